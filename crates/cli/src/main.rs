@@ -1,0 +1,3 @@
+//! The `chipset` command line (to be built; see the issue tracker).
+
+fn main() {}

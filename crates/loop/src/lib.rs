@@ -1,0 +1,3 @@
+//! chipset loop channel (to be built; see the issue tracker).
+
+#![forbid(unsafe_code)]

@@ -1,0 +1,3 @@
+//! chipset nudge channel (to be built; see the issue tracker).
+
+#![forbid(unsafe_code)]

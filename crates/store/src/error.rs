@@ -1,0 +1,127 @@
+use std::io;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::read::Corruption;
+
+/// A specialized result for store operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in `chipset-store`.
+///
+/// Every variant that touches the filesystem names the path, and I/O failures
+/// name the operation, so a message reads "failed to rename `a` to `b`".
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An I/O operation on one path failed.
+    #[error("failed to {op} `{path}`")]
+    Io {
+        /// What was being done, as a verb phrase ("open", "sync directory").
+        op: &'static str,
+        /// The path it was done to.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// Renaming or linking one path to another failed.
+    #[error("failed to {op} `{from}` to `{to}`")]
+    Rename {
+        /// What was being done ("rename", "move", "link").
+        op: &'static str,
+        /// The source path.
+        from: PathBuf,
+        /// The destination path.
+        to: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// A no-clobber operation found its destination taken; nothing was overwritten.
+    #[error("`{path}` already exists")]
+    AlreadyExists {
+        /// The destination that exists.
+        path: PathBuf,
+    },
+    /// An operation that needs an existing file found none.
+    #[error("`{path}` does not exist")]
+    NotFound {
+        /// The missing path.
+        path: PathBuf,
+    },
+    /// A symlink stands where a state file or directory is expected; it is not followed.
+    #[error("refusing to follow symlink `{path}` inside the state root")]
+    Symlink {
+        /// The symlink.
+        path: PathBuf,
+    },
+    /// Something other than a directory stands where a directory is expected.
+    #[error("`{path}` is not a directory")]
+    NotADirectory {
+        /// The offending path.
+        path: PathBuf,
+    },
+    /// A path that should lie inside the state root does not.
+    #[error("`{path}` is outside the state root `{root}`")]
+    OutsideRoot {
+        /// The offending path.
+        path: PathBuf,
+        /// The state root.
+        root: PathBuf,
+    },
+    /// A value was refused as an id (it would be unsafe as a path segment).
+    #[error("invalid {kind} {value:?}: {rule}")]
+    InvalidId {
+        /// Which kind of id ("agent id", "task id", …).
+        kind: &'static str,
+        /// The refused value.
+        value: String,
+        /// The rule it broke.
+        rule: &'static str,
+    },
+    /// A timestamp could not be parsed as RFC 3339.
+    #[error("invalid timestamp {value:?}: expected RFC 3339, such as `2026-03-05T10:35:00.123Z`")]
+    InvalidTimestamp {
+        /// The refused text.
+        value: String,
+    },
+    /// A value could not be serialized to JSON.
+    #[error("failed to serialize JSON for `{path}`")]
+    Serialize {
+        /// The file the value was meant for.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A lock was not acquired within the given time.
+    #[error("timed out after {timeout:?} waiting for lock `{path}`")]
+    LockTimeout {
+        /// The lock file.
+        path: PathBuf,
+        /// How long the caller was willing to wait.
+        timeout: Duration,
+    },
+    /// A file that must be clean to proceed is corrupt.
+    #[error(transparent)]
+    Corrupt(#[from] Corruption),
+}
+
+impl Error {
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
+        Error::Io {
+            op,
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// Returns the I/O error kind underneath, if this is an I/O failure.
+    pub fn io_kind(&self) -> Option<io::ErrorKind> {
+        match self {
+            Error::Io { source, .. } | Error::Rename { source, .. } => Some(source.kind()),
+            _ => None,
+        }
+    }
+}

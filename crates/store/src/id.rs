@@ -1,0 +1,259 @@
+//! Validated ids: every value that becomes a path segment goes through here.
+
+use crate::error::{Error, Result};
+
+/// The longest id accepted, in bytes.
+pub const MAX_ID_LEN: usize = 128;
+
+/// Checks that `value` is safe to use as one path segment.
+///
+/// The rules, checked in this order: not empty; at most [`MAX_ID_LEN`] bytes;
+/// not `.` or `..`; no leading `.` (that would hide it, and names starting with
+/// a dot are reserved for temp, lock and quarantine files); no `/` or `\`; no
+/// NUL; no other control character.
+///
+/// # Errors
+///
+/// [`Error::InvalidId`] naming `kind`, the value and the broken rule.
+pub fn validate_segment(kind: &'static str, value: &str) -> Result<()> {
+    let rule = if value.is_empty() {
+        Some("must not be empty")
+    } else if value.len() > MAX_ID_LEN {
+        Some("must be at most 128 bytes")
+    } else if value == "." || value == ".." {
+        Some("must not be `.` or `..`")
+    } else if value.starts_with('.') {
+        Some("must not start with `.`")
+    } else if value.contains(['/', '\\']) {
+        Some("must not contain a path separator (`/` or `\\`)")
+    } else if value.contains('\0') {
+        Some("must not contain NUL")
+    } else if value.chars().any(char::is_control) {
+        Some("must not contain control characters")
+    } else {
+        None
+    };
+    match rule {
+        Some(rule) => Err(Error::InvalidId {
+            kind,
+            value: value.to_owned(),
+            rule,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Defines a validated string newtype that is safe as a path segment.
+///
+/// The type gets `new`, `as_str`, `into_string`, `FromStr`, `Display`,
+/// `AsRef<str>`, ordering, hashing, and serde support that validates on
+/// deserialization. Channel crates use it for their own ids.
+///
+/// ```
+/// chipset_store::define_id! {
+///     /// A reminder id.
+///     pub struct ReminderId("reminder id");
+/// }
+/// assert!(ReminderId::new("r-1").is_ok());
+/// assert!(ReminderId::new("../etc").is_err());
+/// ```
+#[macro_export]
+macro_rules! define_id {
+    ($(#[$meta:meta])* $vis:vis struct $name:ident($kind:literal);) => {
+        $(#[$meta])*
+        #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        $vis struct $name(String);
+
+        impl $crate::__private::serde::Serialize for $name {
+            fn serialize<S>(&self, s: S) -> ::std::result::Result<S::Ok, S::Error>
+            where
+                S: $crate::__private::serde::Serializer,
+            {
+                s.serialize_str(&self.0)
+            }
+        }
+
+        impl<'de> $crate::__private::serde::Deserialize<'de> for $name {
+            fn deserialize<D>(d: D) -> ::std::result::Result<Self, D::Error>
+            where
+                D: $crate::__private::serde::Deserializer<'de>,
+            {
+                let s = <String as $crate::__private::serde::Deserialize>::deserialize(d)?;
+                Self::new(s).map_err(<D::Error as $crate::__private::serde::de::Error>::custom)
+            }
+        }
+
+        impl $name {
+            /// The kind of id, as named in errors.
+            pub const KIND: &'static str = $kind;
+
+            /// Validates `value` and wraps it.
+            ///
+            /// # Errors
+            ///
+            /// [`Error::InvalidId`]($crate::Error::InvalidId) when the value is not a safe path segment.
+            pub fn new(value: impl Into<String>) -> $crate::Result<Self> {
+                let value = value.into();
+                $crate::validate_segment($kind, &value)?;
+                Ok(Self(value))
+            }
+
+            /// Returns the id as a string slice.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+
+            /// Returns the owned string.
+            pub fn into_string(self) -> String {
+                self.0
+            }
+        }
+
+        impl ::std::str::FromStr for $name {
+            type Err = $crate::Error;
+            fn from_str(s: &str) -> $crate::Result<Self> {
+                Self::new(s)
+            }
+        }
+
+        impl ::std::convert::TryFrom<String> for $name {
+            type Error = $crate::Error;
+            fn try_from(s: String) -> $crate::Result<Self> {
+                Self::new(s)
+            }
+        }
+
+        impl ::std::convert::TryFrom<&str> for $name {
+            type Error = $crate::Error;
+            fn try_from(s: &str) -> $crate::Result<Self> {
+                Self::new(s)
+            }
+        }
+
+        impl ::std::convert::From<$name> for String {
+            fn from(id: $name) -> String {
+                id.0
+            }
+        }
+
+        impl ::std::convert::From<$crate::SortableId> for $name {
+            fn from(id: $crate::SortableId) -> Self {
+                // A sortable id is digits, hyphens and hex: always a safe segment.
+                Self(id.into_string())
+            }
+        }
+
+        impl ::std::convert::AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl ::std::borrow::Borrow<str> for $name {
+            fn borrow(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl ::std::fmt::Debug for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                ::std::fmt::Debug::fmt(&self.0, f)
+            }
+        }
+    };
+}
+
+define_id! {
+    /// An agent id such as `polecat-alpha` or `mayor-a1b2c`.
+    pub struct AgentId("agent id");
+}
+
+define_id! {
+    /// A task id such as `M005-S007-T0002` (mail's `phase`).
+    pub struct TaskId("task id");
+}
+
+define_id! {
+    /// A message id, normally `{unix-ms}-{uuid-v4}` (see [`SortableId`](crate::SortableId)).
+    pub struct MessageId("message id");
+}
+
+define_id! {
+    /// A work item (bead) id such as `gt-abc12`.
+    pub struct BeadId("bead id");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[track_caller]
+    fn check(value: &str, expected: Result<(), &str>) {
+        let got = validate_segment("agent id", value).map_err(|e| match e {
+            Error::InvalidId { rule, .. } => rule,
+            other => panic!("unexpected error {other}"),
+        });
+        assert_eq!(got, expected, "value {value:?}");
+    }
+
+    #[test]
+    fn seed_ids_are_accepted() {
+        for id in [
+            "polecat-alpha",
+            "mayor-a1b2c",
+            "np-critic",
+            "M005-S007-T0002",
+            "gt-abc12",
+            "witness-d3e4f",
+            "1730000000123-9b3e0c1a-0000-4000-8000-000000000000",
+            "a.b",
+            "x..y",
+            &"a".repeat(128),
+        ] {
+            check(id, Ok(()));
+        }
+    }
+
+    #[test]
+    fn unsafe_ids_are_rejected_with_the_rule() {
+        check("", Err("must not be empty"));
+        check(&"a".repeat(129), Err("must be at most 128 bytes"));
+        check(".", Err("must not be `.` or `..`"));
+        check("..", Err("must not be `.` or `..`"));
+        check(".hidden", Err("must not start with `.`"));
+        check(
+            "a/b",
+            Err("must not contain a path separator (`/` or `\\`)"),
+        );
+        check(
+            "a\\b",
+            Err("must not contain a path separator (`/` or `\\`)"),
+        );
+        check("../etc", Err("must not start with `.`"));
+        check("a\0b", Err("must not contain NUL"));
+        check("a\nb", Err("must not contain control characters"));
+        check("a\u{7f}b", Err("must not contain control characters"));
+    }
+
+    #[test]
+    fn error_names_value_and_rule() {
+        let err = AgentId::new("a/b").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid agent id \"a/b\": must not contain a path separator (`/` or `\\`)"
+        );
+    }
+
+    #[test]
+    fn deserialization_validates() {
+        let ok: AgentId = serde_json::from_str("\"polecat-alpha\"").unwrap();
+        assert_eq!(ok.as_str(), "polecat-alpha");
+        assert!(serde_json::from_str::<AgentId>("\"../x\"").is_err());
+    }
+}

@@ -1,0 +1,201 @@
+//! Typed, bounded reads that never mistake a bad file for a missing one.
+
+use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+
+use crate::error::{Error, Result};
+
+/// The default cap on a state file's size: 1 MiB.
+pub const DEFAULT_READ_CAP: u64 = 1024 * 1024;
+
+/// What a typed read found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
+pub enum ReadOutcome<T> {
+    /// No file at the path.
+    Missing,
+    /// A file that could not be taken as a `T`; see the reason.
+    Corrupt(Corruption),
+    /// The file's value.
+    Value(T),
+}
+
+impl<T> ReadOutcome<T> {
+    /// Returns the value, or `None` for missing and corrupt.
+    pub fn value(self) -> Option<T> {
+        match self {
+            ReadOutcome::Value(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// Returns `Ok(Some(value))`, `Ok(None)` when missing, and an error when corrupt:
+    /// for callers that cannot proceed past a bad file.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupt`] when the file is corrupt.
+    pub fn into_result(self) -> Result<Option<T>> {
+        match self {
+            ReadOutcome::Missing => Ok(None),
+            ReadOutcome::Corrupt(c) => Err(Error::Corrupt(c)),
+            ReadOutcome::Value(v) => Ok(Some(v)),
+        }
+    }
+
+    /// Maps the value.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> ReadOutcome<U> {
+        match self {
+            ReadOutcome::Missing => ReadOutcome::Missing,
+            ReadOutcome::Corrupt(c) => ReadOutcome::Corrupt(c),
+            ReadOutcome::Value(v) => ReadOutcome::Value(f(v)),
+        }
+    }
+
+    /// Returns true for [`ReadOutcome::Corrupt`].
+    pub fn is_corrupt(&self) -> bool {
+        matches!(self, ReadOutcome::Corrupt(_))
+    }
+}
+
+/// A file that is there but cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{path}` is corrupt: {reason}")]
+pub struct Corruption {
+    /// The bad file.
+    pub path: PathBuf,
+    /// Why it is bad.
+    pub reason: CorruptReason,
+}
+
+/// Why a file is corrupt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CorruptReason {
+    /// Not valid JSON (or truncated).
+    Unparsable(String),
+    /// Valid JSON of the wrong shape for the expected type.
+    WrongShape(String),
+    /// Larger than the read cap.
+    TooLarge {
+        /// The size found (at least this large).
+        size: u64,
+        /// The cap.
+        cap: u64,
+    },
+    /// A directory, FIFO, socket or device where a regular file is expected.
+    NotARegularFile,
+}
+
+impl fmt::Display for CorruptReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CorruptReason::Unparsable(msg) => write!(f, "unparsable JSON: {msg}"),
+            CorruptReason::WrongShape(msg) => write!(f, "unexpected JSON shape: {msg}"),
+            CorruptReason::TooLarge { size, cap } => {
+                write!(f, "{size} bytes is over the {cap}-byte cap")
+            }
+            CorruptReason::NotARegularFile => f.write_str("not a regular file"),
+        }
+    }
+}
+
+pub(crate) fn nofollow_flags() -> i32 {
+    // O_NONBLOCK keeps open() from hanging on a FIFO planted at a state path.
+    (rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32
+}
+
+/// Opens `path` for reading without following a symlink at its last component.
+/// Returns `None` when missing.
+pub(crate) fn open_nofollow(path: &Path) -> Result<Option<File>> {
+    match OpenOptions::new()
+        .read(true)
+        .custom_flags(nofollow_flags())
+        .open(path)
+    {
+        Ok(f) => Ok(Some(f)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+            Err(Error::Symlink {
+                path: path.to_owned(),
+            })
+        }
+        Err(e) => Err(Error::io("open", path, e)),
+    }
+}
+
+/// Reads a whole file of at most `cap` bytes.
+///
+/// # Errors
+///
+/// [`Error::Symlink`] for a symlink at `path`; [`Error::Io`] for I/O failures.
+/// An oversized or non-regular file is `Ok(ReadOutcome::Corrupt(..))`.
+pub fn read_bytes(path: &Path, cap: u64) -> Result<ReadOutcome<Vec<u8>>> {
+    let Some(file) = open_nofollow(path)? else {
+        return Ok(ReadOutcome::Missing);
+    };
+    let meta = file.metadata().map_err(|e| Error::io("stat", path, e))?;
+    let corrupt = |reason| {
+        Ok(ReadOutcome::Corrupt(Corruption {
+            path: path.to_owned(),
+            reason,
+        }))
+    };
+    if !meta.is_file() {
+        return corrupt(CorruptReason::NotARegularFile);
+    }
+    if meta.len() > cap {
+        return corrupt(CorruptReason::TooLarge {
+            size: meta.len(),
+            cap,
+        });
+    }
+    let mut buf = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    // Read one byte past the cap in case the file grew since the stat.
+    file.take(cap.saturating_add(1))
+        .read_to_end(&mut buf)
+        .map_err(|e| Error::io("read", path, e))?;
+    if buf.len() as u64 > cap {
+        return corrupt(CorruptReason::TooLarge {
+            size: buf.len() as u64,
+            cap,
+        });
+    }
+    Ok(ReadOutcome::Value(buf))
+}
+
+/// Reads and parses a JSON file of at most `cap` bytes.
+///
+/// # Errors
+///
+/// As [`read_bytes`]; unparsable JSON or the wrong shape is `Ok(ReadOutcome::Corrupt(..))`.
+pub fn read_json<T: DeserializeOwned>(path: &Path, cap: u64) -> Result<ReadOutcome<T>> {
+    Ok(match read_bytes(path, cap)? {
+        ReadOutcome::Missing => ReadOutcome::Missing,
+        ReadOutcome::Corrupt(c) => ReadOutcome::Corrupt(c),
+        ReadOutcome::Value(bytes) => parse_json(path, &bytes),
+    })
+}
+
+/// Parses bytes already read from `path`, classifying failures.
+pub fn parse_json<T: DeserializeOwned>(path: &Path, bytes: &[u8]) -> ReadOutcome<T> {
+    match serde_json::from_slice(bytes) {
+        Ok(v) => ReadOutcome::Value(v),
+        Err(e) => ReadOutcome::Corrupt(Corruption {
+            path: path.to_owned(),
+            reason: classify(&e),
+        }),
+    }
+}
+
+pub(crate) fn classify(e: &serde_json::Error) -> CorruptReason {
+    match e.classify() {
+        serde_json::error::Category::Data => CorruptReason::WrongShape(e.to_string()),
+        _ => CorruptReason::Unparsable(e.to_string()),
+    }
+}

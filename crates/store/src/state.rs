@@ -1,0 +1,475 @@
+//! The state root and its channel directories.
+
+use std::fs;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::atomic::{self, Created, move_entry, sync_dir};
+use crate::error::{Error, Result};
+use crate::lock::{Decision, Lock, update_locked};
+use crate::log::JsonLog;
+use crate::read::{DEFAULT_READ_CAP, ReadOutcome, read_bytes, read_json};
+use crate::time::{SharedClock, SystemClock, Timestamp};
+
+/// The default state root, relative to the working directory.
+pub const DEFAULT_ROOT: &str = ".chipset/state";
+
+/// The name of the folder that [`StateDir::quarantine`] moves bad files into.
+pub const QUARANTINE_DIR: &str = ".quarantine";
+
+/// A channel's subdirectory of the state root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Channel {
+    /// `hooks/`
+    Hooks,
+    /// `nudge/`
+    Nudge,
+    /// `mail/`
+    Mail,
+    /// `bus/`
+    Bus,
+    /// `reminders/`
+    Reminders,
+    /// `loop/`
+    Loop,
+}
+
+impl Channel {
+    /// Every channel.
+    pub const ALL: [Channel; 6] = [
+        Channel::Hooks,
+        Channel::Nudge,
+        Channel::Mail,
+        Channel::Bus,
+        Channel::Reminders,
+        Channel::Loop,
+    ];
+
+    /// Returns the directory name.
+    pub fn dir_name(self) -> &'static str {
+        match self {
+            Channel::Hooks => "hooks",
+            Channel::Nudge => "nudge",
+            Channel::Mail => "mail",
+            Channel::Bus => "bus",
+            Channel::Reminders => "reminders",
+            Channel::Loop => "loop",
+        }
+    }
+}
+
+/// How a [`StateDir`] is opened.
+#[derive(Debug, Clone)]
+pub struct StateOptions {
+    /// Where time comes from.
+    pub clock: SharedClock,
+    /// The largest state file a typed read accepts.
+    pub read_cap: u64,
+}
+
+impl Default for StateOptions {
+    fn default() -> Self {
+        StateOptions {
+            clock: Arc::new(SystemClock),
+            read_cap: DEFAULT_READ_CAP,
+        }
+    }
+}
+
+/// The state root: every channel's files live below it, and every
+/// filesystem change goes through it.
+///
+/// Cheap to clone (the clones share one root and clock). Its methods check
+/// that paths lie inside the root and that no directory on the way is a
+/// symlink, create directories on demand (syncing their parents, so a new
+/// directory survives a crash with the file in it), and apply the read cap.
+///
+/// ```
+/// use chipset_store::{Channel, StateDir};
+/// let tmp = tempfile::tempdir()?;
+/// let state = StateDir::open(tmp.path().join("state"))?;
+/// let hooks = state.channel_dir(Channel::Hooks)?;
+/// state.write_json(&hooks.join("polecat-alpha.json"), &serde_json::json!({"status": "empty"}))?;
+/// let read = state.read_json::<serde_json::Value>(&hooks.join("polecat-alpha.json"))?;
+/// assert_eq!(read.value().unwrap()["status"], "empty");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct StateDir {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    root: PathBuf,
+    clock: SharedClock,
+    read_cap: u64,
+}
+
+impl StateDir {
+    /// Opens (creating if needed) the state root at `root`, on the system clock.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] when the root cannot be created or resolved.
+    pub fn open(root: impl AsRef<Path>) -> Result<Self> {
+        Self::open_with(root, StateOptions::default())
+    }
+
+    /// Opens (creating if needed) the state root at `root` with `options`.
+    /// The root itself may be reached through a symlink; nothing below it is.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] when the root cannot be created or resolved.
+    pub fn open_with(root: impl AsRef<Path>, options: StateOptions) -> Result<Self> {
+        let root = root.as_ref();
+        fs::create_dir_all(root).map_err(|e| Error::io("create state root", root, e))?;
+        let root = fs::canonicalize(root).map_err(|e| Error::io("resolve state root", root, e))?;
+        Ok(StateDir {
+            inner: Arc::new(Inner {
+                root,
+                clock: options.clock,
+                read_cap: options.read_cap,
+            }),
+        })
+    }
+
+    /// Returns the (resolved) root.
+    pub fn root(&self) -> &Path {
+        &self.inner.root
+    }
+
+    /// Returns the clock.
+    pub fn clock(&self) -> &SharedClock {
+        &self.inner.clock
+    }
+
+    /// Returns the current time on the clock.
+    pub fn now(&self) -> Timestamp {
+        self.inner.clock.now()
+    }
+
+    /// Returns the read cap.
+    pub fn read_cap(&self) -> u64 {
+        self.inner.read_cap
+    }
+
+    /// Returns the path of a channel's directory without creating it.
+    pub fn channel_path(&self, channel: Channel) -> PathBuf {
+        self.inner.root.join(channel.dir_name())
+    }
+
+    /// Returns a channel's directory, creating it if needed.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::ensure_dir`].
+    pub fn channel_dir(&self, channel: Channel) -> Result<PathBuf> {
+        let dir = self.channel_path(channel);
+        self.ensure_dir(&dir)?;
+        Ok(dir)
+    }
+
+    fn relative<'a>(&self, path: &'a Path) -> Result<&'a Path> {
+        let rel = path
+            .strip_prefix(&self.inner.root)
+            .map_err(|_| self.outside(path))?;
+        if rel.components().any(|c| !matches!(c, Component::Normal(_))) {
+            return Err(self.outside(path));
+        }
+        Ok(rel)
+    }
+
+    fn outside(&self, path: &Path) -> Error {
+        Error::OutsideRoot {
+            path: path.to_owned(),
+            root: self.inner.root.clone(),
+        }
+    }
+
+    /// Creates `dir` and any missing parents below the root, refusing symlinks
+    /// and non-directories on the way. Each directory it creates is made durable
+    /// by syncing its parent.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OutsideRoot`], [`Error::Symlink`], [`Error::NotADirectory`], or [`Error::Io`].
+    pub fn ensure_dir(&self, dir: &Path) -> Result<()> {
+        let rel = self.relative(dir)?;
+        let mut cur = self.inner.root.clone();
+        for part in rel.components() {
+            let parent = cur.clone();
+            cur.push(part);
+            match fs::symlink_metadata(&cur) {
+                Ok(m) if m.file_type().is_symlink() => return Err(Error::Symlink { path: cur }),
+                Ok(m) if m.is_dir() => continue,
+                Ok(_) => return Err(Error::NotADirectory { path: cur }),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io("stat", &cur, e)),
+            }
+            match fs::create_dir(&cur) {
+                Ok(()) => sync_dir(&parent)?,
+                // Another process made it first: check what it made.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    let m = fs::symlink_metadata(&cur).map_err(|e| Error::io("stat", &cur, e))?;
+                    if !m.is_dir() {
+                        return Err(Error::NotADirectory { path: cur });
+                    }
+                }
+                Err(e) => return Err(Error::io("create directory", &cur, e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that the directories from the root down to `path`'s parent are
+    /// real directories (or missing), not symlinks. Returns false when one is missing.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OutsideRoot`], [`Error::Symlink`], [`Error::NotADirectory`], or [`Error::Io`].
+    pub fn check_parents(&self, path: &Path) -> Result<bool> {
+        let rel = self.relative(path)?;
+        let mut cur = self.inner.root.clone();
+        let parts: Vec<_> = rel.components().collect();
+        for part in parts.iter().take(parts.len().saturating_sub(1)) {
+            cur.push(part);
+            match fs::symlink_metadata(&cur) {
+                Ok(m) if m.file_type().is_symlink() => return Err(Error::Symlink { path: cur }),
+                Ok(m) if m.is_dir() => {}
+                Ok(_) => return Err(Error::NotADirectory { path: cur }),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+                Err(e) => return Err(Error::io("stat", &cur, e)),
+            }
+        }
+        Ok(true)
+    }
+
+    fn ensure_parent(&self, path: &Path) -> Result<()> {
+        match path.parent() {
+            Some(p) => self.ensure_dir(p),
+            None => Err(self.outside(path)),
+        }
+    }
+
+    /// Durably replaces `path` with `bytes` (see [`write_atomic`](crate::write_atomic)).
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::ensure_dir`] and [`write_atomic`](crate::write_atomic).
+    pub fn write_bytes(&self, path: &Path, bytes: &[u8]) -> Result<()> {
+        self.ensure_parent(path)?;
+        atomic::write_atomic(path, bytes)
+    }
+
+    /// Durably replaces `path` with the canonical JSON of `value`.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::write_bytes`], plus [`Error::Serialize`].
+    pub fn write_json<T: Serialize + ?Sized>(&self, path: &Path, value: &T) -> Result<()> {
+        self.ensure_parent(path)?;
+        atomic::write_json(path, value)
+    }
+
+    /// Durably publishes `bytes` under `path`, which must not exist (see [`create_new`](crate::create_new)).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AlreadyExists`] when it does; otherwise as [`StateDir::write_bytes`].
+    pub fn create_new(&self, path: &Path, bytes: &[u8]) -> Result<()> {
+        self.ensure_parent(path)?;
+        atomic::create_new(path, bytes)
+    }
+
+    /// Durably publishes the canonical JSON of `value` under `path`, which must not exist.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::create_new`], plus [`Error::Serialize`].
+    pub fn create_new_json<T: Serialize + ?Sized>(&self, path: &Path, value: &T) -> Result<()> {
+        self.ensure_parent(path)?;
+        atomic::create_new_json(path, value)
+    }
+
+    /// Publishes many new files sharing the directory syncs (see [`create_new_batch`](crate::create_new_batch)).
+    ///
+    /// # Errors
+    ///
+    /// As [`create_new_batch`](crate::create_new_batch) and [`StateDir::ensure_dir`].
+    pub fn create_new_batch(&self, items: &[(PathBuf, Vec<u8>)]) -> Result<Vec<Created>> {
+        let mut seen: Vec<&Path> = Vec::new();
+        for (path, _) in items {
+            let parent = path.parent().ok_or_else(|| self.outside(path))?;
+            if !seen.contains(&parent) {
+                self.ensure_dir(parent)?;
+                seen.push(parent);
+            }
+        }
+        atomic::create_new_batch(items)
+    }
+
+    /// Durably moves `from` to `to` without replacing (see [`move_noclobber`](crate::move_noclobber)),
+    /// creating `to`'s directory if needed.
+    ///
+    /// # Errors
+    ///
+    /// As [`move_noclobber`](crate::move_noclobber) and [`StateDir::ensure_dir`].
+    pub fn move_noclobber(&self, from: &Path, to: &Path) -> Result<()> {
+        self.check_parents(from)?;
+        self.ensure_parent(to)?;
+        atomic::move_noclobber(from, to)
+    }
+
+    /// Reads `path` (bounded by the read cap).
+    ///
+    /// # Errors
+    ///
+    /// As [`read_bytes`](crate::read_bytes), plus symlinked or outside parents.
+    pub fn read_bytes(&self, path: &Path) -> Result<ReadOutcome<Vec<u8>>> {
+        if !self.check_parents(path)? {
+            return Ok(ReadOutcome::Missing);
+        }
+        read_bytes(path, self.inner.read_cap)
+    }
+
+    /// Reads and parses `path` as JSON (bounded by the read cap).
+    ///
+    /// # Errors
+    ///
+    /// As [`read_json`](crate::read_json), plus symlinked or outside parents.
+    pub fn read_json<T: DeserializeOwned>(&self, path: &Path) -> Result<ReadOutcome<T>> {
+        if !self.check_parents(path)? {
+            return Ok(ReadOutcome::Missing);
+        }
+        read_json(path, self.inner.read_cap)
+    }
+
+    /// Lists the names in `dir` that do not start with a dot (temp, lock and
+    /// quarantine entries do), sorted. A missing directory lists as empty.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Symlink`] when `dir` or a parent is a symlink; [`Error::Io`].
+    pub fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        if !self.check_parents(dir)? {
+            return Ok(Vec::new());
+        }
+        match fs::symlink_metadata(dir) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(Error::Symlink {
+                    path: dir.to_owned(),
+                });
+            }
+            Ok(m) if !m.is_dir() => {
+                return Err(Error::NotADirectory {
+                    path: dir.to_owned(),
+                });
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io("stat", dir, e)),
+        }
+        let entries = fs::read_dir(dir).map_err(|e| Error::io("list directory", dir, e))?;
+        let mut names = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io("list directory", dir, e))?;
+            match entry.file_name().into_string() {
+                Ok(name) if !name.starts_with('.') => names.push(name),
+                Ok(_) => {}
+                // A name that is not UTF-8 was not written by chipset; surface it.
+                Err(name) => names.push(name.to_string_lossy().into_owned()),
+            }
+        }
+        names.sort_unstable();
+        Ok(names)
+    }
+
+    /// Returns the lock guarding `path` ([`Lock::for_file`]), creating its directory.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::ensure_dir`].
+    pub fn lock_for(&self, path: &Path) -> Result<Lock> {
+        self.ensure_parent(path)?;
+        Ok(Lock::for_file(path))
+    }
+
+    /// Returns the append-only log at `path`, creating its directory.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::ensure_dir`].
+    pub fn log(&self, path: &Path) -> Result<JsonLog> {
+        self.ensure_parent(path)?;
+        Ok(JsonLog::new(path))
+    }
+
+    /// Locked read-modify-write of `path` (see [`update_locked`](crate::update_locked)).
+    ///
+    /// # Errors
+    ///
+    /// Whatever `decide` returns, or a store error converted into `E`.
+    pub fn update<T, R, E, F>(&self, path: &Path, decide: F) -> Result<R, E>
+    where
+        T: Serialize + DeserializeOwned,
+        E: From<Error>,
+        F: FnOnce(ReadOutcome<T>) -> Result<Decision<T, R>, E>,
+    {
+        self.ensure_parent(path)?;
+        update_locked(path, self.inner.read_cap, decide)
+    }
+
+    /// Moves a bad file (or symlink, or anything else) aside into
+    /// `.quarantine/` in its directory, named `{timestamp}-{name}` (with a
+    /// numeric suffix if that is taken), and returns the new path. Nothing is
+    /// deleted.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotFound`] when there is nothing at `path`; otherwise as
+    /// [`move_noclobber`](crate::move_noclobber).
+    pub fn quarantine(&self, path: &Path) -> Result<PathBuf> {
+        self.check_parents(path)?;
+        let dir = path.parent().ok_or_else(|| self.outside(path))?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .ok_or_else(|| self.outside(path))?;
+        let qdir = dir.join(QUARANTINE_DIR);
+        self.ensure_dir(&qdir)?;
+        let stamp = self.now().to_string().replace(':', "");
+        for n in 0u32.. {
+            let target = if n == 0 {
+                qdir.join(format!("{stamp}-{name}"))
+            } else {
+                qdir.join(format!("{stamp}-{name}.{n}"))
+            };
+            match move_entry(path, &target) {
+                Ok(()) => {
+                    tracing::warn!(from = %path.display(), to = %target.display(), "quarantined file");
+                    return Ok(target);
+                }
+                Err(Error::AlreadyExists { .. }) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        unreachable!("u32 suffixes exhausted")
+    }
+
+    /// Removes stale temp files (older than `max_age`) anywhere under the root.
+    ///
+    /// # Errors
+    ///
+    /// As [`sweep_temps`](crate::sweep_temps).
+    pub fn sweep_temps(&self, max_age: Duration) -> Result<usize> {
+        atomic::sweep_temps(&self.inner.root, max_age)
+    }
+}

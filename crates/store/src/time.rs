@@ -1,0 +1,241 @@
+//! Instants, the clock trait, and the two clocks.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+use crate::error::{Error, Result};
+
+/// An instant with millisecond precision, written as RFC 3339 UTC.
+///
+/// Timestamps serialize as `2026-03-05T10:35:00.123Z` (what JavaScript's
+/// `toISOString` gives), parse from any RFC 3339 form (`Z` or an offset, any
+/// number of fractional digits, truncated to milliseconds), and compare as
+/// instants, never as strings.
+///
+/// ```
+/// use chipset_store::Timestamp;
+/// let a = Timestamp::parse("2026-03-05T10:35:00Z")?;
+/// let b = Timestamp::parse("2026-03-05T11:35:00.000+01:00")?;
+/// assert_eq!(a, b);
+/// assert_eq!(a.to_string(), "2026-03-05T10:35:00.000Z");
+/// # Ok::<(), chipset_store::Error>(())
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp(i64);
+
+impl Timestamp {
+    /// The Unix epoch.
+    pub const EPOCH: Timestamp = Timestamp(0);
+
+    /// Returns the instant `ms` milliseconds after the Unix epoch.
+    pub const fn from_unix_ms(ms: i64) -> Self {
+        Timestamp(ms)
+    }
+
+    /// Returns milliseconds since the Unix epoch.
+    pub const fn unix_ms(self) -> i64 {
+        self.0
+    }
+
+    /// Parses any RFC 3339 timestamp.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidTimestamp`] when `text` is not RFC 3339.
+    pub fn parse(text: &str) -> Result<Self> {
+        let dt = OffsetDateTime::parse(text, &Rfc3339).map_err(|_| Error::InvalidTimestamp {
+            value: text.to_owned(),
+        })?;
+        let ms = dt.unix_timestamp_nanos().div_euclid(1_000_000);
+        Ok(Timestamp(i64::try_from(ms).map_err(|_| {
+            Error::InvalidTimestamp {
+                value: text.to_owned(),
+            }
+        })?))
+    }
+
+    /// Returns this instant moved forward by `d`, saturating.
+    #[must_use]
+    pub fn add(self, d: Duration) -> Self {
+        Timestamp(self.0.saturating_add(duration_ms(d)))
+    }
+
+    /// Returns this instant moved back by `d`, saturating.
+    #[must_use]
+    pub fn sub(self, d: Duration) -> Self {
+        Timestamp(self.0.saturating_sub(duration_ms(d)))
+    }
+
+    /// Returns how long after `earlier` this instant is, or zero if it is not later.
+    pub fn since(self, earlier: Timestamp) -> Duration {
+        Duration::from_millis(u64::try_from(self.0.saturating_sub(earlier.0)).unwrap_or(0))
+    }
+
+    fn datetime(self) -> OffsetDateTime {
+        // Out-of-range instants are clamped to what RFC 3339 can write.
+        let nanos = i128::from(self.0) * 1_000_000;
+        OffsetDateTime::from_unix_timestamp_nanos(nanos).unwrap_or(if self.0 < 0 {
+            OffsetDateTime::UNIX_EPOCH
+        } else {
+            OffsetDateTime::new_utc(
+                time::Date::from_calendar_date(9999, time::Month::December, 31)
+                    .expect("valid date"),
+                time::Time::MIDNIGHT,
+            )
+        })
+    }
+}
+
+fn duration_ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let dt = self.datetime();
+        write!(
+            f,
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+            dt.year().clamp(0, 9999),
+            u8::from(dt.month()),
+            dt.day(),
+            dt.hour(),
+            dt.minute(),
+            dt.second(),
+            dt.millisecond()
+        )
+    }
+}
+
+impl fmt::Debug for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl std::str::FromStr for Timestamp {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        Timestamp::parse(s)
+    }
+}
+
+impl Serialize for Timestamp {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let text = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        Timestamp::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A source of the current time. Every crate takes time from one, so loops
+/// can be simulated on a [`ManualClock`] without sleeping.
+pub trait Clock: Send + Sync + fmt::Debug {
+    /// Returns the current instant.
+    fn now(&self) -> Timestamp;
+}
+
+/// A shared, type-erased clock.
+pub type SharedClock = Arc<dyn Clock>;
+
+/// The wall clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Timestamp {
+        let ms = match SystemTime::now().duration_since(UNIX_EPOCH) {
+            Ok(d) => duration_ms(d),
+            Err(e) => -duration_ms(e.duration()),
+        };
+        Timestamp(ms)
+    }
+}
+
+/// A clock that moves only when told to. Clones share the same time.
+///
+/// ```
+/// use std::time::Duration;
+/// use chipset_store::{Clock, ManualClock, Timestamp};
+/// let clock = ManualClock::new(Timestamp::from_unix_ms(1_000));
+/// clock.advance(Duration::from_secs(60));
+/// assert_eq!(clock.now().unix_ms(), 61_000);
+/// ```
+#[derive(Debug, Clone)]
+pub struct ManualClock(Arc<AtomicI64>);
+
+impl ManualClock {
+    /// Returns a clock stopped at `start`.
+    pub fn new(start: Timestamp) -> Self {
+        ManualClock(Arc::new(AtomicI64::new(start.0)))
+    }
+
+    /// Moves the clock forward by `d`.
+    pub fn advance(&self, d: Duration) {
+        self.0.fetch_add(duration_ms(d), Ordering::SeqCst);
+    }
+
+    /// Sets the clock to `t`, which may be earlier than now (a clock step back).
+    pub fn set(&self, t: Timestamp) {
+        self.0.store(t.0, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Timestamp {
+        Timestamp(self.0.load(Ordering::SeqCst))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_like_to_iso_string() {
+        let t = Timestamp::parse("2026-03-05T10:35:00.123Z").unwrap();
+        assert_eq!(t.to_string(), "2026-03-05T10:35:00.123Z");
+        assert_eq!(Timestamp::EPOCH.to_string(), "1970-01-01T00:00:00.000Z");
+    }
+
+    #[test]
+    fn parses_any_rfc3339_form_as_an_instant() {
+        let base = Timestamp::parse("2026-03-05T10:35:00Z").unwrap();
+        for text in [
+            "2026-03-05T10:35:00.000Z",
+            "2026-03-05T10:35:00.0001Z",
+            "2026-03-05T12:35:00+02:00",
+            "2026-03-05t10:35:00z",
+        ] {
+            assert_eq!(Timestamp::parse(text).unwrap(), base, "{text}");
+        }
+        assert!(Timestamp::parse("2026-03-05 10:35").is_err());
+    }
+
+    #[test]
+    fn compares_as_instants_not_strings() {
+        let a = Timestamp::parse("2026-03-05T10:35:00+01:00").unwrap();
+        let b = Timestamp::parse("2026-03-05T10:00:00Z").unwrap();
+        // As strings a > b, as instants a is earlier.
+        assert!(a < b);
+    }
+
+    #[test]
+    fn serde_round_trip() {
+        let t = Timestamp::from_unix_ms(1_772_706_900_123);
+        let json = serde_json::to_string(&t).unwrap();
+        assert_eq!(json, "\"2026-03-05T10:35:00.123Z\"");
+        assert_eq!(serde_json::from_str::<Timestamp>(&json).unwrap(), t);
+    }
+}

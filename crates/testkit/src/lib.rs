@@ -1,0 +1,232 @@
+//! Test support for chipset's multi-process and crash tests.
+//!
+//! A test binary re-runs itself as a child process: [`spawn`] starts the
+//! current executable with only one entry test selected and a role in the
+//! environment, and that entry test calls [`child_role`] to learn what to do.
+//! No extra binary has to be built or shipped.
+//!
+//! ```no_run
+//! use chipset_testkit as kit;
+//! #[test]
+//! fn child_entry() {
+//!     if let Some(role) = kit::child_role() {
+//!         // act as the child named by role.name, with role.args
+//!         return;
+//!     }
+//!     // not a child: run the roles in-process as a smoke check
+//! }
+//! ```
+
+#![forbid(unsafe_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use chipset_store::{StateDir, StateOptions};
+
+/// The environment variable that names a child's role.
+pub const ROLE_ENV: &str = "CHIPSET_TESTKIT_ROLE";
+/// The environment variable that carries a child's arguments, as a JSON array of strings.
+pub const ARGS_ENV: &str = "CHIPSET_TESTKIT_ARGS";
+
+/// A child's role and arguments.
+#[derive(Debug, Clone)]
+pub struct Role {
+    /// The role's name.
+    pub name: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+}
+
+impl Role {
+    /// Returns argument `i`.
+    ///
+    /// # Panics
+    ///
+    /// When there is no such argument.
+    pub fn arg(&self, i: usize) -> &str {
+        &self.args[i]
+    }
+
+    /// Returns argument `i` parsed.
+    ///
+    /// # Panics
+    ///
+    /// When there is no such argument or it does not parse.
+    pub fn parse<T: std::str::FromStr>(&self, i: usize) -> T
+    where
+        T::Err: std::fmt::Debug,
+    {
+        self.args[i].parse().expect("child argument parses")
+    }
+}
+
+/// Returns the role when this process is a child started by [`spawn`].
+pub fn child_role() -> Option<Role> {
+    let name = std::env::var(ROLE_ENV).ok()?;
+    let args = std::env::var(ARGS_ENV)
+        .ok()
+        .map(|a| serde_json::from_str(&a).expect("child args are a JSON array"))
+        .unwrap_or_default();
+    Some(Role { name, args })
+}
+
+/// Starts the current test binary as a child that runs only the test named
+/// `entry_test` (its full path, such as `procs::child_entry`), with `role` and
+/// `args` in its environment. Its stdout is piped (read it with [`lines`]),
+/// its stderr inherited.
+///
+/// # Panics
+///
+/// When the child cannot be started.
+pub fn spawn(entry_test: &str, role: &str, args: &[String]) -> Child {
+    Command::new(std::env::current_exe().expect("current exe"))
+        .args([
+            entry_test,
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+            "-q",
+        ])
+        .env(ROLE_ENV, role)
+        .env(ARGS_ENV, serde_json::to_string(args).expect("json"))
+        .env_remove("RUST_TEST_THREADS")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn child test process")
+}
+
+/// Turns a child's stdout into a line iterator.
+///
+/// # Panics
+///
+/// When the child's stdout was not piped or was taken already.
+pub fn lines(child: &mut Child) -> std::io::Lines<BufReader<ChildStdout>> {
+    BufReader::new(child.stdout.take().expect("piped stdout")).lines()
+}
+
+/// Waits for a child to exit successfully, killing it after `timeout`.
+///
+/// # Panics
+///
+/// When it exits unsuccessfully or runs out of time.
+pub fn wait_ok(child: &mut Child, timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            assert!(status.success(), "child failed: {status}");
+            return;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("child did not finish within {timeout:?}");
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Kills a child with SIGKILL and reaps it.
+///
+/// # Panics
+///
+/// When the signal cannot be sent.
+pub fn kill9(child: &mut Child) {
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).expect("child pid");
+    // The child may have exited already; that is fine.
+    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+    let _ = child.wait();
+}
+
+/// Blocks until `path` exists: a start line for children that must act at once.
+///
+/// # Panics
+///
+/// After 60 seconds without it.
+pub fn wait_for_file(path: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !path.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "start file {} never appeared",
+            path.display()
+        );
+        thread::sleep(Duration::from_micros(200));
+    }
+}
+
+/// A temporary state root, removed on drop.
+pub struct TempState {
+    /// The state root.
+    pub state: StateDir,
+    dir: tempfile::TempDir,
+}
+
+impl TempState {
+    /// Makes a fresh state root on the system clock.
+    ///
+    /// # Panics
+    ///
+    /// When the temporary directory cannot be made.
+    pub fn new() -> Self {
+        Self::with_options(StateOptions::default())
+    }
+
+    /// Makes a fresh state root with `options`.
+    ///
+    /// # Panics
+    ///
+    /// When the temporary directory cannot be made.
+    pub fn with_options(options: StateOptions) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let state = StateDir::open_with(dir.path().join("state"), options).expect("open state");
+        TempState { state, dir }
+    }
+
+    /// Returns a path in the temporary directory outside the state root
+    /// (for start files and such).
+    pub fn scratch(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+impl Default for TempState {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A small deterministic pseudo-random generator (xorshift), for jitter in
+/// crash tests where a seed should be printable and reproducible.
+#[derive(Debug, Clone)]
+pub struct Jitter(u64);
+
+impl Jitter {
+    /// Seeds the generator (zero is replaced).
+    pub fn new(seed: u64) -> Self {
+        Jitter(seed.max(1))
+    }
+
+    /// Returns a seed from the clock.
+    pub fn seed_from_time() -> u64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(1)
+    }
+
+    /// Returns a number in `0..n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x % n.max(1)
+    }
+}

@@ -1,0 +1,2 @@
+//! chipset facade.
+pub use chipset_store as store;
