@@ -1,0 +1,166 @@
+//! Canonical JSON: exact bytes, and round-trips of arbitrary values with sorted keys.
+
+use std::fmt;
+
+use chipset_store::{to_canonical_json, to_canonical_line};
+use proptest::prelude::*;
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Value, json};
+
+/// A JSON tree that keeps object keys in the order they appear in the text.
+#[derive(Debug)]
+enum Ordered {
+    Leaf,
+    Array(Vec<Ordered>),
+    Object(Vec<(String, Ordered)>),
+}
+
+impl<'de> Deserialize<'de> for Ordered {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Ordered;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("json")
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Ordered, E> {
+                Ok(Ordered::Leaf)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Ordered, E> {
+                Ok(Ordered::Leaf)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Ordered, E> {
+                Ok(Ordered::Leaf)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Ordered, E> {
+                Ok(Ordered::Leaf)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Ordered, E> {
+                Ok(Ordered::Leaf)
+            }
+            fn visit_unit<E>(self) -> Result<Ordered, E> {
+                Ok(Ordered::Leaf)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Ordered, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = seq.next_element()? {
+                    items.push(item);
+                }
+                Ok(Ordered::Array(items))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Ordered, A::Error> {
+                let mut entries = Vec::new();
+                while let Some((k, v)) = map.next_entry::<String, Ordered>()? {
+                    entries.push((k, v));
+                }
+                Ok(Ordered::Object(entries))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+fn assert_sorted(node: &Ordered) {
+    match node {
+        Ordered::Leaf => {}
+        Ordered::Array(items) => items.iter().for_each(assert_sorted),
+        Ordered::Object(entries) => {
+            for pair in entries.windows(2) {
+                assert!(
+                    pair[0].0 < pair[1].0,
+                    "keys out of order: {:?} then {:?}",
+                    pair[0].0,
+                    pair[1].0
+                );
+            }
+            entries.iter().for_each(|(_, v)| assert_sorted(v));
+        }
+    }
+}
+
+fn arb_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| json!(n)),
+        any::<u64>().prop_map(|n| json!(n)),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(|f| json!(f)),
+        ".{0,12}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 64, 8, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            prop::collection::btree_map(".{0,8}", inner, 0..6)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn canonical_json_round_trips_with_sorted_keys(value in arb_value()) {
+        let bytes = to_canonical_json(&value).unwrap();
+        prop_assert_eq!(bytes.last(), Some(&b'\n'));
+        prop_assert_ne!(bytes.get(bytes.len().wrapping_sub(2)), Some(&b'\n'));
+        let back: Value = serde_json::from_slice(&bytes).unwrap();
+        prop_assert_eq!(&back, &value);
+        assert_sorted(&serde_json::from_slice(&bytes).unwrap());
+        // Canonical form is a fixed point.
+        prop_assert_eq!(to_canonical_json(&back).unwrap(), bytes);
+
+        let line = to_canonical_line(&value).unwrap();
+        prop_assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
+        prop_assert_eq!(serde_json::from_slice::<Value>(&line).unwrap(), value);
+    }
+}
+
+#[derive(serde::Serialize)]
+struct Hook {
+    status: &'static str,
+    agent_id: &'static str,
+    work_item: Option<Item>,
+    last_activity: &'static str,
+}
+
+#[derive(serde::Serialize)]
+struct Item {
+    title: &'static str,
+    bead_id: &'static str,
+    assigned_at: &'static str,
+}
+
+#[test]
+fn struct_bytes_are_pinned() {
+    let hook = Hook {
+        status: "active",
+        agent_id: "polecat-alpha",
+        work_item: Some(Item {
+            title: "Add README section",
+            bead_id: "gt-abc12",
+            assigned_at: "2026-03-05T10:30:00.000Z",
+        }),
+        last_activity: "2026-03-05T10:32:00.000Z",
+    };
+    let text = String::from_utf8(to_canonical_json(&hook).unwrap()).unwrap();
+    insta::assert_snapshot!("struct_sorted", text);
+}
+
+#[test]
+fn escapes_empties_and_unicode_are_pinned() {
+    let value = json!({
+        "z": [],
+        "a": {},
+        "quote\"and\\slash": "line\nbreak\ttab\u{1}",
+        "ünïcode": "→ ✓",
+        "n": [1, -2, 3.5, null, true],
+        "nested": {"b": {"d": 1, "c": 2}, "a": [{"y": 1, "x": 2}]}
+    });
+    let text = String::from_utf8(to_canonical_json(&value).unwrap()).unwrap();
+    insta::assert_snapshot!("escapes_and_nesting", text);
+    let line = String::from_utf8(to_canonical_line(&value).unwrap()).unwrap();
+    insta::assert_snapshot!("jsonl_line", line);
+}

@@ -1,0 +1,457 @@
+//! Single-process behaviour of the primitives: symlinks, corrupt and oversize
+//! files, quarantine, no-clobber, moves, batches, logs, temps and locks.
+
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::path::Path;
+use std::time::Duration;
+
+use chipset_store::{
+    Channel, CorruptReason, Created, Error, JsonLog, Lock, ReadOutcome, StateDir, StateOptions,
+    is_temp_name, read_json,
+};
+use chipset_testkit::TempState;
+use serde_json::{Value, json};
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn replace_leaves_one_whole_file_and_no_temps() {
+    let t = TempState::new();
+    let dir = t.state.channel_dir(Channel::Hooks).unwrap();
+    let path = dir.join("a.json");
+    for n in 0..5 {
+        t.state.write_json(&path, &json!({ "n": n })).unwrap();
+    }
+    assert_eq!(fs::read_to_string(&path).unwrap(), "{\n  \"n\": 4\n}\n");
+    assert_eq!(names(&dir), ["a.json"]);
+}
+
+#[test]
+fn symlinked_file_is_refused_everywhere() {
+    let t = TempState::new();
+    let dir = t.state.channel_dir(Channel::Hooks).unwrap();
+    let outside = t.scratch("outside.json");
+    fs::write(&outside, "{\"secret\": true}").unwrap();
+    let link = dir.join("evil.json");
+    symlink(&outside, &link).unwrap();
+
+    assert!(matches!(
+        t.state.read_json::<Value>(&link),
+        Err(Error::Symlink { .. })
+    ));
+    assert!(matches!(
+        t.state.read_bytes(&link),
+        Err(Error::Symlink { .. })
+    ));
+    assert!(matches!(
+        t.state.write_json(&link, &json!(1)),
+        Err(Error::Symlink { .. })
+    ));
+    assert!(matches!(
+        t.state.move_noclobber(&link, &dir.join("moved.json")),
+        Err(Error::Symlink { .. })
+    ));
+    assert!(matches!(
+        t.state
+            .update(&link, |_: ReadOutcome<Value>| Ok::<_, Error>(
+                chipset_store::Decision::Keep(())
+            )),
+        Err(Error::Symlink { .. })
+    ));
+    // The target outside the root was never touched.
+    assert_eq!(fs::read_to_string(&outside).unwrap(), "{\"secret\": true}");
+}
+
+#[test]
+fn symlinked_directory_is_refused() {
+    let t = TempState::new();
+    let elsewhere = t.scratch("elsewhere");
+    fs::create_dir(&elsewhere).unwrap();
+    symlink(&elsewhere, t.state.root().join("mail")).unwrap();
+    let err = t.state.channel_dir(Channel::Mail).unwrap_err();
+    assert!(matches!(err, Error::Symlink { .. }), "{err}");
+    let path = t.state.root().join("mail").join("x.json");
+    assert!(matches!(
+        t.state.write_json(&path, &json!(1)),
+        Err(Error::Symlink { .. })
+    ));
+    assert!(matches!(
+        t.state.read_json::<Value>(&path),
+        Err(Error::Symlink { .. })
+    ));
+    assert!(matches!(
+        t.state.list(&t.state.root().join("mail")),
+        Err(Error::Symlink { .. })
+    ));
+    assert!(fs::read_dir(&elsewhere).unwrap().next().is_none());
+}
+
+#[test]
+fn symlinked_log_and_lock_are_refused() {
+    let t = TempState::new();
+    let dir = t.state.channel_dir(Channel::Mail).unwrap();
+    let outside = t.scratch("log.jsonl");
+    fs::write(&outside, "").unwrap();
+    symlink(&outside, dir.join("manifest.jsonl")).unwrap();
+    let log = t.state.log(&dir.join("manifest.jsonl")).unwrap();
+    assert!(matches!(
+        log.append(&json!({"e": 1})),
+        Err(Error::Symlink { .. })
+    ));
+    assert!(matches!(log.read::<Value>(), Err(Error::Symlink { .. })));
+    assert_eq!(fs::read_to_string(&outside).unwrap(), "");
+
+    symlink(&outside, dir.join(".x.json.lock")).unwrap();
+    assert!(matches!(
+        Lock::for_file(&dir.join("x.json")).exclusive(),
+        Err(Error::Symlink { .. })
+    ));
+}
+
+#[test]
+fn paths_outside_the_root_are_refused() {
+    let t = TempState::new();
+    let outside = t.scratch("x.json");
+    assert!(matches!(
+        t.state.write_json(&outside, &json!(1)),
+        Err(Error::OutsideRoot { .. })
+    ));
+    let sneaky = t
+        .state
+        .root()
+        .join("hooks")
+        .join("..")
+        .join("..")
+        .join("x.json");
+    assert!(matches!(
+        t.state.write_json(&sneaky, &json!(1)),
+        Err(Error::OutsideRoot { .. })
+    ));
+    assert!(!outside.exists());
+}
+
+#[test]
+fn missing_corrupt_wrong_shape_and_oversize_are_distinct() {
+    let t = TempState::with_options(StateOptions {
+        read_cap: 64,
+        ..StateOptions::default()
+    });
+    let dir = t.state.channel_dir(Channel::Hooks).unwrap();
+    let read = |name: &str| t.state.read_json::<Vec<u32>>(&dir.join(name)).unwrap();
+
+    assert_eq!(read("missing.json"), ReadOutcome::Missing);
+
+    fs::write(dir.join("torn.json"), "[1, 2").unwrap();
+    assert!(
+        matches!(read("torn.json"), ReadOutcome::Corrupt(c) if matches!(c.reason, CorruptReason::Unparsable(_)))
+    );
+
+    fs::write(dir.join("shape.json"), "{\"a\": 1}").unwrap();
+    assert!(
+        matches!(read("shape.json"), ReadOutcome::Corrupt(c) if matches!(c.reason, CorruptReason::WrongShape(_)))
+    );
+
+    fs::write(
+        dir.join("big.json"),
+        format!("[{}]", vec!["1"; 40].join(",")),
+    )
+    .unwrap();
+    match read("big.json") {
+        ReadOutcome::Corrupt(c) => {
+            assert_eq!(c.reason, CorruptReason::TooLarge { size: 81, cap: 64 });
+            assert_eq!(c.path, dir.join("big.json"));
+            assert!(
+                c.to_string().contains("81 bytes is over the 64-byte cap"),
+                "{c}"
+            );
+        }
+        other => panic!("expected too large, got {other:?}"),
+    }
+
+    fs::create_dir(dir.join("dir.json")).unwrap();
+    assert!(
+        matches!(read("dir.json"), ReadOutcome::Corrupt(c) if c.reason == CorruptReason::NotARegularFile)
+    );
+
+    fs::write(dir.join("ok.json"), "[1,2,3]").unwrap();
+    assert_eq!(read("ok.json"), ReadOutcome::Value(vec![1, 2, 3]));
+
+    // A fail-closed caller turns corruption into an error naming the file.
+    let err = read("torn.json").into_result().unwrap_err();
+    assert!(err.to_string().contains("torn.json"), "{err}");
+}
+
+#[test]
+fn quarantine_moves_aside_and_deletes_nothing() {
+    let t = TempState::new();
+    let dir = t.state.channel_dir(Channel::Hooks).unwrap();
+    let path = dir.join("bad.json");
+    fs::write(&path, "not json").unwrap();
+    let first = t.state.quarantine(&path).unwrap();
+    assert!(!path.exists());
+    assert_eq!(first.parent().unwrap(), dir.join(".quarantine"));
+    assert!(
+        first
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .ends_with("-bad.json")
+    );
+    assert_eq!(fs::read_to_string(&first).unwrap(), "not json");
+
+    // A second bad file of the same name in the same millisecond keeps both.
+    fs::write(&path, "also bad").unwrap();
+    let second = t.state.quarantine(&path).unwrap();
+    assert_ne!(first, second);
+    assert_eq!(fs::read_to_string(&second).unwrap(), "also bad");
+    assert_eq!(fs::read_to_string(&first).unwrap(), "not json");
+
+    // Listings do not show the quarantine folder.
+    assert!(t.state.list(&dir).unwrap().is_empty());
+    assert!(matches!(
+        t.state.quarantine(&path),
+        Err(Error::NotFound { .. })
+    ));
+
+    // A symlink can be quarantined too (moved, not followed).
+    let outside = t.scratch("target");
+    fs::write(&outside, "keep").unwrap();
+    symlink(&outside, &path).unwrap();
+    let moved = t.state.quarantine(&path).unwrap();
+    assert!(
+        fs::symlink_metadata(&moved)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(fs::read_to_string(&outside).unwrap(), "keep");
+}
+
+#[test]
+fn create_new_never_overwrites() {
+    let t = TempState::new();
+    let dir = t.state.channel_dir(Channel::Mail).unwrap();
+    let path = dir.join("m.json");
+    t.state.create_new_json(&path, &json!({"v": 1})).unwrap();
+    let err = t
+        .state
+        .create_new_json(&path, &json!({"v": 2}))
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::AlreadyExists { path: p } if *p == path),
+        "{err}"
+    );
+    assert_eq!(
+        read_json::<Value>(&path, 1024).unwrap(),
+        ReadOutcome::Value(json!({"v": 1}))
+    );
+    assert_eq!(names(&dir), ["m.json"], "the losing temp file was removed");
+}
+
+#[test]
+fn batch_create_reports_each_file() {
+    let t = TempState::new();
+    let a = t.state.root().join("mail").join("inbox").join("a");
+    let b = t.state.root().join("mail").join("inbox").join("b");
+    t.state.create_new(&a.join("1.json"), b"1\n").unwrap();
+    let items = vec![
+        (a.join("1.json"), b"clobber?\n".to_vec()),
+        (a.join("2.json"), b"2\n".to_vec()),
+        (b.join("3.json"), b"3\n".to_vec()),
+    ];
+    let out = t.state.create_new_batch(&items).unwrap();
+    assert_eq!(out, [Created::AlreadyExists, Created::New, Created::New]);
+    assert_eq!(fs::read_to_string(a.join("1.json")).unwrap(), "1\n");
+    assert_eq!(names(&a), ["1.json", "2.json"]);
+    assert_eq!(names(&b), ["3.json"]);
+}
+
+#[test]
+fn move_is_no_clobber_and_exactly_once() {
+    let t = TempState::new();
+    let inbox = t.state.root().join("mail").join("inbox").join("x");
+    let archive = t.state.root().join("mail").join("archive");
+    t.state.create_new(&inbox.join("1.json"), b"one\n").unwrap();
+    t.state
+        .move_noclobber(&inbox.join("1.json"), &archive.join("1.json"))
+        .unwrap();
+    assert_eq!(fs::read_to_string(archive.join("1.json")).unwrap(), "one\n");
+    // The second mover finds the source gone.
+    let err = t
+        .state
+        .move_noclobber(&inbox.join("1.json"), &archive.join("1.json"))
+        .unwrap_err();
+    assert!(matches!(err, Error::NotFound { .. }), "{err}");
+    // A move onto an existing name fails and keeps both.
+    t.state
+        .create_new(&inbox.join("1.json"), b"again\n")
+        .unwrap();
+    let err = t
+        .state
+        .move_noclobber(&inbox.join("1.json"), &archive.join("1.json"))
+        .unwrap_err();
+    assert!(matches!(err, Error::AlreadyExists { .. }), "{err}");
+    assert_eq!(fs::read_to_string(inbox.join("1.json")).unwrap(), "again\n");
+    assert_eq!(fs::read_to_string(archive.join("1.json")).unwrap(), "one\n");
+}
+
+#[test]
+fn log_reports_torn_tail_and_bad_lines_and_keeps_later_appends_whole() {
+    let t = TempState::new();
+    let dir = t.state.channel_dir(Channel::Mail).unwrap();
+    let log: JsonLog = t.state.log(&dir.join("manifest.jsonl")).unwrap();
+    log.append(&json!({"n": 1})).unwrap();
+    assert_eq!(
+        log.append_batch(&[json!({"n": 2}), json!({"n": 3})])
+            .unwrap(),
+        2
+    );
+    let whole = fs::read(log.path()).unwrap();
+    assert_eq!(whole, b"{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n");
+
+    // A writer died mid-line.
+    fs::OpenOptions::new()
+        .append(true)
+        .open(log.path())
+        .unwrap();
+    let mut bytes = whole.clone();
+    bytes.extend_from_slice(b"{\"n\":4");
+    fs::write(log.path(), &bytes).unwrap();
+    let read = log.read::<Value>().unwrap();
+    assert_eq!(
+        read.records,
+        [json!({"n":1}), json!({"n":2}), json!({"n":3})]
+    );
+    let torn = read.torn_tail.unwrap();
+    assert_eq!((torn.offset, torn.len), (whole.len() as u64, 6));
+    assert_eq!(read.end_offset, whole.len() as u64);
+
+    // A later append stays whole; the fragment becomes a reported bad line.
+    log.append(&json!({"n": 5})).unwrap();
+    let read = log.read::<Value>().unwrap();
+    assert_eq!(read.records.last(), Some(&json!({"n": 5})));
+    assert_eq!(read.records.len(), 4);
+    assert_eq!(read.bad_lines.len(), 1);
+    assert_eq!(read.bad_lines[0].offset, whole.len() as u64);
+    assert!(read.torn_tail.is_none());
+
+    // Reading forward from an offset returns only what came after.
+    let tail = log.read_from::<Value>(whole.len() as u64).unwrap();
+    assert_eq!(tail.records, [json!({"n": 5})]);
+}
+
+#[test]
+fn recover_truncates_only_the_torn_tail() {
+    let t = TempState::new();
+    let dir = t.state.channel_dir(Channel::Bus).unwrap();
+    let log = t.state.log(&dir.join("control.jsonl")).unwrap();
+    assert_eq!(log.recover().unwrap(), None, "missing log: nothing to do");
+    log.append(&json!({"n": 1})).unwrap();
+    assert_eq!(log.recover().unwrap(), None, "clean log: nothing cut");
+    let mut bytes = fs::read(log.path()).unwrap();
+    let clean = bytes.len() as u64;
+    bytes.extend_from_slice(b"{\"n\"");
+    fs::write(log.path(), &bytes).unwrap();
+    let cut = log.recover().unwrap().unwrap();
+    assert_eq!((cut.offset, cut.len), (clean, 4));
+    assert_eq!(fs::read(log.path()).unwrap().len() as u64, clean);
+    assert_eq!(log.read::<Value>().unwrap().records, [json!({"n": 1})]);
+}
+
+#[test]
+fn log_refuses_unserializable_records_and_writes_nothing() {
+    let t = TempState::new();
+    let dir = t.state.channel_dir(Channel::Bus).unwrap();
+    let log = t.state.log(&dir.join("x.jsonl")).unwrap();
+    let bad = vec![json!({"ok": 1}), json!(f64::NAN)];
+    // serde_json turns NaN into null inside a Value, so use a map with a non-string key.
+    let mut map = std::collections::HashMap::new();
+    map.insert(vec![1u8], 1);
+    assert!(matches!(log.append(&map), Err(Error::Serialize { .. })));
+    assert!(!log.path().exists());
+    assert_eq!(log.append_batch(&bad).unwrap(), 2);
+}
+
+#[test]
+fn sweep_removes_only_stale_temps() {
+    let t = TempState::new();
+    let dir = t.state.channel_dir(Channel::Hooks).unwrap();
+    fs::write(dir.join(".a.json.1.2.deadbeef.tmp"), "partial").unwrap();
+    fs::write(dir.join(".a.json.lock"), "").unwrap();
+    fs::write(dir.join("a.json"), "{}").unwrap();
+    let nested = dir.join("deep");
+    fs::create_dir(&nested).unwrap();
+    fs::write(nested.join(".b.json.9.9.00000000.tmp"), "partial").unwrap();
+    assert!(is_temp_name(".a.json.1.2.deadbeef.tmp"));
+    assert!(!is_temp_name("a.tmp"));
+
+    assert_eq!(
+        t.state.sweep_temps(Duration::from_secs(3600)).unwrap(),
+        0,
+        "too young"
+    );
+    assert_eq!(t.state.sweep_temps(Duration::ZERO).unwrap(), 2);
+    assert_eq!(names(&dir), [".a.json.lock", "a.json", "deep"]);
+    assert!(names(&nested).is_empty());
+}
+
+#[test]
+fn locks_exclude_shared_and_time_out() {
+    let t = TempState::new();
+    let dir = t.state.channel_dir(Channel::Loop).unwrap();
+    let lock = t.state.lock_for(&dir.join("state.json")).unwrap();
+    let held = lock.exclusive().unwrap();
+    assert!(lock.try_exclusive().unwrap().is_none());
+    assert!(lock.try_shared().unwrap().is_none());
+    let err = lock
+        .exclusive_timeout(Duration::from_millis(20))
+        .unwrap_err();
+    assert!(matches!(err, Error::LockTimeout { .. }), "{err}");
+    drop(held);
+
+    let r1 = lock.shared().unwrap();
+    let r2 = lock.try_shared().unwrap();
+    assert!(r2.is_some(), "shared locks coexist");
+    assert!(lock.try_exclusive().unwrap().is_none());
+    drop((r1, r2));
+    assert!(lock.exclusive_timeout(Duration::from_millis(20)).is_ok());
+    // The lock file is never removed or replaced.
+    assert!(lock.path().exists());
+}
+
+#[test]
+fn list_skips_dot_entries_and_sorts() {
+    let t = TempState::new();
+    let dir = t.state.channel_dir(Channel::Nudge).unwrap();
+    for n in ["b", "a", ".hidden", "c"] {
+        fs::write(dir.join(n), "").unwrap();
+    }
+    assert_eq!(t.state.list(&dir).unwrap(), ["a", "b", "c"]);
+    assert!(t.state.list(&dir.join("nope")).unwrap().is_empty());
+}
+
+#[test]
+fn state_dir_creates_channels_on_demand() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = StateDir::open(tmp.path().join("deep").join("state")).unwrap();
+    for ch in Channel::ALL {
+        assert!(!state.channel_path(ch).exists());
+        let dir = state.channel_dir(ch).unwrap();
+        assert!(dir.is_dir());
+        assert_eq!(dir.file_name().unwrap(), ch.dir_name());
+    }
+    fs::write(state.root().join("file"), "").unwrap();
+    assert!(matches!(
+        state.ensure_dir(&state.root().join("file").join("x")),
+        Err(Error::NotADirectory { .. })
+    ));
+}

@@ -1,0 +1,6 @@
+//! Integration tests for chipset-store.
+
+mod canonical;
+mod files;
+mod ids;
+mod procs;
