@@ -1,3 +1,151 @@
-//! chipset nudge channel (to be built; see the issue tracker).
+//! The nudge channel: a latest-wins urgent signal per agent ([`Nudges`]), and
+//! persistent reminders for open obligations ([`Reminders`]).
+//!
+//! ```
+//! use chipset_nudge::{Draft, Nudges, NudgeType, Received, ResponseStatus};
+//! use chipset_store::{AgentId, StateDir};
+//!
+//! let tmp = tempfile::tempdir()?;
+//! let state = StateDir::open(tmp.path())?;
+//! let nudges = Nudges::new(state);
+//! let (witness, polecat) = (AgentId::new("witness-d3e4f")?, AgentId::new("polecat-alpha")?);
+//!
+//! // The witness asks; the polecat polls, answers, and marks the nudge processed.
+//! let draft = Draft::new(witness.clone(), NudgeType::HealthCheck, "Are you working?");
+//! let sent = nudges.send(&polecat, draft.requiring_response())?;
+//! let sent_at = sent.sent().unwrap().timestamp;
+//! let Received::New(nudge) = nudges.receive(&polecat)? else { panic!("expected a nudge") };
+//! nudges.respond(&polecat, &nudge, "Working on gt-abc12")?;
+//! nudges.mark_processed(&polecat, &nudge)?;
+//! assert!(matches!(nudges.receive(&polecat)?, Received::Seen(_)));
+//!
+//! // The witness sees exactly who answered.
+//! let status = nudges.response_status(&witness, &polecat, sent_at)?;
+//! assert!(matches!(status, ResponseStatus::Answered { .. }));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Signals
+//!
+//! Each agent has one `latest.json`; a send replaces it (latest wins, as in
+//! seed `000`). The seed's five fields keep their names and types (`from`,
+//! `type`, `message`, `timestamp`, `requires_response`); the recipient is the
+//! directory, never a field. A type this version does not know is kept as
+//! [`NudgeType::Unknown`].
+//!
+//! Fixes over the seed, each an extra field or file that seed programs ignore:
+//!
+//! - **Told apart by id.** Every nudge sent here carries `id`
+//!   (`{unix-ms}-{uuid-v4}`). A nudge is processed when it is the one in the
+//!   recipient's processed record (same id; for an id-less seed nudge, every
+//!   field equal), never by comparing timestamps, so a second nudge within
+//!   one timestamp is not skipped.
+//! - **Persisted progress.** [`Nudges::receive`] says [`Received::New`],
+//!   [`Received::Seen`], [`Received::Empty`] or [`Received::Corrupt`] (a bad
+//!   file is never "no nudge"); [`Nudges::mark_processed`] records the nudge
+//!   durably in `processed.json`, so a restarted agent neither reprocesses it
+//!   nor misses the next.
+//! - **Abort precedence.** Urgency, highest first: `abort` >
+//!   `stall_warning` > `health_check` = `priority_change` = `sync_request` =
+//!   unknown types > `nudge_response` ([`NudgeType::urgency`]). Only the top
+//!   level holds: an `abort` the recipient has not processed is replaced only
+//!   by another `abort`; every other nudge is latest-wins. The check and the
+//!   write happen under the recipient's lock, and [`Nudges::send`] reports
+//!   what happened: [`Delivery::Delivered`], [`Delivery::Replaced`] (with the
+//!   unprocessed nudge that was lost), [`Delivery::Held`] (with the pending
+//!   abort, handing the unsent nudge back) or [`Delivery::RepairedCorrupt`].
+//! - **No lost answers.** [`Nudges::respond`] writes the `nudge_response` to
+//!   the sender's `latest.json` per the seed, and first to
+//!   `responses/{responder}.json` beside it, one file per responder. So
+//!   [`Nudges::responses_since`] tells exactly which agents answered since a
+//!   given time, however many answered at once, and
+//!   [`Nudges::response_status`] says answered / waiting / overdue after the
+//!   recipient's nudge interval ([`NudgeConfig`], default 60 s).
+//!
+//! # Reminders
+//!
+//! The seed `003` `nudges` table as files: a row is a [`Reminder`] with every
+//! column, written with `null` for unset ones. Kinds are a closed set the
+//! application registers ([`KindRegistry`], with the seed's six kinds as
+//! [`KindRegistry::preset`]). At most one reminder is open (or snoozed) per
+//! [`ReminderKey`] (kind, source type, source id).
+//!
+//! ```text
+//!  open ──auto_resolve / resolve──▶ history (auto_cleared | completed | ignored)
+//!   │
+//!   └──snooze──▶ snoozed ──(due, on read)──▶ history, plus a new open row
+//!                                            with metadata.reopened_from
+//! ```
+//!
+//! Nothing is ever deleted: a resolved reminder stays in the history, and a
+//! reopened one is a new row naming its predecessor. Resolving (by verb or
+//! by hand) a snoozed reminder reopens and resolves it at once as a new row,
+//! so an obligation that is gone is not brought back when the snooze ends.
+//! Opening a key that is snoozed and not due is a no-op ([`Opened::Snoozed`]).
+//!
+//! # File layout
+//!
+//! ```text
+//! nudge/{agent}/latest.json                 the current nudge (seed 000 fields + id, in_reply_to)
+//! nudge/{agent}/processed.json              the last nudge the agent processed
+//! nudge/{agent}/responses/{responder}.json  each responder's latest answer to {agent}
+//! reminders/open/{kind}/{source_type}/{escaped source_id}.json     open reminders (the index)
+//! reminders/snoozed/{kind}/{source_type}/{escaped source_id}.json  snoozed reminders
+//! reminders/history/{id}.json               resolved reminders, forever
+//! reminders/locks/.stripe-NN.lock           64 lock files the keys hash onto
+//! ```
+//!
+//! A source id is escaped into a file name by keeping ASCII letters, digits,
+//! `-`, `_`, non-ASCII characters, and `.` (except first), and writing every
+//! other byte as `%XX`. Listing the open reminders reads only `open/` and
+//! `snoozed/`, so it costs in proportion to the open set, not the history.
+//!
+//! # Concurrency and durability
+//!
+//! Every change goes through `chipset-store`: durable replace with unique
+//! temp names, no-clobber create and move, each synced. A send is a locked
+//! read-check-write of `latest.json`. A reminder change takes its key's lock
+//! stripe; opening is a no-clobber create under it, so of many processes
+//! opening one key exactly one creates it. Resolving is two durable steps
+//! (rewrite the index file as resolved, then move it to `history/` or
+//! `snoozed/`); a crash between them is finished by the next operation on
+//! the key, by [`Reminders::list_open`], or by the doctor.
+//!
+//! # Errors and repair
+//!
+//! One enum, [`Error`]. Unreadable files are reported, never taken as
+//! absent: [`Received::Corrupt`], [`Listing::corrupt`], [`Error::Corrupt`].
+//! [`Nudges::doctor`] and [`Reminders::doctor`] find them and, with
+//! [`Repair::Fix`], quarantine them (moved aside, never deleted) and finish
+//! interrupted transitions. [`Nudges::status`] and [`Reminders::open_counts`]
+//! are cheap counts for a status screen.
 
 #![forbid(unsafe_code)]
+
+mod doctor;
+mod error;
+mod format;
+mod key;
+mod kinds;
+mod metrics;
+mod reminders;
+mod signals;
+mod transition;
+
+pub use doctor::{Action, DoctorReport, Finding, Problem, Repair};
+pub use error::{Error, Result};
+pub use format::{
+    Nudge, NudgeId, NudgeType, ProcessedRecord, REOPENED_FROM, Reminder, ReminderId, Resolution,
+    Severity, Urgency,
+};
+pub use key::{MAX_SOURCE_ID_CHARS, ReminderKey};
+pub use kinds::{KindRegistry, KindSpec, preset};
+pub use metrics::ReminderMetrics;
+pub use reminders::{
+    DEFAULT_MANUAL_VERB, HISTORY_DIR, LOCKS_DIR, Listing, ManualResolution, NewReminder, OPEN_DIR,
+    Opened, ReminderConfig, ReminderFilter, Reminders, SNOOZED_DIR,
+};
+pub use signals::{
+    DEFAULT_NUDGE_INTERVAL, Delivery, Draft, LATEST_FILE, NudgeConfig, NudgeStatus, Nudges,
+    PROCESSED_FILE, RESPONSES_DIR, Received, Responded, ResponseStatus, Responses,
+};

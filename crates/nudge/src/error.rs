@@ -1,0 +1,95 @@
+//! The crate's one error enum.
+
+use chipset_store::Corruption;
+
+use crate::format::Reminder;
+
+/// A specialized result for nudge and reminder operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in `chipset-nudge`.
+///
+/// Store failures (I/O with the path and the operation, symlinks, lock
+/// timeouts) arrive as [`Error::Store`]; a file that must be readable to go on
+/// but is not arrives as [`Error::Corrupt`], never as "nothing there".
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A filesystem operation failed.
+    #[error(transparent)]
+    Store(#[from] chipset_store::Error),
+    /// A file this operation depends on is there but unreadable; repair it
+    /// with a doctor (which quarantines it) and retry.
+    #[error(transparent)]
+    Corrupt(Corruption),
+    /// A nudge's `from` cannot be used as a directory name, so it cannot be answered.
+    #[error("cannot answer a nudge from {from:?}: not a valid agent id")]
+    InvalidSender {
+        /// The refused sender.
+        from: String,
+    },
+    /// A reminder kind that the application did not register.
+    #[error("unregistered reminder kind {kind:?}")]
+    UnknownKind {
+        /// The refused kind.
+        kind: String,
+    },
+    /// A reminder written with another source type than its kind's canonical one.
+    #[error("reminder kind {kind:?} takes source type {expected:?}, not {found:?}")]
+    SourceTypeMismatch {
+        /// The kind.
+        kind: String,
+        /// Its registered source type.
+        expected: String,
+        /// The one given.
+        found: String,
+    },
+    /// The `blocking` severity is reserved: reminders never hard-gate.
+    #[error("severity `blocking` is reserved; reminders are `info` or `nudge`")]
+    BlockingSeverity,
+    /// A reminder without a source id.
+    #[error("reminder source id must not be empty")]
+    EmptySourceId,
+    /// A field refused by validation (a kind name, a source id, a verb, a tenant id).
+    #[error("invalid {field} {value:?}: {rule}")]
+    InvalidField {
+        /// Which field.
+        field: &'static str,
+        /// The refused value.
+        value: String,
+        /// The rule it broke.
+        rule: &'static str,
+    },
+    /// A kind registered twice.
+    #[error("reminder kind {kind:?} is registered twice")]
+    DuplicateKind {
+        /// The kind.
+        kind: String,
+    },
+    /// Auto-resolution by a verb that does not resolve that kind.
+    #[error("verb {verb:?} does not resolve reminder kind {kind:?}")]
+    NotAResolvingVerb {
+        /// The kind.
+        kind: String,
+        /// The refused verb.
+        verb: String,
+    },
+    /// No reminder has this id.
+    #[error("no reminder with id `{id}`")]
+    ReminderNotFound {
+        /// The id looked for.
+        id: String,
+    },
+    /// The reminder was resolved already (and is not snoozed).
+    #[error("reminder `{}` is already resolved", .reminder.id)]
+    AlreadyResolved {
+        /// The resolved reminder, as it is on disk.
+        reminder: Box<Reminder>,
+    },
+}
+
+impl From<Corruption> for Error {
+    fn from(c: Corruption) -> Self {
+        Error::Corrupt(c)
+    }
+}

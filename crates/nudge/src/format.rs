@@ -1,0 +1,373 @@
+//! The on-disk contract: serde types for `nudge/` and `reminders/`.
+//!
+//! These types are a compatibility boundary. Nudges keep the seed's five
+//! fields with the seed's names and types; the extra fields (`id`,
+//! `in_reply_to`) are optional on read so a nudge written by a seed program
+//! is read, and are ignored by seed readers. Golden files pin the bytes.
+
+use std::fmt;
+
+use chipset_store::Timestamp;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+chipset_store::define_id! {
+    /// A nudge id (`{unix-ms}-{uuid-v4}` when made here): tells apart two
+    /// nudges with the same timestamp.
+    pub struct NudgeId("nudge id");
+}
+
+chipset_store::define_id! {
+    /// A reminder id (`{unix-ms}-{uuid-v4}`), the name of its history file.
+    pub struct ReminderId("reminder id");
+}
+
+/// How urgent a nudge type is, lowest first (see [`NudgeType::urgency`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Urgency {
+    /// `nudge_response`: an answer.
+    Response,
+    /// `health_check`, `priority_change`, `sync_request`, and types this version does not know.
+    Routine,
+    /// `stall_warning`.
+    Warning,
+    /// `abort`: terminal; an unprocessed one is replaced only by another `abort`.
+    Terminal,
+}
+
+/// A nudge's `type`.
+///
+/// The seed's five types plus `nudge_response`. A type this version does not
+/// know (written by another agent) is kept verbatim as [`NudgeType::Unknown`]
+/// and written back unchanged; it is not an error.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum NudgeType {
+    /// `health_check`: is the agent alive and working?
+    HealthCheck,
+    /// `stall_warning`: the agent has not reported activity.
+    StallWarning,
+    /// `priority_change`: a work item's priority changed.
+    PriorityChange,
+    /// `abort`: stop current work now.
+    Abort,
+    /// `sync_request`: synchronize state.
+    SyncRequest,
+    /// `nudge_response`: an answer to a nudge that required one.
+    NudgeResponse,
+    /// Any other type, kept verbatim.
+    Unknown(String),
+}
+
+impl NudgeType {
+    /// Returns the type for `name`; names this version does not know become [`NudgeType::Unknown`].
+    pub fn from_name(name: &str) -> Self {
+        match name {
+            "health_check" => NudgeType::HealthCheck,
+            "stall_warning" => NudgeType::StallWarning,
+            "priority_change" => NudgeType::PriorityChange,
+            "abort" => NudgeType::Abort,
+            "sync_request" => NudgeType::SyncRequest,
+            "nudge_response" => NudgeType::NudgeResponse,
+            other => NudgeType::Unknown(other.to_owned()),
+        }
+    }
+
+    /// Returns the name as written in `type`.
+    pub fn as_str(&self) -> &str {
+        match self {
+            NudgeType::HealthCheck => "health_check",
+            NudgeType::StallWarning => "stall_warning",
+            NudgeType::PriorityChange => "priority_change",
+            NudgeType::Abort => "abort",
+            NudgeType::SyncRequest => "sync_request",
+            NudgeType::NudgeResponse => "nudge_response",
+            NudgeType::Unknown(name) => name,
+        }
+    }
+
+    /// Returns how urgent this type is.
+    ///
+    /// The order is `abort` > `stall_warning` > `health_check` =
+    /// `priority_change` = `sync_request` = unknown types > `nudge_response`.
+    /// Only the top level holds: see [`NudgeType::holds_against`].
+    pub fn urgency(&self) -> Urgency {
+        match NudgeType::from_name(self.as_str()) {
+            NudgeType::Abort => Urgency::Terminal,
+            NudgeType::StallWarning => Urgency::Warning,
+            NudgeType::NudgeResponse => Urgency::Response,
+            _ => Urgency::Routine,
+        }
+    }
+
+    /// Returns true when an unprocessed nudge of this type must not be
+    /// replaced by one of type `incoming`: the pending one is terminal
+    /// (`abort`) and the incoming one is less urgent. Every other pending
+    /// nudge is replaced (latest wins, as in the seed).
+    pub fn holds_against(&self, incoming: &NudgeType) -> bool {
+        self.urgency() == Urgency::Terminal && incoming.urgency() < Urgency::Terminal
+    }
+}
+
+impl fmt::Display for NudgeType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<&str> for NudgeType {
+    fn from(name: &str) -> Self {
+        NudgeType::from_name(name)
+    }
+}
+
+impl Serialize for NudgeType {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for NudgeType {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        Ok(NudgeType::from_name(&name))
+    }
+}
+
+/// One nudge: the contents of `nudge/{agent}/latest.json` (and of a
+/// per-responder record, for responses).
+///
+/// The recipient is the directory, never a field. Unknown fields are ignored
+/// on read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Nudge {
+    /// The sender's agent id (seed field).
+    pub from: String,
+    /// The nudge type (seed field `type`).
+    #[serde(rename = "type")]
+    pub kind: NudgeType,
+    /// Human-readable content (seed field).
+    pub message: String,
+    /// When it was sent (seed field), RFC 3339.
+    pub timestamp: Timestamp,
+    /// Whether the recipient must answer (seed field).
+    pub requires_response: bool,
+    /// Extra field: a unique id, so two nudges with one timestamp are told
+    /// apart. Absent in nudges written by seed programs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<NudgeId>,
+    /// Extra field on responses: the id of the nudge answered, when it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_reply_to: Option<NudgeId>,
+}
+
+impl Nudge {
+    /// Returns true when `other` is the same nudge: the same id when both
+    /// have one, otherwise every field equal (two seed-written nudges that
+    /// agree in every field, timestamp included, cannot be told apart).
+    pub fn is_same(&self, other: &Nudge) -> bool {
+        match (&self.id, &other.id) {
+            (Some(a), Some(b)) => a == b,
+            _ => self == other,
+        }
+    }
+}
+
+/// What a recipient has processed: `nudge/{agent}/processed.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessedRecord {
+    /// The last nudge processed, as it was read.
+    pub last: Nudge,
+    /// When it was marked processed.
+    pub processed_at: Timestamp,
+    /// How many nudges this agent has marked processed in all.
+    pub count: u64,
+}
+
+/// A reminder's severity (seed §4: `info | nudge`, default `nudge`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// Informational.
+    Info,
+    /// A nudge (the default).
+    #[default]
+    Nudge,
+    /// Reserved by the seed for a future spec; opening a reminder with it is
+    /// refused with [`Error::BlockingSeverity`](crate::Error::BlockingSeverity).
+    Blocking,
+}
+
+/// How a reminder was resolved (seed §4 `resolution`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Resolution {
+    /// Done, by hand.
+    Completed,
+    /// Dismissed, by hand.
+    Ignored,
+    /// Put off until `snooze_until`; it then reopens as a new reminder.
+    Snoozed,
+    /// Cleared by the resolving verb of its kind.
+    AutoCleared,
+}
+
+impl Resolution {
+    /// Returns the name as written in `resolution`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Resolution::Completed => "completed",
+            Resolution::Ignored => "ignored",
+            Resolution::Snoozed => "snoozed",
+            Resolution::AutoCleared => "auto_cleared",
+        }
+    }
+}
+
+impl fmt::Display for Resolution {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One reminder: a row of the seed's `nudges` table, every column, written
+/// with `null` for unset ones.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reminder {
+    /// Its id (seed `id`).
+    pub id: ReminderId,
+    /// Organisation scope (seed `tenant_id`).
+    pub tenant_id: String,
+    /// Project scope (seed `project_id`); `null` for organisation-level reminders.
+    pub project_id: Option<String>,
+    /// A registered kind (seed `kind`).
+    pub kind: String,
+    /// What it refers to (seed `source_type`): the kind's canonical source type.
+    pub source_type: String,
+    /// Which one (seed `source_id`).
+    pub source_id: String,
+    /// Human-readable prompt (seed `message`).
+    pub message: String,
+    /// Offered actions (seed `actions`).
+    pub actions: Vec<String>,
+    /// Severity (seed `severity`).
+    pub severity: Severity,
+    /// When it was opened (seed `created_at`).
+    pub created_at: Timestamp,
+    /// When it was resolved; `null` while open (seed `resolved_at`).
+    pub resolved_at: Option<Timestamp>,
+    /// The verb that resolved it (seed `resolved_by_verb`).
+    pub resolved_by_verb: Option<String>,
+    /// How it was resolved; `null` while open (seed `resolution`).
+    pub resolution: Option<Resolution>,
+    /// A note given on manual resolution (seed `resolution_note`).
+    pub resolution_note: Option<String>,
+    /// When a snoozed reminder reopens (seed `snooze_until`).
+    pub snooze_until: Option<Timestamp>,
+    /// Kind-specific extras (seed `metadata`); a reopened reminder has
+    /// `reopened_from` naming the one it came from.
+    pub metadata: Map<String, Value>,
+}
+
+impl Reminder {
+    /// Returns true while it is open (not resolved).
+    pub fn is_open(&self) -> bool {
+        self.resolved_at.is_none()
+    }
+
+    /// Returns the id of the snoozed reminder this one reopened, if any.
+    pub fn reopened_from(&self) -> Option<&str> {
+        self.metadata.get(REOPENED_FROM).and_then(Value::as_str)
+    }
+}
+
+/// The metadata key that names the reminder a reopened one came from.
+pub const REOPENED_FROM: &str = "reopened_from";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn types_round_trip_and_unknown_is_kept() {
+        for name in [
+            "health_check",
+            "stall_warning",
+            "priority_change",
+            "abort",
+            "sync_request",
+            "nudge_response",
+            "health_escalation",
+        ] {
+            let t = NudgeType::from_name(name);
+            assert_eq!(t.as_str(), name);
+            let json = serde_json::to_string(&t).unwrap();
+            assert_eq!(serde_json::from_str::<NudgeType>(&json).unwrap(), t);
+        }
+        assert_eq!(
+            NudgeType::from_name("health_escalation"),
+            NudgeType::Unknown("health_escalation".into())
+        );
+    }
+
+    #[test]
+    fn urgency_order() {
+        use NudgeType::*;
+        assert!(Abort.urgency() > StallWarning.urgency());
+        assert!(StallWarning.urgency() > HealthCheck.urgency());
+        assert_eq!(HealthCheck.urgency(), PriorityChange.urgency());
+        assert_eq!(SyncRequest.urgency(), Unknown("x".into()).urgency());
+        assert!(HealthCheck.urgency() > NudgeResponse.urgency());
+        // An unknown spelling of a known name behaves as the known type.
+        assert_eq!(Unknown("abort".into()).urgency(), Urgency::Terminal);
+    }
+
+    #[test]
+    fn only_a_pending_abort_holds() {
+        use NudgeType::*;
+        let all = [
+            HealthCheck,
+            StallWarning,
+            PriorityChange,
+            Abort,
+            SyncRequest,
+            NudgeResponse,
+            Unknown("x".into()),
+        ];
+        for pending in &all {
+            for incoming in &all {
+                let expected = *pending == Abort && *incoming != Abort;
+                assert_eq!(
+                    pending.holds_against(incoming),
+                    expected,
+                    "{pending} vs {incoming}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn identity_uses_id_then_content() {
+        let base = Nudge {
+            from: "witness".into(),
+            kind: NudgeType::HealthCheck,
+            message: "m".into(),
+            timestamp: Timestamp::from_unix_ms(1000),
+            requires_response: true,
+            id: None,
+            in_reply_to: None,
+        };
+        let mut other = base.clone();
+        assert!(base.is_same(&other));
+        other.message = "n".into();
+        assert!(!base.is_same(&other), "same timestamp, different content");
+        let mut a = base.clone();
+        a.id = Some(NudgeId::new("1").unwrap());
+        let mut b = base.clone();
+        b.id = Some(NudgeId::new("2").unwrap());
+        assert!(!a.is_same(&b), "same content and timestamp, different ids");
+        assert!(!a.is_same(&base));
+    }
+}

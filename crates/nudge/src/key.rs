@@ -1,0 +1,241 @@
+//! A reminder's idempotency key and how it becomes a file name.
+
+use std::fmt::Write as _;
+
+use crate::error::{Error, Result};
+
+/// The longest source id, in characters (the seed's `varchar(64)`).
+pub const MAX_SOURCE_ID_CHARS: usize = 64;
+/// The longest escaped source id, in bytes, so that the index file name and
+/// the store's temp name beside it (`.{name}.{pid}.{n}.{salt}.tmp`) fit in 255 bytes.
+const MAX_ESCAPED: usize = 200;
+/// How many lock files the reminder keys are spread over.
+pub(crate) const LOCK_STRIPES: u64 = 64;
+
+/// What makes a reminder unique while it is open or snoozed: (kind, source
+/// type, source id).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ReminderKey {
+    kind: String,
+    source_type: String,
+    source_id: String,
+}
+
+impl ReminderKey {
+    /// Returns the key, checking the names and the source id (this does not
+    /// check that the kind is registered).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidField`] for a bad kind or source type name (1 to 32 of
+    /// `a-z`, `0-9`, `_`) or source id (at most 64 characters, no control
+    /// characters, at most 200 bytes once escaped); [`Error::EmptySourceId`].
+    pub fn new(
+        kind: impl Into<String>,
+        source_type: impl Into<String>,
+        source_id: impl Into<String>,
+    ) -> Result<Self> {
+        let key = ReminderKey {
+            kind: kind.into(),
+            source_type: source_type.into(),
+            source_id: source_id.into(),
+        };
+        check_name("reminder kind", &key.kind)?;
+        check_name("source type", &key.source_type)?;
+        check_source_id(&key.source_id)?;
+        Ok(key)
+    }
+
+    /// Returns the kind.
+    pub fn kind(&self) -> &str {
+        &self.kind
+    }
+
+    /// Returns the source type.
+    pub fn source_type(&self) -> &str {
+        &self.source_type
+    }
+
+    /// Returns the source id.
+    pub fn source_id(&self) -> &str {
+        &self.source_id
+    }
+
+    /// Returns the index file name: the escaped source id plus `.json`.
+    pub(crate) fn file_name(&self) -> String {
+        format!("{}.json", escape(&self.source_id))
+    }
+
+    /// Returns which lock stripe guards this key (FNV-1a, stable across
+    /// processes and builds).
+    pub(crate) fn stripe(&self) -> u64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for part in [&self.kind, &self.source_type, &self.source_id] {
+            for b in part.bytes().chain([0]) {
+                h ^= u64::from(b);
+                h = h.wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        h % LOCK_STRIPES
+    }
+}
+
+/// Checks a kind or source type name: 1 to 32 bytes of `a-z`, `0-9`, `_`.
+pub(crate) fn check_name(field: &'static str, value: &str) -> Result<()> {
+    let rule = if value.is_empty() {
+        Some("must not be empty")
+    } else if value.len() > 32 {
+        Some("must be at most 32 bytes")
+    } else if !value
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    {
+        Some("must be made of `a-z`, `0-9` and `_`")
+    } else {
+        None
+    };
+    refuse(field, value, rule)
+}
+
+/// Checks free text with a length bound: not empty, no control characters.
+pub(crate) fn check_text(field: &'static str, value: &str, max: usize) -> Result<()> {
+    let rule = if value.is_empty() {
+        Some("must not be empty")
+    } else if value.len() > max {
+        Some("is too long")
+    } else if value.chars().any(char::is_control) {
+        Some("must not contain control characters")
+    } else {
+        None
+    };
+    refuse(field, value, rule)
+}
+
+fn check_source_id(value: &str) -> Result<()> {
+    if value.is_empty() {
+        return Err(Error::EmptySourceId);
+    }
+    let rule = if value.chars().count() > MAX_SOURCE_ID_CHARS {
+        Some("must be at most 64 characters")
+    } else if value.chars().any(char::is_control) {
+        Some("must not contain control characters")
+    } else if escape(value).len() > MAX_ESCAPED {
+        Some("must be at most 200 bytes once escaped")
+    } else {
+        None
+    };
+    refuse("source id", value, rule)
+}
+
+fn refuse(field: &'static str, value: &str, rule: Option<&'static str>) -> Result<()> {
+    match rule {
+        Some(rule) => Err(Error::InvalidField {
+            field,
+            value: value.to_owned(),
+            rule,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Escapes a source id into a file name: ASCII letters, digits, `-`, `_`,
+/// and non-ASCII characters stay; `.` stays except first; every other byte
+/// becomes `%XX` (upper-case hex). Reversible, and never a dot-name, a
+/// separator, or `..`.
+pub(crate) fn escape(source_id: &str) -> String {
+    let mut out = String::with_capacity(source_id.len());
+    for (i, c) in source_id.char_indices() {
+        let keep = c.is_ascii_alphanumeric()
+            || c == '-'
+            || c == '_'
+            || !c.is_ascii()
+            || (c == '.' && i > 0);
+        if keep {
+            out.push(c);
+        } else {
+            let mut buf = [0u8; 4];
+            for b in c.encode_utf8(&mut buf).bytes() {
+                let _ = write!(out, "%{b:02X}");
+            }
+        }
+    }
+    out
+}
+
+/// Reverses [`escape`] on an index file name (with or without `.json`).
+pub(crate) fn unescape(name: &str) -> Option<String> {
+    let name = name.strip_suffix(".json").unwrap_or(name);
+    let bytes = name.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = name.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[track_caller]
+    fn check(source_id: &str, escaped: &str) {
+        assert_eq!(escape(source_id), escaped);
+        assert_eq!(
+            unescape(&format!("{escaped}.json")).as_deref(),
+            Some(source_id)
+        );
+        chipset_store::validate_segment("file", &format!("{escaped}.json")).unwrap();
+    }
+
+    #[test]
+    fn escaping() {
+        check("sess-01_a", "sess-01_a");
+        check("a/b", "a%2Fb");
+        check("..", "%2E.");
+        check(".hidden", "%2Ehidden");
+        check("v1.2", "v1.2");
+        check("100%", "100%25");
+        check("a b:c", "a%20b%3Ac");
+        check("ünï", "ünï");
+        check("C:\\x", "C%3A%5Cx");
+    }
+
+    #[test]
+    fn source_id_rules() {
+        assert!(matches!(
+            ReminderKey::new("k", "s", ""),
+            Err(Error::EmptySourceId)
+        ));
+        assert!(ReminderKey::new("k", "s", "x".repeat(64)).is_ok());
+        assert!(matches!(
+            ReminderKey::new("k", "s", "x".repeat(65)),
+            Err(Error::InvalidField {
+                field: "source id",
+                ..
+            })
+        ));
+        assert!(
+            ReminderKey::new("k", "s", "/".repeat(64)).is_err(),
+            "192 bytes escaped is fine? no: 64*3"
+        );
+        assert!(matches!(
+            ReminderKey::new("k", "s", "a\nb"),
+            Err(Error::InvalidField { .. })
+        ));
+    }
+
+    #[test]
+    fn stripes_are_stable() {
+        let a = ReminderKey::new("wrap_session", "session", "s-1").unwrap();
+        assert_eq!(a.stripe(), a.clone().stripe());
+        assert!(a.stripe() < LOCK_STRIPES);
+    }
+}

@@ -1,0 +1,284 @@
+//! The closed set of reminder kinds an application registers.
+
+use std::collections::BTreeMap;
+
+use crate::error::{Error, Result};
+use crate::format::Severity;
+use crate::key::{check_name, check_text};
+
+/// The seed's six kinds (§4.1), as registered by [`KindRegistry::preset`].
+pub mod preset {
+    /// `wrap_session` (source type `session`): resolved by `prism_wrap`.
+    pub const WRAP_SESSION: &str = "wrap_session";
+    /// `spec_draft` (source type `spec`): resolved by `prism_spec.update`.
+    pub const SPEC_DRAFT: &str = "spec_draft";
+    /// `adr_proposed` (source type `adr`): resolved by `prism_decide.update`.
+    pub const ADR_PROPOSED: &str = "adr_proposed";
+    /// `wip_unsealed` (source type `wip_state`): resolved by `prism_seal`.
+    pub const WIP_UNSEALED: &str = "wip_unsealed";
+    /// `invite_pending` (source type `invite`): resolved by
+    /// `prism_accept_invite`, `prism_invite.decline` or `prism_invite.expire`.
+    pub const INVITE_PENDING: &str = "invite_pending";
+    /// `handoff_pending` (source type `handoff`): manual resolution only.
+    pub const HANDOFF_PENDING: &str = "handoff_pending";
+}
+
+/// One kind: its canonical source type, the verbs that auto-resolve it, and
+/// the actions offered when a writer gives none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KindSpec {
+    name: String,
+    source_type: String,
+    resolving_verbs: Vec<String>,
+    default_actions: Vec<String>,
+}
+
+impl KindSpec {
+    /// Returns a kind named `name` about `source_type`, with no resolving
+    /// verb (manual resolution only) and no default actions. Names are
+    /// checked when registered.
+    pub fn new(name: impl Into<String>, source_type: impl Into<String>) -> Self {
+        KindSpec {
+            name: name.into(),
+            source_type: source_type.into(),
+            resolving_verbs: Vec::new(),
+            default_actions: Vec::new(),
+        }
+    }
+
+    /// Returns this kind, also auto-resolved by `verb`.
+    #[must_use]
+    pub fn resolved_by(mut self, verb: impl Into<String>) -> Self {
+        self.resolving_verbs.push(verb.into());
+        self
+    }
+
+    /// Returns this kind with `actions` offered when a writer gives none.
+    #[must_use]
+    pub fn with_actions<I, S>(mut self, actions: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.default_actions = actions.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Returns the kind's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Returns its canonical source type.
+    pub fn source_type(&self) -> &str {
+        &self.source_type
+    }
+
+    /// Returns the verbs that auto-resolve it.
+    pub fn resolving_verbs(&self) -> &[String] {
+        &self.resolving_verbs
+    }
+
+    /// Returns the actions offered when a writer gives none.
+    pub fn default_actions(&self) -> &[String] {
+        &self.default_actions
+    }
+
+    /// Returns true when `verb` auto-resolves this kind.
+    pub fn is_resolved_by(&self, verb: &str) -> bool {
+        self.resolving_verbs.iter().any(|v| v == verb)
+    }
+}
+
+/// The kinds an application allows. Writers cannot invent kinds: opening a
+/// reminder of an unregistered kind is refused.
+///
+/// ```
+/// use chipset_nudge::{KindRegistry, KindSpec, preset};
+/// let mut kinds = KindRegistry::preset();
+/// kinds.register(KindSpec::new("review_pending", "review").resolved_by("review.close"))?;
+/// assert!(kinds.get(preset::WRAP_SESSION).unwrap().is_resolved_by("prism_wrap"));
+/// assert_eq!(kinds.len(), 7);
+/// # Ok::<(), chipset_nudge::Error>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KindRegistry {
+    kinds: BTreeMap<String, KindSpec>,
+}
+
+impl KindRegistry {
+    /// Returns an empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Returns the seed's six kinds (§4.1) with their source types, resolving
+    /// verbs and actions.
+    pub fn preset() -> Self {
+        let std_actions = |first: &str| [first, "ignore", "snooze"].map(str::to_owned);
+        let specs = [
+            KindSpec::new(preset::WRAP_SESSION, "session")
+                .resolved_by("prism_wrap")
+                .with_actions(["wrap", "continue", "ignore", "snooze"]),
+            KindSpec::new(preset::SPEC_DRAFT, "spec")
+                .resolved_by("prism_spec.update")
+                .with_actions(std_actions("update")),
+            KindSpec::new(preset::ADR_PROPOSED, "adr")
+                .resolved_by("prism_decide.update")
+                .with_actions(std_actions("decide")),
+            KindSpec::new(preset::WIP_UNSEALED, "wip_state")
+                .resolved_by("prism_seal")
+                .with_actions(std_actions("seal")),
+            KindSpec::new(preset::INVITE_PENDING, "invite")
+                .resolved_by("prism_accept_invite")
+                .resolved_by("prism_invite.decline")
+                .resolved_by("prism_invite.expire")
+                .with_actions(std_actions("follow_up")),
+            KindSpec::new(preset::HANDOFF_PENDING, "handoff")
+                .with_actions(std_actions("acknowledge")),
+        ];
+        let mut registry = KindRegistry::new();
+        for spec in specs {
+            registry
+                .register(spec)
+                .expect("the preset kinds are valid and distinct");
+        }
+        registry
+    }
+
+    /// Adds a kind.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidField`] when the name or source type is not 1 to 32
+    /// of `a-z`, `0-9`, `_`, or a verb or action is empty, longer than 64
+    /// bytes or has control characters; [`Error::DuplicateKind`] when the
+    /// name is taken.
+    pub fn register(&mut self, spec: KindSpec) -> Result<()> {
+        check_name("reminder kind", &spec.name)?;
+        check_name("source type", &spec.source_type)?;
+        for verb in &spec.resolving_verbs {
+            check_text("resolving verb", verb, 64)?;
+        }
+        for action in &spec.default_actions {
+            check_text("action", action, 64)?;
+        }
+        if self.kinds.contains_key(&spec.name) {
+            return Err(Error::DuplicateKind { kind: spec.name });
+        }
+        self.kinds.insert(spec.name.clone(), spec);
+        Ok(())
+    }
+
+    /// Returns the kind named `kind`.
+    pub fn get(&self, kind: &str) -> Option<&KindSpec> {
+        self.kinds.get(kind)
+    }
+
+    /// Returns every kind, by name.
+    pub fn kinds(&self) -> impl Iterator<Item = &KindSpec> {
+        self.kinds.values()
+    }
+
+    /// Returns how many kinds are registered.
+    pub fn len(&self) -> usize {
+        self.kinds.len()
+    }
+
+    /// Returns true when no kind is registered.
+    pub fn is_empty(&self) -> bool {
+        self.kinds.is_empty()
+    }
+
+    /// Returns the kind, checking that it is registered and takes `source_type`.
+    pub(crate) fn check(&self, kind: &str, source_type: &str) -> Result<&KindSpec> {
+        let spec = self.get(kind).ok_or_else(|| Error::UnknownKind {
+            kind: kind.to_owned(),
+        })?;
+        if spec.source_type != source_type {
+            return Err(Error::SourceTypeMismatch {
+                kind: kind.to_owned(),
+                expected: spec.source_type.clone(),
+                found: source_type.to_owned(),
+            });
+        }
+        Ok(spec)
+    }
+}
+
+/// Checks a writer's severity: `blocking` is refused.
+pub(crate) fn check_severity(severity: Severity) -> Result<()> {
+    match severity {
+        Severity::Blocking => Err(Error::BlockingSeverity),
+        Severity::Info | Severity::Nudge => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preset_has_the_seed_kinds() {
+        let r = KindRegistry::preset();
+        let names: Vec<_> = r.kinds().map(|k| (k.name(), k.source_type())).collect();
+        assert_eq!(
+            names,
+            [
+                ("adr_proposed", "adr"),
+                ("handoff_pending", "handoff"),
+                ("invite_pending", "invite"),
+                ("spec_draft", "spec"),
+                ("wip_unsealed", "wip_state"),
+                ("wrap_session", "session"),
+            ]
+        );
+        assert!(
+            r.get("handoff_pending")
+                .unwrap()
+                .resolving_verbs()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn bad_specs_are_refused() {
+        let mut r = KindRegistry::preset();
+        assert!(matches!(
+            r.register(KindSpec::new("wrap_session", "session")),
+            Err(Error::DuplicateKind { .. })
+        ));
+        assert!(matches!(
+            r.register(KindSpec::new("Bad-Kind", "x")),
+            Err(Error::InvalidField {
+                field: "reminder kind",
+                ..
+            })
+        ));
+        assert!(matches!(
+            r.register(KindSpec::new("ok", "x").resolved_by("")),
+            Err(Error::InvalidField {
+                field: "resolving verb",
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn check_refuses_unknown_kind_and_wrong_source_type() {
+        let r = KindRegistry::preset();
+        assert!(matches!(
+            r.check("nope", "session"),
+            Err(Error::UnknownKind { .. })
+        ));
+        assert!(matches!(
+            r.check("wrap_session", "spec"),
+            Err(Error::SourceTypeMismatch { .. })
+        ));
+        assert!(r.check("wrap_session", "session").is_ok());
+        assert!(matches!(
+            check_severity(Severity::Blocking),
+            Err(Error::BlockingSeverity)
+        ));
+    }
+}

@@ -1,0 +1,878 @@
+//! Persistent reminders for open obligations (the I/O shell).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chipset_store::{
+    Channel, Corruption, Lock, LockGuard, ReadOutcome, SortableId, StateDir, Timestamp,
+};
+use serde_json::{Map, Value};
+
+use crate::doctor::{self, Action, DoctorReport, Finding, Problem, Repair};
+use crate::error::{Error, Result};
+use crate::format::{REOPENED_FROM, Reminder, ReminderId, Resolution, Severity};
+use crate::key::{ReminderKey, check_text, unescape};
+use crate::kinds::{KindRegistry, check_severity};
+use crate::metrics::{self, ReminderMetrics};
+
+/// `reminders/open/{kind}/{source_type}/{escaped source id}.json`: open reminders.
+pub const OPEN_DIR: &str = "open";
+/// `reminders/snoozed/{kind}/{source_type}/{escaped source id}.json`: snoozed reminders.
+pub const SNOOZED_DIR: &str = "snoozed";
+/// `reminders/history/{id}.json`: resolved reminders (never deleted).
+pub const HISTORY_DIR: &str = "history";
+/// `reminders/locks/`: the lock files the keys are spread over.
+pub const LOCKS_DIR: &str = "locks";
+/// The seed's manual resolution verb, the default [`ReminderConfig::manual_verb`].
+pub const DEFAULT_MANUAL_VERB: &str = "prism_nudge.resolve";
+
+/// How reminders are resolved by hand.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReminderConfig {
+    /// The `resolved_by_verb` written by [`Reminders::resolve`] and
+    /// [`Reminders::snooze`]. Default `prism_nudge.resolve`.
+    pub manual_verb: String,
+}
+
+impl Default for ReminderConfig {
+    fn default() -> Self {
+        ReminderConfig {
+            manual_verb: DEFAULT_MANUAL_VERB.to_owned(),
+        }
+    }
+}
+
+/// A reminder to open: what the writer supplies. The id, `created_at` and
+/// the resolution columns are filled in by [`Reminders::open`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewReminder {
+    /// Organisation scope.
+    pub tenant_id: String,
+    /// Project scope; `None` for organisation-level reminders.
+    pub project_id: Option<String>,
+    /// A registered kind.
+    pub kind: String,
+    /// The kind's canonical source type.
+    pub source_type: String,
+    /// The entity it refers to.
+    pub source_id: String,
+    /// Human-readable prompt.
+    pub message: String,
+    /// Offered actions; empty takes the kind's defaults.
+    pub actions: Vec<String>,
+    /// `info` or `nudge` (default); `blocking` is refused.
+    pub severity: Severity,
+    /// Kind-specific extras.
+    pub metadata: Map<String, Value>,
+}
+
+impl NewReminder {
+    /// Returns a request with severity `nudge`, the kind's default actions
+    /// and no metadata.
+    pub fn new(
+        tenant_id: impl Into<String>,
+        project_id: Option<String>,
+        key: &ReminderKey,
+        message: impl Into<String>,
+    ) -> Self {
+        NewReminder {
+            tenant_id: tenant_id.into(),
+            project_id,
+            kind: key.kind().to_owned(),
+            source_type: key.source_type().to_owned(),
+            source_id: key.source_id().to_owned(),
+            message: message.into(),
+            actions: Vec::new(),
+            severity: Severity::Nudge,
+            metadata: Map::new(),
+        }
+    }
+}
+
+/// What [`Reminders::open`] found or made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Opened {
+    /// A new open reminder.
+    New(Reminder),
+    /// One was open for the key already (possibly just reopened from an
+    /// expired snooze); nothing was written for this request.
+    Existing(Reminder),
+    /// The key's reminder is snoozed and not due yet; it reopens when due.
+    Snoozed(Reminder),
+}
+
+impl Opened {
+    /// Returns the reminder.
+    pub fn reminder(&self) -> &Reminder {
+        match self {
+            Opened::New(r) | Opened::Existing(r) | Opened::Snoozed(r) => r,
+        }
+    }
+
+    /// Returns true when a new reminder was written for this request.
+    pub fn is_new(&self) -> bool {
+        matches!(self, Opened::New(_))
+    }
+}
+
+/// A manual resolution (seed §6.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ManualResolution {
+    /// Done.
+    Completed,
+    /// Dismissed.
+    Ignored,
+}
+
+impl From<ManualResolution> for Resolution {
+    fn from(m: ManualResolution) -> Self {
+        match m {
+            ManualResolution::Completed => Resolution::Completed,
+            ManualResolution::Ignored => Resolution::Ignored,
+        }
+    }
+}
+
+/// Which reminders a listing returns; the default is all of them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReminderFilter {
+    /// Only this tenant's.
+    pub tenant_id: Option<String>,
+    /// Only this project's.
+    pub project_id: Option<String>,
+    /// Only this kind.
+    pub kind: Option<String>,
+}
+
+impl ReminderFilter {
+    fn matches(&self, r: &Reminder) -> bool {
+        self.tenant_id.as_ref().is_none_or(|t| *t == r.tenant_id)
+            && self
+                .project_id
+                .as_ref()
+                .is_none_or(|p| r.project_id.as_ref() == Some(p))
+            && self.kind.as_ref().is_none_or(|k| *k == r.kind)
+    }
+}
+
+/// A listing: the readable reminders, and the files that could not be read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Listing {
+    /// Reminders, oldest first.
+    pub reminders: Vec<Reminder>,
+    /// Unreadable files (an obligation may hide behind each; see the doctor).
+    pub corrupt: Vec<Corruption>,
+}
+
+/// The reminder channel under `reminders/`.
+///
+/// Cheap to clone. See the crate docs for the layout and the rules.
+#[derive(Debug, Clone)]
+pub struct Reminders {
+    state: StateDir,
+    registry: Arc<KindRegistry>,
+    config: ReminderConfig,
+}
+
+impl Reminders {
+    /// Returns the channel on `state`, allowing the kinds in `registry`.
+    pub fn new(state: StateDir, registry: KindRegistry) -> Self {
+        Self::with_config(state, registry, ReminderConfig::default())
+    }
+
+    /// Returns the channel with `config`.
+    pub fn with_config(state: StateDir, registry: KindRegistry, config: ReminderConfig) -> Self {
+        Reminders {
+            state,
+            registry: Arc::new(registry),
+            config,
+        }
+    }
+
+    /// Returns the state root.
+    pub fn state(&self) -> &StateDir {
+        &self.state
+    }
+
+    /// Returns the kinds allowed.
+    pub fn registry(&self) -> &KindRegistry {
+        &self.registry
+    }
+
+    /// Returns the config.
+    pub fn config(&self) -> &ReminderConfig {
+        &self.config
+    }
+
+    fn root(&self) -> PathBuf {
+        self.state.channel_path(Channel::Reminders)
+    }
+
+    /// Returns where the key's reminder lives while open.
+    pub fn open_path(&self, key: &ReminderKey) -> PathBuf {
+        self.index_path(OPEN_DIR, key)
+    }
+
+    /// Returns where the key's reminder lives while snoozed.
+    pub fn snoozed_path(&self, key: &ReminderKey) -> PathBuf {
+        self.index_path(SNOOZED_DIR, key)
+    }
+
+    /// Returns where a resolved reminder lives.
+    pub fn history_path(&self, id: &ReminderId) -> PathBuf {
+        self.root().join(HISTORY_DIR).join(format!("{id}.json"))
+    }
+
+    fn index_path(&self, area: &str, key: &ReminderKey) -> PathBuf {
+        self.root()
+            .join(area)
+            .join(key.kind())
+            .join(key.source_type())
+            .join(key.file_name())
+    }
+
+    fn stripe_lock(&self, stripe: u64) -> Result<Lock> {
+        let name = self
+            .root()
+            .join(LOCKS_DIR)
+            .join(format!("stripe-{stripe:02}"));
+        Ok(self.state.lock_for(&name)?)
+    }
+
+    fn lock_key(&self, key: &ReminderKey) -> Result<LockGuard> {
+        Ok(self.stripe_lock(key.stripe())?.exclusive()?)
+    }
+
+    fn key_of(r: &Reminder) -> Result<ReminderKey> {
+        ReminderKey::new(
+            r.kind.as_str(),
+            r.source_type.as_str(),
+            r.source_id.as_str(),
+        )
+    }
+
+    fn new_id(&self) -> ReminderId {
+        ReminderId::new(SortableId::generate(self.state.clock().as_ref()).into_string())
+            .expect("a sortable id is a valid segment")
+    }
+
+    fn read(&self, path: &Path) -> Result<Option<Reminder>> {
+        match self.state.read_json::<Reminder>(path)? {
+            ReadOutcome::Missing => Ok(None),
+            ReadOutcome::Value(r) => Ok(Some(r)),
+            ReadOutcome::Corrupt(c) => Err(Error::Corrupt(c)),
+        }
+    }
+
+    /// Opens a reminder for (kind, source type, source id) unless one is open
+    /// or snoozed for that key already: idempotent, and race-free across
+    /// processes (the check and the create happen under the key's lock, and
+    /// the create never overwrites).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownKind`], [`Error::SourceTypeMismatch`],
+    /// [`Error::BlockingSeverity`], [`Error::EmptySourceId`],
+    /// [`Error::InvalidField`] for a bad request (nothing is written);
+    /// [`Error::Corrupt`] when the key's file is unreadable (no duplicate is
+    /// written over it); [`Error::Store`] on I/O failure.
+    pub fn open(&self, new: NewReminder) -> Result<Opened> {
+        let spec = self.registry.check(&new.kind, &new.source_type)?;
+        check_severity(new.severity)?;
+        let key = ReminderKey::new(
+            new.kind.as_str(),
+            new.source_type.as_str(),
+            new.source_id.as_str(),
+        )?;
+        check_text("tenant id", &new.tenant_id, 128)?;
+        if let Some(p) = &new.project_id {
+            check_text("project id", p, 128)?;
+        }
+        let actions = if new.actions.is_empty() {
+            spec.default_actions().to_vec()
+        } else {
+            new.actions
+        };
+        let _guard = self.lock_key(&key)?;
+        self.settle(&key)?;
+        let now = self.state.now();
+        if let Some(snoozed) = self.read(&self.snoozed_path(&key))? {
+            if is_due(&snoozed, now) {
+                return Ok(Opened::Existing(self.reopen_locked(&key, &snoozed, now)?));
+            }
+            return Ok(Opened::Snoozed(snoozed));
+        }
+        let path = self.open_path(&key);
+        if let Some(existing) = self.read(&path)? {
+            return Ok(Opened::Existing(existing));
+        }
+        let reminder = Reminder {
+            id: self.new_id(),
+            tenant_id: new.tenant_id,
+            project_id: new.project_id,
+            kind: new.kind,
+            source_type: new.source_type,
+            source_id: new.source_id,
+            message: new.message,
+            actions,
+            severity: new.severity,
+            created_at: now,
+            resolved_at: None,
+            resolved_by_verb: None,
+            resolution: None,
+            resolution_note: None,
+            snooze_until: None,
+            metadata: new.metadata,
+        };
+        match self.state.create_new_json(&path, &reminder) {
+            Ok(()) => Ok(Opened::New(reminder)),
+            // Only a writer that bypassed the lock can get here; its reminder wins.
+            Err(chipset_store::Error::AlreadyExists { .. }) => match self.read(&path)? {
+                Some(existing) => Ok(Opened::Existing(existing)),
+                None => Err(Error::Store(chipset_store::Error::AlreadyExists { path })),
+            },
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Opens a reminder for a writer whose own work must not fail because of
+    /// it (seed §5): any error is logged through `tracing` and `None` returned.
+    pub fn open_soft(&self, new: NewReminder) -> Option<Opened> {
+        let (kind, source_id) = (new.kind.clone(), new.source_id.clone());
+        match self.open(new) {
+            Ok(opened) => Some(opened),
+            Err(error) => {
+                tracing::warn!(%error, %kind, %source_id, "could not open reminder; carrying on");
+                None
+            }
+        }
+    }
+
+    /// Auto-resolves the key's reminder when `verb` fires (seed §6.1):
+    /// resolution `auto_cleared`, `resolved_by_verb` = `verb`. Only the
+    /// reminder with exactly this (kind, source type, source id) is touched.
+    /// A snoozed one is cleared too (its snooze would otherwise reopen an
+    /// obligation that is gone): it is reopened and cleared at once, as a new
+    /// record naming it in `reopened_from`. Returns the resolved reminder, or
+    /// `None` when nothing was open or snoozed for the key.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownKind`], [`Error::SourceTypeMismatch`],
+    /// [`Error::NotAResolvingVerb`], [`Error::EmptySourceId`],
+    /// [`Error::InvalidField`]; [`Error::Corrupt`] when the key's file is
+    /// unreadable; [`Error::Store`] on I/O failure.
+    pub fn auto_resolve(
+        &self,
+        kind: &str,
+        source_type: &str,
+        source_id: &str,
+        verb: &str,
+    ) -> Result<Option<Reminder>> {
+        let spec = self.registry.check(kind, source_type)?;
+        if !spec.is_resolved_by(verb) {
+            return Err(Error::NotAResolvingVerb {
+                kind: kind.to_owned(),
+                verb: verb.to_owned(),
+            });
+        }
+        let key = ReminderKey::new(kind, source_type, source_id)?;
+        let _guard = self.lock_key(&key)?;
+        let change = Change {
+            resolution: Resolution::AutoCleared,
+            verb: verb.to_owned(),
+            note: None,
+            snooze_for: None,
+        };
+        self.resolve_locked(&key, None, &change)
+    }
+
+    /// Resolves reminder `id` by hand (seed §6.2) with an optional note.
+    /// Resolving a snoozed reminder reopens and resolves it at once, as a new
+    /// record naming it in `reopened_from`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ReminderNotFound`]; [`Error::AlreadyResolved`] when it is in
+    /// the history; [`Error::Corrupt`]; [`Error::Store`] on I/O failure.
+    pub fn resolve(
+        &self,
+        id: &ReminderId,
+        resolution: ManualResolution,
+        note: Option<String>,
+    ) -> Result<Reminder> {
+        self.change_by_id(
+            id,
+            Change {
+                resolution: resolution.into(),
+                verb: self.config.manual_verb.clone(),
+                note,
+                snooze_for: None,
+            },
+        )
+    }
+
+    /// Snoozes reminder `id` for `duration` (seed §6.2, `snooze_hours`):
+    /// resolved as `snoozed` with `snooze_until` = now + `duration`. When that
+    /// time has come, the next read reopens it as a new reminder whose
+    /// `metadata.reopened_from` is this one's id; until then opening its key
+    /// again is a no-op.
+    ///
+    /// # Errors
+    ///
+    /// As [`Reminders::resolve`].
+    pub fn snooze(
+        &self,
+        id: &ReminderId,
+        duration: Duration,
+        note: Option<String>,
+    ) -> Result<Reminder> {
+        self.change_by_id(
+            id,
+            Change {
+                resolution: Resolution::Snoozed,
+                verb: self.config.manual_verb.clone(),
+                note,
+                snooze_for: Some(duration),
+            },
+        )
+    }
+
+    fn change_by_id(&self, id: &ReminderId, change: Change) -> Result<Reminder> {
+        let key = match self.locate(id)? {
+            Located::Live(key) => key,
+            Located::History(reminder) => {
+                return Err(Error::AlreadyResolved { reminder });
+            }
+            Located::Nowhere => return Err(Error::ReminderNotFound { id: id.to_string() }),
+        };
+        let done = {
+            let _guard = self.lock_key(&key)?;
+            self.resolve_locked(&key, Some(id), &change)?
+        };
+        match done {
+            Some(r) => Ok(r),
+            // Another process resolved it between the scan and the lock.
+            None => match self.read(&self.history_path(id))? {
+                Some(reminder) => Err(Error::AlreadyResolved {
+                    reminder: Box::new(reminder),
+                }),
+                None => Err(Error::ReminderNotFound { id: id.to_string() }),
+            },
+        }
+    }
+
+    /// Applies `change` to the key's open or snoozed reminder (when its id is
+    /// `expected`, if given). The caller holds the key's lock.
+    fn resolve_locked(
+        &self,
+        key: &ReminderKey,
+        expected: Option<&ReminderId>,
+        change: &Change,
+    ) -> Result<Option<Reminder>> {
+        self.settle(key)?;
+        let now = self.state.now();
+        let wanted = |r: &Reminder| expected.is_none_or(|id| *id == r.id);
+        let open_path = self.open_path(key);
+        if let Some(open) = self.read(&open_path)? {
+            if !wanted(&open) {
+                return Ok(None);
+            }
+            let resolved = change.apply(open, now);
+            // Two durable steps: the index file takes the resolved record,
+            // then moves out of the index. `settle` finishes the second if a
+            // crash comes between them.
+            self.state.write_json(&open_path, &resolved)?;
+            self.settle(key)?;
+            return Ok(Some(resolved));
+        }
+        if let Some(snoozed) = self.read(&self.snoozed_path(key))? {
+            if !wanted(&snoozed) {
+                return Ok(None);
+            }
+            let resolved = change.apply(self.reopened(&snoozed, now), now);
+            self.state.create_new_json(&open_path, &resolved)?;
+            self.settle(key)?;
+            return Ok(Some(resolved));
+        }
+        Ok(None)
+    }
+
+    /// Returns a fresh open copy of a snoozed reminder.
+    fn reopened(&self, snoozed: &Reminder, now: Timestamp) -> Reminder {
+        let mut metadata = snoozed.metadata.clone();
+        metadata.insert(
+            REOPENED_FROM.to_owned(),
+            Value::String(snoozed.id.to_string()),
+        );
+        Reminder {
+            id: self.new_id(),
+            created_at: now,
+            resolved_at: None,
+            resolved_by_verb: None,
+            resolution: None,
+            resolution_note: None,
+            snooze_until: None,
+            metadata,
+            ..snoozed.clone()
+        }
+    }
+
+    /// Reopens a due snoozed reminder. The caller holds the key's lock.
+    fn reopen_locked(
+        &self,
+        key: &ReminderKey,
+        snoozed: &Reminder,
+        now: Timestamp,
+    ) -> Result<Reminder> {
+        let fresh = self.reopened(snoozed, now);
+        self.state.create_new_json(&self.open_path(key), &fresh)?;
+        self.settle(key)?;
+        tracing::debug!(from = %snoozed.id, to = %fresh.id, "reopened snoozed reminder");
+        Ok(fresh)
+    }
+
+    /// Finishes an interrupted transition of the key (the caller holds its
+    /// lock). Returns true when it changed something. The rules: a record in
+    /// the open index supersedes a snoozed one of the same key (which goes to
+    /// the history); a resolved record in the open index moves on, to
+    /// `snoozed/` if snoozed, otherwise to the history.
+    fn settle(&self, key: &ReminderKey) -> Result<bool> {
+        let open_path = self.open_path(key);
+        let Some(open) = self.read(&open_path)? else {
+            return Ok(false);
+        };
+        let snoozed_path = self.snoozed_path(key);
+        if let Some(snoozed) = self.read(&snoozed_path)? {
+            self.retire(&snoozed_path, &self.history_path(&snoozed.id))?;
+        }
+        let mut changed = false;
+        if !open.is_open() {
+            let to = if open.resolution == Some(Resolution::Snoozed) {
+                snoozed_path
+            } else {
+                self.history_path(&open.id)
+            };
+            self.retire(&open_path, &to)?;
+            changed = true;
+        }
+        Ok(changed)
+    }
+
+    /// Moves `from` to `to`. If `to` already holds the same record (a cross-
+    /// directory move that a crash left visible in both places), the leftover
+    /// is quarantined rather than deleted.
+    fn retire(&self, from: &Path, to: &Path) -> Result<()> {
+        match self.state.move_noclobber(from, to) {
+            Ok(()) => Ok(()),
+            Err(chipset_store::Error::AlreadyExists { .. })
+                if self.read(to)?.is_some() && self.read(to)? == self.read(from)? =>
+            {
+                let aside = self.state.quarantine(from)?;
+                tracing::warn!(from = %from.display(), to = %aside.display(), "moved aside a duplicate reminder record");
+                Ok(())
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Reopens every snoozed reminder whose time has come (seed §6.3, on
+    /// read). [`Reminders::list_open`] calls it; returns the reopened ones.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] on I/O failure. Unreadable snoozed files are skipped
+    /// (listings report them).
+    pub fn sweep_snoozes(&self) -> Result<Vec<Reminder>> {
+        let now = self.state.now();
+        let mut reopened = Vec::new();
+        for path in self.index_files(SNOOZED_DIR, None)? {
+            let Ok(Some(snoozed)) = self.read(&path) else {
+                continue;
+            };
+            if !is_due(&snoozed, now) {
+                continue;
+            }
+            let key = Self::key_of(&snoozed)?;
+            let _guard = self.lock_key(&key)?;
+            self.settle(&key)?;
+            // Re-check under the lock: another process may have reopened it.
+            if let Some(current) = self.read(&self.snoozed_path(&key))?
+                && current.id == snoozed.id
+                && is_due(&current, now)
+            {
+                reopened.push(self.reopen_locked(&key, &current, now)?);
+            }
+        }
+        Ok(reopened)
+    }
+
+    /// Lists the open reminders that match `filter`, oldest first, after
+    /// reopening due snoozes. Reads only the open and snoozed indexes: the
+    /// cost follows the number of open and snoozed reminders, not the history.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] on I/O failure.
+    pub fn list_open(&self, filter: &ReminderFilter) -> Result<Listing> {
+        self.sweep_snoozes()?;
+        let mut listing = Listing::default();
+        for path in self.index_files(OPEN_DIR, filter.kind.as_deref())? {
+            match self.state.read_json::<Reminder>(&path)? {
+                ReadOutcome::Value(r) if r.is_open() => {
+                    if filter.matches(&r) {
+                        listing.reminders.push(r);
+                    }
+                }
+                ReadOutcome::Value(r) => {
+                    // Resolved but not yet moved: finish the move.
+                    let key = Self::key_of(&r)?;
+                    let _guard = self.lock_key(&key)?;
+                    self.settle(&key)?;
+                }
+                ReadOutcome::Corrupt(c) => listing.corrupt.push(c),
+                ReadOutcome::Missing => {}
+            }
+        }
+        sort(&mut listing.reminders);
+        Ok(listing)
+    }
+
+    /// Returns how many reminders are open per kind, from the index's file
+    /// names alone (no reads, no sweep): for a status screen.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] on I/O failure.
+    pub fn open_counts(&self) -> Result<BTreeMap<String, usize>> {
+        let mut counts = BTreeMap::new();
+        for path in self.index_files(OPEN_DIR, None)? {
+            if let Some(kind) = path
+                .parent()
+                .and_then(Path::parent)
+                .and_then(Path::file_name)
+            {
+                *counts
+                    .entry(kind.to_string_lossy().into_owned())
+                    .or_default() += 1;
+            }
+        }
+        Ok(counts)
+    }
+
+    /// Returns every reminder ever opened that matches `filter` (open,
+    /// snoozed and resolved), oldest first. Reads the whole history.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] on I/O failure.
+    pub fn all(&self, filter: &ReminderFilter) -> Result<Listing> {
+        let mut listing = Listing::default();
+        let mut files = self.index_files(OPEN_DIR, filter.kind.as_deref())?;
+        files.extend(self.index_files(SNOOZED_DIR, filter.kind.as_deref())?);
+        files.extend(self.history_files()?);
+        let mut seen = std::collections::BTreeSet::new();
+        for path in files {
+            match self.state.read_json::<Reminder>(&path)? {
+                ReadOutcome::Value(r) => {
+                    // A record caught mid-move is read once.
+                    if filter.matches(&r) && seen.insert(r.id.clone()) {
+                        listing.reminders.push(r);
+                    }
+                }
+                ReadOutcome::Corrupt(c) => listing.corrupt.push(c),
+                ReadOutcome::Missing => {}
+            }
+        }
+        sort(&mut listing.reminders);
+        Ok(listing)
+    }
+
+    /// Returns reminder `id` wherever it is.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupt`] when its history file is unreadable; [`Error::Store`].
+    pub fn get(&self, id: &ReminderId) -> Result<Option<Reminder>> {
+        Ok(match self.locate(id)? {
+            Located::History(r) => Some(*r),
+            Located::Live(key) => [self.open_path(&key), self.snoozed_path(&key)]
+                .iter()
+                .find_map(|p| self.read(p).ok().flatten().filter(|r| r.id == *id)),
+            Located::Nowhere => None,
+        })
+    }
+
+    fn locate(&self, id: &ReminderId) -> Result<Located> {
+        if let Some(r) = self.read(&self.history_path(id))? {
+            return Ok(Located::History(Box::new(r)));
+        }
+        for area in [OPEN_DIR, SNOOZED_DIR] {
+            for path in self.index_files(area, None)? {
+                if let Ok(Some(r)) = self.read(&path)
+                    && r.id == *id
+                {
+                    return Ok(Located::Live(Self::key_of(&r)?));
+                }
+            }
+        }
+        // It may have moved into the history during the scan.
+        Ok(match self.read(&self.history_path(id))? {
+            Some(r) => Located::History(Box::new(r)),
+            None => Located::Nowhere,
+        })
+    }
+
+    /// Returns the seed's §10.3 metrics; counters count events at or after
+    /// `since` (the seed uses 30 days), gauges are for now. Reads the whole
+    /// history.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] on I/O failure.
+    pub fn metrics(&self, since: Option<Timestamp>) -> Result<ReminderMetrics> {
+        let all = self.all(&ReminderFilter::default())?;
+        Ok(metrics::compute(&all.reminders, self.state.now(), since))
+    }
+
+    /// Scans the open and snoozed indexes and the history: reports unreadable
+    /// files, stray names and interrupted transitions; with [`Repair::Fix`]
+    /// quarantines the unreadable files and finishes the transitions.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] on I/O failure.
+    pub fn doctor(&self, repair: Repair) -> Result<DoctorReport> {
+        let mut report = DoctorReport::default();
+        for area in [OPEN_DIR, SNOOZED_DIR] {
+            for path in self.index_files(area, None)? {
+                let name = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let stripe = path_key(&path).map_or(0, |k| k.stripe());
+                let lock = self.stripe_lock(stripe)?;
+                let Some(r) =
+                    doctor::check_file::<Reminder>(&self.state, &path, &lock, repair, &mut report)?
+                else {
+                    continue;
+                };
+                let key = Self::key_of(&r)?;
+                if key.file_name() != name {
+                    report.findings.push(Finding {
+                        path,
+                        problem: Problem::StrayEntry,
+                        action: Action::None,
+                    });
+                    continue;
+                }
+                let unfinished = if area == OPEN_DIR {
+                    (!r.is_open() || self.snoozed_path(&key).exists())
+                        .then_some("resolved or superseded record still in the index")
+                } else {
+                    (r.resolution != Some(Resolution::Snoozed))
+                        .then_some("unsnoozed record in the snooze index")
+                };
+                if let Some(what) = unfinished {
+                    let action = match repair {
+                        Repair::ReportOnly => Action::None,
+                        Repair::Fix if area == OPEN_DIR => {
+                            let _guard = self.lock_key(&key)?;
+                            self.settle(&key)?;
+                            Action::Completed
+                        }
+                        Repair::Fix => Action::None,
+                    };
+                    report.findings.push(Finding {
+                        path,
+                        problem: Problem::Unfinished(what),
+                        action,
+                    });
+                }
+            }
+        }
+        let lock = self.stripe_lock(0)?;
+        for path in self.history_files()? {
+            doctor::check_file::<Reminder>(&self.state, &path, &lock, repair, &mut report)?;
+        }
+        Ok(report)
+    }
+
+    /// Returns the files of an index area (`open` or `snoozed`), optionally
+    /// for one kind: `{area}/{kind}/{source_type}/*.json`.
+    fn index_files(&self, area: &str, kind: Option<&str>) -> Result<Vec<PathBuf>> {
+        let top = self.root().join(area);
+        let kinds = match kind {
+            Some(k) => vec![k.to_owned()],
+            None => self.state.list(&top)?,
+        };
+        let mut out = Vec::new();
+        for kind in kinds {
+            let kdir = top.join(&kind);
+            for st in self.state.list(&kdir)? {
+                let sdir = kdir.join(&st);
+                for name in self.state.list(&sdir)? {
+                    if name.ends_with(".json") {
+                        out.push(sdir.join(name));
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn history_files(&self) -> Result<Vec<PathBuf>> {
+        let dir = self.root().join(HISTORY_DIR);
+        Ok(self
+            .state
+            .list(&dir)?
+            .into_iter()
+            .filter(|n| n.ends_with(".json"))
+            .map(|n| dir.join(n))
+            .collect())
+    }
+}
+
+/// A resolution to apply.
+struct Change {
+    resolution: Resolution,
+    verb: String,
+    note: Option<String>,
+    snooze_for: Option<Duration>,
+}
+
+impl Change {
+    fn apply(&self, mut r: Reminder, now: Timestamp) -> Reminder {
+        r.resolved_at = Some(now);
+        r.resolution = Some(self.resolution);
+        r.resolved_by_verb = Some(self.verb.clone());
+        r.resolution_note = self.note.clone();
+        r.snooze_until = self.snooze_for.map(|d| now.add(d));
+        r
+    }
+}
+
+enum Located {
+    Live(ReminderKey),
+    History(Box<Reminder>),
+    Nowhere,
+}
+
+fn is_due(snoozed: &Reminder, now: Timestamp) -> bool {
+    snoozed.snooze_until.is_none_or(|t| t <= now)
+}
+
+fn sort(list: &mut [Reminder]) {
+    list.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+}
+
+/// Recovers the key from an index path `{area}/{kind}/{source_type}/{name}`.
+fn path_key(path: &Path) -> Option<ReminderKey> {
+    let name = path.file_name()?.to_str()?;
+    let st = path.parent()?.file_name()?.to_str()?;
+    let kind = path.parent()?.parent()?.file_name()?.to_str()?;
+    ReminderKey::new(kind, st, unescape(name)?).ok()
+}
