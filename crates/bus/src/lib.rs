@@ -1,3 +1,192 @@
-//! chipset bus channel (to be built; see the issue tracker).
+//! Prioritised, de-duplicated per-agent event queues with acknowledgement
+//! and wake-ups, on files (the coordination bus of seed 004, in JSON).
+//!
+//! Agents cannot interrupt each other; they share a directory. An event is a
+//! file in its recipient's queue: it survives the publisher, the recipient
+//! and the machine, and the queue is the bridge between one session of an
+//! agent and the next.
+//!
+//! ```
+//! use std::time::Duration;
+//! use chipset_bus::{AckOutcome, Bus, NewEvent, Priority, Published, Wake};
+//! use chipset_store::{AgentId, StateDir};
+//!
+//! let tmp = tempfile::tempdir()?;
+//! let bus = Bus::new(StateDir::open(tmp.path())?);
+//! let supervisor = AgentId::new("supervisor")?;
+//!
+//! // The supervisor starts: its (empty) queue exists from now on, and it is present.
+//! let startup = bus.start(&supervisor)?;
+//! assert!(startup.pending.is_empty());
+//! let mut waiter = bus.waiter(&supervisor)?;
+//!
+//! // Workers publish. The critical one jumps the queue; the repeated mention is dropped.
+//! bus.publish(&supervisor, &NewEvent::new("worker-1", "status").priority(Priority::Low))?;
+//! bus.publish(&supervisor, &NewEvent::new("worker-2", "needs-input").priority(Priority::Critical))?;
+//! let mention = NewEvent::new("chat-watcher", "chat-mention").dedup_key("debug.chat#42");
+//! assert!(matches!(bus.publish(&supervisor, &mention)?, Published::Delivered(_)));
+//! assert!(bus.publish(&supervisor, &mention)?.is_duplicate());
+//!
+//! // The supervisor wakes, reads in priority order and acknowledges.
+//! assert!(matches!(waiter.wait(Duration::from_secs(5))?, Wake::Arrived(_)));
+//! let pending = bus.pending(&supervisor)?;
+//! let kinds: Vec<_> = pending.events().iter().map(|e| e.kind()).collect();
+//! assert_eq!(kinds, ["needs-input", "chat-mention", "status"]);
+//! for event in pending.events() {
+//!     assert_eq!(bus.ack_event(&supervisor, event)?, AckOutcome::Acked);
+//! }
+//! assert!(bus.pending(&supervisor)?.is_empty());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Events and their order
+//!
+//! An [`Event`] has an id ([`EventId`], `{unix-ms}-{uuid-v4}`), a source (who
+//! caused it), a kind, a [`Priority`] (`critical`, `high`, `normal`, `low`),
+//! the time it was created, an optional de-duplication key and a JSON
+//! payload. Build one with [`NewEvent`] and [`Bus::publish`] it to one agent,
+//! or [`Bus::publish_to`] several: each recipient gets its own copy, and one
+//! recipient acknowledging never removes another's.
+//!
+//! [`Bus::pending`] returns every unacknowledged event: critical first, and
+//! oldest first within a priority. There is no cap anywhere, so a flood of
+//! low events never hides a critical one. Reading never acknowledges; only
+//! [`Bus::ack`] / [`Bus::ack_event`] do, which move the event to the
+//! processed area ([`AckOutcome::Acked`]); acknowledging again is
+//! [`AckOutcome::AlreadyAcked`].
+//!
+//! # De-duplication
+//!
+//! A publish with a key is dropped, and reported as [`Published::Duplicate`]
+//! (not an error), when the same key was accepted for the same recipient
+//! within the window ([`NewEvent::dedup_window`], else
+//! [`BusConfig::dedup_window`], 60 s by default). After the window the key
+//! works again. The check, the publish and the key's record happen under
+//! one lock, so of many processes publishing one key at once exactly one
+//! delivers; the record is a file, so it survives restarts. The event is
+//! published before its key is recorded: a crash between the two can let a
+//! later duplicate through, but never loses the event.
+//!
+//! # Presence, availability and restart
+//!
+//! Availability is structural: an agent's queue exists ([`Bus::is_available`])
+//! and accumulates events whether or not the agent runs. Presence is
+//! transient: [`Bus::start`] and [`Bus::heartbeat`] record the pid, start time
+//! and last-seen time, and [`Bus::presence`] reads it as live or stale
+//! ([`BusConfig::presence_stale_after`]). Presence never deletes or blocks a
+//! queue. [`Bus::start`] follows the seed's restart steps: it makes sure the
+//! queue exists, returns the pending events in order, and registers presence.
+//!
+//! # Control inbox and registry
+//!
+//! An agent (or its wrapper) appends commands, register or unregister a
+//! [`Resource`] such as a chat or another queue, with [`Bus::control`] to an
+//! append-only log that is never truncated. [`Bus::apply_control`] reads the
+//! log forward from the offset stored in the registry and replaces the
+//! registry and the offset in one atomic write: a crash applies nothing or
+//! everything, and since the registry is a set, applying lines again gives
+//! the same registry.
+//!
+//! # Reminders
+//!
+//! [`Bus::due_reminders`] returns the unacknowledged events due for a
+//! reminder now, by [`NagPolicy`] (default: critical every 30 s, high every
+//! 2 min, normal at the next poll, low at the next poll when nothing else is
+//! pending). It records each timed reminder, so a restart does not cause a
+//! storm of them.
+//!
+//! # Wake-ups
+//!
+//! A [`Waiter`] ([`Bus::waiter`]) blocks until a new event arrives for its
+//! agent or a timeout passes. It is woken by directory notifications
+//! (inotify on Linux) and also lists the queue every
+//! [`WakeConfig::rescan_interval`] (1 s by default): the rescan is the
+//! safety net when a notification is lost, and the only mechanism where
+//! notifications are unavailable ([`WakeMode::Rescan`]).
+//!
+//! # File layout
+//!
+//! Everything lives under `bus/` in the state root, one directory per
+//! recipient:
+//!
+//! ```text
+//! bus/{agent}/
+//!   queue/{P}-{id}-{source}-{kind}.json   unacknowledged events, one file each
+//!   processed/{same name}                 acknowledged events (pruned by retention)
+//!   dedup/{key}.json                      last accepted publish per de-duplication key
+//!   presence.json                         pid, started_at, last_seen
+//!   control.jsonl                         append-only control commands
+//!   registry.json                         registered resources + applied log offset
+//!   nag.json                              last reminder time per unacknowledged event
+//! ```
+//!
+//! An event file's name is `{P}-{id}-{source}-{kind}.json`: `P` is the
+//! priority digit (`0` critical, `1` high, `2` normal, `3` low), `id` is the
+//! event id (`{unix-ms, 13 digits}-{uuid}`), and source and kind are
+//! percent-encoded outside `[A-Za-z0-9_-]` and cut to 40 bytes, for example
+//! `0-1730000000123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab-worker-2-needs-input.json`.
+//! So `ls queue/` is the processing order: priority, then time, then (within
+//! one millisecond) the publisher's order. The id comes before source and
+//! kind so that one publisher's events keep their order whatever their
+//! kinds. The contents are canonical JSON with the fields `id`, `source`,
+//! `kind`, `priority`, `created_at` (RFC 3339 UTC with milliseconds),
+//! `dedup_key` (when set) and `payload`; the recipient is the directory.
+//!
+//! A de-duplication key's file name is the key percent-encoded the same way;
+//! keys whose encoding exceeds 96 bytes are cut to 64 bytes and suffixed with
+//! `~` and a 64-bit FNV-1a hash of the whole key. The record holds the full
+//! `key`, `accepted_at`, `event_id` and `window_ms`. Names starting with a
+//! dot are the store's (temps, `.{name}.lock` lock files, `.quarantine/`).
+//!
+//! # Durability
+//!
+//! Every change goes through `chipset-store`: a publish is one no-clobber
+//! durable create (a synced temp, a rename that never overwrites, a
+//! directory sync), so a reader sees a whole event or none, and a publish
+//! that returned `Ok` survives a crash. An acknowledgement is one no-clobber
+//! durable move. The control log is appended with one synced write per
+//! command. Removing pruned files and the leftover queue copy of an event
+//! found in both places after a crash are the only deletions this crate
+//! makes itself.
+//!
+//! # Upkeep
+//!
+//! [`Bus::counts`] and [`Bus::status`] count pending events per priority from
+//! directory listings alone, for a status screen. [`Bus::prune`] removes
+//! processed events beyond a [`Retention`]. [`Bus::doctor`] finds corrupt or
+//! misnamed event files, corrupt state files, torn control logs and stale
+//! temps, and with [`Repair::Fix`] quarantines or removes them.
+//!
+//! # Errors
+//!
+//! One enum, [`Error`]. A duplicate publish and a second acknowledgement are
+//! outcomes, not errors; an unreadable queue file is reported in
+//! [`Pending::unreadable`], never taken as "nothing there".
 
 #![forbid(unsafe_code)]
+
+mod bus;
+mod config;
+mod control;
+mod dedup;
+mod error;
+mod format;
+mod maintain;
+mod nag;
+mod name;
+mod wait;
+
+pub use bus::{
+    AckOutcome, Applied, BadFile, Bus, Pending, PresenceState, Problem, Published, Startup,
+};
+pub use config::{
+    BusConfig, NagPolicy, NagRule, Occasion, Repair, Retention, WakeConfig, WakeMode,
+};
+pub use error::{Error, Result};
+pub use format::{
+    ControlCommand, ControlLine, ControlOp, Event, EventId, MAX_KEY_LEN, MAX_LABEL_LEN, NewEvent,
+    Presence, Priority, Registered, Registry, Resource,
+};
+pub use maintain::{Action, AgentStatus, Counts, DoctorReport, Finding, Pruned};
+pub use name::QueueEntry;
+pub use wait::{Waiter, Wake};

@@ -1,0 +1,783 @@
+//! The bus handle: publishing, reading, acknowledging, presence, control, reminders.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use chipset_store::{
+    AgentId, Channel, CorruptReason, Corruption, Decision, LogContents, ReadOutcome, StateDir,
+    Timestamp,
+};
+
+use crate::config::{BusConfig, Occasion};
+use crate::control;
+use crate::dedup::{self, Verdict};
+use crate::error::{Error, Result};
+use crate::format::{
+    ControlCommand, ControlLine, DedupRecord, Event, EventId, NagState, NewEvent, Presence,
+    Registry,
+};
+use crate::nag;
+use crate::name::{self, QueueEntry};
+
+pub(crate) const QUEUE: &str = "queue";
+pub(crate) const PROCESSED: &str = "processed";
+pub(crate) const DEDUP: &str = "dedup";
+pub(crate) const PRESENCE: &str = "presence.json";
+pub(crate) const CONTROL: &str = "control.jsonl";
+pub(crate) const REGISTRY: &str = "registry.json";
+pub(crate) const NAG: &str = "nag.json";
+
+/// The event bus: per-agent queues under `bus/` in a state root.
+///
+/// Cheap to clone; clones share the root and the settings. Every method is
+/// safe to call from many processes at once.
+#[derive(Debug, Clone)]
+pub struct Bus {
+    state: StateDir,
+    config: Arc<BusConfig>,
+}
+
+/// What a publish did for one recipient.
+#[derive(Debug, Clone, PartialEq)]
+#[must_use]
+pub enum Published {
+    /// The event is durably in the recipient's queue.
+    Delivered(Event),
+    /// The key was accepted within the window; nothing was published.
+    Duplicate {
+        /// The de-duplication key.
+        key: String,
+        /// The event accepted for that key.
+        original: EventId,
+        /// When it was accepted.
+        accepted_at: Timestamp,
+    },
+}
+
+impl Published {
+    /// Returns the delivered event, or `None` for a duplicate.
+    pub fn delivered(&self) -> Option<&Event> {
+        match self {
+            Published::Delivered(e) => Some(e),
+            Published::Duplicate { .. } => None,
+        }
+    }
+
+    /// Returns true for a duplicate.
+    pub fn is_duplicate(&self) -> bool {
+        matches!(self, Published::Duplicate { .. })
+    }
+}
+
+/// What an acknowledgement did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub enum AckOutcome {
+    /// The event moved from the queue to the processed area.
+    Acked,
+    /// It was in the processed area already; nothing changed.
+    AlreadyAcked,
+}
+
+/// Why a file in a bus directory is not usable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Problem {
+    /// The file cannot be read as what it should be.
+    Corrupt(CorruptReason),
+    /// A file in a queue or processed directory whose name is not an event name.
+    ForeignName,
+    /// An event whose id or priority differs from its file name's.
+    NameMismatch,
+    /// An event in both the queue and the processed area (a crash between
+    /// the two directory syncs of an acknowledgement).
+    AckedCopyInQueue,
+    /// A temp file left by a crashed writer.
+    StaleTemp,
+    /// An unterminated last line in the control log (a crashed append).
+    TornLogTail {
+        /// Where it starts.
+        offset: u64,
+        /// Its length.
+        len: u64,
+    },
+    /// A whole line in the control log that is not a command; it is skipped.
+    BadLogLine {
+        /// Where it starts.
+        offset: u64,
+        /// Why it was refused.
+        reason: CorruptReason,
+    },
+}
+
+/// A file that is there but unusable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadFile {
+    /// The file.
+    pub path: PathBuf,
+    /// What is wrong with it.
+    pub problem: Problem,
+}
+
+/// An agent's unacknowledged events, in processing order, and the queue
+/// files that could not be read.
+///
+/// An unreadable file is never "nothing there": a caller gating on an empty
+/// queue must check [`Pending::unreadable`] too ([`Pending::is_empty`] does).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Pending {
+    events: Vec<Event>,
+    unreadable: Vec<BadFile>,
+}
+
+impl Pending {
+    /// Returns the events: critical first, oldest first within a priority.
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
+    /// Returns the events, consuming.
+    pub fn into_events(self) -> Vec<Event> {
+        self.events
+    }
+
+    /// Returns the queue files that could not be read (see [`Bus::doctor`]).
+    pub fn unreadable(&self) -> &[BadFile] {
+        &self.unreadable
+    }
+
+    /// Returns true when there are no events and no unreadable files.
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty() && self.unreadable.is_empty()
+    }
+
+    /// Returns the number of events.
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+}
+
+/// An agent's presence as read now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PresenceState {
+    /// No presence file: the agent never registered (its queue may still exist).
+    Absent,
+    /// Seen within [`BusConfig::presence_stale_after`].
+    Live(Presence),
+    /// Not seen for longer than that. The agent may be busy, crashed or gone.
+    Stale(Presence),
+    /// The presence file is unreadable.
+    Unreadable(Corruption),
+}
+
+impl PresenceState {
+    /// Returns the presence when live or stale.
+    pub fn presence(&self) -> Option<&Presence> {
+        match self {
+            PresenceState::Live(p) | PresenceState::Stale(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// Returns true when live.
+    pub fn is_live(&self) -> bool {
+        matches!(self, PresenceState::Live(_))
+    }
+}
+
+/// What [`Bus::start`] found and did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Startup {
+    /// The events waiting for the agent, in processing order.
+    pub pending: Pending,
+    /// The presence this session registered.
+    pub presence: Presence,
+    /// The presence found before registering (a live one from another pid
+    /// means two sessions may be running as this agent).
+    pub previous: PresenceState,
+}
+
+/// What [`Bus::apply_control`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    /// The registry after applying.
+    pub registry: Registry,
+    /// How many commands were applied now.
+    pub applied: usize,
+    /// Lines that were not commands (skipped, never applied, still in the log).
+    pub bad_lines: Vec<BadFile>,
+}
+
+impl Bus {
+    /// Returns a bus on `state` with the default settings.
+    pub fn new(state: StateDir) -> Self {
+        Bus::with_config(state, BusConfig::default())
+    }
+
+    /// Returns a bus on `state` with `config`.
+    pub fn with_config(state: StateDir, config: BusConfig) -> Self {
+        Bus {
+            state,
+            config: Arc::new(config),
+        }
+    }
+
+    /// Returns the state root.
+    pub fn state(&self) -> &StateDir {
+        &self.state
+    }
+
+    /// Returns the settings.
+    pub fn config(&self) -> &BusConfig {
+        &self.config
+    }
+
+    pub(crate) fn root(&self) -> PathBuf {
+        self.state.channel_path(Channel::Bus)
+    }
+
+    pub(crate) fn agent_dir(&self, agent: &AgentId) -> PathBuf {
+        self.root().join(agent.as_str())
+    }
+
+    /// Returns the path of `agent`'s queue directory (`bus/{agent}/queue`).
+    pub fn queue_dir(&self, agent: &AgentId) -> PathBuf {
+        self.agent_dir(agent).join(QUEUE)
+    }
+
+    /// Returns the path of `agent`'s processed directory (`bus/{agent}/processed`).
+    pub fn processed_dir(&self, agent: &AgentId) -> PathBuf {
+        self.agent_dir(agent).join(PROCESSED)
+    }
+
+    // ----- publishing -----
+
+    /// Publishes `event` to `agent`'s queue and returns once it is durable, or
+    /// reports a duplicate when its key was accepted within the window.
+    ///
+    /// Without a de-duplication key this is one no-clobber durable create.
+    /// With a key, the check, the publish and the key's record happen under
+    /// the key's lock: of many processes publishing one key at once, exactly
+    /// one delivers.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidField`] for a bad source, kind or key; [`Error::Store`]
+    /// when the event cannot be written.
+    pub fn publish(&self, agent: &AgentId, event: &NewEvent) -> Result<Published> {
+        let built = event.build(self.state.clock().as_ref())?;
+        self.publish_built(agent, event, built)
+    }
+
+    /// Publishes `event` to every agent in `agents`, each getting its own
+    /// copy (with the same id) in its own queue; acknowledging one copy
+    /// leaves the others. Repeated agents get one copy. Returns each
+    /// recipient's outcome in order.
+    ///
+    /// Without a key the copies share their directory syncs; with a key each
+    /// recipient is de-duplicated on its own.
+    ///
+    /// # Errors
+    ///
+    /// As [`Bus::publish`]. Copies published before a failure stay published.
+    pub fn publish_to(
+        &self,
+        agents: &[AgentId],
+        event: &NewEvent,
+    ) -> Result<Vec<(AgentId, Published)>> {
+        let mut unique: Vec<&AgentId> = Vec::with_capacity(agents.len());
+        for a in agents {
+            if !unique.contains(&a) {
+                unique.push(a);
+            }
+        }
+        let built = event.build(self.state.clock().as_ref())?;
+        if event.key().is_some() {
+            return unique
+                .into_iter()
+                .map(|a| Ok((a.clone(), self.publish_built(a, event, built.clone())?)))
+                .collect();
+        }
+        let name = built.file_name();
+        let mut items = Vec::with_capacity(unique.len());
+        for a in &unique {
+            let path = self.queue_dir(a).join(&name);
+            let bytes = chipset_store::to_canonical_json(&built).map_err(|source| {
+                chipset_store::Error::Serialize {
+                    path: path.clone(),
+                    source,
+                }
+            })?;
+            items.push((path, bytes));
+        }
+        self.state.create_new_batch(&items)?;
+        Ok(unique
+            .into_iter()
+            .map(|a| (a.clone(), Published::Delivered(built.clone())))
+            .collect())
+    }
+
+    fn publish_built(&self, agent: &AgentId, event: &NewEvent, built: Event) -> Result<Published> {
+        let target = self.queue_dir(agent).join(built.file_name());
+        let Some(key) = event.key() else {
+            self.state.create_new_json(&target, &built)?;
+            return Ok(Published::Delivered(built));
+        };
+        let window = event.window().unwrap_or(self.config.dedup_window);
+        let record_path = self
+            .agent_dir(agent)
+            .join(DEDUP)
+            .join(name::dedup_file_name(key));
+        self.state
+            .update(&record_path, |last: ReadOutcome<DedupRecord>| {
+                // Time is read under the lock, so racing publishers are judged in lock order.
+                let now = self.state.now();
+                let last = match last {
+                    ReadOutcome::Value(r) => Some(r),
+                    ReadOutcome::Missing => None,
+                    ReadOutcome::Corrupt(bad) => {
+                        // Delivering a possible duplicate beats dropping an event.
+                        tracing::warn!(path = %bad.path.display(), reason = %bad.reason, "corrupt de-duplication record");
+                        self.state.quarantine(&bad.path)?;
+                        None
+                    }
+                };
+                match dedup::judge(last.as_ref(), key, now, window) {
+                    Verdict::Duplicate {
+                        original,
+                        accepted_at,
+                    } => Ok(Decision::Keep(Published::Duplicate {
+                        key: key.to_owned(),
+                        original,
+                        accepted_at,
+                    })),
+                    Verdict::Accept => {
+                        // Publish first, record second: a crash between the two
+                        // can let one duplicate through, never lose the event.
+                        self.state.create_new_json(&target, &built)?;
+                        let record = DedupRecord {
+                            key: key.to_owned(),
+                            accepted_at: now,
+                            event_id: built.id().clone(),
+                            window_ms: u64::try_from(window.as_millis()).unwrap_or(u64::MAX),
+                        };
+                        Ok(Decision::Write(record, Published::Delivered(built)))
+                    }
+                }
+            })
+    }
+
+    // ----- reading -----
+
+    /// Returns `agent`'s queue by name alone (nothing is read): in processing
+    /// order, skipping names that are not event names.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when the directory cannot be listed.
+    pub fn queued(&self, agent: &AgentId) -> Result<Vec<QueueEntry>> {
+        self.entries(&self.queue_dir(agent))
+    }
+
+    /// Returns `agent`'s processed area by name alone, in name order.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when the directory cannot be listed.
+    pub fn processed(&self, agent: &AgentId) -> Result<Vec<QueueEntry>> {
+        self.entries(&self.processed_dir(agent))
+    }
+
+    fn entries(&self, dir: &Path) -> Result<Vec<QueueEntry>> {
+        Ok(self
+            .state
+            .list(dir)?
+            .iter()
+            .filter_map(|n| QueueEntry::parse(n))
+            .collect())
+    }
+
+    /// Returns every unacknowledged event for `agent`: critical first, oldest
+    /// first within a priority (a sorted listing of the queue), with no cap.
+    /// Reading never acknowledges.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when the queue cannot be listed or a file cannot be
+    /// read. A corrupt file is not an error: it is in [`Pending::unreadable`].
+    pub fn pending(&self, agent: &AgentId) -> Result<Pending> {
+        let dir = self.queue_dir(agent);
+        let mut pending = Pending::default();
+        for name in self.state.list(&dir)? {
+            let path = dir.join(&name);
+            match read_event(&path, &name, self.state.read_cap())? {
+                // Acknowledged between the listing and the read.
+                EventRead::Gone => {}
+                EventRead::Event(e) => pending.events.push(e),
+                EventRead::Bad(problem) => pending.unreadable.push(BadFile { path, problem }),
+            }
+        }
+        Ok(pending)
+    }
+
+    /// Returns true when `agent`'s queue exists (availability). An agent that
+    /// is not running still has a queue and still receives events.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when a directory on the way is a symlink or unreadable.
+    pub fn is_available(&self, agent: &AgentId) -> Result<bool> {
+        let dir = self.queue_dir(agent);
+        if !self.state.check_parents(&dir)? {
+            return Ok(false);
+        }
+        Ok(std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()))
+    }
+
+    /// Creates `agent`'s queue if needed, so events can be published to it
+    /// and waited for.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when it cannot be created.
+    pub fn ensure_queue(&self, agent: &AgentId) -> Result<PathBuf> {
+        let dir = self.queue_dir(agent);
+        self.state.ensure_dir(&dir)?;
+        Ok(dir)
+    }
+
+    // ----- acknowledging -----
+
+    /// Acknowledges `agent`'s event `id`: moves it from the queue to the
+    /// processed area. Acknowledging twice is harmless. Other recipients'
+    /// copies are untouched.
+    ///
+    /// This lists the queue to find the file; [`Bus::ack_event`] does not.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownEvent`] when the event is in neither place;
+    /// [`Error::Store`] when the move fails.
+    pub fn ack(&self, agent: &AgentId, id: &EventId) -> Result<AckOutcome> {
+        let find = |entries: Vec<QueueEntry>| {
+            entries
+                .into_iter()
+                .find(|e| e.id() == id)
+                .map(|e| e.name().to_owned())
+        };
+        if let Some(name) = find(self.queued(agent)?)
+            && let Some(outcome) = self.ack_name(agent, &name)?
+        {
+            return Ok(outcome);
+        }
+        if find(self.processed(agent)?).is_some() {
+            return Ok(AckOutcome::AlreadyAcked);
+        }
+        Err(Error::UnknownEvent {
+            agent: agent.clone(),
+            id: id.clone(),
+        })
+    }
+
+    /// Acknowledges an event read from `agent`'s queue, by its file name
+    /// (no listing). Falls back to [`Bus::ack`] for files another writer
+    /// named differently.
+    ///
+    /// # Errors
+    ///
+    /// As [`Bus::ack`].
+    pub fn ack_event(&self, agent: &AgentId, event: &Event) -> Result<AckOutcome> {
+        match self.ack_name(agent, &event.file_name())? {
+            Some(outcome) => Ok(outcome),
+            None => self.ack(agent, event.id()),
+        }
+    }
+
+    /// Moves `name` from the queue to processed; `None` when it is in neither.
+    fn ack_name(&self, agent: &AgentId, name: &str) -> Result<Option<AckOutcome>> {
+        let from = self.queue_dir(agent).join(name);
+        let to = self.processed_dir(agent).join(name);
+        match self.state.move_noclobber(&from, &to) {
+            Ok(()) => Ok(Some(AckOutcome::Acked)),
+            Err(chipset_store::Error::NotFound { .. }) => {
+                let done = std::fs::symlink_metadata(&to).is_ok();
+                Ok(done.then_some(AckOutcome::AlreadyAcked))
+            }
+            Err(chipset_store::Error::AlreadyExists { .. }) => {
+                remove_acked_copy(&from, &to, self.state.read_cap())?;
+                Ok(Some(AckOutcome::AlreadyAcked))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    // ----- presence -----
+
+    /// Starts a session for `agent`, as the seed's restart steps say: makes
+    /// sure the queue exists, reads every pending event in order, then
+    /// registers presence (this process's pid, now).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when the queue or presence cannot be read or written.
+    pub fn start(&self, agent: &AgentId) -> Result<Startup> {
+        self.ensure_queue(agent)?;
+        let pending = self.pending(agent)?;
+        let path = self.agent_dir(agent).join(PRESENCE);
+        let pid = std::process::id();
+        let (presence, previous) = self.state.update(&path, |cur: ReadOutcome<Presence>| {
+            let now = self.state.now();
+            let previous = self.classify_presence(cur, now);
+            if let PresenceState::Unreadable(bad) = &previous {
+                self.state.quarantine(&bad.path)?;
+            }
+            let presence = Presence {
+                pid,
+                started_at: now,
+                last_seen: now,
+            };
+            Ok::<_, Error>(Decision::Write(presence.clone(), (presence, previous)))
+        })?;
+        Ok(Startup {
+            pending,
+            presence,
+            previous,
+        })
+    }
+
+    /// Records that `agent` (this process) is alive now. A process that never
+    /// called [`Bus::start`], or whose presence another pid took over,
+    /// registers afresh.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when presence cannot be written.
+    pub fn heartbeat(&self, agent: &AgentId) -> Result<Presence> {
+        let path = self.agent_dir(agent).join(PRESENCE);
+        let pid = std::process::id();
+        self.state.update(&path, |cur: ReadOutcome<Presence>| {
+            let now = self.state.now();
+            let presence = match cur {
+                ReadOutcome::Value(p) if p.pid == pid => Presence {
+                    last_seen: now,
+                    ..p
+                },
+                ReadOutcome::Corrupt(bad) => {
+                    self.state.quarantine(&bad.path)?;
+                    Presence {
+                        pid,
+                        started_at: now,
+                        last_seen: now,
+                    }
+                }
+                _ => Presence {
+                    pid,
+                    started_at: now,
+                    last_seen: now,
+                },
+            };
+            Ok::<_, Error>(Decision::Write(presence.clone(), presence))
+        })
+    }
+
+    /// Returns `agent`'s presence: absent, live, stale or unreadable.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when it cannot be read.
+    pub fn presence(&self, agent: &AgentId) -> Result<PresenceState> {
+        let path = self.agent_dir(agent).join(PRESENCE);
+        let read = self.state.read_json::<Presence>(&path)?;
+        Ok(self.classify_presence(read, self.state.now()))
+    }
+
+    fn classify_presence(&self, read: ReadOutcome<Presence>, now: Timestamp) -> PresenceState {
+        match read {
+            ReadOutcome::Missing => PresenceState::Absent,
+            ReadOutcome::Corrupt(c) => PresenceState::Unreadable(c),
+            ReadOutcome::Value(p) => {
+                if now.since(p.last_seen) > self.config.presence_stale_after {
+                    PresenceState::Stale(p)
+                } else {
+                    PresenceState::Live(p)
+                }
+            }
+        }
+    }
+
+    // ----- control inbox and registry -----
+
+    /// Appends `command` to `agent`'s control log (`bus/{agent}/control.jsonl`),
+    /// durably. The log is never truncated.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidField`] for a bad resource; [`Error::Store`] when the append fails.
+    pub fn control(&self, agent: &AgentId, command: &ControlCommand) -> Result<()> {
+        command.resource.check()?;
+        let log = self.state.log(&self.agent_dir(agent).join(CONTROL))?;
+        log.append(&ControlLine {
+            at: self.state.now(),
+            command: command.clone(),
+        })?;
+        Ok(())
+    }
+
+    /// Applies the control commands appended since the registry's offset to
+    /// `agent`'s registry, and stores the registry and the new offset in one
+    /// atomic replace. Concurrent callers are serialized; a crash leaves the
+    /// old registry and offset, and applying again gives the same result.
+    ///
+    /// A corrupt registry is quarantined and rebuilt from the whole log.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when the log or registry cannot be read or written.
+    pub fn apply_control(&self, agent: &AgentId) -> Result<Applied> {
+        let dir = self.agent_dir(agent);
+        let log = self.state.log(&dir.join(CONTROL))?;
+        self.state
+            .update(&dir.join(REGISTRY), |cur: ReadOutcome<Registry>| {
+                let registry = match cur {
+                    ReadOutcome::Value(r) => r,
+                    ReadOutcome::Missing => Registry::default(),
+                    ReadOutcome::Corrupt(bad) => {
+                        tracing::warn!(path = %bad.path.display(), reason = %bad.reason, "rebuilding corrupt registry");
+                        self.state.quarantine(&bad.path)?;
+                        Registry::default()
+                    }
+                };
+                let read: LogContents<ControlLine> = log.read_from(registry.applied_offset)?;
+                let bad_lines = read
+                    .bad_lines
+                    .iter()
+                    .map(|b| BadFile {
+                        path: log.path().to_owned(),
+                        problem: Problem::BadLogLine {
+                            offset: b.offset,
+                            reason: b.reason.clone(),
+                        },
+                    })
+                    .collect();
+                if read.end_offset == registry.applied_offset {
+                    return Ok::<_, Error>(Decision::Keep(Applied {
+                        registry,
+                        applied: 0,
+                        bad_lines,
+                    }));
+                }
+                let applied = read.records.len();
+                let next = control::apply(registry, &read.records, read.end_offset);
+                Ok(Decision::Write(
+                    next.clone(),
+                    Applied {
+                        registry: next,
+                        applied,
+                        bad_lines,
+                    },
+                ))
+            })
+    }
+
+    /// Returns `agent`'s registry as last applied (empty when never applied).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when it cannot be read or is corrupt.
+    pub fn registry(&self, agent: &AgentId) -> Result<Registry> {
+        let path = self.agent_dir(agent).join(REGISTRY);
+        Ok(self
+            .state
+            .read_json::<Registry>(&path)?
+            .into_result()?
+            .unwrap_or_default())
+    }
+
+    // ----- reminders -----
+
+    /// Returns `agent`'s unacknowledged events that are due for a reminder
+    /// now, in processing order, and records the reminder time of the timed
+    /// ones (`bus/{agent}/nag.json`), so a restart does not repeat them early.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when the queue or the reminder state cannot be read or written.
+    pub fn due_reminders(&self, agent: &AgentId, occasion: Occasion) -> Result<Vec<Event>> {
+        let events = self.pending(agent)?.into_events();
+        let path = self.agent_dir(agent).join(NAG);
+        let indices = self.state.update(&path, |cur: ReadOutcome<NagState>| {
+            let state = match cur {
+                ReadOutcome::Value(s) => s,
+                ReadOutcome::Missing => NagState::default(),
+                ReadOutcome::Corrupt(bad) => {
+                    // Forgetting reminder times only makes reminders come early.
+                    self.state.quarantine(&bad.path)?;
+                    NagState::default()
+                }
+            };
+            let (due, next) = nag::due(
+                &events,
+                &state,
+                &self.config.nag,
+                occasion,
+                self.state.now(),
+            );
+            if next == state {
+                Ok::<_, Error>(Decision::Keep(due))
+            } else {
+                Ok(Decision::Write(next, due))
+            }
+        })?;
+        Ok(indices.into_iter().map(|i| events[i].clone()).collect())
+    }
+
+    pub(crate) fn dedup_dir(&self, agent: &AgentId) -> PathBuf {
+        self.agent_dir(agent).join(DEDUP)
+    }
+}
+
+/// What reading one queue file gave.
+pub(crate) enum EventRead {
+    Gone,
+    Event(Event),
+    Bad(Problem),
+}
+
+/// Reads an event file and checks it against its name.
+pub(crate) fn read_event(path: &Path, name: &str, cap: u64) -> Result<EventRead> {
+    let Some(entry) = QueueEntry::parse(name) else {
+        return Ok(EventRead::Bad(Problem::ForeignName));
+    };
+    Ok(match chipset_store::read_json::<Event>(path, cap)? {
+        ReadOutcome::Missing => EventRead::Gone,
+        ReadOutcome::Corrupt(c) => EventRead::Bad(Problem::Corrupt(c.reason)),
+        ReadOutcome::Value(e) if e.id() != entry.id() || e.priority() != entry.priority() => {
+            EventRead::Bad(Problem::NameMismatch)
+        }
+        ReadOutcome::Value(e) => EventRead::Event(e),
+    })
+}
+
+/// Removes the queue copy of an event that is also in the processed area,
+/// when both hold the same bytes. Such a pair can only come from a crash
+/// between the two directory syncs of a move; the processed copy stays.
+pub(crate) fn remove_acked_copy(queued: &Path, processed: &Path, cap: u64) -> Result<bool> {
+    let queued_bytes = chipset_store::read_bytes(queued, cap)?;
+    let same = match (queued_bytes, chipset_store::read_bytes(processed, cap)?) {
+        (ReadOutcome::Value(a), ReadOutcome::Value(b)) => a == b,
+        _ => false,
+    };
+    if !same {
+        tracing::warn!(path = %queued.display(), "event in queue and processed with different contents; left for doctor");
+        return Ok(false);
+    }
+    match std::fs::remove_file(queued) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(Error::Io {
+            op: "remove acknowledged queue copy",
+            path: queued.to_owned(),
+            source: e,
+        }),
+    }
+}

@@ -1,0 +1,238 @@
+//! How a bus behaves: windows, intervals and policies.
+
+use std::time::Duration;
+
+use crate::format::Priority;
+
+/// A bus's settings. Every field has a default ([`BusConfig::default`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BusConfig {
+    /// The de-duplication window for publishes that do not set their own. Default 60 s.
+    pub dedup_window: Duration,
+    /// A presence whose `last_seen` is older than this is stale. Default 120 s.
+    pub presence_stale_after: Duration,
+    /// When unacknowledged events are due for a reminder.
+    pub nag: NagPolicy,
+    /// How a [`Waiter`](crate::Waiter) learns of new events.
+    pub wake: WakeConfig,
+    /// Temp files older than this are stale for [`Bus::doctor`](crate::Bus::doctor). Default 10 min.
+    pub stale_temp_age: Duration,
+}
+
+impl Default for BusConfig {
+    fn default() -> Self {
+        BusConfig {
+            dedup_window: Duration::from_secs(60),
+            presence_stale_after: Duration::from_secs(120),
+            nag: NagPolicy::default(),
+            wake: WakeConfig::default(),
+            stale_temp_age: Duration::from_secs(600),
+        }
+    }
+}
+
+impl BusConfig {
+    /// Returns the default settings with `window` as the de-duplication window.
+    #[must_use]
+    pub fn with_dedup_window(mut self, window: Duration) -> Self {
+        self.dedup_window = window;
+        self
+    }
+
+    /// Returns these settings with `after` as the presence staleness limit.
+    #[must_use]
+    pub fn with_presence_stale_after(mut self, after: Duration) -> Self {
+        self.presence_stale_after = after;
+        self
+    }
+
+    /// Returns these settings with `nag` as the reminder policy.
+    #[must_use]
+    pub fn with_nag(mut self, nag: NagPolicy) -> Self {
+        self.nag = nag;
+        self
+    }
+
+    /// Returns these settings with `wake` as the waiter settings.
+    #[must_use]
+    pub fn with_wake(mut self, wake: WakeConfig) -> Self {
+        self.wake = wake;
+        self
+    }
+}
+
+/// How a [`Waiter`](crate::Waiter) learns of new events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WakeConfig {
+    /// Directory notifications, or rescans only.
+    pub mode: WakeMode,
+    /// How often the waiter lists the queue whatever the notifications say:
+    /// the safety net, and the latency bound when notifications fail. Default 1 s.
+    pub rescan_interval: Duration,
+}
+
+impl Default for WakeConfig {
+    fn default() -> Self {
+        WakeConfig {
+            mode: WakeMode::Notify,
+            rescan_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+impl WakeConfig {
+    /// Returns settings with `mode` and `rescan_interval`.
+    pub fn new(mode: WakeMode, rescan_interval: Duration) -> Self {
+        WakeConfig {
+            mode,
+            rescan_interval,
+        }
+    }
+}
+
+/// How a waiter is woken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WakeMode {
+    /// Directory notifications (inotify on Linux) plus periodic rescans;
+    /// falls back to rescans alone when notifications are unavailable.
+    Notify,
+    /// Periodic rescans only.
+    Rescan,
+}
+
+/// When an unacknowledged event of one priority is due for a reminder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NagRule {
+    /// Every so often, whatever the occasion: first this long after it was
+    /// published, then this long after each reminder.
+    Every(Duration),
+    /// At every poll ([`Occasion::Poll`]).
+    AtPoll,
+    /// At a poll, only when nothing of another priority is pending.
+    AtPollWhenQuiet,
+    /// Never.
+    Never,
+}
+
+/// A reminder rule per priority. The default follows the seed: critical every
+/// 30 s, high every 2 min, normal at the next poll, low at the next poll when
+/// nothing else is pending.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct NagPolicy {
+    /// For critical events.
+    pub critical: NagRule,
+    /// For high events.
+    pub high: NagRule,
+    /// For normal events.
+    pub normal: NagRule,
+    /// For low events.
+    pub low: NagRule,
+}
+
+impl Default for NagPolicy {
+    fn default() -> Self {
+        NagPolicy {
+            critical: NagRule::Every(Duration::from_secs(30)),
+            high: NagRule::Every(Duration::from_secs(120)),
+            normal: NagRule::AtPoll,
+            low: NagRule::AtPollWhenQuiet,
+        }
+    }
+}
+
+impl NagPolicy {
+    /// Returns a policy with one rule per priority.
+    pub fn new(critical: NagRule, high: NagRule, normal: NagRule, low: NagRule) -> Self {
+        NagPolicy {
+            critical,
+            high,
+            normal,
+            low,
+        }
+    }
+
+    /// Returns the rule for `priority`.
+    pub fn rule(&self, priority: Priority) -> NagRule {
+        match priority {
+            Priority::Critical => self.critical,
+            Priority::High => self.high,
+            Priority::Normal => self.normal,
+            Priority::Low => self.low,
+        }
+    }
+}
+
+/// Why reminders are being asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Occasion {
+    /// A natural pause (the agent is at a prompt): only timed rules fire.
+    Pause,
+    /// A regular poll cycle: timed rules and poll rules fire.
+    Poll,
+}
+
+/// How much of the processed area [`Bus::prune`](crate::Bus::prune) keeps.
+/// Limits left at `None` do not apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Retention {
+    /// Keep at most this many processed events (the newest).
+    pub max_count: Option<usize>,
+    /// Keep at most this many bytes of processed events (the newest).
+    pub max_bytes: Option<u64>,
+    /// Remove processed events published longer ago than this.
+    pub max_age: Option<Duration>,
+    /// Remove de-duplication records accepted longer ago than this (choose
+    /// it longer than any window in use, or the key will work again early).
+    pub dedup_max_age: Option<Duration>,
+}
+
+impl Retention {
+    /// Returns a retention that removes nothing.
+    pub fn keep_all() -> Self {
+        Retention::default()
+    }
+
+    /// Returns this retention keeping at most `n` processed events.
+    #[must_use]
+    pub fn max_count(mut self, n: usize) -> Self {
+        self.max_count = Some(n);
+        self
+    }
+
+    /// Returns this retention keeping at most `bytes` of processed events.
+    #[must_use]
+    pub fn max_bytes(mut self, bytes: u64) -> Self {
+        self.max_bytes = Some(bytes);
+        self
+    }
+
+    /// Returns this retention removing processed events older than `age`.
+    #[must_use]
+    pub fn max_age(mut self, age: Duration) -> Self {
+        self.max_age = Some(age);
+        self
+    }
+
+    /// Returns this retention removing de-duplication records older than `age`.
+    #[must_use]
+    pub fn dedup_max_age(mut self, age: Duration) -> Self {
+        self.dedup_max_age = Some(age);
+        self
+    }
+}
+
+/// Whether [`Bus::doctor`](crate::Bus::doctor) only reports or also repairs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Repair {
+    /// Report what is wrong; change nothing.
+    ReportOnly,
+    /// Report, and repair: quarantine bad files, remove stale temps and
+    /// leftover queue copies of acknowledged events, cut torn log tails.
+    Fix,
+}

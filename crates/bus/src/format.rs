@@ -1,0 +1,565 @@
+//! The on-disk contract: event files, de-duplication records, presence,
+//! control lines, the registry and the reminder state. Golden files in the
+//! integration tests pin these shapes.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use chipset_store::{Clock, SortableId, Timestamp};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::error::{Error, Result};
+use crate::name;
+
+/// How urgent an event is. Priority is triage, not privilege: it decides the
+/// processing order, never who may read.
+///
+/// Ordered by processing order: `Critical < High < Normal < Low`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Priority {
+    /// The sender is blocked and cannot proceed (a worker needs input). File digit `0`.
+    Critical,
+    /// Work completed, a next step is waiting. File digit `1`.
+    High,
+    /// Information available (a chat message, a status update). File digit `2`.
+    Normal,
+    /// A background signal (a heartbeat, a routine check). File digit `3`.
+    Low,
+}
+
+impl Priority {
+    /// Every priority, in processing order.
+    pub const ALL: [Priority; 4] = [
+        Priority::Critical,
+        Priority::High,
+        Priority::Normal,
+        Priority::Low,
+    ];
+
+    /// Returns the digit that starts the event's file name (`0` critical … `3` low).
+    pub fn digit(self) -> u8 {
+        match self {
+            Priority::Critical => 0,
+            Priority::High => 1,
+            Priority::Normal => 2,
+            Priority::Low => 3,
+        }
+    }
+
+    /// Returns the priority for a file-name digit.
+    pub fn from_digit(digit: u8) -> Option<Self> {
+        Priority::ALL.get(usize::from(digit)).copied()
+    }
+
+    /// Returns the lower-case name used in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Priority::Critical => "critical",
+            Priority::High => "high",
+            Priority::Normal => "normal",
+            Priority::Low => "low",
+        }
+    }
+}
+
+impl fmt::Display for Priority {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Priority {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        Priority::ALL
+            .into_iter()
+            .find(|p| p.as_str() == s)
+            .ok_or_else(|| {
+                Error::invalid(
+                    "priority",
+                    s,
+                    "must be `critical`, `high`, `normal` or `low`",
+                )
+            })
+    }
+}
+
+/// An event id: `{unix-ms}-{uuid-v4}` (a [`SortableId`]), sorting by creation time.
+///
+/// ```
+/// use chipset_bus::EventId;
+/// let id = EventId::parse("1730000000123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab")?;
+/// assert_eq!(id.unix_ms(), 1_730_000_000_123);
+/// # Ok::<(), chipset_store::Error>(())
+/// ```
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct EventId(String);
+
+impl EventId {
+    /// Returns a new id, greater than every id this process made before.
+    pub fn generate(clock: &dyn Clock) -> Self {
+        EventId(SortableId::generate(clock).into_string())
+    }
+
+    /// Parses an id written by any writer that follows the format.
+    ///
+    /// # Errors
+    ///
+    /// [`chipset_store::Error::InvalidId`] when `text` is not `{digits}-{uuid}`.
+    pub fn parse(text: &str) -> chipset_store::Result<Self> {
+        SortableId::parse(text)?;
+        Ok(EventId(text.to_owned()))
+    }
+
+    /// Returns the millisecond part.
+    pub fn unix_ms(&self) -> i64 {
+        self.0
+            .split_once('-')
+            .and_then(|(ms, _)| ms.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Returns the id as a string slice.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for EventId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for EventId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl FromStr for EventId {
+    type Err = chipset_store::Error;
+
+    fn from_str(s: &str) -> chipset_store::Result<Self> {
+        EventId::parse(s)
+    }
+}
+
+impl Serialize for EventId {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for EventId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        EventId::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// An event as stored in a queue file: `bus/{agent}/queue/{name}.json`.
+///
+/// The recipient is the directory the file lives in, never a field.
+/// Readers ignore fields they do not know.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    id: EventId,
+    source: String,
+    kind: String,
+    priority: Priority,
+    created_at: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    dedup_key: Option<String>,
+    #[serde(default)]
+    payload: serde_json::Value,
+}
+
+impl Event {
+    /// Returns the id.
+    pub fn id(&self) -> &EventId {
+        &self.id
+    }
+
+    /// Returns who caused the event (an agent id, a watcher's name…).
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// Returns what kind of event it is (`chat-mention`, `task-done`…).
+    pub fn kind(&self) -> &str {
+        &self.kind
+    }
+
+    /// Returns the priority.
+    pub fn priority(&self) -> Priority {
+        self.priority
+    }
+
+    /// Returns when it was published.
+    pub fn created_at(&self) -> Timestamp {
+        self.created_at
+    }
+
+    /// Returns the de-duplication key the publisher chose, if any.
+    pub fn dedup_key(&self) -> Option<&str> {
+        self.dedup_key.as_deref()
+    }
+
+    /// Returns the payload (`null` when none was given).
+    pub fn payload(&self) -> &serde_json::Value {
+        &self.payload
+    }
+
+    /// Returns the name of this event's file in a queue or processed directory.
+    pub fn file_name(&self) -> String {
+        name::event_file_name(self.priority, &self.id, &self.source, &self.kind)
+    }
+}
+
+/// An event to publish: build it, then hand it to [`Bus::publish`](crate::Bus::publish).
+///
+/// ```
+/// use std::time::Duration;
+/// use chipset_bus::{NewEvent, Priority};
+/// let event = NewEvent::new("chat-watcher", "chat-mention")
+///     .priority(Priority::High)
+///     .payload(serde_json::json!({"chat": "debug.chat"}))
+///     .dedup_key("debug.chat#42")
+///     .dedup_window(Duration::from_secs(300));
+/// assert_eq!(event.priority_level(), Priority::High);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewEvent {
+    source: String,
+    kind: String,
+    priority: Priority,
+    payload: serde_json::Value,
+    dedup_key: Option<String>,
+    dedup_window: Option<Duration>,
+}
+
+impl NewEvent {
+    /// Starts an event of `kind` caused by `source`, at normal priority, with a `null` payload.
+    pub fn new(source: impl Into<String>, kind: impl Into<String>) -> Self {
+        NewEvent {
+            source: source.into(),
+            kind: kind.into(),
+            priority: Priority::Normal,
+            payload: serde_json::Value::Null,
+            dedup_key: None,
+            dedup_window: None,
+        }
+    }
+
+    /// Sets the priority.
+    #[must_use]
+    pub fn priority(mut self, priority: Priority) -> Self {
+        self.priority = priority;
+        self
+    }
+
+    /// Sets the JSON payload.
+    #[must_use]
+    pub fn payload(mut self, payload: serde_json::Value) -> Self {
+        self.payload = payload;
+        self
+    }
+
+    /// Sets the de-duplication key: within the window, a second publish with
+    /// the same key to the same recipient is dropped.
+    #[must_use]
+    pub fn dedup_key(mut self, key: impl Into<String>) -> Self {
+        self.dedup_key = Some(key.into());
+        self
+    }
+
+    /// Sets this publish's de-duplication window (otherwise the bus's
+    /// [`BusConfig::dedup_window`](crate::BusConfig::dedup_window)).
+    #[must_use]
+    pub fn dedup_window(mut self, window: Duration) -> Self {
+        self.dedup_window = Some(window);
+        self
+    }
+
+    /// Returns the source.
+    pub fn source_name(&self) -> &str {
+        &self.source
+    }
+
+    /// Returns the kind.
+    pub fn kind_name(&self) -> &str {
+        &self.kind
+    }
+
+    /// Returns the priority.
+    pub fn priority_level(&self) -> Priority {
+        self.priority
+    }
+
+    /// Returns the de-duplication key, if any.
+    pub fn key(&self) -> Option<&str> {
+        self.dedup_key.as_deref()
+    }
+
+    /// Returns the de-duplication window set on this publish, if any.
+    pub fn window(&self) -> Option<Duration> {
+        self.dedup_window
+    }
+
+    /// Checks the fields and stamps the event with an id and a time.
+    pub(crate) fn build(&self, clock: &dyn Clock) -> Result<Event> {
+        check_label("source", &self.source)?;
+        check_label("kind", &self.kind)?;
+        if let Some(key) = &self.dedup_key {
+            check_key(key)?;
+        }
+        let id = EventId::generate(clock);
+        Ok(Event {
+            created_at: Timestamp::from_unix_ms(id.unix_ms()),
+            id,
+            source: self.source.clone(),
+            kind: self.kind.clone(),
+            priority: self.priority,
+            dedup_key: self.dedup_key.clone(),
+            payload: self.payload.clone(),
+        })
+    }
+}
+
+/// The longest source or kind accepted, in bytes.
+pub const MAX_LABEL_LEN: usize = 128;
+/// The longest de-duplication key accepted, in bytes.
+pub const MAX_KEY_LEN: usize = 1024;
+
+fn check_label(field: &'static str, value: &str) -> Result<()> {
+    if value.is_empty() {
+        return Err(Error::invalid(field, value, "must not be empty"));
+    }
+    if value.len() > MAX_LABEL_LEN {
+        return Err(Error::invalid(field, value, "must be at most 128 bytes"));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(Error::invalid(
+            field,
+            value,
+            "must not contain control characters",
+        ));
+    }
+    Ok(())
+}
+
+fn check_key(value: &str) -> Result<()> {
+    if value.is_empty() {
+        return Err(Error::invalid(
+            "de-duplication key",
+            value,
+            "must not be empty",
+        ));
+    }
+    if value.len() > MAX_KEY_LEN {
+        return Err(Error::invalid(
+            "de-duplication key",
+            value,
+            "must be at most 1024 bytes",
+        ));
+    }
+    Ok(())
+}
+
+/// The last accepted publish of one de-duplication key to one recipient:
+/// `bus/{agent}/dedup/{escaped key}.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct DedupRecord {
+    /// The full key (the file name may be a truncated, hashed form of it).
+    pub(crate) key: String,
+    /// When the accepted event was published.
+    pub(crate) accepted_at: Timestamp,
+    /// The accepted event.
+    pub(crate) event_id: EventId,
+    /// The window that publish asked for, in milliseconds (informative).
+    pub(crate) window_ms: u64,
+}
+
+/// A running agent's presence: `bus/{agent}/presence.json`.
+///
+/// Presence is transient and separate from availability (the queue exists):
+/// a stale or missing presence never deletes or blocks a queue.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Presence {
+    /// The process id of the session that registered.
+    pub pid: u32,
+    /// When that session started.
+    pub started_at: Timestamp,
+    /// When it last said it was alive.
+    pub last_seen: Timestamp,
+}
+
+/// What a control command does to the registry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ControlOp {
+    /// Add the resource (a no-op when it is registered already).
+    Register,
+    /// Remove the resource (a no-op when it is not registered).
+    Unregister,
+}
+
+/// A resource an agent wants watched: a chat, another queue, a hub…
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Resource {
+    /// What sort of resource (`chat`, `queue`, `hub`…).
+    pub kind: String,
+    /// Where it is (a path such as `.nbs/chat/debug.chat`, an agent id…).
+    pub target: String,
+}
+
+impl Resource {
+    /// Returns a resource of `kind` at `target`.
+    pub fn new(kind: impl Into<String>, target: impl Into<String>) -> Self {
+        Resource {
+            kind: kind.into(),
+            target: target.into(),
+        }
+    }
+
+    pub(crate) fn check(&self) -> Result<()> {
+        check_label("resource kind", &self.kind)?;
+        if self.target.is_empty() {
+            return Err(Error::invalid(
+                "resource target",
+                &self.target,
+                "must not be empty",
+            ));
+        }
+        if self.target.len() > 4096 || self.target.contains(['\n', '\r', '\0']) {
+            return Err(Error::invalid(
+                "resource target",
+                &self.target,
+                "must be at most 4096 bytes without newlines or NUL",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One command for the agent's wrapper: register or unregister a resource.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ControlCommand {
+    /// What to do.
+    pub op: ControlOp,
+    /// To which resource.
+    #[serde(flatten)]
+    pub resource: Resource,
+}
+
+impl ControlCommand {
+    /// Returns a command registering `resource`.
+    pub fn register(resource: Resource) -> Self {
+        ControlCommand {
+            op: ControlOp::Register,
+            resource,
+        }
+    }
+
+    /// Returns a command unregistering `resource`.
+    pub fn unregister(resource: Resource) -> Self {
+        ControlCommand {
+            op: ControlOp::Unregister,
+            resource,
+        }
+    }
+}
+
+/// One line of `bus/{agent}/control.jsonl`: a command and when it was written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ControlLine {
+    /// When the command was appended.
+    pub at: Timestamp,
+    /// The command.
+    #[serde(flatten)]
+    pub command: ControlCommand,
+}
+
+/// A registered resource and when it was first registered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Registered {
+    /// The resource.
+    #[serde(flatten)]
+    pub resource: Resource,
+    /// When the register command that added it was written.
+    pub registered_at: Timestamp,
+}
+
+/// The registry built from the control log: `bus/{agent}/registry.json`.
+///
+/// It stores the log offset it has applied up to, and both are replaced in
+/// one atomic write, so a crash never applies a line twice or skips one.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Registry {
+    /// The byte offset in `control.jsonl` up to which commands are applied.
+    pub applied_offset: u64,
+    /// The registered resources, sorted by kind then target, each once.
+    pub resources: Vec<Registered>,
+}
+
+impl Registry {
+    /// Returns true when `resource` is registered.
+    pub fn contains(&self, resource: &Resource) -> bool {
+        self.resources.iter().any(|r| &r.resource == resource)
+    }
+}
+
+/// When each unacknowledged event was last reminded: `bus/{agent}/nag.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub(crate) struct NagState {
+    /// Event id to the time of its last reminder.
+    pub(crate) reminded: BTreeMap<EventId, Timestamp>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chipset_store::ManualClock;
+
+    #[test]
+    fn priority_digits_and_names_round_trip() {
+        for p in Priority::ALL {
+            assert_eq!(Priority::from_digit(p.digit()), Some(p));
+            assert_eq!(p.as_str().parse::<Priority>().unwrap(), p);
+        }
+        assert_eq!(Priority::from_digit(4), None);
+        assert!("urgent".parse::<Priority>().is_err());
+        assert!(Priority::Critical < Priority::Low);
+    }
+
+    #[test]
+    fn build_checks_fields() {
+        let clock = ManualClock::new(Timestamp::from_unix_ms(1_000));
+        assert!(NewEvent::new("", "k").build(&clock).is_err());
+        assert!(NewEvent::new("s", "a\nb").build(&clock).is_err());
+        assert!(NewEvent::new("s", "k".repeat(129)).build(&clock).is_err());
+        assert!(NewEvent::new("s", "k").dedup_key("").build(&clock).is_err());
+        let e = NewEvent::new("s", "k").build(&clock).unwrap();
+        assert_eq!(e.created_at().unix_ms(), e.id().unix_ms());
+        assert_eq!(e.priority(), Priority::Normal);
+    }
+
+    #[test]
+    fn event_id_refuses_garbage() {
+        assert!(EventId::parse("x-y").is_err());
+        assert!(serde_json::from_str::<EventId>("\"../etc\"").is_err());
+    }
+
+    #[test]
+    fn resource_checks() {
+        assert!(Resource::new("chat", ".nbs/chat/a.chat").check().is_ok());
+        assert!(Resource::new("", "x").check().is_err());
+        assert!(Resource::new("chat", "").check().is_err());
+        assert!(Resource::new("chat", "a\nb").check().is_err());
+    }
+}

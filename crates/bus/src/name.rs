@@ -1,0 +1,209 @@
+//! File names: events `{P}-{id}-{source}-{kind}.json`, de-duplication keys.
+
+use std::fmt::Write as _;
+
+use crate::format::{EventId, Priority};
+
+/// The longest escaped source or kind kept in a file name, in bytes. The
+/// file's contents hold the full values; the name only has to be unique
+/// (the id makes it so) and readable.
+const LABEL_IN_NAME: usize = 40;
+/// Escaped keys longer than this are cut and suffixed with a hash.
+const KEY_IN_NAME: usize = 96;
+
+/// Percent-encodes every byte outside `[A-Za-z0-9_-]`, stopping before `max` bytes.
+pub(crate) fn escape(text: &str, max: usize) -> String {
+    let mut out = String::with_capacity(text.len().min(max));
+    for b in text.bytes() {
+        let plain = b.is_ascii_alphanumeric() || b == b'_' || b == b'-';
+        let width = if plain { 1 } else { 3 };
+        if out.len() + width > max {
+            break;
+        }
+        if plain {
+            out.push(char::from(b));
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+/// Returns an event's file name. A sorted listing of names is the processing
+/// order: priority digit first, then the id (time, then a counter within
+/// one millisecond), so one publisher's events keep their order whatever
+/// their source and kind.
+pub(crate) fn event_file_name(
+    priority: Priority,
+    id: &EventId,
+    source: &str,
+    kind: &str,
+) -> String {
+    format!(
+        "{}-{id}-{}-{}.json",
+        priority.digit(),
+        escape(source, LABEL_IN_NAME),
+        escape(kind, LABEL_IN_NAME)
+    )
+}
+
+/// Returns the file name of a de-duplication key: the escaped key, or when
+/// that is long, its first bytes, `~` and a 64-bit FNV-1a hash of the whole
+/// key (the record holds the full key, so a hash collision is detected).
+pub(crate) fn dedup_file_name(key: &str) -> String {
+    let full = escape(key, usize::MAX);
+    if full.len() <= KEY_IN_NAME {
+        return format!("{full}.json");
+    }
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in key.bytes() {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{}~{hash:016x}.json", &full[..64])
+}
+
+/// One file in a queue or processed directory, known by its name alone
+/// (nothing was read): cheap to list for counts and wake-ups.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct QueueEntry {
+    name: String,
+    priority: Priority,
+    id: EventId,
+}
+
+impl QueueEntry {
+    /// Parses an event file name; `None` for anything else.
+    pub fn parse(name: &str) -> Option<Self> {
+        let stem = name.strip_suffix(".json")?;
+        let digit = stem.as_bytes().first()?.checked_sub(b'0')?;
+        let priority = Priority::from_digit(digit)?;
+        let rest = stem.get(1..)?.strip_prefix('-')?;
+        let dash = rest.find('-')?;
+        let id_end = dash + 1 + 36;
+        let id = EventId::parse(rest.get(..id_end)?).ok()?;
+        let tail = rest.get(id_end..)?;
+        if !(tail.is_empty() || tail.starts_with('-')) {
+            return None;
+        }
+        Some(QueueEntry {
+            name: name.to_owned(),
+            priority,
+            id,
+        })
+    }
+
+    /// Returns the file name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Returns the priority encoded in the name.
+    pub fn priority(&self) -> Priority {
+        self.priority
+    }
+
+    /// Returns the event id encoded in the name.
+    pub fn id(&self) -> &EventId {
+        &self.id
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ID: &str = "1730000000123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab";
+
+    #[track_caller]
+    fn check(source: &str, kind: &str, expected: &str) {
+        let id = EventId::parse(ID).unwrap();
+        let name = event_file_name(Priority::High, &id, source, kind);
+        assert_eq!(name, expected);
+        let entry = QueueEntry::parse(&name).expect("parses back");
+        assert_eq!(entry.id(), &id);
+        assert_eq!(entry.priority(), Priority::High);
+    }
+
+    #[test]
+    fn names_escape_source_and_kind() {
+        check(
+            "polecat-alpha",
+            "task_done",
+            "1-1730000000123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab-polecat-alpha-task_done.json",
+        );
+        check(
+            "../x y",
+            "a/b.c",
+            "1-1730000000123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab-%2E%2E%2Fx%20y-a%2Fb%2Ec.json",
+        );
+        check(
+            "é",
+            "k",
+            "1-1730000000123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab-%C3%A9-k.json",
+        );
+    }
+
+    #[test]
+    fn long_labels_are_cut_without_splitting_an_escape() {
+        let out = escape(&"/".repeat(100), LABEL_IN_NAME);
+        assert_eq!(out.len(), 39);
+        assert!(out.ends_with("%2F"));
+        let name = event_file_name(
+            Priority::Low,
+            &EventId::parse(ID).unwrap(),
+            &"s".repeat(128),
+            &"k".repeat(128),
+        );
+        assert!(name.len() < 255);
+    }
+
+    #[test]
+    fn foreign_names_do_not_parse() {
+        for name in [
+            "notes.txt",
+            "x.json",
+            "4-1730000000123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab-a-b.json",
+            "1-1730000000123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789abX.json",
+            "1-1730000000123-nonsense.json",
+            "1-.json",
+        ] {
+            assert_eq!(QueueEntry::parse(name), None, "{name}");
+        }
+    }
+
+    #[test]
+    fn sorted_names_are_priority_then_id_order() {
+        let a = EventId::parse("1730000000123-00000000-0000-4000-8000-000000000001").unwrap();
+        let b = EventId::parse("1730000000123-00000000-0000-4000-8000-000000000002").unwrap();
+        let c = EventId::parse("1730000000124-00000000-0000-4000-8000-000000000000").unwrap();
+        let mut names = [
+            event_file_name(Priority::Low, &a, "z", "z"),
+            event_file_name(Priority::Normal, &c, "a", "a"),
+            event_file_name(Priority::Normal, &b, "a", "a"),
+            event_file_name(Priority::Normal, &a, "zz", "zz"),
+            event_file_name(Priority::Critical, &c, "m", "m"),
+        ];
+        names.sort();
+        let order: Vec<_> = names
+            .iter()
+            .map(|n| {
+                let e = QueueEntry::parse(n).unwrap();
+                (e.priority(), e.id().clone())
+            })
+            .collect();
+        let mut expected = order.clone();
+        expected.sort();
+        assert_eq!(order, expected);
+    }
+
+    #[test]
+    fn dedup_names_are_safe_and_distinct() {
+        assert_eq!(dedup_file_name("debug.chat#42"), "debug%2Echat%2342.json");
+        let long_a = dedup_file_name(&format!("{}a", "k".repeat(200)));
+        let long_b = dedup_file_name(&format!("{}b", "k".repeat(200)));
+        assert_ne!(long_a, long_b);
+        assert!(long_a.len() < 100);
+        assert!(!dedup_file_name("..").starts_with('.'));
+    }
+}
