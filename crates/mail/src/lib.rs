@@ -1,3 +1,154 @@
-//! chipset mail channel (to be built; see the issue tracker).
+//! Addressed, threaded messages between agents, with an audit manifest and a
+//! pending-reply gate that fails closed (seed ADR-0015, "named-agent messaging").
+//!
+//! Every message is a file. Delivery works the way Maildir delivers: a
+//! message is written to a synced temp file and published into its
+//! recipient's inbox under a new name, so a reader never sees half a message
+//! and no message ever overwrites another. No daemon, no lock that all
+//! senders queue on.
+//!
+//! ```
+//! use chipset_mail::{ArchiveOutcome, Draft, InboxFilter, Mail, MailError};
+//! use chipset_store::{AgentId, StateDir, TaskId};
+//!
+//! let tmp = tempfile::tempdir()?;
+//! let mail = Mail::new(StateDir::open(tmp.path())?);
+//! let (critic, executor) = (AgentId::new("np-critic")?, AgentId::new("np-executor")?);
+//! let task = TaskId::new("M005-S007-T0002")?;
+//!
+//! // The critic asks; the task may not commit until the executor answers.
+//! let question = mail.send(
+//!     &Draft::request(critic.clone(), executor.clone(), task.clone(), "dead-code",
+//!         "did you intend to delete FoobarService?").with_round(2),
+//! )?;
+//! assert_eq!(mail.pending_replies(&task)?.len(), 1);
+//! assert!(matches!(mail.archive(question.id()), Err(MailError::ArchiveWithoutReply { .. })));
+//!
+//! // The executor reads its inbox and answers; answering archives the request.
+//! let inbox = mail.inbox(&executor, &InboxFilter::default())?;
+//! assert_eq!(inbox[0].subject(), "dead-code");
+//! let answer = mail.send(&Draft::response(executor.clone(), critic.clone(),
+//!     question.id().clone(), "dead-code", "yes: it was unused"))?;
+//! assert!(mail.pending_replies(&task)?.is_empty());
+//! assert_eq!(mail.thread(answer.id())?.len(), 2);
+//!
+//! // The critic archives the answer; after the commit the task's mail is swept.
+//! assert!(matches!(mail.archive(answer.id())?, ArchiveOutcome::Archived(_)));
+//! assert_eq!(mail.sweep_task_on_commit(&task)?.moved, 2);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Messages
+//!
+//! A [`Message`] has exactly the seed's fields — `id`, `from`, `to`, `phase`
+//! (the task), `round`, `kind`, `subject`, `body`, `expects_reply`,
+//! `in_reply_to`, `created_at` — plus an optional `priority` (`urgent`,
+//! `normal`, `low`; a file without it reads as normal). Files are canonical
+//! JSON with sorted keys. The [`Kind`]s:
+//!
+//! - `request` expects a reply (`expects_reply: true`); it holds up its task
+//!   in [`Mail::pending_replies`] until a response is sent, and
+//!   [`Mail::archive`] refuses it before then ([`MailError::ArchiveWithoutReply`]).
+//! - `response` answers a request (`in_reply_to`). Sending one checks that
+//!   the request exists and expects a reply, that the responder is its
+//!   addressee and that the task matches; then it archives the request.
+//! - `notify` expects no reply; the receiver archives it after reading.
+//!
+//! A [`Draft`] is what a sender asks for; [`Mail::send`] checks it (subject
+//! kebab-case, body at most [`MailConfig::max_body`], recipient in the
+//! optional registry, the reply rules above) and assigns the id
+//! (`{unix-ms}-{uuid-v4}`, sorting in send order) and `created_at`.
+//! [`Mail::send_batch`] sends many sharing syncs.
+//!
+//! A message's life: published into `inbox/{to}/` → archived into
+//! `archive/` (by [`Mail::archive`], or by a response) → swept with its task
+//! into `archive/by-task/{task}/` ([`Mail::sweep_task_on_commit`]). An
+//! unarchived message can also be swept directly, or moved aside into
+//! `archive/orphan/` by [`Mail::doctor`]. Messages only move forward, so
+//! [`Mail::locate`] finds one by looking in that order. Messages written by
+//! other programs exactly per the seed are listed, archived and threaded like
+//! ours.
+//!
+//! # File layout
+//!
+//! Under the state root's `mail/`:
+//!
+//! ```text
+//! inbox/{agent}/{id}.json                  unarchived, addressed to {agent}
+//! archive/{id}.json                        archived (acknowledged or answered)
+//! archive/by-task/{task}/{id}.json         swept after the task committed
+//! archive/orphan/{id}.json                 moved aside by the doctor
+//! replies/{parent-id}/{kind}-{id}.json     reply index: one entry per reply
+//! manifest.jsonl                           append-only audit log (ManifestEvent)
+//! ```
+//!
+//! The reply index (not in the seed; other programs ignore it) answers "has
+//! this request a reply?" with one small directory listing, and lets
+//! [`Mail::thread`] walk down a thread, whatever the size of the archive.
+//! An entry is written after its reply is published, so the index never
+//! claims a reply that does not exist; a crash in between leaves the request
+//! pending (the safe side), and [`Mail::doctor`] adds the entry.
+//!
+//! # Costs
+//!
+//! - [`Mail::inbox`] reads only that agent's inbox.
+//! - [`Mail::archive`], [`Mail::has_reply`], [`Mail::locate`] and
+//!   [`Mail::find`] cost a stat per agent inbox (and, only when the message
+//!   is not in an inbox, `archive/` or `archive/orphan/`, one per swept task)
+//!   plus one listing of the reply index: never a scan of the messages.
+//! - [`Mail::pending_replies`] reads every inbox (unarchived messages only).
+//! - [`Mail::sweep_task_on_commit`] reads the inboxes and `archive/` (the
+//!   archived messages of tasks not yet swept).
+//! - [`Mail::counts`] lists directories and reads no file.
+//!
+//! # Durability
+//!
+//! Every change goes through `chipset-store`: [`Mail::send`] publishes with a
+//! no-clobber rename after syncing the file, then syncs the directory, then
+//! appends its `sent` event with one write and a data sync. Moves (archive,
+//! sweep, orphan) are no-clobber renames with both directories synced; of two
+//! processes moving one message exactly one succeeds. When `send` returns,
+//! the message is durable; a crash before that leaves either nothing, or a
+//! whole message whose `sent` event (and reply-index entry, and for a
+//! response the request's archiving) [`Mail::doctor`] completes. The manifest
+//! reader returns only whole records. [`Mail::sweep_task_on_commit`] is safe
+//! to run again after a crash.
+//!
+//! # Fail closed
+//!
+//! A file in an inbox that is not a readable message is never skipped:
+//! [`Mail::inbox`], [`Mail::pending_replies`] and [`Mail::thread`] return
+//! [`MailError::Corrupt`] naming it, so the commit gate cannot pass while a
+//! request might be unreadable. [`Mail::doctor`] in [`DoctorMode::Fix`]
+//! quarantines such files (moves them into `.quarantine/` beside them).
+//!
+//! # Repair and status
+//!
+//! [`Mail::doctor`] scans everything and reports [`Finding`]s: corrupt files,
+//! duplicates left by a crash mid-move, replies missing from the index,
+//! answered requests still in an inbox, orphans (inbox messages whose task
+//! was swept, whose recipient is not registered, or older than
+//! [`MailConfig::orphan_after`]), messages without a `sent` event, and a torn
+//! or bad manifest line. [`Mail::counts`] gives per-agent inbox counts cheaply.
+//!
+//! # Errors
+//!
+//! One enum, [`MailError`]: refusals are typed variants that change nothing;
+//! filesystem failures carry the store's error with the path and operation.
 
 #![forbid(unsafe_code)]
+
+mod doctor;
+mod draft;
+mod error;
+mod format;
+mod layout;
+mod mail;
+mod thread;
+
+pub use doctor::{DoctorMode, DoctorReport, Finding, OrphanReason};
+pub use draft::{DEFAULT_MAX_BODY, Draft, InboxFilter, MailConfig};
+pub use error::{MailError, Result};
+pub use format::{Kind, MAX_SUBJECT_LEN, ManifestEvent, Message, Priority, validate_subject};
+pub use layout::Location;
+pub use mail::{ArchiveOutcome, Found, Mail, MailCounts, Manifest, SweepReport};

@@ -1,0 +1,564 @@
+//! The doctor: a full scan of `mail/` that finds (and with
+//! [`DoctorMode::Fix`] repairs) what crashes and other programs leave behind.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use chipset_store::{AgentId, CorruptReason, MessageId, ReadOutcome, TaskId, read_json};
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::format::{Kind, ManifestEvent, Message};
+use crate::layout::{BY_TASK, Location, ORPHAN, id_of, parse_marker};
+use crate::mail::{Mail, Moved, check_id};
+
+/// Whether [`Mail::doctor`] only looks or also repairs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DoctorMode {
+    /// Report findings; change nothing.
+    Check,
+    /// Report findings and repair every one that can be repaired.
+    Fix,
+}
+
+/// Why an inbox message counts as an orphan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OrphanReason {
+    /// Its task has been swept (committed): nobody will read it for that task.
+    TaskSwept,
+    /// Its recipient is not in the recipient registry.
+    UnknownRecipient,
+    /// It is older than [`MailConfig::orphan_after`](crate::MailConfig::orphan_after).
+    Stale,
+}
+
+impl fmt::Display for OrphanReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            OrphanReason::TaskSwept => "task-swept",
+            OrphanReason::UnknownRecipient => "unknown-recipient",
+            OrphanReason::Stale => "stale",
+        })
+    }
+}
+
+/// One thing the doctor found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Finding {
+    /// A file or directory where a message (or inbox, or index entry) belongs
+    /// that cannot be read as one. Fix: quarantine it (`.quarantine/` beside it).
+    Corrupt {
+        /// The bad entry.
+        path: PathBuf,
+        /// Why.
+        reason: CorruptReason,
+    },
+    /// The same message in two places (a crash between a move's two
+    /// directory syncs). Fix: quarantine the copy at the earlier stage.
+    Duplicate {
+        /// The message.
+        id: MessageId,
+        /// The copy kept (the later stage).
+        kept: Location,
+        /// The extra copy.
+        extra: Location,
+    },
+    /// A reply missing from the reply index (a crash after publishing it, or
+    /// written by another program). Fix: add the index entry.
+    MissingReplyMarker {
+        /// The message replied to.
+        parent: MessageId,
+        /// The reply.
+        child: MessageId,
+        /// The reply's kind.
+        kind: Kind,
+    },
+    /// A request still in its inbox although a response was sent (a crash
+    /// before the response archived it). Fix: archive it.
+    AnsweredRequest {
+        /// The request.
+        id: MessageId,
+        /// Its inbox.
+        agent: AgentId,
+    },
+    /// The seed's `messaging-orphan-inbox`: an inbox message nobody will
+    /// act on. Fix: move it to `archive/orphan/` and append an `orphaned` event.
+    Orphan {
+        /// The message.
+        id: MessageId,
+        /// Its inbox.
+        agent: AgentId,
+        /// Its task.
+        task: TaskId,
+        /// Why it is an orphan.
+        reason: OrphanReason,
+    },
+    /// A message with no `sent` event in the manifest (a crash between
+    /// publishing and appending, or written by another program). Fix: append
+    /// one with `reconciled: true`.
+    MissingSentEvent {
+        /// The message.
+        id: MessageId,
+        /// Where it is.
+        location: Location,
+    },
+    /// The manifest ends in an unterminated line (a crash mid-append). Fix:
+    /// truncate it.
+    TornManifestTail {
+        /// Where the torn line starts.
+        offset: u64,
+        /// Its length.
+        len: u64,
+    },
+    /// A whole manifest line that is not JSON. Not repaired: the audit log is
+    /// never rewritten.
+    BadManifestLine {
+        /// Where it starts.
+        offset: u64,
+        /// Why it is bad.
+        reason: CorruptReason,
+    },
+}
+
+impl Finding {
+    /// Returns a stable kebab-case code for the finding (`messaging-orphan-inbox`, …).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Finding::Corrupt { .. } => "messaging-corrupt-file",
+            Finding::Duplicate { .. } => "messaging-duplicate-message",
+            Finding::MissingReplyMarker { .. } => "messaging-missing-reply-index",
+            Finding::AnsweredRequest { .. } => "messaging-answered-request-in-inbox",
+            Finding::Orphan { .. } => "messaging-orphan-inbox",
+            Finding::MissingSentEvent { .. } => "messaging-missing-sent-event",
+            Finding::TornManifestTail { .. } => "messaging-torn-manifest",
+            Finding::BadManifestLine { .. } => "messaging-bad-manifest-line",
+        }
+    }
+
+    /// Returns true when [`DoctorMode::Fix`] repairs it.
+    pub fn is_fixable(&self) -> bool {
+        !matches!(self, Finding::BadManifestLine { .. })
+    }
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: ", self.code())?;
+        match self {
+            Finding::Corrupt { path, reason } => write!(f, "`{}`: {reason}", path.display()),
+            Finding::Duplicate { id, kept, extra } => {
+                write!(f, "message `{id}` is in {kept} and {extra}")
+            }
+            Finding::MissingReplyMarker {
+                parent,
+                child,
+                kind,
+            } => write!(
+                f,
+                "{kind} `{child}` to `{parent}` is not in the reply index"
+            ),
+            Finding::AnsweredRequest { id, agent } => {
+                write!(
+                    f,
+                    "request `{id}` in inbox/{agent} has a response but is not archived"
+                )
+            }
+            Finding::Orphan {
+                id,
+                agent,
+                task,
+                reason,
+            } => write!(
+                f,
+                "message `{id}` of task `{task}` in inbox/{agent} ({reason})"
+            ),
+            Finding::MissingSentEvent { id, location } => {
+                write!(f, "message `{id}` in {location} has no `sent` event")
+            }
+            Finding::TornManifestTail { offset, len } => {
+                write!(f, "{len} bytes of an unterminated line at offset {offset}")
+            }
+            Finding::BadManifestLine { offset, reason } => {
+                write!(f, "line at offset {offset}: {reason}")
+            }
+        }
+    }
+}
+
+/// What [`Mail::doctor`] found (and, in fix mode, repaired).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DoctorReport {
+    /// The mode it ran in.
+    pub mode: DoctorMode,
+    /// Readable messages seen.
+    pub messages: usize,
+    /// What it found, in the order it was found.
+    pub findings: Vec<Finding>,
+}
+
+impl DoctorReport {
+    /// Returns true when nothing was found.
+    pub fn is_clean(&self) -> bool {
+        self.findings.is_empty()
+    }
+}
+
+/// Everything one scan saw.
+#[derive(Default)]
+struct Scan {
+    messages: Vec<(Location, Message)>,
+    corrupt: Vec<(PathBuf, CorruptReason)>,
+    markers: BTreeSet<(MessageId, Kind, MessageId)>,
+    swept: BTreeSet<TaskId>,
+}
+
+impl Mail {
+    /// Scans all of `mail/` and reports (with [`DoctorMode::Fix`], repairs)
+    /// what is wrong: see [`Finding`] for each kind and its fix.
+    ///
+    /// An *orphan* is an inbox message whose task has been swept (it arrived
+    /// after the commit), whose recipient is not in the recipient registry
+    /// (when one is configured), or that is older than
+    /// [`MailConfig::orphan_after`](crate::MailConfig::orphan_after) (when
+    /// set). Messages younger than
+    /// [`MailConfig::in_flight_grace`](crate::MailConfig) are not reported
+    /// as missing a `sent` event: their sender may be about to append it.
+    ///
+    /// Nothing is deleted: bad files are quarantined, messages are moved.
+    /// Safe to run while agents work; stale temp files are the store's
+    /// business ([`StateDir::sweep_temps`](chipset_store::StateDir::sweep_temps)).
+    ///
+    /// # Errors
+    ///
+    /// [`MailError::Store`](crate::MailError::Store) when a directory cannot
+    /// be listed or a repair fails; findings already repaired stay repaired.
+    pub fn doctor(&self, mode: DoctorMode) -> Result<DoctorReport> {
+        let scan = self.scan_all()?;
+        let now = self.state.now();
+        let mut findings: Vec<Finding> = scan
+            .corrupt
+            .iter()
+            .map(|(path, reason)| Finding::Corrupt {
+                path: path.clone(),
+                reason: reason.clone(),
+            })
+            .collect();
+
+        // One copy per id: the one furthest along its lifecycle.
+        let mut unique: BTreeMap<MessageId, (Location, Message)> = BTreeMap::new();
+        for (loc, m) in scan.messages {
+            match unique.get(&m.id) {
+                Some((kept, _)) if kept.stage() >= loc.stage() => {
+                    findings.push(Finding::Duplicate {
+                        id: m.id.clone(),
+                        kept: kept.clone(),
+                        extra: loc,
+                    })
+                }
+                Some((kept, _)) => {
+                    findings.push(Finding::Duplicate {
+                        id: m.id.clone(),
+                        kept: loc.clone(),
+                        extra: kept.clone(),
+                    });
+                    unique.insert(m.id.clone(), (loc, m));
+                }
+                None => {
+                    unique.insert(m.id.clone(), (loc, m));
+                }
+            }
+        }
+
+        let mut answered: BTreeSet<MessageId> = scan
+            .markers
+            .iter()
+            .filter(|(_, k, _)| *k == Kind::Response)
+            .map(|(p, _, _)| p.clone())
+            .collect();
+        let mut unlinked = Vec::new();
+        for (_, m) in unique.values() {
+            let Some(parent) = &m.in_reply_to else {
+                continue;
+            };
+            if m.kind == Kind::Response {
+                answered.insert(parent.clone());
+            }
+            if !scan
+                .markers
+                .contains(&(parent.clone(), m.kind, m.id.clone()))
+            {
+                findings.push(Finding::MissingReplyMarker {
+                    parent: parent.clone(),
+                    child: m.id.clone(),
+                    kind: m.kind,
+                });
+                unlinked.push(m.clone());
+            }
+        }
+
+        let mut orphans = Vec::new();
+        let mut answered_requests = Vec::new();
+        for (loc, m) in unique.values() {
+            let Location::Inbox(agent) = loc else {
+                continue;
+            };
+            let reason = if scan.swept.contains(&m.phase) {
+                Some(OrphanReason::TaskSwept)
+            } else if self
+                .config
+                .recipients
+                .as_ref()
+                .is_some_and(|r| !r.contains(agent))
+            {
+                Some(OrphanReason::UnknownRecipient)
+            } else if self
+                .config
+                .orphan_after
+                .is_some_and(|age| now.since(m.created_at) > age)
+            {
+                Some(OrphanReason::Stale)
+            } else {
+                None
+            };
+            if let Some(reason) = reason {
+                findings.push(Finding::Orphan {
+                    id: m.id.clone(),
+                    agent: agent.clone(),
+                    task: m.phase.clone(),
+                    reason,
+                });
+                orphans.push((agent.clone(), m, reason));
+            } else if m.needs_reply() && answered.contains(&m.id) {
+                findings.push(Finding::AnsweredRequest {
+                    id: m.id.clone(),
+                    agent: agent.clone(),
+                });
+                answered_requests.push((agent.clone(), m));
+            }
+        }
+
+        let manifest = self.manifest_status()?;
+        if let Some(torn) = manifest.torn {
+            findings.push(Finding::TornManifestTail {
+                offset: torn.offset,
+                len: torn.len,
+            });
+        }
+        for bad in &manifest.bad {
+            findings.push(Finding::BadManifestLine {
+                offset: bad.offset,
+                reason: bad.reason.clone(),
+            });
+        }
+        let mut unsent = Vec::new();
+        for (loc, m) in unique.values() {
+            if !manifest.sent.contains(m.id.as_str())
+                && now.since(m.created_at) >= self.config.in_flight_grace
+            {
+                findings.push(Finding::MissingSentEvent {
+                    id: m.id.clone(),
+                    location: loc.clone(),
+                });
+                unsent.push(m);
+            }
+        }
+
+        let report = |findings| DoctorReport {
+            mode,
+            messages: unique.len(),
+            findings,
+        };
+        if mode == DoctorMode::Check {
+            return Ok(report(findings));
+        }
+
+        // Repairs, in an order where each one finds what the previous left.
+        for (path, _) in &scan.corrupt {
+            self.quarantine(path)?;
+        }
+        for f in &findings {
+            if let Finding::Duplicate { id, extra, .. } = f {
+                self.quarantine(&self.layout.file(extra, id))?;
+            }
+        }
+        let log = self.manifest()?;
+        if manifest.torn.is_some() {
+            log.recover()?;
+        }
+        self.link_replies(&unlinked)?;
+        let mut events = Vec::new();
+        for (agent, m, reason) in orphans {
+            let from = Location::Inbox(agent.clone());
+            if let Moved::Done = self.move_message(&m.id, &from, &Location::Orphan)? {
+                events.push(ManifestEvent::Orphaned {
+                    id: m.id.clone(),
+                    agent,
+                    task: m.phase.clone(),
+                    reason,
+                    at: now,
+                });
+            }
+        }
+        for (agent, m) in answered_requests {
+            let from = Location::Inbox(agent.clone());
+            if let Moved::Done = self.move_message(&m.id, &from, &Location::Archive)? {
+                events.push(ManifestEvent::Archived {
+                    id: m.id.clone(),
+                    agent,
+                    task: m.phase.clone(),
+                    reply: None,
+                    at: now,
+                });
+            }
+        }
+        // Reconciled `sent` events go first in time order of the messages.
+        let mut reconciled: Vec<ManifestEvent> = unsent
+            .iter()
+            .map(|m| ManifestEvent::sent(m, true))
+            .collect();
+        reconciled.append(&mut events);
+        log.append_batch(&reconciled)?;
+        if !findings.is_empty() {
+            tracing::info!(findings = findings.len(), "mail doctor repaired");
+        }
+        Ok(report(findings))
+    }
+
+    fn quarantine(&self, path: &Path) -> Result<()> {
+        match self.state.quarantine(path) {
+            Ok(_) | Err(chipset_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn scan_all(&self) -> Result<Scan> {
+        let mut scan = Scan::default();
+        let inbox_root = self.layout.inbox_root();
+        for name in self.state.list(&inbox_root)? {
+            let path = inbox_root.join(&name);
+            match AgentId::new(name.as_str()) {
+                Ok(agent) if is_dir(&path)? => {
+                    self.scan_messages(&mut scan, &Location::Inbox(agent), &[])?;
+                }
+                _ => scan.corrupt.push((path, not("an agent inbox directory"))),
+            }
+        }
+        let archive_root = self.layout.archive_root();
+        for sub in [BY_TASK, ORPHAN] {
+            let path = archive_root.join(sub);
+            if crate::mail::exists(&path)? && !is_dir(&path)? {
+                scan.corrupt.push((path, not("a directory")));
+            }
+        }
+        self.scan_messages(&mut scan, &Location::Archive, &[BY_TASK, ORPHAN])?;
+        self.scan_messages(&mut scan, &Location::Orphan, &[])?;
+        let by_task_root = self.layout.by_task_root();
+        if is_dir(&by_task_root)? {
+            for name in self.state.list(&by_task_root)? {
+                let path = by_task_root.join(&name);
+                match TaskId::new(name.as_str()) {
+                    Ok(task) if is_dir(&path)? => {
+                        scan.swept.insert(task.clone());
+                        self.scan_messages(&mut scan, &Location::ByTask(task), &[])?;
+                    }
+                    _ => scan.corrupt.push((path, not("a task directory"))),
+                }
+            }
+        }
+        let replies_root = self.layout.replies_root();
+        for name in self.state.list(&replies_root)? {
+            let path = replies_root.join(&name);
+            match MessageId::new(name.as_str()) {
+                Ok(parent) if is_dir(&path)? => {
+                    for marker in self.state.list(&path)? {
+                        match parse_marker(&marker) {
+                            Some((kind, child)) => {
+                                scan.markers.insert((parent.clone(), kind, child));
+                            }
+                            None => scan
+                                .corrupt
+                                .push((path.join(&marker), not("a reply-index entry"))),
+                        }
+                    }
+                }
+                _ => scan.corrupt.push((path, not("a reply-index directory"))),
+            }
+        }
+        Ok(scan)
+    }
+
+    fn scan_messages(&self, scan: &mut Scan, location: &Location, skip: &[&str]) -> Result<()> {
+        let dir = self.layout.dir_of(location);
+        if !crate::mail::exists(&dir)? {
+            return Ok(());
+        }
+        if !is_dir(&dir)? {
+            return Ok(()); // reported by the caller
+        }
+        for name in self.state.list(&dir)? {
+            if skip.contains(&name.as_str()) {
+                continue;
+            }
+            let path = dir.join(&name);
+            let Some(id) = id_of(&name) else {
+                scan.corrupt
+                    .push((path, not("a message file (`{id}.json`)")));
+                continue;
+            };
+            match read_json::<Message>(&path, self.state.read_cap())? {
+                ReadOutcome::Missing => {}
+                ReadOutcome::Corrupt(c) => scan.corrupt.push((c.path, c.reason)),
+                ReadOutcome::Value(m) => match check_id(&path, &id, m) {
+                    Ok(m) => scan.messages.push((location.clone(), m)),
+                    Err(c) => scan.corrupt.push((c.path, c.reason)),
+                },
+            }
+        }
+        Ok(())
+    }
+
+    fn manifest_status(&self) -> Result<ManifestStatus> {
+        let log = chipset_store::JsonLog::new(self.layout.manifest());
+        let contents = log.read::<serde_json::Value>()?;
+        let sent = contents
+            .records
+            .iter()
+            .filter(|r| {
+                let tag = r.get("event").or_else(|| r.get("type"));
+                tag.and_then(|t| t.as_str()) == Some("sent")
+            })
+            .filter_map(|r| r.get("id").and_then(|i| i.as_str()).map(str::to_owned))
+            .collect();
+        Ok(ManifestStatus {
+            sent,
+            torn: contents.torn_tail,
+            bad: contents.bad_lines,
+        })
+    }
+}
+
+struct ManifestStatus {
+    sent: BTreeSet<String>,
+    torn: Option<chipset_store::TornTail>,
+    bad: Vec<chipset_store::BadLine>,
+}
+
+fn not(what: &str) -> CorruptReason {
+    CorruptReason::WrongShape(format!("not {what}"))
+}
+
+fn is_dir(path: &Path) -> Result<bool> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) => Ok(m.is_dir()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(source) => Err(chipset_store::Error::Io {
+            op: "stat",
+            path: path.to_owned(),
+            source,
+        }
+        .into()),
+    }
+}

@@ -1,0 +1,404 @@
+//! Drafts (what a sender asks for), the configuration, the inbox filter,
+//! and the pure checks a draft must pass before anything touches the disk.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use chipset_store::{AgentId, MessageId, TaskId, Timestamp};
+
+use crate::error::{MailError, Result};
+use crate::format::{Kind, Message, Priority, validate_subject};
+
+/// The default body limit: 256 KiB.
+pub const DEFAULT_MAX_BODY: usize = 256 * 1024;
+
+/// How a [`Mail`](crate::Mail) handle behaves. Built by the embedding application.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MailConfig {
+    /// The largest body accepted, in bytes (default [`DEFAULT_MAX_BODY`]).
+    pub max_body: usize,
+    /// The recipient registry: when set, sending to an agent not in it is
+    /// refused with [`MailError::UnknownRecipient`], and the doctor treats
+    /// inbox messages of agents not in it as orphans. `None` (the default)
+    /// accepts any valid agent id.
+    pub recipients: Option<BTreeSet<AgentId>>,
+    /// When set, the doctor also treats inbox messages older than this as
+    /// orphans (abandoned tasks). `None` by default: orphaning a request
+    /// removes it from [`Mail::pending_replies`](crate::Mail::pending_replies),
+    /// so only the embedding application can know a safe age.
+    pub orphan_after: Option<Duration>,
+    /// How young a message must be for the doctor to leave a missing `sent`
+    /// event alone, because its sender may still be about to append it
+    /// (default 10 s).
+    pub in_flight_grace: Duration,
+}
+
+impl Default for MailConfig {
+    fn default() -> Self {
+        MailConfig {
+            max_body: DEFAULT_MAX_BODY,
+            recipients: None,
+            orphan_after: None,
+            in_flight_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Which inbox messages [`Mail::inbox`](crate::Mail::inbox) returns. The
+/// default returns them all.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InboxFilter {
+    /// Only this kind.
+    pub kind: Option<Kind>,
+    /// Only messages created at or after this instant.
+    pub since: Option<Timestamp>,
+    /// Only this task's messages.
+    pub task: Option<TaskId>,
+}
+
+impl InboxFilter {
+    /// Returns true when `message` passes.
+    pub fn matches(&self, message: &Message) -> bool {
+        self.kind.is_none_or(|k| k == message.kind)
+            && self.since.is_none_or(|t| message.created_at >= t)
+            && self.task.as_ref().is_none_or(|t| *t == message.phase)
+    }
+}
+
+/// A message to send: everything but the id and time, which
+/// [`Mail::send`](crate::Mail::send) assigns.
+///
+/// ```
+/// use chipset_mail::{Draft, Priority};
+/// let draft = Draft::request("np-critic".parse()?, "np-executor".parse()?, "M005-S007-T0002".parse()?,
+///     "dead-code", "did you intend to delete FoobarService?")
+///     .with_round(2)
+///     .with_priority(Priority::Urgent);
+/// assert!(draft.expects_reply());
+/// # Ok::<(), chipset_store::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Draft {
+    pub(crate) kind: Kind,
+    pub(crate) from: AgentId,
+    pub(crate) to: AgentId,
+    pub(crate) task: Option<TaskId>,
+    pub(crate) subject: String,
+    pub(crate) body: String,
+    pub(crate) round: u32,
+    pub(crate) in_reply_to: Option<MessageId>,
+    pub(crate) priority: Priority,
+}
+
+impl Draft {
+    fn new(
+        kind: Kind,
+        from: AgentId,
+        to: AgentId,
+        task: Option<TaskId>,
+        subject: impl Into<String>,
+        body: impl Into<String>,
+    ) -> Self {
+        Draft {
+            kind,
+            from,
+            to,
+            task,
+            subject: subject.into(),
+            body: body.into(),
+            round: 0,
+            in_reply_to: None,
+            priority: Priority::Normal,
+        }
+    }
+
+    /// Returns a request: it expects a reply and holds up `task` until answered.
+    pub fn request(
+        from: AgentId,
+        to: AgentId,
+        task: TaskId,
+        subject: impl Into<String>,
+        body: impl Into<String>,
+    ) -> Self {
+        Self::new(Kind::Request, from, to, Some(task), subject, body)
+    }
+
+    /// Returns a notification: it expects no reply.
+    pub fn notify(
+        from: AgentId,
+        to: AgentId,
+        task: TaskId,
+        subject: impl Into<String>,
+        body: impl Into<String>,
+    ) -> Self {
+        Self::new(Kind::Notify, from, to, Some(task), subject, body)
+    }
+
+    /// Returns a response to `request`. Its task is the request's unless
+    /// [`Draft::with_task`] names one, which must then match. Sending it
+    /// checks that `from` is the request's addressee and archives the request.
+    pub fn response(
+        from: AgentId,
+        to: AgentId,
+        request: MessageId,
+        subject: impl Into<String>,
+        body: impl Into<String>,
+    ) -> Self {
+        let mut d = Self::new(Kind::Response, from, to, None, subject, body);
+        d.in_reply_to = Some(request);
+        d
+    }
+
+    /// Returns the draft with its round set (default 0).
+    #[must_use]
+    pub fn with_round(mut self, round: u32) -> Self {
+        self.round = round;
+        self
+    }
+
+    /// Returns the draft with its priority set (default normal).
+    #[must_use]
+    pub fn with_priority(mut self, priority: Priority) -> Self {
+        self.priority = priority;
+        self
+    }
+
+    /// Returns the draft with its task set. For a response, the task must be
+    /// the request's (it is checked when sent).
+    #[must_use]
+    pub fn with_task(mut self, task: TaskId) -> Self {
+        self.task = Some(task);
+        self
+    }
+
+    /// Returns the draft threaded under `parent` (for a request or a
+    /// notification; a response names its request in [`Draft::response`]).
+    /// The parent must exist and belong to the same task.
+    #[must_use]
+    pub fn replying_to(mut self, parent: MessageId) -> Self {
+        self.in_reply_to = Some(parent);
+        self
+    }
+
+    /// Returns the kind.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// Returns the sender.
+    pub fn from(&self) -> &AgentId {
+        &self.from
+    }
+
+    /// Returns the addressee.
+    pub fn to(&self) -> &AgentId {
+        &self.to
+    }
+
+    /// Returns the task, if set (a response takes its request's task otherwise).
+    pub fn task(&self) -> Option<&TaskId> {
+        self.task.as_ref()
+    }
+
+    /// Returns the subject.
+    pub fn subject(&self) -> &str {
+        &self.subject
+    }
+
+    /// Returns the body.
+    pub fn body(&self) -> &str {
+        &self.body
+    }
+
+    /// Returns the round.
+    pub fn round(&self) -> u32 {
+        self.round
+    }
+
+    /// Returns the message this draft replies to.
+    pub fn in_reply_to(&self) -> Option<&MessageId> {
+        self.in_reply_to.as_ref()
+    }
+
+    /// Returns the priority.
+    pub fn priority(&self) -> Priority {
+        self.priority
+    }
+
+    /// Returns what the message will say in `expects_reply`: true for requests only.
+    pub fn expects_reply(&self) -> bool {
+        self.kind == Kind::Request
+    }
+}
+
+/// Checks what can be checked without the disk: subject, body size, recipient.
+pub(crate) fn check_draft(draft: &Draft, config: &MailConfig) -> Result<()> {
+    validate_subject(&draft.subject)?;
+    if draft.body.len() > config.max_body {
+        return Err(MailError::BodyTooLarge {
+            size: draft.body.len(),
+            cap: config.max_body,
+        });
+    }
+    if let Some(registry) = &config.recipients
+        && !registry.contains(&draft.to)
+    {
+        return Err(MailError::UnknownRecipient {
+            agent: draft.to.clone(),
+        });
+    }
+    Ok(())
+}
+
+/// Checks a draft against the message it replies to and returns the task
+/// the new message belongs to.
+pub(crate) fn check_parent(draft: &Draft, parent: &Message) -> Result<TaskId> {
+    if draft.kind == Kind::Response {
+        if !parent.needs_reply() {
+            return Err(MailError::NotARequest {
+                id: parent.id.clone(),
+                kind: parent.kind,
+            });
+        }
+        if draft.from != parent.to {
+            return Err(MailError::NotAddressee {
+                request: parent.id.clone(),
+                responder: draft.from.clone(),
+                addressee: parent.to.clone(),
+            });
+        }
+    }
+    match &draft.task {
+        Some(task) if *task != parent.phase => Err(MailError::TaskMismatch {
+            parent: parent.id.clone(),
+            parent_task: parent.phase.clone(),
+            reply_task: task.clone(),
+        }),
+        _ => Ok(parent.phase.clone()),
+    }
+}
+
+/// Builds the message a checked draft becomes.
+pub(crate) fn to_message(
+    draft: &Draft,
+    id: MessageId,
+    task: TaskId,
+    created_at: Timestamp,
+) -> Message {
+    Message {
+        id,
+        from: draft.from.clone(),
+        to: draft.to.clone(),
+        phase: task,
+        round: draft.round,
+        kind: draft.kind,
+        subject: draft.subject.clone(),
+        body: draft.body.clone(),
+        expects_reply: draft.expects_reply(),
+        in_reply_to: draft.in_reply_to.clone(),
+        created_at,
+        priority: draft.priority,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agent(s: &str) -> AgentId {
+        AgentId::new(s).unwrap()
+    }
+
+    fn task(s: &str) -> TaskId {
+        TaskId::new(s).unwrap()
+    }
+
+    fn request() -> Message {
+        let d = Draft::request(agent("critic"), agent("exec"), task("t1"), "q", "?");
+        to_message(
+            &d,
+            MessageId::new("1-r").unwrap(),
+            task("t1"),
+            Timestamp::EPOCH,
+        )
+    }
+
+    #[test]
+    fn draft_checks() {
+        let config = MailConfig {
+            max_body: 4,
+            recipients: Some([agent("exec")].into()),
+            ..MailConfig::default()
+        };
+        let ok = Draft::notify(agent("a"), agent("exec"), task("t"), "fine", "1234");
+        assert!(check_draft(&ok, &config).is_ok());
+        let long = Draft::notify(agent("a"), agent("exec"), task("t"), "fine", "12345");
+        assert!(matches!(
+            check_draft(&long, &config),
+            Err(MailError::BodyTooLarge { size: 5, cap: 4 })
+        ));
+        let stranger = Draft::notify(agent("a"), agent("who"), task("t"), "fine", "");
+        assert!(matches!(
+            check_draft(&stranger, &config),
+            Err(MailError::UnknownRecipient { .. })
+        ));
+        let subject = Draft::notify(agent("a"), agent("exec"), task("t"), "Not Kebab", "");
+        assert!(matches!(
+            check_draft(&subject, &config),
+            Err(MailError::InvalidSubject { .. })
+        ));
+    }
+
+    #[test]
+    fn response_checks() {
+        let req = request();
+        let good = Draft::response(agent("exec"), agent("critic"), req.id.clone(), "a", "");
+        assert_eq!(check_parent(&good, &req).unwrap(), task("t1"));
+        let wrong_responder =
+            Draft::response(agent("critic"), agent("exec"), req.id.clone(), "a", "");
+        assert!(matches!(
+            check_parent(&wrong_responder, &req),
+            Err(MailError::NotAddressee { .. })
+        ));
+        let wrong_task = good.clone().with_task(task("t2"));
+        assert!(matches!(
+            check_parent(&wrong_task, &req),
+            Err(MailError::TaskMismatch { .. })
+        ));
+        let mut notice = req.clone();
+        notice.kind = Kind::Notify;
+        notice.expects_reply = false;
+        assert!(matches!(
+            check_parent(&good, &notice),
+            Err(MailError::NotARequest { .. })
+        ));
+        let follow_up = Draft::request(agent("critic"), agent("exec"), task("t2"), "q", "")
+            .replying_to(req.id.clone());
+        assert!(matches!(
+            check_parent(&follow_up, &req),
+            Err(MailError::TaskMismatch { .. })
+        ));
+    }
+
+    #[test]
+    fn filter() {
+        let m = request();
+        assert!(InboxFilter::default().matches(&m));
+        let by_kind = InboxFilter {
+            kind: Some(Kind::Notify),
+            ..InboxFilter::default()
+        };
+        assert!(!by_kind.matches(&m));
+        let since = InboxFilter {
+            since: Some(Timestamp::from_unix_ms(1)),
+            ..InboxFilter::default()
+        };
+        assert!(!since.matches(&m));
+        let at = InboxFilter {
+            since: Some(Timestamp::EPOCH),
+            task: Some(task("t1")),
+            ..InboxFilter::default()
+        };
+        assert!(at.matches(&m));
+    }
+}

@@ -1,0 +1,124 @@
+//! The crate's one error enum.
+
+use chipset_store::{AgentId, Corruption, MessageId, TaskId};
+
+use crate::format::Kind;
+
+/// A specialized result for mail operations.
+pub type Result<T, E = MailError> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in `chipset-mail`.
+///
+/// Refusals (a bad draft, a response that does not fit its request, an
+/// archive without reply) change nothing on disk. [`MailError::Corrupt`] names
+/// the file that is there but unreadable: mail never reads such a file as
+/// "nothing there".
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MailError {
+    /// A filesystem operation failed (the store error names the path and operation).
+    #[error(transparent)]
+    Store(#[from] chipset_store::Error),
+    /// A message file (or an entry where one belongs) cannot be read as a message.
+    #[error(transparent)]
+    Corrupt(#[from] Corruption),
+    /// The subject is not a kebab-case topic id.
+    #[error("invalid subject {subject:?}: {rule}")]
+    InvalidSubject {
+        /// The refused subject.
+        subject: String,
+        /// The rule it broke.
+        rule: &'static str,
+    },
+    /// The body is over [`MailConfig::max_body`](crate::MailConfig::max_body).
+    #[error("body of {size} bytes is over the {cap}-byte limit")]
+    BodyTooLarge {
+        /// The body's size in bytes.
+        size: usize,
+        /// The limit.
+        cap: usize,
+    },
+    /// The whole message file would be over the state root's read cap, so it
+    /// could not be read back.
+    #[error("message file of {size} bytes is over the {cap}-byte read cap")]
+    MessageTooLarge {
+        /// The serialized size.
+        size: usize,
+        /// The read cap of the state root.
+        cap: u64,
+    },
+    /// The recipient registry is enabled and does not list the recipient.
+    #[error("unknown recipient `{agent}`: it is not in the recipient registry")]
+    UnknownRecipient {
+        /// The refused recipient.
+        agent: AgentId,
+    },
+    /// No message has this id (in any inbox, the archive, the by-task or orphan archive).
+    #[error("message `{id}` does not exist")]
+    NotFound {
+        /// The id looked for.
+        id: MessageId,
+    },
+    /// `in_reply_to` names a message that does not exist.
+    #[error("cannot reply to message `{id}`: it does not exist")]
+    ParentNotFound {
+        /// The missing parent.
+        id: MessageId,
+    },
+    /// A response must answer a request (a message that expects a reply).
+    #[error("cannot respond to message `{id}`: it is a {kind} that expects no reply")]
+    NotARequest {
+        /// The message answered.
+        id: MessageId,
+        /// Its kind.
+        kind: Kind,
+    },
+    /// Only a request's addressee may respond to it.
+    #[error(
+        "`{responder}` cannot respond to request `{request}`: it is addressed to `{addressee}`"
+    )]
+    NotAddressee {
+        /// The request.
+        request: MessageId,
+        /// Who tried to respond.
+        responder: AgentId,
+        /// Whom the request is addressed to.
+        addressee: AgentId,
+    },
+    /// A reply must belong to the same task as the message it replies to.
+    #[error(
+        "reply for task `{reply_task}` cannot reply to message `{parent}` of task `{parent_task}`"
+    )]
+    TaskMismatch {
+        /// The message replied to.
+        parent: MessageId,
+        /// Its task.
+        parent_task: TaskId,
+        /// The task the reply was given.
+        reply_task: TaskId,
+    },
+    /// The seed's `messages-archive-without-reply` refusal: a request that
+    /// expects a reply cannot be archived before one was sent.
+    #[error("messages-archive-without-reply: request `{id}` expects a reply and none was sent")]
+    ArchiveWithoutReply {
+        /// The request.
+        id: MessageId,
+    },
+    /// A freshly generated id was taken already (a clock or id generator fault);
+    /// nothing was overwritten.
+    #[error("message id collision at `{path}`: nothing was overwritten")]
+    IdCollision {
+        /// The path that already existed.
+        path: std::path::PathBuf,
+    },
+}
+
+impl MailError {
+    /// Returns the corrupt file's description when this error is about one.
+    pub fn corruption(&self) -> Option<&Corruption> {
+        match self {
+            MailError::Corrupt(c) | MailError::Store(chipset_store::Error::Corrupt(c)) => Some(c),
+            _ => None,
+        }
+    }
+}

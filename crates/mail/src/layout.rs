@@ -1,0 +1,171 @@
+//! Where mail's files live under `mail/`, and where a message can be.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use chipset_store::{AgentId, MessageId, TaskId};
+
+use crate::format::Kind;
+
+/// Where a message is now. A message is in exactly one place; it moves only
+/// forward: inbox → archive → by-task, or inbox → by-task, or inbox → orphan.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Location {
+    /// Unread (or read but not archived) in `inbox/{agent}/`.
+    Inbox(AgentId),
+    /// Archived in `archive/`.
+    Archive,
+    /// Swept with its committed task into `archive/by-task/{task}/`.
+    ByTask(TaskId),
+    /// Moved aside by the doctor into `archive/orphan/`.
+    Orphan,
+}
+
+impl Location {
+    /// Returns true everywhere but an inbox.
+    pub fn is_archived(&self) -> bool {
+        !matches!(self, Location::Inbox(_))
+    }
+
+    /// The order in which a search must look so that a message moving
+    /// forward at the same time is never missed.
+    pub(crate) fn stage(&self) -> u8 {
+        match self {
+            Location::Inbox(_) => 0,
+            Location::Archive => 1,
+            Location::Orphan => 2,
+            Location::ByTask(_) => 3,
+        }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::Inbox(agent) => write!(f, "inbox/{agent}"),
+            Location::Archive => f.write_str("archive"),
+            Location::ByTask(task) => write!(f, "archive/by-task/{task}"),
+            Location::Orphan => f.write_str("archive/orphan"),
+        }
+    }
+}
+
+pub(crate) const INBOX: &str = "inbox";
+pub(crate) const ARCHIVE: &str = "archive";
+pub(crate) const BY_TASK: &str = "by-task";
+pub(crate) const ORPHAN: &str = "orphan";
+pub(crate) const REPLIES: &str = "replies";
+pub(crate) const MANIFEST: &str = "manifest.jsonl";
+const EXT: &str = ".json";
+
+/// Paths under the `mail/` channel directory.
+#[derive(Debug, Clone)]
+pub(crate) struct Layout {
+    mail: PathBuf,
+}
+
+impl Layout {
+    pub(crate) fn new(mail: PathBuf) -> Self {
+        Layout { mail }
+    }
+
+    pub(crate) fn mail(&self) -> &Path {
+        &self.mail
+    }
+
+    pub(crate) fn inbox_root(&self) -> PathBuf {
+        self.mail.join(INBOX)
+    }
+
+    pub(crate) fn inbox(&self, agent: &AgentId) -> PathBuf {
+        self.inbox_root().join(agent.as_str())
+    }
+
+    pub(crate) fn archive_root(&self) -> PathBuf {
+        self.mail.join(ARCHIVE)
+    }
+
+    pub(crate) fn by_task_root(&self) -> PathBuf {
+        self.archive_root().join(BY_TASK)
+    }
+
+    pub(crate) fn by_task(&self, task: &TaskId) -> PathBuf {
+        self.by_task_root().join(task.as_str())
+    }
+
+    pub(crate) fn orphan_root(&self) -> PathBuf {
+        self.archive_root().join(ORPHAN)
+    }
+
+    pub(crate) fn dir_of(&self, location: &Location) -> PathBuf {
+        match location {
+            Location::Inbox(agent) => self.inbox(agent),
+            Location::Archive => self.archive_root(),
+            Location::ByTask(task) => self.by_task(task),
+            Location::Orphan => self.orphan_root(),
+        }
+    }
+
+    pub(crate) fn file(&self, location: &Location, id: &MessageId) -> PathBuf {
+        self.dir_of(location).join(file_name(id))
+    }
+
+    pub(crate) fn replies_root(&self) -> PathBuf {
+        self.mail.join(REPLIES)
+    }
+
+    pub(crate) fn replies(&self, parent: &MessageId) -> PathBuf {
+        self.replies_root().join(parent.as_str())
+    }
+
+    pub(crate) fn reply_marker(
+        &self,
+        parent: &MessageId,
+        kind: Kind,
+        child: &MessageId,
+    ) -> PathBuf {
+        self.replies(parent).join(marker_name(kind, child))
+    }
+
+    pub(crate) fn manifest(&self) -> PathBuf {
+        self.mail.join(MANIFEST)
+    }
+}
+
+pub(crate) fn file_name(id: &MessageId) -> String {
+    format!("{id}{EXT}")
+}
+
+/// Returns the id a message file name stands for, or `None` for a name that
+/// is not `{id}.json` with a valid id.
+pub(crate) fn id_of(name: &str) -> Option<MessageId> {
+    name.strip_suffix(EXT).and_then(|s| MessageId::new(s).ok())
+}
+
+pub(crate) fn marker_name(kind: Kind, child: &MessageId) -> String {
+    format!("{kind}-{child}{EXT}")
+}
+
+/// Parses a reply-marker name, `{kind}-{id}.json`.
+pub(crate) fn parse_marker(name: &str) -> Option<(Kind, MessageId)> {
+    let (kind, rest) = name.split_once('-')?;
+    Some((Kind::from_name(kind)?, id_of(rest)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        let id = MessageId::new("1730000000123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab").unwrap();
+        assert_eq!(id_of(&file_name(&id)), Some(id.clone()));
+        assert_eq!(
+            parse_marker(&marker_name(Kind::Response, &id)),
+            Some((Kind::Response, id))
+        );
+        assert_eq!(id_of("notes.txt"), None);
+        assert_eq!(id_of(".json"), None);
+        assert_eq!(parse_marker("answer-1-a.json"), None);
+    }
+}

@@ -1,0 +1,829 @@
+//! The I/O shell: the [`Mail`] handle applies the checks of `draft.rs` and
+//! moves files through `chipset-store`.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::io;
+use std::path::{Path, PathBuf};
+
+use chipset_store::{
+    AgentId, BadLine, Channel, CorruptReason, Corruption, JsonLog, MessageId, ReadOutcome,
+    SortableId, StateDir, TaskId, TornTail, read_json, to_canonical_json,
+};
+
+use crate::draft::{Draft, InboxFilter, MailConfig, check_draft, check_parent, to_message};
+use crate::error::{MailError, Result};
+use crate::format::{Kind, ManifestEvent, Message, ReplyMarker};
+use crate::layout::{BY_TASK, Layout, Location, ORPHAN, file_name, id_of, parse_marker};
+use crate::thread::causal_order;
+
+/// The mail channel of one state root: send, list, archive, thread, gate, sweep, repair.
+///
+/// Cheap to clone. Every method is safe to call from many processes at once;
+/// none takes a lock that serialises all senders (only the manifest append
+/// holds the manifest's lock, for one write and one sync).
+#[derive(Debug, Clone)]
+pub struct Mail {
+    pub(crate) state: StateDir,
+    pub(crate) config: MailConfig,
+    pub(crate) layout: Layout,
+}
+
+/// A message and where it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// Where the file is.
+    pub location: Location,
+    /// The message.
+    pub message: Message,
+}
+
+/// What [`Mail::archive`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
+pub enum ArchiveOutcome {
+    /// This call moved the message from its inbox into `archive/`.
+    Archived(Message),
+    /// The message had left its inbox already (archived by someone else, swept
+    /// with its task, or orphaned); it is now at this location.
+    AlreadyArchived(Location),
+}
+
+/// What [`Mail::sweep_task_on_commit`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SweepReport {
+    /// Messages this run moved into `archive/by-task/{task}/`.
+    pub moved: usize,
+    /// Messages in `archive/by-task/{task}/` after the run.
+    pub total: usize,
+}
+
+/// Cheap counts for a status screen: directory listings only, no file is read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MailCounts {
+    /// Messages waiting in each agent's inbox (agents with an inbox directory).
+    pub inbox: BTreeMap<AgentId, usize>,
+    /// Messages in `archive/` (archived, task not yet swept).
+    pub archived: usize,
+    /// Messages in `archive/orphan/`.
+    pub orphaned: usize,
+    /// Tasks swept into `archive/by-task/`.
+    pub swept_tasks: usize,
+}
+
+/// What [`Mail::read_manifest`] found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Manifest {
+    /// The events this crate writes, in file order.
+    pub events: Vec<ManifestEvent>,
+    /// Whole JSON records of another shape (for example written by another
+    /// implementation of the seed), in file order.
+    pub foreign: Vec<serde_json::Value>,
+    /// Whole lines that are not JSON.
+    pub bad_lines: Vec<BadLine>,
+    /// An unterminated last line (a crash mid-append).
+    pub torn_tail: Option<TornTail>,
+}
+
+/// What happened to one move.
+pub(crate) enum Moved {
+    Done,
+    /// The source was gone: someone else moved it first.
+    Gone,
+    /// The destination was taken; the source is still there.
+    Taken,
+}
+
+fn stray(path: PathBuf, what: &str) -> Corruption {
+    Corruption {
+        path,
+        reason: CorruptReason::WrongShape(what.to_owned()),
+    }
+}
+
+pub(crate) fn exists(path: &Path) -> Result<bool> {
+    match std::fs::symlink_metadata(path) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(source) => Err(chipset_store::Error::Io {
+            op: "stat",
+            path: path.to_owned(),
+            source,
+        }
+        .into()),
+    }
+}
+
+/// Checks that a parsed message is the one its file name says.
+pub(crate) fn check_id(
+    path: &Path,
+    id: &MessageId,
+    message: Message,
+) -> Result<Message, Corruption> {
+    if message.id == *id {
+        Ok(message)
+    } else {
+        Err(stray(
+            path.to_owned(),
+            &format!("the id field `{}` does not match the file name", message.id),
+        ))
+    }
+}
+
+impl Mail {
+    /// Returns the mail channel of `state` with the default [`MailConfig`].
+    /// Nothing is created until something is sent.
+    pub fn new(state: StateDir) -> Self {
+        Self::with_config(state, MailConfig::default())
+    }
+
+    /// Returns the mail channel of `state` with `config`.
+    pub fn with_config(state: StateDir, config: MailConfig) -> Self {
+        let layout = Layout::new(state.channel_path(Channel::Mail));
+        Mail {
+            state,
+            config,
+            layout,
+        }
+    }
+
+    /// Returns the state root.
+    pub fn state(&self) -> &StateDir {
+        &self.state
+    }
+
+    /// Returns the configuration.
+    pub fn config(&self) -> &MailConfig {
+        &self.config
+    }
+
+    /// Returns the `mail/` directory.
+    pub fn dir(&self) -> &Path {
+        self.layout.mail()
+    }
+
+    /// Returns the path a message with `id` has at `location`.
+    pub fn path_of(&self, id: &MessageId, location: &Location) -> PathBuf {
+        self.layout.file(location, id)
+    }
+
+    /// Returns the path of `manifest.jsonl`.
+    pub fn manifest_path(&self) -> PathBuf {
+        self.layout.manifest()
+    }
+
+    pub(crate) fn manifest(&self) -> Result<JsonLog> {
+        Ok(self.state.log(&self.layout.manifest())?)
+    }
+
+    // ---- sending -------------------------------------------------------
+
+    /// Sends one message and returns it as written.
+    ///
+    /// The message is written to a synced temp file, published into
+    /// `inbox/{to}/{id}.json` without overwriting anything, and the directory
+    /// is synced; then a `sent` event is appended to the manifest. When this
+    /// returns, the message is durable. A message with `in_reply_to` is also
+    /// entered in the reply index (after it is published, so the index never
+    /// claims a reply that does not exist), and a response then archives the
+    /// request it answers.
+    ///
+    /// # Errors
+    ///
+    /// Refusals, with nothing written: [`MailError::InvalidSubject`],
+    /// [`MailError::BodyTooLarge`], [`MailError::MessageTooLarge`],
+    /// [`MailError::UnknownRecipient`], and for replies
+    /// [`MailError::ParentNotFound`], [`MailError::NotARequest`],
+    /// [`MailError::NotAddressee`], [`MailError::TaskMismatch`]; a corrupt
+    /// parent is [`MailError::Corrupt`]. [`MailError::Store`] when a
+    /// filesystem step fails: if the message was published by then it stays
+    /// (whole), and [`Mail::doctor`] completes what is missing.
+    pub fn send(&self, draft: &Draft) -> Result<Message> {
+        let (message, parent, bytes) = self.prepare(draft)?;
+        let path = self
+            .layout
+            .file(&Location::Inbox(message.to.clone()), &message.id);
+        match self.state.create_new(&path, &bytes) {
+            Ok(()) => {}
+            Err(chipset_store::Error::AlreadyExists { path }) => {
+                return Err(MailError::IdCollision { path });
+            }
+            Err(e) => return Err(e.into()),
+        }
+        tracing::debug!(id = %message.id, to = %message.to, kind = %message.kind, "sent message");
+        let mut events = vec![ManifestEvent::sent(&message, false)];
+        if let Some(parent) = parent {
+            self.link_replies(std::slice::from_ref(&message))?;
+            events.extend(self.archive_answered(&parent, &message)?);
+        }
+        self.manifest()?.append_batch(&events)?;
+        Ok(message)
+    }
+
+    /// Sends many messages sharing syncs: every file is synced once, each
+    /// inbox directory once, and the manifest once for all the `sent` events.
+    /// Returns the messages in draft order.
+    ///
+    /// Every draft is checked before anything is written; a reply's parent
+    /// must exist before the batch (not be in it).
+    ///
+    /// # Errors
+    ///
+    /// As [`Mail::send`]. A refusal of any draft writes nothing.
+    pub fn send_batch(&self, drafts: &[Draft]) -> Result<Vec<Message>> {
+        let mut prepared = Vec::with_capacity(drafts.len());
+        for draft in drafts {
+            prepared.push(self.prepare(draft)?);
+        }
+        let items: Vec<(PathBuf, Vec<u8>)> = prepared
+            .iter()
+            .map(|(m, _, bytes)| {
+                let path = self.layout.file(&Location::Inbox(m.to.clone()), &m.id);
+                (path, bytes.clone())
+            })
+            .collect();
+        let outcomes = self.state.create_new_batch(&items)?;
+        let mut events = Vec::with_capacity(prepared.len());
+        let mut collision = None;
+        let mut replies = Vec::new();
+        for (((message, parent, _), outcome), (path, _)) in
+            prepared.iter().zip(&outcomes).zip(&items)
+        {
+            if *outcome != chipset_store::Created::New {
+                collision.get_or_insert_with(|| path.clone());
+                continue;
+            }
+            events.push(ManifestEvent::sent(message, false));
+            if let Some(parent) = parent {
+                replies.push((message.clone(), parent.clone()));
+            }
+        }
+        let linked: Vec<Message> = replies.iter().map(|(m, _)| m.clone()).collect();
+        self.link_replies(&linked)?;
+        for (message, parent) in &replies {
+            events.extend(self.archive_answered(parent, message)?);
+        }
+        self.manifest()?.append_batch(&events)?;
+        if let Some(path) = collision {
+            return Err(MailError::IdCollision { path });
+        }
+        Ok(prepared.into_iter().map(|(m, _, _)| m).collect())
+    }
+
+    /// Checks a draft and turns it into a message, its parent and its bytes.
+    fn prepare(&self, draft: &Draft) -> Result<(Message, Option<Found>, Vec<u8>)> {
+        check_draft(draft, &self.config)?;
+        let parent = match &draft.in_reply_to {
+            Some(pid) => Some(
+                self.find_with(pid, draft.task.as_ref())?
+                    .ok_or_else(|| MailError::ParentNotFound { id: pid.clone() })?,
+            ),
+            None => None,
+        };
+        let task = match (&parent, &draft.task) {
+            (Some(p), _) => check_parent(draft, &p.message)?,
+            (None, Some(task)) => task.clone(),
+            (None, None) => unreachable!("only responses lack a task, and they name their request"),
+        };
+        let id = MessageId::from(SortableId::generate(self.state.clock().as_ref()));
+        let message = to_message(draft, id, task, self.state.now());
+        let bytes = self.encode(&message)?;
+        Ok((message, parent, bytes))
+    }
+
+    fn encode(&self, message: &Message) -> Result<Vec<u8>> {
+        let bytes =
+            to_canonical_json(message).map_err(|source| chipset_store::Error::Serialize {
+                path: self
+                    .layout
+                    .file(&Location::Inbox(message.to.clone()), &message.id),
+                source,
+            })?;
+        if bytes.len() as u64 > self.state.read_cap() {
+            return Err(MailError::MessageTooLarge {
+                size: bytes.len(),
+                cap: self.state.read_cap(),
+            });
+        }
+        Ok(bytes)
+    }
+
+    /// Enters published replies in the reply index (no-clobber: a marker that
+    /// exists already is left alone).
+    pub(crate) fn link_replies(&self, replies: &[Message]) -> Result<()> {
+        let mut items = Vec::new();
+        for m in replies {
+            let Some(parent) = &m.in_reply_to else {
+                continue;
+            };
+            let marker = ReplyMarker {
+                id: m.id.clone(),
+                kind: m.kind,
+                to: m.to.clone(),
+                parent: parent.clone(),
+            };
+            let path = self.layout.reply_marker(parent, m.kind, &m.id);
+            let bytes =
+                to_canonical_json(&marker).map_err(|source| chipset_store::Error::Serialize {
+                    path: path.clone(),
+                    source,
+                })?;
+            items.push((path, bytes));
+        }
+        match items.len() {
+            0 => {}
+            1 => match self.state.create_new(&items[0].0, &items[0].1) {
+                Ok(()) | Err(chipset_store::Error::AlreadyExists { .. }) => {}
+                Err(e) => return Err(e.into()),
+            },
+            _ => {
+                self.state.create_new_batch(&items)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The seed's side effect of a response: archive the request it answers.
+    fn archive_answered(
+        &self,
+        parent: &Found,
+        response: &Message,
+    ) -> Result<Option<ManifestEvent>> {
+        if response.kind != Kind::Response {
+            return Ok(None);
+        }
+        let Location::Inbox(agent) = &parent.location else {
+            return Ok(None);
+        };
+        let request = &parent.message;
+        match self.move_message(&request.id, &parent.location, &Location::Archive)? {
+            Moved::Done => Ok(Some(ManifestEvent::Archived {
+                id: request.id.clone(),
+                agent: agent.clone(),
+                task: request.phase.clone(),
+                reply: Some(response.id.clone()),
+                at: self.state.now(),
+            })),
+            Moved::Gone | Moved::Taken => Ok(None),
+        }
+    }
+
+    pub(crate) fn move_message(
+        &self,
+        id: &MessageId,
+        from: &Location,
+        to: &Location,
+    ) -> Result<Moved> {
+        let src = self.layout.file(from, id);
+        let dst = self.layout.file(to, id);
+        match self.state.move_noclobber(&src, &dst) {
+            Ok(()) => {
+                tracing::debug!(%id, from = %from, to = %to, "moved message");
+                Ok(Moved::Done)
+            }
+            Err(chipset_store::Error::NotFound { .. }) => Ok(Moved::Gone),
+            Err(chipset_store::Error::AlreadyExists { .. }) => Ok(Moved::Taken),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    // ---- finding -------------------------------------------------------
+
+    /// Returns the agents that have an inbox directory, sorted.
+    ///
+    /// # Errors
+    ///
+    /// [`MailError::Store`] when `inbox/` cannot be listed; [`MailError::Corrupt`]
+    /// for an entry in it that is not a valid agent id.
+    pub fn agents(&self) -> Result<Vec<AgentId>> {
+        let root = self.layout.inbox_root();
+        self.state
+            .list(&root)?
+            .into_iter()
+            .map(|name| {
+                AgentId::new(name.as_str())
+                    .map_err(|_| stray(root.join(&name), "not an agent inbox directory").into())
+            })
+            .collect()
+    }
+
+    /// Returns where the message `id` is, or `None` when it is nowhere.
+    ///
+    /// Looks in the inboxes (one stat per agent), `archive/`, `archive/orphan/`
+    /// and then the by-task folders (one stat per swept task), in the order
+    /// messages move, so a message moving at the same time is not missed. The
+    /// cost does not grow with the number of messages.
+    ///
+    /// # Errors
+    ///
+    /// [`MailError::Store`] when a directory cannot be listed or stat fails.
+    pub fn locate(&self, id: &MessageId) -> Result<Option<Location>> {
+        self.locate_with(id, None)
+    }
+
+    fn locate_with(&self, id: &MessageId, task: Option<&TaskId>) -> Result<Option<Location>> {
+        let name = file_name(id);
+        for agent in self.agents()? {
+            if exists(&self.layout.inbox(&agent).join(&name))? {
+                return Ok(Some(Location::Inbox(agent)));
+            }
+        }
+        for loc in [Location::Archive, Location::Orphan] {
+            if exists(&self.layout.dir_of(&loc).join(&name))? {
+                return Ok(Some(loc));
+            }
+        }
+        if let Some(task) = task
+            && exists(&self.layout.by_task(task).join(&name))?
+        {
+            return Ok(Some(Location::ByTask(task.clone())));
+        }
+        for dir in self.state.list(&self.layout.by_task_root())? {
+            if let Ok(task) = TaskId::new(dir.as_str())
+                && exists(&self.layout.by_task(&task).join(&name))?
+            {
+                return Ok(Some(Location::ByTask(task)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Returns the message `id` and where it is, or `None` when it is nowhere.
+    ///
+    /// # Errors
+    ///
+    /// [`MailError::Corrupt`] when its file is unreadable; as [`Mail::locate`].
+    pub fn find(&self, id: &MessageId) -> Result<Option<Found>> {
+        self.find_with(id, None)
+    }
+
+    fn find_with(&self, id: &MessageId, task: Option<&TaskId>) -> Result<Option<Found>> {
+        // A message moves at most twice, so it settles within a few rounds.
+        for _ in 0..4 {
+            let Some(location) = self.locate_with(id, task)? else {
+                return Ok(None);
+            };
+            let path = self.layout.file(&location, id);
+            match self.state.read_json::<Message>(&path)? {
+                ReadOutcome::Missing => continue,
+                ReadOutcome::Corrupt(c) => return Err(c.into()),
+                ReadOutcome::Value(m) => {
+                    let message = check_id(&path, id, m)?;
+                    return Ok(Some(Found { location, message }));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Reads every message in `dir`, sorted by id. Entries that are not
+    /// message files, and files that do not parse, come back as corruptions.
+    /// Files that vanish between listing and reading (moved on) are skipped.
+    pub(crate) fn scan(
+        &self,
+        dir: &Path,
+        skip: &[&str],
+    ) -> Result<Vec<std::result::Result<(MessageId, Message), Corruption>>> {
+        let names = self.state.list(dir)?;
+        let mut out = Vec::with_capacity(names.len());
+        for name in names {
+            if skip.contains(&name.as_str()) {
+                continue;
+            }
+            let path = dir.join(&name);
+            let Some(id) = id_of(&name) else {
+                out.push(Err(stray(path, "not a message file: expected `{id}.json`")));
+                continue;
+            };
+            // The directory's parents were checked by the listing; the file
+            // itself is opened without following a symlink.
+            match read_json::<Message>(&path, self.state.read_cap())? {
+                ReadOutcome::Missing => {}
+                ReadOutcome::Corrupt(c) => out.push(Err(c)),
+                ReadOutcome::Value(m) => out.push(check_id(&path, &id, m).map(|m| (id, m))),
+            }
+        }
+        Ok(out)
+    }
+
+    /// As [`Mail::scan`], failing on the first corruption.
+    fn scan_strict(&self, dir: &Path) -> Result<Vec<Message>> {
+        self.scan(dir, &[])?
+            .into_iter()
+            .map(|r| r.map(|(_, m)| m).map_err(MailError::from))
+            .collect()
+    }
+
+    // ---- reading -------------------------------------------------------
+
+    /// Returns the messages in `agent`'s inbox that pass `filter`, in id order
+    /// (send order). Reads only that inbox.
+    ///
+    /// # Errors
+    ///
+    /// [`MailError::Corrupt`] naming the first file in the inbox that is not a
+    /// readable message: a bad file is never skipped. [`MailError::Store`] when
+    /// the inbox cannot be listed.
+    pub fn inbox(&self, agent: &AgentId, filter: &InboxFilter) -> Result<Vec<Message>> {
+        let mut out: Vec<Message> = self
+            .scan_strict(&self.layout.inbox(agent))?
+            .into_iter()
+            .filter(|m| filter.matches(m))
+            .collect();
+        out.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(out)
+    }
+
+    /// Returns how many message files `agent`'s inbox holds, from the listing alone.
+    ///
+    /// # Errors
+    ///
+    /// [`MailError::Store`] when the inbox cannot be listed.
+    pub fn inbox_len(&self, agent: &AgentId) -> Result<usize> {
+        self.count_messages(&self.layout.inbox(agent))
+    }
+
+    fn count_messages(&self, dir: &Path) -> Result<usize> {
+        Ok(self
+            .state
+            .list(dir)?
+            .iter()
+            .filter(|n| id_of(n).is_some())
+            .count())
+    }
+
+    /// Returns true when a response to `id` has been sent: one directory
+    /// listing of the reply index (`replies/{id}/`), whatever the number of
+    /// messages.
+    ///
+    /// Responses that another program wrote straight into an inbox are
+    /// entered in the index by [`Mail::doctor`]; until then they do not count,
+    /// which can only refuse an archive, never allow a wrong one.
+    ///
+    /// # Errors
+    ///
+    /// [`MailError::Store`] when the index directory cannot be listed.
+    pub fn has_reply(&self, id: &MessageId) -> Result<bool> {
+        Ok(self
+            .replies_of(id)?
+            .iter()
+            .any(|(k, _)| *k == Kind::Response))
+    }
+
+    /// Returns the replies the index knows for `parent`: kind and id, by id.
+    pub(crate) fn replies_of(&self, parent: &MessageId) -> Result<Vec<(Kind, MessageId)>> {
+        Ok(self
+            .state
+            .list(&self.layout.replies(parent))?
+            .iter()
+            .filter_map(|n| parse_marker(n))
+            .collect())
+    }
+
+    /// Returns the requests of `task` that expect a reply and are not
+    /// archived, in id order: the commit gate (the task may commit when the
+    /// list is empty).
+    ///
+    /// Reads every inbox (archived messages are never pending, so the archive
+    /// is not read).
+    ///
+    /// # Errors
+    ///
+    /// Fails closed: [`MailError::Corrupt`] naming the file when any inbox
+    /// holds a file that is not a readable message (it could be one of this
+    /// task's requests), and [`MailError::Store`] when an inbox cannot be
+    /// read. Never a shorter list.
+    pub fn pending_replies(&self, task: &TaskId) -> Result<Vec<Message>> {
+        let mut out = Vec::new();
+        for agent in self.agents()? {
+            for m in self.scan_strict(&self.layout.inbox(&agent))? {
+                if m.phase == *task && m.needs_reply() {
+                    out.push(m);
+                }
+            }
+        }
+        out.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(out)
+    }
+
+    /// Returns the whole thread `id` belongs to, in causal order (every
+    /// message after the one it replies to; otherwise send order): its
+    /// ancestors up to the root and every reply below the root, wherever
+    /// they are (inbox, archive, by-task or orphan archive).
+    ///
+    /// Replies are found through the reply index, and among the inboxes'
+    /// messages (so a reply written by another program is found before the
+    /// doctor has indexed it).
+    ///
+    /// # Errors
+    ///
+    /// [`MailError::NotFound`] when `id` does not exist; [`MailError::Corrupt`]
+    /// when a file on the way, or in an inbox, is unreadable.
+    pub fn thread(&self, id: &MessageId) -> Result<Vec<Message>> {
+        let start = self
+            .find(id)?
+            .ok_or_else(|| MailError::NotFound { id: id.clone() })?;
+        let task = start.message.phase.clone();
+        let mut nodes: BTreeMap<MessageId, Message> = BTreeMap::new();
+        let mut root = start.message;
+        while let Some(parent) = root.in_reply_to.clone() {
+            if nodes.contains_key(&parent) {
+                break;
+            }
+            let Some(found) = self.find_with(&parent, Some(&task))? else {
+                break;
+            };
+            nodes.insert(root.id.clone(), root);
+            root = found.message;
+        }
+        nodes.insert(root.id.clone(), root.clone());
+
+        let mut unindexed: Vec<Message> = Vec::new();
+        for agent in self.agents()? {
+            unindexed.extend(
+                self.scan_strict(&self.layout.inbox(&agent))?
+                    .into_iter()
+                    .filter(|m| m.in_reply_to.is_some()),
+            );
+        }
+        // Every node below the root is reached from the root downwards.
+        let mut thread: BTreeMap<MessageId, Message> = BTreeMap::new();
+        let mut queue = VecDeque::from([root]);
+        while let Some(node) = queue.pop_front() {
+            if thread.contains_key(&node.id) {
+                continue;
+            }
+            let mut children: BTreeSet<MessageId> = self
+                .replies_of(&node.id)?
+                .into_iter()
+                .map(|(_, c)| c)
+                .collect();
+            children.extend(
+                unindexed
+                    .iter()
+                    .filter(|m| m.in_reply_to.as_ref() == Some(&node.id))
+                    .map(|m| m.id.clone()),
+            );
+            for child in children {
+                if thread.contains_key(&child) {
+                    continue;
+                }
+                if let Some(m) = nodes.remove(&child) {
+                    queue.push_back(m);
+                } else if let Some(found) = self.find_with(&child, Some(&task))? {
+                    queue.push_back(found.message);
+                }
+            }
+            thread.insert(node.id.clone(), node);
+        }
+        // Ancestors are in the thread by construction; keep them even if an
+        // index entry is missing.
+        thread.extend(nodes);
+        Ok(causal_order(thread.into_values().collect()))
+    }
+
+    // ---- changing ------------------------------------------------------
+
+    /// Archives a message: moves it from its inbox to `archive/{id}.json`
+    /// and appends an `archived` event.
+    ///
+    /// Of two processes archiving the same message, exactly one gets
+    /// [`ArchiveOutcome::Archived`]; the other gets
+    /// [`ArchiveOutcome::AlreadyArchived`], as does archiving a message that
+    /// has left its inbox in any other way. Whether a request has a reply is
+    /// answered from the reply index ([`Mail::has_reply`]); cost does not grow
+    /// with the archive.
+    ///
+    /// # Errors
+    ///
+    /// [`MailError::ArchiveWithoutReply`] for a message that needs a reply
+    /// ([`Message::needs_reply`]) and has none; [`MailError::NotFound`] when
+    /// no message has this id; [`MailError::Corrupt`] when its file is
+    /// unreadable (it might be a request); [`MailError::Store`].
+    pub fn archive(&self, id: &MessageId) -> Result<ArchiveOutcome> {
+        let found = self
+            .find(id)?
+            .ok_or_else(|| MailError::NotFound { id: id.clone() })?;
+        let Location::Inbox(agent) = &found.location else {
+            return Ok(ArchiveOutcome::AlreadyArchived(found.location));
+        };
+        let message = found.message;
+        if message.needs_reply() && !self.has_reply(id)? {
+            return Err(MailError::ArchiveWithoutReply { id: id.clone() });
+        }
+        match self.move_message(id, &found.location, &Location::Archive)? {
+            Moved::Done => {
+                self.manifest()?.append(&ManifestEvent::Archived {
+                    id: id.clone(),
+                    agent: agent.clone(),
+                    task: message.phase.clone(),
+                    reply: None,
+                    at: self.state.now(),
+                })?;
+                Ok(ArchiveOutcome::Archived(message))
+            }
+            Moved::Gone | Moved::Taken => Ok(ArchiveOutcome::AlreadyArchived(
+                self.locate(id)?.unwrap_or(Location::Archive),
+            )),
+        }
+    }
+
+    /// Moves every message of `task` from the inboxes and `archive/` into
+    /// `archive/by-task/{task}/`, then appends a `task-swept` event. Call it
+    /// after the task commits.
+    ///
+    /// Each move is atomic and never overwrites, so a crash in the middle
+    /// loses nothing, and running it again moves the rest and writes the
+    /// event. Messages sent to the task afterwards stay in their inboxes (the
+    /// doctor treats them as orphans). Reads the inboxes and `archive/` (the
+    /// archived messages of unswept tasks), not the by-task archive.
+    ///
+    /// # Errors
+    ///
+    /// [`MailError::Corrupt`] naming a file it could not read (after moving
+    /// every message it could; no event is written, so a run after the doctor
+    /// completes the sweep); [`MailError::Store`].
+    pub fn sweep_task_on_commit(&self, task: &TaskId) -> Result<SweepReport> {
+        let dest = Location::ByTask(task.clone());
+        let mut sources: Vec<Location> = self.agents()?.into_iter().map(Location::Inbox).collect();
+        sources.push(Location::Archive);
+        let mut moved = 0;
+        let mut corrupt: Option<Corruption> = None;
+        for source in &sources {
+            for entry in self.scan(&self.layout.dir_of(source), &[BY_TASK, ORPHAN])? {
+                match entry {
+                    Err(c) => {
+                        corrupt.get_or_insert(c);
+                    }
+                    Ok((id, m)) if m.phase == *task => {
+                        match self.move_message(&id, source, &dest)? {
+                            Moved::Done => moved += 1,
+                            Moved::Gone => {}
+                            Moved::Taken => {
+                                tracing::warn!(%id, "message is in the by-task archive and in {source}");
+                            }
+                        }
+                    }
+                    Ok(_) => {}
+                }
+            }
+        }
+        if let Some(c) = corrupt {
+            return Err(c.into());
+        }
+        let dir = self.layout.by_task(task);
+        self.state.ensure_dir(&dir)?;
+        let total = self.count_messages(&dir)?;
+        self.manifest()?.append(&ManifestEvent::TaskSwept {
+            task: task.clone(),
+            count: moved,
+            total,
+            at: self.state.now(),
+        })?;
+        Ok(SweepReport { moved, total })
+    }
+
+    // ---- status --------------------------------------------------------
+
+    /// Returns counts for a status screen, from directory listings only.
+    ///
+    /// # Errors
+    ///
+    /// [`MailError::Store`] when a directory cannot be listed;
+    /// [`MailError::Corrupt`] for a stray entry in `inbox/`.
+    pub fn counts(&self) -> Result<MailCounts> {
+        let mut inbox = BTreeMap::new();
+        for agent in self.agents()? {
+            let n = self.inbox_len(&agent)?;
+            inbox.insert(agent, n);
+        }
+        Ok(MailCounts {
+            inbox,
+            archived: self.count_messages(&self.layout.archive_root())?,
+            orphaned: self.count_messages(&self.layout.orphan_root())?,
+            swept_tasks: self.state.list(&self.layout.by_task_root())?.len(),
+        })
+    }
+
+    /// Reads the manifest: every whole record, whatever a crash left.
+    ///
+    /// # Errors
+    ///
+    /// [`MailError::Store`] when it cannot be read.
+    pub fn read_manifest(&self) -> Result<Manifest> {
+        let contents = JsonLog::new(self.layout.manifest()).read::<serde_json::Value>()?;
+        let mut events = Vec::with_capacity(contents.records.len());
+        let mut foreign = Vec::new();
+        for record in contents.records {
+            match serde_json::from_value::<ManifestEvent>(record.clone()) {
+                Ok(e) => events.push(e),
+                Err(_) => foreign.push(record),
+            }
+        }
+        Ok(Manifest {
+            events,
+            foreign,
+            bad_lines: contents.bad_lines,
+            torn_tail: contents.torn_tail,
+        })
+    }
+}
