@@ -1,3 +1,140 @@
-//! chipset hook channel (to be built; see the issue tracker).
+//! One work item per agent, with a typed lifecycle that never loses an assignment.
+//!
+//! A hook binds an agent to the bead it must work on. The dispatcher assigns,
+//! the agent picks the work up (GUPP: it cannot decline), touches the hook
+//! while it works and completes it; the dispatcher verifies and clears.
+//!
+//! ```
+//! use chipset_hook::{HookStatus, Hooks, Pickup};
+//! use chipset_store::{AgentId, BeadId, StateDir};
+//!
+//! let tmp = tempfile::tempdir()?;
+//! let hooks = Hooks::new(StateDir::open(tmp.path())?);
+//! let agent = AgentId::new("polecat-alpha")?;
+//! let mayor = AgentId::new("mayor")?;
+//!
+//! // Dispatcher: assign work to an empty hook.
+//! let assigned = hooks.assign(&agent, BeadId::new("gt-abc12")?, "Add README section", Some(&mayor))?;
+//!
+//! // Agent: find the work and start it, in one step.
+//! let Pickup::Started(work) = hooks.pickup(&agent)? else { unreachable!() };
+//! assert_eq!(work, assigned);
+//! hooks.touch(&work)?; // heartbeat while working
+//! hooks.complete(&work)?;
+//!
+//! // Dispatcher: verify, then clear. The file stays, as an empty hook.
+//! hooks.clear(&assigned)?;
+//! assert_eq!(hooks.read(&agent)?.status(), Some(HookStatus::Empty));
+//!
+//! // The agent's old assignment is now stale: a late touch changes nothing.
+//! assert!(hooks.touch(&work).unwrap_err().is_stale());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # States and transitions
+//!
+//! ```text
+//! empty --assign--> pending --activate--> active --complete--> completed --clear--> empty
+//!                      |                  |  ^
+//!                      |                  touch
+//!                      +----reassign------+------> empty   (taking the work away)
+//! ```
+//!
+//! | operation | who | from | to |
+//! |---|---|---|---|
+//! | [`assign`](Hooks::assign) | a dispatcher | empty | pending |
+//! | [`activate`](Hooks::activate) (or [`pickup`](Hooks::pickup)) | the owning agent | pending | active |
+//! | [`touch`](Hooks::touch) | the owning agent | active | active, new `last_activity` |
+//! | [`complete`](Hooks::complete) | the owning agent | active | completed |
+//! | [`clear`](Hooks::clear) | a dispatcher | completed | empty |
+//! | [`reassign`](Hooks::reassign) | a dispatcher | pending, active | empty (reported as a reassignment) |
+//!
+//! The rules are one pure function, [`transition`]`(hook, event, actor, now)`.
+//! The typed [`Hook`] cannot be pending, active or completed without its
+//! [`WorkItem`]. Everything else (skipping a step, a second assignment, an
+//! agent acting on another agent's hook, a dispatcher completing work) is a
+//! [`TransitionError`] that names the current state and who may do what.
+//!
+//! # Fencing
+//!
+//! Every operation after assign names the [`Assignment`] the caller holds:
+//! agent, bead id, generation and assignment time. The generation grows on
+//! every assign, clear and reassign. If the hook no longer holds that
+//! assignment, the call fails with [`TransitionError::StaleAssignment`] and
+//! writes nothing: a late touch cannot bring back a cleared hook, and an
+//! agent whose work was taken away cannot complete it. [`Hooks::current`]
+//! returns the assignment a hook holds now, for callers (such as the command
+//! line) that act on whatever is there.
+//!
+//! # File layout
+//!
+//! One file per agent, `hooks/{agent}.json` under the state root, in seed
+//! 001's format with sorted keys, plus `generation` (absent in seed-written
+//! files, read as 0) and, when the dispatcher named itself, `assigned_by`:
+//!
+//! ```json
+//! {
+//!   "agent_id": "polecat-alpha",
+//!   "assigned_by": "mayor",
+//!   "generation": 1,
+//!   "last_activity": "2026-03-05T10:32:00.000Z",
+//!   "status": "active",
+//!   "work_item": {
+//!     "assigned_at": "2026-03-05T10:30:00.000Z",
+//!     "bead_id": "gt-abc12",
+//!     "title": "Add README section"
+//!   }
+//! }
+//! ```
+//!
+//! `work_item` is `null` when empty. A missing file is an empty hook;
+//! clearing writes an empty hook and never deletes the file. Readers ignore
+//! fields they do not know (and do not keep them on the next write). The
+//! lock is `hooks/.{agent}.json.lock`; repaired files go to
+//! `hooks/.quarantine/`.
+//!
+//! # Durability and concurrency
+//!
+//! Each change is one locked read-modify-write through
+//! [`StateDir::update`](chipset_store::StateDir::update): lock, read, apply
+//! [`transition`], durable replace (temp file, fsync, rename, directory
+//! fsync), unlock. Changes to one hook are therefore linearizable across
+//! processes: of eight dispatchers assigning at once, one wins and seven get
+//! [`TransitionError::AlreadyAssigned`]. A crash at any moment leaves the old
+//! or the new hook, both legal. A change that alters nothing (two touches in
+//! one millisecond) writes nothing.
+//!
+//! # Corrupt hooks
+//!
+//! A file that is not a legal hook of its agent (unparsable, wrong shape,
+//! pending without a work item, another agent's `agent_id`, a symlink) is
+//! [`HookRead::Corrupt`], never empty. Every transition on it fails with
+//! [`Error::Corrupt`], so no work is assigned over a hook whose contents are
+//! unknown. [`Hooks::repair`] moves it into quarantine and writes an empty
+//! hook; [`Hooks::doctor`] does that for every corrupt hook and reports
+//! stray files. [`Hooks::list`], [`Hooks::counts`] and [`Hooks::stale`]
+//! report corrupt hooks instead of skipping them.
+//!
+//! # Errors
+//!
+//! One enum, [`Error`]: a refused [`TransitionError`], a corrupt hook, or a
+//! store error that names the operation and the path. When an error is
+//! returned, nothing was written.
 
 #![forbid(unsafe_code)]
+
+mod error;
+mod format;
+mod scan;
+mod state;
+mod store;
+mod transition;
+
+pub use error::{Error, Result};
+pub use scan::{
+    DoctorMode, DoctorReport, Finding, HookCounts, HookEntry, Problem, Repaired, StaleHook,
+    StaleReport,
+};
+pub use state::{Assignment, Hook, HookState, HookStatus, WorkItem};
+pub use store::{HookRead, Hooks, Pickup, Reassigned};
+pub use transition::{Actor, Event, Op, Role, TransitionError, transition};

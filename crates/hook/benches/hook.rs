@@ -1,0 +1,3 @@
+//! Hook benchmarks (filled in below).
+
+fn main() {}

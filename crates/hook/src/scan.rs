@@ -1,0 +1,332 @@
+//! Queries over every hook (for the witness, `chipset status` and operators)
+//! and the repair of corrupt hooks.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use chipset_store::{AgentId, CorruptReason, Corruption, ReadOutcome, Timestamp};
+
+use crate::error::Result;
+use crate::state::{Assignment, Hook, HookState, HookStatus};
+use crate::store::{HookRead, Hooks};
+
+/// One hook file found by [`Hooks::list`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HookEntry {
+    /// The agent, from the file name.
+    pub agent: AgentId,
+    /// What the file holds (never [`HookRead::Missing`] unless it vanished
+    /// between listing and reading).
+    pub read: HookRead,
+}
+
+/// Hooks per status, for a status screen.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HookCounts {
+    /// Empty hooks (written files; agents without a file are not counted).
+    pub empty: usize,
+    /// Pending hooks.
+    pub pending: usize,
+    /// Active hooks.
+    pub active: usize,
+    /// Completed hooks awaiting a clear.
+    pub completed: usize,
+    /// Corrupt hook files.
+    pub corrupt: usize,
+}
+
+impl HookCounts {
+    /// Returns the number of hook files counted.
+    pub fn total(&self) -> usize {
+        self.empty + self.pending + self.active + self.completed + self.corrupt
+    }
+
+    /// Returns the count for one status.
+    pub fn of(&self, status: HookStatus) -> usize {
+        match status {
+            HookStatus::Empty => self.empty,
+            HookStatus::Pending => self.pending,
+            HookStatus::Active => self.active,
+            HookStatus::Completed => self.completed,
+        }
+    }
+}
+
+/// A pending or active hook that has gone quiet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StaleHook {
+    /// The hook (pending or active).
+    pub hook: Hook,
+    /// The assignment it holds.
+    pub assignment: Assignment,
+    /// How long since its `last_activity`.
+    pub idle: Duration,
+}
+
+/// What [`Hooks::stale`] found: the quiet hooks, and the corrupt ones it
+/// could not judge (reported, never silently skipped).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StaleReport {
+    /// Pending or active hooks idle for longer than the threshold, by agent.
+    pub stale: Vec<StaleHook>,
+    /// Hook files that could not be read as hooks.
+    pub corrupt: Vec<Corruption>,
+}
+
+/// What [`Hooks::repair`] did to a corrupt hook.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Repaired {
+    /// Why the file was corrupt.
+    pub corruption: Corruption,
+    /// Where the bad file is now, in `hooks/.quarantine/`.
+    pub quarantined: PathBuf,
+    /// The empty hook written in its place.
+    pub hook: Hook,
+}
+
+/// Whether [`Hooks::doctor`] only reports or also repairs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DoctorMode {
+    /// Report problems; change nothing.
+    #[default]
+    Check,
+    /// Report problems and repair corrupt hooks ([`Hooks::repair`]).
+    Fix,
+}
+
+/// A problem [`Hooks::doctor`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Problem {
+    /// A hook file that is not a legal hook.
+    Corrupt(CorruptReason),
+    /// A name in `hooks/` that is not `{agent}.json` for a valid agent id.
+    /// Reported, never moved: it was not written by a hook program.
+    Stray,
+}
+
+/// One finding of [`Hooks::doctor`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Finding {
+    /// The file.
+    pub path: PathBuf,
+    /// The agent, when the name is a hook file's.
+    pub agent: Option<AgentId>,
+    /// What is wrong.
+    pub problem: Problem,
+    /// Where the file was quarantined to, when it was repaired.
+    pub quarantined: Option<PathBuf>,
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let path = self.path.display();
+        match &self.problem {
+            Problem::Corrupt(reason) => write!(f, "`{path}`: corrupt hook ({reason})")?,
+            Problem::Stray => write!(f, "`{path}`: not a hook file (left alone)")?,
+        }
+        if let Some(q) = &self.quarantined {
+            write!(f, "; quarantined to `{}` and reset to empty", q.display())?;
+        }
+        Ok(())
+    }
+}
+
+/// What [`Hooks::doctor`] found and did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DoctorReport {
+    /// How many hook files were checked.
+    pub scanned: usize,
+    /// Every problem, in file-name order.
+    pub findings: Vec<Finding>,
+}
+
+impl DoctorReport {
+    /// Returns true when nothing is wrong.
+    pub fn is_clean(&self) -> bool {
+        self.findings.is_empty()
+    }
+
+    /// Returns the number of corrupt hooks still in place (not repaired).
+    pub fn unrepaired(&self) -> usize {
+        self.findings
+            .iter()
+            .filter(|f| matches!(f.problem, Problem::Corrupt(_)) && f.quarantined.is_none())
+            .count()
+    }
+}
+
+impl Hooks {
+    /// Returns the hook file names in `hooks/` split into agents and strays.
+    fn scan(&self) -> Result<(Vec<AgentId>, Vec<String>)> {
+        let mut agents = Vec::new();
+        let mut strays = Vec::new();
+        for name in self.state.list(&self.dir)? {
+            match name.strip_suffix(".json").map(AgentId::new) {
+                Some(Ok(agent)) => agents.push(agent),
+                _ => {
+                    tracing::debug!(name, "not a hook file name");
+                    strays.push(name);
+                }
+            }
+        }
+        Ok((agents, strays))
+    }
+
+    /// Returns every hook file with what it holds, sorted by agent. Corrupt
+    /// files are listed as [`HookRead::Corrupt`], never skipped; names that
+    /// are not `{agent}.json` are skipped (see [`Hooks::doctor`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`](crate::Error::Store) when the directory or a file cannot be read.
+    pub fn list(&self) -> Result<Vec<HookEntry>> {
+        let (agents, _) = self.scan()?;
+        agents
+            .into_iter()
+            .map(|agent| {
+                let read = self.read(&agent)?;
+                Ok(HookEntry { agent, read })
+            })
+            .collect()
+    }
+
+    /// Counts the hook files per status.
+    ///
+    /// # Errors
+    ///
+    /// As [`Hooks::list`].
+    pub fn counts(&self) -> Result<HookCounts> {
+        let mut counts = HookCounts::default();
+        for entry in self.list()? {
+            match entry.read.status() {
+                Some(HookStatus::Empty) => counts.empty += 1,
+                Some(HookStatus::Pending) => counts.pending += 1,
+                Some(HookStatus::Active) => counts.active += 1,
+                Some(HookStatus::Completed) => counts.completed += 1,
+                None => counts.corrupt += 1,
+            }
+        }
+        Ok(counts)
+    }
+
+    /// Returns the pending and active hooks whose `last_activity` is more
+    /// than `threshold` before `now` (compared as instants), and the corrupt
+    /// hook files, which cannot be judged and must not be taken as idle.
+    ///
+    /// # Errors
+    ///
+    /// As [`Hooks::list`].
+    pub fn stale(&self, threshold: Duration, now: Timestamp) -> Result<StaleReport> {
+        let mut report = StaleReport::default();
+        for entry in self.list()? {
+            match entry.read {
+                HookRead::Hook(hook) => {
+                    if !matches!(hook.state(), HookState::Pending(_) | HookState::Active(_)) {
+                        continue;
+                    }
+                    let idle = now.since(hook.last_activity());
+                    if idle > threshold {
+                        let assignment = hook.assignment().expect("pending and active hold work");
+                        report.stale.push(StaleHook {
+                            hook,
+                            assignment,
+                            idle,
+                        });
+                    }
+                }
+                HookRead::Corrupt(c) => report.corrupt.push(c),
+                HookRead::Missing => {}
+            }
+        }
+        Ok(report)
+    }
+
+    /// Repairs `agent`'s hook if it is corrupt: under the hook's lock, moves
+    /// the file into `hooks/.quarantine/` (nothing is deleted) and writes an
+    /// empty hook. A missing or legal hook is left alone (`Ok(None)`).
+    ///
+    /// The new generation is at least the repair time in Unix milliseconds
+    /// (and above any generation still legible in the bad file), so no
+    /// assignment held from before the corruption can match again.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`](crate::Error::Store) when the lock, the move or the write fails.
+    pub fn repair(&self, agent: &AgentId) -> Result<Option<Repaired>> {
+        let path = self.path(agent);
+        let _guard = self.state.lock_for(&path)?.exclusive()?;
+        let corruption = match self.read(agent)? {
+            HookRead::Corrupt(c) => c,
+            HookRead::Missing | HookRead::Hook(_) => return Ok(None),
+        };
+        let legible = match self.state.read_bytes(&path) {
+            Ok(ReadOutcome::Value(bytes)) => serde_json::from_slice::<serde_json::Value>(&bytes)
+                .ok()
+                .and_then(|v| v.get("generation").and_then(serde_json::Value::as_u64)),
+            _ => None,
+        };
+        let quarantined = self.state.quarantine(&path)?;
+        let now = self.state.now();
+        let generation = u64::try_from(now.unix_ms())
+            .unwrap_or(0)
+            .max(legible.map_or(0, |g| g.saturating_add(1)));
+        let hook = Hook::new(agent.clone(), HookState::Empty, now, generation);
+        self.state.write_json(&path, &hook)?;
+        tracing::warn!(%agent, quarantined = %quarantined.display(), "repaired corrupt hook");
+        Ok(Some(Repaired {
+            corruption,
+            quarantined,
+            hook,
+        }))
+    }
+
+    /// Checks every file in `hooks/`: corrupt hooks (repaired with
+    /// [`DoctorMode::Fix`]) and stray names (only reported).
+    ///
+    /// # Errors
+    ///
+    /// As [`Hooks::list`] and [`Hooks::repair`].
+    pub fn doctor(&self, mode: DoctorMode) -> Result<DoctorReport> {
+        let (agents, strays) = self.scan()?;
+        let mut report = DoctorReport {
+            scanned: agents.len(),
+            findings: Vec::new(),
+        };
+        for agent in agents {
+            let HookRead::Corrupt(corruption) = self.read(&agent)? else {
+                continue;
+            };
+            let mut finding = Finding {
+                path: corruption.path.clone(),
+                agent: Some(agent.clone()),
+                problem: Problem::Corrupt(corruption.reason.clone()),
+                quarantined: None,
+            };
+            if mode == DoctorMode::Fix
+                && let Some(repaired) = self.repair(&agent)?
+            {
+                finding.quarantined = Some(repaired.quarantined);
+            }
+            report.findings.push(finding);
+        }
+        for name in strays {
+            report.findings.push(Finding {
+                path: self.dir.join(&name),
+                agent: None,
+                problem: Problem::Stray,
+                quarantined: None,
+            });
+        }
+        report.findings.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(report)
+    }
+}

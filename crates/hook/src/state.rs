@@ -1,0 +1,269 @@
+//! The typed hook: a state that always carries its work item when it has one.
+
+use std::fmt;
+
+use chipset_store::{AgentId, BeadId, Timestamp};
+use serde::{Deserialize, Serialize};
+
+/// The four lifecycle states, as written in the file's `status` field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HookStatus {
+    /// No work assigned; the agent is idle.
+    Empty,
+    /// Work assigned, not started yet.
+    Pending,
+    /// The agent is executing the work.
+    Active,
+    /// The work is finished and awaits the dispatcher's clear.
+    Completed,
+}
+
+impl HookStatus {
+    /// Every status, in lifecycle order.
+    pub const ALL: [HookStatus; 4] = [
+        HookStatus::Empty,
+        HookStatus::Pending,
+        HookStatus::Active,
+        HookStatus::Completed,
+    ];
+
+    /// Returns the name written in the file (`"empty"`, `"pending"`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookStatus::Empty => "empty",
+            HookStatus::Pending => "pending",
+            HookStatus::Active => "active",
+            HookStatus::Completed => "completed",
+        }
+    }
+}
+
+impl fmt::Display for HookStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The work a hook holds: the seed's `work_item` (bead id, title, when it was
+/// assigned), plus who assigned it when that is known.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkItem {
+    pub(crate) bead_id: BeadId,
+    pub(crate) title: String,
+    pub(crate) assigned_at: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) assigned_by: Option<AgentId>,
+}
+
+impl WorkItem {
+    /// Returns a work item. The title is free text; the bead id is validated by its type.
+    pub fn new(
+        bead_id: BeadId,
+        title: impl Into<String>,
+        assigned_at: Timestamp,
+        assigned_by: Option<AgentId>,
+    ) -> Self {
+        WorkItem {
+            bead_id,
+            title: title.into(),
+            assigned_at,
+            assigned_by,
+        }
+    }
+
+    /// Returns the bead (work item) id.
+    pub fn bead_id(&self) -> &BeadId {
+        &self.bead_id
+    }
+
+    /// Returns the short description of the work.
+    pub fn title(&self) -> &str {
+        &self.title
+    }
+
+    /// Returns when the work was assigned.
+    pub fn assigned_at(&self) -> Timestamp {
+        self.assigned_at
+    }
+
+    /// Returns the dispatcher that assigned the work, when it said so
+    /// (a hook written by a seed-style program does not record it).
+    pub fn assigned_by(&self) -> Option<&AgentId> {
+        self.assigned_by.as_ref()
+    }
+}
+
+/// Where a hook is in its lifecycle. Every state but [`HookState::Empty`]
+/// carries its work item, so "pending without work" cannot be written down.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HookState {
+    /// No work.
+    Empty,
+    /// Work assigned, not started.
+    Pending(WorkItem),
+    /// Work in progress.
+    Active(WorkItem),
+    /// Work finished, awaiting the dispatcher's clear.
+    Completed(WorkItem),
+}
+
+impl HookState {
+    /// Returns the status name of this state.
+    pub fn status(&self) -> HookStatus {
+        match self {
+            HookState::Empty => HookStatus::Empty,
+            HookState::Pending(_) => HookStatus::Pending,
+            HookState::Active(_) => HookStatus::Active,
+            HookState::Completed(_) => HookStatus::Completed,
+        }
+    }
+
+    /// Returns the work item, if the hook holds one.
+    pub fn work(&self) -> Option<&WorkItem> {
+        match self {
+            HookState::Empty => None,
+            HookState::Pending(w) | HookState::Active(w) | HookState::Completed(w) => Some(w),
+        }
+    }
+}
+
+/// One agent's hook: whose it is, where it is in its lifecycle, when it last
+/// changed, and its generation.
+///
+/// The generation grows on every assignment and on every clear or
+/// reassignment, so an [`Assignment`] taken from an earlier cycle never
+/// matches the hook again (see [`Assignment::matches`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hook {
+    pub(crate) agent: AgentId,
+    pub(crate) state: HookState,
+    pub(crate) last_activity: Timestamp,
+    pub(crate) generation: u64,
+}
+
+impl Hook {
+    /// Returns a hook in `state`. Every value of [`HookState`] is legal, so
+    /// this cannot build an illegal hook; use it for tests and simulations.
+    pub fn new(
+        agent: AgentId,
+        state: HookState,
+        last_activity: Timestamp,
+        generation: u64,
+    ) -> Self {
+        Hook {
+            agent,
+            state,
+            last_activity,
+            generation,
+        }
+    }
+
+    /// Returns the empty hook a missing file stands for: generation 0, last
+    /// activity at the Unix epoch.
+    pub fn missing(agent: AgentId) -> Self {
+        Hook::new(agent, HookState::Empty, Timestamp::EPOCH, 0)
+    }
+
+    /// Returns the agent this hook belongs to.
+    pub fn agent(&self) -> &AgentId {
+        &self.agent
+    }
+
+    /// Returns the lifecycle state with its work item.
+    pub fn state(&self) -> &HookState {
+        &self.state
+    }
+
+    /// Returns the status name.
+    pub fn status(&self) -> HookStatus {
+        self.state.status()
+    }
+
+    /// Returns the work item, if any.
+    pub fn work(&self) -> Option<&WorkItem> {
+        self.state.work()
+    }
+
+    /// Returns when the hook last changed (or was touched).
+    pub fn last_activity(&self) -> Timestamp {
+        self.last_activity
+    }
+
+    /// Returns the generation counter (0 for a file that does not record one).
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Returns the assignment the hook holds now (pending, active or
+    /// completed), the value the agent and the dispatcher act on.
+    pub fn assignment(&self) -> Option<Assignment> {
+        self.work().map(|work| Assignment {
+            agent: self.agent.clone(),
+            generation: self.generation,
+            work: work.clone(),
+        })
+    }
+}
+
+/// One assignment of one work item to one agent: the fence that
+/// [`activate`](crate::Hooks::activate), [`touch`](crate::Hooks::touch),
+/// [`complete`](crate::Hooks::complete), [`clear`](crate::Hooks::clear) and
+/// [`reassign`](crate::Hooks::reassign) name.
+///
+/// Returned by [`Hooks::assign`](crate::Hooks::assign),
+/// [`Hooks::pickup`](crate::Hooks::pickup) and
+/// [`Hooks::current`](crate::Hooks::current). It serializes, so an agent or
+/// a dispatcher can persist what it holds across a restart.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Assignment {
+    pub(crate) agent: AgentId,
+    pub(crate) generation: u64,
+    pub(crate) work: WorkItem,
+}
+
+impl Assignment {
+    /// Returns the agent whose hook holds the work.
+    pub fn agent(&self) -> &AgentId {
+        &self.agent
+    }
+
+    /// Returns the hook's generation when the work was assigned.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Returns the work item.
+    pub fn work(&self) -> &WorkItem {
+        &self.work
+    }
+
+    /// Returns the bead id (shorthand for `work().bead_id()`).
+    pub fn bead_id(&self) -> &BeadId {
+        &self.work.bead_id
+    }
+
+    /// Returns true when `hook` still holds this assignment: same agent, same
+    /// generation, same bead, same assignment time, in any non-empty state.
+    ///
+    /// The assignment time is part of the fence so that even a program that
+    /// rewrites the file without a `generation` (resetting it to 0) cannot
+    /// make an old assignment of the same bead match a new one.
+    pub fn matches(&self, hook: &Hook) -> bool {
+        hook.agent == self.agent
+            && hook.generation == self.generation
+            && hook.work().is_some_and(|w| {
+                w.bead_id == self.work.bead_id && w.assigned_at == self.work.assigned_at
+            })
+    }
+}
+
+impl fmt::Display for Assignment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "bead `{}` on `{}` (generation {}, assigned {})",
+            self.work.bead_id, self.agent, self.generation, self.work.assigned_at
+        )
+    }
+}

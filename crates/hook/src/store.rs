@@ -1,0 +1,404 @@
+//! The I/O layer: applies the pure transitions to `hooks/{agent}.json` under
+//! the hook's lock.
+
+use std::path::{Path, PathBuf};
+
+use chipset_store::{
+    AgentId, BeadId, Channel, CorruptReason, Corruption, Decision, ReadOutcome, StateDir, Timestamp,
+};
+
+use crate::error::{Error, Result};
+use crate::state::{Assignment, Hook, HookState, HookStatus};
+use crate::transition::{Actor, Event, transition};
+
+/// What reading one hook found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
+pub enum HookRead {
+    /// No file: an empty hook that was never written (generation 0).
+    Missing,
+    /// A legal hook.
+    Hook(Hook),
+    /// A file that is not a legal hook of this agent: unparsable, the wrong
+    /// shape, an illegal state (such as pending without a work item), another
+    /// agent's `agent_id`, too large, or not a regular file. Never "empty".
+    Corrupt(Corruption),
+}
+
+impl HookRead {
+    /// Returns the status, counting a missing hook as empty; `None` when corrupt.
+    pub fn status(&self) -> Option<HookStatus> {
+        match self {
+            HookRead::Missing => Some(HookStatus::Empty),
+            HookRead::Hook(h) => Some(h.status()),
+            HookRead::Corrupt(_) => None,
+        }
+    }
+
+    /// Returns the hook when the file holds one.
+    pub fn hook(&self) -> Option<&Hook> {
+        match self {
+            HookRead::Hook(h) => Some(h),
+            _ => None,
+        }
+    }
+
+    /// Returns the corruption when the file is corrupt.
+    pub fn corruption(&self) -> Option<&Corruption> {
+        match self {
+            HookRead::Corrupt(c) => Some(c),
+            _ => None,
+        }
+    }
+}
+
+/// What [`Hooks::pickup`] found: GUPP's answer to "is there work for me?".
+///
+/// There is no way to decline: pending work is activated in the same locked
+/// step that finds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
+pub enum Pickup {
+    /// Nothing is assigned.
+    Idle,
+    /// Pending work was found and is now active: execute it.
+    Started(Assignment),
+    /// The hook was already active (the agent restarted mid-work); it was
+    /// touched: continue the work.
+    Resumed(Assignment),
+    /// The work is completed and awaits the dispatcher's clear: nothing to do.
+    AwaitingClear(Assignment),
+}
+
+impl Pickup {
+    /// Returns the assignment to execute (started or resumed).
+    pub fn work(&self) -> Option<&Assignment> {
+        match self {
+            Pickup::Started(a) | Pickup::Resumed(a) => Some(a),
+            Pickup::Idle | Pickup::AwaitingClear(_) => None,
+        }
+    }
+}
+
+/// What [`Hooks::reassign`] took away.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Reassigned {
+    /// The assignment taken away; its agent can no longer touch or complete it.
+    pub taken: Assignment,
+    /// The status it was taken from (pending or active).
+    pub was: HookStatus,
+    /// The hook now (empty).
+    pub hook: Hook,
+}
+
+/// The hooks of every agent under one state root: `hooks/{agent}.json`.
+///
+/// Cheap to clone. Every change is a locked read-modify-write
+/// ([`StateDir::update`]) that applies the pure [`transition`]; changes to
+/// one hook are therefore linearizable across threads and processes.
+#[derive(Debug, Clone)]
+pub struct Hooks {
+    pub(crate) state: StateDir,
+    pub(crate) dir: PathBuf,
+}
+
+impl Hooks {
+    /// Returns the hooks under `state`. Creates nothing until the first write.
+    pub fn new(state: StateDir) -> Self {
+        let dir = state.channel_path(Channel::Hooks);
+        Hooks { state, dir }
+    }
+
+    /// Returns the state root.
+    pub fn state(&self) -> &StateDir {
+        &self.state
+    }
+
+    /// Returns the `hooks/` directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Returns the path of `agent`'s hook file.
+    pub fn path(&self, agent: &AgentId) -> PathBuf {
+        self.dir.join(format!("{agent}.json"))
+    }
+
+    /// Reads `agent`'s hook without locking (a file is always whole).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when the file cannot be read; a corrupt file is
+    /// [`HookRead::Corrupt`], not an error.
+    pub fn read(&self, agent: &AgentId) -> Result<HookRead> {
+        let path = self.path(agent);
+        match self.state.read_json::<Hook>(&path) {
+            Ok(read) => Ok(match classify(agent, &path, read) {
+                Ok(Some(hook)) => HookRead::Hook(hook),
+                Ok(None) => HookRead::Missing,
+                Err(c) => HookRead::Corrupt(c),
+            }),
+            Err(e) => match symlink_corruption(&path, e) {
+                Ok(c) => Ok(HookRead::Corrupt(c)),
+                Err(e) => Err(e.into()),
+            },
+        }
+    }
+
+    /// Returns the assignment `agent`'s hook holds now (pending, active or
+    /// completed), or `None` when it is empty: what the command line's
+    /// agent-side commands act on.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupt`] when the hook file is corrupt; [`Error::Store`].
+    pub fn current(&self, agent: &AgentId) -> Result<Option<Assignment>> {
+        match self.read(agent)? {
+            HookRead::Missing => Ok(None),
+            HookRead::Hook(h) => Ok(h.assignment()),
+            HookRead::Corrupt(corruption) => Err(Error::Corrupt {
+                agent: agent.clone(),
+                op: "read the assignment of",
+                corruption,
+            }),
+        }
+    }
+
+    /// Assigns work to `agent`'s empty hook (dispatcher), recording `by` as
+    /// `assigned_by` when given, and returns the new assignment.
+    ///
+    /// # Errors
+    ///
+    /// [`TransitionError::AlreadyAssigned`](crate::TransitionError::AlreadyAssigned)
+    /// when the hook is pending, active or completed; [`Error::Corrupt`]
+    /// when the file is corrupt (repair it first); [`Error::Store`].
+    pub fn assign(
+        &self,
+        agent: &AgentId,
+        bead_id: BeadId,
+        title: impl Into<String>,
+        by: Option<&AgentId>,
+    ) -> Result<Assignment> {
+        let event = Event::Assign {
+            bead_id,
+            title: title.into(),
+        };
+        let hook = self.apply(agent, event, &Actor::Dispatcher(by.cloned()))?;
+        Ok(hook.assignment().expect("an assigned hook holds work"))
+    }
+
+    /// Starts the held, pending assignment (the owning agent).
+    /// [`Hooks::pickup`] finds and activates in one step.
+    ///
+    /// # Errors
+    ///
+    /// [`TransitionError::StaleAssignment`](crate::TransitionError::StaleAssignment)
+    /// when the hook no longer holds `held`;
+    /// [`TransitionError::WrongState`](crate::TransitionError::WrongState)
+    /// when it is not pending; [`Error::Corrupt`]; [`Error::Store`].
+    pub fn activate(&self, held: &Assignment) -> Result<Hook> {
+        self.apply(
+            &held.agent,
+            Event::Activate(held.clone()),
+            &Actor::Agent(held.agent.clone()),
+        )
+    }
+
+    /// Updates `last_activity` on the held, active assignment (the owning
+    /// agent's heartbeat). A touch after a clear or reassignment fails as
+    /// stale and writes nothing, so it can never bring the work back.
+    ///
+    /// # Errors
+    ///
+    /// As [`Hooks::activate`]; the hook must be active.
+    pub fn touch(&self, held: &Assignment) -> Result<Hook> {
+        self.apply(
+            &held.agent,
+            Event::Touch(held.clone()),
+            &Actor::Agent(held.agent.clone()),
+        )
+    }
+
+    /// Completes the held, active assignment (the owning agent).
+    ///
+    /// # Errors
+    ///
+    /// As [`Hooks::activate`]; the hook must be active.
+    pub fn complete(&self, held: &Assignment) -> Result<Hook> {
+        self.apply(
+            &held.agent,
+            Event::Complete(held.clone()),
+            &Actor::Agent(held.agent.clone()),
+        )
+    }
+
+    /// Retires a completed assignment (dispatcher, after verifying the
+    /// work): the hook becomes empty; the file stays.
+    ///
+    /// # Errors
+    ///
+    /// [`TransitionError::StaleAssignment`](crate::TransitionError::StaleAssignment)
+    /// when the hook no longer holds `held`;
+    /// [`TransitionError::WrongState`](crate::TransitionError::WrongState)
+    /// when it is pending or active (use [`Hooks::reassign`]); [`Error::Corrupt`]; [`Error::Store`].
+    pub fn clear(&self, held: &Assignment) -> Result<Hook> {
+        self.apply(
+            &held.agent,
+            Event::Clear(held.clone()),
+            &Actor::Dispatcher(None),
+        )
+    }
+
+    /// Takes a pending or active assignment away from its agent (dispatcher):
+    /// the hook becomes empty and the generation moves on, so the agent's
+    /// later touch or complete fails as stale. Returns what was taken.
+    ///
+    /// # Errors
+    ///
+    /// [`TransitionError::StaleAssignment`](crate::TransitionError::StaleAssignment)
+    /// when the hook no longer holds `held`;
+    /// [`TransitionError::WrongState`](crate::TransitionError::WrongState)
+    /// when it is completed (use [`Hooks::clear`]); [`Error::Corrupt`]; [`Error::Store`].
+    pub fn reassign(&self, held: &Assignment) -> Result<Reassigned> {
+        let (before, hook) = self.change(
+            &held.agent,
+            "reassign",
+            Event::Reassign(held.clone()),
+            &Actor::Dispatcher(None),
+        )?;
+        tracing::info!(agent = %held.agent, bead = %held.bead_id(), was = %before.status(), "hook reassigned");
+        Ok(Reassigned {
+            taken: before.assignment().expect("a reassigned hook held work"),
+            was: before.status(),
+            hook,
+        })
+    }
+
+    /// GUPP, the agent side: finds `agent`'s work and starts it in one locked
+    /// step. Pending work is activated ([`Pickup::Started`]); active work is
+    /// touched and handed back ([`Pickup::Resumed`], for an agent that
+    /// restarted); completed work waits for the dispatcher
+    /// ([`Pickup::AwaitingClear`]); an empty hook is [`Pickup::Idle`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupt`] when the hook file is corrupt; [`Error::Store`].
+    pub fn pickup(&self, agent: &AgentId) -> Result<Pickup> {
+        let me = Actor::Agent(agent.clone());
+        self.locked(agent, "pick up work from", |hook, now| {
+            let (event, pickup) = match (hook.state(), hook.assignment()) {
+                (_, None) => return Ok(Decision::Keep(Pickup::Idle)),
+                (HookState::Pending(_), Some(a)) => {
+                    (Event::Activate(a.clone()), Pickup::Started(a))
+                }
+                (HookState::Active(_), Some(a)) => (Event::Touch(a.clone()), Pickup::Resumed(a)),
+                (_, Some(a)) => return Ok(Decision::Keep(Pickup::AwaitingClear(a))),
+            };
+            let new = transition(&hook, &event, &me, now)?;
+            Ok(write_if_changed(&hook, new, pickup))
+        })
+    }
+
+    /// Applies any [`Event`] by `actor` to `agent`'s hook under its lock and
+    /// returns the new hook. The typed methods above are this with the actor
+    /// filled in.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Transition`] when the rules refuse; [`Error::Corrupt`]; [`Error::Store`].
+    pub fn apply(&self, agent: &AgentId, event: Event, actor: &Actor) -> Result<Hook> {
+        let op = event.op().as_str();
+        self.change(agent, op, event, actor).map(|(_, after)| after)
+    }
+
+    fn change(
+        &self,
+        agent: &AgentId,
+        op: &'static str,
+        event: Event,
+        actor: &Actor,
+    ) -> Result<(Hook, Hook)> {
+        self.locked(agent, op, |before, now| {
+            let after = transition(&before, &event, actor, now)?;
+            let out = (before.clone(), after.clone());
+            Ok(write_if_changed(&before, after, out))
+        })
+    }
+
+    /// Runs `decide` on the current hook (missing = [`Hook::missing`]) under
+    /// the hook's lock; a corrupt file never reaches it.
+    pub(crate) fn locked<R>(
+        &self,
+        agent: &AgentId,
+        op: &'static str,
+        decide: impl FnOnce(Hook, Timestamp) -> Result<Decision<Hook, R>>,
+    ) -> Result<R> {
+        let path = self.path(agent);
+        let corrupt = |corruption| Error::Corrupt {
+            agent: agent.clone(),
+            op,
+            corruption,
+        };
+        let result = self.state.update(&path, |read: ReadOutcome<Hook>| {
+            let hook = classify(agent, &path, read)
+                .map_err(corrupt)?
+                .unwrap_or_else(|| Hook::missing(agent.clone()));
+            // Time is read under the lock, so successive changes see it in order.
+            decide(hook, self.state.now())
+        });
+        match result {
+            Err(Error::Store(e)) => {
+                Err(symlink_corruption(&path, e).map_or_else(Error::from, corrupt))
+            }
+            other => other,
+        }
+    }
+}
+
+/// Skips the write (and its syncs) when a transition changes nothing, such as
+/// two touches within one millisecond.
+fn write_if_changed<R>(before: &Hook, after: Hook, out: R) -> Decision<Hook, R> {
+    if *before == after {
+        Decision::Keep(out)
+    } else {
+        Decision::Write(after, out)
+    }
+}
+
+/// Turns a typed read into a hook, or the reason it is corrupt. A hook whose
+/// `agent_id` is not its file's agent is corrupt: acting on it would act on
+/// the wrong agent's work.
+pub(crate) fn classify(
+    agent: &AgentId,
+    path: &Path,
+    read: ReadOutcome<Hook>,
+) -> Result<Option<Hook>, Corruption> {
+    match read {
+        ReadOutcome::Missing => Ok(None),
+        ReadOutcome::Corrupt(c) => Err(c),
+        ReadOutcome::Value(hook) if hook.agent() == agent => Ok(Some(hook)),
+        ReadOutcome::Value(hook) => Err(Corruption {
+            path: path.to_owned(),
+            reason: CorruptReason::WrongShape(format!(
+                "agent_id `{}` does not match the file's agent `{agent}`",
+                hook.agent()
+            )),
+        }),
+    }
+}
+
+/// A symlink where the hook file should be is reported as a corrupt hook
+/// (not a regular file), so it is listed, refused and repaired like one.
+pub(crate) fn symlink_corruption(
+    path: &Path,
+    e: chipset_store::Error,
+) -> Result<Corruption, chipset_store::Error> {
+    match e {
+        chipset_store::Error::Symlink { path: p } if p == path => Ok(Corruption {
+            path: p,
+            reason: CorruptReason::NotARegularFile,
+        }),
+        e => Err(e),
+    }
+}

@@ -1,0 +1,571 @@
+//! The pure state machine: (hook, event, actor, now) → new hook or a typed error.
+
+use std::fmt;
+
+use chipset_store::{AgentId, BeadId, Timestamp};
+
+use crate::state::{Assignment, Hook, HookState, HookStatus, WorkItem};
+
+/// Who is acting on a hook.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Actor {
+    /// The mayor or a sling dispatcher; it may name itself (recorded as `assigned_by`).
+    Dispatcher(Option<AgentId>),
+    /// An agent, acting on its own hook.
+    Agent(AgentId),
+}
+
+impl fmt::Display for Actor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Actor::Dispatcher(Some(id)) => write!(f, "dispatcher `{id}`"),
+            Actor::Dispatcher(None) => f.write_str("a dispatcher"),
+            Actor::Agent(id) => write!(f, "agent `{id}`"),
+        }
+    }
+}
+
+/// Who may perform an operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// Any dispatcher.
+    Dispatcher,
+    /// Only the agent the hook belongs to.
+    OwningAgent,
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Role::Dispatcher => "a dispatcher",
+            Role::OwningAgent => "the agent that owns the hook",
+        })
+    }
+}
+
+/// The operations on a hook, named in errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// empty → pending (dispatcher).
+    Assign,
+    /// pending → active (owning agent).
+    Activate,
+    /// active → active with a new `last_activity` (owning agent).
+    Touch,
+    /// active → completed (owning agent).
+    Complete,
+    /// completed → empty (dispatcher).
+    Clear,
+    /// pending or active → empty, taking the work away (dispatcher).
+    Reassign,
+}
+
+impl Op {
+    /// Returns who may perform the operation.
+    pub fn role(self) -> Role {
+        match self {
+            Op::Assign | Op::Clear | Op::Reassign => Role::Dispatcher,
+            Op::Activate | Op::Touch | Op::Complete => Role::OwningAgent,
+        }
+    }
+
+    /// Returns the operation's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Op::Assign => "assign",
+            Op::Activate => "activate",
+            Op::Touch => "touch",
+            Op::Complete => "complete",
+            Op::Clear => "clear",
+            Op::Reassign => "reassign",
+        }
+    }
+
+    /// Returns the states the operation starts from, as a phrase for errors.
+    pub fn needs(self) -> &'static str {
+        match self {
+            Op::Assign => "an empty hook",
+            Op::Activate => "a pending hook",
+            Op::Touch => "an active hook",
+            Op::Complete => "an active hook",
+            Op::Clear => "a completed hook (take pending or active work away with reassign)",
+            Op::Reassign => "a pending or active hook (clear completed work with clear)",
+        }
+    }
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What happens to a hook.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// Give an empty hook new work (dispatcher).
+    Assign {
+        /// The bead to work on.
+        bead_id: BeadId,
+        /// Its short description.
+        title: String,
+    },
+    /// Start the held assignment (owning agent).
+    Activate(Assignment),
+    /// Signal liveness on the held, active assignment (owning agent).
+    Touch(Assignment),
+    /// Finish the held, active assignment (owning agent).
+    Complete(Assignment),
+    /// Retire this completed assignment (dispatcher).
+    Clear(Assignment),
+    /// Take this pending or active assignment away (dispatcher).
+    Reassign(Assignment),
+}
+
+impl Event {
+    /// Returns the operation.
+    pub fn op(&self) -> Op {
+        match self {
+            Event::Assign { .. } => Op::Assign,
+            Event::Activate(_) => Op::Activate,
+            Event::Touch(_) => Op::Touch,
+            Event::Complete(_) => Op::Complete,
+            Event::Clear(_) => Op::Clear,
+            Event::Reassign(_) => Op::Reassign,
+        }
+    }
+
+    /// Returns the assignment the event is fenced on (all but assign).
+    pub fn fence(&self) -> Option<&Assignment> {
+        match self {
+            Event::Assign { .. } => None,
+            Event::Activate(a)
+            | Event::Touch(a)
+            | Event::Complete(a)
+            | Event::Clear(a)
+            | Event::Reassign(a) => Some(a),
+        }
+    }
+}
+
+/// A transition the hook's rules refuse. Nothing is written when one is returned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TransitionError {
+    /// Assign onto a hook that already holds work (one work item per agent).
+    #[error(
+        "cannot assign to `{agent}`: its hook is already {status} with bead `{bead_id}`; \
+         only an empty hook takes new work"
+    )]
+    AlreadyAssigned {
+        /// The hook's agent.
+        agent: AgentId,
+        /// Its status (pending, active or completed).
+        status: HookStatus,
+        /// The bead it holds.
+        bead_id: BeadId,
+    },
+    /// The actor has the wrong role for the operation (an agent assigning, a dispatcher completing).
+    #[error("{actor} may not {op} the hook of `{agent}`: only {allowed} may")]
+    NotPermitted {
+        /// The hook's agent.
+        agent: AgentId,
+        /// Who tried.
+        actor: Actor,
+        /// What they tried.
+        op: Op,
+        /// Who may.
+        allowed: Role,
+    },
+    /// An agent acting on another agent's hook.
+    #[error("agent `{actor}` may not {op} the hook of `{agent}`: only `{agent}` itself may")]
+    NotOwner {
+        /// The hook's agent.
+        agent: AgentId,
+        /// The agent that tried.
+        actor: AgentId,
+        /// What it tried.
+        op: Op,
+    },
+    /// The assignment holds, but the hook is not in a state the operation starts from.
+    #[error("cannot {op} the hook of `{agent}`: it is {from}, and {op} needs {}", op.needs())]
+    WrongState {
+        /// The hook's agent.
+        agent: AgentId,
+        /// What was tried.
+        op: Op,
+        /// The hook's status.
+        from: HookStatus,
+    },
+    /// The assignment named is no longer the one the hook holds: it was
+    /// cleared, reassigned or replaced in between.
+    #[error("cannot {op}: {held} is stale; the hook of `{agent}` is now {}", Found(*status, current.as_deref()))]
+    StaleAssignment {
+        /// The hook's agent.
+        agent: AgentId,
+        /// What was tried.
+        op: Op,
+        /// The assignment the caller held.
+        held: Box<Assignment>,
+        /// The hook's status now.
+        status: HookStatus,
+        /// The assignment the hook holds now, if any.
+        current: Option<Box<Assignment>>,
+    },
+}
+
+struct Found<'a>(HookStatus, Option<&'a Assignment>);
+
+impl fmt::Display for Found<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.1 {
+            None => write!(f, "{}", self.0),
+            Some(a) => write!(
+                f,
+                "{} with bead `{}` (generation {}, assigned {})",
+                self.0, a.work.bead_id, a.generation, a.work.assigned_at
+            ),
+        }
+    }
+}
+
+impl TransitionError {
+    /// Returns true for [`TransitionError::StaleAssignment`].
+    pub fn is_stale(&self) -> bool {
+        matches!(self, TransitionError::StaleAssignment { .. })
+    }
+}
+
+fn next_generation(g: u64) -> u64 {
+    g.saturating_add(1)
+}
+
+/// Applies `event` by `actor` at `now` to `hook` and returns the new hook.
+///
+/// The rules, checked in this order:
+///
+/// 1. Role: assign, clear and reassign are for a dispatcher; activate, touch
+///    and complete for the agent that owns the hook
+///    ([`TransitionError::NotPermitted`], [`TransitionError::NotOwner`]).
+/// 2. Fence: every event but assign names an [`Assignment`]; it must still
+///    be the hook's ([`Assignment::matches`]), else
+///    [`TransitionError::StaleAssignment`].
+/// 3. State: assign needs empty ([`TransitionError::AlreadyAssigned`]),
+///    activate pending, touch and complete active, clear completed, reassign
+///    pending or active ([`TransitionError::WrongState`]).
+///
+/// Every successful event sets `last_activity` to `now`. Assign, clear and
+/// reassign add one to the generation.
+///
+/// ```
+/// use chipset_hook::{transition, Actor, Event, Hook, HookStatus};
+/// use chipset_store::{AgentId, BeadId, Timestamp};
+/// let agent = AgentId::new("polecat-alpha")?;
+/// let now = Timestamp::parse("2026-03-05T10:30:00Z")?;
+/// let empty = Hook::missing(agent.clone());
+/// let assign = Event::Assign { bead_id: BeadId::new("gt-abc12")?, title: "Add README section".into() };
+/// let pending = transition(&empty, &assign, &Actor::Dispatcher(None), now)?;
+/// assert_eq!(pending.status(), HookStatus::Pending);
+///
+/// // Only the owning agent may activate, and only with the assignment it holds.
+/// let held = pending.assignment().unwrap();
+/// let err = transition(&pending, &Event::Activate(held.clone()), &Actor::Dispatcher(None), now);
+/// assert!(err.is_err());
+/// let active = transition(&pending, &Event::Activate(held), &Actor::Agent(agent), now)?;
+/// assert_eq!(active.status(), HookStatus::Active);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+///
+/// A [`TransitionError`] naming the hook's state and who may do what.
+pub fn transition(
+    hook: &Hook,
+    event: &Event,
+    actor: &Actor,
+    now: Timestamp,
+) -> Result<Hook, TransitionError> {
+    let op = event.op();
+    let agent = &hook.agent;
+    match (op.role(), actor) {
+        (Role::Dispatcher, Actor::Dispatcher(_)) => {}
+        (Role::OwningAgent, Actor::Agent(id)) if id == agent => {}
+        (Role::OwningAgent, Actor::Agent(id)) => {
+            return Err(TransitionError::NotOwner {
+                agent: agent.clone(),
+                actor: id.clone(),
+                op,
+            });
+        }
+        (allowed, _) => {
+            return Err(TransitionError::NotPermitted {
+                agent: agent.clone(),
+                actor: actor.clone(),
+                op,
+                allowed,
+            });
+        }
+    }
+    if let Some(held) = event.fence()
+        && !held.matches(hook)
+    {
+        return Err(TransitionError::StaleAssignment {
+            agent: agent.clone(),
+            op,
+            held: Box::new(held.clone()),
+            status: hook.status(),
+            current: hook.assignment().map(Box::new),
+        });
+    }
+    let moved = |state, generation| {
+        Ok(Hook {
+            agent: agent.clone(),
+            state,
+            last_activity: now,
+            generation,
+        })
+    };
+    let generation = hook.generation;
+    match (event, &hook.state) {
+        (Event::Assign { bead_id, title }, HookState::Empty) => {
+            let by = match actor {
+                Actor::Dispatcher(by) => by.clone(),
+                Actor::Agent(_) => None,
+            };
+            let work = WorkItem::new(bead_id.clone(), title.clone(), now, by);
+            moved(HookState::Pending(work), next_generation(generation))
+        }
+        (Event::Assign { .. }, state) => Err(TransitionError::AlreadyAssigned {
+            agent: agent.clone(),
+            status: state.status(),
+            bead_id: state
+                .work()
+                .map(|w| w.bead_id.clone())
+                .expect("a non-empty state carries work"),
+        }),
+        (Event::Activate(_), HookState::Pending(w)) => {
+            moved(HookState::Active(w.clone()), generation)
+        }
+        (Event::Touch(_), HookState::Active(w)) => moved(HookState::Active(w.clone()), generation),
+        (Event::Complete(_), HookState::Active(w)) => {
+            moved(HookState::Completed(w.clone()), generation)
+        }
+        (Event::Clear(_), HookState::Completed(_))
+        | (Event::Reassign(_), HookState::Pending(_) | HookState::Active(_)) => {
+            moved(HookState::Empty, next_generation(generation))
+        }
+        (_, state) => Err(TransitionError::WrongState {
+            agent: agent.clone(),
+            op,
+            from: state.status(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(ms: i64) -> Timestamp {
+        Timestamp::from_unix_ms(1_772_706_600_000 + ms)
+    }
+
+    fn agent(name: &str) -> AgentId {
+        AgentId::new(name).unwrap()
+    }
+
+    fn work(bead: &str) -> WorkItem {
+        WorkItem::new(BeadId::new(bead).unwrap(), "title", t(0), None)
+    }
+
+    fn hook(state: HookState) -> Hook {
+        Hook::new(agent("a"), state, t(0), 7)
+    }
+
+    /// Every state, with the assignment it holds (or a plausible old one for empty).
+    fn states() -> Vec<Hook> {
+        vec![
+            hook(HookState::Empty),
+            hook(HookState::Pending(work("b1"))),
+            hook(HookState::Active(work("b1"))),
+            hook(HookState::Completed(work("b1"))),
+        ]
+    }
+
+    fn fenced(op: Op, a: Assignment) -> Event {
+        match op {
+            Op::Assign => Event::Assign {
+                bead_id: BeadId::new("b2").unwrap(),
+                title: "new".into(),
+            },
+            Op::Activate => Event::Activate(a),
+            Op::Touch => Event::Touch(a),
+            Op::Complete => Event::Complete(a),
+            Op::Clear => Event::Clear(a),
+            Op::Reassign => Event::Reassign(a),
+        }
+    }
+
+    const OPS: [Op; 6] = [
+        Op::Assign,
+        Op::Activate,
+        Op::Touch,
+        Op::Complete,
+        Op::Clear,
+        Op::Reassign,
+    ];
+
+    /// The whole table: for each state and operation by the right role with
+    /// the right fence, the expected new status or refusal.
+    #[test]
+    fn exhaustive_table_with_the_right_actor_and_fence() {
+        use HookStatus::*;
+        let expected = |from: HookStatus, op: Op| -> Option<HookStatus> {
+            match (from, op) {
+                (Empty, Op::Assign) => Some(Pending),
+                (Pending, Op::Activate) => Some(Active),
+                (Active, Op::Touch) => Some(Active),
+                (Active, Op::Complete) => Some(Completed),
+                (Completed, Op::Clear) => Some(Empty),
+                (Pending | Active, Op::Reassign) => Some(Empty),
+                _ => None,
+            }
+        };
+        let old = Assignment {
+            agent: agent("a"),
+            generation: 7,
+            work: work("b1"),
+        };
+        for h in states() {
+            for op in OPS {
+                let actor = match op.role() {
+                    Role::Dispatcher => Actor::Dispatcher(Some(agent("mayor"))),
+                    Role::OwningAgent => Actor::Agent(agent("a")),
+                };
+                let fence = h.assignment().unwrap_or_else(|| old.clone());
+                let got = transition(&h, &fenced(op, fence), &actor, t(5));
+                match (expected(h.status(), op), got) {
+                    (Some(status), Ok(new)) => {
+                        assert_eq!(new.status(), status, "{} {op}", h.status());
+                        assert_eq!(new.last_activity(), t(5));
+                        let bump = matches!(op, Op::Assign | Op::Clear | Op::Reassign);
+                        assert_eq!(new.generation(), 7 + u64::from(bump), "{op}");
+                    }
+                    (None, Err(e)) => match (h.status(), op) {
+                        (Empty, _) => assert!(e.is_stale(), "{op}: {e}"),
+                        (_, Op::Assign) => {
+                            assert!(matches!(e, TransitionError::AlreadyAssigned { .. }), "{e}")
+                        }
+                        _ => assert!(matches!(e, TransitionError::WrongState { .. }), "{e}"),
+                    },
+                    (want, got) => panic!("{} {op}: expected {want:?}, got {got:?}", h.status()),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn wrong_roles_and_other_agents_are_refused_in_every_state() {
+        let old = Assignment {
+            agent: agent("a"),
+            generation: 7,
+            work: work("b1"),
+        };
+        for h in states() {
+            for op in OPS {
+                let event = fenced(op, h.assignment().unwrap_or_else(|| old.clone()));
+                let (wrong_role, other_agent) = match op.role() {
+                    Role::Dispatcher => (Actor::Agent(agent("a")), None),
+                    Role::OwningAgent => (
+                        Actor::Dispatcher(None),
+                        Some(Actor::Agent(agent("intruder"))),
+                    ),
+                };
+                let e = transition(&h, &event, &wrong_role, t(1)).unwrap_err();
+                assert!(matches!(e, TransitionError::NotPermitted { .. }), "{e}");
+                if let Some(other) = other_agent {
+                    let e = transition(&h, &event, &other, t(1)).unwrap_err();
+                    assert!(matches!(e, TransitionError::NotOwner { .. }), "{e}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn any_fence_field_mismatch_is_stale() {
+        let h = hook(HookState::Active(work("b1")));
+        let good = h.assignment().unwrap();
+        let mut variants = vec![];
+        let mut a = good.clone();
+        a.generation = 6;
+        variants.push(a);
+        let mut a = good.clone();
+        a.work.bead_id = BeadId::new("b9").unwrap();
+        variants.push(a);
+        let mut a = good.clone();
+        a.work.assigned_at = t(1);
+        variants.push(a);
+        let mut a = good.clone();
+        a.agent = agent("z");
+        variants.push(a);
+        for held in variants {
+            let e =
+                transition(&h, &Event::Touch(held), &Actor::Agent(agent("a")), t(2)).unwrap_err();
+            assert!(e.is_stale(), "{e}");
+        }
+        // The title and assigned_by are not part of the fence.
+        let mut a = good;
+        a.work.title = "renamed".into();
+        a.work.assigned_by = Some(agent("mayor"));
+        assert!(transition(&h, &Event::Touch(a), &Actor::Agent(agent("a")), t(2)).is_ok());
+    }
+
+    #[test]
+    fn assign_records_the_dispatcher_and_time() {
+        let h = hook(HookState::Empty);
+        let event = Event::Assign {
+            bead_id: BeadId::new("gt-1").unwrap(),
+            title: "Fix".into(),
+        };
+        let new = transition(&h, &event, &Actor::Dispatcher(Some(agent("mayor"))), t(9)).unwrap();
+        let w = new.work().unwrap();
+        assert_eq!(w.assigned_at(), t(9));
+        assert_eq!(w.assigned_by().map(AgentId::as_str), Some("mayor"));
+        assert_eq!(w.title(), "Fix");
+    }
+
+    #[test]
+    fn error_messages_say_state_and_who_may() {
+        let h = hook(HookState::Pending(work("b1")));
+        let a = h.assignment().unwrap();
+        let check = |event: Event, actor: Actor, expected: &str| {
+            let e = transition(&h, &event, &actor, t(1)).unwrap_err();
+            assert_eq!(e.to_string(), expected);
+        };
+        check(
+            fenced(Op::Assign, a.clone()),
+            Actor::Dispatcher(None),
+            "cannot assign to `a`: its hook is already pending with bead `b1`; only an empty hook takes new work",
+        );
+        check(
+            Event::Activate(a.clone()),
+            Actor::Dispatcher(Some(agent("mayor"))),
+            "dispatcher `mayor` may not activate the hook of `a`: only the agent that owns the hook may",
+        );
+        check(
+            Event::Activate(a.clone()),
+            Actor::Agent(agent("b")),
+            "agent `b` may not activate the hook of `a`: only `a` itself may",
+        );
+        check(
+            Event::Complete(a.clone()),
+            Actor::Agent(agent("a")),
+            "cannot complete the hook of `a`: it is pending, and complete needs an active hook",
+        );
+        check(
+            Event::Clear(a),
+            Actor::Dispatcher(None),
+            "cannot clear the hook of `a`: it is pending, and clear needs a completed hook (take pending or active work away with reassign)",
+        );
+    }
+}
