@@ -222,10 +222,15 @@ mod tests {
                 ..
             })
         ));
-        assert!(
-            ReminderKey::new("k", "s", "/".repeat(64)).is_err(),
-            "192 bytes escaped is fine? no: 64*3"
-        );
+        assert!(ReminderKey::new("k", "s", "/".repeat(64)).is_ok());
+        assert!(ReminderKey::new("k", "s", "\u{1F600}".repeat(50)).is_ok());
+        assert!(matches!(
+            ReminderKey::new("k", "s", "\u{1F600}".repeat(51)),
+            Err(Error::InvalidField {
+                field: "source id",
+                ..
+            })
+        ));
         assert!(matches!(
             ReminderKey::new("k", "s", "a\nb"),
             Err(Error::InvalidField { .. })

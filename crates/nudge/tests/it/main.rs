@@ -1,0 +1,8 @@
+//! Integration tests for chipset-nudge: one binary, a module per area.
+
+mod golden;
+mod model;
+mod procs;
+mod reminders;
+mod signals;
+mod support;

@@ -1,0 +1,289 @@
+//! Model-based property tests: each channel against a plain in-memory model.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use chipset_nudge::{
+    Delivery, Draft, Error, KindRegistry, ManualResolution, NewReminder, NudgeType, Nudges, Opened,
+    Received, ReminderFilter, ReminderId, ReminderKey, Reminders, Resolution, preset,
+};
+use chipset_store::{Clock, StateDir};
+use proptest::prelude::*;
+
+use crate::support::{agent, manual_state};
+
+// ---------------------------------------------------------------- signals
+
+#[derive(Debug, Clone)]
+enum SigOp {
+    Send { to: usize, kind: usize },
+    Receive { who: usize },
+    Mark { who: usize },
+    Respond { who: usize },
+    Restart,
+    Tick,
+}
+
+const KINDS: [&str; 5] = [
+    "health_check",
+    "stall_warning",
+    "abort",
+    "sync_request",
+    "custom_kind",
+];
+const AGENTS: usize = 3;
+
+fn sig_op() -> impl Strategy<Value = SigOp> {
+    prop_oneof![
+        4 => (0..AGENTS, 0..KINDS.len()).prop_map(|(to, kind)| SigOp::Send { to, kind }),
+        3 => (0..AGENTS).prop_map(|who| SigOp::Receive { who }),
+        3 => (0..AGENTS).prop_map(|who| SigOp::Mark { who }),
+        2 => (0..AGENTS).prop_map(|who| SigOp::Respond { who }),
+        1 => Just(SigOp::Restart),
+        2 => Just(SigOp::Tick),
+    ]
+}
+
+/// The model of one agent's nudge directory: (id, type, from) of the latest
+/// nudge, the id last processed, and who has answered this agent.
+#[derive(Debug, Default, Clone)]
+struct SigModel {
+    latest: Option<(String, String, String)>,
+    processed: Option<String>,
+    responders: BTreeMap<String, String>,
+}
+
+fn name(i: usize) -> String {
+    format!("agent-{i}")
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn signals_match_the_model(ops in proptest::collection::vec(sig_op(), 1..40)) {
+        let (t, clock) = manual_state();
+        let mut nudges = Nudges::new(t.state.clone());
+        let mut model: Vec<SigModel> = vec![SigModel::default(); AGENTS];
+        let sender = agent("mayor");
+        for op in ops {
+            match op {
+                SigOp::Send { to, kind } => {
+                    let kind_name = KINDS[kind];
+                    let d = nudges
+                        .send(&agent(&name(to)), Draft::new(sender.clone(), NudgeType::from_name(kind_name), "m"))
+                        .unwrap();
+                    let m = &mut model[to];
+                    let pending = m.latest.clone().filter(|(id, ..)| m.processed.as_ref() != Some(id));
+                    match (&pending, &d) {
+                        (None, Delivery::Delivered { .. }) => {}
+                        (Some((pid, pkind, _)), Delivery::Held { pending, .. }) => {
+                            prop_assert_eq!(pkind.as_str(), "abort");
+                            prop_assert_ne!(kind_name, "abort");
+                            prop_assert_eq!(pending.id.as_ref().unwrap().as_str(), pid.as_str());
+                        }
+                        (Some((pid, pkind, _)), Delivery::Replaced { previous, .. }) => {
+                            prop_assert!(pkind != "abort" || kind_name == "abort");
+                            prop_assert_eq!(previous.id.as_ref().unwrap().as_str(), pid.as_str());
+                        }
+                        (p, d) => prop_assert!(false, "model {:?} vs {:?}", p, d),
+                    }
+                    if let Some(sent) = d.sent() {
+                        m.latest = Some((sent.id.as_ref().unwrap().to_string(), kind_name.to_owned(), "mayor".to_owned()));
+                    }
+                }
+                SigOp::Receive { who } | SigOp::Mark { who } | SigOp::Respond { who } => {
+                    let got = nudges.receive(&agent(&name(who))).unwrap();
+                    let m = &model[who];
+                    match (&m.latest, &got) {
+                        (None, Received::Empty) => {}
+                        (Some((id, ..)), Received::Seen(n)) => {
+                            prop_assert_eq!(m.processed.as_ref(), Some(id));
+                            prop_assert_eq!(n.id.as_ref().unwrap().as_str(), id.as_str());
+                        }
+                        (Some((id, ..)), Received::New(n)) => {
+                            prop_assert_ne!(m.processed.as_ref(), Some(id));
+                            prop_assert_eq!(n.id.as_ref().unwrap().as_str(), id.as_str());
+                        }
+                        (l, g) => prop_assert!(false, "model {:?} vs {:?}", l, g),
+                    }
+                    let Some(n) = got.to_process().cloned() else { continue };
+                    if matches!(op, SigOp::Mark { .. }) {
+                        nudges.mark_processed(&agent(&name(who)), &n).unwrap();
+                        model[who].processed = n.id.map(|i| i.into_string());
+                    } else if matches!(op, SigOp::Respond { .. }) && n.from != name(who) {
+                        // Answer whoever sent it (the mayor, or a responder).
+                        let Ok(to) = chipset_store::AgentId::new(n.from.as_str()) else { continue };
+                        let r = nudges.respond(&agent(&name(who)), &n, "ok").unwrap();
+                        let rid = r.response.id.clone().unwrap().into_string();
+                        if let Some(idx) = (0..AGENTS).find(|i| name(*i) == to.as_str()) {
+                            let m = &mut model[idx];
+                            m.responders.insert(name(who), rid.clone());
+                            let pending = m.latest.clone().filter(|(id, ..)| m.processed.as_ref() != Some(id));
+                            let held = pending.is_some_and(|(_, k, _)| k == "abort");
+                            prop_assert_eq!(r.delivery.is_held(), held);
+                            if !held {
+                                m.latest = Some((rid, "nudge_response".into(), name(who)));
+                            }
+                        }
+                    }
+                }
+                SigOp::Restart => {
+                    nudges = Nudges::new(StateDir::open(t.state.root()).unwrap());
+                }
+                SigOp::Tick => clock.advance(Duration::from_millis(1)),
+            }
+        }
+        // Every answer is visible to its addressee.
+        for (i, m) in model.iter().enumerate() {
+            let got = nudges.responses_since(&agent(&name(i)), chipset_store::Timestamp::EPOCH).unwrap();
+            let ids: BTreeMap<String, String> = got
+                .answered
+                .into_iter()
+                .filter(|n| n.from != "mayor")
+                .map(|n| (n.from, n.id.unwrap().into_string()))
+                .collect();
+            prop_assert_eq!(&ids, &m.responders);
+        }
+    }
+}
+
+// ---------------------------------------------------------------- reminders
+
+#[derive(Debug, Clone)]
+enum RemOp {
+    Open(usize),
+    Auto(usize),
+    Resolve(usize, bool),
+    Snooze(usize, u64),
+    Advance(u64),
+    List,
+}
+
+/// Keys: three wrap_session keys (auto-resolved by prism_wrap), one handoff (manual only).
+const KEYS: usize = 4;
+
+fn key(i: usize) -> ReminderKey {
+    if i == 3 {
+        ReminderKey::new(preset::HANDOFF_PENDING, "handoff", "h").unwrap()
+    } else {
+        ReminderKey::new(preset::WRAP_SESSION, "session", format!("s/{i}")).unwrap()
+    }
+}
+
+fn rem_op() -> impl Strategy<Value = RemOp> {
+    prop_oneof![
+        4 => (0..KEYS).prop_map(RemOp::Open),
+        2 => (0..KEYS).prop_map(RemOp::Auto),
+        2 => (0..KEYS, any::<bool>()).prop_map(|(k, c)| RemOp::Resolve(k, c)),
+        2 => (0..KEYS, 1..3u64).prop_map(|(k, h)| RemOp::Snooze(k, h)),
+        2 => (0..3u64).prop_map(RemOp::Advance),
+        2 => Just(RemOp::List),
+    ]
+}
+
+#[derive(Debug, Clone)]
+enum Live {
+    None,
+    Open(ReminderId),
+    Snoozed(ReminderId, i64),
+}
+
+const HOUR_MS: i64 = 3_600_000;
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn reminders_match_the_model(ops in proptest::collection::vec(rem_op(), 1..30)) {
+        let (t, clock) = manual_state();
+        let r = Reminders::new(t.state.clone(), KindRegistry::preset());
+        let mut live: Vec<Live> = vec![Live::None; KEYS];
+        let mut rows = 0usize;
+        let now = |c: &chipset_store::ManualClock| c.now().unix_ms();
+        for op in ops {
+            match op {
+                RemOp::Open(k) => {
+                    let got = r.open(NewReminder::new("t", None, &key(k), "m")).unwrap();
+                    match (live[k].clone(), got) {
+                        (Live::None, Opened::New(x)) => { rows += 1; live[k] = Live::Open(x.id); }
+                        (Live::Open(id), Opened::Existing(x)) => prop_assert_eq!(id, x.id),
+                        (Live::Snoozed(id, until), Opened::Snoozed(x)) if until > now(&clock) => prop_assert_eq!(id, x.id),
+                        (Live::Snoozed(id, until), Opened::Existing(x)) if until <= now(&clock) => {
+                            prop_assert_eq!(x.reopened_from(), Some(id.as_str()));
+                            rows += 1;
+                            live[k] = Live::Open(x.id);
+                        }
+                        (m, g) => prop_assert!(false, "model {:?} vs {:?}", m, g),
+                    }
+                }
+                RemOp::Auto(k) => {
+                    let key = key(k);
+                    let got = r.auto_resolve(key.kind(), key.source_type(), key.source_id(), "prism_wrap");
+                    if k == 3 {
+                        let refused = matches!(got, Err(Error::NotAResolvingVerb { .. }));
+                        prop_assert!(refused, "handoff has no resolving verb: {:?}", got);
+                        continue;
+                    }
+                    let got = got.unwrap();
+                    match live[k].clone() {
+                        Live::None => prop_assert!(got.is_none()),
+                        Live::Open(id) => prop_assert_eq!(got.unwrap().id, id),
+                        Live::Snoozed(id, _) => {
+                            let g = got.unwrap();
+                            prop_assert_eq!(g.reopened_from(), Some(id.as_str()));
+                            rows += 1;
+                        }
+                    }
+                    live[k] = Live::None;
+                }
+                RemOp::Resolve(k, _) | RemOp::Snooze(k, _) if matches!(live[k], Live::None) => {}
+                RemOp::Resolve(k, completed) => {
+                    let (Live::Open(id) | Live::Snoozed(id, _)) = live[k].clone() else { unreachable!() };
+                    let how = if completed { ManualResolution::Completed } else { ManualResolution::Ignored };
+                    let got = r.resolve(&id, how, None).unwrap();
+                    prop_assert_eq!(got.resolution, Some(Resolution::from(how)));
+                    if matches!(live[k], Live::Snoozed(..)) {
+                        prop_assert_eq!(got.reopened_from(), Some(id.as_str()));
+                        rows += 1;
+                    }
+                    live[k] = Live::None;
+                }
+                RemOp::Snooze(k, hours) => {
+                    let (Live::Open(id) | Live::Snoozed(id, _)) = live[k].clone() else { unreachable!() };
+                    let got = r.snooze(&id, Duration::from_secs(hours * 3600), None).unwrap();
+                    if matches!(live[k], Live::Snoozed(..)) {
+                        prop_assert_eq!(got.reopened_from(), Some(id.as_str()));
+                        rows += 1;
+                    }
+                    live[k] = Live::Snoozed(got.id, now(&clock) + hours as i64 * HOUR_MS);
+                }
+                RemOp::Advance(hours) => clock.advance(Duration::from_secs(hours * 3600)),
+                RemOp::List => {
+                    let listing = r.list_open(&ReminderFilter::default()).unwrap();
+                    prop_assert!(listing.corrupt.is_empty());
+                    for (k, l) in live.iter_mut().enumerate() {
+                        if let Live::Snoozed(id, until) = l.clone()
+                            && until <= now(&clock)
+                        {
+                            let x = listing.reminders.iter().find(|x| x.source_id == key(k).source_id()).unwrap();
+                            prop_assert_eq!(x.reopened_from(), Some(id.as_str()));
+                            rows += 1;
+                            *l = Live::Open(x.id.clone());
+                        }
+                    }
+                    let mut got: Vec<_> = listing.reminders.iter().map(|x| x.id.clone()).collect();
+                    let mut want: Vec<_> = live.iter().filter_map(|l| match l { Live::Open(id) => Some(id.clone()), _ => None }).collect();
+                    got.sort();
+                    want.sort();
+                    prop_assert_eq!(got, want);
+                }
+            }
+        }
+        // History retained: every row ever written is still there, once.
+        let all = r.all(&ReminderFilter::default()).unwrap();
+        prop_assert_eq!(all.reminders.len(), rows);
+        let open = all.reminders.iter().filter(|x| x.is_open()).count();
+        prop_assert_eq!(open, live.iter().filter(|l| matches!(l, Live::Open(_))).count());
+    }
+}

@@ -1,0 +1,232 @@
+//! Many processes at once: senders, responders, reminder openers.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::Duration;
+
+use chipset_nudge::{
+    Delivery, Draft, KindRegistry, NewReminder, NudgeType, Nudges, Received, ReminderFilter,
+    ReminderKey, Reminders, ResponseStatus, preset,
+};
+use chipset_store::{AgentId, ReadOutcome, StateDir, Timestamp};
+use chipset_testkit::{self as kit, TempState};
+use serde_json::{Value, json};
+
+use crate::support::{agent, temps_under};
+
+const ENTRY: &str = "procs::child_entry";
+const PROCS: usize = 8;
+
+/// Runs one role and returns the line it reports.
+fn run_role(name: &str, root: &Path, i: usize, extra: &str) -> Value {
+    let state = StateDir::open(root).unwrap();
+    match name {
+        // Send to `target`: a health check, or an abort when `extra` names this sender.
+        "send" => {
+            let nudges = Nudges::new(state);
+            let kind = if extra == i.to_string() {
+                NudgeType::Abort
+            } else {
+                NudgeType::HealthCheck
+            };
+            let d = nudges
+                .send(
+                    &agent("target"),
+                    Draft::new(agent(&format!("sender-{i}")), kind, format!("m-{i}")),
+                )
+                .unwrap();
+            let id = |n: &chipset_nudge::Nudge| json!(n.id.as_ref().unwrap().as_str());
+            match d {
+                Delivery::Delivered { sent } => json!({"sent": id(&sent), "previous": null}),
+                Delivery::Replaced { sent, previous } => {
+                    json!({"sent": id(&sent), "previous": id(&previous)})
+                }
+                Delivery::Held { pending, unsent } => {
+                    json!({"held": id(&unsent), "pending": id(&pending)})
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        // Answer the witness's nudge in this agent's latest.json.
+        "respond" => {
+            let nudges = Nudges::new(state);
+            let me = agent(&format!("agent-{i}"));
+            let Received::New(incoming) = nudges.receive(&me).unwrap() else {
+                panic!("no nudge")
+            };
+            let r = nudges.respond(&me, &incoming, "working").unwrap();
+            nudges.mark_processed(&me, &incoming).unwrap();
+            json!({"responded": r.response.id.unwrap().as_str()})
+        }
+        // Open the same reminder key.
+        "open" => {
+            let reminders = Reminders::new(state, KindRegistry::preset());
+            let key = ReminderKey::new(preset::WRAP_SESSION, "session", "sess-shared").unwrap();
+            let o = reminders
+                .open(NewReminder::new("tenant", None, &key, format!("from {i}")))
+                .unwrap();
+            json!({"new": o.is_new(), "id": o.reminder().id.as_str()})
+        }
+        other => panic!("unknown role {other}"),
+    }
+}
+
+#[test]
+#[allow(clippy::print_stdout)] // reason: a child reports to its parent over stdout
+fn child_entry() {
+    if let Some(role) = kit::child_role() {
+        kit::wait_for_file(Path::new(role.arg(1)));
+        let out = run_role(
+            &role.name,
+            Path::new(role.arg(0)),
+            role.parse(2),
+            role.arg(3),
+        );
+        println!("{out}");
+        return;
+    }
+    // Not a child: run each role in-process once and check the result.
+    let t = TempState::new();
+    let root = t.state.root();
+    assert_eq!(run_role("send", root, 0, "-")["previous"], Value::Null);
+    let second = run_role("send", root, 1, "-");
+    assert!(second["previous"].is_string());
+    let o = run_role("open", root, 0, "");
+    assert_eq!(o["new"], true);
+    assert_eq!(run_role("open", root, 1, "")["id"], o["id"]);
+}
+
+/// Starts `PROCS` children in `role`, releases them at once, returns their lines.
+fn race(t: &TempState, role: &str, extra: &str) -> Vec<Value> {
+    let start = t.scratch(&format!("start-{role}"));
+    let root = t.state.root().to_string_lossy().into_owned();
+    let mut children: Vec<_> = (0..PROCS)
+        .map(|i| {
+            let args = [
+                root.clone(),
+                start.to_string_lossy().into_owned(),
+                i.to_string(),
+                extra.to_owned(),
+            ];
+            kit::spawn(ENTRY, role, &args)
+        })
+        .collect();
+    std::fs::write(&start, b"go").unwrap();
+    let mut out = Vec::new();
+    for child in &mut children {
+        // Read to the end, so the child never writes into a closed pipe.
+        let lines: Vec<String> = kit::lines(child).map(Result::unwrap).collect();
+        let line = lines
+            .iter()
+            .find(|l| l.starts_with('{'))
+            .expect("child reported");
+        out.push(serde_json::from_str(line).unwrap());
+        kit::wait_ok(child, Duration::from_secs(60));
+    }
+    out
+}
+
+#[test]
+fn eight_senders_leave_one_whole_nudge_and_a_clean_chain() {
+    let t = TempState::new();
+    let out = race(&t, "send", "none");
+    let sent: BTreeSet<String> = out
+        .iter()
+        .map(|v| v["sent"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(sent.len(), PROCS);
+    // Serialized by the lock: exactly one saw nothing, and every other saw a
+    // distinct earlier one, so the replacements form one chain.
+    let previous: Vec<_> = out.iter().filter_map(|v| v["previous"].as_str()).collect();
+    assert_eq!(previous.len(), PROCS - 1);
+    assert_eq!(previous.iter().collect::<BTreeSet<_>>().len(), PROCS - 1);
+    let nudges = Nudges::new(t.state.clone());
+    let ReadOutcome::Value(latest) = nudges.read_latest(&agent("target")).unwrap() else {
+        panic!("latest.json is not one whole nudge")
+    };
+    let last = latest.id.unwrap().into_string();
+    assert!(sent.contains(&last));
+    assert!(
+        !previous.contains(&last.as_str()),
+        "the survivor was replaced by no one"
+    );
+    assert!(temps_under(t.state.root()).is_empty());
+}
+
+#[test]
+fn abort_survives_seven_concurrent_health_checks() {
+    let t = TempState::new();
+    let out = race(&t, "send", "3");
+    let nudges = Nudges::new(t.state.clone());
+    let latest = nudges
+        .read_latest(&agent("target"))
+        .unwrap()
+        .value()
+        .unwrap();
+    assert_eq!(
+        latest.kind,
+        NudgeType::Abort,
+        "whatever the order, the abort stays"
+    );
+    let abort_id = latest.id.unwrap().into_string();
+    for v in &out {
+        if let Some(p) = v["pending"].as_str() {
+            assert_eq!(p, abort_id, "only the abort holds");
+        }
+    }
+}
+
+#[test]
+fn eight_responders_are_all_visible_to_the_witness() {
+    let t = TempState::new();
+    let nudges = Nudges::new(t.state.clone());
+    let witness = agent("witness");
+    let t0: Timestamp = t.state.now();
+    for i in 0..PROCS {
+        let d =
+            Draft::new(witness.clone(), NudgeType::HealthCheck, "working?").requiring_response();
+        nudges.send(&agent(&format!("agent-{i}")), d).unwrap();
+    }
+    let out = race(&t, "respond", "");
+    assert_eq!(out.len(), PROCS);
+    let responses = nudges.responses_since(&witness, t0).unwrap();
+    assert!(responses.corrupt.is_empty());
+    let who: Vec<_> = responses.responders().collect();
+    let expected: Vec<_> = (0..PROCS).map(|i| format!("agent-{i}")).collect();
+    assert_eq!(who, expected);
+    for i in 0..PROCS {
+        let a: AgentId = agent(&format!("agent-{i}"));
+        assert!(matches!(
+            nudges.response_status(&witness, &a, t0).unwrap(),
+            ResponseStatus::Answered { .. }
+        ));
+    }
+    // The seed copy in latest.json is one whole response.
+    let latest = nudges.read_latest(&witness).unwrap().value().unwrap();
+    assert_eq!(latest.kind, NudgeType::NudgeResponse);
+}
+
+#[test]
+fn eight_openers_leave_exactly_one_open_reminder() {
+    let t = TempState::new();
+    let out = race(&t, "open", "");
+    let new = out.iter().filter(|v| v["new"] == true).count();
+    assert_eq!(new, 1, "{out:?}");
+    let ids: BTreeSet<_> = out
+        .iter()
+        .map(|v| v["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids.len(), 1, "every opener got the same reminder");
+    let reminders = Reminders::new(t.state.clone(), KindRegistry::preset());
+    let listing = reminders.list_open(&ReminderFilter::default()).unwrap();
+    assert_eq!(listing.reminders.len(), 1);
+    assert_eq!(
+        reminders
+            .all(&ReminderFilter::default())
+            .unwrap()
+            .reminders
+            .len(),
+        1
+    );
+    assert!(temps_under(t.state.root()).is_empty());
+}

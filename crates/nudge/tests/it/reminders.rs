@@ -1,0 +1,353 @@
+//! Reminders in one process: the seed's §13 acceptance list on a manual clock.
+
+use std::time::Duration;
+
+use chipset_nudge::{
+    Action, Error, KindRegistry, KindSpec, ManualResolution, NewReminder, Opened, Problem,
+    REOPENED_FROM, ReminderFilter, ReminderKey, Reminders, Repair, Resolution, Severity, preset,
+};
+use chipset_store::Clock;
+
+use crate::support::{manual_state, temps_under};
+
+const HOUR: Duration = Duration::from_secs(3600);
+
+fn new(kind: &str, source_id: &str) -> NewReminder {
+    let spec = KindRegistry::preset();
+    let st = spec
+        .get(kind)
+        .map_or("session", |k| k.source_type())
+        .to_owned();
+    let key = ReminderKey::new(kind, st, source_id).unwrap();
+    NewReminder::new(
+        "tenant",
+        Some("project".into()),
+        &key,
+        format!("{kind} {source_id}"),
+    )
+}
+
+fn open_ids(r: &Reminders) -> Vec<String> {
+    r.list_open(&ReminderFilter::default())
+        .unwrap()
+        .reminders
+        .into_iter()
+        .map(|x| x.source_id)
+        .collect()
+}
+
+/// Each of the six preset kinds through open, idempotent re-open,
+/// auto-resolve (or its refusal), manual resolve, snooze and re-open.
+#[test]
+fn six_kinds_through_their_lifecycle() {
+    let (t, clock) = manual_state();
+    let r = Reminders::new(t.state.clone(), KindRegistry::preset());
+    let registry = KindRegistry::preset();
+    for spec in registry.kinds() {
+        let kind = spec.name();
+        let st = spec.source_type();
+        // Write and idempotence.
+        let a = r.open(new(kind, "e-1")).unwrap();
+        assert!(a.is_new(), "{kind}");
+        assert_eq!(a.reminder().actions, spec.default_actions());
+        let again = r.open(new(kind, "e-1")).unwrap();
+        assert!(
+            matches!(&again, Opened::Existing(x) if x.id == a.reminder().id),
+            "{kind}"
+        );
+        // Auto-resolve on the matching verb; a verb of another kind is refused.
+        match spec.resolving_verbs().first() {
+            Some(verb) => {
+                let done = r.auto_resolve(kind, st, "e-1", verb).unwrap().unwrap();
+                assert_eq!(done.resolution, Some(Resolution::AutoCleared));
+                assert_eq!(done.resolved_by_verb.as_deref(), Some(verb.as_str()));
+                assert_eq!(done.id, a.reminder().id);
+                assert!(
+                    r.auto_resolve(kind, st, "e-1", verb).unwrap().is_none(),
+                    "nothing left"
+                );
+            }
+            None => {
+                let err = r.auto_resolve(kind, st, "e-1", "prism_wrap").unwrap_err();
+                assert!(
+                    matches!(err, Error::NotAResolvingVerb { .. }),
+                    "{kind}: {err}"
+                );
+                r.resolve(&a.reminder().id, ManualResolution::Completed, None)
+                    .unwrap();
+            }
+        }
+        // Manual resolution with a note.
+        let b = r.open(new(kind, "e-1")).unwrap();
+        assert!(b.is_new(), "a resolved reminder does not block a new one");
+        let done = r
+            .resolve(
+                &b.reminder().id,
+                ManualResolution::Ignored,
+                Some("not now".into()),
+            )
+            .unwrap();
+        assert_eq!(done.resolution, Some(Resolution::Ignored));
+        assert_eq!(done.resolution_note.as_deref(), Some("not now"));
+        assert_eq!(
+            done.resolved_by_verb.as_deref(),
+            Some("prism_nudge.resolve")
+        );
+        // Snooze, then re-open on read once due.
+        let c = r.open(new(kind, "e-1")).unwrap();
+        let snoozed = r.snooze(&c.reminder().id, HOUR, None).unwrap();
+        assert_eq!(snoozed.resolution, Some(Resolution::Snoozed));
+        assert_eq!(snoozed.snooze_until, Some(clock.now().add(HOUR)));
+        assert!(open_ids(&r).is_empty(), "{kind}: snoozed shows as open");
+        assert!(matches!(
+            r.open(new(kind, "e-1")).unwrap(),
+            Opened::Snoozed(_)
+        ));
+        clock.advance(HOUR);
+        let listed = r.list_open(&ReminderFilter::default()).unwrap().reminders;
+        assert_eq!(listed.len(), 1, "{kind}");
+        let reopened = &listed[0];
+        assert_ne!(reopened.id, c.reminder().id);
+        assert_eq!(reopened.reopened_from(), Some(c.reminder().id.as_str()));
+        assert!(reopened.is_open());
+        // The snoozed row stays, resolved, in the history.
+        let old = r.get(&c.reminder().id).unwrap().unwrap();
+        assert_eq!(old.resolution, Some(Resolution::Snoozed));
+        r.resolve(&reopened.id, ManualResolution::Completed, None)
+            .unwrap();
+        // History retained: four rows for this kind, none open.
+        let filter = ReminderFilter {
+            kind: Some(kind.to_owned()),
+            ..Default::default()
+        };
+        let all = r.all(&filter).unwrap().reminders;
+        assert_eq!(all.len(), 4, "{kind}");
+        assert!(all.iter().all(|x| !x.is_open()));
+        clock.advance(Duration::from_secs(1));
+    }
+    assert!(temps_under(t.state.root()).is_empty());
+}
+
+/// Seed §13: wrapping session X leaves session Y's reminder open.
+#[test]
+fn auto_resolve_touches_only_the_matching_key() {
+    let (t, _clock) = manual_state();
+    let r = Reminders::new(t.state.clone(), KindRegistry::preset());
+    r.open(new(preset::WRAP_SESSION, "X")).unwrap();
+    r.open(new(preset::WRAP_SESSION, "Y")).unwrap();
+    r.open(new(preset::SPEC_DRAFT, "X")).unwrap();
+    let done = r
+        .auto_resolve(preset::WRAP_SESSION, "session", "X", "prism_wrap")
+        .unwrap();
+    assert_eq!(done.unwrap().source_id, "X");
+    let mut left: Vec<_> = r
+        .list_open(&ReminderFilter::default())
+        .unwrap()
+        .reminders
+        .into_iter()
+        .map(|x| (x.kind, x.source_id))
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        [
+            ("spec_draft".to_owned(), "X".to_owned()),
+            ("wrap_session".to_owned(), "Y".to_owned())
+        ]
+    );
+}
+
+/// A verb that clears an obligation also clears its snooze, so the snooze
+/// does not bring the gone obligation back.
+#[test]
+fn auto_resolve_clears_a_snoozed_reminder() {
+    let (t, clock) = manual_state();
+    let r = Reminders::new(t.state.clone(), KindRegistry::preset());
+    let a = r.open(new(preset::WRAP_SESSION, "S")).unwrap();
+    r.snooze(&a.reminder().id, HOUR, None).unwrap();
+    let cleared = r
+        .auto_resolve(preset::WRAP_SESSION, "session", "S", "prism_wrap")
+        .unwrap()
+        .unwrap();
+    assert_eq!(cleared.resolution, Some(Resolution::AutoCleared));
+    assert_eq!(cleared.reopened_from(), Some(a.reminder().id.as_str()));
+    clock.advance(2 * HOUR);
+    assert!(open_ids(&r).is_empty());
+    assert_eq!(
+        r.all(&ReminderFilter::default()).unwrap().reminders.len(),
+        2
+    );
+}
+
+#[test]
+fn bad_requests_are_refused_with_typed_errors() {
+    let (t, _clock) = manual_state();
+    let r = Reminders::new(t.state.clone(), KindRegistry::preset());
+    let mut bad = new(preset::WRAP_SESSION, "S");
+    bad.kind = "made_up".into();
+    assert!(matches!(r.open(bad), Err(Error::UnknownKind { .. })));
+    let mut bad = new(preset::WRAP_SESSION, "S");
+    bad.severity = Severity::Blocking;
+    assert!(matches!(r.open(bad), Err(Error::BlockingSeverity)));
+    let mut bad = new(preset::WRAP_SESSION, "S");
+    bad.source_id = String::new();
+    assert!(matches!(r.open(bad), Err(Error::EmptySourceId)));
+    let mut bad = new(preset::WRAP_SESSION, "S");
+    bad.source_type = "spec".into();
+    assert!(matches!(r.open(bad), Err(Error::SourceTypeMismatch { .. })));
+    assert!(matches!(
+        r.auto_resolve(preset::WRAP_SESSION, "session", "S", "prism_seal"),
+        Err(Error::NotAResolvingVerb { .. })
+    ));
+    // Nothing was written by any of them; failure-soft open logs and returns.
+    assert!(open_ids(&r).is_empty());
+    let mut bad = new(preset::WRAP_SESSION, "S");
+    bad.severity = Severity::Blocking;
+    assert!(r.open_soft(bad).is_none());
+    assert!(
+        r.open_soft(new(preset::WRAP_SESSION, "S"))
+            .unwrap()
+            .is_new()
+    );
+}
+
+#[test]
+fn custom_registry_is_closed() {
+    let (t, _clock) = manual_state();
+    let mut kinds = KindRegistry::new();
+    kinds
+        .register(KindSpec::new("review_pending", "review").resolved_by("review.close"))
+        .unwrap();
+    let r = Reminders::new(t.state.clone(), kinds);
+    let key = ReminderKey::new("review_pending", "review", "pr-7").unwrap();
+    assert!(
+        r.open(NewReminder::new("t", None, &key, "review"))
+            .unwrap()
+            .is_new()
+    );
+    assert!(matches!(
+        r.open(new(preset::WRAP_SESSION, "S")),
+        Err(Error::UnknownKind { .. })
+    ));
+}
+
+#[test]
+fn resolving_twice_and_unknown_ids() {
+    let (t, _clock) = manual_state();
+    let r = Reminders::new(t.state.clone(), KindRegistry::preset());
+    let a = r.open(new(preset::HANDOFF_PENDING, "h")).unwrap();
+    r.resolve(&a.reminder().id, ManualResolution::Completed, None)
+        .unwrap();
+    let err = r
+        .resolve(&a.reminder().id, ManualResolution::Ignored, None)
+        .unwrap_err();
+    assert!(matches!(err, Error::AlreadyResolved { .. }), "{err}");
+    let missing = chipset_nudge::ReminderId::new("nope").unwrap();
+    assert!(matches!(
+        r.resolve(&missing, ManualResolution::Ignored, None),
+        Err(Error::ReminderNotFound { .. })
+    ));
+}
+
+#[test]
+fn metrics_per_kind() {
+    let (t, clock) = manual_state();
+    let r = Reminders::new(t.state.clone(), KindRegistry::preset());
+    r.open(new(preset::WRAP_SESSION, "a")).unwrap();
+    clock.advance(HOUR);
+    r.open(new(preset::WRAP_SESSION, "b")).unwrap();
+    clock.advance(HOUR);
+    r.open(new(preset::WRAP_SESSION, "c")).unwrap();
+    let d = r.open(new(preset::SPEC_DRAFT, "d")).unwrap();
+    r.auto_resolve(preset::WRAP_SESSION, "session", "c", "prism_wrap")
+        .unwrap();
+    r.resolve(&d.reminder().id, ManualResolution::Ignored, None)
+        .unwrap();
+    let m = r.metrics(None).unwrap();
+    assert_eq!(m.opened["wrap_session"], 3);
+    assert_eq!(m.opened["spec_draft"], 1);
+    assert_eq!(m.resolved["wrap_session"][&Resolution::AutoCleared], 1);
+    assert_eq!(m.resolved["spec_draft"][&Resolution::Ignored], 1);
+    assert_eq!(m.open["wrap_session"], 2);
+    assert!(!m.open.contains_key("spec_draft"));
+    // Open ages 2 h and 1 h: median 1.5 h.
+    assert_eq!(m.median_open_age["wrap_session"], Duration::from_secs(5400));
+    let recent = r.metrics(Some(clock.now())).unwrap();
+    assert_eq!(recent.opened.get("wrap_session"), Some(&1));
+    assert_eq!(r.open_counts().unwrap()["wrap_session"], 2);
+}
+
+/// A crash between the two durable steps of a resolve is finished later.
+#[test]
+fn interrupted_resolve_is_settled() {
+    let (t, _clock) = manual_state();
+    let r = Reminders::new(t.state.clone(), KindRegistry::preset());
+    let a = r.open(new(preset::WRAP_SESSION, "S")).unwrap();
+    let key = ReminderKey::new(preset::WRAP_SESSION, "session", "S").unwrap();
+    // Simulate the first step only: the index file rewritten as resolved.
+    let mut resolved = a.reminder().clone();
+    resolved.resolved_at = Some(resolved.created_at);
+    resolved.resolution = Some(Resolution::Completed);
+    t.state.write_json(&r.open_path(&key), &resolved).unwrap();
+    let report = r.doctor(Repair::ReportOnly).unwrap();
+    assert!(
+        matches!(report.findings[0].problem, Problem::Unfinished(_)),
+        "{report:?}"
+    );
+    let report = r.doctor(Repair::Fix).unwrap();
+    assert_eq!(report.findings[0].action, Action::Completed);
+    assert!(!r.open_path(&key).exists());
+    assert_eq!(
+        r.get(&a.reminder().id).unwrap().unwrap().resolution,
+        Some(Resolution::Completed)
+    );
+    assert!(r.doctor(Repair::ReportOnly).unwrap().is_clean());
+    // And a new open works.
+    assert!(r.open(new(preset::WRAP_SESSION, "S")).unwrap().is_new());
+}
+
+#[test]
+fn corrupt_index_file_fails_closed() {
+    let (t, _clock) = manual_state();
+    let r = Reminders::new(t.state.clone(), KindRegistry::preset());
+    r.open(new(preset::WRAP_SESSION, "S")).unwrap();
+    let key = ReminderKey::new(preset::WRAP_SESSION, "session", "S").unwrap();
+    std::fs::write(r.open_path(&key), "{oops").unwrap();
+    assert!(matches!(
+        r.open(new(preset::WRAP_SESSION, "S")),
+        Err(Error::Corrupt(_))
+    ));
+    let listing = r.list_open(&ReminderFilter::default()).unwrap();
+    assert_eq!(
+        listing.corrupt.len(),
+        1,
+        "an unreadable reminder is reported, not hidden"
+    );
+    let report = r.doctor(Repair::Fix).unwrap();
+    assert!(matches!(report.findings[0].action, Action::Quarantined(_)));
+    assert!(r.open(new(preset::WRAP_SESSION, "S")).unwrap().is_new());
+}
+
+#[test]
+fn reopen_chain_names_its_predecessor_each_time() {
+    let (t, clock) = manual_state();
+    let r = Reminders::new(t.state.clone(), KindRegistry::preset());
+    let mut id = r
+        .open(new(preset::WIP_UNSEALED, "w"))
+        .unwrap()
+        .reminder()
+        .id
+        .clone();
+    for _ in 0..3 {
+        r.snooze(&id, HOUR, None).unwrap();
+        clock.advance(HOUR);
+        let reopened = r.sweep_snoozes().unwrap();
+        assert_eq!(reopened.len(), 1);
+        assert_eq!(reopened[0].metadata[REOPENED_FROM], id.as_str());
+        id = reopened[0].id.clone();
+    }
+    assert_eq!(
+        r.all(&ReminderFilter::default()).unwrap().reminders.len(),
+        4
+    );
+}

@@ -1,0 +1,300 @@
+//! Signals in one process: precedence, restart, corruption, responses.
+
+use std::time::Duration;
+
+use chipset_nudge::{
+    Action, Delivery, Draft, NudgeConfig, NudgeType, Nudges, Problem, Received, Repair,
+    ResponseStatus,
+};
+use chipset_store::{Clock, ReadOutcome, StateDir};
+
+use crate::support::{agent, manual_state, temps_under};
+
+fn draft(kind: NudgeType, msg: &str) -> Draft {
+    Draft::new(agent("mayor"), kind, msg)
+}
+
+/// Regression: an `abort` could be overwritten by a later `health_check`.
+#[test]
+fn unprocessed_abort_holds_against_less_urgent() {
+    let (t, _c) = manual_state();
+    let n = Nudges::new(t.state.clone());
+    let p = agent("polecat-alpha");
+    let abort = n.send(&p, draft(NudgeType::Abort, "stop")).unwrap();
+    let abort = abort.sent().unwrap().clone();
+    for kind in [
+        NudgeType::HealthCheck,
+        NudgeType::StallWarning,
+        NudgeType::PriorityChange,
+        NudgeType::SyncRequest,
+        NudgeType::NudgeResponse,
+        NudgeType::Unknown("x".into()),
+    ] {
+        let d = n.send(&p, draft(kind.clone(), "later")).unwrap();
+        let Delivery::Held { pending, unsent } = d else {
+            panic!("{kind} replaced a pending abort: {d:?}")
+        };
+        assert_eq!(pending, abort);
+        assert_eq!(unsent.kind, kind, "the unsent nudge is handed back");
+    }
+    assert_eq!(
+        n.read_latest(&p).unwrap(),
+        ReadOutcome::Value(abort.clone())
+    );
+    // Another abort replaces it, and reports the one it replaced.
+    let d = n.send(&p, draft(NudgeType::Abort, "stop again")).unwrap();
+    assert!(matches!(&d, Delivery::Replaced { previous, .. } if *previous == abort));
+    // Once processed, anything replaces it.
+    let latest = d.sent().unwrap().clone();
+    n.mark_processed(&p, &latest).unwrap();
+    let d = n.send(&p, draft(NudgeType::HealthCheck, "ok?")).unwrap();
+    assert!(matches!(d, Delivery::Delivered { .. }), "{d:?}");
+}
+
+#[test]
+fn latest_wins_for_other_types_and_reports_the_loss() {
+    let (t, _c) = manual_state();
+    let n = Nudges::new(t.state.clone());
+    let p = agent("polecat-alpha");
+    let first = n.send(&p, draft(NudgeType::PriorityChange, "p1")).unwrap();
+    assert!(matches!(first, Delivery::Delivered { .. }));
+    let second = n.send(&p, draft(NudgeType::HealthCheck, "hc")).unwrap();
+    let Delivery::Replaced { previous, .. } = second else {
+        panic!("{second:?}")
+    };
+    assert_eq!(previous.message, "p1");
+}
+
+/// Regression: a second nudge within the same timestamp was skipped as "already seen".
+#[test]
+fn same_timestamp_nudges_are_told_apart() {
+    let (t, _c) = manual_state();
+    let n = Nudges::new(t.state.clone());
+    let p = agent("polecat-alpha");
+    n.send(&p, draft(NudgeType::HealthCheck, "same")).unwrap();
+    let Received::New(a) = n.receive(&p).unwrap() else {
+        panic!()
+    };
+    n.mark_processed(&p, &a).unwrap();
+    // The clock has not moved: same timestamp, same content.
+    n.send(&p, draft(NudgeType::HealthCheck, "same")).unwrap();
+    let Received::New(b) = n.receive(&p).unwrap() else {
+        panic!("second nudge in the same millisecond was skipped")
+    };
+    assert_eq!(a.timestamp, b.timestamp);
+    assert_ne!(a.id, b.id);
+}
+
+#[test]
+fn restart_neither_reprocesses_nor_misses() {
+    let (t, clock) = manual_state();
+    let p = agent("polecat-alpha");
+    {
+        let n = Nudges::new(t.state.clone());
+        n.send(&p, draft(NudgeType::SyncRequest, "sync")).unwrap();
+        let Received::New(x) = n.receive(&p).unwrap() else {
+            panic!()
+        };
+        n.mark_processed(&p, &x).unwrap();
+    }
+    // A new process: a fresh handle on the same root.
+    let state = StateDir::open(t.state.root()).unwrap();
+    let n = Nudges::new(state);
+    assert!(
+        matches!(n.receive(&p).unwrap(), Received::Seen(_)),
+        "reprocessed after restart"
+    );
+    clock.advance(Duration::from_secs(1));
+    n.send(&p, draft(NudgeType::HealthCheck, "new")).unwrap();
+    let r = n.receive(&p).unwrap();
+    assert_eq!(r.to_process().map(|x| x.message.as_str()), Some("new"));
+    let rec = n.processed(&p).unwrap().value().unwrap();
+    assert_eq!(rec.count, 1);
+}
+
+/// Regression: a corrupt `latest.json` was read as "no nudge pending".
+#[test]
+fn corrupt_latest_is_distinct_and_repaired() {
+    let (t, _c) = manual_state();
+    let n = Nudges::new(t.state.clone());
+    let p = agent("polecat-alpha");
+    assert_eq!(n.receive(&p).unwrap(), Received::Empty);
+    let path = n.latest_path(&p);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, "{\"from\": \"mayor\", \"type\": \"ab").unwrap();
+    assert!(matches!(n.receive(&p).unwrap(), Received::Corrupt(_)));
+    assert_eq!(n.status().unwrap().corrupt, 1);
+    // The doctor reports it, and with Fix moves it aside.
+    let report = n.doctor(Repair::ReportOnly).unwrap();
+    assert!(matches!(report.findings[0].problem, Problem::Corrupt(_)));
+    assert!(path.exists());
+    let report = n.doctor(Repair::Fix).unwrap();
+    let Action::Quarantined(aside) = &report.findings[0].action else {
+        panic!("{report:?}")
+    };
+    assert!(aside.exists());
+    assert_eq!(n.receive(&p).unwrap(), Received::Empty);
+    assert!(n.doctor(Repair::ReportOnly).unwrap().is_clean());
+}
+
+#[test]
+fn send_over_corrupt_latest_quarantines_it() {
+    let (t, _c) = manual_state();
+    let n = Nudges::new(t.state.clone());
+    let p = agent("polecat-alpha");
+    let path = n.latest_path(&p);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, "garbage").unwrap();
+    let d = n.send(&p, draft(NudgeType::HealthCheck, "hi")).unwrap();
+    let Delivery::RepairedCorrupt { quarantined, .. } = d else {
+        panic!("{d:?}")
+    };
+    assert_eq!(std::fs::read_to_string(quarantined).unwrap(), "garbage");
+    assert!(matches!(n.receive(&p).unwrap(), Received::New(_)));
+}
+
+#[test]
+fn corrupt_processed_record_means_unsure_not_skip() {
+    let (t, _c) = manual_state();
+    let n = Nudges::new(t.state.clone());
+    let p = agent("polecat-alpha");
+    n.send(&p, draft(NudgeType::Abort, "stop")).unwrap();
+    std::fs::write(n.processed_path(&p), "{").unwrap();
+    let r = n.receive(&p).unwrap();
+    assert!(matches!(r, Received::Unsure { .. }));
+    // Sending treats it as unprocessed: the abort is held.
+    assert!(
+        n.send(&p, draft(NudgeType::HealthCheck, "x"))
+            .unwrap()
+            .is_held()
+    );
+    n.mark_processed(&p, r.to_process().unwrap()).unwrap();
+    assert!(matches!(n.receive(&p).unwrap(), Received::Seen(_)));
+}
+
+#[test]
+fn responses_and_status_on_a_manual_clock() {
+    let (t, clock) = manual_state();
+    let w = agent("witness");
+    let (fast, slow, quick) = (agent("fast"), agent("slow"), agent("quick"));
+    let config = NudgeConfig::default().with_interval(quick.clone(), Duration::from_secs(10));
+    let n = Nudges::with_config(t.state.clone(), config);
+    let t0 = clock.now();
+    for a in [&fast, &slow, &quick] {
+        n.send(
+            a,
+            Draft::new(w.clone(), NudgeType::HealthCheck, "ok?").requiring_response(),
+        )
+        .unwrap();
+    }
+    clock.advance(Duration::from_secs(5));
+    let incoming = n.receive(&fast).unwrap().to_process().unwrap().clone();
+    let r = n.respond(&fast, &incoming, "yes").unwrap();
+    assert_eq!(r.response.in_reply_to, incoming.id);
+    assert!(matches!(
+        n.response_status(&w, &fast, t0).unwrap(),
+        ResponseStatus::Answered { .. }
+    ));
+    assert!(matches!(
+        n.response_status(&w, &slow, t0).unwrap(),
+        ResponseStatus::Waiting { .. }
+    ));
+    clock.advance(Duration::from_secs(6));
+    assert!(matches!(
+        n.response_status(&w, &quick, t0).unwrap(),
+        ResponseStatus::Overdue { .. }
+    ));
+    assert!(matches!(
+        n.response_status(&w, &slow, t0).unwrap(),
+        ResponseStatus::Waiting { .. }
+    ));
+    clock.advance(Duration::from_secs(49));
+    let ResponseStatus::Overdue { deadline } = n.response_status(&w, &slow, t0).unwrap() else {
+        panic!()
+    };
+    assert_eq!(deadline, t0.add(Duration::from_secs(60)));
+    // An answer older than the nudge does not count for it.
+    let later = clock.now();
+    assert!(matches!(
+        n.response_status(&w, &fast, later).unwrap(),
+        ResponseStatus::Overdue { .. } | ResponseStatus::Waiting { .. }
+    ));
+    let since = n.responses_since(&w, t0).unwrap();
+    assert_eq!(since.responders().collect::<Vec<_>>(), ["fast"]);
+    assert!(n.responses_since(&w, later).unwrap().answered.is_empty());
+}
+
+/// A seed responder writes only `latest.json`; the sender still sees it.
+#[test]
+fn seed_written_response_is_counted() {
+    let (t, _c) = manual_state();
+    let n = Nudges::new(t.state.clone());
+    let w = agent("witness");
+    let path = n.latest_path(&w);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(
+        &path,
+        r#"{"from":"old-agent","type":"nudge_response","message":"Acknowledged.","timestamp":"2026-03-05T10:36:00Z","requires_response":false}"#,
+    )
+    .unwrap();
+    let t0 = chipset_store::Timestamp::parse("2026-03-05T10:35:00Z").unwrap();
+    assert_eq!(
+        n.responses_since(&w, t0)
+            .unwrap()
+            .responders()
+            .collect::<Vec<_>>(),
+        ["old-agent"]
+    );
+    assert!(matches!(
+        n.response_status(&w, &agent("old-agent"), t0).unwrap(),
+        ResponseStatus::Answered { .. }
+    ));
+}
+
+#[test]
+fn respond_refuses_unsafe_sender() {
+    let (t, _c) = manual_state();
+    let n = Nudges::new(t.state.clone());
+    let mut incoming = draft_nudge();
+    incoming.from = "../etc".into();
+    let err = n.respond(&agent("a"), &incoming, "x").unwrap_err();
+    assert!(
+        matches!(err, chipset_nudge::Error::InvalidSender { .. }),
+        "{err}"
+    );
+}
+
+fn draft_nudge() -> chipset_nudge::Nudge {
+    chipset_nudge::Nudge {
+        from: "witness".into(),
+        kind: NudgeType::HealthCheck,
+        message: "m".into(),
+        timestamp: chipset_store::Timestamp::from_unix_ms(0),
+        requires_response: true,
+        id: None,
+        in_reply_to: None,
+    }
+}
+
+#[test]
+fn status_counts_and_no_temp_leftovers() {
+    let (t, _c) = manual_state();
+    let n = Nudges::new(t.state.clone());
+    n.send(&agent("a"), draft(NudgeType::Abort, "stop"))
+        .unwrap();
+    n.send(&agent("b"), draft(NudgeType::HealthCheck, "hc"))
+        .unwrap();
+    let b = n
+        .receive(&agent("b"))
+        .unwrap()
+        .to_process()
+        .unwrap()
+        .clone();
+    n.mark_processed(&agent("b"), &b).unwrap();
+    let s = n.status().unwrap();
+    assert_eq!(
+        (s.agents, s.unprocessed, s.pending_aborts, s.corrupt),
+        (2, 1, 1, 0)
+    );
+    assert!(temps_under(t.state.root()).is_empty());
+}
