@@ -23,7 +23,7 @@ pub enum DoctorMode {
 }
 
 /// Why an inbox message counts as an orphan.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum OrphanReason {
     /// Its task has been swept (committed): nobody will read it for that task.

@@ -1,0 +1,244 @@
+//! Repair: each crash leftover is found, fixed, and gone on the next check.
+
+use std::io::Write;
+use std::time::Duration;
+
+use chipset_mail::{
+    ArchiveOutcome,
+    DoctorMode, Draft, Finding, InboxFilter, Location, MailConfig, ManifestEvent, OrphanReason,
+};
+
+use crate::{agent, fixture, fixture_with, task};
+
+fn codes(mail: &chipset_mail::Mail, mode: DoctorMode) -> Vec<&'static str> {
+    let report = mail.doctor(mode).unwrap();
+    assert_eq!(report.mode, mode);
+    report.findings.iter().map(Finding::code).collect()
+}
+
+fn no_grace() -> MailConfig {
+    MailConfig {
+        in_flight_grace: Duration::ZERO,
+        ..MailConfig::default()
+    }
+}
+
+#[test]
+fn clean_state_is_clean() {
+    let f = fixture_with(no_grace());
+    let m = &f.mail;
+    assert!(m.doctor(DoctorMode::Check).unwrap().is_clean());
+    let q = m
+        .send(&Draft::request(agent("c"), agent("e"), task("t"), "q", ""))
+        .unwrap();
+    m.send(&Draft::response(agent("e"), agent("c"), q.id().clone(), "a", ""))
+        .unwrap();
+    let report = m.doctor(DoctorMode::Check).unwrap();
+    assert!(report.is_clean(), "{report:?}");
+    assert_eq!(report.messages, 2);
+}
+
+#[test]
+fn published_without_sent_event_is_reconciled() {
+    // A crash between publishing and appending: simulate by cutting the manifest back.
+    let f = fixture_with(no_grace());
+    let m = &f.mail;
+    m.send(&Draft::notify(agent("a"), agent("b"), task("t"), "s", "1"))
+        .unwrap();
+    let before = std::fs::read(m.manifest_path()).unwrap();
+    let lost = m
+        .send(&Draft::notify(agent("a"), agent("b"), task("t"), "s", "2"))
+        .unwrap();
+    std::fs::write(m.manifest_path(), &before).unwrap();
+
+    let report = m.doctor(DoctorMode::Check).unwrap();
+    assert_eq!(
+        report.findings,
+        [Finding::MissingSentEvent {
+            id: lost.id().clone(),
+            location: Location::Inbox(agent("b"))
+        }]
+    );
+    assert_eq!(codes(m, DoctorMode::Fix), ["messaging-missing-sent-event"]);
+    assert!(codes(m, DoctorMode::Check).is_empty());
+    let events = m.read_manifest().unwrap().events;
+    assert!(events.iter().any(|e| matches!(e,
+        ManifestEvent::Sent { id, reconciled: true, .. } if id == lost.id())));
+}
+
+#[test]
+fn young_messages_are_left_to_their_sender() {
+    let f = fixture();
+    let m = &f.mail;
+    let before_len = 0;
+    m.send(&Draft::notify(agent("a"), agent("b"), task("t"), "s", ""))
+        .unwrap();
+    std::fs::write(m.manifest_path(), b"").unwrap();
+    assert_eq!(before_len, m.read_manifest().unwrap().events.len());
+    assert!(codes(m, DoctorMode::Check).is_empty());
+    f.clock.advance(Duration::from_secs(11));
+    assert_eq!(codes(m, DoctorMode::Check), ["messaging-missing-sent-event"]);
+}
+
+#[test]
+fn torn_and_bad_manifest_lines() {
+    let f = fixture_with(no_grace());
+    let m = &f.mail;
+    m.send(&Draft::notify(agent("a"), agent("b"), task("t"), "s", ""))
+        .unwrap();
+    let mut log = std::fs::OpenOptions::new()
+        .append(true)
+        .open(m.manifest_path())
+        .unwrap();
+    log.write_all(b"not json\n{\"event\":\"se").unwrap();
+    drop(log);
+    assert_eq!(
+        codes(m, DoctorMode::Check),
+        ["messaging-torn-manifest", "messaging-bad-manifest-line"]
+    );
+    assert_eq!(
+        codes(m, DoctorMode::Fix),
+        ["messaging-torn-manifest", "messaging-bad-manifest-line"]
+    );
+    // The bad line stays (the audit log is never rewritten); the torn tail is gone.
+    assert_eq!(codes(m, DoctorMode::Check), ["messaging-bad-manifest-line"]);
+    m.send(&Draft::notify(agent("a"), agent("b"), task("t"), "s", ""))
+        .unwrap();
+    let manifest = m.read_manifest().unwrap();
+    assert_eq!(manifest.events.len(), 2);
+    assert!(manifest.torn_tail.is_none());
+}
+
+#[test]
+fn duplicate_copy_is_quarantined() {
+    let f = fixture_with(no_grace());
+    let m = &f.mail;
+    let n = m
+        .send(&Draft::notify(agent("a"), agent("b"), task("t"), "s", ""))
+        .unwrap();
+    let inbox_path = m.path_of(n.id(), &Location::Inbox(agent("b")));
+    let bytes = std::fs::read(&inbox_path).unwrap();
+    assert!(matches!(m.archive(n.id()).unwrap(), ArchiveOutcome::Archived(_)));
+    // A crash mid-move can leave the file visible in both directories.
+    std::fs::write(&inbox_path, bytes).unwrap();
+    let report = m.doctor(DoctorMode::Fix).unwrap();
+    assert_eq!(
+        report.findings,
+        [Finding::Duplicate {
+            id: n.id().clone(),
+            kept: Location::Archive,
+            extra: Location::Inbox(agent("b"))
+        }]
+    );
+    assert!(!inbox_path.exists());
+    assert!(m.inbox(&agent("b"), &InboxFilter::default()).unwrap().is_empty());
+    assert!(codes(m, DoctorMode::Check).is_empty());
+}
+
+#[test]
+fn lost_reply_index_entry_is_rebuilt() {
+    let f = fixture_with(no_grace());
+    let m = &f.mail;
+    let q = m
+        .send(&Draft::request(agent("c"), agent("e"), task("t"), "q", ""))
+        .unwrap();
+    let a = m
+        .send(&Draft::response(agent("e"), agent("c"), q.id().clone(), "a", ""))
+        .unwrap();
+    // As if the crash came between publishing the response and indexing it.
+    std::fs::remove_dir_all(m.dir().join("replies")).unwrap();
+    assert!(!m.has_reply(q.id()).unwrap());
+    let report = m.doctor(DoctorMode::Fix).unwrap();
+    assert!(report.findings.contains(&Finding::MissingReplyMarker {
+        parent: q.id().clone(),
+        child: a.id().clone(),
+        kind: chipset_mail::Kind::Response,
+    }));
+    assert!(m.has_reply(q.id()).unwrap());
+    assert!(codes(m, DoctorMode::Check).is_empty());
+}
+
+#[test]
+fn orphans_by_each_definition() {
+    let f = fixture_with(MailConfig {
+        recipients: Some([agent("c"), agent("e")].into()),
+        orphan_after: Some(Duration::from_secs(3600)),
+        in_flight_grace: Duration::ZERO,
+        ..MailConfig::default()
+    });
+    let m = &f.mail;
+    let old = m
+        .send(&Draft::request(agent("c"), agent("e"), task("abandoned"), "q", ""))
+        .unwrap();
+    f.clock.advance(Duration::from_secs(7200));
+    m.sweep_task_on_commit(&task("done")).unwrap();
+    let late = m
+        .send(&Draft::notify(agent("c"), agent("e"), task("done"), "late", ""))
+        .unwrap();
+    let fresh = m
+        .send(&Draft::request(agent("c"), agent("e"), task("live"), "q", ""))
+        .unwrap();
+    // A message for an agent that has left the registry, written before it left.
+    let gone_dir = m.dir().join("inbox/gone");
+    std::fs::create_dir_all(&gone_dir).unwrap();
+    let stray_text = std::fs::read_to_string(m.path_of(fresh.id(), &Location::Inbox(agent("e"))))
+        .unwrap()
+        .replace(fresh.id().as_str(), "1772714100123-00000000-0000-4000-8000-00000000000a")
+        .replace("\"to\": \"e\"", "\"to\": \"gone\"");
+    std::fs::write(
+        gone_dir.join("1772714100123-00000000-0000-4000-8000-00000000000a.json"),
+        stray_text,
+    )
+    .unwrap();
+
+    let report = m.doctor(DoctorMode::Fix).unwrap();
+    let mut orphans: Vec<(String, OrphanReason)> = report
+        .findings
+        .iter()
+        .filter_map(|f| match f {
+            Finding::Orphan { id, reason, .. } => Some((id.to_string(), *reason)),
+            _ => None,
+        })
+        .collect();
+    orphans.sort();
+    let mut expected = vec![
+        (old.id().to_string(), OrphanReason::Stale),
+        (late.id().to_string(), OrphanReason::TaskSwept),
+        ("1772714100123-00000000-0000-4000-8000-00000000000a".to_owned(), OrphanReason::UnknownRecipient),
+    ];
+    expected.sort();
+    assert_eq!(orphans, expected, "{report:?}");
+    assert_eq!(m.locate(old.id()).unwrap(), Some(Location::Orphan));
+    assert_eq!(m.locate(fresh.id()).unwrap(), Some(Location::Inbox(agent("e"))));
+    assert_eq!(m.counts().unwrap().orphaned, 3);
+    // Orphaning takes the abandoned request out of the gate; the live one stays.
+    assert!(m.pending_replies(&task("abandoned")).unwrap().is_empty());
+    assert_eq!(m.pending_replies(&task("live")).unwrap().len(), 1);
+    let orphaned = m
+        .read_manifest()
+        .unwrap()
+        .events
+        .iter()
+        .filter(|e| e.name() == "orphaned")
+        .count();
+    assert_eq!(orphaned, 3);
+    assert!(codes(m, DoctorMode::Check).is_empty());
+}
+
+#[test]
+fn stray_entries_are_quarantined() {
+    let f = fixture_with(no_grace());
+    let m = &f.mail;
+    m.send(&Draft::notify(agent("a"), agent("b"), task("t"), "s", ""))
+        .unwrap();
+    std::fs::write(m.dir().join("inbox/README"), "not an inbox").unwrap();
+    std::fs::create_dir_all(m.dir().join("archive/by-task/t/sub")).unwrap();
+    std::fs::create_dir_all(m.dir().join("replies/1-x")).unwrap();
+    std::fs::write(m.dir().join("replies/1-x/junk"), "").unwrap();
+    assert!(m.pending_replies(&task("t")).is_err(), "fails closed on the stray");
+    let found = codes(m, DoctorMode::Fix);
+    assert_eq!(found.iter().filter(|c| **c == "messaging-corrupt-file").count(), 3, "{found:?}");
+    assert!(codes(m, DoctorMode::Check).is_empty());
+    assert!(m.pending_replies(&task("t")).unwrap().is_empty());
+    assert!(m.dir().join("inbox/.quarantine").is_dir());
+}

@@ -1,0 +1,105 @@
+//! The commit gate fails closed: an unreadable file where a request could be
+//! is an error naming the file, never a shorter list. Pins the seed defect
+//! "a reader that skips unparsable files makes the gate pass".
+
+use chipset_mail::{DoctorMode, Draft, InboxFilter, Location, MailError};
+
+use crate::{agent, fixture, task};
+
+#[track_caller]
+fn check_gate_fails(corrupt: &str, name: &str, what: &str) {
+    let f = fixture();
+    let m = &f.mail;
+    let good = m
+        .send(&Draft::request(agent("critic"), agent("exec"), task("t1"), "q", "fine"))
+        .unwrap();
+    let victim = m
+        .send(&Draft::request(agent("critic"), agent("exec"), task("t1"), "q", "victim"))
+        .unwrap();
+    assert_eq!(m.pending_replies(&task("t1")).unwrap().len(), 2);
+    let dir = m.path_of(good.id(), &Location::Inbox(agent("exec")));
+    let dir = dir.parent().unwrap();
+    let path = if name.is_empty() {
+        m.path_of(victim.id(), &Location::Inbox(agent("exec")))
+    } else {
+        std::fs::remove_file(m.path_of(victim.id(), &Location::Inbox(agent("exec")))).unwrap();
+        dir.join(name)
+    };
+    std::fs::write(&path, corrupt).unwrap();
+
+    for result in [
+        m.pending_replies(&task("t1")).map(|v| v.len()),
+        m.pending_replies(&task("other-task")).map(|v| v.len()),
+        m.inbox(&agent("exec"), &InboxFilter::default()).map(|v| v.len()),
+    ] {
+        let err = result.expect_err(what);
+        let c = err.corruption().unwrap_or_else(|| panic!("{what}: {err}"));
+        assert_eq!(c.path, path, "{what}");
+        assert!(err.to_string().contains(&*path.to_string_lossy()), "{what}: {err}");
+    }
+
+    // Repair moves the file aside (never deletes it); the gate reads again.
+    let report = m.doctor(DoctorMode::Fix).unwrap();
+    assert!(report.findings.iter().any(|f| f.code() == "messaging-corrupt-file"), "{report:?}");
+    assert!(!path.exists());
+    let quarantined = std::fs::read_dir(dir.join(".quarantine")).unwrap().count();
+    assert_eq!(quarantined, 1, "{what}");
+    assert_eq!(m.pending_replies(&task("t1")).unwrap().len(), 1, "{what}");
+}
+
+#[test]
+fn truncated_request_blocks_the_gate() {
+    check_gate_fails("{\"id\": \"1-x\", \"kind\": \"requ", "", "truncated");
+}
+
+#[test]
+fn wrong_shape_blocks_the_gate() {
+    check_gate_fails("{\"kind\": \"request\"}", "", "missing fields");
+}
+
+#[test]
+fn empty_file_blocks_the_gate() {
+    check_gate_fails("", "", "empty");
+}
+
+#[test]
+fn stray_name_blocks_the_gate() {
+    check_gate_fails("whatever", "notes.txt", "stray name");
+}
+
+#[test]
+fn id_that_disagrees_with_name_blocks_the_gate() {
+    let json = r#"{"id":"1-other","from":"critic","to":"exec","phase":"t1","round":0,
+      "kind":"request","subject":"q","body":"","expects_reply":true,"in_reply_to":null,
+      "created_at":"2026-03-05T10:35:00.123Z"}"#;
+    check_gate_fails(json, "1-mine.json", "id mismatch");
+}
+
+#[test]
+fn corrupt_file_in_another_inbox_still_blocks() {
+    let f = fixture();
+    let m = &f.mail;
+    let note = m
+        .send(&Draft::notify(agent("critic"), agent("bystander"), task("t9"), "n", ""))
+        .unwrap();
+    let path = m.path_of(note.id(), &Location::Inbox(agent("bystander")));
+    std::fs::write(&path, b"\xff\xfe").unwrap();
+    // Its task cannot be known, so it might be one of t1's requests.
+    let err = m.pending_replies(&task("t1")).unwrap_err();
+    assert!(matches!(err, MailError::Corrupt(ref c) if c.path == path), "{err}");
+}
+
+#[test]
+fn corrupt_request_cannot_be_archived() {
+    let f = fixture();
+    let m = &f.mail;
+    let q = m
+        .send(&Draft::request(agent("critic"), agent("exec"), task("t1"), "q", ""))
+        .unwrap();
+    std::fs::write(m.path_of(q.id(), &Location::Inbox(agent("exec"))), "{").unwrap();
+    assert!(matches!(m.archive(q.id()), Err(MailError::Corrupt(_))));
+    assert!(matches!(
+        m.send(&Draft::response(agent("exec"), agent("critic"), q.id().clone(), "a", "")),
+        Err(MailError::Corrupt(_))
+    ));
+}

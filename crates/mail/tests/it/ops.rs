@@ -1,0 +1,366 @@
+//! The operations end to end, one behaviour per test.
+
+use std::time::Duration;
+
+use chipset_mail::{
+    ArchiveOutcome, Draft, InboxFilter, Kind, Location, MailConfig, MailError, ManifestEvent,
+    Priority,
+};
+use chipset_store::StateOptions;
+
+use crate::{agent, fixture, fixture_with, mid, task};
+
+fn all() -> InboxFilter {
+    InboxFilter::default()
+}
+
+#[test]
+fn send_publishes_whole_file_and_sent_event() {
+    let f = fixture();
+    let m = f
+        .mail
+        .send(
+            &Draft::notify(agent("a"), agent("b"), task("t1"), "style", "hello")
+                .with_round(3)
+                .with_priority(Priority::Low),
+        )
+        .unwrap();
+    let path = f.mail.path_of(m.id(), &Location::Inbox(agent("b")));
+    let on_disk: chipset_mail::Message =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(on_disk, m);
+    assert_eq!(m.round(), 3);
+    assert!(!m.expects_reply());
+    assert_eq!(m.created_at().unix_ms(), crate::T0);
+    let manifest = f.mail.read_manifest().unwrap();
+    assert_eq!(manifest.events.len(), 1);
+    assert!(matches!(&manifest.events[0], ManifestEvent::Sent { id, .. } if id == m.id()));
+    assert_eq!(f.mail.locate(m.id()).unwrap(), Some(Location::Inbox(agent("b"))));
+}
+
+#[test]
+fn refusals_write_nothing() {
+    let small_cap = {
+        let tmp = chipset_testkit::TempState::with_options(StateOptions {
+            read_cap: 600,
+            ..StateOptions::default()
+        });
+        let mail = chipset_mail::Mail::new(tmp.state.clone());
+        let big = Draft::notify(agent("a"), agent("b"), task("t"), "s", "\u{1}".repeat(200));
+        let err = mail.send(&big).unwrap_err();
+        assert!(matches!(err, MailError::MessageTooLarge { .. }), "{err}");
+        mail.counts().unwrap()
+    };
+    assert!(small_cap.inbox.is_empty());
+
+    let f = fixture_with(MailConfig {
+        max_body: 10,
+        recipients: Some([agent("a"), agent("b")].into()),
+        ..MailConfig::default()
+    });
+    let cases: Vec<(Draft, &str)> = vec![
+        (Draft::notify(agent("a"), agent("b"), task("t"), "Bad Subject", ""), "invalid subject"),
+        (Draft::notify(agent("a"), agent("b"), task("t"), "s", "x".repeat(11)), "body of 11 bytes"),
+        (Draft::notify(agent("a"), agent("zed"), task("t"), "s", ""), "unknown recipient `zed`"),
+        (
+            Draft::response(agent("b"), agent("a"), mid("1-missing"), "s", ""),
+            "cannot reply to message `1-missing`",
+        ),
+    ];
+    for (draft, message) in cases {
+        let err = f.mail.send(&draft).unwrap_err();
+        assert!(err.to_string().contains(message), "{err} !~ {message}");
+    }
+    assert!(f.mail.counts().unwrap().inbox.is_empty());
+    assert!(f.mail.read_manifest().unwrap().events.is_empty());
+}
+
+#[test]
+fn response_rules_and_side_effect() {
+    let f = fixture();
+    let m = &f.mail;
+    let req = m
+        .send(&Draft::request(agent("critic"), agent("exec"), task("t1"), "dead-code", "?"))
+        .unwrap();
+    let note = m
+        .send(&Draft::notify(agent("critic"), agent("exec"), task("t1"), "fyi", ""))
+        .unwrap();
+    assert!(req.expects_reply() && req.needs_reply());
+    assert!(!m.has_reply(req.id()).unwrap());
+    assert!(matches!(
+        m.archive(req.id()),
+        Err(MailError::ArchiveWithoutReply { .. })
+    ));
+
+    let refused = [
+        (
+            Draft::response(agent("critic"), agent("exec"), req.id().clone(), "a", ""),
+            "is addressed to `exec`",
+        ),
+        (
+            Draft::response(agent("exec"), agent("critic"), req.id().clone(), "a", "")
+                .with_task(task("t2")),
+            "of task `t1`",
+        ),
+        (
+            Draft::response(agent("exec"), agent("critic"), note.id().clone(), "a", ""),
+            "is a notify that expects no reply",
+        ),
+        (
+            Draft::notify(agent("exec"), agent("critic"), task("t2"), "a", "")
+                .replying_to(req.id().clone()),
+            "of task `t1`",
+        ),
+    ];
+    for (draft, message) in refused {
+        let err = m.send(&draft).unwrap_err();
+        assert!(err.to_string().contains(message), "{err} !~ {message}");
+    }
+    assert_eq!(m.inbox_len(&agent("critic")).unwrap(), 0);
+
+    let answer = m
+        .send(&Draft::response(agent("exec"), agent("critic"), req.id().clone(), "dead-code", "yes"))
+        .unwrap();
+    assert_eq!(answer.task(), &task("t1"));
+    assert!(!answer.expects_reply());
+    assert!(m.has_reply(req.id()).unwrap());
+    assert_eq!(m.locate(req.id()).unwrap(), Some(Location::Archive));
+    assert_eq!(
+        m.archive(req.id()).unwrap(),
+        ArchiveOutcome::AlreadyArchived(Location::Archive)
+    );
+    let events = m.read_manifest().unwrap().events;
+    assert!(events.iter().any(|e| matches!(e,
+        ManifestEvent::Archived { id, reply: Some(r), .. } if id == req.id() && r == answer.id())));
+    assert!(m.pending_replies(&task("t1")).unwrap().is_empty());
+}
+
+#[test]
+fn archive_outcomes() {
+    let f = fixture();
+    let m = &f.mail;
+    let n = m
+        .send(&Draft::notify(agent("a"), agent("b"), task("t"), "s", ""))
+        .unwrap();
+    assert_eq!(m.archive(n.id()).unwrap(), ArchiveOutcome::Archived(n.clone()));
+    assert_eq!(
+        m.archive(n.id()).unwrap(),
+        ArchiveOutcome::AlreadyArchived(Location::Archive)
+    );
+    assert!(matches!(m.archive(&mid("1-nope")), Err(MailError::NotFound { .. })));
+    m.sweep_task_on_commit(&task("t")).unwrap();
+    assert_eq!(
+        m.archive(n.id()).unwrap(),
+        ArchiveOutcome::AlreadyArchived(Location::ByTask(task("t")))
+    );
+}
+
+#[test]
+fn inbox_filters_in_id_order() {
+    let f = fixture();
+    let m = &f.mail;
+    let mut sent = Vec::new();
+    for (i, (kind, t)) in [
+        (Kind::Request, "t1"),
+        (Kind::Notify, "t2"),
+        (Kind::Notify, "t1"),
+        (Kind::Request, "t2"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        f.clock.advance(Duration::from_secs(1));
+        let d = match kind {
+            Kind::Request => Draft::request(agent("a"), agent("b"), task(t), "s", i.to_string()),
+            _ => Draft::notify(agent("a"), agent("b"), task(t), "s", i.to_string()),
+        };
+        sent.push(m.send(&d).unwrap());
+    }
+    m.send(&Draft::notify(agent("a"), agent("c"), task("t1"), "s", "other inbox"))
+        .unwrap();
+    let bodies = |filter: InboxFilter| -> Vec<String> {
+        m.inbox(&agent("b"), &filter)
+            .unwrap()
+            .iter()
+            .map(|x| x.body().to_owned())
+            .collect()
+    };
+    assert_eq!(bodies(InboxFilter::default()), ["0", "1", "2", "3"]);
+    let kind = InboxFilter {
+        kind: Some(Kind::Request),
+        ..InboxFilter::default()
+    };
+    assert_eq!(bodies(kind), ["0", "3"]);
+    let task_filter = InboxFilter {
+        task: Some(task("t1")),
+        ..InboxFilter::default()
+    };
+    assert_eq!(bodies(task_filter), ["0", "2"]);
+    let since = InboxFilter {
+        since: Some(sent[2].created_at()),
+        ..InboxFilter::default()
+    };
+    assert_eq!(bodies(since), ["2", "3"]);
+    assert!(m.inbox(&agent("nobody"), &all()).unwrap().is_empty());
+    assert_eq!(m.inbox_len(&agent("b")).unwrap(), 4);
+}
+
+#[test]
+fn thread_spans_inbox_archive_and_by_task() {
+    let f = fixture();
+    let m = &f.mail;
+    let q1 = m
+        .send(&Draft::request(agent("critic"), agent("exec"), task("t1"), "scope-creep", "q1"))
+        .unwrap();
+    let a1 = m
+        .send(&Draft::response(agent("exec"), agent("critic"), q1.id().clone(), "scope-creep", "a1"))
+        .unwrap();
+    let q2 = m
+        .send(
+            &Draft::request(agent("critic"), agent("exec"), task("t1"), "scope-creep", "q2")
+                .replying_to(a1.id().clone()),
+        )
+        .unwrap();
+    let side = m
+        .send(
+            &Draft::notify(agent("critic"), agent("lead"), task("t1"), "fyi", "side")
+                .replying_to(q1.id().clone()),
+        )
+        .unwrap();
+    let a2 = m
+        .send(&Draft::response(agent("exec"), agent("critic"), q2.id().clone(), "scope-creep", "a2"))
+        .unwrap();
+    m.send(&Draft::notify(agent("critic"), agent("exec"), task("t1"), "unrelated", ""))
+        .unwrap();
+    assert!(matches!(m.archive(a1.id()).unwrap(), ArchiveOutcome::Archived(_)));
+    // Causal order: parents first, otherwise send order.
+    let expected = ["q1", "a1", "q2", "side", "a2"];
+    let bodies = |v: Vec<chipset_mail::Message>| v.iter().map(|x| x.body().to_owned()).collect::<Vec<_>>();
+    for id in [q1.id(), a1.id(), q2.id(), side.id(), a2.id()] {
+        assert_eq!(bodies(m.thread(id).unwrap()), expected);
+    }
+    // Sweep half of it away: the thread still reads the same.
+    assert!(matches!(m.archive(a2.id()).unwrap(), ArchiveOutcome::Archived(_)));
+    m.sweep_task_on_commit(&task("t1")).unwrap();
+    for id in [q1.id(), a2.id()] {
+        assert_eq!(bodies(m.thread(id).unwrap()), expected);
+    }
+    assert!(matches!(m.thread(&mid("1-nope")), Err(MailError::NotFound { .. })));
+}
+
+#[test]
+fn pending_replies_is_the_commit_gate() {
+    let f = fixture();
+    let m = &f.mail;
+    let q = m
+        .send(&Draft::request(agent("critic"), agent("exec"), task("t1"), "q", ""))
+        .unwrap();
+    m.send(&Draft::request(agent("critic"), agent("exec"), task("t2"), "q", ""))
+        .unwrap();
+    m.send(&Draft::notify(agent("critic"), agent("exec"), task("t1"), "n", ""))
+        .unwrap();
+    let pending = m.pending_replies(&task("t1")).unwrap();
+    assert_eq!(pending.iter().map(|p| p.id()).collect::<Vec<_>>(), [q.id()]);
+    m.send(&Draft::response(agent("exec"), agent("critic"), q.id().clone(), "a", ""))
+        .unwrap();
+    assert!(m.pending_replies(&task("t1")).unwrap().is_empty());
+    assert_eq!(m.pending_replies(&task("t2")).unwrap().len(), 1);
+}
+
+#[test]
+fn sweep_moves_task_and_is_rerunnable() {
+    let f = fixture();
+    let m = &f.mail;
+    let a = m
+        .send(&Draft::notify(agent("a"), agent("b"), task("t1"), "s", ""))
+        .unwrap();
+    m.send(&Draft::notify(agent("a"), agent("c"), task("t1"), "s", ""))
+        .unwrap();
+    let other = m
+        .send(&Draft::notify(agent("a"), agent("b"), task("t2"), "s", ""))
+        .unwrap();
+    assert!(matches!(m.archive(a.id()).unwrap(), ArchiveOutcome::Archived(_)));
+    let r = m.sweep_task_on_commit(&task("t1")).unwrap();
+    assert_eq!((r.moved, r.total), (2, 2));
+    assert_eq!(m.locate(a.id()).unwrap(), Some(Location::ByTask(task("t1"))));
+    assert_eq!(m.locate(other.id()).unwrap(), Some(Location::Inbox(agent("b"))));
+    let again = m.sweep_task_on_commit(&task("t1")).unwrap();
+    assert_eq!((again.moved, again.total), (0, 2));
+    let swept: Vec<(usize, usize)> = m
+        .read_manifest()
+        .unwrap()
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            ManifestEvent::TaskSwept { count, total, .. } => Some((*count, *total)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(swept, [(2, 2), (0, 2)]);
+    let counts = m.counts().unwrap();
+    assert_eq!(counts.inbox.get(&agent("b")), Some(&1));
+    assert_eq!(counts.inbox.get(&agent("c")), Some(&0));
+    assert_eq!((counts.archived, counts.swept_tasks), (0, 1));
+}
+
+#[test]
+fn batch_send_is_all_or_nothing_on_refusal() {
+    let f = fixture();
+    let m = &f.mail;
+    let q = m
+        .send(&Draft::request(agent("critic"), agent("exec"), task("t"), "q", ""))
+        .unwrap();
+    let mut drafts: Vec<Draft> = (0..50)
+        .map(|i| Draft::notify(agent("a"), agent(&format!("r{}", i % 3)), task("t"), "s", i.to_string()))
+        .collect();
+    drafts.push(Draft::response(agent("exec"), agent("critic"), q.id().clone(), "a", ""));
+    let mut bad = drafts.clone();
+    bad.push(Draft::notify(agent("a"), agent("b"), task("t"), "NOT OK", ""));
+    assert!(m.send_batch(&bad).is_err());
+    assert_eq!(m.read_manifest().unwrap().events.len(), 1);
+    assert!(m.counts().unwrap().inbox.keys().all(|a| a == &agent("exec")));
+
+    let sent = m.send_batch(&drafts).unwrap();
+    assert_eq!(sent.len(), 51);
+    assert!(sent.windows(2).all(|w| w[0].id() < w[1].id()));
+    let total: usize = m.counts().unwrap().inbox.values().sum();
+    assert_eq!(total, 51, "50 notes + the answer; the request was archived");
+    assert!(m.has_reply(q.id()).unwrap());
+    assert_eq!(m.locate(q.id()).unwrap(), Some(Location::Archive));
+    let events = m.read_manifest().unwrap().events;
+    let sent_events = events.iter().filter(|e| e.name() == "sent").count();
+    assert_eq!(sent_events, 52);
+}
+
+#[test]
+fn racing_archivers_one_wins() {
+    let f = fixture();
+    let m = &f.mail;
+    let ids: Vec<_> = (0..20)
+        .map(|_| {
+            m.send(&Draft::notify(agent("a"), agent("b"), task("t"), "s", ""))
+                .unwrap()
+                .id()
+                .clone()
+        })
+        .collect();
+    for id in &ids {
+        let outcomes: Vec<ArchiveOutcome> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..3).map(|_| s.spawn(|| m.archive(id).unwrap())).collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let won = outcomes
+            .iter()
+            .filter(|o| matches!(o, ArchiveOutcome::Archived(_)))
+            .count();
+        assert_eq!(won, 1, "{outcomes:?}");
+    }
+    let archived = m
+        .read_manifest()
+        .unwrap()
+        .events
+        .iter()
+        .filter(|e| e.name() == "archived")
+        .count();
+    assert_eq!(archived, 20);
+}

@@ -1,0 +1,271 @@
+//! Many processes at once, and processes killed mid-send: the test binary
+//! re-runs itself as the children (see `chipset-testkit`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::Path;
+use std::thread;
+use std::time::Duration;
+
+use chipset_mail::{
+    ArchiveOutcome, DoctorMode, Draft, InboxFilter, Mail, MailConfig, ManifestEvent,
+};
+use chipset_store::{MessageId, SortableId, StateDir};
+use chipset_testkit::{self as kit, Jitter, TempState};
+
+use crate::{agent, task};
+
+const ENTRY: &str = "procs::child_entry";
+const INBOX: &str = "np-executor";
+
+/// Sends `n` notifications from `from` to the shared inbox, printing each id
+/// only after `send` returned.
+fn sender(root: &Path, from: &str, n: u64, out: &mut dyn Write) {
+    let mail = Mail::new(StateDir::open(root).unwrap());
+    for i in 0..n {
+        let draft = Draft::notify(agent(from), agent(INBOX), task("t1"), "load", i.to_string());
+        let m = mail.send(&draft).unwrap();
+        writeln!(out, "sent {}", m.id()).unwrap();
+        out.flush().unwrap();
+    }
+}
+
+/// Archives every id in `ids_file`, printing `archived ID` or `already ID`.
+fn archiver(root: &Path, ids_file: &Path, out: &mut dyn Write) {
+    let mail = Mail::new(StateDir::open(root).unwrap());
+    for line in std::fs::read_to_string(ids_file).unwrap().lines() {
+        let id = MessageId::new(line).unwrap();
+        let word = match mail.archive(&id).unwrap() {
+            ArchiveOutcome::Archived(_) => "archived",
+            ArchiveOutcome::AlreadyArchived(_) => "already",
+        };
+        writeln!(out, "{word} {id}").unwrap();
+    }
+    out.flush().unwrap();
+}
+
+#[test]
+fn child_entry() {
+    if let Some(role) = kit::child_role() {
+        let root = Path::new(role.arg(0));
+        kit::wait_for_file(Path::new(role.arg(1)));
+        let mut out = std::io::stdout().lock();
+        match role.name.as_str() {
+            "sender" => sender(root, role.arg(2), role.parse(3), &mut out),
+            "archiver" => archiver(root, Path::new(role.arg(2)), &mut out),
+            other => panic!("unknown role {other}"),
+        }
+        return;
+    }
+    // Not a child: run both roles in-process on tiny inputs.
+    let tmp = TempState::new();
+    let root = tmp.state.root().to_owned();
+    let mut sent = Vec::new();
+    sender(&root, "np-critic", 3, &mut sent);
+    let ids = String::from_utf8(sent).unwrap();
+    assert_eq!(ids.lines().count(), 3);
+    let ids_file = tmp.scratch("ids");
+    std::fs::write(&ids_file, ids.replace("sent ", "")).unwrap();
+    let mut first = Vec::new();
+    archiver(&root, &ids_file, &mut first);
+    let mut second = Vec::new();
+    archiver(&root, &ids_file, &mut second);
+    assert_eq!(String::from_utf8(first).unwrap().matches("archived ").count(), 3);
+    assert_eq!(String::from_utf8(second).unwrap().matches("already ").count(), 3);
+}
+
+/// Spawns children, releases them at once, and collects their report lines
+/// (whatever they printed before they exited or were killed; the test
+/// harness's own lines are left out).
+struct Children {
+    procs: Vec<std::process::Child>,
+    readers: Vec<thread::JoinHandle<Vec<String>>>,
+}
+
+fn spawn_all(tmp: &TempState, role: &str, args: &[Vec<String>]) -> Children {
+    let start = tmp.scratch("start");
+    let root = tmp.state.root().display().to_string();
+    let mut procs = Vec::new();
+    let mut readers = Vec::new();
+    for extra in args {
+        let mut all = vec![root.clone(), start.display().to_string()];
+        all.extend(extra.iter().cloned());
+        let mut child = kit::spawn(ENTRY, role, &all);
+        let lines = kit::lines(&mut child);
+        readers.push(thread::spawn(move || {
+            lines
+                .map_while(Result::ok)
+                .filter(|l| ["sent ", "archived ", "already "].iter().any(|p| l.starts_with(p)))
+                .collect()
+        }));
+        procs.push(child);
+    }
+    std::fs::write(&start, b"go").unwrap();
+    Children { procs, readers }
+}
+
+impl Children {
+    fn collect(self) -> Vec<Vec<String>> {
+        drop(self.procs);
+        self.readers.into_iter().map(|r| r.join().unwrap()).collect()
+    }
+}
+
+fn inbox_ids(mail: &Mail) -> Vec<MessageId> {
+    mail.inbox(&agent(INBOX), &InboxFilter::default())
+        .unwrap()
+        .into_iter()
+        .map(|m| m.id().clone())
+        .collect()
+}
+
+fn sent_ids(mail: &Mail) -> Vec<MessageId> {
+    mail.read_manifest()
+        .unwrap()
+        .events
+        .into_iter()
+        .filter_map(|e| match e {
+            ManifestEvent::Sent { id, .. } => Some(id),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn eight_senders_one_inbox_exactly_once() {
+    let tmp = TempState::new();
+    let args: Vec<Vec<String>> = (0..8).map(|i| vec![format!("sender-{i}"), "250".into()]).collect();
+    let mut children = spawn_all(&tmp, "sender", &args);
+    for c in &mut children.procs {
+        kit::wait_ok(c, Duration::from_secs(120));
+    }
+    let reported: Vec<String> = children
+        .collect()
+        .into_iter()
+        .flatten()
+        .map(|l| l["sent ".len()..].to_owned())
+        .collect();
+    assert_eq!(reported.len(), 2000);
+
+    let mail = Mail::new(tmp.state.clone());
+    let inbox = inbox_ids(&mail);
+    assert_eq!(inbox.len(), 2000);
+    let unique: BTreeSet<&MessageId> = inbox.iter().collect();
+    assert_eq!(unique.len(), 2000, "ids are unique");
+    let reported: BTreeSet<&str> = reported.iter().map(String::as_str).collect();
+    let delivered: BTreeSet<&str> = inbox.iter().map(MessageId::as_str).collect();
+    assert_eq!(reported, delivered);
+    let sent = sent_ids(&mail);
+    assert_eq!(sent.len(), 2000);
+    assert_eq!(sent.iter().collect::<BTreeSet<_>>(), unique);
+    // Per sender, the bodies arrived complete: 0..250 each.
+    let mut per_sender: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
+    for m in mail.inbox(&agent(INBOX), &InboxFilter::default()).unwrap() {
+        per_sender
+            .entry(m.from().to_string())
+            .or_default()
+            .insert(m.body().parse().unwrap());
+    }
+    assert_eq!(per_sender.len(), 8);
+    assert!(per_sender.values().all(|b| b.len() == 250 && b.last() == Some(&249)));
+    assert!(mail.doctor(DoctorMode::Check).unwrap().is_clean());
+}
+
+#[test]
+fn killed_senders_lose_nothing_they_reported() {
+    let seed = Jitter::seed_from_time();
+    let mut jitter = Jitter::new(seed);
+    let tmp = TempState::new();
+    let args: Vec<Vec<String>> = (0..4).map(|i| vec![format!("victim-{i}"), "1000000".into()]).collect();
+    let mut children = spawn_all(&tmp, "sender", &args);
+    for c in &mut children.procs {
+        thread::sleep(Duration::from_millis(30 + jitter.below(300)));
+        kit::kill9(c);
+    }
+    let reported: Vec<String> = children
+        .collect()
+        .into_iter()
+        .flatten()
+        .map(|l| l["sent ".len()..].to_owned())
+        .collect();
+    assert!(!reported.is_empty(), "seed {seed}: senders got nothing done");
+
+    let mail = Mail::with_config(
+        tmp.state.clone(),
+        MailConfig {
+            in_flight_grace: Duration::ZERO,
+            ..MailConfig::default()
+        },
+    );
+    // Every file under a real name is a whole message (inbox fails on any other).
+    let inbox = inbox_ids(&mail);
+    let delivered: BTreeSet<&str> = inbox.iter().map(MessageId::as_str).collect();
+    let sent = sent_ids(&mail);
+    let logged: BTreeSet<&str> = sent.iter().map(MessageId::as_str).collect();
+    for id in &reported {
+        SortableId::parse(id).unwrap_or_else(|_| panic!("seed {seed}: torn stdout line {id:?}"));
+        assert!(delivered.contains(id.as_str()), "seed {seed}: reported {id} not delivered");
+        assert!(logged.contains(id.as_str()), "seed {seed}: reported {id} has no sent event");
+    }
+    // A sent event is only appended after its message is published.
+    assert!(logged.is_subset(&delivered), "seed {seed}");
+    // The manifest reader yields only whole records.
+    let manifest = mail.read_manifest().unwrap();
+    assert!(manifest.foreign.is_empty(), "seed {seed}: {:?}", manifest.foreign);
+    let names = mail.state().list(&mail.dir().join("inbox").join(INBOX)).unwrap();
+    assert!(names.iter().all(|n| n.ends_with(".json")), "seed {seed}: {names:?}");
+    assert_eq!(names.len(), delivered.len());
+
+    // Repair appends the events a kill cut off; afterwards all is consistent.
+    mail.doctor(DoctorMode::Fix).unwrap();
+    let after = mail.doctor(DoctorMode::Check).unwrap();
+    assert!(
+        after.findings.iter().all(|f| f.code() == "messaging-bad-manifest-line"),
+        "seed {seed}: {after:?}"
+    );
+    let logged: BTreeSet<MessageId> = sent_ids(&mail).into_iter().collect();
+    assert_eq!(logged, inbox.iter().cloned().collect(), "seed {seed}");
+}
+
+#[test]
+fn two_processes_archive_each_message_once() {
+    let tmp = TempState::new();
+    let mail = Mail::new(tmp.state.clone());
+    let drafts: Vec<Draft> = (0..150)
+        .map(|i| Draft::notify(agent("np-critic"), agent(INBOX), task("t1"), "s", i.to_string()))
+        .collect();
+    let ids: Vec<String> = mail
+        .send_batch(&drafts)
+        .unwrap()
+        .iter()
+        .map(|m| m.id().to_string())
+        .collect();
+    let ids_file = tmp.scratch("ids");
+    std::fs::write(&ids_file, ids.join("\n")).unwrap();
+    let arg = vec![ids_file.display().to_string()];
+    let mut children = spawn_all(&tmp, "archiver", &[arg.clone(), arg.clone(), arg]);
+    for c in &mut children.procs {
+        kit::wait_ok(c, Duration::from_secs(120));
+    }
+    let lines: Vec<String> = children.collect().into_iter().flatten().collect();
+    let mut wins: BTreeMap<&str, usize> = BTreeMap::new();
+    for line in &lines {
+        let (word, id) = line.split_once(' ').unwrap();
+        let w = wins.entry(id).or_default();
+        if word == "archived" {
+            *w += 1;
+        }
+    }
+    assert_eq!(lines.len(), 450);
+    assert_eq!(wins.len(), 150);
+    assert!(wins.values().all(|w| *w == 1), "{wins:?}");
+    let archived = mail
+        .read_manifest()
+        .unwrap()
+        .events
+        .iter()
+        .filter(|e| e.name() == "archived")
+        .count();
+    assert_eq!(archived, 150);
+    assert_eq!(mail.counts().unwrap().archived, 150);
+}
