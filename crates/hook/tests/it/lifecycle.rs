@@ -1,0 +1,457 @@
+//! The lifecycle through the I/O layer: transitions, fencing, corrupt hooks,
+//! repair, doctor, listings and the stale query.
+
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::time::Duration;
+
+use chipset_hook::{
+    Actor, DoctorMode, Error, Event, HookRead, HookStatus, Pickup, Problem, TransitionError,
+};
+use chipset_store::{CorruptReason, Timestamp};
+
+use crate::{T0, agent, bead, setup};
+
+#[test]
+fn a_missing_hook_is_empty_and_reading_creates_nothing() {
+    let s = setup();
+    let a = agent("a");
+    assert_eq!(s.hooks.read(&a).unwrap(), HookRead::Missing);
+    assert_eq!(s.hooks.read(&a).unwrap().status(), Some(HookStatus::Empty));
+    assert_eq!(s.hooks.current(&a).unwrap(), None);
+    assert_eq!(s.hooks.pickup(&a).unwrap(), Pickup::Idle);
+    assert!(!s.hooks.path(&a).exists());
+    assert!(s.hooks.list().unwrap().is_empty());
+}
+
+#[test]
+fn clearing_writes_an_empty_hook_and_never_deletes_the_file() {
+    let s = setup();
+    let a = agent("a");
+    let held = s.hooks.assign(&a, bead("b1"), "t", None).unwrap();
+    assert_eq!(held.generation(), 1);
+    s.hooks.activate(&held).unwrap();
+    s.hooks.complete(&held).unwrap();
+    let hook = s.hooks.clear(&held).unwrap();
+    assert_eq!(hook.status(), HookStatus::Empty);
+    assert_eq!(hook.generation(), 2);
+    assert!(s.hooks.path(&a).exists());
+    assert_eq!(s.hooks.read(&a).unwrap(), HookRead::Hook(hook));
+    // The next assignment starts a new generation.
+    assert_eq!(
+        s.hooks
+            .assign(&a, bead("b1"), "t", None)
+            .unwrap()
+            .generation(),
+        3
+    );
+}
+
+#[test]
+fn one_work_item_per_agent() {
+    let s = setup();
+    let a = agent("a");
+    let held = s.hooks.assign(&a, bead("b1"), "t", None).unwrap();
+    let refused = |status| {
+        let e = s.hooks.assign(&a, bead("b2"), "u", None).unwrap_err();
+        assert_eq!(
+            e.transition(),
+            Some(&TransitionError::AlreadyAssigned {
+                agent: a.clone(),
+                status,
+                bead_id: bead("b1"),
+            })
+        );
+    };
+    refused(HookStatus::Pending);
+    s.hooks.activate(&held).unwrap();
+    refused(HookStatus::Active);
+    s.hooks.complete(&held).unwrap();
+    refused(HookStatus::Completed);
+    // The file still holds the first assignment.
+    assert_eq!(s.hooks.current(&a).unwrap(), Some(held));
+}
+
+#[test]
+fn no_skipping_and_the_explicit_takeaway() {
+    let s = setup();
+    let a = agent("a");
+    let held = s.hooks.assign(&a, bead("b1"), "t", None).unwrap();
+    let wrong = |e: Error, op, from| {
+        assert!(
+            matches!(e.transition(), Some(TransitionError::WrongState { op: o, from: f, .. }) if *o == op && *f == from),
+            "{e}"
+        );
+    };
+    wrong(
+        s.hooks.complete(&held).unwrap_err(),
+        chipset_hook::Op::Complete,
+        HookStatus::Pending,
+    );
+    wrong(
+        s.hooks.touch(&held).unwrap_err(),
+        chipset_hook::Op::Touch,
+        HookStatus::Pending,
+    );
+    wrong(
+        s.hooks.clear(&held).unwrap_err(),
+        chipset_hook::Op::Clear,
+        HookStatus::Pending,
+    );
+    s.hooks.activate(&held).unwrap();
+    wrong(
+        s.hooks.activate(&held).unwrap_err(),
+        chipset_hook::Op::Activate,
+        HookStatus::Active,
+    );
+    wrong(
+        s.hooks.clear(&held).unwrap_err(),
+        chipset_hook::Op::Clear,
+        HookStatus::Active,
+    );
+
+    // Taking active work away is a separate, explicit call, reported as such.
+    let r = s.hooks.reassign(&held).unwrap();
+    assert_eq!(r.taken, held);
+    assert_eq!(r.was, HookStatus::Active);
+    assert_eq!(r.hook.status(), HookStatus::Empty);
+    assert_eq!(r.hook.generation(), held.generation() + 1);
+
+    // Completed work is cleared, not reassigned.
+    let held = s.hooks.assign(&a, bead("b2"), "t", None).unwrap();
+    s.hooks.activate(&held).unwrap();
+    s.hooks.complete(&held).unwrap();
+    wrong(
+        s.hooks.reassign(&held).unwrap_err(),
+        chipset_hook::Op::Reassign,
+        HookStatus::Completed,
+    );
+}
+
+#[test]
+fn a_replaced_agent_can_neither_touch_nor_complete() {
+    let s = setup();
+    let a = agent("a");
+    let held = s.hooks.assign(&a, bead("b1"), "t", None).unwrap();
+    s.hooks.activate(&held).unwrap();
+    s.hooks.reassign(&held).unwrap();
+    let file_before = fs::read(s.hooks.path(&a)).unwrap();
+    for e in [
+        s.hooks.touch(&held).unwrap_err(),
+        s.hooks.complete(&held).unwrap_err(),
+    ] {
+        assert!(e.is_stale(), "{e}");
+    }
+    assert_eq!(
+        fs::read(s.hooks.path(&a)).unwrap(),
+        file_before,
+        "a stale call wrote"
+    );
+
+    // Even once the same bead is handed back to the same agent.
+    let again = s.hooks.assign(&a, bead("b1"), "t", None).unwrap();
+    s.hooks.activate(&again).unwrap();
+    let e = s.hooks.complete(&held).unwrap_err();
+    assert!(e.is_stale(), "{e}");
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "cannot complete: {held} is stale; the hook of `a` is now active with bead `b1` (generation 3, assigned {})",
+            Timestamp::from_unix_ms(T0)
+        )
+    );
+    s.hooks.complete(&again).unwrap();
+}
+
+#[test]
+fn agents_cannot_act_on_other_hooks_or_as_dispatchers() {
+    let s = setup();
+    let a = agent("a");
+    let held = s.hooks.assign(&a, bead("b1"), "t", None).unwrap();
+    let e = s
+        .hooks
+        .apply(&a, Event::Activate(held.clone()), &Actor::Agent(agent("b")))
+        .unwrap_err();
+    assert!(
+        matches!(e.transition(), Some(TransitionError::NotOwner { .. })),
+        "{e}"
+    );
+    let e = s
+        .hooks
+        .apply(&a, Event::Reassign(held.clone()), &Actor::Agent(a.clone()))
+        .unwrap_err();
+    assert!(
+        matches!(e.transition(), Some(TransitionError::NotPermitted { .. })),
+        "{e}"
+    );
+    assert_eq!(
+        s.hooks.read(&a).unwrap().status(),
+        Some(HookStatus::Pending)
+    );
+}
+
+#[test]
+fn pickup_starts_resumes_or_waits_and_never_defers() {
+    let s = setup();
+    let a = agent("a");
+    let held = s.hooks.assign(&a, bead("b1"), "t", None).unwrap();
+    assert_eq!(s.hooks.pickup(&a).unwrap(), Pickup::Started(held.clone()));
+    assert_eq!(s.hooks.read(&a).unwrap().status(), Some(HookStatus::Active));
+    s.clock.advance(Duration::from_secs(5));
+    let p = s.hooks.pickup(&a).unwrap();
+    assert_eq!(p.work(), Some(&held));
+    assert!(matches!(p, Pickup::Resumed(_)));
+    let hook = s.hooks.read(&a).unwrap();
+    assert_eq!(
+        hook.hook().unwrap().last_activity(),
+        Timestamp::from_unix_ms(T0 + 5_000)
+    );
+    s.hooks.complete(&held).unwrap();
+    assert_eq!(
+        s.hooks.pickup(&a).unwrap(),
+        Pickup::AwaitingClear(held.clone())
+    );
+    s.hooks.clear(&held).unwrap();
+    assert_eq!(s.hooks.pickup(&a).unwrap(), Pickup::Idle);
+}
+
+#[test]
+fn a_change_that_alters_nothing_writes_nothing() {
+    let s = setup();
+    let a = agent("a");
+    let held = s.hooks.assign(&a, bead("b1"), "t", None).unwrap();
+    s.hooks.activate(&held).unwrap();
+    let inode = fs::metadata(s.hooks.path(&a)).unwrap().ino();
+    s.hooks.touch(&held).unwrap();
+    assert_eq!(fs::metadata(s.hooks.path(&a)).unwrap().ino(), inode);
+    s.clock.advance(Duration::from_millis(1));
+    s.hooks.touch(&held).unwrap();
+    assert_ne!(fs::metadata(s.hooks.path(&a)).unwrap().ino(), inode);
+}
+
+/// Writes each kind of bad hook for agents c1..c5 and returns their names.
+fn plant_corrupt_hooks(s: &crate::Setup) -> Vec<&'static str> {
+    fs::create_dir_all(s.hooks.dir()).unwrap();
+    let dir = s.hooks.dir();
+    fs::write(dir.join("c1.json"), "{\"agent_id\": \"c1\", \"sta").unwrap();
+    fs::write(
+        dir.join("c2.json"),
+        r#"{"agent_id":"c2","status":"pending","work_item":null,"last_activity":"2026-03-05T10:32:00Z"}"#,
+    )
+    .unwrap();
+    fs::write(
+        dir.join("c3.json"),
+        r#"{"agent_id":"someone-else","status":"empty","work_item":null,"last_activity":"2026-03-05T10:32:00Z"}"#,
+    )
+    .unwrap();
+    fs::write(dir.join("c4.json"), "").unwrap();
+    let target = s.tmp.scratch("elsewhere.json");
+    fs::write(&target, "outside").unwrap();
+    std::os::unix::fs::symlink(&target, dir.join("c5.json")).unwrap();
+    vec!["c1", "c2", "c3", "c4", "c5"]
+}
+
+#[test]
+fn corrupt_hooks_are_never_empty_and_refuse_every_transition() {
+    let s = setup();
+    let names = plant_corrupt_hooks(&s);
+    for name in &names {
+        let a = agent(name);
+        let read = s.hooks.read(&a).unwrap();
+        assert!(read.corruption().is_some(), "{name}: {read:?}");
+        assert_eq!(read.status(), None);
+        let before = fs::symlink_metadata(s.hooks.path(&a)).unwrap().ino();
+        let e = s.hooks.assign(&a, bead("b"), "t", None).unwrap_err();
+        assert!(e.is_corrupt(), "{name}: {e}");
+        assert!(e.to_string().contains("a dispatcher must repair it"), "{e}");
+        assert!(s.hooks.pickup(&a).unwrap_err().is_corrupt());
+        assert!(s.hooks.current(&a).unwrap_err().is_corrupt());
+        assert_eq!(
+            fs::symlink_metadata(s.hooks.path(&a)).unwrap().ino(),
+            before,
+            "{name} was rewritten"
+        );
+    }
+    let read = s.hooks.read(&agent("c3")).unwrap();
+    assert!(
+        matches!(&read.corruption().unwrap().reason, CorruptReason::WrongShape(m) if m.contains("someone-else"))
+    );
+    let read = s.hooks.read(&agent("c5")).unwrap();
+    assert_eq!(
+        read.corruption().unwrap().reason,
+        CorruptReason::NotARegularFile
+    );
+
+    // Listings, counts and the stale query report them; none is skipped.
+    let listed: Vec<_> = s
+        .hooks
+        .list()
+        .unwrap()
+        .into_iter()
+        .map(|e| e.agent.to_string())
+        .collect();
+    assert_eq!(listed, names);
+    assert_eq!(s.hooks.counts().unwrap().corrupt, 5);
+    assert_eq!(
+        s.hooks
+            .stale(Duration::ZERO, Timestamp::from_unix_ms(T0))
+            .unwrap()
+            .corrupt
+            .len(),
+        5
+    );
+}
+
+#[test]
+fn repair_quarantines_then_empties_and_work_can_resume() {
+    let s = setup();
+    plant_corrupt_hooks(&s);
+    let a = agent("c1");
+    let repaired = s.hooks.repair(&a).unwrap().expect("repaired");
+    assert_eq!(
+        fs::read_to_string(&repaired.quarantined).unwrap(),
+        "{\"agent_id\": \"c1\", \"sta"
+    );
+    assert!(
+        repaired
+            .quarantined
+            .starts_with(s.hooks.dir().join(".quarantine"))
+    );
+    assert_eq!(repaired.hook.status(), HookStatus::Empty);
+    // No assignment from before the corruption can match the new generation.
+    assert!(repaired.hook.generation() >= T0 as u64);
+    assert_eq!(
+        s.hooks.read(&a).unwrap(),
+        HookRead::Hook(repaired.hook.clone())
+    );
+    assert_eq!(
+        s.hooks.repair(&a).unwrap(),
+        None,
+        "a legal hook is left alone"
+    );
+    let held = s.hooks.assign(&a, bead("b"), "t", None).unwrap();
+    assert_eq!(held.generation(), repaired.hook.generation() + 1);
+
+    // A symlink is moved aside itself; what it pointed to is untouched.
+    let link = s.hooks.repair(&agent("c5")).unwrap().expect("repaired");
+    assert!(
+        fs::symlink_metadata(&link.quarantined)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(
+        fs::read_to_string(s.tmp.scratch("elsewhere.json")).unwrap(),
+        "outside"
+    );
+    assert_eq!(s.hooks.repair(&agent("nobody")).unwrap(), None);
+    assert!(!s.hooks.path(&agent("nobody")).exists());
+}
+
+#[test]
+fn doctor_reports_then_fixes_corrupt_hooks_and_leaves_strays() {
+    let s = setup();
+    plant_corrupt_hooks(&s);
+    s.hooks.assign(&agent("ok"), bead("b"), "t", None).unwrap();
+    fs::write(s.hooks.dir().join("notes.txt"), "hi").unwrap();
+
+    let report = s.hooks.doctor(DoctorMode::Check).unwrap();
+    assert_eq!(report.scanned, 6);
+    assert_eq!(report.findings.len(), 6);
+    assert_eq!(report.unrepaired(), 5);
+    let stray = report
+        .findings
+        .iter()
+        .find(|f| f.problem == Problem::Stray)
+        .unwrap();
+    assert!(
+        stray
+            .to_string()
+            .ends_with("notes.txt`: not a hook file (left alone)"),
+        "{stray}"
+    );
+    assert!(
+        s.hooks.read(&agent("c1")).unwrap().corruption().is_some(),
+        "check changed something"
+    );
+
+    let report = s.hooks.doctor(DoctorMode::Fix).unwrap();
+    assert_eq!(report.unrepaired(), 0);
+    assert!(
+        report
+            .findings
+            .iter()
+            .filter(|f| f.agent.is_some())
+            .all(|f| f.quarantined.is_some())
+    );
+    let counts = s.hooks.counts().unwrap();
+    assert_eq!(
+        (counts.empty, counts.pending, counts.corrupt, counts.total()),
+        (5, 1, 0, 6)
+    );
+    assert_eq!(
+        fs::read_to_string(s.hooks.dir().join("notes.txt")).unwrap(),
+        "hi"
+    );
+
+    let report = s.hooks.doctor(DoctorMode::Fix).unwrap();
+    assert_eq!(report.findings.len(), 1, "{:?}", report.findings);
+    assert!(!report.is_clean());
+}
+
+#[test]
+fn stale_finds_quiet_pending_and_active_hooks_only() {
+    let s = setup();
+    let quiet_pending = agent("a-pending");
+    let quiet_active = agent("b-active");
+    let busy = agent("c-busy");
+    let done = agent("d-done");
+    s.hooks
+        .assign(&quiet_pending, bead("b1"), "t", None)
+        .unwrap();
+    let h = s
+        .hooks
+        .assign(&quiet_active, bead("b2"), "t", None)
+        .unwrap();
+    s.hooks.activate(&h).unwrap();
+    let h = s.hooks.assign(&done, bead("b3"), "t", None).unwrap();
+    s.hooks.activate(&h).unwrap();
+    s.hooks.complete(&h).unwrap();
+    let h = s.hooks.assign(&busy, bead("b4"), "t", None).unwrap();
+    s.hooks.activate(&h).unwrap();
+    s.clock.advance(Duration::from_secs(600));
+    s.hooks.touch(&h).unwrap();
+
+    let now = Timestamp::from_unix_ms(T0 + 600_000);
+    let report = s.hooks.stale(Duration::from_secs(300), now).unwrap();
+    let found: Vec<_> = report
+        .stale
+        .iter()
+        .map(|h| (h.hook.agent().to_string(), h.idle))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("a-pending".to_owned(), Duration::from_secs(600)),
+            ("b-active".to_owned(), Duration::from_secs(600))
+        ]
+    );
+    assert_eq!(report.stale[1].assignment.bead_id().as_str(), "b2");
+    assert!(report.corrupt.is_empty());
+    // Exactly at the threshold is not yet stale.
+    assert!(
+        s.hooks
+            .stale(Duration::from_secs(600), now)
+            .unwrap()
+            .stale
+            .is_empty()
+    );
+    // Nothing is idle at the moment of its last activity, or before it.
+    assert!(
+        s.hooks
+            .stale(Duration::ZERO, Timestamp::from_unix_ms(T0))
+            .unwrap()
+            .stale
+            .is_empty()
+    );
+}
