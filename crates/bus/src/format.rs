@@ -318,9 +318,12 @@ impl NewEvent {
         if let Some(key) = &self.dedup_key {
             check_key(key)?;
         }
+        // The id's millisecond never goes back within a process (it may run
+        // ahead of a clock that stepped back); created_at is the clock's word.
+        let created_at = clock.now();
         let id = EventId::generate(clock);
         Ok(Event {
-            created_at: Timestamp::from_unix_ms(id.unix_ms()),
+            created_at,
             id,
             source: self.source.clone(),
             kind: self.kind.clone(),
@@ -524,7 +527,7 @@ pub(crate) struct NagState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chipset_store::ManualClock;
+    use chipset_store::{Clock, ManualClock};
 
     #[test]
     fn priority_digits_and_names_round_trip() {
@@ -545,7 +548,7 @@ mod tests {
         assert!(NewEvent::new("s", "k".repeat(129)).build(&clock).is_err());
         assert!(NewEvent::new("s", "k").dedup_key("").build(&clock).is_err());
         let e = NewEvent::new("s", "k").build(&clock).unwrap();
-        assert_eq!(e.created_at().unix_ms(), e.id().unix_ms());
+        assert_eq!(e.created_at(), clock.now());
         assert_eq!(e.priority(), Priority::Normal);
     }
 

@@ -164,26 +164,40 @@ impl Bus {
     pub fn prune(&self, agent: &AgentId, retention: &Retention) -> Result<Pruned> {
         let now = self.state().now();
         let dir = self.processed_dir(agent);
-        let mut entries: Vec<(QueueEntry, u64)> = Vec::new();
+        let cap = self.state().read_cap();
+        let mut entries: Vec<(QueueEntry, u64, Option<Timestamp>)> = Vec::new();
         for entry in self.processed(agent)? {
-            match fs::symlink_metadata(dir.join(entry.name())) {
-                Ok(m) => entries.push((entry, m.len())),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => return Err(io_error("stat", dir.join(entry.name()), e)),
-            }
+            let path = dir.join(entry.name());
+            let len = match fs::symlink_metadata(&path) {
+                Ok(m) => m.len(),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(io_error("stat", path, e)),
+            };
+            // Age is the event's created_at on the bus clock, so the file is
+            // read only when an age limit applies.
+            let created = match retention.max_age {
+                Some(_) => match read_event(&path, entry.name(), cap)? {
+                    EventRead::Event(e) => Some(e.created_at()),
+                    // Unreadable files are the doctor's; they are not pruned by age.
+                    EventRead::Bad(_) | EventRead::Gone => None,
+                },
+                None => None,
+            };
+            entries.push((entry, len, created));
         }
         // Newest first; keep a prefix that fits every limit.
         entries.sort_by(|a, b| b.0.id().cmp(a.0.id()));
         let mut pruned = Pruned::default();
         let mut kept_bytes = 0u64;
-        for (i, (entry, len)) in entries.iter().enumerate() {
+        for (i, (entry, len, created)) in entries.iter().enumerate() {
             let too_many = retention.max_count.is_some_and(|n| i >= n);
             let too_big = retention
                 .max_bytes
                 .is_some_and(|b| kept_bytes.saturating_add(*len) > b);
             let too_old = retention
                 .max_age
-                .is_some_and(|age| now.since(Timestamp::from_unix_ms(entry.id().unix_ms())) > age);
+                .zip(*created)
+                .is_some_and(|(age, at)| now.since(at) > age);
             if too_many || too_big || too_old {
                 if remove(&dir.join(entry.name()))? {
                     pruned.events += 1;

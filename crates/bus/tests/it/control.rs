@@ -1,0 +1,98 @@
+//! The control inbox and the registry.
+
+use chipset_bus::{ControlCommand, Problem, Resource};
+
+use crate::{agent, manual};
+
+#[test]
+fn commands_are_applied_forward_from_the_stored_offset() {
+    let (_t, _clock, bus) = manual();
+    let a = agent("mayor");
+    let debug = Resource::new("chat", ".nbs/chat/debug.chat");
+    let hub = Resource::new("queue", "witness");
+    bus.control(&a, &ControlCommand::register(debug.clone()))
+        .unwrap();
+    bus.control(&a, &ControlCommand::register(hub.clone()))
+        .unwrap();
+    let applied = bus.apply_control(&a).unwrap();
+    assert_eq!(applied.applied, 2);
+    assert!(applied.registry.contains(&debug) && applied.registry.contains(&hub));
+
+    // Nothing new: nothing applied, same registry.
+    let again = bus.apply_control(&a).unwrap();
+    assert_eq!(again.applied, 0);
+    assert_eq!(again.registry, applied.registry);
+
+    bus.control(&a, &ControlCommand::unregister(debug.clone()))
+        .unwrap();
+    let after = bus.apply_control(&a).unwrap();
+    assert_eq!(after.applied, 1);
+    assert!(!after.registry.contains(&debug));
+    assert_eq!(bus.registry(&a).unwrap(), after.registry);
+
+    // The log keeps every command: never truncated.
+    let log =
+        std::fs::read_to_string(bus.queue_dir(&a).parent().unwrap().join("control.jsonl")).unwrap();
+    assert_eq!(log.lines().count(), 3);
+}
+
+#[test]
+fn a_crash_before_the_registry_write_reapplies_to_the_same_registry() {
+    let (_t, _clock, bus) = manual();
+    let a = agent("mayor");
+    let r = Resource::new("chat", "a.chat");
+    bus.control(&a, &ControlCommand::register(r.clone()))
+        .unwrap();
+    let first = bus.apply_control(&a).unwrap().registry;
+    bus.control(&a, &ControlCommand::unregister(r.clone()))
+        .unwrap();
+    bus.control(&a, &ControlCommand::register(r.clone()))
+        .unwrap();
+    // Simulate a crash that lost the last registry write: put the old one back.
+    let path = bus.queue_dir(&a).parent().unwrap().join("registry.json");
+    let after = bus.apply_control(&a).unwrap().registry;
+    bus.state().write_json(&path, &first).unwrap();
+    let replayed = bus.apply_control(&a).unwrap().registry;
+    assert_eq!(replayed.resources, after.resources);
+    assert_eq!(replayed.applied_offset, after.applied_offset);
+}
+
+#[test]
+fn a_corrupt_registry_is_rebuilt_from_the_whole_log() {
+    let (_t, _clock, bus) = manual();
+    let a = agent("mayor");
+    let r = Resource::new("chat", "a.chat");
+    bus.control(&a, &ControlCommand::register(r.clone()))
+        .unwrap();
+    let good = bus.apply_control(&a).unwrap().registry;
+    let path = bus.queue_dir(&a).parent().unwrap().join("registry.json");
+    std::fs::write(&path, b"nonsense").unwrap();
+    assert!(bus.registry(&a).is_err());
+    assert_eq!(bus.apply_control(&a).unwrap().registry, good);
+}
+
+#[test]
+fn bad_lines_are_reported_and_skipped() {
+    let (_t, _clock, bus) = manual();
+    let a = agent("mayor");
+    let r = Resource::new("chat", "a.chat");
+    bus.control(&a, &ControlCommand::register(r.clone()))
+        .unwrap();
+    let log = bus.queue_dir(&a).parent().unwrap().join("control.jsonl");
+    let mut text = std::fs::read_to_string(&log).unwrap();
+    text.push_str("{\"op\":\"explode\"}\n");
+    std::fs::write(&log, text).unwrap();
+    bus.control(&a, &ControlCommand::register(Resource::new("queue", "w")))
+        .unwrap();
+    let applied = bus.apply_control(&a).unwrap();
+    assert_eq!(applied.applied, 2);
+    assert_eq!(applied.bad_lines.len(), 1);
+    assert!(matches!(
+        applied.bad_lines[0].problem,
+        Problem::BadLogLine { .. }
+    ));
+    assert!(
+        bus.control(&a, &ControlCommand::register(Resource::new("chat", "")))
+            .is_err()
+    );
+}

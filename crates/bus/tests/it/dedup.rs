@@ -1,0 +1,101 @@
+//! De-duplication windows, per publish and per bus, across restarts.
+
+use std::time::Duration;
+
+use chipset_bus::{Bus, BusConfig, NewEvent, Published};
+
+use crate::{agent, manual};
+
+#[test]
+fn a_key_is_dropped_inside_the_window_and_works_again_after() {
+    let (_t, clock, bus) = manual();
+    let a = agent("mayor");
+    let e = NewEvent::new("chat-watcher", "chat-mention").dedup_key("debug.chat#42");
+    let first = bus.publish(&a, &e).unwrap();
+    let first_id = first.delivered().unwrap().id().clone();
+    clock.advance(Duration::from_secs(59));
+    match bus.publish(&a, &e).unwrap() {
+        Published::Duplicate { key, original, .. } => {
+            assert_eq!(key, "debug.chat#42");
+            assert_eq!(original, first_id);
+        }
+        other => panic!("expected a duplicate, got {other:?}"),
+    }
+    clock.advance(Duration::from_secs(1));
+    assert!(bus.publish(&a, &e).unwrap().delivered().is_some());
+    assert_eq!(bus.pending(&a).unwrap().len(), 2);
+}
+
+#[test]
+fn the_window_is_per_recipient_and_per_key() {
+    let (_t, _clock, bus) = manual();
+    let e = NewEvent::new("w", "k").dedup_key("one");
+    let _ = bus.publish(&agent("a"), &e).unwrap();
+    assert!(!bus.publish(&agent("b"), &e).unwrap().is_duplicate());
+    let other = NewEvent::new("w", "k").dedup_key("two");
+    assert!(!bus.publish(&agent("a"), &other).unwrap().is_duplicate());
+    // Events without a key are never de-duplicated.
+    let plain = NewEvent::new("w", "k");
+    let _ = bus.publish(&agent("a"), &plain).unwrap();
+    assert!(!bus.publish(&agent("a"), &plain).unwrap().is_duplicate());
+}
+
+#[test]
+fn the_window_can_be_set_per_publish_and_per_bus() {
+    let (t, clock, _) = manual();
+    let bus = Bus::with_config(
+        t.state.clone(),
+        BusConfig::default().with_dedup_window(Duration::from_secs(5)),
+    );
+    let a = agent("mayor");
+    let e = NewEvent::new("w", "k").dedup_key("x");
+    let _ = bus.publish(&a, &e).unwrap();
+    clock.advance(Duration::from_secs(5));
+    assert!(
+        !bus.publish(&a, &e).unwrap().is_duplicate(),
+        "bus window is 5 s"
+    );
+    clock.advance(Duration::from_secs(30));
+    let long = e.clone().dedup_window(Duration::from_secs(3600));
+    assert!(
+        bus.publish(&a, &long).unwrap().is_duplicate(),
+        "this publish asks 1 h"
+    );
+}
+
+#[test]
+fn de_duplication_survives_a_restart() {
+    let (t, _clock, bus) = manual();
+    let a = agent("mayor");
+    let e = NewEvent::new("w", "k").dedup_key("x");
+    let _ = bus.publish(&a, &e).unwrap();
+    drop(bus);
+    let reopened = Bus::new(t.state.clone());
+    assert!(reopened.publish(&a, &e).unwrap().is_duplicate());
+}
+
+#[test]
+fn long_keys_work_and_do_not_collide() {
+    let (_t, _clock, bus) = manual();
+    let a = agent("mayor");
+    let base = "chat/".repeat(100);
+    let k1 = NewEvent::new("w", "k").dedup_key(format!("{base}1"));
+    let k2 = NewEvent::new("w", "k").dedup_key(format!("{base}2"));
+    let _ = bus.publish(&a, &k1).unwrap();
+    assert!(!bus.publish(&a, &k2).unwrap().is_duplicate());
+    assert!(bus.publish(&a, &k1).unwrap().is_duplicate());
+}
+
+#[test]
+fn a_corrupt_record_is_quarantined_and_the_event_delivered() {
+    let (_t, _clock, bus) = manual();
+    let a = agent("mayor");
+    let e = NewEvent::new("w", "k").dedup_key("x");
+    let _ = bus.publish(&a, &e).unwrap();
+    let record = bus.queue_dir(&a).parent().unwrap().join("dedup/x.json");
+    std::fs::write(&record, b"garbage").unwrap();
+    assert!(!bus.publish(&a, &e).unwrap().is_duplicate());
+    let quarantine = record.parent().unwrap().join(".quarantine");
+    assert_eq!(std::fs::read_dir(quarantine).unwrap().count(), 1);
+    assert!(bus.publish(&a, &e).unwrap().is_duplicate());
+}

@@ -1,0 +1,79 @@
+//! Presence versus availability, and the restart steps.
+
+use std::time::Duration;
+
+use chipset_bus::{AckOutcome, Bus, BusConfig, NewEvent, PresenceState, Priority};
+
+use crate::{agent, manual};
+
+#[test]
+fn an_offline_agent_has_a_queue_that_accumulates() {
+    let (_t, _clock, bus) = manual();
+    let a = agent("worker-1");
+    assert!(!bus.is_available(&a).unwrap());
+    assert_eq!(bus.presence(&a).unwrap(), PresenceState::Absent);
+    let _ = bus.publish(&a, &NewEvent::new("mayor", "task")).unwrap();
+    assert!(bus.is_available(&a).unwrap());
+    assert_eq!(bus.presence(&a).unwrap(), PresenceState::Absent);
+    assert_eq!(bus.pending(&a).unwrap().len(), 1);
+}
+
+#[test]
+fn start_returns_pending_in_order_and_registers_presence() {
+    let (t, clock, _) = manual();
+    let bus = Bus::with_config(
+        t.state.clone(),
+        BusConfig::default().with_presence_stale_after(Duration::from_secs(60)),
+    );
+    let a = agent("worker-1");
+    let _ = bus
+        .publish(&a, &NewEvent::new("m", "low").priority(Priority::Low))
+        .unwrap();
+    let _ = bus
+        .publish(&a, &NewEvent::new("m", "crit").priority(Priority::Critical))
+        .unwrap();
+    let s = bus.start(&a).unwrap();
+    let kinds: Vec<_> = s.pending.events().iter().map(|e| e.kind()).collect();
+    assert_eq!(kinds, ["crit", "low"]);
+    assert_eq!(s.previous, PresenceState::Absent);
+    assert_eq!(s.presence.pid, std::process::id());
+    assert!(bus.presence(&a).unwrap().is_live());
+
+    // Silence makes presence stale, and stale presence blocks nothing.
+    clock.advance(Duration::from_secs(61));
+    assert!(matches!(bus.presence(&a).unwrap(), PresenceState::Stale(_)));
+    let _ = bus.publish(&a, &NewEvent::new("m", "more")).unwrap();
+    assert_eq!(bus.pending(&a).unwrap().len(), 3);
+    let e = bus.pending(&a).unwrap().into_events().remove(0);
+    assert_eq!(bus.ack_event(&a, &e).unwrap(), AckOutcome::Acked);
+
+    let beat = bus.heartbeat(&a).unwrap();
+    assert_eq!(beat.started_at, s.presence.started_at);
+    assert_eq!(beat.last_seen, clock_now(&bus));
+    assert!(bus.presence(&a).unwrap().is_live());
+
+    // A restart sees the previous session and its stale or live presence.
+    let again = bus.start(&a).unwrap();
+    assert!(again.previous.is_live());
+    assert_eq!(again.pending.len(), 2);
+}
+
+fn clock_now(bus: &Bus) -> chipset_store::Timestamp {
+    bus.state().now()
+}
+
+#[test]
+fn a_corrupt_presence_is_reported_and_replaced_on_start() {
+    let (_t, _clock, bus) = manual();
+    let a = agent("worker-1");
+    let _ = bus.start(&a).unwrap();
+    let path = bus.queue_dir(&a).parent().unwrap().join("presence.json");
+    std::fs::write(&path, b"{").unwrap();
+    assert!(matches!(
+        bus.presence(&a).unwrap(),
+        PresenceState::Unreadable(_)
+    ));
+    let s = bus.start(&a).unwrap();
+    assert!(matches!(s.previous, PresenceState::Unreadable(_)));
+    assert!(bus.presence(&a).unwrap().is_live());
+}

@@ -1,0 +1,360 @@
+//! Real processes: concurrent publishers, a de-duplication race, a waiter
+//! woken from another process, and SIGKILL mid-publish and mid-ack.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::Path;
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+use chipset_bus::{AckOutcome, Bus, EventId, NewEvent, Priority, Published, Repair, Wake};
+use chipset_store::StateDir;
+use chipset_testkit::{self as kit, Jitter, TempState};
+use serde_json::json;
+
+use crate::agent;
+
+const ENTRY: &str = "procs::child_entry";
+
+fn say(line: &str) {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{line}").unwrap();
+    out.flush().unwrap();
+}
+
+/// Publishes `count` events from `source`, cycling through the priorities,
+/// with the sequence number in the payload.
+fn publish_many(bus: &Bus, source: &str, count: u64) {
+    let to = agent("hub");
+    for seq in 0..count {
+        let p = Priority::ALL[(seq % 4) as usize];
+        let e = NewEvent::new(source, "tick")
+            .priority(p)
+            .payload(json!({ "seq": seq }));
+        assert!(bus.publish(&to, &e).unwrap().delivered().is_some());
+    }
+}
+
+/// Publishes one event with a shared key and says whether it was delivered.
+fn publish_keyed(bus: &Bus, source: &str) -> &'static str {
+    let e = NewEvent::new(source, "chat-mention").dedup_key("debug.chat#42");
+    match bus.publish(&agent("hub"), &e).unwrap() {
+        Published::Delivered(_) => "delivered",
+        Published::Duplicate { .. } => "duplicate",
+    }
+}
+
+/// Publishes forever, saying `done {id}` after each publish returns.
+fn crash_publisher(bus: &Bus, limit: u64, mut out: impl FnMut(&str)) {
+    for i in 0..limit {
+        let p = Priority::ALL[(i % 4) as usize];
+        let e = NewEvent::new("crasher", "tick")
+            .priority(p)
+            .payload(json!({ "i": i, "pad": "x".repeat((i as usize * 53) % 2000) }));
+        let published = bus.publish(&agent("hub"), &e).unwrap();
+        out(&format!("done {}", published.delivered().unwrap().id()));
+    }
+}
+
+/// Acknowledges everything pending, saying `acked {id}` after each.
+fn crash_acker(bus: &Bus, mut out: impl FnMut(&str)) {
+    let hub = agent("hub");
+    for e in bus.pending(&hub).unwrap().into_events() {
+        assert_eq!(bus.ack_event(&hub, &e).unwrap(), AckOutcome::Acked);
+        out(&format!("acked {}", e.id()));
+    }
+}
+
+#[test]
+fn child_entry() {
+    if let Some(role) = kit::child_role() {
+        let bus = Bus::new(StateDir::open(role.arg(0)).unwrap());
+        match role.name.as_str() {
+            "publish" => {
+                kit::wait_for_file(Path::new(role.arg(1)));
+                publish_many(&bus, role.arg(2), role.parse(3));
+            }
+            "keyed" => {
+                kit::wait_for_file(Path::new(role.arg(1)));
+                say(publish_keyed(&bus, role.arg(2)));
+            }
+            "waiter" => {
+                let mut waiter = bus.waiter(&agent("hub")).unwrap();
+                say(&format!("ready notified={}", waiter.is_notified()));
+                match waiter.wait(Duration::from_secs(60)).unwrap() {
+                    Wake::Arrived(entries) => say(&format!("woke {}", entries[0].id())),
+                    Wake::TimedOut => say("timeout"),
+                }
+            }
+            "crash-publish" => crash_publisher(&bus, u64::MAX, say),
+            "crash-ack" => crash_acker(&bus, say),
+            other => panic!("unknown role {other}"),
+        }
+        return;
+    }
+    // Not a child: run the roles in-process on tiny inputs.
+    let t = TempState::new();
+    let bus = Bus::new(t.state.clone());
+    let hub = agent("hub");
+    publish_many(&bus, "p", 4);
+    assert_eq!(bus.pending(&hub).unwrap().len(), 4);
+    assert_eq!(publish_keyed(&bus, "a"), "delivered");
+    assert_eq!(publish_keyed(&bus, "b"), "duplicate");
+    let mut done = Vec::new();
+    crash_publisher(&bus, 3, |l| done.push(l.to_owned()));
+    assert_eq!(done.len(), 3);
+    let mut acked = Vec::new();
+    crash_acker(&bus, |l| acked.push(l.to_owned()));
+    assert_eq!(acked.len(), 8);
+    assert!(bus.pending(&hub).unwrap().is_empty());
+}
+
+fn root_arg(t: &TempState) -> String {
+    t.state.root().to_string_lossy().into_owned()
+}
+
+#[test]
+fn eight_processes_publish_2000_events_all_present_in_order() {
+    let t = TempState::new();
+    let go = t.scratch("go");
+    let mut children: Vec<_> = (0..8)
+        .map(|i| {
+            kit::spawn(
+                ENTRY,
+                "publish",
+                &[
+                    root_arg(&t),
+                    go.to_string_lossy().into_owned(),
+                    format!("pub-{i}"),
+                    "250".into(),
+                ],
+            )
+        })
+        .collect();
+    std::fs::write(&go, b"go").unwrap();
+    for c in &mut children {
+        kit::wait_ok(c, Duration::from_secs(120));
+    }
+    let bus = Bus::new(t.state.clone());
+    let pending = bus.pending(&agent("hub")).unwrap();
+    assert!(pending.unreadable().is_empty());
+    assert_eq!(pending.len(), 2000);
+    // Priority first, then id (time) within a priority.
+    let keys: Vec<_> = pending
+        .events()
+        .iter()
+        .map(|e| (e.priority(), e.id().clone()))
+        .collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(keys, sorted);
+    // Every (publisher, seq) once, and each publisher's own order kept within a priority.
+    let mut last: BTreeMap<(String, Priority), u64> = BTreeMap::new();
+    let mut all = BTreeSet::new();
+    for e in pending.events() {
+        let seq = e.payload()["seq"].as_u64().unwrap();
+        assert!(all.insert((e.source().to_owned(), seq)));
+        let prev = last.insert((e.source().to_owned(), e.priority()), seq);
+        assert!(prev.is_none_or(|p| p < seq), "{} out of order", e.source());
+    }
+    assert_eq!(all.len(), 2000);
+    // 250 per publisher cycling over four priorities: 63, 63, 62, 62 each.
+    assert_eq!(
+        bus.counts(&agent("hub")).unwrap().pending,
+        [504, 504, 496, 496]
+    );
+}
+
+#[test]
+fn eight_processes_same_key_exactly_one_delivered() {
+    let t = TempState::new();
+    let go = t.scratch("go");
+    let mut children: Vec<_> = (0..8)
+        .map(|i| {
+            kit::spawn(
+                ENTRY,
+                "keyed",
+                &[
+                    root_arg(&t),
+                    go.to_string_lossy().into_owned(),
+                    format!("watcher-{i}"),
+                ],
+            )
+        })
+        .collect();
+    let outputs: Vec<_> = children.iter_mut().map(collect).collect();
+    std::fs::write(&go, b"go").unwrap();
+    let mut said = Vec::new();
+    for rx in outputs {
+        said.extend(rx.iter().filter(|l| l == "delivered" || l == "duplicate"));
+    }
+    for c in &mut children {
+        kit::wait_ok(c, Duration::from_secs(60));
+    }
+    said.sort();
+    assert_eq!(
+        said.iter().filter(|s| *s == "delivered").count(),
+        1,
+        "{said:?}"
+    );
+    assert_eq!(
+        said.iter().filter(|s| *s == "duplicate").count(),
+        7,
+        "{said:?}"
+    );
+    let bus = Bus::new(t.state.clone());
+    assert_eq!(bus.pending(&agent("hub")).unwrap().len(), 1);
+}
+
+#[test]
+fn waiter_in_another_process_wakes_on_publish() {
+    let t = TempState::new();
+    let mut child = kit::spawn(ENTRY, "waiter", &[root_arg(&t)]);
+    let rx = collect(&mut child);
+    let ready = next_with(&rx, "ready");
+    assert!(ready.starts_with("ready notified="), "{ready}");
+    let bus = Bus::new(t.state.clone());
+    let published = bus
+        .publish(&agent("hub"), &NewEvent::new("worker", "task-done"))
+        .unwrap();
+    let woke = next_with(&rx, "woke");
+    assert_eq!(
+        woke,
+        format!("woke {}", published.delivered().unwrap().id())
+    );
+    assert!(rx.iter().all(|l| l != "timeout"));
+    kit::wait_ok(&mut child, Duration::from_secs(30));
+}
+
+/// Reads a child's lines on a thread, so the parent can kill it at any moment.
+fn collect(child: &mut std::process::Child) -> mpsc::Receiver<String> {
+    let lines = kit::lines(child);
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// Returns the next line starting with `prefix`, skipping the test harness's own lines.
+fn next_with(rx: &mpsc::Receiver<String>, prefix: &str) -> String {
+    loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|e| panic!("no `{prefix}` line from the child: {e}"));
+        if line.starts_with(prefix) {
+            return line;
+        }
+    }
+}
+
+/// Returns the ids of every remaining line starting with `prefix`.
+fn ids_after(rx: &mpsc::Receiver<String>, prefix: &str) -> Vec<EventId> {
+    rx.iter()
+        .filter_map(|l| l.strip_prefix(prefix).map(|id| EventId::parse(id).unwrap()))
+        .collect()
+}
+
+/// Checks there is nothing partial: every queued and processed file reads
+/// as an event, and the doctor finds nothing (stale temps aside: a killed
+/// writer may leave a dot-temp, which no reader looks at).
+fn assert_whole(bus: &Bus) {
+    let hub = agent("hub");
+    assert!(bus.pending(&hub).unwrap().unreadable().is_empty());
+    let report = bus.doctor(Repair::ReportOnly).unwrap();
+    assert!(report.is_clean(), "{:?}", report.findings);
+    let dir = bus.processed_dir(&hub);
+    for entry in bus.processed(&hub).unwrap() {
+        let read = bus
+            .state()
+            .read_json::<chipset_bus::Event>(&dir.join(entry.name()))
+            .unwrap();
+        assert!(read.value().is_some(), "{}", entry.name());
+    }
+}
+
+#[test]
+fn sigkill_mid_publish_loses_nothing_reported_done() {
+    let seed = Jitter::seed_from_time();
+    let mut jitter = Jitter::new(seed);
+    let t = TempState::new();
+    let bus = Bus::new(t.state.clone());
+    let mut reported = BTreeSet::new();
+    for round in 0..3 {
+        let mut child = kit::spawn(ENTRY, "crash-publish", &[root_arg(&t)]);
+        let rx = collect(&mut child);
+        // Let it get going, then kill it at a random moment.
+        let first = next_with(&rx, "done ");
+        reported.insert(EventId::parse(first.strip_prefix("done ").unwrap()).unwrap());
+        thread::sleep(Duration::from_millis(20 + jitter.below(150)));
+        kit::kill9(&mut child);
+        reported.extend(ids_after(&rx, "done "));
+        let queued: BTreeSet<_> = bus
+            .queued(&agent("hub"))
+            .unwrap()
+            .into_iter()
+            .map(|e| e.id().clone())
+            .collect();
+        let missing: Vec<_> = reported.difference(&queued).collect();
+        assert!(
+            missing.is_empty(),
+            "seed {seed} round {round}: lost {missing:?}"
+        );
+        assert_whole(&bus);
+    }
+}
+
+#[test]
+fn sigkill_mid_ack_keeps_every_event_in_exactly_one_place() {
+    let seed = Jitter::seed_from_time();
+    let mut jitter = Jitter::new(seed);
+    let t = TempState::new();
+    let bus = Bus::new(t.state.clone());
+    let hub = agent("hub");
+    let mut published = BTreeSet::new();
+    crash_publisher(&bus, 300, |l| {
+        published.insert(EventId::parse(l.strip_prefix("done ").unwrap()).unwrap());
+    });
+    let mut acked = BTreeSet::new();
+    for round in 0..3 {
+        let mut child = kit::spawn(ENTRY, "crash-ack", &[root_arg(&t)]);
+        let rx = collect(&mut child);
+        // The last round may find nothing left to acknowledge.
+        while let Ok(line) = rx.recv_timeout(Duration::from_secs(60)) {
+            if let Some(id) = line.strip_prefix("acked ") {
+                acked.insert(EventId::parse(id).unwrap());
+                break;
+            }
+        }
+        thread::sleep(Duration::from_millis(10 + jitter.below(60)));
+        kit::kill9(&mut child);
+        acked.extend(ids_after(&rx, "acked "));
+        let queued: BTreeSet<_> = bus
+            .queued(&hub)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.id().clone())
+            .collect();
+        let processed: BTreeSet<_> = bus
+            .processed(&hub)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.id().clone())
+            .collect();
+        assert!(queued.is_disjoint(&processed), "seed {seed} round {round}");
+        let union: BTreeSet<_> = queued.union(&processed).cloned().collect();
+        assert_eq!(union, published, "seed {seed} round {round}");
+        assert!(acked.is_subset(&processed), "seed {seed} round {round}");
+        assert_whole(&bus);
+    }
+    // What the killed ackers left is still pending, in order, and can be acked.
+    for e in bus.pending(&hub).unwrap().into_events() {
+        assert_eq!(bus.ack_event(&hub, &e).unwrap(), AckOutcome::Acked);
+    }
+    assert_eq!(bus.processed(&hub).unwrap().len(), 300);
+}

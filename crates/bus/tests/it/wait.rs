@@ -1,0 +1,102 @@
+//! Waiters in one process: notifications, rescans, timeouts, no missed wake-ups.
+
+use std::thread;
+use std::time::Duration;
+
+use chipset_bus::{Bus, BusConfig, NewEvent, Priority, Wake, WakeConfig, WakeMode};
+use chipset_testkit::TempState;
+
+use crate::agent;
+
+fn bus_with(mode: WakeMode, rescan: Duration) -> (TempState, Bus) {
+    let t = TempState::new();
+    let bus = Bus::with_config(
+        t.state.clone(),
+        BusConfig::default().with_wake(WakeConfig::new(mode, rescan)),
+    );
+    (t, bus)
+}
+
+#[test]
+fn a_waiter_wakes_when_another_thread_publishes() {
+    let (_t, bus) = bus_with(WakeMode::Notify, Duration::from_secs(30));
+    let a = agent("mayor");
+    // The queue does not exist yet: the waiter makes it.
+    assert!(!bus.is_available(&a).unwrap());
+    let mut waiter = bus.waiter(&a).unwrap();
+    assert!(bus.is_available(&a).unwrap());
+    assert!(waiter.is_notified());
+    let publisher = bus.clone();
+    let handle = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(50));
+        publisher
+            .publish(&agent("mayor"), &NewEvent::new("w", "done"))
+            .unwrap()
+    });
+    // The rescan interval is 30 s, so only a notification can wake this in time
+    // for the 20 s timeout.
+    let wake = waiter.wait(Duration::from_secs(20)).unwrap();
+    let published = handle.join().unwrap();
+    match wake {
+        Wake::Arrived(entries) => {
+            assert_eq!(entries.len(), 1);
+            assert_eq!(entries[0].id(), published.delivered().unwrap().id());
+        }
+        Wake::TimedOut => panic!("not woken"),
+    }
+}
+
+#[test]
+fn rescans_alone_find_events() {
+    let (_t, bus) = bus_with(WakeMode::Rescan, Duration::from_millis(20));
+    let a = agent("mayor");
+    let mut waiter = bus.waiter(&a).unwrap();
+    assert!(!waiter.is_notified());
+    let _ = bus.publish(&a, &NewEvent::new("w", "x")).unwrap();
+    assert!(matches!(
+        waiter.wait(Duration::from_secs(20)).unwrap(),
+        Wake::Arrived(_)
+    ));
+}
+
+#[test]
+fn events_published_before_wait_are_not_missed_and_not_repeated() {
+    let (_t, bus) = bus_with(WakeMode::Notify, Duration::from_secs(1));
+    let a = agent("mayor");
+    let old = bus.publish(&a, &NewEvent::new("w", "old")).unwrap();
+    let mut waiter = bus.waiter(&a).unwrap();
+    // Published after the waiter was made, before wait was called.
+    let _ = bus
+        .publish(&a, &NewEvent::new("w", "low").priority(Priority::Low))
+        .unwrap();
+    let _ = bus
+        .publish(&a, &NewEvent::new("w", "crit").priority(Priority::Critical))
+        .unwrap();
+    let mut got = Vec::new();
+    while got.len() < 2 {
+        match waiter.wait(Duration::from_secs(20)).unwrap() {
+            Wake::Arrived(entries) => got.extend(entries),
+            Wake::TimedOut => panic!("missed a wake-up"),
+        }
+    }
+    assert_eq!(got.len(), 2);
+    assert!(got.iter().all(|e| e.id() != old.delivered().unwrap().id()));
+    // Nothing new: a short wait times out, whatever rescans happen meanwhile.
+    assert_eq!(
+        waiter.wait(Duration::from_millis(1200)).unwrap(),
+        Wake::TimedOut
+    );
+}
+
+#[test]
+fn acknowledging_does_not_wake_a_waiter() {
+    let (_t, bus) = bus_with(WakeMode::Notify, Duration::from_millis(100));
+    let a = agent("mayor");
+    let e = bus.publish(&a, &NewEvent::new("w", "x")).unwrap();
+    let mut waiter = bus.waiter(&a).unwrap();
+    let _ = bus.ack_event(&a, e.delivered().unwrap()).unwrap();
+    assert_eq!(
+        waiter.wait(Duration::from_millis(300)).unwrap(),
+        Wake::TimedOut
+    );
+}
