@@ -1,1 +1,268 @@
-fn main() {}
+//! Mail against hand-written baselines of the same syscalls, in one run.
+//!
+//! - `send`: `Mail::send` vs a raw durable create (temp with `create_new`,
+//!   write, `sync_all`, rename, directory `sync_all`) plus a raw durable append
+//!   (append-open, one write, `sync_data`). Goal: at most 1.2x.
+//! - `send_batch`: per-message cost of `Mail::send_batch` (100 drafts) vs `send`.
+//!   Goal: well below.
+//! - `inbox_10k`: `Mail::inbox` of 10,000 messages vs listing, reading and
+//!   parsing the same 10,000 files by hand. Goal: at most 1.25x.
+//! - `archive` and `has_reply`: with 100,000 archived messages (and 50,000
+//!   reply-index entries) vs none. Goal: at most 1.1x. The big fixture is
+//!   written with plain `std::fs` writes, no sync; only the operations are timed.
+
+use std::fs::{self, File, OpenOptions};
+use std::hint::black_box;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use chipset_mail::{Draft, InboxFilter, Location, Mail};
+use chipset_store::{AgentId, MessageId, SortableId, StateDir, SystemClock, TaskId};
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use serde::Deserialize;
+
+fn agent(s: &str) -> AgentId {
+    AgentId::new(s).unwrap()
+}
+
+fn note(i: usize) -> Draft {
+    Draft::notify(
+        agent("np-critic"),
+        agent("np-executor"),
+        TaskId::new("M005-S007-T0002").unwrap(),
+        "weak-assertion",
+        format!("finding {i}: the assertion in tests/foo.rs:42 cannot fail"),
+    )
+    .with_round(2)
+}
+
+/// A message file's bytes with the id replaced, for plain-write fixtures.
+struct Template {
+    bytes: String,
+    id: String,
+}
+
+impl Template {
+    fn new() -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let mail = Mail::new(StateDir::open(tmp.path()).unwrap());
+        let m = mail.send(&note(0)).unwrap();
+        let path = mail.path_of(m.id(), &Location::Inbox(m.to().clone()));
+        Template {
+            bytes: fs::read_to_string(path).unwrap(),
+            id: m.id().to_string(),
+        }
+    }
+
+    fn with_id(&self, id: &str) -> String {
+        self.bytes.replace(&self.id, id)
+    }
+}
+
+fn fresh_id() -> String {
+    SortableId::generate(&SystemClock).into_string()
+}
+
+static RAW_N: AtomicU64 = AtomicU64::new(0);
+
+/// The syscalls of a durable no-clobber publish plus a durable append, by hand.
+fn raw_create_append(dir: &Path, manifest: &Path, bytes: &[u8], line: &[u8]) {
+    let n = RAW_N.fetch_add(1, Ordering::Relaxed);
+    let tmp = dir.join(format!(".{n}.tmp"));
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .open(&tmp)
+        .unwrap();
+    f.write_all(bytes).unwrap();
+    f.sync_all().unwrap();
+    drop(f);
+    fs::rename(&tmp, dir.join(format!("{n}.json"))).unwrap();
+    File::open(dir).unwrap().sync_all().unwrap();
+    let mut log = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(manifest)
+        .unwrap();
+    log.write_all(line).unwrap();
+    log.sync_data().unwrap();
+}
+
+fn send(c: &mut Criterion) {
+    let template = Template::new();
+    let line = format!(
+        "{{\"at\":\"2026-03-05T10:35:00.123Z\",\"event\":\"sent\",\"from\":\"np-critic\",\"id\":\"{}\",\"in_reply_to\":null,\"kind\":\"notify\",\"priority\":\"normal\",\"round\":2,\"subject\":\"weak-assertion\",\"task\":\"M005-S007-T0002\",\"to\":\"np-executor\"}}\n",
+        template.id
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let mail = Mail::new(StateDir::open(tmp.path().join("state")).unwrap());
+    let raw_dir = tmp.path().join("raw/inbox");
+    fs::create_dir_all(&raw_dir).unwrap();
+    let raw_manifest = tmp.path().join("raw/manifest.jsonl");
+
+    let mut g = c.benchmark_group("send");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("raw_create_append", |b| {
+        b.iter(|| {
+            raw_create_append(
+                &raw_dir,
+                &raw_manifest,
+                template.bytes.as_bytes(),
+                line.as_bytes(),
+            )
+        })
+    });
+    let draft = note(1);
+    g.bench_function("mail_send", |b| {
+        b.iter(|| black_box(mail.send(&draft).unwrap()))
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("send_batch");
+    let drafts: Vec<Draft> = (0..100).map(note).collect();
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("single_send_per_message", |b| {
+        b.iter(|| black_box(mail.send(&draft).unwrap()))
+    });
+    g.throughput(Throughput::Elements(100));
+    g.bench_function("batch_100_per_message", |b| {
+        b.iter(|| black_box(mail.send_batch(&drafts).unwrap()))
+    });
+    g.finish();
+}
+
+#[derive(Deserialize)]
+#[allow(dead_code, reason = "parsed as the baseline; the fields are the point")]
+struct RawMessage {
+    id: String,
+    from: String,
+    to: String,
+    phase: String,
+    round: u32,
+    kind: String,
+    subject: String,
+    body: String,
+    expects_reply: bool,
+    in_reply_to: Option<String>,
+    created_at: String,
+    priority: Option<String>,
+}
+
+fn raw_inbox(dir: &Path) -> Vec<RawMessage> {
+    let mut names: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    names.sort();
+    names
+        .iter()
+        .map(|p| serde_json::from_slice(&fs::read(p).unwrap()).unwrap())
+        .collect()
+}
+
+fn inbox(c: &mut Criterion) {
+    let template = Template::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let mail = Mail::new(StateDir::open(tmp.path()).unwrap());
+    let dir = mail.dir().join("inbox/np-executor");
+    fs::create_dir_all(&dir).unwrap();
+    for _ in 0..10_000 {
+        let id = fresh_id();
+        fs::write(dir.join(format!("{id}.json")), template.with_id(&id)).unwrap();
+    }
+    let who = agent("np-executor");
+    assert_eq!(
+        mail.inbox(&who, &InboxFilter::default()).unwrap().len(),
+        10_000
+    );
+
+    let mut g = c.benchmark_group("inbox_10k");
+    g.sample_size(20);
+    g.bench_function("raw_read_parse", |b| b.iter(|| black_box(raw_inbox(&dir))));
+    g.bench_function("mail_inbox", |b| {
+        b.iter(|| black_box(mail.inbox(&who, &InboxFilter::default()).unwrap()))
+    });
+    g.finish();
+}
+
+/// A state root with `n` archived messages, half of them requests with a
+/// reply-index entry, written without syncs. Returns the mail handle and an
+/// answered request that was sent properly.
+fn archive_root(dir: &Path, n: usize, template: &Template) -> (Mail, MessageId) {
+    let mail = Mail::new(StateDir::open(dir).unwrap());
+    let archive = mail.dir().join("archive");
+    fs::create_dir_all(&archive).unwrap();
+    for i in 0..n {
+        let id = fresh_id();
+        fs::write(archive.join(format!("{id}.json")), template.with_id(&id)).unwrap();
+        if i % 2 == 0 {
+            let replies = mail.dir().join("replies").join(&id);
+            fs::create_dir_all(&replies).unwrap();
+            fs::write(
+                replies.join(format!("response-{}.json", fresh_id())),
+                "{}\n",
+            )
+            .unwrap();
+        }
+    }
+    let task = TaskId::new("M005-S007-T0002").unwrap();
+    let q = mail
+        .send(&Draft::request(
+            agent("np-critic"),
+            agent("np-executor"),
+            task,
+            "dead-code",
+            "?",
+        ))
+        .unwrap();
+    mail.send(&Draft::response(
+        agent("np-executor"),
+        agent("np-critic"),
+        q.id().clone(),
+        "dead-code",
+        "!",
+    ))
+    .unwrap();
+    (mail, q.id().clone())
+}
+
+fn archive(c: &mut Criterion) {
+    let template = Template::new();
+    let empty_dir = tempfile::tempdir().unwrap();
+    let big_dir = tempfile::tempdir().unwrap();
+    let (empty, empty_q) = archive_root(empty_dir.path(), 0, &template);
+    let (big, big_q) = archive_root(big_dir.path(), 100_000, &template);
+    let unanswered = MessageId::new(fresh_id()).unwrap();
+
+    let mut g = c.benchmark_group("archive");
+    for (name, mail) in [("none_archived", &empty), ("100k_archived", &big)] {
+        g.bench_function(name, |b| {
+            b.iter_batched(
+                || mail.send(&note(0)).unwrap().id().clone(),
+                |id| black_box(mail.archive(&id).unwrap()),
+                BatchSize::PerIteration,
+            )
+        });
+    }
+    g.finish();
+
+    let mut g = c.benchmark_group("has_reply");
+    for (name, mail, q) in [
+        ("none_archived", &empty, &empty_q),
+        ("100k_archived", &big, &big_q),
+    ] {
+        g.bench_function(format!("{name}/answered"), |b| {
+            b.iter(|| assert!(mail.has_reply(black_box(q)).unwrap()))
+        });
+        g.bench_function(format!("{name}/unanswered"), |b| {
+            b.iter(|| assert!(!mail.has_reply(black_box(&unanswered)).unwrap()))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, send, inbox, archive);
+criterion_main!(benches);

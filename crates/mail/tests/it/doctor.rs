@@ -4,8 +4,8 @@ use std::io::Write;
 use std::time::Duration;
 
 use chipset_mail::{
-    ArchiveOutcome,
-    DoctorMode, Draft, Finding, InboxFilter, Location, MailConfig, ManifestEvent, OrphanReason,
+    ArchiveOutcome, DoctorMode, Draft, Finding, InboxFilter, Location, MailConfig, ManifestEvent,
+    OrphanReason,
 };
 
 use crate::{agent, fixture, fixture_with, task};
@@ -31,8 +31,14 @@ fn clean_state_is_clean() {
     let q = m
         .send(&Draft::request(agent("c"), agent("e"), task("t"), "q", ""))
         .unwrap();
-    m.send(&Draft::response(agent("e"), agent("c"), q.id().clone(), "a", ""))
-        .unwrap();
+    m.send(&Draft::response(
+        agent("e"),
+        agent("c"),
+        q.id().clone(),
+        "a",
+        "",
+    ))
+    .unwrap();
     let report = m.doctor(DoctorMode::Check).unwrap();
     assert!(report.is_clean(), "{report:?}");
     assert_eq!(report.messages, 2);
@@ -77,7 +83,10 @@ fn young_messages_are_left_to_their_sender() {
     assert_eq!(before_len, m.read_manifest().unwrap().events.len());
     assert!(codes(m, DoctorMode::Check).is_empty());
     f.clock.advance(Duration::from_secs(11));
-    assert_eq!(codes(m, DoctorMode::Check), ["messaging-missing-sent-event"]);
+    assert_eq!(
+        codes(m, DoctorMode::Check),
+        ["messaging-missing-sent-event"]
+    );
 }
 
 #[test]
@@ -118,7 +127,10 @@ fn duplicate_copy_is_quarantined() {
         .unwrap();
     let inbox_path = m.path_of(n.id(), &Location::Inbox(agent("b")));
     let bytes = std::fs::read(&inbox_path).unwrap();
-    assert!(matches!(m.archive(n.id()).unwrap(), ArchiveOutcome::Archived(_)));
+    assert!(matches!(
+        m.archive(n.id()).unwrap(),
+        ArchiveOutcome::Archived(_)
+    ));
     // A crash mid-move can leave the file visible in both directories.
     std::fs::write(&inbox_path, bytes).unwrap();
     let report = m.doctor(DoctorMode::Fix).unwrap();
@@ -131,7 +143,11 @@ fn duplicate_copy_is_quarantined() {
         }]
     );
     assert!(!inbox_path.exists());
-    assert!(m.inbox(&agent("b"), &InboxFilter::default()).unwrap().is_empty());
+    assert!(
+        m.inbox(&agent("b"), &InboxFilter::default())
+            .unwrap()
+            .is_empty()
+    );
     assert!(codes(m, DoctorMode::Check).is_empty());
 }
 
@@ -143,7 +159,13 @@ fn lost_reply_index_entry_is_rebuilt() {
         .send(&Draft::request(agent("c"), agent("e"), task("t"), "q", ""))
         .unwrap();
     let a = m
-        .send(&Draft::response(agent("e"), agent("c"), q.id().clone(), "a", ""))
+        .send(&Draft::response(
+            agent("e"),
+            agent("c"),
+            q.id().clone(),
+            "a",
+            "",
+        ))
         .unwrap();
     // As if the crash came between publishing the response and indexing it.
     std::fs::remove_dir_all(m.dir().join("replies")).unwrap();
@@ -168,22 +190,43 @@ fn orphans_by_each_definition() {
     });
     let m = &f.mail;
     let old = m
-        .send(&Draft::request(agent("c"), agent("e"), task("abandoned"), "q", ""))
+        .send(&Draft::request(
+            agent("c"),
+            agent("e"),
+            task("abandoned"),
+            "q",
+            "",
+        ))
         .unwrap();
     f.clock.advance(Duration::from_secs(7200));
     m.sweep_task_on_commit(&task("done")).unwrap();
     let late = m
-        .send(&Draft::notify(agent("c"), agent("e"), task("done"), "late", ""))
+        .send(&Draft::notify(
+            agent("c"),
+            agent("e"),
+            task("done"),
+            "late",
+            "",
+        ))
         .unwrap();
     let fresh = m
-        .send(&Draft::request(agent("c"), agent("e"), task("live"), "q", ""))
+        .send(&Draft::request(
+            agent("c"),
+            agent("e"),
+            task("live"),
+            "q",
+            "",
+        ))
         .unwrap();
     // A message for an agent that has left the registry, written before it left.
     let gone_dir = m.dir().join("inbox/gone");
     std::fs::create_dir_all(&gone_dir).unwrap();
     let stray_text = std::fs::read_to_string(m.path_of(fresh.id(), &Location::Inbox(agent("e"))))
         .unwrap()
-        .replace(fresh.id().as_str(), "1772714100123-00000000-0000-4000-8000-00000000000a")
+        .replace(
+            fresh.id().as_str(),
+            "1772714100123-00000000-0000-4000-8000-00000000000a",
+        )
         .replace("\"to\": \"e\"", "\"to\": \"gone\"");
     std::fs::write(
         gone_dir.join("1772714100123-00000000-0000-4000-8000-00000000000a.json"),
@@ -204,12 +247,18 @@ fn orphans_by_each_definition() {
     let mut expected = vec![
         (old.id().to_string(), OrphanReason::Stale),
         (late.id().to_string(), OrphanReason::TaskSwept),
-        ("1772714100123-00000000-0000-4000-8000-00000000000a".to_owned(), OrphanReason::UnknownRecipient),
+        (
+            "1772714100123-00000000-0000-4000-8000-00000000000a".to_owned(),
+            OrphanReason::UnknownRecipient,
+        ),
     ];
     expected.sort();
     assert_eq!(orphans, expected, "{report:?}");
     assert_eq!(m.locate(old.id()).unwrap(), Some(Location::Orphan));
-    assert_eq!(m.locate(fresh.id()).unwrap(), Some(Location::Inbox(agent("e"))));
+    assert_eq!(
+        m.locate(fresh.id()).unwrap(),
+        Some(Location::Inbox(agent("e")))
+    );
     assert_eq!(m.counts().unwrap().orphaned, 3);
     // Orphaning takes the abandoned request out of the gate; the live one stays.
     assert!(m.pending_replies(&task("abandoned")).unwrap().is_empty());
@@ -235,9 +284,19 @@ fn stray_entries_are_quarantined() {
     std::fs::create_dir_all(m.dir().join("archive/by-task/t/sub")).unwrap();
     std::fs::create_dir_all(m.dir().join("replies/1-x")).unwrap();
     std::fs::write(m.dir().join("replies/1-x/junk"), "").unwrap();
-    assert!(m.pending_replies(&task("t")).is_err(), "fails closed on the stray");
+    assert!(
+        m.pending_replies(&task("t")).is_err(),
+        "fails closed on the stray"
+    );
     let found = codes(m, DoctorMode::Fix);
-    assert_eq!(found.iter().filter(|c| **c == "messaging-corrupt-file").count(), 3, "{found:?}");
+    assert_eq!(
+        found
+            .iter()
+            .filter(|c| **c == "messaging-corrupt-file")
+            .count(),
+        3,
+        "{found:?}"
+    );
     assert!(codes(m, DoctorMode::Check).is_empty());
     assert!(m.pending_replies(&task("t")).unwrap().is_empty());
     assert!(m.dir().join("inbox/.quarantine").is_dir());

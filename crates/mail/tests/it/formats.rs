@@ -4,8 +4,7 @@
 use std::time::Duration;
 
 use chipset_mail::{
-    ArchiveOutcome, DoctorMode, Draft, InboxFilter, Kind, Location, MailConfig, MailError,
-    Priority,
+    ArchiveOutcome, DoctorMode, Draft, InboxFilter, Kind, Location, MailConfig, MailError, Priority,
 };
 
 use crate::{agent, fixture, fixture_with, mid, task};
@@ -46,8 +45,13 @@ fn message_file_golden() {
             "yes",
         ))
         .unwrap();
-    let text = std::fs::read_to_string(f.mail.path_of(r.id(), &Location::Inbox(agent("np-critic")))).unwrap();
-    insta::assert_snapshot!("response_file", redact(&text, &[r.id().as_str(), q.id().as_str()]));
+    let text =
+        std::fs::read_to_string(f.mail.path_of(r.id(), &Location::Inbox(agent("np-critic"))))
+            .unwrap();
+    insta::assert_snapshot!(
+        "response_file",
+        redact(&text, &[r.id().as_str(), q.id().as_str()])
+    );
     let text = std::fs::read_to_string(f.mail.path_of(q.id(), &Location::Archive)).unwrap();
     insta::assert_snapshot!("request_file", redact(&text, &[q.id().as_str()]));
 }
@@ -60,15 +64,30 @@ fn manifest_events_golden() {
     });
     let m = &f.mail;
     let q = m
-        .send(&Draft::request(agent("critic"), agent("exec"), task("t1"), "dead-code", "?").with_round(1))
+        .send(
+            &Draft::request(agent("critic"), agent("exec"), task("t1"), "dead-code", "?")
+                .with_round(1),
+        )
         .unwrap();
     let a = m
-        .send(&Draft::response(agent("exec"), agent("critic"), q.id().clone(), "dead-code", "!"))
+        .send(&Draft::response(
+            agent("exec"),
+            agent("critic"),
+            q.id().clone(),
+            "dead-code",
+            "!",
+        ))
         .unwrap();
-    assert!(matches!(m.archive(a.id()).unwrap(), ArchiveOutcome::Archived(_)));
+    assert!(matches!(
+        m.archive(a.id()).unwrap(),
+        ArchiveOutcome::Archived(_)
+    ));
     m.sweep_task_on_commit(&task("t1")).unwrap();
     let late = m
-        .send(&Draft::notify(agent("critic"), agent("exec"), task("t1"), "late", "").with_priority(Priority::Low))
+        .send(
+            &Draft::notify(agent("critic"), agent("exec"), task("t1"), "late", "")
+                .with_priority(Priority::Low),
+        )
         .unwrap();
     // A message that another program published without a `sent` event.
     let foreign = r#"{"id":"1772706900999-00000000-0000-4000-8000-000000000001","from":"np-critic","to":"exec","phase":"t2","round":0,"kind":"notify","subject":"x","body":"","expects_reply":false,"in_reply_to":null,"created_at":"2026-03-05T10:35:00.999Z"}"#;
@@ -82,7 +101,10 @@ fn manifest_events_golden() {
     let text = std::fs::read_to_string(m.manifest_path()).unwrap();
     insta::assert_snapshot!(
         "manifest_events",
-        redact(&text, &[q.id().as_str(), a.id().as_str(), late.id().as_str()])
+        redact(
+            &text,
+            &[q.id().as_str(), a.id().as_str(), late.id().as_str()]
+        )
     );
     // Every line reads back as a typed event.
     let manifest = m.read_manifest().unwrap();
@@ -118,7 +140,9 @@ fn seed_example_is_listed_archived_and_threaded() {
     std::fs::create_dir_all(&inbox_dir).unwrap();
     std::fs::write(inbox_dir.join(format!("{id}.json")), SEED_EXAMPLE).unwrap();
 
-    let listed = m.inbox(&agent("np-executor"), &InboxFilter::default()).unwrap();
+    let listed = m
+        .inbox(&agent("np-executor"), &InboxFilter::default())
+        .unwrap();
     assert_eq!(listed.len(), 1);
     let msg = &listed[0];
     assert_eq!(msg.id(), &id);
@@ -134,7 +158,10 @@ fn seed_example_is_listed_archived_and_threaded() {
     assert_eq!(msg.created_at().to_string(), "2026-05-08T09:15:00.000Z");
     assert_eq!(msg.priority(), Priority::Normal);
     assert_eq!(m.pending_replies(&task("M005-S007-T0002")).unwrap(), listed);
-    assert!(matches!(m.archive(&id), Err(MailError::ArchiveWithoutReply { .. })));
+    assert!(matches!(
+        m.archive(&id),
+        Err(MailError::ArchiveWithoutReply { .. })
+    ));
 
     // The other program answers, straight into the critic's inbox and
     // without our reply index or manifest: the thread still finds it.
@@ -142,20 +169,43 @@ fn seed_example_is_listed_archived_and_threaded() {
     std::fs::create_dir_all(&critic_dir).unwrap();
     let resp = mid("1730000000999-11111111-2222-4333-8444-555555555555");
     std::fs::write(critic_dir.join(format!("{resp}.json")), SEED_RESPONSE).unwrap();
-    let thread: Vec<_> = m.thread(&id).unwrap().iter().map(|x| x.id().clone()).collect();
+    let thread: Vec<_> = m
+        .thread(&id)
+        .unwrap()
+        .iter()
+        .map(|x| x.id().clone())
+        .collect();
     assert_eq!(thread, [id.clone(), resp.clone()]);
     assert_eq!(m.thread(&resp).unwrap().len(), 2);
 
     // The doctor indexes the foreign reply and archives the answered request.
     let report = m.doctor(DoctorMode::Fix).unwrap();
     let codes: Vec<&str> = report.findings.iter().map(|f| f.code()).collect();
-    assert!(codes.contains(&"messaging-missing-reply-index"), "{codes:?}");
-    assert!(codes.contains(&"messaging-answered-request-in-inbox"), "{codes:?}");
+    assert!(
+        codes.contains(&"messaging-missing-reply-index"),
+        "{codes:?}"
+    );
+    assert!(
+        codes.contains(&"messaging-answered-request-in-inbox"),
+        "{codes:?}"
+    );
     assert!(m.has_reply(&id).unwrap());
     assert_eq!(m.locate(&id).unwrap(), Some(Location::Archive));
-    assert!(m.pending_replies(&task("M005-S007-T0002")).unwrap().is_empty());
-    assert!(matches!(m.archive(&resp).unwrap(), ArchiveOutcome::Archived(_)));
-    assert_eq!(m.sweep_task_on_commit(&task("M005-S007-T0002")).unwrap().moved, 2);
+    assert!(
+        m.pending_replies(&task("M005-S007-T0002"))
+            .unwrap()
+            .is_empty()
+    );
+    assert!(matches!(
+        m.archive(&resp).unwrap(),
+        ArchiveOutcome::Archived(_)
+    ));
+    assert_eq!(
+        m.sweep_task_on_commit(&task("M005-S007-T0002"))
+            .unwrap()
+            .moved,
+        2
+    );
 }
 
 #[test]
@@ -165,15 +215,26 @@ fn our_file_has_the_seed_fields_and_types() {
         .mail
         .send(&Draft::notify(agent("a"), agent("b"), task("t"), "s", "x"))
         .unwrap();
-    let v: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(f.mail.path_of(n.id(), &Location::Inbox(agent("b")))).unwrap())
-            .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(f.mail.path_of(n.id(), &Location::Inbox(agent("b")))).unwrap(),
+    )
+    .unwrap();
     let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
     assert_eq!(
         keys,
         [
-            "body", "created_at", "expects_reply", "from", "id", "in_reply_to", "kind", "phase",
-            "priority", "round", "subject", "to"
+            "body",
+            "created_at",
+            "expects_reply",
+            "from",
+            "id",
+            "in_reply_to",
+            "kind",
+            "phase",
+            "priority",
+            "round",
+            "subject",
+            "to"
         ]
     );
     assert!(v["round"].is_u64() && v["expects_reply"].is_boolean() && v["in_reply_to"].is_null());

@@ -11,10 +11,22 @@ fn check_gate_fails(corrupt: &str, name: &str, what: &str) {
     let f = fixture();
     let m = &f.mail;
     let good = m
-        .send(&Draft::request(agent("critic"), agent("exec"), task("t1"), "q", "fine"))
+        .send(&Draft::request(
+            agent("critic"),
+            agent("exec"),
+            task("t1"),
+            "q",
+            "fine",
+        ))
         .unwrap();
     let victim = m
-        .send(&Draft::request(agent("critic"), agent("exec"), task("t1"), "q", "victim"))
+        .send(&Draft::request(
+            agent("critic"),
+            agent("exec"),
+            task("t1"),
+            "q",
+            "victim",
+        ))
         .unwrap();
     assert_eq!(m.pending_replies(&task("t1")).unwrap().len(), 2);
     let dir = m.path_of(good.id(), &Location::Inbox(agent("exec")));
@@ -30,17 +42,27 @@ fn check_gate_fails(corrupt: &str, name: &str, what: &str) {
     for result in [
         m.pending_replies(&task("t1")).map(|v| v.len()),
         m.pending_replies(&task("other-task")).map(|v| v.len()),
-        m.inbox(&agent("exec"), &InboxFilter::default()).map(|v| v.len()),
+        m.inbox(&agent("exec"), &InboxFilter::default())
+            .map(|v| v.len()),
     ] {
         let err = result.expect_err(what);
         let c = err.corruption().unwrap_or_else(|| panic!("{what}: {err}"));
         assert_eq!(c.path, path, "{what}");
-        assert!(err.to_string().contains(&*path.to_string_lossy()), "{what}: {err}");
+        assert!(
+            err.to_string().contains(&*path.to_string_lossy()),
+            "{what}: {err}"
+        );
     }
 
     // Repair moves the file aside (never deletes it); the gate reads again.
     let report = m.doctor(DoctorMode::Fix).unwrap();
-    assert!(report.findings.iter().any(|f| f.code() == "messaging-corrupt-file"), "{report:?}");
+    assert!(
+        report
+            .findings
+            .iter()
+            .any(|f| f.code() == "messaging-corrupt-file"),
+        "{report:?}"
+    );
     assert!(!path.exists());
     let quarantined = std::fs::read_dir(dir.join(".quarantine")).unwrap().count();
     assert_eq!(quarantined, 1, "{what}");
@@ -80,13 +102,22 @@ fn corrupt_file_in_another_inbox_still_blocks() {
     let f = fixture();
     let m = &f.mail;
     let note = m
-        .send(&Draft::notify(agent("critic"), agent("bystander"), task("t9"), "n", ""))
+        .send(&Draft::notify(
+            agent("critic"),
+            agent("bystander"),
+            task("t9"),
+            "n",
+            "",
+        ))
         .unwrap();
     let path = m.path_of(note.id(), &Location::Inbox(agent("bystander")));
     std::fs::write(&path, b"\xff\xfe").unwrap();
     // Its task cannot be known, so it might be one of t1's requests.
     let err = m.pending_replies(&task("t1")).unwrap_err();
-    assert!(matches!(err, MailError::Corrupt(ref c) if c.path == path), "{err}");
+    assert!(
+        matches!(err, MailError::Corrupt(ref c) if c.path == path),
+        "{err}"
+    );
 }
 
 #[test]
@@ -94,12 +125,24 @@ fn corrupt_request_cannot_be_archived() {
     let f = fixture();
     let m = &f.mail;
     let q = m
-        .send(&Draft::request(agent("critic"), agent("exec"), task("t1"), "q", ""))
+        .send(&Draft::request(
+            agent("critic"),
+            agent("exec"),
+            task("t1"),
+            "q",
+            "",
+        ))
         .unwrap();
     std::fs::write(m.path_of(q.id(), &Location::Inbox(agent("exec"))), "{").unwrap();
     assert!(matches!(m.archive(q.id()), Err(MailError::Corrupt(_))));
     assert!(matches!(
-        m.send(&Draft::response(agent("exec"), agent("critic"), q.id().clone(), "a", "")),
+        m.send(&Draft::response(
+            agent("exec"),
+            agent("critic"),
+            q.id().clone(),
+            "a",
+            ""
+        )),
         Err(MailError::Corrupt(_))
     ));
 }

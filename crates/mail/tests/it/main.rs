@@ -30,7 +30,10 @@ pub(crate) fn mid(s: &str) -> MessageId {
 
 /// A fresh state root on a manual clock, and its mail channel.
 pub(crate) struct Fixture {
-    #[allow(dead_code, reason = "owns the temporary directory for the test's lifetime")]
+    #[allow(
+        dead_code,
+        reason = "owns the temporary directory for the test's lifetime"
+    )]
     pub(crate) tmp: TempState,
     pub(crate) clock: ManualClock,
     pub(crate) mail: Mail,

@@ -35,7 +35,10 @@ fn send_publishes_whole_file_and_sent_event() {
     let manifest = f.mail.read_manifest().unwrap();
     assert_eq!(manifest.events.len(), 1);
     assert!(matches!(&manifest.events[0], ManifestEvent::Sent { id, .. } if id == m.id()));
-    assert_eq!(f.mail.locate(m.id()).unwrap(), Some(Location::Inbox(agent("b"))));
+    assert_eq!(
+        f.mail.locate(m.id()).unwrap(),
+        Some(Location::Inbox(agent("b")))
+    );
 }
 
 #[test]
@@ -59,9 +62,18 @@ fn refusals_write_nothing() {
         ..MailConfig::default()
     });
     let cases: Vec<(Draft, &str)> = vec![
-        (Draft::notify(agent("a"), agent("b"), task("t"), "Bad Subject", ""), "invalid subject"),
-        (Draft::notify(agent("a"), agent("b"), task("t"), "s", "x".repeat(11)), "body of 11 bytes"),
-        (Draft::notify(agent("a"), agent("zed"), task("t"), "s", ""), "unknown recipient `zed`"),
+        (
+            Draft::notify(agent("a"), agent("b"), task("t"), "Bad Subject", ""),
+            "invalid subject",
+        ),
+        (
+            Draft::notify(agent("a"), agent("b"), task("t"), "s", "x".repeat(11)),
+            "body of 11 bytes",
+        ),
+        (
+            Draft::notify(agent("a"), agent("zed"), task("t"), "s", ""),
+            "unknown recipient `zed`",
+        ),
         (
             Draft::response(agent("b"), agent("a"), mid("1-missing"), "s", ""),
             "cannot reply to message `1-missing`",
@@ -80,10 +92,22 @@ fn response_rules_and_side_effect() {
     let f = fixture();
     let m = &f.mail;
     let req = m
-        .send(&Draft::request(agent("critic"), agent("exec"), task("t1"), "dead-code", "?"))
+        .send(&Draft::request(
+            agent("critic"),
+            agent("exec"),
+            task("t1"),
+            "dead-code",
+            "?",
+        ))
         .unwrap();
     let note = m
-        .send(&Draft::notify(agent("critic"), agent("exec"), task("t1"), "fyi", ""))
+        .send(&Draft::notify(
+            agent("critic"),
+            agent("exec"),
+            task("t1"),
+            "fyi",
+            "",
+        ))
         .unwrap();
     assert!(req.expects_reply() && req.needs_reply());
     assert!(!m.has_reply(req.id()).unwrap());
@@ -119,7 +143,13 @@ fn response_rules_and_side_effect() {
     assert_eq!(m.inbox_len(&agent("critic")).unwrap(), 0);
 
     let answer = m
-        .send(&Draft::response(agent("exec"), agent("critic"), req.id().clone(), "dead-code", "yes"))
+        .send(&Draft::response(
+            agent("exec"),
+            agent("critic"),
+            req.id().clone(),
+            "dead-code",
+            "yes",
+        ))
         .unwrap();
     assert_eq!(answer.task(), &task("t1"));
     assert!(!answer.expects_reply());
@@ -142,12 +172,18 @@ fn archive_outcomes() {
     let n = m
         .send(&Draft::notify(agent("a"), agent("b"), task("t"), "s", ""))
         .unwrap();
-    assert_eq!(m.archive(n.id()).unwrap(), ArchiveOutcome::Archived(n.clone()));
+    assert_eq!(
+        m.archive(n.id()).unwrap(),
+        ArchiveOutcome::Archived(n.clone())
+    );
     assert_eq!(
         m.archive(n.id()).unwrap(),
         ArchiveOutcome::AlreadyArchived(Location::Archive)
     );
-    assert!(matches!(m.archive(&mid("1-nope")), Err(MailError::NotFound { .. })));
+    assert!(matches!(
+        m.archive(&mid("1-nope")),
+        Err(MailError::NotFound { .. })
+    ));
     m.sweep_task_on_commit(&task("t")).unwrap();
     assert_eq!(
         m.archive(n.id()).unwrap(),
@@ -176,8 +212,14 @@ fn inbox_filters_in_id_order() {
         };
         sent.push(m.send(&d).unwrap());
     }
-    m.send(&Draft::notify(agent("a"), agent("c"), task("t1"), "s", "other inbox"))
-        .unwrap();
+    m.send(&Draft::notify(
+        agent("a"),
+        agent("c"),
+        task("t1"),
+        "s",
+        "other inbox",
+    ))
+    .unwrap();
     let bodies = |filter: InboxFilter| -> Vec<String> {
         m.inbox(&agent("b"), &filter)
             .unwrap()
@@ -210,15 +252,33 @@ fn thread_spans_inbox_archive_and_by_task() {
     let f = fixture();
     let m = &f.mail;
     let q1 = m
-        .send(&Draft::request(agent("critic"), agent("exec"), task("t1"), "scope-creep", "q1"))
+        .send(&Draft::request(
+            agent("critic"),
+            agent("exec"),
+            task("t1"),
+            "scope-creep",
+            "q1",
+        ))
         .unwrap();
     let a1 = m
-        .send(&Draft::response(agent("exec"), agent("critic"), q1.id().clone(), "scope-creep", "a1"))
+        .send(&Draft::response(
+            agent("exec"),
+            agent("critic"),
+            q1.id().clone(),
+            "scope-creep",
+            "a1",
+        ))
         .unwrap();
     let q2 = m
         .send(
-            &Draft::request(agent("critic"), agent("exec"), task("t1"), "scope-creep", "q2")
-                .replying_to(a1.id().clone()),
+            &Draft::request(
+                agent("critic"),
+                agent("exec"),
+                task("t1"),
+                "scope-creep",
+                "q2",
+            )
+            .replying_to(a1.id().clone()),
         )
         .unwrap();
     let side = m
@@ -228,24 +288,46 @@ fn thread_spans_inbox_archive_and_by_task() {
         )
         .unwrap();
     let a2 = m
-        .send(&Draft::response(agent("exec"), agent("critic"), q2.id().clone(), "scope-creep", "a2"))
+        .send(&Draft::response(
+            agent("exec"),
+            agent("critic"),
+            q2.id().clone(),
+            "scope-creep",
+            "a2",
+        ))
         .unwrap();
-    m.send(&Draft::notify(agent("critic"), agent("exec"), task("t1"), "unrelated", ""))
-        .unwrap();
-    assert!(matches!(m.archive(a1.id()).unwrap(), ArchiveOutcome::Archived(_)));
+    m.send(&Draft::notify(
+        agent("critic"),
+        agent("exec"),
+        task("t1"),
+        "unrelated",
+        "",
+    ))
+    .unwrap();
+    assert!(matches!(
+        m.archive(a1.id()).unwrap(),
+        ArchiveOutcome::Archived(_)
+    ));
     // Causal order: parents first, otherwise send order.
     let expected = ["q1", "a1", "q2", "side", "a2"];
-    let bodies = |v: Vec<chipset_mail::Message>| v.iter().map(|x| x.body().to_owned()).collect::<Vec<_>>();
+    let bodies =
+        |v: Vec<chipset_mail::Message>| v.iter().map(|x| x.body().to_owned()).collect::<Vec<_>>();
     for id in [q1.id(), a1.id(), q2.id(), side.id(), a2.id()] {
         assert_eq!(bodies(m.thread(id).unwrap()), expected);
     }
     // Sweep half of it away: the thread still reads the same.
-    assert!(matches!(m.archive(a2.id()).unwrap(), ArchiveOutcome::Archived(_)));
+    assert!(matches!(
+        m.archive(a2.id()).unwrap(),
+        ArchiveOutcome::Archived(_)
+    ));
     m.sweep_task_on_commit(&task("t1")).unwrap();
     for id in [q1.id(), a2.id()] {
         assert_eq!(bodies(m.thread(id).unwrap()), expected);
     }
-    assert!(matches!(m.thread(&mid("1-nope")), Err(MailError::NotFound { .. })));
+    assert!(matches!(
+        m.thread(&mid("1-nope")),
+        Err(MailError::NotFound { .. })
+    ));
 }
 
 #[test]
@@ -253,16 +335,40 @@ fn pending_replies_is_the_commit_gate() {
     let f = fixture();
     let m = &f.mail;
     let q = m
-        .send(&Draft::request(agent("critic"), agent("exec"), task("t1"), "q", ""))
+        .send(&Draft::request(
+            agent("critic"),
+            agent("exec"),
+            task("t1"),
+            "q",
+            "",
+        ))
         .unwrap();
-    m.send(&Draft::request(agent("critic"), agent("exec"), task("t2"), "q", ""))
-        .unwrap();
-    m.send(&Draft::notify(agent("critic"), agent("exec"), task("t1"), "n", ""))
-        .unwrap();
+    m.send(&Draft::request(
+        agent("critic"),
+        agent("exec"),
+        task("t2"),
+        "q",
+        "",
+    ))
+    .unwrap();
+    m.send(&Draft::notify(
+        agent("critic"),
+        agent("exec"),
+        task("t1"),
+        "n",
+        "",
+    ))
+    .unwrap();
     let pending = m.pending_replies(&task("t1")).unwrap();
     assert_eq!(pending.iter().map(|p| p.id()).collect::<Vec<_>>(), [q.id()]);
-    m.send(&Draft::response(agent("exec"), agent("critic"), q.id().clone(), "a", ""))
-        .unwrap();
+    m.send(&Draft::response(
+        agent("exec"),
+        agent("critic"),
+        q.id().clone(),
+        "a",
+        "",
+    ))
+    .unwrap();
     assert!(m.pending_replies(&task("t1")).unwrap().is_empty());
     assert_eq!(m.pending_replies(&task("t2")).unwrap().len(), 1);
 }
@@ -279,11 +385,20 @@ fn sweep_moves_task_and_is_rerunnable() {
     let other = m
         .send(&Draft::notify(agent("a"), agent("b"), task("t2"), "s", ""))
         .unwrap();
-    assert!(matches!(m.archive(a.id()).unwrap(), ArchiveOutcome::Archived(_)));
+    assert!(matches!(
+        m.archive(a.id()).unwrap(),
+        ArchiveOutcome::Archived(_)
+    ));
     let r = m.sweep_task_on_commit(&task("t1")).unwrap();
     assert_eq!((r.moved, r.total), (2, 2));
-    assert_eq!(m.locate(a.id()).unwrap(), Some(Location::ByTask(task("t1"))));
-    assert_eq!(m.locate(other.id()).unwrap(), Some(Location::Inbox(agent("b"))));
+    assert_eq!(
+        m.locate(a.id()).unwrap(),
+        Some(Location::ByTask(task("t1")))
+    );
+    assert_eq!(
+        m.locate(other.id()).unwrap(),
+        Some(Location::Inbox(agent("b")))
+    );
     let again = m.sweep_task_on_commit(&task("t1")).unwrap();
     assert_eq!((again.moved, again.total), (0, 2));
     let swept: Vec<(usize, usize)> = m
@@ -308,17 +423,49 @@ fn batch_send_is_all_or_nothing_on_refusal() {
     let f = fixture();
     let m = &f.mail;
     let q = m
-        .send(&Draft::request(agent("critic"), agent("exec"), task("t"), "q", ""))
+        .send(&Draft::request(
+            agent("critic"),
+            agent("exec"),
+            task("t"),
+            "q",
+            "",
+        ))
         .unwrap();
     let mut drafts: Vec<Draft> = (0..50)
-        .map(|i| Draft::notify(agent("a"), agent(&format!("r{}", i % 3)), task("t"), "s", i.to_string()))
+        .map(|i| {
+            Draft::notify(
+                agent("a"),
+                agent(&format!("r{}", i % 3)),
+                task("t"),
+                "s",
+                i.to_string(),
+            )
+        })
         .collect();
-    drafts.push(Draft::response(agent("exec"), agent("critic"), q.id().clone(), "a", ""));
+    drafts.push(Draft::response(
+        agent("exec"),
+        agent("critic"),
+        q.id().clone(),
+        "a",
+        "",
+    ));
     let mut bad = drafts.clone();
-    bad.push(Draft::notify(agent("a"), agent("b"), task("t"), "NOT OK", ""));
+    bad.push(Draft::notify(
+        agent("a"),
+        agent("b"),
+        task("t"),
+        "NOT OK",
+        "",
+    ));
     assert!(m.send_batch(&bad).is_err());
     assert_eq!(m.read_manifest().unwrap().events.len(), 1);
-    assert!(m.counts().unwrap().inbox.keys().all(|a| a == &agent("exec")));
+    assert!(
+        m.counts()
+            .unwrap()
+            .inbox
+            .keys()
+            .all(|a| a == &agent("exec"))
+    );
 
     let sent = m.send_batch(&drafts).unwrap();
     assert_eq!(sent.len(), 51);

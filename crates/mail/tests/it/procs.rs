@@ -70,8 +70,20 @@ fn child_entry() {
     archiver(&root, &ids_file, &mut first);
     let mut second = Vec::new();
     archiver(&root, &ids_file, &mut second);
-    assert_eq!(String::from_utf8(first).unwrap().matches("archived ").count(), 3);
-    assert_eq!(String::from_utf8(second).unwrap().matches("already ").count(), 3);
+    assert_eq!(
+        String::from_utf8(first)
+            .unwrap()
+            .matches("archived ")
+            .count(),
+        3
+    );
+    assert_eq!(
+        String::from_utf8(second)
+            .unwrap()
+            .matches("already ")
+            .count(),
+        3
+    );
 }
 
 /// Spawns children, releases them at once, and collects their report lines
@@ -95,7 +107,11 @@ fn spawn_all(tmp: &TempState, role: &str, args: &[Vec<String>]) -> Children {
         readers.push(thread::spawn(move || {
             lines
                 .map_while(Result::ok)
-                .filter(|l| ["sent ", "archived ", "already "].iter().any(|p| l.starts_with(p)))
+                .filter(|l| {
+                    ["sent ", "archived ", "already "]
+                        .iter()
+                        .any(|p| l.starts_with(p))
+                })
                 .collect()
         }));
         procs.push(child);
@@ -107,7 +123,10 @@ fn spawn_all(tmp: &TempState, role: &str, args: &[Vec<String>]) -> Children {
 impl Children {
     fn collect(self) -> Vec<Vec<String>> {
         drop(self.procs);
-        self.readers.into_iter().map(|r| r.join().unwrap()).collect()
+        self.readers
+            .into_iter()
+            .map(|r| r.join().unwrap())
+            .collect()
     }
 }
 
@@ -134,7 +153,9 @@ fn sent_ids(mail: &Mail) -> Vec<MessageId> {
 #[test]
 fn eight_senders_one_inbox_exactly_once() {
     let tmp = TempState::new();
-    let args: Vec<Vec<String>> = (0..8).map(|i| vec![format!("sender-{i}"), "250".into()]).collect();
+    let args: Vec<Vec<String>> = (0..8)
+        .map(|i| vec![format!("sender-{i}"), "250".into()])
+        .collect();
     let mut children = spawn_all(&tmp, "sender", &args);
     for c in &mut children.procs {
         kit::wait_ok(c, Duration::from_secs(120));
@@ -167,7 +188,11 @@ fn eight_senders_one_inbox_exactly_once() {
             .insert(m.body().parse().unwrap());
     }
     assert_eq!(per_sender.len(), 8);
-    assert!(per_sender.values().all(|b| b.len() == 250 && b.last() == Some(&249)));
+    assert!(
+        per_sender
+            .values()
+            .all(|b| b.len() == 250 && b.last() == Some(&249))
+    );
     assert!(mail.doctor(DoctorMode::Check).unwrap().is_clean());
 }
 
@@ -176,7 +201,9 @@ fn killed_senders_lose_nothing_they_reported() {
     let seed = Jitter::seed_from_time();
     let mut jitter = Jitter::new(seed);
     let tmp = TempState::new();
-    let args: Vec<Vec<String>> = (0..4).map(|i| vec![format!("victim-{i}"), "1000000".into()]).collect();
+    let args: Vec<Vec<String>> = (0..4)
+        .map(|i| vec![format!("victim-{i}"), "1000000".into()])
+        .collect();
     let mut children = spawn_all(&tmp, "sender", &args);
     for c in &mut children.procs {
         thread::sleep(Duration::from_millis(30 + jitter.below(300)));
@@ -188,7 +215,10 @@ fn killed_senders_lose_nothing_they_reported() {
         .flatten()
         .map(|l| l["sent ".len()..].to_owned())
         .collect();
-    assert!(!reported.is_empty(), "seed {seed}: senders got nothing done");
+    assert!(
+        !reported.is_empty(),
+        "seed {seed}: senders got nothing done"
+    );
 
     let mail = Mail::with_config(
         tmp.state.clone(),
@@ -204,23 +234,42 @@ fn killed_senders_lose_nothing_they_reported() {
     let logged: BTreeSet<&str> = sent.iter().map(MessageId::as_str).collect();
     for id in &reported {
         SortableId::parse(id).unwrap_or_else(|_| panic!("seed {seed}: torn stdout line {id:?}"));
-        assert!(delivered.contains(id.as_str()), "seed {seed}: reported {id} not delivered");
-        assert!(logged.contains(id.as_str()), "seed {seed}: reported {id} has no sent event");
+        assert!(
+            delivered.contains(id.as_str()),
+            "seed {seed}: reported {id} not delivered"
+        );
+        assert!(
+            logged.contains(id.as_str()),
+            "seed {seed}: reported {id} has no sent event"
+        );
     }
     // A sent event is only appended after its message is published.
     assert!(logged.is_subset(&delivered), "seed {seed}");
     // The manifest reader yields only whole records.
     let manifest = mail.read_manifest().unwrap();
-    assert!(manifest.foreign.is_empty(), "seed {seed}: {:?}", manifest.foreign);
-    let names = mail.state().list(&mail.dir().join("inbox").join(INBOX)).unwrap();
-    assert!(names.iter().all(|n| n.ends_with(".json")), "seed {seed}: {names:?}");
+    assert!(
+        manifest.foreign.is_empty(),
+        "seed {seed}: {:?}",
+        manifest.foreign
+    );
+    let names = mail
+        .state()
+        .list(&mail.dir().join("inbox").join(INBOX))
+        .unwrap();
+    assert!(
+        names.iter().all(|n| n.ends_with(".json")),
+        "seed {seed}: {names:?}"
+    );
     assert_eq!(names.len(), delivered.len());
 
     // Repair appends the events a kill cut off; afterwards all is consistent.
     mail.doctor(DoctorMode::Fix).unwrap();
     let after = mail.doctor(DoctorMode::Check).unwrap();
     assert!(
-        after.findings.iter().all(|f| f.code() == "messaging-bad-manifest-line"),
+        after
+            .findings
+            .iter()
+            .all(|f| f.code() == "messaging-bad-manifest-line"),
         "seed {seed}: {after:?}"
     );
     let logged: BTreeSet<MessageId> = sent_ids(&mail).into_iter().collect();
@@ -232,7 +281,15 @@ fn two_processes_archive_each_message_once() {
     let tmp = TempState::new();
     let mail = Mail::new(tmp.state.clone());
     let drafts: Vec<Draft> = (0..150)
-        .map(|i| Draft::notify(agent("np-critic"), agent(INBOX), task("t1"), "s", i.to_string()))
+        .map(|i| {
+            Draft::notify(
+                agent("np-critic"),
+                agent(INBOX),
+                task("t1"),
+                "s",
+                i.to_string(),
+            )
+        })
         .collect();
     let ids: Vec<String> = mail
         .send_batch(&drafts)
