@@ -1,3 +1,184 @@
-//! Hook benchmarks (filled in below).
+//! Hook benchmarks, each beside a hand-written baseline of the same syscalls
+//! in the same run:
+//!
+//! - `transition/*`: one hook transition (lock, read, check, durable replace)
+//!   against a raw lock + durable replace (open the lock file, flock, create
+//!   a temp, write, fsync, rename, fsync the directory). Goal: ≤ 1.2×.
+//! - `scan/*`: listing 1,000 hooks and finding the stale ones, against a raw
+//!   read-and-parse of every file in the directory.
 
-fn main() {}
+use std::fs::{self, File, OpenOptions};
+use std::hint::black_box;
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chipset_hook::{HookStatus, Hooks};
+use chipset_store::{
+    AgentId, BeadId, DEFAULT_READ_CAP, ManualClock, StateDir, StateOptions, Timestamp,
+};
+use criterion::{Criterion, criterion_group, criterion_main};
+
+const T0: i64 = 1_772_706_600_000;
+
+fn open(dir: &Path) -> (Hooks, ManualClock) {
+    let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
+    let state = StateDir::open_with(
+        dir,
+        StateOptions {
+            clock: Arc::new(clock.clone()),
+            read_cap: DEFAULT_READ_CAP,
+        },
+    )
+    .unwrap();
+    (Hooks::new(state), clock)
+}
+
+/// The baseline: lock + durable replace with std only.
+struct Raw {
+    dir: std::path::PathBuf,
+    n: u64,
+}
+
+impl Raw {
+    fn replace(&mut self, bytes: &[u8]) {
+        let lock = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(self.dir.join(".raw.json.lock"))
+            .unwrap();
+        lock.lock().unwrap();
+        self.n += 1;
+        let tmp = self.dir.join(format!(".raw.json.{}.tmp", self.n));
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .unwrap();
+        f.write_all(bytes).unwrap();
+        f.sync_all().unwrap();
+        fs::rename(&tmp, self.dir.join("raw.json")).unwrap();
+        File::open(&self.dir).unwrap().sync_all().unwrap();
+        drop(lock);
+    }
+}
+
+fn transitions(c: &mut Criterion) {
+    let tmp = tempfile::tempdir().unwrap();
+    let (hooks, clock) = open(&tmp.path().join("state"));
+    let agent = AgentId::new("polecat-alpha").unwrap();
+    let mayor = AgentId::new("mayor").unwrap();
+    let bead = BeadId::new("gt-abc12").unwrap();
+    let tick = || clock.advance(Duration::from_millis(1));
+
+    let raw_dir = tmp.path().join("raw");
+    fs::create_dir_all(&raw_dir).unwrap();
+    let mut raw = Raw { dir: raw_dir, n: 0 };
+    // A hook file's worth of bytes.
+    let held = hooks
+        .assign(&agent, bead.clone(), "Add README section", Some(&mayor))
+        .unwrap();
+    let bytes = fs::read(hooks.path(&agent)).unwrap();
+
+    let mut g = c.benchmark_group("transition");
+    g.bench_function("raw_lock_replace", |b| b.iter(|| raw.replace(&bytes)));
+    hooks.activate(&held).unwrap();
+    g.bench_function("touch", |b| {
+        b.iter(|| {
+            tick();
+            hooks.touch(&held).unwrap()
+        })
+    });
+    hooks.complete(&held).unwrap();
+    hooks.clear(&held).unwrap();
+    g.bench_function("raw_lock_replace_x4", |b| {
+        b.iter(|| {
+            for _ in 0..4 {
+                raw.replace(&bytes);
+            }
+        })
+    });
+    g.bench_function("assign_activate_complete_clear", |b| {
+        b.iter(|| {
+            tick();
+            let held = hooks
+                .assign(&agent, bead.clone(), "Add README section", Some(&mayor))
+                .unwrap();
+            tick();
+            hooks.activate(&held).unwrap();
+            tick();
+            hooks.complete(&held).unwrap();
+            tick();
+            hooks.clear(&held).unwrap()
+        })
+    });
+    g.finish();
+}
+
+fn scans(c: &mut Criterion) {
+    let tmp = tempfile::tempdir().unwrap();
+    let (hooks, clock) = open(&tmp.path().join("state"));
+    let mayor = AgentId::new("mayor").unwrap();
+    for i in 0..1000 {
+        let agent = AgentId::new(format!("agent-{i:04}")).unwrap();
+        clock.advance(Duration::from_secs(1));
+        let held = hooks
+            .assign(
+                &agent,
+                BeadId::new(format!("gt-{i}")).unwrap(),
+                "work",
+                Some(&mayor),
+            )
+            .unwrap();
+        match i % 4 {
+            0 => {}
+            1 => drop(hooks.activate(&held).unwrap()),
+            2 => {
+                hooks.activate(&held).unwrap();
+                hooks.complete(&held).unwrap();
+            }
+            _ => {
+                hooks.activate(&held).unwrap();
+                hooks.complete(&held).unwrap();
+                hooks.clear(&held).unwrap();
+            }
+        }
+    }
+    let now = hooks.state().now();
+    let threshold = Duration::from_secs(500);
+    let stale = hooks.stale(threshold, now).unwrap();
+    assert_eq!(
+        stale.stale.len(),
+        250,
+        "half of the first 500 pending or active"
+    );
+    assert_eq!(hooks.counts().unwrap().of(HookStatus::Empty), 250);
+
+    let mut g = c.benchmark_group("scan");
+    g.bench_function("raw_read_parse_1000", |b| {
+        b.iter(|| {
+            let mut n = 0;
+            for entry in fs::read_dir(hooks.dir()).unwrap() {
+                let entry = entry.unwrap();
+                if entry.file_name().to_string_lossy().starts_with('.') {
+                    continue;
+                }
+                let v: serde_json::Value =
+                    serde_json::from_slice(&fs::read(entry.path()).unwrap()).unwrap();
+                n += usize::from(v["status"] == "active");
+            }
+            black_box(n)
+        })
+    });
+    g.bench_function("list_1000", |b| b.iter(|| hooks.list().unwrap()));
+    g.bench_function("stale_1000", |b| {
+        b.iter(|| hooks.stale(threshold, now).unwrap())
+    });
+    g.finish();
+}
+
+criterion_group!(benches, transitions, scans);
+criterion_main!(benches);
