@@ -1,3 +1,136 @@
-//! The `chipset` command line (to be built; see the issue tracker).
+//! The `chipset` command line: every channel from a shell, for agents and
+//! operators.
+//!
+//! A thin shell over the library crates (`chipset-hook`, `chipset-nudge`,
+//! `chipset-mail`, `chipset-bus`): it parses arguments into the libraries'
+//! validated types, calls one library operation (or a few, for `status` and
+//! `doctor`), and prints the result. Every rule lives in the libraries.
+//!
+//! ```text
+//! chipset [--root DIR] [--json] hook show|list|assign|activate|touch|complete|clear ...
+//! chipset [--root DIR] [--json] nudge send|read|respond ...
+//! chipset [--root DIR] [--json] mail send|inbox|archive|thread|pending|sweep ...
+//! chipset [--root DIR] [--json] bus publish|pending|ack|wait ...
+//! chipset [--root DIR] [--json] remind open|list|resolve|snooze ...
+//! chipset [--root DIR] [--json] status
+//! chipset [--root DIR] [--json] doctor [--fix]
+//! ```
+//!
+//! # The state root
+//!
+//! `--root DIR`, else the `CHIPSET_ROOT` environment variable, else
+//! `.chipset/state` under the current directory. It is created if missing.
+//!
+//! # Output
+//!
+//! Text output is short and aligned, coloured only when stdout is a terminal
+//! (and `NO_COLOR` is unset). With `--json`, stdout holds exactly one JSON
+//! document per command (library records as they are on disk, in their
+//! serde form); a command that fails prints nothing on stdout unless it
+//! still has a result to show (a listing with unreadable files).
+//! `mail send` and `bus publish` print the new id alone, so scripts can
+//! capture it.
+//!
+//! # Exit status
+//!
+//! - `0`: success, including outcomes that are not errors in the libraries:
+//!   a duplicate `bus publish` (nothing published; a note on stderr), an
+//!   acknowledgement or archive that was done already, a `bus wait` that
+//!   timed out (no output, or `[]` with `--json`).
+//! - `2`: invalid arguments or ids (a malformed agent, task, bead, message,
+//!   event or reminder id; a subject that is not kebab-case; an unregistered
+//!   reminder kind; a payload that is not JSON).
+//! - `1`: a refused operation (a transition the hook's state does not allow,
+//!   an archive without reply, a nudge held behind a pending abort, an id
+//!   that does not exist, a corrupt file where a clean one is needed) or any
+//!   other failure; also `doctor` when problems remain unfixed, and listings
+//!   that found unreadable files.
+//!
+//! Every failure prints one line on stderr, `chipset: error: ...`, saying
+//! what was refused and why; a refused operation changes nothing.
 
-fn main() {}
+#![forbid(unsafe_code)]
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "the command line talks to the terminal"
+)]
+
+mod bus;
+mod cli;
+mod doctor;
+mod error;
+mod hook;
+mod mail;
+mod nudge;
+mod output;
+mod remind;
+mod status;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use chipset_store::{DEFAULT_ROOT, StateDir};
+use clap::Parser as _;
+
+use crate::cli::{Cli, Command};
+use crate::error::{CliError, Result};
+use crate::output::{Output, Paint};
+
+/// What every command runs with: the opened state root and the colour choice.
+#[derive(Debug)]
+pub(crate) struct Ctx {
+    /// The state root.
+    pub(crate) state: StateDir,
+    /// Whether text output is coloured.
+    pub(crate) paint: Paint,
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage(&e),
+    };
+    let json = cli.json;
+    match run(cli) {
+        Ok(out) => out.emit(json),
+        Err(e) => output::fail(&e),
+    }
+}
+
+fn run(cli: Cli) -> Result<Output> {
+    let root = cli.root.unwrap_or_else(|| PathBuf::from(DEFAULT_ROOT));
+    let ctx = Ctx {
+        state: StateDir::open(&root)?,
+        paint: Paint::detect(),
+    };
+    match cli.command {
+        Command::Hook(c) => hook::run(&ctx, c),
+        Command::Nudge(c) => nudge::run(&ctx, c),
+        Command::Mail(c) => mail::run(&ctx, c),
+        Command::Bus(c) => bus::run(&ctx, c),
+        Command::Remind(c) => remind::run(&ctx, c),
+        Command::Status => status::run(&ctx),
+        Command::Doctor(args) => doctor::run(&ctx, &args),
+    }
+}
+
+/// Prints clap's help and version as clap does; every other parse error
+/// becomes one line on stderr with exit code 2.
+fn usage(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
+        }
+        _ => {
+            let text = e.to_string();
+            let first = text.split("\n\n").next().unwrap_or_default();
+            let message = first.strip_prefix("error: ").unwrap_or(first);
+            output::fail(&CliError::usage(format!("{message} (try --help)")))
+        }
+    }
+}

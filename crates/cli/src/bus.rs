@@ -1,0 +1,178 @@
+//! `chipset bus ...`: [`chipset_bus::Bus`] from a shell.
+//!
+//! `bus wait` follows the waiter's documented loop (make the waiter, then
+//! read the queue, then wait), so an event published between two `wait`
+//! calls is never missed: it returns at once when events are pending, and
+//! otherwise blocks until one arrives or the timeout passes. A timeout is
+//! not a failure: it exits 0 with no text (`"timed_out": true` in JSON).
+
+use std::time::{Duration, Instant};
+
+use chipset_bus::{AckOutcome, Bus, NewEvent, Pending, Problem, Published, Wake};
+use chipset_store::AgentId;
+use serde_json::{Value, json};
+
+use crate::Ctx;
+use crate::cli::BusCommand;
+use crate::error::{CliError, Result};
+use crate::output::{self, Cell, Output, Table, Tone};
+
+/// The longest single wait handed to the waiter (its deadline must fit an `Instant`).
+const WAIT_SLICE: Duration = Duration::from_secs(3600);
+
+/// Runs one bus command.
+pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
+    let bus = Bus::new(ctx.state.clone());
+    match command {
+        BusCommand::Publish {
+            to,
+            source,
+            kind,
+            priority,
+            dedup_key,
+            payload,
+        } => {
+            let mut event = NewEvent::new(source, kind);
+            if let Some(priority) = priority {
+                event = event.priority(priority);
+            }
+            if let Some(key) = dedup_key {
+                event = event.dedup_key(key);
+            }
+            if let Some(payload) = payload {
+                event = event.payload(payload);
+            }
+            Ok(match bus.publish(&to, &event)? {
+                Published::Delivered(event) => {
+                    Output::new(format!("{}\n", event.id()), output::json(&event))
+                }
+                Published::Duplicate {
+                    key,
+                    original,
+                    accepted_at,
+                } => Output::new(
+                    "",
+                    json!({
+                        "outcome": "duplicate",
+                        "key": key,
+                        "original": original,
+                        "accepted_at": accepted_at,
+                    }),
+                )
+                .with_note(format!(
+                    "duplicate: key `{key}` was accepted for `{to}` at {accepted_at} \
+                     (event {original}); nothing was published"
+                )),
+            })
+        }
+        BusCommand::Pending { agent } => {
+            let pending = bus.pending(&agent)?;
+            Ok(listing(ctx, &agent, &pending, None))
+        }
+        BusCommand::Ack { agent, event_id } => {
+            let (outcome, text) = match bus.ack(&agent, &event_id)? {
+                AckOutcome::Acked => ("acked", format!("acked {event_id}\n")),
+                AckOutcome::AlreadyAcked => (
+                    "already-acked",
+                    format!("{event_id} was acknowledged already\n"),
+                ),
+            };
+            Ok(Output::new(
+                text,
+                json!({"outcome": outcome, "agent": agent, "id": event_id}),
+            ))
+        }
+        BusCommand::Wait { agent, timeout } => wait(ctx, &bus, &agent, timeout),
+    }
+}
+
+fn wait(ctx: &Ctx, bus: &Bus, agent: &AgentId, timeout: Option<Duration>) -> Result<Output> {
+    // No timeout, or one too large for an `Instant`: wait forever, a slice at a time.
+    let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+    let mut waiter = bus.waiter(agent)?;
+    let mut pending = bus.pending(agent)?;
+    while pending.is_empty() {
+        let slice = deadline.map_or(WAIT_SLICE, |d| {
+            d.saturating_duration_since(Instant::now()).min(WAIT_SLICE)
+        });
+        match waiter.wait(slice)? {
+            Wake::Arrived(_) => pending = bus.pending(agent)?,
+            Wake::TimedOut if deadline.is_some_and(|d| Instant::now() >= d) => {
+                return Ok(listing(ctx, agent, &pending, Some(true)));
+            }
+            Wake::TimedOut => {}
+        }
+    }
+    Ok(listing(ctx, agent, &pending, Some(false)))
+}
+
+/// Renders pending events (and unreadable queue files, which fail the
+/// command after the listing). `timed_out` is set for `bus wait`.
+fn listing(ctx: &Ctx, agent: &AgentId, pending: &Pending, timed_out: Option<bool>) -> Output {
+    let now = ctx.state.now();
+    let mut table = Table::new(&["ID", "PRIORITY", "SOURCE", "KIND", "AGE", "PAYLOAD"]);
+    for e in pending.events() {
+        let tone = match e.priority() {
+            chipset_bus::Priority::Critical => Tone::Bad,
+            chipset_bus::Priority::High => Tone::Warn,
+            chipset_bus::Priority::Low => Tone::Dim,
+            _ => Tone::Plain,
+        };
+        let payload = match e.payload() {
+            Value::Null => String::new(),
+            v => v.to_string(),
+        };
+        table.row(vec![
+            e.id().to_string().into(),
+            Cell::toned(e.priority().as_str(), tone),
+            e.source().into(),
+            e.kind().into(),
+            output::age(now, e.created_at()).into(),
+            payload.into(),
+        ]);
+    }
+    let unreadable: Vec<Value> = pending
+        .unreadable()
+        .iter()
+        .map(|b| json!({"path": b.path, "problem": problem(&b.problem)}))
+        .collect();
+    let text = match timed_out {
+        Some(true) => String::new(),
+        _ if table.is_empty() => format!("no pending events for {agent}\n"),
+        _ => table.render(ctx.paint),
+    };
+    let mut doc = json!({
+        "events": pending.events().iter().map(output::json).collect::<Vec<_>>(),
+        "unreadable": unreadable,
+    });
+    if let Some(t) = timed_out {
+        doc["timed_out"] = json!(t);
+    }
+    let failure = pending.unreadable().first().map(|first| {
+        CliError::refused(format!(
+            "{} in the queue of `{agent}` ({}: {}); `chipset doctor --fix` quarantines them",
+            output::plural(pending.unreadable().len(), "unreadable file"),
+            first.path.display(),
+            problem(&first.problem)
+        ))
+    });
+    Output::new(text, doc).with_failure(failure)
+}
+
+/// Describes a bus file problem in a few words.
+pub(crate) fn problem(p: &Problem) -> String {
+    match p {
+        Problem::Corrupt(reason) => reason.to_string(),
+        Problem::ForeignName => "not an event file name".to_owned(),
+        Problem::NameMismatch => "its id or priority differs from its file name".to_owned(),
+        Problem::AckedCopyInQueue => "acknowledged, but a copy is still queued".to_owned(),
+        Problem::StaleTemp => "stale temp file".to_owned(),
+        Problem::TornLogTail { offset, len } => {
+            format!("torn last line ({len} bytes at offset {offset})")
+        }
+        Problem::BadLogLine { offset, reason } => {
+            format!("bad line at offset {offset}: {reason}")
+        }
+        _ => "unusable".to_owned(),
+    }
+}

@@ -1,0 +1,407 @@
+//! The command surface: clap types only. Every id is parsed into the
+//! library's validated newtype here, so a bad id is a usage error (exit 2)
+//! before anything touches the state root.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use chipset_bus::EventId;
+use chipset_nudge::ReminderId;
+use chipset_store::{AgentId, BeadId, MessageId, TaskId};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// The `chipset` command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "chipset",
+    version,
+    about = "Crash-safe coordination for AI agents through a shared directory",
+    long_about = "Crash-safe coordination for AI agents through a shared directory: hooks, \
+                  nudges, mail, events and reminders from a shell.\n\n\
+                  Exit status: 0 on success; 2 for invalid arguments or ids; 1 for a refused \
+                  operation or any other failure (one line on stderr says what and why; \
+                  nothing is changed)."
+)]
+pub(crate) struct Cli {
+    /// The state root [default: `.chipset/state` under the current directory].
+    #[arg(long, global = true, env = "CHIPSET_ROOT", value_name = "DIR")]
+    pub(crate) root: Option<PathBuf>,
+    /// Print one JSON document on stdout instead of text.
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+    /// What to do.
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// The top-level commands, one per channel plus the operator views.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// One work item per agent: assign, activate, touch, complete, clear.
+    #[command(subcommand)]
+    Hook(HookCommand),
+    /// Latest-wins urgent signals between agents.
+    #[command(subcommand)]
+    Nudge(NudgeCommand),
+    /// Addressed, threaded messages with a pending-reply gate.
+    #[command(subcommand)]
+    Mail(MailCommand),
+    /// Prioritised, de-duplicated per-agent event queues.
+    #[command(subcommand)]
+    Bus(BusCommand),
+    /// Persistent reminders for open obligations (the seed's six kinds).
+    #[command(subcommand)]
+    Remind(RemindCommand),
+    /// One screen: every agent's hook, nudge, inbox and bus, and open reminders.
+    Status,
+    /// Find (and with --fix repair) corrupt files, stale temps, orphaned mail.
+    Doctor(DoctorArgs),
+}
+
+/// `chipset hook ...`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum HookCommand {
+    /// Show one agent's hook.
+    Show {
+        /// The agent.
+        agent: AgentId,
+    },
+    /// List every hook file.
+    List,
+    /// Assign work to an empty hook (dispatcher).
+    Assign {
+        /// The agent.
+        agent: AgentId,
+        /// The bead (work item) id.
+        #[arg(long, value_name = "ID")]
+        bead: BeadId,
+        /// The work's short description.
+        #[arg(long, value_name = "TEXT")]
+        title: String,
+        /// The dispatcher, recorded as `assigned_by`.
+        #[arg(long, value_name = "DISPATCHER")]
+        by: Option<AgentId>,
+    },
+    /// Start the pending work the hook holds now (the agent).
+    Activate {
+        /// The agent.
+        agent: AgentId,
+    },
+    /// Heartbeat on the active work the hook holds now (the agent).
+    Touch {
+        /// The agent.
+        agent: AgentId,
+    },
+    /// Finish the active work the hook holds now (the agent).
+    Complete {
+        /// The agent.
+        agent: AgentId,
+    },
+    /// Clear completed work (dispatcher); --reassign takes pending or active work away.
+    Clear {
+        /// The agent.
+        agent: AgentId,
+        /// Take a pending or active hook away instead of clearing a completed one.
+        #[arg(long)]
+        reassign: bool,
+    },
+}
+
+/// `chipset nudge ...`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum NudgeCommand {
+    /// Send a nudge (latest wins; an unprocessed abort is replaced only by an abort).
+    Send {
+        /// The sender.
+        #[arg(long, value_name = "A")]
+        from: AgentId,
+        /// The recipient.
+        #[arg(long, value_name = "B")]
+        to: AgentId,
+        /// health_check, stall_warning, priority_change, abort, sync_request or
+        /// nudge_response (other names are sent verbatim).
+        #[arg(long = "type", value_name = "TYPE", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+        kind: String,
+        /// Human-readable content.
+        #[arg(long, value_name = "TEXT")]
+        message: String,
+        /// The recipient must answer (`chipset nudge respond`).
+        #[arg(long)]
+        requires_response: bool,
+    },
+    /// Show an agent's latest nudge and mark a new one processed.
+    Read {
+        /// The agent.
+        agent: AgentId,
+    },
+    /// Answer the agent's latest nudge (and mark it processed).
+    Respond {
+        /// The agent answering.
+        agent: AgentId,
+        /// The answer.
+        #[arg(long, value_name = "TEXT", default_value = "Acknowledged")]
+        message: String,
+    },
+}
+
+/// `chipset mail ...`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum MailCommand {
+    /// Send a message; prints the new id.
+    Send(MailSend),
+    /// List an agent's inbox.
+    Inbox {
+        /// The agent.
+        agent: AgentId,
+        /// Only this kind.
+        #[arg(long, value_name = "K")]
+        kind: Option<MailKind>,
+        /// Only this task's messages.
+        #[arg(long, value_name = "T")]
+        task: Option<TaskId>,
+    },
+    /// Archive a message (a request only after it was answered).
+    Archive {
+        /// The message id.
+        id: MessageId,
+    },
+    /// Show the thread a message belongs to, in causal order.
+    Thread {
+        /// The message id.
+        id: MessageId,
+    },
+    /// List a task's requests still waiting for a reply (the commit gate).
+    Pending {
+        /// The task.
+        task: TaskId,
+    },
+    /// Move a committed task's messages into archive/by-task/.
+    Sweep {
+        /// The task.
+        task: TaskId,
+    },
+}
+
+/// `chipset mail send ...`.
+#[derive(Debug, Args)]
+pub(crate) struct MailSend {
+    /// The sender.
+    #[arg(long, value_name = "A")]
+    pub(crate) from: AgentId,
+    /// The addressee.
+    #[arg(long, value_name = "B")]
+    pub(crate) to: AgentId,
+    /// request (expects a reply), response (answers --in-reply-to) or notify.
+    #[arg(long, value_name = "KIND")]
+    pub(crate) kind: MailKind,
+    /// A kebab-case topic.
+    #[arg(long, value_name = "S")]
+    pub(crate) subject: String,
+    /// The text.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) body: String,
+    /// The task (required for request and notify; a response takes its request's).
+    #[arg(long, value_name = "T")]
+    pub(crate) task: Option<TaskId>,
+    /// The round within the task [default: 0].
+    #[arg(long, value_name = "N")]
+    pub(crate) round: Option<u32>,
+    /// The message this one replies to (required for a response).
+    #[arg(long, value_name = "ID")]
+    pub(crate) in_reply_to: Option<MessageId>,
+    /// urgent, normal or low [default: normal].
+    #[arg(long, value_name = "P")]
+    pub(crate) priority: Option<MailPriority>,
+}
+
+/// A mail kind, as typed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum MailKind {
+    /// Expects a reply.
+    Request,
+    /// Answers a request.
+    Response,
+    /// Expects no reply.
+    Notify,
+}
+
+impl From<MailKind> for chipset_mail::Kind {
+    fn from(k: MailKind) -> Self {
+        match k {
+            MailKind::Request => chipset_mail::Kind::Request,
+            MailKind::Response => chipset_mail::Kind::Response,
+            MailKind::Notify => chipset_mail::Kind::Notify,
+        }
+    }
+}
+
+/// A mail priority, as typed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum MailPriority {
+    /// Before anything else.
+    Urgent,
+    /// The default.
+    Normal,
+    /// Whenever convenient.
+    Low,
+}
+
+impl From<MailPriority> for chipset_mail::Priority {
+    fn from(p: MailPriority) -> Self {
+        match p {
+            MailPriority::Urgent => chipset_mail::Priority::Urgent,
+            MailPriority::Normal => chipset_mail::Priority::Normal,
+            MailPriority::Low => chipset_mail::Priority::Low,
+        }
+    }
+}
+
+/// `chipset bus ...`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum BusCommand {
+    /// Publish an event to an agent's queue; prints the new id.
+    Publish {
+        /// The recipient.
+        #[arg(long, value_name = "A")]
+        to: AgentId,
+        /// Who caused the event.
+        #[arg(long, value_name = "S")]
+        source: String,
+        /// What kind of event it is.
+        #[arg(long, value_name = "K")]
+        kind: String,
+        /// critical, high, normal or low [default: normal].
+        #[arg(long, value_name = "P")]
+        priority: Option<chipset_bus::Priority>,
+        /// Drop this publish if the key was accepted for the recipient within the window.
+        #[arg(long, value_name = "K")]
+        dedup_key: Option<String>,
+        /// A JSON payload.
+        #[arg(long, value_name = "JSON", value_parser = parse_json)]
+        payload: Option<serde_json::Value>,
+    },
+    /// List an agent's unacknowledged events, critical first.
+    Pending {
+        /// The agent.
+        agent: AgentId,
+    },
+    /// Acknowledge an event.
+    Ack {
+        /// The agent.
+        agent: AgentId,
+        /// The event id.
+        event_id: EventId,
+    },
+    /// Block until the agent has pending events, then list them (nothing on timeout).
+    Wait {
+        /// The agent.
+        agent: AgentId,
+        /// Give up after this many seconds (exit 0, empty output) [default: wait forever].
+        #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+        timeout: Option<Duration>,
+    },
+}
+
+/// `chipset remind ...`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum RemindCommand {
+    /// Open a reminder (idempotent per kind, source type and source id).
+    Open {
+        /// A registered kind (wrap_session, spec_draft, adr_proposed, wip_unsealed,
+        /// invite_pending, handoff_pending).
+        #[arg(long, value_name = "K")]
+        kind: String,
+        /// The kind's source type (session, spec, adr, wip_state, invite, handoff).
+        #[arg(long, value_name = "T")]
+        source_type: String,
+        /// The entity it refers to.
+        #[arg(long, value_name = "ID")]
+        source_id: String,
+        /// The prompt.
+        #[arg(long, value_name = "TEXT")]
+        message: String,
+    },
+    /// List open reminders, oldest first.
+    List {
+        /// Only this kind.
+        #[arg(long, value_name = "K")]
+        kind: Option<String>,
+    },
+    /// Resolve a reminder by hand.
+    Resolve {
+        /// The reminder id.
+        id: ReminderId,
+        /// completed or ignored.
+        #[arg(long, value_name = "R")]
+        resolution: ResolutionArg,
+        /// A note recorded with the resolution.
+        #[arg(long, value_name = "TEXT")]
+        note: Option<String>,
+    },
+    /// Put a reminder off; it reopens when the time has come.
+    Snooze {
+        /// The reminder id.
+        id: ReminderId,
+        /// How many hours.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        hours: u32,
+    },
+}
+
+/// A manual resolution, as typed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ResolutionArg {
+    /// Done.
+    Completed,
+    /// Dismissed.
+    Ignored,
+}
+
+impl From<ResolutionArg> for chipset_nudge::ManualResolution {
+    fn from(r: ResolutionArg) -> Self {
+        match r {
+            ResolutionArg::Completed => chipset_nudge::ManualResolution::Completed,
+            ResolutionArg::Ignored => chipset_nudge::ManualResolution::Ignored,
+        }
+    }
+}
+
+/// `chipset doctor [--fix]`.
+#[derive(Debug, Args)]
+pub(crate) struct DoctorArgs {
+    /// Repair what can be repaired (quarantine, never delete; sweep stale temps).
+    #[arg(long)]
+    pub(crate) fix: bool,
+}
+
+fn parse_json(text: &str) -> Result<serde_json::Value, String> {
+    serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))
+}
+
+fn parse_seconds(text: &str) -> Result<Duration, String> {
+    let secs: f64 = text
+        .parse()
+        .map_err(|_| format!("not a number of seconds: {text:?}"))?;
+    Duration::try_from_secs_f64(secs)
+        .map_err(|_| format!("not a usable number of seconds: {text:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn seconds_parse_and_refuse() {
+        assert_eq!(parse_seconds("1.5"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_seconds("0"), Ok(Duration::ZERO));
+        assert!(parse_seconds("-1").is_err());
+        assert!(parse_seconds("soon").is_err());
+        assert!(parse_seconds("inf").is_err());
+    }
+}

@@ -1,0 +1,191 @@
+//! `chipset hook ...`: [`chipset_hook::Hooks`] from a shell.
+//!
+//! The agent-side commands (`activate`, `touch`, `complete`) and `clear` act
+//! on the assignment the hook holds now ([`Hooks::current`]); the library
+//! still fences the change on it, so a hook that changed in between refuses.
+
+use chipset_hook::{Hook, HookRead, HookStatus, Hooks};
+use chipset_store::AgentId;
+use serde_json::json;
+
+use crate::Ctx;
+use crate::cli::HookCommand;
+use crate::error::{CliError, Result};
+use crate::output::{self, Cell, Output, Table, Tone};
+
+/// Runs one hook command.
+pub(crate) fn run(ctx: &Ctx, command: HookCommand) -> Result<Output> {
+    let hooks = Hooks::new(ctx.state.clone());
+    match command {
+        HookCommand::Show { agent } => show(ctx, &hooks, &agent),
+        HookCommand::List => list(ctx, &hooks),
+        HookCommand::Assign {
+            agent,
+            bead,
+            title,
+            by,
+        } => {
+            let assignment = hooks.assign(&agent, bead, title, by.as_ref())?;
+            let text = format!(
+                "assigned {} to {agent} (generation {})\n",
+                assignment.bead_id(),
+                assignment.generation()
+            );
+            Ok(Output::new(text, output::json(&assignment)))
+        }
+        HookCommand::Activate { agent } => {
+            let held = held(&hooks, &agent, "activate")?;
+            Ok(changed(&hooks.activate(&held)?))
+        }
+        HookCommand::Touch { agent } => {
+            let held = held(&hooks, &agent, "touch")?;
+            Ok(changed(&hooks.touch(&held)?))
+        }
+        HookCommand::Complete { agent } => {
+            let held = held(&hooks, &agent, "complete")?;
+            Ok(changed(&hooks.complete(&held)?))
+        }
+        HookCommand::Clear {
+            agent,
+            reassign: false,
+        } => {
+            let held = held(&hooks, &agent, "clear")?;
+            let hook = hooks.clear(&held)?;
+            let text = format!("cleared {} from {agent}\n", held.bead_id());
+            Ok(Output::new(text, output::json(&hook)))
+        }
+        HookCommand::Clear {
+            agent,
+            reassign: true,
+        } => {
+            let held = held(&hooks, &agent, "reassign")?;
+            let done = hooks.reassign(&held)?;
+            let text = format!(
+                "took {} ({}) away from {agent}\n",
+                done.taken.bead_id(),
+                done.was
+            );
+            let json = json!({
+                "taken": output::json(&done.taken),
+                "was": done.was,
+                "hook": output::json(&done.hook),
+            });
+            Ok(Output::new(text, json))
+        }
+    }
+}
+
+/// Returns the assignment `agent`'s hook holds now, or refuses `op` on an empty hook.
+fn held(hooks: &Hooks, agent: &AgentId, op: &str) -> Result<chipset_hook::Assignment> {
+    hooks.current(agent)?.ok_or_else(|| {
+        CliError::refused(format!(
+            "cannot {op} the hook of `{agent}`: it is empty (no work is assigned)"
+        ))
+    })
+}
+
+fn changed(hook: &Hook) -> Output {
+    let bead = hook
+        .work()
+        .map_or_else(String::new, |w| format!(" {}", w.bead_id()));
+    let text = format!("{}: {}{bead}\n", hook.agent(), hook.status());
+    Output::new(text, output::json(hook))
+}
+
+fn show(ctx: &Ctx, hooks: &Hooks, agent: &AgentId) -> Result<Output> {
+    let hook = match hooks.read(agent)? {
+        HookRead::Missing => Hook::missing(agent.clone()),
+        HookRead::Hook(hook) => hook,
+        HookRead::Corrupt(c) => {
+            return Err(CliError::refused(format!(
+                "the hook of `{agent}` is unreadable: {c}; `chipset doctor --fix` quarantines it"
+            )));
+        }
+    };
+    let now = ctx.state.now();
+    let mut pairs = vec![
+        ("agent", agent.to_string()),
+        ("status", hook.status().to_string()),
+    ];
+    if let Some(work) = hook.work() {
+        pairs.push(("bead", work.bead_id().to_string()));
+        pairs.push(("title", work.title().to_owned()));
+        let by = work
+            .assigned_by()
+            .map_or_else(String::new, |d| format!(" by {d}"));
+        pairs.push(("assigned", format!("{}{by}", work.assigned_at())));
+    }
+    if hook.last_activity() > chipset_store::Timestamp::EPOCH {
+        pairs.push((
+            "activity",
+            format!(
+                "{} ({} ago)",
+                hook.last_activity(),
+                output::age(now, hook.last_activity())
+            ),
+        ));
+    }
+    pairs.push(("generation", hook.generation().to_string()));
+    Ok(Output::new(output::fields(&pairs), output::json(&hook)))
+}
+
+fn list(ctx: &Ctx, hooks: &Hooks) -> Result<Output> {
+    let now = ctx.state.now();
+    let mut table = Table::new(&["AGENT", "STATUS", "AGE", "BEAD", "TITLE"]);
+    let mut docs = Vec::new();
+    let mut corrupt = 0;
+    for entry in hooks.list()? {
+        let agent = entry.agent.to_string();
+        match &entry.read {
+            HookRead::Corrupt(c) => {
+                corrupt += 1;
+                table.row(vec![
+                    agent.clone().into(),
+                    Cell::toned("corrupt", Tone::Bad),
+                    "-".into(),
+                    "-".into(),
+                    c.reason.to_string().into(),
+                ]);
+                docs.push(json!({"agent_id": agent, "status": "corrupt", "error": c.to_string()}));
+            }
+            read => {
+                let hook = read
+                    .hook()
+                    .cloned()
+                    .unwrap_or_else(|| Hook::missing(entry.agent.clone()));
+                let work = hook.work();
+                table.row(vec![
+                    agent.into(),
+                    status_cell(hook.status()),
+                    output::age(now, hook.last_activity()).into(),
+                    work.map_or("-".into(), |w| w.bead_id().to_string()).into(),
+                    work.map_or(String::new(), |w| w.title().to_owned()).into(),
+                ]);
+                docs.push(output::json(&hook));
+            }
+        }
+    }
+    let text = if table.is_empty() {
+        "no hooks\n".to_owned()
+    } else {
+        table.render(ctx.paint)
+    };
+    let failure = (corrupt > 0).then(|| {
+        CliError::refused(format!(
+            "{} unreadable; `chipset doctor --fix` quarantines them",
+            output::plural(corrupt, "hook file")
+        ))
+    });
+    Ok(Output::new(text, serde_json::Value::Array(docs)).with_failure(failure))
+}
+
+/// Returns a hook status as a coloured cell.
+pub(crate) fn status_cell(status: HookStatus) -> Cell {
+    let tone = match status {
+        HookStatus::Empty => Tone::Dim,
+        HookStatus::Pending => Tone::Warn,
+        HookStatus::Active => Tone::Good,
+        HookStatus::Completed => Tone::Plain,
+    };
+    Cell::toned(status.to_string(), tone)
+}

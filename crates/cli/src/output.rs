@@ -1,0 +1,292 @@
+//! Rendering: what a command prints, as text or as one JSON document, and
+//! the small pieces text output is built from (aligned tables, ages, colour).
+
+use std::fmt::Write as _;
+use std::io::{self, IsTerminal as _, Write as _};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use chipset_store::Timestamp;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::CliError;
+
+/// What a command produced: text and JSON forms of one result, plus an
+/// optional note (stderr, still success) or failure (stderr, exit code).
+#[derive(Debug)]
+pub(crate) struct Output {
+    text: String,
+    json: Value,
+    note: Option<String>,
+    failure: Option<CliError>,
+}
+
+impl Output {
+    /// Returns an output with `text` (newline-terminated lines, or empty) and `json`.
+    pub(crate) fn new(text: impl Into<String>, json: Value) -> Self {
+        Output {
+            text: text.into(),
+            json,
+            note: None,
+            failure: None,
+        }
+    }
+
+    /// Returns this output with a note for stderr; the command still succeeds.
+    #[must_use]
+    pub(crate) fn with_note(mut self, note: impl Into<String>) -> Self {
+        self.note = Some(note.into());
+        self
+    }
+
+    /// Returns this output with a failure: the result is printed, then the
+    /// failure's line on stderr, and the command exits with its code.
+    #[must_use]
+    pub(crate) fn with_failure(mut self, failure: Option<CliError>) -> Self {
+        self.failure = failure;
+        self
+    }
+
+    /// Prints the output (text or JSON) and returns the exit code.
+    pub(crate) fn emit(self, json: bool) -> ExitCode {
+        let mut out = io::stdout().lock();
+        // A closed pipe (`chipset ... | head`) is not worth a second error.
+        let _ = if json {
+            let doc = serde_json::to_string_pretty(&self.json).unwrap_or_else(|_| "null".into());
+            writeln!(out, "{doc}")
+        } else {
+            out.write_all(self.text.as_bytes())
+        };
+        let _ = out.flush();
+        if let Some(note) = self.note {
+            eprintln!("chipset: note: {note}");
+        }
+        match self.failure {
+            Some(failure) => fail(&failure),
+            None => ExitCode::SUCCESS,
+        }
+    }
+}
+
+/// Prints `error` as one line on stderr and returns its exit code.
+pub(crate) fn fail(error: &CliError) -> ExitCode {
+    eprintln!("chipset: error: {error}");
+    error.exit_code()
+}
+
+/// Serializes a library value for JSON output.
+pub(crate) fn json<T: Serialize + ?Sized>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+/// How a cell is coloured on a terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Tone {
+    /// No colour.
+    Plain,
+    /// Green: healthy or active.
+    Good,
+    /// Yellow: waiting for someone.
+    Warn,
+    /// Red: corrupt, urgent, refused.
+    Bad,
+    /// Dim: nothing there.
+    Dim,
+}
+
+/// Whether text output is coloured: only when stdout is a terminal and
+/// `NO_COLOR` is not set.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Paint {
+    color: bool,
+}
+
+impl Paint {
+    /// Decides from the environment.
+    pub(crate) fn detect() -> Self {
+        Paint {
+            color: io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+        }
+    }
+
+    fn apply(self, tone: Tone, text: &str) -> String {
+        let code = match tone {
+            _ if !self.color => return text.to_owned(),
+            Tone::Plain => return text.to_owned(),
+            Tone::Good => "32",
+            Tone::Warn => "33",
+            Tone::Bad => "31",
+            Tone::Dim => "2",
+        };
+        format!("\x1b[{code}m{text}\x1b[0m")
+    }
+}
+
+/// One table cell: its text and tone.
+#[derive(Debug, Clone)]
+pub(crate) struct Cell {
+    text: String,
+    tone: Tone,
+}
+
+impl Cell {
+    /// Returns a plain cell.
+    pub(crate) fn plain(text: impl Into<String>) -> Self {
+        Cell::toned(text, Tone::Plain)
+    }
+
+    /// Returns a coloured cell.
+    pub(crate) fn toned(text: impl Into<String>, tone: Tone) -> Self {
+        Cell {
+            text: text.into(),
+            tone,
+        }
+    }
+}
+
+impl From<String> for Cell {
+    fn from(text: String) -> Self {
+        Cell::plain(text)
+    }
+}
+
+impl From<&str> for Cell {
+    fn from(text: &str) -> Self {
+        Cell::plain(text)
+    }
+}
+
+/// A table with a header, aligned on two spaces; the last column is not padded.
+#[derive(Debug)]
+pub(crate) struct Table {
+    rows: Vec<Vec<Cell>>,
+}
+
+impl Table {
+    /// Returns a table with this header row.
+    pub(crate) fn new(header: &[&str]) -> Self {
+        Table {
+            rows: vec![header.iter().map(|h| Cell::plain(*h)).collect()],
+        }
+    }
+
+    /// Adds a row.
+    pub(crate) fn row(&mut self, cells: Vec<Cell>) {
+        self.rows.push(cells);
+    }
+
+    /// Returns true when only the header is there.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.rows.len() <= 1
+    }
+
+    /// Renders the table, one line per row.
+    pub(crate) fn render(&self, paint: Paint) -> String {
+        let columns = self.rows.iter().map(Vec::len).max().unwrap_or(0);
+        let widths: Vec<usize> = (0..columns)
+            .map(|c| {
+                self.rows
+                    .iter()
+                    .filter_map(|r| r.get(c))
+                    .map(|cell| cell.text.chars().count())
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let mut out = String::new();
+        for row in &self.rows {
+            let mut line = String::new();
+            for (c, cell) in row.iter().enumerate() {
+                if c > 0 {
+                    line.push_str("  ");
+                }
+                line.push_str(&paint.apply(cell.tone, &cell.text));
+                if c + 1 < row.len() {
+                    let pad = widths[c].saturating_sub(cell.text.chars().count());
+                    line.extend(std::iter::repeat_n(' ', pad));
+                }
+            }
+            let _ = writeln!(out, "{}", line.trim_end());
+        }
+        out
+    }
+}
+
+/// Renders `key  value` lines aligned on the keys.
+pub(crate) fn fields(pairs: &[(&str, String)]) -> String {
+    let width = pairs.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    let mut out = String::new();
+    for (k, v) in pairs {
+        let _ = writeln!(out, "{k:width$}  {v}");
+    }
+    out
+}
+
+/// Returns a short age: `42s`, `5m`, `3h`, `2d`.
+pub(crate) fn age(now: Timestamp, then: Timestamp) -> String {
+    short_duration(now.since(then))
+}
+
+/// Returns a short duration: `42s`, `5m`, `3h`, `2d`.
+pub(crate) fn short_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m", s / 60),
+        3600..172_800 => format!("{}h", s / 3600),
+        _ => format!("{}d", s / 86_400),
+    }
+}
+
+/// Returns `n thing` or `n things`.
+pub(crate) fn plural(n: usize, thing: &str) -> String {
+    if n == 1 {
+        format!("{n} {thing}")
+    } else {
+        format!("{n} {thing}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_align_and_do_not_pad_the_last_column() {
+        let mut t = Table::new(&["AGENT", "STATUS", "TITLE"]);
+        t.row(vec!["a".into(), "active".into(), "x y".into()]);
+        t.row(vec![
+            "polecat-alpha".into(),
+            "-".into(),
+            String::new().into(),
+        ]);
+        let paint = Paint { color: false };
+        assert_eq!(
+            t.render(paint),
+            "AGENT          STATUS  TITLE\na              active  x y\npolecat-alpha  -\n"
+        );
+    }
+
+    #[test]
+    fn colour_is_applied_only_when_asked() {
+        let cell = |color| {
+            let mut t = Table::new(&["A", "B"]);
+            t.row(vec![Cell::toned("x", Tone::Bad), "y".into()]);
+            t.render(Paint { color })
+        };
+        assert_eq!(cell(false), "A  B\nx  y\n");
+        assert_eq!(cell(true), "A  B\n\x1b[31mx\x1b[0m  y\n");
+    }
+
+    #[test]
+    fn ages_are_short() {
+        let t = |s| short_duration(Duration::from_secs(s));
+        assert_eq!(
+            [t(0), t(59), t(60), t(3599), t(3600), t(172_799), t(172_800)],
+            ["0s", "59s", "1m", "59m", "1h", "47h", "2d"]
+        );
+        assert_eq!(plural(1, "event"), "1 event");
+        assert_eq!(plural(2, "event"), "2 events");
+    }
+}
