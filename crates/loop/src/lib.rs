@@ -1,3 +1,197 @@
-//! chipset loop channel (to be built; see the issue tracker).
+//! The orchestration loops built from chipset's channels: the witness
+//! (heartbeat and escalation), the agent work loop (GUPP), the dispatcher,
+//! and critic/executor rounds.
+//!
+//! Each loop is a typed state machine driven by explicit calls: a `tick`
+//! (or a step of a round) reads the time once from the state's clock, takes
+//! the steps that are due, and returns what it did as typed values. Nothing
+//! sleeps inside a library call except the `run_until` helpers, which are
+//! blocking by name. On a [`ManualClock`](chipset_store::ManualClock),
+//! hours of loop time pass in milliseconds.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use chipset_loop::{DispatchAction, Dispatcher, DispatcherConfig, WorkOutcome, Worker, WorkerConfig};
+//! use chipset_store::{AgentId, BeadId, ManualClock, StateDir, StateOptions, Timestamp};
+//!
+//! let tmp = tempfile::tempdir()?;
+//! let clock = ManualClock::new(Timestamp::parse("2026-03-05T10:30:00Z")?);
+//! let options = StateOptions { clock: Arc::new(clock.clone()), ..StateOptions::default() };
+//! let state = StateDir::open_with(tmp.path(), options)?;
+//! let (mayor, alpha) = (AgentId::new("mayor")?, AgentId::new("polecat-alpha")?);
+//! let dispatcher = Dispatcher::new(state.clone(), mayor.clone(), [alpha.clone()], DispatcherConfig::default());
+//! let worker = Worker::new(state.clone(), alpha, mayor, WorkerConfig::default());
+//!
+//! // The dispatcher puts the work on an idle agent's hook and mails it the assignment.
+//! let bead = BeadId::new("gt-abc12")?;
+//! dispatcher.submit(bead.clone(), "Add README section")?;
+//! assert!(matches!(dispatcher.tick()?[0], DispatchAction::Assigned { .. }));
+//!
+//! // The agent picks it up (GUPP), works with checkpoints, completes and reports.
+//! let outcome = worker.run_once(|work| {
+//!     clock.advance(Duration::from_secs(30));
+//!     work.checkpoint()?; // heartbeat, nudges, abort
+//!     Ok("README section added".to_owned())
+//! })?;
+//! assert!(matches!(outcome, WorkOutcome::Completed { .. }));
+//!
+//! // The dispatcher verifies the completion on the hook and clears it: done, once.
+//! assert!(matches!(dispatcher.tick()?[0], DispatchAction::Completed { .. }));
+//! assert!(dispatcher.entry(&bead)?.unwrap().is_done());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Witness
+//!
+//! [`Witness::tick`] looks at every pending and active hook. For each
+//! assignment it keeps one incident record, keyed by agent, bead and hook
+//! generation ([`IncidentKey`]):
+//!
+//! ```text
+//! quiet > stall_threshold ──health_check──▶ checking ──interval──stall_warning──▶ warned
+//!                                              │                                    │
+//!                            answered or touched after the health check      interval, no sign
+//!                                              ▼                                    ▼
+//!                                          resolved                escalating ──mail──▶ escalated (final)
+//! ```
+//!
+//! A sign of life is an answer to the witness (`nudge_response`, read
+//! through [`Nudges::response_status`](chipset_nudge::Nudges::response_status))
+//! or a touch of the hook at or after the health check. The escalation is
+//! one `health-escalation` mail to the dispatcher (kind notify, priority
+//! urgent, body [`LoopMessage::HealthEscalation`]) plus a critical bus event
+//! so a waiting dispatcher wakes at once. No incident opens within the
+//! grace period after an assignment, and a restarted witness takes no step
+//! within the grace period of its start (agents restarting with it get time
+//! to touch their hooks). The nudge interval is per agent
+//! ([`WitnessConfig::with_agent_interval`], default 60 s). The pure rule is
+//! [`judge`].
+//!
+//! # Agent work loop
+//!
+//! [`Worker::run_once`] is GUPP: [`Hooks::pickup`](chipset_hook::Hooks::pickup)
+//! activates pending work (or resumes active work after a restart), then the
+//! caller's closure runs with a [`WorkHandle`]. Its
+//! [`checkpoint`](WorkHandle::checkpoint) answers nudges that require it,
+//! touches the hook (fenced; at most every [`WorkerConfig::touch_every`]),
+//! hands `priority_change` and `sync_request` to the caller as [`Signal`]s,
+//! and returns [`Stop::Aborted`] after an `abort` sent after the assignment
+//! (an older abort is stale and only marked processed) or
+//! [`Stop::TakenAway`] when the hook no longer holds the work. When the
+//! closure returns `Ok(summary)`, the hook is completed and a
+//! `completion-report` mail (notify) goes to the dispatcher, with a
+//! high-priority `work-completed` bus event. If the work was taken away,
+//! completion fails with [`Error::Stale`] and nothing is reported.
+//!
+//! # Dispatcher
+//!
+//! [`Dispatcher::submit`] puts a work item in the ledger; [`Dispatcher::tick`]
+//! reads completion reports and escalations (mail inbox and bus queue, both
+//! idempotent), finishes interrupted changes, verifies completed hooks even
+//! without a report, and assigns queued work to idle agents of its pool. Per
+//! bead ([`BeadState`]):
+//!
+//! ```text
+//! queued ──▶ assigning ──hook assign + work-assignment mail──▶ assigned ──completed on the hook──▶ done (final)
+//!   ▲                                                            │
+//!   └──────── reassigning ◀── health escalation for this exact assignment
+//!            (hook reassign: fenced; the agent is suspended and sent an abort)
+//! ```
+//!
+//! Intents (`assigning`, `reassigning`, `done` before the hook is cleared)
+//! are written before the hook changes, so a dispatcher killed between two
+//! steps is finished by the next tick of any dispatcher. A bead is done once:
+//! only the current assignment's completion, verified on its hook, counts;
+//! reports about another assignment are [`DispatchAction::Ignored`].
+//! Suspended agents get no new work until [`Dispatcher::reinstate`].
+//!
+//! # Critic/executor rounds
+//!
+//! [`Rounds::open`] starts or resumes a task's [`Round`]: executor →
+//! critic → routing → commit, another round, or escalation ([`route`]).
+//! Commit needs a passing verification, no findings and an empty
+//! [`Mail::pending_replies`](chipset_mail::Mail::pending_replies); an error
+//! reading the gate blocks the commit ([`Gate::Unreadable`]). Replies
+//! pending in two consecutive rounds without shrinking escalate as a
+//! stalemate; so does reaching [`RoundsConfig::max_rounds`].
+//! [`Round::committed`] sweeps the task's mail into the by-task archive.
+//!
+//! # File layout
+//!
+//! ```text
+//! loop/witness/incidents/{agent}.json   the agent's latest incident (Incident)
+//! loop/witness/log.jsonl                every WitnessAction, appended per tick
+//! loop/dispatcher/beads/{bead}.json     the ledger: one LedgerEntry per work item
+//! loop/dispatcher/agents.json           suspended agents (AgentBook)
+//! loop/dispatcher/log.jsonl             every DispatchAction, appended per tick
+//! loop/rounds/{task}.json               a task's RoundCheckpoint
+//! ```
+//!
+//! Files are canonical JSON (sorted keys); [`format`](crate#file-layout)'s
+//! types are the contract, pinned by snapshot tests. The loops' mail and bus
+//! events carry a [`LoopMessage`] (tagged by `type`: `work_assignment`,
+//! `completion_report`, `health_escalation`) in the mail body or event
+//! payload; mail subjects are [`WORK_ASSIGNMENT`], [`COMPLETION_REPORT`]
+//! and [`HEALTH_ESCALATION`], each on the bead's task (`phase` = bead id).
+//!
+//! # Durability and concurrency
+//!
+//! Every file change goes through `chipset-store` (durable replace under an
+//! advisory lock per file; logs appended with one synced write per tick).
+//! A loop step that spans several files holds the lock of the loop file it
+//! is about (the incident, the ledger entry, the checkpoint) for the whole
+//! step, so two witnesses or two dispatchers never both take it, and it
+//! writes its intent durably before changing another channel, so a step
+//! cut short by a crash is finished, not repeated, on restart. Two windows
+//! remain, both documented where they are: a witness killed after its
+//! escalation mail was published and before the mail's manifest entry, whose
+//! dispatcher then archives the mail, sends it again on restart (the
+//! dispatcher ignores the repeat); a dispatcher killed between sending a
+//! `work-assignment` mail and recording it sends it again.
+//!
+//! [`LoopState`] gives cheap counts for a status screen and a doctor that
+//! finds (and with [`DoctorMode::Fix`] quarantines) corrupt loop files and
+//! cuts torn log tails.
+//!
+//! # Errors
+//!
+//! One enum, [`Error`]: channel errors keep their crate's type; a loop file
+//! that is unreadable is [`Error::Corrupt`]; taken-away work is
+//! [`Error::Stale`] ([`Error::is_stale`] also covers the hook's own refusal).
 
 #![forbid(unsafe_code)]
+
+mod dispatcher;
+mod error;
+mod files;
+mod format;
+mod rounds;
+mod scan;
+mod witness;
+mod worker;
+
+pub use dispatcher::{
+    DEFAULT_DISPATCH_POLL, DispatchAction, Dispatcher, DispatcherConfig, IgnoreReason, Ledger,
+};
+pub use error::{Error, Result};
+pub use files::{DISPATCHER_DIR, ROUNDS_DIR, WITNESS_DIR};
+pub use format::{
+    AgentBook, Attempt, AttemptOutcome, BeadState, Blocker, COMPLETION_REPORT, CriticReport,
+    EscalationReason, Evidence, Finding, Gate, HEALTH_ESCALATION, Incident, IncidentKey,
+    LedgerEntry, LoopMessage, PendingReply, Phase, ROUND_ESCALATION_EVENT, RoundCheckpoint,
+    RoundRecord, Routing, Step, Suspension, WORK_ASSIGNED_EVENT, WORK_ASSIGNMENT,
+    WORK_COMPLETED_EVENT,
+};
+pub use rounds::{DEFAULT_MAX_ROUNDS, Round, Rounds, RoundsConfig, route};
+pub use scan::{
+    DoctorMode, DoctorReport, Finding as DoctorFinding, LoopCounts, LoopState, Problem,
+};
+pub use witness::{
+    DEFAULT_GRACE, DEFAULT_STALL_THRESHOLD, Judging, Verdict, Witness, WitnessAction,
+    WitnessConfig, judge,
+};
+pub use worker::{
+    DEFAULT_POLL_EVERY, DEFAULT_TOUCH_EVERY, Signal, Stop, WorkHandle, WorkOutcome, Worker,
+    WorkerConfig,
+};

@@ -1,0 +1,102 @@
+//! The crate's one error type.
+
+use chipset_hook::Assignment;
+use chipset_store::{BeadId, Corruption, TaskId};
+
+use crate::format::Phase;
+
+/// A specialized result for loop operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything a loop operation can fail with.
+///
+/// Channel failures keep their own typed error ([`Error::Hook`],
+/// [`Error::Nudge`], [`Error::Mail`], [`Error::Bus`]); a loop file that is
+/// there but unreadable is [`Error::Corrupt`], never "nothing there".
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A filesystem operation on a loop file failed; it names the operation and the path.
+    #[error(transparent)]
+    Store(#[from] chipset_store::Error),
+    /// A hook operation failed or was refused.
+    #[error(transparent)]
+    Hook(#[from] chipset_hook::Error),
+    /// A nudge operation failed.
+    #[error(transparent)]
+    Nudge(#[from] chipset_nudge::Error),
+    /// A mail operation failed or was refused.
+    #[error(transparent)]
+    Mail(#[from] chipset_mail::MailError),
+    /// A bus operation failed.
+    #[error(transparent)]
+    Bus(#[from] chipset_bus::Error),
+    /// A loop file (`loop/…`) is there but unreadable; `doctor` moves it aside.
+    #[error("loop state is corrupt: {0}")]
+    Corrupt(Corruption),
+    /// The work was taken away from this agent (cleared or reassigned): it
+    /// can no longer touch or complete it, and nothing was reported as done.
+    #[error("the work was taken away: {assignment} is no longer on the hook")]
+    Stale {
+        /// The assignment the agent held.
+        assignment: Box<Assignment>,
+    },
+    /// A work item submitted twice to the dispatcher.
+    #[error("work item `{bead}` is already in the dispatcher ledger")]
+    AlreadySubmitted {
+        /// The bead.
+        bead: BeadId,
+    },
+    /// A work item the dispatcher does not know.
+    #[error("work item `{bead}` is not in the dispatcher ledger")]
+    UnknownBead {
+        /// The bead.
+        bead: BeadId,
+    },
+    /// A round operation called in the wrong phase.
+    #[error("the round of task `{task}` is in phase {phase}; this step needs {expected}")]
+    WrongPhase {
+        /// The task.
+        task: TaskId,
+        /// The phase the round is in.
+        phase: Phase,
+        /// The phase the step needs.
+        expected: Phase,
+    },
+    /// The round checkpoint on disk is not the one this handle holds: another
+    /// orchestrator moved the round on. Reopen it.
+    #[error("the round checkpoint of task `{task}` was changed by someone else; reopen the round")]
+    Conflict {
+        /// The task.
+        task: TaskId,
+    },
+}
+
+impl Error {
+    /// Returns true when the work was taken away ([`Error::Stale`], or a
+    /// stale-assignment refusal from the hook).
+    pub fn is_stale(&self) -> bool {
+        match self {
+            Error::Stale { .. } => true,
+            Error::Hook(e) => e.is_stale(),
+            _ => false,
+        }
+    }
+
+    /// Returns true when a file is corrupt (a loop file or a hook).
+    pub fn is_corrupt(&self) -> bool {
+        match self {
+            Error::Corrupt(_) => true,
+            Error::Hook(e) => e.is_corrupt(),
+            Error::Mail(chipset_mail::MailError::Corrupt(_)) => true,
+            Error::Nudge(chipset_nudge::Error::Corrupt(_)) => true,
+            _ => false,
+        }
+    }
+}
+
+impl From<Corruption> for Error {
+    fn from(c: Corruption) -> Self {
+        Error::Corrupt(c)
+    }
+}

@@ -1,0 +1,122 @@
+//! Paths under `loop/` and the locked read-then-write helper every loop
+//! file goes through.
+
+use std::path::{Path, PathBuf};
+
+use chipset_store::{AgentId, BeadId, Channel, JsonLog, LockGuard, ReadOutcome, StateDir, TaskId};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::error::{Error, Result};
+
+/// The witness's directory under `loop/`.
+pub const WITNESS_DIR: &str = "witness";
+/// The dispatcher's directory under `loop/`.
+pub const DISPATCHER_DIR: &str = "dispatcher";
+/// The round checkpoints' directory under `loop/`.
+pub const ROUNDS_DIR: &str = "rounds";
+
+/// The loop files of one state root.
+#[derive(Debug, Clone)]
+pub(crate) struct Files {
+    pub(crate) state: StateDir,
+    root: PathBuf,
+}
+
+impl Files {
+    pub(crate) fn new(state: StateDir) -> Self {
+        let root = state.channel_path(Channel::Loop);
+        Files { state, root }
+    }
+
+    pub(crate) fn incidents_dir(&self) -> PathBuf {
+        self.root.join(WITNESS_DIR).join("incidents")
+    }
+
+    pub(crate) fn incident(&self, agent: &AgentId) -> PathBuf {
+        self.incidents_dir().join(format!("{agent}.json"))
+    }
+
+    pub(crate) fn witness_log(&self) -> PathBuf {
+        self.root.join(WITNESS_DIR).join("log.jsonl")
+    }
+
+    pub(crate) fn beads_dir(&self) -> PathBuf {
+        self.root.join(DISPATCHER_DIR).join("beads")
+    }
+
+    pub(crate) fn bead(&self, bead: &BeadId) -> PathBuf {
+        self.beads_dir().join(format!("{bead}.json"))
+    }
+
+    pub(crate) fn agents(&self) -> PathBuf {
+        self.root.join(DISPATCHER_DIR).join("agents.json")
+    }
+
+    pub(crate) fn dispatcher_log(&self) -> PathBuf {
+        self.root.join(DISPATCHER_DIR).join("log.jsonl")
+    }
+
+    pub(crate) fn rounds_dir(&self) -> PathBuf {
+        self.root.join(ROUNDS_DIR)
+    }
+
+    pub(crate) fn round(&self, task: &TaskId) -> PathBuf {
+        self.rounds_dir().join(format!("{task}.json"))
+    }
+
+    /// Reads a loop file: `None` when missing, [`Error::Corrupt`] when bad.
+    pub(crate) fn read<T: DeserializeOwned>(&self, path: &Path) -> Result<Option<T>> {
+        match self.state.read_json::<T>(path)? {
+            ReadOutcome::Missing => Ok(None),
+            ReadOutcome::Value(v) => Ok(Some(v)),
+            ReadOutcome::Corrupt(c) => Err(Error::Corrupt(c)),
+        }
+    }
+
+    /// Takes the file's lock and reads it, for a sequence of durable writes
+    /// under one lock (each write is a durable replace).
+    pub(crate) fn lock<T: DeserializeOwned>(&self, path: &Path) -> Result<Locked<T>> {
+        let guard = self.state.lock_for(path)?.exclusive()?;
+        let current = self.read(path)?;
+        Ok(Locked {
+            state: self.state.clone(),
+            path: path.to_owned(),
+            current,
+            _guard: guard,
+        })
+    }
+
+    /// Appends records to a loop log (one write and one data sync).
+    pub(crate) fn append<T: Serialize>(&self, path: &Path, records: &[T]) -> Result<()> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let log: JsonLog = self.state.log(path)?;
+        log.append_batch(records)?;
+        Ok(())
+    }
+}
+
+/// A loop file held under its lock.
+pub(crate) struct Locked<T> {
+    state: StateDir,
+    path: PathBuf,
+    pub(crate) current: Option<T>,
+    _guard: LockGuard,
+}
+
+impl<T: Serialize> Locked<T> {
+    /// Durably replaces the file with `value` and remembers it as current.
+    pub(crate) fn write(&mut self, value: T) -> Result<()> {
+        self.state.write_json(&self.path, &value)?;
+        self.current = Some(value);
+        Ok(())
+    }
+}
+
+/// Returns the task id a bead's mail travels under (the bead id; both are
+/// validated by the same rule).
+pub(crate) fn task_of(bead: &BeadId) -> Result<TaskId> {
+    Ok(TaskId::new(bead.as_str())?)
+}

@@ -1,0 +1,668 @@
+//! The on-disk contract: the bodies of the loop's mail and bus events, and
+//! the persisted loop state under `loop/`. Snapshots in `tests/it/snapshots/`
+//! pin these bytes.
+
+use std::fmt;
+
+use chipset_hook::Assignment;
+use chipset_store::{AgentId, BeadId, MessageId, TaskId, Timestamp};
+use serde::{Deserialize, Serialize};
+
+/// Mail subject of a dispatcher's work assignment.
+pub const WORK_ASSIGNMENT: &str = "work-assignment";
+/// Mail subject of an agent's completion report.
+pub const COMPLETION_REPORT: &str = "completion-report";
+/// Mail subject (and bus event kind) of a witness's health escalation.
+pub const HEALTH_ESCALATION: &str = "health-escalation";
+/// Bus event kind that wakes an agent when work is assigned to it.
+pub const WORK_ASSIGNED_EVENT: &str = "work-assigned";
+/// Bus event kind that wakes the dispatcher when work is completed.
+pub const WORK_COMPLETED_EVENT: &str = "work-completed";
+/// Bus event kind published when a round escalates.
+pub const ROUND_ESCALATION_EVENT: &str = "round-escalation";
+
+/// What the loops say to each other: the JSON body of their mail and the
+/// payload of their bus events, tagged by `type` (the seeds' snake-case names).
+///
+/// Every variant carries the [`Assignment`] it is about, so the receiver can
+/// act on exactly that assignment (fenced by agent, generation, bead and
+/// assignment time) and ignore reports about an older one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum LoopMessage {
+    /// Dispatcher to agent: this work is on your hook.
+    WorkAssignment {
+        /// The assignment.
+        assignment: Assignment,
+    },
+    /// Agent to dispatcher: the work is done and the hook is completed.
+    CompletionReport {
+        /// The assignment completed.
+        assignment: Assignment,
+        /// When the hook was completed.
+        completed_at: Timestamp,
+        /// What the agent says about the result.
+        summary: String,
+    },
+    /// Witness to dispatcher: the agent showed no sign of life.
+    HealthEscalation {
+        /// The assignment the silent agent holds.
+        assignment: Assignment,
+        /// The hook's `last_activity` when the incident opened.
+        last_activity: Timestamp,
+        /// When the `health_check` nudge was sent.
+        health_check_at: Timestamp,
+        /// When the `stall_warning` nudge was sent.
+        stall_warning_at: Timestamp,
+        /// When the witness escalated.
+        escalated_at: Timestamp,
+    },
+}
+
+impl LoopMessage {
+    /// Returns the assignment the message is about.
+    pub fn assignment(&self) -> &Assignment {
+        match self {
+            LoopMessage::WorkAssignment { assignment }
+            | LoopMessage::CompletionReport { assignment, .. }
+            | LoopMessage::HealthEscalation { assignment, .. } => assignment,
+        }
+    }
+
+    /// Returns the mail subject this message travels under.
+    pub fn subject(&self) -> &'static str {
+        match self {
+            LoopMessage::WorkAssignment { .. } => WORK_ASSIGNMENT,
+            LoopMessage::CompletionReport { .. } => COMPLETION_REPORT,
+            LoopMessage::HealthEscalation { .. } => HEALTH_ESCALATION,
+        }
+    }
+
+    /// Returns the body as canonical JSON text.
+    pub fn to_body(&self) -> String {
+        let bytes = chipset_store::to_canonical_json(self).expect("loop messages serialize");
+        String::from_utf8(bytes).expect("canonical JSON is UTF-8")
+    }
+
+    /// Parses a mail body or bus payload; `None` when it is not a loop message.
+    pub fn from_body(body: &str) -> Option<Self> {
+        serde_json::from_str(body).ok()
+    }
+
+    /// Parses a bus payload; `None` when it is not a loop message.
+    pub fn from_payload(payload: &serde_json::Value) -> Option<Self> {
+        serde_json::from_value(payload.clone()).ok()
+    }
+
+    /// Returns the message as a bus payload.
+    pub fn to_payload(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("loop messages serialize")
+    }
+}
+
+/// The identity of a witness incident: one agent, one bead, one hook
+/// generation. At most one escalation is ever sent per key.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct IncidentKey {
+    /// The silent agent.
+    pub agent: AgentId,
+    /// The bead on its hook.
+    pub bead_id: BeadId,
+    /// The hook's generation.
+    pub generation: u64,
+}
+
+impl IncidentKey {
+    /// Returns the key of `assignment`.
+    pub fn of(assignment: &Assignment) -> Self {
+        IncidentKey {
+            agent: assignment.agent().clone(),
+            bead_id: assignment.bead_id().clone(),
+            generation: assignment.generation(),
+        }
+    }
+}
+
+impl fmt::Display for IncidentKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}/{}", self.agent, self.bead_id, self.generation)
+    }
+}
+
+/// What showed that an agent is alive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Evidence {
+    /// It answered the witness's nudge (a `nudge_response`).
+    Answered,
+    /// It touched (or activated) its hook after the nudge.
+    Touched,
+    /// Its hook moved on (completed, cleared or reassigned) while the incident was open.
+    MovedOn,
+}
+
+impl fmt::Display for Evidence {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Evidence::Answered => "answered",
+            Evidence::Touched => "touched its hook",
+            Evidence::MovedOn => "hook moved on",
+        })
+    }
+}
+
+/// Where an incident is, with the times of the steps taken.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "step", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Step {
+    /// A `health_check` was sent; waiting for a sign of life.
+    Checking {
+        /// When it was sent.
+        health_check_at: Timestamp,
+    },
+    /// No sign of life within the interval; a `stall_warning` was sent.
+    Warned {
+        /// When the health check was sent.
+        health_check_at: Timestamp,
+        /// When the stall warning was sent.
+        stall_warning_at: Timestamp,
+    },
+    /// The escalation is being sent (written before the mail, so a witness
+    /// that dies in between finds the mail, or sends it, on restart).
+    Escalating {
+        /// When the health check was sent.
+        health_check_at: Timestamp,
+        /// When the stall warning was sent.
+        stall_warning_at: Timestamp,
+        /// When the escalation started.
+        escalated_at: Timestamp,
+    },
+    /// The `health_escalation` mail was sent: final for this key.
+    Escalated {
+        /// When the health check was sent.
+        health_check_at: Timestamp,
+        /// When the stall warning was sent.
+        stall_warning_at: Timestamp,
+        /// When the escalation was sent.
+        escalated_at: Timestamp,
+        /// The escalation mail.
+        mail: MessageId,
+    },
+    /// The agent showed a sign of life; a later quiet spell opens a new check.
+    Resolved {
+        /// When the sign of life was seen (the answer's or the touch's time).
+        alive_at: Timestamp,
+        /// What it was.
+        evidence: Evidence,
+    },
+}
+
+impl Step {
+    /// Returns the step's name as written in `step`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Step::Checking { .. } => "checking",
+            Step::Warned { .. } => "warned",
+            Step::Escalating { .. } => "escalating",
+            Step::Escalated { .. } => "escalated",
+            Step::Resolved { .. } => "resolved",
+        }
+    }
+
+    /// Returns when the first nudge of the incident was sent, if one was.
+    pub fn health_check_at(&self) -> Option<Timestamp> {
+        match self {
+            Step::Checking { health_check_at }
+            | Step::Warned {
+                health_check_at, ..
+            }
+            | Step::Escalating {
+                health_check_at, ..
+            }
+            | Step::Escalated {
+                health_check_at, ..
+            } => Some(*health_check_at),
+            Step::Resolved { .. } => None,
+        }
+    }
+
+    /// Returns true while the incident is open (checking, warned, escalating).
+    pub fn is_open(&self) -> bool {
+        matches!(
+            self,
+            Step::Checking { .. } | Step::Warned { .. } | Step::Escalating { .. }
+        )
+    }
+}
+
+/// A witness's record of one agent: `loop/witness/incidents/{agent}.json`.
+///
+/// It holds the latest incident of the assignment on the agent's hook; a
+/// record of an older assignment is replaced when a new incident opens.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Incident {
+    /// The assignment the incident is about (its key: agent, bead, generation).
+    pub assignment: Assignment,
+    /// The hook's `last_activity` when the incident opened.
+    pub last_activity: Timestamp,
+    /// When the incident opened.
+    pub opened_at: Timestamp,
+    /// Where it is.
+    #[serde(flatten)]
+    pub step: Step,
+    /// The witness that wrote it last.
+    pub witness: AgentId,
+    /// When it was written last.
+    pub updated_at: Timestamp,
+}
+
+impl Incident {
+    /// Returns the incident's key.
+    pub fn key(&self) -> IncidentKey {
+        IncidentKey::of(&self.assignment)
+    }
+}
+
+/// How one assignment of a bead ended, in the dispatcher ledger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttemptOutcome {
+    /// Still on the agent's hook.
+    Open,
+    /// Completed, verified and cleared.
+    Completed,
+    /// Taken away after an escalation.
+    Reassigned,
+    /// The hook stopped holding it without a completion (cleared or
+    /// reassigned by someone else); the bead was queued again.
+    Lost,
+}
+
+impl fmt::Display for AttemptOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            AttemptOutcome::Open => "open",
+            AttemptOutcome::Completed => "completed",
+            AttemptOutcome::Reassigned => "reassigned",
+            AttemptOutcome::Lost => "lost",
+        })
+    }
+}
+
+/// One assignment of a bead to an agent, in the dispatcher ledger.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Attempt {
+    /// The agent.
+    pub agent: AgentId,
+    /// The hook generation of the assignment.
+    pub generation: u64,
+    /// When it was assigned.
+    pub assigned_at: Timestamp,
+    /// How it ended.
+    pub outcome: AttemptOutcome,
+    /// When it ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<Timestamp>,
+}
+
+/// Where a bead is in the dispatcher's hands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum BeadState {
+    /// Waiting for an idle agent.
+    Queued,
+    /// Being assigned to `agent` (written before the hook, so a restarted
+    /// dispatcher adopts or undoes it).
+    Assigning {
+        /// The agent chosen.
+        agent: AgentId,
+    },
+    /// On an agent's hook.
+    Assigned {
+        /// The assignment.
+        assignment: Assignment,
+        /// The `work-assignment` mail, once sent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mail: Option<MessageId>,
+    },
+    /// Being taken away from a silent agent (written before the hook
+    /// changes, so a restarted dispatcher finishes it).
+    Reassigning {
+        /// The assignment being taken away.
+        taken: Assignment,
+    },
+    /// Completed exactly once: final.
+    Done {
+        /// The assignment that completed it.
+        assignment: Assignment,
+        /// When the agent completed the hook (or when it was verified, if no report said).
+        completed_at: Timestamp,
+        /// Whether the hook was cleared (false only between two durable steps).
+        cleared: bool,
+    },
+}
+
+impl BeadState {
+    /// Returns the state's name as written in `state`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            BeadState::Queued => "queued",
+            BeadState::Assigning { .. } => "assigning",
+            BeadState::Assigned { .. } => "assigned",
+            BeadState::Reassigning { .. } => "reassigning",
+            BeadState::Done { .. } => "done",
+        }
+    }
+}
+
+/// One work item in the dispatcher ledger: `loop/dispatcher/beads/{bead}.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct LedgerEntry {
+    /// The bead.
+    pub bead_id: BeadId,
+    /// Its title.
+    pub title: String,
+    /// When it was submitted.
+    pub submitted_at: Timestamp,
+    /// Where it is.
+    #[serde(flatten)]
+    pub state: BeadState,
+    /// Every assignment so far, oldest first.
+    pub attempts: Vec<Attempt>,
+    /// When it last changed.
+    pub updated_at: Timestamp,
+}
+
+impl LedgerEntry {
+    /// Returns true once the bead is done.
+    pub fn is_done(&self) -> bool {
+        matches!(self.state, BeadState::Done { .. })
+    }
+
+    /// Returns the agent that completed the bead, once done.
+    pub fn completed_by(&self) -> Option<&AgentId> {
+        match &self.state {
+            BeadState::Done { assignment, .. } => Some(assignment.agent()),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn end_attempt(&mut self, a: &Assignment, outcome: AttemptOutcome, at: Timestamp) {
+        if let Some(attempt) = self.attempts.iter_mut().rev().find(|t| {
+            t.agent == *a.agent()
+                && t.generation == a.generation()
+                && t.outcome == AttemptOutcome::Open
+        }) {
+            attempt.outcome = outcome;
+            attempt.ended_at = Some(at);
+        }
+    }
+}
+
+/// Agents the dispatcher gives no new work: `loop/dispatcher/agents.json`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct AgentBook {
+    /// Suspended agents: escalated as silent, until reinstated.
+    pub suspended: std::collections::BTreeMap<AgentId, Suspension>,
+}
+
+/// Why and since when an agent is suspended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Suspension {
+    /// When.
+    pub since: Timestamp,
+    /// The bead it went silent on.
+    pub bead_id: BeadId,
+}
+
+/// The phase a critic/executor round is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// The executor is working.
+    Executor,
+    /// The critic is reviewing.
+    Critic,
+    /// The critic reported; routing decides.
+    Routing,
+    /// Routing allowed the commit; the caller commits, then calls `committed`.
+    Committing,
+    /// Committed and swept: final.
+    Committed,
+    /// Escalated (stalemate or too many rounds): final.
+    Escalated,
+}
+
+impl Phase {
+    /// Returns the name as written on disk.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Executor => "executor",
+            Phase::Critic => "critic",
+            Phase::Routing => "routing",
+            Phase::Committing => "committing",
+            Phase::Committed => "committed",
+            Phase::Escalated => "escalated",
+        }
+    }
+
+    /// Returns true for the final phases.
+    pub fn is_final(self) -> bool {
+        matches!(self, Phase::Committed | Phase::Escalated)
+    }
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One critic finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    /// The finding category (`style`, `dead-code`, `missing-test`, …).
+    pub category: String,
+    /// What is wrong.
+    pub detail: String,
+}
+
+impl Finding {
+    /// Returns a finding.
+    pub fn new(category: impl Into<String>, detail: impl Into<String>) -> Self {
+        Finding {
+            category: category.into(),
+            detail: detail.into(),
+        }
+    }
+}
+
+/// What the critic reported for one round.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CriticReport {
+    /// The verification's exit code (0: passed).
+    pub verify_exit_code: i32,
+    /// The findings (empty: none).
+    pub findings: Vec<Finding>,
+}
+
+impl CriticReport {
+    /// Returns a report with a passing verification and no findings.
+    pub fn clean() -> Self {
+        CriticReport {
+            verify_exit_code: 0,
+            findings: Vec::new(),
+        }
+    }
+
+    /// Returns a report with this verification exit code and findings.
+    pub fn new(verify_exit_code: i32, findings: Vec<Finding>) -> Self {
+        CriticReport {
+            verify_exit_code,
+            findings,
+        }
+    }
+
+    /// Returns true when the verification passed.
+    pub fn verified(&self) -> bool {
+        self.verify_exit_code == 0
+    }
+}
+
+/// One request still waiting for a reply, as the gate saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingReply {
+    /// The request.
+    pub id: MessageId,
+    /// Its subject.
+    pub subject: String,
+}
+
+/// What the pending-replies gate answered at routing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "gate", rename_all = "snake_case")]
+pub enum Gate {
+    /// No request of the task is waiting for a reply.
+    Clear,
+    /// These requests are waiting.
+    Pending {
+        /// The requests, in id order.
+        replies: Vec<PendingReply>,
+    },
+    /// The gate could not be read (a corrupt inbox file, an I/O error): the
+    /// commit is blocked (fail closed).
+    Unreadable {
+        /// The error, as text.
+        error: String,
+    },
+}
+
+impl Gate {
+    /// Returns the number of pending replies, when known.
+    pub fn pending(&self) -> Option<usize> {
+        match self {
+            Gate::Clear => Some(0),
+            Gate::Pending { replies } => Some(replies.len()),
+            Gate::Unreadable { .. } => None,
+        }
+    }
+}
+
+/// Why a round cannot commit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "blocker", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Blocker {
+    /// The verification failed.
+    VerificationFailed {
+        /// Its exit code.
+        exit_code: i32,
+    },
+    /// The critic has findings.
+    Findings {
+        /// Their categories, in report order.
+        categories: Vec<String>,
+    },
+    /// Requests of the task wait for replies (the seed's `details.pending_subjects`).
+    PendingReplies {
+        /// Their subjects, in id order.
+        pending_subjects: Vec<String>,
+    },
+    /// The pending-replies gate could not be read.
+    GateUnreadable {
+        /// The error, as text.
+        error: String,
+    },
+}
+
+/// Why a round escalated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum EscalationReason {
+    /// Pending replies did not shrink across two consecutive rounds.
+    Stalemate {
+        /// Pending replies in the previous round.
+        previous: usize,
+        /// Pending replies now.
+        pending: usize,
+        /// Their subjects.
+        pending_subjects: Vec<String>,
+    },
+    /// The round limit was reached without a commit.
+    TooManyRounds {
+        /// The limit.
+        max_rounds: u32,
+    },
+}
+
+/// Where routing sends a round.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "routing", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Routing {
+    /// Verified, no findings, no pending replies: commit.
+    Commit,
+    /// Back to the executor.
+    AnotherRound {
+        /// Everything that blocked the commit.
+        blockers: Vec<Blocker>,
+    },
+    /// Stop and ask a human (the seed's askuser dialog).
+    Escalate {
+        /// Why.
+        #[serde(flatten)]
+        reason: EscalationReason,
+        /// Everything that blocked the commit.
+        blockers: Vec<Blocker>,
+    },
+}
+
+/// The record of one routed round.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RoundRecord {
+    /// The round number (from 1).
+    pub round: u32,
+    /// What the critic reported.
+    pub report: CriticReport,
+    /// What the gate answered.
+    #[serde(flatten)]
+    pub gate: Gate,
+    /// Where routing sent the round.
+    pub routing: Routing,
+    /// When it was routed.
+    pub routed_at: Timestamp,
+}
+
+/// A round's checkpoint: `loop/rounds/{task}.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RoundCheckpoint {
+    /// The task.
+    pub task: TaskId,
+    /// The current round (from 1).
+    pub round: u32,
+    /// The current phase.
+    pub phase: Phase,
+    /// The critic's report of the current round, once in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<CriticReport>,
+    /// Every routed round, oldest first.
+    pub history: Vec<RoundRecord>,
+    /// When the task's first round started.
+    pub started_at: Timestamp,
+    /// When the checkpoint was last written.
+    pub updated_at: Timestamp,
+    /// How many messages the commit's sweep moved, once committed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swept: Option<usize>,
+}

@@ -1,0 +1,406 @@
+//! Critic/executor rounds (seed 002): a typed round with a persisted
+//! checkpoint, a fail-closed commit gate, stalemate escalation, and the
+//! sweep of the task's mail after the commit.
+
+use chipset_bus::{Bus, NewEvent, Priority as BusPriority};
+use chipset_mail::{Mail, SweepReport};
+use chipset_store::{AgentId, TaskId, Timestamp};
+
+use crate::error::{Error, Result};
+use crate::files::{Files, Locked};
+use crate::format::{
+    Blocker, CriticReport, EscalationReason, Gate, PendingReply, Phase, ROUND_ESCALATION_EVENT,
+    RoundCheckpoint, RoundRecord, Routing,
+};
+
+/// The default round limit: 5.
+pub const DEFAULT_MAX_ROUNDS: u32 = 5;
+
+/// How rounds are run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoundsConfig {
+    /// A task that has not committed after this many rounds escalates. Default 5.
+    pub max_rounds: u32,
+    /// Who is woken (a critical `round-escalation` bus event) when a round
+    /// escalates; nobody when `None` (the default).
+    pub escalate_to: Option<AgentId>,
+    /// The `source` of that event. Default `orchestrator`.
+    pub orchestrator: String,
+}
+
+impl Default for RoundsConfig {
+    fn default() -> Self {
+        RoundsConfig {
+            max_rounds: DEFAULT_MAX_ROUNDS,
+            escalate_to: None,
+            orchestrator: "orchestrator".to_owned(),
+        }
+    }
+}
+
+impl RoundsConfig {
+    /// Returns this config with the round limit set.
+    #[must_use]
+    pub fn with_max_rounds(mut self, max_rounds: u32) -> Self {
+        self.max_rounds = max_rounds;
+        self
+    }
+
+    /// Returns this config waking `agent` on escalations.
+    #[must_use]
+    pub fn with_escalate_to(mut self, agent: AgentId) -> Self {
+        self.escalate_to = Some(agent);
+        self
+    }
+}
+
+/// Decides where a round goes: the pure routing rule of seed 002.
+///
+/// - Commit when the verification passed, there are no findings and the
+///   gate is clear. A gate that could not be read blocks (fail closed).
+/// - Escalate (stalemate) when replies are pending now and in the previous
+///   routed round, and their number did not shrink.
+/// - Escalate when `round` reached `max_rounds` without a commit.
+/// - Otherwise another round, with every blocker listed.
+pub fn route(
+    report: &CriticReport,
+    gate: &Gate,
+    history: &[RoundRecord],
+    round: u32,
+    max_rounds: u32,
+) -> Routing {
+    let mut blockers = Vec::new();
+    if !report.verified() {
+        blockers.push(Blocker::VerificationFailed {
+            exit_code: report.verify_exit_code,
+        });
+    }
+    if !report.findings.is_empty() {
+        blockers.push(Blocker::Findings {
+            categories: report.findings.iter().map(|f| f.category.clone()).collect(),
+        });
+    }
+    let subjects = match gate {
+        Gate::Clear => Vec::new(),
+        Gate::Pending { replies } => {
+            let subjects: Vec<String> = replies.iter().map(|r| r.subject.clone()).collect();
+            blockers.push(Blocker::PendingReplies {
+                pending_subjects: subjects.clone(),
+            });
+            subjects
+        }
+        Gate::Unreadable { error } => {
+            blockers.push(Blocker::GateUnreadable {
+                error: error.clone(),
+            });
+            Vec::new()
+        }
+    };
+    if blockers.is_empty() {
+        return Routing::Commit;
+    }
+    let previous = history.last().and_then(|r| r.gate.pending());
+    if let (Some(pending), Some(previous)) = (gate.pending(), previous)
+        && pending > 0
+        && previous > 0
+        && pending >= previous
+    {
+        return Routing::Escalate {
+            reason: EscalationReason::Stalemate {
+                previous,
+                pending,
+                pending_subjects: subjects,
+            },
+            blockers,
+        };
+    }
+    if round >= max_rounds {
+        return Routing::Escalate {
+            reason: EscalationReason::TooManyRounds { max_rounds },
+            blockers,
+        };
+    }
+    Routing::AnotherRound { blockers }
+}
+
+/// The rounds of every task under one state root: `loop/rounds/{task}.json`.
+///
+/// Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Rounds {
+    files: Files,
+    mail: Mail,
+    bus: Bus,
+    config: RoundsConfig,
+}
+
+impl Rounds {
+    /// Returns the rounds on `mail`'s state root (the gate and the sweep use
+    /// that mail channel and its config).
+    pub fn new(mail: Mail, config: RoundsConfig) -> Self {
+        let state = mail.state().clone();
+        Rounds {
+            files: Files::new(state.clone()),
+            bus: Bus::new(state),
+            mail,
+            config,
+        }
+    }
+
+    /// Returns the config.
+    pub fn config(&self) -> &RoundsConfig {
+        &self.config
+    }
+
+    /// Returns the mail channel.
+    pub fn mail(&self) -> &Mail {
+        &self.mail
+    }
+
+    /// Reads `task`'s checkpoint.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupt`] when it is unreadable; [`Error::Store`].
+    pub fn checkpoint(&self, task: &TaskId) -> Result<Option<RoundCheckpoint>> {
+        self.files.read(&self.files.round(task))
+    }
+
+    /// Returns every task with a checkpoint, sorted.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`].
+    pub fn tasks(&self) -> Result<Vec<TaskId>> {
+        Ok(self
+            .files
+            .state
+            .list(&self.files.rounds_dir())?
+            .iter()
+            .filter_map(|n| n.strip_suffix(".json").and_then(|t| TaskId::new(t).ok()))
+            .collect())
+    }
+
+    /// Opens `task`'s round: resumes from its checkpoint (a killed
+    /// orchestrator goes on where it was), or starts round 1 in the
+    /// executor phase and writes the first checkpoint.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupt`] when the checkpoint is unreadable (a round is never
+    /// silently restarted over it); [`Error::Store`].
+    pub fn open(&self, task: &TaskId) -> Result<Round> {
+        let mut locked = self.lock(task)?;
+        let checkpoint = match locked.current.clone() {
+            Some(c) => c,
+            None => {
+                let now = self.files.state.now();
+                let c = RoundCheckpoint {
+                    task: task.clone(),
+                    round: 1,
+                    phase: Phase::Executor,
+                    report: None,
+                    history: Vec::new(),
+                    started_at: now,
+                    updated_at: now,
+                    swept: None,
+                };
+                locked.write(c.clone())?;
+                c
+            }
+        };
+        Ok(Round {
+            rounds: self.clone(),
+            checkpoint,
+        })
+    }
+
+    fn lock(&self, task: &TaskId) -> Result<Locked<RoundCheckpoint>> {
+        self.files.lock(&self.files.round(task))
+    }
+}
+
+/// One task's round, as a typed state machine over its checkpoint.
+///
+/// ```text
+/// executor --executor_done--> critic --critic_done--> routing --route-->
+///     executor (next round) | committing --committed--> committed | escalated
+/// ```
+///
+/// Every step checks the phase, and writes the checkpoint under its lock
+/// after checking that nobody else moved it on ([`Error::Conflict`]).
+#[derive(Debug, Clone)]
+pub struct Round {
+    rounds: Rounds,
+    checkpoint: RoundCheckpoint,
+}
+
+impl Round {
+    /// Returns the task.
+    pub fn task(&self) -> &TaskId {
+        &self.checkpoint.task
+    }
+
+    /// Returns the current round number (from 1).
+    pub fn number(&self) -> u32 {
+        self.checkpoint.round
+    }
+
+    /// Returns the current phase.
+    pub fn phase(&self) -> Phase {
+        self.checkpoint.phase
+    }
+
+    /// Returns the checkpoint as last written.
+    pub fn checkpoint(&self) -> &RoundCheckpoint {
+        &self.checkpoint
+    }
+
+    /// Records that the executor finished its work: executor → critic.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WrongPhase`]; [`Error::Conflict`]; [`Error::Store`].
+    pub fn executor_done(&mut self) -> Result<()> {
+        self.step(Phase::Executor, |c, _| {
+            c.phase = Phase::Critic;
+            Ok(())
+        })
+    }
+
+    /// Records the critic's report: critic → routing.
+    ///
+    /// # Errors
+    ///
+    /// As [`Round::executor_done`].
+    pub fn critic_done(&mut self, report: CriticReport) -> Result<()> {
+        self.step(Phase::Critic, |c, _| {
+            c.report = Some(report);
+            c.phase = Phase::Routing;
+            Ok(())
+        })
+    }
+
+    /// Routes the round: reads the pending-replies gate (an error blocks the
+    /// commit), applies [`route`], records the round in the history and moves
+    /// to the next round's executor phase, to committing, or to escalated (a
+    /// critical bus event wakes [`RoundsConfig::escalate_to`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Round::executor_done`]. A gate that cannot be read is not an
+    /// error: it is [`Gate::Unreadable`], and blocks the commit.
+    pub fn route(&mut self) -> Result<Routing> {
+        let gate = match self.rounds.mail.pending_replies(self.task()) {
+            Ok(pending) if pending.is_empty() => Gate::Clear,
+            Ok(pending) => Gate::Pending {
+                replies: pending
+                    .iter()
+                    .map(|m| PendingReply {
+                        id: m.id().clone(),
+                        subject: m.subject().to_owned(),
+                    })
+                    .collect(),
+            },
+            Err(e) => {
+                tracing::warn!(task = %self.task(), error = %e, "pending-replies gate unreadable: commit blocked");
+                Gate::Unreadable {
+                    error: e.to_string(),
+                }
+            }
+        };
+        let max_rounds = self.rounds.config.max_rounds;
+        let routing = self.step(Phase::Routing, |c, now| {
+            let report = c.report.take().expect("routing has the critic's report");
+            let routing = route(&report, &gate, &c.history, c.round, max_rounds);
+            c.history.push(RoundRecord {
+                round: c.round,
+                report,
+                gate,
+                routing: routing.clone(),
+                routed_at: now,
+            });
+            match &routing {
+                Routing::Commit => c.phase = Phase::Committing,
+                Routing::AnotherRound { .. } => {
+                    c.round += 1;
+                    c.phase = Phase::Executor;
+                }
+                Routing::Escalate { .. } => c.phase = Phase::Escalated,
+            }
+            Ok(routing)
+        })?;
+        if let (Routing::Escalate { reason, .. }, Some(to)) =
+            (&routing, &self.rounds.config.escalate_to)
+        {
+            let payload = serde_json::json!({
+                "task": self.task(),
+                "round": self.number(),
+                "escalation": reason,
+            });
+            let event = NewEvent::new(
+                self.rounds.config.orchestrator.as_str(),
+                ROUND_ESCALATION_EVENT,
+            )
+            .priority(BusPriority::Critical)
+            .payload(payload)
+            .dedup_key(format!("{ROUND_ESCALATION_EVENT}/{}", self.task()));
+            let _ = self.rounds.bus.publish(to, &event)?;
+        }
+        Ok(routing)
+    }
+
+    /// Records that the caller committed: sweeps the task's mail into
+    /// `mail/archive/by-task/{task}/` and marks the round committed. Safe to
+    /// call again after a crash (the sweep is idempotent).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WrongPhase`] unless committing; [`Error::Mail`] when the
+    /// sweep fails (the round stays committing; call again after repair).
+    pub fn committed(&mut self) -> Result<SweepReport> {
+        if self.checkpoint.phase != Phase::Committing {
+            return Err(self.wrong(Phase::Committing));
+        }
+        let report = self.rounds.mail.sweep_task_on_commit(self.task())?;
+        self.step(Phase::Committing, |c, _| {
+            c.phase = Phase::Committed;
+            c.swept = Some(report.moved);
+            Ok(())
+        })?;
+        Ok(report)
+    }
+
+    fn wrong(&self, expected: Phase) -> Error {
+        Error::WrongPhase {
+            task: self.checkpoint.task.clone(),
+            phase: self.checkpoint.phase,
+            expected,
+        }
+    }
+
+    /// Applies `change` to the checkpoint in phase `expected`, under the
+    /// checkpoint's lock, and writes it.
+    fn step<R>(
+        &mut self,
+        expected: Phase,
+        change: impl FnOnce(&mut RoundCheckpoint, Timestamp) -> Result<R>,
+    ) -> Result<R> {
+        if self.checkpoint.phase != expected {
+            return Err(self.wrong(expected));
+        }
+        let mut locked = self.rounds.lock(&self.checkpoint.task)?;
+        if locked.current.as_ref() != Some(&self.checkpoint) {
+            return Err(Error::Conflict {
+                task: self.checkpoint.task.clone(),
+            });
+        }
+        let now = self.rounds.files.state.now();
+        let mut next = self.checkpoint.clone();
+        let out = change(&mut next, now)?;
+        next.updated_at = now;
+        locked.write(next.clone())?;
+        self.checkpoint = next;
+        Ok(out)
+    }
+}

@@ -1,0 +1,517 @@
+//! The agent work loop (GUPP): pick up hooked work, run it with a handle
+//! that keeps the hook fresh and answers nudges, complete it, report it.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use chipset_bus::{Bus, NewEvent, Priority as BusPriority};
+use chipset_hook::{Assignment, Hooks, Pickup};
+use chipset_mail::{Draft, InboxFilter, Kind, Mail, Message};
+use chipset_nudge::{Nudge, NudgeType, Nudges, Received};
+use chipset_store::{AgentId, Corruption, MessageId, StateDir, Timestamp};
+
+use crate::error::{Error, Result};
+use crate::files::task_of;
+use crate::format::{
+    COMPLETION_REPORT, IncidentKey, LoopMessage, WORK_ASSIGNED_EVENT, WORK_ASSIGNMENT,
+    WORK_COMPLETED_EVENT,
+};
+
+/// The default minimum time between two hook touches from [`WorkHandle::checkpoint`]: 5 s.
+pub const DEFAULT_TOUCH_EVERY: Duration = Duration::from_secs(5);
+/// The default time [`Worker::run_until`] waits for a wake-up before polling its hook again: 1 s.
+pub const DEFAULT_POLL_EVERY: Duration = Duration::from_secs(1);
+
+/// How a worker paces itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkerConfig {
+    /// The least time between two touches of the hook by
+    /// [`WorkHandle::checkpoint`] (nudges are read at every checkpoint).
+    /// Keep it well under the witness's stall threshold. Default 5 s.
+    pub touch_every: Duration,
+    /// How long [`Worker::run_until`] waits on the bus for a wake-up before
+    /// polling the hook anyway (the safety net). Default 1 s.
+    pub poll_every: Duration,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        WorkerConfig {
+            touch_every: DEFAULT_TOUCH_EVERY,
+            poll_every: DEFAULT_POLL_EVERY,
+        }
+    }
+}
+
+impl WorkerConfig {
+    /// Returns this config with the touch pace set.
+    #[must_use]
+    pub fn with_touch_every(mut self, every: Duration) -> Self {
+        self.touch_every = every;
+        self
+    }
+
+    /// Returns this config with the poll pace set.
+    #[must_use]
+    pub fn with_poll_every(mut self, every: Duration) -> Self {
+        self.poll_every = every;
+        self
+    }
+}
+
+/// A nudge that reaches the caller's work as a typed signal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Signal {
+    /// `priority_change`: re-read the work item's priority.
+    PriorityChange(Nudge),
+    /// `sync_request`: synchronize state.
+    SyncRequest(Nudge),
+    /// A nudge type this version does not act on.
+    Other(Nudge),
+    /// The agent's `latest.json` is unreadable: a nudge (even an abort) may
+    /// be behind it. Work goes on (the hook's fence still stops a taken-away
+    /// completion); the doctor repairs the file.
+    Unreadable(Corruption),
+}
+
+/// Why the work must stop: what [`WorkHandle::checkpoint`] returns, and what
+/// the caller's work returns to stop early.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Stop {
+    /// An `abort` nudge sent after the work was assigned: stop cooperatively.
+    Aborted(Box<Nudge>),
+    /// The work was taken away (the hook was cleared or reassigned): it can
+    /// no longer be completed.
+    TakenAway,
+    /// The caller's work failed; the hook stays active, so the next pickup
+    /// resumes it (GUPP: hooked work is never declined).
+    Failed(String),
+    /// A channel operation failed.
+    Error(Box<Error>),
+}
+
+impl From<Error> for Stop {
+    fn from(e: Error) -> Self {
+        if e.is_stale() {
+            Stop::TakenAway
+        } else {
+            Stop::Error(Box::new(e))
+        }
+    }
+}
+
+/// What one [`Worker::run_once`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
+#[non_exhaustive]
+pub enum WorkOutcome {
+    /// Nothing is hooked.
+    Idle,
+    /// The hook holds completed work waiting for the dispatcher's clear.
+    AwaitingClear(Assignment),
+    /// The work ran, the hook is completed, and the `completion_report` mail
+    /// went to the dispatcher (with a high-priority bus event).
+    Completed {
+        /// The assignment completed.
+        assignment: Assignment,
+        /// The completion report.
+        report: MessageId,
+        /// When the hook was completed.
+        completed_at: Timestamp,
+    },
+    /// An `abort` stopped the work; the hook was left for the dispatcher.
+    Aborted {
+        /// The assignment.
+        assignment: Assignment,
+        /// The abort.
+        nudge: Nudge,
+    },
+    /// The caller's work failed; the hook stays active and the next pickup resumes it.
+    Failed {
+        /// The assignment.
+        assignment: Assignment,
+        /// What the work said.
+        reason: String,
+    },
+}
+
+/// An agent's side of the work loop: GUPP on its hook, nudges answered.
+///
+/// Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Worker {
+    me: AgentId,
+    dispatcher: AgentId,
+    config: WorkerConfig,
+    hooks: Hooks,
+    nudges: Nudges,
+    mail: Mail,
+    bus: Bus,
+}
+
+impl Worker {
+    /// Returns the work loop of agent `me`, reporting to `dispatcher`.
+    pub fn new(state: StateDir, me: AgentId, dispatcher: AgentId, config: WorkerConfig) -> Self {
+        Worker {
+            me,
+            dispatcher,
+            config,
+            hooks: Hooks::new(state.clone()),
+            nudges: Nudges::new(state.clone()),
+            mail: Mail::new(state.clone()),
+            bus: Bus::new(state),
+        }
+    }
+
+    /// Returns the agent's id.
+    pub fn id(&self) -> &AgentId {
+        &self.me
+    }
+
+    /// Returns the config.
+    pub fn config(&self) -> &WorkerConfig {
+        &self.config
+    }
+
+    /// Reads and answers the agent's nudge while it holds no work (or
+    /// between pieces of work): answers those that require it, marks it
+    /// processed, and returns the signals for the caller. An `abort` with no
+    /// work to stop is only marked processed.
+    ///
+    /// # Errors
+    ///
+    /// Channel errors.
+    pub fn answer_nudges(&self) -> Result<Vec<Signal>> {
+        let mut out = Vec::new();
+        let _ = self.process_nudge(None, &mut out)?;
+        Ok(out)
+    }
+
+    /// GUPP, once: picks up the hooked work (pending work is activated,
+    /// active work of an earlier life is resumed) and runs `work` with a
+    /// [`WorkHandle`]. When `work` returns `Ok(summary)`, completes the hook
+    /// and sends the `completion_report` mail (notify) to the dispatcher,
+    /// plus a high-priority `work-completed` bus event to wake it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Stale`] when the work was taken away before it completed
+    /// (nothing is reported as done); [`Error::Hook`] with a corrupt hook;
+    /// channel errors, and the error of a [`Stop::Error`].
+    pub fn run_once<F>(&self, work: F) -> Result<WorkOutcome>
+    where
+        F: FnOnce(&mut WorkHandle<'_>) -> std::result::Result<String, Stop>,
+    {
+        let pickup = self.hooks.pickup(&self.me)?;
+        let (assignment, resumed) = match pickup {
+            Pickup::Idle => {
+                let _ = self.answer_nudges()?;
+                return Ok(WorkOutcome::Idle);
+            }
+            Pickup::AwaitingClear(a) => {
+                let _ = self.answer_nudges()?;
+                return Ok(WorkOutcome::AwaitingClear(a));
+            }
+            Pickup::Started(a) => (a, false),
+            Pickup::Resumed(a) => (a, true),
+        };
+        tracing::info!(agent = %self.me, bead = %assignment.bead_id(), resumed, "work picked up");
+        let mut handle = WorkHandle {
+            worker: self,
+            last_touch: self.hooks.state().now(),
+            assignment,
+            resumed,
+            stop: None,
+            signals: VecDeque::new(),
+        };
+        let result = match handle.read_nudges() {
+            Err(stop) => Err(stop),
+            Ok(_) => work(&mut handle),
+        };
+        let assignment = handle.assignment.clone();
+        match result {
+            Ok(summary) => self.complete(assignment, summary),
+            Err(Stop::Aborted(nudge)) => Ok(WorkOutcome::Aborted {
+                assignment,
+                nudge: *nudge,
+            }),
+            Err(Stop::TakenAway) => Err(Error::Stale {
+                assignment: Box::new(assignment),
+            }),
+            Err(Stop::Failed(reason)) => Ok(WorkOutcome::Failed { assignment, reason }),
+            Err(Stop::Error(e)) => Err(*e),
+        }
+    }
+
+    /// Runs [`Worker::run_once`] over and over, waiting on the agent's bus
+    /// queue (a `work-assigned` event wakes it at once) or
+    /// [`WorkerConfig::poll_every`] between idle polls, until `until` says
+    /// stop. `until` sees every result; an error other than [`Error::Stale`]
+    /// ends the loop after `until` has seen it.
+    ///
+    /// # Errors
+    ///
+    /// The first error other than [`Error::Stale`].
+    pub fn run_until<F>(
+        &self,
+        mut work: F,
+        mut until: impl FnMut(&Result<WorkOutcome>) -> bool,
+    ) -> Result<()>
+    where
+        F: FnMut(&mut WorkHandle<'_>) -> std::result::Result<String, Stop>,
+    {
+        let mut waiter = self.bus.waiter(&self.me)?;
+        loop {
+            self.ack_wakeups()?;
+            let result = self.run_once(&mut work);
+            let idle = matches!(
+                result,
+                Ok(WorkOutcome::Idle | WorkOutcome::AwaitingClear(_))
+            );
+            if until(&result) {
+                return result.map(|_| ());
+            }
+            match result {
+                Err(e) if !e.is_stale() => return Err(e),
+                _ => {}
+            }
+            if idle {
+                let _ = waiter.wait(self.config.poll_every)?;
+            }
+        }
+    }
+
+    /// Acknowledges the `work-assigned` wake-ups in the agent's queue.
+    fn ack_wakeups(&self) -> Result<()> {
+        for event in self.bus.pending(&self.me)?.events() {
+            if event.kind() == WORK_ASSIGNED_EVENT {
+                let _ = self.bus.ack_event(&self.me, event)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn complete(&self, assignment: Assignment, summary: String) -> Result<WorkOutcome> {
+        let hook = match self.hooks.complete(&assignment) {
+            Ok(h) => h,
+            Err(e) if e.is_stale() => {
+                tracing::warn!(agent = %self.me, bead = %assignment.bead_id(), "completion refused: the work was taken away");
+                return Err(Error::Stale {
+                    assignment: Box::new(assignment),
+                });
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let completed_at = hook.last_activity();
+        let message = LoopMessage::CompletionReport {
+            assignment: assignment.clone(),
+            completed_at,
+            summary,
+        };
+        let draft = Draft::notify(
+            self.me.clone(),
+            self.dispatcher.clone(),
+            task_of(assignment.bead_id())?,
+            COMPLETION_REPORT,
+            message.to_body(),
+        );
+        let report = self.mail.send(&draft)?.id().clone();
+        let event = NewEvent::new(self.me.as_str(), WORK_COMPLETED_EVENT)
+            .priority(BusPriority::High)
+            .payload(message.to_payload())
+            .dedup_key(format!(
+                "{WORK_COMPLETED_EVENT}/{}",
+                IncidentKey::of(&assignment)
+            ));
+        let _ = self.bus.publish(&self.dispatcher, &event)?;
+        self.archive_assignment_mail(&assignment);
+        tracing::info!(agent = %self.me, bead = %assignment.bead_id(), %report, "work completed and reported");
+        Ok(WorkOutcome::Completed {
+            assignment,
+            report,
+            completed_at,
+        })
+    }
+
+    /// Archives the bead's `work-assignment` mail once the work is done
+    /// (tidying only: a failure is logged, never reported as a failed completion).
+    fn archive_assignment_mail(&self, a: &Assignment) {
+        let Ok(task) = task_of(a.bead_id()) else {
+            return;
+        };
+        let filter = InboxFilter {
+            kind: Some(Kind::Notify),
+            since: None,
+            task: Some(task),
+        };
+        match self.mail.inbox(&self.me, &filter) {
+            Ok(messages) => {
+                for m in messages.iter().filter(|m| m.subject() == WORK_ASSIGNMENT) {
+                    if let Err(e) = self.mail.archive(m.id()) {
+                        tracing::warn!(id = %m.id(), error = %e, "could not archive the work assignment");
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read the inbox to archive the work assignment")
+            }
+        }
+    }
+
+    /// Processes the agent's latest nudge, if new: answers it when it
+    /// requires an answer, marks it processed, and returns its type and an
+    /// abort that stops `current` (an abort older than the assignment is stale).
+    fn process_nudge(
+        &self,
+        current: Option<&Assignment>,
+        signals: &mut Vec<Signal>,
+    ) -> Result<(Option<NudgeType>, Option<Nudge>)> {
+        let nudge = match self.nudges.receive(&self.me)? {
+            Received::New(n) | Received::Unsure { nudge: n, .. } => n,
+            Received::Corrupt(c) => {
+                signals.push(Signal::Unreadable(c));
+                return Ok((None, None));
+            }
+            _ => return Ok((None, None)),
+        };
+        let mut stop = None;
+        match nudge.kind {
+            NudgeType::Abort => match current {
+                Some(a) if nudge.timestamp >= a.work().assigned_at() => stop = Some(nudge.clone()),
+                _ => tracing::info!(agent = %self.me, "abort older than the current work: ignored"),
+            },
+            NudgeType::PriorityChange => signals.push(Signal::PriorityChange(nudge.clone())),
+            NudgeType::SyncRequest => signals.push(Signal::SyncRequest(nudge.clone())),
+            NudgeType::HealthCheck | NudgeType::StallWarning | NudgeType::NudgeResponse => {}
+            _ => signals.push(Signal::Other(nudge.clone())),
+        }
+        if nudge.requires_response {
+            let text = match (current, &stop) {
+                (Some(a), None) => format!("Acknowledged. Working on {}.", a.bead_id()),
+                (Some(a), Some(_)) => format!("Aborting {}.", a.bead_id()),
+                (None, _) => "Acknowledged. Idle.".to_owned(),
+            };
+            match self.nudges.respond(&self.me, &nudge, text) {
+                Ok(_) => {}
+                Err(chipset_nudge::Error::InvalidSender { from }) => {
+                    tracing::warn!(from, "cannot answer a nudge from an invalid sender");
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        self.nudges.mark_processed(&self.me, &nudge)?;
+        Ok((Some(nudge.kind), stop))
+    }
+}
+
+/// What the caller's work holds while it runs: the assignment, the
+/// heartbeat and the nudges.
+///
+/// Call [`WorkHandle::checkpoint`] regularly (between steps of the work): it
+/// answers nudges, touches the hook (at most every
+/// [`WorkerConfig::touch_every`]) and says when to stop.
+#[derive(Debug)]
+pub struct WorkHandle<'w> {
+    worker: &'w Worker,
+    assignment: Assignment,
+    resumed: bool,
+    last_touch: Timestamp,
+    stop: Option<Nudge>,
+    signals: VecDeque<Signal>,
+}
+
+impl WorkHandle<'_> {
+    /// Returns the assignment being worked on.
+    pub fn assignment(&self) -> &Assignment {
+        &self.assignment
+    }
+
+    /// Returns true when the work was already active at pickup (the agent
+    /// restarted mid-work): continue it rather than start over.
+    pub fn resumed(&self) -> bool {
+        self.resumed
+    }
+
+    /// Returns true once an `abort` has been seen: stop cooperatively.
+    pub fn should_stop(&self) -> bool {
+        self.stop.is_some()
+    }
+
+    /// Returns (and forgets) the signals received so far: `priority_change`,
+    /// `sync_request` and the like, in arrival order.
+    pub fn take_signals(&mut self) -> Vec<Signal> {
+        self.signals.drain(..).collect()
+    }
+
+    /// Reads the nudge, answers it, and touches the hook when
+    /// [`WorkerConfig::touch_every`] has passed (or a `stall_warning` came).
+    ///
+    /// # Errors
+    ///
+    /// [`Stop::Aborted`] after an `abort`; [`Stop::TakenAway`] when the hook
+    /// no longer holds the work; [`Stop::Error`] when a channel fails.
+    /// Return it from the work to stop.
+    pub fn checkpoint(&mut self) -> std::result::Result<(), Stop> {
+        let warned = self.read_nudges()?;
+        let now = self.worker.hooks.state().now();
+        if warned || now.since(self.last_touch) >= self.worker.config.touch_every {
+            self.touch()?;
+        }
+        Ok(())
+    }
+
+    /// Touches the hook now and reads the nudge.
+    ///
+    /// # Errors
+    ///
+    /// As [`WorkHandle::checkpoint`].
+    pub fn heartbeat(&mut self) -> std::result::Result<(), Stop> {
+        self.read_nudges()?;
+        self.touch()
+    }
+
+    /// Returns the unarchived mail about this work item in the agent's inbox
+    /// (the `work-assignment` and any follow-ups), in send order.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Mail`], including a corrupt inbox file.
+    pub fn context(&self) -> Result<Vec<Message>> {
+        let filter = InboxFilter {
+            kind: None,
+            since: None,
+            task: Some(task_of(self.assignment.bead_id())?),
+        };
+        Ok(self.worker.mail.inbox(&self.worker.me, &filter)?)
+    }
+
+    fn touch(&mut self) -> std::result::Result<(), Stop> {
+        match self.worker.hooks.touch(&self.assignment) {
+            Ok(hook) => {
+                self.last_touch = hook.last_activity();
+                Ok(())
+            }
+            Err(e) => Err(Error::from(e).into()),
+        }
+    }
+
+    /// Returns true when a stall warning came (the seed: update the activity).
+    fn read_nudges(&mut self) -> std::result::Result<bool, Stop> {
+        if let Some(n) = &self.stop {
+            return Err(Stop::Aborted(Box::new(n.clone())));
+        }
+        let mut signals = Vec::new();
+        let (kind, stop) = self
+            .worker
+            .process_nudge(Some(&self.assignment), &mut signals)?;
+        let warned = kind == Some(NudgeType::StallWarning);
+        self.signals.extend(signals);
+        if let Some(n) = stop {
+            self.stop = Some(n.clone());
+            return Err(Stop::Aborted(Box::new(n)));
+        }
+        Ok(warned)
+    }
+}
