@@ -256,7 +256,9 @@ impl Hooks {
     ///
     /// The new generation is at least the repair time in Unix milliseconds
     /// (and above any generation still legible in the bad file), so no
-    /// assignment held from before the corruption can match again.
+    /// assignment held from before the corruption can match again. A crash
+    /// between the move and the write leaves no file, which reads as an
+    /// empty hook; the quarantined copy is kept either way.
     ///
     /// # Errors
     ///

@@ -111,6 +111,7 @@ fn child_entry() {
         let mut out = |line: String| print(&line);
         match role.name.as_str() {
             "assign" => {
+                out("ready".into());
                 kit::wait_for_file(Path::new(role.arg(3)));
                 role_assign(&hooks, &agent, role.arg(2), &mut out);
             }
@@ -159,12 +160,6 @@ fn root_of(t: &TempState) -> String {
     t.state.root().to_str().unwrap().to_owned()
 }
 
-fn collect(child: &mut Child) -> Vec<String> {
-    let lines: Vec<String> = own_lines(child).collect();
-    kit::wait_ok(child, Duration::from_secs(120));
-    lines
-}
-
 #[test]
 fn eight_dispatchers_at_once_one_wins_seven_are_refused() {
     let t = TempState::new();
@@ -188,8 +183,16 @@ fn eight_dispatchers_at_once_one_wins_seven_are_refused() {
                 kit::spawn(ENTRY, "assign", &args)
             })
             .collect();
+        // Every dispatcher is up and waiting before the start line is drawn.
+        let mut outputs: Vec<_> = children.iter_mut().map(own_lines).collect();
+        for out in &mut outputs {
+            assert_eq!(out.next().as_deref(), Some("ready"));
+        }
         fs::write(&go, "").unwrap();
-        let lines: Vec<String> = children.iter_mut().flat_map(collect).collect();
+        let lines: Vec<String> = outputs.into_iter().flatten().collect();
+        for child in &mut children {
+            kit::wait_ok(child, Duration::from_secs(120));
+        }
         let won: Vec<&String> = lines.iter().filter(|l| l.starts_with("won ")).collect();
         assert_eq!(won.len(), 1, "round {round}: {lines:?}");
         let winner = won[0].split(' ').nth(1).unwrap();
