@@ -13,7 +13,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Everything that can go wrong in `chipset-bus`.
 ///
 /// A duplicate publish is not an error (it is [`Published::Duplicate`](crate::Published::Duplicate)),
-/// and neither is acknowledging twice ([`Acked::AlreadyAcked`](crate::Acked::AlreadyAcked)).
+/// and neither is acknowledging twice ([`AckOutcome::AlreadyAcked`](crate::AckOutcome::AlreadyAcked)).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
