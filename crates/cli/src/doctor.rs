@@ -81,10 +81,11 @@ pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
     })?;
     scanned.insert("mail".into(), json!(mail.messages));
     for f in mail.findings {
+        let action = (fix && f.is_fixable()).then(|| mail_fix(&f).to_owned());
         rows.push(Row {
             area: "mail",
             problem: f.to_string(),
-            action: (fix && f.is_fixable()).then(|| "repaired".to_owned()),
+            action,
         });
     }
 
@@ -138,6 +139,21 @@ pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
     Ok(render(ctx, fix, &rows, scanned))
 }
 
+/// Says what [`chipset_mail::Mail::doctor`] does to fix a finding.
+fn mail_fix(f: &chipset_mail::Finding) -> &'static str {
+    use chipset_mail::Finding as F;
+    match f {
+        F::Corrupt { .. } => "quarantined",
+        F::Duplicate { .. } => "extra copy quarantined",
+        F::MissingReplyMarker { .. } => "reply index entry added",
+        F::AnsweredRequest { .. } => "archived",
+        F::Orphan { .. } => "moved to archive/orphan/",
+        F::MissingSentEvent { .. } => "`sent` event appended (reconciled)",
+        F::TornManifestTail { .. } => "torn line truncated",
+        _ => "repaired",
+    }
+}
+
 fn nudge_rows(area: &'static str, report: chipset_nudge::DoctorReport) -> Vec<Row> {
     report
         .findings
@@ -176,24 +192,33 @@ fn render(
     let short = |s: &str| s.replace(&root, "");
     let remaining = rows.iter().filter(|r| r.action.is_none()).count();
     let fixed = rows.len() - remaining;
-    let mut table = Table::new(&["AREA", "ACTION", "PROBLEM"]);
+    let mut table = Table::new(&["AREA", "STATE", "PROBLEM"]);
     let mut docs = Vec::new();
     for r in rows {
-        let action = match &r.action {
-            Some(a) => Cell::toned(short(a), Tone::Good),
-            None => Cell::toned("none", Tone::Bad),
+        let state = match &r.action {
+            Some(_) => Cell::toned("fixed", Tone::Good),
+            None => Cell::toned("open", Tone::Bad),
         };
-        table.row(vec![r.area.into(), action, short(&r.problem).into()]);
+        table.row(vec![r.area.into(), state, short(&r.problem).into()]);
         docs.push(json!({
             "area": r.area,
             "problem": short(&r.problem),
             "action": r.action.as_deref().map(short),
         }));
     }
+    // What was done goes on its own line below each fixed finding.
+    let mut listing = String::new();
+    for (i, line) in table.render(ctx.paint).lines().enumerate() {
+        listing.push_str(line);
+        listing.push('\n');
+        if let Some(action) = i.checked_sub(1).and_then(|r| rows[r].action.as_deref()) {
+            listing.push_str(&format!("    -> {}\n", short(action)));
+        }
+    }
     let mut text = if rows.is_empty() {
         String::new()
     } else {
-        table.render(ctx.paint)
+        listing
     };
     text.push_str(&if rows.is_empty() {
         "clean: no problems found\n".to_owned()

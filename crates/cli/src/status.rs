@@ -14,7 +14,7 @@ use chipset_store::{AgentId, Timestamp};
 use serde_json::{Value, json};
 
 use crate::Ctx;
-use crate::error::Result;
+use crate::error::{CliError, Result};
 use crate::hook::status_cell;
 use crate::output::{self, Cell, Output, Table, Tone};
 use crate::remind;
@@ -48,7 +48,14 @@ pub(crate) fn run(ctx: &Ctx) -> Result<Output> {
     for agent in agents {
         let (hook_cells, hook_doc) = hook(now, hooks.get(agent));
         let (nudge_cell, nudge_doc) = if nudge_agents.contains(agent) {
-            nudge(&nudges.receive(agent)?)
+            match nudges.receive(agent) {
+                Ok(received) => nudge(&received),
+                // One agent's unreadable nudge directory must not hide the screen.
+                Err(e) => (
+                    Cell::toned("error", Tone::Bad),
+                    json!({"pending": null, "error": CliError::from(e).to_string()}),
+                ),
+            }
         } else {
             (Cell::toned("-", Tone::Dim), Value::Null)
         };

@@ -1,0 +1,97 @@
+//! Global flags: where the state root is, help, usage errors.
+
+use std::process::Command;
+
+use crate::Env;
+
+fn chipset() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_chipset"));
+    cmd.env_remove("CHIPSET_ROOT").env("NO_COLOR", "1");
+    cmd
+}
+
+const ASSIGN: &[&str] = &["hook", "assign", "a", "--bead", "b", "--title", "t"];
+
+#[test]
+fn root_defaults_to_dot_chipset_state_under_the_current_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = chipset()
+        .args(ASSIGN)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(dir.path().join(".chipset/state/hooks/a.json").is_file());
+}
+
+#[test]
+fn root_comes_from_chipset_root_and_the_flag_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    let (from_env, from_flag) = (dir.path().join("env"), dir.path().join("flag"));
+    let out = chipset()
+        .args(ASSIGN)
+        .env("CHIPSET_ROOT", &from_env)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(from_env.join("hooks/a.json").is_file());
+    let out = chipset()
+        .arg("--root")
+        .arg(&from_flag)
+        .args(ASSIGN)
+        .env("CHIPSET_ROOT", &from_env)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(from_flag.join("hooks/a.json").is_file());
+    // Global flags may also follow the subcommand.
+    let out = chipset()
+        .args(["hook", "show", "a", "--json", "--root"])
+        .arg(&from_flag)
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["status"], "pending");
+}
+
+#[test]
+fn a_root_that_cannot_be_opened_fails_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("file");
+    std::fs::write(&file, "").unwrap();
+    let out = chipset()
+        .arg("--root")
+        .arg(&file)
+        .args(["status"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("chipset: error: failed to create state root"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn help_exits_0_and_a_missing_subcommand_exits_2() {
+    let out = chipset().arg("--help").output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let help = String::from_utf8(out.stdout).unwrap();
+    for command in ["hook", "nudge", "mail", "bus", "remind", "status", "doctor"] {
+        assert!(help.contains(command), "{help}");
+    }
+    let out = chipset().arg("mail").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let env = Env::new();
+    let run = env.run(&["--json", "frobnicate"]);
+    assert_eq!(run.code, 2);
+    assert!(run.stdout.is_empty(), "no JSON for a usage error");
+    assert_eq!(
+        run.stderr,
+        "chipset: error: unrecognized subcommand 'frobnicate' (try --help)\n"
+    );
+}

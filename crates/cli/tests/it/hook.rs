@@ -1,0 +1,171 @@
+//! `chipset hook ...`.
+
+use std::fs;
+
+use crate::{Env, snap};
+
+const ASSIGN: &[&str] = &[
+    "hook",
+    "assign",
+    "polecat-alpha",
+    "--bead",
+    "gt-abc12",
+    "--title",
+    "Add README section",
+    "--by",
+    "mayor",
+];
+
+#[test]
+fn lifecycle_in_text() {
+    let mut env = Env::new();
+    env.ok(&["hook", "show", "polecat-alpha"]);
+    env.ok(&["hook", "list"]);
+    env.ok(ASSIGN);
+    env.ok(&["hook", "show", "polecat-alpha"]);
+    env.ok(&["hook", "activate", "polecat-alpha"]);
+    env.ok(&["hook", "touch", "polecat-alpha"]);
+    env.ok(&["hook", "list"]);
+    env.ok(&["hook", "complete", "polecat-alpha"]);
+    env.ok(&["hook", "clear", "polecat-alpha"]);
+    env.ok(&[
+        "hook",
+        "assign",
+        "polecat-alpha",
+        "--bead",
+        "gt-def34",
+        "--title",
+        "Fix CI",
+    ]);
+    env.ok(&["hook", "clear", "polecat-alpha", "--reassign"]);
+    let show = env.ok(&["hook", "show", "polecat-alpha"]);
+    assert!(show.stdout.contains("generation  4"), "{}", show.stdout);
+    snap!("hook_lifecycle_text", env.take());
+}
+
+#[test]
+fn lifecycle_in_json() {
+    let mut env = Env::new();
+    let missing = env.ok(&["--json", "hook", "show", "polecat-alpha"]).json();
+    assert_eq!(missing["status"], "empty");
+    assert_eq!(
+        env.ok(&["--json", "hook", "list"]).json(),
+        serde_json::json!([])
+    );
+    let mut args = vec!["--json"];
+    args.extend_from_slice(ASSIGN);
+    let assigned = env.ok(&args).json();
+    assert_eq!(assigned["generation"], 1);
+    assert_eq!(assigned["work"]["assigned_by"], "mayor");
+    env.ok(&["--json", "hook", "show", "polecat-alpha"]);
+    let active = env
+        .ok(&["--json", "hook", "activate", "polecat-alpha"])
+        .json();
+    assert_eq!(active["status"], "active");
+    env.ok(&["--json", "hook", "touch", "polecat-alpha"]);
+    let list = env.ok(&["--json", "hook", "list"]).json();
+    assert_eq!(list[0]["work_item"]["bead_id"], "gt-abc12");
+    env.ok(&["--json", "hook", "complete", "polecat-alpha"]);
+    let cleared = env.ok(&["--json", "hook", "clear", "polecat-alpha"]).json();
+    assert_eq!(cleared["status"], "empty");
+    env.ok(&[
+        "--json",
+        "hook",
+        "assign",
+        "polecat-alpha",
+        "--bead",
+        "gt-def34",
+        "--title",
+        "Fix CI",
+    ]);
+    let taken = env
+        .ok(&["--json", "hook", "clear", "polecat-alpha", "--reassign"])
+        .json();
+    assert_eq!(taken["was"], "pending");
+    assert_eq!(taken["hook"]["status"], "empty");
+    snap!("hook_lifecycle_json", env.take());
+}
+
+#[test]
+fn refusals_exit_1_and_change_nothing() {
+    let mut env = Env::new();
+    env.fails(1, &["hook", "activate", "polecat-alpha"]);
+    env.fails(1, &["hook", "touch", "polecat-alpha"]);
+    env.fails(1, &["hook", "complete", "polecat-alpha"]);
+    env.fails(1, &["hook", "clear", "polecat-alpha"]);
+    env.fails(1, &["hook", "clear", "polecat-alpha", "--reassign"]);
+    env.ok(ASSIGN);
+    env.fails(1, ASSIGN);
+    env.fails(1, &["hook", "touch", "polecat-alpha"]);
+    env.fails(1, &["hook", "complete", "polecat-alpha"]);
+    env.fails(1, &["hook", "clear", "polecat-alpha"]);
+    env.ok(&["hook", "activate", "polecat-alpha"]);
+    env.fails(1, &["hook", "activate", "polecat-alpha"]);
+    env.ok(&["hook", "complete", "polecat-alpha"]);
+    env.fails(1, &["hook", "clear", "polecat-alpha", "--reassign"]);
+    env.fails(1, &["--json", "hook", "touch", "polecat-alpha"]);
+    snap!("hook_refusals", env.take());
+}
+
+#[test]
+fn invalid_ids_and_arguments_exit_2() {
+    let mut env = Env::new();
+    env.fails(2, &["hook", "show", "a/b"]);
+    env.fails(2, &["hook", "show", ".hidden"]);
+    env.fails(
+        2,
+        &[
+            "hook",
+            "assign",
+            "polecat-alpha",
+            "--bead",
+            "../x",
+            "--title",
+            "t",
+        ],
+    );
+    env.fails(2, &["hook", "assign", "polecat-alpha", "--title", "t"]);
+    env.fails(
+        2,
+        &[
+            "hook",
+            "assign",
+            "polecat-alpha",
+            "--bead",
+            "b",
+            "--title",
+            "t",
+            "--by",
+            "",
+        ],
+    );
+    env.fails(2, &["hook", "explode", "polecat-alpha"]);
+    env.fails(2, &["hook", "clear", "polecat-alpha", "--force"]);
+    snap!("hook_usage_errors", env.take());
+}
+
+#[test]
+fn corrupt_hooks_are_reported_never_taken_as_empty() {
+    let mut env = Env::new();
+    env.ok(ASSIGN);
+    let hooks = env.root().join("hooks");
+    fs::write(hooks.join("broken.json"), "{not json").unwrap();
+    env.fails(1, &["hook", "show", "broken"]);
+    env.fails(
+        1,
+        &["hook", "assign", "broken", "--bead", "b", "--title", "t"],
+    );
+    env.fails(1, &["hook", "activate", "broken"]);
+    // The listing shows every hook, then fails on the corrupt one.
+    let list = env.step(&["hook", "list"]);
+    assert_eq!(list.code, 1);
+    assert!(
+        list.stdout.contains("broken         corrupt"),
+        "{}",
+        list.stdout
+    );
+    let json = env.step(&["--json", "hook", "list"]);
+    assert_eq!(json.code, 1);
+    assert_eq!(json.json()[0]["status"], "corrupt");
+    snap!("hook_corrupt", env.take());
+}

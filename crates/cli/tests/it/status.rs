@@ -1,0 +1,202 @@
+//! `chipset status` and `chipset doctor [--fix]`.
+
+use std::fs;
+use std::time::{Duration, SystemTime};
+
+use crate::{Env, snap, tree};
+
+/// Fills the root with a little of everything, through the command line.
+fn populate(env: &mut Env) {
+    env.ok(&[
+        "hook",
+        "assign",
+        "polecat-alpha",
+        "--bead",
+        "gt-abc12",
+        "--title",
+        "README",
+    ]);
+    env.ok(&["hook", "activate", "polecat-alpha"]);
+    env.ok(&[
+        "hook",
+        "assign",
+        "polecat-beta",
+        "--bead",
+        "gt-def34",
+        "--title",
+        "CI",
+    ]);
+    env.ok(&[
+        "nudge",
+        "send",
+        "--from",
+        "witness",
+        "--to",
+        "polecat-beta",
+        "--type",
+        "stall_warning",
+        "--message",
+        "quiet for 10 minutes",
+    ]);
+    env.ok(&[
+        "mail",
+        "send",
+        "--from",
+        "mayor",
+        "--to",
+        "polecat-alpha",
+        "--kind",
+        "notify",
+        "--subject",
+        "heads-up",
+        "--body",
+        "b",
+        "--task",
+        "T1",
+    ]);
+    for priority in ["critical", "low"] {
+        env.ok(&[
+            "bus",
+            "publish",
+            "--to",
+            "polecat-alpha",
+            "--source",
+            "mayor",
+            "--kind",
+            "k",
+            "--priority",
+            priority,
+        ]);
+    }
+    env.ok(&[
+        "remind",
+        "open",
+        "--kind",
+        "wrap_session",
+        "--source-type",
+        "session",
+        "--source-id",
+        "s1",
+        "--message",
+        "wrap",
+    ]);
+}
+
+#[test]
+fn status_is_one_line_per_agent() {
+    let mut env = Env::new();
+    env.ok(&["status"]);
+    env.ok(&["--json", "status"]);
+    populate(&mut env);
+    env.take();
+    let text = env.ok(&["status"]);
+    let lines: Vec<&str> = text.stdout.lines().collect();
+    // Header, one line per agent (polecat-alpha, polecat-beta), reminders.
+    assert_eq!(lines.len(), 4, "{}", text.stdout);
+    assert!(
+        lines[1].starts_with("polecat-alpha  active"),
+        "{}",
+        lines[1]
+    );
+    assert!(lines[1].contains("2 (1 critical)"), "{}", lines[1]);
+    assert!(lines[2].contains("stall_warning"), "{}", lines[2]);
+    assert_eq!(lines[3], "reminders: 1 open (wrap_session 1)");
+    let json = env.ok(&["--json", "status"]).json();
+    assert_eq!(json["agents"][0]["inbox"], 1);
+    assert_eq!(json["agents"][0]["bus"]["by_priority"]["critical"], 1);
+    assert_eq!(json["agents"][1]["nudge"]["pending"], true);
+    assert_eq!(json["reminders"]["open"], 1);
+    snap!("status", env.take());
+}
+
+#[test]
+fn status_fits_a_screen_for_twenty_agents() {
+    let mut env = Env::new();
+    for i in 0..20 {
+        let agent = format!("polecat-{i:02}");
+        let bead = format!("gt-{i:02}");
+        env.ok(&["hook", "assign", &agent, "--bead", &bead, "--title", "work"]);
+        env.ok(&[
+            "bus", "publish", "--to", &agent, "--source", "mayor", "--kind", "k",
+        ]);
+    }
+    let status = env.ok(&["status"]);
+    let lines: Vec<&str> = status.stdout.lines().collect();
+    assert_eq!(lines.len(), 22);
+    assert!(lines.iter().all(|l| l.len() <= 80), "{}", status.stdout);
+}
+
+fn age(path: &std::path::Path) {
+    let old = SystemTime::now() - Duration::from_secs(3600);
+    fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+}
+
+#[test]
+fn doctor_reports_without_fix_and_repairs_with_it() {
+    let mut env = Env::new();
+    env.ok(&["doctor"]);
+    env.ok(&["--json", "doctor"]);
+    populate(&mut env);
+    env.take();
+    let root = env.root().to_owned();
+    fs::write(root.join("hooks/broken.json"), "{").unwrap();
+    fs::write(
+        root.join(
+            "bus/polecat-alpha/queue/2-1730000000123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab-w-k.json",
+        ),
+        "[]",
+    )
+    .unwrap();
+    fs::write(
+        root.join(
+            "mail/inbox/polecat-alpha/1730000000123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab.json",
+        ),
+        "nope",
+    )
+    .unwrap();
+    let temp = root.join("hooks/.polecat-alpha.json.1.2.3.tmp");
+    fs::write(&temp, "half").unwrap();
+    age(&temp);
+    // A fresh temp belongs to a writer at work: not stale.
+    fs::write(root.join("hooks/.polecat-beta.json.1.2.3.tmp"), "x").unwrap();
+
+    let check = env.fails(1, &["doctor"]);
+    assert_eq!(check.stdout.matches("open ").count(), 4, "{}", check.stdout);
+    env.fails(1, &["--json", "doctor"]);
+    let fixed = env.ok(&["doctor", "--fix"]);
+    assert!(
+        fixed
+            .stdout
+            .ends_with("4 problems found, 4 fixed, 0 remaining\n"),
+        "{}",
+        fixed.stdout
+    );
+    assert!(!temp.exists());
+    assert!(root.join("hooks/.polecat-beta.json.1.2.3.tmp").exists());
+    assert!(root.join("hooks/.quarantine").is_dir());
+    env.ok(&["doctor"]);
+    env.ok(&["hook", "list"]);
+    snap!("doctor", env.take());
+}
+
+#[test]
+fn doctor_fails_while_problems_need_a_person() {
+    let mut env = Env::new();
+    populate(&mut env);
+    env.take();
+    fs::write(env.root().join("nudge/notes.txt"), "left by hand").unwrap();
+    env.fails(1, &["doctor"]);
+    let before = tree(env.root());
+    let fix = env.step(&["doctor", "--fix"]);
+    assert_eq!(fix.code, 1);
+    assert!(fix.stderr.contains("leaves to a person"), "{}", fix.stderr);
+    assert_eq!(before, tree(env.root()), "nothing to fix, nothing changed");
+    let json = env.step(&["--json", "doctor", "--fix"]);
+    assert_eq!(json.json()["remaining"], 1);
+    snap!("doctor_stray", env.take());
+}
