@@ -316,19 +316,19 @@ pub fn is_temp_name(name: &str) -> bool {
     name.starts_with('.') && name.ends_with(TEMP_SUFFIX)
 }
 
-/// Removes temp files (see [`is_temp_name`]) older than `max_age` from `dir`
-/// and, recursively, its subdirectories, without following symlinks. Returns
-/// how many were removed. A missing `dir` removes nothing.
+/// Returns the temp files (see [`is_temp_name`]) older than `max_age` in
+/// `dir` and, recursively, its subdirectories, without following symlinks,
+/// and without changing anything. A missing `dir` has none.
 ///
 /// Age is measured from the file's modification time on the system clock,
 /// since that is the clock the filesystem stamps it with.
 ///
 /// # Errors
 ///
-/// [`Error::Io`] when a directory cannot be listed or a temp cannot be removed.
-pub fn sweep_temps(dir: &Path, max_age: Duration) -> Result<usize> {
+/// [`Error::Io`] when a directory cannot be listed or an entry examined.
+pub fn stale_temps(dir: &Path, max_age: Duration) -> Result<Vec<PathBuf>> {
     let now = SystemTime::now();
-    let mut removed = 0;
+    let mut found = Vec::new();
     let mut stack = vec![dir.to_owned()];
     while let Some(dir) = stack.pop() {
         let entries = match fs::read_dir(&dir) {
@@ -354,15 +354,30 @@ pub fn sweep_temps(dir: &Path, max_age: Duration) -> Result<usize> {
                 Err(e) => return Err(Error::io("stat", &path, e)),
             };
             if now.duration_since(modified).unwrap_or_default() >= max_age {
-                match fs::remove_file(&path) {
-                    Ok(()) => {
-                        removed += 1;
-                        tracing::debug!(path = %path.display(), "swept stale temp file");
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(Error::io("remove stale temp", &path, e)),
-                }
+                found.push(path);
             }
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// Removes the temp files that [`stale_temps`] finds and returns how many
+/// it removed (one that vanished meanwhile is not counted).
+///
+/// # Errors
+///
+/// As [`stale_temps`], and [`Error::Io`] when a temp cannot be removed.
+pub fn sweep_temps(dir: &Path, max_age: Duration) -> Result<usize> {
+    let mut removed = 0;
+    for path in stale_temps(dir, max_age)? {
+        match fs::remove_file(&path) {
+            Ok(()) => {
+                removed += 1;
+                tracing::debug!(path = %path.display(), "swept stale temp file");
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io("remove stale temp", &path, e)),
         }
     }
     Ok(removed)

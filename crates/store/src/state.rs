@@ -464,6 +464,16 @@ impl StateDir {
         unreachable!("u32 suffixes exhausted")
     }
 
+    /// Returns the stale temp files (older than `max_age`) anywhere under the
+    /// root, changing nothing: what [`StateDir::sweep_temps`] would remove.
+    ///
+    /// # Errors
+    ///
+    /// As [`stale_temps`](crate::stale_temps).
+    pub fn stale_temps(&self, max_age: Duration) -> Result<Vec<PathBuf>> {
+        atomic::stale_temps(&self.inner.root, max_age)
+    }
+
     /// Removes stale temp files (older than `max_age`) anywhere under the root.
     ///
     /// # Errors

@@ -56,6 +56,7 @@ fn crash_writer(state: &StateDir, limit: u64, mut out: impl FnMut(&str)) {
         .max()
         .unwrap_or(0);
     let start = in_file.max(in_log) + 1;
+    out(&format!("start {start}"));
     for n in start..start.saturating_add(limit) {
         // Vary the size so a torn write would show.
         let pad = "x".repeat((n as usize * 37) % 3000);
@@ -110,7 +111,13 @@ fn child_entry() {
     crash_writer(&t.state, 2, |l| seen.push(l.to_owned()));
     assert_eq!(
         seen,
-        ["replaced 1", "appended 1", "replaced 2", "appended 2"]
+        [
+            "start 1",
+            "replaced 1",
+            "appended 1",
+            "replaced 2",
+            "appended 2"
+        ]
     );
 }
 
@@ -148,6 +155,7 @@ fn sigkill_at_random_moments_never_leaves_a_partial_file() {
     let dir = t.state.root().join("loop");
     let mut last_replaced = 0u64;
     let mut last_appended = 0u64;
+    let mut before = 0u64;
     for round in 0..50 {
         let mut child = kit::spawn(ENTRY, "crash-writer", std::slice::from_ref(&root));
         let lines = kit::lines(&mut child);
@@ -155,32 +163,45 @@ fn sigkill_at_random_moments_never_leaves_a_partial_file() {
         thread::sleep(Duration::from_millis(20 + jitter.below(60)));
         kit::kill9(&mut child);
         let lines = reader.join().unwrap();
+        let mut start = None;
+        let mut acked_this_round = None;
         for line in &lines {
-            if let Some(n) = line.strip_prefix("replaced ") {
+            if let Some(n) = line.strip_prefix("start ") {
+                start = Some(n.parse::<u64>().unwrap());
+            } else if let Some(n) = line.strip_prefix("replaced ") {
                 last_replaced = n.parse().unwrap();
+                acked_this_round = Some(last_replaced);
             } else if let Some(n) = line.strip_prefix("appended ") {
                 last_appended = n.parse().unwrap();
             }
         }
         let ctx = format!("seed {seed} round {round}");
 
-        // The value file is the last acknowledged value or the one in flight.
-        if dir.join("value.json").exists() {
-            let value = match t
-                .state
-                .read_json::<Record>(&dir.join("value.json"))
-                .unwrap()
-            {
-                ReadOutcome::Value(v) => v,
-                other => panic!("{ctx}: value file is not whole: {other:?}"),
-            };
-            assert!(
-                value.n == last_replaced || value.n == last_replaced + 1,
-                "{ctx}: file has {} but {last_replaced} was acknowledged",
-                value.n
-            );
-            assert_eq!(value.pad.len(), (value.n as usize * 37) % 3000, "{ctx}");
-        }
+        // The value file holds the last value acknowledged this round or the
+        // one in flight after it; with nothing acknowledged, the value the
+        // round began with or the child's first.
+        let value = match t
+            .state
+            .read_json::<Record>(&dir.join("value.json"))
+            .unwrap()
+        {
+            ReadOutcome::Value(v) => {
+                assert_eq!(v.pad.len(), (v.n as usize * 37) % 3000, "{ctx}");
+                v.n
+            }
+            ReadOutcome::Missing => 0,
+            other => panic!("{ctx}: value file is not whole: {other:?}"),
+        };
+        let allowed = match (acked_this_round, start) {
+            (Some(k), _) => vec![k, k + 1],
+            (None, Some(s)) => vec![before, s],
+            (None, None) => vec![before],
+        };
+        assert!(
+            allowed.contains(&value),
+            "{ctx}: file has {value}, allowed {allowed:?}"
+        );
+        before = value;
         // No real name holds anything but the two files.
         for name in t.state.list(&dir).unwrap() {
             assert!(
