@@ -60,14 +60,22 @@ impl Timestamp {
         })?))
     }
 
-    /// Returns this instant moved forward by `d`, saturating.
+    /// Returns this instant moved forward by `d`, saturating. (`t + d` does the same.)
     #[must_use]
+    #[allow(
+        clippy::should_implement_trait,
+        reason = "the operator is implemented too; the method needs no trait import"
+    )]
     pub fn add(self, d: Duration) -> Self {
         Timestamp(self.0.saturating_add(duration_ms(d)))
     }
 
-    /// Returns this instant moved back by `d`, saturating.
+    /// Returns this instant moved back by `d`, saturating. (`t - d` does the same.)
     #[must_use]
+    #[allow(
+        clippy::should_implement_trait,
+        reason = "the operator is implemented too; the method needs no trait import"
+    )]
     pub fn sub(self, d: Duration) -> Self {
         Timestamp(self.0.saturating_sub(duration_ms(d)))
     }
@@ -89,6 +97,20 @@ impl Timestamp {
                 time::Time::MIDNIGHT,
             )
         })
+    }
+}
+
+impl std::ops::Add<Duration> for Timestamp {
+    type Output = Timestamp;
+    fn add(self, d: Duration) -> Timestamp {
+        Timestamp::add(self, d)
+    }
+}
+
+impl std::ops::Sub<Duration> for Timestamp {
+    type Output = Timestamp;
+    fn sub(self, d: Duration) -> Timestamp {
+        Timestamp::sub(self, d)
     }
 }
 
@@ -229,6 +251,22 @@ mod tests {
         let b = Timestamp::parse("2026-03-05T10:00:00Z").unwrap();
         // As strings a > b, as instants a is earlier.
         assert!(a < b);
+    }
+
+    #[test]
+    fn arithmetic_saturates() {
+        let t = Timestamp::from_unix_ms(1_000);
+        assert_eq!((t + Duration::from_secs(1)).unix_ms(), 2_000);
+        assert_eq!((t - Duration::from_secs(2)).unix_ms(), -1_000);
+        assert_eq!(
+            Timestamp::from_unix_ms(i64::MAX) + Duration::from_secs(1),
+            Timestamp::from_unix_ms(i64::MAX)
+        );
+        assert_eq!(t.since(t + Duration::from_secs(5)), Duration::ZERO);
+        assert_eq!(
+            (t + Duration::from_secs(5)).since(t),
+            Duration::from_secs(5)
+        );
     }
 
     #[test]
