@@ -23,8 +23,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
                   nothing is changed)."
 )]
 pub(crate) struct Cli {
-    /// The state root [default: `.chipset/state` under the current directory].
-    #[arg(long, global = true, env = "CHIPSET_ROOT", value_name = "DIR")]
+    /// The state root [default: $CHIPSET_ROOT if set and not empty, else
+    /// `.chipset/state` under the current directory].
+    #[arg(long, global = true, value_name = "DIR")]
     pub(crate) root: Option<PathBuf>,
     /// Print one JSON document on stdout instead of text.
     #[arg(long, global = true)]

@@ -8,15 +8,13 @@
 //! the libraries leave alone by design (stray names, bad lines in
 //! append-only logs), which need a person.
 
-use std::fs;
-use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use chipset_bus::Bus;
 use chipset_hook::Hooks;
 use chipset_mail::Mail;
 use chipset_nudge::Nudges;
-use chipset_store::{Channel, is_temp_name};
+use chipset_store::Channel;
 use serde_json::json;
 
 use crate::Ctx;
@@ -126,13 +124,15 @@ pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
         }
     } else {
         // The bus doctor reports the temps under `bus/` itself.
-        let skip = ctx.state.channel_path(Channel::Bus);
-        for path in stale_temps(ctx.state.root(), &skip)? {
-            rows.push(Row {
-                area: "temps",
-                problem: format!("`{}`: stale temp file", path.display()),
-                action: None,
-            });
+        let bus_dir = ctx.state.channel_path(Channel::Bus);
+        for path in ctx.state.stale_temps(STALE_TEMP_AGE)? {
+            if !path.starts_with(&bus_dir) {
+                rows.push(Row {
+                    area: "temps",
+                    problem: format!("`{}`: stale temp file", path.display()),
+                    action: None,
+                });
+            }
         }
     }
 
@@ -249,49 +249,4 @@ fn render(
         })
     });
     Output::new(text, doc).with_failure(failure)
-}
-
-/// Returns the temp files older than [`STALE_TEMP_AGE`] under `root`, except
-/// under `skip`, without changing anything or following symlinks.
-///
-/// A stopgap: the store only offers `sweep_temps`, which removes; a
-/// read-only listing is requested from `chipset-store`.
-fn stale_temps(root: &Path, skip: &Path) -> Result<Vec<PathBuf>> {
-    let now = SystemTime::now();
-    let mut found = Vec::new();
-    let mut stack = vec![root.to_owned()];
-    while let Some(dir) = stack.pop() {
-        let entries = match fs::read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => {
-                return Err(CliError::refused(format!(
-                    "failed to list directory `{}`: {e}",
-                    dir.display()
-                )));
-            }
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            if kind.is_dir() {
-                if path != skip {
-                    stack.push(path);
-                }
-                continue;
-            }
-            let temp = kind.is_file() && entry.file_name().to_str().is_some_and(is_temp_name);
-            let old = entry
-                .metadata()
-                .and_then(|m| m.modified())
-                .is_ok_and(|m| now.duration_since(m).unwrap_or_default() >= STALE_TEMP_AGE);
-            if temp && old {
-                found.push(path);
-            }
-        }
-    }
-    found.sort();
-    Ok(found)
 }

@@ -18,8 +18,9 @@
 //!
 //! # The state root
 //!
-//! `--root DIR`, else the `CHIPSET_ROOT` environment variable, else
-//! `.chipset/state` under the current directory. It is created if missing.
+//! `--root DIR`, else the `CHIPSET_ROOT` environment variable (when set and
+//! not empty), else `.chipset/state` under the current directory. It is
+//! created if missing.
 //!
 //! # Output
 //!
@@ -77,6 +78,9 @@ use crate::cli::{Cli, Command};
 use crate::error::{CliError, Result};
 use crate::output::{Output, Paint};
 
+/// The environment variable naming the state root when `--root` is not given.
+const ROOT_ENV: &str = "CHIPSET_ROOT";
+
 /// What every command runs with: the opened state root and the colour choice.
 #[derive(Debug)]
 pub(crate) struct Ctx {
@@ -99,7 +103,15 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<Output> {
-    let root = cli.root.unwrap_or_else(|| PathBuf::from(DEFAULT_ROOT));
+    // Read here rather than by clap, so that an empty variable means unset.
+    let root = cli
+        .root
+        .or_else(|| {
+            std::env::var_os(ROOT_ENV)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        })
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_ROOT));
     let ctx = Ctx {
         state: StateDir::open(&root)?,
         paint: Paint::detect(),

@@ -25,6 +25,19 @@ fn root_defaults_to_dot_chipset_state_under_the_current_directory() {
 }
 
 #[test]
+fn an_empty_chipset_root_counts_as_unset() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = chipset()
+        .args(ASSIGN)
+        .env("CHIPSET_ROOT", "")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(dir.path().join(".chipset/state/hooks/a.json").is_file());
+}
+
+#[test]
 fn root_comes_from_chipset_root_and_the_flag_wins() {
     let dir = tempfile::tempdir().unwrap();
     let (from_env, from_flag) = (dir.path().join("env"), dir.path().join("flag"));
