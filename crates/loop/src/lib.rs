@@ -128,7 +128,7 @@
 //! loop/rounds/{task}.json               a task's RoundCheckpoint
 //! ```
 //!
-//! Files are canonical JSON (sorted keys); [`format`](crate#file-layout)'s
+//! Files are canonical JSON (sorted keys); the record
 //! types are the contract, pinned by snapshot tests. The loops' mail and bus
 //! events carry a [`LoopMessage`] (tagged by `type`: `work_assignment`,
 //! `completion_report`, `health_escalation`) in the mail body or event

@@ -332,7 +332,7 @@ impl Witness {
     ///
     /// # Errors
     ///
-    /// [`Error::Corrupt`] when it is unreadable; [`Error::Store`].
+    /// [`Error::Corrupt`](crate::Error::Corrupt) when it is unreadable; [`Error::Store`](crate::Error::Store).
     pub fn incident(&self, agent: &AgentId) -> Result<Option<Incident>> {
         self.files.read(&self.files.incident(agent))
     }
@@ -372,7 +372,7 @@ impl Witness {
     ///
     /// # Errors
     ///
-    /// [`Error::Corrupt`] when an incident record is unreadable (run the
+    /// [`Error::Corrupt`](crate::Error::Corrupt) when an incident record is unreadable (run the
     /// doctor); channel errors. Steps taken before the error stay taken.
     pub fn tick(&self) -> Result<Vec<WitnessAction>> {
         let now = self.files.state.now();

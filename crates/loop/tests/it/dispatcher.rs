@@ -1,0 +1,474 @@
+//! The dispatcher on a manual clock: assignment, verified completion exactly
+//! once, reassignment after an escalation, and restarts mid-change.
+
+use chipset_bus::Bus;
+use chipset_hook::{HookStatus, Pickup};
+use chipset_loop::{
+    AttemptOutcome, BeadState, DispatchAction, Dispatcher, DispatcherConfig, Error,
+    HEALTH_ESCALATION, IgnoreReason, WORK_ASSIGNED_EVENT, WORK_ASSIGNMENT, Witness, WitnessConfig,
+    WorkOutcome, Worker, WorkerConfig,
+};
+use chipset_nudge::NudgeType;
+use chipset_store::{Channel, ReadOutcome};
+
+use crate::{Setup, agent, bead, secs, setup};
+
+fn dispatcher(s: &Setup, pool: &[&str]) -> Dispatcher {
+    Dispatcher::new(
+        s.state(),
+        agent("mayor"),
+        pool.iter().map(|a| agent(a)),
+        DispatcherConfig::default(),
+    )
+}
+
+fn worker(s: &Setup, who: &str) -> Worker {
+    Worker::new(
+        s.state(),
+        agent(who),
+        agent("mayor"),
+        WorkerConfig::default(),
+    )
+}
+
+fn witness(s: &Setup) -> Witness {
+    Witness::new(
+        s.state(),
+        agent("witness"),
+        agent("mayor"),
+        WitnessConfig::default()
+            .with_stall_threshold(secs(300))
+            .with_interval(secs(60))
+            .with_grace(secs(0)),
+    )
+}
+
+fn names(actions: &[DispatchAction]) -> Vec<String> {
+    actions
+        .iter()
+        .map(|a| match a {
+            DispatchAction::Assigned { bead_id, agent, .. } => {
+                format!("assigned {bead_id} {agent}")
+            }
+            DispatchAction::Completed { bead_id, agent, .. } => {
+                format!("completed {bead_id} {agent}")
+            }
+            DispatchAction::Reassigned { bead_id, from, .. } => {
+                format!("reassigned {bead_id} {from}")
+            }
+            DispatchAction::Requeued { bead_id, agent, .. } => {
+                format!("requeued {bead_id} {agent}")
+            }
+            DispatchAction::Ignored {
+                bead_id, reason, ..
+            } => format!("ignored {bead_id} {reason:?}"),
+            DispatchAction::Unreadable { .. } => "unreadable".to_owned(),
+            _ => "other".to_owned(),
+        })
+        .collect()
+}
+
+fn done(w: &Worker) -> WorkOutcome {
+    w.run_once(|_| Ok("done".to_owned())).unwrap()
+}
+
+#[test]
+fn work_goes_to_idle_agents_in_pool_order_with_mail_and_a_wake_up() {
+    let s = setup();
+    let d = dispatcher(&s, &["w1", "w2"]);
+    for b in ["b1", "b2", "b3"] {
+        s.advance(1);
+        d.submit(bead(b), format!("task {b}")).unwrap();
+    }
+    assert_eq!(
+        names(&d.tick().unwrap()),
+        ["assigned b1 w1", "assigned b2 w2"]
+    );
+    assert!(d.tick().unwrap().is_empty(), "no idle agent for b3");
+    let inbox = s.inbox(&agent("w1"));
+    assert_eq!(inbox.len(), 1);
+    assert_eq!(inbox[0].subject(), WORK_ASSIGNMENT);
+    let wake = Bus::new(s.state()).pending(&agent("w2")).unwrap();
+    assert_eq!(wake.events()[0].kind(), WORK_ASSIGNED_EVENT);
+    let entry = d.entry(&bead("b3")).unwrap().unwrap();
+    assert_eq!(entry.state, BeadState::Queued);
+
+    // w1 finishes: its completion is verified, and b3 goes to w1.
+    assert!(matches!(
+        done(&worker(&s, "w1")),
+        WorkOutcome::Completed { .. }
+    ));
+    assert_eq!(
+        names(&d.tick().unwrap()),
+        ["completed b1 w1", "assigned b3 w1"]
+    );
+}
+
+#[test]
+fn a_bead_is_submitted_once() {
+    let s = setup();
+    let d = dispatcher(&s, &["w1"]);
+    d.submit(bead("b1"), "t").unwrap();
+    assert!(matches!(
+        d.submit(bead("b1"), "t").unwrap_err(),
+        Error::AlreadySubmitted { .. }
+    ));
+}
+
+#[test]
+fn a_completion_is_verified_cleared_and_counted_once_whatever_the_repeats() {
+    let s = setup();
+    let d = dispatcher(&s, &["w1"]);
+    d.submit(bead("b1"), "t").unwrap();
+    d.tick().unwrap();
+    let w = worker(&s, "w1");
+    let WorkOutcome::Completed { report, .. } = done(&w) else {
+        panic!()
+    };
+    // The report arrives by mail and by bus; both are handled, one completes.
+    let actions = d.tick().unwrap();
+    assert_eq!(names(&actions), ["completed b1 w1"]);
+    assert_eq!(
+        s.hooks.read(&agent("w1")).unwrap().status(),
+        Some(HookStatus::Empty)
+    );
+    let entry = d.entry(&bead("b1")).unwrap().unwrap();
+    assert!(entry.is_done());
+    assert_eq!(entry.completed_by(), Some(&agent("w1")));
+    assert_eq!(entry.attempts.len(), 1);
+    assert_eq!(entry.attempts[0].outcome, AttemptOutcome::Completed);
+    // The report was archived, the wake-up acknowledged.
+    assert!(s.inbox(&agent("mayor")).is_empty());
+    assert!(
+        s.mail
+            .find(&report)
+            .unwrap()
+            .unwrap()
+            .location
+            .is_archived()
+    );
+    assert!(
+        Bus::new(s.state())
+            .pending(&agent("mayor"))
+            .unwrap()
+            .is_empty()
+    );
+    for _ in 0..3 {
+        assert!(d.tick().unwrap().is_empty());
+    }
+}
+
+#[test]
+fn a_completed_hook_is_found_without_a_report() {
+    let s = setup();
+    let d = dispatcher(&s, &["w1"]);
+    d.submit(bead("b1"), "t").unwrap();
+    d.tick().unwrap();
+    // The agent completed its hook and died before it could mail the report.
+    let Pickup::Started(a) = s.hooks.pickup(&agent("w1")).unwrap() else {
+        panic!()
+    };
+    s.hooks.complete(&a).unwrap();
+    assert_eq!(names(&d.tick().unwrap()), ["completed b1 w1"]);
+}
+
+#[test]
+fn an_escalation_takes_the_work_away_and_gives_it_to_an_idle_agent() {
+    let s = setup();
+    let d = dispatcher(&s, &["w1", "w2"]);
+    d.submit(bead("b1"), "t").unwrap();
+    assert_eq!(names(&d.tick().unwrap()), ["assigned b1 w1"]);
+    // w1 picks the work up, then hangs.
+    let Pickup::Started(held) = s.hooks.pickup(&agent("w1")).unwrap() else {
+        panic!()
+    };
+    let wit = witness(&s);
+    let mut escalations = 0;
+    for _ in 0..3 {
+        s.advance(301);
+        escalations += wit
+            .tick()
+            .unwrap()
+            .iter()
+            .filter(|a| matches!(a, chipset_loop::WitnessAction::Escalated { .. }))
+            .count();
+    }
+    assert_eq!(escalations, 1);
+    let actions = d.tick().unwrap();
+    assert_eq!(names(&actions), ["reassigned b1 w1", "assigned b1 w2"]);
+
+    // w1 is suspended and told to abort; its late completion is refused.
+    assert!(d.suspended().unwrap().suspended.contains_key(&agent("w1")));
+    let ReadOutcome::Value(n) = s.nudges.read_latest(&agent("w1")).unwrap() else {
+        panic!()
+    };
+    assert_eq!(n.kind, NudgeType::Abort);
+    assert!(s.hooks.complete(&held).unwrap_err().is_stale());
+
+    // w2 completes it: done once, by w2.
+    assert!(matches!(
+        done(&worker(&s, "w2")),
+        WorkOutcome::Completed { .. }
+    ));
+    assert_eq!(names(&d.tick().unwrap()), ["completed b1 w2"]);
+    let entry = d.entry(&bead("b1")).unwrap().unwrap();
+    let outcomes: Vec<_> = entry
+        .attempts
+        .iter()
+        .map(|t| (t.agent.as_str().to_owned(), t.outcome))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            ("w1".to_owned(), AttemptOutcome::Reassigned),
+            ("w2".to_owned(), AttemptOutcome::Completed)
+        ]
+    );
+    // The suspended agent gets no new work until reinstated.
+    d.submit(bead("b2"), "t").unwrap();
+    assert_eq!(names(&d.tick().unwrap()), ["assigned b2 w2"]);
+    assert!(d.reinstate(&agent("w1")).unwrap());
+    d.submit(bead("b3"), "t").unwrap();
+    assert_eq!(names(&d.tick().unwrap()), ["assigned b3 w1"]);
+}
+
+#[test]
+fn an_escalation_about_an_old_assignment_is_ignored() {
+    let s = setup();
+    let d = dispatcher(&s, &["w1"]);
+    d.submit(bead("b1"), "t").unwrap();
+    d.tick().unwrap();
+    let Pickup::Started(a) = s.hooks.pickup(&agent("w1")).unwrap() else {
+        panic!()
+    };
+    // The agent completes just before an escalation is read: the completion wins.
+    s.hooks.complete(&a).unwrap();
+    let body = chipset_loop::LoopMessage::HealthEscalation {
+        assignment: a.clone(),
+        last_activity: a.work().assigned_at(),
+        health_check_at: a.work().assigned_at(),
+        stall_warning_at: a.work().assigned_at(),
+        escalated_at: a.work().assigned_at(),
+    };
+    s.mail
+        .send(&chipset_mail::Draft::notify(
+            agent("witness"),
+            agent("mayor"),
+            "b1".parse().unwrap(),
+            HEALTH_ESCALATION,
+            body.to_body(),
+        ))
+        .unwrap();
+    let actions = d.tick().unwrap();
+    assert_eq!(names(&actions), ["completed b1 w1"]);
+    let entry = d.entry(&bead("b1")).unwrap().unwrap();
+    assert_eq!(entry.completed_by(), Some(&agent("w1")));
+    // Sent again later (a recovering witness): ignored, the bead stays done.
+    s.mail
+        .send(&chipset_mail::Draft::notify(
+            agent("witness"),
+            agent("mayor"),
+            "b1".parse().unwrap(),
+            HEALTH_ESCALATION,
+            body.to_body(),
+        ))
+        .unwrap();
+    assert_eq!(names(&d.tick().unwrap()), ["ignored b1 AlreadyDone"]);
+    let _ = IgnoreReason::AlreadyDone;
+}
+
+#[test]
+fn work_cleared_by_someone_else_is_queued_again() {
+    let s = setup();
+    let d = dispatcher(&s, &["w1", "w2"]);
+    d.submit(bead("b1"), "t").unwrap();
+    d.tick().unwrap();
+    let a = s.hooks.current(&agent("w1")).unwrap().unwrap();
+    // An operator takes it away by hand (`chipset hook clear --reassign`).
+    s.hooks.reassign(&a).unwrap();
+    // w1's hook is empty again, so it is idle: the bead may go back to it.
+    assert_eq!(
+        names(&d.tick().unwrap()),
+        ["requeued b1 w1", "assigned b1 w1"]
+    );
+    let entry = d.entry(&bead("b1")).unwrap().unwrap();
+    assert_eq!(entry.attempts[0].outcome, AttemptOutcome::Lost);
+}
+
+/// Rewrites a ledger entry's state (a dispatcher killed between two steps).
+fn set_state(s: &Setup, b: &str, state: serde_json::Value) {
+    let path = s
+        .tmp
+        .state
+        .channel_path(Channel::Loop)
+        .join("dispatcher/beads")
+        .join(format!("{b}.json"));
+    let mut v: serde_json::Value = s.tmp.state.read_json(&path).unwrap().value().unwrap();
+    let obj = v.as_object_mut().unwrap();
+    for k in [
+        "assignment",
+        "mail",
+        "taken",
+        "agent",
+        "completed_at",
+        "cleared",
+    ] {
+        obj.remove(k);
+    }
+    for (k, val) in state.as_object().unwrap() {
+        obj.insert(k.clone(), val.clone());
+    }
+    s.tmp.state.write_json(&path, &v).unwrap();
+}
+
+#[test]
+fn a_dispatcher_killed_after_the_hook_assign_adopts_it_on_restart() {
+    let s = setup();
+    let first = dispatcher(&s, &["w1"]);
+    first.submit(bead("b1"), "t").unwrap();
+    // Killed after writing the intent and assigning the hook, before the mail.
+    set_state(
+        &s,
+        "b1",
+        serde_json::json!({"state": "assigning", "agent": "w1"}),
+    );
+    s.hooks
+        .assign(&agent("w1"), bead("b1"), "t", Some(&agent("mayor")))
+        .unwrap();
+    drop(first);
+
+    let second = dispatcher(&s, &["w1"]);
+    assert!(second.tick().unwrap().is_empty());
+    let entry = second.entry(&bead("b1")).unwrap().unwrap();
+    let BeadState::Assigned { mail, .. } = &entry.state else {
+        panic!("{entry:?}")
+    };
+    assert!(mail.is_some(), "the missing assignment mail was sent");
+    assert_eq!(s.inbox(&agent("w1")).len(), 1);
+    assert_eq!(entry.attempts.len(), 1);
+}
+
+#[test]
+fn a_dispatcher_killed_before_the_hook_assign_undoes_the_intent_on_restart() {
+    let s = setup();
+    let first = dispatcher(&s, &["w1"]);
+    first.submit(bead("b1"), "t").unwrap();
+    set_state(
+        &s,
+        "b1",
+        serde_json::json!({"state": "assigning", "agent": "w1"}),
+    );
+    drop(first);
+    let second = dispatcher(&s, &["w1"]);
+    assert_eq!(names(&second.tick().unwrap()), ["assigned b1 w1"]);
+}
+
+#[test]
+fn a_dispatcher_killed_mid_reassignment_finishes_it_on_restart() {
+    let s = setup();
+    let first = dispatcher(&s, &["w1", "w2"]);
+    first.submit(bead("b1"), "t").unwrap();
+    first.tick().unwrap();
+    let a = s.hooks.current(&agent("w1")).unwrap().unwrap();
+    // Killed after writing "reassigning", before the hook changed.
+    set_state(
+        &s,
+        "b1",
+        serde_json::json!({"state": "reassigning", "taken": a}),
+    );
+    drop(first);
+
+    let second = dispatcher(&s, &["w1", "w2"]);
+    assert_eq!(
+        names(&second.tick().unwrap()),
+        ["reassigned b1 w1", "assigned b1 w2"]
+    );
+    assert!(s.hooks.complete(&a).unwrap_err().is_stale());
+    // A restart after the hook changed but before the ledger said so: same end.
+    let b = s.hooks.current(&agent("w2")).unwrap().unwrap();
+    set_state(
+        &s,
+        "b1",
+        serde_json::json!({"state": "reassigning", "taken": b}),
+    );
+    s.hooks.reassign(&b).unwrap();
+    let third = dispatcher(&s, &["w1", "w2"]);
+    let actions = names(&third.tick().unwrap());
+    assert_eq!(actions[0], "reassigned b1 w2");
+}
+
+#[test]
+fn a_dispatcher_killed_between_done_and_the_clear_clears_on_restart() {
+    let s = setup();
+    let first = dispatcher(&s, &["w1"]);
+    first.submit(bead("b1"), "t").unwrap();
+    first.tick().unwrap();
+    let Pickup::Started(a) = s.hooks.pickup(&agent("w1")).unwrap() else {
+        panic!()
+    };
+    s.hooks.complete(&a).unwrap();
+    set_state(
+        &s,
+        "b1",
+        serde_json::json!({"state": "done", "assignment": a, "completed_at": a.work().assigned_at(), "cleared": false}),
+    );
+    drop(first);
+    let second = dispatcher(&s, &["w1"]);
+    assert!(
+        second.tick().unwrap().is_empty(),
+        "already done: no second completion"
+    );
+    assert_eq!(
+        s.hooks.read(&agent("w1")).unwrap().status(),
+        Some(HookStatus::Empty)
+    );
+    let entry = second.entry(&bead("b1")).unwrap().unwrap();
+    assert!(matches!(entry.state, BeadState::Done { cleared: true, .. }));
+}
+
+#[test]
+fn a_restarted_dispatcher_handles_an_escalation_that_arrived_while_it_was_down() {
+    let s = setup();
+    let first = dispatcher(&s, &["w1", "w2"]);
+    first.submit(bead("b1"), "t").unwrap();
+    first.tick().unwrap();
+    let _ = s.hooks.pickup(&agent("w1")).unwrap();
+    drop(first); // the dispatcher dies; the witness escalates meanwhile
+    let wit = witness(&s);
+    for _ in 0..3 {
+        s.advance(301);
+        wit.tick().unwrap();
+    }
+    let second = dispatcher(&s, &["w1", "w2"]);
+    assert_eq!(
+        names(&second.tick().unwrap()),
+        ["reassigned b1 w1", "assigned b1 w2"]
+    );
+    assert!(matches!(
+        done(&worker(&s, "w2")),
+        WorkOutcome::Completed { .. }
+    ));
+    let third = dispatcher(&s, &["w1", "w2"]);
+    assert_eq!(names(&third.tick().unwrap()), ["completed b1 w2"]);
+    assert_eq!(s.sent(HEALTH_ESCALATION).len(), 1);
+}
+
+#[test]
+fn a_corrupt_ledger_entry_is_reported_and_left_alone() {
+    let s = setup();
+    let d = dispatcher(&s, &["w1"]);
+    d.submit(bead("b1"), "t").unwrap();
+    let path = s
+        .tmp
+        .state
+        .channel_path(Channel::Loop)
+        .join("dispatcher/beads/b1.json");
+    s.tmp.state.write_bytes(&path, b"{ torn").unwrap();
+    assert_eq!(names(&d.tick().unwrap()), ["unreadable"]);
+    assert_eq!(
+        s.hooks.read(&agent("w1")).unwrap().status(),
+        Some(HookStatus::Empty)
+    );
+    assert!(d.entry(&bead("b1")).unwrap_err().is_corrupt());
+    assert_eq!(d.ledger().unwrap().corrupt.len(), 1);
+}

@@ -1,0 +1,147 @@
+//! Golden files for the loop's on-disk contract: mail bodies, the incident
+//! record, the ledger entry, the agent book and the round checkpoint.
+
+use chipset_hook::Pickup;
+use chipset_loop::{
+    CriticReport, Dispatcher, DispatcherConfig, Finding, LoopMessage, Rounds, RoundsConfig,
+    Witness, WitnessConfig, WorkOutcome, Worker, WorkerConfig,
+};
+use chipset_mail::Draft;
+use chipset_store::{Channel, TaskId};
+
+use crate::{Setup, agent, bead, secs, setup};
+
+/// Replaces `{unix-ms}-{uuid}` ids (random) with `[id]`.
+fn redact(text: &str) -> String {
+    let b = text.as_bytes();
+    let shape = "0000000000000-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx";
+    let fits = |i: usize| {
+        b.len() >= i + shape.len()
+            && shape.bytes().enumerate().all(|(k, c)| {
+                let x = b[i + k];
+                match c {
+                    b'0' => x.is_ascii_digit(),
+                    b'x' => x.is_ascii_hexdigit(),
+                    _ => x == c,
+                }
+            })
+    };
+    let mut out = String::new();
+    let mut i = 0;
+    while i < b.len() {
+        if fits(i) {
+            out.push_str("[id]");
+            i += shape.len();
+        } else {
+            out.push(b[i] as char);
+            i += 1;
+        }
+    }
+    out
+}
+
+fn file(s: &Setup, rel: &str) -> String {
+    let path = s.tmp.state.channel_path(Channel::Loop).join(rel);
+    redact(&String::from_utf8(std::fs::read(path).unwrap()).unwrap())
+}
+
+#[test]
+fn redact_replaces_ids_only() {
+    assert_eq!(
+        redact("a 1730000000123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab b"),
+        "a [id] b"
+    );
+    assert_eq!(redact("gt-abc12"), "gt-abc12");
+}
+
+#[test]
+fn loop_files_and_messages() {
+    let s = setup();
+    let d = Dispatcher::new(
+        s.state(),
+        agent("mayor"),
+        [agent("polecat-alpha"), agent("polecat-bravo")],
+        DispatcherConfig::default(),
+    );
+    d.submit(bead("gt-abc12"), "Add README section").unwrap();
+    d.tick().unwrap();
+    let Pickup::Started(a) = s.hooks.pickup(&agent("polecat-alpha")).unwrap() else {
+        panic!()
+    };
+    insta::assert_snapshot!(
+        "work_assignment",
+        LoopMessage::WorkAssignment {
+            assignment: a.clone()
+        }
+        .to_body()
+    );
+
+    let w = Witness::new(
+        s.state(),
+        agent("witness-d3e4f"),
+        agent("mayor"),
+        WitnessConfig::default().with_grace(secs(0)),
+    );
+    for _ in 0..3 {
+        s.advance(301);
+        w.tick().unwrap();
+    }
+    insta::assert_snapshot!(
+        "incident_escalated",
+        file(&s, "witness/incidents/polecat-alpha.json")
+    );
+    let escalation = &s.inbox(&agent("mayor"))[0];
+    insta::assert_snapshot!("health_escalation", escalation.body());
+
+    d.tick().unwrap();
+    insta::assert_snapshot!("agents", file(&s, "dispatcher/agents.json"));
+    let worker = Worker::new(
+        s.state(),
+        agent("polecat-bravo"),
+        agent("mayor"),
+        WorkerConfig::default(),
+    );
+    s.advance(60);
+    let WorkOutcome::Completed { report, .. } = worker
+        .run_once(|_| Ok("README section added".to_owned()))
+        .unwrap()
+    else {
+        panic!()
+    };
+    let report = s.mail.find(&report).unwrap().unwrap().message;
+    insta::assert_snapshot!("completion_report", report.body());
+    s.advance(1);
+    d.tick().unwrap();
+    insta::assert_snapshot!("ledger_done", file(&s, "dispatcher/beads/gt-abc12.json"));
+}
+
+#[test]
+fn round_checkpoint() {
+    let s = setup();
+    let task = TaskId::new("M005-S007-T0002").unwrap();
+    let rounds = Rounds::new(s.mail.clone(), RoundsConfig::default());
+    let mut round = rounds.open(&task).unwrap();
+    round.executor_done().unwrap();
+    s.advance(30);
+    s.mail
+        .send(
+            &Draft::request(
+                agent("np-critic"),
+                agent("np-executor"),
+                task.clone(),
+                "dead-code",
+                "did you intend to delete FoobarService?",
+            )
+            .with_round(1),
+        )
+        .unwrap();
+    round
+        .critic_done(CriticReport::new(
+            0,
+            vec![Finding::new("style", "long line in foo.rs")],
+        ))
+        .unwrap();
+    s.advance(1);
+    round.route().unwrap();
+    insta::assert_snapshot!("round_checkpoint", file(&s, "rounds/M005-S007-T0002.json"));
+}

@@ -1,0 +1,88 @@
+//! Integration tests for chipset-loop.
+
+mod dispatcher;
+mod doctor;
+mod formats;
+mod procs;
+mod rounds;
+mod sim;
+mod witness;
+mod worker;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chipset_hook::Hooks;
+use chipset_mail::{InboxFilter, Mail, ManifestEvent};
+use chipset_nudge::Nudges;
+use chipset_store::{AgentId, BeadId, DEFAULT_READ_CAP, ManualClock, StateOptions, Timestamp};
+use chipset_testkit::TempState;
+
+/// 2026-03-05T10:30:00.000Z, the seed's example time.
+pub(crate) const T0: i64 = 1_772_706_600_000;
+
+/// A state root on a manual clock at [`T0`], with handles on the channels.
+pub(crate) struct Setup {
+    pub(crate) tmp: TempState,
+    pub(crate) clock: ManualClock,
+    pub(crate) hooks: Hooks,
+    pub(crate) nudges: Nudges,
+    pub(crate) mail: Mail,
+}
+
+impl Setup {
+    pub(crate) fn advance(&self, secs: u64) {
+        self.clock.advance(Duration::from_secs(secs));
+    }
+
+    pub(crate) fn state(&self) -> chipset_store::StateDir {
+        self.tmp.state.clone()
+    }
+
+    /// Returns the ids of the mail sent with `subject`, from the manifest.
+    pub(crate) fn sent(&self, subject: &str) -> Vec<chipset_store::MessageId> {
+        self.mail
+            .read_manifest()
+            .unwrap()
+            .events
+            .into_iter()
+            .filter_map(|e| match e {
+                ManifestEvent::Sent { id, subject: s, .. } if s == subject => Some(id),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Returns the messages in `agent`'s inbox.
+    pub(crate) fn inbox(&self, agent: &AgentId) -> Vec<chipset_mail::Message> {
+        self.mail.inbox(agent, &InboxFilter::default()).unwrap()
+    }
+}
+
+pub(crate) fn setup() -> Setup {
+    let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
+    let tmp = TempState::with_options(StateOptions {
+        clock: Arc::new(clock.clone()),
+        read_cap: DEFAULT_READ_CAP,
+    });
+    let state = tmp.state.clone();
+    Setup {
+        hooks: Hooks::new(state.clone()),
+        nudges: Nudges::new(state.clone()),
+        mail: Mail::new(state),
+        tmp,
+        clock,
+    }
+}
+
+pub(crate) fn agent(name: &str) -> AgentId {
+    AgentId::new(name).unwrap()
+}
+
+pub(crate) fn bead(name: &str) -> BeadId {
+    BeadId::new(name).unwrap()
+}
+
+pub(crate) fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}

@@ -1,0 +1,200 @@
+//! Real processes: a worker process is killed with SIGKILL while working;
+//! the witness escalates, the dispatcher reassigns, another worker process
+//! completes the work, exactly once.
+
+use std::io::Write;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use chipset_hook::{HookStatus, Hooks};
+use chipset_loop::{
+    AttemptOutcome, COMPLETION_REPORT, Dispatcher, DispatcherConfig, HEALTH_ESCALATION, Witness,
+    WitnessConfig, WorkOutcome, Worker, WorkerConfig,
+};
+use chipset_mail::{Mail, ManifestEvent};
+use chipset_store::{StateDir, StateOptions};
+use chipset_testkit::{self as kit, TempState};
+
+use crate::{agent, bead};
+
+const ENTRY: &str = "procs::worker_entry";
+
+/// Runs a worker until it completes one work item, spending `work_ms` on
+/// it with checkpoints. Says `working {bead}` on stdout when it starts.
+fn run_worker(state: StateDir, me: &str, work_ms: u64) -> WorkOutcome {
+    let config = WorkerConfig::default()
+        .with_touch_every(Duration::from_millis(50))
+        .with_poll_every(Duration::from_millis(50));
+    let worker = Worker::new(state, agent(me), agent("mayor"), config);
+    let mut done = None;
+    worker
+        .run_until(
+            |work| {
+                let mut out = std::io::stdout().lock();
+                writeln!(out, "working {}", work.assignment().bead_id()).unwrap();
+                out.flush().unwrap();
+                drop(out);
+                let start = Instant::now();
+                while start.elapsed() < Duration::from_millis(work_ms) {
+                    work.checkpoint()?;
+                    thread::sleep(Duration::from_millis(20));
+                }
+                Ok(format!("done by {me}"))
+            },
+            |result| {
+                if let Ok(out @ WorkOutcome::Completed { .. }) = result {
+                    done = Some(out.clone());
+                    return true;
+                }
+                false
+            },
+        )
+        .unwrap();
+    done.expect("completed")
+}
+
+#[test]
+fn worker_entry() {
+    if let Some(role) = kit::child_role() {
+        assert_eq!(role.name, "worker");
+        let state = StateDir::open(role.arg(0)).unwrap();
+        let _ = run_worker(state, role.arg(1), role.parse(2));
+        return;
+    }
+    // Not a child: the same role in-process, on a tiny input.
+    let tmp = TempState::new();
+    let d = Dispatcher::new(
+        tmp.state.clone(),
+        agent("mayor"),
+        [agent("w1")],
+        DispatcherConfig::default(),
+    );
+    d.submit(bead("b1"), "tiny").unwrap();
+    d.tick().unwrap();
+    let state = tmp.state.clone();
+    let out = thread::spawn(move || run_worker(state, "w1", 10))
+        .join()
+        .unwrap();
+    assert!(matches!(out, WorkOutcome::Completed { .. }));
+    d.tick().unwrap();
+    assert_eq!(
+        d.entry(&bead("b1")).unwrap().unwrap().completed_by(),
+        Some(&agent("w1"))
+    );
+}
+
+/// A child that is killed if the test fails before it ends.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        kit::kill9(&mut self.0);
+    }
+}
+
+/// Returns the first line the worker says (the test harness says other things too).
+fn first_working(lines: &mut impl Iterator<Item = std::io::Result<String>>) -> String {
+    lines
+        .map(|l| l.unwrap())
+        .find(|l| l.starts_with("working"))
+        .expect("the worker started working")
+}
+
+fn sent(mail: &Mail, subject: &str) -> usize {
+    mail.read_manifest()
+        .unwrap()
+        .events
+        .iter()
+        .filter(|e| matches!(e, ManifestEvent::Sent { subject: s, .. } if s == subject))
+        .count()
+}
+
+#[test]
+fn a_worker_killed_mid_work_is_escalated_and_its_work_completed_once_by_another() {
+    let tmp = TempState::with_options(StateOptions::default());
+    let state = tmp.state.clone();
+    let root = state.root().display().to_string();
+    let d = Dispatcher::new(
+        state.clone(),
+        agent("mayor"),
+        [agent("victim"), agent("rescuer")],
+        DispatcherConfig::default(),
+    );
+    d.submit(bead("gt-abc12"), "Add README section").unwrap();
+    d.tick().unwrap();
+    let hooks = Hooks::new(state.clone());
+    let held = hooks
+        .current(&agent("victim"))
+        .unwrap()
+        .expect("assigned to the victim");
+
+    // The victim starts working (for a minute), and is killed mid-work.
+    let mut victim = Killed(kit::spawn(
+        ENTRY,
+        "worker",
+        &[root.clone(), "victim".into(), "60000".into()],
+    ));
+    let line = first_working(&mut kit::lines(&mut victim.0));
+    assert_eq!(line, "working gt-abc12");
+    assert_eq!(
+        hooks.read(&agent("victim")).unwrap().status(),
+        Some(HookStatus::Active)
+    );
+    kit::kill9(&mut victim.0);
+
+    // The rescuer is idle, waiting for work.
+    let mut rescuer = Killed(kit::spawn(
+        ENTRY,
+        "worker",
+        &[root, "rescuer".into(), "100".into()],
+    ));
+    let mut rescuer_lines = kit::lines(&mut rescuer.0);
+
+    let witness = Witness::new(
+        state.clone(),
+        agent("witness"),
+        agent("mayor"),
+        WitnessConfig::default()
+            .with_stall_threshold(Duration::from_millis(300))
+            .with_interval(Duration::from_millis(200))
+            .with_grace(Duration::ZERO),
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        witness.tick().unwrap();
+        d.tick().unwrap();
+        if d.entry(&bead("gt-abc12")).unwrap().unwrap().is_done() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the work was never completed");
+        thread::sleep(Duration::from_millis(25));
+    }
+    assert_eq!(first_working(&mut rescuer_lines), "working gt-abc12");
+    kit::wait_ok(&mut rescuer.0, Duration::from_secs(60));
+
+    let entry = d.entry(&bead("gt-abc12")).unwrap().unwrap();
+    assert_eq!(entry.completed_by(), Some(&agent("rescuer")));
+    let outcomes: Vec<_> = entry
+        .attempts
+        .iter()
+        .map(|t| (t.agent.to_string(), t.outcome))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            ("victim".to_owned(), AttemptOutcome::Reassigned),
+            ("rescuer".to_owned(), AttemptOutcome::Completed)
+        ]
+    );
+    let mail = Mail::new(state.clone());
+    assert_eq!(sent(&mail, HEALTH_ESCALATION), 1);
+    assert_eq!(sent(&mail, COMPLETION_REPORT), 1);
+    for who in ["victim", "rescuer"] {
+        assert_eq!(
+            hooks.read(&agent(who)).unwrap().status(),
+            Some(HookStatus::Empty)
+        );
+    }
+    // Had the victim lived, its completion would be refused.
+    assert!(hooks.complete(&held).unwrap_err().is_stale());
+}

@@ -1,0 +1,298 @@
+//! Critic/executor rounds: the commit gate (fail closed), stalemate,
+//! the round limit, the sweep, and resuming after a kill.
+
+use chipset_bus::Bus;
+use chipset_loop::{
+    Blocker, CriticReport, EscalationReason, Finding, Gate, Phase, ROUND_ESCALATION_EVENT, Rounds,
+    RoundsConfig, Routing, route,
+};
+use chipset_mail::{Draft, InboxFilter, Location};
+use chipset_store::TaskId;
+use proptest::prelude::*;
+
+use crate::{Setup, agent, setup};
+
+fn task(t: &str) -> TaskId {
+    TaskId::new(t).unwrap()
+}
+
+fn rounds(s: &Setup) -> Rounds {
+    Rounds::new(
+        s.mail.clone(),
+        RoundsConfig::default().with_escalate_to(agent("human")),
+    )
+}
+
+fn ask(s: &Setup, t: &str, subject: &str, round: u32) -> chipset_mail::Message {
+    s.mail
+        .send(
+            &Draft::request(
+                agent("np-critic"),
+                agent("np-executor"),
+                task(t),
+                subject,
+                "why?",
+            )
+            .with_round(round),
+        )
+        .unwrap()
+}
+
+fn answer(s: &Setup, request: &chipset_mail::Message) {
+    s.mail
+        .send(&Draft::response(
+            agent("np-executor"),
+            agent("np-critic"),
+            request.id().clone(),
+            request.subject(),
+            "because",
+        ))
+        .unwrap();
+}
+
+#[test]
+fn the_commit_gate_blocks_until_the_answer_arrives_then_commits_and_sweeps() {
+    let s = setup();
+    let r = rounds(&s);
+    let t = task("M005-S007-T0002");
+    let mut round = r.open(&t).unwrap();
+    assert_eq!((round.number(), round.phase()), (1, Phase::Executor));
+
+    round.executor_done().unwrap();
+    let question = ask(&s, t.as_str(), "dead-code", 1);
+    round.critic_done(CriticReport::clean()).unwrap();
+    let routing = round.route().unwrap();
+    assert_eq!(
+        routing,
+        Routing::AnotherRound {
+            blockers: vec![Blocker::PendingReplies {
+                pending_subjects: vec!["dead-code".to_owned()]
+            }]
+        }
+    );
+    assert_eq!((round.number(), round.phase()), (2, Phase::Executor));
+
+    answer(&s, &question);
+    round.executor_done().unwrap();
+    round.critic_done(CriticReport::clean()).unwrap();
+    assert_eq!(round.route().unwrap(), Routing::Commit);
+    assert_eq!(round.phase(), Phase::Committing);
+    let swept = round.committed().unwrap();
+    assert_eq!(swept.moved, 2, "the question and its answer");
+    assert_eq!(round.phase(), Phase::Committed);
+    assert!(matches!(
+        s.mail.locate(question.id()).unwrap(),
+        Some(Location::ByTask(_))
+    ));
+    assert_eq!(round.checkpoint().history.len(), 2);
+    assert_eq!(round.checkpoint().swept, Some(2));
+}
+
+#[test]
+fn an_unreadable_gate_blocks_the_commit() {
+    let s = setup();
+    let r = rounds(&s);
+    let t = task("T1");
+    // A torn file in some inbox: it might be a request of this task.
+    let inbox = s.mail.dir().join("inbox/np-executor");
+    s.tmp.state.ensure_dir(&inbox).unwrap();
+    s.tmp
+        .state
+        .write_bytes(
+            &inbox.join("1730000000123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab.json"),
+            b"{ torn",
+        )
+        .unwrap();
+    assert!(s.mail.pending_replies(&t).is_err());
+    let mut round = r.open(&t).unwrap();
+    round.executor_done().unwrap();
+    round.critic_done(CriticReport::clean()).unwrap();
+    let routing = round.route().unwrap();
+    let Routing::AnotherRound { blockers } = routing else {
+        panic!("{routing:?}")
+    };
+    assert!(matches!(blockers[..], [Blocker::GateUnreadable { .. }]));
+    assert!(matches!(
+        round.checkpoint().history[0].gate,
+        Gate::Unreadable { .. }
+    ));
+}
+
+#[test]
+fn pending_replies_that_do_not_shrink_across_two_rounds_escalate_as_a_stalemate() {
+    let s = setup();
+    let r = rounds(&s);
+    let t = task("T2");
+    let mut round = r.open(&t).unwrap();
+    round.executor_done().unwrap();
+    let q1 = ask(&s, "T2", "scope-creep", 1);
+    round.critic_done(CriticReport::clean()).unwrap();
+    assert!(matches!(
+        round.route().unwrap(),
+        Routing::AnotherRound { .. }
+    ));
+
+    // The executor answers; the critic is not satisfied and asks again.
+    answer(&s, &q1);
+    round.executor_done().unwrap();
+    ask(&s, "T2", "scope-creep", 2);
+    round.critic_done(CriticReport::clean()).unwrap();
+    let routing = round.route().unwrap();
+    let Routing::Escalate { reason, .. } = &routing else {
+        panic!("{routing:?}")
+    };
+    assert_eq!(
+        reason,
+        &EscalationReason::Stalemate {
+            previous: 1,
+            pending: 1,
+            pending_subjects: vec!["scope-creep".to_owned()]
+        }
+    );
+    assert_eq!(round.phase(), Phase::Escalated);
+    assert!(round.executor_done().is_err(), "final");
+    // The escalation woke the human.
+    let pending = Bus::new(s.state()).pending(&agent("human")).unwrap();
+    assert_eq!(pending.events()[0].kind(), ROUND_ESCALATION_EVENT);
+}
+
+#[test]
+fn too_many_rounds_escalate() {
+    let s = setup();
+    let r = Rounds::new(s.mail.clone(), RoundsConfig::default().with_max_rounds(2));
+    let mut round = r.open(&task("T3")).unwrap();
+    let failing = CriticReport::new(1, vec![Finding::new("missing-test", "no test for X")]);
+    round.executor_done().unwrap();
+    round.critic_done(failing.clone()).unwrap();
+    assert!(
+        matches!(round.route().unwrap(), Routing::AnotherRound { ref blockers } if blockers.len() == 2)
+    );
+    round.executor_done().unwrap();
+    round.critic_done(failing).unwrap();
+    assert!(matches!(
+        round.route().unwrap(),
+        Routing::Escalate {
+            reason: EscalationReason::TooManyRounds { max_rounds: 2 },
+            ..
+        }
+    ));
+}
+
+#[test]
+fn a_killed_orchestrator_resumes_where_it_was() {
+    let s = setup();
+    let t = task("T4");
+    {
+        let r = rounds(&s);
+        let mut round = r.open(&t).unwrap();
+        round.executor_done().unwrap();
+        round.critic_done(CriticReport::clean()).unwrap();
+        assert_eq!(round.route().unwrap(), Routing::Commit);
+        // Killed after routing, before the commit and the sweep.
+    }
+    s.mail
+        .send(&Draft::notify(
+            agent("np-critic"),
+            agent("np-executor"),
+            t.clone(),
+            "style",
+            "fyi",
+        ))
+        .unwrap();
+    let r = rounds(&s);
+    let mut round = r.open(&t).unwrap();
+    assert_eq!(round.phase(), Phase::Committing);
+    assert_eq!(round.number(), 1);
+    assert!(round.executor_done().is_err());
+    assert_eq!(round.committed().unwrap().moved, 1);
+    assert!(
+        s.mail
+            .inbox(&agent("np-executor"), &InboxFilter::default())
+            .unwrap()
+            .is_empty()
+    );
+    // And again after a kill mid-routing-phase.
+    let mut other = r.open(&task("T5")).unwrap();
+    other.executor_done().unwrap();
+    drop(other);
+    let mut other = r.open(&task("T5")).unwrap();
+    assert_eq!(other.phase(), Phase::Critic);
+    other.critic_done(CriticReport::clean()).unwrap();
+    assert_eq!(other.route().unwrap(), Routing::Commit);
+}
+
+#[test]
+fn two_orchestrators_cannot_both_move_a_round() {
+    let s = setup();
+    let r = rounds(&s);
+    let mut one = r.open(&task("T6")).unwrap();
+    let mut two = r.open(&task("T6")).unwrap();
+    one.executor_done().unwrap();
+    assert!(matches!(
+        two.executor_done().unwrap_err(),
+        chipset_loop::Error::Conflict { .. }
+    ));
+}
+
+fn arb_gate() -> impl Strategy<Value = Gate> {
+    prop_oneof![
+        Just(Gate::Clear),
+        (1usize..4).prop_map(|n| Gate::Pending {
+            replies: (0..n)
+                .map(|i| chipset_loop::PendingReply {
+                    id: format!("1730000000123-9b3e0c1a-5d2f-4e1b-8a6c-01234567890{i}")
+                        .parse()
+                        .unwrap(),
+                    subject: "dead-code".to_owned(),
+                })
+                .collect()
+        }),
+        Just(Gate::Unreadable {
+            error: "corrupt".to_owned()
+        }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// The routing rule against its plain statement.
+    #[test]
+    fn routing_matches_the_rule(
+        code in prop_oneof![Just(0), Just(1), Just(2)],
+        findings in 0usize..3,
+        gates in proptest::collection::vec(arb_gate(), 1..6),
+        max_rounds in 1u32..6,
+    ) {
+        let report = CriticReport::new(code, (0..findings).map(|i| Finding::new("style", format!("f{i}"))).collect());
+        let mut history = Vec::new();
+        for (i, gate) in gates.iter().enumerate() {
+            let round = u32::try_from(i).unwrap() + 1;
+            let routing = route(&report, gate, &history, round, max_rounds);
+            let clean = code == 0 && findings == 0 && *gate == Gate::Clear;
+            let previous = history.last().and_then(|h: &chipset_loop::RoundRecord| h.gate.pending());
+            let stalemate = matches!((gate.pending(), previous), (Some(n), Some(p)) if n > 0 && p > 0 && n >= p);
+            match &routing {
+                Routing::Commit => prop_assert!(clean),
+                Routing::Escalate { reason: EscalationReason::Stalemate { .. }, .. } => prop_assert!(!clean && stalemate),
+                Routing::Escalate { reason: EscalationReason::TooManyRounds { .. }, .. } => prop_assert!(!clean && !stalemate && round >= max_rounds),
+                Routing::AnotherRound { blockers } => prop_assert!(!clean && !stalemate && round < max_rounds && !blockers.is_empty()),
+                _ => prop_assert!(false),
+            }
+            // An unreadable gate never commits.
+            if matches!(gate, Gate::Unreadable { .. }) {
+                prop_assert!(routing != Routing::Commit);
+            }
+            if !matches!(routing, Routing::AnotherRound { .. }) {
+                break;
+            }
+            history.push(chipset_loop::RoundRecord::new(
+                round,
+                report.clone(),
+                gate.clone(),
+                routing,
+                chipset_store::Timestamp::EPOCH,
+            ));
+        }
+    }
+}

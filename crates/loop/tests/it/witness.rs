@@ -1,0 +1,452 @@
+//! The witness on a manual clock: nudges, signs of life, one escalation per
+//! incident, restarts, grace, per-agent intervals, corrupt hooks.
+
+use chipset_bus::{Bus, Priority as BusPriority};
+use chipset_hook::Pickup;
+use chipset_loop::{
+    Evidence, HEALTH_ESCALATION, LoopMessage, Step, Witness, WitnessAction, WitnessConfig,
+};
+use chipset_mail::{Kind, Priority};
+use chipset_nudge::{NudgeType, Received};
+use chipset_store::{AgentId, ReadOutcome};
+
+use crate::{Setup, agent, bead, secs, setup};
+
+fn config() -> WitnessConfig {
+    WitnessConfig::default()
+        .with_stall_threshold(secs(300))
+        .with_interval(secs(60))
+        .with_grace(secs(0))
+}
+
+fn witness(s: &Setup, config: WitnessConfig) -> Witness {
+    Witness::new(s.state(), agent("witness"), agent("mayor"), config)
+}
+
+/// Assigns `bead` to `who` and activates it.
+fn active(s: &Setup, who: &str, b: &str) -> chipset_hook::Assignment {
+    s.hooks
+        .assign(&agent(who), bead(b), "some work", Some(&agent("mayor")))
+        .unwrap();
+    let Pickup::Started(a) = s.hooks.pickup(&agent(who)).unwrap() else {
+        panic!("expected started")
+    };
+    a
+}
+
+fn kinds(actions: &[WitnessAction]) -> Vec<&'static str> {
+    actions
+        .iter()
+        .map(|a| match a {
+            WitnessAction::HealthCheck { .. } => "health_check",
+            WitnessAction::StallWarning { .. } => "stall_warning",
+            WitnessAction::Alive { .. } => "alive",
+            WitnessAction::Escalated { .. } => "escalated",
+            WitnessAction::Closed { .. } => "closed",
+            WitnessAction::Unreadable { .. } => "unreadable",
+            _ => "other",
+        })
+        .collect()
+}
+
+fn latest_kind(s: &Setup, who: &AgentId) -> Option<NudgeType> {
+    match s.nudges.read_latest(who).unwrap() {
+        ReadOutcome::Value(n) => Some(n.kind),
+        _ => None,
+    }
+}
+
+#[test]
+fn silent_agent_gets_health_check_then_stall_warning_then_exactly_one_escalation() {
+    let s = setup();
+    let a = active(&s, "polecat-alpha", "gt-abc12");
+    let w = witness(&s, config());
+    let alpha = agent("polecat-alpha");
+
+    s.advance(299);
+    assert!(w.tick().unwrap().is_empty(), "not quiet yet");
+    s.advance(2);
+    let actions = w.tick().unwrap();
+    assert_eq!(kinds(&actions), ["health_check"]);
+    assert_eq!(latest_kind(&s, &alpha), Some(NudgeType::HealthCheck));
+    let ReadOutcome::Value(n) = s.nudges.read_latest(&alpha).unwrap() else {
+        panic!()
+    };
+    assert!(n.requires_response);
+    assert_eq!(n.from, "witness");
+
+    s.advance(59);
+    assert!(w.tick().unwrap().is_empty(), "interval not over");
+    s.advance(1);
+    assert_eq!(kinds(&w.tick().unwrap()), ["stall_warning"]);
+    assert_eq!(latest_kind(&s, &alpha), Some(NudgeType::StallWarning));
+
+    s.advance(60);
+    let actions = w.tick().unwrap();
+    assert_eq!(kinds(&actions), ["escalated"]);
+    let inbox = s.inbox(&agent("mayor"));
+    assert_eq!(inbox.len(), 1);
+    let m = &inbox[0];
+    assert_eq!(m.subject(), HEALTH_ESCALATION);
+    assert_eq!(m.kind(), Kind::Notify);
+    assert_eq!(m.priority(), Priority::Urgent);
+    assert_eq!(m.task().as_str(), "gt-abc12");
+    let Some(LoopMessage::HealthEscalation { assignment, .. }) = LoopMessage::from_body(m.body())
+    else {
+        panic!("escalation body")
+    };
+    assert_eq!(assignment, a);
+    let WitnessAction::Escalated {
+        mail, recovered, ..
+    } = &actions[0]
+    else {
+        panic!()
+    };
+    assert_eq!(mail, m.id());
+    assert!(!recovered);
+
+    // The dispatcher is woken by a critical bus event.
+    let pending = Bus::new(s.state()).pending(&agent("mayor")).unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending.events()[0].kind(), HEALTH_ESCALATION);
+    assert_eq!(pending.events()[0].priority(), BusPriority::Critical);
+
+    // Hours later, still silent: never a second escalation for this incident.
+    for _ in 0..20 {
+        s.advance(600);
+        assert!(w.tick().unwrap().is_empty());
+    }
+    assert_eq!(s.sent(HEALTH_ESCALATION).len(), 1);
+    let incident = w.incident(&alpha).unwrap().unwrap();
+    assert!(matches!(incident.step, Step::Escalated { .. }));
+}
+
+#[test]
+fn an_answer_resolves_the_incident_and_the_next_quiet_spell_is_measured_from_it() {
+    let s = setup();
+    active(&s, "polecat-alpha", "gt-abc12");
+    let w = witness(&s, config());
+    let alpha = agent("polecat-alpha");
+    s.advance(301);
+    assert_eq!(kinds(&w.tick().unwrap()), ["health_check"]);
+
+    s.advance(10);
+    let Received::New(n) = s.nudges.receive(&alpha).unwrap() else {
+        panic!()
+    };
+    s.nudges.respond(&alpha, &n, "working on gt-abc12").unwrap();
+    let actions = w.tick().unwrap();
+    assert_eq!(kinds(&actions), ["alive"]);
+    assert!(matches!(
+        actions[0],
+        WitnessAction::Alive {
+            evidence: Evidence::Answered,
+            ..
+        }
+    ));
+
+    // No warning at the old deadline; a new check only 300 s after the answer.
+    s.advance(60);
+    assert!(w.tick().unwrap().is_empty());
+    s.advance(240); // 299 s after the answer
+    assert!(w.tick().unwrap().is_empty());
+    s.advance(2);
+    assert_eq!(kinds(&w.tick().unwrap()), ["health_check"]);
+    assert!(s.sent(HEALTH_ESCALATION).is_empty());
+}
+
+#[test]
+fn a_touch_after_the_nudge_counts_as_alive() {
+    let s = setup();
+    let a = active(&s, "polecat-alpha", "gt-abc12");
+    let w = witness(&s, config());
+    s.advance(301);
+    assert_eq!(kinds(&w.tick().unwrap()), ["health_check"]);
+    s.advance(90); // past the interval, but it touched before the tick
+    s.hooks.touch(&a).unwrap();
+    let actions = w.tick().unwrap();
+    assert!(matches!(
+        actions[..],
+        [WitnessAction::Alive {
+            evidence: Evidence::Touched,
+            ..
+        }]
+    ));
+    s.advance(120);
+    assert!(w.tick().unwrap().is_empty());
+}
+
+#[test]
+fn a_pending_hook_never_picked_up_is_escalated_too() {
+    let s = setup();
+    s.hooks
+        .assign(&agent("polecat-bravo"), bead("gt-x"), "t", None)
+        .unwrap();
+    let w = witness(&s, config());
+    s.advance(301);
+    assert_eq!(kinds(&w.tick().unwrap()), ["health_check"]);
+    s.advance(60);
+    assert_eq!(kinds(&w.tick().unwrap()), ["stall_warning"]);
+    s.advance(60);
+    assert_eq!(kinds(&w.tick().unwrap()), ["escalated"]);
+}
+
+#[test]
+fn no_incident_opens_within_the_grace_period_after_an_assignment() {
+    let s = setup();
+    let w = witness(&s, config().with_grace(secs(600)));
+    s.advance(1000); // the witness's own start grace is over
+    active(&s, "polecat-alpha", "gt-abc12");
+    s.advance(400);
+    assert!(w.tick().unwrap().is_empty(), "quiet, but within the grace");
+    s.advance(200);
+    assert_eq!(kinds(&w.tick().unwrap()), ["health_check"]);
+}
+
+#[test]
+fn a_restarted_witness_neither_repeats_nor_forgets_an_incident() {
+    let s = setup();
+    active(&s, "polecat-alpha", "gt-abc12");
+    let first = witness(&s, config().with_grace(secs(30)));
+    s.advance(301);
+    assert_eq!(kinds(&first.tick().unwrap()), ["health_check"]);
+    s.advance(60);
+    assert_eq!(kinds(&first.tick().unwrap()), ["stall_warning"]);
+    drop(first);
+
+    // A new witness process: it does not send the health check or the
+    // warning again, and it waits out its start grace before escalating.
+    s.advance(10);
+    let second = witness(&s, config().with_grace(secs(120)));
+    let actions = second.tick().unwrap();
+    assert!(actions.is_empty(), "{actions:?}");
+    s.advance(50); // the warning's interval is over, the restart grace not yet
+    assert!(second.tick().unwrap().is_empty());
+    s.advance(69);
+    assert!(second.tick().unwrap().is_empty());
+    s.advance(1);
+    assert_eq!(kinds(&second.tick().unwrap()), ["escalated"]);
+    drop(second);
+
+    let third = witness(&s, config());
+    for _ in 0..5 {
+        s.advance(600);
+        assert!(third.tick().unwrap().is_empty());
+    }
+    assert_eq!(s.sent(HEALTH_ESCALATION).len(), 1);
+}
+
+/// Rewrites `agent`'s incident record as "escalating" (a witness killed
+/// between its intent and its mail).
+fn make_escalating(s: &Setup, who: &str) {
+    let path = s
+        .tmp
+        .state
+        .channel_path(chipset_store::Channel::Loop)
+        .join("witness/incidents")
+        .join(format!("{who}.json"));
+    let mut v: serde_json::Value = s.tmp.state.read_json(&path).unwrap().value().unwrap();
+    assert_eq!(v["step"], "warned");
+    v["step"] = "escalating".into();
+    v["escalated_at"] = v["updated_at"].clone();
+    s.tmp.state.write_json(&path, &v).unwrap();
+}
+
+#[test]
+fn a_witness_killed_before_its_escalation_mail_sends_it_on_restart() {
+    let s = setup();
+    active(&s, "polecat-alpha", "gt-abc12");
+    let first = witness(&s, config());
+    s.advance(301);
+    first.tick().unwrap();
+    s.advance(60);
+    first.tick().unwrap();
+    make_escalating(&s, "polecat-alpha");
+    drop(first);
+
+    let second = witness(&s, config());
+    let actions = second.tick().unwrap();
+    assert!(matches!(
+        actions[..],
+        [WitnessAction::Escalated {
+            recovered: true,
+            ..
+        }]
+    ));
+    assert_eq!(s.sent(HEALTH_ESCALATION).len(), 1);
+    assert!(second.tick().unwrap().is_empty());
+}
+
+#[test]
+fn a_witness_killed_after_its_escalation_mail_finds_it_and_does_not_repeat_it() {
+    let s = setup();
+    let a = active(&s, "polecat-alpha", "gt-abc12");
+    let first = witness(&s, config());
+    s.advance(301);
+    first.tick().unwrap();
+    s.advance(60);
+    first.tick().unwrap();
+    // The predecessor's mail went out (same body as the witness would write) ...
+    let incident = first.incident(&agent("polecat-alpha")).unwrap().unwrap();
+    let Step::Warned {
+        health_check_at,
+        stall_warning_at,
+    } = incident.step
+    else {
+        panic!()
+    };
+    make_escalating(&s, "polecat-alpha");
+    let escalated_at = s.clock_now();
+    let body = serde_json::json!({
+        "type": "health_escalation",
+        "assignment": a,
+        "last_activity": incident.last_activity,
+        "health_check_at": health_check_at,
+        "stall_warning_at": stall_warning_at,
+        "escalated_at": escalated_at,
+    });
+    let sent = s
+        .mail
+        .send(&chipset_mail::Draft::notify(
+            agent("witness"),
+            agent("mayor"),
+            "gt-abc12".parse().unwrap(),
+            HEALTH_ESCALATION,
+            body.to_string(),
+        ))
+        .unwrap();
+    // ... and the dispatcher archived it already: found through the manifest.
+    let _ = s.mail.archive(sent.id()).unwrap();
+    drop(first);
+
+    let second = witness(&s, config());
+    let actions = second.tick().unwrap();
+    let [
+        WitnessAction::Escalated {
+            mail,
+            recovered: true,
+            ..
+        },
+    ] = &actions[..]
+    else {
+        panic!("{actions:?}")
+    };
+    assert_eq!(mail, sent.id());
+    assert_eq!(s.sent(HEALTH_ESCALATION).len(), 1, "not sent again");
+}
+
+#[test]
+fn per_agent_intervals_apply() {
+    let s = setup();
+    active(&s, "polecat-alpha", "gt-a");
+    active(&s, "polecat-slow", "gt-b");
+    let w = witness(
+        &s,
+        config().with_agent_interval(agent("polecat-slow"), secs(600)),
+    );
+    s.advance(301);
+    assert_eq!(kinds(&w.tick().unwrap()), ["health_check", "health_check"]);
+    s.advance(60);
+    let actions = w.tick().unwrap();
+    assert_eq!(kinds(&actions), ["stall_warning"]);
+    assert_eq!(actions[0].key().unwrap().agent, agent("polecat-alpha"));
+    s.advance(60);
+    assert_eq!(kinds(&w.tick().unwrap()), ["escalated"]);
+    s.advance(479);
+    assert!(
+        w.tick().unwrap().is_empty(),
+        "the slow agent's interval is not over"
+    );
+    s.advance(1);
+    let actions = w.tick().unwrap();
+    assert_eq!(kinds(&actions), ["stall_warning"]);
+    assert_eq!(actions[0].key().unwrap().agent, agent("polecat-slow"));
+}
+
+#[test]
+fn a_corrupt_hook_is_reported_and_never_judged() {
+    let s = setup();
+    let path = s.hooks.path(&agent("polecat-broken"));
+    s.tmp.state.write_bytes(&path, b"{ not json").unwrap();
+    let w = witness(&s, config());
+    s.advance(10_000);
+    let actions = w.tick().unwrap();
+    assert_eq!(kinds(&actions), ["unreadable"]);
+    assert!(s.nudges.read_latest(&agent("polecat-broken")).unwrap() == ReadOutcome::Missing);
+}
+
+#[test]
+fn an_incident_closes_when_the_hook_moves_on() {
+    let s = setup();
+    let a = active(&s, "polecat-alpha", "gt-abc12");
+    let w = witness(&s, config());
+    s.advance(301);
+    w.tick().unwrap();
+    s.hooks.reassign(&a).unwrap();
+    s.advance(60);
+    let actions = w.tick().unwrap();
+    assert_eq!(kinds(&actions), ["closed"]);
+    s.advance(600);
+    assert!(w.tick().unwrap().is_empty());
+    assert!(s.sent(HEALTH_ESCALATION).is_empty());
+}
+
+#[test]
+fn two_witnesses_escalate_once() {
+    let s = setup();
+    active(&s, "polecat-alpha", "gt-abc12");
+    let one = witness(&s, config());
+    let two = Witness::new(s.state(), agent("witness-2"), agent("mayor"), config());
+    s.advance(301);
+    let mut all = one.tick().unwrap();
+    all.extend(two.tick().unwrap());
+    s.advance(60);
+    std::thread::scope(|sc| {
+        let a = sc.spawn(|| one.tick().unwrap());
+        let b = sc.spawn(|| two.tick().unwrap());
+        all.extend(a.join().unwrap());
+        all.extend(b.join().unwrap());
+    });
+    s.advance(60);
+    std::thread::scope(|sc| {
+        let a = sc.spawn(|| one.tick().unwrap());
+        let b = sc.spawn(|| two.tick().unwrap());
+        all.extend(a.join().unwrap());
+        all.extend(b.join().unwrap());
+    });
+    assert_eq!(kinds(&all), ["health_check", "stall_warning", "escalated"]);
+    assert_eq!(s.sent(HEALTH_ESCALATION).len(), 1);
+}
+
+#[test]
+fn the_witness_log_records_every_action() {
+    let s = setup();
+    active(&s, "polecat-alpha", "gt-abc12");
+    let w = witness(&s, config());
+    let mut all = Vec::new();
+    for _ in 0..3 {
+        s.advance(301);
+        all.extend(w.tick().unwrap());
+    }
+    let log = s
+        .tmp
+        .state
+        .log(
+            &s.tmp
+                .state
+                .channel_path(chipset_store::Channel::Loop)
+                .join("witness/log.jsonl"),
+        )
+        .unwrap()
+        .read::<WitnessAction>()
+        .unwrap();
+    assert_eq!(log.records, all);
+    assert_eq!(all.len(), 3);
+}
+
+impl Setup {
+    pub(crate) fn clock_now(&self) -> chipset_store::Timestamp {
+        use chipset_store::Clock;
+        self.clock.now()
+    }
+}

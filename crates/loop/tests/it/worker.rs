@@ -1,0 +1,315 @@
+//! The agent work loop: GUPP pickup, heartbeat, nudges, abort, signals,
+//! completion and its report, and the fence when the work is taken away.
+
+use chipset_bus::{Bus, Priority as BusPriority};
+use chipset_hook::HookStatus;
+use chipset_loop::{
+    COMPLETION_REPORT, LoopMessage, Signal, Stop, WORK_COMPLETED_EVENT, WorkOutcome, Worker,
+    WorkerConfig,
+};
+use chipset_nudge::{Draft as NudgeDraft, NudgeType, Received, ResponseStatus};
+
+use crate::{Setup, agent, bead, secs, setup};
+
+fn worker(s: &Setup, who: &str) -> Worker {
+    Worker::new(
+        s.state(),
+        agent(who),
+        agent("mayor"),
+        WorkerConfig::default().with_touch_every(secs(10)),
+    )
+}
+
+fn assign(s: &Setup, who: &str, b: &str) -> chipset_hook::Assignment {
+    s.hooks
+        .assign(&agent(who), bead(b), "some work", Some(&agent("mayor")))
+        .unwrap()
+}
+
+fn nudge(s: &Setup, from: &str, to: &str, kind: NudgeType, requires: bool) {
+    let mut d = NudgeDraft::new(agent(from), kind, "hello");
+    if requires {
+        d = d.requiring_response();
+    }
+    let _ = s.nudges.send(&agent(to), d).unwrap();
+}
+
+#[test]
+fn idle_when_nothing_is_hooked() {
+    let s = setup();
+    let w = worker(&s, "polecat-alpha");
+    let out = w.run_once(|_| panic!("no work to run")).unwrap();
+    assert_eq!(out, WorkOutcome::Idle);
+}
+
+#[test]
+fn gupp_runs_the_work_completes_the_hook_and_reports_it() {
+    let s = setup();
+    let a = assign(&s, "polecat-alpha", "gt-abc12");
+    let w = worker(&s, "polecat-alpha");
+    let out = w
+        .run_once(|work| {
+            assert_eq!(work.assignment(), &a);
+            assert!(!work.resumed());
+            assert_eq!(
+                s.hooks.read(&agent("polecat-alpha")).unwrap().status(),
+                Some(HookStatus::Active)
+            );
+            for _ in 0..5 {
+                s.advance(10);
+                work.checkpoint()?;
+            }
+            Ok("README section added".to_owned())
+        })
+        .unwrap();
+    let WorkOutcome::Completed {
+        assignment,
+        report,
+        completed_at,
+    } = out
+    else {
+        panic!("{out:?}")
+    };
+    assert_eq!(assignment, a);
+    let hook = s.hooks.read(&agent("polecat-alpha")).unwrap();
+    assert_eq!(hook.status(), Some(HookStatus::Completed));
+    assert_eq!(hook.hook().unwrap().last_activity(), completed_at);
+
+    let inbox = s.inbox(&agent("mayor"));
+    assert_eq!(inbox.len(), 1);
+    assert_eq!(inbox[0].id(), &report);
+    assert_eq!(inbox[0].subject(), COMPLETION_REPORT);
+    let Some(LoopMessage::CompletionReport {
+        assignment,
+        summary,
+        ..
+    }) = LoopMessage::from_body(inbox[0].body())
+    else {
+        panic!()
+    };
+    assert_eq!(assignment, a);
+    assert_eq!(summary, "README section added");
+    let pending = Bus::new(s.state()).pending(&agent("mayor")).unwrap();
+    assert_eq!(pending.events()[0].kind(), WORK_COMPLETED_EVENT);
+    assert_eq!(pending.events()[0].priority(), BusPriority::High);
+
+    // Next time round: the completed work waits for the dispatcher's clear.
+    assert!(matches!(
+        w.run_once(|_| panic!("nothing to run")).unwrap(),
+        WorkOutcome::AwaitingClear(_)
+    ));
+}
+
+#[test]
+fn checkpoints_touch_the_hook_at_the_configured_pace() {
+    let s = setup();
+    assign(&s, "polecat-alpha", "gt-abc12");
+    let w = worker(&s, "polecat-alpha");
+    let alpha = agent("polecat-alpha");
+    let last = || {
+        s.hooks
+            .read(&alpha)
+            .unwrap()
+            .hook()
+            .unwrap()
+            .last_activity()
+    };
+    let _ = w
+        .run_once(|work| {
+            let start = last();
+            s.advance(5);
+            work.checkpoint()?;
+            assert_eq!(last(), start, "within touch_every: no touch");
+            s.advance(5);
+            work.checkpoint()?;
+            assert_eq!(last(), s.clock_now(), "touched");
+            work.heartbeat()?;
+            Ok(String::new())
+        })
+        .unwrap();
+}
+
+#[test]
+fn health_checks_are_answered_while_working() {
+    let s = setup();
+    assign(&s, "polecat-alpha", "gt-abc12");
+    let w = worker(&s, "polecat-alpha");
+    let sent_at = s.clock_now();
+    nudge(&s, "witness", "polecat-alpha", NudgeType::HealthCheck, true);
+    let _ = w
+        .run_once(|work| {
+            s.advance(1);
+            work.checkpoint()?;
+            Ok(String::new())
+        })
+        .unwrap();
+    let status = s
+        .nudges
+        .response_status(&agent("witness"), &agent("polecat-alpha"), sent_at)
+        .unwrap();
+    assert!(matches!(status, ResponseStatus::Answered { .. }));
+    assert!(matches!(
+        s.nudges.receive(&agent("polecat-alpha")).unwrap(),
+        Received::Seen(_)
+    ));
+}
+
+#[test]
+fn an_idle_agent_answers_health_checks_too() {
+    let s = setup();
+    let w = worker(&s, "polecat-alpha");
+    let sent_at = s.clock_now();
+    nudge(&s, "witness", "polecat-alpha", NudgeType::HealthCheck, true);
+    assert_eq!(w.run_once(|_| panic!()).unwrap(), WorkOutcome::Idle);
+    assert!(matches!(
+        s.nudges
+            .response_status(&agent("witness"), &agent("polecat-alpha"), sent_at)
+            .unwrap(),
+        ResponseStatus::Answered { .. }
+    ));
+}
+
+#[test]
+fn an_abort_stops_the_work_cooperatively_and_reports_nothing() {
+    let s = setup();
+    assign(&s, "polecat-alpha", "gt-abc12");
+    let w = worker(&s, "polecat-alpha");
+    let mut steps = 0;
+    let out = w
+        .run_once(|work| {
+            loop {
+                steps += 1;
+                if steps == 3 {
+                    nudge(&s, "mayor", "polecat-alpha", NudgeType::Abort, false);
+                }
+                s.advance(1);
+                if let Err(stop) = work.checkpoint() {
+                    assert!(work.should_stop());
+                    assert!(matches!(stop, Stop::Aborted(_)));
+                    return Err(stop);
+                }
+            }
+        })
+        .unwrap();
+    assert_eq!(steps, 3);
+    let WorkOutcome::Aborted { nudge, .. } = out else {
+        panic!("{out:?}")
+    };
+    assert_eq!(nudge.kind, NudgeType::Abort);
+    // The hook is the dispatcher's to clear or reassign; no report was sent.
+    assert_eq!(
+        s.hooks.read(&agent("polecat-alpha")).unwrap().status(),
+        Some(HookStatus::Active)
+    );
+    assert!(s.inbox(&agent("mayor")).is_empty());
+}
+
+#[test]
+fn an_abort_older_than_the_assignment_is_stale() {
+    let s = setup();
+    nudge(&s, "mayor", "polecat-alpha", NudgeType::Abort, false);
+    s.advance(1);
+    assign(&s, "polecat-alpha", "gt-abc12");
+    let w = worker(&s, "polecat-alpha");
+    let out = w
+        .run_once(|work| {
+            work.checkpoint()?;
+            assert!(!work.should_stop());
+            Ok("done".to_owned())
+        })
+        .unwrap();
+    assert!(matches!(out, WorkOutcome::Completed { .. }));
+}
+
+#[test]
+fn priority_changes_and_sync_requests_reach_the_work_as_signals() {
+    let s = setup();
+    assign(&s, "polecat-alpha", "gt-abc12");
+    let w = worker(&s, "polecat-alpha");
+    let _ = w
+        .run_once(|work| {
+            nudge(
+                &s,
+                "mayor",
+                "polecat-alpha",
+                NudgeType::PriorityChange,
+                false,
+            );
+            work.checkpoint()?;
+            nudge(&s, "peer", "polecat-alpha", NudgeType::SyncRequest, true);
+            work.checkpoint()?;
+            work.checkpoint()?; // nothing new
+            let signals = work.take_signals();
+            assert!(matches!(
+                &signals[..],
+                [Signal::PriorityChange(p), Signal::SyncRequest(q)]
+                    if p.from == "mayor" && q.from == "peer"
+            ));
+            assert!(work.take_signals().is_empty());
+            Ok(String::new())
+        })
+        .unwrap();
+    // The sync request required an answer: the peer has it.
+    let answers = s
+        .nudges
+        .responses_since(&agent("peer"), chipset_store::Timestamp::EPOCH)
+        .unwrap();
+    assert_eq!(answers.answered.len(), 1);
+}
+
+#[test]
+fn work_taken_away_cannot_be_completed_and_nothing_is_reported() {
+    let s = setup();
+    let a = assign(&s, "polecat-alpha", "gt-abc12");
+    let w = worker(&s, "polecat-alpha");
+    let err = w
+        .run_once(|_work| {
+            // The dispatcher takes the work away while it runs.
+            s.hooks.reassign(&a).unwrap();
+            Ok("finished anyway".to_owned())
+        })
+        .unwrap_err();
+    assert!(err.is_stale(), "{err}");
+    assert!(matches!(err, chipset_loop::Error::Stale { .. }));
+    assert!(s.inbox(&agent("mayor")).is_empty());
+    assert!(s.sent(COMPLETION_REPORT).is_empty());
+    assert_eq!(
+        s.hooks.read(&agent("polecat-alpha")).unwrap().status(),
+        Some(HookStatus::Empty)
+    );
+}
+
+#[test]
+fn a_checkpoint_notices_the_work_was_taken_away() {
+    let s = setup();
+    let a = assign(&s, "polecat-alpha", "gt-abc12");
+    let w = worker(&s, "polecat-alpha");
+    let err = w
+        .run_once(|work| {
+            s.hooks.reassign(&a).unwrap();
+            s.advance(60);
+            let stop = work.checkpoint().unwrap_err();
+            assert!(matches!(stop, Stop::TakenAway));
+            Err(stop)
+        })
+        .unwrap_err();
+    assert!(err.is_stale());
+}
+
+#[test]
+fn a_failed_work_leaves_the_hook_active_and_is_resumed() {
+    let s = setup();
+    assign(&s, "polecat-alpha", "gt-abc12");
+    let w = worker(&s, "polecat-alpha");
+    let out = w
+        .run_once(|_| Err(Stop::Failed("compiler crashed".to_owned())))
+        .unwrap();
+    assert!(matches!(out, WorkOutcome::Failed { ref reason, .. } if reason == "compiler crashed"));
+    let out = w
+        .run_once(|work| {
+            assert!(work.resumed());
+            Ok("second try".to_owned())
+        })
+        .unwrap();
+    assert!(matches!(out, WorkOutcome::Completed { .. }));
+}
