@@ -771,13 +771,5 @@ pub(crate) fn remove_acked_copy(queued: &Path, processed: &Path, cap: u64) -> Re
         tracing::warn!(path = %queued.display(), "event in queue and processed with different contents; left for doctor");
         return Ok(false);
     }
-    match std::fs::remove_file(queued) {
-        Ok(()) => Ok(true),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(Error::Io {
-            op: "remove acknowledged queue copy",
-            path: queued.to_owned(),
-            source: e,
-        }),
-    }
+    Ok(chipset_store::remove_file(queued)?)
 }

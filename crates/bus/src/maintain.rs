@@ -4,7 +4,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use chipset_store::{AgentId, ReadOutcome, Timestamp, is_temp_name};
+use chipset_store::{AgentId, ReadOutcome, Timestamp};
 
 use crate::bus::{
     BadFile, Bus, CONTROL, EventRead, NAG, PRESENCE, PresenceState, Problem, REGISTRY, read_event,
@@ -399,42 +399,18 @@ impl Bus {
     }
 
     fn doctor_temps(&self, root: &Path, repair: Repair, report: &mut DoctorReport) -> Result<()> {
-        let age = self.config().stale_temp_age;
-        let now = std::time::SystemTime::now();
-        let mut stack = vec![root.to_owned()];
-        while let Some(dir) = stack.pop() {
-            let entries = match fs::read_dir(&dir) {
-                Ok(e) => e,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(io_error("list directory", dir, e)),
+        for path in chipset_store::stale_temps(root, self.config().stale_temp_age)? {
+            let action = match repair {
+                Repair::Fix if remove(&path)? => Action::Removed,
+                _ => Action::Reported,
             };
-            for entry in entries {
-                let entry = entry.map_err(|e| io_error("list directory", dir.clone(), e))?;
-                let Ok(ft) = entry.file_type() else { continue };
-                let path = entry.path();
-                if ft.is_dir() {
-                    stack.push(path);
-                    continue;
-                }
-                let temp = entry.file_name().to_str().is_some_and(is_temp_name);
-                let old = entry
-                    .metadata()
-                    .and_then(|m| m.modified())
-                    .is_ok_and(|m| now.duration_since(m).unwrap_or_default() >= age);
-                if ft.is_file() && temp && old {
-                    let action = match repair {
-                        Repair::Fix if remove(&path)? => Action::Removed,
-                        _ => Action::Reported,
-                    };
-                    report.findings.push(Finding {
-                        file: BadFile {
-                            path,
-                            problem: Problem::StaleTemp,
-                        },
-                        action,
-                    });
-                }
-            }
+            report.findings.push(Finding {
+                file: BadFile {
+                    path,
+                    problem: Problem::StaleTemp,
+                },
+                action,
+            });
         }
         Ok(())
     }
@@ -447,9 +423,5 @@ fn io_error(op: &'static str, path: PathBuf, source: io::Error) -> Error {
 /// Removes a file; false when it was gone already. Removal needs no sync:
 /// a pruned file that comes back after a power cut is pruned again.
 fn remove(path: &Path) -> Result<bool> {
-    match fs::remove_file(path) {
-        Ok(()) => Ok(true),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(io_error("remove", path.to_owned(), e)),
-    }
+    Ok(chipset_store::remove_file(path)?)
 }

@@ -311,6 +311,25 @@ pub(crate) fn move_entry(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Removes the directory entry at `path` (a symlink is removed, not
+/// followed) and returns whether there was one.
+///
+/// Removal is deliberately not synced: use it only where a removed file that
+/// comes back after a power cut is harmless and is removed again, such as
+/// retention of processed events or a duplicate copy. State that must stay
+/// gone is replaced or moved, never removed.
+///
+/// # Errors
+///
+/// [`Error::Io`] when the entry exists but cannot be removed.
+pub fn remove_file(path: &Path) -> Result<bool> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(Error::io("remove", path, e)),
+    }
+}
+
 /// Returns true for names this crate gives its temp files.
 pub fn is_temp_name(name: &str) -> bool {
     name.starts_with('.') && name.ends_with(TEMP_SUFFIX)
@@ -371,13 +390,9 @@ pub fn stale_temps(dir: &Path, max_age: Duration) -> Result<Vec<PathBuf>> {
 pub fn sweep_temps(dir: &Path, max_age: Duration) -> Result<usize> {
     let mut removed = 0;
     for path in stale_temps(dir, max_age)? {
-        match fs::remove_file(&path) {
-            Ok(()) => {
-                removed += 1;
-                tracing::debug!(path = %path.display(), "swept stale temp file");
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io("remove stale temp", &path, e)),
+        if remove_file(&path)? {
+            removed += 1;
+            tracing::debug!(path = %path.display(), "swept stale temp file");
         }
     }
     Ok(removed)

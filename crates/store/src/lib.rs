@@ -115,7 +115,7 @@ mod time;
 
 pub use atomic::{
     Created, TEMP_SUFFIX, create_new, create_new_batch, create_new_json, is_temp_name,
-    move_noclobber, stale_temps, sweep_temps, sync_dir, write_atomic, write_json,
+    move_noclobber, remove_file, stale_temps, sweep_temps, sync_dir, write_atomic, write_json,
 };
 pub use canonical::{to_canonical_json, to_canonical_line};
 pub use error::{Error, Result};

@@ -464,6 +464,20 @@ impl StateDir {
         unreachable!("u32 suffixes exhausted")
     }
 
+    /// Removes the entry at `path` inside the root, unsynced (see
+    /// [`remove_file`](crate::remove_file) for when that is right), and
+    /// returns whether there was one.
+    ///
+    /// # Errors
+    ///
+    /// As [`remove_file`](crate::remove_file), plus symlinked or outside parents.
+    pub fn remove_file(&self, path: &Path) -> Result<bool> {
+        if !self.check_parents(path)? {
+            return Ok(false);
+        }
+        atomic::remove_file(path)
+    }
+
     /// Returns the stale temp files (older than `max_age`) anywhere under the
     /// root, changing nothing: what [`StateDir::sweep_temps`] would remove.
     ///

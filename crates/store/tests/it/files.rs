@@ -455,3 +455,26 @@ fn state_dir_creates_channels_on_demand() {
         Err(Error::NotADirectory { .. })
     ));
 }
+
+#[test]
+fn remove_file_removes_entries_inside_the_root_only() {
+    let t = TempState::new();
+    let dir = t.state.channel_dir(Channel::Bus).unwrap();
+    fs::write(dir.join("old.json"), "{}").unwrap();
+    assert!(t.state.remove_file(&dir.join("old.json")).unwrap());
+    assert!(
+        !t.state.remove_file(&dir.join("old.json")).unwrap(),
+        "gone already"
+    );
+    // A symlink is removed itself; its target stays.
+    let outside = t.scratch("target");
+    fs::write(&outside, "keep").unwrap();
+    symlink(&outside, dir.join("link")).unwrap();
+    assert!(t.state.remove_file(&dir.join("link")).unwrap());
+    assert_eq!(fs::read_to_string(&outside).unwrap(), "keep");
+    assert!(matches!(
+        t.state.remove_file(&outside),
+        Err(Error::OutsideRoot { .. })
+    ));
+    assert!(outside.exists());
+}
