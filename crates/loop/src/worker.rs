@@ -249,7 +249,8 @@ impl Worker {
     /// queue (a `work-assigned` event wakes it at once) or
     /// [`WorkerConfig::poll_every`] between idle polls, until `until` says
     /// stop. `until` sees every result; an error other than [`Error::Stale`]
-    /// ends the loop after `until` has seen it.
+    /// ends the loop after `until` has seen it (taken-away work does not: the
+    /// agent goes back to its hook for the next work).
     ///
     /// # Errors
     ///
@@ -270,11 +271,10 @@ impl Worker {
                 result,
                 Ok(WorkOutcome::Idle | WorkOutcome::AwaitingClear(_))
             );
-            if until(&result) {
-                return result.map(|_| ());
-            }
+            let stop = until(&result);
             match result {
                 Err(e) if !e.is_stale() => return Err(e),
+                _ if stop => return Ok(()),
                 _ => {}
             }
             if idle {
