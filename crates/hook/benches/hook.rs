@@ -12,7 +12,7 @@ use std::hint::black_box;
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use chipset_hook::{HookStatus, Hooks};
 use chipset_store::{
@@ -180,5 +180,70 @@ fn scans(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, transitions, scans);
+/// Disk syncs on a shared machine vary by several times from one second to
+/// the next, so a ratio taken from two separate criterion runs is noisy. This
+/// alternates a touch and a raw lock + replace 300 times (adjacent pairs see
+/// the same disk weather) and prints the medians and the median pair ratio.
+/// `HOOK_BENCH_DIR` picks the filesystem (for example `/dev/shm` to see the
+/// cost without syncs).
+fn interleaved(_c: &mut Criterion) {
+    let base_dir = std::env::var_os("HOOK_BENCH_DIR").map_or_else(std::env::temp_dir, Into::into);
+    let tmp = tempfile::tempdir_in(base_dir).unwrap();
+    let (hooks, clock) = open(&tmp.path().join("state"));
+    let agent = AgentId::new("polecat-alpha").unwrap();
+    let held = hooks
+        .assign(
+            &agent,
+            BeadId::new("gt-abc12").unwrap(),
+            "Add README section",
+            None,
+        )
+        .unwrap();
+    hooks.activate(&held).unwrap();
+    let bytes = fs::read(hooks.path(&agent)).unwrap();
+    let raw_dir = tmp.path().join("raw");
+    fs::create_dir_all(&raw_dir).unwrap();
+    let mut raw = Raw { dir: raw_dir, n: 0 };
+    let mut pairs = Vec::new();
+    for i in 0..300 {
+        let hook = || {
+            clock.advance(Duration::from_millis(1));
+            let t = Instant::now();
+            hooks.touch(&held).unwrap();
+            t.elapsed()
+        };
+        let mut base = || {
+            let t = Instant::now();
+            raw.replace(&bytes);
+            t.elapsed()
+        };
+        pairs.push(if i % 2 == 0 {
+            (hook(), base())
+        } else {
+            let b = base();
+            (hook(), b)
+        });
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let ours = median(pairs.iter().map(|p| p.0.as_secs_f64() * 1e6).collect());
+    let theirs = median(pairs.iter().map(|p| p.1.as_secs_f64() * 1e6).collect());
+    let ratio = median(
+        pairs
+            .iter()
+            .map(|p| p.0.as_secs_f64() / p.1.as_secs_f64())
+            .collect(),
+    );
+    #[allow(clippy::print_stdout, reason = "a benchmark reports its figures")]
+    {
+        println!(
+            "interleaved: touch median {ours:.0} us, raw lock+replace median {theirs:.0} us, \
+             median pair ratio {ratio:.2}"
+        );
+    }
+}
+
+criterion_group!(benches, interleaved, transitions, scans);
 criterion_main!(benches);
