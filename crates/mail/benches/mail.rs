@@ -10,6 +10,11 @@
 //! - `archive` and `has_reply`: with 100,000 archived messages (and 50,000
 //!   reply-index entries) vs none. Goal: at most 1.1x. The big fixture is
 //!   written with plain `std::fs` writes, no sync; only the operations are timed.
+//!
+//! The machine these run on is shared and its fsync latency drifts, so each
+//! pair is measured interleaved: every timed iteration of one side runs an
+//! untimed iteration of the other side just before it, and both sides see
+//! the same conditions. Compare the two figures of a group.
 
 use std::fs::{self, File, OpenOptions};
 use std::hint::black_box;
@@ -17,10 +22,12 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use chipset_mail::{Draft, InboxFilter, Location, Mail};
 use chipset_store::{AgentId, MessageId, SortableId, StateDir, SystemClock, TaskId};
-use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main};
 use serde::Deserialize;
 
 fn agent(s: &str) -> AgentId {
@@ -65,6 +72,70 @@ fn fresh_id() -> String {
     SortableId::generate(&SystemClock).into_string()
 }
 
+/// What a paired side is asked to do.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// Untimed set-up before a run.
+    Prepare,
+    /// The operation measured.
+    Run,
+}
+
+/// Benchmarks `a` and `b` as a pair: each timed run of one follows an
+/// untimed prepare-and-run of the other. `per` is how many messages one run
+/// handles.
+fn paired(
+    g: &mut BenchmarkGroup<'_, WallTime>,
+    names: [&str; 2],
+    per: [u32; 2],
+    mut a: impl FnMut(Step),
+    mut b: impl FnMut(Step),
+) {
+    let mut run =
+        |name: &str, per: u32, timed: &mut dyn FnMut(Step), other: &mut dyn FnMut(Step)| {
+            g.bench_function(name, |bench| {
+                bench.iter_custom(|iters| {
+                    let mut total = Duration::ZERO;
+                    for _ in 0..iters {
+                        other(Step::Prepare);
+                        other(Step::Run);
+                        timed(Step::Prepare);
+                        let start = Instant::now();
+                        timed(Step::Run);
+                        total += start.elapsed();
+                    }
+                    total / per
+                })
+            });
+        };
+    run(names[0], per[0], &mut a, &mut b);
+    run(names[1], per[1], &mut b, &mut a);
+}
+
+/// A paired side that does `op` on [`Step::Run`] and nothing to prepare.
+fn just(mut op: impl FnMut()) -> impl FnMut(Step) {
+    move |step| {
+        if step == Step::Run {
+            op()
+        }
+    }
+}
+
+/// A paired side that sends a message when preparing and archives it when run.
+fn archive_one(mail: &Mail) -> impl FnMut(Step) + '_ {
+    let mut pending: Option<MessageId> = None;
+    move |step| match step {
+        Step::Prepare => pending = Some(mail.send(&note(0)).unwrap().id().clone()),
+        Step::Run => {
+            let id = pending.take().expect("prepared");
+            assert!(matches!(
+                black_box(mail.archive(&id).unwrap()),
+                chipset_mail::ArchiveOutcome::Archived(_)
+            ));
+        }
+    }
+}
+
 static RAW_N: AtomicU64 = AtomicU64::new(0);
 
 /// The syscalls of a durable no-clobber publish plus a durable append, by hand.
@@ -103,34 +174,41 @@ fn send(c: &mut Criterion) {
     fs::create_dir_all(&raw_dir).unwrap();
     let raw_manifest = tmp.path().join("raw/manifest.jsonl");
 
+    let draft = note(1);
     let mut g = c.benchmark_group("send");
-    g.throughput(Throughput::Elements(1));
-    g.bench_function("raw_create_append", |b| {
-        b.iter(|| {
+    paired(
+        &mut g,
+        ["raw_create_append", "mail_send"],
+        [1, 1],
+        just(|| {
             raw_create_append(
                 &raw_dir,
                 &raw_manifest,
                 template.bytes.as_bytes(),
                 line.as_bytes(),
             )
-        })
-    });
-    let draft = note(1);
-    g.bench_function("mail_send", |b| {
-        b.iter(|| black_box(mail.send(&draft).unwrap()))
-    });
+        }),
+        just(|| {
+            black_box(mail.send(&draft).unwrap());
+        }),
+    );
     g.finish();
 
-    let mut g = c.benchmark_group("send_batch");
+    // Per message: the batch figure is one batch's time divided by 100.
     let drafts: Vec<Draft> = (0..100).map(note).collect();
-    g.throughput(Throughput::Elements(1));
-    g.bench_function("single_send_per_message", |b| {
-        b.iter(|| black_box(mail.send(&draft).unwrap()))
-    });
-    g.throughput(Throughput::Elements(100));
-    g.bench_function("batch_100_per_message", |b| {
-        b.iter(|| black_box(mail.send_batch(&drafts).unwrap()))
-    });
+    let mut g = c.benchmark_group("send_batch");
+    g.sample_size(20);
+    paired(
+        &mut g,
+        ["single_send_per_message", "batch_100_per_message"],
+        [1, 100],
+        just(|| {
+            black_box(mail.send(&draft).unwrap());
+        }),
+        just(|| {
+            black_box(mail.send_batch(&drafts).unwrap());
+        }),
+    );
     g.finish();
 }
 
@@ -181,10 +259,17 @@ fn inbox(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("inbox_10k");
     g.sample_size(20);
-    g.bench_function("raw_read_parse", |b| b.iter(|| black_box(raw_inbox(&dir))));
-    g.bench_function("mail_inbox", |b| {
-        b.iter(|| black_box(mail.inbox(&who, &InboxFilter::default()).unwrap()))
-    });
+    paired(
+        &mut g,
+        ["raw_read_parse", "mail_inbox"],
+        [1, 1],
+        just(|| {
+            black_box(raw_inbox(&dir));
+        }),
+        just(|| {
+            black_box(mail.inbox(&who, &InboxFilter::default()).unwrap());
+        }),
+    );
     g.finish();
 }
 
@@ -238,30 +323,29 @@ fn archive(c: &mut Criterion) {
     let unanswered = MessageId::new(fresh_id()).unwrap();
 
     let mut g = c.benchmark_group("archive");
-    for (name, mail) in [("none_archived", &empty), ("100k_archived", &big)] {
-        g.bench_function(name, |b| {
-            b.iter_batched(
-                || mail.send(&note(0)).unwrap().id().clone(),
-                |id| black_box(mail.archive(&id).unwrap()),
-                BatchSize::PerIteration,
-            )
-        });
-    }
+    paired(
+        &mut g,
+        ["none_archived", "100k_archived"],
+        [1, 1],
+        archive_one(&empty),
+        archive_one(&big),
+    );
     g.finish();
 
-    let mut g = c.benchmark_group("has_reply");
-    for (name, mail, q) in [
-        ("none_archived", &empty, &empty_q),
-        ("100k_archived", &big, &big_q),
+    for (label, empty_id, big_id, expected) in [
+        ("has_reply_answered", &empty_q, &big_q, true),
+        ("has_reply_unanswered", &unanswered, &unanswered, false),
     ] {
-        g.bench_function(format!("{name}/answered"), |b| {
-            b.iter(|| assert!(mail.has_reply(black_box(q)).unwrap()))
-        });
-        g.bench_function(format!("{name}/unanswered"), |b| {
-            b.iter(|| assert!(!mail.has_reply(black_box(&unanswered)).unwrap()))
-        });
+        let mut g = c.benchmark_group(label);
+        paired(
+            &mut g,
+            ["none_archived", "100k_archived"],
+            [1, 1],
+            just(|| assert_eq!(empty.has_reply(black_box(empty_id)).unwrap(), expected)),
+            just(|| assert_eq!(big.has_reply(black_box(big_id)).unwrap(), expected)),
+        );
+        g.finish();
     }
-    g.finish();
 }
 
 criterion_group!(benches, send, inbox, archive);

@@ -224,7 +224,7 @@ impl Mail {
     /// (when one is configured), or that is older than
     /// [`MailConfig::orphan_after`](crate::MailConfig::orphan_after) (when
     /// set). Messages younger than
-    /// [`MailConfig::in_flight_grace`](crate::MailConfig) are not reported
+    /// [`MailConfig::in_flight_grace`](crate::MailConfig::in_flight_grace) are not reported
     /// as missing a `sent` event: their sender may be about to append it.
     ///
     /// Nothing is deleted: bad files are quarantined, messages are moved.
