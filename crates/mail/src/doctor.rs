@@ -508,7 +508,14 @@ impl Mail {
                     .push((path, not("a message file (`{id}.json`)")));
                 continue;
             };
-            match read_json::<Message>(&path, self.state.read_cap())? {
+            let read = match read_json::<Message>(&path, self.state.read_cap()) {
+                Err(chipset_store::Error::Symlink { path }) => {
+                    scan.corrupt.push((path, CorruptReason::NotARegularFile));
+                    continue;
+                }
+                other => other?,
+            };
+            match read {
                 ReadOutcome::Missing => {}
                 ReadOutcome::Corrupt(c) => scan.corrupt.push((c.path, c.reason)),
                 ReadOutcome::Value(m) => match check_id(&path, &id, m) {

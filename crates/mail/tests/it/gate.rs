@@ -146,3 +146,28 @@ fn corrupt_request_cannot_be_archived() {
         Err(MailError::Corrupt(_))
     ));
 }
+
+#[test]
+fn symlinked_message_blocks_the_gate_and_is_quarantined() {
+    let f = fixture();
+    let m = &f.mail;
+    let q = m
+        .send(&Draft::request(
+            agent("critic"),
+            agent("exec"),
+            task("t1"),
+            "q",
+            "",
+        ))
+        .unwrap();
+    let path = m.path_of(q.id(), &Location::Inbox(agent("exec")));
+    let elsewhere = f.tmp.scratch("elsewhere.json");
+    std::fs::rename(&path, &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
+    let err = m.pending_replies(&task("t1")).unwrap_err();
+    assert!(err.to_string().contains(&*path.to_string_lossy()), "{err}");
+    let report = m.doctor(DoctorMode::Fix).unwrap();
+    assert_eq!(report.findings.len(), 1, "{report:?}");
+    assert!(m.pending_replies(&task("t1")).unwrap().is_empty());
+    assert!(elsewhere.exists(), "the link's target is left alone");
+}
