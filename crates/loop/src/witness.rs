@@ -10,7 +10,9 @@ use std::time::Duration;
 use chipset_bus::{Bus, NewEvent, Priority as BusPriority};
 use chipset_hook::{Assignment, Hook, HookRead, HookState, Hooks};
 use chipset_mail::{Draft, InboxFilter, Kind, Mail, ManifestEvent, Priority};
-use chipset_nudge::{Draft as NudgeDraft, NudgeConfig, NudgeType, Nudges, ResponseStatus};
+use chipset_nudge::{
+    Draft as NudgeDraft, NudgeConfig, NudgeType, Nudges, Received, ResponseStatus,
+};
 use chipset_store::{AgentId, MessageId, StateDir, Timestamp};
 use serde::{Deserialize, Serialize};
 
@@ -377,6 +379,13 @@ impl Witness {
     pub fn tick(&self) -> Result<Vec<WitnessAction>> {
         let now = self.files.state.now();
         let mut actions = Vec::new();
+        // Answers land in the witness's own `latest.json` too (seed 000); they
+        // are read through the per-responder records, so mark them processed.
+        if let Received::New(n) = self.nudges.receive(&self.me)?
+            && n.kind == NudgeType::NudgeResponse
+        {
+            self.nudges.mark_processed(&self.me, &n)?;
+        }
         for entry in self.hooks.list()? {
             match &entry.read {
                 HookRead::Corrupt(c) => actions.push(WitnessAction::Unreadable {
@@ -762,5 +771,186 @@ impl Witness {
             }
         }
         Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chipset_hook::{HookState, WorkItem};
+    use chipset_store::BeadId;
+
+    use super::*;
+
+    const MIN: u64 = 60_000;
+
+    fn t(ms: u64) -> Timestamp {
+        Timestamp::from_unix_ms(i64::try_from(ms).unwrap())
+    }
+
+    fn hook(last_activity: u64) -> (Hook, Assignment) {
+        let work = WorkItem::new(BeadId::new("b1").unwrap(), "t", t(0), None);
+        let hook = Hook::new(
+            AgentId::new("w1").unwrap(),
+            HookState::Active(work),
+            t(last_activity),
+            1,
+        );
+        let a = hook.assignment().unwrap();
+        (hook, a)
+    }
+
+    fn j(now: u64, answered_at: Option<u64>) -> Judging {
+        Judging {
+            now: t(now),
+            stall_threshold: Duration::from_millis(5 * MIN),
+            interval: Duration::from_millis(MIN),
+            grace: Duration::from_millis(MIN),
+            started_at: t(0),
+            answered_at: answered_at.map(t),
+        }
+    }
+
+    fn incident(a: &Assignment, step: Step) -> Incident {
+        Incident {
+            assignment: a.clone(),
+            last_activity: t(0),
+            opened_at: t(0),
+            step,
+            witness: AgentId::new("witness").unwrap(),
+            updated_at: t(0),
+        }
+    }
+
+    #[test]
+    fn judge_follows_the_incident_steps() {
+        let (h, a) = hook(0);
+        // Quiet for the threshold exactly: not yet; one ms more: check.
+        assert_eq!(judge(None, &h, &a, &j(5 * MIN, None)), Verdict::Wait);
+        assert_eq!(judge(None, &h, &a, &j(5 * MIN + 1, None)), Verdict::Check);
+
+        let checking = incident(
+            &a,
+            Step::Checking {
+                health_check_at: t(6 * MIN),
+            },
+        );
+        assert_eq!(
+            judge(Some(&checking), &h, &a, &j(7 * MIN - 1, None)),
+            Verdict::Wait
+        );
+        assert_eq!(
+            judge(Some(&checking), &h, &a, &j(7 * MIN, None)),
+            Verdict::Warn
+        );
+        // An answer before the health check does not count; one after does.
+        assert_eq!(
+            judge(Some(&checking), &h, &a, &j(7 * MIN, Some(6 * MIN - 1))),
+            Verdict::Warn
+        );
+        assert_eq!(
+            judge(Some(&checking), &h, &a, &j(7 * MIN, Some(6 * MIN))),
+            Verdict::Resolve {
+                evidence: Evidence::Answered,
+                at: t(6 * MIN)
+            }
+        );
+
+        let warned = incident(
+            &a,
+            Step::Warned {
+                health_check_at: t(6 * MIN),
+                stall_warning_at: t(7 * MIN),
+            },
+        );
+        assert_eq!(
+            judge(Some(&warned), &h, &a, &j(8 * MIN - 1, None)),
+            Verdict::Wait
+        );
+        assert_eq!(
+            judge(Some(&warned), &h, &a, &j(8 * MIN, None)),
+            Verdict::Escalate
+        );
+        let (touched, _) = hook(7 * MIN + 5);
+        assert_eq!(
+            judge(Some(&warned), &touched, &a, &j(8 * MIN, None)),
+            Verdict::Resolve {
+                evidence: Evidence::Touched,
+                at: t(7 * MIN + 5)
+            }
+        );
+
+        let escalated = incident(
+            &a,
+            Step::Escalated {
+                health_check_at: t(6 * MIN),
+                stall_warning_at: t(7 * MIN),
+                escalated_at: t(8 * MIN),
+                mail: "1730000000123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab"
+                    .parse()
+                    .unwrap(),
+            },
+        );
+        assert_eq!(
+            judge(Some(&escalated), &h, &a, &j(100 * MIN, None)),
+            Verdict::Wait
+        );
+        let escalating = incident(
+            &a,
+            Step::Escalating {
+                health_check_at: t(6 * MIN),
+                stall_warning_at: t(7 * MIN),
+                escalated_at: t(8 * MIN),
+            },
+        );
+        assert_eq!(
+            judge(Some(&escalating), &h, &a, &j(8 * MIN, None)),
+            Verdict::FinishEscalation
+        );
+    }
+
+    #[test]
+    fn a_record_of_another_assignment_is_ignored() {
+        let (h, a) = hook(0);
+        let work = WorkItem::new(BeadId::new("b1").unwrap(), "t", t(0), None);
+        let older = Hook::new(a.agent().clone(), HookState::Active(work), t(0), 0)
+            .assignment()
+            .unwrap();
+        let escalated = incident(
+            &older,
+            Step::Escalated {
+                health_check_at: t(0),
+                stall_warning_at: t(0),
+                escalated_at: t(0),
+                mail: "1730000000123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab"
+                    .parse()
+                    .unwrap(),
+            },
+        );
+        assert_eq!(
+            judge(Some(&escalated), &h, &a, &j(6 * MIN, None)),
+            Verdict::Check
+        );
+    }
+
+    #[test]
+    fn grace_delays_new_incidents_and_restarted_steps() {
+        let (h, a) = hook(0);
+        let mut late_start = j(5 * MIN + 1, None);
+        late_start.started_at = t(5 * MIN);
+        assert_eq!(judge(None, &h, &a, &late_start), Verdict::Wait);
+        late_start.now = t(6 * MIN);
+        assert_eq!(judge(None, &h, &a, &late_start), Verdict::Check);
+
+        let checking = incident(
+            &a,
+            Step::Checking {
+                health_check_at: t(6 * MIN),
+            },
+        );
+        let mut restarted = j(7 * MIN, None);
+        restarted.started_at = t(7 * MIN);
+        assert_eq!(judge(Some(&checking), &h, &a, &restarted), Verdict::Wait);
+        restarted.now = t(8 * MIN);
+        assert_eq!(judge(Some(&checking), &h, &a, &restarted), Verdict::Warn);
     }
 }

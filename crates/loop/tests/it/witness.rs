@@ -144,6 +144,11 @@ fn an_answer_resolves_the_incident_and_the_next_quiet_spell_is_measured_from_it(
             ..
         }
     ));
+    // The answer in the witness's own latest.json is marked processed.
+    assert!(matches!(
+        s.nudges.receive(&agent("witness")).unwrap(),
+        Received::Seen(_)
+    ));
 
     // No warning at the old deadline; a new check only 300 s after the answer.
     s.advance(60);
