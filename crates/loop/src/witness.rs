@@ -269,6 +269,22 @@ pub fn judge(
     }
 }
 
+/// Reports an unreadable incident record as an action and goes on with the
+/// other agents: that agent is not judged (it may have been escalated
+/// already) until the doctor moves the record aside.
+fn unreadable_record(result: Result<()>, actions: &mut Vec<WitnessAction>) -> Result<()> {
+    match result {
+        Err(crate::Error::Corrupt(c)) => {
+            actions.push(WitnessAction::Unreadable {
+                path: c.path.clone(),
+                reason: c.reason.to_string(),
+            });
+            Ok(())
+        }
+        other => other,
+    }
+}
+
 /// Returns true when two assignments are the same fence (agent, generation,
 /// bead, assignment time).
 pub(crate) fn same_assignment(a: &Assignment, b: &Assignment) -> bool {
@@ -396,10 +412,12 @@ impl Witness {
                     if matches!(hook.state(), HookState::Pending(_) | HookState::Active(_)) =>
                 {
                     let assignment = hook.assignment().expect("pending and active hold work");
-                    self.watch(hook, &assignment, now, &mut actions)?;
+                    let watched = self.watch(hook, &assignment, now, &mut actions);
+                    unreadable_record(watched, &mut actions)?;
                 }
                 HookRead::Hook(hook) => {
-                    self.close_if_open(&entry.agent, hook, now, &mut actions)?
+                    let closed = self.close_if_open(&entry.agent, hook, now, &mut actions);
+                    unreadable_record(closed, &mut actions)?;
                 }
                 HookRead::Missing => {}
             }

@@ -381,6 +381,24 @@ fn a_corrupt_hook_is_reported_and_never_judged() {
 }
 
 #[test]
+fn a_corrupt_incident_record_skips_that_agent_only() {
+    let s = setup();
+    active(&s, "polecat-alpha", "gt-a");
+    active(&s, "polecat-bravo", "gt-b");
+    let w = witness(&s, config());
+    let path = s
+        .tmp
+        .state
+        .channel_path(chipset_store::Channel::Loop)
+        .join("witness/incidents/polecat-alpha.json");
+    s.tmp.state.write_bytes(&path, b"{ torn").unwrap();
+    s.advance(301);
+    let actions = w.tick().unwrap();
+    assert_eq!(kinds(&actions), ["unreadable", "health_check"]);
+    assert_eq!(actions[1].key().unwrap().agent, agent("polecat-bravo"));
+}
+
+#[test]
 fn an_incident_closes_when_the_hook_moves_on() {
     let s = setup();
     let a = active(&s, "polecat-alpha", "gt-abc12");
