@@ -88,6 +88,7 @@ pub struct Draft {
     pub(crate) round: u32,
     pub(crate) in_reply_to: Option<MessageId>,
     pub(crate) priority: Priority,
+    pub(crate) id: Option<MessageId>,
 }
 
 impl Draft {
@@ -109,6 +110,7 @@ impl Draft {
             round: 0,
             in_reply_to: None,
             priority: Priority::Normal,
+            id: None,
         }
     }
 
@@ -161,6 +163,24 @@ impl Draft {
     pub fn with_priority(mut self, priority: Priority) -> Self {
         self.priority = priority;
         self
+    }
+
+    /// Sends under a caller-chosen id instead of a fresh one, which makes the
+    /// send idempotent across the caller's own crash: when a message with
+    /// this id already exists anywhere (an inbox, the archive, a by-task
+    /// archive or the orphans), the send is refused with
+    /// [`MailError::IdTaken`](crate::MailError::IdTaken) and writes nothing.
+    /// Choose the id with [`SortableId::generate`](chipset_store::SortableId::generate)
+    /// and persist it before sending, so inboxes stay in time order.
+    #[must_use]
+    pub fn with_id(mut self, id: MessageId) -> Self {
+        self.id = Some(id);
+        self
+    }
+
+    /// Returns the caller-chosen id, if any.
+    pub fn id(&self) -> Option<&MessageId> {
+        self.id.as_ref()
     }
 
     /// Returns the draft with its task set. For a response, the task must be

@@ -111,6 +111,15 @@ pub enum MailError {
         /// The path that already existed.
         path: std::path::PathBuf,
     },
+    /// A draft sent with a caller-chosen id ([`Draft::with_id`](crate::Draft::with_id))
+    /// whose id is in use: the message was sent before. Nothing was written.
+    #[error("message id `{id}` is taken: a message with it is already in {location}")]
+    IdTaken {
+        /// The chosen id.
+        id: MessageId,
+        /// Where the existing message is.
+        location: crate::Location,
+    },
 }
 
 impl MailError {

@@ -205,7 +205,14 @@ impl Mail {
         match self.state.create_new(&path, &bytes) {
             Ok(()) => {}
             Err(chipset_store::Error::AlreadyExists { path }) => {
-                return Err(MailError::IdCollision { path });
+                return Err(match draft.id {
+                    // A concurrent send of the same chosen id won the race.
+                    Some(_) => MailError::IdTaken {
+                        id: message.id,
+                        location: Location::Inbox(message.to),
+                    },
+                    None => MailError::IdCollision { path },
+                });
             }
             Err(e) => return Err(e.into()),
         }
@@ -231,8 +238,16 @@ impl Mail {
     /// As [`Mail::send`]. A refusal of any draft writes nothing.
     pub fn send_batch(&self, drafts: &[Draft]) -> Result<Vec<Message>> {
         let mut prepared = Vec::with_capacity(drafts.len());
+        let mut chosen = std::collections::BTreeSet::new();
         for draft in drafts {
-            prepared.push(self.prepare(draft)?);
+            let (message, parent, bytes) = self.prepare(draft)?;
+            if draft.id.is_some() && !chosen.insert(message.id.clone()) {
+                return Err(MailError::IdTaken {
+                    location: Location::Inbox(message.to.clone()),
+                    id: message.id,
+                });
+            }
+            prepared.push((message, parent, bytes));
         }
         let items: Vec<(PathBuf, Vec<u8>)> = prepared
             .iter()
@@ -284,7 +299,18 @@ impl Mail {
             (None, Some(task)) => task.clone(),
             (None, None) => unreachable!("only responses lack a task, and they name their request"),
         };
-        let id = MessageId::from(SortableId::generate(self.state.clock().as_ref()));
+        let id = match &draft.id {
+            Some(id) => {
+                if let Some(location) = self.locate(id)? {
+                    return Err(MailError::IdTaken {
+                        id: id.clone(),
+                        location,
+                    });
+                }
+                id.clone()
+            }
+            None => MessageId::from(SortableId::generate(self.state.clock().as_ref())),
+        };
         let message = to_message(draft, id, task, self.state.now());
         let bytes = self.encode(&message)?;
         Ok((message, parent, bytes))

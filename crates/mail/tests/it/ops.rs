@@ -511,3 +511,57 @@ fn racing_archivers_one_wins() {
         .count();
     assert_eq!(archived, 20);
 }
+
+#[test]
+fn chosen_id_makes_a_resend_idempotent_wherever_the_message_went() {
+    let f = fixture();
+    let m = &f.mail;
+    let id = mid("1730000000123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab");
+    let draft = Draft::notify(
+        agent("witness"),
+        agent("mayor"),
+        task("t"),
+        "health-escalation",
+        "silent",
+    )
+    .with_id(id.clone());
+    let sent = m.send(&draft).unwrap();
+    assert_eq!(sent.id(), &id);
+
+    // The sender crashed and sends again: refused, nothing written.
+    let before = m.read_manifest().unwrap().events.len();
+    match m.send(&draft) {
+        Err(MailError::IdTaken {
+            id: taken,
+            location,
+        }) => {
+            assert_eq!(taken, id);
+            assert_eq!(location, Location::Inbox(agent("mayor")));
+        }
+        other => panic!("expected IdTaken, got {other:?}"),
+    }
+    // Still refused after the recipient archived it (the inbox no longer has it).
+    assert!(matches!(m.archive(&id).unwrap(), ArchiveOutcome::Archived(_)));
+    assert!(matches!(
+        m.send(&draft),
+        Err(MailError::IdTaken {
+            location: Location::Archive,
+            ..
+        })
+    ));
+    assert_eq!(
+        m.read_manifest().unwrap().events.len(),
+        before + 1,
+        "only the archive event"
+    );
+    assert_eq!(m.inbox(&agent("mayor"), &all()).unwrap().len(), 0);
+
+    // A batch may not repeat a chosen id either, and then writes nothing.
+    let other = mid("1730000000999-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab");
+    let twice = Draft::notify(agent("a"), agent("b"), task("t"), "s", "").with_id(other.clone());
+    assert!(matches!(
+        m.send_batch(&[twice.clone(), twice]),
+        Err(MailError::IdTaken { .. })
+    ));
+    assert_eq!(m.locate(&other).unwrap(), None);
+}
