@@ -136,3 +136,133 @@ fn every_bead_is_done_exactly_once_though_a_worker_hangs_and_the_loops_restart_e
     // It wakes up at last: its completion is refused.
     assert!(s.hooks.complete(&hung).unwrap_err().is_stale());
 }
+
+/// What one worker does at one step of a random schedule.
+#[derive(Debug, Clone, Copy)]
+enum Move {
+    /// Picks up and works (with checkpoints), completing the work.
+    Work,
+    /// Picks up its work and hangs from then on.
+    Hang,
+    /// Does nothing this step.
+    Rest,
+}
+
+fn arb_move() -> impl proptest::strategy::Strategy<Value = Move> {
+    use proptest::prelude::*;
+    prop_oneof![4 => Just(Move::Work), 1 => Just(Move::Hang), 3 => Just(Move::Rest)]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(16))]
+
+    /// Random schedules of workers working, hanging and resting, with the
+    /// dispatcher and the witness restarted at random: no bead is ever
+    /// completed twice, and once the live workers keep working, every bead
+    /// is done.
+    #[test]
+    fn random_schedules_complete_every_bead_exactly_once(
+        steps in proptest::collection::vec(
+            (proptest::collection::vec(arb_move(), 3), 10u64..200, proptest::bool::ANY),
+            5..30,
+        ),
+        survivor in 0usize..3,
+    ) {
+        let s = setup();
+        let pool = ["w1", "w2", "w3"];
+        let new_dispatcher = || Dispatcher::new(s.state(), agent("mayor"), pool.map(agent), DispatcherConfig::default());
+        let witness_config = WitnessConfig::default()
+            .with_stall_threshold(secs(300))
+            .with_interval(secs(60))
+            .with_grace(secs(0));
+        let new_witness = || Witness::new(s.state(), agent("witness"), agent("mayor"), witness_config.clone());
+        {
+            let d = new_dispatcher();
+            for i in 1..=4 {
+                d.submit(bead(&format!("b{i}")), "t").unwrap();
+            }
+        }
+        let workers: Vec<Worker> = pool
+            .iter()
+            .map(|w| Worker::new(s.state(), agent(w), agent("mayor"), WorkerConfig::default().with_touch_every(secs(10))))
+            .collect();
+        let mut hung = [false; 3];
+        let (mut d, mut w) = (new_dispatcher(), new_witness());
+        let act = |i: usize, hung: &mut [bool; 3], m: Move| {
+            if hung[i] {
+                return;
+            }
+            match m {
+                Move::Work => {
+                    let _ = workers[i]
+                        .run_once(|work| {
+                            s.advance(5);
+                            work.checkpoint()?;
+                            Ok("done".to_owned())
+                        })
+                        .or_else(|e| if e.is_stale() { Ok(WorkOutcome::Idle) } else { Err(e) })
+                        .unwrap();
+                }
+                Move::Hang => {
+                    if i != survivor && s.hooks.pickup(&agent(pool[i])).unwrap().work().is_some() {
+                        hung[i] = true;
+                    }
+                }
+                Move::Rest => {}
+            }
+        };
+        for (moves, advance, restart) in &steps {
+            s.advance(*advance);
+            if *restart {
+                d = new_dispatcher();
+                w = new_witness();
+            }
+            d.tick().unwrap();
+            w.tick().unwrap();
+            for (i, m) in moves.iter().enumerate() {
+                act(i, &mut hung, *m);
+            }
+        }
+        // Settle: the live workers keep working until everything is done; the
+        // operator reinstates live workers the witness found resting too long.
+        for _ in 0..200 {
+            for (i, name) in pool.iter().enumerate() {
+                if !hung[i] {
+                    d.reinstate(&agent(name)).unwrap();
+                }
+            }
+            s.advance(60);
+            d.tick().unwrap();
+            w.tick().unwrap();
+            for i in 0..3 {
+                act(i, &mut hung, Move::Work);
+            }
+            if d.ledger().unwrap().entries.iter().all(|e| e.is_done()) {
+                break;
+            }
+        }
+        let ledger = d.ledger().unwrap();
+        let mut completions = 0;
+        for e in &ledger.entries {
+            proptest::prop_assert!(e.is_done(), "{:?}", e);
+            let wins = e.attempts.iter().filter(|t| t.outcome == AttemptOutcome::Completed).count();
+            proptest::prop_assert_eq!(wins, 1);
+            completions += wins;
+        }
+        proptest::prop_assert_eq!(completions, 4);
+        proptest::prop_assert_eq!(s.sent(COMPLETION_REPORT).len(), 4);
+        // Every hung worker lost its work through an escalation (a resting one may too).
+        for (i, name) in pool.iter().enumerate() {
+            if hung[i] {
+                let taken = ledger.entries.iter().any(|e| {
+                    e.attempts.iter().any(|t| t.agent.as_str() == *name && t.outcome == AttemptOutcome::Reassigned)
+                });
+                proptest::prop_assert!(taken, "{} hung and kept its work", name);
+            }
+        }
+        let escalations = s.sent(HEALTH_ESCALATION).len();
+        let reassigned: usize = ledger.entries.iter().map(|e| e.attempts.iter().filter(|t| t.outcome == AttemptOutcome::Reassigned).count()).sum();
+        // An escalation whose agent completed just in time is accepted as a completion.
+        proptest::prop_assert!(escalations >= reassigned, "{} escalations, {} reassigned", escalations, reassigned);
+    }
+}
