@@ -136,9 +136,14 @@ pub(crate) fn open_nofollow(path: &Path) -> Result<Option<File>> {
 /// [`Error::Symlink`] for a symlink at `path`; [`Error::Io`] for I/O failures.
 /// An oversized or non-regular file is `Ok(ReadOutcome::Corrupt(..))`.
 pub fn read_bytes(path: &Path, cap: u64) -> Result<ReadOutcome<Vec<u8>>> {
-    let Some(file) = open_nofollow(path)? else {
-        return Ok(ReadOutcome::Missing);
-    };
+    match open_nofollow(path)? {
+        Some(file) => read_open_file(file, path, cap),
+        None => Ok(ReadOutcome::Missing),
+    }
+}
+
+/// Reads an already opened file of at most `cap` bytes; `path` is for reports.
+pub(crate) fn read_open_file(file: File, path: &Path, cap: u64) -> Result<ReadOutcome<Vec<u8>>> {
     let meta = file.metadata().map_err(|e| Error::io("stat", path, e))?;
     let corrupt = |reason| {
         Ok(ReadOutcome::Corrupt(Corruption {

@@ -1,7 +1,8 @@
 //! The state root and its channel directories.
 
-use std::fs;
+use std::fs::{self, File};
 use std::io;
+use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +14,7 @@ use crate::atomic::{self, Created, move_entry, sync_dir};
 use crate::error::{Error, Result};
 use crate::lock::{Decision, Lock, update_locked};
 use crate::log::JsonLog;
-use crate::read::{DEFAULT_READ_CAP, ReadOutcome, read_bytes, read_json};
+use crate::read::{DEFAULT_READ_CAP, ReadOutcome, open_nofollow, parse_json, read_open_file};
 use crate::time::{SharedClock, SystemClock, Timestamp};
 
 /// The default state root, relative to the working directory.
@@ -108,6 +109,8 @@ pub struct StateDir {
 #[derive(Debug)]
 struct Inner {
     root: PathBuf,
+    /// The root, opened once, for reads that resolve beneath it in one call.
+    root_fd: OwnedFd,
     clock: SharedClock,
     read_cap: u64,
 }
@@ -132,9 +135,16 @@ impl StateDir {
         let root = root.as_ref();
         fs::create_dir_all(root).map_err(|e| Error::io("create state root", root, e))?;
         let root = fs::canonicalize(root).map_err(|e| Error::io("resolve state root", root, e))?;
+        let root_fd = rustix::fs::open(
+            &root,
+            rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .map_err(|e| Error::io("open state root", &root, e.into()))?;
         Ok(StateDir {
             inner: Arc::new(Inner {
                 root,
+                root_fd,
                 clock: options.clock,
                 read_cap: options.read_cap,
             }),
@@ -328,28 +338,71 @@ impl StateDir {
         atomic::move_noclobber(from, to)
     }
 
+    /// Opens `path` for reading with no symlink anywhere below the root.
+    ///
+    /// One `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` from the root's
+    /// descriptor resolves the whole path, so a read costs what a plain open
+    /// does. Where the kernel lacks `openat2` (before Linux 5.6, or a sandbox
+    /// that filters it) the directories are checked one by one instead.
+    fn open_beneath(&self, path: &Path) -> Result<Option<File>> {
+        use rustix::fs::{Mode, OFlags, ResolveFlags};
+        use rustix::io::Errno;
+        let rel = self.relative(path)?;
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS;
+        match rustix::fs::openat2(&self.inner.root_fd, rel, flags, Mode::empty(), resolve) {
+            Ok(fd) => Ok(Some(File::from(fd))),
+            Err(Errno::NOENT) => Ok(None),
+            Err(Errno::LOOP) => Err(Error::Symlink {
+                path: path.to_owned(),
+            }),
+            Err(Errno::NOTDIR) => Err(Error::NotADirectory {
+                path: path.to_owned(),
+            }),
+            Err(Errno::XDEV) => Err(self.outside(path)),
+            // No openat2 here, or a retry-worthy race: take the slow, checked path.
+            Err(Errno::NOSYS | Errno::PERM | Errno::AGAIN | Errno::INVAL) => {
+                self.open_checked(path)
+            }
+            Err(e) => Err(Error::io("open", path, e.into())),
+        }
+    }
+
+    /// The fallback of [`StateDir::open_beneath`]: checks each directory with
+    /// `lstat`, then opens the last component without following it.
+    fn open_checked(&self, path: &Path) -> Result<Option<File>> {
+        if !self.check_parents(path)? {
+            return Ok(None);
+        }
+        open_nofollow(path)
+    }
+
     /// Reads `path` (bounded by the read cap).
     ///
     /// # Errors
     ///
-    /// As [`read_bytes`](crate::read_bytes), plus symlinked or outside parents.
+    /// [`Error::Symlink`] when `path` or a directory below the root on the way
+    /// is a symlink; [`Error::OutsideRoot`]; [`Error::Io`]. An oversized or
+    /// non-regular file is `Ok(ReadOutcome::Corrupt(..))`.
     pub fn read_bytes(&self, path: &Path) -> Result<ReadOutcome<Vec<u8>>> {
-        if !self.check_parents(path)? {
-            return Ok(ReadOutcome::Missing);
+        match self.open_beneath(path)? {
+            Some(file) => read_open_file(file, path, self.inner.read_cap),
+            None => Ok(ReadOutcome::Missing),
         }
-        read_bytes(path, self.inner.read_cap)
     }
 
     /// Reads and parses `path` as JSON (bounded by the read cap).
     ///
     /// # Errors
     ///
-    /// As [`read_json`](crate::read_json), plus symlinked or outside parents.
+    /// As [`StateDir::read_bytes`]; unparsable JSON or the wrong shape is
+    /// `Ok(ReadOutcome::Corrupt(..))`.
     pub fn read_json<T: DeserializeOwned>(&self, path: &Path) -> Result<ReadOutcome<T>> {
-        if !self.check_parents(path)? {
-            return Ok(ReadOutcome::Missing);
-        }
-        read_json(path, self.inner.read_cap)
+        Ok(match self.read_bytes(path)? {
+            ReadOutcome::Missing => ReadOutcome::Missing,
+            ReadOutcome::Corrupt(c) => ReadOutcome::Corrupt(c),
+            ReadOutcome::Value(bytes) => parse_json(path, &bytes),
+        })
     }
 
     /// Lists the names in `dir` that do not start with a dot (temp, lock and
@@ -495,5 +548,46 @@ impl StateDir {
     /// As [`sweep_temps`](crate::sweep_temps).
     pub fn sweep_temps(&self, max_age: Duration) -> Result<usize> {
         atomic::sweep_temps(&self.inner.root, max_age)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::symlink;
+
+    use super::*;
+
+    /// Both ways of opening agree: the one-call `openat2` and the checked fallback.
+    #[test]
+    fn open_beneath_and_its_fallback_agree() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::open(tmp.path().join("state")).unwrap();
+        let hooks = state.channel_dir(Channel::Hooks).unwrap();
+        fs::write(hooks.join("a.json"), "{}").unwrap();
+        fs::write(tmp.path().join("outside"), "x").unwrap();
+        symlink(tmp.path().join("outside"), hooks.join("link.json")).unwrap();
+        symlink(tmp.path(), state.root().join("mail")).unwrap();
+
+        for open in [StateDir::open_beneath, StateDir::open_checked] {
+            assert!(open(&state, &hooks.join("a.json")).unwrap().is_some());
+            assert!(open(&state, &hooks.join("missing.json")).unwrap().is_none());
+            assert!(
+                open(&state, &state.root().join("nudge").join("x"))
+                    .unwrap()
+                    .is_none()
+            );
+            assert!(matches!(
+                open(&state, &hooks.join("link.json")),
+                Err(Error::Symlink { .. })
+            ));
+            assert!(matches!(
+                open(&state, &state.root().join("mail").join("outside")),
+                Err(Error::Symlink { .. })
+            ));
+            assert!(matches!(
+                open(&state, &tmp.path().join("outside")),
+                Err(Error::OutsideRoot { .. })
+            ));
+        }
     }
 }
