@@ -616,8 +616,16 @@ impl Reminders {
     ///
     /// # Errors
     ///
-    /// [`Error::Store`] on I/O failure.
+    /// [`Error::UnknownKind`] when the filter names a kind the registry does
+    /// not know (a typo would otherwise list nothing); [`Error::Store`] on I/O failure.
     pub fn list_open(&self, filter: &ReminderFilter) -> Result<Listing> {
+        if let Some(kind) = filter
+            .kind
+            .as_ref()
+            .filter(|k| self.registry.get(k).is_none())
+        {
+            return Err(Error::UnknownKind { kind: kind.clone() });
+        }
         self.sweep_snoozes()?;
         let mut listing = Listing::default();
         for path in self.index_files(OPEN_DIR, filter.kind.as_deref())? {

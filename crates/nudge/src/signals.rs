@@ -558,8 +558,8 @@ impl Nudges {
         })
     }
 
-    /// Returns the agents that have a nudge directory, sorted. Names that are
-    /// not valid agent ids are skipped (the doctor reports them).
+    /// Returns the agents that have a nudge directory, sorted. Plain files and
+    /// names that are not valid agent ids are skipped (the doctor reports them).
     ///
     /// # Errors
     ///
@@ -568,7 +568,7 @@ impl Nudges {
         let dir = self.state.channel_path(Channel::Nudge);
         Ok(self
             .state
-            .list(&dir)?
+            .list_dirs(&dir)?
             .into_iter()
             .filter_map(|name| AgentId::new(name).ok())
             .collect())

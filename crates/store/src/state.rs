@@ -412,6 +412,20 @@ impl StateDir {
     ///
     /// [`Error::Symlink`] when `dir` or a parent is a symlink; [`Error::Io`].
     pub fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        self.list_where(dir, |_| true)
+    }
+
+    /// Lists the real subdirectories of `dir` (not symlinks, not files) whose
+    /// names do not start with a dot, sorted. A missing directory lists as empty.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::list`].
+    pub fn list_dirs(&self, dir: &Path) -> Result<Vec<String>> {
+        self.list_where(dir, |ft| ft.is_dir())
+    }
+
+    fn list_where(&self, dir: &Path, keep: impl Fn(&fs::FileType) -> bool) -> Result<Vec<String>> {
         if !self.check_parents(dir)? {
             return Ok(Vec::new());
         }
@@ -434,11 +448,17 @@ impl StateDir {
         let mut names = Vec::new();
         for entry in entries {
             let entry = entry.map_err(|e| Error::io("list directory", dir, e))?;
-            match entry.file_name().into_string() {
-                Ok(name) if !name.starts_with('.') => names.push(name),
-                Ok(_) => {}
+            let name = match entry.file_name().into_string() {
+                Ok(name) if name.starts_with('.') => continue,
+                Ok(name) => name,
                 // A name that is not UTF-8 was not written by chipset; surface it.
-                Err(name) => names.push(name.to_string_lossy().into_owned()),
+                Err(name) => name.to_string_lossy().into_owned(),
+            };
+            let ft = entry
+                .file_type()
+                .map_err(|e| Error::io("stat", entry.path(), e))?;
+            if keep(&ft) {
+                names.push(name);
             }
         }
         names.sort_unstable();

@@ -351,3 +351,23 @@ fn reopen_chain_names_its_predecessor_each_time() {
         4
     );
 }
+
+/// Regression: a kind filter with a typo listed nothing instead of saying so.
+#[test]
+fn listing_an_unregistered_kind_is_refused() {
+    let (t, _clock) = manual_state();
+    let r = Reminders::new(t.state.clone(), KindRegistry::preset());
+    r.open(new(preset::WRAP_SESSION, "s-1")).unwrap();
+    let filter = ReminderFilter {
+        kind: Some("wrap_sesion".into()),
+        ..ReminderFilter::default()
+    };
+    assert!(
+        matches!(r.list_open(&filter), Err(Error::UnknownKind { kind }) if kind == "wrap_sesion")
+    );
+    let filter = ReminderFilter {
+        kind: Some(preset::WRAP_SESSION.into()),
+        ..ReminderFilter::default()
+    };
+    assert_eq!(r.list_open(&filter).unwrap().reminders.len(), 1);
+}

@@ -298,3 +298,21 @@ fn status_counts_and_no_temp_leftovers() {
     );
     assert!(temps_under(t.state.root()).is_empty());
 }
+
+/// Regression: a stray file under `nudge/` was listed as an agent, and the
+/// status of every agent failed on it.
+#[test]
+fn stray_files_are_not_agents() {
+    let (t, _c) = manual_state();
+    let n = Nudges::new(t.state.clone());
+    n.send(
+        &agent("polecat-alpha"),
+        draft(NudgeType::HealthCheck, "working?"),
+    )
+    .unwrap();
+    std::fs::write(t.state.root().join("nudge").join("stray.txt"), "x").unwrap();
+    assert_eq!(n.agents().unwrap(), [agent("polecat-alpha")]);
+    let status = n.status().unwrap();
+    assert_eq!(status.agents, 1);
+    assert_eq!(status.unprocessed, 1);
+}

@@ -436,6 +436,10 @@ fn list_skips_dot_entries_and_sorts() {
         fs::write(dir.join(n), "").unwrap();
     }
     assert_eq!(t.state.list(&dir).unwrap(), ["a", "b", "c"]);
+    fs::create_dir(dir.join("sub")).unwrap();
+    fs::create_dir(dir.join(".hidden-dir")).unwrap();
+    symlink(t.scratch(""), dir.join("linked-dir")).unwrap();
+    assert_eq!(t.state.list_dirs(&dir).unwrap(), ["sub"]);
     assert!(t.state.list(&dir.join("nope")).unwrap().is_empty());
 }
 
