@@ -111,10 +111,9 @@ impl Bus {
         let root = self.root();
         Ok(self
             .state()
-            .list(&root)?
+            .list_dirs(&root)?
             .into_iter()
             .filter_map(|n| AgentId::new(n).ok())
-            .filter(|a| fs::symlink_metadata(root.join(a.as_str())).is_ok_and(|m| m.is_dir()))
             .collect())
     }
 

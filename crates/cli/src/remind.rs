@@ -57,11 +57,6 @@ pub(crate) fn run(ctx: &Ctx, command: RemindCommand) -> Result<Output> {
             })
         }
         RemindCommand::List { kind } => {
-            if let Some(k) = &kind
-                && reminders.registry().get(k).is_none()
-            {
-                return Err(chipset_nudge::Error::UnknownKind { kind: k.clone() }.into());
-            }
             let filter = ReminderFilter {
                 kind,
                 ..ReminderFilter::default()
