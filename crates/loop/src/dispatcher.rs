@@ -11,7 +11,7 @@ use chipset_bus::{Bus, NewEvent};
 use chipset_hook::{Assignment, HookRead, HookStatus, Hooks, TransitionError};
 use chipset_mail::{Draft, InboxFilter, Kind, Mail, MailError, Message};
 use chipset_nudge::{Draft as NudgeDraft, NudgeType, Nudges};
-use chipset_store::{AgentId, BeadId, Corruption, MessageId, StateDir, Timestamp};
+use chipset_store::{AgentId, BeadId, Corruption, MessageId, SortableId, StateDir, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -656,8 +656,8 @@ impl Dispatcher {
             };
             match &entry.state {
                 BeadState::Queued => queued.push(entry.bead_id.clone()),
-                BeadState::Assigning { agent } => {
-                    if self.adopt(&mut locked, agent, now)? {
+                BeadState::Assigning { agent, mail } => {
+                    if self.adopt(&mut locked, agent, mail, now)? {
                         self.check_assigned(&mut locked, now, actions)?;
                     } else {
                         queued.push(entry.bead_id.clone());
@@ -700,6 +700,7 @@ impl Dispatcher {
         &self,
         locked: &mut Locked<LedgerEntry>,
         agent: &AgentId,
+        mail: &MessageId,
         now: Timestamp,
     ) -> Result<bool> {
         let mut entry = locked.current.clone().expect("locked entry");
@@ -709,6 +710,8 @@ impl Dispatcher {
         };
         match held {
             Some(a) => {
+                // Sent under the intent's id: once, even if it went out before the crash.
+                self.send_assignment(&a, Some(mail))?;
                 entry.attempts.push(Attempt {
                     agent: a.agent().clone(),
                     generation: a.generation(),
@@ -718,7 +721,7 @@ impl Dispatcher {
                 });
                 entry.state = BeadState::Assigned {
                     assignment: a,
-                    mail: None,
+                    mail: Some(mail.clone()),
                 };
                 entry.updated_at = now;
                 locked.write(entry)?;
@@ -755,7 +758,7 @@ impl Dispatcher {
                     return self.verify_completion(locked, None, now, actions);
                 }
                 if mail.is_none() {
-                    let id = self.send_assignment(&a)?;
+                    let id = self.send_assignment(&a, None)?;
                     entry.state = BeadState::Assigned {
                         assignment: a,
                         mail: Some(id),
@@ -825,8 +828,10 @@ impl Dispatcher {
                 continue;
             }
             while let Some(agent) = idle.pop_front() {
+                let mail = MessageId::from(SortableId::generate(self.files.state.clock().as_ref()));
                 entry.state = BeadState::Assigning {
                     agent: agent.clone(),
+                    mail: mail.clone(),
                 };
                 entry.updated_at = now;
                 // The intent is durable before the hook: a restart adopts or undoes it.
@@ -836,7 +841,7 @@ impl Dispatcher {
                     .assign(&agent, bead.clone(), entry.title.clone(), Some(&self.me))
                 {
                     Ok(a) => {
-                        let mail = self.send_assignment(&a)?;
+                        self.send_assignment(&a, Some(&mail))?;
                         entry.attempts.push(Attempt {
                             agent: agent.clone(),
                             generation: a.generation(),
@@ -878,18 +883,27 @@ impl Dispatcher {
         Ok(())
     }
 
-    fn send_assignment(&self, a: &Assignment) -> Result<MessageId> {
+    /// Sends the `work-assignment` mail, under `id` when given (then a
+    /// second send of the same id is a no-op), and returns its id.
+    fn send_assignment(&self, a: &Assignment, id: Option<&MessageId>) -> Result<MessageId> {
         let message = LoopMessage::WorkAssignment {
             assignment: a.clone(),
         };
-        let draft = Draft::notify(
+        let mut draft = Draft::notify(
             self.me.clone(),
             a.agent().clone(),
             task_of(a.bead_id())?,
             WORK_ASSIGNMENT,
             message.to_body(),
         );
-        Ok(self.mail.send(&draft)?.id().clone())
+        if let Some(id) = id {
+            draft = draft.with_id(id.clone());
+        }
+        match self.mail.send(&draft) {
+            Ok(m) => Ok(m.id().clone()),
+            Err(MailError::IdTaken { id, .. }) => Ok(id),
+            Err(e) => Err(e.into()),
+        }
     }
 }
 

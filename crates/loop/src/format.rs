@@ -169,8 +169,9 @@ pub enum Step {
         /// When the stall warning was sent.
         stall_warning_at: Timestamp,
     },
-    /// The escalation is being sent (written before the mail, so a witness
-    /// that dies in between finds the mail, or sends it, on restart).
+    /// The escalation is being sent: written with the mail's id before the
+    /// mail, so a witness that dies in between sends it on restart under the
+    /// same id (which the mail channel accepts once).
     Escalating {
         /// When the health check was sent.
         health_check_at: Timestamp,
@@ -178,6 +179,8 @@ pub enum Step {
         stall_warning_at: Timestamp,
         /// When the escalation started.
         escalated_at: Timestamp,
+        /// The id the escalation mail is sent under.
+        mail: MessageId,
     },
     /// The `health_escalation` mail was sent: final for this key.
     Escalated {
@@ -321,6 +324,9 @@ pub enum BeadState {
     Assigning {
         /// The agent chosen.
         agent: AgentId,
+        /// The id the `work-assignment` mail is sent under (so a restart
+        /// sends it at most once).
+        mail: MessageId,
     },
     /// On an agent's hook.
     Assigned {

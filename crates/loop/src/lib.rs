@@ -143,12 +143,12 @@
 //! is about (the incident, the ledger entry, the checkpoint) for the whole
 //! step, so two witnesses or two dispatchers never both take it, and it
 //! writes its intent durably before changing another channel, so a step
-//! cut short by a crash is finished, not repeated, on restart. Two windows
-//! remain, both documented where they are: a witness killed after its
-//! escalation mail was published and before the mail's manifest entry, whose
-//! dispatcher then archives the mail, sends it again on restart (the
-//! dispatcher ignores the repeat); a dispatcher killed between sending a
-//! `work-assignment` mail and recording it sends it again.
+//! cut short by a crash is finished, not repeated, on restart. The
+//! witness's escalation intent holds the id of its mail, sent with
+//! [`Draft::with_id`](chipset_mail::Draft::with_id): a restarted witness
+//! sends it again under that id, and the mail channel accepts the id once,
+//! so exactly one escalation exists per incident. The dispatcher's
+//! `assigning` intent holds the id of its `work-assignment` mail the same way.
 //!
 //! [`LoopState`] gives cheap counts for a status screen and a doctor that
 //! finds (and with [`DoctorMode::Fix`] quarantines) corrupt loop files and

@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use chipset_bus::{Bus, NewEvent, Priority as BusPriority};
 use chipset_hook::{Assignment, Hook, HookRead, HookState, Hooks};
-use chipset_mail::{Draft, InboxFilter, Kind, Mail, ManifestEvent, Priority};
+use chipset_mail::{Draft, Mail, MailError, Priority};
 use chipset_nudge::{
     Draft as NudgeDraft, NudgeConfig, NudgeType, Nudges, Received, ResponseStatus,
 };
-use chipset_store::{AgentId, MessageId, StateDir, Timestamp};
+use chipset_store::{AgentId, MessageId, SortableId, StateDir, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
@@ -598,13 +598,16 @@ impl Witness {
                 else {
                     unreachable!("an escalation follows a warning")
                 };
-                // The intent is durable before the mail: a witness that dies
-                // in between finds (or sends) the mail on restart.
+                // The intent, with the mail's id, is durable before the mail:
+                // a witness that dies in between sends it on restart under
+                // the same id, which the mail channel accepts only once.
+                let mail = MessageId::from(SortableId::generate(self.files.state.clock().as_ref()));
                 locked.write(incident(
                     Step::Escalating {
                         health_check_at,
                         stall_warning_at,
                         escalated_at: now,
+                        mail,
                     },
                     opened_at,
                     last_activity,
@@ -618,9 +621,9 @@ impl Witness {
         Ok(())
     }
 
-    /// Sends (or, when `recovered`, first looks for) the escalation of the
-    /// `Escalating` incident held under its lock, wakes the dispatcher, and
-    /// records the incident as escalated.
+    /// Sends the escalation of the `Escalating` incident held under its lock
+    /// (`recovered`: an earlier witness started it), wakes the dispatcher,
+    /// and records the incident as escalated.
     fn finish_escalation(
         &self,
         locked: &mut Locked<Incident>,
@@ -635,7 +638,8 @@ impl Witness {
             health_check_at,
             stall_warning_at,
             escalated_at,
-        } = incident.step
+            mail,
+        } = incident.step.clone()
         else {
             return Ok(());
         };
@@ -647,15 +651,7 @@ impl Witness {
             stall_warning_at,
             escalated_at,
         };
-        let found = if recovered {
-            self.find_escalation(&message, escalated_at)?
-        } else {
-            None
-        };
-        let mail = match found {
-            Some(id) => id,
-            None => self.send_escalation(&message)?,
-        };
+        self.send_escalation(&message, &mail)?;
         // The wake-up: de-duplicated, so a recovering witness does not wake twice.
         let event = NewEvent::new(self.me.as_str(), HEALTH_ESCALATION)
             .priority(BusPriority::Critical)
@@ -730,7 +726,10 @@ impl Witness {
         Ok(self.nudges.send(agent, draft)?.is_held())
     }
 
-    fn send_escalation(&self, message: &LoopMessage) -> Result<MessageId> {
+    /// Sends the escalation under the id persisted in the intent. If a
+    /// predecessor sent it already, the mail channel refuses the id as taken
+    /// and nothing is sent twice.
+    fn send_escalation(&self, message: &LoopMessage, id: &MessageId) -> Result<()> {
         let a = message.assignment();
         let draft = Draft::notify(
             self.me.clone(),
@@ -739,56 +738,16 @@ impl Witness {
             HEALTH_ESCALATION,
             message.to_body(),
         )
-        .with_priority(Priority::Urgent);
-        Ok(self.mail.send(&draft)?.id().clone())
-    }
-
-    /// Finds an escalation mail this witness (or a predecessor) sent for the
-    /// same incident at or after `since`: in the dispatcher's inbox, then
-    /// through the mail manifest (when the dispatcher has archived it).
-    fn find_escalation(
-        &self,
-        message: &LoopMessage,
-        since: Timestamp,
-    ) -> Result<Option<MessageId>> {
-        let key = IncidentKey::of(message.assignment());
-        let task = task_of(&key.bead_id)?;
-        let same = |body: &str| {
-            LoopMessage::from_body(body).is_some_and(|m| {
-                matches!(m, LoopMessage::HealthEscalation { .. })
-                    && IncidentKey::of(m.assignment()) == key
-            })
-        };
-        let filter = InboxFilter {
-            kind: Some(Kind::Notify),
-            since: Some(since),
-            task: Some(task.clone()),
-        };
-        for m in self.mail.inbox(&self.dispatcher, &filter)? {
-            if m.subject() == HEALTH_ESCALATION && same(m.body()) {
-                return Ok(Some(m.id().clone()));
+        .with_priority(Priority::Urgent)
+        .with_id(id.clone());
+        match self.mail.send(&draft) {
+            Ok(_) => Ok(()),
+            Err(MailError::IdTaken { location, .. }) => {
+                tracing::info!(%id, ?location, "escalation was sent before the restart");
+                Ok(())
             }
+            Err(e) => Err(e.into()),
         }
-        for event in self.mail.read_manifest()?.events {
-            if let ManifestEvent::Sent {
-                id,
-                to,
-                task: t,
-                subject,
-                at,
-                ..
-            } = event
-                && to == self.dispatcher
-                && t == task
-                && subject == HEALTH_ESCALATION
-                && at >= since
-                && let Some(found) = self.mail.find(&id)?
-                && same(found.message.body())
-            {
-                return Ok(Some(id));
-            }
-        }
-        Ok(None)
     }
 }
 
@@ -918,6 +877,9 @@ mod tests {
                 health_check_at: t(6 * MIN),
                 stall_warning_at: t(7 * MIN),
                 escalated_at: t(8 * MIN),
+                mail: "1730000000123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab"
+                    .parse()
+                    .unwrap(),
             },
         );
         assert_eq!(

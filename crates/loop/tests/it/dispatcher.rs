@@ -327,10 +327,11 @@ fn a_dispatcher_killed_after_the_hook_assign_adopts_it_on_restart() {
     let first = dispatcher(&s, &["w1"]);
     first.submit(bead("b1"), "t").unwrap();
     // Killed after writing the intent and assigning the hook, before the mail.
+    let id = mail_id(&s);
     set_state(
         &s,
         "b1",
-        serde_json::json!({"state": "assigning", "agent": "w1"}),
+        serde_json::json!({"state": "assigning", "agent": "w1", "mail": id}),
     );
     s.hooks
         .assign(&agent("w1"), bead("b1"), "t", Some(&agent("mayor")))
@@ -343,9 +344,37 @@ fn a_dispatcher_killed_after_the_hook_assign_adopts_it_on_restart() {
     let BeadState::Assigned { mail, .. } = &entry.state else {
         panic!("{entry:?}")
     };
-    assert!(mail.is_some(), "the missing assignment mail was sent");
+    assert_eq!(
+        mail.as_ref(),
+        Some(&id),
+        "the missing assignment mail was sent"
+    );
     assert_eq!(s.inbox(&agent("w1")).len(), 1);
     assert_eq!(entry.attempts.len(), 1);
+}
+
+#[test]
+fn a_dispatcher_killed_after_the_assignment_mail_does_not_send_it_twice() {
+    let s = setup();
+    let first = dispatcher(&s, &["w1"]);
+    first.submit(bead("b1"), "t").unwrap();
+    first.tick().unwrap();
+    // Killed after the hook and the mail, before the ledger said "assigned".
+    let mail = s.inbox(&agent("w1")).remove(0);
+    set_state(
+        &s,
+        "b1",
+        serde_json::json!({"state": "assigning", "agent": "w1", "mail": mail.id()}),
+    );
+    drop(first);
+    let second = dispatcher(&s, &["w1"]);
+    assert!(second.tick().unwrap().is_empty());
+    assert_eq!(s.inbox(&agent("w1")).len(), 1);
+    assert_eq!(s.sent(WORK_ASSIGNMENT).len(), 1);
+}
+
+fn mail_id(s: &Setup) -> chipset_store::MessageId {
+    chipset_store::MessageId::from(chipset_store::SortableId::generate(&s.clock))
 }
 
 #[test]
@@ -356,7 +385,7 @@ fn a_dispatcher_killed_before_the_hook_assign_undoes_the_intent_on_restart() {
     set_state(
         &s,
         "b1",
-        serde_json::json!({"state": "assigning", "agent": "w1"}),
+        serde_json::json!({"state": "assigning", "agent": "w1", "mail": mail_id(&s)}),
     );
     drop(first);
     let second = dispatcher(&s, &["w1"]);

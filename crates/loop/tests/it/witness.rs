@@ -241,9 +241,9 @@ fn a_restarted_witness_neither_repeats_nor_forgets_an_incident() {
     assert_eq!(s.sent(HEALTH_ESCALATION).len(), 1);
 }
 
-/// Rewrites `agent`'s incident record as "escalating" (a witness killed
-/// between its intent and its mail).
-fn make_escalating(s: &Setup, who: &str) {
+/// Rewrites `agent`'s incident record as "escalating" with a chosen mail id
+/// (a witness killed between its intent and its mail), and returns the id.
+fn make_escalating(s: &Setup, who: &str) -> chipset_store::MessageId {
     let path = s
         .tmp
         .state
@@ -252,9 +252,12 @@ fn make_escalating(s: &Setup, who: &str) {
         .join(format!("{who}.json"));
     let mut v: serde_json::Value = s.tmp.state.read_json(&path).unwrap().value().unwrap();
     assert_eq!(v["step"], "warned");
+    let id = chipset_store::MessageId::from(chipset_store::SortableId::generate(&s.clock));
     v["step"] = "escalating".into();
     v["escalated_at"] = v["updated_at"].clone();
+    v["mail"] = id.as_str().into();
     s.tmp.state.write_json(&path, &v).unwrap();
+    id
 }
 
 #[test]
@@ -266,24 +269,28 @@ fn a_witness_killed_before_its_escalation_mail_sends_it_on_restart() {
     first.tick().unwrap();
     s.advance(60);
     first.tick().unwrap();
-    make_escalating(&s, "polecat-alpha");
+    let id = make_escalating(&s, "polecat-alpha");
     drop(first);
 
     let second = witness(&s, config());
     let actions = second.tick().unwrap();
-    assert!(matches!(
-        actions[..],
-        [WitnessAction::Escalated {
+    let [
+        WitnessAction::Escalated {
+            mail,
             recovered: true,
             ..
-        }]
-    ));
-    assert_eq!(s.sent(HEALTH_ESCALATION).len(), 1);
+        },
+    ] = &actions[..]
+    else {
+        panic!("{actions:?}")
+    };
+    assert_eq!(mail, &id);
+    assert_eq!(s.sent(HEALTH_ESCALATION), [id]);
     assert!(second.tick().unwrap().is_empty());
 }
 
 #[test]
-fn a_witness_killed_after_its_escalation_mail_finds_it_and_does_not_repeat_it() {
+fn a_witness_killed_after_its_escalation_mail_does_not_send_it_again() {
     let s = setup();
     let a = active(&s, "polecat-alpha", "gt-abc12");
     let first = witness(&s, config());
@@ -291,36 +298,29 @@ fn a_witness_killed_after_its_escalation_mail_finds_it_and_does_not_repeat_it() 
     first.tick().unwrap();
     s.advance(60);
     first.tick().unwrap();
-    // The predecessor's mail went out (same body as the witness would write) ...
-    let incident = first.incident(&agent("polecat-alpha")).unwrap().unwrap();
-    let Step::Warned {
-        health_check_at,
-        stall_warning_at,
-    } = incident.step
-    else {
-        panic!()
+    let id = make_escalating(&s, "polecat-alpha");
+    // The predecessor's mail went out under the persisted id ...
+    let body = LoopMessage::HealthEscalation {
+        assignment: a.clone(),
+        last_activity: a.work().assigned_at(),
+        health_check_at: a.work().assigned_at(),
+        stall_warning_at: a.work().assigned_at(),
+        escalated_at: a.work().assigned_at(),
     };
-    make_escalating(&s, "polecat-alpha");
-    let escalated_at = s.clock_now();
-    let body = serde_json::json!({
-        "type": "health_escalation",
-        "assignment": a,
-        "last_activity": incident.last_activity,
-        "health_check_at": health_check_at,
-        "stall_warning_at": stall_warning_at,
-        "escalated_at": escalated_at,
-    });
     let sent = s
         .mail
-        .send(&chipset_mail::Draft::notify(
-            agent("witness"),
-            agent("mayor"),
-            "gt-abc12".parse().unwrap(),
-            HEALTH_ESCALATION,
-            body.to_string(),
-        ))
+        .send(
+            &chipset_mail::Draft::notify(
+                agent("witness"),
+                agent("mayor"),
+                "gt-abc12".parse().unwrap(),
+                HEALTH_ESCALATION,
+                body.to_body(),
+            )
+            .with_id(id.clone()),
+        )
         .unwrap();
-    // ... and the dispatcher archived it already: found through the manifest.
+    // ... and the dispatcher even archived it already.
     let _ = s.mail.archive(sent.id()).unwrap();
     drop(first);
 
@@ -336,8 +336,10 @@ fn a_witness_killed_after_its_escalation_mail_finds_it_and_does_not_repeat_it() 
     else {
         panic!("{actions:?}")
     };
-    assert_eq!(mail, sent.id());
+    assert_eq!(mail, &id);
     assert_eq!(s.sent(HEALTH_ESCALATION).len(), 1, "not sent again");
+    let incident = second.incident(&agent("polecat-alpha")).unwrap().unwrap();
+    assert!(matches!(incident.step, Step::Escalated { .. }));
 }
 
 #[test]
