@@ -138,6 +138,20 @@ fn signals(c: &mut Criterion) {
         b.iter(|| nudges.read_latest(&polecat).unwrap())
     });
     g.bench_function("receive", |b| b.iter(|| nudges.receive(&polecat).unwrap()));
+    // As for sends: microsecond reads drift with caches and CPU frequency, so
+    // the goal is judged on alternating pairs.
+    let raw = || {
+        std::hint::black_box(raw_read(&latest));
+    };
+    let read = || {
+        std::hint::black_box(nudges.read_latest(&polecat).unwrap());
+    };
+    g.bench_function("raw_read_paired", |b| {
+        b.iter_custom(|n| paired(n, &raw, &read))
+    });
+    g.bench_function("read_latest_paired", |b| {
+        b.iter_custom(|n| paired(n, &read, &raw))
+    });
     g.finish();
 }
 

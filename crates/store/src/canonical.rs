@@ -1,5 +1,7 @@
 //! Canonical JSON: the exact bytes chipset writes.
 
+use std::sync::OnceLock;
+
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -43,21 +45,58 @@ pub fn to_canonical_line<T: Serialize + ?Sized>(value: &T) -> serde_json::Result
     Ok(out)
 }
 
-/// Rebuilds every object with its keys in sorted order. `serde_json`'s map is
-/// already sorted unless some crate in the build enables `preserve_order`;
-/// sorting here keeps the bytes canonical either way.
+/// Returns `value` with every object's keys in sorted order. `serde_json`'s
+/// map is a sorted map unless some crate in the build enables its
+/// `preserve_order` feature; only then are the objects rebuilt, so the bytes
+/// are canonical either way and the common case pays nothing.
 fn sorted(value: Value) -> Value {
+    if map_is_sorted() {
+        value
+    } else {
+        rebuild_sorted(value)
+    }
+}
+
+/// Returns whether `serde_json::Map` iterates in key order in this build.
+fn map_is_sorted() -> bool {
+    static SORTED: OnceLock<bool> = OnceLock::new();
+    *SORTED.get_or_init(|| {
+        let mut probe = Map::new();
+        probe.insert("b".to_owned(), Value::Null);
+        probe.insert("a".to_owned(), Value::Null);
+        probe.keys().next().map(String::as_str) == Some("a")
+    })
+}
+
+fn rebuild_sorted(value: Value) -> Value {
     match value {
         Value::Object(map) => {
             let mut entries: Vec<(String, Value)> = map.into_iter().collect();
             entries.sort_by(|a, b| a.0.cmp(&b.0));
             let mut out = Map::new();
             for (k, v) in entries {
-                out.insert(k, sorted(v));
+                out.insert(k, rebuild_sorted(v));
             }
             Value::Object(out)
         }
-        Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
+        Value::Array(items) => Value::Array(items.into_iter().map(rebuild_sorted).collect()),
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The rebuild that a `preserve_order` build needs sorts at every depth.
+    #[test]
+    fn rebuild_sorts_nested_objects() {
+        let value = serde_json::json!({"b": [{"d": 1, "c": 2}], "a": {"z": 1, "y": 2}});
+        let text = serde_json::to_string(&rebuild_sorted(value)).unwrap();
+        assert_eq!(text, r#"{"a":{"y":2,"z":1},"b":[{"c":2,"d":1}]}"#);
+        assert!(
+            map_is_sorted(),
+            "this workspace does not enable preserve_order"
+        );
     }
 }
