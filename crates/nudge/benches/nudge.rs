@@ -144,7 +144,7 @@ fn signals(c: &mut Criterion) {
         std::hint::black_box(raw_read(&latest));
     };
     let read = || {
-        std::hint::black_box(nudges.read_latest(&polecat).unwrap());
+        let _ = std::hint::black_box(nudges.read_latest(&polecat).unwrap());
     };
     g.bench_function("raw_read_paired", |b| {
         b.iter_custom(|n| paired(n, &raw, &read))
