@@ -39,10 +39,25 @@ pub fn to_canonical_json<T: Serialize + ?Sized>(value: &T) -> serde_json::Result
 ///
 /// As [`to_canonical_json`].
 pub fn to_canonical_line<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<Vec<u8>> {
-    let value = sorted(serde_json::to_value(value)?);
-    let mut out = serde_json::to_vec(&value)?;
-    out.push(b'\n');
+    let mut out = Vec::new();
+    append_canonical_line(&mut out, value)?;
     Ok(out)
+}
+
+/// Appends the canonical JSONL line of `value` (see [`to_canonical_line`]) to
+/// `out`, serializing directly with no intermediate `Value`: the path for
+/// logs and batches, where serialization is paid per record.
+///
+/// # Errors
+///
+/// As [`to_canonical_json`]; on error `out` may hold part of the line.
+pub fn append_canonical_line<T: Serialize + ?Sized>(
+    out: &mut Vec<u8>,
+    value: &T,
+) -> serde_json::Result<()> {
+    crate::line::write_canonical(out, value)?;
+    out.push(b'\n');
+    Ok(())
 }
 
 /// Returns `value` with every object's keys in sorted order. `serde_json`'s

@@ -106,6 +106,7 @@ mod atomic;
 mod canonical;
 mod error;
 mod id;
+mod line;
 mod lock;
 mod log;
 mod read;
@@ -117,7 +118,7 @@ pub use atomic::{
     Created, TEMP_SUFFIX, create_new, create_new_batch, create_new_json, is_temp_name,
     move_noclobber, remove_file, stale_temps, sweep_temps, sync_dir, write_atomic, write_json,
 };
-pub use canonical::{to_canonical_json, to_canonical_line};
+pub use canonical::{append_canonical_line, to_canonical_json, to_canonical_line};
 pub use error::{Error, Result};
 pub use id::{AgentId, BeadId, MAX_ID_LEN, MessageId, TaskId, validate_segment};
 pub use lock::{Decision, Lock, LockGuard, update_locked};

@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::atomic::sync_dir;
-use crate::canonical::to_canonical_line;
+use crate::canonical::{append_canonical_line, to_canonical_line};
 use crate::error::{Error, Result};
 use crate::lock::Lock;
 use crate::read::{CorruptReason, classify, open_nofollow};
@@ -115,7 +115,10 @@ impl JsonLog {
         let mut buf = Vec::new();
         let mut n = 0;
         for r in records {
-            buf.extend(self.line(r)?);
+            append_canonical_line(&mut buf, r).map_err(|source| Error::Serialize {
+                path: self.path.clone(),
+                source,
+            })?;
             n += 1;
         }
         if n > 0 {

@@ -114,8 +114,84 @@ proptest! {
 
         let line = to_canonical_line(&value).unwrap();
         prop_assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
+        // The direct line serializer writes exactly what serde_json writes for a sorted tree.
+        let mut reference = serde_json::to_vec(&value).unwrap();
+        reference.push(b'\n');
+        prop_assert_eq!(&line, &reference);
         prop_assert_eq!(serde_json::from_slice::<Value>(&line).unwrap(), value);
     }
+
+    #[test]
+    fn line_serializer_matches_the_value_path_for_every_serde_shape(shape in arb_shape()) {
+        let line = to_canonical_line(&shape).unwrap();
+        let mut reference = serde_json::to_vec(&serde_json::to_value(&shape).unwrap()).unwrap();
+        reference.push(b'\n');
+        prop_assert_eq!(String::from_utf8(line).unwrap(), String::from_utf8(reference).unwrap());
+    }
+}
+
+/// A type that uses every serde shape the line serializer handles.
+#[derive(Debug, Clone, serde::Serialize)]
+struct Shape {
+    zeta: Option<i64>,
+    alpha: Vec<Variant>,
+    #[serde(rename = "middle-name")]
+    middle: std::collections::HashMap<String, f64>,
+    by_number: std::collections::HashMap<u32, bool>,
+    unit: (),
+    tuple: (u8, String, char),
+    newtype: Wrapper,
+    #[serde(flatten)]
+    extra: std::collections::HashMap<String, Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    skipped: Option<String>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+struct Wrapper(String);
+
+#[derive(Debug, Clone, serde::Serialize)]
+enum Variant {
+    Unit,
+    Newtype(i32),
+    Tuple(bool, Option<u64>),
+    Struct { z: String, a: Vec<u8> },
+}
+
+fn arb_variant() -> impl Strategy<Value = Variant> {
+    prop_oneof![
+        Just(Variant::Unit),
+        any::<i32>().prop_map(Variant::Newtype),
+        (any::<bool>(), any::<Option<u64>>()).prop_map(|(a, b)| Variant::Tuple(a, b)),
+        (".{0,6}", prop::collection::vec(any::<u8>(), 0..4))
+            .prop_map(|(z, a)| Variant::Struct { z, a }),
+    ]
+}
+
+fn arb_shape() -> impl Strategy<Value = Shape> {
+    (
+        any::<Option<i64>>(),
+        prop::collection::vec(arb_variant(), 0..5),
+        prop::collection::hash_map(".{0,6}", any::<f64>(), 0..5),
+        prop::collection::hash_map(any::<u32>(), any::<bool>(), 0..5),
+        (any::<u8>(), ".{0,6}", any::<char>()),
+        ".{0,6}",
+        prop::collection::hash_map("x[a-z]{0,5}", arb_value(), 0..3),
+        proptest::option::of(".{0,4}"),
+    )
+        .prop_map(
+            |(zeta, alpha, middle, by_number, tuple, newtype, extra, skipped)| Shape {
+                zeta,
+                alpha,
+                middle,
+                by_number,
+                unit: (),
+                tuple,
+                newtype: Wrapper(newtype),
+                extra,
+                skipped,
+            },
+        )
 }
 
 #[derive(serde::Serialize)]
