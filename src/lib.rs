@@ -1,6 +1,51 @@
-//! chipset: crash-safe coordination for AI agents through a shared directory.
+//! chipset: crash-safe coordination for AI agents (or any processes) through
+//! a shared directory: work hooks, urgent nudges, threaded mail, prioritised
+//! events and reminders, as files on disk. No daemon, no socket, no database.
 //!
-//! This facade re-exports each crate as a module; see their docs.
+//! This facade re-exports each crate as a module: [`store`], [`hook`],
+//! [`nudge`], [`mail`], [`bus`] and [`r#loop`] (`loop` is a keyword). Each
+//! module's docs are the manual for its channel.
+//!
+//! ```
+//! use std::time::Duration;
+//! use chipset::bus::{Bus, NewEvent, Priority};
+//! use chipset::hook::{Hooks, Pickup};
+//! use chipset::mail::{Draft as Mail, Mail as Mailbox};
+//! use chipset::nudge::{Draft as Nudge, NudgeType, Nudges, Received};
+//! use chipset::store::{AgentId, BeadId, StateDir, TaskId};
+//!
+//! let tmp = tempfile::tempdir()?;
+//! let state = StateDir::open(tmp.path().join("state"))?;
+//! let (mayor, witness) = (AgentId::new("mayor")?, AgentId::new("witness")?);
+//! let polecat = AgentId::new("polecat-alpha")?;
+//!
+//! // The dispatcher assigns work; the agent picks it up (GUPP) in one locked step.
+//! let hooks = Hooks::new(state.clone());
+//! hooks.assign(&polecat, BeadId::new("gt-abc12")?, "Add README section", Some(&mayor))?;
+//! let Pickup::Started(work) = hooks.pickup(&polecat)? else { panic!("work was pending") };
+//!
+//! // The witness asks whether the agent is alive; the agent answers.
+//! let nudges = Nudges::new(state.clone());
+//! nudges.send(&polecat, Nudge::new(witness.clone(), NudgeType::HealthCheck, "working?").requiring_response())?;
+//! if let Received::New(check) = nudges.receive(&polecat)? {
+//!     nudges.respond(&polecat, &check, "yes, on gt-abc12")?;
+//!     nudges.mark_processed(&polecat, &check)?;
+//! }
+//! assert_eq!(nudges.responses_since(&witness, state.now().sub(Duration::from_secs(60)))?.answered.len(), 1);
+//!
+//! // The agent finishes (fenced on its assignment), reports by mail and wakes the mayor.
+//! hooks.complete(&work)?;
+//! let mail = Mailbox::new(state.clone());
+//! mail.send(&Mail::notify(polecat.clone(), mayor.clone(), TaskId::new("gt-abc12")?, "completion-report", "done"))?;
+//! let bus = Bus::new(state.clone());
+//! bus.publish(&mayor, &NewEvent::new("polecat-alpha", "work-completed").priority(Priority::High))?;
+//! assert_eq!(bus.pending(&mayor)?.len(), 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The guarantees (what is durable when, what a crash can and cannot leave
+//! behind) are stated in [`store`]'s crate docs; the loops that tie the
+//! channels together are in [`r#loop`].
 
 #![forbid(unsafe_code)]
 
