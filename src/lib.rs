@@ -3,7 +3,7 @@
 //! events and reminders, as files on disk. No daemon, no socket, no database.
 //!
 //! This facade re-exports each crate as a module: [`store`], [`hook`],
-//! [`nudge`], [`mail`], [`bus`] and [`r#loop`] (`loop` is a keyword). Each
+//! [`nudge`], [`mail`], [`bus`] and [`r#loop`](chipset_loop) (`loop` is a keyword). Each
 //! module's docs are the manual for its channel.
 //!
 //! ```
@@ -45,7 +45,7 @@
 //!
 //! The guarantees (what is durable when, what a crash can and cannot leave
 //! behind) are stated in [`store`]'s crate docs; the loops that tie the
-//! channels together are in [`r#loop`].
+//! channels together are in [`r#loop`](chipset_loop).
 
 #![forbid(unsafe_code)]
 
