@@ -1,5 +1,5 @@
 //! `chipset doctor [--fix]`: every library's doctor in turn (hooks, nudges,
-//! reminders, mail, bus), then stale temp files under the whole root.
+//! reminders, mail, bus, loop state), then stale temp files under the whole root.
 //!
 //! Without `--fix` nothing is changed. With it, each library repairs what it
 //! can (quarantining, never deleting, bad files) and the store sweeps temp
@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use chipset_bus::Bus;
 use chipset_hook::Hooks;
+use chipset_loop::LoopState;
 use chipset_mail::Mail;
 use chipset_nudge::Nudges;
 use chipset_store::Channel;
@@ -109,6 +110,36 @@ pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
                 f.file.path.display(),
                 crate::bus::problem(&f.file.problem)
             ),
+            action,
+        });
+    }
+
+    let loops = LoopState::new(ctx.state.clone()).doctor(if fix {
+        chipset_loop::DoctorMode::Fix
+    } else {
+        chipset_loop::DoctorMode::Check
+    })?;
+    scanned.insert("loop".into(), json!(loops.scanned));
+    for f in loops.findings {
+        let problem = match &f.problem {
+            chipset_loop::Problem::Corrupt(reason) => format!("corrupt loop file ({reason})"),
+            chipset_loop::Problem::Stray => "not a loop file (left alone)".to_owned(),
+            chipset_loop::Problem::TornLog { offset, len } => {
+                format!("torn last line at byte {offset} ({len} bytes)")
+            }
+            chipset_loop::Problem::BadLogLine { offset } => {
+                format!("unreadable line at byte {offset} (left alone)")
+            }
+            _ => "unusable".to_owned(),
+        };
+        let action = match (&f.quarantined, f.repaired) {
+            (Some(q), _) => Some(format!("quarantined to `{}`", q.display())),
+            (None, true) => Some("repaired".to_owned()),
+            (None, false) => None,
+        };
+        rows.push(Row {
+            area: "loop",
+            problem: format!("`{}`: {problem}", f.path.display()),
             action,
         });
     }

@@ -138,6 +138,13 @@ impl From<chipset_bus::Error> for CliError {
     }
 }
 
+impl From<chipset_loop::Error> for CliError {
+    fn from(e: chipset_loop::Error) -> Self {
+        let usage = matches!(&e, chipset_loop::Error::Store(s) if store_is_usage(s));
+        CliError::from_error(usage, &e)
+    }
+}
+
 /// A specialized result for commands.
 pub(crate) type Result<T, E = CliError> = std::result::Result<T, E>;
 

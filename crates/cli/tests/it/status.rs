@@ -159,6 +159,8 @@ fn doctor_reports_without_fix_and_repairs_with_it() {
         "nope",
     )
     .unwrap();
+    fs::create_dir_all(root.join("loop/dispatcher/beads")).unwrap();
+    fs::write(root.join("loop/dispatcher/beads/gt-abc12.json"), "{\"state\":").unwrap();
     let temp = root.join("hooks/.polecat-alpha.json.1.2.3.tmp");
     fs::write(&temp, "half").unwrap();
     age(&temp);
@@ -166,19 +168,22 @@ fn doctor_reports_without_fix_and_repairs_with_it() {
     fs::write(root.join("hooks/.polecat-beta.json.1.2.3.tmp"), "x").unwrap();
 
     let check = env.fails(1, &["doctor"]);
-    assert_eq!(check.stdout.matches("open ").count(), 4, "{}", check.stdout);
+    assert_eq!(check.stdout.matches("open ").count(), 5, "{}", check.stdout);
+    assert!(check.stdout.contains("corrupt loop file"), "{}", check.stdout);
     env.fails(1, &["--json", "doctor"]);
     let fixed = env.ok(&["doctor", "--fix"]);
     assert!(
         fixed
             .stdout
-            .ends_with("4 problems found, 4 fixed, 0 remaining\n"),
+            .ends_with("5 problems found, 5 fixed, 0 remaining\n"),
         "{}",
         fixed.stdout
     );
     assert!(!temp.exists());
     assert!(root.join("hooks/.polecat-beta.json.1.2.3.tmp").exists());
     assert!(root.join("hooks/.quarantine").is_dir());
+    assert!(!root.join("loop/dispatcher/beads/gt-abc12.json").exists());
+    assert!(root.join("loop/dispatcher/beads/.quarantine").is_dir());
     env.ok(&["doctor"]);
     env.ok(&["hook", "list"]);
     snap!("doctor", env.take());
