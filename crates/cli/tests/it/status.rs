@@ -160,7 +160,11 @@ fn doctor_reports_without_fix_and_repairs_with_it() {
     )
     .unwrap();
     fs::create_dir_all(root.join("loop/dispatcher/beads")).unwrap();
-    fs::write(root.join("loop/dispatcher/beads/gt-abc12.json"), "{\"state\":").unwrap();
+    fs::write(
+        root.join("loop/dispatcher/beads/gt-abc12.json"),
+        "{\"state\":",
+    )
+    .unwrap();
     let temp = root.join("hooks/.polecat-alpha.json.1.2.3.tmp");
     fs::write(&temp, "half").unwrap();
     age(&temp);
@@ -169,7 +173,11 @@ fn doctor_reports_without_fix_and_repairs_with_it() {
 
     let check = env.fails(1, &["doctor"]);
     assert_eq!(check.stdout.matches("open ").count(), 5, "{}", check.stdout);
-    assert!(check.stdout.contains("corrupt loop file"), "{}", check.stdout);
+    assert!(
+        check.stdout.contains("corrupt loop file"),
+        "{}",
+        check.stdout
+    );
     env.fails(1, &["--json", "doctor"]);
     let fixed = env.ok(&["doctor", "--fix"]);
     assert!(

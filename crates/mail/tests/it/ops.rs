@@ -541,7 +541,10 @@ fn chosen_id_makes_a_resend_idempotent_wherever_the_message_went() {
         other => panic!("expected IdTaken, got {other:?}"),
     }
     // Still refused after the recipient archived it (the inbox no longer has it).
-    assert!(matches!(m.archive(&id).unwrap(), ArchiveOutcome::Archived(_)));
+    assert!(matches!(
+        m.archive(&id).unwrap(),
+        ArchiveOutcome::Archived(_)
+    ));
     assert!(matches!(
         m.send(&draft),
         Err(MailError::IdTaken {
