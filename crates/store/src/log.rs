@@ -188,7 +188,10 @@ impl JsonLog {
             .map_err(|e| Error::io("append to", &self.path, e))?;
         file.sync_data()
             .map_err(|e| Error::io("sync", &self.path, e))?;
-        if created {
+        // A new log's directory entry must be durable too. An empty log found
+        // here may come from a writer that died between creating it and
+        // syncing the directory, so the first append to it syncs as well.
+        if created || len == 0 {
             sync_dir(self.path.parent().unwrap_or(Path::new(".")))?;
         }
         Ok(())
