@@ -226,12 +226,14 @@ impl StateDir {
             }
             match fs::create_dir(&cur) {
                 Ok(()) => sync_dir(&parent)?,
-                // Another process made it first: check what it made.
+                // Another process made it first: check what it made, and sync
+                // the parent in case that process died before it could.
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                     let m = fs::symlink_metadata(&cur).map_err(|e| Error::io("stat", &cur, e))?;
                     if !m.is_dir() {
                         return Err(Error::NotADirectory { path: cur });
                     }
+                    sync_dir(&parent)?;
                 }
                 Err(e) => return Err(Error::io("create directory", &cur, e)),
             }
