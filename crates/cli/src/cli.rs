@@ -406,3 +406,24 @@ mod tests {
         assert!(parse_seconds("inf").is_err());
     }
 }
+
+impl Command {
+    /// Returns true for commands that only look at the state: they need an
+    /// existing root, since a mistyped root must not read as an empty,
+    /// healthy one (`mail pending` on it would open a commit gate).
+    pub(crate) fn reads_only(&self) -> bool {
+        match self {
+            Command::Hook(c) => matches!(c, HookCommand::Show { .. } | HookCommand::List),
+            Command::Nudge(c) => matches!(c, NudgeCommand::Read { .. }),
+            Command::Mail(c) => matches!(
+                c,
+                MailCommand::Inbox { .. }
+                    | MailCommand::Thread { .. }
+                    | MailCommand::Pending { .. }
+            ),
+            Command::Bus(c) => matches!(c, BusCommand::Pending { .. } | BusCommand::Wait { .. }),
+            Command::Remind(c) => matches!(c, RemindCommand::List { .. }),
+            Command::Status | Command::Doctor(_) => true,
+        }
+    }
+}

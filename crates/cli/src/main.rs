@@ -19,8 +19,11 @@
 //! # The state root
 //!
 //! `--root DIR`, else the `CHIPSET_ROOT` environment variable (when set and
-//! not empty), else `.chipset/state` under the current directory. It is
-//! created if missing.
+//! not empty), else `.chipset/state` under the current directory. A command
+//! that writes creates it if missing; a command that only reads (`show`,
+//! `list`, `inbox`, `thread`, `pending`, `read`, `wait`, `status`, `doctor`)
+//! refuses a missing root with exit status 1, so a mistyped root never reads
+//! as an empty, healthy one.
 //!
 //! # Output
 //!
@@ -71,7 +74,7 @@ mod status;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use chipset_store::{DEFAULT_ROOT, StateDir};
+use chipset_store::{DEFAULT_ROOT, StateDir, StateOptions};
 use clap::Parser as _;
 
 use crate::cli::{Cli, Command};
@@ -112,8 +115,19 @@ fn run(cli: Cli) -> Result<Output> {
                 .map(PathBuf::from)
         })
         .unwrap_or_else(|| PathBuf::from(DEFAULT_ROOT));
+    let state = if cli.command.reads_only() {
+        StateDir::open_existing_with(&root, StateOptions::default()).map_err(|e| match e {
+            chipset_store::Error::NotFound { .. } => CliError::refused(format!(
+                "state root `{}` does not exist (check --root or {ROOT_ENV})",
+                root.display()
+            )),
+            other => other.into(),
+        })?
+    } else {
+        StateDir::open(&root)?
+    };
     let ctx = Ctx {
-        state: StateDir::open(&root)?,
+        state,
         paint: Paint::detect(),
     };
     match cli.command {

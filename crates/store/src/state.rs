@@ -134,6 +134,32 @@ impl StateDir {
     pub fn open_with(root: impl AsRef<Path>, options: StateOptions) -> Result<Self> {
         let root = root.as_ref();
         fs::create_dir_all(root).map_err(|e| Error::io("create state root", root, e))?;
+        Self::open_existing_with(root, options)
+    }
+
+    /// Opens the state root at `root` only if it exists: for readers, to
+    /// which a mistyped root must not look like an empty, healthy one.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotFound`] when there is no directory at `root`;
+    /// [`Error::NotADirectory`] when something else is there; [`Error::Io`].
+    pub fn open_existing_with(root: impl AsRef<Path>, options: StateOptions) -> Result<Self> {
+        let root = root.as_ref();
+        match fs::metadata(root) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                return Err(Error::NotADirectory {
+                    path: root.to_owned(),
+                });
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(Error::NotFound {
+                    path: root.to_owned(),
+                });
+            }
+            Err(e) => return Err(Error::io("open state root", root, e)),
+        }
         let root = fs::canonicalize(root).map_err(|e| Error::io("resolve state root", root, e))?;
         let root_fd = rustix::fs::open(
             &root,

@@ -82,10 +82,71 @@ fn a_root_that_cannot_be_opened_fails_with_one_line() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("is not a directory"), "{stderr}");
+    // A writing command tries to create it, and says so.
+    let out = chipset()
+        .arg("--root")
+        .arg(&file)
+        .args(ASSIGN)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(
         stderr.starts_with("chipset: error: failed to create state root"),
         "{stderr}"
     );
+}
+
+/// Regression: a mistyped root was created on the spot and read as empty,
+/// so `mail pending` passed a commit gate while requests were open elsewhere.
+#[test]
+fn reading_commands_refuse_a_missing_root_and_create_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let typo = dir.path().join("typo").join("state");
+    for args in [
+        &["mail", "pending", "T1"][..],
+        &["mail", "inbox", "a"],
+        &["hook", "list"],
+        &["hook", "show", "a"],
+        &["bus", "pending", "a"],
+        &["bus", "wait", "a", "--timeout", "0"],
+        &["nudge", "read", "a"],
+        &["remind", "list"],
+        &["status"],
+        &["doctor"],
+    ] {
+        let out = chipset()
+            .arg("--root")
+            .arg(&typo)
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains("does not exist"), "{args:?}: {stderr}");
+        assert!(
+            !dir.path().join("typo").exists(),
+            "{args:?} created the root"
+        );
+    }
+    // The first writing command creates it.
+    let out = chipset()
+        .arg("--root")
+        .arg(&typo)
+        .args(ASSIGN)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let out = chipset()
+        .arg("--root")
+        .arg(&typo)
+        .args(["mail", "pending", "T1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
 
 #[test]

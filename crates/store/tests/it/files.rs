@@ -482,3 +482,22 @@ fn remove_file_removes_entries_inside_the_root_only() {
     ));
     assert!(outside.exists());
 }
+
+#[test]
+fn open_existing_refuses_a_missing_root_and_creates_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("typo").join("state");
+    let err = StateDir::open_existing_with(&missing, StateOptions::default()).unwrap_err();
+    assert!(
+        matches!(&err, Error::NotFound { path } if *path == missing),
+        "{err}"
+    );
+    assert!(!tmp.path().join("typo").exists());
+    fs::write(tmp.path().join("file"), "").unwrap();
+    assert!(matches!(
+        StateDir::open_existing_with(tmp.path().join("file"), StateOptions::default()),
+        Err(Error::NotADirectory { .. })
+    ));
+    StateDir::open(&missing).unwrap();
+    assert!(StateDir::open_existing_with(&missing, StateOptions::default()).is_ok());
+}
