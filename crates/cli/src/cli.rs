@@ -387,26 +387,6 @@ fn parse_seconds(text: &str) -> Result<Duration, String> {
         .map_err(|_| format!("not a usable number of seconds: {text:?}"))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::CommandFactory;
-
-    #[test]
-    fn the_command_definition_is_consistent() {
-        Cli::command().debug_assert();
-    }
-
-    #[test]
-    fn seconds_parse_and_refuse() {
-        assert_eq!(parse_seconds("1.5"), Ok(Duration::from_millis(1500)));
-        assert_eq!(parse_seconds("0"), Ok(Duration::ZERO));
-        assert!(parse_seconds("-1").is_err());
-        assert!(parse_seconds("soon").is_err());
-        assert!(parse_seconds("inf").is_err());
-    }
-}
-
 impl Command {
     /// Returns true for commands that only look at the state: they need an
     /// existing root, since a mistyped root must not read as an empty,
@@ -425,5 +405,25 @@ impl Command {
             Command::Remind(c) => matches!(c, RemindCommand::List { .. }),
             Command::Status | Command::Doctor(_) => true,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn seconds_parse_and_refuse() {
+        assert_eq!(parse_seconds("1.5"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_seconds("0"), Ok(Duration::ZERO));
+        assert!(parse_seconds("-1").is_err());
+        assert!(parse_seconds("soon").is_err());
+        assert!(parse_seconds("inf").is_err());
     }
 }
