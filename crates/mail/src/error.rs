@@ -111,6 +111,18 @@ pub enum MailError {
         /// The path that already existed.
         path: std::path::PathBuf,
     },
+    /// An inbox holds quarantined files (moved aside by the doctor because
+    /// they were unreadable). Any of them could be an open request, so the
+    /// commit gate stays closed until a person inspects them and restores a
+    /// repaired copy into the inbox or removes them.
+    #[error(
+        "`{path}` holds a quarantined inbox message that could be an open request: \
+         inspect it, then restore a repaired copy or remove it"
+    )]
+    QuarantinedInbox {
+        /// The quarantined file.
+        path: std::path::PathBuf,
+    },
     /// A draft sent with a caller-chosen id ([`Draft::with_id`](crate::Draft::with_id))
     /// whose id is in use: the message was sent before. Nothing was written.
     #[error("message id `{id}` is taken: a message with it is already in {location}")]

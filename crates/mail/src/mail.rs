@@ -616,12 +616,21 @@ impl Mail {
     ///
     /// Fails closed: [`MailError::Corrupt`] naming the file when any inbox
     /// holds a file that is not a readable message (it could be one of this
-    /// task's requests), and [`MailError::Store`] when an inbox cannot be
-    /// read. Never a shorter list.
+    /// task's requests); [`MailError::QuarantinedInbox`] when the doctor has
+    /// moved such a file aside and no person has dealt with it yet (repair
+    /// must not turn a blocked gate into an open one); and
+    /// [`MailError::Store`] when an inbox cannot be read. Never a shorter list.
     pub fn pending_replies(&self, task: &TaskId) -> Result<Vec<Message>> {
         let mut out = Vec::new();
         for agent in self.agents()? {
-            for m in self.scan_strict(&self.layout.inbox(&agent))? {
+            let inbox = self.layout.inbox(&agent);
+            let quarantine = inbox.join(chipset_store::QUARANTINE_DIR);
+            if let Some(name) = self.state.list(&quarantine)?.into_iter().next() {
+                return Err(MailError::QuarantinedInbox {
+                    path: quarantine.join(name),
+                });
+            }
+            for m in self.scan_strict(&inbox)? {
                 if m.phase == *task && m.needs_reply() {
                     out.push(m);
                 }

@@ -64,8 +64,19 @@ fn check_gate_fails(corrupt: &str, name: &str, what: &str) {
         "{report:?}"
     );
     assert!(!path.exists());
-    let quarantined = std::fs::read_dir(dir.join(".quarantine")).unwrap().count();
-    assert_eq!(quarantined, 1, "{what}");
+    let quarantined: Vec<_> = std::fs::read_dir(dir.join(".quarantine"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(quarantined.len(), 1, "{what}");
+    // Regression: the repaired inbox no longer held the bad file, and the gate
+    // passed with a shorter list. It stays closed until a person decides.
+    match m.pending_replies(&task("t1")) {
+        Err(MailError::QuarantinedInbox { path }) => assert_eq!(path, quarantined[0], "{what}"),
+        other => panic!("{what}: expected QuarantinedInbox, got {other:?}"),
+    }
+    // The person removes (or restores) it; the gate reads the rest again.
+    std::fs::remove_file(&quarantined[0]).unwrap();
     assert_eq!(m.pending_replies(&task("t1")).unwrap().len(), 1, "{what}");
 }
 
@@ -168,6 +179,9 @@ fn symlinked_message_blocks_the_gate_and_is_quarantined() {
     assert!(err.to_string().contains(&*path.to_string_lossy()), "{err}");
     let report = m.doctor(DoctorMode::Fix).unwrap();
     assert_eq!(report.findings.len(), 1, "{report:?}");
-    assert!(m.pending_replies(&task("t1")).unwrap().is_empty());
+    assert!(matches!(
+        m.pending_replies(&task("t1")),
+        Err(MailError::QuarantinedInbox { .. })
+    ));
     assert!(elsewhere.exists(), "the link's target is left alone");
 }
