@@ -585,13 +585,27 @@ impl Reminders {
     /// # Errors
     ///
     /// [`Error::Store`] on I/O failure. Unreadable snoozed files are skipped
-    /// (listings report them).
+    /// here; [`Reminders::list_open`] reports them.
     pub fn sweep_snoozes(&self) -> Result<Vec<Reminder>> {
+        Ok(self.sweep_snoozes_reporting()?.0)
+    }
+
+    /// As [`Reminders::sweep_snoozes`], also returning the snoozed files that
+    /// could not be read: a corrupt snoozed reminder may be due, so a listing
+    /// must say so rather than look clean.
+    fn sweep_snoozes_reporting(&self) -> Result<(Vec<Reminder>, Vec<Corruption>)> {
         let now = self.state.now();
         let mut reopened = Vec::new();
+        let mut corrupt = Vec::new();
         for path in self.index_files(SNOOZED_DIR, None)? {
-            let Ok(Some(snoozed)) = self.read(&path) else {
-                continue;
+            let snoozed = match self.read(&path) {
+                Ok(Some(r)) => r,
+                Ok(None) => continue,
+                Err(Error::Corrupt(c)) => {
+                    corrupt.push(c);
+                    continue;
+                }
+                Err(e) => return Err(e),
             };
             if !is_due(&snoozed, now) {
                 continue;
@@ -607,7 +621,7 @@ impl Reminders {
                 reopened.push(self.reopen_locked(&key, &current, now)?);
             }
         }
-        Ok(reopened)
+        Ok((reopened, corrupt))
     }
 
     /// Lists the open reminders that match `filter`, oldest first, after
@@ -626,8 +640,17 @@ impl Reminders {
         {
             return Err(Error::UnknownKind { kind: kind.clone() });
         }
-        self.sweep_snoozes()?;
+        let (_, corrupt_snoozed) = self.sweep_snoozes_reporting()?;
         let mut listing = Listing::default();
+        let kind_dir = filter
+            .kind
+            .as_ref()
+            .map(|k| self.root().join(SNOOZED_DIR).join(k));
+        listing.corrupt.extend(
+            corrupt_snoozed
+                .into_iter()
+                .filter(|c| kind_dir.as_ref().is_none_or(|d| c.path.starts_with(d))),
+        );
         for path in self.index_files(OPEN_DIR, filter.kind.as_deref())? {
             match self.state.read_json::<Reminder>(&path)? {
                 ReadOutcome::Value(r) if r.is_open() => {
