@@ -121,6 +121,16 @@ pub enum Finding {
         /// Why it is bad.
         reason: CorruptReason,
     },
+    /// A response (written by another program; `send` refuses these) whose
+    /// request is unknown, expects no reply, is addressed to someone else, or
+    /// belongs to another task. It does not count as an answer: the request
+    /// stays pending. Not repaired: a person decides.
+    MismatchedResponse {
+        /// The response.
+        id: MessageId,
+        /// The request it names.
+        parent: MessageId,
+    },
 }
 
 impl Finding {
@@ -135,12 +145,16 @@ impl Finding {
             Finding::MissingSentEvent { .. } => "messaging-missing-sent-event",
             Finding::TornManifestTail { .. } => "messaging-torn-manifest",
             Finding::BadManifestLine { .. } => "messaging-bad-manifest-line",
+            Finding::MismatchedResponse { .. } => "messaging-mismatched-response",
         }
     }
 
     /// Returns true when [`DoctorMode::Fix`] repairs it.
     pub fn is_fixable(&self) -> bool {
-        !matches!(self, Finding::BadManifestLine { .. })
+        !matches!(
+            self,
+            Finding::BadManifestLine { .. } | Finding::MismatchedResponse { .. }
+        )
     }
 }
 
@@ -184,6 +198,11 @@ impl fmt::Display for Finding {
             Finding::BadManifestLine { offset, reason } => {
                 write!(f, "line at offset {offset}: {reason}")
             }
+            Finding::MismatchedResponse { id, parent } => write!(
+                f,
+                "response `{id}` does not fit request `{parent}` (unknown, not a request, \
+                 another addressee or another task); it is not counted as an answer"
+            ),
         }
     }
 }
@@ -284,6 +303,19 @@ impl Mail {
                 continue;
             };
             if m.kind == Kind::Response {
+                // Only what `send` would accept answers a request: the request
+                // exists, expects a reply, is addressed to the responder, and
+                // is of the same task.
+                let fits = unique
+                    .get(parent)
+                    .is_some_and(|(_, p)| p.needs_reply() && p.to == m.from && p.phase == m.phase);
+                if !fits {
+                    findings.push(Finding::MismatchedResponse {
+                        id: m.id.clone(),
+                        parent: parent.clone(),
+                    });
+                    continue;
+                }
                 answered.insert(parent.clone());
             }
             if !scan

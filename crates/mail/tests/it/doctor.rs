@@ -301,3 +301,51 @@ fn stray_entries_are_quarantined() {
     assert!(m.pending_replies(&task("t")).unwrap().is_empty());
     assert!(m.dir().join("inbox/.quarantine").is_dir());
 }
+
+/// Regression: the doctor indexed a foreign response from an agent that was
+/// not the request's addressee, and archived the request as answered, which
+/// opened the commit gate (`send` refuses such a response).
+#[test]
+fn a_response_from_the_wrong_agent_does_not_answer_the_request() {
+    let f = fixture_with(no_grace());
+    let m = &f.mail;
+    let request = m
+        .send(&Draft::request(
+            agent("critic"),
+            agent("exec"),
+            task("t1"),
+            "q",
+            "why?",
+        ))
+        .unwrap();
+    // Another program writes a response from an intruder straight into the inbox.
+    let id = "1772706900001-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab";
+    let foreign = serde_json::json!({
+        "id": id, "from": "intruder", "to": "critic", "phase": "t1", "round": 0,
+        "kind": "response", "subject": "q", "body": "because",
+        "expects_reply": false, "in_reply_to": request.id().as_str(),
+        "created_at": "2026-03-05T10:35:00.001Z"
+    });
+    let path = m.dir().join("inbox/critic").join(format!("{id}.json"));
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, serde_json::to_vec(&foreign).unwrap()).unwrap();
+
+    let report = m.doctor(DoctorMode::Fix).unwrap();
+    assert!(
+        report.findings.iter().any(|f| matches!(f,
+            Finding::MismatchedResponse { id: r, parent } if r.as_str() == id && parent == request.id())),
+        "{report:?}"
+    );
+    assert!(
+        !report
+            .findings
+            .iter()
+            .any(|f| f.code() == "messaging-answered-request-in-inbox")
+    );
+    assert!(!m.has_reply(request.id()).unwrap());
+    let pending = m.pending_replies(&task("t1")).unwrap();
+    assert_eq!(
+        pending.iter().map(|p| p.id()).collect::<Vec<_>>(),
+        [request.id()]
+    );
+}
