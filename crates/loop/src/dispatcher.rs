@@ -381,8 +381,13 @@ impl Dispatcher {
             if event.kind() != WORK_COMPLETED_EVENT && event.kind() != HEALTH_ESCALATION {
                 continue;
             }
-            if let Some(message) = LoopMessage::from_payload(event.payload()) {
-                self.on_message(&message, now, actions)?;
+            match LoopMessage::from_payload(event.payload()) {
+                Some(message) => self.on_message(&message, now, actions)?,
+                // Reported like an unreadable mail, so nothing vanishes silently.
+                None => actions.push(DispatchAction::Unreadable {
+                    path: self.bus.queue_dir(&self.me).join(event.file_name()),
+                    reason: format!("{} event whose payload is not a loop message", event.kind()),
+                }),
             }
             let _ = self.bus.ack_event(&self.me, event)?;
         }

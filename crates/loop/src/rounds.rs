@@ -209,10 +209,27 @@ impl Rounds {
                 c
             }
         };
-        Ok(Round {
+        drop(locked);
+        let round = Round {
             rounds: self.clone(),
             checkpoint,
-        })
+        };
+        // A crash after checkpointing an escalation but before its wake-up
+        // would lose the wake-up: announce again (de-duplicated on the bus).
+        if round.checkpoint.phase == Phase::Escalated {
+            let reason = round
+                .checkpoint
+                .history
+                .last()
+                .and_then(|r| match &r.routing {
+                    Routing::Escalate { reason, .. } => Some(reason.clone()),
+                    _ => None,
+                });
+            if let Some(reason) = reason {
+                round.announce_escalation(&reason)?;
+            }
+        }
+        Ok(round)
     }
 
     fn lock(&self, task: &TaskId) -> Result<Locked<RoundCheckpoint>> {
@@ -330,24 +347,34 @@ impl Round {
             }
             Ok(routing)
         })?;
-        if let (Routing::Escalate { reason, .. }, Some(to)) =
-            (&routing, &self.rounds.config.escalate_to)
-        {
-            let payload = serde_json::json!({
-                "task": self.task(),
-                "round": self.number(),
-                "escalation": reason,
-            });
-            let event = NewEvent::new(
-                self.rounds.config.orchestrator.as_str(),
-                ROUND_ESCALATION_EVENT,
-            )
-            .priority(BusPriority::Critical)
-            .payload(payload)
-            .dedup_key(format!("{ROUND_ESCALATION_EVENT}/{}", self.task()));
-            let _ = self.rounds.bus.publish(to, &event)?;
+        if let Routing::Escalate { reason, .. } = &routing {
+            self.announce_escalation(reason)?;
         }
         Ok(routing)
+    }
+
+    /// Wakes `escalate_to` (when configured) with a critical, de-duplicated
+    /// `round-escalation` event. Called after the escalation is checkpointed,
+    /// and again by [`Rounds::open`] for an escalated checkpoint, so a crash
+    /// between the two never loses the wake-up.
+    fn announce_escalation(&self, reason: &EscalationReason) -> Result<()> {
+        let Some(to) = &self.rounds.config.escalate_to else {
+            return Ok(());
+        };
+        let payload = serde_json::json!({
+            "task": self.task(),
+            "round": self.number(),
+            "escalation": reason,
+        });
+        let event = NewEvent::new(
+            self.rounds.config.orchestrator.as_str(),
+            ROUND_ESCALATION_EVENT,
+        )
+        .priority(BusPriority::Critical)
+        .payload(payload)
+        .dedup_key(format!("{ROUND_ESCALATION_EVENT}/{}", self.task()));
+        let _ = self.rounds.bus.publish(to, &event)?;
+        Ok(())
     }
 
     /// Records that the caller committed: sweeps the task's mail into

@@ -296,3 +296,35 @@ proptest! {
         }
     }
 }
+
+/// Regression: a crash between checkpointing an escalation and publishing its
+/// wake-up lost the wake-up for good; reopening the round now announces it.
+#[test]
+fn reopening_an_escalated_round_announces_it_again_once() {
+    let s = setup();
+    let t = task("T9");
+    // A process that escalates but never publishes: as if killed in between.
+    let silent = Rounds::new(s.mail.clone(), RoundsConfig::default());
+    let mut round = silent.open(&t).unwrap();
+    round.executor_done().unwrap();
+    let q1 = ask(&s, "T9", "scope-creep", 1);
+    round.critic_done(CriticReport::clean()).unwrap();
+    round.route().unwrap();
+    answer(&s, &q1);
+    round.executor_done().unwrap();
+    ask(&s, "T9", "scope-creep", 2);
+    round.critic_done(CriticReport::clean()).unwrap();
+    assert!(matches!(round.route().unwrap(), Routing::Escalate { .. }));
+    let bus = Bus::new(s.state());
+    assert!(bus.pending(&agent("human")).unwrap().is_empty());
+
+    // The restarted orchestrator opens the round: the human is woken.
+    let round = rounds(&s).open(&t).unwrap();
+    assert_eq!(round.phase(), Phase::Escalated);
+    let pending = bus.pending(&agent("human")).unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending.events()[0].kind(), ROUND_ESCALATION_EVENT);
+    // Opening it again does not wake the human twice.
+    rounds(&s).open(&t).unwrap();
+    assert_eq!(bus.pending(&agent("human")).unwrap().len(), 1);
+}
