@@ -118,8 +118,11 @@
 //! # Errors
 //!
 //! One enum, [`Error`]: a refused [`TransitionError`], a corrupt hook, or a
-//! store error that names the operation and the path. When an error is
-//! returned, nothing was written.
+//! store error that names the operation and the path. When a refusal or a
+//! corrupt hook is returned, nothing was written. A store error is the same,
+//! with one exception the store documents: when only the final directory
+//! sync fails, the new hook is already in place (not known to be durable),
+//! so re-read the hook before retrying.
 
 #![forbid(unsafe_code)]
 

@@ -299,7 +299,8 @@ impl Nudges {
     /// # Errors
     ///
     /// [`Error::Store`] when the lock, a read or the write fails (then
-    /// nothing was written).
+    /// nothing was written, unless only the final directory sync failed:
+    /// the new nudge is then in place, so re-read before sending again).
     pub fn send(&self, to: &AgentId, draft: Draft) -> Result<Delivery> {
         let nudge = Nudge {
             from: draft.from.into_string(),

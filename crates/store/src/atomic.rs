@@ -100,7 +100,11 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
 /// # Errors
 ///
 /// [`Error::Symlink`] when `path` is a symlink (it is left alone); [`Error::Io`]
-/// or [`Error::Rename`] when a step fails, in which case `path` is unchanged.
+/// or [`Error::Rename`] when a step fails. A failure before the rename leaves
+/// `path` unchanged. A failure of the final directory sync (an
+/// [`Error::Io`] whose operation is "sync directory") comes after the rename:
+/// the new contents are in place but not known to be durable, so a caller
+/// that retries should re-read first.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     refuse_symlink(path)?;
     let tmp = write_temp(path, bytes)?;
@@ -154,7 +158,9 @@ fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
 /// # Errors
 ///
 /// [`Error::AlreadyExists`] when `path` exists (nothing is overwritten, and
-/// the temp file is removed); [`Error::Io`] or [`Error::Rename`] when a step fails.
+/// the temp file is removed); [`Error::Io`] or [`Error::Rename`] when a step
+/// fails. As for [`write_atomic`], a failed final directory sync means the
+/// file was published but is not known to be durable.
 pub fn create_new(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = write_temp(path, bytes)?;
     publish_temp(&tmp, path)?;

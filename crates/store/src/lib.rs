@@ -63,8 +63,9 @@
 //!
 //! # Durability
 //!
-//! What is guaranteed, on a local POSIX filesystem (ext4, XFS, btrfs, APFS
-//! through its POSIX layer) whose disk honours flushes:
+//! chipset runs on Linux (it uses `openat2` and `renameat2`, with fallbacks
+//! for kernels older than 5.6 and 3.15). What is guaranteed, on a local,
+//! case-sensitive filesystem (ext4, XFS, btrfs) whose disk honours flushes:
 //!
 //! - When a write call returns `Ok`, the change survives a crash of the
 //!   process, the operating system, or a power cut: file data is synced
@@ -89,6 +90,9 @@
 //!   syncs, `RENAME_NOREPLACE` or `flock` across machines; use a local disk.
 //!   Where `RENAME_NOREPLACE` is unsupported the store falls back to `link` +
 //!   `unlink`, which is still no-clobber but may leave a temp behind on a crash.
+//! - A write whose final directory sync fails returns an error after the new
+//!   file is already in place: the change is visible but not known to be
+//!   durable. Callers that retry re-read first.
 //! - A move between two directories syncs the destination, then the source; a
 //!   crash between the two syncs can, on some filesystems, leave the file
 //!   visible in both places after recovery (never in neither).
