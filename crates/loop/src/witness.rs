@@ -516,8 +516,22 @@ impl Witness {
             actions.extend(scratch);
             return Ok(());
         }
-        // Decide again under the lock: another witness may have moved first.
+        // Decide again under the lock: another witness may have moved first,
+        // and the agent may have touched its hook since the listing read it.
         let mut locked = self.files.lock::<Incident>(&path)?;
+        let fresh = match self.hooks.read(agent)? {
+            HookRead::Hook(h)
+                if matches!(h.state(), HookState::Pending(_) | HookState::Active(_))
+                    && h.assignment()
+                        .is_some_and(|a| same_assignment(&a, assignment)) =>
+            {
+                h
+            }
+            // Cleared, reassigned, completed or unreadable now: the next tick
+            // sees it as it is.
+            _ => return Ok(()),
+        };
+        let hook = &fresh;
         let record = locked.current.clone();
         let since = record
             .as_ref()
