@@ -250,7 +250,10 @@ impl Worker {
     /// [`WorkerConfig::poll_every`] between idle polls, until `until` says
     /// stop. `until` sees every result; an error other than [`Error::Stale`]
     /// ends the loop after `until` has seen it (taken-away work does not: the
-    /// agent goes back to its hook for the next work).
+    /// agent goes back to its hook for the next work). Work stopped by an
+    /// `abort` is not picked up again while the hook still holds it: the
+    /// worker is idle (and `until` sees [`WorkOutcome::Idle`]) until the
+    /// dispatcher clears or reassigns it.
     ///
     /// # Errors
     ///
@@ -264,12 +267,30 @@ impl Worker {
         F: FnMut(&mut WorkHandle<'_>) -> std::result::Result<String, Stop>,
     {
         let mut waiter = self.bus.waiter(&self.me)?;
+        // Work stopped by an abort stays on the hook for the dispatcher; the
+        // worker must not pick it up again, so it idles until the hook changes.
+        let mut aborted: Option<Assignment> = None;
         loop {
             self.ack_wakeups()?;
+            if let Some(held) = &aborted {
+                match self.hooks.current(&self.me)? {
+                    Some(current) if crate::witness::same_assignment(&current, held) => {
+                        if until(&Ok(WorkOutcome::Idle)) {
+                            return Ok(());
+                        }
+                        let _ = waiter.wait(self.config.poll_every)?;
+                        continue;
+                    }
+                    _ => aborted = None,
+                }
+            }
             let result = self.run_once(&mut work);
+            if let Ok(WorkOutcome::Aborted { assignment, .. }) = &result {
+                aborted = Some(assignment.clone());
+            }
             let idle = matches!(
                 result,
-                Ok(WorkOutcome::Idle | WorkOutcome::AwaitingClear(_))
+                Ok(WorkOutcome::Idle | WorkOutcome::AwaitingClear(_) | WorkOutcome::Aborted { .. })
             );
             let stop = until(&result);
             match result {

@@ -313,3 +313,42 @@ fn a_failed_work_leaves_the_hook_active_and_is_resumed() {
         .unwrap();
     assert!(matches!(out, WorkOutcome::Completed { .. }));
 }
+
+/// Regression: after an abort left the hook active, `run_until` picked the
+/// same work up again at once and re-ran it.
+#[test]
+fn run_until_does_not_resume_aborted_work_while_the_hook_holds_it() {
+    let s = setup();
+    assign(&s, "polecat-alpha", "gt-abc12");
+    let w = Worker::new(
+        s.state(),
+        agent("polecat-alpha"),
+        agent("mayor"),
+        WorkerConfig::default()
+            .with_touch_every(secs(10))
+            .with_poll_every(std::time::Duration::from_millis(5)),
+    );
+    let mut runs = 0;
+    let mut outcomes = Vec::new();
+    w.run_until(
+        |work| {
+            runs += 1;
+            // The abort arrives while the work runs.
+            nudge(&s, "mayor", "polecat-alpha", NudgeType::Abort, false);
+            s.advance(1);
+            work.checkpoint()?;
+            Ok("done".to_owned())
+        },
+        |result| {
+            outcomes.push(matches!(result, Ok(WorkOutcome::Aborted { .. })));
+            outcomes.len() == 4
+        },
+    )
+    .unwrap();
+    assert_eq!(runs, 1, "the aborted work ran again");
+    assert_eq!(outcomes, [true, false, false, false]);
+    assert_eq!(
+        s.hooks.read(&agent("polecat-alpha")).unwrap().status(),
+        Some(HookStatus::Active)
+    );
+}
