@@ -397,7 +397,9 @@ impl Reminders {
     /// # Errors
     ///
     /// [`Error::ReminderNotFound`]; [`Error::AlreadyResolved`] when it is in
-    /// the history; [`Error::Corrupt`]; [`Error::Store`] on I/O failure.
+    /// the history; [`Error::Corrupt`] when its file is unreadable, or when it
+    /// is not found and an unreadable index file could have held it;
+    /// [`Error::Store`] on I/O failure.
     pub fn resolve(
         &self,
         id: &ReminderId,
@@ -726,13 +728,22 @@ impl Reminders {
     ///
     /// # Errors
     ///
-    /// [`Error::Corrupt`] when its history file is unreadable; [`Error::Store`].
+    /// [`Error::Corrupt`] when its file is unreadable, or when it is not found
+    /// and an unreadable open or snoozed file could have held it (run the
+    /// doctor); [`Error::Store`].
     pub fn get(&self, id: &ReminderId) -> Result<Option<Reminder>> {
         Ok(match self.locate(id)? {
             Located::History(r) => Some(*r),
-            Located::Live(key) => [self.open_path(&key), self.snoozed_path(&key)]
-                .iter()
-                .find_map(|p| self.read(p).ok().flatten().filter(|r| r.id == *id)),
+            Located::Live(key) => {
+                let mut found = None;
+                for path in [self.open_path(&key), self.snoozed_path(&key)] {
+                    if let Some(r) = self.read(&path)?.filter(|r| r.id == *id) {
+                        found = Some(r);
+                        break;
+                    }
+                }
+                found
+            }
             Located::Nowhere => None,
         })
     }
@@ -741,20 +752,30 @@ impl Reminders {
         if let Some(r) = self.read(&self.history_path(id))? {
             return Ok(Located::History(Box::new(r)));
         }
+        let mut unreadable = None;
         for area in [OPEN_DIR, SNOOZED_DIR] {
             for path in self.index_files(area, None)? {
-                if let Ok(Some(r)) = self.read(&path)
-                    && r.id == *id
-                {
-                    return Ok(Located::Live(Self::key_of(&r)?));
+                match self.read(&path) {
+                    Ok(Some(r)) if r.id == *id => return Ok(Located::Live(Self::key_of(&r)?)),
+                    Ok(_) => {}
+                    // It could be the one asked for: remember it, keep looking.
+                    Err(Error::Corrupt(c)) => {
+                        unreadable.get_or_insert(c);
+                    }
+                    Err(e) => return Err(e),
                 }
             }
         }
         // It may have moved into the history during the scan.
-        Ok(match self.read(&self.history_path(id))? {
-            Some(r) => Located::History(Box::new(r)),
-            None => Located::Nowhere,
-        })
+        if let Some(r) = self.read(&self.history_path(id))? {
+            return Ok(Located::History(Box::new(r)));
+        }
+        // Not found, but an unreadable index file could have held it: say so
+        // rather than "no such reminder" (fail closed; the doctor repairs it).
+        match unreadable {
+            Some(c) => Err(Error::Corrupt(c)),
+            None => Ok(Located::Nowhere),
+        }
     }
 
     /// Returns the seed's §10.3 metrics; counters count events at or after

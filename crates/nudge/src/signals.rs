@@ -611,13 +611,16 @@ impl Nudges {
     pub fn doctor(&self, repair: Repair) -> Result<DoctorReport> {
         let mut report = DoctorReport::default();
         let root = self.state.channel_path(Channel::Nudge);
+        // Real directories only: a symlink (or a file) in their place is a
+        // stray to report, not a directory to follow.
+        let dirs = self.state.list_dirs(&root)?;
         for name in self.state.list(&root)? {
             let Ok(agent) = AgentId::new(name.as_str()) else {
                 report.findings.push(stray(root.join(&name)));
                 continue;
             };
             let dir = self.agent_dir(&agent);
-            if !dir.is_dir() {
+            if dirs.binary_search(&name).is_err() {
                 report.findings.push(stray(dir));
                 continue;
             }

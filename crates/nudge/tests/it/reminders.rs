@@ -408,3 +408,20 @@ fn a_corrupt_snoozed_reminder_is_reported_by_listings() {
             .is_empty()
     );
 }
+
+/// Regression: looking a reminder up by id skipped unreadable index files, so
+/// a corrupt open reminder was reported as not found instead of corrupt.
+#[test]
+fn lookups_by_id_report_corruption_instead_of_not_found() {
+    let (t, _clock) = manual_state();
+    let r = Reminders::new(t.state.clone(), KindRegistry::preset());
+    let opened = r.open(new(preset::SPEC_DRAFT, "spec-7")).unwrap();
+    let id = opened.reminder().id.clone();
+    let key = ReminderKey::new(preset::SPEC_DRAFT, "spec", "spec-7").unwrap();
+    std::fs::write(r.open_path(&key), "{\"id\":").unwrap();
+    assert!(matches!(r.get(&id), Err(Error::Corrupt(_))));
+    assert!(matches!(
+        r.resolve(&id, ManualResolution::Completed, None),
+        Err(Error::Corrupt(_))
+    ));
+}

@@ -316,3 +316,41 @@ fn stray_files_are_not_agents() {
     assert_eq!(status.agents, 1);
     assert_eq!(status.unprocessed, 1);
 }
+
+/// Regression: a symlink in place of an agent's nudge directory made the
+/// doctor fail as a whole, so no other agent's files were checked.
+#[test]
+fn the_doctor_reports_a_symlinked_agent_directory_and_goes_on() {
+    let (t, _c) = manual_state();
+    let n = Nudges::new(t.state.clone());
+    n.send(
+        &agent("polecat-alpha"),
+        draft(NudgeType::HealthCheck, "working?"),
+    )
+    .unwrap();
+    std::fs::write(n.latest_path(&agent("polecat-alpha")), "{").unwrap();
+    let elsewhere = t.scratch("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, t.state.root().join("nudge").join("linked")).unwrap();
+
+    let report = n.doctor(Repair::ReportOnly).unwrap();
+    assert!(
+        report
+            .findings
+            .iter()
+            .any(|f| f.problem == Problem::StrayEntry && f.path.ends_with("linked")),
+        "{report:?}"
+    );
+    assert!(
+        report
+            .findings
+            .iter()
+            .any(|f| matches!(f.problem, Problem::Corrupt(_))
+                && f.path == n.latest_path(&agent("polecat-alpha"))),
+        "{report:?}"
+    );
+    assert!(
+        std::fs::read_dir(&elsewhere).unwrap().next().is_none(),
+        "nothing written through the link"
+    );
+}
