@@ -153,12 +153,29 @@ pub struct Nudge {
     /// Whether the recipient must answer (seed field).
     pub requires_response: bool,
     /// Extra field: a unique id, so two nudges with one timestamp are told
-    /// apart. Absent in nudges written by seed programs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// apart. Absent in nudges written by seed programs. A value another
+    /// program wrote that is not a valid id reads as absent: it is our extra,
+    /// and must not make the seed's nudge (an abort, say) unreadable.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_id"
+    )]
     pub id: Option<NudgeId>,
-    /// Extra field on responses: the id of the nudge answered, when it had one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Extra field on responses: the id of the nudge answered, when it had
+    /// one. Read as leniently as `id`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_id"
+    )]
     pub in_reply_to: Option<NudgeId>,
+}
+
+/// Reads an optional id, taking anything that is not a valid id as absent.
+fn lenient_id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<NudgeId>, D::Error> {
+    let value = serde_json::Value::deserialize(d)?;
+    Ok(value.as_str().and_then(|s| NudgeId::new(s).ok()))
 }
 
 impl Nudge {

@@ -185,3 +185,39 @@ fn our_nudge_is_readable_by_seed_readers() {
     assert_eq!(keys, sorted);
     assert!(text.find("\"from\"").unwrap() < text.find("\"type\"").unwrap());
 }
+
+/// Regression: another program's abort whose extra `id` was not a valid id
+/// (a number, a path) read as corrupt: the agent never saw the abort, and the
+/// next send quarantined and replaced it.
+#[test]
+fn an_abort_with_an_unusable_extra_id_is_still_read_and_held() {
+    let (t, _clock) = manual_state();
+    let nudges = Nudges::new(t.state.clone());
+    let polecat = agent("polecat-alpha");
+    let path = nudges.latest_path(&polecat);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    for id in ["42", "\"a/b\"", "null"] {
+        std::fs::write(
+            &path,
+            format!(
+                r#"{{"from": "mayor", "type": "abort", "message": "stop", "timestamp": "2026-03-05T10:35:00Z", "requires_response": false, "id": {id}, "in_reply_to": {id}}}"#
+            ),
+        )
+        .unwrap();
+        let Received::New(n) = nudges.receive(&polecat).unwrap() else {
+            panic!("abort with id {id} not read as new")
+        };
+        assert_eq!(
+            (n.kind.clone(), n.id.clone(), n.in_reply_to.clone()),
+            (NudgeType::Abort, None, None)
+        );
+        // A lesser nudge does not replace it.
+        let delivery = nudges
+            .send(
+                &polecat,
+                Draft::new(agent("witness"), NudgeType::HealthCheck, "working?"),
+            )
+            .unwrap();
+        assert!(delivery.sent().is_none(), "id {id}: {delivery:?}");
+    }
+}
