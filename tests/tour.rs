@@ -1,0 +1,169 @@
+//! The product as its users reach it: through the `chipset` facade, and by
+//! running the examples the README names.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chipset::bus::Bus;
+use chipset::hook::Pickup;
+use chipset::r#loop::{
+    AttemptOutcome, COMPLETION_REPORT, Dispatcher, DispatcherConfig, HEALTH_ESCALATION, Witness,
+    WitnessAction, WitnessConfig, WorkOutcome, Worker, WorkerConfig,
+};
+use chipset::mail::{Mail, ManifestEvent};
+use chipset::store::{AgentId, BeadId, ManualClock, StateDir, StateOptions, Timestamp};
+
+fn id(name: &str) -> AgentId {
+    AgentId::new(name).unwrap()
+}
+
+/// The gastown story on a manual clock, through the facade only: a
+/// dispatcher, two workers (one hangs) and a witness; each work item is
+/// completed exactly once, and the mail and the bus agree.
+#[test]
+fn the_gastown_story_through_the_facade() {
+    let clock = ManualClock::new(Timestamp::from_unix_ms(1_772_706_900_000));
+    let tmp = tempfile::tempdir().unwrap();
+    let state = StateDir::open_with(
+        tmp.path().join("state"),
+        StateOptions {
+            clock: Arc::new(clock.clone()),
+            ..StateOptions::default()
+        },
+    )
+    .unwrap();
+    let (mayor, alpha, charlie) = (id("mayor"), id("polecat-alpha"), id("polecat-charlie"));
+    let dispatcher = Dispatcher::new(
+        state.clone(),
+        mayor.clone(),
+        [alpha.clone(), charlie.clone()],
+        DispatcherConfig::default(),
+    );
+    let witness = Witness::new(
+        state.clone(),
+        id("witness"),
+        mayor.clone(),
+        WitnessConfig::default()
+            .with_stall_threshold(Duration::from_secs(300))
+            .with_interval(Duration::from_secs(60))
+            .with_grace(Duration::ZERO),
+    );
+    let worker = |who: &AgentId| {
+        Worker::new(
+            state.clone(),
+            who.clone(),
+            mayor.clone(),
+            WorkerConfig::default(),
+        )
+    };
+
+    dispatcher
+        .submit(BeadId::new("gt-001").unwrap(), "Add README section")
+        .unwrap();
+    dispatcher
+        .submit(BeadId::new("gt-002").unwrap(), "Bump dependencies")
+        .unwrap();
+    assert_eq!(dispatcher.tick().unwrap().len(), 2, "both beads assigned");
+
+    // Alpha works and completes; charlie picks its work up and hangs.
+    let done = worker(&alpha).run_once(|_| Ok("done".to_owned())).unwrap();
+    assert!(matches!(done, WorkOutcome::Completed { .. }), "{done:?}");
+    let Pickup::Started(_) = state_hooks(&state).pickup(&charlie).unwrap() else {
+        panic!("charlie had pending work")
+    };
+    dispatcher.tick().unwrap();
+
+    // Hours pass in milliseconds: health check, stall warning, one escalation.
+    let mut escalations = 0;
+    for _ in 0..4 {
+        clock.advance(Duration::from_secs(301));
+        escalations += witness
+            .tick()
+            .unwrap()
+            .iter()
+            .filter(|a| matches!(a, WitnessAction::Escalated { .. }))
+            .count();
+    }
+    assert_eq!(escalations, 1);
+
+    // The dispatcher takes the work from charlie and alpha completes it.
+    dispatcher.tick().unwrap();
+    let done = worker(&alpha).run_once(|_| Ok("done".to_owned())).unwrap();
+    assert!(matches!(done, WorkOutcome::Completed { .. }), "{done:?}");
+    dispatcher.tick().unwrap();
+
+    let ledger = dispatcher.ledger().unwrap();
+    assert_eq!(ledger.entries.len(), 2);
+    for entry in &ledger.entries {
+        assert!(entry.is_done(), "{entry:?}");
+        let completed: Vec<_> = entry
+            .attempts
+            .iter()
+            .filter(|t| t.outcome == AttemptOutcome::Completed)
+            .collect();
+        assert_eq!(completed.len(), 1, "{entry:?}");
+        assert_eq!(completed[0].agent, alpha);
+    }
+    let sent = |subject: &str| {
+        Mail::new(state.clone())
+            .read_manifest()
+            .unwrap()
+            .events
+            .iter()
+            .filter(|e| matches!(e, ManifestEvent::Sent { subject: s, .. } if s == subject))
+            .count()
+    };
+    assert_eq!(sent(HEALTH_ESCALATION), 1);
+    assert_eq!(sent(COMPLETION_REPORT), 2);
+    // The dispatcher consumed its wake-ups: nothing is left for it on the bus.
+    assert!(Bus::new(state.clone()).pending(&mayor).unwrap().is_empty());
+}
+
+fn state_hooks(state: &StateDir) -> chipset::hook::Hooks {
+    chipset::hook::Hooks::new(state.clone())
+}
+
+/// The built example binaries sit in `target/<profile>/examples/`, beside
+/// this test's `deps/` directory; `cargo test` builds them.
+fn example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().and_then(|deps| deps.parent()).unwrap();
+    let path = profile_dir.join("examples").join(name);
+    assert!(
+        path.exists(),
+        "{} is missing: run the suite with `cargo test --workspace`, which builds the examples",
+        path.display()
+    );
+    path
+}
+
+/// `cargo run --example nubosloop` (it takes no time from a clock, so its
+/// story is the same on every machine).
+#[test]
+fn the_nubosloop_example_commits_one_task_and_escalates_the_other() {
+    let out = Command::new(example("nubosloop")).output().unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("commit blocked (pending replies: dead-code)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("M005-S007-T0001: committed after 2 round(s)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("stalemate: escalate to a human"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("M005-S007-T0002: escalated after 2 round(s)"),
+        "{stdout}"
+    );
+}
