@@ -1,5 +1,5 @@
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::read::Corruption;
@@ -114,6 +114,18 @@ impl Error {
             op,
             path: path.into(),
             source,
+        }
+    }
+
+    /// Maps the failure of an `O_NOFOLLOW` open of `path`: `ELOOP` means a
+    /// symlink stands there ([`Error::Symlink`]); anything else is an I/O error.
+    pub(crate) fn open_nofollow(op: &'static str, path: &Path, source: io::Error) -> Self {
+        if source.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
+            Error::Symlink {
+                path: path.to_owned(),
+            }
+        } else {
+            Error::io(op, path, source)
         }
     }
 

@@ -79,15 +79,7 @@ impl Lock {
             .mode(0o644)
             .custom_flags(crate::read::nofollow_flags())
             .open(&self.path)
-            .map_err(|e| {
-                if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
-                    Error::Symlink {
-                        path: self.path.clone(),
-                    }
-                } else {
-                    Error::io("open lock file", &self.path, e)
-                }
-            })
+            .map_err(|e| Error::open_nofollow("open lock file", &self.path, e))
     }
 
     fn acquire(&self, mode: Mode) -> Result<LockGuard> {

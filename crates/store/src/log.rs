@@ -158,13 +158,7 @@ impl JsonLog {
     }
 
     fn open_error(&self, e: io::Error) -> Error {
-        if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
-            Error::Symlink {
-                path: self.path.clone(),
-            }
-        } else {
-            Error::io("open log", &self.path, e)
-        }
+        Error::open_nofollow("open log", &self.path, e)
     }
 
     fn append_bytes(&self, mut buf: Vec<u8>) -> Result<()> {

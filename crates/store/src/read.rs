@@ -120,12 +120,7 @@ pub(crate) fn open_nofollow(path: &Path) -> Result<Option<File>> {
     {
         Ok(f) => Ok(Some(f)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
-            Err(Error::Symlink {
-                path: path.to_owned(),
-            })
-        }
-        Err(e) => Err(Error::io("open", path, e)),
+        Err(e) => Err(Error::open_nofollow("open", path, e)),
     }
 }
 
