@@ -117,10 +117,8 @@ impl EventId {
 
     /// Returns the millisecond part.
     pub fn unix_ms(&self) -> i64 {
-        self.0
-            .split_once('-')
-            .and_then(|(ms, _)| ms.parse().ok())
-            .unwrap_or(0)
+        // An EventId is only ever made from a valid SortableId.
+        SortableId::parse(&self.0).map_or(0, |id| id.unix_ms())
     }
 
     /// Returns the id as a string slice.
