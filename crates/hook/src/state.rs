@@ -250,11 +250,23 @@ impl Assignment {
     /// rewrites the file without a `generation` (resetting it to 0) cannot
     /// make an old assignment of the same bead match a new one.
     pub fn matches(&self, hook: &Hook) -> bool {
-        hook.agent == self.agent
-            && hook.generation == self.generation
-            && hook.work().is_some_and(|w| {
-                w.bead_id == self.work.bead_id && w.assigned_at == self.work.assigned_at
-            })
+        hook.work()
+            .is_some_and(|work| self.fences(&hook.agent, hook.generation, work))
+    }
+
+    /// Returns true when `other` is the same fence: the same agent,
+    /// generation, bead and assignment time (the title and who assigned it
+    /// are not part of it). This is the one definition of "the same
+    /// assignment" that every fenced operation uses.
+    pub fn same_fence(&self, other: &Assignment) -> bool {
+        self.fences(&other.agent, other.generation, &other.work)
+    }
+
+    fn fences(&self, agent: &AgentId, generation: u64, work: &WorkItem) -> bool {
+        self.agent == *agent
+            && self.generation == generation
+            && self.work.bead_id == work.bead_id
+            && self.work.assigned_at == work.assigned_at
     }
 }
 

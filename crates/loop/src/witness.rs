@@ -285,13 +285,10 @@ fn unreadable_record(result: Result<()>, actions: &mut Vec<WitnessAction>) -> Re
     }
 }
 
-/// Returns true when two assignments are the same fence (agent, generation,
-/// bead, assignment time).
+/// Returns true when two assignments are the same fence (see
+/// [`Assignment::same_fence`]).
 pub(crate) fn same_assignment(a: &Assignment, b: &Assignment) -> bool {
-    a.agent() == b.agent()
-        && a.generation() == b.generation()
-        && a.bead_id() == b.bead_id()
-        && a.work().assigned_at() == b.work().assigned_at()
+    a.same_fence(b)
 }
 
 /// The witness: watches every pending and active hook, nudges quiet agents,
