@@ -243,20 +243,16 @@ impl StateDir {
         for part in rel.components() {
             let parent = cur.clone();
             cur.push(part);
-            match fs::symlink_metadata(&cur) {
-                Ok(m) if m.file_type().is_symlink() => return Err(Error::Symlink { path: cur }),
-                Ok(m) if m.is_dir() => continue,
-                Ok(_) => return Err(Error::NotADirectory { path: cur }),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => return Err(Error::io("stat", &cur, e)),
+            if is_real_dir(&cur)? {
+                continue;
             }
             match fs::create_dir(&cur) {
                 Ok(()) => sync_dir(&parent)?,
                 // Another process made it first: check what it made, and sync
                 // the parent in case that process died before it could.
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                    let m = fs::symlink_metadata(&cur).map_err(|e| Error::io("stat", &cur, e))?;
-                    if !m.is_dir() {
+                    if !is_real_dir(&cur)? {
+                        // Made and removed again meanwhile: not ours to guess at.
                         return Err(Error::NotADirectory { path: cur });
                     }
                     sync_dir(&parent)?;
@@ -279,12 +275,8 @@ impl StateDir {
         let parts: Vec<_> = rel.components().collect();
         for part in parts.iter().take(parts.len().saturating_sub(1)) {
             cur.push(part);
-            match fs::symlink_metadata(&cur) {
-                Ok(m) if m.file_type().is_symlink() => return Err(Error::Symlink { path: cur }),
-                Ok(m) if m.is_dir() => {}
-                Ok(_) => return Err(Error::NotADirectory { path: cur }),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
-                Err(e) => return Err(Error::io("stat", &cur, e)),
+            if !is_real_dir(&cur)? {
+                return Ok(false);
             }
         }
         Ok(true)
@@ -454,23 +446,8 @@ impl StateDir {
     }
 
     fn list_where(&self, dir: &Path, keep: impl Fn(&fs::FileType) -> bool) -> Result<Vec<String>> {
-        if !self.check_parents(dir)? {
+        if !self.check_parents(dir)? || !is_real_dir(dir)? {
             return Ok(Vec::new());
-        }
-        match fs::symlink_metadata(dir) {
-            Ok(m) if m.file_type().is_symlink() => {
-                return Err(Error::Symlink {
-                    path: dir.to_owned(),
-                });
-            }
-            Ok(m) if !m.is_dir() => {
-                return Err(Error::NotADirectory {
-                    path: dir.to_owned(),
-                });
-            }
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(Error::io("stat", dir, e)),
         }
         let entries = fs::read_dir(dir).map_err(|e| Error::io("list directory", dir, e))?;
         let mut names = Vec::new();
@@ -596,6 +573,22 @@ impl StateDir {
     /// As [`sweep_temps`](crate::sweep_temps).
     pub fn sweep_temps(&self, max_age: Duration) -> Result<usize> {
         atomic::sweep_temps(&self.inner.root, max_age)
+    }
+}
+
+/// Returns true when `path` is a real directory and false when nothing is
+/// there; a symlink or anything else in its place is an error.
+fn is_real_dir(path: &Path) -> Result<bool> {
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => Err(Error::Symlink {
+            path: path.to_owned(),
+        }),
+        Ok(m) if m.is_dir() => Ok(true),
+        Ok(_) => Err(Error::NotADirectory {
+            path: path.to_owned(),
+        }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(Error::io("stat", path, e)),
     }
 }
 
