@@ -18,6 +18,7 @@
 //!         ReadOutcome::Missing => 1,
 //!         ReadOutcome::Value(n) => n + 1,
 //!         ReadOutcome::Corrupt(bad) => return Err(bad.into()),
+//!         ReadOutcome::Unsupported(newer) => return Err(newer.into()),
 //!     };
 //!     Ok::<_, chipset_store::Error>(Decision::Write(next, next))
 //! })?;
