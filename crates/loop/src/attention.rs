@@ -99,11 +99,11 @@ pub struct Entry {
 }
 
 impl fmt::Display for Entry {
-    /// One line: `mail      2 · urgent request from mayor: review-plan (id)`.
+    /// One line: `mail (2): urgent request from mayor: review-plan [id]`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{:<8} {} · {} ({})",
+            "{} ({}): {} [{}]",
             self.kind.as_str(),
             self.count,
             self.top.summary,
@@ -278,7 +278,7 @@ impl Attention {
 
     /// Returns as soon as something needs `agent` (at once if something
     /// does already), with what it is; or an empty brief when `timeout`
-    /// passes first.
+    /// passes first (`Duration::MAX` waits for ever).
     ///
     /// Wakes within milliseconds of the change through directory
     /// notifications, and within [`WatchConfig::rescan_interval`] when a
@@ -290,14 +290,13 @@ impl Attention {
     pub fn wait(&self, agent: &AgentId, timeout: Duration) -> Result<Brief> {
         // Watch first, read second: nothing changed in between is missed.
         let mut watcher = Watcher::new(self.hooks.state(), self.targets(agent), self.config.watch)?;
-        let deadline = Instant::now() + timeout;
+        let deadline = Deadline::after(timeout);
         loop {
             let brief = self.brief(agent)?;
             if !brief.is_empty() {
                 return Ok(brief);
             }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if watcher.wait(left) == Wake::TimedOut {
+            if watcher.wait(deadline.left()) == Wake::TimedOut && deadline.passed() {
                 return self.brief(agent);
             }
         }
@@ -506,6 +505,29 @@ fn unreadable(kind: WorkKind, count: usize, c: &chipset_store::Corruption) -> En
     }
 }
 
+/// When a wait ends; `None` is never (a timeout too large for an `Instant`).
+#[derive(Debug, Clone, Copy)]
+struct Deadline(Option<Instant>);
+
+impl Deadline {
+    /// The longest single wait handed to the watcher.
+    const SLICE: Duration = Duration::from_secs(3600);
+
+    fn after(timeout: Duration) -> Self {
+        Deadline(Instant::now().checked_add(timeout))
+    }
+
+    fn left(self) -> Duration {
+        self.0.map_or(Self::SLICE, |d| {
+            d.saturating_duration_since(Instant::now()).min(Self::SLICE)
+        })
+    }
+
+    fn passed(self) -> bool {
+        self.0.is_some_and(|d| Instant::now() >= d)
+    }
+}
+
 /// A watch on one agent's brief, made by [`Attention::watch`].
 #[derive(Debug)]
 pub struct BriefWatch {
@@ -537,7 +559,7 @@ impl BriefWatch {
     ///
     /// As [`Attention::brief`].
     pub fn next(&mut self, timeout: Duration) -> Result<Option<Brief>> {
-        let deadline = Instant::now() + timeout;
+        let deadline = Deadline::after(timeout);
         loop {
             let brief = self.attention.brief(&self.agent)?;
             let changed = match &self.last {
@@ -551,8 +573,7 @@ impl BriefWatch {
             if self.last.is_none() {
                 self.last = Some(brief);
             }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if self.watcher.wait(left) == Wake::TimedOut {
+            if self.watcher.wait(deadline.left()) == Wake::TimedOut && deadline.passed() {
                 return Ok(None);
             }
         }
