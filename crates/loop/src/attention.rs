@@ -226,6 +226,11 @@ impl Attention {
         &self.config
     }
 
+    /// Returns the state root the channels share.
+    pub fn state_root(&self) -> &std::path::Path {
+        self.hooks.state().root()
+    }
+
     /// Returns what needs `agent` now.
     ///
     /// # Errors

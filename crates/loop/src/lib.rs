@@ -143,7 +143,10 @@
 //! [`WatchConfig::rescan_interval`](chipset_store::WatchConfig::rescan_interval)
 //! (1 s by default) catches what a lost notification would miss.
 //! [`Attention::watch`] gives a [`BriefWatch`] whose
-//! [`next`](BriefWatch::next) returns each new brief as it changes.
+//! [`next`](BriefWatch::next) returns each new brief as it changes. With
+//! the `tokio` cargo feature (off by default), `Attention::stream` gives the
+//! same as an async `Stream` (`BriefStream`), watched on a thread of its
+//! own so it blocks no runtime.
 //!
 //! # File layout
 //!
@@ -197,6 +200,8 @@ mod files;
 mod format;
 mod rounds;
 mod scan;
+#[cfg(feature = "tokio")]
+mod stream;
 mod witness;
 mod worker;
 
@@ -219,6 +224,8 @@ pub use rounds::{DEFAULT_MAX_ROUNDS, Round, Rounds, RoundsConfig, route};
 pub use scan::{
     DoctorMode, DoctorReport, Finding as DoctorFinding, LoopCounts, LoopState, Problem,
 };
+#[cfg(feature = "tokio")]
+pub use stream::BriefStream;
 pub use witness::{
     DEFAULT_GRACE, DEFAULT_STALL_THRESHOLD, Judging, Verdict, Witness, WitnessAction,
     WitnessConfig, judge,

@@ -301,3 +301,35 @@ fn a_waiting_process_wakes_on_each_channel() {
         kit::wait_ok(&mut child, PATIENT);
     }
 }
+
+#[cfg(feature = "tokio")]
+mod stream {
+    use std::future::poll_fn;
+    use std::pin::Pin;
+
+    use futures_core::Stream;
+
+    use super::*;
+
+    async fn next(s: &mut chipset_loop::BriefStream) -> chipset_loop::Brief {
+        poll_fn(|cx| Pin::new(&mut *s).poll_next(cx))
+            .await
+            .expect("the stream goes on")
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_stream_yields_each_changed_brief() {
+        let tmp = TempState::new();
+        let alpha = agent("alpha");
+        make_work(&tmp.state, WorkKind::Hook, "alpha");
+        let attention = Attention::from_state(&tmp.state).with_config(notified());
+        let mut stream = attention.stream(&alpha).unwrap();
+        assert_eq!(next(&mut stream).await.kinds(), vec![WorkKind::Hook]);
+        make_work(&tmp.state, WorkKind::Mail, "alpha");
+        assert_eq!(
+            next(&mut stream).await.kinds(),
+            vec![WorkKind::Hook, WorkKind::Mail]
+        );
+    }
+}
