@@ -170,6 +170,7 @@ fn presence_words(ctx: &Ctx, state: &PresenceState) -> (&'static str, String) {
         PresenceState::Live(p) => ("live", seen(p)),
         PresenceState::Stale(p) => ("stale", seen(p)),
         PresenceState::Unreadable(c) => ("unreadable", format!(" ({c})")),
+        PresenceState::Unsupported(u) => ("unsupported", format!(" ({u})")),
     }
 }
 
@@ -179,6 +180,7 @@ fn presence_json(state: &PresenceState) -> Value {
         PresenceState::Live(p) => json!({"state": "live", "presence": output::json(p)}),
         PresenceState::Stale(p) => json!({"state": "stale", "presence": output::json(p)}),
         PresenceState::Unreadable(c) => json!({"state": "unreadable", "problem": c.to_string()}),
+        PresenceState::Unsupported(u) => json!({"state": "unsupported", "problem": u.to_string()}),
     }
 }
 
