@@ -217,8 +217,14 @@ impl JsonLog {
             .metadata()
             .map_err(|e| Error::io("stat", &self.path, e))?
             .len();
-        let whole = last_newline_end(&file, len).map_err(|e| Error::io("read", &self.path, e))?;
-        if whole < len {
+        let mut last = [b'\n'];
+        if len > 0 {
+            file.read_exact_at(&mut last, len - 1)
+                .map_err(|e| Error::io("read", &self.path, e))?;
+        }
+        if last[0] != b'\n' {
+            let whole =
+                last_newline_end(&file, len).map_err(|e| Error::io("read", &self.path, e))?;
             // A torn tail: the rest of an append that never returned (its
             // writer crashed or failed). Cut it, as `recover` does, so it can
             // never become a bad line in the middle of the log.
