@@ -3,6 +3,7 @@
 //! by insta (ids, times and ages redacted).
 
 mod bus;
+mod exit;
 mod global;
 mod hook;
 mod interop;
