@@ -265,10 +265,20 @@ impl Bus {
     /// the key's lock: of many processes publishing one key at once, exactly
     /// one delivers.
     ///
+    /// **Commit point:** the no-clobber create of the event's file in the
+    /// queue. A failure before it leaves nothing visible (no event, no new
+    /// queue directory). With a caller-chosen id ([`NewEvent::with_id`]),
+    /// publishing again with the same content returns the first delivery
+    /// (from the queue or, once acknowledged, the processed area) as
+    /// [`Published::Delivered`]; other content is refused.
+    ///
     /// # Errors
     ///
-    /// [`Error::InvalidField`] for a bad source, kind or key; [`Error::Store`]
-    /// when the event cannot be written.
+    /// [`Error::InvalidField`] for a bad source, kind or key;
+    /// [`Error::IdConflict`] for a chosen id already used with other content;
+    /// [`Error::OutcomeUnknown`] (with the id) when the commit point passed
+    /// but a sync after it failed: the event may be delivered, so retry with
+    /// the same id; [`Error::Store`] when the event cannot be written.
     pub fn publish(&self, agent: &AgentId, event: &NewEvent) -> Result<Published> {
         let built = event.build(self.state.clock().as_ref())?;
         self.publish_built(agent, event, built)
@@ -284,7 +294,9 @@ impl Bus {
     ///
     /// # Errors
     ///
-    /// As [`Bus::publish`]. Copies published before a failure stay published.
+    /// As [`Bus::publish`]. Copies published before a failure stay
+    /// published: [`Error::PartlyPublished`] (or [`Error::OutcomeUnknown`])
+    /// says so, and a retry with the same id completes the rest.
     pub fn publish_to(
         &self,
         agents: &[AgentId],
@@ -297,11 +309,22 @@ impl Bus {
             }
         }
         let built = event.build(self.state.clock().as_ref())?;
-        if event.key().is_some() {
-            return unique
-                .into_iter()
-                .map(|a| Ok((a.clone(), self.publish_built(a, event, built.clone())?)))
-                .collect();
+        if event.key().is_some() || event.chosen_id().is_some() {
+            let mut out: Vec<(AgentId, Published)> = Vec::with_capacity(unique.len());
+            for a in unique {
+                match self.publish_built(a, event, built.clone()) {
+                    Ok(p) => out.push((a.clone(), p)),
+                    Err(e) if out.is_empty() => return Err(e),
+                    Err(e) => {
+                        return Err(Error::PartlyPublished {
+                            id: built.id().clone(),
+                            delivered: out.into_iter().map(|(a, _)| a).collect(),
+                            source: Box::new(e),
+                        });
+                    }
+                }
+            }
+            return Ok(out);
         }
         let name = built.file_name();
         let mut items = Vec::with_capacity(unique.len());
@@ -315,7 +338,13 @@ impl Bus {
             })?;
             items.push((path, bytes));
         }
-        self.state.create_new_batch(&items)?;
+        self.state.create_new_batch(&items).map_err(|e| match e {
+            source @ chipset_store::Error::OutcomeUnknown { .. } => Error::OutcomeUnknown {
+                id: built.id().clone(),
+                source,
+            },
+            e => e.into(),
+        })?;
         Ok(unique
             .into_iter()
             .map(|a| (a.clone(), Published::Delivered(built.clone())))
@@ -323,12 +352,18 @@ impl Bus {
     }
 
     fn publish_built(&self, agent: &AgentId, event: &NewEvent, built: Event) -> Result<Published> {
-        let target = self.queue_dir(agent).join(built.file_name());
+        let chosen = event.chosen_id().is_some();
         let Some(key) = event.key() else {
-            self.state.create_new_json(&target, &built)?;
-            return Ok(Published::Delivered(built));
+            if chosen && let Some(first) = self.find_published(agent, &built)? {
+                return Ok(Published::Delivered(first));
+            }
+            return self.create_event(agent, built).map(Published::Delivered);
         };
         let window = event.window().unwrap_or(self.config.dedup_window);
+        let id = built.id().clone();
+        // Set once the event is published (the commit point): after that, a
+        // failure to write the key's record does not fail the publish.
+        let published: std::cell::RefCell<Option<Event>> = std::cell::RefCell::new(None);
         let record_path = self
             .agent_dir(agent)
             .join(DEDUP)
@@ -349,6 +384,23 @@ impl Bus {
                     // A record this version cannot judge is neither overwritten nor guessed at.
                     ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
                 };
+                let window_ms = u64::try_from(window.as_millis()).unwrap_or(u64::MAX);
+                // A retry of a publish that applied: return the first delivery,
+                // and finish its follow-up (the key's record) if it is missing.
+                if chosen && let Some(first) = self.find_published(agent, &built)? {
+                    return Ok(match last {
+                        Some(r) if r.key == key => Decision::Keep(Published::Delivered(first)),
+                        _ => Decision::Write(
+                            DedupRecord {
+                                key: key.to_owned(),
+                                accepted_at: first.created_at(),
+                                event_id: first.id().clone(),
+                                window_ms,
+                            },
+                            Published::Delivered(first),
+                        ),
+                    });
+                }
                 match dedup::judge(last.as_ref(), key, now, window) {
                     Verdict::Duplicate {
                         original,
@@ -361,17 +413,86 @@ impl Bus {
                     Verdict::Accept => {
                         // Publish first, record second: a crash between the two
                         // can let one duplicate through, never lose the event.
-                        self.state.create_new_json(&target, &built)?;
+                        let built = self.create_event(agent, built)?;
+                        *published.borrow_mut() = Some(built.clone());
                         let record = DedupRecord {
                             key: key.to_owned(),
                             accepted_at: now,
                             event_id: built.id().clone(),
-                            window_ms: u64::try_from(window.as_millis()).unwrap_or(u64::MAX),
+                            window_ms,
                         };
                         Ok(Decision::Write(record, Published::Delivered(built)))
                     }
                 }
             })
+            .map_err(|e| match (published.into_inner(), e) {
+                // The event is published (its commit point passed), but the
+                // key's record was not written: the publish happened, yet a
+                // later publish with the key could pass the check. Say so, with
+                // the id: a retry with it returns the event and writes the record.
+                (Some(_), Error::Store(source)) => {
+                    tracing::warn!(path = %record_path.display(), id = %id, "published, but the de-duplication record was not written");
+                    Error::OutcomeUnknown { id, source }
+                }
+                (_, e) => e,
+            })
+    }
+
+    /// Publishes `built` into `agent`'s queue: the commit point of a publish
+    /// is this no-clobber create. Returns the event delivered, which for a
+    /// retry of the same id and content is the first one.
+    fn create_event(&self, agent: &AgentId, built: Event) -> Result<Event> {
+        let target = self.queue_dir(agent).join(built.file_name());
+        match self.state.create_new_json(&target, &built) {
+            Ok(()) => Ok(built),
+            Err(chipset_store::Error::AlreadyExists { .. }) => {
+                // Only a caller-chosen id can collide (generated ids are unique).
+                match self.find_published(agent, &built)? {
+                    Some(first) => Ok(first),
+                    None => Err(Error::IdConflict {
+                        agent: agent.clone(),
+                        id: built.id().clone(),
+                        path: target,
+                    }),
+                }
+            }
+            Err(source @ chipset_store::Error::OutcomeUnknown { .. }) => {
+                Err(Error::OutcomeUnknown {
+                    id: built.id().clone(),
+                    source,
+                })
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Finds an event with `built`'s id in `agent`'s queue or processed
+    /// area. Returns it when its content is the same; fails with
+    /// [`Error::IdConflict`] when it is not; `None` when there is none.
+    fn find_published(&self, agent: &AgentId, built: &Event) -> Result<Option<Event>> {
+        for dir in [self.queue_dir(agent), self.processed_dir(agent)] {
+            for entry in self.entries(&dir)? {
+                if entry.id() != built.id() {
+                    continue;
+                }
+                let path = dir.join(entry.name());
+                match read_event(&path, entry.name(), self.state.read_cap())? {
+                    EventRead::Event(first) if built.same_content(&first) => {
+                        return Ok(Some(first));
+                    }
+                    // Acknowledged between the listing and the read: look in processed.
+                    EventRead::Gone => continue,
+                    _ => {
+                        return Err(Error::IdConflict {
+                            agent: agent.clone(),
+                            id: built.id().clone(),
+                            path,
+                        });
+                    }
+                }
+            }
+        }
+        Ok(None)
     }
 
     // ----- reading -----
@@ -511,7 +632,7 @@ impl Bus {
                 Ok(done.then_some(AckOutcome::AlreadyAcked))
             }
             Err(chipset_store::Error::AlreadyExists { .. }) => {
-                remove_acked_copy(&from, &to, self.state.read_cap())?;
+                remove_acked_copy(&self.state, &from, &to)?;
                 Ok(Some(AckOutcome::AlreadyAcked))
             }
             Err(e) => Err(e.into()),
@@ -773,7 +894,8 @@ pub(crate) fn read_event(path: &Path, name: &str, cap: u64) -> Result<EventRead>
 /// Removes the queue copy of an event that is also in the processed area,
 /// when both hold the same bytes. Such a pair can only come from a crash
 /// between the two directory syncs of a move; the processed copy stays.
-pub(crate) fn remove_acked_copy(queued: &Path, processed: &Path, cap: u64) -> Result<bool> {
+pub(crate) fn remove_acked_copy(state: &StateDir, queued: &Path, processed: &Path) -> Result<bool> {
+    let cap = state.read_cap();
     let queued_bytes = chipset_store::read_bytes(queued, cap)?;
     let same = match (queued_bytes, chipset_store::read_bytes(processed, cap)?) {
         (ReadOutcome::Value(a), ReadOutcome::Value(b)) => a == b,
@@ -783,5 +905,5 @@ pub(crate) fn remove_acked_copy(queued: &Path, processed: &Path, cap: u64) -> Re
         tracing::warn!(path = %queued.display(), "event in queue and processed with different contents; left for doctor");
         return Ok(false);
     }
-    Ok(chipset_store::remove_file(queued)?)
+    Ok(state.remove_file(queued)?)
 }

@@ -38,6 +38,43 @@ pub enum Error {
         /// The event id.
         id: EventId,
     },
+    /// A publish with a caller-chosen id found an event with that id and
+    /// other content (the idempotent-retry rule refuses it); nothing changed.
+    #[error("event `{id}` for `{agent}` exists with other content: {path}")]
+    IdConflict {
+        /// The recipient.
+        agent: AgentId,
+        /// The id.
+        id: EventId,
+        /// The existing event's file.
+        path: PathBuf,
+    },
+    /// The publish passed its commit point (the event's no-clobber create)
+    /// but its durability is unknown: the event may be delivered. Retry with
+    /// the same id ([`NewEvent::with_id`](crate::NewEvent::with_id)): if it
+    /// was delivered, the retry returns it as success.
+    #[error("event `{id}` may have been published: {source}")]
+    OutcomeUnknown {
+        /// The id of the event that may be delivered.
+        id: EventId,
+        /// The store's [`chipset_store::Error::OutcomeUnknown`].
+        #[source]
+        source: chipset_store::Error,
+    },
+    /// A publish to several recipients delivered to some of them, then
+    /// failed: those copies stay. Retry with the same id
+    /// ([`NewEvent::with_id`](crate::NewEvent::with_id)): the delivered copies
+    /// are returned as they are and the rest are published.
+    #[error("event `{id}` was published to {} of its recipients, then: {source}", delivered.len())]
+    PartlyPublished {
+        /// The event's id.
+        id: EventId,
+        /// The recipients that have it.
+        delivered: Vec<AgentId>,
+        /// Why the next one failed.
+        #[source]
+        source: Box<Error>,
+    },
     /// An I/O operation the bus does itself (removing a pruned file) failed.
     #[error("failed to {op} `{path}`")]
     Io {
@@ -52,6 +89,24 @@ pub enum Error {
 }
 
 impl Error {
+    /// Returns true when the operation may have taken effect
+    /// ([`Error::OutcomeUnknown`], or the store's).
+    pub fn is_outcome_unknown(&self) -> bool {
+        match self {
+            Error::OutcomeUnknown { .. } | Error::PartlyPublished { .. } => true,
+            Error::Store(e) => e.is_outcome_unknown(),
+            _ => false,
+        }
+    }
+
+    /// Returns the id of the event that may have been published, for [`Error::OutcomeUnknown`].
+    pub fn unknown_outcome_id(&self) -> Option<&EventId> {
+        match self {
+            Error::OutcomeUnknown { id, .. } | Error::PartlyPublished { id, .. } => Some(id),
+            _ => None,
+        }
+    }
+
     pub(crate) fn invalid(field: &'static str, value: &str, rule: &'static str) -> Self {
         Error::InvalidField {
             field,

@@ -213,6 +213,18 @@ impl Event {
         &self.payload
     }
 
+    /// Returns true when `other` is the same event published again: the same
+    /// id, source, kind, priority, key and payload (the time may differ, as
+    /// a retry is stamped anew).
+    pub fn same_content(&self, other: &Event) -> bool {
+        self.id == other.id
+            && self.source == other.source
+            && self.kind == other.kind
+            && self.priority == other.priority
+            && self.dedup_key == other.dedup_key
+            && self.payload == other.payload
+    }
+
     /// Returns the name of this event's file in a queue or processed directory.
     pub fn file_name(&self) -> String {
         name::event_file_name(self.priority, &self.id, &self.source, &self.kind)
@@ -239,6 +251,7 @@ pub struct NewEvent {
     payload: serde_json::Value,
     dedup_key: Option<String>,
     dedup_window: Option<Duration>,
+    id: Option<EventId>,
 }
 
 impl NewEvent {
@@ -251,7 +264,24 @@ impl NewEvent {
             payload: serde_json::Value::Null,
             dedup_key: None,
             dedup_window: None,
+            id: None,
         }
+    }
+
+    /// Sets the event's id, chosen by the caller so a retry can be recognised
+    /// (the bus twin of mail's `Draft::with_id`): publishing again with the
+    /// same id and the same content returns the first delivery as success;
+    /// the same id with other content is refused ([`Error::IdConflict`]).
+    /// Make one with [`EventId::generate`] and keep it for the retries.
+    #[must_use]
+    pub fn with_id(mut self, id: EventId) -> Self {
+        self.id = Some(id);
+        self
+    }
+
+    /// Returns the caller-chosen id, if any.
+    pub fn chosen_id(&self) -> Option<&EventId> {
+        self.id.as_ref()
     }
 
     /// Sets the priority.
@@ -319,7 +349,10 @@ impl NewEvent {
         // The id's millisecond never goes back within a process (it may run
         // ahead of a clock that stepped back); created_at is the clock's word.
         let created_at = clock.now();
-        let id = EventId::generate(clock);
+        let id = match &self.id {
+            Some(id) => id.clone(),
+            None => EventId::generate(clock),
+        };
         Ok(Event {
             created_at,
             id,

@@ -150,13 +150,33 @@
 //! found in both places after a crash are the only deletions this crate
 //! makes itself.
 //!
+//! # Commit points and retries
+//!
+//! A publish's commit point is the no-clobber create of the event's file in
+//! the recipient's queue; an acknowledgement's is the no-clobber move to the
+//! processed area. A failure before it leaves nothing visible; a failed sync
+//! after it is [`Error::OutcomeUnknown`], which carries the event's id. With
+//! a caller-chosen id ([`NewEvent::with_id`], the twin of mail's
+//! `Draft::with_id`), publishing again follows the store's idempotent-retry
+//! rule: the same id and content return the first delivery as
+//! [`Published::Delivered`] (from the queue, or from the processed area once
+//! acknowledged) and finish a missing de-duplication record; the same id
+//! with other content is [`Error::IdConflict`]. Acknowledging again is
+//! [`AckOutcome::AlreadyAcked`]. A publish to several recipients that failed
+//! after some copies is [`Error::PartlyPublished`]; the retry publishes the
+//! rest. A failed keyed publish may leave the key's `dedup/` directory,
+//! holding only its lock file (lock files are never removed).
+//!
 //! # Upkeep
 //!
 //! [`Bus::counts`] and [`Bus::status`] count pending events per priority from
 //! directory listings alone, for a status screen. [`Bus::prune`] removes
 //! processed events beyond a [`Retention`]. [`Bus::doctor`] finds corrupt or
-//! misnamed event files, corrupt state files, torn control logs and stale
-//! temps, and with [`Repair::Fix`] quarantines or removes them.
+//! misnamed event files, corrupt state files, torn control logs, bad control
+//! lines, a directory or FIFO where the control log belongs, and stale
+//! temps, and with [`Repair::Fix`] quarantines or removes them (bad lines
+//! move to `.quarantine/` with every whole command kept, and the registry is
+//! rebuilt from the repaired log).
 //!
 //! # Errors
 //!

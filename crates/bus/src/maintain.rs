@@ -4,7 +4,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use chipset_store::{AgentId, ReadOutcome, Timestamp};
+use chipset_store::{AgentId, ReadOutcome, StateDir, Timestamp};
 
 use crate::bus::{
     BadFile, Bus, CONTROL, EventRead, NAG, PRESENCE, PresenceState, Problem, REGISTRY, read_event,
@@ -198,7 +198,7 @@ impl Bus {
                 .zip(*created)
                 .is_some_and(|(age, at)| now.since(at) > age);
             if too_many || too_big || too_old {
-                if remove(&dir.join(entry.name()))? {
+                if remove(self.state(), &dir.join(entry.name()))? {
                     pruned.events += 1;
                     pruned.bytes += len;
                 }
@@ -229,7 +229,7 @@ impl Bus {
                 // Corrupt records are the doctor's; missing ones are gone already.
                 _ => false,
             };
-            if old && remove(&path)? {
+            if old && remove(self.state(), &path)? {
                 removed += 1;
             }
         }
@@ -301,7 +301,7 @@ impl Bus {
                         let done = processed.join(&name);
                         if is_queue && fs::symlink_metadata(&done).is_ok() {
                             let action = match repair {
-                                Repair::Fix if remove_acked_copy(&path, &done, cap)? => {
+                                Repair::Fix if remove_acked_copy(self.state(), &path, &done)? => {
                                     Action::Removed
                                 }
                                 _ => Action::Reported,
@@ -335,8 +335,39 @@ impl Bus {
             self.read_finding(read, repair, report)?;
         }
         let log = state.log(&dir.join(CONTROL))?;
-        let contents = log.read::<ControlLine>()?;
+        let contents = match log.read::<ControlLine>() {
+            Ok(c) => c,
+            // A directory, FIFO or device where the log belongs: report it
+            // and (with Fix) move it aside, without stopping the doctor.
+            Err(chipset_store::Error::Corrupt(c)) => {
+                return self.read_finding(ReadOutcome::Corrupt(c), repair, report);
+            }
+            Err(e) => return Err(e.into()),
+        };
+        // Bad lines are moved, byte for byte, to `.quarantine/` by the store's
+        // repair, which keeps every whole command in order (a torn tail goes
+        // with them).
+        let repaired = match repair {
+            Repair::Fix if !contents.bad_lines.is_empty() => {
+                let done = log.repair::<ControlLine>()?.map(|r| r.quarantined);
+                if done.is_some() {
+                    // The repair moved lines, so the registry's applied offset
+                    // no longer points into the log: rebuild it from the start
+                    // (the registry is derived from the whole log).
+                    state.update(&dir.join(REGISTRY), |_: ReadOutcome<Registry>| {
+                        Ok::<_, Error>(chipset_store::Decision::Write(Registry::default(), ()))
+                    })?;
+                    let _ = self.apply_control(agent)?;
+                }
+                done
+            }
+            _ => None,
+        };
         for bad in contents.bad_lines {
+            let action = match &repaired {
+                Some(to) => Action::Quarantined(to.clone()),
+                None => Action::Reported,
+            };
             report.findings.push(Finding {
                 file: BadFile {
                     path: log.path().to_owned(),
@@ -345,16 +376,17 @@ impl Bus {
                         reason: bad.reason,
                     },
                 },
-                action: Action::Reported,
+                action,
             });
         }
         if let Some(torn) = contents.torn_tail {
-            let action = match repair {
-                Repair::Fix => {
+            let action = match (&repaired, repair) {
+                (Some(to), _) => Action::Quarantined(to.clone()),
+                (None, Repair::Fix) => {
                     log.recover()?;
                     Action::Truncated
                 }
-                Repair::ReportOnly => Action::Reported,
+                (None, Repair::ReportOnly) => Action::Reported,
             };
             report.findings.push(Finding {
                 file: BadFile {
@@ -415,7 +447,7 @@ impl Bus {
     fn doctor_temps(&self, root: &Path, repair: Repair, report: &mut DoctorReport) -> Result<()> {
         for path in chipset_store::stale_temps(root, self.config().stale_temp_age)? {
             let action = match repair {
-                Repair::Fix if remove(&path)? => Action::Removed,
+                Repair::Fix if remove(self.state(), &path)? => Action::Removed,
                 _ => Action::Reported,
             };
             report.findings.push(Finding {
@@ -436,6 +468,6 @@ fn io_error(op: &'static str, path: PathBuf, source: io::Error) -> Error {
 
 /// Removes a file; false when it was gone already. Removal needs no sync:
 /// a pruned file that comes back after a power cut is pruned again.
-fn remove(path: &Path) -> Result<bool> {
-    Ok(chipset_store::remove_file(path)?)
+fn remove(state: &StateDir, path: &Path) -> Result<bool> {
+    Ok(state.remove_file(path)?)
 }

@@ -34,8 +34,12 @@ pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
             priority,
             dedup_key,
             payload,
+            id,
         } => {
             let mut event = NewEvent::new(source, kind);
+            if let Some(id) = id {
+                event = event.with_id(id);
+            }
             if let Some(priority) = priority {
                 event = event.priority(priority);
             }

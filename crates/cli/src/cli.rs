@@ -20,7 +20,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
                   nudges, mail, events and reminders from a shell.\n\n\
                   Exit status: 0 on success; 2 for invalid arguments or ids; 1 for a refused \
                   operation or any other failure (one line on stderr says what and why; \
-                  nothing is changed)."
+                  nothing is changed), a failed write to stdout included; 3 when the outcome \
+                  is unknown: the change was made but not known to be durable, and stderr \
+                  names what was written (the id): retry with the same id, which is then a \
+                  no-op success."
 )]
 pub(crate) struct Cli {
     /// The state root [default: $CHIPSET_ROOT if set and not empty, else
@@ -299,9 +302,14 @@ pub(crate) enum BusCommand {
         /// Drop this publish if the key was accepted for the recipient within the window.
         #[arg(long, value_name = "K")]
         dedup_key: Option<String>,
-        /// A JSON payload.
+        /// A JSON payload (kept exactly, numbers of any size included).
         #[arg(long, value_name = "JSON", value_parser = parse_json)]
         payload: Option<serde_json::Value>,
+        /// The event's id (`{unix-ms}-{uuid-v4}`), to make a retry safe:
+        /// publishing again with the same id and content prints the first
+        /// delivery's id and changes nothing; other content is refused.
+        #[arg(long, value_name = "ID")]
+        id: Option<EventId>,
     },
     /// List an agent's unacknowledged events, critical first.
     Pending {

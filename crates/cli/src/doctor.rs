@@ -5,8 +5,10 @@
 //! can (quarantining, never deleting, bad files) and the store sweeps temp
 //! files older than [`STALE_TEMP_AGE`]. The command fails (exit 1) when
 //! problems remain: any finding without `--fix`, and with it the findings
-//! the libraries leave alone by design (stray names, bad lines in
-//! append-only logs), which need a person.
+//! the libraries leave alone by design (stray names, a response whose
+//! request does not match), which need a person. A library doctor that cannot
+//! finish (say, a lock path that is a directory) is reported as an open
+//! problem of its area, and the others still run.
 
 use std::time::Duration;
 
@@ -44,9 +46,10 @@ pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
         chipset_hook::DoctorMode::Fix
     } else {
         chipset_hook::DoctorMode::Check
-    })?;
-    scanned.insert("hooks".into(), json!(hooks.scanned));
-    for f in hooks.findings {
+    });
+    let hooks = or_row(&mut rows, "hooks", hooks);
+    scanned.insert("hooks".into(), json!(hooks.as_ref().map(|h| h.scanned)));
+    for f in hooks.into_iter().flat_map(|h| h.findings) {
         let problem = match &f.problem {
             chipset_hook::Problem::Corrupt(reason) => format!("corrupt hook ({reason})"),
             chipset_hook::Problem::Stray => "not a hook file (left alone)".to_owned(),
@@ -66,20 +69,39 @@ pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
     } else {
         chipset_nudge::Repair::ReportOnly
     };
-    let nudge_report = Nudges::new(ctx.state.clone()).doctor(repair)?;
-    scanned.insert("nudge".into(), json!(nudge_report.scanned));
-    rows.extend(nudge_rows("nudge", nudge_report));
-    let reminder_report = remind::reminders(ctx).doctor(repair)?;
-    scanned.insert("reminders".into(), json!(reminder_report.scanned));
-    rows.extend(nudge_rows("reminders", reminder_report));
+    let nudge_report = or_row(
+        &mut rows,
+        "nudge",
+        Nudges::new(ctx.state.clone()).doctor(repair),
+    );
+    scanned.insert(
+        "nudge".into(),
+        json!(nudge_report.as_ref().map(|r| r.scanned)),
+    );
+    if let Some(report) = nudge_report {
+        rows.extend(nudge_rows("nudge", report));
+    }
+    let reminder_report = or_row(
+        &mut rows,
+        "reminders",
+        remind::reminders(ctx).doctor(repair),
+    );
+    scanned.insert(
+        "reminders".into(),
+        json!(reminder_report.as_ref().map(|r| r.scanned)),
+    );
+    if let Some(report) = reminder_report {
+        rows.extend(nudge_rows("reminders", report));
+    }
 
     let mail = Mail::new(ctx.state.clone()).doctor(if fix {
         chipset_mail::DoctorMode::Fix
     } else {
         chipset_mail::DoctorMode::Check
-    })?;
-    scanned.insert("mail".into(), json!(mail.messages));
-    for f in mail.findings {
+    });
+    let mail = or_row(&mut rows, "mail", mail);
+    scanned.insert("mail".into(), json!(mail.as_ref().map(|m| m.messages)));
+    for f in mail.into_iter().flat_map(|m| m.findings) {
         let action = (fix && f.is_fixable()).then(|| mail_fix(&f).to_owned());
         rows.push(Row {
             area: "mail",
@@ -92,9 +114,10 @@ pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
         chipset_bus::Repair::Fix
     } else {
         chipset_bus::Repair::ReportOnly
-    })?;
-    scanned.insert("bus".into(), json!(bus.events_checked));
-    for f in bus.findings {
+    });
+    let bus = or_row(&mut rows, "bus", bus);
+    scanned.insert("bus".into(), json!(bus.as_ref().map(|b| b.events_checked)));
+    for f in bus.into_iter().flat_map(|b| b.findings) {
         let action = match &f.action {
             chipset_bus::Action::Quarantined(to) => {
                 Some(format!("quarantined to `{}`", to.display()))
@@ -118,9 +141,10 @@ pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
         chipset_loop::DoctorMode::Fix
     } else {
         chipset_loop::DoctorMode::Check
-    })?;
-    scanned.insert("loop".into(), json!(loops.scanned));
-    for f in loops.findings {
+    });
+    let loops = or_row(&mut rows, "loop", loops);
+    scanned.insert("loop".into(), json!(loops.as_ref().map(|l| l.scanned)));
+    for f in loops.into_iter().flat_map(|l| l.findings) {
         let problem = match &f.problem {
             chipset_loop::Problem::Corrupt(reason) => format!("corrupt loop file ({reason})"),
             chipset_loop::Problem::Stray => "not a loop file (left alone)".to_owned(),
@@ -128,7 +152,7 @@ pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
                 format!("torn last line at byte {offset} ({len} bytes)")
             }
             chipset_loop::Problem::BadLogLine { offset } => {
-                format!("unreadable line at byte {offset} (left alone)")
+                format!("unreadable line at byte {offset}")
             }
             _ => "unusable".to_owned(),
         };
@@ -170,6 +194,27 @@ pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
     Ok(render(ctx, fix, &rows, scanned))
 }
 
+/// Returns a library doctor's report, or, when it could not finish (an
+/// unreadable directory, a lock path that is a directory), records that as
+/// an open problem of its area and returns `None`, so the other doctors still run.
+fn or_row<T, E: Into<CliError>>(
+    rows: &mut Vec<Row>,
+    area: &'static str,
+    result: std::result::Result<T, E>,
+) -> Option<T> {
+    match result {
+        Ok(report) => Some(report),
+        Err(e) => {
+            rows.push(Row {
+                area,
+                problem: format!("could not finish: {}", e.into()),
+                action: None,
+            });
+            None
+        }
+    }
+}
+
 /// Says what [`chipset_mail::Mail::doctor`] does to fix a finding.
 fn mail_fix(f: &chipset_mail::Finding) -> &'static str {
     use chipset_mail::Finding as F;
@@ -180,7 +225,10 @@ fn mail_fix(f: &chipset_mail::Finding) -> &'static str {
         F::AnsweredRequest { .. } => "archived",
         F::Orphan { .. } => "moved to archive/orphan/",
         F::MissingSentEvent { .. } => "`sent` event appended (reconciled)",
-        F::TornManifestTail { .. } => "torn line truncated",
+        F::TornManifestTail { .. } => {
+            "torn line truncated (or, with bad lines, moved to `mail/.quarantine/`)"
+        }
+        F::BadManifestLine { .. } => "moved to `mail/.quarantine/`, every whole record kept",
         _ => "repaired",
     }
 }

@@ -1,6 +1,7 @@
-//! Failures and their exit codes: 2 for invalid arguments or ids, 1 for a
-//! refused operation or any other failure. The libraries' typed errors are
-//! sorted into the two here; their messages are printed as they are.
+//! Failures and their exit codes: 2 for invalid arguments or ids, 3 when the
+//! outcome is unknown (the change may have been made), 1 for a refused
+//! operation or any other failure. The libraries' typed errors are sorted
+//! here; their messages are printed as they are.
 
 use std::error::Error as StdError;
 use std::fmt;
@@ -9,15 +10,18 @@ use std::process::ExitCode;
 /// Why a command failed, and how it exits.
 #[derive(Debug)]
 pub(crate) struct CliError {
-    usage: bool,
+    code: u8,
     message: String,
 }
+
+/// The exit status of a failure whose outcome is unknown.
+pub(crate) const OUTCOME_UNKNOWN: u8 = 3;
 
 impl CliError {
     /// Returns a usage error (exit 2): an argument the command cannot take.
     pub(crate) fn usage(message: impl Into<String>) -> Self {
         CliError {
-            usage: true,
+            code: 2,
             message: message.into(),
         }
     }
@@ -25,21 +29,29 @@ impl CliError {
     /// Returns a refusal or other failure (exit 1).
     pub(crate) fn refused(message: impl Into<String>) -> Self {
         CliError {
-            usage: false,
+            code: 1,
             message: message.into(),
         }
     }
 
-    /// Returns the exit code: 2 for usage errors, 1 otherwise.
+    /// Returns the exit code: 2 for usage errors, 3 for an unknown outcome, 1 otherwise.
     pub(crate) fn exit_code(&self) -> ExitCode {
-        ExitCode::from(if self.usage { 2 } else { 1 })
+        ExitCode::from(self.code)
     }
 
     fn from_error(usage: bool, error: &dyn StdError) -> Self {
         CliError {
-            usage,
+            code: if usage { 2 } else { 1 },
             message: chain(error),
         }
+    }
+
+    /// Returns `self` with exit status 3 when `unknown`: the change may have been made.
+    fn unknown_if(mut self, unknown: bool) -> Self {
+        if unknown {
+            self.code = OUTCOME_UNKNOWN;
+        }
+        self
     }
 }
 
@@ -83,14 +95,15 @@ fn store_is_usage(e: &chipset_store::Error) -> bool {
 
 impl From<chipset_store::Error> for CliError {
     fn from(e: chipset_store::Error) -> Self {
-        CliError::from_error(store_is_usage(&e), &e)
+        CliError::from_error(store_is_usage(&e), &e).unknown_if(e.is_outcome_unknown())
     }
 }
 
 impl From<chipset_hook::Error> for CliError {
     fn from(e: chipset_hook::Error) -> Self {
         let usage = matches!(&e, chipset_hook::Error::Store(s) if store_is_usage(s));
-        CliError::from_error(usage, &e)
+        let unknown = matches!(&e, chipset_hook::Error::Store(s) if s.is_outcome_unknown());
+        CliError::from_error(usage, &e).unknown_if(unknown)
     }
 }
 
@@ -107,7 +120,8 @@ impl From<chipset_nudge::Error> for CliError {
             | E::NotAResolvingVerb { .. } => true,
             _ => false,
         };
-        CliError::from_error(usage, &e)
+        let unknown = matches!(&e, E::Store(s) if s.is_outcome_unknown());
+        CliError::from_error(usage, &e).unknown_if(unknown)
     }
 }
 
@@ -122,7 +136,8 @@ impl From<chipset_mail::MailError> for CliError {
             | E::UnknownRecipient { .. } => true,
             _ => false,
         };
-        CliError::from_error(usage, &e)
+        let unknown = matches!(&e, E::Store(s) if s.is_outcome_unknown());
+        CliError::from_error(usage, &e).unknown_if(unknown)
     }
 }
 
@@ -134,14 +149,15 @@ impl From<chipset_bus::Error> for CliError {
             E::InvalidField { .. } => true,
             _ => false,
         };
-        CliError::from_error(usage, &e)
+        CliError::from_error(usage, &e).unknown_if(e.is_outcome_unknown())
     }
 }
 
 impl From<chipset_loop::Error> for CliError {
     fn from(e: chipset_loop::Error) -> Self {
         let usage = matches!(&e, chipset_loop::Error::Store(s) if store_is_usage(s));
-        CliError::from_error(usage, &e)
+        let unknown = matches!(&e, chipset_loop::Error::Store(s) if s.is_outcome_unknown());
+        CliError::from_error(usage, &e).unknown_if(unknown)
     }
 }
 
@@ -160,6 +176,14 @@ mod tests {
         let e = CliError::from(missing);
         assert_eq!(e.exit_code(), ExitCode::from(1));
         assert_eq!(e.to_string(), "no reminder with id `x`");
+        let unknown = chipset_store::Error::OutcomeUnknown {
+            op: "sync directory",
+            path: "/q/1-x.json".into(),
+            source: std::io::Error::from_raw_os_error(5),
+        };
+        let e = CliError::from(unknown);
+        assert_eq!(e.exit_code(), ExitCode::from(OUTCOME_UNKNOWN));
+        assert!(e.to_string().contains("/q/1-x.json"), "{e}");
     }
 
     #[test]

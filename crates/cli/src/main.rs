@@ -38,7 +38,9 @@
 //! serde form); a command that fails prints nothing on stdout unless it
 //! still has a result to show (a listing with unreadable files).
 //! `mail send` and `bus publish` print the new id alone, so scripts can
-//! capture it.
+//! capture it; `bus publish --id ID` takes a caller-chosen id, so that a
+//! retry is recognised (same id and content: the first delivery, exit 0;
+//! other content: refused, exit 1).
 //!
 //! # Exit status
 //!
@@ -54,8 +56,14 @@
 //! - `1`: a refused operation (a transition the hook's state does not allow,
 //!   an archive without reply, a nudge held behind a pending abort, an id
 //!   that does not exist, a corrupt file where a clean one is needed) or any
-//!   other failure; also `doctor` when problems remain unfixed, and listings
-//!   that found unreadable files.
+//!   other failure; also `doctor` when problems remain unfixed, listings
+//!   that found unreadable files, and a failed write to stdout (the line on
+//!   stderr repeats a short result such as the new id, so it is not lost). A
+//!   closed pipe is not a failure: `chipset mail inbox a | head -1` exits 0.
+//! - `3`: the outcome is unknown: the change was made (it may be visible)
+//!   but making it durable failed. The line on stderr names what was written
+//!   (the event id, the file); retry with the same id (`bus publish --id`),
+//!   which is then a no-op success.
 //!
 //! `witness run` runs until SIGTERM or SIGINT and then exits 0, after the
 //! tick in progress; with `--json` it prints one JSON object per line (each

@@ -61,23 +61,45 @@ impl Output {
     }
 
     /// Prints the output (text or JSON) and returns the exit code.
+    ///
+    /// A failed write to stdout is a failure (exit 1, one line on stderr that
+    /// repeats a short result, such as a new id, so it is not lost), except a
+    /// closed pipe (`chipset mail inbox a | head -1`): the reader has what it
+    /// wanted, so the command exits quietly with its own status.
     pub(crate) fn emit(self, json: bool) -> ExitCode {
-        let mut out = io::stdout().lock();
-        // A closed pipe (`chipset ... | head`) is not worth a second error.
-        let _ = if json {
-            let doc = if self.compact {
+        let doc = if json {
+            let mut doc = if self.compact {
                 serde_json::to_string(&self.json)
             } else {
                 serde_json::to_string_pretty(&self.json)
             }
             .unwrap_or_else(|_| "null".into());
-            writeln!(out, "{doc}")
+            doc.push('\n');
+            doc
         } else {
-            out.write_all(self.text.as_bytes())
+            self.text
         };
-        let _ = out.flush();
+        let written = {
+            let mut out = io::stdout().lock();
+            out.write_all(doc.as_bytes()).and_then(|()| out.flush())
+        };
+        if let Err(e) = written
+            && e.kind() != io::ErrorKind::BrokenPipe
+        {
+            let shown = doc.trim();
+            let what = if shown.is_empty() || shown.len() > 200 || shown.contains('\n') {
+                String::new()
+            } else {
+                format!(" (the command itself succeeded: {shown})")
+            };
+            let failure = CliError::refused(format!("failed to write to stdout: {e}{what}"));
+            if let Some(note) = self.note {
+                say(&format!("chipset: note: {note}"));
+            }
+            return fail(self.failure.as_ref().unwrap_or(&failure));
+        }
         if let Some(note) = self.note {
-            eprintln!("chipset: note: {note}");
+            say(&format!("chipset: note: {note}"));
         }
         match self.failure {
             Some(failure) => fail(&failure),
@@ -86,9 +108,15 @@ impl Output {
     }
 }
 
+/// Writes one line on stderr; a stderr that cannot be written to is not
+/// worth a panic (which `eprintln!` would give).
+fn say(line: &str) {
+    let _ = writeln!(io::stderr().lock(), "{line}");
+}
+
 /// Prints `error` as one line on stderr and returns its exit code.
 pub(crate) fn fail(error: &CliError) -> ExitCode {
-    eprintln!("chipset: error: {error}");
+    say(&format!("chipset: error: {error}"));
     error.exit_code()
 }
 

@@ -29,6 +29,7 @@ fn open(dir: &Path) -> (Hooks, ManualClock) {
         StateOptions {
             clock: Arc::new(clock.clone()),
             read_cap: DEFAULT_READ_CAP,
+            ..StateOptions::default()
         },
     )
     .unwrap();

@@ -64,7 +64,8 @@ pub enum Problem {
         /// Its length.
         len: u64,
     },
-    /// A whole log line that is not a record (reported; it is skipped by readers).
+    /// A whole log line that is not a record (skipped by readers; with Fix,
+    /// moved to `.quarantine/` by [`JsonLog::repair`](chipset_store::JsonLog::repair)).
     BadLogLine {
         /// Where it starts.
         offset: u64,
@@ -298,18 +299,44 @@ impl LoopState {
             return Ok(());
         }
         report.scanned += 1;
-        let log = JsonLog::new(path);
-        let read = log.read::<serde_json::Value>()?;
+        let log = JsonLog::with_io(path, self.files.state.io().clone());
+        let read = match log.read::<serde_json::Value>() {
+            Ok(read) => read,
+            // A directory, FIFO or device where the log belongs: reported and,
+            // with Fix, moved aside, without stopping the doctor.
+            Err(chipset_store::Error::Corrupt(bad)) => {
+                let quarantined = match mode {
+                    DoctorMode::Fix => Some(self.files.state.quarantine(path)?),
+                    DoctorMode::Check => None,
+                };
+                report.findings.push(Finding {
+                    path: path.to_owned(),
+                    problem: Problem::Corrupt(bad.reason),
+                    repaired: quarantined.is_some(),
+                    quarantined,
+                });
+                return Ok(());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        // Bad lines move, byte for byte, to `.quarantine/` (every whole
+        // record kept, in order; a torn tail goes with them).
+        let moved = match mode {
+            DoctorMode::Fix if !read.bad_lines.is_empty() => {
+                log.repair::<serde_json::Value>()?.map(|r| r.quarantined)
+            }
+            _ => None,
+        };
         for bad in read.bad_lines {
             report.findings.push(Finding {
                 path: path.to_owned(),
                 problem: Problem::BadLogLine { offset: bad.offset },
-                quarantined: None,
-                repaired: false,
+                repaired: moved.is_some(),
+                quarantined: moved.clone(),
             });
         }
         if let Some(torn) = read.torn_tail {
-            let repaired = mode == DoctorMode::Fix && log.recover()?.is_some();
+            let repaired = moved.is_some() || (mode == DoctorMode::Fix && log.recover()?.is_some());
             report.findings.push(Finding {
                 path: path.to_owned(),
                 problem: Problem::TornLog {

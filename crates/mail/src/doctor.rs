@@ -113,8 +113,10 @@ pub enum Finding {
         /// Its length.
         len: u64,
     },
-    /// A whole manifest line that is not JSON. Not repaired: the audit log is
-    /// never rewritten.
+    /// A whole manifest line that is not JSON. Fix: moved, byte for byte, to
+    /// `mail/.quarantine/` by [`JsonLog::repair`](chipset_store::JsonLog::repair),
+    /// which keeps every whole record in order (the one rewrite of the audit
+    /// log there is).
     BadManifestLine {
         /// Where it starts.
         offset: u64,
@@ -151,10 +153,7 @@ impl Finding {
 
     /// Returns true when [`DoctorMode::Fix`] repairs it.
     pub fn is_fixable(&self) -> bool {
-        !matches!(
-            self,
-            Finding::BadManifestLine { .. } | Finding::MismatchedResponse { .. }
-        )
+        !matches!(self, Finding::MismatchedResponse { .. })
     }
 }
 
@@ -373,6 +372,14 @@ impl Mail {
         }
 
         let manifest = self.manifest_status()?;
+        if let Some(c) = &manifest.not_a_file {
+            // A directory, FIFO or device where the manifest belongs: reported,
+            // and with Fix moved aside; a new manifest is then reconciled.
+            findings.push(Finding::Corrupt {
+                path: c.path.clone(),
+                reason: c.reason.clone(),
+            });
+        }
         if let Some(torn) = manifest.torn {
             findings.push(Finding::TornManifestTail {
                 offset: torn.offset,
@@ -416,8 +423,13 @@ impl Mail {
                 self.quarantine(&self.layout.file(extra, id))?;
             }
         }
+        if let Some(c) = &manifest.not_a_file {
+            self.quarantine(&c.path)?;
+        }
         let log = self.manifest()?;
-        if manifest.torn.is_some() {
+        if !manifest.bad.is_empty() {
+            log.repair::<serde_json::Value>()?;
+        } else if manifest.torn.is_some() {
             log.recover()?;
         }
         self.link_replies(&unlinked)?;
@@ -565,7 +577,18 @@ impl Mail {
 
     fn manifest_status(&self) -> Result<ManifestStatus> {
         let log = chipset_store::JsonLog::new(self.layout.manifest());
-        let contents = log.read::<serde_json::Value>()?;
+        let contents = match log.read::<serde_json::Value>() {
+            Ok(c) => c,
+            Err(chipset_store::Error::Corrupt(c)) => {
+                return Ok(ManifestStatus {
+                    sent: BTreeSet::new(),
+                    torn: None,
+                    bad: Vec::new(),
+                    not_a_file: Some(c),
+                });
+            }
+            Err(e) => return Err(e.into()),
+        };
         let sent = contents
             .records
             .iter()
@@ -579,6 +602,7 @@ impl Mail {
             sent,
             torn: contents.torn_tail,
             bad: contents.bad_lines,
+            not_a_file: None,
         })
     }
 }
@@ -587,6 +611,7 @@ struct ManifestStatus {
     sent: BTreeSet<String>,
     torn: Option<chipset_store::TornTail>,
     bad: Vec<chipset_store::BadLine>,
+    not_a_file: Option<chipset_store::Corruption>,
 }
 
 fn not(what: &str) -> CorruptReason {

@@ -1,16 +1,14 @@
 //! Durable replace, no-clobber create, no-clobber move, directory sync, temp sweep.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs::{self, File};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
-use rustix::fs::{CWD, RenameFlags};
-use rustix::io::Errno;
 use serde::Serialize;
 
+use crate::backend::{IoBackend, RealIo};
 use crate::canonical::to_canonical_json;
 use crate::error::{Error, Result};
 
@@ -47,8 +45,27 @@ pub(crate) fn refuse_symlink(path: &Path) -> Result<()> {
 
 /// Writes `bytes` to a new, uniquely named, synced temp file beside `target`
 /// and returns its path. The name starts with a dot so listings skip it:
-/// `.{target-name}.{pid}.{counter}.{random}.tmp`.
-fn write_temp(target: &Path, bytes: &[u8]) -> Result<PathBuf> {
+/// `.{target-name}.{pid}.{counter}.{random}.tmp`. On failure the temp is
+/// removed (or, if even that fails, left as a dot-file no reader looks at).
+pub(crate) fn write_temp(io: &dyn IoBackend, target: &Path, bytes: &[u8]) -> Result<PathBuf> {
+    let (tmp, file) = create_temp(io, target)?;
+    let written = io
+        .write_all(&file, &tmp, bytes)
+        .map_err(|e| Error::io("write temp file", &tmp, e))
+        .and_then(|()| {
+            io.sync_all(&file, &tmp)
+                .map_err(|e| Error::io("sync", &tmp, e))
+        });
+    if let Err(e) = written {
+        let _ = io.remove_file(&tmp);
+        return Err(e);
+    }
+    Ok(tmp)
+}
+
+/// Creates a new, uniquely named temp file beside `target`, opened for
+/// reading and writing.
+pub(crate) fn create_temp(io: &dyn IoBackend, target: &Path) -> Result<(PathBuf, File)> {
     let dir = parent(target);
     let name = file_name(target)?;
     let pid = std::process::id();
@@ -56,26 +73,12 @@ fn write_temp(target: &Path, bytes: &[u8]) -> Result<PathBuf> {
         let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
         let salt = uuid::Uuid::new_v4().as_u128() as u32;
         let tmp = dir.join(format!(".{name}.{pid}.{n}.{salt:08x}{TEMP_SUFFIX}"));
-        let mut file = match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o644)
-            .open(&tmp)
-        {
-            Ok(f) => f,
+        match io.create_new(&tmp, false) {
+            Ok(f) => return Ok((tmp, f)),
             // A leftover from a dead process with our pid: take the next name.
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(Error::io("create temp file", tmp, e)),
-        };
-        let written = file
-            .write_all(bytes)
-            .map_err(|e| Error::io("write temp file", &tmp, e))
-            .and_then(|()| file.sync_all().map_err(|e| Error::io("sync", &tmp, e)));
-        if let Err(e) = written {
-            let _ = fs::remove_file(&tmp);
-            return Err(e);
         }
-        return Ok(tmp);
     }
 }
 
@@ -85,8 +88,11 @@ fn write_temp(target: &Path, bytes: &[u8]) -> Result<PathBuf> {
 ///
 /// [`Error::Io`] when the directory cannot be opened or synced.
 pub fn sync_dir(dir: &Path) -> Result<()> {
-    let f = File::open(dir).map_err(|e| Error::io("open directory", dir, e))?;
-    f.sync_all()
+    sync_dir_with(&RealIo, dir)
+}
+
+pub(crate) fn sync_dir_with(io: &dyn IoBackend, dir: &Path) -> Result<()> {
+    io.sync_dir(dir)
         .map_err(|e| Error::io("sync directory", dir, e))
 }
 
@@ -97,19 +103,23 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
 /// Concurrent writers never share a temp file, and a reader sees the old or
 /// the new contents, never a mix. The parent directory must exist.
 ///
+/// **Commit point:** the rename over `path`.
+///
 /// # Errors
 ///
 /// [`Error::Symlink`] when `path` is a symlink (it is left alone); [`Error::Io`]
-/// or [`Error::Rename`] when a step fails. A failure before the rename leaves
-/// `path` unchanged. A failure of the final directory sync (an
-/// [`Error::Io`] whose operation is "sync directory") comes after the rename:
-/// the new contents are in place but not known to be durable, so a caller
-/// that retries should re-read first.
+/// or [`Error::Rename`] when a step before the commit point fails, leaving
+/// `path` unchanged; [`Error::OutcomeUnknown`] when the final directory sync
+/// fails: the new contents are in place but not known to be durable.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic_with(&RealIo, path, bytes)
+}
+
+pub(crate) fn write_atomic_with(io: &dyn IoBackend, path: &Path, bytes: &[u8]) -> Result<()> {
     refuse_symlink(path)?;
-    let tmp = write_temp(path, bytes)?;
-    if let Err(e) = fs::rename(&tmp, path) {
-        let _ = fs::remove_file(&tmp);
+    let tmp = write_temp(io, path, bytes)?;
+    if let Err(e) = io.rename(&tmp, path) {
+        let _ = io.remove_file(&tmp);
         return Err(Error::Rename {
             op: "rename",
             from: tmp,
@@ -117,7 +127,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
             source: e,
         });
     }
-    sync_dir(parent(path))
+    sync_dir_with(io, parent(path)).map_err(|e| e.after_commit(path))
 }
 
 /// Durably replaces `path` with the canonical JSON of `value`.
@@ -136,16 +146,28 @@ pub(crate) fn to_json_bytes<T: Serialize + ?Sized>(path: &Path, value: &T) -> Re
     })
 }
 
+/// How a no-replace rename went.
+enum Renamed {
+    /// `to` holds the file and `from` is gone.
+    Done,
+    /// The fallback linked `to` but could not unlink `from`: both names hold the file.
+    Linked(io::Error),
+}
+
 /// Renames `from` to `to` unless `to` exists. Uses `renameat2(RENAME_NOREPLACE)`,
-/// and falls back to `link` + `unlink` where the filesystem lacks it.
-fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
-    match rustix::fs::renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE) {
-        Ok(()) => Ok(()),
-        Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => {
-            fs::hard_link(from, to)?;
-            fs::remove_file(from)
+/// and falls back to `link` + `unlink` where the filesystem lacks it. The
+/// rename (or the link) is the commit point.
+fn rename_noreplace(io: &dyn IoBackend, from: &Path, to: &Path) -> io::Result<Renamed> {
+    match io.rename_noreplace(from, to) {
+        Ok(()) => Ok(Renamed::Done),
+        Err(e) if e.kind() == io::ErrorKind::Unsupported => {
+            io.hard_link(from, to)?;
+            match io.remove_file(from) {
+                Ok(()) => Ok(Renamed::Done),
+                Err(e) => Ok(Renamed::Linked(e)),
+            }
         }
-        Err(e) => Err(e.into()),
+        Err(e) => Err(e),
     }
 }
 
@@ -155,23 +177,36 @@ fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
 /// without replacing anything, and the directory is synced: a reader sees the
 /// whole file or nothing.
 ///
+/// **Commit point:** the no-replace rename of the temp to `path`.
+///
 /// # Errors
 ///
 /// [`Error::AlreadyExists`] when `path` exists (nothing is overwritten, and
 /// the temp file is removed); [`Error::Io`] or [`Error::Rename`] when a step
-/// fails. As for [`write_atomic`], a failed final directory sync means the
-/// file was published but is not known to be durable.
+/// before the commit point fails (nothing is visible under `path`);
+/// [`Error::OutcomeUnknown`] when the final directory sync fails: the file
+/// is published but not known to be durable.
 pub fn create_new(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = write_temp(path, bytes)?;
-    publish_temp(&tmp, path)?;
-    sync_dir(parent(path))
+    create_new_with(&RealIo, path, bytes)
 }
 
-fn publish_temp(tmp: &Path, path: &Path) -> Result<()> {
-    match rename_noreplace(tmp, path) {
-        Ok(()) => Ok(()),
+pub(crate) fn create_new_with(io: &dyn IoBackend, path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = write_temp(io, path, bytes)?;
+    publish_temp(io, &tmp, path)?;
+    sync_dir_with(io, parent(path)).map_err(|e| e.after_commit(path))
+}
+
+fn publish_temp(io: &dyn IoBackend, tmp: &Path, path: &Path) -> Result<()> {
+    match rename_noreplace(io, tmp, path) {
+        Ok(Renamed::Done) => Ok(()),
+        Ok(Renamed::Linked(e)) => {
+            // Published; the temp name is a dot-file no reader looks at, and
+            // the temp sweep removes it later.
+            tracing::warn!(tmp = %tmp.display(), error = %e, "left a linked temp file behind");
+            Ok(())
+        }
         Err(e) => {
-            let _ = fs::remove_file(tmp);
+            let _ = io.remove_file(tmp);
             if e.kind() == io::ErrorKind::AlreadyExists {
                 Err(Error::AlreadyExists {
                     path: path.to_owned(),
@@ -213,19 +248,31 @@ pub enum Created {
 /// once at the end. Per file this costs one data sync instead of a data sync
 /// plus a directory sync.
 ///
+/// **Commit point:** each file's no-replace rename commits that file; the
+/// batch has none of its own.
+///
 /// # Errors
 ///
-/// [`Error::Io`] or [`Error::Rename`] when a step fails. Files published
-/// before the failure stay published (each one whole); they are durable once
-/// a later directory sync succeeds.
+/// [`Error::Io`] or [`Error::Rename`] when a step fails before any file was
+/// published (nothing is visible); [`Error::OutcomeUnknown`] when a step
+/// fails after at least one file was published: those stay published, each
+/// whole, and a retry of the same batch reports them
+/// [`Created::AlreadyExists`] and publishes the rest.
 pub fn create_new_batch(items: &[(PathBuf, Vec<u8>)]) -> Result<Vec<Created>> {
+    create_new_batch_with(&RealIo, items)
+}
+
+pub(crate) fn create_new_batch_with(
+    io: &dyn IoBackend,
+    items: &[(PathBuf, Vec<u8>)],
+) -> Result<Vec<Created>> {
     let mut temps = Vec::with_capacity(items.len());
     for (path, bytes) in items {
-        match write_temp(path, bytes) {
+        match write_temp(io, path, bytes) {
             Ok(t) => temps.push(t),
             Err(e) => {
                 for t in &temps {
-                    let _ = fs::remove_file(t);
+                    let _ = io.remove_file(t);
                 }
                 return Err(e);
             }
@@ -233,16 +280,23 @@ pub fn create_new_batch(items: &[(PathBuf, Vec<u8>)]) -> Result<Vec<Created>> {
     }
     let mut outcomes = Vec::with_capacity(items.len());
     let mut dirs: Vec<&Path> = Vec::new();
+    let mut first_published: Option<&Path> = None;
     let mut pending = items.iter().zip(&temps);
     for ((path, _), tmp) in pending.by_ref() {
-        match publish_temp(tmp, path) {
-            Ok(()) => outcomes.push(Created::New),
+        match publish_temp(io, tmp, path) {
+            Ok(()) => {
+                outcomes.push(Created::New);
+                first_published.get_or_insert(path);
+            }
             Err(Error::AlreadyExists { .. }) => outcomes.push(Created::AlreadyExists),
             Err(e) => {
                 for (_, t) in pending {
-                    let _ = fs::remove_file(t);
+                    let _ = io.remove_file(t);
                 }
-                return Err(e);
+                return Err(match first_published {
+                    Some(p) => e.after_commit_rename(p),
+                    None => e,
+                });
             }
         }
         let dir = parent(path);
@@ -251,7 +305,12 @@ pub fn create_new_batch(items: &[(PathBuf, Vec<u8>)]) -> Result<Vec<Created>> {
         }
     }
     for dir in dirs {
-        sync_dir(dir)?;
+        if let Err(e) = sync_dir_with(io, dir) {
+            return Err(match first_published {
+                Some(p) => e.after_commit(p),
+                None => e,
+            });
+        }
     }
     Ok(outcomes)
 }
@@ -263,12 +322,19 @@ pub fn create_new_batch(items: &[(PathBuf, Vec<u8>)]) -> Result<Vec<Created>> {
 /// Of two processes moving the same file, exactly one succeeds; the other
 /// gets [`Error::NotFound`] (the source is gone) or [`Error::AlreadyExists`].
 ///
+/// **Commit point:** the no-replace rename.
+///
 /// # Errors
 ///
 /// [`Error::NotFound`] when `from` does not exist; [`Error::AlreadyExists`]
 /// when `to` does; [`Error::Symlink`] when `from` is a symlink;
-/// [`Error::Rename`] for other failures.
+/// [`Error::Rename`] for other failures before the commit point (nothing
+/// moved); [`Error::OutcomeUnknown`] when a directory sync after it fails.
 pub fn move_noclobber(from: &Path, to: &Path) -> Result<()> {
+    move_noclobber_with(&RealIo, from, to)
+}
+
+pub(crate) fn move_noclobber_with(io: &dyn IoBackend, from: &Path, to: &Path) -> Result<()> {
     match fs::symlink_metadata(from) {
         Ok(m) if m.file_type().is_symlink() => {
             return Err(Error::Symlink {
@@ -283,13 +349,20 @@ pub fn move_noclobber(from: &Path, to: &Path) -> Result<()> {
         }
         Err(e) => return Err(Error::io("stat", from, e)),
     }
-    move_entry(from, to)
+    move_entry(io, from, to)
 }
 
 /// Moves a directory entry of any type (a symlink is moved, not followed).
-pub(crate) fn move_entry(from: &Path, to: &Path) -> Result<()> {
-    match rename_noreplace(from, to) {
-        Ok(()) => {}
+pub(crate) fn move_entry(io: &dyn IoBackend, from: &Path, to: &Path) -> Result<()> {
+    match rename_noreplace(io, from, to) {
+        Ok(Renamed::Done) => {}
+        Ok(Renamed::Linked(e)) => {
+            return Err(Error::OutcomeUnknown {
+                op: "unlink the source of a move to",
+                path: to.to_owned(),
+                source: e,
+            });
+        }
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
             return Err(Error::AlreadyExists {
                 path: to.to_owned(),
@@ -310,9 +383,9 @@ pub(crate) fn move_entry(from: &Path, to: &Path) -> Result<()> {
         }
     }
     let (src, dst) = (parent(from), parent(to));
-    sync_dir(dst)?;
+    sync_dir_with(io, dst).map_err(|e| e.after_commit(to))?;
     if src != dst {
-        sync_dir(src)?;
+        sync_dir_with(io, src).map_err(|e| e.after_commit(to))?;
     }
     Ok(())
 }
@@ -329,7 +402,11 @@ pub(crate) fn move_entry(from: &Path, to: &Path) -> Result<()> {
 ///
 /// [`Error::Io`] when the entry exists but cannot be removed.
 pub fn remove_file(path: &Path) -> Result<bool> {
-    match fs::remove_file(path) {
+    remove_file_with(&RealIo, path)
+}
+
+pub(crate) fn remove_file_with(io: &dyn IoBackend, path: &Path) -> Result<bool> {
+    match io.remove_file(path) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(Error::io("remove", path, e)),
@@ -394,9 +471,13 @@ pub fn stale_temps(dir: &Path, max_age: Duration) -> Result<Vec<PathBuf>> {
 ///
 /// As [`stale_temps`], and [`Error::Io`] when a temp cannot be removed.
 pub fn sweep_temps(dir: &Path, max_age: Duration) -> Result<usize> {
+    sweep_temps_with(&RealIo, dir, max_age)
+}
+
+pub(crate) fn sweep_temps_with(io: &dyn IoBackend, dir: &Path, max_age: Duration) -> Result<usize> {
     let mut removed = 0;
     for path in stale_temps(dir, max_age)? {
-        if remove_file(&path)? {
+        if remove_file_with(io, &path)? {
             removed += 1;
             tracing::debug!(path = %path.display(), "swept stale temp file");
         }

@@ -103,6 +103,25 @@ pub enum Error {
         /// How long the caller was willing to wait.
         timeout: Duration,
     },
+    /// The commit point of an operation was passed (the change may be visible
+    /// to readers) but making it durable failed: the outcome is unknown.
+    ///
+    /// Returned instead of [`Error::Io`] where a plain failure would invite a
+    /// retry that duplicates the change. A caller retries with the same id
+    /// and content (see the crate docs' idempotent-retry rule), which is then
+    /// a no-op success if the first attempt took effect.
+    #[error(
+        "the outcome of {op} `{path}` is unknown: the change may be visible but is not known to be durable"
+    )]
+    OutcomeUnknown {
+        /// What was being done when durability failed ("sync directory", "sync").
+        op: &'static str,
+        /// The path the change was made to.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
     /// A file that must be clean to proceed is corrupt.
     #[error(transparent)]
     Corrupt(#[from] Corruption),
@@ -132,10 +151,42 @@ impl Error {
         }
     }
 
+    /// Turns a durability failure after a commit point into
+    /// [`Error::OutcomeUnknown`] for `path`; other errors pass unchanged.
+    pub(crate) fn after_commit(self, path: &Path) -> Self {
+        match self {
+            Error::Io { op, source, .. } => Error::OutcomeUnknown {
+                op,
+                path: path.to_owned(),
+                source,
+            },
+            other => other,
+        }
+    }
+
+    /// As [`Error::after_commit`], for a failed rename or link after an earlier commit.
+    pub(crate) fn after_commit_rename(self, path: &Path) -> Self {
+        match self {
+            Error::Rename { op, source, .. } => Error::OutcomeUnknown {
+                op,
+                path: path.to_owned(),
+                source,
+            },
+            other => other.after_commit(path),
+        }
+    }
+
+    /// Returns true for [`Error::OutcomeUnknown`]: the change may have happened.
+    pub fn is_outcome_unknown(&self) -> bool {
+        matches!(self, Error::OutcomeUnknown { .. })
+    }
+
     /// Returns the I/O error kind underneath, if this is an I/O failure.
     pub fn io_kind(&self) -> Option<io::ErrorKind> {
         match self {
-            Error::Io { source, .. } | Error::Rename { source, .. } => Some(source.kind()),
+            Error::Io { source, .. }
+            | Error::Rename { source, .. }
+            | Error::OutcomeUnknown { source, .. } => Some(source.kind()),
             _ => None,
         }
     }

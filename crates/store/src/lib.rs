@@ -45,12 +45,36 @@
 //!
 //! # Writing
 //!
-//! - [`write_atomic`] / [`StateDir::write_json`]: durable replace.
-//! - [`create_new`] / [`StateDir::create_new_json`]: durable publish under a new
-//!   name, never overwriting; [`create_new_batch`] shares directory syncs.
-//! - [`move_noclobber`]: durable move between directories, never overwriting.
-//! - [`JsonLog`]: append-only JSONL with single-write appends and batch appends.
-//! - [`update_locked`] / [`StateDir::update`]: read-modify-write under a [`Lock`].
+//! Each primitive has one **commit point**: the step after which the change
+//! is visible to readers. A failure before it leaves nothing a reader can see
+//! (no file, no temp outside a dot-name, no new empty directory). A failure
+//! after it (a sync that makes it durable) is [`Error::OutcomeUnknown`]: the
+//! change may be visible and is not known to be durable.
+//!
+//! | primitive | commit point |
+//! |---|---|
+//! | [`write_atomic`] / [`StateDir::write_json`]: durable replace | the rename over the target |
+//! | [`create_new`] / [`StateDir::create_new_json`]: durable publish under a new name, never overwriting | the no-replace rename (or link) to the name |
+//! | [`create_new_batch`]: many publishes sharing directory syncs | each file's own no-replace rename |
+//! | [`move_noclobber`]: durable move between directories, never overwriting | the no-replace rename |
+//! | [`JsonLog::append`] / [`JsonLog::append_batch`]: single-write appends | the data sync after the write (a failure before it truncates the log back) |
+//! | [`update_locked`] / [`StateDir::update`]: read-modify-write under a [`Lock`] | the rename of the new value |
+//! | [`JsonLog::repair`]: whole records kept, the rest quarantined | the rename of the repaired copy |
+//!
+//! # Retrying: the idempotent-retry rule
+//!
+//! Every crate follows one rule, so that any failure, [`Error::OutcomeUnknown`]
+//! included, is safe to retry:
+//!
+//! - **Same id, same content**: the retry returns the first attempt's outcome
+//!   as success (for a no-clobber publish, [`Error::AlreadyExists`] on a file
+//!   with the same content is the first attempt's success).
+//! - **Same id, other content**: refused with a typed error; nothing changes.
+//! - **A transition that already applied** (already moved, already
+//!   acknowledged, already active): success, with nothing changed.
+//!
+//! Ids are chosen by the caller where a retry must be recognised (a message
+//! or event id), so a retry carries the same id as the attempt it repeats.
 //!
 //! JSON is written canonically ([`to_canonical_json`]): sorted keys at every
 //! depth, two-space indent, one trailing newline.
@@ -86,10 +110,46 @@
 //!   looks at; a crash may leave some behind, and [`sweep_temps`] removes them.
 //! - No-clobber operations never overwrite: of two racing publishers of one
 //!   name, one wins and the other gets [`Error::AlreadyExists`].
-//! - A log reader returns only whole records; a torn last line (a crash
-//!   mid-append) is reported, later appends stay whole, and
-//!   [`JsonLog::recover`] truncates the tail under the lock.
+//! - A log reader returns only whole records, in bounded memory (a line over
+//!   [`MAX_LINE`] is skipped and reported, never held); a torn last line (a
+//!   crash mid-append) is reported, and the next append, or
+//!   [`JsonLog::recover`], cuts it under the lock. A failed append truncates
+//!   the log back to its last whole record before returning, so a full disk
+//!   leaves no torn tail. A directory, FIFO or device at a log's path is
+//!   [`Error::Corrupt`] ([`CorruptReason::NotARegularFile`]), never a hang.
+//! - [`JsonLog::repair`] is the only change to an append-only log that is not
+//!   an append: under the lock, it replaces the log (durably, by rename) with
+//!   a copy holding every whole record that reads as the caller's type, in
+//!   order, and moves every other line (and a torn tail) byte for byte, in
+//!   order, into one file in `.quarantine/` beside it. It deletes nothing and
+//!   reorders nothing; blank lines are dropped; offsets read before it are void.
 //! - Locks are released by the kernel when their holder dies.
+//!
+//! ## Ordering rules (what a power cut may undo)
+//!
+//! The store's guarantees rest on these rules, which hold on ext4
+//! (`data=ordered`), XFS and btrfs, and which the power-cut simulator of the
+//! `testing` feature enumerates (`RecordIo::crash_states`):
+//!
+//! 1. Data written to a file and not yet synced (`fsync`/`fdatasync` of that
+//!    file) may be lost, kept, or, for data appended at the end, kept in part
+//!    (a torn tail), independently for each file.
+//! 2. Namespace changes in a directory (create, rename, link, mkdir, remove)
+//!    not yet made durable by a sync of that directory may be lost or kept,
+//!    all together, independently for each directory.
+//! 3. A rename is atomic within a directory. Between directories it is two
+//!    changes (the new name, the old name's removal); the removal is never
+//!    kept without the new name, so a moved file is never in neither place.
+//! 4. A synced file or directory stays as synced; an entry whose directory is
+//!    lost is lost with it.
+//!
+//! Every primitive syncs the file's data before its commit point and the
+//! directory after it, so by rules 1 and 2 a reader after a power cut sees
+//! the old state or the whole new one, and every call that returned `Ok`
+//! survives. The seam ([`IoBackend`], chosen through [`StateOptions::io`])
+//! carries every write, sync, rename, link, mkdir, truncate and remove, which
+//! is what lets tests fail the Nth call ([`Error::OutcomeUnknown`] or nothing
+//! visible, for every N) and replay every power cut these rules allow.
 //!
 //! What is not guaranteed:
 //!
@@ -100,9 +160,13 @@
 //!   syncs, `RENAME_NOREPLACE` or `flock` across machines; use a local disk.
 //!   Where `RENAME_NOREPLACE` is unsupported the store falls back to `link` +
 //!   `unlink`, which is still no-clobber but may leave a temp behind on a crash.
-//! - A write whose final directory sync fails returns an error after the new
-//!   file is already in place: the change is visible but not known to be
-//!   durable. Callers that retry re-read first.
+//! - A write whose final directory sync fails returns
+//!   [`Error::OutcomeUnknown`]: the change is visible but not known to be
+//!   durable. Callers retry by the idempotent-retry rule above.
+//! - A failure before a commit point removes the directories the operation
+//!   created, but that removal is not synced: after a power cut an empty
+//!   directory may come back. A log's directory is made by [`StateDir::log`],
+//!   not by the append.
 //! - A move between two directories syncs the destination, then the source; a
 //!   crash between the two syncs can, on some filesystems, leave the file
 //!   visible in both places after recovery (never in neither).
@@ -125,11 +189,15 @@
 //!
 //! # Errors
 //!
-//! One enum, [`Error`]; every I/O failure says what was being done and to which path.
+//! One enum, [`Error`]; every I/O failure says what was being done and to which
+//! path. [`Error::OutcomeUnknown`] is the one a caller must treat differently:
+//! the change may have happened, so retry with the same id (or re-read)
+//! rather than report a failure that invites a duplicate.
 
 #![forbid(unsafe_code)]
 
 mod atomic;
+mod backend;
 mod canonical;
 mod error;
 mod id;
@@ -142,15 +210,19 @@ mod state;
 mod time;
 mod watch;
 
+#[cfg(feature = "testing")]
+pub mod testing;
+
 pub use atomic::{
     Created, TEMP_SUFFIX, create_new, create_new_batch, create_new_json, is_temp_name,
     move_noclobber, remove_file, stale_temps, sweep_temps, sync_dir, write_atomic, write_json,
 };
+pub use backend::{IoBackend, IoOp, RealIo, SharedIo};
 pub use canonical::{append_canonical_line, to_canonical_json, to_canonical_line};
 pub use error::{Error, Result};
 pub use id::{AgentId, BeadId, MAX_ID_LEN, MessageId, TaskId, validate_segment};
 pub use lock::{Decision, Lock, LockGuard, update_locked};
-pub use log::{BadLine, JsonLog, LogContents, MAX_LINE, TornTail};
+pub use log::{BadLine, JsonLog, LogContents, LogRepair, MAX_LINE, TornTail};
 pub use read::{
     CorruptReason, Corruption, DEFAULT_READ_CAP, ReadOutcome, Unsupported, parse_json, read_bytes,
     read_json,

@@ -46,10 +46,22 @@ struct Object<'a> {
     pending_key: Option<String>,
     /// For struct variants: `{"Variant":` was written, and one more `}` closes it.
     wrapped: bool,
+    /// `serde_json`'s number of arbitrary precision: its one field is the
+    /// number's text, written as it is (no braces, no key).
+    raw_number: bool,
 }
+
+/// The struct name `serde_json` (with `arbitrary_precision`) serializes a
+/// `Number` as, holding its exact text.
+const RAW_NUMBER: &str = "$serde_json::private::Number";
 
 impl Object<'_> {
     fn value<T: Serialize + ?Sized>(&mut self, key: Cow<'static, str>, value: &T) -> Result<()> {
+        if self.raw_number {
+            let text = value.serialize(KeySerializer)?;
+            self.out.extend_from_slice(text.as_bytes());
+            return Ok(());
+        }
         if let Some((last, _)) = self.entries.last() {
             self.in_order &= *last < key;
             self.out.push(b',');
@@ -63,6 +75,9 @@ impl Object<'_> {
     }
 
     fn finish(mut self) -> Result<()> {
+        if self.raw_number {
+            return Ok(());
+        }
         if !self.in_order {
             let written = self.out.split_off(self.start);
             // Stable sort, then keep the last of equal keys, as a map insert would.
@@ -128,6 +143,7 @@ impl<'a> Canon<'a> {
             in_order: true,
             pending_key: None,
             wrapped,
+            raw_number: false,
         }
     }
 
@@ -256,7 +272,18 @@ impl<'a> ser::Serializer for Canon<'a> {
         Ok(self.object(false))
     }
 
-    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Object<'a>> {
+    fn serialize_struct(self, name: &'static str, _: usize) -> Result<Object<'a>> {
+        if name == RAW_NUMBER {
+            return Ok(Object {
+                start: self.out.len(),
+                out: self.out,
+                entries: Vec::new(),
+                in_order: true,
+                pending_key: None,
+                wrapped: false,
+                raw_number: true,
+            });
+        }
         Ok(self.object(false))
     }
 

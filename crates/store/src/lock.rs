@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::atomic::write_json;
+use crate::atomic::{to_json_bytes, write_atomic_with};
+use crate::backend::{IoBackend, RealIo};
 use crate::error::{Error, Result};
 use crate::read::{ReadOutcome, read_json};
 
@@ -79,7 +80,18 @@ impl Lock {
             .mode(0o644)
             .custom_flags(crate::read::nofollow_flags())
             .open(&self.path)
-            .map_err(|e| Error::open_nofollow("open lock file", &self.path, e))
+            .map_err(|e| {
+                if e.raw_os_error() == Some(rustix::io::Errno::ISDIR.raw_os_error()) {
+                    // A directory where the lock file belongs: report it as
+                    // such, so a doctor can move it aside.
+                    Error::Corrupt(crate::read::Corruption {
+                        path: self.path.clone(),
+                        reason: crate::read::CorruptReason::NotARegularFile,
+                    })
+                } else {
+                    Error::open_nofollow("open lock file", &self.path, e)
+                }
+            })
     }
 
     fn acquire(&self, mode: Mode) -> Result<LockGuard> {
@@ -219,8 +231,24 @@ pub enum Decision<T, R> {
 /// # Errors
 ///
 /// Whatever `decide` returns, or a store error (converted) from the lock,
-/// the read or the write. When `decide` fails nothing is written.
+/// the read or the write. When `decide` fails nothing is written. The
+/// commit point is the write's rename (see [`write_atomic`](crate::write_atomic)):
+/// [`Error::OutcomeUnknown`] when the sync after it fails.
 pub fn update_locked<T, R, E, F>(path: &Path, cap: u64, decide: F) -> Result<R, E>
+where
+    T: Serialize + DeserializeOwned,
+    E: From<Error>,
+    F: FnOnce(ReadOutcome<T>) -> Result<Decision<T, R>, E>,
+{
+    update_locked_with(&RealIo, path, cap, decide)
+}
+
+pub(crate) fn update_locked_with<T, R, E, F>(
+    io: &dyn IoBackend,
+    path: &Path,
+    cap: u64,
+    decide: F,
+) -> Result<R, E>
 where
     T: Serialize + DeserializeOwned,
     E: From<Error>,
@@ -230,7 +258,7 @@ where
     let current = read_json(path, cap)?;
     match decide(current)? {
         Decision::Write(value, out) => {
-            write_json(path, &value)?;
+            write_atomic_with(io, path, &to_json_bytes(path, &value)?)?;
             Ok(out)
         }
         Decision::Keep(out) => Ok(out),

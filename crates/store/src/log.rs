@@ -1,18 +1,27 @@
 //! Append-only JSONL logs.
 
-use std::fs::{File, OpenOptions};
-use std::io::{self, BufRead, BufReader, Seek, SeekFrom, Write};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::atomic::sync_dir;
+use crate::atomic::{create_temp, sync_dir_with};
+use crate::backend::{IoBackend, RealIo, SharedIo};
 use crate::canonical::{append_canonical_line, to_canonical_line};
 use crate::error::{Error, Result};
 use crate::lock::Lock;
-use crate::read::{CorruptReason, classify, open_nofollow};
+use crate::read::{CorruptReason, Corruption, classify, open_nofollow};
+use crate::time::{Clock, SystemClock};
+
+fn parent(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
 
 /// The longest line a reader accepts as a record: 1 MiB. Longer lines are reported as bad.
 pub const MAX_LINE: usize = 1024 * 1024;
@@ -39,6 +48,7 @@ pub const MAX_LINE: usize = 1024 * 1024;
 pub struct JsonLog {
     path: PathBuf,
     lock: Lock,
+    io: SharedIo,
 }
 
 /// What a log reader found.
@@ -73,12 +83,32 @@ pub struct TornTail {
     pub len: u64,
 }
 
+/// What [`JsonLog::repair`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogRepair {
+    /// Whole records kept, in their order.
+    pub kept: usize,
+    /// Bad lines (and a torn tail, counted as one) moved out.
+    pub moved: usize,
+    /// Bytes moved out.
+    pub moved_bytes: u64,
+    /// The quarantine file that holds them, in file order.
+    pub quarantined: PathBuf,
+}
+
 impl JsonLog {
-    /// Returns the log at `path`, guarded by [`Lock::for_file`]`(path)`.
+    /// Returns the log at `path`, guarded by [`Lock::for_file`]`(path)`,
+    /// changing it through the real system calls.
     pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self::with_io(path, RealIo::shared())
+    }
+
+    /// Returns the log at `path`, changing it through `io`
+    /// ([`StateDir::log`](crate::StateDir::log) passes its own backend).
+    pub fn with_io(path: impl Into<PathBuf>, io: SharedIo) -> Self {
         let path = path.into();
         let lock = Lock::for_file(&path);
-        JsonLog { path, lock }
+        JsonLog { path, lock, io }
     }
 
     /// Returns the log file's path.
@@ -93,16 +123,25 @@ impl JsonLog {
 
     /// Appends one record durably.
     ///
+    /// **Commit point:** the data sync after the write. A failure before it
+    /// truncates the log back to its length before the append (under the
+    /// lock), so no torn tail is left to become a bad line.
+    ///
     /// # Errors
     ///
     /// [`Error::Serialize`] when the record cannot be serialized (nothing is
-    /// written); [`Error::Io`] when a step fails.
+    /// written); [`Error::Io`] when a step fails and the log was rolled back;
+    /// [`Error::OutcomeUnknown`] when the rollback failed too, or the
+    /// directory sync of a new log failed (the record may be visible);
+    /// [`Error::Corrupt`] when something other than a regular file stands at
+    /// the log's path.
     pub fn append<T: Serialize + ?Sized>(&self, record: &T) -> Result<()> {
         let line = self.line(record)?;
         self.append_bytes(line)
     }
 
     /// Appends many records with one write and one data sync. Returns how many.
+    /// All of them are committed by the one sync, or none.
     ///
     /// # Errors
     ///
@@ -135,67 +174,142 @@ impl JsonLog {
     }
 
     fn open_append(&self) -> Result<(File, bool)> {
-        let open = |create| {
-            OpenOptions::new()
-                .read(true)
-                .append(true)
-                .create_new(create)
-                .mode(0o644)
-                .custom_flags(crate::read::nofollow_flags())
-                .open(&self.path)
-        };
-        match open(false) {
+        let is_dir =
+            |e: &io::Error| e.raw_os_error() == Some(rustix::io::Errno::ISDIR.raw_os_error());
+        let opened = match self.io.open_append(&self.path) {
             Ok(f) => Ok((f, false)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => match open(true) {
-                Ok(f) => Ok((f, true)),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => open(false)
-                    .map(|f| (f, false))
-                    .map_err(|e| self.open_error(e)),
-                Err(e) => Err(self.open_error(e)),
-            },
-            Err(e) => Err(self.open_error(e)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                match self.io.create_new(&self.path, true) {
+                    Ok(f) => Ok((f, true)),
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                        self.io.open_append(&self.path).map(|f| (f, false))
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            Err(e) => Err(e),
+        };
+        let (file, created) = match opened {
+            Ok(ok) => ok,
+            Err(e) if is_dir(&e) => return Err(self.not_a_file()),
+            Err(e) => return Err(Error::open_nofollow("open log", &self.path, e)),
+        };
+        let meta = file
+            .metadata()
+            .map_err(|e| Error::io("stat", &self.path, e))?;
+        if !meta.is_file() {
+            return Err(self.not_a_file());
         }
+        Ok((file, created))
     }
 
-    fn open_error(&self, e: io::Error) -> Error {
-        Error::open_nofollow("open log", &self.path, e)
+    fn not_a_file(&self) -> Error {
+        Error::Corrupt(Corruption {
+            path: self.path.clone(),
+            reason: CorruptReason::NotARegularFile,
+        })
     }
 
-    fn append_bytes(&self, mut buf: Vec<u8>) -> Result<()> {
+    fn append_bytes(&self, buf: Vec<u8>) -> Result<()> {
         let _guard = self.lock.exclusive()?;
-        let (mut file, created) = self.open_append()?;
-        let len = file
+        let (file, created) = self.open_append()?;
+        let mut len = file
             .metadata()
             .map_err(|e| Error::io("stat", &self.path, e))?
             .len();
+        let mut last = [b'\n'];
         if len > 0 {
-            let mut last = [0u8];
             file.read_exact_at(&mut last, len - 1)
                 .map_err(|e| Error::io("read", &self.path, e))?;
-            if last[0] != b'\n' {
-                // A torn tail from a crashed writer: end it, so our records stay whole
-                // and the fragment is reported as a bad line instead of swallowing ours.
-                buf.insert(0, b'\n');
-            }
         }
-        file.write_all(&buf)
-            .map_err(|e| Error::io("append to", &self.path, e))?;
-        file.sync_data()
-            .map_err(|e| Error::io("sync", &self.path, e))?;
+        if last[0] != b'\n' {
+            let whole =
+                last_newline_end(&file, len).map_err(|e| Error::io("read", &self.path, e))?;
+            // A torn tail: the rest of an append that never returned (its
+            // writer crashed or failed). Cut it, as `recover` does, so it can
+            // never become a bad line in the middle of the log.
+            self.io
+                .set_len(&file, &self.path, whole)
+                .map_err(|e| Error::io("truncate", &self.path, e))?;
+            tracing::warn!(path = %self.path.display(), offset = whole, len = len - whole, "cut a torn log tail before appending");
+            len = whole;
+        }
+        let io = &*self.io;
+        let written = io
+            .write_all(&file, &self.path, &buf)
+            .map_err(|e| ("append to", e))
+            .and_then(|()| io.sync_data(&file, &self.path).map_err(|e| ("sync", e)));
+        if let Err((op, source)) = written {
+            return Err(self.roll_back(&file, len, created, op, source));
+        }
         // A new log's directory entry must be durable too. An empty log found
         // here may come from a writer that died between creating it and
         // syncing the directory, so the first append to it syncs as well.
         if created || len == 0 {
-            sync_dir(self.path.parent().unwrap_or(Path::new(".")))?;
+            sync_dir_with(io, parent(&self.path)).map_err(|e| e.after_commit(&self.path))?;
         }
         Ok(())
     }
 
+    /// Undoes a failed append: truncates the log back to `len` and syncs.
+    /// Returns the error to report: the original one when the log is back as
+    /// it was, [`Error::OutcomeUnknown`] when that could not be made sure.
+    fn roll_back(
+        &self,
+        file: &File,
+        len: u64,
+        created: bool,
+        op: &'static str,
+        source: io::Error,
+    ) -> Error {
+        let io = &*self.io;
+        let undone = io
+            .set_len(file, &self.path, len)
+            .and_then(|()| io.sync_data(file, &self.path));
+        match undone {
+            Ok(()) => {
+                if created && len == 0 {
+                    // Ours, under the lock, and empty again: leave no new file behind.
+                    let _ = io.remove_file(&self.path);
+                }
+                tracing::warn!(path = %self.path.display(), len, "rolled back a failed append");
+                Error::io(op, &self.path, source)
+            }
+            Err(undo) => {
+                tracing::error!(path = %self.path.display(), error = %undo, "could not roll back a failed append");
+                Error::OutcomeUnknown {
+                    op,
+                    path: self.path.clone(),
+                    source,
+                }
+            }
+        }
+    }
+
+    /// Opens the log for reading; `None` when missing.
+    fn open_read(&self) -> Result<Option<File>> {
+        let Some(file) = open_nofollow(&self.path)? else {
+            return Ok(None);
+        };
+        let meta = file
+            .metadata()
+            .map_err(|e| Error::io("stat", &self.path, e))?;
+        if !meta.is_file() {
+            return Err(self.not_a_file());
+        }
+        Ok(Some(file))
+    }
+
     /// Reads every record.
+    ///
+    /// Memory is bounded whatever the file holds: a line longer than
+    /// [`MAX_LINE`] is skipped (reported as a bad line) without being held.
     ///
     /// # Errors
     ///
-    /// [`Error::Symlink`] or [`Error::Io`]; bad lines and a torn tail are reported in the result.
+    /// [`Error::Symlink`] or [`Error::Io`]; [`Error::Corrupt`] (reason
+    /// [`CorruptReason::NotARegularFile`]) when a directory, FIFO or device
+    /// stands at the log's path. Bad lines and a torn tail are reported in the result.
     pub fn read<T: DeserializeOwned>(&self) -> Result<LogContents<T>> {
         self.read_from(0)
     }
@@ -213,53 +327,29 @@ impl JsonLog {
             torn_tail: None,
             end_offset: offset,
         };
-        let Some(mut file) = open_nofollow(&self.path)? else {
+        let Some(mut file) = self.open_read()? else {
             return Ok(contents);
         };
         file.seek(SeekFrom::Start(offset))
             .map_err(|e| Error::io("seek", &self.path, e))?;
-        let mut reader = BufReader::with_capacity(64 * 1024, file);
-        let mut line = Vec::new();
-        let mut pos = offset;
-        loop {
-            line.clear();
-            let n = reader
-                .read_until(b'\n', &mut line)
-                .map_err(|e| Error::io("read", &self.path, e))?;
-            if n == 0 {
-                break;
-            }
-            if line.last() != Some(&b'\n') {
-                contents.torn_tail = Some(TornTail {
-                    offset: pos,
-                    len: n as u64,
-                });
-                break;
-            }
-            let start = pos;
-            pos += n as u64;
-            contents.end_offset = pos;
-            let body = &line[..n - 1];
-            if body.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            if body.len() > MAX_LINE {
-                contents.bad_lines.push(BadLine {
-                    offset: start,
-                    reason: CorruptReason::TooLarge {
-                        size: body.len() as u64,
-                        cap: MAX_LINE as u64,
-                    },
-                });
-                continue;
-            }
-            match serde_json::from_slice(body) {
-                Ok(r) => contents.records.push(r),
-                Err(e) => contents.bad_lines.push(BadLine {
-                    offset: start,
-                    reason: classify(&e),
+        let mut lines = Lines::new(file, offset);
+        while let Some(line) = lines.next().map_err(|e| Error::io("read", &self.path, e))? {
+            match line.kind::<T>() {
+                LineKind::Torn => {
+                    contents.torn_tail = Some(TornTail {
+                        offset: line.start,
+                        len: line.len,
+                    });
+                    break;
+                }
+                LineKind::Blank => {}
+                LineKind::Record(r) => contents.records.push(r),
+                LineKind::Bad(reason) => contents.bad_lines.push(BadLine {
+                    offset: line.start,
+                    reason,
                 }),
             }
+            contents.end_offset = line.start + line.len;
         }
         Ok(contents)
     }
@@ -271,7 +361,7 @@ impl JsonLog {
     /// [`Error::Io`] when the log cannot be read, truncated or synced.
     pub fn recover(&self) -> Result<Option<TornTail>> {
         let _guard = self.lock.exclusive()?;
-        let Some(file) = open_nofollow(&self.path)? else {
+        let Some(file) = self.open_read()? else {
             return Ok(None);
         };
         let len = file
@@ -282,21 +372,322 @@ impl JsonLog {
         if keep == len {
             return Ok(None);
         }
-        let file = OpenOptions::new()
-            .write(true)
-            .custom_flags(crate::read::nofollow_flags())
-            .open(&self.path)
+        let file = self
+            .io
+            .open_append(&self.path)
             .map_err(|e| Error::io("open log", &self.path, e))?;
-        file.set_len(keep)
+        self.io
+            .set_len(&file, &self.path, keep)
             .map_err(|e| Error::io("truncate", &self.path, e))?;
-        file.sync_data()
-            .map_err(|e| Error::io("sync", &self.path, e))?;
+        self.io
+            .sync_data(&file, &self.path)
+            .map_err(|e| Error::io("sync", &self.path, e).after_commit(&self.path))?;
         let torn = TornTail {
             offset: keep,
             len: len - keep,
         };
         tracing::warn!(path = %self.path.display(), offset = keep, len = torn.len, "truncated torn log tail");
         Ok(Some(torn))
+    }
+
+    /// Repairs the log, under its lock: every whole line that reads as a `T`
+    /// stays, in order, and every other line (bad JSON, the wrong shape, over
+    /// [`MAX_LINE`]) and a torn tail move, byte for byte and in order, to one
+    /// file in `.quarantine/` beside the log (`{timestamp}-{name}`). Returns
+    /// `None` when there was nothing to repair (nothing is changed then).
+    ///
+    /// This is the one change to an append-only log that is not an append:
+    /// the log is durably replaced by a copy holding exactly its whole
+    /// records, and nothing is deleted. **Commit point:** the rename of the
+    /// copy over the log. Offsets from reads before a repair are void.
+    ///
+    /// # Errors
+    ///
+    /// As [`JsonLog::read`], and [`Error::Io`] or [`Error::Rename`] when a
+    /// step before the commit point fails (the log is unchanged);
+    /// [`Error::OutcomeUnknown`] when a sync after it fails.
+    pub fn repair<T: DeserializeOwned>(&self) -> Result<Option<LogRepair>> {
+        let _guard = self.lock.exclusive()?;
+        let Some(file) = self.open_read()? else {
+            return Ok(None);
+        };
+        let needs = {
+            let mut lines = Lines::new(&file, 0);
+            let mut found = false;
+            while let Some(line) = lines.next().map_err(|e| Error::io("read", &self.path, e))? {
+                if matches!(line.kind::<T>(), LineKind::Torn | LineKind::Bad(_)) {
+                    found = true;
+                    break;
+                }
+            }
+            found
+        };
+        if !needs {
+            return Ok(None);
+        }
+        let io = &*self.io;
+        let dir = parent(&self.path);
+        let qdir = dir.join(crate::state::QUARANTINE_DIR);
+        match io.create_dir(&qdir) {
+            Ok(()) => sync_dir_with(io, dir)?,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(Error::io("create directory", &qdir, e)),
+        }
+        let name = self
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let stamp = SystemClock.now().to_string().replace(':', "");
+        let (qpath, qfile) = (0u32..)
+            .map(|n| match n {
+                0 => qdir.join(format!("{stamp}-{name}")),
+                n => qdir.join(format!("{stamp}-{name}.{n}")),
+            })
+            .find_map(|p| match io.create_new(&p, false) {
+                Ok(f) => Some(Ok((p, f))),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => None,
+                Err(e) => Some(Err(Error::io("create quarantine file", &p, e))),
+            })
+            .expect("u32 suffixes exhausted")?;
+        let (tmp, tmp_file) = match create_temp(io, &self.path) {
+            Ok(t) => t,
+            Err(e) => {
+                let _ = io.remove_file(&qpath);
+                return Err(e);
+            }
+        };
+        let copied = self.copy_sorted::<T>(&file, (&tmp, &tmp_file), (&qpath, &qfile));
+        let report = match copied.and_then(|report| {
+            io.sync_all(&tmp_file, &tmp)
+                .and_then(|()| io.sync_all(&qfile, &qpath))
+                .map_err(|e| Error::io("sync", &tmp, e))?;
+            sync_dir_with(io, &qdir)?;
+            Ok(report)
+        }) {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = io.remove_file(&tmp);
+                let _ = io.remove_file(&qpath);
+                return Err(e);
+            }
+        };
+        if let Err(e) = io.rename(&tmp, &self.path) {
+            let _ = io.remove_file(&tmp);
+            let _ = io.remove_file(&qpath);
+            return Err(Error::Rename {
+                op: "rename",
+                from: tmp,
+                to: self.path.clone(),
+                source: e,
+            });
+        }
+        sync_dir_with(io, dir).map_err(|e| e.after_commit(&self.path))?;
+        let (kept, moved, moved_bytes) = report;
+        tracing::warn!(path = %self.path.display(), kept, moved, moved_bytes, quarantined = %qpath.display(), "repaired log");
+        Ok(Some(LogRepair {
+            kept,
+            moved,
+            moved_bytes,
+            quarantined: qpath,
+        }))
+    }
+
+    /// Copies the log's whole records to `keep` and everything else to `bad`,
+    /// in bounded memory. Returns (records kept, lines moved, bytes moved).
+    fn copy_sorted<T: DeserializeOwned>(
+        &self,
+        file: &File,
+        keep: (&Path, &File),
+        bad: (&Path, &File),
+    ) -> Result<(usize, usize, u64)> {
+        let io = &*self.io;
+        let mut out = Chunked::new(io, keep.0, keep.1);
+        let mut quarantine = Chunked::new(io, bad.0, bad.1);
+        let mut file = file;
+        file.seek(SeekFrom::Start(0))
+            .map_err(|e| Error::io("seek", &self.path, e))?;
+        let mut lines = Lines::new(file, 0);
+        let (mut kept, mut moved, mut moved_bytes) = (0, 0, 0);
+        let read_err = |e| Error::io("read", &self.path, e);
+        while let Some(line) = lines.next().map_err(read_err)? {
+            match line.kind::<T>() {
+                LineKind::Blank => {}
+                LineKind::Record(_) => {
+                    kept += 1;
+                    out.push(line.bytes.as_deref().unwrap_or_default())?;
+                }
+                LineKind::Bad(_) | LineKind::Torn => {
+                    moved += 1;
+                    moved_bytes += line.len;
+                    match line.bytes.as_deref() {
+                        Some(b) => quarantine.push(b)?,
+                        None => {
+                            // Over the line cap: copy it in chunks, never holding it whole.
+                            let mut buf = vec![0u8; 64 * 1024];
+                            let mut at = line.start;
+                            let end = line.start + line.len;
+                            while at < end {
+                                let n = buf.len().min((end - at) as usize);
+                                file.read_exact_at(&mut buf[..n], at).map_err(read_err)?;
+                                quarantine.push(&buf[..n])?;
+                                at += n as u64;
+                            }
+                        }
+                    }
+                    if matches!(line.kind::<T>(), LineKind::Torn) {
+                        // Keep the quarantine file line-shaped.
+                        quarantine.push(b"\n")?;
+                    }
+                }
+            }
+        }
+        out.flush()?;
+        quarantine.flush()?;
+        Ok((kept, moved, moved_bytes))
+    }
+}
+
+/// Buffers writes through the seam in 64 KiB chunks.
+struct Chunked<'a> {
+    io: &'a dyn IoBackend,
+    path: &'a Path,
+    file: &'a File,
+    buf: Vec<u8>,
+}
+
+impl<'a> Chunked<'a> {
+    fn new(io: &'a dyn IoBackend, path: &'a Path, file: &'a File) -> Self {
+        Chunked {
+            io,
+            path,
+            file,
+            buf: Vec::with_capacity(64 * 1024),
+        }
+    }
+
+    fn push(&mut self, bytes: &[u8]) -> Result<()> {
+        if self.buf.len() + bytes.len() > 64 * 1024 {
+            self.flush()?;
+        }
+        if bytes.len() > 64 * 1024 {
+            return self.write(bytes);
+        }
+        self.buf.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        let buf = std::mem::take(&mut self.buf);
+        self.write(&buf)?;
+        self.buf = buf;
+        self.buf.clear();
+        Ok(())
+    }
+
+    fn write(&self, bytes: &[u8]) -> Result<()> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        self.io
+            .write_all(self.file, self.path, bytes)
+            .map_err(|e| Error::io("write", self.path, e))
+    }
+}
+
+/// One line as [`Lines`] found it.
+struct Line {
+    start: u64,
+    /// Its length, the newline included.
+    len: u64,
+    terminated: bool,
+    /// Its bytes (newline included), unless it is over the cap.
+    bytes: Option<Vec<u8>>,
+}
+
+enum LineKind<T> {
+    Torn,
+    Blank,
+    Record(T),
+    Bad(CorruptReason),
+}
+
+impl Line {
+    fn kind<T: DeserializeOwned>(&self) -> LineKind<T> {
+        if !self.terminated {
+            return LineKind::Torn;
+        }
+        let Some(bytes) = &self.bytes else {
+            return LineKind::Bad(CorruptReason::TooLarge {
+                size: self.len - 1,
+                cap: MAX_LINE as u64,
+            });
+        };
+        let body = &bytes[..bytes.len() - 1];
+        if body.iter().all(u8::is_ascii_whitespace) {
+            return LineKind::Blank;
+        }
+        match serde_json::from_slice(body) {
+            Ok(r) => LineKind::Record(r),
+            Err(e) => LineKind::Bad(classify(&e)),
+        }
+    }
+}
+
+/// Splits a reader into lines, holding at most [`MAX_LINE`] + 1 bytes of any one.
+struct Lines<R> {
+    reader: BufReader<R>,
+    pos: u64,
+}
+
+impl<R: Read> Lines<R> {
+    fn new(reader: R, pos: u64) -> Self {
+        Lines {
+            reader: BufReader::with_capacity(64 * 1024, reader),
+            pos,
+        }
+    }
+
+    fn next(&mut self) -> io::Result<Option<Line>> {
+        let start = self.pos;
+        let mut bytes = Some(Vec::new());
+        loop {
+            let avail = match self.reader.fill_buf() {
+                Ok(a) => a,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if avail.is_empty() {
+                let len = self.pos - start;
+                return Ok((len > 0).then_some(Line {
+                    start,
+                    len,
+                    terminated: false,
+                    bytes,
+                }));
+            }
+            let (n, found) = match avail.iter().position(|&b| b == b'\n') {
+                Some(i) => (i + 1, true),
+                None => (avail.len(), false),
+            };
+            if let Some(b) = &mut bytes {
+                if b.len() + n > MAX_LINE + 1 {
+                    bytes = None;
+                } else {
+                    b.extend_from_slice(&avail[..n]);
+                }
+            }
+            self.reader.consume(n);
+            self.pos += n as u64;
+            if found {
+                return Ok(Some(Line {
+                    start,
+                    len: self.pos - start,
+                    terminated: true,
+                    bytes,
+                }));
+            }
+        }
     }
 }
 

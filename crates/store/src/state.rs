@@ -10,9 +10,10 @@ use std::time::Duration;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::atomic::{self, Created, move_entry, sync_dir};
+use crate::atomic::{self, Created, move_entry, sync_dir_with};
+use crate::backend::{IoBackend, RealIo, SharedIo};
 use crate::error::{Error, Result};
-use crate::lock::{Decision, Lock, update_locked};
+use crate::lock::{Decision, Lock, update_locked_with};
 use crate::log::JsonLog;
 use crate::read::{DEFAULT_READ_CAP, ReadOutcome, open_nofollow, parse_json, read_open_file};
 use crate::time::{SharedClock, SystemClock, Timestamp};
@@ -72,6 +73,8 @@ pub struct StateOptions {
     pub clock: SharedClock,
     /// The largest state file a typed read accepts.
     pub read_cap: u64,
+    /// The I/O seam every change goes through ([`RealIo`] by default).
+    pub io: SharedIo,
 }
 
 impl Default for StateOptions {
@@ -79,6 +82,7 @@ impl Default for StateOptions {
         StateOptions {
             clock: Arc::new(SystemClock),
             read_cap: DEFAULT_READ_CAP,
+            io: RealIo::shared(),
         }
     }
 }
@@ -113,6 +117,7 @@ struct Inner {
     root_fd: OwnedFd,
     clock: SharedClock,
     read_cap: u64,
+    io: SharedIo,
 }
 
 impl StateDir {
@@ -173,6 +178,7 @@ impl StateDir {
                 root_fd,
                 clock: options.clock,
                 read_cap: options.read_cap,
+                io: options.io,
             }),
         })
     }
@@ -190,6 +196,15 @@ impl StateDir {
     /// Returns the current time on the clock.
     pub fn now(&self) -> Timestamp {
         self.inner.clock.now()
+    }
+
+    /// Returns the I/O backend every change goes through.
+    pub fn io(&self) -> &SharedIo {
+        &self.inner.io
+    }
+
+    fn backend(&self) -> &dyn IoBackend {
+        &*self.inner.io
     }
 
     /// Returns the read cap.
@@ -232,35 +247,78 @@ impl StateDir {
 
     /// Creates `dir` and any missing parents below the root, refusing symlinks
     /// and non-directories on the way. Each directory it creates is made durable
-    /// by syncing its parent.
+    /// by syncing its parent. On failure, the directories this call created
+    /// are removed again.
     ///
     /// # Errors
     ///
     /// [`Error::OutsideRoot`], [`Error::Symlink`], [`Error::NotADirectory`], or [`Error::Io`].
     pub fn ensure_dir(&self, dir: &Path) -> Result<()> {
+        self.ensure_dir_tracked(dir).map(drop)
+    }
+
+    /// As [`StateDir::ensure_dir`], returning the directories it created, top down.
+    fn ensure_dir_tracked(&self, dir: &Path) -> Result<Vec<PathBuf>> {
         let rel = self.relative(dir)?;
+        let io = self.backend();
+        let mut made = Vec::new();
         let mut cur = self.inner.root.clone();
         for part in rel.components() {
             let parent = cur.clone();
             cur.push(part);
-            if is_real_dir(&cur)? {
-                continue;
-            }
-            match fs::create_dir(&cur) {
-                Ok(()) => sync_dir(&parent)?,
-                // Another process made it first: check what it made, and sync
-                // the parent in case that process died before it could.
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                    if !is_real_dir(&cur)? {
-                        // Made and removed again meanwhile: not ours to guess at.
-                        return Err(Error::NotADirectory { path: cur });
+            let step = match is_real_dir(&cur) {
+                Ok(true) => continue,
+                Ok(false) => match io.create_dir(&cur) {
+                    Ok(()) => {
+                        made.push(cur.clone());
+                        sync_dir_with(io, &parent)
                     }
-                    sync_dir(&parent)?;
-                }
-                Err(e) => return Err(Error::io("create directory", &cur, e)),
+                    // Another process made it first: check what it made, and sync
+                    // the parent in case that process died before it could.
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => match is_real_dir(&cur) {
+                        Ok(true) => sync_dir_with(io, &parent),
+                        // Made and removed again meanwhile: not ours to guess at.
+                        Ok(false) => Err(Error::NotADirectory { path: cur.clone() }),
+                        Err(e) => Err(e),
+                    },
+                    Err(e) => Err(Error::io("create directory", &cur, e)),
+                },
+                Err(e) => Err(e),
+            };
+            if let Err(e) = step {
+                self.roll_back_dirs(&made);
+                return Err(e);
             }
         }
-        Ok(())
+        Ok(made)
+    }
+
+    /// Removes directories [`StateDir::ensure_dir_tracked`] made for an
+    /// operation that then failed before its commit point, deepest first, so a
+    /// failure leaves no new empty directory. One that is not empty (another
+    /// process already put something there) stays.
+    fn roll_back_dirs(&self, made: &[PathBuf]) {
+        for dir in made.iter().rev() {
+            if self.backend().remove_dir(dir).is_err() {
+                break;
+            }
+        }
+    }
+
+    /// Runs `op` after creating `path`'s parent; if `op` fails before its
+    /// commit point, removes the directories made for it.
+    fn with_parent<R>(
+        &self,
+        path: &Path,
+        op: impl FnOnce(&dyn IoBackend) -> Result<R>,
+    ) -> Result<R> {
+        let parent = path.parent().ok_or_else(|| self.outside(path))?;
+        let made = self.ensure_dir_tracked(parent)?;
+        op(self.backend()).inspect_err(|e| {
+            if !e.is_outcome_unknown() {
+                self.roll_back_dirs(&made);
+            }
+        })
     }
 
     /// Checks that the directories from the root down to `path`'s parent are
@@ -290,13 +348,14 @@ impl StateDir {
     }
 
     /// Durably replaces `path` with `bytes` (see [`write_atomic`](crate::write_atomic)).
+    /// **Commit point:** the rename over `path`; a failure before it leaves
+    /// no new directory either.
     ///
     /// # Errors
     ///
     /// As [`StateDir::ensure_dir`] and [`write_atomic`](crate::write_atomic).
     pub fn write_bytes(&self, path: &Path, bytes: &[u8]) -> Result<()> {
-        self.ensure_parent(path)?;
-        atomic::write_atomic(path, bytes)
+        self.with_parent(path, |io| atomic::write_atomic_with(io, path, bytes))
     }
 
     /// Durably replaces `path` with the canonical JSON of `value`.
@@ -305,18 +364,20 @@ impl StateDir {
     ///
     /// As [`StateDir::write_bytes`], plus [`Error::Serialize`].
     pub fn write_json<T: Serialize + ?Sized>(&self, path: &Path, value: &T) -> Result<()> {
-        self.ensure_parent(path)?;
-        atomic::write_json(path, value)
+        let bytes = atomic::to_json_bytes(path, value)?;
+        self.write_bytes(path, &bytes)
     }
 
     /// Durably publishes `bytes` under `path`, which must not exist (see [`create_new`](crate::create_new)).
+    /// **Commit point:** the no-replace rename to `path`; a failure before it
+    /// leaves nothing visible: no file, no temp a reader sees, no new directory.
     ///
     /// # Errors
     ///
-    /// [`Error::AlreadyExists`] when it does; otherwise as [`StateDir::write_bytes`].
+    /// [`Error::AlreadyExists`] when it does; [`Error::OutcomeUnknown`] when
+    /// the sync after the commit point fails; otherwise as [`StateDir::write_bytes`].
     pub fn create_new(&self, path: &Path, bytes: &[u8]) -> Result<()> {
-        self.ensure_parent(path)?;
-        atomic::create_new(path, bytes)
+        self.with_parent(path, |io| atomic::create_new_with(io, path, bytes))
     }
 
     /// Durably publishes the canonical JSON of `value` under `path`, which must not exist.
@@ -325,37 +386,48 @@ impl StateDir {
     ///
     /// As [`StateDir::create_new`], plus [`Error::Serialize`].
     pub fn create_new_json<T: Serialize + ?Sized>(&self, path: &Path, value: &T) -> Result<()> {
-        self.ensure_parent(path)?;
-        atomic::create_new_json(path, value)
+        let bytes = atomic::to_json_bytes(path, value)?;
+        self.create_new(path, &bytes)
     }
 
     /// Publishes many new files sharing the directory syncs (see [`create_new_batch`](crate::create_new_batch)).
+    /// A failure before any file is published leaves no new directory.
     ///
     /// # Errors
     ///
     /// As [`create_new_batch`](crate::create_new_batch) and [`StateDir::ensure_dir`].
     pub fn create_new_batch(&self, items: &[(PathBuf, Vec<u8>)]) -> Result<Vec<Created>> {
         let mut seen: Vec<&Path> = Vec::new();
+        let mut made = Vec::new();
         for (path, _) in items {
             let parent = path.parent().ok_or_else(|| self.outside(path))?;
             if !seen.contains(&parent) {
-                self.ensure_dir(parent)?;
+                match self.ensure_dir_tracked(parent) {
+                    Ok(m) => made.extend(m),
+                    Err(e) => {
+                        self.roll_back_dirs(&made);
+                        return Err(e);
+                    }
+                }
                 seen.push(parent);
             }
         }
-        atomic::create_new_batch(items)
+        atomic::create_new_batch_with(self.backend(), items).inspect_err(|e| {
+            if !e.is_outcome_unknown() {
+                self.roll_back_dirs(&made);
+            }
+        })
     }
 
     /// Durably moves `from` to `to` without replacing (see [`move_noclobber`](crate::move_noclobber)),
-    /// creating `to`'s directory if needed.
+    /// creating `to`'s directory if needed. **Commit point:** the rename.
     ///
     /// # Errors
     ///
     /// As [`move_noclobber`](crate::move_noclobber) and [`StateDir::ensure_dir`].
     pub fn move_noclobber(&self, from: &Path, to: &Path) -> Result<()> {
         self.check_parents(from)?;
-        self.ensure_parent(to)?;
-        atomic::move_noclobber(from, to)
+        self.with_parent(to, |io| atomic::move_noclobber_with(io, from, to))
     }
 
     /// Opens `path` for reading with no symlink anywhere below the root.
@@ -485,7 +557,7 @@ impl StateDir {
     /// As [`StateDir::ensure_dir`].
     pub fn log(&self, path: &Path) -> Result<JsonLog> {
         self.ensure_parent(path)?;
-        Ok(JsonLog::new(path))
+        Ok(JsonLog::with_io(path, self.inner.io.clone()))
     }
 
     /// Locked read-modify-write of `path` (see [`update_locked`](crate::update_locked)).
@@ -500,7 +572,7 @@ impl StateDir {
         F: FnOnce(ReadOutcome<T>) -> Result<Decision<T, R>, E>,
     {
         self.ensure_parent(path)?;
-        update_locked(path, self.inner.read_cap, decide)
+        update_locked_with(self.backend(), path, self.inner.read_cap, decide)
     }
 
     /// Moves a bad file (or symlink, or anything else) aside into
@@ -528,7 +600,7 @@ impl StateDir {
             } else {
                 qdir.join(format!("{stamp}-{name}.{n}"))
             };
-            match move_entry(path, &target) {
+            match move_entry(self.backend(), path, &target) {
                 Ok(()) => {
                     tracing::warn!(from = %path.display(), to = %target.display(), "quarantined file");
                     return Ok(target);
@@ -551,7 +623,7 @@ impl StateDir {
         if !self.check_parents(path)? {
             return Ok(false);
         }
-        atomic::remove_file(path)
+        atomic::remove_file_with(self.backend(), path)
     }
 
     /// Returns the stale temp files (older than `max_age`) anywhere under the
@@ -570,7 +642,7 @@ impl StateDir {
     ///
     /// As [`sweep_temps`](crate::sweep_temps).
     pub fn sweep_temps(&self, max_age: Duration) -> Result<usize> {
-        atomic::sweep_temps(&self.inner.root, max_age)
+        atomic::sweep_temps_with(self.backend(), &self.inner.root, max_age)
     }
 }
 

@@ -96,3 +96,56 @@ fn bad_lines_are_reported_and_skipped() {
             .is_err()
     );
 }
+
+/// Issue 12: the doctor moves bad control lines to `.quarantine/` (every
+/// whole command kept), and a directory where the log belongs is reported
+/// and moved aside instead of stopping the doctor; afterwards it is clean.
+#[test]
+fn the_doctor_repairs_bad_lines_and_moves_a_directory_log_aside() {
+    use chipset_bus::{Action, Repair};
+    let (_t, _clock, bus) = manual();
+    let a = agent("mayor");
+    bus.control(
+        &a,
+        &ControlCommand::register(Resource::new("chat", "a.chat")),
+    )
+    .unwrap();
+    let log = bus.queue_dir(&a).parent().unwrap().join("control.jsonl");
+    let mut text = std::fs::read_to_string(&log).unwrap();
+    text.push_str("not json\n");
+    // Applied up to past the bad line: the repair must not leave this offset stale.
+    std::fs::write(&log, &text).unwrap();
+    assert_eq!(bus.apply_control(&a).unwrap().applied, 1);
+    std::fs::write(&log, text).unwrap();
+    bus.control(&a, &ControlCommand::register(Resource::new("queue", "w")))
+        .unwrap();
+    let report = bus.doctor(Repair::Fix).unwrap();
+    assert_eq!(report.findings.len(), 1, "{:?}", report.findings);
+    assert!(matches!(report.findings[0].action, Action::Quarantined(_)));
+    assert!(bus.doctor(Repair::ReportOnly).unwrap().findings.is_empty());
+    let registry = bus.registry(&a).unwrap();
+    assert!(
+        registry.contains(&Resource::new("queue", "w")),
+        "{registry:?}"
+    );
+    assert!(
+        registry.contains(&Resource::new("chat", "a.chat")),
+        "{registry:?}"
+    );
+    assert_eq!(bus.apply_control(&a).unwrap().applied, 0);
+
+    let b = agent("witness");
+    bus.ensure_queue(&b).unwrap();
+    let dir_log = bus.queue_dir(&b).parent().unwrap().join("control.jsonl");
+    std::fs::create_dir(&dir_log).unwrap();
+    let report = bus.doctor(Repair::ReportOnly).unwrap();
+    assert_eq!(report.findings.len(), 1, "{:?}", report.findings);
+    let report = bus.doctor(Repair::Fix).unwrap();
+    assert!(matches!(report.findings[0].action, Action::Quarantined(_)));
+    assert!(bus.doctor(Repair::ReportOnly).unwrap().findings.is_empty());
+    bus.control(
+        &b,
+        &ControlCommand::register(Resource::new("chat", "b.chat")),
+    )
+    .unwrap();
+}

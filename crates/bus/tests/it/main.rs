@@ -9,6 +9,7 @@ mod model;
 mod presence;
 mod procs;
 mod reminders;
+mod seam;
 mod wait;
 
 use chipset_bus::Bus;

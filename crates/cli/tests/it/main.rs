@@ -5,6 +5,7 @@
 mod attention;
 mod bus;
 mod coverage;
+mod exit;
 mod global;
 mod hook;
 mod interop;

@@ -65,6 +65,7 @@ pub(crate) fn setup() -> Setup {
     let tmp = TempState::with_options(StateOptions {
         clock: Arc::new(clock.clone()),
         read_cap: DEFAULT_READ_CAP,
+        ..StateOptions::default()
     });
     let state = tmp.state.clone();
     Setup {

@@ -109,13 +109,50 @@ fn torn_and_bad_manifest_lines() {
         codes(m, DoctorMode::Fix),
         ["messaging-torn-manifest", "messaging-bad-manifest-line"]
     );
-    // The bad line stays (the audit log is never rewritten); the torn tail is gone.
-    assert_eq!(codes(m, DoctorMode::Check), ["messaging-bad-manifest-line"]);
+    // Issue 12: the bad line and the torn tail moved to `.quarantine/`, every
+    // whole record kept: the doctor is clean afterwards.
+    assert!(codes(m, DoctorMode::Check).is_empty());
+    let quarantined = std::fs::read_dir(m.manifest_path().parent().unwrap().join(".quarantine"))
+        .unwrap()
+        .map(|e| std::fs::read(e.unwrap().path()).unwrap())
+        .collect::<Vec<_>>();
+    assert_eq!(quarantined, [b"not json\n{\"event\":\"se\n".to_vec()]);
     m.send(&Draft::notify(agent("a"), agent("b"), task("t"), "s", ""))
         .unwrap();
     let manifest = m.read_manifest().unwrap();
     assert_eq!(manifest.events.len(), 2);
-    assert!(manifest.torn_tail.is_none());
+    assert!(manifest.torn_tail.is_none() && manifest.bad_lines.is_empty());
+}
+
+/// Issue 12: a directory or FIFO where the manifest belongs is reported, and
+/// with Fix moved aside (the `sent` events are reconciled into a new one),
+/// instead of stopping the doctor with "Is a directory" or "Illegal seek".
+#[test]
+fn a_directory_or_fifo_manifest_is_reported_and_moved_aside() {
+    for fifo in [false, true] {
+        let f = fixture_with(no_grace());
+        let m = &f.mail;
+        m.send(&Draft::notify(agent("a"), agent("b"), task("t"), "s", ""))
+            .unwrap();
+        let path = m.manifest_path();
+        std::fs::remove_file(&path).unwrap();
+        if fifo {
+            let made = std::process::Command::new("mkfifo").arg(&path).status();
+            assert!(made.unwrap().success());
+        } else {
+            std::fs::create_dir(&path).unwrap();
+        }
+        assert_eq!(
+            codes(m, DoctorMode::Check),
+            ["messaging-corrupt-file", "messaging-missing-sent-event"]
+        );
+        assert_eq!(
+            codes(m, DoctorMode::Fix),
+            ["messaging-corrupt-file", "messaging-missing-sent-event"]
+        );
+        assert!(codes(m, DoctorMode::Check).is_empty(), "fifo: {fifo}");
+        assert_eq!(m.read_manifest().unwrap().events.len(), 1);
+    }
 }
 
 #[test]

@@ -14,6 +14,7 @@ pub(crate) fn manual_state() -> (TempState, ManualClock) {
     let t = TempState::with_options(StateOptions {
         clock: Arc::new(clock.clone()),
         read_cap: DEFAULT_READ_CAP,
+        ..StateOptions::default()
     });
     (t, clock)
 }

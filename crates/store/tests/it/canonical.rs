@@ -240,3 +240,25 @@ fn escapes_empties_and_unicode_are_pinned() {
     let line = String::from_utf8(to_canonical_line(&value).unwrap()).unwrap();
     insta::assert_snapshot!("jsonl_line", line);
 }
+
+/// Issue 12: numbers are kept exactly, in both canonical forms: a bus payload
+/// `{"m":123456789012345678901234567890}` once became `1.2345678901234568e+29`.
+/// (Exact in value: `serde_json` spells an exponent with its sign, `1e+400`.)
+#[test]
+fn numbers_round_trip_exactly() {
+    let text = r#"{"big":123456789012345678901234567890,"neg":-98765432109876543210,"f":1.10,"e":1e400,"n":[0.1,7]}"#;
+    let value: serde_json::Value = serde_json::from_str(text).unwrap();
+    let line = chipset_store::to_canonical_line(&value).unwrap();
+    assert_eq!(
+        String::from_utf8(line).unwrap(),
+        "{\"big\":123456789012345678901234567890,\"e\":1e+400,\"f\":1.10,\"n\":[0.1,7],\"neg\":-98765432109876543210}\n"
+    );
+    let pretty = String::from_utf8(chipset_store::to_canonical_json(&value).unwrap()).unwrap();
+    assert!(
+        pretty.contains("\"big\": 123456789012345678901234567890,"),
+        "{pretty}"
+    );
+    assert!(pretty.contains("\"f\": 1.10,"), "{pretty}");
+    let back: serde_json::Value = serde_json::from_str(&pretty).unwrap();
+    assert_eq!(back, value);
+}

@@ -335,13 +335,13 @@ fn log_reports_torn_tail_and_bad_lines_and_keeps_later_appends_whole() {
     assert_eq!((torn.offset, torn.len), (whole.len() as u64, 6));
     assert_eq!(read.end_offset, whole.len() as u64);
 
-    // A later append stays whole; the fragment becomes a reported bad line.
+    // A later append cuts the fragment (as `recover` does: it is the rest of
+    // an append that never returned) and stays whole; no bad line is left.
     log.append(&json!({"n": 5})).unwrap();
     let read = log.read::<Value>().unwrap();
     assert_eq!(read.records.last(), Some(&json!({"n": 5})));
     assert_eq!(read.records.len(), 4);
-    assert_eq!(read.bad_lines.len(), 1);
-    assert_eq!(read.bad_lines[0].offset, whole.len() as u64);
+    assert!(read.bad_lines.is_empty(), "{:?}", read.bad_lines);
     assert!(read.torn_tail.is_none());
 
     // Reading forward from an offset returns only what came after.
@@ -500,4 +500,112 @@ fn open_existing_refuses_a_missing_root_and_creates_nothing() {
     ));
     StateDir::open(&missing).unwrap();
     assert!(StateDir::open_existing_with(&missing, StateOptions::default()).is_ok());
+}
+
+/// Issue 12: a log line far over `MAX_LINE` (no newline for megabytes) is
+/// skipped and reported, and the records around it still read.
+#[test]
+fn an_oversized_line_is_reported_and_the_rest_still_reads() {
+    let t = TempState::new();
+    let dir = t.state.channel_dir(Channel::Mail).unwrap();
+    let log = t.state.log(&dir.join("manifest.jsonl")).unwrap();
+    log.append(&json!({"n": 1})).unwrap();
+    let mut bytes = fs::read(log.path()).unwrap();
+    let big = chipset_store::MAX_LINE * 3;
+    bytes.extend(std::iter::repeat_n(b'x', big));
+    bytes.push(b'\n');
+    fs::write(log.path(), &bytes).unwrap();
+    log.append(&json!({"n": 2})).unwrap();
+    let read = log.read::<Value>().unwrap();
+    assert_eq!(read.records, [json!({"n": 1}), json!({"n": 2})]);
+    assert_eq!(read.bad_lines.len(), 1);
+    assert_eq!(
+        read.bad_lines[0].reason,
+        CorruptReason::TooLarge {
+            size: big as u64,
+            cap: chipset_store::MAX_LINE as u64
+        }
+    );
+    // An unterminated one is a torn tail of its full length, read in bounded memory.
+    let mut bytes = fs::read(log.path()).unwrap();
+    let end = bytes.len() as u64;
+    bytes.extend(std::iter::repeat_n(b'y', big));
+    fs::write(log.path(), &bytes).unwrap();
+    let torn = log.read::<Value>().unwrap().torn_tail.unwrap();
+    assert_eq!((torn.offset, torn.len), (end, big as u64));
+}
+
+/// Issue 12: repair keeps every whole record in order, quarantines the rest
+/// byte for byte, and leaves a log that reads clean.
+#[test]
+fn repair_keeps_every_whole_record_and_quarantines_the_rest() {
+    let t = TempState::new();
+    let dir = t.state.channel_dir(Channel::Mail).unwrap();
+    let log = t.state.log(&dir.join("manifest.jsonl")).unwrap();
+    assert_eq!(
+        log.repair::<Value>().unwrap(),
+        None,
+        "missing log: nothing to do"
+    );
+    log.append(&json!({"n": 1})).unwrap();
+    assert_eq!(
+        log.repair::<Value>().unwrap(),
+        None,
+        "clean log: nothing to do"
+    );
+    let mut bytes = fs::read(log.path()).unwrap();
+    bytes.extend_from_slice(b"{\"n\":2,\nnot json\n{\"n\":3}\n{\"n\":");
+    fs::write(log.path(), &bytes).unwrap();
+    let before = log.read::<Value>().unwrap();
+    assert_eq!(before.bad_lines.len(), 2);
+    let done = log.repair::<Value>().unwrap().unwrap();
+    assert_eq!((done.kept, done.moved), (2, 3));
+    let after = log.read::<Value>().unwrap();
+    assert_eq!(after.records, [json!({"n": 1}), json!({"n": 3})]);
+    assert!(after.bad_lines.is_empty() && after.torn_tail.is_none());
+    assert_eq!(
+        fs::read(&done.quarantined).unwrap(),
+        b"{\"n\":2,\nnot json\n{\"n\":\n"
+    );
+    assert!(done.quarantined.starts_with(dir.join(".quarantine")));
+    // Appends carry on after it.
+    log.append(&json!({"n": 4})).unwrap();
+    assert_eq!(log.read::<Value>().unwrap().records.len(), 3);
+}
+
+/// Issue 12: a directory or FIFO where a log belongs, or a directory where a
+/// lock file belongs, is a typed `NotARegularFile`, not a hang or "Illegal seek".
+#[test]
+fn a_directory_or_fifo_at_a_log_or_lock_path_is_typed() {
+    let t = TempState::new();
+    let dir = t.state.channel_dir(Channel::Bus).unwrap();
+    let not_a_file = |e: Error| {
+        matches!(e, Error::Corrupt(ref c) if c.reason == CorruptReason::NotARegularFile)
+            .then_some(())
+            .ok_or(e)
+    };
+    let dlog = t.state.log(&dir.join("d.jsonl")).unwrap();
+    fs::create_dir(dlog.path()).unwrap();
+    not_a_file(dlog.read::<Value>().unwrap_err()).unwrap();
+    not_a_file(dlog.append(&json!({})).unwrap_err()).unwrap();
+    not_a_file(dlog.repair::<Value>().unwrap_err()).unwrap();
+
+    let flog = t.state.log(&dir.join("f.jsonl")).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        flog.path(),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .unwrap();
+    not_a_file(flog.read::<Value>().unwrap_err()).unwrap();
+    not_a_file(flog.append(&json!({})).unwrap_err()).unwrap();
+    // With repair, the doctor moves it aside; afterwards the log works.
+    t.state.quarantine(flog.path()).unwrap();
+    flog.append(&json!({"n": 1})).unwrap();
+
+    let lock = Lock::for_file(&dir.join("x.json"));
+    fs::create_dir(lock.path()).unwrap();
+    not_a_file(lock.exclusive().unwrap_err()).unwrap();
 }

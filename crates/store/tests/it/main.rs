@@ -4,4 +4,5 @@ mod canonical;
 mod files;
 mod ids;
 mod procs;
+mod seam;
 mod watch;

@@ -1,0 +1,302 @@
+//! Issue 12: bus publish, ack and de-duplication driven through the store's
+//! I/O seam: a fault at every call, and every power-cut state. Every failure
+//! is safe to retry with the same id.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use chipset_bus::{AckOutcome, Bus, Error, EventId, NewEvent, Published};
+use chipset_store::testing::{EIO, ENOSPC, Fault, FaultIo, RecordIo};
+use chipset_store::{AgentId, SharedIo, StateDir, StateOptions};
+use serde_json::json;
+
+use crate::agent;
+
+const ID: &str = "1772706900123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab";
+const OTHER: &str = "1772706900124-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ac";
+
+fn event(id: &str) -> NewEvent {
+    NewEvent::new("worker-1", "task-done")
+        .payload(json!({"m": 123_456_789_012_u64}))
+        .with_id(EventId::parse(id).unwrap())
+}
+
+/// Where the event with `id` is: (copies in the queue, copies processed).
+fn copies(bus: &Bus, who: &AgentId, id: &str) -> (usize, usize) {
+    let count =
+        |v: Vec<chipset_bus::QueueEntry>| v.iter().filter(|e| e.id().as_str() == id).count();
+    (
+        count(bus.queued(who).unwrap()),
+        count(bus.processed(who).unwrap()),
+    )
+}
+
+#[test]
+fn publishing_again_with_the_same_id_returns_the_first_delivery() {
+    let (_t, clock, bus) = crate::manual();
+    let bob = agent("bob");
+    let first = bus.publish(&bob, &event(ID)).unwrap();
+    clock.advance(std::time::Duration::from_secs(5));
+    let again = bus.publish(&bob, &event(ID)).unwrap();
+    assert_eq!(
+        first, again,
+        "the retry returns the first delivery, its time included"
+    );
+    assert_eq!(copies(&bus, &bob, ID), (1, 0));
+
+    // Same id, other content: refused, nothing changes.
+    let other = event(ID).payload(json!({"m": 2}));
+    let err = bus.publish(&bob, &other).unwrap_err();
+    assert!(matches!(err, Error::IdConflict { .. }), "{err}");
+    let err = bus
+        .publish(&bob, &event(ID).priority(chipset_bus::Priority::High))
+        .unwrap_err();
+    assert!(matches!(err, Error::IdConflict { .. }), "{err}");
+    assert_eq!(copies(&bus, &bob, ID), (1, 0));
+
+    // Acknowledged, then published again: still the first delivery, not a new one.
+    let id = EventId::parse(ID).unwrap();
+    assert_eq!(bus.ack(&bob, &id).unwrap(), AckOutcome::Acked);
+    assert_eq!(bus.ack(&bob, &id).unwrap(), AckOutcome::AlreadyAcked);
+    assert_eq!(bus.publish(&bob, &event(ID)).unwrap(), first);
+    assert_eq!(copies(&bus, &bob, ID), (0, 1));
+
+    // To several recipients, and with a key, the same holds.
+    let both = [agent("carol"), agent("dave")];
+    let sent = bus.publish_to(&both, &event(OTHER)).unwrap();
+    assert_eq!(bus.publish_to(&both, &event(OTHER)).unwrap(), sent);
+    let keyed = event(ID).dedup_key("k1");
+    let first = bus.publish(&agent("erin"), &keyed).unwrap();
+    assert_eq!(bus.publish(&agent("erin"), &keyed).unwrap(), first);
+    assert!(matches!(first, Published::Delivered(_)));
+}
+
+/// Everything a reader sees: names not starting with a dot, and file bytes.
+fn visible(root: &Path) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for e in fs::read_dir(&dir).unwrap() {
+            let e = e.unwrap();
+            if e.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
+            let p = e.path();
+            let rel = p.strip_prefix(root).unwrap().to_owned();
+            if e.file_type().unwrap().is_dir() {
+                out.insert(rel, None);
+                stack.push(p);
+            } else {
+                out.insert(rel, Some(fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out
+}
+
+fn open(root: &Path, io: SharedIo) -> Bus {
+    Bus::new(
+        StateDir::open_with(
+            root,
+            StateOptions {
+                io,
+                ..StateOptions::default()
+            },
+        )
+        .unwrap(),
+    )
+}
+
+struct Case {
+    name: &'static str,
+    setup: fn(&Bus),
+    /// Runs the operation, retry-safe; returns Err only for a failure.
+    run: fn(&Bus) -> Result<(), Error>,
+    applied: fn(&Bus) -> bool,
+    /// Directories a failed attempt may leave (empty but for a lock file):
+    /// the key's lock lives in `dedup/`, and a lock file is never removed.
+    lock_dirs: &'static [&'static str],
+}
+
+fn cases() -> Vec<Case> {
+    vec![
+        Case {
+            name: "publish",
+            setup: |_| {},
+            run: |b| b.publish(&agent("bob"), &event(ID)).map(drop),
+            applied: |b| copies(b, &agent("bob"), ID) == (1, 0),
+            lock_dirs: &[],
+        },
+        Case {
+            name: "publish to an existing queue",
+            setup: |b| drop(b.ensure_queue(&agent("bob")).unwrap()),
+            run: |b| b.publish(&agent("bob"), &event(ID)).map(drop),
+            applied: |b| copies(b, &agent("bob"), ID) == (1, 0),
+            lock_dirs: &[],
+        },
+        Case {
+            name: "publish to two",
+            setup: |_| {},
+            run: |b| {
+                b.publish_to(&[agent("bob"), agent("carol")], &event(ID))
+                    .map(drop)
+            },
+            applied: |b| {
+                copies(b, &agent("bob"), ID) == (1, 0) && copies(b, &agent("carol"), ID) == (1, 0)
+            },
+            lock_dirs: &[],
+        },
+        Case {
+            name: "publish with a dedup key",
+            setup: |_| {},
+            run: |b| {
+                let first = b.publish(&agent("bob"), &event(ID).dedup_key("k1"))?;
+                assert!(matches!(first, Published::Delivered(_)), "{first:?}");
+                // A second event with the key is a duplicate once the first applied.
+                match b.publish(&agent("bob"), &event(OTHER).dedup_key("k1"))? {
+                    Published::Duplicate { .. } => Ok(()),
+                    Published::Delivered(e) => panic!("dedup let {} through", e.id()),
+                }
+            },
+            applied: |b| {
+                copies(b, &agent("bob"), ID) == (1, 0) && copies(b, &agent("bob"), OTHER) == (0, 0)
+            },
+            lock_dirs: &["bus", "bus/bob", "bus/bob/dedup"],
+        },
+        Case {
+            name: "ack",
+            setup: |b| drop(b.publish(&agent("bob"), &event(ID)).unwrap()),
+            run: |b| b.ack(&agent("bob"), &EventId::parse(ID).unwrap()).map(drop),
+            applied: |b| copies(b, &agent("bob"), ID) == (0, 1),
+            lock_dirs: &[],
+        },
+    ]
+}
+
+#[derive(Debug, Default)]
+struct Tally {
+    injected: u64,
+    ok: u64,
+    unchanged: u64,
+    outcome_unknown: u64,
+}
+
+#[test]
+#[allow(
+    clippy::print_stderr,
+    reason = "prints the figures for the report (shown with --nocapture)"
+)]
+fn every_fault_in_publish_ack_and_dedup_is_safe_to_retry() {
+    for case in cases() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fault = FaultIo::passthrough();
+        let bus = open(tmp.path(), fault.clone());
+        (case.setup)(&bus);
+        fault.set(Fault::nth(0, EIO));
+        (case.run)(&bus).unwrap();
+        assert!(
+            (case.applied)(&bus),
+            "{}: a clean run did not apply",
+            case.name
+        );
+        let calls = fault.counted();
+        let mut t = Tally::default();
+        for errno in [EIO, ENOSPC] {
+            for n in 1..=calls {
+                let tmp = tempfile::tempdir().unwrap();
+                let fault = FaultIo::passthrough();
+                let bus = open(tmp.path(), fault.clone());
+                (case.setup)(&bus);
+                let before = visible(bus.state().root());
+                fault.set(Fault::nth(n, errno));
+                let what = format!("{} with errno {errno} at call {n}", case.name);
+                match (case.run)(&bus) {
+                    Ok(()) => {
+                        t.ok += 1;
+                        assert!((case.applied)(&bus), "{what}: Ok but not applied");
+                    }
+                    Err(e) if e.is_outcome_unknown() => t.outcome_unknown += 1,
+                    Err(e) => {
+                        t.unchanged += 1;
+                        let mut after = visible(bus.state().root());
+                        for d in case.lock_dirs {
+                            if !before.contains_key(Path::new(d))
+                                && let Some(entry) = after.remove(Path::new(d))
+                            {
+                                assert!(entry.is_none(), "{what}: {d} is not a directory");
+                            }
+                        }
+                        assert_eq!(
+                            after, before,
+                            "{what}: failed ({e}) but changed what readers see"
+                        );
+                    }
+                }
+                t.injected += fault.injected();
+                fault.disarm();
+                (case.run)(&bus).unwrap_or_else(|e| panic!("{what}: retry: {e}"));
+                assert!(
+                    (case.applied)(&bus),
+                    "{what}: the retry did not apply exactly once"
+                );
+            }
+        }
+        assert_eq!(t.injected, 2 * calls, "{}", case.name);
+        eprintln!(
+            "bus fault {}: injected {}, ok {}, unchanged {}, outcome unknown {}",
+            case.name, t.injected, t.ok, t.unchanged, t.outcome_unknown
+        );
+    }
+}
+
+#[test]
+#[allow(
+    clippy::print_stderr,
+    reason = "prints the figures for the report (shown with --nocapture)"
+)]
+fn every_power_cut_in_publish_and_ack_reads_clean_and_keeps_what_returned() {
+    for case in cases() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("state");
+        (case.setup)(&Bus::new(StateDir::open(&root).unwrap()));
+        let rec = RecordIo::start(&root).unwrap();
+        let bus = open(&root, rec.clone());
+        (case.run)(&bus).unwrap();
+        rec.mark(case.name);
+        let states = rec.crash_states();
+        assert!(states.len() > 1, "{}", case.name);
+        for (i, cut) in states.iter().enumerate() {
+            let dir = tmp.path().join(format!("cut{i}"));
+            cut.materialize(&dir).unwrap();
+            let back = Bus::new(StateDir::open(&dir).unwrap());
+            for who in ["bob", "carol"] {
+                let pending = back.pending(&agent(who)).unwrap();
+                assert!(
+                    pending.unreadable().is_empty(),
+                    "{}: cut {i}: {:?}",
+                    case.name,
+                    pending.unreadable()
+                );
+            }
+            if cut.returned.iter().any(|r| r == case.name) {
+                // Kept: the event is there (a move may leave it in both places, never in neither).
+                let (q, p) = copies(&back, &agent("bob"), ID);
+                assert!(q + p >= 1, "{}: lost after returning (cut {i})", case.name);
+            }
+            (case.run)(&back).unwrap_or_else(|e| panic!("{}: retry after cut {i}: {e}", case.name));
+            let (q, p) = copies(&back, &agent("bob"), ID);
+            assert!(
+                q + p >= 1 && q <= 1 && p <= 1,
+                "{}: cut {i}: {q} queued, {p} processed",
+                case.name
+            );
+        }
+        eprintln!(
+            "bus power cut {}: {} calls, {} distinct states",
+            case.name,
+            rec.calls(),
+            states.len()
+        );
+    }
+}

@@ -1,0 +1,154 @@
+//! Issue 12: the exit status tells the truth about output, `bus publish --id`
+//! retries, exact payloads, and a doctor that does not stop on bad files.
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+
+use crate::Env;
+
+const ID: &str = "1772706900123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab";
+
+fn publish<'a>(kind: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "bus", "publish", "--to", "bob", "--source", "s", "--kind", kind,
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
+/// `chipset bus publish … > /dev/full` exited 0 having printed no id.
+#[test]
+fn a_failed_write_to_stdout_is_a_failure_that_still_names_the_id() {
+    let env = Env::new();
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = env
+        .command(&publish("k", &["--id", ID]))
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("chipset: error: failed to write to stdout"),
+        "{stderr}"
+    );
+    assert!(stderr.contains(ID), "the id is not lost: {stderr}");
+    // It was published; the retry with the id is a no-op success.
+    let again = env.run(&publish("k", &["--id", ID]));
+    assert_eq!((again.code, again.line()), (0, ID.to_owned()));
+    let pending = env.run(&["--json", "bus", "pending", "bob"]).json();
+    assert_eq!(
+        pending["events"].as_array().map(Vec::len),
+        Some(1),
+        "{pending}"
+    );
+}
+
+/// `chipset bus pending bob | head -1` exits quietly with 0.
+#[test]
+fn a_closed_pipe_after_a_listing_exits_quietly() {
+    let env = Env::new();
+    // Enough output to fill the pipe: one event with a large payload.
+    let payload = format!("{{\"text\":\"{}\"}}", "x".repeat(100 * 1024));
+    assert_eq!(env.run(&publish("k", &["--payload", &payload])).code, 0);
+    let mut child = env
+        .command(&["--json", "bus", "pending", "bob"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert_eq!(first, "{\n");
+    // The reader is gone (stdout dropped): the next write gets EPIPE.
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8(out.stderr).unwrap(), "");
+}
+
+#[test]
+fn publish_with_an_id_is_safe_to_retry_and_payloads_are_exact() {
+    let mut env = Env::new();
+    let payload = r#"{"m":123456789012345678901234567890,"f":1.10}"#;
+    let first = env.ok(&publish("k", &["--id", ID, "--payload", payload]));
+    assert_eq!(first.line(), ID);
+    let again = env.ok(&publish("k", &["--id", ID, "--payload", payload]));
+    assert_eq!(again.line(), ID);
+    // Same id, other content: refused, nothing changes.
+    env.fails(1, &publish("k", &["--id", ID, "--payload", "{}"]));
+    env.fails(2, &publish("k", &["--id", "not-an-id"]));
+    let shown = env.ok(&["--json", "bus", "pending", "bob"]);
+    assert!(
+        shown
+            .stdout
+            .contains("\"m\": 123456789012345678901234567890"),
+        "{}",
+        shown.stdout
+    );
+    assert!(shown.stdout.contains("\"f\": 1.10"), "{}", shown.stdout);
+    let file = std::fs::read_dir(env.root().join("bus/bob/queue"))
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .next()
+        .unwrap();
+    assert!(
+        file.contains("\"m\": 123456789012345678901234567890"),
+        "{file}"
+    );
+}
+
+/// `doctor --fix` stopped with "Is a directory" / "Illegal seek" on a
+/// directory or FIFO where a log belongs; a lock path that is a directory
+/// stopped it too. Now each is reported, logs are moved aside, and the rest
+/// of the doctor runs.
+#[test]
+fn the_doctor_reports_and_moves_aside_directories_and_fifos_where_logs_belong() {
+    let mut env = Env::new();
+    let manifest = env.root().join("mail/manifest.jsonl");
+    std::fs::create_dir_all(&manifest).unwrap();
+    env.ok(&publish("k", &[]));
+    let control = env.root().join("bus/bob/control.jsonl");
+    let made = std::process::Command::new("mkfifo").arg(&control).status();
+    assert!(made.unwrap().success());
+    // (Not `env.fails`: its before-and-after snapshot would block reading the FIFO.)
+    let check = env.step(&["doctor"]);
+    assert_eq!(check.code, 1, "{check:?}");
+    assert!(
+        check.stdout.contains("mail/manifest.jsonl"),
+        "{}",
+        check.stdout
+    );
+    assert!(
+        check.stdout.contains("bus/bob/control.jsonl"),
+        "{}",
+        check.stdout
+    );
+    env.ok(&["doctor", "--fix"]);
+    env.ok(&["doctor"]);
+    assert!(!manifest.exists(), "moved aside");
+    assert_eq!(
+        std::fs::read_dir(env.root().join("mail/.quarantine"))
+            .unwrap()
+            .count(),
+        1
+    );
+
+    // A lock path that is a directory is reported, and the other doctors still run.
+    std::fs::create_dir_all(env.root().join("hooks/.bad.json.lock")).unwrap();
+    std::fs::write(env.root().join("hooks/bad.json"), "{").unwrap();
+    std::fs::write(env.root().join("bus/bob/presence.json"), "{").unwrap();
+    let run = env.step(&["doctor", "--fix"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stdout.contains(".bad.json.lock"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("presence.json"),
+        "the bus doctor ran: {}",
+        run.stdout
+    );
+}
