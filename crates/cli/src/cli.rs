@@ -204,9 +204,9 @@ pub(crate) struct MailSend {
     /// The task (required for request and notify; a response takes its request's).
     #[arg(long, value_name = "T")]
     pub(crate) task: Option<TaskId>,
-    /// The round within the task [default: 0].
+    /// The round within the task, 0 to 2^53 [default: none, written `null`].
     #[arg(long, value_name = "N")]
-    pub(crate) round: Option<u32>,
+    pub(crate) round: Option<u64>,
     /// The message this one replies to (required for a response).
     #[arg(long, value_name = "ID")]
     pub(crate) in_reply_to: Option<MessageId>,

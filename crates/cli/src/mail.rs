@@ -141,7 +141,9 @@ fn listing(paint: Paint, messages: &[Message], bodies: bool, empty: &str) -> Out
             m.from().to_string().into(),
             m.to().to_string().into(),
             m.task().to_string().into(),
-            m.round().to_string().into(),
+            m.round()
+                .map_or_else(|| "-".to_owned(), |r| r.to_string())
+                .into(),
             Cell::toned(m.priority().as_str(), priority_tone),
             m.subject().into(),
         ]);

@@ -30,6 +30,24 @@ pub enum MailError {
         /// The rule it broke.
         rule: &'static str,
     },
+    /// An agent name that the seed's message schema refuses (`from` and `to`
+    /// must match `^[a-zA-Z0-9_-]+$`): other programs would never see the message.
+    #[error(
+        "invalid {field} agent `{agent}`: the seed's message schema allows only ASCII letters, \
+         digits, `_` and `-`, so other programs would not see this message"
+    )]
+    InvalidAgentName {
+        /// `from` or `to`.
+        field: &'static str,
+        /// The refused name.
+        agent: AgentId,
+    },
+    /// A round over [`MAX_ROUND`](crate::MAX_ROUND) (2^53).
+    #[error("round {round} is over the largest round, 2^53")]
+    RoundTooLarge {
+        /// The refused round.
+        round: u64,
+    },
     /// The body is over [`MailConfig::max_body`](crate::MailConfig::max_body).
     #[error("body of {size} bytes is over the {cap}-byte limit")]
     BodyTooLarge {

@@ -82,8 +82,12 @@ impl fmt::Display for Priority {
 ///
 /// Written as canonical JSON (sorted keys, two-space indent) to
 /// `inbox/{to}/{id}.json`. Readers accept files written by other programs per
-/// the seed: a missing `round` reads as 0, a missing or empty `in_reply_to`
-/// as none, a missing `priority` as normal, and unknown fields are ignored.
+/// the seed: keys in any order; a missing or `null` `round` reads as no round,
+/// and any integer from 0 to [`MAX_ROUND`] (2^53, what a JSON writer in any
+/// language can produce exactly) is a round; a missing, `null` or empty
+/// `in_reply_to` reads as none, a missing `priority` as normal, and unknown
+/// fields are ignored (chipset never rewrites a message file: it only moves
+/// it, so whatever else a file holds stays in it byte for byte).
 /// Every field that becomes a path (ids, agents, task) is validated on read;
 /// a file that fails is corrupt, never skipped.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -92,8 +96,8 @@ pub struct Message {
     pub(crate) from: AgentId,
     pub(crate) to: AgentId,
     pub(crate) phase: TaskId,
-    #[serde(default)]
-    pub(crate) round: u32,
+    #[serde(default, deserialize_with = "round_or_null")]
+    pub(crate) round: Option<u64>,
     pub(crate) kind: Kind,
     pub(crate) subject: String,
     pub(crate) body: String,
@@ -103,6 +107,19 @@ pub struct Message {
     pub(crate) created_at: Timestamp,
     #[serde(default)]
     pub(crate) priority: Priority,
+}
+
+/// The largest round accepted: 2^53, the largest integer every JSON writer
+/// (JavaScript's numbers included) writes exactly.
+pub const MAX_ROUND: u64 = 1 << 53;
+
+fn round_or_null<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    match Option::<u64>::deserialize(d)? {
+        Some(r) if r > MAX_ROUND => Err(serde::de::Error::custom(format!(
+            "round {r} is over the largest round, 2^53"
+        ))),
+        round => Ok(round),
+    }
 }
 
 fn empty_as_none<'de, D: Deserializer<'de>>(d: D) -> Result<Option<MessageId>, D::Error> {
@@ -137,8 +154,9 @@ impl Message {
         &self.phase
     }
 
-    /// Returns the round within the task.
-    pub fn round(&self) -> u32 {
+    /// Returns the round within the task, or `None` when the message has no
+    /// round (`"round": null`, or no `round` field).
+    pub fn round(&self) -> Option<u64> {
         self.round
     }
 
@@ -206,8 +224,8 @@ pub enum ManifestEvent {
         to: AgentId,
         /// The task.
         task: TaskId,
-        /// The round.
-        round: u32,
+        /// The round (`null` for none).
+        round: Option<u64>,
         /// The kind.
         kind: Kind,
         /// The subject.
@@ -310,6 +328,31 @@ pub(crate) struct ReplyMarker {
     pub(crate) parent: MessageId,
 }
 
+/// Checks that `agent` is a name the seed's message schema accepts in `from`
+/// and `to`: ASCII letters, digits, `_` and `-` only (`^[a-zA-Z0-9_-]+$`).
+///
+/// Other programs that follow the seed skip or refuse a message whose
+/// names fall outside this, so [`Mail::send`](crate::Mail::send) refuses to
+/// write one; reading accepts any valid [`AgentId`] already on disk.
+///
+/// # Errors
+///
+/// [`MailError::InvalidAgentName`](crate::MailError::InvalidAgentName).
+pub fn validate_agent_name(field: &'static str, agent: &AgentId) -> crate::Result<()> {
+    let ok = agent
+        .as_str()
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err(crate::MailError::InvalidAgentName {
+            field,
+            agent: agent.clone(),
+        })
+    }
+}
+
 /// The longest subject accepted, in bytes.
 pub const MAX_SUBJECT_LEN: usize = 128;
 
@@ -391,9 +434,51 @@ mod tests {
             "created_at":"2026-05-08T10:00:00+02:00","extra":1}"#;
         let m: Message = serde_json::from_str(json).unwrap();
         assert_eq!(m.in_reply_to(), None);
-        assert_eq!(m.round(), 0);
+        assert_eq!(m.round(), None);
         assert_eq!(m.priority(), Priority::Normal);
         assert_eq!(m.created_at().to_string(), "2026-05-08T08:00:00.000Z");
+    }
+
+    #[track_caller]
+    fn round_of(value: &str) -> Result<Option<u64>, String> {
+        let json = format!(
+            r#"{{"created_at":"2026-05-08T10:00:00Z","round":{value},"id":"1-a","from":"a",
+            "to":"b","phase":"t","kind":"notify","subject":"x","body":"","expects_reply":false}}"#
+        );
+        serde_json::from_str::<Message>(&json)
+            .map(|m| m.round())
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn rounds_are_null_or_integers_up_to_2_pow_53() {
+        assert_eq!(round_of("null"), Ok(None));
+        assert_eq!(round_of("0"), Ok(Some(0)));
+        assert_eq!(round_of("4294967296"), Ok(Some(1 << 32)));
+        assert_eq!(round_of("9007199254740992"), Ok(Some(MAX_ROUND)));
+        assert!(round_of("9007199254740993").unwrap_err().contains("2^53"));
+        assert!(round_of("-1").is_err());
+        assert!(round_of("1.5").is_err());
+        assert!(round_of("\"2\"").is_err());
+    }
+
+    #[test]
+    fn agent_names_follow_the_seed_schema() {
+        for good in ["np-critic", "np_executor", "A1", "-", "_x"] {
+            assert!(
+                validate_agent_name("from", &AgentId::new(good).unwrap()).is_ok(),
+                "{good}"
+            );
+        }
+        for bad in ["np.critic", "np executor", "ümlaut", "a+b", "x@y"] {
+            assert!(
+                matches!(
+                    validate_agent_name("to", &AgentId::new(bad).unwrap()),
+                    Err(crate::MailError::InvalidAgentName { field: "to", .. })
+                ),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

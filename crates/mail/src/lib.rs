@@ -66,8 +66,15 @@
 //! unarchived message can also be swept directly, or moved aside into
 //! `archive/orphan/` by [`Mail::doctor`]. Messages only move forward, so
 //! [`Mail::locate`] finds one by looking in that order. Messages written by
-//! other programs exactly per the seed are listed, archived and threaded like
-//! ours.
+//! other programs per the seed (nubos-pilot's `lib/messaging.cjs` among them:
+//! `"round": null`, keys in any order, extra fields) are listed, archived
+//! and threaded like ours, and a response such a program wrote answers its
+//! request at once (see [`Mail::has_reply`]).
+//!
+//! Agent names in `from` and `to` must match the seed's schema,
+//! `^[a-zA-Z0-9_-]+$`, for [`Mail::send`] to write them (other programs
+//! would silently skip the message); reading accepts any valid
+//! [`AgentId`](chipset_store::AgentId) already on disk.
 //!
 //! # File layout
 //!
@@ -92,11 +99,20 @@
 //! # Costs
 //!
 //! - [`Mail::inbox`] reads only that agent's inbox.
-//! - [`Mail::archive`], [`Mail::has_reply`], [`Mail::locate`] and
-//!   [`Mail::find`] cost a stat per agent inbox (and, only when the message
-//!   is not in an inbox, `archive/` or `archive/orphan/`, one per swept task)
-//!   plus one listing of the reply index: never a scan of the messages.
-//! - [`Mail::pending_replies`] reads every inbox (unarchived messages only).
+//! - [`Mail::locate`] and [`Mail::find`] cost a stat per agent inbox (and,
+//!   only when the message is not in an inbox, `archive/` or
+//!   `archive/orphan/`, one per swept task): never a scan of the messages.
+//! - [`Mail::archive`] and [`Mail::has_reply`] add one listing of the reply
+//!   index, which answers for every reply chipset sent. Only on a miss (a
+//!   request without a response, or answered by another program) do they
+//!   look for the response files themselves: they list the request
+//!   sender's inbox, `archive/` and the task's by-task archive, and read
+//!   only the files newer than the request that mention its id.
+//! - [`Mail::pending_replies`] reads every inbox (unarchived messages only),
+//!   checks the index for each open request, and looks in the archives as
+//!   above only for requests neither answers.
+//! - [`Mail::thread`] reads the inboxes, and the files of `archive/` and the
+//!   task's by-task archive newer than the thread's root.
 //! - [`Mail::sweep_task_on_commit`] reads the inboxes and `archive/` (the
 //!   archived messages of tasks not yet swept).
 //! - [`Mail::counts`] lists directories and reads no file.
@@ -149,6 +165,9 @@ mod thread;
 pub use doctor::{DoctorMode, DoctorReport, Finding, OrphanReason};
 pub use draft::{DEFAULT_MAX_BODY, Draft, InboxFilter, MailConfig};
 pub use error::{MailError, Result};
-pub use format::{Kind, MAX_SUBJECT_LEN, ManifestEvent, Message, Priority, validate_subject};
+pub use format::{
+    Kind, MAX_ROUND, MAX_SUBJECT_LEN, ManifestEvent, Message, Priority, validate_agent_name,
+    validate_subject,
+};
 pub use layout::Location;
 pub use mail::{ArchiveOutcome, Found, Mail, MailCounts, Manifest, SweepReport};

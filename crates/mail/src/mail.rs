@@ -93,6 +93,20 @@ pub(crate) enum Moved {
     Taken,
 }
 
+/// Returns true when `response` is an answer `send` would have accepted for
+/// `request`: a response naming it, from its addressee, of its task.
+pub(crate) fn answers(response: &Message, request: &Message) -> bool {
+    response.kind == Kind::Response
+        && response.in_reply_to.as_ref() == Some(&request.id)
+        && request.needs_reply()
+        && response.from == request.to
+        && response.phase == request.phase
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
+}
+
 fn stray(path: PathBuf, what: &str) -> Corruption {
     Corruption {
         path,
@@ -139,6 +153,39 @@ impl Mail {
     /// Returns the mail channel of `state` with `config`.
     pub fn with_config(state: StateDir, config: MailConfig) -> Self {
         let layout = Layout::new(state.channel_path(Channel::Mail));
+        Mail {
+            state,
+            config,
+            layout,
+        }
+    }
+
+    /// Returns the mail channel of a folder that has the seed's layout itself
+    /// (`inbox/`, `archive/`, `manifest.jsonl` directly inside), such as a
+    /// nubos-pilot project's `.nubos-pilot/messages`: open `state` at that
+    /// folder. Everything else is as with [`Mail::new`]; chipset's own
+    /// additions (`replies/`, `.quarantine/` folders, temp files) are
+    /// dot-named or ignored by the seed's other programs.
+    ///
+    /// ```
+    /// use chipset_mail::{Draft, Mail};
+    /// use chipset_store::StateDir;
+    ///
+    /// let project = tempfile::tempdir()?;
+    /// let folder = project.path().join(".nubos-pilot/messages");
+    /// let mail = Mail::in_folder(StateDir::open(&folder)?);
+    /// let sent = mail.send(&Draft::notify("np-orchestrator".parse()?, "np-executor".parse()?,
+    ///     "M005-S007-T0002".parse()?, "round-started", "go"))?;
+    /// assert!(folder.join("inbox/np-executor").join(format!("{}.json", sent.id())).is_file());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn in_folder(state: StateDir) -> Self {
+        Self::in_folder_with_config(state, MailConfig::default())
+    }
+
+    /// As [`Mail::in_folder`], with `config`.
+    pub fn in_folder_with_config(state: StateDir, config: MailConfig) -> Self {
+        let layout = Layout::new(state.root().to_owned());
         Mail {
             state,
             config,
@@ -577,22 +624,106 @@ impl Mail {
             .count())
     }
 
-    /// Returns true when a response to `id` has been sent: one directory
-    /// listing of the reply index (`replies/{id}/`), whatever the number of
-    /// messages.
+    /// Returns true when a response to `id` exists.
     ///
-    /// Responses that another program wrote straight into an inbox are
-    /// entered in the index by [`Mail::doctor`]; until then they do not count,
-    /// which can only refuse an archive, never allow a wrong one.
+    /// Decided by the response files that exist, not only by chipset's reply
+    /// index. The fast path is one listing of the index (`replies/{id}/`),
+    /// which holds an entry for every response chipset sent. On a miss, the
+    /// request is located and its responses are looked for where they can
+    /// be: a response is addressed to the request's sender, so in
+    /// `inbox/{sender}/`, and in `archive/` and `archive/by-task/{task}/`
+    /// once archived. Only files whose names sort after the request's id
+    /// are read (a response is sent after its request), and a file counts
+    /// only when it is a response that names the request, comes from its
+    /// addressee and belongs to its task (what [`Mail::send`] would accept).
+    /// So a response written by another program, or by a chipset sender that
+    /// crashed before its index entry, counts at once, without
+    /// [`Mail::doctor`].
     ///
     /// # Errors
     ///
-    /// [`MailError::Store`] when the index directory cannot be listed.
+    /// [`MailError::Store`] when a directory cannot be listed;
+    /// [`MailError::Corrupt`] when the request's own file is unreadable.
+    /// Unreadable files among the candidates are passed over: they can only
+    /// make a request look unanswered (the safe side; the doctor reports them).
     pub fn has_reply(&self, id: &MessageId) -> Result<bool> {
+        if self.indexed_reply(id)? {
+            return Ok(true);
+        }
+        match self.find(id)? {
+            Some(found) => Ok(self.unindexed_reply(&found.message)?.is_some()),
+            None => Ok(false),
+        }
+    }
+
+    /// Returns true when the reply index holds a response to `id`.
+    fn indexed_reply(&self, id: &MessageId) -> Result<bool> {
         Ok(self
             .replies_of(id)?
             .iter()
             .any(|(k, _)| *k == Kind::Response))
+    }
+
+    /// Returns a response to `request` that the reply index does not know:
+    /// the fallback of [`Mail::has_reply`].
+    fn unindexed_reply(&self, request: &Message) -> Result<Option<Message>> {
+        let mut found = self.responses_among(
+            std::slice::from_ref(request),
+            &[
+                self.layout.inbox(&request.from),
+                self.layout.archive_root(),
+                self.layout.by_task(&request.phase),
+            ],
+        )?;
+        Ok(found.pop_first().map(|(_, response)| response))
+    }
+
+    /// Reads the files of `dirs` whose names sort after the oldest of
+    /// `requests` and returns, per answered request, one response that fits
+    /// it. A file is parsed only when it mentions one of the requests' ids.
+    fn responses_among(
+        &self,
+        requests: &[Message],
+        dirs: &[PathBuf],
+    ) -> Result<BTreeMap<MessageId, Message>> {
+        let mut answered = BTreeMap::new();
+        let Some(oldest) = requests.iter().map(|r| &r.id).min() else {
+            return Ok(answered);
+        };
+        let wanted: BTreeMap<&MessageId, &Message> = requests.iter().map(|r| (&r.id, r)).collect();
+        for dir in dirs {
+            for name in self.state.list(dir)? {
+                let Some(id) = id_of(&name) else { continue };
+                if id <= *oldest {
+                    continue;
+                }
+                let path = dir.join(&name);
+                let bytes = match chipset_store::read_bytes(&path, self.state.read_cap()) {
+                    Ok(ReadOutcome::Value(bytes)) => bytes,
+                    // Moved on, unreadable, or not a regular file: not an answer.
+                    Ok(_) | Err(chipset_store::Error::Symlink { .. }) => continue,
+                    Err(e) => return Err(e.into()),
+                };
+                if !wanted
+                    .keys()
+                    .any(|w| contains(&bytes, w.as_str().as_bytes()))
+                {
+                    continue;
+                }
+                let Ok(m) = serde_json::from_slice::<Message>(&bytes) else {
+                    continue;
+                };
+                if m.id != id {
+                    continue;
+                }
+                if let Some(parent) = m.in_reply_to.as_ref().and_then(|p| wanted.get(p))
+                    && answers(&m, parent)
+                {
+                    answered.entry(parent.id.clone()).or_insert(m);
+                }
+            }
+        }
+        Ok(answered)
     }
 
     /// Returns the replies the index knows for `parent`: kind and id, by id.
@@ -605,12 +736,17 @@ impl Mail {
             .collect())
     }
 
-    /// Returns the requests of `task` that expect a reply and are not
-    /// archived, in id order: the commit gate (the task may commit when the
-    /// list is empty).
+    /// Returns the requests of `task` that expect a reply, are not archived
+    /// and have no response, in id order: the commit gate (the task may
+    /// commit when the list is empty).
     ///
-    /// Reads every inbox (archived messages are never pending, so the archive
-    /// is not read).
+    /// Reads every inbox (archived messages are never pending). A request
+    /// still in its inbox counts as answered when a response that fits it
+    /// exists: in an inbox, in the reply index, or (looked for only when the
+    /// first two do not answer) in `archive/` or the task's by-task archive,
+    /// among the files newer than the oldest such request. So a response
+    /// another program wrote (nubos-pilot does not move the request when it
+    /// sends one) takes the request off this list at once.
     ///
     /// # Errors
     ///
@@ -622,6 +758,7 @@ impl Mail {
     /// [`MailError::Store`] when an inbox cannot be read. Never a shorter list.
     pub fn pending_replies(&self, task: &TaskId) -> Result<Vec<Message>> {
         let mut out = Vec::new();
+        let mut responses = Vec::new();
         for agent in self.agents()? {
             let inbox = self.layout.inbox(&agent);
             let quarantine = inbox.join(chipset_store::QUARANTINE_DIR);
@@ -631,10 +768,36 @@ impl Mail {
                 });
             }
             for m in self.scan_strict(&inbox)? {
-                if m.phase == *task && m.needs_reply() {
-                    out.push(m);
+                if m.phase == *task {
+                    if m.kind == Kind::Response {
+                        responses.push(m);
+                    } else if m.needs_reply() {
+                        out.push(m);
+                    }
                 }
             }
+        }
+        // A request whose response exists is answered, whoever wrote the
+        // response and whether or not the request was moved yet.
+        let mut answered: BTreeSet<MessageId> = responses
+            .iter()
+            .filter_map(|r| {
+                let parent = out.iter().find(|q| Some(&q.id) == r.in_reply_to.as_ref())?;
+                answers(r, parent).then(|| parent.id.clone())
+            })
+            .collect();
+        for q in &out {
+            if !answered.contains(&q.id) && self.indexed_reply(&q.id)? {
+                answered.insert(q.id.clone());
+            }
+        }
+        out.retain(|q| !answered.contains(&q.id));
+        if !out.is_empty() {
+            let found = self.responses_among(
+                &out,
+                &[self.layout.archive_root(), self.layout.by_task(task)],
+            )?;
+            out.retain(|q| !found.contains_key(&q.id));
         }
         out.sort_by(|a, b| a.id.cmp(&b.id));
         Ok(out)
@@ -645,9 +808,10 @@ impl Mail {
     /// ancestors up to the root and every reply below the root, wherever
     /// they are (inbox, archive, by-task or orphan archive).
     ///
-    /// Replies are found through the reply index, and among the inboxes'
-    /// messages (so a reply written by another program is found before the
-    /// doctor has indexed it).
+    /// Replies are found through the reply index, and among the messages of
+    /// the inboxes, `archive/` and the task's by-task archive that are newer
+    /// than the root (so a reply written or archived by another program is
+    /// found before the doctor has indexed it).
     ///
     /// # Errors
     ///
@@ -679,6 +843,18 @@ impl Mail {
                     .into_iter()
                     .filter(|m| m.in_reply_to.is_some()),
             );
+        }
+        // Replies another program archived: only files newer than the root
+        // can be below it. Unreadable ones are the doctor's to report.
+        for dir in [self.layout.archive_root(), self.layout.by_task(&task)] {
+            for entry in self.scan(&dir, &[BY_TASK, ORPHAN])? {
+                if let Ok((id, m)) = entry
+                    && id > root.id
+                    && m.in_reply_to.is_some()
+                {
+                    unindexed.push(m);
+                }
+            }
         }
         // Every node below the root is reached from the root downwards.
         let mut thread: BTreeMap<MessageId, Message> = BTreeMap::new();
@@ -725,8 +901,10 @@ impl Mail {
     /// [`ArchiveOutcome::Archived`]; the other gets
     /// [`ArchiveOutcome::AlreadyArchived`], as does archiving a message that
     /// has left its inbox in any other way. Whether a request has a reply is
-    /// answered from the reply index ([`Mail::has_reply`]); cost does not grow
-    /// with the archive.
+    /// answered as [`Mail::has_reply`] answers it: from the reply index, and
+    /// on a miss from the response files that exist (a response found that
+    /// way is entered in the index). For replies chipset sent the cost does
+    /// not grow with the archive.
     ///
     /// # Errors
     ///
@@ -742,8 +920,12 @@ impl Mail {
             return Ok(ArchiveOutcome::AlreadyArchived(found.location));
         };
         let message = found.message;
-        if message.needs_reply() && !self.has_reply(id)? {
-            return Err(MailError::ArchiveWithoutReply { id: id.clone() });
+        if message.needs_reply() && !self.indexed_reply(id)? {
+            match self.unindexed_reply(&message)? {
+                // Enter it in the index, so the next look is the fast one.
+                Some(response) => self.link_replies(&[response])?,
+                None => return Err(MailError::ArchiveWithoutReply { id: id.clone() }),
+            }
         }
         match self.move_message(id, &found.location, &Location::Archive)? {
             Moved::Done => {

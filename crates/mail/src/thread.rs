@@ -57,7 +57,7 @@ mod tests {
             from: AgentId::new("a").unwrap(),
             to: AgentId::new("b").unwrap(),
             phase: TaskId::new("t").unwrap(),
-            round: 0,
+            round: None,
             kind: Kind::Notify,
             subject: "s".into(),
             body: String::new(),

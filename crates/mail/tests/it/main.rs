@@ -5,6 +5,7 @@ mod formats;
 mod gate;
 mod model;
 mod ops;
+mod peers;
 mod procs;
 
 use std::sync::Arc;
