@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use chipset_store::{
     AgentId, Channel, CorruptReason, Corruption, Decision, LogContents, ReadOutcome, StateDir,
-    Timestamp,
+    Timestamp, Unsupported,
 };
 
 use crate::config::{BusConfig, Occasion};
@@ -85,6 +85,9 @@ pub enum AckOutcome {
 pub enum Problem {
     /// The file cannot be read as what it should be.
     Corrupt(CorruptReason),
+    /// A well-formed file holding a value this version does not know; repair
+    /// leaves it in place.
+    Unsupported(String),
     /// A file in a queue or processed directory whose name is not an event name.
     ForeignName,
     /// An event whose id or priority differs from its file name's.
@@ -168,6 +171,8 @@ pub enum PresenceState {
     Stale(Presence),
     /// The presence file is unreadable.
     Unreadable(Corruption),
+    /// The presence file holds a value this version does not know.
+    Unsupported(Unsupported),
 }
 
 impl PresenceState {
@@ -341,6 +346,8 @@ impl Bus {
                         self.state.quarantine(&bad.path)?;
                         None
                     }
+                    // A record this version cannot judge is neither overwritten nor guessed at.
+                    ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
                 };
                 match dedup::judge(last.as_ref(), key, now, window) {
                     Verdict::Duplicate {
@@ -562,6 +569,7 @@ impl Bus {
                     last_seen: now,
                     ..p
                 },
+                ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
                 ReadOutcome::Corrupt(bad) => {
                     self.state.quarantine(&bad.path)?;
                     Presence {
@@ -595,6 +603,7 @@ impl Bus {
         match read {
             ReadOutcome::Missing => PresenceState::Absent,
             ReadOutcome::Corrupt(c) => PresenceState::Unreadable(c),
+            ReadOutcome::Unsupported(u) => PresenceState::Unsupported(u),
             ReadOutcome::Value(p) => {
                 if now.since(p.last_seen) > self.config.presence_stale_after {
                     PresenceState::Stale(p)
@@ -646,6 +655,7 @@ impl Bus {
                         self.state.quarantine(&bad.path)?;
                         Registry::default()
                     }
+                    ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
                 };
                 let read: LogContents<ControlLine> = log.read_from(registry.applied_offset)?;
                 let bad_lines = read
@@ -714,6 +724,7 @@ impl Bus {
                     self.state.quarantine(&bad.path)?;
                     NagState::default()
                 }
+                ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
             };
             let (due, next) = nag::due(
                 &events,
@@ -751,6 +762,7 @@ pub(crate) fn read_event(path: &Path, name: &str, cap: u64) -> Result<EventRead>
     Ok(match chipset_store::read_json::<Event>(path, cap)? {
         ReadOutcome::Missing => EventRead::Gone,
         ReadOutcome::Corrupt(c) => EventRead::Bad(Problem::Corrupt(c.reason)),
+        ReadOutcome::Unsupported(u) => EventRead::Bad(Problem::Unsupported(u.what)),
         ReadOutcome::Value(e) if e.id() != entry.id() || e.priority() != entry.priority() => {
             EventRead::Bad(Problem::NameMismatch)
         }

@@ -286,7 +286,12 @@ impl Bus {
                 match read_event(&path, &name, cap)? {
                     EventRead::Gone => {}
                     EventRead::Bad(problem) => {
-                        let action = self.quarantine(&path, repair)?;
+                        // An unsupported event is what it claims to be: reported, never moved.
+                        let action = if matches!(problem, Problem::Unsupported(_)) {
+                            Action::Reported
+                        } else {
+                            self.quarantine(&path, repair)?
+                        };
                         report.findings.push(Finding {
                             file: BadFile { path, problem },
                             action,
@@ -316,9 +321,8 @@ impl Bus {
         let dedup = self.dedup_dir(agent);
         for name in self.state().list(&dedup)? {
             let path = dedup.join(name);
-            if let ReadOutcome::Corrupt(c) = self.state().read_json::<DedupRecord>(&path)? {
-                self.corrupt_finding(c, repair, report)?;
-            }
+            let read = self.state().read_json::<DedupRecord>(&path)?;
+            self.read_finding(read.map(drop), repair, report)?;
         }
         let dir = self.agent_dir(agent);
         let state = self.state();
@@ -328,9 +332,7 @@ impl Bus {
             state.read_json::<NagState>(&dir.join(NAG))?.map(drop),
         ];
         for read in reads {
-            if let ReadOutcome::Corrupt(c) = read {
-                self.corrupt_finding(c, repair, report)?;
-            }
+            self.read_finding(read, repair, report)?;
         }
         let log = state.log(&dir.join(CONTROL))?;
         let contents = log.read::<ControlLine>()?;
@@ -368,20 +370,33 @@ impl Bus {
         Ok(())
     }
 
-    fn corrupt_finding(
+    /// Reports a corrupt file (quarantined with `Repair::Fix`) or an
+    /// unsupported one (left in place); a missing or good file is no finding.
+    fn read_finding(
         &self,
-        c: chipset_store::Corruption,
+        read: ReadOutcome<()>,
         repair: Repair,
         report: &mut DoctorReport,
     ) -> Result<()> {
-        let action = self.quarantine(&c.path, repair)?;
-        report.findings.push(Finding {
-            file: BadFile {
-                path: c.path,
-                problem: Problem::Corrupt(c.reason),
-            },
-            action,
-        });
+        let (file, action) = match read {
+            ReadOutcome::Missing | ReadOutcome::Value(()) => return Ok(()),
+            ReadOutcome::Corrupt(c) => {
+                let action = self.quarantine(&c.path, repair)?;
+                let file = BadFile {
+                    path: c.path,
+                    problem: Problem::Corrupt(c.reason),
+                };
+                (file, action)
+            }
+            ReadOutcome::Unsupported(u) => {
+                let file = BadFile {
+                    path: u.path,
+                    problem: Problem::Unsupported(u.what),
+                };
+                (file, Action::Reported)
+            }
+        };
+        report.findings.push(Finding { file, action });
         Ok(())
     }
 

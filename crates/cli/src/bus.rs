@@ -163,6 +163,9 @@ fn listing(ctx: &Ctx, agent: &AgentId, pending: &Pending, timed_out: Option<bool
 pub(crate) fn problem(p: &Problem) -> String {
     match p {
         Problem::Corrupt(reason) => reason.to_string(),
+        Problem::Unsupported(what) => {
+            format!("holds {what}, unsupported by this version (left in place)")
+        }
         Problem::ForeignName => "not an event file name".to_owned(),
         Problem::NameMismatch => "its id or priority differs from its file name".to_owned(),
         Problem::AckedCopyInQueue => "acknowledged, but a copy is still queued".to_owned(),

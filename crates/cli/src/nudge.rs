@@ -151,6 +151,9 @@ fn respond(nudges: &Nudges, agent: &AgentId, message: String) -> Result<Output> 
                 "cannot answer: the latest nudge of `{agent}` is unreadable: {c}"
             )));
         }
+        ReadOutcome::Unsupported(u) => {
+            return Err(CliError::refused(format!("cannot answer: {u}")));
+        }
         ReadOutcome::Value(n) => n,
     };
     let responded = nudges.respond(agent, &incoming, message)?;

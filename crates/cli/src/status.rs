@@ -134,6 +134,10 @@ fn nudge(received: &Received) -> (Cell, Value) {
             Cell::toned("corrupt", Tone::Bad),
             json!({"pending": null, "error": c.to_string()}),
         ),
+        Received::Unsupported(u) => (
+            Cell::toned("unsupported", Tone::Bad),
+            json!({"pending": null, "error": u.to_string()}),
+        ),
         _ => (Cell::toned("-", Tone::Dim), json!({"pending": false})),
     }
 }
@@ -158,6 +162,7 @@ fn bus_line(status: Option<&AgentStatus>) -> (Cell, Value) {
         PresenceState::Live(_) => "live",
         PresenceState::Stale(_) => "stale",
         PresenceState::Unreadable(_) => "unreadable",
+        PresenceState::Unsupported(_) => "unsupported",
     };
     let doc = json!({
         "pending": total,

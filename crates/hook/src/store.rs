@@ -377,6 +377,11 @@ pub(crate) fn classify(
     match read {
         ReadOutcome::Missing => Ok(None),
         ReadOutcome::Corrupt(c) => Err(c),
+        // Hook reads do not produce this yet (no check turns a hook into it).
+        ReadOutcome::Unsupported(u) => Err(Corruption {
+            path: u.path,
+            reason: CorruptReason::WrongShape(u.what),
+        }),
         ReadOutcome::Value(hook) if hook.agent() == agent => Ok(Some(hook)),
         ReadOutcome::Value(hook) => Err(Corruption {
             path: path.to_owned(),

@@ -71,6 +71,7 @@ impl Files {
             ReadOutcome::Missing => Ok(None),
             ReadOutcome::Value(v) => Ok(Some(v)),
             ReadOutcome::Corrupt(c) => Err(Error::Corrupt(c)),
+            ReadOutcome::Unsupported(u) => Err(chipset_store::Error::from(u).into()),
         }
     }
 

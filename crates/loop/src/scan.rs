@@ -34,7 +34,8 @@ pub struct LoopCounts {
     pub rounds_committed: usize,
     /// Tasks escalated.
     pub rounds_escalated: usize,
-    /// Loop files that could not be read.
+    /// Loop files that could not be read (or, written by a newer version,
+    /// hold values this one does not know).
     pub corrupt: usize,
 }
 
@@ -160,7 +161,7 @@ impl LoopState {
                     s if s.is_open() => c.open_incidents += 1,
                     _ => {}
                 },
-                ReadOutcome::Corrupt(_) => c.corrupt += 1,
+                ReadOutcome::Corrupt(_) | ReadOutcome::Unsupported(_) => c.corrupt += 1,
                 ReadOutcome::Missing => {}
             }
         }
@@ -172,7 +173,7 @@ impl LoopState {
                     BeadState::Reassigning { .. } => c.reassigning += 1,
                     BeadState::Done { .. } => c.done += 1,
                 },
-                ReadOutcome::Corrupt(_) => c.corrupt += 1,
+                ReadOutcome::Corrupt(_) | ReadOutcome::Unsupported(_) => c.corrupt += 1,
                 ReadOutcome::Missing => {}
             }
         }
@@ -182,7 +183,7 @@ impl LoopState {
             .read_json::<AgentBook>(&self.files.agents())?
         {
             ReadOutcome::Value(b) => c.suspended_agents = b.suspended.len(),
-            ReadOutcome::Corrupt(_) => c.corrupt += 1,
+            ReadOutcome::Corrupt(_) | ReadOutcome::Unsupported(_) => c.corrupt += 1,
             ReadOutcome::Missing => {}
         }
         for (_, read) in self.read_dir::<RoundCheckpoint>(&self.files.rounds_dir())? {
@@ -192,7 +193,7 @@ impl LoopState {
                     Phase::Escalated => c.rounds_escalated += 1,
                     _ => c.rounds_active += 1,
                 },
-                ReadOutcome::Corrupt(_) => c.corrupt += 1,
+                ReadOutcome::Corrupt(_) | ReadOutcome::Unsupported(_) => c.corrupt += 1,
                 ReadOutcome::Missing => {}
             }
         }

@@ -550,6 +550,10 @@ impl Mail {
             match read {
                 ReadOutcome::Missing => {}
                 ReadOutcome::Corrupt(c) => scan.corrupt.push((c.path, c.reason)),
+                // Mail reads do not produce this yet (no check turns a message into it).
+                ReadOutcome::Unsupported(u) => scan
+                    .corrupt
+                    .push((u.path, chipset_store::CorruptReason::WrongShape(u.what))),
                 ReadOutcome::Value(m) => match check_id(&path, &id, m) {
                     Ok(m) => scan.messages.push((location.clone(), m)),
                     Err(c) => scan.corrupt.push((c.path, c.reason)),

@@ -57,6 +57,8 @@ pub struct Finding {
 pub enum Problem {
     /// It cannot be read as what it should be.
     Corrupt(CorruptReason),
+    /// It holds a value this version does not know (left in place).
+    Unsupported(String),
     /// A transition was interrupted (a crash between its two durable steps).
     Unfinished(&'static str),
     /// A name that chipset does not write here (left alone).
@@ -98,6 +100,15 @@ pub(crate) fn check_file<T: DeserializeOwned>(
                 path: path.to_owned(),
                 problem: Problem::Corrupt(c.reason),
                 action,
+            });
+            Ok(None)
+        }
+        // Well-formed but newer than this version: reported, never moved aside.
+        ReadOutcome::Unsupported(u) => {
+            report.findings.push(Finding {
+                path: path.to_owned(),
+                problem: Problem::Unsupported(u.what),
+                action: Action::None,
             });
             Ok(None)
         }

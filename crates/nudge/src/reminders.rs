@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chipset_store::{
-    Channel, Corruption, Lock, LockGuard, ReadOutcome, SortableId, StateDir, Timestamp,
+    Channel, Corruption, Lock, LockGuard, ReadOutcome, SortableId, StateDir, Timestamp, Unsupported,
 };
 use serde_json::{Map, Value};
 
@@ -165,6 +165,9 @@ pub struct Listing {
     pub reminders: Vec<Reminder>,
     /// Unreadable files (an obligation may hide behind each; see the doctor).
     pub corrupt: Vec<Corruption>,
+    /// Well-formed rows holding values this version does not know (an
+    /// obligation may hide behind each too; repair leaves them in place).
+    pub unsupported: Vec<Unsupported>,
 }
 
 /// The reminder channel under `reminders/`.
@@ -264,6 +267,7 @@ impl Reminders {
             ReadOutcome::Missing => Ok(None),
             ReadOutcome::Value(r) => Ok(Some(r)),
             ReadOutcome::Corrupt(c) => Err(Error::Corrupt(c)),
+            ReadOutcome::Unsupported(u) => Err(chipset_store::Error::from(u).into()),
         }
     }
 
@@ -667,6 +671,7 @@ impl Reminders {
                     self.settle(&key)?;
                 }
                 ReadOutcome::Corrupt(c) => listing.corrupt.push(c),
+                ReadOutcome::Unsupported(u) => listing.unsupported.push(u),
                 ReadOutcome::Missing => {}
             }
         }
@@ -717,6 +722,7 @@ impl Reminders {
                     }
                 }
                 ReadOutcome::Corrupt(c) => listing.corrupt.push(c),
+                ReadOutcome::Unsupported(u) => listing.unsupported.push(u),
                 ReadOutcome::Missing => {}
             }
         }

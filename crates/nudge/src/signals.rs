@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use chipset_store::{
     AgentId, Channel, Corruption, Decision, ReadOutcome, SortableId, StateDir, Timestamp,
+    Unsupported,
 };
 
 use crate::doctor::{self, DoctorReport, Finding, Problem, Repair};
@@ -163,6 +164,9 @@ pub enum Received {
     },
     /// `latest.json` is there but unreadable: not the same as no nudge.
     Corrupt(Corruption),
+    /// `latest.json` holds a value this version does not know (a newer nudge
+    /// type or format): not the same as no nudge, and not corrupt.
+    Unsupported(Unsupported),
 }
 
 impl Received {
@@ -191,6 +195,8 @@ pub struct Responses {
     pub answered: Vec<Nudge>,
     /// Response records that could not be read (a responder may be hidden behind each).
     pub corrupt: Vec<Corruption>,
+    /// Response records holding values this version does not know (left in place).
+    pub unsupported: Vec<Unsupported>,
 }
 
 impl Responses {
@@ -234,6 +240,9 @@ pub struct NudgeStatus {
     pub pending_aborts: usize,
     /// Unreadable `latest.json` or `processed.json` files.
     pub corrupt: usize,
+    /// `latest.json` or `processed.json` files holding values this version
+    /// does not know.
+    pub unsupported: usize,
 }
 
 /// The signal channel: `nudge/{agent}/latest.json` and its companions.
@@ -327,6 +336,8 @@ impl Nudges {
             let pending = match current {
                 ReadOutcome::Missing => None,
                 ReadOutcome::Value(n) => Some(n),
+                // A nudge this version cannot rank is not replaced blindly.
+                ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
                 ReadOutcome::Corrupt(bad) => {
                     let quarantined = self.state.quarantine(&bad.path)?;
                     let sent = nudge.clone();
@@ -388,12 +399,15 @@ impl Nudges {
         let nudge = match self.read_latest(agent)? {
             ReadOutcome::Missing => return Ok(Received::Empty),
             ReadOutcome::Corrupt(c) => return Ok(Received::Corrupt(c)),
+            ReadOutcome::Unsupported(u) => return Ok(Received::Unsupported(u)),
             ReadOutcome::Value(n) => n,
         };
         Ok(match self.processed(agent)? {
             ReadOutcome::Value(r) if r.last.is_same(&nudge) => Received::Seen(nudge),
             ReadOutcome::Value(_) | ReadOutcome::Missing => Received::New(nudge),
             ReadOutcome::Corrupt(record) => Received::Unsure { nudge, record },
+            // Whether it was processed cannot be told, and the record is not ours to replace.
+            ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
         })
     }
 
@@ -419,6 +433,7 @@ impl Nudges {
                         self.state.quarantine(&bad.path)?;
                         1
                     }
+                    ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
                 };
                 let record = ProcessedRecord {
                     last: nudge.clone(),
@@ -468,6 +483,7 @@ impl Nudges {
                 ReadOutcome::Corrupt(bad) => {
                     self.state.quarantine(&bad.path)?;
                 }
+                ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
                 _ => {}
             }
             Ok::<_, Error>(Decision::Write(response.clone(), ()))
@@ -505,6 +521,7 @@ impl Nudges {
             match self.state.read_json::<Nudge>(&dir.join(&name))? {
                 ReadOutcome::Value(n) => keep(n, &mut newest),
                 ReadOutcome::Corrupt(c) => out.corrupt.push(c),
+                ReadOutcome::Unsupported(u) => out.unsupported.push(u),
                 ReadOutcome::Missing => {}
             }
         }
@@ -541,6 +558,7 @@ impl Nudges {
             ReadOutcome::Value(n) => answered(n),
             ReadOutcome::Missing => None,
             ReadOutcome::Corrupt(c) => return Err(Error::Corrupt(c)),
+            ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
         };
         if found.is_none()
             && let ReadOutcome::Value(n) = self.read_latest(sender)?
@@ -584,18 +602,24 @@ impl Nudges {
         let mut s = NudgeStatus::default();
         for agent in self.agents()? {
             s.agents += 1;
-            match self.receive(&agent)? {
-                Received::New(n) | Received::Unsure { nudge: n, .. } => {
+            match self.receive(&agent) {
+                Ok(Received::New(n) | Received::Unsure { nudge: n, .. }) => {
                     s.unprocessed += 1;
                     if n.kind.urgency() == crate::Urgency::Terminal {
                         s.pending_aborts += 1;
                     }
                 }
-                Received::Corrupt(_) => s.corrupt += 1,
-                Received::Empty | Received::Seen(_) => {}
+                Ok(Received::Corrupt(_)) => s.corrupt += 1,
+                Ok(Received::Unsupported(_)) => s.unsupported += 1,
+                Ok(Received::Empty | Received::Seen(_)) => {}
+                // An unsupported processed record: counted below.
+                Err(Error::Store(chipset_store::Error::Unsupported(_))) => {}
+                Err(e) => return Err(e),
             }
-            if self.processed(&agent)?.is_corrupt() {
-                s.corrupt += 1;
+            match self.processed(&agent)? {
+                ReadOutcome::Corrupt(_) => s.corrupt += 1,
+                ReadOutcome::Unsupported(_) => s.unsupported += 1,
+                ReadOutcome::Missing | ReadOutcome::Value(_) => {}
             }
         }
         Ok(s)

@@ -2,7 +2,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::read::Corruption;
+use crate::read::{Corruption, Unsupported};
 
 /// A specialized result for store operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -106,6 +106,9 @@ pub enum Error {
     /// A file that must be clean to proceed is corrupt.
     #[error(transparent)]
     Corrupt(#[from] Corruption),
+    /// A file whose answer is needed holds a value this version does not know.
+    #[error(transparent)]
+    Unsupported(#[from] Unsupported),
 }
 
 impl Error {

@@ -58,8 +58,17 @@
 //!
 //! Typed reads return a [`ReadOutcome`]: missing, corrupt (with a
 //! [`CorruptReason`]: unparsable, wrong shape, over the size cap, not a regular
-//! file), or the value. A bad file is never "nothing there". Repair moves it
-//! aside with [`StateDir::quarantine`]; nothing is ever deleted by repair.
+//! file), unsupported, or the value. A bad file is never "nothing there".
+//! Repair moves a corrupt file aside with [`StateDir::quarantine`]; nothing is
+//! ever deleted by repair.
+//!
+//! *Unsupported* ([`Unsupported`]) is for a file that is exactly what it
+//! claims to be but holds a value this version does not know: a hook status,
+//! message kind or format version written by a newer or foreign program. The
+//! store's own reads never produce it (they cannot know a domain's values);
+//! each channel produces it with [`ReadOutcome::and_then`] when it turns the
+//! on-disk form into its types. Repair never moves such a file aside, and a
+//! reader whose answer depends on it (a gate, a transition) fails closed.
 //!
 //! # Durability
 //!
@@ -128,7 +137,8 @@ pub use id::{AgentId, BeadId, MAX_ID_LEN, MessageId, TaskId, validate_segment};
 pub use lock::{Decision, Lock, LockGuard, update_locked};
 pub use log::{BadLine, JsonLog, LogContents, MAX_LINE, TornTail};
 pub use read::{
-    CorruptReason, Corruption, DEFAULT_READ_CAP, ReadOutcome, parse_json, read_bytes, read_json,
+    CorruptReason, Corruption, DEFAULT_READ_CAP, ReadOutcome, Unsupported, parse_json, read_bytes,
+    read_json,
 };
 pub use sortable::SortableId;
 pub use state::{Channel, DEFAULT_ROOT, QUARANTINE_DIR, StateDir, StateOptions};

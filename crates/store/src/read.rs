@@ -21,12 +21,17 @@ pub enum ReadOutcome<T> {
     Missing,
     /// A file that could not be taken as a `T`; see the reason.
     Corrupt(Corruption),
+    /// A well-formed file of the right kind holding a value this version does
+    /// not know (a newer status, kind or format version written by another
+    /// program). Not corrupt: repair never moves it aside; readers whose
+    /// answer depends on it fail closed.
+    Unsupported(Unsupported),
     /// The file's value.
     Value(T),
 }
 
 impl<T> ReadOutcome<T> {
-    /// Returns the value, or `None` for missing and corrupt.
+    /// Returns the value, or `None` for missing, corrupt and unsupported.
     pub fn value(self) -> Option<T> {
         match self {
             ReadOutcome::Value(v) => Some(v),
@@ -34,32 +39,73 @@ impl<T> ReadOutcome<T> {
         }
     }
 
-    /// Returns `Ok(Some(value))`, `Ok(None)` when missing, and an error when corrupt:
-    /// for callers that cannot proceed past a bad file.
+    /// Returns `Ok(Some(value))`, `Ok(None)` when missing, and an error when
+    /// corrupt or unsupported: for callers that cannot proceed past a file
+    /// they cannot use.
     ///
     /// # Errors
     ///
-    /// [`Error::Corrupt`] when the file is corrupt.
+    /// [`Error::Corrupt`] when the file is corrupt, [`Error::Unsupported`]
+    /// when it holds a value this version does not know.
     pub fn into_result(self) -> Result<Option<T>> {
         match self {
             ReadOutcome::Missing => Ok(None),
             ReadOutcome::Corrupt(c) => Err(Error::Corrupt(c)),
+            ReadOutcome::Unsupported(u) => Err(Error::Unsupported(u)),
             ReadOutcome::Value(v) => Ok(Some(v)),
         }
     }
 
     /// Maps the value.
     pub fn map<U>(self, f: impl FnOnce(T) -> U) -> ReadOutcome<U> {
+        self.and_then(|v| ReadOutcome::Value(f(v)))
+    }
+
+    /// Chains a check that may find the value corrupt or unsupported, such as
+    /// converting an on-disk form into a domain type.
+    pub fn and_then<U>(self, f: impl FnOnce(T) -> ReadOutcome<U>) -> ReadOutcome<U> {
         match self {
             ReadOutcome::Missing => ReadOutcome::Missing,
             ReadOutcome::Corrupt(c) => ReadOutcome::Corrupt(c),
-            ReadOutcome::Value(v) => ReadOutcome::Value(f(v)),
+            ReadOutcome::Unsupported(u) => ReadOutcome::Unsupported(u),
+            ReadOutcome::Value(v) => f(v),
         }
     }
 
-    /// Returns true for [`ReadOutcome::Corrupt`].
+    /// Returns true for [`ReadOutcome::Corrupt`] (and not for unsupported).
     pub fn is_corrupt(&self) -> bool {
         matches!(self, ReadOutcome::Corrupt(_))
+    }
+
+    /// Returns true for [`ReadOutcome::Unsupported`].
+    pub fn is_unsupported(&self) -> bool {
+        matches!(self, ReadOutcome::Unsupported(_))
+    }
+}
+
+/// A well-formed file holding a value this version of chipset does not know,
+/// such as a hook status, message kind or format version written by a newer
+/// or foreign program.
+///
+/// Distinct from [`Corruption`]: the file is what it claims to be, so repair
+/// leaves it where it is, and a reader that needs its answer (a gate, a
+/// transition) refuses to guess.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{path}` holds {what}, which this version of chipset does not support")]
+pub struct Unsupported {
+    /// The file.
+    pub path: PathBuf,
+    /// What is not supported, as a noun phrase ("hook status `paused`").
+    pub what: String,
+}
+
+impl Unsupported {
+    /// Returns the finding that `path` holds `what`, a value this version does not know.
+    pub fn new(path: impl Into<PathBuf>, what: impl Into<String>) -> Self {
+        Unsupported {
+            path: path.into(),
+            what: what.into(),
+        }
     }
 }
 
@@ -175,11 +221,7 @@ pub(crate) fn read_open_file(file: File, path: &Path, cap: u64) -> Result<ReadOu
 ///
 /// As [`read_bytes`]; unparsable JSON or the wrong shape is `Ok(ReadOutcome::Corrupt(..))`.
 pub fn read_json<T: DeserializeOwned>(path: &Path, cap: u64) -> Result<ReadOutcome<T>> {
-    Ok(match read_bytes(path, cap)? {
-        ReadOutcome::Missing => ReadOutcome::Missing,
-        ReadOutcome::Corrupt(c) => ReadOutcome::Corrupt(c),
-        ReadOutcome::Value(bytes) => parse_json(path, &bytes),
-    })
+    Ok(read_bytes(path, cap)?.and_then(|bytes| parse_json(path, &bytes)))
 }
 
 /// Parses bytes already read from `path`, classifying failures.
@@ -197,5 +239,44 @@ pub(crate) fn classify(e: &serde_json::Error) -> CorruptReason {
     match e.classify() {
         serde_json::error::Category::Data => CorruptReason::WrongShape(e.to_string()),
         _ => CorruptReason::Unparsable(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A domain check that finds a value it does not know.
+    fn status(path: &Path, s: &str) -> ReadOutcome<String> {
+        match s {
+            "empty" | "active" => ReadOutcome::Value(s.to_owned()),
+            other => ReadOutcome::Unsupported(Unsupported::new(path, format!("status `{other}`"))),
+        }
+    }
+
+    #[test]
+    fn unsupported_is_neither_corrupt_nor_a_value() {
+        let path = Path::new("hooks/a.json");
+        let read = parse_json::<String>(path, br#""paused""#).and_then(|s| status(path, &s));
+        assert!(read.is_unsupported());
+        assert!(!read.is_corrupt());
+        assert_eq!(read.clone().value(), None);
+        let err = read.into_result().unwrap_err();
+        assert!(matches!(&err, Error::Unsupported(u) if u.what == "status `paused`"));
+        assert_eq!(
+            err.to_string(),
+            "`hooks/a.json` holds status `paused`, which this version of chipset does not support"
+        );
+    }
+
+    #[test]
+    fn and_then_passes_missing_and_corrupt_through_untouched() {
+        let path = Path::new("hooks/a.json");
+        let corrupt = parse_json::<String>(path, b"{").and_then(|s| status(path, &s));
+        assert!(corrupt.is_corrupt());
+        let missing = ReadOutcome::<String>::Missing.and_then(|s| status(path, &s));
+        assert_eq!(missing, ReadOutcome::Missing);
+        let good = parse_json::<String>(path, br#""active""#).and_then(|s| status(path, &s));
+        assert_eq!(good, ReadOutcome::Value("active".to_owned()));
     }
 }

@@ -418,11 +418,9 @@ impl StateDir {
     /// As [`StateDir::read_bytes`]; unparsable JSON or the wrong shape is
     /// `Ok(ReadOutcome::Corrupt(..))`.
     pub fn read_json<T: DeserializeOwned>(&self, path: &Path) -> Result<ReadOutcome<T>> {
-        Ok(match self.read_bytes(path)? {
-            ReadOutcome::Missing => ReadOutcome::Missing,
-            ReadOutcome::Corrupt(c) => ReadOutcome::Corrupt(c),
-            ReadOutcome::Value(bytes) => parse_json(path, &bytes),
-        })
+        Ok(self
+            .read_bytes(path)?
+            .and_then(|bytes| parse_json(path, &bytes)))
     }
 
     /// Lists the names in `dir` that do not start with a dot (temp, lock and

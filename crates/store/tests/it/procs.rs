@@ -30,6 +30,7 @@ fn increment(state: &StateDir, path: &Path, times: u64) {
                     ReadOutcome::Missing => 0,
                     ReadOutcome::Value(c) => c.n,
                     ReadOutcome::Corrupt(c) => return Err(Error::Corrupt(c)),
+                    ReadOutcome::Unsupported(u) => return Err(Error::Unsupported(u)),
                 };
                 Ok::<_, Error>(Decision::Write(Counter { n: n + 1 }, ()))
             })
@@ -46,6 +47,7 @@ fn crash_writer(state: &StateDir, limit: u64, mut out: impl FnMut(&str)) {
         ReadOutcome::Value(r) => r.n,
         ReadOutcome::Missing => 0,
         ReadOutcome::Corrupt(c) => panic!("value file corrupt at start: {c}"),
+        ReadOutcome::Unsupported(u) => panic!("value file unsupported at start: {u}"),
     };
     let in_log = log
         .read::<Record>()
