@@ -328,6 +328,7 @@ pub(crate) fn to_message(
         in_reply_to: draft.in_reply_to.clone(),
         created_at,
         priority: draft.priority,
+        schema: None,
     }
 }
 

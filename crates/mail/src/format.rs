@@ -3,7 +3,9 @@
 
 use std::fmt;
 
-use chipset_store::{AgentId, MessageId, TaskId, Timestamp};
+use std::path::Path;
+
+use chipset_store::{AgentId, MessageId, ReadOutcome, TaskId, Timestamp, Unsupported, parse_json};
 use serde::{Deserialize, Deserializer, Serialize};
 
 /// What a message is for (the seed's `kind`).
@@ -70,6 +72,13 @@ impl Priority {
             Priority::Low => "low",
         }
     }
+
+    /// Parses the on-disk name.
+    pub fn from_name(name: &str) -> Option<Priority> {
+        [Priority::Urgent, Priority::Normal, Priority::Low]
+            .into_iter()
+            .find(|p| p.as_str() == name)
+    }
 }
 
 impl fmt::Display for Priority {
@@ -107,6 +116,63 @@ pub struct Message {
     pub(crate) created_at: Timestamp,
     #[serde(default)]
     pub(crate) priority: Priority,
+    /// The format a foreign writer declares (`"schema": "message.v1"`, as
+    /// nubos-pilot names its schema); chipset writes none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) schema: Option<String>,
+}
+
+/// The message format this version reads: nubos-pilot's name for the seed's schema.
+pub const MESSAGE_SCHEMA: &str = "message.v1";
+
+/// Parses a message file's bytes. A file that is a JSON object but holds a
+/// value this version does not know (a `kind` other than request, response
+/// and notify, a `priority` other than urgent, normal and low, a `schema`
+/// other than [`MESSAGE_SCHEMA`]) is [`ReadOutcome::Unsupported`], not corrupt:
+/// it is what it claims to be, written by a newer or other program.
+pub(crate) fn parse_message(path: &Path, bytes: &[u8]) -> ReadOutcome<Message> {
+    /// Only what tells an unknown value from a broken file.
+    #[derive(Deserialize)]
+    struct Probe {
+        kind: Option<serde_json::Value>,
+        priority: Option<serde_json::Value>,
+        schema: Option<serde_json::Value>,
+    }
+    let unsupported = |what: String| ReadOutcome::Unsupported(Unsupported::new(path, what));
+    match parse_json::<Message>(path, bytes) {
+        ReadOutcome::Value(m) => match &m.schema {
+            Some(schema) if schema != MESSAGE_SCHEMA => {
+                unsupported(format!("message schema `{schema}`"))
+            }
+            _ => ReadOutcome::Value(m),
+        },
+        ReadOutcome::Corrupt(c) => {
+            // Only a well-formed object is a candidate; anything else stays corrupt.
+            let Ok(probe) = serde_json::from_slice::<Probe>(bytes) else {
+                return ReadOutcome::Corrupt(c);
+            };
+            let string = |v: &Option<serde_json::Value>| {
+                v.as_ref().and_then(|v| v.as_str()).map(str::to_owned)
+            };
+            if let Some(schema) = string(&probe.schema)
+                && schema != MESSAGE_SCHEMA
+            {
+                return unsupported(format!("message schema `{schema}`"));
+            }
+            if let Some(kind) = string(&probe.kind)
+                && Kind::from_name(&kind).is_none()
+            {
+                return unsupported(format!("message kind `{kind}`"));
+            }
+            if let Some(priority) = string(&probe.priority)
+                && Priority::from_name(&priority).is_none()
+            {
+                return unsupported(format!("message priority `{priority}`"));
+            }
+            ReadOutcome::Corrupt(c)
+        }
+        other => other,
+    }
 }
 
 /// The largest round accepted: 2^53, the largest integer every JSON writer
@@ -487,6 +553,50 @@ mod tests {
             "subject":"x","body":"","expects_reply":false,"in_reply_to":null,
             "created_at":"2026-05-08T10:00:00Z"}"#;
         assert!(serde_json::from_str::<Message>(json).is_err());
+    }
+
+    #[track_caller]
+    fn outcome(json: &str) -> &'static str {
+        match parse_message(Path::new("m.json"), json.as_bytes()) {
+            ReadOutcome::Value(_) => "value",
+            ReadOutcome::Corrupt(_) => "corrupt",
+            ReadOutcome::Unsupported(_) => "unsupported",
+            ReadOutcome::Missing => "missing",
+        }
+    }
+
+    #[test]
+    fn unknown_values_are_unsupported_and_broken_files_corrupt() {
+        let with = |extra: &str| {
+            format!(
+                r#"{{"id":"1-a","from":"a","to":"b","phase":"t","subject":"x","body":"",
+                "expects_reply":false,"created_at":"2026-05-08T10:00:00Z",{extra}}}"#
+            )
+        };
+        assert_eq!(outcome(&with(r#""kind":"notify""#)), "value");
+        assert_eq!(
+            outcome(&with(r#""kind":"notify","schema":"message.v1""#)),
+            "value"
+        );
+        assert_eq!(outcome(&with(r#""kind":"question""#)), "unsupported");
+        assert_eq!(
+            outcome(&with(r#""kind":"notify","priority":"critical""#)),
+            "unsupported"
+        );
+        assert_eq!(
+            outcome(&with(r#""kind":"notify","schema":"message.v2""#)),
+            "unsupported"
+        );
+        // A new kind in a file that is broken anyway is still unsupported
+        // (the kind decides what the rest should be).
+        assert_eq!(
+            outcome(&with(r#""kind":"question","round":"x""#)),
+            "unsupported"
+        );
+        assert_eq!(outcome(&with(r#""kind":7"#)), "corrupt");
+        assert_eq!(outcome(&with(r#""kind":"notify","round":"x""#)), "corrupt");
+        assert_eq!(outcome(r#"["kind","question"]"#), "corrupt");
+        assert_eq!(outcome("{"), "corrupt");
     }
 
     #[test]

@@ -138,6 +138,14 @@
 //! request might be unreadable. [`Mail::doctor`] in [`DoctorMode::Fix`]
 //! quarantines such files (moves them into `.quarantine/` beside them).
 //!
+//! A message that is well-formed but holds a value this version does not
+//! know — a `kind` other than request, response and notify, a `priority`
+//! other than urgent, normal and low, or a `schema` other than
+//! [`MESSAGE_SCHEMA`] (`message.v1`, nubos-pilot's name for the seed's
+//! format) — is *unsupported*, not corrupt: the same readers fail closed on
+//! it with [`MailError::Unsupported`], and the doctor reports it
+//! ([`Finding::Unsupported`]) and never moves it aside.
+//!
 //! # Repair and status
 //!
 //! [`Mail::doctor`] scans everything and reports [`Finding`]s: corrupt files,
@@ -166,8 +174,8 @@ pub use doctor::{DoctorMode, DoctorReport, Finding, OrphanReason};
 pub use draft::{DEFAULT_MAX_BODY, Draft, InboxFilter, MailConfig};
 pub use error::{MailError, Result};
 pub use format::{
-    Kind, MAX_ROUND, MAX_SUBJECT_LEN, ManifestEvent, Message, Priority, validate_agent_name,
-    validate_subject,
+    Kind, MAX_ROUND, MAX_SUBJECT_LEN, MESSAGE_SCHEMA, ManifestEvent, Message, Priority,
+    validate_agent_name, validate_subject,
 };
 pub use layout::Location;
 pub use mail::{ArchiveOutcome, Found, Mail, MailCounts, Manifest, SweepReport};

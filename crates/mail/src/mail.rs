@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 
 use chipset_store::{
     AgentId, BadLine, Channel, CorruptReason, Corruption, JsonLog, MessageId, ReadOutcome,
-    SortableId, StateDir, TaskId, TornTail, read_json, to_canonical_json,
+    SortableId, StateDir, TaskId, TornTail, Unsupported, read_bytes, to_canonical_json,
 };
 
 use crate::draft::{Draft, InboxFilter, MailConfig, check_draft, check_parent, to_message};
 use crate::error::{MailError, Result};
-use crate::format::{Kind, ManifestEvent, Message, ReplyMarker};
+use crate::format::{Kind, ManifestEvent, Message, ReplyMarker, parse_message};
 use crate::layout::{BY_TASK, Layout, Location, ORPHAN, file_name, id_of, parse_marker};
 use crate::thread::causal_order;
 
@@ -82,6 +82,35 @@ pub struct Manifest {
     pub bad_lines: Vec<BadLine>,
     /// An unterminated last line (a crash mid-append).
     pub torn_tail: Option<TornTail>,
+}
+
+/// A file where a message belongs that cannot be used as one.
+#[derive(Debug)]
+pub(crate) enum Unreadable {
+    /// Not a message.
+    Corrupt(Corruption),
+    /// A message holding a value this version does not know.
+    Unsupported(Unsupported),
+}
+
+impl From<Corruption> for Unreadable {
+    fn from(c: Corruption) -> Self {
+        Unreadable::Corrupt(c)
+    }
+}
+
+impl From<Unreadable> for MailError {
+    fn from(u: Unreadable) -> Self {
+        match u {
+            Unreadable::Corrupt(c) => MailError::Corrupt(c),
+            Unreadable::Unsupported(u) => MailError::Unsupported(u),
+        }
+    }
+}
+
+/// Reads and parses one message file (see [`parse_message`]).
+pub(crate) fn read_message(path: &Path, cap: u64) -> Result<ReadOutcome<Message>> {
+    Ok(read_bytes(path, cap)?.and_then(|bytes| parse_message(path, &bytes)))
 }
 
 /// What happened to one move.
@@ -536,10 +565,14 @@ impl Mail {
                 return Ok(None);
             };
             let path = self.layout.file(&location, id);
-            match self.state.read_json::<Message>(&path)? {
+            let read = self
+                .state
+                .read_bytes(&path)?
+                .and_then(|bytes| parse_message(&path, &bytes));
+            match read {
                 ReadOutcome::Missing => continue,
                 ReadOutcome::Corrupt(c) => return Err(c.into()),
-                ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
+                ReadOutcome::Unsupported(u) => return Err(u.into()),
                 ReadOutcome::Value(m) => {
                     let message = check_id(&path, id, m)?;
                     return Ok(Some(Found { location, message }));
@@ -556,7 +589,7 @@ impl Mail {
         &self,
         dir: &Path,
         skip: &[&str],
-    ) -> Result<Vec<std::result::Result<(MessageId, Message), Corruption>>> {
+    ) -> Result<Vec<std::result::Result<(MessageId, Message), Unreadable>>> {
         let names = self.state.list(dir)?;
         let mut out = Vec::with_capacity(names.len());
         for name in names {
@@ -565,20 +598,22 @@ impl Mail {
             }
             let path = dir.join(&name);
             let Some(id) = id_of(&name) else {
-                out.push(Err(stray(path, "not a message file: expected `{id}.json`")));
+                out.push(Err(
+                    stray(path, "not a message file: expected `{id}.json`").into()
+                ));
                 continue;
             };
             // The directory's parents were checked by the listing; the file
             // itself is opened without following a symlink.
-            match read_json::<Message>(&path, self.state.read_cap())? {
+            match read_message(&path, self.state.read_cap())? {
                 ReadOutcome::Missing => {}
-                ReadOutcome::Corrupt(c) => out.push(Err(c)),
-                // Mail reads do not produce this yet (no check turns a message into it).
-                ReadOutcome::Unsupported(u) => out.push(Err(Corruption {
-                    path: u.path,
-                    reason: CorruptReason::WrongShape(u.what),
-                })),
-                ReadOutcome::Value(m) => out.push(check_id(&path, &id, m).map(|m| (id, m))),
+                ReadOutcome::Corrupt(c) => out.push(Err(c.into())),
+                ReadOutcome::Unsupported(u) => out.push(Err(Unreadable::Unsupported(u))),
+                ReadOutcome::Value(m) => out.push(
+                    check_id(&path, &id, m)
+                        .map(|m| (id, m))
+                        .map_err(Unreadable::from),
+                ),
             }
         }
         Ok(out)
@@ -704,7 +739,7 @@ impl Mail {
                     continue;
                 }
                 let path = dir.join(&name);
-                let bytes = match chipset_store::read_bytes(&path, self.state.read_cap()) {
+                let bytes = match read_bytes(&path, self.state.read_cap()) {
                     Ok(ReadOutcome::Value(bytes)) => bytes,
                     // Moved on, unreadable, or not a regular file: not an answer.
                     Ok(_) | Err(chipset_store::Error::Symlink { .. }) => continue,
@@ -716,7 +751,7 @@ impl Mail {
                 {
                     continue;
                 }
-                let Ok(m) = serde_json::from_slice::<Message>(&bytes) else {
+                let ReadOutcome::Value(m) = parse_message(&path, &bytes) else {
                     continue;
                 };
                 if m.id != id {
@@ -970,7 +1005,7 @@ impl Mail {
         let mut sources: Vec<Location> = self.agents()?.into_iter().map(Location::Inbox).collect();
         sources.push(Location::Archive);
         let mut moved = 0;
-        let mut corrupt: Option<Corruption> = None;
+        let mut corrupt: Option<Unreadable> = None;
         for source in &sources {
             for entry in self.scan(&self.layout.dir_of(source), &[BY_TASK, ORPHAN])? {
                 match entry {

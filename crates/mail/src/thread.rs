@@ -65,6 +65,7 @@ mod tests {
             in_reply_to: parent.map(|p| MessageId::new(p).unwrap()),
             created_at: Timestamp::EPOCH,
             priority: Priority::Normal,
+            schema: None,
         }
     }
 
