@@ -811,8 +811,9 @@ impl Mail {
             for m in self.scan_strict(&inbox)? {
                 if m.phase == *task {
                     if m.kind == Kind::Response {
-                        responses.push(m);
-                    } else if m.needs_reply() {
+                        responses.push(m.clone());
+                    }
+                    if m.needs_reply() {
                         out.push(m);
                     }
                 }

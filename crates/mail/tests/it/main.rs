@@ -1,6 +1,7 @@
 //! Integration tests for chipset-mail, one module per area.
 
 mod doctor;
+mod foreign;
 mod formats;
 mod gate;
 mod model;
