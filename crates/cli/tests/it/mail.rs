@@ -509,3 +509,44 @@ fn the_arguments_nubos_scripts_pass() {
     env.fails(2, &["mail", "thread"]);
     snap!("mail_nubos_args", env.take());
 }
+
+/// `chipset doctor --fix` over a state root whose `mail/` is the nubos
+/// folder: every file stays where nubos wrote it, byte for byte, and the
+/// gate answers as nubos intended (one open request).
+#[test]
+fn doctor_fix_leaves_every_nubos_file_in_place() {
+    let env = Env::new();
+    copy_dir(
+        &peers().join("nubos-pilot/messages"),
+        &env.root().join("mail"),
+    );
+    let before = crate::tree(&env.root().join("mail"));
+    let fixed = env.run(&["doctor", "--fix"]);
+    assert_eq!(fixed.code, 0, "{fixed:?}");
+    let after = crate::tree(&env.root().join("mail"));
+    for (path, bytes) in &before {
+        assert_eq!(
+            after.get(path),
+            Some(bytes),
+            "`{}` moved or changed",
+            path.display()
+        );
+    }
+    assert!(
+        !after
+            .keys()
+            .any(|p| p.to_string_lossy().contains(".quarantine")),
+        "{:?}",
+        after.keys()
+    );
+    let pending = env.run(&["--json", "mail", "pending", TASK]).json();
+    let ids: Vec<&str> = pending
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [OPEN]);
+    let check = env.run(&["doctor"]);
+    assert_eq!(check.code, 0, "{check:?}");
+}
