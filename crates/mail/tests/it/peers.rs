@@ -505,3 +505,31 @@ fn a_folder_chipset_writes_has_nubos_message_v1_fields_and_types() {
     }
     assert_eq!(checked, 4);
 }
+
+#[test]
+fn index_entries_and_manifest_records_of_others_are_never_rewritten() {
+    let n = nubos();
+    request_still_in_inbox(&n);
+    // An index entry another writer made, with fields chipset does not know.
+    let marker = n
+        .folder
+        .join(format!("replies/{ANSWERED}/response-{RESPONSE}.json"));
+    fs::create_dir_all(marker.parent().unwrap()).unwrap();
+    let marker_bytes = br#"{"written_by":"someone-else","id":"x"}"#;
+    fs::write(&marker, marker_bytes).unwrap();
+    let manifest = n.folder.join("manifest.jsonl");
+    let mut log = fs::read(&manifest).unwrap();
+    log.extend_from_slice(b"{\"event\":\"sent\",\"id\":\"1-a\",\"future_field\":{\"x\":1}}\n");
+    fs::write(&manifest, &log).unwrap();
+
+    let m = &n.mail;
+    assert!(matches!(
+        m.archive(&mid(ANSWERED)).unwrap(),
+        ArchiveOutcome::Archived(_)
+    ));
+    m.doctor(DoctorMode::Fix).unwrap();
+    m.sweep_task_on_commit(&task(TASK)).unwrap();
+    assert_eq!(fs::read(&marker).unwrap(), marker_bytes);
+    assert!(fs::read(&manifest).unwrap().starts_with(&log));
+    assert_eq!(m.read_manifest().unwrap().foreign.len(), 7);
+}
