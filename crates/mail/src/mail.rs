@@ -889,9 +889,13 @@ impl Mail {
         // Replies another program archived: only files newer than the root
         // can be below it. Unreadable ones are the doctor's to report.
         for dir in [self.layout.archive_root(), self.layout.by_task(&task)] {
-            for entry in self.scan(&dir, &[BY_TASK, ORPHAN])? {
-                if let Ok((id, m)) = entry
-                    && id > root.id
+            for name in self.state.list(&dir)? {
+                let Some(id) = id_of(&name).filter(|id| *id > root.id) else {
+                    continue;
+                };
+                let path = dir.join(&name);
+                if let Ok(ReadOutcome::Value(m)) = read_message(&path, self.state.read_cap())
+                    && m.id == id
                     && m.in_reply_to.is_some()
                 {
                     unindexed.push(m);
