@@ -136,7 +136,7 @@ fn doctor(mail: &Mail, fix: bool) -> Result<Output> {
     let failure = (open > 0).then(|| {
         let fixable = report.findings.iter().filter(|f| f.is_fixable()).count();
         CliError::refused(if fix || fixable == 0 {
-            format!("{} in the mail folder need a person", output::plural(open, "problem"))
+            format!("{} in the mail folder left for a person", output::plural(open, "problem"))
         } else {
             format!(
                 "{} found in the mail folder ({fixable} repairable with `chipset mail doctor --fix`)",

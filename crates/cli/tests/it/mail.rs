@@ -550,3 +550,26 @@ fn doctor_fix_leaves_every_nubos_file_in_place() {
     let check = env.run(&["doctor"]);
     assert_eq!(check.code, 0, "{check:?}");
 }
+
+/// A message of a kind this version does not know is reported as
+/// unsupported, not corrupt: the gate stays closed and the doctor leaves it.
+#[test]
+fn an_unknown_kind_is_unsupported_and_left_in_place() {
+    let mut env = Env::new();
+    let question = env.ok(&request()).line();
+    let path = env
+        .root()
+        .join(format!("mail/inbox/np-executor/{question}.json"));
+    let text = fs::read_to_string(&path)
+        .unwrap()
+        .replace("\"kind\": \"request\"", "\"kind\": \"question\"");
+    fs::write(&path, &text).unwrap();
+    env.fails(1, &["mail", "pending", TASK]);
+    env.fails(1, &["mail", "inbox", "np-executor"]);
+    env.fails(1, &["mail", "archive", &question]);
+    let fixed = env.step(&["mail", "doctor", "--fix"]);
+    assert_eq!(fixed.code, 1, "{fixed:?}");
+    assert_eq!(fs::read_to_string(&path).unwrap(), text, "left in place");
+    env.fails(1, &["mail", "pending", TASK]);
+    snap!("mail_unsupported", env.take());
+}
