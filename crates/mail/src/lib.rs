@@ -106,8 +106,12 @@
 //!   index, which answers for every reply chipset sent. Only on a miss (a
 //!   request without a response, or answered by another program) do they
 //!   look for the response files themselves: they list the request
-//!   sender's inbox, `archive/` and the task's by-task archive, and read
-//!   only the files newer than the request that mention its id.
+//!   sender's inbox, `archive/` and the task's by-task archive (each only
+//!   if its mtime shows that something entered it since the request was
+//!   sent), and read only the files newer than the request that mention its
+//!   id. A listing costs what the folder holds: with 100,000 archived
+//!   messages and something archived since the request, about half a
+//!   second on the bench machine.
 //! - [`Mail::pending_replies`] reads every inbox (unarchived messages only),
 //!   checks the index for each open request, and looks in the archives as
 //!   above only for requests neither answers.

@@ -132,6 +132,35 @@ pub(crate) fn answers(response: &Message, request: &Message) -> bool {
         && response.phase == request.phase
 }
 
+/// How far a folder's mtime may lag a writer's clock before the reply
+/// fallback trusts it (coarse kernel timestamps, clocks of other hosts).
+const MTIME_SLACK: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Returns when `dir`'s entries last changed, or `None` when it is missing.
+fn modified(dir: &Path) -> Result<Option<chipset_store::Timestamp>> {
+    let meta = match std::fs::symlink_metadata(dir) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(chipset_store::Error::Io {
+                op: "stat",
+                path: dir.to_owned(),
+                source,
+            }
+            .into());
+        }
+    };
+    let ms = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    // A filesystem without mtimes: treat the folder as changed just now.
+    Ok(Some(chipset_store::Timestamp::from_unix_ms(
+        ms.unwrap_or(i64::MAX),
+    )))
+}
+
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
 }
@@ -673,8 +702,10 @@ impl Mail {
     /// request is located and its responses are looked for where they can
     /// be: a response is addressed to the request's sender, so in
     /// `inbox/{sender}/`, and in `archive/` and `archive/by-task/{task}/`
-    /// once archived. Only files whose names sort after the request's id
-    /// are read (a response is sent after its request), and a file counts
+    /// once archived. A folder whose mtime shows nothing entered it since
+    /// the request was sent is not listed; of the others only files whose
+    /// names sort after the request's id are read (a response is sent after
+    /// its request), and a file counts
     /// only when it is a response that names the request, comes from its
     /// addressee and belongs to its task (what [`Mail::send`] would accept).
     /// So a response written by another program, or by a chipset sender that
@@ -732,7 +763,17 @@ impl Mail {
             return Ok(answered);
         };
         let wanted: BTreeMap<&MessageId, &Message> = requests.iter().map(|r| (&r.id, r)).collect();
+        let sent = requests.iter().map(|r| r.created_at).min();
         for dir in dirs {
+            // A response is put into a folder after its request was sent,
+            // which sets the folder's mtime; a folder unchanged since (with
+            // slack for clocks) cannot hold one, and is not listed. A wrong
+            // skip could only keep a request pending, never open the gate.
+            if let (Some(sent), Some(changed)) = (sent, modified(dir)?)
+                && changed.add(MTIME_SLACK) < sent
+            {
+                continue;
+            }
             for name in self.state.list(dir)? {
                 let Some(id) = id_of(&name) else { continue };
                 if id <= *oldest {

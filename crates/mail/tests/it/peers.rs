@@ -533,3 +533,30 @@ fn index_entries_and_manifest_records_of_others_are_never_rewritten() {
     assert!(fs::read(&manifest).unwrap().starts_with(&log));
     assert_eq!(m.read_manifest().unwrap().foreign.len(), 7);
 }
+
+/// The fallback skips a folder whose mtime says nothing entered it since the
+/// request was sent (what keeps a big, quiet `archive/` off the gate's
+/// path); a wrong skip can only keep a request pending.
+#[test]
+fn a_folder_unchanged_since_the_request_is_not_searched() {
+    let n = nubos();
+    request_still_in_inbox(&n);
+    fs::rename(
+        n.folder.join(format!("inbox/np-critic/{RESPONSE}.json")),
+        n.folder.join(format!("archive/{RESPONSE}.json")),
+    )
+    .unwrap();
+    let archive = fs::File::open(n.folder.join("archive")).unwrap();
+    let set = |t: std::time::SystemTime| archive.set_modified(t).unwrap();
+    // The request was sent at 2026-11-23T04:36:10.001Z.
+    let sent = std::time::UNIX_EPOCH + std::time::Duration::from_millis(1_795_408_570_001);
+    set(sent - std::time::Duration::from_secs(3600));
+    assert!(!n.mail.has_reply(&mid(ANSWERED)).unwrap());
+    assert_eq!(
+        ids(&n.mail.pending_replies(&task(TASK)).unwrap()),
+        [OPEN, ANSWERED]
+    );
+    set(sent + std::time::Duration::from_millis(5));
+    assert!(n.mail.has_reply(&mid(ANSWERED)).unwrap());
+    assert_eq!(ids(&n.mail.pending_replies(&task(TASK)).unwrap()), [OPEN]);
+}
