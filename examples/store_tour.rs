@@ -32,9 +32,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             s.spawn(|| {
                 for _ in 0..25 {
                     state
-                        .update(&counter, |cur: ReadOutcome<u64>| match cur {
-                            ReadOutcome::Corrupt(bad) => Err(Error::Corrupt(bad)),
-                            other => Ok(Decision::Write(other.value().unwrap_or(0) + 1, ())),
+                        .update(&counter, |cur: ReadOutcome<u64>| {
+                            // A corrupt or unsupported file is an error, never "nothing there".
+                            let n = cur.into_result()?.unwrap_or(0);
+                            Ok::<_, Error>(Decision::Write(n + 1, ()))
                         })
                         .expect("increment");
                 }

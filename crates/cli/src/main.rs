@@ -10,8 +10,13 @@
 //! chipset [--root DIR] [--json] hook show|list|assign|activate|touch|complete|clear ...
 //! chipset [--root DIR] [--json] nudge send|read|respond ...
 //! chipset [--root DIR | --mail-dir DIR] [--json] mail send|inbox|archive|thread|pending|sweep|doctor ...
-//! chipset [--root DIR] [--json] bus publish|pending|ack|wait ...
-//! chipset [--root DIR] [--json] remind open|list|resolve|snooze ...
+//! chipset [--root DIR] [--json] bus publish|pending|ack|wait|start|presence|nag ...
+//! chipset [--root DIR] [--json] bus control register|unregister ...
+//! chipset [--root DIR] [--json] remind open|list|resolve|snooze|clear|history|metrics ...
+//! chipset [--root DIR] [--json] witness run --every DURATION
+//! chipset completions SHELL
+//! chipset [--root DIR] [--json] brief AGENT
+//! chipset [--root DIR] [--json] wait AGENT [--timeout SECONDS]
 //! chipset [--root DIR] [--json] status
 //! chipset [--root DIR] [--json] doctor [--fix]
 //! ```
@@ -33,7 +38,7 @@
 //! `--body-file PATH`, `--body -` (stdin), `inbox --agent A`,
 //! `inbox --since ID|TIME`, `archive --id ID`, `thread --id ID`. A command
 //! that writes creates it if missing; a command that only reads (`show`,
-//! `list`, `inbox`, `thread`, `pending`, `read`, `wait`, `status`, `doctor`)
+//! `list`, `inbox`, `thread`, `pending`, `read`, `wait`, `brief`, `status`, `doctor`)
 //! refuses a missing root with exit status 1, so a mistyped root never reads
 //! as an empty, healthy one.
 //!
@@ -52,7 +57,9 @@
 //! - `0`: success, including outcomes that are not errors in the libraries:
 //!   a duplicate `bus publish` (nothing published; a note on stderr), an
 //!   acknowledgement or archive that was done already, a `bus wait` that
-//!   timed out (no output, or `[]` with `--json`).
+//!   timed out (no output, or `[]` with `--json`), a `wait` that timed out
+//!   (no output, `"timed_out": true` with `--json`), a `brief` with nothing
+//!   to say (no output at all).
 //! - `2`: invalid arguments or ids (a malformed agent, task, bead, message,
 //!   event or reminder id; a subject that is not kebab-case; an unregistered
 //!   reminder kind; a payload that is not JSON).
@@ -61,6 +68,10 @@
 //!   that does not exist, a corrupt file where a clean one is needed) or any
 //!   other failure; also `doctor` when problems remain unfixed, and listings
 //!   that found unreadable files.
+//!
+//! `witness run` runs until SIGTERM or SIGINT and then exits 0, after the
+//! tick in progress; with `--json` it prints one JSON object per line (each
+//! action, then a summary), the one command whose stdout is a stream.
 //!
 //! Every failure prints one line on stderr, `chipset: error: ...`, saying
 //! what was refused and why; a refused operation changes nothing.
@@ -72,6 +83,7 @@
     reason = "the command line talks to the terminal"
 )]
 
+mod attention;
 mod bus;
 mod cli;
 mod doctor;
@@ -82,6 +94,7 @@ mod nudge;
 mod output;
 mod remind;
 mod status;
+mod witness;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -117,6 +130,12 @@ fn main() -> ExitCode {
         Err(e) => return usage(&e),
     };
     let json = cli.json;
+    if let Command::Completions { shell } = cli.command {
+        // No state root is opened: completions need none.
+        let mut command = <Cli as clap::CommandFactory>::command();
+        clap_complete::generate(shell, &mut command, "chipset", &mut std::io::stdout());
+        return ExitCode::SUCCESS;
+    }
     match run(cli) {
         Ok(out) => out.emit(json),
         Err(e) => output::fail(&e),
@@ -166,6 +185,7 @@ fn locate(cli: &Cli) -> Result<(PathBuf, bool)> {
 }
 
 fn run(cli: Cli) -> Result<Output> {
+    let json = cli.json;
     let (root, mail_folder) = locate(&cli)?;
     let state = if cli.command.reads_only() {
         StateDir::open_existing_with(&root, StateOptions::default()).map_err(|e| match e {
@@ -193,6 +213,11 @@ fn run(cli: Cli) -> Result<Output> {
         Command::Mail(c) => mail::run(&ctx, c),
         Command::Bus(c) => bus::run(&ctx, c),
         Command::Remind(c) => remind::run(&ctx, c),
+        Command::Brief { agent } => attention::brief(&ctx, &agent),
+        Command::Wait { agent, timeout } => attention::wait(&ctx, &agent, timeout),
+        Command::Witness(c) => witness::run(&ctx, c, json),
+        // Handled in `main` before any root is opened.
+        Command::Completions { .. } => Ok(Output::new("", serde_json::Value::Null)),
         Command::Status => status::run(&ctx),
         Command::Doctor(args) => doctor::run(&ctx, &args),
     }
