@@ -560,3 +560,32 @@ fn a_folder_unchanged_since_the_request_is_not_searched() {
     assert!(n.mail.has_reply(&mid(ANSWERED)).unwrap());
     assert_eq!(ids(&n.mail.pending_replies(&task(TASK)).unwrap()), [OPEN]);
 }
+
+/// Names outside the seed schema are refused on send, but a file already on
+/// disk that uses one still reads (and is answered) like any other.
+#[test]
+fn names_outside_the_schema_are_refused_on_send_and_read_from_disk() {
+    let n = nubos();
+    let refused = n.mail.send(&Draft::notify(
+        agent("np.critic"),
+        agent("np-executor"),
+        task(TASK),
+        "style",
+        "",
+    ));
+    assert!(matches!(
+        refused,
+        Err(MailError::InvalidAgentName { field: "from", .. })
+    ));
+    let path = n.folder.join(format!("inbox/np-executor/{OPEN}.json"));
+    let text = fs::read_to_string(&path)
+        .unwrap()
+        .replace("\"from\": \"np-critic\"", "\"from\": \"np.critic\"");
+    fs::write(&path, text).unwrap();
+    let inbox = n
+        .mail
+        .inbox(&agent("np-executor"), &InboxFilter::default())
+        .unwrap();
+    assert_eq!(inbox[0].from().as_str(), "np.critic");
+    assert_eq!(ids(&n.mail.pending_replies(&task(TASK)).unwrap()), [OPEN]);
+}
