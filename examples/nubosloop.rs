@@ -44,7 +44,7 @@ impl Agents {
                 subject,
                 question,
             )
-            .with_round(round.number()),
+            .with_round(u64::from(round.number())),
         )?;
         say(
             round,

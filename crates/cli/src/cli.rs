@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use chipset_bus::EventId;
 use chipset_nudge::ReminderId;
-use chipset_store::{AgentId, BeadId, MessageId, TaskId};
+use chipset_store::{AgentId, BeadId, MessageId, TaskId, Timestamp};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// The `chipset` command line.
@@ -30,6 +30,14 @@ pub(crate) struct Cli {
     /// `.chipset/state` under the current directory].
     #[arg(long, global = true, value_name = "DIR")]
     pub(crate) root: Option<PathBuf>,
+    /// Run the mail commands on this folder in place: any folder with the
+    /// seed's layout (`inbox/`, `archive/`, `manifest.jsonl`), such as a
+    /// nubos-pilot project's `.nubos-pilot/messages` [default: `mail/` under
+    /// the state root; without --root or $CHIPSET_ROOT, the nearest
+    /// `.chipset/state` or `.nubos-pilot/messages` up from the current
+    /// directory].
+    #[arg(long, global = true, value_name = "DIR")]
+    pub(crate) mail_dir: Option<PathBuf>,
     /// Print one JSON document on stdout instead of text.
     #[arg(long, global = true)]
     pub(crate) json: bool,
@@ -178,23 +186,39 @@ pub(crate) enum MailCommand {
     /// List an agent's inbox.
     Inbox {
         /// The agent.
-        agent: AgentId,
+        #[arg(required_unless_present = "agent_opt", conflicts_with = "agent_opt")]
+        agent: Option<AgentId>,
+        /// The agent (as nubos-pilot's `messages-inbox --agent A` takes it).
+        #[arg(long = "agent", id = "agent_opt", value_name = "A")]
+        agent_opt: Option<AgentId>,
         /// Only this kind.
         #[arg(long, value_name = "K")]
         kind: Option<MailKind>,
         /// Only this task's messages.
-        #[arg(long, value_name = "T")]
+        #[arg(long, visible_alias = "phase", value_name = "T")]
         task: Option<TaskId>,
+        /// Only messages after this one: a message id (ids sort in send
+        /// order) or an RFC 3339 time (created strictly after it).
+        #[arg(long, value_name = "ID|TIME", value_parser = parse_since)]
+        since: Option<Since>,
     },
     /// Archive a message (a request only after it was answered).
     Archive {
         /// The message id.
-        id: MessageId,
+        #[arg(required_unless_present = "id_opt", conflicts_with = "id_opt")]
+        id: Option<MessageId>,
+        /// The message id (as nubos-pilot's `messages-archive --id ID` takes it).
+        #[arg(long = "id", id = "id_opt", value_name = "ID")]
+        id_opt: Option<MessageId>,
     },
     /// Show the thread a message belongs to, in causal order.
     Thread {
         /// The message id.
-        id: MessageId,
+        #[arg(required_unless_present = "id_opt", conflicts_with = "id_opt")]
+        id: Option<MessageId>,
+        /// The message id (as `--id ID`).
+        #[arg(long = "id", id = "id_opt", value_name = "ID")]
+        id_opt: Option<MessageId>,
     },
     /// List a task's requests still waiting for a reply (the commit gate).
     Pending {
@@ -206,6 +230,26 @@ pub(crate) enum MailCommand {
         /// The task.
         task: TaskId,
     },
+    /// Find (and with --fix repair) problems in the mail folder only.
+    Doctor(DoctorArgs),
+}
+
+/// Where `mail inbox --since` starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Since {
+    /// Messages whose id sorts after this one.
+    Id(MessageId),
+    /// Messages created strictly after this instant.
+    Time(Timestamp),
+}
+
+fn parse_since(text: &str) -> Result<Since, String> {
+    if let Ok(t) = Timestamp::parse(text) {
+        return Ok(Since::Time(t));
+    }
+    MessageId::new(text)
+        .map(Since::Id)
+        .map_err(|e| format!("neither a message id nor an RFC 3339 time: {e}"))
 }
 
 /// `chipset mail send ...`.
@@ -223,15 +267,22 @@ pub(crate) struct MailSend {
     /// A kebab-case topic.
     #[arg(long, value_name = "S")]
     pub(crate) subject: String,
-    /// The text.
-    #[arg(long, value_name = "TEXT")]
-    pub(crate) body: String,
+    /// The text; `-` reads it from standard input.
+    #[arg(long, value_name = "TEXT", required_unless_present = "body_file")]
+    pub(crate) body: Option<String>,
+    /// Read the text from this file.
+    #[arg(long, value_name = "PATH", conflicts_with = "body")]
+    pub(crate) body_file: Option<PathBuf>,
     /// The task (required for request and notify; a response takes its request's).
-    #[arg(long, value_name = "T")]
+    #[arg(long, visible_alias = "phase", value_name = "T")]
     pub(crate) task: Option<TaskId>,
-    /// The round within the task [default: 0].
+    /// Accepted for nubos-pilot's scripts: a request expects a reply anyway
+    /// (refused with the other kinds, which cannot).
+    #[arg(long)]
+    pub(crate) expects_reply: bool,
+    /// The round within the task, 0 to 2^53 [default: none, written `null`].
     #[arg(long, value_name = "N")]
-    pub(crate) round: Option<u32>,
+    pub(crate) round: Option<u64>,
     /// The message this one replies to (required for a response).
     #[arg(long, value_name = "ID")]
     pub(crate) in_reply_to: Option<MessageId>,
@@ -551,6 +602,7 @@ impl Command {
                 MailCommand::Inbox { .. }
                     | MailCommand::Thread { .. }
                     | MailCommand::Pending { .. }
+                    | MailCommand::Doctor(_)
             ),
             Command::Bus(c) => matches!(
                 c,
@@ -580,6 +632,21 @@ mod tests {
     #[test]
     fn the_command_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn since_is_a_time_or_an_id() {
+        assert_eq!(
+            parse_since("2026-11-23T04:36:10.001Z"),
+            Ok(Since::Time(Timestamp::from_unix_ms(1_795_408_570_001)))
+        );
+        assert_eq!(
+            parse_since("1795408570001-af0bcc55-dbc3-4b45-a04f-312f26ea7034"),
+            Ok(Since::Id(
+                MessageId::new("1795408570001-af0bcc55-dbc3-4b45-a04f-312f26ea7034").unwrap()
+            ))
+        );
+        assert!(parse_since("../x").is_err());
     }
 
     #[test]

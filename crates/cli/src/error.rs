@@ -131,6 +131,8 @@ impl From<chipset_mail::MailError> for CliError {
         let usage = match &e {
             E::Store(s) => store_is_usage(s),
             E::InvalidSubject { .. }
+            | E::InvalidAgentName { .. }
+            | E::RoundTooLarge { .. }
             | E::BodyTooLarge { .. }
             | E::MessageTooLarge { .. }
             | E::UnknownRecipient { .. } => true,

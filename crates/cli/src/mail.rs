@@ -1,16 +1,27 @@
 //! `chipset mail ...`: [`chipset_mail::Mail`] from a shell.
 
-use chipset_mail::{ArchiveOutcome, Draft, InboxFilter, Kind, Mail, Message, Priority};
+use std::fmt::Write as _;
+use std::io::Read as _;
+use std::time::Duration;
+
+use chipset_mail::{ArchiveOutcome, DoctorMode, Draft, InboxFilter, Kind, Mail, Message, Priority};
+use chipset_store::MessageId;
 use serde_json::json;
 
 use crate::Ctx;
-use crate::cli::{MailCommand, MailKind, MailSend};
+use crate::cli::{MailCommand, MailKind, MailSend, Since};
 use crate::error::{CliError, Result};
 use crate::output::{self, Cell, Output, Paint, Table, Tone};
 
-/// Runs one mail command.
+/// Runs one mail command, on the mail folder `ctx.mail_folder` names when
+/// it is set (`--mail-dir`, or a `.nubos-pilot/messages` found), else on
+/// `mail/` under the state root.
 pub(crate) fn run(ctx: &Ctx, command: MailCommand) -> Result<Output> {
-    let mail = Mail::new(ctx.state.clone());
+    let mail = if ctx.mail_folder {
+        Mail::in_folder(ctx.state.clone())
+    } else {
+        Mail::new(ctx.state.clone())
+    };
     match command {
         MailCommand::Send(args) => {
             let message = mail.send(&draft(args)?)?;
@@ -19,27 +30,39 @@ pub(crate) fn run(ctx: &Ctx, command: MailCommand) -> Result<Output> {
                 output::json(&message),
             ))
         }
-        MailCommand::Inbox { agent, kind, task } => {
+        MailCommand::Inbox {
+            agent,
+            agent_opt,
+            kind,
+            task,
+            since,
+        } => {
+            let agent = agent.or(agent_opt).expect("clap requires one of them");
+            let (since, after) = match since {
+                // Strictly after, as nubos-pilot compares: times have milliseconds.
+                Some(Since::Time(t)) => (Some(t.add(Duration::from_millis(1))), None),
+                Some(Since::Id(id)) => (None, Some(id)),
+                None => (None, None),
+            };
             let filter = InboxFilter {
                 kind: kind.map(Kind::from),
-                since: None,
+                since,
                 task,
             };
-            let messages = mail.inbox(&agent, &filter)?;
+            let mut messages = mail.inbox(&agent, &filter)?;
+            if let Some(after) = after {
+                messages.retain(|m| *m.id() > after);
+            }
             let empty = format!("no messages for {agent}\n");
             Ok(listing(ctx.paint, &messages, true, &empty))
         }
-        MailCommand::Archive { id } => match mail.archive(&id)? {
-            ArchiveOutcome::Archived(message) => Ok(Output::new(
-                format!("archived {id}\n"),
-                json!({"outcome": "archived", "message": output::json(&message)}),
-            )),
-            ArchiveOutcome::AlreadyArchived(location) => Ok(Output::new(
-                format!("{id} was archived already (in {location})\n"),
-                json!({"outcome": "already-archived", "location": location.to_string()}),
-            )),
-        },
-        MailCommand::Thread { id } => {
+        MailCommand::Doctor(args) => doctor(&mail, args.fix),
+        MailCommand::Archive { id, id_opt } => {
+            let id = id.or(id_opt).expect("clap requires one of them");
+            archive(&mail, &id)
+        }
+        MailCommand::Thread { id, id_opt } => {
+            let id = id.or(id_opt).expect("clap requires one of them");
             let messages = mail.thread(&id)?;
             Ok(listing(ctx.paint, &messages, true, "empty thread\n"))
         }
@@ -63,6 +86,67 @@ pub(crate) fn run(ctx: &Ctx, command: MailCommand) -> Result<Output> {
     }
 }
 
+fn archive(mail: &Mail, id: &MessageId) -> Result<Output> {
+    match mail.archive(id)? {
+        ArchiveOutcome::Archived(message) => Ok(Output::new(
+            format!("archived {id}\n"),
+            json!({"outcome": "archived", "message": output::json(&message)}),
+        )),
+        ArchiveOutcome::AlreadyArchived(location) => Ok(Output::new(
+            format!("{id} was archived already (in {location})\n"),
+            json!({"outcome": "already-archived", "location": location.to_string()}),
+        )),
+    }
+}
+
+/// `chipset mail doctor [--fix]`: the mail library's doctor alone, for a
+/// mail folder that is not under a chipset state root. Fails (exit 1) when
+/// problems remain, as `chipset doctor` does.
+fn doctor(mail: &Mail, fix: bool) -> Result<Output> {
+    let mode = if fix {
+        DoctorMode::Fix
+    } else {
+        DoctorMode::Check
+    };
+    let report = mail.doctor(mode)?;
+    let mut text = String::new();
+    let mut rows = Vec::new();
+    let (mut repaired, mut open) = (0, 0);
+    for f in &report.findings {
+        let fixed = fix && f.is_fixable();
+        if fixed {
+            repaired += 1;
+        } else {
+            open += 1;
+        }
+        let _ = writeln!(text, "{f}{}", if fixed { " (repaired)" } else { "" });
+        rows.push(json!({"code": f.code(), "problem": f.to_string(), "repaired": fixed}));
+    }
+    let _ = write!(
+        text,
+        "{} scanned, {}",
+        output::plural(report.messages, "message"),
+        output::plural(report.findings.len(), "problem")
+    );
+    if fix {
+        let _ = write!(text, ", {repaired} repaired");
+    }
+    text.push('\n');
+    let doc = json!({"messages": report.messages, "findings": rows, "remaining": open});
+    let failure = (open > 0).then(|| {
+        let fixable = report.findings.iter().filter(|f| f.is_fixable()).count();
+        CliError::refused(if fix || fixable == 0 {
+            format!("{} in the mail folder left for a person", output::plural(open, "problem"))
+        } else {
+            format!(
+                "{} found in the mail folder ({fixable} repairable with `chipset mail doctor --fix`)",
+                output::plural(open, "problem")
+            )
+        })
+    });
+    Ok(Output::new(text, doc).with_failure(failure))
+}
+
 /// Builds the library's draft from the arguments; the kind decides which
 /// of `--task` and `--in-reply-to` it needs.
 fn draft(args: MailSend) -> Result<Draft> {
@@ -72,11 +156,20 @@ fn draft(args: MailSend) -> Result<Draft> {
         kind,
         subject,
         body,
+        body_file,
         task,
+        expects_reply,
         round,
         in_reply_to,
         priority,
     } = args;
+    if expects_reply && kind != MailKind::Request {
+        return Err(CliError::usage(format!(
+            "--expects-reply is for --kind request only: a {} expects no reply",
+            Kind::from(kind).as_str()
+        )));
+    }
+    let body = read_body(body, body_file)?;
     let mut draft = match kind {
         MailKind::Request | MailKind::Notify => {
             let task = task.ok_or_else(|| {
@@ -114,6 +207,25 @@ fn draft(args: MailSend) -> Result<Draft> {
     Ok(draft)
 }
 
+/// Returns the body: the `--body` text, standard input for `--body -`, or
+/// the contents of `--body-file` (which argv's size limit does not bound).
+fn read_body(body: Option<String>, file: Option<std::path::PathBuf>) -> Result<String> {
+    match (body, file) {
+        (Some(text), None) if text == "-" => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .map_err(|e| CliError::usage(format!("cannot read the body from stdin: {e}")))?;
+            Ok(text)
+        }
+        (Some(text), None) => Ok(text),
+        (None, Some(path)) => std::fs::read_to_string(&path).map_err(|e| {
+            CliError::usage(format!("cannot read --body-file `{}`: {e}", path.display()))
+        }),
+        _ => Err(CliError::usage("give one of --body and --body-file")),
+    }
+}
+
 /// Renders messages as an aligned table, each row followed by its body
 /// (indented) when `bodies` is set; JSON is the array of messages.
 fn listing(paint: Paint, messages: &[Message], bodies: bool, empty: &str) -> Output {
@@ -141,7 +253,9 @@ fn listing(paint: Paint, messages: &[Message], bodies: bool, empty: &str) -> Out
             m.from().to_string().into(),
             m.to().to_string().into(),
             m.task().to_string().into(),
-            m.round().to_string().into(),
+            m.round()
+                .map_or_else(|| "-".to_owned(), |r| r.to_string())
+                .into(),
             Cell::toned(m.priority().as_str(), priority_tone),
             m.subject().into(),
         ]);

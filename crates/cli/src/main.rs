@@ -9,7 +9,7 @@
 //! ```text
 //! chipset [--root DIR] [--json] hook show|list|assign|activate|touch|complete|clear ...
 //! chipset [--root DIR] [--json] nudge send|read|respond ...
-//! chipset [--root DIR] [--json] mail send|inbox|archive|thread|pending|sweep ...
+//! chipset [--root DIR | --mail-dir DIR] [--json] mail send|inbox|archive|thread|pending|sweep|doctor ...
 //! chipset [--root DIR] [--json] bus publish|pending|ack|wait|start|presence|nag ...
 //! chipset [--root DIR] [--json] bus control register|unregister ...
 //! chipset [--root DIR] [--json] remind open|list|resolve|snooze|clear|history|metrics ...
@@ -24,7 +24,19 @@
 //! # The state root
 //!
 //! `--root DIR`, else the `CHIPSET_ROOT` environment variable (when set and
-//! not empty), else `.chipset/state` under the current directory. A command
+//! not empty), else the nearest `.chipset/state` found walking up from the
+//! current directory, else `.chipset/state` under the current directory.
+//!
+//! The mail commands run on `mail/` under the root, or in place on any folder
+//! with the seed's layout given as `--mail-dir DIR` (for example a
+//! nubos-pilot project's `.nubos-pilot/messages`); without `--mail-dir`,
+//! `--root` or `CHIPSET_ROOT`, the walk up also stops at a
+//! `.nubos-pilot/messages` (at the same level `.chipset/state` wins), as
+//! nubos-pilot finds its own. `--mail-dir` with any other command is a usage
+//! error. Arguments that nubos-pilot's `messages-*` scripts pass work as
+//! they do there: `--phase` (alias of `--task`), `--expects-reply`,
+//! `--body-file PATH`, `--body -` (stdin), `inbox --agent A`,
+//! `inbox --since ID|TIME`, `archive --id ID`, `thread --id ID`. A command
 //! that writes creates it if missing; a command that only reads (`show`,
 //! `list`, `inbox`, `thread`, `pending`, `read`, `wait`, `brief`, `status`, `doctor`)
 //! refuses a missing root with exit status 1, so a mistyped root never reads
@@ -105,11 +117,17 @@ use crate::output::{Output, Paint};
 /// The environment variable naming the state root when `--root` is not given.
 const ROOT_ENV: &str = "CHIPSET_ROOT";
 
+/// Where a nubos-pilot project keeps its mail folder (seed 002's layout).
+const NUBOS_MESSAGES: &str = ".nubos-pilot/messages";
+
 /// What every command runs with: the opened state root and the colour choice.
 #[derive(Debug)]
 pub(crate) struct Ctx {
-    /// The state root.
+    /// The state root, or for the mail commands on a mail folder, that folder.
     pub(crate) state: StateDir,
+    /// True when `state` is a mail folder (`--mail-dir`, or a
+    /// `.nubos-pilot/messages` found) rather than a state root.
+    pub(crate) mail_folder: bool,
     /// Whether text output is coloured.
     pub(crate) paint: Paint,
 }
@@ -132,19 +150,57 @@ fn main() -> ExitCode {
     }
 }
 
+/// Returns the directory the command runs on, and whether it is a mail
+/// folder (the mail commands run in it in place) rather than a state root.
+///
+/// `--mail-dir` (mail commands only), else `--root`, else `$CHIPSET_ROOT`,
+/// else the nearest `.chipset/state` up from the current directory, or for
+/// the mail commands the nearest `.nubos-pilot/messages` if that is nearer
+/// (at the same level `.chipset/state` wins), else `.chipset/state` under
+/// the current directory.
+fn locate(cli: &Cli) -> Result<(PathBuf, bool)> {
+    let mail = matches!(cli.command, Command::Mail(_));
+    if let Some(dir) = &cli.mail_dir {
+        if !mail {
+            return Err(CliError::usage(
+                "--mail-dir applies to the mail commands only",
+            ));
+        }
+        return Ok((dir.clone(), true));
+    }
+    // Read here rather than by clap, so that an empty variable means unset.
+    let explicit = cli.root.clone().or_else(|| {
+        std::env::var_os(ROOT_ENV)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    });
+    if let Some(root) = explicit {
+        return Ok((root, false));
+    }
+    if let Ok(cwd) = std::env::current_dir() {
+        for dir in cwd.ancestors() {
+            let state = dir.join(DEFAULT_ROOT);
+            if state.is_dir() {
+                return Ok((state, false));
+            }
+            let messages = dir.join(NUBOS_MESSAGES);
+            if mail && messages.is_dir() {
+                return Ok((messages, true));
+            }
+        }
+    }
+    Ok((PathBuf::from(DEFAULT_ROOT), false))
+}
+
 fn run(cli: Cli) -> Result<Output> {
     let json = cli.json;
-    // Read here rather than by clap, so that an empty variable means unset.
-    let root = cli
-        .root
-        .or_else(|| {
-            std::env::var_os(ROOT_ENV)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        })
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_ROOT));
+    let (root, mail_folder) = locate(&cli)?;
     let state = if cli.command.reads_only() {
         StateDir::open_existing_with(&root, StateOptions::default()).map_err(|e| match e {
+            chipset_store::Error::NotFound { .. } if mail_folder => CliError::refused(format!(
+                "mail folder `{}` does not exist (check --mail-dir)",
+                root.display()
+            )),
             chipset_store::Error::NotFound { .. } => CliError::refused(format!(
                 "state root `{}` does not exist (check --root or {ROOT_ENV})",
                 root.display()
@@ -156,6 +212,7 @@ fn run(cli: Cli) -> Result<Output> {
     };
     let ctx = Ctx {
         state,
+        mail_folder,
         paint: Paint::detect(),
     };
     match cli.command {

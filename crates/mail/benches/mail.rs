@@ -10,6 +10,10 @@
 //! - `archive` and `has_reply`: with 100,000 archived messages (and 50,000
 //!   reply-index entries) vs none. Goal: at most 1.1x. The big fixture is
 //!   written with plain `std::fs` writes, no sync; only the operations are timed.
+//! - `has_reply_open_request` and `pending_open_request`: the fallback of an
+//!   index miss (an open request with no reply anywhere) with 100,000 older
+//!   archived messages vs none. No goal: it lists `archive/` (reading only
+//!   files newer than the request), so it shows what the listing costs.
 //!
 //! The machine these run on is shared and its fsync latency drifts, so each
 //! pair is measured interleaved: every timed iteration of one side runs an
@@ -346,6 +350,42 @@ fn archive(c: &mut Criterion) {
         );
         g.finish();
     }
+
+    // The fallback of an index miss: an open request with no reply anywhere,
+    // as the gate sees it during a round. The archived messages are older
+    // than the request, so they are listed but not read.
+    let open = |mail: &Mail| {
+        mail.send(&Draft::request(
+            agent("np-critic"),
+            agent("np-executor"),
+            TaskId::new("M005-S007-T0002").unwrap(),
+            "dead-code",
+            "?",
+        ))
+        .unwrap()
+        .id()
+        .clone()
+    };
+    let (empty_open, big_open) = (open(&empty), open(&big));
+    let mut g = c.benchmark_group("has_reply_open_request");
+    paired(
+        &mut g,
+        ["none_archived", "100k_archived"],
+        [1, 1],
+        just(|| assert!(!empty.has_reply(black_box(&empty_open)).unwrap())),
+        just(|| assert!(!big.has_reply(black_box(&big_open)).unwrap())),
+    );
+    g.finish();
+    let task = TaskId::new("M005-S007-T0002").unwrap();
+    let mut g = c.benchmark_group("pending_open_request");
+    paired(
+        &mut g,
+        ["none_archived", "100k_archived"],
+        [1, 1],
+        just(|| assert_eq!(empty.pending_replies(black_box(&task)).unwrap().len(), 1)),
+        just(|| assert_eq!(big.pending_replies(black_box(&task)).unwrap().len(), 1)),
+    );
+    g.finish();
 }
 
 criterion_group!(benches, send, inbox, archive);

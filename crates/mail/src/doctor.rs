@@ -5,13 +5,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use chipset_store::{AgentId, CorruptReason, MessageId, ReadOutcome, TaskId, read_json};
+use chipset_store::{AgentId, CorruptReason, MessageId, ReadOutcome, TaskId};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::format::{Kind, ManifestEvent, Message};
 use crate::layout::{BY_TASK, Location, ORPHAN, id_of, parse_marker};
-use crate::mail::{Mail, Moved, check_id};
+use crate::mail::{Mail, Moved, check_id, read_message};
 
 /// Whether [`Mail::doctor`] only looks or also repairs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +55,16 @@ pub enum Finding {
         path: PathBuf,
         /// Why.
         reason: CorruptReason,
+    },
+    /// A message file that is well-formed but holds a value this version
+    /// does not know (a new kind, priority or schema), written by a newer or
+    /// other program. Not repaired and never quarantined: the file is what it
+    /// claims to be. The commit gate stays closed while one is in an inbox.
+    Unsupported {
+        /// The file.
+        path: PathBuf,
+        /// What is not supported ("message kind `question`").
+        what: String,
     },
     /// The same message in two places (a crash between a move's two
     /// directory syncs). Fix: quarantine the copy at the earlier stage.
@@ -140,6 +150,7 @@ impl Finding {
     pub fn code(&self) -> &'static str {
         match self {
             Finding::Corrupt { .. } => "messaging-corrupt-file",
+            Finding::Unsupported { .. } => "messaging-unsupported-file",
             Finding::Duplicate { .. } => "messaging-duplicate-message",
             Finding::MissingReplyMarker { .. } => "messaging-missing-reply-index",
             Finding::AnsweredRequest { .. } => "messaging-answered-request-in-inbox",
@@ -153,7 +164,10 @@ impl Finding {
 
     /// Returns true when [`DoctorMode::Fix`] repairs it.
     pub fn is_fixable(&self) -> bool {
-        !matches!(self, Finding::MismatchedResponse { .. })
+        !matches!(
+            self,
+            Finding::MismatchedResponse { .. } | Finding::Unsupported { .. }
+        )
     }
 }
 
@@ -162,6 +176,11 @@ impl fmt::Display for Finding {
         write!(f, "{}: ", self.code())?;
         match self {
             Finding::Corrupt { path, reason } => write!(f, "`{}`: {reason}", path.display()),
+            Finding::Unsupported { path, what } => write!(
+                f,
+                "`{}` holds {what}, which this version does not support (left in place)",
+                path.display()
+            ),
             Finding::Duplicate { id, kept, extra } => {
                 write!(f, "message `{id}` is in {kept} and {extra}")
             }
@@ -229,6 +248,7 @@ impl DoctorReport {
 struct Scan {
     messages: Vec<(Location, Message)>,
     corrupt: Vec<(PathBuf, CorruptReason)>,
+    unsupported: Vec<chipset_store::Unsupported>,
     markers: BTreeSet<(MessageId, Kind, MessageId)>,
     swept: BTreeSet<TaskId>,
 }
@@ -264,6 +284,10 @@ impl Mail {
                 reason: reason.clone(),
             })
             .collect();
+        findings.extend(scan.unsupported.iter().map(|u| Finding::Unsupported {
+            path: u.path.clone(),
+            what: u.what.clone(),
+        }));
 
         // One copy per id: the one furthest along its lifecycle.
         let mut unique: BTreeMap<MessageId, (Location, Message)> = BTreeMap::new();
@@ -552,8 +576,8 @@ impl Mail {
                     .push((path, not("a message file (`{id}.json`)")));
                 continue;
             };
-            let read = match read_json::<Message>(&path, self.state.read_cap()) {
-                Err(chipset_store::Error::Symlink { path }) => {
+            let read = match read_message(&path, self.state.read_cap()) {
+                Err(crate::MailError::Store(chipset_store::Error::Symlink { path })) => {
                     scan.corrupt.push((path, CorruptReason::NotARegularFile));
                     continue;
                 }
@@ -562,10 +586,7 @@ impl Mail {
             match read {
                 ReadOutcome::Missing => {}
                 ReadOutcome::Corrupt(c) => scan.corrupt.push((c.path, c.reason)),
-                // Mail reads do not produce this yet (no check turns a message into it).
-                ReadOutcome::Unsupported(u) => scan
-                    .corrupt
-                    .push((u.path, chipset_store::CorruptReason::WrongShape(u.what))),
+                ReadOutcome::Unsupported(u) => scan.unsupported.push(u),
                 ReadOutcome::Value(m) => match check_id(&path, &id, m) {
                     Ok(m) => scan.messages.push((location.clone(), m)),
                     Err(c) => scan.corrupt.push((c.path, c.reason)),

@@ -7,7 +7,7 @@ use std::time::Duration;
 use chipset_store::{AgentId, MessageId, TaskId, Timestamp};
 
 use crate::error::{MailError, Result};
-use crate::format::{Kind, Message, Priority, validate_subject};
+use crate::format::{Kind, MAX_ROUND, Message, Priority, validate_agent_name, validate_subject};
 
 /// The default body limit: 256 KiB.
 pub const DEFAULT_MAX_BODY: usize = 256 * 1024;
@@ -85,7 +85,7 @@ pub struct Draft {
     pub(crate) task: Option<TaskId>,
     pub(crate) subject: String,
     pub(crate) body: String,
-    pub(crate) round: u32,
+    pub(crate) round: Option<u64>,
     pub(crate) in_reply_to: Option<MessageId>,
     pub(crate) priority: Priority,
     pub(crate) id: Option<MessageId>,
@@ -107,7 +107,7 @@ impl Draft {
             task,
             subject: subject.into(),
             body: body.into(),
-            round: 0,
+            round: None,
             in_reply_to: None,
             priority: Priority::Normal,
             id: None,
@@ -151,10 +151,12 @@ impl Draft {
         d
     }
 
-    /// Returns the draft with its round set (default 0).
+    /// Returns the draft with its round set. Without one, the message has
+    /// no round (`"round": null`, as the seed's other writers put it).
+    /// Sending refuses a round over [`MAX_ROUND`](crate::MAX_ROUND).
     #[must_use]
-    pub fn with_round(mut self, round: u32) -> Self {
-        self.round = round;
+    pub fn with_round(mut self, round: u64) -> Self {
+        self.round = Some(round);
         self
     }
 
@@ -230,8 +232,8 @@ impl Draft {
         &self.body
     }
 
-    /// Returns the round.
-    pub fn round(&self) -> u32 {
+    /// Returns the round, if set.
+    pub fn round(&self) -> Option<u64> {
         self.round
     }
 
@@ -251,9 +253,17 @@ impl Draft {
     }
 }
 
-/// Checks what can be checked without the disk: subject, body size, recipient.
+/// Checks what can be checked without the disk: names, subject, round, body
+/// size, recipient.
 pub(crate) fn check_draft(draft: &Draft, config: &MailConfig) -> Result<()> {
+    validate_agent_name("from", &draft.from)?;
+    validate_agent_name("to", &draft.to)?;
     validate_subject(&draft.subject)?;
+    if let Some(round) = draft.round
+        && round > MAX_ROUND
+    {
+        return Err(MailError::RoundTooLarge { round });
+    }
     if draft.body.len() > config.max_body {
         return Err(MailError::BodyTooLarge {
             size: draft.body.len(),
@@ -318,6 +328,7 @@ pub(crate) fn to_message(
         in_reply_to: draft.in_reply_to.clone(),
         created_at,
         priority: draft.priority,
+        schema: None,
     }
 }
 
@@ -362,6 +373,22 @@ mod tests {
             check_draft(&stranger, &config),
             Err(MailError::UnknownRecipient { .. })
         ));
+        let dotted = Draft::notify(agent("np.critic"), agent("exec"), task("t"), "fine", "");
+        assert!(matches!(
+            check_draft(&dotted, &config),
+            Err(MailError::InvalidAgentName { field: "from", .. })
+        ));
+        let spaced = Draft::notify(agent("a"), agent("np executor"), task("t"), "fine", "");
+        assert!(matches!(
+            check_draft(&spaced, &config),
+            Err(MailError::InvalidAgentName { field: "to", .. })
+        ));
+        let huge = ok.clone().with_round(MAX_ROUND + 1);
+        assert!(matches!(
+            check_draft(&huge, &config),
+            Err(MailError::RoundTooLarge { .. })
+        ));
+        assert!(check_draft(&ok.clone().with_round(MAX_ROUND), &config).is_ok());
         let subject = Draft::notify(agent("a"), agent("exec"), task("t"), "Not Kebab", "");
         assert!(matches!(
             check_draft(&subject, &config),

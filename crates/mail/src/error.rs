@@ -1,6 +1,6 @@
 //! The crate's one error enum.
 
-use chipset_store::{AgentId, Corruption, MessageId, TaskId};
+use chipset_store::{AgentId, Corruption, MessageId, TaskId, Unsupported};
 
 use crate::format::Kind;
 
@@ -22,6 +22,12 @@ pub enum MailError {
     /// A message file (or an entry where one belongs) cannot be read as a message.
     #[error(transparent)]
     Corrupt(#[from] Corruption),
+    /// A message file that is well-formed but holds a value this version does
+    /// not know (a new kind, priority or schema). Not corrupt: the doctor
+    /// leaves it where it is; the gate and other readers that need its
+    /// answer fail closed on it.
+    #[error(transparent)]
+    Unsupported(#[from] Unsupported),
     /// The subject is not a kebab-case topic id.
     #[error("invalid subject {subject:?}: {rule}")]
     InvalidSubject {
@@ -29,6 +35,24 @@ pub enum MailError {
         subject: String,
         /// The rule it broke.
         rule: &'static str,
+    },
+    /// An agent name that the seed's message schema refuses (`from` and `to`
+    /// must match `^[a-zA-Z0-9_-]+$`): other programs would never see the message.
+    #[error(
+        "invalid {field} agent `{agent}`: the seed's message schema allows only ASCII letters, \
+         digits, `_` and `-`, so other programs would not see this message"
+    )]
+    InvalidAgentName {
+        /// `from` or `to`.
+        field: &'static str,
+        /// The refused name.
+        agent: AgentId,
+    },
+    /// A round over [`MAX_ROUND`](crate::MAX_ROUND) (2^53).
+    #[error("round {round} is over the largest round, 2^53")]
+    RoundTooLarge {
+        /// The refused round.
+        round: u64,
     },
     /// The body is over [`MailConfig::max_body`](crate::MailConfig::max_body).
     #[error("body of {size} bytes is over the {cap}-byte limit")]
@@ -135,6 +159,16 @@ pub enum MailError {
 }
 
 impl MailError {
+    /// Returns the unsupported file's description when this error is about one.
+    pub fn unsupported(&self) -> Option<&Unsupported> {
+        match self {
+            MailError::Unsupported(u) | MailError::Store(chipset_store::Error::Unsupported(u)) => {
+                Some(u)
+            }
+            _ => None,
+        }
+    }
+
     /// Returns the corrupt file's description when this error is about one.
     pub fn corruption(&self) -> Option<&Corruption> {
         match self {

@@ -3,7 +3,9 @@
 
 use std::fmt;
 
-use chipset_store::{AgentId, MessageId, TaskId, Timestamp};
+use std::path::Path;
+
+use chipset_store::{AgentId, MessageId, ReadOutcome, TaskId, Timestamp, Unsupported, parse_json};
 use serde::{Deserialize, Deserializer, Serialize};
 
 /// What a message is for (the seed's `kind`).
@@ -70,6 +72,13 @@ impl Priority {
             Priority::Low => "low",
         }
     }
+
+    /// Parses the on-disk name.
+    pub fn from_name(name: &str) -> Option<Priority> {
+        [Priority::Urgent, Priority::Normal, Priority::Low]
+            .into_iter()
+            .find(|p| p.as_str() == name)
+    }
 }
 
 impl fmt::Display for Priority {
@@ -82,8 +91,12 @@ impl fmt::Display for Priority {
 ///
 /// Written as canonical JSON (sorted keys, two-space indent) to
 /// `inbox/{to}/{id}.json`. Readers accept files written by other programs per
-/// the seed: a missing `round` reads as 0, a missing or empty `in_reply_to`
-/// as none, a missing `priority` as normal, and unknown fields are ignored.
+/// the seed: keys in any order; a missing or `null` `round` reads as no round,
+/// and any integer from 0 to [`MAX_ROUND`] (2^53, what a JSON writer in any
+/// language can produce exactly) is a round; a missing, `null` or empty
+/// `in_reply_to` reads as none, a missing `priority` as normal, and unknown
+/// fields are ignored (chipset never rewrites a message file: it only moves
+/// it, so whatever else a file holds stays in it byte for byte).
 /// Every field that becomes a path (ids, agents, task) is validated on read;
 /// a file that fails is corrupt, never skipped.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -92,8 +105,8 @@ pub struct Message {
     pub(crate) from: AgentId,
     pub(crate) to: AgentId,
     pub(crate) phase: TaskId,
-    #[serde(default)]
-    pub(crate) round: u32,
+    #[serde(default, deserialize_with = "round_or_null")]
+    pub(crate) round: Option<u64>,
     pub(crate) kind: Kind,
     pub(crate) subject: String,
     pub(crate) body: String,
@@ -103,6 +116,76 @@ pub struct Message {
     pub(crate) created_at: Timestamp,
     #[serde(default)]
     pub(crate) priority: Priority,
+    /// The format a foreign writer declares (`"schema": "message.v1"`, as
+    /// nubos-pilot names its schema); chipset writes none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) schema: Option<String>,
+}
+
+/// The message format this version reads: nubos-pilot's name for the seed's schema.
+pub const MESSAGE_SCHEMA: &str = "message.v1";
+
+/// Parses a message file's bytes. A file that is a JSON object but holds a
+/// value this version does not know (a `kind` other than request, response
+/// and notify, a `priority` other than urgent, normal and low, a `schema`
+/// other than [`MESSAGE_SCHEMA`]) is [`ReadOutcome::Unsupported`], not corrupt:
+/// it is what it claims to be, written by a newer or other program.
+pub(crate) fn parse_message(path: &Path, bytes: &[u8]) -> ReadOutcome<Message> {
+    /// Only what tells an unknown value from a broken file.
+    #[derive(Deserialize)]
+    struct Probe {
+        kind: Option<serde_json::Value>,
+        priority: Option<serde_json::Value>,
+        schema: Option<serde_json::Value>,
+    }
+    let unsupported = |what: String| ReadOutcome::Unsupported(Unsupported::new(path, what));
+    match parse_json::<Message>(path, bytes) {
+        ReadOutcome::Value(m) => match &m.schema {
+            Some(schema) if schema != MESSAGE_SCHEMA => {
+                unsupported(format!("message schema `{schema}`"))
+            }
+            _ => ReadOutcome::Value(m),
+        },
+        ReadOutcome::Corrupt(c) => {
+            // Only a well-formed object is a candidate; anything else stays corrupt.
+            let Ok(probe) = serde_json::from_slice::<Probe>(bytes) else {
+                return ReadOutcome::Corrupt(c);
+            };
+            let string = |v: &Option<serde_json::Value>| {
+                v.as_ref().and_then(|v| v.as_str()).map(str::to_owned)
+            };
+            if let Some(schema) = string(&probe.schema)
+                && schema != MESSAGE_SCHEMA
+            {
+                return unsupported(format!("message schema `{schema}`"));
+            }
+            if let Some(kind) = string(&probe.kind)
+                && Kind::from_name(&kind).is_none()
+            {
+                return unsupported(format!("message kind `{kind}`"));
+            }
+            if let Some(priority) = string(&probe.priority)
+                && Priority::from_name(&priority).is_none()
+            {
+                return unsupported(format!("message priority `{priority}`"));
+            }
+            ReadOutcome::Corrupt(c)
+        }
+        other => other,
+    }
+}
+
+/// The largest round accepted: 2^53, the largest integer every JSON writer
+/// (JavaScript's numbers included) writes exactly.
+pub const MAX_ROUND: u64 = 1 << 53;
+
+fn round_or_null<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    match Option::<u64>::deserialize(d)? {
+        Some(r) if r > MAX_ROUND => Err(serde::de::Error::custom(format!(
+            "round {r} is over the largest round, 2^53"
+        ))),
+        round => Ok(round),
+    }
 }
 
 fn empty_as_none<'de, D: Deserializer<'de>>(d: D) -> Result<Option<MessageId>, D::Error> {
@@ -137,8 +220,9 @@ impl Message {
         &self.phase
     }
 
-    /// Returns the round within the task.
-    pub fn round(&self) -> u32 {
+    /// Returns the round within the task, or `None` when the message has no
+    /// round (`"round": null`, or no `round` field).
+    pub fn round(&self) -> Option<u64> {
         self.round
     }
 
@@ -206,8 +290,8 @@ pub enum ManifestEvent {
         to: AgentId,
         /// The task.
         task: TaskId,
-        /// The round.
-        round: u32,
+        /// The round (`null` for none).
+        round: Option<u64>,
         /// The kind.
         kind: Kind,
         /// The subject.
@@ -310,6 +394,31 @@ pub(crate) struct ReplyMarker {
     pub(crate) parent: MessageId,
 }
 
+/// Checks that `agent` is a name the seed's message schema accepts in `from`
+/// and `to`: ASCII letters, digits, `_` and `-` only (`^[a-zA-Z0-9_-]+$`).
+///
+/// Other programs that follow the seed skip or refuse a message whose
+/// names fall outside this, so [`Mail::send`](crate::Mail::send) refuses to
+/// write one; reading accepts any valid [`AgentId`] already on disk.
+///
+/// # Errors
+///
+/// [`MailError::InvalidAgentName`](crate::MailError::InvalidAgentName).
+pub fn validate_agent_name(field: &'static str, agent: &AgentId) -> crate::Result<()> {
+    let ok = agent
+        .as_str()
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err(crate::MailError::InvalidAgentName {
+            field,
+            agent: agent.clone(),
+        })
+    }
+}
+
 /// The longest subject accepted, in bytes.
 pub const MAX_SUBJECT_LEN: usize = 128;
 
@@ -391,9 +500,51 @@ mod tests {
             "created_at":"2026-05-08T10:00:00+02:00","extra":1}"#;
         let m: Message = serde_json::from_str(json).unwrap();
         assert_eq!(m.in_reply_to(), None);
-        assert_eq!(m.round(), 0);
+        assert_eq!(m.round(), None);
         assert_eq!(m.priority(), Priority::Normal);
         assert_eq!(m.created_at().to_string(), "2026-05-08T08:00:00.000Z");
+    }
+
+    #[track_caller]
+    fn round_of(value: &str) -> Result<Option<u64>, String> {
+        let json = format!(
+            r#"{{"created_at":"2026-05-08T10:00:00Z","round":{value},"id":"1-a","from":"a",
+            "to":"b","phase":"t","kind":"notify","subject":"x","body":"","expects_reply":false}}"#
+        );
+        serde_json::from_str::<Message>(&json)
+            .map(|m| m.round())
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn rounds_are_null_or_integers_up_to_2_pow_53() {
+        assert_eq!(round_of("null"), Ok(None));
+        assert_eq!(round_of("0"), Ok(Some(0)));
+        assert_eq!(round_of("4294967296"), Ok(Some(1 << 32)));
+        assert_eq!(round_of("9007199254740992"), Ok(Some(MAX_ROUND)));
+        assert!(round_of("9007199254740993").unwrap_err().contains("2^53"));
+        assert!(round_of("-1").is_err());
+        assert!(round_of("1.5").is_err());
+        assert!(round_of("\"2\"").is_err());
+    }
+
+    #[test]
+    fn agent_names_follow_the_seed_schema() {
+        for good in ["np-critic", "np_executor", "A1", "-", "_x"] {
+            assert!(
+                validate_agent_name("from", &AgentId::new(good).unwrap()).is_ok(),
+                "{good}"
+            );
+        }
+        for bad in ["np.critic", "np executor", "ümlaut", "a+b", "x@y"] {
+            assert!(
+                matches!(
+                    validate_agent_name("to", &AgentId::new(bad).unwrap()),
+                    Err(crate::MailError::InvalidAgentName { field: "to", .. })
+                ),
+                "{bad}"
+            );
+        }
     }
 
     #[test]
@@ -402,6 +553,50 @@ mod tests {
             "subject":"x","body":"","expects_reply":false,"in_reply_to":null,
             "created_at":"2026-05-08T10:00:00Z"}"#;
         assert!(serde_json::from_str::<Message>(json).is_err());
+    }
+
+    #[track_caller]
+    fn outcome(json: &str) -> &'static str {
+        match parse_message(Path::new("m.json"), json.as_bytes()) {
+            ReadOutcome::Value(_) => "value",
+            ReadOutcome::Corrupt(_) => "corrupt",
+            ReadOutcome::Unsupported(_) => "unsupported",
+            ReadOutcome::Missing => "missing",
+        }
+    }
+
+    #[test]
+    fn unknown_values_are_unsupported_and_broken_files_corrupt() {
+        let with = |extra: &str| {
+            format!(
+                r#"{{"id":"1-a","from":"a","to":"b","phase":"t","subject":"x","body":"",
+                "expects_reply":false,"created_at":"2026-05-08T10:00:00Z",{extra}}}"#
+            )
+        };
+        assert_eq!(outcome(&with(r#""kind":"notify""#)), "value");
+        assert_eq!(
+            outcome(&with(r#""kind":"notify","schema":"message.v1""#)),
+            "value"
+        );
+        assert_eq!(outcome(&with(r#""kind":"question""#)), "unsupported");
+        assert_eq!(
+            outcome(&with(r#""kind":"notify","priority":"critical""#)),
+            "unsupported"
+        );
+        assert_eq!(
+            outcome(&with(r#""kind":"notify","schema":"message.v2""#)),
+            "unsupported"
+        );
+        // A new kind in a file that is broken anyway is still unsupported
+        // (the kind decides what the rest should be).
+        assert_eq!(
+            outcome(&with(r#""kind":"question","round":"x""#)),
+            "unsupported"
+        );
+        assert_eq!(outcome(&with(r#""kind":7"#)), "corrupt");
+        assert_eq!(outcome(&with(r#""kind":"notify","round":"x""#)), "corrupt");
+        assert_eq!(outcome(r#"["kind","question"]"#), "corrupt");
+        assert_eq!(outcome("{"), "corrupt");
     }
 
     #[test]

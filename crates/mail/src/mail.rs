@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 
 use chipset_store::{
     AgentId, BadLine, Channel, CorruptReason, Corruption, JsonLog, MessageId, ReadOutcome,
-    SortableId, StateDir, TaskId, TornTail, read_json, to_canonical_json,
+    SortableId, StateDir, TaskId, TornTail, Unsupported, read_bytes, to_canonical_json,
 };
 
 use crate::draft::{Draft, InboxFilter, MailConfig, check_draft, check_parent, to_message};
 use crate::error::{MailError, Result};
-use crate::format::{Kind, ManifestEvent, Message, ReplyMarker};
+use crate::format::{Kind, ManifestEvent, Message, ReplyMarker, parse_message};
 use crate::layout::{BY_TASK, Layout, Location, ORPHAN, file_name, id_of, parse_marker};
 use crate::thread::causal_order;
 
@@ -84,6 +84,35 @@ pub struct Manifest {
     pub torn_tail: Option<TornTail>,
 }
 
+/// A file where a message belongs that cannot be used as one.
+#[derive(Debug)]
+pub(crate) enum Unreadable {
+    /// Not a message.
+    Corrupt(Corruption),
+    /// A message holding a value this version does not know.
+    Unsupported(Unsupported),
+}
+
+impl From<Corruption> for Unreadable {
+    fn from(c: Corruption) -> Self {
+        Unreadable::Corrupt(c)
+    }
+}
+
+impl From<Unreadable> for MailError {
+    fn from(u: Unreadable) -> Self {
+        match u {
+            Unreadable::Corrupt(c) => MailError::Corrupt(c),
+            Unreadable::Unsupported(u) => MailError::Unsupported(u),
+        }
+    }
+}
+
+/// Reads and parses one message file (see [`parse_message`]).
+pub(crate) fn read_message(path: &Path, cap: u64) -> Result<ReadOutcome<Message>> {
+    Ok(read_bytes(path, cap)?.and_then(|bytes| parse_message(path, &bytes)))
+}
+
 /// What happened to one move.
 pub(crate) enum Moved {
     Done,
@@ -91,6 +120,49 @@ pub(crate) enum Moved {
     Gone,
     /// The destination was taken; the source is still there.
     Taken,
+}
+
+/// Returns true when `response` is an answer `send` would have accepted for
+/// `request`: a response naming it, from its addressee, of its task.
+pub(crate) fn answers(response: &Message, request: &Message) -> bool {
+    response.kind == Kind::Response
+        && response.in_reply_to.as_ref() == Some(&request.id)
+        && request.needs_reply()
+        && response.from == request.to
+        && response.phase == request.phase
+}
+
+/// How far a folder's mtime may lag a writer's clock before the reply
+/// fallback trusts it (coarse kernel timestamps, clocks of other hosts).
+const MTIME_SLACK: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Returns when `dir`'s entries last changed, or `None` when it is missing.
+fn modified(dir: &Path) -> Result<Option<chipset_store::Timestamp>> {
+    let meta = match std::fs::symlink_metadata(dir) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(chipset_store::Error::Io {
+                op: "stat",
+                path: dir.to_owned(),
+                source,
+            }
+            .into());
+        }
+    };
+    let ms = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    // A filesystem without mtimes: treat the folder as changed just now.
+    Ok(Some(chipset_store::Timestamp::from_unix_ms(
+        ms.unwrap_or(i64::MAX),
+    )))
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
 }
 
 fn stray(path: PathBuf, what: &str) -> Corruption {
@@ -139,6 +211,39 @@ impl Mail {
     /// Returns the mail channel of `state` with `config`.
     pub fn with_config(state: StateDir, config: MailConfig) -> Self {
         let layout = Layout::new(state.channel_path(Channel::Mail));
+        Mail {
+            state,
+            config,
+            layout,
+        }
+    }
+
+    /// Returns the mail channel of a folder that has the seed's layout itself
+    /// (`inbox/`, `archive/`, `manifest.jsonl` directly inside), such as a
+    /// nubos-pilot project's `.nubos-pilot/messages`: open `state` at that
+    /// folder. Everything else is as with [`Mail::new`]; chipset's own
+    /// additions (`replies/`, `.quarantine/` folders, temp files) are
+    /// dot-named or ignored by the seed's other programs.
+    ///
+    /// ```
+    /// use chipset_mail::{Draft, Mail};
+    /// use chipset_store::StateDir;
+    ///
+    /// let project = tempfile::tempdir()?;
+    /// let folder = project.path().join(".nubos-pilot/messages");
+    /// let mail = Mail::in_folder(StateDir::open(&folder)?);
+    /// let sent = mail.send(&Draft::notify("np-orchestrator".parse()?, "np-executor".parse()?,
+    ///     "M005-S007-T0002".parse()?, "round-started", "go"))?;
+    /// assert!(folder.join("inbox/np-executor").join(format!("{}.json", sent.id())).is_file());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn in_folder(state: StateDir) -> Self {
+        Self::in_folder_with_config(state, MailConfig::default())
+    }
+
+    /// As [`Mail::in_folder`], with `config`.
+    pub fn in_folder_with_config(state: StateDir, config: MailConfig) -> Self {
+        let layout = Layout::new(state.root().to_owned());
         Mail {
             state,
             config,
@@ -494,10 +599,14 @@ impl Mail {
                 return Ok(None);
             };
             let path = self.layout.file(&location, id);
-            match self.state.read_json::<Message>(&path)? {
+            let read = self
+                .state
+                .read_bytes(&path)?
+                .and_then(|bytes| parse_message(&path, &bytes));
+            match read {
                 ReadOutcome::Missing => continue,
                 ReadOutcome::Corrupt(c) => return Err(c.into()),
-                ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
+                ReadOutcome::Unsupported(u) => return Err(u.into()),
                 ReadOutcome::Value(m) => {
                     let message = check_id(&path, id, m)?;
                     return Ok(Some(Found { location, message }));
@@ -514,7 +623,7 @@ impl Mail {
         &self,
         dir: &Path,
         skip: &[&str],
-    ) -> Result<Vec<std::result::Result<(MessageId, Message), Corruption>>> {
+    ) -> Result<Vec<std::result::Result<(MessageId, Message), Unreadable>>> {
         let names = self.state.list(dir)?;
         let mut out = Vec::with_capacity(names.len());
         for name in names {
@@ -523,20 +632,22 @@ impl Mail {
             }
             let path = dir.join(&name);
             let Some(id) = id_of(&name) else {
-                out.push(Err(stray(path, "not a message file: expected `{id}.json`")));
+                out.push(Err(
+                    stray(path, "not a message file: expected `{id}.json`").into()
+                ));
                 continue;
             };
             // The directory's parents were checked by the listing; the file
             // itself is opened without following a symlink.
-            match read_json::<Message>(&path, self.state.read_cap())? {
+            match read_message(&path, self.state.read_cap())? {
                 ReadOutcome::Missing => {}
-                ReadOutcome::Corrupt(c) => out.push(Err(c)),
-                // Mail reads do not produce this yet (no check turns a message into it).
-                ReadOutcome::Unsupported(u) => out.push(Err(Corruption {
-                    path: u.path,
-                    reason: CorruptReason::WrongShape(u.what),
-                })),
-                ReadOutcome::Value(m) => out.push(check_id(&path, &id, m).map(|m| (id, m))),
+                ReadOutcome::Corrupt(c) => out.push(Err(c.into())),
+                ReadOutcome::Unsupported(u) => out.push(Err(Unreadable::Unsupported(u))),
+                ReadOutcome::Value(m) => out.push(
+                    check_id(&path, &id, m)
+                        .map(|m| (id, m))
+                        .map_err(Unreadable::from),
+                ),
             }
         }
         Ok(out)
@@ -588,22 +699,118 @@ impl Mail {
             .count())
     }
 
-    /// Returns true when a response to `id` has been sent: one directory
-    /// listing of the reply index (`replies/{id}/`), whatever the number of
-    /// messages.
+    /// Returns true when a response to `id` exists.
     ///
-    /// Responses that another program wrote straight into an inbox are
-    /// entered in the index by [`Mail::doctor`]; until then they do not count,
-    /// which can only refuse an archive, never allow a wrong one.
+    /// Decided by the response files that exist, not only by chipset's reply
+    /// index. The fast path is one listing of the index (`replies/{id}/`),
+    /// which holds an entry for every response chipset sent. On a miss, the
+    /// request is located and its responses are looked for where they can
+    /// be: a response is addressed to the request's sender, so in
+    /// `inbox/{sender}/`, and in `archive/` and `archive/by-task/{task}/`
+    /// once archived. A folder whose mtime shows nothing entered it since
+    /// the request was sent is not listed; of the others only files whose
+    /// names sort after the request's id are read (a response is sent after
+    /// its request), and a file counts
+    /// only when it is a response that names the request, comes from its
+    /// addressee and belongs to its task (what [`Mail::send`] would accept).
+    /// So a response written by another program, or by a chipset sender that
+    /// crashed before its index entry, counts at once, without
+    /// [`Mail::doctor`].
     ///
     /// # Errors
     ///
-    /// [`MailError::Store`] when the index directory cannot be listed.
+    /// [`MailError::Store`] when a directory cannot be listed;
+    /// [`MailError::Corrupt`] when the request's own file is unreadable.
+    /// Unreadable files among the candidates are passed over: they can only
+    /// make a request look unanswered (the safe side; the doctor reports them).
     pub fn has_reply(&self, id: &MessageId) -> Result<bool> {
+        if self.indexed_reply(id)? {
+            return Ok(true);
+        }
+        match self.find(id)? {
+            Some(found) => Ok(self.unindexed_reply(&found.message)?.is_some()),
+            None => Ok(false),
+        }
+    }
+
+    /// Returns true when the reply index holds a response to `id`.
+    fn indexed_reply(&self, id: &MessageId) -> Result<bool> {
         Ok(self
             .replies_of(id)?
             .iter()
             .any(|(k, _)| *k == Kind::Response))
+    }
+
+    /// Returns a response to `request` that the reply index does not know:
+    /// the fallback of [`Mail::has_reply`].
+    fn unindexed_reply(&self, request: &Message) -> Result<Option<Message>> {
+        let mut found = self.responses_among(
+            std::slice::from_ref(request),
+            &[
+                self.layout.inbox(&request.from),
+                self.layout.archive_root(),
+                self.layout.by_task(&request.phase),
+            ],
+        )?;
+        Ok(found.pop_first().map(|(_, response)| response))
+    }
+
+    /// Reads the files of `dirs` whose names sort after the oldest of
+    /// `requests` and returns, per answered request, one response that fits
+    /// it. A file is parsed only when it mentions one of the requests' ids.
+    fn responses_among(
+        &self,
+        requests: &[Message],
+        dirs: &[PathBuf],
+    ) -> Result<BTreeMap<MessageId, Message>> {
+        let mut answered = BTreeMap::new();
+        let Some(oldest) = requests.iter().map(|r| &r.id).min() else {
+            return Ok(answered);
+        };
+        let wanted: BTreeMap<&MessageId, &Message> = requests.iter().map(|r| (&r.id, r)).collect();
+        let sent = requests.iter().map(|r| r.created_at).min();
+        for dir in dirs {
+            // A response is put into a folder after its request was sent,
+            // which sets the folder's mtime; a folder unchanged since (with
+            // slack for clocks) cannot hold one, and is not listed. A wrong
+            // skip could only keep a request pending, never open the gate.
+            if let (Some(sent), Some(changed)) = (sent, modified(dir)?)
+                && changed.add(MTIME_SLACK) < sent
+            {
+                continue;
+            }
+            for name in self.state.list(dir)? {
+                let Some(id) = id_of(&name) else { continue };
+                if id <= *oldest {
+                    continue;
+                }
+                let path = dir.join(&name);
+                let bytes = match read_bytes(&path, self.state.read_cap()) {
+                    Ok(ReadOutcome::Value(bytes)) => bytes,
+                    // Moved on, unreadable, or not a regular file: not an answer.
+                    Ok(_) | Err(chipset_store::Error::Symlink { .. }) => continue,
+                    Err(e) => return Err(e.into()),
+                };
+                if !wanted
+                    .keys()
+                    .any(|w| contains(&bytes, w.as_str().as_bytes()))
+                {
+                    continue;
+                }
+                let ReadOutcome::Value(m) = parse_message(&path, &bytes) else {
+                    continue;
+                };
+                if m.id != id {
+                    continue;
+                }
+                if let Some(parent) = m.in_reply_to.as_ref().and_then(|p| wanted.get(p))
+                    && answers(&m, parent)
+                {
+                    answered.entry(parent.id.clone()).or_insert(m);
+                }
+            }
+        }
+        Ok(answered)
     }
 
     /// Returns the replies the index knows for `parent`: kind and id, by id.
@@ -616,12 +823,17 @@ impl Mail {
             .collect())
     }
 
-    /// Returns the requests of `task` that expect a reply and are not
-    /// archived, in id order: the commit gate (the task may commit when the
-    /// list is empty).
+    /// Returns the requests of `task` that expect a reply, are not archived
+    /// and have no response, in id order: the commit gate (the task may
+    /// commit when the list is empty).
     ///
-    /// Reads every inbox (archived messages are never pending, so the archive
-    /// is not read).
+    /// Reads every inbox (archived messages are never pending). A request
+    /// still in its inbox counts as answered when a response that fits it
+    /// exists: in an inbox, in the reply index, or (looked for only when the
+    /// first two do not answer) in `archive/` or the task's by-task archive,
+    /// among the files newer than the oldest such request. So a response
+    /// another program wrote (nubos-pilot does not move the request when it
+    /// sends one) takes the request off this list at once.
     ///
     /// # Errors
     ///
@@ -633,6 +845,7 @@ impl Mail {
     /// [`MailError::Store`] when an inbox cannot be read. Never a shorter list.
     pub fn pending_replies(&self, task: &TaskId) -> Result<Vec<Message>> {
         let mut out = Vec::new();
+        let mut responses = Vec::new();
         for agent in self.agents()? {
             let inbox = self.layout.inbox(&agent);
             let quarantine = inbox.join(chipset_store::QUARANTINE_DIR);
@@ -642,10 +855,37 @@ impl Mail {
                 });
             }
             for m in self.scan_strict(&inbox)? {
-                if m.phase == *task && m.needs_reply() {
-                    out.push(m);
+                if m.phase == *task {
+                    if m.kind == Kind::Response {
+                        responses.push(m.clone());
+                    }
+                    if m.needs_reply() {
+                        out.push(m);
+                    }
                 }
             }
+        }
+        // A request whose response exists is answered, whoever wrote the
+        // response and whether or not the request was moved yet.
+        let mut answered: BTreeSet<MessageId> = responses
+            .iter()
+            .filter_map(|r| {
+                let parent = out.iter().find(|q| Some(&q.id) == r.in_reply_to.as_ref())?;
+                answers(r, parent).then(|| parent.id.clone())
+            })
+            .collect();
+        for q in &out {
+            if !answered.contains(&q.id) && self.indexed_reply(&q.id)? {
+                answered.insert(q.id.clone());
+            }
+        }
+        out.retain(|q| !answered.contains(&q.id));
+        if !out.is_empty() {
+            let found = self.responses_among(
+                &out,
+                &[self.layout.archive_root(), self.layout.by_task(task)],
+            )?;
+            out.retain(|q| !found.contains_key(&q.id));
         }
         out.sort_by(|a, b| a.id.cmp(&b.id));
         Ok(out)
@@ -656,9 +896,10 @@ impl Mail {
     /// ancestors up to the root and every reply below the root, wherever
     /// they are (inbox, archive, by-task or orphan archive).
     ///
-    /// Replies are found through the reply index, and among the inboxes'
-    /// messages (so a reply written by another program is found before the
-    /// doctor has indexed it).
+    /// Replies are found through the reply index, and among the messages of
+    /// the inboxes, `archive/` and the task's by-task archive that are newer
+    /// than the root (so a reply written or archived by another program is
+    /// found before the doctor has indexed it).
     ///
     /// # Errors
     ///
@@ -690,6 +931,22 @@ impl Mail {
                     .into_iter()
                     .filter(|m| m.in_reply_to.is_some()),
             );
+        }
+        // Replies another program archived: only files newer than the root
+        // can be below it. Unreadable ones are the doctor's to report.
+        for dir in [self.layout.archive_root(), self.layout.by_task(&task)] {
+            for name in self.state.list(&dir)? {
+                let Some(id) = id_of(&name).filter(|id| *id > root.id) else {
+                    continue;
+                };
+                let path = dir.join(&name);
+                if let Ok(ReadOutcome::Value(m)) = read_message(&path, self.state.read_cap())
+                    && m.id == id
+                    && m.in_reply_to.is_some()
+                {
+                    unindexed.push(m);
+                }
+            }
         }
         // Every node below the root is reached from the root downwards.
         let mut thread: BTreeMap<MessageId, Message> = BTreeMap::new();
@@ -736,8 +993,10 @@ impl Mail {
     /// [`ArchiveOutcome::Archived`]; the other gets
     /// [`ArchiveOutcome::AlreadyArchived`], as does archiving a message that
     /// has left its inbox in any other way. Whether a request has a reply is
-    /// answered from the reply index ([`Mail::has_reply`]); cost does not grow
-    /// with the archive.
+    /// answered as [`Mail::has_reply`] answers it: from the reply index, and
+    /// on a miss from the response files that exist (a response found that
+    /// way is entered in the index). For replies chipset sent the cost does
+    /// not grow with the archive.
     ///
     /// # Errors
     ///
@@ -753,8 +1012,12 @@ impl Mail {
             return Ok(ArchiveOutcome::AlreadyArchived(found.location));
         };
         let message = found.message;
-        if message.needs_reply() && !self.has_reply(id)? {
-            return Err(MailError::ArchiveWithoutReply { id: id.clone() });
+        if message.needs_reply() && !self.indexed_reply(id)? {
+            match self.unindexed_reply(&message)? {
+                // Enter it in the index, so the next look is the fast one.
+                Some(response) => self.link_replies(&[response])?,
+                None => return Err(MailError::ArchiveWithoutReply { id: id.clone() }),
+            }
         }
         match self.move_message(id, &found.location, &Location::Archive)? {
             Moved::Done => {
@@ -793,7 +1056,7 @@ impl Mail {
         let mut sources: Vec<Location> = self.agents()?.into_iter().map(Location::Inbox).collect();
         sources.push(Location::Archive);
         let mut moved = 0;
-        let mut corrupt: Option<Corruption> = None;
+        let mut corrupt: Option<Unreadable> = None;
         for source in &sources {
             for entry in self.scan(&self.layout.dir_of(source), &[BY_TASK, ORPHAN])? {
                 match entry {

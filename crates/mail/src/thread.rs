@@ -57,7 +57,7 @@ mod tests {
             from: AgentId::new("a").unwrap(),
             to: AgentId::new("b").unwrap(),
             phase: TaskId::new("t").unwrap(),
-            round: 0,
+            round: None,
             kind: Kind::Notify,
             subject: "s".into(),
             body: String::new(),
@@ -65,6 +65,7 @@ mod tests {
             in_reply_to: parent.map(|p| MessageId::new(p).unwrap()),
             created_at: Timestamp::EPOCH,
             priority: Priority::Normal,
+            schema: None,
         }
     }
 

@@ -2,7 +2,7 @@
 
 use std::fs;
 
-use crate::{Env, snap};
+use crate::{Env, Run, snap};
 
 const TASK: &str = "M005-S007-T0002";
 
@@ -198,4 +198,378 @@ fn refusals() {
     env.fails(1, &["mail", "pending", TASK]);
     env.fails(1, &["--json", "mail", "pending", TASK]);
     snap!("mail_refusals", env.take());
+}
+
+// ---- nubos-pilot's scripts and folders -----------------------------------
+
+/// The nubos fixture's open request (round null) and answered request.
+const OPEN: &str = "1795408569995-7a703292-f1d1-4900-b635-8fd9f1df7f88";
+const ANSWERED: &str = "1795408570001-af0bcc55-dbc3-4b45-a04f-312f26ea7034";
+const RESPONSE: &str = "1795408570002-ed4443a2-9829-4dff-88f9-08c209e1cd7d";
+
+/// Returns `fixtures/peers/`: `$CHIPSET_PEER_FIXTURES` when set, else
+/// `<workspace>/../shared/fixtures/peers` (where CI keeps it). Fails the test
+/// when it is missing: these tests are never skipped.
+fn peers() -> std::path::PathBuf {
+    let dir = std::env::var_os("CHIPSET_PEER_FIXTURES")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/peers")
+        });
+    assert!(
+        dir.join("nubos-pilot/messages").is_dir(),
+        "the peer fixtures are missing at `{}`: check out `shared` beside the workspace \
+         or set CHIPSET_PEER_FIXTURES",
+        dir.display()
+    );
+    dir
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// A nubos-pilot project (a copy of the fixture folder in
+/// `.nubos-pilot/messages`), commands run in it without `--root`, and a
+/// transcript.
+struct Project {
+    _tmp: tempfile::TempDir,
+    dir: std::path::PathBuf,
+    env: Env,
+}
+
+impl Project {
+    fn new() -> Project {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = fs::canonicalize(tmp.path()).unwrap().join("project");
+        copy_dir(
+            &peers().join("nubos-pilot/messages"),
+            &dir.join(".nubos-pilot/messages"),
+        );
+        fs::create_dir_all(dir.join("src/deep")).unwrap();
+        Project {
+            _tmp: tmp,
+            dir,
+            env: Env::new(),
+        }
+    }
+
+    fn messages(&self) -> std::path::PathBuf {
+        self.dir.join(".nubos-pilot/messages")
+    }
+
+    /// Runs the binary in `cwd` (relative to the project) with no
+    /// `--root` and no `CHIPSET_ROOT`, feeding `stdin`, and records it.
+    fn run(&mut self, cwd: &str, args: &[&str], stdin: &str) -> Run {
+        use std::io::Write as _;
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_chipset"))
+            .args(args)
+            .current_dir(self.dir.join(cwd))
+            .env_remove("CHIPSET_ROOT")
+            .env("NO_COLOR", "1")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let clean = |b: &[u8]| {
+            String::from_utf8_lossy(b).replace(&self.dir.display().to_string(), "[PROJECT]")
+        };
+        let run = Run {
+            code: out.status.code().unwrap(),
+            stdout: clean(&out.stdout),
+            stderr: clean(&out.stderr),
+        };
+        let mut shown = vec![format!("(in {cwd})")];
+        shown.extend(
+            args.iter()
+                .map(|a| a.replace(&self.dir.display().to_string(), "[PROJECT]")),
+        );
+        let shown: Vec<&str> = shown.iter().map(String::as_str).collect();
+        self.env.record(&shown, &run);
+        run
+    }
+
+    fn ok(&mut self, cwd: &str, args: &[&str]) -> Run {
+        self.ok_with(cwd, args, "")
+    }
+
+    fn ok_with(&mut self, cwd: &str, args: &[&str], stdin: &str) -> Run {
+        let run = self.run(cwd, args, stdin);
+        assert_eq!(run.code, 0, "`{}` failed: {}", args.join(" "), run.stderr);
+        run
+    }
+
+    /// Runs a command that must fail with `code` and change nothing in the project.
+    fn fails(&mut self, code: i32, cwd: &str, args: &[&str]) -> Run {
+        let before = crate::tree(&self.dir);
+        let run = self.run(cwd, args, "");
+        assert_eq!(run.code, code, "`{}`: {run:?}", args.join(" "));
+        assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+        assert_eq!(
+            before,
+            crate::tree(&self.dir),
+            "`{}` changed files",
+            args.join(" ")
+        );
+        run
+    }
+}
+
+#[test]
+fn a_nubos_project_is_usable_in_place() {
+    let mut p = Project::new();
+    // Found by walking up from a subdirectory, as nubos finds its own.
+    let inbox = p
+        .ok("src/deep", &["--json", "mail", "inbox", "np-executor"])
+        .json();
+    assert_eq!(inbox[0]["id"], OPEN);
+    assert_eq!(inbox[0]["round"], serde_json::Value::Null);
+    p.ok("src/deep", &["mail", "inbox", "--agent", "np-critic"]);
+    p.ok("src", &["mail", "pending", TASK]);
+    p.ok(".", &["mail", "thread", "--id", RESPONSE]);
+    let before = crate::tree(&p.messages());
+    p.fails(1, ".", &["mail", "archive", OPEN]);
+    let again = p
+        .ok(".", &["--json", "mail", "archive", "--id", ANSWERED])
+        .json();
+    assert_eq!(again["outcome"], "already-archived");
+    // The doctor finds only chipset's missing index entry; --fix moves nothing.
+    let check = p.run(".", &["mail", "doctor"], "");
+    assert_eq!(check.code, 1, "{check:?}");
+    p.ok(".", &["mail", "doctor", "--fix"]);
+    let after = crate::tree(&p.messages());
+    for (path, bytes) in &before {
+        assert_eq!(after.get(path), Some(bytes), "`{}` moved", path.display());
+    }
+    p.ok(".", &["mail", "doctor"]);
+    // Answer the open request from a script written for nubos: body on stdin.
+    let answer = p
+        .ok_with(
+            "src",
+            &[
+                "mail",
+                "send",
+                "--from",
+                "np-executor",
+                "--to",
+                "np-critic",
+                "--kind",
+                "response",
+                "--phase",
+                TASK,
+                "--subject",
+                "dead-code",
+                "--body",
+                "-",
+                "--in-reply-to",
+                OPEN,
+            ],
+            "yes: it was unused\n",
+        )
+        .line();
+    assert!(
+        p.messages()
+            .join(format!("inbox/np-critic/{answer}.json"))
+            .is_file()
+    );
+    p.ok(".", &["mail", "pending", TASK]);
+    let swept = p.ok(".", &["--json", "mail", "sweep", TASK]).json();
+    assert_eq!(swept["moved"], 5);
+    // --mail-dir names the folder from anywhere; it is for mail commands only.
+    let dir = p.messages().display().to_string();
+    p.ok("/", &["--mail-dir", &dir, "mail", "inbox", "np-executor"]);
+    p.fails(2, ".", &["--mail-dir", &dir, "hook", "list"]);
+    let missing = format!("{dir}/nowhere");
+    p.fails(1, ".", &["--mail-dir", &missing, "mail", "pending", TASK]);
+    snap!("mail_nubos_project", p.env.take());
+}
+
+#[test]
+fn the_arguments_nubos_scripts_pass() {
+    let mut env = Env::new();
+    let body_file = env.root().parent().unwrap().join("body.md");
+    let big = "x".repeat(200 * 1024);
+    fs::write(&body_file, &big).unwrap();
+    let body_path = body_file.display().to_string();
+    let send = |extra: &[&'static str]| {
+        let mut args = vec![
+            "mail",
+            "send",
+            "--from",
+            "np-critic",
+            "--to",
+            "np-executor",
+            "--kind",
+            "request",
+            "--subject",
+            "dead-code",
+            "--phase",
+            TASK,
+        ];
+        args.extend_from_slice(extra);
+        args
+    };
+    // A body over 128 KiB, which argv cannot carry, from a file (run
+    // unrecorded: the transcript shows the file as [BODY-FILE]).
+    let mut args = send(&["--round", "2", "--expects-reply", "--body-file"]);
+    args.push(&body_path);
+    let run = env.run(&args);
+    assert_eq!(run.code, 0, "{run:?}");
+    let mut shown = args.clone();
+    *shown.last_mut().unwrap() = "[BODY-FILE]";
+    env.record(&shown, &run);
+    let first = run.line();
+    let stored: serde_json::Value = serde_json::from_slice(
+        &fs::read(
+            env.root()
+                .join(format!("mail/inbox/np-executor/{first}.json")),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(stored["body"].as_str().map(str::len), Some(big.len()));
+    assert_eq!(stored["phase"], TASK);
+    assert_eq!(stored["round"], 2);
+    assert_eq!(stored["expects_reply"], true);
+    let second = env.ok(&send(&["--body", "and this?"])).line();
+    env.ok(&["mail", "inbox", "--agent", "np-executor", "--since", &first]);
+    let since = env
+        .ok(&["--json", "mail", "inbox", "np-executor", "--since", &first])
+        .json();
+    assert_eq!(since.as_array().unwrap().len(), 1);
+    assert_eq!(since[0]["id"], second.as_str());
+    // A time as nubos passes it: created strictly after (unrecorded: big body).
+    let created = stored["created_at"].as_str().unwrap();
+    let at = env.run(&["--json", "mail", "inbox", "np-executor", "--since", created]);
+    let at = at.json();
+    assert!(
+        at.as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["id"] != first.as_str()),
+        "strictly after"
+    );
+    let all = env.run(&[
+        "--json",
+        "mail",
+        "inbox",
+        "np-executor",
+        "--since",
+        "2000-01-01T00:00:00Z",
+    ]);
+    assert_eq!(all.json().as_array().unwrap().len(), 2);
+    env.ok(&[
+        "mail",
+        "inbox",
+        "np-executor",
+        "--phase",
+        TASK,
+        "--since",
+        &second,
+    ]);
+    env.ok(&["mail", "thread", "--id", &second]);
+    env.fails(1, &["mail", "archive", "--id", &second]);
+
+    // Usage errors (exit 2), nothing written.
+    env.fails(2, &send(&["--body", "x", "--body-file", "/dev/null"]));
+    env.fails(2, &send(&[]));
+    env.fails(2, &send(&["--body-file", "/nonexistent/body.md"]));
+    let mut notify = send(&["--body", "x", "--expects-reply"]);
+    notify[7] = "notify";
+    env.fails(2, &notify);
+    let mut dotted = send(&["--body", "x"]);
+    dotted[3] = "np.critic";
+    env.fails(2, &dotted);
+    let mut spaced = send(&["--body", "x"]);
+    spaced[5] = "np executor";
+    env.fails(2, &spaced);
+    env.fails(2, &send(&["--body", "x", "--round", "9007199254740993"]));
+    env.fails(2, &["mail", "inbox"]);
+    env.fails(2, &["mail", "inbox", "np-executor", "--agent", "np-critic"]);
+    env.fails(2, &["mail", "inbox", "np-executor", "--since", "../x"]);
+    env.fails(2, &["mail", "archive"]);
+    env.fails(2, &["mail", "archive", &first, "--id", &second]);
+    env.fails(2, &["mail", "thread"]);
+    snap!("mail_nubos_args", env.take());
+}
+
+/// `chipset doctor --fix` over a state root whose `mail/` is the nubos
+/// folder: every file stays where nubos wrote it, byte for byte, and the
+/// gate answers as nubos intended (one open request).
+#[test]
+fn doctor_fix_leaves_every_nubos_file_in_place() {
+    let env = Env::new();
+    copy_dir(
+        &peers().join("nubos-pilot/messages"),
+        &env.root().join("mail"),
+    );
+    let before = crate::tree(&env.root().join("mail"));
+    let fixed = env.run(&["doctor", "--fix"]);
+    assert_eq!(fixed.code, 0, "{fixed:?}");
+    let after = crate::tree(&env.root().join("mail"));
+    for (path, bytes) in &before {
+        assert_eq!(
+            after.get(path),
+            Some(bytes),
+            "`{}` moved or changed",
+            path.display()
+        );
+    }
+    assert!(
+        !after
+            .keys()
+            .any(|p| p.to_string_lossy().contains(".quarantine")),
+        "{:?}",
+        after.keys()
+    );
+    let pending = env.run(&["--json", "mail", "pending", TASK]).json();
+    let ids: Vec<&str> = pending
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [OPEN]);
+    let check = env.run(&["doctor"]);
+    assert_eq!(check.code, 0, "{check:?}");
+}
+
+/// A message of a kind this version does not know is reported as
+/// unsupported, not corrupt: the gate stays closed and the doctor leaves it.
+#[test]
+fn an_unknown_kind_is_unsupported_and_left_in_place() {
+    let mut env = Env::new();
+    let question = env.ok(&request()).line();
+    let path = env
+        .root()
+        .join(format!("mail/inbox/np-executor/{question}.json"));
+    let text = fs::read_to_string(&path)
+        .unwrap()
+        .replace("\"kind\": \"request\"", "\"kind\": \"question\"");
+    fs::write(&path, &text).unwrap();
+    env.fails(1, &["mail", "pending", TASK]);
+    env.fails(1, &["mail", "inbox", "np-executor"]);
+    env.fails(1, &["mail", "archive", &question]);
+    let fixed = env.step(&["mail", "doctor", "--fix"]);
+    assert_eq!(fixed.code, 1, "{fixed:?}");
+    assert_eq!(fs::read_to_string(&path).unwrap(), text, "left in place");
+    env.fails(1, &["mail", "pending", TASK]);
+    snap!("mail_unsupported", env.take());
 }

@@ -33,7 +33,7 @@ fn ask(s: &Setup, t: &str, subject: &str, round: u32) -> chipset_mail::Message {
                 subject,
                 "why?",
             )
-            .with_round(round),
+            .with_round(u64::from(round)),
         )
         .unwrap()
 }

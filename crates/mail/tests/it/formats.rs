@@ -149,7 +149,7 @@ fn seed_example_is_listed_archived_and_threaded() {
     assert_eq!(msg.from(), &agent("np-critic"));
     assert_eq!(msg.to(), &agent("np-executor"));
     assert_eq!(msg.task(), &task("M005-S007-T0002"));
-    assert_eq!(msg.round(), 2);
+    assert_eq!(msg.round(), Some(2));
     assert_eq!(msg.kind(), Kind::Request);
     assert_eq!(msg.subject(), "filament-resource-policy-missing");
     assert_eq!(msg.body(), "...");
@@ -237,6 +237,6 @@ fn our_file_has_the_seed_fields_and_types() {
             "to"
         ]
     );
-    assert!(v["round"].is_u64() && v["expects_reply"].is_boolean() && v["in_reply_to"].is_null());
+    assert!(v["round"].is_null() && v["expects_reply"].is_boolean() && v["in_reply_to"].is_null());
     assert_eq!(v["created_at"], "2026-03-05T10:35:00.123Z");
 }

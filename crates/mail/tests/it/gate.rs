@@ -185,3 +185,68 @@ fn symlinked_message_blocks_the_gate_and_is_quarantined() {
     ));
     assert!(elsewhere.exists(), "the link's target is left alone");
 }
+
+/// A message of a kind (or schema, or priority) this version does not know
+/// is unsupported, not corrupt: every reader that needs it fails closed with
+/// `MailError::Unsupported`, and the doctor reports it and leaves it in place.
+#[test]
+fn unknown_kinds_and_schemas_are_unsupported_and_never_quarantined() {
+    for (field, value, what) in [
+        ("kind", "\"question\"", "message kind `question`"),
+        ("schema", "\"message.v2\"", "message schema `message.v2`"),
+        ("priority", "\"critical\"", "message priority `critical`"),
+    ] {
+        let f = fixture();
+        let m = &f.mail;
+        let q = m
+            .send(&Draft::request(
+                agent("critic"),
+                agent("exec"),
+                task("t1"),
+                "q",
+                "?",
+            ))
+            .unwrap();
+        let path = m.path_of(q.id(), &Location::Inbox(agent("exec")));
+        let mut v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        v[field] = serde_json::from_str(value).unwrap();
+        let bytes = serde_json::to_vec(&v).unwrap();
+        std::fs::write(&path, &bytes).unwrap();
+
+        let is_unsupported = |e: MailError| {
+            assert!(e.corruption().is_none(), "{field}: {e}");
+            let u = e.unsupported().unwrap_or_else(|| panic!("{field}: {e}"));
+            assert_eq!((u.path.as_path(), u.what.as_str()), (path.as_path(), what));
+        };
+        is_unsupported(m.pending_replies(&task("t1")).unwrap_err());
+        is_unsupported(
+            m.inbox(&agent("exec"), &InboxFilter::default())
+                .unwrap_err(),
+        );
+        is_unsupported(m.find(q.id()).unwrap_err());
+        is_unsupported(m.archive(q.id()).unwrap_err());
+        is_unsupported(m.sweep_task_on_commit(&task("t1")).unwrap_err());
+
+        let report = m.doctor(DoctorMode::Fix).unwrap();
+        assert!(
+            report.findings.iter().any(|f| matches!(f,
+                chipset_mail::Finding::Unsupported { path: p, what: w } if *p == path && w == what)),
+            "{field}: {:?}",
+            report.findings
+        );
+        assert!(
+            report
+                .findings
+                .iter()
+                .all(|f| !matches!(f, chipset_mail::Finding::Corrupt { .. }))
+        );
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            bytes,
+            "{field}: left in place, unchanged"
+        );
+        // Still closed after the repair.
+        is_unsupported(m.pending_replies(&task("t1")).unwrap_err());
+    }
+}

@@ -1,10 +1,12 @@
 //! Integration tests for chipset-mail, one module per area.
 
 mod doctor;
+mod foreign;
 mod formats;
 mod gate;
 mod model;
 mod ops;
+mod peers;
 mod procs;
 
 use std::sync::Arc;

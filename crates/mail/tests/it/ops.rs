@@ -29,7 +29,7 @@ fn send_publishes_whole_file_and_sent_event() {
     let on_disk: chipset_mail::Message =
         serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     assert_eq!(on_disk, m);
-    assert_eq!(m.round(), 3);
+    assert_eq!(m.round(), Some(3));
     assert!(!m.expects_reply());
     assert_eq!(m.created_at().unix_ms(), crate::T0);
     let manifest = f.mail.read_manifest().unwrap();
