@@ -49,6 +49,9 @@ pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
     for f in hooks.findings {
         let problem = match &f.problem {
             chipset_hook::Problem::Corrupt(reason) => format!("corrupt hook ({reason})"),
+            chipset_hook::Problem::Unsupported(what) => {
+                format!("holds {what}, unsupported by this version (left in place)")
+            }
             chipset_hook::Problem::Stray => "not a hook file (left alone)".to_owned(),
             _ => "unusable".to_owned(),
         };
