@@ -7,8 +7,11 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use chipset_store::{Clock, SortableId, Timestamp};
+use chipset_store::{
+    Clock, CorruptReason, Corruption, ReadOutcome, SortableId, Timestamp, Unsupported,
+};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 use crate::name;
@@ -163,7 +166,9 @@ impl<'de> Deserialize<'de> for EventId {
 /// An event as stored in a queue file: `bus/{agent}/queue/{name}.json`.
 ///
 /// The recipient is the directory the file lives in, never a field.
-/// Readers ignore fields they do not know.
+/// Fields another writer added that this version does not know are kept
+/// ([`Event::extra`]) and written back with the event. A `priority` outside
+/// the four names is unsupported, not corrupt (see [`read_event_json`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
     id: EventId,
@@ -175,9 +180,16 @@ pub struct Event {
     dedup_key: Option<String>,
     #[serde(default)]
     payload: serde_json::Value,
+    #[serde(flatten)]
+    extra: Map<String, Value>,
 }
 
 impl Event {
+    /// Returns the fields another writer added that this version does not know.
+    pub fn extra(&self) -> &Map<String, Value> {
+        &self.extra
+    }
+
     /// Returns the id.
     pub fn id(&self) -> &EventId {
         &self.id
@@ -328,6 +340,7 @@ impl NewEvent {
             priority: self.priority,
             dedup_key: self.dedup_key.clone(),
             payload: self.payload.clone(),
+            extra: Map::new(),
         })
     }
 }
@@ -398,6 +411,10 @@ pub struct Presence {
     pub started_at: Timestamp,
     /// When it last said it was alive.
     pub last_seen: Timestamp,
+    /// Fields another writer added that this version does not know; a
+    /// heartbeat keeps them, a new session starts without them.
+    #[serde(flatten, default)]
+    pub extra: Map<String, Value>,
 }
 
 /// What a control command does to the registry.
@@ -506,6 +523,10 @@ pub struct Registry {
     pub applied_offset: u64,
     /// The registered resources, sorted by kind then target, each once.
     pub resources: Vec<Registered>,
+    /// Fields another writer added that this version does not know, kept
+    /// when the registry is rewritten.
+    #[serde(flatten, default)]
+    pub extra: Map<String, Value>,
 }
 
 impl Registry {
@@ -520,6 +541,41 @@ impl Registry {
 pub(crate) struct NagState {
     /// Event id to the time of its last reminder.
     pub(crate) reminded: BTreeMap<EventId, Timestamp>,
+    /// Fields another writer added that this version does not know.
+    #[serde(flatten, default)]
+    pub(crate) extra: Map<String, Value>,
+}
+
+/// Reads an event file of at most `cap` bytes. A well-formed event whose
+/// `priority` is not one of the four names (written by a newer program) is
+/// [`ReadOutcome::Unsupported`]: reported, never quarantined.
+///
+/// # Errors
+///
+/// As [`chipset_store::read_bytes`].
+pub(crate) fn read_event_json(
+    path: &std::path::Path,
+    cap: u64,
+) -> chipset_store::Result<ReadOutcome<Event>> {
+    Ok(chipset_store::read_bytes(path, cap)?
+        .and_then(|bytes| chipset_store::parse_json::<Value>(path, &bytes))
+        .and_then(|value| {
+            if let Some(Value::String(p)) = value.get("priority")
+                && !Priority::ALL.iter().any(|k| k.as_str() == p)
+            {
+                return ReadOutcome::Unsupported(Unsupported::new(
+                    path,
+                    format!("bus event priority `{p}`"),
+                ));
+            }
+            match serde_json::from_value(value) {
+                Ok(event) => ReadOutcome::Value(event),
+                Err(e) => ReadOutcome::Corrupt(Corruption {
+                    path: path.to_owned(),
+                    reason: CorruptReason::WrongShape(e.to_string()),
+                }),
+            }
+        }))
 }
 
 #[cfg(test)]
