@@ -168,7 +168,7 @@ impl<'de> Deserialize<'de> for EventId {
 /// The recipient is the directory the file lives in, never a field.
 /// Fields another writer added that this version does not know are kept
 /// ([`Event::extra`]) and written back with the event. A `priority` outside
-/// the four names is unsupported, not corrupt (see [`read_event_json`]).
+/// the four names is unsupported, not corrupt ([`Problem::Unsupported`](crate::Problem::Unsupported)).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
     id: EventId,
