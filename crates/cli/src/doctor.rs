@@ -196,6 +196,9 @@ fn nudge_rows(area: &'static str, report: chipset_nudge::DoctorReport) -> Vec<Ro
             let problem = match &f.problem {
                 chipset_nudge::Problem::Corrupt(reason) => format!("corrupt ({reason})"),
                 chipset_nudge::Problem::Unfinished(what) => format!("unfinished: {what}"),
+                chipset_nudge::Problem::Unsupported(what) => {
+                    format!("holds {what}, unsupported by this version (left in place)")
+                }
                 chipset_nudge::Problem::StrayEntry => "not written by chipset (left alone)".into(),
                 _ => "unusable".to_owned(),
             };

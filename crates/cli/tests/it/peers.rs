@@ -231,3 +231,39 @@ fn doctor_fix_leaves_every_peer_file_in_place_and_every_gate_as_written() {
         );
     }
 }
+
+/// A reminder row holding a severity this version does not know.
+#[test]
+fn an_unsupported_reminder_is_reported_never_quarantined() {
+    let mut env = Env::new();
+    env.ok(&[
+        "remind",
+        "open",
+        "--kind",
+        "spec_draft",
+        "--source-type",
+        "spec",
+        "--source-id",
+        "s-1",
+        "--message",
+        "review the spec",
+    ]);
+    let files: Vec<PathBuf> = tree(env.root())
+        .into_keys()
+        .filter(|p| p.starts_with("reminders") && p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let path = env.root().join(&files[0]);
+    let mut v: Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+    v["severity"] = json!("urgent");
+    fs::write(&path, v.to_string()).unwrap();
+    let doctor = env.step(&["doctor", "--fix"]);
+    assert_eq!(doctor.code, 1, "{doctor:?}");
+    assert!(
+        doctor.stdout.contains(
+            "holds reminder severity `urgent`, unsupported by this version (left in place)"
+        ),
+        "{doctor:?}"
+    );
+    assert_eq!(fs::read_to_string(&path).unwrap(), v.to_string());
+}
