@@ -90,6 +90,10 @@ fn presence_registry_and_nag_state_keep_extra_fields() {
     let registry = json_of(&dir.join("registry.json"));
     assert_eq!(registry["owner"], "wrapper-2", "{registry}");
     assert_eq!(registry["resources"].as_array().unwrap().len(), 2);
+    insta::assert_snapshot!(
+        "foreign_registry_json",
+        fs::read_to_string(dir.join("registry.json")).unwrap()
+    );
 
     let _ = bus
         .publish(

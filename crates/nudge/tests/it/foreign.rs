@@ -46,6 +46,10 @@ fn a_nudges_extra_fields_survive_processing_and_relaying() {
         json!({"span": 7}),
         "{processed}"
     );
+    insta::assert_snapshot!(
+        "foreign_processed_json",
+        fs::read_to_string(nudges.processed_path(&me)).unwrap()
+    );
     assert!(matches!(nudges.receive(&me).unwrap(), Received::Seen(_)));
 
     // The record's own extra field survives the next rewrite of the record.
@@ -122,6 +126,11 @@ fn a_reminders_extra_columns_survive_resolve_and_snooze() {
         .unwrap();
     let history = json_of(&r.history_path(&done.id));
     assert_eq!(history["escalation_level"], 2, "{history}");
+    let text = fs::read_to_string(r.history_path(&done.id))
+        .unwrap()
+        .replace(done.id.as_str(), "<ID>")
+        .replace(a.id.as_str(), "<SNOOZED-ID>");
+    insta::assert_snapshot!("foreign_reminder_history_json", text);
     assert_eq!(json_of(&r.history_path(&a.id))["escalation_level"], 2);
 }
 
