@@ -7,9 +7,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use chipset_store::{
-    Clock, CorruptReason, Corruption, ReadOutcome, SortableId, Timestamp, Unsupported,
-};
+use chipset_store::{Clock, ReadOutcome, SortableId, Timestamp, Unsupported};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
@@ -557,25 +555,25 @@ pub(crate) fn read_event_json(
     path: &std::path::Path,
     cap: u64,
 ) -> chipset_store::Result<ReadOutcome<Event>> {
-    Ok(chipset_store::read_bytes(path, cap)?
-        .and_then(|bytes| chipset_store::parse_json::<Value>(path, &bytes))
-        .and_then(|value| {
-            if let Some(Value::String(p)) = value.get("priority")
-                && !Priority::ALL.iter().any(|k| k.as_str() == p)
-            {
-                return ReadOutcome::Unsupported(Unsupported::new(
-                    path,
-                    format!("bus event priority `{p}`"),
-                ));
-            }
-            match serde_json::from_value(value) {
-                Ok(event) => ReadOutcome::Value(event),
-                Err(e) => ReadOutcome::Corrupt(Corruption {
-                    path: path.to_owned(),
-                    reason: CorruptReason::WrongShape(e.to_string()),
-                }),
-            }
-        }))
+    Ok(chipset_store::read_bytes(path, cap)?.and_then(|bytes| {
+        // The common case parses once; only a file that fails is looked at again.
+        let read = chipset_store::parse_json::<Event>(path, &bytes);
+        if !read.is_corrupt() {
+            return read;
+        }
+        match serde_json::from_slice::<Value>(&bytes) {
+            Ok(value) => match value.get("priority") {
+                Some(Value::String(p)) if !Priority::ALL.iter().any(|k| k.as_str() == p) => {
+                    ReadOutcome::Unsupported(Unsupported::new(
+                        path,
+                        format!("bus event priority `{p}`"),
+                    ))
+                }
+                _ => read,
+            },
+            Err(_) => read,
+        }
+    }))
 }
 
 #[cfg(test)]

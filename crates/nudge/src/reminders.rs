@@ -943,16 +943,18 @@ pub(crate) fn read_reminder(
     state: &StateDir,
     path: &Path,
 ) -> chipset_store::Result<ReadOutcome<Reminder>> {
-    Ok(state
-        .read_json::<Value>(path)?
-        .and_then(|value| match Reminder::unsupported(&value) {
+    Ok(state.read_bytes(path)?.and_then(|bytes| {
+        // The common case parses once; only a file that fails is looked at again.
+        let read = chipset_store::parse_json::<Reminder>(path, &bytes);
+        if !read.is_corrupt() {
+            return read;
+        }
+        match serde_json::from_slice::<Value>(&bytes)
+            .ok()
+            .and_then(|v| Reminder::unsupported(&v))
+        {
             Some(what) => ReadOutcome::Unsupported(Unsupported::new(path, what)),
-            None => match serde_json::from_value(value) {
-                Ok(r) => ReadOutcome::Value(r),
-                Err(e) => ReadOutcome::Corrupt(Corruption {
-                    path: path.to_owned(),
-                    reason: chipset_store::CorruptReason::WrongShape(e.to_string()),
-                }),
-            },
-        }))
+            None => read,
+        }
+    }))
 }
