@@ -11,6 +11,7 @@ mod hook;
 mod interop;
 mod mail;
 mod nudge;
+mod peers;
 mod remind;
 mod status;
 mod witness;
