@@ -149,12 +149,12 @@ fn listing(ctx: &Ctx, agent: &AgentId, pending: &Pending, timed_out: Option<bool
         doc["timed_out"] = json!(t);
     }
     let failure = pending.unreadable().first().map(|first| {
-        CliError::refused(format!(
-            "{} in the queue of `{agent}` ({}: {}); `chipset doctor --fix` quarantines them",
-            output::plural(pending.unreadable().len(), "unreadable file"),
-            first.path.display(),
-            problem(&first.problem)
-        ))
+        CliError::unreadable_queue(
+            agent,
+            pending.unreadable().len(),
+            &first.path,
+            &problem(&first.problem),
+        )
     });
     Output::new(text, doc).with_failure(failure)
 }

@@ -14,6 +14,7 @@
 //! chipset [--root DIR] [--json] remind open|list|resolve|snooze ...
 //! chipset [--root DIR] [--json] status
 //! chipset [--root DIR] [--json] doctor [--fix]
+//! chipset [--root DIR] mcp --agent AGENT [--http ADDR] [--token-env VAR | --token-file PATH]
 //! ```
 //!
 //! # The state root
@@ -66,6 +67,7 @@ mod doctor;
 mod error;
 mod hook;
 mod mail;
+mod mcp;
 mod nudge;
 mod output;
 mod remind;
@@ -98,7 +100,8 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage(&e),
     };
-    let json = cli.json;
+    // `mcp` speaks MCP on stdout (stdio) and prints nothing else there.
+    let json = cli.json && !matches!(cli.command, Command::Mcp(_));
     match run(cli) {
         Ok(out) => out.emit(json),
         Err(e) => output::fail(&e),
@@ -138,6 +141,7 @@ fn run(cli: Cli) -> Result<Output> {
         Command::Remind(c) => remind::run(&ctx, c),
         Command::Status => status::run(&ctx),
         Command::Doctor(args) => doctor::run(&ctx, &args),
+        Command::Mcp(args) => mcp::run(ctx, args),
     }
 }
 

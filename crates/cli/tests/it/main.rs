@@ -7,6 +7,7 @@ mod global;
 mod hook;
 mod interop;
 mod mail;
+mod mcp;
 mod nudge;
 mod remind;
 mod status;
