@@ -53,6 +53,20 @@ pub(crate) enum Command {
     /// Persistent reminders for open obligations (the seed's six kinds).
     #[command(subcommand)]
     Remind(RemindCommand),
+    /// What needs an agent now, one line per kind of work; nothing when idle.
+    Brief {
+        /// The agent.
+        agent: AgentId,
+    },
+    /// Block until something needs the agent, then print it like `brief`
+    /// (nothing on timeout, exit 0).
+    Wait {
+        /// The agent.
+        agent: AgentId,
+        /// Give up after this many seconds [default: wait forever].
+        #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+        timeout: Option<Duration>,
+    },
     /// One screen: every agent's hook, nudge, inbox and bus, and open reminders.
     Status,
     /// Find (and with --fix repair) corrupt files, stale temps, orphaned mail.
@@ -349,6 +363,10 @@ pub(crate) enum RemindCommand {
         /// The prompt.
         #[arg(long, value_name = "TEXT")]
         message: String,
+        /// The agent it is for (`metadata.agent`): it shows in that agent's
+        /// `brief` and wakes its `wait`.
+        #[arg(long, value_name = "A")]
+        agent: Option<AgentId>,
     },
     /// List open reminders, oldest first.
     List {
@@ -431,6 +449,7 @@ impl Command {
             ),
             Command::Bus(c) => matches!(c, BusCommand::Pending { .. } | BusCommand::Wait { .. }),
             Command::Remind(c) => matches!(c, RemindCommand::List { .. }),
+            Command::Brief { .. } | Command::Wait { .. } => true,
             // The tools read as well as write (`mail_pending` is a commit
             // gate): a mistyped root must not serve as an empty one.
             Command::Status | Command::Doctor(_) | Command::Mcp(_) => true,

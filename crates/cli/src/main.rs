@@ -12,6 +12,8 @@
 //! chipset [--root DIR] [--json] mail send|inbox|archive|thread|pending|sweep ...
 //! chipset [--root DIR] [--json] bus publish|pending|ack|wait ...
 //! chipset [--root DIR] [--json] remind open|list|resolve|snooze ...
+//! chipset [--root DIR] [--json] brief AGENT
+//! chipset [--root DIR] [--json] wait AGENT [--timeout SECONDS]
 //! chipset [--root DIR] [--json] status
 //! chipset [--root DIR] [--json] doctor [--fix]
 //! chipset [--root DIR] mcp --agent AGENT [--http ADDR] [--token-env VAR | --token-file PATH]
@@ -22,7 +24,7 @@
 //! `--root DIR`, else the `CHIPSET_ROOT` environment variable (when set and
 //! not empty), else `.chipset/state` under the current directory. A command
 //! that writes creates it if missing; a command that only reads (`show`,
-//! `list`, `inbox`, `thread`, `pending`, `read`, `wait`, `status`, `doctor`)
+//! `list`, `inbox`, `thread`, `pending`, `read`, `wait`, `brief`, `status`, `doctor`)
 //! refuses a missing root with exit status 1, so a mistyped root never reads
 //! as an empty, healthy one.
 //!
@@ -41,7 +43,9 @@
 //! - `0`: success, including outcomes that are not errors in the libraries:
 //!   a duplicate `bus publish` (nothing published; a note on stderr), an
 //!   acknowledgement or archive that was done already, a `bus wait` that
-//!   timed out (no output, or `[]` with `--json`).
+//!   timed out (no output, or `[]` with `--json`), a `wait` that timed out
+//!   (no output, `"timed_out": true` with `--json`), a `brief` with nothing
+//!   to say (no output at all).
 //! - `2`: invalid arguments or ids (a malformed agent, task, bead, message,
 //!   event or reminder id; a subject that is not kebab-case; an unregistered
 //!   reminder kind; a payload that is not JSON).
@@ -61,6 +65,7 @@
     reason = "the command line talks to the terminal"
 )]
 
+mod attention;
 mod bus;
 mod cli;
 mod doctor;
@@ -139,6 +144,8 @@ fn run(cli: Cli) -> Result<Output> {
         Command::Mail(c) => mail::run(&ctx, c),
         Command::Bus(c) => bus::run(&ctx, c),
         Command::Remind(c) => remind::run(&ctx, c),
+        Command::Brief { agent } => attention::brief(&ctx, &agent),
+        Command::Wait { agent, timeout } => attention::wait(&ctx, &agent, timeout),
         Command::Status => status::run(&ctx),
         Command::Doctor(args) => doctor::run(&ctx, &args),
         Command::Mcp(args) => mcp::run(ctx, args),

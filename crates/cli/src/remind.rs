@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use chipset_loop::REMINDER_AGENT_FIELD;
 use chipset_nudge::{
     KindRegistry, NewReminder, Opened, Reminder, ReminderFilter, ReminderKey, Reminders,
 };
@@ -32,9 +33,15 @@ pub(crate) fn run(ctx: &Ctx, command: RemindCommand) -> Result<Output> {
             source_type,
             source_id,
             message,
+            agent,
         } => {
             let key = ReminderKey::new(kind, source_type, source_id)?;
-            let opened = reminders.open(NewReminder::new(TENANT, None, &key, message))?;
+            let mut new = NewReminder::new(TENANT, None, &key, message);
+            if let Some(agent) = agent {
+                new.metadata
+                    .insert(REMINDER_AGENT_FIELD.to_owned(), json!(agent.as_str()));
+            }
+            let opened = reminders.open(new)?;
             let r = opened.reminder();
             let (outcome, note) = match &opened {
                 Opened::New(_) => ("opened", None),

@@ -117,6 +117,37 @@
 //! stalemate; so does reaching [`RoundsConfig::max_rounds`].
 //! [`Round::committed`] sweeps the task's mail into the by-task archive.
 //!
+//! # Attention: what needs an agent, and waiting for it
+//!
+//! [`Attention::brief`] reads every channel from one agent's point of view
+//! and returns a [`Brief`]: at most one [`Entry`] per [`WorkKind`], each
+//! with a count and the most urgent item. What counts:
+//!
+//! | kind | needs the agent when | most urgent |
+//! |---|---|---|
+//! | hook | the hook is `pending` (work to pick up; `active` is work in progress) | the work item |
+//! | nudge | `latest.json` holds a nudge not processed yet | that nudge |
+//! | mail | the inbox holds messages (unread = not archived) | urgent first, then oldest |
+//! | bus | the queue holds unacknowledged events | critical first, then oldest |
+//! | reminder | an open reminder (or a snoozed one now due) has `metadata.agent` = the agent | `nudge` severity before `info`, then oldest |
+//!
+//! A file that is there but unreadable is an item too ([`Item::unreadable`]),
+//! never "nothing". A reminder that names no agent wakes no one (reminders
+//! are scoped to a tenant, not an agent): see [`REMINDER_AGENT_FIELD`].
+//!
+//! [`Attention::wait`] returns as soon as the brief is not empty (at once
+//! if it is not empty already), or an empty brief on timeout. It uses a
+//! [`Watcher`](chipset_store::Watcher) on the agent's hook file, nudge
+//! directory, inbox, bus queue and the reminder indexes: inotify wakes it
+//! within milliseconds, and a rescan every
+//! [`WatchConfig::rescan_interval`](chipset_store::WatchConfig::rescan_interval)
+//! (1 s by default) catches what a lost notification would miss.
+//! [`Attention::watch`] gives a [`BriefWatch`] whose
+//! [`next`](BriefWatch::next) returns each new brief as it changes. With
+//! the `tokio` cargo feature (off by default), `Attention::stream` gives the
+//! same as an async `Stream` (`BriefStream`), watched on a thread of its
+//! own so it blocks no runtime.
+//!
 //! # File layout
 //!
 //! ```text
@@ -162,15 +193,21 @@
 
 #![forbid(unsafe_code)]
 
+mod attention;
 mod dispatcher;
 mod error;
 mod files;
 mod format;
 mod rounds;
 mod scan;
+#[cfg(feature = "tokio")]
+mod stream;
 mod witness;
 mod worker;
 
+pub use attention::{
+    Attention, AttentionConfig, Brief, BriefWatch, Entry, Item, REMINDER_AGENT_FIELD, WorkKind,
+};
 pub use dispatcher::{
     DEFAULT_DISPATCH_POLL, DispatchAction, Dispatcher, DispatcherConfig, IgnoreReason, Ledger,
 };
@@ -187,6 +224,8 @@ pub use rounds::{DEFAULT_MAX_ROUNDS, Round, Rounds, RoundsConfig, route};
 pub use scan::{
     DoctorMode, DoctorReport, Finding as DoctorFinding, LoopCounts, LoopState, Problem,
 };
+#[cfg(feature = "tokio")]
+pub use stream::BriefStream;
 pub use witness::{
     DEFAULT_GRACE, DEFAULT_STALL_THRESHOLD, Judging, Verdict, Witness, WitnessAction,
     WitnessConfig, judge,

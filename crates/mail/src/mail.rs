@@ -161,6 +161,11 @@ impl Mail {
         self.layout.mail()
     }
 
+    /// Returns `agent`'s inbox directory, `inbox/{agent}/` (for watchers).
+    pub fn inbox_dir(&self, agent: &AgentId) -> PathBuf {
+        self.layout.inbox(agent)
+    }
+
     /// Returns the path a message with `id` has at `location`.
     pub fn path_of(&self, id: &MessageId, location: &Location) -> PathBuf {
         self.layout.file(location, id)

@@ -100,6 +100,19 @@
 //!   directory for a symlink between the check and the use is not defended
 //!   against. The state root is trusted; its contents are checked.
 //!
+//! # Waking on change
+//!
+//! [`Watcher`] blocks until something changes at a few [`WatchTarget`]s
+//! (directories, trees or single files) under the root, or a periodic
+//! rescan is due ([`WatchConfig::rescan_interval`]), or a timeout passes. It
+//! uses directory notifications (inotify on Linux, through `notify`) for
+//! speed and the rescan for safety: a lost notification, a filesystem that
+//! does not notify or a watch that could not be set up delays a wake-up by
+//! at most one interval. It only says when to look; the caller reads the
+//! state again after each wake-up. Targets that do not exist yet are
+//! watched through their nearest existing ancestor, so watching creates
+//! nothing.
+//!
 //! # Errors
 //!
 //! One enum, [`Error`]; every I/O failure says what was being done and to which path.
@@ -117,6 +130,7 @@ mod read;
 mod sortable;
 mod state;
 mod time;
+mod watch;
 
 pub use atomic::{
     Created, TEMP_SUFFIX, create_new, create_new_batch, create_new_json, is_temp_name,
@@ -133,6 +147,7 @@ pub use read::{
 pub use sortable::SortableId;
 pub use state::{Channel, DEFAULT_ROOT, QUARANTINE_DIR, StateDir, StateOptions};
 pub use time::{Clock, ManualClock, SharedClock, SystemClock, Timestamp};
+pub use watch::{Wake, WatchConfig, WatchTarget, Watcher};
 
 #[doc(hidden)]
 pub mod __private {

@@ -2,6 +2,7 @@
 //! failure, against a temporary state root, with transcripts snapshotted
 //! by insta (ids, times and ages redacted).
 
+mod attention;
 mod bus;
 mod global;
 mod hook;

@@ -1,5 +1,6 @@
 //! Integration tests for chipset-loop.
 
+mod attention;
 mod dispatcher;
 mod doctor;
 mod formats;

@@ -4,3 +4,4 @@ mod canonical;
 mod files;
 mod ids;
 mod procs;
+mod watch;

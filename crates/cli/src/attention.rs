@@ -1,0 +1,37 @@
+//! `chipset brief` and `chipset wait`: [`chipset_loop::Attention`] from a
+//! shell, for agent hosts' hook points.
+//!
+//! `brief` prints one line per kind of work that needs the agent, and
+//! nothing at all when nothing does, so a hook that runs it before every
+//! prompt costs no tokens while the agent is idle. `wait` blocks until the
+//! brief is not empty and prints it; a timeout is not a failure: exit 0 and
+//! no text (`"timed_out": true` in JSON), as `bus wait`. An unreadable file
+//! is a line of the brief (work for the agent or the doctor), not a failure.
+
+use std::time::Duration;
+
+use chipset_loop::{Attention, Brief};
+use chipset_store::AgentId;
+use serde_json::json;
+
+use crate::Ctx;
+use crate::error::Result;
+use crate::output::{self, Output};
+
+/// Runs `chipset brief AGENT`.
+pub(crate) fn brief(ctx: &Ctx, agent: &AgentId) -> Result<Output> {
+    let brief = Attention::from_state(&ctx.state).brief(agent)?;
+    Ok(Output::new(brief.to_string(), output::json(&brief)))
+}
+
+/// Runs `chipset wait AGENT [--timeout S]`.
+pub(crate) fn wait(ctx: &Ctx, agent: &AgentId, timeout: Option<Duration>) -> Result<Output> {
+    let brief = Attention::from_state(&ctx.state).wait(agent, timeout.unwrap_or(Duration::MAX))?;
+    Ok(waited(&brief))
+}
+
+fn waited(brief: &Brief) -> Output {
+    let mut doc = output::json(brief);
+    doc["timed_out"] = json!(brief.is_empty());
+    Output::new(brief.to_string(), doc)
+}

@@ -1,0 +1,586 @@
+//! What needs an agent now, across every channel, and a wait that returns
+//! as soon as anything does.
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use chipset_bus::Bus;
+use chipset_hook::{HookRead, HookStatus, Hooks};
+use chipset_mail::{InboxFilter, Mail, MailError, Message};
+use chipset_nudge::{
+    KindRegistry, Nudge, Nudges, OPEN_DIR, Received, Reminder, ReminderFilter, Reminders,
+    SNOOZED_DIR,
+};
+use chipset_store::{
+    AgentId, Channel, StateDir, Timestamp, Wake, WatchConfig, WatchTarget, Watcher,
+};
+use serde::Serialize;
+
+use crate::error::Result;
+
+/// The metadata field of a reminder that names the agent it is for
+/// (`"metadata": {"agent": "polecat-alpha"}`).
+///
+/// Reminders are scoped to a tenant and a project in the seed, not to an
+/// agent; one that names no agent is everyone's and no one's, so it is
+/// listed by `remind list` and the status screen but wakes no agent.
+pub const REMINDER_AGENT_FIELD: &str = "agent";
+
+/// A kind of work that can need an agent, in the order a brief lists them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum WorkKind {
+    /// Pending work on the agent's hook, to pick up (active work is work in
+    /// progress, not attention).
+    Hook,
+    /// A nudge in `nudge/{agent}/latest.json` not processed yet.
+    Nudge,
+    /// Messages in the agent's inbox (unread = not archived).
+    Mail,
+    /// Unacknowledged events in the agent's bus queue.
+    Bus,
+    /// Open reminders (or snoozed ones now due) naming the agent in
+    /// `metadata.agent` ([`REMINDER_AGENT_FIELD`]).
+    Reminder,
+}
+
+impl WorkKind {
+    /// Returns the name, as in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkKind::Hook => "hook",
+            WorkKind::Nudge => "nudge",
+            WorkKind::Mail => "mail",
+            WorkKind::Bus => "bus",
+            WorkKind::Reminder => "reminder",
+        }
+    }
+}
+
+impl fmt::Display for WorkKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One piece of work: the most urgent of its kind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Item {
+    /// Its id: bead, nudge, message, event or reminder id; the file's path
+    /// when the file is unreadable.
+    pub id: String,
+    /// Who sent or assigned it, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// Its priority, type or severity, as its channel names it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority: Option<String>,
+    /// When it was made, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at: Option<Timestamp>,
+    /// One line saying what it is.
+    pub summary: String,
+    /// True when the file is there but unreadable: it needs a look (or
+    /// `chipset doctor`), and is never counted as nothing.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub unreadable: bool,
+}
+
+/// One kind of work that needs the agent: how much, and the most urgent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Entry {
+    /// The kind.
+    pub kind: WorkKind,
+    /// How many items of this kind need the agent.
+    pub count: usize,
+    /// The most urgent of them.
+    pub top: Item,
+}
+
+impl fmt::Display for Entry {
+    /// One line: `mail (2): urgent request from mayor: review-plan [id]`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} ({}): {} [{}]",
+            self.kind.as_str(),
+            self.count,
+            self.top.summary,
+            self.top.id
+        )
+    }
+}
+
+/// What needs one agent now: at most one [`Entry`] per [`WorkKind`], in
+/// the order of the kinds. Empty when nothing does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Brief {
+    /// The agent.
+    pub agent: AgentId,
+    /// One entry per kind of work that needs the agent.
+    pub entries: Vec<Entry>,
+}
+
+impl Brief {
+    /// Returns an empty brief for `agent`.
+    pub fn empty(agent: AgentId) -> Self {
+        Brief {
+            agent,
+            entries: Vec::new(),
+        }
+    }
+
+    /// Returns true when nothing needs the agent.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Returns the entry of `kind`, if that kind needs the agent.
+    pub fn entry(&self, kind: WorkKind) -> Option<&Entry> {
+        self.entries.iter().find(|e| e.kind == kind)
+    }
+
+    /// Returns the kinds that need the agent.
+    pub fn kinds(&self) -> Vec<WorkKind> {
+        self.entries.iter().map(|e| e.kind).collect()
+    }
+}
+
+impl fmt::Display for Brief {
+    /// One line per entry; nothing at all when empty.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for e in &self.entries {
+            writeln!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+/// How [`Attention`] waits.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AttentionConfig {
+    /// Notifications and the rescan interval of the watcher.
+    pub watch: WatchConfig,
+}
+
+impl AttentionConfig {
+    /// Returns settings with `watch`.
+    pub fn new(watch: WatchConfig) -> Self {
+        AttentionConfig { watch }
+    }
+}
+
+/// Every channel at once, from one agent's point of view: what needs it
+/// ([`Attention::brief`]) and a wait until something does ([`Attention::wait`]).
+///
+/// Reading a brief changes nothing in any channel, with one exception that
+/// is the reminder channel's own rule: a snoozed reminder that has come due
+/// is reopened by the listing that finds it.
+#[derive(Debug, Clone)]
+pub struct Attention {
+    hooks: Hooks,
+    nudges: Nudges,
+    mail: Mail,
+    bus: Bus,
+    reminders: Reminders,
+    config: AttentionConfig,
+}
+
+impl Attention {
+    /// Returns attention over these channel handles (which should share one
+    /// state root).
+    pub fn new(hooks: Hooks, nudges: Nudges, mail: Mail, bus: Bus, reminders: Reminders) -> Self {
+        Attention {
+            hooks,
+            nudges,
+            mail,
+            bus,
+            reminders,
+            config: AttentionConfig::default(),
+        }
+    }
+
+    /// Returns attention over every channel of `state` with default
+    /// settings and the seed's preset reminder kinds.
+    pub fn from_state(state: &StateDir) -> Self {
+        Self::new(
+            Hooks::new(state.clone()),
+            Nudges::new(state.clone()),
+            Mail::new(state.clone()),
+            Bus::new(state.clone()),
+            Reminders::new(state.clone(), KindRegistry::preset()),
+        )
+    }
+
+    /// Returns this attention with `config`.
+    #[must_use]
+    pub fn with_config(mut self, config: AttentionConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Returns the settings.
+    pub fn config(&self) -> &AttentionConfig {
+        &self.config
+    }
+
+    /// Returns the state root the channels share.
+    pub fn state_root(&self) -> &std::path::Path {
+        self.hooks.state().root()
+    }
+
+    /// Returns what needs `agent` now.
+    ///
+    /// # Errors
+    ///
+    /// A channel's error when a directory cannot be listed or a file cannot
+    /// be opened. A file that is there but unreadable is not an error: it
+    /// is an item with [`Item::unreadable`] set, never "nothing there".
+    pub fn brief(&self, agent: &AgentId) -> Result<Brief> {
+        let mut entries = Vec::new();
+        entries.extend(self.hook_entry(agent)?);
+        entries.extend(self.nudge_entry(agent)?);
+        entries.extend(self.mail_entry(agent)?);
+        entries.extend(self.bus_entry(agent)?);
+        entries.extend(self.reminder_entry(agent)?);
+        Ok(Brief {
+            agent: agent.clone(),
+            entries,
+        })
+    }
+
+    /// Returns the places whose changes can change `agent`'s brief.
+    pub fn targets(&self, agent: &AgentId) -> Vec<WatchTarget> {
+        let reminders = self.hooks.state().channel_path(Channel::Reminders);
+        vec![
+            WatchTarget::file(self.hooks.path(agent)),
+            WatchTarget::dir(self.nudges.agent_dir(agent)),
+            WatchTarget::dir(self.mail.inbox_dir(agent)),
+            WatchTarget::dir(self.bus.queue_dir(agent)),
+            WatchTarget::tree(reminders.join(OPEN_DIR)),
+            WatchTarget::tree(reminders.join(SNOOZED_DIR)),
+        ]
+    }
+
+    /// Returns a watch on `agent`'s brief: [`BriefWatch::next`] blocks until
+    /// the brief differs from the one it last returned.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`](crate::Error::Store) when a directory on the way to
+    /// one of the agent's places is a symlink or not a directory.
+    pub fn watch(&self, agent: &AgentId) -> Result<BriefWatch> {
+        let watcher = Watcher::new(self.hooks.state(), self.targets(agent), self.config.watch)?;
+        Ok(BriefWatch {
+            attention: self.clone(),
+            agent: agent.clone(),
+            watcher,
+            last: None,
+        })
+    }
+
+    /// Returns as soon as something needs `agent` (at once if something
+    /// does already), with what it is; or an empty brief when `timeout`
+    /// passes first (`Duration::MAX` waits for ever).
+    ///
+    /// Wakes within milliseconds of the change through directory
+    /// notifications, and within [`WatchConfig::rescan_interval`] when a
+    /// notification is lost.
+    ///
+    /// # Errors
+    ///
+    /// As [`Attention::watch`] and [`Attention::brief`].
+    pub fn wait(&self, agent: &AgentId, timeout: Duration) -> Result<Brief> {
+        // Watch first, read second: nothing changed in between is missed.
+        let mut watcher = Watcher::new(self.hooks.state(), self.targets(agent), self.config.watch)?;
+        let deadline = Deadline::after(timeout);
+        loop {
+            let brief = self.brief(agent)?;
+            if !brief.is_empty() {
+                return Ok(brief);
+            }
+            if watcher.wait(deadline.left()) == Wake::TimedOut && deadline.passed() {
+                return self.brief(agent);
+            }
+        }
+    }
+
+    fn hook_entry(&self, agent: &AgentId) -> Result<Option<Entry>> {
+        Ok(match self.hooks.read(agent)? {
+            HookRead::Missing => None,
+            HookRead::Hook(h) if h.status() == HookStatus::Pending => {
+                let work = h.work().map(|w| {
+                    let by = w
+                        .assigned_by()
+                        .map(|b| format!(" (assigned by {b})"))
+                        .unwrap_or_default();
+                    Item {
+                        id: w.bead_id().to_string(),
+                        from: w.assigned_by().map(ToString::to_string),
+                        priority: None,
+                        at: Some(w.assigned_at()),
+                        summary: format!("pending work: {}{by}", w.title()),
+                        unreadable: false,
+                    }
+                });
+                work.map(|top| Entry {
+                    kind: WorkKind::Hook,
+                    count: 1,
+                    top,
+                })
+            }
+            HookRead::Hook(_) => None,
+            HookRead::Corrupt(c) => Some(unreadable(WorkKind::Hook, 1, &c)),
+        })
+    }
+
+    fn nudge_entry(&self, agent: &AgentId) -> Result<Option<Entry>> {
+        let nudge = |n: &Nudge| Entry {
+            kind: WorkKind::Nudge,
+            count: 1,
+            top: Item {
+                id: n
+                    .id
+                    .as_ref()
+                    .map_or_else(|| n.timestamp.to_string(), ToString::to_string),
+                from: Some(n.from.clone()),
+                priority: Some(n.kind.as_str().to_owned()),
+                at: Some(n.timestamp),
+                summary: format!(
+                    "{} from {}{}: {}",
+                    n.kind.as_str(),
+                    n.from,
+                    if n.requires_response {
+                        " (answer required)"
+                    } else {
+                        ""
+                    },
+                    n.message
+                ),
+                unreadable: false,
+            },
+        };
+        Ok(match self.nudges.receive(agent)? {
+            Received::New(n) | Received::Unsure { nudge: n, .. } => Some(nudge(&n)),
+            Received::Corrupt(c) => Some(unreadable(WorkKind::Nudge, 1, &c)),
+            _ => None,
+        })
+    }
+
+    fn mail_entry(&self, agent: &AgentId) -> Result<Option<Entry>> {
+        let messages = match self.mail.inbox(agent, &InboxFilter::default()) {
+            Ok(m) => m,
+            Err(MailError::Corrupt(c)) => {
+                let count = self.mail.inbox_len(agent)?.max(1);
+                return Ok(Some(unreadable(WorkKind::Mail, count, &c)));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        // Urgent first, then oldest (ids sort by time).
+        let Some(top) = messages
+            .iter()
+            .min_by(|a, b| (a.priority(), a.id().as_str()).cmp(&(b.priority(), b.id().as_str())))
+        else {
+            return Ok(None);
+        };
+        Ok(Some(Entry {
+            kind: WorkKind::Mail,
+            count: messages.len(),
+            top: mail_item(top),
+        }))
+    }
+
+    fn bus_entry(&self, agent: &AgentId) -> Result<Option<Entry>> {
+        let pending = self.bus.pending(agent)?;
+        let count = pending.len() + pending.unreadable().len();
+        // The queue lists critical first, oldest first within a priority.
+        if let Some(e) = pending.events().first() {
+            return Ok(Some(Entry {
+                kind: WorkKind::Bus,
+                count,
+                top: Item {
+                    id: e.id().to_string(),
+                    from: Some(e.source().to_owned()),
+                    priority: Some(e.priority().as_str().to_owned()),
+                    at: Some(e.created_at()),
+                    summary: format!("{} {} from {}", e.priority().as_str(), e.kind(), e.source()),
+                    unreadable: false,
+                },
+            }));
+        }
+        Ok(pending.unreadable().first().map(|bad| Entry {
+            kind: WorkKind::Bus,
+            count,
+            top: Item {
+                id: bad.path.display().to_string(),
+                from: None,
+                priority: None,
+                at: None,
+                summary: match &bad.problem {
+                    chipset_bus::Problem::Corrupt(reason) => {
+                        format!("unreadable event file ({reason}); see `chipset doctor`")
+                    }
+                    other => format!("unusable event file ({other:?}); see `chipset doctor`"),
+                },
+                unreadable: true,
+            },
+        }))
+    }
+
+    fn reminder_entry(&self, agent: &AgentId) -> Result<Option<Entry>> {
+        let listing = self.reminders.list_open(&ReminderFilter::default())?;
+        let mine: Vec<&Reminder> = listing
+            .reminders
+            .iter()
+            .filter(|r| {
+                r.metadata
+                    .get(REMINDER_AGENT_FIELD)
+                    .and_then(|v| v.as_str())
+                    == Some(agent.as_str())
+            })
+            .collect();
+        // Listed oldest first; the most severe (nudge before info) comes first.
+        let Some(top) = mine.iter().max_by(|a, b| {
+            a.severity
+                .cmp(&b.severity)
+                .then_with(|| b.created_at.cmp(&a.created_at))
+        }) else {
+            // An unreadable reminder file may be for this agent: fail closed.
+            return Ok(listing
+                .corrupt
+                .first()
+                .map(|c| unreadable(WorkKind::Reminder, listing.corrupt.len(), c)));
+        };
+        Ok(Some(Entry {
+            kind: WorkKind::Reminder,
+            count: mine.len(),
+            top: Item {
+                id: top.id.to_string(),
+                from: None,
+                priority: Some(severity_name(top)),
+                at: Some(top.created_at),
+                summary: format!(
+                    "{} {}:{}: {}",
+                    top.kind, top.source_type, top.source_id, top.message
+                ),
+                unreadable: false,
+            },
+        }))
+    }
+}
+
+fn severity_name(r: &Reminder) -> String {
+    serde_json::to_value(r.severity)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+fn mail_item(m: &Message) -> Item {
+    Item {
+        id: m.id().to_string(),
+        from: Some(m.from().to_string()),
+        priority: Some(m.priority().as_str().to_owned()),
+        at: Some(m.created_at()),
+        summary: format!(
+            "{} {} from {}: {}",
+            m.priority().as_str(),
+            m.kind().as_str(),
+            m.from(),
+            m.subject()
+        ),
+        unreadable: false,
+    }
+}
+
+fn unreadable(kind: WorkKind, count: usize, c: &chipset_store::Corruption) -> Entry {
+    Entry {
+        kind,
+        count,
+        top: Item {
+            id: c.path.display().to_string(),
+            from: None,
+            priority: None,
+            at: None,
+            summary: format!("unreadable file ({}); see `chipset doctor`", c.reason),
+            unreadable: true,
+        },
+    }
+}
+
+/// When a wait ends; `None` is never (a timeout too large for an `Instant`).
+#[derive(Debug, Clone, Copy)]
+struct Deadline(Option<Instant>);
+
+impl Deadline {
+    /// The longest single wait handed to the watcher.
+    const SLICE: Duration = Duration::from_secs(3600);
+
+    fn after(timeout: Duration) -> Self {
+        Deadline(Instant::now().checked_add(timeout))
+    }
+
+    fn left(self) -> Duration {
+        self.0.map_or(Self::SLICE, |d| {
+            d.saturating_duration_since(Instant::now()).min(Self::SLICE)
+        })
+    }
+
+    fn passed(self) -> bool {
+        self.0.is_some_and(|d| Instant::now() >= d)
+    }
+}
+
+/// A watch on one agent's brief, made by [`Attention::watch`].
+#[derive(Debug)]
+pub struct BriefWatch {
+    attention: Attention,
+    agent: AgentId,
+    watcher: Watcher,
+    last: Option<Brief>,
+}
+
+impl BriefWatch {
+    /// Returns the agent watched.
+    pub fn agent(&self) -> &AgentId {
+        &self.agent
+    }
+
+    /// Returns the brief last returned by [`BriefWatch::next`].
+    pub fn last(&self) -> Option<&Brief> {
+        self.last.as_ref()
+    }
+
+    /// Blocks until the agent's brief differs from the one this watch last
+    /// returned (the first call returns the current brief at once unless it
+    /// is empty), and returns it; `None` when `timeout` passes first.
+    ///
+    /// Every change is a new brief: work arriving, and work going away
+    /// (a brief that became empty is returned too).
+    ///
+    /// # Errors
+    ///
+    /// As [`Attention::brief`].
+    pub fn next(&mut self, timeout: Duration) -> Result<Option<Brief>> {
+        let deadline = Deadline::after(timeout);
+        loop {
+            let brief = self.attention.brief(&self.agent)?;
+            let changed = match &self.last {
+                None => !brief.is_empty(),
+                Some(last) => *last != brief,
+            };
+            if changed {
+                self.last = Some(brief.clone());
+                return Ok(Some(brief));
+            }
+            if self.last.is_none() {
+                self.last = Some(brief);
+            }
+            if self.watcher.wait(deadline.left()) == Wake::TimedOut && deadline.passed() {
+                return Ok(None);
+            }
+        }
+    }
+}

@@ -1,0 +1,335 @@
+//! Attention: the brief across every channel, the wait, and wake-ups
+//! across processes for each channel.
+
+use std::io::Write;
+use std::thread;
+use std::time::Duration;
+
+use chipset_bus::{Bus, NewEvent, Priority as BusPriority};
+use chipset_hook::Hooks;
+use chipset_loop::{Attention, AttentionConfig, REMINDER_AGENT_FIELD, WorkKind};
+use chipset_mail::{Draft as MailDraft, Mail, Priority as MailPriority};
+use chipset_nudge::{
+    Draft as NudgeDraft, KindRegistry, NewReminder, NudgeType, ReminderKey, Reminders,
+};
+use chipset_store::{StateDir, StateOptions, TaskId, WatchConfig};
+use chipset_testkit::{self as kit, TempState};
+use serde_json::json;
+
+use crate::{agent, bead};
+
+/// Long enough that a test never passes by a rescan it did not ask for.
+const LONG: Duration = Duration::from_secs(600);
+/// A wait that ends only if something is found.
+const PATIENT: Duration = Duration::from_secs(60);
+
+fn notified() -> AttentionConfig {
+    AttentionConfig::new(WatchConfig::new(true, LONG))
+}
+
+/// Makes one kind of work for `who`, as another agent would.
+fn make_work(state: &StateDir, kind: WorkKind, who: &str) {
+    let to = agent(who);
+    match kind {
+        WorkKind::Hook => {
+            Hooks::new(state.clone())
+                .assign(
+                    &to,
+                    bead("gt-1"),
+                    "Add README section",
+                    Some(&agent("mayor")),
+                )
+                .unwrap();
+        }
+        WorkKind::Nudge => {
+            chipset_nudge::Nudges::new(state.clone())
+                .send(
+                    &to,
+                    NudgeDraft::new(agent("witness"), NudgeType::HealthCheck, "alive?"),
+                )
+                .unwrap();
+        }
+        WorkKind::Mail => {
+            Mail::new(state.clone())
+                .send(&MailDraft::notify(
+                    agent("mayor"),
+                    to,
+                    TaskId::new("t1").unwrap(),
+                    "status-update",
+                    "hello",
+                ))
+                .unwrap();
+        }
+        WorkKind::Bus => {
+            let published = Bus::new(state.clone())
+                .publish(&to, &NewEvent::new("mayor", "work-assigned"))
+                .unwrap();
+            assert!(published.delivered().is_some());
+        }
+        WorkKind::Reminder => {
+            open_reminder(state, "s1", Some(who));
+        }
+        _ => unreachable!("every kind is listed"),
+    }
+}
+
+fn open_reminder(state: &StateDir, source: &str, for_agent: Option<&str>) {
+    let key = ReminderKey::new("wrap_session", "session", source).unwrap();
+    let mut new = NewReminder::new("default", None, &key, "Wrap this session");
+    if let Some(a) = for_agent {
+        new.metadata
+            .insert(REMINDER_AGENT_FIELD.to_owned(), json!(a));
+    }
+    Reminders::new(state.clone(), KindRegistry::preset())
+        .open(new)
+        .unwrap();
+}
+
+const KINDS: [WorkKind; 5] = [
+    WorkKind::Hook,
+    WorkKind::Nudge,
+    WorkKind::Mail,
+    WorkKind::Bus,
+    WorkKind::Reminder,
+];
+
+#[test]
+fn an_idle_agent_has_an_empty_brief() {
+    let tmp = TempState::new();
+    let brief = Attention::from_state(&tmp.state)
+        .brief(&agent("alpha"))
+        .unwrap();
+    assert!(brief.is_empty());
+    assert_eq!(brief.to_string(), "");
+}
+
+#[test]
+fn each_kind_of_work_is_one_entry_with_a_count_and_the_most_urgent() {
+    let tmp = TempState::new();
+    let state = &tmp.state;
+    for kind in KINDS {
+        make_work(state, kind, "alpha");
+    }
+    // A second, urgent message comes first though it is newer.
+    Mail::new(state.clone())
+        .send(
+            &MailDraft::request(
+                agent("critic"),
+                agent("alpha"),
+                TaskId::new("t1").unwrap(),
+                "review-plan",
+                "please",
+            )
+            .with_priority(MailPriority::Urgent),
+        )
+        .unwrap();
+    let critical = Bus::new(state.clone())
+        .publish(
+            &agent("alpha"),
+            &NewEvent::new("witness", "health-escalation").priority(BusPriority::Critical),
+        )
+        .unwrap();
+    assert!(critical.delivered().is_some());
+    // Another agent's work and an unaddressed reminder are not alpha's.
+    make_work(state, WorkKind::Mail, "beta");
+    open_reminder(state, "s2", None);
+    open_reminder(state, "s3", Some("beta"));
+
+    let brief = Attention::from_state(state).brief(&agent("alpha")).unwrap();
+    assert_eq!(brief.kinds(), KINDS.to_vec());
+    let count = |k| brief.entry(k).unwrap().count;
+    assert_eq!(
+        KINDS.map(count),
+        [1, 1, 2, 2, 1],
+        "hook, nudge, mail, bus, reminder"
+    );
+    let mail = &brief.entry(WorkKind::Mail).unwrap().top;
+    assert_eq!(mail.priority.as_deref(), Some("urgent"));
+    assert_eq!(mail.from.as_deref(), Some("critic"));
+    let bus = &brief.entry(WorkKind::Bus).unwrap().top;
+    assert_eq!(bus.priority.as_deref(), Some("critical"));
+    assert_eq!(brief.entry(WorkKind::Hook).unwrap().top.id, "gt-1");
+    assert_eq!(brief.to_string().lines().count(), 5);
+    let doc = serde_json::to_value(&brief).unwrap();
+    assert_eq!(doc["agent"], "alpha");
+    assert_eq!(doc["entries"][0]["kind"], "hook");
+    assert_eq!(doc["entries"][4]["kind"], "reminder");
+}
+
+#[test]
+fn active_work_and_processed_nudges_need_no_attention() {
+    let tmp = TempState::new();
+    let state = &tmp.state;
+    let alpha = agent("alpha");
+    make_work(state, WorkKind::Hook, "alpha");
+    make_work(state, WorkKind::Nudge, "alpha");
+    let hooks = Hooks::new(state.clone());
+    let held = hooks.current(&alpha).unwrap().unwrap();
+    hooks.activate(&held).unwrap();
+    let nudges = chipset_nudge::Nudges::new(state.clone());
+    let n = nudges
+        .receive(&alpha)
+        .unwrap()
+        .to_process()
+        .unwrap()
+        .clone();
+    nudges.mark_processed(&alpha, &n).unwrap();
+    assert!(
+        Attention::from_state(state)
+            .brief(&alpha)
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// A corrupt hook is never "nothing there": it is an unreadable item.
+#[test]
+fn a_corrupt_hook_is_an_unreadable_item() {
+    let tmp = TempState::new();
+    let hooks = Hooks::new(tmp.state.clone());
+    std::fs::create_dir_all(hooks.dir()).unwrap();
+    std::fs::write(hooks.path(&agent("alpha")), "{not json").unwrap();
+    let brief = Attention::from_state(&tmp.state)
+        .brief(&agent("alpha"))
+        .unwrap();
+    let hook = brief.entry(WorkKind::Hook).unwrap();
+    assert!(hook.top.unreadable);
+}
+
+#[test]
+fn wait_returns_at_once_when_work_is_there_and_empty_on_timeout() {
+    let tmp = TempState::new();
+    let attention = Attention::from_state(&tmp.state).with_config(notified());
+    let idle = attention
+        .wait(&agent("alpha"), Duration::from_millis(20))
+        .unwrap();
+    assert!(idle.is_empty());
+    make_work(&tmp.state, WorkKind::Bus, "alpha");
+    let brief = attention.wait(&agent("alpha"), PATIENT).unwrap();
+    assert_eq!(brief.kinds(), vec![WorkKind::Bus]);
+}
+
+/// Without notifications (a watch that could not be set up), the rescan
+/// finds work made while the agent waits.
+#[test]
+fn the_rescan_catches_what_no_notification_reports() {
+    let tmp = TempState::new();
+    let config = AttentionConfig::new(WatchConfig::new(false, Duration::from_millis(20)));
+    let attention = Attention::from_state(&tmp.state).with_config(config);
+    let waiter = {
+        let attention = attention.clone();
+        thread::spawn(move || attention.wait(&agent("alpha"), PATIENT).unwrap())
+    };
+    thread::sleep(Duration::from_millis(50));
+    make_work(&tmp.state, WorkKind::Mail, "alpha");
+    let brief = waiter.join().unwrap();
+    assert_eq!(brief.kinds(), vec![WorkKind::Mail]);
+}
+
+#[test]
+fn a_brief_watch_returns_each_change() {
+    let tmp = TempState::new();
+    let alpha = agent("alpha");
+    let attention = Attention::from_state(&tmp.state).with_config(notified());
+    let mut watch = attention.watch(&alpha).unwrap();
+    assert_eq!(watch.next(Duration::from_millis(20)).unwrap(), None);
+    make_work(&tmp.state, WorkKind::Bus, "alpha");
+    let first = watch.next(PATIENT).unwrap().unwrap();
+    assert_eq!(first.kinds(), vec![WorkKind::Bus]);
+    let bus = Bus::new(tmp.state.clone());
+    let event = bus.pending(&alpha).unwrap().into_events().remove(0);
+    assert_eq!(
+        bus.ack_event(&alpha, &event).unwrap(),
+        chipset_bus::AckOutcome::Acked
+    );
+    let cleared = watch.next(PATIENT).unwrap().unwrap();
+    assert!(cleared.is_empty());
+}
+
+const ENTRY: &str = "attention::waiter_entry";
+
+/// The child: waits for alpha's attention and prints the kinds it found.
+#[test]
+fn waiter_entry() {
+    if let Some(role) = kit::child_role() {
+        assert_eq!(role.name, "waiter");
+        let state = StateDir::open_with(role.arg(0), StateOptions::default()).unwrap();
+        let attention = Attention::from_state(&state).with_config(notified());
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "ready").unwrap();
+        out.flush().unwrap();
+        let brief = attention.wait(&agent("alpha"), PATIENT).unwrap();
+        let kinds: Vec<&str> = brief.entries.iter().map(|e| e.kind.as_str()).collect();
+        writeln!(out, "woke {}", kinds.join(",")).unwrap();
+        out.flush().unwrap();
+        return;
+    }
+    // Not a child: the idle case in-process.
+    let tmp = TempState::new();
+    let attention = Attention::from_state(&tmp.state).with_config(notified());
+    assert!(
+        attention
+            .wait(&agent("alpha"), Duration::from_millis(10))
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// For each channel: a waiting process wakes on work another process makes
+/// (the rescan interval is ten minutes, so only a notification wakes it in time).
+#[test]
+fn a_waiting_process_wakes_on_each_channel() {
+    for kind in KINDS {
+        let tmp = TempState::new();
+        let root = tmp.state.root().display().to_string();
+        let mut child = kit::spawn(ENTRY, "waiter", &[root]);
+        let mut lines = kit::lines(&mut child);
+        let mut said = || {
+            lines
+                .by_ref()
+                .map(Result::unwrap)
+                .find(|l| l == "ready" || l.starts_with("woke"))
+                .unwrap()
+        };
+        assert_eq!(said(), "ready");
+        // Give the child a moment to be inside its wait (not needed for
+        // correctness: work made earlier is found at once).
+        thread::sleep(Duration::from_millis(100));
+        make_work(&tmp.state, kind, "alpha");
+        let woke = said();
+        assert_eq!(woke, format!("woke {kind}"), "channel {kind}");
+        kit::wait_ok(&mut child, PATIENT);
+    }
+}
+
+#[cfg(feature = "tokio")]
+mod stream {
+    use std::future::poll_fn;
+    use std::pin::Pin;
+
+    use futures_core::Stream;
+
+    use super::*;
+
+    async fn next(s: &mut chipset_loop::BriefStream) -> chipset_loop::Brief {
+        poll_fn(|cx| Pin::new(&mut *s).poll_next(cx))
+            .await
+            .expect("the stream goes on")
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_stream_yields_each_changed_brief() {
+        let tmp = TempState::new();
+        let alpha = agent("alpha");
+        make_work(&tmp.state, WorkKind::Hook, "alpha");
+        let attention = Attention::from_state(&tmp.state).with_config(notified());
+        let mut stream = attention.stream(&alpha).unwrap();
+        assert_eq!(next(&mut stream).await.kinds(), vec![WorkKind::Hook]);
+        make_work(&tmp.state, WorkKind::Mail, "alpha");
+        assert_eq!(
+            next(&mut stream).await.kinds(),
+            vec![WorkKind::Hook, WorkKind::Mail]
+        );
+    }
+}

@@ -1,0 +1,427 @@
+//! Wake-ups on change: a watcher over a few places under the state root,
+//! with directory notifications (inotify, through `notify`) and a periodic
+//! rescan as the safety net.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, TryRecvError};
+use std::time::{Duration, Instant};
+
+use notify::{RecommendedWatcher, RecursiveMode, Watcher as _};
+
+use crate::error::Result;
+use crate::state::StateDir;
+
+/// One place a [`Watcher`] watches.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum WatchTarget {
+    /// A directory: changes to its entries (and, when `recursive`, to
+    /// everything below it).
+    Dir {
+        /// The directory.
+        path: PathBuf,
+        /// Whether subdirectories (also ones created later) are watched.
+        recursive: bool,
+    },
+    /// One file: watched through its directory, and only its own changes
+    /// (created, written, renamed into place, removed) are reported.
+    File(PathBuf),
+}
+
+impl WatchTarget {
+    /// Returns a target on the entries of `dir`.
+    pub fn dir(dir: impl Into<PathBuf>) -> Self {
+        WatchTarget::Dir {
+            path: dir.into(),
+            recursive: false,
+        }
+    }
+
+    /// Returns a target on everything below `dir`.
+    pub fn tree(dir: impl Into<PathBuf>) -> Self {
+        WatchTarget::Dir {
+            path: dir.into(),
+            recursive: true,
+        }
+    }
+
+    /// Returns a target on one file.
+    pub fn file(path: impl Into<PathBuf>) -> Self {
+        WatchTarget::File(path.into())
+    }
+
+    /// Returns the path watched for.
+    pub fn path(&self) -> &Path {
+        match self {
+            WatchTarget::Dir { path, .. } | WatchTarget::File(path) => path,
+        }
+    }
+
+    /// The directory the notification watch is placed on, and how.
+    fn watch_dir(&self) -> Option<(&Path, RecursiveMode)> {
+        match self {
+            WatchTarget::Dir { path, recursive } => Some((
+                path,
+                if *recursive {
+                    RecursiveMode::Recursive
+                } else {
+                    RecursiveMode::NonRecursive
+                },
+            )),
+            WatchTarget::File(path) => path.parent().map(|p| (p, RecursiveMode::NonRecursive)),
+        }
+    }
+
+    /// Returns true when a change at `changed` concerns this target.
+    fn concerns(&self, changed: &Path) -> bool {
+        match self {
+            WatchTarget::Dir { path, .. } => changed.starts_with(path),
+            WatchTarget::File(path) => changed == path,
+        }
+    }
+}
+
+/// How a [`Watcher`] learns of changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WatchConfig {
+    /// Use directory notifications (true, the default) or rescans only.
+    pub notify: bool,
+    /// How often [`Watcher::wait`] returns [`Wake::Rescan`] whatever the
+    /// notifications say: the safety net, and the latency bound when
+    /// notifications fail. Default 1 s.
+    pub rescan_interval: Duration,
+}
+
+impl Default for WatchConfig {
+    fn default() -> Self {
+        WatchConfig {
+            notify: true,
+            rescan_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+impl WatchConfig {
+    /// Returns settings with notifications on or off and `rescan_interval`.
+    pub fn new(notify: bool, rescan_interval: Duration) -> Self {
+        WatchConfig {
+            notify,
+            rescan_interval,
+        }
+    }
+}
+
+/// Why [`Watcher::wait`] returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
+pub enum Wake {
+    /// Notifications reported changes at these paths (each concerning a
+    /// target, sorted, deduplicated). A hint: look again at what they name.
+    Changed(Vec<PathBuf>),
+    /// Time to look at everything again: the rescan interval passed, or a
+    /// notification was lost (overflow, error, watch gone).
+    Rescan,
+    /// The timeout passed first.
+    TimedOut,
+}
+
+/// Blocks until something changes at one of a few places under the state
+/// root, or a rescan is due, or a timeout passes.
+///
+/// A watcher tells its caller *when to look*, never what is there: the
+/// caller reads the state after every [`Watcher::wait`] that returns other
+/// than [`Wake::TimedOut`]. Notifications make that fast (a change is seen
+/// within milliseconds); the periodic [`Wake::Rescan`] makes it safe (a
+/// notification that is lost, a filesystem that does not notify, a watch
+/// that could not be set up or that ended with its directory, delay a
+/// wake-up by at most [`WatchConfig::rescan_interval`], never forever).
+///
+/// A target that does not exist yet is watched through its nearest existing
+/// ancestor below the root, and watched itself once it appears, so a
+/// watcher never creates directories.
+///
+/// The loop that avoids missed wake-ups: make the watcher, read the state,
+/// then `wait`; a change made after the watcher was made is always reported.
+///
+/// ```
+/// use std::time::Duration;
+/// use chipset_store::{Channel, StateDir, Wake, WatchConfig, WatchTarget, Watcher};
+///
+/// let tmp = tempfile::tempdir()?;
+/// let state = StateDir::open(tmp.path())?;
+/// let hook = state.channel_path(Channel::Hooks).join("polecat-alpha.json");
+/// let mut watcher = Watcher::new(&state, [WatchTarget::file(&hook)], WatchConfig::default())?;
+/// state.write_json(&hook, &serde_json::json!({"status": "pending"}))?;
+/// // Notifications, or at the latest the rescan, report it.
+/// assert_ne!(watcher.wait(Duration::from_secs(10)), Wake::TimedOut);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct Watcher {
+    state: StateDir,
+    targets: Vec<WatchTarget>,
+    /// The directories a notification watch is on.
+    watched: BTreeSet<PathBuf>,
+    /// The targets whose own directory is watched (the others wait for
+    /// theirs to appear, watched through an ancestor).
+    armed: BTreeSet<usize>,
+    watch: Option<Watch>,
+    rescan_interval: Duration,
+    last_scan: Instant,
+}
+
+struct Watch {
+    watcher: RecommendedWatcher,
+    events: Receiver<notify::Result<notify::Event>>,
+}
+
+impl std::fmt::Debug for Watch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Watch")
+    }
+}
+
+impl Watcher {
+    /// Returns a watcher on `targets`, which must lie inside `state`'s root.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OutsideRoot`](crate::Error::OutsideRoot) for a target outside the root;
+    /// [`Error::Symlink`](crate::Error::Symlink) or
+    /// [`Error::NotADirectory`](crate::Error::NotADirectory) when a directory on
+    /// the way to a target is not a real directory. A notification watch
+    /// that cannot be set up is not an error: the watcher falls back to
+    /// rescans and logs a warning.
+    pub fn new(
+        state: &StateDir,
+        targets: impl IntoIterator<Item = WatchTarget>,
+        config: WatchConfig,
+    ) -> Result<Self> {
+        let targets: Vec<WatchTarget> = targets.into_iter().collect();
+        for t in &targets {
+            state.check_parents(t.path())?;
+        }
+        let watch = if config.notify { start() } else { None };
+        let mut watcher = Watcher {
+            state: state.clone(),
+            targets,
+            watched: BTreeSet::new(),
+            armed: BTreeSet::new(),
+            watch,
+            rescan_interval: config.rescan_interval.max(Duration::from_millis(1)),
+            last_scan: Instant::now(),
+        };
+        watcher.arm();
+        Ok(watcher)
+    }
+
+    /// Returns the targets.
+    pub fn targets(&self) -> &[WatchTarget] {
+        &self.targets
+    }
+
+    /// Returns true when directory notifications are in use (false: rescans only).
+    pub fn is_notified(&self) -> bool {
+        self.watch.is_some()
+    }
+
+    /// Blocks until a change concerning a target is notified, a rescan is
+    /// due, or `timeout` passes. Returns at once when a notification came
+    /// since the last call.
+    pub fn wait(&mut self, timeout: Duration) -> Wake {
+        let deadline = Instant::now() + timeout;
+        let mut changed = BTreeSet::new();
+        let mut rescan = false;
+        loop {
+            let mut events = Vec::new();
+            let mut lost = false;
+            if let Some(w) = &self.watch {
+                loop {
+                    match w.events.try_recv() {
+                        Ok(ev) => events.push(ev),
+                        Err(TryRecvError::Empty) => break,
+                        Err(TryRecvError::Disconnected) => {
+                            lost = true;
+                            break;
+                        }
+                    }
+                }
+            }
+            for ev in events {
+                rescan |= self.note(ev, &mut changed);
+            }
+            if lost {
+                self.lose_watch();
+                rescan = true;
+            }
+            if !changed.is_empty() {
+                self.arm();
+                return Wake::Changed(changed.into_iter().collect());
+            }
+            if rescan || self.last_scan.elapsed() >= self.rescan_interval {
+                self.last_scan = Instant::now();
+                self.check_armed();
+                self.arm();
+                return Wake::Rescan;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Wake::TimedOut;
+            }
+            let next_scan = self
+                .rescan_interval
+                .saturating_sub(self.last_scan.elapsed());
+            let pause = (deadline - now).min(next_scan);
+            let got = match &self.watch {
+                Some(w) => Some(w.events.recv_timeout(pause)),
+                None => {
+                    std::thread::sleep(pause);
+                    None
+                }
+            };
+            match got {
+                Some(Ok(ev)) => rescan |= self.note(ev, &mut changed),
+                Some(Err(RecvTimeoutError::Disconnected)) => {
+                    self.lose_watch();
+                    rescan = true;
+                }
+                Some(Err(RecvTimeoutError::Timeout)) | None => {}
+            }
+        }
+    }
+
+    /// Takes one notification: paths concerning a target go to `changed`.
+    /// Returns true when it asks for a rescan (an overflow or an error).
+    fn note(&mut self, ev: notify::Result<notify::Event>, changed: &mut BTreeSet<PathBuf>) -> bool {
+        let ev = match ev {
+            Ok(ev) => ev,
+            Err(e) => {
+                tracing::debug!(error = %e, "notification error; rescanning");
+                return true;
+            }
+        };
+        if ev.need_rescan() {
+            return true;
+        }
+        let removed = matches!(ev.kind, notify::EventKind::Remove(_));
+        for path in ev.paths {
+            let mut relevant = false;
+            for (i, t) in self.targets.iter().enumerate() {
+                if t.concerns(&path) {
+                    relevant = true;
+                }
+                // A directory on the way to an unarmed target appeared: the
+                // target may be there now; report it so the caller looks.
+                if !self.armed.contains(&i) && t.path().starts_with(&path) {
+                    relevant = true;
+                }
+                // The target's watched directory itself went away: its watch
+                // ended with it; watch the way to it again.
+                if removed
+                    && let Some((dir, _)) = t.watch_dir()
+                    && path == dir
+                {
+                    self.armed.remove(&i);
+                    self.watched.remove(dir);
+                    relevant = true;
+                }
+            }
+            if relevant {
+                changed.insert(path);
+            }
+        }
+        false
+    }
+
+    /// Places notification watches: on each target's directory when it
+    /// exists, else on its nearest existing ancestor below the root.
+    fn arm(&mut self) {
+        let Some(w) = &mut self.watch else {
+            return;
+        };
+        let root = self.state.root().to_owned();
+        let mut failed = None;
+        for (i, t) in self.targets.iter().enumerate() {
+            if self.armed.contains(&i) {
+                continue;
+            }
+            let Some((dir, mode)) = t.watch_dir() else {
+                continue;
+            };
+            let (at, mode, arms) = if is_dir(dir) {
+                (dir.to_owned(), mode, true)
+            } else {
+                let Some(ancestor) = dir
+                    .ancestors()
+                    .skip(1)
+                    .take_while(|a| a.starts_with(&root))
+                    .find(|a| is_dir(a))
+                else {
+                    continue;
+                };
+                (ancestor.to_owned(), RecursiveMode::NonRecursive, false)
+            };
+            if !self.watched.contains(&at) || (arms && mode == RecursiveMode::Recursive) {
+                if let Err(e) = w.watcher.watch(&at, mode) {
+                    failed = Some((at, e));
+                    break;
+                }
+                self.watched.insert(at);
+            }
+            if arms {
+                self.armed.insert(i);
+            }
+        }
+        if let Some((at, e)) = failed {
+            tracing::warn!(dir = %at.display(), error = %e, "directory notifications unavailable; waiting by rescans");
+            self.watch = None;
+        }
+    }
+
+    /// Forgets armed targets whose directory is gone (removed, maybe made
+    /// again: a new directory needs a new watch).
+    fn check_armed(&mut self) {
+        let gone: Vec<usize> = self
+            .armed
+            .iter()
+            .copied()
+            .filter(|&i| {
+                self.targets[i]
+                    .watch_dir()
+                    .is_none_or(|(dir, _)| !is_dir(dir))
+            })
+            .collect();
+        for i in gone {
+            self.armed.remove(&i);
+            if let Some((dir, _)) = self.targets[i].watch_dir() {
+                self.watched.remove(dir);
+            }
+        }
+    }
+
+    fn lose_watch(&mut self) {
+        tracing::warn!("directory notifications ended; waiting by rescans");
+        self.watch = None;
+    }
+}
+
+fn start() -> Option<Watch> {
+    let (tx, rx) = mpsc::channel();
+    match notify::recommended_watcher(tx) {
+        Ok(watcher) => Some(Watch {
+            watcher,
+            events: rx,
+        }),
+        Err(e) => {
+            tracing::warn!(error = %e, "directory notifications unavailable; waiting by rescans");
+            None
+        }
+    }
+}
+
+/// Returns true when a real directory (not a symlink) is at `path`.
+fn is_dir(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
+}

@@ -1,0 +1,153 @@
+//! The store watcher: notifications, targets that appear later, and the
+//! rescan that catches what notifications miss.
+
+use std::fs;
+use std::thread;
+use std::time::Duration;
+
+use chipset_store::{Channel, Wake, WatchConfig, WatchTarget, Watcher};
+use chipset_testkit::TempState;
+use serde_json::json;
+
+/// Long enough that a test never passes by a rescan it did not ask for.
+const LONG: Duration = Duration::from_secs(600);
+/// A wait that ends only if something is reported.
+const PATIENT: Duration = Duration::from_secs(30);
+
+fn notified() -> WatchConfig {
+    WatchConfig::new(true, LONG)
+}
+
+/// Waits until the watcher reports a change at `path` (a rescan is not
+/// enough: the point is that notifications saw it).
+fn changed_at(w: &mut Watcher, path: &std::path::Path) -> bool {
+    for _ in 0..100 {
+        match w.wait(PATIENT) {
+            Wake::Changed(paths) if paths.iter().any(|p| p == path) => return true,
+            Wake::Changed(_) => continue,
+            Wake::Rescan | Wake::TimedOut => return false,
+        }
+    }
+    false
+}
+
+#[test]
+fn a_file_target_reports_its_own_changes_only() {
+    let tmp = TempState::new();
+    let hooks = tmp.state.channel_dir(Channel::Hooks).unwrap();
+    let mine = hooks.join("alpha.json");
+    let other = hooks.join("beta.json");
+    let mut w = Watcher::new(&tmp.state, [WatchTarget::file(&mine)], notified()).unwrap();
+    assert!(w.is_notified());
+    tmp.state.write_json(&other, &json!({"x": 1})).unwrap();
+    tmp.state.write_json(&mine, &json!({"x": 1})).unwrap();
+    match w.wait(PATIENT) {
+        Wake::Changed(paths) => assert!(paths.iter().all(|p| *p == mine), "{paths:?}"),
+        other => panic!("expected a change, got {other:?}"),
+    }
+}
+
+#[test]
+fn nothing_changed_times_out() {
+    let tmp = TempState::new();
+    let dir = tmp.state.channel_dir(Channel::Bus).unwrap();
+    let mut w = Watcher::new(&tmp.state, [WatchTarget::dir(&dir)], notified()).unwrap();
+    assert_eq!(w.wait(Duration::from_millis(30)), Wake::TimedOut);
+}
+
+#[test]
+fn a_target_that_appears_later_is_watched_through_its_ancestor() {
+    let tmp = TempState::new();
+    let inbox = tmp.state.root().join("mail/inbox/alpha");
+    let mut w = Watcher::new(&tmp.state, [WatchTarget::dir(&inbox)], notified()).unwrap();
+    // Watching created nothing.
+    assert!(!tmp.state.root().join("mail").exists());
+    let msg = inbox.join("m1.json");
+    let writer = {
+        let state = tmp.state.clone();
+        let msg = msg.clone();
+        thread::spawn(move || state.write_json(&msg, &json!({"m": 1})).unwrap())
+    };
+    // Each wake-up is a hint to look: look until the message is seen.
+    let mut seen = false;
+    for _ in 0..100 {
+        let wake = w.wait(PATIENT);
+        assert_ne!(wake, Wake::TimedOut);
+        if msg.exists() {
+            seen = true;
+            break;
+        }
+    }
+    writer.join().unwrap();
+    assert!(seen);
+    // From now on the inbox itself is watched.
+    let msg2 = inbox.join("m2.json");
+    tmp.state.write_json(&msg2, &json!({"m": 2})).unwrap();
+    assert!(changed_at(&mut w, &msg2));
+}
+
+#[test]
+fn a_tree_target_sees_new_subdirectories() {
+    let tmp = TempState::new();
+    let open = tmp.state.root().join("reminders/open");
+    tmp.state.ensure_dir(&open).unwrap();
+    let mut w = Watcher::new(&tmp.state, [WatchTarget::tree(&open)], notified()).unwrap();
+    let file = open.join("wrap_session/session/s1.json");
+    tmp.state.write_json(&file, &json!({"r": 1})).unwrap();
+    let mut seen = false;
+    for _ in 0..100 {
+        if let Wake::Changed(paths) = w.wait(PATIENT) {
+            assert!(paths.iter().all(|p| p.starts_with(&open)));
+            if file.exists() {
+                seen = true;
+                break;
+            }
+        }
+    }
+    assert!(seen);
+}
+
+/// A watcher without notifications (a watch that could not be set up)
+/// still wakes: by the rescan.
+#[test]
+fn without_notifications_the_rescan_wakes() {
+    let tmp = TempState::new();
+    let dir = tmp.state.channel_dir(Channel::Nudge).unwrap();
+    let config = WatchConfig::new(false, Duration::from_millis(20));
+    let mut w = Watcher::new(&tmp.state, [WatchTarget::dir(&dir)], config).unwrap();
+    assert!(!w.is_notified());
+    tmp.state
+        .write_json(&dir.join("x.json"), &json!({}))
+        .unwrap();
+    assert_eq!(w.wait(PATIENT), Wake::Rescan);
+}
+
+/// A watched directory removed and made again: the old watch died with
+/// the old directory; the watcher watches the new one.
+#[test]
+fn a_directory_made_again_is_watched_again() {
+    let tmp = TempState::new();
+    let queue = tmp.state.root().join("bus/alpha/queue");
+    tmp.state.ensure_dir(&queue).unwrap();
+    let mut w = Watcher::new(&tmp.state, [WatchTarget::dir(&queue)], notified()).unwrap();
+    fs::remove_dir(&queue).unwrap();
+    // The removal is reported (the target's directory went away).
+    assert_ne!(w.wait(PATIENT), Wake::TimedOut);
+    tmp.state.ensure_dir(&queue).unwrap();
+    // Its making is reported too; from then on the new directory is watched.
+    assert_ne!(w.wait(PATIENT), Wake::TimedOut);
+    let event = queue.join("e1.json");
+    tmp.state.write_json(&event, &json!({})).unwrap();
+    assert!(changed_at(&mut w, &event));
+}
+
+#[test]
+fn targets_outside_the_root_are_refused() {
+    let tmp = TempState::new();
+    let outside = tmp.scratch("elsewhere");
+    let err = Watcher::new(&tmp.state, [WatchTarget::dir(&outside)], notified()).unwrap_err();
+    assert!(
+        matches!(err, chipset_store::Error::OutsideRoot { .. }),
+        "{err}"
+    );
+}
