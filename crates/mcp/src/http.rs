@@ -152,7 +152,7 @@ pub async fn serve_http(
         None => StreamableHttpServerConfig::default(),
     };
     let service = StreamableHttpService::new(
-        move || Ok(server.clone()),
+        move || Ok(server.session()),
         Arc::new(LocalSessionManager::default()),
         config,
     );

@@ -36,6 +36,8 @@
 //! | `bus_pending`, `bus_ack`, `bus_wait` | this agent's queue: list, acknowledge, block until events | `chipset bus pending/ack/wait` |
 //! | `remind_open`, `remind_list`, `remind_resolve`, `remind_snooze` | reminders | `chipset remind …` |
 //! | `status` | this agent's hook, nudge, inbox, bus and the open reminders | `chipset status` |
+//! | `brief` | what needs this agent now, one entry per kind of work | `chipset brief` |
+//! | `wait` | block until anything needs this agent, then the brief | `chipset wait` |
 //!
 //! Each tool's input has a JSON Schema (derived with `schemars`; unknown
 //! fields are refused). A result carries the structured JSON
@@ -50,6 +52,25 @@
 //! tools read, and the only addressee whose messages `mail_archive` files.
 //! No tool takes a parameter saying who the caller is, so an agent cannot
 //! act as another by passing a name.
+//!
+//! `remind_open` addresses the reminder to this agent unless `to` names
+//! another (reminders are shared by the root; `to` is who must act on it, as
+//! `chipset remind open --agent`), so it shows in that agent's brief.
+//!
+//! # The brief as a resource
+//!
+//! The agent's attention state is the resource `chipset://agent/{agent}/brief`
+//! ([`Server::brief_uri`]; `application/json`, the `brief` tool's structured
+//! result: [`chipset_loop::Brief`]). A client that subscribes gets
+//! `notifications/resources/updated` each time the brief changes: work
+//! arriving on any channel, or going away. The watch is chipset-loop's
+//! [`Attention::stream`](chipset_loop::Attention::stream) (inotify on the
+//! agent's hook, nudge directory, inbox, queue and the reminder indexes,
+//! with a rescan every second as the safety net), so an idle agent costs
+//! nothing until something needs it. Both subscription forms are served:
+//! `resources/subscribe` (protocol versions before 2026-07-28, which the MCP
+//! Inspector and most hosts speak) and `subscriptions/listen` (2026-07-28).
+//! Only the server's own agent's brief is offered.
 //!
 //! # Errors
 //!
@@ -79,9 +100,9 @@
 //! # Blocking
 //!
 //! Every library call is file I/O and runs on tokio's blocking pool, so a
-//! slow disk does not stall other sessions. `bus_wait` blocks (default 60
-//! seconds, at most 3600) in slices of a quarter second and gives up early
-//! when the client cancels the request.
+//! slow disk does not stall other sessions. `bus_wait` and `wait` block
+//! (default 60 seconds, at most 3600) in slices of a quarter second and give
+//! up early when the client cancels the request.
 
 #![forbid(unsafe_code)]
 
@@ -90,6 +111,7 @@ mod http;
 mod ops;
 mod params;
 mod server;
+mod watch;
 
 use std::net::SocketAddr;
 

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use chipset_bus::{AckOutcome, Bus, NewEvent, Pending, Problem, Published, Wake};
 use chipset_failure::{Failure, plural};
 use chipset_hook::{Assignment, HookRead, Hooks, Pickup};
+use chipset_loop::{Attention, Brief, REMINDER_AGENT_FIELD};
 use chipset_mail::{ArchiveOutcome, Draft, InboxFilter, Mail, Message};
 use chipset_nudge::{
     Delivery, KindRegistry, NewReminder, Nudge, NudgeType, Nudges, Opened, Received, Reminder,
@@ -21,7 +22,7 @@ use serde_json::{Value, json};
 
 use crate::params::{
     BusAck, BusPublish, BusWait, MailArchive, MailInbox, MailKind, MailPending, MailSend,
-    MailThread, NudgeRespond, NudgeSend, RemindList, RemindOpen, RemindResolve, RemindSnooze,
+    MailThread, NudgeRespond, NudgeSend, RemindList, RemindOpen, RemindResolve, RemindSnooze, Wait,
 };
 
 /// The tenant reminders belong to, as on the command line (one state root
@@ -528,16 +529,21 @@ pub(crate) fn bus_ack(ctx: &Ctx, p: BusAck) -> Outcome {
     ))
 }
 
-/// Waits as `chipset bus wait` does (waiter first, then the queue, then
-/// wait), in short slices so that `cancelled` is noticed soon.
-pub(crate) fn bus_wait(ctx: &Ctx, p: &BusWait, cancelled: &dyn Fn() -> bool) -> Outcome {
-    let secs = p.timeout_seconds.unwrap_or(60.0);
+/// Returns the timeout a waiting tool asked for, refusing one out of range.
+fn timeout(secs: Option<f64>) -> Result<Duration, Failure> {
+    let secs = secs.unwrap_or(60.0);
     if !(0.0..=MAX_WAIT_SECS).contains(&secs) {
         return Err(Failure::usage(format!(
             "timeout_seconds must be between 0 and {MAX_WAIT_SECS}, not {secs}"
         )));
     }
-    let deadline = Instant::now() + Duration::from_secs_f64(secs);
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Waits as `chipset bus wait` does (waiter first, then the queue, then
+/// wait), in short slices so that `cancelled` is noticed soon.
+pub(crate) fn bus_wait(ctx: &Ctx, p: &BusWait, cancelled: &dyn Fn() -> bool) -> Outcome {
+    let deadline = Instant::now() + timeout(p.timeout_seconds)?;
     let bus = Bus::new(ctx.state.clone());
     let mut waiter = bus.waiter(&ctx.agent)?;
     let mut pending = bus.pending(&ctx.agent)?;
@@ -561,7 +567,14 @@ fn reminders(ctx: &Ctx) -> Reminders {
 
 pub(crate) fn remind_open(ctx: &Ctx, p: RemindOpen) -> Outcome {
     let key = ReminderKey::new(p.kind, p.source_type, p.source_id)?;
-    let opened = reminders(ctx).open(NewReminder::new(TENANT, None, &key, p.message))?;
+    let to: AgentId = match &p.to {
+        Some(to) => id(to)?,
+        None => ctx.agent.clone(),
+    };
+    let mut new = NewReminder::new(TENANT, None, &key, p.message);
+    new.metadata
+        .insert(REMINDER_AGENT_FIELD.to_owned(), json!(to.as_str()));
+    let opened = reminders(ctx).open(new)?;
     let r = opened.reminder();
     let (outcome, note) = match &opened {
         Opened::New(_) => ("opened", None),
@@ -692,4 +705,48 @@ pub(crate) fn status(ctx: &Ctx) -> Outcome {
         "reminders": {"open": total, "by_kind": open},
     });
     Ok(Reply::new(text, doc))
+}
+
+// --- attention ---
+
+/// Renders a brief: its lines, or a line saying nothing needs the agent.
+pub(crate) fn brief_reply(brief: &Brief, timed_out: Option<bool>) -> Reply {
+    let text = if brief.is_empty() {
+        match timed_out {
+            Some(true) => format!("timed out: nothing needs {}\n", brief.agent),
+            _ => format!("nothing needs {}\n", brief.agent),
+        }
+    } else {
+        brief.to_string()
+    };
+    let mut doc = to_json(brief);
+    if let Some(t) = timed_out {
+        doc["timed_out"] = json!(t);
+    }
+    Reply::new(text, doc)
+}
+
+/// What needs this agent now, across every channel ([`Attention::brief`]).
+pub(crate) fn brief(ctx: &Ctx) -> Outcome {
+    let brief = Attention::from_state(&ctx.state).brief(&ctx.agent)?;
+    Ok(brief_reply(&brief, None))
+}
+
+/// Returns as soon as anything needs this agent, as `chipset wait` does,
+/// watching in short slices so that `cancelled` is noticed soon.
+pub(crate) fn wait(ctx: &Ctx, p: &Wait, cancelled: &dyn Fn() -> bool) -> Outcome {
+    let deadline = Instant::now() + timeout(p.timeout_seconds)?;
+    // Watch first, read second (the watch's first brief): nothing is missed.
+    let mut watch = Attention::from_state(&ctx.state).watch(&ctx.agent)?;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if let Some(brief) = watch.next(left.min(WAIT_SLICE))?
+            && !brief.is_empty()
+        {
+            return Ok(brief_reply(&brief, Some(false)));
+        }
+        if deadline <= Instant::now() || cancelled() {
+            return Ok(brief_reply(&Brief::empty(ctx.agent.clone()), Some(true)));
+        }
+    }
 }

@@ -187,6 +187,15 @@ pub(crate) struct BusWait {
     pub(crate) timeout_seconds: Option<f64>,
 }
 
+/// `wait`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Wait {
+    /// Give up after this many seconds, at most 3600 [default: 60]; a
+    /// timeout is not an error (`timed_out: true`, no entries).
+    pub(crate) timeout_seconds: Option<f64>,
+}
+
 /// `remind_open`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -200,6 +209,9 @@ pub(crate) struct RemindOpen {
     pub(crate) source_id: String,
     /// The prompt.
     pub(crate) message: String,
+    /// The agent the reminder is for (its brief and `wait` show it)
+    /// [default: this agent].
+    pub(crate) to: Option<String>,
 }
 
 /// `remind_list`.

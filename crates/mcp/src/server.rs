@@ -1,22 +1,30 @@
 //! The MCP server: one tool per agent-facing operation, each a thin shell
-//! over [`crate::ops`], and the agent's status as a subscribable resource.
+//! over [`crate::ops`], and the agent's brief as a subscribable resource.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use chipset_failure::{Class, Failure};
 use chipset_store::{AgentId, StateDir};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, ContentBlock, ServerCapabilities, ServerConfig};
+use rmcp::model::{
+    CallToolResult, ContentBlock, ListResourcesResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig,
+    SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
+};
 use rmcp::service::RequestContext;
+use rmcp::service::SubscriptionContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, tool, tool_handler, tool_router};
 use serde_json::json;
 
 use crate::ops::{self, Ctx, Outcome};
 use crate::params::{
     BusAck, BusPublish, BusWait, MailArchive, MailInbox, MailPending, MailSend, MailThread,
-    NudgeRespond, NudgeSend, RemindList, RemindOpen, RemindResolve, RemindSnooze,
+    NudgeRespond, NudgeSend, RemindList, RemindOpen, RemindResolve, RemindSnooze, Wait,
 };
+use crate::watch;
 
 /// The chipset MCP server for one agent over one state root.
 ///
@@ -26,6 +34,8 @@ use crate::params::{
 pub struct Server {
     ctx: Arc<Ctx>,
     tool_router: ToolRouter<Server>,
+    /// The session's `resources/subscribe` watches, by URI.
+    subscriptions: Arc<Mutex<HashMap<String, tokio::task::AbortHandle>>>,
 }
 
 impl Server {
@@ -34,6 +44,37 @@ impl Server {
         Server {
             ctx: Arc::new(Ctx { state, agent }),
             tool_router: Self::tool_router(),
+            subscriptions: Arc::default(),
+        }
+    }
+
+    /// Returns a server for a new session: the same agent and root, no
+    /// subscriptions.
+    pub(crate) fn session(&self) -> Self {
+        Server {
+            ctx: Arc::clone(&self.ctx),
+            tool_router: self.tool_router.clone(),
+            subscriptions: Arc::default(),
+        }
+    }
+
+    /// Returns the URI of this agent's brief resource,
+    /// `chipset://agent/{agent}/brief`.
+    pub fn brief_uri(&self) -> String {
+        format!("chipset://agent/{}/brief", self.ctx.agent)
+    }
+
+    fn check_uri(&self, uri: &str) -> Result<(), ErrorData> {
+        if uri == self.brief_uri() {
+            Ok(())
+        } else {
+            Err(ErrorData::resource_not_found(
+                format!(
+                    "no resource `{uri}`: this server offers `{}` only",
+                    self.brief_uri()
+                ),
+                None,
+            ))
         }
     }
 
@@ -264,6 +305,26 @@ impl Server {
     }
 
     #[tool(
+        description = "What needs this agent now, across every channel: one entry per kind (hook, nudge, mail, bus, reminder) with a count and the most urgent item; no entries when idle."
+    )]
+    async fn brief(&self) -> Result<CallToolResult, ErrorData> {
+        self.run(ops::brief).await
+    }
+
+    #[tool(
+        description = "Block until anything needs this agent (a pending hook, an unprocessed nudge, mail, a pending event, a due reminder), then return the brief; timed_out: true when the timeout passes first."
+    )]
+    async fn wait(
+        &self,
+        Parameters(p): Parameters<Wait>,
+        request: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let ct = request.ct;
+        self.run(move |ctx| ops::wait(ctx, &p, &|| ct.is_cancelled()))
+            .await
+    }
+
+    #[tool(
         description = "This agent's status: its hook, whether a nudge waits, inbox and bus counts, open reminders."
     )]
     async fn status(&self) -> Result<CallToolResult, ErrorData> {
@@ -274,13 +335,150 @@ impl Server {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
-            format!(
-                "chipset coordination tools acting as agent `{}`: hook (your work item), \
-                 nudge (urgent signals), mail (threaded messages), bus (event queue), \
-                 remind (open obligations) and status.",
-                self.ctx.agent
-            ),
-        )
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .enable_resources_subscribe()
+            .build();
+        ServerConfig::new(capabilities).with_instructions(format!(
+            "chipset coordination tools acting as agent `{}`: hook (your work item), \
+             nudge (urgent signals), mail (threaded messages), bus (event queue), \
+             remind (open obligations), status, and brief/wait (what needs you). \
+             Subscribe to `{}` to be told when what needs you changes.",
+            self.ctx.agent,
+            self.brief_uri()
+        ))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let brief = Resource::new(self.brief_uri(), "brief")
+            .with_title(format!("What needs {}", self.ctx.agent))
+            .with_description(
+                "The agent's brief: one entry per kind of work that needs it (the `brief` tool's \
+                 structured result); subscribe to be notified when it changes.",
+            )
+            .with_mime_type("application/json");
+        Ok(ListResourcesResult::with_all_items(vec![brief]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        self.check_uri(&request.uri)?;
+        let ctx = Arc::clone(&self.ctx);
+        let outcome = tokio::task::spawn_blocking(move || ops::brief(&ctx))
+            .await
+            .map_err(|e| {
+                ErrorData::internal_error(format!("the read did not finish: {e}"), None)
+            })?;
+        match outcome {
+            Ok(reply) => {
+                let text = serde_json::to_string_pretty(&reply.json).unwrap_or_default();
+                let contents =
+                    ResourceContents::text(text, request.uri).with_mime_type("application/json");
+                Ok(ReadResourceResult::new(vec![contents]).into())
+            }
+            Err(failure) => Err(ErrorData::internal_error(failure.to_string(), None)),
+        }
+    }
+
+    // `resources/subscribe` is how clients of protocol versions before
+    // 2026-07-28 (the MCP Inspector, most hosts today) ask for updates;
+    // `listen` below is the newer form. Both run the same watch.
+    #[allow(
+        deprecated,
+        reason = "serves clients of protocol versions before 2026-07-28"
+    )]
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.check_uri(&request.uri)?;
+        let stream = watch::briefs(&self.ctx)?;
+        let peer = context.peer;
+        let uri = request.uri.clone();
+        let task = tokio::spawn(watch::notify(stream, move || {
+            let peer = peer.clone();
+            let param = ResourceUpdatedNotificationParam::new(uri.clone());
+            async move { peer.notify_resource_updated(param).await.is_ok() }
+        }));
+        let mut subs = self.subscriptions.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(old) = subs.insert(request.uri, task.abort_handle()) {
+            old.abort();
+        }
+        Ok(())
+    }
+
+    #[allow(
+        deprecated,
+        reason = "serves clients of protocol versions before 2026-07-28"
+    )]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let mut subs = self.subscriptions.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(task) = subs.remove(&request.uri) {
+            task.abort();
+        }
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let wanted = requested
+            .resource_subscriptions
+            .as_ref()
+            .is_some_and(|uris| uris.contains(&self.brief_uri()));
+        let mut accepted = SubscriptionFilter::new();
+        if wanted {
+            accepted.resource_subscriptions = Some(vec![self.brief_uri()]);
+        }
+        Some(accepted)
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let uri = self.brief_uri();
+        let accepted = context
+            .accepted()
+            .resource_subscriptions
+            .as_ref()
+            .is_some_and(|uris| uris.contains(&uri));
+        if !accepted {
+            context.cancelled().await;
+            return Ok(());
+        }
+        let stream = watch::briefs(&self.ctx)?;
+        let sink = context.sink();
+        tokio::select! {
+            () = watch::notify(stream, || {
+                let uri = uri.clone();
+                async move { sink.notify_resource_updated(uri).await.is_ok() }
+            }) => {}
+            () = context.cancelled() => {}
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // The last handle of a session stops its watches.
+        if Arc::strong_count(&self.subscriptions) == 1 {
+            let subs = self.subscriptions.lock().unwrap_or_else(|e| e.into_inner());
+            for task in subs.values() {
+                task.abort();
+            }
+        }
     }
 }
