@@ -40,7 +40,9 @@
 //! | `wait` | block until anything needs this agent, then the brief | `chipset wait` |
 //!
 //! Each tool's input has a JSON Schema (derived with `schemars`; unknown
-//! fields are refused). A result carries the structured JSON
+//! fields are refused). Numbers and flags are also taken as text (`"5"`,
+//! `"true"`), as some clients send every argument as a string (the MCP
+//! Inspector's `--tool-arg k=v`). A result carries the structured JSON
 //! (`structuredContent`, the library records in their serde form, as
 //! `chipset --json` prints them) and a short text rendering.
 //!

@@ -2,8 +2,50 @@
 //! `schemars`) are the tools' `inputSchema`. None of them names the caller:
 //! the server's agent is fixed at start (`--agent`).
 
+use std::str::FromStr;
+
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
+
+/// A number or flag as JSON has it, or as text (`"5"`, `"true"`): some
+/// clients (the MCP Inspector's `--tool-arg k=v`) send every argument as a
+/// string. The schema still says number or boolean.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Lenient<T> {
+    Value(T),
+    Text(String),
+}
+
+impl<T: FromStr> Lenient<T> {
+    fn get<E: serde::de::Error>(self, what: &str) -> Result<T, E> {
+        match self {
+            Lenient::Value(v) => Ok(v),
+            Lenient::Text(t) => t
+                .trim()
+                .parse()
+                .map_err(|_| E::custom(format!("expected {what}, got {t:?}"))),
+        }
+    }
+}
+
+fn lenient<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: FromStr + Deserialize<'de>,
+{
+    Lenient::<T>::deserialize(d)?.get(std::any::type_name::<T>())
+}
+
+fn lenient_opt<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: FromStr + Deserialize<'de>,
+{
+    Option::<Lenient<T>>::deserialize(d)?
+        .map(|v| v.get(std::any::type_name::<T>()))
+        .transpose()
+}
 
 /// `nudge_respond`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -26,6 +68,8 @@ pub(crate) struct NudgeSend {
     /// Human-readable content.
     pub(crate) message: String,
     /// Whether the recipient must answer (with `nudge_respond`) [default: false].
+    #[serde(default, deserialize_with = "lenient_opt")]
+    #[schemars(with = "bool")]
     pub(crate) requires_response: Option<bool>,
 }
 
@@ -88,6 +132,8 @@ pub(crate) struct MailSend {
     /// The task (required for request and notify; a response takes its request's).
     pub(crate) task: Option<String>,
     /// The round within the task [default: 0].
+    #[serde(default, deserialize_with = "lenient_opt")]
+    #[schemars(with = "u32")]
     pub(crate) round: Option<u32>,
     /// The message this one replies to (required for a response).
     pub(crate) in_reply_to: Option<String>,
@@ -184,6 +230,8 @@ pub(crate) struct BusAck {
 pub(crate) struct BusWait {
     /// Give up after this many seconds, at most 3600 [default: 60]; a
     /// timeout is not an error (`timed_out: true`).
+    #[serde(default, deserialize_with = "lenient_opt")]
+    #[schemars(with = "f64")]
     pub(crate) timeout_seconds: Option<f64>,
 }
 
@@ -193,6 +241,8 @@ pub(crate) struct BusWait {
 pub(crate) struct Wait {
     /// Give up after this many seconds, at most 3600 [default: 60]; a
     /// timeout is not an error (`timed_out: true`, no entries).
+    #[serde(default, deserialize_with = "lenient_opt")]
+    #[schemars(with = "f64")]
     pub(crate) timeout_seconds: Option<f64>,
 }
 
@@ -260,5 +310,56 @@ pub(crate) struct RemindSnooze {
     /// The reminder id.
     pub(crate) id: String,
     /// How many hours (at least 1).
+    #[serde(deserialize_with = "lenient")]
+    #[schemars(with = "u32")]
     pub(crate) hours: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_and_flags_are_taken_as_text_too() {
+        let w: Wait = serde_json::from_str(r#"{"timeout_seconds": "2.5"}"#).unwrap();
+        assert_eq!(w.timeout_seconds, Some(2.5));
+        let w: Wait = serde_json::from_str(r#"{"timeout_seconds": 3}"#).unwrap();
+        assert_eq!(w.timeout_seconds, Some(3.0));
+        let w: Wait = serde_json::from_str("{}").unwrap();
+        assert_eq!(w.timeout_seconds, None);
+        let s: RemindSnooze = serde_json::from_str(r#"{"id": "r", "hours": "2"}"#).unwrap();
+        assert_eq!(s.hours, 2);
+        let n: NudgeSend = serde_json::from_str(
+            r#"{"to": "b", "type": "abort", "message": "m", "requires_response": "true"}"#,
+        )
+        .unwrap();
+        assert_eq!(n.requires_response, Some(true));
+        let bad = serde_json::from_str::<RemindSnooze>(r#"{"id": "r", "hours": "soon"}"#);
+        assert!(
+            bad.unwrap_err()
+                .to_string()
+                .contains("expected u32, got \"soon\"")
+        );
+        let unknown = serde_json::from_str::<Wait>(r#"{"agent": "b"}"#);
+        assert!(
+            unknown
+                .unwrap_err()
+                .to_string()
+                .contains("unknown field `agent`")
+        );
+    }
+
+    #[test]
+    fn schemas_keep_the_plain_types() {
+        let schema = serde_json::to_value(schemars::schema_for!(Wait)).unwrap();
+        assert_eq!(schema["properties"]["timeout_seconds"]["type"], "number");
+        assert!(
+            schema
+                .get("required")
+                .is_none_or(|r| r == &serde_json::json!([]))
+        );
+        let schema = serde_json::to_value(schemars::schema_for!(RemindSnooze)).unwrap();
+        assert_eq!(schema["properties"]["hours"]["type"], "integer");
+        assert_eq!(schema["required"], serde_json::json!(["id", "hours"]));
+    }
 }
