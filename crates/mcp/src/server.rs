@@ -401,7 +401,7 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         self.check_uri(&request.uri)?;
-        let stream = watch::briefs(&self.ctx)?;
+        let stream = watch::briefs(&self.ctx).await?;
         let peer = context.peer;
         let uri = request.uri.clone();
         let task = tokio::spawn(watch::notify(stream, move || {
@@ -458,7 +458,7 @@ impl ServerHandler for Server {
             context.cancelled().await;
             return Ok(());
         }
-        let stream = watch::briefs(&self.ctx)?;
+        let stream = watch::briefs(&self.ctx).await?;
         let sink = context.sink();
         tokio::select! {
             () = watch::notify(stream, || {

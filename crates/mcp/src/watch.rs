@@ -4,6 +4,7 @@
 
 use std::future::{Future, poll_fn};
 use std::pin::Pin;
+use std::sync::Arc;
 
 use chipset_failure::Failure;
 use chipset_loop::{Attention, Brief, BriefStream};
@@ -13,14 +14,20 @@ use rmcp::ErrorData;
 use crate::ops::Ctx;
 
 /// Returns the stream of the agent's briefs, with the current brief (the
-/// one a subscriber has, or can read) as its starting point.
-pub(crate) fn briefs(ctx: &Ctx) -> Result<(BriefStream, Brief), ErrorData> {
-    let attention = Attention::from_state(&ctx.state);
-    // Stream first, read second: a change in between is a difference the
-    // stream reports, never a miss.
-    let stream = attention.stream(&ctx.agent).map_err(internal)?;
-    let now = attention.brief(&ctx.agent).map_err(internal)?;
-    Ok((stream, now))
+/// one a subscriber has, or can read) as its starting point; the reads run
+/// on the blocking pool.
+pub(crate) async fn briefs(ctx: &Arc<Ctx>) -> Result<(BriefStream, Brief), ErrorData> {
+    let ctx = Arc::clone(ctx);
+    tokio::task::spawn_blocking(move || {
+        let attention = Attention::from_state(&ctx.state);
+        // Stream first, read second: a change in between is a difference
+        // the stream reports, never a miss.
+        let stream = attention.stream(&ctx.agent).map_err(internal)?;
+        let now = attention.brief(&ctx.agent).map_err(internal)?;
+        Ok((stream, now))
+    })
+    .await
+    .map_err(|e| ErrorData::internal_error(format!("the watch did not start: {e}"), None))?
 }
 
 fn internal(e: chipset_loop::Error) -> ErrorData {

@@ -634,6 +634,13 @@ fn http_with_a_token_refuses_requests_without_it() {
         assert_eq!(ok(&r)["agent"], "a");
         c.cancel().await.unwrap();
     });
+
+    // The same with the token in a file (its first line).
+    let file = env.root().parent().unwrap().join("token");
+    std::fs::write(&file, "from-a-file\nignored\n").unwrap();
+    let server = HttpServer::start(&env, &["--token-file", file.to_str().unwrap()], None);
+    assert_eq!(server.post_status(Some("Bearer s3cret")), 401);
+    assert_eq!(server.post_status(Some("Bearer from-a-file")), 200);
 }
 
 #[test]
