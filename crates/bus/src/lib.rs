@@ -99,7 +99,8 @@
 //!
 //! A [`Waiter`] ([`Bus::waiter`]) blocks until a new event arrives for its
 //! agent or a timeout passes. It is woken by directory notifications
-//! (inotify on Linux) and also lists the queue every
+//! (inotify on Linux, through chipset-store's
+//! [`Watcher`](chipset_store::Watcher)) and also lists the queue every
 //! [`WakeConfig::rescan_interval`] (1 s by default): the rescan is the
 //! safety net when a notification is lost, and the only mechanism where
 //! notifications are unavailable ([`WakeMode::Rescan`]).

@@ -1,12 +1,10 @@
 //! Wake-ups: block until a new event reaches an agent's queue.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use chipset_store::AgentId;
-use notify::{RecommendedWatcher, RecursiveMode, Watcher as _};
+use chipset_store::{AgentId, WatchConfig, WatchTarget, Watcher};
 
 use crate::bus::Bus;
 use crate::config::WakeMode;
@@ -26,7 +24,7 @@ pub enum Wake {
 /// Blocks until a new event for one agent arrives or a timeout passes.
 ///
 /// Made by [`Bus::waiter`]. It watches the agent's queue directory for new
-/// entries (inotify on Linux, through `notify`) and also lists the queue
+/// entries through a store [`Watcher`] (inotify on Linux) and also lists the queue
 /// every [`WakeConfig::rescan_interval`](crate::WakeConfig::rescan_interval),
 /// so an event whose notification was lost (a full inotify queue, a
 /// filesystem that does not notify, a watch that could not be set up) is
@@ -43,21 +41,7 @@ pub struct Waiter {
     agent: AgentId,
     dir: PathBuf,
     seen: BTreeSet<String>,
-    watch: Option<Watch>,
-    rescan_interval: Duration,
-    last_scan: Instant,
-}
-
-struct Watch {
-    // Dropping the watcher stops its thread; it is kept for that.
-    _watcher: RecommendedWatcher,
-    events: Receiver<notify::Result<notify::Event>>,
-}
-
-impl std::fmt::Debug for Watch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Watch")
-    }
+    watcher: Watcher,
 }
 
 impl Bus {
@@ -72,39 +56,17 @@ impl Bus {
     pub fn waiter(&self, agent: &AgentId) -> Result<Waiter> {
         let dir = self.ensure_queue(agent)?;
         let wake = self.config().wake;
+        let config = WatchConfig::new(wake.mode == WakeMode::Notify, wake.rescan_interval);
         // Watch first, list second: nothing published in between is missed.
-        let watch = match wake.mode {
-            WakeMode::Notify => watch(&dir),
-            WakeMode::Rescan => None,
-        };
+        let watcher = Watcher::new(self.state(), [WatchTarget::dir(&dir)], config)?;
         let seen = self.state().list(&dir)?.into_iter().collect();
         Ok(Waiter {
             bus: self.clone(),
             agent: agent.clone(),
             dir,
             seen,
-            watch,
-            rescan_interval: wake.rescan_interval.max(Duration::from_millis(1)),
-            last_scan: Instant::now(),
+            watcher,
         })
-    }
-}
-
-fn watch(dir: &Path) -> Option<Watch> {
-    let (tx, rx) = mpsc::channel();
-    let set_up = notify::recommended_watcher(tx).and_then(|mut w| {
-        w.watch(dir, RecursiveMode::NonRecursive)?;
-        Ok(w)
-    });
-    match set_up {
-        Ok(w) => Some(Watch {
-            _watcher: w,
-            events: rx,
-        }),
-        Err(e) => {
-            tracing::warn!(dir = %dir.display(), error = %e, "directory notifications unavailable; waiting by rescans");
-            None
-        }
     }
 }
 
@@ -116,7 +78,7 @@ impl Waiter {
 
     /// Returns true when directory notifications are in use (false: rescans only).
     pub fn is_notified(&self) -> bool {
-        self.watch.is_some()
+        self.watcher.is_notified()
     }
 
     /// Blocks until an event arrives that this waiter has not reported, or
@@ -126,30 +88,21 @@ impl Waiter {
     ///
     /// [`Error::Store`](crate::Error::Store) when the queue cannot be listed.
     pub fn wait(&mut self, timeout: Duration) -> Result<Wake> {
-        let deadline = Instant::now() + timeout;
+        // No deadline: a timeout too large for an `Instant` waits for ever.
+        let deadline = Instant::now().checked_add(timeout);
         let mut arrived = BTreeSet::new();
-        let mut rescan = false;
         loop {
-            if let Some(w) = &self.watch {
-                let mut lost = false;
-                loop {
-                    match w.events.try_recv() {
-                        Ok(ev) => rescan |= note(&mut self.seen, &self.dir, ev, &mut arrived),
-                        Err(mpsc::TryRecvError::Empty) => break,
-                        Err(mpsc::TryRecvError::Disconnected) => {
-                            lost = true;
-                            break;
-                        }
+            let left = deadline.map_or(Duration::from_secs(3600), |d| {
+                d.saturating_duration_since(Instant::now())
+            });
+            match self.watcher.wait(left) {
+                chipset_store::Wake::Changed(paths) => {
+                    for path in paths {
+                        self.note(&path, &mut arrived);
                     }
                 }
-                if lost {
-                    self.lose_watch();
-                    rescan = true;
-                }
-            }
-            if rescan || self.last_scan.elapsed() >= self.rescan_interval {
-                self.rescan(&mut arrived)?;
-                rescan = false;
+                chipset_store::Wake::Rescan => self.rescan(&mut arrived)?,
+                chipset_store::Wake::TimedOut => {}
             }
             if !arrived.is_empty() {
                 let mut entries: Vec<QueueEntry> = arrived
@@ -159,31 +112,29 @@ impl Waiter {
                 entries.sort();
                 return Ok(Wake::Arrived(entries));
             }
-            let now = Instant::now();
-            if now >= deadline {
+            if deadline.is_some_and(|d| Instant::now() >= d) {
                 return Ok(Wake::TimedOut);
-            }
-            let next_scan = self
-                .rescan_interval
-                .saturating_sub(self.last_scan.elapsed());
-            let pause = (deadline - now).min(next_scan);
-            match &self.watch {
-                Some(w) => match w.events.recv_timeout(pause) {
-                    Ok(ev) => rescan |= note(&mut self.seen, &self.dir, ev, &mut arrived),
-                    Err(RecvTimeoutError::Timeout) => {}
-                    Err(RecvTimeoutError::Disconnected) => {
-                        self.lose_watch();
-                        rescan = true;
-                    }
-                },
-                None => std::thread::sleep(pause),
             }
         }
     }
 
-    fn lose_watch(&mut self) {
-        tracing::warn!(dir = %self.dir.display(), "directory watch ended; waiting by rescans");
-        self.watch = None;
+    /// Takes one changed path: a new event name goes to `arrived`.
+    fn note(&mut self, path: &std::path::Path, arrived: &mut BTreeSet<String>) {
+        if path.parent() != Some(self.dir.as_path()) {
+            return;
+        }
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            return;
+        };
+        if self.seen.contains(name) || QueueEntry::parse(name).is_none() {
+            return;
+        }
+        // The same notifications report events moved out (acknowledged):
+        // only a name that is there now is an arrival.
+        if std::fs::symlink_metadata(path).is_ok() {
+            self.seen.insert(name.to_owned());
+            arrived.insert(name.to_owned());
+        }
     }
 
     fn rescan(&mut self, arrived: &mut BTreeSet<String>) -> Result<()> {
@@ -194,42 +145,6 @@ impl Waiter {
             }
         }
         self.seen = now;
-        self.last_scan = Instant::now();
         Ok(())
     }
-}
-
-/// Takes one notification: new event names go to `arrived`. Returns true
-/// when the notification asks for a rescan (an overflow or an error).
-fn note(
-    seen: &mut BTreeSet<String>,
-    dir: &Path,
-    ev: notify::Result<notify::Event>,
-    arrived: &mut BTreeSet<String>,
-) -> bool {
-    let ev = match ev {
-        Ok(ev) => ev,
-        Err(e) => {
-            tracing::debug!(error = %e, "notification error; rescanning");
-            return true;
-        }
-    };
-    if ev.need_rescan() {
-        return true;
-    }
-    for path in &ev.paths {
-        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
-            continue;
-        };
-        if seen.contains(name) || QueueEntry::parse(name).is_none() {
-            continue;
-        }
-        // The same notifications report events moved out (acknowledged):
-        // only a name that is there now is an arrival.
-        if std::fs::symlink_metadata(dir.join(name)).is_ok() {
-            seen.insert(name.to_owned());
-            arrived.insert(name.to_owned());
-        }
-    }
-    false
 }

@@ -8,12 +8,15 @@
 
 use std::time::{Duration, Instant};
 
-use chipset_bus::{AckOutcome, Bus, NewEvent, Pending, Problem, Published, Wake};
+use chipset_bus::{
+    AckOutcome, BadFile, Bus, Event, NewEvent, Occasion, Pending, PresenceState, Problem,
+    Published, Resource, Wake,
+};
 use chipset_store::AgentId;
 use serde_json::{Value, json};
 
 use crate::Ctx;
-use crate::cli::BusCommand;
+use crate::cli::{BusCommand, ControlCommand};
 use crate::error::{CliError, Result};
 use crate::output::{self, Cell, Output, Table, Tone};
 
@@ -83,6 +86,99 @@ pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
             ))
         }
         BusCommand::Wait { agent, timeout } => wait(ctx, &bus, &agent, timeout),
+        BusCommand::Start { agent } => {
+            let startup = bus.start(&agent)?;
+            let mut out = listing(ctx, &agent, &startup.pending, None);
+            let (word, prev) = presence_words(ctx, &startup.previous);
+            let head = format!(
+                "started {agent} (pid {}); before: {word}{prev}\n",
+                startup.presence.pid
+            );
+            out.text = format!("{head}{}", out.text);
+            out.json["presence"] = output::json(&startup.presence);
+            out.json["previous"] = presence_json(&startup.previous);
+            Ok(out)
+        }
+        BusCommand::Presence { agent } => {
+            let state = bus.presence(&agent)?;
+            let (word, detail) = presence_words(ctx, &state);
+            let out = Output::new(format!("{agent}: {word}{detail}\n"), presence_json(&state));
+            Ok(match &state {
+                PresenceState::Unreadable(c) => out.with_failure(Some(CliError::refused(format!(
+                    "the presence file of `{agent}` is unreadable ({c}); `chipset doctor --fix` quarantines it"
+                )))),
+                _ => out,
+            })
+        }
+        BusCommand::Control(command) => {
+            let (args, command) = match command {
+                ControlCommand::Register(a) => {
+                    let c =
+                        chipset_bus::ControlCommand::register(Resource::new(&a.kind, &a.target));
+                    (a, c)
+                }
+                ControlCommand::Unregister(a) => {
+                    let c =
+                        chipset_bus::ControlCommand::unregister(Resource::new(&a.kind, &a.target));
+                    (a, c)
+                }
+            };
+            bus.control(&args.agent, &command)?;
+            let applied = bus.apply_control(&args.agent)?;
+            let mut table = Table::new(&["KIND", "TARGET"]);
+            for r in &applied.registry.resources {
+                table.row(vec![
+                    r.resource.kind.clone().into(),
+                    r.resource.target.clone().into(),
+                ]);
+            }
+            let text = if table.is_empty() {
+                format!("no resources registered for {}\n", args.agent)
+            } else {
+                table.render(ctx.paint)
+            };
+            Ok(Output::new(text, output::json(&applied.registry)))
+        }
+        BusCommand::Nag { agent, poll } => {
+            let occasion = if poll {
+                Occasion::Poll
+            } else {
+                Occasion::Pause
+            };
+            let due = bus.due_reminders(&agent, occasion)?;
+            let mut out = listing_of(ctx, &agent, &due, &[], None);
+            if due.is_empty() {
+                out.text = format!("nothing due for a reminder for {agent}\n");
+            }
+            Ok(out)
+        }
+    }
+}
+
+/// Describes a presence in a word and a detail.
+fn presence_words(ctx: &Ctx, state: &PresenceState) -> (&'static str, String) {
+    let now = ctx.state.now();
+    let seen = |p: &chipset_bus::Presence| {
+        format!(
+            " (pid {}, last seen {} ago)",
+            p.pid,
+            output::age(now, p.last_seen)
+        )
+    };
+    match state {
+        PresenceState::Absent => ("absent", String::new()),
+        PresenceState::Live(p) => ("live", seen(p)),
+        PresenceState::Stale(p) => ("stale", seen(p)),
+        PresenceState::Unreadable(c) => ("unreadable", format!(" ({c})")),
+    }
+}
+
+fn presence_json(state: &PresenceState) -> Value {
+    match state {
+        PresenceState::Absent => json!({"state": "absent"}),
+        PresenceState::Live(p) => json!({"state": "live", "presence": output::json(p)}),
+        PresenceState::Stale(p) => json!({"state": "stale", "presence": output::json(p)}),
+        PresenceState::Unreadable(c) => json!({"state": "unreadable", "problem": c.to_string()}),
     }
 }
 
@@ -109,9 +205,25 @@ fn wait(ctx: &Ctx, bus: &Bus, agent: &AgentId, timeout: Option<Duration>) -> Res
 /// Renders pending events (and unreadable queue files, which fail the
 /// command after the listing). `timed_out` is set for `bus wait`.
 fn listing(ctx: &Ctx, agent: &AgentId, pending: &Pending, timed_out: Option<bool>) -> Output {
+    listing_of(
+        ctx,
+        agent,
+        pending.events(),
+        pending.unreadable(),
+        timed_out,
+    )
+}
+
+fn listing_of(
+    ctx: &Ctx,
+    agent: &AgentId,
+    events: &[Event],
+    bad: &[BadFile],
+    timed_out: Option<bool>,
+) -> Output {
     let now = ctx.state.now();
     let mut table = Table::new(&["ID", "PRIORITY", "SOURCE", "KIND", "AGE", "PAYLOAD"]);
-    for e in pending.events() {
+    for e in events {
         let tone = match e.priority() {
             chipset_bus::Priority::Critical => Tone::Bad,
             chipset_bus::Priority::High => Tone::Warn,
@@ -131,8 +243,7 @@ fn listing(ctx: &Ctx, agent: &AgentId, pending: &Pending, timed_out: Option<bool
             payload.into(),
         ]);
     }
-    let unreadable: Vec<Value> = pending
-        .unreadable()
+    let unreadable: Vec<Value> = bad
         .iter()
         .map(|b| json!({"path": b.path, "problem": problem(&b.problem)}))
         .collect();
@@ -142,19 +253,14 @@ fn listing(ctx: &Ctx, agent: &AgentId, pending: &Pending, timed_out: Option<bool
         _ => table.render(ctx.paint),
     };
     let mut doc = json!({
-        "events": pending.events().iter().map(output::json).collect::<Vec<_>>(),
+        "events": events.iter().map(output::json).collect::<Vec<_>>(),
         "unreadable": unreadable,
     });
     if let Some(t) = timed_out {
         doc["timed_out"] = json!(t);
     }
-    let failure = pending.unreadable().first().map(|first| {
-        CliError::unreadable_queue(
-            agent,
-            pending.unreadable().len(),
-            &first.path,
-            &problem(&first.problem),
-        )
+    let failure = bad.first().map(|first| {
+        CliError::unreadable_queue(agent, bad.len(), &first.path, &problem(&first.problem))
     });
     Output::new(text, doc).with_failure(failure)
 }

@@ -67,6 +67,14 @@ pub(crate) enum Command {
         #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
         timeout: Option<Duration>,
     },
+    /// The witness loop: heartbeat checks and escalation.
+    #[command(subcommand)]
+    Witness(WitnessCommand),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
     /// One screen: every agent's hook, nudge, inbox and bus, and open reminders.
     Status,
     /// Find (and with --fix repair) corrupt files, stale temps, orphaned mail.
@@ -343,6 +351,51 @@ pub(crate) enum BusCommand {
         #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
         timeout: Option<Duration>,
     },
+    /// Start a session (restart semantics): make the queue, list every
+    /// pending event in processing order, register presence.
+    Start {
+        /// The agent.
+        agent: AgentId,
+    },
+    /// Show an agent's presence: live, stale, absent or unreadable.
+    Presence {
+        /// The agent.
+        agent: AgentId,
+    },
+    /// The control inbox: register or unregister resources to watch.
+    #[command(subcommand)]
+    Control(ControlCommand),
+    /// List the pending events due for a reminder now, by the priority
+    /// schedule (timed reminders are recorded, so they are not repeated early).
+    Nag {
+        /// The agent.
+        agent: AgentId,
+        /// A regular poll cycle (poll rules fire too) rather than a natural pause.
+        #[arg(long)]
+        poll: bool,
+    },
+}
+
+/// `chipset bus control ...`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ControlCommand {
+    /// Ask for a resource to be watched for the agent; prints the registry.
+    Register(ControlArgs),
+    /// Stop watching a resource for the agent; prints the registry.
+    Unregister(ControlArgs),
+}
+
+/// The arguments of `bus control register|unregister`.
+#[derive(Debug, Args)]
+pub(crate) struct ControlArgs {
+    /// The agent.
+    pub(crate) agent: AgentId,
+    /// What sort of resource (chat, queue, hub, ...).
+    #[arg(long, value_name = "K")]
+    pub(crate) kind: String,
+    /// Where it is (a path, an agent id, ...).
+    #[arg(long, value_name = "T")]
+    pub(crate) target: String,
 }
 
 /// `chipset remind ...`.
@@ -393,6 +446,34 @@ pub(crate) enum RemindCommand {
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
         hours: u32,
     },
+    /// Resolve automatically, as the resolving verb does (auto_cleared):
+    /// the reminder of exactly this kind, source type and source id.
+    Clear {
+        /// The kind.
+        #[arg(long, value_name = "K")]
+        kind: String,
+        /// The kind's source type.
+        #[arg(long, value_name = "T")]
+        source_type: String,
+        /// The entity it refers to.
+        #[arg(long, value_name = "ID")]
+        source_id: String,
+        /// The verb that resolved it (one of the kind's resolving verbs, such as prism_wrap).
+        #[arg(long, value_name = "VERB")]
+        verb: String,
+    },
+    /// Every reminder ever opened (open, snoozed, resolved), oldest first.
+    History {
+        /// Only this kind.
+        #[arg(long, value_name = "K")]
+        kind: Option<String>,
+    },
+    /// Counts per kind: opened, resolved by resolution, open now, median open age.
+    Metrics {
+        /// Count openings and resolutions from this time on (RFC 3339) [default: all time].
+        #[arg(long, value_name = "TIME", value_parser = parse_time)]
+        since: Option<chipset_store::Timestamp>,
+    },
 }
 
 /// A manual resolution, as typed.
@@ -413,6 +494,23 @@ impl From<ResolutionArg> for chipset_nudge::ManualResolution {
     }
 }
 
+/// `chipset witness ...`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum WitnessCommand {
+    /// Run witness ticks until SIGTERM or SIGINT, then exit 0; prints each action.
+    Run {
+        /// Time between ticks: a number with ms, s, m or h (bare numbers are seconds).
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        every: Duration,
+        /// The witness's own agent id (it sends the nudges).
+        #[arg(long, value_name = "A", default_value = "witness")]
+        me: AgentId,
+        /// The dispatcher that receives escalations.
+        #[arg(long, value_name = "D", default_value = "mayor")]
+        dispatcher: AgentId,
+    },
+}
+
 /// `chipset doctor [--fix]`.
 #[derive(Debug, Args)]
 pub(crate) struct DoctorArgs {
@@ -423,6 +521,33 @@ pub(crate) struct DoctorArgs {
 
 fn parse_json(text: &str) -> Result<serde_json::Value, String> {
     serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))
+}
+
+fn parse_time(text: &str) -> Result<chipset_store::Timestamp, String> {
+    chipset_store::Timestamp::parse(text).map_err(|e| e.to_string())
+}
+
+/// Parses `500ms`, `30s`, `5m`, `1h` or a bare number of seconds; never zero.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let (number, unit) = match t.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(i) => t.split_at(i),
+        None => (t, "s"),
+    };
+    let scale = match unit {
+        "ms" => 0.001,
+        "s" => 1.0,
+        "m" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(format!("unknown unit in {text:?}: use ms, s, m or h")),
+    };
+    let n: f64 = number
+        .parse()
+        .map_err(|_| format!("not a duration: {text:?} (such as 30s, 5m, 500ms)"))?;
+    match Duration::try_from_secs_f64(n * scale) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        _ => Err(format!("not a usable duration: {text:?}")),
+    }
 }
 
 fn parse_seconds(text: &str) -> Result<Duration, String> {
@@ -447,8 +572,20 @@ impl Command {
                     | MailCommand::Thread { .. }
                     | MailCommand::Pending { .. }
             ),
-            Command::Bus(c) => matches!(c, BusCommand::Pending { .. } | BusCommand::Wait { .. }),
-            Command::Remind(c) => matches!(c, RemindCommand::List { .. }),
+            Command::Bus(c) => matches!(
+                c,
+                BusCommand::Pending { .. } | BusCommand::Wait { .. } | BusCommand::Presence { .. }
+            ),
+            Command::Remind(c) => matches!(
+                c,
+                RemindCommand::List { .. }
+                    | RemindCommand::History { .. }
+                    | RemindCommand::Metrics { .. }
+            ),
+            // The witness writes (incidents, nudges), but only into a root
+            // that has agents to watch: a mistyped root is refused.
+            Command::Witness(_) => true,
+            Command::Completions { .. } => false,
             Command::Brief { .. } | Command::Wait { .. } => true,
             // The tools read as well as write (`mail_pending` is a commit
             // gate): a mistyped root must not serve as an empty one.
@@ -474,5 +611,18 @@ mod tests {
         assert!(parse_seconds("-1").is_err());
         assert!(parse_seconds("soon").is_err());
         assert!(parse_seconds("inf").is_err());
+    }
+
+    #[test]
+    fn durations_parse_and_refuse() {
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("1.5h"), Ok(Duration::from_secs(5400)));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("5d").is_err());
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("-1s").is_err());
     }
 }

@@ -10,8 +10,11 @@
 //! chipset [--root DIR] [--json] hook show|list|assign|activate|touch|complete|clear ...
 //! chipset [--root DIR] [--json] nudge send|read|respond ...
 //! chipset [--root DIR] [--json] mail send|inbox|archive|thread|pending|sweep ...
-//! chipset [--root DIR] [--json] bus publish|pending|ack|wait ...
-//! chipset [--root DIR] [--json] remind open|list|resolve|snooze ...
+//! chipset [--root DIR] [--json] bus publish|pending|ack|wait|start|presence|nag ...
+//! chipset [--root DIR] [--json] bus control register|unregister ...
+//! chipset [--root DIR] [--json] remind open|list|resolve|snooze|clear|history|metrics ...
+//! chipset [--root DIR] [--json] witness run --every DURATION
+//! chipset completions SHELL
 //! chipset [--root DIR] [--json] brief AGENT
 //! chipset [--root DIR] [--json] wait AGENT [--timeout SECONDS]
 //! chipset [--root DIR] [--json] status
@@ -55,6 +58,10 @@
 //!   other failure; also `doctor` when problems remain unfixed, and listings
 //!   that found unreadable files.
 //!
+//! `witness run` runs until SIGTERM or SIGINT and then exits 0, after the
+//! tick in progress; with `--json` it prints one JSON object per line (each
+//! action, then a summary), the one command whose stdout is a stream.
+//!
 //! Every failure prints one line on stderr, `chipset: error: ...`, saying
 //! what was refused and why; a refused operation changes nothing.
 
@@ -77,6 +84,7 @@ mod nudge;
 mod output;
 mod remind;
 mod status;
+mod witness;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -107,6 +115,12 @@ fn main() -> ExitCode {
     };
     // `mcp` speaks MCP on stdout (stdio) and prints nothing else there.
     let json = cli.json && !matches!(cli.command, Command::Mcp(_));
+    if let Command::Completions { shell } = cli.command {
+        // No state root is opened: completions need none.
+        let mut command = <Cli as clap::CommandFactory>::command();
+        clap_complete::generate(shell, &mut command, "chipset", &mut std::io::stdout());
+        return ExitCode::SUCCESS;
+    }
     match run(cli) {
         Ok(out) => out.emit(json),
         Err(e) => output::fail(&e),
@@ -114,6 +128,7 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<Output> {
+    let json = cli.json;
     // Read here rather than by clap, so that an empty variable means unset.
     let root = cli
         .root
@@ -146,6 +161,9 @@ fn run(cli: Cli) -> Result<Output> {
         Command::Remind(c) => remind::run(&ctx, c),
         Command::Brief { agent } => attention::brief(&ctx, &agent),
         Command::Wait { agent, timeout } => attention::wait(&ctx, &agent, timeout),
+        Command::Witness(c) => witness::run(&ctx, c, json),
+        // Handled in `main` before any root is opened.
+        Command::Completions { .. } => Ok(Output::new("", serde_json::Value::Null)),
         Command::Status => status::run(&ctx),
         Command::Doctor(args) => doctor::run(&ctx, &args),
         Command::Mcp(args) => mcp::run(ctx, args),

@@ -16,8 +16,11 @@ use crate::error::CliError;
 /// optional note (stderr, still success) or failure (stderr, exit code).
 #[derive(Debug)]
 pub(crate) struct Output {
-    text: String,
-    json: Value,
+    /// The text form.
+    pub(crate) text: String,
+    /// The JSON form.
+    pub(crate) json: Value,
+    compact: bool,
     note: Option<String>,
     failure: Option<CliError>,
 }
@@ -28,6 +31,7 @@ impl Output {
         Output {
             text: text.into(),
             json,
+            compact: false,
             note: None,
             failure: None,
         }
@@ -48,12 +52,25 @@ impl Output {
         self
     }
 
+    /// Returns this output printing its JSON on one line (for commands
+    /// that print a stream of one-line documents before it).
+    #[must_use]
+    pub(crate) fn compact(mut self) -> Self {
+        self.compact = true;
+        self
+    }
+
     /// Prints the output (text or JSON) and returns the exit code.
     pub(crate) fn emit(self, json: bool) -> ExitCode {
         let mut out = io::stdout().lock();
         // A closed pipe (`chipset ... | head`) is not worth a second error.
         let _ = if json {
-            let doc = serde_json::to_string_pretty(&self.json).unwrap_or_else(|_| "null".into());
+            let doc = if self.compact {
+                serde_json::to_string(&self.json)
+            } else {
+                serde_json::to_string_pretty(&self.json)
+            }
+            .unwrap_or_else(|_| "null".into());
             writeln!(out, "{doc}")
         } else {
             out.write_all(self.text.as_bytes())

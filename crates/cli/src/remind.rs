@@ -119,6 +119,123 @@ pub(crate) fn run(ctx: &Ctx, command: RemindCommand) -> Result<Output> {
                 .map_or_else(String::new, |t| format!(" until {t}"));
             Ok(changed(&r, format!("snoozed {}{until}\n", r.id)))
         }
+        RemindCommand::Clear {
+            kind,
+            source_type,
+            source_id,
+            verb,
+        } => Ok(
+            match reminders.auto_resolve(&kind, &source_type, &source_id, &verb)? {
+                Some(r) => changed(
+                    &r,
+                    format!(
+                        "cleared {} ({kind} {source_type}:{source_id}) by {verb}\n",
+                        r.id
+                    ),
+                ),
+                None => Output::new(
+                    format!("nothing open for {kind} {source_type}:{source_id}\n"),
+                    json!({"outcome": "nothing-open"}),
+                ),
+            },
+        ),
+        RemindCommand::History { kind } => {
+            if let Some(k) = kind
+                .as_ref()
+                .filter(|k| reminders.registry().get(k).is_none())
+            {
+                return Err(chipset_nudge::Error::UnknownKind { kind: k.clone() }.into());
+            }
+            let filter = ReminderFilter {
+                kind,
+                ..ReminderFilter::default()
+            };
+            let listing = reminders.all(&filter)?;
+            let mut table = Table::new(&["ID", "KIND", "SOURCE", "CREATED", "STATE", "BY"]);
+            for r in &listing.reminders {
+                let state = match (r.resolution, r.snooze_until) {
+                    (Some(res), _) => res.as_str().to_owned(),
+                    (None, Some(until)) => format!("snoozed until {until}"),
+                    (None, None) => "open".to_owned(),
+                };
+                table.row(vec![
+                    r.id.to_string().into(),
+                    r.kind.clone().into(),
+                    format!("{}:{}", r.source_type, r.source_id).into(),
+                    r.created_at.to_string().into(),
+                    state.into(),
+                    r.resolved_by_verb.clone().unwrap_or_default().into(),
+                ]);
+            }
+            let text = if table.is_empty() {
+                "no reminders\n".to_owned()
+            } else {
+                table.render(ctx.paint)
+            };
+            let doc = json!({
+                "reminders": listing.reminders.iter().map(output::json).collect::<Vec<_>>(),
+                "unreadable": listing.corrupt.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            });
+            let failure = listing.corrupt.first().map(|c| {
+                CliError::refused(format!(
+                    "{} ({c}); `chipset doctor --fix` quarantines them",
+                    output::plural(listing.corrupt.len(), "unreadable reminder file")
+                ))
+            });
+            Ok(Output::new(text, doc).with_failure(failure))
+        }
+        RemindCommand::Metrics { since } => {
+            let m = reminders.metrics(since)?;
+            let mut kinds: Vec<&String> = m
+                .opened
+                .keys()
+                .chain(m.open.keys())
+                .chain(m.resolved.keys())
+                .collect();
+            kinds.sort();
+            kinds.dedup();
+            let mut table = Table::new(&["KIND", "OPENED", "RESOLVED", "OPEN", "MEDIAN OPEN AGE"]);
+            let mut doc = serde_json::Map::new();
+            for kind in kinds {
+                let opened = m.opened.get(kind).copied().unwrap_or(0);
+                let resolved = m.resolved.get(kind);
+                let by: Vec<String> = resolved
+                    .into_iter()
+                    .flatten()
+                    .map(|(res, n)| format!("{n} {}", res.as_str()))
+                    .collect();
+                let open = m.open.get(kind).copied().unwrap_or(0);
+                let age = m.median_open_age.get(kind);
+                table.row(vec![
+                    kind.clone().into(),
+                    opened.to_string().into(),
+                    if by.is_empty() {
+                        "0".to_owned()
+                    } else {
+                        by.join(", ")
+                    }
+                    .into(),
+                    open.to_string().into(),
+                    age.map_or_else(|| "-".to_owned(), |d| output::short_duration(*d))
+                        .into(),
+                ]);
+                doc.insert(
+                    kind.clone(),
+                    json!({
+                        "opened": opened,
+                        "resolved": resolved.into_iter().flatten().map(|(res, n)| (res.as_str().to_owned(), json!(n))).collect::<serde_json::Map<_, _>>(),
+                        "open": open,
+                        "median_open_age_ms": age.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+                    }),
+                );
+            }
+            let text = if table.is_empty() {
+                "no reminders\n".to_owned()
+            } else {
+                table.render(ctx.paint)
+            };
+            Ok(Output::new(text, json!({"since": since, "kinds": doc})))
+        }
     }
 }
 

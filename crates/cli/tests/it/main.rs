@@ -4,6 +4,7 @@
 
 mod attention;
 mod bus;
+mod coverage;
 mod global;
 mod hook;
 mod interop;
@@ -12,6 +13,7 @@ mod mcp;
 mod nudge;
 mod remind;
 mod status;
+mod witness;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -221,7 +223,10 @@ macro_rules! snap {
                 (r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z", "YYYY-MM-DDTHH:MM:SS.mmmZ"),
                 (r"\b\d{4}-\d{2}-\d{2}T\d{6}\.\d{3}Z", "YYYY-MM-DDTHHMMSS.mmmZ"),
                 (r#""age_ms": \d+"#, r#""age_ms": [MS]"#),
+                (r#""median_open_age_ms": \d+"#, r#""median_open_age_ms": [MS]"#),
                 (r"\b\d{1,2}s\b", "Ns"),
+                (r"\bpid \d+", "pid [PID]"),
+                (r#""pid": \d+"#, r#""pid": [PID]"#),
             ],
             prepend_module_to_snapshot => false,
         }, {
