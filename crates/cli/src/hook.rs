@@ -77,11 +77,9 @@ pub(crate) fn run(ctx: &Ctx, command: HookCommand) -> Result<Output> {
 
 /// Returns the assignment `agent`'s hook holds now, or refuses `op` on an empty hook.
 fn held(hooks: &Hooks, agent: &AgentId, op: &str) -> Result<chipset_hook::Assignment> {
-    hooks.current(agent)?.ok_or_else(|| {
-        CliError::refused(format!(
-            "cannot {op} the hook of `{agent}`: it is empty (no work is assigned)"
-        ))
-    })
+    hooks
+        .current(agent)?
+        .ok_or_else(|| CliError::hook_empty(agent, op))
 }
 
 fn changed(hook: &Hook) -> Output {
@@ -96,11 +94,7 @@ fn show(ctx: &Ctx, hooks: &Hooks, agent: &AgentId) -> Result<Output> {
     let hook = match hooks.read(agent)? {
         HookRead::Missing => Hook::missing(agent.clone()),
         HookRead::Hook(hook) => hook,
-        HookRead::Corrupt(c) => {
-            return Err(CliError::refused(format!(
-                "the hook of `{agent}` is unreadable: {c}; `chipset doctor --fix` quarantines it"
-            )));
-        }
+        HookRead::Corrupt(c) => return Err(CliError::hook_unreadable(agent, &c)),
         HookRead::Unsupported(u) => {
             return Err(CliError::refused(format!(
                 "the hook of `{agent}` cannot be shown: {u}; it is left as it is"

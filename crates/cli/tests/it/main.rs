@@ -10,6 +10,7 @@ mod global;
 mod hook;
 mod interop;
 mod mail;
+mod mcp;
 mod nudge;
 mod peers;
 mod remind;
