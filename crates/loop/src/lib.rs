@@ -194,6 +194,7 @@
 #![forbid(unsafe_code)]
 
 mod attention;
+mod channels;
 mod dispatcher;
 mod error;
 mod files;
@@ -208,6 +209,7 @@ mod worker;
 pub use attention::{
     Attention, AttentionConfig, Brief, BriefWatch, Entry, Item, REMINDER_AGENT_FIELD, WorkKind,
 };
+pub use channels::Channels;
 pub use dispatcher::{
     DEFAULT_DISPATCH_POLL, DispatchAction, Dispatcher, DispatcherConfig, IgnoreReason, Ledger,
 };
@@ -227,8 +229,8 @@ pub use scan::{
 #[cfg(feature = "tokio")]
 pub use stream::BriefStream;
 pub use witness::{
-    DEFAULT_GRACE, DEFAULT_STALL_THRESHOLD, Judging, Verdict, Witness, WitnessAction,
-    WitnessConfig, judge,
+    DEFAULT_GRACE, DEFAULT_STALL_THRESHOLD, Escalation, Finish, Judging, Next, NudgeStep, Witness,
+    WitnessAction, WitnessConfig, WitnessNudge, close, finish, judge,
 };
 pub use worker::{
     DEFAULT_POLL_EVERY, DEFAULT_TOUCH_EVERY, Signal, Stop, WorkHandle, WorkOutcome, Worker,
