@@ -98,3 +98,38 @@ fn the_worker_reports_through_the_callers_mail() {
         Pickup::AwaitingClear(_)
     ));
 }
+
+#[test]
+fn the_dispatcher_assigns_through_the_callers_mail() {
+    let s = setup();
+    // The caller's registry does not know the agent: the assignment mail is refused.
+    let channels = Channels::new(s.state())
+        .with_mail(Mail::with_config(s.state(), only(&["mayor"])))
+        .unwrap();
+    let d = chipset_loop::Dispatcher::with_channels(
+        channels,
+        agent("mayor"),
+        [agent("polecat-alpha")],
+        chipset_loop::DispatcherConfig::default(),
+    );
+    d.submit(bead("gt-abc12"), "work").unwrap();
+    let err = d.tick().unwrap_err();
+    assert!(
+        matches!(err, Error::Mail(MailError::UnknownRecipient { .. })),
+        "{err:?}"
+    );
+    assert!(s.sent(chipset_loop::WORK_ASSIGNMENT).is_empty());
+    // The intent was written first: a default dispatcher finishes the assignment.
+    let plain = chipset_loop::Dispatcher::new(
+        s.state(),
+        agent("mayor"),
+        [agent("polecat-alpha")],
+        chipset_loop::DispatcherConfig::default(),
+    );
+    let actions = plain.tick().unwrap();
+    assert!(
+        actions.is_empty(),
+        "adopted silently, as after a crash: {actions:?}"
+    );
+    assert_eq!(s.sent(chipset_loop::WORK_ASSIGNMENT).len(), 1);
+}
