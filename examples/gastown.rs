@@ -18,7 +18,7 @@ use std::thread;
 use std::time::Duration;
 
 use chipset::r#loop::{
-    AttemptOutcome, COMPLETION_REPORT, DispatchAction, Dispatcher, DispatcherConfig,
+    AttemptOutcome, COMPLETION_REPORT, Channels, DispatchAction, Dispatcher, DispatcherConfig,
     HEALTH_ESCALATION, Witness, WitnessAction, WitnessConfig, WorkOutcome, Worker, WorkerConfig,
 };
 use chipset::mail::{Mail, ManifestEvent};
@@ -100,8 +100,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let all_done = Arc::new(AtomicBool::new(false));
 
-    let dispatcher = Dispatcher::new(
-        state.clone(),
+    // Every loop works through these handles: swap in a `Mail` or `Bus` with
+    // its own config (`with_mail`, `with_bus`) and all three loops use it.
+    let channels = Channels::new(state.clone());
+    let dispatcher = Dispatcher::with_channels(
+        channels.clone(),
         mayor.clone(),
         workers.clone(),
         DispatcherConfig::default().with_poll_every(Duration::from_millis(100)),
@@ -112,8 +115,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     // Short intervals so the story takes seconds: quiet after 500 ms, 300 ms per nudge.
-    let witness = Witness::new(
-        state.clone(),
+    let witness = Witness::with_channels(
+        channels.clone(),
         id("witness"),
         mayor.clone(),
         WitnessConfig::default()
@@ -168,8 +171,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Three workers. Charlie hangs as soon as it starts.
     for (n, me) in workers.iter().enumerate() {
         let (tl, done) = (timeline.clone(), all_done.clone());
-        let worker = Worker::new(
-            state.clone(),
+        let worker = Worker::with_channels(
+            channels.clone(),
             me.clone(),
             mayor.clone(),
             WorkerConfig::default()

@@ -206,4 +206,53 @@ mod tests {
         assert!(long_a.len() < 100);
         assert!(!dedup_file_name("..").starts_with('.'));
     }
+
+    /// A dedup file name is a contract between processes and versions: a
+    /// publisher of another build must find the record an earlier one wrote
+    /// for the same key. The hashed names are pinned literally (computed
+    /// outside this code: the first 64 escaped bytes, `~`, and FNV-1a 64 of
+    /// the whole key in 16 hex digits), so a change of the hash or of the
+    /// cut fails here.
+    #[test]
+    fn dedup_names_are_pinned() {
+        // Short keys are the escaped key itself, up to 96 bytes.
+        assert_eq!(dedup_file_name("k"), "k.json");
+        assert_eq!(
+            dedup_file_name(&"k".repeat(96)),
+            format!("{}.json", "k".repeat(96))
+        );
+        let k64 = "k".repeat(64);
+        assert_eq!(
+            dedup_file_name(&"k".repeat(97)),
+            format!("{k64}~{:016x}.json", fnv_reference(&"k".repeat(97)))
+        );
+        assert_eq!(
+            dedup_file_name(&"k".repeat(100)),
+            format!("{k64}~d8bad7c459a6d6f9.json")
+        );
+        assert_eq!(
+            dedup_file_name(&format!("{}a", "k".repeat(200))),
+            format!("{k64}~7ee7309045c8a434.json")
+        );
+        assert_eq!(
+            dedup_file_name(&format!("{}b", "k".repeat(200))),
+            format!("{k64}~7ee7339045c8a94d.json")
+        );
+        // The hash is over the key, the cut over the escaped key.
+        assert_eq!(
+            dedup_file_name(&"health-escalation/polecat-alpha/gt-abc12/3".repeat(3)),
+            "health-escalation%2Fpolecat-alpha%2Fgt-abc12%2F3health-escalatio~ded2ef496a4c3c27.json"
+        );
+        // The reference vectors of FNV-1a 64, so the helper above is the real thing.
+        assert_eq!(fnv_reference(""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv_reference("a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv_reference("foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    /// FNV-1a 64, written out again for the test.
+    fn fnv_reference(text: &str) -> u64 {
+        text.bytes().fold(0xcbf2_9ce4_8422_2325, |h: u64, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        })
+    }
 }

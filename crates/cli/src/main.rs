@@ -1,10 +1,12 @@
 //! The `chipset` command line: every channel from a shell, for agents and
 //! operators.
 //!
-//! A thin shell over the library crates (`chipset-hook`, `chipset-nudge`,
-//! `chipset-mail`, `chipset-bus`): it parses arguments into the libraries'
-//! validated types, calls one library operation (or a few, for `status` and
-//! `doctor`), and prints the result. Every rule lives in the libraries.
+//! A thin shell over the library crates (`chipset-store`, `chipset-hook`,
+//! `chipset-nudge`, `chipset-mail`, `chipset-bus`, and `chipset-loop` for
+//! `witness run`, `brief` and `wait`): it parses arguments into the
+//! libraries' validated types, calls one library operation (or a few, for
+//! `status` and `doctor`), and prints the result. Every rule lives in the
+//! libraries.
 //!
 //! ```text
 //! chipset [--root DIR] [--json] hook show|list|assign|activate|touch|complete|clear ...
@@ -45,8 +47,9 @@
 //!
 //! # Output
 //!
-//! Text output is short and aligned, coloured only when stdout is a terminal
-//! (and `NO_COLOR` is unset). With `--json`, stdout holds exactly one JSON
+//! Text output is short and aligned, coloured as `anstream` decides for
+//! stdout: only on a terminal, never with `NO_COLOR` set, always with
+//! `CLICOLOR_FORCE` set. With `--json`, stdout holds exactly one JSON
 //! document per command (library records as they are on disk, in their
 //! serde form); a command that fails prints nothing on stdout unless it
 //! still has a result to show (a listing with unreadable files).

@@ -2,10 +2,11 @@
 //! the small pieces text output is built from (aligned tables, ages, colour).
 
 use std::fmt::Write as _;
-use std::io::{self, IsTerminal as _, Write as _};
+use std::io::{self, Write as _};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use anstyle::{AnsiColor, Style};
 use chipset_store::Timestamp;
 use serde::Serialize;
 use serde_json::Value;
@@ -140,31 +141,33 @@ pub(crate) enum Tone {
     Dim,
 }
 
-/// Whether text output is coloured: only when stdout is a terminal and
-/// `NO_COLOR` is not set.
+/// Whether text output is coloured, as anstream decides for stdout (the
+/// rules clap follows for its own help): never with `NO_COLOR` set, always
+/// with `CLICOLOR_FORCE` set, otherwise only on a terminal that supports
+/// colour (and not with `CLICOLOR=0`).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Paint {
     color: bool,
 }
 
 impl Paint {
-    /// Decides from the environment.
+    /// Decides from the environment and stdout.
     pub(crate) fn detect() -> Self {
         Paint {
-            color: io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+            color: anstream::AutoStream::choice(&io::stdout()) != anstream::ColorChoice::Never,
         }
     }
 
     fn apply(self, tone: Tone, text: &str) -> String {
-        let code = match tone {
+        let style = match tone {
             _ if !self.color => return text.to_owned(),
             Tone::Plain => return text.to_owned(),
-            Tone::Good => "32",
-            Tone::Warn => "33",
-            Tone::Bad => "31",
-            Tone::Dim => "2",
+            Tone::Good => AnsiColor::Green.on_default(),
+            Tone::Warn => AnsiColor::Yellow.on_default(),
+            Tone::Bad => AnsiColor::Red.on_default(),
+            Tone::Dim => Style::new().dimmed(),
         };
-        format!("\x1b[{code}m{text}\x1b[0m")
+        format!("{style}{text}{style:#}")
     }
 }
 
@@ -315,6 +318,12 @@ mod tests {
         };
         assert_eq!(cell(false), "A  B\nx  y\n");
         assert_eq!(cell(true), "A  B\n\x1b[31mx\x1b[0m  y\n");
+        // Every tone's escape, as anstyle renders it.
+        let paint = Paint { color: true };
+        assert_eq!(paint.apply(Tone::Good, "g"), "\x1b[32mg\x1b[0m");
+        assert_eq!(paint.apply(Tone::Warn, "w"), "\x1b[33mw\x1b[0m");
+        assert_eq!(paint.apply(Tone::Dim, "d"), "\x1b[2md\x1b[0m");
+        assert_eq!(paint.apply(Tone::Plain, "p"), "p");
     }
 
     #[test]

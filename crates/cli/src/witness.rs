@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use chipset_loop::{Witness, WitnessAction, WitnessConfig};
+use chipset_loop::{Channels, Witness, WitnessAction, WitnessConfig};
 use serde_json::json;
 
 use crate::Ctx;
@@ -40,8 +40,8 @@ pub(crate) fn run(ctx: &Ctx, command: WitnessCommand, json: bool) -> Result<Outp
                     CliError::refused(format!("cannot handle signal {signal}: {e}"))
                 })?;
             }
-            let witness = Witness::new(
-                ctx.state.clone(),
+            let witness = Witness::with_channels(
+                Channels::new(ctx.state.clone()),
                 me.clone(),
                 dispatcher.clone(),
                 WitnessConfig::default(),

@@ -1,5 +1,7 @@
 //! The crate's one error type.
 
+use std::path::PathBuf;
+
 use chipset_hook::Assignment;
 use chipset_store::{BeadId, Corruption, TaskId};
 
@@ -62,6 +64,17 @@ pub enum Error {
         phase: Phase,
         /// The phase the step needs.
         expected: Phase,
+    },
+    /// A channel handle given to a loop is on another state root than the
+    /// loop's other handles ([`Channels`](crate::Channels)).
+    #[error("the {channel} handle is on the state root `{found}`, not on the loop's root `{root}`")]
+    MixedRoots {
+        /// Which handle: `hooks`, `nudges`, `mail` or `bus`.
+        channel: &'static str,
+        /// Its state root.
+        found: PathBuf,
+        /// The loop's state root.
+        root: PathBuf,
     },
     /// The round checkpoint on disk is not the one this handle holds: another
     /// orchestrator moved the round on. Reopen it.

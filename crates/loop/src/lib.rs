@@ -4,10 +4,19 @@
 //!
 //! Each loop is a typed state machine driven by explicit calls: a `tick`
 //! (or a step of a round) reads the time once from the state's clock, takes
-//! the steps that are due, and returns what it did as typed values. Nothing
-//! sleeps inside a library call except the `run_until` helpers, which are
-//! blocking by name. On a [`ManualClock`](chipset_store::ManualClock),
-//! hours of loop time pass in milliseconds.
+//! the steps that are due, and returns what it did as typed values. Each
+//! has a pure core that reads no file and no clock: [`judge`] (witness),
+//! [`transition`] (dispatcher ledger), [`route`] (rounds). Nothing sleeps
+//! inside a library call except the `run_until` helpers, which are
+//! blocking by name; calls do wait, with no timeout, for the advisory lock
+//! of a file another process is changing. On a
+//! [`ManualClock`](chipset_store::ManualClock), hours of loop time pass in
+//! milliseconds.
+//!
+//! The loops work through [`Channels`]: `Witness::new(state, …)` uses every
+//! channel's default config, and `with_channels` takes the handles you
+//! configured (a [`MailConfig`](chipset_mail::MailConfig), a
+//! [`BusConfig`](chipset_bus::BusConfig)).
 //!
 //! ```
 //! use std::sync::Arc;
@@ -66,7 +75,8 @@
 //! within the grace period of its start (agents restarting with it get time
 //! to touch their hooks). The nudge interval is per agent
 //! ([`WitnessConfig::with_agent_interval`], default 60 s). The pure rule is
-//! [`judge`].
+//! [`judge`]: it returns the [`Next`] step with its effects (the nudge or
+//! escalation to send, the record to write, the action to report).
 //!
 //! # Agent work loop
 //!
@@ -105,6 +115,10 @@
 //! only the current assignment's completion, verified on its hook, counts;
 //! reports about another assignment are [`DispatchAction::Ignored`].
 //! Suspended agents get no new work until [`Dispatcher::reinstate`].
+//! The ledger's rule is the pure [`transition`]`(entry, event, now)`: it
+//! returns the entry to write, the effects around the write and the next
+//! [`LedgerCommand`] (read a hook, assign, mail, reassign, clear), whose
+//! result comes back as the next [`LedgerEvent`].
 //!
 //! # Critic/executor rounds
 //!
@@ -194,6 +208,7 @@
 #![forbid(unsafe_code)]
 
 mod attention;
+mod channels;
 mod dispatcher;
 mod error;
 mod files;
@@ -208,8 +223,10 @@ mod worker;
 pub use attention::{
     Attention, AttentionConfig, Brief, BriefWatch, Entry, Item, REMINDER_AGENT_FIELD, WorkKind,
 };
+pub use channels::Channels;
 pub use dispatcher::{
     DEFAULT_DISPATCH_POLL, DispatchAction, Dispatcher, DispatcherConfig, IgnoreReason, Ledger,
+    LedgerCommand, LedgerEffect, LedgerEvent, LedgerTransition, transition,
 };
 pub use error::{Error, Result};
 pub use files::{DISPATCHER_DIR, ROUNDS_DIR, WITNESS_DIR};
@@ -227,8 +244,8 @@ pub use scan::{
 #[cfg(feature = "tokio")]
 pub use stream::BriefStream;
 pub use witness::{
-    DEFAULT_GRACE, DEFAULT_STALL_THRESHOLD, Judging, Verdict, Witness, WitnessAction,
-    WitnessConfig, judge,
+    DEFAULT_GRACE, DEFAULT_STALL_THRESHOLD, Escalation, Finish, Judging, Next, NudgeStep, Witness,
+    WitnessAction, WitnessConfig, WitnessNudge, close, finish, judge,
 };
 pub use worker::{
     DEFAULT_POLL_EVERY, DEFAULT_TOUCH_EVERY, Signal, Stop, WorkHandle, WorkOutcome, Worker,

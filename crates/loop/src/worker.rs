@@ -4,12 +4,13 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use chipset_bus::{Bus, NewEvent, Priority as BusPriority};
-use chipset_hook::{Assignment, Hooks, Pickup};
-use chipset_mail::{Draft, InboxFilter, Kind, Mail, Message};
-use chipset_nudge::{Nudge, NudgeType, Nudges, Received};
+use chipset_bus::{NewEvent, Priority as BusPriority};
+use chipset_hook::{Assignment, Pickup};
+use chipset_mail::{Draft, InboxFilter, Kind, Message};
+use chipset_nudge::{Nudge, NudgeType, Received};
 use chipset_store::{AgentId, Corruption, MessageId, StateDir, Timestamp, Unsupported};
 
+use crate::channels::Channels;
 use crate::error::{Error, Result};
 use crate::files::task_of;
 use crate::format::{
@@ -149,24 +150,38 @@ pub struct Worker {
     me: AgentId,
     dispatcher: AgentId,
     config: WorkerConfig,
-    hooks: Hooks,
-    nudges: Nudges,
-    mail: Mail,
-    bus: Bus,
+    channels: Channels,
 }
 
 impl Worker {
-    /// Returns the work loop of agent `me`, reporting to `dispatcher`.
+    /// Returns the work loop of agent `me`, reporting to `dispatcher`, on
+    /// the channels of `state` with their default configs. A convenience
+    /// for [`Worker::with_channels`].
     pub fn new(state: StateDir, me: AgentId, dispatcher: AgentId, config: WorkerConfig) -> Self {
+        Worker::with_channels(Channels::new(state), me, dispatcher, config)
+    }
+
+    /// Returns the work loop of agent `me`, reporting to `dispatcher`,
+    /// working through `channels` (so their configs apply: the completion
+    /// report goes through its [`Mail`](chipset_mail::Mail), the wake-ups
+    /// through its [`Bus`](chipset_bus::Bus)).
+    pub fn with_channels(
+        channels: Channels,
+        me: AgentId,
+        dispatcher: AgentId,
+        config: WorkerConfig,
+    ) -> Self {
         Worker {
             me,
             dispatcher,
             config,
-            hooks: Hooks::new(state.clone()),
-            nudges: Nudges::new(state.clone()),
-            mail: Mail::new(state.clone()),
-            bus: Bus::new(state),
+            channels,
         }
+    }
+
+    /// Returns the channels the worker works through.
+    pub fn channels(&self) -> &Channels {
+        &self.channels
     }
 
     /// Returns the agent's id.
@@ -208,7 +223,7 @@ impl Worker {
     where
         F: FnOnce(&mut WorkHandle<'_>) -> std::result::Result<String, Stop>,
     {
-        let pickup = self.hooks.pickup(&self.me)?;
+        let pickup = self.channels.hooks.pickup(&self.me)?;
         let (assignment, resumed) = match pickup {
             Pickup::Idle => {
                 let _ = self.answer_nudges()?;
@@ -224,7 +239,7 @@ impl Worker {
         tracing::info!(agent = %self.me, bead = %assignment.bead_id(), resumed, "work picked up");
         let mut handle = WorkHandle {
             worker: self,
-            last_touch: self.hooks.state().now(),
+            last_touch: self.channels.hooks.state().now(),
             assignment,
             resumed,
             stop: None,
@@ -270,14 +285,14 @@ impl Worker {
     where
         F: FnMut(&mut WorkHandle<'_>) -> std::result::Result<String, Stop>,
     {
-        let mut waiter = self.bus.waiter(&self.me)?;
+        let mut waiter = self.channels.bus.waiter(&self.me)?;
         // Work stopped by an abort stays on the hook for the dispatcher; the
         // worker must not pick it up again, so it idles until the hook changes.
         let mut aborted: Option<Assignment> = None;
         loop {
             self.ack_wakeups()?;
             if let Some(held) = &aborted {
-                match self.hooks.current(&self.me)? {
+                match self.channels.hooks.current(&self.me)? {
                     Some(current) if crate::witness::same_assignment(&current, held) => {
                         if until(&Ok(WorkOutcome::Idle)) {
                             return Ok(());
@@ -310,16 +325,16 @@ impl Worker {
 
     /// Acknowledges the `work-assigned` wake-ups in the agent's queue.
     fn ack_wakeups(&self) -> Result<()> {
-        for event in self.bus.pending(&self.me)?.events() {
+        for event in self.channels.bus.pending(&self.me)?.events() {
             if event.kind() == WORK_ASSIGNED_EVENT {
-                let _ = self.bus.ack_event(&self.me, event)?;
+                let _ = self.channels.bus.ack_event(&self.me, event)?;
             }
         }
         Ok(())
     }
 
     fn complete(&self, assignment: Assignment, summary: String) -> Result<WorkOutcome> {
-        let hook = match self.hooks.complete(&assignment) {
+        let hook = match self.channels.hooks.complete(&assignment) {
             Ok(h) => h,
             Err(e) if e.is_stale() => {
                 tracing::warn!(agent = %self.me, bead = %assignment.bead_id(), "completion refused: the work was taken away");
@@ -342,7 +357,7 @@ impl Worker {
             COMPLETION_REPORT,
             message.to_body(),
         );
-        let report = self.mail.send(&draft)?.id().clone();
+        let report = self.channels.mail.send(&draft)?.id().clone();
         let event = NewEvent::new(self.me.as_str(), WORK_COMPLETED_EVENT)
             .priority(BusPriority::High)
             .payload(message.to_payload())
@@ -350,7 +365,7 @@ impl Worker {
                 "{WORK_COMPLETED_EVENT}/{}",
                 IncidentKey::of(&assignment)
             ));
-        let _ = self.bus.publish(&self.dispatcher, &event)?;
+        let _ = self.channels.bus.publish(&self.dispatcher, &event)?;
         self.archive_assignment_mail(&assignment);
         tracing::info!(agent = %self.me, bead = %assignment.bead_id(), %report, "work completed and reported");
         Ok(WorkOutcome::Completed {
@@ -371,10 +386,10 @@ impl Worker {
             since: None,
             task: Some(task),
         };
-        match self.mail.inbox(&self.me, &filter) {
+        match self.channels.mail.inbox(&self.me, &filter) {
             Ok(messages) => {
                 for m in messages.iter().filter(|m| m.subject() == WORK_ASSIGNMENT) {
-                    if let Err(e) = self.mail.archive(m.id()) {
+                    if let Err(e) = self.channels.mail.archive(m.id()) {
                         tracing::warn!(id = %m.id(), error = %e, "could not archive the work assignment");
                     }
                 }
@@ -393,7 +408,7 @@ impl Worker {
         current: Option<&Assignment>,
         signals: &mut Vec<Signal>,
     ) -> Result<(Option<NudgeType>, Option<Nudge>)> {
-        let received = match self.nudges.receive(&self.me) {
+        let received = match self.channels.nudges.receive(&self.me) {
             // Whether the latest nudge was processed cannot be told.
             Err(chipset_nudge::Error::Store(chipset_store::Error::Unsupported(u))) => {
                 signals.push(Signal::Unsupported(u));
@@ -431,7 +446,7 @@ impl Worker {
                 (Some(a), Some(_)) => format!("Aborting {}.", a.bead_id()),
                 (None, _) => "Acknowledged. Idle.".to_owned(),
             };
-            match self.nudges.respond(&self.me, &nudge, text) {
+            match self.channels.nudges.respond(&self.me, &nudge, text) {
                 Ok(_) => {}
                 Err(chipset_nudge::Error::InvalidSender { from }) => {
                     tracing::warn!(from, "cannot answer a nudge from an invalid sender");
@@ -439,7 +454,7 @@ impl Worker {
                 Err(e) => return Err(e.into()),
             }
         }
-        self.nudges.mark_processed(&self.me, &nudge)?;
+        self.channels.nudges.mark_processed(&self.me, &nudge)?;
         Ok((Some(nudge.kind), stop))
     }
 }
@@ -493,7 +508,7 @@ impl WorkHandle<'_> {
     /// Return it from the work to stop.
     pub fn checkpoint(&mut self) -> std::result::Result<(), Stop> {
         let warned = self.read_nudges()?;
-        let now = self.worker.hooks.state().now();
+        let now = self.worker.channels.hooks.state().now();
         if warned || now.since(self.last_touch) >= self.worker.config.touch_every {
             self.touch()?;
         }
@@ -522,11 +537,11 @@ impl WorkHandle<'_> {
             since: None,
             task: Some(task_of(self.assignment.bead_id())?),
         };
-        Ok(self.worker.mail.inbox(&self.worker.me, &filter)?)
+        Ok(self.worker.channels.mail.inbox(&self.worker.me, &filter)?)
     }
 
     fn touch(&mut self) -> std::result::Result<(), Stop> {
-        match self.worker.hooks.touch(&self.assignment) {
+        match self.worker.channels.hooks.touch(&self.assignment) {
             Ok(hook) => {
                 self.last_touch = hook.last_activity();
                 Ok(())

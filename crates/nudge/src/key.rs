@@ -237,10 +237,20 @@ mod tests {
         ));
     }
 
+    /// The stripe is a contract between processes and versions: two
+    /// processes (or an old and a new build) must pick the same lock file
+    /// for one key. The values are pinned literally (computed outside this
+    /// code: FNV-1a 64 over kind, source type and source id, each followed
+    /// by a NUL byte, modulo 64), so a change of the hash fails here.
     #[test]
     fn stripes_are_stable() {
-        let a = ReminderKey::new("wrap_session", "session", "s-1").unwrap();
-        assert_eq!(a.stripe(), a.clone().stripe());
-        assert!(a.stripe() < LOCK_STRIPES);
+        let stripe = |k: &str, t: &str, id: &str| ReminderKey::new(k, t, id).unwrap().stripe();
+        assert_eq!(LOCK_STRIPES, 64);
+        assert_eq!(stripe("wrap_session", "session", "s-1"), 7);
+        assert_eq!(stripe("review_due", "pr", "1234"), 58);
+        assert_eq!(stripe("a", "b", "c"), 29);
+        // The NUL separators count: the same bytes split differently hash differently.
+        assert_eq!(stripe("ab", "b", "c"), 23);
+        assert_eq!(stripe("a", "bb", "c"), 43);
     }
 }

@@ -169,3 +169,38 @@ fn help_exits_0_and_a_missing_subcommand_exits_2() {
         "chipset: error: unrecognized subcommand 'frobnicate' (try --help)\n"
     );
 }
+
+/// Colour follows anstream's rules for stdout: none through a pipe (as
+/// every other test runs), forced by `CLICOLOR_FORCE`, and `NO_COLOR` wins.
+#[test]
+fn colour_honours_no_color_and_clicolor_force() {
+    let mut env = Env::new();
+    env.ok(&[
+        "bus",
+        "publish",
+        "--to",
+        "supervisor",
+        "--source",
+        "worker-2",
+        "--kind",
+        "needs-input",
+        "--priority",
+        "critical",
+    ]);
+    let pending = |vars: &[(&str, &str)]| {
+        let mut cmd = env.command(&["bus", "pending", "supervisor"]);
+        cmd.env_remove("NO_COLOR")
+            .env_remove("CLICOLOR_FORCE")
+            .env_remove("CLICOLOR");
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let red = "\x1b[31mcritical\x1b[0m";
+    assert!(!pending(&[]).contains('\x1b'), "a pipe is not a terminal");
+    assert!(pending(&[("CLICOLOR_FORCE", "1")]).contains(red));
+    assert!(!pending(&[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]).contains('\x1b'));
+}

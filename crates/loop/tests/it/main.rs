@@ -1,6 +1,7 @@
 //! Integration tests for chipset-loop.
 
 mod attention;
+mod channels;
 mod dispatcher;
 mod doctor;
 mod formats;

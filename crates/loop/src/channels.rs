@@ -1,0 +1,158 @@
+//! The channel handles a loop works through, all on one state root.
+
+use chipset_bus::Bus;
+use chipset_hook::Hooks;
+use chipset_mail::Mail;
+use chipset_nudge::Nudges;
+use chipset_store::StateDir;
+
+use crate::error::{Error, Result};
+
+/// The four channel handles a [`Witness`](crate::Witness),
+/// [`Dispatcher`](crate::Dispatcher) or [`Worker`](crate::Worker) works
+/// through. Build it from the handles you configured
+/// ([`Channels::with_mail`] for a [`MailConfig`](chipset_mail::MailConfig),
+/// [`Channels::with_bus`] for a [`BusConfig`](chipset_bus::BusConfig)), so
+/// the loop honours your configuration; [`Channels::new`] gives every
+/// channel its default config.
+///
+/// Every handle must be on the same state root: the setters refuse one on
+/// another root with [`Error::MixedRoots`]. Cheap to clone.
+///
+/// ```
+/// use chipset_bus::{Bus, BusConfig};
+/// use chipset_loop::Channels;
+/// use chipset_mail::{Mail, MailConfig};
+/// use chipset_store::StateDir;
+///
+/// let tmp = tempfile::tempdir()?;
+/// let state = StateDir::open(tmp.path())?;
+/// let mail = Mail::with_config(state.clone(), MailConfig::default());
+/// let channels = Channels::new(state.clone())
+///     .with_mail(mail)?
+///     .with_bus(Bus::with_config(state, BusConfig::default()))?;
+/// assert_eq!(channels.state().root(), tmp.path().canonicalize()?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Channels {
+    pub(crate) hooks: Hooks,
+    pub(crate) nudges: Nudges,
+    pub(crate) mail: Mail,
+    pub(crate) bus: Bus,
+}
+
+impl Channels {
+    /// Returns the channels of `state`, each with its default config.
+    pub fn new(state: StateDir) -> Self {
+        Channels {
+            hooks: Hooks::new(state.clone()),
+            nudges: Nudges::new(state.clone()),
+            mail: Mail::new(state.clone()),
+            bus: Bus::new(state),
+        }
+    }
+
+    /// Returns the channels made of these handles.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::MixedRoots`] when they are not all on the hooks' state root.
+    pub fn from_handles(hooks: Hooks, nudges: Nudges, mail: Mail, bus: Bus) -> Result<Self> {
+        let state = hooks.state().clone();
+        Channels::new(state)
+            .with_hooks(hooks)?
+            .with_nudges(nudges)?
+            .with_mail(mail)?
+            .with_bus(bus)
+    }
+
+    /// Returns these channels with the hook handle replaced.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::MixedRoots`] when `hooks` is on another state root.
+    pub fn with_hooks(mut self, hooks: Hooks) -> Result<Self> {
+        self.check("hooks", hooks.state())?;
+        self.hooks = hooks;
+        Ok(self)
+    }
+
+    /// Returns these channels with the nudge handle replaced (its
+    /// [`NudgeConfig`](chipset_nudge::NudgeConfig) decides when an answer is
+    /// overdue for [`Nudges::response_status`]; the witness judges with its
+    /// own [`WitnessConfig::nudge`](crate::WitnessConfig::nudge)).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::MixedRoots`] when `nudges` is on another state root.
+    pub fn with_nudges(mut self, nudges: Nudges) -> Result<Self> {
+        self.check("nudges", nudges.state())?;
+        self.nudges = nudges;
+        Ok(self)
+    }
+
+    /// Returns these channels with the mail handle replaced (its
+    /// [`MailConfig`](chipset_mail::MailConfig) applies to every mail the
+    /// loop sends and reads).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::MixedRoots`] when `mail` is on another state root.
+    pub fn with_mail(mut self, mail: Mail) -> Result<Self> {
+        self.check("mail", mail.state())?;
+        self.mail = mail;
+        Ok(self)
+    }
+
+    /// Returns these channels with the bus handle replaced (its
+    /// [`BusConfig`](chipset_bus::BusConfig) applies to every event the loop
+    /// publishes, reads and waits for).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::MixedRoots`] when `bus` is on another state root.
+    pub fn with_bus(mut self, bus: Bus) -> Result<Self> {
+        self.check("bus", bus.state())?;
+        self.bus = bus;
+        Ok(self)
+    }
+
+    /// Returns the state root the channels are on.
+    pub fn state(&self) -> &StateDir {
+        self.hooks.state()
+    }
+
+    /// Returns the hook handle.
+    pub fn hooks(&self) -> &Hooks {
+        &self.hooks
+    }
+
+    /// Returns the nudge handle.
+    pub fn nudges(&self) -> &Nudges {
+        &self.nudges
+    }
+
+    /// Returns the mail handle.
+    pub fn mail(&self) -> &Mail {
+        &self.mail
+    }
+
+    /// Returns the bus handle.
+    pub fn bus(&self) -> &Bus {
+        &self.bus
+    }
+
+    fn check(&self, channel: &'static str, other: &StateDir) -> Result<()> {
+        let root = self.state().root();
+        if other.root() == root {
+            Ok(())
+        } else {
+            Err(Error::MixedRoots {
+                channel,
+                found: other.root().to_owned(),
+                root: root.to_owned(),
+            })
+        }
+    }
+}

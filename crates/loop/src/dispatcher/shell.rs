@@ -1,0 +1,414 @@
+//! The dispatcher's shell: reads its inbox and bus queue, locks each ledger
+//! entry, and drives it through the pure [`transition`], carrying out each
+//! [`LedgerCommand`] and [`LedgerEffect`] and feeding the result back.
+
+use std::collections::VecDeque;
+
+use chipset_bus::NewEvent;
+use chipset_hook::{HookStatus, TransitionError};
+use chipset_mail::{Draft, InboxFilter, Kind, MailError, Message};
+use chipset_nudge::{Draft as NudgeDraft, NudgeType};
+use chipset_store::{AgentId, BeadId, MessageId, SortableId, Timestamp};
+
+use super::transition::{ignored, unreadable};
+use super::{
+    DispatchAction, Dispatcher, IgnoreReason, LedgerCommand, LedgerEffect, LedgerEvent, transition,
+};
+use crate::error::{Error, Result};
+use crate::files::{Locked, task_of};
+use crate::format::{
+    AgentBook, BeadState, COMPLETION_REPORT, HEALTH_ESCALATION, LedgerEntry, LoopMessage,
+    Suspension, WORK_ASSIGNED_EVENT, WORK_ASSIGNMENT, WORK_COMPLETED_EVENT,
+};
+
+impl Dispatcher {
+    pub(super) fn read_mail(
+        &self,
+        now: Timestamp,
+        actions: &mut Vec<DispatchAction>,
+    ) -> Result<()> {
+        let mail = &self.channels.mail;
+        let inbox = match mail.inbox(&self.me, &InboxFilter::default()) {
+            Ok(inbox) => inbox,
+            Err(MailError::Corrupt(c)) => {
+                actions.push(unreadable(&c));
+                return Ok(());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        for m in inbox {
+            if m.subject() != COMPLETION_REPORT && m.subject() != HEALTH_ESCALATION {
+                continue;
+            }
+            match LoopMessage::from_body(m.body()) {
+                Some(message) => self.on_message(&message, now, actions)?,
+                None => actions.push(DispatchAction::Unreadable {
+                    path: mail.path_of(m.id(), &chipset_mail::Location::Inbox(self.me.clone())),
+                    reason: format!("{} mail whose body is not a loop message", m.subject()),
+                }),
+            }
+            self.archive(&m);
+        }
+        Ok(())
+    }
+
+    fn archive(&self, m: &Message) {
+        if m.kind() == Kind::Request {
+            return;
+        }
+        if let Err(e) = self.channels.mail.archive(m.id()) {
+            tracing::warn!(id = %m.id(), error = %e, "could not archive a handled message");
+        }
+    }
+
+    pub(super) fn read_bus(&self, now: Timestamp, actions: &mut Vec<DispatchAction>) -> Result<()> {
+        let bus = &self.channels.bus;
+        let pending = bus.pending(&self.me)?;
+        for bad in pending.unreadable() {
+            actions.push(DispatchAction::Unreadable {
+                path: bad.path.clone(),
+                reason: format!("{:?}", bad.problem),
+            });
+        }
+        for event in pending.events() {
+            if event.kind() != WORK_COMPLETED_EVENT && event.kind() != HEALTH_ESCALATION {
+                continue;
+            }
+            match LoopMessage::from_payload(event.payload()) {
+                Some(message) => self.on_message(&message, now, actions)?,
+                // Reported like an unreadable mail, so nothing vanishes silently.
+                None => actions.push(DispatchAction::Unreadable {
+                    path: bus.queue_dir(&self.me).join(event.file_name()),
+                    reason: format!("{} event whose payload is not a loop message", event.kind()),
+                }),
+            }
+            let _ = bus.ack_event(&self.me, event)?;
+        }
+        Ok(())
+    }
+
+    fn on_message(
+        &self,
+        message: &LoopMessage,
+        now: Timestamp,
+        actions: &mut Vec<DispatchAction>,
+    ) -> Result<()> {
+        let (kind, event) = match message {
+            LoopMessage::CompletionReport {
+                assignment,
+                completed_at,
+                ..
+            } => (
+                COMPLETION_REPORT,
+                LedgerEvent::Report {
+                    assignment: assignment.clone(),
+                    completed_at: Some(*completed_at),
+                },
+            ),
+            LoopMessage::HealthEscalation { assignment, .. } => (
+                HEALTH_ESCALATION,
+                LedgerEvent::Escalation {
+                    assignment: assignment.clone(),
+                },
+            ),
+            LoopMessage::WorkAssignment { .. } => return Ok(()),
+        };
+        let a = message.assignment();
+        let Some(mut locked) = self.lock_entry(a.bead_id(), actions)? else {
+            return Ok(());
+        };
+        if locked.current.is_none() {
+            actions.push(ignored(kind, a, IgnoreReason::UnknownBead));
+            return Ok(());
+        }
+        self.drive(&mut locked, event, now, actions)
+    }
+
+    /// Locks a ledger entry; a corrupt one is reported and skipped.
+    fn lock_entry(
+        &self,
+        bead: &BeadId,
+        actions: &mut Vec<DispatchAction>,
+    ) -> Result<Option<Locked<LedgerEntry>>> {
+        match self.files.lock::<LedgerEntry>(&self.files.bead(bead)) {
+            Ok(l) => Ok(Some(l)),
+            Err(Error::Corrupt(c)) => {
+                actions.push(unreadable(&c));
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Drives the locked entry from `event` until the core says stop: each
+    /// transition's effects and write are carried out in order, and its
+    /// command's result is the next event. A missing entry is left alone.
+    fn drive(
+        &self,
+        locked: &mut Locked<LedgerEntry>,
+        mut event: LedgerEvent,
+        now: Timestamp,
+        actions: &mut Vec<DispatchAction>,
+    ) -> Result<()> {
+        loop {
+            let Some(entry) = locked.current.as_ref() else {
+                return Ok(());
+            };
+            let t = transition(entry, &event, now);
+            let (bead, title) = (entry.bead_id.clone(), entry.title.clone());
+            for effect in t.before {
+                self.effect(effect, now)?;
+            }
+            if let Some(new) = t.entry {
+                locked.write(new)?;
+            }
+            for effect in t.after {
+                self.effect(effect, now)?;
+            }
+            if let Some(action) = t.action {
+                trace(&action);
+                actions.push(action);
+            }
+            event = match t.next {
+                LedgerCommand::Stop => return Ok(()),
+                LedgerCommand::Adopt(agent) => {
+                    LedgerEvent::Adopt(self.channels.hooks.read(&agent)?)
+                }
+                LedgerCommand::Check(agent) => {
+                    LedgerEvent::Check(self.channels.hooks.read(&agent)?)
+                }
+                LedgerCommand::Verify {
+                    agent,
+                    completed_at,
+                } => LedgerEvent::Verify {
+                    hook: self.channels.hooks.read(&agent)?,
+                    completed_at,
+                },
+                LedgerCommand::Assign(agent) => {
+                    match self
+                        .channels
+                        .hooks
+                        .assign(&agent, bead, title, Some(&self.me))
+                    {
+                        Ok(a) => LedgerEvent::Hooked(a),
+                        Err(e) if e.transition().is_some() || e.is_corrupt() => {
+                            tracing::info!(%agent, error = %e, "agent not assignable; trying the next");
+                            LedgerEvent::Refused
+                        }
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                LedgerCommand::Mail(a) => LedgerEvent::Mailed(self.send_assignment(&a, None)?),
+                LedgerCommand::TakeAway(a) => match self.channels.hooks.reassign(&a) {
+                    Ok(_) => LedgerEvent::TookAway,
+                    Err(e) if e.is_stale() => LedgerEvent::TookAway,
+                    Err(e)
+                        if matches!(
+                            e.transition(),
+                            Some(TransitionError::WrongState {
+                                from: HookStatus::Completed,
+                                ..
+                            })
+                        ) =>
+                    {
+                        LedgerEvent::FoundCompleted
+                    }
+                    Err(e) => return Err(e.into()),
+                },
+                LedgerCommand::Clear(a) => match self.channels.hooks.clear(&a) {
+                    // Already cleared (a restart after the clear), or moved on.
+                    Ok(_) => LedgerEvent::Cleared,
+                    Err(e) if e.is_stale() || e.transition().is_some() => LedgerEvent::Cleared,
+                    Err(e) => return Err(e.into()),
+                },
+            };
+        }
+    }
+
+    fn effect(&self, effect: LedgerEffect, now: Timestamp) -> Result<()> {
+        match effect {
+            LedgerEffect::SendAssignment { assignment, mail } => {
+                let _ = self.send_assignment(&assignment, Some(&mail))?;
+            }
+            LedgerEffect::Wake(a) => {
+                let wake = NewEvent::new(self.me.as_str(), WORK_ASSIGNED_EVENT).payload(
+                    LoopMessage::WorkAssignment {
+                        assignment: a.clone(),
+                    }
+                    .to_payload(),
+                );
+                let _ = self.channels.bus.publish(a.agent(), &wake)?;
+            }
+            LedgerEffect::Suspend { agent, bead_id } => self.suspend(&agent, &bead_id, now)?,
+            LedgerEffect::Abort(taken) => {
+                let text = format!(
+                    "abort {} (generation {}): reassigned after a health escalation",
+                    taken.bead_id(),
+                    taken.generation()
+                );
+                let abort = NudgeDraft::new(self.me.clone(), NudgeType::Abort, text);
+                if let Err(e) = self.channels.nudges.send(taken.agent(), abort) {
+                    tracing::warn!(agent = %taken.agent(), error = %e, "could not send the abort");
+                }
+            }
+            LedgerEffect::Finished(bead) => {
+                self.finished.lock().expect("cache").insert(bead);
+            }
+        }
+        Ok(())
+    }
+
+    fn suspend(&self, agent: &AgentId, bead: &BeadId, now: Timestamp) -> Result<()> {
+        let mut locked = self.files.lock::<AgentBook>(&self.files.agents())?;
+        let mut book = locked.current.take().unwrap_or_default();
+        if book.suspended.contains_key(agent) {
+            return Ok(());
+        }
+        book.suspended.insert(
+            agent.clone(),
+            Suspension {
+                since: now,
+                bead_id: bead.clone(),
+            },
+        );
+        locked.write(book)
+    }
+
+    /// Drives every unfinished entry through the sweep: finishes interrupted
+    /// changes, verifies completions without a report, sends missing
+    /// assignment mail, requeues lost work. Returns the queued beads in order.
+    pub(super) fn sweep(
+        &self,
+        now: Timestamp,
+        actions: &mut Vec<DispatchAction>,
+    ) -> Result<Vec<BeadId>> {
+        let ledger = self.ledger()?;
+        for c in &ledger.corrupt {
+            actions.push(unreadable(c));
+        }
+        let mut queued = Vec::new();
+        for listed in ledger.entries {
+            if self
+                .finished
+                .lock()
+                .expect("cache")
+                .contains(&listed.bead_id)
+            {
+                continue;
+            }
+            let Some(mut locked) = self.lock_entry(&listed.bead_id, actions)? else {
+                continue;
+            };
+            self.drive(&mut locked, LedgerEvent::Sweep, now, actions)?;
+            if is_queued(&locked) {
+                queued.push(listed.bead_id);
+            }
+        }
+        Ok(queued)
+    }
+
+    /// Returns the idle agents of the pool, in pool order: not suspended, hook empty.
+    fn idle_agents(&self) -> Result<VecDeque<AgentId>> {
+        let book = match self.suspended() {
+            Ok(b) => b,
+            // An unreadable book cannot say who is suspended: assign no one.
+            Err(Error::Corrupt(_)) => return Ok(VecDeque::new()),
+            Err(e) => return Err(e),
+        };
+        let mut idle = VecDeque::new();
+        for agent in &self.pool {
+            if book.suspended.contains_key(agent) {
+                continue;
+            }
+            if self.channels.hooks.read(agent)?.status() == Some(HookStatus::Empty) {
+                idle.push_back(agent.clone());
+            }
+        }
+        Ok(idle)
+    }
+
+    /// Offers each queued bead to the idle agents in turn until one's hook takes it.
+    pub(super) fn assign_queued(
+        &self,
+        queued: Vec<BeadId>,
+        now: Timestamp,
+        actions: &mut Vec<DispatchAction>,
+    ) -> Result<()> {
+        if queued.is_empty() {
+            return Ok(());
+        }
+        let mut idle = self.idle_agents()?;
+        for bead in queued {
+            if idle.is_empty() {
+                break;
+            }
+            let Some(mut locked) = self.lock_entry(&bead, actions)? else {
+                continue;
+            };
+            while is_queued(&locked)
+                && let Some(agent) = idle.pop_front()
+            {
+                let mail = MessageId::from(SortableId::generate(self.files.state.clock().as_ref()));
+                self.drive(
+                    &mut locked,
+                    LedgerEvent::Choose { agent, mail },
+                    now,
+                    actions,
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends the `work-assignment` mail, under `id` when given (then a
+    /// second send of the same id is a no-op), and returns its id.
+    fn send_assignment(
+        &self,
+        a: &chipset_hook::Assignment,
+        id: Option<&MessageId>,
+    ) -> Result<MessageId> {
+        let message = LoopMessage::WorkAssignment {
+            assignment: a.clone(),
+        };
+        let mut draft = Draft::notify(
+            self.me.clone(),
+            a.agent().clone(),
+            task_of(a.bead_id())?,
+            WORK_ASSIGNMENT,
+            message.to_body(),
+        );
+        if let Some(id) = id {
+            draft = draft.with_id(id.clone());
+        }
+        match self.channels.mail.send(&draft) {
+            Ok(m) => Ok(m.id().clone()),
+            Err(MailError::IdTaken { id, .. }) => Ok(id),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+fn is_queued(locked: &Locked<LedgerEntry>) -> bool {
+    matches!(
+        locked.current.as_ref().map(|e| &e.state),
+        Some(BeadState::Queued)
+    )
+}
+
+fn trace(action: &DispatchAction) {
+    match action {
+        DispatchAction::Assigned { bead_id, agent, .. } => {
+            tracing::info!(bead = %bead_id, %agent, "work assigned");
+        }
+        DispatchAction::Completed { bead_id, agent, .. } => {
+            tracing::info!(bead = %bead_id, %agent, "work completed");
+        }
+        DispatchAction::Reassigned { bead_id, from, .. } => {
+            tracing::warn!(bead = %bead_id, agent = %from, "work taken away from a silent agent");
+        }
+        DispatchAction::Requeued { bead_id, agent, .. } => {
+            tracing::warn!(bead = %bead_id, %agent, "the hook let go of the work: queued again");
+        }
+        _ => {}
+    }
+}

@@ -1,0 +1,409 @@
+//! The witness's shell: reads the hooks, records and answers, takes the
+//! incident lock, and carries out what the pure core ([`judge`], [`close`])
+//! decided.
+
+use std::time::Duration;
+
+use chipset_bus::{NewEvent, Priority as BusPriority};
+use chipset_hook::{Assignment, Hook, HookRead, HookState};
+use chipset_mail::{Draft, MailError, Priority};
+use chipset_nudge::{Draft as NudgeDraft, NudgeType, Received, ResponseStatus};
+use chipset_store::{AgentId, MessageId, SortableId, StateDir, Timestamp};
+
+use super::judge::{Finish, Judging, Next, answers_since, close, judge, same_assignment};
+use super::{WitnessAction, WitnessConfig};
+use crate::channels::Channels;
+use crate::error::Result;
+use crate::files::{Files, Locked, task_of};
+use crate::format::{HEALTH_ESCALATION, Incident, LoopMessage};
+
+/// The witness: watches every pending and active hook, nudges quiet agents,
+/// and escalates silent ones to the dispatcher, once per incident.
+///
+/// Cheap to clone. Many witnesses may run at once: each step on an agent is
+/// taken under that agent's incident lock, so two witnesses never both send
+/// a step (and never both escalate).
+#[derive(Debug, Clone)]
+pub struct Witness {
+    me: AgentId,
+    dispatcher: AgentId,
+    config: WitnessConfig,
+    channels: Channels,
+    files: Files,
+    started_at: Timestamp,
+}
+
+impl Witness {
+    /// Returns a witness named `me` that escalates to `dispatcher`, on the
+    /// channels of `state` with their default configs (the nudge handle
+    /// with `config.nudge`). A convenience for
+    /// [`Witness::with_channels`].
+    pub fn new(state: StateDir, me: AgentId, dispatcher: AgentId, config: WitnessConfig) -> Self {
+        let mut channels = Channels::new(state.clone());
+        channels.nudges = chipset_nudge::Nudges::with_config(state, config.nudge.clone());
+        Witness::with_channels(channels, me, dispatcher, config)
+    }
+
+    /// Returns a witness named `me` that escalates to `dispatcher`, working
+    /// through `channels` (so their configs apply: the escalation mail goes
+    /// through its [`Mail`](chipset_mail::Mail), the wake-up through its
+    /// [`Bus`](chipset_bus::Bus)). The nudge intervals it judges with are
+    /// `config.nudge`. Its start time (for the restart grace period) is now
+    /// on the state's clock.
+    pub fn with_channels(
+        channels: Channels,
+        me: AgentId,
+        dispatcher: AgentId,
+        config: WitnessConfig,
+    ) -> Self {
+        let state = channels.state().clone();
+        Witness {
+            me,
+            dispatcher,
+            started_at: state.now(),
+            files: Files::new(state),
+            channels,
+            config,
+        }
+    }
+
+    /// Returns the channels the witness works through.
+    pub fn channels(&self) -> &Channels {
+        &self.channels
+    }
+
+    /// Returns the witness's agent id (the `from` of its nudges and mail).
+    pub fn id(&self) -> &AgentId {
+        &self.me
+    }
+
+    /// Returns the config.
+    pub fn config(&self) -> &WitnessConfig {
+        &self.config
+    }
+
+    /// Returns when this witness started.
+    pub fn started_at(&self) -> Timestamp {
+        self.started_at
+    }
+
+    /// Reads `agent`'s incident record.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupt`](crate::Error::Corrupt) when it is unreadable; [`Error::Store`](crate::Error::Store).
+    pub fn incident(&self, agent: &AgentId) -> Result<Option<Incident>> {
+        self.files.read(&self.files.incident(agent))
+    }
+
+    /// Returns every incident record, by agent.
+    ///
+    /// # Errors
+    ///
+    /// As [`Witness::incident`].
+    pub fn incidents(&self) -> Result<Vec<Incident>> {
+        let dir = self.files.incidents_dir();
+        let mut out = Vec::new();
+        for name in self.files.state.list(&dir)? {
+            let Some(agent) = name
+                .strip_suffix(".json")
+                .and_then(|a| AgentId::new(a).ok())
+            else {
+                continue;
+            };
+            if let Some(i) = self.incident(&agent)? {
+                out.push(i);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Looks at every hook once, at the state clock's now, and takes the
+    /// steps that are due. Returns what it did; the actions are also appended
+    /// to `loop/witness/log.jsonl`.
+    ///
+    /// Per pending or active hook: quiet longer than the stall threshold (and
+    /// out of the grace period) → `health_check`; no sign of life within the
+    /// agent's interval → `stall_warning`; none within another interval →
+    /// one `health_escalation` mail to the dispatcher (notify, urgent) and a
+    /// critical bus event. An answer or a touch after the first nudge
+    /// resolves the incident. Corrupt hooks are reported, never judged.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupt`](crate::Error::Corrupt) when an incident record is unreadable (run the
+    /// doctor); channel errors. Steps taken before the error stay taken.
+    pub fn tick(&self) -> Result<Vec<WitnessAction>> {
+        let now = self.files.state.now();
+        let mut actions = Vec::new();
+        // Answers land in the witness's own `latest.json` too (seed 000); they
+        // are read through the per-responder records, so mark them processed.
+        if let Received::New(n) = self.channels.nudges.receive(&self.me)?
+            && n.kind == NudgeType::NudgeResponse
+        {
+            self.channels.nudges.mark_processed(&self.me, &n)?;
+        }
+        for entry in self.channels.hooks.list()? {
+            match &entry.read {
+                HookRead::Corrupt(c) => actions.push(WitnessAction::Unreadable {
+                    path: c.path.clone(),
+                    reason: c.reason.to_string(),
+                }),
+                // A hook in a state this version does not know cannot be judged idle or done.
+                HookRead::Unsupported(u) => actions.push(WitnessAction::Unreadable {
+                    path: u.path.clone(),
+                    reason: format!("holds {}, unsupported by this version", u.what),
+                }),
+                HookRead::Hook(hook) => {
+                    let done = match watched(hook) {
+                        Some(assignment) => self.watch(hook, &assignment, now, &mut actions),
+                        None => self.close_if_open(&entry.agent, hook, now, &mut actions),
+                    };
+                    unreadable_record(done, &mut actions)?;
+                }
+                HookRead::Missing => {}
+            }
+        }
+        self.files.append(&self.files.witness_log(), &actions)?;
+        Ok(actions)
+    }
+
+    /// Ticks every `every` (real time) until `until` says stop. A blocking
+    /// convenience for a witness thread or process.
+    ///
+    /// # Errors
+    ///
+    /// As [`Witness::tick`].
+    pub fn run_until(
+        &self,
+        every: Duration,
+        mut until: impl FnMut(&[WitnessAction]) -> bool,
+    ) -> Result<()> {
+        loop {
+            let actions = self.tick()?;
+            if until(&actions) {
+                return Ok(());
+            }
+            std::thread::sleep(every);
+        }
+    }
+
+    fn judging(&self, agent: &AgentId, now: Timestamp, answered_at: Option<Timestamp>) -> Judging {
+        Judging {
+            now,
+            stall_threshold: self.config.stall_threshold,
+            interval: self.config.nudge.interval_for(agent),
+            grace: self.config.grace,
+            started_at: self.started_at,
+            answered_at,
+            witness: self.me.clone(),
+        }
+    }
+
+    /// Returns when `agent` answered this witness at or after `since`.
+    fn answered(
+        &self,
+        agent: &AgentId,
+        since: Option<Timestamp>,
+        actions: &mut Vec<WitnessAction>,
+    ) -> Result<Option<Timestamp>> {
+        let Some(since) = since else { return Ok(None) };
+        match self.channels.nudges.response_status(&self.me, agent, since) {
+            Ok(ResponseStatus::Answered { at, .. }) => Ok(Some(at)),
+            Ok(_) => Ok(None),
+            Err(chipset_nudge::Error::Corrupt(c)) => {
+                actions.push(WitnessAction::Unreadable {
+                    path: c.path.clone(),
+                    reason: c.reason.to_string(),
+                });
+                Ok(None)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Reads the inputs of [`judge`] other than the record and the hook
+    /// (when the agent answered since the incident's first nudge) and judges.
+    fn decide(
+        &self,
+        record: Option<&Incident>,
+        hook: &Hook,
+        assignment: &Assignment,
+        now: Timestamp,
+        actions: &mut Vec<WitnessAction>,
+    ) -> Result<Next> {
+        let agent = assignment.agent();
+        let answered = self.answered(agent, answers_since(record, assignment), actions)?;
+        Ok(judge(
+            record,
+            hook,
+            assignment,
+            &self.judging(agent, now, answered),
+        ))
+    }
+
+    fn watch(
+        &self,
+        hook: &Hook,
+        assignment: &Assignment,
+        now: Timestamp,
+        actions: &mut Vec<WitnessAction>,
+    ) -> Result<()> {
+        let agent = assignment.agent();
+        let path = self.files.incident(agent);
+        // A first look without the lock: most hooks need nothing.
+        let record: Option<Incident> = self.files.read(&path)?;
+        let mut scratch = Vec::new();
+        if self
+            .decide(record.as_ref(), hook, assignment, now, &mut scratch)?
+            .is_wait()
+        {
+            actions.extend(scratch);
+            return Ok(());
+        }
+        // Decide again under the lock: another witness may have moved first,
+        // and the agent may have touched its hook since the listing read it.
+        let mut locked = self.files.lock::<Incident>(&path)?;
+        let next = match self.channels.hooks.read(agent)? {
+            HookRead::Hook(fresh)
+                if watched(&fresh).is_some_and(|a| same_assignment(&a, assignment)) =>
+            {
+                self.decide(locked.current.as_ref(), &fresh, assignment, now, actions)?
+            }
+            // Cleared, reassigned, completed or unreadable now: the next tick
+            // sees it as it is.
+            _ => Next::Wait,
+        };
+        self.apply(&mut locked, next, actions)
+    }
+
+    /// Carries out a [`Next`] under the incident's lock, in its order.
+    fn apply(
+        &self,
+        locked: &mut Locked<Incident>,
+        next: Next,
+        actions: &mut Vec<WitnessAction>,
+    ) -> Result<()> {
+        match next {
+            Next::Wait => {}
+            Next::Record { record, action } => {
+                locked.write(record)?;
+                if let WitnessAction::Alive { key, evidence, .. } = &action {
+                    tracing::info!(%key, %evidence, "agent is alive");
+                }
+                actions.push(action);
+            }
+            Next::Nudge(step) => {
+                let draft = NudgeDraft::new(self.me.clone(), step.nudge.kind(), step.text.clone())
+                    .requiring_response();
+                let held = self.channels.nudges.send(step.agent(), draft)?.is_held();
+                let action = step.action(held);
+                locked.write(step.record)?;
+                match &action {
+                    WitnessAction::HealthCheck { key, .. } => {
+                        tracing::info!(%key, "hook quiet: health check sent");
+                    }
+                    other => tracing::warn!(key = ?other.key(), "no answer: stall warning sent"),
+                }
+                actions.push(action);
+            }
+            Next::Escalate(escalation) => {
+                // The intent, with the mail's id, is durable before the mail:
+                // a witness that dies in between sends it on restart under
+                // the same id, which the mail channel accepts only once.
+                let mail = MessageId::from(SortableId::generate(self.files.state.clock().as_ref()));
+                let (intent, finish) = escalation.intent(mail);
+                locked.write(intent)?;
+                self.finish(locked, finish, actions)?;
+            }
+            Next::Finish(finish) => self.finish(locked, *finish, actions)?,
+        }
+        Ok(())
+    }
+
+    /// Sends a started escalation, wakes the dispatcher, and records the
+    /// incident as escalated, under the incident's lock.
+    fn finish(
+        &self,
+        locked: &mut Locked<Incident>,
+        finish: Finish,
+        actions: &mut Vec<WitnessAction>,
+    ) -> Result<()> {
+        self.send_escalation(&finish.message, &finish.mail)?;
+        // The wake-up: de-duplicated, so a recovering witness does not wake twice.
+        let event = NewEvent::new(self.me.as_str(), HEALTH_ESCALATION)
+            .priority(BusPriority::Critical)
+            .payload(finish.message.to_payload())
+            .dedup_key(finish.dedup_key);
+        let _ = self.channels.bus.publish(&self.dispatcher, &event)?;
+        locked.write(finish.record)?;
+        tracing::warn!(key = ?finish.action.key(), mail = %finish.mail, "agent silent: escalated to the dispatcher");
+        actions.push(finish.action);
+        Ok(())
+    }
+
+    /// Closes an open incident whose hook moved on (see [`close`]).
+    fn close_if_open(
+        &self,
+        agent: &AgentId,
+        hook: &Hook,
+        now: Timestamp,
+        actions: &mut Vec<WitnessAction>,
+    ) -> Result<()> {
+        let path = self.files.incident(agent);
+        let record: Option<Incident> = self.files.read(&path)?;
+        if close(record.as_ref(), hook, &self.me, now).is_wait() {
+            return Ok(());
+        }
+        let mut locked = self.files.lock::<Incident>(&path)?;
+        let next = close(locked.current.as_ref(), hook, &self.me, now);
+        self.apply(&mut locked, next, actions)
+    }
+    /// Sends the escalation under the id persisted in the intent. If a
+    /// predecessor sent it already, the mail channel refuses the id as taken
+    /// and nothing is sent twice.
+    fn send_escalation(&self, message: &LoopMessage, id: &MessageId) -> Result<()> {
+        let a = message.assignment();
+        let draft = Draft::notify(
+            self.me.clone(),
+            self.dispatcher.clone(),
+            task_of(a.bead_id())?,
+            HEALTH_ESCALATION,
+            message.to_body(),
+        )
+        .with_priority(Priority::Urgent)
+        .with_id(id.clone());
+        match self.channels.mail.send(&draft) {
+            Ok(_) => Ok(()),
+            Err(MailError::IdTaken { location, .. }) => {
+                tracing::info!(%id, ?location, "escalation was sent before the restart");
+                Ok(())
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// Returns the assignment of a hook the witness watches: pending or active work.
+fn watched(hook: &Hook) -> Option<Assignment> {
+    match hook.state() {
+        HookState::Pending(_) | HookState::Active(_) => hook.assignment(),
+        HookState::Empty | HookState::Completed(_) => None,
+    }
+}
+
+/// Reports an unreadable incident record as an action and goes on with the
+/// other agents: that agent is not judged (it may have been escalated
+/// already) until the doctor moves the record aside.
+fn unreadable_record(result: Result<()>, actions: &mut Vec<WitnessAction>) -> Result<()> {
+    match result {
+        Err(crate::Error::Corrupt(c)) => {
+            actions.push(WitnessAction::Unreadable {
+                path: c.path.clone(),
+                reason: c.reason.to_string(),
+            });
+            Ok(())
+        }
+        other => other,
+    }
+}

@@ -1,0 +1,135 @@
+//! The loops work through the channel handles they are given: a caller's
+//! mail and bus configs apply, and handles on another root are refused.
+
+use std::collections::BTreeSet;
+
+use chipset_hook::Pickup;
+use chipset_loop::{Channels, Error, Witness, WitnessConfig, Worker, WorkerConfig};
+use chipset_mail::{Mail, MailConfig, MailError};
+use chipset_testkit::TempState;
+
+use crate::{agent, bead, secs, setup};
+
+/// A mail config whose registry knows only `names`: sending to anyone else is refused.
+fn only(names: &[&str]) -> MailConfig {
+    MailConfig {
+        recipients: Some(names.iter().map(|n| agent(n)).collect::<BTreeSet<_>>()),
+        ..MailConfig::default()
+    }
+}
+
+#[test]
+fn handles_on_another_root_are_refused_naming_both_roots() {
+    let s = setup();
+    let other = TempState::new();
+    let err = Channels::new(s.state())
+        .with_mail(Mail::new(other.state.clone()))
+        .unwrap_err();
+    let Error::MixedRoots {
+        channel,
+        found,
+        root,
+    } = &err
+    else {
+        panic!("expected MixedRoots, got {err:?}")
+    };
+    assert_eq!(*channel, "mail");
+    assert_eq!(found, other.state.root());
+    assert_eq!(root, s.state().root());
+    assert!(
+        err.to_string().contains(&found.display().to_string()),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_witness_escalates_through_the_callers_mail() {
+    let s = setup();
+    s.hooks
+        .assign(&agent("polecat-alpha"), bead("gt-abc12"), "work", None)
+        .unwrap();
+    // The caller's registry does not know the dispatcher: its escalation is refused.
+    let channels = Channels::new(s.state())
+        .with_mail(Mail::with_config(s.state(), only(&["polecat-alpha"])))
+        .unwrap();
+    let config = WitnessConfig::default()
+        .with_stall_threshold(secs(300))
+        .with_interval(secs(60))
+        .with_grace(secs(0));
+    let w = Witness::with_channels(channels, agent("witness"), agent("mayor"), config);
+    for kind in ["health_check", "stall_warning"] {
+        s.advance(301);
+        let actions = w.tick().unwrap();
+        assert_eq!(actions.len(), 1, "{kind}: {actions:?}");
+    }
+    s.advance(61);
+    let err = w.tick().unwrap_err();
+    assert!(
+        matches!(err, Error::Mail(MailError::UnknownRecipient { .. })),
+        "{err:?}"
+    );
+    assert!(s.sent(chipset_loop::HEALTH_ESCALATION).is_empty());
+}
+
+#[test]
+fn the_worker_reports_through_the_callers_mail() {
+    let s = setup();
+    s.hooks
+        .assign(&agent("polecat-alpha"), bead("gt-abc12"), "work", None)
+        .unwrap();
+    let channels = Channels::new(s.state())
+        .with_mail(Mail::with_config(s.state(), only(&["polecat-alpha"])))
+        .unwrap();
+    let worker = Worker::with_channels(
+        channels,
+        agent("polecat-alpha"),
+        agent("mayor"),
+        WorkerConfig::default(),
+    );
+    let err = worker.run_once(|_| Ok("done".to_owned())).unwrap_err();
+    assert!(
+        matches!(err, Error::Mail(MailError::UnknownRecipient { .. })),
+        "{err:?}"
+    );
+    assert!(s.sent(chipset_loop::COMPLETION_REPORT).is_empty());
+    // The work itself completed on the hook before the report was refused.
+    assert!(matches!(
+        s.hooks.pickup(&agent("polecat-alpha")).unwrap(),
+        Pickup::AwaitingClear(_)
+    ));
+}
+
+#[test]
+fn the_dispatcher_assigns_through_the_callers_mail() {
+    let s = setup();
+    // The caller's registry does not know the agent: the assignment mail is refused.
+    let channels = Channels::new(s.state())
+        .with_mail(Mail::with_config(s.state(), only(&["mayor"])))
+        .unwrap();
+    let d = chipset_loop::Dispatcher::with_channels(
+        channels,
+        agent("mayor"),
+        [agent("polecat-alpha")],
+        chipset_loop::DispatcherConfig::default(),
+    );
+    d.submit(bead("gt-abc12"), "work").unwrap();
+    let err = d.tick().unwrap_err();
+    assert!(
+        matches!(err, Error::Mail(MailError::UnknownRecipient { .. })),
+        "{err:?}"
+    );
+    assert!(s.sent(chipset_loop::WORK_ASSIGNMENT).is_empty());
+    // The intent was written first: a default dispatcher finishes the assignment.
+    let plain = chipset_loop::Dispatcher::new(
+        s.state(),
+        agent("mayor"),
+        [agent("polecat-alpha")],
+        chipset_loop::DispatcherConfig::default(),
+    );
+    let actions = plain.tick().unwrap();
+    assert!(
+        actions.is_empty(),
+        "adopted silently, as after a crash: {actions:?}"
+    );
+    assert_eq!(s.sent(chipset_loop::WORK_ASSIGNMENT).len(), 1);
+}
