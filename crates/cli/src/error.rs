@@ -138,8 +138,7 @@ impl From<chipset_mail::MailError> for CliError {
             | E::UnknownRecipient { .. } => true,
             _ => false,
         };
-        let unknown = matches!(&e, E::Store(s) if s.is_outcome_unknown());
-        CliError::from_error(usage, &e).unknown_if(unknown)
+        CliError::from_error(usage, &e).unknown_if(e.is_outcome_unknown())
     }
 }
 

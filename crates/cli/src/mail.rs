@@ -162,6 +162,7 @@ fn draft(args: MailSend) -> Result<Draft> {
         round,
         in_reply_to,
         priority,
+        id,
     } = args;
     if expects_reply && kind != MailKind::Request {
         return Err(CliError::usage(format!(
@@ -203,6 +204,9 @@ fn draft(args: MailSend) -> Result<Draft> {
     }
     if let Some(priority) = priority {
         draft = draft.with_priority(priority.into());
+    }
+    if let Some(id) = id {
+        draft = draft.with_id(id);
     }
     Ok(draft)
 }
