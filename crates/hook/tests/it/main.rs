@@ -4,6 +4,7 @@ mod files;
 mod lifecycle;
 mod model;
 mod procs;
+mod seam;
 
 use std::sync::Arc;
 
