@@ -120,8 +120,7 @@ impl From<chipset_nudge::Error> for CliError {
             | E::NotAResolvingVerb { .. } => true,
             _ => false,
         };
-        let unknown = matches!(&e, E::Store(s) if s.is_outcome_unknown());
-        CliError::from_error(usage, &e).unknown_if(unknown)
+        CliError::from_error(usage, &e).unknown_if(e.is_outcome_unknown())
     }
 }
 

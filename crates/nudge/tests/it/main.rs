@@ -4,5 +4,6 @@ mod golden;
 mod model;
 mod procs;
 mod reminders;
+mod seam;
 mod signals;
 mod support;
