@@ -190,7 +190,10 @@
 //! answered requests still in an inbox, orphans (inbox messages whose task
 //! was swept, whose recipient is not registered, or older than
 //! [`MailConfig::orphan_after`]), messages without a `sent` event, and a torn
-//! or bad manifest line. [`Mail::counts`] gives per-agent inbox counts cheaply.
+//! or bad manifest line. A message without its `sent` event that is younger
+//! than [`MailConfig::in_flight_grace`] is [`Finding::InFlight`]: not
+//! repaired yet (its sender may be appending), and not clean either (the
+//! report says when to check again). [`Mail::counts`] gives per-agent inbox counts cheaply.
 //!
 //! # Errors
 //!

@@ -215,3 +215,34 @@ fn mail_send_with_an_id_is_safe_to_retry_wherever_the_message_went() {
         "one `sent` event: {manifest}"
     );
 }
+
+/// Right after a crash between a send's publish and its manifest line, the
+/// doctor does not say "clean": the message is in flight, and it says when
+/// to check again (exit 1, since a doctor then could still find it missing).
+#[test]
+fn the_doctor_reports_a_message_in_flight_rather_than_clean() {
+    let mut env = Env::new();
+    let id = env.ok(&mail_send("hi", &[])).line();
+    std::fs::write(env.root().join("mail/manifest.jsonl"), b"").unwrap();
+    for args in [
+        &["doctor", "--fix"][..],
+        &["mail", "doctor", "--fix"],
+        &["doctor"],
+    ] {
+        let run = env.run(args);
+        assert_eq!(run.code, 1, "{args:?}");
+        assert!(run.stdout.contains(&id), "{args:?}: {}", run.stdout);
+        assert!(run.stdout.contains("in flight"), "{args:?}: {}", run.stdout);
+        assert!(
+            run.stderr.contains("in flight: run the doctor again after"),
+            "{args:?}: {}",
+            run.stderr
+        );
+        assert!(!run.stdout.contains("clean"), "{args:?}: {}", run.stdout);
+    }
+    let json = env.run(&["--json", "doctor"]).json();
+    assert_eq!(json["in_flight"], 1, "{json}");
+    // Nothing was appended for it yet: the sender may still be appending.
+    let manifest = std::fs::read_to_string(env.root().join("mail/manifest.jsonl")).unwrap();
+    assert_eq!(manifest, "");
+}
