@@ -663,6 +663,7 @@ impl Bus {
                 pid,
                 started_at: now,
                 last_seen: now,
+                extra: serde_json::Map::new(),
             };
             Ok::<_, Error>(Decision::Write(presence.clone(), (presence, previous)))
         })?;
@@ -697,12 +698,14 @@ impl Bus {
                         pid,
                         started_at: now,
                         last_seen: now,
+                        extra: serde_json::Map::new(),
                     }
                 }
                 _ => Presence {
                     pid,
                     started_at: now,
                     last_seen: now,
+                    extra: serde_json::Map::new(),
                 },
             };
             Ok::<_, Error>(Decision::Write(presence.clone(), presence))
@@ -880,7 +883,7 @@ pub(crate) fn read_event(path: &Path, name: &str, cap: u64) -> Result<EventRead>
     let Some(entry) = QueueEntry::parse(name) else {
         return Ok(EventRead::Bad(Problem::ForeignName));
     };
-    Ok(match chipset_store::read_json::<Event>(path, cap)? {
+    Ok(match crate::format::read_event_json(path, cap)? {
         ReadOutcome::Missing => EventRead::Gone,
         ReadOutcome::Corrupt(c) => EventRead::Bad(Problem::Corrupt(c.reason)),
         ReadOutcome::Unsupported(u) => EventRead::Bad(Problem::Unsupported(u.what)),

@@ -7,8 +7,9 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use chipset_store::{Clock, SortableId, Timestamp};
+use chipset_store::{Clock, ReadOutcome, SortableId, Timestamp, Unsupported};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 use crate::name;
@@ -163,7 +164,9 @@ impl<'de> Deserialize<'de> for EventId {
 /// An event as stored in a queue file: `bus/{agent}/queue/{name}.json`.
 ///
 /// The recipient is the directory the file lives in, never a field.
-/// Readers ignore fields they do not know.
+/// Fields another writer added that this version does not know are kept
+/// ([`Event::extra`]) and written back with the event. A `priority` outside
+/// the four names is unsupported, not corrupt ([`Problem::Unsupported`](crate::Problem::Unsupported)).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
     id: EventId,
@@ -175,9 +178,16 @@ pub struct Event {
     dedup_key: Option<String>,
     #[serde(default)]
     payload: serde_json::Value,
+    #[serde(flatten)]
+    extra: Map<String, Value>,
 }
 
 impl Event {
+    /// Returns the fields another writer added that this version does not know.
+    pub fn extra(&self) -> &Map<String, Value> {
+        &self.extra
+    }
+
     /// Returns the id.
     pub fn id(&self) -> &EventId {
         &self.id
@@ -361,6 +371,7 @@ impl NewEvent {
             priority: self.priority,
             dedup_key: self.dedup_key.clone(),
             payload: self.payload.clone(),
+            extra: Map::new(),
         })
     }
 }
@@ -431,6 +442,10 @@ pub struct Presence {
     pub started_at: Timestamp,
     /// When it last said it was alive.
     pub last_seen: Timestamp,
+    /// Fields another writer added that this version does not know; a
+    /// heartbeat keeps them, a new session starts without them.
+    #[serde(flatten, default)]
+    pub extra: Map<String, Value>,
 }
 
 /// What a control command does to the registry.
@@ -539,6 +554,10 @@ pub struct Registry {
     pub applied_offset: u64,
     /// The registered resources, sorted by kind then target, each once.
     pub resources: Vec<Registered>,
+    /// Fields another writer added that this version does not know, kept
+    /// when the registry is rewritten.
+    #[serde(flatten, default)]
+    pub extra: Map<String, Value>,
 }
 
 impl Registry {
@@ -553,6 +572,41 @@ impl Registry {
 pub(crate) struct NagState {
     /// Event id to the time of its last reminder.
     pub(crate) reminded: BTreeMap<EventId, Timestamp>,
+    /// Fields another writer added that this version does not know.
+    #[serde(flatten, default)]
+    pub(crate) extra: Map<String, Value>,
+}
+
+/// Reads an event file of at most `cap` bytes. A well-formed event whose
+/// `priority` is not one of the four names (written by a newer program) is
+/// [`ReadOutcome::Unsupported`]: reported, never quarantined.
+///
+/// # Errors
+///
+/// As [`chipset_store::read_bytes`].
+pub(crate) fn read_event_json(
+    path: &std::path::Path,
+    cap: u64,
+) -> chipset_store::Result<ReadOutcome<Event>> {
+    Ok(chipset_store::read_bytes(path, cap)?.and_then(|bytes| {
+        // The common case parses once; only a file that fails is looked at again.
+        let read = chipset_store::parse_json::<Event>(path, &bytes);
+        if !read.is_corrupt() {
+            return read;
+        }
+        match serde_json::from_slice::<Value>(&bytes) {
+            Ok(value) => match value.get("priority") {
+                Some(Value::String(p)) if !Priority::ALL.iter().any(|k| k.as_str() == p) => {
+                    ReadOutcome::Unsupported(Unsupported::new(
+                        path,
+                        format!("bus event priority `{p}`"),
+                    ))
+                }
+                _ => read,
+            },
+            Err(_) => read,
+        }
+    }))
 }
 
 #[cfg(test)]

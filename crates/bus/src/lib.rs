@@ -178,6 +178,17 @@
 //! move to `.quarantine/` with every whole command kept, and the registry is
 //! rebuilt from the repaired log).
 //!
+//! # Files written by other programs
+//!
+//! Fields this version does not know are kept: an event's
+//! ([`Event::extra`]) stay in its file, which acknowledging moves byte for
+//! byte; a heartbeat keeps [`Presence::extra`] (a new session starts without
+//! them); applying control commands keeps [`Registry::extra`]; reminder
+//! state keeps its own. An event whose `priority` is not one of the four
+//! names is unsupported, not corrupt: [`Pending::unreadable`] lists it as
+//! [`Problem::Unsupported`], and the doctor reports it and never moves it.
+//! (De-duplication records are replaced whole on each accepted publish.)
+//!
 //! # Errors
 //!
 //! One enum, [`Error`]. A duplicate publish and a second acknowledgement are

@@ -15,7 +15,11 @@ pub(crate) fn due(
     occasion: Occasion,
     now: Timestamp,
 ) -> (Vec<usize>, NagState) {
-    let mut next = NagState::default();
+    // Fields another writer added stay with the state.
+    let mut next = NagState {
+        extra: state.extra.clone(),
+        ..NagState::default()
+    };
     let mut indices = Vec::new();
     let mut priorities = pending.iter().map(Event::priority);
     let first = priorities.next();

@@ -266,12 +266,7 @@ fn listing_of(
         doc["timed_out"] = json!(t);
     }
     let failure = bad.first().map(|first| {
-        CliError::refused(format!(
-            "{} in the queue of `{agent}` ({}: {}); `chipset doctor --fix` quarantines them",
-            output::plural(bad.len(), "unreadable file"),
-            first.path.display(),
-            problem(&first.problem)
-        ))
+        CliError::unreadable_queue(agent, bad.len(), &first.path, &problem(&first.problem))
     });
     Output::new(text, doc).with_failure(failure)
 }

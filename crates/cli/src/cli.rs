@@ -90,6 +90,34 @@ pub(crate) enum Command {
     Status,
     /// Find (and with --fix repair) corrupt files, stale temps, orphaned mail.
     Doctor(DoctorArgs),
+    /// Serve the agent-facing operations as MCP tools, acting as one agent
+    /// (stdio, or streamable HTTP with --http).
+    Mcp(McpArgs),
+}
+
+/// `chipset mcp ...`.
+#[derive(Debug, Args)]
+pub(crate) struct McpArgs {
+    /// The agent every tool acts as (sender, inbox owner, hook holder).
+    #[arg(long, value_name = "AGENT")]
+    pub(crate) agent: AgentId,
+    /// Serve streamable HTTP at http://ADDR/mcp instead of stdio; loopback
+    /// addresses only, unless a token is given.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) http: Option<std::net::SocketAddr>,
+    /// Require `Authorization: Bearer <token>`, the token read from this
+    /// environment variable.
+    #[arg(
+        long,
+        value_name = "VAR",
+        requires = "http",
+        conflicts_with = "token_file"
+    )]
+    pub(crate) token_env: Option<String>,
+    /// Require `Authorization: Bearer <token>`, the token read from the
+    /// first line of this file.
+    #[arg(long, value_name = "PATH", requires = "http")]
+    pub(crate) token_file: Option<PathBuf>,
 }
 
 /// `chipset hook ...`.
@@ -625,7 +653,9 @@ impl Command {
             Command::Witness(_) => true,
             Command::Completions { .. } => false,
             Command::Brief { .. } | Command::Wait { .. } => true,
-            Command::Status | Command::Doctor(_) => true,
+            // The tools read as well as write (`mail_pending` is a commit
+            // gate): a mistyped root must not serve as an empty one.
+            Command::Status | Command::Doctor(_) | Command::Mcp(_) => true,
         }
     }
 }

@@ -55,6 +55,9 @@ pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
     for f in hooks.into_iter().flat_map(|h| h.findings) {
         let problem = match &f.problem {
             chipset_hook::Problem::Corrupt(reason) => format!("corrupt hook ({reason})"),
+            chipset_hook::Problem::Unsupported(what) => {
+                format!("holds {what}, unsupported by this version (left in place)")
+            }
             chipset_hook::Problem::Stray => "not a hook file (left alone)".to_owned(),
             _ => "unusable".to_owned(),
         };
@@ -246,6 +249,9 @@ fn nudge_rows(area: &'static str, report: chipset_nudge::DoctorReport) -> Vec<Ro
             let problem = match &f.problem {
                 chipset_nudge::Problem::Corrupt(reason) => format!("corrupt ({reason})"),
                 chipset_nudge::Problem::Unfinished(what) => format!("unfinished: {what}"),
+                chipset_nudge::Problem::Unsupported(what) => {
+                    format!("holds {what}, unsupported by this version (left in place)")
+                }
                 chipset_nudge::Problem::StrayEntry => "not written by chipset (left alone)".into(),
                 _ => "unusable".to_owned(),
             };

@@ -77,11 +77,9 @@ pub(crate) fn run(ctx: &Ctx, command: HookCommand) -> Result<Output> {
 
 /// Returns the assignment `agent`'s hook holds now, or refuses `op` on an empty hook.
 fn held(hooks: &Hooks, agent: &AgentId, op: &str) -> Result<chipset_hook::Assignment> {
-    hooks.current(agent)?.ok_or_else(|| {
-        CliError::refused(format!(
-            "cannot {op} the hook of `{agent}`: it is empty (no work is assigned)"
-        ))
-    })
+    hooks
+        .current(agent)?
+        .ok_or_else(|| CliError::hook_empty(agent, op))
 }
 
 fn changed(hook: &Hook) -> Output {
@@ -96,9 +94,10 @@ fn show(ctx: &Ctx, hooks: &Hooks, agent: &AgentId) -> Result<Output> {
     let hook = match hooks.read(agent)? {
         HookRead::Missing => Hook::missing(agent.clone()),
         HookRead::Hook(hook) => hook,
-        HookRead::Corrupt(c) => {
+        HookRead::Corrupt(c) => return Err(CliError::hook_unreadable(agent, &c)),
+        HookRead::Unsupported(u) => {
             return Err(CliError::refused(format!(
-                "the hook of `{agent}` is unreadable: {c}; `chipset doctor --fix` quarantines it"
+                "the hook of `{agent}` cannot be shown: {u}; it is left as it is"
             )));
         }
     };
@@ -134,6 +133,7 @@ fn list(ctx: &Ctx, hooks: &Hooks) -> Result<Output> {
     let mut table = Table::new(&["AGENT", "STATUS", "AGE", "BEAD", "TITLE"]);
     let mut docs = Vec::new();
     let mut corrupt = 0;
+    let mut unsupported = 0;
     for entry in hooks.list()? {
         let agent = entry.agent.to_string();
         match &entry.read {
@@ -147,6 +147,19 @@ fn list(ctx: &Ctx, hooks: &Hooks) -> Result<Output> {
                     c.reason.to_string().into(),
                 ]);
                 docs.push(json!({"agent_id": agent, "status": "corrupt", "error": c.to_string()}));
+            }
+            HookRead::Unsupported(u) => {
+                unsupported += 1;
+                table.row(vec![
+                    agent.clone().into(),
+                    Cell::toned("unsupported", Tone::Bad),
+                    "-".into(),
+                    "-".into(),
+                    u.what.clone().into(),
+                ]);
+                docs.push(
+                    json!({"agent_id": agent, "status": "unsupported", "error": u.to_string()}),
+                );
             }
             read => {
                 let hook = read
@@ -170,12 +183,17 @@ fn list(ctx: &Ctx, hooks: &Hooks) -> Result<Output> {
     } else {
         table.render(ctx.paint)
     };
-    let failure = (corrupt > 0).then(|| {
-        CliError::refused(format!(
+    let failure = match (corrupt, unsupported) {
+        (0, 0) => None,
+        (0, n) => Some(CliError::refused(format!(
+            "{} values this version does not support (left in place)",
+            output::plural(n, "hook file holds")
+        ))),
+        (n, _) => Some(CliError::refused(format!(
             "{} unreadable; `chipset doctor --fix` quarantines them",
-            output::plural(corrupt, "hook file")
-        ))
-    });
+            output::plural(n, "hook file")
+        ))),
+    };
     Ok(Output::new(text, serde_json::Value::Array(docs)).with_failure(failure))
 }
 

@@ -19,6 +19,7 @@
 //! chipset [--root DIR] [--json] wait AGENT [--timeout SECONDS]
 //! chipset [--root DIR] [--json] status
 //! chipset [--root DIR] [--json] doctor [--fix]
+//! chipset [--root DIR] mcp --agent AGENT [--http ADDR] [--token-env VAR | --token-file PATH]
 //! ```
 //!
 //! # The state root
@@ -98,6 +99,7 @@ mod doctor;
 mod error;
 mod hook;
 mod mail;
+mod mcp;
 mod nudge;
 mod output;
 mod remind;
@@ -137,7 +139,8 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage(&e),
     };
-    let json = cli.json;
+    // `mcp` speaks MCP on stdout (stdio) and prints nothing else there.
+    let json = cli.json && !matches!(cli.command, Command::Mcp(_));
     if let Command::Completions { shell } = cli.command {
         // No state root is opened: completions need none.
         let mut command = <Cli as clap::CommandFactory>::command();
@@ -228,6 +231,7 @@ fn run(cli: Cli) -> Result<Output> {
         Command::Completions { .. } => Ok(Output::new("", serde_json::Value::Null)),
         Command::Status => status::run(&ctx),
         Command::Doctor(args) => doctor::run(&ctx, &args),
+        Command::Mcp(args) => mcp::run(ctx, args),
     }
 }
 

@@ -50,14 +50,8 @@ fn send(to: &AgentId, delivery: &Delivery) -> Result<Output> {
             )),
             json!(quarantined),
         ),
-        Delivery::Held { pending, .. } => {
-            return Err(CliError::refused(format!(
-                "nudge to `{to}` not sent: an unprocessed abort from `{}` is pending, \
-                 and only another abort replaces it",
-                pending.from
-            )));
-        }
-        _ => return Err(CliError::refused(format!("nudge to `{to}` not sent"))),
+        Delivery::Held { pending, .. } => return Err(CliError::nudge_held(to, &pending.from)),
+        _ => return Err(CliError::nudge_not_sent(to)),
     };
     let sent = delivery.sent().expect("a nudge that was not held was sent");
     let mut doc = json!({"outcome": outcome, "to": to, "nudge": output::json(sent)});
@@ -96,17 +90,8 @@ fn read(ctx: &Ctx, nudges: &Nudges, agent: &AgentId) -> Result<Output> {
             );
             ("new", nudge, Some(note))
         }
-        Received::Corrupt(c) => {
-            return Err(CliError::refused(format!(
-                "the latest nudge of `{agent}` is unreadable: {c}; \
-                 `chipset doctor --fix` quarantines it"
-            )));
-        }
-        _ => {
-            return Err(CliError::refused(format!(
-                "cannot read the nudge of `{agent}`"
-            )));
-        }
+        Received::Corrupt(c) => return Err(CliError::nudge_unreadable(agent, &c)),
+        _ => return Err(CliError::nudge_not_read(agent)),
     };
     let now = ctx.state.now();
     let mut pairs = vec![
@@ -141,16 +126,8 @@ fn read(ctx: &Ctx, nudges: &Nudges, agent: &AgentId) -> Result<Output> {
 
 fn respond(nudges: &Nudges, agent: &AgentId, message: String) -> Result<Output> {
     let incoming = match nudges.read_latest(agent)? {
-        ReadOutcome::Missing => {
-            return Err(CliError::refused(format!(
-                "`{agent}` has no nudge to answer"
-            )));
-        }
-        ReadOutcome::Corrupt(c) => {
-            return Err(CliError::refused(format!(
-                "cannot answer: the latest nudge of `{agent}` is unreadable: {c}"
-            )));
-        }
+        ReadOutcome::Missing => return Err(CliError::no_nudge_to_answer(agent)),
+        ReadOutcome::Corrupt(c) => return Err(CliError::nudge_unanswerable(agent, &c)),
         ReadOutcome::Unsupported(u) => {
             return Err(CliError::refused(format!("cannot answer: {u}")));
         }

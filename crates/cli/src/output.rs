@@ -117,7 +117,7 @@ fn say(line: &str) {
 /// Prints `error` as one line on stderr and returns its exit code.
 pub(crate) fn fail(error: &CliError) -> ExitCode {
     say(&format!("chipset: error: {error}"));
-    error.exit_code()
+    ExitCode::from(error.exit_status())
 }
 
 /// Serializes a library value for JSON output.
@@ -284,14 +284,7 @@ pub(crate) fn short_duration(d: Duration) -> String {
     }
 }
 
-/// Returns `n thing` or `n things`.
-pub(crate) fn plural(n: usize, thing: &str) -> String {
-    if n == 1 {
-        format!("{n} {thing}")
-    } else {
-        format!("{n} {thing}s")
-    }
-}
+pub(crate) use chipset_failure::plural;
 
 #[cfg(test)]
 mod tests {
@@ -331,7 +324,5 @@ mod tests {
             [t(0), t(59), t(60), t(3599), t(3600), t(172_799), t(172_800)],
             ["0s", "59s", "1m", "59m", "1h", "47h", "2d"]
         );
-        assert_eq!(plural(1, "event"), "1 event");
-        assert_eq!(plural(2, "event"), "2 events");
     }
 }

@@ -89,12 +89,10 @@ pub(crate) fn run(ctx: &Ctx, command: RemindCommand) -> Result<Output> {
                 "reminders": listing.reminders.iter().map(output::json).collect::<Vec<_>>(),
                 "unreadable": listing.corrupt.iter().map(ToString::to_string).collect::<Vec<_>>(),
             });
-            let failure = listing.corrupt.first().map(|c| {
-                CliError::refused(format!(
-                    "{} ({c}); `chipset doctor --fix` quarantines them",
-                    output::plural(listing.corrupt.len(), "unreadable reminder file")
-                ))
-            });
+            let failure = listing
+                .corrupt
+                .first()
+                .map(|c| CliError::unreadable_reminders(listing.corrupt.len(), c));
             Ok(Output::new(text, doc).with_failure(failure))
         }
         RemindCommand::Resolve {

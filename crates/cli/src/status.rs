@@ -100,6 +100,10 @@ fn hook(now: Timestamp, read: Option<&HookRead>) -> (Vec<Cell>, Value) {
             vec![Cell::toned("corrupt", Tone::Bad), dash(), dash()],
             json!({"status": "corrupt", "error": c.to_string()}),
         ),
+        Some(HookRead::Unsupported(u)) => (
+            vec![Cell::toned("unsupported", Tone::Bad), dash(), dash()],
+            json!({"status": "unsupported", "error": u.to_string()}),
+        ),
         Some(HookRead::Hook(h)) => {
             let bead = h
                 .work()

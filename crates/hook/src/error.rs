@@ -1,6 +1,6 @@
 //! The crate's one error type.
 
-use chipset_store::{AgentId, Corruption};
+use chipset_store::{AgentId, Corruption, Unsupported};
 
 use crate::transition::TransitionError;
 
@@ -29,6 +29,22 @@ pub enum Error {
         /// The bad file and why it is bad.
         corruption: Corruption,
     },
+    /// The hook file is well formed but holds a value this version does not
+    /// know (a status written by a newer program). The operation refuses to
+    /// guess, and repair leaves the file alone: the program that wrote it
+    /// (or a newer chipset) must move it on.
+    #[error(
+        "cannot {op} the hook of `{agent}`: {unsupported}; \
+         it is left as it is for the program that wrote it"
+    )]
+    Unsupported {
+        /// The hook's agent.
+        agent: AgentId,
+        /// What was being done.
+        op: &'static str,
+        /// The file and the value this version does not know.
+        unsupported: Unsupported,
+    },
     /// A filesystem operation failed; it names the operation and the path.
     #[error(transparent)]
     Store(#[from] chipset_store::Error),
@@ -51,5 +67,10 @@ impl Error {
     /// Returns true when the hook file is corrupt.
     pub fn is_corrupt(&self) -> bool {
         matches!(self, Error::Corrupt { .. })
+    }
+
+    /// Returns true when the hook file holds a value this version does not know.
+    pub fn is_unsupported(&self) -> bool {
+        matches!(self, Error::Unsupported { .. })
     }
 }

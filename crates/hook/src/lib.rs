@@ -88,10 +88,41 @@
 //! ```
 //!
 //! `work_item` is `null` when empty. A missing file is an empty hook;
-//! clearing writes an empty hook and never deletes the file. Readers ignore
-//! fields they do not know (and do not keep them on the next write). The
-//! lock is `hooks/.{agent}.json.lock`; repaired files go to
-//! `hooks/.quarantine/`.
+//! clearing writes an empty hook and never deletes the file. The lock is
+//! `hooks/.{agent}.json.lock`; repaired files go to `hooks/.quarantine/`.
+//!
+//! # Files written by other programs
+//!
+//! Fields chipset does not know, at the top level or inside the work item,
+//! are kept ([`Hook::extra`], [`WorkItem::extra`]) and written back on every
+//! rewrite. The work item's own fields go with it: a clear or a new
+//! assignment starts the new work item without them.
+//!
+//! The camelCase hooks of Tibsfox's `StateManager` (the seed author's public
+//! code) read as the same hook: `agentId`, `lastActivity`, `workItem` with
+//! `beadId`, `title` and extra fields (`description`, `priority`, `status`,
+//! `hookStatus`), no `assigned_at`, and no `workItem` at all when empty.
+//! Where `assigned_at` is absent, the hook's `last_activity` stands in.
+//! When chipset rewrites such a hook it writes the seed form: `agent_id`,
+//! `status`, `work_item` (`null` when empty, else `bead_id`, `title`,
+//! `assigned_at` plus the item's extra fields), `last_activity`,
+//! `generation` (0 for a file that had none, then counting) and
+//! `assigned_by` when known, plus every other top-level field unchanged.
+//! `agentId`, `workItem`, `beadId` and `lastActivity` are replaced by their
+//! seed names, not kept beside them, so the file holds one value per field.
+//!
+//! `StateManager` still works on such a file: its lifecycle checks read only
+//! `status`, which both forms share; `activateHook` and `completeHook` keep
+//! the object they read and add a fresh `lastActivity`. A file holding both
+//! spellings reads `last_activity` as the later of the two, and `agent_id`
+//! and `agentId` (or two work items' beads) must agree, else the file is
+//! corrupt.
+//!
+//! A status this version does not know (say `"paused"`) is
+//! [`HookRead::Unsupported`], not corrupt: every transition refuses it with
+//! [`Error::Unsupported`], [`Hooks::list`], [`Hooks::counts`] and
+//! [`Hooks::stale`] report it, and [`Hooks::doctor`] reports it and never
+//! moves or resets it.
 //!
 //! # Durability and concurrency
 //!

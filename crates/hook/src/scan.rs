@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use chipset_store::{AgentId, CorruptReason, Corruption, ReadOutcome, Timestamp};
+use chipset_store::{AgentId, CorruptReason, Corruption, ReadOutcome, Timestamp, Unsupported};
 
 use crate::error::Result;
 use crate::state::{Assignment, Hook, HookState, HookStatus};
@@ -36,12 +36,14 @@ pub struct HookCounts {
     pub completed: usize,
     /// Corrupt hook files.
     pub corrupt: usize,
+    /// Hook files holding a value this version does not know (a newer status).
+    pub unsupported: usize,
 }
 
 impl HookCounts {
     /// Returns the number of hook files counted.
     pub fn total(&self) -> usize {
-        self.empty + self.pending + self.active + self.completed + self.corrupt
+        self.empty + self.pending + self.active + self.completed + self.corrupt + self.unsupported
     }
 
     /// Returns the count for one status.
@@ -76,6 +78,9 @@ pub struct StaleReport {
     pub stale: Vec<StaleHook>,
     /// Hook files that could not be read as hooks.
     pub corrupt: Vec<Corruption>,
+    /// Hook files holding a value this version does not know, which cannot
+    /// be judged either.
+    pub unsupported: Vec<Unsupported>,
 }
 
 /// What [`Hooks::repair`] did to a corrupt hook.
@@ -106,6 +111,9 @@ pub enum DoctorMode {
 pub enum Problem {
     /// A hook file that is not a legal hook.
     Corrupt(CorruptReason),
+    /// A well-formed hook holding a value this version does not know (what,
+    /// as a noun phrase). Reported, never moved or reset.
+    Unsupported(String),
     /// A name in `hooks/` that is not `{agent}.json` for a valid agent id.
     /// Reported, never moved: it was not written by a hook program.
     Stray,
@@ -130,6 +138,10 @@ impl fmt::Display for Finding {
         let path = self.path.display();
         match &self.problem {
             Problem::Corrupt(reason) => write!(f, "`{path}`: corrupt hook ({reason})")?,
+            Problem::Unsupported(what) => write!(
+                f,
+                "`{path}`: holds {what}, unsupported by this version (left alone)"
+            )?,
             Problem::Stray => write!(f, "`{path}`: not a hook file (left alone)")?,
         }
         if let Some(q) = &self.quarantined {
@@ -212,6 +224,7 @@ impl Hooks {
                 Some(HookStatus::Pending) => counts.pending += 1,
                 Some(HookStatus::Active) => counts.active += 1,
                 Some(HookStatus::Completed) => counts.completed += 1,
+                None if matches!(entry.read, HookRead::Unsupported(_)) => counts.unsupported += 1,
                 None => counts.corrupt += 1,
             }
         }
@@ -244,6 +257,7 @@ impl Hooks {
                     }
                 }
                 HookRead::Corrupt(c) => report.corrupt.push(c),
+                HookRead::Unsupported(u) => report.unsupported.push(u),
                 HookRead::Missing => {}
             }
         }
@@ -252,7 +266,8 @@ impl Hooks {
 
     /// Repairs `agent`'s hook if it is corrupt: under the hook's lock, moves
     /// the file into `hooks/.quarantine/` (nothing is deleted) and writes an
-    /// empty hook. A missing or legal hook is left alone (`Ok(None)`).
+    /// empty hook. A missing or legal hook is left alone (`Ok(None)`), and so
+    /// is an unsupported one: it is what it claims to be, only newer.
     ///
     /// The new generation is at least the repair time in Unix milliseconds
     /// (and above any generation still legible in the bad file), so no
@@ -268,7 +283,7 @@ impl Hooks {
         let _guard = self.state.lock_for(&path)?.exclusive()?;
         let corruption = match self.read(agent)? {
             HookRead::Corrupt(c) => c,
-            HookRead::Missing | HookRead::Hook(_) => return Ok(None),
+            HookRead::Missing | HookRead::Hook(_) | HookRead::Unsupported(_) => return Ok(None),
         };
         let legible = match self.state.read_bytes(&path) {
             Ok(ReadOutcome::Value(bytes)) => serde_json::from_slice::<serde_json::Value>(&bytes)
@@ -292,7 +307,7 @@ impl Hooks {
     }
 
     /// Checks every file in `hooks/`: corrupt hooks (repaired with
-    /// [`DoctorMode::Fix`]) and stray names (only reported).
+    /// [`DoctorMode::Fix`]), unsupported hooks and stray names (only reported).
     ///
     /// # Errors
     ///
@@ -304,8 +319,18 @@ impl Hooks {
             findings: Vec::new(),
         };
         for agent in agents {
-            let HookRead::Corrupt(corruption) = self.read(&agent)? else {
-                continue;
+            let corruption = match self.read(&agent)? {
+                HookRead::Corrupt(c) => c,
+                HookRead::Unsupported(u) => {
+                    report.findings.push(Finding {
+                        path: u.path,
+                        agent: Some(agent),
+                        problem: Problem::Unsupported(u.what),
+                        quarantined: None,
+                    });
+                    continue;
+                }
+                HookRead::Missing | HookRead::Hook(_) => continue,
             };
             let mut finding = Finding {
                 path: corruption.path.clone(),

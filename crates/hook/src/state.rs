@@ -4,6 +4,7 @@ use std::fmt;
 
 use chipset_store::{AgentId, BeadId, Timestamp};
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 /// The four lifecycle states, as written in the file's `status` field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -46,7 +47,8 @@ impl fmt::Display for HookStatus {
 }
 
 /// The work a hook holds: the seed's `work_item` (bead id, title, when it was
-/// assigned), plus who assigned it when that is known.
+/// assigned), plus who assigned it when that is known, and any fields another
+/// writer put in the work item that chipset does not know (kept as they are).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorkItem {
     pub(crate) bead_id: BeadId,
@@ -54,6 +56,8 @@ pub struct WorkItem {
     pub(crate) assigned_at: Timestamp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) assigned_by: Option<AgentId>,
+    #[serde(flatten)]
+    pub(crate) extra: Map<String, Value>,
 }
 
 impl WorkItem {
@@ -69,6 +73,7 @@ impl WorkItem {
             title: title.into(),
             assigned_at,
             assigned_by,
+            extra: Map::new(),
         }
     }
 
@@ -91,6 +96,13 @@ impl WorkItem {
     /// (a hook written by a seed-style program does not record it).
     pub fn assigned_by(&self) -> Option<&AgentId> {
         self.assigned_by.as_ref()
+    }
+
+    /// Returns the work item's fields that chipset does not know (such as
+    /// `description` or `priority` written by another program), which every
+    /// rewrite keeps.
+    pub fn extra(&self) -> &Map<String, Value> {
+        &self.extra
     }
 }
 
@@ -140,6 +152,8 @@ pub struct Hook {
     pub(crate) state: HookState,
     pub(crate) last_activity: Timestamp,
     pub(crate) generation: u64,
+    /// Top-level fields chipset does not know, written back on every rewrite.
+    pub(crate) extra: Map<String, Value>,
 }
 
 impl Hook {
@@ -156,6 +170,7 @@ impl Hook {
             state,
             last_activity,
             generation,
+            extra: Map::new(),
         }
     }
 
@@ -193,6 +208,12 @@ impl Hook {
     /// Returns the generation counter (0 for a file that does not record one).
     pub fn generation(&self) -> u64 {
         self.generation
+    }
+
+    /// Returns the top-level fields chipset does not know, written by another
+    /// program; every transition keeps them and every rewrite writes them back.
+    pub fn extra(&self) -> &Map<String, Value> {
+        &self.extra
     }
 
     /// Returns the assignment the hook holds now (pending, active or

@@ -4,10 +4,12 @@
 use std::path::{Path, PathBuf};
 
 use chipset_store::{
-    AgentId, BeadId, Channel, CorruptReason, Corruption, Decision, ReadOutcome, StateDir, Timestamp,
+    AgentId, BeadId, Channel, CorruptReason, Corruption, Decision, ReadOutcome, StateDir,
+    Timestamp, Unsupported,
 };
 
 use crate::error::{Error, Result};
+use crate::format::{HookFile, Invalid, parse};
 use crate::state::{Assignment, Hook, HookState, HookStatus};
 use crate::transition::{Actor, Event, TransitionError, already_applied, transition};
 
@@ -23,15 +25,20 @@ pub enum HookRead {
     /// shape, an illegal state (such as pending without a work item), another
     /// agent's `agent_id`, too large, or not a regular file. Never "empty".
     Corrupt(Corruption),
+    /// A well-formed hook holding a value this version does not know, such
+    /// as a status `"paused"` written by a newer program. Not corrupt (repair
+    /// leaves it in place) and not empty: every transition refuses it.
+    Unsupported(Unsupported),
 }
 
 impl HookRead {
-    /// Returns the status, counting a missing hook as empty; `None` when corrupt.
+    /// Returns the status, counting a missing hook as empty; `None` when
+    /// corrupt or unsupported.
     pub fn status(&self) -> Option<HookStatus> {
         match self {
             HookRead::Missing => Some(HookStatus::Empty),
             HookRead::Hook(h) => Some(h.status()),
-            HookRead::Corrupt(_) => None,
+            HookRead::Corrupt(_) | HookRead::Unsupported(_) => None,
         }
     }
 
@@ -47,6 +54,14 @@ impl HookRead {
     pub fn corruption(&self) -> Option<&Corruption> {
         match self {
             HookRead::Corrupt(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// Returns what is unsupported when the file holds a value this version does not know.
+    pub fn unsupported(&self) -> Option<&Unsupported> {
+        match self {
+            HookRead::Unsupported(u) => Some(u),
             _ => None,
         }
     }
@@ -132,14 +147,16 @@ impl Hooks {
     /// # Errors
     ///
     /// [`Error::Store`] when the file cannot be read; a corrupt file is
-    /// [`HookRead::Corrupt`], not an error.
+    /// [`HookRead::Corrupt`] and an unsupported one [`HookRead::Unsupported`],
+    /// not errors.
     pub fn read(&self, agent: &AgentId) -> Result<HookRead> {
         let path = self.path(agent);
-        match self.state.read_json::<Hook>(&path) {
+        match self.state.read_json::<HookFile>(&path) {
             Ok(read) => Ok(match classify(agent, &path, read) {
                 Ok(Some(hook)) => HookRead::Hook(hook),
                 Ok(None) => HookRead::Missing,
-                Err(c) => HookRead::Corrupt(c),
+                Err(Bad::Corrupt(c)) => HookRead::Corrupt(c),
+                Err(Bad::Unsupported(u)) => HookRead::Unsupported(u),
             }),
             Err(e) => match symlink_corruption(&path, e) {
                 Ok(c) => Ok(HookRead::Corrupt(c)),
@@ -154,15 +171,22 @@ impl Hooks {
     ///
     /// # Errors
     ///
-    /// [`Error::Corrupt`] when the hook file is corrupt; [`Error::Store`].
+    /// [`Error::Corrupt`] when the hook file is corrupt; [`Error::Unsupported`]
+    /// when it holds a value this version does not know; [`Error::Store`].
     pub fn current(&self, agent: &AgentId) -> Result<Option<Assignment>> {
+        let op = "read the assignment of";
         match self.read(agent)? {
             HookRead::Missing => Ok(None),
             HookRead::Hook(h) => Ok(h.assignment()),
             HookRead::Corrupt(corruption) => Err(Error::Corrupt {
                 agent: agent.clone(),
-                op: "read the assignment of",
+                op,
                 corruption,
+            }),
+            HookRead::Unsupported(unsupported) => Err(Error::Unsupported {
+                agent: agent.clone(),
+                op,
+                unsupported,
             }),
         }
     }
@@ -360,7 +384,7 @@ impl Hooks {
     }
 
     /// Runs `decide` on the current hook (missing = [`Hook::missing`]) under
-    /// the hook's lock; a corrupt file never reaches it.
+    /// the hook's lock; a corrupt or unsupported file never reaches it.
     pub(crate) fn locked<R>(
         &self,
         agent: &AgentId,
@@ -373,12 +397,22 @@ impl Hooks {
             op,
             corruption,
         };
-        let result = self.state.update(&path, |read: ReadOutcome<Hook>| {
+        let result = self.state.update(&path, |read: ReadOutcome<HookFile>| {
             let hook = classify(agent, &path, read)
-                .map_err(corrupt)?
+                .map_err(|bad| match bad {
+                    Bad::Corrupt(c) => corrupt(c),
+                    Bad::Unsupported(unsupported) => Error::Unsupported {
+                        agent: agent.clone(),
+                        op,
+                        unsupported,
+                    },
+                })?
                 .unwrap_or_else(|| Hook::missing(agent.clone()));
             // Time is read under the lock, so successive changes see it in order.
-            decide(hook, self.state.now())
+            Ok(match decide(hook, self.state.now())? {
+                Decision::Write(hook, r) => Decision::Write(HookFile::from(&hook), r),
+                Decision::Keep(r) => Decision::Keep(r),
+            })
         });
         match result {
             Err(Error::Store(e)) => {
@@ -399,30 +433,41 @@ fn write_if_changed<R>(before: &Hook, after: Hook, out: R) -> Decision<Hook, R> 
     }
 }
 
-/// Turns a typed read into a hook, or the reason it is corrupt. A hook whose
-/// `agent_id` is not its file's agent is corrupt: acting on it would act on
-/// the wrong agent's work.
+/// Why a hook file cannot be used.
+#[derive(Debug)]
+pub(crate) enum Bad {
+    Corrupt(Corruption),
+    Unsupported(Unsupported),
+}
+
+/// Turns a raw read into a hook, or the reason it cannot be used. A hook
+/// whose `agent_id` is not its file's agent is corrupt: acting on it would
+/// act on the wrong agent's work.
 pub(crate) fn classify(
     agent: &AgentId,
     path: &Path,
-    read: ReadOutcome<Hook>,
-) -> Result<Option<Hook>, Corruption> {
+    read: ReadOutcome<HookFile>,
+) -> Result<Option<Hook>, Bad> {
+    let read = read.and_then(|file| match parse(file) {
+        Ok(hook) => ReadOutcome::Value(hook),
+        Err(Invalid::Unsupported(what)) => ReadOutcome::Unsupported(Unsupported::new(path, what)),
+        Err(Invalid::Corrupt(why)) => ReadOutcome::Corrupt(Corruption {
+            path: path.to_owned(),
+            reason: CorruptReason::WrongShape(why),
+        }),
+    });
     match read {
         ReadOutcome::Missing => Ok(None),
-        ReadOutcome::Corrupt(c) => Err(c),
-        // Hook reads do not produce this yet (no check turns a hook into it).
-        ReadOutcome::Unsupported(u) => Err(Corruption {
-            path: u.path,
-            reason: CorruptReason::WrongShape(u.what),
-        }),
+        ReadOutcome::Corrupt(c) => Err(Bad::Corrupt(c)),
+        ReadOutcome::Unsupported(u) => Err(Bad::Unsupported(u)),
         ReadOutcome::Value(hook) if hook.agent() == agent => Ok(Some(hook)),
-        ReadOutcome::Value(hook) => Err(Corruption {
+        ReadOutcome::Value(hook) => Err(Bad::Corrupt(Corruption {
             path: path.to_owned(),
             reason: CorruptReason::WrongShape(format!(
                 "agent_id `{}` does not match the file's agent `{agent}`",
                 hook.agent()
             )),
-        }),
+        })),
     }
 }
 

@@ -351,6 +351,8 @@ pub fn transition(
             state,
             last_activity: now,
             generation,
+            // Fields another writer added stay with the hook through every change.
+            extra: hook.extra.clone(),
         })
     };
     let generation = hook.generation;

@@ -333,6 +333,7 @@ impl Attention {
             }
             HookRead::Hook(_) => None,
             HookRead::Corrupt(c) => Some(unreadable(WorkKind::Hook, 1, &c)),
+            HookRead::Unsupported(u) => Some(unsupported(WorkKind::Hook, 1, &u)),
         })
     }
 
@@ -365,6 +366,7 @@ impl Attention {
         Ok(match self.nudges.receive(agent)? {
             Received::New(n) | Received::Unsure { nudge: n, .. } => Some(nudge(&n)),
             Received::Corrupt(c) => Some(unreadable(WorkKind::Nudge, 1, &c)),
+            Received::Unsupported(u) => Some(unsupported(WorkKind::Nudge, 1, &u)),
             _ => None,
         })
     }
@@ -376,7 +378,13 @@ impl Attention {
                 let count = self.mail.inbox_len(agent)?.max(1);
                 return Ok(Some(unreadable(WorkKind::Mail, count, &c)));
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => {
+                if let Some(u) = e.unsupported() {
+                    let count = self.mail.inbox_len(agent)?.max(1);
+                    return Ok(Some(unsupported(WorkKind::Mail, count, u)));
+                }
+                return Err(e.into());
+            }
         };
         // Urgent first, then oldest (ids sort by time).
         let Some(top) = messages
@@ -447,11 +455,16 @@ impl Attention {
                 .cmp(&b.severity)
                 .then_with(|| b.created_at.cmp(&a.created_at))
         }) else {
-            // An unreadable reminder file may be for this agent: fail closed.
-            return Ok(listing
-                .corrupt
-                .first()
-                .map(|c| unreadable(WorkKind::Reminder, listing.corrupt.len(), c)));
+            // An unreadable or unsupported reminder file may be for this
+            // agent: fail closed.
+            let bad = listing.corrupt.len() + listing.unsupported.len();
+            return Ok(
+                match (listing.corrupt.first(), listing.unsupported.first()) {
+                    (Some(c), _) => Some(unreadable(WorkKind::Reminder, bad, c)),
+                    (None, Some(u)) => Some(unsupported(WorkKind::Reminder, bad, u)),
+                    (None, None) => None,
+                },
+            );
         };
         Ok(Some(Entry {
             kind: WorkKind::Reminder,
@@ -496,15 +509,35 @@ fn mail_item(m: &Message) -> Item {
 }
 
 fn unreadable(kind: WorkKind, count: usize, c: &chipset_store::Corruption) -> Entry {
+    bad_file(
+        kind,
+        count,
+        &c.path,
+        format!("unreadable file ({}); see `chipset doctor`", c.reason),
+    )
+}
+
+/// A file holding a value this version does not know: something may need
+/// the agent behind it, so it is an item, never nothing.
+fn unsupported(kind: WorkKind, count: usize, u: &chipset_store::Unsupported) -> Entry {
+    bad_file(
+        kind,
+        count,
+        &u.path,
+        format!("file holding {}, unsupported by this version", u.what),
+    )
+}
+
+fn bad_file(kind: WorkKind, count: usize, path: &std::path::Path, summary: String) -> Entry {
     Entry {
         kind,
         count,
         top: Item {
-            id: c.path.display().to_string(),
+            id: path.display().to_string(),
             from: None,
             priority: None,
             at: None,
-            summary: format!("unreadable file ({}); see `chipset doctor`", c.reason),
+            summary,
             unreadable: true,
         },
     }

@@ -480,6 +480,10 @@ impl Dispatcher {
                 actions.push(unreadable(&c));
                 return Ok(());
             }
+            HookRead::Unsupported(u) => {
+                actions.push(unsupported(&u));
+                return Ok(());
+            }
             _ => {
                 actions.push(ignored(COMPLETION_REPORT, &a, IgnoreReason::NotCompleted));
                 return Ok(());
@@ -758,6 +762,7 @@ impl Dispatcher {
         };
         match self.hooks.read(a.agent())? {
             HookRead::Corrupt(c) => actions.push(unreadable(&c)),
+            HookRead::Unsupported(u) => actions.push(unsupported(&u)),
             HookRead::Hook(h) if a.matches(&h) => {
                 if h.status() == HookStatus::Completed {
                     return self.verify_completion(locked, None, now, actions);
@@ -916,6 +921,15 @@ fn unreadable(c: &Corruption) -> DispatchAction {
     DispatchAction::Unreadable {
         path: c.path.clone(),
         reason: c.reason.to_string(),
+    }
+}
+
+/// A hook in a state this version does not know: reported like an
+/// unreadable one, and never acted on.
+fn unsupported(u: &chipset_store::Unsupported) -> DispatchAction {
+    DispatchAction::Unreadable {
+        path: u.path.clone(),
+        reason: format!("holds {}, unsupported by this version", u.what),
     }
 }
 

@@ -405,6 +405,11 @@ impl Witness {
                     path: c.path.clone(),
                     reason: c.reason.to_string(),
                 }),
+                // A hook in a state this version does not know cannot be judged idle or done.
+                HookRead::Unsupported(u) => actions.push(WitnessAction::Unreadable {
+                    path: u.path.clone(),
+                    reason: format!("holds {}, unsupported by this version", u.what),
+                }),
                 HookRead::Hook(hook)
                     if matches!(hook.state(), HookState::Pending(_) | HookState::Active(_)) =>
                 {

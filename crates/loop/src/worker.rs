@@ -8,7 +8,7 @@ use chipset_bus::{Bus, NewEvent, Priority as BusPriority};
 use chipset_hook::{Assignment, Hooks, Pickup};
 use chipset_mail::{Draft, InboxFilter, Kind, Mail, Message};
 use chipset_nudge::{Nudge, NudgeType, Nudges, Received};
-use chipset_store::{AgentId, Corruption, MessageId, StateDir, Timestamp};
+use chipset_store::{AgentId, Corruption, MessageId, StateDir, Timestamp, Unsupported};
 
 use crate::error::{Error, Result};
 use crate::files::task_of;
@@ -73,6 +73,10 @@ pub enum Signal {
     /// be behind it. Work goes on (the hook's fence still stops a taken-away
     /// completion); the doctor repairs the file.
     Unreadable(Corruption),
+    /// The agent's `latest.json` (or its `processed.json`) holds a value this
+    /// version does not know: a nudge may be behind it, so it is surfaced like
+    /// an unreadable one, and left in place for the program that wrote it.
+    Unsupported(Unsupported),
 }
 
 /// Why the work must stop: what [`WorkHandle::checkpoint`] returns, and what
@@ -389,12 +393,25 @@ impl Worker {
         current: Option<&Assignment>,
         signals: &mut Vec<Signal>,
     ) -> Result<(Option<NudgeType>, Option<Nudge>)> {
-        let nudge = match self.nudges.receive(&self.me)? {
+        let received = match self.nudges.receive(&self.me) {
+            // Whether the latest nudge was processed cannot be told.
+            Err(chipset_nudge::Error::Store(chipset_store::Error::Unsupported(u))) => {
+                signals.push(Signal::Unsupported(u));
+                return Ok((None, None));
+            }
+            other => other?,
+        };
+        let nudge = match received {
             Received::New(n) | Received::Unsure { nudge: n, .. } => n,
             Received::Corrupt(c) => {
                 signals.push(Signal::Unreadable(c));
                 return Ok((None, None));
             }
+            Received::Unsupported(u) => {
+                signals.push(Signal::Unsupported(u));
+                return Ok((None, None));
+            }
+            // Empty, seen, or a variant a newer chipset-nudge adds.
             _ => return Ok((None, None)),
         };
         let mut stop = None;

@@ -204,6 +204,7 @@ fn reminder_root(history: usize) -> (tempfile::TempDir, Reminders) {
             resolution_note: None,
             snooze_until: None,
             metadata: Default::default(),
+            extra: Default::default(),
         };
         fs::write(
             dir.join(format!("{id}.json")),

@@ -77,9 +77,26 @@ pub enum Action {
     Completed,
 }
 
+/// A file type the doctor checks: how to read it, telling a value this
+/// version does not know (unsupported) from a corrupt file.
+pub(crate) trait OnDisk: DeserializeOwned {
+    /// Reads `path` as this type.
+    fn read_from(state: &StateDir, path: &Path) -> chipset_store::Result<ReadOutcome<Self>> {
+        state.read_json(path)
+    }
+}
+
+impl OnDisk for crate::format::Nudge {}
+impl OnDisk for crate::format::ProcessedRecord {}
+impl OnDisk for crate::format::Reminder {
+    fn read_from(state: &StateDir, path: &Path) -> chipset_store::Result<ReadOutcome<Self>> {
+        crate::reminders::read_reminder(state, path)
+    }
+}
+
 /// Checks one JSON file: records it as scanned and, when corrupt, as a
 /// finding, quarantining it under its lock when repairing. Returns the value.
-pub(crate) fn check_file<T: DeserializeOwned>(
+pub(crate) fn check_file<T: OnDisk>(
     state: &StateDir,
     path: &Path,
     lock: &Lock,
@@ -87,7 +104,7 @@ pub(crate) fn check_file<T: DeserializeOwned>(
     report: &mut DoctorReport,
 ) -> Result<Option<T>> {
     report.scanned += 1;
-    match state.read_json::<T>(path)? {
+    match T::read_from(state, path)? {
         ReadOutcome::Missing => Ok(None),
         ReadOutcome::Value(v) => Ok(Some(v)),
         ReadOutcome::Corrupt(c) => {
@@ -117,13 +134,13 @@ pub(crate) fn check_file<T: DeserializeOwned>(
 
 /// Quarantines `path` under `lock` (the lock its writers take) if it is
 /// (still) corrupt. Returns where it went.
-pub(crate) fn quarantine_if_corrupt<T: DeserializeOwned>(
+pub(crate) fn quarantine_if_corrupt<T: OnDisk>(
     state: &StateDir,
     path: &Path,
     lock: &Lock,
 ) -> Result<Option<PathBuf>> {
     let _guard = lock.exclusive()?;
-    match state.read_json::<T>(path)? {
+    match T::read_from(state, path)? {
         ReadOutcome::Corrupt(Corruption { path, .. }) => Ok(Some(state.quarantine(&path)?)),
         _ => Ok(None),
     }

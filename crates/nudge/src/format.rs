@@ -137,8 +137,10 @@ impl<'de> Deserialize<'de> for NudgeType {
 /// One nudge: the contents of `nudge/{agent}/latest.json` (and of a
 /// per-responder record, for responses).
 ///
-/// The recipient is the directory, never a field. Unknown fields are ignored
-/// on read.
+/// The recipient is the directory, never a field. Fields this version does
+/// not know are kept in [`Nudge::extra`] and written back with the nudge
+/// (into `processed.json`'s `last`, or when it is relayed); a new nudge
+/// starts without them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Nudge {
     /// The sender's agent id (seed field).
@@ -170,6 +172,10 @@ pub struct Nudge {
         deserialize_with = "lenient_id"
     )]
     pub in_reply_to: Option<NudgeId>,
+    /// Fields written by another program that this version does not know,
+    /// kept as they are.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 /// Reads an optional id, taking anything that is not a valid id as absent.
@@ -199,6 +205,10 @@ pub struct ProcessedRecord {
     pub processed_at: Timestamp,
     /// How many nudges this agent has marked processed in all.
     pub count: u64,
+    /// Fields written by another program that this version does not know,
+    /// kept when the record is rewritten.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 /// A reminder's severity (seed §4: `info | nudge`, default `nudge`).
@@ -286,6 +296,30 @@ pub struct Reminder {
     /// Kind-specific extras (seed `metadata`); a reopened reminder has
     /// `reopened_from` naming the one it came from.
     pub metadata: Map<String, Value>,
+    /// Columns written by another program that this version does not know,
+    /// kept through every rewrite (resolve, snooze, reopen).
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Reminder {
+    /// Returns what a reminder record holds that this version does not know:
+    /// a `severity` or `resolution` outside the seed's values. Such a record
+    /// is unsupported, not corrupt.
+    pub(crate) fn unsupported(value: &Value) -> Option<String> {
+        let unknown = |field: &str, known: &[&str]| match value.get(field) {
+            Some(Value::String(s)) if !known.contains(&s.as_str()) => {
+                Some(format!("reminder {field} `{s}`"))
+            }
+            _ => None,
+        };
+        unknown("severity", &["info", "nudge", "blocking"]).or_else(|| {
+            unknown(
+                "resolution",
+                &["completed", "ignored", "snoozed", "auto_cleared"],
+            )
+        })
+    }
 }
 
 impl Reminder {
@@ -375,6 +409,7 @@ mod tests {
             requires_response: true,
             id: None,
             in_reply_to: None,
+            extra: Map::new(),
         };
         let mut other = base.clone();
         assert!(base.is_same(&other));

@@ -140,6 +140,21 @@
 //! [`Repair::Fix`], quarantine them (moved aside, never deleted) and finish
 //! interrupted transitions. [`Nudges::status`] and [`Reminders::open_counts`]
 //! are cheap counts for a status screen.
+//!
+//! # Files written by other programs
+//!
+//! Fields this version does not know are kept and written back:
+//! [`Nudge::extra`] travels with the nudge it was read with (into
+//! `processed.json`'s `last`, or when relayed with [`Nudges::deliver`]; a new
+//! nudge or response starts without them), [`ProcessedRecord::extra`] stays
+//! with the record when it is rewritten, and [`Reminder::extra`] stays with
+//! the reminder through resolve, snooze and reopen. A nudge `type` this
+//! version does not know is not an error: the seed reads it as a routine
+//! nudge ([`NudgeType::Unknown`]). A reminder whose `severity` or
+//! `resolution` is outside the seed's values is unsupported: listed in
+//! [`Listing::unsupported`], refused by changes
+//! ([`chipset_store::Error::Unsupported`] inside [`Error::Store`]), reported
+//! by the doctor and never quarantined.
 
 #![forbid(unsafe_code)]
 

@@ -263,7 +263,7 @@ impl Reminders {
     }
 
     fn read(&self, path: &Path) -> Result<Option<Reminder>> {
-        match self.state.read_json::<Reminder>(path)? {
+        match read_reminder(&self.state, path)? {
             ReadOutcome::Missing => Ok(None),
             ReadOutcome::Value(r) => Ok(Some(r)),
             ReadOutcome::Corrupt(c) => Err(Error::Corrupt(c)),
@@ -330,6 +330,7 @@ impl Reminders {
             resolution_note: None,
             snooze_until: None,
             metadata: new.metadata,
+            extra: Map::new(),
         };
         match self.state.create_new_json(&path, &reminder) {
             Ok(()) => Ok(Opened::New(reminder)),
@@ -686,7 +687,7 @@ impl Reminders {
                 .filter(|c| kind_dir.as_ref().is_none_or(|d| c.path.starts_with(d))),
         );
         for path in self.index_files(OPEN_DIR, filter.kind.as_deref())? {
-            match self.state.read_json::<Reminder>(&path)? {
+            match read_reminder(&self.state, &path)? {
                 ReadOutcome::Value(r) if r.is_open() => {
                     if filter.matches(&r) {
                         listing.reminders.push(r);
@@ -742,7 +743,7 @@ impl Reminders {
         files.extend(self.history_files()?);
         let mut seen = std::collections::BTreeSet::new();
         for path in files {
-            match self.state.read_json::<Reminder>(&path)? {
+            match read_reminder(&self.state, &path)? {
                 ReadOutcome::Value(r) => {
                     // A record caught mid-move is read once.
                     if filter.matches(&r) && seen.insert(r.id.clone()) {
@@ -978,4 +979,27 @@ fn path_key(path: &Path) -> Option<ReminderKey> {
     let st = path.parent()?.file_name()?.to_str()?;
     let kind = path.parent()?.parent()?.file_name()?.to_str()?;
     ReminderKey::new(kind, st, unescape(name)?).ok()
+}
+
+/// Reads a reminder record: a `severity` or `resolution` this version does
+/// not know makes it unsupported (reported, refused, never quarantined), not
+/// corrupt.
+pub(crate) fn read_reminder(
+    state: &StateDir,
+    path: &Path,
+) -> chipset_store::Result<ReadOutcome<Reminder>> {
+    Ok(state.read_bytes(path)?.and_then(|bytes| {
+        // The common case parses once; only a file that fails is looked at again.
+        let read = chipset_store::parse_json::<Reminder>(path, &bytes);
+        if !read.is_corrupt() {
+            return read;
+        }
+        match serde_json::from_slice::<Value>(&bytes)
+            .ok()
+            .and_then(|v| Reminder::unsupported(&v))
+        {
+            Some(what) => ReadOutcome::Unsupported(Unsupported::new(path, what)),
+            None => read,
+        }
+    }))
 }

@@ -319,6 +319,7 @@ impl Nudges {
             requires_response: draft.requires_response,
             id: Some(self.new_id()),
             in_reply_to: None,
+            extra: serde_json::Map::new(),
         };
         self.deliver(to, nudge)
     }
@@ -349,6 +350,7 @@ impl Nudges {
             requires_response: draft.requires_response,
             id: Some(id),
             in_reply_to: None,
+            extra: serde_json::Map::new(),
         };
         self.deliver_once(to, nudge)
     }
@@ -491,15 +493,16 @@ impl Nudges {
         let now = self.state.now();
         self.state
             .update(&path, |current: ReadOutcome<ProcessedRecord>| {
-                let count = match current {
+                // The record's own fields from another writer stay with it.
+                let (count, extra) = match current {
                     ReadOutcome::Value(r) if r.last.is_same(nudge) => {
                         return Ok(Decision::Keep(()));
                     }
-                    ReadOutcome::Value(r) => r.count + 1,
-                    ReadOutcome::Missing => 1,
+                    ReadOutcome::Value(r) => (r.count + 1, r.extra),
+                    ReadOutcome::Missing => (1, serde_json::Map::new()),
                     ReadOutcome::Corrupt(bad) => {
                         self.state.quarantine(&bad.path)?;
-                        1
+                        (1, serde_json::Map::new())
                     }
                     ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
                 };
@@ -507,6 +510,7 @@ impl Nudges {
                     last: nudge.clone(),
                     processed_at: now,
                     count,
+                    extra,
                 };
                 Ok::<_, Error>(Decision::Write(record, ()))
             })
@@ -548,6 +552,7 @@ impl Nudges {
             requires_response: false,
             id: Some(self.new_id()),
             in_reply_to: incoming.id.clone(),
+            extra: serde_json::Map::new(),
         };
         let record = self.response_path(&sender, responder);
         let response = self.state.update(&record, |current: ReadOutcome<Nudge>| {

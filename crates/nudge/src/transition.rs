@@ -50,6 +50,7 @@ mod tests {
             requires_response: false,
             id: Some(NudgeId::new(id).unwrap()),
             in_reply_to: None,
+            extra: serde_json::Map::new(),
         }
     }
 
@@ -58,6 +59,7 @@ mod tests {
             last: n.clone(),
             processed_at: Timestamp::from_unix_ms(0),
             count: 1,
+            extra: serde_json::Map::new(),
         }
     }
 

@@ -230,3 +230,41 @@ impl Jitter {
         x % n.max(1)
     }
 }
+
+/// Returns `shared/fixtures/peers/`, the files written by the real programs
+/// that implement the seed contracts (see its README).
+///
+/// It sits beside the checkout (`<workspace>/../shared`); a worktree nested
+/// one level deeper finds it further up, so every ancestor of the workspace
+/// is tried, nearest first. `CHIPSET_PEER_FIXTURES` overrides the search.
+///
+/// # Panics
+///
+/// When the folder is not found: tests built on it fail loudly rather than
+/// pass without their data.
+pub fn peer_fixtures() -> PathBuf {
+    if let Some(dir) = std::env::var_os("CHIPSET_PEER_FIXTURES") {
+        let dir = PathBuf::from(dir);
+        assert!(
+            dir.is_dir(),
+            "CHIPSET_PEER_FIXTURES={} is not a directory",
+            dir.display()
+        );
+        return dir;
+    }
+    // This crate is `<workspace>/crates/testkit`.
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let workspace = workspace.canonicalize().unwrap_or(workspace);
+    workspace
+        .ancestors()
+        .skip(1)
+        .map(|dir| dir.join("shared/fixtures/peers"))
+        .find(|dir| dir.is_dir())
+        .unwrap_or_else(|| {
+            panic!(
+                "peer fixtures not found: expected `shared/fixtures/peers` beside the checkout \
+                 ({}/../shared) or set CHIPSET_PEER_FIXTURES",
+                workspace.display()
+            )
+        })
+}

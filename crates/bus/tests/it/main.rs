@@ -3,6 +3,7 @@
 mod control;
 mod dedup;
 mod events;
+mod foreign;
 mod formats;
 mod maintain;
 mod model;

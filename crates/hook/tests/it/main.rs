@@ -1,6 +1,7 @@
 //! Integration tests for chipset-hook.
 
 mod files;
+mod foreign;
 mod lifecycle;
 mod model;
 mod procs;

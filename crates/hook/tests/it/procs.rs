@@ -77,6 +77,7 @@ fn role_cycler(hooks: &Hooks, agent: &AgentId, steps: u64, out: &mut dyn FnMut(S
             HookRead::Hook(h) => h,
             HookRead::Missing => chipset_hook::Hook::missing(agent.clone()),
             HookRead::Corrupt(c) => panic!("corrupt hook: {c}"),
+            HookRead::Unsupported(u) => panic!("unsupported hook: {u}"),
         };
         let held = hook.assignment();
         let after = match (hook.status(), held) {
@@ -306,6 +307,7 @@ fn sigkill_mid_transitions_leaves_a_legal_hook() {
             }
             HookRead::Missing => assert_eq!(acknowledged, 0, "{ctx}: hook vanished"),
             HookRead::Corrupt(c) => panic!("{ctx}: {c}"),
+            HookRead::Unsupported(u) => panic!("{ctx}: {u}"),
         }
         let names = t.state.list(hooks.dir()).unwrap();
         assert!(

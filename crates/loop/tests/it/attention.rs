@@ -196,6 +196,26 @@ fn a_corrupt_hook_is_an_unreadable_item() {
     assert!(hook.top.unreadable);
 }
 
+/// A hook in a status this version does not know may hide work: it is an
+/// item naming the value, never "nothing there".
+#[test]
+fn an_unsupported_hook_is_an_item_naming_the_value() {
+    let tmp = TempState::new();
+    let hooks = Hooks::new(tmp.state.clone());
+    std::fs::create_dir_all(hooks.dir()).unwrap();
+    std::fs::write(
+        hooks.path(&agent("alpha")),
+        r#"{"agent_id":"alpha","status":"paused","work_item":null,"last_activity":"2026-03-05T10:30:00Z"}"#,
+    )
+    .unwrap();
+    let brief = Attention::from_state(&tmp.state)
+        .brief(&agent("alpha"))
+        .unwrap();
+    let hook = brief.entry(WorkKind::Hook).unwrap();
+    assert!(hook.top.unreadable);
+    assert!(hook.top.summary.contains("paused"), "{}", hook.top.summary);
+}
+
 #[test]
 fn wait_returns_at_once_when_work_is_there_and_empty_on_timeout() {
     let tmp = TempState::new();

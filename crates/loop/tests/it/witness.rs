@@ -383,6 +383,24 @@ fn a_corrupt_hook_is_reported_and_never_judged() {
 }
 
 #[test]
+fn a_hook_in_an_unknown_status_is_reported_and_never_judged() {
+    let s = setup();
+    let path = s.hooks.path(&agent("polecat-new"));
+    let paused = r#"{"agent_id":"polecat-new","status":"paused","work_item":{"bead_id":"b","title":"t","assigned_at":"2026-03-05T10:00:00Z"},"last_activity":"2026-03-05T10:00:00Z"}"#;
+    s.tmp.state.write_bytes(&path, paused.as_bytes()).unwrap();
+    let w = witness(&s, config());
+    s.advance(10_000);
+    let actions = w.tick().unwrap();
+    assert_eq!(kinds(&actions), ["unreadable"]);
+    assert!(
+        matches!(&actions[0], WitnessAction::Unreadable { reason, .. } if reason.contains("hook status `paused`")),
+        "{actions:?}"
+    );
+    assert!(s.nudges.read_latest(&agent("polecat-new")).unwrap() == ReadOutcome::Missing);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), paused);
+}
+
+#[test]
 fn a_corrupt_incident_record_skips_that_agent_only() {
     let s = setup();
     active(&s, "polecat-alpha", "gt-a");

@@ -1,5 +1,6 @@
 //! Integration tests for chipset-nudge: one binary, a module per area.
 
+mod foreign;
 mod golden;
 mod model;
 mod procs;

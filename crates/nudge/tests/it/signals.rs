@@ -273,6 +273,7 @@ fn draft_nudge() -> chipset_nudge::Nudge {
         requires_response: true,
         id: None,
         in_reply_to: None,
+        extra: serde_json::Map::new(),
     }
 }
 

@@ -1,0 +1,826 @@
+//! `chipset mcp`: the real binary driven by rmcp's client, over stdio and
+//! over streamable HTTP on loopback; refusals are tool errors carrying the
+//! command line's message.
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::TcpStream;
+use std::process::{Child, Stdio};
+
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientConfig, ProtocolVersion,
+    ReadResourceRequestParams, ResourceContents, ResourceUpdatedNotificationParam,
+    ServerNotification, SubscribeRequestParams, SubscriptionFilter,
+};
+use rmcp::service::NotificationContext;
+use rmcp::service::RunningService;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{
+    ClientHandler, ClientLifecycleMode, ClientServiceExt as _, RoleClient, ServiceExt as _,
+};
+use serde_json::{Value, json};
+
+use crate::Env;
+
+type Client = RunningService<RoleClient, ()>;
+
+/// Every tool the server must offer.
+const TOOLS: [&str; 22] = [
+    "brief",
+    "bus_ack",
+    "bus_pending",
+    "bus_publish",
+    "bus_wait",
+    "hook_complete",
+    "hook_pickup",
+    "hook_touch",
+    "mail_archive",
+    "mail_inbox",
+    "mail_pending",
+    "mail_send",
+    "mail_thread",
+    "nudge_read",
+    "nudge_respond",
+    "nudge_send",
+    "remind_list",
+    "remind_open",
+    "remind_resolve",
+    "remind_snooze",
+    "status",
+    "wait",
+];
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Starts `chipset mcp --agent AGENT` on stdio and connects to it.
+async fn stdio(env: &Env, agent: &str) -> Client {
+    let cmd = tokio::process::Command::from(env.command(&["mcp", "--agent", agent]));
+    let transport = TokioChildProcess::new(cmd).unwrap();
+    ().serve(transport).await.unwrap()
+}
+
+/// Starts `chipset mcp --agent AGENT` on stdio and connects with `handler`.
+async fn stdio_with<H: ClientHandler>(
+    env: &Env,
+    agent: &str,
+    handler: H,
+) -> RunningService<RoleClient, H> {
+    let cmd = tokio::process::Command::from(env.command(&["mcp", "--agent", agent]));
+    let transport = TokioChildProcess::new(cmd).unwrap();
+    handler.serve(transport).await.unwrap()
+}
+
+/// Calls a tool and returns its result.
+async fn call<H: ClientHandler>(
+    client: &RunningService<RoleClient, H>,
+    tool: &'static str,
+    args: Value,
+) -> CallToolResult {
+    let Value::Object(args) = args else {
+        panic!("tool arguments are an object")
+    };
+    client
+        .call_tool(CallToolRequestParams::new(tool).with_arguments(args))
+        .await
+        .unwrap_or_else(|e| panic!("{tool} failed as a request: {e}"))
+}
+
+/// Returns the structured content of a successful result.
+fn ok(result: &CallToolResult) -> &Value {
+    assert_eq!(result.is_error, Some(false), "expected success: {result:?}");
+    result
+        .structured_content
+        .as_ref()
+        .expect("every tool returns structured content")
+}
+
+/// Returns the error line of a failed result, checking it is the structured
+/// `error` too.
+fn refused(result: &CallToolResult) -> String {
+    assert_eq!(
+        result.is_error,
+        Some(true),
+        "expected a tool error: {result:?}"
+    );
+    let doc = result.structured_content.as_ref().unwrap();
+    let line = doc["error"].as_str().unwrap().to_owned();
+    let last = result.content.last().unwrap().as_text().unwrap();
+    assert_eq!(last.text, line, "the text names the same failure");
+    line
+}
+
+/// Returns the text rendering of a result.
+fn text(result: &CallToolResult) -> String {
+    result.content[0].as_text().unwrap().text.clone()
+}
+
+/// A client of an older protocol version (2025-11-25, what the MCP
+/// Inspector and most hosts speak) that forwards `resources/updated`.
+struct Legacy {
+    updated: tokio::sync::mpsc::UnboundedSender<String>,
+}
+
+impl ClientHandler for Legacy {
+    fn get_info(&self) -> ClientConfig {
+        let mut info = ClientConfig::default();
+        info.protocol_version = ProtocolVersion::V_2025_11_25;
+        info
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.updated.send(params.uri);
+    }
+}
+
+/// A generous bound on waiting for a notification: a guard against hanging,
+/// not a timing assertion.
+const PATIENCE: Duration = Duration::from_secs(20);
+
+/// Returns what the command line prints after `chipset: error: `.
+fn cli_error(env: &Env, args: &[&str]) -> (i32, String) {
+    let run = env.run(args);
+    let line = run
+        .stderr
+        .strip_prefix("chipset: error: ")
+        .unwrap_or_else(|| panic!("not one error line: {:?}", run.stderr))
+        .trim_end()
+        .to_owned();
+    (
+        run.code,
+        line.replace("[ROOT]", &env.root().display().to_string()),
+    )
+}
+
+#[test]
+fn stdio_lists_every_tool_with_an_input_schema_and_no_caller_parameter() {
+    let env = Env::new();
+    runtime().block_on(async {
+        let client = stdio(&env, "a").await;
+        let tools = client.list_all_tools().await.unwrap();
+        let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+        names.sort_unstable();
+        assert_eq!(names, TOOLS);
+        for tool in &tools {
+            let schema = Value::Object((*tool.input_schema).clone());
+            assert_eq!(schema["type"], "object", "{}", tool.name);
+            let props = schema["properties"].as_object();
+            for who in ["from", "agent", "as", "source", "sender"] {
+                assert!(
+                    props.is_none_or(|p| !p.contains_key(who)),
+                    "{} takes `{who}`: an agent could act as another",
+                    tool.name
+                );
+            }
+            assert!(tool.description.as_ref().is_some_and(|d| !d.is_empty()));
+        }
+        let send = tools.iter().find(|t| t.name == "mail_send").unwrap();
+        let schema = Value::Object((*send.input_schema).clone());
+        let mut required: Vec<&str> = schema["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        required.sort_unstable();
+        assert_eq!(required, ["body", "kind", "subject", "to"]);
+        client.cancel().await.unwrap();
+    });
+}
+
+#[test]
+fn stdio_every_tool_acts_as_the_configured_agent() {
+    let env = Env::new();
+    // The dispatcher and the other agents use the command line.
+    assert_eq!(
+        env.run(&["hook", "assign", "a", "--bead", "gt-1", "--title", "Fix it"])
+            .code,
+        0
+    );
+    let request = env
+        .run(&[
+            "mail",
+            "send",
+            "--from",
+            "b",
+            "--to",
+            "a",
+            "--kind",
+            "request",
+            "--subject",
+            "review",
+            "--body",
+            "please look",
+            "--task",
+            "t1",
+        ])
+        .line();
+    let notice = env
+        .run(&[
+            "mail",
+            "send",
+            "--from",
+            "b",
+            "--to",
+            "a",
+            "--kind",
+            "notify",
+            "--subject",
+            "fyi",
+            "--body",
+            "heads up",
+            "--task",
+            "t1",
+        ])
+        .line();
+    assert_eq!(
+        env.run(&[
+            "nudge",
+            "send",
+            "--from",
+            "witness",
+            "--to",
+            "a",
+            "--type",
+            "health_check",
+            "--message",
+            "alive?",
+            "--requires-response",
+        ])
+        .code,
+        0
+    );
+    runtime().block_on(async {
+        let c = stdio(&env, "a").await;
+
+        // hook: pickup starts the pending work, touch and complete it.
+        let r = call(&c, "hook_pickup", json!({})).await;
+        assert_eq!(ok(&r)["outcome"], "started");
+        assert_eq!(ok(&r)["assignment"]["work"]["bead_id"], "gt-1");
+        assert_eq!(ok(&r)["assignment"]["agent"], "a");
+        assert!(
+            text(&r).starts_with("started gt-1 (Fix it)"),
+            "{}",
+            text(&r)
+        );
+        let r = call(&c, "hook_touch", json!({})).await;
+        assert_eq!(ok(&r)["status"], "active");
+        let r = call(&c, "hook_complete", json!({})).await;
+        assert_eq!(ok(&r)["status"], "completed");
+        assert_eq!(text(&r), "a: completed gt-1\n");
+        let r = call(&c, "hook_pickup", json!({})).await;
+        assert_eq!(ok(&r)["outcome"], "awaiting_clear");
+
+        // nudge: read marks it processed, respond answers the sender.
+        let r = call(&c, "nudge_read", json!({})).await;
+        assert_eq!(ok(&r)["state"], "new");
+        assert_eq!(ok(&r)["nudge"]["from"], "witness");
+        let r = call(&c, "nudge_read", json!({})).await;
+        assert_eq!(ok(&r)["state"], "seen");
+        let r = call(&c, "nudge_respond", json!({"message": "yes"})).await;
+        assert_eq!(ok(&r)["response"]["message"], "yes");
+        assert_eq!(ok(&r)["response"]["from"], "a");
+        let r = call(
+            &c,
+            "nudge_send",
+            json!({"to": "b", "type": "sync_request", "message": "sync"}),
+        )
+        .await;
+        assert_eq!(ok(&r)["outcome"], "delivered");
+        let seen = env.run(&["--json", "nudge", "read", "b"]).json();
+        assert_eq!(seen["nudge"]["from"], "a", "sent as the server's agent");
+
+        // mail: the inbox is a's; the reply goes out from a.
+        let r = call(&c, "mail_inbox", json!({})).await;
+        let messages = ok(&r)["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 2);
+        assert_eq!(messages[0]["id"], request.as_str());
+        assert!(text(&r).contains("please look"));
+        let r = call(&c, "mail_pending", json!({"task": "t1"})).await;
+        assert_eq!(ok(&r)["messages"].as_array().unwrap().len(), 1);
+        let r = call(
+            &c,
+            "mail_send",
+            json!({"to": "b", "kind": "response", "subject": "review", "body": "done",
+                   "in_reply_to": request}),
+        )
+        .await;
+        assert_eq!(ok(&r)["from"], "a");
+        let reply = ok(&r)["id"].as_str().unwrap().to_owned();
+        let r = call(&c, "mail_thread", json!({"id": request})).await;
+        let ids: Vec<&str> = ok(&r)["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, [request.as_str(), reply.as_str()]);
+        let r = call(&c, "mail_pending", json!({"task": "t1"})).await;
+        assert_eq!(ok(&r)["messages"], json!([]));
+        // The response archived the request it answers.
+        let r = call(&c, "mail_archive", json!({"id": request})).await;
+        assert_eq!(ok(&r)["outcome"], "already-archived");
+        let r = call(&c, "mail_archive", json!({"id": notice})).await;
+        assert_eq!(ok(&r)["outcome"], "archived");
+        assert_eq!(ok(&r)["message"]["id"], notice.as_str());
+
+        // bus: publish (the source is a), pending, ack, wait.
+        let r = call(
+            &c,
+            "bus_publish",
+            json!({"to": "a", "kind": "build-failed", "priority": "high",
+                   "payload": {"n": 1}, "dedup_key": "k1"}),
+        )
+        .await;
+        assert_eq!(ok(&r)["outcome"], "delivered");
+        assert_eq!(ok(&r)["event"]["source"], "a");
+        let event = ok(&r)["event"]["id"].as_str().unwrap().to_owned();
+        let r = call(
+            &c,
+            "bus_publish",
+            json!({"to": "a", "kind": "build-failed", "dedup_key": "k1"}),
+        )
+        .await;
+        assert_eq!(ok(&r)["outcome"], "duplicate");
+        let r = call(&c, "bus_pending", json!({})).await;
+        assert_eq!(ok(&r)["events"][0]["id"], event.as_str());
+        let r = call(&c, "bus_wait", json!({"timeout_seconds": 5})).await;
+        assert_eq!(ok(&r)["timed_out"], false, "pending events return at once");
+        let r = call(&c, "bus_ack", json!({"event_id": event})).await;
+        assert_eq!(ok(&r)["outcome"], "acked");
+        let r = call(&c, "bus_wait", json!({"timeout_seconds": 0.2})).await;
+        assert_eq!(ok(&r)["timed_out"], true);
+        assert_eq!(ok(&r)["events"], json!([]));
+        let waiting = call(&c, "bus_wait", json!({"timeout_seconds": 60}));
+        let publisher = async {
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            let run = env.run(&[
+                "bus", "publish", "--to", "a", "--source", "ci", "--kind", "green",
+            ]);
+            assert_eq!(run.code, 0);
+        };
+        let (r, ()) = tokio::join!(waiting, publisher);
+        assert_eq!(ok(&r)["timed_out"], false);
+        assert_eq!(ok(&r)["events"][0]["kind"], "green");
+
+        // remind: open, list, snooze, resolve.
+        let r = call(
+            &c,
+            "remind_open",
+            json!({"kind": "spec_draft", "source_type": "spec", "source_id": "s-1",
+                   "message": "finish the spec"}),
+        )
+        .await;
+        assert_eq!(ok(&r)["outcome"], "opened");
+        let reminder = ok(&r)["reminder"]["id"].as_str().unwrap().to_owned();
+        let r = call(&c, "remind_list", json!({})).await;
+        assert_eq!(ok(&r)["reminders"][0]["id"], reminder.as_str());
+        let r = call(&c, "remind_snooze", json!({"id": reminder, "hours": 2})).await;
+        assert!(ok(&r)["snooze_until"].is_string());
+        let r = call(
+            &c,
+            "remind_resolve",
+            json!({"id": reminder, "resolution": "completed", "note": "done"}),
+        )
+        .await;
+        assert_eq!(ok(&r)["resolution"], "completed");
+
+        // status: a's own line.
+        let r = call(&c, "status", json!({})).await;
+        let doc = ok(&r);
+        assert_eq!(doc["agent"], "a");
+        assert_eq!(doc["hook"]["status"], "completed");
+        assert_eq!(doc["inbox"], 0);
+        assert_eq!(doc["bus"]["pending"], 1);
+        assert_eq!(doc["reminders"]["open"], 0);
+        c.cancel().await.unwrap();
+    });
+}
+
+#[test]
+fn stdio_refusals_are_tool_errors_with_the_command_lines_message() {
+    let env = Env::new();
+    let request = env
+        .run(&[
+            "mail",
+            "send",
+            "--from",
+            "b",
+            "--to",
+            "a",
+            "--kind",
+            "request",
+            "--subject",
+            "review",
+            "--body",
+            "x",
+            "--task",
+            "t1",
+        ])
+        .line();
+    let to_b = env
+        .run(&[
+            "mail",
+            "send",
+            "--from",
+            "a",
+            "--to",
+            "b",
+            "--kind",
+            "notify",
+            "--subject",
+            "fyi",
+            "--body",
+            "x",
+            "--task",
+            "t1",
+        ])
+        .line();
+    runtime().block_on(async {
+        let c = stdio(&env, "a").await;
+
+        // A transition the hook's state does not allow.
+        let r = call(&c, "hook_touch", json!({})).await;
+        let (code, line) = cli_error(&env, &["hook", "touch", "a"]);
+        assert_eq!((code, refused(&r)), (1, line));
+        assert_eq!(r.structured_content.as_ref().unwrap()["class"], "refused");
+
+        // A request archived before it was answered.
+        let r = call(&c, "mail_archive", json!({"id": request})).await;
+        let (code, line) = cli_error(&env, &["mail", "archive", &request]);
+        assert_eq!((code, refused(&r)), (1, line));
+
+        // An unregistered reminder kind: a usage error (exit 2) on both.
+        let args = json!({"kind": "nope", "source_type": "spec", "source_id": "s", "message": "m"});
+        let r = call(&c, "remind_open", args).await;
+        let (code, line) = cli_error(
+            &env,
+            &[
+                "remind",
+                "open",
+                "--kind",
+                "nope",
+                "--source-type",
+                "spec",
+                "--source-id",
+                "s",
+                "--message",
+                "m",
+            ],
+        );
+        assert_eq!((code, refused(&r)), (2, line));
+        assert_eq!(r.structured_content.as_ref().unwrap()["class"], "usage");
+
+        // An id that does not exist.
+        let r = call(
+            &c,
+            "remind_resolve",
+            json!({"id": "r-missing", "resolution": "ignored"}),
+        )
+        .await;
+        let (code, line) = cli_error(
+            &env,
+            &["remind", "resolve", "r-missing", "--resolution", "ignored"],
+        );
+        assert_eq!((code, refused(&r)), (1, line));
+
+        // A nudge with nothing to answer.
+        let r = call(&c, "nudge_respond", json!({})).await;
+        let (code, line) = cli_error(&env, &["nudge", "respond", "a"]);
+        assert_eq!((code, refused(&r)), (1, line));
+
+        // Malformed ids are usage errors naming the id.
+        let r = call(
+            &c,
+            "nudge_send",
+            json!({"to": "../b", "type": "abort", "message": "m"}),
+        )
+        .await;
+        assert!(refused(&r).contains("../b"), "{r:?}");
+        assert_eq!(r.structured_content.as_ref().unwrap()["class"], "usage");
+
+        // a cannot file b's mail, nor pass a name to act as b.
+        let r = call(&c, "mail_archive", json!({"id": to_b})).await;
+        assert_eq!(
+            refused(&r),
+            format!("cannot archive {to_b}: it is addressed to `b`, not to `a`")
+        );
+        let as_b = call(&c, "mail_inbox", json!({"agent": "b"})).await;
+        assert_eq!(as_b.is_error, Some(true));
+        let said = &as_b.content[0].as_text().unwrap().text;
+        assert!(said.contains("unknown field `agent`"), "{said}");
+        c.cancel().await.unwrap();
+    });
+    // Nothing was changed by the refusals: the request is still in a's inbox.
+    let inbox = env.run(&["--json", "mail", "inbox", "a"]).json();
+    assert_eq!(inbox[0]["id"], request.as_str());
+}
+
+/// A running `chipset mcp --http`, killed on drop.
+struct HttpServer {
+    child: Child,
+    url: String,
+}
+
+impl HttpServer {
+    fn start(env: &Env, extra: &[&str], token: Option<&str>) -> HttpServer {
+        let mut args = vec!["mcp", "--agent", "a", "--http", "127.0.0.1:0"];
+        args.extend_from_slice(extra);
+        let mut cmd = env.command(&args);
+        if let Some(token) = token {
+            cmd.env("CHIPSET_TEST_TOKEN", token);
+        }
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stderr.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("chipset: listening on ")
+            .unwrap_or_else(|| panic!("no listening line: {line:?}"))
+            .to_owned();
+        HttpServer { child, url }
+    }
+
+    /// Returns the status code of a bare `initialize` POST with `authorization`.
+    fn post_status(&self, authorization: Option<&str>) -> u16 {
+        let rest = self.url.strip_prefix("http://").unwrap();
+        let (authority, path) = rest.split_once('/').unwrap();
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+        let auth = authorization.map_or_else(String::new, |a| format!("Authorization: {a}\r\n"));
+        let request = format!(
+            "POST /{path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\n{auth}Content-Length: {}\r\n\
+             Connection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let mut stream = TcpStream::connect(authority).unwrap();
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut response = String::new();
+        let _ = stream.read_to_string(&mut response);
+        response
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("not an HTTP response: {response:?}"))
+    }
+
+    async fn connect(&self, token: Option<&str>) -> Client {
+        let mut config = StreamableHttpClientTransportConfig::with_uri(self.url.as_str());
+        if let Some(token) = token {
+            config = config.auth_header(token);
+        }
+        ().serve(StreamableHttpClientTransport::from_config(config))
+            .await
+            .unwrap()
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn http_on_loopback_serves_the_same_tools() {
+    let env = Env::new();
+    let server = HttpServer::start(&env, &[], None);
+    assert!(server.url.starts_with("http://127.0.0.1:") && server.url.ends_with("/mcp"));
+    runtime().block_on(async {
+        let c = server.connect(None).await;
+        let tools = c.list_all_tools().await.unwrap();
+        assert_eq!(tools.len(), TOOLS.len());
+        let r = call(&c, "bus_publish", json!({"to": "b", "kind": "ping"})).await;
+        assert_eq!(ok(&r)["event"]["source"], "a");
+        let r = call(&c, "hook_complete", json!({})).await;
+        let (_, line) = cli_error(&env, &["hook", "complete", "a"]);
+        assert_eq!(refused(&r), line);
+        c.cancel().await.unwrap();
+    });
+    let pending = env.run(&["--json", "bus", "pending", "b"]).json();
+    assert_eq!(pending["events"][0]["kind"], "ping");
+}
+
+#[test]
+fn http_with_a_token_refuses_requests_without_it() {
+    let env = Env::new();
+    let server = HttpServer::start(&env, &["--token-env", "CHIPSET_TEST_TOKEN"], Some("s3cret"));
+    assert_eq!(server.post_status(None), 401);
+    assert_eq!(server.post_status(Some("Bearer wrong")), 401);
+    assert_eq!(server.post_status(Some("Basic czNjcmV0")), 401);
+    assert_eq!(server.post_status(Some("Bearer s3cret")), 200);
+    runtime().block_on(async {
+        let c = server.connect(Some("s3cret")).await;
+        let r = call(&c, "status", json!({})).await;
+        assert_eq!(ok(&r)["agent"], "a");
+        c.cancel().await.unwrap();
+    });
+
+    // The same with the token in a file (its first line).
+    let file = env.root().parent().unwrap().join("token");
+    std::fs::write(&file, "from-a-file\nignored\n").unwrap();
+    let server = HttpServer::start(&env, &["--token-file", file.to_str().unwrap()], None);
+    assert_eq!(server.post_status(Some("Bearer s3cret")), 401);
+    assert_eq!(server.post_status(Some("Bearer from-a-file")), 200);
+}
+
+#[test]
+fn http_refuses_to_start_on_a_non_loopback_address_without_a_token() {
+    let env = Env::new();
+    let run = env.run(&["mcp", "--agent", "a", "--http", "0.0.0.0:0"]);
+    assert_eq!(run.code, 2);
+    assert_eq!(
+        run.stderr,
+        "chipset: error: refusing to serve MCP over HTTP on `0.0.0.0:0` without a token: \
+         only loopback addresses are served without one (use 127.0.0.1 or ::1, or give \
+         --token-env or --token-file)\n"
+    );
+    let run = env.run(&[
+        "mcp",
+        "--agent",
+        "a",
+        "--http",
+        "0.0.0.0:0",
+        "--token-env",
+        "CHIPSET_NO_SUCH_VAR",
+    ]);
+    assert_eq!(run.code, 2);
+    assert_eq!(
+        run.stderr,
+        "chipset: error: no bearer token in the environment variable `CHIPSET_NO_SUCH_VAR` \
+         (unset, empty or not UTF-8)\n"
+    );
+    let run = env.run(&["mcp", "--agent", "a/b"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+}
+
+#[test]
+fn brief_and_wait_follow_every_channel() {
+    let env = Env::new();
+    runtime().block_on(async {
+        let c = stdio(&env, "a").await;
+        let r = call(&c, "brief", json!({})).await;
+        assert_eq!(ok(&r)["entries"], json!([]));
+        assert_eq!(text(&r), "nothing needs a\n");
+        let r = call(&c, "wait", json!({"timeout_seconds": 0.2})).await;
+        assert_eq!(ok(&r)["timed_out"], true);
+        assert_eq!(ok(&r)["entries"], json!([]));
+
+        // A wait returns when the dispatcher assigns work.
+        let waiting = call(&c, "wait", json!({"timeout_seconds": 60}));
+        let dispatcher = async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let run = env.run(&["hook", "assign", "a", "--bead", "gt-9", "--title", "T"]);
+            assert_eq!(run.code, 0);
+        };
+        let (r, ()) = tokio::join!(waiting, dispatcher);
+        assert_eq!(ok(&r)["timed_out"], false);
+        assert_eq!(ok(&r)["entries"][0]["kind"], "hook");
+        assert_eq!(ok(&r)["entries"][0]["top"]["id"], "gt-9");
+
+        // A reminder opened for this agent is in its brief.
+        let r = call(
+            &c,
+            "remind_open",
+            json!({"kind": "spec_draft", "source_type": "spec", "source_id": "s-2", "message": "m"}),
+        )
+        .await;
+        assert_eq!(ok(&r)["reminder"]["metadata"]["agent"], "a");
+        let r = call(&c, "brief", json!({})).await;
+        let kinds: Vec<&str> = ok(&r)["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["kind"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["hook", "reminder"]);
+        let r = call(&c, "wait", json!({"timeout_seconds": 5000})).await;
+        assert_eq!(refused(&r), "timeout_seconds must be between 0 and 3600, not 5000");
+        c.cancel().await.unwrap();
+    });
+}
+
+#[test]
+fn the_brief_resource_notifies_legacy_subscribers_when_it_changes() {
+    let env = Env::new();
+    runtime().block_on(async {
+        let (tx, mut updated) = tokio::sync::mpsc::unbounded_channel();
+        let c = stdio_with(&env, "a", Legacy { updated: tx }).await;
+        let resources = c.list_resources(None).await.unwrap().resources;
+        let uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
+        assert_eq!(uris, ["chipset://agent/a/brief"]);
+        #[allow(deprecated, reason = "the legacy subscription is what is tested")]
+        c.subscribe(SubscribeRequestParams::new("chipset://agent/a/brief"))
+            .await
+            .unwrap();
+        #[allow(deprecated, reason = "the legacy subscription is what is tested")]
+        let other = c
+            .subscribe(SubscribeRequestParams::new("chipset://agent/b/brief"))
+            .await;
+        assert!(other.is_err(), "another agent's brief is not offered");
+
+        let run = env.run(&[
+            "bus", "publish", "--to", "a", "--source", "ci", "--kind", "red",
+        ]);
+        assert_eq!(run.code, 0);
+        let uri = tokio::time::timeout(PATIENCE, updated.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(uri, "chipset://agent/a/brief");
+
+        let read = c
+            .read_resource(ReadResourceRequestParams::new("chipset://agent/a/brief"))
+            .await
+            .unwrap();
+        let ResourceContents::TextResourceContents { text, .. } = &read.contents[0] else {
+            panic!("the brief is text: {read:?}")
+        };
+        let brief: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(brief["entries"][0]["kind"], "bus");
+
+        // Another agent's traffic changes nothing for a.
+        let run = env.run(&[
+            "bus", "publish", "--to", "b", "--source", "ci", "--kind", "x",
+        ]);
+        assert_eq!(run.code, 0);
+        let quiet = tokio::time::timeout(Duration::from_millis(1500), updated.recv()).await;
+        assert!(
+            quiet.is_err(),
+            "no update for another agent's queue: {quiet:?}"
+        );
+        c.cancel().await.unwrap();
+    });
+}
+
+#[test]
+fn the_brief_resource_notifies_listeners_of_the_current_protocol() {
+    let env = Env::new();
+    runtime().block_on(async {
+        // Protocol 2026-07-28: `server/discover` instead of `initialize`,
+        // and `subscriptions/listen` instead of `resources/subscribe`.
+        let cmd = tokio::process::Command::from(env.command(&["mcp", "--agent", "a"]));
+        let lifecycle = ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        };
+        let c =
+            ().serve_with_lifecycle(TokioChildProcess::new(cmd).unwrap(), lifecycle)
+                .await
+                .unwrap();
+        let filter = SubscriptionFilter::builder()
+            .resource_subscription("chipset://agent/a/brief")
+            .build();
+        let mut sub = c.listen(filter).await.unwrap();
+        assert_eq!(
+            sub.acknowledged().resource_subscriptions,
+            Some(vec!["chipset://agent/a/brief".to_owned()])
+        );
+        let run = env.run(&[
+            "mail",
+            "send",
+            "--from",
+            "b",
+            "--to",
+            "a",
+            "--kind",
+            "notify",
+            "--subject",
+            "s",
+            "--body",
+            "b",
+            "--task",
+            "t",
+        ]);
+        assert_eq!(run.code, 0);
+        let note = tokio::time::timeout(PATIENCE, sub.next())
+            .await
+            .unwrap()
+            .unwrap();
+        match note {
+            Some(ServerNotification::ResourceUpdatedNotification(n)) => {
+                assert_eq!(n.params.uri, "chipset://agent/a/brief");
+            }
+            other => panic!("expected resources/updated, got {other:?}"),
+        }
+        c.cancel().await.unwrap();
+    });
+}

@@ -1,0 +1,76 @@
+//! Why the server could not start or stopped.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// Why the server could not start, or stopped with a failure.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// `--http` named an address other hosts can reach, with no token.
+    #[error(
+        "refusing to serve MCP over HTTP on `{addr}` without a token: only loopback \
+         addresses are served without one (use 127.0.0.1 or ::1, or give --token-env or --token-file)"
+    )]
+    NonLoopbackWithoutToken {
+        /// The address asked for.
+        addr: SocketAddr,
+    },
+    /// The token's environment variable is not set, or not valid.
+    #[error("no bearer token in the environment variable `{var}` (unset, empty or not UTF-8)")]
+    TokenEnv {
+        /// The variable.
+        var: String,
+    },
+    /// The token file could not be read.
+    #[error("failed to read the bearer token from `{path}`")]
+    TokenFile {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The token is unusable: empty, or not printable ASCII.
+    #[error("the bearer token {why}")]
+    BadToken {
+        /// What is wrong with it.
+        why: &'static str,
+    },
+    /// The address could not be bound.
+    #[error("failed to listen on `{addr}`")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The async runtime could not start.
+    #[error("failed to start the async runtime")]
+    Runtime(#[source] std::io::Error),
+    /// The MCP session could not be set up (the client hung up or spoke
+    /// something else).
+    #[error("the MCP session failed to start: {0}")]
+    Initialize(String),
+    /// Serving stopped with a failure.
+    #[error("serving MCP failed: {0}")]
+    Serve(String),
+}
+
+impl Error {
+    /// Returns true when the configuration was at fault (the command line
+    /// exits 2): a non-loopback address without a token, or an unusable token.
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            Error::NonLoopbackWithoutToken { .. }
+                | Error::TokenEnv { .. }
+                | Error::TokenFile { .. }
+                | Error::BadToken { .. }
+        )
+    }
+}
+
+/// A specialized result for the server.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

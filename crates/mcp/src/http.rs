@@ -1,0 +1,225 @@
+//! Streamable HTTP: the same server behind axum, loopback only unless a
+//! bearer token is configured, and then every request must carry it.
+
+use std::fmt;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+
+use crate::error::{Error, Result};
+use crate::server::Server;
+
+/// The path the MCP endpoint is served at: `http://ADDR/mcp`.
+pub const MCP_PATH: &str = "/mcp";
+
+/// A bearer token every HTTP request must carry (`Authorization: Bearer …`).
+///
+/// Its `Debug` form does not show it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Token(String);
+
+impl Token {
+    /// Returns a token, refusing an empty one or one that cannot travel in
+    /// a header (anything but printable ASCII); surrounding whitespace is
+    /// trimmed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadToken`].
+    pub fn new(token: impl Into<String>) -> Result<Self> {
+        let token = token.into().trim().to_owned();
+        if token.is_empty() {
+            return Err(Error::BadToken { why: "is empty" });
+        }
+        if !token.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(Error::BadToken {
+                why: "holds characters other than printable ASCII",
+            });
+        }
+        Ok(Token(token))
+    }
+
+    /// Reads the token from the environment variable `var`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::TokenEnv`] when it is unset, empty or not UTF-8;
+    /// [`Error::BadToken`].
+    pub fn from_env(var: &str) -> Result<Self> {
+        match std::env::var(var) {
+            Ok(v) if !v.trim().is_empty() => Token::new(v),
+            _ => Err(Error::TokenEnv {
+                var: var.to_owned(),
+            }),
+        }
+    }
+
+    /// Reads the token from the first line of the file at `path`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::TokenFile`] when it cannot be read; [`Error::BadToken`].
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| Error::TokenFile {
+            path: path.to_owned(),
+            source,
+        })?;
+        Token::new(text.lines().next().unwrap_or_default())
+    }
+
+    /// Returns true when `header` is `Bearer <this token>`, comparing in
+    /// time that does not depend on where they differ.
+    fn admits(&self, header: &[u8]) -> bool {
+        let Some(given) = header.strip_prefix(b"Bearer ") else {
+            return false;
+        };
+        let want = self.0.as_bytes();
+        given.len() == want.len()
+            && given
+                .iter()
+                .zip(want)
+                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+                == 0
+    }
+}
+
+impl fmt::Debug for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Token(…)")
+    }
+}
+
+/// How to serve over HTTP.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// The address to listen on (port 0: any free port).
+    pub addr: SocketAddr,
+    /// The bearer token; required unless `addr` is a loopback address.
+    pub token: Option<Token>,
+}
+
+impl HttpOptions {
+    /// Checks the rule: a non-loopback address needs a token.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NonLoopbackWithoutToken`].
+    pub fn check(&self) -> Result<()> {
+        if self.token.is_none() && !self.addr.ip().is_loopback() {
+            return Err(Error::NonLoopbackWithoutToken { addr: self.addr });
+        }
+        Ok(())
+    }
+}
+
+/// Binds `options.addr` after [`HttpOptions::check`], calls `on_listening`
+/// with the bound address, and serves until `shutdown` completes.
+///
+/// # Errors
+///
+/// [`Error::NonLoopbackWithoutToken`] before binding; [`Error::Bind`];
+/// [`Error::Serve`].
+pub async fn serve_http(
+    server: Server,
+    options: HttpOptions,
+    on_listening: impl FnOnce(SocketAddr),
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<()> {
+    options.check()?;
+    let listener = tokio::net::TcpListener::bind(options.addr)
+        .await
+        .map_err(|source| Error::Bind {
+            addr: options.addr,
+            source,
+        })?;
+    let bound = listener.local_addr().map_err(|source| Error::Bind {
+        addr: options.addr,
+        source,
+    })?;
+    let config = match &options.token {
+        // Host checks guard a loopback server against DNS rebinding; with a
+        // token, the token does (a browser cannot add the header for a page).
+        Some(_) => StreamableHttpServerConfig::default().disable_allowed_hosts(),
+        None => StreamableHttpServerConfig::default(),
+    };
+    let service = StreamableHttpService::new(
+        move || Ok(server.session()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let mut router = axum::Router::new().nest_service(MCP_PATH, service);
+    if let Some(token) = options.token {
+        router = router.layer(axum::middleware::from_fn_with_state(
+            Arc::new(token),
+            require_token,
+        ));
+    }
+    tracing::info!(%bound, "serving MCP over streamable HTTP");
+    on_listening(bound);
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown)
+        .await
+        .map_err(|e| Error::Serve(e.to_string()))
+}
+
+/// Refuses with 401 any request without the right bearer token.
+async fn require_token(State(token): State<Arc<Token>>, request: Request, next: Next) -> Response {
+    let admitted = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .is_some_and(|v| token.admits(v.as_bytes()));
+    if admitted {
+        next.run(request).await
+    } else {
+        (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, "Bearer")],
+            "missing or wrong bearer token\n",
+        )
+            .into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_checked_whole() {
+        let t = Token::new(" s3cret\n").unwrap();
+        assert!(t.admits(b"Bearer s3cret"));
+        assert!(!t.admits(b"Bearer s3cre"));
+        assert!(!t.admits(b"Bearer s3cretx"));
+        assert!(!t.admits(b"bearer s3cret"));
+        assert!(!t.admits(b"s3cret"));
+        assert_eq!(format!("{t:?}"), "Token(…)");
+        assert!(matches!(Token::new("  "), Err(Error::BadToken { .. })));
+        assert!(matches!(Token::new("a b"), Err(Error::BadToken { .. })));
+    }
+
+    #[test]
+    fn only_loopback_goes_without_a_token() {
+        let check = |addr: &str, token: bool| {
+            HttpOptions {
+                addr: addr.parse().unwrap(),
+                token: token.then(|| Token::new("t").unwrap()),
+            }
+            .check()
+            .is_ok()
+        };
+        assert!(check("127.0.0.1:0", false));
+        assert!(check("[::1]:8080", false));
+        assert!(!check("0.0.0.0:8080", false));
+        assert!(!check("192.168.1.2:8080", false));
+        assert!(check("0.0.0.0:8080", true));
+    }
+}

@@ -1,0 +1,191 @@
+//! `chipset-mcp`: every agent-facing chipset operation as a tool of a
+//! [Model Context Protocol](https://modelcontextprotocol.io) server, over
+//! stdio or streamable HTTP, built on the official Rust SDK (`rmcp`).
+//!
+//! Agent hosts (Claude Code, Codex, Cursor, …) reach tools through MCP; this
+//! crate gives them chipset's hooks, nudges, mail, events and reminders as
+//! tools that act as one agent, fixed when the server starts. The `chipset`
+//! command line runs it as `chipset mcp --agent AGENT [--http ADDR]`.
+//!
+//! ```no_run
+//! use chipset_mcp::Server;
+//! use chipset_store::{AgentId, StateDir};
+//!
+//! let state = StateDir::open(".chipset/state")?;
+//! let server = Server::new(state, AgentId::new("polecat-alpha")?);
+//! // Serve on stdin/stdout until the client hangs up.
+//! chipset_mcp::run_stdio(server)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Tools
+//!
+//! A thin shell over the libraries, like the command line: each tool calls
+//! the library operation the matching `chipset` command calls.
+//!
+//! | tool | does | like |
+//! |---|---|---|
+//! | `hook_pickup` | find this agent's work and start (or resume) it | `Hooks::pickup` |
+//! | `hook_touch`, `hook_complete` | heartbeat, finish the held work | `chipset hook touch/complete` |
+//! | `nudge_read`, `nudge_respond` | read (and mark processed), answer the latest nudge | `chipset nudge read/respond` |
+//! | `nudge_send` | send a nudge from this agent | `chipset nudge send` |
+//! | `mail_send`, `mail_inbox` | send from this agent, list this agent's inbox | `chipset mail send/inbox` |
+//! | `mail_archive` | archive a message addressed to this agent | `chipset mail archive` |
+//! | `mail_thread`, `mail_pending` | a thread in causal order, a task's unanswered requests | `chipset mail thread/pending` |
+//! | `bus_publish` | publish an event with this agent as its source | `chipset bus publish` |
+//! | `bus_pending`, `bus_ack`, `bus_wait` | this agent's queue: list, acknowledge, block until events | `chipset bus pending/ack/wait` |
+//! | `remind_open`, `remind_list`, `remind_resolve`, `remind_snooze` | reminders | `chipset remind …` |
+//! | `status` | this agent's hook, nudge, inbox, bus and the open reminders | `chipset status` |
+//! | `brief` | what needs this agent now, one entry per kind of work | `chipset brief` |
+//! | `wait` | block until anything needs this agent, then the brief | `chipset wait` |
+//!
+//! Each tool's input has a JSON Schema (derived with `schemars`; unknown
+//! fields are refused). Numbers and flags are also taken as text (`"5"`,
+//! `"true"`), as some clients send every argument as a string (the MCP
+//! Inspector's `--tool-arg k=v`). A result carries the structured JSON
+//! (`structuredContent`, the library records in their serde form, as
+//! `chipset --json` prints them) and a short text rendering.
+//!
+//! # Acting as one agent
+//!
+//! The agent comes from the server's configuration ([`Server::new`],
+//! `--agent`): it is the sender of `nudge_send`, `mail_send` and the source
+//! of `bus_publish`, the owner of the hook, nudge, inbox and queue the other
+//! tools read, and the only addressee whose messages `mail_archive` files.
+//! No tool takes a parameter saying who the caller is, so an agent cannot
+//! act as another by passing a name.
+//!
+//! `remind_open` addresses the reminder to this agent unless `to` names
+//! another (reminders are shared by the root; `to` is who must act on it, as
+//! `chipset remind open --agent`), so it shows in that agent's brief.
+//!
+//! # The brief as a resource
+//!
+//! The agent's attention state is the resource `chipset://agent/{agent}/brief`
+//! ([`Server::brief_uri`]; `application/json`, the `brief` tool's structured
+//! result: [`chipset_loop::Brief`]). A client that subscribes gets
+//! `notifications/resources/updated` each time the brief changes: work
+//! arriving on any channel, or going away. The watch is chipset-loop's
+//! [`Attention::stream`](chipset_loop::Attention::stream) (inotify on the
+//! agent's hook, nudge directory, inbox, queue and the reminder indexes,
+//! with a rescan every second as the safety net), so an idle agent costs
+//! nothing until something needs it. Both subscription forms are served:
+//! `resources/subscribe` (protocol versions before 2026-07-28, which the MCP
+//! Inspector and most hosts speak) and `subscriptions/listen` (2026-07-28).
+//! Only the server's own agent's brief is offered.
+//!
+//! # Errors
+//!
+//! A refused operation is a tool error (`isError: true`), not a protocol
+//! error, so the agent sees why: its text is exactly the line the command
+//! line prints after `chipset: error: ` (both come from
+//! [`chipset_failure::Failure`]), and its structured content is
+//! `{"error": <that line>, "class": "usage" | "refused"}` (`usage` where the
+//! command line exits 2). A listing that met unreadable files returns what
+//! it could read with `isError` set, as the command line prints the listing
+//! and fails. Arguments that do not match a tool's schema (a missing field,
+//! an unknown one such as `agent`) are refused by the SDK before the tool
+//! runs, also as a tool error naming the field.
+//!
+//! # Transports
+//!
+//! [`run_stdio`] serves one client on stdin and stdout (what agent hosts
+//! spawn). [`run_http`] serves streamable HTTP at `http://ADDR/mcp`
+//! ([`MCP_PATH`]): only on loopback addresses unless a bearer [`Token`] is
+//! configured, and then every request must carry `Authorization: Bearer
+//! <token>` or gets `401 Unauthorized`; a non-loopback address without a
+//! token is refused before binding ([`Error::NonLoopbackWithoutToken`]).
+//! Without a token the SDK also checks the `Host` header against loopback
+//! names, against DNS rebinding. [`serve_stdio`] and [`serve_http`] are the
+//! async forms for callers that run their own tokio runtime.
+//!
+//! # Blocking
+//!
+//! Every library call is file I/O and runs on tokio's blocking pool, so a
+//! slow disk does not stall other sessions. `bus_wait` and `wait` block
+//! (default 60 seconds, at most 3600) in slices of a quarter second and give
+//! up early when the client cancels the request.
+
+#![forbid(unsafe_code)]
+
+mod error;
+mod http;
+mod ops;
+mod params;
+mod server;
+mod watch;
+
+use std::net::SocketAddr;
+
+use rmcp::ServiceExt as _;
+
+pub use crate::error::{Error, Result};
+pub use crate::http::{HttpOptions, MCP_PATH, Token, serve_http};
+pub use crate::server::Server;
+
+/// Serves `server` on stdin and stdout until the client hangs up.
+///
+/// # Errors
+///
+/// [`Error::Initialize`] when the client does not complete the MCP
+/// handshake; [`Error::Serve`].
+pub async fn serve_stdio(server: Server) -> Result<()> {
+    let running = server
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| Error::Initialize(e.to_string()))?;
+    running
+        .waiting()
+        .await
+        .map_err(|e| Error::Serve(e.to_string()))?;
+    Ok(())
+}
+
+/// Runs [`serve_stdio`] on a new tokio runtime, blocking until the client
+/// hangs up.
+///
+/// # Errors
+///
+/// [`Error::Runtime`]; as [`serve_stdio`].
+pub fn run_stdio(server: Server) -> Result<()> {
+    runtime()?.block_on(serve_stdio(server))
+}
+
+/// Runs [`serve_http`] on a new tokio runtime until SIGINT or SIGTERM,
+/// calling `on_listening` with the bound address once it accepts requests.
+///
+/// # Errors
+///
+/// [`Error::Runtime`]; as [`serve_http`].
+pub fn run_http(
+    server: Server,
+    options: HttpOptions,
+    on_listening: impl FnOnce(SocketAddr),
+) -> Result<()> {
+    options.check()?;
+    runtime()?.block_on(serve_http(server, options, on_listening, terminated()))
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(Error::Runtime)
+}
+
+/// Completes on SIGINT or SIGTERM.
+async fn terminated() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            // Without a handler, SIGTERM keeps its default action.
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = term => {}
+    }
+}

@@ -1,0 +1,365 @@
+//! The tools' inputs: serde types whose JSON Schemas (derived by
+//! `schemars`) are the tools' `inputSchema`. None of them names the caller:
+//! the server's agent is fixed at start (`--agent`).
+
+use std::str::FromStr;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer};
+
+/// A number or flag as JSON has it, or as text (`"5"`, `"true"`): some
+/// clients (the MCP Inspector's `--tool-arg k=v`) send every argument as a
+/// string. The schema still says number or boolean.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Lenient<T> {
+    Value(T),
+    Text(String),
+}
+
+impl<T: FromStr> Lenient<T> {
+    fn get<E: serde::de::Error>(self, what: &str) -> Result<T, E> {
+        match self {
+            Lenient::Value(v) => Ok(v),
+            Lenient::Text(t) => t
+                .trim()
+                .parse()
+                .map_err(|_| E::custom(format!("expected {what}, got {t:?}"))),
+        }
+    }
+}
+
+fn lenient<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: FromStr + Deserialize<'de>,
+{
+    Lenient::<T>::deserialize(d)?.get(std::any::type_name::<T>())
+}
+
+fn lenient_opt<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: FromStr + Deserialize<'de>,
+{
+    Option::<Lenient<T>>::deserialize(d)?
+        .map(|v| v.get(std::any::type_name::<T>()))
+        .transpose()
+}
+
+/// `nudge_respond`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NudgeRespond {
+    /// The answer [default: "Acknowledged"].
+    pub(crate) message: Option<String>,
+}
+
+/// `nudge_send`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NudgeSend {
+    /// The recipient agent.
+    pub(crate) to: String,
+    /// health_check, stall_warning, priority_change, abort, sync_request or
+    /// nudge_response (other names are sent verbatim).
+    #[serde(rename = "type")]
+    pub(crate) kind: String,
+    /// Human-readable content.
+    pub(crate) message: String,
+    /// Whether the recipient must answer (with `nudge_respond`) [default: false].
+    #[serde(default, deserialize_with = "lenient_opt")]
+    #[schemars(with = "bool")]
+    pub(crate) requires_response: Option<bool>,
+}
+
+/// A mail kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum MailKind {
+    /// Expects a reply.
+    Request,
+    /// Answers a request.
+    Response,
+    /// Expects no reply.
+    Notify,
+}
+
+impl From<MailKind> for chipset_mail::Kind {
+    fn from(k: MailKind) -> Self {
+        match k {
+            MailKind::Request => chipset_mail::Kind::Request,
+            MailKind::Response => chipset_mail::Kind::Response,
+            MailKind::Notify => chipset_mail::Kind::Notify,
+        }
+    }
+}
+
+/// A mail priority.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum MailPriority {
+    /// Before anything else.
+    Urgent,
+    /// The default.
+    Normal,
+    /// Whenever convenient.
+    Low,
+}
+
+impl From<MailPriority> for chipset_mail::Priority {
+    fn from(p: MailPriority) -> Self {
+        match p {
+            MailPriority::Urgent => chipset_mail::Priority::Urgent,
+            MailPriority::Normal => chipset_mail::Priority::Normal,
+            MailPriority::Low => chipset_mail::Priority::Low,
+        }
+    }
+}
+
+/// `mail_send`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct MailSend {
+    /// The addressee agent.
+    pub(crate) to: String,
+    /// request (expects a reply), response (answers in_reply_to) or notify.
+    pub(crate) kind: MailKind,
+    /// A kebab-case topic.
+    pub(crate) subject: String,
+    /// The text.
+    pub(crate) body: String,
+    /// The task (required for request and notify; a response takes its request's).
+    pub(crate) task: Option<String>,
+    /// The round within the task, 0 to 2^53 [default: none, written as null].
+    #[serde(default, deserialize_with = "lenient_opt")]
+    #[schemars(with = "u64")]
+    pub(crate) round: Option<u64>,
+    /// The message this one replies to (required for a response).
+    pub(crate) in_reply_to: Option<String>,
+    /// urgent, normal or low [default: normal].
+    pub(crate) priority: Option<MailPriority>,
+}
+
+/// `mail_inbox`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct MailInbox {
+    /// Only this kind.
+    pub(crate) kind: Option<MailKind>,
+    /// Only this task's messages.
+    pub(crate) task: Option<String>,
+}
+
+/// `mail_archive`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct MailArchive {
+    /// The id of a message addressed to this agent (a request only after it was answered).
+    pub(crate) id: String,
+}
+
+/// `mail_thread`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct MailThread {
+    /// Any message id of the thread.
+    pub(crate) id: String,
+}
+
+/// `mail_pending`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct MailPending {
+    /// The task whose requests still wait for a reply (the commit gate).
+    pub(crate) task: String,
+}
+
+/// An event priority.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum EventPriority {
+    /// Before anything else.
+    Critical,
+    /// Soon.
+    High,
+    /// The default.
+    Normal,
+    /// Whenever convenient.
+    Low,
+}
+
+impl From<EventPriority> for chipset_bus::Priority {
+    fn from(p: EventPriority) -> Self {
+        match p {
+            EventPriority::Critical => chipset_bus::Priority::Critical,
+            EventPriority::High => chipset_bus::Priority::High,
+            EventPriority::Normal => chipset_bus::Priority::Normal,
+            EventPriority::Low => chipset_bus::Priority::Low,
+        }
+    }
+}
+
+/// `bus_publish`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct BusPublish {
+    /// The recipient agent.
+    pub(crate) to: String,
+    /// What kind of event it is (the source is this agent).
+    pub(crate) kind: String,
+    /// critical, high, normal or low [default: normal].
+    pub(crate) priority: Option<EventPriority>,
+    /// Drop this publish if the key was accepted for the recipient within the window.
+    pub(crate) dedup_key: Option<String>,
+    /// Any JSON payload.
+    pub(crate) payload: Option<serde_json::Value>,
+}
+
+/// `bus_ack`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct BusAck {
+    /// The id of an event in this agent's queue.
+    pub(crate) event_id: String,
+}
+
+/// `bus_wait`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct BusWait {
+    /// Give up after this many seconds, at most 3600 [default: 60]; a
+    /// timeout is not an error (`timed_out: true`).
+    #[serde(default, deserialize_with = "lenient_opt")]
+    #[schemars(with = "f64")]
+    pub(crate) timeout_seconds: Option<f64>,
+}
+
+/// `wait`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Wait {
+    /// Give up after this many seconds, at most 3600 [default: 60]; a
+    /// timeout is not an error (`timed_out: true`, no entries).
+    #[serde(default, deserialize_with = "lenient_opt")]
+    #[schemars(with = "f64")]
+    pub(crate) timeout_seconds: Option<f64>,
+}
+
+/// `remind_open`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RemindOpen {
+    /// A registered kind: wrap_session, spec_draft, adr_proposed,
+    /// wip_unsealed, invite_pending, handoff_pending.
+    pub(crate) kind: String,
+    /// The kind's source type: session, spec, adr, wip_state, invite, handoff.
+    pub(crate) source_type: String,
+    /// The entity it refers to.
+    pub(crate) source_id: String,
+    /// The prompt.
+    pub(crate) message: String,
+    /// The agent the reminder is for (its brief and `wait` show it)
+    /// [default: this agent].
+    pub(crate) to: Option<String>,
+}
+
+/// `remind_list`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RemindList {
+    /// Only this kind.
+    pub(crate) kind: Option<String>,
+}
+
+/// A manual resolution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Resolution {
+    /// Done.
+    Completed,
+    /// Dismissed.
+    Ignored,
+}
+
+impl From<Resolution> for chipset_nudge::ManualResolution {
+    fn from(r: Resolution) -> Self {
+        match r {
+            Resolution::Completed => chipset_nudge::ManualResolution::Completed,
+            Resolution::Ignored => chipset_nudge::ManualResolution::Ignored,
+        }
+    }
+}
+
+/// `remind_resolve`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RemindResolve {
+    /// The reminder id.
+    pub(crate) id: String,
+    /// completed or ignored.
+    pub(crate) resolution: Resolution,
+    /// A note recorded with the resolution.
+    pub(crate) note: Option<String>,
+}
+
+/// `remind_snooze`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RemindSnooze {
+    /// The reminder id.
+    pub(crate) id: String,
+    /// How many hours (at least 1).
+    #[serde(deserialize_with = "lenient")]
+    #[schemars(with = "u32")]
+    pub(crate) hours: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_and_flags_are_taken_as_text_too() {
+        let w: Wait = serde_json::from_str(r#"{"timeout_seconds": "2.5"}"#).unwrap();
+        assert_eq!(w.timeout_seconds, Some(2.5));
+        let w: Wait = serde_json::from_str(r#"{"timeout_seconds": 3}"#).unwrap();
+        assert_eq!(w.timeout_seconds, Some(3.0));
+        let w: Wait = serde_json::from_str("{}").unwrap();
+        assert_eq!(w.timeout_seconds, None);
+        let s: RemindSnooze = serde_json::from_str(r#"{"id": "r", "hours": "2"}"#).unwrap();
+        assert_eq!(s.hours, 2);
+        let n: NudgeSend = serde_json::from_str(
+            r#"{"to": "b", "type": "abort", "message": "m", "requires_response": "true"}"#,
+        )
+        .unwrap();
+        assert_eq!(n.requires_response, Some(true));
+        let bad = serde_json::from_str::<RemindSnooze>(r#"{"id": "r", "hours": "soon"}"#);
+        assert!(
+            bad.unwrap_err()
+                .to_string()
+                .contains("expected u32, got \"soon\"")
+        );
+        let unknown = serde_json::from_str::<Wait>(r#"{"agent": "b"}"#);
+        assert!(
+            unknown
+                .unwrap_err()
+                .to_string()
+                .contains("unknown field `agent`")
+        );
+    }
+
+    #[test]
+    fn schemas_keep_the_plain_types() {
+        let schema = serde_json::to_value(schemars::schema_for!(Wait)).unwrap();
+        assert_eq!(schema["properties"]["timeout_seconds"]["type"], "number");
+        assert!(
+            schema
+                .get("required")
+                .is_none_or(|r| r == &serde_json::json!([]))
+        );
+        let schema = serde_json::to_value(schemars::schema_for!(RemindSnooze)).unwrap();
+        assert_eq!(schema["properties"]["hours"]["type"], "integer");
+        assert_eq!(schema["required"], serde_json::json!(["id", "hours"]));
+    }
+}

@@ -1,0 +1,484 @@
+//! The MCP server: one tool per agent-facing operation, each a thin shell
+//! over [`crate::ops`], and the agent's brief as a subscribable resource.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use chipset_failure::{Class, Failure};
+use chipset_store::{AgentId, StateDir};
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{
+    CallToolResult, ContentBlock, ListResourcesResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig,
+    SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
+};
+use rmcp::service::RequestContext;
+use rmcp::service::SubscriptionContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, tool, tool_handler, tool_router};
+use serde_json::json;
+
+use crate::ops::{self, Ctx, Outcome};
+use crate::params::{
+    BusAck, BusPublish, BusWait, MailArchive, MailInbox, MailPending, MailSend, MailThread,
+    NudgeRespond, NudgeSend, RemindList, RemindOpen, RemindResolve, RemindSnooze, Wait,
+};
+use crate::watch;
+
+/// The chipset MCP server for one agent over one state root.
+///
+/// Cheap to clone: every clone serves the same agent and root (the
+/// streamable HTTP transport makes one per session).
+#[derive(Debug, Clone)]
+pub struct Server {
+    ctx: Arc<Ctx>,
+    tool_router: ToolRouter<Server>,
+    /// The session's `resources/subscribe` watches, by URI.
+    subscriptions: Arc<Mutex<HashMap<String, tokio::task::AbortHandle>>>,
+}
+
+impl Server {
+    /// Returns a server whose tools act as `agent` on `state`.
+    pub fn new(state: StateDir, agent: AgentId) -> Self {
+        Server {
+            ctx: Arc::new(Ctx { state, agent }),
+            tool_router: Self::tool_router(),
+            subscriptions: Arc::default(),
+        }
+    }
+
+    /// Returns a server for a new session: the same agent and root, no
+    /// subscriptions.
+    pub(crate) fn session(&self) -> Self {
+        Server {
+            ctx: Arc::clone(&self.ctx),
+            tool_router: self.tool_router.clone(),
+            subscriptions: Arc::default(),
+        }
+    }
+
+    /// Returns the URI of this agent's brief resource,
+    /// `chipset://agent/{agent}/brief`.
+    pub fn brief_uri(&self) -> String {
+        format!("chipset://agent/{}/brief", self.ctx.agent)
+    }
+
+    fn check_uri(&self, uri: &str) -> Result<(), ErrorData> {
+        if uri == self.brief_uri() {
+            Ok(())
+        } else {
+            Err(ErrorData::resource_not_found(
+                format!(
+                    "no resource `{uri}`: this server offers `{}` only",
+                    self.brief_uri()
+                ),
+                None,
+            ))
+        }
+    }
+
+    /// Returns the agent the tools act as.
+    pub fn agent(&self) -> &AgentId {
+        &self.ctx.agent
+    }
+
+    /// Returns the state root.
+    pub fn state(&self) -> &StateDir {
+        &self.ctx.state
+    }
+
+    /// Runs `op` on the blocking pool (every library call is file I/O) and
+    /// turns its outcome into a tool result.
+    async fn run<F>(&self, op: F) -> Result<CallToolResult, ErrorData>
+    where
+        F: FnOnce(&Ctx) -> Outcome + Send + 'static,
+    {
+        let ctx = Arc::clone(&self.ctx);
+        match tokio::task::spawn_blocking(move || op(&ctx)).await {
+            Ok(outcome) => Ok(result(outcome)),
+            Err(e) => Err(ErrorData::internal_error(
+                format!("the operation did not finish: {e}"),
+                None,
+            )),
+        }
+    }
+}
+
+/// Returns the MCP tool result for an outcome: the structured JSON with a
+/// text rendering, and `isError` with the command line's one-line message
+/// for a failure.
+pub(crate) fn result(outcome: Outcome) -> CallToolResult {
+    match outcome {
+        Ok(reply) => match reply.failure {
+            None => {
+                let mut r = CallToolResult::structured(reply.json);
+                r.content = vec![ContentBlock::text(reply.text)];
+                r
+            }
+            Some(failure) => {
+                let mut doc = reply.json;
+                doc["error"] = json!(failure.to_string());
+                doc["class"] = json!(class_name(&failure));
+                let mut r = CallToolResult::structured_error(doc);
+                r.content = vec![
+                    ContentBlock::text(reply.text),
+                    ContentBlock::text(failure.to_string()),
+                ];
+                r
+            }
+        },
+        Err(failure) => {
+            let doc = json!({"error": failure.to_string(), "class": class_name(&failure)});
+            let mut r = CallToolResult::structured_error(doc);
+            r.content = vec![ContentBlock::text(failure.to_string())];
+            r
+        }
+    }
+}
+
+fn class_name(failure: &Failure) -> &'static str {
+    match failure.class() {
+        Class::Usage => "usage",
+        _ => "refused",
+    }
+}
+
+#[tool_router]
+impl Server {
+    /// Finds this agent's work and starts it: pending work becomes active in
+    /// the same locked step; active work (after a restart) is resumed.
+    #[tool(
+        description = "Is there work for me? Starts pending hook work (pending becomes active) or resumes active work; outcome idle, started, resumed or awaiting_clear."
+    )]
+    async fn hook_pickup(&self) -> Result<CallToolResult, ErrorData> {
+        self.run(ops::hook_pickup).await
+    }
+
+    #[tool(description = "Heartbeat on the active work this agent's hook holds.")]
+    async fn hook_touch(&self) -> Result<CallToolResult, ErrorData> {
+        self.run(ops::hook_touch).await
+    }
+
+    #[tool(description = "Finish the active work this agent's hook holds.")]
+    async fn hook_complete(&self) -> Result<CallToolResult, ErrorData> {
+        self.run(ops::hook_complete).await
+    }
+
+    #[tool(
+        description = "Show this agent's latest nudge and mark a new one processed (state new, seen or empty)."
+    )]
+    async fn nudge_read(&self) -> Result<CallToolResult, ErrorData> {
+        self.run(ops::nudge_read).await
+    }
+
+    #[tool(description = "Answer this agent's latest nudge (and mark it processed).")]
+    async fn nudge_respond(
+        &self,
+        Parameters(p): Parameters<NudgeRespond>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run(move |ctx| ops::nudge_respond(ctx, p)).await
+    }
+
+    #[tool(
+        description = "Send a nudge from this agent (latest wins; an unprocessed abort is replaced only by an abort)."
+    )]
+    async fn nudge_send(
+        &self,
+        Parameters(p): Parameters<NudgeSend>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run(move |ctx| ops::nudge_send(ctx, p)).await
+    }
+
+    #[tool(description = "Send a message from this agent; returns the new message.")]
+    async fn mail_send(
+        &self,
+        Parameters(p): Parameters<MailSend>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run(move |ctx| ops::mail_send(ctx, p)).await
+    }
+
+    #[tool(description = "List this agent's inbox, oldest first.")]
+    async fn mail_inbox(
+        &self,
+        Parameters(p): Parameters<MailInbox>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run(move |ctx| ops::mail_inbox(ctx, p)).await
+    }
+
+    #[tool(
+        description = "Archive a message addressed to this agent (a request only after it was answered)."
+    )]
+    async fn mail_archive(
+        &self,
+        Parameters(p): Parameters<MailArchive>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run(move |ctx| ops::mail_archive(ctx, p)).await
+    }
+
+    #[tool(description = "Show the thread a message belongs to, in causal order.")]
+    async fn mail_thread(
+        &self,
+        Parameters(p): Parameters<MailThread>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run(move |ctx| ops::mail_thread(ctx, p)).await
+    }
+
+    #[tool(
+        description = "List a task's requests still waiting for a reply (the commit gate: commit only when empty)."
+    )]
+    async fn mail_pending(
+        &self,
+        Parameters(p): Parameters<MailPending>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run(move |ctx| ops::mail_pending(ctx, p)).await
+    }
+
+    #[tool(
+        description = "Publish an event to an agent's queue, with this agent as its source; a duplicate dedup_key publishes nothing."
+    )]
+    async fn bus_publish(
+        &self,
+        Parameters(p): Parameters<BusPublish>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run(move |ctx| ops::bus_publish(ctx, p)).await
+    }
+
+    #[tool(description = "List this agent's unacknowledged events, critical first.")]
+    async fn bus_pending(&self) -> Result<CallToolResult, ErrorData> {
+        self.run(ops::bus_pending).await
+    }
+
+    #[tool(description = "Acknowledge an event in this agent's queue.")]
+    async fn bus_ack(
+        &self,
+        Parameters(p): Parameters<BusAck>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run(move |ctx| ops::bus_ack(ctx, p)).await
+    }
+
+    #[tool(
+        description = "Block until this agent has pending events, then list them; returns timed_out: true with no events when the timeout passes."
+    )]
+    async fn bus_wait(
+        &self,
+        Parameters(p): Parameters<BusWait>,
+        request: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let ct = request.ct;
+        self.run(move |ctx| ops::bus_wait(ctx, &p, &|| ct.is_cancelled()))
+            .await
+    }
+
+    #[tool(
+        description = "Open a reminder for an open obligation (idempotent per kind, source type and source id)."
+    )]
+    async fn remind_open(
+        &self,
+        Parameters(p): Parameters<RemindOpen>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run(move |ctx| ops::remind_open(ctx, p)).await
+    }
+
+    #[tool(description = "List open reminders, oldest first.")]
+    async fn remind_list(
+        &self,
+        Parameters(p): Parameters<RemindList>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run(move |ctx| ops::remind_list(ctx, p)).await
+    }
+
+    #[tool(description = "Resolve a reminder by hand (completed or ignored).")]
+    async fn remind_resolve(
+        &self,
+        Parameters(p): Parameters<RemindResolve>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run(move |ctx| ops::remind_resolve(ctx, p)).await
+    }
+
+    #[tool(description = "Put a reminder off for some hours; it reopens when the time has come.")]
+    async fn remind_snooze(
+        &self,
+        Parameters(p): Parameters<RemindSnooze>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run(move |ctx| ops::remind_snooze(ctx, p)).await
+    }
+
+    #[tool(
+        description = "What needs this agent now, across every channel: one entry per kind (hook, nudge, mail, bus, reminder) with a count and the most urgent item; no entries when idle."
+    )]
+    async fn brief(&self) -> Result<CallToolResult, ErrorData> {
+        self.run(ops::brief).await
+    }
+
+    #[tool(
+        description = "Block until anything needs this agent (a pending hook, an unprocessed nudge, mail, a pending event, a due reminder), then return the brief; timed_out: true when the timeout passes first."
+    )]
+    async fn wait(
+        &self,
+        Parameters(p): Parameters<Wait>,
+        request: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let ct = request.ct;
+        self.run(move |ctx| ops::wait(ctx, &p, &|| ct.is_cancelled()))
+            .await
+    }
+
+    #[tool(
+        description = "This agent's status: its hook, whether a nudge waits, inbox and bus counts, open reminders."
+    )]
+    async fn status(&self) -> Result<CallToolResult, ErrorData> {
+        self.run(ops::status).await
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .enable_resources_subscribe()
+            .build();
+        ServerConfig::new(capabilities).with_instructions(format!(
+            "chipset coordination tools acting as agent `{}`: hook (your work item), \
+             nudge (urgent signals), mail (threaded messages), bus (event queue), \
+             remind (open obligations), status, and brief/wait (what needs you). \
+             Subscribe to `{}` to be told when what needs you changes.",
+            self.ctx.agent,
+            self.brief_uri()
+        ))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let brief = Resource::new(self.brief_uri(), "brief")
+            .with_title(format!("What needs {}", self.ctx.agent))
+            .with_description(
+                "The agent's brief: one entry per kind of work that needs it (the `brief` tool's \
+                 structured result); subscribe to be notified when it changes.",
+            )
+            .with_mime_type("application/json");
+        Ok(ListResourcesResult::with_all_items(vec![brief]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        self.check_uri(&request.uri)?;
+        let ctx = Arc::clone(&self.ctx);
+        let outcome = tokio::task::spawn_blocking(move || ops::brief(&ctx))
+            .await
+            .map_err(|e| {
+                ErrorData::internal_error(format!("the read did not finish: {e}"), None)
+            })?;
+        match outcome {
+            Ok(reply) => {
+                let text = serde_json::to_string_pretty(&reply.json).unwrap_or_default();
+                let contents =
+                    ResourceContents::text(text, request.uri).with_mime_type("application/json");
+                Ok(ReadResourceResult::new(vec![contents]).into())
+            }
+            Err(failure) => Err(ErrorData::internal_error(failure.to_string(), None)),
+        }
+    }
+
+    // `resources/subscribe` is how clients of protocol versions before
+    // 2026-07-28 (the MCP Inspector, most hosts today) ask for updates;
+    // `listen` below is the newer form. Both run the same watch.
+    #[allow(
+        deprecated,
+        reason = "serves clients of protocol versions before 2026-07-28"
+    )]
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.check_uri(&request.uri)?;
+        let stream = watch::briefs(&self.ctx).await?;
+        let peer = context.peer;
+        let uri = request.uri.clone();
+        let task = tokio::spawn(watch::notify(stream, move || {
+            let peer = peer.clone();
+            let param = ResourceUpdatedNotificationParam::new(uri.clone());
+            async move { peer.notify_resource_updated(param).await.is_ok() }
+        }));
+        let mut subs = self.subscriptions.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(old) = subs.insert(request.uri, task.abort_handle()) {
+            old.abort();
+        }
+        Ok(())
+    }
+
+    #[allow(
+        deprecated,
+        reason = "serves clients of protocol versions before 2026-07-28"
+    )]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let mut subs = self.subscriptions.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(task) = subs.remove(&request.uri) {
+            task.abort();
+        }
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let wanted = requested
+            .resource_subscriptions
+            .as_ref()
+            .is_some_and(|uris| uris.contains(&self.brief_uri()));
+        let mut accepted = SubscriptionFilter::new();
+        if wanted {
+            accepted.resource_subscriptions = Some(vec![self.brief_uri()]);
+        }
+        Some(accepted)
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let uri = self.brief_uri();
+        let accepted = context
+            .accepted()
+            .resource_subscriptions
+            .as_ref()
+            .is_some_and(|uris| uris.contains(&uri));
+        if !accepted {
+            context.cancelled().await;
+            return Ok(());
+        }
+        let stream = watch::briefs(&self.ctx).await?;
+        let sink = context.sink();
+        tokio::select! {
+            () = watch::notify(stream, || {
+                let uri = uri.clone();
+                async move { sink.notify_resource_updated(uri).await.is_ok() }
+            }) => {}
+            () = context.cancelled() => {}
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // The last handle of a session stops its watches.
+        if Arc::strong_count(&self.subscriptions) == 1 {
+            let subs = self.subscriptions.lock().unwrap_or_else(|e| e.into_inner());
+            for task in subs.values() {
+                task.abort();
+            }
+        }
+    }
+}
