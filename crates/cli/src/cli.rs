@@ -317,6 +317,12 @@ pub(crate) struct MailSend {
     /// urgent, normal or low [default: normal].
     #[arg(long, value_name = "P")]
     pub(crate) priority: Option<MailPriority>,
+    /// The message's id (`{unix-ms}-{uuid-v4}`), to make a retry safe:
+    /// sending again with the same id and content (every field but the
+    /// time) prints the first delivery's id and writes no second copy,
+    /// wherever the message went since; other content is refused.
+    #[arg(long, value_name = "ID")]
+    pub(crate) id: Option<MessageId>,
 }
 
 /// A mail kind, as typed.

@@ -6,7 +6,10 @@
 //! files older than [`STALE_TEMP_AGE`]. The command fails (exit 1) when
 //! problems remain: any finding without `--fix`, and with it the findings
 //! the libraries leave alone by design (stray names, a response whose
-//! request does not match), which need a person. A library doctor that cannot
+//! request does not match), which need a person, and mail in flight (a
+//! message younger than the grace period whose `sent` event is not there
+//! yet: the doctor says when to run again rather than "clean", and exits 1,
+//! since a doctor run then could still find it missing). A library doctor that cannot
 //! finish (say, a lock path that is a directory) is reported as an open
 //! problem of its area, and the others still run.
 
@@ -104,7 +107,9 @@ pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
     });
     let mail = or_row(&mut rows, "mail", mail);
     scanned.insert("mail".into(), json!(mail.as_ref().map(|m| m.messages)));
+    let mut in_flight = InFlight::default();
     for f in mail.into_iter().flat_map(|m| m.findings) {
+        in_flight.add(&f);
         let action = (fix && f.is_fixable()).then(|| mail_fix(&f).to_owned());
         rows.push(Row {
             area: "mail",
@@ -194,7 +199,7 @@ pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
         }
     }
 
-    Ok(render(ctx, fix, &rows, scanned))
+    Ok(render(ctx, fix, &rows, scanned, &in_flight))
 }
 
 /// Returns a library doctor's report, or, when it could not finish (an
@@ -266,11 +271,43 @@ fn nudge_rows(area: &'static str, report: chipset_nudge::DoctorReport) -> Vec<Ro
         .collect()
 }
 
+/// Messages the mail doctor found in flight (published, their `sent` event
+/// not yet appended, younger than the grace period): not clean, not a
+/// problem for a person either; the doctor is to run again after `wait`.
+#[derive(Default)]
+pub(crate) struct InFlight {
+    pub(crate) count: usize,
+    pub(crate) wait: Duration,
+}
+
+impl InFlight {
+    pub(crate) fn add(&mut self, f: &chipset_mail::Finding) {
+        if let Some(after) = f.check_after() {
+            self.count += 1;
+            self.wait = self.wait.max(after);
+        }
+    }
+
+    /// The failure's wording when some open findings are in flight.
+    pub(crate) fn note(&self) -> String {
+        if self.count == 0 {
+            String::new()
+        } else {
+            format!(
+                "; {} in flight: run the doctor again after {}s",
+                self.count,
+                self.wait.as_secs().max(1)
+            )
+        }
+    }
+}
+
 fn render(
     ctx: &Ctx,
     fix: bool,
     rows: &[Row],
     scanned: serde_json::Map<String, serde_json::Value>,
+    in_flight: &InFlight,
 ) -> Output {
     // Paths are shown relative to the state root.
     let root = format!("{}/", ctx.state.root().display());
@@ -319,17 +356,20 @@ fn render(
         "findings": docs,
         "fixed": fixed,
         "remaining": remaining,
+        "in_flight": in_flight.count,
     });
     let failure = (remaining > 0).then(|| {
         CliError::refused(if fix {
             format!(
-                "{} remaining that --fix leaves to a person (see above)",
-                output::plural(remaining, "problem")
+                "{} remaining that --fix leaves to a person (see above){}",
+                output::plural(remaining - in_flight.count, "problem"),
+                in_flight.note()
             )
         } else {
             format!(
-                "{} found; `chipset doctor --fix` repairs what it can",
-                output::plural(remaining, "problem")
+                "{} found; `chipset doctor --fix` repairs what it can{}",
+                output::plural(remaining, "problem"),
+                in_flight.note()
             )
         })
     });

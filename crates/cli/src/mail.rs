@@ -133,14 +133,23 @@ fn doctor(mail: &Mail, fix: bool) -> Result<Output> {
     }
     text.push('\n');
     let doc = json!({"messages": report.messages, "findings": rows, "remaining": open});
+    let mut in_flight = crate::doctor::InFlight::default();
+    for f in &report.findings {
+        in_flight.add(f);
+    }
     let failure = (open > 0).then(|| {
         let fixable = report.findings.iter().filter(|f| f.is_fixable()).count();
         CliError::refused(if fix || fixable == 0 {
-            format!("{} in the mail folder left for a person", output::plural(open, "problem"))
+            format!(
+                "{} in the mail folder left for a person{}",
+                output::plural(open - in_flight.count, "problem"),
+                in_flight.note()
+            )
         } else {
             format!(
-                "{} found in the mail folder ({fixable} repairable with `chipset mail doctor --fix`)",
-                output::plural(open, "problem")
+                "{} found in the mail folder ({fixable} repairable with `chipset mail doctor --fix`){}",
+                output::plural(open, "problem"),
+                in_flight.note()
             )
         })
     });
@@ -162,6 +171,7 @@ fn draft(args: MailSend) -> Result<Draft> {
         round,
         in_reply_to,
         priority,
+        id,
     } = args;
     if expects_reply && kind != MailKind::Request {
         return Err(CliError::usage(format!(
@@ -203,6 +213,9 @@ fn draft(args: MailSend) -> Result<Draft> {
     }
     if let Some(priority) = priority {
         draft = draft.with_priority(priority.into());
+    }
+    if let Some(id) = id {
+        draft = draft.with_id(id);
     }
     Ok(draft)
 }

@@ -274,8 +274,7 @@ impl From<chipset_nudge::Error> for Failure {
             | E::NotAResolvingVerb { .. } => Class::Usage,
             _ => Class::Refused,
         };
-        let unknown = matches!(&e, E::Store(s) if s.is_outcome_unknown());
-        Failure::from_error(class, &e).unknown_if(unknown)
+        Failure::from_error(class, &e).unknown_if(e.is_outcome_unknown())
     }
 }
 
@@ -292,8 +291,7 @@ impl From<chipset_mail::MailError> for Failure {
             | E::UnknownRecipient { .. } => Class::Usage,
             _ => Class::Refused,
         };
-        let unknown = matches!(&e, E::Store(s) if s.is_outcome_unknown());
-        Failure::from_error(class, &e).unknown_if(unknown)
+        Failure::from_error(class, &e).unknown_if(e.is_outcome_unknown())
     }
 }
 
@@ -342,6 +340,36 @@ mod tests {
         assert_eq!(e.class(), Class::OutcomeUnknown);
         assert_eq!(e.exit_status(), OUTCOME_UNKNOWN);
         assert!(e.to_string().contains("/q/1-x.json"), "{e}");
+    }
+
+    #[test]
+    fn a_mail_send_of_unknown_outcome_exits_3_and_names_the_id() {
+        let id = chipset_store::MessageId::new("1-x").unwrap();
+        let e = Failure::from(chipset_mail::MailError::OutcomeUnknown {
+            ids: vec![id],
+            source: chipset_store::Error::OutcomeUnknown {
+                op: "sync directory",
+                path: "/mail/inbox/b/1-x.json".into(),
+                source: std::io::Error::from_raw_os_error(5),
+            },
+        });
+        assert_eq!(e.exit_status(), OUTCOME_UNKNOWN);
+        assert!(
+            e.to_string()
+                .starts_with("message `1-x` may have been sent"),
+            "{e}"
+        );
+        let partly = Failure::from(chipset_nudge::Error::ResponseNotDelivered {
+            sender: AgentId::new("w").unwrap(),
+            source: Box::new(chipset_nudge::Error::ReminderNotFound { id: "x".into() }),
+        });
+        assert_eq!(partly.exit_status(), OUTCOME_UNKNOWN);
+        // Same id, other content: a refusal.
+        let taken = Failure::from(chipset_mail::MailError::IdTaken {
+            id: chipset_store::MessageId::new("1-x").unwrap(),
+            location: chipset_mail::Location::Archive,
+        });
+        assert_eq!(taken.exit_status(), 1);
     }
 
     #[test]

@@ -135,6 +135,22 @@
 //! or the new hook, both legal. A change that alters nothing (two touches in
 //! one millisecond) writes nothing.
 //!
+//! # Commit points and retries
+//!
+//! Every transition has one commit point: the rename of the new hook file,
+//! under the hook's lock. A failure before it changes nothing a reader sees
+//! (the first write to an agent's hook may leave `hooks/` holding only the
+//! dot-named lock file, which is never removed); a failed directory sync
+//! after it is the store's [`OutcomeUnknown`](chipset_store::Error::OutcomeUnknown)
+//! (in [`Error::Store`]). Retries follow the store's idempotent-retry rule:
+//! repeating a transition with the same assignment after it applied is a
+//! success that writes nothing ([`already_applied`]): activate finds the
+//! hook active, complete finds it completed, clear and reassign find it
+//! empty at the next generation. Touch simply applies again. Assign names
+//! no assignment, so its retry is [`TransitionError::AlreadyAssigned`],
+//! which names the bead held: a caller that finds its own bead there knows
+//! its assign applied.
+//!
 //! # Corrupt hooks
 //!
 //! A file that is not a legal hook of its agent (unparsable, wrong shape,
@@ -171,4 +187,4 @@ pub use scan::{
 };
 pub use state::{Assignment, Hook, HookState, HookStatus, WorkItem};
 pub use store::{HookRead, Hooks, Pickup, Reassigned};
-pub use transition::{Actor, Event, Op, Role, TransitionError, transition};
+pub use transition::{Actor, Event, Op, Role, TransitionError, already_applied, transition};

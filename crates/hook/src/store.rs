@@ -11,7 +11,7 @@ use chipset_store::{
 use crate::error::{Error, Result};
 use crate::format::{HookFile, Invalid, parse};
 use crate::state::{Assignment, Hook, HookState, HookStatus};
-use crate::transition::{Actor, Event, transition};
+use crate::transition::{Actor, Event, TransitionError, already_applied, transition};
 
 /// What reading one hook found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,7 +101,9 @@ impl Pickup {
 pub struct Reassigned {
     /// The assignment taken away; its agent can no longer touch or complete it.
     pub taken: Assignment,
-    /// The status it was taken from (pending or active).
+    /// The status it was taken from (pending or active), or empty when the
+    /// hook was empty already at the next generation: a retry of a
+    /// reassignment that applied (see [`already_applied`](crate::already_applied)).
     pub was: HookStatus,
     /// The hook now (empty).
     pub hook: Hook,
@@ -213,7 +215,15 @@ impl Hooks {
     }
 
     /// Starts the held, pending assignment (the owning agent).
-    /// [`Hooks::pickup`] finds and activates in one step.
+    /// [`Hooks::pickup`] finds and activates in one step. Activating again
+    /// once active (a retry) returns the hook unchanged.
+    ///
+    /// **Commit point** (of every hook transition): the rename of the new
+    /// hook file under the hook's lock. A failure before it changes nothing;
+    /// a failed sync after it is the store's
+    /// [`OutcomeUnknown`](chipset_store::Error::OutcomeUnknown), and the
+    /// retry with the same assignment is then a success that changes nothing
+    /// ([`already_applied`](crate::already_applied)).
     ///
     /// # Errors
     ///
@@ -244,7 +254,8 @@ impl Hooks {
         )
     }
 
-    /// Completes the held, active assignment (the owning agent).
+    /// Completes the held, active assignment (the owning agent). Completing
+    /// again once completed (a retry) returns the hook unchanged.
     ///
     /// # Errors
     ///
@@ -258,7 +269,9 @@ impl Hooks {
     }
 
     /// Retires a completed assignment (dispatcher, after verifying the
-    /// work): the hook becomes empty; the file stays.
+    /// work): the hook becomes empty; the file stays. Clearing again (a
+    /// retry: the hook is empty at the next generation) returns the hook
+    /// unchanged.
     ///
     /// # Errors
     ///
@@ -277,6 +290,8 @@ impl Hooks {
     /// Takes a pending or active assignment away from its agent (dispatcher):
     /// the hook becomes empty and the generation moves on, so the agent's
     /// later touch or complete fails as stale. Returns what was taken.
+    /// Reassigning again (a retry: the hook is empty at the next generation)
+    /// returns `held` as taken, with [`Reassigned::was`] empty.
     ///
     /// # Errors
     ///
@@ -291,9 +306,17 @@ impl Hooks {
             Event::Reassign(held.clone()),
             &Actor::Dispatcher(None),
         )?;
+        let Some(taken) = before.assignment() else {
+            // Already taken away: a retry of a reassignment that applied.
+            return Ok(Reassigned {
+                taken: held.clone(),
+                was: HookStatus::Empty,
+                hook,
+            });
+        };
         tracing::info!(agent = %held.agent, bead = %held.bead_id(), was = %before.status(), "hook reassigned");
         Ok(Reassigned {
-            taken: before.assignment().expect("a reassigned hook held work"),
+            taken,
             was: before.status(),
             hook,
         })
@@ -344,7 +367,17 @@ impl Hooks {
         actor: &Actor,
     ) -> Result<(Hook, Hook)> {
         self.locked(agent, op, |before, now| {
-            let after = transition(&before, &event, actor, now)?;
+            let after = match transition(&before, &event, actor, now) {
+                Ok(after) => after,
+                // A retry of a transition that took effect: success, nothing changes.
+                Err(
+                    TransitionError::WrongState { .. } | TransitionError::StaleAssignment { .. },
+                ) if already_applied(&before, &event) => {
+                    tracing::debug!(%agent, op, "hook transition had already applied");
+                    return Ok(Decision::Keep((before.clone(), before)));
+                }
+                Err(e) => return Err(e.into()),
+            };
             let out = (before.clone(), after.clone());
             Ok(write_if_changed(&before, after, out))
         })

@@ -236,6 +236,34 @@ impl TransitionError {
     }
 }
 
+/// Returns true when `event` has already been applied to `hook`: what a
+/// retry of a transition that took effect finds. The store's
+/// idempotent-retry rule makes such a retry a success that changes nothing
+/// ([`Hooks::apply`](crate::Hooks::apply) and the typed methods call this
+/// when [`transition`] refuses with [`TransitionError::WrongState`] or
+/// [`TransitionError::StaleAssignment`]).
+///
+/// - activate: the hook is active with the same assignment;
+/// - complete: the hook is completed with the same assignment;
+/// - clear and reassign: the hook is empty at the generation after the
+///   assignment's (what either leaves; the hook cannot tell which of the two
+///   emptied it, and either way the assignment is retired).
+///
+/// Assign and touch are never "already applied": assign names no
+/// assignment to recognise a retry by (its refusal,
+/// [`TransitionError::AlreadyAssigned`], names the bead the hook holds), and
+/// touch on an active hook simply applies again.
+pub fn already_applied(hook: &Hook, event: &Event) -> bool {
+    match (event, &hook.state) {
+        (Event::Activate(a), HookState::Active(_))
+        | (Event::Complete(a), HookState::Completed(_)) => a.matches(hook),
+        (Event::Clear(a) | Event::Reassign(a), HookState::Empty) => {
+            a.agent == hook.agent && a.generation.checked_add(1) == Some(hook.generation)
+        }
+        _ => false,
+    }
+}
+
 fn next_generation(g: u64) -> u64 {
     g.saturating_add(1)
 }
@@ -464,6 +492,50 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_transition_that_applied_is_recognised_and_nothing_else_is() {
+        let pending = hook(HookState::Pending(work("b1")));
+        let held = pending.assignment().unwrap();
+        let me = Actor::Agent(agent("a"));
+        let active = transition(&pending, &Event::Activate(held.clone()), &me, t(1)).unwrap();
+        assert!(already_applied(&active, &Event::Activate(held.clone())));
+        assert!(!already_applied(&pending, &Event::Activate(held.clone())));
+        assert!(!already_applied(&active, &Event::Complete(held.clone())));
+        let done = transition(&active, &Event::Complete(held.clone()), &me, t(2)).unwrap();
+        assert!(already_applied(&done, &Event::Complete(held.clone())));
+        assert!(!already_applied(&done, &Event::Activate(held.clone())));
+        let mayor = Actor::Dispatcher(None);
+        let empty = transition(&done, &Event::Clear(held.clone()), &mayor, t(3)).unwrap();
+        assert!(already_applied(&empty, &Event::Clear(held.clone())));
+        assert!(already_applied(&empty, &Event::Reassign(held.clone())));
+        // An assignment two generations back, or another agent's, is not this one.
+        let mut old = held.clone();
+        old.generation -= 1;
+        assert!(!already_applied(&empty, &Event::Clear(old)));
+        let mut other = held.clone();
+        other.agent = agent("z");
+        assert!(!already_applied(&empty, &Event::Clear(other)));
+        // A new assignment of the same bead is not the old one.
+        let again = transition(
+            &empty,
+            &Event::Assign {
+                bead_id: BeadId::new("b1").unwrap(),
+                title: "title".into(),
+            },
+            &mayor,
+            t(4),
+        )
+        .unwrap();
+        let new_active = transition(
+            &again,
+            &Event::Activate(again.assignment().unwrap()),
+            &me,
+            t(5),
+        )
+        .unwrap();
+        assert!(!already_applied(&new_active, &Event::Activate(held)));
     }
 
     #[test]

@@ -133,6 +133,21 @@ pub enum Finding {
         /// Why it is bad.
         reason: CorruptReason,
     },
+    /// A message younger than
+    /// [`MailConfig::in_flight_grace`](crate::MailConfig::in_flight_grace)
+    /// without a `sent` event: its sender may be appending it right now, or
+    /// may have crashed before it could. Not repaired yet (a reconciled
+    /// event now could duplicate the sender's), and not clean either: run
+    /// the doctor again after `check_after`, when it is either settled or a
+    /// [`Finding::MissingSentEvent`] that the fix appends.
+    InFlight {
+        /// The message.
+        id: MessageId,
+        /// Where it is.
+        location: Location,
+        /// How long until the grace period is over.
+        check_after: std::time::Duration,
+    },
     /// A response (written by another program; `send` refuses these) whose
     /// request is unknown, expects no reply, is addressed to someone else, or
     /// belongs to another task. It does not count as an answer: the request
@@ -159,6 +174,7 @@ impl Finding {
             Finding::TornManifestTail { .. } => "messaging-torn-manifest",
             Finding::BadManifestLine { .. } => "messaging-bad-manifest-line",
             Finding::MismatchedResponse { .. } => "messaging-mismatched-response",
+            Finding::InFlight { .. } => "messaging-in-flight",
         }
     }
 
@@ -166,8 +182,19 @@ impl Finding {
     pub fn is_fixable(&self) -> bool {
         !matches!(
             self,
-            Finding::MismatchedResponse { .. } | Finding::Unsupported { .. }
+            Finding::MismatchedResponse { .. }
+                | Finding::Unsupported { .. }
+                | Finding::InFlight { .. }
         )
+    }
+
+    /// Returns how long to wait before checking again, for
+    /// [`Finding::InFlight`]: the finding is not a problem yet, and not clean.
+    pub fn check_after(&self) -> Option<std::time::Duration> {
+        match self {
+            Finding::InFlight { check_after, .. } => Some(*check_after),
+            _ => None,
+        }
     }
 }
 
@@ -216,6 +243,16 @@ impl fmt::Display for Finding {
             Finding::BadManifestLine { offset, reason } => {
                 write!(f, "line at offset {offset}: {reason}")
             }
+            Finding::InFlight {
+                id,
+                location,
+                check_after,
+            } => write!(
+                f,
+                "message `{id}` in {location} has no `sent` event yet: in flight (its sender \
+                 may still be appending it), check again after {}s",
+                check_after.as_secs().max(1)
+            ),
             Finding::MismatchedResponse { id, parent } => write!(
                 f,
                 "response `{id}` does not fit request `{parent}` (unknown, not a request, \
@@ -263,7 +300,10 @@ impl Mail {
     /// [`MailConfig::orphan_after`](crate::MailConfig::orphan_after) (when
     /// set). Messages younger than
     /// [`MailConfig::in_flight_grace`](crate::MailConfig::in_flight_grace) are not reported
-    /// as missing a `sent` event: their sender may be about to append it.
+    /// as missing a `sent` event (their sender may be about to append it) but
+    /// as [`Finding::InFlight`], which no mode repairs and which keeps the
+    /// report from being clean: right after a crash the doctor says "check
+    /// again after T", never "clean" while a message still lacks its event.
     ///
     /// Nothing is deleted: bad files are quarantined, messages are moved.
     /// Safe to run while agents work; stale temp files are the store's
@@ -418,14 +458,22 @@ impl Mail {
         }
         let mut unsent = Vec::new();
         for (loc, m) in unique.values() {
-            if !manifest.sent.contains(m.id.as_str())
-                && now.since(m.created_at) >= self.config.in_flight_grace
-            {
+            if manifest.sent.contains(m.id.as_str()) {
+                continue;
+            }
+            let age = now.since(m.created_at);
+            if age >= self.config.in_flight_grace {
                 findings.push(Finding::MissingSentEvent {
                     id: m.id.clone(),
                     location: loc.clone(),
                 });
                 unsent.push(m);
+            } else {
+                findings.push(Finding::InFlight {
+                    id: m.id.clone(),
+                    location: loc.clone(),
+                    check_after: self.config.in_flight_grace - age,
+                });
             }
         }
 

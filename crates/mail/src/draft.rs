@@ -168,9 +168,13 @@ impl Draft {
     }
 
     /// Sends under a caller-chosen id instead of a fresh one, which makes the
-    /// send idempotent across the caller's own crash: when a message with
-    /// this id already exists anywhere (an inbox, the archive, a by-task
-    /// archive or the orphans), the send is refused with
+    /// send safe to retry (after a failure, [`MailError::OutcomeUnknown`](crate::MailError::OutcomeUnknown)
+    /// included, or the caller's own crash): when a message with this id
+    /// already exists anywhere (an inbox, the archive, a by-task archive or
+    /// the orphans) with the same content
+    /// ([`Message::same_content`](crate::Message::same_content): every field
+    /// but `created_at`), the send returns that first delivery as success and
+    /// writes no second copy; with other content it is refused with
     /// [`MailError::IdTaken`](crate::MailError::IdTaken) and writes nothing.
     /// Choose the id with [`SortableId::generate`](chipset_store::SortableId::generate)
     /// and persist it before sending, so inboxes stay in time order.

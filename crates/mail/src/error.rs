@@ -148,17 +148,75 @@ pub enum MailError {
         path: std::path::PathBuf,
     },
     /// A draft sent with a caller-chosen id ([`Draft::with_id`](crate::Draft::with_id))
-    /// whose id is in use: the message was sent before. Nothing was written.
-    #[error("message id `{id}` is taken: a message with it is already in {location}")]
+    /// whose id is in use by a message with other content (see
+    /// [`Message::same_content`](crate::Message::same_content)): the
+    /// idempotent-retry rule refuses it. Nothing was written. (The same id
+    /// with the same content is not an error: the send returns the first
+    /// delivery.)
+    #[error("message id `{id}` is taken: a message with other content is already in {location}")]
     IdTaken {
         /// The chosen id.
         id: MessageId,
         /// Where the existing message is.
         location: crate::Location,
     },
+    /// A send passed its commit point (the no-clobber publish of the message
+    /// file) but making it durable failed: the messages may have been
+    /// delivered. Retry with the same ids ([`Draft::with_id`](crate::Draft::with_id)):
+    /// a message that was delivered is then returned as it is, without a
+    /// second copy.
+    #[error("message {} may have been sent: {source}", join(ids))]
+    OutcomeUnknown {
+        /// The ids of the messages that may have been delivered (one for
+        /// [`Mail::send`](crate::Mail::send); the batch's new ones for
+        /// [`Mail::send_batch`](crate::Mail::send_batch)).
+        ids: Vec<MessageId>,
+        /// The store's [`chipset_store::Error::OutcomeUnknown`].
+        #[source]
+        source: chipset_store::Error,
+    },
+    /// A sweep moved some of the task's messages (each move is its own
+    /// commit point, and every message is whole in one place), then failed.
+    /// Running the sweep again moves the rest.
+    #[error("sweep of task `{task}` moved {moved} messages, then failed: {source}")]
+    PartlySwept {
+        /// The task.
+        task: TaskId,
+        /// How many messages this run moved before the failure.
+        moved: usize,
+        /// Why it stopped.
+        #[source]
+        source: Box<MailError>,
+    },
+}
+
+fn join(ids: &[MessageId]) -> String {
+    ids.iter()
+        .map(|id| format!("`{id}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 impl MailError {
+    /// Returns true when the operation may have taken effect: retry it (a
+    /// send with the same ids) rather than report a plain failure.
+    pub fn is_outcome_unknown(&self) -> bool {
+        match self {
+            MailError::OutcomeUnknown { .. } | MailError::PartlySwept { .. } => true,
+            MailError::Store(e) => e.is_outcome_unknown(),
+            _ => false,
+        }
+    }
+
+    /// Returns the ids of the messages that may have been sent, for
+    /// [`MailError::OutcomeUnknown`]; empty otherwise.
+    pub fn unknown_outcome_ids(&self) -> &[MessageId] {
+        match self {
+            MailError::OutcomeUnknown { ids, .. } => ids,
+            _ => &[],
+        }
+    }
+
     /// Returns the unsupported file's description when this error is about one.
     pub fn unsupported(&self) -> Option<&Unsupported> {
         match self {

@@ -200,6 +200,26 @@ fn empty_as_none<'de, D: Deserializer<'de>>(d: D) -> Result<Option<MessageId>, D
 }
 
 impl Message {
+    /// Returns true when `other` is this message sent again: every field the
+    /// sender chose is equal (id, from, to, task, round, kind, subject, body,
+    /// `expects_reply`, `in_reply_to`, priority). `created_at` is not
+    /// compared (a retry is stamped anew), nor the declared `schema` (a
+    /// format label, not content). This is what "the same content" means for
+    /// a retry with [`Draft::with_id`](crate::Draft::with_id).
+    pub fn same_content(&self, other: &Message) -> bool {
+        self.id == other.id
+            && self.from == other.from
+            && self.to == other.to
+            && self.phase == other.phase
+            && self.round == other.round
+            && self.kind == other.kind
+            && self.subject == other.subject
+            && self.body == other.body
+            && self.expects_reply == other.expects_reply
+            && self.in_reply_to == other.in_reply_to
+            && self.priority == other.priority
+    }
+
     /// Returns the id (`{unix-ms}-{uuid-v4}` when written by chipset).
     pub fn id(&self) -> &MessageId {
         &self.id

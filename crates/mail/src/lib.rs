@@ -134,6 +134,39 @@
 //! reader returns only whole records. [`Mail::sweep_task_on_commit`] is safe
 //! to run again after a crash.
 //!
+//! # Commit points and retries
+//!
+//! Each operation has one commit point, named in its docs, after which it
+//! has happened:
+//!
+//! | operation | commit point | follow-up (finished by the doctor if it fails) |
+//! |---|---|---|
+//! | [`Mail::send`] | the no-clobber publish of `inbox/{to}/{id}.json` | reply-index entry, archive of the answered request, `sent` event |
+//! | [`Mail::send_batch`] | each message's own publish | as for `send`, once for the batch |
+//! | [`Mail::archive`] | the no-clobber move into `archive/` | reply-index entry of an unindexed response, `archived` event |
+//! | [`Mail::sweep_task_on_commit`] | each message's move into `archive/by-task/{task}/` | `task-swept` event |
+//!
+//! A failure before the commit point leaves nothing a reader can see and is
+//! returned as it is. A failure of the follow-up is not returned (the
+//! operation happened; a failure would invite a duplicate): it is logged
+//! through `tracing`, and [`Mail::doctor`] completes a missing `sent` event,
+//! index entry or archive of an answered request (a missing `archived` or
+//! `task-swept` event is an audit line only, and stays missing). Where the
+//! outcome is truly unknown (the sync of the publish itself failed) `send`
+//! returns [`MailError::OutcomeUnknown`] carrying the id; a sweep that
+//! failed after moving some messages returns [`MailError::PartlySwept`];
+//! [`MailError::is_outcome_unknown`] tells both apart from plain failures.
+//!
+//! Retries follow the store's idempotent-retry rule. A send with a
+//! caller-chosen id ([`Draft::with_id`]) repeated with the same content
+//! ([`Message::same_content`]: every field but `created_at`) returns the
+//! first delivery, wherever it went since (an inbox, `archive/`, a by-task
+//! or the orphan archive), and writes no second copy; other content is
+//! [`MailError::IdTaken`]. Archiving again is
+//! [`ArchiveOutcome::AlreadyArchived`], and sweeping again moves the rest.
+//! A send without a chosen id cannot be recognised when retried: give one
+//! wherever a retry must not duplicate.
+//!
 //! # Fail closed
 //!
 //! A file in an inbox that is not a readable message is never skipped:
@@ -157,7 +190,10 @@
 //! answered requests still in an inbox, orphans (inbox messages whose task
 //! was swept, whose recipient is not registered, or older than
 //! [`MailConfig::orphan_after`]), messages without a `sent` event, and a torn
-//! or bad manifest line. [`Mail::counts`] gives per-agent inbox counts cheaply.
+//! or bad manifest line. A message without its `sent` event that is younger
+//! than [`MailConfig::in_flight_grace`] is [`Finding::InFlight`]: not
+//! repaired yet (its sender may be appending), and not clean either (the
+//! report says when to check again). [`Mail::counts`] gives per-agent inbox counts cheaply.
 //!
 //! # Errors
 //!

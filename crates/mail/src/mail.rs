@@ -113,6 +113,17 @@ pub(crate) fn read_message(path: &Path, cap: u64) -> Result<ReadOutcome<Message>
     Ok(read_bytes(path, cap)?.and_then(|bytes| parse_message(path, &bytes)))
 }
 
+/// A checked draft, ready to publish.
+struct Prepared {
+    message: Message,
+    parent: Option<Found>,
+    bytes: Vec<u8>,
+    /// The first delivery of a chosen id sent before with the same content.
+    first: Option<Message>,
+    /// The id was chosen by the caller.
+    chosen: bool,
+}
+
 /// What happened to one move.
 pub(crate) enum Moved {
     Done,
@@ -289,50 +300,77 @@ impl Mail {
 
     /// Sends one message and returns it as written.
     ///
-    /// The message is written to a synced temp file, published into
-    /// `inbox/{to}/{id}.json` without overwriting anything, and the directory
-    /// is synced; then a `sent` event is appended to the manifest. When this
-    /// returns, the message is durable. A message with `in_reply_to` is also
-    /// entered in the reply index (after it is published, so the index never
-    /// claims a reply that does not exist), and a response then archives the
-    /// request it answers.
+    /// **Commit point:** the no-clobber publish of the message file into
+    /// `inbox/{to}/{id}.json` (written to a synced temp file first; the
+    /// directory is synced after). A failure before it leaves nothing a
+    /// reader can see. After it the message is sent, and the follow-up work
+    /// is done as well as it can be: a message with `in_reply_to` is entered
+    /// in the reply index (after it is published, so the index never claims
+    /// a reply that does not exist), a response archives the request it
+    /// answers, and a `sent` event is appended to the manifest. A failure of
+    /// the follow-up does not fail the send (that would invite a duplicate):
+    /// it is logged (`tracing`), and [`Mail::doctor`] with
+    /// [`DoctorMode::Fix`](crate::DoctorMode::Fix) completes it (a missing
+    /// `sent` event, index entry, or archive of an answered request); the
+    /// gate and [`Mail::has_reply`] do not wait for it.
+    ///
+    /// With a caller-chosen id ([`Draft::with_id`]), sending again follows
+    /// the store's idempotent-retry rule: when a message with the id exists
+    /// anywhere (an inbox, `archive/`, a by-task or the orphan archive) and
+    /// has the same content ([`Message::same_content`]), the first delivery
+    /// is returned as success, nothing is written but the missing follow-up
+    /// (reply index entry, archive of the answered request); other content is
+    /// [`MailError::IdTaken`].
     ///
     /// # Errors
     ///
     /// Refusals, with nothing written: [`MailError::InvalidSubject`],
     /// [`MailError::BodyTooLarge`], [`MailError::MessageTooLarge`],
-    /// [`MailError::UnknownRecipient`], and for replies
+    /// [`MailError::UnknownRecipient`], [`MailError::IdTaken`], and for replies
     /// [`MailError::ParentNotFound`], [`MailError::NotARequest`],
     /// [`MailError::NotAddressee`], [`MailError::TaskMismatch`]; a corrupt
     /// parent is [`MailError::Corrupt`]. [`MailError::Store`] when a
-    /// filesystem step fails: if the message was published by then it stays
-    /// (whole), and [`Mail::doctor`] completes what is missing.
+    /// filesystem step before the commit point fails: nothing is visible.
+    /// [`MailError::OutcomeUnknown`], carrying the id, when the publish
+    /// happened but its directory sync failed: the message may be delivered,
+    /// so retry with the same id.
     pub fn send(&self, draft: &Draft) -> Result<Message> {
-        let (message, parent, bytes) = self.prepare(draft)?;
+        let p = self.prepare(draft)?;
+        if let Some(first) = p.first {
+            // A retry of a send that applied: finish its follow-up, if missing.
+            self.follow_up(&[(first.clone(), p.parent)], false);
+            return Ok(first);
+        }
+        let message = p.message;
         let path = self
             .layout
             .file(&Location::Inbox(message.to.clone()), &message.id);
-        match self.state.create_new(&path, &bytes) {
+        match self.state.create_new(&path, &p.bytes) {
             Ok(()) => {}
             Err(chipset_store::Error::AlreadyExists { path }) => {
-                return Err(match draft.id {
-                    // A concurrent send of the same chosen id won the race.
-                    Some(_) => MailError::IdTaken {
+                if draft.id.is_none() {
+                    return Err(MailError::IdCollision { path });
+                }
+                // A concurrent send of the same chosen id won the race.
+                return match self.find(&message.id)? {
+                    Some(found) if found.message.same_content(&message) => Ok(found.message),
+                    Some(found) => Err(MailError::IdTaken {
                         id: message.id,
-                        location: Location::Inbox(message.to),
-                    },
-                    None => MailError::IdCollision { path },
+                        location: found.location,
+                    }),
+                    None => Err(MailError::IdCollision { path }),
+                };
+            }
+            Err(source @ chipset_store::Error::OutcomeUnknown { .. }) => {
+                return Err(MailError::OutcomeUnknown {
+                    ids: vec![message.id],
+                    source,
                 });
             }
             Err(e) => return Err(e.into()),
         }
         tracing::debug!(id = %message.id, to = %message.to, kind = %message.kind, "sent message");
-        let mut events = vec![ManifestEvent::sent(&message, false)];
-        if let Some(parent) = parent {
-            self.link_replies(std::slice::from_ref(&message))?;
-            events.extend(self.archive_answered(&parent, &message)?);
-        }
-        self.manifest()?.append_batch(&events)?;
+        self.follow_up(&[(message.clone(), p.parent)], true);
         Ok(message)
     }
 
@@ -343,59 +381,150 @@ impl Mail {
     /// Every draft is checked before anything is written; a reply's parent
     /// must exist before the batch (not be in it).
     ///
+    /// **Commit points:** each message's own no-clobber publish; the batch
+    /// has none of its own. The follow-up is as for [`Mail::send`], done once
+    /// for the batch, and its failure does not fail the batch. Drafts with
+    /// a chosen id whose message exists with the same content are returned
+    /// as first delivered and not written again, so a retry of a batch that
+    /// failed part way (with every draft given an id) sends only the rest.
+    ///
     /// # Errors
     ///
-    /// As [`Mail::send`]. A refusal of any draft writes nothing.
+    /// As [`Mail::send`]. A refusal of any draft writes nothing; a filesystem
+    /// failure before any file is published leaves nothing visible; a failure
+    /// after one is [`MailError::OutcomeUnknown`] naming the batch's new ids.
     pub fn send_batch(&self, drafts: &[Draft]) -> Result<Vec<Message>> {
         let mut prepared = Vec::with_capacity(drafts.len());
         let mut chosen = std::collections::BTreeSet::new();
         for draft in drafts {
-            let (message, parent, bytes) = self.prepare(draft)?;
-            if draft.id.is_some() && !chosen.insert(message.id.clone()) {
+            let p = self.prepare(draft)?;
+            if draft.id.is_some() && !chosen.insert(p.message.id.clone()) {
                 return Err(MailError::IdTaken {
-                    location: Location::Inbox(message.to.clone()),
-                    id: message.id,
+                    location: Location::Inbox(p.message.to.clone()),
+                    id: p.message.id,
                 });
             }
-            prepared.push((message, parent, bytes));
+            prepared.push(p);
         }
-        let items: Vec<(PathBuf, Vec<u8>)> = prepared
+        let fresh: Vec<&Prepared> = prepared.iter().filter(|p| p.first.is_none()).collect();
+        let items: Vec<(PathBuf, Vec<u8>)> = fresh
             .iter()
-            .map(|(m, _, bytes)| {
+            .map(|p| {
+                let m = &p.message;
                 let path = self.layout.file(&Location::Inbox(m.to.clone()), &m.id);
-                (path, bytes.clone())
+                (path, p.bytes.clone())
             })
             .collect();
-        let outcomes = self.state.create_new_batch(&items)?;
-        let mut events = Vec::with_capacity(prepared.len());
+        let outcomes = match self.state.create_new_batch(&items) {
+            Ok(outcomes) => outcomes,
+            Err(source @ chipset_store::Error::OutcomeUnknown { .. }) => {
+                return Err(MailError::OutcomeUnknown {
+                    ids: fresh.iter().map(|p| p.message.id.clone()).collect(),
+                    source,
+                });
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let mut sent = Vec::with_capacity(fresh.len());
         let mut collision = None;
-        let mut replies = Vec::new();
-        for (((message, parent, _), outcome), (path, _)) in
-            prepared.iter().zip(&outcomes).zip(&items)
-        {
-            if *outcome != chipset_store::Created::New {
+        let mut raced = Vec::new();
+        for ((p, outcome), (path, _)) in fresh.iter().zip(&outcomes).zip(&items) {
+            if *outcome == chipset_store::Created::New {
+                sent.push((p.message.clone(), p.parent.clone()));
+            } else if p.chosen {
+                raced.push(p.message.clone());
+            } else {
                 collision.get_or_insert_with(|| path.clone());
-                continue;
-            }
-            events.push(ManifestEvent::sent(message, false));
-            if let Some(parent) = parent {
-                replies.push((message.clone(), parent.clone()));
             }
         }
-        let linked: Vec<Message> = replies.iter().map(|(m, _)| m.clone()).collect();
-        self.link_replies(&linked)?;
-        for (message, parent) in &replies {
-            events.extend(self.archive_answered(parent, message)?);
-        }
-        self.manifest()?.append_batch(&events)?;
+        self.follow_up(&sent, true);
         if let Some(path) = collision {
             return Err(MailError::IdCollision { path });
         }
-        Ok(prepared.into_iter().map(|(m, _, _)| m).collect())
+        // A concurrent send of the same chosen id won the race: it is the
+        // first delivery when its content is the same.
+        let mut firsts: BTreeMap<MessageId, Message> = BTreeMap::new();
+        for m in raced {
+            match self.find(&m.id)? {
+                Some(found) if found.message.same_content(&m) => {
+                    firsts.insert(m.id.clone(), found.message);
+                }
+                Some(found) => {
+                    return Err(MailError::IdTaken {
+                        id: m.id,
+                        location: found.location,
+                    });
+                }
+                None => {
+                    return Err(MailError::IdCollision {
+                        path: self.layout.file(&Location::Inbox(m.to.clone()), &m.id),
+                    });
+                }
+            }
+        }
+        let mut retried = Vec::new();
+        let out = prepared
+            .into_iter()
+            .map(|p| match p.first {
+                Some(first) => {
+                    retried.push((first.clone(), p.parent));
+                    first
+                }
+                None => firsts.remove(&p.message.id).unwrap_or(p.message),
+            })
+            .collect();
+        self.follow_up(&retried, false);
+        Ok(out)
     }
 
-    /// Checks a draft and turns it into a message, its parent and its bytes.
-    fn prepare(&self, draft: &Draft) -> Result<(Message, Option<Found>, Vec<u8>)> {
+    /// The follow-up of sends past their commit point: the reply index, the
+    /// archive of answered requests and (for `append`) the `sent` events.
+    /// Failures are logged, not returned: the sends happened, and
+    /// [`Mail::doctor`] completes what is missing.
+    fn follow_up(&self, sent: &[(Message, Option<Found>)], append: bool) {
+        if sent.is_empty() {
+            return;
+        }
+        let mut events: Vec<ManifestEvent> = if append {
+            sent.iter()
+                .map(|(m, _)| ManifestEvent::sent(m, false))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let replies: Vec<Message> = sent
+            .iter()
+            .filter(|(_, parent)| parent.is_some())
+            .map(|(m, _)| m.clone())
+            .collect();
+        if let Err(e) = self.link_replies(&replies) {
+            tracing::warn!(error = %e, "sent, but the reply index was not updated (the doctor completes it)");
+        }
+        for (message, parent) in sent {
+            let Some(parent) = parent else { continue };
+            match self.archive_answered(parent, message) {
+                Ok(event) => events.extend(event),
+                Err(e) => tracing::warn!(
+                    id = %message.id, error = %e,
+                    "sent, but the answered request was not archived (the doctor completes it)"
+                ),
+            }
+        }
+        if events.is_empty() {
+            return;
+        }
+        if let Err(e) = self
+            .manifest()
+            .and_then(|log| Ok(log.append_batch(&events)?))
+        {
+            tracing::warn!(error = %e, "the manifest append after a commit point failed (the doctor completes it)");
+        }
+    }
+
+    /// Checks a draft and turns it into a message, its parent and its bytes;
+    /// for a chosen id already sent with the same content, also the first
+    /// delivery.
+    fn prepare(&self, draft: &Draft) -> Result<Prepared> {
         check_draft(draft, &self.config)?;
         let parent = match &draft.in_reply_to {
             Some(pid) => Some(
@@ -410,20 +539,30 @@ impl Mail {
             (None, None) => unreachable!("only responses lack a task, and they name their request"),
         };
         let id = match &draft.id {
-            Some(id) => {
-                if let Some(location) = self.locate(id)? {
-                    return Err(MailError::IdTaken {
-                        id: id.clone(),
-                        location,
-                    });
-                }
-                id.clone()
-            }
+            Some(id) => id.clone(),
             None => MessageId::from(SortableId::generate(self.state.clock().as_ref())),
         };
         let message = to_message(draft, id, task, self.state.now());
+        let mut first = None;
+        if draft.id.is_some()
+            && let Some(found) = self.find(&message.id)?
+        {
+            if !found.message.same_content(&message) {
+                return Err(MailError::IdTaken {
+                    id: message.id,
+                    location: found.location,
+                });
+            }
+            first = Some(found.message);
+        }
         let bytes = self.encode(&message)?;
-        Ok((message, parent, bytes))
+        Ok(Prepared {
+            message,
+            parent,
+            bytes,
+            first,
+            chosen: draft.id.is_some(),
+        })
     }
 
     fn encode(&self, message: &Message) -> Result<Vec<u8>> {
@@ -989,10 +1128,17 @@ impl Mail {
     /// Archives a message: moves it from its inbox to `archive/{id}.json`
     /// and appends an `archived` event.
     ///
+    /// **Commit point:** the no-clobber move into `archive/`. A failure
+    /// before it leaves nothing visible. After it the message is archived;
+    /// the follow-up (entering an unindexed response in the reply index,
+    /// the `archived` event) is done as well as it can be, and its failure
+    /// is logged, not returned (the doctor completes a missing index entry).
+    ///
     /// Of two processes archiving the same message, exactly one gets
     /// [`ArchiveOutcome::Archived`]; the other gets
     /// [`ArchiveOutcome::AlreadyArchived`], as does archiving a message that
-    /// has left its inbox in any other way. Whether a request has a reply is
+    /// has left its inbox in any other way, which makes archiving again (a
+    /// retry) a success that changes nothing. Whether a request has a reply is
     /// answered as [`Mail::has_reply`] answers it: from the reply index, and
     /// on a miss from the response files that exist (a response found that
     /// way is entered in the index). For replies chipset sent the cost does
@@ -1003,7 +1149,10 @@ impl Mail {
     /// [`MailError::ArchiveWithoutReply`] for a message that needs a reply
     /// ([`Message::needs_reply`]) and has none; [`MailError::NotFound`] when
     /// no message has this id; [`MailError::Corrupt`] when its file is
-    /// unreadable (it might be a request); [`MailError::Store`].
+    /// unreadable (it might be a request); [`MailError::Store`] when a step
+    /// before the commit point fails, or, with
+    /// [`chipset_store::Error::OutcomeUnknown`], when the move's sync failed
+    /// (the message may be archived: archive again).
     pub fn archive(&self, id: &MessageId) -> Result<ArchiveOutcome> {
         let found = self
             .find(id)?
@@ -1012,22 +1161,31 @@ impl Mail {
             return Ok(ArchiveOutcome::AlreadyArchived(found.location));
         };
         let message = found.message;
+        let mut unindexed = None;
         if message.needs_reply() && !self.indexed_reply(id)? {
             match self.unindexed_reply(&message)? {
-                // Enter it in the index, so the next look is the fast one.
-                Some(response) => self.link_replies(&[response])?,
+                Some(response) => unindexed = Some(response),
                 None => return Err(MailError::ArchiveWithoutReply { id: id.clone() }),
             }
         }
         match self.move_message(id, &found.location, &Location::Archive)? {
             Moved::Done => {
-                self.manifest()?.append(&ManifestEvent::Archived {
+                // Enter the response in the index, so the next look is the fast one.
+                if let Some(response) = unindexed
+                    && let Err(e) = self.link_replies(&[response])
+                {
+                    tracing::warn!(%id, error = %e, "archived, but the reply index was not updated");
+                }
+                let event = ManifestEvent::Archived {
                     id: id.clone(),
                     agent: agent.clone(),
                     task: message.phase.clone(),
                     reply: None,
                     at: self.state.now(),
-                })?;
+                };
+                if let Err(e) = self.manifest().and_then(|log| Ok(log.append(&event)?)) {
+                    tracing::warn!(%id, error = %e, "archived, but the `archived` event was not appended");
+                }
                 Ok(ArchiveOutcome::Archived(message))
             }
             Moved::Gone | Moved::Taken => Ok(ArchiveOutcome::AlreadyArchived(
@@ -1040,22 +1198,69 @@ impl Mail {
     /// `archive/by-task/{task}/`, then appends a `task-swept` event. Call it
     /// after the task commits.
     ///
-    /// Each move is atomic and never overwrites, so a crash in the middle
-    /// loses nothing, and running it again moves the rest and writes the
-    /// event. Messages sent to the task afterwards stay in their inboxes (the
-    /// doctor treats them as orphans). Reads the inboxes and `archive/` (the
-    /// archived messages of unswept tasks), not the by-task archive.
+    /// **Commit points:** each message's no-clobber move is its own; the
+    /// folder `archive/by-task/{task}/` existing is what marks the task swept
+    /// (made by the first move, or by the sweep itself when there is nothing
+    /// to move). The `task-swept` event is follow-up: its failure is logged,
+    /// not returned. Each move is atomic and never overwrites, so a crash or
+    /// failure in the middle loses nothing, and running it again (a retry)
+    /// moves the rest. Messages sent to the task afterwards stay in their
+    /// inboxes (the doctor treats them as orphans). Reads the inboxes and
+    /// `archive/` (the archived messages of unswept tasks), not the by-task
+    /// archive.
     ///
     /// # Errors
     ///
     /// [`MailError::Corrupt`] naming a file it could not read (after moving
     /// every message it could; no event is written, so a run after the doctor
-    /// completes the sweep); [`MailError::Store`].
+    /// completes the sweep); [`MailError::PartlySwept`] when a filesystem step
+    /// fails after some messages moved (run it again); [`MailError::Store`]
+    /// when one fails before any moved (nothing visible changed, or, with
+    /// [`chipset_store::Error::OutcomeUnknown`], the first move may have
+    /// happened).
     pub fn sweep_task_on_commit(&self, task: &TaskId) -> Result<SweepReport> {
+        let mut moved = 0;
+        let partly = |moved: usize, e: MailError| {
+            if moved == 0 {
+                e
+            } else {
+                MailError::PartlySwept {
+                    task: task.clone(),
+                    moved,
+                    source: Box::new(e),
+                }
+            }
+        };
+        let corrupt = self
+            .sweep_moves(task, &mut moved)
+            .map_err(|e| partly(moved, e))?;
+        if let Some(c) = corrupt {
+            return Err(c.into());
+        }
+        let dir = self.layout.by_task(task);
+        let total = (|| -> Result<usize> {
+            self.state.ensure_dir(&dir)?;
+            self.count_messages(&dir)
+        })()
+        .map_err(|e| partly(moved, e))?;
+        let event = ManifestEvent::TaskSwept {
+            task: task.clone(),
+            count: moved,
+            total,
+            at: self.state.now(),
+        };
+        if let Err(e) = self.manifest().and_then(|log| Ok(log.append(&event)?)) {
+            tracing::warn!(%task, error = %e, "swept, but the `task-swept` event was not appended");
+        }
+        Ok(SweepReport { moved, total })
+    }
+
+    /// The moves of a sweep; counts them in `moved` and returns the first
+    /// unreadable file met.
+    fn sweep_moves(&self, task: &TaskId, moved: &mut usize) -> Result<Option<Unreadable>> {
         let dest = Location::ByTask(task.clone());
         let mut sources: Vec<Location> = self.agents()?.into_iter().map(Location::Inbox).collect();
         sources.push(Location::Archive);
-        let mut moved = 0;
         let mut corrupt: Option<Unreadable> = None;
         for source in &sources {
             for entry in self.scan(&self.layout.dir_of(source), &[BY_TASK, ORPHAN])? {
@@ -1065,7 +1270,7 @@ impl Mail {
                     }
                     Ok((id, m)) if m.phase == *task => {
                         match self.move_message(&id, source, &dest)? {
-                            Moved::Done => moved += 1,
+                            Moved::Done => *moved += 1,
                             Moved::Gone => {}
                             Moved::Taken => {
                                 tracing::warn!(%id, "message is in the by-task archive and in {source}");
@@ -1076,19 +1281,7 @@ impl Mail {
                 }
             }
         }
-        if let Some(c) = corrupt {
-            return Err(c.into());
-        }
-        let dir = self.layout.by_task(task);
-        self.state.ensure_dir(&dir)?;
-        let total = self.count_messages(&dir)?;
-        self.manifest()?.append(&ManifestEvent::TaskSwept {
-            task: task.clone(),
-            count: moved,
-            total,
-            at: self.state.now(),
-        })?;
-        Ok(SweepReport { moved, total })
+        Ok(corrupt)
     }
 
     // ---- status --------------------------------------------------------

@@ -80,12 +80,45 @@ pub enum Error {
         /// The id looked for.
         id: String,
     },
-    /// The reminder was resolved already (and is not snoozed).
+    /// The reminder was resolved already (and is not snoozed) in another
+    /// way: another resolution or note. (Resolving again the same way is a
+    /// retry, and succeeds.)
     #[error("reminder `{}` is already resolved", .reminder.id)]
     AlreadyResolved {
         /// The resolved reminder, as it is on disk.
         reminder: Box<Reminder>,
     },
+    /// A response was recorded (its commit point) but its copy in the
+    /// sender's `latest.json` was not written. Respond again with the same
+    /// message: the recorded response is reused and delivered.
+    #[error("the response to `{sender}` is recorded, but it was not delivered: {source}")]
+    ResponseNotDelivered {
+        /// The sender of the nudge answered.
+        sender: chipset_store::AgentId,
+        /// Why the delivery failed.
+        #[source]
+        source: Box<Error>,
+    },
+    /// A send with a chosen id ([`Nudges::send_with_id`](crate::Nudges::send_with_id))
+    /// found a nudge with that id and other content; nothing was written.
+    #[error("nudge `{id}` exists with other content")]
+    IdConflict {
+        /// The id.
+        id: crate::NudgeId,
+    },
+}
+
+impl Error {
+    /// Returns true when the operation may have taken effect: retry it
+    /// rather than report a plain failure ([`Error::ResponseNotDelivered`],
+    /// or the store's [`OutcomeUnknown`](chipset_store::Error::OutcomeUnknown)).
+    pub fn is_outcome_unknown(&self) -> bool {
+        match self {
+            Error::ResponseNotDelivered { .. } => true,
+            Error::Store(e) => e.is_outcome_unknown(),
+            _ => false,
+        }
+    }
 }
 
 impl From<Corruption> for Error {

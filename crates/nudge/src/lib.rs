@@ -111,6 +111,27 @@
 //! `snoozed/`); a crash between them is finished by the next operation on
 //! the key, by [`Reminders::list_open`], or by the doctor.
 //!
+//! # Commit points and retries
+//!
+//! | operation | commit point | a retry after it applied |
+//! |---|---|---|
+//! | [`Nudges::send`], [`Nudges::send_with_id`] | the rename of the new `latest.json` | with a chosen id: the first delivery, nothing written ([`Error::IdConflict`] for other content) |
+//! | [`Nudges::respond`] | the rename of `responses/{responder}.json` | the recorded response reused, delivered only if not there yet |
+//! | [`Nudges::mark_processed`] | the rename of `processed.json` | a no-op |
+//! | [`Reminders::open`] | the no-clobber create of the open index file | [`Opened::Existing`] |
+//! | [`Reminders::resolve`], [`Reminders::snooze`] | the replace of the index file by the resolved record | the same record, when resolved the same way (resolution, note, snooze duration) |
+//!
+//! A failure before the commit point leaves nothing a reader sees (the
+//! first write under a directory may leave it holding only its dot-named
+//! lock file). A failed sync after it is the store's
+//! [`OutcomeUnknown`](chipset_store::Error::OutcomeUnknown); a respond whose
+//! delivery failed after its record is [`Error::ResponseNotDelivered`];
+//! [`Error::is_outcome_unknown`] tells both from plain failures. The move of
+//! a resolved reminder into `history/` or `snoozed/` is follow-up: its
+//! failure is logged, not returned, and the next operation on the key
+//! finishes it. A retry of [`Nudges::send`] without an id is a new nudge
+//! (latest wins); use [`Nudges::send_with_id`] where that matters.
+//!
 //! # Errors and repair
 //!
 //! One enum, [`Error`]. Unreadable files are reported, never taken as

@@ -399,10 +399,19 @@ impl Reminders {
     /// Resolving a snoozed reminder reopens and resolves it at once, as a new
     /// record naming it in `reopened_from`.
     ///
+    /// **Commit point:** the replace of the reminder's index file by the
+    /// resolved record (for a snoozed one, the create of the reopened and
+    /// resolved record); the move into the history after it is follow-up,
+    /// finished by the next operation on the key if it fails. Resolving
+    /// again the same way (same resolution and note) is a retry and returns
+    /// the resolved reminder as success. (A retry of resolving a *snoozed*
+    /// reminder finds the snoozed record in the history, superseded by the
+    /// new one it could not name, and is [`Error::AlreadyResolved`].)
+    ///
     /// # Errors
     ///
-    /// [`Error::ReminderNotFound`]; [`Error::AlreadyResolved`] when it is in
-    /// the history; [`Error::Corrupt`] when its file is unreadable, or when it
+    /// [`Error::ReminderNotFound`]; [`Error::AlreadyResolved`] when it was
+    /// resolved in another way; [`Error::Corrupt`] when its file is unreadable, or when it
     /// is not found and an unreadable index file could have held it;
     /// [`Error::Store`] on I/O failure.
     pub fn resolve(
@@ -426,7 +435,9 @@ impl Reminders {
     /// resolved as `snoozed` with `snooze_until` = now + `duration`. When that
     /// time has come, the next read reopens it as a new reminder whose
     /// `metadata.reopened_from` is this one's id; until then opening its key
-    /// again is a no-op.
+    /// again is a no-op. Snoozing it again for as long with the same note
+    /// before it is due (a retry) returns the snoozed reminder as it is, its
+    /// `snooze_until` unchanged; another duration snoozes it anew.
     ///
     /// # Errors
     ///
@@ -451,6 +462,8 @@ impl Reminders {
     fn change_by_id(&self, id: &ReminderId, change: Change) -> Result<Reminder> {
         let key = match self.locate(id)? {
             Located::Live(key) => key,
+            // A retry of a change that applied: success, nothing changes.
+            Located::History(reminder) if change.applied_to(&reminder) => return Ok(*reminder),
             Located::History(reminder) => {
                 return Err(Error::AlreadyResolved { reminder });
             }
@@ -464,6 +477,7 @@ impl Reminders {
             Some(r) => Ok(r),
             // Another process resolved it between the scan and the lock.
             None => match self.read(&self.history_path(id))? {
+                Some(reminder) if change.applied_to(&reminder) => Ok(reminder),
                 Some(reminder) => Err(Error::AlreadyResolved {
                     reminder: Box::new(reminder),
                 }),
@@ -489,20 +503,26 @@ impl Reminders {
                 return Ok(None);
             }
             let resolved = change.apply(open, now);
-            // Two durable steps: the index file takes the resolved record,
-            // then moves out of the index. `settle` finishes the second if a
-            // crash comes between them.
+            // Two durable steps: the index file takes the resolved record
+            // (the commit point), then moves out of the index. `settle`
+            // finishes the second if a crash or failure comes between them,
+            // so its failure here does not fail the change.
             self.state.write_json(&open_path, &resolved)?;
-            self.settle(key)?;
+            self.settle_after_commit(key);
             return Ok(Some(resolved));
         }
         if let Some(snoozed) = self.read(&self.snoozed_path(key))? {
             if !wanted(&snoozed) {
                 return Ok(None);
             }
+            // Snoozing a reminder that is snoozed this way already (for as
+            // long, and not yet due): a retry.
+            if expected.is_some() && change.applied_to(&snoozed) && !is_due(&snoozed, now) {
+                return Ok(Some(snoozed));
+            }
             let resolved = change.apply(self.reopened(&snoozed, now), now);
             self.state.create_new_json(&open_path, &resolved)?;
-            self.settle(key)?;
+            self.settle_after_commit(key);
             return Ok(Some(resolved));
         }
         Ok(None)
@@ -540,6 +560,14 @@ impl Reminders {
         self.settle(key)?;
         tracing::debug!(from = %snoozed.id, to = %fresh.id, "reopened snoozed reminder");
         Ok(fresh)
+    }
+
+    /// [`Reminders::settle`] after a commit point: a failure is logged, and
+    /// the next operation on the key (or a listing) finishes the move.
+    fn settle_after_commit(&self, key: &ReminderKey) {
+        if let Err(e) = self.settle(key) {
+            tracing::warn!(error = %e, "reminder changed, but its record was not moved on yet");
+        }
     }
 
     /// Finishes an interrupted transition of the key (the caller holds its
@@ -904,6 +932,23 @@ struct Change {
 }
 
 impl Change {
+    /// Returns true when `r` is what this change leaves: the same
+    /// resolution, verb, note and snooze duration (a retry of a change that
+    /// applied).
+    fn applied_to(&self, r: &Reminder) -> bool {
+        let snoozed_for = match (r.resolved_at, r.snooze_until) {
+            (Some(at), Some(until)) => Some(until.unix_ms() - at.unix_ms()),
+            _ => None,
+        };
+        let wanted_for = self
+            .snooze_for
+            .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        r.resolution == Some(self.resolution)
+            && r.resolved_by_verb.as_deref() == Some(self.verb.as_str())
+            && r.resolution_note == self.note
+            && snoozed_for == wanted_for
+    }
+
     fn apply(&self, mut r: Reminder, now: Timestamp) -> Reminder {
         r.resolved_at = Some(now);
         r.resolution = Some(self.resolution);

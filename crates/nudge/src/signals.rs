@@ -324,6 +324,75 @@ impl Nudges {
         self.deliver(to, nudge)
     }
 
+    /// Sends a nudge under a caller-chosen id, which makes the send safe to
+    /// retry (the store's idempotent-retry rule): when `to`'s `latest.json`
+    /// holds a nudge with this id, or it is the last one `to` processed, and
+    /// its content is the same (every field but the timestamp), that first
+    /// delivery is returned as [`Delivery::Delivered`] and nothing is
+    /// written; other content is [`Error::IdConflict`]. A retry is
+    /// recognised only while the first delivery is in one of those two
+    /// places: a signal replaced by a later nudge before it was processed is
+    /// gone, and sending again delivers it again.
+    ///
+    /// **Commit point** (of every send): the rename of the new `latest.json`
+    /// under the recipient's lock; a failed sync after it is the store's
+    /// [`OutcomeUnknown`](chipset_store::Error::OutcomeUnknown).
+    ///
+    /// # Errors
+    ///
+    /// As [`Nudges::send`], and [`Error::IdConflict`].
+    pub fn send_with_id(&self, to: &AgentId, draft: Draft, id: NudgeId) -> Result<Delivery> {
+        let nudge = Nudge {
+            from: draft.from.into_string(),
+            kind: draft.kind,
+            message: draft.message,
+            timestamp: self.state.now(),
+            requires_response: draft.requires_response,
+            id: Some(id),
+            in_reply_to: None,
+            extra: serde_json::Map::new(),
+        };
+        self.deliver_once(to, nudge)
+    }
+
+    /// As [`Nudges::deliver`], but a nudge whose id is already in `to`'s
+    /// `latest.json` or processed record is not written again (see
+    /// [`Nudges::send_with_id`]).
+    fn deliver_once(&self, to: &AgentId, nudge: Nudge) -> Result<Delivery> {
+        let same = |first: &Nudge| {
+            first.from == nudge.from
+                && first.kind == nudge.kind
+                && first.message == nudge.message
+                && first.requires_response == nudge.requires_response
+                && first.in_reply_to == nudge.in_reply_to
+        };
+        let latest = self.latest_path(to);
+        let processed = self.processed_path(to);
+        let earlier = self.state.update(&latest, |current: ReadOutcome<Nudge>| {
+            let first = match current {
+                ReadOutcome::Value(n) if n.id == nudge.id => Some(n),
+                _ => match self.state.read_json::<ProcessedRecord>(&processed)?.value() {
+                    Some(r) if r.last.id == nudge.id => Some(r.last),
+                    _ => None,
+                },
+            };
+            Ok::<_, Error>(match first {
+                Some(first) if same(&first) => Decision::Keep(Some(Ok(first))),
+                Some(_) => Decision::Keep(Some(Err(()))),
+                None => Decision::Keep(None),
+            })
+        })?;
+        match earlier {
+            Some(Ok(sent)) => Ok(Delivery::Delivered { sent }),
+            Some(Err(())) => Err(Error::IdConflict {
+                id: nudge.id.clone().expect("a chosen id"),
+            }),
+            // Not there: deliver it (the precedence rule decides, under the
+            // lock again; a racing retry of the same id replaces it with itself).
+            None => self.deliver(to, nudge),
+        }
+    }
+
     /// Writes an already stamped nudge to `to`'s `latest.json`, with the same
     /// precedence rule as [`Nudges::send`]. For relaying nudges made elsewhere.
     ///
@@ -454,10 +523,18 @@ impl Nudges {
     /// their copies in `latest.json` replace each other (or are held behind
     /// an abort). The record is written first.
     ///
+    /// **Commit point:** the rename of the response record. Responding again
+    /// to the same nudge (it has an id) with the same message is a retry:
+    /// the recorded response is reused (same id and time), and delivered
+    /// only if the sender's `latest.json` does not hold it already and the
+    /// sender has not processed it (see [`Nudges::send_with_id`]).
+    ///
     /// # Errors
     ///
     /// [`Error::InvalidSender`] when `incoming.from` is not a valid agent
-    /// id; [`Error::Store`] on I/O failure.
+    /// id; [`Error::Store`] on I/O failure before the commit point (nothing
+    /// visible changed, or the store's `OutcomeUnknown`);
+    /// [`Error::ResponseNotDelivered`] when the delivery after it failed.
     pub fn respond(
         &self,
         responder: &AgentId,
@@ -478,11 +555,20 @@ impl Nudges {
             extra: serde_json::Map::new(),
         };
         let record = self.response_path(&sender, responder);
-        self.state.update(&record, |current: ReadOutcome<Nudge>| {
+        let response = self.state.update(&record, |current: ReadOutcome<Nudge>| {
             match current {
+                // A retry: this answer to this nudge is recorded already.
+                ReadOutcome::Value(old)
+                    if incoming.id.is_some()
+                        && old.in_reply_to == incoming.id
+                        && old.message == response.message
+                        && old.kind == NudgeType::NudgeResponse =>
+                {
+                    return Ok(Decision::Keep(old));
+                }
                 // A newer answer from another process of the same responder stays.
                 ReadOutcome::Value(old) if old.timestamp > response.timestamp => {
-                    return Ok(Decision::Keep(()));
+                    return Ok(Decision::Keep(response.clone()));
                 }
                 ReadOutcome::Corrupt(bad) => {
                     self.state.quarantine(&bad.path)?;
@@ -490,9 +576,17 @@ impl Nudges {
                 ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
                 _ => {}
             }
-            Ok::<_, Error>(Decision::Write(response.clone(), ()))
+            Ok::<_, Error>(Decision::Write(response.clone(), response.clone()))
         })?;
-        let delivery = self.deliver(&sender, response.clone())?;
+        let delivery = if response.id.is_some() {
+            self.deliver_once(&sender, response.clone())
+        } else {
+            self.deliver(&sender, response.clone())
+        }
+        .map_err(|e| Error::ResponseNotDelivered {
+            sender: sender.clone(),
+            source: Box::new(e),
+        })?;
         Ok(Responded { response, delivery })
     }
 

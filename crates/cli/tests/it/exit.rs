@@ -152,3 +152,97 @@ fn the_doctor_reports_and_moves_aside_directories_and_fifos_where_logs_belong() 
         run.stdout
     );
 }
+
+fn mail_send<'a>(body: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "mail",
+        "send",
+        "--from",
+        "alice",
+        "--to",
+        "bob",
+        "--kind",
+        "notify",
+        "--subject",
+        "status",
+        "--task",
+        "t1",
+        "--body",
+        body,
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
+#[test]
+fn mail_send_with_an_id_is_safe_to_retry_wherever_the_message_went() {
+    let mut env = Env::new();
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    // The first attempt delivers but cannot print: a failure that names the id.
+    let out = env
+        .command(&mail_send("hi", &["--id", ID]))
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8(out.stderr).unwrap().contains(ID));
+    // The retry is the first delivery, not a second copy.
+    assert_eq!(env.ok(&mail_send("hi", &["--id", ID])).line(), ID);
+    let inbox = env.ok(&["--json", "mail", "inbox", "bob"]).json();
+    assert_eq!(inbox.as_array().map(Vec::len), Some(1), "{inbox}");
+    // Archived, then swept: still the first delivery.
+    env.ok(&["mail", "archive", ID]);
+    assert_eq!(env.ok(&mail_send("hi", &["--id", ID])).line(), ID);
+    env.ok(&["mail", "sweep", "t1"]);
+    assert_eq!(env.ok(&mail_send("hi", &["--id", ID])).line(), ID);
+    // Same id, other content: refused, nothing written.
+    let refused = env.fails(1, &mail_send("other", &["--id", ID]));
+    assert!(
+        refused.stderr.contains("other content"),
+        "{}",
+        refused.stderr
+    );
+    env.fails(2, &mail_send("hi", &["--id", "a/b"]));
+    let inbox = env.ok(&["--json", "mail", "inbox", "bob"]).json();
+    assert_eq!(inbox.as_array().map(Vec::len), Some(0), "{inbox}");
+    let manifest = std::fs::read_to_string(env.root().join("mail/manifest.jsonl")).unwrap();
+    assert_eq!(
+        manifest.matches("\"sent\"").count(),
+        1,
+        "one `sent` event: {manifest}"
+    );
+}
+
+/// Right after a crash between a send's publish and its manifest line, the
+/// doctor does not say "clean": the message is in flight, and it says when
+/// to check again (exit 1, since a doctor then could still find it missing).
+#[test]
+fn the_doctor_reports_a_message_in_flight_rather_than_clean() {
+    let mut env = Env::new();
+    let id = env.ok(&mail_send("hi", &[])).line();
+    std::fs::write(env.root().join("mail/manifest.jsonl"), b"").unwrap();
+    for args in [
+        &["doctor", "--fix"][..],
+        &["mail", "doctor", "--fix"],
+        &["doctor"],
+    ] {
+        let run = env.run(args);
+        assert_eq!(run.code, 1, "{args:?}");
+        assert!(run.stdout.contains(&id), "{args:?}: {}", run.stdout);
+        assert!(run.stdout.contains("in flight"), "{args:?}: {}", run.stdout);
+        assert!(
+            run.stderr.contains("in flight: run the doctor again after"),
+            "{args:?}: {}",
+            run.stderr
+        );
+        assert!(!run.stdout.contains("clean"), "{args:?}: {}", run.stdout);
+    }
+    let json = env.run(&["--json", "doctor"]).json();
+    assert_eq!(json["in_flight"], 1, "{json}");
+    // Nothing was appended for it yet: the sender may still be appending.
+    let manifest = std::fs::read_to_string(env.root().join("mail/manifest.jsonl")).unwrap();
+    assert_eq!(manifest, "");
+}

@@ -100,8 +100,11 @@ fn refusals_exit_1_and_change_nothing() {
     env.fails(1, &["hook", "complete", "polecat-alpha"]);
     env.fails(1, &["hook", "clear", "polecat-alpha"]);
     env.ok(&["hook", "activate", "polecat-alpha"]);
-    env.fails(1, &["hook", "activate", "polecat-alpha"]);
+    // A retry of a transition that applied is a success that changes nothing.
+    env.ok(&["hook", "activate", "polecat-alpha"]);
     env.ok(&["hook", "complete", "polecat-alpha"]);
+    env.ok(&["hook", "complete", "polecat-alpha"]);
+    env.fails(1, &["hook", "activate", "polecat-alpha"]);
     env.fails(1, &["hook", "clear", "polecat-alpha", "--reassign"]);
     env.fails(1, &["--json", "hook", "touch", "polecat-alpha"]);
     snap!("hook_refusals", env.take());

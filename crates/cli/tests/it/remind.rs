@@ -109,7 +109,9 @@ fn refusals() {
         ],
     );
     env.ok(&["remind", "resolve", &id, "--resolution", "completed"]);
-    env.fails(1, &["remind", "resolve", &id, "--resolution", "completed"]);
+    // Resolving again the same way is a retry: success, nothing changes.
+    env.ok(&["remind", "resolve", &id, "--resolution", "completed"]);
+    env.fails(1, &["remind", "resolve", &id, "--resolution", "ignored"]);
     env.fails(1, &["remind", "snooze", &id, "--hours", "1"]);
     snap!("remind_refusals", env.take());
 }

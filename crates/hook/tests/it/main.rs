@@ -5,6 +5,7 @@ mod foreign;
 mod lifecycle;
 mod model;
 mod procs;
+mod seam;
 
 use std::sync::Arc;
 

@@ -210,15 +210,26 @@ impl Model {
             ActorChoice::Agent(_) if !dispatcher_op => return Outcome::NotOwner,
             _ => return Outcome::NotPermitted,
         }
+        use HookStatus::*;
         if op != Op::Assign {
             let holds = work
                 .as_ref()
                 .is_some_and(|w| fence == (hook, generation, w.bead, w.at));
+            // A retry of a transition that applied: success, nothing changes.
+            let applied = match (op, status) {
+                (Op::Activate, Active) | (Op::Complete, Completed) => holds,
+                (Op::Clear | Op::Reassign, Empty) => {
+                    fence.0 == hook && fence.1.checked_add(1) == Some(generation)
+                }
+                _ => false,
+            };
+            if applied {
+                return Outcome::Done;
+            }
             if !holds {
                 return Outcome::Stale;
             }
         }
-        use HookStatus::*;
         let (status, work, generation) = match (op, status) {
             (Op::Assign, Empty) => {
                 let by = matches!(actor, ActorChoice::Dispatcher(true));

@@ -72,21 +72,46 @@ fn published_without_sent_event_is_reconciled() {
         ManifestEvent::Sent { id, reconciled: true, .. } if id == lost.id())));
 }
 
+/// Right after a crash between the publish and the manifest append, the
+/// doctor says "in flight, check again after T", never "clean"; it repairs
+/// nothing yet (the sender may still append), and once the grace period is
+/// over the fix appends the event and the doctor is clean.
 #[test]
-fn young_messages_are_left_to_their_sender() {
+fn young_messages_are_in_flight_not_clean() {
     let f = fixture();
     let m = &f.mail;
-    let before_len = 0;
-    m.send(&Draft::notify(agent("a"), agent("b"), task("t"), "s", ""))
+    let sent = m
+        .send(&Draft::notify(agent("a"), agent("b"), task("t"), "s", ""))
         .unwrap();
     std::fs::write(m.manifest_path(), b"").unwrap();
-    assert_eq!(before_len, m.read_manifest().unwrap().events.len());
-    assert!(codes(m, DoctorMode::Check).is_empty());
-    f.clock.advance(Duration::from_secs(11));
+    f.clock.advance(Duration::from_secs(3));
+    for mode in [DoctorMode::Check, DoctorMode::Fix] {
+        let report = m.doctor(mode).unwrap();
+        assert!(!report.is_clean(), "{mode:?}");
+        assert_eq!(
+            report.findings,
+            [Finding::InFlight {
+                id: sent.id().clone(),
+                location: Location::Inbox(agent("b")),
+                check_after: Duration::from_secs(7),
+            }]
+        );
+        let f = &report.findings[0];
+        assert!(!f.is_fixable());
+        assert_eq!(f.check_after(), Some(Duration::from_secs(7)));
+        assert!(f.to_string().contains("check again after 7s"), "{f}");
+    }
+    assert!(
+        m.read_manifest().unwrap().events.is_empty(),
+        "nothing appended yet"
+    );
+    f.clock.advance(Duration::from_secs(8));
     assert_eq!(
         codes(m, DoctorMode::Check),
         ["messaging-missing-sent-event"]
     );
+    assert_eq!(codes(m, DoctorMode::Fix), ["messaging-missing-sent-event"]);
+    assert!(m.doctor(DoctorMode::Check).unwrap().is_clean());
 }
 
 #[test]

@@ -528,9 +528,24 @@ fn chosen_id_makes_a_resend_idempotent_wherever_the_message_went() {
     let sent = m.send(&draft).unwrap();
     assert_eq!(sent.id(), &id);
 
-    // The sender crashed and sends again: refused, nothing written.
+    // The sender crashed and sends again: the first delivery, nothing written.
     let before = m.read_manifest().unwrap().events.len();
-    match m.send(&draft) {
+    f.clock.advance(std::time::Duration::from_secs(3));
+    assert_eq!(
+        m.send(&draft).unwrap(),
+        sent,
+        "the first delivery, its time included"
+    );
+    // The same id with other content is refused, wherever the first is.
+    let other_body = Draft::notify(
+        agent("witness"),
+        agent("mayor"),
+        task("t"),
+        "health-escalation",
+        "loud",
+    )
+    .with_id(id.clone());
+    match m.send(&other_body) {
         Err(MailError::IdTaken {
             id: taken,
             location,
@@ -540,22 +555,30 @@ fn chosen_id_makes_a_resend_idempotent_wherever_the_message_went() {
         }
         other => panic!("expected IdTaken, got {other:?}"),
     }
-    // Still refused after the recipient archived it (the inbox no longer has it).
+    // Still the first delivery after the recipient archived it (the inbox no longer has it).
     assert!(matches!(
         m.archive(&id).unwrap(),
         ArchiveOutcome::Archived(_)
     ));
+    assert_eq!(m.send(&draft).unwrap(), sent);
+    assert_eq!(
+        m.send_batch(std::slice::from_ref(&draft)).unwrap(),
+        vec![sent.clone()]
+    );
     assert!(matches!(
-        m.send(&draft),
+        m.send(&other_body),
         Err(MailError::IdTaken {
             location: Location::Archive,
             ..
         })
     ));
+    // And after its task was swept.
+    m.sweep_task_on_commit(&task("t")).unwrap();
+    assert_eq!(m.send(&draft).unwrap(), sent);
     assert_eq!(
         m.read_manifest().unwrap().events.len(),
-        before + 1,
-        "only the archive event"
+        before + 2,
+        "only the archive and sweep events"
     );
     assert_eq!(m.inbox(&agent("mayor"), &all()).unwrap().len(), 0);
 

@@ -5,5 +5,6 @@ mod golden;
 mod model;
 mod procs;
 mod reminders;
+mod seam;
 mod signals;
 mod support;

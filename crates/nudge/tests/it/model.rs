@@ -186,7 +186,8 @@ fn rem_op() -> impl Strategy<Value = RemOp> {
 enum Live {
     None,
     Open(ReminderId),
-    Snoozed(ReminderId, i64),
+    /// Id, snoozed until, for how many hours.
+    Snoozed(ReminderId, i64, u64),
 }
 
 const HOUR_MS: i64 = 3_600_000;
@@ -208,8 +209,8 @@ proptest! {
                     match (live[k].clone(), got) {
                         (Live::None, Opened::New(x)) => { rows += 1; live[k] = Live::Open(x.id); }
                         (Live::Open(id), Opened::Existing(x)) => prop_assert_eq!(id, x.id),
-                        (Live::Snoozed(id, until), Opened::Snoozed(x)) if until > now(&clock) => prop_assert_eq!(id, x.id),
-                        (Live::Snoozed(id, until), Opened::Existing(x)) if until <= now(&clock) => {
+                        (Live::Snoozed(id, until, _), Opened::Snoozed(x)) if until > now(&clock) => prop_assert_eq!(id, x.id),
+                        (Live::Snoozed(id, until, _), Opened::Existing(x)) if until <= now(&clock) => {
                             prop_assert_eq!(x.reopened_from(), Some(id.as_str()));
                             rows += 1;
                             live[k] = Live::Open(x.id);
@@ -229,7 +230,7 @@ proptest! {
                     match live[k].clone() {
                         Live::None => prop_assert!(got.is_none()),
                         Live::Open(id) => prop_assert_eq!(got.unwrap().id, id),
-                        Live::Snoozed(id, _) => {
+                        Live::Snoozed(id, ..) => {
                             let g = got.unwrap();
                             prop_assert_eq!(g.reopened_from(), Some(id.as_str()));
                             rows += 1;
@@ -239,7 +240,7 @@ proptest! {
                 }
                 RemOp::Resolve(k, _) | RemOp::Snooze(k, _) if matches!(live[k], Live::None) => {}
                 RemOp::Resolve(k, completed) => {
-                    let (Live::Open(id) | Live::Snoozed(id, _)) = live[k].clone() else { unreachable!() };
+                    let (Live::Open(id) | Live::Snoozed(id, ..)) = live[k].clone() else { unreachable!() };
                     let how = if completed { ManualResolution::Completed } else { ManualResolution::Ignored };
                     let got = r.resolve(&id, how, None).unwrap();
                     prop_assert_eq!(got.resolution, Some(Resolution::from(how)));
@@ -249,21 +250,29 @@ proptest! {
                     }
                     live[k] = Live::None;
                 }
+                // Snoozing again for as long, before it is due: a retry, nothing changes.
+                RemOp::Snooze(k, hours)
+                    if matches!(&live[k], Live::Snoozed(_, until, h) if *h == hours && *until > now(&clock)) =>
+                {
+                    let Live::Snoozed(id, ..) = live[k].clone() else { unreachable!() };
+                    let got = r.snooze(&id, Duration::from_secs(hours * 3600), None).unwrap();
+                    prop_assert_eq!(got.id, id);
+                }
                 RemOp::Snooze(k, hours) => {
-                    let (Live::Open(id) | Live::Snoozed(id, _)) = live[k].clone() else { unreachable!() };
+                    let (Live::Open(id) | Live::Snoozed(id, ..)) = live[k].clone() else { unreachable!() };
                     let got = r.snooze(&id, Duration::from_secs(hours * 3600), None).unwrap();
                     if matches!(live[k], Live::Snoozed(..)) {
                         prop_assert_eq!(got.reopened_from(), Some(id.as_str()));
                         rows += 1;
                     }
-                    live[k] = Live::Snoozed(got.id, now(&clock) + hours as i64 * HOUR_MS);
+                    live[k] = Live::Snoozed(got.id, now(&clock) + hours as i64 * HOUR_MS, hours);
                 }
                 RemOp::Advance(hours) => clock.advance(Duration::from_secs(hours * 3600)),
                 RemOp::List => {
                     let listing = r.list_open(&ReminderFilter::default()).unwrap();
                     prop_assert!(listing.corrupt.is_empty());
                     for (k, l) in live.iter_mut().enumerate() {
-                        if let Live::Snoozed(id, until) = l.clone()
+                        if let Live::Snoozed(id, until, _) = l.clone()
                             && until <= now(&clock)
                         {
                             let x = listing.reminders.iter().find(|x| x.source_id == key(k).source_id()).unwrap();

@@ -1,0 +1,381 @@
+//! Issue 12: send, send_batch, archive and sweep driven through the store's
+//! I/O seam: a fault (EIO, ENOSPC) at every call, and every power-cut state.
+//! Each failure is plain (nothing visible changed) or of unknown outcome,
+//! and a retry with the same ids is then a success that applied once.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chipset_mail::{ArchiveOutcome, DoctorMode, Draft, Finding, Mail, MailError};
+use chipset_store::IoOp;
+use chipset_store::testing::{EIO, ENOSPC, Fault, FaultIo, RecordIo};
+use chipset_store::{ManualClock, MessageId, SharedIo, StateDir, StateOptions, Timestamp};
+
+use crate::{T0, agent, mid, task};
+
+const REQ: &str = "1772706900100-9b3e0c1a-5d2f-4e1b-8a6c-0123456789a0";
+const ID: &str = "1772706900123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab";
+const ID2: &str = "1772706900124-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ac";
+
+fn notify(id: &str, to: &str) -> Draft {
+    Draft::notify(agent("alice"), agent(to), task("t1"), "status", "hello").with_id(mid(id))
+}
+
+fn request() -> Draft {
+    Draft::request(agent("alice"), agent("bob"), task("t1"), "question", "why?").with_id(mid(REQ))
+}
+
+fn response() -> Draft {
+    Draft::response(
+        agent("bob"),
+        agent("alice"),
+        mid(REQ),
+        "question",
+        "because",
+    )
+    .with_id(mid(ID))
+}
+
+/// Every file named `{id}.json` outside the reply index and quarantine.
+fn copies(root: &Path, id: &str) -> usize {
+    let name = format!("{id}.json");
+    let mut n = 0;
+    let mut stack = vec![root.to_owned()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries {
+            let e = e.unwrap();
+            let file = e.file_name().to_string_lossy().into_owned();
+            if file.starts_with('.') || file == "replies" {
+                continue;
+            }
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            } else if file == name {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+/// Everything a reader sees: names not starting with a dot, and file bytes.
+fn visible(root: &Path) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for e in fs::read_dir(&dir).unwrap() {
+            let e = e.unwrap();
+            if e.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
+            let p = e.path();
+            let rel = p.strip_prefix(root).unwrap().to_owned();
+            if e.file_type().unwrap().is_dir() {
+                out.insert(rel, None);
+                stack.push(p);
+            } else {
+                out.insert(rel, Some(fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out
+}
+
+fn open(root: &Path, io: SharedIo, clock: &ManualClock) -> Mail {
+    Mail::new(
+        StateDir::open_with(
+            root,
+            StateOptions {
+                io,
+                clock: Arc::new(clock.clone()),
+                ..StateOptions::default()
+            },
+        )
+        .unwrap(),
+    )
+}
+
+fn in_archive(m: &Mail, id: &str) -> bool {
+    m.path_of(&mid(id), &chipset_mail::Location::Archive)
+        .is_file()
+}
+
+struct Case {
+    name: &'static str,
+    setup: fn(&Mail),
+    /// Runs the operation, retry-safe; returns Err only for a failure.
+    run: fn(&Mail) -> Result<(), MailError>,
+    /// The operation applied, once.
+    applied: fn(&Mail) -> bool,
+    /// What a power cut after the operation returned must keep (a move
+    /// between directories may leave a copy in both places, never neither).
+    kept: fn(&Mail) -> bool,
+}
+
+fn by_task(m: &Mail, id: &str) -> bool {
+    m.state()
+        .root()
+        .join(format!("mail/archive/by-task/t1/{id}.json"))
+        .is_file()
+}
+
+fn cases() -> Vec<Case> {
+    vec![
+        Case {
+            name: "send",
+            setup: |_| {},
+            run: |m| m.send(&notify(ID, "bob")).map(drop),
+            applied: |m| copies(m.state().root(), ID) == 1,
+            kept: |m| copies(m.state().root(), ID) >= 1,
+        },
+        Case {
+            name: "send a response",
+            setup: |m| drop(m.send(&request()).unwrap()),
+            run: |m| {
+                let sent = m.send(&response())?;
+                assert_eq!(sent.id(), &mid(ID));
+                Ok(())
+            },
+            applied: |m| {
+                copies(m.state().root(), ID) == 1
+                    && copies(m.state().root(), REQ) == 1
+                    && m.has_reply(&mid(REQ)).unwrap()
+            },
+            kept: |m| copies(m.state().root(), ID) >= 1 && m.has_reply(&mid(REQ)).unwrap(),
+        },
+        Case {
+            name: "send_batch",
+            setup: |_| {},
+            run: |m| {
+                let sent = m.send_batch(&[notify(ID, "bob"), notify(ID2, "carol")])?;
+                assert_eq!(sent.len(), 2);
+                Ok(())
+            },
+            applied: |m| copies(m.state().root(), ID) == 1 && copies(m.state().root(), ID2) == 1,
+            kept: |m| copies(m.state().root(), ID) >= 1 && copies(m.state().root(), ID2) >= 1,
+        },
+        Case {
+            name: "archive",
+            setup: |m| drop(m.send(&notify(ID, "bob")).unwrap()),
+            run: |m| match m.archive(&mid(ID))? {
+                ArchiveOutcome::Archived(_) | ArchiveOutcome::AlreadyArchived(_) => Ok(()),
+            },
+            applied: |m| copies(m.state().root(), ID) == 1 && in_archive(m, ID),
+            kept: |m| in_archive(m, ID),
+        },
+        Case {
+            name: "sweep",
+            setup: |m| {
+                m.send(&notify(ID, "bob")).unwrap();
+                m.send(&notify(ID2, "carol")).unwrap();
+                drop(m.archive(&mid(ID2)).unwrap());
+            },
+            run: |m| m.sweep_task_on_commit(&task("t1")).map(drop),
+            applied: |m| {
+                let dir = m.state().root().join("mail/archive/by-task/t1");
+                copies(m.state().root(), ID) == 1
+                    && copies(m.state().root(), ID2) == 1
+                    && dir.join(format!("{ID}.json")).is_file()
+                    && dir.join(format!("{ID2}.json")).is_file()
+            },
+            kept: |m| by_task(m, ID) && by_task(m, ID2),
+        },
+    ]
+}
+
+/// After the retry: the doctor completes the follow-up, and is then clean.
+/// After a power cut it may also find a moved message in both places.
+fn doctor_completes(m: &Mail, clock: &ManualClock, what: &str, power_cut: bool) {
+    clock.advance(Duration::from_secs(60));
+    let fixed = m.doctor(DoctorMode::Fix).unwrap();
+    for f in &fixed.findings {
+        assert!(
+            matches!(
+                f,
+                Finding::MissingSentEvent { .. }
+                    | Finding::MissingReplyMarker { .. }
+                    | Finding::AnsweredRequest { .. }
+                    | Finding::TornManifestTail { .. }
+            ) || (power_cut && matches!(f, Finding::Duplicate { .. })),
+            "{what}: the doctor found {f}"
+        );
+    }
+    let check = m.doctor(DoctorMode::Check).unwrap();
+    assert!(check.is_clean(), "{what}: {:?}", check.findings);
+}
+
+#[derive(Debug, Default)]
+struct Tally {
+    injected: u64,
+    ok: u64,
+    unchanged: u64,
+    outcome_unknown: u64,
+}
+
+#[test]
+#[allow(
+    clippy::print_stderr,
+    reason = "prints the figures for the report (shown with --nocapture)"
+)]
+fn every_fault_in_send_archive_and_sweep_is_safe_to_retry() {
+    let mut total = Tally::default();
+    for case in cases() {
+        let tmp = tempfile::tempdir().unwrap();
+        let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
+        let fault = FaultIo::passthrough();
+        let mail = open(tmp.path(), fault.clone(), &clock);
+        (case.setup)(&mail);
+        fault.set(Fault::nth(0, EIO));
+        (case.run)(&mail).unwrap();
+        assert!(
+            (case.applied)(&mail),
+            "{}: a clean run did not apply",
+            case.name
+        );
+        let calls = fault.counted();
+        assert!(calls > 2, "{}: only {calls} calls", case.name);
+        let mut t = Tally::default();
+        for errno in [EIO, ENOSPC] {
+            for n in 1..=calls {
+                let tmp = tempfile::tempdir().unwrap();
+                let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
+                let fault = FaultIo::passthrough();
+                let mail = open(tmp.path(), fault.clone(), &clock);
+                (case.setup)(&mail);
+                let before = visible(mail.state().root());
+                fault.set(Fault::nth(n, errno));
+                let what = format!("{} with errno {errno} at call {n}", case.name);
+                match (case.run)(&mail) {
+                    Ok(()) => {
+                        t.ok += 1;
+                        assert!((case.applied)(&mail), "{what}: Ok but not applied");
+                    }
+                    Err(e) if e.is_outcome_unknown() => {
+                        t.outcome_unknown += 1;
+                        if let MailError::OutcomeUnknown { ids, .. } = &e {
+                            assert!(ids.contains(&mid(ID)), "{what}: {e}");
+                        }
+                    }
+                    Err(e) => {
+                        t.unchanged += 1;
+                        assert_eq!(
+                            visible(mail.state().root()),
+                            before,
+                            "{what}: failed ({e}) but changed what readers see"
+                        );
+                    }
+                }
+                t.injected += fault.injected();
+                fault.disarm();
+                (case.run)(&mail).unwrap_or_else(|e| panic!("{what}: retry: {e}"));
+                assert!(
+                    (case.applied)(&mail),
+                    "{what}: the retry did not apply exactly once"
+                );
+                doctor_completes(&mail, &clock, &what, false);
+            }
+        }
+        assert_eq!(t.injected, 2 * calls, "{}", case.name);
+        eprintln!(
+            "mail fault {}: injected {}, ok {}, unchanged {}, outcome unknown {}",
+            case.name, t.injected, t.ok, t.unchanged, t.outcome_unknown
+        );
+        total.injected += t.injected;
+        total.ok += t.ok;
+        total.unchanged += t.unchanged;
+        total.outcome_unknown += t.outcome_unknown;
+    }
+    eprintln!("mail fault total: {total:?}");
+}
+
+#[test]
+#[allow(
+    clippy::print_stderr,
+    reason = "prints the figures for the report (shown with --nocapture)"
+)]
+fn every_power_cut_in_send_archive_and_sweep_reads_clean_and_keeps_what_returned() {
+    let mut total = 0;
+    for case in cases() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("state");
+        let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
+        (case.setup)(&open(&root, chipset_store::RealIo::shared(), &clock));
+        let rec = RecordIo::start(&root).unwrap();
+        let mail = open(&root, rec.clone(), &clock);
+        (case.run)(&mail).unwrap();
+        rec.mark(case.name);
+        let states = rec.crash_states();
+        assert!(states.len() > 1, "{}", case.name);
+        for (i, cut) in states.iter().enumerate() {
+            let what = format!("{}: cut {i}", case.name);
+            let dir = tmp.path().join(format!("cut{i}"));
+            cut.materialize(&dir).unwrap();
+            let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
+            let back = open(&dir, chipset_store::RealIo::shared(), &clock);
+            // Reads without corruption: every file whole, the manifest whole
+            // but for a torn tail a crash may leave.
+            let report = back.doctor(DoctorMode::Check).unwrap();
+            for f in &report.findings {
+                assert!(
+                    !matches!(f, Finding::Corrupt { .. } | Finding::BadManifestLine { .. }),
+                    "{what}: {f}"
+                );
+            }
+            assert!(back.read_manifest().unwrap().bad_lines.is_empty(), "{what}");
+            if cut.returned.iter().any(|r| r == case.name) {
+                assert!((case.kept)(&back), "{what}: lost after returning");
+            }
+            (case.run)(&back).unwrap_or_else(|e| panic!("{what}: retry: {e}"));
+            doctor_completes(&back, &clock, &what, true);
+            assert!(
+                (case.applied)(&back),
+                "{what}: the retry did not apply once"
+            );
+        }
+        total += states.len();
+        eprintln!(
+            "mail power cut {}: {} calls, {} distinct states",
+            case.name,
+            rec.calls(),
+            states.len()
+        );
+    }
+    eprintln!("mail power cut total: {total} states");
+}
+
+#[test]
+fn a_message_id_in_outcome_unknown_is_the_one_to_retry_with() {
+    // The sync of the publish (the directory sync after the rename) fails.
+    let tmp = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
+    let fault = FaultIo::passthrough();
+    let mail = open(tmp.path(), fault.clone(), &clock);
+    fault.set(Fault::nth(0, EIO));
+    mail.send(&notify(ID2, "bob")).unwrap();
+    // The first directory sync after the first rename is the publish's own.
+    let calls = fault.calls();
+    let rename = calls.iter().position(|c| *c == IoOp::Rename).unwrap();
+    let n = rename
+        + calls[rename..]
+            .iter()
+            .position(|c| *c == IoOp::SyncDir)
+            .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let fault = FaultIo::passthrough();
+    let mail = open(tmp.path(), fault.clone(), &clock);
+    fault.set(Fault::nth(n as u64 + 1, EIO));
+    let err = mail.send(&notify(ID, "bob")).unwrap_err();
+    assert!(err.is_outcome_unknown(), "{err}");
+    assert_eq!(err.unknown_outcome_ids(), [MessageId::new(ID).unwrap()]);
+    assert!(err.to_string().contains(ID), "{err}");
+    fault.disarm();
+    let again = mail.send(&notify(ID, "bob")).unwrap();
+    assert_eq!(again.id(), &mid(ID));
+    assert_eq!(copies(tmp.path(), ID), 1);
+}

@@ -1,0 +1,455 @@
+//! Issue 12: nudge send and respond, mark processed, and reminder open,
+//! resolve and snooze driven through the store's I/O seam: a fault (EIO,
+//! ENOSPC) at every call, and every power-cut state. Each failure is plain
+//! (nothing visible changed) or of unknown outcome, and a retry is then a
+//! success that applied once.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chipset_nudge::{
+    Draft, Error, KindRegistry, ManualResolution, NewReminder, NudgeId, NudgeType, Nudges,
+    ReminderFilter, ReminderId, ReminderKey, Reminders, Resolution, preset,
+};
+use chipset_store::testing::{EIO, ENOSPC, Fault, FaultIo, RecordIo};
+use chipset_store::{
+    ManualClock, ReadOutcome, RealIo, SharedIo, StateDir, StateOptions, Timestamp,
+};
+
+use crate::support::{T0, agent};
+
+const NID: &str = "1772706900123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab";
+
+struct World {
+    nudges: Nudges,
+    reminders: Reminders,
+}
+
+fn open(root: &Path, io: SharedIo, clock: &ManualClock) -> World {
+    let state = StateDir::open_with(
+        root,
+        StateOptions {
+            io,
+            clock: Arc::new(clock.clone()),
+            ..StateOptions::default()
+        },
+    )
+    .unwrap();
+    World {
+        nudges: Nudges::new(state.clone()),
+        reminders: Reminders::new(state, KindRegistry::preset()),
+    }
+}
+
+fn key() -> ReminderKey {
+    let st = KindRegistry::preset()
+        .get(preset::SPEC_DRAFT)
+        .unwrap()
+        .source_type()
+        .to_owned();
+    ReminderKey::new(preset::SPEC_DRAFT, st, "spec-1").unwrap()
+}
+
+fn new_reminder() -> NewReminder {
+    NewReminder::new("tenant", None, &key(), "draft the spec")
+}
+
+fn health_check() -> Draft {
+    Draft::new(agent("witness"), NudgeType::HealthCheck, "are you there?").requiring_response()
+}
+
+/// The one reminder of the key, wherever it is.
+fn the_reminder(w: &World) -> Option<chipset_nudge::Reminder> {
+    let all = w.reminders.all(&ReminderFilter::default()).unwrap();
+    assert!(all.corrupt.is_empty(), "{:?}", all.corrupt);
+    let mut rows: Vec<_> = all
+        .reminders
+        .into_iter()
+        .filter(|r| r.source_id == "spec-1")
+        .collect();
+    assert!(rows.len() <= 1, "{rows:?}");
+    rows.pop()
+}
+
+fn reminder_id(w: &World) -> ReminderId {
+    the_reminder(w).unwrap().id
+}
+
+/// Everything a reader sees: names not starting with a dot, and file bytes.
+fn visible(root: &Path) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for e in fs::read_dir(&dir).unwrap() {
+            let e = e.unwrap();
+            if e.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
+            let p = e.path();
+            let rel = p.strip_prefix(root).unwrap().to_owned();
+            if e.file_type().unwrap().is_dir() {
+                out.insert(rel, None);
+                stack.push(p);
+            } else {
+                out.insert(rel, Some(fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out
+}
+
+/// Directories that hold only dot-named entries (a lock file is never
+/// removed): a failed first write may leave them.
+fn lock_only(root: &Path, rel: &Path) -> bool {
+    fs::read_dir(root.join(rel)).is_ok_and(|entries| {
+        entries.flatten().all(|e| {
+            e.file_name().to_string_lossy().starts_with('.')
+                || lock_only(root, &rel.join(e.file_name()))
+        })
+    })
+}
+
+struct Case {
+    name: &'static str,
+    setup: fn(&World),
+    /// Runs the operation, retry-safe; returns Err only for a failure.
+    run: fn(&World) -> Result<(), Error>,
+    /// The operation applied, once.
+    applied: fn(&World) -> bool,
+}
+
+fn latest(w: &World, who: &str) -> Option<chipset_nudge::Nudge> {
+    match w.nudges.read_latest(&agent(who)).unwrap() {
+        ReadOutcome::Value(n) => Some(n),
+        ReadOutcome::Missing => None,
+        other => panic!("{other:?}"),
+    }
+}
+
+fn cases() -> Vec<Case> {
+    vec![
+        Case {
+            name: "nudge send",
+            setup: |_| {},
+            run: |w| {
+                let d = w.nudges.send_with_id(
+                    &agent("polecat"),
+                    health_check(),
+                    NudgeId::new(NID).unwrap(),
+                )?;
+                assert!(d.sent().is_some(), "{d:?}");
+                Ok(())
+            },
+            applied: |w| {
+                latest(w, "polecat")
+                    .is_some_and(|n| n.id.as_ref().map(NudgeId::as_str) == Some(NID))
+            },
+        },
+        Case {
+            name: "nudge respond",
+            setup: |w| {
+                drop(
+                    w.nudges
+                        .send_with_id(
+                            &agent("polecat"),
+                            health_check(),
+                            NudgeId::new(NID).unwrap(),
+                        )
+                        .unwrap(),
+                )
+            },
+            run: |w| {
+                let incoming = latest(w, "polecat").unwrap();
+                w.nudges
+                    .respond(&agent("polecat"), &incoming, "working on it")
+                    .map(drop)
+            },
+            applied: |w| {
+                let record = w
+                    .nudges
+                    .responses_since(&agent("witness"), Timestamp::from_unix_ms(0))
+                    .unwrap();
+                let answer = latest(w, "witness");
+                record.answered.len() == 1
+                    && answer
+                        .is_some_and(|n| n.in_reply_to.as_ref().map(NudgeId::as_str) == Some(NID))
+            },
+        },
+        Case {
+            name: "nudge mark processed",
+            setup: |w| {
+                drop(
+                    w.nudges
+                        .send_with_id(
+                            &agent("polecat"),
+                            health_check(),
+                            NudgeId::new(NID).unwrap(),
+                        )
+                        .unwrap(),
+                )
+            },
+            run: |w| {
+                let incoming = latest(w, "polecat").unwrap();
+                w.nudges.mark_processed(&agent("polecat"), &incoming)
+            },
+            applied: |w| {
+                matches!(
+                    w.nudges.receive(&agent("polecat")).unwrap(),
+                    chipset_nudge::Received::Seen(_)
+                )
+            },
+        },
+        Case {
+            name: "reminder open",
+            setup: |_| {},
+            run: |w| w.reminders.open(new_reminder()).map(drop),
+            applied: |w| the_reminder(w).is_some_and(|r| r.resolution.is_none()),
+        },
+        Case {
+            name: "reminder resolve",
+            setup: |w| drop(w.reminders.open(new_reminder()).unwrap()),
+            run: |w| {
+                let id = reminder_id(w);
+                w.reminders
+                    .resolve(&id, ManualResolution::Completed, Some("done".into()))
+                    .map(drop)
+            },
+            applied: |w| {
+                the_reminder(w).is_some_and(|r| r.resolution == Some(Resolution::Completed))
+            },
+        },
+        Case {
+            name: "reminder snooze",
+            setup: |w| drop(w.reminders.open(new_reminder()).unwrap()),
+            run: |w| {
+                let id = reminder_id(w);
+                w.reminders
+                    .snooze(&id, Duration::from_secs(3600), None)
+                    .map(drop)
+            },
+            applied: |w| the_reminder(w).is_some_and(|r| r.resolution == Some(Resolution::Snoozed)),
+        },
+    ]
+}
+
+#[derive(Debug, Default)]
+struct Tally {
+    injected: u64,
+    ok: u64,
+    unchanged: u64,
+    outcome_unknown: u64,
+}
+
+#[test]
+#[allow(
+    clippy::print_stderr,
+    reason = "prints the figures for the report (shown with --nocapture)"
+)]
+fn every_fault_in_nudges_and_reminders_is_safe_to_retry() {
+    let mut total = Tally::default();
+    for case in cases() {
+        let tmp = tempfile::tempdir().unwrap();
+        let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
+        let fault = FaultIo::passthrough();
+        let w = open(tmp.path(), fault.clone(), &clock);
+        (case.setup)(&w);
+        clock.advance(Duration::from_secs(1));
+        fault.set(Fault::nth(0, EIO));
+        (case.run)(&w).unwrap();
+        assert!(
+            (case.applied)(&w),
+            "{}: a clean run did not apply",
+            case.name
+        );
+        let calls = fault.counted();
+        assert!(calls > 2, "{}: only {calls} calls", case.name);
+        let mut t = Tally::default();
+        for errno in [EIO, ENOSPC] {
+            for n in 1..=calls {
+                let tmp = tempfile::tempdir().unwrap();
+                let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
+                let fault = FaultIo::passthrough();
+                let w = open(tmp.path(), fault.clone(), &clock);
+                (case.setup)(&w);
+                clock.advance(Duration::from_secs(1));
+                let root = tmp.path();
+                let before = visible(root);
+                fault.set(Fault::nth(n, errno));
+                let what = format!("{} with errno {errno} at call {n}", case.name);
+                match (case.run)(&w) {
+                    Ok(()) => {
+                        t.ok += 1;
+                        assert!((case.applied)(&w), "{what}: Ok but not applied");
+                    }
+                    Err(e) if e.is_outcome_unknown() => t.outcome_unknown += 1,
+                    Err(e) => {
+                        t.unchanged += 1;
+                        let mut after = visible(root);
+                        after.retain(|p, entry| {
+                            before.contains_key(p) || !(entry.is_none() && lock_only(root, p))
+                        });
+                        assert_eq!(
+                            after, before,
+                            "{what}: failed ({e}) but changed what readers see"
+                        );
+                    }
+                }
+                t.injected += fault.injected();
+                fault.disarm();
+                (case.run)(&w).unwrap_or_else(|e| panic!("{what}: retry: {e}"));
+                assert!(
+                    (case.applied)(&w),
+                    "{what}: the retry did not apply exactly once"
+                );
+            }
+        }
+        assert_eq!(t.injected, 2 * calls, "{}", case.name);
+        eprintln!(
+            "nudge fault {}: injected {}, ok {}, unchanged {}, outcome unknown {}",
+            case.name, t.injected, t.ok, t.unchanged, t.outcome_unknown
+        );
+        total.injected += t.injected;
+        total.ok += t.ok;
+        total.unchanged += t.unchanged;
+        total.outcome_unknown += t.outcome_unknown;
+    }
+    eprintln!("nudge fault total: {total:?}");
+}
+
+#[test]
+#[allow(
+    clippy::print_stderr,
+    reason = "prints the figures for the report (shown with --nocapture)"
+)]
+fn every_power_cut_in_nudges_and_reminders_reads_clean_and_keeps_what_returned() {
+    let mut total = 0;
+    for case in cases() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("state");
+        let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
+        (case.setup)(&open(&root, RealIo::shared(), &clock));
+        clock.advance(Duration::from_secs(1));
+        let rec = RecordIo::start(&root).unwrap();
+        let w = open(&root, rec.clone(), &clock);
+        (case.run)(&w).unwrap();
+        rec.mark(case.name);
+        let states = rec.crash_states();
+        assert!(states.len() > 1, "{}", case.name);
+        for (i, cut) in states.iter().enumerate() {
+            let what = format!("{}: cut {i}", case.name);
+            let dir = tmp.path().join(format!("cut{i}"));
+            cut.materialize(&dir).unwrap();
+            let back = open(&dir, RealIo::shared(), &clock);
+            // Reads without corruption (the reminder helpers assert it too).
+            for who in ["polecat", "witness"] {
+                assert!(
+                    !matches!(
+                        back.nudges.read_latest(&agent(who)).unwrap(),
+                        ReadOutcome::Corrupt(_)
+                    ),
+                    "{what}"
+                );
+            }
+            drop(the_reminder(&back));
+            if cut.returned.iter().any(|r| r == case.name) {
+                assert!((case.applied)(&back), "{what}: lost after returning");
+            }
+            (case.run)(&back).unwrap_or_else(|e| panic!("{what}: retry: {e}"));
+            assert!(
+                (case.applied)(&back),
+                "{what}: the retry did not apply once"
+            );
+        }
+        total += states.len();
+        eprintln!(
+            "nudge power cut {}: {} calls, {} distinct states",
+            case.name,
+            rec.calls(),
+            states.len()
+        );
+    }
+    eprintln!("nudge power cut total: {total} states");
+}
+
+#[test]
+fn resolving_snoozing_and_responding_again_are_successes_that_change_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
+    let w = open(tmp.path(), RealIo::shared(), &clock);
+    // Resolve twice the same way: the same record; another way: refused.
+    w.reminders.open(new_reminder()).unwrap();
+    let id = reminder_id(&w);
+    let done = w
+        .reminders
+        .resolve(&id, ManualResolution::Completed, None)
+        .unwrap();
+    clock.advance(Duration::from_secs(5));
+    assert_eq!(
+        w.reminders
+            .resolve(&id, ManualResolution::Completed, None)
+            .unwrap(),
+        done
+    );
+    assert!(matches!(
+        w.reminders.resolve(&id, ManualResolution::Ignored, None),
+        Err(Error::AlreadyResolved { .. })
+    ));
+    // Snooze twice for as long: the same record, the same snooze_until.
+    let r = w.reminders.open(new_reminder()).unwrap();
+    let id = r.reminder().id.clone();
+    let snoozed = w
+        .reminders
+        .snooze(&id, Duration::from_secs(3600), None)
+        .unwrap();
+    clock.advance(Duration::from_secs(5));
+    assert_eq!(
+        w.reminders
+            .snooze(&id, Duration::from_secs(3600), None)
+            .unwrap(),
+        snoozed
+    );
+    // A nudge sent twice with one id is delivered once; other content is refused.
+    let nid = NudgeId::new(NID).unwrap();
+    let first = w
+        .nudges
+        .send_with_id(&agent("polecat"), health_check(), nid.clone())
+        .unwrap();
+    clock.advance(Duration::from_secs(5));
+    assert_eq!(
+        w.nudges
+            .send_with_id(&agent("polecat"), health_check(), nid.clone())
+            .unwrap(),
+        first
+    );
+    let other = Draft::new(agent("witness"), NudgeType::HealthCheck, "other");
+    assert!(matches!(
+        w.nudges.send_with_id(&agent("polecat"), other, nid.clone()),
+        Err(Error::IdConflict { .. })
+    ));
+    // Responding twice with the same message: one response, the same one.
+    let incoming = latest(&w, "polecat").unwrap();
+    let once = w
+        .nudges
+        .respond(&agent("polecat"), &incoming, "yes")
+        .unwrap();
+    clock.advance(Duration::from_secs(5));
+    let twice = w
+        .nudges
+        .respond(&agent("polecat"), &incoming, "yes")
+        .unwrap();
+    assert_eq!(once.response, twice.response);
+    // Once processed, neither a send nor a respond retry delivers it again.
+    let answer = latest(&w, "witness").unwrap();
+    w.nudges.mark_processed(&agent("witness"), &answer).unwrap();
+    w.nudges.mark_processed(&agent("witness"), &answer).unwrap();
+    w.nudges
+        .respond(&agent("polecat"), &incoming, "yes")
+        .unwrap();
+    assert!(matches!(
+        w.nudges.receive(&agent("witness")).unwrap(),
+        chipset_nudge::Received::Seen(_)
+    ));
+}
