@@ -112,9 +112,35 @@
 //!   id. A listing costs what the folder holds: with 100,000 archived
 //!   messages and something archived since the request, about half a
 //!   second on the bench machine.
-//! - [`Mail::pending_replies`] reads every inbox (unarchived messages only),
-//!   checks the index for each open request, and looks in the archives as
-//!   above only for requests neither answers.
+//! - [`Mail::pending_replies`] costs what the task's own mail costs: one
+//!   `stat` per inbox (and one for its `.quarantine/`), the task's file of
+//!   the gate cache (`mail/.gate/`, below), and a read of each of the task's
+//!   open requests; then the index for each open request, and the archives
+//!   as above only for requests neither answers. An inbox whose stamp changed
+//!   since the cache saw it is listed and only its new files are read.
+//!
+//! # The gate cache
+//!
+//! `mail/.gate/` (a dot-name: the seed's other programs and chipset's
+//! listings skip it) keeps, per inbox, what the gate needs from each
+//! message file (task, kind, needs-reply, in-reply-to, sender) keyed by
+//! file name, inode, size and times, and per task the task's requests and
+//! responses in each inbox. Every entry carries the stamp of its inbox
+//! directory (device, inode, mtime and ctime, taken *before* the listing)
+//! and is used only while the inbox's stamp is still exactly that and at
+//! least two seconds old. What this relies on: every create, rename and
+//! unlink in a directory sets its mtime and ctime, and no program can set a
+//! ctime (one that puts the mtime back still moves it). Where it would not
+//! hold: a change within two seconds of the last one may share its stamp on
+//! coarse-timestamp filesystems (hence the two-second window, during which
+//! the inbox is listed every time); a clock stepped back by more than two
+//! seconds could in principle repeat a stamp exactly; a file rewritten in
+//! place (which the seed forbids) is noticed only by its own size and times
+//! when its inbox is next listed. Cache files are written without sync; a
+//! missing, stale, unparsable or other-version file is ignored and rebuilt,
+//! so the cache can cost a listing but never open the gate. Files written by
+//! other programs are read exactly as without the cache: an unreadable or
+//! unsupported file in any inbox fails the gate closed.
 //! - [`Mail::thread`] reads the inboxes, and the files of `archive/` and the
 //!   task's by-task archive newer than the thread's root.
 //! - [`Mail::sweep_task_on_commit`] reads the inboxes and `archive/` (the
@@ -170,6 +196,7 @@ mod doctor;
 mod draft;
 mod error;
 mod format;
+mod gate;
 mod layout;
 mod mail;
 mod thread;

@@ -4,6 +4,7 @@ mod doctor;
 mod foreign;
 mod formats;
 mod gate;
+mod gate_cache;
 mod model;
 mod ops;
 mod peers;
