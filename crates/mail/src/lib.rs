@@ -151,7 +151,17 @@
 //!
 //! Every change goes through `chipset-store`: [`Mail::send`] publishes with a
 //! no-clobber rename after syncing the file, then syncs the directory, then
-//! appends its `sent` event with one write and a data sync. Moves (archive,
+//! appends its `sent` event with one write and **no** data sync: two syncs
+//! per send (there were three: file, directory, manifest). The event can be rebuilt
+//! from the message file, so its sync is shared with the next synced append
+//! to the manifest (any `archived` or `task-swept` event, or a response's
+//! send) or left to the kernel's writeback; a power cut before either may
+//! lose it, and [`Mail::doctor`] writes it again. So when `send` returns the
+//! message is durable, and its `sent` event is in the manifest for every
+//! reader (durable within the filesystem's commit interval, about 5 s on
+//! ext4). A response's events (its `sent` and the request's `archived`) are
+//! synced before `send` returns. [`Mail::send_batch`] costs two sync rounds
+//! for the files (all data, then every inbox once) however many drafts. Moves (archive,
 //! sweep, orphan) are no-clobber renames with both directories synced; of two
 //! processes moving one message exactly one succeeds. When `send` returns,
 //! the message is durable; a crash before that leaves either nothing, or a

@@ -291,7 +291,8 @@ impl Mail {
     ///
     /// The message is written to a synced temp file, published into
     /// `inbox/{to}/{id}.json` without overwriting anything, and the directory
-    /// is synced; then a `sent` event is appended to the manifest. When this
+    /// is synced; then a `sent` event is appended to the manifest (not synced
+    /// on its own: see the crate docs, Durability). When this
     /// returns, the message is durable. A message with `in_reply_to` is also
     /// entered in the reply index (after it is published, so the index never
     /// claims a reply that does not exist), and a response then archives the
@@ -332,7 +333,7 @@ impl Mail {
             self.link_replies(std::slice::from_ref(&message))?;
             events.extend(self.archive_answered(&parent, &message)?);
         }
-        self.manifest()?.append_batch(&events)?;
+        self.append_send_events(&events)?;
         Ok(message)
     }
 
@@ -387,11 +388,30 @@ impl Mail {
         for (message, parent) in &replies {
             events.extend(self.archive_answered(parent, message)?);
         }
-        self.manifest()?.append_batch(&events)?;
+        self.append_send_events(&events)?;
         if let Some(path) = collision {
             return Err(MailError::IdCollision { path });
         }
         Ok(prepared.into_iter().map(|(m, _, _)| m).collect())
+    }
+
+    /// Appends a send's manifest events. `sent` events alone are written
+    /// without a data sync: the message files they describe are durable
+    /// already, and [`Mail::doctor`] rebuilds a `sent` event a power cut
+    /// lost from its file, so the sync is left to the next synced append
+    /// (or the kernel's writeback). Any other event (a response's
+    /// `archived`) is synced before `send` returns.
+    fn append_send_events(&self, events: &[ManifestEvent]) -> Result<()> {
+        let log = self.manifest()?;
+        if events
+            .iter()
+            .all(|e| matches!(e, ManifestEvent::Sent { .. }))
+        {
+            log.append_batch_unsynced(events)?;
+        } else {
+            log.append_batch(events)?;
+        }
+        Ok(())
     }
 
     /// Checks a draft and turns it into a message, its parent and its bytes.

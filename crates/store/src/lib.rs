@@ -59,6 +59,7 @@
 //! | [`write_unsynced`] / [`StateDir::write_unsynced`]: replace **without any sync**, for self-validating caches only | the rename over the target |
 //! | [`move_noclobber`]: durable move between directories, never overwriting | the no-replace rename |
 //! | [`JsonLog::append`] / [`JsonLog::append_batch`]: single-write appends | the data sync after the write (a failure before it truncates the log back) |
+//! | [`JsonLog::append_batch_unsynced`]: a single-write append of records the caller can rebuild, durable with the log's next sync | the write |
 //! | [`update_locked`] / [`StateDir::update`]: read-modify-write under a [`Lock`] | the rename of the new value |
 //! | [`JsonLog::repair`]: whole records kept, the rest quarantined | the rename of the repaired copy |
 //!

@@ -9,6 +9,7 @@ mod model;
 mod ops;
 mod peers;
 mod procs;
+mod seam;
 
 use std::sync::Arc;
 
