@@ -47,12 +47,7 @@ fn agent_name(i: usize) -> String {
 }
 
 fn id(n: usize) -> String {
-    format!(
-        "{}-{:08x}-0000-4000-8000-{:012x}",
-        BASE_MS + n as u64,
-        n,
-        n
-    )
+    format!("{}-{:08x}-0000-4000-8000-{:012x}", BASE_MS + n as u64, n, n)
 }
 
 fn message(n: usize, from: &str, to: &str, task: &str, kind: &str) -> String {
@@ -93,7 +88,8 @@ fn build(root: &Path, others: usize) -> PathBuf {
     for a in 0..AGENTS {
         fs::create_dir_all(mail.join("inbox").join(agent_name(a))).unwrap();
     }
-    let mut manifest = std::io::BufWriter::new(fs::File::create(mail.join("manifest.jsonl")).unwrap());
+    let mut manifest =
+        std::io::BufWriter::new(fs::File::create(mail.join("manifest.jsonl")).unwrap());
     let mut put = |n: usize, from: &str, to: &str, task: &str, kind: &str| {
         let path = mail.join("inbox").join(to).join(format!("{}.json", id(n)));
         fs::write(path, message(n, from, to, task, kind)).unwrap();
@@ -210,7 +206,11 @@ fn peak_rss(op: &str, state: &Path) -> String {
         .env("CHIPSET_SCALE_STATE", state)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 

@@ -179,6 +179,10 @@ struct InboxCache {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct Slice {
     stamp: Option<Stamp>,
+    /// Whether `.quarantine/` was in the inbox (creating or removing it
+    /// changes the inbox's stamp; files moved into it do not, so while it
+    /// is there it is looked at every time).
+    quarantine: bool,
     files: BTreeMap<String, Facts>,
 }
 
@@ -260,14 +264,6 @@ impl Mail {
         let agents = self.agents()?;
         for agent in &agents {
             let inbox = self.layout.inbox(agent);
-            let quarantine = inbox.join(chipset_store::QUARANTINE_DIR);
-            if crate::mail::exists(&quarantine)?
-                && let Some(name) = self.state.list(&quarantine)?.into_iter().next()
-            {
-                return Err(MailError::QuarantinedInbox {
-                    path: quarantine.join(name),
-                });
-            }
             let Some((stamp, settled)) = Stamp::of(&inbox)? else {
                 continue;
             };
@@ -276,8 +272,14 @@ impl Mail {
                 .get(agent)
                 .filter(|s| settled && s.stamp == Some(stamp));
             let files = match cached {
-                Some(slice) => slice.files.clone(),
+                Some(slice) => {
+                    if slice.quarantine {
+                        self.check_quarantine(&inbox)?;
+                    }
+                    slice.files.clone()
+                }
                 None => {
+                    let quarantine = self.check_quarantine(&inbox)?;
                     let files: BTreeMap<String, Facts> = self
                         .inbox_files(agent, &inbox, stamp, settled)?
                         .into_iter()
@@ -286,6 +288,7 @@ impl Mail {
                         .collect();
                     let slice = Slice {
                         stamp: settled.then_some(stamp),
+                        quarantine,
                         files: files.clone(),
                     };
                     if settled || cache.inboxes.contains_key(agent) {
@@ -307,6 +310,22 @@ impl Mail {
             self.store_cache(&task_path, &cache);
         }
         Ok(out)
+    }
+
+    /// Fails with [`MailError::QuarantinedInbox`] when `inbox/.quarantine/`
+    /// holds a file (repair must not open the gate); returns whether the
+    /// folder exists.
+    fn check_quarantine(&self, inbox: &Path) -> Result<bool> {
+        let quarantine = inbox.join(chipset_store::QUARANTINE_DIR);
+        if !crate::mail::exists(&quarantine)? {
+            return Ok(false);
+        }
+        if let Some(name) = self.state.list(&quarantine)?.into_iter().next() {
+            return Err(MailError::QuarantinedInbox {
+                path: quarantine.join(name),
+            });
+        }
+        Ok(true)
     }
 
     /// Returns every message file of `agent`'s inbox with its task (and the

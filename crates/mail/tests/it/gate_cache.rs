@@ -211,3 +211,24 @@ fn answered_and_archived_requests_leave_the_cached_gate() {
     let err = m.pending_replies(&task("t1")).unwrap_err();
     assert_eq!(err.corruption().map(|c| c.path.clone()), Some(bad));
 }
+
+#[test]
+fn a_file_moved_into_an_existing_quarantine_closes_the_cached_gate() {
+    let f = fixture();
+    let m = &f.mail;
+    let ids = busy(m);
+    let quarantine = m.inbox_dir(&agent("exec")).join(".quarantine");
+    std::fs::create_dir(&quarantine).unwrap();
+    assert_eq!(warm(m), ids);
+    // Filling the folder changes its own stamp, not the inbox's.
+    let inbox_stamp = std::fs::metadata(m.inbox_dir(&agent("exec"))).unwrap();
+    std::fs::write(quarantine.join("1-x.json"), "{").unwrap();
+    let after = std::fs::metadata(m.inbox_dir(&agent("exec"))).unwrap();
+    assert_eq!(inbox_stamp.modified().unwrap(), after.modified().unwrap());
+    match m.pending_replies(&task("t1")) {
+        Err(chipset_mail::MailError::QuarantinedInbox { path }) => {
+            assert_eq!(path, quarantine.join("1-x.json"));
+        }
+        other => panic!("expected QuarantinedInbox, got {other:?}"),
+    }
+}
