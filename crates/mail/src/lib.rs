@@ -195,6 +195,14 @@
 //! [`MailConfig::orphan_after`]), messages without a `sent` event, and a torn
 //! or bad manifest line. [`Mail::counts`] gives per-agent inbox counts cheaply.
 //!
+//! The doctor reads every file once and keeps, per message, only what its
+//! checks need (no body or subject; agent and task names held once), and of
+//! the manifest only the ids of `sent` events; a repair that needs a whole
+//! message reads it again. Its memory still grows with the number of
+//! messages, by about 0.45 KB each (45 MB peak at 100,000 messages on the
+//! scale bench, from 233 MB); [`Mail::counts`] holds one directory listing
+//! at a time.
+//!
 //! # Errors
 //!
 //! One enum, [`MailError`]: refusals are typed variants that change nothing;
