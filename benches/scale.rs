@@ -108,7 +108,6 @@ fn build(root: &Path, others: usize) -> PathBuf {
         let to = agent_name(r * 17 % AGENTS);
         put(others + r, "agent-critic", &to, TARGET, "request");
     }
-    drop(put);
     manifest.flush().unwrap();
     fs::write(&done, b"").unwrap();
     eprintln!(

@@ -86,6 +86,8 @@
 //! archive/by-task/{task}/{id}.json         swept after the task committed
 //! archive/orphan/{id}.json                 moved aside by the doctor
 //! replies/{parent-id}/{kind}-{id}.json     reply index: one entry per reply
+//! .gate/inbox/{agent}.json                 gate cache: an inbox's files (see below)
+//! .gate/task/{task}.json                   gate cache: a task's requests and responses
 //! manifest.jsonl                           append-only audit log (ManifestEvent)
 //! ```
 //!

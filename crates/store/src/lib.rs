@@ -168,8 +168,11 @@
 //! one `fsync` after another 900–2,000 µs per file, 8 concurrent `fsync`s
 //! 460–915 µs, `syncfs` 580–2,850 µs (it also waits for every other
 //! process's dirty data on the volume, which is why it is not used), and
-//! `sync_file_range` then `fsync` 1,040–2,380 µs; the figures drift by 2×
-//! between runs, so the mail bench compares interleaved ratios.
+//! `sync_file_range` then `fsync` 1,040–2,380 µs; a later pair of runs
+//! (interleaved, 8 rounds) gave 240–350 µs one after another, 90–120 µs
+//! with 16 threads, 80–115 µs with 64, 70–95 µs with `sync_file_range`
+//! first. The figures drift by 2× and more between runs, so the mail bench
+//! compares interleaved ratios.
 //!
 //! What is not guaranteed:
 //!
