@@ -280,14 +280,131 @@ impl DoctorReport {
     }
 }
 
+/// Names held once, referred to by index: the doctor's memory per message
+/// must not hold a copy of its agents' and task's names.
+struct Interner<T> {
+    list: Vec<T>,
+    index: BTreeMap<T, u32>,
+}
+
+impl<T> Default for Interner<T> {
+    fn default() -> Self {
+        Interner {
+            list: Vec::new(),
+            index: BTreeMap::new(),
+        }
+    }
+}
+
+impl<T: Clone + Ord> Interner<T> {
+    fn intern(&mut self, name: &T) -> u32 {
+        if let Some(i) = self.index.get(name) {
+            return *i;
+        }
+        let i = u32::try_from(self.list.len()).expect("fewer than 2^32 names");
+        self.list.push(name.clone());
+        self.index.insert(name.clone(), i);
+        i
+    }
+
+    fn get(&self, i: u32) -> &T {
+        &self.list[i as usize]
+    }
+}
+
+/// Where a message is, with its agent or task interned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Loc {
+    Inbox(u32),
+    Archive,
+    ByTask(u32),
+    Orphan,
+}
+
+/// What the doctor keeps of a message: what its checks need, no body or
+/// subject, names interned. A repair that needs the whole message reads it
+/// again.
+#[derive(Debug, Clone)]
+struct Seen {
+    loc: Loc,
+    kind: Kind,
+    needs_reply: bool,
+    from: u32,
+    to: u32,
+    phase: u32,
+    in_reply_to: Option<MessageId>,
+    created_at: chipset_store::Timestamp,
+}
+
 /// Everything one scan saw.
 #[derive(Default)]
 struct Scan {
-    messages: Vec<(Location, Message)>,
+    /// One copy per id: the one furthest along its lifecycle (kept as the
+    /// scan goes, so no list of every copy is ever held).
+    unique: BTreeMap<MessageId, Seen>,
+    /// The other copies, as findings, in the order they were seen.
+    duplicates: Vec<Finding>,
     corrupt: Vec<(PathBuf, CorruptReason)>,
     unsupported: Vec<chipset_store::Unsupported>,
     markers: BTreeSet<(MessageId, Kind, MessageId)>,
     swept: BTreeSet<TaskId>,
+    agents: Interner<AgentId>,
+    tasks: Interner<TaskId>,
+}
+
+impl Scan {
+    fn loc(&mut self, location: &Location) -> Loc {
+        match location {
+            Location::Inbox(a) => Loc::Inbox(self.agents.intern(a)),
+            Location::Archive => Loc::Archive,
+            Location::ByTask(t) => Loc::ByTask(self.tasks.intern(t)),
+            Location::Orphan => Loc::Orphan,
+        }
+    }
+
+    fn location(&self, loc: Loc) -> Location {
+        match loc {
+            Loc::Inbox(a) => Location::Inbox(self.agents.get(a).clone()),
+            Loc::Archive => Location::Archive,
+            Loc::ByTask(t) => Location::ByTask(self.tasks.get(t).clone()),
+            Loc::Orphan => Location::Orphan,
+        }
+    }
+
+    /// Keeps the copy of `m` furthest along its lifecycle; the other is a duplicate.
+    fn keep(&mut self, location: &Location, m: Message) {
+        let loc = self.loc(location);
+        let seen = Seen {
+            loc,
+            kind: m.kind,
+            needs_reply: m.needs_reply(),
+            from: self.agents.intern(&m.from),
+            to: self.agents.intern(&m.to),
+            phase: self.tasks.intern(&m.phase),
+            in_reply_to: m.in_reply_to,
+            created_at: m.created_at,
+        };
+        match self.unique.get(&m.id).map(|k| k.loc) {
+            Some(kept) if self.location(kept).stage() >= location.stage() => {
+                self.duplicates.push(Finding::Duplicate {
+                    id: m.id,
+                    kept: self.location(kept),
+                    extra: location.clone(),
+                })
+            }
+            Some(kept) => {
+                self.duplicates.push(Finding::Duplicate {
+                    id: m.id.clone(),
+                    kept: location.clone(),
+                    extra: self.location(kept),
+                });
+                self.unique.insert(m.id, seen);
+            }
+            None => {
+                self.unique.insert(m.id, seen);
+            }
+        }
+    }
 }
 
 impl Mail {
@@ -314,7 +431,7 @@ impl Mail {
     /// [`MailError::Store`](crate::MailError::Store) when a directory cannot
     /// be listed or a repair fails; findings already repaired stay repaired.
     pub fn doctor(&self, mode: DoctorMode) -> Result<DoctorReport> {
-        let scan = self.scan_all()?;
+        let mut scan = self.scan_all()?;
         let now = self.state.now();
         let mut findings: Vec<Finding> = scan
             .corrupt
@@ -330,29 +447,8 @@ impl Mail {
         }));
 
         // One copy per id: the one furthest along its lifecycle.
-        let mut unique: BTreeMap<MessageId, (Location, Message)> = BTreeMap::new();
-        for (loc, m) in scan.messages {
-            match unique.get(&m.id) {
-                Some((kept, _)) if kept.stage() >= loc.stage() => {
-                    findings.push(Finding::Duplicate {
-                        id: m.id.clone(),
-                        kept: kept.clone(),
-                        extra: loc,
-                    })
-                }
-                Some((kept, _)) => {
-                    findings.push(Finding::Duplicate {
-                        id: m.id.clone(),
-                        kept: loc.clone(),
-                        extra: kept.clone(),
-                    });
-                    unique.insert(m.id.clone(), (loc, m));
-                }
-                None => {
-                    unique.insert(m.id.clone(), (loc, m));
-                }
-            }
-        }
+        let unique = std::mem::take(&mut scan.unique);
+        findings.extend(std::mem::take(&mut scan.duplicates));
 
         let mut answered: BTreeSet<MessageId> = scan
             .markers
@@ -360,8 +456,8 @@ impl Mail {
             .filter(|(_, k, _)| *k == Kind::Response)
             .map(|(p, _, _)| p.clone())
             .collect();
-        let mut unlinked = Vec::new();
-        for (_, m) in unique.values() {
+        let mut unlinked: Vec<MessageId> = Vec::new();
+        for (id, m) in &unique {
             let Some(parent) = &m.in_reply_to else {
                 continue;
             };
@@ -371,36 +467,35 @@ impl Mail {
                 // is of the same task.
                 let fits = unique
                     .get(parent)
-                    .is_some_and(|(_, p)| p.needs_reply() && p.to == m.from && p.phase == m.phase);
+                    .is_some_and(|p| p.needs_reply && p.to == m.from && p.phase == m.phase);
                 if !fits {
                     findings.push(Finding::MismatchedResponse {
-                        id: m.id.clone(),
+                        id: id.clone(),
                         parent: parent.clone(),
                     });
                     continue;
                 }
                 answered.insert(parent.clone());
             }
-            if !scan
-                .markers
-                .contains(&(parent.clone(), m.kind, m.id.clone()))
-            {
+            if !scan.markers.contains(&(parent.clone(), m.kind, id.clone())) {
                 findings.push(Finding::MissingReplyMarker {
                     parent: parent.clone(),
-                    child: m.id.clone(),
+                    child: id.clone(),
                     kind: m.kind,
                 });
-                unlinked.push(m.clone());
+                unlinked.push(id.clone());
             }
         }
 
         let mut orphans = Vec::new();
         let mut answered_requests = Vec::new();
-        for (loc, m) in unique.values() {
-            let Location::Inbox(agent) = loc else {
+        for (id, m) in &unique {
+            let Loc::Inbox(agent) = m.loc else {
                 continue;
             };
-            let reason = if scan.swept.contains(&m.phase) {
+            let agent = scan.agents.get(agent);
+            let phase = scan.tasks.get(m.phase);
+            let reason = if scan.swept.contains(phase) {
                 Some(OrphanReason::TaskSwept)
             } else if self
                 .config
@@ -420,18 +515,18 @@ impl Mail {
             };
             if let Some(reason) = reason {
                 findings.push(Finding::Orphan {
-                    id: m.id.clone(),
+                    id: id.clone(),
                     agent: agent.clone(),
-                    task: m.phase.clone(),
+                    task: phase.clone(),
                     reason,
                 });
-                orphans.push((agent.clone(), m, reason));
-            } else if m.needs_reply() && answered.contains(&m.id) {
+                orphans.push((agent.clone(), id, phase.clone(), reason));
+            } else if m.needs_reply && answered.contains(id) {
                 findings.push(Finding::AnsweredRequest {
-                    id: m.id.clone(),
+                    id: id.clone(),
                     agent: agent.clone(),
                 });
-                answered_requests.push((agent.clone(), m));
+                answered_requests.push((agent.clone(), id, phase.clone()));
             }
         }
 
@@ -456,22 +551,22 @@ impl Mail {
                 reason: bad.reason.clone(),
             });
         }
-        let mut unsent = Vec::new();
-        for (loc, m) in unique.values() {
-            if manifest.sent.contains(m.id.as_str()) {
+        let mut unsent: Vec<&MessageId> = Vec::new();
+        for (id, m) in &unique {
+            if manifest.sent.contains(id.as_str()) {
                 continue;
             }
             let age = now.since(m.created_at);
             if age >= self.config.in_flight_grace {
                 findings.push(Finding::MissingSentEvent {
-                    id: m.id.clone(),
-                    location: loc.clone(),
+                    id: id.clone(),
+                    location: scan.location(m.loc),
                 });
-                unsent.push(m);
+                unsent.push(id);
             } else {
                 findings.push(Finding::InFlight {
-                    id: m.id.clone(),
-                    location: loc.clone(),
+                    id: id.clone(),
+                    location: scan.location(m.loc),
                     check_after: self.config.in_flight_grace - age,
                 });
             }
@@ -504,27 +599,38 @@ impl Mail {
         } else if manifest.torn.is_some() {
             log.recover()?;
         }
-        self.link_replies(&unlinked)?;
+        // The scan kept no whole messages: read again the few a repair needs.
+        let whole = |ids: &mut dyn Iterator<Item = &MessageId>| -> Result<Vec<Message>> {
+            let mut out = Vec::new();
+            for id in ids {
+                if let Some(found) = self.find(id)? {
+                    out.push(found.message);
+                }
+            }
+            Ok(out)
+        };
+        self.link_replies(&whole(&mut unlinked.iter())?)?;
         let mut events = Vec::new();
-        for (agent, m, reason) in orphans {
+        let unsent = whole(&mut unsent.into_iter())?;
+        for (agent, id, task, reason) in orphans {
             let from = Location::Inbox(agent.clone());
-            if let Moved::Done = self.move_message(&m.id, &from, &Location::Orphan)? {
+            if let Moved::Done = self.move_message(id, &from, &Location::Orphan)? {
                 events.push(ManifestEvent::Orphaned {
-                    id: m.id.clone(),
+                    id: id.clone(),
                     agent,
-                    task: m.phase.clone(),
+                    task,
                     reason,
                     at: now,
                 });
             }
         }
-        for (agent, m) in answered_requests {
+        for (agent, id, task) in answered_requests {
             let from = Location::Inbox(agent.clone());
-            if let Moved::Done = self.move_message(&m.id, &from, &Location::Archive)? {
+            if let Moved::Done = self.move_message(id, &from, &Location::Archive)? {
                 events.push(ManifestEvent::Archived {
-                    id: m.id.clone(),
+                    id: id.clone(),
                     agent,
-                    task: m.phase.clone(),
+                    task,
                     reply: None,
                     at: now,
                 });
@@ -636,7 +742,7 @@ impl Mail {
                 ReadOutcome::Corrupt(c) => scan.corrupt.push((c.path, c.reason)),
                 ReadOutcome::Unsupported(u) => scan.unsupported.push(u),
                 ReadOutcome::Value(m) => match check_id(&path, &id, m) {
-                    Ok(m) => scan.messages.push((location.clone(), m)),
+                    Ok(m) => scan.keep(location, m),
                     Err(c) => scan.corrupt.push((c.path, c.reason)),
                 },
             }
@@ -646,7 +752,9 @@ impl Mail {
 
     fn manifest_status(&self) -> Result<ManifestStatus> {
         let log = chipset_store::JsonLog::new(self.layout.manifest());
-        let contents = match log.read::<serde_json::Value>() {
+        // Only the tag and id of each record are kept: the doctor's memory
+        // must not hold every manifest record as a JSON tree.
+        let contents = match log.read::<ManifestTag>() {
             Ok(c) => c,
             Err(chipset_store::Error::Corrupt(c)) => {
                 return Ok(ManifestStatus {
@@ -660,12 +768,16 @@ impl Mail {
         };
         let sent = contents
             .records
-            .iter()
-            .filter(|r| {
-                let tag = r.get("event").or_else(|| r.get("type"));
-                tag.and_then(|t| t.as_str()) == Some("sent")
+            .into_iter()
+            .filter_map(|r| match r {
+                ManifestTag::Record { event, kind, id } => {
+                    let tag = event.or(kind);
+                    (tag.as_ref().and_then(|t| t.as_str()) == Some("sent"))
+                        .then(|| id.and_then(|i| i.as_str().map(str::to_owned)))
+                        .flatten()
+                }
+                ManifestTag::Other(_) => None,
             })
-            .filter_map(|r| r.get("id").and_then(|i| i.as_str()).map(str::to_owned))
             .collect();
         Ok(ManifestStatus {
             sent,
@@ -674,6 +786,23 @@ impl Mail {
             not_a_file: None,
         })
     }
+}
+
+/// What the doctor reads of a manifest record: any JSON value is a record
+/// (as it was when read as a `serde_json::Value`), and of an object only its
+/// `event` (or `type`) and `id` are kept.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ManifestTag {
+    Record {
+        #[serde(default)]
+        event: Option<serde_json::Value>,
+        #[serde(default, rename = "type")]
+        kind: Option<serde_json::Value>,
+        #[serde(default)]
+        id: Option<serde_json::Value>,
+    },
+    Other(serde::de::IgnoredAny),
 }
 
 struct ManifestStatus {

@@ -176,7 +176,7 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-fn stray(path: PathBuf, what: &str) -> Corruption {
+pub(crate) fn stray(path: PathBuf, what: &str) -> Corruption {
     Corruption {
         path,
         reason: CorruptReason::WrongShape(what.to_owned()),
@@ -307,7 +307,8 @@ impl Mail {
     /// is done as well as it can be: a message with `in_reply_to` is entered
     /// in the reply index (after it is published, so the index never claims
     /// a reply that does not exist), a response archives the request it
-    /// answers, and a `sent` event is appended to the manifest. A failure of
+    /// answers, and a `sent` event is appended to the manifest (not synced
+    /// on its own: see the crate docs, Durability). A failure of
     /// the follow-up does not fail the send (that would invite a duplicate):
     /// it is logged (`tracing`), and [`Mail::doctor`] with
     /// [`DoctorMode::Fix`](crate::DoctorMode::Fix) completes it (a missing
@@ -513,12 +514,28 @@ impl Mail {
         if events.is_empty() {
             return;
         }
-        if let Err(e) = self
-            .manifest()
-            .and_then(|log| Ok(log.append_batch(&events)?))
-        {
+        if let Err(e) = self.append_send_events(&events) {
             tracing::warn!(error = %e, "the manifest append after a commit point failed (the doctor completes it)");
         }
+    }
+
+    /// Appends a send's manifest events. `sent` events alone are written
+    /// without a data sync: the message files they describe are durable
+    /// already, and [`Mail::doctor`] rebuilds a `sent` event a power cut
+    /// lost from its file, so the sync is left to the next synced append
+    /// (or the kernel's writeback). Any other event (a response's
+    /// `archived`) is synced before `send` returns.
+    fn append_send_events(&self, events: &[ManifestEvent]) -> Result<()> {
+        let log = self.manifest()?;
+        if events
+            .iter()
+            .all(|e| matches!(e, ManifestEvent::Sent { .. }))
+        {
+            log.append_batch_unsynced(events)?;
+        } else {
+            log.append_batch(events)?;
+        }
+        Ok(())
     }
 
     /// Checks a draft and turns it into a message, its parent and its bytes;
@@ -966,7 +983,9 @@ impl Mail {
     /// and have no response, in id order: the commit gate (the task may
     /// commit when the list is empty).
     ///
-    /// Reads every inbox (archived messages are never pending). A request
+    /// Looks at every inbox (archived messages are never pending), through the
+    /// gate cache (see the crate docs): only the task's entries are read, and
+    /// an inbox changed since the cache saw it is listed again. A request
     /// still in its inbox counts as answered when a response that fits it
     /// exists: in an inbox, in the reply index, or (looked for only when the
     /// first two do not answer) in `archive/` or the task's by-task archive,
@@ -983,35 +1002,32 @@ impl Mail {
     /// must not turn a blocked gate into an open one); and
     /// [`MailError::Store`] when an inbox cannot be read. Never a shorter list.
     pub fn pending_replies(&self, task: &TaskId) -> Result<Vec<Message>> {
-        let mut out = Vec::new();
-        let mut responses = Vec::new();
-        for agent in self.agents()? {
-            let inbox = self.layout.inbox(&agent);
-            let quarantine = inbox.join(chipset_store::QUARANTINE_DIR);
-            if let Some(name) = self.state.list(&quarantine)?.into_iter().next() {
-                return Err(MailError::QuarantinedInbox {
-                    path: quarantine.join(name),
-                });
-            }
-            for m in self.scan_strict(&inbox)? {
-                if m.phase == *task {
-                    if m.kind == Kind::Response {
-                        responses.push(m.clone());
-                    }
-                    if m.needs_reply() {
-                        out.push(m);
-                    }
-                }
-            }
-        }
+        let files = self.gate_files(task)?;
         // A request whose response exists is answered, whoever wrote the
         // response and whether or not the request was moved yet.
-        let mut answered: BTreeSet<MessageId> = responses
+        let mut out = Vec::new();
+        for f in files.iter().filter(|f| f.facts.needs_reply) {
+            let Some(id) = id_of(&f.name) else { continue };
+            let path = self.layout.inbox(&f.agent).join(&f.name);
+            match read_message(&path, self.state.read_cap())? {
+                // Archived since the listing: archived requests are never pending.
+                ReadOutcome::Missing => {}
+                ReadOutcome::Corrupt(c) => return Err(c.into()),
+                ReadOutcome::Unsupported(u) => return Err(u.into()),
+                ReadOutcome::Value(m) => out.push(check_id(&path, &id, m)?),
+            }
+        }
+        // What `answers` checks, from the cached facts of the task's responses.
+        let mut answered: BTreeSet<MessageId> = out
             .iter()
-            .filter_map(|r| {
-                let parent = out.iter().find(|q| Some(&q.id) == r.in_reply_to.as_ref())?;
-                answers(r, parent).then(|| parent.id.clone())
+            .filter(|q| {
+                files.iter().any(|r| {
+                    r.facts.kind == Kind::Response
+                        && r.facts.in_reply_to.as_ref() == Some(&q.id)
+                        && r.facts.from == q.to
+                })
             })
+            .map(|q| q.id.clone())
             .collect();
         for q in &out {
             if !answered.contains(&q.id) && self.indexed_reply(&q.id)? {

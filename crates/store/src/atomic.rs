@@ -130,6 +130,44 @@ pub(crate) fn write_atomic_with(io: &dyn IoBackend, path: &Path, bytes: &[u8]) -
     sync_dir_with(io, parent(path)).map_err(|e| e.after_commit(path))
 }
 
+/// Replaces the contents of `path` with `bytes` without syncing anything:
+/// a temp file beside it, renamed over it.
+///
+/// Only for files that are a cache of what is elsewhere and that validate
+/// themselves, such as mail's gate cache: a reader sees the old contents or
+/// the whole new ones, never a mix, but after a power cut the file may be
+/// the old one, missing, empty, or partly written (rules 1 and 2 of the
+/// Durability section), and the reader must treat any of those as "no
+/// cache". Concurrent writers never share a temp file; the last rename wins.
+///
+/// # Errors
+///
+/// [`Error::Symlink`] when `path` is a symlink; [`Error::Io`] or
+/// [`Error::Rename`] when a step fails (`path` is unchanged).
+pub fn write_unsynced(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_unsynced_with(&RealIo, path, bytes)
+}
+
+pub(crate) fn write_unsynced_with(io: &dyn IoBackend, path: &Path, bytes: &[u8]) -> Result<()> {
+    refuse_symlink(path)?;
+    let (tmp, file) = create_temp(io, path)?;
+    if let Err(e) = io.write_all(&file, &tmp, bytes) {
+        let _ = io.remove_file(&tmp);
+        return Err(Error::io("write temp file", tmp, e));
+    }
+    drop(file);
+    if let Err(e) = io.rename(&tmp, path) {
+        let _ = io.remove_file(&tmp);
+        return Err(Error::Rename {
+            op: "rename",
+            from: tmp,
+            to: path.to_owned(),
+            source: e,
+        });
+    }
+    Ok(())
+}
+
 /// Durably replaces `path` with the canonical JSON of `value`.
 ///
 /// # Errors
@@ -241,12 +279,50 @@ pub enum Created {
     AlreadyExists,
 }
 
-/// Publishes many new files, sharing the directory syncs.
+/// How many syncs a batch runs at once. Concurrent syncs of files in one
+/// filesystem share journal commits (ext4, XFS), so a batch pays for a few
+/// sync rounds instead of one sync per file.
+const SYNC_PARALLELISM: usize = 16;
+
+/// Runs `sync` on every item, up to [`SYNC_PARALLELISM`] at a time, and
+/// returns the first failure (after every started sync has finished).
+fn sync_concurrently<T: Sync>(items: &[T], sync: impl Fn(&T) -> Result<()> + Sync) -> Result<()> {
+    if items.len() <= 1 {
+        return items.iter().try_for_each(&sync);
+    }
+    let workers = items.len().min(SYNC_PARALLELISM);
+    let next = AtomicU64::new(0);
+    let failure: std::sync::Mutex<Option<Error>> = std::sync::Mutex::new(None);
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed) as usize;
+                    let Some(item) = items.get(i) else { break };
+                    if let Err(e) = sync(item) {
+                        let mut slot = failure.lock().unwrap_or_else(|p| p.into_inner());
+                        slot.get_or_insert(e);
+                    }
+                }
+            });
+        }
+    });
+    match failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Publishes many new files sharing their syncs: a constant number of sync
+/// rounds for the whole batch, not one per file.
 ///
-/// Every file is written to its temp and synced, then each is renamed into
-/// place without replacing anything, and each distinct directory is synced
-/// once at the end. Per file this costs one data sync instead of a data sync
-/// plus a directory sync.
+/// Every file is written to its own temp first, without syncing; then the
+/// temps are synced together (`fsync` of each, up to 16 at once, so the
+/// filesystem commits them in a few shared journal commits); then each is
+/// renamed into place without replacing anything; then every distinct
+/// directory is synced, concurrently, once. Each file's data is durable
+/// before its name appears, exactly as with [`create_new`]; only the waiting
+/// is shared.
 ///
 /// **Commit point:** each file's no-replace rename commits that file; the
 /// batch has none of its own.
@@ -254,10 +330,10 @@ pub enum Created {
 /// # Errors
 ///
 /// [`Error::Io`] or [`Error::Rename`] when a step fails before any file was
-/// published (nothing is visible); [`Error::OutcomeUnknown`] when a step
-/// fails after at least one file was published: those stay published, each
-/// whole, and a retry of the same batch reports them
-/// [`Created::AlreadyExists`] and publishes the rest.
+/// published (nothing is visible, every temp is removed);
+/// [`Error::OutcomeUnknown`] when a step fails after at least one file was
+/// published: those stay published, each whole, and a retry of the same
+/// batch reports them [`Created::AlreadyExists`] and publishes the rest.
 pub fn create_new_batch(items: &[(PathBuf, Vec<u8>)]) -> Result<Vec<Created>> {
     create_new_batch_with(&RealIo, items)
 }
@@ -266,18 +342,37 @@ pub(crate) fn create_new_batch_with(
     io: &dyn IoBackend,
     items: &[(PathBuf, Vec<u8>)],
 ) -> Result<Vec<Created>> {
-    let mut temps = Vec::with_capacity(items.len());
+    let mut temps: Vec<(PathBuf, File)> = Vec::with_capacity(items.len());
+    let remove_all = |temps: &[(PathBuf, File)]| {
+        for (t, _) in temps {
+            let _ = io.remove_file(t);
+        }
+    };
     for (path, bytes) in items {
-        match write_temp(io, path, bytes) {
-            Ok(t) => temps.push(t),
+        let (tmp, file) = match create_temp(io, path) {
+            Ok(t) => t,
             Err(e) => {
-                for t in &temps {
-                    let _ = io.remove_file(t);
-                }
+                remove_all(&temps);
                 return Err(e);
             }
+        };
+        let written = io.write_all(&file, &tmp, bytes);
+        temps.push((tmp, file));
+        if let Err(e) = written {
+            let tmp = temps[temps.len() - 1].0.clone();
+            remove_all(&temps);
+            return Err(Error::io("write temp file", tmp, e));
         }
     }
+    // One round: every temp's data and size are durable before any rename.
+    if let Err(e) = sync_concurrently(&temps, |(tmp, file)| {
+        io.sync_all(file, tmp)
+            .map_err(|e| Error::io("sync", tmp, e))
+    }) {
+        remove_all(&temps);
+        return Err(e);
+    }
+    let temps: Vec<PathBuf> = temps.into_iter().map(|(t, _)| t).collect();
     let mut outcomes = Vec::with_capacity(items.len());
     let mut dirs: Vec<&Path> = Vec::new();
     let mut first_published: Option<&Path> = None;
@@ -304,13 +399,12 @@ pub(crate) fn create_new_batch_with(
             dirs.push(dir);
         }
     }
-    for dir in dirs {
-        if let Err(e) = sync_dir_with(io, dir) {
-            return Err(match first_published {
-                Some(p) => e.after_commit(p),
-                None => e,
-            });
-        }
+    // One more round: each directory once, concurrently.
+    if let Err(e) = sync_concurrently(&dirs, |dir| sync_dir_with(io, dir)) {
+        return Err(match first_published {
+            Some(p) => e.after_commit(p),
+            None => e,
+        });
     }
     Ok(outcomes)
 }

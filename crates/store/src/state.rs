@@ -358,6 +358,48 @@ impl StateDir {
         self.with_parent(path, |io| atomic::write_atomic_with(io, path, bytes))
     }
 
+    /// Replaces `path` with `bytes` **without syncing anything**: for caches
+    /// that validate themselves and are rebuilt when wrong (see
+    /// [`write_unsynced`](crate::write_unsynced)). A reader sees the old
+    /// file or the whole new one; after a power cut the file may be old,
+    /// missing, empty or partly written.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::ensure_dir`] and [`write_unsynced`](crate::write_unsynced).
+    pub fn write_unsynced(&self, path: &Path, bytes: &[u8]) -> Result<()> {
+        self.with_parent(path, |io| atomic::write_unsynced_with(io, path, bytes))
+    }
+
+    /// Lists the names in `dir` with their inode numbers, as
+    /// [`StateDir::list`] would list them (dot-names skipped, sorted by
+    /// name), entries of every type. The inode number comes from the
+    /// directory listing itself (no `stat` per entry): a name replaced by a
+    /// rename gets a new one. A missing directory lists as empty.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::list`].
+    pub fn list_inodes(&self, dir: &Path) -> Result<Vec<(String, u64)>> {
+        use std::os::unix::fs::DirEntryExt;
+        if !self.check_parents(dir)? || !is_real_dir(dir)? {
+            return Ok(Vec::new());
+        }
+        let entries = fs::read_dir(dir).map_err(|e| Error::io("list directory", dir, e))?;
+        let mut out = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io("list directory", dir, e))?;
+            let name = match entry.file_name().into_string() {
+                Ok(name) if name.starts_with('.') => continue,
+                Ok(name) => name,
+                Err(name) => name.to_string_lossy().into_owned(),
+            };
+            out.push((name, entry.ino()));
+        }
+        out.sort_unstable();
+        Ok(out)
+    }
+
     /// Durably replaces `path` with the canonical JSON of `value`.
     ///
     /// # Errors

@@ -4,11 +4,13 @@ mod doctor;
 mod foreign;
 mod formats;
 mod gate;
+mod gate_cache;
 mod model;
 mod ops;
 mod peers;
 mod procs;
 mod seam;
+mod seam_syncs;
 
 use std::sync::Arc;
 

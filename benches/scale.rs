@@ -1,0 +1,307 @@
+//! chipset at the scale of a busy project: 200 agents holding
+//! `CHIPSET_SCALE_MESSAGES` messages (100,000 by default) in their inboxes.
+//!
+//! `cargo bench --bench scale` builds the state once with plain writes (no
+//! sync) under `target/scale/` and reuses it on later runs, then reports,
+//! each beside the same figure on a small state (the same 200 inboxes
+//! holding only the measured task's 10 requests):
+//!
+//! - **gate**: `Mail::pending_replies` of a task with 10 open requests
+//!   (the gate cache warmed and settled first). Goal: within 1.1× of the
+//!   small state warm, under 100 ms cold.
+//! - **inbox**: `Mail::inbox` of one agent (N / 200 messages; small: 1).
+//! - **status**: `Mail::counts`, what `chipset status` shows for mail.
+//! - **doctor**: `Mail::doctor` in check mode, what `chipset doctor` runs.
+//! - **memory**: peak RSS (`VmHWM`) of a fresh process running status or
+//!   doctor once. Goal: under 50 MB.
+//!
+//! Warm figures are the median of 7 runs, big and small interleaved. Cold
+//! figures drop the page cache (`/proc/sys/vm/drop_caches`, which needs
+//! root) before each run, median of 3; the output says when it could not.
+//!
+//! `CHIPSET_SCALE_SEQ=N` instead sends N messages one at a time into a
+//! fresh state and prints the microseconds per send (for a side-by-side run
+//! against another program, alternating in one shell loop).
+
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a benchmark reports its figures"
+)]
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use chipset_mail::{DoctorMode, Draft, InboxFilter, Mail};
+use chipset_store::{AgentId, StateDir, TaskId};
+
+const AGENTS: usize = 200;
+const TASKS: usize = 1_000;
+const TARGET: &str = "M900-S001-T0001";
+const BASE_MS: u64 = 1_772_706_900_000;
+
+fn agent_name(i: usize) -> String {
+    format!("agent-{i:03}")
+}
+
+fn id(n: usize) -> String {
+    format!("{}-{:08x}-0000-4000-8000-{:012x}", BASE_MS + n as u64, n, n)
+}
+
+fn message(n: usize, from: &str, to: &str, task: &str, kind: &str) -> String {
+    let expects = kind == "request";
+    let ms = BASE_MS + n as u64;
+    let secs = ms / 1000;
+    let created = format!(
+        "2026-03-05T{:02}:{:02}:{:02}.{:03}Z",
+        (secs / 3600) % 24,
+        (secs / 60) % 60,
+        secs % 60,
+        ms % 1000
+    );
+    format!(
+        "{{\n  \"body\": \"finding {n}: the assertion in tests/foo.rs:42 cannot fail\",\n  \"created_at\": \"{created}\",\n  \"expects_reply\": {expects},\n  \"from\": \"{from}\",\n  \"id\": \"{id}\",\n  \"in_reply_to\": null,\n  \"kind\": \"{kind}\",\n  \"phase\": \"{task}\",\n  \"priority\": \"normal\",\n  \"round\": 2,\n  \"subject\": \"weak-assertion\",\n  \"to\": \"{to}\"\n}}\n",
+        id = id(n)
+    )
+}
+
+fn sent_line(n: usize, from: &str, to: &str, task: &str, kind: &str) -> String {
+    format!(
+        "{{\"at\":\"2026-03-05T10:35:00.123Z\",\"event\":\"sent\",\"from\":\"{from}\",\"id\":\"{}\",\"in_reply_to\":null,\"kind\":\"{kind}\",\"priority\":\"normal\",\"round\":2,\"subject\":\"weak-assertion\",\"task\":\"{task}\",\"to\":\"{to}\"}}\n",
+        id(n)
+    )
+}
+
+/// Writes a state root with `others` messages besides the target task's 10
+/// requests, unless a complete one is there already.
+fn build(root: &Path, others: usize) -> PathBuf {
+    let done = root.join(".complete");
+    let state = root.join("state");
+    if done.exists() {
+        return state;
+    }
+    let _ = fs::remove_dir_all(root);
+    let started = Instant::now();
+    let mail = state.join("mail");
+    for a in 0..AGENTS {
+        fs::create_dir_all(mail.join("inbox").join(agent_name(a))).unwrap();
+    }
+    let mut manifest =
+        std::io::BufWriter::new(fs::File::create(mail.join("manifest.jsonl")).unwrap());
+    let mut put = |n: usize, from: &str, to: &str, task: &str, kind: &str| {
+        let path = mail.join("inbox").join(to).join(format!("{}.json", id(n)));
+        fs::write(path, message(n, from, to, task, kind)).unwrap();
+        manifest
+            .write_all(sent_line(n, from, to, task, kind).as_bytes())
+            .unwrap();
+    };
+    for n in 0..others {
+        let to = agent_name(n % AGENTS);
+        let from = agent_name((n + 7) % AGENTS);
+        let task = format!("M001-S001-T{:04}", n % TASKS);
+        let kind = if n % 10 == 0 { "request" } else { "notify" };
+        put(n, &from, &to, &task, kind);
+    }
+    for r in 0..10 {
+        let to = agent_name(r * 17 % AGENTS);
+        put(others + r, "agent-critic", &to, TARGET, "request");
+    }
+    manifest.flush().unwrap();
+    fs::write(&done, b"").unwrap();
+    eprintln!(
+        "built {} in {:.1} s",
+        root.display(),
+        started.elapsed().as_secs_f64()
+    );
+    state
+}
+
+fn mail_at(state: &Path) -> Mail {
+    Mail::new(StateDir::open(state).unwrap())
+}
+
+fn gate(mail: &Mail) {
+    let pending = mail.pending_replies(&TaskId::new(TARGET).unwrap()).unwrap();
+    assert_eq!(pending.len(), 10);
+}
+
+fn inbox(mail: &Mail, agent: &str) {
+    std::hint::black_box(
+        mail.inbox(&AgentId::new(agent).unwrap(), &InboxFilter::default())
+            .unwrap(),
+    );
+}
+
+fn status(mail: &Mail) {
+    std::hint::black_box(mail.counts().unwrap());
+}
+
+fn doctor(mail: &Mail) {
+    std::hint::black_box(mail.doctor(DoctorMode::Check).unwrap());
+}
+
+fn drop_caches() -> Result<(), String> {
+    rustix::fs::sync();
+    fs::write("/proc/sys/vm/drop_caches", b"3").map_err(|e| e.to_string())
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1e3)
+}
+
+/// Warm: interleaved medians. Cold: medians after dropping the page cache.
+fn measure(name: &str, big: &dyn Fn(), small: &dyn Fn(), cold_ok: bool) {
+    big();
+    small();
+    let (mut b, mut s) = (Vec::new(), Vec::new());
+    for _ in 0..7 {
+        let t = Instant::now();
+        big();
+        b.push(t.elapsed());
+        let t = Instant::now();
+        small();
+        s.push(t.elapsed());
+    }
+    let (bw, sw) = (median(b), median(s));
+    print!(
+        "{name:<8} warm: big {:>11}  small {:>11}  ratio {:>6.2}x",
+        ms(bw),
+        ms(sw),
+        bw.as_secs_f64() / sw.as_secs_f64()
+    );
+    if cold_ok {
+        let (mut b, mut s) = (Vec::new(), Vec::new());
+        for _ in 0..3 {
+            drop_caches().unwrap();
+            let t = Instant::now();
+            big();
+            b.push(t.elapsed());
+            drop_caches().unwrap();
+            let t = Instant::now();
+            small();
+            s.push(t.elapsed());
+        }
+        println!(
+            "   cold: big {:>11}  small {:>11}",
+            ms(median(b)),
+            ms(median(s))
+        );
+    } else {
+        println!("   cold: not measured (page cache could not be dropped)");
+    }
+}
+
+/// Peak RSS of a fresh process that runs `op` once on `state`.
+fn peak_rss(op: &str, state: &Path) -> String {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .env("CHIPSET_SCALE_CHILD", op)
+        .env("CHIPSET_SCALE_STATE", state)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+fn child(op: &str) {
+    let state = PathBuf::from(std::env::var_os("CHIPSET_SCALE_STATE").unwrap());
+    let mail = mail_at(&state);
+    match op {
+        "status" => status(&mail),
+        "doctor" => doctor(&mail),
+        "gate" => gate(&mail),
+        _ => {}
+    }
+    let proc_status = fs::read_to_string("/proc/self/status").unwrap();
+    let hwm = proc_status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .unwrap_or("VmHWM: ? kB");
+    println!("{}", hwm.trim_start_matches("VmHWM:").trim());
+}
+
+fn sequential(n: usize) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("target/scale/seq")
+        .join(format!("{}-{}", std::process::id(), BASE_MS));
+    let _ = fs::remove_dir_all(&dir);
+    let mail = mail_at(&dir);
+    let t = Instant::now();
+    for i in 0..n {
+        mail.send(&Draft::notify(
+            AgentId::new("np-critic").unwrap(),
+            AgentId::new("np-executor").unwrap(),
+            TaskId::new("M005-S007-T0002").unwrap(),
+            "weak-assertion",
+            format!("finding {i}: the assertion in tests/foo.rs:42 cannot fail"),
+        ))
+        .unwrap();
+    }
+    let us = t.elapsed().as_secs_f64() * 1e6 / n as f64;
+    println!("{{\"who\":\"chipset\",\"n\":{n},\"us_per_send\":{us:.1}}}");
+    let _ = fs::remove_dir_all(&dir);
+}
+
+fn main() {
+    if let Ok(op) = std::env::var("CHIPSET_SCALE_CHILD") {
+        return child(&op);
+    }
+    if let Some(n) = std::env::var("CHIPSET_SCALE_SEQ")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        return sequential(n);
+    }
+    let n: usize = std::env::var("CHIPSET_SCALE_MESSAGES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
+    let base = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/scale");
+    let big_state = build(&base.join(format!("big-{n}")), n);
+    let small_state = build(&base.join("small"), 0);
+    let (big, small) = (mail_at(&big_state), mail_at(&small_state));
+
+    // The gate cache trusts an inbox stamp once it is two seconds old.
+    gate(&big);
+    gate(&small);
+    std::thread::sleep(Duration::from_millis(2_200));
+    gate(&big);
+    gate(&small);
+
+    let cold_ok = match drop_caches() {
+        Ok(()) => true,
+        Err(e) => {
+            println!("could not drop the page cache ({e}): cold figures are not measured");
+            false
+        }
+    };
+    println!(
+        "scale: {n} messages in {AGENTS} inboxes (big) vs the target task's 10 requests only (small)"
+    );
+    measure("gate", &|| gate(&big), &|| gate(&small), cold_ok);
+    measure(
+        "inbox",
+        &|| inbox(&big, "agent-001"),
+        &|| inbox(&small, "agent-017"),
+        cold_ok,
+    );
+    measure("status", &|| status(&big), &|| status(&small), cold_ok);
+    measure("doctor", &|| doctor(&big), &|| doctor(&small), cold_ok);
+    for op in ["none", "status", "doctor", "gate"] {
+        println!(
+            "memory {op:<7} peak RSS: big {:>10}  small {:>10}",
+            peak_rss(op, &big_state),
+            peak_rss(op, &small_state)
+        );
+    }
+}

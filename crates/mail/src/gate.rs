@@ -1,0 +1,428 @@
+//! The gate cache: what [`Mail::pending_replies`] needs from each inbox file,
+//! kept under `mail/.gate/` so that the gate costs what the task's own mail
+//! costs, not what all mail costs.
+//!
+//! # What is cached
+//!
+//! A message file never changes once published (the seed's contract: files
+//! are written whole under a new name and then only moved), so what the gate
+//! needs from it (task, kind, whether it needs a reply, what it answers, who
+//! sent it) can be kept, keyed by the file's name *and inode number*, and is
+//! never stale for a name that still holds that inode. Two kinds of file:
+//!
+//! - `.gate/inbox/{agent}.json`: every message file of one inbox (name,
+//!   inode, task, and for the gate's files, their facts), with the
+//!   directory's stamp when it was listed.
+//! - `.gate/task/{task}.json`: per inbox, the task's gate files there (requests
+//!   that need a reply, responses), with the directory's stamp they hold for.
+//!
+//! # What the cache relies on (directory stamps)
+//!
+//! A directory's stamp is its device, inode number, mtime and ctime. Every
+//! create, rename into or out of, link and unlink in a directory sets its
+//! mtime and ctime to the current time, on every local Linux filesystem; a
+//! program that sets the mtime back (`touch -d`, `utimensat`, an archiver
+//! restoring times) still moves the ctime, which no program can set. So when
+//! an inbox's stamp equals the stamp a cache entry was made at, the entries
+//! in it are exactly what the listing then saw. The gate stats each inbox
+//! (one `stat`, no listing) and uses the cache only on equality; otherwise it
+//! lists that inbox, reuses the facts of files it already knows (same name,
+//! same inode) and reads only the new ones, exactly as the uncached gate
+//! reads them (an unreadable or unsupported file fails the gate closed).
+//!
+//! Where it would not hold, and what is done about it:
+//!
+//! - **Coarse timestamps.** The kernel stamps with a clock that ticks every
+//!   few milliseconds (and some filesystems keep whole seconds), so two
+//!   changes in one tick leave the same stamp: a listing taken between them
+//!   would be wrong under an unchanged stamp. A stamp younger than
+//!   [`RACY`] (2 s) when it is read is *racy*: the cache is still used for
+//!   the facts of known files, but the inbox is listed every time until its
+//!   stamp is older than that.
+//! - **Clock steps.** A stamp in the future of the system clock is racy too.
+//!   A clock stepped back by more than [`RACY`] could, in principle, give a
+//!   later change exactly an earlier stamp (to the nanosecond, mtime and
+//!   ctime both); that is the one case the cache cannot see.
+//! - **Files rewritten in place.** A program that rewrites a message file in
+//!   place (same inode, `O_TRUNC`) changes no directory stamp. The seed
+//!   forbids it (messages are immutable), and nubos-pilot writes new files.
+//! - **Filesystems without directory timestamps** (some FUSE and network
+//!   mounts): chipset does not support them (see the store's Durability).
+//!
+//! # Self-healing
+//!
+//! Cache files are written with `write_unsynced` (a temp renamed into place,
+//! no sync): a reader sees a whole file, and after a power cut a cache file
+//! may be missing, old, empty or partly written. Every entry carries the
+//! stamp it holds for and is used only when that stamp is the inbox's stamp
+//! now, so an old file is simply not used; a file that does not parse (or
+//! names another task, or another format version) is ignored and rebuilt.
+//! Concurrent gates need no lock: each writes whole files whose every entry
+//! is valid on its own; a lost update only costs the next gate a listing.
+//! A stamp is always taken *before* the listing it labels, so a change during
+//! the listing leaves an entry labelled with an older stamp, which no later
+//! stat matches. Nothing here can make the gate open where the uncached gate
+//! would not: at worst the cache is not used.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use chipset_store::{AgentId, MessageId, ReadOutcome, TaskId};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{MailError, Result};
+use crate::format::{Kind, Message};
+use crate::layout::id_of;
+use crate::mail::{Mail, check_id, read_message, stray};
+
+/// The cache's folder under `mail/` (a dot-name: listings skip it).
+pub(crate) const GATE_DIR: &str = ".gate";
+/// The format version of the cache files; any other version is ignored.
+const VERSION: u32 = 1;
+/// How old a directory stamp must be before the cache trusts it.
+pub(crate) const RACY: Duration = Duration::from_secs(2);
+/// A cache file larger than this is ignored (and rebuilt).
+const MAX_CACHE_FILE: u64 = 256 * 1024 * 1024;
+
+/// A directory's identity and last change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Stamp {
+    dev: u64,
+    ino: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Stamp {
+    /// Stats `dir`: its stamp and whether it is old enough to trust, or
+    /// `None` when it is missing.
+    pub(crate) fn of(dir: &Path) -> Result<Option<(Stamp, bool)>> {
+        let meta = match std::fs::symlink_metadata(dir) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => {
+                return Err(chipset_store::Error::Io {
+                    op: "stat",
+                    path: dir.to_owned(),
+                    source,
+                }
+                .into());
+            }
+        };
+        let stamp = Stamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        };
+        Ok(Some((stamp, stamp.settled(SystemTime::now()))))
+    }
+
+    /// True when both times are at least [`RACY`] before `now`.
+    fn settled(&self, now: SystemTime) -> bool {
+        let Ok(now) = now.duration_since(UNIX_EPOCH) else {
+            return false;
+        };
+        let now_ns = i128::from(now.as_secs()) * 1_000_000_000 + i128::from(now.subsec_nanos());
+        let ns = |(s, n): (i64, i64)| i128::from(s) * 1_000_000_000 + i128::from(n);
+        let newest = ns(self.mtime).max(ns(self.ctime));
+        now_ns - newest >= RACY.as_nanos() as i128
+    }
+}
+
+/// What the gate needs from a request or a response.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Facts {
+    pub(crate) kind: Kind,
+    pub(crate) needs_reply: bool,
+    pub(crate) in_reply_to: Option<MessageId>,
+    pub(crate) from: AgentId,
+}
+
+impl Facts {
+    /// The facts of `m` when the gate needs them (a request that needs a
+    /// reply, or a response), else `None`.
+    fn of(m: &Message) -> Option<Facts> {
+        (m.needs_reply() || m.kind == Kind::Response).then(|| Facts {
+            kind: m.kind,
+            needs_reply: m.needs_reply(),
+            in_reply_to: m.in_reply_to.clone(),
+            from: m.from.clone(),
+        })
+    }
+}
+
+/// One message file of an inbox.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct FileEntry {
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+    task: TaskId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    facts: Option<Facts>,
+}
+
+/// `.gate/inbox/{agent}.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct InboxCache {
+    v: u32,
+    stamp: Stamp,
+    settled: bool,
+    files: BTreeMap<String, FileEntry>,
+}
+
+/// One inbox's part of a task's cache.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Slice {
+    stamp: Option<Stamp>,
+    /// Whether `.quarantine/` was in the inbox (creating or removing it
+    /// changes the inbox's stamp; files moved into it do not, so while it
+    /// is there it is looked at every time).
+    quarantine: bool,
+    files: BTreeMap<String, Facts>,
+}
+
+/// `.gate/task/{task}.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct TaskCache {
+    v: u32,
+    task: TaskId,
+    inboxes: BTreeMap<AgentId, Slice>,
+}
+
+/// A gate file of a task in an inbox.
+#[derive(Debug, Clone)]
+pub(crate) struct GateFile {
+    pub(crate) agent: AgentId,
+    pub(crate) name: String,
+    pub(crate) facts: Facts,
+}
+
+fn load<T: for<'de> Deserialize<'de>>(path: &Path) -> Option<T> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if !meta.is_file() || meta.len() > MAX_CACHE_FILE {
+        return None;
+    }
+    let bytes = std::fs::read(path).ok()?;
+    match serde_json::from_slice(&bytes) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            tracing::debug!(path = %path.display(), error = %e, "ignoring an unreadable gate cache file");
+            None
+        }
+    }
+}
+
+impl Mail {
+    fn gate_dir(&self) -> PathBuf {
+        self.layout.mail().join(GATE_DIR)
+    }
+
+    fn inbox_cache_path(&self, agent: &AgentId) -> PathBuf {
+        self.gate_dir().join("inbox").join(format!("{agent}.json"))
+    }
+
+    fn task_cache_path(&self, task: &TaskId) -> PathBuf {
+        self.gate_dir().join("task").join(format!("{task}.json"))
+    }
+
+    /// Writes a cache file; a failure only costs the next reader a listing.
+    fn store_cache<T: Serialize>(&self, path: &Path, value: &T) {
+        let written = serde_json::to_vec(value)
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| {
+                self.state
+                    .write_unsynced(path, &bytes)
+                    .map_err(|e| e.to_string())
+            });
+        if let Err(error) = written {
+            tracing::debug!(path = %path.display(), %error, "could not write a gate cache file");
+        }
+    }
+
+    /// Returns the gate files of `task` in every inbox (requests that need
+    /// a reply and responses), using the cache where the inbox's stamp says
+    /// it holds and listing (and reading the new files of) the others.
+    ///
+    /// Fails closed as the uncached scan did: an inbox holding a file that
+    /// is not a readable, supported message fails, whatever its task.
+    pub(crate) fn gate_files(&self, task: &TaskId) -> Result<Vec<GateFile>> {
+        let task_path = self.task_cache_path(task);
+        let mut cache = load::<TaskCache>(&task_path)
+            .filter(|c| c.v == VERSION && c.task == *task)
+            .unwrap_or_else(|| TaskCache {
+                v: VERSION,
+                task: task.clone(),
+                inboxes: BTreeMap::new(),
+            });
+        let mut dirty = false;
+        let mut out = Vec::new();
+        let agents = self.agents()?;
+        for agent in &agents {
+            let inbox = self.layout.inbox(agent);
+            let Some((stamp, settled)) = Stamp::of(&inbox)? else {
+                continue;
+            };
+            let cached = cache
+                .inboxes
+                .get(agent)
+                .filter(|s| settled && s.stamp == Some(stamp));
+            let files = match cached {
+                Some(slice) => {
+                    if slice.quarantine {
+                        self.check_quarantine(&inbox)?;
+                    }
+                    slice.files.clone()
+                }
+                None => {
+                    let quarantine = self.check_quarantine(&inbox)?;
+                    let files: BTreeMap<String, Facts> = self
+                        .inbox_files(agent, &inbox, stamp, settled)?
+                        .into_iter()
+                        .filter(|(_, e)| e.task == *task)
+                        .filter_map(|(name, e)| Some((name, e.facts?)))
+                        .collect();
+                    let slice = Slice {
+                        stamp: settled.then_some(stamp),
+                        quarantine,
+                        files: files.clone(),
+                    };
+                    if settled || cache.inboxes.contains_key(agent) {
+                        cache.inboxes.insert(agent.clone(), slice);
+                        dirty = true;
+                    }
+                    files
+                }
+            };
+            out.extend(files.into_iter().map(|(name, facts)| GateFile {
+                agent: agent.clone(),
+                name,
+                facts,
+            }));
+        }
+        let before = cache.inboxes.len();
+        cache.inboxes.retain(|a, _| agents.binary_search(a).is_ok());
+        if dirty || cache.inboxes.len() != before {
+            self.store_cache(&task_path, &cache);
+        }
+        Ok(out)
+    }
+
+    /// Fails with [`MailError::QuarantinedInbox`] when `inbox/.quarantine/`
+    /// holds a file (repair must not open the gate); returns whether the
+    /// folder exists.
+    fn check_quarantine(&self, inbox: &Path) -> Result<bool> {
+        let quarantine = inbox.join(chipset_store::QUARANTINE_DIR);
+        if !crate::mail::exists(&quarantine)? {
+            return Ok(false);
+        }
+        if let Some(name) = self.state.list(&quarantine)?.into_iter().next() {
+            return Err(MailError::QuarantinedInbox {
+                path: quarantine.join(name),
+            });
+        }
+        Ok(true)
+    }
+
+    /// Returns every message file of `agent`'s inbox with its task (and the
+    /// gate's facts), listing it: files known to the inbox cache (same name,
+    /// same inode) are not read again, new ones are read and checked.
+    /// `stamp` must have been taken before this call.
+    fn inbox_files(
+        &self,
+        agent: &AgentId,
+        dir: &Path,
+        stamp: Stamp,
+        settled: bool,
+    ) -> Result<BTreeMap<String, FileEntry>> {
+        let path = self.inbox_cache_path(agent);
+        let old = load::<InboxCache>(&path).filter(|c| c.v == VERSION);
+        if let Some(old) = &old
+            && settled
+            && old.settled
+            && old.stamp == stamp
+        {
+            return Ok(old.files.clone());
+        }
+        let known = old.map(|c| c.files).unwrap_or_default();
+        let mut files = BTreeMap::new();
+        let mut read_any = false;
+        let now = SystemTime::now();
+        for (name, ino) in self.state.list_inodes(dir)? {
+            let path = dir.join(&name);
+            // The file's own stamp: a file rewritten in place (which the
+            // seed forbids) is read again while its change is recent enough
+            // to be told apart, and whenever its size or times differ.
+            let meta = std::fs::symlink_metadata(&path).ok();
+            let file = meta.as_ref().map(|m| Stamp {
+                dev: m.dev(),
+                ino: m.ino(),
+                mtime: (m.mtime(), m.mtime_nsec()),
+                ctime: (m.ctime(), m.ctime_nsec()),
+            });
+            let size = meta.as_ref().map(std::fs::Metadata::len);
+            if let (Some(file), Some(size)) = (file, size)
+                && file.settled(now)
+                && let Some(entry) = known.get(&name).filter(|e| {
+                    e.ino == ino
+                        && e.ino == file.ino
+                        && e.size == size
+                        && e.mtime == file.mtime
+                        && e.ctime == file.ctime
+                })
+            {
+                files.insert(name, entry.clone());
+                continue;
+            }
+            let Some(id) = id_of(&name) else {
+                return Err(MailError::Corrupt(stray(
+                    path,
+                    "not a message file: expected `{id}.json`",
+                )));
+            };
+            read_any = true;
+            let message = match read_message(&path, self.state.read_cap())? {
+                // Moved on since the listing.
+                ReadOutcome::Missing => continue,
+                ReadOutcome::Corrupt(c) => return Err(c.into()),
+                ReadOutcome::Unsupported(u) => return Err(u.into()),
+                ReadOutcome::Value(m) => check_id(&path, &id, m)?,
+            };
+            // Stamped before the read: a file replaced meanwhile is read again
+            // next time. Without a stamp the entry can never be reused.
+            let file = file.unwrap_or(Stamp {
+                dev: 0,
+                ino: 0,
+                mtime: (i64::MIN, 0),
+                ctime: (i64::MIN, 0),
+            });
+            files.insert(
+                name,
+                FileEntry {
+                    ino: file.ino,
+                    size: size.unwrap_or(u64::MAX),
+                    mtime: file.mtime,
+                    ctime: file.ctime,
+                    task: message.phase.clone(),
+                    facts: Facts::of(&message),
+                },
+            );
+        }
+        if read_any || files.len() != known.len() || settled {
+            self.store_cache(
+                &path,
+                &InboxCache {
+                    v: VERSION,
+                    stamp,
+                    settled,
+                    files: files.clone(),
+                },
+            );
+        }
+        Ok(files)
+    }
+}
