@@ -181,7 +181,9 @@ impl Env {
 /// Lock files (`.{name}.lock`) are left out, with the directories that hold
 /// nothing else: the store creates them on first use, never renames or
 /// writes them, and a refused operation may have taken one before it found
-/// out it must refuse. They hold no state.
+/// out it must refuse. They hold no state. So is the mail gate's cache
+/// (`mail/.gate/`), which a read may refresh: it is never trusted without
+/// checking it against the inboxes, so it holds no state either.
 pub(crate) fn tree(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     let mut out = BTreeMap::new();
     walk(root, root, &mut out);
@@ -198,6 +200,9 @@ fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) -> bool {
         let path = entry.path();
         let rel = path.strip_prefix(root).unwrap().to_owned();
         if entry.file_type().unwrap().is_dir() {
+            if entry.file_name() == ".gate" && dir.ends_with("mail") {
+                continue;
+            }
             kept |= walk(root, &path, out);
         } else if !entry.file_name().to_string_lossy().ends_with(".lock") {
             out.insert(rel, fs::read(&path).unwrap());
