@@ -233,6 +233,7 @@ fn mail_fix(f: &chipset_mail::Finding) -> &'static str {
         F::AnsweredRequest { .. } => "archived",
         F::Orphan { .. } => "moved to archive/orphan/",
         F::MissingSentEvent { .. } => "`sent` event appended (reconciled)",
+        F::MissingArchivedEvent { .. } => "`archived` event appended (reconciled)",
         F::TornManifestTail { .. } => {
             "torn line truncated (or, with bad lines, moved to `mail/.quarantine/`)"
         }

@@ -115,6 +115,19 @@ pub enum Finding {
         /// Where it is.
         location: Location,
     },
+    /// A message in `archive/` (top level: not a by-task or the orphan
+    /// archive) with no `archived` event in the manifest: the follow-up of
+    /// [`Mail::archive`], or of a response's archiving of its request, failed
+    /// after the move (its commit point), or another program archived it
+    /// without one. Fix: append one with `reconciled: true`, naming the
+    /// message's addressee as the inbox it left, no `reply`, and the
+    /// doctor's time.
+    MissingArchivedEvent {
+        /// The message.
+        id: MessageId,
+        /// Where it is ([`Location::Archive`]).
+        location: Location,
+    },
     /// The manifest ends in an unterminated line (a crash mid-append). Fix:
     /// truncate it.
     TornManifestTail {
@@ -135,11 +148,14 @@ pub enum Finding {
     },
     /// A message younger than
     /// [`MailConfig::in_flight_grace`](crate::MailConfig::in_flight_grace)
-    /// without a `sent` event: its sender may be appending it right now, or
+    /// without a `sent` event (or, in `archive/`, without an `archived`
+    /// event): its sender (or archiver) may be appending it right now, or
     /// may have crashed before it could. Not repaired yet (a reconciled
-    /// event now could duplicate the sender's), and not clean either: run
+    /// event now could duplicate the writer's), and not clean either: run
     /// the doctor again after `check_after`, when it is either settled or a
-    /// [`Finding::MissingSentEvent`] that the fix appends.
+    /// [`Finding::MissingSentEvent`] (or [`Finding::MissingArchivedEvent`])
+    /// that the fix appends. A message missing both is reported once, for
+    /// its `sent` event.
     InFlight {
         /// The message.
         id: MessageId,
@@ -171,6 +187,7 @@ impl Finding {
             Finding::AnsweredRequest { .. } => "messaging-answered-request-in-inbox",
             Finding::Orphan { .. } => "messaging-orphan-inbox",
             Finding::MissingSentEvent { .. } => "messaging-missing-sent-event",
+            Finding::MissingArchivedEvent { .. } => "messaging-missing-archived-event",
             Finding::TornManifestTail { .. } => "messaging-torn-manifest",
             Finding::BadManifestLine { .. } => "messaging-bad-manifest-line",
             Finding::MismatchedResponse { .. } => "messaging-mismatched-response",
@@ -237,6 +254,9 @@ impl fmt::Display for Finding {
             Finding::MissingSentEvent { id, location } => {
                 write!(f, "message `{id}` in {location} has no `sent` event")
             }
+            Finding::MissingArchivedEvent { id, location } => {
+                write!(f, "message `{id}` in {location} has no `archived` event")
+            }
             Finding::TornManifestTail { offset, len } => {
                 write!(f, "{len} bytes of an unterminated line at offset {offset}")
             }
@@ -249,8 +269,18 @@ impl fmt::Display for Finding {
                 check_after,
             } => write!(
                 f,
-                "message `{id}` in {location} has no `sent` event yet: in flight (its sender \
+                "message `{id}` in {location} has no {} event yet: in flight (its {} \
                  may still be appending it), check again after {}s",
+                if *location == Location::Archive {
+                    "`sent` or `archived`"
+                } else {
+                    "`sent`"
+                },
+                if *location == Location::Archive {
+                    "sender or archiver"
+                } else {
+                    "sender"
+                },
                 check_after.as_secs().max(1)
             ),
             Finding::MismatchedResponse { id, parent } => write!(
@@ -422,6 +452,18 @@ impl Mail {
     /// report from being clean: right after a crash the doctor says "check
     /// again after T", never "clean" while a message still lacks its event.
     ///
+    /// The same holds for a message in `archive/` without its `archived`
+    /// event, which the doctor judges by the message's `created_at` too: the
+    /// time of the move into `archive/` is not known to it (the store offers
+    /// no file times, and the doctor does not stat files itself; a file's
+    /// ctime would also not follow the state's clock). So a message archived
+    /// within the grace of its sending is in flight, and one archived later
+    /// is reported (and, with Fix, given a reconciled event) at once. The
+    /// price: a doctor run with Fix in the instant between a live archive's
+    /// move and its own append (microseconds, one write) can add a
+    /// reconciled `archived` event beside the archiver's, a duplicate audit
+    /// line that says `reconciled: true`; nothing is lost or moved by it.
+    ///
     /// Nothing is deleted: bad files are quarantined, messages are moved.
     /// Safe to run while agents work; stale temp files are the store's
     /// business ([`StateDir::sweep_temps`](chipset_store::StateDir::sweep_temps)).
@@ -552,17 +594,46 @@ impl Mail {
             });
         }
         let mut unsent: Vec<&MessageId> = Vec::new();
+        let mut unarchived: Vec<(&MessageId, &Seen)> = Vec::new();
         for (id, m) in &unique {
-            if manifest.sent.contains(id.as_str()) {
+            let sent = manifest.sent.contains(id.as_str());
+            // Only top-level `archive/`: by-task messages were archived (or
+            // taken from an inbox) by a sweep, whose event is `task-swept`;
+            // orphans have `orphaned`.
+            let archived = m.loc != Loc::Archive || manifest.archived.contains(id.as_str());
+            if sent && archived {
                 continue;
             }
             let age = now.since(m.created_at);
+            if sent {
+                if age >= self.config.in_flight_grace {
+                    findings.push(Finding::MissingArchivedEvent {
+                        id: id.clone(),
+                        location: scan.location(m.loc),
+                    });
+                    unarchived.push((id, m));
+                } else {
+                    findings.push(Finding::InFlight {
+                        id: id.clone(),
+                        location: scan.location(m.loc),
+                        check_after: self.config.in_flight_grace - age,
+                    });
+                }
+                continue;
+            }
             if age >= self.config.in_flight_grace {
                 findings.push(Finding::MissingSentEvent {
                     id: id.clone(),
                     location: scan.location(m.loc),
                 });
                 unsent.push(id);
+                if !archived {
+                    findings.push(Finding::MissingArchivedEvent {
+                        id: id.clone(),
+                        location: scan.location(m.loc),
+                    });
+                    unarchived.push((id, m));
+                }
             } else {
                 findings.push(Finding::InFlight {
                     id: id.clone(),
@@ -633,6 +704,7 @@ impl Mail {
                     task,
                     reply: None,
                     at: now,
+                    reconciled: false,
                 });
             }
         }
@@ -641,6 +713,16 @@ impl Mail {
             .iter()
             .map(|m| ManifestEvent::sent(m, true))
             .collect();
+        // Then the `archived` events of messages found in `archive/`
+        // without one (after their `sent`, as they were written).
+        reconciled.extend(unarchived.iter().map(|(id, m)| ManifestEvent::Archived {
+            id: (*id).clone(),
+            agent: scan.agents.get(m.to).clone(),
+            task: scan.tasks.get(m.phase).clone(),
+            reply: None,
+            at: now,
+            reconciled: true,
+        }));
         reconciled.append(&mut events);
         log.append_batch(&reconciled)?;
         if !findings.is_empty() {
@@ -759,6 +841,7 @@ impl Mail {
             Err(chipset_store::Error::Corrupt(c)) => {
                 return Ok(ManifestStatus {
                     sent: BTreeSet::new(),
+                    archived: BTreeSet::new(),
                     torn: None,
                     bad: Vec::new(),
                     not_a_file: Some(c),
@@ -766,21 +849,30 @@ impl Mail {
             }
             Err(e) => return Err(e.into()),
         };
-        let sent = contents
-            .records
-            .into_iter()
-            .filter_map(|r| match r {
-                ManifestTag::Record { event, kind, id } => {
-                    let tag = event.or(kind);
-                    (tag.as_ref().and_then(|t| t.as_str()) == Some("sent"))
-                        .then(|| id.and_then(|i| i.as_str().map(str::to_owned)))
-                        .flatten()
+        // Of `sent` and `archived` events only the ids are kept, each in its
+        // set.
+        let mut sent = BTreeSet::new();
+        let mut archived = BTreeSet::new();
+        for r in contents.records {
+            let ManifestTag::Record { event, kind, id } = r else {
+                continue;
+            };
+            let Some(id) = id.and_then(|i| i.as_str().map(str::to_owned)) else {
+                continue;
+            };
+            match event.or(kind).as_ref().and_then(|t| t.as_str()) {
+                Some("sent") => {
+                    sent.insert(id);
                 }
-                ManifestTag::Other(_) => None,
-            })
-            .collect();
+                Some("archived") => {
+                    archived.insert(id);
+                }
+                _ => {}
+            }
+        }
         Ok(ManifestStatus {
             sent,
+            archived,
             torn: contents.torn_tail,
             bad: contents.bad_lines,
             not_a_file: None,
@@ -807,6 +899,8 @@ enum ManifestTag {
 
 struct ManifestStatus {
     sent: BTreeSet<String>,
+    /// Ids of `archived` events.
+    archived: BTreeSet<String>,
     torn: Option<chipset_store::TornTail>,
     bad: Vec<chipset_store::BadLine>,
     not_a_file: Option<chipset_store::Corruption>,

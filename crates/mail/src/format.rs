@@ -294,8 +294,8 @@ impl Message {
 ///
 /// One canonical JSON line each, tagged by `event`. Sending appends `sent`;
 /// archiving appends `archived`; a sweep appends `task-swept`; the doctor
-/// appends `orphaned` and, for messages it finds without one, a `sent` with
-/// `reconciled: true`.
+/// appends `orphaned` and, for messages it finds without one, a `sent` (and
+/// for messages in `archive/`, an `archived`) with `reconciled: true`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "kebab-case")]
 #[non_exhaustive]
@@ -337,8 +337,12 @@ pub enum ManifestEvent {
         /// The response whose sending archived it, if that is how.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reply: Option<MessageId>,
-        /// When.
+        /// When (for a reconciled event, when the doctor appended it).
         at: Timestamp,
+        /// True when the doctor appended it for a message found in
+        /// `archive/` without one.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        reconciled: bool,
     },
     /// [`Mail::sweep_task_on_commit`](crate::Mail::sweep_task_on_commit) ran to the end.
     TaskSwept {

@@ -188,7 +188,8 @@
 //! returned as it is. A failure of the follow-up is not returned (the
 //! operation happened; a failure would invite a duplicate): it is logged
 //! through `tracing`, and [`Mail::doctor`] completes a missing `sent` event,
-//! index entry or archive of an answered request (a missing `archived` or
+//! index entry, archive of an answered request, or `archived` event of a
+//! message in `archive/` (appended with `reconciled: true`; a missing
 //! `task-swept` event is an audit line only, and stays missing). Where the
 //! outcome is truly unknown (the sync of the publish itself failed) `send`
 //! returns [`MailError::OutcomeUnknown`] carrying the id; a sweep that
@@ -227,15 +228,18 @@
 //! duplicates left by a crash mid-move, replies missing from the index,
 //! answered requests still in an inbox, orphans (inbox messages whose task
 //! was swept, whose recipient is not registered, or older than
-//! [`MailConfig::orphan_after`]), messages without a `sent` event, and a torn
-//! or bad manifest line. A message without its `sent` event that is younger
+//! [`MailConfig::orphan_after`]), messages without a `sent` event, messages
+//! in `archive/` without an `archived` event, and a torn or bad manifest
+//! line. A message without its `sent` (or `archived`) event that is younger
 //! than [`MailConfig::in_flight_grace`] is [`Finding::InFlight`]: not
-//! repaired yet (its sender may be appending), and not clean either (the
-//! report says when to check again). [`Mail::counts`] gives per-agent inbox counts cheaply.
+//! repaired yet (its sender or archiver may be appending), and not clean
+//! either (the report says when to check again). The doctor cannot tell
+//! when a message was moved into `archive/`, so it measures the grace from
+//! the message's `created_at` (see [`Mail::doctor`]). [`Mail::counts`] gives per-agent inbox counts cheaply.
 //!
 //! The doctor reads every file once and keeps, per message, only what its
 //! checks need (no body or subject; agent and task names held once), and of
-//! the manifest only the ids of `sent` events; a repair that needs a whole
+//! the manifest only the ids of `sent` and `archived` events; a repair that needs a whole
 //! message reads it again. Its memory still grows with the number of
 //! messages, by about 0.45 KB each (45 MB peak at 100,000 messages on the
 //! scale bench, from 233 MB); [`Mail::counts`] holds one directory listing

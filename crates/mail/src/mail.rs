@@ -312,7 +312,8 @@ impl Mail {
     /// the follow-up does not fail the send (that would invite a duplicate):
     /// it is logged (`tracing`), and [`Mail::doctor`] with
     /// [`DoctorMode::Fix`](crate::DoctorMode::Fix) completes it (a missing
-    /// `sent` event, index entry, or archive of an answered request); the
+    /// `sent` event, index entry, archive of an answered request, or its
+    /// `archived` event); the
     /// gate and [`Mail::has_reply`] do not wait for it.
     ///
     /// With a caller-chosen id ([`Draft::with_id`]), sending again follows
@@ -654,6 +655,7 @@ impl Mail {
                 task: request.phase.clone(),
                 reply: Some(response.id.clone()),
                 at: self.state.now(),
+                reconciled: false,
             })),
             Moved::Gone | Moved::Taken => Ok(None),
         }
@@ -1148,7 +1150,8 @@ impl Mail {
     /// before it leaves nothing visible. After it the message is archived;
     /// the follow-up (entering an unindexed response in the reply index,
     /// the `archived` event) is done as well as it can be, and its failure
-    /// is logged, not returned (the doctor completes a missing index entry).
+    /// is logged, not returned (the doctor completes a missing index entry
+    /// and a missing `archived` event).
     ///
     /// Of two processes archiving the same message, exactly one gets
     /// [`ArchiveOutcome::Archived`]; the other gets
@@ -1198,6 +1201,7 @@ impl Mail {
                     task: message.phase.clone(),
                     reply: None,
                     at: self.state.now(),
+                    reconciled: false,
                 };
                 if let Err(e) = self.manifest().and_then(|log| Ok(log.append(&event)?)) {
                     tracing::warn!(%id, error = %e, "archived, but the `archived` event was not appended");

@@ -412,3 +412,70 @@ fn a_response_from_the_wrong_agent_does_not_answer_the_request() {
         [request.id()]
     );
 }
+
+#[test]
+fn an_archived_message_without_its_archived_event_gets_one_reconciled() {
+    // An empty manifest: a message in `archive/` lacks both events, one in
+    // `archive/by-task/` only ever had a `task-swept`, so only `sent`.
+    let f = fixture_with(no_grace());
+    let m = &f.mail;
+    let kept = m
+        .send(&Draft::notify(agent("a"), agent("b"), task("t"), "s", "1"))
+        .unwrap();
+    assert!(matches!(
+        m.archive(kept.id()).unwrap(),
+        ArchiveOutcome::Archived(_)
+    ));
+    let swept = m
+        .send(&Draft::notify(agent("a"), agent("b"), task("u"), "s", "2"))
+        .unwrap();
+    assert!(matches!(
+        m.archive(swept.id()).unwrap(),
+        ArchiveOutcome::Archived(_)
+    ));
+    m.sweep_task_on_commit(&task("u")).unwrap();
+    std::fs::write(m.manifest_path(), b"").unwrap();
+
+    let report = m.doctor(DoctorMode::Check).unwrap();
+    let mut found: Vec<(&str, String)> = report
+        .findings
+        .iter()
+        .map(|f| {
+            let id = match f {
+                Finding::MissingSentEvent { id, .. } | Finding::MissingArchivedEvent { id, .. } => {
+                    id.to_string()
+                }
+                other => panic!("{other}"),
+            };
+            (f.code(), id)
+        })
+        .collect();
+    found.sort();
+    let mut want = vec![
+        ("messaging-missing-archived-event", kept.id().to_string()),
+        ("messaging-missing-sent-event", kept.id().to_string()),
+        ("messaging-missing-sent-event", swept.id().to_string()),
+    ];
+    want.sort();
+    assert_eq!(found, want);
+
+    m.doctor(DoctorMode::Fix).unwrap();
+    let events = m.read_manifest().unwrap().events;
+    // The reconciled `sent` events first (in id order), then the `archived`.
+    let mut names: Vec<(&str, Option<&chipset_store::MessageId>)> =
+        events.iter().map(|e| (e.name(), e.message_id())).collect();
+    assert_eq!(names.pop(), Some(("archived", Some(kept.id()))));
+    names.sort();
+    let mut sent = vec![("sent", Some(kept.id())), ("sent", Some(swept.id()))];
+    sent.sort();
+    assert_eq!(names, sent);
+    assert!(matches!(
+        &events[2],
+        ManifestEvent::Archived {
+            reconciled: true,
+            reply: None,
+            ..
+        }
+    ));
+    assert!(m.doctor(DoctorMode::Check).unwrap().is_clean());
+}

@@ -199,6 +199,7 @@ fn doctor_completes(m: &Mail, clock: &ManualClock, what: &str, power_cut: bool) 
             matches!(
                 f,
                 Finding::MissingSentEvent { .. }
+                    | Finding::MissingArchivedEvent { .. }
                     | Finding::MissingReplyMarker { .. }
                     | Finding::AnsweredRequest { .. }
                     | Finding::TornManifestTail { .. }
@@ -378,4 +379,96 @@ fn a_message_id_in_outcome_unknown_is_the_one_to_retry_with() {
     let again = mail.send(&notify(ID, "bob")).unwrap();
     assert_eq!(again.id(), &mid(ID));
     assert_eq!(copies(tmp.path(), ID), 1);
+}
+
+/// The `archived` event is follow-up: when its append fails the archive
+/// still succeeds, and the doctor reports the missing event, appends it
+/// (reconciled) with Fix, and is then clean.
+#[test]
+fn an_archive_whose_event_append_failed_is_completed_by_the_doctor() {
+    // A dry run finds the calls of the archive: the manifest append is the
+    // last file opened.
+    let tmp = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
+    let fault = FaultIo::passthrough();
+    let mail = open(tmp.path(), fault.clone(), &clock);
+    mail.send(&notify(ID, "bob")).unwrap();
+    fault.set(Fault::nth(0, EIO));
+    drop(mail.archive(&mid(ID)).unwrap());
+    let calls = fault.calls();
+    let append = calls.iter().rposition(|c| *c == IoOp::Open).unwrap();
+    assert!(
+        calls[..append].contains(&IoOp::Rename),
+        "the append follows the move: {calls:?}"
+    );
+
+    let tmp = tempfile::tempdir().unwrap();
+    let fault = FaultIo::passthrough();
+    let mail = open(tmp.path(), fault.clone(), &clock);
+    mail.send(&notify(ID, "bob")).unwrap();
+    fault.set(Fault::nth(append as u64 + 1, EIO));
+    let outcome = mail.archive(&mid(ID)).unwrap();
+    assert!(
+        matches!(outcome, ArchiveOutcome::Archived(_)),
+        "{outcome:?}"
+    );
+    assert_eq!(fault.injected(), 1);
+    fault.disarm();
+    assert!(in_archive(&mail, ID));
+    let archived = |m: &Mail| {
+        m.read_manifest()
+            .unwrap()
+            .events
+            .into_iter()
+            .filter(|e| e.name() == "archived")
+            .collect::<Vec<_>>()
+    };
+    assert!(archived(&mail).is_empty(), "the append failed");
+
+    // Within the grace of its sending it is in flight: reported, not repaired.
+    let report = mail.doctor(DoctorMode::Fix).unwrap();
+    assert!(
+        matches!(&report.findings[..], [Finding::InFlight { id, .. }] if *id == mid(ID)),
+        "{:?}",
+        report.findings
+    );
+    assert!(report.findings[0].to_string().contains("`archived`"));
+    assert!(archived(&mail).is_empty(), "nothing appended in flight");
+
+    clock.advance(Duration::from_secs(60));
+    let check = mail.doctor(DoctorMode::Check).unwrap();
+    assert_eq!(
+        check.findings,
+        [Finding::MissingArchivedEvent {
+            id: mid(ID),
+            location: chipset_mail::Location::Archive,
+        }]
+    );
+    let f = &check.findings[0];
+    assert!(f.is_fixable());
+    assert_eq!(f.code(), "messaging-missing-archived-event");
+    assert!(f.to_string().contains("no `archived` event"), "{f}");
+    assert!(archived(&mail).is_empty(), "Check changes nothing");
+
+    let fixed = mail.doctor(DoctorMode::Fix).unwrap();
+    assert_eq!(fixed.findings, check.findings);
+    match &archived(&mail)[..] {
+        [
+            chipset_mail::ManifestEvent::Archived {
+                id,
+                agent: a,
+                task: t,
+                reply: None,
+                reconciled: true,
+                ..
+            },
+        ] => {
+            assert_eq!(id, &mid(ID));
+            assert_eq!(a, &agent("bob"));
+            assert_eq!(t, &task("t1"));
+        }
+        other => panic!("{other:?}"),
+    }
+    let again = mail.doctor(DoctorMode::Check).unwrap();
+    assert!(again.is_clean(), "{:?}", again.findings);
 }
