@@ -234,6 +234,7 @@ fn mail_fix(f: &chipset_mail::Finding) -> &'static str {
         F::Orphan { .. } => "moved to archive/orphan/",
         F::MissingSentEvent { .. } => "`sent` event appended (reconciled)",
         F::MissingArchivedEvent { .. } => "`archived` event appended (reconciled)",
+        F::MissingSweptEvent { .. } => "`task-swept` event appended (reconciled)",
         F::TornManifestTail { .. } => {
             "torn line truncated (or, with bad lines, moved to `mail/.quarantine/`)"
         }

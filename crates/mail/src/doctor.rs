@@ -128,6 +128,17 @@ pub enum Finding {
         /// Where it is ([`Location::Archive`]).
         location: Location,
     },
+    /// A task's by-task archive holds messages but the manifest has no
+    /// `task-swept` event for the task: the sweep's event failed after its
+    /// moves (their commit points), or another program swept without one.
+    /// Fix: append one with `reconciled: true`, `count` 0 and `total` the
+    /// number of messages found.
+    MissingSweptEvent {
+        /// The task.
+        task: TaskId,
+        /// How many messages its by-task archive holds.
+        total: usize,
+    },
     /// The manifest ends in an unterminated line (a crash mid-append). Fix:
     /// truncate it.
     TornManifestTail {
@@ -188,6 +199,7 @@ impl Finding {
             Finding::Orphan { .. } => "messaging-orphan-inbox",
             Finding::MissingSentEvent { .. } => "messaging-missing-sent-event",
             Finding::MissingArchivedEvent { .. } => "messaging-missing-archived-event",
+            Finding::MissingSweptEvent { .. } => "messaging-missing-swept-event",
             Finding::TornManifestTail { .. } => "messaging-torn-manifest",
             Finding::BadManifestLine { .. } => "messaging-bad-manifest-line",
             Finding::MismatchedResponse { .. } => "messaging-mismatched-response",
@@ -257,6 +269,11 @@ impl fmt::Display for Finding {
             Finding::MissingArchivedEvent { id, location } => {
                 write!(f, "message `{id}` in {location} has no `archived` event")
             }
+            Finding::MissingSweptEvent { task, total } => write!(
+                f,
+                "archive/by-task/{task} holds {total} message(s) but the manifest has no \
+                 `task-swept` event for it"
+            ),
             Finding::TornManifestTail { offset, len } => {
                 write!(f, "{len} bytes of an unterminated line at offset {offset}")
             }
@@ -643,6 +660,41 @@ impl Mail {
             }
         }
 
+        // A by-task folder without a `task-swept` event: judged by its
+        // newest message, like the per-message events (a sweep running now
+        // appends its event right after its moves).
+        let mut by_task: BTreeMap<u32, (usize, &MessageId, &Seen)> = BTreeMap::new();
+        for (id, m) in &unique {
+            if let Loc::ByTask(t) = m.loc {
+                let e = by_task.entry(t).or_insert((0, id, m));
+                e.0 += 1;
+                if m.created_at > e.2.created_at {
+                    (e.1, e.2) = (id, m);
+                }
+            }
+        }
+        let mut unswept: Vec<(TaskId, usize)> = Vec::new();
+        for (t, (total, newest_id, newest)) in by_task {
+            let task = scan.tasks.get(t).clone();
+            if manifest.swept.contains(task.as_str()) {
+                continue;
+            }
+            let age = now.since(newest.created_at);
+            if age >= self.config.in_flight_grace {
+                findings.push(Finding::MissingSweptEvent {
+                    task: task.clone(),
+                    total,
+                });
+                unswept.push((task, total));
+            } else {
+                findings.push(Finding::InFlight {
+                    id: newest_id.clone(),
+                    location: scan.location(newest.loc),
+                    check_after: self.config.in_flight_grace - age,
+                });
+            }
+        }
+
         let report = |findings| DoctorReport {
             mode,
             messages: unique.len(),
@@ -723,6 +775,17 @@ impl Mail {
             at: now,
             reconciled: true,
         }));
+        reconciled.extend(
+            unswept
+                .into_iter()
+                .map(|(task, total)| ManifestEvent::TaskSwept {
+                    task,
+                    count: 0,
+                    total,
+                    at: now,
+                    reconciled: true,
+                }),
+        );
         reconciled.append(&mut events);
         log.append_batch(&reconciled)?;
         if !findings.is_empty() {
@@ -842,6 +905,7 @@ impl Mail {
                 return Ok(ManifestStatus {
                     sent: BTreeSet::new(),
                     archived: BTreeSet::new(),
+                    swept: BTreeSet::new(),
                     torn: None,
                     bad: Vec::new(),
                     not_a_file: Some(c),
@@ -853,19 +917,29 @@ impl Mail {
         // set.
         let mut sent = BTreeSet::new();
         let mut archived = BTreeSet::new();
+        let mut swept = BTreeSet::new();
+        let text = |v: Option<serde_json::Value>| v.and_then(|v| v.as_str().map(str::to_owned));
         for r in contents.records {
-            let ManifestTag::Record { event, kind, id } = r else {
+            let ManifestTag::Record {
+                event,
+                kind,
+                id,
+                task,
+                task_id,
+            } = r
+            else {
                 continue;
             };
-            let Some(id) = id.and_then(|i| i.as_str().map(str::to_owned)) else {
-                continue;
-            };
-            match event.or(kind).as_ref().and_then(|t| t.as_str()) {
-                Some("sent") => {
+            match (text(event.or(kind)).as_deref(), text(id)) {
+                (Some("sent"), Some(id)) => {
                     sent.insert(id);
                 }
-                Some("archived") => {
+                (Some("archived"), Some(id)) => {
                     archived.insert(id);
+                }
+                // chipset writes `task`, nubos-pilot `task_id`.
+                (Some("task-swept"), _) => {
+                    swept.extend(text(task.or(task_id)));
                 }
                 _ => {}
             }
@@ -873,6 +947,7 @@ impl Mail {
         Ok(ManifestStatus {
             sent,
             archived,
+            swept,
             torn: contents.torn_tail,
             bad: contents.bad_lines,
             not_a_file: None,
@@ -893,6 +968,10 @@ enum ManifestTag {
         kind: Option<serde_json::Value>,
         #[serde(default)]
         id: Option<serde_json::Value>,
+        #[serde(default)]
+        task: Option<serde_json::Value>,
+        #[serde(default)]
+        task_id: Option<serde_json::Value>,
     },
     Other(serde::de::IgnoredAny),
 }
@@ -901,6 +980,8 @@ struct ManifestStatus {
     sent: BTreeSet<String>,
     /// Ids of `archived` events.
     archived: BTreeSet<String>,
+    /// Tasks of `task-swept` events.
+    swept: BTreeSet<String>,
     torn: Option<chipset_store::TornTail>,
     bad: Vec<chipset_store::BadLine>,
     not_a_file: Option<chipset_store::Corruption>,

@@ -352,8 +352,12 @@ pub enum ManifestEvent {
         count: usize,
         /// How many messages `archive/by-task/{task}/` holds after the run.
         total: usize,
-        /// When.
+        /// When (for a reconciled event, when the doctor appended it).
         at: Timestamp,
+        /// True when the doctor appended it for a by-task folder found
+        /// without one (then `count` is 0 and `total` what it found).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        reconciled: bool,
     },
     /// The doctor moved an orphaned inbox message to `archive/orphan/`.
     Orphaned {

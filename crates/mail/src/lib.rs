@@ -188,9 +188,10 @@
 //! returned as it is. A failure of the follow-up is not returned (the
 //! operation happened; a failure would invite a duplicate): it is logged
 //! through `tracing`, and [`Mail::doctor`] completes a missing `sent` event,
-//! index entry, archive of an answered request, or `archived` event of a
-//! message in `archive/` (appended with `reconciled: true`; a missing
-//! `task-swept` event is an audit line only, and stays missing). Where the
+//! index entry, archive of an answered request, `archived` event of a
+//! message in `archive/`, or `task-swept` event of a by-task folder (each
+//! appended with `reconciled: true`; a folder swept by nubos-pilot, whose
+//! event names the task `task_id`, counts as swept). Where the
 //! outcome is truly unknown (the sync of the publish itself failed) `send`
 //! returns [`MailError::OutcomeUnknown`] carrying the id; a sweep that
 //! failed after moving some messages returns [`MailError::PartlySwept`];

@@ -1268,6 +1268,7 @@ impl Mail {
             count: moved,
             total,
             at: self.state.now(),
+            reconciled: false,
         };
         if let Err(e) = self.manifest().and_then(|log| Ok(log.append(&event)?)) {
             tracing::warn!(%task, error = %e, "swept, but the `task-swept` event was not appended");

@@ -416,7 +416,8 @@ fn a_response_from_the_wrong_agent_does_not_answer_the_request() {
 #[test]
 fn an_archived_message_without_its_archived_event_gets_one_reconciled() {
     // An empty manifest: a message in `archive/` lacks both events, one in
-    // `archive/by-task/` only ever had a `task-swept`, so only `sent`.
+    // `archive/by-task/` only ever had a `task-swept`, so only `sent` (and
+    // its folder the `task-swept`).
     let f = fixture_with(no_grace());
     let m = &f.mail;
     let kept = m
@@ -445,6 +446,7 @@ fn an_archived_message_without_its_archived_event_gets_one_reconciled() {
                 Finding::MissingSentEvent { id, .. } | Finding::MissingArchivedEvent { id, .. } => {
                     id.to_string()
                 }
+                Finding::MissingSweptEvent { task, total: 1 } => task.to_string(),
                 other => panic!("{other}"),
             };
             (f.code(), id)
@@ -455,15 +457,27 @@ fn an_archived_message_without_its_archived_event_gets_one_reconciled() {
         ("messaging-missing-archived-event", kept.id().to_string()),
         ("messaging-missing-sent-event", kept.id().to_string()),
         ("messaging-missing-sent-event", swept.id().to_string()),
+        ("messaging-missing-swept-event", "u".to_owned()),
     ];
     want.sort();
     assert_eq!(found, want);
 
     m.doctor(DoctorMode::Fix).unwrap();
     let events = m.read_manifest().unwrap().events;
-    // The reconciled `sent` events first (in id order), then the `archived`.
+    // The reconciled `sent` events first (in id order), then the `archived`,
+    // then the `task-swept`.
     let mut names: Vec<(&str, Option<&chipset_store::MessageId>)> =
         events.iter().map(|e| (e.name(), e.message_id())).collect();
+    assert_eq!(names.pop(), Some(("task-swept", None)));
+    assert!(matches!(
+        &events[3],
+        ManifestEvent::TaskSwept {
+            count: 0,
+            total: 1,
+            reconciled: true,
+            ..
+        }
+    ));
     assert_eq!(names.pop(), Some(("archived", Some(kept.id()))));
     names.sort();
     let mut sent = vec![("sent", Some(kept.id())), ("sent", Some(swept.id()))];

@@ -472,3 +472,85 @@ fn an_archive_whose_event_append_failed_is_completed_by_the_doctor() {
     let again = mail.doctor(DoctorMode::Check).unwrap();
     assert!(again.is_clean(), "{:?}", again.findings);
 }
+
+/// A sweep whose `task-swept` append failed after its moves (their commit
+/// points) still succeeds, and the doctor reports the by-task folder without
+/// its event, appends one (reconciled) with Fix, and is then clean.
+#[test]
+fn a_sweep_whose_event_append_failed_is_completed_by_the_doctor() {
+    let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
+    let archived_one = |tmp: &Path, fault: &Arc<FaultIo>| {
+        let mail = open(tmp, fault.clone(), &clock);
+        mail.send(&notify(ID, "bob")).unwrap();
+        drop(mail.archive(&mid(ID)).unwrap());
+        mail
+    };
+    // A dry run finds the calls of the sweep: the append is the last file opened.
+    let tmp = tempfile::tempdir().unwrap();
+    let fault = FaultIo::passthrough();
+    let mail = archived_one(tmp.path(), &fault);
+    fault.set(Fault::nth(0, EIO));
+    assert_eq!(mail.sweep_task_on_commit(&task("t1")).unwrap().moved, 1);
+    let calls = fault.calls();
+    let append = calls.iter().rposition(|c| *c == IoOp::Open).unwrap();
+    assert!(
+        calls[..append].contains(&IoOp::Rename),
+        "the append follows the moves: {calls:?}"
+    );
+
+    let tmp = tempfile::tempdir().unwrap();
+    let fault = FaultIo::passthrough();
+    let mail = archived_one(tmp.path(), &fault);
+    fault.set(Fault::nth(append as u64 + 1, EIO));
+    assert_eq!(mail.sweep_task_on_commit(&task("t1")).unwrap().moved, 1);
+    assert_eq!(fault.injected(), 1);
+    fault.disarm();
+    let swept = |m: &Mail| {
+        m.read_manifest()
+            .unwrap()
+            .events
+            .into_iter()
+            .filter(|e| e.name() == "task-swept")
+            .collect::<Vec<_>>()
+    };
+    assert!(swept(&mail).is_empty(), "the append failed");
+
+    // Within the grace of the newest message's sending it is in flight.
+    let report = mail.doctor(DoctorMode::Check).unwrap();
+    assert!(
+        matches!(&report.findings[..], [Finding::InFlight { id, .. }] if *id == mid(ID)),
+        "{:?}",
+        report.findings
+    );
+
+    clock.advance(Duration::from_secs(60));
+    let check = mail.doctor(DoctorMode::Check).unwrap();
+    assert_eq!(
+        check.findings,
+        [Finding::MissingSweptEvent {
+            task: task("t1"),
+            total: 1,
+        }]
+    );
+    let f = &check.findings[0];
+    assert!(f.is_fixable());
+    assert_eq!(f.code(), "messaging-missing-swept-event");
+    assert!(swept(&mail).is_empty(), "Check changes nothing");
+
+    let fixed = mail.doctor(DoctorMode::Fix).unwrap();
+    assert_eq!(fixed.findings, check.findings);
+    match &swept(&mail)[..] {
+        [
+            chipset_mail::ManifestEvent::TaskSwept {
+                task: t,
+                count: 0,
+                total: 1,
+                reconciled: true,
+                ..
+            },
+        ] => assert_eq!(t, &task("t1")),
+        other => panic!("{other:?}"),
+    }
+    let again = mail.doctor(DoctorMode::Check).unwrap();
+    assert!(again.is_clean(), "{:?}", again.findings);
+}
