@@ -2,12 +2,10 @@
 //! I/O seam: a fault at every call, and every power-cut state. Every failure
 //! is safe to retry with the same id.
 
-use std::collections::BTreeMap;
-use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use chipset_bus::{AckOutcome, Bus, Error, EventId, NewEvent, Published};
-use chipset_store::testing::{EIO, ENOSPC, Fault, FaultIo, RecordIo};
+use chipset_store::testing::{EIO, ENOSPC, Fault, FaultIo, RecordIo, visible};
 use chipset_store::{AgentId, SharedIo, StateDir, StateOptions};
 use serde_json::json;
 
@@ -70,29 +68,6 @@ fn publishing_again_with_the_same_id_returns_the_first_delivery() {
     let first = bus.publish(&agent("erin"), &keyed).unwrap();
     assert_eq!(bus.publish(&agent("erin"), &keyed).unwrap(), first);
     assert!(matches!(first, Published::Delivered(_)));
-}
-
-/// Everything a reader sees: names not starting with a dot, and file bytes.
-fn visible(root: &Path) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.to_owned()];
-    while let Some(dir) = stack.pop() {
-        for e in fs::read_dir(&dir).unwrap() {
-            let e = e.unwrap();
-            if e.file_name().to_string_lossy().starts_with('.') {
-                continue;
-            }
-            let p = e.path();
-            let rel = p.strip_prefix(root).unwrap().to_owned();
-            if e.file_type().unwrap().is_dir() {
-                out.insert(rel, None);
-                stack.push(p);
-            } else {
-                out.insert(rel, Some(fs::read(&p).unwrap()));
-            }
-        }
-    }
-    out
 }
 
 fn open(root: &Path, io: SharedIo) -> Bus {

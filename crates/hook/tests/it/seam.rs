@@ -3,40 +3,16 @@
 //! is plain (nothing visible changed) or of unknown outcome, and a retry
 //! with the same assignment is then a success that applied once.
 
-use std::collections::BTreeMap;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use chipset_hook::{Assignment, Error, HookRead, HookStatus, Hooks, Pickup, TransitionError};
-use chipset_store::testing::{EIO, ENOSPC, Fault, FaultIo, RecordIo};
+use chipset_store::testing::{EIO, ENOSPC, Fault, FaultIo, RecordIo, visible};
 use chipset_store::{ManualClock, RealIo, SharedIo, StateDir, StateOptions, Timestamp};
 
 use crate::{T0, agent, bead};
-
-/// Everything a reader sees: names not starting with a dot, and file bytes.
-fn visible(root: &Path) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.to_owned()];
-    while let Some(dir) = stack.pop() {
-        for e in fs::read_dir(&dir).unwrap() {
-            let e = e.unwrap();
-            if e.file_name().to_string_lossy().starts_with('.') {
-                continue;
-            }
-            let p = e.path();
-            let rel = p.strip_prefix(root).unwrap().to_owned();
-            if e.file_type().unwrap().is_dir() {
-                out.insert(rel, None);
-                stack.push(p);
-            } else {
-                out.insert(rel, Some(fs::read(&p).unwrap()));
-            }
-        }
-    }
-    out
-}
 
 fn open(root: &Path, io: SharedIo, clock: &ManualClock) -> Hooks {
     Hooks::new(

@@ -4,9 +4,8 @@
 //! (nothing visible changed) or of unknown outcome, and a retry is then a
 //! success that applied once.
 
-use std::collections::BTreeMap;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,7 +13,7 @@ use chipset_nudge::{
     Draft, Error, KindRegistry, ManualResolution, NewReminder, NudgeId, NudgeType, Nudges,
     ReminderFilter, ReminderId, ReminderKey, Reminders, Resolution, preset,
 };
-use chipset_store::testing::{EIO, ENOSPC, Fault, FaultIo, RecordIo};
+use chipset_store::testing::{EIO, ENOSPC, Fault, FaultIo, RecordIo, visible};
 use chipset_store::{
     ManualClock, ReadOutcome, RealIo, SharedIo, StateDir, StateOptions, Timestamp,
 };
@@ -76,29 +75,6 @@ fn the_reminder(w: &World) -> Option<chipset_nudge::Reminder> {
 
 fn reminder_id(w: &World) -> ReminderId {
     the_reminder(w).unwrap().id
-}
-
-/// Everything a reader sees: names not starting with a dot, and file bytes.
-fn visible(root: &Path) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.to_owned()];
-    while let Some(dir) = stack.pop() {
-        for e in fs::read_dir(&dir).unwrap() {
-            let e = e.unwrap();
-            if e.file_name().to_string_lossy().starts_with('.') {
-                continue;
-            }
-            let p = e.path();
-            let rel = p.strip_prefix(root).unwrap().to_owned();
-            if e.file_type().unwrap().is_dir() {
-                out.insert(rel, None);
-                stack.push(p);
-            } else {
-                out.insert(rel, Some(fs::read(&p).unwrap()));
-            }
-        }
-    }
-    out
 }
 
 /// Directories that hold only dot-named entries (a lock file is never

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use chipset_store::testing::{EIO, ENOSPC, Fault, FaultIo, RecordIo};
+use chipset_store::testing::{EIO, ENOSPC, Fault, FaultIo, RecordIo, visible};
 use chipset_store::{
     Decision, Error, IoOp, JsonLog, ReadOutcome, SharedIo, StateDir, StateOptions,
 };
@@ -243,29 +243,6 @@ fn cases() -> Vec<Case> {
 }
 
 const DIRTY_LOG: &[u8] = b"{\"id\":\"0\"}\nnot json\n{\"id\":\"1\"}\n{\"id\":";
-
-/// Everything a reader sees: names not starting with a dot, and file bytes.
-fn visible(root: &Path) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.to_owned()];
-    while let Some(dir) = stack.pop() {
-        for e in fs::read_dir(&dir).unwrap() {
-            let e = e.unwrap();
-            if e.file_name().to_string_lossy().starts_with('.') {
-                continue;
-            }
-            let p = e.path();
-            let rel = p.strip_prefix(root).unwrap().to_owned();
-            if e.file_type().unwrap().is_dir() {
-                out.insert(rel, None);
-                stack.push(p);
-            } else {
-                out.insert(rel, Some(fs::read(&p).unwrap()));
-            }
-        }
-    }
-    out
-}
 
 fn open(root: &Path, io: SharedIo) -> StateDir {
     StateDir::open_with(
