@@ -360,11 +360,11 @@ fn archive(c: &mut Criterion) {
     // began before the request (as in any project that ran a while): begin
     // it, let the clock pass its slack, then send the request and archive
     // something after it.
-    let open = |mail: &Mail| {
+    let open_in = |mail: &Mail, task: &str| {
         mail.send(&Draft::request(
             agent("np-critic"),
             agent("np-executor"),
-            TaskId::new("M005-S007-T0002").unwrap(),
+            TaskId::new(task).unwrap(),
             "dead-code",
             "?",
         ))
@@ -372,8 +372,9 @@ fn archive(c: &mut Criterion) {
         .id()
         .clone()
     };
+    let open = |mail: &Mail| open_in(mail, "M005-S007-T0002");
     for mail in [&empty, &big] {
-        let first = open(mail);
+        let first = open_in(mail, "M005-S007-T0001");
         assert!(!mail.has_reply(&first).unwrap());
     }
     std::thread::sleep(Duration::from_millis(2_100));

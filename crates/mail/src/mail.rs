@@ -14,7 +14,7 @@ use crate::draft::{Draft, InboxFilter, MailConfig, check_draft, check_parent, to
 use crate::error::{MailError, Result};
 use crate::format::{Kind, ManifestEvent, Message, ReplyMarker, parse_message};
 use crate::layout::{BY_TASK, Layout, Location, ORPHAN, file_name, id_of, parse_marker};
-use crate::tail;
+use crate::tail::Caught;
 use crate::thread::causal_order;
 
 /// The mail channel of one state root: send, list, archive, thread, gate, sweep, repair.
@@ -907,15 +907,19 @@ impl Mail {
     /// the fallback of [`Mail::has_reply`].
     fn unindexed_reply(&self, request: &Message) -> Result<Option<Message>> {
         // Responses archived since the tail last looked enter the index.
-        let since = self.catch_up_archive()?;
+        let mut caught = self.catch_up_archive()?;
+        if let Some(response) = caught.responses.remove(&request.id) {
+            return Ok(Some(response));
+        }
+        // Another reader may have caught up since this one looked at the index.
         if self.indexed_reply(&request.id)? {
-            return Ok(self.indexed_response(request)?);
+            return self.indexed_response(request);
         }
         let mut dirs = vec![
             self.layout.inbox(&request.from),
             self.layout.by_task(&request.phase),
         ];
-        if !tail::covered(since, request.created_at) {
+        if !caught.covers(request.created_at) {
             dirs.push(self.layout.archive_root());
         }
         let mut found = self.responses_among(std::slice::from_ref(request), &dirs)?;
@@ -926,10 +930,9 @@ impl Mail {
     /// message itself, wherever it is now).
     fn indexed_response(&self, request: &Message) -> Result<Option<Message>> {
         for (kind, id) in self.replies_of(&request.id)? {
-            if kind != Kind::Response {
-                continue;
-            }
-            if let Some(found) = self.find_with(&id, Some(&request.phase))? {
+            if kind == Kind::Response
+                && let Some(found) = self.find_with(&id, Some(&request.phase))?
+            {
                 return Ok(Some(found.message));
             }
         }
@@ -1061,13 +1064,15 @@ impl Mail {
             }
         }
         out.retain(|q| !answered.contains(&q.id));
-        let mut since = None;
+        let mut caught = Caught::default();
         if !out.is_empty() {
             // Responses archived since the tail last looked enter the index.
-            since = self.catch_up_archive()?;
+            caught = self.catch_up_archive()?;
             let mut still = Vec::with_capacity(out.len());
             for q in out {
-                if !self.indexed_reply(&q.id)? {
+                // Found now, or by another reader that caught up since the
+                // index was looked at above.
+                if !caught.responses.contains_key(&q.id) && !self.indexed_reply(&q.id)? {
                     still.push(q);
                 }
             }
@@ -1080,7 +1085,7 @@ impl Mail {
             // `archive/` that the tail did not see.
             let old: Vec<Message> = out
                 .iter()
-                .filter(|q| !tail::covered(since, q.created_at))
+                .filter(|q| !caught.covers(q.created_at))
                 .cloned()
                 .collect();
             if !old.is_empty() {

@@ -60,6 +60,7 @@
 //! only adds index entries for responses it has read and checked against
 //! their request, as the fallback does.
 
+use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
@@ -105,6 +106,31 @@ struct Event {
     reply: Option<String>,
 }
 
+/// What [`Mail::catch_up_archive`] found.
+#[derive(Debug, Default)]
+pub(crate) struct Caught {
+    /// When the tail began, if it has.
+    pub(crate) since: Option<Timestamp>,
+    /// The responses found this time, by the request they answer.
+    pub(crate) responses: BTreeMap<MessageId, Message>,
+}
+
+impl Caught {
+    fn since(since: Timestamp) -> Self {
+        Caught {
+            since: Some(since),
+            responses: BTreeMap::new(),
+        }
+    }
+
+    /// True when a request sent at `sent` can only have been answered from
+    /// `archive/` after the tail began.
+    pub(crate) fn covers(&self, sent: Timestamp) -> bool {
+        self.since
+            .is_some_and(|since| since.add(MTIME_SLACK) < sent)
+    }
+}
+
 impl Mail {
     fn tail_path(&self) -> PathBuf {
         self.layout.mail().join(GATE_DIR).join("archive-tail.json")
@@ -114,14 +140,17 @@ impl Mail {
     /// the tail last looked, and returns when the tail began: a request sent
     /// after that (with [`MTIME_SLACK`]) needs no listing of `archive/`.
     ///
-    /// Returns `None` when there is no manifest yet (then nothing was ever
-    /// archived by a program that follows the seed, and a request sent from
-    /// now on is covered once the tail has begun).
-    pub(crate) fn catch_up_archive(&self) -> Result<Option<Timestamp>> {
+    /// `since` is `None` when there is no manifest yet (then nothing was
+    /// ever archived by a program that follows the seed, and a request sent
+    /// from now on is covered once the tail has begun). The responses it
+    /// found this time are returned too, so that a reader without the right
+    /// to write the index (a read-only mount) still counts them; then the
+    /// tail does not move on, and the next reader reads them again.
+    pub(crate) fn catch_up_archive(&self) -> Result<Caught> {
         let manifest = self.layout.manifest();
         let meta = match std::fs::symlink_metadata(&manifest) {
             Ok(m) => m,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Caught::default()),
             Err(source) => {
                 return Err(chipset_store::Error::Io {
                     op: "stat",
@@ -133,7 +162,7 @@ impl Mail {
         };
         if !meta.is_file() {
             // Not a regular file (the doctor reports it): list as before.
-            return Ok(None);
+            return Ok(Caught::default());
         }
         let (dev, ino, len) = (meta.dev(), meta.ino(), meta.len());
         let path = self.tail_path();
@@ -158,11 +187,12 @@ impl Mail {
                     mark: mark(&manifest, len)?,
                 };
                 self.store_cache(&path, &tail);
-                return Ok(Some(tail.since));
+                return Ok(Caught::since(tail.since));
             }
         };
+        let mut caught = Caught::since(tail.since);
         if tail.offset == len {
-            return Ok(Some(tail.since));
+            return Ok(caught);
         }
         // Lines that are not events of this shape (bad lines, a torn tail)
         // are passed over: the doctor reports them.
@@ -173,13 +203,24 @@ impl Mail {
                 replies.push(response);
             }
         }
-        if !replies.is_empty() {
-            self.link_replies(&replies)?;
+        let linked = match self.link_replies(&replies) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(error = %e, "responses archived by others were not entered in the reply index");
+                false
+            }
+        };
+        if linked {
+            tail.offset = read.end_offset;
+            tail.mark = mark(&manifest, tail.offset)?;
+            self.store_cache(&path, &tail);
         }
-        tail.offset = read.end_offset;
-        tail.mark = mark(&manifest, tail.offset)?;
-        self.store_cache(&path, &tail);
-        Ok(Some(tail.since))
+        for response in replies {
+            if let Some(parent) = response.in_reply_to.clone() {
+                caught.responses.entry(parent).or_insert(response);
+            }
+        }
+        Ok(caught)
     }
 
     /// Returns the response an `archived` event moved into `archive/`, when
@@ -239,10 +280,4 @@ fn mark(manifest: &std::path::Path, offset: u64) -> Result<String> {
         let _ = write!(s, "{b:02x}");
         s
     }))
-}
-
-/// True when a request sent at `sent` can only have been answered from
-/// `archive/` after the tail that began at `since`.
-pub(crate) fn covered(since: Option<Timestamp>, sent: Timestamp) -> bool {
-    since.is_some_and(|since| since.add(MTIME_SLACK) < sent)
 }

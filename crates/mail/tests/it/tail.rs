@@ -34,7 +34,14 @@ fn request(m: &Mail, subject: &str) -> Message {
 /// `"round": null`), a second after the request (by its id: ids are made
 /// increasing across the whole test process, whatever a manual clock says).
 fn nubos_response(request: &Message, n: u8) -> (MessageId, Vec<u8>) {
-    let sent: i64 = request.id().as_str().split('-').next().unwrap().parse().unwrap();
+    let sent: i64 = request
+        .id()
+        .as_str()
+        .split('-')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
     let ms = sent + 1_000;
     let id = format!("{ms}-9b3e0c1a-5d2f-4e1b-8a6c-0123456789{n:02x}");
     let json = serde_json::json!({
@@ -94,7 +101,10 @@ fn a_logged_foreign_archive_answers_without_listing_the_archive() {
     assert!(!m.has_reply(silent.id()).unwrap());
     let pending = m.pending_replies(&task("t1")).unwrap();
     let ids: Vec<&MessageId> = pending.iter().map(|p| p.id()).collect();
-    assert!(ids.contains(&silent.id()) && !ids.contains(&logged.id()), "{ids:?}");
+    assert!(
+        ids.contains(&silent.id()) && !ids.contains(&logged.id()),
+        "{ids:?}"
+    );
     assert!(matches!(
         m.archive(logged.id()).unwrap(),
         ArchiveOutcome::Archived(_)
@@ -109,7 +119,12 @@ fn a_logged_foreign_archive_answers_without_listing_the_archive() {
     // The doctor completes what the silent writer left out; then it answers.
     m.doctor(DoctorMode::Fix).unwrap();
     assert!(m.has_reply(silent.id()).unwrap());
-    assert!(m.pending_replies(&task("t1")).unwrap().iter().all(|p| p.id() != silent.id()));
+    assert!(
+        m.pending_replies(&task("t1"))
+            .unwrap()
+            .iter()
+            .all(|p| p.id() != silent.id())
+    );
 }
 
 #[test]
@@ -159,7 +174,10 @@ fn a_replaced_manifest_or_a_broken_tail_file_begins_again() {
     let r = request(m, "broken");
     assert!(!m.has_reply(r.id()).unwrap());
     let text = fs::read_to_string(&tail).unwrap();
-    assert!(text.starts_with('{') && text.contains("\"origin\""), "{text}");
+    assert!(
+        text.starts_with('{') && text.contains("\"origin\""),
+        "{text}"
+    );
     f.clock.advance(Duration::from_secs(10));
     let s = request(m, "after");
     let (id, bytes) = nubos_response(&s, 5);
