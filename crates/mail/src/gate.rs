@@ -202,7 +202,7 @@ pub(crate) struct GateFile {
     pub(crate) facts: Facts,
 }
 
-fn load<T: for<'de> Deserialize<'de>>(path: &Path) -> Option<T> {
+pub(crate) fn load<T: for<'de> Deserialize<'de>>(path: &Path) -> Option<T> {
     let meta = std::fs::symlink_metadata(path).ok()?;
     if !meta.is_file() || meta.len() > MAX_CACHE_FILE {
         return None;
@@ -231,7 +231,7 @@ impl Mail {
     }
 
     /// Writes a cache file; a failure only costs the next reader a listing.
-    fn store_cache<T: Serialize>(&self, path: &Path, value: &T) {
+    pub(crate) fn store_cache<T: Serialize>(&self, path: &Path, value: &T) {
         let written = serde_json::to_vec(value)
             .map_err(|e| e.to_string())
             .and_then(|bytes| {

@@ -88,6 +88,7 @@
 //! replies/{parent-id}/{kind}-{id}.json     reply index: one entry per reply
 //! .gate/inbox/{agent}.json                 gate cache: an inbox's files (see below)
 //! .gate/task/{task}.json                   gate cache: a task's requests and responses
+//! .gate/archive-tail.json                  archive tail: how far the manifest was read
 //! manifest.jsonl                           append-only audit log (ManifestEvent)
 //! ```
 //!
@@ -107,19 +108,25 @@
 //! - [`Mail::archive`] and [`Mail::has_reply`] add one listing of the reply
 //!   index, which answers for every reply chipset sent. Only on a miss (a
 //!   request without a response, or answered by another program) do they
-//!   look for the response files themselves: they list the request
-//!   sender's inbox, `archive/` and the task's by-task archive (each only
-//!   if its mtime shows that something entered it since the request was
-//!   sent), and read only the files newer than the request that mention its
-//!   id. A listing costs what the folder holds: with 100,000 archived
-//!   messages and something archived since the request, about half a
-//!   second on the bench machine.
+//!   look for the response files themselves: they read the manifest's
+//!   events appended since the last look (the archive tail, below: what
+//!   entered `archive/`), then list the request sender's inbox and the
+//!   task's by-task archive (each only if its mtime shows that something
+//!   entered it since the request was sent), and read only the files newer
+//!   than the request that mention its id. `archive/` itself is listed only
+//!   for a request sent before the tail began. So with 100,000 archived
+//!   messages an open request costs what it costs with none.
 //! - [`Mail::pending_replies`] costs what the task's own mail costs: one
 //!   `stat` per inbox (and one for its `.quarantine/`), the task's file of
 //!   the gate cache (`mail/.gate/`, below), and a read of each of the task's
 //!   open requests; then the index for each open request, and the archives
 //!   as above only for requests neither answers. An inbox whose stamp changed
 //!   since the cache saw it is listed and only its new files are read.
+//! - [`Mail::thread`] reads the inboxes, and the files of `archive/` and the
+//!   task's by-task archive newer than the thread's root.
+//! - [`Mail::sweep_task_on_commit`] reads the inboxes and `archive/` (the
+//!   archived messages of tasks not yet swept).
+//! - [`Mail::counts`] lists directories and reads no file.
 //!
 //! # The gate cache
 //!
@@ -143,11 +150,29 @@
 //! so the cache can cost a listing but never open the gate. Files written by
 //! other programs are read exactly as without the cache: an unreadable or
 //! unsupported file in any inbox fails the gate closed.
-//! - [`Mail::thread`] reads the inboxes, and the files of `archive/` and the
-//!   task's by-task archive newer than the thread's root.
-//! - [`Mail::sweep_task_on_commit`] reads the inboxes and `archive/` (the
-//!   archived messages of tasks not yet swept).
-//! - [`Mail::counts`] lists directories and reads no file.
+//!
+//! # The archive tail
+//!
+//! A response another program archived is in `archive/`, which a busy
+//! project fills with 100,000 files and more. Rather than list it, the
+//! reply fallback reads the manifest: the seed has every `archive()` append
+//! an `archived` event after its move (nubos-pilot does, with the message's
+//! kind; so does chipset), and the manifest only grows. `.gate/archive-tail.json`
+//! records where the tail began (the manifest's length, then the time) and
+//! how far it has read; a miss of the reply index reads the events since,
+//! enters each archived response that fits its request in the reply index,
+//! and moves on. A request sent after the tail began (with two seconds'
+//! slack for clocks) can only have been answered from `archive/` by an
+//! archive after that, so `archive/` is never listed for it; older requests
+//! are looked for by listing, as before. Where it would not hold: a writer
+//! stopped between its move and its event (or one that does not log) leaves
+//! a response the tail does not see, and its request stays pending (the safe
+//! side) until [`Mail::doctor`] appends the missing `archived` event. A
+//! manifest replaced or truncated (another inode, shorter than the tail's
+//! offset, or other bytes just before it) and a missing or unparsable tail
+//! file make the tail begin again. The tail only adds index entries for
+//! responses it has read and checked, so it can never answer a request that
+//! has no response.
 //!
 //! # Durability
 //!
@@ -260,6 +285,7 @@ mod format;
 mod gate;
 mod layout;
 mod mail;
+mod tail;
 mod thread;
 
 pub use doctor::{DoctorMode, DoctorReport, Finding, OrphanReason};

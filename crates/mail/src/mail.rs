@@ -14,6 +14,7 @@ use crate::draft::{Draft, InboxFilter, MailConfig, check_draft, check_parent, to
 use crate::error::{MailError, Result};
 use crate::format::{Kind, ManifestEvent, Message, ReplyMarker, parse_message};
 use crate::layout::{BY_TASK, Layout, Location, ORPHAN, file_name, id_of, parse_marker};
+use crate::tail::Caught;
 use crate::thread::causal_order;
 
 /// The mail channel of one state root: send, list, archive, thread, gate, sweep, repair.
@@ -145,7 +146,7 @@ pub(crate) fn answers(response: &Message, request: &Message) -> bool {
 
 /// How far a folder's mtime may lag a writer's clock before the reply
 /// fallback trusts it (coarse kernel timestamps, clocks of other hosts).
-const MTIME_SLACK: std::time::Duration = std::time::Duration::from_secs(2);
+pub(crate) const MTIME_SLACK: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Returns when `dir`'s entries last changed, or `None` when it is missing.
 fn modified(dir: &Path) -> Result<Option<chipset_store::Timestamp>> {
@@ -865,7 +866,10 @@ impl Mail {
     /// request is located and its responses are looked for where they can
     /// be: a response is addressed to the request's sender, so in
     /// `inbox/{sender}/`, and in `archive/` and `archive/by-task/{task}/`
-    /// once archived. A folder whose mtime shows nothing entered it since
+    /// once archived. What entered `archive/` is learnt from the manifest's
+    /// `archived` events since the last look (the archive tail, see the
+    /// crate docs), so `archive/` is listed only for a request older than
+    /// the tail. A folder whose mtime shows nothing entered it since
     /// the request was sent is not listed; of the others only files whose
     /// names sort after the request's id are read (a response is sent after
     /// its request), and a file counts
@@ -902,15 +906,37 @@ impl Mail {
     /// Returns a response to `request` that the reply index does not know:
     /// the fallback of [`Mail::has_reply`].
     fn unindexed_reply(&self, request: &Message) -> Result<Option<Message>> {
-        let mut found = self.responses_among(
-            std::slice::from_ref(request),
-            &[
-                self.layout.inbox(&request.from),
-                self.layout.archive_root(),
-                self.layout.by_task(&request.phase),
-            ],
-        )?;
+        // Responses archived since the tail last looked enter the index.
+        let mut caught = self.catch_up_archive()?;
+        if let Some(response) = caught.responses.remove(&request.id) {
+            return Ok(Some(response));
+        }
+        // Another reader may have caught up since this one looked at the index.
+        if self.indexed_reply(&request.id)? {
+            return self.indexed_response(request);
+        }
+        let mut dirs = vec![
+            self.layout.inbox(&request.from),
+            self.layout.by_task(&request.phase),
+        ];
+        if !caught.covers(request.created_at) {
+            dirs.push(self.layout.archive_root());
+        }
+        let mut found = self.responses_among(std::slice::from_ref(request), &dirs)?;
         Ok(found.pop_first().map(|(_, response)| response))
+    }
+
+    /// Returns a response to `request` that the reply index holds (the
+    /// message itself, wherever it is now).
+    fn indexed_response(&self, request: &Message) -> Result<Option<Message>> {
+        for (kind, id) in self.replies_of(&request.id)? {
+            if kind == Kind::Response
+                && let Some(found) = self.find_with(&id, Some(&request.phase))?
+            {
+                return Ok(Some(found.message));
+            }
+        }
+        Ok(None)
     }
 
     /// Reads the files of `dirs` whose names sort after the oldest of
@@ -990,7 +1016,8 @@ impl Mail {
     /// an inbox changed since the cache saw it is listed again. A request
     /// still in its inbox counts as answered when a response that fits it
     /// exists: in an inbox, in the reply index, or (looked for only when the
-    /// first two do not answer) in `archive/` or the task's by-task archive,
+    /// first two do not answer) in `archive/` (through the archive tail, as
+    /// [`Mail::has_reply`] does) or the task's by-task archive,
     /// among the files newer than the oldest such request. So a response
     /// another program wrote (nubos-pilot does not move the request when it
     /// sends one) takes the request off this list at once.
@@ -1037,12 +1064,34 @@ impl Mail {
             }
         }
         out.retain(|q| !answered.contains(&q.id));
+        let mut caught = Caught::default();
         if !out.is_empty() {
-            let found = self.responses_among(
-                &out,
-                &[self.layout.archive_root(), self.layout.by_task(task)],
-            )?;
+            // Responses archived since the tail last looked enter the index.
+            caught = self.catch_up_archive()?;
+            let mut still = Vec::with_capacity(out.len());
+            for q in out {
+                // Found now, or by another reader that caught up since the
+                // index was looked at above.
+                if !caught.responses.contains_key(&q.id) && !self.indexed_reply(&q.id)? {
+                    still.push(q);
+                }
+            }
+            out = still;
+        }
+        if !out.is_empty() {
+            let found = self.responses_among(&out, &[self.layout.by_task(task)])?;
             out.retain(|q| !found.contains_key(&q.id));
+            // Only requests older than the tail can have a response in
+            // `archive/` that the tail did not see.
+            let old: Vec<Message> = out
+                .iter()
+                .filter(|q| !caught.covers(q.created_at))
+                .cloned()
+                .collect();
+            if !old.is_empty() {
+                let found = self.responses_among(&old, &[self.layout.archive_root()])?;
+                out.retain(|q| !found.contains_key(&q.id));
+            }
         }
         out.sort_by(|a, b| a.id.cmp(&b.id));
         Ok(out)

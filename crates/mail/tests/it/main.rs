@@ -11,6 +11,7 @@ mod peers;
 mod procs;
 mod seam;
 mod seam_syncs;
+mod tail;
 
 use std::sync::Arc;
 

@@ -78,11 +78,16 @@ pub(crate) fn nubos() -> Nubos {
 }
 
 /// Every regular file under `dir` (relative path → bytes).
+/// Every file under `dir` with its bytes, but chipset's caches (`.gate/`,
+/// rebuilt from the files; not part of the seed's layout).
 pub(crate) fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
         for entry in fs::read_dir(dir).unwrap() {
             let entry = entry.unwrap();
             let path = entry.path();
+            if entry.file_name() == ".gate" {
+                continue;
+            }
             if entry.file_type().unwrap().is_dir() {
                 walk(root, &path, out);
             } else {

@@ -1,0 +1,283 @@
+//! The archive tail: which responses entered `archive/`, learnt from the
+//! manifest instead of a listing, so that the reply fallback's cost follows
+//! the responses, not the archive.
+//!
+//! # Why
+//!
+//! Whether a request is answered is decided by the response files that
+//! exist (see [`Mail::has_reply`]). A response another program archived
+//! (nubos-pilot archives responses like any read message) lands in
+//! `archive/`, which at the scale of a busy project holds 100,000 files or
+//! more; listing it on every miss of the reply index made an open request
+//! cost a listing of the whole archive (167 ms at 100,000 messages against
+//! 114 µs with none).
+//!
+//! # What it relies on
+//!
+//! The seed's contract: "Each archive() moves `inbox/<...>/<id>.json` to
+//! `archive/<id>.json` and appends an `archived` event", and the manifest is
+//! append-only. nubos-pilot does exactly that (under its manifest lock, with
+//! the message's `kind`), and so does chipset ([`Mail::archive`], the archive
+//! a response does, and the doctor's repairs). So every message that
+//! entered `archive/` has an `archived` event after it, and the events since
+//! a point name every message archived since then.
+//!
+//! The tail keeps, in `mail/.gate/archive-tail.json`, how far it has read the
+//! manifest: its *origin* (the manifest's length when the tail began, and
+//! the time, taken after that length was measured) and its *offset* (every
+//! `archived` event between the origin and the offset has been looked at,
+//! and each response among them that fits its request is in the reply
+//! index). A miss of the index reads the events after the offset (nothing
+//! at all when none were appended: one `stat` of the manifest), enters the
+//! fitting responses in the index, and moves the offset on. A response to a
+//! request sent after the origin (with [`MTIME_SLACK`] for clocks) can only
+//! have entered `archive/` after the origin, so its `archived` event is in
+//! the tail: for such a request `archive/` is never listed. A request sent
+//! before the origin is looked for in `archive/` as before (a listing, which
+//! the folder's mtime skips when nothing entered it since the request); such
+//! requests age out as their tasks commit.
+//!
+//! # Where it would not hold, and what is done about it
+//!
+//! - **A writer that stops between its move and its event** (killed, or a
+//!   power cut) leaves a message in `archive/` with no `archived` event. Until
+//!   the doctor appends the missing event (which it does, reconciled; the
+//!   tail then sees it), a response archived that way keeps its request
+//!   pending: the safe side, never an open gate.
+//! - **A writer that does not log** (not following the seed) is not seen in
+//!   `archive/` either, for requests sent after the origin; the same as above.
+//! - **A manifest replaced or truncated** (the doctor's repair of bad lines
+//!   writes a new file; an operator may rotate it): the tail notices (another
+//!   inode, shorter than the offset, or other bytes just before the offset:
+//!   a new file can get a freed inode number back) and starts again from a
+//!   new origin, so every request sent before then is looked for by listing
+//!   again.
+//! - **The tail file lost or corrupt** (it is written without a sync, like
+//!   the gate cache): a new origin, as above. A stale file only makes a
+//!   reader read events again (entering a response twice changes nothing).
+//!
+//! Nothing here can answer a request that has no fitting response: the tail
+//! only adds index entries for responses it has read and checked against
+//! their request, as the fallback does.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+
+use chipset_store::{MessageId, ReadOutcome, Timestamp};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{MailError, Result};
+use crate::format::{Kind, Message};
+use crate::gate::GATE_DIR;
+use crate::layout::Location;
+use crate::mail::{MTIME_SLACK, Mail, answers, read_message};
+
+/// The format version of the tail file; any other version starts afresh.
+const VERSION: u32 = 1;
+
+/// What `mail/.gate/archive-tail.json` holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct TailFile {
+    v: u32,
+    /// The manifest's device and inode number.
+    dev: u64,
+    ino: u64,
+    /// The manifest's length when the tail began.
+    origin: u64,
+    /// When the tail began (taken after `origin` was measured).
+    since: Timestamp,
+    /// Every `archived` event in `origin..offset` has been looked at.
+    offset: u64,
+    /// The manifest's last bytes before `offset`, in hex: an inode number
+    /// can be reused by a new file, its bytes are not.
+    mark: String,
+}
+
+/// One manifest line, as loosely as the tail needs it (any writer's events:
+/// chipset's and nubos-pilot's differ in their other fields).
+#[derive(Debug, Deserialize)]
+struct Event {
+    event: String,
+    id: Option<String>,
+    /// nubos-pilot names the kind of what it archived.
+    kind: Option<String>,
+    /// chipset names the response whose sending archived a request.
+    reply: Option<String>,
+}
+
+/// What [`Mail::catch_up_archive`] found.
+#[derive(Debug, Default)]
+pub(crate) struct Caught {
+    /// When the tail began, if it has.
+    pub(crate) since: Option<Timestamp>,
+    /// The responses found this time, by the request they answer.
+    pub(crate) responses: BTreeMap<MessageId, Message>,
+}
+
+impl Caught {
+    fn since(since: Timestamp) -> Self {
+        Caught {
+            since: Some(since),
+            responses: BTreeMap::new(),
+        }
+    }
+
+    /// True when a request sent at `sent` can only have been answered from
+    /// `archive/` after the tail began.
+    pub(crate) fn covers(&self, sent: Timestamp) -> bool {
+        self.since
+            .is_some_and(|since| since.add(MTIME_SLACK) < sent)
+    }
+}
+
+impl Mail {
+    fn tail_path(&self) -> PathBuf {
+        self.layout.mail().join(GATE_DIR).join("archive-tail.json")
+    }
+
+    /// Brings the reply index up to date with the responses archived since
+    /// the tail last looked, and returns when the tail began: a request sent
+    /// after that (with [`MTIME_SLACK`]) needs no listing of `archive/`.
+    ///
+    /// `since` is `None` when there is no manifest yet (then nothing was
+    /// ever archived by a program that follows the seed, and a request sent
+    /// from now on is covered once the tail has begun). The responses it
+    /// found this time are returned too, so that a reader without the right
+    /// to write the index (a read-only mount) still counts them; then the
+    /// tail does not move on, and the next reader reads them again.
+    pub(crate) fn catch_up_archive(&self) -> Result<Caught> {
+        let manifest = self.layout.manifest();
+        let meta = match std::fs::symlink_metadata(&manifest) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Caught::default()),
+            Err(source) => {
+                return Err(chipset_store::Error::Io {
+                    op: "stat",
+                    path: manifest,
+                    source,
+                }
+                .into());
+            }
+        };
+        if !meta.is_file() {
+            // Not a regular file (the doctor reports it): list as before.
+            return Ok(Caught::default());
+        }
+        let (dev, ino, len) = (meta.dev(), meta.ino(), meta.len());
+        let path = self.tail_path();
+        let loaded = crate::gate::load::<TailFile>(&path)
+            .filter(|t| t.v == VERSION && t.dev == dev && t.ino == ino && t.offset <= len);
+        let loaded = match loaded {
+            Some(t) if mark(&manifest, t.offset)? == t.mark => Some(t),
+            _ => None,
+        };
+        let mut tail = match loaded {
+            Some(t) => t,
+            None => {
+                // Begin: the length first, then the time, so that every event
+                // past `origin` was appended after `since`.
+                let tail = TailFile {
+                    v: VERSION,
+                    dev,
+                    ino,
+                    origin: len,
+                    since: self.state.now(),
+                    offset: len,
+                    mark: mark(&manifest, len)?,
+                };
+                self.store_cache(&path, &tail);
+                return Ok(Caught::since(tail.since));
+            }
+        };
+        let mut caught = Caught::since(tail.since);
+        if tail.offset == len {
+            return Ok(caught);
+        }
+        // Lines that are not events of this shape (bad lines, a torn tail)
+        // are passed over: the doctor reports them.
+        let read = self.manifest()?.read_from::<Event>(tail.offset)?;
+        let mut replies = Vec::new();
+        for event in &read.records {
+            if let Some(response) = self.archived_response(event)? {
+                replies.push(response);
+            }
+        }
+        let linked = match self.link_replies(&replies) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(error = %e, "responses archived by others were not entered in the reply index");
+                false
+            }
+        };
+        if linked {
+            tail.offset = read.end_offset;
+            tail.mark = mark(&manifest, tail.offset)?;
+            self.store_cache(&path, &tail);
+        }
+        for response in replies {
+            if let Some(parent) = response.in_reply_to.clone() {
+                caught.responses.entry(parent).or_insert(response);
+            }
+        }
+        Ok(caught)
+    }
+
+    /// Returns the response an `archived` event moved into `archive/`, when
+    /// it is one that fits its request.
+    fn archived_response(&self, event: &Event) -> Result<Option<Message>> {
+        let wanted = event.event == "archived"
+            && event.reply.is_none()
+            && event.kind.as_deref().is_none_or(|k| k == "response");
+        let Some(id) = event.id.as_deref().filter(|_| wanted) else {
+            return Ok(None);
+        };
+        let Ok(id) = MessageId::new(id) else {
+            return Ok(None);
+        };
+        let path = self.layout.file(&Location::Archive, &id);
+        // Moved on (swept with its task: the by-task folder is looked at),
+        // unreadable or not a response: not an answer from here.
+        let response = match read_message(&path, self.state.read_cap()) {
+            Ok(ReadOutcome::Value(m)) if m.kind == Kind::Response && m.id == id => m,
+            Ok(_) | Err(MailError::Store(chipset_store::Error::Symlink { .. })) => {
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        };
+        let Some(parent) = response.in_reply_to.clone() else {
+            return Ok(None);
+        };
+        Ok(match self.find(&parent)? {
+            Some(found) if answers(&response, &found.message) => Some(response),
+            _ => None,
+        })
+    }
+}
+
+/// How many bytes before a tail's offset its mark holds.
+const MARK_LEN: u64 = 64;
+
+/// Returns the manifest's bytes before `offset` (at most [`MARK_LEN`]), in
+/// hex; empty when the manifest is gone (which no mark of a tail matches,
+/// but the empty one of an empty manifest).
+fn mark(manifest: &std::path::Path, offset: u64) -> Result<String> {
+    use std::fmt::Write as _;
+    use std::os::unix::fs::FileExt;
+    let start = offset.saturating_sub(MARK_LEN);
+    let mut buf = vec![0; usize::try_from(offset - start).unwrap_or(0)];
+    let io = |source| chipset_store::Error::Io {
+        op: "read",
+        path: manifest.to_owned(),
+        source,
+    };
+    match std::fs::File::open(manifest) {
+        Ok(file) => file.read_exact_at(&mut buf, start).map_err(io)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
+        Err(e) => return Err(io(e).into()),
+    }
+    Ok(buf.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    }))
+}

@@ -1,0 +1,203 @@
+//! The archive tail: a response another program archived is found through
+//! the manifest's `archived` events, without listing `archive/`, for every
+//! request sent after the tail began; older requests are looked for by
+//! listing, as before.
+
+use std::fs;
+use std::io::Write;
+use std::time::Duration;
+
+use chipset_mail::{ArchiveOutcome, DoctorMode, Draft, Mail, MailConfig, Message};
+use chipset_store::MessageId;
+
+use crate::{Fixture, agent, fixture_with, mid, task};
+
+fn no_grace() -> MailConfig {
+    MailConfig {
+        in_flight_grace: Duration::ZERO,
+        ..MailConfig::default()
+    }
+}
+
+fn request(m: &Mail, subject: &str) -> Message {
+    m.send(&Draft::request(
+        agent("critic"),
+        agent("exec"),
+        task("t1"),
+        subject,
+        "why?",
+    ))
+    .unwrap()
+}
+
+/// A response to `request` as nubos-pilot writes it (its own key order,
+/// `"round": null`), a second after the request (by its id: ids are made
+/// increasing across the whole test process, whatever a manual clock says).
+fn nubos_response(request: &Message, n: u8) -> (MessageId, Vec<u8>) {
+    let sent: i64 = request
+        .id()
+        .as_str()
+        .split('-')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let ms = sent + 1_000;
+    let id = format!("{ms}-9b3e0c1a-5d2f-4e1b-8a6c-0123456789{n:02x}");
+    let json = serde_json::json!({
+        "id": id, "from": "exec", "to": "critic", "phase": "t1", "round": null,
+        "kind": "response", "subject": request.subject(), "body": "because",
+        "expects_reply": false, "in_reply_to": request.id().as_str(),
+        "created_at": chipset_store::Timestamp::from_unix_ms(ms).to_string(),
+    });
+    (mid(&id), serde_json::to_vec_pretty(&json).unwrap())
+}
+
+/// Puts a response straight into `archive/`, with nubos-pilot's `archived`
+/// event when `logged` (what its `archive()` appends after the move).
+fn archive_foreign(m: &Mail, id: &MessageId, bytes: &[u8], logged: bool) {
+    let archive = m.dir().join("archive");
+    fs::create_dir_all(&archive).unwrap();
+    fs::write(archive.join(format!("{id}.json")), bytes).unwrap();
+    if logged {
+        let line = serde_json::json!({
+            "event": "archived", "id": id.as_str(), "from": "exec", "to": "critic",
+            "kind": "response", "phase": "t1",
+            "created_at": "2026-03-05T10:40:00.000Z", "run_id": "r-1",
+        });
+        let mut log = fs::OpenOptions::new()
+            .append(true)
+            .open(m.dir().join("manifest.jsonl"))
+            .unwrap();
+        writeln!(log, "{line}").unwrap();
+    }
+}
+
+/// Begins the tail (any miss of the reply index does), then moves the clock
+/// past the slack so that requests sent from now on are covered by it.
+fn begin_tail(f: &Fixture) {
+    let first = request(&f.mail, "first");
+    assert!(!f.mail.has_reply(first.id()).unwrap());
+    assert!(f.mail.dir().join(".gate/archive-tail.json").is_file());
+    f.clock.advance(Duration::from_secs(10));
+}
+
+#[test]
+fn a_logged_foreign_archive_answers_without_listing_the_archive() {
+    let f = fixture_with(no_grace());
+    let m = &f.mail;
+    begin_tail(&f);
+    let logged = request(m, "logged");
+    let silent = request(m, "silent");
+    let (rid, bytes) = nubos_response(&logged, 1);
+    archive_foreign(m, &rid, &bytes, true);
+    let (sid, bytes) = nubos_response(&silent, 2);
+    archive_foreign(m, &sid, &bytes, false);
+
+    // The logged one is found through the manifest, at once.
+    assert!(m.has_reply(logged.id()).unwrap());
+    // The one with no event is not: `archive/` is not listed for a request
+    // the tail covers (the safe side: it stays pending).
+    assert!(!m.has_reply(silent.id()).unwrap());
+    let pending = m.pending_replies(&task("t1")).unwrap();
+    let ids: Vec<&MessageId> = pending.iter().map(|p| p.id()).collect();
+    assert!(
+        ids.contains(&silent.id()) && !ids.contains(&logged.id()),
+        "{ids:?}"
+    );
+    assert!(matches!(
+        m.archive(logged.id()).unwrap(),
+        ArchiveOutcome::Archived(_)
+    ));
+    // The tail entered the response in the reply index: the next look is the fast one.
+    assert!(
+        m.dir()
+            .join(format!("replies/{}/response-{rid}.json", logged.id()))
+            .is_file()
+    );
+
+    // The doctor completes what the silent writer left out; then it answers.
+    m.doctor(DoctorMode::Fix).unwrap();
+    assert!(m.has_reply(silent.id()).unwrap());
+    assert!(
+        m.pending_replies(&task("t1"))
+            .unwrap()
+            .iter()
+            .all(|p| p.id() != silent.id())
+    );
+}
+
+#[test]
+fn a_request_older_than_the_tail_is_looked_for_by_listing() {
+    let f = fixture_with(no_grace());
+    let m = &f.mail;
+    let old = request(m, "old");
+    begin_tail(&f);
+    // Archived with no event, after the tail began: only a listing finds it.
+    let (id, bytes) = nubos_response(&old, 3);
+    archive_foreign(m, &id, &bytes, false);
+    assert!(m.has_reply(old.id()).unwrap());
+    assert!(
+        !m.pending_replies(&task("t1"))
+            .unwrap()
+            .iter()
+            .any(|p| p.id() == old.id())
+    );
+}
+
+#[test]
+fn a_replaced_manifest_or_a_broken_tail_file_begins_again() {
+    let f = fixture_with(no_grace());
+    let m = &f.mail;
+    begin_tail(&f);
+    let q = request(m, "replaced");
+    // The manifest is replaced by a shorter one of the same length as the
+    // tail's offset (rotated by an operator, a new file that may reuse the
+    // inode number): the tail notices by its bytes.
+    let manifest = m.dir().join("manifest.jsonl");
+    let len = fs::metadata(&manifest).unwrap().len() as usize;
+    fs::remove_file(&manifest).unwrap();
+    let mut other = b"{\"event\":\"rotated\"}\n".to_vec();
+    other.resize(len - 1, b' ');
+    other.push(b'\n');
+    fs::write(&manifest, &other).unwrap();
+    // A response archived with no event: the tail begins again now, after
+    // the request, so the request is looked for by listing and found.
+    let (id, bytes) = nubos_response(&q, 4);
+    archive_foreign(m, &id, &bytes, false);
+    assert!(m.has_reply(q.id()).unwrap());
+
+    // A tail file that does not parse is ignored and written afresh.
+    let tail = m.dir().join(".gate/archive-tail.json");
+    fs::write(&tail, b"{not json").unwrap();
+    f.clock.advance(Duration::from_secs(10));
+    let r = request(m, "broken");
+    assert!(!m.has_reply(r.id()).unwrap());
+    let text = fs::read_to_string(&tail).unwrap();
+    assert!(
+        text.starts_with('{') && text.contains("\"origin\""),
+        "{text}"
+    );
+    f.clock.advance(Duration::from_secs(10));
+    let s = request(m, "after");
+    let (id, bytes) = nubos_response(&s, 5);
+    archive_foreign(m, &id, &bytes, true);
+    assert!(m.has_reply(s.id()).unwrap());
+}
+
+/// A response that does not fit its request (another author) answers nothing,
+/// even when an `archived` event names it.
+#[test]
+fn a_logged_response_that_does_not_fit_answers_nothing() {
+    let f = fixture_with(no_grace());
+    let m = &f.mail;
+    begin_tail(&f);
+    let q = request(m, "misfit");
+    let (id, bytes) = nubos_response(&q, 6);
+    let bytes = String::from_utf8(bytes)
+        .unwrap()
+        .replace("\"from\": \"exec\"", "\"from\": \"intruder\"");
+    archive_foreign(m, &id, bytes.as_bytes(), true);
+    assert!(!m.has_reply(q.id()).unwrap());
+    assert!(!m.dir().join(format!("replies/{}", q.id())).exists());
+}
