@@ -351,6 +351,99 @@ impl Bus {
             .collect())
     }
 
+    /// Publishes many events to `agent`'s queue sharing their syncs, and
+    /// returns each one's outcome in order.
+    ///
+    /// The events without a de-duplication key cost a constant number of
+    /// sync rounds together, however many there are: every file is written
+    /// first, their data made durable in one round, each published with its
+    /// own no-clobber create, and the queue directory synced once (the
+    /// store's `create_new_batch`; on a filesystem that commits its journal
+    /// in order, one cache flush for the whole batch). Events with a key are
+    /// each judged under their key's lock, one after another, exactly as
+    /// [`Bus::publish`] does.
+    ///
+    /// **Commit points:** each event's own no-clobber create. A chosen id
+    /// ([`NewEvent::with_id`]) already published with the same content is
+    /// returned as first delivered and not written again, so a retry of a
+    /// batch that failed part way (every event given an id) publishes only
+    /// the rest.
+    ///
+    /// # Errors
+    ///
+    /// As [`Bus::publish`]. A bad event refuses the batch before anything is
+    /// written; a failure after some events were published is
+    /// [`Error::OutcomeUnknown`] (with the first new event's id): retry with
+    /// the same ids.
+    pub fn publish_batch(&self, agent: &AgentId, events: &[NewEvent]) -> Result<Vec<Published>> {
+        let clock = self.state.clock().as_ref();
+        let built: Vec<Event> = events
+            .iter()
+            .map(|e| e.build(clock))
+            .collect::<Result<_>>()?;
+        let mut out: Vec<Option<Published>> = vec![None; events.len()];
+        let mut fresh: Vec<usize> = Vec::new();
+        for (i, (event, b)) in events.iter().zip(&built).enumerate() {
+            if event.key().is_some() {
+                continue;
+            }
+            if event.chosen_id().is_some()
+                && let Some(first) = self.find_published(agent, b)?
+            {
+                out[i] = Some(Published::Delivered(first));
+                continue;
+            }
+            fresh.push(i);
+        }
+        let dir = self.queue_dir(agent);
+        let mut items = Vec::with_capacity(fresh.len());
+        for &i in &fresh {
+            let path = dir.join(built[i].file_name());
+            let bytes = chipset_store::to_canonical_json(&built[i]).map_err(|source| {
+                chipset_store::Error::Serialize {
+                    path: path.clone(),
+                    source,
+                }
+            })?;
+            items.push((path, bytes));
+        }
+        if !items.is_empty() {
+            let outcomes = self.state.create_new_batch(&items).map_err(|e| match e {
+                source @ chipset_store::Error::OutcomeUnknown { .. } => Error::OutcomeUnknown {
+                    id: built[fresh[0]].id().clone(),
+                    source,
+                },
+                e => e.into(),
+            })?;
+            for (&i, outcome) in fresh.iter().zip(outcomes) {
+                out[i] = Some(match outcome {
+                    chipset_store::Created::New => Published::Delivered(built[i].clone()),
+                    // Only a chosen id can collide: a concurrent publish of it.
+                    chipset_store::Created::AlreadyExists => {
+                        match self.find_published(agent, &built[i])? {
+                            Some(first) => Published::Delivered(first),
+                            None => {
+                                return Err(Error::IdConflict {
+                                    agent: agent.clone(),
+                                    id: built[i].id().clone(),
+                                    path: items[fresh.iter().position(|f| *f == i).unwrap_or(0)]
+                                        .0
+                                        .clone(),
+                                });
+                            }
+                        }
+                    }
+                });
+            }
+        }
+        for (i, (event, b)) in events.iter().zip(built).enumerate() {
+            if event.key().is_some() {
+                out[i] = Some(self.publish_built(agent, event, b)?);
+            }
+        }
+        Ok(out.into_iter().flatten().collect())
+    }
+
     fn publish_built(&self, agent: &AgentId, event: &NewEvent, built: Event) -> Result<Published> {
         let chosen = event.chosen_id().is_some();
         let Some(key) = event.key() else {

@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
-use crate::backend::{IoBackend, RealIo};
+use crate::backend::{IoBackend, RealIo, SyncOrder};
 use crate::canonical::to_canonical_json;
 use crate::error::{Error, Result};
 
@@ -48,19 +48,41 @@ pub(crate) fn refuse_symlink(path: &Path) -> Result<()> {
 /// `.{target-name}.{pid}.{counter}.{random}.tmp`. On failure the temp is
 /// removed (or, if even that fails, left as a dot-file no reader looks at).
 pub(crate) fn write_temp(io: &dyn IoBackend, target: &Path, bytes: &[u8]) -> Result<PathBuf> {
+    write_temp_ordered(io, SyncOrder::FileThenDir, target, bytes)
+}
+
+/// [`write_temp`] with the temp's data made durable as `order` says: synced
+/// ([`SyncOrder::FileThenDir`]) or written back, to be made durable by the
+/// directory sync that follows its publish ([`SyncOrder::WriteBackThenDir`]).
+fn write_temp_ordered(
+    io: &dyn IoBackend,
+    order: SyncOrder,
+    target: &Path,
+    bytes: &[u8],
+) -> Result<PathBuf> {
     let (tmp, file) = create_temp(io, target)?;
     let written = io
         .write_all(&file, &tmp, bytes)
         .map_err(|e| Error::io("write temp file", &tmp, e))
-        .and_then(|()| {
-            io.sync_all(&file, &tmp)
-                .map_err(|e| Error::io("sync", &tmp, e))
-        });
+        .and_then(|()| settle(io, order, &file, &tmp));
     if let Err(e) = written {
         let _ = io.remove_file(&tmp);
         return Err(e);
     }
     Ok(tmp)
+}
+
+/// Makes a temp's data ready to publish under `order`: `fsync`, or a write-back
+/// whose durability the directory sync after the publish brings.
+fn settle(io: &dyn IoBackend, order: SyncOrder, file: &File, tmp: &Path) -> Result<()> {
+    match order {
+        SyncOrder::WriteBackThenDir => io
+            .write_back(file, tmp)
+            .map_err(|e| Error::io("write back", tmp, e)),
+        _ => io
+            .sync_all(file, tmp)
+            .map_err(|e| Error::io("sync", tmp, e)),
+    }
 }
 
 /// Creates a new, uniquely named temp file beside `target`, opened for
@@ -225,11 +247,16 @@ fn rename_noreplace(io: &dyn IoBackend, from: &Path, to: &Path) -> io::Result<Re
 /// [`Error::OutcomeUnknown`] when the final directory sync fails: the file
 /// is published but not known to be durable.
 pub fn create_new(path: &Path, bytes: &[u8]) -> Result<()> {
-    create_new_with(&RealIo, path, bytes)
+    create_new_with(&RealIo, RealIo.sync_order(parent(path)), path, bytes)
 }
 
-pub(crate) fn create_new_with(io: &dyn IoBackend, path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = write_temp(io, path, bytes)?;
+pub(crate) fn create_new_with(
+    io: &dyn IoBackend,
+    order: SyncOrder,
+    path: &Path,
+    bytes: &[u8],
+) -> Result<()> {
+    let tmp = write_temp_ordered(io, order, path, bytes)?;
     publish_temp(io, &tmp, path)?;
     sync_dir_with(io, parent(path)).map_err(|e| e.after_commit(path))
 }
@@ -318,11 +345,12 @@ fn sync_concurrently<T: Sync>(items: &[T], sync: impl Fn(&T) -> Result<()> + Syn
 ///
 /// Every file is written to its own temp first, without syncing; then the
 /// temps are synced together (`fsync` of each, up to 16 at once, so the
-/// filesystem commits them in a few shared journal commits); then each is
-/// renamed into place without replacing anything; then every distinct
-/// directory is synced, concurrently, once. Each file's data is durable
-/// before its name appears, exactly as with [`create_new`]; only the waiting
-/// is shared.
+/// filesystem commits them in a few shared journal commits; or, where the
+/// filesystem commits in order, [`SyncOrder::WriteBackThenDir`], written
+/// back without a cache flush); then each is renamed into place without
+/// replacing anything; then every distinct directory is synced,
+/// concurrently, once. Each file's data is durable no later than its name,
+/// exactly as with [`create_new`]; only the waiting is shared.
 ///
 /// **Commit point:** each file's no-replace rename commits that file; the
 /// batch has none of its own.
@@ -335,11 +363,16 @@ fn sync_concurrently<T: Sync>(items: &[T], sync: impl Fn(&T) -> Result<()> + Syn
 /// published: those stay published, each whole, and a retry of the same
 /// batch reports them [`Created::AlreadyExists`] and publishes the rest.
 pub fn create_new_batch(items: &[(PathBuf, Vec<u8>)]) -> Result<Vec<Created>> {
-    create_new_batch_with(&RealIo, items)
+    let order = match items.first() {
+        Some((path, _)) => RealIo.sync_order(parent(path)),
+        None => SyncOrder::FileThenDir,
+    };
+    create_new_batch_with(&RealIo, order, items)
 }
 
 pub(crate) fn create_new_batch_with(
     io: &dyn IoBackend,
+    order: SyncOrder,
     items: &[(PathBuf, Vec<u8>)],
 ) -> Result<Vec<Created>> {
     let mut temps: Vec<(PathBuf, File)> = Vec::with_capacity(items.len());
@@ -364,11 +397,10 @@ pub(crate) fn create_new_batch_with(
             return Err(Error::io("write temp file", tmp, e));
         }
     }
-    // One round: every temp's data and size are durable before any rename.
-    if let Err(e) = sync_concurrently(&temps, |(tmp, file)| {
-        io.sync_all(file, tmp)
-            .map_err(|e| Error::io("sync", tmp, e))
-    }) {
+    // One round: every temp's data and size are durable (or, under
+    // `WriteBackThenDir`, written, and durable with the directory syncs)
+    // before any rename.
+    if let Err(e) = sync_concurrently(&temps, |(tmp, file)| settle(io, order, file, tmp)) {
         remove_all(&temps);
         return Err(e);
     }

@@ -21,6 +21,9 @@ pub enum IoOp {
     Write,
     /// Syncing a file's data (`fsync` or `fdatasync`).
     Sync,
+    /// Writing a file's data back to the disk and waiting for it, without a
+    /// cache flush (`sync_file_range`); see [`SyncOrder::WriteBackThenDir`].
+    WriteBack,
     /// Syncing a directory's entries.
     SyncDir,
     /// Renaming, replacing or not ([`IoBackend::rename`], [`IoBackend::rename_noreplace`]).
@@ -37,11 +40,12 @@ pub enum IoOp {
 
 impl IoOp {
     /// Every kind.
-    pub const ALL: [IoOp; 10] = [
+    pub const ALL: [IoOp; 11] = [
         IoOp::Create,
         IoOp::Open,
         IoOp::Write,
         IoOp::Sync,
+        IoOp::WriteBack,
         IoOp::SyncDir,
         IoOp::Rename,
         IoOp::Link,
@@ -49,6 +53,28 @@ impl IoOp {
         IoOp::Truncate,
         IoOp::Remove,
     ];
+}
+
+/// How a new file's data is made durable before its name: what a filesystem
+/// lets the store skip. [`IoBackend::sync_order`] answers it for a state
+/// root, once per [`StateDir`](crate::StateDir).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SyncOrder {
+    /// `fsync` each file, publish it, `fsync` the directory: two cache
+    /// flushes per publish. Right on every filesystem that honours `fsync`.
+    FileThenDir,
+    /// Write each file's data back and wait for it (`sync_file_range` with
+    /// `WAIT_BEFORE | WRITE | WAIT_AFTER`: the blocks are allocated and
+    /// written, the disk cache is not flushed), publish it, `fsync` the
+    /// directory: one cache flush per publish. Right only on a journalling
+    /// filesystem that commits its journal in order and flushes the disk
+    /// cache before each commit (ext4 with a journal, XFS): the commit that
+    /// makes the name durable comes after the data's writes completed, its
+    /// flush makes them durable, and it commits the file's allocation and
+    /// size too (journalled earlier, committed in order), so the name is
+    /// never durable without the data.
+    WriteBackThenDir,
 }
 
 /// The filesystem calls the store makes to change state, in the spirit of
@@ -74,6 +100,19 @@ pub trait IoBackend: fmt::Debug + Send + Sync {
     fn sync_all(&self, file: &File, path: &Path) -> io::Result<()>;
     /// Syncs `file`'s data (`fdatasync`).
     fn sync_data(&self, file: &File, path: &Path) -> io::Result<()>;
+    /// Writes `file`'s data back to the disk and waits for the writes, with
+    /// no cache flush (`sync_file_range`); used only under
+    /// [`SyncOrder::WriteBackThenDir`]. The default syncs the data, which
+    /// is stronger.
+    fn write_back(&self, file: &File, path: &Path) -> io::Result<()> {
+        self.sync_data(file, path)
+    }
+    /// Says how new files under `root` are made durable (see [`SyncOrder`]).
+    /// The default, [`SyncOrder::FileThenDir`], is right everywhere.
+    fn sync_order(&self, root: &Path) -> SyncOrder {
+        let _ = root;
+        SyncOrder::FileThenDir
+    }
     /// Truncates (or extends) `file` to `len` bytes.
     fn set_len(&self, file: &File, path: &Path, len: u64) -> io::Result<()>;
     /// Syncs the directory `dir`, making its entries durable.
@@ -139,6 +178,26 @@ impl IoBackend for RealIo {
         file.sync_data()
     }
 
+    fn write_back(&self, file: &File, _path: &Path) -> io::Result<()> {
+        match sync_file_range(file) {
+            // Not a Linux with sync_file_range, or a file it cannot take:
+            // sync the data, which is stronger.
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ENOSYS | libc::EINVAL | libc::ESPIPE)
+                ) =>
+            {
+                file.sync_data()
+            }
+            r => r,
+        }
+    }
+
+    fn sync_order(&self, root: &Path) -> SyncOrder {
+        detect_sync_order(root)
+    }
+
     fn set_len(&self, file: &File, _path: &Path, len: u64) -> io::Result<()> {
         file.set_len(len)
     }
@@ -177,4 +236,63 @@ impl IoBackend for RealIo {
     fn remove_dir(&self, path: &Path) -> io::Result<()> {
         fs::remove_dir(path)
     }
+}
+
+/// `sync_file_range(fd, 0, 0, WAIT_BEFORE | WRITE | WAIT_AFTER)`: writes
+/// every dirty page of `file` (allocating delayed blocks) and waits until
+/// the writes completed, without flushing the disk cache.
+#[allow(unsafe_code)]
+fn sync_file_range(file: &File) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let flags = libc::SYNC_FILE_RANGE_WAIT_BEFORE
+        | libc::SYNC_FILE_RANGE_WRITE
+        | libc::SYNC_FILE_RANGE_WAIT_AFTER;
+    // SAFETY: the call takes a file descriptor and integers, no pointers;
+    // the descriptor is borrowed from `file`, which is open for the call.
+    let r = unsafe { libc::sync_file_range(file.as_raw_fd(), 0, 0, flags) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// `statfs` magic numbers (`linux/magic.h`).
+const EXT4_SUPER_MAGIC: u64 = 0xEF53;
+const XFS_SUPER_MAGIC: u64 = 0x5846_5342;
+
+/// [`SyncOrder::WriteBackThenDir`] on XFS and on ext4 mounted with a
+/// journal; [`SyncOrder::FileThenDir`] everywhere else, and whenever the
+/// answer is not certain.
+fn detect_sync_order(root: &Path) -> SyncOrder {
+    let Ok(fs) = rustix::fs::statfs(root) else {
+        return SyncOrder::FileThenDir;
+    };
+    #[allow(clippy::unnecessary_cast)]
+    let magic = fs.f_type as u64;
+    match magic {
+        XFS_SUPER_MAGIC => SyncOrder::WriteBackThenDir,
+        EXT4_SUPER_MAGIC if ext4_has_journal(root) => SyncOrder::WriteBackThenDir,
+        _ => SyncOrder::FileThenDir,
+    }
+}
+
+/// Whether the ext2/3/4 filesystem holding `root` runs a journal: ext4
+/// names its journal thread in `/sys/fs/ext4/{device}/journal_task`, and
+/// writes `<none>` there without one (`-O ^has_journal`, or ext2).
+fn ext4_has_journal(root: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = fs::metadata(root) else {
+        return false;
+    };
+    let dev = meta.dev();
+    let (major, minor) = (rustix::fs::major(dev), rustix::fs::minor(dev));
+    let Ok(device) = fs::read_link(format!("/sys/dev/block/{major}:{minor}")) else {
+        return false;
+    };
+    let Some(name) = device.file_name().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    fs::read_to_string(format!("/sys/fs/ext4/{name}/journal_task"))
+        .is_ok_and(|task| task.trim().parse::<u32>().is_ok())
 }

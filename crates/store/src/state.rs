@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::atomic::{self, Created, move_entry, sync_dir_with};
-use crate::backend::{IoBackend, RealIo, SharedIo};
+use crate::backend::{IoBackend, RealIo, SharedIo, SyncOrder};
 use crate::error::{Error, Result};
 use crate::lock::{Decision, Lock, update_locked_with};
 use crate::log::JsonLog;
@@ -118,6 +118,8 @@ struct Inner {
     clock: SharedClock,
     read_cap: u64,
     io: SharedIo,
+    /// How new files under the root are made durable, asked of `io` once.
+    sync_order: SyncOrder,
 }
 
 impl StateDir {
@@ -172,6 +174,7 @@ impl StateDir {
             rustix::fs::Mode::empty(),
         )
         .map_err(|e| Error::io("open state root", &root, e.into()))?;
+        let sync_order = options.io.sync_order(&root);
         Ok(StateDir {
             inner: Arc::new(Inner {
                 root,
@@ -179,6 +182,7 @@ impl StateDir {
                 clock: options.clock,
                 read_cap: options.read_cap,
                 io: options.io,
+                sync_order,
             }),
         })
     }
@@ -205,6 +209,13 @@ impl StateDir {
 
     fn backend(&self) -> &dyn IoBackend {
         &*self.inner.io
+    }
+
+    /// Returns how new files under the root are made durable: what the I/O
+    /// backend said of the root's filesystem when it was opened (see
+    /// [`SyncOrder`] and the crate docs, Durability).
+    pub fn sync_order(&self) -> SyncOrder {
+        self.inner.sync_order
     }
 
     /// Returns the read cap.
@@ -419,7 +430,8 @@ impl StateDir {
     /// [`Error::AlreadyExists`] when it does; [`Error::OutcomeUnknown`] when
     /// the sync after the commit point fails; otherwise as [`StateDir::write_bytes`].
     pub fn create_new(&self, path: &Path, bytes: &[u8]) -> Result<()> {
-        self.with_parent(path, |io| atomic::create_new_with(io, path, bytes))
+        let order = self.inner.sync_order;
+        self.with_parent(path, |io| atomic::create_new_with(io, order, path, bytes))
     }
 
     /// Durably publishes the canonical JSON of `value` under `path`, which must not exist.
@@ -454,11 +466,13 @@ impl StateDir {
                 seen.push(parent);
             }
         }
-        atomic::create_new_batch_with(self.backend(), items).inspect_err(|e| {
-            if !e.is_outcome_unknown() {
-                self.roll_back_dirs(&made);
-            }
-        })
+        atomic::create_new_batch_with(self.backend(), self.inner.sync_order, items).inspect_err(
+            |e| {
+                if !e.is_outcome_unknown() {
+                    self.roll_back_dirs(&made);
+                }
+            },
+        )
     }
 
     /// Durably moves `from` to `to` without replacing (see [`move_noclobber`](crate::move_noclobber)),

@@ -275,3 +275,46 @@ fn every_power_cut_in_publish_and_ack_reads_clean_and_keeps_what_returned() {
         );
     }
 }
+
+/// Issue 15: a batch of events to one queue shares its syncs: one directory
+/// sync, and a single round of file syncs (none at all, only write-backs,
+/// where the journal commits in order), however many events.
+#[test]
+fn a_batch_publish_costs_a_constant_number_of_sync_rounds_and_retries_cleanly() {
+    use chipset_store::{IoOp, SyncOrder};
+    for (order, file_syncs) in [
+        (SyncOrder::FileThenDir, 40),
+        (SyncOrder::WriteBackThenDir, 0),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let fault = FaultIo::with_order(Fault::nth(0, EIO), order);
+        let bus = open(tmp.path(), fault.clone());
+        let bob = agent("bob");
+        bus.ensure_queue(&bob).unwrap();
+        let events: Vec<NewEvent> = (0..40)
+            .map(|i| {
+                let id = format!("1772706900{:03}-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab", i);
+                event(&id)
+            })
+            .collect();
+        let before = fault.calls().len();
+        let out = bus.publish_batch(&bob, &events).unwrap();
+        let calls = fault.calls()[before..].to_vec();
+        assert_eq!(out.len(), 40);
+        assert!(out.iter().all(|p| matches!(p, Published::Delivered(_))));
+        assert_eq!(bus.queued(&bob).unwrap().len(), 40, "{order:?}");
+        let count = |op: IoOp| calls.iter().filter(|c| **c == op).count();
+        assert_eq!(count(IoOp::SyncDir), 1, "{order:?}: {calls:?}");
+        assert_eq!(count(IoOp::Sync), file_syncs, "{order:?}");
+        // A retry of the whole batch writes nothing and returns the first deliveries.
+        let before = fault.calls().len();
+        let again = bus.publish_batch(&bob, &events).unwrap();
+        assert_eq!(again, out, "{order:?}");
+        assert_eq!(
+            fault.calls().len(),
+            before,
+            "{order:?}: the retry wrote nothing"
+        );
+        assert_eq!(bus.queued(&bob).unwrap().len(), 40);
+    }
+}

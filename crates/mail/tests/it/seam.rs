@@ -11,7 +11,9 @@ use std::time::Duration;
 use chipset_mail::{ArchiveOutcome, DoctorMode, Draft, Finding, Mail, MailError};
 use chipset_store::IoOp;
 use chipset_store::testing::{EIO, ENOSPC, Fault, FaultIo, RecordIo, visible};
-use chipset_store::{ManualClock, MessageId, SharedIo, StateDir, StateOptions, Timestamp};
+use chipset_store::{
+    ManualClock, MessageId, SharedIo, StateDir, StateOptions, SyncOrder, Timestamp,
+};
 
 use crate::{T0, agent, mid, task};
 
@@ -82,6 +84,7 @@ fn in_archive(m: &Mail, id: &str) -> bool {
         .is_file()
 }
 
+#[derive(Clone)]
 struct Case {
     name: &'static str,
     setup: fn(&Mail),
@@ -278,19 +281,23 @@ fn every_fault_in_send_archive_and_sweep_is_safe_to_retry() {
 )]
 fn every_power_cut_in_send_archive_and_sweep_reads_clean_and_keeps_what_returned() {
     let mut total = 0;
-    for case in cases() {
+    let orders = [SyncOrder::FileThenDir, SyncOrder::WriteBackThenDir];
+    for (case, order) in cases()
+        .into_iter()
+        .flat_map(|c| orders.map(|o| (c.clone(), o)))
+    {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("state");
         let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
         (case.setup)(&open(&root, chipset_store::RealIo::shared(), &clock));
-        let rec = RecordIo::start(&root).unwrap();
+        let rec = RecordIo::start_with_order(&root, order).unwrap();
         let mail = open(&root, rec.clone(), &clock);
         (case.run)(&mail).unwrap();
         rec.mark(case.name);
         let states = rec.crash_states();
         assert!(states.len() > 1, "{}", case.name);
         for (i, cut) in states.iter().enumerate() {
-            let what = format!("{}: cut {i}", case.name);
+            let what = format!("{} ({order:?}): cut {i}", case.name);
             let dir = tmp.path().join(format!("cut{i}"));
             cut.materialize(&dir).unwrap();
             let clock = ManualClock::new(Timestamp::from_unix_ms(T0));

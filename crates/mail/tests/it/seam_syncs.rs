@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use chipset_mail::{DoctorMode, Draft, Mail, MailConfig, ManifestEvent};
 use chipset_store::testing::{EIO, Fault, FaultIo, RecordIo};
-use chipset_store::{IoOp, MessageId, SharedIo, StateDir, StateOptions};
+use chipset_store::{IoOp, MessageId, SharedIo, StateDir, StateOptions, SyncOrder};
 
 use crate::{agent, task};
 
@@ -34,7 +34,16 @@ fn note(i: usize) -> Draft {
     )
 }
 
-fn syncs(calls: &[IoOp]) -> usize {
+/// The calls that wait for the disk: syncs (each a cache flush) and write-backs (none).
+fn waits(calls: &[IoOp]) -> Vec<IoOp> {
+    calls
+        .iter()
+        .filter(|c| matches!(c, IoOp::Sync | IoOp::SyncDir | IoOp::WriteBack))
+        .copied()
+        .collect()
+}
+
+fn flushes(calls: &[IoOp]) -> usize {
     calls
         .iter()
         .filter(|c| matches!(c, IoOp::Sync | IoOp::SyncDir))
@@ -42,36 +51,63 @@ fn syncs(calls: &[IoOp]) -> usize {
 }
 
 #[test]
-fn a_send_into_an_existing_inbox_costs_two_syncs() {
-    let tmp = tempfile::tempdir().unwrap();
-    let fault = FaultIo::passthrough();
-    let mail = open(tmp.path(), fault.clone());
-    mail.send(&note(0)).unwrap();
-    fault.set(Fault::nth(0, EIO));
-    let before = fault.calls().len();
-    mail.send(&note(1)).unwrap();
-    let calls = fault.calls()[before..].to_vec();
-    // The file's data, then the inbox directory; the `sent` event is not synced.
-    assert_eq!(syncs(&calls), 2, "{calls:?}");
-    assert_eq!(
-        calls
-            .iter()
-            .filter(|c| matches!(c, IoOp::Sync | IoOp::SyncDir))
-            .copied()
-            .collect::<Vec<_>>(),
-        [IoOp::Sync, IoOp::SyncDir]
-    );
+fn a_send_into_an_existing_inbox_costs_two_syncs_or_one_on_an_in_order_journal() {
+    for (order, expected) in [
+        // The file's data, then the inbox directory; the `sent` event is not synced.
+        (SyncOrder::FileThenDir, vec![IoOp::Sync, IoOp::SyncDir]),
+        // The file's data written back (no flush), then the inbox directory.
+        (
+            SyncOrder::WriteBackThenDir,
+            vec![IoOp::WriteBack, IoOp::SyncDir],
+        ),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let fault = FaultIo::with_order(Fault::nth(0, EIO), order);
+        let mail = open(tmp.path(), fault.clone());
+        mail.send(&note(0)).unwrap();
+        let before = fault.calls().len();
+        mail.send(&note(1)).unwrap();
+        let calls = fault.calls()[before..].to_vec();
+        assert_eq!(waits(&calls), expected, "{order:?}: {calls:?}");
+    }
+}
+
+#[test]
+fn a_batch_of_a_hundred_costs_one_directory_sync_and_a_sync_round() {
+    for (order, flushed) in [
+        (SyncOrder::FileThenDir, 101),
+        (SyncOrder::WriteBackThenDir, 1),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let fault = FaultIo::with_order(Fault::nth(0, EIO), order);
+        let mail = open(tmp.path(), fault.clone());
+        mail.send(&note(0)).unwrap();
+        let before = fault.calls().len();
+        let drafts: Vec<Draft> = (1..=100).map(note).collect();
+        mail.send_batch(&drafts).unwrap();
+        let calls = fault.calls()[before..].to_vec();
+        let dir_syncs = calls.iter().filter(|c| **c == IoOp::SyncDir).count();
+        assert_eq!(dir_syncs, 1, "{order:?}: one inbox, synced once");
+        // FileThenDir: 100 fsyncs run as one concurrent round, then the directory.
+        assert_eq!(flushes(&calls), flushed, "{order:?}");
+    }
 }
 
 #[test]
 fn every_returned_send_survives_every_power_cut() {
+    for order in [SyncOrder::FileThenDir, SyncOrder::WriteBackThenDir] {
+        every_returned_send_survives_every_power_cut_in(order);
+    }
+}
+
+fn every_returned_send_survives_every_power_cut_in(order: SyncOrder) {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("state");
     // The inbox and the manifest exist before recording starts.
     Mail::new(StateDir::open(&root).unwrap())
         .send(&note(0))
         .unwrap();
-    let rec = RecordIo::start(&root).unwrap();
+    let rec = RecordIo::start_with_order(&root, order).unwrap();
     let mail = open(&root, rec.clone());
     let mut sent: Vec<(String, MessageId)> = Vec::new();
     for i in 1..=2 {
@@ -101,13 +137,16 @@ fn every_returned_send_survives_every_power_cut() {
             },
         );
         let manifest = back.read_manifest().unwrap();
-        assert!(manifest.bad_lines.is_empty(), "cut {i}: {manifest:?}");
+        assert!(
+            manifest.bad_lines.is_empty(),
+            "{order:?} cut {i}: {manifest:?}"
+        );
         for (label, id) in &sent {
             if cut.returned.iter().any(|r| r == label) {
                 let found = back.find(id).unwrap();
                 assert!(
                     found.is_some(),
-                    "cut {i}: {label} ({id}) lost after returning"
+                    "{order:?} cut {i}: {label} ({id}) lost after returning"
                 );
             }
         }

@@ -5,7 +5,7 @@ use std::io;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::backend::{IoBackend, IoOp, RealIo, SharedIo};
+use crate::backend::{IoBackend, IoOp, RealIo, SharedIo, SyncOrder};
 
 /// Linux's "I/O error".
 pub const EIO: i32 = 5;
@@ -44,6 +44,7 @@ impl Fault {
 #[derive(Debug)]
 pub struct FaultIo {
     inner: SharedIo,
+    order: SyncOrder,
     state: Mutex<State>,
 }
 
@@ -56,10 +57,20 @@ struct State {
 }
 
 impl FaultIo {
-    /// Returns a backend that fails as `fault` says.
+    /// Returns a backend that fails as `fault` says. It answers
+    /// [`SyncOrder::FileThenDir`] whatever the filesystem, so tests count
+    /// the same calls on every machine; see [`FaultIo::with_order`].
     pub fn new(fault: Fault) -> Arc<Self> {
+        Self::with_order(fault, SyncOrder::FileThenDir)
+    }
+
+    /// Returns a backend that fails as `fault` says and tells the store to
+    /// publish new files in `order` (as [`RealIo`] does on a filesystem it
+    /// knows commits in order, for [`SyncOrder::WriteBackThenDir`]).
+    pub fn with_order(fault: Fault, order: SyncOrder) -> Arc<Self> {
         Arc::new(FaultIo {
             inner: RealIo::shared(),
+            order,
             state: Mutex::new(State {
                 fault,
                 counted: 0,
@@ -163,6 +174,17 @@ impl IoBackend for FaultIo {
             Some(e) => Err(e),
             None => self.inner.sync_data(file, path),
         }
+    }
+
+    fn write_back(&self, file: &File, path: &Path) -> io::Result<()> {
+        match self.check(IoOp::WriteBack) {
+            Some(e) => Err(e),
+            None => self.inner.write_back(file, path),
+        }
+    }
+
+    fn sync_order(&self, _root: &Path) -> SyncOrder {
+        self.order
     }
 
     fn set_len(&self, file: &File, path: &Path, len: u64) -> io::Result<()> {

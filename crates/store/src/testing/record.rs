@@ -7,7 +7,7 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::backend::{IoBackend, RealIo};
+use crate::backend::{IoBackend, RealIo, SyncOrder};
 
 /// Above this many combinations of choices at one crash point, the
 /// enumeration is cut down (see [`RecordIo::crash_states`]).
@@ -62,6 +62,10 @@ enum Event {
     Data { ino: u64, content: Vec<u8> },
     /// The file's data was synced.
     SyncFile { ino: u64 },
+    /// The file's data was written back without a cache flush
+    /// (`sync_file_range`): durable with the journal's next commit, on a
+    /// journalled recorder.
+    WriteBack { ino: u64 },
     /// The directory's entries were synced.
     SyncDir { dir: PathBuf },
     /// `from` was renamed to `to` (replacing it).
@@ -88,6 +92,9 @@ struct Log {
     next_id: u64,
     baseline: BTreeMap<PathBuf, Node>,
     contents: HashMap<u64, Vec<u8>>,
+    /// Whether the recorded filesystem commits a journal in order
+    /// ([`SyncOrder::WriteBackThenDir`]).
+    journalled: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,19 +109,41 @@ enum Node {
 #[derive(Debug)]
 pub struct RecordIo {
     root: PathBuf,
+    order: SyncOrder,
     log: Mutex<Log>,
 }
 
 impl RecordIo {
     /// Starts recording changes under `root`, taking what is there now as
-    /// durable (the baseline).
+    /// durable (the baseline), as on a filesystem with no ordering beyond
+    /// the rules of the crate docs: the store publishes in
+    /// [`SyncOrder::FileThenDir`].
     ///
     /// # Errors
     ///
     /// When the tree cannot be read.
     pub fn start(root: &Path) -> io::Result<Arc<Self>> {
+        Self::start_with_order(root, SyncOrder::FileThenDir)
+    }
+
+    /// Starts recording as [`RecordIo::start`] does, telling the store to
+    /// publish in `order`. With [`SyncOrder::WriteBackThenDir`] the
+    /// recorder models a journalling filesystem that commits in order (ext4
+    /// with a journal, XFS): data written back ([`IoBackend::write_back`])
+    /// becomes durable with the next commit, which is any later sync (of a
+    /// file or a directory) or any later namespace change a crash state
+    /// keeps (a commit carried it, after the write-back completed). Until
+    /// then it is unsynced data, lost, kept or torn like any other.
+    ///
+    /// # Errors
+    ///
+    /// When the tree cannot be read.
+    pub fn start_with_order(root: &Path, order: SyncOrder) -> io::Result<Arc<Self>> {
         let root = fs::canonicalize(root)?;
-        let mut log = Log::default();
+        let mut log = Log {
+            journalled: order == SyncOrder::WriteBackThenDir,
+            ..Log::default()
+        };
         let mut stack = vec![root.clone()];
         while let Some(dir) = stack.pop() {
             for entry in fs::read_dir(&dir)? {
@@ -136,6 +165,7 @@ impl RecordIo {
         }
         Ok(Arc::new(RecordIo {
             root,
+            order,
             log: Mutex::new(log),
         }))
     }
@@ -265,7 +295,10 @@ fn states_at(log: &Log, k: usize) -> Vec<CrashState> {
         latest.insert(*id, c.clone());
         synced.insert(*id, c.clone());
     }
-    for e in events {
+    // Journalled: data written back and not yet committed, with the index
+    // of its write-back.
+    let mut written: BTreeMap<u64, (usize, Vec<u8>)> = BTreeMap::new();
+    for (i, e) in events.iter().enumerate() {
         match e {
             Event::Create { ino, .. } => {
                 latest.insert(*ino, Vec::new());
@@ -274,11 +307,21 @@ fn states_at(log: &Log, k: usize) -> Vec<CrashState> {
             Event::Data { ino, content } => {
                 latest.insert(*ino, content.clone());
             }
-            Event::SyncFile { ino } => {
+            Event::WriteBack { ino } if log.journalled => {
                 let c = latest.get(ino).cloned().unwrap_or_default();
-                synced.insert(*ino, c);
+                written.insert(*ino, (i, c));
+            }
+            Event::SyncFile { .. } | Event::SyncDir { .. } if log.journalled => {
+                // A sync commits the journal, and every write-back before it.
+                for (id, (_, c)) in std::mem::take(&mut written) {
+                    synced.insert(id, c);
+                }
             }
             _ => {}
+        }
+        if let Event::SyncFile { ino } = e {
+            let c = latest.get(ino).cloned().unwrap_or_default();
+            synced.insert(*ino, c);
         }
     }
     let mut files: Vec<(u64, Vec<Vec<u8>>)> = Vec::new();
@@ -355,15 +398,22 @@ fn states_at(log: &Log, k: usize) -> Vec<CrashState> {
                 !dirs.iter().any(|x| x == d)
                     || c[dirs.iter().position(|x| x == d).unwrap_or(0)] == 1
             };
-            let content = |id: u64| -> Vec<u8> {
-                match files.iter().position(|(f, _)| *f == id) {
-                    Some(i) => files[i].1[c[dirs.len() + i]].clone(),
-                    None => latest.get(&id).cloned().unwrap_or_default(),
-                }
-            };
             let mut tree = log.baseline.clone();
+            // The last namespace change this state keeps: a journal commit
+            // carried it, and every write-back before it.
+            let mut last_kept: Option<usize> = None;
             for (i, e) in events.iter().enumerate() {
                 let kept = |d: &Path| synced_dir_after(i, d) || keep_dir(d);
+                let changed = match e {
+                    Event::Create { path, .. } | Event::Mkdir { path } | Event::Remove { path } => {
+                        Some(dir_of(path))
+                    }
+                    Event::Link { to, .. } | Event::Rename { to, .. } => Some(dir_of(to)),
+                    _ => None,
+                };
+                if changed.is_some_and(|d| kept(&d)) {
+                    last_kept = Some(i);
+                }
                 match e {
                     Event::Create { path, ino } if kept(&dir_of(path)) => {
                         tree.insert(path.clone(), Node::File(*ino));
@@ -387,6 +437,17 @@ fn states_at(log: &Log, k: usize) -> Vec<CrashState> {
                     _ => {}
                 }
             }
+            let content = |id: u64| -> Vec<u8> {
+                let Some(i) = files.iter().position(|(f, _)| *f == id) else {
+                    return latest.get(&id).cloned().unwrap_or_default();
+                };
+                let option = c[dirs.len() + i];
+                match written.get(&id) {
+                    // Committed after its write-back: at least what was written back.
+                    Some((w, wc)) if option != 1 && last_kept.is_some_and(|k| k > *w) => wc.clone(),
+                    _ => files[i].1[option].clone(),
+                }
+            };
             let mut entries = BTreeMap::new();
             for (path, node) in &tree {
                 let reachable = path
@@ -449,6 +510,19 @@ impl IoBackend for RecordIo {
 
     fn sync_data(&self, file: &File, path: &Path) -> io::Result<()> {
         self.sync_all(file, path)
+    }
+
+    fn write_back(&self, file: &File, path: &Path) -> io::Result<()> {
+        RealIo.write_back(file, path)?;
+        let meta = file.metadata()?;
+        let mut log = self.lock();
+        let ino = Self::id_of(&mut log, &meta);
+        log.events.push(Event::WriteBack { ino });
+        Ok(())
+    }
+
+    fn sync_order(&self, _root: &Path) -> SyncOrder {
+        self.order
     }
 
     fn set_len(&self, file: &File, path: &Path, len: u64) -> io::Result<()> {

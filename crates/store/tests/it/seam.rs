@@ -5,7 +5,9 @@
 //! changed, or fails with `Error::OutcomeUnknown` and a state from which a
 //! retry (following the idempotent-retry rule) is a no-op success. Every
 //! power-cut state reads without corruption and keeps every operation that
-//! had returned.
+//! had returned. Both publish orders are driven: `FileThenDir` (an fsync
+//! per file) and `WriteBackThenDir` (a write-back, made durable by the
+//! directory sync, on a recorder that models an in-order journal).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -13,14 +15,18 @@ use std::path::{Path, PathBuf};
 
 use chipset_store::testing::{EIO, ENOSPC, Fault, FaultIo, RecordIo, visible};
 use chipset_store::{
-    Decision, Error, IoOp, JsonLog, ReadOutcome, SharedIo, StateDir, StateOptions,
+    Decision, Error, IoBackend, IoOp, JsonLog, ReadOutcome, SharedIo, StateDir, StateOptions,
+    SyncOrder,
 };
+
+const ORDERS: [SyncOrder; 2] = [SyncOrder::FileThenDir, SyncOrder::WriteBackThenDir];
 use serde_json::{Value, json};
 
 type Op = fn(&StateDir) -> Result<(), Error>;
 
 /// One primitive: how to set up its world, run it (retry-safe, by the
 /// idempotent-retry rule), and tell whether it applied.
+#[derive(Clone)]
 struct Case {
     name: &'static str,
     setup: fn(&StateDir),
@@ -264,16 +270,16 @@ struct Tally {
 }
 
 /// Runs `case` with a fault at call `n` (1-based, of any kind) and checks the outcome.
-fn run_faulted(case: &Case, n: u64, errno: i32, tally: &mut Tally) {
+fn run_faulted(case: &Case, order: SyncOrder, n: u64, errno: i32, tally: &mut Tally) {
     let tmp = tempfile::tempdir().unwrap();
-    let fault = FaultIo::passthrough();
+    let fault = FaultIo::with_order(Fault::nth(0, EIO), order);
     let state = open(tmp.path(), fault.clone());
     (case.setup)(&state);
     let before = visible(state.root());
     fault.set(Fault::nth(n, errno));
     let result = (case.run)(&state);
     tally.injected += fault.injected();
-    let what = format!("{} with errno {errno} at call {n}", case.name);
+    let what = format!("{} ({order:?}) with errno {errno} at call {n}", case.name);
     match result {
         Ok(()) => {
             tally.ok += 1;
@@ -307,10 +313,13 @@ fn run_faulted(case: &Case, n: u64, errno: i32, tally: &mut Tally) {
 )]
 fn every_fault_leaves_nothing_visible_or_an_outcome_unknown_that_a_retry_settles() {
     let mut totals = BTreeMap::new();
-    for case in cases() {
+    for (case, order) in cases()
+        .into_iter()
+        .flat_map(|c| ORDERS.map(|o| (c.clone(), o)))
+    {
         // Count the calls of a clean run.
         let tmp = tempfile::tempdir().unwrap();
-        let fault = FaultIo::passthrough();
+        let fault = FaultIo::with_order(Fault::nth(0, EIO), order);
         let state = open(tmp.path(), fault.clone());
         (case.setup)(&state);
         fault.set(Fault::nth(0, EIO));
@@ -325,7 +334,7 @@ fn every_fault_leaves_nothing_visible_or_an_outcome_unknown_that_a_retry_settles
         let mut tally = Tally::default();
         for errno in [EIO, ENOSPC] {
             for n in 1..=calls {
-                run_faulted(&case, n, errno, &mut tally);
+                run_faulted(&case, order, n, errno, &mut tally);
             }
         }
         assert_eq!(
@@ -334,12 +343,12 @@ fn every_fault_leaves_nothing_visible_or_an_outcome_unknown_that_a_retry_settles
             "{}: every planned fault was injected",
             case.name
         );
-        totals.insert(case.name, tally);
+        totals.insert((case.name, format!("{order:?}")), tally);
     }
     // The figures for the report: `cargo test -- --nocapture` shows them.
-    for (name, t) in &totals {
+    for ((name, order), t) in &totals {
         eprintln!(
-            "fault {name}: injected {}, ok {}, unchanged {}, outcome unknown {}",
+            "fault {name} ({order}): injected {}, ok {}, unchanged {}, outcome unknown {}",
             t.injected, t.ok, t.unchanged, t.outcome_unknown
         );
     }
@@ -385,12 +394,15 @@ fn a_sticky_full_disk_fails_cleanly_and_heals_when_space_returns() {
 )]
 fn every_power_cut_state_reads_clean_and_keeps_what_returned() {
     let mut counts = BTreeMap::new();
-    for case in cases() {
+    for (case, order) in cases()
+        .into_iter()
+        .flat_map(|c| ORDERS.map(|o| (c.clone(), o)))
+    {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("state");
         // Set up on the real disk, then record from there.
         (case.setup)(&StateDir::open(&root).unwrap());
-        let rec = RecordIo::start(&root).unwrap();
+        let rec = RecordIo::start_with_order(&root, order).unwrap();
         let state = open(&root, rec.clone());
         (case.run)(&state).unwrap();
         rec.mark(case.name);
@@ -424,10 +436,13 @@ fn every_power_cut_state_reads_clean_and_keeps_what_returned() {
             "{}: some state follows the return",
             case.name
         );
-        counts.insert(case.name, (rec.calls(), states.len()));
+        counts.insert(
+            (case.name, format!("{order:?}")),
+            (rec.calls(), states.len()),
+        );
     }
-    for (name, (calls, states)) in &counts {
-        eprintln!("power cut {name}: {calls} calls, {states} distinct states");
+    for ((name, order), (calls, states)) in &counts {
+        eprintln!("power cut {name} ({order}): {calls} calls, {states} distinct states");
     }
 }
 
@@ -587,4 +602,51 @@ fn full_disk(try_tmpfs: bool) -> bool {
     assert_eq!(ids, acked);
     state.create_new(&inbox.join("1-x.json"), b"m").unwrap();
     mounted
+}
+
+/// The recorder's model of the one-flush order is what makes it safe: on a
+/// journalled recorder a write-back is durable with the commit that keeps
+/// the name, and on an unordered one the same calls can leave the name
+/// with lost or torn data, which is why the store keeps an fsync per file
+/// there.
+#[test]
+fn a_write_back_is_durable_with_the_name_only_on_an_in_order_journal() {
+    let body = b"{\"id\": \"1-x\", \"body\": \"the whole message\"}\n";
+    let torn_under_the_name = |order: SyncOrder| {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("inbox");
+        fs::create_dir(&dir).unwrap();
+        let rec = RecordIo::start_with_order(tmp.path(), order).unwrap();
+        let (tmp_path, path) = (dir.join(".1-x.json.tmp"), dir.join("1-x.json"));
+        let file = rec.create_new(&tmp_path, false).unwrap();
+        rec.write_all(&file, &tmp_path, body).unwrap();
+        rec.write_back(&file, &tmp_path).unwrap();
+        rec.rename_noreplace(&tmp_path, &path).unwrap();
+        rec.sync_dir(&dir).unwrap();
+        rec.mark("published");
+        let states = rec.crash_states();
+        let named: Vec<&[u8]> = states
+            .iter()
+            .filter_map(|s| match s.entries.get(Path::new("inbox/1-x.json")) {
+                Some(chipset_store::testing::Entry::File(b)) => Some(b.as_slice()),
+                _ => None,
+            })
+            .collect();
+        assert!(!named.is_empty(), "{order:?}: some cut keeps the name");
+        let returned_whole = states
+            .iter()
+            .filter(|s| s.returned.iter().any(|r| r == "published"))
+            .all(|s| {
+                matches!(s.entries.get(Path::new("inbox/1-x.json")),
+                    Some(chipset_store::testing::Entry::File(b)) if b == body)
+            });
+        (named.iter().any(|b| *b != body), returned_whole)
+    };
+    // In order: never a torn file under the name, and the returned publish survives.
+    assert_eq!(
+        torn_under_the_name(SyncOrder::WriteBackThenDir),
+        (false, true)
+    );
+    // Unordered: the same calls can leave the name with lost or torn data, even after returning.
+    assert_eq!(torn_under_the_name(SyncOrder::FileThenDir), (true, false));
 }
