@@ -89,6 +89,12 @@
 //! Repair moves a corrupt file aside with [`StateDir::quarantine`]; nothing is
 //! ever deleted by repair.
 //!
+//! To ask what is at a path without reading it, [`StateDir::stat`] returns a
+//! [`Stat`] (kind, size, inode, times) or `None` when nothing is there, and
+//! [`StateDir::exists`] a bool; both go through the root and symlink checks
+//! of the reads, and both fail, rather than answer "not there", when the
+//! path cannot be looked at (permission denied, an I/O error).
+//!
 //! *Unsupported* ([`Unsupported`]) is for a file that is exactly what it
 //! claims to be but holds a value this version does not know: a hook status,
 //! message kind or format version written by a newer or foreign program. The
@@ -197,6 +203,18 @@
 //!   directory for a symlink between the check and the use is not defended
 //!   against. The state root is trusted; its contents are checked.
 //!
+//! # The boundary
+//!
+//! This crate is the only one that touches the filesystem, and the
+//! compiler checks it: the workspace's `clippy.toml` disallows `std::fs`,
+//! `File`, `OpenOptions`, `DirBuilder` and `Path`'s filesystem methods, and
+//! only this crate allows them. Other crates reach files through
+//! [`StateDir`] (inside the root) or, for a file a user names on the
+//! command line (a message body, a token, where to look for a root),
+//! [`read_outside`] and [`stat_outside`], which follow symlinks as any
+//! program reading a user's file does. A test or bench that must plant or
+//! read a file raw says why in an `allow`.
+//!
 //! # Waking on change
 //!
 //! [`Watcher`] blocks until something changes at a few [`WatchTarget`]s
@@ -218,6 +236,13 @@
 //! rather than report a failure that invites a duplicate.
 
 #![forbid(unsafe_code)]
+// This crate is the filesystem boundary: the root `clippy.toml` forbids
+// `std::fs` and `Path`'s filesystem methods in every other crate.
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the store is the one crate that touches the filesystem"
+)]
 
 mod atomic;
 mod backend;
@@ -229,6 +254,7 @@ mod lock;
 mod log;
 mod read;
 mod sortable;
+mod stat;
 mod state;
 mod time;
 mod watch;
@@ -252,6 +278,7 @@ pub use read::{
     read_json,
 };
 pub use sortable::SortableId;
+pub use stat::{EntryKind, Stat, read_outside, stat_outside};
 pub use state::{Channel, DEFAULT_ROOT, QUARANTINE_DIR, StateDir, StateOptions};
 pub use time::{Clock, ManualClock, SharedClock, SystemClock, Timestamp};
 pub use watch::{Wake, WatchConfig, WatchTarget, Watcher};

@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::lock::{Decision, Lock, update_locked_with};
 use crate::log::JsonLog;
 use crate::read::{DEFAULT_READ_CAP, ReadOutcome, open_nofollow, parse_json, read_open_file};
+use crate::stat::Stat;
 use crate::time::{SharedClock, SystemClock, Timestamp};
 
 /// The default state root, relative to the working directory.
@@ -511,6 +512,78 @@ impl StateDir {
         open_nofollow(path)
     }
 
+    /// Returns what is at `path` without following a symlink there (a
+    /// symlink is [`EntryKind::Symlink`](crate::EntryKind::Symlink)), or
+    /// `None` when nothing is: a stat with the root and symlink checks of
+    /// every other method, for existence checks, directory stamps and sizes.
+    ///
+    /// One `openat2(O_PATH | O_NOFOLLOW, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`
+    /// from the root's descriptor and an `fstat`; where the kernel lacks
+    /// `openat2`, the directories are checked one by one and the entry is
+    /// `lstat`ed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Symlink`] when a directory below the root on the way is a
+    /// symlink; [`Error::NotADirectory`] when a file stands where one is;
+    /// [`Error::OutsideRoot`]; [`Error::Io`] when it cannot be looked at
+    /// (permission denied is an error, never "not there").
+    pub fn stat(&self, path: &Path) -> Result<Option<Stat>> {
+        use rustix::fs::{Mode, OFlags, ResolveFlags};
+        use rustix::io::Errno;
+        let rel = self.relative(path)?;
+        let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS;
+        let fd = match rustix::fs::openat2(&self.inner.root_fd, rel, flags, Mode::empty(), resolve)
+        {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => return Ok(None),
+            Err(Errno::LOOP) => {
+                return Err(Error::Symlink {
+                    path: path.to_owned(),
+                });
+            }
+            Err(Errno::NOTDIR) => {
+                return Err(Error::NotADirectory {
+                    path: path.to_owned(),
+                });
+            }
+            Err(Errno::XDEV) => return Err(self.outside(path)),
+            Err(Errno::NOSYS | Errno::PERM | Errno::AGAIN | Errno::INVAL) => {
+                return self.stat_checked(path);
+            }
+            Err(e) => return Err(Error::io("stat", path, e.into())),
+        };
+        let meta = File::from(fd)
+            .metadata()
+            .map_err(|e| Error::io("stat", path, e))?;
+        Ok(Some(Stat::from_metadata(&meta)))
+    }
+
+    /// The fallback of [`StateDir::stat`]: checks each directory, then
+    /// `lstat`s the entry.
+    fn stat_checked(&self, path: &Path) -> Result<Option<Stat>> {
+        if !self.check_parents(path)? {
+            return Ok(None);
+        }
+        match fs::symlink_metadata(path) {
+            Ok(meta) => Ok(Some(Stat::from_metadata(&meta))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io("stat", path, e)),
+        }
+    }
+
+    /// Returns true when something (of any kind, a symlink included) is at
+    /// `path`, false when nothing is.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::stat`]: a path that cannot be looked at is an error,
+    /// never "not there".
+    pub fn exists(&self, path: &Path) -> Result<bool> {
+        Ok(self.stat(path)?.is_some())
+    }
+
     /// Reads `path` (bounded by the read cap).
     ///
     /// # Errors
@@ -521,6 +594,20 @@ impl StateDir {
     pub fn read_bytes(&self, path: &Path) -> Result<ReadOutcome<Vec<u8>>> {
         match self.open_beneath(path)? {
             Some(file) => read_open_file(file, path, self.inner.read_cap),
+            None => Ok(ReadOutcome::Missing),
+        }
+    }
+
+    /// Reads `path` as [`StateDir::read_bytes`] does, bounded by `cap`
+    /// instead of the read cap: for files that are larger by design (a
+    /// cache, an index).
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::read_bytes`].
+    pub fn read_bytes_capped(&self, path: &Path, cap: u64) -> Result<ReadOutcome<Vec<u8>>> {
+        match self.open_beneath(path)? {
+            Some(file) => read_open_file(file, path, cap),
             None => Ok(ReadOutcome::Missing),
         }
     }
@@ -676,6 +763,21 @@ impl StateDir {
     /// As [`stale_temps`](crate::stale_temps).
     pub fn stale_temps(&self, max_age: Duration) -> Result<Vec<PathBuf>> {
         atomic::stale_temps(&self.inner.root, max_age)
+    }
+
+    /// Returns the stale temp files (older than `max_age`) under `dir`, a
+    /// directory inside the root, changing nothing: a channel's doctor
+    /// looks at its own tree only.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OutsideRoot`], [`Error::Symlink`] or [`Error::NotADirectory`]
+    /// for a bad path to `dir`; otherwise as [`stale_temps`](crate::stale_temps).
+    pub fn stale_temps_in(&self, dir: &Path, max_age: Duration) -> Result<Vec<PathBuf>> {
+        if !self.check_parents(dir)? || !is_real_dir(dir)? {
+            return Ok(Vec::new());
+        }
+        atomic::stale_temps(dir, max_age)
     }
 
     /// Removes stale temp files (older than `max_age`) anywhere under the root.
