@@ -53,14 +53,14 @@
 //!
 //! | primitive | commit point |
 //! |---|---|
-//! | [`write_atomic`] / [`StateDir::write_json`]: durable replace | the rename over the target |
-//! | [`create_new`] / [`StateDir::create_new_json`]: durable publish under a new name, never overwriting | the no-replace rename (or link) to the name |
-//! | [`create_new_batch`]: many publishes sharing their syncs (two sync rounds per batch) | each file's own no-replace rename |
-//! | [`write_unsynced`] / [`StateDir::write_unsynced`]: replace **without any sync**, for self-validating caches only | the rename over the target |
-//! | [`move_noclobber`]: durable move between directories, never overwriting | the no-replace rename |
+//! | [`StateDir::write_bytes`] / [`StateDir::write_json`]: durable replace | the rename over the target |
+//! | [`StateDir::create_new`] / [`StateDir::create_new_json`]: durable publish under a new name, never overwriting | the no-replace rename (or link) to the name |
+//! | [`StateDir::create_new_batch`]: many publishes sharing their syncs (two sync rounds per batch) | each file's own no-replace rename |
+//! | [`StateDir::write_unsynced`]: replace **without any sync**, for self-validating caches only | the rename over the target |
+//! | [`StateDir::move_noclobber`]: durable move between directories, never overwriting | the no-replace rename |
 //! | [`JsonLog::append`] / [`JsonLog::append_batch`]: single-write appends | the data sync after the write (a failure before it truncates the log back) |
 //! | [`JsonLog::append_batch_unsynced`]: a single-write append of records the caller can rebuild, durable with the log's next sync | the write |
-//! | [`update_locked`] / [`StateDir::update`]: read-modify-write under a [`Lock`] | the rename of the new value |
+//! | [`StateDir::update`]: read-modify-write under a [`Lock`] | the rename of the new value |
 //! | [`JsonLog::repair`]: whole records kept, the rest quarantined | the rename of the repaired copy |
 //!
 //! # Retrying: the idempotent-retry rule
@@ -115,7 +115,7 @@
 //!   synced after. Appends are synced with `fdatasync` before returning.
 //! - At every moment, a file under its real name is whole: the old contents or
 //!   the new, never a mix or a prefix. Temp files are dot-files that no reader
-//!   looks at; a crash may leave some behind, and [`sweep_temps`] removes them.
+//!   looks at; a crash may leave some behind, and [`StateDir::sweep_temps`] removes them.
 //! - No-clobber operations never overwrite: of two racing publishers of one
 //!   name, one wins and the other gets [`Error::AlreadyExists`].
 //! - A log reader returns only whole records, in bounded memory (a line over
@@ -152,7 +152,7 @@
 //!    lost is lost with it.
 //!
 //! Every primitive syncs the file's data before its commit point and the
-//! directory after it (except [`write_unsynced`], which promises nothing
+//! directory after it (except [`StateDir::write_unsynced`], which promises nothing
 //! after a power cut), so by rules 1 and 2 a reader after a power cut sees
 //! the old state or the whole new one, and every call that returned `Ok`
 //! survives. The seam ([`IoBackend`], chosen through [`StateOptions::io`])
@@ -160,7 +160,7 @@
 //! is what lets tests fail the Nth call ([`Error::OutcomeUnknown`] or nothing
 //! visible, for every N) and replay every power cut these rules allow.
 //!
-//! **Batches.** [`create_new_batch`] keeps every guarantee above for each
+//! **Batches.** [`StateDir::create_new_batch`] keeps every guarantee above for each
 //! file, and shares the waiting: it writes every temp first, then syncs all
 //! of them in one round (`fsync` of each file, up to 16 at a time on
 //! threads, which ext4 and XFS serve with shared journal commits), then
@@ -262,21 +262,14 @@ mod watch;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use atomic::{
-    Created, TEMP_SUFFIX, create_new, create_new_batch, create_new_json, is_temp_name,
-    move_noclobber, remove_file, stale_temps, sweep_temps, sync_dir, write_atomic, write_json,
-    write_unsynced,
-};
+pub use atomic::{Created, TEMP_SUFFIX, is_temp_name};
 pub use backend::{IoBackend, IoOp, RealIo, SharedIo};
 pub use canonical::{append_canonical_line, to_canonical_json, to_canonical_line};
 pub use error::{Error, Result};
 pub use id::{AgentId, BeadId, MAX_ID_LEN, MessageId, TaskId, validate_segment};
-pub use lock::{Decision, Lock, LockGuard, update_locked};
+pub use lock::{Decision, Lock, LockGuard};
 pub use log::{BadLine, JsonLog, LogContents, LogRepair, MAX_LINE, TornTail};
-pub use read::{
-    CorruptReason, Corruption, DEFAULT_READ_CAP, ReadOutcome, Unsupported, parse_json, read_bytes,
-    read_json,
-};
+pub use read::{CorruptReason, Corruption, DEFAULT_READ_CAP, ReadOutcome, Unsupported, parse_json};
 pub use sortable::SortableId;
 pub use stat::{EntryKind, Stat, read_outside, stat_outside};
 pub use state::{Channel, DEFAULT_ROOT, QUARANTINE_DIR, StateDir, StateOptions};

@@ -348,26 +348,34 @@ impl StateDir {
         }
     }
 
-    /// Durably replaces `path` with `bytes` (see [`write_atomic`](crate::write_atomic)).
+    /// Durably replaces `path` with `bytes`: a synced temp beside it, renamed
+    /// over it, then the directory synced;
+    /// a reader sees the old contents or the new, never a mix.
     /// **Commit point:** the rename over `path`; a failure before it leaves
     /// no new directory either.
     ///
     /// # Errors
     ///
-    /// As [`StateDir::ensure_dir`] and [`write_atomic`](crate::write_atomic).
+    /// As [`StateDir::ensure_dir`]; [`Error::Symlink`] when `path` is a symlink
+    /// (it is left alone); [`Error::Io`] or [`Error::Rename`] when a step
+    /// before the commit point fails, leaving `path` unchanged;
+    /// [`Error::OutcomeUnknown`] when the final directory sync fails: the new
+    /// contents are in place but not known to be durable.
     pub fn write_bytes(&self, path: &Path, bytes: &[u8]) -> Result<()> {
         self.with_parent(path, |io| atomic::write_atomic_with(io, path, bytes))
     }
 
     /// Replaces `path` with `bytes` **without syncing anything**: for caches
-    /// that validate themselves and are rebuilt when wrong (see
-    /// [`write_unsynced`](crate::write_unsynced)). A reader sees the old
+    /// that validate themselves and are rebuilt when wrong (a temp
+    /// renamed over it). A reader sees the old
     /// file or the whole new one; after a power cut the file may be old,
     /// missing, empty or partly written.
     ///
     /// # Errors
     ///
-    /// As [`StateDir::ensure_dir`] and [`write_unsynced`](crate::write_unsynced).
+    /// As [`StateDir::ensure_dir`]; [`Error::Symlink`] when `path` is a
+    /// symlink; [`Error::Io`] or [`Error::Rename`] when a step fails (`path` is
+    /// unchanged).
     pub fn write_unsynced(&self, path: &Path, bytes: &[u8]) -> Result<()> {
         self.with_parent(path, |io| atomic::write_unsynced_with(io, path, bytes))
     }
@@ -411,7 +419,8 @@ impl StateDir {
         self.write_bytes(path, &bytes)
     }
 
-    /// Durably publishes `bytes` under `path`, which must not exist (see [`create_new`](crate::create_new)).
+    /// Durably publishes `bytes` under `path`, which must not exist: a synced temp,
+    /// renamed into place without replacing anything, then the directory synced.
     /// **Commit point:** the no-replace rename to `path`; a failure before it
     /// leaves nothing visible: no file, no temp a reader sees, no new directory.
     ///
@@ -433,12 +442,20 @@ impl StateDir {
         self.create_new(path, &bytes)
     }
 
-    /// Publishes many new files sharing the directory syncs (see [`create_new_batch`](crate::create_new_batch)).
+    /// Publishes many new files sharing the directory syncs: every temp
+    /// written, synced together, each renamed into place without replacing,
+    /// each directory synced once (see the crate docs, Batches); **commit
+    /// point:** each file's own no-replace rename.
     /// A failure before any file is published leaves no new directory.
     ///
     /// # Errors
     ///
-    /// As [`create_new_batch`](crate::create_new_batch) and [`StateDir::ensure_dir`].
+    /// As [`StateDir::ensure_dir`]; [`Error::Io`] or [`Error::Rename`] when a
+    /// step fails before any file was published (nothing is visible, every temp
+    /// is removed); [`Error::OutcomeUnknown`] when a step fails after at least
+    /// one file was published: those stay published, each whole, and a retry of
+    /// the same batch reports them [`Created::AlreadyExists`] and publishes the
+    /// rest.
     pub fn create_new_batch(&self, items: &[(PathBuf, Vec<u8>)]) -> Result<Vec<Created>> {
         let mut seen: Vec<&Path> = Vec::new();
         let mut made = Vec::new();
@@ -462,12 +479,17 @@ impl StateDir {
         })
     }
 
-    /// Durably moves `from` to `to` without replacing (see [`move_noclobber`](crate::move_noclobber)),
+    /// Durably moves `from` to `to` without replacing: both directories synced, the
+    /// destination's first; of two racing movers exactly one succeeds,
     /// creating `to`'s directory if needed. **Commit point:** the rename.
     ///
     /// # Errors
     ///
-    /// As [`move_noclobber`](crate::move_noclobber) and [`StateDir::ensure_dir`].
+    /// As [`StateDir::ensure_dir`]; [`Error::NotFound`] when `from` does not
+    /// exist; [`Error::AlreadyExists`] when `to` does; [`Error::Symlink`] when
+    /// `from` is a symlink; [`Error::Rename`] for other failures before the
+    /// commit point (nothing moved); [`Error::OutcomeUnknown`] when a directory
+    /// sync after it fails.
     pub fn move_noclobber(&self, from: &Path, to: &Path) -> Result<()> {
         self.check_parents(from)?;
         self.with_parent(to, |io| atomic::move_noclobber_with(io, from, to))
@@ -689,7 +711,10 @@ impl StateDir {
         Ok(JsonLog::with_io(path, self.inner.io.clone()))
     }
 
-    /// Locked read-modify-write of `path` (see [`update_locked`](crate::update_locked)).
+    /// Locked read-modify-write of `path`: `path` read as a `T`
+    /// under the exclusive lock of [`Lock::for_file`](crate::Lock::for_file),
+    /// `decide` chooses, and the new
+    /// value is written durably. When `decide` fails nothing is written.
     ///
     /// # Errors
     ///
@@ -712,7 +737,7 @@ impl StateDir {
     /// # Errors
     ///
     /// [`Error::NotFound`] when there is nothing at `path`; otherwise as
-    /// [`move_noclobber`](crate::move_noclobber).
+    /// [`StateDir::move_noclobber`].
     pub fn quarantine(&self, path: &Path) -> Result<PathBuf> {
         self.check_parents(path)?;
         let dir = path.parent().ok_or_else(|| self.outside(path))?;
@@ -741,13 +766,14 @@ impl StateDir {
         unreachable!("u32 suffixes exhausted")
     }
 
-    /// Removes the entry at `path` inside the root, unsynced (see
-    /// [`remove_file`](crate::remove_file) for when that is right), and
+    /// Removes the entry at `path` inside the root, unsynced (only where a removed file
+    /// that comes back after a power cut is harmless and removed again), and
     /// returns whether there was one.
     ///
     /// # Errors
     ///
-    /// As [`remove_file`](crate::remove_file), plus symlinked or outside parents.
+    /// [`Error::Io`] when the entry exists but cannot be removed.
+    /// [`Error::Symlink`] or [`Error::OutsideRoot`] for a bad path to it.
     pub fn remove_file(&self, path: &Path) -> Result<bool> {
         if !self.check_parents(path)? {
             return Ok(false);
@@ -760,7 +786,7 @@ impl StateDir {
     ///
     /// # Errors
     ///
-    /// As [`stale_temps`](crate::stale_temps).
+    /// [`Error::Io`] when a directory cannot be listed or an entry examined.
     pub fn stale_temps(&self, max_age: Duration) -> Result<Vec<PathBuf>> {
         atomic::stale_temps(&self.inner.root, max_age)
     }
@@ -772,7 +798,8 @@ impl StateDir {
     /// # Errors
     ///
     /// [`Error::OutsideRoot`], [`Error::Symlink`] or [`Error::NotADirectory`]
-    /// for a bad path to `dir`; otherwise as [`stale_temps`](crate::stale_temps).
+    /// for a bad path to `dir`; otherwise [`Error::Io`] when a directory cannot
+    /// be listed or an entry examined.
     pub fn stale_temps_in(&self, dir: &Path, max_age: Duration) -> Result<Vec<PathBuf>> {
         if !self.check_parents(dir)? || !is_real_dir(dir)? {
             return Ok(Vec::new());
@@ -784,7 +811,7 @@ impl StateDir {
     ///
     /// # Errors
     ///
-    /// As [`sweep_temps`](crate::sweep_temps).
+    /// As [`StateDir::stale_temps`], and [`Error::Io`] when a temp cannot be removed.
     pub fn sweep_temps(&self, max_age: Duration) -> Result<usize> {
         atomic::sweep_temps_with(self.backend(), &self.inner.root, max_age)
     }
