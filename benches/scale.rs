@@ -24,6 +24,11 @@
 //! against another program, alternating in one shell loop).
 
 #![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "a bench times the store against plain std::fs and builds its fixtures with it"
+)]
+#![allow(
     clippy::print_stdout,
     clippy::print_stderr,
     reason = "a benchmark reports its figures"

@@ -9,6 +9,11 @@
 //! batch append of 100 records costs one data sync (so it lands near a
 //! single append, not 100 of them).
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "a bench times the store against plain std::fs and builds its fixtures with it"
+)]
 #![allow(clippy::print_stdout, reason = "a benchmark reports its figures")]
 
 use std::fs::{self, File, OpenOptions};

@@ -72,10 +72,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .keep()
             .join("state"),
     };
-    if std::fs::read_dir(&root).is_ok_and(|mut d| d.next().is_some()) {
+    let state = StateDir::open(&root)?;
+    if !state.list(state.root())?.is_empty() {
         return Err(format!("{} is not empty: give a fresh directory", root.display()).into());
     }
-    let state = StateDir::open(&root)?;
     println!("state directory: {}", state.root().display());
     println!("dispatcher, three workers and a witness at work (a few seconds)...");
     println!();

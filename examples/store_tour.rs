@@ -47,7 +47,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // A corrupt file is reported as corrupt, and repair moves it aside.
     let bad = dir.join("bad.json");
-    std::fs::write(&bad, "{ not json")?;
+    state.write_bytes(&bad, b"{ not json")?;
     if let ReadOutcome::Corrupt(c) = state.read_json::<serde_json::Value>(&bad)? {
         println!("read: {c}");
         println!("quarantined to {}", state.quarantine(&bad)?.display());

@@ -1,6 +1,12 @@
 //! The product as its users reach it: through the `chipset` facade, and by
 //! running the examples the README names.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "tests plant, corrupt and inspect files as another program would, outside the store's API"
+)]
+
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;

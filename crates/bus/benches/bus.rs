@@ -14,6 +14,11 @@
 //!   `pending/counts_10k` is the listing-only status count.
 
 #![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "a bench times the store against plain std::fs and builds its fixtures with it"
+)]
+#![allow(
     clippy::print_stderr,
     reason = "a benchmark prints its own figures beside criterion's"
 )]

@@ -569,7 +569,7 @@ impl Bus {
                     continue;
                 }
                 let path = dir.join(entry.name());
-                match read_event(&path, entry.name(), self.state.read_cap())? {
+                match read_event(&self.state, &path, entry.name())? {
                     EventRead::Event(first) if built.same_content(&first) => {
                         return Ok(Some(first));
                     }
@@ -631,7 +631,7 @@ impl Bus {
         let mut pending = Pending::default();
         for name in self.state.list(&dir)? {
             let path = dir.join(&name);
-            match read_event(&path, &name, self.state.read_cap())? {
+            match read_event(&self.state, &path, &name)? {
                 // Acknowledged between the listing and the read.
                 EventRead::Gone => {}
                 EventRead::Event(e) => pending.events.push(e),
@@ -652,7 +652,7 @@ impl Bus {
         if !self.state.check_parents(&dir)? {
             return Ok(false);
         }
-        Ok(std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()))
+        Ok(self.state.stat(&dir)?.is_some_and(|m| m.is_dir()))
     }
 
     /// Creates `agent`'s queue if needed, so events can be published to it
@@ -721,7 +721,7 @@ impl Bus {
         match self.state.move_noclobber(&from, &to) {
             Ok(()) => Ok(Some(AckOutcome::Acked)),
             Err(chipset_store::Error::NotFound { .. }) => {
-                let done = std::fs::symlink_metadata(&to).is_ok();
+                let done = self.state.exists(&to)?;
                 Ok(done.then_some(AckOutcome::AlreadyAcked))
             }
             Err(chipset_store::Error::AlreadyExists { .. }) => {
@@ -972,11 +972,11 @@ pub(crate) enum EventRead {
 }
 
 /// Reads an event file and checks it against its name.
-pub(crate) fn read_event(path: &Path, name: &str, cap: u64) -> Result<EventRead> {
+pub(crate) fn read_event(state: &StateDir, path: &Path, name: &str) -> Result<EventRead> {
     let Some(entry) = QueueEntry::parse(name) else {
         return Ok(EventRead::Bad(Problem::ForeignName));
     };
-    Ok(match crate::format::read_event_json(path, cap)? {
+    Ok(match crate::format::read_event_json(state, path)? {
         ReadOutcome::Missing => EventRead::Gone,
         ReadOutcome::Corrupt(c) => EventRead::Bad(Problem::Corrupt(c.reason)),
         ReadOutcome::Unsupported(u) => EventRead::Bad(Problem::Unsupported(u.what)),
@@ -991,9 +991,8 @@ pub(crate) fn read_event(path: &Path, name: &str, cap: u64) -> Result<EventRead>
 /// when both hold the same bytes. Such a pair can only come from a crash
 /// between the two directory syncs of a move; the processed copy stays.
 pub(crate) fn remove_acked_copy(state: &StateDir, queued: &Path, processed: &Path) -> Result<bool> {
-    let cap = state.read_cap();
-    let queued_bytes = chipset_store::read_bytes(queued, cap)?;
-    let same = match (queued_bytes, chipset_store::read_bytes(processed, cap)?) {
+    let queued_bytes = state.read_bytes(queued)?;
+    let same = match (queued_bytes, state.read_bytes(processed)?) {
         (ReadOutcome::Value(a), ReadOutcome::Value(b)) => a == b,
         _ => false,
     };

@@ -577,18 +577,18 @@ pub(crate) struct NagState {
     pub(crate) extra: Map<String, Value>,
 }
 
-/// Reads an event file of at most `cap` bytes. A well-formed event whose
+/// Reads an event file (bounded by the state's read cap). A well-formed event whose
 /// `priority` is not one of the four names (written by a newer program) is
 /// [`ReadOutcome::Unsupported`]: reported, never quarantined.
 ///
 /// # Errors
 ///
-/// As [`chipset_store::read_bytes`].
+/// As [`StateDir::read_bytes`](chipset_store::StateDir::read_bytes).
 pub(crate) fn read_event_json(
+    state: &chipset_store::StateDir,
     path: &std::path::Path,
-    cap: u64,
 ) -> chipset_store::Result<ReadOutcome<Event>> {
-    Ok(chipset_store::read_bytes(path, cap)?.and_then(|bytes| {
+    Ok(state.read_bytes(path)?.and_then(|bytes| {
         // The common case parses once; only a file that fails is looked at again.
         let read = chipset_store::parse_json::<Event>(path, &bytes);
         if !read.is_corrupt() {

@@ -1,7 +1,5 @@
 //! Upkeep: status counts, retention, and the doctor.
 
-use std::fs;
-use std::io;
 use std::path::{Path, PathBuf};
 
 use chipset_store::{AgentId, ReadOutcome, StateDir, Timestamp};
@@ -163,19 +161,16 @@ impl Bus {
     pub fn prune(&self, agent: &AgentId, retention: &Retention) -> Result<Pruned> {
         let now = self.state().now();
         let dir = self.processed_dir(agent);
-        let cap = self.state().read_cap();
         let mut entries: Vec<(QueueEntry, u64, Option<Timestamp>)> = Vec::new();
         for entry in self.processed(agent)? {
             let path = dir.join(entry.name());
-            let len = match fs::symlink_metadata(&path) {
-                Ok(m) => m.len(),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(io_error("stat", path, e)),
+            let Some(len) = self.state().stat(&path)?.map(|m| m.len()) else {
+                continue;
             };
             // Age is the event's created_at on the bus clock, so the file is
             // read only when an age limit applies.
             let created = match retention.max_age {
-                Some(_) => match read_event(&path, entry.name(), cap)? {
+                Some(_) => match read_event(self.state(), &path, entry.name())? {
                     EventRead::Event(e) => Some(e.created_at()),
                     // Unreadable files are the doctor's; they are not pruned by age.
                     EventRead::Bad(_) | EventRead::Gone => None,
@@ -251,7 +246,7 @@ impl Bus {
         let root = self.root();
         for name in self.state().list(&root)? {
             let path = root.join(&name);
-            let is_dir = fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
+            let is_dir = self.state().stat(&path)?.is_some_and(|m| m.is_dir());
             if !is_dir || AgentId::new(name.as_str()).is_err() {
                 report.findings.push(Finding {
                     file: BadFile {
@@ -276,14 +271,13 @@ impl Bus {
         repair: Repair,
         report: &mut DoctorReport,
     ) -> Result<()> {
-        let cap = self.state().read_cap();
         let processed = self.processed_dir(agent);
         for dir in [self.queue_dir(agent), processed.clone()] {
             let is_queue = dir != processed;
             for name in self.state().list(&dir)? {
                 let path = dir.join(&name);
                 report.events_checked += 1;
-                match read_event(&path, &name, cap)? {
+                match read_event(self.state(), &path, &name)? {
                     EventRead::Gone => {}
                     EventRead::Bad(problem) => {
                         // An unsupported event is what it claims to be: reported, never moved.
@@ -299,7 +293,7 @@ impl Bus {
                     }
                     EventRead::Event(_) => {
                         let done = processed.join(&name);
-                        if is_queue && fs::symlink_metadata(&done).is_ok() {
+                        if is_queue && self.state().exists(&done)? {
                             let action = match repair {
                                 Repair::Fix if remove_acked_copy(self.state(), &path, &done)? => {
                                     Action::Removed
@@ -445,7 +439,10 @@ impl Bus {
     }
 
     fn doctor_temps(&self, root: &Path, repair: Repair, report: &mut DoctorReport) -> Result<()> {
-        for path in chipset_store::stale_temps(root, self.config().stale_temp_age)? {
+        for path in self
+            .state()
+            .stale_temps_in(root, self.config().stale_temp_age)?
+        {
             let action = match repair {
                 Repair::Fix if remove(self.state(), &path)? => Action::Removed,
                 _ => Action::Reported,
@@ -460,10 +457,6 @@ impl Bus {
         }
         Ok(())
     }
-}
-
-fn io_error(op: &'static str, path: PathBuf, source: io::Error) -> Error {
-    Error::Io { op, path, source }
 }
 
 /// Removes a file; false when it was gone already. Removal needs no sync:

@@ -98,7 +98,7 @@ impl Waiter {
             match self.watcher.wait(left) {
                 chipset_store::Wake::Changed(paths) => {
                     for path in paths {
-                        self.note(&path, &mut arrived);
+                        self.note(&path, &mut arrived)?;
                     }
                 }
                 chipset_store::Wake::Rescan => self.rescan(&mut arrived)?,
@@ -119,22 +119,24 @@ impl Waiter {
     }
 
     /// Takes one changed path: a new event name goes to `arrived`.
-    fn note(&mut self, path: &std::path::Path, arrived: &mut BTreeSet<String>) {
+    fn note(&mut self, path: &std::path::Path, arrived: &mut BTreeSet<String>) -> Result<()> {
         if path.parent() != Some(self.dir.as_path()) {
-            return;
+            return Ok(());
         }
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
-            return;
+            return Ok(());
         };
         if self.seen.contains(name) || QueueEntry::parse(name).is_none() {
-            return;
+            return Ok(());
         }
         // The same notifications report events moved out (acknowledged):
         // only a name that is there now is an arrival.
-        if std::fs::symlink_metadata(path).is_ok() {
+        // A name that cannot be looked at is an error, not "moved out".
+        if self.bus.state().exists(path)? {
             self.seen.insert(name.to_owned());
             arrived.insert(name.to_owned());
         }
+        Ok(())
     }
 
     fn rescan(&mut self, arrived: &mut BTreeSet<String>) -> Result<()> {

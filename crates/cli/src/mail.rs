@@ -220,6 +220,11 @@ fn draft(args: MailSend) -> Result<Draft> {
     Ok(draft)
 }
 
+/// The most `--body-file` reads: far above any body mail accepts (its own
+/// limit refuses a large body with a typed error), so only a runaway file
+/// (`/dev/zero`) stops here.
+const BODY_FILE_CAP: u64 = 64 * 1024 * 1024;
+
 /// Returns the body: the `--body` text, standard input for `--body -`, or
 /// the contents of `--body-file` (which argv's size limit does not bound).
 fn read_body(body: Option<String>, file: Option<std::path::PathBuf>) -> Result<String> {
@@ -232,9 +237,14 @@ fn read_body(body: Option<String>, file: Option<std::path::PathBuf>) -> Result<S
             Ok(text)
         }
         (Some(text), None) => Ok(text),
-        (None, Some(path)) => std::fs::read_to_string(&path).map_err(|e| {
-            CliError::usage(format!("cannot read --body-file `{}`: {e}", path.display()))
-        }),
+        (None, Some(path)) => chipset_store::read_outside(&path, BODY_FILE_CAP)
+            .and_then(|bytes| {
+                String::from_utf8(bytes)
+                    .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+            })
+            .map_err(|e| {
+                CliError::usage(format!("cannot read --body-file `{}`: {e}", path.display()))
+            }),
         _ => Err(CliError::usage("give one of --body and --body-file")),
     }
 }

@@ -183,14 +183,19 @@ fn locate(cli: &Cli) -> Result<(PathBuf, bool)> {
     if let Some(root) = explicit {
         return Ok((root, false));
     }
+    // A folder that cannot be looked at stops the search with an error:
+    // "unreadable" is not "absent", and looking past it could pick another root.
+    let is_dir = |path: &std::path::Path| -> Result<bool> {
+        Ok(chipset_store::stat_outside(path)?.is_some_and(|s| s.is_dir()))
+    };
     if let Ok(cwd) = std::env::current_dir() {
         for dir in cwd.ancestors() {
             let state = dir.join(DEFAULT_ROOT);
-            if state.is_dir() {
+            if is_dir(&state)? {
                 return Ok((state, false));
             }
             let messages = dir.join(NUBOS_MESSAGES);
-            if mail && messages.is_dir() {
+            if mail && is_dir(&messages)? {
                 return Ok((messages, true));
             }
         }

@@ -375,11 +375,7 @@ mod tests {
     #[test]
     fn messages_are_one_line_with_their_sources() {
         let io = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "denied");
-        let e = chipset_store::Error::Io {
-            op: "open",
-            path: "/x".into(),
-            source: io,
-        };
+        let e = chipset_store::Error::io("open", "/x", io);
         assert_eq!(Failure::from(e).to_string(), "failed to open `/x`: denied");
         assert_eq!(
             Failure::usage("a\n  b\n\nc").to_string(),

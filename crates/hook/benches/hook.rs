@@ -7,6 +7,12 @@
 //! - `scan/*`: listing 1,000 hooks and finding the stale ones, against a raw
 //!   read-and-parse of every file in the directory.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "a bench times the store against plain std::fs and builds its fixtures with it"
+)]
+
 use std::fs::{self, File, OpenOptions};
 use std::hint::black_box;
 use std::io::Write;

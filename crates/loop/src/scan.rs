@@ -248,7 +248,7 @@ impl LoopState {
             let valid_name = name
                 .strip_suffix(".json")
                 .is_some_and(|stem| chipset_store::validate_segment("loop file", stem).is_ok());
-            let regular = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file());
+            let regular = self.files.state.stat(&path)?.is_some_and(|m| m.is_file());
             if !valid_name || !regular {
                 report.findings.push(Finding {
                     path,
@@ -270,7 +270,7 @@ impl LoopState {
         report: &mut DoctorReport,
     ) -> Result<()> {
         let ReadOutcome::Corrupt(bad) = self.files.state.read_json::<T>(path)? else {
-            if std::fs::symlink_metadata(path).is_ok() {
+            if self.files.state.exists(path)? {
                 report.scanned += 1;
             }
             return Ok(());
@@ -295,7 +295,7 @@ impl LoopState {
     }
 
     fn check_log(&self, path: &Path, mode: DoctorMode, report: &mut DoctorReport) -> Result<()> {
-        if std::fs::symlink_metadata(path).is_err() {
+        if !self.files.state.exists(path)? {
             return Ok(());
         }
         report.scanned += 1;

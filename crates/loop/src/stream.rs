@@ -59,10 +59,8 @@ impl Attention {
                     }
                 }
             })
-            .map_err(|e| chipset_store::Error::Io {
-                op: "start the attention thread for",
-                path: self.state_root().to_owned(),
-                source: e,
+            .map_err(|e| {
+                chipset_store::Error::io("start the attention thread for", self.state_root(), e)
             })?;
         Ok(BriefStream { rx, stop })
     }

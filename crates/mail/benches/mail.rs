@@ -29,6 +29,12 @@
 //! untimed iteration of the other side just before it, and both sides see
 //! the same conditions. Compare the two figures of a group.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "a bench times the store against plain std::fs and builds its fixtures with it"
+)]
+
 use std::fs::{self, File, OpenOptions};
 use std::hint::black_box;
 use std::io::Write;

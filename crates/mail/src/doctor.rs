@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use chipset_store::{AgentId, CorruptReason, MessageId, ReadOutcome, TaskId};
+use chipset_store::{AgentId, CorruptReason, MessageId, ReadOutcome, StateDir, TaskId};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
@@ -807,7 +807,7 @@ impl Mail {
         for name in self.state.list(&inbox_root)? {
             let path = inbox_root.join(&name);
             match AgentId::new(name.as_str()) {
-                Ok(agent) if is_dir(&path)? => {
+                Ok(agent) if is_dir(&self.state, &path)? => {
                     self.scan_messages(&mut scan, &Location::Inbox(agent), &[])?;
                 }
                 _ => scan.corrupt.push((path, not("an agent inbox directory"))),
@@ -816,18 +816,18 @@ impl Mail {
         let archive_root = self.layout.archive_root();
         for sub in [BY_TASK, ORPHAN] {
             let path = archive_root.join(sub);
-            if crate::mail::exists(&path)? && !is_dir(&path)? {
+            if crate::mail::exists(&self.state, &path)? && !is_dir(&self.state, &path)? {
                 scan.corrupt.push((path, not("a directory")));
             }
         }
         self.scan_messages(&mut scan, &Location::Archive, &[BY_TASK, ORPHAN])?;
         self.scan_messages(&mut scan, &Location::Orphan, &[])?;
         let by_task_root = self.layout.by_task_root();
-        if is_dir(&by_task_root)? {
+        if is_dir(&self.state, &by_task_root)? {
             for name in self.state.list(&by_task_root)? {
                 let path = by_task_root.join(&name);
                 match TaskId::new(name.as_str()) {
-                    Ok(task) if is_dir(&path)? => {
+                    Ok(task) if is_dir(&self.state, &path)? => {
                         scan.swept.insert(task.clone());
                         self.scan_messages(&mut scan, &Location::ByTask(task), &[])?;
                     }
@@ -839,7 +839,7 @@ impl Mail {
         for name in self.state.list(&replies_root)? {
             let path = replies_root.join(&name);
             match MessageId::new(name.as_str()) {
-                Ok(parent) if is_dir(&path)? => {
+                Ok(parent) if is_dir(&self.state, &path)? => {
                     for marker in self.state.list(&path)? {
                         match parse_marker(&marker) {
                             Some((kind, child)) => {
@@ -859,10 +859,10 @@ impl Mail {
 
     fn scan_messages(&self, scan: &mut Scan, location: &Location, skip: &[&str]) -> Result<()> {
         let dir = self.layout.dir_of(location);
-        if !crate::mail::exists(&dir)? {
+        if !crate::mail::exists(&self.state, &dir)? {
             return Ok(());
         }
-        if !is_dir(&dir)? {
+        if !is_dir(&self.state, &dir)? {
             return Ok(()); // reported by the caller
         }
         for name in self.state.list(&dir)? {
@@ -875,7 +875,7 @@ impl Mail {
                     .push((path, not("a message file (`{id}.json`)")));
                 continue;
             };
-            let read = match read_message(&path, self.state.read_cap()) {
+            let read = match read_message(&self.state, &path) {
                 Err(crate::MailError::Store(chipset_store::Error::Symlink { path })) => {
                     scan.corrupt.push((path, CorruptReason::NotARegularFile));
                     continue;
@@ -991,15 +991,6 @@ fn not(what: &str) -> CorruptReason {
     CorruptReason::WrongShape(format!("not {what}"))
 }
 
-fn is_dir(path: &Path) -> Result<bool> {
-    match std::fs::symlink_metadata(path) {
-        Ok(m) => Ok(m.is_dir()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-        Err(source) => Err(chipset_store::Error::Io {
-            op: "stat",
-            path: path.to_owned(),
-            source,
-        }
-        .into()),
-    }
+fn is_dir(state: &StateDir, path: &Path) -> Result<bool> {
+    Ok(state.stat(path)?.is_some_and(|m| m.is_dir()))
 }

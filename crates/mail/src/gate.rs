@@ -65,11 +65,10 @@
 //! would not: at worst the cache is not used.
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use chipset_store::{AgentId, MessageId, ReadOutcome, TaskId};
+use chipset_store::{AgentId, MessageId, ReadOutcome, StateDir, TaskId};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{MailError, Result};
@@ -98,25 +97,11 @@ pub(crate) struct Stamp {
 impl Stamp {
     /// Stats `dir`: its stamp and whether it is old enough to trust, or
     /// `None` when it is missing.
-    pub(crate) fn of(dir: &Path) -> Result<Option<(Stamp, bool)>> {
-        let meta = match std::fs::symlink_metadata(dir) {
-            Ok(m) => m,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => {
-                return Err(chipset_store::Error::Io {
-                    op: "stat",
-                    path: dir.to_owned(),
-                    source,
-                }
-                .into());
-            }
+    pub(crate) fn of(state: &StateDir, dir: &Path) -> Result<Option<(Stamp, bool)>> {
+        let Some(meta) = state.stat(dir)? else {
+            return Ok(None);
         };
-        let stamp = Stamp {
-            dev: meta.dev(),
-            ino: meta.ino(),
-            mtime: (meta.mtime(), meta.mtime_nsec()),
-            ctime: (meta.ctime(), meta.ctime_nsec()),
-        };
+        let stamp = Stamp::from(&meta);
         Ok(Some((stamp, stamp.settled(SystemTime::now()))))
     }
 
@@ -129,6 +114,17 @@ impl Stamp {
         let ns = |(s, n): (i64, i64)| i128::from(s) * 1_000_000_000 + i128::from(n);
         let newest = ns(self.mtime).max(ns(self.ctime));
         now_ns - newest >= RACY.as_nanos() as i128
+    }
+}
+
+impl From<&chipset_store::Stat> for Stamp {
+    fn from(meta: &chipset_store::Stat) -> Self {
+        Stamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            mtime: meta.mtime(),
+            ctime: meta.ctime(),
+        }
     }
 }
 
@@ -202,12 +198,17 @@ pub(crate) struct GateFile {
     pub(crate) facts: Facts,
 }
 
-pub(crate) fn load<T: for<'de> Deserialize<'de>>(path: &Path) -> Option<T> {
-    let meta = std::fs::symlink_metadata(path).ok()?;
-    if !meta.is_file() || meta.len() > MAX_CACHE_FILE {
-        return None;
-    }
-    let bytes = std::fs::read(path).ok()?;
+/// Reads a cache file; anything but a whole, parsable file (missing, over
+/// the size limit, not a regular file, unreadable) is no cache, rebuilt.
+pub(crate) fn load<T: for<'de> Deserialize<'de>>(state: &StateDir, path: &Path) -> Option<T> {
+    let bytes = match state.read_bytes_capped(path, MAX_CACHE_FILE) {
+        Ok(ReadOutcome::Value(bytes)) => bytes,
+        Ok(_) => return None,
+        Err(e) => {
+            tracing::debug!(path = %path.display(), error = %e, "ignoring an unreadable gate cache file");
+            return None;
+        }
+    };
     match serde_json::from_slice(&bytes) {
         Ok(v) => Some(v),
         Err(e) => {
@@ -252,7 +253,7 @@ impl Mail {
     /// is not a readable, supported message fails, whatever its task.
     pub(crate) fn gate_files(&self, task: &TaskId) -> Result<Vec<GateFile>> {
         let task_path = self.task_cache_path(task);
-        let mut cache = load::<TaskCache>(&task_path)
+        let mut cache = load::<TaskCache>(&self.state, &task_path)
             .filter(|c| c.v == VERSION && c.task == *task)
             .unwrap_or_else(|| TaskCache {
                 v: VERSION,
@@ -264,7 +265,7 @@ impl Mail {
         let agents = self.agents()?;
         for agent in &agents {
             let inbox = self.layout.inbox(agent);
-            let Some((stamp, settled)) = Stamp::of(&inbox)? else {
+            let Some((stamp, settled)) = Stamp::of(&self.state, &inbox)? else {
                 continue;
             };
             let cached = cache
@@ -317,7 +318,7 @@ impl Mail {
     /// folder exists.
     fn check_quarantine(&self, inbox: &Path) -> Result<bool> {
         let quarantine = inbox.join(chipset_store::QUARANTINE_DIR);
-        if !crate::mail::exists(&quarantine)? {
+        if !crate::mail::exists(&self.state, &quarantine)? {
             return Ok(false);
         }
         if let Some(name) = self.state.list(&quarantine)?.into_iter().next() {
@@ -340,7 +341,7 @@ impl Mail {
         settled: bool,
     ) -> Result<BTreeMap<String, FileEntry>> {
         let path = self.inbox_cache_path(agent);
-        let old = load::<InboxCache>(&path).filter(|c| c.v == VERSION);
+        let old = load::<InboxCache>(&self.state, &path).filter(|c| c.v == VERSION);
         if let Some(old) = &old
             && settled
             && old.settled
@@ -357,14 +358,10 @@ impl Mail {
             // The file's own stamp: a file rewritten in place (which the
             // seed forbids) is read again while its change is recent enough
             // to be told apart, and whenever its size or times differ.
-            let meta = std::fs::symlink_metadata(&path).ok();
-            let file = meta.as_ref().map(|m| Stamp {
-                dev: m.dev(),
-                ino: m.ino(),
-                mtime: (m.mtime(), m.mtime_nsec()),
-                ctime: (m.ctime(), m.ctime_nsec()),
-            });
-            let size = meta.as_ref().map(std::fs::Metadata::len);
+            // Unstattable (gone, or the stat failed): read as a new file.
+            let meta = self.state.stat(&path).ok().flatten();
+            let file = meta.as_ref().map(Stamp::from);
+            let size = meta.as_ref().map(chipset_store::Stat::len);
             if let (Some(file), Some(size)) = (file, size)
                 && file.settled(now)
                 && let Some(entry) = known.get(&name).filter(|e| {
@@ -385,7 +382,7 @@ impl Mail {
                 )));
             };
             read_any = true;
-            let message = match read_message(&path, self.state.read_cap())? {
+            let message = match read_message(&self.state, &path)? {
                 // Moved on since the listing.
                 ReadOutcome::Missing => continue,
                 ReadOutcome::Corrupt(c) => return Err(c.into()),

@@ -2,12 +2,11 @@
 //! moves files through `chipset-store`.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::io;
 use std::path::{Path, PathBuf};
 
 use chipset_store::{
     AgentId, BadLine, Channel, CorruptReason, Corruption, JsonLog, MessageId, ReadOutcome,
-    SortableId, StateDir, TaskId, TornTail, Unsupported, read_bytes, to_canonical_json,
+    SortableId, StateDir, TaskId, TornTail, Unsupported, to_canonical_json,
 };
 
 use crate::draft::{Draft, InboxFilter, MailConfig, check_draft, check_parent, to_message};
@@ -110,8 +109,10 @@ impl From<Unreadable> for MailError {
 }
 
 /// Reads and parses one message file (see [`parse_message`]).
-pub(crate) fn read_message(path: &Path, cap: u64) -> Result<ReadOutcome<Message>> {
-    Ok(read_bytes(path, cap)?.and_then(|bytes| parse_message(path, &bytes)))
+pub(crate) fn read_message(state: &StateDir, path: &Path) -> Result<ReadOutcome<Message>> {
+    Ok(state
+        .read_bytes(path)?
+        .and_then(|bytes| parse_message(path, &bytes)))
 }
 
 /// A checked draft, ready to publish.
@@ -149,22 +150,12 @@ pub(crate) fn answers(response: &Message, request: &Message) -> bool {
 pub(crate) const MTIME_SLACK: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Returns when `dir`'s entries last changed, or `None` when it is missing.
-fn modified(dir: &Path) -> Result<Option<chipset_store::Timestamp>> {
-    let meta = match std::fs::symlink_metadata(dir) {
-        Ok(meta) => meta,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => {
-            return Err(chipset_store::Error::Io {
-                op: "stat",
-                path: dir.to_owned(),
-                source,
-            }
-            .into());
-        }
+fn modified(state: &StateDir, dir: &Path) -> Result<Option<chipset_store::Timestamp>> {
+    let Some(meta) = state.stat(dir)? else {
+        return Ok(None);
     };
     let ms = meta
         .modified()
-        .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
     // A filesystem without mtimes: treat the folder as changed just now.
@@ -184,17 +175,8 @@ pub(crate) fn stray(path: PathBuf, what: &str) -> Corruption {
     }
 }
 
-pub(crate) fn exists(path: &Path) -> Result<bool> {
-    match std::fs::symlink_metadata(path) {
-        Ok(_) => Ok(true),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-        Err(source) => Err(chipset_store::Error::Io {
-            op: "stat",
-            path: path.to_owned(),
-            source,
-        }
-        .into()),
-    }
+pub(crate) fn exists(state: &StateDir, path: &Path) -> Result<bool> {
+    Ok(state.exists(path)?)
 }
 
 /// Checks that a parsed message is the one its file name says.
@@ -718,23 +700,23 @@ impl Mail {
     fn locate_with(&self, id: &MessageId, task: Option<&TaskId>) -> Result<Option<Location>> {
         let name = file_name(id);
         for agent in self.agents()? {
-            if exists(&self.layout.inbox(&agent).join(&name))? {
+            if exists(&self.state, &self.layout.inbox(&agent).join(&name))? {
                 return Ok(Some(Location::Inbox(agent)));
             }
         }
         for loc in [Location::Archive, Location::Orphan] {
-            if exists(&self.layout.dir_of(&loc).join(&name))? {
+            if exists(&self.state, &self.layout.dir_of(&loc).join(&name))? {
                 return Ok(Some(loc));
             }
         }
         if let Some(task) = task
-            && exists(&self.layout.by_task(task).join(&name))?
+            && exists(&self.state, &self.layout.by_task(task).join(&name))?
         {
             return Ok(Some(Location::ByTask(task.clone())));
         }
         for dir in self.state.list(&self.layout.by_task_root())? {
             if let Ok(task) = TaskId::new(dir.as_str())
-                && exists(&self.layout.by_task(&task).join(&name))?
+                && exists(&self.state, &self.layout.by_task(&task).join(&name))?
             {
                 return Ok(Some(Location::ByTask(task)));
             }
@@ -798,7 +780,7 @@ impl Mail {
             };
             // The directory's parents were checked by the listing; the file
             // itself is opened without following a symlink.
-            match read_message(&path, self.state.read_cap())? {
+            match read_message(&self.state, &path)? {
                 ReadOutcome::Missing => {}
                 ReadOutcome::Corrupt(c) => out.push(Err(c.into())),
                 ReadOutcome::Unsupported(u) => out.push(Err(Unreadable::Unsupported(u))),
@@ -958,7 +940,7 @@ impl Mail {
             // which sets the folder's mtime; a folder unchanged since (with
             // slack for clocks) cannot hold one, and is not listed. A wrong
             // skip could only keep a request pending, never open the gate.
-            if let (Some(sent), Some(changed)) = (sent, modified(dir)?)
+            if let (Some(sent), Some(changed)) = (sent, modified(&self.state, dir)?)
                 && changed.add(MTIME_SLACK) < sent
             {
                 continue;
@@ -969,7 +951,7 @@ impl Mail {
                     continue;
                 }
                 let path = dir.join(&name);
-                let bytes = match read_bytes(&path, self.state.read_cap()) {
+                let bytes = match self.state.read_bytes(&path) {
                     Ok(ReadOutcome::Value(bytes)) => bytes,
                     // Moved on, unreadable, or not a regular file: not an answer.
                     Ok(_) | Err(chipset_store::Error::Symlink { .. }) => continue,
@@ -1038,7 +1020,7 @@ impl Mail {
         for f in files.iter().filter(|f| f.facts.needs_reply) {
             let Some(id) = id_of(&f.name) else { continue };
             let path = self.layout.inbox(&f.agent).join(&f.name);
-            match read_message(&path, self.state.read_cap())? {
+            match read_message(&self.state, &path)? {
                 // Archived since the listing: archived requests are never pending.
                 ReadOutcome::Missing => {}
                 ReadOutcome::Corrupt(c) => return Err(c.into()),
@@ -1146,7 +1128,7 @@ impl Mail {
                     continue;
                 };
                 let path = dir.join(&name);
-                if let Ok(ReadOutcome::Value(m)) = read_message(&path, self.state.read_cap())
+                if let Ok(ReadOutcome::Value(m)) = read_message(&self.state, &path)
                     && m.id == id
                     && m.in_reply_to.is_some()
                 {

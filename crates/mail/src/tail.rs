@@ -61,10 +61,9 @@
 //! their request, as the fallback does.
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
-use chipset_store::{MessageId, ReadOutcome, Timestamp};
+use chipset_store::{JsonLog, MessageId, ReadOutcome, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{MailError, Result};
@@ -148,17 +147,8 @@ impl Mail {
     /// tail does not move on, and the next reader reads them again.
     pub(crate) fn catch_up_archive(&self) -> Result<Caught> {
         let manifest = self.layout.manifest();
-        let meta = match std::fs::symlink_metadata(&manifest) {
-            Ok(m) => m,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Caught::default()),
-            Err(source) => {
-                return Err(chipset_store::Error::Io {
-                    op: "stat",
-                    path: manifest,
-                    source,
-                }
-                .into());
-            }
+        let Some(meta) = self.state.stat(&manifest)? else {
+            return Ok(Caught::default());
         };
         if !meta.is_file() {
             // Not a regular file (the doctor reports it): list as before.
@@ -166,10 +156,11 @@ impl Mail {
         }
         let (dev, ino, len) = (meta.dev(), meta.ino(), meta.len());
         let path = self.tail_path();
-        let loaded = crate::gate::load::<TailFile>(&path)
+        let log = self.manifest()?;
+        let loaded = crate::gate::load::<TailFile>(&self.state, &path)
             .filter(|t| t.v == VERSION && t.dev == dev && t.ino == ino && t.offset <= len);
         let loaded = match loaded {
-            Some(t) if mark(&manifest, t.offset)? == t.mark => Some(t),
+            Some(t) if mark(&log, t.offset)? == t.mark => Some(t),
             _ => None,
         };
         let mut tail = match loaded {
@@ -184,7 +175,7 @@ impl Mail {
                     origin: len,
                     since: self.state.now(),
                     offset: len,
-                    mark: mark(&manifest, len)?,
+                    mark: mark(&log, len)?,
                 };
                 self.store_cache(&path, &tail);
                 return Ok(Caught::since(tail.since));
@@ -196,7 +187,7 @@ impl Mail {
         }
         // Lines that are not events of this shape (bad lines, a torn tail)
         // are passed over: the doctor reports them.
-        let read = self.manifest()?.read_from::<Event>(tail.offset)?;
+        let read = log.read_from::<Event>(tail.offset)?;
         let mut replies = Vec::new();
         for event in &read.records {
             if let Some(response) = self.archived_response(event)? {
@@ -212,7 +203,7 @@ impl Mail {
         };
         if linked {
             tail.offset = read.end_offset;
-            tail.mark = mark(&manifest, tail.offset)?;
+            tail.mark = mark(&log, tail.offset)?;
             self.store_cache(&path, &tail);
         }
         for response in replies {
@@ -238,7 +229,7 @@ impl Mail {
         let path = self.layout.file(&Location::Archive, &id);
         // Moved on (swept with its task: the by-task folder is looked at),
         // unreadable or not a response: not an answer from here.
-        let response = match read_message(&path, self.state.read_cap()) {
+        let response = match read_message(&self.state, &path) {
             Ok(ReadOutcome::Value(m)) if m.kind == Kind::Response && m.id == id => m,
             Ok(_) | Err(MailError::Store(chipset_store::Error::Symlink { .. })) => {
                 return Ok(None);
@@ -261,22 +252,12 @@ const MARK_LEN: u64 = 64;
 /// Returns the manifest's bytes before `offset` (at most [`MARK_LEN`]), in
 /// hex; empty when the manifest is gone (which no mark of a tail matches,
 /// but the empty one of an empty manifest).
-fn mark(manifest: &std::path::Path, offset: u64) -> Result<String> {
+fn mark(log: &JsonLog, offset: u64) -> Result<String> {
     use std::fmt::Write as _;
-    use std::os::unix::fs::FileExt;
-    let start = offset.saturating_sub(MARK_LEN);
-    let mut buf = vec![0; usize::try_from(offset - start).unwrap_or(0)];
-    let io = |source| chipset_store::Error::Io {
-        op: "read",
-        path: manifest.to_owned(),
-        source,
-    };
-    match std::fs::File::open(manifest) {
-        Ok(file) => file.read_exact_at(&mut buf, start).map_err(io)?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
-        Err(e) => return Err(io(e).into()),
-    }
-    Ok(buf.iter().fold(String::new(), |mut s, b| {
+    let bytes = log
+        .bytes_at(offset.saturating_sub(MARK_LEN), offset)?
+        .unwrap_or_default();
+    Ok(bytes.iter().fold(String::new(), |mut s, b| {
         let _ = write!(s, "{b:02x}");
         s
     }))

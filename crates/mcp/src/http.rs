@@ -20,6 +20,9 @@ use crate::server::Server;
 /// The path the MCP endpoint is served at: `http://ADDR/mcp`.
 pub const MCP_PATH: &str = "/mcp";
 
+/// The most a token file is read of: a token is one short line.
+const TOKEN_FILE_CAP: u64 = 64 * 1024;
+
 /// A bearer token every HTTP request must carry (`Authorization: Bearer …`).
 ///
 /// Its `Debug` form does not show it.
@@ -69,10 +72,15 @@ impl Token {
     /// [`Error::TokenFile`] when it cannot be read; [`Error::BadToken`].
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| Error::TokenFile {
-            path: path.to_owned(),
-            source,
-        })?;
+        let text = chipset_store::read_outside(path, TOKEN_FILE_CAP)
+            .and_then(|bytes| {
+                String::from_utf8(bytes)
+                    .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+            })
+            .map_err(|source| Error::TokenFile {
+                path: path.to_owned(),
+                source,
+            })?;
         Token::new(text.lines().next().unwrap_or_default())
     }
 

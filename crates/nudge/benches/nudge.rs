@@ -4,6 +4,12 @@
 //! and a read at most 1.15x a raw read; listing open reminders with 100,000
 //! resolved ones in the history at most 1.1x listing them with none.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "a bench times the store against plain std::fs and builds its fixtures with it"
+)]
+
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;

@@ -857,7 +857,7 @@ impl Reminders {
                     continue;
                 }
                 let unfinished = if area == OPEN_DIR {
-                    (!r.is_open() || self.snoozed_path(&key).exists())
+                    (!r.is_open() || self.state.exists(&self.snoozed_path(&key))?)
                         .then_some("resolved or superseded record still in the index")
                 } else {
                     (r.resolution != Some(Resolution::Snoozed))

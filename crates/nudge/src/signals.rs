@@ -764,7 +764,7 @@ impl Nudges {
             let responses = dir.join(RESPONSES_DIR);
             for name in self.state.list(&responses)? {
                 let path = responses.join(&name);
-                if !name.ends_with(".json") || path.is_dir() {
+                if !name.ends_with(".json") || self.state.stat(&path)?.is_some_and(|m| m.is_dir()) {
                     report.findings.push(stray(path));
                     continue;
                 }

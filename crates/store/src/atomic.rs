@@ -8,13 +8,13 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
-use crate::backend::{IoBackend, RealIo, SyncOrder};
+use crate::backend::{IoBackend, SyncOrder};
 use crate::canonical::to_canonical_json;
 use crate::error::{Error, Result};
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// The suffix of every temp file this crate makes; [`sweep_temps`] removes
+/// The suffix of every temp file this crate makes; [`StateDir::sweep_temps`](crate::StateDir::sweep_temps) removes
 /// only dot-files with this suffix.
 pub const TEMP_SUFFIX: &str = ".tmp";
 
@@ -109,10 +109,6 @@ pub(crate) fn create_temp(io: &dyn IoBackend, target: &Path) -> Result<(PathBuf,
 /// # Errors
 ///
 /// [`Error::Io`] when the directory cannot be opened or synced.
-pub fn sync_dir(dir: &Path) -> Result<()> {
-    sync_dir_with(&RealIo, dir)
-}
-
 pub(crate) fn sync_dir_with(io: &dyn IoBackend, dir: &Path) -> Result<()> {
     io.sync_dir(dir)
         .map_err(|e| Error::io("sync directory", dir, e))
@@ -133,10 +129,6 @@ pub(crate) fn sync_dir_with(io: &dyn IoBackend, dir: &Path) -> Result<()> {
 /// or [`Error::Rename`] when a step before the commit point fails, leaving
 /// `path` unchanged; [`Error::OutcomeUnknown`] when the final directory sync
 /// fails: the new contents are in place but not known to be durable.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    write_atomic_with(&RealIo, path, bytes)
-}
-
 pub(crate) fn write_atomic_with(io: &dyn IoBackend, path: &Path, bytes: &[u8]) -> Result<()> {
     refuse_symlink(path)?;
     let tmp = write_temp(io, path, bytes)?;
@@ -166,10 +158,6 @@ pub(crate) fn write_atomic_with(io: &dyn IoBackend, path: &Path, bytes: &[u8]) -
 ///
 /// [`Error::Symlink`] when `path` is a symlink; [`Error::Io`] or
 /// [`Error::Rename`] when a step fails (`path` is unchanged).
-pub fn write_unsynced(path: &Path, bytes: &[u8]) -> Result<()> {
-    write_unsynced_with(&RealIo, path, bytes)
-}
-
 pub(crate) fn write_unsynced_with(io: &dyn IoBackend, path: &Path, bytes: &[u8]) -> Result<()> {
     refuse_symlink(path)?;
     let (tmp, file) = create_temp(io, path)?;
@@ -190,15 +178,11 @@ pub(crate) fn write_unsynced_with(io: &dyn IoBackend, path: &Path, bytes: &[u8])
     Ok(())
 }
 
-/// Durably replaces `path` with the canonical JSON of `value`.
+/// Returns the canonical JSON of `value`, meant for `path`.
 ///
 /// # Errors
 ///
-/// As [`write_atomic`], plus [`Error::Serialize`].
-pub fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
-    write_atomic(path, &to_json_bytes(path, value)?)
-}
-
+/// [`Error::Serialize`].
 pub(crate) fn to_json_bytes<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<Vec<u8>> {
     to_canonical_json(value).map_err(|source| Error::Serialize {
         path: path.to_owned(),
@@ -246,10 +230,6 @@ fn rename_noreplace(io: &dyn IoBackend, from: &Path, to: &Path) -> io::Result<Re
 /// before the commit point fails (nothing is visible under `path`);
 /// [`Error::OutcomeUnknown`] when the final directory sync fails: the file
 /// is published but not known to be durable.
-pub fn create_new(path: &Path, bytes: &[u8]) -> Result<()> {
-    create_new_with(&RealIo, RealIo.sync_order(parent(path)), path, bytes)
-}
-
 pub(crate) fn create_new_with(
     io: &dyn IoBackend,
     order: SyncOrder,
@@ -286,15 +266,6 @@ fn publish_temp(io: &dyn IoBackend, tmp: &Path, path: &Path) -> Result<()> {
             }
         }
     }
-}
-
-/// Durably publishes the canonical JSON of `value` under `path`, which must not exist yet.
-///
-/// # Errors
-///
-/// As [`create_new`], plus [`Error::Serialize`].
-pub fn create_new_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
-    create_new(path, &to_json_bytes(path, value)?)
 }
 
 /// What happened to one file of a batch.
@@ -350,7 +321,7 @@ fn sync_concurrently<T: Sync>(items: &[T], sync: impl Fn(&T) -> Result<()> + Syn
 /// back without a cache flush); then each is renamed into place without
 /// replacing anything; then every distinct directory is synced,
 /// concurrently, once. Each file's data is durable no later than its name,
-/// exactly as with [`create_new`]; only the waiting is shared.
+/// exactly as with [`create_new_with`]; only the waiting is shared.
 ///
 /// **Commit point:** each file's no-replace rename commits that file; the
 /// batch has none of its own.
@@ -362,14 +333,6 @@ fn sync_concurrently<T: Sync>(items: &[T], sync: impl Fn(&T) -> Result<()> + Syn
 /// [`Error::OutcomeUnknown`] when a step fails after at least one file was
 /// published: those stay published, each whole, and a retry of the same
 /// batch reports them [`Created::AlreadyExists`] and publishes the rest.
-pub fn create_new_batch(items: &[(PathBuf, Vec<u8>)]) -> Result<Vec<Created>> {
-    let order = match items.first() {
-        Some((path, _)) => RealIo.sync_order(parent(path)),
-        None => SyncOrder::FileThenDir,
-    };
-    create_new_batch_with(&RealIo, order, items)
-}
-
 pub(crate) fn create_new_batch_with(
     io: &dyn IoBackend,
     order: SyncOrder,
@@ -456,10 +419,6 @@ pub(crate) fn create_new_batch_with(
 /// when `to` does; [`Error::Symlink`] when `from` is a symlink;
 /// [`Error::Rename`] for other failures before the commit point (nothing
 /// moved); [`Error::OutcomeUnknown`] when a directory sync after it fails.
-pub fn move_noclobber(from: &Path, to: &Path) -> Result<()> {
-    move_noclobber_with(&RealIo, from, to)
-}
-
 pub(crate) fn move_noclobber_with(io: &dyn IoBackend, from: &Path, to: &Path) -> Result<()> {
     match fs::symlink_metadata(from) {
         Ok(m) if m.file_type().is_symlink() => {
@@ -527,10 +486,6 @@ pub(crate) fn move_entry(io: &dyn IoBackend, from: &Path, to: &Path) -> Result<(
 /// # Errors
 ///
 /// [`Error::Io`] when the entry exists but cannot be removed.
-pub fn remove_file(path: &Path) -> Result<bool> {
-    remove_file_with(&RealIo, path)
-}
-
 pub(crate) fn remove_file_with(io: &dyn IoBackend, path: &Path) -> Result<bool> {
     match io.remove_file(path) {
         Ok(()) => Ok(true),
@@ -554,7 +509,7 @@ pub fn is_temp_name(name: &str) -> bool {
 /// # Errors
 ///
 /// [`Error::Io`] when a directory cannot be listed or an entry examined.
-pub fn stale_temps(dir: &Path, max_age: Duration) -> Result<Vec<PathBuf>> {
+pub(crate) fn stale_temps(dir: &Path, max_age: Duration) -> Result<Vec<PathBuf>> {
     let now = SystemTime::now();
     let mut found = Vec::new();
     let mut stack = vec![dir.to_owned()];
@@ -596,10 +551,6 @@ pub fn stale_temps(dir: &Path, max_age: Duration) -> Result<Vec<PathBuf>> {
 /// # Errors
 ///
 /// As [`stale_temps`], and [`Error::Io`] when a temp cannot be removed.
-pub fn sweep_temps(dir: &Path, max_age: Duration) -> Result<usize> {
-    sweep_temps_with(&RealIo, dir, max_age)
-}
-
 pub(crate) fn sweep_temps_with(io: &dyn IoBackend, dir: &Path, max_age: Duration) -> Result<usize> {
     let mut removed = 0;
     for path in stale_temps(dir, max_age)? {

@@ -131,7 +131,11 @@ pub enum Error {
 }
 
 impl Error {
-    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
+    /// Returns [`Error::Io`]: `op` (a verb phrase, "stat", "start the
+    /// watcher for") failed on `path` with `source`. For the few failures
+    /// above the store that are about a path in the state (a thread that
+    /// serves a root could not start), so they read like the store's own.
+    pub fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
         Error::Io {
             op,
             path: path.into(),

@@ -53,14 +53,14 @@
 //!
 //! | primitive | commit point |
 //! |---|---|
-//! | [`write_atomic`] / [`StateDir::write_json`]: durable replace | the rename over the target |
-//! | [`create_new`] / [`StateDir::create_new_json`]: durable publish under a new name, never overwriting | the no-replace rename (or link) to the name |
-//! | [`create_new_batch`]: many publishes sharing their syncs (two sync rounds per batch) | each file's own no-replace rename |
-//! | [`write_unsynced`] / [`StateDir::write_unsynced`]: replace **without any sync**, for self-validating caches only | the rename over the target |
-//! | [`move_noclobber`]: durable move between directories, never overwriting | the no-replace rename |
+//! | [`StateDir::write_bytes`] / [`StateDir::write_json`]: durable replace | the rename over the target |
+//! | [`StateDir::create_new`] / [`StateDir::create_new_json`]: durable publish under a new name, never overwriting | the no-replace rename (or link) to the name |
+//! | [`StateDir::create_new_batch`]: many publishes sharing their syncs (two sync rounds per batch) | each file's own no-replace rename |
+//! | [`StateDir::write_unsynced`]: replace **without any sync**, for self-validating caches only | the rename over the target |
+//! | [`StateDir::move_noclobber`]: durable move between directories, never overwriting | the no-replace rename |
 //! | [`JsonLog::append`] / [`JsonLog::append_batch`]: single-write appends | the data sync after the write (a failure before it truncates the log back) |
 //! | [`JsonLog::append_batch_unsynced`]: a single-write append of records the caller can rebuild, durable with the log's next sync | the write |
-//! | [`update_locked`] / [`StateDir::update`]: read-modify-write under a [`Lock`] | the rename of the new value |
+//! | [`StateDir::update`]: read-modify-write under a [`Lock`] | the rename of the new value |
 //! | [`JsonLog::repair`]: whole records kept, the rest quarantined | the rename of the repaired copy |
 //!
 //! # Retrying: the idempotent-retry rule
@@ -89,6 +89,12 @@
 //! Repair moves a corrupt file aside with [`StateDir::quarantine`]; nothing is
 //! ever deleted by repair.
 //!
+//! To ask what is at a path without reading it, [`StateDir::stat`] returns a
+//! [`Stat`] (kind, size, inode, times) or `None` when nothing is there, and
+//! [`StateDir::exists`] a bool; both go through the root and symlink checks
+//! of the reads, and both fail, rather than answer "not there", when the
+//! path cannot be looked at (permission denied, an I/O error).
+//!
 //! *Unsupported* ([`Unsupported`]) is for a file that is exactly what it
 //! claims to be but holds a value this version does not know: a hook status,
 //! message kind or format version written by a newer or foreign program. The
@@ -111,7 +117,7 @@
 //!   are synced with `fdatasync` before returning.
 //! - At every moment, a file under its real name is whole: the old contents or
 //!   the new, never a mix or a prefix. Temp files are dot-files that no reader
-//!   looks at; a crash may leave some behind, and [`sweep_temps`] removes them.
+//!   looks at; a crash may leave some behind, and [`StateDir::sweep_temps`] removes them.
 //! - No-clobber operations never overwrite: of two racing publishers of one
 //!   name, one wins and the other gets [`Error::AlreadyExists`].
 //! - A log reader returns only whole records, in bounded memory (a line over
@@ -149,7 +155,7 @@
 //!
 //! Every primitive syncs the file's data before its commit point (or, under
 //! [`SyncOrder::WriteBackThenDir`], writes it back for the directory's
-//! sync to commit; below) and the directory after it (except [`write_unsynced`], which promises nothing
+//! sync to commit; below) and the directory after it (except [`StateDir::write_unsynced`], which promises nothing
 //! after a power cut), so by rules 1 and 2 a reader after a power cut sees
 //! the old state or the whole new one, and every call that returned `Ok`
 //! survives. The seam ([`IoBackend`], chosen through [`StateOptions::io`])
@@ -159,7 +165,7 @@
 //!
 //! ## What is durable when: one flush or two ([`SyncOrder`])
 //!
-//! A new file ([`create_new`], [`create_new_batch`], and so every message
+//! A new file ([`StateDir::create_new`], [`StateDir::create_new_batch`], and so every message
 //! and event) is published in one of two orders, chosen once per
 //! [`StateDir`] by [`IoBackend::sync_order`] ([`StateDir::sync_order`]
 //! says which):
@@ -204,7 +210,7 @@
 //! journalled ext4 (one flush) 1.35× fresh, 1.18× filling, a batch 27× the
 //! single send and 36× nubos per message.
 //!
-//! **Batches.** [`create_new_batch`] keeps every guarantee above for each
+//! **Batches.** [`StateDir::create_new_batch`] keeps every guarantee above for each
 //! file, and shares the waiting: it writes every temp first, then syncs all
 //! of them in one round (`fsync` of each file, up to 16 at a time on
 //! threads, which ext4 and XFS serve with shared journal commits), then
@@ -247,6 +253,18 @@
 //!   directory for a symlink between the check and the use is not defended
 //!   against. The state root is trusted; its contents are checked.
 //!
+//! # The boundary
+//!
+//! This crate is the only one that touches the filesystem, and the
+//! compiler checks it: the workspace's `clippy.toml` disallows `std::fs`,
+//! `File`, `OpenOptions`, `DirBuilder` and `Path`'s filesystem methods, and
+//! only this crate allows them. Other crates reach files through
+//! [`StateDir`] (inside the root) or, for a file a user names on the
+//! command line (a message body, a token, where to look for a root),
+//! [`read_outside`] and [`stat_outside`], which follow symlinks as any
+//! program reading a user's file does. A test or bench that must plant or
+//! read a file raw says why in an `allow`.
+//!
 //! # Waking on change
 //!
 //! [`Watcher`] blocks until something changes at a few [`WatchTarget`]s
@@ -270,6 +288,13 @@
 // One `unsafe` call, `sync_file_range` in backend.rs, which neither std nor
 // rustix exposes; everything else is safe.
 #![deny(unsafe_code)]
+// This crate is the filesystem boundary: the root `clippy.toml` forbids
+// `std::fs` and `Path`'s filesystem methods in every other crate.
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the store is the one crate that touches the filesystem"
+)]
 
 mod atomic;
 mod backend;
@@ -281,6 +306,7 @@ mod lock;
 mod log;
 mod read;
 mod sortable;
+mod stat;
 mod state;
 mod time;
 mod watch;
@@ -288,22 +314,16 @@ mod watch;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use atomic::{
-    Created, TEMP_SUFFIX, create_new, create_new_batch, create_new_json, is_temp_name,
-    move_noclobber, remove_file, stale_temps, sweep_temps, sync_dir, write_atomic, write_json,
-    write_unsynced,
-};
+pub use atomic::{Created, TEMP_SUFFIX, is_temp_name};
 pub use backend::{IoBackend, IoOp, RealIo, SharedIo, SyncOrder};
 pub use canonical::{append_canonical_line, to_canonical_json, to_canonical_line};
 pub use error::{Error, Result};
 pub use id::{AgentId, BeadId, MAX_ID_LEN, MessageId, TaskId, validate_segment};
-pub use lock::{Decision, Lock, LockGuard, update_locked};
+pub use lock::{Decision, Lock, LockGuard};
 pub use log::{BadLine, JsonLog, LogContents, LogRepair, MAX_LINE, TornTail};
-pub use read::{
-    CorruptReason, Corruption, DEFAULT_READ_CAP, ReadOutcome, Unsupported, parse_json, read_bytes,
-    read_json,
-};
+pub use read::{CorruptReason, Corruption, DEFAULT_READ_CAP, ReadOutcome, Unsupported, parse_json};
 pub use sortable::SortableId;
+pub use stat::{EntryKind, Stat, read_outside, stat_outside};
 pub use state::{Channel, DEFAULT_ROOT, QUARANTINE_DIR, StateDir, StateOptions};
 pub use time::{Clock, ManualClock, SharedClock, SystemClock, Timestamp};
 pub use watch::{Wake, WatchConfig, WatchTarget, Watcher};

@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::atomic::{to_json_bytes, write_atomic_with};
-use crate::backend::{IoBackend, RealIo};
+use crate::backend::IoBackend;
 use crate::error::{Error, Result};
 use crate::read::{ReadOutcome, read_json};
 
@@ -214,35 +214,12 @@ pub enum Decision<T, R> {
 /// Every process that changes `path` through this function is serialized, so
 /// no update is lost. `decide` sees missing and corrupt files as such.
 ///
-/// ```
-/// use chipset_store::{Decision, ReadOutcome, update_locked};
-/// let dir = tempfile::tempdir()?;
-/// let path = dir.path().join("counter.json");
-/// for _ in 0..3 {
-///     update_locked(&path, 1024, |cur: ReadOutcome<u64>| {
-///         let n = cur.value().unwrap_or(0) + 1;
-///         Ok::<_, chipset_store::Error>(Decision::Write(n, ()))
-///     })?;
-/// }
-/// assert_eq!(std::fs::read_to_string(&path)?, "3\n");
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-///
 /// # Errors
 ///
 /// Whatever `decide` returns, or a store error (converted) from the lock,
 /// the read or the write. When `decide` fails nothing is written. The
-/// commit point is the write's rename (see [`write_atomic`](crate::write_atomic)):
+/// commit point is the write's rename (see [`write_atomic_with`](crate::atomic::write_atomic_with)):
 /// [`Error::OutcomeUnknown`] when the sync after it fails.
-pub fn update_locked<T, R, E, F>(path: &Path, cap: u64, decide: F) -> Result<R, E>
-where
-    T: Serialize + DeserializeOwned,
-    E: From<Error>,
-    F: FnOnce(ReadOutcome<T>) -> Result<Decision<T, R>, E>,
-{
-    update_locked_with(&RealIo, path, cap, decide)
-}
-
 pub(crate) fn update_locked_with<T, R, E, F>(
     io: &dyn IoBackend,
     path: &Path,

@@ -348,6 +348,36 @@ impl JsonLog {
         Ok(Some(file))
     }
 
+    /// Returns the log's bytes from `start` up to `end` (fewer when the log
+    /// ends sooner), or `None` when there is no log. A reader that keeps an
+    /// offset into the log (see [`JsonLog::read_from`]) can keep the bytes
+    /// just before it too and check them here: a log replaced by another
+    /// file (a repair, a rotation) may reuse the old one's inode number, but
+    /// not its bytes.
+    ///
+    /// # Errors
+    ///
+    /// As [`JsonLog::read`].
+    pub fn bytes_at(&self, start: u64, end: u64) -> Result<Option<Vec<u8>>> {
+        use std::os::unix::fs::FileExt;
+        let Some(file) = self.open_read()? else {
+            return Ok(None);
+        };
+        let want = usize::try_from(end.saturating_sub(start)).unwrap_or(usize::MAX);
+        let mut buf = vec![0; want.min(MAX_LINE)];
+        let mut got = 0;
+        while got < buf.len() {
+            match file.read_at(&mut buf[got..], start + got as u64) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(Error::io("read", &self.path, e)),
+            }
+        }
+        buf.truncate(got);
+        Ok(Some(buf))
+    }
+
     /// Reads every record.
     ///
     /// Memory is bounded whatever the file holds: a line longer than

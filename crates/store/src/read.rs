@@ -176,7 +176,7 @@ pub(crate) fn open_nofollow(path: &Path) -> Result<Option<File>> {
 ///
 /// [`Error::Symlink`] for a symlink at `path`; [`Error::Io`] for I/O failures.
 /// An oversized or non-regular file is `Ok(ReadOutcome::Corrupt(..))`.
-pub fn read_bytes(path: &Path, cap: u64) -> Result<ReadOutcome<Vec<u8>>> {
+pub(crate) fn read_bytes(path: &Path, cap: u64) -> Result<ReadOutcome<Vec<u8>>> {
     match open_nofollow(path)? {
         Some(file) => read_open_file(file, path, cap),
         None => Ok(ReadOutcome::Missing),
@@ -220,7 +220,7 @@ pub(crate) fn read_open_file(file: File, path: &Path, cap: u64) -> Result<ReadOu
 /// # Errors
 ///
 /// As [`read_bytes`]; unparsable JSON or the wrong shape is `Ok(ReadOutcome::Corrupt(..))`.
-pub fn read_json<T: DeserializeOwned>(path: &Path, cap: u64) -> Result<ReadOutcome<T>> {
+pub(crate) fn read_json<T: DeserializeOwned>(path: &Path, cap: u64) -> Result<ReadOutcome<T>> {
     Ok(read_bytes(path, cap)?.and_then(|bytes| parse_json(path, &bytes)))
 }
 

@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::lock::{Decision, Lock, update_locked_with};
 use crate::log::JsonLog;
 use crate::read::{DEFAULT_READ_CAP, ReadOutcome, open_nofollow, parse_json, read_open_file};
+use crate::stat::Stat;
 use crate::time::{SharedClock, SystemClock, Timestamp};
 
 /// The default state root, relative to the working directory.
@@ -358,26 +359,34 @@ impl StateDir {
         }
     }
 
-    /// Durably replaces `path` with `bytes` (see [`write_atomic`](crate::write_atomic)).
+    /// Durably replaces `path` with `bytes`: a synced temp beside it, renamed
+    /// over it, then the directory synced;
+    /// a reader sees the old contents or the new, never a mix.
     /// **Commit point:** the rename over `path`; a failure before it leaves
     /// no new directory either.
     ///
     /// # Errors
     ///
-    /// As [`StateDir::ensure_dir`] and [`write_atomic`](crate::write_atomic).
+    /// As [`StateDir::ensure_dir`]; [`Error::Symlink`] when `path` is a symlink
+    /// (it is left alone); [`Error::Io`] or [`Error::Rename`] when a step
+    /// before the commit point fails, leaving `path` unchanged;
+    /// [`Error::OutcomeUnknown`] when the final directory sync fails: the new
+    /// contents are in place but not known to be durable.
     pub fn write_bytes(&self, path: &Path, bytes: &[u8]) -> Result<()> {
         self.with_parent(path, |io| atomic::write_atomic_with(io, path, bytes))
     }
 
     /// Replaces `path` with `bytes` **without syncing anything**: for caches
-    /// that validate themselves and are rebuilt when wrong (see
-    /// [`write_unsynced`](crate::write_unsynced)). A reader sees the old
+    /// that validate themselves and are rebuilt when wrong (a temp
+    /// renamed over it). A reader sees the old
     /// file or the whole new one; after a power cut the file may be old,
     /// missing, empty or partly written.
     ///
     /// # Errors
     ///
-    /// As [`StateDir::ensure_dir`] and [`write_unsynced`](crate::write_unsynced).
+    /// As [`StateDir::ensure_dir`]; [`Error::Symlink`] when `path` is a
+    /// symlink; [`Error::Io`] or [`Error::Rename`] when a step fails (`path` is
+    /// unchanged).
     pub fn write_unsynced(&self, path: &Path, bytes: &[u8]) -> Result<()> {
         self.with_parent(path, |io| atomic::write_unsynced_with(io, path, bytes))
     }
@@ -421,7 +430,8 @@ impl StateDir {
         self.write_bytes(path, &bytes)
     }
 
-    /// Durably publishes `bytes` under `path`, which must not exist (see [`create_new`](crate::create_new)).
+    /// Durably publishes `bytes` under `path`, which must not exist: a synced temp,
+    /// renamed into place without replacing anything, then the directory synced.
     /// **Commit point:** the no-replace rename to `path`; a failure before it
     /// leaves nothing visible: no file, no temp a reader sees, no new directory.
     ///
@@ -444,12 +454,20 @@ impl StateDir {
         self.create_new(path, &bytes)
     }
 
-    /// Publishes many new files sharing the directory syncs (see [`create_new_batch`](crate::create_new_batch)).
+    /// Publishes many new files sharing the directory syncs: every temp
+    /// written, synced together, each renamed into place without replacing,
+    /// each directory synced once (see the crate docs, Batches); **commit
+    /// point:** each file's own no-replace rename.
     /// A failure before any file is published leaves no new directory.
     ///
     /// # Errors
     ///
-    /// As [`create_new_batch`](crate::create_new_batch) and [`StateDir::ensure_dir`].
+    /// As [`StateDir::ensure_dir`]; [`Error::Io`] or [`Error::Rename`] when a
+    /// step fails before any file was published (nothing is visible, every temp
+    /// is removed); [`Error::OutcomeUnknown`] when a step fails after at least
+    /// one file was published: those stay published, each whole, and a retry of
+    /// the same batch reports them [`Created::AlreadyExists`] and publishes the
+    /// rest.
     pub fn create_new_batch(&self, items: &[(PathBuf, Vec<u8>)]) -> Result<Vec<Created>> {
         let mut seen: Vec<&Path> = Vec::new();
         let mut made = Vec::new();
@@ -475,12 +493,17 @@ impl StateDir {
         )
     }
 
-    /// Durably moves `from` to `to` without replacing (see [`move_noclobber`](crate::move_noclobber)),
+    /// Durably moves `from` to `to` without replacing: both directories synced, the
+    /// destination's first; of two racing movers exactly one succeeds,
     /// creating `to`'s directory if needed. **Commit point:** the rename.
     ///
     /// # Errors
     ///
-    /// As [`move_noclobber`](crate::move_noclobber) and [`StateDir::ensure_dir`].
+    /// As [`StateDir::ensure_dir`]; [`Error::NotFound`] when `from` does not
+    /// exist; [`Error::AlreadyExists`] when `to` does; [`Error::Symlink`] when
+    /// `from` is a symlink; [`Error::Rename`] for other failures before the
+    /// commit point (nothing moved); [`Error::OutcomeUnknown`] when a directory
+    /// sync after it fails.
     pub fn move_noclobber(&self, from: &Path, to: &Path) -> Result<()> {
         self.check_parents(from)?;
         self.with_parent(to, |io| atomic::move_noclobber_with(io, from, to))
@@ -525,6 +548,78 @@ impl StateDir {
         open_nofollow(path)
     }
 
+    /// Returns what is at `path` without following a symlink there (a
+    /// symlink is [`EntryKind::Symlink`](crate::EntryKind::Symlink)), or
+    /// `None` when nothing is: a stat with the root and symlink checks of
+    /// every other method, for existence checks, directory stamps and sizes.
+    ///
+    /// One `openat2(O_PATH | O_NOFOLLOW, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`
+    /// from the root's descriptor and an `fstat`; where the kernel lacks
+    /// `openat2`, the directories are checked one by one and the entry is
+    /// `lstat`ed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Symlink`] when a directory below the root on the way is a
+    /// symlink; [`Error::NotADirectory`] when a file stands where one is;
+    /// [`Error::OutsideRoot`]; [`Error::Io`] when it cannot be looked at
+    /// (permission denied is an error, never "not there").
+    pub fn stat(&self, path: &Path) -> Result<Option<Stat>> {
+        use rustix::fs::{Mode, OFlags, ResolveFlags};
+        use rustix::io::Errno;
+        let rel = self.relative(path)?;
+        let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS;
+        let fd = match rustix::fs::openat2(&self.inner.root_fd, rel, flags, Mode::empty(), resolve)
+        {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => return Ok(None),
+            Err(Errno::LOOP) => {
+                return Err(Error::Symlink {
+                    path: path.to_owned(),
+                });
+            }
+            Err(Errno::NOTDIR) => {
+                return Err(Error::NotADirectory {
+                    path: path.to_owned(),
+                });
+            }
+            Err(Errno::XDEV) => return Err(self.outside(path)),
+            Err(Errno::NOSYS | Errno::PERM | Errno::AGAIN | Errno::INVAL) => {
+                return self.stat_checked(path);
+            }
+            Err(e) => return Err(Error::io("stat", path, e.into())),
+        };
+        let meta = File::from(fd)
+            .metadata()
+            .map_err(|e| Error::io("stat", path, e))?;
+        Ok(Some(Stat::from_metadata(&meta)))
+    }
+
+    /// The fallback of [`StateDir::stat`]: checks each directory, then
+    /// `lstat`s the entry.
+    fn stat_checked(&self, path: &Path) -> Result<Option<Stat>> {
+        if !self.check_parents(path)? {
+            return Ok(None);
+        }
+        match fs::symlink_metadata(path) {
+            Ok(meta) => Ok(Some(Stat::from_metadata(&meta))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io("stat", path, e)),
+        }
+    }
+
+    /// Returns true when something (of any kind, a symlink included) is at
+    /// `path`, false when nothing is.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::stat`]: a path that cannot be looked at is an error,
+    /// never "not there".
+    pub fn exists(&self, path: &Path) -> Result<bool> {
+        Ok(self.stat(path)?.is_some())
+    }
+
     /// Reads `path` (bounded by the read cap).
     ///
     /// # Errors
@@ -535,6 +630,20 @@ impl StateDir {
     pub fn read_bytes(&self, path: &Path) -> Result<ReadOutcome<Vec<u8>>> {
         match self.open_beneath(path)? {
             Some(file) => read_open_file(file, path, self.inner.read_cap),
+            None => Ok(ReadOutcome::Missing),
+        }
+    }
+
+    /// Reads `path` as [`StateDir::read_bytes`] does, bounded by `cap`
+    /// instead of the read cap: for files that are larger by design (a
+    /// cache, an index).
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::read_bytes`].
+    pub fn read_bytes_capped(&self, path: &Path, cap: u64) -> Result<ReadOutcome<Vec<u8>>> {
+        match self.open_beneath(path)? {
+            Some(file) => read_open_file(file, path, cap),
             None => Ok(ReadOutcome::Missing),
         }
     }
@@ -616,7 +725,10 @@ impl StateDir {
         Ok(JsonLog::with_io(path, self.inner.io.clone()))
     }
 
-    /// Locked read-modify-write of `path` (see [`update_locked`](crate::update_locked)).
+    /// Locked read-modify-write of `path`: `path` read as a `T`
+    /// under the exclusive lock of [`Lock::for_file`](crate::Lock::for_file),
+    /// `decide` chooses, and the new
+    /// value is written durably. When `decide` fails nothing is written.
     ///
     /// # Errors
     ///
@@ -639,7 +751,7 @@ impl StateDir {
     /// # Errors
     ///
     /// [`Error::NotFound`] when there is nothing at `path`; otherwise as
-    /// [`move_noclobber`](crate::move_noclobber).
+    /// [`StateDir::move_noclobber`].
     pub fn quarantine(&self, path: &Path) -> Result<PathBuf> {
         self.check_parents(path)?;
         let dir = path.parent().ok_or_else(|| self.outside(path))?;
@@ -668,13 +780,14 @@ impl StateDir {
         unreachable!("u32 suffixes exhausted")
     }
 
-    /// Removes the entry at `path` inside the root, unsynced (see
-    /// [`remove_file`](crate::remove_file) for when that is right), and
+    /// Removes the entry at `path` inside the root, unsynced (only where a removed file
+    /// that comes back after a power cut is harmless and removed again), and
     /// returns whether there was one.
     ///
     /// # Errors
     ///
-    /// As [`remove_file`](crate::remove_file), plus symlinked or outside parents.
+    /// [`Error::Io`] when the entry exists but cannot be removed.
+    /// [`Error::Symlink`] or [`Error::OutsideRoot`] for a bad path to it.
     pub fn remove_file(&self, path: &Path) -> Result<bool> {
         if !self.check_parents(path)? {
             return Ok(false);
@@ -687,16 +800,32 @@ impl StateDir {
     ///
     /// # Errors
     ///
-    /// As [`stale_temps`](crate::stale_temps).
+    /// [`Error::Io`] when a directory cannot be listed or an entry examined.
     pub fn stale_temps(&self, max_age: Duration) -> Result<Vec<PathBuf>> {
         atomic::stale_temps(&self.inner.root, max_age)
+    }
+
+    /// Returns the stale temp files (older than `max_age`) under `dir`, a
+    /// directory inside the root, changing nothing: a channel's doctor
+    /// looks at its own tree only.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OutsideRoot`], [`Error::Symlink`] or [`Error::NotADirectory`]
+    /// for a bad path to `dir`; otherwise [`Error::Io`] when a directory cannot
+    /// be listed or an entry examined.
+    pub fn stale_temps_in(&self, dir: &Path, max_age: Duration) -> Result<Vec<PathBuf>> {
+        if !self.check_parents(dir)? || !is_real_dir(dir)? {
+            return Ok(Vec::new());
+        }
+        atomic::stale_temps(dir, max_age)
     }
 
     /// Removes stale temp files (older than `max_age`) anywhere under the root.
     ///
     /// # Errors
     ///
-    /// As [`sweep_temps`](crate::sweep_temps).
+    /// As [`StateDir::stale_temps`], and [`Error::Io`] when a temp cannot be removed.
     pub fn sweep_temps(&self, max_age: Duration) -> Result<usize> {
         atomic::sweep_temps_with(self.backend(), &self.inner.root, max_age)
     }

@@ -18,6 +18,11 @@
 //! ```
 
 #![forbid(unsafe_code)]
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "test support, never in a product: it waits for files and finds binaries as a test does"
+)]
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

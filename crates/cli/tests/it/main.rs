@@ -2,6 +2,12 @@
 //! failure, against a temporary state root, with transcripts snapshotted
 //! by insta (ids, times and ages redacted).
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "tests plant, corrupt and inspect files as another program would, outside the store's API"
+)]
+
 mod attention;
 mod bus;
 mod coverage;

@@ -1,5 +1,11 @@
 //! Integration tests for chipset-nudge: one binary, a module per area.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "tests plant, corrupt and inspect files as another program would, outside the store's API"
+)]
+
 mod foreign;
 mod golden;
 mod model;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use chipset_store::{
     Channel, CorruptReason, Created, Error, JsonLog, Lock, ReadOutcome, StateDir, StateOptions,
-    is_temp_name, read_json,
+    is_temp_name,
 };
 use chipset_testkit::TempState;
 use serde_json::{Value, json};
@@ -251,7 +251,7 @@ fn create_new_never_overwrites() {
         "{err}"
     );
     assert_eq!(
-        read_json::<Value>(&path, 1024).unwrap(),
+        t.state.read_json::<Value>(&path).unwrap(),
         ReadOutcome::Value(json!({"v": 1}))
     );
     assert_eq!(names(&dir), ["m.json"], "the losing temp file was removed");

@@ -1,5 +1,11 @@
 //! Integration tests for chipset-store.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "tests plant, corrupt and inspect files as another program would, outside the store's API"
+)]
+
 mod canonical;
 mod files;
 mod ids;

@@ -1,0 +1,217 @@
+//! What is at a path, without reading it, and the two reads of files
+//! outside the state root that chipset needs.
+//!
+//! Inside the root, [`StateDir::stat`](crate::StateDir::stat) and
+//! [`StateDir::exists`](crate::StateDir::exists) answer "is something
+//! there, and what" with the root and symlink checks of every other
+//! method, and keep "not there" (`Ok(None)`, `Ok(false)`) apart from "could
+//! not look" (an error). Outside it, [`stat_outside`] and [`read_outside`]
+//! are for paths a user names (a body file, a token file, where to look
+//! for a state root); they follow symlinks, as any program reading a
+//! user's file does.
+
+use std::fs::{self, File, Metadata};
+use std::io::{self, Read};
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::error::{Error, Result};
+
+/// What kind of entry a path names (a symlink is not followed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum EntryKind {
+    /// A regular file.
+    File,
+    /// A directory.
+    Dir,
+    /// A symlink (only from a stat that does not follow it).
+    Symlink,
+    /// A FIFO, socket or device.
+    Other,
+}
+
+/// What a stat found at a path: its kind, size, identity and times.
+///
+/// The times are `(seconds, nanoseconds)` since the Unix epoch, as the
+/// kernel keeps them; a directory's mtime and ctime change with every
+/// create, rename and unlink in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Stat {
+    kind: EntryKind,
+    len: u64,
+    dev: u64,
+    ino: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Stat {
+    pub(crate) fn from_metadata(meta: &Metadata) -> Self {
+        let ft = meta.file_type();
+        let kind = if ft.is_symlink() {
+            EntryKind::Symlink
+        } else if ft.is_dir() {
+            EntryKind::Dir
+        } else if ft.is_file() {
+            EntryKind::File
+        } else {
+            EntryKind::Other
+        };
+        Stat {
+            kind,
+            len: meta.len(),
+            dev: meta.dev(),
+            ino: meta.ino(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+
+    /// Returns the kind of entry.
+    pub fn kind(&self) -> EntryKind {
+        self.kind
+    }
+
+    /// Returns true for a regular file.
+    pub fn is_file(&self) -> bool {
+        self.kind == EntryKind::File
+    }
+
+    /// Returns true for a directory.
+    pub fn is_dir(&self) -> bool {
+        self.kind == EntryKind::Dir
+    }
+
+    /// Returns the size in bytes.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Returns true when the size is zero.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Returns the device number.
+    pub fn dev(&self) -> u64 {
+        self.dev
+    }
+
+    /// Returns the inode number.
+    pub fn ino(&self) -> u64 {
+        self.ino
+    }
+
+    /// Returns the last modification time as `(seconds, nanoseconds)`.
+    pub fn mtime(&self) -> (i64, i64) {
+        self.mtime
+    }
+
+    /// Returns the last status change time as `(seconds, nanoseconds)`.
+    pub fn ctime(&self) -> (i64, i64) {
+        self.ctime
+    }
+
+    /// Returns the last modification time, or `None` when it is before the
+    /// Unix epoch (a filesystem without mtimes, a clock set wrong).
+    pub fn modified(&self) -> Option<SystemTime> {
+        let (secs, nanos) = self.mtime;
+        let secs = u64::try_from(secs).ok()?;
+        let nanos = u32::try_from(nanos).ok()?;
+        UNIX_EPOCH.checked_add(Duration::new(secs, nanos))
+    }
+}
+
+/// True for the errors that mean "nothing can be at this path": no entry,
+/// or a file where a directory on the way should be.
+pub(crate) fn is_absent(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+    )
+}
+
+/// Stats `path`, a path outside the state root that a user named,
+/// following symlinks. Returns `None` when nothing is there (or a file
+/// stands where a directory on the way should be).
+///
+/// # Errors
+///
+/// [`Error::Io`] when the path cannot be looked at (permission denied, an
+/// I/O error): "unreadable" is never "absent".
+pub fn stat_outside(path: &Path) -> Result<Option<Stat>> {
+    match fs::metadata(path) {
+        Ok(meta) => Ok(Some(Stat::from_metadata(&meta))),
+        Err(e) if is_absent(&e) => Ok(None),
+        Err(e) => Err(Error::io("stat", path, e)),
+    }
+}
+
+/// Reads at most `cap` bytes of a file outside the state root that a user
+/// named (a message body, a token), following symlinks. Anything readable
+/// is accepted, a FIFO or `/dev/stdin` included, since such a file is the
+/// user's input, not state.
+///
+/// Returns a plain [`io::Error`] so the caller can say which of its inputs
+/// failed: a missing file is [`io::ErrorKind::NotFound`], one over the cap
+/// [`io::ErrorKind::FileTooLarge`].
+///
+/// # Errors
+///
+/// As above, and whatever opening or reading the file returns.
+pub fn read_outside(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
+    let file = File::open(path)?;
+    let mut buf = Vec::new();
+    file.take(cap.saturating_add(1)).read_to_end(&mut buf)?;
+    if buf.len() as u64 > cap {
+        return Err(io::Error::new(
+            io::ErrorKind::FileTooLarge,
+            format!("larger than the {cap}-byte limit"),
+        ));
+    }
+    Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_outside_tells_missing_from_present() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("f");
+        fs::write(&file, "abc").unwrap();
+        let s = stat_outside(&file).unwrap().unwrap();
+        assert!(s.is_file() && !s.is_dir());
+        assert_eq!(s.len(), 3);
+        assert!(stat_outside(tmp.path()).unwrap().unwrap().is_dir());
+        assert_eq!(stat_outside(&tmp.path().join("none")).unwrap(), None);
+        // A file where a directory should be: nothing can be there.
+        assert_eq!(stat_outside(&file.join("below")).unwrap(), None);
+    }
+
+    #[test]
+    fn read_outside_is_bounded() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("f");
+        fs::write(&file, "abcd").unwrap();
+        assert_eq!(read_outside(&file, 4).unwrap(), b"abcd");
+        let over = read_outside(&file, 3).unwrap_err();
+        assert_eq!(over.kind(), io::ErrorKind::FileTooLarge);
+        assert_eq!(over.to_string(), "larger than the 3-byte limit");
+        let missing = read_outside(&tmp.path().join("none"), 3).unwrap_err();
+        assert_eq!(missing.kind(), io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn modified_is_the_mtime() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = stat_outside(tmp.path()).unwrap().unwrap();
+        let m = s.modified().unwrap();
+        let d = m.duration_since(UNIX_EPOCH).unwrap();
+        assert_eq!(d.as_secs() as i64, s.mtime().0);
+        assert_eq!(i64::from(d.subsec_nanos()), s.mtime().1);
+    }
+}
