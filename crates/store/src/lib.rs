@@ -254,7 +254,7 @@ pub use read::{
 pub use sortable::SortableId;
 pub use state::{Channel, DEFAULT_ROOT, QUARANTINE_DIR, StateDir, StateOptions};
 pub use time::{Clock, ManualClock, SharedClock, SystemClock, Timestamp};
-pub use watch::{Wake, WatchConfig, WatchTarget, Watcher};
+pub use watch::{WatchConfig, WatchTarget, WatchWake, Watcher};
 
 #[doc(hidden)]
 pub mod __private {

@@ -6,7 +6,7 @@ use std::fs;
 use std::time::Duration;
 
 use chipset_hook::{
-    Actor, Assignment, Error, Event, HookStatus, Hooks, Op, Pickup, TransitionError,
+    Actor, Assignment, Error, HookEvent, HookStatus, Hooks, Op, Pickup, TransitionError,
 };
 use chipset_store::Timestamp;
 use proptest::prelude::*;
@@ -357,18 +357,18 @@ fn outcome<T>(r: Result<T, Error>) -> Outcome {
     }
 }
 
-fn event(op: Op, bead: usize, fence: MFence) -> Event {
+fn event(op: Op, bead: usize, fence: MFence) -> HookEvent {
     let a = assignment(fence);
     match op {
-        Op::Assign => Event::Assign {
+        Op::Assign => HookEvent::Assign {
             bead_id: crate::bead(BEADS[bead]),
             title: title(bead),
         },
-        Op::Activate => Event::Activate(a),
-        Op::Touch => Event::Touch(a),
-        Op::Complete => Event::Complete(a),
-        Op::Clear => Event::Clear(a),
-        Op::Reassign => Event::Reassign(a),
+        Op::Activate => HookEvent::Activate(a),
+        Op::Touch => HookEvent::Touch(a),
+        Op::Complete => HookEvent::Complete(a),
+        Op::Clear => HookEvent::Clear(a),
+        Op::Reassign => HookEvent::Reassign(a),
     }
 }
 

@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chipset_nudge::{
-    Delivery, Draft, Error, KindRegistry, ManualResolution, NewReminder, NudgeType, Nudges, Opened,
-    Received, ReminderFilter, ReminderId, ReminderKey, Reminders, Resolution, preset,
+    Delivery, Error, KindRegistry, ManualResolution, NewNudge, NewReminder, NudgeType, Nudges,
+    Opened, Received, ReminderFilter, ReminderId, ReminderKey, Reminders, Resolution, preset,
 };
 use chipset_store::{Clock, StateDir};
 use proptest::prelude::*;
@@ -71,7 +71,7 @@ proptest! {
                 SigOp::Send { to, kind } => {
                     let kind_name = KINDS[kind];
                     let d = nudges
-                        .send(&agent(&name(to)), Draft::new(sender.clone(), NudgeType::from_name(kind_name), "m"))
+                        .send(&agent(&name(to)), NewNudge::new(sender.clone(), NudgeType::from_name(kind_name), "m"))
                         .unwrap();
                     let m = &mut model[to];
                     let pending = m.latest.clone().filter(|(id, ..)| m.processed.as_ref() != Some(id));
