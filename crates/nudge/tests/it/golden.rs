@@ -177,7 +177,7 @@ fn our_nudge_is_readable_by_seed_readers() {
     assert!(obj["message"].is_string());
     assert!(obj["requires_response"].is_boolean());
     // JavaScript's Date parses it; RFC 3339 with milliseconds and Z.
-    assert_eq!(obj["timestamp"], "2026-03-05T10:35:00.000Z");
+    assert_eq!(obj["timestamp"], "2026-03-05T10:35:00.123Z");
     assert!(!obj.contains_key("to"));
     let keys: Vec<_> = obj.keys().cloned().collect();
     let mut sorted = keys.clone();
