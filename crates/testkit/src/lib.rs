@@ -28,6 +28,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use chipset_store::testing::NoSyncIo;
 use chipset_store::{AgentId, BeadId, ManualClock, StateDir, StateOptions, TaskId, Timestamp};
 
 /// The environment variable that names a child's role.
@@ -266,6 +267,21 @@ impl TempState {
             ..options
         });
         (state, clock)
+    }
+
+    /// Makes a fresh state root on a manual clock stopped at [`T0`] whose
+    /// store skips every sync ([`NoSyncIo`]), and returns the clock with it:
+    /// for model and property tests, which run thousands of operations and
+    /// never cut the power. Crash and power-cut tests must not use it.
+    ///
+    /// # Panics
+    ///
+    /// When the temporary directory cannot be made.
+    pub fn manual_no_sync() -> (Self, ManualClock) {
+        Self::manual_with(StateOptions {
+            io: NoSyncIo::shared(),
+            ..StateOptions::default()
+        })
     }
 }
 

@@ -25,3 +25,10 @@ pub(crate) fn manual() -> (TempState, ManualClock, Bus) {
     let bus = Bus::new(t.state.clone());
     (t, clock, bus)
 }
+
+/// As [`manual`], on a store that skips its syncs: for the model tests.
+pub(crate) fn manual_no_sync() -> (TempState, ManualClock, Bus) {
+    let (t, clock) = TempState::manual_no_sync();
+    let bus = Bus::new(t.state.clone());
+    (t, clock, bus)
+}

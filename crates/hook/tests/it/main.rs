@@ -25,3 +25,10 @@ pub(crate) fn setup() -> Setup {
     let hooks = Hooks::new(tmp.state.clone());
     Setup { tmp, hooks, clock }
 }
+
+/// As [`setup`], on a store that skips its syncs: for the model tests.
+pub(crate) fn setup_no_sync() -> Setup {
+    let (tmp, clock) = TempState::manual_no_sync();
+    let hooks = Hooks::new(tmp.state.clone());
+    Setup { tmp, hooks, clock }
+}

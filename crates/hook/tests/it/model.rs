@@ -12,7 +12,7 @@ use chipset_store::Timestamp;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use crate::{T0, agent, bead, setup};
+use crate::{T0, agent, bead, setup_no_sync};
 
 const AGENTS: [&str; 2] = ["a", "b"];
 const BEADS: [&str; 3] = ["b0", "b1", "b2"];
@@ -522,7 +522,7 @@ proptest! {
 
     #[test]
     fn files_and_model_agree_after_every_step(steps in prop::collection::vec(step_strategy(), 1..40)) {
-        let s = setup();
+        let s = setup_no_sync();
         let mut m = Model { files: [MFile::Missing, MFile::Missing], now: T0, history: Vec::new() };
         for (i, step) in steps.iter().enumerate() {
             let (got, want) = run_step(&s.hooks, &s.clock, &mut m, step);

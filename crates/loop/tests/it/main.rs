@@ -60,7 +60,15 @@ impl Setup {
 }
 
 pub(crate) fn setup() -> Setup {
-    let (tmp, clock) = TempState::manual();
+    setup_on(TempState::manual())
+}
+
+/// As [`setup`], on a store that skips its syncs: for the property tests.
+pub(crate) fn setup_no_sync() -> Setup {
+    setup_on(TempState::manual_no_sync())
+}
+
+fn setup_on((tmp, clock): (TempState, ManualClock)) -> Setup {
     let state = tmp.state.clone();
     Setup {
         hooks: Hooks::new(state.clone()),

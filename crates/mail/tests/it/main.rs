@@ -42,3 +42,10 @@ pub(crate) fn fixture_with(config: MailConfig) -> Fixture {
     let mail = Mail::with_config(tmp.state.clone(), config);
     Fixture { tmp, clock, mail }
 }
+
+/// As [`fixture_with`], on a store that skips its syncs: for the model tests.
+pub(crate) fn fixture_no_sync(config: MailConfig) -> Fixture {
+    let (tmp, clock) = TempState::manual_no_sync();
+    let mail = Mail::with_config(tmp.state.clone(), config);
+    Fixture { tmp, clock, mail }
+}

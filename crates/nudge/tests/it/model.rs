@@ -10,7 +10,7 @@ use chipset_nudge::{
 use chipset_store::{Clock, StateDir};
 use proptest::prelude::*;
 
-use crate::support::{agent, manual_state};
+use crate::support::{agent, manual_no_sync};
 
 // ---------------------------------------------------------------- signals
 
@@ -62,7 +62,7 @@ proptest! {
 
     #[test]
     fn signals_match_the_model(ops in proptest::collection::vec(sig_op(), 1..40)) {
-        let (t, clock) = manual_state();
+        let (t, clock) = manual_no_sync();
         let mut nudges = Nudges::new(t.state.clone());
         let mut model: Vec<SigModel> = vec![SigModel::default(); AGENTS];
         let sender = agent("mayor");
@@ -197,7 +197,7 @@ proptest! {
 
     #[test]
     fn reminders_match_the_model(ops in proptest::collection::vec(rem_op(), 1..30)) {
-        let (t, clock) = manual_state();
+        let (t, clock) = manual_no_sync();
         let r = Reminders::new(t.state.clone(), KindRegistry::preset());
         let mut live: Vec<Live> = vec![Live::None; KEYS];
         let mut rows = 0usize;

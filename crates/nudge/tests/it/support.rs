@@ -10,6 +10,11 @@ pub(crate) fn manual_state() -> (TempState, ManualClock) {
     TempState::manual()
 }
 
+/// As [`manual_state`], on a store that skips its syncs: for the model tests.
+pub(crate) fn manual_no_sync() -> (TempState, ManualClock) {
+    TempState::manual_no_sync()
+}
+
 /// Names of the temp files (dot-files ending `.tmp`) under `dir`, recursively.
 pub(crate) fn temps_under(dir: &std::path::Path) -> Vec<String> {
     let mut out = Vec::new();
