@@ -10,8 +10,8 @@
 //! use std::time::Duration;
 //! use chipset::bus::{Bus, NewEvent, Priority};
 //! use chipset::hook::{Hooks, Pickup};
-//! use chipset::mail::{Draft as Mail, Mail as Mailbox};
-//! use chipset::nudge::{Draft as Nudge, NudgeType, Nudges, Received};
+//! use chipset::mail::{Draft, Mail};
+//! use chipset::nudge::{NewNudge, NudgeType, Nudges, Received};
 //! use chipset::store::{AgentId, BeadId, StateDir, TaskId};
 //!
 //! let tmp = tempfile::tempdir()?;
@@ -26,7 +26,7 @@
 //!
 //! // The witness asks whether the agent is alive; the agent answers.
 //! let nudges = Nudges::new(state.clone());
-//! nudges.send(&polecat, Nudge::new(witness.clone(), NudgeType::HealthCheck, "working?").requiring_response())?;
+//! nudges.send(&polecat, NewNudge::new(witness.clone(), NudgeType::HealthCheck, "working?").requiring_response())?;
 //! if let Received::New(check) = nudges.receive(&polecat)? {
 //!     nudges.respond(&polecat, &check, "yes, on gt-abc12")?;
 //!     nudges.mark_processed(&polecat, &check)?;
@@ -35,13 +35,21 @@
 //!
 //! // The agent finishes (fenced on its assignment), reports by mail and wakes the mayor.
 //! hooks.complete(&work)?;
-//! let mail = Mailbox::new(state.clone());
-//! mail.send(&Mail::notify(polecat.clone(), mayor.clone(), TaskId::new("gt-abc12")?, "completion-report", "done"))?;
+//! let mail = Mail::new(state.clone());
+//! mail.send(&Draft::notify(polecat.clone(), mayor.clone(), TaskId::new("gt-abc12")?, "completion-report", "done"))?;
 //! let bus = Bus::new(state.clone());
 //! bus.publish(&mayor, &NewEvent::new("polecat-alpha", "work-completed").priority(Priority::High))?;
 //! assert_eq!(bus.pending(&mayor)?.len(), 1);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! Every public name is unique across these modules, so any of them can be
+//! glob-imported together (`use chipset::{mail::*, nudge::*, bus::*}`) and
+//! read without renames. The one deliberate exception is each crate's
+//! `Error` and `Result` (`chipset_mail`'s error is [`mail::MailError`]):
+//! like `std::io::Result` and `std::fmt::Result`, they are named through
+//! their module (`bus::Error`, `hook::Result<()>`), which says which
+//! channel failed.
 //!
 //! The guarantees (what is durable when, what a crash can and cannot leave
 //! behind) are stated in [`store`]'s crate docs; the loops that tie the

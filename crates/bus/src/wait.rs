@@ -96,13 +96,13 @@ impl Waiter {
                 d.saturating_duration_since(Instant::now())
             });
             match self.watcher.wait(left) {
-                chipset_store::Wake::Changed(paths) => {
+                chipset_store::WatchWake::Changed(paths) => {
                     for path in paths {
                         self.note(&path, &mut arrived)?;
                     }
                 }
-                chipset_store::Wake::Rescan => self.rescan(&mut arrived)?,
-                chipset_store::Wake::TimedOut => {}
+                chipset_store::WatchWake::Rescan => self.rescan(&mut arrived)?,
+                chipset_store::WatchWake::TimedOut => {}
             }
             if !arrived.is_empty() {
                 let mut entries: Vec<QueueEntry> = arrived

@@ -4,7 +4,9 @@ use std::fmt::Write as _;
 use std::io::Read as _;
 use std::time::Duration;
 
-use chipset_mail::{ArchiveOutcome, DoctorMode, Draft, InboxFilter, Kind, Mail, Message, Priority};
+use chipset_mail::{
+    ArchiveOutcome, DoctorMode, Draft, InboxFilter, Kind, Mail, MailPriority, Message,
+};
 use chipset_store::MessageId;
 use serde_json::json;
 
@@ -266,8 +268,8 @@ fn listing(paint: Paint, messages: &[Message], bodies: bool, empty: &str) -> Out
             Tone::Plain
         };
         let priority_tone = match m.priority() {
-            Priority::Urgent => Tone::Bad,
-            Priority::Low => Tone::Dim,
+            MailPriority::Urgent => Tone::Bad,
+            MailPriority::Low => Tone::Dim,
             _ => Tone::Plain,
         };
         table.row(vec![

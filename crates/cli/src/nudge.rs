@@ -1,6 +1,6 @@
 //! `chipset nudge ...`: [`chipset_nudge::Nudges`] from a shell.
 
-use chipset_nudge::{Delivery, Draft, Nudge, NudgeType, Nudges, Received};
+use chipset_nudge::{Delivery, NewNudge, Nudge, NudgeType, Nudges, Received};
 use chipset_store::{AgentId, ReadOutcome};
 use serde_json::{Value, json};
 
@@ -20,7 +20,7 @@ pub(crate) fn run(ctx: &Ctx, command: NudgeCommand) -> Result<Output> {
             message,
             requires_response,
         } => {
-            let mut draft = Draft::new(from, NudgeType::from_name(&kind), message);
+            let mut draft = NewNudge::new(from, NudgeType::from_name(&kind), message);
             if requires_response {
                 draft = draft.requiring_response();
             }

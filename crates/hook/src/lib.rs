@@ -187,4 +187,4 @@ pub use scan::{
 };
 pub use state::{Assignment, Hook, HookState, HookStatus, WorkItem};
 pub use store::{HookRead, Hooks, Pickup, Reassigned};
-pub use transition::{Actor, Event, Op, Role, TransitionError, already_applied, transition};
+pub use transition::{Actor, HookEvent, Op, Role, TransitionError, already_applied, transition};

@@ -11,7 +11,7 @@ use chipset_store::{
 use crate::error::{Error, Result};
 use crate::format::{HookFile, Invalid, parse};
 use crate::state::{Assignment, Hook, HookState, HookStatus};
-use crate::transition::{Actor, Event, TransitionError, already_applied, transition};
+use crate::transition::{Actor, HookEvent, TransitionError, already_applied, transition};
 
 /// What reading one hook found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -206,7 +206,7 @@ impl Hooks {
         title: impl Into<String>,
         by: Option<&AgentId>,
     ) -> Result<Assignment> {
-        let event = Event::Assign {
+        let event = HookEvent::Assign {
             bead_id,
             title: title.into(),
         };
@@ -234,7 +234,7 @@ impl Hooks {
     pub fn activate(&self, held: &Assignment) -> Result<Hook> {
         self.apply(
             &held.agent,
-            Event::Activate(held.clone()),
+            HookEvent::Activate(held.clone()),
             &Actor::Agent(held.agent.clone()),
         )
     }
@@ -249,7 +249,7 @@ impl Hooks {
     pub fn touch(&self, held: &Assignment) -> Result<Hook> {
         self.apply(
             &held.agent,
-            Event::Touch(held.clone()),
+            HookEvent::Touch(held.clone()),
             &Actor::Agent(held.agent.clone()),
         )
     }
@@ -263,7 +263,7 @@ impl Hooks {
     pub fn complete(&self, held: &Assignment) -> Result<Hook> {
         self.apply(
             &held.agent,
-            Event::Complete(held.clone()),
+            HookEvent::Complete(held.clone()),
             &Actor::Agent(held.agent.clone()),
         )
     }
@@ -282,7 +282,7 @@ impl Hooks {
     pub fn clear(&self, held: &Assignment) -> Result<Hook> {
         self.apply(
             &held.agent,
-            Event::Clear(held.clone()),
+            HookEvent::Clear(held.clone()),
             &Actor::Dispatcher(None),
         )
     }
@@ -303,7 +303,7 @@ impl Hooks {
         let (before, hook) = self.change(
             &held.agent,
             "reassign",
-            Event::Reassign(held.clone()),
+            HookEvent::Reassign(held.clone()),
             &Actor::Dispatcher(None),
         )?;
         let Some(taken) = before.assignment() else {
@@ -337,9 +337,11 @@ impl Hooks {
             let (event, pickup) = match (hook.state(), hook.assignment()) {
                 (_, None) => return Ok(Decision::Keep(Pickup::Idle)),
                 (HookState::Pending(_), Some(a)) => {
-                    (Event::Activate(a.clone()), Pickup::Started(a))
+                    (HookEvent::Activate(a.clone()), Pickup::Started(a))
                 }
-                (HookState::Active(_), Some(a)) => (Event::Touch(a.clone()), Pickup::Resumed(a)),
+                (HookState::Active(_), Some(a)) => {
+                    (HookEvent::Touch(a.clone()), Pickup::Resumed(a))
+                }
                 (_, Some(a)) => return Ok(Decision::Keep(Pickup::AwaitingClear(a))),
             };
             let new = transition(&hook, &event, &me, now)?;
@@ -347,14 +349,14 @@ impl Hooks {
         })
     }
 
-    /// Applies any [`Event`] by `actor` to `agent`'s hook under its lock and
+    /// Applies any [`HookEvent`] by `actor` to `agent`'s hook under its lock and
     /// returns the new hook. The typed methods above are this with the actor
     /// filled in.
     ///
     /// # Errors
     ///
     /// [`Error::Transition`] when the rules refuse; [`Error::Corrupt`]; [`Error::Store`].
-    pub fn apply(&self, agent: &AgentId, event: Event, actor: &Actor) -> Result<Hook> {
+    pub fn apply(&self, agent: &AgentId, event: HookEvent, actor: &Actor) -> Result<Hook> {
         let op = event.op().as_str();
         self.change(agent, op, event, actor).map(|(_, after)| after)
     }
@@ -363,7 +365,7 @@ impl Hooks {
         &self,
         agent: &AgentId,
         op: &'static str,
-        event: Event,
+        event: HookEvent,
         actor: &Actor,
     ) -> Result<(Hook, Hook)> {
         self.locked(agent, op, |before, now| {

@@ -102,7 +102,7 @@ impl fmt::Display for Op {
 
 /// What happens to a hook.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Event {
+pub enum HookEvent {
     /// Give an empty hook new work (dispatcher).
     Assign {
         /// The bead to work on.
@@ -122,28 +122,28 @@ pub enum Event {
     Reassign(Assignment),
 }
 
-impl Event {
+impl HookEvent {
     /// Returns the operation.
     pub fn op(&self) -> Op {
         match self {
-            Event::Assign { .. } => Op::Assign,
-            Event::Activate(_) => Op::Activate,
-            Event::Touch(_) => Op::Touch,
-            Event::Complete(_) => Op::Complete,
-            Event::Clear(_) => Op::Clear,
-            Event::Reassign(_) => Op::Reassign,
+            HookEvent::Assign { .. } => Op::Assign,
+            HookEvent::Activate(_) => Op::Activate,
+            HookEvent::Touch(_) => Op::Touch,
+            HookEvent::Complete(_) => Op::Complete,
+            HookEvent::Clear(_) => Op::Clear,
+            HookEvent::Reassign(_) => Op::Reassign,
         }
     }
 
     /// Returns the assignment the event is fenced on (all but assign).
     pub fn fence(&self) -> Option<&Assignment> {
         match self {
-            Event::Assign { .. } => None,
-            Event::Activate(a)
-            | Event::Touch(a)
-            | Event::Complete(a)
-            | Event::Clear(a)
-            | Event::Reassign(a) => Some(a),
+            HookEvent::Assign { .. } => None,
+            HookEvent::Activate(a)
+            | HookEvent::Touch(a)
+            | HookEvent::Complete(a)
+            | HookEvent::Clear(a)
+            | HookEvent::Reassign(a) => Some(a),
         }
     }
 }
@@ -253,11 +253,11 @@ impl TransitionError {
 /// assignment to recognise a retry by (its refusal,
 /// [`TransitionError::AlreadyAssigned`], names the bead the hook holds), and
 /// touch on an active hook simply applies again.
-pub fn already_applied(hook: &Hook, event: &Event) -> bool {
+pub fn already_applied(hook: &Hook, event: &HookEvent) -> bool {
     match (event, &hook.state) {
-        (Event::Activate(a), HookState::Active(_))
-        | (Event::Complete(a), HookState::Completed(_)) => a.matches(hook),
-        (Event::Clear(a) | Event::Reassign(a), HookState::Empty) => {
+        (HookEvent::Activate(a), HookState::Active(_))
+        | (HookEvent::Complete(a), HookState::Completed(_)) => a.matches(hook),
+        (HookEvent::Clear(a) | HookEvent::Reassign(a), HookState::Empty) => {
             a.agent == hook.agent && a.generation.checked_add(1) == Some(hook.generation)
         }
         _ => false,
@@ -286,20 +286,20 @@ fn next_generation(g: u64) -> u64 {
 /// reassign add one to the generation.
 ///
 /// ```
-/// use chipset_hook::{transition, Actor, Event, Hook, HookStatus};
+/// use chipset_hook::{transition, Actor, HookEvent, Hook, HookStatus};
 /// use chipset_store::{AgentId, BeadId, Timestamp};
 /// let agent = AgentId::new("polecat-alpha")?;
 /// let now = Timestamp::parse("2026-03-05T10:30:00Z")?;
 /// let empty = Hook::missing(agent.clone());
-/// let assign = Event::Assign { bead_id: BeadId::new("gt-abc12")?, title: "Add README section".into() };
+/// let assign = HookEvent::Assign { bead_id: BeadId::new("gt-abc12")?, title: "Add README section".into() };
 /// let pending = transition(&empty, &assign, &Actor::Dispatcher(None), now)?;
 /// assert_eq!(pending.status(), HookStatus::Pending);
 ///
 /// // Only the owning agent may activate, and only with the assignment it holds.
 /// let held = pending.assignment().unwrap();
-/// let err = transition(&pending, &Event::Activate(held.clone()), &Actor::Dispatcher(None), now);
+/// let err = transition(&pending, &HookEvent::Activate(held.clone()), &Actor::Dispatcher(None), now);
 /// assert!(err.is_err());
-/// let active = transition(&pending, &Event::Activate(held), &Actor::Agent(agent), now)?;
+/// let active = transition(&pending, &HookEvent::Activate(held), &Actor::Agent(agent), now)?;
 /// assert_eq!(active.status(), HookStatus::Active);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -309,7 +309,7 @@ fn next_generation(g: u64) -> u64 {
 /// A [`TransitionError`] naming the hook's state and who may do what.
 pub fn transition(
     hook: &Hook,
-    event: &Event,
+    event: &HookEvent,
     actor: &Actor,
     now: Timestamp,
 ) -> Result<Hook, TransitionError> {
@@ -357,7 +357,7 @@ pub fn transition(
     };
     let generation = hook.generation;
     match (event, &hook.state) {
-        (Event::Assign { bead_id, title }, HookState::Empty) => {
+        (HookEvent::Assign { bead_id, title }, HookState::Empty) => {
             let by = match actor {
                 Actor::Dispatcher(by) => by.clone(),
                 Actor::Agent(_) => None,
@@ -365,7 +365,7 @@ pub fn transition(
             let work = WorkItem::new(bead_id.clone(), title.clone(), now, by);
             moved(HookState::Pending(work), next_generation(generation))
         }
-        (Event::Assign { .. }, state) => Err(TransitionError::AlreadyAssigned {
+        (HookEvent::Assign { .. }, state) => Err(TransitionError::AlreadyAssigned {
             agent: agent.clone(),
             status: state.status(),
             bead_id: state
@@ -373,15 +373,17 @@ pub fn transition(
                 .map(|w| w.bead_id.clone())
                 .expect("a non-empty state carries work"),
         }),
-        (Event::Activate(_), HookState::Pending(w)) => {
+        (HookEvent::Activate(_), HookState::Pending(w)) => {
             moved(HookState::Active(w.clone()), generation)
         }
-        (Event::Touch(_), HookState::Active(w)) => moved(HookState::Active(w.clone()), generation),
-        (Event::Complete(_), HookState::Active(w)) => {
+        (HookEvent::Touch(_), HookState::Active(w)) => {
+            moved(HookState::Active(w.clone()), generation)
+        }
+        (HookEvent::Complete(_), HookState::Active(w)) => {
             moved(HookState::Completed(w.clone()), generation)
         }
-        (Event::Clear(_), HookState::Completed(_))
-        | (Event::Reassign(_), HookState::Pending(_) | HookState::Active(_)) => {
+        (HookEvent::Clear(_), HookState::Completed(_))
+        | (HookEvent::Reassign(_), HookState::Pending(_) | HookState::Active(_)) => {
             moved(HookState::Empty, next_generation(generation))
         }
         (_, state) => Err(TransitionError::WrongState {
@@ -422,17 +424,17 @@ mod tests {
         ]
     }
 
-    fn fenced(op: Op, a: Assignment) -> Event {
+    fn fenced(op: Op, a: Assignment) -> HookEvent {
         match op {
-            Op::Assign => Event::Assign {
+            Op::Assign => HookEvent::Assign {
                 bead_id: BeadId::new("b2").unwrap(),
                 title: "new".into(),
             },
-            Op::Activate => Event::Activate(a),
-            Op::Touch => Event::Touch(a),
-            Op::Complete => Event::Complete(a),
-            Op::Clear => Event::Clear(a),
-            Op::Reassign => Event::Reassign(a),
+            Op::Activate => HookEvent::Activate(a),
+            Op::Touch => HookEvent::Touch(a),
+            Op::Complete => HookEvent::Complete(a),
+            Op::Clear => HookEvent::Clear(a),
+            Op::Reassign => HookEvent::Reassign(a),
         }
     }
 
@@ -499,28 +501,34 @@ mod tests {
         let pending = hook(HookState::Pending(work("b1")));
         let held = pending.assignment().unwrap();
         let me = Actor::Agent(agent("a"));
-        let active = transition(&pending, &Event::Activate(held.clone()), &me, t(1)).unwrap();
-        assert!(already_applied(&active, &Event::Activate(held.clone())));
-        assert!(!already_applied(&pending, &Event::Activate(held.clone())));
-        assert!(!already_applied(&active, &Event::Complete(held.clone())));
-        let done = transition(&active, &Event::Complete(held.clone()), &me, t(2)).unwrap();
-        assert!(already_applied(&done, &Event::Complete(held.clone())));
-        assert!(!already_applied(&done, &Event::Activate(held.clone())));
+        let active = transition(&pending, &HookEvent::Activate(held.clone()), &me, t(1)).unwrap();
+        assert!(already_applied(&active, &HookEvent::Activate(held.clone())));
+        assert!(!already_applied(
+            &pending,
+            &HookEvent::Activate(held.clone())
+        ));
+        assert!(!already_applied(
+            &active,
+            &HookEvent::Complete(held.clone())
+        ));
+        let done = transition(&active, &HookEvent::Complete(held.clone()), &me, t(2)).unwrap();
+        assert!(already_applied(&done, &HookEvent::Complete(held.clone())));
+        assert!(!already_applied(&done, &HookEvent::Activate(held.clone())));
         let mayor = Actor::Dispatcher(None);
-        let empty = transition(&done, &Event::Clear(held.clone()), &mayor, t(3)).unwrap();
-        assert!(already_applied(&empty, &Event::Clear(held.clone())));
-        assert!(already_applied(&empty, &Event::Reassign(held.clone())));
+        let empty = transition(&done, &HookEvent::Clear(held.clone()), &mayor, t(3)).unwrap();
+        assert!(already_applied(&empty, &HookEvent::Clear(held.clone())));
+        assert!(already_applied(&empty, &HookEvent::Reassign(held.clone())));
         // An assignment two generations back, or another agent's, is not this one.
         let mut old = held.clone();
         old.generation -= 1;
-        assert!(!already_applied(&empty, &Event::Clear(old)));
+        assert!(!already_applied(&empty, &HookEvent::Clear(old)));
         let mut other = held.clone();
         other.agent = agent("z");
-        assert!(!already_applied(&empty, &Event::Clear(other)));
+        assert!(!already_applied(&empty, &HookEvent::Clear(other)));
         // A new assignment of the same bead is not the old one.
         let again = transition(
             &empty,
-            &Event::Assign {
+            &HookEvent::Assign {
                 bead_id: BeadId::new("b1").unwrap(),
                 title: "title".into(),
             },
@@ -530,12 +538,12 @@ mod tests {
         .unwrap();
         let new_active = transition(
             &again,
-            &Event::Activate(again.assignment().unwrap()),
+            &HookEvent::Activate(again.assignment().unwrap()),
             &me,
             t(5),
         )
         .unwrap();
-        assert!(!already_applied(&new_active, &Event::Activate(held)));
+        assert!(!already_applied(&new_active, &HookEvent::Activate(held)));
     }
 
     #[test]
@@ -583,21 +591,21 @@ mod tests {
         a.agent = agent("z");
         variants.push(a);
         for held in variants {
-            let e =
-                transition(&h, &Event::Touch(held), &Actor::Agent(agent("a")), t(2)).unwrap_err();
+            let e = transition(&h, &HookEvent::Touch(held), &Actor::Agent(agent("a")), t(2))
+                .unwrap_err();
             assert!(e.is_stale(), "{e}");
         }
         // The title and assigned_by are not part of the fence.
         let mut a = good;
         a.work.title = "renamed".into();
         a.work.assigned_by = Some(agent("mayor"));
-        assert!(transition(&h, &Event::Touch(a), &Actor::Agent(agent("a")), t(2)).is_ok());
+        assert!(transition(&h, &HookEvent::Touch(a), &Actor::Agent(agent("a")), t(2)).is_ok());
     }
 
     #[test]
     fn assign_records_the_dispatcher_and_time() {
         let h = hook(HookState::Empty);
-        let event = Event::Assign {
+        let event = HookEvent::Assign {
             bead_id: BeadId::new("gt-1").unwrap(),
             title: "Fix".into(),
         };
@@ -612,7 +620,7 @@ mod tests {
     fn error_messages_say_state_and_who_may() {
         let h = hook(HookState::Pending(work("b1")));
         let a = h.assignment().unwrap();
-        let check = |event: Event, actor: Actor, expected: &str| {
+        let check = |event: HookEvent, actor: Actor, expected: &str| {
             let e = transition(&h, &event, &actor, t(1)).unwrap_err();
             assert_eq!(e.to_string(), expected);
         };
@@ -622,22 +630,22 @@ mod tests {
             "cannot assign to `a`: its hook is already pending with bead `b1`; only an empty hook takes new work",
         );
         check(
-            Event::Activate(a.clone()),
+            HookEvent::Activate(a.clone()),
             Actor::Dispatcher(Some(agent("mayor"))),
             "dispatcher `mayor` may not activate the hook of `a`: only the agent that owns the hook may",
         );
         check(
-            Event::Activate(a.clone()),
+            HookEvent::Activate(a.clone()),
             Actor::Agent(agent("b")),
             "agent `b` may not activate the hook of `a`: only `a` itself may",
         );
         check(
-            Event::Complete(a.clone()),
+            HookEvent::Complete(a.clone()),
             Actor::Agent(agent("a")),
             "cannot complete the hook of `a`: it is pending, and complete needs an active hook",
         );
         check(
-            Event::Clear(a),
+            HookEvent::Clear(a),
             Actor::Dispatcher(None),
             "cannot clear the hook of `a`: it is pending, and clear needs a completed hook (take pending or active work away with reassign)",
         );

@@ -23,8 +23,8 @@ use chipset_hook::Hooks;
 use chipset_loop::{Attention, AttentionConfig, REMINDER_AGENT_FIELD, WorkKind};
 use chipset_mail::{Draft as MailDraft, Mail};
 use chipset_nudge::{
-    Draft as NudgeDraft, KindRegistry, ManualResolution, NewReminder, NudgeType, Nudges,
-    ReminderKey, Reminders,
+    KindRegistry, ManualResolution, NewNudge, NewReminder, NudgeType, Nudges, ReminderKey,
+    Reminders,
 };
 use chipset_store::{AgentId, BeadId, StateDir, TaskId, WatchConfig};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
@@ -63,7 +63,7 @@ impl Channels {
                 self.hooks.assign(to, bead, "bench", Some(&from)).unwrap();
             }
             WorkKind::Nudge => {
-                let draft = NudgeDraft::new(from, NudgeType::HealthCheck, format!("n{n}"));
+                let draft = NewNudge::new(from, NudgeType::HealthCheck, format!("n{n}"));
                 assert!(!self.nudges.send(to, draft).unwrap().is_held());
             }
             WorkKind::Mail => {

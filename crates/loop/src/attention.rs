@@ -12,7 +12,7 @@ use chipset_nudge::{
     SNOOZED_DIR,
 };
 use chipset_store::{
-    AgentId, Channel, StateDir, Timestamp, Wake, WatchConfig, WatchTarget, Watcher,
+    AgentId, Channel, StateDir, Timestamp, WatchConfig, WatchTarget, WatchWake, Watcher,
 };
 use serde::Serialize;
 
@@ -301,7 +301,7 @@ impl Attention {
             if !brief.is_empty() {
                 return Ok(brief);
             }
-            if watcher.wait(deadline.left()) == Wake::TimedOut && deadline.passed() {
+            if watcher.wait(deadline.left()) == WatchWake::TimedOut && deadline.passed() {
                 return self.brief(agent);
             }
         }
@@ -611,7 +611,7 @@ impl BriefWatch {
             if self.last.is_none() {
                 self.last = Some(brief);
             }
-            if self.watcher.wait(deadline.left()) == Wake::TimedOut && deadline.passed() {
+            if self.watcher.wait(deadline.left()) == WatchWake::TimedOut && deadline.passed() {
                 return Ok(None);
             }
         }

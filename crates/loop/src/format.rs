@@ -474,17 +474,17 @@ impl fmt::Display for Phase {
 
 /// One critic finding.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Finding {
+pub struct CriticFinding {
     /// The finding category (`style`, `dead-code`, `missing-test`, …).
     pub category: String,
     /// What is wrong.
     pub detail: String,
 }
 
-impl Finding {
+impl CriticFinding {
     /// Returns a finding.
     pub fn new(category: impl Into<String>, detail: impl Into<String>) -> Self {
-        Finding {
+        CriticFinding {
             category: category.into(),
             detail: detail.into(),
         }
@@ -497,7 +497,7 @@ pub struct CriticReport {
     /// The verification's exit code (0: passed).
     pub verify_exit_code: i32,
     /// The findings (empty: none).
-    pub findings: Vec<Finding>,
+    pub findings: Vec<CriticFinding>,
 }
 
 impl CriticReport {
@@ -510,7 +510,7 @@ impl CriticReport {
     }
 
     /// Returns a report with this verification exit code and findings.
-    pub fn new(verify_exit_code: i32, findings: Vec<Finding>) -> Self {
+    pub fn new(verify_exit_code: i32, findings: Vec<CriticFinding>) -> Self {
         CriticReport {
             verify_exit_code,
             findings,

@@ -6,7 +6,7 @@
 //! (or a step of a round) reads the time once from the state's clock, takes
 //! the steps that are due, and returns what it did as typed values. Each
 //! has a pure core that reads no file and no clock: [`judge`] (witness),
-//! [`transition`] (dispatcher ledger), [`route`] (rounds). Nothing sleeps
+//! [`ledger_transition`] (dispatcher ledger), [`route`] (rounds). Nothing sleeps
 //! inside a library call except the `run_until` helpers, which are
 //! blocking by name; calls do wait, with no timeout, for the advisory lock
 //! of a file another process is changing. On a
@@ -115,7 +115,7 @@
 //! only the current assignment's completion, verified on its hook, counts;
 //! reports about another assignment are [`DispatchAction::Ignored`].
 //! Suspended agents get no new work until [`Dispatcher::reinstate`].
-//! The ledger's rule is the pure [`transition`]`(entry, event, now)`: it
+//! The ledger's rule is the pure [`ledger_transition`]`(entry, event, now)`: it
 //! returns the entry to write, the effects around the write and the next
 //! [`LedgerCommand`] (read a hook, assign, mail, reassign, clear), whose
 //! result comes back as the next [`LedgerEvent`].
@@ -226,13 +226,13 @@ pub use attention::{
 pub use channels::Channels;
 pub use dispatcher::{
     DEFAULT_DISPATCH_POLL, DispatchAction, Dispatcher, DispatcherConfig, IgnoreReason, Ledger,
-    LedgerCommand, LedgerEffect, LedgerEvent, LedgerTransition, transition,
+    LedgerCommand, LedgerEffect, LedgerEvent, LedgerTransition, ledger_transition,
 };
 pub use error::{Error, Result};
 pub use files::{DISPATCHER_DIR, ROUNDS_DIR, WITNESS_DIR};
 pub use format::{
-    AgentBook, Attempt, AttemptOutcome, BeadState, Blocker, COMPLETION_REPORT, CriticReport,
-    EscalationReason, Evidence, Finding, Gate, HEALTH_ESCALATION, Incident, IncidentKey,
+    AgentBook, Attempt, AttemptOutcome, BeadState, Blocker, COMPLETION_REPORT, CriticFinding,
+    CriticReport, EscalationReason, Evidence, Gate, HEALTH_ESCALATION, Incident, IncidentKey,
     LedgerEntry, LoopMessage, PendingReply, Phase, ROUND_ESCALATION_EVENT, RoundCheckpoint,
     RoundRecord, Routing, Step, Suspension, WORK_ASSIGNED_EVENT, WORK_ASSIGNMENT,
     WORK_COMPLETED_EVENT,

@@ -7,7 +7,9 @@ use std::time::Duration;
 use chipset_store::{AgentId, MessageId, TaskId, Timestamp};
 
 use crate::error::{MailError, Result};
-use crate::format::{Kind, MAX_ROUND, Message, Priority, validate_agent_name, validate_subject};
+use crate::format::{
+    Kind, MAX_ROUND, MailPriority, Message, validate_agent_name, validate_subject,
+};
 
 /// The default body limit: 256 KiB.
 pub const DEFAULT_MAX_BODY: usize = 256 * 1024;
@@ -69,11 +71,11 @@ impl InboxFilter {
 /// [`Mail::send`](crate::Mail::send) assigns.
 ///
 /// ```
-/// use chipset_mail::{Draft, Priority};
+/// use chipset_mail::{Draft, MailPriority};
 /// let draft = Draft::request("np-critic".parse()?, "np-executor".parse()?, "M005-S007-T0002".parse()?,
 ///     "dead-code", "did you intend to delete FoobarService?")
 ///     .with_round(2)
-///     .with_priority(Priority::Urgent);
+///     .with_priority(MailPriority::Urgent);
 /// assert!(draft.expects_reply());
 /// # Ok::<(), chipset_store::Error>(())
 /// ```
@@ -87,7 +89,7 @@ pub struct Draft {
     pub(crate) body: String,
     pub(crate) round: Option<u64>,
     pub(crate) in_reply_to: Option<MessageId>,
-    pub(crate) priority: Priority,
+    pub(crate) priority: MailPriority,
     pub(crate) id: Option<MessageId>,
 }
 
@@ -109,7 +111,7 @@ impl Draft {
             body: body.into(),
             round: None,
             in_reply_to: None,
-            priority: Priority::Normal,
+            priority: MailPriority::Normal,
             id: None,
         }
     }
@@ -162,7 +164,7 @@ impl Draft {
 
     /// Returns the draft with its priority set (default normal).
     #[must_use]
-    pub fn with_priority(mut self, priority: Priority) -> Self {
+    pub fn with_priority(mut self, priority: MailPriority) -> Self {
         self.priority = priority;
         self
     }
@@ -247,7 +249,7 @@ impl Draft {
     }
 
     /// Returns the priority.
-    pub fn priority(&self) -> Priority {
+    pub fn priority(&self) -> MailPriority {
         self.priority
     }
 

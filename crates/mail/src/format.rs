@@ -53,7 +53,7 @@ impl fmt::Display for Kind {
     Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
 )]
 #[serde(rename_all = "lowercase")]
-pub enum Priority {
+pub enum MailPriority {
     /// Act on it before anything else (health escalations, aborts).
     Urgent,
     /// The default.
@@ -63,25 +63,29 @@ pub enum Priority {
     Low,
 }
 
-impl Priority {
+impl MailPriority {
     /// Returns the name as written on disk.
     pub fn as_str(self) -> &'static str {
         match self {
-            Priority::Urgent => "urgent",
-            Priority::Normal => "normal",
-            Priority::Low => "low",
+            MailPriority::Urgent => "urgent",
+            MailPriority::Normal => "normal",
+            MailPriority::Low => "low",
         }
     }
 
     /// Parses the on-disk name.
-    pub fn from_name(name: &str) -> Option<Priority> {
-        [Priority::Urgent, Priority::Normal, Priority::Low]
-            .into_iter()
-            .find(|p| p.as_str() == name)
+    pub fn from_name(name: &str) -> Option<MailPriority> {
+        [
+            MailPriority::Urgent,
+            MailPriority::Normal,
+            MailPriority::Low,
+        ]
+        .into_iter()
+        .find(|p| p.as_str() == name)
     }
 }
 
-impl fmt::Display for Priority {
+impl fmt::Display for MailPriority {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
@@ -115,7 +119,7 @@ pub struct Message {
     pub(crate) in_reply_to: Option<MessageId>,
     pub(crate) created_at: Timestamp,
     #[serde(default)]
-    pub(crate) priority: Priority,
+    pub(crate) priority: MailPriority,
     /// The format a foreign writer declares (`"schema": "message.v1"`, as
     /// nubos-pilot names its schema); chipset writes none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -165,7 +169,7 @@ pub(crate) fn parse_message(path: &Path, bytes: &[u8]) -> ReadOutcome<Message> {
                 return unsupported(format!("message kind `{kind}`"));
             }
             if let Some(priority) = string(&probe.priority)
-                && Priority::from_name(&priority).is_none()
+                && MailPriority::from_name(&priority).is_none()
             {
                 return unsupported(format!("message priority `{priority}`"));
             }
@@ -285,7 +289,7 @@ impl Message {
     }
 
     /// Returns the priority (normal when the file has none).
-    pub fn priority(&self) -> Priority {
+    pub fn priority(&self) -> MailPriority {
         self.priority
     }
 }
@@ -319,7 +323,7 @@ pub enum ManifestEvent {
         /// The message it replies to.
         in_reply_to: Option<MessageId>,
         /// The priority.
-        priority: Priority,
+        priority: MailPriority,
         /// When it was sent (the message's `created_at`).
         at: Timestamp,
         /// True when the doctor appended it for a message found without one.
@@ -529,7 +533,7 @@ mod tests {
         let m: Message = serde_json::from_str(json).unwrap();
         assert_eq!(m.in_reply_to(), None);
         assert_eq!(m.round(), None);
-        assert_eq!(m.priority(), Priority::Normal);
+        assert_eq!(m.priority(), MailPriority::Normal);
         assert_eq!(m.created_at().to_string(), "2026-05-08T08:00:00.000Z");
     }
 
@@ -638,6 +642,8 @@ mod tests {
 
     #[test]
     fn priority_orders_urgent_first() {
-        assert!(Priority::Urgent < Priority::Normal && Priority::Normal < Priority::Low);
+        assert!(
+            MailPriority::Urgent < MailPriority::Normal && MailPriority::Normal < MailPriority::Low
+        );
     }
 }

@@ -292,7 +292,7 @@ pub use doctor::{DoctorMode, DoctorReport, Finding, OrphanReason};
 pub use draft::{DEFAULT_MAX_BODY, Draft, InboxFilter, MailConfig};
 pub use error::{MailError, Result};
 pub use format::{
-    Kind, MAX_ROUND, MAX_SUBJECT_LEN, MESSAGE_SCHEMA, ManifestEvent, Message, Priority,
+    Kind, MAX_ROUND, MAX_SUBJECT_LEN, MESSAGE_SCHEMA, MailPriority, ManifestEvent, Message,
     validate_agent_name, validate_subject,
 };
 pub use layout::Location;

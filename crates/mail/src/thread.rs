@@ -48,7 +48,7 @@ pub(crate) fn causal_order(messages: Vec<Message>) -> Vec<Message> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::{Kind, Priority};
+    use crate::format::{Kind, MailPriority};
     use chipset_store::{AgentId, TaskId, Timestamp};
 
     fn msg(id: &str, parent: Option<&str>) -> Message {
@@ -64,7 +64,7 @@ mod tests {
             expects_reply: false,
             in_reply_to: parent.map(|p| MessageId::new(p).unwrap()),
             created_at: Timestamp::EPOCH,
-            priority: Priority::Normal,
+            priority: MailPriority::Normal,
             schema: None,
         }
     }

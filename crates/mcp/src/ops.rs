@@ -231,7 +231,7 @@ pub(crate) fn nudge_send(ctx: &Ctx, p: NudgeSend) -> Outcome {
         return Err(Failure::usage("a nudge needs a non-empty type"));
     }
     let mut draft =
-        chipset_nudge::Draft::new(ctx.agent.clone(), NudgeType::from_name(&p.kind), p.message);
+        chipset_nudge::NewNudge::new(ctx.agent.clone(), NudgeType::from_name(&p.kind), p.message);
     if p.requires_response.unwrap_or(false) {
         draft = draft.requiring_response();
     }

@@ -107,12 +107,12 @@ pub(crate) enum MailPriority {
     Low,
 }
 
-impl From<MailPriority> for chipset_mail::Priority {
+impl From<MailPriority> for chipset_mail::MailPriority {
     fn from(p: MailPriority) -> Self {
         match p {
-            MailPriority::Urgent => chipset_mail::Priority::Urgent,
-            MailPriority::Normal => chipset_mail::Priority::Normal,
-            MailPriority::Low => chipset_mail::Priority::Low,
+            MailPriority::Urgent => chipset_mail::MailPriority::Urgent,
+            MailPriority::Normal => chipset_mail::MailPriority::Normal,
+            MailPriority::Low => chipset_mail::MailPriority::Low,
         }
     }
 }

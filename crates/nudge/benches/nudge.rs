@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use chipset_nudge::{
-    Draft, KindRegistry, NewReminder, Nudge, NudgeType, Nudges, ProcessedRecord, Reminder,
+    KindRegistry, NewNudge, NewReminder, Nudge, NudgeType, Nudges, ProcessedRecord, Reminder,
     ReminderFilter, ReminderId, ReminderKey, Reminders, Resolution, Severity, preset,
 };
 use chipset_store::{AgentId, StateDir, Timestamp};
@@ -66,8 +66,8 @@ fn agent(name: &str) -> AgentId {
     AgentId::new(name).unwrap()
 }
 
-fn draft() -> Draft {
-    Draft::new(
+fn draft() -> NewNudge {
+    NewNudge::new(
         agent("witness-d3e4f"),
         NudgeType::HealthCheck,
         "You have hooked work (gt-abc12). Are you working on it?",

@@ -2,7 +2,7 @@
 //! persistent reminders for open obligations ([`Reminders`]).
 //!
 //! ```
-//! use chipset_nudge::{Draft, Nudges, NudgeType, Received, ResponseStatus};
+//! use chipset_nudge::{NewNudge, Nudges, NudgeType, Received, ResponseStatus};
 //! use chipset_store::{AgentId, StateDir};
 //!
 //! let tmp = tempfile::tempdir()?;
@@ -11,7 +11,7 @@
 //! let (witness, polecat) = (AgentId::new("witness-d3e4f")?, AgentId::new("polecat-alpha")?);
 //!
 //! // The witness asks; the polecat polls, answers, and marks the nudge processed.
-//! let draft = Draft::new(witness.clone(), NudgeType::HealthCheck, "Are you working?");
+//! let draft = NewNudge::new(witness.clone(), NudgeType::HealthCheck, "Are you working?");
 //! let sent = nudges.send(&polecat, draft.requiring_response())?;
 //! let sent_at = sent.sent().unwrap().timestamp;
 //! let Received::New(nudge) = nudges.receive(&polecat)? else { panic!("expected a nudge") };
@@ -182,6 +182,6 @@ pub use reminders::{
     Opened, ReminderConfig, ReminderFilter, Reminders, SNOOZED_DIR,
 };
 pub use signals::{
-    DEFAULT_NUDGE_INTERVAL, Delivery, Draft, LATEST_FILE, NudgeConfig, NudgeStatus, Nudges,
+    DEFAULT_NUDGE_INTERVAL, Delivery, LATEST_FILE, NewNudge, NudgeConfig, NudgeStatus, Nudges,
     PROCESSED_FILE, RESPONSES_DIR, Received, Responded, ResponseStatus, Responses,
 };

@@ -62,7 +62,7 @@ impl NudgeConfig {
 /// A nudge to send: the fields the sender chooses. The timestamp and id are
 /// filled in by [`Nudges::send`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Draft {
+pub struct NewNudge {
     /// The sender.
     pub from: AgentId,
     /// The type.
@@ -73,10 +73,10 @@ pub struct Draft {
     pub requires_response: bool,
 }
 
-impl Draft {
+impl NewNudge {
     /// Returns a draft that does not require a response.
     pub fn new(from: AgentId, kind: NudgeType, message: impl Into<String>) -> Self {
-        Draft {
+        NewNudge {
             from,
             kind,
             message: message.into(),
@@ -310,7 +310,7 @@ impl Nudges {
     /// [`Error::Store`] when the lock, a read or the write fails (then
     /// nothing was written, unless only the final directory sync failed:
     /// the new nudge is then in place, so re-read before sending again).
-    pub fn send(&self, to: &AgentId, draft: Draft) -> Result<Delivery> {
+    pub fn send(&self, to: &AgentId, draft: NewNudge) -> Result<Delivery> {
         let nudge = Nudge {
             from: draft.from.into_string(),
             kind: draft.kind,
@@ -341,7 +341,7 @@ impl Nudges {
     /// # Errors
     ///
     /// As [`Nudges::send`], and [`Error::IdConflict`].
-    pub fn send_with_id(&self, to: &AgentId, draft: Draft, id: NudgeId) -> Result<Delivery> {
+    pub fn send_with_id(&self, to: &AgentId, draft: NewNudge, id: NudgeId) -> Result<Delivery> {
         let nudge = Nudge {
             from: draft.from.into_string(),
             kind: draft.kind,

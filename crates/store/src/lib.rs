@@ -326,7 +326,7 @@ pub use sortable::SortableId;
 pub use stat::{EntryKind, Stat, read_outside, stat_outside};
 pub use state::{Channel, DEFAULT_ROOT, QUARANTINE_DIR, StateDir, StateOptions};
 pub use time::{Clock, ManualClock, SharedClock, SystemClock, Timestamp};
-pub use watch::{Wake, WatchConfig, WatchTarget, Watcher};
+pub use watch::{WatchConfig, WatchTarget, WatchWake, Watcher};
 
 #[doc(hidden)]
 pub mod __private {

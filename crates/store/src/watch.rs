@@ -88,7 +88,7 @@ impl WatchTarget {
 pub struct WatchConfig {
     /// Use directory notifications (true, the default) or rescans only.
     pub notify: bool,
-    /// How often [`Watcher::wait`] returns [`Wake::Rescan`] whatever the
+    /// How often [`Watcher::wait`] returns [`WatchWake::Rescan`] whatever the
     /// notifications say: the safety net, and the latency bound when
     /// notifications fail. Default 1 s.
     pub rescan_interval: Duration,
@@ -116,7 +116,7 @@ impl WatchConfig {
 /// Why [`Watcher::wait`] returned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[must_use]
-pub enum Wake {
+pub enum WatchWake {
     /// Notifications reported changes at these paths (each concerning a
     /// target, sorted, deduplicated). A hint: look again at what they name.
     Changed(Vec<PathBuf>),
@@ -132,8 +132,8 @@ pub enum Wake {
 ///
 /// A watcher tells its caller *when to look*, never what is there: the
 /// caller reads the state after every [`Watcher::wait`] that returns other
-/// than [`Wake::TimedOut`]. Notifications make that fast (a change is seen
-/// within milliseconds); the periodic [`Wake::Rescan`] makes it safe (a
+/// than [`WatchWake::TimedOut`]. Notifications make that fast (a change is seen
+/// within milliseconds); the periodic [`WatchWake::Rescan`] makes it safe (a
 /// notification that is lost, a filesystem that does not notify, a watch
 /// that could not be set up or that ended with its directory, delay a
 /// wake-up by at most [`WatchConfig::rescan_interval`], never forever).
@@ -147,7 +147,7 @@ pub enum Wake {
 ///
 /// ```
 /// use std::time::Duration;
-/// use chipset_store::{Channel, StateDir, Wake, WatchConfig, WatchTarget, Watcher};
+/// use chipset_store::{Channel, StateDir, WatchWake, WatchConfig, WatchTarget, Watcher};
 ///
 /// let tmp = tempfile::tempdir()?;
 /// let state = StateDir::open(tmp.path())?;
@@ -155,7 +155,7 @@ pub enum Wake {
 /// let mut watcher = Watcher::new(&state, [WatchTarget::file(&hook)], WatchConfig::default())?;
 /// state.write_json(&hook, &serde_json::json!({"status": "pending"}))?;
 /// // Notifications, or at the latest the rescan, report it.
-/// assert_ne!(watcher.wait(Duration::from_secs(10)), Wake::TimedOut);
+/// assert_ne!(watcher.wait(Duration::from_secs(10)), WatchWake::TimedOut);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]
@@ -230,7 +230,7 @@ impl Watcher {
     /// Blocks until a change concerning a target is notified, a rescan is
     /// due, or `timeout` passes. Returns at once when a notification came
     /// since the last call.
-    pub fn wait(&mut self, timeout: Duration) -> Wake {
+    pub fn wait(&mut self, timeout: Duration) -> WatchWake {
         let deadline = Instant::now() + timeout;
         let mut changed = BTreeSet::new();
         let mut rescan = false;
@@ -258,17 +258,17 @@ impl Watcher {
             }
             if !changed.is_empty() {
                 self.arm();
-                return Wake::Changed(changed.into_iter().collect());
+                return WatchWake::Changed(changed.into_iter().collect());
             }
             if rescan || self.last_scan.elapsed() >= self.rescan_interval {
                 self.last_scan = Instant::now();
                 self.check_armed();
                 self.arm();
-                return Wake::Rescan;
+                return WatchWake::Rescan;
             }
             let now = Instant::now();
             if now >= deadline {
-                return Wake::TimedOut;
+                return WatchWake::TimedOut;
             }
             let next_scan = self
                 .rescan_interval

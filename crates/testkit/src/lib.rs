@@ -1,4 +1,6 @@
-//! Test support for chipset's multi-process and crash tests.
+//! Test support for chipset: multi-process and crash tests, and the fixtures
+//! every crate's tests share (one manual clock start time [`T0`], ids,
+//! temporary state roots).
 //!
 //! A test binary re-runs itself as a child process: [`spawn`] starts the
 //! current executable with only one entry test selected and a role in the
@@ -27,10 +29,12 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use chipset_store::{StateDir, StateOptions};
+use chipset_store::testing::NoSyncIo;
+use chipset_store::{AgentId, BeadId, ManualClock, StateDir, StateOptions, TaskId, Timestamp};
 
 /// The environment variable that names a child's role.
 pub const ROLE_ENV: &str = "CHIPSET_TESTKIT_ROLE";
@@ -197,6 +201,92 @@ impl TempState {
     /// (for start files and such).
     pub fn scratch(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
+    }
+}
+
+/// The start time of every manual clock in chipset's tests,
+/// 2026-03-05T10:35:00.123Z, in Unix milliseconds: the seed examples' day,
+/// with milliseconds that are not zero, so a format that drops or rounds
+/// them shows in a snapshot.
+pub const T0: i64 = 1_772_706_900_123;
+
+/// Returns [`T0`] as a timestamp.
+pub fn t0() -> Timestamp {
+    Timestamp::from_unix_ms(T0)
+}
+
+/// Returns a manual clock stopped at [`T0`].
+pub fn manual_clock() -> ManualClock {
+    ManualClock::new(t0())
+}
+
+/// Returns the agent id `name`.
+///
+/// # Panics
+///
+/// When `name` is not a valid id.
+pub fn agent(name: &str) -> AgentId {
+    AgentId::new(name).expect("valid agent id")
+}
+
+/// Returns the bead id `name`.
+///
+/// # Panics
+///
+/// When `name` is not a valid id.
+pub fn bead(name: &str) -> BeadId {
+    BeadId::new(name).expect("valid bead id")
+}
+
+/// Returns the task id `name`.
+///
+/// # Panics
+///
+/// When `name` is not a valid id.
+pub fn task(name: &str) -> TaskId {
+    TaskId::new(name).expect("valid task id")
+}
+
+impl TempState {
+    /// Makes a fresh state root on a manual clock stopped at [`T0`], and
+    /// returns the clock with it.
+    ///
+    /// # Panics
+    ///
+    /// When the temporary directory cannot be made.
+    pub fn manual() -> (Self, ManualClock) {
+        Self::manual_with(StateOptions::default())
+    }
+
+    /// Makes a fresh state root with `options`, but on a manual clock
+    /// stopped at [`T0`] (which replaces `options.clock`), and returns the
+    /// clock with it.
+    ///
+    /// # Panics
+    ///
+    /// When the temporary directory cannot be made.
+    pub fn manual_with(options: StateOptions) -> (Self, ManualClock) {
+        let clock = manual_clock();
+        let state = Self::with_options(StateOptions {
+            clock: Arc::new(clock.clone()),
+            ..options
+        });
+        (state, clock)
+    }
+
+    /// Makes a fresh state root on a manual clock stopped at [`T0`] whose
+    /// store skips every sync ([`NoSyncIo`]), and returns the clock with it:
+    /// for model and property tests, which run thousands of operations and
+    /// never cut the power. Crash and power-cut tests must not use it.
+    ///
+    /// # Panics
+    ///
+    /// When the temporary directory cannot be made.
+    pub fn manual_no_sync() -> (Self, ManualClock) {
+        Self::manual_with(StateOptions {
+            io: NoSyncIo::shared(),
+            ..StateOptions::default()
+        })
     }
 }
 

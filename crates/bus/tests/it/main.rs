@@ -20,21 +20,21 @@ mod seam;
 mod wait;
 
 use chipset_bus::Bus;
-use chipset_store::{AgentId, ManualClock, StateOptions, Timestamp};
+use chipset_store::ManualClock;
 use chipset_testkit::TempState;
-use std::sync::Arc;
+
+pub(crate) use chipset_testkit::agent;
 
 /// A fresh state root on a manual clock, with a bus on it.
 pub(crate) fn manual() -> (TempState, ManualClock, Bus) {
-    let clock = ManualClock::new(Timestamp::from_unix_ms(1_772_706_900_123));
-    let t = TempState::with_options(StateOptions {
-        clock: Arc::new(clock.clone()),
-        ..StateOptions::default()
-    });
+    let (t, clock) = TempState::manual();
     let bus = Bus::new(t.state.clone());
     (t, clock, bus)
 }
 
-pub(crate) fn agent(name: &str) -> AgentId {
-    AgentId::new(name).unwrap()
+/// As [`manual`], on a store that skips its syncs: for the model tests.
+pub(crate) fn manual_no_sync() -> (TempState, ManualClock, Bus) {
+    let (t, clock) = TempState::manual_no_sync();
+    let bus = Bus::new(t.state.clone());
+    (t, clock, bus)
 }

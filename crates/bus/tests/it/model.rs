@@ -7,7 +7,7 @@ use std::time::Duration;
 use chipset_bus::{AckOutcome, EventId, NewEvent, Priority};
 use proptest::prelude::*;
 
-use crate::{agent, manual};
+use crate::{agent, manual_no_sync};
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -38,7 +38,7 @@ proptest! {
 
     #[test]
     fn pending_matches_the_model(ops in prop::collection::vec(op(), 1..24)) {
-        let (_t, clock, bus) = manual();
+        let (_t, clock, bus) = manual_no_sync();
         let a = agent("model");
         // The model: every published event, and which are acknowledged.
         let mut published: Vec<(Priority, EventId, chipset_bus::Event)> = Vec::new();

@@ -5,8 +5,8 @@ use chipset_bus::{Bus, NewEvent, Priority};
 use chipset_hook::{HookStatus, Hooks};
 use chipset_mail::{Draft, Mail};
 use chipset_nudge::{
-    Draft as NudgeDraft, KindRegistry, NewReminder, NudgeType, Nudges, Received, ReminderFilter,
-    ReminderId, ReminderKey, Reminders, Resolution,
+    KindRegistry, NewNudge, NewReminder, NudgeType, Nudges, Received, ReminderFilter, ReminderId,
+    ReminderKey, Reminders, Resolution,
 };
 use chipset_store::{AgentId, BeadId, MessageId, TaskId};
 
@@ -150,7 +150,7 @@ fn the_command_line_reads_what_the_libraries_wrote() {
     Nudges::new(state.clone())
         .send(
             &agent("polecat-alpha"),
-            NudgeDraft::new(agent("witness"), NudgeType::Abort, "stop"),
+            NewNudge::new(agent("witness"), NudgeType::Abort, "stop"),
         )
         .unwrap();
     let request = Mail::new(state.clone())

@@ -6,7 +6,7 @@ use std::os::unix::fs::MetadataExt;
 use std::time::Duration;
 
 use chipset_hook::{
-    Actor, DoctorMode, Error, Event, HookRead, HookStatus, Pickup, Problem, TransitionError,
+    Actor, DoctorMode, Error, HookEvent, HookRead, HookStatus, Pickup, Problem, TransitionError,
 };
 use chipset_store::{CorruptReason, Timestamp};
 
@@ -167,7 +167,11 @@ fn agents_cannot_act_on_other_hooks_or_as_dispatchers() {
     let held = s.hooks.assign(&a, bead("b1"), "t", None).unwrap();
     let e = s
         .hooks
-        .apply(&a, Event::Activate(held.clone()), &Actor::Agent(agent("b")))
+        .apply(
+            &a,
+            HookEvent::Activate(held.clone()),
+            &Actor::Agent(agent("b")),
+        )
         .unwrap_err();
     assert!(
         matches!(e.transition(), Some(TransitionError::NotOwner { .. })),
@@ -175,7 +179,11 @@ fn agents_cannot_act_on_other_hooks_or_as_dispatchers() {
     );
     let e = s
         .hooks
-        .apply(&a, Event::Reassign(held.clone()), &Actor::Agent(a.clone()))
+        .apply(
+            &a,
+            HookEvent::Reassign(held.clone()),
+            &Actor::Agent(a.clone()),
+        )
         .unwrap_err();
     assert!(
         matches!(e.transition(), Some(TransitionError::NotPermitted { .. })),

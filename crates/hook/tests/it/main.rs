@@ -13,14 +13,11 @@ mod model;
 mod procs;
 mod seam;
 
-use std::sync::Arc;
-
 use chipset_hook::Hooks;
-use chipset_store::{AgentId, BeadId, DEFAULT_READ_CAP, ManualClock, StateOptions, Timestamp};
+use chipset_store::ManualClock;
 use chipset_testkit::TempState;
 
-/// 2026-03-05T10:30:00.000Z, the seed's example time.
-pub(crate) const T0: i64 = 1_772_706_600_000;
+pub(crate) use chipset_testkit::{T0, agent, bead};
 
 /// A state root on a manual clock at [`T0`], and its hooks.
 pub(crate) struct Setup {
@@ -30,20 +27,14 @@ pub(crate) struct Setup {
 }
 
 pub(crate) fn setup() -> Setup {
-    let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
-    let tmp = TempState::with_options(StateOptions {
-        clock: Arc::new(clock.clone()),
-        read_cap: DEFAULT_READ_CAP,
-        ..StateOptions::default()
-    });
+    let (tmp, clock) = TempState::manual();
     let hooks = Hooks::new(tmp.state.clone());
     Setup { tmp, hooks, clock }
 }
 
-pub(crate) fn agent(name: &str) -> AgentId {
-    AgentId::new(name).unwrap()
-}
-
-pub(crate) fn bead(name: &str) -> BeadId {
-    BeadId::new(name).unwrap()
+/// As [`setup`], on a store that skips its syncs: for the model tests.
+pub(crate) fn setup_no_sync() -> Setup {
+    let (tmp, clock) = TempState::manual_no_sync();
+    let hooks = Hooks::new(tmp.state.clone());
+    Setup { tmp, hooks, clock }
 }

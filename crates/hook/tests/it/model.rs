@@ -6,13 +6,13 @@ use std::fs;
 use std::time::Duration;
 
 use chipset_hook::{
-    Actor, Assignment, Error, Event, HookStatus, Hooks, Op, Pickup, TransitionError,
+    Actor, Assignment, Error, HookEvent, HookStatus, Hooks, Op, Pickup, TransitionError,
 };
 use chipset_store::Timestamp;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use crate::{T0, agent, bead, setup};
+use crate::{T0, agent, bead, setup_no_sync};
 
 const AGENTS: [&str; 2] = ["a", "b"];
 const BEADS: [&str; 3] = ["b0", "b1", "b2"];
@@ -357,18 +357,18 @@ fn outcome<T>(r: Result<T, Error>) -> Outcome {
     }
 }
 
-fn event(op: Op, bead: usize, fence: MFence) -> Event {
+fn event(op: Op, bead: usize, fence: MFence) -> HookEvent {
     let a = assignment(fence);
     match op {
-        Op::Assign => Event::Assign {
+        Op::Assign => HookEvent::Assign {
             bead_id: crate::bead(BEADS[bead]),
             title: title(bead),
         },
-        Op::Activate => Event::Activate(a),
-        Op::Touch => Event::Touch(a),
-        Op::Complete => Event::Complete(a),
-        Op::Clear => Event::Clear(a),
-        Op::Reassign => Event::Reassign(a),
+        Op::Activate => HookEvent::Activate(a),
+        Op::Touch => HookEvent::Touch(a),
+        Op::Complete => HookEvent::Complete(a),
+        Op::Clear => HookEvent::Clear(a),
+        Op::Reassign => HookEvent::Reassign(a),
     }
 }
 
@@ -522,7 +522,7 @@ proptest! {
 
     #[test]
     fn files_and_model_agree_after_every_step(steps in prop::collection::vec(step_strategy(), 1..40)) {
-        let s = setup();
+        let s = setup_no_sync();
         let mut m = Model { files: [MFile::Missing, MFile::Missing], now: T0, history: Vec::new() };
         for (i, step) in steps.iter().enumerate() {
             let (got, want) = run_step(&s.hooks, &s.clock, &mut m, step);

@@ -121,7 +121,7 @@ pub enum LedgerCommand {
     Clear(Assignment),
 }
 
-/// The answer of [`transition`](super::transition()), carried out in field order: `before`, then
+/// The answer of [`ledger_transition`](super::ledger_transition()), carried out in field order: `before`, then
 /// the durable write of `entry` (when some), then `after`, then `action`
 /// reported, then `next`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,12 +2,12 @@
 //! completed work, and takes work away from silent agents. Its ledger under
 //! `loop/dispatcher/` makes every multi-step change resumable.
 //!
-//! - `transition.rs`: the pure core. [`transition`] takes a ledger entry, an
+//! - `transition.rs`: the pure core. [`ledger_transition`] takes a ledger entry, an
 //!   event (a report, an escalation, the sweep, or what the shell saw on a
 //!   hook) and the time, and returns the entry to write, the effects around
 //!   the write, the action to report and the next [`LedgerCommand`].
 //! - `shell.rs`: reads the mail and bus, locks each entry, and drives it
-//!   through `transition`, carrying out each command and feeding its
+//!   through `ledger_transition`, carrying out each command and feeding its
 //!   result back as the next event.
 
 use std::collections::BTreeSet;
@@ -30,7 +30,7 @@ mod tests;
 mod transition;
 
 pub use events::{LedgerCommand, LedgerEffect, LedgerEvent, LedgerTransition};
-pub use transition::transition;
+pub use transition::ledger_transition;
 
 /// The default time [`Dispatcher::run_until`] waits for a wake-up before ticking anyway: 1 s.
 pub const DEFAULT_DISPATCH_POLL: Duration = Duration::from_secs(1);

@@ -1,5 +1,5 @@
 //! The dispatcher's shell: reads its inbox and bus queue, locks each ledger
-//! entry, and drives it through the pure [`transition`], carrying out each
+//! entry, and drives it through the pure [`ledger_transition`], carrying out each
 //! [`LedgerCommand`] and [`LedgerEffect`] and feeding the result back.
 
 use std::collections::VecDeque;
@@ -7,12 +7,13 @@ use std::collections::VecDeque;
 use chipset_bus::NewEvent;
 use chipset_hook::{HookStatus, TransitionError};
 use chipset_mail::{Draft, InboxFilter, Kind, MailError, Message};
-use chipset_nudge::{Draft as NudgeDraft, NudgeType};
+use chipset_nudge::{NewNudge, NudgeType};
 use chipset_store::{AgentId, BeadId, MessageId, SortableId, Timestamp};
 
 use super::transition::{ignored, unreadable};
 use super::{
-    DispatchAction, Dispatcher, IgnoreReason, LedgerCommand, LedgerEffect, LedgerEvent, transition,
+    DispatchAction, Dispatcher, IgnoreReason, LedgerCommand, LedgerEffect, LedgerEvent,
+    ledger_transition,
 };
 use crate::error::{Error, Result};
 use crate::files::{Locked, task_of};
@@ -154,7 +155,7 @@ impl Dispatcher {
             let Some(entry) = locked.current.as_ref() else {
                 return Ok(());
             };
-            let t = transition(entry, &event, now);
+            let t = ledger_transition(entry, &event, now);
             let (bead, title) = (entry.bead_id.clone(), entry.title.clone());
             for effect in t.before {
                 self.effect(effect, now)?;
@@ -246,7 +247,7 @@ impl Dispatcher {
                     taken.bead_id(),
                     taken.generation()
                 );
-                let abort = NudgeDraft::new(self.me.clone(), NudgeType::Abort, text);
+                let abort = NewNudge::new(self.me.clone(), NudgeType::Abort, text);
                 if let Err(e) = self.channels.nudges.send(taken.agent(), abort) {
                     tracing::warn!(agent = %taken.agent(), error = %e, "could not send the abort");
                 }

@@ -282,7 +282,7 @@ fn exhaustive_table_of_states_and_events() {
     let mut rows = 0;
     for (state, e) in states() {
         for (event, ev) in events() {
-            let got = transition(&e, &ev, t(10));
+            let got = ledger_transition(&e, &ev, t(10));
             let written = got.entry.as_ref().map_or("-", |n| n.state.name());
             let want = expected(state, event);
             let want_written = match want.0 {
@@ -312,7 +312,7 @@ fn exhaustive_table_of_states_and_events() {
 fn step(state: &str, event: &str) -> (LedgerEntry, LedgerTransition) {
     let e = states().into_iter().find(|(s, _)| *s == state).unwrap().1;
     let ev = events().into_iter().find(|(s, _)| *s == event).unwrap().1;
-    let t = transition(&e, &ev, t(10));
+    let t = ledger_transition(&e, &ev, t(10));
     (e, t)
 }
 
@@ -355,7 +355,7 @@ fn a_completion_ends_the_attempt_and_takes_the_reported_time() {
     assert_eq!(new.attempts[0].ended_at, Some(t(10)));
     assert_eq!(got.next, LedgerCommand::Clear(current()));
     let e = states().remove(2).1;
-    let reported = transition(
+    let reported = ledger_transition(
         &e,
         &LedgerEvent::Verify {
             hook: hook(HookState::Completed(work()), 1),
@@ -409,7 +409,7 @@ fn taking_work_away_suspends_and_aborts_before_the_requeue() {
     // Once reassigned, the same escalation again is silent.
     let mut e = new;
     e.state = BeadState::Queued;
-    let again = transition(
+    let again = ledger_transition(
         &e,
         &LedgerEvent::Escalation {
             assignment: current(),

@@ -45,7 +45,11 @@ use crate::witness::same_assignment;
 /// done         Cleared                        done{cleared: true}               - (finished after)
 /// done         Sweep (cleared)                -                                 - (finished)
 /// ```
-pub fn transition(entry: &LedgerEntry, event: &LedgerEvent, now: Timestamp) -> LedgerTransition {
+pub fn ledger_transition(
+    entry: &LedgerEntry,
+    event: &LedgerEvent,
+    now: Timestamp,
+) -> LedgerTransition {
     let changed = |state: BeadState| LedgerEntry {
         state,
         updated_at: now,

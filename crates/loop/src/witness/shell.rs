@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use chipset_bus::{NewEvent, Priority as BusPriority};
 use chipset_hook::{Assignment, Hook, HookRead, HookState};
-use chipset_mail::{Draft, MailError, Priority};
-use chipset_nudge::{Draft as NudgeDraft, NudgeType, Received, ResponseStatus};
+use chipset_mail::{Draft, MailError, MailPriority};
+use chipset_nudge::{NewNudge, NudgeType, Received, ResponseStatus};
 use chipset_store::{AgentId, MessageId, SortableId, StateDir, Timestamp};
 
 use super::judge::{Finish, Judging, Next, answers_since, close, judge, same_assignment};
@@ -294,7 +294,7 @@ impl Witness {
                 actions.push(action);
             }
             Next::Nudge(step) => {
-                let draft = NudgeDraft::new(self.me.clone(), step.nudge.kind(), step.text.clone())
+                let draft = NewNudge::new(self.me.clone(), step.nudge.kind(), step.text.clone())
                     .requiring_response();
                 let held = self.channels.nudges.send(step.agent(), draft)?.is_held();
                 let action = step.action(held);
@@ -371,7 +371,7 @@ impl Witness {
             HEALTH_ESCALATION,
             message.to_body(),
         )
-        .with_priority(Priority::Urgent)
+        .with_priority(MailPriority::Urgent)
         .with_id(id.clone());
         match self.channels.mail.send(&draft) {
             Ok(_) => Ok(()),

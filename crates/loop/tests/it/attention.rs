@@ -8,10 +8,8 @@ use std::time::Duration;
 use chipset_bus::{Bus, NewEvent, Priority as BusPriority};
 use chipset_hook::Hooks;
 use chipset_loop::{Attention, AttentionConfig, REMINDER_AGENT_FIELD, WorkKind};
-use chipset_mail::{Draft as MailDraft, Mail, Priority as MailPriority};
-use chipset_nudge::{
-    Draft as NudgeDraft, KindRegistry, NewReminder, NudgeType, ReminderKey, Reminders,
-};
+use chipset_mail::{Draft as MailDraft, Mail, MailPriority};
+use chipset_nudge::{KindRegistry, NewNudge, NewReminder, NudgeType, ReminderKey, Reminders};
 use chipset_store::{StateDir, StateOptions, TaskId, WatchConfig};
 use chipset_testkit::{self as kit, TempState};
 use serde_json::json;
@@ -45,7 +43,7 @@ fn make_work(state: &StateDir, kind: WorkKind, who: &str) {
             chipset_nudge::Nudges::new(state.clone())
                 .send(
                     &to,
-                    NudgeDraft::new(agent("witness"), NudgeType::HealthCheck, "alive?"),
+                    NewNudge::new(agent("witness"), NudgeType::HealthCheck, "alive?"),
                 )
                 .unwrap();
         }

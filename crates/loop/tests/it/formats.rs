@@ -3,7 +3,7 @@
 
 use chipset_hook::Pickup;
 use chipset_loop::{
-    CriticReport, Dispatcher, DispatcherConfig, Finding, LoopMessage, Rounds, RoundsConfig,
+    CriticFinding, CriticReport, Dispatcher, DispatcherConfig, LoopMessage, Rounds, RoundsConfig,
     Witness, WitnessConfig, WorkOutcome, Worker, WorkerConfig,
 };
 use chipset_mail::Draft;
@@ -138,7 +138,7 @@ fn round_checkpoint() {
     round
         .critic_done(CriticReport::new(
             0,
-            vec![Finding::new("style", "long line in foo.rs")],
+            vec![CriticFinding::new("style", "long line in foo.rs")],
         ))
         .unwrap();
     s.advance(1);

@@ -17,19 +17,17 @@ mod sim;
 mod witness;
 mod worker;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use chipset_hook::Hooks;
 use chipset_mail::{InboxFilter, Mail, ManifestEvent};
 use chipset_nudge::Nudges;
-use chipset_store::{AgentId, BeadId, DEFAULT_READ_CAP, ManualClock, StateOptions, Timestamp};
+use chipset_store::{AgentId, ManualClock};
 use chipset_testkit::TempState;
 
-/// 2026-03-05T10:30:00.000Z, the seed's example time.
-pub(crate) const T0: i64 = 1_772_706_600_000;
+pub(crate) use chipset_testkit::{agent, bead};
 
-/// A state root on a manual clock at [`T0`], with handles on the channels.
+/// A state root on a manual clock at [`chipset_testkit::T0`], with handles on the channels.
 pub(crate) struct Setup {
     pub(crate) tmp: TempState,
     pub(crate) clock: ManualClock,
@@ -68,12 +66,15 @@ impl Setup {
 }
 
 pub(crate) fn setup() -> Setup {
-    let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
-    let tmp = TempState::with_options(StateOptions {
-        clock: Arc::new(clock.clone()),
-        read_cap: DEFAULT_READ_CAP,
-        ..StateOptions::default()
-    });
+    setup_on(TempState::manual())
+}
+
+/// As [`setup`], on a store that skips its syncs: for the property tests.
+pub(crate) fn setup_no_sync() -> Setup {
+    setup_on(TempState::manual_no_sync())
+}
+
+fn setup_on((tmp, clock): (TempState, ManualClock)) -> Setup {
     let state = tmp.state.clone();
     Setup {
         hooks: Hooks::new(state.clone()),
@@ -82,14 +83,6 @@ pub(crate) fn setup() -> Setup {
         tmp,
         clock,
     }
-}
-
-pub(crate) fn agent(name: &str) -> AgentId {
-    AgentId::new(name).unwrap()
-}
-
-pub(crate) fn bead(name: &str) -> BeadId {
-    BeadId::new(name).unwrap()
 }
 
 pub(crate) fn secs(n: u64) -> Duration {

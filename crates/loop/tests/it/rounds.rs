@@ -3,8 +3,8 @@
 
 use chipset_bus::Bus;
 use chipset_loop::{
-    Blocker, CriticReport, EscalationReason, Finding, Gate, Phase, ROUND_ESCALATION_EVENT, Rounds,
-    RoundsConfig, Routing, route,
+    Blocker, CriticFinding, CriticReport, EscalationReason, Gate, Phase, ROUND_ESCALATION_EVENT,
+    Rounds, RoundsConfig, Routing, route,
 };
 use chipset_mail::{Draft, InboxFilter, Location};
 use chipset_store::TaskId;
@@ -161,7 +161,7 @@ fn too_many_rounds_escalate() {
     let s = setup();
     let r = Rounds::new(s.mail.clone(), RoundsConfig::default().with_max_rounds(2));
     let mut round = r.open(&task("T3")).unwrap();
-    let failing = CriticReport::new(1, vec![Finding::new("missing-test", "no test for X")]);
+    let failing = CriticReport::new(1, vec![CriticFinding::new("missing-test", "no test for X")]);
     round.executor_done().unwrap();
     round.critic_done(failing.clone()).unwrap();
     assert!(
@@ -264,7 +264,7 @@ proptest! {
         gates in proptest::collection::vec(arb_gate(), 1..6),
         max_rounds in 1u32..6,
     ) {
-        let report = CriticReport::new(code, (0..findings).map(|i| Finding::new("style", format!("f{i}"))).collect());
+        let report = CriticReport::new(code, (0..findings).map(|i| CriticFinding::new("style", format!("f{i}"))).collect());
         let mut history = Vec::new();
         for (i, gate) in gates.iter().enumerate() {
             let round = u32::try_from(i).unwrap() + 1;

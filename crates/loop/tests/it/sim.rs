@@ -10,7 +10,7 @@ use chipset_loop::{
     HEALTH_ESCALATION, Witness, WitnessAction, WitnessConfig, WorkOutcome, Worker, WorkerConfig,
 };
 
-use crate::{agent, bead, secs, setup};
+use crate::{agent, bead, secs, setup, setup_no_sync};
 
 #[test]
 fn every_bead_is_done_exactly_once_though_a_worker_hangs_and_the_loops_restart_every_tick() {
@@ -168,7 +168,7 @@ proptest::proptest! {
         ),
         survivor in 0usize..3,
     ) {
-        let s = setup();
+        let s = setup_no_sync();
         let pool = ["w1", "w2", "w3"];
         let new_dispatcher = || Dispatcher::new(s.state(), agent("mayor"), pool.map(agent), DispatcherConfig::default());
         let witness_config = WitnessConfig::default()

@@ -6,7 +6,7 @@ use chipset_hook::Pickup;
 use chipset_loop::{
     Evidence, HEALTH_ESCALATION, LoopMessage, Step, Witness, WitnessAction, WitnessConfig,
 };
-use chipset_mail::{Kind, Priority};
+use chipset_mail::{Kind, MailPriority};
 use chipset_nudge::{NudgeType, Received};
 use chipset_store::{AgentId, ReadOutcome};
 
@@ -89,7 +89,7 @@ fn silent_agent_gets_health_check_then_stall_warning_then_exactly_one_escalation
     let m = &inbox[0];
     assert_eq!(m.subject(), HEALTH_ESCALATION);
     assert_eq!(m.kind(), Kind::Notify);
-    assert_eq!(m.priority(), Priority::Urgent);
+    assert_eq!(m.priority(), MailPriority::Urgent);
     assert_eq!(m.task().as_str(), "gt-abc12");
     let Some(LoopMessage::HealthEscalation { assignment, .. }) = LoopMessage::from_body(m.body())
     else {

@@ -7,7 +7,7 @@ use chipset_loop::{
     COMPLETION_REPORT, LoopMessage, Signal, Stop, WORK_COMPLETED_EVENT, WorkOutcome, Worker,
     WorkerConfig,
 };
-use chipset_nudge::{Draft as NudgeDraft, NudgeType, Received, ResponseStatus};
+use chipset_nudge::{NewNudge, NudgeType, Received, ResponseStatus};
 
 use crate::{Setup, agent, bead, secs, setup};
 
@@ -27,7 +27,7 @@ fn assign(s: &Setup, who: &str, b: &str) -> chipset_hook::Assignment {
 }
 
 fn nudge(s: &Setup, from: &str, to: &str, kind: NudgeType, requires: bool) {
-    let mut d = NudgeDraft::new(agent(from), kind, "hello");
+    let mut d = NewNudge::new(agent(from), kind, "hello");
     if requires {
         d = d.requiring_response();
     }

@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use chipset_mail::{
-    ArchiveOutcome, DoctorMode, Draft, InboxFilter, Kind, Location, MailConfig, MailError, Priority,
+    ArchiveOutcome, DoctorMode, Draft, InboxFilter, Kind, Location, MailConfig, MailError,
+    MailPriority,
 };
 
 use crate::{agent, fixture, fixture_with, mid, task};
@@ -32,7 +33,7 @@ fn message_file_golden() {
                 "did you intend to delete FoobarService?\n\"quoted\", ümlaut",
             )
             .with_round(2)
-            .with_priority(Priority::Urgent),
+            .with_priority(MailPriority::Urgent),
         )
         .unwrap();
     let r = f
@@ -86,7 +87,7 @@ fn manifest_events_golden() {
     let late = m
         .send(
             &Draft::notify(agent("critic"), agent("exec"), task("t1"), "late", "")
-                .with_priority(Priority::Low),
+                .with_priority(MailPriority::Low),
         )
         .unwrap();
     // A message that another program published without a `sent` event.
@@ -156,7 +157,7 @@ fn seed_example_is_listed_archived_and_threaded() {
     assert!(msg.expects_reply());
     assert_eq!(msg.in_reply_to(), None);
     assert_eq!(msg.created_at().to_string(), "2026-05-08T09:15:00.000Z");
-    assert_eq!(msg.priority(), Priority::Normal);
+    assert_eq!(msg.priority(), MailPriority::Normal);
     assert_eq!(m.pending_replies(&task("M005-S007-T0002")).unwrap(), listed);
     assert!(matches!(
         m.archive(&id),

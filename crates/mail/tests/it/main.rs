@@ -19,22 +19,11 @@ mod seam;
 mod seam_syncs;
 mod tail;
 
-use std::sync::Arc;
-
 use chipset_mail::{Mail, MailConfig};
-use chipset_store::{AgentId, ManualClock, MessageId, StateOptions, TaskId, Timestamp};
+use chipset_store::{ManualClock, MessageId};
 use chipset_testkit::TempState;
 
-/// 2026-03-05T10:35:00.123Z
-pub(crate) const T0: i64 = 1_772_706_900_123;
-
-pub(crate) fn agent(s: &str) -> AgentId {
-    AgentId::new(s).unwrap()
-}
-
-pub(crate) fn task(s: &str) -> TaskId {
-    TaskId::new(s).unwrap()
-}
+pub(crate) use chipset_testkit::{T0, agent, task};
 
 pub(crate) fn mid(s: &str) -> MessageId {
     MessageId::new(s).unwrap()
@@ -56,11 +45,14 @@ pub(crate) fn fixture() -> Fixture {
 }
 
 pub(crate) fn fixture_with(config: MailConfig) -> Fixture {
-    let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
-    let tmp = TempState::with_options(StateOptions {
-        clock: Arc::new(clock.clone()),
-        ..StateOptions::default()
-    });
+    let (tmp, clock) = TempState::manual();
+    let mail = Mail::with_config(tmp.state.clone(), config);
+    Fixture { tmp, clock, mail }
+}
+
+/// As [`fixture_with`], on a store that skips its syncs: for the model tests.
+pub(crate) fn fixture_no_sync(config: MailConfig) -> Fixture {
+    let (tmp, clock) = TempState::manual_no_sync();
     let mail = Mail::with_config(tmp.state.clone(), config);
     Fixture { tmp, clock, mail }
 }

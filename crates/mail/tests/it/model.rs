@@ -11,7 +11,7 @@ use chipset_mail::{
 use chipset_store::{AgentId, MessageId, TaskId};
 use proptest::prelude::*;
 
-use crate::{Fixture, fixture_with};
+use crate::{Fixture, fixture_no_sync};
 
 const AGENTS: u8 = 3;
 const TASKS: u8 = 2;
@@ -177,7 +177,7 @@ fn run(ops: Vec<Op>) {
         mail,
         clock,
         tmp: _tmp,
-    } = fixture_with(MailConfig {
+    } = fixture_no_sync(MailConfig {
         in_flight_grace: Duration::ZERO,
         ..MailConfig::default()
     });

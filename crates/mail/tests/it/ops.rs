@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use chipset_mail::{
-    ArchiveOutcome, Draft, InboxFilter, Kind, Location, MailConfig, MailError, ManifestEvent,
-    Priority,
+    ArchiveOutcome, Draft, InboxFilter, Kind, Location, MailConfig, MailError, MailPriority,
+    ManifestEvent,
 };
 use chipset_store::StateOptions;
 
@@ -22,7 +22,7 @@ fn send_publishes_whole_file_and_sent_event() {
         .send(
             &Draft::notify(agent("a"), agent("b"), task("t1"), "style", "hello")
                 .with_round(3)
-                .with_priority(Priority::Low),
+                .with_priority(MailPriority::Low),
         )
         .unwrap();
     let path = f.mail.path_of(m.id(), &Location::Inbox(agent("b")));

@@ -6,7 +6,7 @@ use std::fs;
 use std::time::Duration;
 
 use chipset_nudge::{
-    Draft, KindRegistry, ManualResolution, NewReminder, NudgeType, Nudges, Problem, Received,
+    KindRegistry, ManualResolution, NewNudge, NewReminder, NudgeType, Nudges, Problem, Received,
     ReminderFilter, ReminderKey, Reminders, Repair,
 };
 use chipset_store::Timestamp;
@@ -59,7 +59,7 @@ fn a_nudges_extra_fields_survive_processing_and_relaying() {
     let d = nudges
         .send(
             &me,
-            Draft::new(agent("mayor"), NudgeType::SyncRequest, "sync"),
+            NewNudge::new(agent("mayor"), NudgeType::SyncRequest, "sync"),
         )
         .unwrap();
     nudges.mark_processed(&me, d.sent().unwrap()).unwrap();

@@ -1,8 +1,8 @@
 //! On-disk formats: golden files, and compatibility with seed programs.
 
 use chipset_nudge::{
-    Draft, KindRegistry, ManualResolution, NewReminder, NudgeType, Nudges, Received, ReminderKey,
-    Reminders, preset,
+    KindRegistry, ManualResolution, NewNudge, NewReminder, NudgeType, Nudges, Received,
+    ReminderKey, Reminders, preset,
 };
 use chipset_store::{ReadOutcome, Timestamp};
 use serde_json::Value;
@@ -29,7 +29,7 @@ fn sent_nudge_golden() {
     let d = nudges
         .send(
             &agent("polecat-alpha"),
-            Draft::new(
+            NewNudge::new(
                 agent("witness-d3e4f"),
                 NudgeType::HealthCheck,
                 "You have hooked work (gt-abc12). Are you working on it?",
@@ -50,7 +50,7 @@ fn response_and_processed_golden() {
     let sent = nudges
         .send(
             &polecat,
-            Draft::new(witness.clone(), NudgeType::HealthCheck, "ok?").requiring_response(),
+            NewNudge::new(witness.clone(), NudgeType::HealthCheck, "ok?").requiring_response(),
         )
         .unwrap();
     let incoming = sent.sent().unwrap().clone();
@@ -166,7 +166,7 @@ fn our_nudge_is_readable_by_seed_readers() {
     nudges
         .send(
             &agent("polecat-alpha"),
-            Draft::new(agent("mayor"), NudgeType::Abort, "stop"),
+            NewNudge::new(agent("mayor"), NudgeType::Abort, "stop"),
         )
         .unwrap();
     let text = read(&nudges.latest_path(&agent("polecat-alpha")));
@@ -177,7 +177,7 @@ fn our_nudge_is_readable_by_seed_readers() {
     assert!(obj["message"].is_string());
     assert!(obj["requires_response"].is_boolean());
     // JavaScript's Date parses it; RFC 3339 with milliseconds and Z.
-    assert_eq!(obj["timestamp"], "2026-03-05T10:35:00.000Z");
+    assert_eq!(obj["timestamp"], "2026-03-05T10:35:00.123Z");
     assert!(!obj.contains_key("to"));
     let keys: Vec<_> = obj.keys().cloned().collect();
     let mut sorted = keys.clone();
@@ -215,7 +215,7 @@ fn an_abort_with_an_unusable_extra_id_is_still_read_and_held() {
         let delivery = nudges
             .send(
                 &polecat,
-                Draft::new(agent("witness"), NudgeType::HealthCheck, "working?"),
+                NewNudge::new(agent("witness"), NudgeType::HealthCheck, "working?"),
             )
             .unwrap();
         assert!(delivery.sent().is_none(), "id {id}: {delivery:?}");

@@ -4,13 +4,13 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chipset_nudge::{
-    Delivery, Draft, Error, KindRegistry, ManualResolution, NewReminder, NudgeType, Nudges, Opened,
-    Received, ReminderFilter, ReminderId, ReminderKey, Reminders, Resolution, preset,
+    Delivery, Error, KindRegistry, ManualResolution, NewNudge, NewReminder, NudgeType, Nudges,
+    Opened, Received, ReminderFilter, ReminderId, ReminderKey, Reminders, Resolution, preset,
 };
 use chipset_store::{Clock, StateDir};
 use proptest::prelude::*;
 
-use crate::support::{agent, manual_state};
+use crate::support::{agent, manual_no_sync};
 
 // ---------------------------------------------------------------- signals
 
@@ -62,7 +62,7 @@ proptest! {
 
     #[test]
     fn signals_match_the_model(ops in proptest::collection::vec(sig_op(), 1..40)) {
-        let (t, clock) = manual_state();
+        let (t, clock) = manual_no_sync();
         let mut nudges = Nudges::new(t.state.clone());
         let mut model: Vec<SigModel> = vec![SigModel::default(); AGENTS];
         let sender = agent("mayor");
@@ -71,7 +71,7 @@ proptest! {
                 SigOp::Send { to, kind } => {
                     let kind_name = KINDS[kind];
                     let d = nudges
-                        .send(&agent(&name(to)), Draft::new(sender.clone(), NudgeType::from_name(kind_name), "m"))
+                        .send(&agent(&name(to)), NewNudge::new(sender.clone(), NudgeType::from_name(kind_name), "m"))
                         .unwrap();
                     let m = &mut model[to];
                     let pending = m.latest.clone().filter(|(id, ..)| m.processed.as_ref() != Some(id));
@@ -197,7 +197,7 @@ proptest! {
 
     #[test]
     fn reminders_match_the_model(ops in proptest::collection::vec(rem_op(), 1..30)) {
-        let (t, clock) = manual_state();
+        let (t, clock) = manual_no_sync();
         let r = Reminders::new(t.state.clone(), KindRegistry::preset());
         let mut live: Vec<Live> = vec![Live::None; KEYS];
         let mut rows = 0usize;

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use chipset_nudge::{
-    Delivery, Draft, KindRegistry, NewReminder, NudgeType, Nudges, Received, ReminderFilter,
+    Delivery, KindRegistry, NewNudge, NewReminder, NudgeType, Nudges, Received, ReminderFilter,
     ReminderKey, Reminders, ResponseStatus, preset,
 };
 use chipset_store::{AgentId, ReadOutcome, StateDir, Timestamp};
@@ -32,7 +32,7 @@ fn run_role(name: &str, root: &Path, i: usize, extra: &str) -> Value {
             let d = nudges
                 .send(
                     &agent("target"),
-                    Draft::new(agent(&format!("sender-{i}")), kind, format!("m-{i}")),
+                    NewNudge::new(agent(&format!("sender-{i}")), kind, format!("m-{i}")),
                 )
                 .unwrap();
             let id = |n: &chipset_nudge::Nudge| json!(n.id.as_ref().unwrap().as_str());
@@ -184,7 +184,7 @@ fn eight_responders_are_all_visible_to_the_witness() {
     let t0: Timestamp = t.state.now();
     for i in 0..PROCS {
         let d =
-            Draft::new(witness.clone(), NudgeType::HealthCheck, "working?").requiring_response();
+            NewNudge::new(witness.clone(), NudgeType::HealthCheck, "working?").requiring_response();
         nudges.send(&agent(&format!("agent-{i}")), d).unwrap();
     }
     let out = race(&t, "respond", "");

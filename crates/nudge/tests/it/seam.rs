@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chipset_nudge::{
-    Draft, Error, KindRegistry, ManualResolution, NewReminder, NudgeId, NudgeType, Nudges,
+    Error, KindRegistry, ManualResolution, NewNudge, NewReminder, NudgeId, NudgeType, Nudges,
     ReminderFilter, ReminderId, ReminderKey, Reminders, Resolution, preset,
 };
 use chipset_store::testing::{EIO, ENOSPC, Fault, FaultIo, RecordIo, visible};
@@ -56,8 +56,8 @@ fn new_reminder() -> NewReminder {
     NewReminder::new("tenant", None, &key(), "draft the spec")
 }
 
-fn health_check() -> Draft {
-    Draft::new(agent("witness"), NudgeType::HealthCheck, "are you there?").requiring_response()
+fn health_check() -> NewNudge {
+    NewNudge::new(agent("witness"), NudgeType::HealthCheck, "are you there?").requiring_response()
 }
 
 /// The one reminder of the key, wherever it is.
@@ -400,7 +400,7 @@ fn resolving_snoozing_and_responding_again_are_successes_that_change_nothing() {
             .unwrap(),
         first
     );
-    let other = Draft::new(agent("witness"), NudgeType::HealthCheck, "other");
+    let other = NewNudge::new(agent("witness"), NudgeType::HealthCheck, "other");
     assert!(matches!(
         w.nudges.send_with_id(&agent("polecat"), other, nid.clone()),
         Err(Error::IdConflict { .. })

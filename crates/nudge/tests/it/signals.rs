@@ -3,15 +3,15 @@
 use std::time::Duration;
 
 use chipset_nudge::{
-    Action, Delivery, Draft, NudgeConfig, NudgeType, Nudges, Problem, Received, Repair,
+    Action, Delivery, NewNudge, NudgeConfig, NudgeType, Nudges, Problem, Received, Repair,
     ResponseStatus,
 };
 use chipset_store::{Clock, ReadOutcome, StateDir};
 
 use crate::support::{agent, manual_state, temps_under};
 
-fn draft(kind: NudgeType, msg: &str) -> Draft {
-    Draft::new(agent("mayor"), kind, msg)
+fn draft(kind: NudgeType, msg: &str) -> NewNudge {
+    NewNudge::new(agent("mayor"), kind, msg)
 }
 
 /// Regression: an `abort` could be overwritten by a later `health_check`.
@@ -183,7 +183,7 @@ fn responses_and_status_on_a_manual_clock() {
     for a in [&fast, &slow, &quick] {
         n.send(
             a,
-            Draft::new(w.clone(), NudgeType::HealthCheck, "ok?").requiring_response(),
+            NewNudge::new(w.clone(), NudgeType::HealthCheck, "ok?").requiring_response(),
         )
         .unwrap();
     }

@@ -1,27 +1,18 @@
 //! Shared helpers.
 
-use std::sync::Arc;
-
-use chipset_store::{AgentId, DEFAULT_READ_CAP, ManualClock, StateOptions, Timestamp};
+use chipset_store::ManualClock;
 use chipset_testkit::TempState;
 
-/// 2026-03-05T10:35:00.000Z, the seed's example time.
-pub(crate) const T0: i64 = 1_772_706_900_000;
+pub(crate) use chipset_testkit::{T0, agent};
 
 /// A fresh state root on a manual clock stopped at [`T0`].
 pub(crate) fn manual_state() -> (TempState, ManualClock) {
-    let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
-    let t = TempState::with_options(StateOptions {
-        clock: Arc::new(clock.clone()),
-        read_cap: DEFAULT_READ_CAP,
-        ..StateOptions::default()
-    });
-    (t, clock)
+    TempState::manual()
 }
 
-/// An agent id.
-pub(crate) fn agent(name: &str) -> AgentId {
-    AgentId::new(name).unwrap()
+/// As [`manual_state`], on a store that skips its syncs: for the model tests.
+pub(crate) fn manual_no_sync() -> (TempState, ManualClock) {
+    TempState::manual_no_sync()
 }
 
 /// Names of the temp files (dot-files ending `.tmp`) under `dir`, recursively.

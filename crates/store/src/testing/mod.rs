@@ -6,6 +6,8 @@
 //! - [`RecordIo`] performs every call for real and records it, then yields
 //!   the states a power cut could have left ([`RecordIo::crash_states`]),
 //!   following the ordering rules in the crate docs' Durability section.
+//! - [`NoSyncIo`] makes every change for real but skips the syncs, for
+//!   model tests that run thousands of operations and never cut the power.
 //! - [`visible`] snapshots what a reader of a state root sees, so a test can
 //!   assert that a failed operation changed nothing.
 //!
@@ -15,9 +17,11 @@
 //! with one feature flag.
 
 mod fault;
+mod nosync;
 mod record;
 
 pub use fault::{EIO, ENOSPC, Fault, FaultIo};
+pub use nosync::NoSyncIo;
 pub use record::{CrashState, Entry, RecordIo};
 
 use std::collections::BTreeMap;

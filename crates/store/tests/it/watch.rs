@@ -5,7 +5,7 @@ use std::fs;
 use std::thread;
 use std::time::Duration;
 
-use chipset_store::{Channel, Wake, WatchConfig, WatchTarget, Watcher};
+use chipset_store::{Channel, WatchConfig, WatchTarget, WatchWake, Watcher};
 use chipset_testkit::TempState;
 use serde_json::json;
 
@@ -23,9 +23,9 @@ fn notified() -> WatchConfig {
 fn changed_at(w: &mut Watcher, path: &std::path::Path) -> bool {
     for _ in 0..100 {
         match w.wait(PATIENT) {
-            Wake::Changed(paths) if paths.iter().any(|p| p == path) => return true,
-            Wake::Changed(_) => continue,
-            Wake::Rescan | Wake::TimedOut => return false,
+            WatchWake::Changed(paths) if paths.iter().any(|p| p == path) => return true,
+            WatchWake::Changed(_) => continue,
+            WatchWake::Rescan | WatchWake::TimedOut => return false,
         }
     }
     false
@@ -42,7 +42,7 @@ fn a_file_target_reports_its_own_changes_only() {
     tmp.state.write_json(&other, &json!({"x": 1})).unwrap();
     tmp.state.write_json(&mine, &json!({"x": 1})).unwrap();
     match w.wait(PATIENT) {
-        Wake::Changed(paths) => assert!(paths.iter().all(|p| *p == mine), "{paths:?}"),
+        WatchWake::Changed(paths) => assert!(paths.iter().all(|p| *p == mine), "{paths:?}"),
         other => panic!("expected a change, got {other:?}"),
     }
 }
@@ -52,7 +52,7 @@ fn nothing_changed_times_out() {
     let tmp = TempState::new();
     let dir = tmp.state.channel_dir(Channel::Bus).unwrap();
     let mut w = Watcher::new(&tmp.state, [WatchTarget::dir(&dir)], notified()).unwrap();
-    assert_eq!(w.wait(Duration::from_millis(30)), Wake::TimedOut);
+    assert_eq!(w.wait(Duration::from_millis(30)), WatchWake::TimedOut);
 }
 
 #[test]
@@ -72,7 +72,7 @@ fn a_target_that_appears_later_is_watched_through_its_ancestor() {
     let mut seen = false;
     for _ in 0..100 {
         let wake = w.wait(PATIENT);
-        assert_ne!(wake, Wake::TimedOut);
+        assert_ne!(wake, WatchWake::TimedOut);
         if msg.exists() {
             seen = true;
             break;
@@ -96,7 +96,7 @@ fn a_tree_target_sees_new_subdirectories() {
     tmp.state.write_json(&file, &json!({"r": 1})).unwrap();
     let mut seen = false;
     for _ in 0..100 {
-        if let Wake::Changed(paths) = w.wait(PATIENT) {
+        if let WatchWake::Changed(paths) = w.wait(PATIENT) {
             assert!(paths.iter().all(|p| p.starts_with(&open)));
             if file.exists() {
                 seen = true;
@@ -119,7 +119,7 @@ fn without_notifications_the_rescan_wakes() {
     tmp.state
         .write_json(&dir.join("x.json"), &json!({}))
         .unwrap();
-    assert_eq!(w.wait(PATIENT), Wake::Rescan);
+    assert_eq!(w.wait(PATIENT), WatchWake::Rescan);
 }
 
 /// A watched directory removed and made again: the old watch died with
@@ -132,10 +132,10 @@ fn a_directory_made_again_is_watched_again() {
     let mut w = Watcher::new(&tmp.state, [WatchTarget::dir(&queue)], notified()).unwrap();
     fs::remove_dir(&queue).unwrap();
     // The removal is reported (the target's directory went away).
-    assert_ne!(w.wait(PATIENT), Wake::TimedOut);
+    assert_ne!(w.wait(PATIENT), WatchWake::TimedOut);
     tmp.state.ensure_dir(&queue).unwrap();
     // Its making is reported too; from then on the new directory is watched.
-    assert_ne!(w.wait(PATIENT), Wake::TimedOut);
+    assert_ne!(w.wait(PATIENT), WatchWake::TimedOut);
     let event = queue.join("e1.json");
     tmp.state.write_json(&event, &json!({})).unwrap();
     assert!(changed_at(&mut w, &event));

@@ -1,6 +1,14 @@
-//! Persistent reminders for open obligations (the I/O shell).
+//! Persistent reminders for open obligations: the I/O shell, split by concept.
+//!
+//! - `mod.rs` (this file): the public request and answer types and
+//!   [`Reminders`]' write path (open, resolve, snooze, the snooze sweep),
+//!   each change made under the key's stripe lock, and the doctor.
+//! - `rules.rs`: the pure rules those changes follow (what a resolution
+//!   leaves, when a snooze is due, how a snoozed reminder reopens, which
+//!   reminders a filter keeps and in what order).
+//! - `query.rs`: the read side (listings, lookups by id, counts, metrics)
+//!   and the index scans the write path and the doctor share.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,10 +20,16 @@ use serde_json::{Map, Value};
 
 use crate::doctor::{self, Action, DoctorReport, Finding, Problem, Repair};
 use crate::error::{Error, Result};
-use crate::format::{REOPENED_FROM, Reminder, ReminderId, Resolution, Severity};
-use crate::key::{ReminderKey, check_text, unescape};
+use crate::format::{Reminder, ReminderId, Resolution, Severity};
+use crate::key::{ReminderKey, check_text};
 use crate::kinds::{KindRegistry, check_severity};
-use crate::metrics::{self, ReminderMetrics};
+
+mod query;
+mod rules;
+
+use query::Located;
+pub(crate) use query::read_reminder;
+use rules::{Change, is_due, path_key, reopened};
 
 /// `reminders/open/{kind}/{source_type}/{escaped source id}.json`: open reminders.
 pub const OPEN_DIR: &str = "open";
@@ -145,17 +159,6 @@ pub struct ReminderFilter {
     pub project_id: Option<String>,
     /// Only this kind.
     pub kind: Option<String>,
-}
-
-impl ReminderFilter {
-    fn matches(&self, r: &Reminder) -> bool {
-        self.tenant_id.as_ref().is_none_or(|t| *t == r.tenant_id)
-            && self
-                .project_id
-                .as_ref()
-                .is_none_or(|p| r.project_id.as_ref() == Some(p))
-            && self.kind.as_ref().is_none_or(|k| *k == r.kind)
-    }
 }
 
 /// A listing: the readable reminders, and the files that could not be read.
@@ -520,32 +523,12 @@ impl Reminders {
             if expected.is_some() && change.applied_to(&snoozed) && !is_due(&snoozed, now) {
                 return Ok(Some(snoozed));
             }
-            let resolved = change.apply(self.reopened(&snoozed, now), now);
+            let resolved = change.apply(reopened(&snoozed, self.new_id(), now), now);
             self.state.create_new_json(&open_path, &resolved)?;
             self.settle_after_commit(key);
             return Ok(Some(resolved));
         }
         Ok(None)
-    }
-
-    /// Returns a fresh open copy of a snoozed reminder.
-    fn reopened(&self, snoozed: &Reminder, now: Timestamp) -> Reminder {
-        let mut metadata = snoozed.metadata.clone();
-        metadata.insert(
-            REOPENED_FROM.to_owned(),
-            Value::String(snoozed.id.to_string()),
-        );
-        Reminder {
-            id: self.new_id(),
-            created_at: now,
-            resolved_at: None,
-            resolved_by_verb: None,
-            resolution: None,
-            resolution_note: None,
-            snooze_until: None,
-            metadata,
-            ..snoozed.clone()
-        }
     }
 
     /// Reopens a due snoozed reminder. The caller holds the key's lock.
@@ -555,7 +538,7 @@ impl Reminders {
         snoozed: &Reminder,
         now: Timestamp,
     ) -> Result<Reminder> {
-        let fresh = self.reopened(snoozed, now);
+        let fresh = reopened(snoozed, self.new_id(), now);
         self.state.create_new_json(&self.open_path(key), &fresh)?;
         self.settle(key)?;
         tracing::debug!(from = %snoozed.id, to = %fresh.id, "reopened snoozed reminder");
@@ -659,172 +642,6 @@ impl Reminders {
         Ok((reopened, corrupt))
     }
 
-    /// Lists the open reminders that match `filter`, oldest first, after
-    /// reopening due snoozes. Reads only the open and snoozed indexes: the
-    /// cost follows the number of open and snoozed reminders, not the history.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::UnknownKind`] when the filter names a kind the registry does
-    /// not know (a typo would otherwise list nothing); [`Error::Store`] on I/O failure.
-    pub fn list_open(&self, filter: &ReminderFilter) -> Result<Listing> {
-        if let Some(kind) = filter
-            .kind
-            .as_ref()
-            .filter(|k| self.registry.get(k).is_none())
-        {
-            return Err(Error::UnknownKind { kind: kind.clone() });
-        }
-        let (_, corrupt_snoozed) = self.sweep_snoozes_reporting()?;
-        let mut listing = Listing::default();
-        let kind_dir = filter
-            .kind
-            .as_ref()
-            .map(|k| self.root().join(SNOOZED_DIR).join(k));
-        listing.corrupt.extend(
-            corrupt_snoozed
-                .into_iter()
-                .filter(|c| kind_dir.as_ref().is_none_or(|d| c.path.starts_with(d))),
-        );
-        for path in self.index_files(OPEN_DIR, filter.kind.as_deref())? {
-            match read_reminder(&self.state, &path)? {
-                ReadOutcome::Value(r) if r.is_open() => {
-                    if filter.matches(&r) {
-                        listing.reminders.push(r);
-                    }
-                }
-                ReadOutcome::Value(r) => {
-                    // Resolved but not yet moved: finish the move.
-                    let key = Self::key_of(&r)?;
-                    let _guard = self.lock_key(&key)?;
-                    self.settle(&key)?;
-                }
-                ReadOutcome::Corrupt(c) => listing.corrupt.push(c),
-                ReadOutcome::Unsupported(u) => listing.unsupported.push(u),
-                ReadOutcome::Missing => {}
-            }
-        }
-        sort(&mut listing.reminders);
-        Ok(listing)
-    }
-
-    /// Returns how many reminders are open per kind, from the index's file
-    /// names alone (no reads, no sweep): for a status screen.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Store`] on I/O failure.
-    pub fn open_counts(&self) -> Result<BTreeMap<String, usize>> {
-        let mut counts = BTreeMap::new();
-        for path in self.index_files(OPEN_DIR, None)? {
-            if let Some(kind) = path
-                .parent()
-                .and_then(Path::parent)
-                .and_then(Path::file_name)
-            {
-                *counts
-                    .entry(kind.to_string_lossy().into_owned())
-                    .or_default() += 1;
-            }
-        }
-        Ok(counts)
-    }
-
-    /// Returns every reminder ever opened that matches `filter` (open,
-    /// snoozed and resolved), oldest first. Reads the whole history.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Store`] on I/O failure.
-    pub fn all(&self, filter: &ReminderFilter) -> Result<Listing> {
-        let mut listing = Listing::default();
-        let mut files = self.index_files(OPEN_DIR, filter.kind.as_deref())?;
-        files.extend(self.index_files(SNOOZED_DIR, filter.kind.as_deref())?);
-        files.extend(self.history_files()?);
-        let mut seen = std::collections::BTreeSet::new();
-        for path in files {
-            match read_reminder(&self.state, &path)? {
-                ReadOutcome::Value(r) => {
-                    // A record caught mid-move is read once.
-                    if filter.matches(&r) && seen.insert(r.id.clone()) {
-                        listing.reminders.push(r);
-                    }
-                }
-                ReadOutcome::Corrupt(c) => listing.corrupt.push(c),
-                ReadOutcome::Unsupported(u) => listing.unsupported.push(u),
-                ReadOutcome::Missing => {}
-            }
-        }
-        sort(&mut listing.reminders);
-        Ok(listing)
-    }
-
-    /// Returns reminder `id` wherever it is.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Corrupt`] when its file is unreadable, or when it is not found
-    /// and an unreadable open or snoozed file could have held it (run the
-    /// doctor); [`Error::Store`].
-    pub fn get(&self, id: &ReminderId) -> Result<Option<Reminder>> {
-        Ok(match self.locate(id)? {
-            Located::History(r) => Some(*r),
-            Located::Live(key) => {
-                let mut found = None;
-                for path in [self.open_path(&key), self.snoozed_path(&key)] {
-                    if let Some(r) = self.read(&path)?.filter(|r| r.id == *id) {
-                        found = Some(r);
-                        break;
-                    }
-                }
-                found
-            }
-            Located::Nowhere => None,
-        })
-    }
-
-    fn locate(&self, id: &ReminderId) -> Result<Located> {
-        if let Some(r) = self.read(&self.history_path(id))? {
-            return Ok(Located::History(Box::new(r)));
-        }
-        let mut unreadable = None;
-        for area in [OPEN_DIR, SNOOZED_DIR] {
-            for path in self.index_files(area, None)? {
-                match self.read(&path) {
-                    Ok(Some(r)) if r.id == *id => return Ok(Located::Live(Self::key_of(&r)?)),
-                    Ok(_) => {}
-                    // It could be the one asked for: remember it, keep looking.
-                    Err(Error::Corrupt(c)) => {
-                        unreadable.get_or_insert(c);
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
-        }
-        // It may have moved into the history during the scan.
-        if let Some(r) = self.read(&self.history_path(id))? {
-            return Ok(Located::History(Box::new(r)));
-        }
-        // Not found, but an unreadable index file could have held it: say so
-        // rather than "no such reminder" (fail closed; the doctor repairs it).
-        match unreadable {
-            Some(c) => Err(Error::Corrupt(c)),
-            None => Ok(Located::Nowhere),
-        }
-    }
-
-    /// Returns the seed's §10.3 metrics; counters count events at or after
-    /// `since` (the seed uses 30 days), gauges are for now. Reads the whole
-    /// history.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Store`] on I/O failure.
-    pub fn metrics(&self, since: Option<Timestamp>) -> Result<ReminderMetrics> {
-        let all = self.all(&ReminderFilter::default())?;
-        Ok(metrics::compute(&all.reminders, self.state.now(), since))
-    }
-
     /// Scans the open and snoozed indexes and the history: reports unreadable
     /// files, stray names and interrupted transitions; with [`Repair::Fix`]
     /// quarantines the unreadable files and finishes the transitions.
@@ -887,119 +704,4 @@ impl Reminders {
         }
         Ok(report)
     }
-
-    /// Returns the files of an index area (`open` or `snoozed`), optionally
-    /// for one kind: `{area}/{kind}/{source_type}/*.json`.
-    fn index_files(&self, area: &str, kind: Option<&str>) -> Result<Vec<PathBuf>> {
-        let top = self.root().join(area);
-        let kinds = match kind {
-            Some(k) => vec![k.to_owned()],
-            None => self.state.list(&top)?,
-        };
-        let mut out = Vec::new();
-        for kind in kinds {
-            let kdir = top.join(&kind);
-            for st in self.state.list(&kdir)? {
-                let sdir = kdir.join(&st);
-                for name in self.state.list(&sdir)? {
-                    if name.ends_with(".json") {
-                        out.push(sdir.join(name));
-                    }
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    fn history_files(&self) -> Result<Vec<PathBuf>> {
-        let dir = self.root().join(HISTORY_DIR);
-        Ok(self
-            .state
-            .list(&dir)?
-            .into_iter()
-            .filter(|n| n.ends_with(".json"))
-            .map(|n| dir.join(n))
-            .collect())
-    }
-}
-
-/// A resolution to apply.
-struct Change {
-    resolution: Resolution,
-    verb: String,
-    note: Option<String>,
-    snooze_for: Option<Duration>,
-}
-
-impl Change {
-    /// Returns true when `r` is what this change leaves: the same
-    /// resolution, verb, note and snooze duration (a retry of a change that
-    /// applied).
-    fn applied_to(&self, r: &Reminder) -> bool {
-        let snoozed_for = match (r.resolved_at, r.snooze_until) {
-            (Some(at), Some(until)) => Some(until.unix_ms() - at.unix_ms()),
-            _ => None,
-        };
-        let wanted_for = self
-            .snooze_for
-            .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-        r.resolution == Some(self.resolution)
-            && r.resolved_by_verb.as_deref() == Some(self.verb.as_str())
-            && r.resolution_note == self.note
-            && snoozed_for == wanted_for
-    }
-
-    fn apply(&self, mut r: Reminder, now: Timestamp) -> Reminder {
-        r.resolved_at = Some(now);
-        r.resolution = Some(self.resolution);
-        r.resolved_by_verb = Some(self.verb.clone());
-        r.resolution_note = self.note.clone();
-        r.snooze_until = self.snooze_for.map(|d| now.add(d));
-        r
-    }
-}
-
-enum Located {
-    Live(ReminderKey),
-    History(Box<Reminder>),
-    Nowhere,
-}
-
-fn is_due(snoozed: &Reminder, now: Timestamp) -> bool {
-    snoozed.snooze_until.is_none_or(|t| t <= now)
-}
-
-fn sort(list: &mut [Reminder]) {
-    list.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
-}
-
-/// Recovers the key from an index path `{area}/{kind}/{source_type}/{name}`.
-fn path_key(path: &Path) -> Option<ReminderKey> {
-    let name = path.file_name()?.to_str()?;
-    let st = path.parent()?.file_name()?.to_str()?;
-    let kind = path.parent()?.parent()?.file_name()?.to_str()?;
-    ReminderKey::new(kind, st, unescape(name)?).ok()
-}
-
-/// Reads a reminder record: a `severity` or `resolution` this version does
-/// not know makes it unsupported (reported, refused, never quarantined), not
-/// corrupt.
-pub(crate) fn read_reminder(
-    state: &StateDir,
-    path: &Path,
-) -> chipset_store::Result<ReadOutcome<Reminder>> {
-    Ok(state.read_bytes(path)?.and_then(|bytes| {
-        // The common case parses once; only a file that fails is looked at again.
-        let read = chipset_store::parse_json::<Reminder>(path, &bytes);
-        if !read.is_corrupt() {
-            return read;
-        }
-        match serde_json::from_slice::<Value>(&bytes)
-            .ok()
-            .and_then(|v| Reminder::unsupported(&v))
-        {
-            Some(what) => ReadOutcome::Unsupported(Unsupported::new(path, what)),
-            None => read,
-        }
-    }))
 }
