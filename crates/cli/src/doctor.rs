@@ -20,7 +20,7 @@ use chipset_hook::Hooks;
 use chipset_loop::LoopState;
 use chipset_mail::Mail;
 use chipset_nudge::Nudges;
-use chipset_store::Channel;
+use chipset_store::{Channel, Doctor, DoctorMode, Report};
 use serde_json::json;
 
 use crate::Ctx;
@@ -34,7 +34,7 @@ pub(crate) const STALE_TEMP_AGE: Duration = Duration::from_secs(600);
 
 /// One problem found, and what was done about it (`None`: still there).
 struct Row {
-    area: &'static str,
+    area: String,
     problem: String,
     action: Option<String>,
 }
@@ -45,60 +45,17 @@ pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
     let mut rows = Vec::new();
     let mut scanned = serde_json::Map::new();
 
-    let hooks = Hooks::new(ctx.state.clone()).doctor(if fix {
-        chipset_hook::DoctorMode::Fix
+    let mode = if fix {
+        DoctorMode::Fix
     } else {
-        chipset_hook::DoctorMode::Check
-    });
-    let hooks = or_row(&mut rows, "hooks", hooks);
-    scanned.insert("hooks".into(), json!(hooks.as_ref().map(|h| h.scanned)));
-    for f in hooks.into_iter().flat_map(|h| h.findings) {
-        let problem = match &f.problem {
-            chipset_hook::Problem::Corrupt(reason) => format!("corrupt hook ({reason})"),
-            chipset_hook::Problem::Unsupported(what) => {
-                format!("holds {what}, unsupported by this version (left in place)")
-            }
-            chipset_hook::Problem::Stray => "not a hook file (left alone)".to_owned(),
-            _ => "unusable".to_owned(),
-        };
-        rows.push(Row {
-            area: "hooks",
-            problem: format!("`{}`: {problem}", f.path.display()),
-            action: f
-                .quarantined
-                .map(|q| format!("quarantined to `{}`, reset to empty", q.display())),
-        });
-    }
-
-    let repair = if fix {
-        chipset_nudge::Repair::Fix
-    } else {
-        chipset_nudge::Repair::ReportOnly
+        DoctorMode::Check
     };
-    let nudge_report = or_row(
-        &mut rows,
-        "nudge",
-        Nudges::new(ctx.state.clone()).doctor(repair),
-    );
-    scanned.insert(
-        "nudge".into(),
-        json!(nudge_report.as_ref().map(|r| r.scanned)),
-    );
-    if let Some(report) = nudge_report {
-        rows.extend(nudge_rows("nudge", report));
-    }
-    let reminder_report = or_row(
-        &mut rows,
-        "reminders",
-        remind::reminders(ctx).doctor(repair),
-    );
-    scanned.insert(
-        "reminders".into(),
-        json!(reminder_report.as_ref().map(|r| r.scanned)),
-    );
-    if let Some(report) = reminder_report {
-        rows.extend(nudge_rows("reminders", report));
-    }
+    let doctors: Vec<Box<dyn Doctor<Error = CliError>>> = vec![
+        area(Hooks::new(ctx.state.clone())),
+        area(Nudges::new(ctx.state.clone())),
+        area(remind::reminders(ctx)),
+    ];
+    run_doctors(&doctors, mode, &mut rows, &mut scanned);
 
     let mail = Mail::new(ctx.state.clone()).doctor(if fix {
         chipset_mail::DoctorMode::Fix
@@ -112,7 +69,7 @@ pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
         in_flight.add(&f);
         let action = (fix && f.is_fixable()).then(|| mail_fix(&f).to_owned());
         rows.push(Row {
-            area: "mail",
+            area: "mail".to_owned(),
             problem: f.to_string(),
             action,
         });
@@ -135,7 +92,7 @@ pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
             _ => None,
         };
         rows.push(Row {
-            area: "bus",
+            area: "bus".to_owned(),
             problem: format!(
                 "`{}`: {}",
                 f.file.path.display(),
@@ -145,42 +102,18 @@ pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
         });
     }
 
-    let loops = LoopState::new(ctx.state.clone()).doctor(if fix {
-        chipset_loop::DoctorMode::Fix
-    } else {
-        chipset_loop::DoctorMode::Check
-    });
-    let loops = or_row(&mut rows, "loop", loops);
-    scanned.insert("loop".into(), json!(loops.as_ref().map(|l| l.scanned)));
-    for f in loops.into_iter().flat_map(|l| l.findings) {
-        let problem = match &f.problem {
-            chipset_loop::Problem::Corrupt(reason) => format!("corrupt loop file ({reason})"),
-            chipset_loop::Problem::Stray => "not a loop file (left alone)".to_owned(),
-            chipset_loop::Problem::TornLog { offset, len } => {
-                format!("torn last line at byte {offset} ({len} bytes)")
-            }
-            chipset_loop::Problem::BadLogLine { offset } => {
-                format!("unreadable line at byte {offset}")
-            }
-            _ => "unusable".to_owned(),
-        };
-        let action = match (&f.quarantined, f.repaired) {
-            (Some(q), _) => Some(format!("quarantined to `{}`", q.display())),
-            (None, true) => Some("repaired".to_owned()),
-            (None, false) => None,
-        };
-        rows.push(Row {
-            area: "loop",
-            problem: format!("`{}`: {problem}", f.path.display()),
-            action,
-        });
-    }
+    run_doctors(
+        &[area(LoopState::new(ctx.state.clone()))],
+        mode,
+        &mut rows,
+        &mut scanned,
+    );
 
     if fix {
         let removed = ctx.state.sweep_temps(STALE_TEMP_AGE)?;
         if removed > 0 {
             rows.push(Row {
-                area: "temps",
+                area: "temps".to_owned(),
                 problem: output::plural(removed, "stale temp file"),
                 action: Some("removed".to_owned()),
             });
@@ -191,7 +124,7 @@ pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
         for path in ctx.state.stale_temps(STALE_TEMP_AGE)? {
             if !path.starts_with(&bus_dir) {
                 rows.push(Row {
-                    area: "temps",
+                    area: "temps".to_owned(),
                     problem: format!("`{}`: stale temp file", path.display()),
                     action: None,
                 });
@@ -207,14 +140,14 @@ pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
 /// an open problem of its area and returns `None`, so the other doctors still run.
 fn or_row<T, E: Into<CliError>>(
     rows: &mut Vec<Row>,
-    area: &'static str,
+    area: &str,
     result: std::result::Result<T, E>,
 ) -> Option<T> {
     match result {
         Ok(report) => Some(report),
         Err(e) => {
             rows.push(Row {
-                area,
+                area: area.to_owned(),
                 problem: format!("could not finish: {}", e.into()),
                 action: None,
             });
@@ -243,34 +176,55 @@ fn mail_fix(f: &chipset_mail::Finding) -> &'static str {
     }
 }
 
-fn nudge_rows(area: &'static str, report: chipset_nudge::DoctorReport) -> Vec<Row> {
-    report
-        .findings
-        .into_iter()
-        .map(|f| {
-            let problem = match &f.problem {
-                chipset_nudge::Problem::Corrupt(reason) => format!("corrupt ({reason})"),
-                chipset_nudge::Problem::Unfinished(what) => format!("unfinished: {what}"),
-                chipset_nudge::Problem::Unsupported(what) => {
-                    format!("holds {what}, unsupported by this version (left in place)")
-                }
-                chipset_nudge::Problem::StrayEntry => "not written by chipset (left alone)".into(),
-                _ => "unusable".to_owned(),
-            };
-            let action = match &f.action {
-                chipset_nudge::Action::Quarantined(to) => {
-                    Some(format!("quarantined to `{}`", to.display()))
-                }
-                chipset_nudge::Action::Completed => Some("completed".to_owned()),
-                _ => None,
-            };
-            Row {
-                area,
-                problem: format!("`{}`: {problem}", f.path.display()),
-                action,
-            }
-        })
-        .collect()
+/// Runs each doctor in turn, adding a row per finding (or one for a doctor
+/// that could not finish) and its scanned count.
+fn run_doctors(
+    doctors: &[Box<dyn Doctor<Error = CliError>>],
+    mode: DoctorMode,
+    rows: &mut Vec<Row>,
+    scanned: &mut serde_json::Map<String, serde_json::Value>,
+) {
+    for doctor in doctors {
+        let report = or_row(rows, doctor.name(), doctor.doctor(mode));
+        scanned.insert(
+            doctor.name().to_owned(),
+            json!(report.as_ref().map(|r| r.scanned)),
+        );
+        for f in report.into_iter().flat_map(|r| r.findings) {
+            rows.push(Row {
+                area: doctor.name().to_owned(),
+                action: f.fix_line(),
+                problem: f.message,
+            });
+        }
+    }
+}
+
+/// A channel's doctor whose errors are the CLI's: what `chipset doctor` loops over.
+struct Area<D>(D);
+
+impl<D> Doctor for Area<D>
+where
+    D: Doctor,
+    D::Error: Into<CliError>,
+{
+    type Error = CliError;
+
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+
+    fn doctor(&self, mode: DoctorMode) -> Result<Report> {
+        self.0.doctor(mode).map_err(Into::into)
+    }
+}
+
+fn area<D>(doctor: D) -> Box<dyn Doctor<Error = CliError>>
+where
+    D: Doctor + 'static,
+    D::Error: Into<CliError>,
+{
+    Box::new(Area(doctor))
 }
 
 /// Messages the mail doctor found in flight (published, their `sent` event
@@ -323,7 +277,11 @@ fn render(
             Some(_) => Cell::toned("fixed", Tone::Good),
             None => Cell::toned("open", Tone::Bad),
         };
-        table.row(vec![r.area.into(), state, short(&r.problem).into()]);
+        table.row(vec![
+            r.area.as_str().into(),
+            state,
+            short(&r.problem).into(),
+        ]);
         docs.push(json!({
             "area": r.area,
             "problem": short(&r.problem),

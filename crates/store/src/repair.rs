@@ -206,6 +206,14 @@ impl Finding {
         self
     }
 
+    /// Returns the finding marked as one a fix repairs, though its class
+    /// is not one that usually is (a foreign name in a bus queue is moved aside).
+    #[must_use]
+    pub fn fixable(mut self) -> Self {
+        self.fixable = true;
+        self
+    }
+
     /// Returns the finding with one more thing its fix did.
     #[must_use]
     pub fn with(mut self, action: Action) -> Self {
@@ -410,6 +418,25 @@ impl StateDir {
         }
     }
 
+    /// Returns whether there is an entry (of any kind) at `path`, without
+    /// following a symlink or opening it: for a doctor that counts what it
+    /// scans. "Not there" is `false`; "there but not examinable" is an error.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OutsideRoot`], [`Error::Symlink`] for a symlinked directory on
+    /// the way, [`Error::Io`] when `path` cannot be examined.
+    pub fn entry_exists(&self, path: &Path) -> Result<bool> {
+        if !self.check_parents(path)? {
+            return Ok(false);
+        }
+        match fs::symlink_metadata(path) {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(Error::io("stat", path, e)),
+        }
+    }
+
     /// Moves `path` aside into `.quarantine/` beside it if it is still bad:
     /// reads it (without opening anything but a regular file), asks `is_bad`,
     /// takes `lock` (the lock its writers take; `None` for files no writer
@@ -578,6 +605,17 @@ mod tests {
     }
 
     #[test]
+    fn entry_exists_tells_there_from_not_there() {
+        let (_d, state) = temp();
+        let path = state.root().join("loop/dispatcher/log.jsonl");
+        assert!(!state.entry_exists(&path).unwrap());
+        state.write_bytes(&path, b"").unwrap();
+        assert!(state.entry_exists(&path).unwrap());
+        let dir = state.root().join("loop/dispatcher");
+        assert!(state.entry_exists(&dir).unwrap());
+    }
+
+    #[test]
     fn observes_an_oversized_file_without_reading_it() {
         let dir = tempfile::tempdir().unwrap();
         let state = StateDir::open_with(
@@ -688,6 +726,7 @@ mod tests {
             check_after: Duration::ZERO
         }));
         assert!(!Finding::new("c", Fault::Stale, "m").unfixable().fixable);
+        assert!(Finding::new("c", Fault::Stray, "m").fixable().fixable);
         let mut report = Report::new(DoctorMode::Check);
         report.findings.push(Finding::new(
             "c",

@@ -5,10 +5,8 @@ use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::time::Duration;
 
-use chipset_hook::{
-    Actor, DoctorMode, Error, Event, HookRead, HookStatus, Pickup, Problem, TransitionError,
-};
-use chipset_store::{CorruptReason, Timestamp};
+use chipset_hook::{Actor, Error, Event, HookRead, HookStatus, Pickup, TransitionError};
+use chipset_store::{Action, CorruptReason, DoctorMode, Fault, Timestamp};
 
 use crate::{T0, agent, bead, setup};
 
@@ -359,7 +357,7 @@ fn doctor_reports_then_fixes_corrupt_hooks_and_leaves_strays() {
     let stray = report
         .findings
         .iter()
-        .find(|f| f.problem == Problem::Stray)
+        .find(|f| f.fault == Fault::Stray)
         .unwrap();
     assert!(
         stray
@@ -378,8 +376,8 @@ fn doctor_reports_then_fixes_corrupt_hooks_and_leaves_strays() {
         report
             .findings
             .iter()
-            .filter(|f| f.agent.is_some())
-            .all(|f| f.quarantined.is_some())
+            .filter(|f| f.subject.is_some())
+            .all(|f| matches!(f.actions[0], Action::Quarantined { to: Some(_), .. }))
     );
     let counts = s.hooks.counts().unwrap();
     assert_eq!(
