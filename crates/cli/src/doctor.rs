@@ -50,64 +50,32 @@ pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
     } else {
         DoctorMode::Check
     };
+    // Every channel's doctor, in this order: a loop over one trait.
     let doctors: Vec<Box<dyn Doctor<Error = CliError>>> = vec![
         area(Hooks::new(ctx.state.clone())),
         area(Nudges::new(ctx.state.clone())),
         area(remind::reminders(ctx)),
+        area(Mail::new(ctx.state.clone())),
+        area(Bus::new(ctx.state.clone())),
+        area(LoopState::new(ctx.state.clone())),
     ];
-    run_doctors(&doctors, mode, &mut rows, &mut scanned);
-
-    let mail = Mail::new(ctx.state.clone()).doctor(if fix {
-        chipset_mail::DoctorMode::Fix
-    } else {
-        chipset_mail::DoctorMode::Check
-    });
-    let mail = or_row(&mut rows, "mail", mail);
-    scanned.insert("mail".into(), json!(mail.as_ref().map(|m| m.messages)));
     let mut in_flight = InFlight::default();
-    for f in mail.into_iter().flat_map(|m| m.findings) {
-        in_flight.add(&f);
-        let action = (fix && f.is_fixable()).then(|| mail_fix(&f).to_owned());
-        rows.push(Row {
-            area: "mail".to_owned(),
-            problem: f.to_string(),
-            action,
-        });
+    for doctor in &doctors {
+        let report = or_row(&mut rows, doctor.name(), doctor.doctor(mode));
+        scanned.insert(
+            doctor.name().to_owned(),
+            json!(report.as_ref().map(|r| r.scanned)),
+        );
+        let Some(report) = report else { continue };
+        in_flight.add(&report);
+        for f in report.findings {
+            rows.push(Row {
+                area: doctor.name().to_owned(),
+                action: f.fix_line(),
+                problem: f.message,
+            });
+        }
     }
-
-    let bus = Bus::new(ctx.state.clone()).doctor(if fix {
-        chipset_bus::Repair::Fix
-    } else {
-        chipset_bus::Repair::ReportOnly
-    });
-    let bus = or_row(&mut rows, "bus", bus);
-    scanned.insert("bus".into(), json!(bus.as_ref().map(|b| b.events_checked)));
-    for f in bus.into_iter().flat_map(|b| b.findings) {
-        let action = match &f.action {
-            chipset_bus::Action::Quarantined(to) => {
-                Some(format!("quarantined to `{}`", to.display()))
-            }
-            chipset_bus::Action::Removed => Some("removed".to_owned()),
-            chipset_bus::Action::Truncated => Some("truncated".to_owned()),
-            _ => None,
-        };
-        rows.push(Row {
-            area: "bus".to_owned(),
-            problem: format!(
-                "`{}`: {}",
-                f.file.path.display(),
-                crate::bus::problem(&f.file.problem)
-            ),
-            action,
-        });
-    }
-
-    run_doctors(
-        &[area(LoopState::new(ctx.state.clone()))],
-        mode,
-        &mut rows,
-        &mut scanned,
-    );
 
     if fix {
         let removed = ctx.state.sweep_temps(STALE_TEMP_AGE)?;
@@ -156,50 +124,6 @@ fn or_row<T, E: Into<CliError>>(
     }
 }
 
-/// Says what [`chipset_mail::Mail::doctor`] does to fix a finding.
-fn mail_fix(f: &chipset_mail::Finding) -> &'static str {
-    use chipset_mail::Finding as F;
-    match f {
-        F::Corrupt { .. } => "quarantined",
-        F::Duplicate { .. } => "extra copy quarantined",
-        F::MissingReplyMarker { .. } => "reply index entry added",
-        F::AnsweredRequest { .. } => "archived",
-        F::Orphan { .. } => "moved to archive/orphan/",
-        F::MissingSentEvent { .. } => "`sent` event appended (reconciled)",
-        F::MissingArchivedEvent { .. } => "`archived` event appended (reconciled)",
-        F::MissingSweptEvent { .. } => "`task-swept` event appended (reconciled)",
-        F::TornManifestTail { .. } => {
-            "torn line truncated (or, with bad lines, moved to `mail/.quarantine/`)"
-        }
-        F::BadManifestLine { .. } => "moved to `mail/.quarantine/`, every whole record kept",
-        _ => "repaired",
-    }
-}
-
-/// Runs each doctor in turn, adding a row per finding (or one for a doctor
-/// that could not finish) and its scanned count.
-fn run_doctors(
-    doctors: &[Box<dyn Doctor<Error = CliError>>],
-    mode: DoctorMode,
-    rows: &mut Vec<Row>,
-    scanned: &mut serde_json::Map<String, serde_json::Value>,
-) {
-    for doctor in doctors {
-        let report = or_row(rows, doctor.name(), doctor.doctor(mode));
-        scanned.insert(
-            doctor.name().to_owned(),
-            json!(report.as_ref().map(|r| r.scanned)),
-        );
-        for f in report.into_iter().flat_map(|r| r.findings) {
-            rows.push(Row {
-                area: doctor.name().to_owned(),
-                action: f.fix_line(),
-                problem: f.message,
-            });
-        }
-    }
-}
-
 /// A channel's doctor whose errors are the CLI's: what `chipset doctor` loops over.
 struct Area<D>(D);
 
@@ -237,11 +161,18 @@ pub(crate) struct InFlight {
 }
 
 impl InFlight {
-    pub(crate) fn add(&mut self, f: &chipset_mail::Finding) {
-        if let Some(after) = f.check_after() {
-            self.count += 1;
-            self.wait = self.wait.max(after);
-        }
+    /// Returns the findings in flight in `report`.
+    pub(crate) fn of(report: &Report) -> Self {
+        let mut all = InFlight::default();
+        all.add(report);
+        all
+    }
+
+    /// Adds the findings in flight in `report`.
+    pub(crate) fn add(&mut self, report: &Report) {
+        let (count, wait) = report.in_flight();
+        self.count += count;
+        self.wait = self.wait.max(wait);
     }
 
     /// The failure's wording when some open findings are in flight.

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use chipset_store::{
-    Action, AgentId, Corruption, Doctor, DoctorMode, Fault, Finding, Observed, Report, Timestamp,
+    Action, AgentId, Corruption, Defect, Doctor, DoctorMode, Finding, Observed, Report, Timestamp,
     Unsupported,
 };
 
@@ -260,7 +260,7 @@ impl Hooks {
                         u.what
                     );
                     report.findings.push(
-                        Finding::new("hook-unsupported", Fault::Unsupported(u.what), line)
+                        Finding::new("hook-unsupported", Defect::Unsupported(u.what), line)
                             .at(u.path)
                             .about(&agent),
                     );
@@ -273,9 +273,10 @@ impl Hooks {
                 corruption.path.display(),
                 corruption.reason
             );
-            let mut finding = Finding::new("hook-corrupt", Fault::Corrupt(corruption.reason), line)
-                .at(corruption.path)
-                .about(&agent);
+            let mut finding =
+                Finding::new("hook-corrupt", Defect::Corrupt(corruption.reason), line)
+                    .at(corruption.path)
+                    .about(&agent);
             if mode == DoctorMode::Fix
                 && let Some(repaired) = self.repair(&agent)?
             {
@@ -290,7 +291,7 @@ impl Hooks {
             let line = format!("`{}`: not a hook file (left alone)", path.display());
             report
                 .findings
-                .push(Finding::new("hook-stray", Fault::Stray, line).at(path));
+                .push(Finding::new("hook-stray", Defect::Stray, line).at(path));
         }
         report.sort_by_path();
         Ok(report)

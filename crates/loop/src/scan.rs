@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use chipset_store::{
-    Action, Doctor, DoctorMode, Fault, Finding, JsonLog, Observed, ReadOutcome, Report, StateDir,
+    Action, Defect, Doctor, DoctorMode, Finding, JsonLog, Observed, ReadOutcome, Report, StateDir,
     parse_json,
 };
 use serde::de::DeserializeOwned;
@@ -161,7 +161,7 @@ impl LoopState {
                 let line = format!("`{}`: not a loop file (left alone)", path.display());
                 report
                     .findings
-                    .push(Finding::new("loop-stray", Fault::Stray, line).at(path));
+                    .push(Finding::new("loop-stray", Defect::Stray, line).at(path));
                 continue;
             }
             self.check_file::<T>(&path, &seen, report)?;
@@ -186,7 +186,7 @@ impl LoopState {
             return Ok(());
         };
         let line = format!("`{}`: corrupt loop file ({})", path.display(), bad.reason);
-        let mut finding = Finding::new("loop-corrupt", Fault::Corrupt(bad.reason), line).at(path);
+        let mut finding = Finding::new("loop-corrupt", Defect::Corrupt(bad.reason), line).at(path);
         if report.mode == DoctorMode::Fix {
             // Re-checked under the lock: a writer may have replaced it meanwhile.
             let lock = state.lock_for(path)?;
@@ -212,7 +212,7 @@ impl LoopState {
             Err(chipset_store::Error::Corrupt(bad)) => {
                 let line = format!("`{}`: corrupt loop file ({})", path.display(), bad.reason);
                 let mut finding =
-                    Finding::new("loop-corrupt", Fault::Corrupt(bad.reason), line).at(path);
+                    Finding::new("loop-corrupt", Defect::Corrupt(bad.reason), line).at(path);
                 if fix {
                     let lock = state.lock_for(path)?;
                     finding = finding.with(state.quarantine_checked(path, Some(&lock), |s| {
@@ -239,7 +239,7 @@ impl LoopState {
                 bad.offset
             );
             let mut finding =
-                Finding::new("loop-bad-line", Fault::Corrupt(bad.reason), line).at(path);
+                Finding::new("loop-bad-line", Defect::Corrupt(bad.reason), line).at(path);
             if let Some(to) = &moved {
                 finding = finding.with(Action::quarantined(to));
             }
@@ -252,7 +252,7 @@ impl LoopState {
                 torn.offset,
                 torn.len
             );
-            let mut finding = Finding::new("loop-torn-log", Fault::Unfinished, line).at(path);
+            let mut finding = Finding::new("loop-torn-log", Defect::Unfinished, line).at(path);
             if moved.is_some() || (fix && log.recover()?.is_some()) {
                 finding = finding.with(Action::Truncated("repaired".to_owned()));
             }

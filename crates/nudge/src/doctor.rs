@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use chipset_store::{
-    Action, DoctorMode, Fault, Finding, Lock, ReadOutcome, Report, StateDir, parse_json,
+    Action, Defect, DoctorMode, Finding, Lock, ReadOutcome, Report, StateDir, parse_json,
 };
 use serde::de::DeserializeOwned;
 
@@ -20,25 +20,25 @@ pub(crate) enum Area {
 }
 
 impl Area {
-    fn code(self, fault: &Fault) -> &'static str {
+    fn code(self, fault: &Defect) -> &'static str {
         match (self, fault) {
-            (Area::Nudge, Fault::Corrupt(_)) => "nudge-corrupt",
-            (Area::Nudge, Fault::Unsupported(_)) => "nudge-unsupported",
-            (Area::Nudge, Fault::Unfinished) => "nudge-unfinished",
+            (Area::Nudge, Defect::Corrupt(_)) => "nudge-corrupt",
+            (Area::Nudge, Defect::Unsupported(_)) => "nudge-unsupported",
+            (Area::Nudge, Defect::Unfinished) => "nudge-unfinished",
             (Area::Nudge, _) => "nudge-stray",
-            (Area::Reminders, Fault::Corrupt(_)) => "reminder-corrupt",
-            (Area::Reminders, Fault::Unsupported(_)) => "reminder-unsupported",
-            (Area::Reminders, Fault::Unfinished) => "reminder-unfinished",
+            (Area::Reminders, Defect::Corrupt(_)) => "reminder-corrupt",
+            (Area::Reminders, Defect::Unsupported(_)) => "reminder-unsupported",
+            (Area::Reminders, Defect::Unfinished) => "reminder-unfinished",
             (Area::Reminders, _) => "reminder-stray",
         }
     }
 
     /// Returns the finding of `fault` at `path`, worded as `chipset doctor` prints it.
-    pub(crate) fn finding(self, path: &Path, fault: Fault, unfinished: &str) -> Finding {
+    pub(crate) fn finding(self, path: &Path, fault: Defect, unfinished: &str) -> Finding {
         let what = match &fault {
-            Fault::Corrupt(reason) => format!("corrupt ({reason})"),
-            Fault::Unfinished => format!("unfinished: {unfinished}"),
-            Fault::Unsupported(what) => {
+            Defect::Corrupt(reason) => format!("corrupt ({reason})"),
+            Defect::Unfinished => format!("unfinished: {unfinished}"),
+            Defect::Unsupported(what) => {
                 format!("holds {what}, unsupported by this version (left in place)")
             }
             _ => "not written by chipset (left alone)".to_owned(),
@@ -49,7 +49,7 @@ impl Area {
 
     /// Returns the finding of a name chipset does not write here (left alone).
     pub(crate) fn stray(self, path: &Path) -> Finding {
-        self.finding(path, Fault::Stray, "")
+        self.finding(path, Defect::Stray, "")
     }
 }
 
@@ -92,7 +92,7 @@ pub(crate) fn check_file<T: OnDisk>(
         ReadOutcome::Missing => Ok(None),
         ReadOutcome::Value(v) => Ok(Some(v)),
         ReadOutcome::Corrupt(c) => {
-            let mut finding = area.finding(path, Fault::Corrupt(c.reason), "");
+            let mut finding = area.finding(path, Defect::Corrupt(c.reason), "");
             if report.mode == DoctorMode::Fix {
                 let cap = state.read_cap();
                 let action = state.quarantine_checked(path, Some(lock), |seen| {
@@ -107,7 +107,7 @@ pub(crate) fn check_file<T: OnDisk>(
         ReadOutcome::Unsupported(u) => {
             report
                 .findings
-                .push(area.finding(path, Fault::Unsupported(u.what), ""));
+                .push(area.finding(path, Defect::Unsupported(u.what), ""));
             Ok(None)
         }
     }

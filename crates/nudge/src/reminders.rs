@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chipset_store::{
-    Channel, Corruption, DoctorMode, Fault, Lock, LockGuard, ReadOutcome, Report, SortableId,
+    Channel, Corruption, Defect, DoctorMode, Lock, LockGuard, ReadOutcome, Report, SortableId,
     StateDir, Timestamp, Unsupported,
 };
 use serde_json::{Map, Value};
@@ -865,7 +865,7 @@ impl Reminders {
                         .then_some("unsnoozed record in the snooze index")
                 };
                 if let Some(what) = unfinished {
-                    let mut finding = area.finding(&path, Fault::Unfinished, what);
+                    let mut finding = area.finding(&path, Defect::Unfinished, what);
                     if dir != OPEN_DIR {
                         // Nothing is safe to do: a person decides.
                         finding = finding.unfixable();

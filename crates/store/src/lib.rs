@@ -102,7 +102,7 @@
 //! Every channel's doctor implements [`Doctor`]: given a [`DoctorMode`]
 //! ([`Check`](DoctorMode::Check) or [`Fix`](DoctorMode::Fix)) it returns one
 //! [`Report`]: how many things it `scanned`, and its [`Finding`]s, each with
-//! a stable `code`, a [`Fault`] class (corrupt, unsupported, stray, stale,
+//! a stable `code`, a [`Defect`] class (corrupt, unsupported, stray, stale,
 //! missing, unfinished, in flight, conflict), the path and id it is about,
 //! whether a fix repairs it, a human line, and the [`Action`]s the fix took
 //! (quarantined, rewrote, appended, moved, removed, truncated, completed, or
@@ -118,7 +118,7 @@
 //! left alone.
 //!
 //! ```
-//! use chipset_store::{Action, DoctorMode, Fault, Finding, ReadOutcome, Report, StateDir, parse_json};
+//! use chipset_store::{Action, DoctorMode, Defect, Finding, ReadOutcome, Report, StateDir, parse_json};
 //!
 //! let tmp = tempfile::tempdir()?;
 //! let state = StateDir::open(tmp.path())?;
@@ -134,7 +134,7 @@
 //!             .is_corrupt()
 //!     })?;
 //!     let line = format!("`{}`: {}", path.display(), bad.reason);
-//!     report.findings.push(Finding::new("demo-corrupt", Fault::Corrupt(bad.reason), line)
+//!     report.findings.push(Finding::new("demo-corrupt", Defect::Corrupt(bad.reason), line)
 //!         .at(&path)
 //!         .with(action));
 //! }
@@ -300,7 +300,7 @@ pub use read::{
     CorruptReason, Corruption, DEFAULT_READ_CAP, ReadOutcome, Unsupported, parse_json, read_bytes,
     read_json,
 };
-pub use repair::{Action, Doctor, DoctorMode, Fault, Finding, Observed, Report};
+pub use repair::{Action, Defect, Doctor, DoctorMode, Finding, Observed, Report};
 pub use sortable::SortableId;
 pub use state::{Channel, DEFAULT_ROOT, QUARANTINE_DIR, StateDir, StateOptions};
 pub use time::{Clock, ManualClock, SharedClock, SystemClock, Timestamp};

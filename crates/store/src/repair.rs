@@ -28,7 +28,7 @@ pub enum DoctorMode {
 /// What is wrong, by class: what a reader of a report (or a test) matches on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Fault {
+pub enum Defect {
     /// A file (or directory, FIFO, device) that cannot be read as what
     /// belongs at its path. Fixed by moving it aside.
     Corrupt(CorruptReason),
@@ -55,18 +55,18 @@ pub enum Fault {
     Conflict,
 }
 
-impl Fault {
+impl Defect {
     /// Returns a stable kebab-case label (`corrupt`, `in-flight`, …).
     pub fn label(&self) -> &'static str {
         match self {
-            Fault::Corrupt(_) => "corrupt",
-            Fault::Unsupported(_) => "unsupported",
-            Fault::Stray => "stray",
-            Fault::Stale => "stale",
-            Fault::Missing => "missing",
-            Fault::Unfinished => "unfinished",
-            Fault::InFlight { .. } => "in-flight",
-            Fault::Conflict => "conflict",
+            Defect::Corrupt(_) => "corrupt",
+            Defect::Unsupported(_) => "unsupported",
+            Defect::Stray => "stray",
+            Defect::Stale => "stale",
+            Defect::Missing => "missing",
+            Defect::Unfinished => "unfinished",
+            Defect::InFlight { .. } => "in-flight",
+            Defect::Conflict => "conflict",
         }
     }
 
@@ -75,7 +75,7 @@ impl Fault {
     pub fn is_fixable(&self) -> bool {
         !matches!(
             self,
-            Fault::Unsupported(_) | Fault::Stray | Fault::InFlight { .. } | Fault::Conflict
+            Defect::Unsupported(_) | Defect::Stray | Defect::InFlight { .. } | Defect::Conflict
         )
     }
 }
@@ -156,7 +156,7 @@ pub struct Finding {
     /// (`hook-corrupt`, `messaging-orphan-inbox`, …).
     pub code: &'static str,
     /// What is wrong, by class.
-    pub fault: Fault,
+    pub fault: Defect,
     /// The file or directory concerned, when there is one.
     pub path: Option<PathBuf>,
     /// The id the finding is about (a message, a task, an agent), when it
@@ -172,8 +172,8 @@ pub struct Finding {
 
 impl Finding {
     /// Returns a finding of `fault` with the stable `code` and the human
-    /// line `message`; fixable as its fault's class is ([`Fault::is_fixable`]).
-    pub fn new(code: &'static str, fault: Fault, message: impl Into<String>) -> Self {
+    /// line `message`; fixable as its fault's class is ([`Defect::is_fixable`]).
+    pub fn new(code: &'static str, fault: Defect, message: impl Into<String>) -> Self {
         Finding {
             code,
             fixable: fault.is_fixable(),
@@ -226,10 +226,10 @@ impl Finding {
         self.actions.iter().any(Action::is_change)
     }
 
-    /// Returns how long to wait before checking again, for [`Fault::InFlight`].
+    /// Returns how long to wait before checking again, for [`Defect::InFlight`].
     pub fn check_after(&self) -> Option<Duration> {
         match self.fault {
-            Fault::InFlight { check_after } => Some(check_after),
+            Defect::InFlight { check_after } => Some(check_after),
             _ => None,
         }
     }
@@ -652,7 +652,7 @@ mod tests {
         report.findings.push(
             Finding::new(
                 "x-corrupt",
-                Fault::Corrupt(CorruptReason::NotARegularFile),
+                Defect::Corrupt(CorruptReason::NotARegularFile),
                 "bad",
             )
             .at("b")
@@ -661,11 +661,11 @@ mod tests {
         );
         report
             .findings
-            .push(Finding::new("x-stray", Fault::Stray, "stray").at("a"));
+            .push(Finding::new("x-stray", Defect::Stray, "stray").at("a"));
         report.findings.push(
             Finding::new(
                 "x-flight",
-                Fault::InFlight {
+                Defect::InFlight {
                     check_after: Duration::from_secs(3),
                 },
                 "young",
@@ -675,7 +675,7 @@ mod tests {
         report.findings.push(
             Finding::new(
                 "x-flight",
-                Fault::InFlight {
+                Defect::InFlight {
                     check_after: Duration::from_secs(7),
                 },
                 "younger",
@@ -685,7 +685,7 @@ mod tests {
         let mut other = Report::new(DoctorMode::Fix);
         other.scanned = 4;
         other.findings.push(
-            Finding::new("x-missing", Fault::Missing, "no event")
+            Finding::new("x-missing", Defect::Missing, "no event")
                 .with(Action::Appended("appended".to_owned())),
         );
         report.merge(other);
@@ -714,30 +714,30 @@ mod tests {
 
     #[test]
     fn fixable_follows_the_class_unless_marked() {
-        let fixable = |f: Fault| Finding::new("c", f, "m").fixable;
-        assert!(fixable(Fault::Corrupt(CorruptReason::NotARegularFile)));
-        assert!(fixable(Fault::Stale));
-        assert!(fixable(Fault::Missing));
-        assert!(fixable(Fault::Unfinished));
-        assert!(!fixable(Fault::Unsupported("v2".into())));
-        assert!(!fixable(Fault::Stray));
-        assert!(!fixable(Fault::Conflict));
-        assert!(!fixable(Fault::InFlight {
+        let fixable = |f: Defect| Finding::new("c", f, "m").fixable;
+        assert!(fixable(Defect::Corrupt(CorruptReason::NotARegularFile)));
+        assert!(fixable(Defect::Stale));
+        assert!(fixable(Defect::Missing));
+        assert!(fixable(Defect::Unfinished));
+        assert!(!fixable(Defect::Unsupported("v2".into())));
+        assert!(!fixable(Defect::Stray));
+        assert!(!fixable(Defect::Conflict));
+        assert!(!fixable(Defect::InFlight {
             check_after: Duration::ZERO
         }));
-        assert!(!Finding::new("c", Fault::Stale, "m").unfixable().fixable);
-        assert!(Finding::new("c", Fault::Stray, "m").fixable().fixable);
+        assert!(!Finding::new("c", Defect::Stale, "m").unfixable().fixable);
+        assert!(Finding::new("c", Defect::Stray, "m").fixable().fixable);
         let mut report = Report::new(DoctorMode::Check);
         report.findings.push(Finding::new(
             "c",
-            Fault::Corrupt(CorruptReason::NotARegularFile),
+            Defect::Corrupt(CorruptReason::NotARegularFile),
             "m",
         ));
-        report.findings.push(Finding::new("s", Fault::Stray, "m"));
+        report.findings.push(Finding::new("s", Defect::Stray, "m"));
         assert_eq!(report.unrepaired(), 1);
         assert_eq!(report.open(), 2);
         assert_eq!(
-            Fault::InFlight {
+            Defect::InFlight {
                 check_after: Duration::ZERO
             }
             .label(),

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use chipset_hook::{HookRead, HookStatus, Hooks, Pickup};
 use chipset_store::{AgentId, Timestamp};
-use chipset_store::{DoctorMode, Fault};
+use chipset_store::{Defect, DoctorMode};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
@@ -289,7 +289,7 @@ fn an_unknown_status_is_unsupported_refused_and_left_in_place() {
     let report = s.hooks.doctor(DoctorMode::Fix).unwrap();
     assert_eq!(report.findings.len(), 1);
     let f = &report.findings[0];
-    assert_eq!(f.fault, Fault::Unsupported("hook status `paused`".into()));
+    assert_eq!(f.fault, Defect::Unsupported("hook status `paused`".into()));
     assert_eq!(f.actions, []);
     assert_eq!(
         report.unrepaired(),

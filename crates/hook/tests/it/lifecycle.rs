@@ -6,7 +6,7 @@ use std::os::unix::fs::MetadataExt;
 use std::time::Duration;
 
 use chipset_hook::{Actor, Error, Event, HookRead, HookStatus, Pickup, TransitionError};
-use chipset_store::{Action, CorruptReason, DoctorMode, Fault, Timestamp};
+use chipset_store::{Action, CorruptReason, Defect, DoctorMode, Timestamp};
 
 use crate::{T0, agent, bead, setup};
 
@@ -357,7 +357,7 @@ fn doctor_reports_then_fixes_corrupt_hooks_and_leaves_strays() {
     let stray = report
         .findings
         .iter()
-        .find(|f| f.fault == Fault::Stray)
+        .find(|f| f.fault == Defect::Stray)
         .unwrap();
     assert!(
         stray

@@ -4,7 +4,7 @@ use chipset_loop::{
     CriticReport, Dispatcher, DispatcherConfig, LoopState, Rounds, RoundsConfig, Witness,
     WitnessConfig,
 };
-use chipset_store::{Action, Channel, DoctorMode, Fault, TaskId};
+use chipset_store::{Action, Channel, Defect, DoctorMode, TaskId};
 
 use crate::{agent, bead, secs, setup};
 
@@ -80,7 +80,7 @@ fn the_doctor_reports_then_quarantines_corrupt_files_and_cuts_torn_logs() {
     let check = loops.doctor(DoctorMode::Check).unwrap();
     assert_eq!(check.findings.len(), 5, "{check:?}");
     assert_eq!(check.unrepaired(), 4);
-    assert!(check.findings.iter().any(|f| f.fault == Fault::Stray));
+    assert!(check.findings.iter().any(|f| f.fault == Defect::Stray));
     assert!(check.findings.iter().any(|f| f.code == "loop-torn-log"));
     assert!(
         root.join("witness/incidents/w1.json").exists(),

@@ -18,6 +18,16 @@ use chipset_mail::{Mail, MailConfig};
 use chipset_store::{AgentId, ManualClock, MessageId, StateOptions, TaskId, Timestamp};
 use chipset_testkit::TempState;
 
+/// Returns what a doctor report found, as (code, subject, line): what the
+/// mail doctor's findings assert on, with or without what a fix did.
+pub(crate) fn seen(report: &chipset_store::Report) -> Vec<(&'static str, Option<String>, String)> {
+    report
+        .findings
+        .iter()
+        .map(|f| (f.code, f.subject.clone(), f.message.clone()))
+        .collect()
+}
+
 /// 2026-03-05T10:35:00.123Z
 pub(crate) const T0: i64 = 1_772_706_900_123;
 

@@ -9,7 +9,7 @@ use chipset_nudge::{
     Draft, KindRegistry, ManualResolution, NewReminder, NudgeType, Nudges, Received,
     ReminderFilter, ReminderKey, Reminders,
 };
-use chipset_store::{DoctorMode, Fault, Timestamp};
+use chipset_store::{Defect, DoctorMode, Timestamp};
 use serde_json::{Value, json};
 
 use crate::support::{agent, manual_state};
@@ -172,7 +172,7 @@ fn an_unknown_severity_or_resolution_is_unsupported_and_left_in_place() {
             .iter()
             .find(|f| f.path.as_ref() == Some(&path))
             .expect("reported");
-        assert_eq!(f.fault, Fault::Unsupported(u.what.clone()));
+        assert_eq!(f.fault, Defect::Unsupported(u.what.clone()));
         assert_eq!(fs::read(&path).unwrap(), bytes, "never moved or rewritten");
     }
 }

@@ -6,7 +6,7 @@ use chipset_nudge::{
     Error, KindRegistry, KindSpec, ManualResolution, NewReminder, Opened, REOPENED_FROM,
     ReminderFilter, ReminderKey, Reminders, Resolution, Severity, preset,
 };
-use chipset_store::{Action, Clock, DoctorMode, Fault};
+use chipset_store::{Action, Clock, Defect, DoctorMode};
 
 use crate::support::{manual_state, temps_under};
 
@@ -291,7 +291,7 @@ fn interrupted_resolve_is_settled() {
     t.state.write_json(&r.open_path(&key), &resolved).unwrap();
     let report = r.doctor(DoctorMode::Check).unwrap();
     assert!(
-        matches!(report.findings[0].fault, Fault::Unfinished),
+        matches!(report.findings[0].fault, Defect::Unfinished),
         "{report:?}"
     );
     let report = r.doctor(DoctorMode::Fix).unwrap();

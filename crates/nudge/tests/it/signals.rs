@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use chipset_nudge::{Delivery, Draft, NudgeConfig, NudgeType, Nudges, Received, ResponseStatus};
-use chipset_store::{Action, Clock, DoctorMode, Fault, ReadOutcome, StateDir};
+use chipset_store::{Action, Clock, Defect, DoctorMode, ReadOutcome, StateDir};
 
 use crate::support::{agent, manual_state, temps_under};
 
@@ -123,7 +123,7 @@ fn corrupt_latest_is_distinct_and_repaired() {
     assert_eq!(n.status().unwrap().corrupt, 1);
     // The doctor reports it, and with Fix moves it aside.
     let report = n.doctor(DoctorMode::Check).unwrap();
-    assert!(matches!(report.findings[0].fault, Fault::Corrupt(_)));
+    assert!(matches!(report.findings[0].fault, Defect::Corrupt(_)));
     assert!(path.exists());
     let report = n.doctor(DoctorMode::Fix).unwrap();
     let [
@@ -341,7 +341,7 @@ fn the_doctor_reports_a_symlinked_agent_directory_and_goes_on() {
         report
             .findings
             .iter()
-            .any(|f| f.fault == Fault::Stray
+            .any(|f| f.fault == Defect::Stray
                 && f.path.as_ref().is_some_and(|p| p.ends_with("linked"))),
         "{report:?}"
     );
@@ -349,7 +349,7 @@ fn the_doctor_reports_a_symlinked_agent_directory_and_goes_on() {
         report
             .findings
             .iter()
-            .any(|f| matches!(f.fault, Fault::Corrupt(_))
+            .any(|f| matches!(f.fault, Defect::Corrupt(_))
                 && f.path.as_ref() == Some(&n.latest_path(&agent("polecat-alpha")))),
         "{report:?}"
     );
