@@ -39,7 +39,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use chipset_mail::{DoctorMode, Draft, InboxFilter, Mail};
+use chipset_mail::{Draft, InboxFilter, Mail};
+use chipset_store::DoctorMode;
 use chipset_store::{AgentId, StateDir, TaskId};
 
 const AGENTS: usize = 200;

@@ -226,13 +226,3 @@ impl Retention {
         self
     }
 }
-
-/// Whether [`Bus::doctor`](crate::Bus::doctor) only reports or also repairs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Repair {
-    /// Report what is wrong; change nothing.
-    ReportOnly,
-    /// Report, and repair: quarantine bad files, remove stale temps and
-    /// leftover queue copies of acknowledged events, cut torn log tails.
-    Fix,
-}

@@ -174,9 +174,16 @@
 //! processed events beyond a [`Retention`]. [`Bus::doctor`] finds corrupt or
 //! misnamed event files, corrupt state files, torn control logs, bad control
 //! lines, a directory or FIFO where the control log belongs, and stale
-//! temps, and with [`Repair::Fix`] quarantines or removes them (bad lines
-//! move to `.quarantine/` with every whole command kept, and the registry is
-//! rebuilt from the repaired log).
+//! temps, and with [`DoctorMode::Fix`](chipset_store::DoctorMode::Fix)
+//! quarantines or removes them (bad lines move to `.quarantine/` with every
+//! whole command kept, and the registry is rebuilt from the repaired log).
+//! `Bus` implements the store's [`Doctor`](chipset_store::Doctor) (area
+//! `bus`) and returns its one [`Report`](chipset_store::Report); files are
+//! moved aside through
+//! [`StateDir::quarantine_checked`](chipset_store::StateDir::quarantine_checked),
+//! so presence, registry, nag state and de-duplication records are read
+//! again under the lock their writers take, and a file a heartbeat rewrote
+//! since the check is left alone.
 //!
 //! # Files written by other programs
 //!
@@ -211,14 +218,12 @@ mod wait;
 pub use bus::{
     AckOutcome, Applied, BadFile, Bus, Pending, PresenceState, Problem, Published, Startup,
 };
-pub use config::{
-    BusConfig, NagPolicy, NagRule, Occasion, Repair, Retention, WakeConfig, WakeMode,
-};
+pub use config::{BusConfig, NagPolicy, NagRule, Occasion, Retention, WakeConfig, WakeMode};
 pub use error::{Error, Result};
 pub use format::{
     ControlCommand, ControlLine, ControlOp, Event, EventId, MAX_KEY_LEN, MAX_LABEL_LEN, NewEvent,
     Presence, Priority, Registered, Registry, Resource,
 };
-pub use maintain::{Action, AgentStatus, Counts, DoctorReport, Finding, Pruned};
+pub use maintain::{AgentStatus, Counts, Pruned};
 pub use name::QueueEntry;
 pub use wait::{Waiter, Wake};

@@ -1,14 +1,18 @@
 //! Upkeep: status counts, retention, and the doctor.
 
-use std::path::{Path, PathBuf};
+use std::fmt;
+use std::path::Path;
 
-use chipset_store::{AgentId, ReadOutcome, StateDir, Timestamp};
+use chipset_store::{
+    Action, AgentId, CorruptReason, Defect, Doctor, DoctorMode, Finding, Observed, ReadOutcome,
+    Report, StateDir, Timestamp, parse_json,
+};
 
 use crate::bus::{
-    BadFile, Bus, CONTROL, EventRead, NAG, PRESENCE, PresenceState, Problem, REGISTRY, read_event,
+    Bus, CONTROL, EventRead, NAG, PRESENCE, PresenceState, Problem, REGISTRY, read_event,
     remove_acked_copy,
 };
-use crate::config::{Repair, Retention};
+use crate::config::Retention;
 use crate::error::{Error, Result};
 use crate::format::{ControlLine, DedupRecord, NagState, Presence, Priority, Registry};
 use crate::name::QueueEntry;
@@ -58,45 +62,58 @@ pub struct Pruned {
     pub dedup_records: usize,
 }
 
-/// What the doctor did about one finding.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Action {
-    /// Nothing (report only, or nothing safe to do).
-    Reported,
-    /// Moved aside to this path.
-    Quarantined(PathBuf),
-    /// Removed (a stale temp, or a queue copy of an acknowledged event).
-    Removed,
-    /// A torn log tail was cut.
-    Truncated,
-}
-
-/// One thing the doctor found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finding {
-    /// The file and what is wrong with it.
-    pub file: BadFile,
-    /// What was done.
-    pub action: Action,
-}
-
-/// What [`Bus::doctor`] found and did.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct DoctorReport {
-    /// Agents scanned.
-    pub agents: usize,
-    /// Event files read (queued and processed).
-    pub events_checked: usize,
-    /// Everything wrong, with what was done.
-    pub findings: Vec<Finding>,
-}
-
-impl DoctorReport {
-    /// Returns true when nothing was found.
-    pub fn is_clean(&self) -> bool {
-        self.findings.is_empty()
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Problem::Corrupt(reason) => write!(f, "{reason}"),
+            Problem::Unsupported(what) => {
+                write!(
+                    f,
+                    "holds {what}, unsupported by this version (left in place)"
+                )
+            }
+            Problem::ForeignName => f.write_str("not an event file name"),
+            Problem::NameMismatch => f.write_str("its id or priority differs from its file name"),
+            Problem::AckedCopyInQueue => f.write_str("acknowledged, but a copy is still queued"),
+            Problem::StaleTemp => f.write_str("stale temp file"),
+            Problem::TornLogTail { offset, len } => {
+                write!(f, "torn last line ({len} bytes at offset {offset})")
+            }
+            Problem::BadLogLine { offset, reason } => {
+                write!(f, "bad line at offset {offset}: {reason}")
+            }
+        }
     }
+}
+
+/// Tells whether what is seen at a path (under a read cap) is corrupt.
+type Judge = fn(&Path, u64, &Observed) -> bool;
+
+fn is_corrupt<T: serde::de::DeserializeOwned>(path: &Path, cap: u64, seen: &Observed) -> bool {
+    seen.read(path, cap, |b| parse_json::<T>(path, b))
+        .is_corrupt()
+}
+
+/// Returns the doctor's finding for a bad bus file: coded `bus-{kind}`,
+/// worded "`{path}`: {problem}".
+fn finding(path: &Path, problem: Problem) -> Finding {
+    let line = format!("`{}`: {problem}", path.display());
+    let (code, fault) = match problem {
+        Problem::Corrupt(reason) => ("bus-corrupt", Defect::Corrupt(reason)),
+        Problem::Unsupported(what) => ("bus-unsupported", Defect::Unsupported(what)),
+        Problem::ForeignName => ("bus-foreign-name", Defect::Stray),
+        Problem::NameMismatch => (
+            "bus-name-mismatch",
+            Defect::Corrupt(CorruptReason::WrongShape(
+                "its id or priority differs from its file name".to_owned(),
+            )),
+        ),
+        Problem::AckedCopyInQueue => ("bus-acked-copy", Defect::Stale),
+        Problem::StaleTemp => ("bus-stale-temp", Defect::Stale),
+        Problem::TornLogTail { .. } => ("bus-torn-log", Defect::Unfinished),
+        Problem::BadLogLine { reason, .. } => ("bus-bad-line", Defect::Corrupt(reason)),
+    };
+    Finding::new(code, fault, line).at(path)
 }
 
 impl Bus {
@@ -232,81 +249,78 @@ impl Bus {
     }
 
     /// Scans every agent's bus files and reports what is wrong; with
-    /// [`Repair::Fix`] it also repairs: corrupt or misnamed files are
-    /// quarantined (moved into `.quarantine/` beside them, never deleted),
-    /// stale temps removed, queue copies of acknowledged events removed, torn
-    /// control-log tails cut. Bad control-log lines are only reported (the
-    /// log is append-only).
+    /// [`DoctorMode::Fix`] it also repairs: corrupt or misnamed files are
+    /// quarantined (moved into `.quarantine/` beside them, never deleted,
+    /// through the store's checked quarantine: presence, registry, nag state
+    /// and de-duplication records are read again under the lock their
+    /// writers take, and a file rewritten since the check is left alone),
+    /// stale temps removed, queue copies of acknowledged events removed,
+    /// torn control-log tails cut, bad control-log lines moved aside by the
+    /// store's log repair. Findings are coded `bus-corrupt`,
+    /// `bus-unsupported`, `bus-foreign-name`, `bus-name-mismatch`,
+    /// `bus-acked-copy`, `bus-stale-temp`, `bus-torn-log` and `bus-bad-line`;
+    /// `scanned` counts the event files read.
     ///
     /// # Errors
     ///
     /// [`Error::Store`] or [`Error::Io`] when a scan or repair step fails.
-    pub fn doctor(&self, repair: Repair) -> Result<DoctorReport> {
-        let mut report = DoctorReport::default();
+    pub fn doctor(&self, mode: DoctorMode) -> Result<Report> {
+        let mut report = Report::new(mode);
         let root = self.root();
+        let dirs = self.state().list_dirs(&root)?;
         for name in self.state().list(&root)? {
-            let path = root.join(&name);
-            let is_dir = self.state().stat(&path)?.is_some_and(|m| m.is_dir());
+            let is_dir = dirs.binary_search(&name).is_ok();
             if !is_dir || AgentId::new(name.as_str()).is_err() {
-                report.findings.push(Finding {
-                    file: BadFile {
-                        path,
-                        problem: Problem::ForeignName,
-                    },
-                    action: Action::Reported,
-                });
+                // Not written by chipset: a person decides.
+                report
+                    .findings
+                    .push(finding(&root.join(&name), Problem::ForeignName));
             }
         }
         for agent in self.agents()? {
-            report.agents += 1;
-            self.doctor_agent(&agent, repair, &mut report)?;
+            self.doctor_agent(&agent, &mut report)?;
         }
-        self.doctor_temps(&root, repair, &mut report)?;
+        self.doctor_temps(&root, &mut report)?;
         Ok(report)
     }
 
-    fn doctor_agent(
-        &self,
-        agent: &AgentId,
-        repair: Repair,
-        report: &mut DoctorReport,
-    ) -> Result<()> {
+    fn doctor_agent(&self, agent: &AgentId, report: &mut Report) -> Result<()> {
+        let fix = report.mode == DoctorMode::Fix;
         let processed = self.processed_dir(agent);
         for dir in [self.queue_dir(agent), processed.clone()] {
             let is_queue = dir != processed;
             for name in self.state().list(&dir)? {
                 let path = dir.join(&name);
-                report.events_checked += 1;
+                report.scanned += 1;
                 match read_event(self.state(), &path, &name)? {
                     EventRead::Gone => {}
                     EventRead::Bad(problem) => {
                         // An unsupported event is what it claims to be: reported, never moved.
-                        let action = if matches!(problem, Problem::Unsupported(_)) {
-                            Action::Reported
-                        } else {
-                            self.quarantine(&path, repair)?
-                        };
-                        report.findings.push(Finding {
-                            file: BadFile { path, problem },
-                            action,
-                        });
+                        let unsupported = matches!(problem, Problem::Unsupported(_));
+                        let mut f = finding(&path, problem);
+                        if !unsupported {
+                            // A foreign name in a queue is moved aside like a bad event.
+                            f = f.fixable();
+                            if fix {
+                                // Event files are never rewritten (published
+                                // no-clobber, acknowledged by a move): no lock.
+                                let action = self.state().quarantine_checked(&path, None, |_| {
+                                    matches!(read_event(self.state(), &path, &name), Ok(EventRead::Bad(p))
+                                        if !matches!(p, Problem::Unsupported(_)))
+                                })?;
+                                f = f.with(action);
+                            }
+                        }
+                        report.findings.push(f);
                     }
                     EventRead::Event(_) => {
                         let done = processed.join(&name);
-                        if is_queue && self.state().exists(&done)? {
-                            let action = match repair {
-                                Repair::Fix if remove_acked_copy(self.state(), &path, &done)? => {
-                                    Action::Removed
-                                }
-                                _ => Action::Reported,
-                            };
-                            report.findings.push(Finding {
-                                file: BadFile {
-                                    path,
-                                    problem: Problem::AckedCopyInQueue,
-                                },
-                                action,
-                            });
+                        if is_queue && self.state().entry_exists(&done)? {
+                            let mut f = finding(&path, Problem::AckedCopyInQueue);
+                            if fix && remove_acked_copy(self.state(), &path, &done)? {
+                                f = f.with(Action::Removed("removed".to_owned()));
+                            }
+                            report.findings.push(f);
                         }
                     }
                 }
@@ -315,18 +329,26 @@ impl Bus {
         let dedup = self.dedup_dir(agent);
         for name in self.state().list(&dedup)? {
             let path = dedup.join(name);
-            let read = self.state().read_json::<DedupRecord>(&path)?;
-            self.read_finding(read.map(drop), repair, report)?;
+            let read = self.state().read_json::<DedupRecord>(&path)?.map(drop);
+            self.state_finding(&path, read, is_corrupt::<DedupRecord>, report)?;
         }
         let dir = self.agent_dir(agent);
         let state = self.state();
+        // All three are read before any is repaired, so a repair finds each
+        // as a writer may have left it since (and leaves it alone if so).
+        let (presence, registry, nag) = (dir.join(PRESENCE), dir.join(REGISTRY), dir.join(NAG));
         let reads = [
-            state.read_json::<Presence>(&dir.join(PRESENCE))?.map(drop),
-            state.read_json::<Registry>(&dir.join(REGISTRY))?.map(drop),
-            state.read_json::<NagState>(&dir.join(NAG))?.map(drop),
+            state.read_json::<Presence>(&presence)?.map(drop),
+            state.read_json::<Registry>(&registry)?.map(drop),
+            state.read_json::<NagState>(&nag)?.map(drop),
         ];
-        for read in reads {
-            self.read_finding(read, repair, report)?;
+        let judges: [Judge; 3] = [
+            is_corrupt::<Presence>,
+            is_corrupt::<Registry>,
+            is_corrupt::<NagState>,
+        ];
+        for ((path, read), judge) in [presence, registry, nag].iter().zip(reads).zip(judges) {
+            self.state_finding(path, read, judge, report)?;
         }
         let log = state.log(&dir.join(CONTROL))?;
         let contents = match log.read::<ControlLine>() {
@@ -334,15 +356,23 @@ impl Bus {
             // A directory, FIFO or device where the log belongs: report it
             // and (with Fix) move it aside, without stopping the doctor.
             Err(chipset_store::Error::Corrupt(c)) => {
-                return self.read_finding(ReadOutcome::Corrupt(c), repair, report);
+                let mut f = finding(&c.path, Problem::Corrupt(c.reason));
+                if fix {
+                    let lock = state.lock_for(&c.path)?;
+                    f = f.with(state.quarantine_checked(&c.path, Some(&lock), |seen| {
+                        *seen == Observed::NotARegularFile
+                    })?);
+                }
+                report.findings.push(f);
+                return Ok(());
             }
             Err(e) => return Err(e.into()),
         };
         // Bad lines are moved, byte for byte, to `.quarantine/` by the store's
         // repair, which keeps every whole command in order (a torn tail goes
         // with them).
-        let repaired = match repair {
-            Repair::Fix if !contents.bad_lines.is_empty() => {
+        let repaired = match fix {
+            true if !contents.bad_lines.is_empty() => {
                 let done = log.repair::<ControlLine>()?.map(|r| r.quarantined);
                 if done.is_some() {
                     // The repair moved lines, so the registry's applied offset
@@ -358,104 +388,97 @@ impl Bus {
             _ => None,
         };
         for bad in contents.bad_lines {
-            let action = match &repaired {
-                Some(to) => Action::Quarantined(to.clone()),
-                None => Action::Reported,
-            };
-            report.findings.push(Finding {
-                file: BadFile {
-                    path: log.path().to_owned(),
-                    problem: Problem::BadLogLine {
-                        offset: bad.offset,
-                        reason: bad.reason,
-                    },
+            let mut f = finding(
+                log.path(),
+                Problem::BadLogLine {
+                    offset: bad.offset,
+                    reason: bad.reason,
                 },
-                action,
-            });
+            );
+            if let Some(to) = &repaired {
+                f = f.with(Action::quarantined(to));
+            }
+            report.findings.push(f);
         }
         if let Some(torn) = contents.torn_tail {
-            let action = match (&repaired, repair) {
-                (Some(to), _) => Action::Quarantined(to.clone()),
-                (None, Repair::Fix) => {
-                    log.recover()?;
-                    Action::Truncated
-                }
-                (None, Repair::ReportOnly) => Action::Reported,
-            };
-            report.findings.push(Finding {
-                file: BadFile {
-                    path: log.path().to_owned(),
-                    problem: Problem::TornLogTail {
-                        offset: torn.offset,
-                        len: torn.len,
-                    },
+            let mut f = finding(
+                log.path(),
+                Problem::TornLogTail {
+                    offset: torn.offset,
+                    len: torn.len,
                 },
-                action,
-            });
+            );
+            if let Some(to) = &repaired {
+                f = f.with(Action::quarantined(to));
+            } else if fix {
+                log.recover()?;
+                f = f.with(Action::Truncated("truncated".to_owned()));
+            }
+            report.findings.push(f);
         }
         Ok(())
     }
 
-    /// Reports a corrupt file (quarantined with `Repair::Fix`) or an
-    /// unsupported one (left in place); a missing or good file is no finding.
-    fn read_finding(
+    /// Reports a state file written under its lock (presence, registry, nag
+    /// state, a de-duplication record) that `read` found corrupt (with Fix,
+    /// moved aside if under the lock it is still the bytes `judge` finds
+    /// corrupt) or unsupported (left in place); a missing or good file is no
+    /// finding.
+    fn state_finding(
         &self,
+        path: &Path,
         read: ReadOutcome<()>,
-        repair: Repair,
-        report: &mut DoctorReport,
+        judge: Judge,
+        report: &mut Report,
     ) -> Result<()> {
-        let (file, action) = match read {
-            ReadOutcome::Missing | ReadOutcome::Value(()) => return Ok(()),
+        let state = self.state();
+        match read {
+            ReadOutcome::Missing | ReadOutcome::Value(()) => {}
             ReadOutcome::Corrupt(c) => {
-                let action = self.quarantine(&c.path, repair)?;
-                let file = BadFile {
-                    path: c.path,
-                    problem: Problem::Corrupt(c.reason),
-                };
-                (file, action)
+                let mut f = finding(&c.path, Problem::Corrupt(c.reason));
+                if report.mode == DoctorMode::Fix {
+                    let lock = state.lock_for(path)?;
+                    let cap = state.read_cap();
+                    f = f
+                        .with(state.quarantine_checked(path, Some(&lock), |seen| {
+                            judge(path, cap, seen)
+                        })?);
+                }
+                report.findings.push(f);
             }
             ReadOutcome::Unsupported(u) => {
-                let file = BadFile {
-                    path: u.path,
-                    problem: Problem::Unsupported(u.what),
-                };
-                (file, Action::Reported)
+                report
+                    .findings
+                    .push(finding(&u.path, Problem::Unsupported(u.what)));
             }
-        };
-        report.findings.push(Finding { file, action });
+        }
         Ok(())
     }
 
-    fn quarantine(&self, path: &Path, repair: Repair) -> Result<Action> {
-        match repair {
-            Repair::ReportOnly => Ok(Action::Reported),
-            Repair::Fix => match self.state().quarantine(path) {
-                Ok(to) => Ok(Action::Quarantined(to)),
-                // Acknowledged or repaired by someone else meanwhile.
-                Err(chipset_store::Error::NotFound { .. }) => Ok(Action::Reported),
-                Err(e) => Err(e.into()),
-            },
-        }
-    }
-
-    fn doctor_temps(&self, root: &Path, repair: Repair, report: &mut DoctorReport) -> Result<()> {
+    fn doctor_temps(&self, root: &Path, report: &mut Report) -> Result<()> {
         for path in self
             .state()
             .stale_temps_in(root, self.config().stale_temp_age)?
         {
-            let action = match repair {
-                Repair::Fix if remove(self.state(), &path)? => Action::Removed,
-                _ => Action::Reported,
-            };
-            report.findings.push(Finding {
-                file: BadFile {
-                    path,
-                    problem: Problem::StaleTemp,
-                },
-                action,
-            });
+            let mut f = finding(&path, Problem::StaleTemp);
+            if report.mode == DoctorMode::Fix && remove(self.state(), &path)? {
+                f = f.with(Action::Removed("removed".to_owned()));
+            }
+            report.findings.push(f);
         }
         Ok(())
+    }
+}
+
+impl Doctor for Bus {
+    type Error = Error;
+
+    fn name(&self) -> &str {
+        "bus"
+    }
+
+    fn doctor(&self, mode: DoctorMode) -> Result<Report> {
+        Bus::doctor(self, mode)
     }
 }
 

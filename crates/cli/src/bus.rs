@@ -273,21 +273,5 @@ fn listing_of(
 
 /// Describes a bus file problem in a few words.
 pub(crate) fn problem(p: &Problem) -> String {
-    match p {
-        Problem::Corrupt(reason) => reason.to_string(),
-        Problem::Unsupported(what) => {
-            format!("holds {what}, unsupported by this version (left in place)")
-        }
-        Problem::ForeignName => "not an event file name".to_owned(),
-        Problem::NameMismatch => "its id or priority differs from its file name".to_owned(),
-        Problem::AckedCopyInQueue => "acknowledged, but a copy is still queued".to_owned(),
-        Problem::StaleTemp => "stale temp file".to_owned(),
-        Problem::TornLogTail { offset, len } => {
-            format!("torn last line ({len} bytes at offset {offset})")
-        }
-        Problem::BadLogLine { offset, reason } => {
-            format!("bad line at offset {offset}: {reason}")
-        }
-        _ => "unusable".to_owned(),
-    }
+    p.to_string()
 }

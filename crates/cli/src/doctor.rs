@@ -20,7 +20,7 @@ use chipset_hook::Hooks;
 use chipset_loop::LoopState;
 use chipset_mail::Mail;
 use chipset_nudge::Nudges;
-use chipset_store::Channel;
+use chipset_store::{Channel, Doctor, DoctorMode, Report};
 use serde_json::json;
 
 use crate::Ctx;
@@ -34,7 +34,7 @@ pub(crate) const STALE_TEMP_AGE: Duration = Duration::from_secs(600);
 
 /// One problem found, and what was done about it (`None`: still there).
 struct Row {
-    area: &'static str,
+    area: String,
     problem: String,
     action: Option<String>,
 }
@@ -45,142 +45,43 @@ pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
     let mut rows = Vec::new();
     let mut scanned = serde_json::Map::new();
 
-    let hooks = Hooks::new(ctx.state.clone()).doctor(if fix {
-        chipset_hook::DoctorMode::Fix
+    let mode = if fix {
+        DoctorMode::Fix
     } else {
-        chipset_hook::DoctorMode::Check
-    });
-    let hooks = or_row(&mut rows, "hooks", hooks);
-    scanned.insert("hooks".into(), json!(hooks.as_ref().map(|h| h.scanned)));
-    for f in hooks.into_iter().flat_map(|h| h.findings) {
-        let problem = match &f.problem {
-            chipset_hook::Problem::Corrupt(reason) => format!("corrupt hook ({reason})"),
-            chipset_hook::Problem::Unsupported(what) => {
-                format!("holds {what}, unsupported by this version (left in place)")
-            }
-            chipset_hook::Problem::Stray => "not a hook file (left alone)".to_owned(),
-            _ => "unusable".to_owned(),
-        };
-        rows.push(Row {
-            area: "hooks",
-            problem: format!("`{}`: {problem}", f.path.display()),
-            action: f
-                .quarantined
-                .map(|q| format!("quarantined to `{}`, reset to empty", q.display())),
-        });
-    }
-
-    let repair = if fix {
-        chipset_nudge::Repair::Fix
-    } else {
-        chipset_nudge::Repair::ReportOnly
+        DoctorMode::Check
     };
-    let nudge_report = or_row(
-        &mut rows,
-        "nudge",
-        Nudges::new(ctx.state.clone()).doctor(repair),
-    );
-    scanned.insert(
-        "nudge".into(),
-        json!(nudge_report.as_ref().map(|r| r.scanned)),
-    );
-    if let Some(report) = nudge_report {
-        rows.extend(nudge_rows("nudge", report));
-    }
-    let reminder_report = or_row(
-        &mut rows,
-        "reminders",
-        remind::reminders(ctx).doctor(repair),
-    );
-    scanned.insert(
-        "reminders".into(),
-        json!(reminder_report.as_ref().map(|r| r.scanned)),
-    );
-    if let Some(report) = reminder_report {
-        rows.extend(nudge_rows("reminders", report));
-    }
-
-    let mail = Mail::new(ctx.state.clone()).doctor(if fix {
-        chipset_mail::DoctorMode::Fix
-    } else {
-        chipset_mail::DoctorMode::Check
-    });
-    let mail = or_row(&mut rows, "mail", mail);
-    scanned.insert("mail".into(), json!(mail.as_ref().map(|m| m.messages)));
+    // Every channel's doctor, in this order: a loop over one trait.
+    let doctors: Vec<Box<dyn Doctor<Error = CliError>>> = vec![
+        area(Hooks::new(ctx.state.clone())),
+        area(Nudges::new(ctx.state.clone())),
+        area(remind::reminders(ctx)),
+        area(Mail::new(ctx.state.clone())),
+        area(Bus::new(ctx.state.clone())),
+        area(LoopState::new(ctx.state.clone())),
+    ];
     let mut in_flight = InFlight::default();
-    for f in mail.into_iter().flat_map(|m| m.findings) {
-        in_flight.add(&f);
-        let action = (fix && f.is_fixable()).then(|| mail_fix(&f).to_owned());
-        rows.push(Row {
-            area: "mail",
-            problem: f.to_string(),
-            action,
-        });
-    }
-
-    let bus = Bus::new(ctx.state.clone()).doctor(if fix {
-        chipset_bus::Repair::Fix
-    } else {
-        chipset_bus::Repair::ReportOnly
-    });
-    let bus = or_row(&mut rows, "bus", bus);
-    scanned.insert("bus".into(), json!(bus.as_ref().map(|b| b.events_checked)));
-    for f in bus.into_iter().flat_map(|b| b.findings) {
-        let action = match &f.action {
-            chipset_bus::Action::Quarantined(to) => {
-                Some(format!("quarantined to `{}`", to.display()))
-            }
-            chipset_bus::Action::Removed => Some("removed".to_owned()),
-            chipset_bus::Action::Truncated => Some("truncated".to_owned()),
-            _ => None,
-        };
-        rows.push(Row {
-            area: "bus",
-            problem: format!(
-                "`{}`: {}",
-                f.file.path.display(),
-                crate::bus::problem(&f.file.problem)
-            ),
-            action,
-        });
-    }
-
-    let loops = LoopState::new(ctx.state.clone()).doctor(if fix {
-        chipset_loop::DoctorMode::Fix
-    } else {
-        chipset_loop::DoctorMode::Check
-    });
-    let loops = or_row(&mut rows, "loop", loops);
-    scanned.insert("loop".into(), json!(loops.as_ref().map(|l| l.scanned)));
-    for f in loops.into_iter().flat_map(|l| l.findings) {
-        let problem = match &f.problem {
-            chipset_loop::Problem::Corrupt(reason) => format!("corrupt loop file ({reason})"),
-            chipset_loop::Problem::Stray => "not a loop file (left alone)".to_owned(),
-            chipset_loop::Problem::TornLog { offset, len } => {
-                format!("torn last line at byte {offset} ({len} bytes)")
-            }
-            chipset_loop::Problem::BadLogLine { offset } => {
-                format!("unreadable line at byte {offset}")
-            }
-            _ => "unusable".to_owned(),
-        };
-        let action = match (&f.quarantined, f.repaired) {
-            (Some(q), _) => Some(format!("quarantined to `{}`", q.display())),
-            (None, true) => Some("repaired".to_owned()),
-            (None, false) => None,
-        };
-        rows.push(Row {
-            area: "loop",
-            problem: format!("`{}`: {problem}", f.path.display()),
-            action,
-        });
+    for doctor in &doctors {
+        let report = or_row(&mut rows, doctor.name(), doctor.doctor(mode));
+        scanned.insert(
+            doctor.name().to_owned(),
+            json!(report.as_ref().map(|r| r.scanned)),
+        );
+        let Some(report) = report else { continue };
+        in_flight.add(&report);
+        for f in report.findings {
+            rows.push(Row {
+                area: doctor.name().to_owned(),
+                action: f.fix_line(),
+                problem: f.message,
+            });
+        }
     }
 
     if fix {
         let removed = ctx.state.sweep_temps(STALE_TEMP_AGE)?;
         if removed > 0 {
             rows.push(Row {
-                area: "temps",
+                area: "temps".to_owned(),
                 problem: output::plural(removed, "stale temp file"),
                 action: Some("removed".to_owned()),
             });
@@ -191,7 +92,7 @@ pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
         for path in ctx.state.stale_temps(STALE_TEMP_AGE)? {
             if !path.starts_with(&bus_dir) {
                 rows.push(Row {
-                    area: "temps",
+                    area: "temps".to_owned(),
                     problem: format!("`{}`: stale temp file", path.display()),
                     action: None,
                 });
@@ -207,14 +108,14 @@ pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
 /// an open problem of its area and returns `None`, so the other doctors still run.
 fn or_row<T, E: Into<CliError>>(
     rows: &mut Vec<Row>,
-    area: &'static str,
+    area: &str,
     result: std::result::Result<T, E>,
 ) -> Option<T> {
     match result {
         Ok(report) => Some(report),
         Err(e) => {
             rows.push(Row {
-                area,
+                area: area.to_owned(),
                 problem: format!("could not finish: {}", e.into()),
                 action: None,
             });
@@ -223,54 +124,31 @@ fn or_row<T, E: Into<CliError>>(
     }
 }
 
-/// Says what [`chipset_mail::Mail::doctor`] does to fix a finding.
-fn mail_fix(f: &chipset_mail::Finding) -> &'static str {
-    use chipset_mail::Finding as F;
-    match f {
-        F::Corrupt { .. } => "quarantined",
-        F::Duplicate { .. } => "extra copy quarantined",
-        F::MissingReplyMarker { .. } => "reply index entry added",
-        F::AnsweredRequest { .. } => "archived",
-        F::Orphan { .. } => "moved to archive/orphan/",
-        F::MissingSentEvent { .. } => "`sent` event appended (reconciled)",
-        F::MissingArchivedEvent { .. } => "`archived` event appended (reconciled)",
-        F::MissingSweptEvent { .. } => "`task-swept` event appended (reconciled)",
-        F::TornManifestTail { .. } => {
-            "torn line truncated (or, with bad lines, moved to `mail/.quarantine/`)"
-        }
-        F::BadManifestLine { .. } => "moved to `mail/.quarantine/`, every whole record kept",
-        _ => "repaired",
+/// A channel's doctor whose errors are the CLI's: what `chipset doctor` loops over.
+struct Area<D>(D);
+
+impl<D> Doctor for Area<D>
+where
+    D: Doctor,
+    D::Error: Into<CliError>,
+{
+    type Error = CliError;
+
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+
+    fn doctor(&self, mode: DoctorMode) -> Result<Report> {
+        self.0.doctor(mode).map_err(Into::into)
     }
 }
 
-fn nudge_rows(area: &'static str, report: chipset_nudge::DoctorReport) -> Vec<Row> {
-    report
-        .findings
-        .into_iter()
-        .map(|f| {
-            let problem = match &f.problem {
-                chipset_nudge::Problem::Corrupt(reason) => format!("corrupt ({reason})"),
-                chipset_nudge::Problem::Unfinished(what) => format!("unfinished: {what}"),
-                chipset_nudge::Problem::Unsupported(what) => {
-                    format!("holds {what}, unsupported by this version (left in place)")
-                }
-                chipset_nudge::Problem::StrayEntry => "not written by chipset (left alone)".into(),
-                _ => "unusable".to_owned(),
-            };
-            let action = match &f.action {
-                chipset_nudge::Action::Quarantined(to) => {
-                    Some(format!("quarantined to `{}`", to.display()))
-                }
-                chipset_nudge::Action::Completed => Some("completed".to_owned()),
-                _ => None,
-            };
-            Row {
-                area,
-                problem: format!("`{}`: {problem}", f.path.display()),
-                action,
-            }
-        })
-        .collect()
+fn area<D>(doctor: D) -> Box<dyn Doctor<Error = CliError>>
+where
+    D: Doctor + 'static,
+    D::Error: Into<CliError>,
+{
+    Box::new(Area(doctor))
 }
 
 /// Messages the mail doctor found in flight (published, their `sent` event
@@ -283,11 +161,18 @@ pub(crate) struct InFlight {
 }
 
 impl InFlight {
-    pub(crate) fn add(&mut self, f: &chipset_mail::Finding) {
-        if let Some(after) = f.check_after() {
-            self.count += 1;
-            self.wait = self.wait.max(after);
-        }
+    /// Returns the findings in flight in `report`.
+    pub(crate) fn of(report: &Report) -> Self {
+        let mut all = InFlight::default();
+        all.add(report);
+        all
+    }
+
+    /// Adds the findings in flight in `report`.
+    pub(crate) fn add(&mut self, report: &Report) {
+        let (count, wait) = report.in_flight();
+        self.count += count;
+        self.wait = self.wait.max(wait);
     }
 
     /// The failure's wording when some open findings are in flight.
@@ -323,7 +208,11 @@ fn render(
             Some(_) => Cell::toned("fixed", Tone::Good),
             None => Cell::toned("open", Tone::Bad),
         };
-        table.row(vec![r.area.into(), state, short(&r.problem).into()]);
+        table.row(vec![
+            r.area.as_str().into(),
+            state,
+            short(&r.problem).into(),
+        ]);
         docs.push(json!({
             "area": r.area,
             "problem": short(&r.problem),

@@ -4,9 +4,8 @@ use std::fmt::Write as _;
 use std::io::Read as _;
 use std::time::Duration;
 
-use chipset_mail::{
-    ArchiveOutcome, DoctorMode, Draft, InboxFilter, Kind, Mail, MailPriority, Message,
-};
+use chipset_mail::{ArchiveOutcome, Draft, InboxFilter, Kind, Mail, MailPriority, Message};
+use chipset_store::DoctorMode;
 use chipset_store::MessageId;
 use serde_json::json;
 
@@ -115,32 +114,34 @@ fn doctor(mail: &Mail, fix: bool) -> Result<Output> {
     let mut rows = Vec::new();
     let (mut repaired, mut open) = (0, 0);
     for f in &report.findings {
-        let fixed = fix && f.is_fixable();
+        let fixed = f.is_fixed();
         if fixed {
             repaired += 1;
         } else {
             open += 1;
         }
-        let _ = writeln!(text, "{f}{}", if fixed { " (repaired)" } else { "" });
-        rows.push(json!({"code": f.code(), "problem": f.to_string(), "repaired": fixed}));
+        let _ = writeln!(
+            text,
+            "{}{}",
+            f.message,
+            if fixed { " (repaired)" } else { "" }
+        );
+        rows.push(json!({"code": f.code, "problem": f.message, "repaired": fixed}));
     }
     let _ = write!(
         text,
         "{} scanned, {}",
-        output::plural(report.messages, "message"),
+        output::plural(report.scanned, "message"),
         output::plural(report.findings.len(), "problem")
     );
     if fix {
         let _ = write!(text, ", {repaired} repaired");
     }
     text.push('\n');
-    let doc = json!({"messages": report.messages, "findings": rows, "remaining": open});
-    let mut in_flight = crate::doctor::InFlight::default();
-    for f in &report.findings {
-        in_flight.add(f);
-    }
+    let doc = json!({"messages": report.scanned, "findings": rows, "remaining": open});
+    let in_flight = crate::doctor::InFlight::of(&report);
     let failure = (open > 0).then(|| {
-        let fixable = report.findings.iter().filter(|f| f.is_fixable()).count();
+        let fixable = report.findings.iter().filter(|f| f.fixable).count();
         CliError::refused(if fix || fixable == 0 {
             format!(
                 "{} in the mail folder left for a person{}",

@@ -159,7 +159,13 @@
 //! [`Error::Corrupt`], so no work is assigned over a hook whose contents are
 //! unknown. [`Hooks::repair`] moves it into quarantine and writes an empty
 //! hook; [`Hooks::doctor`] does that for every corrupt hook and reports
-//! stray files. [`Hooks::list`], [`Hooks::counts`] and [`Hooks::stale`]
+//! stray files. The doctor is the store's one shape: `Hooks` implements
+//! [`Doctor`](chipset_store::Doctor) (area `hooks`) and returns a
+//! [`Report`](chipset_store::Report) of [`Finding`](chipset_store::Finding)s
+//! coded `hook-corrupt`, `hook-unsupported` and `hook-stray`; the store's
+//! [`StateDir::quarantine_unchanged`](chipset_store::StateDir::quarantine_unchanged)
+//! moves the file aside, under the hook's lock, only if it is still the
+//! bytes judged corrupt. [`Hooks::list`], [`Hooks::counts`] and [`Hooks::stale`]
 //! report corrupt hooks instead of skipping them.
 //!
 //! # Errors
@@ -181,10 +187,7 @@ mod store;
 mod transition;
 
 pub use error::{Error, Result};
-pub use scan::{
-    DoctorMode, DoctorReport, Finding, HookCounts, HookEntry, Problem, Repaired, StaleHook,
-    StaleReport,
-};
+pub use scan::{HookCounts, HookEntry, Repaired, StaleHook, StaleReport};
 pub use state::{Assignment, Hook, HookState, HookStatus, WorkItem};
 pub use store::{HookRead, Hooks, Pickup, Reassigned};
 pub use transition::{Actor, HookEvent, Op, Role, TransitionError, already_applied, transition};

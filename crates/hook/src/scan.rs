@@ -1,11 +1,13 @@
 //! Queries over every hook (for the witness, `chipset status` and operators)
 //! and the repair of corrupt hooks.
 
-use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use chipset_store::{AgentId, CorruptReason, Corruption, ReadOutcome, Timestamp, Unsupported};
+use chipset_store::{
+    Action, AgentId, Corruption, Defect, Doctor, DoctorMode, Finding, Observed, Report, Timestamp,
+    Unsupported,
+};
 
 use crate::error::Result;
 use crate::state::{Assignment, Hook, HookState, HookStatus};
@@ -93,87 +95,6 @@ pub struct Repaired {
     pub quarantined: PathBuf,
     /// The empty hook written in its place.
     pub hook: Hook,
-}
-
-/// Whether [`Hooks::doctor`] only reports or also repairs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum DoctorMode {
-    /// Report problems; change nothing.
-    #[default]
-    Check,
-    /// Report problems and repair corrupt hooks ([`Hooks::repair`]).
-    Fix,
-}
-
-/// A problem [`Hooks::doctor`] found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Problem {
-    /// A hook file that is not a legal hook.
-    Corrupt(CorruptReason),
-    /// A well-formed hook holding a value this version does not know (what,
-    /// as a noun phrase). Reported, never moved or reset.
-    Unsupported(String),
-    /// A name in `hooks/` that is not `{agent}.json` for a valid agent id.
-    /// Reported, never moved: it was not written by a hook program.
-    Stray,
-}
-
-/// One finding of [`Hooks::doctor`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Finding {
-    /// The file.
-    pub path: PathBuf,
-    /// The agent, when the name is a hook file's.
-    pub agent: Option<AgentId>,
-    /// What is wrong.
-    pub problem: Problem,
-    /// Where the file was quarantined to, when it was repaired.
-    pub quarantined: Option<PathBuf>,
-}
-
-impl fmt::Display for Finding {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let path = self.path.display();
-        match &self.problem {
-            Problem::Corrupt(reason) => write!(f, "`{path}`: corrupt hook ({reason})")?,
-            Problem::Unsupported(what) => write!(
-                f,
-                "`{path}`: holds {what}, unsupported by this version (left alone)"
-            )?,
-            Problem::Stray => write!(f, "`{path}`: not a hook file (left alone)")?,
-        }
-        if let Some(q) = &self.quarantined {
-            write!(f, "; quarantined to `{}` and reset to empty", q.display())?;
-        }
-        Ok(())
-    }
-}
-
-/// What [`Hooks::doctor`] found and did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct DoctorReport {
-    /// How many hook files were checked.
-    pub scanned: usize,
-    /// Every problem, in file-name order.
-    pub findings: Vec<Finding>,
-}
-
-impl DoctorReport {
-    /// Returns true when nothing is wrong.
-    pub fn is_clean(&self) -> bool {
-        self.findings.is_empty()
-    }
-
-    /// Returns the number of corrupt hooks still in place (not repaired).
-    pub fn unrepaired(&self) -> usize {
-        self.findings
-            .iter()
-            .filter(|f| matches!(f.problem, Problem::Corrupt(_)) && f.quarantined.is_none())
-            .count()
-    }
 }
 
 impl Hooks {
@@ -285,13 +206,23 @@ impl Hooks {
             HookRead::Corrupt(c) => c,
             HookRead::Missing | HookRead::Hook(_) | HookRead::Unsupported(_) => return Ok(None),
         };
-        let legible = match self.state.read_bytes(&path) {
-            Ok(ReadOutcome::Value(bytes)) => serde_json::from_slice::<serde_json::Value>(&bytes)
+        // What was judged corrupt, so the store moves exactly that aside.
+        let seen = self.state.observe(&path)?;
+        let legible = match &seen {
+            Observed::Bytes(bytes) => serde_json::from_slice::<serde_json::Value>(bytes)
                 .ok()
                 .and_then(|v| v.get("generation").and_then(serde_json::Value::as_u64)),
             _ => None,
         };
-        let quarantined = self.state.quarantine(&path)?;
+        let Action::Quarantined {
+            to: Some(quarantined),
+            ..
+        } = self.state.quarantine_unchanged(&path, &seen)?
+        else {
+            // Under the lock nothing else writes it; it changed between two
+            // reads only if something outside chipset did, which is left alone.
+            return Ok(None);
+        };
         let now = self.state.now();
         let generation = u64::try_from(now.unix_ms())
             .unwrap_or(0)
@@ -306,54 +237,75 @@ impl Hooks {
         }))
     }
 
-    /// Checks every file in `hooks/`: corrupt hooks (repaired with
-    /// [`DoctorMode::Fix`]), unsupported hooks and stray names (only reported).
+    /// Checks every file in `hooks/`: corrupt hooks (`hook-corrupt`,
+    /// repaired with [`DoctorMode::Fix`] by [`Hooks::repair`]), unsupported
+    /// hooks (`hook-unsupported`) and stray names (`hook-stray`), which are
+    /// only reported. The findings are in path order; each names its agent
+    /// as its subject.
     ///
     /// # Errors
     ///
     /// As [`Hooks::list`] and [`Hooks::repair`].
-    pub fn doctor(&self, mode: DoctorMode) -> Result<DoctorReport> {
+    pub fn doctor(&self, mode: DoctorMode) -> Result<Report> {
         let (agents, strays) = self.scan()?;
-        let mut report = DoctorReport {
-            scanned: agents.len(),
-            findings: Vec::new(),
-        };
+        let mut report = Report::new(mode);
+        report.scanned = agents.len();
         for agent in agents {
             let corruption = match self.read(&agent)? {
                 HookRead::Corrupt(c) => c,
                 HookRead::Unsupported(u) => {
-                    report.findings.push(Finding {
-                        path: u.path,
-                        agent: Some(agent),
-                        problem: Problem::Unsupported(u.what),
-                        quarantined: None,
-                    });
+                    let line = format!(
+                        "`{}`: holds {}, unsupported by this version (left in place)",
+                        u.path.display(),
+                        u.what
+                    );
+                    report.findings.push(
+                        Finding::new("hook-unsupported", Defect::Unsupported(u.what), line)
+                            .at(u.path)
+                            .about(&agent),
+                    );
                     continue;
                 }
                 HookRead::Missing | HookRead::Hook(_) => continue,
             };
-            let mut finding = Finding {
-                path: corruption.path.clone(),
-                agent: Some(agent.clone()),
-                problem: Problem::Corrupt(corruption.reason.clone()),
-                quarantined: None,
-            };
+            let line = format!(
+                "`{}`: corrupt hook ({})",
+                corruption.path.display(),
+                corruption.reason
+            );
+            let mut finding =
+                Finding::new("hook-corrupt", Defect::Corrupt(corruption.reason), line)
+                    .at(corruption.path)
+                    .about(&agent);
             if mode == DoctorMode::Fix
                 && let Some(repaired) = self.repair(&agent)?
             {
-                finding.quarantined = Some(repaired.quarantined);
+                finding = finding
+                    .with(Action::quarantined(repaired.quarantined))
+                    .with(Action::Rewrote("reset to empty".to_owned()));
             }
             report.findings.push(finding);
         }
         for name in strays {
-            report.findings.push(Finding {
-                path: self.dir.join(&name),
-                agent: None,
-                problem: Problem::Stray,
-                quarantined: None,
-            });
+            let path = self.dir.join(&name);
+            let line = format!("`{}`: not a hook file (left alone)", path.display());
+            report
+                .findings
+                .push(Finding::new("hook-stray", Defect::Stray, line).at(path));
         }
-        report.findings.sort_by(|a, b| a.path.cmp(&b.path));
+        report.sort_by_path();
         Ok(report)
+    }
+}
+
+impl Doctor for Hooks {
+    type Error = crate::Error;
+
+    fn name(&self) -> &str {
+        "hooks"
+    }
+
+    fn doctor(&self, mode: DoctorMode) -> Result<Report> {
+        Hooks::doctor(self, mode)
     }
 }

@@ -196,7 +196,8 @@
 //! `assigning` intent holds the id of its `work-assignment` mail the same way.
 //!
 //! [`LoopState`] gives cheap counts for a status screen and a doctor that
-//! finds (and with [`DoctorMode::Fix`] quarantines) corrupt loop files and
+//! finds (and with [`DoctorMode::Fix`](chipset_store::DoctorMode::Fix)
+//! quarantines, through the store's checked quarantine) corrupt loop files and
 //! cuts torn log tails.
 //!
 //! # Errors
@@ -238,9 +239,7 @@ pub use format::{
     WORK_COMPLETED_EVENT,
 };
 pub use rounds::{DEFAULT_MAX_ROUNDS, Round, Rounds, RoundsConfig, route};
-pub use scan::{
-    DoctorMode, DoctorReport, Finding as DoctorFinding, LoopCounts, LoopState, Problem,
-};
+pub use scan::{LoopCounts, LoopState};
 #[cfg(feature = "tokio")]
 pub use stream::BriefStream;
 pub use witness::{

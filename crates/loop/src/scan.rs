@@ -1,9 +1,11 @@
 //! Status counts and the doctor for the files under `loop/`.
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 
-use chipset_store::{CorruptReason, JsonLog, ReadOutcome, StateDir};
+use chipset_store::{
+    Action, Defect, Doctor, DoctorMode, Finding, JsonLog, Observed, ReadOutcome, Report, StateDir,
+    parse_json,
+};
 use serde::de::DeserializeOwned;
 
 use crate::error::Result;
@@ -37,100 +39,6 @@ pub struct LoopCounts {
     /// Loop files that could not be read (or, written by a newer version,
     /// hold values this one does not know).
     pub corrupt: usize,
-}
-
-/// Whether [`LoopState::doctor`] only reports or also repairs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum DoctorMode {
-    /// Report problems; change nothing.
-    #[default]
-    Check,
-    /// Report problems, quarantine corrupt files and cut torn log tails.
-    Fix,
-}
-
-/// A problem the doctor found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Problem {
-    /// A loop file that cannot be read as what it should be.
-    Corrupt(CorruptReason),
-    /// A name that is not a loop file (left alone).
-    Stray,
-    /// An unterminated last line in a loop log (a crash mid-append).
-    TornLog {
-        /// Where it starts.
-        offset: u64,
-        /// Its length.
-        len: u64,
-    },
-    /// A whole log line that is not a record (skipped by readers; with Fix,
-    /// moved to `.quarantine/` by [`JsonLog::repair`](chipset_store::JsonLog::repair)).
-    BadLogLine {
-        /// Where it starts.
-        offset: u64,
-    },
-}
-
-/// One finding of the doctor.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Finding {
-    /// The file.
-    pub path: PathBuf,
-    /// What is wrong.
-    pub problem: Problem,
-    /// Where the file was moved, when it was quarantined.
-    pub quarantined: Option<PathBuf>,
-    /// True when the problem was repaired.
-    pub repaired: bool,
-}
-
-impl fmt::Display for Finding {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let path = self.path.display();
-        match &self.problem {
-            Problem::Corrupt(reason) => write!(f, "`{path}`: corrupt loop file ({reason})")?,
-            Problem::Stray => write!(f, "`{path}`: not a loop file (left alone)")?,
-            Problem::TornLog { offset, len } => {
-                write!(f, "`{path}`: torn last line at byte {offset} ({len} bytes)")?;
-            }
-            Problem::BadLogLine { offset } => {
-                write!(f, "`{path}`: unreadable line at byte {offset}")?
-            }
-        }
-        if let Some(q) = &self.quarantined {
-            write!(f, "; quarantined to `{}`", q.display())?;
-        } else if self.repaired {
-            write!(f, "; repaired")?;
-        }
-        Ok(())
-    }
-}
-
-/// What the doctor found and did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct DoctorReport {
-    /// How many loop files were checked.
-    pub scanned: usize,
-    /// Every problem, in path order.
-    pub findings: Vec<Finding>,
-}
-
-impl DoctorReport {
-    /// Returns true when nothing is wrong.
-    pub fn is_clean(&self) -> bool {
-        self.findings.is_empty()
-    }
-
-    /// Returns how many problems are still in place (not repaired, strays excluded).
-    pub fn unrepaired(&self) -> usize {
-        self.findings
-            .iter()
-            .filter(|f| !f.repaired && f.problem != Problem::Stray)
-            .count()
-    }
 }
 
 /// The loops' persisted state under `loop/`, for status screens and repair.
@@ -202,25 +110,29 @@ impl LoopState {
     }
 
     /// Checks every loop file and log; with [`DoctorMode::Fix`], moves corrupt
-    /// files into `.quarantine/` beside them (under their lock; nothing is
-    /// deleted) and cuts torn log tails. A quarantined file is as if it never
-    /// was: an incident is judged afresh, a ledger entry's bead may be
-    /// submitted again, a round starts over; the report names each.
+    /// files into `.quarantine/` beside them (through the store's checked
+    /// quarantine, under their lock; nothing is deleted) and cuts torn log
+    /// tails. A quarantined file is as if it never was: an incident is judged
+    /// afresh, a ledger entry's bead may be submitted again, a round starts
+    /// over; the report names each. Findings are coded `loop-corrupt`,
+    /// `loop-stray`, `loop-torn-log` and `loop-bad-line`, in path order.
     ///
     /// # Errors
     ///
     /// [`Error::Store`](crate::Error::Store) when a directory cannot be listed
     /// or a repair step fails.
-    pub fn doctor(&self, mode: DoctorMode) -> Result<DoctorReport> {
-        let mut report = DoctorReport::default();
-        self.check_dir::<Incident>(&self.files.incidents_dir(), mode, &mut report)?;
-        self.check_dir::<LedgerEntry>(&self.files.beads_dir(), mode, &mut report)?;
-        self.check_file::<AgentBook>(&self.files.agents(), mode, &mut report)?;
-        self.check_dir::<RoundCheckpoint>(&self.files.rounds_dir(), mode, &mut report)?;
+    pub fn doctor(&self, mode: DoctorMode) -> Result<Report> {
+        let mut report = Report::new(mode);
+        self.check_dir::<Incident>(&self.files.incidents_dir(), &mut report)?;
+        self.check_dir::<LedgerEntry>(&self.files.beads_dir(), &mut report)?;
+        let agents = self.files.agents();
+        let seen = self.files.state.observe(&agents)?;
+        self.check_file::<AgentBook>(&agents, &seen, &mut report)?;
+        self.check_dir::<RoundCheckpoint>(&self.files.rounds_dir(), &mut report)?;
         for log in [self.files.witness_log(), self.files.dispatcher_log()] {
-            self.check_log(&log, mode, &mut report)?;
+            self.check_log(&log, &mut report)?;
         }
-        report.findings.sort_by(|a, b| a.path.cmp(&b.path));
+        report.sort_by_path();
         Ok(report)
     }
 
@@ -237,28 +149,22 @@ impl LoopState {
         Ok(out)
     }
 
-    fn check_dir<T: DeserializeOwned>(
-        &self,
-        dir: &Path,
-        mode: DoctorMode,
-        report: &mut DoctorReport,
-    ) -> Result<()> {
+    fn check_dir<T: DeserializeOwned>(&self, dir: &Path, report: &mut Report) -> Result<()> {
         for name in self.files.state.list(dir)? {
             let path = dir.join(&name);
             let valid_name = name
                 .strip_suffix(".json")
                 .is_some_and(|stem| chipset_store::validate_segment("loop file", stem).is_ok());
-            let regular = self.files.state.stat(&path)?.is_some_and(|m| m.is_file());
-            if !valid_name || !regular {
-                report.findings.push(Finding {
-                    path,
-                    problem: Problem::Stray,
-                    quarantined: None,
-                    repaired: false,
-                });
+            // One read: what is seen is both the stray check and the file.
+            let seen = self.files.state.observe(&path)?;
+            if !valid_name || !matches!(seen, Observed::Bytes(_) | Observed::TooLarge { .. }) {
+                let line = format!("`{}`: not a loop file (left alone)", path.display());
+                report
+                    .findings
+                    .push(Finding::new("loop-stray", Defect::Stray, line).at(path));
                 continue;
             }
-            self.check_file::<T>(&path, mode, report)?;
+            self.check_file::<T>(&path, &seen, report)?;
         }
         Ok(())
     }
@@ -266,87 +172,104 @@ impl LoopState {
     fn check_file<T: DeserializeOwned>(
         &self,
         path: &Path,
-        mode: DoctorMode,
-        report: &mut DoctorReport,
+        seen: &Observed,
+        report: &mut Report,
     ) -> Result<()> {
-        let ReadOutcome::Corrupt(bad) = self.files.state.read_json::<T>(path)? else {
-            if self.files.state.exists(path)? {
-                report.scanned += 1;
-            }
+        let state = &self.files.state;
+        let cap = state.read_cap();
+        let parse = |seen: &Observed| seen.read(path, cap, |b| parse_json::<T>(path, b));
+        if *seen == Observed::Missing {
+            return Ok(());
+        }
+        report.scanned += 1;
+        let ReadOutcome::Corrupt(bad) = parse(seen) else {
             return Ok(());
         };
-        report.scanned += 1;
-        let mut finding = Finding {
-            path: path.to_owned(),
-            problem: Problem::Corrupt(bad.reason),
-            quarantined: None,
-            repaired: false,
-        };
-        if mode == DoctorMode::Fix {
-            let _guard = self.files.state.lock_for(path)?.exclusive()?;
-            // Re-check under the lock: a writer may have replaced it meanwhile.
-            if self.files.state.read_json::<T>(path)?.is_corrupt() {
-                finding.quarantined = Some(self.files.state.quarantine(path)?);
-                finding.repaired = true;
-            }
+        let line = format!("`{}`: corrupt loop file ({})", path.display(), bad.reason);
+        let mut finding = Finding::new("loop-corrupt", Defect::Corrupt(bad.reason), line).at(path);
+        if report.mode == DoctorMode::Fix {
+            // Re-checked under the lock: a writer may have replaced it meanwhile.
+            let lock = state.lock_for(path)?;
+            finding = finding
+                .with(state.quarantine_checked(path, Some(&lock), |s| parse(s).is_corrupt())?);
         }
         report.findings.push(finding);
         Ok(())
     }
 
-    fn check_log(&self, path: &Path, mode: DoctorMode, report: &mut DoctorReport) -> Result<()> {
-        if !self.files.state.exists(path)? {
+    fn check_log(&self, path: &Path, report: &mut Report) -> Result<()> {
+        let state = &self.files.state;
+        if !state.entry_exists(path)? {
             return Ok(());
         }
         report.scanned += 1;
-        let log = JsonLog::with_io(path, self.files.state.io().clone());
+        let fix = report.mode == DoctorMode::Fix;
+        let log = JsonLog::with_io(path, state.io().clone());
         let read = match log.read::<serde_json::Value>() {
             Ok(read) => read,
             // A directory, FIFO or device where the log belongs: reported and,
             // with Fix, moved aside, without stopping the doctor.
             Err(chipset_store::Error::Corrupt(bad)) => {
-                let quarantined = match mode {
-                    DoctorMode::Fix => Some(self.files.state.quarantine(path)?),
-                    DoctorMode::Check => None,
-                };
-                report.findings.push(Finding {
-                    path: path.to_owned(),
-                    problem: Problem::Corrupt(bad.reason),
-                    repaired: quarantined.is_some(),
-                    quarantined,
-                });
+                let line = format!("`{}`: corrupt loop file ({})", path.display(), bad.reason);
+                let mut finding =
+                    Finding::new("loop-corrupt", Defect::Corrupt(bad.reason), line).at(path);
+                if fix {
+                    let lock = state.lock_for(path)?;
+                    finding = finding.with(state.quarantine_checked(path, Some(&lock), |s| {
+                        *s == Observed::NotARegularFile
+                    })?);
+                }
+                report.findings.push(finding);
                 return Ok(());
             }
             Err(e) => return Err(e.into()),
         };
         // Bad lines move, byte for byte, to `.quarantine/` (every whole
         // record kept, in order; a torn tail goes with them).
-        let moved = match mode {
-            DoctorMode::Fix if !read.bad_lines.is_empty() => {
+        let moved = match fix {
+            true if !read.bad_lines.is_empty() => {
                 log.repair::<serde_json::Value>()?.map(|r| r.quarantined)
             }
             _ => None,
         };
         for bad in read.bad_lines {
-            report.findings.push(Finding {
-                path: path.to_owned(),
-                problem: Problem::BadLogLine { offset: bad.offset },
-                repaired: moved.is_some(),
-                quarantined: moved.clone(),
-            });
+            let line = format!(
+                "`{}`: unreadable line at byte {}",
+                path.display(),
+                bad.offset
+            );
+            let mut finding =
+                Finding::new("loop-bad-line", Defect::Corrupt(bad.reason), line).at(path);
+            if let Some(to) = &moved {
+                finding = finding.with(Action::quarantined(to));
+            }
+            report.findings.push(finding);
         }
         if let Some(torn) = read.torn_tail {
-            let repaired = moved.is_some() || (mode == DoctorMode::Fix && log.recover()?.is_some());
-            report.findings.push(Finding {
-                path: path.to_owned(),
-                problem: Problem::TornLog {
-                    offset: torn.offset,
-                    len: torn.len,
-                },
-                quarantined: None,
-                repaired,
-            });
+            let line = format!(
+                "`{}`: torn last line at byte {} ({} bytes)",
+                path.display(),
+                torn.offset,
+                torn.len
+            );
+            let mut finding = Finding::new("loop-torn-log", Defect::Unfinished, line).at(path);
+            if moved.is_some() || (fix && log.recover()?.is_some()) {
+                finding = finding.with(Action::Truncated("repaired".to_owned()));
+            }
+            report.findings.push(finding);
         }
         Ok(())
+    }
+}
+
+impl Doctor for LoopState {
+    type Error = crate::Error;
+
+    fn name(&self) -> &str {
+        "loop"
+    }
+
+    fn doctor(&self, mode: DoctorMode) -> Result<Report> {
+        LoopState::doctor(self, mode)
     }
 }

@@ -5,22 +5,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use chipset_store::{AgentId, CorruptReason, MessageId, ReadOutcome, StateDir, TaskId};
+use chipset_store::{AgentId, CorruptReason, DoctorMode, MessageId, ReadOutcome, StateDir, TaskId};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::format::{Kind, ManifestEvent, Message};
 use crate::layout::{BY_TASK, Location, ORPHAN, id_of, parse_marker};
 use crate::mail::{Mail, Moved, check_id, read_message};
-
-/// Whether [`Mail::doctor`] only looks or also repairs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DoctorMode {
-    /// Report findings; change nothing.
-    Check,
-    /// Report findings and repair every one that can be repaired.
-    Fix,
-}
 
 /// Why an inbox message counts as an orphan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -44,10 +35,10 @@ impl fmt::Display for OrphanReason {
     }
 }
 
-/// One thing the doctor found.
+/// One thing the doctor found, as the scan sees it; the public report is
+/// the store's one shape ([`chipset_store::Finding`], see `repair.rs`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Finding {
+pub(crate) enum Finding {
     /// A file or directory where a message (or inbox, or index entry) belongs
     /// that cannot be read as one. Fix: quarantine it (`.quarantine/` beside it).
     Corrupt {
@@ -189,7 +180,7 @@ pub enum Finding {
 
 impl Finding {
     /// Returns a stable kebab-case code for the finding (`messaging-orphan-inbox`, …).
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             Finding::Corrupt { .. } => "messaging-corrupt-file",
             Finding::Unsupported { .. } => "messaging-unsupported-file",
@@ -208,7 +199,7 @@ impl Finding {
     }
 
     /// Returns true when [`DoctorMode::Fix`] repairs it.
-    pub fn is_fixable(&self) -> bool {
+    pub(crate) fn is_fixable(&self) -> bool {
         !matches!(
             self,
             Finding::MismatchedResponse { .. }
@@ -219,7 +210,7 @@ impl Finding {
 
     /// Returns how long to wait before checking again, for
     /// [`Finding::InFlight`]: the finding is not a problem yet, and not clean.
-    pub fn check_after(&self) -> Option<std::time::Duration> {
+    pub(crate) fn check_after(&self) -> Option<std::time::Duration> {
         match self {
             Finding::InFlight { check_after, .. } => Some(*check_after),
             _ => None,
@@ -309,22 +300,16 @@ impl fmt::Display for Finding {
     }
 }
 
-/// What [`Mail::doctor`] found (and, in fix mode, repaired).
+/// What the scan found (and, in fix mode, repaired), before it becomes the
+/// store's [`Report`](chipset_store::Report).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DoctorReport {
+pub(crate) struct DoctorReport {
     /// The mode it ran in.
-    pub mode: DoctorMode,
+    pub(crate) mode: DoctorMode,
     /// Readable messages seen.
-    pub messages: usize,
+    pub(crate) messages: usize,
     /// What it found, in the order it was found.
-    pub findings: Vec<Finding>,
-}
-
-impl DoctorReport {
-    /// Returns true when nothing was found.
-    pub fn is_clean(&self) -> bool {
-        self.findings.is_empty()
-    }
+    pub(crate) findings: Vec<Finding>,
 }
 
 /// Names held once, referred to by index: the doctor's memory per message
@@ -489,7 +474,7 @@ impl Mail {
     ///
     /// [`MailError::Store`](crate::MailError::Store) when a directory cannot
     /// be listed or a repair fails; findings already repaired stay repaired.
-    pub fn doctor(&self, mode: DoctorMode) -> Result<DoctorReport> {
+    pub(crate) fn scan_doctor(&self, mode: DoctorMode) -> Result<DoctorReport> {
         let mut scan = self.scan_all()?;
         let now = self.state.now();
         let mut findings: Vec<Finding> = scan
@@ -795,10 +780,11 @@ impl Mail {
     }
 
     fn quarantine(&self, path: &Path) -> Result<()> {
-        match self.state.quarantine(path) {
-            Ok(_) | Err(chipset_store::Error::NotFound { .. }) => Ok(()),
-            Err(e) => Err(e.into()),
-        }
+        // Message files are never rewritten (published no-clobber, moved
+        // whole), so no writer's lock: the store moves it if it is still
+        // what it read, and leaves it if it went away meanwhile.
+        self.state.quarantine_checked(path, None, |_| true)?;
+        Ok(())
     }
 
     fn scan_all(&self) -> Result<Scan> {

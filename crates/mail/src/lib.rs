@@ -237,7 +237,8 @@
 //! A file in an inbox that is not a readable message is never skipped:
 //! [`Mail::inbox`], [`Mail::pending_replies`] and [`Mail::thread`] return
 //! [`MailError::Corrupt`] naming it, so the commit gate cannot pass while a
-//! request might be unreadable. [`Mail::doctor`] in [`DoctorMode::Fix`]
+//! request might be unreadable. [`Mail::doctor`] in
+//! [`DoctorMode::Fix`](chipset_store::DoctorMode::Fix)
 //! quarantines such files (moves them into `.quarantine/` beside them).
 //!
 //! A message that is well-formed but holds a value this version does not
@@ -246,18 +247,22 @@
 //! [`MESSAGE_SCHEMA`] (`message.v1`, nubos-pilot's name for the seed's
 //! format) — is *unsupported*, not corrupt: the same readers fail closed on
 //! it with [`MailError::Unsupported`], and the doctor reports it
-//! ([`Finding::Unsupported`]) and never moves it aside.
+//! (`messaging-unsupported-file`) and never moves it aside.
 //!
 //! # Repair and status
 //!
-//! [`Mail::doctor`] scans everything and reports [`Finding`]s: corrupt files,
+//! [`Mail::doctor`] scans everything and reports, in the store's one shape
+//! (a [`Report`](chipset_store::Report) of
+//! [`Finding`](chipset_store::Finding)s, each with a stable code; `Mail`
+//! implements [`Doctor`](chipset_store::Doctor), area `mail`): corrupt files,
 //! duplicates left by a crash mid-move, replies missing from the index,
 //! answered requests still in an inbox, orphans (inbox messages whose task
 //! was swept, whose recipient is not registered, or older than
 //! [`MailConfig::orphan_after`]), messages without a `sent` event, messages
 //! in `archive/` without an `archived` event, and a torn or bad manifest
 //! line. A message without its `sent` (or `archived`) event that is younger
-//! than [`MailConfig::in_flight_grace`] is [`Finding::InFlight`]: not
+//! than [`MailConfig::in_flight_grace`] is in flight
+//! ([`Defect::InFlight`](chipset_store::Defect::InFlight), `messaging-in-flight`): not
 //! repaired yet (its sender or archiver may be appending), and not clean
 //! either (the report says when to check again). The doctor cannot tell
 //! when a message was moved into `archive/`, so it measures the grace from
@@ -285,10 +290,11 @@ mod format;
 mod gate;
 mod layout;
 mod mail;
+mod repair;
 mod tail;
 mod thread;
 
-pub use doctor::{DoctorMode, DoctorReport, Finding, OrphanReason};
+pub use doctor::OrphanReason;
 pub use draft::{DEFAULT_MAX_BODY, Draft, InboxFilter, MailConfig};
 pub use error::{MailError, Result};
 pub use format::{

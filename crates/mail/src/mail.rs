@@ -294,7 +294,7 @@ impl Mail {
     /// on its own: see the crate docs, Durability). A failure of
     /// the follow-up does not fail the send (that would invite a duplicate):
     /// it is logged (`tracing`), and [`Mail::doctor`] with
-    /// [`DoctorMode::Fix`](crate::DoctorMode::Fix) completes it (a missing
+    /// [`DoctorMode::Fix`](chipset_store::DoctorMode::Fix) completes it (a missing
     /// `sent` event, index entry, archive of an answered request, or its
     /// `archived` event); the
     /// gate and [`Mail::has_reply`] do not wait for it.

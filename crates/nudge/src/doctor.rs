@@ -1,147 +1,143 @@
-//! What a doctor scan reports, shared by signals and reminders.
+//! The doctor's shared steps for signals and reminders, in the store's one
+//! shape ([`chipset_store::Report`]).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use chipset_store::{CorruptReason, Corruption, Lock, ReadOutcome, StateDir};
+use chipset_store::{
+    Action, Defect, DoctorMode, Finding, Lock, ReadOutcome, Report, StateDir, parse_json,
+};
 use serde::de::DeserializeOwned;
 
 use crate::error::Result;
 
-/// Whether a doctor only reports or also repairs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Repair {
-    /// Report what is wrong; change nothing.
-    #[default]
-    ReportOnly,
-    /// Quarantine corrupt files (moved aside into `.quarantine/`, never
-    /// deleted) and finish interrupted transitions.
-    Fix,
+/// The two areas this crate's doctors cover, which name their findings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Area {
+    /// `nudge/`: latest, processed and response records.
+    Nudge,
+    /// `reminders/`: the open and snoozed indexes and the history.
+    Reminders,
 }
 
-/// What a doctor scan found.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct DoctorReport {
-    /// How many files were checked.
-    pub scanned: usize,
-    /// Every problem found, with what was done about it.
-    pub findings: Vec<Finding>,
-}
-
-impl DoctorReport {
-    /// Returns true when nothing was found.
-    pub fn is_clean(&self) -> bool {
-        self.findings.is_empty()
+impl Area {
+    fn code(self, fault: &Defect) -> &'static str {
+        match (self, fault) {
+            (Area::Nudge, Defect::Corrupt(_)) => "nudge-corrupt",
+            (Area::Nudge, Defect::Unsupported(_)) => "nudge-unsupported",
+            (Area::Nudge, Defect::Unfinished) => "nudge-unfinished",
+            (Area::Nudge, _) => "nudge-stray",
+            (Area::Reminders, Defect::Corrupt(_)) => "reminder-corrupt",
+            (Area::Reminders, Defect::Unsupported(_)) => "reminder-unsupported",
+            (Area::Reminders, Defect::Unfinished) => "reminder-unfinished",
+            (Area::Reminders, _) => "reminder-stray",
+        }
     }
 
-    /// Appends another report's counts and findings.
-    pub fn merge(&mut self, other: DoctorReport) {
-        self.scanned += other.scanned;
-        self.findings.extend(other.findings);
+    /// Returns the finding of `fault` at `path`, worded as `chipset doctor` prints it.
+    pub(crate) fn finding(self, path: &Path, fault: Defect, unfinished: &str) -> Finding {
+        let what = match &fault {
+            Defect::Corrupt(reason) => format!("corrupt ({reason})"),
+            Defect::Unfinished => format!("unfinished: {unfinished}"),
+            Defect::Unsupported(what) => {
+                format!("holds {what}, unsupported by this version (left in place)")
+            }
+            _ => "not written by chipset (left alone)".to_owned(),
+        };
+        let line = format!("`{}`: {what}", path.display());
+        Finding::new(self.code(&fault), fault, line).at(path)
+    }
+
+    /// Returns the finding of a name chipset does not write here (left alone).
+    pub(crate) fn stray(self, path: &Path) -> Finding {
+        self.finding(path, Defect::Stray, "")
     }
 }
 
-/// One problem.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finding {
-    /// The file or directory concerned.
-    pub path: PathBuf,
-    /// What is wrong.
-    pub problem: Problem,
-    /// What the doctor did.
-    pub action: Action,
-}
-
-/// What is wrong with a file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Problem {
-    /// It cannot be read as what it should be.
-    Corrupt(CorruptReason),
-    /// It holds a value this version does not know (left in place).
-    Unsupported(String),
-    /// A transition was interrupted (a crash between its two durable steps).
-    Unfinished(&'static str),
-    /// A name that chipset does not write here (left alone).
-    StrayEntry,
-}
-
-/// What the doctor did about a finding.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Action {
-    /// Nothing (report only, or nothing safe to do).
-    None,
-    /// Moved aside to this path.
-    Quarantined(PathBuf),
-    /// The interrupted transition was completed.
-    Completed,
-}
-
-/// A file type the doctor checks: how to read it, telling a value this
-/// version does not know (unsupported) from a corrupt file.
+/// A file type the doctor checks: how to take its bytes, telling a value
+/// this version does not know (unsupported) from a corrupt file.
 pub(crate) trait OnDisk: DeserializeOwned {
-    /// Reads `path` as this type.
-    fn read_from(state: &StateDir, path: &Path) -> chipset_store::Result<ReadOutcome<Self>> {
-        state.read_json(path)
+    /// Takes the bytes read from `path` as this type.
+    fn parse(path: &Path, bytes: &[u8]) -> ReadOutcome<Self> {
+        parse_json(path, bytes)
     }
 }
 
 impl OnDisk for crate::format::Nudge {}
 impl OnDisk for crate::format::ProcessedRecord {}
 impl OnDisk for crate::format::Reminder {
-    fn read_from(state: &StateDir, path: &Path) -> chipset_store::Result<ReadOutcome<Self>> {
-        crate::reminders::read_reminder(state, path)
+    fn parse(path: &Path, bytes: &[u8]) -> ReadOutcome<Self> {
+        crate::reminders::parse_reminder(path, bytes)
     }
 }
 
+/// Reads `path` as a `T`.
+fn read<T: OnDisk>(state: &StateDir, path: &Path) -> chipset_store::Result<ReadOutcome<T>> {
+    Ok(state
+        .read_bytes(path)?
+        .and_then(|bytes| T::parse(path, &bytes)))
+}
+
 /// Checks one JSON file: records it as scanned and, when corrupt, as a
-/// finding, quarantining it under its lock when repairing. Returns the value.
+/// finding, quarantining it (through the store's checked quarantine, under
+/// `lock`, the lock its writers take) when fixing. Returns the value.
 pub(crate) fn check_file<T: OnDisk>(
     state: &StateDir,
+    area: Area,
     path: &Path,
     lock: &Lock,
-    repair: Repair,
-    report: &mut DoctorReport,
+    report: &mut Report,
 ) -> Result<Option<T>> {
     report.scanned += 1;
-    match T::read_from(state, path)? {
+    match read::<T>(state, path)? {
         ReadOutcome::Missing => Ok(None),
         ReadOutcome::Value(v) => Ok(Some(v)),
         ReadOutcome::Corrupt(c) => {
-            let action = match repair {
-                Repair::ReportOnly => Action::None,
-                Repair::Fix => quarantine_if_corrupt::<T>(state, path, lock)?
-                    .map_or(Action::None, Action::Quarantined),
-            };
-            report.findings.push(Finding {
-                path: path.to_owned(),
-                problem: Problem::Corrupt(c.reason),
-                action,
-            });
+            let mut finding = area.finding(path, Defect::Corrupt(c.reason), "");
+            if report.mode == DoctorMode::Fix {
+                let cap = state.read_cap();
+                let action = state.quarantine_checked(path, Some(lock), |seen| {
+                    seen.read(path, cap, |b| T::parse(path, b)).is_corrupt()
+                })?;
+                finding = finding.with(action);
+            }
+            report.findings.push(finding);
             Ok(None)
         }
         // Well-formed but newer than this version: reported, never moved aside.
         ReadOutcome::Unsupported(u) => {
-            report.findings.push(Finding {
-                path: path.to_owned(),
-                problem: Problem::Unsupported(u.what),
-                action: Action::None,
-            });
+            report
+                .findings
+                .push(area.finding(path, Defect::Unsupported(u.what), ""));
             Ok(None)
         }
     }
 }
 
-/// Quarantines `path` under `lock` (the lock its writers take) if it is
-/// (still) corrupt. Returns where it went.
-pub(crate) fn quarantine_if_corrupt<T: OnDisk>(
-    state: &StateDir,
-    path: &Path,
-    lock: &Lock,
-) -> Result<Option<PathBuf>> {
-    let _guard = lock.exclusive()?;
-    match T::read_from(state, path)? {
-        ReadOutcome::Corrupt(Corruption { path, .. }) => Ok(Some(state.quarantine(&path)?)),
-        _ => Ok(None),
+/// Returns the action of finishing an interrupted transition.
+pub(crate) fn completed() -> Action {
+    Action::Completed("completed".to_owned())
+}
+
+impl chipset_store::Doctor for crate::Nudges {
+    type Error = crate::Error;
+
+    fn name(&self) -> &str {
+        "nudge"
+    }
+
+    fn doctor(&self, mode: DoctorMode) -> Result<Report> {
+        crate::Nudges::doctor(self, mode)
+    }
+}
+
+impl chipset_store::Doctor for crate::Reminders {
+    type Error = crate::Error;
+
+    fn name(&self) -> &str {
+        "reminders"
+    }
+
+    fn doctor(&self, mode: DoctorMode) -> Result<Report> {
+        crate::Reminders::doctor(self, mode)
     }
 }

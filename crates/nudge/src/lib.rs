@@ -137,8 +137,13 @@
 //! One enum, [`Error`]. Unreadable files are reported, never taken as
 //! absent: [`Received::Corrupt`], [`Listing::corrupt`], [`Error::Corrupt`].
 //! [`Nudges::doctor`] and [`Reminders::doctor`] find them and, with
-//! [`Repair::Fix`], quarantine them (moved aside, never deleted) and finish
-//! interrupted transitions. [`Nudges::status`] and [`Reminders::open_counts`]
+//! [`DoctorMode::Fix`](chipset_store::DoctorMode::Fix), quarantine them
+//! (moved aside, never deleted, through the store's
+//! [`StateDir::quarantine_checked`](chipset_store::StateDir::quarantine_checked),
+//! which re-reads under the writers' lock) and finish interrupted
+//! transitions. Both implement the store's
+//! [`Doctor`](chipset_store::Doctor) (areas `nudge` and `reminders`) and
+//! return its one [`Report`](chipset_store::Report) shape. [`Nudges::status`] and [`Reminders::open_counts`]
 //! are cheap counts for a status screen.
 //!
 //! # Files written by other programs
@@ -168,7 +173,6 @@ mod reminders;
 mod signals;
 mod transition;
 
-pub use doctor::{Action, DoctorReport, Finding, Problem, Repair};
 pub use error::{Error, Result};
 pub use format::{
     Nudge, NudgeId, NudgeType, ProcessedRecord, REOPENED_FROM, Reminder, ReminderId, Resolution,

@@ -1,15 +1,15 @@
 //! Latest-wins signals: sending, receiving, responding (the I/O shell).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use chipset_store::{
-    AgentId, Channel, Corruption, Decision, ReadOutcome, SortableId, StateDir, Timestamp,
-    Unsupported,
+    AgentId, Channel, Corruption, Decision, DoctorMode, ReadOutcome, Report, SortableId, StateDir,
+    Timestamp, Unsupported,
 };
 
-use crate::doctor::{self, DoctorReport, Finding, Problem, Repair};
+use crate::doctor;
 use crate::error::{Error, Result};
 use crate::format::{Nudge, NudgeId, NudgeType, ProcessedRecord};
 use crate::transition::{Verdict, precedence};
@@ -725,38 +725,41 @@ impl Nudges {
 
     /// Scans every agent's `latest.json`, `processed.json` and response
     /// records; reports unreadable files and stray names, and with
-    /// [`Repair::Fix`] quarantines the unreadable ones (under their locks).
+    /// [`DoctorMode::Fix`] quarantines the unreadable ones (through the
+    /// store's checked quarantine, under their locks). Findings are coded
+    /// `nudge-corrupt`, `nudge-unsupported` and `nudge-stray`.
     ///
     /// # Errors
     ///
     /// [`Error::Store`] on I/O failure.
-    pub fn doctor(&self, repair: Repair) -> Result<DoctorReport> {
-        let mut report = DoctorReport::default();
+    pub fn doctor(&self, mode: DoctorMode) -> Result<Report> {
+        let mut report = Report::new(mode);
+        let area = doctor::Area::Nudge;
         let root = self.state.channel_path(Channel::Nudge);
         // Real directories only: a symlink (or a file) in their place is a
         // stray to report, not a directory to follow.
         let dirs = self.state.list_dirs(&root)?;
         for name in self.state.list(&root)? {
             let Ok(agent) = AgentId::new(name.as_str()) else {
-                report.findings.push(stray(root.join(&name)));
+                report.findings.push(area.stray(&root.join(&name)));
                 continue;
             };
             let dir = self.agent_dir(&agent);
             if dirs.binary_search(&name).is_err() {
-                report.findings.push(stray(dir));
+                report.findings.push(area.stray(&dir));
                 continue;
             }
             for file in [LATEST_FILE, PROCESSED_FILE] {
                 let path = dir.join(file);
                 let lock = self.state.lock_for(&path)?;
                 if file == LATEST_FILE {
-                    doctor::check_file::<Nudge>(&self.state, &path, &lock, repair, &mut report)?;
+                    doctor::check_file::<Nudge>(&self.state, area, &path, &lock, &mut report)?;
                 } else {
                     doctor::check_file::<ProcessedRecord>(
                         &self.state,
+                        area,
                         &path,
                         &lock,
-                        repair,
                         &mut report,
                     )?;
                 }
@@ -765,11 +768,11 @@ impl Nudges {
             for name in self.state.list(&responses)? {
                 let path = responses.join(&name);
                 if !name.ends_with(".json") || self.state.stat(&path)?.is_some_and(|m| m.is_dir()) {
-                    report.findings.push(stray(path));
+                    report.findings.push(area.stray(&path));
                     continue;
                 }
                 let lock = self.state.lock_for(&path)?;
-                doctor::check_file::<Nudge>(&self.state, &path, &lock, repair, &mut report)?;
+                doctor::check_file::<Nudge>(&self.state, area, &path, &lock, &mut report)?;
             }
         }
         Ok(report)
@@ -778,13 +781,5 @@ impl Nudges {
     fn new_id(&self) -> NudgeId {
         NudgeId::new(SortableId::generate(self.state.clock().as_ref()).into_string())
             .expect("a sortable id is a valid segment")
-    }
-}
-
-fn stray(path: impl AsRef<Path>) -> Finding {
-    Finding {
-        path: path.as_ref().to_owned(),
-        problem: Problem::StrayEntry,
-        action: doctor::Action::None,
     }
 }

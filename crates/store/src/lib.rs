@@ -103,6 +103,54 @@
 //! on-disk form into its types. Repair never moves such a file aside, and a
 //! reader whose answer depends on it (a gate, a transition) fails closed.
 //!
+//! # Repair: one framework for every doctor
+//!
+//! Every channel's doctor implements [`Doctor`]: given a [`DoctorMode`]
+//! ([`Check`](DoctorMode::Check) or [`Fix`](DoctorMode::Fix)) it returns one
+//! [`Report`]: how many things it `scanned`, and its [`Finding`]s, each with
+//! a stable `code`, a [`Defect`] class (corrupt, unsupported, stray, stale,
+//! missing, unfinished, in flight, conflict), the path and id it is about,
+//! whether a fix repairs it, a human line, and the [`Action`]s the fix took
+//! (quarantined, rewrote, appended, moved, removed, truncated, completed, or
+//! left alone and why). A report is clean when it has no findings;
+//! [`Report::open`] counts those a fix did not change.
+//!
+//! A doctor moves a bad file aside only through
+//! [`StateDir::quarantine_checked`]: it reads the file (stat first: a FIFO,
+//! device or directory is never opened, only reported or moved), asks the
+//! doctor whether it is bad, takes the lock its writers take, reads it
+//! again, and moves it into `.quarantine/` only if it is byte for byte what
+//! was judged bad. A file a writer rewrote between the check and the fix is
+//! left alone.
+//!
+//! ```
+//! use chipset_store::{Action, DoctorMode, Defect, Finding, ReadOutcome, Report, StateDir, parse_json};
+//!
+//! let tmp = tempfile::tempdir()?;
+//! let state = StateDir::open(tmp.path())?;
+//! let path = state.root().join("hooks/broken.json");
+//! state.write_bytes(&path, b"{")?;
+//!
+//! let mut report = Report::new(DoctorMode::Fix);
+//! report.scanned += 1;
+//! if let ReadOutcome::Corrupt(bad) = state.read_json::<serde_json::Value>(&path)? {
+//!     let lock = state.lock_for(&path)?;
+//!     let action = state.quarantine_checked(&path, Some(&lock), |seen| {
+//!         seen.read(&path, state.read_cap(), |b| parse_json::<serde_json::Value>(&path, b))
+//!             .is_corrupt()
+//!     })?;
+//!     let line = format!("`{}`: {}", path.display(), bad.reason);
+//!     report.findings.push(Finding::new("demo-corrupt", Defect::Corrupt(bad.reason), line)
+//!         .at(&path)
+//!         .with(action));
+//! }
+//! assert!(!report.is_clean());
+//! assert_eq!(report.open(), 0);
+//! assert!(matches!(report.findings[0].actions[0], Action::Quarantined { .. }));
+//! assert!(state.read_bytes(&path)?.value().is_none());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! # Durability
 //!
 //! chipset runs on Linux (it uses `openat2` and `renameat2`, with fallbacks
@@ -305,6 +353,7 @@ mod line;
 mod lock;
 mod log;
 mod read;
+mod repair;
 mod sortable;
 mod stat;
 mod state;
@@ -322,6 +371,7 @@ pub use id::{AgentId, BeadId, MAX_ID_LEN, MessageId, TaskId, validate_segment};
 pub use lock::{Decision, Lock, LockGuard};
 pub use log::{BadLine, JsonLog, LogContents, LogRepair, MAX_LINE, TornTail};
 pub use read::{CorruptReason, Corruption, DEFAULT_READ_CAP, ReadOutcome, Unsupported, parse_json};
+pub use repair::{Action, Defect, Doctor, DoctorMode, Finding, Observed, Report};
 pub use sortable::SortableId;
 pub use stat::{EntryKind, Stat, read_outside, stat_outside};
 pub use state::{Channel, DEFAULT_ROOT, QUARANTINE_DIR, StateDir, StateOptions};

@@ -102,7 +102,7 @@ fn bad_lines_are_reported_and_skipped() {
 /// and moved aside instead of stopping the doctor; afterwards it is clean.
 #[test]
 fn the_doctor_repairs_bad_lines_and_moves_a_directory_log_aside() {
-    use chipset_bus::{Action, Repair};
+    use chipset_store::{Action, DoctorMode};
     let (_t, _clock, bus) = manual();
     let a = agent("mayor");
     bus.control(
@@ -119,10 +119,13 @@ fn the_doctor_repairs_bad_lines_and_moves_a_directory_log_aside() {
     std::fs::write(&log, text).unwrap();
     bus.control(&a, &ControlCommand::register(Resource::new("queue", "w")))
         .unwrap();
-    let report = bus.doctor(Repair::Fix).unwrap();
+    let report = bus.doctor(DoctorMode::Fix).unwrap();
     assert_eq!(report.findings.len(), 1, "{:?}", report.findings);
-    assert!(matches!(report.findings[0].action, Action::Quarantined(_)));
-    assert!(bus.doctor(Repair::ReportOnly).unwrap().findings.is_empty());
+    assert!(matches!(
+        report.findings[0].actions[..],
+        [Action::Quarantined { to: Some(_), .. }]
+    ));
+    assert!(bus.doctor(DoctorMode::Check).unwrap().findings.is_empty());
     let registry = bus.registry(&a).unwrap();
     assert!(
         registry.contains(&Resource::new("queue", "w")),
@@ -138,11 +141,14 @@ fn the_doctor_repairs_bad_lines_and_moves_a_directory_log_aside() {
     bus.ensure_queue(&b).unwrap();
     let dir_log = bus.queue_dir(&b).parent().unwrap().join("control.jsonl");
     std::fs::create_dir(&dir_log).unwrap();
-    let report = bus.doctor(Repair::ReportOnly).unwrap();
+    let report = bus.doctor(DoctorMode::Check).unwrap();
     assert_eq!(report.findings.len(), 1, "{:?}", report.findings);
-    let report = bus.doctor(Repair::Fix).unwrap();
-    assert!(matches!(report.findings[0].action, Action::Quarantined(_)));
-    assert!(bus.doctor(Repair::ReportOnly).unwrap().findings.is_empty());
+    let report = bus.doctor(DoctorMode::Fix).unwrap();
+    assert!(matches!(
+        report.findings[0].actions[..],
+        [Action::Quarantined { to: Some(_), .. }]
+    ));
+    assert!(bus.doctor(DoctorMode::Check).unwrap().findings.is_empty());
     bus.control(
         &b,
         &ControlCommand::register(Resource::new("chat", "b.chat")),

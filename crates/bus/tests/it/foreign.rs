@@ -6,8 +6,9 @@ use std::fs;
 use std::time::Duration;
 
 use chipset_bus::{
-    Action, Bus, BusConfig, ControlCommand, NewEvent, Occasion, Priority, Problem, Repair, Resource,
+    Bus, BusConfig, ControlCommand, NewEvent, Occasion, Priority, Problem, Resource,
 };
+use chipset_store::DoctorMode;
 use serde_json::{Value, json};
 
 use crate::{agent, manual};
@@ -53,9 +54,9 @@ fn an_unknown_priority_is_unsupported_and_left_in_place() {
         pending.unreadable()[0].problem,
         Problem::Unsupported("bus event priority `urgent`".into())
     );
-    let report = bus.doctor(Repair::Fix).unwrap();
+    let report = bus.doctor(DoctorMode::Fix).unwrap();
     assert_eq!(report.findings.len(), 1, "{report:?}");
-    assert_eq!(report.findings[0].action, Action::Reported);
+    assert_eq!(report.findings[0].actions, []);
     assert_eq!(fs::read(&path).unwrap(), bytes, "never moved");
 }
 

@@ -2,10 +2,9 @@
 
 use std::time::Duration;
 
-use chipset_bus::{
-    AckOutcome, Action, Bus, ControlCommand, NewEvent, Priority, Problem, Repair, Resource,
-    Retention,
-};
+use chipset_bus::{AckOutcome, Bus, ControlCommand, NewEvent, Priority, Resource, Retention};
+use chipset_store::{Action, DoctorMode, IoBackend, RealIo, StateOptions};
+use chipset_testkit::TempState;
 
 use crate::{agent, manual};
 
@@ -144,30 +143,26 @@ fn doctor_reports_then_fixes_by_quarantine() {
     std::fs::write(dir.join("control.jsonl"), log).unwrap();
     std::fs::write(bus.state().root().join("bus/stray.txt"), b"?").unwrap();
 
-    let report = bus.doctor(Repair::ReportOnly).unwrap();
-    let problems: Vec<_> = report.findings.iter().map(|f| &f.file.problem).collect();
+    let report = bus.doctor(DoctorMode::Check).unwrap();
+    let problems: Vec<_> = report.findings.iter().map(|f| f.code).collect();
     assert_eq!(report.findings.len(), 6, "{problems:?}");
-    assert!(report.findings.iter().all(|f| f.action == Action::Reported));
-    assert!(problems.contains(&&Problem::ForeignName));
-    assert!(problems.contains(&&Problem::AckedCopyInQueue));
-    assert!(
-        problems
-            .iter()
-            .any(|p| matches!(p, Problem::TornLogTail { .. }))
-    );
+    assert!(report.findings.iter().all(|f| f.actions.is_empty()));
+    assert!(problems.contains(&"bus-foreign-name"));
+    assert!(problems.contains(&"bus-acked-copy"));
+    assert!(problems.contains(&"bus-torn-log"));
     // Report-only changed nothing.
-    assert_eq!(bus.doctor(Repair::ReportOnly).unwrap(), report);
+    assert_eq!(bus.doctor(DoctorMode::Check).unwrap(), report);
 
-    let fixed = bus.doctor(Repair::Fix).unwrap();
+    let fixed = bus.doctor(DoctorMode::Fix).unwrap();
     assert_eq!(fixed.findings.len(), 6);
     assert!(
         fixed
             .findings
             .iter()
-            .any(|f| matches!(f.action, Action::Quarantined(_)))
+            .any(|f| matches!(f.actions[..], [Action::Quarantined { to: Some(_), .. }]))
     );
     // Only the stray file under bus/ is left to a human.
-    let after = bus.doctor(Repair::ReportOnly).unwrap();
+    let after = bus.doctor(DoctorMode::Check).unwrap();
     assert_eq!(after.findings.len(), 1, "{:?}", after.findings);
     assert_eq!(bus.pending(&a).unwrap().events(), [good]);
     assert!(bus.pending(&a).unwrap().unreadable().is_empty());
@@ -177,6 +172,131 @@ fn doctor_reports_then_fixes_by_quarantine() {
             .count(),
         2
     );
+}
+
+/// An I/O backend that, when the doctor moves `presence.json` aside, has a
+/// writer replace `registry.json` with a good registry: the registry was
+/// read (corrupt) before, and is rewritten between the check and its fix.
+#[derive(Debug)]
+struct RewriteOnQuarantine {
+    registry: std::sync::Mutex<Option<std::path::PathBuf>>,
+}
+
+impl RewriteOnQuarantine {
+    fn fire(&self, from: &std::path::Path) {
+        if from.file_name().is_some_and(|n| n == "presence.json")
+            && let Some(registry) = self.registry.lock().unwrap().take()
+        {
+            let good = serde_json::to_vec(&chipset_bus::Registry::default()).unwrap();
+            std::fs::write(registry, good).unwrap();
+        }
+    }
+}
+
+impl IoBackend for RewriteOnQuarantine {
+    fn create_new(&self, path: &std::path::Path, append: bool) -> std::io::Result<std::fs::File> {
+        RealIo.create_new(path, append)
+    }
+    fn open_append(&self, path: &std::path::Path) -> std::io::Result<std::fs::File> {
+        RealIo.open_append(path)
+    }
+    fn write_all(
+        &self,
+        file: &std::fs::File,
+        path: &std::path::Path,
+        bytes: &[u8],
+    ) -> std::io::Result<()> {
+        RealIo.write_all(file, path, bytes)
+    }
+    fn sync_all(&self, file: &std::fs::File, path: &std::path::Path) -> std::io::Result<()> {
+        RealIo.sync_all(file, path)
+    }
+    fn sync_data(&self, file: &std::fs::File, path: &std::path::Path) -> std::io::Result<()> {
+        RealIo.sync_data(file, path)
+    }
+    fn set_len(
+        &self,
+        file: &std::fs::File,
+        path: &std::path::Path,
+        len: u64,
+    ) -> std::io::Result<()> {
+        RealIo.set_len(file, path, len)
+    }
+    fn sync_dir(&self, dir: &std::path::Path) -> std::io::Result<()> {
+        RealIo.sync_dir(dir)
+    }
+    fn rename(&self, from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
+        RealIo.rename(from, to)?;
+        self.fire(from);
+        Ok(())
+    }
+    fn rename_noreplace(
+        &self,
+        from: &std::path::Path,
+        to: &std::path::Path,
+    ) -> std::io::Result<()> {
+        RealIo.rename_noreplace(from, to)?;
+        self.fire(from);
+        Ok(())
+    }
+    fn hard_link(&self, from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
+        RealIo.hard_link(from, to)
+    }
+    fn create_dir(&self, path: &std::path::Path) -> std::io::Result<()> {
+        RealIo.create_dir(path)
+    }
+    fn remove_file(&self, path: &std::path::Path) -> std::io::Result<()> {
+        RealIo.remove_file(path)
+    }
+    fn remove_dir(&self, path: &std::path::Path) -> std::io::Result<()> {
+        RealIo.remove_dir(path)
+    }
+}
+
+/// Regression (issue 13): the bus doctor moved aside a state file that its
+/// writer rewrote between the doctor's check and its fix. Now it reads the
+/// file again under the writer's lock and leaves a rewritten file alone.
+#[test]
+fn doctor_leaves_alone_a_file_rewritten_between_check_and_fix() {
+    let io = std::sync::Arc::new(RewriteOnQuarantine {
+        registry: std::sync::Mutex::new(None),
+    });
+    let t = TempState::with_options(StateOptions {
+        io: io.clone(),
+        ..StateOptions::default()
+    });
+    let bus = Bus::new(t.state.clone());
+    let a = agent("a");
+    bus.ensure_queue(&a).unwrap();
+    let dir = bus.queue_dir(&a).parent().unwrap().to_owned();
+    let (presence, registry) = (dir.join("presence.json"), dir.join("registry.json"));
+    std::fs::write(&presence, b"[]").unwrap();
+    std::fs::write(&registry, b"{").unwrap();
+    let check = bus.doctor(DoctorMode::Check).unwrap();
+    assert_eq!(check.findings.len(), 2, "{check:?}");
+
+    *io.registry.lock().unwrap() = Some(registry.clone());
+    let fix = bus.doctor(DoctorMode::Fix).unwrap();
+    assert_eq!(fix.findings.len(), 2, "{fix:?}");
+    let action = |path: &std::path::Path| {
+        let f = fix
+            .findings
+            .iter()
+            .find(|f| f.path.as_deref() == Some(path))
+            .unwrap();
+        f.actions.clone()
+    };
+    assert!(matches!(
+        action(&presence)[..],
+        [Action::Quarantined { to: Some(_), .. }]
+    ));
+    assert_eq!(
+        action(&registry),
+        [Action::LeftAlone("no longer bad".to_owned())]
+    );
+    let good = serde_json::to_vec(&chipset_bus::Registry::default()).unwrap();
+    assert_eq!(std::fs::read(&registry).unwrap(), good, "the rewrite stays");
+    assert!(bus.doctor(DoctorMode::Check).unwrap().is_clean());
 }
 
 #[test]

@@ -8,7 +8,8 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
-use chipset_bus::{AckOutcome, Bus, EventId, NewEvent, Priority, Published, Repair, Wake};
+use chipset_bus::{AckOutcome, Bus, EventId, NewEvent, Priority, Published, Wake};
+use chipset_store::DoctorMode;
 use chipset_store::StateDir;
 use chipset_testkit::{self as kit, Jitter, TempState};
 use serde_json::json;
@@ -266,7 +267,7 @@ fn ids_after(rx: &mpsc::Receiver<String>, prefix: &str) -> Vec<EventId> {
 fn assert_whole(bus: &Bus) {
     let hub = agent("hub");
     assert!(bus.pending(&hub).unwrap().unreadable().is_empty());
-    let report = bus.doctor(Repair::ReportOnly).unwrap();
+    let report = bus.doctor(DoctorMode::Check).unwrap();
     assert!(report.is_clean(), "{:?}", report.findings);
     let dir = bus.processed_dir(&hub);
     for entry in bus.processed(&hub).unwrap() {

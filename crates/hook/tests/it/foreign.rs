@@ -6,8 +6,9 @@ use std::fs;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use chipset_hook::{DoctorMode, HookRead, HookStatus, Hooks, Pickup, Problem};
+use chipset_hook::{HookRead, HookStatus, Hooks, Pickup};
 use chipset_store::{AgentId, Timestamp};
+use chipset_store::{Defect, DoctorMode};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
@@ -288,11 +289,8 @@ fn an_unknown_status_is_unsupported_refused_and_left_in_place() {
     let report = s.hooks.doctor(DoctorMode::Fix).unwrap();
     assert_eq!(report.findings.len(), 1);
     let f = &report.findings[0];
-    assert_eq!(
-        f.problem,
-        Problem::Unsupported("hook status `paused`".into())
-    );
-    assert_eq!(f.quarantined, None);
+    assert_eq!(f.fault, Defect::Unsupported("hook status `paused`".into()));
+    assert_eq!(f.actions, []);
     assert_eq!(
         report.unrepaired(),
         0,
@@ -300,7 +298,7 @@ fn an_unknown_status_is_unsupported_refused_and_left_in_place() {
     );
     assert!(
         f.to_string()
-            .ends_with("unsupported by this version (left alone)"),
+            .ends_with("unsupported by this version (left in place)"),
         "{f}"
     );
 

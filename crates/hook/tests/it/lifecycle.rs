@@ -5,10 +5,8 @@ use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::time::Duration;
 
-use chipset_hook::{
-    Actor, DoctorMode, Error, HookEvent, HookRead, HookStatus, Pickup, Problem, TransitionError,
-};
-use chipset_store::{CorruptReason, Timestamp};
+use chipset_hook::{Actor, Error, HookEvent, HookRead, HookStatus, Pickup, TransitionError};
+use chipset_store::{Action, CorruptReason, Defect, DoctorMode, Timestamp};
 
 use crate::{T0, agent, bead, setup};
 
@@ -367,7 +365,7 @@ fn doctor_reports_then_fixes_corrupt_hooks_and_leaves_strays() {
     let stray = report
         .findings
         .iter()
-        .find(|f| f.problem == Problem::Stray)
+        .find(|f| f.fault == Defect::Stray)
         .unwrap();
     assert!(
         stray
@@ -386,8 +384,8 @@ fn doctor_reports_then_fixes_corrupt_hooks_and_leaves_strays() {
         report
             .findings
             .iter()
-            .filter(|f| f.agent.is_some())
-            .all(|f| f.quarantined.is_some())
+            .filter(|f| f.subject.is_some())
+            .all(|f| matches!(f.actions[0], Action::Quarantined { to: Some(_), .. }))
     );
     let counts = s.hooks.counts().unwrap();
     assert_eq!(

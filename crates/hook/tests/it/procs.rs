@@ -8,7 +8,8 @@ use std::process::Child;
 use std::thread;
 use std::time::Duration;
 
-use chipset_hook::{DoctorMode, HookRead, HookStatus, Hooks, Pickup, TransitionError};
+use chipset_hook::{HookRead, HookStatus, Hooks, Pickup, TransitionError};
+use chipset_store::DoctorMode;
 use chipset_store::{AgentId, StateDir};
 use chipset_testkit::{self as kit, Jitter, TempState};
 

@@ -1,10 +1,10 @@
 //! Status counts and the doctor for `loop/`.
 
 use chipset_loop::{
-    CriticReport, Dispatcher, DispatcherConfig, DoctorMode, LoopState, Problem, Rounds,
-    RoundsConfig, Witness, WitnessConfig,
+    CriticReport, Dispatcher, DispatcherConfig, LoopState, Rounds, RoundsConfig, Witness,
+    WitnessConfig,
 };
-use chipset_store::{Channel, TaskId};
+use chipset_store::{Action, Channel, Defect, DoctorMode, TaskId};
 
 use crate::{agent, bead, secs, setup};
 
@@ -80,13 +80,8 @@ fn the_doctor_reports_then_quarantines_corrupt_files_and_cuts_torn_logs() {
     let check = loops.doctor(DoctorMode::Check).unwrap();
     assert_eq!(check.findings.len(), 5, "{check:?}");
     assert_eq!(check.unrepaired(), 4);
-    assert!(check.findings.iter().any(|f| f.problem == Problem::Stray));
-    assert!(
-        check
-            .findings
-            .iter()
-            .any(|f| matches!(f.problem, Problem::TornLog { .. }))
-    );
+    assert!(check.findings.iter().any(|f| f.fault == Defect::Stray));
+    assert!(check.findings.iter().any(|f| f.code == "loop-torn-log"));
     assert!(
         root.join("witness/incidents/w1.json").exists(),
         "check changes nothing"
@@ -95,9 +90,12 @@ fn the_doctor_reports_then_quarantines_corrupt_files_and_cuts_torn_logs() {
     let fix = loops.doctor(DoctorMode::Fix).unwrap();
     assert_eq!(fix.unrepaired(), 0, "{fix:?}");
     for f in &fix.findings {
-        if matches!(f.problem, Problem::Corrupt(_)) {
-            assert!(f.quarantined.as_ref().unwrap().exists());
-            assert!(!f.path.exists());
+        if f.code == "loop-corrupt" {
+            let [Action::Quarantined { to: Some(to), .. }] = &f.actions[..] else {
+                panic!("{f:?}");
+            };
+            assert!(to.exists());
+            assert!(!f.path.as_ref().unwrap().exists());
         }
         assert!(!f.to_string().is_empty());
     }

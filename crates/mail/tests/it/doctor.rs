@@ -4,16 +4,16 @@ use std::io::Write;
 use std::time::Duration;
 
 use chipset_mail::{
-    ArchiveOutcome, DoctorMode, Draft, Finding, InboxFilter, Location, MailConfig, ManifestEvent,
-    OrphanReason,
+    ArchiveOutcome, Draft, InboxFilter, Location, MailConfig, ManifestEvent, OrphanReason,
 };
+use chipset_store::{Defect, DoctorMode};
 
 use crate::{agent, fixture, fixture_with, task};
 
 fn codes(mail: &chipset_mail::Mail, mode: DoctorMode) -> Vec<&'static str> {
     let report = mail.doctor(mode).unwrap();
     assert_eq!(report.mode, mode);
-    report.findings.iter().map(Finding::code).collect()
+    report.findings.iter().map(|f| f.code).collect()
 }
 
 fn no_grace() -> MailConfig {
@@ -41,7 +41,7 @@ fn clean_state_is_clean() {
     .unwrap();
     let report = m.doctor(DoctorMode::Check).unwrap();
     assert!(report.is_clean(), "{report:?}");
-    assert_eq!(report.messages, 2);
+    assert_eq!(report.scanned, 2);
 }
 
 #[test]
@@ -59,11 +59,19 @@ fn published_without_sent_event_is_reconciled() {
 
     let report = m.doctor(DoctorMode::Check).unwrap();
     assert_eq!(
-        report.findings,
-        [Finding::MissingSentEvent {
-            id: lost.id().clone(),
-            location: Location::Inbox(agent("b"))
-        }]
+        crate::seen(&report),
+        [(
+            "messaging-missing-sent-event",
+            Some(lost.id().to_string()),
+            format!(
+                "messaging-missing-sent-event: message `{}` in inbox/b has no `sent` event",
+                lost.id()
+            )
+        )]
+    );
+    assert_eq!(
+        report.findings[0].path,
+        Some(m.path_of(lost.id(), &Location::Inbox(agent("b"))))
     );
     assert_eq!(codes(m, DoctorMode::Fix), ["messaging-missing-sent-event"]);
     assert!(codes(m, DoctorMode::Check).is_empty());
@@ -88,16 +96,24 @@ fn young_messages_are_in_flight_not_clean() {
     for mode in [DoctorMode::Check, DoctorMode::Fix] {
         let report = m.doctor(mode).unwrap();
         assert!(!report.is_clean(), "{mode:?}");
-        assert_eq!(
-            report.findings,
-            [Finding::InFlight {
-                id: sent.id().clone(),
-                location: Location::Inbox(agent("b")),
-                check_after: Duration::from_secs(7),
-            }]
-        );
+        assert_eq!(report.findings.len(), 1);
         let f = &report.findings[0];
-        assert!(!f.is_fixable());
+        assert_eq!(
+            (f.code, f.subject.as_deref(), &f.fault),
+            (
+                "messaging-in-flight",
+                Some(sent.id().as_str()),
+                &Defect::InFlight {
+                    check_after: Duration::from_secs(7)
+                }
+            )
+        );
+        assert_eq!(
+            f.path,
+            Some(m.path_of(sent.id(), &Location::Inbox(agent("b"))))
+        );
+        assert!(!f.fixable);
+        assert!(f.actions.is_empty());
         assert_eq!(f.check_after(), Some(Duration::from_secs(7)));
         assert!(f.to_string().contains("check again after 7s"), "{f}");
     }
@@ -197,13 +213,17 @@ fn duplicate_copy_is_quarantined() {
     std::fs::write(&inbox_path, bytes).unwrap();
     let report = m.doctor(DoctorMode::Fix).unwrap();
     assert_eq!(
-        report.findings,
-        [Finding::Duplicate {
-            id: n.id().clone(),
-            kept: Location::Archive,
-            extra: Location::Inbox(agent("b"))
-        }]
+        crate::seen(&report),
+        [(
+            "messaging-duplicate-message",
+            Some(n.id().to_string()),
+            format!(
+                "messaging-duplicate-message: message `{}` is in archive and inbox/b",
+                n.id()
+            )
+        )]
     );
+    assert_eq!(report.findings[0].path.as_ref(), Some(&inbox_path));
     assert!(!inbox_path.exists());
     assert!(
         m.inbox(&agent("b"), &InboxFilter::default())
@@ -234,11 +254,15 @@ fn lost_reply_index_entry_is_rebuilt() {
     // The response file answers the request even without its index entry.
     assert!(m.has_reply(q.id()).unwrap());
     let report = m.doctor(DoctorMode::Fix).unwrap();
-    assert!(report.findings.contains(&Finding::MissingReplyMarker {
-        parent: q.id().clone(),
-        child: a.id().clone(),
-        kind: chipset_mail::Kind::Response,
-    }));
+    assert!(crate::seen(&report).contains(&(
+        "messaging-missing-reply-index",
+        Some(a.id().to_string()),
+        format!(
+            "messaging-missing-reply-index: response `{}` to `{}` is not in the reply index",
+            a.id(),
+            q.id()
+        )
+    )));
     assert!(m.has_reply(q.id()).unwrap());
     assert!(codes(m, DoctorMode::Check).is_empty());
 }
@@ -301,9 +325,17 @@ fn orphans_by_each_definition() {
     let mut orphans: Vec<(String, OrphanReason)> = report
         .findings
         .iter()
-        .filter_map(|f| match f {
-            Finding::Orphan { id, reason, .. } => Some((id.to_string(), *reason)),
-            _ => None,
+        .filter(|f| f.code == "messaging-orphan-inbox")
+        .map(|f| {
+            let reason = [
+                OrphanReason::Stale,
+                OrphanReason::TaskSwept,
+                OrphanReason::UnknownRecipient,
+            ]
+            .into_iter()
+            .find(|r| f.message.ends_with(&format!("({r})")))
+            .expect("an orphan names its reason");
+            (f.subject.clone().unwrap(), reason)
         })
         .collect();
     orphans.sort();
@@ -395,15 +427,20 @@ fn a_response_from_the_wrong_agent_does_not_answer_the_request() {
 
     let report = m.doctor(DoctorMode::Fix).unwrap();
     assert!(
-        report.findings.iter().any(|f| matches!(f,
-            Finding::MismatchedResponse { id: r, parent } if r.as_str() == id && parent == request.id())),
+        report
+            .findings
+            .iter()
+            .any(|f| f.code == "messaging-mismatched-response"
+                && f.fault == Defect::Conflict
+                && f.subject.as_deref() == Some(id)
+                && f.message.contains(&format!("request `{}`", request.id()))),
         "{report:?}"
     );
     assert!(
         !report
             .findings
             .iter()
-            .any(|f| f.code() == "messaging-answered-request-in-inbox")
+            .any(|f| f.code == "messaging-answered-request-in-inbox")
     );
     assert!(!m.has_reply(request.id()).unwrap());
     let pending = m.pending_replies(&task("t1")).unwrap();
@@ -442,14 +479,10 @@ fn an_archived_message_without_its_archived_event_gets_one_reconciled() {
         .findings
         .iter()
         .map(|f| {
-            let id = match f {
-                Finding::MissingSentEvent { id, .. } | Finding::MissingArchivedEvent { id, .. } => {
-                    id.to_string()
-                }
-                Finding::MissingSweptEvent { task, total: 1 } => task.to_string(),
-                other => panic!("{other}"),
-            };
-            (f.code(), id)
+            if f.code == "messaging-missing-swept-event" {
+                assert!(f.message.contains("holds 1 message(s)"), "{f}");
+            }
+            (f.code, f.subject.clone().expect("an id or a task"))
         })
         .collect();
     found.sort();

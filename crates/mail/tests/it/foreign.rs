@@ -8,10 +8,8 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use chipset_mail::{
-    ArchiveOutcome, DoctorMode, Finding, InboxFilter, Location, MAX_ROUND, Mail, MailError,
-};
-use chipset_store::{StateDir, Timestamp};
+use chipset_mail::{ArchiveOutcome, InboxFilter, Location, MAX_ROUND, Mail, MailError};
+use chipset_store::{Defect, DoctorMode, StateDir, Timestamp};
 
 use crate::{agent, mid, task};
 
@@ -256,12 +254,12 @@ fn check(f: &Foreign) -> Result<(), TestCaseError> {
     let pending = mail.pending_replies(&phase).unwrap();
     prop_assert_eq!(pending.iter().any(|p| p.id() == &id), f.needs_reply());
     let report = mail.doctor(DoctorMode::Check).unwrap();
-    prop_assert_eq!(report.messages, 1);
+    prop_assert_eq!(report.scanned, 1);
     prop_assert!(
         !report
             .findings
             .iter()
-            .any(|x| matches!(x, Finding::Corrupt { .. } | Finding::Unsupported { .. })),
+            .any(|x| matches!(x.fault, Defect::Corrupt(_) | Defect::Unsupported(_))),
         "{:?}",
         report.findings
     );

@@ -4,9 +4,10 @@
 use std::time::Duration;
 
 use chipset_mail::{
-    ArchiveOutcome, DoctorMode, Draft, InboxFilter, Kind, Location, MailConfig, MailError,
-    MailPriority,
+    ArchiveOutcome, Draft, InboxFilter, Kind, Location, MailConfig, MailError, MailPriority,
 };
+
+use chipset_store::DoctorMode;
 
 use crate::{agent, fixture, fixture_with, mid, task};
 
@@ -181,7 +182,7 @@ fn seed_example_is_listed_archived_and_threaded() {
 
     // The doctor indexes the foreign reply and archives the answered request.
     let report = m.doctor(DoctorMode::Fix).unwrap();
-    let codes: Vec<&str> = report.findings.iter().map(|f| f.code()).collect();
+    let codes: Vec<&str> = report.findings.iter().map(|f| f.code).collect();
     assert!(
         codes.contains(&"messaging-missing-reply-index"),
         "{codes:?}"

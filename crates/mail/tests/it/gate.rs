@@ -2,7 +2,8 @@
 //! is an error naming the file, never a shorter list. Pins the seed defect
 //! "a reader that skips unparsable files makes the gate pass".
 
-use chipset_mail::{DoctorMode, Draft, InboxFilter, Location, MailError};
+use chipset_mail::{Draft, InboxFilter, Location, MailError};
+use chipset_store::{Defect, DoctorMode};
 
 use crate::{agent, fixture, task};
 
@@ -60,7 +61,7 @@ fn check_gate_fails(corrupt: &str, name: &str, what: &str) {
         report
             .findings
             .iter()
-            .any(|f| f.code() == "messaging-corrupt-file"),
+            .any(|f| f.code == "messaging-corrupt-file"),
         "{report:?}"
     );
     assert!(!path.exists());
@@ -230,8 +231,9 @@ fn unknown_kinds_and_schemas_are_unsupported_and_never_quarantined() {
 
         let report = m.doctor(DoctorMode::Fix).unwrap();
         assert!(
-            report.findings.iter().any(|f| matches!(f,
-                chipset_mail::Finding::Unsupported { path: p, what: w } if *p == path && w == what)),
+            report.findings.iter().any(|f| matches!(&f.fault,
+                Defect::Unsupported(w) if w == what)
+                && f.path.as_ref() == Some(&path)),
             "{field}: {:?}",
             report.findings
         );
@@ -239,7 +241,7 @@ fn unknown_kinds_and_schemas_are_unsupported_and_never_quarantined() {
             report
                 .findings
                 .iter()
-                .all(|f| !matches!(f, chipset_mail::Finding::Corrupt { .. }))
+                .all(|f| !matches!(f.fault, Defect::Corrupt(_)))
         );
         assert_eq!(
             std::fs::read(&path).unwrap(),

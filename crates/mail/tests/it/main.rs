@@ -24,6 +24,15 @@ use chipset_store::{ManualClock, MessageId};
 use chipset_testkit::TempState;
 
 pub(crate) use chipset_testkit::{T0, agent, task};
+/// Returns what a doctor report found, as (code, subject, line): what the
+/// mail doctor's findings assert on, with or without what a fix did.
+pub(crate) fn seen(report: &chipset_store::Report) -> Vec<(&'static str, Option<String>, String)> {
+    report
+        .findings
+        .iter()
+        .map(|f| (f.code, f.subject.clone(), f.message.clone()))
+        .collect()
+}
 
 pub(crate) fn mid(s: &str) -> MessageId {
     MessageId::new(s).unwrap()

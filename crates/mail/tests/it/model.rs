@@ -5,9 +5,8 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use chipset_mail::{
-    ArchiveOutcome, DoctorMode, Draft, Finding, InboxFilter, Kind, Location, MailConfig, MailError,
-};
+use chipset_mail::{ArchiveOutcome, Draft, InboxFilter, Kind, Location, MailConfig, MailError};
+use chipset_store::DoctorMode;
 use chipset_store::{AgentId, MessageId, TaskId};
 use proptest::prelude::*;
 
@@ -393,19 +392,24 @@ fn run(ops: Vec<Op>) {
                         && model.swept.contains(&m.task)
                     {
                         want.push(m.id.clone());
-                        assert!(report.findings.contains(&Finding::Orphan {
-                            id: m.id.clone(),
-                            agent: agent(a),
-                            task: task(m.task),
-                            reason: chipset_mail::OrphanReason::TaskSwept,
-                        }));
+                        assert!(crate::seen(&report).contains(&(
+                            "messaging-orphan-inbox",
+                            Some(m.id.to_string()),
+                            format!(
+                                "messaging-orphan-inbox: message `{}` of task `{}` in inbox/{} ({})",
+                                m.id,
+                                task(m.task),
+                                agent(a),
+                                chipset_mail::OrphanReason::TaskSwept
+                            )
+                        )));
                         if fix {
                             m.loc = Loc::Orphan;
                         }
                     }
                 }
                 assert_eq!(report.findings.len(), want.len(), "{report:?}");
-                assert_eq!(report.messages, n);
+                assert_eq!(report.scanned, n);
             }
             _ => {}
         }

@@ -7,10 +7,8 @@ use std::path::Path;
 use std::thread;
 use std::time::Duration;
 
-use chipset_mail::{
-    ArchiveOutcome, DoctorMode, Draft, InboxFilter, Mail, MailConfig, ManifestEvent,
-};
-use chipset_store::{MessageId, SortableId, StateDir};
+use chipset_mail::{ArchiveOutcome, Draft, InboxFilter, Mail, MailConfig, ManifestEvent};
+use chipset_store::{DoctorMode, MessageId, SortableId, StateDir};
 use chipset_testkit::{self as kit, Jitter, TempState};
 
 use crate::{agent, task};
@@ -269,7 +267,7 @@ fn killed_senders_lose_nothing_they_reported() {
         after
             .findings
             .iter()
-            .all(|f| f.code() == "messaging-bad-manifest-line"),
+            .all(|f| f.code == "messaging-bad-manifest-line"),
         "seed {seed}: {after:?}"
     );
     let logged: BTreeSet<MessageId> = sent_ids(&mail).into_iter().collect();

@@ -8,9 +8,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chipset_mail::{ArchiveOutcome, DoctorMode, Draft, Finding, Mail, MailError};
+use chipset_mail::{ArchiveOutcome, Draft, Mail, MailError};
 use chipset_store::IoOp;
 use chipset_store::testing::{EIO, ENOSPC, Fault, FaultIo, RecordIo, visible};
+use chipset_store::{Defect, DoctorMode};
 use chipset_store::{
     ManualClock, MessageId, SharedIo, StateDir, StateOptions, SyncOrder, Timestamp,
 };
@@ -175,14 +176,15 @@ fn doctor_completes(m: &Mail, clock: &ManualClock, what: &str, power_cut: bool) 
     let fixed = m.doctor(DoctorMode::Fix).unwrap();
     for f in &fixed.findings {
         assert!(
-            matches!(
-                f,
-                Finding::MissingSentEvent { .. }
-                    | Finding::MissingArchivedEvent { .. }
-                    | Finding::MissingReplyMarker { .. }
-                    | Finding::AnsweredRequest { .. }
-                    | Finding::TornManifestTail { .. }
-            ) || (power_cut && matches!(f, Finding::Duplicate { .. })),
+            [
+                "messaging-missing-sent-event",
+                "messaging-missing-archived-event",
+                "messaging-missing-reply-index",
+                "messaging-answered-request-in-inbox",
+                "messaging-torn-manifest",
+            ]
+            .contains(&f.code)
+                || (power_cut && f.code == "messaging-duplicate-message"),
             "{what}: the doctor found {f}"
         );
     }
@@ -306,10 +308,7 @@ fn every_power_cut_in_send_archive_and_sweep_reads_clean_and_keeps_what_returned
             // but for a torn tail a crash may leave.
             let report = back.doctor(DoctorMode::Check).unwrap();
             for f in &report.findings {
-                assert!(
-                    !matches!(f, Finding::Corrupt { .. } | Finding::BadManifestLine { .. }),
-                    "{what}: {f}"
-                );
+                assert!(!matches!(f.fault, Defect::Corrupt(_)), "{what}: {f}");
             }
             assert!(back.read_manifest().unwrap().bad_lines.is_empty(), "{what}");
             if cut.returned.iter().any(|r| r == case.name) {
@@ -411,7 +410,8 @@ fn an_archive_whose_event_append_failed_is_completed_by_the_doctor() {
     // Within the grace of its sending it is in flight: reported, not repaired.
     let report = mail.doctor(DoctorMode::Fix).unwrap();
     assert!(
-        matches!(&report.findings[..], [Finding::InFlight { id, .. }] if *id == mid(ID)),
+        matches!(&report.findings[..], [f] if matches!(f.fault, Defect::InFlight { .. })
+            && f.subject.as_deref() == Some(ID)),
         "{:?}",
         report.findings
     );
@@ -421,20 +421,27 @@ fn an_archive_whose_event_append_failed_is_completed_by_the_doctor() {
     clock.advance(Duration::from_secs(60));
     let check = mail.doctor(DoctorMode::Check).unwrap();
     assert_eq!(
-        check.findings,
-        [Finding::MissingArchivedEvent {
-            id: mid(ID),
-            location: chipset_mail::Location::Archive,
-        }]
+        crate::seen(&check),
+        [(
+            "messaging-missing-archived-event",
+            Some(ID.to_owned()),
+            format!(
+                "messaging-missing-archived-event: message `{ID}` in archive has no `archived` event"
+            )
+        )]
     );
     let f = &check.findings[0];
-    assert!(f.is_fixable());
-    assert_eq!(f.code(), "messaging-missing-archived-event");
+    assert_eq!(
+        f.path,
+        Some(mail.path_of(&mid(ID), &chipset_mail::Location::Archive))
+    );
+    assert!(f.fixable);
+    assert_eq!(f.code, "messaging-missing-archived-event");
     assert!(f.to_string().contains("no `archived` event"), "{f}");
     assert!(archived(&mail).is_empty(), "Check changes nothing");
 
     let fixed = mail.doctor(DoctorMode::Fix).unwrap();
-    assert_eq!(fixed.findings, check.findings);
+    assert_eq!(crate::seen(&fixed), crate::seen(&check));
     match &archived(&mail)[..] {
         [
             chipset_mail::ManifestEvent::Archived {
@@ -501,7 +508,8 @@ fn a_sweep_whose_event_append_failed_is_completed_by_the_doctor() {
     // Within the grace of the newest message's sending it is in flight.
     let report = mail.doctor(DoctorMode::Check).unwrap();
     assert!(
-        matches!(&report.findings[..], [Finding::InFlight { id, .. }] if *id == mid(ID)),
+        matches!(&report.findings[..], [f] if matches!(f.fault, Defect::InFlight { .. })
+            && f.subject.as_deref() == Some(ID)),
         "{:?}",
         report.findings
     );
@@ -509,19 +517,22 @@ fn a_sweep_whose_event_append_failed_is_completed_by_the_doctor() {
     clock.advance(Duration::from_secs(60));
     let check = mail.doctor(DoctorMode::Check).unwrap();
     assert_eq!(
-        check.findings,
-        [Finding::MissingSweptEvent {
-            task: task("t1"),
-            total: 1,
-        }]
+        crate::seen(&check),
+        [(
+            "messaging-missing-swept-event",
+            Some(task("t1").to_string()),
+            "messaging-missing-swept-event: archive/by-task/t1 holds 1 message(s) but the \
+             manifest has no `task-swept` event for it"
+                .to_owned()
+        )]
     );
     let f = &check.findings[0];
-    assert!(f.is_fixable());
-    assert_eq!(f.code(), "messaging-missing-swept-event");
+    assert!(f.fixable);
+    assert_eq!(f.code, "messaging-missing-swept-event");
     assert!(swept(&mail).is_empty(), "Check changes nothing");
 
     let fixed = mail.doctor(DoctorMode::Fix).unwrap();
-    assert_eq!(fixed.findings, check.findings);
+    assert_eq!(crate::seen(&fixed), crate::seen(&check));
     match &swept(&mail)[..] {
         [
             chipset_mail::ManifestEvent::TaskSwept {

@@ -5,7 +5,8 @@
 
 use std::collections::BTreeSet;
 
-use chipset_mail::{DoctorMode, Draft, Mail, MailConfig, ManifestEvent};
+use chipset_mail::{Draft, Mail, MailConfig, ManifestEvent};
+use chipset_store::DoctorMode;
 use chipset_store::testing::{EIO, Fault, FaultIo, RecordIo};
 use chipset_store::{IoOp, MessageId, SharedIo, StateDir, StateOptions, SyncOrder};
 
@@ -158,7 +159,7 @@ fn every_returned_send_survives_every_power_cut_in(order: SyncOrder) {
         if fixed
             .findings
             .iter()
-            .any(|f| f.code() == "messaging-missing-sent-event")
+            .any(|f| f.code == "messaging-missing-sent-event")
         {
             rebuilt += 1;
         }
@@ -184,7 +185,7 @@ fn every_returned_send_survives_every_power_cut_in(order: SyncOrder) {
             !again
                 .findings
                 .iter()
-                .any(|f| f.code() == "messaging-missing-sent-event"),
+                .any(|f| f.code == "messaging-missing-sent-event"),
             "cut {i}: {again:?}"
         );
     }

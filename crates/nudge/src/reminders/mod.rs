@@ -14,11 +14,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chipset_store::{
-    Channel, Corruption, Lock, LockGuard, ReadOutcome, SortableId, StateDir, Timestamp, Unsupported,
+    Channel, Corruption, Defect, DoctorMode, Lock, LockGuard, ReadOutcome, Report, SortableId,
+    StateDir, Timestamp, Unsupported,
 };
 use serde_json::{Map, Value};
 
-use crate::doctor::{self, Action, DoctorReport, Finding, Problem, Repair};
+use crate::doctor;
 use crate::error::{Error, Result};
 use crate::format::{Reminder, ReminderId, Resolution, Severity};
 use crate::key::{ReminderKey, check_text};
@@ -28,7 +29,7 @@ mod query;
 mod rules;
 
 use query::Located;
-pub(crate) use query::read_reminder;
+pub(crate) use query::{parse_reminder, read_reminder};
 use rules::{Change, is_due, path_key, reopened};
 
 /// `reminders/open/{kind}/{source_type}/{escaped source id}.json`: open reminders.
@@ -643,16 +644,20 @@ impl Reminders {
     }
 
     /// Scans the open and snoozed indexes and the history: reports unreadable
-    /// files, stray names and interrupted transitions; with [`Repair::Fix`]
-    /// quarantines the unreadable files and finishes the transitions.
+    /// files, stray names and interrupted transitions; with
+    /// [`DoctorMode::Fix`] quarantines the unreadable files (through the
+    /// store's checked quarantine, under their stripe lock) and finishes the
+    /// transitions. Findings are coded `reminder-corrupt`,
+    /// `reminder-unsupported`, `reminder-stray` and `reminder-unfinished`.
     ///
     /// # Errors
     ///
     /// [`Error::Store`] on I/O failure.
-    pub fn doctor(&self, repair: Repair) -> Result<DoctorReport> {
-        let mut report = DoctorReport::default();
-        for area in [OPEN_DIR, SNOOZED_DIR] {
-            for path in self.index_files(area, None)? {
+    pub fn doctor(&self, mode: DoctorMode) -> Result<Report> {
+        let mut report = Report::new(mode);
+        let area = doctor::Area::Reminders;
+        for dir in [OPEN_DIR, SNOOZED_DIR] {
+            for path in self.index_files(dir, None)? {
                 let name = path
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
@@ -660,20 +665,16 @@ impl Reminders {
                 let stripe = path_key(&path).map_or(0, |k| k.stripe());
                 let lock = self.stripe_lock(stripe)?;
                 let Some(r) =
-                    doctor::check_file::<Reminder>(&self.state, &path, &lock, repair, &mut report)?
+                    doctor::check_file::<Reminder>(&self.state, area, &path, &lock, &mut report)?
                 else {
                     continue;
                 };
                 let key = Self::key_of(&r)?;
                 if key.file_name() != name {
-                    report.findings.push(Finding {
-                        path,
-                        problem: Problem::StrayEntry,
-                        action: Action::None,
-                    });
+                    report.findings.push(area.stray(&path));
                     continue;
                 }
-                let unfinished = if area == OPEN_DIR {
+                let unfinished = if dir == OPEN_DIR {
                     (!r.is_open() || self.state.exists(&self.snoozed_path(&key))?)
                         .then_some("resolved or superseded record still in the index")
                 } else {
@@ -681,26 +682,22 @@ impl Reminders {
                         .then_some("unsnoozed record in the snooze index")
                 };
                 if let Some(what) = unfinished {
-                    let action = match repair {
-                        Repair::ReportOnly => Action::None,
-                        Repair::Fix if area == OPEN_DIR => {
-                            let _guard = self.lock_key(&key)?;
-                            self.settle(&key)?;
-                            Action::Completed
-                        }
-                        Repair::Fix => Action::None,
-                    };
-                    report.findings.push(Finding {
-                        path,
-                        problem: Problem::Unfinished(what),
-                        action,
-                    });
+                    let mut finding = area.finding(&path, Defect::Unfinished, what);
+                    if dir != OPEN_DIR {
+                        // Nothing is safe to do: a person decides.
+                        finding = finding.unfixable();
+                    } else if mode == DoctorMode::Fix {
+                        let _guard = self.lock_key(&key)?;
+                        self.settle(&key)?;
+                        finding = finding.with(doctor::completed());
+                    }
+                    report.findings.push(finding);
                 }
             }
         }
         let lock = self.stripe_lock(0)?;
         for path in self.history_files()? {
-            doctor::check_file::<Reminder>(&self.state, &path, &lock, repair, &mut report)?;
+            doctor::check_file::<Reminder>(&self.state, area, &path, &lock, &mut report)?;
         }
         Ok(report)
     }

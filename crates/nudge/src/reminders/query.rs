@@ -229,18 +229,23 @@ pub(crate) fn read_reminder(
     state: &StateDir,
     path: &Path,
 ) -> chipset_store::Result<ReadOutcome<Reminder>> {
-    Ok(state.read_bytes(path)?.and_then(|bytes| {
-        // The common case parses once; only a file that fails is looked at again.
-        let read = chipset_store::parse_json::<Reminder>(path, &bytes);
-        if !read.is_corrupt() {
-            return read;
-        }
-        match serde_json::from_slice::<Value>(&bytes)
-            .ok()
-            .and_then(|v| Reminder::unsupported(&v))
-        {
-            Some(what) => ReadOutcome::Unsupported(Unsupported::new(path, what)),
-            None => read,
-        }
-    }))
+    Ok(state
+        .read_bytes(path)?
+        .and_then(|bytes| parse_reminder(path, &bytes)))
+}
+
+/// Takes bytes read from `path` as a reminder, as [`read_reminder`] does.
+pub(crate) fn parse_reminder(path: &Path, bytes: &[u8]) -> ReadOutcome<Reminder> {
+    // The common case parses once; only a file that fails is looked at again.
+    let read = chipset_store::parse_json::<Reminder>(path, bytes);
+    if !read.is_corrupt() {
+        return read;
+    }
+    match serde_json::from_slice::<Value>(bytes)
+        .ok()
+        .and_then(|v| Reminder::unsupported(&v))
+    {
+        Some(what) => ReadOutcome::Unsupported(Unsupported::new(path, what)),
+        None => read,
+    }
 }

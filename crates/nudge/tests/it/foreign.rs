@@ -6,10 +6,10 @@ use std::fs;
 use std::time::Duration;
 
 use chipset_nudge::{
-    KindRegistry, ManualResolution, NewNudge, NewReminder, NudgeType, Nudges, Problem, Received,
-    ReminderFilter, ReminderKey, Reminders, Repair,
+    KindRegistry, ManualResolution, NewNudge, NewReminder, NudgeType, Nudges, Received,
+    ReminderFilter, ReminderKey, Reminders,
 };
-use chipset_store::Timestamp;
+use chipset_store::{Defect, DoctorMode, Timestamp};
 use serde_json::{Value, json};
 
 use crate::support::{agent, manual_state};
@@ -166,13 +166,13 @@ fn an_unknown_severity_or_resolution_is_unsupported_and_left_in_place() {
             ),
             "{err}"
         );
-        let report = r.doctor(Repair::Fix).unwrap();
+        let report = r.doctor(DoctorMode::Fix).unwrap();
         let f = report
             .findings
             .iter()
-            .find(|f| f.path == path)
+            .find(|f| f.path.as_ref() == Some(&path))
             .expect("reported");
-        assert_eq!(f.problem, Problem::Unsupported(u.what.clone()));
+        assert_eq!(f.fault, Defect::Unsupported(u.what.clone()));
         assert_eq!(fs::read(&path).unwrap(), bytes, "never moved or rewritten");
     }
 }

@@ -3,10 +3,10 @@
 use std::time::Duration;
 
 use chipset_nudge::{
-    Action, Error, KindRegistry, KindSpec, ManualResolution, NewReminder, Opened, Problem,
-    REOPENED_FROM, ReminderFilter, ReminderKey, Reminders, Repair, Resolution, Severity, preset,
+    Error, KindRegistry, KindSpec, ManualResolution, NewReminder, Opened, REOPENED_FROM,
+    ReminderFilter, ReminderKey, Reminders, Resolution, Severity, preset,
 };
-use chipset_store::Clock;
+use chipset_store::{Action, Clock, Defect, DoctorMode};
 
 use crate::support::{manual_state, temps_under};
 
@@ -289,19 +289,22 @@ fn interrupted_resolve_is_settled() {
     resolved.resolved_at = Some(resolved.created_at);
     resolved.resolution = Some(Resolution::Completed);
     t.state.write_json(&r.open_path(&key), &resolved).unwrap();
-    let report = r.doctor(Repair::ReportOnly).unwrap();
+    let report = r.doctor(DoctorMode::Check).unwrap();
     assert!(
-        matches!(report.findings[0].problem, Problem::Unfinished(_)),
+        matches!(report.findings[0].fault, Defect::Unfinished),
         "{report:?}"
     );
-    let report = r.doctor(Repair::Fix).unwrap();
-    assert_eq!(report.findings[0].action, Action::Completed);
+    let report = r.doctor(DoctorMode::Fix).unwrap();
+    assert_eq!(
+        report.findings[0].actions,
+        [Action::Completed("completed".into())]
+    );
     assert!(!r.open_path(&key).exists());
     assert_eq!(
         r.get(&a.reminder().id).unwrap().unwrap().resolution,
         Some(Resolution::Completed)
     );
-    assert!(r.doctor(Repair::ReportOnly).unwrap().is_clean());
+    assert!(r.doctor(DoctorMode::Check).unwrap().is_clean());
     // And a new open works.
     assert!(r.open(new(preset::WRAP_SESSION, "S")).unwrap().is_new());
 }
@@ -323,8 +326,11 @@ fn corrupt_index_file_fails_closed() {
         1,
         "an unreadable reminder is reported, not hidden"
     );
-    let report = r.doctor(Repair::Fix).unwrap();
-    assert!(matches!(report.findings[0].action, Action::Quarantined(_)));
+    let report = r.doctor(DoctorMode::Fix).unwrap();
+    assert!(matches!(
+        report.findings[0].actions[..],
+        [Action::Quarantined { to: Some(_), .. }]
+    ));
     assert!(r.open(new(preset::WRAP_SESSION, "S")).unwrap().is_new());
 }
 

@@ -2,11 +2,8 @@
 
 use std::time::Duration;
 
-use chipset_nudge::{
-    Action, Delivery, NewNudge, NudgeConfig, NudgeType, Nudges, Problem, Received, Repair,
-    ResponseStatus,
-};
-use chipset_store::{Clock, ReadOutcome, StateDir};
+use chipset_nudge::{Delivery, NewNudge, NudgeConfig, NudgeType, Nudges, Received, ResponseStatus};
+use chipset_store::{Action, Clock, Defect, DoctorMode, ReadOutcome, StateDir};
 
 use crate::support::{agent, manual_state, temps_under};
 
@@ -125,16 +122,21 @@ fn corrupt_latest_is_distinct_and_repaired() {
     assert!(matches!(n.receive(&p).unwrap(), Received::Corrupt(_)));
     assert_eq!(n.status().unwrap().corrupt, 1);
     // The doctor reports it, and with Fix moves it aside.
-    let report = n.doctor(Repair::ReportOnly).unwrap();
-    assert!(matches!(report.findings[0].problem, Problem::Corrupt(_)));
+    let report = n.doctor(DoctorMode::Check).unwrap();
+    assert!(matches!(report.findings[0].fault, Defect::Corrupt(_)));
     assert!(path.exists());
-    let report = n.doctor(Repair::Fix).unwrap();
-    let Action::Quarantined(aside) = &report.findings[0].action else {
+    let report = n.doctor(DoctorMode::Fix).unwrap();
+    let [
+        Action::Quarantined {
+            to: Some(aside), ..
+        },
+    ] = &report.findings[0].actions[..]
+    else {
         panic!("{report:?}")
     };
     assert!(aside.exists());
     assert_eq!(n.receive(&p).unwrap(), Received::Empty);
-    assert!(n.doctor(Repair::ReportOnly).unwrap().is_clean());
+    assert!(n.doctor(DoctorMode::Check).unwrap().is_clean());
 }
 
 #[test]
@@ -334,20 +336,21 @@ fn the_doctor_reports_a_symlinked_agent_directory_and_goes_on() {
     std::fs::create_dir(&elsewhere).unwrap();
     std::os::unix::fs::symlink(&elsewhere, t.state.root().join("nudge").join("linked")).unwrap();
 
-    let report = n.doctor(Repair::ReportOnly).unwrap();
+    let report = n.doctor(DoctorMode::Check).unwrap();
     assert!(
         report
             .findings
             .iter()
-            .any(|f| f.problem == Problem::StrayEntry && f.path.ends_with("linked")),
+            .any(|f| f.fault == Defect::Stray
+                && f.path.as_ref().is_some_and(|p| p.ends_with("linked"))),
         "{report:?}"
     );
     assert!(
         report
             .findings
             .iter()
-            .any(|f| matches!(f.problem, Problem::Corrupt(_))
-                && f.path == n.latest_path(&agent("polecat-alpha"))),
+            .any(|f| matches!(f.fault, Defect::Corrupt(_))
+                && f.path.as_ref() == Some(&n.latest_path(&agent("polecat-alpha")))),
         "{report:?}"
     );
     assert!(

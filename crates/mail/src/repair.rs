@@ -1,0 +1,171 @@
+//! The mail doctor in the store's one shape: [`Mail::doctor`] returns a
+//! [`Report`] of [`chipset_store::Finding`]s, and `Mail` implements
+//! [`Doctor`]. The scan itself is `doctor.rs`.
+
+use chipset_store::{Action, Defect, Doctor, DoctorMode, Report};
+
+use crate::doctor::Finding;
+use crate::error::{MailError, Result};
+use crate::mail::Mail;
+
+impl Mail {
+    /// Scans all of `mail/` and reports (with [`DoctorMode::Fix`], repairs)
+    /// what is wrong, as the store's [`Report`]: `scanned` counts the
+    /// readable messages; each finding has its stable code
+    /// (`messaging-orphan-inbox`, `messaging-in-flight`, …), its
+    /// [`Defect`] class, the file (a corrupt or unsupported file, the extra
+    /// copy of a duplicate, the manifest) and the id it is about (a message,
+    /// or for a missing `task-swept` event the task).
+    ///
+    /// An *orphan* is an inbox message whose task has been swept, whose
+    /// recipient is not in the recipient registry (when one is configured),
+    /// or that is older than
+    /// [`MailConfig::orphan_after`](crate::MailConfig::orphan_after). A
+    /// message younger than
+    /// [`MailConfig::in_flight_grace`](crate::MailConfig::in_flight_grace)
+    /// without its `sent` (or, in `archive/`, `archived`) event is
+    /// [`Defect::InFlight`], which no mode repairs and which keeps the report
+    /// from being clean: right after a crash the doctor says "check again
+    /// after T", never "clean". A response that does not fit its request
+    /// is a [`Defect::Conflict`] a person settles; an unsupported file is
+    /// reported and never moved.
+    ///
+    /// Nothing is deleted: bad files are quarantined (through the store's
+    /// checked quarantine), messages are moved. Safe to run while agents
+    /// work.
+    ///
+    /// # Errors
+    ///
+    /// [`MailError::Store`] when a directory cannot be listed or a repair
+    /// fails; findings already repaired stay repaired.
+    pub fn doctor(&self, mode: DoctorMode) -> Result<Report> {
+        let scan = self.scan_doctor(mode)?;
+        let mut report = Report::new(mode);
+        report.scanned = scan.messages;
+        for f in scan.findings {
+            report.findings.push(self.finding(mode, f));
+        }
+        Ok(report)
+    }
+
+    /// Returns the store's finding for one of the scan's.
+    fn finding(&self, mode: DoctorMode, f: Finding) -> chipset_store::Finding {
+        let fixed = mode == DoctorMode::Fix && f.is_fixable();
+        let quarantined = |what: &str| Action::Quarantined {
+            what: what.to_owned(),
+            to: None,
+        };
+        let manifest = self.layout.manifest();
+        let (fault, path, subject, action) = match &f {
+            Finding::Corrupt { path, reason } => (
+                Defect::Corrupt(reason.clone()),
+                Some(path.clone()),
+                None,
+                quarantined("quarantined"),
+            ),
+            Finding::Unsupported { path, what } => (
+                Defect::Unsupported(what.clone()),
+                Some(path.clone()),
+                None,
+                Action::LeftAlone("unsupported".to_owned()),
+            ),
+            Finding::Duplicate { id, extra, .. } => (
+                Defect::Missing,
+                Some(self.layout.file(extra, id)),
+                Some(id.to_string()),
+                quarantined("extra copy quarantined"),
+            ),
+            Finding::MissingReplyMarker { child, .. } => (
+                Defect::Missing,
+                None,
+                Some(child.to_string()),
+                Action::Rewrote("reply index entry added".to_owned()),
+            ),
+            Finding::AnsweredRequest { id, agent } => (
+                Defect::Unfinished,
+                Some(self.layout.file(&crate::Location::Inbox(agent.clone()), id)),
+                Some(id.to_string()),
+                Action::Moved("archived".to_owned()),
+            ),
+            Finding::Orphan { id, agent, .. } => (
+                Defect::Stale,
+                Some(self.layout.file(&crate::Location::Inbox(agent.clone()), id)),
+                Some(id.to_string()),
+                Action::Moved("moved to archive/orphan/".to_owned()),
+            ),
+            Finding::MissingSentEvent { id, location } => (
+                Defect::Missing,
+                Some(self.layout.file(location, id)),
+                Some(id.to_string()),
+                Action::Appended("`sent` event appended (reconciled)".to_owned()),
+            ),
+            Finding::MissingArchivedEvent { id, location } => (
+                Defect::Missing,
+                Some(self.layout.file(location, id)),
+                Some(id.to_string()),
+                Action::Appended("`archived` event appended (reconciled)".to_owned()),
+            ),
+            Finding::MissingSweptEvent { task, .. } => (
+                Defect::Missing,
+                None,
+                Some(task.to_string()),
+                Action::Appended("`task-swept` event appended (reconciled)".to_owned()),
+            ),
+            Finding::TornManifestTail { .. } => (
+                Defect::Unfinished,
+                Some(manifest),
+                None,
+                Action::Truncated(
+                    "torn line truncated (or, with bad lines, moved to `mail/.quarantine/`)"
+                        .to_owned(),
+                ),
+            ),
+            Finding::BadManifestLine { reason, .. } => (
+                Defect::Corrupt(reason.clone()),
+                Some(manifest),
+                None,
+                quarantined("moved to `mail/.quarantine/`, every whole record kept"),
+            ),
+            Finding::InFlight { id, location, .. } => (
+                Defect::InFlight {
+                    check_after: f.check_after().unwrap_or_default(),
+                },
+                Some(self.layout.file(location, id)),
+                Some(id.to_string()),
+                Action::LeftAlone("in flight".to_owned()),
+            ),
+            Finding::MismatchedResponse { id, .. } => (
+                Defect::Conflict,
+                None,
+                Some(id.to_string()),
+                Action::LeftAlone("a person decides".to_owned()),
+            ),
+        };
+        let mut out = chipset_store::Finding::new(f.code(), fault, f.to_string());
+        if !f.is_fixable() {
+            out = out.unfixable();
+        }
+        if let Some(path) = path {
+            out = out.at(path);
+        }
+        if let Some(subject) = subject {
+            out = out.about(subject);
+        }
+        if fixed {
+            out = out.with(action);
+        }
+        out
+    }
+}
+
+impl Doctor for Mail {
+    type Error = MailError;
+
+    fn name(&self) -> &str {
+        "mail"
+    }
+
+    fn doctor(&self, mode: DoctorMode) -> Result<Report> {
+        Mail::doctor(self, mode)
+    }
+}
