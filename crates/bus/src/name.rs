@@ -158,6 +158,35 @@ mod tests {
         assert!(name.len() < 255);
     }
 
+    /// Labels in event names and dedup keys are file names other processes
+    /// and versions read: the escaping and the cut are pinned as literals
+    /// (computed outside this code).
+    #[test]
+    fn escapes_are_pinned() {
+        assert_eq!(escape("a.b é~", usize::MAX), "a%2Eb%20%C3%A9%7E");
+        assert_eq!(escape("polecat-alpha_2", usize::MAX), "polecat-alpha_2");
+        assert_eq!(escape(&"/".repeat(100), LABEL_IN_NAME), "%2F".repeat(13));
+        assert_eq!(escape(&"s".repeat(128), LABEL_IN_NAME), "s".repeat(40));
+        // The cut is per byte: an escape never split, a character may be.
+        assert_eq!(
+            escape(&format!("{}é", "a".repeat(36)), LABEL_IN_NAME),
+            format!("{}%C3", "a".repeat(36))
+        );
+        assert_eq!(
+            escape(&format!("{}/", "x".repeat(38)), LABEL_IN_NAME),
+            "x".repeat(38)
+        );
+        // The dedup cut is over escaped bytes and may split an escape.
+        assert_eq!(
+            dedup_file_name(&"ü".repeat(40)),
+            format!("{}%C3%~4bd4732601945065.json", "%C3%BC".repeat(10))
+        );
+        assert_eq!(
+            dedup_file_name(&"k".repeat(97)),
+            format!("{}~d5ff6937fd62842a.json", "k".repeat(64))
+        );
+    }
+
     #[test]
     fn foreign_names_do_not_parse() {
         for name in [

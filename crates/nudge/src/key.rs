@@ -208,6 +208,24 @@ mod tests {
         check("C:\\x", "C%3A%5Cx");
     }
 
+    /// The escaped source id is the index file's name, which other
+    /// processes and versions look up: pinned as literals (computed outside
+    /// this code), so a change of the alphabet fails here.
+    #[test]
+    fn file_names_are_pinned() {
+        check("a.b.c", "a.b.c");
+        check("~!+=", "%7E%21%2B%3D");
+        check("é.x", "é.x");
+        check(".é", "%2Eé");
+        check("\u{1F600}/x", "\u{1F600}%2Fx");
+        check("a%2F", "a%252F");
+        check("日本.txt", "日本.txt");
+        let key = ReminderKey::new("review_due", "pr", "a/b.c").unwrap();
+        assert_eq!(key.file_name(), "a%2Fb.c.json");
+        assert_eq!(unescape("a%2"), None, "a cut escape does not decode");
+        assert_eq!(unescape("%FF"), None, "not UTF-8");
+    }
+
     #[test]
     fn source_id_rules() {
         assert!(matches!(
@@ -252,5 +270,9 @@ mod tests {
         // The NUL separators count: the same bytes split differently hash differently.
         assert_eq!(stripe("ab", "b", "c"), 23);
         assert_eq!(stripe("a", "bb", "c"), 43);
+        // Non-ASCII bytes hash as their UTF-8 bytes, not escaped.
+        assert_eq!(stripe("review_due", "pr", "ünï"), 33);
+        assert_eq!(stripe("wrap_session", "session", "a/b"), 20);
+        assert_eq!(stripe("k", "s", "\u{1F600}"), 8);
     }
 }
