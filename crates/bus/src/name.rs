@@ -1,6 +1,6 @@
 //! File names: events `{P}-{id}-{source}-{kind}.json`, de-duplication keys.
 
-use std::fmt::Write as _;
+use chipset_store::{EscapeAlphabet, escape_name, fnv1a_64};
 
 use crate::format::{EventId, Priority};
 
@@ -11,22 +11,11 @@ const LABEL_IN_NAME: usize = 40;
 /// Escaped keys longer than this are cut and suffixed with a hash.
 const KEY_IN_NAME: usize = 96;
 
-/// Percent-encodes every byte outside `[A-Za-z0-9_-]`, stopping before `max` bytes.
+/// Percent-encodes every byte outside `[A-Za-z0-9_-]`, stopping before `max`
+/// bytes: the store's escaper with its [`Portable`](EscapeAlphabet::Portable)
+/// alphabet.
 pub(crate) fn escape(text: &str, max: usize) -> String {
-    let mut out = String::with_capacity(text.len().min(max));
-    for b in text.bytes() {
-        let plain = b.is_ascii_alphanumeric() || b == b'_' || b == b'-';
-        let width = if plain { 1 } else { 3 };
-        if out.len() + width > max {
-            break;
-        }
-        if plain {
-            out.push(char::from(b));
-        } else {
-            let _ = write!(out, "%{b:02X}");
-        }
-    }
-    out
+    escape_name(text, EscapeAlphabet::Portable, max)
 }
 
 /// Returns an event's file name. A sorted listing of names is the processing
@@ -55,11 +44,7 @@ pub(crate) fn dedup_file_name(key: &str) -> String {
     if full.len() <= KEY_IN_NAME {
         return format!("{full}.json");
     }
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in key.bytes() {
-        hash ^= u64::from(b);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
+    let hash = fnv1a_64(key.bytes());
     format!("{}~{hash:016x}.json", &full[..64])
 }
 

@@ -43,6 +43,14 @@
 //! ([`SystemClock`] or [`ManualClock`]) as a [`Timestamp`], written as RFC 3339
 //! UTC with milliseconds.
 //!
+//! Free text that must become a file name (a reminder's source id, a bus
+//! event's source and kind, a de-duplication key) goes through one
+//! percent-escaper, [`escape_name`], with one of two [`EscapeAlphabet`]s
+//! (why two: see there), reversed by [`unescape_name`]; a value that must
+//! hash alike in every process and version (a lock stripe, a cut name) uses
+//! [`fnv1a_64`]. Both are contracts between processes and versions: the
+//! channels pin their outputs as literals in tests.
+//!
 //! # Writing
 //!
 //! Each primitive has one **commit point**: the step after which the change
@@ -310,6 +318,7 @@ mod atomic;
 mod backend;
 mod canonical;
 mod error;
+mod escape;
 mod id;
 mod line;
 mod lock;
@@ -329,6 +338,7 @@ pub use atomic::{Created, TEMP_SUFFIX, is_temp_name};
 pub use backend::{IoBackend, IoOp, RealIo, SharedIo, SyncOrder};
 pub use canonical::{append_canonical_line, to_canonical_json, to_canonical_line};
 pub use error::{Error, Result};
+pub use escape::{EscapeAlphabet, escape_name, fnv1a_64, unescape_name};
 pub use id::{AgentId, BeadId, MAX_ID_LEN, MessageId, TaskId, validate_segment};
 pub use lock::{Decision, Lock, LockGuard};
 pub use locked::Locked;
