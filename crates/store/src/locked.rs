@@ -176,6 +176,30 @@ mod tests {
         assert_eq!(state.lock_json::<u64>(&path).unwrap().current(), Some(&3));
     }
 
+    /// Two writes under one `Locked`, from several threads: no other
+    /// writer lands between them, so no increment is lost and every pair
+    /// is seen whole (odd only inside a holder).
+    #[test]
+    fn no_writer_interleaves_between_writes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::open(tmp.path()).unwrap();
+        let path = state.channel_dir(Channel::Loop).unwrap().join("pairs.json");
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                scope.spawn(|| {
+                    for _ in 0..25 {
+                        let mut locked = state.lock_json::<u64>(&path).unwrap();
+                        let start = locked.current().copied().unwrap_or(0);
+                        assert_eq!(start % 2, 0, "another holder's pair was cut");
+                        locked.write(start + 1).unwrap();
+                        locked.write(start + 2).unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(state.read_json::<u64>(&path).unwrap().value(), Some(200));
+    }
+
     #[test]
     fn a_symlink_is_refused() {
         let tmp = tempfile::tempdir().unwrap();
