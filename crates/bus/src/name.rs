@@ -1,6 +1,6 @@
 //! File names: events `{P}-{id}-{source}-{kind}.json`, de-duplication keys.
 
-use std::fmt::Write as _;
+use chipset_store::{EscapeAlphabet, escape_name, fnv1a_64};
 
 use crate::format::{EventId, Priority};
 
@@ -11,22 +11,11 @@ const LABEL_IN_NAME: usize = 40;
 /// Escaped keys longer than this are cut and suffixed with a hash.
 const KEY_IN_NAME: usize = 96;
 
-/// Percent-encodes every byte outside `[A-Za-z0-9_-]`, stopping before `max` bytes.
+/// Percent-encodes every byte outside `[A-Za-z0-9_-]`, stopping before `max`
+/// bytes: the store's escaper with its [`Portable`](EscapeAlphabet::Portable)
+/// alphabet.
 pub(crate) fn escape(text: &str, max: usize) -> String {
-    let mut out = String::with_capacity(text.len().min(max));
-    for b in text.bytes() {
-        let plain = b.is_ascii_alphanumeric() || b == b'_' || b == b'-';
-        let width = if plain { 1 } else { 3 };
-        if out.len() + width > max {
-            break;
-        }
-        if plain {
-            out.push(char::from(b));
-        } else {
-            let _ = write!(out, "%{b:02X}");
-        }
-    }
-    out
+    escape_name(text, EscapeAlphabet::Portable, max)
 }
 
 /// Returns an event's file name. A sorted listing of names is the processing
@@ -55,11 +44,7 @@ pub(crate) fn dedup_file_name(key: &str) -> String {
     if full.len() <= KEY_IN_NAME {
         return format!("{full}.json");
     }
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in key.bytes() {
-        hash ^= u64::from(b);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
+    let hash = fnv1a_64(key.bytes());
     format!("{}~{hash:016x}.json", &full[..64])
 }
 
@@ -156,6 +141,35 @@ mod tests {
             &"k".repeat(128),
         );
         assert!(name.len() < 255);
+    }
+
+    /// Labels in event names and dedup keys are file names other processes
+    /// and versions read: the escaping and the cut are pinned as literals
+    /// (computed outside this code).
+    #[test]
+    fn escapes_are_pinned() {
+        assert_eq!(escape("a.b é~", usize::MAX), "a%2Eb%20%C3%A9%7E");
+        assert_eq!(escape("polecat-alpha_2", usize::MAX), "polecat-alpha_2");
+        assert_eq!(escape(&"/".repeat(100), LABEL_IN_NAME), "%2F".repeat(13));
+        assert_eq!(escape(&"s".repeat(128), LABEL_IN_NAME), "s".repeat(40));
+        // The cut is per byte: an escape never split, a character may be.
+        assert_eq!(
+            escape(&format!("{}é", "a".repeat(36)), LABEL_IN_NAME),
+            format!("{}%C3", "a".repeat(36))
+        );
+        assert_eq!(
+            escape(&format!("{}/", "x".repeat(38)), LABEL_IN_NAME),
+            "x".repeat(38)
+        );
+        // The dedup cut is over escaped bytes and may split an escape.
+        assert_eq!(
+            dedup_file_name(&"ü".repeat(40)),
+            format!("{}%C3%~4bd4732601945065.json", "%C3%BC".repeat(10))
+        );
+        assert_eq!(
+            dedup_file_name(&"k".repeat(97)),
+            format!("{}~d5ff6937fd62842a.json", "k".repeat(64))
+        );
     }
 
     #[test]

@@ -1,9 +1,9 @@
-//! Paths under `loop/` and the locked read-then-write helper every loop
-//! file goes through.
+//! Paths under `loop/` and the read and lock helpers every loop file goes
+//! through (the lock is the store's [`Locked`]).
 
 use std::path::{Path, PathBuf};
 
-use chipset_store::{AgentId, BeadId, Channel, JsonLog, LockGuard, ReadOutcome, StateDir, TaskId};
+use chipset_store::{AgentId, BeadId, Channel, JsonLog, Locked, ReadOutcome, StateDir, TaskId};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -75,17 +75,14 @@ impl Files {
         }
     }
 
-    /// Takes the file's lock and reads it, for a sequence of durable writes
-    /// under one lock (each write is a durable replace).
+    /// Takes the file's lock and reads it ([`StateDir::lock_json`]), for a
+    /// sequence of durable writes under one lock. A corrupt file is
+    /// [`Error::Corrupt`], as [`Files::read`] reports it.
     pub(crate) fn lock<T: DeserializeOwned>(&self, path: &Path) -> Result<Locked<T>> {
-        let guard = self.state.lock_for(path)?.exclusive()?;
-        let current = self.read(path)?;
-        Ok(Locked {
-            state: self.state.clone(),
-            path: path.to_owned(),
-            current,
-            _guard: guard,
-        })
+        match self.state.lock_json(path) {
+            Err(chipset_store::Error::Corrupt(c)) => Err(Error::Corrupt(c)),
+            other => Ok(other?),
+        }
     }
 
     /// Appends records to a loop log (one write and one data sync).
@@ -95,23 +92,6 @@ impl Files {
         }
         let log: JsonLog = self.state.log(path)?;
         log.append_batch(records)?;
-        Ok(())
-    }
-}
-
-/// A loop file held under its lock.
-pub(crate) struct Locked<T> {
-    state: StateDir,
-    path: PathBuf,
-    pub(crate) current: Option<T>,
-    _guard: LockGuard,
-}
-
-impl<T: Serialize> Locked<T> {
-    /// Durably replaces the file with `value` and remembers it as current.
-    pub(crate) fn write(&mut self, value: T) -> Result<()> {
-        self.state.write_json(&self.path, &value)?;
-        self.current = Some(value);
         Ok(())
     }
 }

@@ -4,10 +4,10 @@
 
 use chipset_bus::{Bus, NewEvent, Priority as BusPriority};
 use chipset_mail::{Mail, SweepReport};
-use chipset_store::{AgentId, TaskId, Timestamp};
+use chipset_store::{AgentId, Locked, TaskId, Timestamp};
 
 use crate::error::{Error, Result};
-use crate::files::{Files, Locked};
+use crate::files::Files;
 use crate::format::{
     Blocker, CriticReport, EscalationReason, Gate, PendingReply, Phase, ROUND_ESCALATION_EVENT,
     RoundCheckpoint, RoundRecord, Routing,
@@ -191,7 +191,7 @@ impl Rounds {
     /// silently restarted over it); [`Error::Store`].
     pub fn open(&self, task: &TaskId) -> Result<Round> {
         let mut locked = self.lock(task)?;
-        let checkpoint = match locked.current.clone() {
+        let checkpoint = match locked.current().cloned() {
             Some(c) => c,
             None => {
                 let now = self.files.state.now();
@@ -417,7 +417,7 @@ impl Round {
             return Err(self.wrong(expected));
         }
         let mut locked = self.rounds.lock(&self.checkpoint.task)?;
-        if locked.current.as_ref() != Some(&self.checkpoint) {
+        if locked.current() != Some(&self.checkpoint) {
             return Err(Error::Conflict {
                 task: self.checkpoint.task.clone(),
             });

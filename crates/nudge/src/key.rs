@@ -1,6 +1,6 @@
 //! A reminder's idempotency key and how it becomes a file name.
 
-use std::fmt::Write as _;
+use chipset_store::{EscapeAlphabet, escape_name, unescape_name};
 
 use crate::error::{Error, Result};
 
@@ -66,17 +66,14 @@ impl ReminderKey {
         format!("{}.json", escape(&self.source_id))
     }
 
-    /// Returns which lock stripe guards this key (FNV-1a, stable across
+    /// Returns which lock stripe guards this key (FNV-1a over kind, source
+    /// type and source id, each followed by a NUL byte: stable across
     /// processes and builds).
     pub(crate) fn stripe(&self) -> u64 {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for part in [&self.kind, &self.source_type, &self.source_id] {
-            for b in part.bytes().chain([0]) {
-                h ^= u64::from(b);
-                h = h.wrapping_mul(0x0100_0000_01b3);
-            }
-        }
-        h % LOCK_STRIPES
+        let bytes = [&self.kind, &self.source_type, &self.source_id]
+            .into_iter()
+            .flat_map(|part| part.bytes().chain([0]));
+        chipset_store::fnv1a_64(bytes) % LOCK_STRIPES
     }
 }
 
@@ -138,47 +135,18 @@ fn refuse(field: &'static str, value: &str, rule: Option<&'static str>) -> Resul
     }
 }
 
-/// Escapes a source id into a file name: ASCII letters, digits, `-`, `_`,
-/// and non-ASCII characters stay; `.` stays except first; every other byte
-/// becomes `%XX` (upper-case hex). Reversible, and never a dot-name, a
-/// separator, or `..`.
+/// Escapes a source id into a file name with the store's escaper and its
+/// [`Readable`](EscapeAlphabet::Readable) alphabet: ASCII letters, digits,
+/// `-`, `_`, and non-ASCII characters stay; `.` stays except first; every
+/// other byte becomes `%XX` (upper-case hex). Reversible, and never a
+/// dot-name, a separator, or `..`.
 pub(crate) fn escape(source_id: &str) -> String {
-    let mut out = String::with_capacity(source_id.len());
-    for (i, c) in source_id.char_indices() {
-        let keep = c.is_ascii_alphanumeric()
-            || c == '-'
-            || c == '_'
-            || !c.is_ascii()
-            || (c == '.' && i > 0);
-        if keep {
-            out.push(c);
-        } else {
-            let mut buf = [0u8; 4];
-            for b in c.encode_utf8(&mut buf).bytes() {
-                let _ = write!(out, "%{b:02X}");
-            }
-        }
-    }
-    out
+    escape_name(source_id, EscapeAlphabet::Readable, usize::MAX)
 }
 
 /// Reverses [`escape`] on an index file name (with or without `.json`).
 pub(crate) fn unescape(name: &str) -> Option<String> {
-    let name = name.strip_suffix(".json").unwrap_or(name);
-    let bytes = name.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = name.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
+    unescape_name(name.strip_suffix(".json").unwrap_or(name))
 }
 
 #[cfg(test)]
@@ -206,6 +174,24 @@ mod tests {
         check("a b:c", "a%20b%3Ac");
         check("ünï", "ünï");
         check("C:\\x", "C%3A%5Cx");
+    }
+
+    /// The escaped source id is the index file's name, which other
+    /// processes and versions look up: pinned as literals (computed outside
+    /// this code), so a change of the alphabet fails here.
+    #[test]
+    fn file_names_are_pinned() {
+        check("a.b.c", "a.b.c");
+        check("~!+=", "%7E%21%2B%3D");
+        check("é.x", "é.x");
+        check(".é", "%2Eé");
+        check("\u{1F600}/x", "\u{1F600}%2Fx");
+        check("a%2F", "a%252F");
+        check("日本.txt", "日本.txt");
+        let key = ReminderKey::new("review_due", "pr", "a/b.c").unwrap();
+        assert_eq!(key.file_name(), "a%2Fb.c.json");
+        assert_eq!(unescape("a%2"), None, "a cut escape does not decode");
+        assert_eq!(unescape("%FF"), None, "not UTF-8");
     }
 
     #[test]
@@ -252,5 +238,9 @@ mod tests {
         // The NUL separators count: the same bytes split differently hash differently.
         assert_eq!(stripe("ab", "b", "c"), 23);
         assert_eq!(stripe("a", "bb", "c"), 43);
+        // Non-ASCII bytes hash as their UTF-8 bytes, not escaped.
+        assert_eq!(stripe("review_due", "pr", "ünï"), 33);
+        assert_eq!(stripe("wrap_session", "session", "a/b"), 20);
+        assert_eq!(stripe("k", "s", "\u{1F600}"), 8);
     }
 }

@@ -43,6 +43,14 @@
 //! ([`SystemClock`] or [`ManualClock`]) as a [`Timestamp`], written as RFC 3339
 //! UTC with milliseconds.
 //!
+//! Free text that must become a file name (a reminder's source id, a bus
+//! event's source and kind, a de-duplication key) goes through one
+//! percent-escaper, [`escape_name`], with one of two [`EscapeAlphabet`]s
+//! (why two: see there), reversed by [`unescape_name`]; a value that must
+//! hash alike in every process and version (a lock stripe, a cut name) uses
+//! [`fnv1a_64`]. Both are contracts between processes and versions: the
+//! channels pin their outputs as literals in tests.
+//!
 //! # Writing
 //!
 //! Each primitive has one **commit point**: the step after which the change
@@ -61,7 +69,17 @@
 //! | [`JsonLog::append`] / [`JsonLog::append_batch`]: single-write appends | the data sync after the write (a failure before it truncates the log back) |
 //! | [`JsonLog::append_batch_unsynced`]: a single-write append of records the caller can rebuild, durable with the log's next sync | the write |
 //! | [`StateDir::update`]: read-modify-write under a [`Lock`] | the rename of the new value |
+//! | [`StateDir::lock_json`] then [`Locked::write`]: a sequence of durable replaces under one [`Lock`] | the rename of each value |
 //! | [`JsonLog::repair`]: whole records kept, the rest quarantined | the rename of the repaired copy |
+//!
+//! [`StateDir::update`] is one decision under the lock. A caller that writes,
+//! acts elsewhere (sends mail, appends to a log) and writes again, with no
+//! other writer in between, holds the file instead: [`StateDir::lock_json`]
+//! takes the same lock, reads the value (a corrupt file is an error, never
+//! "nothing there") and returns a [`Locked`], whose every [`Locked::write`]
+//! is a durable replace. A crash between two writes leaves the last one
+//! whole; the sequence is not a transaction, so each step is written so the
+//! next holder can finish or undo it.
 //!
 //! # Retrying: the idempotent-retry rule
 //!
@@ -348,9 +366,11 @@ mod atomic;
 mod backend;
 mod canonical;
 mod error;
+mod escape;
 mod id;
 mod line;
 mod lock;
+mod locked;
 mod log;
 mod read;
 mod repair;
@@ -367,8 +387,10 @@ pub use atomic::{Created, TEMP_SUFFIX, is_temp_name};
 pub use backend::{IoBackend, IoOp, RealIo, SharedIo, SyncOrder};
 pub use canonical::{append_canonical_line, to_canonical_json, to_canonical_line};
 pub use error::{Error, Result};
+pub use escape::{EscapeAlphabet, escape_name, fnv1a_64, unescape_name};
 pub use id::{AgentId, BeadId, MAX_ID_LEN, MessageId, TaskId, validate_segment};
 pub use lock::{Decision, Lock, LockGuard};
+pub use locked::Locked;
 pub use log::{BadLine, JsonLog, LogContents, LogRepair, MAX_LINE, TornTail};
 pub use read::{CorruptReason, Corruption, DEFAULT_READ_CAP, ReadOutcome, Unsupported, parse_json};
 pub use repair::{Action, Defect, Doctor, DoctorMode, Finding, Observed, Report};

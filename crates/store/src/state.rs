@@ -14,6 +14,7 @@ use crate::atomic::{self, Created, move_entry, sync_dir_with};
 use crate::backend::{IoBackend, RealIo, SharedIo, SyncOrder};
 use crate::error::{Error, Result};
 use crate::lock::{Decision, Lock, update_locked_with};
+use crate::locked::Locked;
 use crate::log::JsonLog;
 use crate::read::{DEFAULT_READ_CAP, ReadOutcome, open_nofollow, parse_json, read_open_file};
 use crate::stat::Stat;
@@ -741,6 +742,29 @@ impl StateDir {
     {
         self.ensure_parent(path)?;
         update_locked_with(self.backend(), path, self.inner.read_cap, decide)
+    }
+
+    /// Takes the exclusive lock of `path` ([`Lock::for_file`], the one
+    /// [`StateDir::update`] takes), blocking until it is free, and reads
+    /// `path` as a `T` under it: a [`Locked`] for a sequence of decisions
+    /// and durable writes with no other writer in between. A missing file
+    /// is `current() == None`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupt`] when the file is there but unreadable as a `T`
+    /// (it is left as it is, for a doctor to move aside); otherwise as
+    /// [`StateDir::read_bytes`] and [`Lock::exclusive`]. On an error the
+    /// lock is released.
+    pub fn lock_json<T: DeserializeOwned>(&self, path: &Path) -> Result<Locked<T>> {
+        let guard = self.lock_for(path)?.exclusive()?;
+        let current = match self.read_json::<T>(path)? {
+            ReadOutcome::Missing => None,
+            ReadOutcome::Value(value) => Some(value),
+            ReadOutcome::Corrupt(bad) => return Err(Error::Corrupt(bad)),
+            ReadOutcome::Unsupported(newer) => return Err(Error::Unsupported(newer)),
+        };
+        Ok(Locked::new(self.clone(), path.to_owned(), current, guard))
     }
 
     /// Moves a bad file (or symlink, or anything else) aside into

@@ -303,7 +303,7 @@ impl Dispatcher {
     /// [`Error::Corrupt`]; [`Error::Store`].
     pub fn reinstate(&self, agent: &AgentId) -> Result<bool> {
         let mut locked = self.files.lock::<AgentBook>(&self.files.agents())?;
-        let mut book = locked.current.take().unwrap_or_default();
+        let mut book = locked.take().unwrap_or_default();
         if book.suspended.remove(agent).is_none() {
             return Ok(false);
         }

@@ -8,7 +8,7 @@ use chipset_bus::NewEvent;
 use chipset_hook::{HookStatus, TransitionError};
 use chipset_mail::{Draft, InboxFilter, Kind, MailError, Message};
 use chipset_nudge::{NewNudge, NudgeType};
-use chipset_store::{AgentId, BeadId, MessageId, SortableId, Timestamp};
+use chipset_store::{AgentId, BeadId, Locked, MessageId, SortableId, Timestamp};
 
 use super::transition::{ignored, unreadable};
 use super::{
@@ -16,7 +16,7 @@ use super::{
     ledger_transition,
 };
 use crate::error::{Error, Result};
-use crate::files::{Locked, task_of};
+use crate::files::task_of;
 use crate::format::{
     AgentBook, BeadState, COMPLETION_REPORT, HEALTH_ESCALATION, LedgerEntry, LoopMessage,
     Suspension, WORK_ASSIGNED_EVENT, WORK_ASSIGNMENT, WORK_COMPLETED_EVENT,
@@ -118,7 +118,7 @@ impl Dispatcher {
         let Some(mut locked) = self.lock_entry(a.bead_id(), actions)? else {
             return Ok(());
         };
-        if locked.current.is_none() {
+        if locked.current().is_none() {
             actions.push(ignored(kind, a, IgnoreReason::UnknownBead));
             return Ok(());
         }
@@ -152,7 +152,7 @@ impl Dispatcher {
         actions: &mut Vec<DispatchAction>,
     ) -> Result<()> {
         loop {
-            let Some(entry) = locked.current.as_ref() else {
+            let Some(entry) = locked.current() else {
                 return Ok(());
             };
             let t = ledger_transition(entry, &event, now);
@@ -261,7 +261,7 @@ impl Dispatcher {
 
     fn suspend(&self, agent: &AgentId, bead: &BeadId, now: Timestamp) -> Result<()> {
         let mut locked = self.files.lock::<AgentBook>(&self.files.agents())?;
-        let mut book = locked.current.take().unwrap_or_default();
+        let mut book = locked.take().unwrap_or_default();
         if book.suspended.contains_key(agent) {
             return Ok(());
         }
@@ -272,7 +272,7 @@ impl Dispatcher {
                 bead_id: bead.clone(),
             },
         );
-        locked.write(book)
+        Ok(locked.write(book)?)
     }
 
     /// Drives every unfinished entry through the sweep: finishes interrupted
@@ -390,10 +390,7 @@ impl Dispatcher {
 }
 
 fn is_queued(locked: &Locked<LedgerEntry>) -> bool {
-    matches!(
-        locked.current.as_ref().map(|e| &e.state),
-        Some(BeadState::Queued)
-    )
+    matches!(locked.current().map(|e| &e.state), Some(BeadState::Queued))
 }
 
 fn trace(action: &DispatchAction) {

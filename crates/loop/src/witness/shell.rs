@@ -8,13 +8,13 @@ use chipset_bus::{NewEvent, Priority as BusPriority};
 use chipset_hook::{Assignment, Hook, HookRead, HookState};
 use chipset_mail::{Draft, MailError, MailPriority};
 use chipset_nudge::{NewNudge, NudgeType, Received, ResponseStatus};
-use chipset_store::{AgentId, MessageId, SortableId, StateDir, Timestamp};
+use chipset_store::{AgentId, Locked, MessageId, SortableId, StateDir, Timestamp};
 
 use super::judge::{Finish, Judging, Next, answers_since, close, judge, same_assignment};
 use super::{WitnessAction, WitnessConfig};
 use crate::channels::Channels;
 use crate::error::Result;
-use crate::files::{Files, Locked, task_of};
+use crate::files::{Files, task_of};
 use crate::format::{HEALTH_ESCALATION, Incident, LoopMessage};
 
 /// The witness: watches every pending and active hook, nudges quiet agents,
@@ -268,7 +268,7 @@ impl Witness {
             HookRead::Hook(fresh)
                 if watched(&fresh).is_some_and(|a| same_assignment(&a, assignment)) =>
             {
-                self.decide(locked.current.as_ref(), &fresh, assignment, now, actions)?
+                self.decide(locked.current(), &fresh, assignment, now, actions)?
             }
             // Cleared, reassigned, completed or unreadable now: the next tick
             // sees it as it is.
@@ -356,7 +356,7 @@ impl Witness {
             return Ok(());
         }
         let mut locked = self.files.lock::<Incident>(&path)?;
-        let next = close(locked.current.as_ref(), hook, &self.me, now);
+        let next = close(locked.current(), hook, &self.me, now);
         self.apply(&mut locked, next, actions)
     }
     /// Sends the escalation under the id persisted in the intent. If a
