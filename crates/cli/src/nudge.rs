@@ -69,27 +69,17 @@ fn send(to: &AgentId, delivery: &Delivery) -> Result<Output> {
 }
 
 fn read(ctx: &Ctx, nudges: &Nudges, agent: &AgentId) -> Result<Output> {
-    let (state, nudge, note) = match nudges.receive(agent)? {
+    let received = nudges.read_and_mark(agent)?;
+    let note = received.doubt();
+    let (state, nudge) = match received {
         Received::Empty => {
             return Ok(Output::new(
                 format!("no nudge for {agent}\n"),
                 json!({"state": "empty", "nudge": null}),
             ));
         }
-        Received::Seen(n) => ("seen", n, None),
-        Received::New(n) => {
-            nudges.mark_processed(agent, &n)?;
-            ("new", n, None)
-        }
-        Received::Unsure { nudge, record } => {
-            nudges.mark_processed(agent, &nudge)?;
-            let note = format!(
-                "the processed record was unreadable ({}) and was moved aside; \
-                 this nudge may have been seen before",
-                record.reason
-            );
-            ("new", nudge, Some(note))
-        }
+        Received::Seen(n) => ("seen", n),
+        Received::New(n) | Received::Unsure { nudge: n, .. } => ("new", n),
         Received::Corrupt(c) => return Err(CliError::nudge_unreadable(agent, &c)),
         _ => return Err(CliError::nudge_not_read(agent)),
     };

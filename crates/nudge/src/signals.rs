@@ -170,6 +170,20 @@ pub enum Received {
 }
 
 impl Received {
+    /// For [`Received::Unsure`], a line for the reader: the processed record
+    /// was unreadable (and is moved aside when the nudge is marked), so this
+    /// nudge may have been seen before.
+    pub fn doubt(&self) -> Option<String> {
+        match self {
+            Received::Unsure { record, .. } => Some(format!(
+                "the processed record was unreadable ({}) and was moved aside; \
+                 this nudge may have been seen before",
+                record.reason
+            )),
+            _ => None,
+        }
+    }
+
     /// Returns the nudge to act on: [`Received::New`] or [`Received::Unsure`].
     pub fn to_process(&self) -> Option<&Nudge> {
         match self {
@@ -479,6 +493,24 @@ impl Nudges {
             // Whether it was processed cannot be told, and the record is not ours to replace.
             ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
         })
+    }
+
+    /// Reads `agent`'s nudge the way a person or an agent reads it at a
+    /// prompt: [`Nudges::receive`], then [`Nudges::mark_processed`] for a nudge
+    /// to act on ([`Received::to_process`]), so it is shown as new once.
+    /// Returns what [`Nudges::receive`] found; for [`Received::Unsure`]
+    /// [`Received::doubt`] says what to tell the reader.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] on I/O failure (the nudge may then be shown as new
+    /// again: at least once beats never).
+    pub fn read_and_mark(&self, agent: &AgentId) -> Result<Received> {
+        let received = self.receive(agent)?;
+        if let Some(nudge) = received.to_process() {
+            self.mark_processed(agent, nudge)?;
+        }
+        Ok(received)
     }
 
     /// Durably records that `agent` has processed `nudge`, so neither this

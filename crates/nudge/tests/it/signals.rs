@@ -174,6 +174,32 @@ fn corrupt_processed_record_means_unsure_not_skip() {
     assert!(matches!(n.receive(&p).unwrap(), Received::Seen(_)));
 }
 
+/// `read_and_mark` shows a nudge as new once (marking it), then as seen; a
+/// corrupt processed record makes it new again with a doubt to tell.
+#[test]
+fn read_and_mark_shows_a_nudge_new_once() {
+    let (t, _c) = manual_state();
+    let n = Nudges::new(t.state.clone());
+    let p = agent("polecat-alpha");
+    assert_eq!(n.read_and_mark(&p).unwrap(), Received::Empty);
+    n.send(&p, draft(NudgeType::HealthCheck, "ping")).unwrap();
+    let first = n.read_and_mark(&p).unwrap();
+    assert!(
+        matches!(&first, Received::New(x) if x.message == "ping"),
+        "{first:?}"
+    );
+    assert_eq!(first.doubt(), None);
+    assert!(matches!(n.read_and_mark(&p).unwrap(), Received::Seen(_)));
+
+    std::fs::write(n.processed_path(&p), "{").unwrap();
+    let unsure = n.read_and_mark(&p).unwrap();
+    assert!(matches!(unsure, Received::Unsure { .. }), "{unsure:?}");
+    let doubt = unsure.doubt().unwrap();
+    assert!(doubt.contains("may have been seen before"), "{doubt}");
+    // Marked: the bad record was moved aside and the nudge is seen now.
+    assert!(matches!(n.receive(&p).unwrap(), Received::Seen(_)));
+}
+
 #[test]
 fn responses_and_status_on_a_manual_clock() {
     let (t, clock) = manual_state();
