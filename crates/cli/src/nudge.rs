@@ -1,7 +1,7 @@
 //! `chipset nudge ...`: [`chipset_nudge::Nudges`] from a shell.
 
 use chipset_nudge::{Delivery, NewNudge, Nudge, NudgeType, Nudges, Received};
-use chipset_store::{AgentId, ReadOutcome};
+use chipset_store::AgentId;
 use serde_json::{Value, json};
 
 use crate::Ctx;
@@ -115,23 +115,10 @@ fn read(ctx: &Ctx, nudges: &Nudges, agent: &AgentId) -> Result<Output> {
 }
 
 fn respond(nudges: &Nudges, agent: &AgentId, message: String) -> Result<Output> {
-    let incoming = match nudges.read_latest(agent)? {
-        ReadOutcome::Missing => return Err(CliError::no_nudge_to_answer(agent)),
-        ReadOutcome::Corrupt(c) => return Err(CliError::nudge_unanswerable(agent, &c)),
-        ReadOutcome::Unsupported(u) => {
-            return Err(CliError::refused(format!("cannot answer: {u}")));
-        }
-        ReadOutcome::Value(n) => n,
-    };
+    let incoming = CliError::nudge_to_answer(agent, nudges.read_latest(agent)?)?;
     let responded = nudges.respond(agent, &incoming, message)?;
     nudges.mark_processed(agent, &incoming)?;
-    let outcome = match &responded.delivery {
-        Delivery::Delivered { .. } => "delivered",
-        Delivery::Replaced { .. } => "replaced",
-        Delivery::RepairedCorrupt { .. } => "repaired-corrupt",
-        Delivery::Held { .. } => "held",
-        _ => "recorded",
-    };
+    let outcome = responded.delivery.outcome();
     let text = format!(
         "answered {} from {} ({})\n",
         incoming.kind,

@@ -46,7 +46,7 @@ use std::error::Error as StdError;
 use std::fmt;
 use std::path::Path;
 
-use chipset_store::{AgentId, Corruption};
+use chipset_store::{AgentId, Corruption, ReadOutcome};
 
 /// The command line's exit status for [`Class::OutcomeUnknown`].
 pub const OUTCOME_UNKNOWN: u8 = 3;
@@ -155,6 +155,18 @@ impl Failure {
     /// Refuses an answer from `agent`, who has no nudge.
     pub fn no_nudge_to_answer(agent: &AgentId) -> Self {
         Failure::refused(format!("`{agent}` has no nudge to answer"))
+    }
+
+    /// Returns the nudge `agent` is to answer, from what its `latest.json`
+    /// read as; refuses when there is none, or it is unreadable or of a kind
+    /// this version does not know.
+    pub fn nudge_to_answer<T>(agent: &AgentId, latest: ReadOutcome<T>) -> Result<T, Self> {
+        match latest {
+            ReadOutcome::Missing => Err(Failure::no_nudge_to_answer(agent)),
+            ReadOutcome::Corrupt(c) => Err(Failure::nudge_unanswerable(agent, &c)),
+            ReadOutcome::Unsupported(u) => Err(Failure::refused(format!("cannot answer: {u}"))),
+            ReadOutcome::Value(n) => Ok(n),
+        }
     }
 
     /// Refuses an answer from `agent`, whose latest nudge is unreadable.

@@ -16,7 +16,7 @@ use chipset_nudge::{
     Delivery, KindRegistry, NewReminder, Nudge, NudgeType, Nudges, Opened, Received, Reminder,
     ReminderFilter, ReminderKey, Reminders,
 };
-use chipset_store::{AgentId, ReadOutcome, StateDir};
+use chipset_store::{AgentId, StateDir};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -176,24 +176,11 @@ pub(crate) fn nudge_read(ctx: &Ctx) -> Outcome {
 pub(crate) fn nudge_respond(ctx: &Ctx, p: NudgeRespond) -> Outcome {
     let nudges = Nudges::new(ctx.state.clone());
     let agent = &ctx.agent;
-    let incoming = match nudges.read_latest(agent)? {
-        ReadOutcome::Missing => return Err(Failure::no_nudge_to_answer(agent)),
-        ReadOutcome::Corrupt(c) => return Err(Failure::nudge_unanswerable(agent, &c)),
-        ReadOutcome::Unsupported(u) => {
-            return Err(Failure::refused(format!("cannot answer: {u}")));
-        }
-        ReadOutcome::Value(n) => n,
-    };
+    let incoming = Failure::nudge_to_answer(agent, nudges.read_latest(agent)?)?;
     let message = p.message.unwrap_or_else(|| "Acknowledged".to_owned());
     let responded = nudges.respond(agent, &incoming, message)?;
     nudges.mark_processed(agent, &incoming)?;
-    let outcome = match &responded.delivery {
-        Delivery::Delivered { .. } => "delivered",
-        Delivery::Replaced { .. } => "replaced",
-        Delivery::RepairedCorrupt { .. } => "repaired-corrupt",
-        Delivery::Held { .. } => "held",
-        _ => "recorded",
-    };
+    let outcome = responded.delivery.outcome();
     let text = format!(
         "answered {} from {} ({})\n",
         incoming.kind,

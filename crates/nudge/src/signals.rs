@@ -127,6 +127,17 @@ pub enum Delivery {
 }
 
 impl Delivery {
+    /// Returns what happened, as one word for output and logs:
+    /// `delivered`, `replaced`, `held` or `repaired-corrupt`.
+    pub fn outcome(&self) -> &'static str {
+        match self {
+            Delivery::Delivered { .. } => "delivered",
+            Delivery::Replaced { .. } => "replaced",
+            Delivery::Held { .. } => "held",
+            Delivery::RepairedCorrupt { .. } => "repaired-corrupt",
+        }
+    }
+
     /// Returns the nudge written, or `None` when held.
     pub fn sent(&self) -> Option<&Nudge> {
         match self {

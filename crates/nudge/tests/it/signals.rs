@@ -200,6 +200,37 @@ fn read_and_mark_shows_a_nudge_new_once() {
     assert!(matches!(n.receive(&p).unwrap(), Received::Seen(_)));
 }
 
+/// The one-word outcomes the CLI and MCP print are pinned: scripts match them.
+#[test]
+fn delivery_outcomes_are_pinned() {
+    let (t, _c) = manual_state();
+    let n = Nudges::new(t.state.clone());
+    let p = agent("polecat-alpha");
+    assert_eq!(
+        n.send(&p, draft(NudgeType::HealthCheck, "a"))
+            .unwrap()
+            .outcome(),
+        "delivered"
+    );
+    assert_eq!(
+        n.send(&p, draft(NudgeType::Abort, "b")).unwrap().outcome(),
+        "replaced"
+    );
+    assert_eq!(
+        n.send(&p, draft(NudgeType::HealthCheck, "c"))
+            .unwrap()
+            .outcome(),
+        "held"
+    );
+    std::fs::write(n.latest_path(&p), "garbage").unwrap();
+    assert_eq!(
+        n.send(&p, draft(NudgeType::HealthCheck, "d"))
+            .unwrap()
+            .outcome(),
+        "repaired-corrupt"
+    );
+}
+
 #[test]
 fn responses_and_status_on_a_manual_clock() {
     let (t, clock) = manual_state();
