@@ -23,9 +23,10 @@
 //! a point name every message archived since then.
 //!
 //! The tail keeps, in `mail/.gate/archive-tail.json`, how far it has read the
-//! manifest: its *origin* (the manifest's length when the tail began, and
-//! the time, taken after that length was measured) and its *offset* (every
-//! `archived` event between the origin and the offset has been looked at,
+//! manifest: when it began (its *origin*: reading starts at the manifest's
+//! length then, and the time is taken after that length was measured) and
+//! its *offset* (every `archived` event between the origin and the offset
+//! has been looked at,
 //! and each response among them that fits its request is in the reply
 //! index). A miss of the index reads the events after the offset (nothing
 //! at all when none were appended: one `stat` of the manifest), enters the
@@ -82,11 +83,11 @@ struct TailFile {
     /// The manifest's device and inode number.
     dev: u64,
     ino: u64,
-    /// The manifest's length when the tail began.
-    origin: u64,
-    /// When the tail began (taken after `origin` was measured).
+    /// When the tail began (taken after the manifest's length, where the
+    /// offset started, was measured).
     since: Timestamp,
-    /// Every `archived` event in `origin..offset` has been looked at.
+    /// Every `archived` event from where the tail began up to here has
+    /// been looked at.
     offset: u64,
     /// The manifest's last bytes before `offset`, in hex: an inode number
     /// can be reused by a new file, its bytes are not.
@@ -167,12 +168,11 @@ impl Mail {
             Some(t) => t,
             None => {
                 // Begin: the length first, then the time, so that every event
-                // past `origin` was appended after `since`.
+                // past the offset was appended after `since`.
                 let tail = TailFile {
                     v: VERSION,
                     dev,
                     ino,
-                    origin: len,
                     since: self.state.now(),
                     offset: len,
                     mark: mark(&log, len)?,

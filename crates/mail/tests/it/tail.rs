@@ -176,7 +176,7 @@ fn a_replaced_manifest_or_a_broken_tail_file_begins_again() {
     assert!(!m.has_reply(r.id()).unwrap());
     let text = fs::read_to_string(&tail).unwrap();
     assert!(
-        text.starts_with('{') && text.contains("\"origin\""),
+        text.starts_with('{') && text.contains("\"since\""),
         "{text}"
     );
     f.clock.advance(Duration::from_secs(10));
