@@ -260,6 +260,7 @@ mod format;
 mod gate;
 mod layout;
 mod mail;
+mod spill;
 mod thread;
 
 pub use doctor::{DoctorMode, DoctorReport, Finding, OrphanReason};
