@@ -848,13 +848,14 @@ impl Mail {
         self.count_messages(&self.layout.inbox(agent))
     }
 
+    /// Counts the message files in `dir` without holding its listing.
     fn count_messages(&self, dir: &Path) -> Result<usize> {
-        Ok(self
-            .state
-            .list(dir)?
-            .iter()
-            .filter(|n| id_of(n).is_some())
-            .count())
+        let mut n = 0;
+        self.state.for_each_name(dir, |name| -> Result<()> {
+            n += usize::from(id_of(&name).is_some());
+            Ok(())
+        })?;
+        Ok(n)
     }
 
     /// Returns true when a response to `id` exists.
@@ -1323,7 +1324,15 @@ impl Mail {
             inbox,
             archived: self.count_messages(&self.layout.archive_root())?,
             orphaned: self.count_messages(&self.layout.orphan_root())?,
-            swept_tasks: self.state.list(&self.layout.by_task_root())?.len(),
+            swept_tasks: {
+                let mut n = 0;
+                self.state
+                    .for_each_name(&self.layout.by_task_root(), |_| -> Result<()> {
+                        n += 1;
+                        Ok(())
+                    })?;
+                n
+            },
         })
     }
 
