@@ -12,8 +12,15 @@
 //! - **inbox**: `Mail::inbox` of one agent (N / 200 messages; small: 1).
 //! - **status**: `Mail::counts`, what `chipset status` shows for mail.
 //! - **doctor**: `Mail::doctor` in check mode, what `chipset doctor` runs.
-//! - **memory**: peak RSS (`VmHWM`) of a fresh process running status or
-//!   doctor once. Goal: under 50 MB.
+//! - **sweep**: `Mail::sweep_task_on_commit` of a task with 10 messages in
+//!   10 inboxes, its gate run and its folders settled first (as after a
+//!   commit). Each run sweeps a fresh task in inboxes no other run touches.
+//!   Goal: within 1.1× of the small state warm.
+//! - **thread**: `Mail::thread` of one of the measured task's requests.
+//! - **memory**: peak RSS (`VmHWM`) of a fresh process running status,
+//!   the mail doctor, every library doctor `chipset doctor` runs (hooks,
+//!   nudges, reminders, mail, bus, loop), or the gate once. Goal: under
+//!   50 MB, and flat as the state grows.
 //!
 //! Warm figures are the median of 7 runs, big and small interleaved. Cold
 //! figures drop the page cache (`/proc/sys/vm/drop_caches`, which needs
@@ -29,6 +36,7 @@
     reason = "a benchmark reports its figures"
 )]
 
+use std::cell::Cell;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -142,6 +150,87 @@ fn doctor(mail: &Mail) {
     std::hint::black_box(mail.doctor(DoctorMode::Check).unwrap());
 }
 
+/// Every library doctor `chipset doctor` runs, in check mode.
+fn doctor_all(state: &Path) {
+    let state = StateDir::open(state).unwrap();
+    std::hint::black_box(
+        chipset_hook::Hooks::new(state.clone())
+            .doctor(chipset_hook::DoctorMode::Check)
+            .unwrap(),
+    );
+    std::hint::black_box(
+        chipset_nudge::Nudges::new(state.clone())
+            .doctor(chipset_nudge::Repair::ReportOnly)
+            .unwrap(),
+    );
+    std::hint::black_box(Mail::new(state.clone()).doctor(DoctorMode::Check).unwrap());
+    std::hint::black_box(
+        chipset_bus::Bus::new(state.clone())
+            .doctor(chipset_bus::Repair::ReportOnly)
+            .unwrap(),
+    );
+    std::hint::black_box(
+        chipset_loop::LoopState::new(state)
+            .doctor(chipset_loop::DoctorMode::Check)
+            .unwrap(),
+    );
+}
+
+/// Tasks ready to be swept, one per run: 10 messages each in 10 inboxes of
+/// their own, gated (so the cache holds them) before the folders settle.
+struct Sweeps {
+    mail: Mail,
+    tasks: Vec<TaskId>,
+    next: Cell<usize>,
+}
+
+impl Sweeps {
+    fn prepare(state: &Path, runs: usize, stamp: u64) -> Sweeps {
+        let mail = mail_at(state);
+        let mut tasks = Vec::new();
+        for i in 0..runs {
+            let task = format!("M950-S{:03}-T{:04}", i, stamp % 10_000);
+            for r in 0..10 {
+                let n = 1_000_000_000 + (stamp as usize % 1_000_000) * 1_000 + i * 10 + r;
+                let to = agent_name((i * 10 + r) % AGENTS);
+                let kind = if r % 2 == 0 { "request" } else { "notify" };
+                let path = state
+                    .join("mail/inbox")
+                    .join(&to)
+                    .join(format!("{}.json", id(n)));
+                fs::write(path, message(n, "agent-critic", &to, &task, kind)).unwrap();
+            }
+            let task = TaskId::new(task).unwrap();
+            mail.pending_replies(&task).unwrap();
+            tasks.push(task);
+        }
+        Sweeps {
+            mail,
+            tasks,
+            next: Cell::new(0),
+        }
+    }
+
+    /// Runs each task's gate again, once the folders have settled.
+    fn regate(&self) {
+        for task in &self.tasks {
+            self.mail.pending_replies(task).unwrap();
+        }
+    }
+
+    fn sweep(&self) {
+        let i = self.next.get();
+        self.next.set(i + 1);
+        let report = self.mail.sweep_task_on_commit(&self.tasks[i]).unwrap();
+        assert_eq!(report.moved, 10);
+    }
+}
+
+fn thread(mail: &Mail, others: usize) {
+    let root = chipset_store::MessageId::new(id(others)).unwrap();
+    assert_eq!(mail.thread(&root).unwrap().len(), 1);
+}
+
 fn drop_caches() -> Result<(), String> {
     rustix::fs::sync();
     fs::write("/proc/sys/vm/drop_caches", b"3").map_err(|e| e.to_string())
@@ -219,6 +308,7 @@ fn child(op: &str) {
     match op {
         "status" => status(&mail),
         "doctor" => doctor(&mail),
+        "doctor-all" => doctor_all(&state),
         "gate" => gate(&mail),
         _ => {}
     }
@@ -271,12 +361,24 @@ fn main() {
     let small_state = build(&base.join("small"), 0);
     let (big, small) = (mail_at(&big_state), mail_at(&small_state));
 
+    // Tasks to sweep, one per run (1 + 7 warm, 3 cold).
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let sweeps_big = Sweeps::prepare(&big_state, 11, stamp);
+    let sweeps_small = Sweeps::prepare(&small_state, 11, stamp);
+
     // The gate cache trusts an inbox stamp once it is two seconds old.
     gate(&big);
     gate(&small);
     std::thread::sleep(Duration::from_millis(2_200));
     gate(&big);
     gate(&small);
+    sweeps_big.regate();
+    sweeps_small.regate();
+    thread(&big, n);
+    thread(&small, 0);
 
     let cold_ok = match drop_caches() {
         Ok(()) => true,
@@ -297,9 +399,21 @@ fn main() {
     );
     measure("status", &|| status(&big), &|| status(&small), cold_ok);
     measure("doctor", &|| doctor(&big), &|| doctor(&small), cold_ok);
-    for op in ["none", "status", "doctor", "gate"] {
+    measure(
+        "sweep",
+        &|| sweeps_big.sweep(),
+        &|| sweeps_small.sweep(),
+        cold_ok,
+    );
+    measure(
+        "thread",
+        &|| thread(&big, n),
+        &|| thread(&small, 0),
+        cold_ok,
+    );
+    for op in ["none", "status", "doctor", "doctor-all", "gate"] {
         println!(
-            "memory {op:<7} peak RSS: big {:>10}  small {:>10}",
+            "memory {op:<10} peak RSS: big {:>10}  small {:>10}",
             peak_rss(op, &big_state),
             peak_rss(op, &small_state)
         );
