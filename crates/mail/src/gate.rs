@@ -1,6 +1,7 @@
-//! The gate cache: what [`Mail::pending_replies`] needs from each inbox file,
-//! kept under `mail/.gate/` so that the gate costs what the task's own mail
-//! costs, not what all mail costs.
+//! The gate cache: what [`Mail::pending_replies`] needs from each inbox file
+//! (and [`Mail::sweep_task_on_commit`] and [`Mail::thread`] from each inbox
+//! and `archive/` file), kept under `mail/.gate/` so that they cost what the
+//! task's own mail costs, not what all mail costs.
 //!
 //! # What is cached
 //!
@@ -11,10 +12,15 @@
 //! never stale for a name that still holds that inode. Two kinds of file:
 //!
 //! - `.gate/inbox/{agent}.json`: every message file of one inbox (name,
-//!   inode, task, and for the gate's files, their facts), with the
-//!   directory's stamp when it was listed.
-//! - `.gate/task/{task}.json`: per inbox, the task's gate files there (requests
-//!   that need a reply, responses), with the directory's stamp they hold for.
+//!   inode, size, times, task, parent, and for the gate's files, their
+//!   facts), with the directory's stamp when it was listed;
+//!   `.gate/archive.json` the same for the top level of `archive/`.
+//! - `.gate/task/{task}.json`: per inbox and for `archive/`, the task's
+//!   files there (its gate files, requests that need a reply and responses,
+//!   with their facts; its other files with their parent), with the
+//!   directory's stamp they hold for. The sweep moves the task's files
+//!   named there, the thread reads the replies among them, the gate reads
+//!   the open requests.
 //!
 //! # What the cache relies on (directory stamps)
 //!

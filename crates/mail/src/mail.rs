@@ -1056,9 +1056,11 @@ impl Mail {
     /// they are (inbox, archive, by-task or orphan archive).
     ///
     /// Replies are found through the reply index, and among the messages of
-    /// the inboxes, `archive/` and the task's by-task archive that are newer
-    /// than the root (so a reply written or archived by another program is
-    /// found before the doctor has indexed it).
+    /// the thread's tasks (the start message's and its ancestors') in the
+    /// inboxes, and those newer than the root in `archive/` and the task's
+    /// by-task archive (so a reply written or archived by another program is
+    /// found before the doctor has indexed it). The inboxes and `archive/`
+    /// are read through the gate cache: the cost is the task's own mail.
     ///
     /// # Errors
     ///
@@ -1283,9 +1285,10 @@ impl Mail {
     /// not returned. Each move is atomic and never overwrites, so a crash or
     /// failure in the middle loses nothing, and running it again (a retry)
     /// moves the rest. Messages sent to the task afterwards stay in their
-    /// inboxes (the doctor treats them as orphans). Reads the inboxes and
-    /// `archive/` (the archived messages of unswept tasks), not the by-task
-    /// archive.
+    /// inboxes (the doctor treats them as orphans). Finds the task's
+    /// messages in the inboxes and `archive/` through the gate cache (see
+    /// the crate docs): a folder unchanged since the cache saw it is not
+    /// listed, and files without a cache entry (another program's) are read.
     ///
     /// # Errors
     ///

@@ -97,6 +97,13 @@
 //! on-disk form into its types. Repair never moves such a file aside, and a
 //! reader whose answer depends on it (a gate, a transition) fails closed.
 //!
+//! Reads in memory that does not grow with the state: [`JsonLog::for_each`]
+//! hands a log's records over one at a time (keeping only bad lines and a
+//! torn tail), [`StateDir::for_each_name`] walks a directory without
+//! collecting its listing, and [`StateDir::scratch_file`] gives a reader a
+//! nameless, never-synced file for working data that outgrows memory (an
+//! external sort's runs): it vanishes with its handle, crash or not.
+//!
 //! # Durability
 //!
 //! chipset runs on Linux (it uses `openat2` and `renameat2`, with fallbacks
