@@ -274,7 +274,8 @@
 //! each), the findings and what their repair needs, and one directory entry
 //! at a time (message folders are walked, never listed whole); a repair
 //! that needs a whole message reads it again. Peak memory on the scale
-//! bench: about 5 MB at 10,000, 100,000 and 1,000,000 messages (see
+//! bench: 5 MB at 10,000 messages, 12 MB at 100,000 and 16 MB at
+//! 1,000,000 (the two 8 MB sort buffers fill, then stay; see
 //! `benches/scale.rs`). [`Mail::counts`] counts directory entries as they
 //! are listed and holds none.
 //!
