@@ -12,12 +12,26 @@
 //! - **inbox**: `Mail::inbox` of one agent (N / 200 messages; small: 1).
 //! - **status**: `Mail::counts`, what `chipset status` shows for mail.
 //! - **doctor**: `Mail::doctor` in check mode, what `chipset doctor` runs.
-//! - **memory**: peak RSS (`VmHWM`) of a fresh process running status or
-//!   doctor once. Goal: under 50 MB.
+//! - **sweep**: `Mail::sweep_task_on_commit` of a task with 10 messages in
+//!   5 inboxes, its gate run and its folders settled first (as after a
+//!   commit). Each run sweeps a fresh task in inboxes no other run touches,
+//!   after listing them (in the page cache, as after a commit) and a `sync`
+//!   (untimed) so that its own syncs write only its changes.
+//!   Goal: within 1.1× of the small state warm. **sweep-nosync** is the
+//!   same with a backend that skips every sync: the sweep's own work (finding
+//!   the task's files through the cache, and the moves), without the disk's
+//!   sync latency, which dominates and varies on a shared disk.
+//! - **thread**: `Mail::thread` of one of the measured task's requests.
+//! - **memory**: peak RSS (`VmHWM`) of a fresh process running status,
+//!   the mail doctor, every library doctor `chipset doctor` runs (hooks,
+//!   nudges, reminders, mail, bus, loop), or the gate once. Goal: under
+//!   50 MB, and flat as the state grows.
 //!
 //! Warm figures are the median of 7 runs, big and small interleaved. Cold
 //! figures drop the page cache (`/proc/sys/vm/drop_caches`, which needs
 //! root) before each run, median of 3; the output says when it could not.
+//!
+//! `CHIPSET_SCALE_ONLY=gate,sweep,memory` measures only the named figures.
 //!
 //! `CHIPSET_SCALE_SEQ=N` instead sends N messages one at a time into a
 //! fresh state and prints the microseconds per send (for a side-by-side run
@@ -34,6 +48,7 @@
     reason = "a benchmark reports its figures"
 )]
 
+use std::cell::Cell;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -148,6 +163,167 @@ fn doctor(mail: &Mail) {
     std::hint::black_box(mail.doctor(DoctorMode::Check).unwrap());
 }
 
+/// Every library doctor `chipset doctor` runs, in check mode.
+fn doctor_all(state: &Path) {
+    let state = StateDir::open(state).unwrap();
+    std::hint::black_box(
+        chipset_hook::Hooks::new(state.clone())
+            .doctor(DoctorMode::Check)
+            .unwrap(),
+    );
+    std::hint::black_box(
+        chipset_nudge::Nudges::new(state.clone())
+            .doctor(DoctorMode::Check)
+            .unwrap(),
+    );
+    std::hint::black_box(
+        chipset_nudge::Reminders::new(state.clone(), chipset_nudge::KindRegistry::preset())
+            .doctor(DoctorMode::Check)
+            .unwrap(),
+    );
+    std::hint::black_box(Mail::new(state.clone()).doctor(DoctorMode::Check).unwrap());
+    std::hint::black_box(
+        chipset_bus::Bus::new(state.clone())
+            .doctor(DoctorMode::Check)
+            .unwrap(),
+    );
+    std::hint::black_box(
+        chipset_loop::LoopState::new(state)
+            .doctor(DoctorMode::Check)
+            .unwrap(),
+    );
+}
+
+/// The real system calls without the syncs: what an operation costs
+/// besides making its changes durable (the part the gate cache decides).
+#[derive(Debug)]
+struct NoSync;
+
+impl chipset_store::IoBackend for NoSync {
+    fn create_new(&self, path: &Path, append: bool) -> std::io::Result<fs::File> {
+        chipset_store::RealIo.create_new(path, append)
+    }
+    fn open_append(&self, path: &Path) -> std::io::Result<fs::File> {
+        chipset_store::RealIo.open_append(path)
+    }
+    fn write_all(&self, file: &fs::File, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        chipset_store::RealIo.write_all(file, path, bytes)
+    }
+    fn sync_all(&self, _: &fs::File, _: &Path) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn sync_data(&self, _: &fs::File, _: &Path) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn set_len(&self, file: &fs::File, path: &Path, len: u64) -> std::io::Result<()> {
+        chipset_store::RealIo.set_len(file, path, len)
+    }
+    fn sync_dir(&self, _: &Path) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        chipset_store::RealIo.rename(from, to)
+    }
+    fn rename_noreplace(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        chipset_store::RealIo.rename_noreplace(from, to)
+    }
+    fn hard_link(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        chipset_store::RealIo.hard_link(from, to)
+    }
+    fn create_dir(&self, path: &Path) -> std::io::Result<()> {
+        chipset_store::RealIo.create_dir(path)
+    }
+    fn remove_file(&self, path: &Path) -> std::io::Result<()> {
+        chipset_store::RealIo.remove_file(path)
+    }
+    fn remove_dir(&self, path: &Path) -> std::io::Result<()> {
+        chipset_store::RealIo.remove_dir(path)
+    }
+}
+
+/// Tasks ready to be swept, one per run: 10 messages each in 5 inboxes of
+/// their own, gated (so the cache holds them) before the folders settle.
+struct Sweeps {
+    mail: Mail,
+    state: PathBuf,
+    first: usize,
+    tasks: Vec<TaskId>,
+    next: Cell<usize>,
+}
+
+impl Sweeps {
+    /// `first` is the first of this set's tasks (sets use other inboxes);
+    /// without `sync` the sweeps skip their syncs.
+    fn prepare(state: &Path, first: usize, runs: usize, stamp: u64, sync: bool) -> Sweeps {
+        let mail = if sync {
+            mail_at(state)
+        } else {
+            let options = chipset_store::StateOptions {
+                io: std::sync::Arc::new(NoSync),
+                ..chipset_store::StateOptions::default()
+            };
+            Mail::new(StateDir::open_with(state, options).unwrap())
+        };
+        let mut tasks = Vec::new();
+        for i in first..first + runs {
+            let task = format!("M950-S{:03}-T{:04}", i, stamp % 10_000);
+            for r in 0..10 {
+                let n = 1_000_000_000 + (stamp as usize % 1_000_000) * 1_000 + i * 10 + r;
+                let to = agent_name((i * 5 + r % 5) % AGENTS);
+                let kind = if r % 2 == 0 { "request" } else { "notify" };
+                let path = state
+                    .join("mail/inbox")
+                    .join(&to)
+                    .join(format!("{}.json", id(n)));
+                fs::write(path, message(n, "agent-critic", &to, &task, kind)).unwrap();
+            }
+            let task = TaskId::new(task).unwrap();
+            mail.pending_replies(&task).unwrap();
+            tasks.push(task);
+        }
+        Sweeps {
+            mail,
+            state: state.to_owned(),
+            first,
+            tasks,
+            next: Cell::new(0),
+        }
+    }
+
+    /// Runs each task's gate again, once the folders have settled.
+    fn regate(&self) {
+        for task in &self.tasks {
+            self.mail.pending_replies(task).unwrap();
+        }
+    }
+
+    /// Lists the inboxes the next sweep moves from (untimed), as the
+    /// agents that just wrote there and the gate that just ran leave them:
+    /// in the page cache.
+    fn warm_next(&self) {
+        let i = self.first + self.next.get();
+        for k in 0..5 {
+            let dir = self
+                .state
+                .join("mail/inbox")
+                .join(agent_name((i * 5 + k) % AGENTS));
+            std::hint::black_box(fs::read_dir(dir).unwrap().count());
+        }
+    }
+
+    fn sweep(&self) {
+        let i = self.next.get();
+        self.next.set(i + 1);
+        let report = self.mail.sweep_task_on_commit(&self.tasks[i]).unwrap();
+        assert_eq!(report.moved, 10);
+    }
+}
+
+fn thread(mail: &Mail, others: usize) {
+    let root = chipset_store::MessageId::new(id(others)).unwrap();
+    assert_eq!(mail.thread(&root).unwrap().len(), 1);
+}
+
 fn drop_caches() -> Result<(), String> {
     rustix::fs::sync();
     fs::write("/proc/sys/vm/drop_caches", b"3").map_err(|e| e.to_string())
@@ -164,20 +340,32 @@ fn ms(d: Duration) -> String {
 
 /// Warm: interleaved medians. Cold: medians after dropping the page cache.
 fn measure(name: &str, big: &dyn Fn(), small: &dyn Fn(), cold_ok: bool) {
+    measure_with(name, &|| {}, big, small, cold_ok);
+}
+
+/// As [`measure`], running `setup` (untimed) before each timed call.
+fn measure_with(name: &str, setup: &dyn Fn(), big: &dyn Fn(), small: &dyn Fn(), cold_ok: bool) {
+    if !selected(name) {
+        return;
+    }
+    setup();
     big();
+    setup();
     small();
     let (mut b, mut s) = (Vec::new(), Vec::new());
     for _ in 0..7 {
+        setup();
         let t = Instant::now();
         big();
         b.push(t.elapsed());
+        setup();
         let t = Instant::now();
         small();
         s.push(t.elapsed());
     }
     let (bw, sw) = (median(b), median(s));
     print!(
-        "{name:<8} warm: big {:>11}  small {:>11}  ratio {:>6.2}x",
+        "{name:<12} warm: big {:>11}  small {:>11}  ratio {:>6.2}x",
         ms(bw),
         ms(sw),
         bw.as_secs_f64() / sw.as_secs_f64()
@@ -185,10 +373,12 @@ fn measure(name: &str, big: &dyn Fn(), small: &dyn Fn(), cold_ok: bool) {
     if cold_ok {
         let (mut b, mut s) = (Vec::new(), Vec::new());
         for _ in 0..3 {
+            setup();
             drop_caches().unwrap();
             let t = Instant::now();
             big();
             b.push(t.elapsed());
+            setup();
             drop_caches().unwrap();
             let t = Instant::now();
             small();
@@ -202,6 +392,12 @@ fn measure(name: &str, big: &dyn Fn(), small: &dyn Fn(), cold_ok: bool) {
     } else {
         println!("   cold: not measured (page cache could not be dropped)");
     }
+}
+
+/// Whether `CHIPSET_SCALE_ONLY` (a comma-separated list of names) selects
+/// `name`; all are selected without it.
+fn selected(name: &str) -> bool {
+    std::env::var("CHIPSET_SCALE_ONLY").map_or(true, |only| only.split(',').any(|n| n == name))
 }
 
 /// Peak RSS of a fresh process that runs `op` once on `state`.
@@ -225,8 +421,32 @@ fn child(op: &str) {
     match op {
         "status" => status(&mail),
         "doctor" => doctor(&mail),
+        "doctor-all" => doctor_all(&state),
         "gate" => gate(&mail),
         _ => {}
+    }
+    if let Some(task) = op.strip_prefix("sweep-prep:") {
+        let stamp: u64 = task.parse().unwrap();
+        let sweeps = Sweeps::prepare(&state, 0, 1, stamp, true);
+        println!("{}", sweeps.tasks[0]);
+        return;
+    }
+    if let Some(task) = op.strip_prefix("sweep-run:") {
+        let task = TaskId::new(task).unwrap();
+        let mail = if std::env::var_os("CHIPSET_SCALE_NOSYNC").is_some() {
+            let options = chipset_store::StateOptions {
+                io: std::sync::Arc::new(NoSync),
+                ..chipset_store::StateOptions::default()
+            };
+            Mail::new(StateDir::open_with(&state, options).unwrap())
+        } else {
+            mail_at(&state)
+        };
+        mail.pending_replies(&task).unwrap();
+        let t = Instant::now();
+        mail.sweep_task_on_commit(&task).unwrap();
+        println!("sweep {:?}", t.elapsed());
+        return;
     }
     let proc_status = fs::read_to_string("/proc/self/status").unwrap();
     let hwm = proc_status
@@ -277,12 +497,29 @@ fn main() {
     let small_state = build(&base.join("small"), 0);
     let (big, small) = (mail_at(&big_state), mail_at(&small_state));
 
+    // Tasks to sweep, one per run (1 + 7 warm, 3 cold).
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    // None when not measured: preparing writes into the inboxes.
+    let runs = |name: &str| if selected(name) { 11 } else { 0 };
+    let sweeps_big = Sweeps::prepare(&big_state, 0, runs("sweep"), stamp, true);
+    let sweeps_small = Sweeps::prepare(&small_state, 0, runs("sweep"), stamp, true);
+    let work_big = Sweeps::prepare(&big_state, 11, runs("sweep-nosync"), stamp, false);
+    let work_small = Sweeps::prepare(&small_state, 11, runs("sweep-nosync"), stamp, false);
+
     // The gate cache trusts an inbox stamp once it is two seconds old.
     gate(&big);
     gate(&small);
     std::thread::sleep(Duration::from_millis(2_200));
     gate(&big);
     gate(&small);
+    for sweeps in [&sweeps_big, &sweeps_small, &work_big, &work_small] {
+        sweeps.regate();
+    }
+    thread(&big, n);
+    thread(&small, 0);
 
     let cold_ok = match drop_caches() {
         Ok(()) => true,
@@ -303,9 +540,48 @@ fn main() {
     );
     measure("status", &|| status(&big), &|| status(&small), cold_ok);
     measure("doctor", &|| doctor(&big), &|| doctor(&small), cold_ok);
-    for op in ["none", "status", "doctor", "gate"] {
+    measure(
+        "thread",
+        &|| thread(&big, n),
+        &|| thread(&small, 0),
+        cold_ok,
+    );
+    // A sweep syncs (each move, and its event): every run starts with
+    // nothing dirty, so that its syncs write only what the sweep wrote.
+    // The next sweep's inboxes are in the page cache (untimed), as after
+    // a commit, and nothing is left dirty, so that its syncs write only
+    // what it wrote. `big` and `small` alternate, so each warms both.
+    let sweep_setup = || {
+        sweeps_big.warm_next();
+        sweeps_small.warm_next();
+        rustix::fs::sync();
+    };
+    measure_with(
+        "sweep",
+        &sweep_setup,
+        &|| sweeps_big.sweep(),
+        &|| sweeps_small.sweep(),
+        cold_ok,
+    );
+    // The same without its syncs: the sweep's own work, which the gate
+    // cache decides (finding the task's files), and the moves.
+    let work_setup = || {
+        work_big.warm_next();
+        work_small.warm_next();
+    };
+    measure_with(
+        "sweep-nosync",
+        &work_setup,
+        &|| work_big.sweep(),
+        &|| work_small.sweep(),
+        cold_ok,
+    );
+    for op in ["none", "status", "doctor", "doctor-all", "gate"] {
+        if !selected("memory") {
+            break;
+        }
         println!(
-            "memory {op:<7} peak RSS: big {:>10}  small {:>10}",
+            "memory {op:<10} peak RSS: big {:>10}  small {:>10}",
             peak_rss(op, &big_state),
             peak_rss(op, &small_state)
         );

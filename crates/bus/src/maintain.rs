@@ -351,7 +351,8 @@ impl Bus {
             self.state_finding(path, read, judge, report)?;
         }
         let log = state.log(&dir.join(CONTROL))?;
-        let contents = match log.read::<ControlLine>() {
+        // Streamed: only the bad lines and the torn tail are kept.
+        let contents = match log.for_each::<ControlLine>(drop) {
             Ok(c) => c,
             // A directory, FIFO or device where the log belongs: report it
             // and (with Fix) move it aside, without stopping the doctor.

@@ -205,7 +205,9 @@ impl LoopState {
         report.scanned += 1;
         let fix = report.mode == DoctorMode::Fix;
         let log = JsonLog::with_io(path, state.io().clone());
-        let read = match log.read::<serde_json::Value>() {
+        // Streamed: only the bad lines and the torn tail are kept, never
+        // the records (memory stays flat however long the log grows).
+        let read = match log.for_each::<serde_json::Value>(drop) {
             Ok(read) => read,
             // A directory, FIFO or device where the log belongs: reported and,
             // with Fix, moved aside, without stopping the doctor.

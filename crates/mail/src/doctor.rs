@@ -12,6 +12,7 @@ use crate::error::Result;
 use crate::format::{Kind, ManifestEvent, Message};
 use crate::layout::{BY_TASK, Location, ORPHAN, id_of, parse_marker};
 use crate::mail::{Mail, Moved, check_id, read_message};
+use crate::spill::{self, Sorted, Sorter};
 
 /// Why an inbox message counts as an orphan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -353,9 +354,30 @@ enum Loc {
     Orphan,
 }
 
-/// What the doctor keeps of a message: what its checks need, no body or
-/// subject, names interned. A repair that needs the whole message reads it
-/// again.
+impl Loc {
+    fn encode(self) -> String {
+        match self {
+            Loc::Inbox(a) => format!("i{a}"),
+            Loc::Archive => "a".to_owned(),
+            Loc::ByTask(t) => format!("t{t}"),
+            Loc::Orphan => "o".to_owned(),
+        }
+    }
+
+    fn decode(s: &str) -> Option<Loc> {
+        match s.split_at_checked(1)? {
+            ("i", a) => Some(Loc::Inbox(a.parse().ok()?)),
+            ("a", "") => Some(Loc::Archive),
+            ("t", t) => Some(Loc::ByTask(t.parse().ok()?)),
+            ("o", "") => Some(Loc::Orphan),
+            _ => None,
+        }
+    }
+}
+
+/// What the doctor keeps of one copy of a message while it looks at that
+/// message's id: what its checks need, no body or subject, names interned.
+/// A repair that needs the whole message reads it again.
 #[derive(Debug, Clone)]
 struct Seen {
     loc: Loc,
@@ -368,23 +390,45 @@ struct Seen {
     created_at: chipset_store::Timestamp,
 }
 
-/// Everything one scan saw.
-#[derive(Default)]
-struct Scan {
-    /// One copy per id: the one furthest along its lifecycle (kept as the
-    /// scan goes, so no list of every copy is ever held).
-    unique: BTreeMap<MessageId, Seen>,
-    /// The other copies, as findings, in the order they were seen.
-    duplicates: Vec<Finding>,
+/// Everything one scan keeps in memory: names (agents and tasks, held once),
+/// the swept tasks, what is wrong with files (only findings), and two
+/// sorters that hold the rest on disk once it outgrows their budget
+/// ([`crate::spill`]): by id, every copy of every message and the `sent`
+/// and `archived` events of the manifest; by parent id, the reply index
+/// (and, in the first pass over the ids, each reply and each request that
+/// expects one). The doctor then walks both in id order, one id at a time,
+/// so its memory does not grow with the number of messages.
+struct Scan<'a> {
     corrupt: Vec<(PathBuf, CorruptReason)>,
     unsupported: Vec<chipset_store::Unsupported>,
-    markers: BTreeSet<(MessageId, Kind, MessageId)>,
-    swept: BTreeSet<TaskId>,
+    /// Tasks with a by-task folder.
+    swept: BTreeSet<u32>,
     agents: Interner<AgentId>,
     tasks: Interner<TaskId>,
+    /// `{id}\tM\t{dir}\t…` per copy, `{id}\tS` and `{id}\tA` per event.
+    by_id: Sorter<'a>,
+    /// `{parent}\tR\t{kind}\t{child}` per reply-index entry, then
+    /// `{parent}\tP\t…` per reply and `{id}\tK\t…` per request.
+    by_parent: Sorter<'a>,
+    /// Directories scanned so far: a copy's place in the scan order.
+    dirs: u32,
 }
 
-impl Scan {
+impl<'a> Scan<'a> {
+    fn new(mail: &'a Mail, budget: usize) -> Self {
+        let dir = mail.layout.mail();
+        Scan {
+            corrupt: Vec::new(),
+            unsupported: Vec::new(),
+            swept: BTreeSet::new(),
+            agents: Interner::default(),
+            tasks: Interner::default(),
+            by_id: Sorter::new(&mail.state, dir, budget),
+            by_parent: Sorter::new(&mail.state, dir, budget),
+            dirs: 0,
+        }
+    }
+
     fn loc(&mut self, location: &Location) -> Loc {
         match location {
             Location::Inbox(a) => Loc::Inbox(self.agents.intern(a)),
@@ -403,40 +447,129 @@ impl Scan {
         }
     }
 
-    /// Keeps the copy of `m` furthest along its lifecycle; the other is a duplicate.
-    fn keep(&mut self, location: &Location, m: Message) {
-        let loc = self.loc(location);
-        let seen = Seen {
+    /// Records one copy of `m`, found in the `dir`-th directory scanned.
+    fn copy(&mut self, dir: u32, loc: Loc, m: &Message) -> Result<()> {
+        let line = format!(
+            "{}\tM\t{dir:08x}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+            m.id,
+            loc.encode(),
+            m.kind,
+            u8::from(m.needs_reply()),
+            self.agents.intern(&m.from),
+            self.agents.intern(&m.to),
+            self.tasks.intern(&m.phase),
+            m.created_at.unix_ms(),
+            m.in_reply_to.as_ref().map_or("", MessageId::as_str),
+        );
+        self.by_id.push(line.as_bytes())
+    }
+}
+
+/// Decodes a copy's line (after its id and tag): its directory and what
+/// the doctor keeps of it.
+fn decode_copy(fields: &mut std::str::Split<'_, char>) -> Option<(u32, Seen)> {
+    let dir = u32::from_str_radix(fields.next()?, 16).ok()?;
+    let loc = Loc::decode(fields.next()?)?;
+    let kind = Kind::from_name(fields.next()?)?;
+    let needs_reply = fields.next()? == "1";
+    let from = fields.next()?.parse().ok()?;
+    let to = fields.next()?.parse().ok()?;
+    let phase = fields.next()?.parse().ok()?;
+    let created_at = chipset_store::Timestamp::from_unix_ms(fields.next()?.parse().ok()?);
+    let in_reply_to = match fields.next()? {
+        "" => None,
+        p => Some(MessageId::new(p).ok()?),
+    };
+    Some((
+        dir,
+        Seen {
             loc,
-            kind: m.kind,
-            needs_reply: m.needs_reply(),
-            from: self.agents.intern(&m.from),
-            to: self.agents.intern(&m.to),
-            phase: self.tasks.intern(&m.phase),
-            in_reply_to: m.in_reply_to,
-            created_at: m.created_at,
+            kind,
+            needs_reply,
+            from,
+            to,
+            phase,
+            in_reply_to,
+            created_at,
+        },
+    ))
+}
+
+/// Walks a sorted stream one key (the text before the first tab) at a time.
+struct Groups {
+    sorted: Sorted,
+    next: Option<String>,
+}
+
+impl Groups {
+    fn new(mut sorted: Sorted) -> Result<Self> {
+        let next = sorted.next_line()?.map(scratch_text).transpose()?;
+        Ok(Groups { sorted, next })
+    }
+
+    /// The next key and the rest of each of its lines, in order.
+    fn next_group(&mut self) -> Result<Option<(String, Vec<String>)>> {
+        let Some(first) = self.next.take() else {
+            return Ok(None);
         };
-        match self.unique.get(&m.id).map(|k| k.loc) {
-            Some(kept) if self.location(kept).stage() >= location.stage() => {
-                self.duplicates.push(Finding::Duplicate {
-                    id: m.id,
-                    kept: self.location(kept),
-                    extra: location.clone(),
-                })
-            }
-            Some(kept) => {
-                self.duplicates.push(Finding::Duplicate {
-                    id: m.id.clone(),
-                    kept: location.clone(),
-                    extra: self.location(kept),
-                });
-                self.unique.insert(m.id, seen);
-            }
-            None => {
-                self.unique.insert(m.id, seen);
+        let (key, rest) = first.split_once('\t').unwrap_or((first.as_str(), ""));
+        let (key, mut lines) = (key.to_owned(), vec![rest.to_owned()]);
+        while let Some(line) = self.sorted.next_line()?.map(scratch_text).transpose()? {
+            match line.split_once('\t') {
+                Some((k, rest)) if k == key => lines.push(rest.to_owned()),
+                None if line == key => lines.push(String::new()),
+                _ => {
+                    self.next = Some(line);
+                    break;
+                }
             }
         }
+        Ok(Some((key, lines)))
     }
+}
+
+fn scratch_text(bytes: Vec<u8>) -> Result<String> {
+    String::from_utf8(bytes).map_err(|_| bad_scratch())
+}
+
+/// The doctor's own scratch data did not read back as written.
+fn bad_scratch() -> crate::MailError {
+    chipset_store::Error::Io {
+        op: "read scratch file",
+        path: PathBuf::from("(scratch)"),
+        source: std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "a scratch record did not read back as written",
+        ),
+    }
+    .into()
+}
+
+/// What the first pass (over message ids) leaves for the report and repairs.
+#[derive(Default)]
+struct ById {
+    messages: usize,
+    /// Duplicates with their place in the scan order (directory, id).
+    duplicates: Vec<(u32, MessageId, Finding)>,
+    /// Orphans and answered requests, by id (answered ones come from the
+    /// second pass).
+    inbox: Vec<(MessageId, Finding)>,
+    orphans: Vec<(AgentId, MessageId, TaskId, OrphanReason)>,
+    /// Missing and in-flight events, in id order.
+    events: Vec<Finding>,
+    unsent: Vec<MessageId>,
+    unarchived: Vec<(MessageId, AgentId, TaskId)>,
+    /// Per by-task folder: its messages, and its newest one.
+    by_task: BTreeMap<u32, (usize, MessageId, Seen)>,
+}
+
+/// What the second pass (over parent ids) leaves.
+#[derive(Default)]
+struct ByParent {
+    /// Mismatched responses and missing index entries, with the reply's id.
+    replies: Vec<(MessageId, Finding)>,
+    unlinked: Vec<MessageId>,
+    answered_requests: Vec<(AgentId, MessageId, TaskId)>,
 }
 
 impl Mail {
@@ -470,13 +603,28 @@ impl Mail {
     /// Safe to run while agents work; stale temp files are the store's
     /// business ([`StateDir::sweep_temps`](chipset_store::StateDir::sweep_temps)).
     ///
+    /// Memory does not grow with the number of messages: the scan sorts
+    /// what it needs by message id, spilling sorted runs to a nameless
+    /// scratch file in `mail/` beyond a fixed budget, and then looks at one
+    /// id at a time (see the crate docs, Repair and status).
+    ///
     /// # Errors
     ///
     /// [`MailError::Store`](crate::MailError::Store) when a directory cannot
     /// be listed or a repair fails; findings already repaired stay repaired.
     pub(crate) fn scan_doctor(&self, mode: DoctorMode) -> Result<DoctorReport> {
-        let mut scan = self.scan_all()?;
+        self.doctor_within(mode, spill::BUDGET)
+    }
+
+    /// [`Mail::doctor`], its sorters spilling beyond `budget` bytes each.
+    fn doctor_within(&self, mode: DoctorMode, budget: usize) -> Result<DoctorReport> {
+        let mut scan = Scan::new(self, budget);
+        self.scan_all(&mut scan)?;
+        let manifest = self.manifest_status(&mut scan.by_id)?;
         let now = self.state.now();
+        let by_id = self.by_id_pass(&mut scan, now)?;
+        let by_parent = self.by_parent_pass(&mut scan)?;
+
         let mut findings: Vec<Finding> = scan
             .corrupt
             .iter()
@@ -489,92 +637,23 @@ impl Mail {
             path: u.path.clone(),
             what: u.what.clone(),
         }));
+        // In the order the scan met the extra copies.
+        let mut duplicates = by_id.duplicates;
+        duplicates.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        findings.extend(duplicates.into_iter().map(|(_, _, f)| f));
+        // The reply checks, in the replies' id order.
+        let mut replies = by_parent.replies;
+        replies.sort_by(|a, b| a.0.cmp(&b.0));
+        findings.extend(replies.into_iter().map(|(_, f)| f));
+        let mut unlinked = by_parent.unlinked;
+        unlinked.sort();
+        // Orphans and answered requests, in id order.
+        let mut inbox = by_id.inbox;
+        inbox.sort_by(|a, b| a.0.cmp(&b.0));
+        findings.extend(inbox.into_iter().map(|(_, f)| f));
+        let orphans = by_id.orphans;
+        let answered_requests = by_parent.answered_requests;
 
-        // One copy per id: the one furthest along its lifecycle.
-        let unique = std::mem::take(&mut scan.unique);
-        findings.extend(std::mem::take(&mut scan.duplicates));
-
-        let mut answered: BTreeSet<MessageId> = scan
-            .markers
-            .iter()
-            .filter(|(_, k, _)| *k == Kind::Response)
-            .map(|(p, _, _)| p.clone())
-            .collect();
-        let mut unlinked: Vec<MessageId> = Vec::new();
-        for (id, m) in &unique {
-            let Some(parent) = &m.in_reply_to else {
-                continue;
-            };
-            if m.kind == Kind::Response {
-                // Only what `send` would accept answers a request: the request
-                // exists, expects a reply, is addressed to the responder, and
-                // is of the same task.
-                let fits = unique
-                    .get(parent)
-                    .is_some_and(|p| p.needs_reply && p.to == m.from && p.phase == m.phase);
-                if !fits {
-                    findings.push(Finding::MismatchedResponse {
-                        id: id.clone(),
-                        parent: parent.clone(),
-                    });
-                    continue;
-                }
-                answered.insert(parent.clone());
-            }
-            if !scan.markers.contains(&(parent.clone(), m.kind, id.clone())) {
-                findings.push(Finding::MissingReplyMarker {
-                    parent: parent.clone(),
-                    child: id.clone(),
-                    kind: m.kind,
-                });
-                unlinked.push(id.clone());
-            }
-        }
-
-        let mut orphans = Vec::new();
-        let mut answered_requests = Vec::new();
-        for (id, m) in &unique {
-            let Loc::Inbox(agent) = m.loc else {
-                continue;
-            };
-            let agent = scan.agents.get(agent);
-            let phase = scan.tasks.get(m.phase);
-            let reason = if scan.swept.contains(phase) {
-                Some(OrphanReason::TaskSwept)
-            } else if self
-                .config
-                .recipients
-                .as_ref()
-                .is_some_and(|r| !r.contains(agent))
-            {
-                Some(OrphanReason::UnknownRecipient)
-            } else if self
-                .config
-                .orphan_after
-                .is_some_and(|age| now.since(m.created_at) > age)
-            {
-                Some(OrphanReason::Stale)
-            } else {
-                None
-            };
-            if let Some(reason) = reason {
-                findings.push(Finding::Orphan {
-                    id: id.clone(),
-                    agent: agent.clone(),
-                    task: phase.clone(),
-                    reason,
-                });
-                orphans.push((agent.clone(), id, phase.clone(), reason));
-            } else if m.needs_reply && answered.contains(id) {
-                findings.push(Finding::AnsweredRequest {
-                    id: id.clone(),
-                    agent: agent.clone(),
-                });
-                answered_requests.push((agent.clone(), id, phase.clone()));
-            }
-        }
-
-        let manifest = self.manifest_status()?;
         if let Some(c) = &manifest.not_a_file {
             // A directory, FIFO or device where the manifest belongs: reported,
             // and with Fix moved aside; a new manifest is then reconciled.
@@ -595,72 +674,22 @@ impl Mail {
                 reason: bad.reason.clone(),
             });
         }
-        let mut unsent: Vec<&MessageId> = Vec::new();
-        let mut unarchived: Vec<(&MessageId, &Seen)> = Vec::new();
-        for (id, m) in &unique {
-            let sent = manifest.sent.contains(id.as_str());
-            // Only top-level `archive/`: by-task messages were archived (or
-            // taken from an inbox) by a sweep, whose event is `task-swept`;
-            // orphans have `orphaned`.
-            let archived = m.loc != Loc::Archive || manifest.archived.contains(id.as_str());
-            if sent && archived {
-                continue;
-            }
-            let age = now.since(m.created_at);
-            if sent {
-                if age >= self.config.in_flight_grace {
-                    findings.push(Finding::MissingArchivedEvent {
-                        id: id.clone(),
-                        location: scan.location(m.loc),
-                    });
-                    unarchived.push((id, m));
-                } else {
-                    findings.push(Finding::InFlight {
-                        id: id.clone(),
-                        location: scan.location(m.loc),
-                        check_after: self.config.in_flight_grace - age,
-                    });
-                }
-                continue;
-            }
-            if age >= self.config.in_flight_grace {
-                findings.push(Finding::MissingSentEvent {
-                    id: id.clone(),
-                    location: scan.location(m.loc),
-                });
-                unsent.push(id);
-                if !archived {
-                    findings.push(Finding::MissingArchivedEvent {
-                        id: id.clone(),
-                        location: scan.location(m.loc),
-                    });
-                    unarchived.push((id, m));
-                }
-            } else {
-                findings.push(Finding::InFlight {
-                    id: id.clone(),
-                    location: scan.location(m.loc),
-                    check_after: self.config.in_flight_grace - age,
-                });
-            }
-        }
+        findings.extend(by_id.events);
+        let unsent = by_id.unsent;
+        let unarchived = by_id.unarchived;
+        let messages = by_id.messages;
 
         // A by-task folder without a `task-swept` event: judged by its
         // newest message, like the per-message events (a sweep running now
         // appends its event right after its moves).
-        let mut by_task: BTreeMap<u32, (usize, &MessageId, &Seen)> = BTreeMap::new();
-        for (id, m) in &unique {
-            if let Loc::ByTask(t) = m.loc {
-                let e = by_task.entry(t).or_insert((0, id, m));
-                e.0 += 1;
-                if m.created_at > e.2.created_at {
-                    (e.1, e.2) = (id, m);
-                }
-            }
-        }
+        let mut by_task: Vec<(TaskId, (usize, MessageId, Seen))> = by_id
+            .by_task
+            .into_iter()
+            .map(|(t, v)| (scan.tasks.get(t).clone(), v))
+            .collect();
+        by_task.sort_by(|a, b| a.0.cmp(&b.0));
         let mut unswept: Vec<(TaskId, usize)> = Vec::new();
-        for (t, (total, newest_id, newest)) in by_task {
-            let task = scan.tasks.get(t).clone();
+        for (task, (total, newest_id, newest)) in by_task {
             if manifest.swept.contains(task.as_str()) {
                 continue;
             }
@@ -673,7 +702,7 @@ impl Mail {
                 unswept.push((task, total));
             } else {
                 findings.push(Finding::InFlight {
-                    id: newest_id.clone(),
+                    id: newest_id,
                     location: scan.location(newest.loc),
                     check_after: self.config.in_flight_grace - age,
                 });
@@ -682,7 +711,7 @@ impl Mail {
 
         let report = |findings| DoctorReport {
             mode,
-            messages: unique.len(),
+            messages,
             findings,
         };
         if mode == DoctorMode::Check {
@@ -719,12 +748,12 @@ impl Mail {
         };
         self.link_replies(&whole(&mut unlinked.iter())?)?;
         let mut events = Vec::new();
-        let unsent = whole(&mut unsent.into_iter())?;
+        let unsent = whole(&mut unsent.iter())?;
         for (agent, id, task, reason) in orphans {
             let from = Location::Inbox(agent.clone());
-            if let Moved::Done = self.move_message(id, &from, &Location::Orphan)? {
+            if let Moved::Done = self.move_message(&id, &from, &Location::Orphan)? {
                 events.push(ManifestEvent::Orphaned {
-                    id: id.clone(),
+                    id,
                     agent,
                     task,
                     reason,
@@ -734,9 +763,9 @@ impl Mail {
         }
         for (agent, id, task) in answered_requests {
             let from = Location::Inbox(agent.clone());
-            if let Moved::Done = self.move_message(id, &from, &Location::Archive)? {
+            if let Moved::Done = self.move_message(&id, &from, &Location::Archive)? {
                 events.push(ManifestEvent::Archived {
-                    id: id.clone(),
+                    id,
                     agent,
                     task,
                     reply: None,
@@ -752,13 +781,15 @@ impl Mail {
             .collect();
         // Then the `archived` events of messages found in `archive/`
         // without one (after their `sent`, as they were written).
-        reconciled.extend(unarchived.iter().map(|(id, m)| ManifestEvent::Archived {
-            id: (*id).clone(),
-            agent: scan.agents.get(m.to).clone(),
-            task: scan.tasks.get(m.phase).clone(),
-            reply: None,
-            at: now,
-            reconciled: true,
+        reconciled.extend(unarchived.into_iter().map(|(id, agent, task)| {
+            ManifestEvent::Archived {
+                id,
+                agent,
+                task,
+                reply: None,
+                at: now,
+                reconciled: true,
+            }
         }));
         reconciled.extend(
             unswept
@@ -787,14 +818,262 @@ impl Mail {
         Ok(())
     }
 
-    fn scan_all(&self) -> Result<Scan> {
-        let mut scan = Scan::default();
+    /// The first pass, one message id at a time: duplicates, orphans, the
+    /// `sent` and `archived` events, the by-task folders; and for the second
+    /// pass each reply (`P`, under its parent's id) and each request that
+    /// expects a reply (`K`).
+    fn by_id_pass<'a>(
+        &'a self,
+        scan: &mut Scan<'a>,
+        now: chipset_store::Timestamp,
+    ) -> Result<ById> {
+        let sorter = std::mem::replace(
+            &mut scan.by_id,
+            Sorter::new(&self.state, self.layout.mail(), 0),
+        );
+        let mut groups = Groups::new(sorter.finish()?)?;
+        let mut out = ById::default();
+        while let Some((key, lines)) = groups.next_group()? {
+            let mut copies: Vec<(u32, Seen)> = Vec::new();
+            let (mut sent, mut archived_event) = (false, false);
+            for line in &lines {
+                let mut fields = line.split('\t');
+                match fields.next() {
+                    Some("M") => copies.push(decode_copy(&mut fields).ok_or_else(bad_scratch)?),
+                    Some("S") => sent = true,
+                    Some("A") => archived_event = true,
+                    _ => return Err(bad_scratch()),
+                }
+            }
+            if copies.is_empty() {
+                continue;
+            }
+            let id = MessageId::new(key.as_str()).map_err(|_| bad_scratch())?;
+            // One copy per id, the one furthest along its lifecycle, chosen
+            // in the scan's order as the copies were met.
+            let mut kept: Option<Seen> = None;
+            for (dir, seen) in copies {
+                match &kept {
+                    Some(k) if scan.location(k.loc).stage() >= scan.location(seen.loc).stage() => {
+                        let f = Finding::Duplicate {
+                            id: id.clone(),
+                            kept: scan.location(k.loc),
+                            extra: scan.location(seen.loc),
+                        };
+                        out.duplicates.push((dir, id.clone(), f));
+                    }
+                    Some(k) => {
+                        let f = Finding::Duplicate {
+                            id: id.clone(),
+                            kept: scan.location(seen.loc),
+                            extra: scan.location(k.loc),
+                        };
+                        out.duplicates.push((dir, id.clone(), f));
+                        kept = Some(seen);
+                    }
+                    None => kept = Some(seen),
+                }
+            }
+            let m = kept.expect("one copy at least");
+            out.messages += 1;
+            if let Some(parent) = &m.in_reply_to {
+                let line = format!("{parent}\tP\t{id}\t{}\t{}\t{}", m.kind, m.from, m.phase);
+                scan.by_parent.push(line.as_bytes())?;
+            }
+
+            // Orphans, and the requests in an inbox that a response may have answered.
+            let mut answerable = None;
+            if let Loc::Inbox(agent) = m.loc {
+                let reason = if scan.swept.contains(&m.phase) {
+                    Some(OrphanReason::TaskSwept)
+                } else if self
+                    .config
+                    .recipients
+                    .as_ref()
+                    .is_some_and(|r| !r.contains(scan.agents.get(agent)))
+                {
+                    Some(OrphanReason::UnknownRecipient)
+                } else if self
+                    .config
+                    .orphan_after
+                    .is_some_and(|age| now.since(m.created_at) > age)
+                {
+                    Some(OrphanReason::Stale)
+                } else {
+                    None
+                };
+                let (agent_id, task) = (scan.agents.get(agent), scan.tasks.get(m.phase));
+                if let Some(reason) = reason {
+                    out.inbox.push((
+                        id.clone(),
+                        Finding::Orphan {
+                            id: id.clone(),
+                            agent: agent_id.clone(),
+                            task: task.clone(),
+                            reason,
+                        },
+                    ));
+                    out.orphans
+                        .push((agent_id.clone(), id.clone(), task.clone(), reason));
+                } else {
+                    answerable = Some(agent);
+                }
+            }
+            if m.needs_reply {
+                let line = format!(
+                    "{id}\tK\t{}\t{}\t{}",
+                    m.to,
+                    m.phase,
+                    answerable.map(|a| a.to_string()).unwrap_or_default()
+                );
+                scan.by_parent.push(line.as_bytes())?;
+            }
+
+            // The manifest's events.
+            let archived = m.loc != Loc::Archive || archived_event;
+            if !(sent && archived) {
+                let age = now.since(m.created_at);
+                let location = scan.location(m.loc);
+                if age < self.config.in_flight_grace {
+                    out.events.push(Finding::InFlight {
+                        id: id.clone(),
+                        location,
+                        check_after: self.config.in_flight_grace - age,
+                    });
+                } else {
+                    if !sent {
+                        out.events.push(Finding::MissingSentEvent {
+                            id: id.clone(),
+                            location: location.clone(),
+                        });
+                        out.unsent.push(id.clone());
+                    }
+                    if !archived {
+                        out.events.push(Finding::MissingArchivedEvent {
+                            id: id.clone(),
+                            location,
+                        });
+                        out.unarchived.push((
+                            id.clone(),
+                            scan.agents.get(m.to).clone(),
+                            scan.tasks.get(m.phase).clone(),
+                        ));
+                    }
+                }
+            }
+
+            if let Loc::ByTask(t) = m.loc {
+                match out.by_task.get_mut(&t) {
+                    Some(e) => {
+                        e.0 += 1;
+                        if m.created_at > e.2.created_at {
+                            (e.1, e.2) = (id, m);
+                        }
+                    }
+                    None => {
+                        out.by_task.insert(t, (1, id, m));
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The second pass, one parent id at a time: which replies fit their
+    /// request, which are missing from the reply index, and which requests
+    /// still in an inbox have a response.
+    fn by_parent_pass<'a>(&'a self, scan: &mut Scan<'a>) -> Result<ByParent> {
+        let sorter = std::mem::replace(
+            &mut scan.by_parent,
+            Sorter::new(&self.state, self.layout.mail(), 0),
+        );
+        let mut groups = Groups::new(sorter.finish()?)?;
+        let mut out = ByParent::default();
+        while let Some((key, lines)) = groups.next_group()? {
+            let parent = MessageId::new(key.as_str()).map_err(|_| bad_scratch())?;
+            // The request (`to`, task, inbox it may be archived from).
+            let mut request: Option<(u32, u32, Option<u32>)> = None;
+            let mut replies: Vec<(MessageId, Kind, u32, u32)> = Vec::new();
+            let mut markers: BTreeSet<(Kind, MessageId)> = BTreeSet::new();
+            for line in &lines {
+                let f: Vec<&str> = line.split('\t').collect();
+                match f.as_slice() {
+                    ["K", to, phase, agent] => {
+                        let agent = match *agent {
+                            "" => None,
+                            a => Some(a.parse().map_err(|_| bad_scratch())?),
+                        };
+                        request = Some((
+                            to.parse().map_err(|_| bad_scratch())?,
+                            phase.parse().map_err(|_| bad_scratch())?,
+                            agent,
+                        ));
+                    }
+                    ["P", child, kind, from, phase] => replies.push((
+                        MessageId::new(*child).map_err(|_| bad_scratch())?,
+                        Kind::from_name(kind).ok_or_else(bad_scratch)?,
+                        from.parse().map_err(|_| bad_scratch())?,
+                        phase.parse().map_err(|_| bad_scratch())?,
+                    )),
+                    ["R", kind, child] => {
+                        markers.insert((
+                            Kind::from_name(kind).ok_or_else(bad_scratch)?,
+                            MessageId::new(*child).map_err(|_| bad_scratch())?,
+                        ));
+                    }
+                    _ => return Err(bad_scratch()),
+                }
+            }
+            let mut answered = markers.iter().any(|(k, _)| *k == Kind::Response);
+            for (child, kind, from, phase) in replies {
+                if kind == Kind::Response {
+                    // Only what `send` would accept answers a request: the
+                    // request exists, expects a reply, is addressed to the
+                    // responder, and is of the same task.
+                    let fits = request.is_some_and(|(to, p, _)| to == from && p == phase);
+                    if !fits {
+                        let f = Finding::MismatchedResponse {
+                            id: child.clone(),
+                            parent: parent.clone(),
+                        };
+                        out.replies.push((child, f));
+                        continue;
+                    }
+                    answered = true;
+                }
+                if !markers.contains(&(kind, child.clone())) {
+                    let f = Finding::MissingReplyMarker {
+                        parent: parent.clone(),
+                        child: child.clone(),
+                        kind,
+                    };
+                    out.replies.push((child.clone(), f));
+                    out.unlinked.push(child);
+                }
+            }
+            if let Some((_, phase, Some(agent))) = request
+                && answered
+            {
+                let agent = scan.agents.get(agent).clone();
+                let f = Finding::AnsweredRequest {
+                    id: parent.clone(),
+                    agent: agent.clone(),
+                };
+                out.answered_requests
+                    .push((agent, parent.clone(), scan.tasks.get(phase).clone()));
+                out.replies.push((parent, f));
+            }
+        }
+        Ok(out)
+    }
+
+    fn scan_all(&self, scan: &mut Scan<'_>) -> Result<()> {
         let inbox_root = self.layout.inbox_root();
         for name in self.state.list(&inbox_root)? {
             let path = inbox_root.join(&name);
             match AgentId::new(name.as_str()) {
                 Ok(agent) if is_dir(&self.state, &path)? => {
-                    self.scan_messages(&mut scan, &Location::Inbox(agent), &[])?;
+                    self.scan_messages(scan, &Location::Inbox(agent), &[])?;
                 }
                 _ => scan.corrupt.push((path, not("an agent inbox directory"))),
             }
@@ -806,44 +1085,56 @@ impl Mail {
                 scan.corrupt.push((path, not("a directory")));
             }
         }
-        self.scan_messages(&mut scan, &Location::Archive, &[BY_TASK, ORPHAN])?;
-        self.scan_messages(&mut scan, &Location::Orphan, &[])?;
+        self.scan_messages(scan, &Location::Archive, &[BY_TASK, ORPHAN])?;
+        self.scan_messages(scan, &Location::Orphan, &[])?;
         let by_task_root = self.layout.by_task_root();
         if is_dir(&self.state, &by_task_root)? {
             for name in self.state.list(&by_task_root)? {
                 let path = by_task_root.join(&name);
                 match TaskId::new(name.as_str()) {
                     Ok(task) if is_dir(&self.state, &path)? => {
-                        scan.swept.insert(task.clone());
-                        self.scan_messages(&mut scan, &Location::ByTask(task), &[])?;
+                        let t = scan.tasks.intern(&task);
+                        scan.swept.insert(t);
+                        self.scan_messages(scan, &Location::ByTask(task), &[])?;
                     }
                     _ => scan.corrupt.push((path, not("a task directory"))),
                 }
             }
         }
+        // The reply index: one folder per parent, so as many as there are
+        // answered messages; walked without listing it whole.
         let replies_root = self.layout.replies_root();
-        for name in self.state.list(&replies_root)? {
-            let path = replies_root.join(&name);
-            match MessageId::new(name.as_str()) {
-                Ok(parent) if is_dir(&self.state, &path)? => {
-                    for marker in self.state.list(&path)? {
-                        match parse_marker(&marker) {
-                            Some((kind, child)) => {
-                                scan.markers.insert((parent.clone(), kind, child));
+        let mut corrupt = Vec::new();
+        self.state
+            .for_each_name(&replies_root, |name| -> Result<()> {
+                let path = replies_root.join(&name);
+                match MessageId::new(name.as_str()) {
+                    Ok(parent) if is_dir(&self.state, &path)? => {
+                        for marker in self.state.list(&path)? {
+                            match parse_marker(&marker) {
+                                Some((kind, child)) => {
+                                    let line = format!("{parent}\tR\t{kind}\t{child}");
+                                    scan.by_parent.push(line.as_bytes())?;
+                                }
+                                None => {
+                                    corrupt.push((path.join(&marker), not("a reply-index entry")));
+                                }
                             }
-                            None => scan
-                                .corrupt
-                                .push((path.join(&marker), not("a reply-index entry"))),
                         }
                     }
+                    _ => corrupt.push((path, not("a reply-index directory"))),
                 }
-                _ => scan.corrupt.push((path, not("a reply-index directory"))),
-            }
-        }
-        Ok(scan)
+                Ok(())
+            })?;
+        corrupt.sort_by(|a, b| a.0.cmp(&b.0));
+        scan.corrupt.extend(corrupt);
+        Ok(())
     }
 
-    fn scan_messages(&self, scan: &mut Scan, location: &Location, skip: &[&str]) -> Result<()> {
+    /// Reads every message file of one directory, without listing it whole:
+    /// each readable one goes to the sorter, each bad one to the findings
+    /// (in name order, as a sorted listing would meet them).
+    fn scan_messages(&self, scan: &mut Scan<'_>, location: &Location, skip: &[&str]) -> Result<()> {
         let dir = self.layout.dir_of(location);
         if !crate::mail::exists(&self.state, &dir)? {
             return Ok(());
@@ -851,61 +1142,54 @@ impl Mail {
         if !is_dir(&self.state, &dir)? {
             return Ok(()); // reported by the caller
         }
-        for name in self.state.list(&dir)? {
+        let index = scan.dirs;
+        scan.dirs += 1;
+        let loc = scan.loc(location);
+        let mut corrupt = Vec::new();
+        let mut unsupported = Vec::new();
+        self.state.for_each_name(&dir, |name| -> Result<()> {
             if skip.contains(&name.as_str()) {
-                continue;
+                return Ok(());
             }
             let path = dir.join(&name);
             let Some(id) = id_of(&name) else {
-                scan.corrupt
-                    .push((path, not("a message file (`{id}.json`)")));
-                continue;
+                corrupt.push((path, not("a message file (`{id}.json`)")));
+                return Ok(());
             };
             let read = match read_message(&self.state, &path) {
                 Err(crate::MailError::Store(chipset_store::Error::Symlink { path })) => {
-                    scan.corrupt.push((path, CorruptReason::NotARegularFile));
-                    continue;
+                    corrupt.push((path, CorruptReason::NotARegularFile));
+                    return Ok(());
                 }
                 other => other?,
             };
             match read {
                 ReadOutcome::Missing => {}
-                ReadOutcome::Corrupt(c) => scan.corrupt.push((c.path, c.reason)),
-                ReadOutcome::Unsupported(u) => scan.unsupported.push(u),
+                ReadOutcome::Corrupt(c) => corrupt.push((c.path, c.reason)),
+                ReadOutcome::Unsupported(u) => unsupported.push(u),
                 ReadOutcome::Value(m) => match check_id(&path, &id, m) {
-                    Ok(m) => scan.keep(location, m),
-                    Err(c) => scan.corrupt.push((c.path, c.reason)),
+                    Ok(m) => scan.copy(index, loc, &m)?,
+                    Err(c) => corrupt.push((c.path, c.reason)),
                 },
             }
-        }
+            Ok(())
+        })?;
+        corrupt.sort_by(|a, b| a.0.cmp(&b.0));
+        unsupported.sort_by(|a, b| a.path.cmp(&b.path));
+        scan.corrupt.extend(corrupt);
+        scan.unsupported.extend(unsupported);
         Ok(())
     }
 
-    fn manifest_status(&self) -> Result<ManifestStatus> {
+    /// Reads the manifest one record at a time: the ids of its `sent` and
+    /// `archived` events go to `by_id` (never into a set in memory), the
+    /// tasks of its `task-swept` events into the result.
+    fn manifest_status(&self, by_id: &mut Sorter<'_>) -> Result<ManifestStatus> {
         let log = chipset_store::JsonLog::new(self.layout.manifest());
-        // Only the tag and id of each record are kept: the doctor's memory
-        // must not hold every manifest record as a JSON tree.
-        let contents = match log.read::<ManifestTag>() {
-            Ok(c) => c,
-            Err(chipset_store::Error::Corrupt(c)) => {
-                return Ok(ManifestStatus {
-                    sent: BTreeSet::new(),
-                    archived: BTreeSet::new(),
-                    swept: BTreeSet::new(),
-                    torn: None,
-                    bad: Vec::new(),
-                    not_a_file: Some(c),
-                });
-            }
-            Err(e) => return Err(e.into()),
-        };
-        // Of `sent` and `archived` events only the ids are kept, each in its
-        // set.
-        let mut sent = BTreeSet::new();
-        let mut archived = BTreeSet::new();
         let mut swept = BTreeSet::new();
+        let mut failed: Option<crate::MailError> = None;
         let text = |v: Option<serde_json::Value>| v.and_then(|v| v.as_str().map(str::to_owned));
-        for r in contents.records {
+        let read = log.for_each::<ManifestTag>(|r| {
             let ManifestTag::Record {
                 event,
                 kind,
@@ -914,25 +1198,43 @@ impl Mail {
                 task_id,
             } = r
             else {
-                continue;
+                return;
             };
-            match (text(event.or(kind)).as_deref(), text(id)) {
-                (Some("sent"), Some(id)) => {
-                    sent.insert(id);
-                }
-                (Some("archived"), Some(id)) => {
-                    archived.insert(id);
-                }
+            let tag = match (text(event.or(kind)).as_deref(), text(id)) {
+                (Some("sent"), Some(id)) => Some(("S", id)),
+                (Some("archived"), Some(id)) => Some(("A", id)),
                 // chipset writes `task`, nubos-pilot `task_id`.
                 (Some("task-swept"), _) => {
                     swept.extend(text(task.or(task_id)));
+                    None
                 }
-                _ => {}
+                _ => None,
+            };
+            // An id with a control character names no message file.
+            if let Some((tag, id)) = tag
+                && !id.chars().any(char::is_control)
+                && failed.is_none()
+                && let Err(e) = by_id.push(format!("{id}\t{tag}").as_bytes())
+            {
+                failed = Some(e);
             }
+        });
+        if let Some(e) = failed {
+            return Err(e);
         }
+        let contents = match read {
+            Ok(c) => c,
+            Err(chipset_store::Error::Corrupt(c)) => {
+                return Ok(ManifestStatus {
+                    swept: BTreeSet::new(),
+                    torn: None,
+                    bad: Vec::new(),
+                    not_a_file: Some(c),
+                });
+            }
+            Err(e) => return Err(e.into()),
+        };
         Ok(ManifestStatus {
-            sent,
-            archived,
             swept,
             torn: contents.torn_tail,
             bad: contents.bad_lines,
@@ -963,9 +1265,6 @@ enum ManifestTag {
 }
 
 struct ManifestStatus {
-    sent: BTreeSet<String>,
-    /// Ids of `archived` events.
-    archived: BTreeSet<String>,
     /// Tasks of `task-swept` events.
     swept: BTreeSet<String>,
     torn: Option<chipset_store::TornTail>,
@@ -979,4 +1278,118 @@ fn not(what: &str) -> CorruptReason {
 
 fn is_dir(state: &StateDir, path: &Path) -> Result<bool> {
     Ok(state.stat(path)?.is_some_and(|m| m.is_dir()))
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the test plants and inspects files as another program would, outside the store's API"
+)]
+mod tests {
+    use std::time::Duration;
+
+    use chipset_store::{AgentId, StateDir, TaskId};
+
+    use super::*;
+    use crate::{Draft, MailConfig};
+
+    /// A state with one of nearly every finding, among enough messages that
+    /// a small budget spills many runs.
+    fn troubled(root: &Path) -> Mail {
+        let config = MailConfig {
+            in_flight_grace: Duration::ZERO,
+            ..MailConfig::default()
+        };
+        let mail = Mail::with_config(StateDir::open(root).unwrap(), config);
+        let (c, e) = (AgentId::new("c").unwrap(), AgentId::new("e").unwrap());
+        let (t, done) = (TaskId::new("t").unwrap(), TaskId::new("done").unwrap());
+        let mut requests = Vec::new();
+        for i in 0..40 {
+            let q = mail
+                .send(&Draft::request(
+                    c.clone(),
+                    e.clone(),
+                    t.clone(),
+                    "q",
+                    format!("{i}"),
+                ))
+                .unwrap();
+            if i % 2 == 0 {
+                mail.send(&Draft::response(
+                    e.clone(),
+                    c.clone(),
+                    q.id().clone(),
+                    "a",
+                    "",
+                ))
+                .unwrap();
+            }
+            requests.push(q);
+        }
+        mail.send(&Draft::notify(c.clone(), e.clone(), done.clone(), "n", ""))
+            .unwrap();
+        mail.sweep_task_on_commit(&done).unwrap();
+        // An orphan: sent to a swept task.
+        mail.send(&Draft::notify(c.clone(), e.clone(), done, "late", ""))
+            .unwrap();
+        let inbox_e = mail.inbox_dir(&e);
+        let archive = mail.dir().join("archive");
+        // A duplicate: an archived request copied back into its inbox.
+        let answered = requests[0].id();
+        std::fs::copy(
+            archive.join(format!("{answered}.json")),
+            inbox_e.join(format!("{answered}.json")),
+        )
+        .unwrap();
+        // Reply-index entries lost.
+        std::fs::remove_dir_all(mail.dir().join("replies").join(requests[2].id().as_str()))
+            .unwrap();
+        // A manifest without its first lines: messages without `sent` events.
+        let manifest = std::fs::read_to_string(mail.manifest_path()).unwrap();
+        let rest: Vec<&str> = manifest.lines().skip(5).collect();
+        std::fs::write(mail.manifest_path(), rest.join("\n") + "\n{\"torn").unwrap();
+        // Corrupt files.
+        std::fs::write(inbox_e.join("not-a-message.txt"), b"x").unwrap();
+        std::fs::write(inbox_e.join("1-broken.json"), b"{").unwrap();
+        mail
+    }
+
+    #[test]
+    fn a_spilled_scan_finds_what_one_in_memory_finds() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mail = troubled(tmp.path());
+        let in_memory = mail
+            .doctor_within(DoctorMode::Check, spill::BUDGET)
+            .unwrap();
+        let codes: BTreeSet<&str> = in_memory.findings.iter().map(Finding::code).collect();
+        for code in [
+            "messaging-corrupt-file",
+            "messaging-duplicate-message",
+            "messaging-missing-reply-index",
+            "messaging-orphan-inbox",
+            "messaging-missing-sent-event",
+            "messaging-torn-manifest",
+        ] {
+            assert!(codes.contains(code), "{code} not in {codes:?}");
+        }
+        assert_eq!(in_memory.messages, 40 + 20 + 2);
+        // A few hundred bytes: every few records spill a run.
+        let spilled = mail.doctor_within(DoctorMode::Check, 300).unwrap();
+        assert_eq!(spilled, in_memory);
+        // The scratch files have no names: nothing is left in `mail/`.
+        let left: Vec<_> = std::fs::read_dir(mail.dir())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert!(
+            left.iter()
+                .all(|n| !n.starts_with(".scratch") && !n.contains(".tmp")),
+            "{left:?}"
+        );
+        // And with Fix, the repairs leave a clean state either way.
+        mail.doctor_within(DoctorMode::Fix, 300).unwrap();
+        let after = mail.doctor_within(DoctorMode::Check, 300).unwrap();
+        assert!(after.findings.is_empty(), "{:?}", after.findings);
+    }
 }

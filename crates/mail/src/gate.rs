@@ -1,6 +1,7 @@
-//! The gate cache: what [`Mail::pending_replies`] needs from each inbox file,
-//! kept under `mail/.gate/` so that the gate costs what the task's own mail
-//! costs, not what all mail costs.
+//! The gate cache: what [`Mail::pending_replies`] needs from each inbox file
+//! (and [`Mail::sweep_task_on_commit`] and [`Mail::thread`] from each inbox
+//! and `archive/` file), kept under `mail/.gate/` so that they cost what the
+//! task's own mail costs, not what all mail costs.
 //!
 //! # What is cached
 //!
@@ -11,10 +12,15 @@
 //! never stale for a name that still holds that inode. Two kinds of file:
 //!
 //! - `.gate/inbox/{agent}.json`: every message file of one inbox (name,
-//!   inode, task, and for the gate's files, their facts), with the
-//!   directory's stamp when it was listed.
-//! - `.gate/task/{task}.json`: per inbox, the task's gate files there (requests
-//!   that need a reply, responses), with the directory's stamp they hold for.
+//!   inode, size, times, task, parent, and for the gate's files, their
+//!   facts), with the directory's stamp when it was listed;
+//!   `.gate/archive.json` the same for the top level of `archive/`.
+//! - `.gate/task/{task}.json`: per inbox and for `archive/`, the task's
+//!   files there (its gate files, requests that need a reply and responses,
+//!   with their facts; its other files with their parent), with the
+//!   directory's stamp they hold for. The sweep moves the task's files
+//!   named there, the thread reads the replies among them, the gate reads
+//!   the open requests.
 //!
 //! # What the cache relies on (directory stamps)
 //!
@@ -73,13 +79,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{MailError, Result};
 use crate::format::{Kind, Message};
-use crate::layout::id_of;
+use crate::layout::{BY_TASK, ORPHAN, id_of};
 use crate::mail::{Mail, check_id, read_message, stray};
 
 /// The cache's folder under `mail/` (a dot-name: listings skip it).
 pub(crate) const GATE_DIR: &str = ".gate";
 /// The format version of the cache files; any other version is ignored.
-const VERSION: u32 = 1;
+/// Version 2 added, per file, its parent (`in_reply_to`) and, per task,
+/// every file of the task (not only the gate's) and `archive/`.
+const VERSION: u32 = 2;
 /// How old a directory stamp must be before the cache trusts it.
 pub(crate) const RACY: Duration = Duration::from_secs(2);
 /// A cache file larger than this is ignored (and rebuilt).
@@ -160,6 +168,9 @@ struct FileEntry {
     task: TaskId,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     facts: Option<Facts>,
+    /// The message's `in_reply_to`, for every kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    parent: Option<MessageId>,
 }
 
 /// `.gate/inbox/{agent}.json`.
@@ -180,6 +191,10 @@ struct Slice {
     /// is there it is looked at every time).
     quarantine: bool,
     files: BTreeMap<String, Facts>,
+    /// The task's other files (notifies, requests that need no reply),
+    /// with their parent: what the sweep and the thread need.
+    #[serde(default)]
+    others: BTreeMap<String, Option<MessageId>>,
 }
 
 /// `.gate/task/{task}.json`.
@@ -188,6 +203,9 @@ struct TaskCache {
     v: u32,
     task: TaskId,
     inboxes: BTreeMap<AgentId, Slice>,
+    /// The task's files in `archive/` (its top level).
+    #[serde(default)]
+    archive: Option<Slice>,
 }
 
 /// A gate file of a task in an inbox.
@@ -196,6 +214,31 @@ pub(crate) struct GateFile {
     pub(crate) agent: AgentId,
     pub(crate) name: String,
     pub(crate) facts: Facts,
+}
+
+/// A file of a task in a folder (an inbox or `archive/`).
+#[derive(Debug, Clone)]
+pub(crate) struct TaskFile {
+    pub(crate) name: String,
+    /// What the gate needs, for a request that needs a reply or a response.
+    pub(crate) facts: Option<Facts>,
+    /// Its `in_reply_to`.
+    pub(crate) parent: Option<MessageId>,
+}
+
+/// Where a task's files were looked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Folder {
+    Inbox(AgentId),
+    Archive,
+}
+
+/// The task cache of one task, loaded once for a walk over its folders.
+pub(crate) struct TaskFiles<'m> {
+    mail: &'m Mail,
+    path: PathBuf,
+    cache: TaskCache,
+    dirty: bool,
 }
 
 /// Reads a cache file; anything but a whole, parsable file (missing, over
@@ -227,6 +270,10 @@ impl Mail {
         self.gate_dir().join("inbox").join(format!("{agent}.json"))
     }
 
+    fn archive_cache_path(&self) -> PathBuf {
+        self.gate_dir().join("archive.json")
+    }
+
     fn task_cache_path(&self, task: &TaskId) -> PathBuf {
         self.gate_dir().join("task").join(format!("{task}.json"))
     }
@@ -245,6 +292,26 @@ impl Mail {
         }
     }
 
+    /// Opens the cache of `task` for a walk over its folders
+    /// ([`TaskFiles::folder`]); [`TaskFiles::finish`] writes it back.
+    pub(crate) fn task_files(&self, task: &TaskId) -> TaskFiles<'_> {
+        let path = self.task_cache_path(task);
+        let cache = load::<TaskCache>(&self.state, &path)
+            .filter(|c| c.v == VERSION && c.task == *task)
+            .unwrap_or_else(|| TaskCache {
+                v: VERSION,
+                task: task.clone(),
+                inboxes: BTreeMap::new(),
+                archive: None,
+            });
+        TaskFiles {
+            mail: self,
+            path,
+            cache,
+            dirty: false,
+        }
+    }
+
     /// Returns the gate files of `task` in every inbox (requests that need
     /// a reply and responses), using the cache where the inbox's stamp says
     /// it holds and listing (and reading the new files of) the others.
@@ -252,64 +319,22 @@ impl Mail {
     /// Fails closed as the uncached scan did: an inbox holding a file that
     /// is not a readable, supported message fails, whatever its task.
     pub(crate) fn gate_files(&self, task: &TaskId) -> Result<Vec<GateFile>> {
-        let task_path = self.task_cache_path(task);
-        let mut cache = load::<TaskCache>(&self.state, &task_path)
-            .filter(|c| c.v == VERSION && c.task == *task)
-            .unwrap_or_else(|| TaskCache {
-                v: VERSION,
-                task: task.clone(),
-                inboxes: BTreeMap::new(),
-            });
-        let mut dirty = false;
-        let mut out = Vec::new();
         let agents = self.agents()?;
+        let mut walk = self.task_files(task);
+        let mut out = Vec::new();
         for agent in &agents {
-            let inbox = self.layout.inbox(agent);
-            let Some((stamp, settled)) = Stamp::of(&self.state, &inbox)? else {
+            let Some(files) = walk.folder(&Folder::Inbox(agent.clone()), true)? else {
                 continue;
             };
-            let cached = cache
-                .inboxes
-                .get(agent)
-                .filter(|s| settled && s.stamp == Some(stamp));
-            let files = match cached {
-                Some(slice) => {
-                    if slice.quarantine {
-                        self.check_quarantine(&inbox)?;
-                    }
-                    slice.files.clone()
-                }
-                None => {
-                    let quarantine = self.check_quarantine(&inbox)?;
-                    let files: BTreeMap<String, Facts> = self
-                        .inbox_files(agent, &inbox, stamp, settled)?
-                        .into_iter()
-                        .filter(|(_, e)| e.task == *task)
-                        .filter_map(|(name, e)| Some((name, e.facts?)))
-                        .collect();
-                    let slice = Slice {
-                        stamp: settled.then_some(stamp),
-                        quarantine,
-                        files: files.clone(),
-                    };
-                    if settled || cache.inboxes.contains_key(agent) {
-                        cache.inboxes.insert(agent.clone(), slice);
-                        dirty = true;
-                    }
-                    files
-                }
-            };
-            out.extend(files.into_iter().map(|(name, facts)| GateFile {
-                agent: agent.clone(),
-                name,
-                facts,
+            out.extend(files.into_iter().filter_map(|f| {
+                Some(GateFile {
+                    agent: agent.clone(),
+                    name: f.name,
+                    facts: f.facts?,
+                })
             }));
         }
-        let before = cache.inboxes.len();
-        cache.inboxes.retain(|a, _| agents.binary_search(a).is_ok());
-        if dirty || cache.inboxes.len() != before {
-            self.store_cache(&task_path, &cache);
-        }
+        walk.finish(&agents);
         Ok(out)
     }
 
@@ -329,19 +354,21 @@ impl Mail {
         Ok(true)
     }
 
-    /// Returns every message file of `agent`'s inbox with its task (and the
-    /// gate's facts), listing it: files known to the inbox cache (same name,
-    /// same inode) are not read again, new ones are read and checked.
+    /// Returns every message file of the folder `dir` (but the names in
+    /// `skip`) with its task, the gate's facts and its parent, listing it:
+    /// files known to the folder's cache at `cache` (same name, same inode,
+    /// size and times) are not read again, new ones are read and checked.
     /// `stamp` must have been taken before this call.
-    fn inbox_files(
+    fn folder_files(
         &self,
-        agent: &AgentId,
+        cache: &Path,
         dir: &Path,
+        skip: &[&str],
         stamp: Stamp,
         settled: bool,
     ) -> Result<BTreeMap<String, FileEntry>> {
-        let path = self.inbox_cache_path(agent);
-        let old = load::<InboxCache>(&self.state, &path).filter(|c| c.v == VERSION);
+        let path = cache;
+        let old = load::<InboxCache>(&self.state, path).filter(|c| c.v == VERSION);
         if let Some(old) = &old
             && settled
             && old.settled
@@ -354,6 +381,9 @@ impl Mail {
         let mut read_any = false;
         let now = SystemTime::now();
         for (name, ino) in self.state.list_inodes(dir)? {
+            if skip.contains(&name.as_str()) {
+                continue;
+            }
             let path = dir.join(&name);
             // The file's own stamp: a file rewritten in place (which the
             // seed forbids) is read again while its change is recent enough
@@ -406,12 +436,13 @@ impl Mail {
                     ctime: file.ctime,
                     task: message.phase.clone(),
                     facts: Facts::of(&message),
+                    parent: message.in_reply_to.clone(),
                 },
             );
         }
         if read_any || files.len() != known.len() || settled {
             self.store_cache(
-                &path,
+                path,
                 &InboxCache {
                     v: VERSION,
                     stamp,
@@ -421,5 +452,113 @@ impl Mail {
             );
         }
         Ok(files)
+    }
+}
+
+impl TaskFiles<'_> {
+    /// Returns the task's files in `folder` (`None` when the folder does
+    /// not exist), from the task's cache while the folder's stamp is the one
+    /// it was taken at, else by listing the folder (and reading only the
+    /// files its folder cache does not know). With `gate`, an inbox whose
+    /// `.quarantine/` holds a file fails ([`MailError::QuarantinedInbox`]).
+    ///
+    /// # Errors
+    ///
+    /// As the gate: a folder holding a file that is not a readable,
+    /// supported message fails ([`MailError::Corrupt`],
+    /// [`MailError::Unsupported`]) when it is listed, whatever its task.
+    pub(crate) fn folder(&mut self, folder: &Folder, gate: bool) -> Result<Option<Vec<TaskFile>>> {
+        let mail = self.mail;
+        let (dir, cache_path, skip): (PathBuf, PathBuf, &[&str]) = match folder {
+            Folder::Inbox(agent) => (mail.layout.inbox(agent), mail.inbox_cache_path(agent), &[]),
+            Folder::Archive => (
+                mail.layout.archive_root(),
+                mail.archive_cache_path(),
+                &[BY_TASK, ORPHAN],
+            ),
+        };
+        let Some((stamp, settled)) = Stamp::of(&self.mail.state, &dir)? else {
+            return Ok(None);
+        };
+        let slot = match folder {
+            Folder::Inbox(agent) => self.cache.inboxes.get(agent),
+            Folder::Archive => self.cache.archive.as_ref(),
+        };
+        let known = slot.is_some();
+        let cached = slot.filter(|s| settled && s.stamp == Some(stamp)).cloned();
+        let slice = match cached {
+            Some(slice) => {
+                if gate && slice.quarantine {
+                    mail.check_quarantine(&dir)?;
+                }
+                slice
+            }
+            None => {
+                let quarantine = match folder {
+                    Folder::Archive => false,
+                    Folder::Inbox(_) if gate => mail.check_quarantine(&dir)?,
+                    Folder::Inbox(_) => crate::mail::exists(
+                        &self.mail.state,
+                        &dir.join(chipset_store::QUARANTINE_DIR),
+                    )?,
+                };
+                let mut slice = Slice {
+                    stamp: settled.then_some(stamp),
+                    quarantine,
+                    files: BTreeMap::new(),
+                    others: BTreeMap::new(),
+                };
+                for (name, e) in mail.folder_files(&cache_path, &dir, skip, stamp, settled)? {
+                    if e.task != self.cache.task {
+                        continue;
+                    }
+                    match e.facts {
+                        Some(facts) => {
+                            slice.files.insert(name, facts);
+                        }
+                        None => {
+                            slice.others.insert(name, e.parent);
+                        }
+                    }
+                }
+                if settled || known {
+                    match folder {
+                        Folder::Inbox(agent) => {
+                            self.cache.inboxes.insert(agent.clone(), slice.clone());
+                        }
+                        Folder::Archive => self.cache.archive = Some(slice.clone()),
+                    }
+                    self.dirty = true;
+                }
+                slice
+            }
+        };
+        let mut out: Vec<TaskFile> = slice
+            .files
+            .into_iter()
+            .map(|(name, facts)| TaskFile {
+                name,
+                parent: facts.in_reply_to.clone(),
+                facts: Some(facts),
+            })
+            .collect();
+        out.extend(slice.others.into_iter().map(|(name, parent)| TaskFile {
+            name,
+            facts: None,
+            parent,
+        }));
+        Ok(Some(out))
+    }
+
+    /// Writes the task's cache back when it changed, forgetting inboxes
+    /// that are no longer among `agents`.
+    pub(crate) fn finish(mut self, agents: &[AgentId]) {
+        let before = self.cache.inboxes.len();
+        self.cache
+            .inboxes
+            .retain(|a, _| agents.binary_search(a).is_ok());
+        if self.dirty || self.cache.inboxes.len() != before {
+            self.mail.store_cache(&self.path, &self.cache);
+        }
     }
 }

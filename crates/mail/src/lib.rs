@@ -87,7 +87,8 @@
 //! archive/orphan/{id}.json                 moved aside by the doctor
 //! replies/{parent-id}/{kind}-{id}.json     reply index: one entry per reply
 //! .gate/inbox/{agent}.json                 gate cache: an inbox's files (see below)
-//! .gate/task/{task}.json                   gate cache: a task's requests and responses
+//! .gate/archive.json                       gate cache: the files of archive/ (top level)
+//! .gate/task/{task}.json                   gate cache: a task's files per inbox and in archive/
 //! .gate/archive-tail.json                  archive tail: how far the manifest was read
 //! manifest.jsonl                           append-only audit log (ManifestEvent)
 //! ```
@@ -131,10 +132,12 @@
 //! # The gate cache
 //!
 //! `mail/.gate/` (a dot-name: the seed's other programs and chipset's
-//! listings skip it) keeps, per inbox, what the gate needs from each
+//! listings skip it) keeps, per inbox (and for the top level of
+//! `archive/`), what the gate, the sweep and the thread need from each
 //! message file (task, kind, needs-reply, in-reply-to, sender) keyed by
-//! file name, inode, size and times, and per task the task's requests and
-//! responses in each inbox. Every entry carries the stamp of its inbox
+//! file name, inode, size and times, and per task every file of the task
+//! in each inbox and in `archive/` (its requests and responses with those
+//! facts, its other files with their parent). Every entry carries the stamp of its inbox
 //! directory (device, inode, mtime and ctime, taken *before* the listing)
 //! and is used only while the inbox's stamp is still exactly that and at
 //! least two seconds old. What this relies on: every create, rename and
@@ -150,6 +153,30 @@
 //! so the cache can cost a listing but never open the gate. Files written by
 //! other programs are read exactly as without the cache: an unreadable or
 //! unsupported file in any inbox fails the gate closed.
+//!
+//! The sweep and the thread rely on the same cache, on the same terms: a
+//! folder whose stamp is not exactly the cached one (and settled) is
+//! listed, and every file it holds that its folder cache does not know
+//! (same name, inode, size and times) is read, so a file another program
+//! wrote, with no cache entry, is always found. The cache of `archive/`
+//! costs what `archive/` holds when it changed (one listing and a stat per
+//! file, reading only new files); `archive/` holds only the archived mail of
+//! tasks not yet swept, since a sweep moves a task's mail out of it.
+//!
+//! - [`Mail::thread`] costs what the mail of the thread's tasks (the start
+//!   message's and its ancestors') costs: a stat per inbox and of
+//!   `archive/` (through the cache, as the gate), a read of each reply among
+//!   those tasks' files there, and the files of the task's by-task archive
+//!   newer than the thread's root. Replies are found through the reply
+//!   index whatever their task; a reply without an index entry (written by
+//!   another program) is found when it is of one of those tasks, as a
+//!   response always is.
+//! - [`Mail::sweep_task_on_commit`] costs what the task's own mail costs: a
+//!   stat per inbox and of `archive/`, the task's cache file, and the moves.
+//!   A folder the cache cannot take (it holds an unreadable or unsupported
+//!   file) is read whole, as without the cache, so every other message
+//!   still moves and the sweep then names the file.
+//! - [`Mail::counts`] lists directories and reads no file.
 //!
 //! # The archive tail
 //!
@@ -268,13 +295,24 @@
 //! when a message was moved into `archive/`, so it measures the grace from
 //! the message's `created_at` (see [`Mail::doctor`]). [`Mail::counts`] gives per-agent inbox counts cheaply.
 //!
-//! The doctor reads every file once and keeps, per message, only what its
-//! checks need (no body or subject; agent and task names held once), and of
-//! the manifest only the ids of `sent` and `archived` events; a repair that needs a whole
-//! message reads it again. Its memory still grows with the number of
-//! messages, by about 0.45 KB each (45 MB peak at 100,000 messages on the
-//! scale bench, from 233 MB); [`Mail::counts`] holds one directory listing
-//! at a time.
+//! The doctor's memory does not grow with the number of messages. It reads
+//! every file once and writes one line per copy of a message (what its
+//! checks need: place, kind, names as indexes, parent, time), per `sent`
+//! and `archived` event of the manifest (read one record at a time), and
+//! per reply-index entry into two external sorts; beyond a fixed budget
+//! (8 MB each) a sort writes sorted runs to a scratch file in `mail/` that
+//! has no name (`O_TMPFILE`: nothing is left behind, crash or not) and is
+//! never synced. It then merges the runs and looks at one message id at a
+//! time: first by id (duplicates, orphans, missing events, by-task
+//! folders), then by parent id (replies that do not fit, missing index
+//! entries, answered requests). It holds the agent and task names (once
+//! each), the findings and what their repair needs, and one directory entry
+//! at a time (message folders are walked, never listed whole); a repair
+//! that needs a whole message reads it again. Peak memory on the scale
+//! bench: 5 MB at 10,000 messages, 12 MB at 100,000 and 16 MB at
+//! 1,000,000 (the two 8 MB sort buffers fill, then stay; see
+//! `benches/scale.rs`). [`Mail::counts`] counts directory entries as they
+//! are listed and holds none.
 //!
 //! # Errors
 //!
@@ -291,6 +329,7 @@ mod gate;
 mod layout;
 mod mail;
 mod repair;
+mod spill;
 mod tail;
 mod thread;
 

@@ -12,6 +12,7 @@ use chipset_store::{
 use crate::draft::{Draft, InboxFilter, MailConfig, check_draft, check_parent, to_message};
 use crate::error::{MailError, Result};
 use crate::format::{Kind, ManifestEvent, Message, ReplyMarker, parse_message};
+use crate::gate::Folder;
 use crate::layout::{BY_TASK, Layout, Location, ORPHAN, file_name, id_of, parse_marker};
 use crate::tail::Caught;
 use crate::thread::causal_order;
@@ -831,13 +832,14 @@ impl Mail {
         self.count_messages(&self.layout.inbox(agent))
     }
 
+    /// Counts the message files in `dir` without holding its listing.
     fn count_messages(&self, dir: &Path) -> Result<usize> {
-        Ok(self
-            .state
-            .list(dir)?
-            .iter()
-            .filter(|n| id_of(n).is_some())
-            .count())
+        let mut n = 0;
+        self.state.for_each_name(dir, |name| -> Result<()> {
+            n += usize::from(id_of(&name).is_some());
+            Ok(())
+        })?;
+        Ok(n)
     }
 
     /// Returns true when a response to `id` exists.
@@ -1085,9 +1087,11 @@ impl Mail {
     /// they are (inbox, archive, by-task or orphan archive).
     ///
     /// Replies are found through the reply index, and among the messages of
-    /// the inboxes, `archive/` and the task's by-task archive that are newer
-    /// than the root (so a reply written or archived by another program is
-    /// found before the doctor has indexed it).
+    /// the thread's tasks (the start message's and its ancestors') in the
+    /// inboxes, and those newer than the root in `archive/` and the task's
+    /// by-task archive (so a reply written or archived by another program is
+    /// found before the doctor has indexed it). The inboxes and `archive/`
+    /// are read through the gate cache: the cost is the task's own mail.
     ///
     /// # Errors
     ///
@@ -1112,18 +1116,74 @@ impl Mail {
         }
         nodes.insert(root.id.clone(), root.clone());
 
+        // Replies the index may not know (another program wrote them, or a
+        // sender crashed before its entry), among the messages of the
+        // thread's tasks (the start's and its ancestors'): in the inboxes
+        // and `archive/` through the gate cache, which lists only folders
+        // changed since it last looked and keeps each file's parent, so only
+        // the replies among the task's files are read.
+        let tasks: BTreeSet<TaskId> = nodes
+            .values()
+            .chain([&root])
+            .map(|m| m.phase.clone())
+            .chain([task.clone()])
+            .collect();
+        let agents = self.agents()?;
         let mut unindexed: Vec<Message> = Vec::new();
-        for agent in self.agents()? {
-            unindexed.extend(
-                self.scan_strict(&self.layout.inbox(&agent))?
+        for task in &tasks {
+            let mut walk = self.task_files(task);
+            for agent in &agents {
+                let folder = Folder::Inbox(agent.clone());
+                let dir = self.layout.inbox(agent);
+                // Fails closed on an unreadable file in an inbox, as before.
+                for f in walk.folder(&folder, false)?.unwrap_or_default() {
+                    if f.parent.is_none() {
+                        continue;
+                    }
+                    let Some(id) = id_of(&f.name) else { continue };
+                    let path = dir.join(&f.name);
+                    match read_message(&self.state, &path)? {
+                        ReadOutcome::Missing => {}
+                        ReadOutcome::Corrupt(c) => return Err(c.into()),
+                        ReadOutcome::Unsupported(u) => return Err(u.into()),
+                        ReadOutcome::Value(m) => unindexed.push(check_id(&path, &id, m)?),
+                    }
+                }
+            }
+            // Replies another program archived: only files newer than the
+            // root can be below it. Unreadable ones are the doctor's to
+            // report (a folder the cache cannot take is read whole).
+            let archived: Option<Vec<String>> = match walk.folder(&Folder::Archive, false) {
+                Ok(files) => Some(
+                    files
+                        .unwrap_or_default()
+                        .into_iter()
+                        .filter(|f| f.parent.is_some())
+                        .map(|f| f.name)
+                        .collect(),
+                ),
+                Err(MailError::Corrupt(_) | MailError::Unsupported(_)) => None,
+                Err(e) => return Err(e),
+            };
+            walk.finish(&agents);
+            let archive = self.layout.archive_root();
+            let by_task = self.layout.by_task(task);
+            let mut candidates: Vec<(PathBuf, String)> = match archived {
+                Some(names) => names.into_iter().map(|n| (archive.clone(), n)).collect(),
+                None => self
+                    .state
+                    .list(&archive)?
                     .into_iter()
-                    .filter(|m| m.in_reply_to.is_some()),
+                    .map(|n| (archive.clone(), n))
+                    .collect(),
+            };
+            candidates.extend(
+                self.state
+                    .list(&by_task)?
+                    .into_iter()
+                    .map(|n| (by_task.clone(), n)),
             );
-        }
-        // Replies another program archived: only files newer than the root
-        // can be below it. Unreadable ones are the doctor's to report.
-        for dir in [self.layout.archive_root(), self.layout.by_task(&task)] {
-            for name in self.state.list(&dir)? {
+            for (dir, name) in candidates {
                 let Some(id) = id_of(&name).filter(|id| *id > root.id) else {
                     continue;
                 };
@@ -1256,9 +1316,10 @@ impl Mail {
     /// not returned. Each move is atomic and never overwrites, so a crash or
     /// failure in the middle loses nothing, and running it again (a retry)
     /// moves the rest. Messages sent to the task afterwards stay in their
-    /// inboxes (the doctor treats them as orphans). Reads the inboxes and
-    /// `archive/` (the archived messages of unswept tasks), not the by-task
-    /// archive.
+    /// inboxes (the doctor treats them as orphans). Finds the task's
+    /// messages in the inboxes and `archive/` through the gate cache (see
+    /// the crate docs): a folder unchanged since the cache saw it is not
+    /// listed, and files without a cache entry (another program's) are read.
     ///
     /// # Errors
     ///
@@ -1309,30 +1370,57 @@ impl Mail {
 
     /// The moves of a sweep; counts them in `moved` and returns the first
     /// unreadable file met.
+    ///
+    /// The task's files in each inbox and in `archive/` come from the gate
+    /// cache (see the crate docs): a folder unchanged since the cache saw it
+    /// is not listed, a changed one is listed and only its new files read.
+    /// A folder the cache cannot take (it holds a file that is not a
+    /// readable, supported message) is read whole, as without the cache, so
+    /// every other message of the task still moves.
     fn sweep_moves(&self, task: &TaskId, moved: &mut usize) -> Result<Option<Unreadable>> {
         let dest = Location::ByTask(task.clone());
-        let mut sources: Vec<Location> = self.agents()?.into_iter().map(Location::Inbox).collect();
-        sources.push(Location::Archive);
+        let agents = self.agents()?;
+        let mut folders: Vec<Folder> = agents.iter().cloned().map(Folder::Inbox).collect();
+        folders.push(Folder::Archive);
+        let mut walk = self.task_files(task);
         let mut corrupt: Option<Unreadable> = None;
-        for source in &sources {
-            for entry in self.scan(&self.layout.dir_of(source), &[BY_TASK, ORPHAN])? {
-                match entry {
-                    Err(c) => {
-                        corrupt.get_or_insert(c);
-                    }
-                    Ok((id, m)) if m.phase == *task => {
-                        match self.move_message(&id, source, &dest)? {
-                            Moved::Done => *moved += 1,
-                            Moved::Gone => {}
-                            Moved::Taken => {
-                                tracing::warn!(%id, "message is in the by-task archive and in {source}");
+        for folder in &folders {
+            let source = match folder {
+                Folder::Inbox(agent) => Location::Inbox(agent.clone()),
+                Folder::Archive => Location::Archive,
+            };
+            let ids: Vec<MessageId> = match walk.folder(folder, false) {
+                Ok(files) => files
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(|f| id_of(&f.name))
+                    .collect(),
+                Err(MailError::Corrupt(_) | MailError::Unsupported(_)) => {
+                    let mut ids = Vec::new();
+                    for entry in self.scan(&self.layout.dir_of(&source), &[BY_TASK, ORPHAN])? {
+                        match entry {
+                            Err(c) => {
+                                corrupt.get_or_insert(c);
                             }
+                            Ok((id, m)) if m.phase == *task => ids.push(id),
+                            Ok(_) => {}
                         }
                     }
-                    Ok(_) => {}
+                    ids
+                }
+                Err(e) => return Err(e),
+            };
+            for id in ids {
+                match self.move_message(&id, &source, &dest)? {
+                    Moved::Done => *moved += 1,
+                    Moved::Gone => {}
+                    Moved::Taken => {
+                        tracing::warn!(%id, "message is in the by-task archive and in {source}");
+                    }
                 }
             }
         }
+        walk.finish(&agents);
         Ok(corrupt)
     }
 
@@ -1354,7 +1442,15 @@ impl Mail {
             inbox,
             archived: self.count_messages(&self.layout.archive_root())?,
             orphaned: self.count_messages(&self.layout.orphan_root())?,
-            swept_tasks: self.state.list(&self.layout.by_task_root())?.len(),
+            swept_tasks: {
+                let mut n = 0;
+                self.state
+                    .for_each_name(&self.layout.by_task_root(), |_| -> Result<()> {
+                        n += 1;
+                        Ok(())
+                    })?;
+                n
+            },
         })
     }
 

@@ -121,6 +121,12 @@
 //! on-disk form into its types. Repair never moves such a file aside, and a
 //! reader whose answer depends on it (a gate, a transition) fails closed.
 //!
+//! Reads in memory that does not grow with the state: [`JsonLog::for_each`]
+//! hands a log's records over one at a time (keeping only bad lines and a
+//! torn tail), [`StateDir::for_each_name`] walks a directory without
+//! collecting its listing, and [`StateDir::scratch_file`] gives a reader a
+//! nameless, never-synced file for working data that outgrows memory (an
+//! external sort's runs): it vanishes with its handle, crash or not.
 //! # Repair: one framework for every doctor
 //!
 //! Every channel's doctor implements [`Doctor`]: given a [`DoctorMode`]
@@ -374,6 +380,7 @@ mod locked;
 mod log;
 mod read;
 mod repair;
+mod scratch;
 mod sortable;
 mod stat;
 mod state;
@@ -394,6 +401,7 @@ pub use locked::Locked;
 pub use log::{BadLine, JsonLog, LogContents, LogRepair, MAX_LINE, TornTail};
 pub use read::{CorruptReason, Corruption, DEFAULT_READ_CAP, ReadOutcome, Unsupported, parse_json};
 pub use repair::{Action, Defect, Doctor, DoctorMode, Finding, Observed, Report};
+pub use scratch::ScratchFile;
 pub use sortable::SortableId;
 pub use stat::{EntryKind, Stat, read_outside, stat_outside};
 pub use state::{Channel, DEFAULT_ROOT, QUARANTINE_DIR, StateDir, StateOptions};

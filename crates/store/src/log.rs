@@ -399,6 +399,31 @@ impl JsonLog {
     ///
     /// As [`JsonLog::read`].
     pub fn read_from<T: DeserializeOwned>(&self, offset: u64) -> Result<LogContents<T>> {
+        let mut records = Vec::new();
+        let contents = self.for_each_from(offset, |r| records.push(r))?;
+        Ok(LogContents {
+            records,
+            ..contents
+        })
+    }
+
+    /// Reads the log as [`JsonLog::read`] does, handing each record to
+    /// `each` in file order instead of collecting them: memory stays flat
+    /// however long the log is. The result holds the bad lines, the torn
+    /// tail and the end offset, and no records.
+    ///
+    /// # Errors
+    ///
+    /// As [`JsonLog::read`].
+    pub fn for_each<T: DeserializeOwned>(&self, each: impl FnMut(T)) -> Result<LogContents<T>> {
+        self.for_each_from(0, each)
+    }
+
+    fn for_each_from<T: DeserializeOwned>(
+        &self,
+        offset: u64,
+        mut each: impl FnMut(T),
+    ) -> Result<LogContents<T>> {
         let mut contents = LogContents {
             records: Vec::new(),
             bad_lines: Vec::new(),
@@ -421,7 +446,7 @@ impl JsonLog {
                     break;
                 }
                 LineKind::Blank => {}
-                LineKind::Record(r) => contents.records.push(r),
+                LineKind::Record(r) => each(r),
                 LineKind::Bad(reason) => contents.bad_lines.push(BadLine {
                     offset: line.start,
                     reason,

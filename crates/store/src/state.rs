@@ -17,6 +17,7 @@ use crate::lock::{Decision, Lock, update_locked_with};
 use crate::locked::Locked;
 use crate::log::JsonLog;
 use crate::read::{DEFAULT_READ_CAP, ReadOutcome, open_nofollow, parse_json, read_open_file};
+use crate::scratch::ScratchFile;
 use crate::stat::Stat;
 use crate::time::{SharedClock, SystemClock, Timestamp};
 
@@ -679,6 +680,70 @@ impl StateDir {
     /// As [`StateDir::list`].
     pub fn list_dirs(&self, dir: &Path) -> Result<Vec<String>> {
         self.list_where(dir, |ft| ft.is_dir())
+    }
+
+    /// Hands each name in `dir` that [`StateDir::list`] would list to
+    /// `each`, in the directory's own order (not sorted), without collecting
+    /// them: memory stays flat however many entries the directory holds. A
+    /// missing directory has no names. An error from `each` stops the walk
+    /// and is returned.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::list`], and whatever `each` returns.
+    pub fn for_each_name<E: From<Error>>(
+        &self,
+        dir: &Path,
+        mut each: impl FnMut(String) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        if !self.check_parents(dir)? || !is_real_dir(dir)? {
+            return Ok(());
+        }
+        let entries = fs::read_dir(dir).map_err(|e| Error::io("list directory", dir, e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io("list directory", dir, e))?;
+            let name = match entry.file_name().into_string() {
+                Ok(name) if name.starts_with('.') => continue,
+                Ok(name) => name,
+                Err(name) => name.to_string_lossy().into_owned(),
+            };
+            each(name)?;
+        }
+        Ok(())
+    }
+
+    /// Returns a new scratch file in `dir` for a reader's working data (the
+    /// sorted runs of a doctor's scan, say), open for reading and writing.
+    /// It has no name (`O_TMPFILE`; where the filesystem lacks it, a temp
+    /// name unlinked at once), so it is gone when its last handle closes,
+    /// crash or not, and is never synced: scratch data, not state.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Symlink`] when `dir` or a parent is a symlink; [`Error::Io`]
+    /// when the file cannot be created.
+    pub fn scratch_file(&self, dir: &Path) -> Result<ScratchFile> {
+        use rustix::fs::{Mode, OFlags};
+        self.check_parents(dir)?;
+        atomic::refuse_symlink(dir)?;
+        match rustix::fs::open(
+            dir,
+            OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        ) {
+            Ok(fd) => return Ok(ScratchFile::new(File::from(fd), dir)),
+            // Not supported here: fall back to a named temp, unlinked at once.
+            Err(e)
+                if e == rustix::io::Errno::OPNOTSUPP
+                    || e == rustix::io::Errno::ISDIR
+                    || e == rustix::io::Errno::INVAL => {}
+            Err(e) => return Err(Error::io("create scratch file", dir, e.into())),
+        }
+        let (tmp, file) = atomic::create_temp(self.backend(), &dir.join("scratch"))?;
+        self.backend()
+            .remove_file(&tmp)
+            .map_err(|e| Error::io("remove", &tmp, e))?;
+        Ok(ScratchFile::new(file, dir))
     }
 
     fn list_where(&self, dir: &Path, keep: impl Fn(&fs::FileType) -> bool) -> Result<Vec<String>> {

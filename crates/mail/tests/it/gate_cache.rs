@@ -175,7 +175,7 @@ fn a_corrupt_or_stale_cache_is_rebuilt_never_trusted() {
         for p in [&task_cache, &inbox_cache] {
             let v: serde_json::Value = serde_json::from_slice(&std::fs::read(p).unwrap())
                 .unwrap_or_else(|e| panic!("{} not rebuilt: {e}", p.display()));
-            assert_eq!(v["v"], 1, "{}", p.display());
+            assert_eq!(v["v"], 2, "{}", p.display());
         }
     }
 
@@ -231,4 +231,108 @@ fn a_file_moved_into_an_existing_quarantine_closes_the_cached_gate() {
         }
         other => panic!("expected QuarantinedInbox, got {other:?}"),
     }
+}
+
+/// A message of `task` as another program writes it, straight into a folder.
+fn foreign(
+    dir: &std::path::Path,
+    n: u32,
+    to: &str,
+    kind: &str,
+    parent: Option<&MessageId>,
+) -> MessageId {
+    let id = format!("1795408570{n:03}-7a703292-f1d1-4900-b635-8fd9f1df7f88");
+    let expects = kind == "request";
+    let parent = parent.map_or("null".to_owned(), |p| format!("\"{p}\""));
+    let json = format!(
+        r#"{{"id": "{id}", "from": "np-critic", "to": "{to}", "phase": "t1", "round": null,
+  "kind": "{kind}", "subject": "note", "body": "b", "expects_reply": {expects},
+  "in_reply_to": {parent}, "created_at": "2026-11-23T04:36:10.995Z"}}
+"#
+    );
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join(format!("{id}.json")), json).unwrap();
+    MessageId::new(id).unwrap()
+}
+
+#[test]
+fn the_cached_sweep_moves_every_message_of_the_task_also_ones_written_since() {
+    let f = fixture();
+    let m = &f.mail;
+    let ids = busy(m);
+    warm(m);
+    // Files of the task the cache has not seen: a notify in a cached inbox,
+    // one in a new inbox, and one another program archived.
+    let late = foreign(&m.inbox_dir(&agent("exec")), 1, "exec", "notify", None);
+    let new_inbox = foreign(
+        &m.inbox_dir(&agent("newcomer")),
+        2,
+        "newcomer",
+        "notify",
+        None,
+    );
+    let archived = foreign(&m.dir().join("archive"), 3, "exec", "notify", None);
+    // The sweep walks the cache of a task whose folders have settled, too.
+    settle();
+    let report = m.sweep_task_on_commit(&task("t1")).unwrap();
+    assert_eq!(report.moved, 5);
+    for id in ids.iter().chain([&late, &new_inbox, &archived]) {
+        assert_eq!(
+            m.locate(id).unwrap(),
+            Some(chipset_mail::Location::ByTask(task("t1"))),
+            "{id}"
+        );
+    }
+    // Other tasks' mail stays where it was.
+    assert_eq!(m.inbox_len(&agent("other-0")).unwrap(), 1);
+}
+
+#[test]
+fn a_cached_sweep_still_moves_the_rest_past_a_corrupt_file_and_names_it() {
+    let f = fixture();
+    let m = &f.mail;
+    let ids = busy(m);
+    warm(m);
+    let bad = m
+        .inbox_dir(&agent("exec"))
+        .join("1795408571000-7a703292-f1d1-4900-b635-8fd9f1df7f88.json");
+    std::fs::write(&bad, b"{").unwrap();
+    let err = m.sweep_task_on_commit(&task("t1")).unwrap_err();
+    assert_eq!(err.corruption().map(|c| c.path.clone()), Some(bad));
+    for id in &ids {
+        assert_eq!(
+            m.locate(id).unwrap(),
+            Some(chipset_mail::Location::ByTask(task("t1")))
+        );
+    }
+}
+
+#[test]
+fn the_cached_thread_finds_a_reply_written_since_the_cache_was_built() {
+    let f = fixture();
+    let m = &f.mail;
+    let ids = busy(m);
+    warm(m);
+    assert_eq!(m.thread(&ids[0]).unwrap().len(), 1);
+    settle();
+    // Another program answers without a reply-index entry; the thread is
+    // asked again with the folders settled (the cached path).
+    let reply = foreign(
+        &m.inbox_dir(&agent("critic")),
+        4,
+        "critic",
+        "notify",
+        Some(&ids[0]),
+    );
+    let archived = foreign(&m.dir().join("archive"), 5, "exec", "notify", Some(&reply));
+    settle();
+    let thread: Vec<MessageId> = m
+        .thread(&ids[0])
+        .unwrap()
+        .into_iter()
+        .map(|m| m.id().clone())
+        .collect();
+    assert_eq!(thread, [ids[0].clone(), reply.clone(), archived.clone()]);
+    // And again from the cache, unchanged.
+    assert_eq!(m.thread(&reply).unwrap().len(), 3);
 }

@@ -2,6 +2,7 @@
 //! files, quarantine, no-clobber, moves, batches, logs, temps and locks.
 
 use std::fs;
+use std::io::Write;
 use std::os::unix::fs::symlink;
 use std::path::Path;
 use std::time::Duration;
@@ -608,4 +609,70 @@ fn a_directory_or_fifo_at_a_log_or_lock_path_is_typed() {
     let lock = Lock::for_file(&dir.join("x.json"));
     fs::create_dir(lock.path()).unwrap();
     not_a_file(lock.exclusive().unwrap_err()).unwrap();
+}
+
+#[test]
+fn a_scratch_file_reads_back_and_has_no_name() {
+    let t = TempState::new();
+    let dir = t.state.channel_dir(Channel::Mail).unwrap();
+    let file = t.state.scratch_file(&dir).unwrap();
+    file.write_all_at(b"run one\nrun two\n", 0).unwrap();
+    let mut back = vec![0; 8];
+    file.read_exact_at(&mut back, 8).unwrap();
+    assert_eq!(back, b"run two\n");
+    // Nothing in the directory, dot-names included, while it is open.
+    assert!(names(&dir).is_empty(), "{:?}", names(&dir));
+    drop(file);
+    assert!(names(&dir).is_empty());
+    // A symlinked directory is refused like everywhere else.
+    let elsewhere = t.scratch("elsewhere");
+    fs::create_dir_all(&elsewhere).unwrap();
+    symlink(&elsewhere, dir.join("linked")).unwrap();
+    assert!(matches!(
+        t.state.scratch_file(&dir.join("linked")),
+        Err(Error::Symlink { .. })
+    ));
+}
+
+#[test]
+fn walking_names_and_streaming_a_log_see_what_list_and_read_see() {
+    let t = TempState::new();
+    let dir = t.state.channel_dir(Channel::Mail).unwrap();
+    for name in ["b.json", "a.json", ".hidden", "c"] {
+        fs::write(dir.join(name), b"{}").unwrap();
+    }
+    let mut walked = Vec::new();
+    t.state
+        .for_each_name(&dir, |n| -> Result<(), Error> {
+            walked.push(n);
+            Ok(())
+        })
+        .unwrap();
+    walked.sort();
+    assert_eq!(walked, t.state.list(&dir).unwrap());
+    // A missing directory has no names.
+    t.state
+        .for_each_name(&dir.join("missing"), |n| -> Result<(), Error> {
+            panic!("{n}")
+        })
+        .unwrap();
+
+    let log = JsonLog::new(dir.join("events.jsonl"));
+    log.append(&json!({"n": 1})).unwrap();
+    log.append(&json!({"n": 2})).unwrap();
+    fs::OpenOptions::new()
+        .append(true)
+        .open(log.path())
+        .unwrap()
+        .write_all(b"not json\n{\"n\": 3")
+        .unwrap();
+    let mut seen = Vec::new();
+    let streamed = log.for_each::<Value>(|v| seen.push(v)).unwrap();
+    let read = log.read::<Value>().unwrap();
+    assert_eq!(seen, read.records);
+    assert!(streamed.records.is_empty());
+    assert_eq!(streamed.bad_lines, read.bad_lines);
+    assert_eq!(streamed.torn_tail, read.torn_tail);
+    assert_eq!(streamed.end_offset, read.end_offset);
+    assert_eq!(seen.len(), 2);
 }
