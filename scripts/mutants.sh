@@ -12,7 +12,8 @@
 # each build already uses every core); --fresh starts over instead of
 # continuing the last run of the scope with `--iterate` (which skips what was
 # caught before, so a second run after new tests only tries the survivors).
-# Anything after `--` goes to cargo mutants as is.
+# FILE paths are relative to the repository root. Anything after `--` goes to
+# cargo mutants as is.
 #
 # Results go to $MUTANTS_STATE/SCOPE/mutants.out (default MUTANTS_STATE:
 # ./mutants.out-state, ignored by git): keep them outside the tree you edit so
@@ -20,9 +21,15 @@
 # test-support files and explained equivalent mutants) are in
 # .cargo/mutants.toml.
 #
+# The tests that read the peers' files need them: CHIPSET_PEER_FIXTURES is
+# set to ../shared/fixtures/peers beside the checkout when that exists and the
+# variable is unset (cargo-mutants builds a copy of the tree elsewhere, where
+# the tests' own lookup beside the checkout finds nothing).
+#
 # Not in CI: one mutant costs 25-30 s on a 2-core machine (a rebuild and the
 # crate's tests), so a whole crate takes one to five hours.
 set -eu
+cd "$(dirname "$0")/.."
 scope= jobs=1 fresh=
 while [ $# -gt 0 ]; do
     case $1 in
@@ -49,6 +56,10 @@ done
 [ "${1:-}" = -- ] && shift
 if [ -z "$scope" ]; then
     scope=$crate${first:+-$first}
+fi
+if [ -z "${CHIPSET_PEER_FIXTURES:-}" ] && [ -d ../shared/fixtures/peers ]; then
+    CHIPSET_PEER_FIXTURES=$(cd ../shared/fixtures/peers && pwd)
+    export CHIPSET_PEER_FIXTURES
 fi
 out=${MUTANTS_STATE:-mutants.out-state}/$scope
 mkdir -p "$out"
