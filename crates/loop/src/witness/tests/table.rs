@@ -130,7 +130,7 @@ fn a_started_escalation_of_another_assignment_is_finished_first() {
     let older = Hook::new(a.agent().clone(), HookState::Active(work), t(0), 0)
         .assignment()
         .unwrap();
-    let escalating = incident(
+    let mut escalating = incident(
         &older,
         Step::Escalating {
             health_check_at: t(0),
@@ -139,6 +139,8 @@ fn a_started_escalation_of_another_assignment_is_finished_first() {
             mail: mail_id(),
         },
     );
+    // Started by a witness that died: the one finishing it signs the record.
+    escalating.witness = AgentId::new("witness-before").unwrap();
     let jj = j(3 * MIN, None);
     let next = judge(Some(&escalating), &h, &a, &jj);
     let Next::Finish(f) = &next else {
