@@ -314,6 +314,23 @@ mod tests {
     }
 
     #[test]
+    fn both_work_item_spellings_must_name_one_bead_and_the_seed_form_wins() {
+        let both = |camel_bead: &str| {
+            raw(&format!(
+                r#"{{"agent_id":"a","status":"pending","last_activity":"2026-03-05T10:32:00Z",
+                    "work_item":{{"bead_id":"b1","title":"seed","assigned_at":"2026-03-05T10:30:00Z"}},
+                    "workItem":{{"beadId":"{camel_bead}","title":"camel"}}}}"#
+            ))
+        };
+        let hook = both("b1").unwrap();
+        assert_eq!(hook.work().unwrap().title(), "seed");
+        assert_eq!(
+            both("b2").unwrap_err(),
+            corrupt("`work_item` and `workItem` name different beads")
+        );
+    }
+
+    #[test]
     fn an_unknown_status_is_unsupported_not_corrupt() {
         let r = raw(
             r#"{"agent_id":"a","status":"paused","work_item":null,"last_activity":"2026-03-05T10:32:00Z"}"#,

@@ -604,10 +604,31 @@ mod tests {
         }
     }
 
+    /// "There but not examinable" is an error, never "not there": a doctor
+    /// must not take a file it cannot stat for a missing one.
+    #[test]
+    fn observe_reports_a_failed_stat_instead_of_missing() {
+        let (_d, state) = temp();
+        let path = state.root().join("hooks").join("x".repeat(300));
+        state.ensure_dir(&state.root().join("hooks")).unwrap();
+        for err in [
+            state.observe(&path).unwrap_err(),
+            state.entry_exists(&path).unwrap_err(),
+        ] {
+            assert!(
+                matches!(&err, Error::Io { op: "stat", path: p, .. } if *p == path),
+                "{err:?}"
+            );
+        }
+    }
+
     #[test]
     fn entry_exists_tells_there_from_not_there() {
         let (_d, state) = temp();
         let path = state.root().join("loop/dispatcher/log.jsonl");
+        assert!(!state.entry_exists(&path).unwrap());
+        // Its directory there, the log not yet.
+        state.ensure_dir(path.parent().unwrap()).unwrap();
         assert!(!state.entry_exists(&path).unwrap());
         state.write_bytes(&path, b"").unwrap();
         assert!(state.entry_exists(&path).unwrap());

@@ -5,8 +5,10 @@ use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::time::Duration;
 
-use chipset_hook::{Actor, Error, HookEvent, HookRead, HookStatus, Pickup, TransitionError};
-use chipset_store::{Action, CorruptReason, Defect, DoctorMode, Timestamp};
+use chipset_hook::{
+    Actor, Error, HookCounts, HookEvent, HookRead, HookStatus, Pickup, TransitionError,
+};
+use chipset_store::{Action, CorruptReason, Defect, Doctor, DoctorMode, Timestamp};
 
 use crate::{T0, agent, bead, setup};
 
@@ -80,6 +82,12 @@ fn no_skipping_and_the_explicit_takeaway() {
             matches!(e.transition(), Some(TransitionError::WrongState { op: o, from: f, .. }) if *o == op && *f == from),
             "{e}"
         );
+        // A refusal by state is neither stale, corrupt nor unsupported: the
+        // dispatcher reacts to each differently.
+        assert!(
+            !e.is_stale() && !e.is_corrupt() && !e.is_unsupported(),
+            "{e}"
+        );
     };
     wrong(
         s.hooks.complete(&held).unwrap_err(),
@@ -136,6 +144,7 @@ fn a_replaced_agent_can_neither_touch_nor_complete() {
         s.hooks.complete(&held).unwrap_err(),
     ] {
         assert!(e.is_stale(), "{e}");
+        assert!(!e.is_corrupt() && !e.is_unsupported(), "{e}");
     }
     assert_eq!(
         fs::read(s.hooks.path(&a)).unwrap(),
@@ -146,6 +155,18 @@ fn a_replaced_agent_can_neither_touch_nor_complete() {
     // Even once the same bead is handed back to the same agent.
     let again = s.hooks.assign(&a, bead("b1"), "t", None).unwrap();
     s.hooks.activate(&again).unwrap();
+    // Same agent and bead, another generation: another fence. What the hook
+    // holds now is the new one.
+    assert!(!again.same_fence(&held) && !held.same_fence(&again));
+    let current = s.hooks.current(&a).unwrap().unwrap();
+    assert!(current.same_fence(&again) && !current.same_fence(&held));
+    assert_eq!(
+        again.to_string(),
+        format!(
+            "bead `b1` on `a` (generation 3, assigned {})",
+            Timestamp::from_unix_ms(T0)
+        )
+    );
     let e = s.hooks.complete(&held).unwrap_err();
     assert!(e.is_stale(), "{e}");
     assert_eq!(
@@ -266,6 +287,8 @@ fn corrupt_hooks_are_never_empty_and_refuse_every_transition() {
         let before = fs::symlink_metadata(s.hooks.path(&a)).unwrap().ino();
         let e = s.hooks.assign(&a, bead("b"), "t", None).unwrap_err();
         assert!(e.is_corrupt(), "{name}: {e}");
+        assert!(!e.is_stale() && !e.is_unsupported(), "{name}: {e}");
+        assert_eq!(e.transition(), None, "{name}: {e}");
         assert!(e.to_string().contains("a dispatcher must repair it"), "{e}");
         assert!(s.hooks.pickup(&a).unwrap_err().is_corrupt());
         assert!(s.hooks.current(&a).unwrap_err().is_corrupt());
@@ -352,6 +375,30 @@ fn repair_quarantines_then_empties_and_work_can_resume() {
 }
 
 #[test]
+fn a_symlinked_hooks_directory_is_refused_and_not_taken_for_a_corrupt_hook() {
+    let s = setup();
+    let elsewhere = s.tmp.scratch("elsewhere");
+    fs::create_dir_all(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, s.hooks.dir()).unwrap();
+    let e = s
+        .hooks
+        .assign(&agent("a"), bead("b"), "t", None)
+        .unwrap_err();
+    // Only a symlink at the hook's own path is a corrupt hook (which repair
+    // would move aside); a linked directory is the store refusing the path.
+    assert!(!e.is_corrupt(), "{e}");
+    assert!(
+        matches!(&e, Error::Store(chipset_store::Error::Symlink { path }) if path == s.hooks.dir()),
+        "{e:?}"
+    );
+    assert_eq!(
+        fs::read_dir(&elsewhere).unwrap().count(),
+        0,
+        "wrote through the link"
+    );
+}
+
+#[test]
 fn doctor_reports_then_fixes_corrupt_hooks_and_leaves_strays() {
     let s = setup();
     plant_corrupt_hooks(&s);
@@ -362,6 +409,10 @@ fn doctor_reports_then_fixes_corrupt_hooks_and_leaves_strays() {
     assert_eq!(report.scanned, 6);
     assert_eq!(report.findings.len(), 6);
     assert_eq!(report.unrepaired(), 5);
+    // The CLI's doctor loop goes through the store's `Doctor` trait: the same
+    // report, under the area's name.
+    assert_eq!(Doctor::name(&s.hooks), "hooks");
+    assert_eq!(Doctor::doctor(&s.hooks, DoctorMode::Check).unwrap(), report);
     let stray = report
         .findings
         .iter()
@@ -400,6 +451,56 @@ fn doctor_reports_then_fixes_corrupt_hooks_and_leaves_strays() {
     let report = s.hooks.doctor(DoctorMode::Fix).unwrap();
     assert_eq!(report.findings.len(), 1, "{:?}", report.findings);
     assert!(!report.is_clean());
+}
+
+#[test]
+fn counts_tally_each_kind_of_hook_file_once() {
+    let s = setup();
+    let assign = |name| s.hooks.assign(&agent(name), bead("b"), "t", None).unwrap();
+    let e = assign("e");
+    s.hooks.activate(&e).unwrap();
+    s.hooks.complete(&e).unwrap();
+    s.hooks.clear(&e).unwrap();
+    assign("p1");
+    assign("p2");
+    for name in ["a1", "a2", "a3"] {
+        s.hooks.activate(&assign(name)).unwrap();
+    }
+    let c = assign("c");
+    s.hooks.activate(&c).unwrap();
+    s.hooks.complete(&c).unwrap();
+    fs::write(s.hooks.path(&agent("x")), "{not json").unwrap();
+    fs::write(
+        s.hooks.path(&agent("u")),
+        r#"{"agent_id":"u","status":"paused","work_item":null,"last_activity":"2026-03-05T10:32:00Z"}"#,
+    )
+    .unwrap();
+
+    let counts = s.hooks.counts().unwrap();
+    let HookCounts {
+        empty,
+        pending,
+        active,
+        completed,
+        corrupt,
+        unsupported,
+        ..
+    } = counts;
+    assert_eq!(
+        (empty, pending, active, completed, corrupt, unsupported),
+        (1, 2, 3, 1, 1, 1)
+    );
+    assert_eq!(counts.total(), 9);
+    assert_eq!(
+        [
+            HookStatus::Empty,
+            HookStatus::Pending,
+            HookStatus::Active,
+            HookStatus::Completed
+        ]
+        .map(|status| counts.of(status)),
+        [1, 2, 3, 1]
+    );
 }
 
 #[test]

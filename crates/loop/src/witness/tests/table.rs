@@ -130,7 +130,7 @@ fn a_started_escalation_of_another_assignment_is_finished_first() {
     let older = Hook::new(a.agent().clone(), HookState::Active(work), t(0), 0)
         .assignment()
         .unwrap();
-    let escalating = incident(
+    let mut escalating = incident(
         &older,
         Step::Escalating {
             health_check_at: t(0),
@@ -139,6 +139,8 @@ fn a_started_escalation_of_another_assignment_is_finished_first() {
             mail: mail_id(),
         },
     );
+    // Started by a witness that died: the one finishing it signs the record.
+    escalating.witness = AgentId::new("witness-before").unwrap();
     let jj = j(3 * MIN, None);
     let next = judge(Some(&escalating), &h, &a, &jj);
     let Next::Finish(f) = &next else {
@@ -196,7 +198,9 @@ fn close_resolves_open_incidents_and_finishes_started_escalations() {
     ];
     assert!(close(None, &h, &witness(), jj.now).is_wait());
     for (step, want) in steps {
-        let record = incident(&a, step);
+        let mut record = incident(&a, step);
+        // Written by an earlier witness: the one closing it signs the record.
+        record.witness = AgentId::new("witness-before").unwrap();
         let next = close(Some(&record), &h, &witness(), jj.now);
         assert_eq!(verdict(&next, &a, &jj), want, "{}", record.step.name());
         match &next {
@@ -230,4 +234,28 @@ fn answers_count_from_the_first_nudge_of_this_assignment() {
         .assignment()
         .unwrap();
     assert_eq!(answers_since(Some(&checking), &other), None);
+}
+
+#[test]
+fn a_new_incident_after_a_resolved_one_starts_from_the_hook_as_it_is() {
+    // Touched at one minute, alive (answered) at two; quiet since.
+    let (h, a) = hook(MIN);
+    let resolved = incident(
+        &a,
+        Step::Resolved {
+            alive_at: t(2 * MIN),
+            evidence: Evidence::Answered,
+        },
+    );
+    let jj = j(10 * MIN, None);
+    let next = judge(Some(&resolved), &h, &a, &jj);
+    assert_eq!(verdict(&next, &a, &jj), Verdict::Check);
+    let Next::Nudge(step) = &next else {
+        panic!("expected a nudge, got {next:?}");
+    };
+    // Not the resolved incident's opening and activity (both at zero).
+    assert_eq!(
+        (step.record.opened_at, step.record.last_activity),
+        (t(10 * MIN), t(MIN))
+    );
 }
