@@ -48,23 +48,11 @@ pub(crate) fn refuse_symlink(path: &Path) -> Result<()> {
 /// `.{target-name}.{pid}.{counter}.{random}.tmp`. On failure the temp is
 /// removed (or, if even that fails, left as a dot-file no reader looks at).
 pub(crate) fn write_temp(io: &dyn IoBackend, target: &Path, bytes: &[u8]) -> Result<PathBuf> {
-    write_temp_ordered(io, SyncOrder::FileThenDir, target, bytes)
-}
-
-/// [`write_temp`] with the temp's data made durable as `order` says: synced
-/// ([`SyncOrder::FileThenDir`]) or written back, to be made durable by the
-/// directory sync that follows its publish ([`SyncOrder::WriteBackThenDir`]).
-fn write_temp_ordered(
-    io: &dyn IoBackend,
-    order: SyncOrder,
-    target: &Path,
-    bytes: &[u8],
-) -> Result<PathBuf> {
     let (tmp, file) = create_temp(io, target)?;
     let written = io
         .write_all(&file, &tmp, bytes)
         .map_err(|e| Error::io("write temp file", &tmp, e))
-        .and_then(|()| settle(io, order, &file, &tmp));
+        .and_then(|()| settle(io, SyncOrder::FileThenDir, &file, &tmp));
     if let Err(e) = written {
         let _ = io.remove_file(&tmp);
         return Err(e);
@@ -236,9 +224,83 @@ pub(crate) fn create_new_with(
     path: &Path,
     bytes: &[u8],
 ) -> Result<()> {
-    let tmp = write_temp_ordered(io, order, path, bytes)?;
-    publish_temp(io, &tmp, path)?;
+    let temp = new_temp(io, path)?;
+    let written = io
+        .write_all(temp.file(), temp.path(path), bytes)
+        .map_err(|e| Error::io("write temp file", temp.path(path), e))
+        .and_then(|()| settle(io, order, temp.file(), temp.path(path)));
+    if let Err(e) = written {
+        temp.discard(io);
+        return Err(e);
+    }
+    publish(io, temp, path)?;
     sync_dir_with(io, parent(path)).map_err(|e| e.after_commit(path))
+}
+
+/// A new file's data on its way to its name: an unnamed file (`O_TMPFILE`),
+/// or, where the filesystem has none, a named dot-file temp beside the
+/// target.
+enum Temp {
+    /// No name yet: a crash leaves nothing behind, and publishing is one link.
+    Unnamed(File),
+    /// A dot-file, renamed into place.
+    Named(PathBuf, File),
+}
+
+impl Temp {
+    fn file(&self) -> &File {
+        match self {
+            Temp::Unnamed(f) | Temp::Named(_, f) => f,
+        }
+    }
+
+    /// The path errors name: the temp's own, or (unnamed) the target's.
+    fn path<'a>(&'a self, target: &'a Path) -> &'a Path {
+        match self {
+            Temp::Unnamed(_) => target,
+            Temp::Named(p, _) => p,
+        }
+    }
+
+    /// Drops the temp before its publish: an unnamed file vanishes on close;
+    /// a named one is removed (or, if even that fails, left as a dot-file
+    /// no reader looks at, for the temp sweep).
+    fn discard(self, io: &dyn IoBackend) {
+        if let Temp::Named(p, f) = self {
+            drop(f);
+            let _ = io.remove_file(&p);
+        }
+    }
+}
+
+/// Opens a temp for a new file at `target`: unnamed where the backend and
+/// the filesystem allow it ([`IoBackend::create_unnamed`]), else named.
+fn new_temp(io: &dyn IoBackend, target: &Path) -> Result<Temp> {
+    match io.create_unnamed(parent(target)) {
+        Ok(f) => Ok(Temp::Unnamed(f)),
+        Err(e) if e.kind() == io::ErrorKind::Unsupported => {
+            let (tmp, f) = create_temp(io, target)?;
+            Ok(Temp::Named(tmp, f))
+        }
+        Err(e) => Err(Error::io("create temp file in", parent(target), e)),
+    }
+}
+
+/// Gives `temp` the name `path` without replacing anything: the commit point.
+fn publish(io: &dyn IoBackend, temp: Temp, path: &Path) -> Result<()> {
+    match temp {
+        Temp::Named(tmp, file) => {
+            drop(file);
+            publish_temp(io, &tmp, path)
+        }
+        Temp::Unnamed(file) => match io.link_unnamed(&file, path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(Error::AlreadyExists {
+                path: path.to_owned(),
+            }),
+            Err(e) => Err(Error::io("link the new file to", path, e)),
+        },
+    }
 }
 
 fn publish_temp(io: &dyn IoBackend, tmp: &Path, path: &Path) -> Result<()> {
@@ -311,6 +373,18 @@ fn sync_concurrently<T: Sync>(items: &[T], sync: impl Fn(&T) -> Result<()> + Syn
     }
 }
 
+/// Makes the data of every file written so far durable with one `syncfs`
+/// through `first` (the batch's first temp, opened before any of the batch's
+/// writes, so a write-back error of any of them is reported), then one cache
+/// flush: the `fsync` of `target`'s directory, which on ext4 without a
+/// journal makes durable the inode tables `syncfs` writes after its own
+/// flush (and elsewhere costs one flush).
+fn sync_filesystem(io: &dyn IoBackend, first: &File, target: &Path) -> Result<()> {
+    io.sync_fs(first, target)
+        .map_err(|e| Error::io("sync the filesystem holding", target, e))?;
+    sync_dir_with(io, parent(target))
+}
+
 /// Publishes many new files sharing their syncs: a constant number of sync
 /// rounds for the whole batch, not one per file.
 ///
@@ -338,42 +412,56 @@ pub(crate) fn create_new_batch_with(
     order: SyncOrder,
     items: &[(PathBuf, Vec<u8>)],
 ) -> Result<Vec<Created>> {
-    let mut temps: Vec<(PathBuf, File)> = Vec::with_capacity(items.len());
-    let remove_all = |temps: &[(PathBuf, File)]| {
-        for (t, _) in temps {
-            let _ = io.remove_file(t);
+    let mut temps: Vec<Temp> = Vec::with_capacity(items.len());
+    let discard_all = |temps: Vec<Temp>| {
+        for t in temps {
+            t.discard(io);
         }
     };
     for (path, bytes) in items {
-        let (tmp, file) = match create_temp(io, path) {
+        let temp = match new_temp(io, path) {
             Ok(t) => t,
             Err(e) => {
-                remove_all(&temps);
+                discard_all(temps);
                 return Err(e);
             }
         };
-        let written = io.write_all(&file, &tmp, bytes);
-        temps.push((tmp, file));
+        let written = io.write_all(temp.file(), temp.path(path), bytes);
         if let Err(e) = written {
-            let tmp = temps[temps.len() - 1].0.clone();
-            remove_all(&temps);
-            return Err(Error::io("write temp file", tmp, e));
+            let e = Error::io("write temp file", temp.path(path), e);
+            temps.push(temp);
+            discard_all(temps);
+            return Err(e);
         }
+        temps.push(temp);
     }
     // One round: every temp's data and size are durable (or, under
     // `WriteBackThenDir`, written, and durable with the directory syncs)
-    // before any rename.
-    if let Err(e) = sync_concurrently(&temps, |(tmp, file)| settle(io, order, file, tmp)) {
-        remove_all(&temps);
+    // before any name.
+    let pairs: Vec<(&Temp, &Path)> = temps
+        .iter()
+        .zip(items.iter().map(|(p, _)| p.as_path()))
+        .collect();
+    let settled = match (order, pairs.first()) {
+        (SyncOrder::SyncFsThenDir, Some((first, path))) if pairs.len() > 1 => {
+            sync_filesystem(io, first.file(), path)
+        }
+        _ => sync_concurrently(&pairs, |(temp, path)| {
+            settle(io, order, temp.file(), temp.path(path))
+        }),
+    };
+    if let Err(e) = settled {
+        drop(pairs);
+        discard_all(temps);
         return Err(e);
     }
-    let temps: Vec<PathBuf> = temps.into_iter().map(|(t, _)| t).collect();
+    drop(pairs);
     let mut outcomes = Vec::with_capacity(items.len());
     let mut dirs: Vec<&Path> = Vec::new();
     let mut first_published: Option<&Path> = None;
-    let mut pending = items.iter().zip(&temps);
-    for ((path, _), tmp) in pending.by_ref() {
-        match publish_temp(io, tmp, path) {
+    let mut pending = items.iter().zip(temps);
+    while let Some(((path, _), temp)) = pending.next() {
+        match publish(io, temp, path) {
             Ok(()) => {
                 outcomes.push(Created::New);
                 first_published.get_or_insert(path);
@@ -381,7 +469,7 @@ pub(crate) fn create_new_batch_with(
             Err(Error::AlreadyExists { .. }) => outcomes.push(Created::AlreadyExists),
             Err(e) => {
                 for (_, t) in pending {
-                    let _ = io.remove_file(t);
+                    t.discard(io);
                 }
                 return Err(match first_published {
                     Some(p) => e.after_commit_rename(p),

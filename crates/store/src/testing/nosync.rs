@@ -61,6 +61,18 @@ impl IoBackend for NoSyncIo {
         self.skip()
     }
 
+    fn create_unnamed(&self, dir: &Path) -> io::Result<File> {
+        RealIo.create_unnamed(dir)
+    }
+
+    fn link_unnamed(&self, file: &File, to: &Path) -> io::Result<()> {
+        RealIo.link_unnamed(file, to)
+    }
+
+    fn sync_fs(&self, _file: &File, _path: &Path) -> io::Result<()> {
+        self.skip()
+    }
+
     fn set_len(&self, file: &File, path: &Path, len: u64) -> io::Result<()> {
         RealIo.set_len(file, path, len)
     }
