@@ -13,8 +13,7 @@ use rustix::fs::{CWD, RenameFlags};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum IoOp {
-    /// Creating a new file exclusively (a temp file, a new log), or an
-    /// unnamed one ([`IoBackend::create_unnamed`]).
+    /// Creating a new file exclusively (a temp file, a new log).
     Create,
     /// Opening an existing file for appending or truncating.
     Open,
@@ -31,8 +30,7 @@ pub enum IoOp {
     SyncFs,
     /// Renaming, replacing or not ([`IoBackend::rename`], [`IoBackend::rename_noreplace`]).
     Rename,
-    /// Linking a second name to a file, or the first to an unnamed one
-    /// ([`IoBackend::link_unnamed`]).
+    /// Linking a second name to a file.
     Link,
     /// Creating a directory.
     Mkdir,
@@ -129,21 +127,6 @@ pub trait IoBackend: fmt::Debug + Send + Sync {
         let _ = root;
         SyncOrder::FileThenDir
     }
-    /// Creates a file with no name in the directory `dir` (`O_TMPFILE`),
-    /// opened for reading and writing, mode 0644, to be named by
-    /// [`IoBackend::link_unnamed`]. A crash before that leaves nothing
-    /// behind. `ErrorKind::Unsupported` where the filesystem or the system
-    /// lacks it (the store then writes a named temp); the default.
-    fn create_unnamed(&self, dir: &Path) -> io::Result<File> {
-        let _ = dir;
-        Err(io::Error::from(io::ErrorKind::Unsupported))
-    }
-    /// Gives the unnamed `file` (from [`IoBackend::create_unnamed`]) the
-    /// name `to`, never replacing it (`ErrorKind::AlreadyExists`).
-    fn link_unnamed(&self, file: &File, to: &Path) -> io::Result<()> {
-        let _ = (file, to);
-        Err(io::Error::from(io::ErrorKind::Unsupported))
-    }
     /// Syncs the whole filesystem holding `file` (`syncfs`): every file's
     /// data written before the call. Since Linux 5.8 it reports a
     /// write-back error of any file of the filesystem since `file` was
@@ -238,34 +221,6 @@ impl IoBackend for RealIo {
         detect_sync_order(root)
     }
 
-    fn create_unnamed(&self, dir: &Path) -> io::Result<File> {
-        use rustix::fs::{Mode, OFlags};
-        use rustix::io::Errno;
-        // Naming it later goes through /proc/self/fd (linkat with
-        // AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH): without /proc, no
-        // unnamed files.
-        if !proc_fd_available() {
-            return Err(io::Error::from(io::ErrorKind::Unsupported));
-        }
-        let flags = OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC;
-        match rustix::fs::openat(CWD, dir, flags, Mode::from_raw_mode(0o644)) {
-            Ok(fd) => Ok(File::from(fd)),
-            // No O_TMPFILE in this filesystem (EOPNOTSUPP) or kernel (EISDIR,
-            // EINVAL before 3.11).
-            Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL) => {
-                Err(io::Error::from(io::ErrorKind::Unsupported))
-            }
-            Err(e) => Err(e.into()),
-        }
-    }
-
-    fn link_unnamed(&self, file: &File, to: &Path) -> io::Result<()> {
-        use rustix::fs::AtFlags;
-        use std::os::fd::AsRawFd;
-        let fd = format!("/proc/self/fd/{}", file.as_raw_fd());
-        rustix::fs::linkat(CWD, fd.as_str(), CWD, to, AtFlags::SYMLINK_FOLLOW).map_err(Into::into)
-    }
-
     fn set_len(&self, file: &File, _path: &Path, len: u64) -> io::Result<()> {
         file.set_len(len)
     }
@@ -323,12 +278,6 @@ fn sync_file_range(file: &File) -> io::Result<()> {
     } else {
         Err(io::Error::last_os_error())
     }
-}
-
-/// Whether `/proc/self/fd` names this process's descriptors (checked once).
-fn proc_fd_available() -> bool {
-    static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *AVAILABLE.get_or_init(|| Path::new("/proc/self/fd").is_dir())
 }
 
 /// `statfs` magic numbers (`linux/magic.h`).

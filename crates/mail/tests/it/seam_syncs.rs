@@ -83,7 +83,7 @@ fn a_send_into_an_existing_inbox_costs_two_syncs_or_one_on_an_in_order_journal()
 #[test]
 fn a_batch_of_a_hundred_costs_a_constant_number_of_sync_rounds() {
     for (order, expected, dir_syncs) in [
-        // 100 fsyncs run as one concurrent round (up to 16 at once), then the inbox.
+        // 100 fsyncs run as one concurrent round (up to 64 at once), then the inbox.
         (SyncOrder::FileThenDir, 101, 1),
         // 100 write-backs (no flush), then the inbox.
         (SyncOrder::WriteBackThenDir, 1, 1),

@@ -187,20 +187,6 @@ impl IoBackend for FaultIo {
         self.order
     }
 
-    fn create_unnamed(&self, dir: &Path) -> io::Result<File> {
-        match self.check(IoOp::Create) {
-            Some(e) => Err(e),
-            None => self.inner.create_unnamed(dir),
-        }
-    }
-
-    fn link_unnamed(&self, file: &File, to: &Path) -> io::Result<()> {
-        match self.check(IoOp::Link) {
-            Some(e) => Err(e),
-            None => self.inner.link_unnamed(file, to),
-        }
-    }
-
     fn sync_fs(&self, file: &File, path: &Path) -> io::Result<()> {
         match self.check(IoOp::SyncFs) {
             Some(e) => Err(e),

@@ -61,14 +61,6 @@ impl IoBackend for NoSyncIo {
         self.skip()
     }
 
-    fn create_unnamed(&self, dir: &Path) -> io::Result<File> {
-        RealIo.create_unnamed(dir)
-    }
-
-    fn link_unnamed(&self, file: &File, to: &Path) -> io::Result<()> {
-        RealIo.link_unnamed(file, to)
-    }
-
     fn sync_fs(&self, _file: &File, _path: &Path) -> io::Result<()> {
         self.skip()
     }

@@ -60,8 +60,6 @@ enum Event {
     Create { path: PathBuf, ino: u64 },
     /// After a write or truncate, the file holds `content`.
     Data { ino: u64, content: Vec<u8> },
-    /// A new file with no name yet (`O_TMPFILE`); [`Event::Link`] names it.
-    CreateUnnamed { ino: u64 },
     /// The file's data was synced.
     SyncFile { ino: u64 },
     /// The whole filesystem was synced (`syncfs`): every file's data
@@ -237,8 +235,6 @@ impl RecordIo {
     ///   all kept, or (when it only grew) kept up to half of the new bytes.
     ///   A filesystem sync ([`IoBackend::sync_fs`]) syncs every file's data
     ///   written before it, and no directory's entries.
-    /// - A file created unnamed ([`IoBackend::create_unnamed`]) is in no
-    ///   directory until it is linked; its link is a namespace change.
     /// - The namespace changes (create, rename, link, mkdir, remove) in a
     ///   directory since its last sync are, per directory, all lost or all
     ///   kept. A rename between directories is two changes (the new name in
@@ -310,7 +306,7 @@ fn states_at(log: &Log, k: usize) -> Vec<CrashState> {
     let mut written: BTreeMap<u64, (usize, Vec<u8>)> = BTreeMap::new();
     for (i, e) in events.iter().enumerate() {
         match e {
-            Event::Create { ino, .. } | Event::CreateUnnamed { ino } => {
+            Event::Create { ino, .. } => {
                 latest.insert(*ino, Vec::new());
                 synced.insert(*ino, Vec::new());
             }
@@ -541,27 +537,6 @@ impl IoBackend for RecordIo {
 
     fn sync_order(&self, _root: &Path) -> SyncOrder {
         self.order
-    }
-
-    fn create_unnamed(&self, dir: &Path) -> io::Result<File> {
-        let file = RealIo.create_unnamed(dir)?;
-        let meta = file.metadata()?;
-        let mut log = self.lock();
-        let ino = log.next_id;
-        log.next_id += 1;
-        log.ids.insert((meta.dev(), meta.ino()), ino);
-        log.events.push(Event::CreateUnnamed { ino });
-        Ok(file)
-    }
-
-    fn link_unnamed(&self, file: &File, to: &Path) -> io::Result<()> {
-        RealIo.link_unnamed(file, to)?;
-        let meta = file.metadata()?;
-        let mut log = self.lock();
-        let ino = Self::id_of(&mut log, &meta);
-        let to = self.rel(to);
-        log.events.push(Event::Link { to, ino });
-        Ok(())
     }
 
     fn sync_fs(&self, file: &File, path: &Path) -> io::Result<()> {

@@ -657,9 +657,9 @@ fn a_write_back_is_durable_with_the_name_only_on_an_in_order_journal() {
 }
 
 /// The recorder's model of `syncfs`: one call through any file makes every
-/// file's data written before it durable, so two files published after it
-/// are whole under their names in every cut; without it, the same names
-/// can come back with lost data.
+/// file's data written before it durable, so two temps renamed into place
+/// after it are whole under their names in every cut; without it, the same
+/// names can come back with lost data.
 #[test]
 fn a_filesystem_sync_makes_every_file_written_before_it_durable() {
     let bodies: [&[u8]; 2] = [
@@ -671,19 +671,22 @@ fn a_filesystem_sync_makes_every_file_written_before_it_durable() {
         let dir = tmp.path().join("inbox");
         fs::create_dir(&dir).unwrap();
         let rec = RecordIo::start(tmp.path()).unwrap();
-        let files: Vec<fs::File> = bodies
+        let files: Vec<(PathBuf, fs::File)> = bodies
             .iter()
-            .map(|b| {
-                let f = rec.create_unnamed(&dir).unwrap();
-                rec.write_all(&f, &dir, b).unwrap();
-                f
+            .enumerate()
+            .map(|(i, b)| {
+                let t = dir.join(format!(".{i}.json.tmp"));
+                let f = rec.create_new(&t, false).unwrap();
+                rec.write_all(&f, &t, b).unwrap();
+                (t, f)
             })
             .collect();
         if sync_fs {
-            rec.sync_fs(&files[0], &dir).unwrap();
+            rec.sync_fs(&files[0].1, &files[0].0).unwrap();
         }
-        for (i, f) in files.iter().enumerate() {
-            rec.link_unnamed(f, &dir.join(format!("{i}.json"))).unwrap();
+        for (i, (t, _)) in files.iter().enumerate() {
+            rec.rename_noreplace(t, &dir.join(format!("{i}.json")))
+                .unwrap();
         }
         rec.sync_dir(&dir).unwrap();
         rec.mark("published");
@@ -704,9 +707,6 @@ fn a_filesystem_sync_makes_every_file_written_before_it_durable() {
                     ),
                 }
             }
-            // Nothing unnamed is ever left under any name.
-            assert!(s.entries.keys().all(|k| k == Path::new("inbox")
-                || k.starts_with("inbox") && k.extension().is_some_and(|e| e == "json")));
         }
         assert!(named > 0, "some cut keeps a name");
         torn
@@ -768,48 +768,4 @@ fn a_batch_under_syncfs_takes_three_flushes_and_a_failed_syncfs_publishes_nothin
     assert_eq!(waits, [IoOp::SyncFs, IoOp::SyncDir, IoOp::SyncDir]);
     assert_eq!(fs::read_dir(&dir).unwrap().count(), 101);
     assert_eq!(fs::read(dir.join("57.json")).unwrap(), b"{\"n\":57}");
-}
-
-/// Where the filesystem has no unnamed files (`EOPNOTSUPP` from
-/// `O_TMPFILE`), a publish falls back to a named dot-file temp and renames
-/// it; where it has them, a publish links and renames nothing.
-#[test]
-fn a_publish_links_an_unnamed_file_or_falls_back_to_a_named_temp() {
-    const EOPNOTSUPP: i32 = 95;
-    for unsupported in [false, true] {
-        let tmp = tempfile::tempdir().unwrap();
-        let fault = FaultIo::passthrough();
-        let state = open(tmp.path(), fault.clone());
-        let dir = tmp.path().join("inbox");
-        state.create_new(&dir.join("0.json"), b"{}").unwrap();
-        if unsupported {
-            // The next create is the unnamed one: it answers EOPNOTSUPP.
-            fault.set(Fault {
-                nth: 1,
-                kinds: vec![IoOp::Create],
-                errno: EOPNOTSUPP,
-                sticky: false,
-            });
-        }
-        let before = fault.calls().len();
-        state.create_new(&dir.join("1.json"), b"{\"n\":1}").unwrap();
-        let calls = fault.calls()[before..].to_vec();
-        assert_eq!(fs::read(dir.join("1.json")).unwrap(), b"{\"n\":1}");
-        let count = |op: IoOp| calls.iter().filter(|c| **c == op).count();
-        if unsupported {
-            assert_eq!(
-                (count(IoOp::Create), count(IoOp::Rename), count(IoOp::Link)),
-                (2, 1, 0),
-                "{calls:?}"
-            );
-        } else {
-            assert_eq!(
-                (count(IoOp::Create), count(IoOp::Rename), count(IoOp::Link)),
-                (1, 0, 1),
-                "{calls:?}"
-            );
-        }
-        // No temp is left either way.
-        assert_eq!(fs::read_dir(&dir).unwrap().count(), 2);
-    }
 }
