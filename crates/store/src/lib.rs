@@ -304,8 +304,9 @@
 //!
 //! | filesystem | fresh | filling 10,000 | batch of 100 vs single send | vs nubos per message |
 //! |---|---|---|---|---|
-//! | ext4 without a journal (`FileThenDir`) | 0.85× | 0.65× | 5.6× | 5.0× |
-//! | the same disk, an earlier run | 0.50× | 0.58× | | |
+//! | ext4 without a journal (`FileThenDir`) | 0.91× | 0.73× | 13.2× | 9.6× |
+//! | the same, an earlier run (batch: 16 `fsync`s at once) | 0.85× | 0.65× | 5.6× | 5.0× |
+//! | the same, a run before that | 0.50× | 0.58× | | |
 //! | ext4 with a journal, loop device (`WriteBackThenDir`) | 1.38× | 1.15× | 18.3× | 21.5× |
 //!
 //! Syncs per publish, before and after issue 15's work on batches: a
@@ -352,9 +353,10 @@
 //! a background writer (`dd` rewriting a 64 MiB file, no sync) 1,171 ms,
 //! 170 ms, 41.5 ms, 176 ms and 198 ms (one directory `fsync` 10.9 ms).
 //! Unnamed temps (`O_TMPFILE`) changed none of these beyond the noise.
-//! In the `peer` bench's batch `syncfs` took 2,699 µs per message
-//! against 1,656 for 16 concurrent `fsync`s; on the journalled loop device
-//! 418 against 746 (and the write-back order 268). A `syncfs` also does
+//! In the `peer` bench's batch `syncfs` took 3,120 µs per message
+//! against 652 for 64 concurrent `fsync`s (2,699 against 1,656 for 16 in
+//! the earlier run); on the journalled loop device 418 against 746 for 16
+//! (and the write-back order 268). A `syncfs` also does
 //! nothing on most FUSE filesystems, where `fsync` reaches the server.
 //!
 //! What is not guaranteed:
