@@ -307,7 +307,8 @@
 //! | ext4 without a journal (`FileThenDir`) | 0.91× | 0.73× | 13.2× | 9.6× |
 //! | the same, an earlier run (batch: 16 `fsync`s at once) | 0.85× | 0.65× | 5.6× | 5.0× |
 //! | the same, a run before that | 0.50× | 0.58× | | |
-//! | ext4 with a journal, loop device (`WriteBackThenDir`) | 1.38× | 1.15× | 18.3× | 21.5× |
+//! | ext4 with a journal, loop device (`WriteBackThenDir`) | 1.23× | 1.25× | 18.6× | 17.4× |
+//! | the same, an earlier run (16 write-backs at once) | 1.38× | 1.15× | 18.3× | 21.5× |
 //!
 //! Syncs per publish, before and after issue 15's work on batches: a
 //! single send 2 (`fsync` + directory) without a journal, 1 (write-back +
