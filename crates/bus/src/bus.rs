@@ -358,8 +358,10 @@ impl Bus {
     /// sync rounds together, however many there are: every file is written
     /// first, their data made durable in one round, each published with its
     /// own no-clobber create, and the queue directory synced once (the
-    /// store's `create_new_batch`; on a filesystem that commits its journal
-    /// in order, one cache flush for the whole batch). Events with a key are
+    /// store's `create_new_batch`: concurrent fsyncs, or one cache flush
+    /// for the whole batch on a filesystem that commits its journal in
+    /// order, or one `syncfs` and two flushes under
+    /// `SyncOrder::SyncFsThenDir`; see the store's Durability docs). Events with a key are
     /// each judged under their key's lock, one after another, exactly as
     /// [`Bus::publish`] does.
     ///

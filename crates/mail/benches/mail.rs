@@ -11,7 +11,11 @@
 //!   filling 10,000) is measured by the `peer` bench.
 //! - `send_batch`: per-message cost of `Mail::send_batch` (100 drafts) vs `send`.
 //!   Goal (issue 15): the batch at most a fifth of a single send per message
-//!   here, and at most a tenth of nubos-pilot's per message (`peer` bench).
+//!   here, and at most a tenth of nubos-pilot's per message (`peer` bench,
+//!   which also runs the batch under each sync order the filesystem allows).
+//!   Met with a journal (one flush per batch); without one the batch is a
+//!   round of concurrent fsyncs, one flush each, and the goal against
+//!   nubos-pilot is not met (the store's Durability docs give the figures).
 //! - `inbox_10k`: `Mail::inbox` of 10,000 messages vs listing, reading and
 //!   parsing the same 10,000 files by hand. Goal: at most 1.25x.
 //! - `archive` and `has_reply`: with 100,000 archived messages (and 50,000

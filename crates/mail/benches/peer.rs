@@ -24,6 +24,11 @@
 //!   single sends and 100 of nubos's (nubos has no batch). Goals: ≥ 5× the
 //!   single send per message, ≥ 10× nubos per message.
 //!
+//! `batch` runs `send_batch` under each sync order this filesystem allows,
+//! in the same rotation (issue 15): `FileThenDir` (one round of concurrent
+//! fsyncs), `SyncFsThenDir` (one `syncfs`), and `WriteBackThenDir` where
+//! that is the detected order.
+//!
 //! `PEER_DIR` chooses the directory the projects are made in (default: the
 //! system temp directory), to compare filesystems. The store's publish
 //! order for that directory (`StateDir::sync_order`) is printed first.
@@ -36,8 +41,29 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Instant;
 
+use std::sync::Arc;
+
 use chipset_mail::{Draft, Mail};
-use chipset_store::{AgentId, StateDir, TaskId};
+use chipset_store::testing::TunedIo as Tuned;
+use chipset_store::{AgentId, StateDir, StateOptions, SyncOrder, TaskId};
+
+/// Mail under `root` with the detected order (what `StateDir::open`
+/// gives), or a forced one.
+fn mail_at(root: &Path, tuned: Option<Tuned>) -> Mail {
+    match tuned {
+        None => Mail::new(StateDir::open(root).unwrap()),
+        Some(t) => Mail::new(
+            StateDir::open_with(
+                root,
+                StateOptions {
+                    io: Arc::new(t),
+                    ..StateOptions::default()
+                },
+            )
+            .unwrap(),
+        ),
+    }
+}
 
 fn note(i: usize) -> Draft {
     Draft::notify(
@@ -110,21 +136,11 @@ fn env_usize(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-struct Pair {
-    chipset: f64,
-    nubos: f64,
-    messages: usize,
-}
-
-impl Pair {
-    fn report(&self, name: &str) {
-        let per = |t: f64| t / self.messages as f64;
-        println!(
-            "{name:<8} chipset {:>9.1} µs/msg   nubos {:>9.1} µs/msg   speed vs nubos {:.2}x",
-            per(self.chipset),
-            per(self.nubos),
-            self.nubos / self.chipset
-        );
+/// Runs `steps` in an order rotated by `round`, so each goes first in turn.
+fn rotate(round: usize, steps: &mut [&mut dyn FnMut()]) {
+    let n = steps.len();
+    for k in 0..n {
+        (steps[(round + k) % n])();
     }
 }
 
@@ -151,87 +167,119 @@ fn main() {
     );
 
     // fresh: 200 sends into a new project.
-    let mut fresh = Pair {
-        chipset: 0.0,
-        nubos: 0.0,
-        messages: 0,
-    };
+    let (mut c, mut n) = (0.0, 0.0);
     for r in 0..rounds {
-        let c_root = work.path().join(format!("fresh-c{r}"));
+        let mail = mail_at(&work.path().join(format!("fresh-c{r}")), None);
         let n_root = work.path().join(format!("fresh-n{r}"));
-        let mail = Mail::new(StateDir::open(&c_root).unwrap());
-        let mut c = || chipset_sends(&mail, 200, &mut seq);
-        let (tc, tn) = if r % 2 == 0 {
-            let tc = c();
-            (tc, nubos.send(&n_root, 200))
-        } else {
-            let tn = nubos.send(&n_root, 200);
-            (c(), tn)
-        };
-        fresh.chipset += tc;
-        fresh.nubos += tn;
-        fresh.messages += 200;
+        rotate(
+            r,
+            &mut [
+                &mut || c += chipset_sends(&mail, 200, &mut seq),
+                &mut || n += nubos.send(&n_root, 200),
+            ],
+        );
     }
-    fresh.report("fresh");
+    report("fresh", c, n, rounds * 200);
 
-    // batch: one batch of 100 vs 100 single sends vs 100 nubos sends.
-    let c_root = work.path().join("batch-c");
+    // batch: one batch of 100 under each order vs 100 single sends vs 100 nubos sends.
+    let mut orders = vec![SyncOrder::FileThenDir, SyncOrder::SyncFsThenDir];
+    if order == SyncOrder::WriteBackThenDir {
+        orders.insert(0, SyncOrder::WriteBackThenDir);
+    }
+    let batch_mails: Vec<Mail> = orders
+        .iter()
+        .map(|o| {
+            mail_at(
+                &work.path().join(format!("batch-{o:?}")),
+                Some(Tuned { order: *o }),
+            )
+        })
+        .collect();
+    let mail = mail_at(&work.path().join("batch-c"), None);
     let n_root = work.path().join("batch-n");
-    let mail = Mail::new(StateDir::open(&c_root).unwrap());
-    chipset_sends(&mail, 1, &mut seq);
+    for m in batch_mails.iter().chain([&mail]) {
+        chipset_sends(m, 1, &mut seq);
+    }
     nubos.send(&n_root, 1);
-    let (mut batch, mut single, mut peer) = (0.0, 0.0, 0.0);
+    let mut batch = vec![0.0; orders.len()];
+    let (mut single, mut peer) = (0.0, 0.0);
     for r in 0..rounds {
-        let drafts: Vec<Draft> = (0..100).map(|i| note(seq + i)).collect();
-        seq += 100;
-        let b = || {
-            let start = Instant::now();
-            mail.send_batch(&drafts).unwrap();
-            start.elapsed().as_secs_f64() * 1e6
-        };
-        if r % 2 == 0 {
-            batch += b();
-            single += chipset_sends(&mail, 100, &mut seq);
-            peer += nubos.send(&n_root, 100);
-        } else {
-            peer += nubos.send(&n_root, 100);
-            single += chipset_sends(&mail, 100, &mut seq);
-            batch += b();
+        let seq_cell = std::cell::Cell::new(seq);
+        let mut steps: Vec<Box<dyn FnMut() + '_>> = Vec::new();
+        for (m, slot) in batch_mails.iter().zip(batch.iter_mut()) {
+            let seq_cell = &seq_cell;
+            steps.push(Box::new(move || {
+                let s = seq_cell.get();
+                let drafts: Vec<Draft> = (0..100).map(|i| note(s + i)).collect();
+                seq_cell.set(s + 100);
+                let start = Instant::now();
+                m.send_batch(&drafts).unwrap();
+                *slot += start.elapsed().as_secs_f64() * 1e6;
+            }));
         }
+        let (single, peer, nubos, mail, n_root) =
+            (&mut single, &mut peer, &mut nubos, &mail, &n_root);
+        let seq_ref = &seq_cell;
+        steps.push(Box::new(move || {
+            let mut s = seq_ref.get();
+            *single += chipset_sends(mail, 100, &mut s);
+            seq_ref.set(s);
+        }));
+        steps.push(Box::new(move || *peer += nubos.send(n_root, 100)));
+        let mut refs: Vec<&mut dyn FnMut()> = steps
+            .iter_mut()
+            .map(|b| &mut **b as &mut dyn FnMut())
+            .collect();
+        rotate(r, &mut refs);
+        drop(refs);
+        drop(steps);
+        seq = seq_cell.get();
     }
     let per = |t: f64| t / (100 * rounds) as f64;
     println!(
-        "batch    send_batch(100) {:>7.1} µs/msg   single send {:>7.1} µs/msg   nubos {:>7.1} µs/msg   \
-         batch vs single {:.2}x   batch vs nubos {:.2}x",
-        per(batch),
+        "batch    single send {:>7.1} µs/msg   nubos {:>7.1} µs/msg",
         per(single),
-        per(peer),
-        single / batch,
-        peer / batch
+        per(peer)
     );
+    for (o, t) in orders.iter().zip(&batch) {
+        let name = format!("{o:?}");
+        println!(
+            "batch    send_batch(100) {:<22} {:>7.1} µs/msg   vs single {:.2}x   vs nubos {:.2}x",
+            name,
+            per(*t),
+            single / t,
+            peer / t
+        );
+    }
 
     // fill: one inbox each to `fill` messages, alternating chunks of 500.
-    let c_root = work.path().join("fill-c");
+    let mail = mail_at(&work.path().join("fill-c"), None);
     let n_root = work.path().join("fill-n");
-    let mail = Mail::new(StateDir::open(&c_root).unwrap());
-    let mut filled = Pair {
-        chipset: 0.0,
-        nubos: 0.0,
-        messages: 0,
-    };
+    let (mut c, mut n) = (0.0, 0.0);
     let chunk = 500;
-    let mut r = 0;
-    while filled.messages < fill {
-        let n = chunk.min(fill - filled.messages);
-        if r % 2 == 0 {
-            filled.chipset += chipset_sends(&mail, n, &mut seq);
-            filled.nubos += nubos.send(&n_root, n);
-        } else {
-            filled.nubos += nubos.send(&n_root, n);
-            filled.chipset += chipset_sends(&mail, n, &mut seq);
-        }
-        filled.messages += n;
+    let (mut done, mut r) = (0, 0);
+    while done < fill {
+        let k = chunk.min(fill - done);
+        rotate(
+            r,
+            &mut [&mut || c += chipset_sends(&mail, k, &mut seq), &mut || {
+                n += nubos.send(&n_root, k)
+            }],
+        );
+        done += k;
         r += 1;
     }
-    filled.report(&format!("fill {fill}"));
+    report(&format!("fill {fill}"), c, n, fill);
+}
+
+/// Prints µs per message for chipset and nubos, and the speed ratio
+/// (above 1.0: chipset is faster).
+fn report(name: &str, c: f64, n: f64, messages: usize) {
+    let per = |t: f64| t / messages as f64;
+    println!(
+        "{name:<10} chipset {:>8.1} µs/msg   nubos {:>8.1} µs/msg   speed vs nubos {:.2}x",
+        per(c),
+        per(n),
+        n / c
+    );
 }

@@ -215,7 +215,9 @@
 //! reader (durable within the filesystem's commit interval, about 5 s on
 //! ext4). A response's events (its `sent` and the request's `archived`) are
 //! synced before `send` returns. [`Mail::send_batch`] costs two sync rounds
-//! for the files (all data, then every inbox once) however many drafts. Moves (archive,
+//! for the files (all data, then every inbox once) however many drafts
+//! (the store's Durability docs say which calls each round makes, per
+//! filesystem). Moves (archive,
 //! sweep, orphan) are no-clobber renames with both directories synced; of two
 //! processes moving one message exactly one succeeds. When `send` returns,
 //! the message is durable; a crash before that leaves either nothing, or a

@@ -278,9 +278,13 @@ pub enum Created {
 }
 
 /// How many syncs a batch runs at once. Concurrent syncs of files in one
-/// filesystem share journal commits (ext4, XFS), so a batch pays for a few
-/// sync rounds instead of one sync per file.
-const SYNC_PARALLELISM: usize = 16;
+/// filesystem share journal commits (ext4, XFS), and without a journal the
+/// block layer merges the cache flushes that wait together, so a batch pays
+/// for a few sync rounds instead of one sync per file. 64 rather than 16:
+/// on this repository's unjournalled ext4, 100 fsyncs took a median of
+/// 10.4 ms with 64 threads against 14.4 ms with 16 (41.5 against 170 ms
+/// with a background writer; the store's Durability docs).
+const SYNC_PARALLELISM: usize = 64;
 
 /// Runs `sync` on every item, up to [`SYNC_PARALLELISM`] at a time, and
 /// returns the first failure (after every started sync has finished).
@@ -311,11 +315,23 @@ fn sync_concurrently<T: Sync>(items: &[T], sync: impl Fn(&T) -> Result<()> + Syn
     }
 }
 
+/// Makes the data of every file written so far durable with one `syncfs`
+/// through `file` (the batch's first temp, `first`, opened before any of the
+/// batch's writes, so a write-back error of any of them is reported), then
+/// one cache flush: the `fsync` of the temps' directory, which on ext4
+/// without a journal makes durable the inode tables `syncfs` writes after
+/// its own flush (and elsewhere costs one flush).
+fn sync_filesystem(io: &dyn IoBackend, file: &File, first: &Path) -> Result<()> {
+    io.sync_fs(file, first)
+        .map_err(|e| Error::io("sync the filesystem holding", first, e))?;
+    sync_dir_with(io, parent(first))
+}
+
 /// Publishes many new files sharing their syncs: a constant number of sync
 /// rounds for the whole batch, not one per file.
 ///
 /// Every file is written to its own temp first, without syncing; then the
-/// temps are synced together (`fsync` of each, up to 16 at once, so the
+/// temps are synced together (`fsync` of each, up to 64 at once, so the
 /// filesystem commits them in a few shared journal commits; or, where the
 /// filesystem commits in order, [`SyncOrder::WriteBackThenDir`], written
 /// back without a cache flush); then each is renamed into place without
@@ -363,7 +379,13 @@ pub(crate) fn create_new_batch_with(
     // One round: every temp's data and size are durable (or, under
     // `WriteBackThenDir`, written, and durable with the directory syncs)
     // before any rename.
-    if let Err(e) = sync_concurrently(&temps, |(tmp, file)| settle(io, order, file, tmp)) {
+    let settled = match (order, temps.first()) {
+        (SyncOrder::SyncFsThenDir, Some((first, file))) if temps.len() > 1 => {
+            sync_filesystem(io, file, first)
+        }
+        _ => sync_concurrently(&temps, |(tmp, file)| settle(io, order, file, tmp)),
+    };
+    if let Err(e) = settled {
         remove_all(&temps);
         return Err(e);
     }

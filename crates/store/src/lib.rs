@@ -235,10 +235,10 @@
 //! is what lets tests fail the Nth call ([`Error::OutcomeUnknown`] or nothing
 //! visible, for every N) and replay every power cut these rules allow.
 //!
-//! ## What is durable when: one flush or two ([`SyncOrder`])
+//! ## What is durable when: one flush, two, or three per batch ([`SyncOrder`])
 //!
 //! A new file ([`StateDir::create_new`], [`StateDir::create_new_batch`], and so every message
-//! and event) is published in one of two orders, chosen once per
+//! and event) is published in one of these orders, chosen once per
 //! [`StateDir`] by [`IoBackend::sync_order`] ([`StateDir::sync_order`]
 //! says which):
 //!
@@ -256,51 +256,115 @@
 //!   commit) comes after the data's writes completed, flushes them, and
 //!   commits the allocation and size journalled before it: the name is
 //!   never durable without the whole data. When the call returns, both are.
+//! - [`SyncOrder::SyncFsThenDir`], never detected, only where a backend
+//!   asks for it: a single file as [`SyncOrder::FileThenDir`]; a batch
+//!   makes every temp durable with one `syncfs` and one more flush, then
+//!   names them and syncs each directory (below).
 //!
 //! The order is detected with `statfs` (XFS; ext4, whose
 //! `/sys/fs/ext4/{device}/journal_task` must name a journal thread: ext4
 //! without a journal, as on some virtual machines, orders nothing and keeps
 //! two flushes), and falls back to [`SyncOrder::FileThenDir`] whenever the
-//! answer is uncertain. The power-cut recorder models both
+//! answer is uncertain. The power-cut recorder models every order
 //! (`RecordIo::start_with_order`): written-back data is durable with any
-//! later sync, or with any later namespace change a crash state keeps.
+//! later sync, or with any later namespace change a crash state keeps; a
+//! `syncfs` makes every file's data written before it durable, and no
+//! directory's entries.
 //!
-//! A mail `send` is one publish (two flushes, or one) plus a manifest line
-//! appended without a sync (mail's Durability docs: the doctor rebuilds it
-//! from the message file). So a returned send survives a power cut with two
-//! flushes before issue 15's change and one after, where the journal
-//! allows. Measured on this repository's machine (ext4 without a journal, so
-//! two flushes; a C program, 50 publishes × 4 rounds, interleaved, the
-//! machine loaded): fsync + directory took 2.2× the time of the
-//! directory-only order nubos-pilot uses (which never syncs the data),
-//! write-back + directory 1.4×; on a journalled ext4 (a loop device on the
-//! same disk) 2.5× and 1.5×.
-//! The mail `peer` bench (3 rounds, filling 2,000, the machine loaded, one
-//! run each): on that unjournalled ext4 (two flushes) chipset's sequential
-//! send ran at 0.60× nubos-pilot's speed fresh and 0.90× filling, a batch
-//! of 100 5.6× chipset's single send and 4.1× nubos per message; on the
-//! journalled ext4 (one flush) 1.35× fresh, 1.18× filling, a batch 27× the
-//! single send and 36× nubos per message.
+//! **Why two flushes without a journal.** With a disk that caches writes
+//! (this repository's machine: `/sys/block/vda/queue/write_cache` is
+//! `write back`), any two writes not separated by a flush may reach the
+//! platter in either order. Once the name is in the directory's page
+//! cache, the kernel may write it back at any moment; so the data must be
+//! durable (flushed) before the rename, and the name must be flushed
+//! before `send` returns: two flushes per sequential publish, and no order
+//! with one keeps both "a returned send survives" and "never a partial
+//! file under a final name". nubos-pilot makes one (its directory's
+//! `fsync`, with the message's data never synced). Two orders that save
+//! work were measured and rejected:
+//!
+//! - `O_TMPFILE` + `linkat` (no temp name, no rename): on ext4 without a
+//!   journal the file's `fsync` then skips writing its directory, but the
+//!   link raises the file's link count from 0 to 1 *after* that `fsync`,
+//!   and the directory's `fsync` makes the name durable without the
+//!   file's inode: a power cut can leave the name on an inode whose link
+//!   count on disk is 0, which ext4 refuses to read ("deleted inode
+//!   referenced") until `e2fsck` repairs it. On a journal (where the link
+//!   and the count commit together) it saved nothing: the mail `peer`
+//!   bench on the journalled loop device ran batches at 157 µs per message
+//!   unnamed against 151 named, and filling 10,000 at 2,149 µs against
+//!   2,220 (one run, interleaved), since ext4 puts an `O_TMPFILE` on its
+//!   orphan list and takes it off again at the link, journalled work a
+//!   named temp does not do.
+//! - Writing the data back (`sync_file_range`) and letting the directory's
+//!   one flush cover both: safe only where a journal orders the commit
+//!   after the data (that is [`SyncOrder::WriteBackThenDir`]).
+//!
+//! A mail `send` is one publish plus a manifest line appended without a
+//! sync (mail's Durability docs: the doctor rebuilds it from the message
+//! file): two flushes without a journal, one with. Measured with the mail
+//! `peer` bench (`scripts/peer-bench.sh`, 5 rounds of 200 fresh sends,
+//! filling 10,000, batches of 100; interleaved with nubos-pilot under node
+//! in one run; the machine shared with other builds, load 5 to 11), speed
+//! against nubos-pilot (above 1.0: chipset is faster):
+//!
+//! | filesystem | fresh | filling 10,000 | batch of 100 vs single send | vs nubos per message |
+//! |---|---|---|---|---|
+//! | ext4 without a journal (`FileThenDir`) | 0.91× | 0.73× | 13.2× | 9.6× |
+//! | the same, an earlier run (batch: 16 `fsync`s at once) | 0.85× | 0.65× | 5.6× | 5.0× |
+//! | the same, a run before that | 0.50× | 0.58× | | |
+//! | ext4 with a journal, loop device (`WriteBackThenDir`) | 1.23× | 1.25× | 18.6× | 17.4× |
+//! | the same, an earlier run (16 write-backs at once) | 1.38× | 1.15× | 18.3× | 21.5× |
+//!
+//! Syncs per publish, before and after issue 15's work on batches: a
+//! single send 2 (`fsync` + directory) without a journal, 1 (write-back +
+//! directory) with one, unchanged; a batch of 100 in one directory 101
+//! flushes in two concurrent rounds without a journal (100 `fsync`s, up to
+//! 64 at once, then the directory), 3 under [`SyncOrder::SyncFsThenDir`],
+//! 1 with a journal (100 write-backs, then the directory).
 //!
 //! **Batches.** [`StateDir::create_new_batch`] keeps every guarantee above for each
-//! file, and shares the waiting: it writes every temp first, then syncs all
-//! of them in one round (`fsync` of each file, up to 16 at a time on
-//! threads, which ext4 and XFS serve with shared journal commits), then
-//! renames each into place, then syncs each distinct directory once, again
-//! concurrently. So a batch of N files in one directory costs two sync
-//! rounds, not N + 1. When it returns `Ok`, every file it reported
-//! [`Created::New`] survives a power cut, whole; a power cut before it
-//! returns leaves each file whole or absent (no file is visible before its
-//! data was synced). Measured on this repository's ext4 volume (a C
-//! program, 100 files of 400 bytes, 5 rounds, one run, the machine shared):
-//! one `fsync` after another 900–2,000 µs per file, 8 concurrent `fsync`s
-//! 460–915 µs, `syncfs` 580–2,850 µs (it also waits for every other
-//! process's dirty data on the volume, which is why it is not used), and
-//! `sync_file_range` then `fsync` 1,040–2,380 µs; a later pair of runs
-//! (interleaved, 8 rounds) gave 240–350 µs one after another, 90–120 µs
-//! with 16 threads, 80–115 µs with 64, 70–95 µs with `sync_file_range`
-//! first. The figures drift by 2× and more between runs, so the mail bench
-//! compares interleaved ratios.
+//! file, and shares the waiting: it writes every temp first, then makes all
+//! of them durable in one round, then renames each into place, then syncs
+//! each distinct directory once, concurrently. The round is, by order: an
+//! `fsync` of each file, up to 64 at a time on threads
+//! ([`SyncOrder::FileThenDir`]; the block layer merges flushes that wait
+//! together, and a journal shares its commits); a write-back of each
+//! ([`SyncOrder::WriteBackThenDir`]); or one `syncfs` through the first
+//! temp and one directory `fsync` ([`SyncOrder::SyncFsThenDir`]). That
+//! extra flush is needed on ext4 without a journal: `syncfs` writes the
+//! inode tables (sizes, extents) through the block device's cache after
+//! its own flush and issues none after them, so without it a name could
+//! become durable before its file's size. Since Linux 5.8 (this machine
+//! runs 6.18) `syncfs` reports a write-back error of any file of the
+//! filesystem since its descriptor was opened (the superblock's `errseq`);
+//! the store calls it through the batch's first temp, opened before any
+//! of the batch's writes, so an error in any of them fails the batch
+//! before anything is named (as would an error in another process's file:
+//! a false alarm, never a miss). Before 5.8 it reported almost no
+//! write-back error, which is one more reason it is only used on request. A failed `fsync` or `syncfs` in the round removes every
+//! temp and returns a plain error: nothing published, and a retry starts
+//! over. So a batch of N files in one directory costs two sync rounds, not
+//! N + 1. When it returns `Ok`, every file it reported [`Created::New`]
+//! survives a power cut, whole; a power cut before it returns leaves each
+//! file whole or absent (no file is visible before its data was synced).
+//!
+//! `syncfs` is not detected for any filesystem because it waits for every
+//! other process's dirty data on the filesystem too, and on this
+//! repository's shared machine that is a lot (other engineers' builds): a
+//! C program (making 100 temps of 400 bytes durable, each method 12 rounds
+//! in a random order per round, medians per batch of 100, load about 5)
+//! gave: one `fsync` after another 203 ms, 16 concurrent 14.4 ms, 64
+//! concurrent 10.4 ms, `syncfs` 25.0 ms, `syncfs` then a directory `fsync`
+//! 22.1 ms (one directory `fsync`, nubos-pilot's whole sync, 2.1 ms); with
+//! a background writer (`dd` rewriting a 64 MiB file, no sync) 1,171 ms,
+//! 170 ms, 41.5 ms, 176 ms and 198 ms (one directory `fsync` 10.9 ms).
+//! Unnamed temps (`O_TMPFILE`) changed none of these beyond the noise.
+//! In the `peer` bench's batch `syncfs` took 3,120 µs per message
+//! against 652 for 64 concurrent `fsync`s (2,699 against 1,656 for 16 in
+//! the earlier run); on the journalled loop device 418 against 746 for 16
+//! (and the write-back order 268). A `syncfs` also does
+//! nothing on most FUSE filesystems, where `fsync` reaches the server.
 //!
 //! What is not guaranteed:
 //!

@@ -39,7 +39,12 @@ fn note(i: usize) -> Draft {
 fn waits(calls: &[IoOp]) -> Vec<IoOp> {
     calls
         .iter()
-        .filter(|c| matches!(c, IoOp::Sync | IoOp::SyncDir | IoOp::WriteBack))
+        .filter(|c| {
+            matches!(
+                c,
+                IoOp::Sync | IoOp::SyncDir | IoOp::SyncFs | IoOp::WriteBack
+            )
+        })
         .copied()
         .collect()
 }
@@ -47,7 +52,7 @@ fn waits(calls: &[IoOp]) -> Vec<IoOp> {
 fn flushes(calls: &[IoOp]) -> usize {
     calls
         .iter()
-        .filter(|c| matches!(c, IoOp::Sync | IoOp::SyncDir))
+        .filter(|c| matches!(c, IoOp::Sync | IoOp::SyncDir | IoOp::SyncFs))
         .count()
 }
 
@@ -61,6 +66,8 @@ fn a_send_into_an_existing_inbox_costs_two_syncs_or_one_on_an_in_order_journal()
             SyncOrder::WriteBackThenDir,
             vec![IoOp::WriteBack, IoOp::SyncDir],
         ),
+        // A single send is never a batch: as FileThenDir.
+        (SyncOrder::SyncFsThenDir, vec![IoOp::Sync, IoOp::SyncDir]),
     ] {
         let tmp = tempfile::tempdir().unwrap();
         let fault = FaultIo::with_order(Fault::nth(0, EIO), order);
@@ -74,10 +81,14 @@ fn a_send_into_an_existing_inbox_costs_two_syncs_or_one_on_an_in_order_journal()
 }
 
 #[test]
-fn a_batch_of_a_hundred_costs_one_directory_sync_and_a_sync_round() {
-    for (order, flushed) in [
-        (SyncOrder::FileThenDir, 101),
-        (SyncOrder::WriteBackThenDir, 1),
+fn a_batch_of_a_hundred_costs_a_constant_number_of_sync_rounds() {
+    for (order, expected, dir_syncs) in [
+        // 100 fsyncs run as one concurrent round (up to 64 at once), then the inbox.
+        (SyncOrder::FileThenDir, 101, 1),
+        // 100 write-backs (no flush), then the inbox.
+        (SyncOrder::WriteBackThenDir, 1, 1),
+        // One syncfs, one flush (a directory sync), the links, the inbox: three.
+        (SyncOrder::SyncFsThenDir, 3, 2),
     ] {
         let tmp = tempfile::tempdir().unwrap();
         let fault = FaultIo::with_order(Fault::nth(0, EIO), order);
@@ -87,16 +98,26 @@ fn a_batch_of_a_hundred_costs_one_directory_sync_and_a_sync_round() {
         let drafts: Vec<Draft> = (1..=100).map(note).collect();
         mail.send_batch(&drafts).unwrap();
         let calls = fault.calls()[before..].to_vec();
-        let dir_syncs = calls.iter().filter(|c| **c == IoOp::SyncDir).count();
-        assert_eq!(dir_syncs, 1, "{order:?}: one inbox, synced once");
-        // FileThenDir: 100 fsyncs run as one concurrent round, then the directory.
-        assert_eq!(flushes(&calls), flushed, "{order:?}");
+        let dirs = calls.iter().filter(|c| **c == IoOp::SyncDir).count();
+        assert_eq!(dirs, dir_syncs, "{order:?}: {calls:?}");
+        assert_eq!(flushes(&calls), expected, "{order:?}");
+        if order == SyncOrder::SyncFsThenDir {
+            assert_eq!(
+                waits(&calls),
+                [IoOp::SyncFs, IoOp::SyncDir, IoOp::SyncDir],
+                "no sync of any message file"
+            );
+        }
     }
 }
 
 #[test]
 fn every_returned_send_survives_every_power_cut() {
-    for order in [SyncOrder::FileThenDir, SyncOrder::WriteBackThenDir] {
+    for order in [
+        SyncOrder::FileThenDir,
+        SyncOrder::WriteBackThenDir,
+        SyncOrder::SyncFsThenDir,
+    ] {
         every_returned_send_survives_every_power_cut_in(order);
     }
 }

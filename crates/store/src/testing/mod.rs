@@ -8,6 +8,8 @@
 //!   following the ordering rules in the crate docs' Durability section.
 //! - [`NoSyncIo`] makes every change for real but skips the syncs, for
 //!   model tests that run thousands of operations and never cut the power.
+//! - [`TunedIo`] makes the real calls with a chosen publish order, to
+//!   compare orders on one disk.
 //! - [`visible`] snapshots what a reader of a state root sees, so a test can
 //!   assert that a failed operation changed nothing.
 //!
@@ -19,10 +21,12 @@
 mod fault;
 mod nosync;
 mod record;
+mod tuned;
 
 pub use fault::{EIO, ENOSPC, Fault, FaultIo};
 pub use nosync::NoSyncIo;
 pub use record::{CrashState, Entry, RecordIo};
+pub use tuned::TunedIo;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
