@@ -172,7 +172,12 @@
 //!   another program) is found when it is of one of those tasks, as a
 //!   response always is.
 //! - [`Mail::sweep_task_on_commit`] costs what the task's own mail costs: a
-//!   stat per inbox and of `archive/`, the task's cache file, and the moves.
+//!   stat per inbox and of `archive/`, the task's cache file, and the moves;
+//!   plus, for each inbox changed since the task's cache saw it (other
+//!   tasks' sweeps empty inboxes between a task's gate and its sweep), one
+//!   listing with a `statx` per entry and a read of the entries that came
+//!   in since (an entry's ctime says whether it was there when the task's
+//!   cache listed the inbox: see the gate module), not that inbox's cache.
 //!   A folder the cache cannot take (it holds an unreadable or unsupported
 //!   file) is read whole, as without the cache, so every other message
 //!   still moves and the sweep then names the file.
