@@ -326,6 +326,7 @@
 
 #![forbid(unsafe_code)]
 
+mod archive;
 mod doctor;
 mod draft;
 mod error;
@@ -333,7 +334,10 @@ mod format;
 mod gate;
 mod layout;
 mod mail;
+mod read;
 mod repair;
+mod replies;
+mod send;
 mod spill;
 mod tail;
 mod thread;
