@@ -53,7 +53,7 @@ impl Mail {
     /// # Errors
     ///
     /// [`MailError::ArchiveWithoutReply`] for a message that needs a reply
-    /// ([`Message::needs_reply`]) and has none; [`MailError::NotFound`] when
+    /// ([`Message::needs_reply`](crate::Message::needs_reply)) and has none; [`MailError::NotFound`] when
     /// no message has this id; [`MailError::Corrupt`] when its file is
     /// unreadable (it might be a request); [`MailError::Store`] when a step
     /// before the commit point fails, or, with

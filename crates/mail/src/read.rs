@@ -19,8 +19,8 @@ impl Mail {
     ///
     /// # Errors
     ///
-    /// [`MailError::Corrupt`] naming the first file in the inbox that is not a
-    /// readable message: a bad file is never skipped. [`MailError::Store`] when
+    /// [`MailError::Corrupt`](crate::MailError::Corrupt) naming the first file in the inbox that is not a
+    /// readable message: a bad file is never skipped. [`MailError::Store`](crate::MailError::Store) when
     /// the inbox cannot be listed.
     pub fn inbox(&self, agent: &AgentId, filter: &InboxFilter) -> Result<Vec<Message>> {
         let mut out: Vec<Message> = self
@@ -36,7 +36,7 @@ impl Mail {
     ///
     /// # Errors
     ///
-    /// [`MailError::Store`] when the inbox cannot be listed.
+    /// [`MailError::Store`](crate::MailError::Store) when the inbox cannot be listed.
     pub fn inbox_len(&self, agent: &AgentId) -> Result<usize> {
         self.count_messages(&self.layout.inbox(agent))
     }
@@ -57,8 +57,8 @@ impl Mail {
     ///
     /// # Errors
     ///
-    /// [`MailError::Store`] when a directory cannot be listed;
-    /// [`MailError::Corrupt`] for a stray entry in `inbox/`.
+    /// [`MailError::Store`](crate::MailError::Store) when a directory cannot be listed;
+    /// [`MailError::Corrupt`](crate::MailError::Corrupt) for a stray entry in `inbox/`.
     pub fn counts(&self) -> Result<MailCounts> {
         let mut inbox = BTreeMap::new();
         for agent in self.agents()? {
@@ -85,7 +85,7 @@ impl Mail {
     ///
     /// # Errors
     ///
-    /// [`MailError::Store`] when it cannot be read.
+    /// [`MailError::Store`](crate::MailError::Store) when it cannot be read.
     pub fn read_manifest(&self) -> Result<Manifest> {
         let contents = JsonLog::new(self.layout.manifest()).read::<serde_json::Value>()?;
         let mut events = Vec::with_capacity(contents.records.len());
