@@ -90,6 +90,9 @@ pub(crate) const GATE_DIR: &str = ".gate";
 const VERSION: u32 = 2;
 /// How old a directory stamp must be before the cache trusts it.
 pub(crate) const RACY: Duration = Duration::from_secs(2);
+/// How many entries new since a task's slice was listed are read directly
+/// ([`TaskFiles::since`]); with more, the folder cache is used.
+const SINCE_READS: usize = 32;
 /// A cache file larger than this is ignored (and rebuilt).
 const MAX_CACHE_FILE: u64 = 256 * 1024 * 1024;
 
@@ -195,6 +198,10 @@ struct Slice {
     /// with their parent: what the sweep and the thread need.
     #[serde(default)]
     others: BTreeMap<String, Option<MessageId>>,
+    /// The folder's stamp taken before the listing these files come from
+    /// (settled or not): every entry whose ctime is older was listed then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    listed: Option<Stamp>,
 }
 
 /// `.gate/task/{task}.json`.
@@ -258,6 +265,25 @@ pub(crate) fn load<T: for<'de> Deserialize<'de>>(state: &StateDir, path: &Path) 
             tracing::debug!(path = %path.display(), error = %e, "ignoring an unreadable gate cache file");
             None
         }
+    }
+}
+
+/// Reads the folder entry `name` at `path` as a message, failing closed as
+/// the uncached gate does (a name that is not `{id}.json`, an unreadable or
+/// unsupported file, an id that does not match its name); `None` when it
+/// moved on since the listing.
+fn read_entry(state: &StateDir, path: &Path, name: &str) -> Result<Option<Message>> {
+    let Some(id) = id_of(name) else {
+        return Err(MailError::Corrupt(stray(
+            path.to_owned(),
+            "not a message file: expected `{id}.json`",
+        )));
+    };
+    match read_message(state, path)? {
+        ReadOutcome::Missing => Ok(None),
+        ReadOutcome::Corrupt(c) => Err(c.into()),
+        ReadOutcome::Unsupported(u) => Err(u.into()),
+        ReadOutcome::Value(m) => Ok(Some(check_id(path, &id, m)?)),
     }
 }
 
@@ -369,18 +395,16 @@ impl Mail {
     ) -> Result<BTreeMap<String, FileEntry>> {
         let path = cache;
         let old = load::<InboxCache>(&self.state, path).filter(|c| c.v == VERSION);
-        if let Some(old) = &old
-            && settled
-            && old.settled
-            && old.stamp == stamp
-        {
-            return Ok(old.files.clone());
-        }
+        let old = match old {
+            Some(old) if settled && old.settled && old.stamp == stamp => return Ok(old.files),
+            old => old,
+        };
         let known = old.map(|c| c.files).unwrap_or_default();
         let mut files = BTreeMap::new();
         let mut read_any = false;
         let now = SystemTime::now();
-        for (name, ino) in self.state.list_inodes(dir)? {
+        // One `statx` per entry, relative to the listed directory.
+        for (name, meta) in self.state.list_stats(dir)? {
             if skip.contains(&name.as_str()) {
                 continue;
             }
@@ -388,15 +412,13 @@ impl Mail {
             // The file's own stamp: a file rewritten in place (which the
             // seed forbids) is read again while its change is recent enough
             // to be told apart, and whenever its size or times differ.
-            // Unstattable (gone, or the stat failed): read as a new file.
-            let meta = self.state.stat(&path).ok().flatten();
+            // Gone since the listing: read as a new file (and skipped).
             let file = meta.as_ref().map(Stamp::from);
             let size = meta.as_ref().map(chipset_store::Stat::len);
             if let (Some(file), Some(size)) = (file, size)
                 && file.settled(now)
                 && let Some(entry) = known.get(&name).filter(|e| {
-                    e.ino == ino
-                        && e.ino == file.ino
+                    e.ino == file.ino
                         && e.size == size
                         && e.mtime == file.mtime
                         && e.ctime == file.ctime
@@ -405,19 +427,9 @@ impl Mail {
                 files.insert(name, entry.clone());
                 continue;
             }
-            let Some(id) = id_of(&name) else {
-                return Err(MailError::Corrupt(stray(
-                    path,
-                    "not a message file: expected `{id}.json`",
-                )));
-            };
             read_any = true;
-            let message = match read_message(&self.state, &path)? {
-                // Moved on since the listing.
-                ReadOutcome::Missing => continue,
-                ReadOutcome::Corrupt(c) => return Err(c.into()),
-                ReadOutcome::Unsupported(u) => return Err(u.into()),
-                ReadOutcome::Value(m) => check_id(&path, &id, m)?,
+            let Some(message) = read_entry(&self.state, &path, &name)? else {
+                continue;
             };
             // Stamped before the read: a file replaced meanwhile is read again
             // next time. Without a stamp the entry can never be reused.
@@ -440,7 +452,13 @@ impl Mail {
                 },
             );
         }
-        if read_any || files.len() != known.len() || settled {
+        // Written when it saves the next reader something: reading the new
+        // files again, or (settled) the listing itself. Under a racy stamp
+        // with only removals, the next reader lists anyway and the entries
+        // of removed files cost it nothing: the write (and the writeback a
+        // replacing rename starts, which a sweep's syncs then wait for) is
+        // skipped.
+        if read_any || settled {
             self.store_cache(
                 path,
                 &InboxCache {
@@ -507,17 +525,32 @@ impl TaskFiles<'_> {
                     quarantine,
                     files: BTreeMap::new(),
                     others: BTreeMap::new(),
+                    listed: Some(stamp),
                 };
-                for (name, e) in mail.folder_files(&cache_path, &dir, skip, stamp, settled)? {
-                    if e.task != self.cache.task {
-                        continue;
+                let since = match slot {
+                    Some(old) if !gate => self.since(old, &dir, skip, stamp)?,
+                    _ => None,
+                };
+                match since {
+                    Some((files, others)) => {
+                        slice.files = files;
+                        slice.others = others;
                     }
-                    match e.facts {
-                        Some(facts) => {
-                            slice.files.insert(name, facts);
-                        }
-                        None => {
-                            slice.others.insert(name, e.parent);
+                    None => {
+                        for (name, e) in
+                            mail.folder_files(&cache_path, &dir, skip, stamp, settled)?
+                        {
+                            if e.task != self.cache.task {
+                                continue;
+                            }
+                            match e.facts {
+                                Some(facts) => {
+                                    slice.files.insert(name, facts);
+                                }
+                                None => {
+                                    slice.others.insert(name, e.parent);
+                                }
+                            }
                         }
                     }
                 }
@@ -548,6 +581,85 @@ impl TaskFiles<'_> {
             parent,
         }));
         Ok(Some(out))
+    }
+
+    /// The task's files in `dir`, changed since the slice `old` was listed,
+    /// without its folder cache: one listing with a `statx` per entry, the
+    /// files the slice knows taken from it, and only the entries that came
+    /// in since read. `None` (take the folder cache) when the slice has no
+    /// listing stamp, the folder is another directory, its ctime went back,
+    /// or more than [`SINCE_READS`] entries are new.
+    ///
+    /// What this relies on: an entry enters a directory by a create, a
+    /// rename or a link, and each sets the entry's own ctime to the time it
+    /// entered (on Linux's local filesystems, ext4, xfs, btrfs and tmpfs:
+    /// a rename sets the moved inode's ctime), which no program can set
+    /// back. So an entry whose ctime is older than the directory's ctime
+    /// when the slice was listed (`then`, stamped before that listing) was
+    /// in the directory then and was listed: the slice holds it if it is
+    /// the task's. Every other entry is read, as a new file is. Where it
+    /// would not hold: a system clock stepped back after `then` stamps new
+    /// entries in its past, so the gate (which must never miss a request)
+    /// never takes this path; the sweep and the thread do, and a message a
+    /// sweep missed that way stays in its inbox, where [`Mail::doctor`]
+    /// reports it (`messaging-orphan`, its task swept).
+    #[allow(clippy::type_complexity, reason = "the two maps of a slice")]
+    fn since(
+        &self,
+        old: &Slice,
+        dir: &Path,
+        skip: &[&str],
+        now: Stamp,
+    ) -> Result<Option<(BTreeMap<String, Facts>, BTreeMap<String, Option<MessageId>>)>> {
+        let Some(then) = old.listed.or(old.stamp) else {
+            return Ok(None);
+        };
+        if then.dev != now.dev || then.ino != now.ino || now.ctime < then.ctime {
+            return Ok(None);
+        }
+        let (mut files, mut others) = (BTreeMap::new(), BTreeMap::new());
+        let mut new = Vec::new();
+        for (name, meta) in self.mail.state.list_stats(dir)? {
+            if skip.contains(&name.as_str()) {
+                continue;
+            }
+            match meta {
+                // Listed when the slice was: the slice knows it if it is the task's.
+                Some(meta) if meta.ctime() < then.ctime => {
+                    if let Some(facts) = old.files.get(&name) {
+                        files.insert(name, facts.clone());
+                    } else if let Some(parent) = old.others.get(&name) {
+                        others.insert(name, parent.clone());
+                    }
+                }
+                // Gone since the listing.
+                None => {}
+                Some(_) => {
+                    if new.len() == SINCE_READS {
+                        return Ok(None);
+                    }
+                    new.push(name);
+                }
+            }
+        }
+        for name in new {
+            let path = dir.join(&name);
+            let Some(message) = read_entry(&self.mail.state, &path, &name)? else {
+                continue;
+            };
+            if message.phase != self.cache.task {
+                continue;
+            }
+            match Facts::of(&message) {
+                Some(facts) => {
+                    files.insert(name, facts);
+                }
+                None => {
+                    others.insert(name, message.in_reply_to);
+                }
+            }
+        }
+        Ok(Some((files, others)))
     }
 
     /// Writes the task's cache back when it changed, forgetting inboxes

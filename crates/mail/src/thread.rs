@@ -1,10 +1,16 @@
-//! Causal order of a thread: pure.
+//! Threads: the pure causal order, and [`Mail::thread`], which gathers a
+//! thread through the reply index and the gate cache.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::path::PathBuf;
 
-use chipset_store::MessageId;
+use chipset_store::{MessageId, ReadOutcome, TaskId};
 
+use crate::error::{MailError, Result};
 use crate::format::Message;
+use crate::gate::Folder;
+use crate::layout::id_of;
+use crate::mail::{Mail, check_id, read_message};
 
 /// Orders messages so that every message comes after the one it replies to,
 /// and otherwise by id (which is send order for chipset's ids). Parent links
@@ -43,6 +49,159 @@ pub(crate) fn causal_order(messages: Vec<Message>) -> Vec<Message> {
         out.push(m);
     }
     out
+}
+
+impl Mail {
+    /// Returns the whole thread `id` belongs to, in causal order (every
+    /// message after the one it replies to; otherwise send order): its
+    /// ancestors up to the root and every reply below the root, wherever
+    /// they are (inbox, archive, by-task or orphan archive).
+    ///
+    /// Replies are found through the reply index, and among the messages of
+    /// the thread's tasks (the start message's and its ancestors') in the
+    /// inboxes, and those newer than the root in `archive/` and the task's
+    /// by-task archive (so a reply written or archived by another program is
+    /// found before the doctor has indexed it). The inboxes and `archive/`
+    /// are read through the gate cache: the cost is the task's own mail.
+    ///
+    /// # Errors
+    ///
+    /// [`MailError::NotFound`] when `id` does not exist; [`MailError::Corrupt`]
+    /// when a file on the way, or in an inbox, is unreadable.
+    pub fn thread(&self, id: &MessageId) -> Result<Vec<Message>> {
+        let start = self
+            .find(id)?
+            .ok_or_else(|| MailError::NotFound { id: id.clone() })?;
+        let task = start.message.phase.clone();
+        let mut nodes: BTreeMap<MessageId, Message> = BTreeMap::new();
+        let mut root = start.message;
+        while let Some(parent) = root.in_reply_to.clone() {
+            if nodes.contains_key(&parent) {
+                break;
+            }
+            let Some(found) = self.find_with(&parent, Some(&task))? else {
+                break;
+            };
+            nodes.insert(root.id.clone(), root);
+            root = found.message;
+        }
+        nodes.insert(root.id.clone(), root.clone());
+
+        // Replies the index may not know (another program wrote them, or a
+        // sender crashed before its entry), among the messages of the
+        // thread's tasks (the start's and its ancestors'): in the inboxes
+        // and `archive/` through the gate cache, which lists only folders
+        // changed since it last looked and keeps each file's parent, so only
+        // the replies among the task's files are read.
+        let tasks: BTreeSet<TaskId> = nodes
+            .values()
+            .chain([&root])
+            .map(|m| m.phase.clone())
+            .chain([task.clone()])
+            .collect();
+        let agents = self.agents()?;
+        let mut unindexed: Vec<Message> = Vec::new();
+        for task in &tasks {
+            let mut walk = self.task_files(task);
+            for agent in &agents {
+                let folder = Folder::Inbox(agent.clone());
+                let dir = self.layout.inbox(agent);
+                // Fails closed on an unreadable file in an inbox, as before.
+                for f in walk.folder(&folder, false)?.unwrap_or_default() {
+                    if f.parent.is_none() {
+                        continue;
+                    }
+                    let Some(id) = id_of(&f.name) else { continue };
+                    let path = dir.join(&f.name);
+                    match read_message(&self.state, &path)? {
+                        ReadOutcome::Missing => {}
+                        ReadOutcome::Corrupt(c) => return Err(c.into()),
+                        ReadOutcome::Unsupported(u) => return Err(u.into()),
+                        ReadOutcome::Value(m) => unindexed.push(check_id(&path, &id, m)?),
+                    }
+                }
+            }
+            // Replies another program archived: only files newer than the
+            // root can be below it. Unreadable ones are the doctor's to
+            // report (a folder the cache cannot take is read whole).
+            let archived: Option<Vec<String>> = match walk.folder(&Folder::Archive, false) {
+                Ok(files) => Some(
+                    files
+                        .unwrap_or_default()
+                        .into_iter()
+                        .filter(|f| f.parent.is_some())
+                        .map(|f| f.name)
+                        .collect(),
+                ),
+                Err(MailError::Corrupt(_) | MailError::Unsupported(_)) => None,
+                Err(e) => return Err(e),
+            };
+            walk.finish(&agents);
+            let archive = self.layout.archive_root();
+            let by_task = self.layout.by_task(task);
+            let mut candidates: Vec<(PathBuf, String)> = match archived {
+                Some(names) => names.into_iter().map(|n| (archive.clone(), n)).collect(),
+                None => self
+                    .state
+                    .list(&archive)?
+                    .into_iter()
+                    .map(|n| (archive.clone(), n))
+                    .collect(),
+            };
+            candidates.extend(
+                self.state
+                    .list(&by_task)?
+                    .into_iter()
+                    .map(|n| (by_task.clone(), n)),
+            );
+            for (dir, name) in candidates {
+                let Some(id) = id_of(&name).filter(|id| *id > root.id) else {
+                    continue;
+                };
+                let path = dir.join(&name);
+                if let Ok(ReadOutcome::Value(m)) = read_message(&self.state, &path)
+                    && m.id == id
+                    && m.in_reply_to.is_some()
+                {
+                    unindexed.push(m);
+                }
+            }
+        }
+        // Every node below the root is reached from the root downwards.
+        let mut thread: BTreeMap<MessageId, Message> = BTreeMap::new();
+        let mut queue = VecDeque::from([root]);
+        while let Some(node) = queue.pop_front() {
+            if thread.contains_key(&node.id) {
+                continue;
+            }
+            let mut children: BTreeSet<MessageId> = self
+                .replies_of(&node.id)?
+                .into_iter()
+                .map(|(_, c)| c)
+                .collect();
+            children.extend(
+                unindexed
+                    .iter()
+                    .filter(|m| m.in_reply_to.as_ref() == Some(&node.id))
+                    .map(|m| m.id.clone()),
+            );
+            for child in children {
+                if thread.contains_key(&child) {
+                    continue;
+                }
+                if let Some(m) = nodes.remove(&child) {
+                    queue.push_back(m);
+                } else if let Some(found) = self.find_with(&child, Some(&task))? {
+                    queue.push_back(found.message);
+                }
+            }
+            thread.insert(node.id.clone(), node);
+        }
+        // Ancestors are in the thread by construction; keep them even if an
+        // index entry is missing.
+        thread.extend(nodes);
+        Ok(causal_order(thread.into_values().collect()))
+    }
 }
 
 #[cfg(test)]

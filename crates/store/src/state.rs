@@ -422,6 +422,43 @@ impl StateDir {
         Ok(out)
     }
 
+    /// Lists the names in `dir` with each entry's [`Stat`], as
+    /// [`StateDir::list`] would list them (dot-names skipped, sorted by
+    /// name), entries of every type. Each entry is stat-ed relative to the
+    /// open directory, without following a symlink: one `statx` per entry,
+    /// no path resolved again (a third of what [`StateDir::stat`] costs per
+    /// file). An entry gone between the listing and its stat comes with
+    /// `None`. A missing directory lists as empty.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::list`], and [`Error::Io`] when an entry cannot be
+    /// stat-ed for another reason than being gone.
+    pub fn list_stats(&self, dir: &Path) -> Result<Vec<(String, Option<Stat>)>> {
+        if !self.check_parents(dir)? || !is_real_dir(dir)? {
+            return Ok(Vec::new());
+        }
+        let entries = fs::read_dir(dir).map_err(|e| Error::io("list directory", dir, e))?;
+        let mut out = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io("list directory", dir, e))?;
+            let name = match entry.file_name().into_string() {
+                Ok(name) if name.starts_with('.') => continue,
+                Ok(name) => name,
+                Err(name) => name.to_string_lossy().into_owned(),
+            };
+            // `DirEntry::metadata` is `statx(dirfd, name, AT_SYMLINK_NOFOLLOW)`.
+            let stat = match entry.metadata() {
+                Ok(meta) => Some(Stat::from_metadata(&meta)),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+                Err(e) => return Err(Error::io("stat", dir.join(&name), e)),
+            };
+            out.push((name, stat));
+        }
+        out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        Ok(out)
+    }
+
     /// Durably replaces `path` with the canonical JSON of `value`.
     ///
     /// # Errors

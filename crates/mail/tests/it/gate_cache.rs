@@ -336,3 +336,50 @@ fn the_cached_thread_finds_a_reply_written_since_the_cache_was_built() {
     // And again from the cache, unchanged.
     assert_eq!(m.thread(&reply).unwrap().len(), 3);
 }
+
+#[test]
+fn a_sweep_after_another_changed_its_inboxes_moves_exactly_its_own_mail() {
+    let f = fixture();
+    let m = &f.mail;
+    let ids = busy(m);
+    // Another task's mail in the same inbox as t1's requests.
+    let t3: Vec<MessageId> = (0..3)
+        .map(|i| {
+            m.send(&Draft::notify(
+                agent("critic"),
+                agent("exec"),
+                task("t3"),
+                "fyi",
+                format!("t3 note {i}"),
+            ))
+            .unwrap()
+            .id()
+            .clone()
+        })
+        .collect();
+    warm(m);
+    m.pending_replies(&task("t3")).unwrap();
+    // t3's sweep changes the inbox after t1's cache was taken, and another
+    // program writes a t1 file there; t1's sweep follows at once (the
+    // inbox's stamp is neither the cached one nor settled).
+    assert_eq!(m.sweep_task_on_commit(&task("t3")).unwrap().moved, 3);
+    let late = foreign(&m.inbox_dir(&agent("exec")), 6, "exec", "notify", None);
+    let report = m.sweep_task_on_commit(&task("t1")).unwrap();
+    assert_eq!(report.moved, 3);
+    for id in ids.iter().chain([&late]) {
+        assert_eq!(
+            m.locate(id).unwrap(),
+            Some(chipset_mail::Location::ByTask(task("t1"))),
+            "{id}"
+        );
+    }
+    for id in &t3 {
+        assert_eq!(
+            m.locate(id).unwrap(),
+            Some(chipset_mail::Location::ByTask(task("t3"))),
+            "{id}"
+        );
+    }
+    assert_eq!(m.inbox_len(&agent("exec")).unwrap(), 0);
+    assert_eq!(m.inbox_len(&agent("other-0")).unwrap(), 1);
+}

@@ -676,3 +676,35 @@ fn walking_names_and_streaming_a_log_see_what_list_and_read_see() {
     assert_eq!(streamed.end_offset, read.end_offset);
     assert_eq!(seen.len(), 2);
 }
+
+#[test]
+fn list_stats_gives_each_listed_name_its_own_stat_without_following_links() {
+    let t = TempState::new();
+    let dir = t.state.channel_dir(Channel::Mail).unwrap();
+    assert!(t.state.list_stats(&dir.join("missing")).unwrap().is_empty());
+    fs::write(dir.join("b.json"), b"12345").unwrap();
+    fs::write(dir.join("a.json"), b"1").unwrap();
+    fs::write(dir.join(".hidden"), b"").unwrap();
+    fs::create_dir(dir.join("sub")).unwrap();
+    symlink(dir.join("b.json"), dir.join("c.json")).unwrap();
+    let listed = t.state.list_stats(&dir).unwrap();
+    let names: Vec<&str> = listed.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, t.state.list(&dir).unwrap());
+    assert_eq!(names, ["a.json", "b.json", "c.json", "sub"]);
+    let stat = |i: usize| listed[i].1.expect("stat");
+    for (i, name) in names.iter().enumerate() {
+        assert_eq!(
+            Some(stat(i)),
+            t.state.stat(&dir.join(name)).unwrap(),
+            "{name}"
+        );
+    }
+    assert_eq!(stat(1).len(), 5);
+    assert!(stat(1).is_file() && !stat(2).is_file() && !stat(3).is_file());
+    // A symlinked directory is refused, as by `list`.
+    symlink(&dir, t.state.root().join("alias")).unwrap();
+    assert!(matches!(
+        t.state.list_stats(&t.state.root().join("alias")),
+        Err(Error::Symlink { .. })
+    ));
+}

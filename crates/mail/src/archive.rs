@@ -1,0 +1,222 @@
+//! Moving messages forward: archive, and the sweep of a committed task.
+
+use chipset_store::{MessageId, TaskId};
+
+use crate::error::{MailError, Result};
+use crate::format::ManifestEvent;
+use crate::gate::Folder;
+use crate::layout::{BY_TASK, Location, ORPHAN, id_of};
+use crate::mail::{ArchiveOutcome, Mail, Moved, SweepReport, Unreadable};
+
+impl Mail {
+    pub(crate) fn move_message(
+        &self,
+        id: &MessageId,
+        from: &Location,
+        to: &Location,
+    ) -> Result<Moved> {
+        let src = self.layout.file(from, id);
+        let dst = self.layout.file(to, id);
+        match self.state.move_noclobber(&src, &dst) {
+            Ok(()) => {
+                tracing::debug!(%id, from = %from, to = %to, "moved message");
+                Ok(Moved::Done)
+            }
+            Err(chipset_store::Error::NotFound { .. }) => Ok(Moved::Gone),
+            Err(chipset_store::Error::AlreadyExists { .. }) => Ok(Moved::Taken),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    // ---- changing ------------------------------------------------------
+
+    /// Archives a message: moves it from its inbox to `archive/{id}.json`
+    /// and appends an `archived` event.
+    ///
+    /// **Commit point:** the no-clobber move into `archive/`. A failure
+    /// before it leaves nothing visible. After it the message is archived;
+    /// the follow-up (entering an unindexed response in the reply index,
+    /// the `archived` event) is done as well as it can be, and its failure
+    /// is logged, not returned (the doctor completes a missing index entry
+    /// and a missing `archived` event).
+    ///
+    /// Of two processes archiving the same message, exactly one gets
+    /// [`ArchiveOutcome::Archived`]; the other gets
+    /// [`ArchiveOutcome::AlreadyArchived`], as does archiving a message that
+    /// has left its inbox in any other way, which makes archiving again (a
+    /// retry) a success that changes nothing. Whether a request has a reply is
+    /// answered as [`Mail::has_reply`] answers it: from the reply index, and
+    /// on a miss from the response files that exist (a response found that
+    /// way is entered in the index). For replies chipset sent the cost does
+    /// not grow with the archive.
+    ///
+    /// # Errors
+    ///
+    /// [`MailError::ArchiveWithoutReply`] for a message that needs a reply
+    /// ([`Message::needs_reply`](crate::Message::needs_reply)) and has none; [`MailError::NotFound`] when
+    /// no message has this id; [`MailError::Corrupt`] when its file is
+    /// unreadable (it might be a request); [`MailError::Store`] when a step
+    /// before the commit point fails, or, with
+    /// [`chipset_store::Error::OutcomeUnknown`], when the move's sync failed
+    /// (the message may be archived: archive again).
+    pub fn archive(&self, id: &MessageId) -> Result<ArchiveOutcome> {
+        let found = self
+            .find(id)?
+            .ok_or_else(|| MailError::NotFound { id: id.clone() })?;
+        let Location::Inbox(agent) = &found.location else {
+            return Ok(ArchiveOutcome::AlreadyArchived(found.location));
+        };
+        let message = found.message;
+        let mut unindexed = None;
+        if message.needs_reply() && !self.indexed_reply(id)? {
+            match self.unindexed_reply(&message)? {
+                Some(response) => unindexed = Some(response),
+                None => return Err(MailError::ArchiveWithoutReply { id: id.clone() }),
+            }
+        }
+        match self.move_message(id, &found.location, &Location::Archive)? {
+            Moved::Done => {
+                // Enter the response in the index, so the next look is the fast one.
+                if let Some(response) = unindexed
+                    && let Err(e) = self.link_replies(&[response])
+                {
+                    tracing::warn!(%id, error = %e, "archived, but the reply index was not updated");
+                }
+                let event = ManifestEvent::Archived {
+                    id: id.clone(),
+                    agent: agent.clone(),
+                    task: message.phase.clone(),
+                    reply: None,
+                    at: self.state.now(),
+                    reconciled: false,
+                };
+                if let Err(e) = self.manifest().and_then(|log| Ok(log.append(&event)?)) {
+                    tracing::warn!(%id, error = %e, "archived, but the `archived` event was not appended");
+                }
+                Ok(ArchiveOutcome::Archived(message))
+            }
+            Moved::Gone | Moved::Taken => Ok(ArchiveOutcome::AlreadyArchived(
+                self.locate(id)?.unwrap_or(Location::Archive),
+            )),
+        }
+    }
+
+    /// Moves every message of `task` from the inboxes and `archive/` into
+    /// `archive/by-task/{task}/`, then appends a `task-swept` event. Call it
+    /// after the task commits.
+    ///
+    /// **Commit points:** each message's no-clobber move is its own; the
+    /// folder `archive/by-task/{task}/` existing is what marks the task swept
+    /// (made by the first move, or by the sweep itself when there is nothing
+    /// to move). The `task-swept` event is follow-up: its failure is logged,
+    /// not returned. Each move is atomic and never overwrites, so a crash or
+    /// failure in the middle loses nothing, and running it again (a retry)
+    /// moves the rest. Messages sent to the task afterwards stay in their
+    /// inboxes (the doctor treats them as orphans). Finds the task's
+    /// messages in the inboxes and `archive/` through the gate cache (see
+    /// the crate docs): a folder unchanged since the cache saw it is not
+    /// listed, and files without a cache entry (another program's) are read.
+    ///
+    /// # Errors
+    ///
+    /// [`MailError::Corrupt`] naming a file it could not read (after moving
+    /// every message it could; no event is written, so a run after the doctor
+    /// completes the sweep); [`MailError::PartlySwept`] when a filesystem step
+    /// fails after some messages moved (run it again); [`MailError::Store`]
+    /// when one fails before any moved (nothing visible changed, or, with
+    /// [`chipset_store::Error::OutcomeUnknown`], the first move may have
+    /// happened).
+    pub fn sweep_task_on_commit(&self, task: &TaskId) -> Result<SweepReport> {
+        let mut moved = 0;
+        let partly = |moved: usize, e: MailError| {
+            if moved == 0 {
+                e
+            } else {
+                MailError::PartlySwept {
+                    task: task.clone(),
+                    moved,
+                    source: Box::new(e),
+                }
+            }
+        };
+        let corrupt = self
+            .sweep_moves(task, &mut moved)
+            .map_err(|e| partly(moved, e))?;
+        if let Some(c) = corrupt {
+            return Err(c.into());
+        }
+        let dir = self.layout.by_task(task);
+        let total = (|| -> Result<usize> {
+            self.state.ensure_dir(&dir)?;
+            self.count_messages(&dir)
+        })()
+        .map_err(|e| partly(moved, e))?;
+        let event = ManifestEvent::TaskSwept {
+            task: task.clone(),
+            count: moved,
+            total,
+            at: self.state.now(),
+            reconciled: false,
+        };
+        if let Err(e) = self.manifest().and_then(|log| Ok(log.append(&event)?)) {
+            tracing::warn!(%task, error = %e, "swept, but the `task-swept` event was not appended");
+        }
+        Ok(SweepReport { moved, total })
+    }
+
+    /// The moves of a sweep; counts them in `moved` and returns the first
+    /// unreadable file met.
+    ///
+    /// The task's files in each inbox and in `archive/` come from the gate
+    /// cache (see the crate docs): a folder unchanged since the cache saw it
+    /// is not listed, a changed one is listed and only its new files read.
+    /// A folder the cache cannot take (it holds a file that is not a
+    /// readable, supported message) is read whole, as without the cache, so
+    /// every other message of the task still moves.
+    fn sweep_moves(&self, task: &TaskId, moved: &mut usize) -> Result<Option<Unreadable>> {
+        let dest = Location::ByTask(task.clone());
+        let agents = self.agents()?;
+        let mut folders: Vec<Folder> = agents.iter().cloned().map(Folder::Inbox).collect();
+        folders.push(Folder::Archive);
+        let mut walk = self.task_files(task);
+        let mut corrupt: Option<Unreadable> = None;
+        for folder in &folders {
+            let source = match folder {
+                Folder::Inbox(agent) => Location::Inbox(agent.clone()),
+                Folder::Archive => Location::Archive,
+            };
+            let ids: Vec<MessageId> = match walk.folder(folder, false) {
+                Ok(files) => files
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(|f| id_of(&f.name))
+                    .collect(),
+                Err(MailError::Corrupt(_) | MailError::Unsupported(_)) => {
+                    let mut ids = Vec::new();
+                    for entry in self.scan(&self.layout.dir_of(&source), &[BY_TASK, ORPHAN])? {
+                        match entry {
+                            Err(c) => {
+                                corrupt.get_or_insert(c);
+                            }
+                            Ok((id, m)) if m.phase == *task => ids.push(id),
+                            Ok(_) => {}
+                        }
+                    }
+                    ids
+                }
+                Err(e) => return Err(e),
+            };
+            for id in ids {
+                match self.move_message(&id, &source, &dest)? {
+                    Moved::Done => *moved += 1,
+                    Moved::Gone => {}
+                    Moved::Taken => {
+                        tracing::warn!(%id, "message is in the by-task archive and in {source}");
+                    }
+                }
+            }
+        }
+        walk.finish(&agents);
+        Ok(corrupt)
+    }
+}

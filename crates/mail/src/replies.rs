@@ -1,0 +1,254 @@
+//! Replies and the commit gate: whether a request is answered, and the
+//! requests of a task still waiting for one.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use chipset_store::{MessageId, ReadOutcome, TaskId};
+
+use crate::error::Result;
+use crate::format::{Kind, Message, parse_message};
+use crate::layout::{id_of, parse_marker};
+use crate::mail::{MTIME_SLACK, Mail, answers, check_id, contains, modified, read_message};
+use crate::tail::Caught;
+
+impl Mail {
+    /// Returns true when a response to `id` exists.
+    ///
+    /// Decided by the response files that exist, not only by chipset's reply
+    /// index. The fast path is one listing of the index (`replies/{id}/`),
+    /// which holds an entry for every response chipset sent. On a miss, the
+    /// request is located and its responses are looked for where they can
+    /// be: a response is addressed to the request's sender, so in
+    /// `inbox/{sender}/`, and in `archive/` and `archive/by-task/{task}/`
+    /// once archived. What entered `archive/` is learnt from the manifest's
+    /// `archived` events since the last look (the archive tail, see the
+    /// crate docs), so `archive/` is listed only for a request older than
+    /// the tail. A folder whose mtime shows nothing entered it since
+    /// the request was sent is not listed; of the others only files whose
+    /// names sort after the request's id are read (a response is sent after
+    /// its request), and a file counts
+    /// only when it is a response that names the request, comes from its
+    /// addressee and belongs to its task (what [`Mail::send`] would accept).
+    /// So a response written by another program, or by a chipset sender that
+    /// crashed before its index entry, counts at once, without
+    /// [`Mail::doctor`].
+    ///
+    /// # Errors
+    ///
+    /// [`MailError::Store`](crate::MailError::Store) when a directory cannot be listed;
+    /// [`MailError::Corrupt`](crate::MailError::Corrupt) when the request's own file is unreadable.
+    /// Unreadable files among the candidates are passed over: they can only
+    /// make a request look unanswered (the safe side; the doctor reports them).
+    pub fn has_reply(&self, id: &MessageId) -> Result<bool> {
+        if self.indexed_reply(id)? {
+            return Ok(true);
+        }
+        match self.find(id)? {
+            Some(found) => Ok(self.unindexed_reply(&found.message)?.is_some()),
+            None => Ok(false),
+        }
+    }
+
+    /// Returns true when the reply index holds a response to `id`.
+    pub(crate) fn indexed_reply(&self, id: &MessageId) -> Result<bool> {
+        Ok(self
+            .replies_of(id)?
+            .iter()
+            .any(|(k, _)| *k == Kind::Response))
+    }
+
+    /// Returns a response to `request` that the reply index does not know:
+    /// the fallback of [`Mail::has_reply`].
+    pub(crate) fn unindexed_reply(&self, request: &Message) -> Result<Option<Message>> {
+        // Responses archived since the tail last looked enter the index.
+        let mut caught = self.catch_up_archive()?;
+        if let Some(response) = caught.responses.remove(&request.id) {
+            return Ok(Some(response));
+        }
+        // Another reader may have caught up since this one looked at the index.
+        if self.indexed_reply(&request.id)? {
+            return self.indexed_response(request);
+        }
+        let mut dirs = vec![
+            self.layout.inbox(&request.from),
+            self.layout.by_task(&request.phase),
+        ];
+        if !caught.covers(request.created_at) {
+            dirs.push(self.layout.archive_root());
+        }
+        let mut found = self.responses_among(std::slice::from_ref(request), &dirs)?;
+        Ok(found.pop_first().map(|(_, response)| response))
+    }
+
+    /// Returns a response to `request` that the reply index holds (the
+    /// message itself, wherever it is now).
+    fn indexed_response(&self, request: &Message) -> Result<Option<Message>> {
+        for (kind, id) in self.replies_of(&request.id)? {
+            if kind == Kind::Response
+                && let Some(found) = self.find_with(&id, Some(&request.phase))?
+            {
+                return Ok(Some(found.message));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Reads the files of `dirs` whose names sort after the oldest of
+    /// `requests` and returns, per answered request, one response that fits
+    /// it. A file is parsed only when it mentions one of the requests' ids.
+    fn responses_among(
+        &self,
+        requests: &[Message],
+        dirs: &[PathBuf],
+    ) -> Result<BTreeMap<MessageId, Message>> {
+        let mut answered = BTreeMap::new();
+        let Some(oldest) = requests.iter().map(|r| &r.id).min() else {
+            return Ok(answered);
+        };
+        let wanted: BTreeMap<&MessageId, &Message> = requests.iter().map(|r| (&r.id, r)).collect();
+        let sent = requests.iter().map(|r| r.created_at).min();
+        for dir in dirs {
+            // A response is put into a folder after its request was sent,
+            // which sets the folder's mtime; a folder unchanged since (with
+            // slack for clocks) cannot hold one, and is not listed. A wrong
+            // skip could only keep a request pending, never open the gate.
+            if let (Some(sent), Some(changed)) = (sent, modified(&self.state, dir)?)
+                && changed.add(MTIME_SLACK) < sent
+            {
+                continue;
+            }
+            for name in self.state.list(dir)? {
+                let Some(id) = id_of(&name) else { continue };
+                if id <= *oldest {
+                    continue;
+                }
+                let path = dir.join(&name);
+                let bytes = match self.state.read_bytes(&path) {
+                    Ok(ReadOutcome::Value(bytes)) => bytes,
+                    // Moved on, unreadable, or not a regular file: not an answer.
+                    Ok(_) | Err(chipset_store::Error::Symlink { .. }) => continue,
+                    Err(e) => return Err(e.into()),
+                };
+                if !wanted
+                    .keys()
+                    .any(|w| contains(&bytes, w.as_str().as_bytes()))
+                {
+                    continue;
+                }
+                let ReadOutcome::Value(m) = parse_message(&path, &bytes) else {
+                    continue;
+                };
+                if m.id != id {
+                    continue;
+                }
+                if let Some(parent) = m.in_reply_to.as_ref().and_then(|p| wanted.get(p))
+                    && answers(&m, parent)
+                {
+                    answered.entry(parent.id.clone()).or_insert(m);
+                }
+            }
+        }
+        Ok(answered)
+    }
+
+    /// Returns the replies the index knows for `parent`: kind and id, by id.
+    pub(crate) fn replies_of(&self, parent: &MessageId) -> Result<Vec<(Kind, MessageId)>> {
+        Ok(self
+            .state
+            .list(&self.layout.replies(parent))?
+            .iter()
+            .filter_map(|n| parse_marker(n))
+            .collect())
+    }
+
+    /// Returns the requests of `task` that expect a reply, are not archived
+    /// and have no response, in id order: the commit gate (the task may
+    /// commit when the list is empty).
+    ///
+    /// Looks at every inbox (archived messages are never pending), through the
+    /// gate cache (see the crate docs): only the task's entries are read, and
+    /// an inbox changed since the cache saw it is listed again. A request
+    /// still in its inbox counts as answered when a response that fits it
+    /// exists: in an inbox, in the reply index, or (looked for only when the
+    /// first two do not answer) in `archive/` (through the archive tail, as
+    /// [`Mail::has_reply`] does) or the task's by-task archive,
+    /// among the files newer than the oldest such request. So a response
+    /// another program wrote (nubos-pilot does not move the request when it
+    /// sends one) takes the request off this list at once.
+    ///
+    /// # Errors
+    ///
+    /// Fails closed: [`MailError::Corrupt`](crate::MailError::Corrupt) naming the file when any inbox
+    /// holds a file that is not a readable message (it could be one of this
+    /// task's requests); [`MailError::QuarantinedInbox`](crate::MailError::QuarantinedInbox) when the doctor has
+    /// moved such a file aside and no person has dealt with it yet (repair
+    /// must not turn a blocked gate into an open one); and
+    /// [`MailError::Store`](crate::MailError::Store) when an inbox cannot be read. Never a shorter list.
+    pub fn pending_replies(&self, task: &TaskId) -> Result<Vec<Message>> {
+        let files = self.gate_files(task)?;
+        // A request whose response exists is answered, whoever wrote the
+        // response and whether or not the request was moved yet.
+        let mut out = Vec::new();
+        for f in files.iter().filter(|f| f.facts.needs_reply) {
+            let Some(id) = id_of(&f.name) else { continue };
+            let path = self.layout.inbox(&f.agent).join(&f.name);
+            match read_message(&self.state, &path)? {
+                // Archived since the listing: archived requests are never pending.
+                ReadOutcome::Missing => {}
+                ReadOutcome::Corrupt(c) => return Err(c.into()),
+                ReadOutcome::Unsupported(u) => return Err(u.into()),
+                ReadOutcome::Value(m) => out.push(check_id(&path, &id, m)?),
+            }
+        }
+        // What `answers` checks, from the cached facts of the task's responses.
+        let mut answered: BTreeSet<MessageId> = out
+            .iter()
+            .filter(|q| {
+                files.iter().any(|r| {
+                    r.facts.kind == Kind::Response
+                        && r.facts.in_reply_to.as_ref() == Some(&q.id)
+                        && r.facts.from == q.to
+                })
+            })
+            .map(|q| q.id.clone())
+            .collect();
+        for q in &out {
+            if !answered.contains(&q.id) && self.indexed_reply(&q.id)? {
+                answered.insert(q.id.clone());
+            }
+        }
+        out.retain(|q| !answered.contains(&q.id));
+        let mut caught = Caught::default();
+        if !out.is_empty() {
+            // Responses archived since the tail last looked enter the index.
+            caught = self.catch_up_archive()?;
+            let mut still = Vec::with_capacity(out.len());
+            for q in out {
+                // Found now, or by another reader that caught up since the
+                // index was looked at above.
+                if !caught.responses.contains_key(&q.id) && !self.indexed_reply(&q.id)? {
+                    still.push(q);
+                }
+            }
+            out = still;
+        }
+        if !out.is_empty() {
+            let found = self.responses_among(&out, &[self.layout.by_task(task)])?;
+            out.retain(|q| !found.contains_key(&q.id));
+            // Only requests older than the tail can have a response in
+            // `archive/` that the tail did not see.
+            let old: Vec<Message> = out
+                .iter()
+                .filter(|q| !caught.covers(q.created_at))
+                .cloned()
+                .collect();
+            if !old.is_empty() {
+                let found = self.responses_among(&old, &[self.layout.archive_root()])?;
+                out.retain(|q| !found.contains_key(&q.id));
+            }
+        }
+        out.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(out)
+    }
+}
