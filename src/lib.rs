@@ -63,3 +63,15 @@ pub use chipset_loop as r#loop;
 pub use chipset_mail as mail;
 pub use chipset_nudge as nudge;
 pub use chipset_store as store;
+
+/// Every channel's directory under the state root, each constant from the
+/// crate that owns it: the store knows channels only as opaque names
+/// ([`store::Channel`]), so a new channel is added here, not in the store.
+pub const CHANNELS: [store::Channel; 6] = [
+    hook::HOOK_CHANNEL,
+    nudge::NUDGE_CHANNEL,
+    mail::MAIL_CHANNEL,
+    bus::BUS_CHANNEL,
+    nudge::REMINDERS_CHANNEL,
+    r#loop::LOOP_CHANNEL,
+];

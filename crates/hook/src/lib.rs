@@ -191,3 +191,6 @@ pub use scan::{HookCounts, HookEntry, Repaired, StaleHook, StaleReport};
 pub use state::{Assignment, Hook, HookState, HookStatus, WorkItem};
 pub use store::{HookRead, Hooks, Pickup, Reassigned};
 pub use transition::{Actor, HookEvent, Op, Role, TransitionError, already_applied, transition};
+
+/// The hooks' directory under the state root, `hooks/`.
+pub const HOOK_CHANNEL: chipset_store::Channel = chipset_store::Channel::new("hooks");

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use chipset_store::{
-    AgentId, BeadId, Channel, CorruptReason, Corruption, Decision, ReadOutcome, StateDir,
-    Timestamp, Unsupported,
+    AgentId, BeadId, CorruptReason, Corruption, Decision, ReadOutcome, StateDir, Timestamp,
+    Unsupported,
 };
 
 use crate::error::{Error, Result};
@@ -123,7 +123,7 @@ pub struct Hooks {
 impl Hooks {
     /// Returns the hooks under `state`. Creates nothing until the first write.
     pub fn new(state: StateDir) -> Self {
-        let dir = state.channel_path(Channel::Hooks);
+        let dir = state.channel_path(crate::HOOK_CHANNEL);
         Hooks { state, dir }
     }
 

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use chipset_store::{AgentId, BeadId, Channel, JsonLog, Locked, ReadOutcome, StateDir, TaskId};
+use chipset_store::{AgentId, BeadId, JsonLog, Locked, ReadOutcome, StateDir, TaskId};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -25,7 +25,7 @@ pub(crate) struct Files {
 
 impl Files {
     pub(crate) fn new(state: StateDir) -> Self {
-        let root = state.channel_path(Channel::Loop);
+        let root = state.channel_path(crate::LOOP_CHANNEL);
         Files { state, root }
     }
 

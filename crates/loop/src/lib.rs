@@ -250,3 +250,6 @@ pub use worker::{
     DEFAULT_POLL_EVERY, DEFAULT_TOUCH_EVERY, Signal, Stop, WorkHandle, WorkOutcome, Worker,
     WorkerConfig,
 };
+
+/// The loops' directory under the state root, `loop/`.
+pub const LOOP_CHANNEL: chipset_store::Channel = chipset_store::Channel::new("loop");

@@ -342,3 +342,6 @@ pub use format::{
 };
 pub use layout::Location;
 pub use mail::{ArchiveOutcome, Found, Mail, MailCounts, Manifest, SweepReport};
+
+/// The mail's directory under the state root, `mail/`.
+pub const MAIL_CHANNEL: chipset_store::Channel = chipset_store::Channel::new("mail");

@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 
 use chipset_store::{
-    AgentId, BadLine, Channel, CorruptReason, Corruption, JsonLog, MessageId, ReadOutcome,
-    SortableId, StateDir, TaskId, TornTail, Unsupported, to_canonical_json,
+    AgentId, BadLine, CorruptReason, Corruption, JsonLog, MessageId, ReadOutcome, SortableId,
+    StateDir, TaskId, TornTail, Unsupported, to_canonical_json,
 };
 
 use crate::draft::{Draft, InboxFilter, MailConfig, check_draft, check_parent, to_message};
@@ -205,7 +205,7 @@ impl Mail {
 
     /// Returns the mail channel of `state` with `config`.
     pub fn with_config(state: StateDir, config: MailConfig) -> Self {
-        let layout = Layout::new(state.channel_path(Channel::Mail));
+        let layout = Layout::new(state.channel_path(crate::MAIL_CHANNEL));
         Mail {
             state,
             config,

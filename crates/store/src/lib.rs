@@ -10,7 +10,7 @@
 //! let tmp = tempfile::tempdir()?;
 //! let state = StateDir::open(tmp.path())?;
 //! let agent = AgentId::new("polecat-alpha")?;
-//! let path = state.channel_dir(Channel::Hooks)?.join(format!("{agent}.json"));
+//! let path = state.channel_dir(Channel::new("hooks"))?.join(format!("{agent}.json"));
 //!
 //! // A locked read-modify-write: concurrent processes never lose an update.
 //! let count = state.update(&path, |current: ReadOutcome<u64>| {
@@ -29,8 +29,12 @@
 //! # The state root
 //!
 //! [`StateDir`] is the root (default [`DEFAULT_ROOT`], `.chipset/state`), with
-//! one subdirectory per [`Channel`]: `hooks/`, `nudge/`, `mail/`, `bus/`,
-//! `reminders/`, `loop/`, created on demand. Names starting with a dot are the
+//! one subdirectory per [`Channel`], created on demand. A channel is an
+//! opaque, validated name (`Channel::new("mail")`, checked when compiling):
+//! the store does not know which channels exist; each channel crate owns its
+//! constant (`chipset_mail::MAIL_CHANNEL` is `mail/`) and the facade lists
+//! them all (`chipset::CHANNELS`: `hooks/`, `nudge/`, `mail/`, `bus/`,
+//! `reminders/`, `loop/`). Names starting with a dot are the
 //! store's own: temp files (`.{name}.{pid}.{n}.{salt}.tmp`), lock files
 //! (`.{name}.lock`) and `.quarantine/` folders. Listings skip them.
 //!

@@ -27,46 +27,100 @@ pub const DEFAULT_ROOT: &str = ".chipset/state";
 /// The name of the folder that [`StateDir::quarantine`] moves bad files into.
 pub const QUARANTINE_DIR: &str = ".quarantine";
 
-/// A channel's subdirectory of the state root.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Channel {
-    /// `hooks/`
-    Hooks,
-    /// `nudge/`
-    Nudge,
-    /// `mail/`
-    Mail,
-    /// `bus/`
-    Bus,
-    /// `reminders/`
-    Reminders,
-    /// `loop/`
-    Loop,
-}
+/// A channel's subdirectory of the state root: an opaque, validated name.
+///
+/// The store does not know which channels exist: each channel crate owns
+/// its constant (`chipset_hook::HOOK_CHANNEL`, `chipset_mail::MAIL_CHANNEL`,
+/// …), and whoever needs every channel (the facade's `chipset::CHANNELS`)
+/// lists them. A name is 1 to [`Channel::MAX_LEN`] bytes of lowercase ASCII
+/// letters, digits, `-` and `_`, starting with a letter: always one safe
+/// directory name.
+///
+/// ```
+/// use chipset_store::Channel;
+/// const REVIEWS: Channel = Channel::new("reviews");
+/// assert_eq!(REVIEWS.as_str(), "reviews");
+/// assert!(Channel::try_new("../etc").is_err());
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Channel(&'static str);
 
 impl Channel {
-    /// Every channel.
-    pub const ALL: [Channel; 6] = [
-        Channel::Hooks,
-        Channel::Nudge,
-        Channel::Mail,
-        Channel::Bus,
-        Channel::Reminders,
-        Channel::Loop,
-    ];
+    /// The longest channel name accepted, in bytes.
+    pub const MAX_LEN: usize = 32;
 
-    /// Returns the directory name.
-    pub fn dir_name(self) -> &'static str {
-        match self {
-            Channel::Hooks => "hooks",
-            Channel::Nudge => "nudge",
-            Channel::Mail => "mail",
-            Channel::Bus => "bus",
-            Channel::Reminders => "reminders",
-            Channel::Loop => "loop",
+    /// The kind of name, as named in errors.
+    pub const KIND: &'static str = "channel name";
+
+    /// Wraps `name`, checked at compile time when used in a `const`.
+    ///
+    /// # Panics
+    ///
+    /// When `name` breaks the rule (see [`Channel`]); in a `const` item that
+    /// is a compile error. For a name not known when compiling, use
+    /// [`Channel::try_new`].
+    pub const fn new(name: &'static str) -> Channel {
+        match channel_rule(name) {
+            None => Channel(name),
+            Some(_) => panic!("invalid channel name: see chipset_store::Channel for the rule"),
         }
     }
+
+    /// Wraps `name` if it is a valid channel name.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidId`] naming the value and the broken rule.
+    pub fn try_new(name: &'static str) -> Result<Channel> {
+        match channel_rule(name) {
+            None => Ok(Channel(name)),
+            Some(rule) => Err(Error::InvalidId {
+                kind: Self::KIND,
+                value: name.to_owned(),
+                rule,
+            }),
+        }
+    }
+
+    /// Returns the name, which is also the directory's name.
+    pub const fn as_str(self) -> &'static str {
+        self.0
+    }
+}
+
+impl std::fmt::Display for Channel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl std::fmt::Debug for Channel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Channel({:?})", self.0)
+    }
+}
+
+/// The rule a channel name breaks, if any.
+const fn channel_rule(name: &str) -> Option<&'static str> {
+    let bytes = name.as_bytes();
+    if bytes.is_empty() {
+        return Some("must not be empty");
+    }
+    if bytes.len() > Channel::MAX_LEN {
+        return Some("must be at most 32 bytes");
+    }
+    if !bytes[0].is_ascii_lowercase() {
+        return Some("must start with a lowercase ASCII letter");
+    }
+    let mut i = 1;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if !(b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_') {
+            return Some("must be lowercase ASCII letters, digits, `-` and `_`");
+        }
+        i += 1;
+    }
+    None
 }
 
 /// How a [`StateDir`] is opened.
@@ -100,9 +154,10 @@ impl Default for StateOptions {
 ///
 /// ```
 /// use chipset_store::{Channel, StateDir};
+/// const HOOKS: Channel = Channel::new("hooks");
 /// let tmp = tempfile::tempdir()?;
 /// let state = StateDir::open(tmp.path().join("state"))?;
-/// let hooks = state.channel_dir(Channel::Hooks)?;
+/// let hooks = state.channel_dir(HOOKS)?;
 /// state.write_json(&hooks.join("polecat-alpha.json"), &serde_json::json!({"status": "empty"}))?;
 /// let read = state.read_json::<serde_json::Value>(&hooks.join("polecat-alpha.json"))?;
 /// assert_eq!(read.value().unwrap()["status"], "empty");
@@ -228,7 +283,7 @@ impl StateDir {
 
     /// Returns the path of a channel's directory without creating it.
     pub fn channel_path(&self, channel: Channel) -> PathBuf {
-        self.inner.root.join(channel.dir_name())
+        self.inner.root.join(channel.as_str())
     }
 
     /// Returns a channel's directory, creating it if needed.
@@ -947,7 +1002,7 @@ mod tests {
     fn open_beneath_and_its_fallback_agree() {
         let tmp = tempfile::tempdir().unwrap();
         let state = StateDir::open(tmp.path().join("state")).unwrap();
-        let hooks = state.channel_dir(Channel::Hooks).unwrap();
+        let hooks = state.channel_dir(Channel::new("hooks")).unwrap();
         fs::write(hooks.join("a.json"), "{}").unwrap();
         fs::write(tmp.path().join("outside"), "x").unwrap();
         symlink(tmp.path().join("outside"), hooks.join("link.json")).unwrap();
@@ -974,5 +1029,48 @@ mod tests {
                 Err(Error::OutsideRoot { .. })
             ));
         }
+    }
+
+    #[test]
+    fn channel_names_follow_the_rule() {
+        let longest: &'static str = "abcdefghijklmnopqrstuvwxyz012345";
+        for good in ["hooks", "loop", "a", "mail-2", "x_y", longest] {
+            assert_eq!(Channel::try_new(good).unwrap().as_str(), good);
+        }
+        for (bad, rule) in [
+            ("", "must not be empty"),
+            (
+                "abcdefghijklmnopqrstuvwxyz0123456",
+                "must be at most 32 bytes",
+            ),
+            ("Mail", "must start with a lowercase ASCII letter"),
+            ("1mail", "must start with a lowercase ASCII letter"),
+            (".quarantine", "must start with a lowercase ASCII letter"),
+            ("../etc", "must start with a lowercase ASCII letter"),
+            (
+                "a/b",
+                "must be lowercase ASCII letters, digits, `-` and `_`",
+            ),
+            (
+                "a.b",
+                "must be lowercase ASCII letters, digits, `-` and `_`",
+            ),
+            ("aB", "must be lowercase ASCII letters, digits, `-` and `_`"),
+        ] {
+            match Channel::try_new(bad) {
+                Err(Error::InvalidId {
+                    kind,
+                    value,
+                    rule: got,
+                }) => {
+                    assert_eq!((kind, value.as_str(), got), ("channel name", bad, rule));
+                }
+                other => panic!("{bad:?}: {other:?}"),
+            }
+        }
+        const MAIL: Channel = Channel::new("mail");
+        assert_eq!(MAIL, Channel::try_new("mail").unwrap());
+        assert_eq!(MAIL.to_string(), "mail");
+        assert_eq!(format!("{MAIL:?}"), "Channel(\"mail\")");
     }
 }

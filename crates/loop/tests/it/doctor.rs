@@ -4,7 +4,7 @@ use chipset_loop::{
     CriticReport, Dispatcher, DispatcherConfig, LoopState, Rounds, RoundsConfig, Witness,
     WitnessConfig,
 };
-use chipset_store::{Action, Channel, Defect, DoctorMode, TaskId};
+use chipset_store::{Action, Defect, DoctorMode, TaskId};
 
 use crate::{agent, bead, secs, setup};
 
@@ -54,7 +54,7 @@ fn counts_follow_the_loops() {
 #[test]
 fn the_doctor_reports_then_quarantines_corrupt_files_and_cuts_torn_logs() {
     let s = setup();
-    let root = s.tmp.state.channel_path(Channel::Loop);
+    let root = s.tmp.state.channel_path(chipset_loop::LOOP_CHANNEL);
     let state = &s.tmp.state;
     state
         .write_bytes(&root.join("witness/incidents/w1.json"), b"{ nope")

@@ -247,7 +247,7 @@ fn make_escalating(s: &Setup, who: &str) -> chipset_store::MessageId {
     let path = s
         .tmp
         .state
-        .channel_path(chipset_store::Channel::Loop)
+        .channel_path(chipset_loop::LOOP_CHANNEL)
         .join("witness/incidents")
         .join(format!("{who}.json"));
     let mut v: serde_json::Value = s.tmp.state.read_json(&path).unwrap().value().unwrap();
@@ -409,7 +409,7 @@ fn a_corrupt_incident_record_skips_that_agent_only() {
     let path = s
         .tmp
         .state
-        .channel_path(chipset_store::Channel::Loop)
+        .channel_path(chipset_loop::LOOP_CHANNEL)
         .join("witness/incidents/polecat-alpha.json");
     s.tmp.state.write_bytes(&path, b"{ torn").unwrap();
     s.advance(301);
@@ -477,7 +477,7 @@ fn the_witness_log_records_every_action() {
         .log(
             &s.tmp
                 .state
-                .channel_path(chipset_store::Channel::Loop)
+                .channel_path(chipset_loop::LOOP_CHANNEL)
                 .join("witness/log.jsonl"),
         )
         .unwrap()

@@ -41,7 +41,7 @@ fn increment(state: &StateDir, path: &Path, times: u64) {
 /// Replaces a file and appends to a log `limit` times, numbering on from what
 /// the previous writer left, and prints each committed step.
 fn crash_writer(state: &StateDir, limit: u64, mut out: impl FnMut(&str)) {
-    let dir = state.channel_dir(Channel::Loop).unwrap();
+    let dir = state.channel_dir(Channel::new("loop")).unwrap();
     let log = state.log(&dir.join("log.jsonl")).unwrap();
     let in_file = match state.read_json::<Record>(&dir.join("value.json")).unwrap() {
         ReadOutcome::Value(r) => r.n,
@@ -101,7 +101,7 @@ fn child_entry() {
     let t = TempState::new();
     let path = t
         .state
-        .channel_dir(Channel::Loop)
+        .channel_dir(Channel::new("loop"))
         .unwrap()
         .join("counter.json");
     increment(&t.state, &path, 3);
