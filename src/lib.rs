@@ -12,7 +12,8 @@
 //! use chipset::hook::{Hooks, Pickup};
 //! use chipset::mail::{Draft, Mail};
 //! use chipset::nudge::{NewNudge, NudgeType, Nudges, Received};
-//! use chipset::store::{AgentId, BeadId, StateDir, TaskId};
+//! use chipset::store::{AgentId, StateDir, TaskId};
+//! use chipset::hook::BeadId;
 //!
 //! let tmp = tempfile::tempdir()?;
 //! let state = StateDir::open(tmp.path().join("state"))?;

@@ -16,7 +16,7 @@ macro_rules! uses {
     (hook) => {{
         let agent = chipset::store::AgentId::new("polecat-alpha").unwrap();
         let event = HookEvent::Assign {
-            bead_id: chipset::store::BeadId::new("gt-abc12").unwrap(),
+            bead_id: BeadId::new("gt-abc12").unwrap(),
             title: "Add README section".into(),
         };
         let now = chipset::store::Timestamp::from_unix_ms(1_772_706_600_000);
@@ -50,6 +50,7 @@ macro_rules! uses {
         .with_priority(MailPriority::Urgent);
         assert_eq!(draft.priority(), MailPriority::Urgent);
         assert_eq!(MAIL_CHANNEL.as_str(), "mail");
+        assert_eq!(MessageId::new("1-x").unwrap().as_str(), "1-x");
     }};
     (bus) => {{
         let new = NewEvent::new("polecat-alpha", "work-completed").priority(Priority::High);

@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::BeadId;
 use chipset_store::{
-    AgentId, BeadId, CorruptReason, Corruption, Decision, ReadOutcome, StateDir, Timestamp,
-    Unsupported,
+    AgentId, CorruptReason, Corruption, Decision, ReadOutcome, StateDir, Timestamp, Unsupported,
 };
 
 use crate::error::{Error, Result};

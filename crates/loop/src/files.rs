@@ -3,7 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use chipset_store::{AgentId, BeadId, JsonLog, Locked, ReadOutcome, StateDir, TaskId};
+use chipset_hook::BeadId;
+use chipset_store::{AgentId, JsonLog, Locked, ReadOutcome, StateDir, TaskId};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 

@@ -22,7 +22,8 @@
 //! use std::sync::Arc;
 //! use std::time::Duration;
 //! use chipset_loop::{DispatchAction, Dispatcher, DispatcherConfig, WorkOutcome, Worker, WorkerConfig};
-//! use chipset_store::{AgentId, BeadId, ManualClock, StateDir, StateOptions, Timestamp};
+//! use chipset_store::{AgentId, ManualClock, StateDir, StateOptions, Timestamp};
+//! use chipset_hook::BeadId;
 //!
 //! let tmp = tempfile::tempdir()?;
 //! let clock = ManualClock::new(Timestamp::parse("2026-03-05T10:30:00Z")?);

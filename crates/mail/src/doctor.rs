@@ -5,7 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use chipset_store::{AgentId, CorruptReason, DoctorMode, MessageId, ReadOutcome, StateDir, TaskId};
+use crate::MessageId;
+use chipset_store::{AgentId, CorruptReason, DoctorMode, ReadOutcome, StateDir, TaskId};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;

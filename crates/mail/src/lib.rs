@@ -326,6 +326,7 @@ mod draft;
 mod error;
 mod format;
 mod gate;
+mod id;
 mod layout;
 mod mail;
 mod repair;
@@ -340,6 +341,7 @@ pub use format::{
     Kind, MAX_ROUND, MAX_SUBJECT_LEN, MESSAGE_SCHEMA, MailPriority, ManifestEvent, Message,
     validate_agent_name, validate_subject,
 };
+pub use id::MessageId;
 pub use layout::Location;
 pub use mail::{ArchiveOutcome, Found, Mail, MailCounts, Manifest, SweepReport};
 

@@ -4,9 +4,10 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 
+use crate::MessageId;
 use chipset_store::{
-    AgentId, BadLine, CorruptReason, Corruption, JsonLog, MessageId, ReadOutcome, SortableId,
-    StateDir, TaskId, TornTail, Unsupported, to_canonical_json,
+    AgentId, BadLine, CorruptReason, Corruption, JsonLog, ReadOutcome, SortableId, StateDir,
+    TaskId, TornTail, Unsupported, to_canonical_json,
 };
 
 use crate::draft::{Draft, InboxFilter, MailConfig, check_draft, check_parent, to_message};

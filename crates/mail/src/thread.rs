@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use chipset_store::MessageId;
+use crate::MessageId;
 
 use crate::format::Message;
 

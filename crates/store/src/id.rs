@@ -169,6 +169,11 @@ macro_rules! define_id {
     };
 }
 
+// The two ids every channel keys on stay here (an agent's hook, nudges,
+// inbox and queue; mail's and the loops' tasks): they are the store's
+// vocabulary as much as any channel's. Ids one channel owns live in it
+// (`chipset_hook::BeadId`, `chipset_mail::MessageId`).
+
 define_id! {
     /// An agent id such as `polecat-alpha` or `mayor-a1b2c`.
     pub struct AgentId("agent id");
@@ -177,16 +182,6 @@ define_id! {
 define_id! {
     /// A task id such as `M005-S007-T0002` (mail's `phase`).
     pub struct TaskId("task id");
-}
-
-define_id! {
-    /// A message id, normally `{unix-ms}-{uuid-v4}` (see [`SortableId`](crate::SortableId)).
-    pub struct MessageId("message id");
-}
-
-define_id! {
-    /// A work item (bead) id such as `gt-abc12`.
-    pub struct BeadId("bead id");
 }
 
 #[cfg(test)]

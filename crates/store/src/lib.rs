@@ -40,9 +40,11 @@
 //!
 //! # Ids and time
 //!
-//! Everything that becomes a path segment is a validated newtype ([`AgentId`],
-//! [`TaskId`], [`MessageId`], [`BeadId`], or one made with [`define_id!`]): see
-//! [`validate_segment`] for the rules. [`SortableId`] makes `{unix-ms}-{uuid-v4}`
+//! Everything that becomes a path segment is a validated newtype: see
+//! [`validate_segment`] for the rules. The store declares the two every
+//! channel keys on, [`AgentId`] and [`TaskId`]; an id one channel owns is
+//! declared in that crate in one line with [`define_id!`]
+//! (`chipset_hook::BeadId`, `chipset_mail::MessageId`). [`SortableId`] makes `{unix-ms}-{uuid-v4}`
 //! ids that increase strictly within a process. Time comes from a [`Clock`]
 //! ([`SystemClock`] or [`ManualClock`]) as a [`Timestamp`], written as RFC 3339
 //! UTC with milliseconds.
@@ -399,7 +401,7 @@ pub use backend::{IoBackend, IoOp, RealIo, SharedIo, SyncOrder};
 pub use canonical::{append_canonical_line, to_canonical_json, to_canonical_line};
 pub use error::{Error, Result};
 pub use escape::{EscapeAlphabet, escape_name, fnv1a_64, unescape_name};
-pub use id::{AgentId, BeadId, MAX_ID_LEN, MessageId, TaskId, validate_segment};
+pub use id::{AgentId, MAX_ID_LEN, TaskId, validate_segment};
 pub use lock::{Decision, Lock, LockGuard};
 pub use locked::Locked;
 pub use log::{BadLine, JsonLog, LogContents, LogRepair, MAX_LINE, TornTail};

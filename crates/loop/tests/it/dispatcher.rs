@@ -373,8 +373,8 @@ fn a_dispatcher_killed_after_the_assignment_mail_does_not_send_it_twice() {
     assert_eq!(s.sent(WORK_ASSIGNMENT).len(), 1);
 }
 
-fn mail_id(s: &Setup) -> chipset_store::MessageId {
-    chipset_store::MessageId::from(chipset_store::SortableId::generate(&s.clock))
+fn mail_id(s: &Setup) -> chipset_mail::MessageId {
+    chipset_mail::MessageId::from(chipset_store::SortableId::generate(&s.clock))
 }
 
 #[test]

@@ -243,7 +243,7 @@ fn a_restarted_witness_neither_repeats_nor_forgets_an_incident() {
 
 /// Rewrites `agent`'s incident record as "escalating" with a chosen mail id
 /// (a witness killed between its intent and its mail), and returns the id.
-fn make_escalating(s: &Setup, who: &str) -> chipset_store::MessageId {
+fn make_escalating(s: &Setup, who: &str) -> chipset_mail::MessageId {
     let path = s
         .tmp
         .state
@@ -252,7 +252,7 @@ fn make_escalating(s: &Setup, who: &str) -> chipset_store::MessageId {
         .join(format!("{who}.json"));
     let mut v: serde_json::Value = s.tmp.state.read_json(&path).unwrap().value().unwrap();
     assert_eq!(v["step"], "warned");
-    let id = chipset_store::MessageId::from(chipset_store::SortableId::generate(&s.clock));
+    let id = chipset_mail::MessageId::from(chipset_store::SortableId::generate(&s.clock));
     v["step"] = "escalating".into();
     v["escalated_at"] = v["updated_at"].clone();
     v["mail"] = id.as_str().into();
