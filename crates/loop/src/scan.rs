@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use chipset_store::{
-    Action, Defect, Doctor, DoctorMode, Finding, JsonLog, Observed, ReadOutcome, Report, StateDir,
+    Action, Defect, Doctor, DoctorMode, Finding, Observed, ReadOutcome, Report, StateDir,
     parse_json,
 };
 use serde::de::DeserializeOwned;
@@ -204,7 +204,7 @@ impl LoopState {
         }
         report.scanned += 1;
         let fix = report.mode == DoctorMode::Fix;
-        let log = JsonLog::with_io(path, state.io().clone());
+        let log = state.log_reader(path)?;
         // Streamed: only the bad lines and the torn tail are kept, never
         // the records (memory stays flat however long the log grows).
         let read = match log.for_each::<serde_json::Value>(drop) {

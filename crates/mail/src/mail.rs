@@ -1461,7 +1461,10 @@ impl Mail {
     ///
     /// [`MailError::Store`] when it cannot be read.
     pub fn read_manifest(&self) -> Result<Manifest> {
-        let contents = JsonLog::new(self.layout.manifest()).read::<serde_json::Value>()?;
+        let contents = self
+            .state
+            .log_reader(&self.layout.manifest())?
+            .read::<serde_json::Value>()?;
         let mut events = Vec::with_capacity(contents.records.len());
         let mut foreign = Vec::new();
         for record in contents.records {

@@ -127,6 +127,11 @@
 //! on-disk form into its types. Repair never moves such a file aside, and a
 //! reader whose answer depends on it (a gate, a transition) fails closed.
 //!
+//! A [`JsonLog`] is reached only through the root: [`StateDir::log`] (which
+//! makes its directory, for writers) or [`StateDir::log_reader`] (which
+//! makes nothing, for readers), both after the root and symlink checks; it
+//! has no public constructor, so no crate can open a log outside the root.
+//!
 //! Reads in memory that does not grow with the state: [`JsonLog::for_each`]
 //! hands a log's records over one at a time (keeping only bad lines and a
 //! torn tail), [`StateDir::for_each_name`] walks a directory without

@@ -846,6 +846,24 @@ impl StateDir {
         Ok(JsonLog::with_io(path, self.inner.io.clone()))
     }
 
+    /// Returns the append-only log at `path` for reading, creating nothing:
+    /// a reader (a doctor in check mode, a status) must not make the
+    /// directory it looks in. Appends through it work once the directory
+    /// exists.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::check_parents`]: [`Error::OutsideRoot`] when `path` is
+    /// not inside the root, [`Error::Symlink`] when a directory on the way
+    /// is a symlink.
+    pub fn log_reader(&self, path: &Path) -> Result<JsonLog> {
+        self.check_parents(path)?;
+        if path == self.inner.root {
+            return Err(self.outside(path));
+        }
+        Ok(JsonLog::with_io(path, self.inner.io.clone()))
+    }
+
     /// Locked read-modify-write of `path`: `path` read as a `T`
     /// under the exclusive lock of [`Lock::for_file`](crate::Lock::for_file),
     /// `decide` chooses, and the new

@@ -666,7 +666,7 @@ fn walking_names_and_streaming_a_log_see_what_list_and_read_see() {
         })
         .unwrap();
 
-    let log = JsonLog::new(dir.join("events.jsonl"));
+    let log = t.state.log(&dir.join("events.jsonl")).unwrap();
     log.append(&json!({"n": 1})).unwrap();
     log.append(&json!({"n": 2})).unwrap();
     fs::OpenOptions::new()
@@ -684,4 +684,45 @@ fn walking_names_and_streaming_a_log_see_what_list_and_read_see() {
     assert_eq!(streamed.torn_tail, read.torn_tail);
     assert_eq!(streamed.end_offset, read.end_offset);
     assert_eq!(seen.len(), 2);
+}
+
+/// A log is reached only through the root: the reader's entry makes
+/// nothing, and neither entry opens a log outside the root or through a
+/// symlinked directory.
+#[test]
+fn logs_open_only_inside_the_root_and_the_reader_makes_nothing() {
+    let t = TempState::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = t.state.root().join("bus").join("a").join("control.jsonl");
+    let reader = t.state.log_reader(&missing).unwrap();
+    let read = reader.read::<serde_json::Value>().unwrap();
+    assert!(read.records.is_empty());
+    assert!(!t.state.exists(&t.state.root().join("bus")).unwrap());
+
+    let outside = tmp.path().join("events.jsonl");
+    for err in [
+        t.state.log(&outside).unwrap_err(),
+        t.state.log_reader(&outside).unwrap_err(),
+        t.state.log_reader(t.state.root()).unwrap_err(),
+        t.state
+            .log_reader(&t.state.root().join("mail/../../escape.jsonl"))
+            .unwrap_err(),
+    ] {
+        assert!(matches!(err, Error::OutsideRoot { .. }), "{err}");
+    }
+
+    symlink(tmp.path(), t.state.root().join("mail")).unwrap();
+    let through = t.state.root().join("mail").join("manifest.jsonl");
+    assert!(matches!(
+        t.state.log_reader(&through).unwrap_err(),
+        Error::Symlink { .. }
+    ));
+    assert!(matches!(
+        t.state.log(&through).unwrap_err(),
+        Error::Symlink { .. }
+    ));
+
+    let log = t.state.log(&missing).unwrap();
+    log.append(&json!({"n": 1})).unwrap();
+    assert_eq!(reader.read::<serde_json::Value>().unwrap().records.len(), 1);
 }

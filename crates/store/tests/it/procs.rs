@@ -5,7 +5,7 @@ use std::path::Path;
 use std::thread;
 use std::time::Duration;
 
-use chipset_store::{Channel, Decision, Error, JsonLog, ReadOutcome, StateDir, is_temp_name};
+use chipset_store::{Channel, Decision, Error, ReadOutcome, StateDir, is_temp_name};
 use chipset_testkit::{self as kit, Jitter, TempState};
 use serde::{Deserialize, Serialize};
 
@@ -212,7 +212,7 @@ fn sigkill_at_random_moments_never_leaves_a_partial_file() {
             );
         }
         // The log yields only whole records, each acknowledged append among them.
-        let log = JsonLog::new(dir.join("log.jsonl"));
+        let log = t.state.log(&dir.join("log.jsonl")).unwrap();
         let read = log.read::<Record>().unwrap();
         let numbers: Vec<u64> = read.records.iter().map(|r| r.n).collect();
         assert!(
