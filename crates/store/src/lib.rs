@@ -38,6 +38,19 @@
 //! store's own: temp files (`.{name}.{pid}.{n}.{salt}.tmp`), lock files
 //! (`.{name}.lock`) and `.quarantine/` folders. Listings skip them.
 //!
+//! # Paths under the root
+//!
+//! A [`StatePath`] is a path that cannot be outside the root: it starts at
+//! a channel's directory ([`StateDir::channel`]) and grows one checked
+//! segment at a time ([`StatePath::join`]: not empty, no `/` or `\`, not
+//! `.` or `..`, no leading dot, at most [`MAX_NAME_LEN`] bytes; or
+//! [`StatePath::join_id`], infallible for a validated id plus a constant
+//! ending such as `.json`). It derefs to [`Path`](std::path::Path) for
+//! display. Every [`StateDir`] method that takes a path takes an
+//! [`InRoot`]: a `StatePath`, or, while the channel crates move over, a
+//! bare `Path`, checked at run time (inside the root, no symlink on the way)
+//! as it always was.
+//!
 //! # Ids and time
 //!
 //! Everything that becomes a path segment is a validated newtype: see
@@ -389,6 +402,7 @@ mod line;
 mod lock;
 mod locked;
 mod log;
+mod path;
 mod read;
 mod repair;
 mod scratch;
@@ -410,6 +424,7 @@ pub use id::{AgentId, MAX_ID_LEN, TaskId, validate_segment};
 pub use lock::{Decision, Lock, LockGuard};
 pub use locked::Locked;
 pub use log::{BadLine, JsonLog, LogContents, LogRepair, MAX_LINE, TornTail};
+pub use path::{InRoot, MAX_NAME_LEN, Segment, StatePath};
 pub use read::{CorruptReason, Corruption, DEFAULT_READ_CAP, ReadOutcome, Unsupported, parse_json};
 pub use repair::{Action, Defect, Doctor, DoctorMode, Finding, Observed, Report};
 pub use scratch::ScratchFile;
@@ -422,4 +437,8 @@ pub use watch::{WatchConfig, WatchTarget, WatchWake, Watcher};
 #[doc(hidden)]
 pub mod __private {
     pub use serde;
+
+    /// Seals [`Segment`](crate::Segment) and [`InRoot`](crate::InRoot):
+    /// only the store and its `define_id!` implement them.
+    pub trait Sealed {}
 }

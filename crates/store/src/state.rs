@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::lock::{Decision, Lock, update_locked_with};
 use crate::locked::Locked;
 use crate::log::JsonLog;
+use crate::path::{InRoot, StatePath};
 use crate::read::{DEFAULT_READ_CAP, ReadOutcome, open_nofollow, parse_json, read_open_file};
 use crate::scratch::ScratchFile;
 use crate::stat::Stat;
@@ -281,7 +282,16 @@ impl StateDir {
         self.inner.read_cap
     }
 
-    /// Returns the path of a channel's directory without creating it.
+    /// Returns a channel's directory, without creating it, as a
+    /// [`StatePath`]: the one way to start one, and so the one way to name
+    /// a path under the root that cannot be outside it.
+    pub fn channel(&self, channel: Channel) -> StatePath {
+        StatePath::from_checked(self.inner.root.join(channel.as_str()))
+    }
+
+    /// Returns the path of a channel's directory without creating it, as a
+    /// bare path: for the crates not yet on [`StatePath`]
+    /// ([`StateDir::channel`]).
     pub fn channel_path(&self, channel: Channel) -> PathBuf {
         self.inner.root.join(channel.as_str())
     }
@@ -322,7 +332,8 @@ impl StateDir {
     /// # Errors
     ///
     /// [`Error::OutsideRoot`], [`Error::Symlink`], [`Error::NotADirectory`], or [`Error::Io`].
-    pub fn ensure_dir(&self, dir: &Path) -> Result<()> {
+    pub fn ensure_dir(&self, dir: &(impl InRoot + ?Sized)) -> Result<()> {
+        let dir = dir.in_root();
         self.ensure_dir_tracked(dir).map(drop)
     }
 
@@ -396,7 +407,8 @@ impl StateDir {
     /// # Errors
     ///
     /// [`Error::OutsideRoot`], [`Error::Symlink`], [`Error::NotADirectory`], or [`Error::Io`].
-    pub fn check_parents(&self, path: &Path) -> Result<bool> {
+    pub fn check_parents(&self, path: &(impl InRoot + ?Sized)) -> Result<bool> {
+        let path = path.in_root();
         let rel = self.relative(path)?;
         let mut cur = self.inner.root.clone();
         let parts: Vec<_> = rel.components().collect();
@@ -429,7 +441,8 @@ impl StateDir {
     /// before the commit point fails, leaving `path` unchanged;
     /// [`Error::OutcomeUnknown`] when the final directory sync fails: the new
     /// contents are in place but not known to be durable.
-    pub fn write_bytes(&self, path: &Path, bytes: &[u8]) -> Result<()> {
+    pub fn write_bytes(&self, path: &(impl InRoot + ?Sized), bytes: &[u8]) -> Result<()> {
+        let path = path.in_root();
         self.with_parent(path, |io| atomic::write_atomic_with(io, path, bytes))
     }
 
@@ -444,7 +457,8 @@ impl StateDir {
     /// As [`StateDir::ensure_dir`]; [`Error::Symlink`] when `path` is a
     /// symlink; [`Error::Io`] or [`Error::Rename`] when a step fails (`path` is
     /// unchanged).
-    pub fn write_unsynced(&self, path: &Path, bytes: &[u8]) -> Result<()> {
+    pub fn write_unsynced(&self, path: &(impl InRoot + ?Sized), bytes: &[u8]) -> Result<()> {
+        let path = path.in_root();
         self.with_parent(path, |io| atomic::write_unsynced_with(io, path, bytes))
     }
 
@@ -457,7 +471,8 @@ impl StateDir {
     /// # Errors
     ///
     /// As [`StateDir::list`].
-    pub fn list_inodes(&self, dir: &Path) -> Result<Vec<(String, u64)>> {
+    pub fn list_inodes(&self, dir: &(impl InRoot + ?Sized)) -> Result<Vec<(String, u64)>> {
+        let dir = dir.in_root();
         use std::os::unix::fs::DirEntryExt;
         if !self.check_parents(dir)? || !is_real_dir(dir)? {
             return Ok(Vec::new());
@@ -482,7 +497,12 @@ impl StateDir {
     /// # Errors
     ///
     /// As [`StateDir::write_bytes`], plus [`Error::Serialize`].
-    pub fn write_json<T: Serialize + ?Sized>(&self, path: &Path, value: &T) -> Result<()> {
+    pub fn write_json<T: Serialize + ?Sized>(
+        &self,
+        path: &(impl InRoot + ?Sized),
+        value: &T,
+    ) -> Result<()> {
+        let path = path.in_root();
         let bytes = atomic::to_json_bytes(path, value)?;
         self.write_bytes(path, &bytes)
     }
@@ -496,7 +516,8 @@ impl StateDir {
     ///
     /// [`Error::AlreadyExists`] when it does; [`Error::OutcomeUnknown`] when
     /// the sync after the commit point fails; otherwise as [`StateDir::write_bytes`].
-    pub fn create_new(&self, path: &Path, bytes: &[u8]) -> Result<()> {
+    pub fn create_new(&self, path: &(impl InRoot + ?Sized), bytes: &[u8]) -> Result<()> {
+        let path = path.in_root();
         let order = self.inner.sync_order;
         self.with_parent(path, |io| atomic::create_new_with(io, order, path, bytes))
     }
@@ -506,7 +527,12 @@ impl StateDir {
     /// # Errors
     ///
     /// As [`StateDir::create_new`], plus [`Error::Serialize`].
-    pub fn create_new_json<T: Serialize + ?Sized>(&self, path: &Path, value: &T) -> Result<()> {
+    pub fn create_new_json<T: Serialize + ?Sized>(
+        &self,
+        path: &(impl InRoot + ?Sized),
+        value: &T,
+    ) -> Result<()> {
+        let path = path.in_root();
         let bytes = atomic::to_json_bytes(path, value)?;
         self.create_new(path, &bytes)
     }
@@ -561,7 +587,13 @@ impl StateDir {
     /// `from` is a symlink; [`Error::Rename`] for other failures before the
     /// commit point (nothing moved); [`Error::OutcomeUnknown`] when a directory
     /// sync after it fails.
-    pub fn move_noclobber(&self, from: &Path, to: &Path) -> Result<()> {
+    pub fn move_noclobber(
+        &self,
+        from: &(impl InRoot + ?Sized),
+        to: &(impl InRoot + ?Sized),
+    ) -> Result<()> {
+        let from = from.in_root();
+        let to = to.in_root();
         self.check_parents(from)?;
         self.with_parent(to, |io| atomic::move_noclobber_with(io, from, to))
     }
@@ -621,7 +653,8 @@ impl StateDir {
     /// symlink; [`Error::NotADirectory`] when a file stands where one is;
     /// [`Error::OutsideRoot`]; [`Error::Io`] when it cannot be looked at
     /// (permission denied is an error, never "not there").
-    pub fn stat(&self, path: &Path) -> Result<Option<Stat>> {
+    pub fn stat(&self, path: &(impl InRoot + ?Sized)) -> Result<Option<Stat>> {
+        let path = path.in_root();
         use rustix::fs::{Mode, OFlags, ResolveFlags};
         use rustix::io::Errno;
         let rel = self.relative(path)?;
@@ -673,7 +706,8 @@ impl StateDir {
     ///
     /// As [`StateDir::stat`]: a path that cannot be looked at is an error,
     /// never "not there".
-    pub fn exists(&self, path: &Path) -> Result<bool> {
+    pub fn exists(&self, path: &(impl InRoot + ?Sized)) -> Result<bool> {
+        let path = path.in_root();
         Ok(self.stat(path)?.is_some())
     }
 
@@ -684,7 +718,8 @@ impl StateDir {
     /// [`Error::Symlink`] when `path` or a directory below the root on the way
     /// is a symlink; [`Error::OutsideRoot`]; [`Error::Io`]. An oversized or
     /// non-regular file is `Ok(ReadOutcome::Corrupt(..))`.
-    pub fn read_bytes(&self, path: &Path) -> Result<ReadOutcome<Vec<u8>>> {
+    pub fn read_bytes(&self, path: &(impl InRoot + ?Sized)) -> Result<ReadOutcome<Vec<u8>>> {
+        let path = path.in_root();
         match self.open_beneath(path)? {
             Some(file) => read_open_file(file, path, self.inner.read_cap),
             None => Ok(ReadOutcome::Missing),
@@ -698,7 +733,12 @@ impl StateDir {
     /// # Errors
     ///
     /// As [`StateDir::read_bytes`].
-    pub fn read_bytes_capped(&self, path: &Path, cap: u64) -> Result<ReadOutcome<Vec<u8>>> {
+    pub fn read_bytes_capped(
+        &self,
+        path: &(impl InRoot + ?Sized),
+        cap: u64,
+    ) -> Result<ReadOutcome<Vec<u8>>> {
+        let path = path.in_root();
         match self.open_beneath(path)? {
             Some(file) => read_open_file(file, path, cap),
             None => Ok(ReadOutcome::Missing),
@@ -711,7 +751,11 @@ impl StateDir {
     ///
     /// As [`StateDir::read_bytes`]; unparsable JSON or the wrong shape is
     /// `Ok(ReadOutcome::Corrupt(..))`.
-    pub fn read_json<T: DeserializeOwned>(&self, path: &Path) -> Result<ReadOutcome<T>> {
+    pub fn read_json<T: DeserializeOwned>(
+        &self,
+        path: &(impl InRoot + ?Sized),
+    ) -> Result<ReadOutcome<T>> {
+        let path = path.in_root();
         Ok(self
             .read_bytes(path)?
             .and_then(|bytes| parse_json(path, &bytes)))
@@ -723,7 +767,8 @@ impl StateDir {
     /// # Errors
     ///
     /// [`Error::Symlink`] when `dir` or a parent is a symlink; [`Error::Io`].
-    pub fn list(&self, dir: &Path) -> Result<Vec<String>> {
+    pub fn list(&self, dir: &(impl InRoot + ?Sized)) -> Result<Vec<String>> {
+        let dir = dir.in_root();
         self.list_where(dir, |_| true)
     }
 
@@ -733,7 +778,8 @@ impl StateDir {
     /// # Errors
     ///
     /// As [`StateDir::list`].
-    pub fn list_dirs(&self, dir: &Path) -> Result<Vec<String>> {
+    pub fn list_dirs(&self, dir: &(impl InRoot + ?Sized)) -> Result<Vec<String>> {
+        let dir = dir.in_root();
         self.list_where(dir, |ft| ft.is_dir())
     }
 
@@ -748,9 +794,10 @@ impl StateDir {
     /// As [`StateDir::list`], and whatever `each` returns.
     pub fn for_each_name<E: From<Error>>(
         &self,
-        dir: &Path,
+        dir: &(impl InRoot + ?Sized),
         mut each: impl FnMut(String) -> std::result::Result<(), E>,
     ) -> std::result::Result<(), E> {
+        let dir = dir.in_root();
         if !self.check_parents(dir)? || !is_real_dir(dir)? {
             return Ok(());
         }
@@ -777,7 +824,8 @@ impl StateDir {
     ///
     /// [`Error::Symlink`] when `dir` or a parent is a symlink; [`Error::Io`]
     /// when the file cannot be created.
-    pub fn scratch_file(&self, dir: &Path) -> Result<ScratchFile> {
+    pub fn scratch_file(&self, dir: &(impl InRoot + ?Sized)) -> Result<ScratchFile> {
+        let dir = dir.in_root();
         use rustix::fs::{Mode, OFlags};
         self.check_parents(dir)?;
         atomic::refuse_symlink(dir)?;
@@ -831,7 +879,8 @@ impl StateDir {
     /// # Errors
     ///
     /// As [`StateDir::ensure_dir`].
-    pub fn lock_for(&self, path: &Path) -> Result<Lock> {
+    pub fn lock_for(&self, path: &(impl InRoot + ?Sized)) -> Result<Lock> {
+        let path = path.in_root();
         self.ensure_parent(path)?;
         Ok(Lock::for_file(path))
     }
@@ -841,7 +890,8 @@ impl StateDir {
     /// # Errors
     ///
     /// As [`StateDir::ensure_dir`].
-    pub fn log(&self, path: &Path) -> Result<JsonLog> {
+    pub fn log(&self, path: &(impl InRoot + ?Sized)) -> Result<JsonLog> {
+        let path = path.in_root();
         self.ensure_parent(path)?;
         Ok(JsonLog::with_io(path, self.inner.io.clone()))
     }
@@ -856,7 +906,8 @@ impl StateDir {
     /// As [`StateDir::check_parents`]: [`Error::OutsideRoot`] when `path` is
     /// not inside the root, [`Error::Symlink`] when a directory on the way
     /// is a symlink.
-    pub fn log_reader(&self, path: &Path) -> Result<JsonLog> {
+    pub fn log_reader(&self, path: &(impl InRoot + ?Sized)) -> Result<JsonLog> {
+        let path = path.in_root();
         self.check_parents(path)?;
         if path == self.inner.root {
             return Err(self.outside(path));
@@ -872,12 +923,13 @@ impl StateDir {
     /// # Errors
     ///
     /// Whatever `decide` returns, or a store error converted into `E`.
-    pub fn update<T, R, E, F>(&self, path: &Path, decide: F) -> Result<R, E>
+    pub fn update<T, R, E, F>(&self, path: &(impl InRoot + ?Sized), decide: F) -> Result<R, E>
     where
         T: Serialize + DeserializeOwned,
         E: From<Error>,
         F: FnOnce(ReadOutcome<T>) -> Result<Decision<T, R>, E>,
     {
+        let path = path.in_root();
         self.ensure_parent(path)?;
         update_locked_with(self.backend(), path, self.inner.read_cap, decide)
     }
@@ -894,7 +946,11 @@ impl StateDir {
     /// (it is left as it is, for a doctor to move aside); otherwise as
     /// [`StateDir::read_bytes`] and [`Lock::exclusive`]. On an error the
     /// lock is released.
-    pub fn lock_json<T: DeserializeOwned>(&self, path: &Path) -> Result<Locked<T>> {
+    pub fn lock_json<T: DeserializeOwned>(
+        &self,
+        path: &(impl InRoot + ?Sized),
+    ) -> Result<Locked<T>> {
+        let path = path.in_root();
         let guard = self.lock_for(path)?.exclusive()?;
         let current = match self.read_json::<T>(path)? {
             ReadOutcome::Missing => None,
@@ -914,7 +970,8 @@ impl StateDir {
     ///
     /// [`Error::NotFound`] when there is nothing at `path`; otherwise as
     /// [`StateDir::move_noclobber`].
-    pub fn quarantine(&self, path: &Path) -> Result<PathBuf> {
+    pub fn quarantine(&self, path: &(impl InRoot + ?Sized)) -> Result<PathBuf> {
+        let path = path.in_root();
         self.check_parents(path)?;
         let dir = path.parent().ok_or_else(|| self.outside(path))?;
         let name = path
@@ -950,7 +1007,8 @@ impl StateDir {
     ///
     /// [`Error::Io`] when the entry exists but cannot be removed.
     /// [`Error::Symlink`] or [`Error::OutsideRoot`] for a bad path to it.
-    pub fn remove_file(&self, path: &Path) -> Result<bool> {
+    pub fn remove_file(&self, path: &(impl InRoot + ?Sized)) -> Result<bool> {
+        let path = path.in_root();
         if !self.check_parents(path)? {
             return Ok(false);
         }
@@ -976,7 +1034,12 @@ impl StateDir {
     /// [`Error::OutsideRoot`], [`Error::Symlink`] or [`Error::NotADirectory`]
     /// for a bad path to `dir`; otherwise [`Error::Io`] when a directory cannot
     /// be listed or an entry examined.
-    pub fn stale_temps_in(&self, dir: &Path, max_age: Duration) -> Result<Vec<PathBuf>> {
+    pub fn stale_temps_in(
+        &self,
+        dir: &(impl InRoot + ?Sized),
+        max_age: Duration,
+    ) -> Result<Vec<PathBuf>> {
+        let dir = dir.in_root();
         if !self.check_parents(dir)? || !is_real_dir(dir)? {
             return Ok(Vec::new());
         }
