@@ -49,8 +49,8 @@
 //! display. Every [`StateDir`] method that takes a path takes an
 //! [`InRoot`]: a `StatePath`, or, while the channel crates move over, a
 //! bare `Path`, checked at run time (inside the root, no symlink on the way)
-//! as it always was. chipset-hook is on `StatePath`; the other channels
-//! still pass bare paths.
+//! as it always was. chipset-hook and chipset-loop are on `StatePath`; the
+//! other channels still pass bare paths.
 //!
 //! # Ids and time
 //!

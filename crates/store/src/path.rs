@@ -92,6 +92,23 @@ impl StatePath {
         }
     }
 
+    /// Returns this path with `name`, a constant of the caller's layout
+    /// (`"witness"`, `"log.jsonl"`), joined: infallible, as the constant is
+    /// checked on every call and a bad one is a bug, not input.
+    ///
+    /// # Panics
+    ///
+    /// When `name` is not one safe path segment (the rules of
+    /// [`StatePath::join`]).
+    pub fn join_static(&self, name: &'static str) -> StatePath {
+        if let Some(rule) = segment_rule(name, MAX_NAME_LEN) {
+            panic!("StatePath::join_static: {name:?} {rule}");
+        }
+        StatePath {
+            path: self.path.join(name),
+        }
+    }
+
     /// Returns the path.
     pub fn as_path(&self) -> &Path {
         &self.path
@@ -125,6 +142,12 @@ impl Borrow<Path> for StatePath {
 impl From<StatePath> for PathBuf {
     fn from(path: StatePath) -> PathBuf {
         path.path
+    }
+}
+
+impl From<&StatePath> for PathBuf {
+    fn from(path: &StatePath) -> PathBuf {
+        path.path.clone()
     }
 }
 
@@ -220,6 +243,10 @@ mod tests {
             Err(Error::InvalidId { rule, .. }) => assert_eq!(rule, "must be at most 255 bytes"),
             other => panic!("{other:?}"),
         }
+        assert_eq!(
+            dir.join_static("log.jsonl").as_path(),
+            state.root().join("reviews/log.jsonl")
+        );
         let agent = AgentId::new("a".repeat(128)).unwrap();
         let hook = dir.join_id(&agent, ".json");
         assert_eq!(hook.file_name().unwrap().len(), 133);
