@@ -328,7 +328,7 @@ impl Sweeps {
 }
 
 fn thread(mail: &Mail, others: usize) {
-    let root = chipset_store::MessageId::new(id(others)).unwrap();
+    let root = chipset_mail::MessageId::new(id(others)).unwrap();
     assert_eq!(mail.thread(&root).unwrap().len(), 1);
 }
 

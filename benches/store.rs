@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use chipset_store::{Channel, Decision, Error, ReadOutcome, StateDir};
+use chipset_store::{Decision, Error, ReadOutcome, StateDir};
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
 
@@ -96,7 +96,7 @@ fn raw_append(path: &Path, records: &[Value]) {
 fn setup() -> (tempfile::TempDir, StateDir, PathBuf) {
     let tmp = tempfile::tempdir_in(".").unwrap_or_else(|_| tempfile::tempdir().unwrap());
     let state = StateDir::open(tmp.path().join("state")).unwrap();
-    let dir = state.channel_dir(Channel::Hooks).unwrap();
+    let dir = state.channel_dir(chipset::hook::HOOK_CHANNEL).unwrap();
     (tmp, state, dir)
 }
 

@@ -17,12 +17,13 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
+use chipset::hook::BeadId;
 use chipset::r#loop::{
     AttemptOutcome, COMPLETION_REPORT, Channels, DispatchAction, Dispatcher, DispatcherConfig,
     HEALTH_ESCALATION, Witness, WitnessAction, WitnessConfig, WorkOutcome, Worker, WorkerConfig,
 };
 use chipset::mail::{Mail, ManifestEvent};
-use chipset::store::{AgentId, BeadId, StateDir, Timestamp};
+use chipset::store::{AgentId, StateDir, Timestamp};
 
 /// One timeline event: when, in what order it was said, who, what.
 type Event = (Timestamp, usize, String, String);

@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::thread;
 
-use chipset::store::{Channel, Decision, Error, ReadOutcome, StateDir};
+use chipset::store::{Decision, Error, ReadOutcome, StateDir};
 use serde_json::json;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -22,7 +22,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     };
     let state = StateDir::open(&root)?;
-    let dir = state.channel_dir(Channel::Loop)?;
+    let dir = state.channel_dir(chipset::r#loop::LOOP_CHANNEL)?;
     println!("state directory: {}", state.root().display());
 
     // Eight threads, 25 locked increments each: none is lost.

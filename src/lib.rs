@@ -12,7 +12,8 @@
 //! use chipset::hook::{Hooks, Pickup};
 //! use chipset::mail::{Draft, Mail};
 //! use chipset::nudge::{NewNudge, NudgeType, Nudges, Received};
-//! use chipset::store::{AgentId, BeadId, StateDir, TaskId};
+//! use chipset::store::{AgentId, StateDir, TaskId};
+//! use chipset::hook::BeadId;
 //!
 //! let tmp = tempfile::tempdir()?;
 //! let state = StateDir::open(tmp.path().join("state"))?;
@@ -63,3 +64,15 @@ pub use chipset_loop as r#loop;
 pub use chipset_mail as mail;
 pub use chipset_nudge as nudge;
 pub use chipset_store as store;
+
+/// Every channel's directory under the state root, each constant from the
+/// crate that owns it: the store knows channels only as opaque names
+/// ([`store::Channel`]), so a new channel is added here, not in the store.
+pub const CHANNELS: [store::Channel; 6] = [
+    hook::HOOK_CHANNEL,
+    nudge::NUDGE_CHANNEL,
+    mail::MAIL_CHANNEL,
+    bus::BUS_CHANNEL,
+    nudge::REMINDERS_CHANNEL,
+    r#loop::LOOP_CHANNEL,
+];

@@ -16,7 +16,7 @@ macro_rules! uses {
     (hook) => {{
         let agent = chipset::store::AgentId::new("polecat-alpha").unwrap();
         let event = HookEvent::Assign {
-            bead_id: chipset::store::BeadId::new("gt-abc12").unwrap(),
+            bead_id: BeadId::new("gt-abc12").unwrap(),
             title: "Add README section".into(),
         };
         let now = chipset::store::Timestamp::from_unix_ms(1_772_706_600_000);
@@ -28,12 +28,15 @@ macro_rules! uses {
         )
         .unwrap();
         assert_eq!(hook.status(), chipset::hook::HookStatus::Pending);
+        assert_eq!(HOOK_CHANNEL.as_str(), "hooks");
     }};
     (nudge) => {{
         let from = chipset::store::AgentId::new("witness").unwrap();
         let nudge = NewNudge::new(from, chipset::nudge::NudgeType::HealthCheck, "working?")
             .requiring_response();
         assert!(nudge.requires_response);
+        assert_eq!(NUDGE_CHANNEL.as_str(), "nudge");
+        assert_eq!(REMINDERS_CHANNEL.as_str(), "reminders");
     }};
     (mail) => {{
         let id = |name| chipset::store::AgentId::new(name).unwrap();
@@ -46,6 +49,8 @@ macro_rules! uses {
         )
         .with_priority(MailPriority::Urgent);
         assert_eq!(draft.priority(), MailPriority::Urgent);
+        assert_eq!(MAIL_CHANNEL.as_str(), "mail");
+        assert_eq!(MessageId::new("1-x").unwrap().as_str(), "1-x");
     }};
     (bus) => {{
         let new = NewEvent::new("polecat-alpha", "work-completed").priority(Priority::High);
@@ -58,6 +63,7 @@ macro_rules! uses {
         };
         assert!(kinds(&[]).is_empty());
         assert_ne!(Wake::TimedOut, Wake::Arrived(Vec::new()));
+        assert_eq!(BUS_CHANNEL.as_str(), "bus");
     }};
     (r#loop) => {{
         let finding = CriticFinding::new("style", "long line");
@@ -65,6 +71,7 @@ macro_rules! uses {
         let rule: fn(&LedgerEntry, &LedgerEvent, chipset::store::Timestamp) -> LedgerTransition =
             ledger_transition;
         let _ = rule;
+        assert_eq!(LOOP_CHANNEL.as_str(), "loop");
     }};
 }
 
@@ -116,4 +123,14 @@ mod all_six {
         uses!(bus);
         uses!(r#loop);
     }
+}
+
+/// The facade's list of channels names each directory once, as on disk.
+#[test]
+fn channels_are_listed_once_with_their_directory_names() {
+    let names: Vec<&str> = chipset::CHANNELS.iter().map(|c| c.as_str()).collect();
+    assert_eq!(
+        names,
+        ["hooks", "nudge", "mail", "bus", "reminders", "loop"]
+    );
 }

@@ -13,13 +13,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chipset::bus::Bus;
+use chipset::hook::BeadId;
 use chipset::hook::Pickup;
 use chipset::r#loop::{
     AttemptOutcome, COMPLETION_REPORT, Dispatcher, DispatcherConfig, HEALTH_ESCALATION, Witness,
     WitnessAction, WitnessConfig, WorkOutcome, Worker, WorkerConfig,
 };
 use chipset::mail::{Mail, ManifestEvent};
-use chipset::store::{AgentId, BeadId, ManualClock, StateDir, StateOptions, Timestamp};
+use chipset::store::{AgentId, ManualClock, StateDir, StateOptions, Timestamp};
 
 fn id(name: &str) -> AgentId {
     AgentId::new(name).unwrap()

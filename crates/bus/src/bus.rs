@@ -4,8 +4,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use chipset_store::{
-    AgentId, Channel, CorruptReason, Corruption, Decision, LogContents, ReadOutcome, StateDir,
-    Timestamp, Unsupported,
+    AgentId, CorruptReason, Corruption, Decision, LogContents, ReadOutcome, StateDir, Timestamp,
+    Unsupported,
 };
 
 use crate::config::{BusConfig, Occasion};
@@ -238,7 +238,7 @@ impl Bus {
     }
 
     pub(crate) fn root(&self) -> PathBuf {
-        self.state.channel_path(Channel::Bus)
+        self.state.channel_path(crate::BUS_CHANNEL)
     }
 
     pub(crate) fn agent_dir(&self, agent: &AgentId) -> PathBuf {

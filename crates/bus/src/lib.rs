@@ -227,3 +227,6 @@ pub use format::{
 pub use maintain::{AgentStatus, Counts, Pruned};
 pub use name::QueueEntry;
 pub use wait::{Waiter, Wake};
+
+/// The bus's directory under the state root, `bus/`.
+pub const BUS_CHANNEL: chipset_store::Channel = chipset_store::Channel::new("bus");

@@ -6,8 +6,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use chipset_bus::EventId;
+use chipset_hook::BeadId;
+use chipset_mail::MessageId;
 use chipset_nudge::ReminderId;
-use chipset_store::{AgentId, BeadId, MessageId, TaskId, Timestamp};
+use chipset_store::{AgentId, TaskId, Timestamp};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// The `chipset` command line.

@@ -20,7 +20,7 @@ use chipset_hook::Hooks;
 use chipset_loop::LoopState;
 use chipset_mail::Mail;
 use chipset_nudge::Nudges;
-use chipset_store::{Channel, Doctor, DoctorMode, Report};
+use chipset_store::{Doctor, DoctorMode, Report};
 use serde_json::json;
 
 use crate::Ctx;
@@ -88,7 +88,7 @@ pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
         }
     } else {
         // The bus doctor reports the temps under `bus/` itself.
-        let bus_dir = ctx.state.channel_path(Channel::Bus);
+        let bus_dir = ctx.state.channel_path(chipset_bus::BUS_CHANNEL);
         for path in ctx.state.stale_temps(STALE_TEMP_AGE)? {
             if !path.starts_with(&bus_dir) {
                 rows.push(Row {

@@ -4,9 +4,9 @@ use std::fmt::Write as _;
 use std::io::Read as _;
 use std::time::Duration;
 
+use chipset_mail::MessageId;
 use chipset_mail::{ArchiveOutcome, Draft, InboxFilter, Kind, Mail, MailPriority, Message};
 use chipset_store::DoctorMode;
-use chipset_store::MessageId;
 use serde_json::json;
 
 use crate::Ctx;

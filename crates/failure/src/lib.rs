@@ -356,7 +356,7 @@ mod tests {
 
     #[test]
     fn a_mail_send_of_unknown_outcome_exits_3_and_names_the_id() {
-        let id = chipset_store::MessageId::new("1-x").unwrap();
+        let id = chipset_mail::MessageId::new("1-x").unwrap();
         let e = Failure::from(chipset_mail::MailError::OutcomeUnknown {
             ids: vec![id],
             source: chipset_store::Error::OutcomeUnknown {
@@ -378,7 +378,7 @@ mod tests {
         assert_eq!(partly.exit_status(), OUTCOME_UNKNOWN);
         // Same id, other content: a refusal.
         let taken = Failure::from(chipset_mail::MailError::IdTaken {
-            id: chipset_store::MessageId::new("1-x").unwrap(),
+            id: chipset_mail::MessageId::new("1-x").unwrap(),
             location: chipset_mail::Location::Archive,
         });
         assert_eq!(taken.exit_status(), 1);

@@ -20,10 +20,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use chipset_hook::BeadId;
 use chipset_hook::{HookStatus, Hooks};
-use chipset_store::{
-    AgentId, BeadId, DEFAULT_READ_CAP, ManualClock, StateDir, StateOptions, Timestamp,
-};
+use chipset_store::{AgentId, DEFAULT_READ_CAP, ManualClock, StateDir, StateOptions, Timestamp};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 const T0: i64 = 1_772_706_600_000;

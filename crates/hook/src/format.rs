@@ -15,7 +15,8 @@
 
 use std::fmt;
 
-use chipset_store::{AgentId, BeadId, Timestamp};
+use crate::BeadId;
+use chipset_store::{AgentId, Timestamp};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

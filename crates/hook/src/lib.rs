@@ -5,8 +5,8 @@
 //! while it works and completes it; the dispatcher verifies and clears.
 //!
 //! ```
-//! use chipset_hook::{HookStatus, Hooks, Pickup};
-//! use chipset_store::{AgentId, BeadId, StateDir};
+//! use chipset_hook::{BeadId, HookStatus, Hooks, Pickup};
+//! use chipset_store::{AgentId, StateDir};
 //!
 //! let tmp = tempfile::tempdir()?;
 //! let hooks = Hooks::new(StateDir::open(tmp.path())?);
@@ -181,13 +181,18 @@
 
 mod error;
 mod format;
+mod id;
 mod scan;
 mod state;
 mod store;
 mod transition;
 
 pub use error::{Error, Result};
+pub use id::BeadId;
 pub use scan::{HookCounts, HookEntry, Repaired, StaleHook, StaleReport};
 pub use state::{Assignment, Hook, HookState, HookStatus, WorkItem};
 pub use store::{HookRead, Hooks, Pickup, Reassigned};
 pub use transition::{Actor, HookEvent, Op, Role, TransitionError, already_applied, transition};
+
+/// The hooks' directory under the state root, `hooks/`.
+pub const HOOK_CHANNEL: chipset_store::Channel = chipset_store::Channel::new("hooks");

@@ -287,7 +287,8 @@ impl Hooks {
             report.findings.push(finding);
         }
         for name in strays {
-            let path = self.dir.join(&name);
+            // For the report only: a stray's name is whatever is there.
+            let path = self.dir.as_path().join(&name);
             let line = format!("`{}`: not a hook file (left alone)", path.display());
             report
                 .findings

@@ -1,11 +1,12 @@
 //! The I/O layer: applies the pure transitions to `hooks/{agent}.json` under
 //! the hook's lock.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use crate::BeadId;
 use chipset_store::{
-    AgentId, BeadId, Channel, CorruptReason, Corruption, Decision, ReadOutcome, StateDir,
-    Timestamp, Unsupported,
+    AgentId, CorruptReason, Corruption, Decision, ReadOutcome, StateDir, StatePath, Timestamp,
+    Unsupported,
 };
 
 use crate::error::{Error, Result};
@@ -117,13 +118,13 @@ pub struct Reassigned {
 #[derive(Debug, Clone)]
 pub struct Hooks {
     pub(crate) state: StateDir,
-    pub(crate) dir: PathBuf,
+    pub(crate) dir: StatePath,
 }
 
 impl Hooks {
     /// Returns the hooks under `state`. Creates nothing until the first write.
     pub fn new(state: StateDir) -> Self {
-        let dir = state.channel_path(Channel::Hooks);
+        let dir = state.channel(crate::HOOK_CHANNEL);
         Hooks { state, dir }
     }
 
@@ -133,13 +134,13 @@ impl Hooks {
     }
 
     /// Returns the `hooks/` directory.
-    pub fn dir(&self) -> &Path {
+    pub fn dir(&self) -> &StatePath {
         &self.dir
     }
 
-    /// Returns the path of `agent`'s hook file.
-    pub fn path(&self, agent: &AgentId) -> PathBuf {
-        self.dir.join(format!("{agent}.json"))
+    /// Returns the path of `agent`'s hook file, `hooks/{agent}.json`.
+    pub fn path(&self, agent: &AgentId) -> StatePath {
+        self.dir.join_id(agent, ".json")
     }
 
     /// Reads `agent`'s hook without locking (a file is always whole).

@@ -2,7 +2,8 @@
 
 use std::fmt;
 
-use chipset_store::{AgentId, BeadId, Timestamp};
+use crate::BeadId;
+use chipset_store::{AgentId, Timestamp};
 
 use crate::state::{Assignment, Hook, HookState, HookStatus, WorkItem};
 
@@ -287,7 +288,8 @@ fn next_generation(g: u64) -> u64 {
 ///
 /// ```
 /// use chipset_hook::{transition, Actor, HookEvent, Hook, HookStatus};
-/// use chipset_store::{AgentId, BeadId, Timestamp};
+/// use chipset_store::{AgentId, Timestamp};
+/// use chipset_hook::BeadId;
 /// let agent = AgentId::new("polecat-alpha")?;
 /// let now = Timestamp::parse("2026-03-05T10:30:00Z")?;
 /// let empty = Hook::missing(agent.clone());

@@ -19,6 +19,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use chipset_bus::{Bus, NewEvent};
+use chipset_hook::BeadId;
 use chipset_hook::Hooks;
 use chipset_loop::{Attention, AttentionConfig, REMINDER_AGENT_FIELD, WorkKind};
 use chipset_mail::{Draft as MailDraft, Mail};
@@ -26,7 +27,7 @@ use chipset_nudge::{
     KindRegistry, ManualResolution, NewNudge, NewReminder, NudgeType, Nudges, ReminderKey,
     Reminders,
 };
-use chipset_store::{AgentId, BeadId, StateDir, TaskId, WatchConfig};
+use chipset_store::{AgentId, StateDir, TaskId, WatchConfig};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use serde_json::json;
 

@@ -11,9 +11,7 @@ use chipset_nudge::{
     KindRegistry, Nudge, Nudges, OPEN_DIR, Received, Reminder, ReminderFilter, Reminders,
     SNOOZED_DIR,
 };
-use chipset_store::{
-    AgentId, Channel, StateDir, Timestamp, WatchConfig, WatchTarget, WatchWake, Watcher,
-};
+use chipset_store::{AgentId, StateDir, Timestamp, WatchConfig, WatchTarget, WatchWake, Watcher};
 use serde::Serialize;
 
 use crate::error::Result;
@@ -253,7 +251,10 @@ impl Attention {
 
     /// Returns the places whose changes can change `agent`'s brief.
     pub fn targets(&self, agent: &AgentId) -> Vec<WatchTarget> {
-        let reminders = self.hooks.state().channel_path(Channel::Reminders);
+        let reminders = self
+            .hooks
+            .state()
+            .channel_path(chipset_nudge::REMINDERS_CHANNEL);
         vec![
             WatchTarget::file(self.hooks.path(agent)),
             WatchTarget::dir(self.nudges.agent_dir(agent)),

@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 
 use chipset_hook::Assignment;
-use chipset_store::{BeadId, Corruption, TaskId};
+use chipset_hook::BeadId;
+use chipset_store::{Corruption, TaskId};
 
 use crate::format::Phase;
 

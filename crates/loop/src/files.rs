@@ -1,9 +1,8 @@
 //! Paths under `loop/` and the read and lock helpers every loop file goes
 //! through (the lock is the store's [`Locked`]).
 
-use std::path::{Path, PathBuf};
-
-use chipset_store::{AgentId, BeadId, Channel, JsonLog, Locked, ReadOutcome, StateDir, TaskId};
+use chipset_hook::BeadId;
+use chipset_store::{AgentId, JsonLog, Locked, ReadOutcome, StateDir, StatePath, TaskId};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -20,53 +19,57 @@ pub const ROUNDS_DIR: &str = "rounds";
 #[derive(Debug, Clone)]
 pub(crate) struct Files {
     pub(crate) state: StateDir,
-    root: PathBuf,
+    root: StatePath,
 }
 
 impl Files {
     pub(crate) fn new(state: StateDir) -> Self {
-        let root = state.channel_path(Channel::Loop);
+        let root = state.channel(crate::LOOP_CHANNEL);
         Files { state, root }
     }
 
-    pub(crate) fn incidents_dir(&self) -> PathBuf {
-        self.root.join(WITNESS_DIR).join("incidents")
+    pub(crate) fn incidents_dir(&self) -> StatePath {
+        self.root.join_static(WITNESS_DIR).join_static("incidents")
     }
 
-    pub(crate) fn incident(&self, agent: &AgentId) -> PathBuf {
-        self.incidents_dir().join(format!("{agent}.json"))
+    pub(crate) fn incident(&self, agent: &AgentId) -> StatePath {
+        self.incidents_dir().join_id(agent, ".json")
     }
 
-    pub(crate) fn witness_log(&self) -> PathBuf {
-        self.root.join(WITNESS_DIR).join("log.jsonl")
+    pub(crate) fn witness_log(&self) -> StatePath {
+        self.root.join_static(WITNESS_DIR).join_static("log.jsonl")
     }
 
-    pub(crate) fn beads_dir(&self) -> PathBuf {
-        self.root.join(DISPATCHER_DIR).join("beads")
+    pub(crate) fn beads_dir(&self) -> StatePath {
+        self.root.join_static(DISPATCHER_DIR).join_static("beads")
     }
 
-    pub(crate) fn bead(&self, bead: &BeadId) -> PathBuf {
-        self.beads_dir().join(format!("{bead}.json"))
+    pub(crate) fn bead(&self, bead: &BeadId) -> StatePath {
+        self.beads_dir().join_id(bead, ".json")
     }
 
-    pub(crate) fn agents(&self) -> PathBuf {
-        self.root.join(DISPATCHER_DIR).join("agents.json")
+    pub(crate) fn agents(&self) -> StatePath {
+        self.root
+            .join_static(DISPATCHER_DIR)
+            .join_static("agents.json")
     }
 
-    pub(crate) fn dispatcher_log(&self) -> PathBuf {
-        self.root.join(DISPATCHER_DIR).join("log.jsonl")
+    pub(crate) fn dispatcher_log(&self) -> StatePath {
+        self.root
+            .join_static(DISPATCHER_DIR)
+            .join_static("log.jsonl")
     }
 
-    pub(crate) fn rounds_dir(&self) -> PathBuf {
-        self.root.join(ROUNDS_DIR)
+    pub(crate) fn rounds_dir(&self) -> StatePath {
+        self.root.join_static(ROUNDS_DIR)
     }
 
-    pub(crate) fn round(&self, task: &TaskId) -> PathBuf {
-        self.rounds_dir().join(format!("{task}.json"))
+    pub(crate) fn round(&self, task: &TaskId) -> StatePath {
+        self.rounds_dir().join_id(task, ".json")
     }
 
     /// Reads a loop file: `None` when missing, [`Error::Corrupt`] when bad.
-    pub(crate) fn read<T: DeserializeOwned>(&self, path: &Path) -> Result<Option<T>> {
+    pub(crate) fn read<T: DeserializeOwned>(&self, path: &StatePath) -> Result<Option<T>> {
         match self.state.read_json::<T>(path)? {
             ReadOutcome::Missing => Ok(None),
             ReadOutcome::Value(v) => Ok(Some(v)),
@@ -78,7 +81,7 @@ impl Files {
     /// Takes the file's lock and reads it ([`StateDir::lock_json`]), for a
     /// sequence of durable writes under one lock. A corrupt file is
     /// [`Error::Corrupt`], as [`Files::read`] reports it.
-    pub(crate) fn lock<T: DeserializeOwned>(&self, path: &Path) -> Result<Locked<T>> {
+    pub(crate) fn lock<T: DeserializeOwned>(&self, path: &StatePath) -> Result<Locked<T>> {
         match self.state.lock_json(path) {
             Err(chipset_store::Error::Corrupt(c)) => Err(Error::Corrupt(c)),
             other => Ok(other?),
@@ -86,7 +89,7 @@ impl Files {
     }
 
     /// Appends records to a loop log (one write and one data sync).
-    pub(crate) fn append<T: Serialize>(&self, path: &Path, records: &[T]) -> Result<()> {
+    pub(crate) fn append<T: Serialize>(&self, path: &StatePath, records: &[T]) -> Result<()> {
         if records.is_empty() {
             return Ok(());
         }

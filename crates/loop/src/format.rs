@@ -5,7 +5,9 @@
 use std::fmt;
 
 use chipset_hook::Assignment;
-use chipset_store::{AgentId, BeadId, MessageId, TaskId, Timestamp};
+use chipset_hook::BeadId;
+use chipset_mail::MessageId;
+use chipset_store::{AgentId, TaskId, Timestamp};
 use serde::{Deserialize, Serialize};
 
 /// Mail subject of a dispatcher's work assignment.

@@ -22,7 +22,8 @@
 //! use std::sync::Arc;
 //! use std::time::Duration;
 //! use chipset_loop::{DispatchAction, Dispatcher, DispatcherConfig, WorkOutcome, Worker, WorkerConfig};
-//! use chipset_store::{AgentId, BeadId, ManualClock, StateDir, StateOptions, Timestamp};
+//! use chipset_store::{AgentId, ManualClock, StateDir, StateOptions, Timestamp};
+//! use chipset_hook::BeadId;
 //!
 //! let tmp = tempfile::tempdir()?;
 //! let clock = ManualClock::new(Timestamp::parse("2026-03-05T10:30:00Z")?);
@@ -250,3 +251,6 @@ pub use worker::{
     DEFAULT_POLL_EVERY, DEFAULT_TOUCH_EVERY, Signal, Stop, WorkHandle, WorkOutcome, Worker,
     WorkerConfig,
 };
+
+/// The loops' directory under the state root, `loop/`.
+pub const LOOP_CHANNEL: chipset_store::Channel = chipset_store::Channel::new("loop");

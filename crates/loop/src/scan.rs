@@ -1,10 +1,10 @@
 //! Status counts and the doctor for the files under `loop/`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use chipset_store::{
-    Action, Defect, Doctor, DoctorMode, Finding, JsonLog, Observed, ReadOutcome, Report, StateDir,
-    parse_json,
+    Action, Defect, Doctor, DoctorMode, Finding, Observed, ReadOutcome, Report, StateDir,
+    StatePath, parse_json,
 };
 use serde::de::DeserializeOwned;
 
@@ -136,32 +136,50 @@ impl LoopState {
         Ok(report)
     }
 
-    fn read_dir<T: DeserializeOwned>(&self, dir: &Path) -> Result<Vec<(PathBuf, ReadOutcome<T>)>> {
+    fn read_dir<T: DeserializeOwned>(
+        &self,
+        dir: &StatePath,
+    ) -> Result<Vec<(StatePath, ReadOutcome<T>)>> {
         let mut out = Vec::new();
         for name in self.files.state.list(dir)? {
-            if !name.ends_with(".json") {
+            // A name chipset cannot have written is the doctor's (a stray).
+            let Some(path) = name
+                .ends_with(".json")
+                .then(|| dir.join(&name).ok())
+                .flatten()
+            else {
                 continue;
-            }
-            let path = dir.join(&name);
+            };
             let read = self.files.state.read_json::<T>(&path)?;
             out.push((path, read));
         }
         Ok(out)
     }
 
-    fn check_dir<T: DeserializeOwned>(&self, dir: &Path, report: &mut Report) -> Result<()> {
+    fn check_dir<T: DeserializeOwned>(&self, dir: &StatePath, report: &mut Report) -> Result<()> {
+        let stray = |report: &mut Report, path: &Path| {
+            let line = format!("`{}`: not a loop file (left alone)", path.display());
+            report
+                .findings
+                .push(Finding::new("loop-stray", Defect::Stray, line).at(path));
+        };
         for name in self.files.state.list(dir)? {
-            let path = dir.join(&name);
             let valid_name = name
                 .strip_suffix(".json")
                 .is_some_and(|stem| chipset_store::validate_segment("loop file", stem).is_ok());
+            // A valid loop file name is always one safe segment; any other
+            // name is a stray, reported by its display path.
+            let path = match dir.join(&name) {
+                Ok(path) if valid_name => path,
+                _ => {
+                    stray(report, &dir.as_path().join(&name));
+                    continue;
+                }
+            };
             // One read: what is seen is both the stray check and the file.
             let seen = self.files.state.observe(&path)?;
-            if !valid_name || !matches!(seen, Observed::Bytes(_) | Observed::TooLarge { .. }) {
-                let line = format!("`{}`: not a loop file (left alone)", path.display());
-                report
-                    .findings
-                    .push(Finding::new("loop-stray", Defect::Stray, line).at(path));
+            if !matches!(seen, Observed::Bytes(_) | Observed::TooLarge { .. }) {
+                stray(report, &path);
                 continue;
             }
             self.check_file::<T>(&path, &seen, report)?;
@@ -171,7 +189,7 @@ impl LoopState {
 
     fn check_file<T: DeserializeOwned>(
         &self,
-        path: &Path,
+        path: &StatePath,
         seen: &Observed,
         report: &mut Report,
     ) -> Result<()> {
@@ -197,14 +215,14 @@ impl LoopState {
         Ok(())
     }
 
-    fn check_log(&self, path: &Path, report: &mut Report) -> Result<()> {
+    fn check_log(&self, path: &StatePath, report: &mut Report) -> Result<()> {
         let state = &self.files.state;
         if !state.entry_exists(path)? {
             return Ok(());
         }
         report.scanned += 1;
         let fix = report.mode == DoctorMode::Fix;
-        let log = JsonLog::with_io(path, state.io().clone());
+        let log = state.log_reader(path)?;
         // Streamed: only the bad lines and the torn tail are kept, never
         // the records (memory stays flat however long the log grows).
         let read = match log.for_each::<serde_json::Value>(drop) {

@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use chipset_bus::{NewEvent, Priority as BusPriority};
 use chipset_hook::{Assignment, Pickup};
+use chipset_mail::MessageId;
 use chipset_mail::{Draft, InboxFilter, Kind, Message};
 use chipset_nudge::{Nudge, NudgeType, Received};
-use chipset_store::{AgentId, Corruption, MessageId, StateDir, Timestamp, Unsupported};
+use chipset_store::{AgentId, Corruption, StateDir, Timestamp, Unsupported};
 
 use crate::channels::Channels;
 use crate::error::{Error, Result};

@@ -47,8 +47,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use chipset_mail::MessageId;
 use chipset_mail::{Draft, InboxFilter, Location, Mail};
-use chipset_store::{AgentId, MessageId, SortableId, StateDir, SystemClock, TaskId};
+use chipset_store::{AgentId, SortableId, StateDir, SystemClock, TaskId};
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main};
 use serde::Deserialize;

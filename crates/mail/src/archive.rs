@@ -1,6 +1,8 @@
 //! Moving messages forward: archive, and the sweep of a committed task.
 
-use chipset_store::{MessageId, TaskId};
+use chipset_store::TaskId;
+
+use crate::MessageId;
 
 use crate::error::{MailError, Result};
 use crate::format::ManifestEvent;

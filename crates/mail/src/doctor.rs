@@ -5,7 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use chipset_store::{AgentId, CorruptReason, DoctorMode, MessageId, ReadOutcome, StateDir, TaskId};
+use crate::MessageId;
+use chipset_store::{AgentId, CorruptReason, DoctorMode, ReadOutcome, StateDir, TaskId};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
@@ -1185,7 +1186,7 @@ impl Mail {
     /// `archived` events go to `by_id` (never into a set in memory), the
     /// tasks of its `task-swept` events into the result.
     fn manifest_status(&self, by_id: &mut Sorter<'_>) -> Result<ManifestStatus> {
-        let log = chipset_store::JsonLog::new(self.layout.manifest());
+        let log = self.state.log_reader(&self.layout.manifest())?;
         let mut swept = BTreeSet::new();
         let mut failed: Option<crate::MailError> = None;
         let text = |v: Option<serde_json::Value>| v.and_then(|v| v.as_str().map(str::to_owned));

@@ -4,7 +4,8 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use chipset_store::{AgentId, MessageId, TaskId, Timestamp};
+use crate::MessageId;
+use chipset_store::{AgentId, TaskId, Timestamp};
 
 use crate::error::{MailError, Result};
 use crate::format::{

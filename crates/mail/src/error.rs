@@ -1,6 +1,7 @@
 //! The crate's one error enum.
 
-use chipset_store::{AgentId, Corruption, MessageId, TaskId, Unsupported};
+use crate::MessageId;
+use chipset_store::{AgentId, Corruption, TaskId, Unsupported};
 
 use crate::format::Kind;
 

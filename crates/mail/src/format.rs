@@ -5,7 +5,8 @@ use std::fmt;
 
 use std::path::Path;
 
-use chipset_store::{AgentId, MessageId, ReadOutcome, TaskId, Timestamp, Unsupported, parse_json};
+use crate::MessageId;
+use chipset_store::{AgentId, ReadOutcome, TaskId, Timestamp, Unsupported, parse_json};
 use serde::{Deserialize, Deserializer, Serialize};
 
 /// What a message is for (the seed's `kind`).

@@ -74,7 +74,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use chipset_store::{AgentId, MessageId, ReadOutcome, StateDir, TaskId};
+use crate::MessageId;
+use chipset_store::{AgentId, ReadOutcome, StateDir, TaskId};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{MailError, Result};

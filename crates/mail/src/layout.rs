@@ -3,7 +3,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use chipset_store::{AgentId, MessageId, TaskId};
+use crate::MessageId;
+use chipset_store::{AgentId, TaskId};
 
 use crate::format::Kind;
 

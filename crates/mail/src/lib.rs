@@ -364,6 +364,7 @@ mod draft;
 mod error;
 mod format;
 mod gate;
+mod id;
 mod layout;
 mod mail;
 mod read;
@@ -381,5 +382,9 @@ pub use format::{
     Kind, MAX_ROUND, MAX_SUBJECT_LEN, MESSAGE_SCHEMA, MailPriority, ManifestEvent, Message,
     validate_agent_name, validate_subject,
 };
+pub use id::MessageId;
 pub use layout::Location;
 pub use mail::{ArchiveOutcome, Found, Mail, MailCounts, Manifest, SweepReport};
+
+/// The mail's directory under the state root, `mail/`.
+pub const MAIL_CHANNEL: chipset_store::Channel = chipset_store::Channel::new("mail");

@@ -8,9 +8,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use chipset_store::{
-    AgentId, BadLine, Channel, CorruptReason, Corruption, JsonLog, MessageId, ReadOutcome,
-    StateDir, TaskId, TornTail, Unsupported,
+    AgentId, BadLine, CorruptReason, Corruption, JsonLog, ReadOutcome, StateDir, TaskId, TornTail,
+    Unsupported,
 };
+
+use crate::MessageId;
 
 use crate::draft::MailConfig;
 use crate::error::{MailError, Result};
@@ -194,7 +196,7 @@ impl Mail {
 
     /// Returns the mail channel of `state` with `config`.
     pub fn with_config(state: StateDir, config: MailConfig) -> Self {
-        let layout = Layout::new(state.channel_path(Channel::Mail));
+        let layout = Layout::new(state.channel_path(crate::MAIL_CHANNEL));
         Mail {
             state,
             config,

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use chipset_store::{AgentId, JsonLog};
+use chipset_store::AgentId;
 
 use crate::draft::InboxFilter;
 use crate::error::Result;
@@ -87,7 +87,10 @@ impl Mail {
     ///
     /// [`MailError::Store`](crate::MailError::Store) when it cannot be read.
     pub fn read_manifest(&self) -> Result<Manifest> {
-        let contents = JsonLog::new(self.layout.manifest()).read::<serde_json::Value>()?;
+        let contents = self
+            .state
+            .log_reader(&self.layout.manifest())?
+            .read::<serde_json::Value>()?;
         let mut events = Vec::with_capacity(contents.records.len());
         let mut foreign = Vec::new();
         for record in contents.records {

@@ -4,7 +4,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use chipset_store::{MessageId, ReadOutcome, TaskId};
+use chipset_store::{ReadOutcome, TaskId};
+
+use crate::MessageId;
 
 use crate::error::Result;
 use crate::format::{Kind, Message, parse_message};

@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use chipset_store::{MessageId, SortableId, to_canonical_json};
+use chipset_store::{SortableId, to_canonical_json};
+
+use crate::MessageId;
 
 use crate::draft::{Draft, check_draft, check_parent, to_message};
 use crate::error::{MailError, Result};

@@ -64,7 +64,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use chipset_store::{JsonLog, MessageId, ReadOutcome, Timestamp};
+use crate::MessageId;
+use chipset_store::{JsonLog, ReadOutcome, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{MailError, Result};

@@ -4,7 +4,9 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::PathBuf;
 
-use chipset_store::{MessageId, ReadOutcome, TaskId};
+use chipset_store::{ReadOutcome, TaskId};
+
+use crate::MessageId;
 
 use crate::error::{MailError, Result};
 use crate::format::Message;

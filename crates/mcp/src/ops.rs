@@ -345,7 +345,7 @@ pub(crate) fn mail_inbox(ctx: &Ctx, p: MailInbox) -> Outcome {
 }
 
 pub(crate) fn mail_archive(ctx: &Ctx, p: MailArchive) -> Outcome {
-    let message_id: chipset_store::MessageId = id(&p.id)?;
+    let message_id: chipset_mail::MessageId = id(&p.id)?;
     let mail = Mail::new(ctx.state.clone());
     // Archiving is the addressee's act: an agent files its own messages only.
     if let Some(found) = mail.find(&message_id)?

@@ -189,3 +189,9 @@ pub use signals::{
     DEFAULT_NUDGE_INTERVAL, Delivery, LATEST_FILE, NewNudge, NudgeConfig, NudgeStatus, Nudges,
     PROCESSED_FILE, RESPONSES_DIR, Received, Responded, ResponseStatus, Responses,
 };
+
+/// The nudges' directory under the state root, `nudge/`.
+pub const NUDGE_CHANNEL: chipset_store::Channel = chipset_store::Channel::new("nudge");
+
+/// The reminders' directory under the state root, `reminders/`.
+pub const REMINDERS_CHANNEL: chipset_store::Channel = chipset_store::Channel::new("reminders");

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use chipset_store::{
-    AgentId, Channel, Corruption, Decision, DoctorMode, ReadOutcome, Report, SortableId, StateDir,
+    AgentId, Corruption, Decision, DoctorMode, ReadOutcome, Report, SortableId, StateDir,
     Timestamp, Unsupported,
 };
 
@@ -302,7 +302,9 @@ impl Nudges {
 
     /// Returns `nudge/{agent}/`.
     pub fn agent_dir(&self, agent: &AgentId) -> PathBuf {
-        self.state.channel_path(Channel::Nudge).join(agent.as_str())
+        self.state
+            .channel_path(crate::NUDGE_CHANNEL)
+            .join(agent.as_str())
     }
 
     /// Returns `nudge/{agent}/latest.json`.
@@ -725,7 +727,7 @@ impl Nudges {
     ///
     /// [`Error::Store`] on I/O failure.
     pub fn agents(&self) -> Result<Vec<AgentId>> {
-        let dir = self.state.channel_path(Channel::Nudge);
+        let dir = self.state.channel_path(crate::NUDGE_CHANNEL);
         Ok(self
             .state
             .list_dirs(&dir)?
@@ -778,7 +780,7 @@ impl Nudges {
     pub fn doctor(&self, mode: DoctorMode) -> Result<Report> {
         let mut report = Report::new(mode);
         let area = doctor::Area::Nudge;
-        let root = self.state.channel_path(Channel::Nudge);
+        let root = self.state.channel_path(crate::NUDGE_CHANNEL);
         // Real directories only: a symlink (or a file) in their place is a
         // stray to report, not a directory to follow.
         let dirs = self.state.list_dirs(&root)?;

@@ -16,10 +16,28 @@ pub const MAX_ID_LEN: usize = 128;
 ///
 /// [`Error::InvalidId`] naming `kind`, the value and the broken rule.
 pub fn validate_segment(kind: &'static str, value: &str) -> Result<()> {
-    let rule = if value.is_empty() {
+    match segment_rule(value, MAX_ID_LEN) {
+        Some(rule) => Err(Error::InvalidId {
+            kind,
+            value: value.to_owned(),
+            rule,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The rule `value` breaks as one path segment of at most `max` bytes
+/// ([`MAX_ID_LEN`] for an id, [`MAX_NAME_LEN`](crate::MAX_NAME_LEN) for a
+/// [`StatePath`](crate::StatePath) name), if any.
+pub(crate) fn segment_rule(value: &str, max: usize) -> Option<&'static str> {
+    if value.is_empty() {
         Some("must not be empty")
-    } else if value.len() > MAX_ID_LEN {
-        Some("must be at most 128 bytes")
+    } else if value.len() > max {
+        Some(if max == MAX_ID_LEN {
+            "must be at most 128 bytes"
+        } else {
+            "must be at most 255 bytes"
+        })
     } else if value == "." || value == ".." {
         Some("must not be `.` or `..`")
     } else if value.starts_with('.') {
@@ -32,22 +50,15 @@ pub fn validate_segment(kind: &'static str, value: &str) -> Result<()> {
         Some("must not contain control characters")
     } else {
         None
-    };
-    match rule {
-        Some(rule) => Err(Error::InvalidId {
-            kind,
-            value: value.to_owned(),
-            rule,
-        }),
-        None => Ok(()),
     }
 }
 
 /// Defines a validated string newtype that is safe as a path segment.
 ///
 /// The type gets `new`, `as_str`, `into_string`, `FromStr`, `Display`,
-/// `AsRef<str>`, ordering, hashing, and serde support that validates on
-/// deserialization. Channel crates use it for their own ids.
+/// `AsRef<str>`, ordering, hashing, serde support that validates on
+/// deserialization, and [`Segment`](crate::Segment), so
+/// [`StatePath::join_id`](crate::StatePath::join_id) joins it infallibly. Channel crates use it for their own ids.
 ///
 /// ```
 /// chipset_store::define_id! {
@@ -106,6 +117,14 @@ macro_rules! define_id {
             /// Returns the owned string.
             pub fn into_string(self) -> String {
                 self.0
+            }
+        }
+
+        impl $crate::__private::Sealed for $name {}
+
+        impl $crate::Segment for $name {
+            fn segment(&self) -> &str {
+                &self.0
             }
         }
 
@@ -169,6 +188,11 @@ macro_rules! define_id {
     };
 }
 
+// The two ids every channel keys on stay here (an agent's hook, nudges,
+// inbox and queue; mail's and the loops' tasks): they are the store's
+// vocabulary as much as any channel's. Ids one channel owns live in it
+// (`chipset_hook::BeadId`, `chipset_mail::MessageId`).
+
 define_id! {
     /// An agent id such as `polecat-alpha` or `mayor-a1b2c`.
     pub struct AgentId("agent id");
@@ -177,16 +201,6 @@ define_id! {
 define_id! {
     /// A task id such as `M005-S007-T0002` (mail's `phase`).
     pub struct TaskId("task id");
-}
-
-define_id! {
-    /// A message id, normally `{unix-ms}-{uuid-v4}` (see [`SortableId`](crate::SortableId)).
-    pub struct MessageId("message id");
-}
-
-define_id! {
-    /// A work item (bead) id such as `gt-abc12`.
-    pub struct BeadId("bead id");
 }
 
 #[cfg(test)]

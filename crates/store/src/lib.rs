@@ -10,7 +10,7 @@
 //! let tmp = tempfile::tempdir()?;
 //! let state = StateDir::open(tmp.path())?;
 //! let agent = AgentId::new("polecat-alpha")?;
-//! let path = state.channel_dir(Channel::Hooks)?.join(format!("{agent}.json"));
+//! let path = state.channel_dir(Channel::new("hooks"))?.join(format!("{agent}.json"));
 //!
 //! // A locked read-modify-write: concurrent processes never lose an update.
 //! let count = state.update(&path, |current: ReadOutcome<u64>| {
@@ -29,16 +29,36 @@
 //! # The state root
 //!
 //! [`StateDir`] is the root (default [`DEFAULT_ROOT`], `.chipset/state`), with
-//! one subdirectory per [`Channel`]: `hooks/`, `nudge/`, `mail/`, `bus/`,
-//! `reminders/`, `loop/`, created on demand. Names starting with a dot are the
+//! one subdirectory per [`Channel`], created on demand. A channel is an
+//! opaque, validated name (`Channel::new("mail")`, checked when compiling):
+//! the store does not know which channels exist; each channel crate owns its
+//! constant (`chipset_mail::MAIL_CHANNEL` is `mail/`) and the facade lists
+//! them all (`chipset::CHANNELS`: `hooks/`, `nudge/`, `mail/`, `bus/`,
+//! `reminders/`, `loop/`). Names starting with a dot are the
 //! store's own: temp files (`.{name}.{pid}.{n}.{salt}.tmp`), lock files
 //! (`.{name}.lock`) and `.quarantine/` folders. Listings skip them.
 //!
+//! # Paths under the root
+//!
+//! A [`StatePath`] is a path that cannot be outside the root: it starts at
+//! a channel's directory ([`StateDir::channel`]) and grows one checked
+//! segment at a time ([`StatePath::join`]: not empty, no `/` or `\`, not
+//! `.` or `..`, no leading dot, at most [`MAX_NAME_LEN`] bytes; or
+//! [`StatePath::join_id`], infallible for a validated id plus a constant
+//! ending such as `.json`). It derefs to [`Path`](std::path::Path) for
+//! display. Every [`StateDir`] method that takes a path takes an
+//! [`InRoot`]: a `StatePath`, or, while the channel crates move over, a
+//! bare `Path`, checked at run time (inside the root, no symlink on the way)
+//! as it always was. chipset-hook and chipset-loop are on `StatePath`; the
+//! other channels still pass bare paths.
+//!
 //! # Ids and time
 //!
-//! Everything that becomes a path segment is a validated newtype ([`AgentId`],
-//! [`TaskId`], [`MessageId`], [`BeadId`], or one made with [`define_id!`]): see
-//! [`validate_segment`] for the rules. [`SortableId`] makes `{unix-ms}-{uuid-v4}`
+//! Everything that becomes a path segment is a validated newtype: see
+//! [`validate_segment`] for the rules. The store declares the two every
+//! channel keys on, [`AgentId`] and [`TaskId`]; an id one channel owns is
+//! declared in that crate in one line with [`define_id!`]
+//! (`chipset_hook::BeadId`, `chipset_mail::MessageId`). [`SortableId`] makes `{unix-ms}-{uuid-v4}`
 //! ids that increase strictly within a process. Time comes from a [`Clock`]
 //! ([`SystemClock`] or [`ManualClock`]) as a [`Timestamp`], written as RFC 3339
 //! UTC with milliseconds.
@@ -120,6 +140,11 @@
 //! each channel produces it with [`ReadOutcome::and_then`] when it turns the
 //! on-disk form into its types. Repair never moves such a file aside, and a
 //! reader whose answer depends on it (a gate, a transition) fails closed.
+//!
+//! A [`JsonLog`] is reached only through the root: [`StateDir::log`] (which
+//! makes its directory, for writers) or [`StateDir::log_reader`] (which
+//! makes nothing, for readers), both after the root and symlink checks; it
+//! has no public constructor, so no crate can open a log outside the root.
 //!
 //! Reads in memory that does not grow with the state: [`JsonLog::for_each`]
 //! hands a log's records over one at a time (keeping only bad lines and a
@@ -442,6 +467,7 @@ mod line;
 mod lock;
 mod locked;
 mod log;
+mod path;
 mod read;
 mod repair;
 mod scratch;
@@ -459,10 +485,11 @@ pub use backend::{IoBackend, IoOp, RealIo, SharedIo, SyncOrder};
 pub use canonical::{append_canonical_line, to_canonical_json, to_canonical_line};
 pub use error::{Error, Result};
 pub use escape::{EscapeAlphabet, escape_name, fnv1a_64, unescape_name};
-pub use id::{AgentId, BeadId, MAX_ID_LEN, MessageId, TaskId, validate_segment};
+pub use id::{AgentId, MAX_ID_LEN, TaskId, validate_segment};
 pub use lock::{Decision, Lock, LockGuard};
 pub use locked::Locked;
 pub use log::{BadLine, JsonLog, LogContents, LogRepair, MAX_LINE, TornTail};
+pub use path::{InRoot, MAX_NAME_LEN, Segment, StatePath};
 pub use read::{CorruptReason, Corruption, DEFAULT_READ_CAP, ReadOutcome, Unsupported, parse_json};
 pub use repair::{Action, Defect, Doctor, DoctorMode, Finding, Observed, Report};
 pub use scratch::ScratchFile;
@@ -475,4 +502,8 @@ pub use watch::{WatchConfig, WatchTarget, WatchWake, Watcher};
 #[doc(hidden)]
 pub mod __private {
     pub use serde;
+
+    /// Seals [`Segment`](crate::Segment) and [`InRoot`](crate::InRoot):
+    /// only the store and its `define_id!` implement them.
+    pub trait Sealed {}
 }

@@ -33,7 +33,7 @@ use crate::state::StateDir;
 ///
 /// let tmp = tempfile::tempdir()?;
 /// let state = StateDir::open(tmp.path())?;
-/// let path = state.channel_dir(Channel::Loop)?.join("count.json");
+/// let path = state.channel_dir(Channel::new("loop"))?.join("count.json");
 /// let mut locked = state.lock_json::<u64>(&path)?;
 /// assert_eq!(locked.current(), None);
 /// locked.write(1)?;
@@ -111,7 +111,10 @@ mod tests {
     fn holds_the_lock_until_dropped() {
         let tmp = tempfile::tempdir().unwrap();
         let state = StateDir::open(tmp.path()).unwrap();
-        let path = state.channel_dir(Channel::Loop).unwrap().join("a.json");
+        let path = state
+            .channel_dir(Channel::new("loop"))
+            .unwrap()
+            .join("a.json");
         let mut locked = state.lock_json::<String>(&path).unwrap();
         locked.write("one".to_owned()).unwrap();
         let lock = state.lock_for(&path).unwrap();
@@ -130,7 +133,10 @@ mod tests {
     fn take_leaves_the_file_until_written() {
         let tmp = tempfile::tempdir().unwrap();
         let state = StateDir::open(tmp.path()).unwrap();
-        let path = state.channel_dir(Channel::Loop).unwrap().join("n.json");
+        let path = state
+            .channel_dir(Channel::new("loop"))
+            .unwrap()
+            .join("n.json");
         state.write_json(&path, &7u64).unwrap();
         let mut locked = state.lock_json::<u64>(&path).unwrap();
         assert_eq!(locked.take(), Some(7));
@@ -146,7 +152,10 @@ mod tests {
     fn a_corrupt_file_is_an_error_not_none_and_is_left_alone() {
         let tmp = tempfile::tempdir().unwrap();
         let state = StateDir::open(tmp.path()).unwrap();
-        let path = state.channel_dir(Channel::Loop).unwrap().join("bad.json");
+        let path = state
+            .channel_dir(Channel::new("loop"))
+            .unwrap()
+            .join("bad.json");
         std::fs::write(&path, "{").unwrap();
         assert!(matches!(
             state.lock_json::<u64>(&path),
@@ -162,7 +171,10 @@ mod tests {
     fn excludes_update_on_the_same_file() {
         let tmp = tempfile::tempdir().unwrap();
         let state = StateDir::open(tmp.path()).unwrap();
-        let path = state.channel_dir(Channel::Loop).unwrap().join("u.json");
+        let path = state
+            .channel_dir(Channel::new("loop"))
+            .unwrap()
+            .join("u.json");
         let locked = state.lock_json::<u64>(&path).unwrap();
         // `update` takes the same lock file.
         let lock = crate::lock::Lock::for_file(&path);
@@ -183,7 +195,10 @@ mod tests {
     fn no_writer_interleaves_between_writes() {
         let tmp = tempfile::tempdir().unwrap();
         let state = StateDir::open(tmp.path()).unwrap();
-        let path = state.channel_dir(Channel::Loop).unwrap().join("pairs.json");
+        let path = state
+            .channel_dir(Channel::new("loop"))
+            .unwrap()
+            .join("pairs.json");
         std::thread::scope(|scope| {
             for _ in 0..4 {
                 scope.spawn(|| {
@@ -204,7 +219,7 @@ mod tests {
     fn a_symlink_is_refused() {
         let tmp = tempfile::tempdir().unwrap();
         let state = StateDir::open(tmp.path()).unwrap();
-        let dir = state.channel_dir(Channel::Loop).unwrap();
+        let dir = state.channel_dir(Channel::new("loop")).unwrap();
         std::fs::write(tmp.path().join("elsewhere.json"), "1\n").unwrap();
         let path = dir.join("link.json");
         std::os::unix::fs::symlink(tmp.path().join("elsewhere.json"), &path).unwrap();

@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::atomic::{create_temp, sync_dir_with};
-use crate::backend::{IoBackend, RealIo, SharedIo};
+use crate::backend::{IoBackend, SharedIo};
 use crate::canonical::{append_canonical_line, to_canonical_line};
 use crate::error::{Error, Result};
 use crate::lock::Lock;
@@ -34,9 +34,10 @@ pub const MAX_LINE: usize = 1024 * 1024;
 /// fail on) a torn last line left by a writer that crashed mid-write.
 ///
 /// ```
-/// use chipset_store::JsonLog;
+/// use chipset_store::StateDir;
 /// let dir = tempfile::tempdir()?;
-/// let log = JsonLog::new(dir.path().join("events.jsonl"));
+/// let state = StateDir::open(dir.path())?;
+/// let log = state.log(&state.root().join("bus/events.jsonl"))?;
 /// log.append(&serde_json::json!({"event": "sent", "id": 1}))?;
 /// log.append_batch(&[serde_json::json!({"id": 2}), serde_json::json!({"id": 3})])?;
 /// let read = log.read::<serde_json::Value>()?;
@@ -98,14 +99,11 @@ pub struct LogRepair {
 
 impl JsonLog {
     /// Returns the log at `path`, guarded by [`Lock::for_file`]`(path)`,
-    /// changing it through the real system calls.
-    pub fn new(path: impl Into<PathBuf>) -> Self {
-        Self::with_io(path, RealIo::shared())
-    }
-
-    /// Returns the log at `path`, changing it through `io`
-    /// ([`StateDir::log`](crate::StateDir::log) passes its own backend).
-    pub fn with_io(path: impl Into<PathBuf>, io: SharedIo) -> Self {
+    /// changing it through `io`. Only the store makes one, after the
+    /// [`StateDir`](crate::StateDir) checked `path` (inside the root, no
+    /// symlink on the way): [`StateDir::log`](crate::StateDir::log) and
+    /// [`StateDir::log_reader`](crate::StateDir::log_reader).
+    pub(crate) fn with_io(path: impl Into<PathBuf>, io: SharedIo) -> Self {
         let path = path.into();
         let lock = Lock::for_file(&path);
         JsonLog { path, lock, io }

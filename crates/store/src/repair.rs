@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::lock::Lock;
+use crate::path::InRoot;
 use crate::read::{CorruptReason, ReadOutcome};
 use crate::state::StateDir;
 
@@ -394,7 +395,8 @@ impl StateDir {
     ///
     /// [`Error::OutsideRoot`], [`Error::Symlink`] for a symlinked directory on
     /// the way, [`Error::Io`] when `path` cannot be examined or read.
-    pub fn observe(&self, path: &Path) -> Result<Observed> {
+    pub fn observe(&self, path: &(impl InRoot + ?Sized)) -> Result<Observed> {
+        let path = path.in_root();
         if !self.check_parents(path)? {
             return Ok(Observed::Missing);
         }
@@ -426,7 +428,8 @@ impl StateDir {
     ///
     /// [`Error::OutsideRoot`], [`Error::Symlink`] for a symlinked directory on
     /// the way, [`Error::Io`] when `path` cannot be examined.
-    pub fn entry_exists(&self, path: &Path) -> Result<bool> {
+    pub fn entry_exists(&self, path: &(impl InRoot + ?Sized)) -> Result<bool> {
+        let path = path.in_root();
         if !self.check_parents(path)? {
             return Ok(false);
         }
@@ -452,10 +455,11 @@ impl StateDir {
     /// As [`StateDir::observe`], [`Lock::exclusive`] and [`StateDir::quarantine`].
     pub fn quarantine_checked(
         &self,
-        path: &Path,
+        path: &(impl InRoot + ?Sized),
         lock: Option<&Lock>,
         is_bad: impl FnOnce(&Observed) -> bool,
     ) -> Result<Action> {
+        let path = path.in_root();
         let seen = self.observe(path)?;
         if seen == Observed::Missing {
             return Ok(Action::LeftAlone("gone before the fix".to_owned()));
@@ -475,7 +479,12 @@ impl StateDir {
     /// # Errors
     ///
     /// As [`StateDir::observe`] and [`StateDir::quarantine`].
-    pub fn quarantine_unchanged(&self, path: &Path, seen: &Observed) -> Result<Action> {
+    pub fn quarantine_unchanged(
+        &self,
+        path: &(impl InRoot + ?Sized),
+        seen: &Observed,
+    ) -> Result<Action> {
+        let path = path.in_root();
         let now = self.observe(path)?;
         if now == Observed::Missing {
             return Ok(Action::LeftAlone("gone before the fix".to_owned()));

@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::lock::{Decision, Lock, update_locked_with};
 use crate::locked::Locked;
 use crate::log::JsonLog;
+use crate::path::{InRoot, StatePath};
 use crate::read::{DEFAULT_READ_CAP, ReadOutcome, open_nofollow, parse_json, read_open_file};
 use crate::scratch::ScratchFile;
 use crate::stat::Stat;
@@ -27,46 +28,100 @@ pub const DEFAULT_ROOT: &str = ".chipset/state";
 /// The name of the folder that [`StateDir::quarantine`] moves bad files into.
 pub const QUARANTINE_DIR: &str = ".quarantine";
 
-/// A channel's subdirectory of the state root.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Channel {
-    /// `hooks/`
-    Hooks,
-    /// `nudge/`
-    Nudge,
-    /// `mail/`
-    Mail,
-    /// `bus/`
-    Bus,
-    /// `reminders/`
-    Reminders,
-    /// `loop/`
-    Loop,
-}
+/// A channel's subdirectory of the state root: an opaque, validated name.
+///
+/// The store does not know which channels exist: each channel crate owns
+/// its constant (`chipset_hook::HOOK_CHANNEL`, `chipset_mail::MAIL_CHANNEL`,
+/// …), and whoever needs every channel (the facade's `chipset::CHANNELS`)
+/// lists them. A name is 1 to [`Channel::MAX_LEN`] bytes of lowercase ASCII
+/// letters, digits, `-` and `_`, starting with a letter: always one safe
+/// directory name.
+///
+/// ```
+/// use chipset_store::Channel;
+/// const REVIEWS: Channel = Channel::new("reviews");
+/// assert_eq!(REVIEWS.as_str(), "reviews");
+/// assert!(Channel::try_new("../etc").is_err());
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Channel(&'static str);
 
 impl Channel {
-    /// Every channel.
-    pub const ALL: [Channel; 6] = [
-        Channel::Hooks,
-        Channel::Nudge,
-        Channel::Mail,
-        Channel::Bus,
-        Channel::Reminders,
-        Channel::Loop,
-    ];
+    /// The longest channel name accepted, in bytes.
+    pub const MAX_LEN: usize = 32;
 
-    /// Returns the directory name.
-    pub fn dir_name(self) -> &'static str {
-        match self {
-            Channel::Hooks => "hooks",
-            Channel::Nudge => "nudge",
-            Channel::Mail => "mail",
-            Channel::Bus => "bus",
-            Channel::Reminders => "reminders",
-            Channel::Loop => "loop",
+    /// The kind of name, as named in errors.
+    pub const KIND: &'static str = "channel name";
+
+    /// Wraps `name`, checked at compile time when used in a `const`.
+    ///
+    /// # Panics
+    ///
+    /// When `name` breaks the rule (see [`Channel`]); in a `const` item that
+    /// is a compile error. For a name not known when compiling, use
+    /// [`Channel::try_new`].
+    pub const fn new(name: &'static str) -> Channel {
+        match channel_rule(name) {
+            None => Channel(name),
+            Some(_) => panic!("invalid channel name: see chipset_store::Channel for the rule"),
         }
     }
+
+    /// Wraps `name` if it is a valid channel name.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidId`] naming the value and the broken rule.
+    pub fn try_new(name: &'static str) -> Result<Channel> {
+        match channel_rule(name) {
+            None => Ok(Channel(name)),
+            Some(rule) => Err(Error::InvalidId {
+                kind: Self::KIND,
+                value: name.to_owned(),
+                rule,
+            }),
+        }
+    }
+
+    /// Returns the name, which is also the directory's name.
+    pub const fn as_str(self) -> &'static str {
+        self.0
+    }
+}
+
+impl std::fmt::Display for Channel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl std::fmt::Debug for Channel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Channel({:?})", self.0)
+    }
+}
+
+/// The rule a channel name breaks, if any.
+const fn channel_rule(name: &str) -> Option<&'static str> {
+    let bytes = name.as_bytes();
+    if bytes.is_empty() {
+        return Some("must not be empty");
+    }
+    if bytes.len() > Channel::MAX_LEN {
+        return Some("must be at most 32 bytes");
+    }
+    if !bytes[0].is_ascii_lowercase() {
+        return Some("must start with a lowercase ASCII letter");
+    }
+    let mut i = 1;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if !(b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_') {
+            return Some("must be lowercase ASCII letters, digits, `-` and `_`");
+        }
+        i += 1;
+    }
+    None
 }
 
 /// How a [`StateDir`] is opened.
@@ -100,9 +155,10 @@ impl Default for StateOptions {
 ///
 /// ```
 /// use chipset_store::{Channel, StateDir};
+/// const HOOKS: Channel = Channel::new("hooks");
 /// let tmp = tempfile::tempdir()?;
 /// let state = StateDir::open(tmp.path().join("state"))?;
-/// let hooks = state.channel_dir(Channel::Hooks)?;
+/// let hooks = state.channel_dir(HOOKS)?;
 /// state.write_json(&hooks.join("polecat-alpha.json"), &serde_json::json!({"status": "empty"}))?;
 /// let read = state.read_json::<serde_json::Value>(&hooks.join("polecat-alpha.json"))?;
 /// assert_eq!(read.value().unwrap()["status"], "empty");
@@ -226,9 +282,18 @@ impl StateDir {
         self.inner.read_cap
     }
 
-    /// Returns the path of a channel's directory without creating it.
+    /// Returns a channel's directory, without creating it, as a
+    /// [`StatePath`]: the one way to start one, and so the one way to name
+    /// a path under the root that cannot be outside it.
+    pub fn channel(&self, channel: Channel) -> StatePath {
+        StatePath::from_checked(self.inner.root.join(channel.as_str()))
+    }
+
+    /// Returns the path of a channel's directory without creating it, as a
+    /// bare path: for the crates not yet on [`StatePath`]
+    /// ([`StateDir::channel`]).
     pub fn channel_path(&self, channel: Channel) -> PathBuf {
-        self.inner.root.join(channel.dir_name())
+        self.inner.root.join(channel.as_str())
     }
 
     /// Returns a channel's directory, creating it if needed.
@@ -267,7 +332,8 @@ impl StateDir {
     /// # Errors
     ///
     /// [`Error::OutsideRoot`], [`Error::Symlink`], [`Error::NotADirectory`], or [`Error::Io`].
-    pub fn ensure_dir(&self, dir: &Path) -> Result<()> {
+    pub fn ensure_dir(&self, dir: &(impl InRoot + ?Sized)) -> Result<()> {
+        let dir = dir.in_root();
         self.ensure_dir_tracked(dir).map(drop)
     }
 
@@ -341,7 +407,8 @@ impl StateDir {
     /// # Errors
     ///
     /// [`Error::OutsideRoot`], [`Error::Symlink`], [`Error::NotADirectory`], or [`Error::Io`].
-    pub fn check_parents(&self, path: &Path) -> Result<bool> {
+    pub fn check_parents(&self, path: &(impl InRoot + ?Sized)) -> Result<bool> {
+        let path = path.in_root();
         let rel = self.relative(path)?;
         let mut cur = self.inner.root.clone();
         let parts: Vec<_> = rel.components().collect();
@@ -374,7 +441,8 @@ impl StateDir {
     /// before the commit point fails, leaving `path` unchanged;
     /// [`Error::OutcomeUnknown`] when the final directory sync fails: the new
     /// contents are in place but not known to be durable.
-    pub fn write_bytes(&self, path: &Path, bytes: &[u8]) -> Result<()> {
+    pub fn write_bytes(&self, path: &(impl InRoot + ?Sized), bytes: &[u8]) -> Result<()> {
+        let path = path.in_root();
         self.with_parent(path, |io| atomic::write_atomic_with(io, path, bytes))
     }
 
@@ -389,7 +457,8 @@ impl StateDir {
     /// As [`StateDir::ensure_dir`]; [`Error::Symlink`] when `path` is a
     /// symlink; [`Error::Io`] or [`Error::Rename`] when a step fails (`path` is
     /// unchanged).
-    pub fn write_unsynced(&self, path: &Path, bytes: &[u8]) -> Result<()> {
+    pub fn write_unsynced(&self, path: &(impl InRoot + ?Sized), bytes: &[u8]) -> Result<()> {
+        let path = path.in_root();
         self.with_parent(path, |io| atomic::write_unsynced_with(io, path, bytes))
     }
 
@@ -402,7 +471,8 @@ impl StateDir {
     /// # Errors
     ///
     /// As [`StateDir::list`].
-    pub fn list_inodes(&self, dir: &Path) -> Result<Vec<(String, u64)>> {
+    pub fn list_inodes(&self, dir: &(impl InRoot + ?Sized)) -> Result<Vec<(String, u64)>> {
+        let dir = dir.in_root();
         use std::os::unix::fs::DirEntryExt;
         if !self.check_parents(dir)? || !is_real_dir(dir)? {
             return Ok(Vec::new());
@@ -464,7 +534,12 @@ impl StateDir {
     /// # Errors
     ///
     /// As [`StateDir::write_bytes`], plus [`Error::Serialize`].
-    pub fn write_json<T: Serialize + ?Sized>(&self, path: &Path, value: &T) -> Result<()> {
+    pub fn write_json<T: Serialize + ?Sized>(
+        &self,
+        path: &(impl InRoot + ?Sized),
+        value: &T,
+    ) -> Result<()> {
+        let path = path.in_root();
         let bytes = atomic::to_json_bytes(path, value)?;
         self.write_bytes(path, &bytes)
     }
@@ -478,7 +553,8 @@ impl StateDir {
     ///
     /// [`Error::AlreadyExists`] when it does; [`Error::OutcomeUnknown`] when
     /// the sync after the commit point fails; otherwise as [`StateDir::write_bytes`].
-    pub fn create_new(&self, path: &Path, bytes: &[u8]) -> Result<()> {
+    pub fn create_new(&self, path: &(impl InRoot + ?Sized), bytes: &[u8]) -> Result<()> {
+        let path = path.in_root();
         let order = self.inner.sync_order;
         self.with_parent(path, |io| atomic::create_new_with(io, order, path, bytes))
     }
@@ -488,7 +564,12 @@ impl StateDir {
     /// # Errors
     ///
     /// As [`StateDir::create_new`], plus [`Error::Serialize`].
-    pub fn create_new_json<T: Serialize + ?Sized>(&self, path: &Path, value: &T) -> Result<()> {
+    pub fn create_new_json<T: Serialize + ?Sized>(
+        &self,
+        path: &(impl InRoot + ?Sized),
+        value: &T,
+    ) -> Result<()> {
+        let path = path.in_root();
         let bytes = atomic::to_json_bytes(path, value)?;
         self.create_new(path, &bytes)
     }
@@ -543,7 +624,13 @@ impl StateDir {
     /// `from` is a symlink; [`Error::Rename`] for other failures before the
     /// commit point (nothing moved); [`Error::OutcomeUnknown`] when a directory
     /// sync after it fails.
-    pub fn move_noclobber(&self, from: &Path, to: &Path) -> Result<()> {
+    pub fn move_noclobber(
+        &self,
+        from: &(impl InRoot + ?Sized),
+        to: &(impl InRoot + ?Sized),
+    ) -> Result<()> {
+        let from = from.in_root();
+        let to = to.in_root();
         self.check_parents(from)?;
         self.with_parent(to, |io| atomic::move_noclobber_with(io, from, to))
     }
@@ -603,7 +690,8 @@ impl StateDir {
     /// symlink; [`Error::NotADirectory`] when a file stands where one is;
     /// [`Error::OutsideRoot`]; [`Error::Io`] when it cannot be looked at
     /// (permission denied is an error, never "not there").
-    pub fn stat(&self, path: &Path) -> Result<Option<Stat>> {
+    pub fn stat(&self, path: &(impl InRoot + ?Sized)) -> Result<Option<Stat>> {
+        let path = path.in_root();
         use rustix::fs::{Mode, OFlags, ResolveFlags};
         use rustix::io::Errno;
         let rel = self.relative(path)?;
@@ -655,7 +743,8 @@ impl StateDir {
     ///
     /// As [`StateDir::stat`]: a path that cannot be looked at is an error,
     /// never "not there".
-    pub fn exists(&self, path: &Path) -> Result<bool> {
+    pub fn exists(&self, path: &(impl InRoot + ?Sized)) -> Result<bool> {
+        let path = path.in_root();
         Ok(self.stat(path)?.is_some())
     }
 
@@ -666,7 +755,8 @@ impl StateDir {
     /// [`Error::Symlink`] when `path` or a directory below the root on the way
     /// is a symlink; [`Error::OutsideRoot`]; [`Error::Io`]. An oversized or
     /// non-regular file is `Ok(ReadOutcome::Corrupt(..))`.
-    pub fn read_bytes(&self, path: &Path) -> Result<ReadOutcome<Vec<u8>>> {
+    pub fn read_bytes(&self, path: &(impl InRoot + ?Sized)) -> Result<ReadOutcome<Vec<u8>>> {
+        let path = path.in_root();
         match self.open_beneath(path)? {
             Some(file) => read_open_file(file, path, self.inner.read_cap),
             None => Ok(ReadOutcome::Missing),
@@ -680,7 +770,12 @@ impl StateDir {
     /// # Errors
     ///
     /// As [`StateDir::read_bytes`].
-    pub fn read_bytes_capped(&self, path: &Path, cap: u64) -> Result<ReadOutcome<Vec<u8>>> {
+    pub fn read_bytes_capped(
+        &self,
+        path: &(impl InRoot + ?Sized),
+        cap: u64,
+    ) -> Result<ReadOutcome<Vec<u8>>> {
+        let path = path.in_root();
         match self.open_beneath(path)? {
             Some(file) => read_open_file(file, path, cap),
             None => Ok(ReadOutcome::Missing),
@@ -693,7 +788,11 @@ impl StateDir {
     ///
     /// As [`StateDir::read_bytes`]; unparsable JSON or the wrong shape is
     /// `Ok(ReadOutcome::Corrupt(..))`.
-    pub fn read_json<T: DeserializeOwned>(&self, path: &Path) -> Result<ReadOutcome<T>> {
+    pub fn read_json<T: DeserializeOwned>(
+        &self,
+        path: &(impl InRoot + ?Sized),
+    ) -> Result<ReadOutcome<T>> {
+        let path = path.in_root();
         Ok(self
             .read_bytes(path)?
             .and_then(|bytes| parse_json(path, &bytes)))
@@ -705,7 +804,8 @@ impl StateDir {
     /// # Errors
     ///
     /// [`Error::Symlink`] when `dir` or a parent is a symlink; [`Error::Io`].
-    pub fn list(&self, dir: &Path) -> Result<Vec<String>> {
+    pub fn list(&self, dir: &(impl InRoot + ?Sized)) -> Result<Vec<String>> {
+        let dir = dir.in_root();
         self.list_where(dir, |_| true)
     }
 
@@ -715,7 +815,8 @@ impl StateDir {
     /// # Errors
     ///
     /// As [`StateDir::list`].
-    pub fn list_dirs(&self, dir: &Path) -> Result<Vec<String>> {
+    pub fn list_dirs(&self, dir: &(impl InRoot + ?Sized)) -> Result<Vec<String>> {
+        let dir = dir.in_root();
         self.list_where(dir, |ft| ft.is_dir())
     }
 
@@ -730,9 +831,10 @@ impl StateDir {
     /// As [`StateDir::list`], and whatever `each` returns.
     pub fn for_each_name<E: From<Error>>(
         &self,
-        dir: &Path,
+        dir: &(impl InRoot + ?Sized),
         mut each: impl FnMut(String) -> std::result::Result<(), E>,
     ) -> std::result::Result<(), E> {
+        let dir = dir.in_root();
         if !self.check_parents(dir)? || !is_real_dir(dir)? {
             return Ok(());
         }
@@ -759,7 +861,8 @@ impl StateDir {
     ///
     /// [`Error::Symlink`] when `dir` or a parent is a symlink; [`Error::Io`]
     /// when the file cannot be created.
-    pub fn scratch_file(&self, dir: &Path) -> Result<ScratchFile> {
+    pub fn scratch_file(&self, dir: &(impl InRoot + ?Sized)) -> Result<ScratchFile> {
+        let dir = dir.in_root();
         use rustix::fs::{Mode, OFlags};
         self.check_parents(dir)?;
         atomic::refuse_symlink(dir)?;
@@ -813,7 +916,8 @@ impl StateDir {
     /// # Errors
     ///
     /// As [`StateDir::ensure_dir`].
-    pub fn lock_for(&self, path: &Path) -> Result<Lock> {
+    pub fn lock_for(&self, path: &(impl InRoot + ?Sized)) -> Result<Lock> {
+        let path = path.in_root();
         self.ensure_parent(path)?;
         Ok(Lock::for_file(path))
     }
@@ -823,8 +927,28 @@ impl StateDir {
     /// # Errors
     ///
     /// As [`StateDir::ensure_dir`].
-    pub fn log(&self, path: &Path) -> Result<JsonLog> {
+    pub fn log(&self, path: &(impl InRoot + ?Sized)) -> Result<JsonLog> {
+        let path = path.in_root();
         self.ensure_parent(path)?;
+        Ok(JsonLog::with_io(path, self.inner.io.clone()))
+    }
+
+    /// Returns the append-only log at `path` for reading, creating nothing:
+    /// a reader (a doctor in check mode, a status) must not make the
+    /// directory it looks in. Appends through it work once the directory
+    /// exists.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::check_parents`]: [`Error::OutsideRoot`] when `path` is
+    /// not inside the root, [`Error::Symlink`] when a directory on the way
+    /// is a symlink.
+    pub fn log_reader(&self, path: &(impl InRoot + ?Sized)) -> Result<JsonLog> {
+        let path = path.in_root();
+        self.check_parents(path)?;
+        if path == self.inner.root {
+            return Err(self.outside(path));
+        }
         Ok(JsonLog::with_io(path, self.inner.io.clone()))
     }
 
@@ -836,12 +960,13 @@ impl StateDir {
     /// # Errors
     ///
     /// Whatever `decide` returns, or a store error converted into `E`.
-    pub fn update<T, R, E, F>(&self, path: &Path, decide: F) -> Result<R, E>
+    pub fn update<T, R, E, F>(&self, path: &(impl InRoot + ?Sized), decide: F) -> Result<R, E>
     where
         T: Serialize + DeserializeOwned,
         E: From<Error>,
         F: FnOnce(ReadOutcome<T>) -> Result<Decision<T, R>, E>,
     {
+        let path = path.in_root();
         self.ensure_parent(path)?;
         update_locked_with(self.backend(), path, self.inner.read_cap, decide)
     }
@@ -858,7 +983,11 @@ impl StateDir {
     /// (it is left as it is, for a doctor to move aside); otherwise as
     /// [`StateDir::read_bytes`] and [`Lock::exclusive`]. On an error the
     /// lock is released.
-    pub fn lock_json<T: DeserializeOwned>(&self, path: &Path) -> Result<Locked<T>> {
+    pub fn lock_json<T: DeserializeOwned>(
+        &self,
+        path: &(impl InRoot + ?Sized),
+    ) -> Result<Locked<T>> {
+        let path = path.in_root();
         let guard = self.lock_for(path)?.exclusive()?;
         let current = match self.read_json::<T>(path)? {
             ReadOutcome::Missing => None,
@@ -878,7 +1007,8 @@ impl StateDir {
     ///
     /// [`Error::NotFound`] when there is nothing at `path`; otherwise as
     /// [`StateDir::move_noclobber`].
-    pub fn quarantine(&self, path: &Path) -> Result<PathBuf> {
+    pub fn quarantine(&self, path: &(impl InRoot + ?Sized)) -> Result<PathBuf> {
+        let path = path.in_root();
         self.check_parents(path)?;
         let dir = path.parent().ok_or_else(|| self.outside(path))?;
         let name = path
@@ -914,7 +1044,8 @@ impl StateDir {
     ///
     /// [`Error::Io`] when the entry exists but cannot be removed.
     /// [`Error::Symlink`] or [`Error::OutsideRoot`] for a bad path to it.
-    pub fn remove_file(&self, path: &Path) -> Result<bool> {
+    pub fn remove_file(&self, path: &(impl InRoot + ?Sized)) -> Result<bool> {
+        let path = path.in_root();
         if !self.check_parents(path)? {
             return Ok(false);
         }
@@ -940,7 +1071,12 @@ impl StateDir {
     /// [`Error::OutsideRoot`], [`Error::Symlink`] or [`Error::NotADirectory`]
     /// for a bad path to `dir`; otherwise [`Error::Io`] when a directory cannot
     /// be listed or an entry examined.
-    pub fn stale_temps_in(&self, dir: &Path, max_age: Duration) -> Result<Vec<PathBuf>> {
+    pub fn stale_temps_in(
+        &self,
+        dir: &(impl InRoot + ?Sized),
+        max_age: Duration,
+    ) -> Result<Vec<PathBuf>> {
+        let dir = dir.in_root();
         if !self.check_parents(dir)? || !is_real_dir(dir)? {
             return Ok(Vec::new());
         }
@@ -984,7 +1120,7 @@ mod tests {
     fn open_beneath_and_its_fallback_agree() {
         let tmp = tempfile::tempdir().unwrap();
         let state = StateDir::open(tmp.path().join("state")).unwrap();
-        let hooks = state.channel_dir(Channel::Hooks).unwrap();
+        let hooks = state.channel_dir(Channel::new("hooks")).unwrap();
         fs::write(hooks.join("a.json"), "{}").unwrap();
         fs::write(tmp.path().join("outside"), "x").unwrap();
         symlink(tmp.path().join("outside"), hooks.join("link.json")).unwrap();
@@ -1011,5 +1147,48 @@ mod tests {
                 Err(Error::OutsideRoot { .. })
             ));
         }
+    }
+
+    #[test]
+    fn channel_names_follow_the_rule() {
+        let longest: &'static str = "abcdefghijklmnopqrstuvwxyz012345";
+        for good in ["hooks", "loop", "a", "mail-2", "x_y", longest] {
+            assert_eq!(Channel::try_new(good).unwrap().as_str(), good);
+        }
+        for (bad, rule) in [
+            ("", "must not be empty"),
+            (
+                "abcdefghijklmnopqrstuvwxyz0123456",
+                "must be at most 32 bytes",
+            ),
+            ("Mail", "must start with a lowercase ASCII letter"),
+            ("1mail", "must start with a lowercase ASCII letter"),
+            (".quarantine", "must start with a lowercase ASCII letter"),
+            ("../etc", "must start with a lowercase ASCII letter"),
+            (
+                "a/b",
+                "must be lowercase ASCII letters, digits, `-` and `_`",
+            ),
+            (
+                "a.b",
+                "must be lowercase ASCII letters, digits, `-` and `_`",
+            ),
+            ("aB", "must be lowercase ASCII letters, digits, `-` and `_`"),
+        ] {
+            match Channel::try_new(bad) {
+                Err(Error::InvalidId {
+                    kind,
+                    value,
+                    rule: got,
+                }) => {
+                    assert_eq!((kind, value.as_str(), got), ("channel name", bad, rule));
+                }
+                other => panic!("{bad:?}: {other:?}"),
+            }
+        }
+        const MAIL: Channel = Channel::new("mail");
+        assert_eq!(MAIL, Channel::try_new("mail").unwrap());
+        assert_eq!(MAIL.to_string(), "mail");
+        assert_eq!(format!("{MAIL:?}"), "Channel(\"mail\")");
     }
 }

@@ -151,7 +151,7 @@ pub enum WatchWake {
 ///
 /// let tmp = tempfile::tempdir()?;
 /// let state = StateDir::open(tmp.path())?;
-/// let hook = state.channel_path(Channel::Hooks).join("polecat-alpha.json");
+/// let hook = state.channel_path(Channel::new("hooks")).join("polecat-alpha.json");
 /// let mut watcher = Watcher::new(&state, [WatchTarget::file(&hook)], WatchConfig::default())?;
 /// state.write_json(&hook, &serde_json::json!({"status": "pending"}))?;
 /// // Notifications, or at the latest the rescan, report it.

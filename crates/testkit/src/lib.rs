@@ -34,7 +34,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use chipset_store::testing::NoSyncIo;
-use chipset_store::{AgentId, BeadId, ManualClock, StateDir, StateOptions, TaskId, Timestamp};
+use chipset_store::{AgentId, ManualClock, StateDir, StateOptions, TaskId, Timestamp};
 
 /// The environment variable that names a child's role.
 pub const ROLE_ENV: &str = "CHIPSET_TESTKIT_ROLE";
@@ -229,13 +229,19 @@ pub fn agent(name: &str) -> AgentId {
     AgentId::new(name).expect("valid agent id")
 }
 
-/// Returns the bead id `name`.
+/// Returns the bead id `name`, as the type the hook crate declares
+/// (`chipset_hook::BeadId`; the testkit sits below the hook, so it names
+/// the type only through its `FromStr`).
 ///
 /// # Panics
 ///
 /// When `name` is not a valid id.
-pub fn bead(name: &str) -> BeadId {
-    BeadId::new(name).expect("valid bead id")
+pub fn bead<T>(name: &str) -> T
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Debug,
+{
+    name.parse().expect("valid bead id")
 }
 
 /// Returns the task id `name`.

@@ -2,13 +2,15 @@
 //! the other way round.
 
 use chipset_bus::{Bus, NewEvent, Priority};
+use chipset_hook::BeadId;
 use chipset_hook::{HookStatus, Hooks};
+use chipset_mail::MessageId;
 use chipset_mail::{Draft, Mail};
 use chipset_nudge::{
     KindRegistry, NewNudge, NewReminder, NudgeType, Nudges, Received, ReminderFilter, ReminderId,
     ReminderKey, Reminders, Resolution,
 };
-use chipset_store::{AgentId, BeadId, MessageId, TaskId};
+use chipset_store::{AgentId, TaskId};
 
 use crate::Env;
 

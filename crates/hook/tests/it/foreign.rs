@@ -307,7 +307,7 @@ fn an_unknown_status_is_unsupported_refused_and_left_in_place() {
         bytes,
         "never rewritten"
     );
-    assert!(!s.hooks.dir().join(".quarantine").exists());
+    assert!(!s.hooks.dir().as_path().join(".quarantine").exists());
 }
 
 #[test]

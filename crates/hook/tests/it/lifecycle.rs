@@ -256,7 +256,7 @@ fn a_change_that_alters_nothing_writes_nothing() {
 /// Writes each kind of bad hook for agents c1..c5 and returns their names.
 fn plant_corrupt_hooks(s: &crate::Setup) -> Vec<&'static str> {
     fs::create_dir_all(s.hooks.dir()).unwrap();
-    let dir = s.hooks.dir();
+    let dir = s.hooks.dir().as_path(); // raw paths: the test plants bad files
     fs::write(dir.join("c1.json"), "{\"agent_id\": \"c1\", \"sta").unwrap();
     fs::write(
         dir.join("c2.json"),
@@ -341,7 +341,7 @@ fn repair_quarantines_then_empties_and_work_can_resume() {
     assert!(
         repaired
             .quarantined
-            .starts_with(s.hooks.dir().join(".quarantine"))
+            .starts_with(s.hooks.dir().as_path().join(".quarantine"))
     );
     assert_eq!(repaired.hook.status(), HookStatus::Empty);
     // No assignment from before the corruption can match the new generation.
@@ -388,7 +388,7 @@ fn a_symlinked_hooks_directory_is_refused_and_not_taken_for_a_corrupt_hook() {
     // would move aside); a linked directory is the store refusing the path.
     assert!(!e.is_corrupt(), "{e}");
     assert!(
-        matches!(&e, Error::Store(chipset_store::Error::Symlink { path }) if path == s.hooks.dir()),
+        matches!(&e, Error::Store(chipset_store::Error::Symlink { path }) if *path == s.hooks.dir().to_path_buf()),
         "{e:?}"
     );
     assert_eq!(
@@ -403,7 +403,7 @@ fn doctor_reports_then_fixes_corrupt_hooks_and_leaves_strays() {
     let s = setup();
     plant_corrupt_hooks(&s);
     s.hooks.assign(&agent("ok"), bead("b"), "t", None).unwrap();
-    fs::write(s.hooks.dir().join("notes.txt"), "hi").unwrap();
+    fs::write(s.hooks.dir().as_path().join("notes.txt"), "hi").unwrap();
 
     let report = s.hooks.doctor(DoctorMode::Check).unwrap();
     assert_eq!(report.scanned, 6);
@@ -444,7 +444,7 @@ fn doctor_reports_then_fixes_corrupt_hooks_and_leaves_strays() {
         (5, 1, 0, 6)
     );
     assert_eq!(
-        fs::read_to_string(s.hooks.dir().join("notes.txt")).unwrap(),
+        fs::read_to_string(s.hooks.dir().as_path().join("notes.txt")).unwrap(),
         "hi"
     );
 

@@ -2,8 +2,10 @@
 //! sees, the effects and commands the core asks of the shell, and the
 //! transition that carries them.
 
+use chipset_hook::BeadId;
 use chipset_hook::{Assignment, HookRead};
-use chipset_store::{AgentId, BeadId, MessageId, Timestamp};
+use chipset_mail::MessageId;
+use chipset_store::{AgentId, Timestamp};
 
 use super::DispatchAction;
 use crate::format::LedgerEntry;

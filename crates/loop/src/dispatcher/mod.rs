@@ -15,7 +15,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use chipset_store::{AgentId, BeadId, Corruption, MessageId, StateDir, Timestamp};
+use chipset_hook::BeadId;
+use chipset_mail::MessageId;
+use chipset_store::{AgentId, Corruption, StateDir, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::channels::Channels;

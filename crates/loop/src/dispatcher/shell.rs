@@ -5,10 +5,12 @@
 use std::collections::VecDeque;
 
 use chipset_bus::NewEvent;
+use chipset_hook::BeadId;
 use chipset_hook::{HookStatus, TransitionError};
+use chipset_mail::MessageId;
 use chipset_mail::{Draft, InboxFilter, Kind, MailError, Message};
 use chipset_nudge::{NewNudge, NudgeType};
-use chipset_store::{AgentId, BeadId, Locked, MessageId, SortableId, Timestamp};
+use chipset_store::{AgentId, Locked, SortableId, Timestamp};
 
 use super::transition::{ignored, unreadable};
 use super::{

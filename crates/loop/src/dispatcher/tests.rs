@@ -2,8 +2,10 @@
 //! states and events, then the effects and records of the steps that carry
 //! them.
 
+use chipset_hook::BeadId;
 use chipset_hook::{Assignment, Hook, HookRead, HookState, WorkItem};
-use chipset_store::{AgentId, BeadId, Corruption, MessageId, Timestamp};
+use chipset_mail::MessageId;
+use chipset_store::{AgentId, Corruption, Timestamp};
 
 use super::*;
 use crate::format::{Attempt, AttemptOutcome};

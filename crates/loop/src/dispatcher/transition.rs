@@ -4,7 +4,8 @@
 //! file, a hook or a clock.
 
 use chipset_hook::{Assignment, HookRead, HookStatus};
-use chipset_store::{MessageId, Timestamp};
+use chipset_mail::MessageId;
+use chipset_store::Timestamp;
 
 use super::events::{LedgerCommand, LedgerEffect, LedgerEvent, LedgerTransition};
 use super::{DispatchAction, IgnoreReason};

@@ -6,8 +6,9 @@
 use std::time::Duration;
 
 use chipset_hook::{Assignment, Hook};
+use chipset_mail::MessageId;
 use chipset_nudge::NudgeType;
-use chipset_store::{AgentId, MessageId, Timestamp};
+use chipset_store::{AgentId, Timestamp};
 
 use super::WitnessAction;
 use crate::format::{Evidence, HEALTH_ESCALATION, Incident, IncidentKey, LoopMessage, Step};

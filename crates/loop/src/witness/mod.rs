@@ -11,8 +11,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use chipset_mail::MessageId;
 use chipset_nudge::NudgeConfig;
-use chipset_store::{AgentId, MessageId, Timestamp};
+use chipset_store::{AgentId, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::format::{Evidence, IncidentKey};

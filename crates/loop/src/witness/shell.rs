@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use chipset_bus::{NewEvent, Priority as BusPriority};
 use chipset_hook::{Assignment, Hook, HookRead, HookState};
+use chipset_mail::MessageId;
 use chipset_mail::{Draft, MailError, MailPriority};
 use chipset_nudge::{NewNudge, NudgeType, Received, ResponseStatus};
-use chipset_store::{AgentId, Locked, MessageId, SortableId, StateDir, Timestamp};
+use chipset_store::{AgentId, Locked, SortableId, StateDir, Timestamp};
 
 use super::judge::{Finish, Judging, Next, answers_since, close, judge, same_assignment};
 use super::{WitnessAction, WitnessConfig};

@@ -9,7 +9,7 @@ use chipset_loop::{
     WorkOutcome, Worker, WorkerConfig,
 };
 use chipset_nudge::NudgeType;
-use chipset_store::{Channel, ReadOutcome};
+use chipset_store::ReadOutcome;
 
 use crate::{Setup, agent, bead, secs, setup};
 
@@ -300,7 +300,7 @@ fn set_state(s: &Setup, b: &str, state: serde_json::Value) {
     let path = s
         .tmp
         .state
-        .channel_path(Channel::Loop)
+        .channel_path(chipset_loop::LOOP_CHANNEL)
         .join("dispatcher/beads")
         .join(format!("{b}.json"));
     let mut v: serde_json::Value = s.tmp.state.read_json(&path).unwrap().value().unwrap();
@@ -373,8 +373,8 @@ fn a_dispatcher_killed_after_the_assignment_mail_does_not_send_it_twice() {
     assert_eq!(s.sent(WORK_ASSIGNMENT).len(), 1);
 }
 
-fn mail_id(s: &Setup) -> chipset_store::MessageId {
-    chipset_store::MessageId::from(chipset_store::SortableId::generate(&s.clock))
+fn mail_id(s: &Setup) -> chipset_mail::MessageId {
+    chipset_mail::MessageId::from(chipset_store::SortableId::generate(&s.clock))
 }
 
 #[test]
@@ -490,7 +490,7 @@ fn a_corrupt_ledger_entry_is_reported_and_left_alone() {
     let path = s
         .tmp
         .state
-        .channel_path(Channel::Loop)
+        .channel_path(chipset_loop::LOOP_CHANNEL)
         .join("dispatcher/beads/b1.json");
     s.tmp.state.write_bytes(&path, b"{ torn").unwrap();
     assert_eq!(names(&d.tick().unwrap()), ["unreadable"]);

@@ -4,7 +4,7 @@ use chipset_loop::{
     CriticReport, Dispatcher, DispatcherConfig, LoopState, Rounds, RoundsConfig, Witness,
     WitnessConfig,
 };
-use chipset_store::{Action, Channel, Defect, Doctor, DoctorMode, TaskId};
+use chipset_store::{Action, Defect, Doctor, DoctorMode, TaskId};
 
 use crate::{agent, bead, secs, setup};
 
@@ -63,7 +63,7 @@ fn assignment(a: &str, b: &str) -> serde_json::Value {
 fn counts_tally_each_state_of_each_loop_file() {
     use serde_json::json;
     let s = setup();
-    let root = s.tmp.state.channel_path(Channel::Loop);
+    let root = s.tmp.state.channel_path(chipset_loop::LOOP_CHANNEL);
     let write = |rel: String, v: serde_json::Value| {
         s.tmp
             .state
@@ -152,7 +152,7 @@ fn counts_tally_each_state_of_each_loop_file() {
 #[test]
 fn the_doctor_reports_then_quarantines_corrupt_files_and_cuts_torn_logs() {
     let s = setup();
-    let root = s.tmp.state.channel_path(Channel::Loop);
+    let root = s.tmp.state.channel_path(chipset_loop::LOOP_CHANNEL);
     let state = &s.tmp.state;
     state
         .write_bytes(&root.join("witness/incidents/w1.json"), b"{ nope")
@@ -212,7 +212,7 @@ fn the_doctor_reports_then_quarantines_corrupt_files_and_cuts_torn_logs() {
 #[test]
 fn the_doctor_counts_what_it_scanned_and_moves_bad_log_lines_and_a_log_that_is_a_directory() {
     let s = setup();
-    let root = s.tmp.state.channel_path(Channel::Loop);
+    let root = s.tmp.state.channel_path(chipset_loop::LOOP_CHANNEL);
     let state = &s.tmp.state;
     state
         .write_bytes(

@@ -7,7 +7,7 @@ use chipset_loop::{
     Witness, WitnessConfig, WorkOutcome, Worker, WorkerConfig,
 };
 use chipset_mail::Draft;
-use chipset_store::{Channel, TaskId};
+use chipset_store::TaskId;
 
 use crate::{Setup, agent, bead, secs, setup};
 
@@ -41,7 +41,11 @@ fn redact(text: &str) -> String {
 }
 
 fn file(s: &Setup, rel: &str) -> String {
-    let path = s.tmp.state.channel_path(Channel::Loop).join(rel);
+    let path = s
+        .tmp
+        .state
+        .channel_path(chipset_loop::LOOP_CHANNEL)
+        .join(rel);
     redact(&String::from_utf8(std::fs::read(path).unwrap()).unwrap())
 }
 

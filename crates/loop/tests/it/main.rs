@@ -46,7 +46,7 @@ impl Setup {
     }
 
     /// Returns the ids of the mail sent with `subject`, from the manifest.
-    pub(crate) fn sent(&self, subject: &str) -> Vec<chipset_store::MessageId> {
+    pub(crate) fn sent(&self, subject: &str) -> Vec<chipset_mail::MessageId> {
         self.mail
             .read_manifest()
             .unwrap()

@@ -243,16 +243,16 @@ fn a_restarted_witness_neither_repeats_nor_forgets_an_incident() {
 
 /// Rewrites `agent`'s incident record as "escalating" with a chosen mail id
 /// (a witness killed between its intent and its mail), and returns the id.
-fn make_escalating(s: &Setup, who: &str) -> chipset_store::MessageId {
+fn make_escalating(s: &Setup, who: &str) -> chipset_mail::MessageId {
     let path = s
         .tmp
         .state
-        .channel_path(chipset_store::Channel::Loop)
+        .channel_path(chipset_loop::LOOP_CHANNEL)
         .join("witness/incidents")
         .join(format!("{who}.json"));
     let mut v: serde_json::Value = s.tmp.state.read_json(&path).unwrap().value().unwrap();
     assert_eq!(v["step"], "warned");
-    let id = chipset_store::MessageId::from(chipset_store::SortableId::generate(&s.clock));
+    let id = chipset_mail::MessageId::from(chipset_store::SortableId::generate(&s.clock));
     v["step"] = "escalating".into();
     v["escalated_at"] = v["updated_at"].clone();
     v["mail"] = id.as_str().into();
@@ -409,7 +409,7 @@ fn a_corrupt_incident_record_skips_that_agent_only() {
     let path = s
         .tmp
         .state
-        .channel_path(chipset_store::Channel::Loop)
+        .channel_path(chipset_loop::LOOP_CHANNEL)
         .join("witness/incidents/polecat-alpha.json");
     s.tmp.state.write_bytes(&path, b"{ torn").unwrap();
     s.advance(301);
@@ -477,7 +477,7 @@ fn the_witness_log_records_every_action() {
         .log(
             &s.tmp
                 .state
-                .channel_path(chipset_store::Channel::Loop)
+                .channel_path(chipset_loop::LOOP_CHANNEL)
                 .join("witness/log.jsonl"),
         )
         .unwrap()

@@ -499,7 +499,7 @@ fn an_archived_message_without_its_archived_event_gets_one_reconciled() {
     let events = m.read_manifest().unwrap().events;
     // The reconciled `sent` events first (in id order), then the `archived`,
     // then the `task-swept`.
-    let mut names: Vec<(&str, Option<&chipset_store::MessageId>)> =
+    let mut names: Vec<(&str, Option<&chipset_mail::MessageId>)> =
         events.iter().map(|e| (e.name(), e.message_id())).collect();
     assert_eq!(names.pop(), Some(("task-swept", None)));
     assert!(matches!(

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
+use chipset_mail::MessageId;
 use chipset_mail::{Draft, Mail};
-use chipset_store::MessageId;
 
 use crate::{agent, fixture, task};
 

@@ -19,8 +19,9 @@ mod seam;
 mod seam_syncs;
 mod tail;
 
+use chipset_mail::MessageId;
 use chipset_mail::{Mail, MailConfig};
-use chipset_store::{ManualClock, MessageId};
+use chipset_store::ManualClock;
 use chipset_testkit::TempState;
 
 pub(crate) use chipset_testkit::{T0, agent, task};

@@ -5,9 +5,10 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use chipset_mail::MessageId;
 use chipset_mail::{ArchiveOutcome, Draft, InboxFilter, Kind, Location, MailConfig, MailError};
 use chipset_store::DoctorMode;
-use chipset_store::{AgentId, MessageId, TaskId};
+use chipset_store::{AgentId, TaskId};
 use proptest::prelude::*;
 
 use crate::{Fixture, fixture_no_sync};

@@ -7,8 +7,9 @@ use std::path::Path;
 use std::thread;
 use std::time::Duration;
 
+use chipset_mail::MessageId;
 use chipset_mail::{ArchiveOutcome, Draft, InboxFilter, Mail, MailConfig, ManifestEvent};
-use chipset_store::{DoctorMode, MessageId, SortableId, StateDir};
+use chipset_store::{DoctorMode, SortableId, StateDir};
 use chipset_testkit::{self as kit, Jitter, TempState};
 
 use crate::{agent, task};

@@ -8,13 +8,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use chipset_mail::MessageId;
 use chipset_mail::{ArchiveOutcome, Draft, Mail, MailError};
 use chipset_store::IoOp;
 use chipset_store::testing::{EIO, ENOSPC, Fault, FaultIo, RecordIo, visible};
 use chipset_store::{Defect, DoctorMode};
-use chipset_store::{
-    ManualClock, MessageId, SharedIo, StateDir, StateOptions, SyncOrder, Timestamp,
-};
+use chipset_store::{ManualClock, SharedIo, StateDir, StateOptions, SyncOrder, Timestamp};
 
 use crate::{T0, agent, mid, task};
 

@@ -7,9 +7,9 @@ use std::fs;
 use std::io::Write;
 use std::time::Duration;
 
+use chipset_mail::MessageId;
 use chipset_mail::{ArchiveOutcome, Draft, Mail, MailConfig, Message};
 use chipset_store::DoctorMode;
-use chipset_store::MessageId;
 
 use crate::{Fixture, agent, fixture_with, mid, task};
 

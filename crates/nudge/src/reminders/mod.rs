@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chipset_store::{
-    Channel, Corruption, Defect, DoctorMode, Lock, LockGuard, ReadOutcome, Report, SortableId,
-    StateDir, Timestamp, Unsupported,
+    Corruption, Defect, DoctorMode, Lock, LockGuard, ReadOutcome, Report, SortableId, StateDir,
+    Timestamp, Unsupported,
 };
 use serde_json::{Map, Value};
 
@@ -215,7 +215,7 @@ impl Reminders {
     }
 
     fn root(&self) -> PathBuf {
-        self.state.channel_path(Channel::Reminders)
+        self.state.channel_path(crate::REMINDERS_CHANNEL)
     }
 
     /// Returns where the key's reminder lives while open.

@@ -26,7 +26,7 @@ fn names(dir: &Path) -> Vec<String> {
 #[test]
 fn replace_leaves_one_whole_file_and_no_temps() {
     let t = TempState::new();
-    let dir = t.state.channel_dir(Channel::Hooks).unwrap();
+    let dir = t.state.channel_dir(Channel::new("hooks")).unwrap();
     let path = dir.join("a.json");
     for n in 0..5 {
         t.state.write_json(&path, &json!({ "n": n })).unwrap();
@@ -38,7 +38,7 @@ fn replace_leaves_one_whole_file_and_no_temps() {
 #[test]
 fn symlinked_file_is_refused_everywhere() {
     let t = TempState::new();
-    let dir = t.state.channel_dir(Channel::Hooks).unwrap();
+    let dir = t.state.channel_dir(Channel::new("hooks")).unwrap();
     let outside = t.scratch("outside.json");
     fs::write(&outside, "{\"secret\": true}").unwrap();
     let link = dir.join("evil.json");
@@ -77,7 +77,7 @@ fn symlinked_directory_is_refused() {
     let elsewhere = t.scratch("elsewhere");
     fs::create_dir(&elsewhere).unwrap();
     symlink(&elsewhere, t.state.root().join("mail")).unwrap();
-    let err = t.state.channel_dir(Channel::Mail).unwrap_err();
+    let err = t.state.channel_dir(Channel::new("mail")).unwrap_err();
     assert!(matches!(err, Error::Symlink { .. }), "{err}");
     let path = t.state.root().join("mail").join("x.json");
     assert!(matches!(
@@ -98,7 +98,7 @@ fn symlinked_directory_is_refused() {
 #[test]
 fn symlinked_log_and_lock_are_refused() {
     let t = TempState::new();
-    let dir = t.state.channel_dir(Channel::Mail).unwrap();
+    let dir = t.state.channel_dir(Channel::new("mail")).unwrap();
     let outside = t.scratch("log.jsonl");
     fs::write(&outside, "").unwrap();
     symlink(&outside, dir.join("manifest.jsonl")).unwrap();
@@ -145,7 +145,7 @@ fn missing_corrupt_wrong_shape_and_oversize_are_distinct() {
         read_cap: 64,
         ..StateOptions::default()
     });
-    let dir = t.state.channel_dir(Channel::Hooks).unwrap();
+    let dir = t.state.channel_dir(Channel::new("hooks")).unwrap();
     let read = |name: &str| t.state.read_json::<Vec<u32>>(&dir.join(name)).unwrap();
 
     assert_eq!(read("missing.json"), ReadOutcome::Missing);
@@ -193,7 +193,7 @@ fn missing_corrupt_wrong_shape_and_oversize_are_distinct() {
 #[test]
 fn quarantine_moves_aside_and_deletes_nothing() {
     let t = TempState::new();
-    let dir = t.state.channel_dir(Channel::Hooks).unwrap();
+    let dir = t.state.channel_dir(Channel::new("hooks")).unwrap();
     let path = dir.join("bad.json");
     fs::write(&path, "not json").unwrap();
     let first = t.state.quarantine(&path).unwrap();
@@ -240,7 +240,7 @@ fn quarantine_moves_aside_and_deletes_nothing() {
 #[test]
 fn create_new_never_overwrites() {
     let t = TempState::new();
-    let dir = t.state.channel_dir(Channel::Mail).unwrap();
+    let dir = t.state.channel_dir(Channel::new("mail")).unwrap();
     let path = dir.join("m.json");
     t.state.create_new_json(&path, &json!({"v": 1})).unwrap();
     let err = t
@@ -308,7 +308,7 @@ fn move_is_no_clobber_and_exactly_once() {
 #[test]
 fn log_reports_torn_tail_and_bad_lines_and_keeps_later_appends_whole() {
     let t = TempState::new();
-    let dir = t.state.channel_dir(Channel::Mail).unwrap();
+    let dir = t.state.channel_dir(Channel::new("mail")).unwrap();
     let log: JsonLog = t.state.log(&dir.join("manifest.jsonl")).unwrap();
     log.append(&json!({"n": 1})).unwrap();
     assert_eq!(
@@ -353,7 +353,7 @@ fn log_reports_torn_tail_and_bad_lines_and_keeps_later_appends_whole() {
 #[test]
 fn recover_truncates_only_the_torn_tail() {
     let t = TempState::new();
-    let dir = t.state.channel_dir(Channel::Bus).unwrap();
+    let dir = t.state.channel_dir(Channel::new("bus")).unwrap();
     let log = t.state.log(&dir.join("control.jsonl")).unwrap();
     assert_eq!(log.recover().unwrap(), None, "missing log: nothing to do");
     log.append(&json!({"n": 1})).unwrap();
@@ -371,7 +371,7 @@ fn recover_truncates_only_the_torn_tail() {
 #[test]
 fn log_refuses_unserializable_records_and_writes_nothing() {
     let t = TempState::new();
-    let dir = t.state.channel_dir(Channel::Bus).unwrap();
+    let dir = t.state.channel_dir(Channel::new("bus")).unwrap();
     let log = t.state.log(&dir.join("x.jsonl")).unwrap();
     let bad = vec![json!({"ok": 1}), json!(f64::NAN)];
     // serde_json turns NaN into null inside a Value, so use a map with a non-string key.
@@ -385,7 +385,7 @@ fn log_refuses_unserializable_records_and_writes_nothing() {
 #[test]
 fn sweep_removes_only_stale_temps() {
     let t = TempState::new();
-    let dir = t.state.channel_dir(Channel::Hooks).unwrap();
+    let dir = t.state.channel_dir(Channel::new("hooks")).unwrap();
     fs::write(dir.join(".a.json.1.2.deadbeef.tmp"), "partial").unwrap();
     fs::write(dir.join(".a.json.lock"), "").unwrap();
     fs::write(dir.join("a.json"), "{}").unwrap();
@@ -408,7 +408,7 @@ fn sweep_removes_only_stale_temps() {
 #[test]
 fn locks_exclude_shared_and_time_out() {
     let t = TempState::new();
-    let dir = t.state.channel_dir(Channel::Loop).unwrap();
+    let dir = t.state.channel_dir(Channel::new("loop")).unwrap();
     let lock = t.state.lock_for(&dir.join("state.json")).unwrap();
     let held = lock.exclusive().unwrap();
     assert!(lock.try_exclusive().unwrap().is_none());
@@ -432,7 +432,7 @@ fn locks_exclude_shared_and_time_out() {
 #[test]
 fn list_skips_dot_entries_and_sorts() {
     let t = TempState::new();
-    let dir = t.state.channel_dir(Channel::Nudge).unwrap();
+    let dir = t.state.channel_dir(Channel::new("nudge")).unwrap();
     for n in ["b", "a", ".hidden", "c"] {
         fs::write(dir.join(n), "").unwrap();
     }
@@ -448,11 +448,20 @@ fn list_skips_dot_entries_and_sorts() {
 fn state_dir_creates_channels_on_demand() {
     let tmp = tempfile::tempdir().unwrap();
     let state = StateDir::open(tmp.path().join("deep").join("state")).unwrap();
-    for ch in Channel::ALL {
+    for name in [
+        "hooks",
+        "nudge",
+        "mail",
+        "bus",
+        "reminders",
+        "loop",
+        "reviews",
+    ] {
+        let ch = Channel::new(name);
         assert!(!state.channel_path(ch).exists());
         let dir = state.channel_dir(ch).unwrap();
         assert!(dir.is_dir());
-        assert_eq!(dir.file_name().unwrap(), ch.dir_name());
+        assert_eq!(dir.file_name().unwrap(), name);
     }
     fs::write(state.root().join("file"), "").unwrap();
     assert!(matches!(
@@ -464,7 +473,7 @@ fn state_dir_creates_channels_on_demand() {
 #[test]
 fn remove_file_removes_entries_inside_the_root_only() {
     let t = TempState::new();
-    let dir = t.state.channel_dir(Channel::Bus).unwrap();
+    let dir = t.state.channel_dir(Channel::new("bus")).unwrap();
     fs::write(dir.join("old.json"), "{}").unwrap();
     assert!(t.state.remove_file(&dir.join("old.json")).unwrap());
     assert!(
@@ -508,7 +517,7 @@ fn open_existing_refuses_a_missing_root_and_creates_nothing() {
 #[test]
 fn an_oversized_line_is_reported_and_the_rest_still_reads() {
     let t = TempState::new();
-    let dir = t.state.channel_dir(Channel::Mail).unwrap();
+    let dir = t.state.channel_dir(Channel::new("mail")).unwrap();
     let log = t.state.log(&dir.join("manifest.jsonl")).unwrap();
     log.append(&json!({"n": 1})).unwrap();
     let mut bytes = fs::read(log.path()).unwrap();
@@ -541,7 +550,7 @@ fn an_oversized_line_is_reported_and_the_rest_still_reads() {
 #[test]
 fn repair_keeps_every_whole_record_and_quarantines_the_rest() {
     let t = TempState::new();
-    let dir = t.state.channel_dir(Channel::Mail).unwrap();
+    let dir = t.state.channel_dir(Channel::new("mail")).unwrap();
     let log = t.state.log(&dir.join("manifest.jsonl")).unwrap();
     assert_eq!(
         log.repair::<Value>().unwrap(),
@@ -579,7 +588,7 @@ fn repair_keeps_every_whole_record_and_quarantines_the_rest() {
 #[test]
 fn a_directory_or_fifo_at_a_log_or_lock_path_is_typed() {
     let t = TempState::new();
-    let dir = t.state.channel_dir(Channel::Bus).unwrap();
+    let dir = t.state.channel_dir(Channel::new("bus")).unwrap();
     let not_a_file = |e: Error| {
         matches!(e, Error::Corrupt(ref c) if c.reason == CorruptReason::NotARegularFile)
             .then_some(())
@@ -614,7 +623,7 @@ fn a_directory_or_fifo_at_a_log_or_lock_path_is_typed() {
 #[test]
 fn a_scratch_file_reads_back_and_has_no_name() {
     let t = TempState::new();
-    let dir = t.state.channel_dir(Channel::Mail).unwrap();
+    let dir = t.state.channel_dir(Channel::new("mail")).unwrap();
     let file = t.state.scratch_file(&dir).unwrap();
     file.write_all_at(b"run one\nrun two\n", 0).unwrap();
     let mut back = vec![0; 8];
@@ -637,7 +646,7 @@ fn a_scratch_file_reads_back_and_has_no_name() {
 #[test]
 fn walking_names_and_streaming_a_log_see_what_list_and_read_see() {
     let t = TempState::new();
-    let dir = t.state.channel_dir(Channel::Mail).unwrap();
+    let dir = t.state.channel_dir(Channel::new("mail")).unwrap();
     for name in ["b.json", "a.json", ".hidden", "c"] {
         fs::write(dir.join(name), b"{}").unwrap();
     }
@@ -657,7 +666,7 @@ fn walking_names_and_streaming_a_log_see_what_list_and_read_see() {
         })
         .unwrap();
 
-    let log = JsonLog::new(dir.join("events.jsonl"));
+    let log = t.state.log(&dir.join("events.jsonl")).unwrap();
     log.append(&json!({"n": 1})).unwrap();
     log.append(&json!({"n": 2})).unwrap();
     fs::OpenOptions::new()
@@ -680,7 +689,7 @@ fn walking_names_and_streaming_a_log_see_what_list_and_read_see() {
 #[test]
 fn list_stats_gives_each_listed_name_its_own_stat_without_following_links() {
     let t = TempState::new();
-    let dir = t.state.channel_dir(Channel::Mail).unwrap();
+    let dir = t.state.channel_dir(Channel::new("mail")).unwrap();
     assert!(t.state.list_stats(&dir.join("missing")).unwrap().is_empty());
     fs::write(dir.join("b.json"), b"12345").unwrap();
     fs::write(dir.join("a.json"), b"1").unwrap();
@@ -707,4 +716,45 @@ fn list_stats_gives_each_listed_name_its_own_stat_without_following_links() {
         t.state.list_stats(&t.state.root().join("alias")),
         Err(Error::Symlink { .. })
     ));
+}
+
+/// A log is reached only through the root: the reader's entry makes
+/// nothing, and neither entry opens a log outside the root or through a
+/// symlinked directory.
+#[test]
+fn logs_open_only_inside_the_root_and_the_reader_makes_nothing() {
+    let t = TempState::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = t.state.root().join("bus").join("a").join("control.jsonl");
+    let reader = t.state.log_reader(&missing).unwrap();
+    let read = reader.read::<serde_json::Value>().unwrap();
+    assert!(read.records.is_empty());
+    assert!(!t.state.exists(&t.state.root().join("bus")).unwrap());
+
+    let outside = tmp.path().join("events.jsonl");
+    for err in [
+        t.state.log(&outside).unwrap_err(),
+        t.state.log_reader(&outside).unwrap_err(),
+        t.state.log_reader(t.state.root()).unwrap_err(),
+        t.state
+            .log_reader(&t.state.root().join("mail/../../escape.jsonl"))
+            .unwrap_err(),
+    ] {
+        assert!(matches!(err, Error::OutsideRoot { .. }), "{err}");
+    }
+
+    symlink(tmp.path(), t.state.root().join("mail")).unwrap();
+    let through = t.state.root().join("mail").join("manifest.jsonl");
+    assert!(matches!(
+        t.state.log_reader(&through).unwrap_err(),
+        Error::Symlink { .. }
+    ));
+    assert!(matches!(
+        t.state.log(&through).unwrap_err(),
+        Error::Symlink { .. }
+    ));
+
+    let log = t.state.log(&missing).unwrap();
+    log.append(&json!({"n": 1})).unwrap();
+    assert_eq!(reader.read::<serde_json::Value>().unwrap().records.len(), 1);
 }

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::thread;
 use std::time::Duration;
 
-use chipset_store::{Channel, Decision, Error, JsonLog, ReadOutcome, StateDir, is_temp_name};
+use chipset_store::{Channel, Decision, Error, ReadOutcome, StateDir, is_temp_name};
 use chipset_testkit::{self as kit, Jitter, TempState};
 use serde::{Deserialize, Serialize};
 
@@ -41,7 +41,7 @@ fn increment(state: &StateDir, path: &Path, times: u64) {
 /// Replaces a file and appends to a log `limit` times, numbering on from what
 /// the previous writer left, and prints each committed step.
 fn crash_writer(state: &StateDir, limit: u64, mut out: impl FnMut(&str)) {
-    let dir = state.channel_dir(Channel::Loop).unwrap();
+    let dir = state.channel_dir(Channel::new("loop")).unwrap();
     let log = state.log(&dir.join("log.jsonl")).unwrap();
     let in_file = match state.read_json::<Record>(&dir.join("value.json")).unwrap() {
         ReadOutcome::Value(r) => r.n,
@@ -101,7 +101,7 @@ fn child_entry() {
     let t = TempState::new();
     let path = t
         .state
-        .channel_dir(Channel::Loop)
+        .channel_dir(Channel::new("loop"))
         .unwrap()
         .join("counter.json");
     increment(&t.state, &path, 3);
@@ -212,7 +212,7 @@ fn sigkill_at_random_moments_never_leaves_a_partial_file() {
             );
         }
         // The log yields only whole records, each acknowledged append among them.
-        let log = JsonLog::new(dir.join("log.jsonl"));
+        let log = t.state.log(&dir.join("log.jsonl")).unwrap();
         let read = log.read::<Record>().unwrap();
         let numbers: Vec<u64> = read.records.iter().map(|r| r.n).collect();
         assert!(

@@ -50,8 +50,10 @@ fn read(path: &Path) -> Option<Vec<u8>> {
     fs::read(path).ok()
 }
 
-fn log_ids(path: &Path) -> Vec<String> {
-    let log = JsonLog::new(path);
+fn log_ids(root: &Path, rel: &str) -> Vec<String> {
+    let state = StateDir::open(root).unwrap();
+    let path = state.root().join(rel);
+    let log = state.log_reader(&path).unwrap();
     let c = log.read::<Value>().unwrap();
     assert!(
         c.bad_lines.is_empty(),
@@ -181,7 +183,7 @@ fn cases() -> Vec<Case> {
                 append_idempotent(&log, &["0"]).unwrap();
             },
             run: |s| append_idempotent(&s.log(&s.root().join("mail/manifest.jsonl"))?, &["1"]),
-            applied: |r| log_ids(&r.join("mail/manifest.jsonl")) == ["0", "1"],
+            applied: |r| log_ids(r, "mail/manifest.jsonl") == ["0", "1"],
             dirty: None,
         },
         Case {
@@ -189,7 +191,7 @@ fn cases() -> Vec<Case> {
             // `StateDir::log` makes the log's directory; the append makes the file.
             setup: |s| drop(s.log(&s.root().join("bus/a/control.jsonl")).unwrap()),
             run: |s| append_idempotent(&s.log(&s.root().join("bus/a/control.jsonl"))?, &["1"]),
-            applied: |r| log_ids(&r.join("bus/a/control.jsonl")) == ["1"],
+            applied: |r| log_ids(r, "bus/a/control.jsonl") == ["1"],
             dirty: None,
         },
         Case {
@@ -199,7 +201,7 @@ fn cases() -> Vec<Case> {
                 append_idempotent(&log, &["0"]).unwrap();
             },
             run: |s| append_idempotent(&s.log(&s.root().join("mail/manifest.jsonl"))?, &["1", "2"]),
-            applied: |r| log_ids(&r.join("mail/manifest.jsonl")) == ["0", "1", "2"],
+            applied: |r| log_ids(r, "mail/manifest.jsonl") == ["0", "1", "2"],
             dirty: None,
         },
         Case {
@@ -243,7 +245,10 @@ fn cases() -> Vec<Case> {
                     .map(drop)
             },
             applied: |r| {
-                let c = JsonLog::new(r.join("mail/manifest.jsonl"))
+                let state = StateDir::open(r).unwrap();
+                let c = state
+                    .log_reader(&state.root().join("mail/manifest.jsonl"))
+                    .unwrap()
                     .read::<Value>()
                     .unwrap();
                 c.bad_lines.is_empty() && c.torn_tail.is_none() && c.records.len() == 2
@@ -462,7 +467,7 @@ fn check_reads_clean(state: &StateDir, dir: &Path, dirty: Option<&[u8]>) {
             if dirty.is_some() && bytes.as_deref() == dirty {
                 continue;
             }
-            let c = JsonLog::new(&path).read::<Value>().unwrap();
+            let c = state.log_reader(&path).unwrap().read::<Value>().unwrap();
             assert!(c.bad_lines.is_empty(), "bad line in {}", rel.display());
         } else if rel.extension().is_some_and(|e| e == "json") {
             let r = state.read_json::<Value>(&path).unwrap();

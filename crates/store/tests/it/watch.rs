@@ -34,7 +34,7 @@ fn changed_at(w: &mut Watcher, path: &std::path::Path) -> bool {
 #[test]
 fn a_file_target_reports_its_own_changes_only() {
     let tmp = TempState::new();
-    let hooks = tmp.state.channel_dir(Channel::Hooks).unwrap();
+    let hooks = tmp.state.channel_dir(Channel::new("hooks")).unwrap();
     let mine = hooks.join("alpha.json");
     let other = hooks.join("beta.json");
     let mut w = Watcher::new(&tmp.state, [WatchTarget::file(&mine)], notified()).unwrap();
@@ -50,7 +50,7 @@ fn a_file_target_reports_its_own_changes_only() {
 #[test]
 fn nothing_changed_times_out() {
     let tmp = TempState::new();
-    let dir = tmp.state.channel_dir(Channel::Bus).unwrap();
+    let dir = tmp.state.channel_dir(Channel::new("bus")).unwrap();
     let mut w = Watcher::new(&tmp.state, [WatchTarget::dir(&dir)], notified()).unwrap();
     assert_eq!(w.wait(Duration::from_millis(30)), WatchWake::TimedOut);
 }
@@ -112,7 +112,7 @@ fn a_tree_target_sees_new_subdirectories() {
 #[test]
 fn without_notifications_the_rescan_wakes() {
     let tmp = TempState::new();
-    let dir = tmp.state.channel_dir(Channel::Nudge).unwrap();
+    let dir = tmp.state.channel_dir(Channel::new("nudge")).unwrap();
     let config = WatchConfig::new(false, Duration::from_millis(20));
     let mut w = Watcher::new(&tmp.state, [WatchTarget::dir(&dir)], config).unwrap();
     assert!(!w.is_notified());

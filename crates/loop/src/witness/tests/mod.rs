@@ -3,9 +3,11 @@
 
 use std::time::Duration;
 
+use chipset_hook::BeadId;
 use chipset_hook::{Assignment, Hook, HookState, WorkItem};
+use chipset_mail::MessageId;
 use chipset_nudge::NudgeType;
-use chipset_store::{AgentId, BeadId, MessageId, Timestamp};
+use chipset_store::{AgentId, Timestamp};
 
 use super::*;
 use crate::format::{Evidence, HEALTH_ESCALATION, Incident, IncidentKey, LoopMessage, Step};

@@ -1,0 +1,8 @@
+//! Mail's own id.
+
+chipset_store::define_id! {
+    /// A message id, normally `{unix-ms}-{uuid-v4}` (made from a
+    /// [`SortableId`](chipset_store::SortableId)). Validated as one safe path
+    /// segment ([`chipset_store::validate_segment`]).
+    pub struct MessageId("message id");
+}

@@ -1,0 +1,255 @@
+//! A path inside the state root, made only of validated segments.
+
+use std::borrow::Borrow;
+use std::fmt;
+use std::ops::Deref;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::id::segment_rule;
+
+/// The longest single name [`StatePath::join`] accepts, in bytes (Linux's
+/// `NAME_MAX`).
+pub const MAX_NAME_LEN: usize = 255;
+
+/// A path inside the state root: a channel's directory
+/// ([`StateDir::channel`](crate::StateDir::channel)) and
+/// the single segments joined to it with [`StatePath::join`] or
+/// [`StatePath::join_id`], each checked by the rules of
+/// [`validate_segment`](crate::validate_segment) (not empty, no `/` or `\`,
+/// not `.` or `..`, no leading `.`, no control character; at most
+/// [`MAX_NAME_LEN`] bytes). There is no other way to make one, so
+/// a `StatePath` cannot name anything outside the root, or a store's own
+/// dot-file.
+///
+/// It derefs to [`Path`] for display and for building names to show; a
+/// [`PathBuf`] made that way is only a path again.
+///
+/// ```
+/// use chipset_store::{Channel, StateDir};
+/// let tmp = tempfile::tempdir()?;
+/// let state = StateDir::open(tmp.path())?;
+/// let dir = state.channel(Channel::new("reviews"));
+/// let file = dir.join("r-1.json")?;
+/// state.write_json(&file, &serde_json::json!({"ok": true}))?;
+/// assert!(file.starts_with(state.root()));
+/// assert!(dir.join("../etc").is_err());
+/// assert!(dir.join(".hidden").is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct StatePath {
+    path: PathBuf,
+}
+
+impl StatePath {
+    /// The kind of value, as named in errors.
+    pub const KIND: &'static str = "path segment";
+
+    /// Wraps a path the store built from its root and checked names.
+    pub(crate) fn from_checked(path: PathBuf) -> StatePath {
+        StatePath { path }
+    }
+
+    /// Returns this path with one more segment.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidId`] (kind `path segment`) when `segment` is not one
+    /// safe path segment.
+    pub fn join(&self, segment: impl AsRef<str>) -> Result<StatePath> {
+        let segment = segment.as_ref();
+        if let Some(rule) = segment_rule(segment, MAX_NAME_LEN) {
+            return Err(Error::InvalidId {
+                kind: Self::KIND,
+                value: segment.to_owned(),
+                rule,
+            });
+        }
+        Ok(StatePath {
+            path: self.path.join(segment),
+        })
+    }
+
+    /// Returns this path with `{id}{suffix}` joined, `id` being a validated
+    /// id (at most [`MAX_ID_LEN`](crate::MAX_ID_LEN) bytes, one safe
+    /// segment) and `suffix` a fixed ending such as `".json"` or `""`:
+    /// infallible, since the two together are always one safe segment.
+    ///
+    /// # Panics
+    ///
+    /// When `suffix` is over 64 bytes or holds `/`, `\`, NUL or another
+    /// control character: a bug in the caller, whose suffix is a constant.
+    pub fn join_id(&self, id: &impl Segment, suffix: &'static str) -> StatePath {
+        assert!(
+            suffix.len() <= 64
+                && !suffix.contains(['/', '\\'])
+                && !suffix.chars().any(char::is_control),
+            "StatePath::join_id: suffix {suffix:?} is not a safe file-name ending"
+        );
+        StatePath {
+            path: self.path.join(format!("{}{suffix}", id.segment())),
+        }
+    }
+
+    /// Returns this path with `name`, a constant of the caller's layout
+    /// (`"witness"`, `"log.jsonl"`), joined: infallible, as the constant is
+    /// checked on every call and a bad one is a bug, not input.
+    ///
+    /// # Panics
+    ///
+    /// When `name` is not one safe path segment (the rules of
+    /// [`StatePath::join`]).
+    pub fn join_static(&self, name: &'static str) -> StatePath {
+        if let Some(rule) = segment_rule(name, MAX_NAME_LEN) {
+            panic!("StatePath::join_static: {name:?} {rule}");
+        }
+        StatePath {
+            path: self.path.join(name),
+        }
+    }
+
+    /// Returns the path.
+    pub fn as_path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Returns the owned path.
+    pub fn into_path_buf(self) -> PathBuf {
+        self.path
+    }
+}
+
+impl Deref for StatePath {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<Path> for StatePath {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Borrow<Path> for StatePath {
+    fn borrow(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl From<StatePath> for PathBuf {
+    fn from(path: StatePath) -> PathBuf {
+        path.path
+    }
+}
+
+impl From<&StatePath> for PathBuf {
+    fn from(path: &StatePath) -> PathBuf {
+        path.path.clone()
+    }
+}
+
+impl fmt::Debug for StatePath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.path, f)
+    }
+}
+
+impl PartialEq<Path> for StatePath {
+    fn eq(&self, other: &Path) -> bool {
+        self.path == other
+    }
+}
+
+impl PartialEq<PathBuf> for StatePath {
+    fn eq(&self, other: &PathBuf) -> bool {
+        &self.path == other
+    }
+}
+
+/// A value already checked as one safe path segment: every id made with
+/// [`define_id!`](crate::define_id) ([`AgentId`](crate::AgentId),
+/// [`TaskId`](crate::TaskId), a channel's own). Sealed: only the store and
+/// its macro implement it.
+pub trait Segment: crate::__private::Sealed {
+    /// Returns the segment.
+    fn segment(&self) -> &str;
+}
+
+/// What [`StateDir`](crate::StateDir)'s path-taking methods accept: a
+/// [`StatePath`], which cannot be outside the root, or, while the channel
+/// crates move to [`StatePath`], a bare [`Path`] or [`PathBuf`], checked at
+/// run time (inside the root, no symlink on the way) as before. Sealed.
+pub trait InRoot: crate::__private::Sealed {
+    /// Returns the path.
+    fn in_root(&self) -> &Path;
+}
+
+impl crate::__private::Sealed for StatePath {}
+impl InRoot for StatePath {
+    fn in_root(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl crate::__private::Sealed for Path {}
+impl InRoot for Path {
+    fn in_root(&self) -> &Path {
+        self
+    }
+}
+
+impl crate::__private::Sealed for PathBuf {}
+impl InRoot for PathBuf {
+    fn in_root(&self) -> &Path {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{AgentId, Channel, StateDir};
+
+    #[test]
+    fn joins_only_safe_segments() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::open(tmp.path()).unwrap();
+        let dir = state.channel(Channel::new("reviews"));
+        assert_eq!(dir.as_path(), state.root().join("reviews"));
+        let file = dir.join("a.json").unwrap();
+        assert_eq!(file.as_path(), state.root().join("reviews/a.json"));
+        let long = "a".repeat(255);
+        assert!(dir.join(&long).is_ok());
+        for (bad, rule) in [
+            ("", "must not be empty"),
+            ("..", "must not be `.` or `..`"),
+            (".lock", "must not start with `.`"),
+            ("a/b", "must not contain a path separator (`/` or `\\`)"),
+            ("a\nb", "must not contain control characters"),
+        ] {
+            match dir.join(bad) {
+                Err(Error::InvalidId {
+                    kind, rule: got, ..
+                }) => {
+                    assert_eq!((kind, got), ("path segment", rule), "{bad:?}");
+                }
+                other => panic!("{bad:?}: {other:?}"),
+            }
+        }
+        match dir.join("a".repeat(256)) {
+            Err(Error::InvalidId { rule, .. }) => assert_eq!(rule, "must be at most 255 bytes"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            dir.join_static("log.jsonl").as_path(),
+            state.root().join("reviews/log.jsonl")
+        );
+        let agent = AgentId::new("a".repeat(128)).unwrap();
+        let hook = dir.join_id(&agent, ".json");
+        assert_eq!(hook.file_name().unwrap().len(), 133);
+        assert_eq!(hook.parent().unwrap(), dir.as_path());
+    }
+}
