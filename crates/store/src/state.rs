@@ -481,10 +481,8 @@ impl StateDir {
         let mut out = Vec::new();
         for entry in entries {
             let entry = entry.map_err(|e| Error::io("list directory", dir, e))?;
-            let name = match entry.file_name().into_string() {
-                Ok(name) if name.starts_with('.') => continue,
-                Ok(name) => name,
-                Err(name) => name.to_string_lossy().into_owned(),
+            let Some(name) = visible_name(&entry) else {
+                continue;
             };
             out.push((name, entry.ino()));
         }
@@ -504,7 +502,8 @@ impl StateDir {
     ///
     /// As [`StateDir::list`], and [`Error::Io`] when an entry cannot be
     /// stat-ed for another reason than being gone.
-    pub fn list_stats(&self, dir: &Path) -> Result<Vec<(String, Option<Stat>)>> {
+    pub fn list_stats(&self, dir: &(impl InRoot + ?Sized)) -> Result<Vec<(String, Option<Stat>)>> {
+        let dir = dir.in_root();
         if !self.check_parents(dir)? || !is_real_dir(dir)? {
             return Ok(Vec::new());
         }
@@ -512,10 +511,8 @@ impl StateDir {
         let mut out = Vec::new();
         for entry in entries {
             let entry = entry.map_err(|e| Error::io("list directory", dir, e))?;
-            let name = match entry.file_name().into_string() {
-                Ok(name) if name.starts_with('.') => continue,
-                Ok(name) => name,
-                Err(name) => name.to_string_lossy().into_owned(),
+            let Some(name) = visible_name(&entry) else {
+                continue;
             };
             // `DirEntry::metadata` is `statx(dirfd, name, AT_SYMLINK_NOFOLLOW)`.
             let stat = match entry.metadata() {
@@ -841,10 +838,8 @@ impl StateDir {
         let entries = fs::read_dir(dir).map_err(|e| Error::io("list directory", dir, e))?;
         for entry in entries {
             let entry = entry.map_err(|e| Error::io("list directory", dir, e))?;
-            let name = match entry.file_name().into_string() {
-                Ok(name) if name.starts_with('.') => continue,
-                Ok(name) => name,
-                Err(name) => name.to_string_lossy().into_owned(),
+            let Some(name) = visible_name(&entry) else {
+                continue;
             };
             each(name)?;
         }
@@ -894,11 +889,8 @@ impl StateDir {
         let mut names = Vec::new();
         for entry in entries {
             let entry = entry.map_err(|e| Error::io("list directory", dir, e))?;
-            let name = match entry.file_name().into_string() {
-                Ok(name) if name.starts_with('.') => continue,
-                Ok(name) => name,
-                // A name that is not UTF-8 was not written by chipset; surface it.
-                Err(name) => name.to_string_lossy().into_owned(),
+            let Some(name) = visible_name(&entry) else {
+                continue;
             };
             let ft = entry
                 .file_type()
@@ -1095,6 +1087,17 @@ impl StateDir {
 
 /// Returns true when `path` is a real directory and false when nothing is
 /// there; a symlink or anything else in its place is an error.
+/// A listed entry's name, or `None` for a dot-name (hidden: locks, temps'
+/// folders, quarantine). A name that is not UTF-8 was not written by
+/// chipset; it is surfaced, lossily, rather than skipped.
+fn visible_name(entry: &fs::DirEntry) -> Option<String> {
+    match entry.file_name().into_string() {
+        Ok(name) if name.starts_with('.') => None,
+        Ok(name) => Some(name),
+        Err(name) => Some(name.to_string_lossy().into_owned()),
+    }
+}
+
 fn is_real_dir(path: &Path) -> Result<bool> {
     match fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_symlink() => Err(Error::Symlink {
