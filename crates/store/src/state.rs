@@ -472,20 +472,12 @@ impl StateDir {
     ///
     /// As [`StateDir::list`].
     pub fn list_inodes(&self, dir: &(impl InRoot + ?Sized)) -> Result<Vec<(String, u64)>> {
-        let dir = dir.in_root();
         use std::os::unix::fs::DirEntryExt;
-        if !self.check_parents(dir)? || !is_real_dir(dir)? {
-            return Ok(Vec::new());
-        }
-        let entries = fs::read_dir(dir).map_err(|e| Error::io("list directory", dir, e))?;
         let mut out = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|e| Error::io("list directory", dir, e))?;
-            let Some(name) = visible_name(&entry) else {
-                continue;
-            };
+        self.walk(dir.in_root(), |name, entry| {
             out.push((name, entry.ino()));
-        }
+            Ok::<(), Error>(())
+        })?;
         out.sort_unstable();
         Ok(out)
     }
@@ -504,16 +496,8 @@ impl StateDir {
     /// stat-ed for another reason than being gone.
     pub fn list_stats(&self, dir: &(impl InRoot + ?Sized)) -> Result<Vec<(String, Option<Stat>)>> {
         let dir = dir.in_root();
-        if !self.check_parents(dir)? || !is_real_dir(dir)? {
-            return Ok(Vec::new());
-        }
-        let entries = fs::read_dir(dir).map_err(|e| Error::io("list directory", dir, e))?;
         let mut out = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|e| Error::io("list directory", dir, e))?;
-            let Some(name) = visible_name(&entry) else {
-                continue;
-            };
+        self.walk(dir, |name, entry| {
             // `DirEntry::metadata` is `statx(dirfd, name, AT_SYMLINK_NOFOLLOW)`.
             let stat = match entry.metadata() {
                 Ok(meta) => Some(Stat::from_metadata(&meta)),
@@ -521,7 +505,8 @@ impl StateDir {
                 Err(e) => return Err(Error::io("stat", dir.join(&name), e)),
             };
             out.push((name, stat));
-        }
+            Ok(())
+        })?;
         out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         Ok(out)
     }
@@ -831,19 +816,7 @@ impl StateDir {
         dir: &(impl InRoot + ?Sized),
         mut each: impl FnMut(String) -> std::result::Result<(), E>,
     ) -> std::result::Result<(), E> {
-        let dir = dir.in_root();
-        if !self.check_parents(dir)? || !is_real_dir(dir)? {
-            return Ok(());
-        }
-        let entries = fs::read_dir(dir).map_err(|e| Error::io("list directory", dir, e))?;
-        for entry in entries {
-            let entry = entry.map_err(|e| Error::io("list directory", dir, e))?;
-            let Some(name) = visible_name(&entry) else {
-                continue;
-            };
-            each(name)?;
-        }
-        Ok(())
+        self.walk(dir.in_root(), |name, _| each(name))
     }
 
     /// Returns a new scratch file in `dir` for a reader's working data (the
@@ -882,25 +855,41 @@ impl StateDir {
     }
 
     fn list_where(&self, dir: &Path, keep: impl Fn(&fs::FileType) -> bool) -> Result<Vec<String>> {
-        if !self.check_parents(dir)? || !is_real_dir(dir)? {
-            return Ok(Vec::new());
-        }
-        let entries = fs::read_dir(dir).map_err(|e| Error::io("list directory", dir, e))?;
         let mut names = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|e| Error::io("list directory", dir, e))?;
-            let Some(name) = visible_name(&entry) else {
-                continue;
-            };
+        self.walk(dir, |name, entry| {
             let ft = entry
                 .file_type()
                 .map_err(|e| Error::io("stat", entry.path(), e))?;
             if keep(&ft) {
                 names.push(name);
             }
-        }
+            Ok::<(), Error>(())
+        })?;
         names.sort_unstable();
         Ok(names)
+    }
+
+    /// Hands `each` every visible entry of `dir` (dot-names skipped), in
+    /// the directory's order, holding no listing: the one walk behind
+    /// [`StateDir::list`], `list_inodes`, `list_stats` and `for_each_name`.
+    /// A missing directory, or a path that is not a real directory, has no
+    /// entries; a symlink on the way is an error.
+    fn walk<E: From<Error>>(
+        &self,
+        dir: &Path,
+        mut each: impl FnMut(String, &fs::DirEntry) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        if !self.check_parents(dir)? || !is_real_dir(dir)? {
+            return Ok(());
+        }
+        let entries = fs::read_dir(dir).map_err(|e| Error::io("list directory", dir, e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io("list directory", dir, e))?;
+            if let Some(name) = visible_name(&entry) {
+                each(name, &entry)?;
+            }
+        }
+        Ok(())
     }
 
     /// Returns the lock guarding `path` ([`Lock::for_file`]), creating its directory.
