@@ -202,53 +202,6 @@ fn doctor_all(state: &Path) {
     );
 }
 
-/// The real system calls without the syncs: what an operation costs
-/// besides making its changes durable (the part the gate cache decides).
-#[derive(Debug)]
-struct NoSync;
-
-impl chipset_store::IoBackend for NoSync {
-    fn create_new(&self, path: &Path, append: bool) -> std::io::Result<fs::File> {
-        chipset_store::RealIo.create_new(path, append)
-    }
-    fn open_append(&self, path: &Path) -> std::io::Result<fs::File> {
-        chipset_store::RealIo.open_append(path)
-    }
-    fn write_all(&self, file: &fs::File, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-        chipset_store::RealIo.write_all(file, path, bytes)
-    }
-    fn sync_all(&self, _: &fs::File, _: &Path) -> std::io::Result<()> {
-        Ok(())
-    }
-    fn sync_data(&self, _: &fs::File, _: &Path) -> std::io::Result<()> {
-        Ok(())
-    }
-    fn set_len(&self, file: &fs::File, path: &Path, len: u64) -> std::io::Result<()> {
-        chipset_store::RealIo.set_len(file, path, len)
-    }
-    fn sync_dir(&self, _: &Path) -> std::io::Result<()> {
-        Ok(())
-    }
-    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
-        chipset_store::RealIo.rename(from, to)
-    }
-    fn rename_noreplace(&self, from: &Path, to: &Path) -> std::io::Result<()> {
-        chipset_store::RealIo.rename_noreplace(from, to)
-    }
-    fn hard_link(&self, from: &Path, to: &Path) -> std::io::Result<()> {
-        chipset_store::RealIo.hard_link(from, to)
-    }
-    fn create_dir(&self, path: &Path) -> std::io::Result<()> {
-        chipset_store::RealIo.create_dir(path)
-    }
-    fn remove_file(&self, path: &Path) -> std::io::Result<()> {
-        chipset_store::RealIo.remove_file(path)
-    }
-    fn remove_dir(&self, path: &Path) -> std::io::Result<()> {
-        chipset_store::RealIo.remove_dir(path)
-    }
-}
-
 /// Tasks ready to be swept, one per run: 10 messages each in 5 inboxes of
 /// their own, gated (so the cache holds them) before the folders settle.
 struct Sweeps {
@@ -267,7 +220,7 @@ impl Sweeps {
             mail_at(state)
         } else {
             let options = chipset_store::StateOptions {
-                io: std::sync::Arc::new(NoSync),
+                io: chipset_store::testing::NoSyncIo::shared(),
                 ..chipset_store::StateOptions::default()
             };
             Mail::new(StateDir::open_with(state, options).unwrap())
@@ -443,7 +396,7 @@ fn child(op: &str) {
         let task = TaskId::new(task).unwrap();
         let mail = if std::env::var_os("CHIPSET_SCALE_NOSYNC").is_some() {
             let options = chipset_store::StateOptions {
-                io: std::sync::Arc::new(NoSync),
+                io: chipset_store::testing::NoSyncIo::shared(),
                 ..chipset_store::StateOptions::default()
             };
             Mail::new(StateDir::open_with(&state, options).unwrap())
