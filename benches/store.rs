@@ -18,11 +18,11 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use chipset_store::{Decision, Error, ReadOutcome, StateDir};
+use chipset_store::{Decision, Error, ReadOutcome, StateDir, StatePath};
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
 
@@ -93,7 +93,7 @@ fn raw_append(path: &Path, records: &[Value]) {
     f.sync_data().unwrap();
 }
 
-fn setup() -> (tempfile::TempDir, StateDir, PathBuf) {
+fn setup() -> (tempfile::TempDir, StateDir, StatePath) {
     let tmp = tempfile::tempdir_in(".").unwrap_or_else(|_| tempfile::tempdir().unwrap());
     let state = StateDir::open(tmp.path().join("state")).unwrap();
     let dir = state.channel_dir(chipset::hook::HOOK_CHANNEL).unwrap();
@@ -149,7 +149,10 @@ fn paired(c: &mut Criterion, group: &str, raw: &dyn Fn(), ours: &dyn Fn()) {
 fn durable_replace(c: &mut Criterion) {
     let (_tmp, state, dir) = setup();
     let value = payload();
-    let (raw_target, store_target) = (dir.join("raw.json"), dir.join("store.json"));
+    let (raw_target, store_target) = (
+        dir.as_path().join("raw.json"),
+        dir.join_static("store.json"),
+    );
     paired(
         c,
         "durable_replace",
@@ -164,10 +167,16 @@ fn noclobber_create(c: &mut Criterion) {
     paired(
         c,
         "noclobber_create",
-        &|| raw_create(&dir, &dir.join(format!("raw-{}.json", next())), &value),
+        &|| {
+            raw_create(
+                &dir,
+                &dir.as_path().join(format!("raw-{}.json", next())),
+                &value,
+            )
+        },
         &|| {
             state
-                .create_new_json(&dir.join(format!("store-{}.json", next())), &value)
+                .create_new_json(&dir.join(format!("store-{}.json", next())).unwrap(), &value)
                 .unwrap();
         },
     );
@@ -179,8 +188,8 @@ fn appends(c: &mut Criterion) {
     let batch: Vec<Value> = (0..100).map(|i| json!({"event": "sent", "n": i})).collect();
 
     let (raw_path, log) = (
-        dir.join("raw.jsonl"),
-        state.log(&dir.join("store.jsonl")).unwrap(),
+        dir.as_path().join("raw.jsonl"),
+        state.log(&dir.join_static("store.jsonl")).unwrap(),
     );
     paired(
         c,
@@ -190,8 +199,8 @@ fn appends(c: &mut Criterion) {
     );
 
     let (raw_path, log) = (
-        dir.join("raw-batch.jsonl"),
-        state.log(&dir.join("store-batch.jsonl")).unwrap(),
+        dir.as_path().join("raw-batch.jsonl"),
+        state.log(&dir.join_static("store-batch.jsonl")).unwrap(),
     );
     paired(
         c,
@@ -205,10 +214,10 @@ fn appends(c: &mut Criterion) {
 
 fn locked_rmw(c: &mut Criterion) {
     let (_tmp, state, dir) = setup();
-    let raw_path = dir.join("raw-counter.json");
-    let raw_lock = dir.join(".raw-counter.json.lock");
+    let raw_path = dir.as_path().join("raw-counter.json");
+    let raw_lock = dir.as_path().join(".raw-counter.json.lock");
     fs::write(&raw_path, "0\n").unwrap();
-    let path = dir.join("counter.json");
+    let path = dir.join_static("counter.json");
     paired(
         c,
         "locked_read_modify_write",

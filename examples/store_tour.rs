@@ -26,7 +26,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("state directory: {}", state.root().display());
 
     // Eight threads, 25 locked increments each: none is lost.
-    let counter = dir.join("counter.json");
+    let counter = dir.join_static("counter.json");
     thread::scope(|s| {
         for _ in 0..8 {
             s.spawn(|| {
@@ -46,7 +46,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("counter after 8 x 25 locked increments: {total:?}");
 
     // A corrupt file is reported as corrupt, and repair moves it aside.
-    let bad = dir.join("bad.json");
+    let bad = dir.join_static("bad.json");
     state.write_bytes(&bad, b"{ not json")?;
     if let ReadOutcome::Corrupt(c) = state.read_json::<serde_json::Value>(&bad)? {
         println!("read: {c}");
@@ -54,7 +54,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     // An append-only log: batch appends share one data sync.
-    let log = state.log(&dir.join("events.jsonl"))?;
+    let log = state.log(&dir.join_static("events.jsonl"))?;
     let events: Vec<_> = (1..=3).map(|n| json!({"event": "tick", "n": n})).collect();
     log.append_batch(&events)?;
     println!(

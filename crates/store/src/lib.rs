@@ -10,7 +10,7 @@
 //! let tmp = tempfile::tempdir()?;
 //! let state = StateDir::open(tmp.path())?;
 //! let agent = AgentId::new("polecat-alpha")?;
-//! let path = state.channel_dir(Channel::new("hooks"))?.join(format!("{agent}.json"));
+//! let path = state.channel_dir(Channel::new("hooks"))?.join_id(&agent, ".json");
 //!
 //! // A locked read-modify-write: concurrent processes never lose an update.
 //! let count = state.update(&path, |current: ReadOutcome<u64>| {

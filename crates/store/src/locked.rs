@@ -1,12 +1,11 @@
 //! A JSON state file held under its lock, for a sequence of decisions and
 //! durable writes with no other writer in between.
 
-use std::path::{Path, PathBuf};
-
 use serde::Serialize;
 
 use crate::error::Result;
 use crate::lock::LockGuard;
+use crate::path::StatePath;
 use crate::state::StateDir;
 
 /// A JSON file held under its exclusive lock (see [`StateDir::lock_json`]):
@@ -33,7 +32,7 @@ use crate::state::StateDir;
 ///
 /// let tmp = tempfile::tempdir()?;
 /// let state = StateDir::open(tmp.path())?;
-/// let path = state.channel_dir(Channel::new("loop"))?.join("count.json");
+/// let path = state.channel_dir(Channel::new("loop"))?.join("count.json")?;
 /// let mut locked = state.lock_json::<u64>(&path)?;
 /// assert_eq!(locked.current(), None);
 /// locked.write(1)?;
@@ -47,7 +46,7 @@ use crate::state::StateDir;
 #[must_use = "the lock is released when the `Locked` is dropped"]
 pub struct Locked<T> {
     state: StateDir,
-    path: PathBuf,
+    path: StatePath,
     current: Option<T>,
     _guard: LockGuard,
 }
@@ -55,7 +54,7 @@ pub struct Locked<T> {
 impl<T> Locked<T> {
     pub(crate) fn new(
         state: StateDir,
-        path: PathBuf,
+        path: StatePath,
         current: Option<T>,
         guard: LockGuard,
     ) -> Self {
@@ -80,7 +79,7 @@ impl<T> Locked<T> {
     }
 
     /// Returns the file's path.
-    pub fn path(&self) -> &Path {
+    pub fn path(&self) -> &StatePath {
         &self.path
     }
 }
@@ -114,7 +113,7 @@ mod tests {
         let path = state
             .channel_dir(Channel::new("loop"))
             .unwrap()
-            .join("a.json");
+            .join_static("a.json");
         let mut locked = state.lock_json::<String>(&path).unwrap();
         locked.write("one".to_owned()).unwrap();
         let lock = state.lock_for(&path).unwrap();
@@ -126,7 +125,7 @@ mod tests {
         assert!(lock.try_exclusive().unwrap().is_some(), "released on drop");
         let again = state.lock_json::<String>(&path).unwrap();
         assert_eq!(again.current().map(String::as_str), Some("one"));
-        assert_eq!(again.path(), path);
+        assert_eq!(again.path(), &path);
     }
 
     #[test]
@@ -136,7 +135,7 @@ mod tests {
         let path = state
             .channel_dir(Channel::new("loop"))
             .unwrap()
-            .join("n.json");
+            .join_static("n.json");
         state.write_json(&path, &7u64).unwrap();
         let mut locked = state.lock_json::<u64>(&path).unwrap();
         assert_eq!(locked.take(), Some(7));
@@ -155,11 +154,11 @@ mod tests {
         let path = state
             .channel_dir(Channel::new("loop"))
             .unwrap()
-            .join("bad.json");
+            .join_static("bad.json");
         std::fs::write(&path, "{").unwrap();
         assert!(matches!(
             state.lock_json::<u64>(&path),
-            Err(Error::Corrupt(c)) if c.path == path
+            Err(Error::Corrupt(c)) if path == c.path
         ));
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "{");
         // The lock was released with the error.
@@ -174,7 +173,7 @@ mod tests {
         let path = state
             .channel_dir(Channel::new("loop"))
             .unwrap()
-            .join("u.json");
+            .join_static("u.json");
         let locked = state.lock_json::<u64>(&path).unwrap();
         // `update` takes the same lock file.
         let lock = crate::lock::Lock::for_file(&path);
@@ -198,7 +197,7 @@ mod tests {
         let path = state
             .channel_dir(Channel::new("loop"))
             .unwrap()
-            .join("pairs.json");
+            .join_static("pairs.json");
         std::thread::scope(|scope| {
             for _ in 0..4 {
                 scope.spawn(|| {
@@ -221,7 +220,7 @@ mod tests {
         let state = StateDir::open(tmp.path()).unwrap();
         let dir = state.channel_dir(Channel::new("loop")).unwrap();
         std::fs::write(tmp.path().join("elsewhere.json"), "1\n").unwrap();
-        let path = dir.join("link.json");
+        let path = dir.join_static("link.json");
         std::os::unix::fs::symlink(tmp.path().join("elsewhere.json"), &path).unwrap();
         assert!(matches!(
             state.lock_json::<u64>(&path),

@@ -169,6 +169,18 @@ impl PartialEq<PathBuf> for StatePath {
     }
 }
 
+impl PartialEq<StatePath> for PathBuf {
+    fn eq(&self, other: &StatePath) -> bool {
+        self == &other.path
+    }
+}
+
+impl PartialEq<StatePath> for Path {
+    fn eq(&self, other: &StatePath) -> bool {
+        self == other.path
+    }
+}
+
 /// A value already checked as one safe path segment: every id made with
 /// [`define_id!`](crate::define_id) ([`AgentId`](crate::AgentId),
 /// [`TaskId`](crate::TaskId), a channel's own). Sealed: only the store and

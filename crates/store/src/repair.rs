@@ -396,13 +396,13 @@ impl StateDir {
     /// [`Error::OutsideRoot`], [`Error::Symlink`] for a symlinked directory on
     /// the way, [`Error::Io`] when `path` cannot be examined or read.
     pub fn observe(&self, path: &(impl InRoot + ?Sized)) -> Result<Observed> {
-        let path = path.in_root();
-        if !self.check_parents(path)? {
+        let at = path.in_root();
+        if !self.parents_ok(at)? {
             return Ok(Observed::Missing);
         }
-        match fs::symlink_metadata(path) {
+        match fs::symlink_metadata(at) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Observed::Missing),
-            Err(e) => return Err(Error::io("stat", path, e)),
+            Err(e) => return Err(Error::io("stat", at, e)),
             Ok(m) if !m.file_type().is_file() => return Ok(Observed::NotARegularFile),
             Ok(_) => {}
         }
@@ -430,7 +430,7 @@ impl StateDir {
     /// the way, [`Error::Io`] when `path` cannot be examined.
     pub fn entry_exists(&self, path: &(impl InRoot + ?Sized)) -> Result<bool> {
         let path = path.in_root();
-        if !self.check_parents(path)? {
+        if !self.parents_ok(path)? {
             return Ok(false);
         }
         match fs::symlink_metadata(path) {
@@ -459,7 +459,6 @@ impl StateDir {
         lock: Option<&Lock>,
         is_bad: impl FnOnce(&Observed) -> bool,
     ) -> Result<Action> {
-        let path = path.in_root();
         let seen = self.observe(path)?;
         if seen == Observed::Missing {
             return Ok(Action::LeftAlone("gone before the fix".to_owned()));
@@ -484,7 +483,6 @@ impl StateDir {
         path: &(impl InRoot + ?Sized),
         seen: &Observed,
     ) -> Result<Action> {
-        let path = path.in_root();
         let now = self.observe(path)?;
         if now == Observed::Missing {
             return Ok(Action::LeftAlone("gone before the fix".to_owned()));

@@ -159,8 +159,8 @@ impl Default for StateOptions {
 /// let tmp = tempfile::tempdir()?;
 /// let state = StateDir::open(tmp.path().join("state"))?;
 /// let hooks = state.channel_dir(HOOKS)?;
-/// state.write_json(&hooks.join("polecat-alpha.json"), &serde_json::json!({"status": "empty"}))?;
-/// let read = state.read_json::<serde_json::Value>(&hooks.join("polecat-alpha.json"))?;
+/// state.write_json(&hooks.join_static("polecat-alpha.json"), &serde_json::json!({"status": "empty"}))?;
+/// let read = state.read_json::<serde_json::Value>(&hooks.join_static("polecat-alpha.json"))?;
 /// assert_eq!(read.value().unwrap()["status"], "empty");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -296,13 +296,16 @@ impl StateDir {
         self.inner.root.join(channel.as_str())
     }
 
-    /// Returns a channel's directory, creating it if needed.
+    /// Returns a channel's directory ([`StateDir::channel`]), creating it
+    /// if needed: for a writer that wants the directory there before it
+    /// joins names to it. A reader uses [`StateDir::channel`], which creates
+    /// nothing.
     ///
     /// # Errors
     ///
     /// As [`StateDir::ensure_dir`].
-    pub fn channel_dir(&self, channel: Channel) -> Result<PathBuf> {
-        let dir = self.channel_path(channel);
+    pub fn channel_dir(&self, channel: Channel) -> Result<StatePath> {
+        let dir = self.channel(channel);
         self.ensure_dir(&dir)?;
         Ok(dir)
     }
@@ -408,7 +411,12 @@ impl StateDir {
     ///
     /// [`Error::OutsideRoot`], [`Error::Symlink`], [`Error::NotADirectory`], or [`Error::Io`].
     pub fn check_parents(&self, path: &(impl InRoot + ?Sized)) -> Result<bool> {
-        let path = path.in_root();
+        self.parents_ok(path.in_root())
+    }
+
+    /// [`StateDir::check_parents`] on a path the store derived itself (a
+    /// parent, a quarantine folder).
+    pub(crate) fn parents_ok(&self, path: &Path) -> Result<bool> {
         let rel = self.relative(path)?;
         let mut cur = self.inner.root.clone();
         let parts: Vec<_> = rel.components().collect();
@@ -423,7 +431,7 @@ impl StateDir {
 
     fn ensure_parent(&self, path: &Path) -> Result<()> {
         match path.parent() {
-            Some(p) => self.ensure_dir(p),
+            Some(p) => self.ensure_dir_tracked(p).map(drop),
             None => Err(self.outside(path)),
         }
     }
@@ -521,8 +529,7 @@ impl StateDir {
         path: &(impl InRoot + ?Sized),
         value: &T,
     ) -> Result<()> {
-        let path = path.in_root();
-        let bytes = atomic::to_json_bytes(path, value)?;
+        let bytes = atomic::to_json_bytes(path.in_root(), value)?;
         self.write_bytes(path, &bytes)
     }
 
@@ -551,8 +558,7 @@ impl StateDir {
         path: &(impl InRoot + ?Sized),
         value: &T,
     ) -> Result<()> {
-        let path = path.in_root();
-        let bytes = atomic::to_json_bytes(path, value)?;
+        let bytes = atomic::to_json_bytes(path.in_root(), value)?;
         self.create_new(path, &bytes)
     }
 
@@ -613,7 +619,7 @@ impl StateDir {
     ) -> Result<()> {
         let from = from.in_root();
         let to = to.in_root();
-        self.check_parents(from)?;
+        self.parents_ok(from)?;
         self.with_parent(to, |io| atomic::move_noclobber_with(io, from, to))
     }
 
@@ -650,7 +656,7 @@ impl StateDir {
     /// The fallback of [`StateDir::open_beneath`]: checks each directory with
     /// `lstat`, then opens the last component without following it.
     fn open_checked(&self, path: &Path) -> Result<Option<File>> {
-        if !self.check_parents(path)? {
+        if !self.parents_ok(path)? {
             return Ok(None);
         }
         open_nofollow(path)
@@ -708,7 +714,7 @@ impl StateDir {
     /// The fallback of [`StateDir::stat`]: checks each directory, then
     /// `lstat`s the entry.
     fn stat_checked(&self, path: &Path) -> Result<Option<Stat>> {
-        if !self.check_parents(path)? {
+        if !self.parents_ok(path)? {
             return Ok(None);
         }
         match fs::symlink_metadata(path) {
@@ -726,7 +732,6 @@ impl StateDir {
     /// As [`StateDir::stat`]: a path that cannot be looked at is an error,
     /// never "not there".
     pub fn exists(&self, path: &(impl InRoot + ?Sized)) -> Result<bool> {
-        let path = path.in_root();
         Ok(self.stat(path)?.is_some())
     }
 
@@ -774,10 +779,9 @@ impl StateDir {
         &self,
         path: &(impl InRoot + ?Sized),
     ) -> Result<ReadOutcome<T>> {
-        let path = path.in_root();
         Ok(self
             .read_bytes(path)?
-            .and_then(|bytes| parse_json(path, &bytes)))
+            .and_then(|bytes| parse_json(path.in_root(), &bytes)))
     }
 
     /// Lists the names in `dir` that do not start with a dot (temp, lock and
@@ -832,7 +836,7 @@ impl StateDir {
     pub fn scratch_file(&self, dir: &(impl InRoot + ?Sized)) -> Result<ScratchFile> {
         let dir = dir.in_root();
         use rustix::fs::{Mode, OFlags};
-        self.check_parents(dir)?;
+        self.parents_ok(dir)?;
         atomic::refuse_symlink(dir)?;
         match rustix::fs::open(
             dir,
@@ -879,7 +883,7 @@ impl StateDir {
         dir: &Path,
         mut each: impl FnMut(String, &fs::DirEntry) -> std::result::Result<(), E>,
     ) -> std::result::Result<(), E> {
-        if !self.check_parents(dir)? || !is_real_dir(dir)? {
+        if !self.parents_ok(dir)? || !is_real_dir(dir)? {
             return Ok(());
         }
         let entries = fs::read_dir(dir).map_err(|e| Error::io("list directory", dir, e))?;
@@ -926,7 +930,7 @@ impl StateDir {
     /// is a symlink.
     pub fn log_reader(&self, path: &(impl InRoot + ?Sized)) -> Result<JsonLog> {
         let path = path.in_root();
-        self.check_parents(path)?;
+        self.parents_ok(path)?;
         if path == self.inner.root {
             return Err(self.outside(path));
         }
@@ -964,11 +968,7 @@ impl StateDir {
     /// (it is left as it is, for a doctor to move aside); otherwise as
     /// [`StateDir::read_bytes`] and [`Lock::exclusive`]. On an error the
     /// lock is released.
-    pub fn lock_json<T: DeserializeOwned>(
-        &self,
-        path: &(impl InRoot + ?Sized),
-    ) -> Result<Locked<T>> {
-        let path = path.in_root();
+    pub fn lock_json<T: DeserializeOwned>(&self, path: &StatePath) -> Result<Locked<T>> {
         let guard = self.lock_for(path)?.exclusive()?;
         let current = match self.read_json::<T>(path)? {
             ReadOutcome::Missing => None,
@@ -976,7 +976,7 @@ impl StateDir {
             ReadOutcome::Corrupt(bad) => return Err(Error::Corrupt(bad)),
             ReadOutcome::Unsupported(newer) => return Err(Error::Unsupported(newer)),
         };
-        Ok(Locked::new(self.clone(), path.to_owned(), current, guard))
+        Ok(Locked::new(self.clone(), path.clone(), current, guard))
     }
 
     /// Moves a bad file (or symlink, or anything else) aside into
@@ -990,14 +990,14 @@ impl StateDir {
     /// [`StateDir::move_noclobber`].
     pub fn quarantine(&self, path: &(impl InRoot + ?Sized)) -> Result<PathBuf> {
         let path = path.in_root();
-        self.check_parents(path)?;
+        self.parents_ok(path)?;
         let dir = path.parent().ok_or_else(|| self.outside(path))?;
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .ok_or_else(|| self.outside(path))?;
         let qdir = dir.join(QUARANTINE_DIR);
-        self.ensure_dir(&qdir)?;
+        self.ensure_dir_tracked(&qdir)?;
         let stamp = self.now().to_string().replace(':', "");
         for n in 0u32.. {
             let target = if n == 0 {
@@ -1027,7 +1027,7 @@ impl StateDir {
     /// [`Error::Symlink`] or [`Error::OutsideRoot`] for a bad path to it.
     pub fn remove_file(&self, path: &(impl InRoot + ?Sized)) -> Result<bool> {
         let path = path.in_root();
-        if !self.check_parents(path)? {
+        if !self.parents_ok(path)? {
             return Ok(false);
         }
         atomic::remove_file_with(self.backend(), path)
@@ -1035,6 +1035,8 @@ impl StateDir {
 
     /// Returns the stale temp files (older than `max_age`) anywhere under the
     /// root, changing nothing: what [`StateDir::sweep_temps`] would remove.
+    /// The paths are for showing: a temp is a dot-name, the store's own,
+    /// which no [`StatePath`] can name; [`StateDir::sweep_temps`] removes them.
     ///
     /// # Errors
     ///
@@ -1045,7 +1047,8 @@ impl StateDir {
 
     /// Returns the stale temp files (older than `max_age`) under `dir`, a
     /// directory inside the root, changing nothing: a channel's doctor
-    /// looks at its own tree only.
+    /// looks at its own tree only. The paths are for showing;
+    /// [`StateDir::sweep_temps_in`] removes them.
     ///
     /// # Errors
     ///
@@ -1058,10 +1061,34 @@ impl StateDir {
         max_age: Duration,
     ) -> Result<Vec<PathBuf>> {
         let dir = dir.in_root();
-        if !self.check_parents(dir)? || !is_real_dir(dir)? {
+        if !self.parents_ok(dir)? || !is_real_dir(dir)? {
             return Ok(Vec::new());
         }
         atomic::stale_temps(dir, max_age)
+    }
+
+    /// Removes the stale temp files (older than `max_age`) under `dir`, a
+    /// directory inside the root, and returns the paths it removed (for
+    /// showing; one that vanished meanwhile is not among them): a channel's
+    /// doctor repairs its own tree only.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::stale_temps_in`], and [`Error::Io`] when a temp
+    /// cannot be removed.
+    pub fn sweep_temps_in(
+        &self,
+        dir: &(impl InRoot + ?Sized),
+        max_age: Duration,
+    ) -> Result<Vec<PathBuf>> {
+        let mut removed = Vec::new();
+        for path in self.stale_temps_in(dir, max_age)? {
+            if atomic::remove_file_with(self.backend(), &path)? {
+                tracing::debug!(path = %path.display(), "swept stale temp file");
+                removed.push(path);
+            }
+        }
+        Ok(removed)
     }
 
     /// Removes stale temp files (older than `max_age`) anywhere under the root.
@@ -1113,21 +1140,29 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let state = StateDir::open(tmp.path().join("state")).unwrap();
         let hooks = state.channel_dir(Channel::new("hooks")).unwrap();
-        fs::write(hooks.join("a.json"), "{}").unwrap();
+        fs::write(hooks.join_static("a.json"), "{}").unwrap();
         fs::write(tmp.path().join("outside"), "x").unwrap();
-        symlink(tmp.path().join("outside"), hooks.join("link.json")).unwrap();
+        symlink(tmp.path().join("outside"), hooks.join_static("link.json")).unwrap();
         symlink(tmp.path(), state.root().join("mail")).unwrap();
 
         for open in [StateDir::open_beneath, StateDir::open_checked] {
-            assert!(open(&state, &hooks.join("a.json")).unwrap().is_some());
-            assert!(open(&state, &hooks.join("missing.json")).unwrap().is_none());
+            assert!(
+                open(&state, &hooks.join_static("a.json"))
+                    .unwrap()
+                    .is_some()
+            );
+            assert!(
+                open(&state, &hooks.join_static("missing.json"))
+                    .unwrap()
+                    .is_none()
+            );
             assert!(
                 open(&state, &state.root().join("nudge").join("x"))
                     .unwrap()
                     .is_none()
             );
             assert!(matches!(
-                open(&state, &hooks.join("link.json")),
+                open(&state, &hooks.join_static("link.json")),
                 Err(Error::Symlink { .. })
             ));
             assert!(matches!(

@@ -201,7 +201,7 @@ impl Watcher {
     ) -> Result<Self> {
         let targets: Vec<WatchTarget> = targets.into_iter().collect();
         for t in &targets {
-            state.check_parents(t.path())?;
+            state.parents_ok(t.path())?;
         }
         let watch = if config.notify { start() } else { None };
         let mut watcher = Watcher {

@@ -27,7 +27,7 @@ fn names(dir: &Path) -> Vec<String> {
 fn replace_leaves_one_whole_file_and_no_temps() {
     let t = TempState::new();
     let dir = t.state.channel_dir(Channel::new("hooks")).unwrap();
-    let path = dir.join("a.json");
+    let path = dir.join_static("a.json");
     for n in 0..5 {
         t.state.write_json(&path, &json!({ "n": n })).unwrap();
     }
@@ -41,7 +41,7 @@ fn symlinked_file_is_refused_everywhere() {
     let dir = t.state.channel_dir(Channel::new("hooks")).unwrap();
     let outside = t.scratch("outside.json");
     fs::write(&outside, "{\"secret\": true}").unwrap();
-    let link = dir.join("evil.json");
+    let link = dir.join_static("evil.json");
     symlink(&outside, &link).unwrap();
 
     assert!(matches!(
@@ -57,7 +57,8 @@ fn symlinked_file_is_refused_everywhere() {
         Err(Error::Symlink { .. })
     ));
     assert!(matches!(
-        t.state.move_noclobber(&link, &dir.join("moved.json")),
+        t.state
+            .move_noclobber(&link, &dir.join_static("moved.json")),
         Err(Error::Symlink { .. })
     ));
     assert!(matches!(
@@ -101,8 +102,8 @@ fn symlinked_log_and_lock_are_refused() {
     let dir = t.state.channel_dir(Channel::new("mail")).unwrap();
     let outside = t.scratch("log.jsonl");
     fs::write(&outside, "").unwrap();
-    symlink(&outside, dir.join("manifest.jsonl")).unwrap();
-    let log = t.state.log(&dir.join("manifest.jsonl")).unwrap();
+    symlink(&outside, dir.join_static("manifest.jsonl")).unwrap();
+    let log = t.state.log(&dir.join_static("manifest.jsonl")).unwrap();
     assert!(matches!(
         log.append(&json!({"e": 1})),
         Err(Error::Symlink { .. })
@@ -110,9 +111,9 @@ fn symlinked_log_and_lock_are_refused() {
     assert!(matches!(log.read::<Value>(), Err(Error::Symlink { .. })));
     assert_eq!(fs::read_to_string(&outside).unwrap(), "");
 
-    symlink(&outside, dir.join(".x.json.lock")).unwrap();
+    symlink(&outside, dir.as_path().join(".x.json.lock")).unwrap();
     assert!(matches!(
-        Lock::for_file(&dir.join("x.json")).exclusive(),
+        Lock::for_file(&dir.join_static("x.json")).exclusive(),
         Err(Error::Symlink { .. })
     ));
 }
@@ -146,29 +147,33 @@ fn missing_corrupt_wrong_shape_and_oversize_are_distinct() {
         ..StateOptions::default()
     });
     let dir = t.state.channel_dir(Channel::new("hooks")).unwrap();
-    let read = |name: &str| t.state.read_json::<Vec<u32>>(&dir.join(name)).unwrap();
+    let read = |name: &str| {
+        t.state
+            .read_json::<Vec<u32>>(&dir.join(name).unwrap())
+            .unwrap()
+    };
 
     assert_eq!(read("missing.json"), ReadOutcome::Missing);
 
-    fs::write(dir.join("torn.json"), "[1, 2").unwrap();
+    fs::write(dir.join_static("torn.json"), "[1, 2").unwrap();
     assert!(
         matches!(read("torn.json"), ReadOutcome::Corrupt(c) if matches!(c.reason, CorruptReason::Unparsable(_)))
     );
 
-    fs::write(dir.join("shape.json"), "{\"a\": 1}").unwrap();
+    fs::write(dir.join_static("shape.json"), "{\"a\": 1}").unwrap();
     assert!(
         matches!(read("shape.json"), ReadOutcome::Corrupt(c) if matches!(c.reason, CorruptReason::WrongShape(_)))
     );
 
     fs::write(
-        dir.join("big.json"),
+        dir.join_static("big.json"),
         format!("[{}]", vec!["1"; 40].join(",")),
     )
     .unwrap();
     match read("big.json") {
         ReadOutcome::Corrupt(c) => {
             assert_eq!(c.reason, CorruptReason::TooLarge { size: 81, cap: 64 });
-            assert_eq!(c.path, dir.join("big.json"));
+            assert_eq!(c.path, dir.join_static("big.json"));
             assert!(
                 c.to_string().contains("81 bytes is over the 64-byte cap"),
                 "{c}"
@@ -177,12 +182,12 @@ fn missing_corrupt_wrong_shape_and_oversize_are_distinct() {
         other => panic!("expected too large, got {other:?}"),
     }
 
-    fs::create_dir(dir.join("dir.json")).unwrap();
+    fs::create_dir(dir.join_static("dir.json")).unwrap();
     assert!(
         matches!(read("dir.json"), ReadOutcome::Corrupt(c) if c.reason == CorruptReason::NotARegularFile)
     );
 
-    fs::write(dir.join("ok.json"), "[1,2,3]").unwrap();
+    fs::write(dir.join_static("ok.json"), "[1,2,3]").unwrap();
     assert_eq!(read("ok.json"), ReadOutcome::Value(vec![1, 2, 3]));
 
     // A fail-closed caller turns corruption into an error naming the file.
@@ -194,11 +199,11 @@ fn missing_corrupt_wrong_shape_and_oversize_are_distinct() {
 fn quarantine_moves_aside_and_deletes_nothing() {
     let t = TempState::new();
     let dir = t.state.channel_dir(Channel::new("hooks")).unwrap();
-    let path = dir.join("bad.json");
+    let path = dir.join_static("bad.json");
     fs::write(&path, "not json").unwrap();
     let first = t.state.quarantine(&path).unwrap();
     assert!(!path.exists());
-    assert_eq!(first.parent().unwrap(), dir.join(".quarantine"));
+    assert_eq!(first.parent().unwrap(), dir.as_path().join(".quarantine"));
     assert!(
         first
             .file_name()
@@ -241,7 +246,7 @@ fn quarantine_moves_aside_and_deletes_nothing() {
 fn create_new_never_overwrites() {
     let t = TempState::new();
     let dir = t.state.channel_dir(Channel::new("mail")).unwrap();
-    let path = dir.join("m.json");
+    let path = dir.join_static("m.json");
     t.state.create_new_json(&path, &json!({"v": 1})).unwrap();
     let err = t
         .state
@@ -309,7 +314,7 @@ fn move_is_no_clobber_and_exactly_once() {
 fn log_reports_torn_tail_and_bad_lines_and_keeps_later_appends_whole() {
     let t = TempState::new();
     let dir = t.state.channel_dir(Channel::new("mail")).unwrap();
-    let log: JsonLog = t.state.log(&dir.join("manifest.jsonl")).unwrap();
+    let log: JsonLog = t.state.log(&dir.join_static("manifest.jsonl")).unwrap();
     log.append(&json!({"n": 1})).unwrap();
     assert_eq!(
         log.append_batch(&[json!({"n": 2}), json!({"n": 3})])
@@ -354,7 +359,7 @@ fn log_reports_torn_tail_and_bad_lines_and_keeps_later_appends_whole() {
 fn recover_truncates_only_the_torn_tail() {
     let t = TempState::new();
     let dir = t.state.channel_dir(Channel::new("bus")).unwrap();
-    let log = t.state.log(&dir.join("control.jsonl")).unwrap();
+    let log = t.state.log(&dir.join_static("control.jsonl")).unwrap();
     assert_eq!(log.recover().unwrap(), None, "missing log: nothing to do");
     log.append(&json!({"n": 1})).unwrap();
     assert_eq!(log.recover().unwrap(), None, "clean log: nothing cut");
@@ -372,7 +377,7 @@ fn recover_truncates_only_the_torn_tail() {
 fn log_refuses_unserializable_records_and_writes_nothing() {
     let t = TempState::new();
     let dir = t.state.channel_dir(Channel::new("bus")).unwrap();
-    let log = t.state.log(&dir.join("x.jsonl")).unwrap();
+    let log = t.state.log(&dir.join_static("x.jsonl")).unwrap();
     let bad = vec![json!({"ok": 1}), json!(f64::NAN)];
     // serde_json turns NaN into null inside a Value, so use a map with a non-string key.
     let mut map = std::collections::HashMap::new();
@@ -382,16 +387,51 @@ fn log_refuses_unserializable_records_and_writes_nothing() {
     assert_eq!(log.append_batch(&bad).unwrap(), 2);
 }
 
+/// A channel's doctor sweeps its own tree only, and learns what it removed.
+#[test]
+fn sweep_in_a_channel_removes_its_stale_temps_only() {
+    let t = TempState::new();
+    let hooks = t.state.channel_dir(Channel::new("hooks")).unwrap();
+    let mail = t.state.channel_dir(Channel::new("mail")).unwrap();
+    let mine = hooks.as_path().join(".a.json.1.2.deadbeef.tmp");
+    let theirs = mail.as_path().join(".m.json.1.2.deadbeef.tmp");
+    fs::write(&mine, "partial").unwrap();
+    fs::write(&theirs, "partial").unwrap();
+    let week = Duration::from_secs(7 * 24 * 3600);
+    assert!(t.state.sweep_temps_in(&hooks, week).unwrap().is_empty());
+    assert!(mine.exists(), "too young to sweep");
+    assert_eq!(
+        t.state.stale_temps_in(&hooks, Duration::ZERO).unwrap(),
+        vec![mine.clone()]
+    );
+    assert_eq!(
+        t.state.sweep_temps_in(&hooks, Duration::ZERO).unwrap(),
+        vec![mine.clone()]
+    );
+    assert!(!mine.exists());
+    assert!(
+        theirs.exists(),
+        "another channel's temp is not this doctor's"
+    );
+    let missing = t.state.channel(Channel::new("bus"));
+    assert!(
+        t.state
+            .sweep_temps_in(&missing, Duration::ZERO)
+            .unwrap()
+            .is_empty()
+    );
+}
+
 #[test]
 fn sweep_removes_only_stale_temps() {
     let t = TempState::new();
     let dir = t.state.channel_dir(Channel::new("hooks")).unwrap();
-    fs::write(dir.join(".a.json.1.2.deadbeef.tmp"), "partial").unwrap();
-    fs::write(dir.join(".a.json.lock"), "").unwrap();
-    fs::write(dir.join("a.json"), "{}").unwrap();
-    let nested = dir.join("deep");
+    fs::write(dir.as_path().join(".a.json.1.2.deadbeef.tmp"), "partial").unwrap();
+    fs::write(dir.as_path().join(".a.json.lock"), "").unwrap();
+    fs::write(dir.join_static("a.json"), "{}").unwrap();
+    let nested = dir.join_static("deep");
     fs::create_dir(&nested).unwrap();
-    fs::write(nested.join(".b.json.9.9.00000000.tmp"), "partial").unwrap();
+    fs::write(nested.as_path().join(".b.json.9.9.00000000.tmp"), "partial").unwrap();
     assert!(is_temp_name(".a.json.1.2.deadbeef.tmp"));
     assert!(!is_temp_name("a.tmp"));
 
@@ -409,7 +449,7 @@ fn sweep_removes_only_stale_temps() {
 fn locks_exclude_shared_and_time_out() {
     let t = TempState::new();
     let dir = t.state.channel_dir(Channel::new("loop")).unwrap();
-    let lock = t.state.lock_for(&dir.join("state.json")).unwrap();
+    let lock = t.state.lock_for(&dir.join_static("state.json")).unwrap();
     let held = lock.exclusive().unwrap();
     assert!(lock.try_exclusive().unwrap().is_none());
     assert!(lock.try_shared().unwrap().is_none());
@@ -434,14 +474,14 @@ fn list_skips_dot_entries_and_sorts() {
     let t = TempState::new();
     let dir = t.state.channel_dir(Channel::new("nudge")).unwrap();
     for n in ["b", "a", ".hidden", "c"] {
-        fs::write(dir.join(n), "").unwrap();
+        fs::write(dir.as_path().join(n), "").unwrap();
     }
     assert_eq!(t.state.list(&dir).unwrap(), ["a", "b", "c"]);
-    fs::create_dir(dir.join("sub")).unwrap();
-    fs::create_dir(dir.join(".hidden-dir")).unwrap();
-    symlink(t.scratch(""), dir.join("linked-dir")).unwrap();
+    fs::create_dir(dir.join_static("sub")).unwrap();
+    fs::create_dir(dir.as_path().join(".hidden-dir")).unwrap();
+    symlink(t.scratch(""), dir.join_static("linked-dir")).unwrap();
     assert_eq!(t.state.list_dirs(&dir).unwrap(), ["sub"]);
-    assert!(t.state.list(&dir.join("nope")).unwrap().is_empty());
+    assert!(t.state.list(&dir.join_static("nope")).unwrap().is_empty());
 }
 
 #[test]
@@ -474,17 +514,17 @@ fn state_dir_creates_channels_on_demand() {
 fn remove_file_removes_entries_inside_the_root_only() {
     let t = TempState::new();
     let dir = t.state.channel_dir(Channel::new("bus")).unwrap();
-    fs::write(dir.join("old.json"), "{}").unwrap();
-    assert!(t.state.remove_file(&dir.join("old.json")).unwrap());
+    fs::write(dir.join_static("old.json"), "{}").unwrap();
+    assert!(t.state.remove_file(&dir.join_static("old.json")).unwrap());
     assert!(
-        !t.state.remove_file(&dir.join("old.json")).unwrap(),
+        !t.state.remove_file(&dir.join_static("old.json")).unwrap(),
         "gone already"
     );
     // A symlink is removed itself; its target stays.
     let outside = t.scratch("target");
     fs::write(&outside, "keep").unwrap();
-    symlink(&outside, dir.join("link")).unwrap();
-    assert!(t.state.remove_file(&dir.join("link")).unwrap());
+    symlink(&outside, dir.join_static("link")).unwrap();
+    assert!(t.state.remove_file(&dir.join_static("link")).unwrap());
     assert_eq!(fs::read_to_string(&outside).unwrap(), "keep");
     assert!(matches!(
         t.state.remove_file(&outside),
@@ -518,7 +558,7 @@ fn open_existing_refuses_a_missing_root_and_creates_nothing() {
 fn an_oversized_line_is_reported_and_the_rest_still_reads() {
     let t = TempState::new();
     let dir = t.state.channel_dir(Channel::new("mail")).unwrap();
-    let log = t.state.log(&dir.join("manifest.jsonl")).unwrap();
+    let log = t.state.log(&dir.join_static("manifest.jsonl")).unwrap();
     log.append(&json!({"n": 1})).unwrap();
     let mut bytes = fs::read(log.path()).unwrap();
     let big = chipset_store::MAX_LINE * 3;
@@ -551,7 +591,7 @@ fn an_oversized_line_is_reported_and_the_rest_still_reads() {
 fn repair_keeps_every_whole_record_and_quarantines_the_rest() {
     let t = TempState::new();
     let dir = t.state.channel_dir(Channel::new("mail")).unwrap();
-    let log = t.state.log(&dir.join("manifest.jsonl")).unwrap();
+    let log = t.state.log(&dir.join_static("manifest.jsonl")).unwrap();
     assert_eq!(
         log.repair::<Value>().unwrap(),
         None,
@@ -577,7 +617,10 @@ fn repair_keeps_every_whole_record_and_quarantines_the_rest() {
         fs::read(&done.quarantined).unwrap(),
         b"{\"n\":2,\nnot json\n{\"n\":\n"
     );
-    assert!(done.quarantined.starts_with(dir.join(".quarantine")));
+    assert!(
+        done.quarantined
+            .starts_with(dir.as_path().join(".quarantine"))
+    );
     // Appends carry on after it.
     log.append(&json!({"n": 4})).unwrap();
     assert_eq!(log.read::<Value>().unwrap().records.len(), 3);
@@ -594,13 +637,13 @@ fn a_directory_or_fifo_at_a_log_or_lock_path_is_typed() {
             .then_some(())
             .ok_or(e)
     };
-    let dlog = t.state.log(&dir.join("d.jsonl")).unwrap();
+    let dlog = t.state.log(&dir.join_static("d.jsonl")).unwrap();
     fs::create_dir(dlog.path()).unwrap();
     not_a_file(dlog.read::<Value>().unwrap_err()).unwrap();
     not_a_file(dlog.append(&json!({})).unwrap_err()).unwrap();
     not_a_file(dlog.repair::<Value>().unwrap_err()).unwrap();
 
-    let flog = t.state.log(&dir.join("f.jsonl")).unwrap();
+    let flog = t.state.log(&dir.join_static("f.jsonl")).unwrap();
     rustix::fs::mknodat(
         rustix::fs::CWD,
         flog.path(),
@@ -615,7 +658,7 @@ fn a_directory_or_fifo_at_a_log_or_lock_path_is_typed() {
     t.state.quarantine(flog.path()).unwrap();
     flog.append(&json!({"n": 1})).unwrap();
 
-    let lock = Lock::for_file(&dir.join("x.json"));
+    let lock = Lock::for_file(&dir.join_static("x.json"));
     fs::create_dir(lock.path()).unwrap();
     not_a_file(lock.exclusive().unwrap_err()).unwrap();
 }
@@ -636,9 +679,9 @@ fn a_scratch_file_reads_back_and_has_no_name() {
     // A symlinked directory is refused like everywhere else.
     let elsewhere = t.scratch("elsewhere");
     fs::create_dir_all(&elsewhere).unwrap();
-    symlink(&elsewhere, dir.join("linked")).unwrap();
+    symlink(&elsewhere, dir.join_static("linked")).unwrap();
     assert!(matches!(
-        t.state.scratch_file(&dir.join("linked")),
+        t.state.scratch_file(&dir.join_static("linked")),
         Err(Error::Symlink { .. })
     ));
 }
@@ -648,7 +691,7 @@ fn walking_names_and_streaming_a_log_see_what_list_and_read_see() {
     let t = TempState::new();
     let dir = t.state.channel_dir(Channel::new("mail")).unwrap();
     for name in ["b.json", "a.json", ".hidden", "c"] {
-        fs::write(dir.join(name), b"{}").unwrap();
+        fs::write(dir.as_path().join(name), b"{}").unwrap();
     }
     let mut walked = Vec::new();
     t.state
@@ -661,12 +704,12 @@ fn walking_names_and_streaming_a_log_see_what_list_and_read_see() {
     assert_eq!(walked, t.state.list(&dir).unwrap());
     // A missing directory has no names.
     t.state
-        .for_each_name(&dir.join("missing"), |n| -> Result<(), Error> {
+        .for_each_name(&dir.join_static("missing"), |n| -> Result<(), Error> {
             panic!("{n}")
         })
         .unwrap();
 
-    let log = t.state.log(&dir.join("events.jsonl")).unwrap();
+    let log = t.state.log(&dir.join_static("events.jsonl")).unwrap();
     log.append(&json!({"n": 1})).unwrap();
     log.append(&json!({"n": 2})).unwrap();
     fs::OpenOptions::new()
@@ -690,12 +733,17 @@ fn walking_names_and_streaming_a_log_see_what_list_and_read_see() {
 fn list_stats_gives_each_listed_name_its_own_stat_without_following_links() {
     let t = TempState::new();
     let dir = t.state.channel_dir(Channel::new("mail")).unwrap();
-    assert!(t.state.list_stats(&dir.join("missing")).unwrap().is_empty());
-    fs::write(dir.join("b.json"), b"12345").unwrap();
-    fs::write(dir.join("a.json"), b"1").unwrap();
-    fs::write(dir.join(".hidden"), b"").unwrap();
-    fs::create_dir(dir.join("sub")).unwrap();
-    symlink(dir.join("b.json"), dir.join("c.json")).unwrap();
+    assert!(
+        t.state
+            .list_stats(&dir.join_static("missing"))
+            .unwrap()
+            .is_empty()
+    );
+    fs::write(dir.join_static("b.json"), b"12345").unwrap();
+    fs::write(dir.join_static("a.json"), b"1").unwrap();
+    fs::write(dir.as_path().join(".hidden"), b"").unwrap();
+    fs::create_dir(dir.join_static("sub")).unwrap();
+    symlink(dir.join_static("b.json"), dir.join_static("c.json")).unwrap();
     let listed = t.state.list_stats(&dir).unwrap();
     let names: Vec<&str> = listed.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, t.state.list(&dir).unwrap());
@@ -704,7 +752,7 @@ fn list_stats_gives_each_listed_name_its_own_stat_without_following_links() {
     for (i, name) in names.iter().enumerate() {
         assert_eq!(
             Some(stat(i)),
-            t.state.stat(&dir.join(name)).unwrap(),
+            t.state.stat(&dir.join(name).unwrap()).unwrap(),
             "{name}"
         );
     }

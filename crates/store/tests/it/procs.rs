@@ -42,8 +42,11 @@ fn increment(state: &StateDir, path: &Path, times: u64) {
 /// the previous writer left, and prints each committed step.
 fn crash_writer(state: &StateDir, limit: u64, mut out: impl FnMut(&str)) {
     let dir = state.channel_dir(Channel::new("loop")).unwrap();
-    let log = state.log(&dir.join("log.jsonl")).unwrap();
-    let in_file = match state.read_json::<Record>(&dir.join("value.json")).unwrap() {
+    let log = state.log(&dir.join_static("log.jsonl")).unwrap();
+    let in_file = match state
+        .read_json::<Record>(&dir.join_static("value.json"))
+        .unwrap()
+    {
         ReadOutcome::Value(r) => r.n,
         ReadOutcome::Missing => 0,
         ReadOutcome::Corrupt(c) => panic!("value file corrupt at start: {c}"),
@@ -64,7 +67,7 @@ fn crash_writer(state: &StateDir, limit: u64, mut out: impl FnMut(&str)) {
         let pad = "x".repeat((n as usize * 37) % 3000);
         state
             .write_json(
-                &dir.join("value.json"),
+                &dir.join_static("value.json"),
                 &Record {
                     n,
                     pad: pad.clone(),
@@ -103,7 +106,7 @@ fn child_entry() {
         .state
         .channel_dir(Channel::new("loop"))
         .unwrap()
-        .join("counter.json");
+        .join_static("counter.json");
     increment(&t.state, &path, 3);
     assert_eq!(
         t.state.read_json::<Counter>(&path).unwrap(),
@@ -154,7 +157,7 @@ fn sigkill_at_random_moments_never_leaves_a_partial_file() {
     let mut jitter = Jitter::new(seed);
     let t = TempState::new();
     let root = t.state.root().to_str().unwrap().to_owned();
-    let dir = t.state.root().join("loop");
+    let dir = t.state.channel(Channel::new("loop"));
     let mut last_replaced = 0u64;
     let mut last_appended = 0u64;
     let mut before = 0u64;
@@ -184,7 +187,7 @@ fn sigkill_at_random_moments_never_leaves_a_partial_file() {
         // round began with or the child's first.
         let value = match t
             .state
-            .read_json::<Record>(&dir.join("value.json"))
+            .read_json::<Record>(&dir.join_static("value.json"))
             .unwrap()
         {
             ReadOutcome::Value(v) => {
@@ -212,7 +215,7 @@ fn sigkill_at_random_moments_never_leaves_a_partial_file() {
             );
         }
         // The log yields only whole records, each acknowledged append among them.
-        let log = t.state.log(&dir.join("log.jsonl")).unwrap();
+        let log = t.state.log(&dir.join_static("log.jsonl")).unwrap();
         let read = log.read::<Record>().unwrap();
         let numbers: Vec<u64> = read.records.iter().map(|r| r.n).collect();
         assert!(

@@ -35,8 +35,8 @@ fn changed_at(w: &mut Watcher, path: &std::path::Path) -> bool {
 fn a_file_target_reports_its_own_changes_only() {
     let tmp = TempState::new();
     let hooks = tmp.state.channel_dir(Channel::new("hooks")).unwrap();
-    let mine = hooks.join("alpha.json");
-    let other = hooks.join("beta.json");
+    let mine = hooks.join_static("alpha.json");
+    let other = hooks.join_static("beta.json");
     let mut w = Watcher::new(&tmp.state, [WatchTarget::file(&mine)], notified()).unwrap();
     assert!(w.is_notified());
     tmp.state.write_json(&other, &json!({"x": 1})).unwrap();
@@ -117,7 +117,7 @@ fn without_notifications_the_rescan_wakes() {
     let mut w = Watcher::new(&tmp.state, [WatchTarget::dir(&dir)], config).unwrap();
     assert!(!w.is_notified());
     tmp.state
-        .write_json(&dir.join("x.json"), &json!({}))
+        .write_json(&dir.join_static("x.json"), &json!({}))
         .unwrap();
     assert_eq!(w.wait(PATIENT), WatchWake::Rescan);
 }
