@@ -83,7 +83,7 @@ fn signals(c: &mut Criterion) {
     let sent = nudges.send(&polecat, draft()).unwrap();
     let bytes = chipset_store::to_canonical_json(sent.sent().unwrap()).unwrap();
     let dir = nudges.agent_dir(&polecat);
-    let raw_target = dir.join("raw.json");
+    let raw_target = dir.as_path().join("raw.json");
     raw_replace(&dir, &raw_target, &bytes);
 
     let mut g = c.benchmark_group("nudge_send");

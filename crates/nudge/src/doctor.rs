@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use chipset_store::{
-    Action, Defect, DoctorMode, Finding, Lock, ReadOutcome, Report, StateDir, parse_json,
+    Action, Defect, DoctorMode, Finding, Lock, ReadOutcome, Report, StateDir, StatePath, parse_json,
 };
 use serde::de::DeserializeOwned;
 
@@ -71,7 +71,7 @@ impl OnDisk for crate::format::Reminder {
 }
 
 /// Reads `path` as a `T`.
-fn read<T: OnDisk>(state: &StateDir, path: &Path) -> chipset_store::Result<ReadOutcome<T>> {
+fn read<T: OnDisk>(state: &StateDir, path: &StatePath) -> chipset_store::Result<ReadOutcome<T>> {
     Ok(state
         .read_bytes(path)?
         .and_then(|bytes| T::parse(path, &bytes)))
@@ -83,7 +83,7 @@ fn read<T: OnDisk>(state: &StateDir, path: &Path) -> chipset_store::Result<ReadO
 pub(crate) fn check_file<T: OnDisk>(
     state: &StateDir,
     area: Area,
-    path: &Path,
+    path: &StatePath,
     lock: &Lock,
     report: &mut Report,
 ) -> Result<Option<T>> {

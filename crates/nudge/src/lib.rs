@@ -99,6 +99,11 @@
 //! `-`, `_`, non-ASCII characters, and `.` (except first), and writing every
 //! other byte as `%XX`. Listing the open reminders reads only `open/` and
 //! `snoozed/`, so it costs in proportion to the open set, not the history.
+//! Every path above is a [`StatePath`](chipset_store::StatePath)
+//! (`Nudges::latest_path`, `Reminders::open_path`, …): built from the
+//! channel's directory and checked segments, so none can leave the root; a
+//! listed name that is not one safe segment was not written by chipset and
+//! is skipped (the doctor reports it as a stray).
 //!
 //! # Concurrency and durability
 //!

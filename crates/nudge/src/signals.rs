@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use chipset_store::{
     AgentId, Corruption, Decision, DoctorMode, ReadOutcome, Report, SortableId, StateDir,
-    Timestamp, Unsupported,
+    StatePath, Timestamp, Unsupported,
 };
 
 use crate::doctor;
@@ -301,27 +301,25 @@ impl Nudges {
     }
 
     /// Returns `nudge/{agent}/`.
-    pub fn agent_dir(&self, agent: &AgentId) -> PathBuf {
-        self.state
-            .channel_path(crate::NUDGE_CHANNEL)
-            .join(agent.as_str())
+    pub fn agent_dir(&self, agent: &AgentId) -> StatePath {
+        self.state.channel(crate::NUDGE_CHANNEL).join_id(agent, "")
     }
 
     /// Returns `nudge/{agent}/latest.json`.
-    pub fn latest_path(&self, agent: &AgentId) -> PathBuf {
-        self.agent_dir(agent).join(LATEST_FILE)
+    pub fn latest_path(&self, agent: &AgentId) -> StatePath {
+        self.agent_dir(agent).join_static(LATEST_FILE)
     }
 
     /// Returns `nudge/{agent}/processed.json`.
-    pub fn processed_path(&self, agent: &AgentId) -> PathBuf {
-        self.agent_dir(agent).join(PROCESSED_FILE)
+    pub fn processed_path(&self, agent: &AgentId) -> StatePath {
+        self.agent_dir(agent).join_static(PROCESSED_FILE)
     }
 
     /// Returns `nudge/{sender}/responses/{responder}.json`.
-    pub fn response_path(&self, sender: &AgentId, responder: &AgentId) -> PathBuf {
+    pub fn response_path(&self, sender: &AgentId, responder: &AgentId) -> StatePath {
         self.agent_dir(sender)
-            .join(RESPONSES_DIR)
-            .join(format!("{responder}.json"))
+            .join_static(RESPONSES_DIR)
+            .join_id(responder, ".json")
     }
 
     /// Sends a nudge to `to`: stamps it with the time and a fresh id and
@@ -435,8 +433,8 @@ impl Nudges {
                 ReadOutcome::Value(n) => Some(n),
                 // A nudge this version cannot rank is not replaced blindly.
                 ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
-                ReadOutcome::Corrupt(bad) => {
-                    let quarantined = self.state.quarantine(&bad.path)?;
+                ReadOutcome::Corrupt(_) => {
+                    let quarantined = self.state.quarantine(&latest)?;
                     let sent = nudge.clone();
                     return Ok(Decision::Write(
                         nudge,
@@ -545,8 +543,8 @@ impl Nudges {
                     }
                     ReadOutcome::Value(r) => (r.count + 1, r.extra),
                     ReadOutcome::Missing => (1, serde_json::Map::new()),
-                    ReadOutcome::Corrupt(bad) => {
-                        self.state.quarantine(&bad.path)?;
+                    ReadOutcome::Corrupt(_) => {
+                        self.state.quarantine(&path)?;
                         (1, serde_json::Map::new())
                     }
                     ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
@@ -615,8 +613,8 @@ impl Nudges {
                 ReadOutcome::Value(old) if old.timestamp > response.timestamp => {
                     return Ok(Decision::Keep(response.clone()));
                 }
-                ReadOutcome::Corrupt(bad) => {
-                    self.state.quarantine(&bad.path)?;
+                ReadOutcome::Corrupt(_) => {
+                    self.state.quarantine(&record)?;
                 }
                 ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
                 _ => {}
@@ -643,7 +641,7 @@ impl Nudges {
     ///
     /// [`Error::Store`] on I/O failure.
     pub fn responses_since(&self, sender: &AgentId, since: Timestamp) -> Result<Responses> {
-        let dir = self.agent_dir(sender).join(RESPONSES_DIR);
+        let dir = self.agent_dir(sender).join_static(RESPONSES_DIR);
         let mut newest: BTreeMap<String, Nudge> = BTreeMap::new();
         let mut out = Responses::default();
         let keep = |n: Nudge, newest: &mut BTreeMap<String, Nudge>| {
@@ -658,10 +656,17 @@ impl Nudges {
             }
         };
         for name in self.state.list(&dir)? {
-            if !name.ends_with(".json") {
+            // A name that is not one safe segment was not written by a
+            // responder (whose file is named by its id): skipped, as a
+            // name without `.json` is.
+            let Some(path) = name
+                .ends_with(".json")
+                .then(|| dir.join(&name).ok())
+                .flatten()
+            else {
                 continue;
-            }
-            match self.state.read_json::<Nudge>(&dir.join(&name))? {
+            };
+            match self.state.read_json::<Nudge>(&path)? {
                 ReadOutcome::Value(n) => keep(n, &mut newest),
                 ReadOutcome::Corrupt(c) => out.corrupt.push(c),
                 ReadOutcome::Unsupported(u) => out.unsupported.push(u),
@@ -727,7 +732,7 @@ impl Nudges {
     ///
     /// [`Error::Store`] on I/O failure.
     pub fn agents(&self) -> Result<Vec<AgentId>> {
-        let dir = self.state.channel_path(crate::NUDGE_CHANNEL);
+        let dir = self.state.channel(crate::NUDGE_CHANNEL);
         Ok(self
             .state
             .list_dirs(&dir)?
@@ -780,13 +785,15 @@ impl Nudges {
     pub fn doctor(&self, mode: DoctorMode) -> Result<Report> {
         let mut report = Report::new(mode);
         let area = doctor::Area::Nudge;
-        let root = self.state.channel_path(crate::NUDGE_CHANNEL);
+        let root = self.state.channel(crate::NUDGE_CHANNEL);
         // Real directories only: a symlink (or a file) in their place is a
         // stray to report, not a directory to follow.
         let dirs = self.state.list_dirs(&root)?;
         for name in self.state.list(&root)? {
             let Ok(agent) = AgentId::new(name.as_str()) else {
-                report.findings.push(area.stray(&root.join(&name)));
+                report
+                    .findings
+                    .push(area.stray(&root.as_path().join(&name)));
                 continue;
             };
             let dir = self.agent_dir(&agent);
@@ -795,7 +802,7 @@ impl Nudges {
                 continue;
             }
             for file in [LATEST_FILE, PROCESSED_FILE] {
-                let path = dir.join(file);
+                let path = dir.join_static(file);
                 let lock = self.state.lock_for(&path)?;
                 if file == LATEST_FILE {
                     doctor::check_file::<Nudge>(&self.state, area, &path, &lock, &mut report)?;
@@ -809,9 +816,14 @@ impl Nudges {
                     )?;
                 }
             }
-            let responses = dir.join(RESPONSES_DIR);
+            let responses = dir.join_static(RESPONSES_DIR);
             for name in self.state.list(&responses)? {
-                let path = responses.join(&name);
+                let Ok(path) = responses.join(&name) else {
+                    report
+                        .findings
+                        .push(area.stray(&responses.as_path().join(&name)));
+                    continue;
+                };
                 if !name.ends_with(".json") || self.state.stat(&path)?.is_some_and(|m| m.is_dir()) {
                     report.findings.push(area.stray(&path));
                     continue;

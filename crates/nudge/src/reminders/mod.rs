@@ -9,7 +9,7 @@
 //! - `query.rs`: the read side (listings, lookups by id, counts, metrics)
 //!   and the index scans the write path and the doctor share.
 
-use std::path::{Path, PathBuf};
+use chipset_store::StatePath;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -214,38 +214,42 @@ impl Reminders {
         &self.config
     }
 
-    fn root(&self) -> PathBuf {
-        self.state.channel_path(crate::REMINDERS_CHANNEL)
+    fn root(&self) -> StatePath {
+        self.state.channel(crate::REMINDERS_CHANNEL)
     }
 
     /// Returns where the key's reminder lives while open.
-    pub fn open_path(&self, key: &ReminderKey) -> PathBuf {
+    pub fn open_path(&self, key: &ReminderKey) -> StatePath {
         self.index_path(OPEN_DIR, key)
     }
 
     /// Returns where the key's reminder lives while snoozed.
-    pub fn snoozed_path(&self, key: &ReminderKey) -> PathBuf {
+    pub fn snoozed_path(&self, key: &ReminderKey) -> StatePath {
         self.index_path(SNOOZED_DIR, key)
     }
 
     /// Returns where a resolved reminder lives.
-    pub fn history_path(&self, id: &ReminderId) -> PathBuf {
-        self.root().join(HISTORY_DIR).join(format!("{id}.json"))
+    pub fn history_path(&self, id: &ReminderId) -> StatePath {
+        self.root().join_static(HISTORY_DIR).join_id(id, ".json")
     }
 
-    fn index_path(&self, area: &str, key: &ReminderKey) -> PathBuf {
+    fn index_path(&self, area: &'static str, key: &ReminderKey) -> StatePath {
+        // A key's kind and source type are `a-z0-9_` names and its file name
+        // is escaped (see `key.rs`): each is always one safe segment.
+        let safe = "a reminder key's parts are safe path segments";
         self.root()
-            .join(area)
+            .join_static(area)
             .join(key.kind())
-            .join(key.source_type())
-            .join(key.file_name())
+            .and_then(|p| p.join(key.source_type()))
+            .and_then(|p| p.join(key.file_name()))
+            .expect(safe)
     }
 
     fn stripe_lock(&self, stripe: u64) -> Result<Lock> {
         let name = self
             .root()
-            .join(LOCKS_DIR)
-            .join(format!("stripe-{stripe:02}"));
+            .join_static(LOCKS_DIR)
+            .join(format!("stripe-{stripe:02}"))?;
         Ok(self.state.lock_for(&name)?)
     }
 
@@ -266,7 +270,7 @@ impl Reminders {
             .expect("a sortable id is a valid segment")
     }
 
-    fn read(&self, path: &Path) -> Result<Option<Reminder>> {
+    fn read(&self, path: &StatePath) -> Result<Option<Reminder>> {
         match read_reminder(&self.state, path)? {
             ReadOutcome::Missing => Ok(None),
             ReadOutcome::Value(r) => Ok(Some(r)),
@@ -341,7 +345,9 @@ impl Reminders {
             // Only a writer that bypassed the lock can get here; its reminder wins.
             Err(chipset_store::Error::AlreadyExists { .. }) => match self.read(&path)? {
                 Some(existing) => Ok(Opened::Existing(existing)),
-                None => Err(Error::Store(chipset_store::Error::AlreadyExists { path })),
+                None => Err(Error::Store(chipset_store::Error::AlreadyExists {
+                    path: path.into_path_buf(),
+                })),
             },
             Err(e) => Err(e.into()),
         }
@@ -584,7 +590,7 @@ impl Reminders {
     /// Moves `from` to `to`. If `to` already holds the same record (a cross-
     /// directory move that a crash left visible in both places), the leftover
     /// is quarantined rather than deleted.
-    fn retire(&self, from: &Path, to: &Path) -> Result<()> {
+    fn retire(&self, from: &StatePath, to: &StatePath) -> Result<()> {
         match self.state.move_noclobber(from, to) {
             Ok(()) => Ok(()),
             Err(chipset_store::Error::AlreadyExists { .. })

@@ -2,9 +2,9 @@
 //! and metrics, and the index scans the shell and the doctor share.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use chipset_store::{ReadOutcome, StateDir, Timestamp, Unsupported};
+use chipset_store::{ReadOutcome, StateDir, StatePath, Timestamp, Unsupported};
 use serde_json::Value;
 
 use super::rules::sort;
@@ -36,7 +36,7 @@ impl Reminders {
         let kind_dir = filter
             .kind
             .as_ref()
-            .map(|k| self.root().join(SNOOZED_DIR).join(k));
+            .map(|k| self.root().join_static(SNOOZED_DIR).as_path().join(k));
         listing.corrupt.extend(
             corrupt_snoozed
                 .into_iter()
@@ -183,20 +183,28 @@ impl Reminders {
 
     /// Returns the files of an index area (`open` or `snoozed`), optionally
     /// for one kind: `{area}/{kind}/{source_type}/*.json`.
-    pub(super) fn index_files(&self, area: &str, kind: Option<&str>) -> Result<Vec<PathBuf>> {
-        let top = self.root().join(area);
+    pub(super) fn index_files(
+        &self,
+        area: &'static str,
+        kind: Option<&str>,
+    ) -> Result<Vec<StatePath>> {
+        let top = self.root().join_static(area);
         let kinds = match kind {
             Some(k) => vec![k.to_owned()],
             None => self.state.list(&top)?,
         };
         let mut out = Vec::new();
+        // A name that is not one safe segment holds no reminder: every
+        // index path is made of a checked key's parts.
         for kind in kinds {
-            let kdir = top.join(&kind);
+            let Ok(kdir) = top.join(&kind) else { continue };
             for st in self.state.list(&kdir)? {
-                let sdir = kdir.join(&st);
+                let Ok(sdir) = kdir.join(&st) else { continue };
                 for name in self.state.list(&sdir)? {
-                    if name.ends_with(".json") {
-                        out.push(sdir.join(name));
+                    if name.ends_with(".json")
+                        && let Ok(path) = sdir.join(name)
+                    {
+                        out.push(path);
                     }
                 }
             }
@@ -204,14 +212,14 @@ impl Reminders {
         Ok(out)
     }
 
-    pub(super) fn history_files(&self) -> Result<Vec<PathBuf>> {
-        let dir = self.root().join(HISTORY_DIR);
+    pub(super) fn history_files(&self) -> Result<Vec<StatePath>> {
+        let dir = self.root().join_static(HISTORY_DIR);
         Ok(self
             .state
             .list(&dir)?
             .into_iter()
             .filter(|n| n.ends_with(".json"))
-            .map(|n| dir.join(n))
+            .filter_map(|n| dir.join(n).ok())
             .collect())
     }
 }
@@ -227,7 +235,7 @@ pub(super) enum Located {
 /// corrupt.
 pub(crate) fn read_reminder(
     state: &StateDir,
-    path: &Path,
+    path: &StatePath,
 ) -> chipset_store::Result<ReadOutcome<Reminder>> {
     Ok(state
         .read_bytes(path)?

@@ -170,7 +170,7 @@ fn an_unknown_severity_or_resolution_is_unsupported_and_left_in_place() {
         let f = report
             .findings
             .iter()
-            .find(|f| f.path.as_ref() == Some(&path))
+            .find(|f| f.path.as_ref() == Some(&path.clone().into_path_buf()))
             .expect("reported");
         assert_eq!(f.fault, Defect::Unsupported(u.what.clone()));
         assert_eq!(fs::read(&path).unwrap(), bytes, "never moved or rewritten");

@@ -407,7 +407,8 @@ fn the_doctor_reports_a_symlinked_agent_directory_and_goes_on() {
             .findings
             .iter()
             .any(|f| matches!(f.fault, Defect::Corrupt(_))
-                && f.path.as_ref() == Some(&n.latest_path(&agent("polecat-alpha")))),
+                && f.path.as_ref()
+                    == Some(&n.latest_path(&agent("polecat-alpha")).into_path_buf())),
         "{report:?}"
     );
     assert!(
