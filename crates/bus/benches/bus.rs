@@ -244,7 +244,7 @@ fn bench_pending(c: &mut Criterion) {
         });
         let name = format!("{}-{id}-worker-1-tick.json", p.digit());
         fs::write(
-            queue.join(name),
+            queue.as_path().join(name),
             chipset_store::to_canonical_json(&body).expect("json"),
         )
         .expect("write");
@@ -263,7 +263,7 @@ fn bench_pending(c: &mut Criterion) {
             names
                 .iter()
                 .map(|n| {
-                    let bytes = fs::read(dir.join(n)).expect("read");
+                    let bytes = fs::read(dir.as_path().join(n)).expect("read");
                     serde_json::from_slice::<serde_json::Value>(&bytes).expect("parse")
                 })
                 .count()

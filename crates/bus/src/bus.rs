@@ -1,11 +1,11 @@
 //! The bus handle: publishing, reading, acknowledging, presence, control, reminders.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use chipset_store::{
-    AgentId, CorruptReason, Corruption, Decision, LogContents, ReadOutcome, StateDir, Timestamp,
-    Unsupported,
+    AgentId, CorruptReason, Corruption, Decision, LogContents, ReadOutcome, StateDir, StatePath,
+    Timestamp, Unsupported,
 };
 
 use crate::config::{BusConfig, Occasion};
@@ -237,22 +237,22 @@ impl Bus {
         &self.config
     }
 
-    pub(crate) fn root(&self) -> PathBuf {
-        self.state.channel_path(crate::BUS_CHANNEL)
+    pub(crate) fn root(&self) -> StatePath {
+        self.state.channel(crate::BUS_CHANNEL)
     }
 
-    pub(crate) fn agent_dir(&self, agent: &AgentId) -> PathBuf {
-        self.root().join(agent.as_str())
+    pub(crate) fn agent_dir(&self, agent: &AgentId) -> StatePath {
+        self.root().join_id(agent, "")
     }
 
     /// Returns the path of `agent`'s queue directory (`bus/{agent}/queue`).
-    pub fn queue_dir(&self, agent: &AgentId) -> PathBuf {
-        self.agent_dir(agent).join(QUEUE)
+    pub fn queue_dir(&self, agent: &AgentId) -> StatePath {
+        self.agent_dir(agent).join_static(QUEUE)
     }
 
     /// Returns the path of `agent`'s processed directory (`bus/{agent}/processed`).
-    pub fn processed_dir(&self, agent: &AgentId) -> PathBuf {
-        self.agent_dir(agent).join(PROCESSED)
+    pub fn processed_dir(&self, agent: &AgentId) -> StatePath {
+        self.agent_dir(agent).join_static(PROCESSED)
     }
 
     // ----- publishing -----
@@ -329,10 +329,10 @@ impl Bus {
         let name = built.file_name();
         let mut items = Vec::with_capacity(unique.len());
         for a in &unique {
-            let path = self.queue_dir(a).join(&name);
+            let path = self.queue_dir(a).join(&name)?;
             let bytes = chipset_store::to_canonical_json(&built).map_err(|source| {
                 chipset_store::Error::Serialize {
-                    path: path.clone(),
+                    path: path.clone().into_path_buf(),
                     source,
                 }
             })?;
@@ -400,10 +400,10 @@ impl Bus {
         let dir = self.queue_dir(agent);
         let mut items = Vec::with_capacity(fresh.len());
         for &i in &fresh {
-            let path = dir.join(built[i].file_name());
+            let path = dir.join(built[i].file_name())?;
             let bytes = chipset_store::to_canonical_json(&built[i]).map_err(|source| {
                 chipset_store::Error::Serialize {
-                    path: path.clone(),
+                    path: path.clone().into_path_buf(),
                     source,
                 }
             })?;
@@ -430,7 +430,8 @@ impl Bus {
                                     id: built[i].id().clone(),
                                     path: items[fresh.iter().position(|f| *f == i).unwrap_or(0)]
                                         .0
-                                        .clone(),
+                                        .clone()
+                                        .into_path_buf(),
                                 });
                             }
                         }
@@ -461,8 +462,8 @@ impl Bus {
         let published: std::cell::RefCell<Option<Event>> = std::cell::RefCell::new(None);
         let record_path = self
             .agent_dir(agent)
-            .join(DEDUP)
-            .join(name::dedup_file_name(key));
+            .join_static(DEDUP)
+            .join(name::dedup_file_name(key))?;
         self.state
             .update(&record_path, |last: ReadOutcome<DedupRecord>| {
                 // Time is read under the lock, so racing publishers are judged in lock order.
@@ -473,7 +474,7 @@ impl Bus {
                     ReadOutcome::Corrupt(bad) => {
                         // Delivering a possible duplicate beats dropping an event.
                         tracing::warn!(path = %bad.path.display(), reason = %bad.reason, "corrupt de-duplication record");
-                        self.state.quarantine(&bad.path)?;
+                        self.state.quarantine(&record_path)?;
                         None
                     }
                     // A record this version cannot judge is neither overwritten nor guessed at.
@@ -537,7 +538,7 @@ impl Bus {
     /// is this no-clobber create. Returns the event delivered, which for a
     /// retry of the same id and content is the first one.
     fn create_event(&self, agent: &AgentId, built: Event) -> Result<Event> {
-        let target = self.queue_dir(agent).join(built.file_name());
+        let target = self.queue_dir(agent).join(built.file_name())?;
         match self.state.create_new_json(&target, &built) {
             Ok(()) => Ok(built),
             Err(chipset_store::Error::AlreadyExists { .. }) => {
@@ -547,7 +548,7 @@ impl Bus {
                     None => Err(Error::IdConflict {
                         agent: agent.clone(),
                         id: built.id().clone(),
-                        path: target,
+                        path: target.into_path_buf(),
                     }),
                 }
             }
@@ -570,7 +571,7 @@ impl Bus {
                 if entry.id() != built.id() {
                     continue;
                 }
-                let path = dir.join(entry.name());
+                let path = dir.join(entry.name())?;
                 match read_event(&self.state, &path, entry.name())? {
                     EventRead::Event(first) if built.same_content(&first) => {
                         return Ok(Some(first));
@@ -581,7 +582,7 @@ impl Bus {
                         return Err(Error::IdConflict {
                             agent: agent.clone(),
                             id: built.id().clone(),
-                            path,
+                            path: path.into_path_buf(),
                         });
                     }
                 }
@@ -611,7 +612,7 @@ impl Bus {
         self.entries(&self.processed_dir(agent))
     }
 
-    fn entries(&self, dir: &Path) -> Result<Vec<QueueEntry>> {
+    fn entries(&self, dir: &StatePath) -> Result<Vec<QueueEntry>> {
         Ok(self
             .state
             .list(dir)?
@@ -632,12 +633,24 @@ impl Bus {
         let dir = self.queue_dir(agent);
         let mut pending = Pending::default();
         for name in self.state.list(&dir)? {
-            let path = dir.join(&name);
+            let path = match listed(&dir, &name) {
+                Ok(path) => path,
+                Err(path) => {
+                    pending.unreadable.push(BadFile {
+                        path,
+                        problem: Problem::ForeignName,
+                    });
+                    continue;
+                }
+            };
             match read_event(&self.state, &path, &name)? {
                 // Acknowledged between the listing and the read.
                 EventRead::Gone => {}
                 EventRead::Event(e) => pending.events.push(e),
-                EventRead::Bad(problem) => pending.unreadable.push(BadFile { path, problem }),
+                EventRead::Bad(problem) => pending.unreadable.push(BadFile {
+                    path: path.into_path_buf(),
+                    problem,
+                }),
             }
         }
         Ok(pending)
@@ -663,7 +676,7 @@ impl Bus {
     /// # Errors
     ///
     /// [`Error::Store`] when it cannot be created.
-    pub fn ensure_queue(&self, agent: &AgentId) -> Result<PathBuf> {
+    pub fn ensure_queue(&self, agent: &AgentId) -> Result<StatePath> {
         let dir = self.queue_dir(agent);
         self.state.ensure_dir(&dir)?;
         Ok(dir)
@@ -718,8 +731,8 @@ impl Bus {
 
     /// Moves `name` from the queue to processed; `None` when it is in neither.
     fn ack_name(&self, agent: &AgentId, name: &str) -> Result<Option<AckOutcome>> {
-        let from = self.queue_dir(agent).join(name);
-        let to = self.processed_dir(agent).join(name);
+        let from = self.queue_dir(agent).join(name)?;
+        let to = self.processed_dir(agent).join(name)?;
         match self.state.move_noclobber(&from, &to) {
             Ok(()) => Ok(Some(AckOutcome::Acked)),
             Err(chipset_store::Error::NotFound { .. }) => {
@@ -746,13 +759,13 @@ impl Bus {
     pub fn start(&self, agent: &AgentId) -> Result<Startup> {
         self.ensure_queue(agent)?;
         let pending = self.pending(agent)?;
-        let path = self.agent_dir(agent).join(PRESENCE);
+        let path = self.agent_dir(agent).join_static(PRESENCE);
         let pid = std::process::id();
         let (presence, previous) = self.state.update(&path, |cur: ReadOutcome<Presence>| {
             let now = self.state.now();
             let previous = self.classify_presence(cur, now);
-            if let PresenceState::Unreadable(bad) = &previous {
-                self.state.quarantine(&bad.path)?;
+            if let PresenceState::Unreadable(_) = &previous {
+                self.state.quarantine(&path)?;
             }
             let presence = Presence {
                 pid,
@@ -777,7 +790,7 @@ impl Bus {
     ///
     /// [`Error::Store`] when presence cannot be written.
     pub fn heartbeat(&self, agent: &AgentId) -> Result<Presence> {
-        let path = self.agent_dir(agent).join(PRESENCE);
+        let path = self.agent_dir(agent).join_static(PRESENCE);
         let pid = std::process::id();
         self.state.update(&path, |cur: ReadOutcome<Presence>| {
             let now = self.state.now();
@@ -787,8 +800,8 @@ impl Bus {
                     ..p
                 },
                 ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
-                ReadOutcome::Corrupt(bad) => {
-                    self.state.quarantine(&bad.path)?;
+                ReadOutcome::Corrupt(_) => {
+                    self.state.quarantine(&path)?;
                     Presence {
                         pid,
                         started_at: now,
@@ -813,7 +826,7 @@ impl Bus {
     ///
     /// [`Error::Store`] when it cannot be read.
     pub fn presence(&self, agent: &AgentId) -> Result<PresenceState> {
-        let path = self.agent_dir(agent).join(PRESENCE);
+        let path = self.agent_dir(agent).join_static(PRESENCE);
         let read = self.state.read_json::<Presence>(&path)?;
         Ok(self.classify_presence(read, self.state.now()))
     }
@@ -843,7 +856,9 @@ impl Bus {
     /// [`Error::InvalidField`] for a bad resource; [`Error::Store`] when the append fails.
     pub fn control(&self, agent: &AgentId, command: &ControlCommand) -> Result<()> {
         command.resource.check()?;
-        let log = self.state.log(&self.agent_dir(agent).join(CONTROL))?;
+        let log = self
+            .state
+            .log(&self.agent_dir(agent).join_static(CONTROL))?;
         log.append(&ControlLine {
             at: self.state.now(),
             command: command.clone(),
@@ -863,15 +878,16 @@ impl Bus {
     /// [`Error::Store`] when the log or registry cannot be read or written.
     pub fn apply_control(&self, agent: &AgentId) -> Result<Applied> {
         let dir = self.agent_dir(agent);
-        let log = self.state.log(&dir.join(CONTROL))?;
+        let log = self.state.log(&dir.join_static(CONTROL))?;
+        let registry = dir.join_static(REGISTRY);
         self.state
-            .update(&dir.join(REGISTRY), |cur: ReadOutcome<Registry>| {
+            .update(&registry, |cur: ReadOutcome<Registry>| {
                 let registry = match cur {
                     ReadOutcome::Value(r) => r,
                     ReadOutcome::Missing => Registry::default(),
                     ReadOutcome::Corrupt(bad) => {
                         tracing::warn!(path = %bad.path.display(), reason = %bad.reason, "rebuilding corrupt registry");
-                        self.state.quarantine(&bad.path)?;
+                        self.state.quarantine(&registry)?;
                         Registry::default()
                     }
                     ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
@@ -914,7 +930,7 @@ impl Bus {
     ///
     /// [`Error::Store`] when it cannot be read or is corrupt.
     pub fn registry(&self, agent: &AgentId) -> Result<Registry> {
-        let path = self.agent_dir(agent).join(REGISTRY);
+        let path = self.agent_dir(agent).join_static(REGISTRY);
         Ok(self
             .state
             .read_json::<Registry>(&path)?
@@ -933,14 +949,14 @@ impl Bus {
     /// [`Error::Store`] when the queue or the reminder state cannot be read or written.
     pub fn due_reminders(&self, agent: &AgentId, occasion: Occasion) -> Result<Vec<Event>> {
         let events = self.pending(agent)?.into_events();
-        let path = self.agent_dir(agent).join(NAG);
+        let path = self.agent_dir(agent).join_static(NAG);
         let indices = self.state.update(&path, |cur: ReadOutcome<NagState>| {
             let state = match cur {
                 ReadOutcome::Value(s) => s,
                 ReadOutcome::Missing => NagState::default(),
-                ReadOutcome::Corrupt(bad) => {
+                ReadOutcome::Corrupt(_) => {
                     // Forgetting reminder times only makes reminders come early.
-                    self.state.quarantine(&bad.path)?;
+                    self.state.quarantine(&path)?;
                     NagState::default()
                 }
                 ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
@@ -961,9 +977,17 @@ impl Bus {
         Ok(indices.into_iter().map(|i| events[i].clone()).collect())
     }
 
-    pub(crate) fn dedup_dir(&self, agent: &AgentId) -> PathBuf {
-        self.agent_dir(agent).join(DEDUP)
+    pub(crate) fn dedup_dir(&self, agent: &AgentId) -> StatePath {
+        self.agent_dir(agent).join_static(DEDUP)
     }
+}
+
+/// Returns `dir/name` for a name read from a listing of `dir`, or, for a
+/// name that is not one safe path segment, the path to show it by: no
+/// chipset writer makes such a name (an event's or a key's file name is
+/// always a safe segment), so it is foreign, and no `StatePath` can name it.
+pub(crate) fn listed(dir: &StatePath, name: &str) -> std::result::Result<StatePath, PathBuf> {
+    dir.join(name).map_err(|_| dir.as_path().join(name))
 }
 
 /// What reading one queue file gave.
@@ -974,7 +998,7 @@ pub(crate) enum EventRead {
 }
 
 /// Reads an event file and checks it against its name.
-pub(crate) fn read_event(state: &StateDir, path: &Path, name: &str) -> Result<EventRead> {
+pub(crate) fn read_event(state: &StateDir, path: &StatePath, name: &str) -> Result<EventRead> {
     let Some(entry) = QueueEntry::parse(name) else {
         return Ok(EventRead::Bad(Problem::ForeignName));
     };
@@ -992,7 +1016,11 @@ pub(crate) fn read_event(state: &StateDir, path: &Path, name: &str) -> Result<Ev
 /// Removes the queue copy of an event that is also in the processed area,
 /// when both hold the same bytes. Such a pair can only come from a crash
 /// between the two directory syncs of a move; the processed copy stays.
-pub(crate) fn remove_acked_copy(state: &StateDir, queued: &Path, processed: &Path) -> Result<bool> {
+pub(crate) fn remove_acked_copy(
+    state: &StateDir,
+    queued: &StatePath,
+    processed: &StatePath,
+) -> Result<bool> {
     let queued_bytes = state.read_bytes(queued)?;
     let same = match (queued_bytes, state.read_bytes(processed)?) {
         (ReadOutcome::Value(a), ReadOutcome::Value(b)) => a == b,

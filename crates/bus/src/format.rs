@@ -586,7 +586,7 @@ pub(crate) struct NagState {
 /// As [`StateDir::read_bytes`](chipset_store::StateDir::read_bytes).
 pub(crate) fn read_event_json(
     state: &chipset_store::StateDir,
-    path: &std::path::Path,
+    path: &chipset_store::StatePath,
 ) -> chipset_store::Result<ReadOutcome<Event>> {
     Ok(state.read_bytes(path)?.and_then(|bytes| {
         // The common case parses once; only a file that fails is looked at again.

@@ -139,6 +139,13 @@
 //! `key`, `accepted_at`, `event_id` and `window_ms`. Names starting with a
 //! dot are the store's (temps, `.{name}.lock` lock files, `.quarantine/`).
 //!
+//! Every path the bus reads or writes is a
+//! [`StatePath`](chipset_store::StatePath) ([`Bus::queue_dir`],
+//! [`Bus::processed_dir`], [`Bus::ensure_queue`]): the channel's directory
+//! and checked segments, so none can leave the root. Event and key file
+//! names are always one safe segment; a listed name that is not is foreign
+//! ([`Problem::ForeignName`]), reported by its path and left alone.
+//!
 //! # Durability
 //!
 //! Every change goes through `chipset-store`: a publish is one no-clobber
@@ -174,7 +181,8 @@
 //! processed events beyond a [`Retention`]. [`Bus::doctor`] finds corrupt or
 //! misnamed event files, corrupt state files, torn control logs, bad control
 //! lines, a directory or FIFO where the control log belongs, and stale
-//! temps, and with [`DoctorMode::Fix`](chipset_store::DoctorMode::Fix)
+//! temps (removed by the store's
+//! [`StateDir::sweep_temps_in`](chipset_store::StateDir::sweep_temps_in)), and with [`DoctorMode::Fix`](chipset_store::DoctorMode::Fix)
 //! quarantines or removes them (bad lines move to `.quarantine/` with every
 //! whole command kept, and the registry is rebuilt from the repaired log).
 //! `Bus` implements the store's [`Doctor`](chipset_store::Doctor) (area

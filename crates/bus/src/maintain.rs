@@ -5,11 +5,11 @@ use std::path::Path;
 
 use chipset_store::{
     Action, AgentId, CorruptReason, Defect, Doctor, DoctorMode, Finding, Observed, ReadOutcome,
-    Report, StateDir, Timestamp, parse_json,
+    Report, StateDir, StatePath, Timestamp, parse_json,
 };
 
 use crate::bus::{
-    Bus, CONTROL, EventRead, NAG, PRESENCE, PresenceState, Problem, REGISTRY, read_event,
+    Bus, CONTROL, EventRead, NAG, PRESENCE, PresenceState, Problem, REGISTRY, listed, read_event,
     remove_acked_copy,
 };
 use crate::config::Retention;
@@ -180,7 +180,7 @@ impl Bus {
         let dir = self.processed_dir(agent);
         let mut entries: Vec<(QueueEntry, u64, Option<Timestamp>)> = Vec::new();
         for entry in self.processed(agent)? {
-            let path = dir.join(entry.name());
+            let path = dir.join(entry.name())?;
             let Some(len) = self.state().stat(&path)?.map(|m| m.len()) else {
                 continue;
             };
@@ -210,7 +210,7 @@ impl Bus {
                 .zip(*created)
                 .is_some_and(|(age, at)| now.since(at) > age);
             if too_many || too_big || too_old {
-                if remove(self.state(), &dir.join(entry.name()))? {
+                if remove(self.state(), &dir.join(entry.name())?)? {
                     pruned.events += 1;
                     pruned.bytes += len;
                 }
@@ -233,7 +233,9 @@ impl Bus {
         let dir = self.dedup_dir(agent);
         let mut removed = 0;
         for name in self.state().list(&dir)? {
-            let path = dir.join(&name);
+            // A name that is not one safe segment is no key's record: the
+            // doctor reports it.
+            let Ok(path) = dir.join(&name) else { continue };
             // Under the key's lock, so a publish judging this key is not undone.
             let _guard = self.state().lock_for(&path)?.exclusive()?;
             let old = match self.state().read_json::<DedupRecord>(&path)? {
@@ -274,7 +276,7 @@ impl Bus {
                 // Not written by chipset: a person decides.
                 report
                     .findings
-                    .push(finding(&root.join(&name), Problem::ForeignName));
+                    .push(finding(&root.as_path().join(&name), Problem::ForeignName));
             }
         }
         for agent in self.agents()? {
@@ -290,8 +292,16 @@ impl Bus {
         for dir in [self.queue_dir(agent), processed.clone()] {
             let is_queue = dir != processed;
             for name in self.state().list(&dir)? {
-                let path = dir.join(&name);
                 report.scanned += 1;
+                let path = match listed(&dir, &name) {
+                    Ok(path) => path,
+                    // Not one safe segment: foreign, and out of a
+                    // `StatePath`'s reach, so reported and left alone.
+                    Err(shown) => {
+                        report.findings.push(finding(&shown, Problem::ForeignName));
+                        continue;
+                    }
+                };
                 match read_event(self.state(), &path, &name)? {
                     EventRead::Gone => {}
                     EventRead::Bad(problem) => {
@@ -314,7 +324,7 @@ impl Bus {
                         report.findings.push(f);
                     }
                     EventRead::Event(_) => {
-                        let done = processed.join(&name);
+                        let done = processed.join(&name)?;
                         if is_queue && self.state().entry_exists(&done)? {
                             let mut f = finding(&path, Problem::AckedCopyInQueue);
                             if fix && remove_acked_copy(self.state(), &path, &done)? {
@@ -328,7 +338,13 @@ impl Bus {
         }
         let dedup = self.dedup_dir(agent);
         for name in self.state().list(&dedup)? {
-            let path = dedup.join(name);
+            let path = match listed(&dedup, &name) {
+                Ok(path) => path,
+                Err(shown) => {
+                    report.findings.push(finding(&shown, Problem::ForeignName));
+                    continue;
+                }
+            };
             let read = self.state().read_json::<DedupRecord>(&path)?.map(drop);
             self.state_finding(&path, read, is_corrupt::<DedupRecord>, report)?;
         }
@@ -336,7 +352,11 @@ impl Bus {
         let state = self.state();
         // All three are read before any is repaired, so a repair finds each
         // as a writer may have left it since (and leaves it alone if so).
-        let (presence, registry, nag) = (dir.join(PRESENCE), dir.join(REGISTRY), dir.join(NAG));
+        let (presence, registry, nag) = (
+            dir.join_static(PRESENCE),
+            dir.join_static(REGISTRY),
+            dir.join_static(NAG),
+        );
         let reads = [
             state.read_json::<Presence>(&presence)?.map(drop),
             state.read_json::<Registry>(&registry)?.map(drop),
@@ -347,10 +367,15 @@ impl Bus {
             is_corrupt::<Registry>,
             is_corrupt::<NagState>,
         ];
-        for ((path, read), judge) in [presence, registry, nag].iter().zip(reads).zip(judges) {
+        for ((path, read), judge) in [&presence, &registry, &nag]
+            .into_iter()
+            .zip(reads)
+            .zip(judges)
+        {
             self.state_finding(path, read, judge, report)?;
         }
-        let log = state.log(&dir.join(CONTROL))?;
+        let control = dir.join_static(CONTROL);
+        let log = state.log(&control)?;
         // Streamed: only the bad lines and the torn tail are kept.
         let contents = match log.for_each::<ControlLine>(drop) {
             Ok(c) => c,
@@ -359,8 +384,8 @@ impl Bus {
             Err(chipset_store::Error::Corrupt(c)) => {
                 let mut f = finding(&c.path, Problem::Corrupt(c.reason));
                 if fix {
-                    let lock = state.lock_for(&c.path)?;
-                    f = f.with(state.quarantine_checked(&c.path, Some(&lock), |seen| {
+                    let lock = state.lock_for(&control)?;
+                    f = f.with(state.quarantine_checked(&control, Some(&lock), |seen| {
                         *seen == Observed::NotARegularFile
                     })?);
                 }
@@ -379,7 +404,7 @@ impl Bus {
                     // The repair moved lines, so the registry's applied offset
                     // no longer points into the log: rebuild it from the start
                     // (the registry is derived from the whole log).
-                    state.update(&dir.join(REGISTRY), |_: ReadOutcome<Registry>| {
+                    state.update(&registry, |_: ReadOutcome<Registry>| {
                         Ok::<_, Error>(chipset_store::Decision::Write(Registry::default(), ()))
                     })?;
                     let _ = self.apply_control(agent)?;
@@ -427,7 +452,7 @@ impl Bus {
     /// finding.
     fn state_finding(
         &self,
-        path: &Path,
+        path: &StatePath,
         read: ReadOutcome<()>,
         judge: Judge,
         report: &mut Report,
@@ -456,16 +481,21 @@ impl Bus {
         Ok(())
     }
 
-    fn doctor_temps(&self, root: &Path, report: &mut Report) -> Result<()> {
-        for path in self
-            .state()
-            .stale_temps_in(root, self.config().stale_temp_age)?
-        {
-            let mut f = finding(&path, Problem::StaleTemp);
-            if report.mode == DoctorMode::Fix && remove(self.state(), &path)? {
-                f = f.with(Action::Removed("removed".to_owned()));
+    fn doctor_temps(&self, root: &StatePath, report: &mut Report) -> Result<()> {
+        let age = self.config().stale_temp_age;
+        // A temp is a dot-name, the store's own, so the store removes them:
+        // with Fix each finding is a temp it removed (one that vanished
+        // meanwhile is no longer there to report).
+        if report.mode == DoctorMode::Fix {
+            for path in self.state().sweep_temps_in(root, age)? {
+                let f =
+                    finding(&path, Problem::StaleTemp).with(Action::Removed("removed".to_owned()));
+                report.findings.push(f);
             }
-            report.findings.push(f);
+        } else {
+            for path in self.state().stale_temps_in(root, age)? {
+                report.findings.push(finding(&path, Problem::StaleTemp));
+            }
         }
         Ok(())
     }
@@ -485,6 +515,6 @@ impl Doctor for Bus {
 
 /// Removes a file; false when it was gone already. Removal needs no sync:
 /// a pruned file that comes back after a power cut is pruned again.
-fn remove(state: &StateDir, path: &Path) -> Result<bool> {
+fn remove(state: &StateDir, path: &StatePath) -> Result<bool> {
     Ok(state.remove_file(path)?)
 }

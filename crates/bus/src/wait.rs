@@ -1,10 +1,9 @@
 //! Wake-ups: block until a new event reaches an agent's queue.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use chipset_store::{AgentId, WatchConfig, WatchTarget, Watcher};
+use chipset_store::{AgentId, StatePath, WatchConfig, WatchTarget, Watcher};
 
 use crate::bus::Bus;
 use crate::config::WakeMode;
@@ -39,7 +38,7 @@ pub enum Wake {
 pub struct Waiter {
     bus: Bus,
     agent: AgentId,
-    dir: PathBuf,
+    dir: StatePath,
     seen: BTreeSet<String>,
     watcher: Watcher,
 }
@@ -58,7 +57,7 @@ impl Bus {
         let wake = self.config().wake;
         let config = WatchConfig::new(wake.mode == WakeMode::Notify, wake.rescan_interval);
         // Watch first, list second: nothing published in between is missed.
-        let watcher = Watcher::new(self.state(), [WatchTarget::dir(&dir)], config)?;
+        let watcher = Watcher::new(self.state(), [WatchTarget::dir(dir.clone())], config)?;
         let seen = self.state().list(&dir)?.into_iter().collect();
         Ok(Waiter {
             bus: self.clone(),
@@ -132,7 +131,7 @@ impl Waiter {
         // The same notifications report events moved out (acknowledged):
         // only a name that is there now is an arrival.
         // A name that cannot be looked at is an error, not "moved out".
-        if self.bus.state().exists(path)? {
+        if self.bus.state().exists(&self.dir.join(name)?)? {
             self.seen.insert(name.to_owned());
             arrived.insert(name.to_owned());
         }

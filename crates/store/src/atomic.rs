@@ -349,10 +349,10 @@ fn sync_filesystem(io: &dyn IoBackend, file: &File, first: &Path) -> Result<()> 
 /// [`Error::OutcomeUnknown`] when a step fails after at least one file was
 /// published: those stay published, each whole, and a retry of the same
 /// batch reports them [`Created::AlreadyExists`] and publishes the rest.
-pub(crate) fn create_new_batch_with(
+pub(crate) fn create_new_batch_with<P: AsRef<Path>>(
     io: &dyn IoBackend,
     order: SyncOrder,
-    items: &[(PathBuf, Vec<u8>)],
+    items: &[(P, Vec<u8>)],
 ) -> Result<Vec<Created>> {
     let mut temps: Vec<(PathBuf, File)> = Vec::with_capacity(items.len());
     let remove_all = |temps: &[(PathBuf, File)]| {
@@ -361,7 +361,7 @@ pub(crate) fn create_new_batch_with(
         }
     };
     for (path, bytes) in items {
-        let (tmp, file) = match create_temp(io, path) {
+        let (tmp, file) = match create_temp(io, path.as_ref()) {
             Ok(t) => t,
             Err(e) => {
                 remove_all(&temps);
@@ -395,6 +395,7 @@ pub(crate) fn create_new_batch_with(
     let mut first_published: Option<&Path> = None;
     let mut pending = items.iter().zip(&temps);
     for ((path, _), tmp) in pending.by_ref() {
+        let path = path.as_ref();
         match publish_temp(io, tmp, path) {
             Ok(()) => {
                 outcomes.push(Created::New);

@@ -576,10 +576,14 @@ impl StateDir {
     /// one file was published: those stay published, each whole, and a retry of
     /// the same batch reports them [`Created::AlreadyExists`] and publishes the
     /// rest.
-    pub fn create_new_batch(&self, items: &[(PathBuf, Vec<u8>)]) -> Result<Vec<Created>> {
+    pub fn create_new_batch<P: InRoot + AsRef<Path>>(
+        &self,
+        items: &[(P, Vec<u8>)],
+    ) -> Result<Vec<Created>> {
         let mut seen: Vec<&Path> = Vec::new();
         let mut made = Vec::new();
         for (path, _) in items {
+            let path = path.in_root();
             let parent = path.parent().ok_or_else(|| self.outside(path))?;
             if !seen.contains(&parent) {
                 match self.ensure_dir_tracked(parent) {

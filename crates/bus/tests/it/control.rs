@@ -49,7 +49,11 @@ fn a_crash_before_the_registry_write_reapplies_to_the_same_registry() {
     bus.control(&a, &ControlCommand::register(r.clone()))
         .unwrap();
     // Simulate a crash that lost the last registry write: put the old one back.
-    let path = bus.queue_dir(&a).parent().unwrap().join("registry.json");
+    let path = bus
+        .state()
+        .channel(chipset_bus::BUS_CHANNEL)
+        .join_id(&a, "")
+        .join_static("registry.json");
     let after = bus.apply_control(&a).unwrap().registry;
     bus.state().write_json(&path, &first).unwrap();
     let replayed = bus.apply_control(&a).unwrap().registry;
@@ -65,7 +69,11 @@ fn a_corrupt_registry_is_rebuilt_from_the_whole_log() {
     bus.control(&a, &ControlCommand::register(r.clone()))
         .unwrap();
     let good = bus.apply_control(&a).unwrap().registry;
-    let path = bus.queue_dir(&a).parent().unwrap().join("registry.json");
+    let path = bus
+        .state()
+        .channel(chipset_bus::BUS_CHANNEL)
+        .join_id(&a, "")
+        .join_static("registry.json");
     std::fs::write(&path, b"nonsense").unwrap();
     assert!(bus.registry(&a).is_err());
     assert_eq!(bus.apply_control(&a).unwrap().registry, good);

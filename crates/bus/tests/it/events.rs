@@ -149,11 +149,12 @@ fn unreadable_queue_files_are_reported_not_skipped() {
     let good = bus.publish(&a, &NewEvent::new("w", "ok")).unwrap();
     let dir = bus.queue_dir(&a);
     std::fs::write(
-        dir.join("0-1000-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab-w-bad.json"),
+        dir.as_path()
+            .join("0-1000-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab-w-bad.json"),
         b"{ torn",
     )
     .unwrap();
-    std::fs::write(dir.join("notes.txt"), b"hello").unwrap();
+    std::fs::write(dir.as_path().join("notes.txt"), b"hello").unwrap();
     let pending = bus.pending(&a).unwrap();
     assert_eq!(pending.events(), [good.delivered().unwrap().clone()]);
     let problems: Vec<_> = pending.unreadable().iter().map(|b| &b.problem).collect();
@@ -174,7 +175,11 @@ fn a_file_whose_name_disagrees_with_its_contents_is_reported() {
         .clone();
     let dir = bus.queue_dir(&a);
     let promoted = format!("0{}", &e.file_name()[1..]);
-    std::fs::rename(dir.join(e.file_name()), dir.join(promoted)).unwrap();
+    std::fs::rename(
+        dir.as_path().join(e.file_name()),
+        dir.as_path().join(promoted),
+    )
+    .unwrap();
     let pending = bus.pending(&a).unwrap();
     assert!(pending.events().is_empty());
     assert_eq!(pending.unreadable()[0].problem, Problem::NameMismatch);

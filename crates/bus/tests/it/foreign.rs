@@ -29,13 +29,16 @@ fn an_events_extra_fields_are_read_and_kept_through_ack() {
     let a = agent("worker-1");
     let e = bus.publish(&a, &NewEvent::new("mayor", "task")).unwrap();
     let name = bus.queued(&a).unwrap()[0].name().to_owned();
-    let path = bus.queue_dir(&a).join(&name);
+    let path = bus.queue_dir(&a).join(&name).unwrap();
     add(&path, "trace_id", json!("t-1"));
     let bytes = fs::read(&path).unwrap();
     let pending = bus.pending(&a).unwrap();
     assert_eq!(pending.events()[0].extra()["trace_id"], "t-1");
     let _ = bus.ack(&a, e.delivered().unwrap().id()).unwrap();
-    assert_eq!(fs::read(bus.processed_dir(&a).join(&name)).unwrap(), bytes);
+    assert_eq!(
+        fs::read(bus.processed_dir(&a).join(&name).unwrap()).unwrap(),
+        bytes
+    );
 }
 
 #[test]
@@ -44,7 +47,7 @@ fn an_unknown_priority_is_unsupported_and_left_in_place() {
     let a = agent("worker-1");
     let _ = bus.publish(&a, &NewEvent::new("mayor", "task")).unwrap();
     let name = bus.queued(&a).unwrap()[0].name().to_owned();
-    let path = bus.queue_dir(&a).join(&name);
+    let path = bus.queue_dir(&a).join(&name).unwrap();
     add(&path, "priority", json!("urgent"));
     let bytes = fs::read(&path).unwrap();
 

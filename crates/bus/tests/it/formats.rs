@@ -32,7 +32,7 @@ fn event_file() {
         .delivered()
         .unwrap()
         .clone();
-    let path = bus.queue_dir(&a).join(e.file_name());
+    let path = bus.queue_dir(&a).join(e.file_name()).unwrap();
     let text = std::fs::read_to_string(path).unwrap();
     let id = e.id().as_str();
     insta::assert_snapshot!(redact(&e.file_name(), &[id]), @"0-[id-0]-worker-2-needs-input.json");

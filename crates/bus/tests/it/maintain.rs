@@ -75,6 +75,7 @@ fn prune_keeps_the_newest_processed_events_and_never_touches_the_queue() {
     // By size: one file's worth.
     let one = std::fs::metadata(
         bus.processed_dir(&a)
+            .as_path()
             .join(bus.processed(&a).unwrap()[0].name()),
     )
     .unwrap()
@@ -125,14 +126,16 @@ fn doctor_reports_then_fixes_by_quarantine() {
     // A corrupt event, a foreign file, a crash leftover in both places,
     // a corrupt presence, a torn control log, a stray file under bus/.
     std::fs::write(
-        queue.join("2-1000-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab-w-k.json"),
+        queue
+            .as_path()
+            .join("2-1000-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab-w-k.json"),
         b"{",
     )
     .unwrap();
-    std::fs::write(queue.join("README"), b"hi").unwrap();
+    std::fs::write(queue.as_path().join("README"), b"hi").unwrap();
     std::fs::copy(
-        bus.processed_dir(&a).join(acked.file_name()),
-        queue.join(acked.file_name()),
+        bus.processed_dir(&a).as_path().join(acked.file_name()),
+        queue.as_path().join(acked.file_name()),
     )
     .unwrap();
     std::fs::write(dir.join("presence.json"), b"[]").unwrap();
@@ -167,7 +170,7 @@ fn doctor_reports_then_fixes_by_quarantine() {
     assert_eq!(bus.pending(&a).unwrap().events(), [good]);
     assert!(bus.pending(&a).unwrap().unreadable().is_empty());
     assert_eq!(
-        std::fs::read_dir(queue.join(".quarantine"))
+        std::fs::read_dir(queue.as_path().join(".quarantine"))
             .unwrap()
             .count(),
         2
@@ -306,8 +309,8 @@ fn ack_cleans_up_a_copy_left_in_both_places() {
     let e = publish(&bus, "a", Priority::High);
     assert_eq!(bus.ack_event(&a, &e).unwrap(), AckOutcome::Acked);
     std::fs::copy(
-        bus.processed_dir(&a).join(e.file_name()),
-        bus.queue_dir(&a).join(e.file_name()),
+        bus.processed_dir(&a).as_path().join(e.file_name()),
+        bus.queue_dir(&a).as_path().join(e.file_name()),
     )
     .unwrap();
     assert_eq!(bus.ack_event(&a, &e).unwrap(), AckOutcome::AlreadyAcked);

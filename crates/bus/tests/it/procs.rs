@@ -273,7 +273,7 @@ fn assert_whole(bus: &Bus) {
     for entry in bus.processed(&hub).unwrap() {
         let read = bus
             .state()
-            .read_json::<chipset_bus::Event>(&dir.join(entry.name()))
+            .read_json::<chipset_bus::Event>(&dir.join(entry.name()).unwrap())
             .unwrap();
         assert!(read.value().is_some(), "{}", entry.name());
     }
