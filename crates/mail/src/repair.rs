@@ -1,6 +1,6 @@
 //! The mail doctor in the store's one shape: [`Mail::doctor`] returns a
 //! [`Report`] of [`chipset_store::Finding`]s, and `Mail` implements
-//! [`Doctor`]. The scan itself is `doctor.rs`.
+//! [`Doctor`]. The scan itself is the `doctor` module.
 
 use chipset_store::{Action, Defect, Doctor, DoctorMode, Report};
 

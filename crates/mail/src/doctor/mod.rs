@@ -1,0 +1,328 @@
+//! The doctor: a full scan of `mail/` that finds (and with
+//! [`DoctorMode::Fix`] repairs) what crashes and other programs leave behind.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::MessageId;
+use chipset_store::{AgentId, CorruptReason, DoctorMode, ReadOutcome, StateDir, TaskId};
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::format::{Kind, ManifestEvent, Message};
+use crate::layout::{BY_TASK, Location, ORPHAN, id_of, parse_marker};
+use crate::mail::{Mail, Moved, check_id, read_message};
+use crate::spill::{self, Sorted, Sorter};
+
+mod finding;
+mod passes;
+mod run;
+mod walk;
+
+pub use finding::OrphanReason;
+pub(crate) use finding::{DoctorReport, Finding};
+
+/// Names held once, referred to by index: the doctor's memory per message
+/// must not hold a copy of its agents' and task's names.
+struct Interner<T> {
+    list: Vec<T>,
+    index: BTreeMap<T, u32>,
+}
+
+impl<T> Default for Interner<T> {
+    fn default() -> Self {
+        Interner {
+            list: Vec::new(),
+            index: BTreeMap::new(),
+        }
+    }
+}
+
+impl<T: Clone + Ord> Interner<T> {
+    fn intern(&mut self, name: &T) -> u32 {
+        if let Some(i) = self.index.get(name) {
+            return *i;
+        }
+        let i = u32::try_from(self.list.len()).expect("fewer than 2^32 names");
+        self.list.push(name.clone());
+        self.index.insert(name.clone(), i);
+        i
+    }
+
+    fn get(&self, i: u32) -> &T {
+        &self.list[i as usize]
+    }
+}
+
+/// Where a message is, with its agent or task interned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Loc {
+    Inbox(u32),
+    Archive,
+    ByTask(u32),
+    Orphan,
+}
+
+impl Loc {
+    fn encode(self) -> String {
+        match self {
+            Loc::Inbox(a) => format!("i{a}"),
+            Loc::Archive => "a".to_owned(),
+            Loc::ByTask(t) => format!("t{t}"),
+            Loc::Orphan => "o".to_owned(),
+        }
+    }
+
+    fn decode(s: &str) -> Option<Loc> {
+        match s.split_at_checked(1)? {
+            ("i", a) => Some(Loc::Inbox(a.parse().ok()?)),
+            ("a", "") => Some(Loc::Archive),
+            ("t", t) => Some(Loc::ByTask(t.parse().ok()?)),
+            ("o", "") => Some(Loc::Orphan),
+            _ => None,
+        }
+    }
+}
+
+/// What the doctor keeps of one copy of a message while it looks at that
+/// message's id: what its checks need, no body or subject, names interned.
+/// A repair that needs the whole message reads it again.
+#[derive(Debug, Clone)]
+struct Seen {
+    loc: Loc,
+    kind: Kind,
+    needs_reply: bool,
+    from: u32,
+    to: u32,
+    phase: u32,
+    in_reply_to: Option<MessageId>,
+    created_at: chipset_store::Timestamp,
+}
+
+/// Everything one scan keeps in memory: names (agents and tasks, held once),
+/// the swept tasks, what is wrong with files (only findings), and two
+/// sorters that hold the rest on disk once it outgrows their budget
+/// ([`crate::spill`]): by id, every copy of every message and the `sent`
+/// and `archived` events of the manifest; by parent id, the reply index
+/// (and, in the first pass over the ids, each reply and each request that
+/// expects one). The doctor then walks both in id order, one id at a time,
+/// so its memory does not grow with the number of messages.
+struct Scan<'a> {
+    corrupt: Vec<(PathBuf, CorruptReason)>,
+    unsupported: Vec<chipset_store::Unsupported>,
+    /// Tasks with a by-task folder.
+    swept: BTreeSet<u32>,
+    agents: Interner<AgentId>,
+    tasks: Interner<TaskId>,
+    /// `{id}\tM\t{dir}\t…` per copy, `{id}\tS` and `{id}\tA` per event.
+    by_id: Sorter<'a>,
+    /// `{parent}\tR\t{kind}\t{child}` per reply-index entry, then
+    /// `{parent}\tP\t…` per reply and `{id}\tK\t…` per request.
+    by_parent: Sorter<'a>,
+    /// Directories scanned so far: a copy's place in the scan order.
+    dirs: u32,
+}
+
+impl<'a> Scan<'a> {
+    fn new(mail: &'a Mail, budget: usize) -> Self {
+        let dir = mail.layout.mail();
+        Scan {
+            corrupt: Vec::new(),
+            unsupported: Vec::new(),
+            swept: BTreeSet::new(),
+            agents: Interner::default(),
+            tasks: Interner::default(),
+            by_id: Sorter::new(&mail.state, dir, budget),
+            by_parent: Sorter::new(&mail.state, dir, budget),
+            dirs: 0,
+        }
+    }
+
+    fn loc(&mut self, location: &Location) -> Loc {
+        match location {
+            Location::Inbox(a) => Loc::Inbox(self.agents.intern(a)),
+            Location::Archive => Loc::Archive,
+            Location::ByTask(t) => Loc::ByTask(self.tasks.intern(t)),
+            Location::Orphan => Loc::Orphan,
+        }
+    }
+
+    fn location(&self, loc: Loc) -> Location {
+        match loc {
+            Loc::Inbox(a) => Location::Inbox(self.agents.get(a).clone()),
+            Loc::Archive => Location::Archive,
+            Loc::ByTask(t) => Location::ByTask(self.tasks.get(t).clone()),
+            Loc::Orphan => Location::Orphan,
+        }
+    }
+
+    /// Records one copy of `m`, found in the `dir`-th directory scanned.
+    fn copy(&mut self, dir: u32, loc: Loc, m: &Message) -> Result<()> {
+        let line = format!(
+            "{}\tM\t{dir:08x}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+            m.id,
+            loc.encode(),
+            m.kind,
+            u8::from(m.needs_reply()),
+            self.agents.intern(&m.from),
+            self.agents.intern(&m.to),
+            self.tasks.intern(&m.phase),
+            m.created_at.unix_ms(),
+            m.in_reply_to.as_ref().map_or("", MessageId::as_str),
+        );
+        self.by_id.push(line.as_bytes())
+    }
+}
+
+/// Decodes a copy's line (after its id and tag): its directory and what
+/// the doctor keeps of it.
+fn decode_copy(fields: &mut std::str::Split<'_, char>) -> Option<(u32, Seen)> {
+    let dir = u32::from_str_radix(fields.next()?, 16).ok()?;
+    let loc = Loc::decode(fields.next()?)?;
+    let kind = Kind::from_name(fields.next()?)?;
+    let needs_reply = fields.next()? == "1";
+    let from = fields.next()?.parse().ok()?;
+    let to = fields.next()?.parse().ok()?;
+    let phase = fields.next()?.parse().ok()?;
+    let created_at = chipset_store::Timestamp::from_unix_ms(fields.next()?.parse().ok()?);
+    let in_reply_to = match fields.next()? {
+        "" => None,
+        p => Some(MessageId::new(p).ok()?),
+    };
+    Some((
+        dir,
+        Seen {
+            loc,
+            kind,
+            needs_reply,
+            from,
+            to,
+            phase,
+            in_reply_to,
+            created_at,
+        },
+    ))
+}
+
+/// Walks a sorted stream one key (the text before the first tab) at a time.
+struct Groups {
+    sorted: Sorted,
+    next: Option<String>,
+}
+
+impl Groups {
+    fn new(mut sorted: Sorted) -> Result<Self> {
+        let next = sorted.next_line()?.map(scratch_text).transpose()?;
+        Ok(Groups { sorted, next })
+    }
+
+    /// The next key and the rest of each of its lines, in order.
+    fn next_group(&mut self) -> Result<Option<(String, Vec<String>)>> {
+        let Some(first) = self.next.take() else {
+            return Ok(None);
+        };
+        let (key, rest) = first.split_once('\t').unwrap_or((first.as_str(), ""));
+        let (key, mut lines) = (key.to_owned(), vec![rest.to_owned()]);
+        while let Some(line) = self.sorted.next_line()?.map(scratch_text).transpose()? {
+            match line.split_once('\t') {
+                Some((k, rest)) if k == key => lines.push(rest.to_owned()),
+                None if line == key => lines.push(String::new()),
+                _ => {
+                    self.next = Some(line);
+                    break;
+                }
+            }
+        }
+        Ok(Some((key, lines)))
+    }
+}
+
+fn scratch_text(bytes: Vec<u8>) -> Result<String> {
+    String::from_utf8(bytes).map_err(|_| bad_scratch())
+}
+
+/// The doctor's own scratch data did not read back as written.
+fn bad_scratch() -> crate::MailError {
+    chipset_store::Error::Io {
+        op: "read scratch file",
+        path: PathBuf::from("(scratch)"),
+        source: std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "a scratch record did not read back as written",
+        ),
+    }
+    .into()
+}
+
+/// What the first pass (over message ids) leaves for the report and repairs.
+#[derive(Default)]
+struct ById {
+    messages: usize,
+    /// Duplicates with their place in the scan order (directory, id).
+    duplicates: Vec<(u32, MessageId, Finding)>,
+    /// Orphans and answered requests, by id (answered ones come from the
+    /// second pass).
+    inbox: Vec<(MessageId, Finding)>,
+    orphans: Vec<(AgentId, MessageId, TaskId, OrphanReason)>,
+    /// Missing and in-flight events, in id order.
+    events: Vec<Finding>,
+    unsent: Vec<MessageId>,
+    unarchived: Vec<(MessageId, AgentId, TaskId)>,
+    /// Per by-task folder: its messages, and its newest one.
+    by_task: BTreeMap<u32, (usize, MessageId, Seen)>,
+}
+
+/// What the second pass (over parent ids) leaves.
+#[derive(Default)]
+struct ByParent {
+    /// Mismatched responses and missing index entries, with the reply's id.
+    replies: Vec<(MessageId, Finding)>,
+    unlinked: Vec<MessageId>,
+    answered_requests: Vec<(AgentId, MessageId, TaskId)>,
+}
+
+/// What the doctor reads of a manifest record: any JSON value is a record
+/// (as it was when read as a `serde_json::Value`), and of an object only its
+/// `event` (or `type`) and `id` are kept.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ManifestTag {
+    Record {
+        #[serde(default)]
+        event: Option<serde_json::Value>,
+        #[serde(default, rename = "type")]
+        kind: Option<serde_json::Value>,
+        #[serde(default)]
+        id: Option<serde_json::Value>,
+        #[serde(default)]
+        task: Option<serde_json::Value>,
+        #[serde(default)]
+        task_id: Option<serde_json::Value>,
+    },
+    Other(serde::de::IgnoredAny),
+}
+
+struct ManifestStatus {
+    /// Tasks of `task-swept` events.
+    swept: BTreeSet<String>,
+    torn: Option<chipset_store::TornTail>,
+    bad: Vec<chipset_store::BadLine>,
+    not_a_file: Option<chipset_store::Corruption>,
+}
+
+fn not(what: &str) -> CorruptReason {
+    CorruptReason::WrongShape(format!("not {what}"))
+}
+
+fn is_dir(state: &StateDir, path: &Path) -> Result<bool> {
+    Ok(state.stat(path)?.is_some_and(|m| m.is_dir()))
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the test plants and inspects files as another program would, outside the store's API"
+)]
+mod tests;

@@ -1,0 +1,250 @@
+//! The doctor's run: the two sorted passes and the repairs they decide, within a memory budget.
+
+use super::*;
+
+impl Mail {
+    /// Scans all of `mail/` and reports (with [`DoctorMode::Fix`], repairs)
+    /// what is wrong: see [`Finding`] for each kind and its fix.
+    ///
+    /// An *orphan* is an inbox message whose task has been swept (it arrived
+    /// after the commit), whose recipient is not in the recipient registry
+    /// (when one is configured), or that is older than
+    /// [`MailConfig::orphan_after`](crate::MailConfig::orphan_after) (when
+    /// set). Messages younger than
+    /// [`MailConfig::in_flight_grace`](crate::MailConfig::in_flight_grace) are not reported
+    /// as missing a `sent` event (their sender may be about to append it) but
+    /// as [`Finding::InFlight`], which no mode repairs and which keeps the
+    /// report from being clean: right after a crash the doctor says "check
+    /// again after T", never "clean" while a message still lacks its event.
+    ///
+    /// The same holds for a message in `archive/` without its `archived`
+    /// event, which the doctor judges by the message's `created_at` too: the
+    /// time of the move into `archive/` is not known to it (the store offers
+    /// no file times, and the doctor does not stat files itself; a file's
+    /// ctime would also not follow the state's clock). So a message archived
+    /// within the grace of its sending is in flight, and one archived later
+    /// is reported (and, with Fix, given a reconciled event) at once. The
+    /// price: a doctor run with Fix in the instant between a live archive's
+    /// move and its own append (microseconds, one write) can add a
+    /// reconciled `archived` event beside the archiver's, a duplicate audit
+    /// line that says `reconciled: true`; nothing is lost or moved by it.
+    ///
+    /// Nothing is deleted: bad files are quarantined, messages are moved.
+    /// Safe to run while agents work; stale temp files are the store's
+    /// business ([`StateDir::sweep_temps`](chipset_store::StateDir::sweep_temps)).
+    ///
+    /// Memory does not grow with the number of messages: the scan sorts
+    /// what it needs by message id, spilling sorted runs to a nameless
+    /// scratch file in `mail/` beyond a fixed budget, and then looks at one
+    /// id at a time (see the crate docs, Repair and status).
+    ///
+    /// # Errors
+    ///
+    /// [`MailError::Store`](crate::MailError::Store) when a directory cannot
+    /// be listed or a repair fails; findings already repaired stay repaired.
+    pub(crate) fn scan_doctor(&self, mode: DoctorMode) -> Result<DoctorReport> {
+        self.doctor_within(mode, spill::BUDGET)
+    }
+
+    /// [`Mail::doctor`], its sorters spilling beyond `budget` bytes each.
+    pub(super) fn doctor_within(&self, mode: DoctorMode, budget: usize) -> Result<DoctorReport> {
+        let mut scan = Scan::new(self, budget);
+        self.scan_all(&mut scan)?;
+        let manifest = self.manifest_status(&mut scan.by_id)?;
+        let now = self.state.now();
+        let by_id = self.by_id_pass(&mut scan, now)?;
+        let by_parent = self.by_parent_pass(&mut scan)?;
+
+        let mut findings: Vec<Finding> = scan
+            .corrupt
+            .iter()
+            .map(|(path, reason)| Finding::Corrupt {
+                path: path.clone(),
+                reason: reason.clone(),
+            })
+            .collect();
+        findings.extend(scan.unsupported.iter().map(|u| Finding::Unsupported {
+            path: u.path.clone(),
+            what: u.what.clone(),
+        }));
+        // In the order the scan met the extra copies.
+        let mut duplicates = by_id.duplicates;
+        duplicates.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        findings.extend(duplicates.into_iter().map(|(_, _, f)| f));
+        // The reply checks, in the replies' id order.
+        let mut replies = by_parent.replies;
+        replies.sort_by(|a, b| a.0.cmp(&b.0));
+        findings.extend(replies.into_iter().map(|(_, f)| f));
+        let mut unlinked = by_parent.unlinked;
+        unlinked.sort();
+        // Orphans and answered requests, in id order.
+        let mut inbox = by_id.inbox;
+        inbox.sort_by(|a, b| a.0.cmp(&b.0));
+        findings.extend(inbox.into_iter().map(|(_, f)| f));
+        let orphans = by_id.orphans;
+        let answered_requests = by_parent.answered_requests;
+
+        if let Some(c) = &manifest.not_a_file {
+            // A directory, FIFO or device where the manifest belongs: reported,
+            // and with Fix moved aside; a new manifest is then reconciled.
+            findings.push(Finding::Corrupt {
+                path: c.path.clone(),
+                reason: c.reason.clone(),
+            });
+        }
+        if let Some(torn) = manifest.torn {
+            findings.push(Finding::TornManifestTail {
+                offset: torn.offset,
+                len: torn.len,
+            });
+        }
+        for bad in &manifest.bad {
+            findings.push(Finding::BadManifestLine {
+                offset: bad.offset,
+                reason: bad.reason.clone(),
+            });
+        }
+        findings.extend(by_id.events);
+        let unsent = by_id.unsent;
+        let unarchived = by_id.unarchived;
+        let messages = by_id.messages;
+
+        // A by-task folder without a `task-swept` event: judged by its
+        // newest message, like the per-message events (a sweep running now
+        // appends its event right after its moves).
+        let mut by_task: Vec<(TaskId, (usize, MessageId, Seen))> = by_id
+            .by_task
+            .into_iter()
+            .map(|(t, v)| (scan.tasks.get(t).clone(), v))
+            .collect();
+        by_task.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut unswept: Vec<(TaskId, usize)> = Vec::new();
+        for (task, (total, newest_id, newest)) in by_task {
+            if manifest.swept.contains(task.as_str()) {
+                continue;
+            }
+            let age = now.since(newest.created_at);
+            if age >= self.config.in_flight_grace {
+                findings.push(Finding::MissingSweptEvent {
+                    task: task.clone(),
+                    total,
+                });
+                unswept.push((task, total));
+            } else {
+                findings.push(Finding::InFlight {
+                    id: newest_id,
+                    location: scan.location(newest.loc),
+                    check_after: self.config.in_flight_grace - age,
+                });
+            }
+        }
+
+        let report = |findings| DoctorReport {
+            mode,
+            messages,
+            findings,
+        };
+        if mode == DoctorMode::Check {
+            return Ok(report(findings));
+        }
+
+        // Repairs, in an order where each one finds what the previous left.
+        for (path, _) in &scan.corrupt {
+            self.quarantine(path)?;
+        }
+        for f in &findings {
+            if let Finding::Duplicate { id, extra, .. } = f {
+                self.quarantine(&self.layout.file(extra, id))?;
+            }
+        }
+        if let Some(c) = &manifest.not_a_file {
+            self.quarantine(&c.path)?;
+        }
+        let log = self.manifest()?;
+        if !manifest.bad.is_empty() {
+            log.repair::<serde_json::Value>()?;
+        } else if manifest.torn.is_some() {
+            log.recover()?;
+        }
+        // The scan kept no whole messages: read again the few a repair needs.
+        let whole = |ids: &mut dyn Iterator<Item = &MessageId>| -> Result<Vec<Message>> {
+            let mut out = Vec::new();
+            for id in ids {
+                if let Some(found) = self.find(id)? {
+                    out.push(found.message);
+                }
+            }
+            Ok(out)
+        };
+        self.link_replies(&whole(&mut unlinked.iter())?)?;
+        let mut events = Vec::new();
+        let unsent = whole(&mut unsent.iter())?;
+        for (agent, id, task, reason) in orphans {
+            let from = Location::Inbox(agent.clone());
+            if let Moved::Done = self.move_message(&id, &from, &Location::Orphan)? {
+                events.push(ManifestEvent::Orphaned {
+                    id,
+                    agent,
+                    task,
+                    reason,
+                    at: now,
+                });
+            }
+        }
+        for (agent, id, task) in answered_requests {
+            let from = Location::Inbox(agent.clone());
+            if let Moved::Done = self.move_message(&id, &from, &Location::Archive)? {
+                events.push(ManifestEvent::Archived {
+                    id,
+                    agent,
+                    task,
+                    reply: None,
+                    at: now,
+                    reconciled: false,
+                });
+            }
+        }
+        // Reconciled `sent` events go first in time order of the messages.
+        let mut reconciled: Vec<ManifestEvent> = unsent
+            .iter()
+            .map(|m| ManifestEvent::sent(m, true))
+            .collect();
+        // Then the `archived` events of messages found in `archive/`
+        // without one (after their `sent`, as they were written).
+        reconciled.extend(unarchived.into_iter().map(|(id, agent, task)| {
+            ManifestEvent::Archived {
+                id,
+                agent,
+                task,
+                reply: None,
+                at: now,
+                reconciled: true,
+            }
+        }));
+        reconciled.extend(
+            unswept
+                .into_iter()
+                .map(|(task, total)| ManifestEvent::TaskSwept {
+                    task,
+                    count: 0,
+                    total,
+                    at: now,
+                    reconciled: true,
+                }),
+        );
+        reconciled.append(&mut events);
+        log.append_batch(&reconciled)?;
+        if !findings.is_empty() {
+            tracing::info!(findings = findings.len(), "mail doctor repaired");
+        }
+        Ok(report(findings))
+    }
+
+    fn quarantine(&self, path: &Path) -> Result<()> {
+        // Message files are never rewritten (published no-clobber, moved
+        // whole), so no writer's lock: the store moves it if it is still
+        // what it read, and leaves it if it went away meanwhile.
+        self.state.quarantine_checked(path, None, |_| true)?;
+        Ok(())
+    }
+}
