@@ -109,6 +109,33 @@ impl StatePath {
         }
     }
 
+    /// Returns this path with `name`, a dot-name constant of the caller's
+    /// layout (mail's `.gate` cache folder), joined: for a channel's own
+    /// hidden files, which listings skip and other programs ignore. The
+    /// store's own dot-names stay out of reach: `.quarantine` and names
+    /// ending in `.lock` or `.tmp` are refused.
+    ///
+    /// # Panics
+    ///
+    /// When `name` does not start with `.`, when the rest is not one safe
+    /// path segment (the rules of [`StatePath::join`]), or when it is one of
+    /// the store's own names: a bug in the caller, whose name is a constant.
+    pub fn join_hidden(&self, name: &'static str) -> StatePath {
+        let rest = name
+            .strip_prefix('.')
+            .unwrap_or_else(|| panic!("StatePath::join_hidden: {name:?} must start with `.`"));
+        if let Some(rule) = segment_rule(rest, MAX_NAME_LEN - 1) {
+            panic!("StatePath::join_hidden: {name:?} {rule}");
+        }
+        assert!(
+            name != crate::QUARANTINE_DIR && !name.ends_with(".lock") && !name.ends_with(".tmp"),
+            "StatePath::join_hidden: {name:?} is the store's own name"
+        );
+        StatePath {
+            path: self.path.join(name),
+        }
+    }
+
     /// Returns the path.
     pub fn as_path(&self) -> &Path {
         &self.path
@@ -258,6 +285,27 @@ mod tests {
         assert_eq!(
             dir.join_static("log.jsonl").as_path(),
             state.root().join("reviews/log.jsonl")
+        );
+        assert_eq!(
+            dir.join_hidden(".gate").as_path(),
+            state.root().join("reviews/.gate")
+        );
+        for bad in [
+            ".quarantine",
+            ".x.lock",
+            ".x.tmp",
+            "gate",
+            "..",
+            ".a/b",
+            ".",
+        ] {
+            let joined = std::panic::catch_unwind(|| dir.join_hidden(bad));
+            assert!(joined.is_err(), "{bad:?} was accepted");
+        }
+        assert_eq!(state.root_path().as_path(), state.root());
+        assert_eq!(
+            state.root_path().join_static("inbox").as_path(),
+            state.root().join("inbox")
         );
         let agent = AgentId::new("a".repeat(128)).unwrap();
         let hook = dir.join_id(&agent, ".json");

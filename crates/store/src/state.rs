@@ -289,6 +289,16 @@ impl StateDir {
         StatePath::from_checked(self.inner.root.join(channel.as_str()))
     }
 
+    /// Returns the root itself as a [`StatePath`]: for a folder that has a
+    /// channel's layout at its top rather than in a channel's directory
+    /// (mail's seed folder, `chipset_mail::Mail::in_folder`). Names joined to
+    /// it are checked like any other, so it reaches nothing outside the
+    /// root; the root itself is no file to write (a write to it is
+    /// [`Error::OutsideRoot`]).
+    pub fn root_path(&self) -> StatePath {
+        StatePath::from_checked(self.inner.root.clone())
+    }
+
     /// Returns the path of a channel's directory without creating it, as a
     /// bare path: for the crates not yet on [`StatePath`]
     /// ([`StateDir::channel`]).
@@ -683,7 +693,11 @@ impl StateDir {
     /// [`Error::OutsideRoot`]; [`Error::Io`] when it cannot be looked at
     /// (permission denied is an error, never "not there").
     pub fn stat(&self, path: &(impl InRoot + ?Sized)) -> Result<Option<Stat>> {
-        let path = path.in_root();
+        self.stat_at(path.in_root())
+    }
+
+    /// [`StateDir::stat`] on a path the store derived itself.
+    fn stat_at(&self, path: &Path) -> Result<Option<Stat>> {
         use rustix::fs::{Mode, OFlags, ResolveFlags};
         use rustix::io::Errno;
         let rel = self.relative(path)?;
@@ -808,6 +822,35 @@ impl StateDir {
     pub fn list_dirs(&self, dir: &(impl InRoot + ?Sized)) -> Result<Vec<String>> {
         let dir = dir.in_root();
         self.list_where(dir, |ft| ft.is_dir())
+    }
+
+    /// Returns whether anything (of any kind) is at `.quarantine` in `dir`,
+    /// the folder [`StateDir::quarantine`] moves bad files into, which no
+    /// [`StatePath`] can name.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::stat`].
+    pub fn has_quarantine(&self, dir: &(impl InRoot + ?Sized)) -> Result<bool> {
+        Ok(self.stat_at(&dir.in_root().join(QUARANTINE_DIR))?.is_some())
+    }
+
+    /// Lists what [`StateDir::quarantine`] moved aside in `dir` (the names
+    /// in its `.quarantine/` folder, which no [`StatePath`] can name),
+    /// sorted, or `None` when there is no such folder: for a reader that
+    /// must not pass while a repair left something there (mail's commit
+    /// gate).
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::list`]: [`Error::Symlink`] or [`Error::NotADirectory`]
+    /// when `.quarantine` is a symlink or not a directory.
+    pub fn list_quarantine(&self, dir: &(impl InRoot + ?Sized)) -> Result<Option<Vec<String>>> {
+        let qdir = dir.in_root().join(QUARANTINE_DIR);
+        if self.stat_at(&qdir)?.is_none() {
+            return Ok(None);
+        }
+        self.list_where(&qdir, |_| true).map(Some)
     }
 
     /// Hands each name in `dir` that [`StateDir::list`] would list to

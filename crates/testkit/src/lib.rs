@@ -34,7 +34,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use chipset_store::testing::NoSyncIo;
-use chipset_store::{AgentId, ManualClock, StateDir, StateOptions, TaskId, Timestamp};
+use chipset_store::{AgentId, ManualClock, StateDir, StateOptions, StatePath, TaskId, Timestamp};
 
 /// The environment variable that names a child's role.
 pub const ROLE_ENV: &str = "CHIPSET_TESTKIT_ROLE";
@@ -197,11 +197,37 @@ impl TempState {
         TempState { state, dir }
     }
 
+    /// Returns `rel` under the state root as a [`StatePath`] (see
+    /// [`state_path`]).
+    ///
+    /// # Panics
+    ///
+    /// As [`state_path`].
+    pub fn at(&self, rel: &str) -> StatePath {
+        state_path(&self.state, rel)
+    }
+
     /// Returns a path in the temporary directory outside the state root
     /// (for start files and such).
     pub fn scratch(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
+}
+
+/// Returns `rel`, `/`-separated names below the root of `state`
+/// (`"mail/inbox/bob/1.json"`), as a [`StatePath`], each name checked as
+/// [`StatePath::join`] checks it: for tests that name a file by its layout
+/// when calling the store. Tests that plant or inspect files from outside
+/// (with `std::fs`) use the plain path, `state.root().join(rel)`.
+///
+/// # Panics
+///
+/// When a name is not one safe path segment.
+pub fn state_path(state: &StateDir, rel: &str) -> StatePath {
+    rel.split('/').fold(state.root_path(), |path, name| {
+        path.join(name)
+            .unwrap_or_else(|e| panic!("state_path({rel:?}): {e}"))
+    })
 }
 
 /// The start time of every manual clock in chipset's tests,

@@ -387,6 +387,45 @@ fn log_refuses_unserializable_records_and_writes_nothing() {
     assert_eq!(log.append_batch(&bad).unwrap(), 2);
 }
 
+/// The testkit's layout paths are checked a segment at a time, as any
+/// `StatePath` is.
+#[test]
+fn a_layout_path_in_tests_is_checked_segment_by_segment() {
+    let t = TempState::new();
+    assert_eq!(
+        t.at("mail/inbox/bob/1.json").as_path(),
+        t.state.root().join("mail/inbox/bob/1.json")
+    );
+    for bad in ["mail/../etc", "mail//x", "mail/.quarantine"] {
+        let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| t.at(bad)));
+        assert!(made.is_err(), "{bad:?} was accepted");
+    }
+}
+
+/// What `quarantine` moved aside is visible through `list_quarantine`,
+/// though no `StatePath` can name the folder; a `.quarantine` that is not a
+/// directory is an error there, never "nothing quarantined".
+#[test]
+fn the_quarantine_folder_is_listed_without_a_state_path_to_it() {
+    let t = TempState::new();
+    let inbox = t.state.channel_dir(Channel::new("mail")).unwrap();
+    assert!(!t.state.has_quarantine(&inbox).unwrap());
+    assert_eq!(t.state.list_quarantine(&inbox).unwrap(), None);
+    let bad = inbox.join_static("bad.json");
+    t.state.write_bytes(&bad, b"{").unwrap();
+    let moved = t.state.quarantine(&bad).unwrap();
+    assert!(t.state.has_quarantine(&inbox).unwrap());
+    let name = moved.file_name().unwrap().to_str().unwrap().to_owned();
+    assert_eq!(t.state.list_quarantine(&inbox).unwrap(), Some(vec![name]));
+    let other = t.state.channel_dir(Channel::new("bus")).unwrap();
+    fs::write(other.as_path().join(".quarantine"), "not a folder").unwrap();
+    assert!(t.state.has_quarantine(&other).unwrap());
+    assert!(matches!(
+        t.state.list_quarantine(&other),
+        Err(Error::NotADirectory { .. })
+    ));
+}
+
 /// A channel's doctor sweeps its own tree only, and learns what it removed.
 #[test]
 fn sweep_in_a_channel_removes_its_stale_temps_only() {
