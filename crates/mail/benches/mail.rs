@@ -269,7 +269,7 @@ fn inbox(c: &mut Criterion) {
     let template = Template::new();
     let tmp = tempfile::tempdir().unwrap();
     let mail = Mail::new(StateDir::open(tmp.path()).unwrap());
-    let dir = mail.dir().join("inbox/np-executor");
+    let dir = mail.dir().as_path().join("inbox/np-executor");
     fs::create_dir_all(&dir).unwrap();
     for _ in 0..10_000 {
         let id = fresh_id();
@@ -302,13 +302,13 @@ fn inbox(c: &mut Criterion) {
 /// answered request that was sent properly.
 fn archive_root(dir: &Path, n: usize, template: &Template) -> (Mail, MessageId) {
     let mail = Mail::new(StateDir::open(dir).unwrap());
-    let archive = mail.dir().join("archive");
+    let archive = mail.dir().as_path().join("archive");
     fs::create_dir_all(&archive).unwrap();
     for i in 0..n {
         let id = fresh_id();
         fs::write(archive.join(format!("{id}.json")), template.with_id(&id)).unwrap();
         if i % 2 == 0 {
-            let replies = mail.dir().join("replies").join(&id);
+            let replies = mail.dir().as_path().join("replies").join(&id);
             fs::create_dir_all(&replies).unwrap();
             fs::write(
                 replies.join(format!("response-{}.json", fresh_id())),

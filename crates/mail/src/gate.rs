@@ -71,11 +71,10 @@
 //! would not: at worst the cache is not used.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::MessageId;
-use chipset_store::{AgentId, ReadOutcome, StateDir, TaskId};
+use chipset_store::{AgentId, ReadOutcome, StateDir, StatePath, TaskId};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{MailError, Result};
@@ -109,7 +108,7 @@ pub(crate) struct Stamp {
 impl Stamp {
     /// Stats `dir`: its stamp and whether it is old enough to trust, or
     /// `None` when it is missing.
-    pub(crate) fn of(state: &StateDir, dir: &Path) -> Result<Option<(Stamp, bool)>> {
+    pub(crate) fn of(state: &StateDir, dir: &StatePath) -> Result<Option<(Stamp, bool)>> {
         let Some(meta) = state.stat(dir)? else {
             return Ok(None);
         };
@@ -244,14 +243,14 @@ pub(crate) enum Folder {
 /// The task cache of one task, loaded once for a walk over its folders.
 pub(crate) struct TaskFiles<'m> {
     mail: &'m Mail,
-    path: PathBuf,
+    path: StatePath,
     cache: TaskCache,
     dirty: bool,
 }
 
 /// Reads a cache file; anything but a whole, parsable file (missing, over
 /// the size limit, not a regular file, unreadable) is no cache, rebuilt.
-pub(crate) fn load<T: for<'de> Deserialize<'de>>(state: &StateDir, path: &Path) -> Option<T> {
+pub(crate) fn load<T: for<'de> Deserialize<'de>>(state: &StateDir, path: &StatePath) -> Option<T> {
     let bytes = match state.read_bytes_capped(path, MAX_CACHE_FILE) {
         Ok(ReadOutcome::Value(bytes)) => bytes,
         Ok(_) => return None,
@@ -269,44 +268,45 @@ pub(crate) fn load<T: for<'de> Deserialize<'de>>(state: &StateDir, path: &Path) 
     }
 }
 
-/// Reads the folder entry `name` at `path` as a message, failing closed as
-/// the uncached gate does (a name that is not `{id}.json`, an unreadable or
-/// unsupported file, an id that does not match its name); `None` when it
+/// Reads the entry `name` of the folder `dir` as a message, failing closed
+/// as the uncached gate does (a name that is not `{id}.json`, an unreadable
+/// or unsupported file, an id that does not match its name); `None` when it
 /// moved on since the listing.
-fn read_entry(state: &StateDir, path: &Path, name: &str) -> Result<Option<Message>> {
+fn read_entry(state: &StateDir, dir: &StatePath, name: &str) -> Result<Option<Message>> {
     let Some(id) = id_of(name) else {
         return Err(MailError::Corrupt(stray(
-            path.to_owned(),
+            dir.as_path().join(name),
             "not a message file: expected `{id}.json`",
         )));
     };
-    match read_message(state, path)? {
+    let path = dir.join_id(&id, ".json");
+    match read_message(state, &path)? {
         ReadOutcome::Missing => Ok(None),
         ReadOutcome::Corrupt(c) => Err(c.into()),
         ReadOutcome::Unsupported(u) => Err(u.into()),
-        ReadOutcome::Value(m) => Ok(Some(check_id(path, &id, m)?)),
+        ReadOutcome::Value(m) => Ok(Some(check_id(&path, &id, m)?)),
     }
 }
 
 impl Mail {
-    fn gate_dir(&self) -> PathBuf {
-        self.layout.mail().join(GATE_DIR)
+    pub(crate) fn gate_dir(&self) -> StatePath {
+        self.layout.mail().join_hidden(GATE_DIR)
     }
 
-    fn inbox_cache_path(&self, agent: &AgentId) -> PathBuf {
-        self.gate_dir().join("inbox").join(format!("{agent}.json"))
+    fn inbox_cache_path(&self, agent: &AgentId) -> StatePath {
+        self.gate_dir().join_static("inbox").join_id(agent, ".json")
     }
 
-    fn archive_cache_path(&self) -> PathBuf {
-        self.gate_dir().join("archive.json")
+    fn archive_cache_path(&self) -> StatePath {
+        self.gate_dir().join_static("archive.json")
     }
 
-    fn task_cache_path(&self, task: &TaskId) -> PathBuf {
-        self.gate_dir().join("task").join(format!("{task}.json"))
+    fn task_cache_path(&self, task: &TaskId) -> StatePath {
+        self.gate_dir().join_static("task").join_id(task, ".json")
     }
 
     /// Writes a cache file; a failure only costs the next reader a listing.
-    pub(crate) fn store_cache<T: Serialize>(&self, path: &Path, value: &T) {
+    pub(crate) fn store_cache<T: Serialize>(&self, path: &StatePath, value: &T) {
         let written = serde_json::to_vec(value)
             .map_err(|e| e.to_string())
             .and_then(|bytes| {
@@ -368,14 +368,16 @@ impl Mail {
     /// Fails with [`MailError::QuarantinedInbox`] when `inbox/.quarantine/`
     /// holds a file (repair must not open the gate); returns whether the
     /// folder exists.
-    fn check_quarantine(&self, inbox: &Path) -> Result<bool> {
-        let quarantine = inbox.join(chipset_store::QUARANTINE_DIR);
-        if !crate::mail::exists(&self.state, &quarantine)? {
+    fn check_quarantine(&self, inbox: &StatePath) -> Result<bool> {
+        let Some(names) = self.state.list_quarantine(inbox)? else {
             return Ok(false);
-        }
-        if let Some(name) = self.state.list(&quarantine)?.into_iter().next() {
+        };
+        if let Some(name) = names.into_iter().next() {
             return Err(MailError::QuarantinedInbox {
-                path: quarantine.join(name),
+                path: inbox
+                    .as_path()
+                    .join(chipset_store::QUARANTINE_DIR)
+                    .join(name),
             });
         }
         Ok(true)
@@ -388,8 +390,8 @@ impl Mail {
     /// `stamp` must have been taken before this call.
     fn folder_files(
         &self,
-        cache: &Path,
-        dir: &Path,
+        cache: &StatePath,
+        dir: &StatePath,
         skip: &[&str],
         stamp: Stamp,
         settled: bool,
@@ -409,7 +411,6 @@ impl Mail {
             if skip.contains(&name.as_str()) {
                 continue;
             }
-            let path = dir.join(&name);
             // The file's own stamp: a file rewritten in place (which the
             // seed forbids) is read again while its change is recent enough
             // to be told apart, and whenever its size or times differ.
@@ -429,7 +430,7 @@ impl Mail {
                 continue;
             }
             read_any = true;
-            let Some(message) = read_entry(&self.state, &path, &name)? else {
+            let Some(message) = read_entry(&self.state, dir, &name)? else {
                 continue;
             };
             // Stamped before the read: a file replaced meanwhile is read again
@@ -488,7 +489,7 @@ impl TaskFiles<'_> {
     /// [`MailError::Unsupported`]) when it is listed, whatever its task.
     pub(crate) fn folder(&mut self, folder: &Folder, gate: bool) -> Result<Option<Vec<TaskFile>>> {
         let mail = self.mail;
-        let (dir, cache_path, skip): (PathBuf, PathBuf, &[&str]) = match folder {
+        let (dir, cache_path, skip): (StatePath, StatePath, &[&str]) = match folder {
             Folder::Inbox(agent) => (mail.layout.inbox(agent), mail.inbox_cache_path(agent), &[]),
             Folder::Archive => (
                 mail.layout.archive_root(),
@@ -516,10 +517,7 @@ impl TaskFiles<'_> {
                 let quarantine = match folder {
                     Folder::Archive => false,
                     Folder::Inbox(_) if gate => mail.check_quarantine(&dir)?,
-                    Folder::Inbox(_) => crate::mail::exists(
-                        &self.mail.state,
-                        &dir.join(chipset_store::QUARANTINE_DIR),
-                    )?,
+                    Folder::Inbox(_) => self.mail.state.has_quarantine(&dir)?,
                 };
                 let mut slice = Slice {
                     stamp: settled.then_some(stamp),
@@ -608,7 +606,7 @@ impl TaskFiles<'_> {
     fn since(
         &self,
         old: &Slice,
-        dir: &Path,
+        dir: &StatePath,
         skip: &[&str],
         now: Stamp,
     ) -> Result<Option<(BTreeMap<String, Facts>, BTreeMap<String, Option<MessageId>>)>> {
@@ -644,8 +642,7 @@ impl TaskFiles<'_> {
             }
         }
         for name in new {
-            let path = dir.join(&name);
-            let Some(message) = read_entry(&self.mail.state, &path, &name)? else {
+            let Some(message) = read_entry(&self.mail.state, dir, &name)? else {
                 continue;
             };
             if message.phase != self.cache.task {

@@ -1,10 +1,9 @@
 //! Where mail's files live under `mail/`, and where a message can be.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
 
 use crate::MessageId;
-use chipset_store::{AgentId, TaskId};
+use chipset_store::{AgentId, StatePath, TaskId};
 
 use crate::format::Kind;
 
@@ -59,46 +58,48 @@ pub(crate) const REPLIES: &str = "replies";
 pub(crate) const MANIFEST: &str = "manifest.jsonl";
 const EXT: &str = ".json";
 
-/// Paths under the `mail/` channel directory.
+/// Paths under the `mail/` channel directory, each a [`StatePath`]: the
+/// channel's directory and checked segments (agents, tasks and message ids
+/// are validated ids; the rest are this file's constants).
 #[derive(Debug, Clone)]
 pub(crate) struct Layout {
-    mail: PathBuf,
+    mail: StatePath,
 }
 
 impl Layout {
-    pub(crate) fn new(mail: PathBuf) -> Self {
+    pub(crate) fn new(mail: StatePath) -> Self {
         Layout { mail }
     }
 
-    pub(crate) fn mail(&self) -> &Path {
+    pub(crate) fn mail(&self) -> &StatePath {
         &self.mail
     }
 
-    pub(crate) fn inbox_root(&self) -> PathBuf {
-        self.mail.join(INBOX)
+    pub(crate) fn inbox_root(&self) -> StatePath {
+        self.mail.join_static(INBOX)
     }
 
-    pub(crate) fn inbox(&self, agent: &AgentId) -> PathBuf {
-        self.inbox_root().join(agent.as_str())
+    pub(crate) fn inbox(&self, agent: &AgentId) -> StatePath {
+        self.inbox_root().join_id(agent, "")
     }
 
-    pub(crate) fn archive_root(&self) -> PathBuf {
-        self.mail.join(ARCHIVE)
+    pub(crate) fn archive_root(&self) -> StatePath {
+        self.mail.join_static(ARCHIVE)
     }
 
-    pub(crate) fn by_task_root(&self) -> PathBuf {
-        self.archive_root().join(BY_TASK)
+    pub(crate) fn by_task_root(&self) -> StatePath {
+        self.archive_root().join_static(BY_TASK)
     }
 
-    pub(crate) fn by_task(&self, task: &TaskId) -> PathBuf {
-        self.by_task_root().join(task.as_str())
+    pub(crate) fn by_task(&self, task: &TaskId) -> StatePath {
+        self.by_task_root().join_id(task, "")
     }
 
-    pub(crate) fn orphan_root(&self) -> PathBuf {
-        self.archive_root().join(ORPHAN)
+    pub(crate) fn orphan_root(&self) -> StatePath {
+        self.archive_root().join_static(ORPHAN)
     }
 
-    pub(crate) fn dir_of(&self, location: &Location) -> PathBuf {
+    pub(crate) fn dir_of(&self, location: &Location) -> StatePath {
         match location {
             Location::Inbox(agent) => self.inbox(agent),
             Location::Archive => self.archive_root(),
@@ -107,16 +108,16 @@ impl Layout {
         }
     }
 
-    pub(crate) fn file(&self, location: &Location, id: &MessageId) -> PathBuf {
-        self.dir_of(location).join(file_name(id))
+    pub(crate) fn file(&self, location: &Location, id: &MessageId) -> StatePath {
+        self.dir_of(location).join_id(id, EXT)
     }
 
-    pub(crate) fn replies_root(&self) -> PathBuf {
-        self.mail.join(REPLIES)
+    pub(crate) fn replies_root(&self) -> StatePath {
+        self.mail.join_static(REPLIES)
     }
 
-    pub(crate) fn replies(&self, parent: &MessageId) -> PathBuf {
-        self.replies_root().join(parent.as_str())
+    pub(crate) fn replies(&self, parent: &MessageId) -> StatePath {
+        self.replies_root().join_id(parent, "")
     }
 
     pub(crate) fn reply_marker(
@@ -124,15 +125,18 @@ impl Layout {
         parent: &MessageId,
         kind: Kind,
         child: &MessageId,
-    ) -> PathBuf {
-        self.replies(parent).join(marker_name(kind, child))
+    ) -> StatePath {
+        self.replies(parent)
+            .join(marker_name(kind, child))
+            .expect("a kind's name, `-` and a message id make one safe segment")
     }
 
-    pub(crate) fn manifest(&self) -> PathBuf {
-        self.mail.join(MANIFEST)
+    pub(crate) fn manifest(&self) -> StatePath {
+        self.mail.join_static(MANIFEST)
     }
 }
 
+#[cfg(test)]
 pub(crate) fn file_name(id: &MessageId) -> String {
     format!("{id}{EXT}")
 }

@@ -100,6 +100,19 @@
 //! claims a reply that does not exist; a crash in between leaves the request
 //! pending (the safe side), and [`Mail::doctor`] adds the entry.
 //!
+//! Every path above is a [`StatePath`](chipset_store::StatePath)
+//! ([`Mail::dir`], [`Mail::inbox_dir`], [`Mail::path_of`],
+//! [`Mail::manifest_path`]): the channel's directory (or, for
+//! [`Mail::in_folder`], the root itself,
+//! [`StateDir::root_path`](chipset_store::StateDir::root_path)) and checked
+//! segments, so none can leave the root. `.gate/` is mail's own hidden
+//! folder ([`StatePath::join_hidden`](chipset_store::StatePath::join_hidden));
+//! an inbox's `.quarantine/` is the store's, read only through
+//! [`StateDir::list_quarantine`](chipset_store::StateDir::list_quarantine).
+//! A listed name that is not one safe segment is reported by the doctor as
+//! corrupt and left for a person: no `StatePath` can name it, so no repair
+//! moves it.
+//!
 //! # Costs
 //!
 //! - [`Mail::inbox`] reads only that agent's inbox.

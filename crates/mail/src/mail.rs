@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use chipset_store::{
-    AgentId, BadLine, CorruptReason, Corruption, JsonLog, ReadOutcome, StateDir, TaskId, TornTail,
-    Unsupported,
+    AgentId, BadLine, CorruptReason, Corruption, JsonLog, ReadOutcome, StateDir, StatePath, TaskId,
+    TornTail, Unsupported,
 };
 
 use crate::MessageId;
@@ -17,7 +17,7 @@ use crate::MessageId;
 use crate::draft::MailConfig;
 use crate::error::{MailError, Result};
 use crate::format::{Kind, ManifestEvent, Message, parse_message};
-use crate::layout::{Layout, Location, file_name, id_of};
+use crate::layout::{Layout, Location, id_of};
 
 /// The mail channel of one state root: send, list, archive, thread, gate, sweep, repair.
 ///
@@ -112,7 +112,7 @@ impl From<Unreadable> for MailError {
 }
 
 /// Reads and parses one message file (see [`parse_message`]).
-pub(crate) fn read_message(state: &StateDir, path: &Path) -> Result<ReadOutcome<Message>> {
+pub(crate) fn read_message(state: &StateDir, path: &StatePath) -> Result<ReadOutcome<Message>> {
     Ok(state
         .read_bytes(path)?
         .and_then(|bytes| parse_message(path, &bytes)))
@@ -142,7 +142,10 @@ pub(crate) fn answers(response: &Message, request: &Message) -> bool {
 pub(crate) const MTIME_SLACK: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Returns when `dir`'s entries last changed, or `None` when it is missing.
-pub(crate) fn modified(state: &StateDir, dir: &Path) -> Result<Option<chipset_store::Timestamp>> {
+pub(crate) fn modified(
+    state: &StateDir,
+    dir: &StatePath,
+) -> Result<Option<chipset_store::Timestamp>> {
     let Some(meta) = state.stat(dir)? else {
         return Ok(None);
     };
@@ -167,7 +170,7 @@ pub(crate) fn stray(path: PathBuf, what: &str) -> Corruption {
     }
 }
 
-pub(crate) fn exists(state: &StateDir, path: &Path) -> Result<bool> {
+pub(crate) fn exists(state: &StateDir, path: &StatePath) -> Result<bool> {
     Ok(state.exists(path)?)
 }
 
@@ -196,7 +199,7 @@ impl Mail {
 
     /// Returns the mail channel of `state` with `config`.
     pub fn with_config(state: StateDir, config: MailConfig) -> Self {
-        let layout = Layout::new(state.channel_path(crate::MAIL_CHANNEL));
+        let layout = Layout::new(state.channel(crate::MAIL_CHANNEL));
         Mail {
             state,
             config,
@@ -229,7 +232,7 @@ impl Mail {
 
     /// As [`Mail::in_folder`], with `config`.
     pub fn in_folder_with_config(state: StateDir, config: MailConfig) -> Self {
-        let layout = Layout::new(state.root().to_owned());
+        let layout = Layout::new(state.root_path());
         Mail {
             state,
             config,
@@ -248,22 +251,22 @@ impl Mail {
     }
 
     /// Returns the `mail/` directory.
-    pub fn dir(&self) -> &Path {
+    pub fn dir(&self) -> &StatePath {
         self.layout.mail()
     }
 
     /// Returns `agent`'s inbox directory, `inbox/{agent}/` (for watchers).
-    pub fn inbox_dir(&self, agent: &AgentId) -> PathBuf {
+    pub fn inbox_dir(&self, agent: &AgentId) -> StatePath {
         self.layout.inbox(agent)
     }
 
     /// Returns the path a message with `id` has at `location`.
-    pub fn path_of(&self, id: &MessageId, location: &Location) -> PathBuf {
+    pub fn path_of(&self, id: &MessageId, location: &Location) -> StatePath {
         self.layout.file(location, id)
     }
 
     /// Returns the path of `manifest.jsonl`.
-    pub fn manifest_path(&self) -> PathBuf {
+    pub fn manifest_path(&self) -> StatePath {
         self.layout.manifest()
     }
 
@@ -285,8 +288,9 @@ impl Mail {
             .list(&root)?
             .into_iter()
             .map(|name| {
-                AgentId::new(name.as_str())
-                    .map_err(|_| stray(root.join(&name), "not an agent inbox directory").into())
+                AgentId::new(name.as_str()).map_err(|_| {
+                    stray(root.as_path().join(&name), "not an agent inbox directory").into()
+                })
             })
             .collect()
     }
@@ -306,25 +310,30 @@ impl Mail {
     }
 
     fn locate_with(&self, id: &MessageId, task: Option<&TaskId>) -> Result<Option<Location>> {
-        let name = file_name(id);
         for agent in self.agents()? {
-            if exists(&self.state, &self.layout.inbox(&agent).join(&name))? {
+            if exists(
+                &self.state,
+                &self.layout.file(&Location::Inbox(agent.clone()), id),
+            )? {
                 return Ok(Some(Location::Inbox(agent)));
             }
         }
         for loc in [Location::Archive, Location::Orphan] {
-            if exists(&self.state, &self.layout.dir_of(&loc).join(&name))? {
+            if exists(&self.state, &self.layout.file(&loc, id))? {
                 return Ok(Some(loc));
             }
         }
         if let Some(task) = task
-            && exists(&self.state, &self.layout.by_task(task).join(&name))?
+            && exists(&self.state, &self.layout.by_task(task).join_id(id, ".json"))?
         {
             return Ok(Some(Location::ByTask(task.clone())));
         }
         for dir in self.state.list(&self.layout.by_task_root())? {
             if let Ok(task) = TaskId::new(dir.as_str())
-                && exists(&self.state, &self.layout.by_task(&task).join(&name))?
+                && exists(
+                    &self.state,
+                    &self.layout.by_task(&task).join_id(id, ".json"),
+                )?
             {
                 return Ok(Some(Location::ByTask(task)));
             }
@@ -370,7 +379,7 @@ impl Mail {
     /// Files that vanish between listing and reading (moved on) are skipped.
     pub(crate) fn scan(
         &self,
-        dir: &Path,
+        dir: &StatePath,
         skip: &[&str],
     ) -> Result<Vec<std::result::Result<(MessageId, Message), Unreadable>>> {
         let names = self.state.list(dir)?;
@@ -379,13 +388,14 @@ impl Mail {
             if skip.contains(&name.as_str()) {
                 continue;
             }
-            let path = dir.join(&name);
             let Some(id) = id_of(&name) else {
+                let path = dir.as_path().join(&name);
                 out.push(Err(
                     stray(path, "not a message file: expected `{id}.json`").into()
                 ));
                 continue;
             };
+            let path = dir.join_id(&id, ".json");
             // The directory's parents were checked by the listing; the file
             // itself is opened without following a symlink.
             match read_message(&self.state, &path)? {
@@ -403,7 +413,7 @@ impl Mail {
     }
 
     /// As [`Mail::scan`], failing on the first corruption.
-    pub(crate) fn scan_strict(&self, dir: &Path) -> Result<Vec<Message>> {
+    pub(crate) fn scan_strict(&self, dir: &StatePath) -> Result<Vec<Message>> {
         self.scan(dir, &[])?
             .into_iter()
             .map(|r| r.map(|(_, m)| m).map_err(MailError::from))

@@ -1,9 +1,8 @@
 //! Reading: one inbox, counts for a status screen, the manifest.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
-use chipset_store::AgentId;
+use chipset_store::{AgentId, StatePath};
 
 use crate::draft::InboxFilter;
 use crate::error::Result;
@@ -42,7 +41,7 @@ impl Mail {
     }
 
     /// Counts the message files in `dir` without holding its listing.
-    pub(crate) fn count_messages(&self, dir: &Path) -> Result<usize> {
+    pub(crate) fn count_messages(&self, dir: &StatePath) -> Result<usize> {
         let mut n = 0;
         self.state.for_each_name(dir, |name| -> Result<()> {
             n += usize::from(id_of(&name).is_some());

@@ -55,7 +55,7 @@ impl Mail {
             what: what.to_owned(),
             to: None,
         };
-        let manifest = self.layout.manifest();
+        let manifest = self.layout.manifest().into_path_buf();
         let (fault, path, subject, action) = match &f {
             Finding::Corrupt { path, reason } => (
                 Defect::Corrupt(reason.clone()),
@@ -71,7 +71,7 @@ impl Mail {
             ),
             Finding::Duplicate { id, extra, .. } => (
                 Defect::Missing,
-                Some(self.layout.file(extra, id)),
+                Some(self.layout.file(extra, id).into_path_buf()),
                 Some(id.to_string()),
                 quarantined("extra copy quarantined"),
             ),
@@ -83,25 +83,33 @@ impl Mail {
             ),
             Finding::AnsweredRequest { id, agent } => (
                 Defect::Unfinished,
-                Some(self.layout.file(&crate::Location::Inbox(agent.clone()), id)),
+                Some(
+                    self.layout
+                        .file(&crate::Location::Inbox(agent.clone()), id)
+                        .into_path_buf(),
+                ),
                 Some(id.to_string()),
                 Action::Moved("archived".to_owned()),
             ),
             Finding::Orphan { id, agent, .. } => (
                 Defect::Stale,
-                Some(self.layout.file(&crate::Location::Inbox(agent.clone()), id)),
+                Some(
+                    self.layout
+                        .file(&crate::Location::Inbox(agent.clone()), id)
+                        .into_path_buf(),
+                ),
                 Some(id.to_string()),
                 Action::Moved("moved to archive/orphan/".to_owned()),
             ),
             Finding::MissingSentEvent { id, location } => (
                 Defect::Missing,
-                Some(self.layout.file(location, id)),
+                Some(self.layout.file(location, id).into_path_buf()),
                 Some(id.to_string()),
                 Action::Appended("`sent` event appended (reconciled)".to_owned()),
             ),
             Finding::MissingArchivedEvent { id, location } => (
                 Defect::Missing,
-                Some(self.layout.file(location, id)),
+                Some(self.layout.file(location, id).into_path_buf()),
                 Some(id.to_string()),
                 Action::Appended("`archived` event appended (reconciled)".to_owned()),
             ),
@@ -130,7 +138,7 @@ impl Mail {
                 Defect::InFlight {
                     check_after: f.check_after().unwrap_or_default(),
                 },
-                Some(self.layout.file(location, id)),
+                Some(self.layout.file(location, id).into_path_buf()),
                 Some(id.to_string()),
                 Action::LeftAlone("in flight".to_owned()),
             ),

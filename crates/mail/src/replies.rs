@@ -2,9 +2,8 @@
 //! requests of a task still waiting for one.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 
-use chipset_store::{ReadOutcome, TaskId};
+use chipset_store::{ReadOutcome, StatePath, TaskId};
 
 use crate::MessageId;
 
@@ -102,7 +101,7 @@ impl Mail {
     fn responses_among(
         &self,
         requests: &[Message],
-        dirs: &[PathBuf],
+        dirs: &[StatePath],
     ) -> Result<BTreeMap<MessageId, Message>> {
         let mut answered = BTreeMap::new();
         let Some(oldest) = requests.iter().map(|r| &r.id).min() else {
@@ -125,7 +124,7 @@ impl Mail {
                 if id <= *oldest {
                     continue;
                 }
-                let path = dir.join(&name);
+                let path = dir.join_id(&id, ".json");
                 let bytes = match self.state.read_bytes(&path) {
                     Ok(ReadOutcome::Value(bytes)) => bytes,
                     // Moved on, unreadable, or not a regular file: not an answer.
@@ -194,7 +193,7 @@ impl Mail {
         let mut out = Vec::new();
         for f in files.iter().filter(|f| f.facts.needs_reply) {
             let Some(id) = id_of(&f.name) else { continue };
-            let path = self.layout.inbox(&f.agent).join(&f.name);
+            let path = self.layout.inbox(&f.agent).join_id(&id, ".json");
             match read_message(&self.state, &path)? {
                 // Archived since the listing: archived requests are never pending.
                 ReadOutcome::Missing => {}

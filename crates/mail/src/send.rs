@@ -2,9 +2,8 @@
 //! follows a publish (reply index, archive of the answered request, events).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
-use chipset_store::{SortableId, to_canonical_json};
+use chipset_store::{SortableId, StatePath, to_canonical_json};
 
 use crate::MessageId;
 
@@ -139,7 +138,7 @@ impl Mail {
             prepared.push(p);
         }
         let fresh: Vec<&Prepared> = prepared.iter().filter(|p| p.first.is_none()).collect();
-        let items: Vec<(PathBuf, Vec<u8>)> = fresh
+        let items: Vec<(StatePath, Vec<u8>)> = fresh
             .iter()
             .map(|p| {
                 let m = &p.message;
@@ -166,7 +165,7 @@ impl Mail {
             } else if p.chosen {
                 raced.push(p.message.clone());
             } else {
-                collision.get_or_insert_with(|| path.clone());
+                collision.get_or_insert_with(|| path.clone().into_path_buf());
             }
         }
         self.follow_up(&sent, true);
@@ -189,7 +188,10 @@ impl Mail {
                 }
                 None => {
                     return Err(MailError::IdCollision {
-                        path: self.layout.file(&Location::Inbox(m.to.clone()), &m.id),
+                        path: self
+                            .layout
+                            .file(&Location::Inbox(m.to.clone()), &m.id)
+                            .into_path_buf(),
                     });
                 }
             }
@@ -318,7 +320,8 @@ impl Mail {
             to_canonical_json(message).map_err(|source| chipset_store::Error::Serialize {
                 path: self
                     .layout
-                    .file(&Location::Inbox(message.to.clone()), &message.id),
+                    .file(&Location::Inbox(message.to.clone()), &message.id)
+                    .into_path_buf(),
                 source,
             })?;
         if bytes.len() as u64 > self.state.read_cap() {
@@ -347,7 +350,7 @@ impl Mail {
             let path = self.layout.reply_marker(parent, m.kind, &m.id);
             let bytes =
                 to_canonical_json(&marker).map_err(|source| chipset_store::Error::Serialize {
-                    path: path.clone(),
+                    path: path.clone().into_path_buf(),
                     source,
                 })?;
             items.push((path, bytes));

@@ -11,10 +11,9 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::path::{Path, PathBuf};
 
 use chipset_store::ScratchFile;
-use chipset_store::StateDir;
+use chipset_store::{StateDir, StatePath};
 
 use crate::error::Result;
 
@@ -26,7 +25,7 @@ const CHUNK: usize = 64 * 1024;
 /// Collects lines; [`Sorter::finish`] returns them sorted.
 pub(crate) struct Sorter<'a> {
     state: &'a StateDir,
-    dir: PathBuf,
+    dir: StatePath,
     budget: usize,
     buf: Vec<u8>,
     spans: Vec<(u32, u32)>,
@@ -37,10 +36,10 @@ pub(crate) struct Sorter<'a> {
 
 impl<'a> Sorter<'a> {
     /// A sorter that spills into scratch files in `dir`.
-    pub(crate) fn new(state: &'a StateDir, dir: &Path, budget: usize) -> Self {
+    pub(crate) fn new(state: &'a StateDir, dir: &StatePath, budget: usize) -> Self {
         Sorter {
             state,
-            dir: dir.to_owned(),
+            dir: dir.clone(),
             budget,
             buf: Vec::new(),
             spans: Vec::new(),
@@ -205,6 +204,8 @@ impl Sorted {
     reason = "the test plants and inspects files as another program would, outside the store's API"
 )]
 mod tests {
+    use std::path::Path;
+
     use super::*;
 
     fn sorted(budget: usize, lines: &[&str]) -> Vec<String> {
@@ -218,7 +219,7 @@ mod tests {
     fn sorted_in(dir: &Path, budget: usize, lines: &[&str]) -> Vec<String> {
         let tmp = dir;
         let state = StateDir::open(tmp).unwrap();
-        let mut sorter = Sorter::new(&state, tmp, budget);
+        let mut sorter = Sorter::new(&state, &state.root_path(), budget);
         for l in lines {
             sorter.push(l.as_bytes()).unwrap();
         }

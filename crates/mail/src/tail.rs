@@ -62,15 +62,13 @@
 //! their request, as the fallback does.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use crate::MessageId;
-use chipset_store::{JsonLog, ReadOutcome, Timestamp};
+use chipset_store::{JsonLog, ReadOutcome, StatePath, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{MailError, Result};
 use crate::format::{Kind, Message};
-use crate::gate::GATE_DIR;
 use crate::layout::Location;
 use crate::mail::{MTIME_SLACK, Mail, answers, read_message};
 
@@ -133,8 +131,8 @@ impl Caught {
 }
 
 impl Mail {
-    fn tail_path(&self) -> PathBuf {
-        self.layout.mail().join(GATE_DIR).join("archive-tail.json")
+    fn tail_path(&self) -> StatePath {
+        self.gate_dir().join_static("archive-tail.json")
     }
 
     /// Brings the reply index up to date with the responses archived since

@@ -2,9 +2,8 @@
 //! thread through the reply index and the gate cache.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::path::PathBuf;
 
-use chipset_store::{ReadOutcome, TaskId};
+use chipset_store::{ReadOutcome, StatePath, TaskId};
 
 use crate::MessageId;
 
@@ -114,7 +113,7 @@ impl Mail {
                         continue;
                     }
                     let Some(id) = id_of(&f.name) else { continue };
-                    let path = dir.join(&f.name);
+                    let path = dir.join_id(&id, ".json");
                     match read_message(&self.state, &path)? {
                         ReadOutcome::Missing => {}
                         ReadOutcome::Corrupt(c) => return Err(c.into()),
@@ -141,7 +140,7 @@ impl Mail {
             walk.finish(&agents);
             let archive = self.layout.archive_root();
             let by_task = self.layout.by_task(task);
-            let mut candidates: Vec<(PathBuf, String)> = match archived {
+            let mut candidates: Vec<(StatePath, String)> = match archived {
                 Some(names) => names.into_iter().map(|n| (archive.clone(), n)).collect(),
                 None => self
                     .state
@@ -160,7 +159,7 @@ impl Mail {
                 let Some(id) = id_of(&name).filter(|id| *id > root.id) else {
                     continue;
                 };
-                let path = dir.join(&name);
+                let path = dir.join_id(&id, ".json");
                 if let Ok(ReadOutcome::Value(m)) = read_message(&self.state, &path)
                     && m.id == id
                     && m.in_reply_to.is_some()

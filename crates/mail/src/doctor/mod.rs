@@ -6,7 +6,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::MessageId;
-use chipset_store::{AgentId, CorruptReason, DoctorMode, ReadOutcome, StateDir, TaskId};
+use chipset_store::{AgentId, CorruptReason, DoctorMode, ReadOutcome, StateDir, StatePath, TaskId};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
@@ -109,7 +109,7 @@ struct Seen {
 /// expects one). The doctor then walks both in id order, one id at a time,
 /// so its memory does not grow with the number of messages.
 struct Scan<'a> {
-    corrupt: Vec<(PathBuf, CorruptReason)>,
+    corrupt: Vec<(BadEntry, CorruptReason)>,
     unsupported: Vec<chipset_store::Unsupported>,
     /// Tasks with a by-task folder.
     swept: BTreeSet<u32>,
@@ -315,7 +315,35 @@ fn not(what: &str) -> CorruptReason {
     CorruptReason::WrongShape(format!("not {what}"))
 }
 
-fn is_dir(state: &StateDir, path: &Path) -> Result<bool> {
+/// A bad entry the scan met: at a [`StatePath`] the fix can move aside,
+/// or, for a listed name that is not one safe path segment (no chipset
+/// writer makes one, and no `StatePath` can name it), only at a path to
+/// show: reported, and left for a person.
+#[derive(Debug, Clone)]
+enum BadEntry {
+    At(StatePath),
+    Unnamable(PathBuf),
+}
+
+impl BadEntry {
+    /// The entry `name` listed in `dir`.
+    fn listed(dir: &StatePath, name: &str) -> BadEntry {
+        match dir.join(name) {
+            Ok(path) => BadEntry::At(path),
+            Err(_) => BadEntry::Unnamable(dir.as_path().join(name)),
+        }
+    }
+
+    /// The path to show.
+    fn shown(&self) -> &Path {
+        match self {
+            BadEntry::At(path) => path,
+            BadEntry::Unnamable(path) => path,
+        }
+    }
+}
+
+fn is_dir(state: &StateDir, path: &StatePath) -> Result<bool> {
     Ok(state.stat(path)?.is_some_and(|m| m.is_dir()))
 }
 

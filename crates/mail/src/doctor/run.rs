@@ -58,8 +58,8 @@ impl Mail {
         let mut findings: Vec<Finding> = scan
             .corrupt
             .iter()
-            .map(|(path, reason)| Finding::Corrupt {
-                path: path.clone(),
+            .map(|(bad, reason)| Finding::Corrupt {
+                path: bad.shown().to_owned(),
                 reason: reason.clone(),
             })
             .collect();
@@ -149,16 +149,18 @@ impl Mail {
         }
 
         // Repairs, in an order where each one finds what the previous left.
-        for (path, _) in &scan.corrupt {
-            self.quarantine(path)?;
+        for (bad, _) in &scan.corrupt {
+            if let BadEntry::At(path) = bad {
+                self.quarantine(path)?;
+            }
         }
         for f in &findings {
             if let Finding::Duplicate { id, extra, .. } = f {
                 self.quarantine(&self.layout.file(extra, id))?;
             }
         }
-        if let Some(c) = &manifest.not_a_file {
-            self.quarantine(&c.path)?;
+        if manifest.not_a_file.is_some() {
+            self.quarantine(&self.layout.manifest())?;
         }
         let log = self.manifest()?;
         if !manifest.bad.is_empty() {
@@ -240,7 +242,7 @@ impl Mail {
         Ok(report(findings))
     }
 
-    fn quarantine(&self, path: &Path) -> Result<()> {
+    fn quarantine(&self, path: &StatePath) -> Result<()> {
         // Message files are never rewritten (published no-clobber, moved
         // whole), so no writer's lock: the store moves it if it is still
         // what it read, and leaves it if it went away meanwhile.

@@ -45,23 +45,29 @@ fn troubled(root: &Path) -> Mail {
     mail.send(&Draft::notify(c.clone(), e.clone(), done, "late", ""))
         .unwrap();
     let inbox_e = mail.inbox_dir(&e);
-    let archive = mail.dir().join("archive");
+    let archive = mail.dir().as_path().join("archive");
     // A duplicate: an archived request copied back into its inbox.
     let answered = requests[0].id();
     std::fs::copy(
         archive.join(format!("{answered}.json")),
-        inbox_e.join(format!("{answered}.json")),
+        inbox_e.as_path().join(format!("{answered}.json")),
     )
     .unwrap();
     // Reply-index entries lost.
-    std::fs::remove_dir_all(mail.dir().join("replies").join(requests[2].id().as_str())).unwrap();
+    std::fs::remove_dir_all(
+        mail.dir()
+            .as_path()
+            .join("replies")
+            .join(requests[2].id().as_str()),
+    )
+    .unwrap();
     // A manifest without its first lines: messages without `sent` events.
     let manifest = std::fs::read_to_string(mail.manifest_path()).unwrap();
     let rest: Vec<&str> = manifest.lines().skip(5).collect();
     std::fs::write(mail.manifest_path(), rest.join("\n") + "\n{\"torn").unwrap();
     // Corrupt files.
-    std::fs::write(inbox_e.join("not-a-message.txt"), b"x").unwrap();
-    std::fs::write(inbox_e.join("1-broken.json"), b"{").unwrap();
+    std::fs::write(inbox_e.as_path().join("not-a-message.txt"), b"x").unwrap();
+    std::fs::write(inbox_e.as_path().join("1-broken.json"), b"{").unwrap();
     mail
 }
 

@@ -6,19 +6,21 @@ impl Mail {
     pub(super) fn scan_all(&self, scan: &mut Scan<'_>) -> Result<()> {
         let inbox_root = self.layout.inbox_root();
         for name in self.state.list(&inbox_root)? {
-            let path = inbox_root.join(&name);
             match AgentId::new(name.as_str()) {
-                Ok(agent) if is_dir(&self.state, &path)? => {
+                Ok(agent) if is_dir(&self.state, &inbox_root.join_id(&agent, ""))? => {
                     self.scan_messages(scan, &Location::Inbox(agent), &[])?;
                 }
-                _ => scan.corrupt.push((path, not("an agent inbox directory"))),
+                _ => scan.corrupt.push((
+                    BadEntry::listed(&inbox_root, &name),
+                    not("an agent inbox directory"),
+                )),
             }
         }
         let archive_root = self.layout.archive_root();
         for sub in [BY_TASK, ORPHAN] {
-            let path = archive_root.join(sub);
+            let path = archive_root.join_static(sub);
             if crate::mail::exists(&self.state, &path)? && !is_dir(&self.state, &path)? {
-                scan.corrupt.push((path, not("a directory")));
+                scan.corrupt.push((BadEntry::At(path), not("a directory")));
             }
         }
         self.scan_messages(scan, &Location::Archive, &[BY_TASK, ORPHAN])?;
@@ -26,14 +28,16 @@ impl Mail {
         let by_task_root = self.layout.by_task_root();
         if is_dir(&self.state, &by_task_root)? {
             for name in self.state.list(&by_task_root)? {
-                let path = by_task_root.join(&name);
                 match TaskId::new(name.as_str()) {
-                    Ok(task) if is_dir(&self.state, &path)? => {
+                    Ok(task) if is_dir(&self.state, &by_task_root.join_id(&task, ""))? => {
                         let t = scan.tasks.intern(&task);
                         scan.swept.insert(t);
                         self.scan_messages(scan, &Location::ByTask(task), &[])?;
                     }
-                    _ => scan.corrupt.push((path, not("a task directory"))),
+                    _ => scan.corrupt.push((
+                        BadEntry::listed(&by_task_root, &name),
+                        not("a task directory"),
+                    )),
                 }
             }
         }
@@ -43,9 +47,9 @@ impl Mail {
         let mut corrupt = Vec::new();
         self.state
             .for_each_name(&replies_root, |name| -> Result<()> {
-                let path = replies_root.join(&name);
                 match MessageId::new(name.as_str()) {
-                    Ok(parent) if is_dir(&self.state, &path)? => {
+                    Ok(parent) if is_dir(&self.state, &replies_root.join_id(&parent, ""))? => {
+                        let path = replies_root.join_id(&parent, "");
                         for marker in self.state.list(&path)? {
                             match parse_marker(&marker) {
                                 Some((kind, child)) => {
@@ -53,16 +57,22 @@ impl Mail {
                                     scan.by_parent.push(line.as_bytes())?;
                                 }
                                 None => {
-                                    corrupt.push((path.join(&marker), not("a reply-index entry")));
+                                    corrupt.push((
+                                        BadEntry::listed(&path, &marker),
+                                        not("a reply-index entry"),
+                                    ));
                                 }
                             }
                         }
                     }
-                    _ => corrupt.push((path, not("a reply-index directory"))),
+                    _ => corrupt.push((
+                        BadEntry::listed(&replies_root, &name),
+                        not("a reply-index directory"),
+                    )),
                 }
                 Ok(())
             })?;
-        corrupt.sort_by(|a, b| a.0.cmp(&b.0));
+        corrupt.sort_by(|a, b| a.0.shown().cmp(b.0.shown()));
         scan.corrupt.extend(corrupt);
         Ok(())
     }
@@ -87,30 +97,31 @@ impl Mail {
             if skip.contains(&name.as_str()) {
                 return Ok(());
             }
-            let path = dir.join(&name);
             let Some(id) = id_of(&name) else {
-                corrupt.push((path, not("a message file (`{id}.json`)")));
+                let what = not("a message file (`{id}.json`)");
+                corrupt.push((BadEntry::listed(&dir, &name), what));
                 return Ok(());
             };
+            let path = dir.join_id(&id, ".json");
             let read = match read_message(&self.state, &path) {
-                Err(crate::MailError::Store(chipset_store::Error::Symlink { path })) => {
-                    corrupt.push((path, CorruptReason::NotARegularFile));
+                Err(crate::MailError::Store(chipset_store::Error::Symlink { .. })) => {
+                    corrupt.push((BadEntry::At(path), CorruptReason::NotARegularFile));
                     return Ok(());
                 }
                 other => other?,
             };
             match read {
                 ReadOutcome::Missing => {}
-                ReadOutcome::Corrupt(c) => corrupt.push((c.path, c.reason)),
+                ReadOutcome::Corrupt(c) => corrupt.push((BadEntry::At(path), c.reason)),
                 ReadOutcome::Unsupported(u) => unsupported.push(u),
                 ReadOutcome::Value(m) => match check_id(&path, &id, m) {
                     Ok(m) => scan.copy(index, loc, &m)?,
-                    Err(c) => corrupt.push((c.path, c.reason)),
+                    Err(c) => corrupt.push((BadEntry::At(path), c.reason)),
                 },
             }
             Ok(())
         })?;
-        corrupt.sort_by(|a, b| a.0.cmp(&b.0));
+        corrupt.sort_by(|a, b| a.0.shown().cmp(b.0.shown()));
         unsupported.sort_by(|a, b| a.path.cmp(&b.path));
         scan.corrupt.extend(corrupt);
         scan.unsupported.extend(unsupported);

@@ -71,7 +71,10 @@ fn published_without_sent_event_is_reconciled() {
     );
     assert_eq!(
         report.findings[0].path,
-        Some(m.path_of(lost.id(), &Location::Inbox(agent("b"))))
+        Some(
+            m.path_of(lost.id(), &Location::Inbox(agent("b")))
+                .into_path_buf()
+        )
     );
     assert_eq!(codes(m, DoctorMode::Fix), ["messaging-missing-sent-event"]);
     assert!(codes(m, DoctorMode::Check).is_empty());
@@ -110,7 +113,10 @@ fn young_messages_are_in_flight_not_clean() {
         );
         assert_eq!(
             f.path,
-            Some(m.path_of(sent.id(), &Location::Inbox(agent("b"))))
+            Some(
+                m.path_of(sent.id(), &Location::Inbox(agent("b")))
+                    .into_path_buf()
+            )
         );
         assert!(!f.fixable);
         assert!(f.actions.is_empty());
@@ -178,7 +184,9 @@ fn a_directory_or_fifo_manifest_is_reported_and_moved_aside() {
         let path = m.manifest_path();
         std::fs::remove_file(&path).unwrap();
         if fifo {
-            let made = std::process::Command::new("mkfifo").arg(&path).status();
+            let made = std::process::Command::new("mkfifo")
+                .arg(path.as_path())
+                .status();
             assert!(made.unwrap().success());
         } else {
             std::fs::create_dir(&path).unwrap();
@@ -223,7 +231,10 @@ fn duplicate_copy_is_quarantined() {
             )
         )]
     );
-    assert_eq!(report.findings[0].path.as_ref(), Some(&inbox_path));
+    assert_eq!(
+        report.findings[0].path.as_deref(),
+        Some(inbox_path.as_path())
+    );
     assert!(!inbox_path.exists());
     assert!(
         m.inbox(&agent("b"), &InboxFilter::default())
@@ -250,7 +261,7 @@ fn lost_reply_index_entry_is_rebuilt() {
         ))
         .unwrap();
     // As if the crash came between publishing the response and indexing it.
-    std::fs::remove_dir_all(m.dir().join("replies")).unwrap();
+    std::fs::remove_dir_all(m.dir().as_path().join("replies")).unwrap();
     // The response file answers the request even without its index entry.
     assert!(m.has_reply(q.id()).unwrap());
     let report = m.doctor(DoctorMode::Fix).unwrap();
@@ -306,7 +317,7 @@ fn orphans_by_each_definition() {
         ))
         .unwrap();
     // A message for an agent that has left the registry, written before it left.
-    let gone_dir = m.dir().join("inbox/gone");
+    let gone_dir = m.dir().as_path().join("inbox/gone");
     std::fs::create_dir_all(&gone_dir).unwrap();
     let stray_text = std::fs::read_to_string(m.path_of(fresh.id(), &Location::Inbox(agent("e"))))
         .unwrap()
@@ -375,10 +386,10 @@ fn stray_entries_are_quarantined() {
     let m = &f.mail;
     m.send(&Draft::notify(agent("a"), agent("b"), task("t"), "s", ""))
         .unwrap();
-    std::fs::write(m.dir().join("inbox/README"), "not an inbox").unwrap();
-    std::fs::create_dir_all(m.dir().join("archive/by-task/t/sub")).unwrap();
-    std::fs::create_dir_all(m.dir().join("replies/1-x")).unwrap();
-    std::fs::write(m.dir().join("replies/1-x/junk"), "").unwrap();
+    std::fs::write(m.dir().as_path().join("inbox/README"), "not an inbox").unwrap();
+    std::fs::create_dir_all(m.dir().as_path().join("archive/by-task/t/sub")).unwrap();
+    std::fs::create_dir_all(m.dir().as_path().join("replies/1-x")).unwrap();
+    std::fs::write(m.dir().as_path().join("replies/1-x/junk"), "").unwrap();
     assert!(
         m.pending_replies(&task("t")).is_err(),
         "fails closed on the stray"
@@ -394,7 +405,7 @@ fn stray_entries_are_quarantined() {
     );
     assert!(codes(m, DoctorMode::Check).is_empty());
     assert!(m.pending_replies(&task("t")).unwrap().is_empty());
-    assert!(m.dir().join("inbox/.quarantine").is_dir());
+    assert!(m.dir().as_path().join("inbox/.quarantine").is_dir());
 }
 
 /// Regression: the doctor indexed a foreign response from an agent that was
@@ -421,7 +432,11 @@ fn a_response_from_the_wrong_agent_does_not_answer_the_request() {
         "expects_reply": false, "in_reply_to": request.id().as_str(),
         "created_at": "2026-03-05T10:35:00.001Z"
     });
-    let path = m.dir().join("inbox/critic").join(format!("{id}.json"));
+    let path = m
+        .dir()
+        .as_path()
+        .join("inbox/critic")
+        .join(format!("{id}.json"));
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(&path, serde_json::to_vec(&foreign).unwrap()).unwrap();
 

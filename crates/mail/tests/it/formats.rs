@@ -138,7 +138,7 @@ fn seed_example_is_listed_archived_and_threaded() {
     let f = fixture();
     let m = &f.mail;
     let id = mid("1730000000123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab");
-    let inbox_dir = m.dir().join("inbox/np-executor");
+    let inbox_dir = m.dir().as_path().join("inbox/np-executor");
     std::fs::create_dir_all(&inbox_dir).unwrap();
     std::fs::write(inbox_dir.join(format!("{id}.json")), SEED_EXAMPLE).unwrap();
 
@@ -167,7 +167,7 @@ fn seed_example_is_listed_archived_and_threaded() {
 
     // The other program answers, straight into the critic's inbox and
     // without our reply index or manifest: the thread still finds it.
-    let critic_dir = m.dir().join("inbox/np-critic");
+    let critic_dir = m.dir().as_path().join("inbox/np-critic");
     std::fs::create_dir_all(&critic_dir).unwrap();
     let resp = mid("1730000000999-11111111-2222-4333-8444-555555555555");
     std::fs::write(critic_dir.join(format!("{resp}.json")), SEED_RESPONSE).unwrap();

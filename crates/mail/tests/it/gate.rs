@@ -34,6 +34,7 @@ fn check_gate_fails(corrupt: &str, name: &str, what: &str) {
     let dir = dir.parent().unwrap();
     let path = if name.is_empty() {
         m.path_of(victim.id(), &Location::Inbox(agent("exec")))
+            .into_path_buf()
     } else {
         std::fs::remove_file(m.path_of(victim.id(), &Location::Inbox(agent("exec")))).unwrap();
         dir.join(name)
@@ -233,7 +234,7 @@ fn unknown_kinds_and_schemas_are_unsupported_and_never_quarantined() {
         assert!(
             report.findings.iter().any(|f| matches!(&f.fault,
                 Defect::Unsupported(w) if w == what)
-                && f.path.as_ref() == Some(&path)),
+                && f.path.as_deref() == Some(path.as_path())),
             "{field}: {:?}",
             report.findings
         );

@@ -40,7 +40,7 @@ fn nubos_request(mail: &Mail, to: &str, n: u32) -> (MessageId, PathBuf) {
     );
     let dir = mail.inbox_dir(&agent(to));
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("{id}.json"));
+    let path = dir.as_path().join(format!("{id}.json"));
     std::fs::write(&path, json).unwrap();
     (MessageId::new(id).unwrap(), path)
 }
@@ -86,7 +86,7 @@ fn warm(mail: &Mail) -> Vec<MessageId> {
     pending_ids(mail);
     settle();
     pending_ids(mail);
-    let task_cache = mail.dir().join(".gate/task/t1.json");
+    let task_cache = mail.dir().as_path().join(".gate/task/t1.json");
     assert!(task_cache.is_file(), "the gate wrote no task cache");
     pending_ids(mail)
 }
@@ -129,7 +129,7 @@ fn a_writer_that_puts_the_directory_mtime_back_is_still_seen() {
         .arg("-m")
         .arg("-d")
         .arg(format!("@{}.{:09}", secs.as_secs(), secs.subsec_nanos()))
-        .arg(&inbox)
+        .arg(inbox.as_path())
         .status()
         .unwrap();
     assert!(status.success());
@@ -148,7 +148,7 @@ fn a_corrupt_or_stale_cache_is_rebuilt_never_trusted() {
     let m = &f.mail;
     let mut ids = busy(m);
     assert_eq!(warm(m), ids);
-    let gate = m.dir().join(".gate");
+    let gate = m.dir().as_path().join(".gate");
     let task_cache = gate.join("task/t1.json");
     let inbox_cache = gate.join("inbox/exec.json");
     let old_task = std::fs::read(&task_cache).unwrap();
@@ -203,7 +203,7 @@ fn answered_and_archived_requests_leave_the_cached_gate() {
     settle();
     assert_eq!(pending_ids(m), vec![ids[1].clone()]);
     // A corrupt file in any inbox still fails the gate closed, cache or not.
-    let bad = m.inbox_dir(&agent("other-3")).join("1-x.json");
+    let bad = m.inbox_dir(&agent("other-3")).as_path().join("1-x.json");
     std::fs::write(&bad, "{").unwrap();
     let err = m.pending_replies(&task("t1")).unwrap_err();
     assert_eq!(err.corruption().map(|c| c.path.clone()), Some(bad.clone()));
@@ -217,7 +217,7 @@ fn a_file_moved_into_an_existing_quarantine_closes_the_cached_gate() {
     let f = fixture();
     let m = &f.mail;
     let ids = busy(m);
-    let quarantine = m.inbox_dir(&agent("exec")).join(".quarantine");
+    let quarantine = m.inbox_dir(&agent("exec")).as_path().join(".quarantine");
     std::fs::create_dir(&quarantine).unwrap();
     assert_eq!(warm(m), ids);
     // Filling the folder changes its own stamp, not the inbox's.
@@ -271,7 +271,13 @@ fn the_cached_sweep_moves_every_message_of_the_task_also_ones_written_since() {
         "notify",
         None,
     );
-    let archived = foreign(&m.dir().join("archive"), 3, "exec", "notify", None);
+    let archived = foreign(
+        &m.dir().as_path().join("archive"),
+        3,
+        "exec",
+        "notify",
+        None,
+    );
     // The sweep walks the cache of a task whose folders have settled, too.
     settle();
     let report = m.sweep_task_on_commit(&task("t1")).unwrap();
@@ -295,6 +301,7 @@ fn a_cached_sweep_still_moves_the_rest_past_a_corrupt_file_and_names_it() {
     warm(m);
     let bad = m
         .inbox_dir(&agent("exec"))
+        .as_path()
         .join("1795408571000-7a703292-f1d1-4900-b635-8fd9f1df7f88.json");
     std::fs::write(&bad, b"{").unwrap();
     let err = m.sweep_task_on_commit(&task("t1")).unwrap_err();
@@ -324,7 +331,13 @@ fn the_cached_thread_finds_a_reply_written_since_the_cache_was_built() {
         "notify",
         Some(&ids[0]),
     );
-    let archived = foreign(&m.dir().join("archive"), 5, "exec", "notify", Some(&reply));
+    let archived = foreign(
+        &m.dir().as_path().join("archive"),
+        5,
+        "exec",
+        "notify",
+        Some(&reply),
+    );
     settle();
     let thread: Vec<MessageId> = m
         .thread(&ids[0])

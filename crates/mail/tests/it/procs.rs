@@ -253,7 +253,7 @@ fn killed_senders_lose_nothing_they_reported() {
     );
     let names = mail
         .state()
-        .list(&mail.dir().join("inbox").join(INBOX))
+        .list(&mail.dir().join_static("inbox").join_static(INBOX))
         .unwrap();
     assert!(
         names.iter().all(|n| n.ends_with(".json")),

@@ -436,7 +436,10 @@ fn an_archive_whose_event_append_failed_is_completed_by_the_doctor() {
     let f = &check.findings[0];
     assert_eq!(
         f.path,
-        Some(mail.path_of(&mid(ID), &chipset_mail::Location::Archive))
+        Some(
+            mail.path_of(&mid(ID), &chipset_mail::Location::Archive)
+                .into_path_buf()
+        )
     );
     assert!(f.fixable);
     assert_eq!(f.code, "messaging-missing-archived-event");

@@ -57,7 +57,7 @@ fn nubos_response(request: &Message, n: u8) -> (MessageId, Vec<u8>) {
 /// Puts a response straight into `archive/`, with nubos-pilot's `archived`
 /// event when `logged` (what its `archive()` appends after the move).
 fn archive_foreign(m: &Mail, id: &MessageId, bytes: &[u8], logged: bool) {
-    let archive = m.dir().join("archive");
+    let archive = m.dir().as_path().join("archive");
     fs::create_dir_all(&archive).unwrap();
     fs::write(archive.join(format!("{id}.json")), bytes).unwrap();
     if logged {
@@ -68,7 +68,7 @@ fn archive_foreign(m: &Mail, id: &MessageId, bytes: &[u8], logged: bool) {
         });
         let mut log = fs::OpenOptions::new()
             .append(true)
-            .open(m.dir().join("manifest.jsonl"))
+            .open(m.dir().as_path().join("manifest.jsonl"))
             .unwrap();
         writeln!(log, "{line}").unwrap();
     }
@@ -79,7 +79,13 @@ fn archive_foreign(m: &Mail, id: &MessageId, bytes: &[u8], logged: bool) {
 fn begin_tail(f: &Fixture) {
     let first = request(&f.mail, "first");
     assert!(!f.mail.has_reply(first.id()).unwrap());
-    assert!(f.mail.dir().join(".gate/archive-tail.json").is_file());
+    assert!(
+        f.mail
+            .dir()
+            .as_path()
+            .join(".gate/archive-tail.json")
+            .is_file()
+    );
     f.clock.advance(Duration::from_secs(10));
 }
 
@@ -113,6 +119,7 @@ fn a_logged_foreign_archive_answers_without_listing_the_archive() {
     // The tail entered the response in the reply index: the next look is the fast one.
     assert!(
         m.dir()
+            .as_path()
             .join(format!("replies/{}/response-{rid}.json", logged.id()))
             .is_file()
     );
@@ -155,7 +162,7 @@ fn a_replaced_manifest_or_a_broken_tail_file_begins_again() {
     // The manifest is replaced by a shorter one of the same length as the
     // tail's offset (rotated by an operator, a new file that may reuse the
     // inode number): the tail notices by its bytes.
-    let manifest = m.dir().join("manifest.jsonl");
+    let manifest = m.dir().as_path().join("manifest.jsonl");
     let len = fs::metadata(&manifest).unwrap().len() as usize;
     fs::remove_file(&manifest).unwrap();
     let mut other = b"{\"event\":\"rotated\"}\n".to_vec();
@@ -169,7 +176,7 @@ fn a_replaced_manifest_or_a_broken_tail_file_begins_again() {
     assert!(m.has_reply(q.id()).unwrap());
 
     // A tail file that does not parse is ignored and written afresh.
-    let tail = m.dir().join(".gate/archive-tail.json");
+    let tail = m.dir().as_path().join(".gate/archive-tail.json");
     fs::write(&tail, b"{not json").unwrap();
     f.clock.advance(Duration::from_secs(10));
     let r = request(m, "broken");
@@ -200,5 +207,10 @@ fn a_logged_response_that_does_not_fit_answers_nothing() {
         .replace("\"from\": \"exec\"", "\"from\": \"intruder\"");
     archive_foreign(m, &id, bytes.as_bytes(), true);
     assert!(!m.has_reply(q.id()).unwrap());
-    assert!(!m.dir().join(format!("replies/{}", q.id())).exists());
+    assert!(
+        !m.dir()
+            .as_path()
+            .join(format!("replies/{}", q.id()))
+            .exists()
+    );
 }
