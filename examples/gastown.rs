@@ -74,7 +74,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .join("state"),
     };
     let state = StateDir::open(&root)?;
-    if !state.list(state.root())?.is_empty() {
+    if !state.list(&state.root_path())?.is_empty() {
         return Err(format!("{} is not empty: give a fresh directory", root.display()).into());
     }
     println!("state directory: {}", state.root().display());

@@ -88,7 +88,7 @@ pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
         }
     } else {
         // The bus doctor reports the temps under `bus/` itself.
-        let bus_dir = ctx.state.channel_path(chipset_bus::BUS_CHANNEL);
+        let bus_dir = ctx.state.channel(chipset_bus::BUS_CHANNEL);
         for path in ctx.state.stale_temps(STALE_TEMP_AGE)? {
             if !path.starts_with(&bus_dir) {
                 rows.push(Row {

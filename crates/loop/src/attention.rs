@@ -251,17 +251,14 @@ impl Attention {
 
     /// Returns the places whose changes can change `agent`'s brief.
     pub fn targets(&self, agent: &AgentId) -> Vec<WatchTarget> {
-        let reminders = self
-            .hooks
-            .state()
-            .channel_path(chipset_nudge::REMINDERS_CHANNEL);
+        let reminders = self.hooks.state().channel(chipset_nudge::REMINDERS_CHANNEL);
         vec![
             WatchTarget::file(self.hooks.path(agent)),
             WatchTarget::dir(self.nudges.agent_dir(agent)),
             WatchTarget::dir(self.mail.inbox_dir(agent)),
             WatchTarget::dir(self.bus.queue_dir(agent)),
-            WatchTarget::tree(reminders.join(OPEN_DIR)),
-            WatchTarget::tree(reminders.join(SNOOZED_DIR)),
+            WatchTarget::tree(reminders.join_static(OPEN_DIR)),
+            WatchTarget::tree(reminders.join_static(SNOOZED_DIR)),
         ]
     }
 

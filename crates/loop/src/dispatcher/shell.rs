@@ -46,7 +46,9 @@ impl Dispatcher {
             match LoopMessage::from_body(m.body()) {
                 Some(message) => self.on_message(&message, now, actions)?,
                 None => actions.push(DispatchAction::Unreadable {
-                    path: mail.path_of(m.id(), &chipset_mail::Location::Inbox(self.me.clone())),
+                    path: mail
+                        .path_of(m.id(), &chipset_mail::Location::Inbox(self.me.clone()))
+                        .into_path_buf(),
                     reason: format!("{} mail whose body is not a loop message", m.subject()),
                 }),
             }
@@ -81,7 +83,7 @@ impl Dispatcher {
                 Some(message) => self.on_message(&message, now, actions)?,
                 // Reported like an unreadable mail, so nothing vanishes silently.
                 None => actions.push(DispatchAction::Unreadable {
-                    path: bus.queue_dir(&self.me).join(event.file_name()),
+                    path: bus.queue_dir(&self.me).as_path().join(event.file_name()),
                     reason: format!("{} event whose payload is not a loop message", event.kind()),
                 }),
             }

@@ -297,12 +297,7 @@ fn work_cleared_by_someone_else_is_queued_again() {
 
 /// Rewrites a ledger entry's state (a dispatcher killed between two steps).
 fn set_state(s: &Setup, b: &str, state: serde_json::Value) {
-    let path = s
-        .tmp
-        .state
-        .channel_path(chipset_loop::LOOP_CHANNEL)
-        .join("dispatcher/beads")
-        .join(format!("{b}.json"));
+    let path = s.tmp.at(&format!("loop/dispatcher/beads/{b}.json"));
     let mut v: serde_json::Value = s.tmp.state.read_json(&path).unwrap().value().unwrap();
     let obj = v.as_object_mut().unwrap();
     for k in [
@@ -487,11 +482,7 @@ fn a_corrupt_ledger_entry_is_reported_and_left_alone() {
     let s = setup();
     let d = dispatcher(&s, &["w1"]);
     d.submit(bead("b1"), "t").unwrap();
-    let path = s
-        .tmp
-        .state
-        .channel_path(chipset_loop::LOOP_CHANNEL)
-        .join("dispatcher/beads/b1.json");
+    let path = s.tmp.at("loop/dispatcher/beads/b1.json");
     s.tmp.state.write_bytes(&path, b"{ torn").unwrap();
     assert_eq!(names(&d.tick().unwrap()), ["unreadable"]);
     assert_eq!(

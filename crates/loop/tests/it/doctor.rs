@@ -63,11 +63,11 @@ fn assignment(a: &str, b: &str) -> serde_json::Value {
 fn counts_tally_each_state_of_each_loop_file() {
     use serde_json::json;
     let s = setup();
-    let root = s.tmp.state.channel_path(chipset_loop::LOOP_CHANNEL);
+    let at = |rel: &str| s.tmp.at(&format!("loop/{rel}"));
     let write = |rel: String, v: serde_json::Value| {
         s.tmp
             .state
-            .write_bytes(&root.join(rel), v.to_string().as_bytes())
+            .write_bytes(&at(&rel), v.to_string().as_bytes())
             .unwrap();
     };
     let t = "2026-03-05T10:40:01.123Z";
@@ -152,25 +152,23 @@ fn counts_tally_each_state_of_each_loop_file() {
 #[test]
 fn the_doctor_reports_then_quarantines_corrupt_files_and_cuts_torn_logs() {
     let s = setup();
-    let root = s.tmp.state.channel_path(chipset_loop::LOOP_CHANNEL);
+    let root = s.tmp.state.root().join("loop");
+    let at = |rel: &str| s.tmp.at(&format!("loop/{rel}"));
     let state = &s.tmp.state;
     state
-        .write_bytes(&root.join("witness/incidents/w1.json"), b"{ nope")
+        .write_bytes(&at("witness/incidents/w1.json"), b"{ nope")
         .unwrap();
     state
-        .write_bytes(&root.join("dispatcher/beads/b1.json"), b"[]")
+        .write_bytes(&at("dispatcher/beads/b1.json"), b"[]")
         .unwrap();
     state
-        .write_bytes(&root.join("rounds/T1.json"), b"{\"task\": 3}")
+        .write_bytes(&at("rounds/T1.json"), b"{\"task\": 3}")
         .unwrap();
     state
-        .write_bytes(&root.join("rounds/notes.txt"), b"hello")
+        .write_bytes(&at("rounds/notes.txt"), b"hello")
         .unwrap();
     state
-        .write_bytes(
-            &root.join("dispatcher/log.jsonl"),
-            b"{\"action\":\"x\"}\n{\"torn",
-        )
+        .write_bytes(&at("dispatcher/log.jsonl"), b"{\"action\":\"x\"}\n{\"torn")
         .unwrap();
     let loops = LoopState::new(s.state());
     assert_eq!(loops.counts().unwrap().corrupt, 3);
@@ -212,16 +210,17 @@ fn the_doctor_reports_then_quarantines_corrupt_files_and_cuts_torn_logs() {
 #[test]
 fn the_doctor_counts_what_it_scanned_and_moves_bad_log_lines_and_a_log_that_is_a_directory() {
     let s = setup();
-    let root = s.tmp.state.channel_path(chipset_loop::LOOP_CHANNEL);
+    let root = s.tmp.state.root().join("loop");
+    let at = |rel: &str| s.tmp.at(&format!("loop/{rel}"));
     let state = &s.tmp.state;
     state
         .write_bytes(
-            &root.join("witness/log.jsonl"),
+            &at("witness/log.jsonl"),
             b"{\"a\":1}\nnot json\n{\"a\":2}\n",
         )
         .unwrap();
     state
-        .write_bytes(&root.join("rounds/T1.json"), b"{\"task\": 3}")
+        .write_bytes(&at("rounds/T1.json"), b"{\"task\": 3}")
         .unwrap();
     std::fs::create_dir_all(root.join("dispatcher/log.jsonl")).unwrap();
     let loops = LoopState::new(s.state());

@@ -41,11 +41,7 @@ fn redact(text: &str) -> String {
 }
 
 fn file(s: &Setup, rel: &str) -> String {
-    let path = s
-        .tmp
-        .state
-        .channel_path(chipset_loop::LOOP_CHANNEL)
-        .join(rel);
+    let path = s.tmp.state.root().join("loop").join(rel);
     redact(&String::from_utf8(std::fs::read(path).unwrap()).unwrap())
 }
 

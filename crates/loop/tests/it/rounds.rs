@@ -94,12 +94,12 @@ fn an_unreadable_gate_blocks_the_commit() {
     let r = rounds(&s);
     let t = task("T1");
     // A torn file in some inbox: it might be a request of this task.
-    let inbox = s.mail.dir().join("inbox/np-executor");
+    let inbox = s.tmp.at("mail/inbox/np-executor");
     s.tmp.state.ensure_dir(&inbox).unwrap();
     s.tmp
         .state
         .write_bytes(
-            &inbox.join("1730000000123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab.json"),
+            &inbox.join_static("1730000000123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab.json"),
             b"{ torn",
         )
         .unwrap();

@@ -244,12 +244,7 @@ fn a_restarted_witness_neither_repeats_nor_forgets_an_incident() {
 /// Rewrites `agent`'s incident record as "escalating" with a chosen mail id
 /// (a witness killed between its intent and its mail), and returns the id.
 fn make_escalating(s: &Setup, who: &str) -> chipset_mail::MessageId {
-    let path = s
-        .tmp
-        .state
-        .channel_path(chipset_loop::LOOP_CHANNEL)
-        .join("witness/incidents")
-        .join(format!("{who}.json"));
+    let path = s.tmp.at(&format!("loop/witness/incidents/{who}.json"));
     let mut v: serde_json::Value = s.tmp.state.read_json(&path).unwrap().value().unwrap();
     assert_eq!(v["step"], "warned");
     let id = chipset_mail::MessageId::from(chipset_store::SortableId::generate(&s.clock));
@@ -406,11 +401,7 @@ fn a_corrupt_incident_record_skips_that_agent_only() {
     active(&s, "polecat-alpha", "gt-a");
     active(&s, "polecat-bravo", "gt-b");
     let w = witness(&s, config());
-    let path = s
-        .tmp
-        .state
-        .channel_path(chipset_loop::LOOP_CHANNEL)
-        .join("witness/incidents/polecat-alpha.json");
+    let path = s.tmp.at("loop/witness/incidents/polecat-alpha.json");
     s.tmp.state.write_bytes(&path, b"{ torn").unwrap();
     s.advance(301);
     let actions = w.tick().unwrap();
@@ -474,12 +465,7 @@ fn the_witness_log_records_every_action() {
     let log = s
         .tmp
         .state
-        .log(
-            &s.tmp
-                .state
-                .channel_path(chipset_loop::LOOP_CHANNEL)
-                .join("witness/log.jsonl"),
-        )
+        .log(&s.tmp.at("loop/witness/log.jsonl"))
         .unwrap()
         .read::<WitnessAction>()
         .unwrap();
