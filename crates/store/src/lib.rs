@@ -46,11 +46,18 @@
 //! `.` or `..`, no leading dot, at most [`MAX_NAME_LEN`] bytes; or
 //! [`StatePath::join_id`], infallible for a validated id plus a constant
 //! ending such as `.json`). It derefs to [`Path`](std::path::Path) for
-//! display. Every [`StateDir`] method that takes a path takes an
-//! [`InRoot`]: a `StatePath`, or, while the channel crates move over, a
-//! bare `Path`, checked at run time (inside the root, no symlink on the way)
-//! as it always was. chipset-hook and chipset-loop are on `StatePath`; the
-//! other channels still pass bare paths.
+//! display. Every [`StateDir`] method that takes a path takes a
+//! `&StatePath`, so a path outside the root cannot be expressed: a bare
+//! `&Path` does not compile. The methods still check at run time that the
+//! path lies inside the root and that no directory on the way is a symlink
+//! (a directory can be replaced by a symlink after its `StatePath` was
+//! built). A channel's own hidden folder is a dot-name constant joined with
+//! [`StatePath::join_hidden`] (mail's `.gate`); a folder with a channel's
+//! layout at its top starts at [`StateDir::root_path`]. The store's own
+//! dot-names stay out of reach: stale temps are listed and removed with
+//! [`StateDir::stale_temps_in`] and [`StateDir::sweep_temps_in`], a
+//! quarantine folder is read with [`StateDir::list_quarantine`], and the
+//! `PathBuf`s those (and [`StateDir::quarantine`]) return are for showing.
 //!
 //! # Ids and time
 //!
@@ -173,11 +180,11 @@
 //! left alone.
 //!
 //! ```
-//! use chipset_store::{Action, DoctorMode, Defect, Finding, ReadOutcome, Report, StateDir, parse_json};
+//! use chipset_store::{Action, Channel, DoctorMode, Defect, Finding, ReadOutcome, Report, StateDir, parse_json};
 //!
 //! let tmp = tempfile::tempdir()?;
 //! let state = StateDir::open(tmp.path())?;
-//! let path = state.root().join("hooks/broken.json");
+//! let path = state.channel(Channel::new("hooks")).join("broken.json")?;
 //! state.write_bytes(&path, b"{")?;
 //!
 //! let mut report = Report::new(DoctorMode::Fix);
@@ -504,7 +511,7 @@ pub use id::{AgentId, MAX_ID_LEN, TaskId, validate_segment};
 pub use lock::{Decision, Lock, LockGuard};
 pub use locked::Locked;
 pub use log::{BadLine, JsonLog, LogContents, LogRepair, MAX_LINE, TornTail};
-pub use path::{InRoot, MAX_NAME_LEN, Segment, StatePath};
+pub use path::{MAX_NAME_LEN, Segment, StatePath};
 pub use read::{CorruptReason, Corruption, DEFAULT_READ_CAP, ReadOutcome, Unsupported, parse_json};
 pub use repair::{Action, Defect, Doctor, DoctorMode, Finding, Observed, Report};
 pub use scratch::ScratchFile;
@@ -518,7 +525,7 @@ pub use watch::{WatchConfig, WatchTarget, WatchWake, Watcher};
 pub mod __private {
     pub use serde;
 
-    /// Seals [`Segment`](crate::Segment) and [`InRoot`](crate::InRoot):
-    /// only the store and its `define_id!` implement them.
+    /// Seals [`Segment`](crate::Segment): only the store and its
+    /// `define_id!` implement it.
     pub trait Sealed {}
 }

@@ -34,10 +34,10 @@ pub const MAX_LINE: usize = 1024 * 1024;
 /// fail on) a torn last line left by a writer that crashed mid-write.
 ///
 /// ```
-/// use chipset_store::StateDir;
+/// use chipset_store::{Channel, StateDir};
 /// let dir = tempfile::tempdir()?;
 /// let state = StateDir::open(dir.path())?;
-/// let log = state.log(&state.root().join("bus/events.jsonl"))?;
+/// let log = state.log(&state.channel(Channel::new("bus")).join("events.jsonl")?)?;
 /// log.append(&serde_json::json!({"event": "sent", "id": 1}))?;
 /// log.append_batch(&[serde_json::json!({"id": 2}), serde_json::json!({"id": 3})])?;
 /// let read = log.read::<serde_json::Value>()?;

@@ -18,9 +18,21 @@ pub const MAX_NAME_LEN: usize = 255;
 /// [`StatePath::join_id`], each checked by the rules of
 /// [`validate_segment`](crate::validate_segment) (not empty, no `/` or `\`,
 /// not `.` or `..`, no leading `.`, no control character; at most
-/// [`MAX_NAME_LEN`] bytes). There is no other way to make one, so
-/// a `StatePath` cannot name anything outside the root, or a store's own
-/// dot-file.
+/// [`MAX_NAME_LEN`] bytes). There is no other way to make one (besides
+/// [`StateDir::root_path`](crate::StateDir::root_path), the root itself,
+/// and [`StatePath::join_hidden`], a channel's own dot-name constant), so a
+/// `StatePath` cannot name anything outside the root, or a store's own
+/// dot-file. Every [`StateDir`](crate::StateDir) method that takes a path
+/// takes a `&StatePath`; a bare [`Path`] does not compile:
+///
+/// ```compile_fail
+/// use chipset_store::StateDir;
+/// let tmp = tempfile::tempdir()?;
+/// let state = StateDir::open(tmp.path())?;
+/// // A joined `&Path`, inside the root or not, is not a `StatePath`.
+/// state.read_bytes(&state.root().join("../../etc/passwd"))?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// It derefs to [`Path`] for display and for building names to show; a
 /// [`PathBuf`] made that way is only a path again.
@@ -217,34 +229,13 @@ pub trait Segment: crate::__private::Sealed {
     fn segment(&self) -> &str;
 }
 
-/// What [`StateDir`](crate::StateDir)'s path-taking methods accept: a
-/// [`StatePath`], which cannot be outside the root, or, while the channel
-/// crates move to [`StatePath`], a bare [`Path`] or [`PathBuf`], checked at
-/// run time (inside the root, no symlink on the way) as before. Sealed.
-pub trait InRoot: crate::__private::Sealed {
-    /// Returns the path.
-    fn in_root(&self) -> &Path;
-}
-
-impl crate::__private::Sealed for StatePath {}
-impl InRoot for StatePath {
-    fn in_root(&self) -> &Path {
-        &self.path
-    }
-}
-
-impl crate::__private::Sealed for Path {}
-impl InRoot for Path {
-    fn in_root(&self) -> &Path {
-        self
-    }
-}
-
-impl crate::__private::Sealed for PathBuf {}
-impl InRoot for PathBuf {
-    fn in_root(&self) -> &Path {
-        self
-    }
+/// Returns `rel`, `/`-separated names below `state`'s root, as a checked
+/// [`StatePath`]: the store's own unit tests' way to name a file by its
+/// layout (the other crates' tests use `chipset_testkit::state_path`).
+#[cfg(test)]
+pub(crate) fn at(state: &crate::StateDir, rel: &str) -> StatePath {
+    rel.split('/')
+        .fold(state.root_path(), |path, name| path.join(name).unwrap())
 }
 
 #[cfg(test)]

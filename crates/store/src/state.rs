@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::lock::{Decision, Lock, update_locked_with};
 use crate::locked::Locked;
 use crate::log::JsonLog;
-use crate::path::{InRoot, StatePath};
+use crate::path::StatePath;
 use crate::read::{DEFAULT_READ_CAP, ReadOutcome, open_nofollow, parse_json, read_open_file};
 use crate::scratch::ScratchFile;
 use crate::stat::Stat;
@@ -299,13 +299,6 @@ impl StateDir {
         StatePath::from_checked(self.inner.root.clone())
     }
 
-    /// Returns the path of a channel's directory without creating it, as a
-    /// bare path: for the crates not yet on [`StatePath`]
-    /// ([`StateDir::channel`]).
-    pub fn channel_path(&self, channel: Channel) -> PathBuf {
-        self.inner.root.join(channel.as_str())
-    }
-
     /// Returns a channel's directory ([`StateDir::channel`]), creating it
     /// if needed: for a writer that wants the directory there before it
     /// joins names to it. A reader uses [`StateDir::channel`], which creates
@@ -345,8 +338,8 @@ impl StateDir {
     /// # Errors
     ///
     /// [`Error::OutsideRoot`], [`Error::Symlink`], [`Error::NotADirectory`], or [`Error::Io`].
-    pub fn ensure_dir(&self, dir: &(impl InRoot + ?Sized)) -> Result<()> {
-        let dir = dir.in_root();
+    pub fn ensure_dir(&self, dir: &StatePath) -> Result<()> {
+        let dir = dir.as_path();
         self.ensure_dir_tracked(dir).map(drop)
     }
 
@@ -420,8 +413,8 @@ impl StateDir {
     /// # Errors
     ///
     /// [`Error::OutsideRoot`], [`Error::Symlink`], [`Error::NotADirectory`], or [`Error::Io`].
-    pub fn check_parents(&self, path: &(impl InRoot + ?Sized)) -> Result<bool> {
-        self.parents_ok(path.in_root())
+    pub fn check_parents(&self, path: &StatePath) -> Result<bool> {
+        self.parents_ok(path.as_path())
     }
 
     /// [`StateDir::check_parents`] on a path the store derived itself (a
@@ -459,8 +452,8 @@ impl StateDir {
     /// before the commit point fails, leaving `path` unchanged;
     /// [`Error::OutcomeUnknown`] when the final directory sync fails: the new
     /// contents are in place but not known to be durable.
-    pub fn write_bytes(&self, path: &(impl InRoot + ?Sized), bytes: &[u8]) -> Result<()> {
-        let path = path.in_root();
+    pub fn write_bytes(&self, path: &StatePath, bytes: &[u8]) -> Result<()> {
+        let path = path.as_path();
         self.with_parent(path, |io| atomic::write_atomic_with(io, path, bytes))
     }
 
@@ -475,8 +468,8 @@ impl StateDir {
     /// As [`StateDir::ensure_dir`]; [`Error::Symlink`] when `path` is a
     /// symlink; [`Error::Io`] or [`Error::Rename`] when a step fails (`path` is
     /// unchanged).
-    pub fn write_unsynced(&self, path: &(impl InRoot + ?Sized), bytes: &[u8]) -> Result<()> {
-        let path = path.in_root();
+    pub fn write_unsynced(&self, path: &StatePath, bytes: &[u8]) -> Result<()> {
+        let path = path.as_path();
         self.with_parent(path, |io| atomic::write_unsynced_with(io, path, bytes))
     }
 
@@ -489,10 +482,10 @@ impl StateDir {
     /// # Errors
     ///
     /// As [`StateDir::list`].
-    pub fn list_inodes(&self, dir: &(impl InRoot + ?Sized)) -> Result<Vec<(String, u64)>> {
+    pub fn list_inodes(&self, dir: &StatePath) -> Result<Vec<(String, u64)>> {
         use std::os::unix::fs::DirEntryExt;
         let mut out = Vec::new();
-        self.walk(dir.in_root(), |name, entry| {
+        self.walk(dir.as_path(), |name, entry| {
             out.push((name, entry.ino()));
             Ok::<(), Error>(())
         })?;
@@ -512,8 +505,8 @@ impl StateDir {
     ///
     /// As [`StateDir::list`], and [`Error::Io`] when an entry cannot be
     /// stat-ed for another reason than being gone.
-    pub fn list_stats(&self, dir: &(impl InRoot + ?Sized)) -> Result<Vec<(String, Option<Stat>)>> {
-        let dir = dir.in_root();
+    pub fn list_stats(&self, dir: &StatePath) -> Result<Vec<(String, Option<Stat>)>> {
+        let dir = dir.as_path();
         let mut out = Vec::new();
         self.walk(dir, |name, entry| {
             // `DirEntry::metadata` is `statx(dirfd, name, AT_SYMLINK_NOFOLLOW)`.
@@ -534,12 +527,8 @@ impl StateDir {
     /// # Errors
     ///
     /// As [`StateDir::write_bytes`], plus [`Error::Serialize`].
-    pub fn write_json<T: Serialize + ?Sized>(
-        &self,
-        path: &(impl InRoot + ?Sized),
-        value: &T,
-    ) -> Result<()> {
-        let bytes = atomic::to_json_bytes(path.in_root(), value)?;
+    pub fn write_json<T: Serialize + ?Sized>(&self, path: &StatePath, value: &T) -> Result<()> {
+        let bytes = atomic::to_json_bytes(path.as_path(), value)?;
         self.write_bytes(path, &bytes)
     }
 
@@ -552,8 +541,8 @@ impl StateDir {
     ///
     /// [`Error::AlreadyExists`] when it does; [`Error::OutcomeUnknown`] when
     /// the sync after the commit point fails; otherwise as [`StateDir::write_bytes`].
-    pub fn create_new(&self, path: &(impl InRoot + ?Sized), bytes: &[u8]) -> Result<()> {
-        let path = path.in_root();
+    pub fn create_new(&self, path: &StatePath, bytes: &[u8]) -> Result<()> {
+        let path = path.as_path();
         let order = self.inner.sync_order;
         self.with_parent(path, |io| atomic::create_new_with(io, order, path, bytes))
     }
@@ -565,10 +554,10 @@ impl StateDir {
     /// As [`StateDir::create_new`], plus [`Error::Serialize`].
     pub fn create_new_json<T: Serialize + ?Sized>(
         &self,
-        path: &(impl InRoot + ?Sized),
+        path: &StatePath,
         value: &T,
     ) -> Result<()> {
-        let bytes = atomic::to_json_bytes(path.in_root(), value)?;
+        let bytes = atomic::to_json_bytes(path.as_path(), value)?;
         self.create_new(path, &bytes)
     }
 
@@ -586,14 +575,11 @@ impl StateDir {
     /// one file was published: those stay published, each whole, and a retry of
     /// the same batch reports them [`Created::AlreadyExists`] and publishes the
     /// rest.
-    pub fn create_new_batch<P: InRoot + AsRef<Path>>(
-        &self,
-        items: &[(P, Vec<u8>)],
-    ) -> Result<Vec<Created>> {
+    pub fn create_new_batch(&self, items: &[(StatePath, Vec<u8>)]) -> Result<Vec<Created>> {
         let mut seen: Vec<&Path> = Vec::new();
         let mut made = Vec::new();
         for (path, _) in items {
-            let path = path.in_root();
+            let path = path.as_path();
             let parent = path.parent().ok_or_else(|| self.outside(path))?;
             if !seen.contains(&parent) {
                 match self.ensure_dir_tracked(parent) {
@@ -626,13 +612,9 @@ impl StateDir {
     /// `from` is a symlink; [`Error::Rename`] for other failures before the
     /// commit point (nothing moved); [`Error::OutcomeUnknown`] when a directory
     /// sync after it fails.
-    pub fn move_noclobber(
-        &self,
-        from: &(impl InRoot + ?Sized),
-        to: &(impl InRoot + ?Sized),
-    ) -> Result<()> {
-        let from = from.in_root();
-        let to = to.in_root();
+    pub fn move_noclobber(&self, from: &StatePath, to: &StatePath) -> Result<()> {
+        let from = from.as_path();
+        let to = to.as_path();
         self.parents_ok(from)?;
         self.with_parent(to, |io| atomic::move_noclobber_with(io, from, to))
     }
@@ -692,8 +674,8 @@ impl StateDir {
     /// symlink; [`Error::NotADirectory`] when a file stands where one is;
     /// [`Error::OutsideRoot`]; [`Error::Io`] when it cannot be looked at
     /// (permission denied is an error, never "not there").
-    pub fn stat(&self, path: &(impl InRoot + ?Sized)) -> Result<Option<Stat>> {
-        self.stat_at(path.in_root())
+    pub fn stat(&self, path: &StatePath) -> Result<Option<Stat>> {
+        self.stat_at(path.as_path())
     }
 
     /// [`StateDir::stat`] on a path the store derived itself.
@@ -749,19 +731,28 @@ impl StateDir {
     ///
     /// As [`StateDir::stat`]: a path that cannot be looked at is an error,
     /// never "not there".
-    pub fn exists(&self, path: &(impl InRoot + ?Sized)) -> Result<bool> {
+    pub fn exists(&self, path: &StatePath) -> Result<bool> {
         Ok(self.stat(path)?.is_some())
     }
 
-    /// Reads `path` (bounded by the read cap).
+    /// Reads `path` (bounded by the read cap). `path` is a [`StatePath`];
+    /// a bare path does not compile:
+    ///
+    /// ```compile_fail
+    /// # use chipset_store::StateDir;
+    /// # let tmp = tempfile::tempdir().unwrap();
+    /// # let state = StateDir::open(tmp.path()).unwrap();
+    /// let outside = std::path::Path::new("/etc/passwd");
+    /// let _ = state.read_bytes(outside);
+    /// ```
     ///
     /// # Errors
     ///
     /// [`Error::Symlink`] when `path` or a directory below the root on the way
     /// is a symlink; [`Error::OutsideRoot`]; [`Error::Io`]. An oversized or
     /// non-regular file is `Ok(ReadOutcome::Corrupt(..))`.
-    pub fn read_bytes(&self, path: &(impl InRoot + ?Sized)) -> Result<ReadOutcome<Vec<u8>>> {
-        let path = path.in_root();
+    pub fn read_bytes(&self, path: &StatePath) -> Result<ReadOutcome<Vec<u8>>> {
+        let path = path.as_path();
         match self.open_beneath(path)? {
             Some(file) => read_open_file(file, path, self.inner.read_cap),
             None => Ok(ReadOutcome::Missing),
@@ -775,12 +766,8 @@ impl StateDir {
     /// # Errors
     ///
     /// As [`StateDir::read_bytes`].
-    pub fn read_bytes_capped(
-        &self,
-        path: &(impl InRoot + ?Sized),
-        cap: u64,
-    ) -> Result<ReadOutcome<Vec<u8>>> {
-        let path = path.in_root();
+    pub fn read_bytes_capped(&self, path: &StatePath, cap: u64) -> Result<ReadOutcome<Vec<u8>>> {
+        let path = path.as_path();
         match self.open_beneath(path)? {
             Some(file) => read_open_file(file, path, cap),
             None => Ok(ReadOutcome::Missing),
@@ -793,13 +780,10 @@ impl StateDir {
     ///
     /// As [`StateDir::read_bytes`]; unparsable JSON or the wrong shape is
     /// `Ok(ReadOutcome::Corrupt(..))`.
-    pub fn read_json<T: DeserializeOwned>(
-        &self,
-        path: &(impl InRoot + ?Sized),
-    ) -> Result<ReadOutcome<T>> {
+    pub fn read_json<T: DeserializeOwned>(&self, path: &StatePath) -> Result<ReadOutcome<T>> {
         Ok(self
             .read_bytes(path)?
-            .and_then(|bytes| parse_json(path.in_root(), &bytes)))
+            .and_then(|bytes| parse_json(path.as_path(), &bytes)))
     }
 
     /// Lists the names in `dir` that do not start with a dot (temp, lock and
@@ -808,8 +792,8 @@ impl StateDir {
     /// # Errors
     ///
     /// [`Error::Symlink`] when `dir` or a parent is a symlink; [`Error::Io`].
-    pub fn list(&self, dir: &(impl InRoot + ?Sized)) -> Result<Vec<String>> {
-        let dir = dir.in_root();
+    pub fn list(&self, dir: &StatePath) -> Result<Vec<String>> {
+        let dir = dir.as_path();
         self.list_where(dir, |_| true)
     }
 
@@ -819,8 +803,8 @@ impl StateDir {
     /// # Errors
     ///
     /// As [`StateDir::list`].
-    pub fn list_dirs(&self, dir: &(impl InRoot + ?Sized)) -> Result<Vec<String>> {
-        let dir = dir.in_root();
+    pub fn list_dirs(&self, dir: &StatePath) -> Result<Vec<String>> {
+        let dir = dir.as_path();
         self.list_where(dir, |ft| ft.is_dir())
     }
 
@@ -831,8 +815,8 @@ impl StateDir {
     /// # Errors
     ///
     /// As [`StateDir::stat`].
-    pub fn has_quarantine(&self, dir: &(impl InRoot + ?Sized)) -> Result<bool> {
-        Ok(self.stat_at(&dir.in_root().join(QUARANTINE_DIR))?.is_some())
+    pub fn has_quarantine(&self, dir: &StatePath) -> Result<bool> {
+        Ok(self.stat_at(&dir.as_path().join(QUARANTINE_DIR))?.is_some())
     }
 
     /// Lists what [`StateDir::quarantine`] moved aside in `dir` (the names
@@ -845,8 +829,8 @@ impl StateDir {
     ///
     /// As [`StateDir::list`]: [`Error::Symlink`] or [`Error::NotADirectory`]
     /// when `.quarantine` is a symlink or not a directory.
-    pub fn list_quarantine(&self, dir: &(impl InRoot + ?Sized)) -> Result<Option<Vec<String>>> {
-        let qdir = dir.in_root().join(QUARANTINE_DIR);
+    pub fn list_quarantine(&self, dir: &StatePath) -> Result<Option<Vec<String>>> {
+        let qdir = dir.as_path().join(QUARANTINE_DIR);
         if self.stat_at(&qdir)?.is_none() {
             return Ok(None);
         }
@@ -864,10 +848,10 @@ impl StateDir {
     /// As [`StateDir::list`], and whatever `each` returns.
     pub fn for_each_name<E: From<Error>>(
         &self,
-        dir: &(impl InRoot + ?Sized),
+        dir: &StatePath,
         mut each: impl FnMut(String) -> std::result::Result<(), E>,
     ) -> std::result::Result<(), E> {
-        self.walk(dir.in_root(), |name, _| each(name))
+        self.walk(dir.as_path(), |name, _| each(name))
     }
 
     /// Returns a new scratch file in `dir` for a reader's working data (the
@@ -880,8 +864,8 @@ impl StateDir {
     ///
     /// [`Error::Symlink`] when `dir` or a parent is a symlink; [`Error::Io`]
     /// when the file cannot be created.
-    pub fn scratch_file(&self, dir: &(impl InRoot + ?Sized)) -> Result<ScratchFile> {
-        let dir = dir.in_root();
+    pub fn scratch_file(&self, dir: &StatePath) -> Result<ScratchFile> {
+        let dir = dir.as_path();
         use rustix::fs::{Mode, OFlags};
         self.parents_ok(dir)?;
         atomic::refuse_symlink(dir)?;
@@ -948,8 +932,8 @@ impl StateDir {
     /// # Errors
     ///
     /// As [`StateDir::ensure_dir`].
-    pub fn lock_for(&self, path: &(impl InRoot + ?Sized)) -> Result<Lock> {
-        let path = path.in_root();
+    pub fn lock_for(&self, path: &StatePath) -> Result<Lock> {
+        let path = path.as_path();
         self.ensure_parent(path)?;
         Ok(Lock::for_file(path))
     }
@@ -959,8 +943,8 @@ impl StateDir {
     /// # Errors
     ///
     /// As [`StateDir::ensure_dir`].
-    pub fn log(&self, path: &(impl InRoot + ?Sized)) -> Result<JsonLog> {
-        let path = path.in_root();
+    pub fn log(&self, path: &StatePath) -> Result<JsonLog> {
+        let path = path.as_path();
         self.ensure_parent(path)?;
         Ok(JsonLog::with_io(path, self.inner.io.clone()))
     }
@@ -975,8 +959,8 @@ impl StateDir {
     /// As [`StateDir::check_parents`]: [`Error::OutsideRoot`] when `path` is
     /// not inside the root, [`Error::Symlink`] when a directory on the way
     /// is a symlink.
-    pub fn log_reader(&self, path: &(impl InRoot + ?Sized)) -> Result<JsonLog> {
-        let path = path.in_root();
+    pub fn log_reader(&self, path: &StatePath) -> Result<JsonLog> {
+        let path = path.as_path();
         self.parents_ok(path)?;
         if path == self.inner.root {
             return Err(self.outside(path));
@@ -992,13 +976,13 @@ impl StateDir {
     /// # Errors
     ///
     /// Whatever `decide` returns, or a store error converted into `E`.
-    pub fn update<T, R, E, F>(&self, path: &(impl InRoot + ?Sized), decide: F) -> Result<R, E>
+    pub fn update<T, R, E, F>(&self, path: &StatePath, decide: F) -> Result<R, E>
     where
         T: Serialize + DeserializeOwned,
         E: From<Error>,
         F: FnOnce(ReadOutcome<T>) -> Result<Decision<T, R>, E>,
     {
-        let path = path.in_root();
+        let path = path.as_path();
         self.ensure_parent(path)?;
         update_locked_with(self.backend(), path, self.inner.read_cap, decide)
     }
@@ -1035,8 +1019,8 @@ impl StateDir {
     ///
     /// [`Error::NotFound`] when there is nothing at `path`; otherwise as
     /// [`StateDir::move_noclobber`].
-    pub fn quarantine(&self, path: &(impl InRoot + ?Sized)) -> Result<PathBuf> {
-        let path = path.in_root();
+    pub fn quarantine(&self, path: &StatePath) -> Result<PathBuf> {
+        let path = path.as_path();
         self.parents_ok(path)?;
         let dir = path.parent().ok_or_else(|| self.outside(path))?;
         let name = path
@@ -1072,8 +1056,8 @@ impl StateDir {
     ///
     /// [`Error::Io`] when the entry exists but cannot be removed.
     /// [`Error::Symlink`] or [`Error::OutsideRoot`] for a bad path to it.
-    pub fn remove_file(&self, path: &(impl InRoot + ?Sized)) -> Result<bool> {
-        let path = path.in_root();
+    pub fn remove_file(&self, path: &StatePath) -> Result<bool> {
+        let path = path.as_path();
         if !self.parents_ok(path)? {
             return Ok(false);
         }
@@ -1102,12 +1086,8 @@ impl StateDir {
     /// [`Error::OutsideRoot`], [`Error::Symlink`] or [`Error::NotADirectory`]
     /// for a bad path to `dir`; otherwise [`Error::Io`] when a directory cannot
     /// be listed or an entry examined.
-    pub fn stale_temps_in(
-        &self,
-        dir: &(impl InRoot + ?Sized),
-        max_age: Duration,
-    ) -> Result<Vec<PathBuf>> {
-        let dir = dir.in_root();
+    pub fn stale_temps_in(&self, dir: &StatePath, max_age: Duration) -> Result<Vec<PathBuf>> {
+        let dir = dir.as_path();
         if !self.parents_ok(dir)? || !is_real_dir(dir)? {
             return Ok(Vec::new());
         }
@@ -1123,11 +1103,7 @@ impl StateDir {
     ///
     /// As [`StateDir::stale_temps_in`], and [`Error::Io`] when a temp
     /// cannot be removed.
-    pub fn sweep_temps_in(
-        &self,
-        dir: &(impl InRoot + ?Sized),
-        max_age: Duration,
-    ) -> Result<Vec<PathBuf>> {
+    pub fn sweep_temps_in(&self, dir: &StatePath, max_age: Duration) -> Result<Vec<PathBuf>> {
         let mut removed = Vec::new();
         for path in self.stale_temps_in(dir, max_age)? {
             if atomic::remove_file_with(self.backend(), &path)? {

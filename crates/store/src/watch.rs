@@ -2,6 +2,7 @@
 //! with directory notifications (inotify, through `notify`) and a periodic
 //! rescan as the safety net.
 
+use std::borrow::Borrow;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, TryRecvError};
@@ -10,6 +11,7 @@ use std::time::{Duration, Instant};
 use notify::{RecommendedWatcher, RecursiveMode, Watcher as _};
 
 use crate::error::Result;
+use crate::path::StatePath;
 use crate::state::StateDir;
 
 /// One place a [`Watcher`] watches.
@@ -20,35 +22,35 @@ pub enum WatchTarget {
     /// everything below it).
     Dir {
         /// The directory.
-        path: PathBuf,
+        path: StatePath,
         /// Whether subdirectories (also ones created later) are watched.
         recursive: bool,
     },
     /// One file: watched through its directory, and only its own changes
     /// (created, written, renamed into place, removed) are reported.
-    File(PathBuf),
+    File(StatePath),
 }
 
 impl WatchTarget {
     /// Returns a target on the entries of `dir`.
-    pub fn dir(dir: impl Into<PathBuf>) -> Self {
+    pub fn dir(dir: impl Borrow<StatePath>) -> Self {
         WatchTarget::Dir {
-            path: dir.into(),
+            path: dir.borrow().clone(),
             recursive: false,
         }
     }
 
     /// Returns a target on everything below `dir`.
-    pub fn tree(dir: impl Into<PathBuf>) -> Self {
+    pub fn tree(dir: impl Borrow<StatePath>) -> Self {
         WatchTarget::Dir {
-            path: dir.into(),
+            path: dir.borrow().clone(),
             recursive: true,
         }
     }
 
     /// Returns a target on one file.
-    pub fn file(path: impl Into<PathBuf>) -> Self {
-        WatchTarget::File(path.into())
+    pub fn file(path: impl Borrow<StatePath>) -> Self {
+        WatchTarget::File(path.borrow().clone())
     }
 
     /// Returns the path watched for.
@@ -151,7 +153,7 @@ pub enum WatchWake {
 ///
 /// let tmp = tempfile::tempdir()?;
 /// let state = StateDir::open(tmp.path())?;
-/// let hook = state.channel_path(Channel::new("hooks")).join("polecat-alpha.json");
+/// let hook = state.channel(Channel::new("hooks")).join("polecat-alpha.json")?;
 /// let mut watcher = Watcher::new(&state, [WatchTarget::file(&hook)], WatchConfig::default())?;
 /// state.write_json(&hook, &serde_json::json!({"status": "pending"}))?;
 /// // Notifications, or at the latest the rescan, report it.

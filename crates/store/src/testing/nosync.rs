@@ -116,7 +116,7 @@ mod tests {
             },
         )
         .unwrap();
-        let path = tmp.path().join("state/a.json");
+        let path = state.root_path().join_static("a.json");
         state
             .write_json(&path, &serde_json::json!({"a": 1}))
             .unwrap();

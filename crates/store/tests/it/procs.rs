@@ -5,7 +5,7 @@ use std::path::Path;
 use std::thread;
 use std::time::Duration;
 
-use chipset_store::{Channel, Decision, Error, ReadOutcome, StateDir, is_temp_name};
+use chipset_store::{Channel, Decision, Error, ReadOutcome, StateDir, StatePath, is_temp_name};
 use chipset_testkit::{self as kit, Jitter, TempState};
 use serde::{Deserialize, Serialize};
 
@@ -22,7 +22,7 @@ struct Record {
     pad: String,
 }
 
-fn increment(state: &StateDir, path: &Path, times: u64) {
+fn increment(state: &StateDir, path: &StatePath, times: u64) {
     for _ in 0..times {
         state
             .update(path, |cur: ReadOutcome<Counter>| {
@@ -86,7 +86,7 @@ fn child_entry() {
         let state = StateDir::open(role.arg(0)).unwrap();
         match role.name.as_str() {
             "increment" => {
-                let path = state.root().join("loop").join("counter.json");
+                let path = kit::state_path(&state, "loop/counter.json");
                 kit::wait_for_file(Path::new(role.arg(1)));
                 increment(&state, &path, role.parse(2));
             }
@@ -144,7 +144,7 @@ fn locked_increments_from_four_processes_all_count() {
     for c in &mut children {
         kit::wait_ok(c, Duration::from_secs(300));
     }
-    let path = t.state.root().join("loop").join("counter.json");
+    let path = t.at("loop/counter.json");
     assert_eq!(
         t.state.read_json::<Counter>(&path).unwrap(),
         ReadOutcome::Value(Counter { n: 1000 })

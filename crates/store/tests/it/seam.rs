@@ -17,8 +17,9 @@ use std::path::{Path, PathBuf};
 use chipset_store::testing::{EIO, ENOSPC, Fault, FaultIo, RecordIo, visible};
 use chipset_store::{
     Decision, Error, IoBackend, IoOp, JsonLog, ReadOutcome, SharedIo, StateDir, StateOptions,
-    SyncOrder,
+    StatePath, SyncOrder,
 };
+use chipset_testkit::state_path as sp;
 
 const ORDERS: [SyncOrder; 3] = [
     SyncOrder::FileThenDir,
@@ -52,7 +53,7 @@ fn read(path: &Path) -> Option<Vec<u8>> {
 
 fn log_ids(root: &Path, rel: &str) -> Vec<String> {
     let state = StateDir::open(root).unwrap();
-    let path = state.root().join(rel);
+    let path = sp(&state, rel);
     let log = state.log_reader(&path).unwrap();
     let c = log.read::<Value>().unwrap();
     assert!(
@@ -69,7 +70,7 @@ fn log_ids(root: &Path, rel: &str) -> Vec<String> {
 
 /// Creates `path` with `bytes`; an existing file with the same bytes is the
 /// first attempt's success (same id, same content), other bytes are refused.
-fn create_idempotent(state: &StateDir, path: &Path, bytes: &[u8]) -> Result<(), Error> {
+fn create_idempotent(state: &StateDir, path: &StatePath, bytes: &[u8]) -> Result<(), Error> {
     match state.create_new(path, bytes) {
         Err(Error::AlreadyExists { .. }) if read(path).as_deref() == Some(bytes) => Ok(()),
         other => other,
@@ -101,15 +102,10 @@ fn cases() -> Vec<Case> {
         Case {
             name: "durable replace",
             setup: |s| {
-                let p = hooks(s.root()).join("a.json");
+                let p = sp(s, "hooks/a.json");
                 s.write_json(&p, &json!({"status": "empty"})).unwrap();
             },
-            run: |s| {
-                s.write_json(
-                    &hooks(s.root()).join("a.json"),
-                    &json!({"status": "active"}),
-                )
-            },
+            run: |s| s.write_json(&sp(s, "hooks/a.json"), &json!({"status": "active"})),
             applied: |r| {
                 read(&hooks(r).join("a.json"))
                     .is_some_and(|b| b.starts_with(b"{\n  \"status\": \"active\""))
@@ -120,7 +116,7 @@ fn cases() -> Vec<Case> {
             name: "no-clobber create in a new directory",
             setup: |_| {},
             run: |s| {
-                let p = s.root().join("mail/inbox/bob/1-x.json");
+                let p = sp(s, "mail/inbox/bob/1-x.json");
                 create_idempotent(s, &p, b"{\"id\": \"1-x\"}\n")
             },
             applied: |r| {
@@ -132,9 +128,12 @@ fn cases() -> Vec<Case> {
             name: "batch create",
             setup: |_| {},
             run: |s| {
-                let dir = s.root().join("mail/inbox/carol");
-                let items: Vec<(PathBuf, Vec<u8>)> = (0..3)
-                    .map(|i| (dir.join(format!("{i}.json")), format!("{i}\n").into_bytes()))
+                let dir = sp(s, "mail/inbox/carol");
+                let items: Vec<(StatePath, Vec<u8>)> = (0..3)
+                    .map(|i| {
+                        let path = dir.join(format!("{i}.json")).unwrap();
+                        (path, format!("{i}\n").into_bytes())
+                    })
                     .collect();
                 match s.create_new_batch(&items) {
                     Ok(_) => {}
@@ -159,12 +158,12 @@ fn cases() -> Vec<Case> {
         Case {
             name: "move",
             setup: |s| {
-                s.create_new(&s.root().join("mail/inbox/bob/7.json"), b"7\n")
+                s.create_new(&sp(s, "mail/inbox/bob/7.json"), b"7\n")
                     .unwrap();
             },
             run: |s| {
-                let from = s.root().join("mail/inbox/bob/7.json");
-                let to = s.root().join("mail/archive/7.json");
+                let from = sp(s, "mail/inbox/bob/7.json");
+                let to = sp(s, "mail/archive/7.json");
                 match s.move_noclobber(&from, &to) {
                     // Already moved by the attempt that failed after its commit point.
                     Err(Error::NotFound { .. }) if read(&to).is_some() => Ok(()),
@@ -179,51 +178,48 @@ fn cases() -> Vec<Case> {
         Case {
             name: "append",
             setup: |s| {
-                let log = s.log(&s.root().join("mail/manifest.jsonl")).unwrap();
+                let log = s.log(&sp(s, "mail/manifest.jsonl")).unwrap();
                 append_idempotent(&log, &["0"]).unwrap();
             },
-            run: |s| append_idempotent(&s.log(&s.root().join("mail/manifest.jsonl"))?, &["1"]),
+            run: |s| append_idempotent(&s.log(&sp(s, "mail/manifest.jsonl"))?, &["1"]),
             applied: |r| log_ids(r, "mail/manifest.jsonl") == ["0", "1"],
             dirty: None,
         },
         Case {
             name: "append to a new log",
             // `StateDir::log` makes the log's directory; the append makes the file.
-            setup: |s| drop(s.log(&s.root().join("bus/a/control.jsonl")).unwrap()),
-            run: |s| append_idempotent(&s.log(&s.root().join("bus/a/control.jsonl"))?, &["1"]),
+            setup: |s| drop(s.log(&sp(s, "bus/a/control.jsonl")).unwrap()),
+            run: |s| append_idempotent(&s.log(&sp(s, "bus/a/control.jsonl"))?, &["1"]),
             applied: |r| log_ids(r, "bus/a/control.jsonl") == ["1"],
             dirty: None,
         },
         Case {
             name: "batch append",
             setup: |s| {
-                let log = s.log(&s.root().join("mail/manifest.jsonl")).unwrap();
+                let log = s.log(&sp(s, "mail/manifest.jsonl")).unwrap();
                 append_idempotent(&log, &["0"]).unwrap();
             },
-            run: |s| append_idempotent(&s.log(&s.root().join("mail/manifest.jsonl"))?, &["1", "2"]),
+            run: |s| append_idempotent(&s.log(&sp(s, "mail/manifest.jsonl"))?, &["1", "2"]),
             applied: |r| log_ids(r, "mail/manifest.jsonl") == ["0", "1", "2"],
             dirty: None,
         },
         Case {
             name: "update",
             setup: |s| {
-                s.write_json(&hooks(s.root()).join("u.json"), &json!({"applied": []}))
+                s.write_json(&sp(s, "hooks/u.json"), &json!({"applied": []}))
                     .unwrap();
             },
             run: |s| {
-                s.update(
-                    &hooks(s.root()).join("u.json"),
-                    |cur: ReadOutcome<Value>| {
-                        let mut v = cur.into_result()?.unwrap_or(json!({"applied": []}));
-                        let list = v["applied"].as_array_mut().unwrap();
-                        // Repeating a transition that already applied is success.
-                        if list.contains(&json!("t1")) {
-                            return Ok(Decision::Keep(()));
-                        }
-                        list.push(json!("t1"));
-                        Ok(Decision::Write(v, ()))
-                    },
-                )
+                s.update(&sp(s, "hooks/u.json"), |cur: ReadOutcome<Value>| {
+                    let mut v = cur.into_result()?.unwrap_or(json!({"applied": []}));
+                    let list = v["applied"].as_array_mut().unwrap();
+                    // Repeating a transition that already applied is success.
+                    if list.contains(&json!("t1")) {
+                        return Ok(Decision::Keep(()));
+                    }
+                    list.push(json!("t1"));
+                    Ok(Decision::Write(v, ()))
+                })
             },
             applied: |r| {
                 let v: Value =
@@ -235,19 +231,19 @@ fn cases() -> Vec<Case> {
         Case {
             name: "log repair",
             setup: |s| {
-                let p = s.root().join("mail/manifest.jsonl");
-                s.ensure_dir(p.parent().unwrap()).unwrap();
+                let p = sp(s, "mail/manifest.jsonl");
+                s.ensure_dir(&sp(s, "mail")).unwrap();
                 fs::write(&p, DIRTY_LOG).unwrap();
             },
             run: |s| {
-                s.log(&s.root().join("mail/manifest.jsonl"))?
+                s.log(&sp(s, "mail/manifest.jsonl"))?
                     .repair::<Value>()
                     .map(drop)
             },
             applied: |r| {
                 let state = StateDir::open(r).unwrap();
                 let c = state
-                    .log_reader(&state.root().join("mail/manifest.jsonl"))
+                    .log_reader(&sp(&state, "mail/manifest.jsonl"))
                     .unwrap()
                     .read::<Value>()
                     .unwrap();
@@ -462,7 +458,7 @@ fn check_reads_clean(state: &StateDir, dir: &Path, dirty: Option<&[u8]>) {
         if bytes.is_none() {
             continue;
         }
-        let path = state.root().join(&rel);
+        let path = sp(state, rel.to_str().unwrap());
         if rel.extension().is_some_and(|e| e == "jsonl") {
             if dirty.is_some() && bytes.as_deref() == dirty {
                 continue;
@@ -539,9 +535,7 @@ fn full_disk(try_tmpfs: bool) -> bool {
     let _guard = mounted.then(|| Mounted(mnt.clone()));
     let fault = FaultIo::passthrough();
     let state = open(&mnt, fault.clone());
-    let log = state
-        .log(&state.root().join("mail/manifest.jsonl"))
-        .unwrap();
+    let log = state.log(&sp(&state, "mail/manifest.jsonl")).unwrap();
     let record = |i: usize| json!({"id": i.to_string(), "pad": "p".repeat(3000)});
     let mut acked = Vec::new();
     for i in 0..5 {
@@ -588,9 +582,9 @@ fn full_disk(try_tmpfs: bool) -> bool {
     }
     assert!(failures > 0, "the disk never filled");
     // A publish into a new inbox fails cleanly: no message, no new directory.
-    let inbox = state.root().join("mail/inbox/bob");
+    let inbox = sp(&state, "mail/inbox/bob");
     let err = state
-        .create_new(&inbox.join("1-x.json"), &vec![b'm'; 8192])
+        .create_new(&inbox.join_static("1-x.json"), &vec![b'm'; 8192])
         .unwrap_err();
     assert!(!err.is_outcome_unknown(), "{err}");
     assert!(!inbox.exists(), "a failed publish left a new directory");
@@ -610,7 +604,9 @@ fn full_disk(try_tmpfs: bool) -> bool {
         .map(|r| r["id"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(ids, acked);
-    state.create_new(&inbox.join("1-x.json"), b"m").unwrap();
+    state
+        .create_new(&inbox.join_static("1-x.json"), b"m")
+        .unwrap();
     mounted
 }
 
@@ -728,12 +724,12 @@ fn a_batch_under_syncfs_takes_three_flushes_and_a_failed_syncfs_publishes_nothin
     let tmp = tempfile::tempdir().unwrap();
     let fault = FaultIo::with_order(Fault::nth(0, EIO), SyncOrder::SyncFsThenDir);
     let state = open(tmp.path(), fault.clone());
-    let dir = tmp.path().join("inbox");
-    state.create_new(&dir.join("0.json"), b"{}").unwrap();
-    let items: Vec<(PathBuf, Vec<u8>)> = (1..=100)
+    let dir = state.root_path().join_static("inbox");
+    state.create_new(&dir.join_static("0.json"), b"{}").unwrap();
+    let items: Vec<(StatePath, Vec<u8>)> = (1..=100)
         .map(|i| {
             (
-                dir.join(format!("{i}.json")),
+                dir.join(format!("{i}.json")).unwrap(),
                 format!("{{\"n\":{i}}}").into_bytes(),
             )
         })
@@ -772,5 +768,5 @@ fn a_batch_under_syncfs_takes_three_flushes_and_a_failed_syncfs_publishes_nothin
         .collect();
     assert_eq!(waits, [IoOp::SyncFs, IoOp::SyncDir, IoOp::SyncDir]);
     assert_eq!(fs::read_dir(&dir).unwrap().count(), 101);
-    assert_eq!(fs::read(dir.join("57.json")).unwrap(), b"{\"n\":57}");
+    assert_eq!(fs::read(dir.join_static("57.json")).unwrap(), b"{\"n\":57}");
 }
