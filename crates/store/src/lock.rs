@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 use crate::atomic::{to_json_bytes, write_atomic_with};
 use crate::backend::IoBackend;
 use crate::error::{Error, Result};
+use crate::path::StatePath;
 use crate::read::{ReadOutcome, read_json};
 
 /// A lock file: an empty file that is only ever locked, never renamed,
@@ -49,8 +50,15 @@ enum Mode {
 }
 
 impl Lock {
-    /// Returns the lock that guards `data`: `.{name}.lock` in the same directory.
-    pub fn for_file(data: &Path) -> Self {
+    /// Returns the lock that guards `data`: `.{name}.lock` in the same
+    /// directory. [`StateDir::lock_for`](crate::StateDir::lock_for) returns
+    /// the same lock and makes its directory first.
+    pub fn for_file(data: &StatePath) -> Self {
+        Self::beside(data)
+    }
+
+    /// [`Lock::for_file`] on a path the store checked or derived itself.
+    pub(crate) fn beside(data: &Path) -> Self {
         let name = data
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -59,11 +67,6 @@ impl Lock {
         Lock {
             path: dir.join(format!(".{name}.lock")),
         }
-    }
-
-    /// Returns a lock at exactly `path`.
-    pub fn at(path: impl Into<PathBuf>) -> Self {
-        Lock { path: path.into() }
     }
 
     /// Returns the lock file's path.
@@ -231,7 +234,7 @@ where
     E: From<Error>,
     F: FnOnce(ReadOutcome<T>) -> Result<Decision<T, R>, E>,
 {
-    let _guard = Lock::for_file(path).exclusive()?;
+    let _guard = Lock::beside(path).exclusive()?;
     let current = read_json(path, cap)?;
     match decide(current)? {
         Decision::Write(value, out) => {

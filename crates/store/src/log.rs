@@ -105,7 +105,7 @@ impl JsonLog {
     /// [`StateDir::log_reader`](crate::StateDir::log_reader).
     pub(crate) fn with_io(path: impl Into<PathBuf>, io: SharedIo) -> Self {
         let path = path.into();
-        let lock = Lock::for_file(&path);
+        let lock = Lock::beside(&path);
         JsonLog { path, lock, io }
     }
 

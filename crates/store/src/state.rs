@@ -935,7 +935,7 @@ impl StateDir {
     pub fn lock_for(&self, path: &StatePath) -> Result<Lock> {
         let path = path.as_path();
         self.ensure_parent(path)?;
-        Ok(Lock::for_file(path))
+        Ok(Lock::beside(path))
     }
 
     /// Returns the append-only log at `path`, creating its directory.
