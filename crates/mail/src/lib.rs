@@ -118,10 +118,14 @@
 //!   for a request sent before the tail began. So with 100,000 archived
 //!   messages an open request costs what it costs with none.
 //! - [`Mail::pending_replies`] costs what the task's own mail costs: one
-//!   `stat` per inbox (and one for its `.quarantine/`), the task's file of
-//!   the gate cache (`mail/.gate/`, below), and a read of each of the task's
-//!   open requests; then the index for each open request, and the archives
-//!   as above only for requests neither answers. An inbox whose stamp changed
+//!   listing of `inbox/` with a `statx` per inbox relative to it (and one
+//!   for an inbox's `.quarantine/` while it exists), and the task's file of
+//!   the gate cache (`mail/.gate/`, below), which also holds the bytes of
+//!   the task's open requests: a request's file is read only when its inbox
+//!   changed since. Then the index for each open request, the archive tail
+//!   (its file and the manifest's stat; the manifest's bytes only when it
+//!   changed since the tail was last at its end), and the archives as
+//!   above only for requests neither answers. An inbox whose stamp changed
 //!   since the cache saw it is listed and only its new files are read.
 //! - [`Mail::thread`] reads the inboxes, and the files of `archive/` and the
 //!   task's by-task archive newer than the thread's root.
@@ -180,7 +184,9 @@
 //! place (which the seed forbids) is noticed only by its own size and times
 //! when its inbox is next listed. Cache files are written without sync; a
 //! missing, stale, unparsable or other-version file is ignored and rebuilt,
-//! so the cache can cost a listing but never open the gate. Files written by
+//! so the cache can cost a listing but never open the gate (the task files
+//! are at format version 3, which added the open requests' bytes and the
+//! gate's time; a version 2 file is read without them). Files written by
 //! other programs are read exactly as without the cache: an unreadable or
 //! unsupported file in any inbox fails the gate closed.
 //!
@@ -202,12 +208,20 @@
 //!   another program) is found when it is of one of those tasks, as a
 //!   response always is.
 //! - [`Mail::sweep_task_on_commit`] costs what the task's own mail costs: a
-//!   stat per inbox and of `archive/`, the task's cache file, and the moves;
-//!   plus, for each inbox changed since the task's cache saw it (other
-//!   tasks' sweeps empty inboxes between a task's gate and its sweep), one
-//!   listing with a `statx` per entry and a read of the entries that came
-//!   in since (an entry's ctime says whether it was there when the task's
-//!   cache listed the inbox: see the gate module), not that inbox's cache.
+//!   stat per inbox (relative to `inbox/`, as the gate) and of `archive/`,
+//!   the task's cache file, and the moves; plus, for each inbox holding the
+//!   task's files that changed since the task's cache saw it, one listing
+//!   with a `statx` per entry and a read of the entries that came in since
+//!   (an entry's ctime says whether it was there when the task's cache
+//!   listed the inbox: see the gate module), not that inbox's cache. An
+//!   inbox that held none of the task's files at the task's last gate, less
+//!   than ten minutes before, is not listed even when it changed since
+//!   (other tasks' sweeps and sends change most inboxes between a task's
+//!   gate and its sweep): a message of the task put there after that gate
+//!   is left in its inbox, as one sent after the sweep is, and
+//!   [`Mail::doctor`] reports it (`messaging-orphan-inbox`, its task
+//!   swept). Without a usable task cache or a recent gate, every changed
+//!   inbox is listed.
 //!   A folder the cache cannot take (it holds an unreadable or unsupported
 //!   file) is read whole, as without the cache, so every other message
 //!   still moves and the sweep then names the file.
