@@ -141,21 +141,38 @@
 //!
 //! | operation | warm, 100k | warm, small | cold, 100k | cold, small |
 //! |---|---|---|---|---|
-//! | gate ([`Mail::pending_replies`]) | 1.8 ms | 1.8 ms | 168 ms | 49 ms |
-//! | [`Mail::inbox`] (500 messages; small: 1) | 15 ms | 0.08 ms | 226 ms | 1.5 ms |
-//! | status ([`Mail::counts`]) | 202 ms | 5.3 ms | 832 ms | 224 ms |
-//! | [`Mail::doctor`] (check) | 3.8 s | 73 ms | 27.5 s | 0.7 s |
-//! | [`Mail::thread`] | 1.7 ms | 1.7 ms | 20 ms | 7 ms |
-//! | [`Mail::sweep_task_on_commit`] | 86 to 250 ms | 15 to 120 ms | 0.36 to 1.0 s | 40 to 200 ms |
-//! | the sweep without its syncs | 143 to 187 ms | 6 to 13 ms | 1.0 to 1.4 s | 60 to 150 ms |
+//! | gate ([`Mail::pending_replies`]) | 1.59 ms | 1.50 ms | 9.0 ms | 6.3 ms |
+//! | [`Mail::inbox`] (500 messages; small: 1) | 5.7 ms | 0.08 ms | 147 ms | 3.5 ms |
+//! | status ([`Mail::counts`]) | 111 ms | 3.2 ms | 378 ms | 27 ms |
+//! | [`Mail::doctor`] (check) | 1.8 s | 38 ms | 21.9 s | 0.53 s |
+//! | [`Mail::thread`] | 2.0 ms | 1.9 ms | 22 ms | 16 ms |
+//! | [`Mail::sweep_task_on_commit`] | 32 ms | 36 ms | 57 ms | 51 ms |
+//! | the sweep without its syncs | 14 ms | 5.1 ms | 36 ms | 10 ms |
 //!
 //! Status and the doctor grow with the messages by nature (status counts
 //! every directory entry, about 2 µs each warm, half of it ext4's hashed
-//! readdir; the doctor reads every file). The sweep's figure at 100k is
-//! what it pays for the inboxes the bench's earlier sweeps emptied (5 more
-//! per run): a listing with a `statx` per entry each. Peak memory (a fresh
-//! process): status 3.3 MB, the mail doctor 12 MB, every doctor 12.5 MB,
-//! the gate 4.4 MB at 100k (small state: 3.2, 4.6, 4.7 and 3.5 MB). At
+//! readdir; the doctor reads every file). Before the gate kept its open
+//! requests' bytes and stat-ed inboxes relative to `inbox/`, and before the
+//! sweep stopped listing inboxes that held none of its task's mail (issue
+//! 15), one run of the same bench gave: gate 3.65 ms warm against 1.88 ms
+//! small (1.94x) and 37.6 ms cold (17.3 ms small; 168 ms in an earlier
+//! run); sweep 137 ms against 66 ms (2.08x), without its syncs 143 ms
+//! against 8.6 ms (16.7x): each inbox the bench's earlier sweeps emptied
+//! (5 more per run) was listed with a `statx` per entry. The gate and the
+//! sweep now make the same system calls at 100k as on the small state (a
+//! gate in a fresh process: 372 against 826 before; cold, it reads the
+//! `inbox/` listing, 200 inode `statx`, the task's cache file, the tail
+//! file and the manifest's inode, about 1.1 MB from the disk against 2.4 MB
+//! before, 0.36 MB on the small state). What is left is the disk's: a cold
+//! gate is a handful of random reads (the task's cache file alone waited
+//! 27 ms in one traced run), and ranged from 7 to 117 ms at 100k across
+//! runs, the small state from 5 to 74 ms in the same runs. The sweep
+//! without its syncs was 1.6x and 1.7x its small figure in two more runs
+//! with the same system calls on both states (298 in a traced sweep); it
+//! is not explained beyond per-call costs (renames out of 500-entry
+//! directories) and the shared disk. Peak memory (a fresh
+//! process): status 3.1 MB, the mail doctor 12.1 MB, every doctor 12.6 MB,
+//! the gate 4.1 MB at 100k (small state: 3.1, 4.8, 5.0 and 3.6 MB). At
 //! 300,000 messages the gate is 1.9 ms warm against 2.0 ms small (0.99x),
 //! the thread 3.5 ms against 1.8 ms, status 1.7 s warm and 2.6 s cold;
 //! peak memory: status 3.2 MB, the mail doctor 12.1 MB, every doctor
