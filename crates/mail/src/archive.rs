@@ -6,7 +6,7 @@ use crate::MessageId;
 
 use crate::error::{MailError, Result};
 use crate::format::ManifestEvent;
-use crate::gate::Folder;
+use crate::gate::{Folder, Look};
 use crate::layout::{BY_TASK, Location, ORPHAN, id_of};
 use crate::mail::{ArchiveOutcome, Mail, Moved, SweepReport, Unreadable};
 
@@ -114,7 +114,10 @@ impl Mail {
     /// not returned. Each move is atomic and never overwrites, so a crash or
     /// failure in the middle loses nothing, and running it again (a retry)
     /// moves the rest. Messages sent to the task afterwards stay in their
-    /// inboxes (the doctor treats them as orphans). Finds the task's
+    /// inboxes (the doctor treats them as orphans), and so may one sent
+    /// after the task's last gate into an inbox that held none of the
+    /// task's mail then, when that gate was less than ten minutes ago (the
+    /// sweep does not list such an inbox; see the crate docs). Finds the task's
     /// messages in the inboxes and `archive/` through the gate cache (see
     /// the crate docs): a folder unchanged since the cache saw it is not
     /// listed, and files without a cache entry (another program's) are read.
@@ -171,23 +174,29 @@ impl Mail {
     ///
     /// The task's files in each inbox and in `archive/` come from the gate
     /// cache (see the crate docs): a folder unchanged since the cache saw it
-    /// is not listed, a changed one is listed and only its new files read.
-    /// A folder the cache cannot take (it holds a file that is not a
+    /// is not listed, a changed one is listed and only its new files read;
+    /// an inbox that held none of the task's files at its last gate (less
+    /// than ten minutes ago) is not listed at all (see the crate docs for
+    /// what that can miss). A folder the cache cannot take (it holds a file that is not a
     /// readable, supported message) is read whole, as without the cache, so
     /// every other message of the task still moves.
     fn sweep_moves(&self, task: &TaskId, moved: &mut usize) -> Result<Option<Unreadable>> {
         let dest = Location::ByTask(task.clone());
-        let agents = self.agents()?;
-        let mut folders: Vec<Folder> = agents.iter().cloned().map(Folder::Inbox).collect();
-        folders.push(Folder::Archive);
+        let inboxes = self.inbox_stats()?;
+        let mut folders: Vec<(Folder, Option<chipset_store::Stat>)> = inboxes
+            .iter()
+            .map(|(agent, stat)| (Folder::Inbox(agent.clone()), *stat))
+            .collect();
+        folders.push((Folder::Archive, None));
+        let agents: Vec<_> = inboxes.into_iter().map(|(agent, _)| agent).collect();
         let mut walk = self.task_files(task);
         let mut corrupt: Option<Unreadable> = None;
-        for folder in &folders {
+        for (folder, stat) in &folders {
             let source = match folder {
                 Folder::Inbox(agent) => Location::Inbox(agent.clone()),
                 Folder::Archive => Location::Archive,
             };
-            let ids: Vec<MessageId> = match walk.folder(folder, false) {
+            let ids: Vec<MessageId> = match walk.folder_at(folder, Look::Sweep, *stat) {
                 Ok(files) => files
                     .unwrap_or_default()
                     .iter()

@@ -18,9 +18,11 @@
 //! - `.gate/task/{task}.json`: per inbox and for `archive/`, the task's
 //!   files there (its gate files, requests that need a reply and responses,
 //!   with their facts; its other files with their parent), with the
-//!   directory's stamp they hold for. The sweep moves the task's files
-//!   named there, the thread reads the replies among them, the gate reads
-//!   the open requests.
+//!   directory's stamp they hold for, and the bytes of its open requests
+//!   (read under that stamp); and when the task's last gate began. The
+//!   sweep moves the task's files named there, the thread reads the
+//!   replies among them, the gate returns the open requests (reading a
+//!   request's file only when its inbox changed since its bytes were kept).
 //!
 //! # What the cache relies on (directory stamps)
 //!
@@ -31,7 +33,9 @@
 //! restoring times) still moves the ctime, which no program can set. So when
 //! an inbox's stamp equals the stamp a cache entry was made at, the entries
 //! in it are exactly what the listing then saw. The gate stats each inbox
-//! (one `stat`, no listing) and uses the cache only on equality; otherwise it
+//! (one `statx` relative to the open `inbox/` directory, from one listing of
+//! `inbox/`; no listing of the inbox) and uses the cache only on equality;
+//! otherwise it
 //! lists that inbox, reuses the facts of files it already knows (same name,
 //! same inode) and reads only the new ones, exactly as the uncached gate
 //! reads them (an unreadable or unsupported file fails the gate closed).
@@ -54,6 +58,22 @@
 //!   forbids it (messages are immutable), and nubos-pilot writes new files.
 //! - **Filesystems without directory timestamps** (some FUSE and network
 //!   mounts): chipset does not support them (see the store's Durability).
+//!
+//! # What the sweep takes on trust
+//!
+//! The sweep ([`Look::Sweep`]) does not list an inbox whose slice held none
+//! of the task's files when the task's last gate looked, if that gate
+//! began less than [`SWEEP_TRUST`] (ten minutes) ago and the inbox is the
+//! same directory (device and inode), even when its stamp changed since:
+//! other tasks' sweeps and sends change most inboxes between a task's gate
+//! and its sweep, and listing each would cost what all mail costs. What it
+//! can miss: a message of the task that another program (or a late
+//! sender) put into such an inbox after the gate looked at it. It stays in
+//! its inbox, as a message sent after the sweep does, and [`Mail::doctor`]
+//! reports it (`messaging-orphan-inbox`, its task swept). With no task
+//! cache, an unreadable one, no gate time, or an older gate, the sweep
+//! lists every changed inbox as before. The gate and the thread never take
+//! this path.
 //!
 //! # Self-healing
 //!
@@ -78,16 +98,25 @@ use chipset_store::{AgentId, ReadOutcome, StateDir, StatePath, TaskId};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{MailError, Result};
-use crate::format::{Kind, Message};
+use crate::format::{Kind, Message, parse_message};
 use crate::layout::{BY_TASK, ORPHAN, id_of};
 use crate::mail::{Mail, check_id, read_message, stray};
 
 /// The cache's folder under `mail/` (a dot-name: listings skip it).
 pub(crate) const GATE_DIR: &str = ".gate";
-/// The format version of the cache files; any other version is ignored.
-/// Version 2 added, per file, its parent (`in_reply_to`) and, per task,
-/// every file of the task (not only the gate's) and `archive/`.
+/// The format version of the folder cache files; any other version is
+/// ignored. Version 2 added, per file, its parent (`in_reply_to`) and, per
+/// task, every file of the task (not only the gate's) and `archive/`.
 const VERSION: u32 = 2;
+/// The format version of the task cache files. Version 3 added, per inbox,
+/// the bytes of the task's open requests ([`Slice::requests`]) and the time
+/// of the task's last gate ([`TaskCache::gated`]); a version 2 file is read
+/// as a version 3 file without them (its requests are read from their
+/// files, and the sweep lists what it cannot trust). Any other is ignored.
+const TASK_VERSION: u32 = 3;
+/// How long after a task's gate the sweep trusts that an inbox which held
+/// none of the task's files then still holds none ([`Look::Sweep`]).
+pub(crate) const SWEEP_TRUST: Duration = Duration::from_secs(10 * 60);
 /// How old a directory stamp must be before the cache trusts it.
 pub(crate) const RACY: Duration = Duration::from_secs(2);
 /// How many entries new since a task's slice was listed are read directly
@@ -202,6 +231,11 @@ struct Slice {
     /// (settled or not): every entry whose ctime is older was listed then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     listed: Option<Stamp>,
+    /// The bytes of the task's open requests among `files` (those that need
+    /// a reply), by name, as read from their files while `stamp` held: the
+    /// gate returns them without reading the files again while it holds.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    requests: BTreeMap<String, String>,
 }
 
 /// `.gate/task/{task}.json`.
@@ -213,6 +247,10 @@ struct TaskCache {
     /// The task's files in `archive/` (its top level).
     #[serde(default)]
     archive: Option<Slice>,
+    /// When (Unix milliseconds, system clock) the walk of a gate that
+    /// looked at every inbox began: every inbox slice held at least then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    gated: Option<u64>,
 }
 
 /// A gate file of a task in an inbox.
@@ -221,6 +259,23 @@ pub(crate) struct GateFile {
     pub(crate) agent: AgentId,
     pub(crate) name: String,
     pub(crate) facts: Facts,
+    /// For a request that needs a reply: the message (`None` when it left
+    /// its inbox since the listing).
+    pub(crate) message: Option<Message>,
+}
+
+/// Who walks a task's folders, and so what [`TaskFiles::folder_at`] may
+/// take on trust.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Look {
+    /// The commit gate: never misses a file; fails on a quarantined inbox.
+    Gate,
+    /// The sweep: may skip an inbox that held none of the task's files at
+    /// the task's last gate, within [`SWEEP_TRUST`] of it (see
+    /// [`TaskFiles::folder_at`]).
+    Sweep,
+    /// The thread: as the gate, without the quarantine check.
+    Read,
 }
 
 /// A file of a task in a folder (an inbox or `archive/`).
@@ -324,12 +379,17 @@ impl Mail {
     pub(crate) fn task_files(&self, task: &TaskId) -> TaskFiles<'_> {
         let path = self.task_cache_path(task);
         let cache = load::<TaskCache>(&self.state, &path)
-            .filter(|c| c.v == VERSION && c.task == *task)
+            .filter(|c| (c.v == VERSION || c.v == TASK_VERSION) && c.task == *task)
+            .map(|c| TaskCache {
+                v: TASK_VERSION,
+                ..c
+            })
             .unwrap_or_else(|| TaskCache {
-                v: VERSION,
+                v: TASK_VERSION,
                 task: task.clone(),
                 inboxes: BTreeMap::new(),
                 archive: None,
+                gated: None,
             });
         TaskFiles {
             mail: self,
@@ -345,12 +405,18 @@ impl Mail {
     ///
     /// Fails closed as the uncached scan did: an inbox holding a file that
     /// is not a readable, supported message fails, whatever its task.
+    ///
+    /// The open requests come with their message: from the task cache while
+    /// their inbox's stamp is the one they were read under, else read from
+    /// their files (and kept in the cache for the next gate).
     pub(crate) fn gate_files(&self, task: &TaskId) -> Result<Vec<GateFile>> {
-        let agents = self.agents()?;
+        let started = unix_ms(SystemTime::now());
+        let inboxes = self.inbox_stats()?;
         let mut walk = self.task_files(task);
         let mut out = Vec::new();
-        for agent in &agents {
-            let Some(files) = walk.folder(&Folder::Inbox(agent.clone()), true)? else {
+        for (agent, stat) in &inboxes {
+            let Some(files) = walk.folder_at(&Folder::Inbox(agent.clone()), Look::Gate, *stat)?
+            else {
                 continue;
             };
             out.extend(files.into_iter().filter_map(|f| {
@@ -358,11 +424,35 @@ impl Mail {
                     agent: agent.clone(),
                     name: f.name,
                     facts: f.facts?,
+                    message: None,
                 })
             }));
         }
+        for f in out.iter_mut().filter(|f| f.facts.needs_reply) {
+            f.message = walk.request(&f.agent, &f.name)?;
+        }
+        walk.gated(started);
+        let agents: Vec<AgentId> = inboxes.into_iter().map(|(a, _)| a).collect();
         walk.finish(&agents);
         Ok(out)
+    }
+
+    /// The agents with an inbox (as [`Mail::agents`]), each with the stat
+    /// of its inbox taken relative to the open `inbox/` directory (`None`
+    /// when it went away since the listing): one listing and a `statx` per
+    /// inbox, no path resolved again.
+    pub(crate) fn inbox_stats(&self) -> Result<Vec<(AgentId, Option<chipset_store::Stat>)>> {
+        let root = self.layout.inbox_root();
+        self.state
+            .list_stats(&root)?
+            .into_iter()
+            .map(|(name, stat)| {
+                let agent = AgentId::new(name.as_str()).map_err(|_| {
+                    stray(root.as_path().join(&name), "not an agent inbox directory")
+                })?;
+                Ok((agent, stat))
+            })
+            .collect()
     }
 
     /// Fails with [`MailError::QuarantinedInbox`] when `inbox/.quarantine/`
@@ -475,7 +565,24 @@ impl Mail {
     }
 }
 
+/// `t` as Unix milliseconds (0 before the epoch).
+fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
 impl TaskFiles<'_> {
+    /// As [`TaskFiles::folder_at`] for `gate` ([`Look::Gate`]) or not
+    /// ([`Look::Read`]), stat-ing the folder by its path.
+    ///
+    /// # Errors
+    ///
+    /// As [`TaskFiles::folder_at`].
+    pub(crate) fn folder(&mut self, folder: &Folder, gate: bool) -> Result<Option<Vec<TaskFile>>> {
+        let look = if gate { Look::Gate } else { Look::Read };
+        self.folder_at(folder, look, None)
+    }
+
     /// Returns the task's files in `folder` (`None` when the folder does
     /// not exist), from the task's cache while the folder's stamp is the one
     /// it was taken at, else by listing the folder (and reading only the
@@ -487,7 +594,23 @@ impl TaskFiles<'_> {
     /// As the gate: a folder holding a file that is not a readable,
     /// supported message fails ([`MailError::Corrupt`],
     /// [`MailError::Unsupported`]) when it is listed, whatever its task.
-    pub(crate) fn folder(&mut self, folder: &Folder, gate: bool) -> Result<Option<Vec<TaskFile>>> {
+    ///
+    /// `stat` is the folder's stat when the caller has it (a directory's,
+    /// from [`Mail::inbox_stats`]); otherwise the folder is stat-ed here.
+    ///
+    /// With [`Look::Sweep`], an inbox whose slice holds none of the task's
+    /// files, taken by the task's last gate less than [`SWEEP_TRUST`] ago,
+    /// is not listed even when its stamp changed since (it is the same
+    /// directory): the sweep then misses a file of the task that entered
+    /// that inbox after that gate looked at it. It stays in its inbox, and
+    /// [`Mail::doctor`] reports it (`messaging-orphan`, its task swept).
+    pub(crate) fn folder_at(
+        &mut self,
+        folder: &Folder,
+        look: Look,
+        stat: Option<chipset_store::Stat>,
+    ) -> Result<Option<Vec<TaskFile>>> {
+        let gate = look == Look::Gate;
         let mail = self.mail;
         let (dir, cache_path, skip): (StatePath, StatePath, &[&str]) = match folder {
             Folder::Inbox(agent) => (mail.layout.inbox(agent), mail.inbox_cache_path(agent), &[]),
@@ -497,7 +620,14 @@ impl TaskFiles<'_> {
                 &[BY_TASK, ORPHAN],
             ),
         };
-        let Some((stamp, settled)) = Stamp::of(&self.mail.state, &dir)? else {
+        let taken = match stat {
+            Some(meta) if meta.is_dir() => {
+                let stamp = Stamp::from(&meta);
+                Some((stamp, stamp.settled(SystemTime::now())))
+            }
+            _ => Stamp::of(&self.mail.state, &dir)?,
+        };
+        let Some((stamp, settled)) = taken else {
             return Ok(None);
         };
         let slot = match folder {
@@ -513,6 +643,12 @@ impl TaskFiles<'_> {
                 }
                 slice
             }
+            None if look == Look::Sweep
+                && matches!(folder, Folder::Inbox(_))
+                && slot.is_some_and(|old| self.empty_at_gate(old, stamp)) =>
+            {
+                return Ok(Some(Vec::new()));
+            }
             None => {
                 let quarantine = match folder {
                     Folder::Archive => false,
@@ -525,6 +661,7 @@ impl TaskFiles<'_> {
                     files: BTreeMap::new(),
                     others: BTreeMap::new(),
                     listed: Some(stamp),
+                    requests: BTreeMap::new(),
                 };
                 let since = match slot {
                     Some(old) if !gate => self.since(old, &dir, skip, stamp)?,
@@ -658,6 +795,88 @@ impl TaskFiles<'_> {
             }
         }
         Ok(Some((files, others)))
+    }
+
+    /// True when `old`, an inbox's slice, held none of the task's files
+    /// when the task's last gate (less than [`SWEEP_TRUST`] ago) looked, and
+    /// the inbox is still the directory it was then (`now`'s device and
+    /// inode).
+    fn empty_at_gate(&self, old: &Slice, now: Stamp) -> bool {
+        let Some(gated) = self.cache.gated else {
+            return false;
+        };
+        let Some(then) = old.listed.or(old.stamp) else {
+            return false;
+        };
+        let now_ms = unix_ms(SystemTime::now());
+        let trust = u64::try_from(SWEEP_TRUST.as_millis()).unwrap_or(u64::MAX);
+        old.files.is_empty()
+            && old.others.is_empty()
+            && then.dev == now.dev
+            && then.ino == now.ino
+            && gated <= now_ms
+            && now_ms - gated < trust
+    }
+
+    /// Records that a gate walk that began at `started` (Unix ms) looked at
+    /// every inbox. Written with the cache when it changed anyway, or when
+    /// the recorded gate is older than half of [`SWEEP_TRUST`].
+    fn gated(&mut self, started: u64) {
+        let half = u64::try_from(SWEEP_TRUST.as_millis() / 2).unwrap_or(u64::MAX);
+        if self
+            .cache
+            .gated
+            .is_none_or(|g| g > started || started - g >= half)
+        {
+            self.dirty = true;
+        }
+        if self.dirty {
+            self.cache.gated = Some(started);
+        }
+    }
+
+    /// Returns the open request `name` of `agent`'s inbox, from its cached
+    /// bytes when its slice holds them, else read (failing closed as
+    /// [`Mail::pending_replies`] does) and kept in the slice; `None` when it
+    /// left the inbox since the listing.
+    fn request(&mut self, agent: &AgentId, name: &str) -> Result<Option<Message>> {
+        let inbox = self.mail.layout.inbox(agent);
+        let Some(id) = id_of(name) else {
+            return Err(MailError::Corrupt(stray(
+                inbox.as_path().join(name),
+                "not a message file: expected `{id}.json`",
+            )));
+        };
+        let path = inbox.join_id(&id, ".json");
+        let slice = self.cache.inboxes.get_mut(agent);
+        if let Some(bytes) = slice.as_ref().and_then(|s| s.requests.get(name))
+            && let ReadOutcome::Value(m) = parse_message(&path, bytes.as_bytes())
+            && m.id == id
+        {
+            return Ok(Some(m));
+        }
+        let bytes = match self.mail.state.read_bytes(&path)? {
+            ReadOutcome::Missing => return Ok(None),
+            ReadOutcome::Corrupt(c) => return Err(c.into()),
+            ReadOutcome::Unsupported(u) => return Err(u.into()),
+            ReadOutcome::Value(bytes) => bytes,
+        };
+        let message = match parse_message(&path, &bytes) {
+            ReadOutcome::Missing => return Ok(None),
+            ReadOutcome::Corrupt(c) => return Err(c.into()),
+            ReadOutcome::Unsupported(u) => return Err(u.into()),
+            ReadOutcome::Value(m) => check_id(&path, &id, m)?,
+        };
+        // Only a slice this walk confirmed or listed is here; one that holds
+        // for its stamp keeps the bytes while that stamp holds.
+        if let Some(slice) = slice
+            && slice.stamp.is_some()
+            && let Ok(text) = String::from_utf8(bytes)
+        {
+            slice.requests.insert(name.to_owned(), text);
+            self.dirty = true;
+        }
+        Ok(Some(message))
     }
 
     /// Writes the task's cache back when it changed, forgetting inboxes

@@ -131,10 +131,14 @@
 //!   for a request sent before the tail began. So with 100,000 archived
 //!   messages an open request costs what it costs with none.
 //! - [`Mail::pending_replies`] costs what the task's own mail costs: one
-//!   `stat` per inbox (and one for its `.quarantine/`), the task's file of
-//!   the gate cache (`mail/.gate/`, below), and a read of each of the task's
-//!   open requests; then the index for each open request, and the archives
-//!   as above only for requests neither answers. An inbox whose stamp changed
+//!   listing of `inbox/` with a `statx` per inbox relative to it (and one
+//!   for an inbox's `.quarantine/` while it exists), and the task's file of
+//!   the gate cache (`mail/.gate/`, below), which also holds the bytes of
+//!   the task's open requests: a request's file is read only when its inbox
+//!   changed since. Then the index for each open request, the archive tail
+//!   (its file and the manifest's stat; the manifest's bytes only when it
+//!   changed since the tail was last at its end), and the archives as
+//!   above only for requests neither answers. An inbox whose stamp changed
 //!   since the cache saw it is listed and only its new files are read.
 //! - [`Mail::thread`] reads the inboxes, and the files of `archive/` and the
 //!   task's by-task archive newer than the thread's root.
@@ -150,21 +154,38 @@
 //!
 //! | operation | warm, 100k | warm, small | cold, 100k | cold, small |
 //! |---|---|---|---|---|
-//! | gate ([`Mail::pending_replies`]) | 1.8 ms | 1.8 ms | 168 ms | 49 ms |
-//! | [`Mail::inbox`] (500 messages; small: 1) | 15 ms | 0.08 ms | 226 ms | 1.5 ms |
-//! | status ([`Mail::counts`]) | 202 ms | 5.3 ms | 832 ms | 224 ms |
-//! | [`Mail::doctor`] (check) | 3.8 s | 73 ms | 27.5 s | 0.7 s |
-//! | [`Mail::thread`] | 1.7 ms | 1.7 ms | 20 ms | 7 ms |
-//! | [`Mail::sweep_task_on_commit`] | 86 to 250 ms | 15 to 120 ms | 0.36 to 1.0 s | 40 to 200 ms |
-//! | the sweep without its syncs | 143 to 187 ms | 6 to 13 ms | 1.0 to 1.4 s | 60 to 150 ms |
+//! | gate ([`Mail::pending_replies`]) | 1.59 ms | 1.50 ms | 9.0 ms | 6.3 ms |
+//! | [`Mail::inbox`] (500 messages; small: 1) | 5.7 ms | 0.08 ms | 147 ms | 3.5 ms |
+//! | status ([`Mail::counts`]) | 111 ms | 3.2 ms | 378 ms | 27 ms |
+//! | [`Mail::doctor`] (check) | 1.8 s | 38 ms | 21.9 s | 0.53 s |
+//! | [`Mail::thread`] | 2.0 ms | 1.9 ms | 22 ms | 16 ms |
+//! | [`Mail::sweep_task_on_commit`] | 32 ms | 36 ms | 57 ms | 51 ms |
+//! | the sweep without its syncs | 14 ms | 5.1 ms | 36 ms | 10 ms |
 //!
 //! Status and the doctor grow with the messages by nature (status counts
 //! every directory entry, about 2 µs each warm, half of it ext4's hashed
-//! readdir; the doctor reads every file). The sweep's figure at 100k is
-//! what it pays for the inboxes the bench's earlier sweeps emptied (5 more
-//! per run): a listing with a `statx` per entry each. Peak memory (a fresh
-//! process): status 3.3 MB, the mail doctor 12 MB, every doctor 12.5 MB,
-//! the gate 4.4 MB at 100k (small state: 3.2, 4.6, 4.7 and 3.5 MB). At
+//! readdir; the doctor reads every file). Before the gate kept its open
+//! requests' bytes and stat-ed inboxes relative to `inbox/`, and before the
+//! sweep stopped listing inboxes that held none of its task's mail (issue
+//! 15), one run of the same bench gave: gate 3.65 ms warm against 1.88 ms
+//! small (1.94x) and 37.6 ms cold (17.3 ms small; 168 ms in an earlier
+//! run); sweep 137 ms against 66 ms (2.08x), without its syncs 143 ms
+//! against 8.6 ms (16.7x): each inbox the bench's earlier sweeps emptied
+//! (5 more per run) was listed with a `statx` per entry. The gate and the
+//! sweep now make the same system calls at 100k as on the small state (a
+//! gate in a fresh process: 372 against 826 before; cold, it reads the
+//! `inbox/` listing, 200 inode `statx`, the task's cache file, the tail
+//! file and the manifest's inode, about 1.1 MB from the disk against 2.4 MB
+//! before, 0.36 MB on the small state). What is left is the disk's: a cold
+//! gate is a handful of random reads (the task's cache file alone waited
+//! 27 ms in one traced run), and ranged from 7 to 117 ms at 100k across
+//! runs, the small state from 5 to 74 ms in the same runs. The sweep
+//! without its syncs was 1.6x and 1.7x its small figure in two more runs
+//! with the same system calls on both states (298 in a traced sweep); it
+//! is not explained beyond per-call costs (renames out of 500-entry
+//! directories) and the shared disk. Peak memory (a fresh
+//! process): status 3.1 MB, the mail doctor 12.1 MB, every doctor 12.6 MB,
+//! the gate 4.1 MB at 100k (small state: 3.1, 4.8, 5.0 and 3.6 MB). At
 //! 300,000 messages the gate is 1.9 ms warm against 2.0 ms small (0.99x),
 //! the thread 3.5 ms against 1.8 ms, status 1.7 s warm and 2.6 s cold;
 //! peak memory: status 3.2 MB, the mail doctor 12.1 MB, every doctor
@@ -193,7 +214,9 @@
 //! place (which the seed forbids) is noticed only by its own size and times
 //! when its inbox is next listed. Cache files are written without sync; a
 //! missing, stale, unparsable or other-version file is ignored and rebuilt,
-//! so the cache can cost a listing but never open the gate. Files written by
+//! so the cache can cost a listing but never open the gate (the task files
+//! are at format version 3, which added the open requests' bytes and the
+//! gate's time; a version 2 file is read without them). Files written by
 //! other programs are read exactly as without the cache: an unreadable or
 //! unsupported file in any inbox fails the gate closed.
 //!
@@ -215,12 +238,20 @@
 //!   another program) is found when it is of one of those tasks, as a
 //!   response always is.
 //! - [`Mail::sweep_task_on_commit`] costs what the task's own mail costs: a
-//!   stat per inbox and of `archive/`, the task's cache file, and the moves;
-//!   plus, for each inbox changed since the task's cache saw it (other
-//!   tasks' sweeps empty inboxes between a task's gate and its sweep), one
-//!   listing with a `statx` per entry and a read of the entries that came
-//!   in since (an entry's ctime says whether it was there when the task's
-//!   cache listed the inbox: see the gate module), not that inbox's cache.
+//!   stat per inbox (relative to `inbox/`, as the gate) and of `archive/`,
+//!   the task's cache file, and the moves; plus, for each inbox holding the
+//!   task's files that changed since the task's cache saw it, one listing
+//!   with a `statx` per entry and a read of the entries that came in since
+//!   (an entry's ctime says whether it was there when the task's cache
+//!   listed the inbox: see the gate module), not that inbox's cache. An
+//!   inbox that held none of the task's files at the task's last gate, less
+//!   than ten minutes before, is not listed even when it changed since
+//!   (other tasks' sweeps and sends change most inboxes between a task's
+//!   gate and its sweep): a message of the task put there after that gate
+//!   is left in its inbox, as one sent after the sweep is, and
+//!   [`Mail::doctor`] reports it (`messaging-orphan-inbox`, its task
+//!   swept). Without a usable task cache or a recent gate, every changed
+//!   inbox is listed.
 //!   A folder the cache cannot take (it holds an unreadable or unsupported
 //!   file) is read whole, as without the cache, so every other message
 //!   still moves and the sweep then names the file.

@@ -10,7 +10,7 @@ use crate::MessageId;
 use crate::error::Result;
 use crate::format::{Kind, Message, parse_message};
 use crate::layout::{id_of, parse_marker};
-use crate::mail::{MTIME_SLACK, Mail, answers, check_id, contains, modified, read_message};
+use crate::mail::{MTIME_SLACK, Mail, answers, contains, modified};
 use crate::tail::Caught;
 
 impl Mail {
@@ -190,18 +190,10 @@ impl Mail {
         let files = self.gate_files(task)?;
         // A request whose response exists is answered, whoever wrote the
         // response and whether or not the request was moved yet.
-        let mut out = Vec::new();
-        for f in files.iter().filter(|f| f.facts.needs_reply) {
-            let Some(id) = id_of(&f.name) else { continue };
-            let path = self.layout.inbox(&f.agent).join_id(&id, ".json");
-            match read_message(&self.state, &path)? {
-                // Archived since the listing: archived requests are never pending.
-                ReadOutcome::Missing => {}
-                ReadOutcome::Corrupt(c) => return Err(c.into()),
-                ReadOutcome::Unsupported(u) => return Err(u.into()),
-                ReadOutcome::Value(m) => out.push(check_id(&path, &id, m)?),
-            }
-        }
+        // Each open request comes read and checked (failing closed), or
+        // `None` when it was archived since the listing: archived requests
+        // are never pending.
+        let mut out: Vec<Message> = files.iter().filter_map(|f| f.message.clone()).collect();
         // What `answers` checks, from the cached facts of the task's responses.
         let mut answered: BTreeSet<MessageId> = out
             .iter()

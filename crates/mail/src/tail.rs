@@ -72,8 +72,10 @@ use crate::format::{Kind, Message};
 use crate::layout::Location;
 use crate::mail::{MTIME_SLACK, Mail, answers, read_message};
 
-/// The format version of the tail file; any other version starts afresh.
-const VERSION: u32 = 1;
+/// The format version of the tail file. Version 2 added
+/// [`TailFile::at_end`]; a version 1 file is read as one without it, any
+/// other version starts afresh.
+const VERSION: u32 = 2;
 
 /// What `mail/.gate/archive-tail.json` holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -91,6 +93,15 @@ struct TailFile {
     /// The manifest's last bytes before `offset`, in hex: an inode number
     /// can be reused by a new file, its bytes are not.
     mark: String,
+    /// The manifest's mtime and ctime when the tail was found at its end
+    /// (`offset` its length) with the mark checked, at least [`RACY`] after
+    /// its last change: while the manifest has exactly this length and
+    /// these times, no byte of it changed (every write and truncate sets
+    /// both), so the mark is not read again.
+    ///
+    /// [`RACY`]: crate::gate::RACY
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    at_end: Option<((i64, i64), (i64, i64))>,
 }
 
 /// One manifest line, as loosely as the tail needs it (any writer's events:
@@ -157,9 +168,15 @@ impl Mail {
         let (dev, ino, len) = (meta.dev(), meta.ino(), meta.len());
         let path = self.tail_path();
         let log = self.manifest()?;
-        let loaded = crate::gate::load::<TailFile>(&self.state, &path)
-            .filter(|t| t.v == VERSION && t.dev == dev && t.ino == ino && t.offset <= len);
+        let times = (meta.mtime(), meta.ctime());
+        let loaded = crate::gate::load::<TailFile>(&self.state, &path).filter(|t| {
+            (t.v == 1 || t.v == VERSION) && t.dev == dev && t.ino == ino && t.offset <= len
+        });
         let loaded = match loaded {
+            // Unchanged since the tail was last at its end.
+            Some(t) if t.offset == len && t.at_end == Some(times) => {
+                return Ok(Caught::since(t.since));
+            }
             Some(t) if mark(&log, t.offset)? == t.mark => Some(t),
             _ => None,
         };
@@ -175,13 +192,19 @@ impl Mail {
                     since: self.state.now(),
                     offset: len,
                     mark: mark(&log, len)?,
+                    at_end: settled(&meta).then_some(times),
                 };
                 self.store_cache(&path, &tail);
                 return Ok(Caught::since(tail.since));
             }
         };
+        tail.v = VERSION;
         let mut caught = Caught::since(tail.since);
         if tail.offset == len {
+            if settled(&meta) {
+                tail.at_end = Some(times);
+                self.store_cache(&path, &tail);
+            }
             return Ok(caught);
         }
         // Lines that are not events of this shape (bad lines, a torn tail)
@@ -203,6 +226,8 @@ impl Mail {
         if linked {
             tail.offset = read.end_offset;
             tail.mark = mark(&log, tail.offset)?;
+            // The times were taken before the read: a write since has moved them.
+            tail.at_end = (tail.offset == len && settled(&meta)).then_some(times);
             self.store_cache(&path, &tail);
         }
         for response in replies {
@@ -251,6 +276,18 @@ const MARK_LEN: u64 = 64;
 /// Returns the manifest's bytes before `offset` (at most [`MARK_LEN`]), in
 /// hex; empty when the manifest is gone (which no mark of a tail matches,
 /// but the empty one of an empty manifest).
+/// True when both of the manifest's times are at least [`crate::gate::RACY`]
+/// before now (a change within that may share its stamp).
+fn settled(meta: &chipset_store::Stat) -> bool {
+    let Ok(now) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) else {
+        return false;
+    };
+    let ns = |(s, n): (i64, i64)| i128::from(s) * 1_000_000_000 + i128::from(n);
+    let now = i128::try_from(now.as_nanos()).unwrap_or(i128::MAX);
+    let newest = ns(meta.mtime()).max(ns(meta.ctime()));
+    now - newest >= i128::try_from(crate::gate::RACY.as_nanos()).unwrap_or(i128::MAX)
+}
+
 fn mark(log: &JsonLog, offset: u64) -> Result<String> {
     use std::fmt::Write as _;
     let bytes = log

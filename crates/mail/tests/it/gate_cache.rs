@@ -172,10 +172,12 @@ fn a_corrupt_or_stale_cache_is_rebuilt_never_trusted() {
         std::fs::write(&task_cache, bad).unwrap();
         std::fs::write(&inbox_cache, bad).unwrap();
         assert_eq!(pending_ids(m), sorted(ids.clone()));
-        for p in [&task_cache, &inbox_cache] {
+        // The task cache is at version 3 (it keeps open requests' bytes),
+        // the folder caches at 2.
+        for (p, version) in [(&task_cache, 3), (&inbox_cache, 2)] {
             let v: serde_json::Value = serde_json::from_slice(&std::fs::read(p).unwrap())
                 .unwrap_or_else(|e| panic!("{} not rebuilt: {e}", p.display()));
-            assert_eq!(v["v"], 2, "{}", p.display());
+            assert_eq!(v["v"], version, "{}", p.display());
         }
     }
 
@@ -395,4 +397,183 @@ fn a_sweep_after_another_changed_its_inboxes_moves_exactly_its_own_mail() {
     }
     assert_eq!(m.inbox_len(&agent("exec")).unwrap(), 0);
     assert_eq!(m.inbox_len(&agent("other-0")).unwrap(), 1);
+}
+
+/// Reads a task cache file as JSON.
+fn task_cache(mail: &Mail, t: &str) -> (PathBuf, serde_json::Value) {
+    let path = mail.dir().as_path().join(format!(".gate/task/{t}.json"));
+    let v = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    (path, v)
+}
+
+#[test]
+fn the_gate_keeps_open_requests_in_its_cache_and_never_trusts_bad_bytes() {
+    let f = fixture();
+    let m = &f.mail;
+    let ids = busy(m);
+    let (foreign_id, foreign_path) = nubos_request(m, "exec", 7);
+    let expected = m.pending_replies(&task("t1")).unwrap();
+    assert_eq!(expected.len(), 3);
+    warm(m);
+    // The settled slice of `exec` holds the three open requests' bytes.
+    let (path, mut v) = task_cache(m, "t1");
+    let requests = v["inboxes"]["exec"]["requests"]
+        .as_object()
+        .unwrap()
+        .clone();
+    let mut names: Vec<&String> = requests.keys().collect();
+    names.sort();
+    let mut want: Vec<String> = ids
+        .iter()
+        .chain([&foreign_id])
+        .map(|id| format!("{id}.json"))
+        .collect();
+    want.sort();
+    assert_eq!(names, want.iter().collect::<Vec<_>>());
+    // The foreign file's own bytes, as written.
+    let foreign_name = format!("{foreign_id}.json");
+    assert_eq!(
+        requests[&foreign_name].as_str().unwrap(),
+        std::fs::read_to_string(&foreign_path).unwrap()
+    );
+    // Served from the cache: the same messages as read from the files.
+    assert_eq!(m.pending_replies(&task("t1")).unwrap(), expected);
+
+    // Bytes that do not parse, or that name another id, are not used: the
+    // file is read again, and the gate answers as before.
+    let other = requests[&format!("{}.json", ids[0])].clone();
+    v["inboxes"]["exec"]["requests"][&foreign_name] = serde_json::json!("{not json");
+    v["inboxes"]["exec"]["requests"][&format!("{}.json", ids[1])] = other;
+    std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+    assert_eq!(m.pending_replies(&task("t1")).unwrap(), expected);
+
+    // A version 2 task cache (no bytes, no gate time) is read, then
+    // rewritten at version 3.
+    let mut old = v.clone();
+    old["v"] = serde_json::json!(2);
+    for slice in old["inboxes"].as_object_mut().unwrap().values_mut() {
+        slice.as_object_mut().unwrap().remove("requests");
+    }
+    old.as_object_mut().unwrap().remove("gated");
+    std::fs::write(&path, serde_json::to_vec(&old).unwrap()).unwrap();
+    assert_eq!(m.pending_replies(&task("t1")).unwrap(), expected);
+    let (_, now) = task_cache(m, "t1");
+    assert_eq!(now["v"], 3);
+    assert_eq!(
+        now["inboxes"]["exec"]["requests"]
+            .as_object()
+            .unwrap()
+            .len(),
+        3
+    );
+
+    // A cached request whose file is archived since is no longer pending.
+    m.send(&Draft::response(
+        agent("exec"),
+        agent("critic"),
+        ids[0].clone(),
+        "q",
+        "answered",
+    ))
+    .unwrap();
+    settle();
+    let left: Vec<MessageId> = m
+        .pending_replies(&task("t1"))
+        .unwrap()
+        .into_iter()
+        .map(|q| q.id().clone())
+        .collect();
+    assert_eq!(left, sorted(vec![ids[1].clone(), foreign_id]));
+}
+
+#[test]
+fn the_sweep_skips_an_inbox_empty_of_the_task_at_its_gate_and_the_doctor_reports_what_came_since() {
+    use chipset_store::DoctorMode;
+    let f = fixture();
+    let m = &f.mail;
+    let ids = busy(m);
+    warm(m);
+    let (path, v) = task_cache(m, "t1");
+    assert!(v["gated"].as_u64().is_some(), "the gate records its time");
+    // After the gate, another program writes a t1 notify into an inbox that
+    // held none of t1's mail, and one into an inbox that did.
+    let skipped = foreign(
+        &m.inbox_dir(&agent("other-1")),
+        8,
+        "other-1",
+        "notify",
+        None,
+    );
+    let found = foreign(&m.inbox_dir(&agent("exec")), 9, "exec", "notify", None);
+    settle();
+    let report = m.sweep_task_on_commit(&task("t1")).unwrap();
+    assert_eq!(report.moved, 3);
+    for id in ids.iter().chain([&found]) {
+        assert_eq!(
+            m.locate(id).unwrap(),
+            Some(chipset_mail::Location::ByTask(task("t1"))),
+            "{id}"
+        );
+    }
+    // The one the sweep did not list stays, and the doctor reports it.
+    assert_eq!(
+        m.locate(&skipped).unwrap(),
+        Some(chipset_mail::Location::Inbox(agent("other-1")))
+    );
+    let doctor = m.doctor(DoctorMode::Check).unwrap();
+    let orphan = doctor
+        .findings
+        .iter()
+        .find(|f| f.code == "messaging-orphan-inbox")
+        .expect("the doctor reports the message the sweep left");
+    assert_eq!(orphan.subject.as_deref(), Some(skipped.as_str()));
+    assert!(
+        orphan.message.ends_with("(task-swept)"),
+        "{}",
+        orphan.message
+    );
+
+    // A gate older than the sweep trusts: every changed inbox is listed,
+    // and a sweep again moves the rest.
+    let (_, mut v) = task_cache(m, "t1");
+    v["gated"] = serde_json::json!(1_000);
+    std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+    assert_eq!(m.sweep_task_on_commit(&task("t1")).unwrap().moved, 1);
+    assert_eq!(
+        m.locate(&skipped).unwrap(),
+        Some(chipset_mail::Location::ByTask(task("t1")))
+    );
+}
+
+#[test]
+fn a_sweep_without_its_task_cache_or_gate_time_lists_every_inbox() {
+    let f = fixture();
+    let m = &f.mail;
+    busy(m);
+    for (n, broken) in [(10, "missing"), (11, "no gate time"), (12, "corrupt")] {
+        warm(m);
+        let late = foreign(
+            &m.inbox_dir(&agent("other-2")),
+            n,
+            "other-2",
+            "notify",
+            None,
+        );
+        let (path, mut v) = task_cache(m, "t1");
+        match broken {
+            "missing" => std::fs::remove_file(&path).unwrap(),
+            "no gate time" => {
+                v.as_object_mut().unwrap().remove("gated");
+                std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+            }
+            _ => std::fs::write(&path, b"{\"v\": 3, \"task\"").unwrap(),
+        }
+        settle();
+        m.sweep_task_on_commit(&task("t1")).unwrap();
+        assert_eq!(
+            m.locate(&late).unwrap(),
+            Some(chipset_mail::Location::ByTask(task("t1"))),
+            "{broken}"
+        );
+    }
 }

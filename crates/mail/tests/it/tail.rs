@@ -214,3 +214,38 @@ fn a_logged_response_that_does_not_fit_answers_nothing() {
             .exists()
     );
 }
+
+/// Past a tail that recorded the manifest's times at its end, a manifest
+/// rewritten in place to the same length (same inode, other bytes) is
+/// noticed by its times, and the tail begins again.
+#[test]
+fn a_manifest_rewritten_in_place_past_a_settled_tail_begins_it_again() {
+    let f = fixture_with(no_grace());
+    let m = &f.mail;
+    begin_tail(&f);
+    let q = request(m, "rewritten");
+    assert!(!m.has_reply(q.id()).unwrap());
+    // Once the manifest has settled, the tail records its times at its end.
+    std::thread::sleep(Duration::from_millis(2_200));
+    assert!(!m.has_reply(q.id()).unwrap());
+    let tail = m.dir().as_path().join(".gate/archive-tail.json");
+    let v: serde_json::Value = serde_json::from_slice(&fs::read(&tail).unwrap()).unwrap();
+    assert_eq!(v["v"], 2);
+    assert!(v["at_end"].is_array(), "{v}");
+    let manifest = m.dir().as_path().join("manifest.jsonl");
+    let before = fs::metadata(&manifest).unwrap();
+    let mut other = b"{\"event\":\"rotated\"}\n".to_vec();
+    other.resize(before.len() as usize - 1, b' ');
+    other.push(b'\n');
+    fs::write(&manifest, &other).unwrap();
+    let after = fs::metadata(&manifest).unwrap();
+    assert_eq!(
+        (std::os::unix::fs::MetadataExt::ino(&after), after.len()),
+        (std::os::unix::fs::MetadataExt::ino(&before), before.len())
+    );
+    // A response archived with no event: only a listing finds it, which
+    // the tail allows because it began again after the request was sent.
+    let (id, bytes) = nubos_response(&q, 7);
+    archive_foreign(m, &id, &bytes, false);
+    assert!(m.has_reply(q.id()).unwrap());
+}
