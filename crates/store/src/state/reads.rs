@@ -1,0 +1,375 @@
+//! [`StateDir`]'s reads and listings: opening a file beneath the root
+//! without following a symlink, `stat`, typed reads, directory walks and the
+//! quarantine folder's listing. Nothing here changes the state.
+
+use super::*;
+
+impl StateDir {
+    /// Lists the names in `dir` with their inode numbers, as
+    /// [`StateDir::list`] would list them (dot-names skipped, sorted by
+    /// name), entries of every type. The inode number comes from the
+    /// directory listing itself (no `stat` per entry): a name replaced by a
+    /// rename gets a new one. A missing directory lists as empty.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::list`].
+    pub fn list_inodes(&self, dir: &StatePath) -> Result<Vec<(String, u64)>> {
+        use std::os::unix::fs::DirEntryExt;
+        let mut out = Vec::new();
+        self.walk(dir.as_path(), |name, entry| {
+            out.push((name, entry.ino()));
+            Ok::<(), Error>(())
+        })?;
+        out.sort_unstable();
+        Ok(out)
+    }
+
+    /// Lists the names in `dir` with each entry's [`Stat`], as
+    /// [`StateDir::list`] would list them (dot-names skipped, sorted by
+    /// name), entries of every type. Each entry is stat-ed relative to the
+    /// open directory, without following a symlink: one `statx` per entry,
+    /// no path resolved again (a third of what [`StateDir::stat`] costs per
+    /// file). An entry gone between the listing and its stat comes with
+    /// `None`. A missing directory lists as empty.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::list`], and [`Error::Io`] when an entry cannot be
+    /// stat-ed for another reason than being gone.
+    pub fn list_stats(&self, dir: &StatePath) -> Result<Vec<(String, Option<Stat>)>> {
+        let dir = dir.as_path();
+        let mut out = Vec::new();
+        self.walk(dir, |name, entry| {
+            // `DirEntry::metadata` is `statx(dirfd, name, AT_SYMLINK_NOFOLLOW)`.
+            let stat = match entry.metadata() {
+                Ok(meta) => Some(Stat::from_metadata(&meta)),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+                Err(e) => return Err(Error::io("stat", dir.join(&name), e)),
+            };
+            out.push((name, stat));
+            Ok(())
+        })?;
+        out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        Ok(out)
+    }
+
+    /// Opens `path` for reading with no symlink anywhere below the root.
+    ///
+    /// One `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` from the root's
+    /// descriptor resolves the whole path, so a read costs what a plain open
+    /// does. Where the kernel lacks `openat2` (before Linux 5.6, or a sandbox
+    /// that filters it) the directories are checked one by one instead.
+    pub(super) fn open_beneath(&self, path: &Path) -> Result<Option<File>> {
+        use rustix::fs::{Mode, OFlags, ResolveFlags};
+        use rustix::io::Errno;
+        let rel = self.relative(path)?;
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS;
+        match rustix::fs::openat2(&self.inner.root_fd, rel, flags, Mode::empty(), resolve) {
+            Ok(fd) => Ok(Some(File::from(fd))),
+            Err(Errno::NOENT) => Ok(None),
+            Err(Errno::LOOP) => Err(Error::Symlink {
+                path: path.to_owned(),
+            }),
+            Err(Errno::NOTDIR) => Err(Error::NotADirectory {
+                path: path.to_owned(),
+            }),
+            Err(Errno::XDEV) => Err(self.outside(path)),
+            // No openat2 here, or a retry-worthy race: take the slow, checked path.
+            Err(Errno::NOSYS | Errno::PERM | Errno::AGAIN | Errno::INVAL) => {
+                self.open_checked(path)
+            }
+            Err(e) => Err(Error::io("open", path, e.into())),
+        }
+    }
+
+    /// The fallback of [`StateDir::open_beneath`]: checks each directory with
+    /// `lstat`, then opens the last component without following it.
+    pub(super) fn open_checked(&self, path: &Path) -> Result<Option<File>> {
+        if !self.parents_ok(path)? {
+            return Ok(None);
+        }
+        open_nofollow(path)
+    }
+
+    /// Returns what is at `path` without following a symlink there (a
+    /// symlink is [`EntryKind::Symlink`](crate::EntryKind::Symlink)), or
+    /// `None` when nothing is: a stat with the root and symlink checks of
+    /// every other method, for existence checks, directory stamps and sizes.
+    ///
+    /// One `openat2(O_PATH | O_NOFOLLOW, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`
+    /// from the root's descriptor and an `fstat`; where the kernel lacks
+    /// `openat2`, the directories are checked one by one and the entry is
+    /// `lstat`ed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Symlink`] when a directory below the root on the way is a
+    /// symlink; [`Error::NotADirectory`] when a file stands where one is;
+    /// [`Error::OutsideRoot`]; [`Error::Io`] when it cannot be looked at
+    /// (permission denied is an error, never "not there").
+    pub fn stat(&self, path: &StatePath) -> Result<Option<Stat>> {
+        self.stat_at(path.as_path())
+    }
+
+    /// [`StateDir::stat`] on a path the store derived itself.
+    fn stat_at(&self, path: &Path) -> Result<Option<Stat>> {
+        use rustix::fs::{Mode, OFlags, ResolveFlags};
+        use rustix::io::Errno;
+        let rel = self.relative(path)?;
+        let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS;
+        let fd = match rustix::fs::openat2(&self.inner.root_fd, rel, flags, Mode::empty(), resolve)
+        {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => return Ok(None),
+            Err(Errno::LOOP) => {
+                return Err(Error::Symlink {
+                    path: path.to_owned(),
+                });
+            }
+            Err(Errno::NOTDIR) => {
+                return Err(Error::NotADirectory {
+                    path: path.to_owned(),
+                });
+            }
+            Err(Errno::XDEV) => return Err(self.outside(path)),
+            Err(Errno::NOSYS | Errno::PERM | Errno::AGAIN | Errno::INVAL) => {
+                return self.stat_checked(path);
+            }
+            Err(e) => return Err(Error::io("stat", path, e.into())),
+        };
+        let meta = File::from(fd)
+            .metadata()
+            .map_err(|e| Error::io("stat", path, e))?;
+        Ok(Some(Stat::from_metadata(&meta)))
+    }
+
+    /// The fallback of [`StateDir::stat`]: checks each directory, then
+    /// `lstat`s the entry.
+    fn stat_checked(&self, path: &Path) -> Result<Option<Stat>> {
+        if !self.parents_ok(path)? {
+            return Ok(None);
+        }
+        match fs::symlink_metadata(path) {
+            Ok(meta) => Ok(Some(Stat::from_metadata(&meta))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io("stat", path, e)),
+        }
+    }
+
+    /// Returns true when something (of any kind, a symlink included) is at
+    /// `path`, false when nothing is.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::stat`]: a path that cannot be looked at is an error,
+    /// never "not there".
+    pub fn exists(&self, path: &StatePath) -> Result<bool> {
+        Ok(self.stat(path)?.is_some())
+    }
+
+    /// Reads `path` (bounded by the read cap). `path` is a [`StatePath`];
+    /// a bare path does not compile:
+    ///
+    /// ```compile_fail
+    /// # use chipset_store::StateDir;
+    /// # let tmp = tempfile::tempdir().unwrap();
+    /// # let state = StateDir::open(tmp.path()).unwrap();
+    /// let outside = std::path::Path::new("/etc/passwd");
+    /// let _ = state.read_bytes(outside);
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Symlink`] when `path` or a directory below the root on the way
+    /// is a symlink; [`Error::OutsideRoot`]; [`Error::Io`]. An oversized or
+    /// non-regular file is `Ok(ReadOutcome::Corrupt(..))`.
+    pub fn read_bytes(&self, path: &StatePath) -> Result<ReadOutcome<Vec<u8>>> {
+        let path = path.as_path();
+        match self.open_beneath(path)? {
+            Some(file) => read_open_file(file, path, self.inner.read_cap),
+            None => Ok(ReadOutcome::Missing),
+        }
+    }
+
+    /// Reads `path` as [`StateDir::read_bytes`] does, bounded by `cap`
+    /// instead of the read cap: for files that are larger by design (a
+    /// cache, an index).
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::read_bytes`].
+    pub fn read_bytes_capped(&self, path: &StatePath, cap: u64) -> Result<ReadOutcome<Vec<u8>>> {
+        let path = path.as_path();
+        match self.open_beneath(path)? {
+            Some(file) => read_open_file(file, path, cap),
+            None => Ok(ReadOutcome::Missing),
+        }
+    }
+
+    /// Reads and parses `path` as JSON (bounded by the read cap).
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::read_bytes`]; unparsable JSON or the wrong shape is
+    /// `Ok(ReadOutcome::Corrupt(..))`.
+    pub fn read_json<T: DeserializeOwned>(&self, path: &StatePath) -> Result<ReadOutcome<T>> {
+        Ok(self
+            .read_bytes(path)?
+            .and_then(|bytes| parse_json(path.as_path(), &bytes)))
+    }
+
+    /// Lists the names in `dir` that do not start with a dot (temp, lock and
+    /// quarantine entries do), sorted. A missing directory lists as empty.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Symlink`] when `dir` or a parent is a symlink; [`Error::Io`].
+    pub fn list(&self, dir: &StatePath) -> Result<Vec<String>> {
+        let dir = dir.as_path();
+        self.list_where(dir, |_| true)
+    }
+
+    /// Lists the real subdirectories of `dir` (not symlinks, not files) whose
+    /// names do not start with a dot, sorted. A missing directory lists as empty.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::list`].
+    pub fn list_dirs(&self, dir: &StatePath) -> Result<Vec<String>> {
+        let dir = dir.as_path();
+        self.list_where(dir, |ft| ft.is_dir())
+    }
+
+    /// Returns whether anything (of any kind) is at `.quarantine` in `dir`,
+    /// the folder [`StateDir::quarantine`] moves bad files into, which no
+    /// [`StatePath`] can name.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::stat`].
+    pub fn has_quarantine(&self, dir: &StatePath) -> Result<bool> {
+        Ok(self.stat_at(&dir.as_path().join(QUARANTINE_DIR))?.is_some())
+    }
+
+    /// Lists what [`StateDir::quarantine`] moved aside in `dir` (the names
+    /// in its `.quarantine/` folder, which no [`StatePath`] can name),
+    /// sorted, or `None` when there is no such folder: for a reader that
+    /// must not pass while a repair left something there (mail's commit
+    /// gate).
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::list`]: [`Error::Symlink`] or [`Error::NotADirectory`]
+    /// when `.quarantine` is a symlink or not a directory.
+    pub fn list_quarantine(&self, dir: &StatePath) -> Result<Option<Vec<String>>> {
+        let qdir = dir.as_path().join(QUARANTINE_DIR);
+        if self.stat_at(&qdir)?.is_none() {
+            return Ok(None);
+        }
+        self.list_where(&qdir, |_| true).map(Some)
+    }
+
+    /// Hands each name in `dir` that [`StateDir::list`] would list to
+    /// `each`, in the directory's own order (not sorted), without collecting
+    /// them: memory stays flat however many entries the directory holds. A
+    /// missing directory has no names. An error from `each` stops the walk
+    /// and is returned.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::list`], and whatever `each` returns.
+    pub fn for_each_name<E: From<Error>>(
+        &self,
+        dir: &StatePath,
+        mut each: impl FnMut(String) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        self.walk(dir.as_path(), |name, _| each(name))
+    }
+
+    /// Returns a new scratch file in `dir` for a reader's working data (the
+    /// sorted runs of a doctor's scan, say), open for reading and writing.
+    /// It has no name (`O_TMPFILE`; where the filesystem lacks it, a temp
+    /// name unlinked at once), so it is gone when its last handle closes,
+    /// crash or not, and is never synced: scratch data, not state.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Symlink`] when `dir` or a parent is a symlink; [`Error::Io`]
+    /// when the file cannot be created.
+    pub fn scratch_file(&self, dir: &StatePath) -> Result<ScratchFile> {
+        let dir = dir.as_path();
+        use rustix::fs::{Mode, OFlags};
+        self.parents_ok(dir)?;
+        atomic::refuse_symlink(dir)?;
+        match rustix::fs::open(
+            dir,
+            OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        ) {
+            Ok(fd) => return Ok(ScratchFile::new(File::from(fd), dir)),
+            // Not supported here: fall back to a named temp, unlinked at once.
+            Err(e)
+                if e == rustix::io::Errno::OPNOTSUPP
+                    || e == rustix::io::Errno::ISDIR
+                    || e == rustix::io::Errno::INVAL => {}
+            Err(e) => return Err(Error::io("create scratch file", dir, e.into())),
+        }
+        let (tmp, file) = atomic::create_temp(self.backend(), &dir.join("scratch"))?;
+        self.backend()
+            .remove_file(&tmp)
+            .map_err(|e| Error::io("remove", &tmp, e))?;
+        Ok(ScratchFile::new(file, dir))
+    }
+
+    fn list_where(&self, dir: &Path, keep: impl Fn(&fs::FileType) -> bool) -> Result<Vec<String>> {
+        let mut names = Vec::new();
+        self.walk(dir, |name, entry| {
+            let ft = entry
+                .file_type()
+                .map_err(|e| Error::io("stat", entry.path(), e))?;
+            if keep(&ft) {
+                names.push(name);
+            }
+            Ok::<(), Error>(())
+        })?;
+        names.sort_unstable();
+        Ok(names)
+    }
+
+    /// Hands `each` every visible entry of `dir` (dot-names skipped), in
+    /// the directory's order, holding no listing: the one walk behind
+    /// [`StateDir::list`], `list_inodes`, `list_stats` and `for_each_name`.
+    /// A missing directory, or a path that is not a real directory, has no
+    /// entries; a symlink on the way is an error.
+    fn walk<E: From<Error>>(
+        &self,
+        dir: &Path,
+        mut each: impl FnMut(String, &fs::DirEntry) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        if !self.parents_ok(dir)? || !is_real_dir(dir)? {
+            return Ok(());
+        }
+        let entries = fs::read_dir(dir).map_err(|e| Error::io("list directory", dir, e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io("list directory", dir, e))?;
+            if let Some(name) = visible_name(&entry) {
+                each(name, &entry)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A listed entry's name, or `None` for a dot-name (hidden: locks, temps'
+/// folders, quarantine). A name that is not UTF-8 was not written by
+/// chipset; it is surfaced, lossily, rather than skipped.
+fn visible_name(entry: &fs::DirEntry) -> Option<String> {
+    match entry.file_name().into_string() {
+        Ok(name) if name.starts_with('.') => None,
+        Ok(name) => Some(name),
+        Err(name) => Some(name.to_string_lossy().into_owned()),
+    }
+}
