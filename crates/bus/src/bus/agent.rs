@@ -1,0 +1,230 @@
+//! The agent's side of the bus: startup, heartbeat and presence, control
+//! commands, the registry and due reminders.
+
+use super::*;
+
+impl Bus {
+    /// Starts a session for `agent`, as the seed's restart steps say: makes
+    /// sure the queue exists, reads every pending event in order, then
+    /// registers presence (this process's pid, now).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when the queue or presence cannot be read or written.
+    pub fn start(&self, agent: &AgentId) -> Result<Startup> {
+        self.ensure_queue(agent)?;
+        let pending = self.pending(agent)?;
+        let path = self.agent_dir(agent).join_static(PRESENCE);
+        let pid = std::process::id();
+        let (presence, previous) = self.state.update(&path, |cur: ReadOutcome<Presence>| {
+            let now = self.state.now();
+            let previous = self.classify_presence(cur, now);
+            if let PresenceState::Unreadable(_) = &previous {
+                self.state.quarantine(&path)?;
+            }
+            let presence = Presence {
+                pid,
+                started_at: now,
+                last_seen: now,
+                extra: serde_json::Map::new(),
+            };
+            Ok::<_, Error>(Decision::Write(presence.clone(), (presence, previous)))
+        })?;
+        Ok(Startup {
+            pending,
+            presence,
+            previous,
+        })
+    }
+
+    /// Records that `agent` (this process) is alive now. A process that never
+    /// called [`Bus::start`], or whose presence another pid took over,
+    /// registers afresh.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when presence cannot be written.
+    pub fn heartbeat(&self, agent: &AgentId) -> Result<Presence> {
+        let path = self.agent_dir(agent).join_static(PRESENCE);
+        let pid = std::process::id();
+        self.state.update(&path, |cur: ReadOutcome<Presence>| {
+            let now = self.state.now();
+            let presence = match cur {
+                ReadOutcome::Value(p) if p.pid == pid => Presence {
+                    last_seen: now,
+                    ..p
+                },
+                ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
+                ReadOutcome::Corrupt(_) => {
+                    self.state.quarantine(&path)?;
+                    Presence {
+                        pid,
+                        started_at: now,
+                        last_seen: now,
+                        extra: serde_json::Map::new(),
+                    }
+                }
+                _ => Presence {
+                    pid,
+                    started_at: now,
+                    last_seen: now,
+                    extra: serde_json::Map::new(),
+                },
+            };
+            Ok::<_, Error>(Decision::Write(presence.clone(), presence))
+        })
+    }
+
+    /// Returns `agent`'s presence: absent, live, stale or unreadable.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when it cannot be read.
+    pub fn presence(&self, agent: &AgentId) -> Result<PresenceState> {
+        let path = self.agent_dir(agent).join_static(PRESENCE);
+        let read = self.state.read_json::<Presence>(&path)?;
+        Ok(self.classify_presence(read, self.state.now()))
+    }
+
+    fn classify_presence(&self, read: ReadOutcome<Presence>, now: Timestamp) -> PresenceState {
+        match read {
+            ReadOutcome::Missing => PresenceState::Absent,
+            ReadOutcome::Corrupt(c) => PresenceState::Unreadable(c),
+            ReadOutcome::Unsupported(u) => PresenceState::Unsupported(u),
+            ReadOutcome::Value(p) => {
+                if now.since(p.last_seen) > self.config.presence_stale_after {
+                    PresenceState::Stale(p)
+                } else {
+                    PresenceState::Live(p)
+                }
+            }
+        }
+    }
+
+    /// Appends `command` to `agent`'s control log (`bus/{agent}/control.jsonl`),
+    /// durably. The log is never truncated.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidField`] for a bad resource; [`Error::Store`] when the append fails.
+    pub fn control(&self, agent: &AgentId, command: &ControlCommand) -> Result<()> {
+        command.resource.check()?;
+        let log = self
+            .state
+            .log(&self.agent_dir(agent).join_static(CONTROL))?;
+        log.append(&ControlLine {
+            at: self.state.now(),
+            command: command.clone(),
+        })?;
+        Ok(())
+    }
+
+    /// Applies the control commands appended since the registry's offset to
+    /// `agent`'s registry, and stores the registry and the new offset in one
+    /// atomic replace. Concurrent callers are serialized; a crash leaves the
+    /// old registry and offset, and applying again gives the same result.
+    ///
+    /// A corrupt registry is quarantined and rebuilt from the whole log.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when the log or registry cannot be read or written.
+    pub fn apply_control(&self, agent: &AgentId) -> Result<Applied> {
+        let dir = self.agent_dir(agent);
+        let log = self.state.log(&dir.join_static(CONTROL))?;
+        let registry = dir.join_static(REGISTRY);
+        self.state
+            .update(&registry, |cur: ReadOutcome<Registry>| {
+                let registry = match cur {
+                    ReadOutcome::Value(r) => r,
+                    ReadOutcome::Missing => Registry::default(),
+                    ReadOutcome::Corrupt(bad) => {
+                        tracing::warn!(path = %bad.path.display(), reason = %bad.reason, "rebuilding corrupt registry");
+                        self.state.quarantine(&registry)?;
+                        Registry::default()
+                    }
+                    ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
+                };
+                let read: LogContents<ControlLine> = log.read_from(registry.applied_offset)?;
+                let bad_lines = read
+                    .bad_lines
+                    .iter()
+                    .map(|b| BadFile {
+                        path: log.path().to_owned(),
+                        problem: Problem::BadLogLine {
+                            offset: b.offset,
+                            reason: b.reason.clone(),
+                        },
+                    })
+                    .collect();
+                if read.end_offset == registry.applied_offset {
+                    return Ok::<_, Error>(Decision::Keep(Applied {
+                        registry,
+                        applied: 0,
+                        bad_lines,
+                    }));
+                }
+                let applied = read.records.len();
+                let next = control::apply(registry, &read.records, read.end_offset);
+                Ok(Decision::Write(
+                    next.clone(),
+                    Applied {
+                        registry: next,
+                        applied,
+                        bad_lines,
+                    },
+                ))
+            })
+    }
+
+    /// Returns `agent`'s registry as last applied (empty when never applied).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when it cannot be read or is corrupt.
+    pub fn registry(&self, agent: &AgentId) -> Result<Registry> {
+        let path = self.agent_dir(agent).join_static(REGISTRY);
+        Ok(self
+            .state
+            .read_json::<Registry>(&path)?
+            .into_result()?
+            .unwrap_or_default())
+    }
+
+    /// Returns `agent`'s unacknowledged events that are due for a reminder
+    /// now, in processing order, and records the reminder time of the timed
+    /// ones (`bus/{agent}/nag.json`), so a restart does not repeat them early.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when the queue or the reminder state cannot be read or written.
+    pub fn due_reminders(&self, agent: &AgentId, occasion: Occasion) -> Result<Vec<Event>> {
+        let events = self.pending(agent)?.into_events();
+        let path = self.agent_dir(agent).join_static(NAG);
+        let indices = self.state.update(&path, |cur: ReadOutcome<NagState>| {
+            let state = match cur {
+                ReadOutcome::Value(s) => s,
+                ReadOutcome::Missing => NagState::default(),
+                ReadOutcome::Corrupt(_) => {
+                    // Forgetting reminder times only makes reminders come early.
+                    self.state.quarantine(&path)?;
+                    NagState::default()
+                }
+                ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
+            };
+            let (due, next) = nag::due(
+                &events,
+                &state,
+                &self.config.nag,
+                occasion,
+                self.state.now(),
+            );
+            if next == state {
+                Ok::<_, Error>(Decision::Keep(due))
+            } else {
+                Ok(Decision::Write(next, due))
+            }
+        })?;
+        Ok(indices.into_iter().map(|i| events[i].clone()).collect())
+    }
+}
