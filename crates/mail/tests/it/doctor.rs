@@ -211,7 +211,30 @@ fn duplicate_copy_is_quarantined() {
     ));
     // A crash mid-move can leave the file visible in both directories.
     std::fs::write(&inbox_path, bytes).unwrap();
+    // Check reports the extra copy, fixable, and changes nothing.
+    let check = m.doctor(DoctorMode::Check).unwrap();
+    let [found] = &check.findings[..] else {
+        panic!("{check:?}")
+    };
+    assert_eq!(
+        (found.code, &found.fault, found.fixable),
+        ("messaging-duplicate-message", &Defect::Missing, true)
+    );
+    assert!(found.actions.is_empty(), "{found:?}");
+    assert!(inbox_path.exists());
+    assert_eq!(chipset_store::Doctor::name(m), "mail");
+    assert_eq!(
+        chipset_store::Doctor::doctor(m, DoctorMode::Check).unwrap(),
+        check
+    );
     let report = m.doctor(DoctorMode::Fix).unwrap();
+    assert_eq!(
+        report.findings[0].actions,
+        [chipset_store::Action::Quarantined {
+            what: "extra copy quarantined".to_owned(),
+            to: None
+        }]
+    );
     assert_eq!(
         crate::seen(&report),
         [(
