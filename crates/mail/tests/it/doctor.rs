@@ -256,6 +256,40 @@ fn duplicate_copy_is_quarantined() {
     assert!(codes(m, DoctorMode::Check).is_empty());
 }
 
+/// Two copies at the same stage of the lifecycle (here, two inboxes: a
+/// foreign writer copied a message to `b`'s): the copy met first in the
+/// scan's order (inboxes by agent name) is kept and the later one is the
+/// extra, so every run reports and quarantines the same copy.
+#[test]
+fn a_duplicate_at_the_same_stage_keeps_the_copy_met_first() {
+    let f = fixture_with(no_grace());
+    let m = &f.mail;
+    let n = m
+        .send(&Draft::notify(agent("x"), agent("a"), task("t"), "s", ""))
+        .unwrap();
+    let kept = m.path_of(n.id(), &Location::Inbox(agent("a")));
+    let extra = m.path_of(n.id(), &Location::Inbox(agent("b")));
+    std::fs::create_dir_all(extra.parent().unwrap()).unwrap();
+    std::fs::copy(&kept, &extra).unwrap();
+
+    let report = m.doctor(DoctorMode::Fix).unwrap();
+    assert_eq!(
+        crate::seen(&report),
+        [(
+            "messaging-duplicate-message",
+            Some(n.id().to_string()),
+            format!(
+                "messaging-duplicate-message: message `{}` is in inbox/a and inbox/b",
+                n.id()
+            )
+        )]
+    );
+    assert_eq!(report.findings[0].path.as_ref(), Some(&extra));
+    assert!(kept.exists() && !extra.exists());
+    assert_eq!(m.inbox(&agent("a"), &InboxFilter::default()).unwrap(), [n]);
+    assert!(codes(m, DoctorMode::Check).is_empty());
+}
+
 #[test]
 fn lost_reply_index_entry_is_rebuilt() {
     let f = fixture_with(no_grace());
