@@ -324,6 +324,25 @@ fn lost_reply_index_entry_is_rebuilt() {
     assert!(codes(m, DoctorMode::Check).is_empty());
 }
 
+/// `orphan_after` is a limit a message may reach: exactly that old it is
+/// still a live message, a moment older it is a stale orphan.
+#[test]
+fn a_message_exactly_orphan_after_old_is_not_an_orphan() {
+    let f = fixture_with(MailConfig {
+        orphan_after: Some(Duration::from_secs(3600)),
+        in_flight_grace: Duration::ZERO,
+        ..MailConfig::default()
+    });
+    let m = &f.mail;
+    m.send(&Draft::notify(agent("c"), agent("e"), task("t"), "s", ""))
+        .unwrap();
+    f.clock.advance(Duration::from_secs(3600));
+    let report = m.doctor(DoctorMode::Check).unwrap();
+    assert!(report.is_clean(), "{report:?}");
+    f.clock.advance(Duration::from_millis(1));
+    assert_eq!(codes(m, DoctorMode::Check), ["messaging-orphan-inbox"]);
+}
+
 #[test]
 fn orphans_by_each_definition() {
     let f = fixture_with(MailConfig {
