@@ -25,13 +25,24 @@ fn counts_and_status_come_from_listings() {
     publish(&bus, "b", Priority::High);
     assert_eq!(bus.ack_event(&agent("a"), &e).unwrap(), AckOutcome::Acked);
     let _ = bus.start(&agent("b")).unwrap();
+    // A name that is no event's, counted apart.
+    std::fs::write(bus.queue_dir(&agent("b")).join("README"), b"hi").unwrap();
     let status = bus.status().unwrap();
     assert_eq!(status.len(), 2);
     assert_eq!(status[0].agent, agent("a"));
     assert_eq!(status[0].counts.pending, [1, 0, 0, 1]);
     assert_eq!(status[0].counts.processed, 1);
+    assert_eq!(status[0].counts.foreign, 0);
     assert_eq!(status[0].counts.pending_at(Priority::Critical), 1);
+    assert_eq!(status[0].counts.pending_at(Priority::High), 0);
+    assert_eq!(status[0].counts.pending_at(Priority::Low), 1);
+    assert_eq!(status[0].counts.pending_total(), 2);
+    assert_eq!(status[1].agent, agent("b"));
+    assert_eq!(status[1].counts.pending, [0, 1, 0, 0]);
+    assert_eq!(status[1].counts.foreign, 1);
+    assert_eq!(status[1].counts.processed, 0);
     assert_eq!(status[1].counts.pending_total(), 1);
+    assert_eq!(bus.counts(&agent("b")).unwrap(), status[1].counts);
     assert!(status[1].presence.is_live());
     assert!(!status[0].presence.is_live());
 }
@@ -88,6 +99,62 @@ fn prune_keeps_the_newest_processed_events_and_never_touches_the_queue() {
     assert_eq!(bus.pending(&a).unwrap().events(), [waiting]);
 }
 
+/// The limits are inclusive: events that together take exactly `max_bytes`
+/// are kept, and so is an event exactly `max_age` old; one byte or one
+/// second less prunes the oldest, and `Pruned` counts its bytes.
+#[test]
+fn prune_keeps_what_is_exactly_at_a_limit() {
+    let (_t, clock, bus) = manual();
+    let a = agent("a");
+    let mut events = Vec::new();
+    for _ in 0..3 {
+        events.push(publish(&bus, "a", Priority::Normal));
+        clock.advance(Duration::from_secs(60));
+    }
+    for e in &events {
+        assert_eq!(bus.ack_event(&a, e).unwrap(), AckOutcome::Acked);
+    }
+    let size = |e: &chipset_bus::Event| {
+        std::fs::metadata(bus.processed_dir(&a).join(e.file_name()))
+            .unwrap()
+            .len()
+    };
+    let (oldest, middle, newest) = (size(&events[0]), size(&events[1]), size(&events[2]));
+    let left = |bus: &Bus| -> Vec<_> {
+        bus.processed(&a)
+            .unwrap()
+            .iter()
+            .map(|e| e.id().clone())
+            .collect()
+    };
+
+    let all = oldest + middle + newest;
+    let pruned = bus
+        .prune(&a, &Retention::keep_all().max_bytes(all))
+        .unwrap();
+    assert_eq!(pruned, chipset_bus::Pruned::default(), "all fit exactly");
+    let pruned = bus
+        .prune(&a, &Retention::keep_all().max_bytes(all - 1))
+        .unwrap();
+    assert_eq!((pruned.events, pruned.bytes), (1, oldest));
+    assert_eq!(left(&bus), [events[1].id().clone(), events[2].id().clone()]);
+
+    // Now is 180 s after the first publish: the middle one is 120 s old.
+    let pruned = bus
+        .prune(&a, &Retention::keep_all().max_age(Duration::from_secs(120)))
+        .unwrap();
+    assert_eq!(
+        pruned,
+        chipset_bus::Pruned::default(),
+        "exactly as old is kept"
+    );
+    let pruned = bus
+        .prune(&a, &Retention::keep_all().max_age(Duration::from_secs(119)))
+        .unwrap();
+    assert_eq!((pruned.events, pruned.bytes), (1, middle));
+    assert_eq!(left(&bus), [events[2].id().clone()]);
+}
+
 #[test]
 fn prune_drops_old_dedup_records_so_the_key_works_again() {
     let (_t, clock, bus) = manual();
@@ -104,6 +171,15 @@ fn prune_drops_old_dedup_records_so_the_key_works_again() {
         )
         .unwrap();
     assert_eq!(none.dedup_records, 0);
+    // Exactly as old as the limit: kept.
+    let exact = bus
+        .prune(
+            &a,
+            &Retention::keep_all().dedup_max_age(Duration::from_secs(120)),
+        )
+        .unwrap();
+    assert_eq!(exact.dedup_records, 0);
+    assert!(bus.publish(&a, &e).unwrap().is_duplicate(), "still judged");
     let some = bus
         .prune(
             &a,
@@ -142,6 +218,7 @@ fn doctor_reports_then_fixes_by_quarantine() {
     bus.control(&a, &ControlCommand::register(Resource::new("chat", "x")))
         .unwrap();
     let mut log = std::fs::read(dir.join("control.jsonl")).unwrap();
+    let whole = log.len();
     log.extend_from_slice(b"{\"op\":\"reg");
     std::fs::write(dir.join("control.jsonl"), log).unwrap();
     std::fs::write(bus.state().root().join("bus/stray.txt"), b"?").unwrap();
@@ -153,11 +230,64 @@ fn doctor_reports_then_fixes_by_quarantine() {
     assert!(problems.contains(&"bus-foreign-name"));
     assert!(problems.contains(&"bus-acked-copy"));
     assert!(problems.contains(&"bus-torn-log"));
+    // Each worded "`{path}`: {problem}", as `chipset doctor` prints it.
+    let mut words: Vec<_> = report
+        .findings
+        .iter()
+        .map(|f| {
+            let prefix = format!("`{}`: ", f.path.as_ref().unwrap().display());
+            let rest = f.message.strip_prefix(&prefix);
+            (f.code, rest.unwrap_or_else(|| panic!("{f:?}")).to_owned())
+        })
+        .collect();
+    words.sort();
+    let codes: Vec<_> = words.iter().map(|(code, _)| *code).collect();
+    assert_eq!(
+        codes,
+        [
+            "bus-acked-copy",
+            "bus-corrupt",
+            "bus-corrupt",
+            "bus-foreign-name",
+            "bus-foreign-name",
+            "bus-torn-log"
+        ]
+    );
+    for (code, words) in &words {
+        match *code {
+            "bus-acked-copy" => assert_eq!(words, "acknowledged, but a copy is still queued"),
+            "bus-corrupt" => assert!(
+                words.starts_with("unparsable JSON: ")
+                    || words.starts_with("unexpected JSON shape: "),
+                "{words}"
+            ),
+            "bus-foreign-name" => assert_eq!(words, "not an event file name"),
+            _ => assert_eq!(
+                words,
+                &format!("torn last line (10 bytes at offset {whole})")
+            ),
+        }
+    }
     // Report-only changed nothing.
     assert_eq!(bus.doctor(DoctorMode::Check).unwrap(), report);
 
+    // Event files read: four in the queue, one processed.
+    assert_eq!(report.scanned, 5);
+
     let fixed = bus.doctor(DoctorMode::Fix).unwrap();
     assert_eq!(fixed.findings.len(), 6);
+    assert_eq!(fixed.scanned, 5);
+    // With no bad line before it, a torn tail is cut off, not moved aside.
+    let torn = fixed
+        .findings
+        .iter()
+        .find(|f| f.code == "bus-torn-log")
+        .unwrap();
+    assert_eq!(torn.actions, [Action::Truncated("truncated".to_owned())]);
+    assert_eq!(
+        std::fs::read(dir.join("control.jsonl")).unwrap().len(),
+        whole
+    );
     assert!(
         fixed
             .findings
@@ -175,6 +305,58 @@ fn doctor_reports_then_fixes_by_quarantine() {
             .count(),
         2
     );
+}
+
+/// A temp file a crash left under `bus/` is reported once older than
+/// `stale_temp_age` (a younger one may be a write in progress) and removed
+/// only by Fix. The channel's [`chipset_store::Doctor`] impl is the same
+/// doctor under the name `bus`.
+#[test]
+fn the_doctor_reports_a_stale_temp_and_fix_removes_it() {
+    let (_t, _clock, bus) = manual();
+    let a = agent("a");
+    bus.ensure_queue(&a).unwrap();
+    let dir = bus.queue_dir(&a).parent().unwrap().to_owned();
+    let (stale, fresh) = (
+        dir.join(".presence.json.1.tmp"),
+        dir.join(".registry.json.2.tmp"),
+    );
+    std::fs::write(&fresh, b"{").unwrap();
+    std::fs::File::create(&stale)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - Duration::from_secs(3600))
+        .unwrap();
+
+    let report = bus.doctor(DoctorMode::Check).unwrap();
+    let [f] = &report.findings[..] else {
+        panic!("{report:?}")
+    };
+    assert_eq!(
+        (f.code, &f.fault, f.path.as_ref()),
+        (
+            "bus-stale-temp",
+            &chipset_store::Defect::Stale,
+            Some(&stale)
+        )
+    );
+    assert_eq!(f.message, format!("`{}`: stale temp file", stale.display()));
+    assert!(f.actions.is_empty());
+    assert!(stale.exists(), "Check removes nothing");
+    assert_eq!(chipset_store::Doctor::name(&bus), "bus");
+    assert_eq!(
+        chipset_store::Doctor::doctor(&bus, DoctorMode::Check).unwrap(),
+        report
+    );
+
+    let fixed = bus.doctor(DoctorMode::Fix).unwrap();
+    assert_eq!(fixed.findings.len(), 1, "{fixed:?}");
+    assert_eq!(
+        fixed.findings[0].actions,
+        [Action::Removed("removed".to_owned())]
+    );
+    assert!(!stale.exists());
+    assert!(fresh.exists(), "a young temp may be a write in progress");
+    assert!(bus.doctor(DoctorMode::Check).unwrap().is_clean());
 }
 
 /// An I/O backend that, when the doctor moves `presence.json` aside, has a

@@ -108,3 +108,34 @@ fn a_spilled_scan_finds_what_one_in_memory_finds() {
     let after = mail.doctor_within(DoctorMode::Check, 300).unwrap();
     assert!(after.findings.is_empty(), "{:?}", after.findings);
 }
+
+/// `Groups` hands out a sorted stream one key (the text before the first
+/// tab) at a time, with the rest of each of the key's lines in order; a line
+/// that is the key alone (no tab) belongs to the key's group with an empty
+/// rest, and a different key starts the next group.
+#[test]
+fn groups_walk_a_sorted_stream_one_key_at_a_time() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = StateDir::open(tmp.path()).unwrap();
+    let mut sorter = Sorter::new(&state, tmp.path(), spill::BUDGET);
+    for line in ["c\t3", "a\t1", "b", "a", "a"] {
+        sorter.push(line.as_bytes()).unwrap();
+    }
+    let mut groups = Groups::new(sorter.finish().unwrap()).unwrap();
+    let mut got = Vec::new();
+    while let Some(group) = groups.next_group().unwrap() {
+        got.push(group);
+    }
+    let group = |key: &str, rest: &[&str]| {
+        let rest = rest.iter().map(|r| (*r).to_owned()).collect::<Vec<_>>();
+        (key.to_owned(), rest)
+    };
+    assert_eq!(
+        got,
+        [
+            group("a", &["", "", "1"]),
+            group("b", &[""]),
+            group("c", &["3"])
+        ]
+    );
+}

@@ -219,7 +219,30 @@ fn duplicate_copy_is_quarantined() {
     ));
     // A crash mid-move can leave the file visible in both directories.
     std::fs::write(&inbox_path, bytes).unwrap();
+    // Check reports the extra copy, fixable, and changes nothing.
+    let check = m.doctor(DoctorMode::Check).unwrap();
+    let [found] = &check.findings[..] else {
+        panic!("{check:?}")
+    };
+    assert_eq!(
+        (found.code, &found.fault, found.fixable),
+        ("messaging-duplicate-message", &Defect::Missing, true)
+    );
+    assert!(found.actions.is_empty(), "{found:?}");
+    assert!(inbox_path.exists());
+    assert_eq!(chipset_store::Doctor::name(m), "mail");
+    assert_eq!(
+        chipset_store::Doctor::doctor(m, DoctorMode::Check).unwrap(),
+        check
+    );
     let report = m.doctor(DoctorMode::Fix).unwrap();
+    assert_eq!(
+        report.findings[0].actions,
+        [chipset_store::Action::Quarantined {
+            what: "extra copy quarantined".to_owned(),
+            to: None
+        }]
+    );
     assert_eq!(
         crate::seen(&report),
         [(
@@ -241,6 +264,40 @@ fn duplicate_copy_is_quarantined() {
             .unwrap()
             .is_empty()
     );
+    assert!(codes(m, DoctorMode::Check).is_empty());
+}
+
+/// Two copies at the same stage of the lifecycle (here, two inboxes: a
+/// foreign writer copied a message to `b`'s): the copy met first in the
+/// scan's order (inboxes by agent name) is kept and the later one is the
+/// extra, so every run reports and quarantines the same copy.
+#[test]
+fn a_duplicate_at_the_same_stage_keeps_the_copy_met_first() {
+    let f = fixture_with(no_grace());
+    let m = &f.mail;
+    let n = m
+        .send(&Draft::notify(agent("x"), agent("a"), task("t"), "s", ""))
+        .unwrap();
+    let kept = m.path_of(n.id(), &Location::Inbox(agent("a")));
+    let extra = m.path_of(n.id(), &Location::Inbox(agent("b")));
+    std::fs::create_dir_all(extra.parent().unwrap()).unwrap();
+    std::fs::copy(&kept, &extra).unwrap();
+
+    let report = m.doctor(DoctorMode::Fix).unwrap();
+    assert_eq!(
+        crate::seen(&report),
+        [(
+            "messaging-duplicate-message",
+            Some(n.id().to_string()),
+            format!(
+                "messaging-duplicate-message: message `{}` is in inbox/a and inbox/b",
+                n.id()
+            )
+        )]
+    );
+    assert_eq!(report.findings[0].path.as_ref(), Some(&extra));
+    assert!(kept.exists() && !extra.exists());
+    assert_eq!(m.inbox(&agent("a"), &InboxFilter::default()).unwrap(), [n]);
     assert!(codes(m, DoctorMode::Check).is_empty());
 }
 
@@ -276,6 +333,25 @@ fn lost_reply_index_entry_is_rebuilt() {
     )));
     assert!(m.has_reply(q.id()).unwrap());
     assert!(codes(m, DoctorMode::Check).is_empty());
+}
+
+/// `orphan_after` is a limit a message may reach: exactly that old it is
+/// still a live message, a moment older it is a stale orphan.
+#[test]
+fn a_message_exactly_orphan_after_old_is_not_an_orphan() {
+    let f = fixture_with(MailConfig {
+        orphan_after: Some(Duration::from_secs(3600)),
+        in_flight_grace: Duration::ZERO,
+        ..MailConfig::default()
+    });
+    let m = &f.mail;
+    m.send(&Draft::notify(agent("c"), agent("e"), task("t"), "s", ""))
+        .unwrap();
+    f.clock.advance(Duration::from_secs(3600));
+    let report = m.doctor(DoctorMode::Check).unwrap();
+    assert!(report.is_clean(), "{report:?}");
+    f.clock.advance(Duration::from_millis(1));
+    assert_eq!(codes(m, DoctorMode::Check), ["messaging-orphan-inbox"]);
 }
 
 #[test]

@@ -87,6 +87,37 @@ fn refusals_write_nothing() {
     assert!(f.mail.read_manifest().unwrap().events.is_empty());
 }
 
+/// The default body limit is 256 KiB (262,144 bytes), a contract with the
+/// peers' validators: a body of exactly that many bytes is sent and read back
+/// whole, one byte more is refused and writes nothing.
+#[test]
+fn the_default_body_limit_is_256_kib() {
+    assert_eq!(chipset_mail::DEFAULT_MAX_BODY, 262_144);
+    assert_eq!(MailConfig::default().max_body, 262_144);
+    let f = fixture();
+    let draft =
+        |len: usize| Draft::notify(agent("a"), agent("b"), task("t"), "big", "x".repeat(len));
+    let err = f.mail.send(&draft(262_145)).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            MailError::BodyTooLarge {
+                size: 262_145,
+                cap: 262_144
+            }
+        ),
+        "{err}"
+    );
+    assert!(f.mail.counts().unwrap().inbox.is_empty());
+    assert!(f.mail.read_manifest().unwrap().events.is_empty());
+
+    let sent = f.mail.send(&draft(262_144)).unwrap();
+    let inbox = f.mail.inbox(&agent("b"), &all()).unwrap();
+    assert_eq!(inbox.len(), 1);
+    assert_eq!(inbox[0].id(), sent.id());
+    assert_eq!(inbox[0].body().len(), 262_144);
+}
+
 #[test]
 fn response_rules_and_side_effect() {
     let f = fixture();

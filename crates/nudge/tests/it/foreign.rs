@@ -173,6 +173,16 @@ fn an_unknown_severity_or_resolution_is_unsupported_and_left_in_place() {
             .find(|f| f.path.as_ref() == Some(&path.clone().into_path_buf()))
             .expect("reported");
         assert_eq!(f.fault, Defect::Unsupported(u.what.clone()));
+        assert_eq!(f.code, "reminder-unsupported");
+        assert_eq!(
+            f.message,
+            format!(
+                "`{}`: holds {}, unsupported by this version (left in place)",
+                path.display(),
+                u.what
+            )
+        );
+        assert!(f.actions.is_empty(), "{f:?}");
         assert_eq!(fs::read(&path).unwrap(), bytes, "never moved or rewritten");
     }
 }

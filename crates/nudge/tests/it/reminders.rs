@@ -431,3 +431,141 @@ fn lookups_by_id_report_corruption_instead_of_not_found() {
         Err(Error::Corrupt(_))
     ));
 }
+
+/// What `chipset doctor` prints for reminders: every index and history file
+/// counts as scanned, and each finding carries its code, class, path and
+/// words. A resolved record left in the open index is finished by Fix; an
+/// unsnoozed record in the snooze index is unfixable (a person decides); a
+/// record under another key's name is a stray; a good record is no finding.
+/// The channel's [`chipset_store::Doctor`] impl is the same doctor under the
+/// name `reminders`.
+#[test]
+fn the_doctor_codes_words_and_counts_each_reminder_file() {
+    let (t, _clock) = manual_state();
+    let r = Reminders::new(t.state.clone(), KindRegistry::preset());
+    let key = |id: &str| ReminderKey::new(preset::WRAP_SESSION, "session", id).unwrap();
+    // A: open and good. B: its record copied under C's name (a stray).
+    r.open(new(preset::WRAP_SESSION, "A")).unwrap();
+    let b = r.open(new(preset::WRAP_SESSION, "B")).unwrap();
+    let stray = r.open_path(&key("C"));
+    std::fs::copy(r.open_path(&key("B")), &stray).unwrap();
+    // D: resolved, but still in the open index (a crash between the steps).
+    let d = r.open(new(preset::WRAP_SESSION, "D")).unwrap();
+    let mut resolved = d.reminder().clone();
+    resolved.resolved_at = Some(resolved.created_at);
+    resolved.resolution = Some(Resolution::Completed);
+    let unfinished_open = r.open_path(&key("D"));
+    t.state.write_json(&unfinished_open, &resolved).unwrap();
+    // E: snoozed and good. F: in the snooze index, but not snoozed.
+    let e = r.open(new(preset::WRAP_SESSION, "E")).unwrap();
+    r.snooze(&e.reminder().id, HOUR, None).unwrap();
+    let f = r.open(new(preset::WRAP_SESSION, "F")).unwrap();
+    r.snooze(&f.reminder().id, HOUR, None).unwrap();
+    let unsnoozed = r.snoozed_path(&key("F"));
+    let mut not_snoozed = r.get(&f.reminder().id).unwrap().unwrap();
+    not_snoozed.resolution = Some(Resolution::Completed);
+    t.state.write_json(&unsnoozed, &not_snoozed).unwrap();
+    // G: open, and also in the snooze index (superseded).
+    let g = r.open(new(preset::WRAP_SESSION, "G")).unwrap();
+    r.snooze(&g.reminder().id, HOUR, None).unwrap();
+    let superseded = r.open_path(&key("G"));
+    t.state.write_json(&superseded, g.reminder()).unwrap();
+    // H: resolved into the history, then its history file torn.
+    let h = r.open(new(preset::WRAP_SESSION, "H")).unwrap();
+    r.resolve(&h.reminder().id, ManualResolution::Completed, None)
+        .unwrap();
+    let torn = r.history_path(&h.reminder().id);
+    std::fs::write(&torn, "{").unwrap();
+
+    let report = r.doctor(DoctorMode::Check).unwrap();
+    // Open: A, B, C, D, G; snoozed: E, F, G; history: H.
+    assert_eq!(report.scanned, 9, "{report:?}");
+    let found: Vec<_> = report
+        .findings
+        .iter()
+        .map(|f| {
+            (
+                f.code,
+                f.path.clone().unwrap(),
+                f.fixable,
+                f.message.clone(),
+            )
+        })
+        .collect();
+    let line = |path: &std::path::Path, what: &str| format!("`{}`: {what}", path.display());
+    let resolved_words = "unfinished: resolved or superseded record still in the index";
+    let Defect::Corrupt(reason) = &report.findings.last().unwrap().fault else {
+        panic!("{report:?}")
+    };
+    assert_eq!(
+        found,
+        [
+            (
+                "reminder-stray",
+                stray.clone(),
+                false,
+                line(&stray, "not written by chipset (left alone)")
+            ),
+            (
+                "reminder-unfinished",
+                unfinished_open.clone(),
+                true,
+                line(&unfinished_open, resolved_words)
+            ),
+            (
+                "reminder-unfinished",
+                superseded.clone(),
+                true,
+                line(&superseded, resolved_words)
+            ),
+            (
+                "reminder-unfinished",
+                unsnoozed.clone(),
+                false,
+                line(
+                    &unsnoozed,
+                    "unfinished: unsnoozed record in the snooze index"
+                )
+            ),
+            (
+                "reminder-corrupt",
+                torn.clone(),
+                true,
+                line(&torn, &format!("corrupt ({reason})"))
+            ),
+        ],
+        "{report:?}"
+    );
+    assert!(report.findings.iter().all(|f| f.actions.is_empty()));
+    assert_eq!(chipset_store::Doctor::name(&r), "reminders");
+    assert_eq!(
+        chipset_store::Doctor::doctor(&r, DoctorMode::Check).unwrap(),
+        report
+    );
+    assert!(stray.exists() && b.reminder().is_open());
+
+    let fixed = r.doctor(DoctorMode::Fix).unwrap();
+    let actions: Vec<_> = fixed
+        .findings
+        .iter()
+        .map(|f| (f.code, f.actions.len()))
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            ("reminder-stray", 0),
+            ("reminder-unfinished", 1),
+            ("reminder-unfinished", 1),
+            ("reminder-unfinished", 0),
+            ("reminder-corrupt", 1),
+        ],
+        "{fixed:?}"
+    );
+    assert_eq!(
+        fixed.findings[1].actions,
+        [Action::Completed("completed".into())]
+    );
+    assert!(!unfinished_open.exists(), "the resolve was finished");
+    assert!(unsnoozed.exists(), "left for a person");
+    assert!(!torn.exists(), "moved aside");
+}

@@ -416,3 +416,56 @@ fn the_doctor_reports_a_symlinked_agent_directory_and_goes_on() {
         "nothing written through the link"
     );
 }
+
+/// What `chipset doctor` prints for signals: each file it reads counts as
+/// scanned (present or not), and each finding carries its stable code, its
+/// class, its path and its words. The channel's [`chipset_store::Doctor`]
+/// impl is the same doctor under the name `nudge`.
+#[test]
+fn the_doctor_codes_words_and_counts_each_signal_file() {
+    let (t, _c) = manual_state();
+    let n = Nudges::new(t.state.clone());
+    let alpha = agent("polecat-alpha");
+    let bravo = agent("polecat-bravo");
+    n.send(&alpha, draft(NudgeType::HealthCheck, "working?"))
+        .unwrap();
+    n.send(&bravo, draft(NudgeType::HealthCheck, "working?"))
+        .unwrap();
+    let corrupt = n.latest_path(&bravo);
+    std::fs::write(&corrupt, "{").unwrap();
+    // A name that is no agent id: a stray, left alone.
+    let stray = t.state.root().join("nudge").join("Not An Agent");
+    std::fs::write(&stray, "x").unwrap();
+
+    let report = n.doctor(DoctorMode::Check).unwrap();
+    // Two agents, latest.json and processed.json each (processed is missing).
+    assert_eq!(report.scanned, 4, "{report:?}");
+    assert!(!report.is_clean());
+    let [first, second] = &report.findings[..] else {
+        panic!("{report:?}")
+    };
+    assert_eq!(first.code, "nudge-stray");
+    assert_eq!(first.fault, Defect::Stray);
+    assert_eq!(first.path.as_ref(), Some(&stray));
+    assert_eq!(
+        first.message,
+        format!("`{}`: not written by chipset (left alone)", stray.display())
+    );
+    assert_eq!(second.code, "nudge-corrupt");
+    assert!(matches!(second.fault, Defect::Corrupt(_)), "{second:?}");
+    assert_eq!(second.path.as_ref(), Some(&corrupt));
+    let Defect::Corrupt(reason) = &second.fault else {
+        unreachable!()
+    };
+    assert_eq!(
+        second.message,
+        format!("`{}`: corrupt ({reason})", corrupt.display())
+    );
+    assert!(second.actions.is_empty(), "Check changes nothing");
+
+    assert_eq!(chipset_store::Doctor::name(&n), "nudge");
+    assert_eq!(
+        chipset_store::Doctor::doctor(&n, DoctorMode::Check).unwrap(),
+        report
+    );
+}
