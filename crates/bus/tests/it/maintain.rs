@@ -26,7 +26,7 @@ fn counts_and_status_come_from_listings() {
     assert_eq!(bus.ack_event(&agent("a"), &e).unwrap(), AckOutcome::Acked);
     let _ = bus.start(&agent("b")).unwrap();
     // A name that is no event's, counted apart.
-    std::fs::write(bus.queue_dir(&agent("b")).join("README"), b"hi").unwrap();
+    std::fs::write(bus.queue_dir(&agent("b")).as_path().join("README"), b"hi").unwrap();
     let status = bus.status().unwrap();
     assert_eq!(status.len(), 2);
     assert_eq!(status[0].agent, agent("a"));
@@ -115,7 +115,7 @@ fn prune_keeps_what_is_exactly_at_a_limit() {
         assert_eq!(bus.ack_event(&a, e).unwrap(), AckOutcome::Acked);
     }
     let size = |e: &chipset_bus::Event| {
-        std::fs::metadata(bus.processed_dir(&a).join(e.file_name()))
+        std::fs::metadata(bus.processed_dir(&a).as_path().join(e.file_name()))
             .unwrap()
             .len()
     };

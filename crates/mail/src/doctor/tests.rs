@@ -117,7 +117,7 @@ fn a_spilled_scan_finds_what_one_in_memory_finds() {
 fn groups_walk_a_sorted_stream_one_key_at_a_time() {
     let tmp = tempfile::tempdir().unwrap();
     let state = StateDir::open(tmp.path()).unwrap();
-    let mut sorter = Sorter::new(&state, tmp.path(), spill::BUDGET);
+    let mut sorter = Sorter::new(&state, &state.root_path(), spill::BUDGET);
     for line in ["c\t3", "a\t1", "b", "a", "a"] {
         sorter.push(line.as_bytes()).unwrap();
     }

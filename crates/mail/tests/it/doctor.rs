@@ -295,7 +295,10 @@ fn a_duplicate_at_the_same_stage_keeps_the_copy_met_first() {
             )
         )]
     );
-    assert_eq!(report.findings[0].path.as_ref(), Some(&extra));
+    assert_eq!(
+        report.findings[0].path.as_ref(),
+        Some(&extra.as_path().to_path_buf())
+    );
     assert!(kept.exists() && !extra.exists());
     assert_eq!(m.inbox(&agent("a"), &InboxFilter::default()).unwrap(), [n]);
     assert!(codes(m, DoctorMode::Check).is_empty());

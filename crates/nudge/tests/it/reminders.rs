@@ -502,25 +502,25 @@ fn the_doctor_codes_words_and_counts_each_reminder_file() {
         [
             (
                 "reminder-stray",
-                stray.clone(),
+                stray.clone().into_path_buf(),
                 false,
                 line(&stray, "not written by chipset (left alone)")
             ),
             (
                 "reminder-unfinished",
-                unfinished_open.clone(),
+                unfinished_open.clone().into_path_buf(),
                 true,
                 line(&unfinished_open, resolved_words)
             ),
             (
                 "reminder-unfinished",
-                superseded.clone(),
+                superseded.clone().into_path_buf(),
                 true,
                 line(&superseded, resolved_words)
             ),
             (
                 "reminder-unfinished",
-                unsnoozed.clone(),
+                unsnoozed.clone().into_path_buf(),
                 false,
                 line(
                     &unsnoozed,
@@ -529,7 +529,7 @@ fn the_doctor_codes_words_and_counts_each_reminder_file() {
             ),
             (
                 "reminder-corrupt",
-                torn.clone(),
+                torn.clone().into_path_buf(),
                 true,
                 line(&torn, &format!("corrupt ({reason})"))
             ),

@@ -453,7 +453,7 @@ fn the_doctor_codes_words_and_counts_each_signal_file() {
     );
     assert_eq!(second.code, "nudge-corrupt");
     assert!(matches!(second.fault, Defect::Corrupt(_)), "{second:?}");
-    assert_eq!(second.path.as_ref(), Some(&corrupt));
+    assert_eq!(second.path.as_ref(), Some(&corrupt.as_path().to_path_buf()));
     let Defect::Corrupt(reason) = &second.fault else {
         unreachable!()
     };
