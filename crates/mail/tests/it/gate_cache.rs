@@ -73,6 +73,18 @@ fn busy(mail: &Mail) -> Vec<MessageId> {
     ids
 }
 
+/// `exec` answers the request `id` (from `critic`).
+fn answer(mail: &Mail, id: &MessageId) {
+    mail.send(&Draft::response(
+        agent("exec"),
+        agent("critic"),
+        id.clone(),
+        "q",
+        "answered",
+    ))
+    .unwrap();
+}
+
 fn pending_ids(mail: &Mail) -> Vec<MessageId> {
     mail.pending_replies(&task("t1"))
         .unwrap()
@@ -193,14 +205,7 @@ fn answered_and_archived_requests_leave_the_cached_gate() {
     let m = &f.mail;
     let ids = busy(m);
     assert_eq!(warm(m), ids);
-    m.send(&Draft::response(
-        agent("exec"),
-        agent("critic"),
-        ids[0].clone(),
-        "q",
-        "answered",
-    ))
-    .unwrap();
+    answer(m, &ids[0]);
     assert_eq!(pending_ids(m), vec![ids[1].clone()]);
     settle();
     assert_eq!(pending_ids(m), vec![ids[1].clone()]);
@@ -468,14 +473,7 @@ fn the_gate_keeps_open_requests_in_its_cache_and_never_trusts_bad_bytes() {
     );
 
     // A cached request whose file is archived since is no longer pending.
-    m.send(&Draft::response(
-        agent("exec"),
-        agent("critic"),
-        ids[0].clone(),
-        "q",
-        "answered",
-    ))
-    .unwrap();
+    answer(m, &ids[0]);
     settle();
     let left: Vec<MessageId> = m
         .pending_replies(&task("t1"))
