@@ -603,7 +603,7 @@ impl TaskFiles<'_> {
     /// is not listed even when its stamp changed since (it is the same
     /// directory): the sweep then misses a file of the task that entered
     /// that inbox after that gate looked at it. It stays in its inbox, and
-    /// [`Mail::doctor`] reports it (`messaging-orphan`, its task swept).
+    /// [`Mail::doctor`] reports it (`messaging-orphan-inbox`, its task swept).
     pub(crate) fn folder_at(
         &mut self,
         folder: &Folder,
@@ -738,7 +738,7 @@ impl TaskFiles<'_> {
     /// entries in its past, so the gate (which must never miss a request)
     /// never takes this path; the sweep and the thread do, and a message a
     /// sweep missed that way stays in its inbox, where [`Mail::doctor`]
-    /// reports it (`messaging-orphan`, its task swept).
+    /// reports it (`messaging-orphan-inbox`, its task swept).
     #[allow(clippy::type_complexity, reason = "the two maps of a slice")]
     fn since(
         &self,
