@@ -523,6 +523,36 @@ fn locks_exclude_shared_and_time_out() {
 }
 
 #[test]
+fn a_lock_released_while_waiting_is_taken_before_the_time_runs_out() {
+    let t = TempState::new();
+    let dir = t.state.channel_dir(Channel::new("loop")).unwrap();
+    let lock = t.state.lock_for(&dir.join_static("state.json")).unwrap();
+    assert_eq!(lock.path(), dir.as_path().join(".state.json.lock"));
+    for shared in [false, true] {
+        let held = lock.exclusive().unwrap();
+        assert_eq!(held.path(), lock.path());
+        // Another thread holds the lock a while, then lets go: the wait
+        // (far longer than that) ends with the lock, not a timeout.
+        let waited = std::thread::scope(|s| {
+            s.spawn(move || {
+                std::thread::sleep(Duration::from_millis(200));
+                drop(held);
+            });
+            if shared {
+                lock.shared_timeout(Duration::from_secs(60))
+            } else {
+                lock.exclusive_timeout(Duration::from_secs(60))
+            }
+        });
+        let guard = waited.unwrap();
+        assert_eq!(guard.path(), lock.path());
+        // Held now by this thread: shared lets another reader in, exclusive
+        // does not.
+        assert_eq!(lock.try_shared().unwrap().is_some(), shared);
+    }
+}
+
+#[test]
 fn list_skips_dot_entries_and_sorts() {
     let t = TempState::new();
     let dir = t.state.channel_dir(Channel::new("nudge")).unwrap();
