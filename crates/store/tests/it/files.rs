@@ -880,3 +880,31 @@ fn logs_open_only_inside_the_root_and_the_reader_makes_nothing() {
     log.append(&json!({"n": 1})).unwrap();
     assert_eq!(reader.read::<serde_json::Value>().unwrap().records.len(), 1);
 }
+
+/// A file that cannot be examined for another reason than "not there" is
+/// an error about that file, not taken for "no symlink, go ahead": here its
+/// path is longer than the system takes (PATH_MAX) while its directory's is
+/// not, so the write fails at the check, naming the path it was given.
+#[test]
+fn a_file_that_cannot_be_examined_is_an_error_naming_it() {
+    let t = TempState::new();
+    let mut dir = t.state.channel_dir(Channel::new("deep")).unwrap();
+    let segment = "d".repeat(200);
+    while dir.as_os_str().len() < 4000 {
+        dir = dir.join(&segment).unwrap();
+    }
+    let file = dir.join("f".repeat(200)).unwrap();
+    assert!(file.as_os_str().len() > 4096);
+    match t.state.write_json(&file, &json!(1)) {
+        Err(Error::Io { op, path, source }) => {
+            assert_eq!(op, "stat");
+            assert_eq!(path, file.as_path());
+            assert_eq!(
+                source.kind(),
+                std::io::ErrorKind::InvalidFilename,
+                "{source}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
