@@ -908,3 +908,64 @@ fn a_file_that_cannot_be_examined_is_an_error_naming_it() {
         other => panic!("{other:?}"),
     }
 }
+
+/// The same for the source of a move: a source that cannot be examined
+/// (its path over PATH_MAX) is an error naming it, not "not found".
+#[test]
+fn a_move_source_that_cannot_be_examined_is_an_error_naming_it() {
+    let t = TempState::new();
+    let mut dir = t.state.channel_dir(Channel::new("deep")).unwrap();
+    let segment = "d".repeat(200);
+    while dir.as_os_str().len() < 4000 {
+        dir = dir.join(&segment).unwrap();
+    }
+    t.state.ensure_dir(&dir).unwrap();
+    let from = dir.join("f".repeat(200)).unwrap();
+    let to = t.state.channel(Channel::new("deep")).join("g").unwrap();
+    match t.state.move_noclobber(&from, &to) {
+        Err(Error::Io { op, path, .. }) => {
+            assert_eq!((op, path.as_path()), ("stat", from.as_path()));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The temp sweep's walk: a directory that is gone has no temps (here the
+/// root itself, removed under an open `StateDir`); a directory that cannot
+/// be listed (here one nested past PATH_MAX, built by moving a deep tree
+/// into another) is an error, never skipped as if it were empty.
+#[test]
+fn the_temp_walk_finds_none_in_a_missing_directory_and_fails_on_an_unlistable_one() {
+    let t = TempState::new();
+    let gone = t.scratch("gone");
+    fs::create_dir(&gone).unwrap();
+    let state = StateDir::open(&gone).unwrap();
+    fs::remove_dir(&gone).unwrap();
+    assert_eq!(
+        state.stale_temps(Duration::ZERO).unwrap(),
+        Vec::<std::path::PathBuf>::new()
+    );
+
+    let chain = |top: &Path| {
+        let mut p = top.to_path_buf();
+        while p.as_os_str().len() < 2500 {
+            p = p.join("d".repeat(200));
+        }
+        fs::create_dir_all(&p).unwrap();
+        p
+    };
+    let deep = chain(&t.state.root().join("a"));
+    chain(&t.scratch("b"));
+    fs::rename(t.scratch("b"), deep.join("b")).unwrap();
+    match t.state.stale_temps(Duration::ZERO) {
+        Err(Error::Io { op, source, .. }) => {
+            assert_eq!(op, "list directory");
+            assert_eq!(
+                source.kind(),
+                std::io::ErrorKind::InvalidFilename,
+                "{source}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}

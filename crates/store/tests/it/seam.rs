@@ -967,3 +967,144 @@ fn only_an_unsupported_rename_falls_back_to_a_link() {
         assert!(names.is_empty(), "errno {errno}: temps left {names:?}");
     }
 }
+
+/// A move whose rename fails says why, as its errors promise: the source
+/// gone is `NotFound`, the destination taken is `AlreadyExists`, anything
+/// else a `Rename` error naming both paths; each time nothing moved.
+#[test]
+fn a_failed_move_says_why_and_moves_nothing() {
+    const ENOENT: i32 = 2;
+    const EEXIST: i32 = 17;
+    for errno in [ENOENT, EEXIST, EIO] {
+        let tmp = tempfile::tempdir().unwrap();
+        let fault = FaultIo::new(Fault::nth(0, EIO));
+        let state = open(tmp.path(), fault.clone());
+        let (from, to) = (sp(&state, "queue/a.json"), sp(&state, "done/a.json"));
+        state.create_new(&from, b"a\n").unwrap();
+        fault.set(Fault {
+            nth: 1,
+            kinds: vec![IoOp::Rename],
+            errno,
+            sticky: false,
+        });
+        let err = state.move_noclobber(&from, &to).unwrap_err();
+        match (errno, &err) {
+            (ENOENT, Error::NotFound { path }) => assert_eq!(path, from.as_path()),
+            (EEXIST, Error::AlreadyExists { path }) => assert_eq!(path, to.as_path()),
+            (EIO, Error::Rename { from: f, to: t, .. }) => {
+                assert_eq!((f.as_path(), t.as_path()), (from.as_path(), to.as_path()));
+            }
+            _ => panic!("errno {errno}: {err:?}"),
+        }
+        assert_eq!(fs::read(from.as_path()).unwrap(), b"a\n", "errno {errno}");
+        assert!(!to.as_path().exists(), "errno {errno}");
+    }
+}
+
+/// A move syncs the destination's directory and, when it differs, the
+/// source's (so the file's leaving is durable too); within one directory,
+/// that one sync serves both.
+#[test]
+fn a_move_syncs_both_directories_or_the_one_they_share() {
+    for (to, syncs) in [("done/a.json", 2), ("queue/b.json", 1)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let fault = FaultIo::new(Fault::nth(0, EIO));
+        let state = open(tmp.path(), fault.clone());
+        let (from, to) = (sp(&state, "queue/a.json"), sp(&state, to));
+        state.create_new(&from, b"a\n").unwrap();
+        state.ensure_dir(&sp(&state, "done")).unwrap();
+        fault.set(Fault::nth(0, EIO));
+        state.move_noclobber(&from, &to).unwrap();
+        let calls = fault.calls();
+        let dir_syncs = calls.iter().filter(|c| **c == IoOp::SyncDir).count();
+        assert_eq!(dir_syncs, syncs, "to {to:?}: {calls:?}");
+        assert_eq!(fs::read(to.as_path()).unwrap(), b"a\n");
+    }
+}
+
+/// A removal that fails for another reason than "not there" is an error,
+/// not "there was nothing to remove".
+#[test]
+fn a_failed_removal_is_an_error_not_absence() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fault = FaultIo::new(Fault::nth(0, EIO));
+    let state = open(tmp.path(), fault.clone());
+    let path = sp(&state, "processed/a.json");
+    state.create_new(&path, b"a\n").unwrap();
+    fault.set(Fault {
+        nth: 1,
+        kinds: vec![IoOp::Remove],
+        errno: EIO,
+        sticky: false,
+    });
+    match state.remove_file(&path) {
+        Err(Error::Io { op, path: p, .. }) => {
+            assert_eq!((op, p.as_path()), ("remove", path.as_path()));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(path.as_path().exists());
+    assert!(
+        state.remove_file(&path).unwrap(),
+        "removed once the disk is well"
+    );
+    assert!(!state.remove_file(&path).unwrap(), "and then not there");
+}
+
+/// Under `SyncFsThenDir` a batch of one file is synced with its own `fsync`,
+/// not a `syncfs` (which flushes every file of the filesystem: worth it only
+/// when it replaces several syncs).
+#[test]
+fn a_batch_of_one_under_syncfs_syncs_just_its_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fault = FaultIo::with_order(Fault::nth(0, EIO), SyncOrder::SyncFsThenDir);
+    let state = open(tmp.path(), fault.clone());
+    let dir = state.root_path().join_static("inbox");
+    state.ensure_dir(&dir).unwrap();
+    for n in [1, 2] {
+        fault.set(Fault::nth(0, EIO));
+        let items: Vec<(StatePath, Vec<u8>)> = (0..n)
+            .map(|i| (dir.join(format!("{n}-{i}.json")).unwrap(), b"{}".to_vec()))
+            .collect();
+        state.create_new_batch(&items).unwrap();
+        let calls = fault.calls();
+        let syncs = calls.iter().filter(|c| **c == IoOp::Sync).count();
+        let syncfs = calls.iter().filter(|c| **c == IoOp::SyncFs).count();
+        assert_eq!(
+            (syncs, syncfs),
+            if n == 1 { (1, 0) } else { (0, 1) },
+            "{n} files: {calls:?}"
+        );
+    }
+}
+
+/// A batch's files are synced together, every one of them even when one
+/// sync fails (the first failure is returned once all have finished), and
+/// then nothing is published.
+#[test]
+fn a_batch_syncs_every_file_even_past_a_failed_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fault = FaultIo::new(Fault::nth(0, EIO));
+    let state = open(tmp.path(), fault.clone());
+    let dir = state.root_path().join_static("inbox");
+    state.ensure_dir(&dir).unwrap();
+    let items: Vec<(StatePath, Vec<u8>)> = (0..3)
+        .map(|i| (dir.join(format!("{i}.json")).unwrap(), b"{}".to_vec()))
+        .collect();
+    fault.set(Fault {
+        nth: 1,
+        kinds: vec![IoOp::Sync],
+        errno: EIO,
+        sticky: false,
+    });
+    let err = state.create_new_batch(&items).unwrap_err();
+    assert!(!err.is_outcome_unknown(), "{err}");
+    let calls = fault.calls();
+    assert_eq!(
+        calls.iter().filter(|c| **c == IoOp::Sync).count(),
+        3,
+        "{calls:?}"
+    );
+    assert!(!calls.contains(&IoOp::Rename), "{calls:?}");
+    assert_eq!(fs::read_dir(dir.as_path()).unwrap().count(), 0);
+}
