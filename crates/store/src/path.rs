@@ -334,10 +334,14 @@ mod tests {
 
         // Equality with the plain path types, both ways round, and only
         // with the same path.
-        assert!(a == *a_path && *a_path == a);
-        assert!(a == a_buf && a_buf == a);
-        assert!(b != *a_path && *a_path != b);
-        assert!(b != a_buf && a_buf != b);
+        assert!(a == *a_path);
+        assert!(*a_path == a);
+        assert!(a == a_buf);
+        assert!(a_buf == a);
+        assert!(b != *a_path);
+        assert!(*a_path != b);
+        assert!(b != a_buf);
+        assert!(a_buf != b);
 
         // Conversions give the same path back.
         assert_eq!(PathBuf::from(&a), a_buf);
