@@ -620,3 +620,72 @@ fn an_archived_message_without_its_archived_event_gets_one_reconciled() {
     ));
     assert!(m.doctor(DoctorMode::Check).unwrap().is_clean());
 }
+
+/// A by-task folder whose `task-swept` event was lost is judged by its
+/// newest message: in flight while that one is young (the finding names it
+/// and its time left), then missing its event, counting every message in
+/// the folder; the fix appends the event with that count.
+#[test]
+fn a_by_task_folder_without_its_swept_event_is_judged_by_its_newest_message() {
+    let f = fixture();
+    let m = &f.mail;
+    let mut sent = Vec::new();
+    for n in 0..3 {
+        if n > 0 {
+            f.clock.advance(Duration::from_secs(20));
+        }
+        let s = m
+            .send(&Draft::notify(
+                agent("a"),
+                agent("b"),
+                task("u"),
+                "s",
+                &n.to_string(),
+            ))
+            .unwrap();
+        assert!(matches!(
+            m.archive(s.id()).unwrap(),
+            ArchiveOutcome::Archived(_)
+        ));
+        sent.push(s);
+    }
+    // The sweep moved all three, then the process died before its event.
+    let before = std::fs::read(m.manifest_path()).unwrap();
+    m.sweep_task_on_commit(&task("u")).unwrap();
+    std::fs::write(m.manifest_path(), &before).unwrap();
+
+    // The newest is 3 s old (the oldest 43 s): in flight for 7 s more.
+    f.clock.advance(Duration::from_secs(3));
+    let report = m.doctor(DoctorMode::Check).unwrap();
+    assert_eq!(report.findings.len(), 1, "{report:?}");
+    let finding = &report.findings[0];
+    assert_eq!(
+        (finding.code, finding.subject.as_deref(), &finding.fault),
+        (
+            "messaging-in-flight",
+            Some(sent[2].id().as_str()),
+            &Defect::InFlight {
+                check_after: Duration::from_secs(7)
+            }
+        )
+    );
+
+    // Past the grace: the folder lacks its event, and holds three.
+    f.clock.advance(Duration::from_secs(7));
+    let report = m.doctor(DoctorMode::Check).unwrap();
+    assert_eq!(report.findings.len(), 1, "{report:?}");
+    let finding = &report.findings[0];
+    assert_eq!(finding.code, "messaging-missing-swept-event");
+    assert!(finding.message.contains("holds 3 message(s)"), "{finding}");
+    m.doctor(DoctorMode::Fix).unwrap();
+    assert!(matches!(
+        m.read_manifest().unwrap().events.last(),
+        Some(ManifestEvent::TaskSwept {
+            count: 0,
+            total: 3,
+            reconciled: true,
+            ..
+        })
+    ));
+    assert!(m.doctor(DoctorMode::Check).unwrap().is_clean());
+}
