@@ -640,7 +640,7 @@ fn a_by_task_folder_without_its_swept_event_is_judged_by_its_newest_message() {
                 agent("b"),
                 task("u"),
                 "s",
-                &n.to_string(),
+                n.to_string(),
             ))
             .unwrap();
         assert!(matches!(
