@@ -303,4 +303,62 @@ mod tests {
         assert_eq!(hook.file_name().unwrap().len(), 133);
         assert_eq!(hook.parent().unwrap(), dir.as_path());
     }
+
+    /// A name of `len` bytes, `'static` as `join_hidden` wants its constants.
+    fn leaked(name: String) -> &'static str {
+        Box::leak(name.into_boxed_str())
+    }
+
+    #[test]
+    fn hidden_names_are_at_most_name_max_with_their_dot() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::open(tmp.path()).unwrap();
+        let dir = state.channel(Channel::new("reviews"));
+        // The dot counts: 255 bytes in all is Linux's NAME_MAX, one more is not.
+        let longest = leaked(format!(".{}", "g".repeat(MAX_NAME_LEN - 1)));
+        assert_eq!(dir.join_hidden(longest).file_name().unwrap().len(), 255);
+        let too_long = leaked(format!(".{}", "g".repeat(MAX_NAME_LEN)));
+        let joined = std::panic::catch_unwind(|| dir.join_hidden(too_long));
+        assert!(joined.is_err(), "a 256-byte hidden name was accepted");
+    }
+
+    #[test]
+    fn compares_converts_and_shows_as_its_path() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::open(tmp.path()).unwrap();
+        let dir = state.channel(Channel::new("reviews"));
+        let a = dir.join("a.json").unwrap();
+        let b = dir.join("b.json").unwrap();
+        let a_buf = state.root().join("reviews/a.json");
+        let a_path: &Path = &a_buf;
+
+        // Equality with the plain path types, both ways round, and only
+        // with the same path.
+        assert!(a == *a_path);
+        assert!(*a_path == a);
+        assert!(a == a_buf);
+        assert!(a_buf == a);
+        assert!(b != *a_path);
+        assert!(*a_path != b);
+        assert!(b != a_buf);
+        assert!(a_buf != b);
+
+        // Conversions give the same path back.
+        assert_eq!(PathBuf::from(&a), a_buf);
+        assert_eq!(PathBuf::from(a.clone()), a_buf);
+        assert_eq!(a.clone().into_path_buf(), a_buf);
+        fn as_ref_of(p: impl AsRef<Path>) -> PathBuf {
+            p.as_ref().to_path_buf()
+        }
+        assert_eq!(as_ref_of(&a), a_buf);
+        assert_eq!(&*a, a_path);
+
+        // `Borrow<Path>`: a set of `StatePath`s is searched by plain path.
+        let set: std::collections::HashSet<StatePath> = [a.clone()].into();
+        assert!(set.contains(a_path));
+        assert!(!set.contains(b.as_path()));
+
+        // Debug shows the path as a `Path` shows itself.
+        assert_eq!(format!("{a:?}"), format!("{a_path:?}"));
+    }
 }

@@ -620,3 +620,150 @@ fn an_archived_message_without_its_archived_event_gets_one_reconciled() {
     ));
     assert!(m.doctor(DoctorMode::Check).unwrap().is_clean());
 }
+
+/// A by-task folder whose `task-swept` event was lost is judged by its
+/// newest message: in flight while that one is young (the finding names it
+/// and its time left), then missing its event, counting every message in
+/// the folder; the fix appends the event with that count.
+#[test]
+fn a_by_task_folder_without_its_swept_event_is_judged_by_its_newest_message() {
+    let f = fixture();
+    let m = &f.mail;
+    let mut sent = Vec::new();
+    for n in 0..3 {
+        if n > 0 {
+            f.clock.advance(Duration::from_secs(20));
+        }
+        let s = m
+            .send(&Draft::notify(
+                agent("a"),
+                agent("b"),
+                task("u"),
+                "s",
+                n.to_string(),
+            ))
+            .unwrap();
+        assert!(matches!(
+            m.archive(s.id()).unwrap(),
+            ArchiveOutcome::Archived(_)
+        ));
+        sent.push(s);
+    }
+    // The sweep moved all three, then the process died before its event.
+    let before = std::fs::read(m.manifest_path()).unwrap();
+    m.sweep_task_on_commit(&task("u")).unwrap();
+    std::fs::write(m.manifest_path(), &before).unwrap();
+
+    // The newest is 3 s old (the oldest 43 s): in flight for 7 s more.
+    f.clock.advance(Duration::from_secs(3));
+    let report = m.doctor(DoctorMode::Check).unwrap();
+    assert_eq!(report.findings.len(), 1, "{report:?}");
+    let finding = &report.findings[0];
+    assert_eq!(
+        (finding.code, finding.subject.as_deref(), &finding.fault),
+        (
+            "messaging-in-flight",
+            Some(sent[2].id().as_str()),
+            &Defect::InFlight {
+                check_after: Duration::from_secs(7)
+            }
+        )
+    );
+
+    // Past the grace: the folder lacks its event, and holds three.
+    f.clock.advance(Duration::from_secs(7));
+    let report = m.doctor(DoctorMode::Check).unwrap();
+    assert_eq!(report.findings.len(), 1, "{report:?}");
+    let finding = &report.findings[0];
+    assert_eq!(finding.code, "messaging-missing-swept-event");
+    assert!(finding.message.contains("holds 3 message(s)"), "{finding}");
+    m.doctor(DoctorMode::Fix).unwrap();
+    assert!(matches!(
+        m.read_manifest().unwrap().events.last(),
+        Some(ManifestEvent::TaskSwept {
+            count: 0,
+            total: 3,
+            reconciled: true,
+            ..
+        })
+    ));
+    assert!(m.doctor(DoctorMode::Check).unwrap().is_clean());
+}
+
+/// A plain file where a by-task folder or a reply-index folder belongs,
+/// under a name that is a valid task or message id, is reported and moved
+/// aside like any stray entry: never taken for a folder (which would skip
+/// it unreported, or fail the whole doctor listing it).
+#[test]
+fn a_file_named_like_a_task_or_reply_folder_is_a_stray() {
+    let f = fixture_with(no_grace());
+    let m = &f.mail;
+    m.send(&Draft::notify(agent("a"), agent("b"), task("t"), "s", ""))
+        .unwrap();
+    let root = m.dir().as_path().to_path_buf();
+    std::fs::create_dir_all(root.join("archive/by-task")).unwrap();
+    std::fs::write(root.join("archive/by-task/t9"), "a file").unwrap();
+    std::fs::create_dir_all(root.join("replies")).unwrap();
+    std::fs::write(root.join("replies/1-x"), "a file").unwrap();
+
+    let report = m.doctor(DoctorMode::Check).unwrap();
+    let mut found: Vec<(&str, Option<std::path::PathBuf>)> = report
+        .findings
+        .iter()
+        .map(|f| (f.code, f.path.clone()))
+        .collect();
+    found.sort();
+    assert_eq!(
+        found,
+        [
+            (
+                "messaging-corrupt-file",
+                Some(root.join("archive/by-task/t9"))
+            ),
+            ("messaging-corrupt-file", Some(root.join("replies/1-x"))),
+        ],
+        "{report:?}"
+    );
+    assert!(
+        report
+            .findings
+            .iter()
+            .all(|f| f.message.contains("not a task directory")
+                || f.message.contains("not a reply-index directory")),
+        "{report:?}"
+    );
+    m.doctor(DoctorMode::Fix).unwrap();
+    assert!(!root.join("archive/by-task/t9").exists());
+    assert!(!root.join("replies/1-x").exists());
+    assert!(codes(m, DoctorMode::Check).is_empty());
+}
+
+/// The tie rule holds whatever order the scan first met the agents' names
+/// in: here `c` is met first as the sender of a message in `a`'s inbox, yet
+/// of two copies in `b`'s and `c`'s inboxes the one in `b`'s (scanned
+/// first, inboxes going by agent name) is kept.
+#[test]
+fn a_duplicate_tie_follows_the_scan_not_the_order_names_were_first_seen() {
+    let f = fixture_with(no_grace());
+    let m = &f.mail;
+    m.send(&Draft::notify(agent("c"), agent("a"), task("t"), "s", ""))
+        .unwrap();
+    let n = m
+        .send(&Draft::notify(agent("x"), agent("b"), task("t"), "s", ""))
+        .unwrap();
+    let kept = m.path_of(n.id(), &Location::Inbox(agent("b")));
+    let extra = m.path_of(n.id(), &Location::Inbox(agent("c")));
+    std::fs::create_dir_all(extra.parent().unwrap()).unwrap();
+    std::fs::copy(&kept, &extra).unwrap();
+
+    let report = m.doctor(DoctorMode::Fix).unwrap();
+    let dup: Vec<_> = report
+        .findings
+        .iter()
+        .filter(|f| f.code == "messaging-duplicate-message")
+        .collect();
+    assert_eq!(dup.len(), 1, "{report:?}");
+    assert_eq!(dup[0].path.as_ref(), Some(&extra.clone().into_path_buf()));
+    assert!(kept.exists() && !extra.exists());
+    assert!(codes(m, DoctorMode::Check).is_empty());
+}

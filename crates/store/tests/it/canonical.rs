@@ -262,3 +262,148 @@ fn numbers_round_trip_exactly() {
     let back: serde_json::Value = serde_json::from_str(&pretty).unwrap();
     assert_eq!(back, value);
 }
+
+/// Map keys of every kind `serde_json` turns into a string (integers,
+/// booleans, chars, unit variants, newtype wrappers of those) are written as
+/// it writes them, sorted as strings; other keys (floats, options,
+/// sequences, maps, units, tagged variants) are refused with its message.
+#[test]
+fn map_keys_are_written_as_serde_json_writes_them_or_refused() {
+    use std::collections::BTreeMap;
+
+    #[derive(serde::Serialize, PartialEq, Eq, PartialOrd, Ord)]
+    enum Side {
+        Left,
+        Right,
+    }
+    #[derive(serde::Serialize, PartialEq, Eq, PartialOrd, Ord)]
+    struct Name(String);
+
+    fn same_as_serde_json<T: serde::Serialize>(value: &T) -> String {
+        let line = String::from_utf8(to_canonical_line(value).unwrap()).unwrap();
+        let mut reference = serde_json::to_vec(&serde_json::to_value(value).unwrap()).unwrap();
+        reference.push(b'\n');
+        assert_eq!(line, String::from_utf8(reference).unwrap());
+        line
+    }
+    assert_eq!(
+        same_as_serde_json(&BTreeMap::from([(10u8, 1), (9u8, 2)])),
+        "{\"10\":1,\"9\":2}\n"
+    );
+    same_as_serde_json(&BTreeMap::from([(-3i8, 0), (4i8, 0)]));
+    same_as_serde_json(&BTreeMap::from([(-3i16, 0)]));
+    same_as_serde_json(&BTreeMap::from([(-3i32, 0)]));
+    same_as_serde_json(&BTreeMap::from([(i64::MIN, 0)]));
+    same_as_serde_json(&BTreeMap::from([(i128::MIN, 0)]));
+    same_as_serde_json(&BTreeMap::from([(u16::MAX, 0)]));
+    same_as_serde_json(&BTreeMap::from([(u64::MAX, 0)]));
+    same_as_serde_json(&BTreeMap::from([(u128::MAX, 0)]));
+    assert_eq!(
+        same_as_serde_json(&BTreeMap::from([(true, 1), (false, 0)])),
+        "{\"false\":0,\"true\":1}\n"
+    );
+    assert_eq!(
+        same_as_serde_json(&BTreeMap::from([('b', 1), ('a', 0)])),
+        "{\"a\":0,\"b\":1}\n"
+    );
+    assert_eq!(
+        same_as_serde_json(&BTreeMap::from([(Side::Right, 1), (Side::Left, 0)])),
+        "{\"Left\":0,\"Right\":1}\n"
+    );
+    assert_eq!(
+        same_as_serde_json(&BTreeMap::from([
+            (Name("z".into()), 1),
+            (Name("a".into()), 0)
+        ])),
+        "{\"a\":0,\"z\":1}\n"
+    );
+
+    #[derive(serde::Serialize)]
+    struct Unit;
+    #[derive(serde::Serialize)]
+    enum Wrapped {
+        Tag(u8),
+    }
+    fn refused<K: serde::Serialize>(key: K) {
+        let map = KeyMap(vec![(key, 0)]);
+        let err = to_canonical_line(&map).unwrap_err();
+        assert_eq!(err.to_string(), "key must be a string");
+    }
+    refused(1.5f64);
+    refused(1.5f32);
+    refused(vec![1u8]);
+    refused((1u8, 2u8));
+    refused(None::<&str>);
+    refused(Some("k"));
+    refused(());
+    refused(Unit);
+    refused(Wrapped::Tag(1));
+    refused(BTreeMap::from([(1, 2)]));
+}
+
+/// A map serialized from a list of pairs, keys as they come (any type).
+struct KeyMap<K>(Vec<(K, i32)>);
+
+impl<K> FromIterator<(K, i32)> for KeyMap<K> {
+    fn from_iter<I: IntoIterator<Item = (K, i32)>>(iter: I) -> Self {
+        KeyMap(iter.into_iter().collect())
+    }
+}
+
+impl<K: serde::Serialize> serde::Serialize for KeyMap<K> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+/// A key that comes twice keeps its last value, as a map insert (and so
+/// `serde_json`'s `Value`) would, whether the two are next to each other,
+/// in order or not.
+#[test]
+fn a_repeated_key_keeps_its_last_value() {
+    for (pairs, expected) in [
+        (vec![("a", 1), ("a", 2)], "{\"a\":2}\n"),
+        (vec![("a", 1), ("b", 2), ("a", 3)], "{\"a\":3,\"b\":2}\n"),
+        (vec![("b", 1), ("a", 2), ("b", 3)], "{\"a\":2,\"b\":3}\n"),
+        (vec![("a", 1), ("b", 2), ("b", 3)], "{\"a\":1,\"b\":3}\n"),
+    ] {
+        let map: KeyMap<&str> = pairs.iter().copied().collect();
+        let line = String::from_utf8(to_canonical_line(&map).unwrap()).unwrap();
+        assert_eq!(line, expected, "{pairs:?}");
+        let value = serde_json::to_value(&map).unwrap();
+        assert_eq!(serde_json::from_str::<Value>(&line).unwrap(), value);
+    }
+}
+
+/// A unit struct is `null` and a tuple struct an array, as `serde_json`
+/// writes them (the shapes the property test's `Shape` does not hold).
+#[test]
+fn unit_and_tuple_structs_are_written_as_serde_json_writes_them() {
+    #[derive(serde::Serialize)]
+    struct Unit;
+    #[derive(serde::Serialize)]
+    struct Pair(u8, &'static str);
+    #[derive(serde::Serialize)]
+    struct Holder {
+        unit: Unit,
+        pair: Pair,
+        pairs: Vec<Pair>,
+    }
+    let value = Holder {
+        unit: Unit,
+        pair: Pair(1, "x"),
+        pairs: vec![Pair(2, "y"), Pair(3, "z")],
+    };
+    let line = String::from_utf8(to_canonical_line(&value).unwrap()).unwrap();
+    assert_eq!(
+        line,
+        "{\"pair\":[1,\"x\"],\"pairs\":[[2,\"y\"],[3,\"z\"]],\"unit\":null}\n"
+    );
+    let reference = serde_json::to_string(&serde_json::to_value(&value).unwrap()).unwrap();
+    assert_eq!(line, reference + "\n");
+}

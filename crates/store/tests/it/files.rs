@@ -523,6 +523,36 @@ fn locks_exclude_shared_and_time_out() {
 }
 
 #[test]
+fn a_lock_released_while_waiting_is_taken_before_the_time_runs_out() {
+    let t = TempState::new();
+    let dir = t.state.channel_dir(Channel::new("loop")).unwrap();
+    let lock = t.state.lock_for(&dir.join_static("state.json")).unwrap();
+    assert_eq!(lock.path(), dir.as_path().join(".state.json.lock"));
+    for shared in [false, true] {
+        let held = lock.exclusive().unwrap();
+        assert_eq!(held.path(), lock.path());
+        // Another thread holds the lock a while, then lets go: the wait
+        // (far longer than that) ends with the lock, not a timeout.
+        let waited = std::thread::scope(|s| {
+            s.spawn(move || {
+                std::thread::sleep(Duration::from_millis(200));
+                drop(held);
+            });
+            if shared {
+                lock.shared_timeout(Duration::from_secs(60))
+            } else {
+                lock.exclusive_timeout(Duration::from_secs(60))
+            }
+        });
+        let guard = waited.unwrap();
+        assert_eq!(guard.path(), lock.path());
+        // Held now by this thread: shared lets another reader in, exclusive
+        // does not.
+        assert_eq!(lock.try_shared().unwrap().is_some(), shared);
+    }
+}
+
+#[test]
 fn list_skips_dot_entries_and_sorts() {
     let t = TempState::new();
     let dir = t.state.channel_dir(Channel::new("nudge")).unwrap();
@@ -849,4 +879,93 @@ fn logs_open_only_inside_the_root_and_the_reader_makes_nothing() {
     let log = t.state.log(&missing).unwrap();
     log.append(&json!({"n": 1})).unwrap();
     assert_eq!(reader.read::<serde_json::Value>().unwrap().records.len(), 1);
+}
+
+/// A file that cannot be examined for another reason than "not there" is
+/// an error about that file, not taken for "no symlink, go ahead": here its
+/// path is longer than the system takes (PATH_MAX) while its directory's is
+/// not, so the write fails at the check, naming the path it was given.
+#[test]
+fn a_file_that_cannot_be_examined_is_an_error_naming_it() {
+    let t = TempState::new();
+    let mut dir = t.state.channel_dir(Channel::new("deep")).unwrap();
+    let segment = "d".repeat(200);
+    while dir.as_os_str().len() < 4000 {
+        dir = dir.join(&segment).unwrap();
+    }
+    let file = dir.join("f".repeat(200)).unwrap();
+    assert!(file.as_os_str().len() > 4096);
+    match t.state.write_json(&file, &json!(1)) {
+        Err(Error::Io { op, path, source }) => {
+            assert_eq!(op, "stat");
+            assert_eq!(path, file.as_path());
+            assert_eq!(
+                source.kind(),
+                std::io::ErrorKind::InvalidFilename,
+                "{source}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The same for the source of a move: a source that cannot be examined
+/// (its path over PATH_MAX) is an error naming it, not "not found".
+#[test]
+fn a_move_source_that_cannot_be_examined_is_an_error_naming_it() {
+    let t = TempState::new();
+    let mut dir = t.state.channel_dir(Channel::new("deep")).unwrap();
+    let segment = "d".repeat(200);
+    while dir.as_os_str().len() < 4000 {
+        dir = dir.join(&segment).unwrap();
+    }
+    t.state.ensure_dir(&dir).unwrap();
+    let from = dir.join("f".repeat(200)).unwrap();
+    let to = t.state.channel(Channel::new("deep")).join("g").unwrap();
+    match t.state.move_noclobber(&from, &to) {
+        Err(Error::Io { op, path, .. }) => {
+            assert_eq!((op, path.as_path()), ("stat", from.as_path()));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The temp sweep's walk: a directory that is gone has no temps (here the
+/// root itself, removed under an open `StateDir`); a directory that cannot
+/// be listed (here one nested past PATH_MAX, built by moving a deep tree
+/// into another) is an error, never skipped as if it were empty.
+#[test]
+fn the_temp_walk_finds_none_in_a_missing_directory_and_fails_on_an_unlistable_one() {
+    let t = TempState::new();
+    let gone = t.scratch("gone");
+    fs::create_dir(&gone).unwrap();
+    let state = StateDir::open(&gone).unwrap();
+    fs::remove_dir(&gone).unwrap();
+    assert_eq!(
+        state.stale_temps(Duration::ZERO).unwrap(),
+        Vec::<std::path::PathBuf>::new()
+    );
+
+    let chain = |top: &Path| {
+        let mut p = top.to_path_buf();
+        while p.as_os_str().len() < 2500 {
+            p = p.join("d".repeat(200));
+        }
+        fs::create_dir_all(&p).unwrap();
+        p
+    };
+    let deep = chain(&t.state.root().join("a"));
+    chain(&t.scratch("b"));
+    fs::rename(t.scratch("b"), deep.join("b")).unwrap();
+    match t.state.stale_temps(Duration::ZERO) {
+        Err(Error::Io { op, source, .. }) => {
+            assert_eq!(op, "list directory");
+            assert_eq!(
+                source.kind(),
+                std::io::ErrorKind::InvalidFilename,
+                "{source}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
 }

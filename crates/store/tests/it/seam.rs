@@ -770,3 +770,341 @@ fn a_batch_under_syncfs_takes_three_flushes_and_a_failed_syncfs_publishes_nothin
     assert_eq!(fs::read_dir(&dir).unwrap().count(), 101);
     assert_eq!(fs::read(dir.join_static("57.json")).unwrap(), b"{\"n\":57}");
 }
+
+/// Each publish order settles a new file's data its own way before the
+/// rename: `FileThenDir` syncs it, `WriteBackThenDir` only writes it back
+/// (the directory sync after the publish makes it durable on an in-order
+/// journal, which is that order's whole saving).
+#[test]
+fn each_order_settles_a_new_file_with_its_own_call() {
+    for (order, settle, not) in [
+        (SyncOrder::FileThenDir, IoOp::Sync, IoOp::WriteBack),
+        (SyncOrder::WriteBackThenDir, IoOp::WriteBack, IoOp::Sync),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let fault = FaultIo::with_order(Fault::nth(0, EIO), order);
+        let state = open(tmp.path(), fault.clone());
+        state
+            .create_new(&sp(&state, "inbox/1.json"), b"1\n")
+            .unwrap();
+        fault.set(Fault::nth(0, EIO));
+        state
+            .create_new(&sp(&state, "inbox/2.json"), b"2\n")
+            .unwrap();
+        let calls = fault.calls();
+        assert!(calls.contains(&settle), "{order:?}: {calls:?}");
+        assert!(!calls.contains(&not), "{order:?}: {calls:?}");
+        assert_eq!(fs::read(tmp.path().join("inbox/2.json")).unwrap(), b"2\n");
+    }
+}
+
+/// A temp name that is taken already (a leftover of a dead process that had
+/// this pid) is skipped for the next name: the write goes through.
+#[test]
+fn a_temp_name_already_taken_is_skipped_for_the_next() {
+    const EEXIST: i32 = 17;
+    let tmp = tempfile::tempdir().unwrap();
+    let fault = FaultIo::new(Fault::nth(0, EIO));
+    let state = open(tmp.path(), fault.clone());
+    let path = sp(&state, "hooks/a.json");
+    state.write_json(&path, &json!({"n": 1})).unwrap();
+    for create in [true, false] {
+        fault.set(Fault {
+            nth: 1,
+            kinds: vec![IoOp::Create],
+            errno: EEXIST,
+            sticky: false,
+        });
+        if create {
+            state
+                .create_new(&sp(&state, "hooks/b.json"), b"{}\n")
+                .unwrap();
+        } else {
+            state.write_json(&path, &json!({"n": 2})).unwrap();
+        }
+        assert_eq!(fault.injected(), 1, "the first temp name was refused");
+    }
+    assert_eq!(
+        state.read_json::<Value>(&path).unwrap().value(),
+        Some(json!({"n": 2}))
+    );
+    assert_eq!(fs::read(tmp.path().join("hooks/b.json")).unwrap(), b"{}\n");
+    // No temp left behind.
+    let mut names: Vec<String> = fs::read_dir(tmp.path().join("hooks"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| !n.ends_with(".lock"))
+        .collect();
+    names.sort();
+    assert_eq!(names, ["a.json", "b.json"]);
+}
+
+/// A temp file that outlives its publish (the fallback for a filesystem
+/// without a no-replace rename linked it into place, then could not unlink
+/// it) is named for the file it was written for, `.{name}.{pid}.…tmp`, so
+/// whoever finds it knows what it was, and the temp sweep removes it.
+#[test]
+fn a_temp_left_behind_names_its_file() {
+    const EOPNOTSUPP: i32 = 95;
+    let tmp = tempfile::tempdir().unwrap();
+    let fault = FaultIo::new(Fault::nth(0, EIO));
+    let state = open(tmp.path(), fault.clone());
+    let path = sp(&state, "inbox/b.json");
+    state
+        .create_new(&sp(&state, "inbox/a.json"), b"a\n")
+        .unwrap();
+    // The no-replace rename is unsupported, and so (sticky) is the unlink
+    // of the temp after the link.
+    fault.set(Fault {
+        nth: 1,
+        kinds: vec![IoOp::Rename, IoOp::Remove],
+        errno: EOPNOTSUPP,
+        sticky: true,
+    });
+    state.create_new(&path, b"b\n").unwrap();
+    assert_eq!(fault.injected(), 2, "the rename and the unlink failed");
+    fault.disarm();
+    assert_eq!(fs::read(path.as_path()).unwrap(), b"b\n");
+    let left: Vec<String> = fs::read_dir(tmp.path().join("inbox"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| chipset_store::is_temp_name(n))
+        .collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+    let prefix = format!(".b.json.{}.", std::process::id());
+    assert!(left[0].starts_with(&prefix), "{left:?}");
+    assert_eq!(state.sweep_temps(std::time::Duration::ZERO).unwrap(), 1);
+}
+
+/// `write_unsynced` replaces the file whole through a temp and a rename, and
+/// syncs nothing; a failed write leaves the old contents and no temp; a
+/// symlink at the path is refused and left alone.
+#[test]
+fn an_unsynced_write_replaces_whole_and_syncs_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fault = FaultIo::new(Fault::nth(0, EIO));
+    let state = open(tmp.path(), fault.clone());
+    let path = sp(&state, "mail/gate");
+    state.write_unsynced(&path, b"one\n").unwrap();
+    fault.set(Fault::nth(0, EIO));
+    state.write_unsynced(&path, b"two\n").unwrap();
+    assert_eq!(fs::read(path.as_path()).unwrap(), b"two\n");
+    let calls = fault.calls();
+    assert!(calls.contains(&IoOp::Rename), "{calls:?}");
+    for sync in [IoOp::Sync, IoOp::SyncDir, IoOp::WriteBack, IoOp::SyncFs] {
+        assert!(!calls.contains(&sync), "{sync:?} in {calls:?}");
+    }
+
+    fault.set(Fault {
+        nth: 1,
+        kinds: vec![IoOp::Write],
+        errno: ENOSPC,
+        sticky: false,
+    });
+    let err = state.write_unsynced(&path, b"three\n").unwrap_err();
+    assert_eq!(
+        err.io_kind(),
+        Some(std::io::ErrorKind::StorageFull),
+        "{err}"
+    );
+    assert_eq!(fs::read(path.as_path()).unwrap(), b"two\n");
+    let names: Vec<String> = fs::read_dir(tmp.path().join("mail"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, ["gate"], "no temp left");
+
+    fault.disarm();
+    let link = sp(&state, "mail/link");
+    std::os::unix::fs::symlink(path.as_path(), link.as_path()).unwrap();
+    assert!(matches!(
+        state.write_unsynced(&link, b"x\n"),
+        Err(Error::Symlink { .. })
+    ));
+    assert_eq!(fs::read(path.as_path()).unwrap(), b"two\n");
+}
+
+/// Only a filesystem that lacks the no-replace rename (EOPNOTSUPP) gets the
+/// link-and-unlink fallback, which then publishes cleanly; any other failed
+/// rename is an error that publishes nothing, never retried as a link.
+#[test]
+fn only_an_unsupported_rename_falls_back_to_a_link() {
+    const EOPNOTSUPP: i32 = 95;
+    for (errno, published) in [(EOPNOTSUPP, true), (EIO, false), (ENOSPC, false)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let fault = FaultIo::new(Fault::nth(0, EIO));
+        let state = open(tmp.path(), fault.clone());
+        state
+            .create_new(&sp(&state, "inbox/a.json"), b"a\n")
+            .unwrap();
+        fault.set(Fault {
+            nth: 1,
+            kinds: vec![IoOp::Rename],
+            errno,
+            sticky: false,
+        });
+        let path = sp(&state, "inbox/b.json");
+        let created = state.create_new(&path, b"b\n");
+        let calls = fault.calls();
+        assert_eq!(created.is_ok(), published, "errno {errno}: {created:?}");
+        assert_eq!(
+            calls.contains(&IoOp::Link),
+            published,
+            "errno {errno}: {calls:?}"
+        );
+        if !published {
+            assert!(matches!(created, Err(Error::Rename { .. })), "{created:?}");
+        }
+        assert_eq!(
+            fs::read(path.as_path()).ok(),
+            published.then(|| b"b\n".to_vec())
+        );
+        let names: Vec<String> = fs::read_dir(tmp.path().join("inbox"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| chipset_store::is_temp_name(n))
+            .collect();
+        assert!(names.is_empty(), "errno {errno}: temps left {names:?}");
+    }
+}
+
+/// A move whose rename fails says why, as its errors promise: the source
+/// gone is `NotFound`, the destination taken is `AlreadyExists`, anything
+/// else a `Rename` error naming both paths; each time nothing moved.
+#[test]
+fn a_failed_move_says_why_and_moves_nothing() {
+    const ENOENT: i32 = 2;
+    const EEXIST: i32 = 17;
+    for errno in [ENOENT, EEXIST, EIO] {
+        let tmp = tempfile::tempdir().unwrap();
+        let fault = FaultIo::new(Fault::nth(0, EIO));
+        let state = open(tmp.path(), fault.clone());
+        let (from, to) = (sp(&state, "queue/a.json"), sp(&state, "done/a.json"));
+        state.create_new(&from, b"a\n").unwrap();
+        fault.set(Fault {
+            nth: 1,
+            kinds: vec![IoOp::Rename],
+            errno,
+            sticky: false,
+        });
+        let err = state.move_noclobber(&from, &to).unwrap_err();
+        match (errno, &err) {
+            (ENOENT, Error::NotFound { path }) => assert_eq!(path, from.as_path()),
+            (EEXIST, Error::AlreadyExists { path }) => assert_eq!(path, to.as_path()),
+            (EIO, Error::Rename { from: f, to: t, .. }) => {
+                assert_eq!((f.as_path(), t.as_path()), (from.as_path(), to.as_path()));
+            }
+            _ => panic!("errno {errno}: {err:?}"),
+        }
+        assert_eq!(fs::read(from.as_path()).unwrap(), b"a\n", "errno {errno}");
+        assert!(!to.as_path().exists(), "errno {errno}");
+    }
+}
+
+/// A move syncs the destination's directory and, when it differs, the
+/// source's (so the file's leaving is durable too); within one directory,
+/// that one sync serves both.
+#[test]
+fn a_move_syncs_both_directories_or_the_one_they_share() {
+    for (to, syncs) in [("done/a.json", 2), ("queue/b.json", 1)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let fault = FaultIo::new(Fault::nth(0, EIO));
+        let state = open(tmp.path(), fault.clone());
+        let (from, to) = (sp(&state, "queue/a.json"), sp(&state, to));
+        state.create_new(&from, b"a\n").unwrap();
+        state.ensure_dir(&sp(&state, "done")).unwrap();
+        fault.set(Fault::nth(0, EIO));
+        state.move_noclobber(&from, &to).unwrap();
+        let calls = fault.calls();
+        let dir_syncs = calls.iter().filter(|c| **c == IoOp::SyncDir).count();
+        assert_eq!(dir_syncs, syncs, "to {to:?}: {calls:?}");
+        assert_eq!(fs::read(to.as_path()).unwrap(), b"a\n");
+    }
+}
+
+/// A removal that fails for another reason than "not there" is an error,
+/// not "there was nothing to remove".
+#[test]
+fn a_failed_removal_is_an_error_not_absence() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fault = FaultIo::new(Fault::nth(0, EIO));
+    let state = open(tmp.path(), fault.clone());
+    let path = sp(&state, "processed/a.json");
+    state.create_new(&path, b"a\n").unwrap();
+    fault.set(Fault {
+        nth: 1,
+        kinds: vec![IoOp::Remove],
+        errno: EIO,
+        sticky: false,
+    });
+    match state.remove_file(&path) {
+        Err(Error::Io { op, path: p, .. }) => {
+            assert_eq!((op, p.as_path()), ("remove", path.as_path()));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(path.as_path().exists());
+    assert!(
+        state.remove_file(&path).unwrap(),
+        "removed once the disk is well"
+    );
+    assert!(!state.remove_file(&path).unwrap(), "and then not there");
+}
+
+/// Under `SyncFsThenDir` a batch of one file is synced with its own `fsync`,
+/// not a `syncfs` (which flushes every file of the filesystem: worth it only
+/// when it replaces several syncs).
+#[test]
+fn a_batch_of_one_under_syncfs_syncs_just_its_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fault = FaultIo::with_order(Fault::nth(0, EIO), SyncOrder::SyncFsThenDir);
+    let state = open(tmp.path(), fault.clone());
+    let dir = state.root_path().join_static("inbox");
+    state.ensure_dir(&dir).unwrap();
+    for n in [1, 2] {
+        fault.set(Fault::nth(0, EIO));
+        let items: Vec<(StatePath, Vec<u8>)> = (0..n)
+            .map(|i| (dir.join(format!("{n}-{i}.json")).unwrap(), b"{}".to_vec()))
+            .collect();
+        state.create_new_batch(&items).unwrap();
+        let calls = fault.calls();
+        let syncs = calls.iter().filter(|c| **c == IoOp::Sync).count();
+        let syncfs = calls.iter().filter(|c| **c == IoOp::SyncFs).count();
+        assert_eq!(
+            (syncs, syncfs),
+            if n == 1 { (1, 0) } else { (0, 1) },
+            "{n} files: {calls:?}"
+        );
+    }
+}
+
+/// A batch's files are synced together, every one of them even when one
+/// sync fails (the first failure is returned once all have finished), and
+/// then nothing is published.
+#[test]
+fn a_batch_syncs_every_file_even_past_a_failed_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fault = FaultIo::new(Fault::nth(0, EIO));
+    let state = open(tmp.path(), fault.clone());
+    let dir = state.root_path().join_static("inbox");
+    state.ensure_dir(&dir).unwrap();
+    let items: Vec<(StatePath, Vec<u8>)> = (0..3)
+        .map(|i| (dir.join(format!("{i}.json")).unwrap(), b"{}".to_vec()))
+        .collect();
+    fault.set(Fault {
+        nth: 1,
+        kinds: vec![IoOp::Sync],
+        errno: EIO,
+        sticky: false,
+    });
+    let err = state.create_new_batch(&items).unwrap_err();
+    assert!(!err.is_outcome_unknown(), "{err}");
+    let calls = fault.calls();
+    assert_eq!(
+        calls.iter().filter(|c| **c == IoOp::Sync).count(),
+        3,
+        "{calls:?}"
+    );
+    assert!(!calls.contains(&IoOp::Rename), "{calls:?}");
+    assert_eq!(fs::read_dir(dir.as_path()).unwrap().count(), 0);
+}
