@@ -137,3 +137,65 @@ fn a_log_created_by_another_writer_meanwhile_is_appended_to() {
     );
     assert_eq!(records(&log), [json!({"n": 1}), json!({"n": 2})]);
 }
+
+/// `bytes_at` returns exactly the log's bytes in the range asked, fewer
+/// when the log ends sooner, and `None` when there is no log.
+#[test]
+fn bytes_at_returns_the_range_asked_and_no_more() {
+    let (_t, _io, log) = counted();
+    assert_eq!(log.bytes_at(0, 10).unwrap(), None);
+    log.append_batch(&[json!({"n": 1}), json!({"n": 22}), json!({"n": 333})])
+        .unwrap();
+    let all = fs::read(log.path()).unwrap();
+    let len = all.len() as u64;
+    assert_eq!(len, 27);
+    assert_eq!(log.bytes_at(0, len).unwrap().unwrap(), all);
+    assert_eq!(log.bytes_at(5, 12).unwrap().unwrap(), &all[5..12]);
+    // Past the end: what there is, read in more than one call (the second
+    // finds the end) and never a byte twice.
+    assert_eq!(log.bytes_at(1, len + 100).unwrap().unwrap(), &all[1..]);
+    assert_eq!(log.bytes_at(20, len + 1).unwrap().unwrap(), &all[20..]);
+    assert_eq!(log.bytes_at(len, len + 10).unwrap().unwrap(), b"");
+    assert_eq!(log.bytes_at(12, 5).unwrap().unwrap(), b"");
+}
+
+/// An empty log that is already there (its writer died between creating it
+/// and syncing its directory) gets its directory synced by the first append
+/// to it, as a log this append creates does; later appends do not.
+#[test]
+fn the_first_append_to_an_empty_log_syncs_its_directory() {
+    let (t, io, log) = counted();
+    fs::create_dir_all(t.state.root().join("bus")).unwrap();
+    fs::write(log.path(), b"").unwrap();
+    io.set(Fault::nth(0, EIO));
+    log.append(&json!({"n": 1})).unwrap();
+    assert_eq!(
+        io.calls(),
+        [IoOp::Open, IoOp::Write, IoOp::Sync, IoOp::SyncDir]
+    );
+    io.set(Fault::nth(0, EIO));
+    log.append(&json!({"n": 2})).unwrap();
+    assert_eq!(io.calls(), [IoOp::Open, IoOp::Write, IoOp::Sync]);
+}
+
+/// A failed append rolls the log back to its length before: a log the
+/// append created goes away again, an empty log that was already there
+/// (another writer's) stays.
+#[test]
+fn a_failed_append_removes_only_a_log_it_created() {
+    let (t, io, log) = counted();
+    fs::create_dir_all(t.state.root().join("bus")).unwrap();
+    let write_fails = || Fault {
+        kinds: vec![IoOp::Write],
+        ..Fault::nth(1, EIO)
+    };
+
+    io.set(write_fails());
+    assert!(log.append(&json!({"n": 1})).is_err());
+    assert!(!log.path().exists(), "the log this append created was left");
+
+    fs::write(log.path(), b"").unwrap();
+    io.set(write_fails());
+    assert!(log.append(&json!({"n": 1})).is_err());
+    assert_eq!(fs::read(log.path()).unwrap(), b"", "another's empty log");
+}
