@@ -199,3 +199,73 @@ fn a_failed_append_removes_only_a_log_it_created() {
     assert!(log.append(&json!({"n": 1})).is_err());
     assert_eq!(fs::read(log.path()).unwrap(), b"", "another's empty log");
 }
+
+/// A log with a record, a bad line longer than a reader keeps (over
+/// `MAX_LINE`), and another record.
+fn log_with_an_overlong_line(t: &TempState, log: &JsonLog) -> (Vec<u8>, Vec<u8>) {
+    fs::create_dir_all(t.state.root().join("bus")).unwrap();
+    let mut long = vec![b'x'; chipset_store::MAX_LINE + 10];
+    long.push(b'\n');
+    let mut bytes = b"{\"n\":1}\n".to_vec();
+    bytes.extend_from_slice(&long);
+    bytes.extend_from_slice(b"{\"n\":2}\n");
+    fs::write(log.path(), &bytes).unwrap();
+    (bytes, long)
+}
+
+/// Repair moves a line too long to hold, byte for byte, in chunks from
+/// where it starts, and counts the bytes it moved.
+#[test]
+fn repair_moves_an_overlong_line_whole_and_counts_its_bytes() {
+    let (t, _io, log) = counted();
+    let (_, long) = log_with_an_overlong_line(&t, &log);
+    let done = log.repair::<Value>().unwrap().unwrap();
+    assert_eq!((done.kept, done.moved), (2, 1));
+    assert_eq!(done.moved_bytes, long.len() as u64);
+    assert_eq!(fs::read(&done.quarantined).unwrap(), long);
+    assert_eq!(fs::read(log.path()).unwrap(), b"{\"n\":1}\n{\"n\":2}\n");
+}
+
+/// A repair whose quarantine folder or file cannot be made fails with that
+/// step's error, and the log is unchanged.
+#[test]
+fn a_repair_that_cannot_make_its_quarantine_fails_and_changes_nothing() {
+    let (t, io, log) = counted();
+    let (bytes, _) = log_with_an_overlong_line(&t, &log);
+    for (kind, op) in [
+        (IoOp::Mkdir, "create directory"),
+        (IoOp::Create, "create quarantine file"),
+    ] {
+        io.set(Fault {
+            kinds: vec![kind],
+            ..Fault::nth(1, EIO)
+        });
+        let err = log.repair::<Value>().unwrap_err();
+        assert!(
+            matches!(&err, Error::Io { op: o, source, .. }
+                if *o == op && source.raw_os_error() == Some(EIO)),
+            "{kind:?}: {err:?}"
+        );
+        assert_eq!(fs::read(log.path()).unwrap(), bytes);
+        let quarantine = t.state.root().join("bus/.quarantine");
+        let left = fs::read_dir(&quarantine).map_or(0, |d| d.count());
+        assert_eq!(left, 0, "{kind:?}: something left in the quarantine");
+    }
+}
+
+/// Two repairs in one instant (or a name taken by another program) do not
+/// collide: a quarantine file name already taken gets the next suffix.
+#[test]
+fn a_taken_quarantine_name_gets_the_next_suffix() {
+    const EEXIST: i32 = 17;
+    let (t, io, log) = counted();
+    log_with_an_overlong_line(&t, &log);
+    io.set(Fault {
+        kinds: vec![IoOp::Create],
+        ..Fault::nth(1, EEXIST)
+    });
+    let done = log.repair::<Value>().unwrap().unwrap();
+    let name = done.quarantined.file_name().unwrap().to_string_lossy();
+    assert!(name.ends_with("-events.jsonl.1"), "{name}");
+    assert_eq!(fs::read(log.path()).unwrap(), b"{\"n\":1}\n{\"n\":2}\n");
+}
