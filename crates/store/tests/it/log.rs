@@ -219,6 +219,20 @@ fn log_with_an_overlong_line(t: &TempState, log: &JsonLog) -> (Vec<u8>, Vec<u8>)
 fn repair_moves_an_overlong_line_whole_and_counts_its_bytes() {
     let (t, _io, log) = counted();
     let (_, long) = log_with_an_overlong_line(&t, &log);
+    // A reader reports it with its length (the newline not counted).
+    let read = log.read::<Value>().unwrap();
+    assert_eq!(read.records, [json!({"n": 1}), json!({"n": 2})]);
+    let [bad] = &read.bad_lines[..] else {
+        panic!("{:?}", read.bad_lines)
+    };
+    assert_eq!(bad.offset, 8);
+    assert_eq!(
+        bad.reason,
+        chipset_store::CorruptReason::TooLarge {
+            size: chipset_store::MAX_LINE as u64 + 10,
+            cap: chipset_store::MAX_LINE as u64,
+        }
+    );
     let done = log.repair::<Value>().unwrap().unwrap();
     assert_eq!((done.kept, done.moved), (2, 1));
     assert_eq!(done.moved_bytes, long.len() as u64);
@@ -268,4 +282,48 @@ fn a_taken_quarantine_name_gets_the_next_suffix() {
     let name = done.quarantined.file_name().unwrap().to_string_lossy();
     assert!(name.ends_with("-events.jsonl.1"), "{name}");
     assert_eq!(fs::read(log.path()).unwrap(), b"{\"n\":1}\n{\"n\":2}\n");
+}
+
+/// Repair copies through a 64 KiB buffer: a run of small records is
+/// written in buffer-sized writes (a write when the next line would not
+/// fit), and a line longer than the buffer is written on its own.
+#[test]
+fn repair_writes_its_copies_in_64_kib_chunks() {
+    let (t, io, log) = counted();
+    fs::create_dir_all(t.state.root().join("bus")).unwrap();
+    // A record of exactly `len` bytes, its newline included.
+    let record = |n: usize, len: usize| {
+        let head = format!("{{\"n\":\"{n:03}\",\"pad\":\"");
+        let pad = "p".repeat(len - head.len() - 3);
+        format!("{head}{pad}\"}}\n")
+    };
+    let cases = [
+        // 128 records of 1 KiB: two full buffers of 64 (65,536 bytes is
+        // not over the buffer, so the 64th still goes in).
+        (1024, 128, 2),
+        // 40 records of 2,000 bytes: 32 fill a buffer (the 33rd would not
+        // fit), 8 more in the last write.
+        (2000, 40, 2),
+        // Records longer than the buffer: each written on its own.
+        (70_000, 3, 3),
+    ];
+    for (len, count, writes) in cases {
+        let mut bytes = Vec::new();
+        for n in 0..count {
+            bytes.extend_from_slice(record(n, len).as_bytes());
+        }
+        assert_eq!(bytes.len(), len * count);
+        let kept = bytes.clone();
+        bytes.extend_from_slice(b"not json\n");
+        fs::write(log.path(), &bytes).unwrap();
+
+        io.set(Fault::nth(0, EIO));
+        let done = log.repair::<Value>().unwrap().unwrap();
+        assert_eq!((done.kept, done.moved), (count, 1));
+        assert_eq!(fs::read(log.path()).unwrap(), kept);
+        assert_eq!(fs::read(&done.quarantined).unwrap(), b"not json\n");
+        let written = io.calls().iter().filter(|c| **c == IoOp::Write).count();
+        // The kept records' writes, and one for the quarantined line.
+        assert_eq!(written, writes + 1, "{count} records of {len} bytes");
+    }
 }
