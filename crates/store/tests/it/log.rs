@@ -327,3 +327,36 @@ fn repair_writes_its_copies_in_64_kib_chunks() {
         assert_eq!(written, writes + 1, "{count} records of {len} bytes");
     }
 }
+
+/// A record of exactly `MAX_LINE` bytes (its newline not counted) is read;
+/// one byte more is a bad line, `TooLarge`; a record of a few hundred KiB,
+/// read in many buffer fills, is read whole.
+#[test]
+fn a_record_of_max_line_bytes_is_read_and_one_more_is_too_large() {
+    let (t, _io, log) = counted();
+    fs::create_dir_all(t.state.root().join("bus")).unwrap();
+    // `"ppp…"`: a JSON string of `len` bytes, quotes included.
+    let string = |len: usize| format!("\"{}\"\n", "p".repeat(len - 2));
+    let max = chipset_store::MAX_LINE;
+    let mut bytes = string(300 * 1024).into_bytes();
+    bytes.extend_from_slice(string(max).as_bytes());
+    let over = bytes.len() as u64;
+    bytes.extend_from_slice(string(max + 1).as_bytes());
+    fs::write(log.path(), &bytes).unwrap();
+
+    let read = log.read::<String>().unwrap();
+    let lengths: Vec<usize> = read.records.iter().map(|r| r.len() + 2).collect();
+    assert_eq!(lengths, [300 * 1024, max]);
+    let [bad] = &read.bad_lines[..] else {
+        panic!("{:?}", read.bad_lines)
+    };
+    assert_eq!(bad.offset, over);
+    assert_eq!(
+        bad.reason,
+        chipset_store::CorruptReason::TooLarge {
+            size: max as u64 + 1,
+            cap: max as u64,
+        }
+    );
+    assert_eq!(read.end_offset, bytes.len() as u64);
+}
