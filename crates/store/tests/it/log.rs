@@ -360,3 +360,23 @@ fn a_record_of_max_line_bytes_is_read_and_one_more_is_too_large() {
     );
     assert_eq!(read.end_offset, bytes.len() as u64);
 }
+
+/// A torn tail longer than the 64 KiB that `recover` and `append` look back
+/// at a time is found across chunks and cut at the last newline.
+#[test]
+fn a_torn_tail_longer_than_a_chunk_is_cut_at_the_last_newline() {
+    let (_t, _io, log) = counted();
+    log.append(&json!({"n": 1})).unwrap();
+    let clean = fs::read(log.path()).unwrap();
+    let mut bytes = clean.clone();
+    bytes.extend(std::iter::repeat_n(b'y', 150 * 1024));
+    fs::write(log.path(), &bytes).unwrap();
+    let cut = log.recover().unwrap().unwrap();
+    assert_eq!((cut.offset, cut.len), (clean.len() as u64, 150 * 1024));
+    assert_eq!(fs::read(log.path()).unwrap(), clean);
+
+    // The same tail before an append: cut, then the record written whole.
+    fs::write(log.path(), &bytes).unwrap();
+    log.append(&json!({"n": 2})).unwrap();
+    assert_eq!(records(&log), [json!({"n": 1}), json!({"n": 2})]);
+}
