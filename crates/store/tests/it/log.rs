@@ -238,6 +238,15 @@ fn repair_moves_an_overlong_line_whole_and_counts_its_bytes() {
     assert_eq!(done.moved_bytes, long.len() as u64);
     assert_eq!(fs::read(&done.quarantined).unwrap(), long);
     assert_eq!(fs::read(log.path()).unwrap(), b"{\"n\":1}\n{\"n\":2}\n");
+
+    // The same line at the very start of the log.
+    let mut bytes = long.clone();
+    bytes.extend_from_slice(b"{\"n\":3}\n");
+    fs::write(log.path(), &bytes).unwrap();
+    let done = log.repair::<Value>().unwrap().unwrap();
+    assert_eq!((done.kept, done.moved), (1, 1));
+    assert_eq!(fs::read(&done.quarantined).unwrap(), long);
+    assert_eq!(fs::read(log.path()).unwrap(), b"{\"n\":3}\n");
 }
 
 /// A repair whose quarantine folder or file cannot be made fails with that
