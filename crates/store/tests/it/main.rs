@@ -9,6 +9,7 @@
 mod canonical;
 mod files;
 mod ids;
+mod log;
 mod procs;
 mod seam;
 mod watch;
