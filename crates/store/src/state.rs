@@ -740,6 +740,86 @@ mod tests {
         }
     }
 
+    /// The root's descriptor is an `O_PATH` directory handle, closed on
+    /// exec: a child process never inherits it. (Read from the kernel's
+    /// `/proc/self/fdinfo`: `O_PATH` is 0o10000000, `O_CLOEXEC` 0o2000000.)
+    #[test]
+    fn the_root_descriptor_is_a_path_handle_closed_on_exec() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::open(tmp.path().join("state")).unwrap();
+        let ours: Vec<u32> = fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|e| {
+                let e = e.ok()?;
+                let target = fs::read_link(e.path()).ok()?;
+                let fd = e.file_name().to_str()?.parse().ok()?;
+                (target == state.root()).then_some(fd)
+            })
+            .collect();
+        let [fd] = ours[..] else {
+            panic!("descriptors on the root: {ours:?}")
+        };
+        let info = fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).unwrap();
+        let flags = info
+            .lines()
+            .find_map(|l| l.strip_prefix("flags:"))
+            .map(|f| u32::from_str_radix(f.trim(), 8).unwrap())
+            .unwrap();
+        assert_ne!(flags & 0o10_000_000, 0, "not O_PATH: {flags:o}");
+        assert_ne!(flags & 0o2_000_000, 0, "not O_CLOEXEC: {flags:o}");
+    }
+
+    /// A root that cannot be examined for another reason than "not there"
+    /// (here: a file where a parent directory should be) is an I/O error,
+    /// not "not found": the CLI tells a typo from a broken path by it.
+    #[test]
+    fn a_root_under_a_file_is_an_io_error_not_not_found() {
+        let tmp = tempfile::tempdir().unwrap();
+        fs::write(tmp.path().join("file"), "x").unwrap();
+        let err =
+            StateDir::open_existing_with(tmp.path().join("file/state"), StateOptions::default())
+                .unwrap_err();
+        assert!(
+            matches!(&err, Error::Io { op: "open state root", source, .. }
+                if source.raw_os_error() == Some(rustix::io::Errno::NOTDIR.raw_os_error())),
+            "{err:?}"
+        );
+        assert!(matches!(
+            StateDir::open_existing_with(tmp.path().join("missing"), StateOptions::default()),
+            Err(Error::NotFound { .. })
+        ));
+    }
+
+    #[test]
+    fn read_cap_is_the_one_given() {
+        let tmp = tempfile::tempdir().unwrap();
+        let options = StateOptions {
+            read_cap: 12_345,
+            ..StateOptions::default()
+        };
+        let state = StateDir::open_with(tmp.path(), options).unwrap();
+        assert_eq!(state.read_cap(), 12_345);
+        let default = StateDir::open(tmp.path()).unwrap();
+        assert_eq!(default.read_cap(), DEFAULT_READ_CAP);
+    }
+
+    /// `is_real_dir` says "not there" only for a missing path; a path that
+    /// cannot be examined (longer than PATH_MAX) is an error naming it.
+    #[test]
+    fn a_path_that_cannot_be_examined_is_not_taken_for_missing() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert!(!is_real_dir(&tmp.path().join("missing")).unwrap());
+        assert!(is_real_dir(tmp.path()).unwrap());
+        let long = tmp.path().join("d/".repeat(2100));
+        let err = is_real_dir(&long).unwrap_err();
+        assert!(
+            matches!(&err, Error::Io { op: "stat", path, source }
+                if *path == long
+                    && source.raw_os_error() == Some(rustix::io::Errno::NAMETOOLONG.raw_os_error())),
+            "{err:?}"
+        );
+    }
+
     #[test]
     fn channel_names_follow_the_rule() {
         let longest: &'static str = "abcdefghijklmnopqrstuvwxyz012345";

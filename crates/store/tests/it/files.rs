@@ -969,3 +969,49 @@ fn the_temp_walk_finds_none_in_a_missing_directory_and_fails_on_an_unlistable_on
         other => panic!("{other:?}"),
     }
 }
+
+/// `check_parents` is true when every directory above a path is there,
+/// false when one is missing, and an error when one is something else.
+#[test]
+fn check_parents_tells_present_missing_and_wrong() {
+    let t = TempState::new();
+    let p = t.at("hooks/a/b.json");
+    assert!(!t.state.check_parents(&p).unwrap());
+    fs::create_dir_all(t.state.root().join("hooks/a")).unwrap();
+    assert!(t.state.check_parents(&p).unwrap());
+    fs::remove_dir(t.state.root().join("hooks/a")).unwrap();
+    fs::write(t.state.root().join("hooks/a"), "x").unwrap();
+    assert!(matches!(
+        t.state.check_parents(&p),
+        Err(Error::NotADirectory { .. })
+    ));
+}
+
+/// `stale_temps_in` finds nothing in a directory that is not there, and
+/// refuses one that is a file or a symlink (never walking where it points).
+#[test]
+fn stale_temps_in_refuses_a_file_or_symlink_for_its_directory() {
+    let t = TempState::new();
+    let dir = t.at("hooks/sub");
+    assert!(
+        t.state
+            .stale_temps_in(&dir, Duration::ZERO)
+            .unwrap()
+            .is_empty()
+    );
+    fs::create_dir_all(t.state.root().join("hooks")).unwrap();
+    fs::write(dir.as_path(), "x").unwrap();
+    assert!(matches!(
+        t.state.stale_temps_in(&dir, Duration::ZERO),
+        Err(Error::NotADirectory { .. })
+    ));
+    fs::remove_file(dir.as_path()).unwrap();
+    let elsewhere = t.scratch("elsewhere");
+    fs::create_dir_all(&elsewhere).unwrap();
+    fs::write(elsewhere.join(".a.json.tmp.1"), "x").unwrap();
+    symlink(&elsewhere, dir.as_path()).unwrap();
+    assert!(matches!(
+        t.state.stale_temps_in(&dir, Duration::ZERO),
+        Err(Error::Symlink { .. })
+    ));
+}

@@ -1108,3 +1108,37 @@ fn a_batch_syncs_every_file_even_past_a_failed_one() {
     assert!(!calls.contains(&IoOp::Rename), "{calls:?}");
     assert_eq!(fs::read_dir(dir.as_path()).unwrap().count(), 0);
 }
+
+/// A directory the store must make for a new file and cannot: a failed
+/// `mkdir` is that error; one that says "already there" while nothing is
+/// there (made and removed again meanwhile) is `NotADirectory`. Either way
+/// nothing is left.
+#[test]
+fn a_directory_that_cannot_be_made_fails_the_write_with_its_reason() {
+    const EEXIST: i32 = 17;
+    let tmp = tempfile::tempdir().unwrap();
+    let io = FaultIo::passthrough();
+    let state = open(tmp.path(), io.clone());
+    let path = sp(&state, "mail/inbox/a/1.json");
+    let mkdir_fails = |errno| Fault {
+        kinds: vec![IoOp::Mkdir],
+        ..Fault::nth(1, errno)
+    };
+
+    io.set(mkdir_fails(EIO));
+    let err = state.create_new(&path, b"x").unwrap_err();
+    assert!(
+        matches!(&err, Error::Io { op: "create directory", source, .. }
+            if source.raw_os_error() == Some(EIO)),
+        "{err:?}"
+    );
+    assert!(!state.root().join("mail").exists());
+
+    io.set(mkdir_fails(EEXIST));
+    let err = state.create_new(&path, b"x").unwrap_err();
+    assert!(
+        matches!(&err, Error::NotADirectory { path } if *path == state.root().join("mail")),
+        "{err:?}"
+    );
+    assert!(!state.root().join("mail").exists());
+}
