@@ -11,6 +11,12 @@ use crate::backend::{IoBackend, IoOp, RealIo, SharedIo, SyncOrder};
 pub const EIO: i32 = 5;
 /// Linux's "no space left on device".
 pub const ENOSPC: i32 = 28;
+/// Linux's "no such file or directory".
+pub const ENOENT: i32 = 2;
+/// Linux's "file exists".
+pub const EEXIST: i32 = 17;
+/// Linux's "operation not supported".
+pub const EOPNOTSUPP: i32 = 95;
 
 /// Which calls a [`FaultIo`] fails.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +40,15 @@ impl Fault {
             kinds: Vec::new(),
             errno,
             sticky: false,
+        }
+    }
+
+    /// Fails the first call of `kind` with `errno`, once (other kinds pass
+    /// and are not counted).
+    pub fn first(kind: IoOp, errno: i32) -> Self {
+        Fault {
+            kinds: vec![kind],
+            ..Fault::nth(1, errno)
         }
     }
 }

@@ -23,7 +23,7 @@ mod nosync;
 mod record;
 mod tuned;
 
-pub use fault::{EIO, ENOSPC, Fault, FaultIo};
+pub use fault::{EEXIST, EIO, ENOENT, ENOSPC, EOPNOTSUPP, Fault, FaultIo};
 pub use nosync::NoSyncIo;
 pub use record::{CrashState, Entry, RecordIo};
 pub use tuned::TunedIo;

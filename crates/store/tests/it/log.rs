@@ -4,7 +4,7 @@
 
 use std::fs;
 
-use chipset_store::testing::{EIO, Fault, FaultIo};
+use chipset_store::testing::{EEXIST, EIO, ENOENT, Fault, FaultIo};
 use chipset_store::{Error, IoOp, JsonLog, StateOptions};
 use chipset_testkit::TempState;
 use serde_json::{Value, json};
@@ -78,10 +78,7 @@ fn an_append_whose_open_fails_reports_it_and_changes_nothing() {
     log.append(&json!({"n": 1})).unwrap();
     let before = fs::read(log.path()).unwrap();
 
-    io.set(Fault {
-        kinds: vec![IoOp::Open],
-        ..Fault::nth(1, EIO)
-    });
+    io.set(Fault::first(IoOp::Open, EIO));
     let err = log.append(&json!({"n": 2})).unwrap_err();
     assert!(
         matches!(&err, Error::Io { source, .. } if source.raw_os_error() == Some(EIO)),
@@ -97,10 +94,7 @@ fn an_append_whose_open_fails_reports_it_and_changes_nothing() {
 fn a_new_log_whose_create_fails_reports_that_error() {
     let (t, io, log) = counted();
     fs::create_dir_all(t.state.root().join("bus")).unwrap();
-    io.set(Fault {
-        kinds: vec![IoOp::Create],
-        ..Fault::nth(1, EIO)
-    });
+    io.set(Fault::first(IoOp::Create, EIO));
     let err = log.append(&json!({"n": 1})).unwrap_err();
     assert!(
         matches!(&err, Error::Io { source, .. } if source.raw_os_error() == Some(EIO)),
@@ -115,15 +109,11 @@ fn a_new_log_whose_create_fails_reports_that_error() {
 /// made and appends to it, as if it had been there all along.
 #[test]
 fn a_log_created_by_another_writer_meanwhile_is_appended_to() {
-    const ENOENT: i32 = 2;
     let (_t, io, log) = counted();
     log.append(&json!({"n": 1})).unwrap();
     // The first open says "not there", as it would have just before the
     // other writer's create; the create then finds the log.
-    io.set(Fault {
-        kinds: vec![IoOp::Open],
-        ..Fault::nth(1, ENOENT)
-    });
+    io.set(Fault::first(IoOp::Open, ENOENT));
     log.append(&json!({"n": 2})).unwrap();
     assert_eq!(
         io.calls(),
@@ -185,17 +175,12 @@ fn the_first_append_to_an_empty_log_syncs_its_directory() {
 fn a_failed_append_removes_only_a_log_it_created() {
     let (t, io, log) = counted();
     fs::create_dir_all(t.state.root().join("bus")).unwrap();
-    let write_fails = || Fault {
-        kinds: vec![IoOp::Write],
-        ..Fault::nth(1, EIO)
-    };
-
-    io.set(write_fails());
+    io.set(Fault::first(IoOp::Write, EIO));
     assert!(log.append(&json!({"n": 1})).is_err());
     assert!(!log.path().exists(), "the log this append created was left");
 
     fs::write(log.path(), b"").unwrap();
-    io.set(write_fails());
+    io.set(Fault::first(IoOp::Write, EIO));
     assert!(log.append(&json!({"n": 1})).is_err());
     assert_eq!(fs::read(log.path()).unwrap(), b"", "another's empty log");
 }
@@ -259,10 +244,7 @@ fn a_repair_that_cannot_make_its_quarantine_fails_and_changes_nothing() {
         (IoOp::Mkdir, "create directory"),
         (IoOp::Create, "create quarantine file"),
     ] {
-        io.set(Fault {
-            kinds: vec![kind],
-            ..Fault::nth(1, EIO)
-        });
+        io.set(Fault::first(kind, EIO));
         let err = log.repair::<Value>().unwrap_err();
         assert!(
             matches!(&err, Error::Io { op: o, source, .. }
@@ -280,13 +262,9 @@ fn a_repair_that_cannot_make_its_quarantine_fails_and_changes_nothing() {
 /// collide: a quarantine file name already taken gets the next suffix.
 #[test]
 fn a_taken_quarantine_name_gets_the_next_suffix() {
-    const EEXIST: i32 = 17;
     let (t, io, log) = counted();
     log_with_an_overlong_line(&t, &log);
-    io.set(Fault {
-        kinds: vec![IoOp::Create],
-        ..Fault::nth(1, EEXIST)
-    });
+    io.set(Fault::first(IoOp::Create, EEXIST));
     let done = log.repair::<Value>().unwrap().unwrap();
     let name = done.quarantined.file_name().unwrap().to_string_lossy();
     assert!(name.ends_with("-events.jsonl.1"), "{name}");

@@ -14,7 +14,9 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use chipset_store::testing::{EIO, ENOSPC, Fault, FaultIo, RecordIo, visible};
+use chipset_store::testing::{
+    EEXIST, EIO, ENOENT, ENOSPC, EOPNOTSUPP, Fault, FaultIo, RecordIo, visible,
+};
 use chipset_store::{
     Decision, Error, IoBackend, IoOp, JsonLog, ReadOutcome, SharedIo, StateDir, StateOptions,
     StatePath, SyncOrder,
@@ -735,12 +737,7 @@ fn a_batch_under_syncfs_takes_three_flushes_and_a_failed_syncfs_publishes_nothin
         })
         .collect();
     let before = fault.calls().len();
-    fault.set(Fault {
-        nth: 1,
-        kinds: vec![IoOp::SyncFs],
-        errno: EIO,
-        sticky: false,
-    });
+    fault.set(Fault::first(IoOp::SyncFs, EIO));
     let err = state.create_new_batch(&items).unwrap_err();
     assert!(!err.is_outcome_unknown(), "{err}");
     assert!(err.to_string().contains("sync the filesystem"), "{err}");
@@ -802,19 +799,13 @@ fn each_order_settles_a_new_file_with_its_own_call() {
 /// this pid) is skipped for the next name: the write goes through.
 #[test]
 fn a_temp_name_already_taken_is_skipped_for_the_next() {
-    const EEXIST: i32 = 17;
     let tmp = tempfile::tempdir().unwrap();
     let fault = FaultIo::new(Fault::nth(0, EIO));
     let state = open(tmp.path(), fault.clone());
     let path = sp(&state, "hooks/a.json");
     state.write_json(&path, &json!({"n": 1})).unwrap();
     for create in [true, false] {
-        fault.set(Fault {
-            nth: 1,
-            kinds: vec![IoOp::Create],
-            errno: EEXIST,
-            sticky: false,
-        });
+        fault.set(Fault::first(IoOp::Create, EEXIST));
         if create {
             state
                 .create_new(&sp(&state, "hooks/b.json"), b"{}\n")
@@ -845,7 +836,6 @@ fn a_temp_name_already_taken_is_skipped_for_the_next() {
 /// whoever finds it knows what it was, and the temp sweep removes it.
 #[test]
 fn a_temp_left_behind_names_its_file() {
-    const EOPNOTSUPP: i32 = 95;
     let tmp = tempfile::tempdir().unwrap();
     let fault = FaultIo::new(Fault::nth(0, EIO));
     let state = open(tmp.path(), fault.clone());
@@ -895,12 +885,7 @@ fn an_unsynced_write_replaces_whole_and_syncs_nothing() {
         assert!(!calls.contains(&sync), "{sync:?} in {calls:?}");
     }
 
-    fault.set(Fault {
-        nth: 1,
-        kinds: vec![IoOp::Write],
-        errno: ENOSPC,
-        sticky: false,
-    });
+    fault.set(Fault::first(IoOp::Write, ENOSPC));
     let err = state.write_unsynced(&path, b"three\n").unwrap_err();
     assert_eq!(
         err.io_kind(),
@@ -929,7 +914,6 @@ fn an_unsynced_write_replaces_whole_and_syncs_nothing() {
 /// rename is an error that publishes nothing, never retried as a link.
 #[test]
 fn only_an_unsupported_rename_falls_back_to_a_link() {
-    const EOPNOTSUPP: i32 = 95;
     for (errno, published) in [(EOPNOTSUPP, true), (EIO, false), (ENOSPC, false)] {
         let tmp = tempfile::tempdir().unwrap();
         let fault = FaultIo::new(Fault::nth(0, EIO));
@@ -937,12 +921,7 @@ fn only_an_unsupported_rename_falls_back_to_a_link() {
         state
             .create_new(&sp(&state, "inbox/a.json"), b"a\n")
             .unwrap();
-        fault.set(Fault {
-            nth: 1,
-            kinds: vec![IoOp::Rename],
-            errno,
-            sticky: false,
-        });
+        fault.set(Fault::first(IoOp::Rename, errno));
         let path = sp(&state, "inbox/b.json");
         let created = state.create_new(&path, b"b\n");
         let calls = fault.calls();
@@ -973,20 +952,13 @@ fn only_an_unsupported_rename_falls_back_to_a_link() {
 /// else a `Rename` error naming both paths; each time nothing moved.
 #[test]
 fn a_failed_move_says_why_and_moves_nothing() {
-    const ENOENT: i32 = 2;
-    const EEXIST: i32 = 17;
     for errno in [ENOENT, EEXIST, EIO] {
         let tmp = tempfile::tempdir().unwrap();
         let fault = FaultIo::new(Fault::nth(0, EIO));
         let state = open(tmp.path(), fault.clone());
         let (from, to) = (sp(&state, "queue/a.json"), sp(&state, "done/a.json"));
         state.create_new(&from, b"a\n").unwrap();
-        fault.set(Fault {
-            nth: 1,
-            kinds: vec![IoOp::Rename],
-            errno,
-            sticky: false,
-        });
+        fault.set(Fault::first(IoOp::Rename, errno));
         let err = state.move_noclobber(&from, &to).unwrap_err();
         match (errno, &err) {
             (ENOENT, Error::NotFound { path }) => assert_eq!(path, from.as_path()),
@@ -1031,12 +1003,7 @@ fn a_failed_removal_is_an_error_not_absence() {
     let state = open(tmp.path(), fault.clone());
     let path = sp(&state, "processed/a.json");
     state.create_new(&path, b"a\n").unwrap();
-    fault.set(Fault {
-        nth: 1,
-        kinds: vec![IoOp::Remove],
-        errno: EIO,
-        sticky: false,
-    });
+    fault.set(Fault::first(IoOp::Remove, EIO));
     match state.remove_file(&path) {
         Err(Error::Io { op, path: p, .. }) => {
             assert_eq!((op, p.as_path()), ("remove", path.as_path()));
@@ -1091,12 +1058,7 @@ fn a_batch_syncs_every_file_even_past_a_failed_one() {
     let items: Vec<(StatePath, Vec<u8>)> = (0..3)
         .map(|i| (dir.join(format!("{i}.json")).unwrap(), b"{}".to_vec()))
         .collect();
-    fault.set(Fault {
-        nth: 1,
-        kinds: vec![IoOp::Sync],
-        errno: EIO,
-        sticky: false,
-    });
+    fault.set(Fault::first(IoOp::Sync, EIO));
     let err = state.create_new_batch(&items).unwrap_err();
     assert!(!err.is_outcome_unknown(), "{err}");
     let calls = fault.calls();
@@ -1115,17 +1077,12 @@ fn a_batch_syncs_every_file_even_past_a_failed_one() {
 /// nothing is left.
 #[test]
 fn a_directory_that_cannot_be_made_fails_the_write_with_its_reason() {
-    const EEXIST: i32 = 17;
     let tmp = tempfile::tempdir().unwrap();
     let io = FaultIo::passthrough();
     let state = open(tmp.path(), io.clone());
     let path = sp(&state, "mail/inbox/a/1.json");
-    let mkdir_fails = |errno| Fault {
-        kinds: vec![IoOp::Mkdir],
-        ..Fault::nth(1, errno)
-    };
 
-    io.set(mkdir_fails(EIO));
+    io.set(Fault::first(IoOp::Mkdir, EIO));
     let err = state.create_new(&path, b"x").unwrap_err();
     assert!(
         matches!(&err, Error::Io { op: "create directory", source, .. }
@@ -1134,7 +1091,7 @@ fn a_directory_that_cannot_be_made_fails_the_write_with_its_reason() {
     );
     assert!(!state.root().join("mail").exists());
 
-    io.set(mkdir_fails(EEXIST));
+    io.set(Fault::first(IoOp::Mkdir, EEXIST));
     let err = state.create_new(&path, b"x").unwrap_err();
     assert!(
         matches!(&err, Error::NotADirectory { path } if *path == state.root().join("mail")),
