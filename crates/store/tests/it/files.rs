@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use chipset_store::{
     Channel, CorruptReason, Created, Error, JsonLog, Lock, ReadOutcome, StateDir, StateOptions,
-    is_temp_name,
+    StatePath, is_temp_name,
 };
 use chipset_testkit::TempState;
 use serde_json::{Value, json};
@@ -917,6 +917,19 @@ fn logs_open_only_inside_the_root_and_the_reader_makes_nothing() {
     assert_eq!(reader.read::<serde_json::Value>().unwrap().records.len(), 1);
 }
 
+/// A directory in channel `deep` nested to just under PATH_MAX (4,096
+/// bytes), not created, and a file in it whose path is over it.
+fn past_path_max(t: &TempState) -> (StatePath, StatePath) {
+    let mut dir = t.state.channel_dir(Channel::new("deep")).unwrap();
+    let segment = "d".repeat(200);
+    while dir.as_os_str().len() < 4000 {
+        dir = dir.join(&segment).unwrap();
+    }
+    let file = dir.join("f".repeat(200)).unwrap();
+    assert!(dir.as_os_str().len() < 4096 && file.as_os_str().len() > 4096);
+    (dir, file)
+}
+
 /// A file that cannot be examined for another reason than "not there" is
 /// an error about that file, not taken for "no symlink, go ahead": here its
 /// path is longer than the system takes (PATH_MAX) while its directory's is
@@ -924,13 +937,7 @@ fn logs_open_only_inside_the_root_and_the_reader_makes_nothing() {
 #[test]
 fn a_file_that_cannot_be_examined_is_an_error_naming_it() {
     let t = TempState::new();
-    let mut dir = t.state.channel_dir(Channel::new("deep")).unwrap();
-    let segment = "d".repeat(200);
-    while dir.as_os_str().len() < 4000 {
-        dir = dir.join(&segment).unwrap();
-    }
-    let file = dir.join("f".repeat(200)).unwrap();
-    assert!(file.as_os_str().len() > 4096);
+    let (_, file) = past_path_max(&t);
     match t.state.write_json(&file, &json!(1)) {
         Err(Error::Io { op, path, source }) => {
             assert_eq!(op, "stat");
@@ -950,13 +957,8 @@ fn a_file_that_cannot_be_examined_is_an_error_naming_it() {
 #[test]
 fn a_move_source_that_cannot_be_examined_is_an_error_naming_it() {
     let t = TempState::new();
-    let mut dir = t.state.channel_dir(Channel::new("deep")).unwrap();
-    let segment = "d".repeat(200);
-    while dir.as_os_str().len() < 4000 {
-        dir = dir.join(&segment).unwrap();
-    }
+    let (dir, from) = past_path_max(&t);
     t.state.ensure_dir(&dir).unwrap();
-    let from = dir.join("f".repeat(200)).unwrap();
     let to = t.state.channel(Channel::new("deep")).join("g").unwrap();
     match t.state.move_noclobber(&from, &to) {
         Err(Error::Io { op, path, .. }) => {
