@@ -100,7 +100,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{MailError, Result};
 use crate::format::{Kind, Message, parse_message};
 use crate::layout::{BY_TASK, ORPHAN, id_of};
-use crate::mail::{Mail, check_id, read_message, stray};
+use crate::mail::{Mail, check_id, stray};
 
 /// The cache's folder under `mail/` (a dot-name: listings skip it).
 pub(crate) const GATE_DIR: &str = ".gate";
@@ -328,6 +328,15 @@ pub(crate) fn load<T: for<'de> Deserialize<'de>>(state: &StateDir, path: &StateP
 /// or unsupported file, an id that does not match its name); `None` when it
 /// moved on since the listing.
 fn read_entry(state: &StateDir, dir: &StatePath, name: &str) -> Result<Option<Message>> {
+    Ok(read_entry_bytes(state, dir, name)?.map(|(message, _)| message))
+}
+
+/// [`read_entry`], with the bytes the message was read from.
+fn read_entry_bytes(
+    state: &StateDir,
+    dir: &StatePath,
+    name: &str,
+) -> Result<Option<(Message, Vec<u8>)>> {
     let Some(id) = id_of(name) else {
         return Err(MailError::Corrupt(stray(
             dir.as_path().join(name),
@@ -335,11 +344,17 @@ fn read_entry(state: &StateDir, dir: &StatePath, name: &str) -> Result<Option<Me
         )));
     };
     let path = dir.join_id(&id, ".json");
-    match read_message(state, &path)? {
+    let bytes = match state.read_bytes(&path)? {
+        ReadOutcome::Missing => return Ok(None),
+        ReadOutcome::Corrupt(c) => return Err(c.into()),
+        ReadOutcome::Unsupported(u) => return Err(u.into()),
+        ReadOutcome::Value(bytes) => bytes,
+    };
+    match parse_message(&path, &bytes) {
         ReadOutcome::Missing => Ok(None),
         ReadOutcome::Corrupt(c) => Err(c.into()),
         ReadOutcome::Unsupported(u) => Err(u.into()),
-        ReadOutcome::Value(m) => Ok(Some(check_id(&path, &id, m)?)),
+        ReadOutcome::Value(m) => Ok(Some((check_id(&path, &id, m)?, bytes))),
     }
 }
 
@@ -841,31 +856,17 @@ impl TaskFiles<'_> {
     /// left the inbox since the listing.
     fn request(&mut self, agent: &AgentId, name: &str) -> Result<Option<Message>> {
         let inbox = self.mail.layout.inbox(agent);
-        let Some(id) = id_of(name) else {
-            return Err(MailError::Corrupt(stray(
-                inbox.as_path().join(name),
-                "not a message file: expected `{id}.json`",
-            )));
-        };
-        let path = inbox.join_id(&id, ".json");
         let slice = self.cache.inboxes.get_mut(agent);
         if let Some(bytes) = slice.as_ref().and_then(|s| s.requests.get(name))
-            && let ReadOutcome::Value(m) = parse_message(&path, bytes.as_bytes())
+            && let Some(id) = id_of(name)
+            && let ReadOutcome::Value(m) =
+                parse_message(&inbox.join_id(&id, ".json"), bytes.as_bytes())
             && m.id == id
         {
             return Ok(Some(m));
         }
-        let bytes = match self.mail.state.read_bytes(&path)? {
-            ReadOutcome::Missing => return Ok(None),
-            ReadOutcome::Corrupt(c) => return Err(c.into()),
-            ReadOutcome::Unsupported(u) => return Err(u.into()),
-            ReadOutcome::Value(bytes) => bytes,
-        };
-        let message = match parse_message(&path, &bytes) {
-            ReadOutcome::Missing => return Ok(None),
-            ReadOutcome::Corrupt(c) => return Err(c.into()),
-            ReadOutcome::Unsupported(u) => return Err(u.into()),
-            ReadOutcome::Value(m) => check_id(&path, &id, m)?,
+        let Some((message, bytes)) = read_entry_bytes(&self.mail.state, &inbox, name)? else {
+            return Ok(None);
         };
         // Only a slice this walk confirmed or listed is here; one that holds
         // for its stamp keeps the bytes while that stamp holds.
