@@ -146,7 +146,7 @@ impl Stamp {
     }
 
     /// True when both times are at least [`RACY`] before `now`.
-    fn settled(&self, now: SystemTime) -> bool {
+    pub(crate) fn settled(&self, now: SystemTime) -> bool {
         let Ok(now) = now.duration_since(UNIX_EPOCH) else {
             return false;
         };

@@ -62,6 +62,7 @@
 //! their request, as the fallback does.
 
 use std::collections::BTreeMap;
+use std::time::SystemTime;
 
 use crate::MessageId;
 use chipset_store::{JsonLog, ReadOutcome, StatePath, Timestamp};
@@ -69,6 +70,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{MailError, Result};
 use crate::format::{Kind, Message};
+use crate::gate::Stamp;
 use crate::layout::Location;
 use crate::mail::{MTIME_SLACK, Mail, answers, read_message};
 
@@ -192,7 +194,9 @@ impl Mail {
                     since: self.state.now(),
                     offset: len,
                     mark: mark(&log, len)?,
-                    at_end: settled(&meta).then_some(times),
+                    at_end: Stamp::from(&meta)
+                        .settled(SystemTime::now())
+                        .then_some(times),
                 };
                 self.store_cache(&path, &tail);
                 return Ok(Caught::since(tail.since));
@@ -201,7 +205,7 @@ impl Mail {
         tail.v = VERSION;
         let mut caught = Caught::since(tail.since);
         if tail.offset == len {
-            if settled(&meta) {
+            if Stamp::from(&meta).settled(SystemTime::now()) {
                 tail.at_end = Some(times);
                 self.store_cache(&path, &tail);
             }
@@ -227,7 +231,8 @@ impl Mail {
             tail.offset = read.end_offset;
             tail.mark = mark(&log, tail.offset)?;
             // The times were taken before the read: a write since has moved them.
-            tail.at_end = (tail.offset == len && settled(&meta)).then_some(times);
+            tail.at_end = (tail.offset == len && Stamp::from(&meta).settled(SystemTime::now()))
+                .then_some(times);
             self.store_cache(&path, &tail);
         }
         for response in replies {
@@ -276,18 +281,6 @@ const MARK_LEN: u64 = 64;
 /// Returns the manifest's bytes before `offset` (at most [`MARK_LEN`]), in
 /// hex; empty when the manifest is gone (which no mark of a tail matches,
 /// but the empty one of an empty manifest).
-/// True when both of the manifest's times are at least [`crate::gate::RACY`]
-/// before now (a change within that may share its stamp).
-fn settled(meta: &chipset_store::Stat) -> bool {
-    let Ok(now) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) else {
-        return false;
-    };
-    let ns = |(s, n): (i64, i64)| i128::from(s) * 1_000_000_000 + i128::from(n);
-    let now = i128::try_from(now.as_nanos()).unwrap_or(i128::MAX);
-    let newest = ns(meta.mtime()).max(ns(meta.ctime()));
-    now - newest >= i128::try_from(crate::gate::RACY.as_nanos()).unwrap_or(i128::MAX)
-}
-
 fn mark(log: &JsonLog, offset: u64) -> Result<String> {
     use std::fmt::Write as _;
     let bytes = log
