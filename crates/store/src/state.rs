@@ -341,6 +341,13 @@ impl StateDir {
         Ok(true)
     }
 
+    /// True when `dir` is a real directory with real directories above it;
+    /// false when it or one above is missing. A symlink or something else
+    /// on the way is an error (see [`StateDir::check_parents`]).
+    pub(crate) fn dir_there(&self, dir: &Path) -> Result<bool> {
+        Ok(self.parents_ok(dir)? && is_real_dir(dir)?)
+    }
+
     fn ensure_parent(&self, path: &Path) -> Result<()> {
         match path.parent() {
             Some(p) => self.ensure_dir_tracked(p).map(drop),
@@ -640,7 +647,7 @@ impl StateDir {
     /// be listed or an entry examined.
     pub fn stale_temps_in(&self, dir: &StatePath, max_age: Duration) -> Result<Vec<PathBuf>> {
         let dir = dir.as_path();
-        if !self.parents_ok(dir)? || !is_real_dir(dir)? {
+        if !self.dir_there(dir)? {
             return Ok(Vec::new());
         }
         atomic::stale_temps(dir, max_age)

@@ -349,7 +349,7 @@ impl StateDir {
         dir: &Path,
         mut each: impl FnMut(String, &fs::DirEntry) -> std::result::Result<(), E>,
     ) -> std::result::Result<(), E> {
-        if !self.parents_ok(dir)? || !is_real_dir(dir)? {
+        if !self.dir_there(dir)? {
             return Ok(());
         }
         let entries = fs::read_dir(dir).map_err(|e| Error::io("list directory", dir, e))?;
