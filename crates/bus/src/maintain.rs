@@ -94,6 +94,15 @@ fn is_corrupt<T: serde::de::DeserializeOwned>(path: &Path, cap: u64, seen: &Obse
         .is_corrupt()
 }
 
+/// The entry `name` listed in `dir` as a path, or `None` once it is
+/// reported: a name that is not one safe segment is foreign, and out of a
+/// `StatePath`'s reach, so it is reported and left alone.
+fn listed_or_reported(dir: &StatePath, name: &str, report: &mut Report) -> Option<StatePath> {
+    listed(dir, name)
+        .map_err(|shown| report.findings.push(finding(&shown, Problem::ForeignName)))
+        .ok()
+}
+
 /// Returns the doctor's finding for a bad bus file: coded `bus-{kind}`,
 /// worded "`{path}`: {problem}".
 fn finding(path: &Path, problem: Problem) -> Finding {
@@ -293,14 +302,8 @@ impl Bus {
             let is_queue = dir != processed;
             for name in self.state().list(&dir)? {
                 report.scanned += 1;
-                let path = match listed(&dir, &name) {
-                    Ok(path) => path,
-                    // Not one safe segment: foreign, and out of a
-                    // `StatePath`'s reach, so reported and left alone.
-                    Err(shown) => {
-                        report.findings.push(finding(&shown, Problem::ForeignName));
-                        continue;
-                    }
+                let Some(path) = listed_or_reported(&dir, &name, report) else {
+                    continue;
                 };
                 match read_event(self.state(), &path, &name)? {
                     EventRead::Gone => {}
@@ -338,12 +341,8 @@ impl Bus {
         }
         let dedup = self.dedup_dir(agent);
         for name in self.state().list(&dedup)? {
-            let path = match listed(&dedup, &name) {
-                Ok(path) => path,
-                Err(shown) => {
-                    report.findings.push(finding(&shown, Problem::ForeignName));
-                    continue;
-                }
+            let Some(path) = listed_or_reported(&dedup, &name, report) else {
+                continue;
             };
             let read = self.state().read_json::<DedupRecord>(&path)?.map(drop);
             self.state_finding(&path, read, is_corrupt::<DedupRecord>, report)?;
