@@ -3,14 +3,16 @@
 use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
-use crate::backend::{IoBackend, SyncOrder};
+use crate::backend::{IoBackend, SharedIo, SyncOrder};
 use crate::canonical::to_canonical_json;
 use crate::error::{Error, Result};
+use crate::sync_pool;
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
@@ -277,44 +279,6 @@ pub enum Created {
     AlreadyExists,
 }
 
-/// How many syncs a batch runs at once. Concurrent syncs of files in one
-/// filesystem share journal commits (ext4, XFS), and without a journal the
-/// block layer merges the cache flushes that wait together, so a batch pays
-/// for a few sync rounds instead of one sync per file. 64 rather than 16:
-/// on this repository's unjournalled ext4, 100 fsyncs took a median of
-/// 10.4 ms with 64 threads against 14.4 ms with 16 (41.5 against 170 ms
-/// with a background writer; the store's Durability docs).
-const SYNC_PARALLELISM: usize = 64;
-
-/// Runs `sync` on every item, up to [`SYNC_PARALLELISM`] at a time, and
-/// returns the first failure (after every started sync has finished).
-fn sync_concurrently<T: Sync>(items: &[T], sync: impl Fn(&T) -> Result<()> + Sync) -> Result<()> {
-    if items.len() <= 1 {
-        return items.iter().try_for_each(&sync);
-    }
-    let workers = items.len().min(SYNC_PARALLELISM);
-    let next = AtomicU64::new(0);
-    let failure: std::sync::Mutex<Option<Error>> = std::sync::Mutex::new(None);
-    std::thread::scope(|scope| {
-        for _ in 0..workers {
-            scope.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed) as usize;
-                    let Some(item) = items.get(i) else { break };
-                    if let Err(e) = sync(item) {
-                        let mut slot = failure.lock().unwrap_or_else(|p| p.into_inner());
-                        slot.get_or_insert(e);
-                    }
-                }
-            });
-        }
-    });
-    match failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        Some(e) => Err(e),
-        None => Ok(()),
-    }
-}
-
 /// Makes the data of every file written so far durable with one `syncfs`
 /// through `file` (the batch's first temp, `first`, opened before any of the
 /// batch's writes, so a write-back error of any of them is reported), then
@@ -350,10 +314,11 @@ fn sync_filesystem(io: &dyn IoBackend, file: &File, first: &Path) -> Result<()> 
 /// published: those stay published, each whole, and a retry of the same
 /// batch reports them [`Created::AlreadyExists`] and publishes the rest.
 pub(crate) fn create_new_batch_with<P: AsRef<Path>>(
-    io: &dyn IoBackend,
+    shared: &SharedIo,
     order: SyncOrder,
     items: &[(P, Vec<u8>)],
 ) -> Result<Vec<Created>> {
+    let io: &dyn IoBackend = &**shared;
     let mut temps: Vec<(PathBuf, File)> = Vec::with_capacity(items.len());
     let remove_all = |temps: &[(PathBuf, File)]| {
         for (t, _) in temps {
@@ -379,11 +344,15 @@ pub(crate) fn create_new_batch_with<P: AsRef<Path>>(
     // One round: every temp's data and size are durable (or, under
     // `WriteBackThenDir`, written, and durable with the directory syncs)
     // before any rename.
-    let settled = match (order, temps.first()) {
+    let (temps, settled) = match (order, temps.first()) {
         (SyncOrder::SyncFsThenDir, Some((first, file))) if temps.len() > 1 => {
-            sync_filesystem(io, file, first)
+            let settled = sync_filesystem(io, file, first);
+            (temps, settled)
         }
-        _ => sync_concurrently(&temps, |(tmp, file)| settle(io, order, file, tmp)),
+        _ => {
+            let shared = Arc::clone(shared);
+            sync_pool::sync_all(temps, move |(tmp, file)| settle(&*shared, order, file, tmp))
+        }
     };
     if let Err(e) = settled {
         remove_all(&temps);
@@ -391,7 +360,7 @@ pub(crate) fn create_new_batch_with<P: AsRef<Path>>(
     }
     let temps: Vec<PathBuf> = temps.into_iter().map(|(t, _)| t).collect();
     let mut outcomes = Vec::with_capacity(items.len());
-    let mut dirs: Vec<&Path> = Vec::new();
+    let mut dirs: Vec<PathBuf> = Vec::new();
     let mut first_published: Option<&Path> = None;
     let mut pending = items.iter().zip(&temps);
     for ((path, _), tmp) in pending.by_ref() {
@@ -413,12 +382,13 @@ pub(crate) fn create_new_batch_with<P: AsRef<Path>>(
             }
         }
         let dir = parent(path);
-        if !dirs.contains(&dir) {
-            dirs.push(dir);
+        if !dirs.iter().any(|d| d == dir) {
+            dirs.push(dir.to_owned());
         }
     }
     // One more round: each directory once, concurrently.
-    if let Err(e) = sync_concurrently(&dirs, |dir| sync_dir_with(io, dir)) {
+    let shared = Arc::clone(shared);
+    if let (_, Err(e)) = sync_pool::sync_all(dirs, move |dir| sync_dir_with(&*shared, dir)) {
         return Err(match first_published {
             Some(p) => e.after_commit(p),
             None => e,

@@ -459,7 +459,7 @@ impl StateDir {
                 seen.push(parent);
             }
         }
-        atomic::create_new_batch_with(self.backend(), self.inner.sync_order, items).inspect_err(
+        atomic::create_new_batch_with(&self.inner.io, self.inner.sync_order, items).inspect_err(
             |e| {
                 if !e.is_outcome_unknown() {
                     self.roll_back_dirs(&made);
