@@ -362,6 +362,27 @@
 //! | the same, a run before that | 0.50× | 0.58× | | |
 //! | ext4 with a journal, loop device (`WriteBackThenDir`) | 1.23× | 1.25× | 18.6× | 17.4× |
 //! | the same, an earlier run (16 write-backs at once) | 1.38× | 1.15× | 18.3× | 21.5× |
+//! | ext4 without a journal, with the kept sync threads, a quiet machine (load below 1.3), three runs | 0.86×, 1.36×, 1.15× | 0.80×, 0.90×, 0.70× | 4.84×, 2.17×, 3.93× | 4.71×, 2.68×, 4.05× |
+//! | ext4 with a journal, loop device, with the kept sync threads, the same hour | 1.37× | 1.15× | 11.3× | 11.9× |
+//!
+//! The earlier rows without a journal were measured beside other builds,
+//! which slowed nubos-pilot's sends (1,500 to 3,500 µs) more than a batch;
+//! on a quiet machine nubos-pilot sends in 785 to 1,500 µs and a batch of
+//! 100 costs 167 to 388 µs a message. What a batch cannot share is the
+//! file each message is (the seed's contract): its creation and rename.
+//! On this disk's ext4 without a journal, creating a file cost 51 to
+//! 237 µs in a C program doing nothing else (100 `open(O_CREAT | O_EXCL)`
+//! in one directory, 10 rounds), almost all of it CPU in the inode
+//! allocator: without a journal ext4 skips every inode freed in the last
+//! seconds (`recently_deleted` and the inode-table lookups of
+//! `find_inode_bit`: 44% of the run's samples under `perf`), and this
+//! machine frees many (builds, test runs). A batch of 100 at 10× a
+//! nubos-pilot send of 785 µs must cost under 7.9 ms, less than its 100
+//! creations alone (5 to 24 ms). The store's part of a batch is already
+//! at that floor: `create_new_batch` of 100 took 13 to 16 ms where the
+//! same system calls from C took 19 ms minutes later (create and write 12, syncs 5,
+//! renames 1.5, the directory 0.4). With a journal the allocator skips
+//! nothing, and the batch is 11.9× nubos-pilot's send.
 //!
 //! Syncs per publish, before and after issue 15's work on batches: a
 //! single send 2 (`fsync` + directory) without a journal, 1 (write-back +
