@@ -34,10 +34,10 @@ use crate::error::Result;
 /// pool starts. Concurrent syncs of files in one filesystem share journal
 /// commits (ext4, XFS), and without a journal the block layer merges the
 /// cache flushes that wait together, so a batch pays for a few sync rounds
-/// instead of one sync per file. 64 rather than 16: on this repository's unjournalled ext4,
-/// 100 fsyncs took a median of 10.4 ms with 64 threads against 14.4 ms with
-/// 16 (41.5 against 170 ms with a background writer; the store's
-/// Durability docs).
+/// instead of one sync per file. 64 rather than 16: on this repository's
+/// unjournalled ext4, 100 fsyncs took a median of 10.4 ms with 64 threads
+/// against 14.4 ms with 16 (41.5 against 170 ms with a background writer;
+/// the store's Durability docs).
 pub(crate) const MAX_THREADS: usize = 64;
 
 type Job = Box<dyn FnOnce() + Send>;
@@ -47,6 +47,9 @@ struct Pool {
     queue: Arc<Mutex<Receiver<Job>>>,
     /// How many threads were started (they never stop).
     threads: Mutex<usize>,
+    /// The most threads it starts: [`MAX_THREADS`] (a test's pool may say
+    /// fewer).
+    limit: usize,
 }
 
 /// This process's pool. Keyed by process id: a child forked after a batch
@@ -67,12 +70,7 @@ fn pool_in(slot: &PoolSlot, pid: u32) -> Arc<Pool> {
     {
         return Arc::clone(pool);
     }
-    let (jobs, queue) = mpsc::channel();
-    let pool = Arc::new(Pool {
-        jobs,
-        queue: Arc::new(Mutex::new(queue)),
-        threads: Mutex::new(0),
-    });
+    let pool = Arc::new(Pool::new(MAX_THREADS));
     if let Some(inherited) = slot.replace((pid, Arc::clone(&pool))) {
         // Its queue's lock may be held by a thread that does not exist in
         // this process: never drop or touch it.
@@ -82,11 +80,22 @@ fn pool_in(slot: &PoolSlot, pid: u32) -> Arc<Pool> {
 }
 
 impl Pool {
-    /// Starts threads until `wanted` (at most [`MAX_THREADS`]) run, as far
-    /// as the system lets it; returns how many run.
+    /// A pool with no thread yet, that starts at most `limit`.
+    fn new(limit: usize) -> Pool {
+        let (jobs, queue) = mpsc::channel();
+        Pool {
+            jobs,
+            queue: Arc::new(Mutex::new(queue)),
+            threads: Mutex::new(0),
+            limit,
+        }
+    }
+
+    /// Starts threads until `wanted` (at most its limit) run, as far as
+    /// the system lets it; returns how many run.
     fn grow(&self, wanted: usize) -> usize {
         let mut threads = self.threads.lock().unwrap_or_else(PoisonError::into_inner);
-        while *threads < wanted.min(MAX_THREADS) {
+        while *threads < wanted.min(self.limit) {
             let queue = Arc::clone(&self.queue);
             let started = std::thread::Builder::new()
                 .name("chipset-sync".into())
@@ -144,11 +153,19 @@ where
     T: Send + 'static,
     F: Fn(&T) -> Result<()> + Send + Sync + 'static,
 {
+    sync_all_on(&pool(), items, sync)
+}
+
+/// [`sync_all`] on `pool`.
+fn sync_all_on<T, F>(pool: &Pool, items: Vec<T>, sync: F) -> (Vec<T>, Result<()>)
+where
+    T: Send + 'static,
+    F: Fn(&T) -> Result<()> + Send + Sync + 'static,
+{
     if items.len() <= 1 {
         let result = items.iter().try_for_each(&sync);
         return (items, result);
     }
-    let pool = pool();
     let count = items.len();
     let sync = Arc::new(sync);
     let (done, finished) = mpsc::channel();
@@ -211,11 +228,16 @@ mod tests {
         )
     }
 
+    fn threads(pool: &Pool) -> usize {
+        *pool.threads.lock().unwrap()
+    }
+
     #[test]
     fn every_item_is_synced_once_and_comes_back_in_order() {
         let calls = Arc::new(AtomicUsize::new(0));
         let counted = Arc::clone(&calls);
         let items: Vec<usize> = (0..100).collect();
+        // Through the process's pool, as the store calls it.
         let (back, result) = sync_all(items, move |_| {
             counted.fetch_add(1, Ordering::SeqCst);
             Ok(())
@@ -226,14 +248,24 @@ mod tests {
     }
 
     #[test]
-    fn the_syncs_of_a_round_are_in_flight_together() {
+    fn the_syncs_of_a_round_are_in_flight_together_on_the_pools_threads() {
         // Each sync waits until 8 are running at once, or gives up after a
         // generous guard: with the round run one after another, none would
         // ever see 8 together.
+        let pool = Pool::new(MAX_THREADS);
+        let caller = std::thread::current().id();
         let running = Arc::new(AtomicUsize::new(0));
         let most = Arc::new(AtomicUsize::new(0));
-        let (r, m) = (Arc::clone(&running), Arc::clone(&most));
-        let (_, result) = sync_all((0..8).collect::<Vec<usize>>(), move |_| {
+        let on_caller = Arc::new(AtomicUsize::new(0));
+        let (r, m, c) = (
+            Arc::clone(&running),
+            Arc::clone(&most),
+            Arc::clone(&on_caller),
+        );
+        let (_, result) = sync_all_on(&pool, (0..8).collect::<Vec<usize>>(), move |_| {
+            if std::thread::current().id() == caller {
+                c.fetch_add(1, Ordering::SeqCst);
+            }
             let now = r.fetch_add(1, Ordering::SeqCst) + 1;
             m.fetch_max(now, Ordering::SeqCst);
             let start = std::time::Instant::now();
@@ -244,61 +276,94 @@ mod tests {
         });
         result.unwrap();
         assert_eq!(most.load(Ordering::SeqCst), 8);
+        assert_eq!(on_caller.load(Ordering::SeqCst), 0, "the caller only waits");
+        assert_eq!(threads(&pool), 8, "the pool grew to the round");
     }
 
     #[test]
     fn the_first_failure_in_order_is_returned_after_every_sync_ran() {
+        let pool = Pool::new(4);
         let calls = Arc::new(AtomicUsize::new(0));
         let counted = Arc::clone(&calls);
-        let (back, result) = sync_all((0..20).collect::<Vec<usize>>(), move |&i| {
+        let (back, result) = sync_all_on(&pool, (0..20).collect::<Vec<usize>>(), move |&i| {
             counted.fetch_add(1, Ordering::SeqCst);
             if i == 7 || i == 13 {
                 return Err(failure(i));
             }
             Ok(())
         });
-        assert_eq!(back.len(), 20);
+        assert_eq!(back, (0..20).collect::<Vec<_>>());
         assert_eq!(calls.load(Ordering::SeqCst), 20);
         let err = result.unwrap_err();
         assert!(err.to_string().contains("/item/7"), "{err}");
     }
 
     #[test]
-    fn a_single_item_runs_on_the_callers_thread() {
+    fn a_single_item_runs_on_the_callers_thread_and_starts_no_thread() {
+        let pool = Pool::new(MAX_THREADS);
         let caller = std::thread::current().id();
-        let (back, result) = sync_all(vec![1_u8], move |_| {
+        let (back, result) = sync_all_on(&pool, vec![1_u8], move |_| {
             assert_eq!(std::thread::current().id(), caller);
             Ok(())
         });
         result.unwrap();
         assert_eq!(back, vec![1]);
+        assert_eq!(threads(&pool), 0);
     }
 
     #[test]
     fn a_panic_reaches_the_caller_and_the_pool_keeps_working() {
-        let caught = panic::catch_unwind(|| {
-            sync_all((0..4).collect::<Vec<usize>>(), |&i| {
+        let pool = Pool::new(2);
+        let caught = panic::catch_unwind(AssertUnwindSafe(|| {
+            sync_all_on(&pool, (0..4).collect::<Vec<usize>>(), |&i| {
                 assert_ne!(i, 2, "sync of item 2 panicked");
                 Ok(())
             })
-        });
+        }));
         let payload = caught.expect_err("the panic is resumed in the caller");
         let message = payload
             .downcast_ref::<String>()
             .cloned()
             .unwrap_or_default();
         assert!(message.contains("sync of item 2 panicked"), "{message}");
-        let (back, result) = sync_all((0..4).collect::<Vec<usize>>(), |_| Ok(()));
+        let (back, result) = sync_all_on(&pool, (0..4).collect::<Vec<usize>>(), |_| Ok(()));
         result.unwrap();
         assert_eq!(back, vec![0, 1, 2, 3]);
+        assert_eq!(threads(&pool), 2, "no thread was lost to the panic");
     }
 
     #[test]
-    fn the_pool_never_grows_past_its_limit() {
-        let (_, result) = sync_all((0..200).collect::<Vec<usize>>(), |_| Ok(()));
+    fn the_pool_grows_to_its_limit_and_no_further() {
+        let pool = Pool::new(3);
+        let (_, result) = sync_all_on(&pool, vec![1_u8, 2], |_| Ok(()));
         result.unwrap();
-        let threads = *pool().threads.lock().unwrap();
-        assert!((2..=MAX_THREADS).contains(&threads), "{threads}");
+        assert_eq!(threads(&pool), 2);
+        let (back, result) = sync_all_on(&pool, (0..50).collect::<Vec<usize>>(), |_| Ok(()));
+        result.unwrap();
+        assert_eq!(back.len(), 50);
+        assert_eq!(threads(&pool), 3);
+        assert_eq!(
+            super::pool().limit,
+            64,
+            "the process pool keeps 64 syncs in flight"
+        );
+    }
+
+    #[test]
+    fn without_threads_the_round_runs_on_the_callers_thread() {
+        // A pool that can start no thread: a process at its thread limit.
+        let pool = Pool::new(0);
+        let caller = std::thread::current().id();
+        let (back, result) = sync_all_on(&pool, (0..10).collect::<Vec<usize>>(), move |&i| {
+            assert_eq!(std::thread::current().id(), caller);
+            if i == 3 {
+                return Err(failure(i));
+            }
+            Ok(())
+        });
+        assert_eq!(back, (0..10).collect::<Vec<_>>());
+        assert!(result.unwrap_err().to_string().contains("/item/3"));
+        assert_eq!(threads(&pool), 0);
     }
 
     #[test]
@@ -314,11 +379,7 @@ mod tests {
         // memory, another pid, and none of the parent's threads.
         let child = pool_in(&slot, 101);
         assert!(!Arc::ptr_eq(&parent, &child));
-        assert_eq!(
-            *child.threads.lock().unwrap(),
-            0,
-            "a child inherits no thread"
-        );
+        assert_eq!(threads(&child), 0, "a child inherits no thread");
         assert!(Arc::ptr_eq(&child, &pool_in(&slot, 101)));
     }
 }
