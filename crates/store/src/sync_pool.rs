@@ -250,8 +250,10 @@ mod tests {
     #[test]
     fn the_syncs_of_a_round_are_in_flight_together_on_the_pools_threads() {
         // Each sync waits until 8 are running at once, or gives up after a
-        // generous guard: with the round run one after another, none would
-        // ever see 8 together.
+        // guard (5 s: starting 8 threads takes milliseconds even on a
+        // loaded machine; short enough that a round run one after another
+        // fails here in 40 s instead of hanging): run one after another,
+        // none would ever see 8 together.
         let pool = Pool::new(MAX_THREADS);
         let caller = std::thread::current().id();
         let running = Arc::new(AtomicUsize::new(0));
@@ -269,7 +271,7 @@ mod tests {
             let now = r.fetch_add(1, Ordering::SeqCst) + 1;
             m.fetch_max(now, Ordering::SeqCst);
             let start = std::time::Instant::now();
-            while r.load(Ordering::SeqCst) < 8 && start.elapsed() < Duration::from_secs(30) {
+            while r.load(Ordering::SeqCst) < 8 && start.elapsed() < Duration::from_secs(5) {
                 std::thread::sleep(Duration::from_millis(1));
             }
             Ok(())
