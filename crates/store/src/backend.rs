@@ -293,29 +293,234 @@ fn detect_sync_order(root: &Path) -> SyncOrder {
     };
     #[allow(clippy::unnecessary_cast)]
     let magic = fs.f_type as u64;
+    order_for(magic, || ext4_has_journal(Path::new("/sys"), root))
+}
+
+/// The order for a filesystem of type `magic` (`statfs`); `journal` says
+/// whether an ext4 one runs a journal, and is asked only for ext4.
+fn order_for(magic: u64, journal: impl FnOnce() -> bool) -> SyncOrder {
     match magic {
         XFS_SUPER_MAGIC => SyncOrder::WriteBackThenDir,
-        EXT4_SUPER_MAGIC if ext4_has_journal(root) => SyncOrder::WriteBackThenDir,
+        EXT4_SUPER_MAGIC if journal() => SyncOrder::WriteBackThenDir,
         _ => SyncOrder::FileThenDir,
     }
 }
 
 /// Whether the ext2/3/4 filesystem holding `root` runs a journal: ext4
-/// names its journal thread in `/sys/fs/ext4/{device}/journal_task`, and
-/// writes `<none>` there without one (`-O ^has_journal`, or ext2).
-fn ext4_has_journal(root: &Path) -> bool {
+/// names its journal thread in `{sys}/fs/ext4/{device}/journal_task`, and
+/// writes `<none>` there without one (`-O ^has_journal`, or ext2). `sys` is
+/// where sysfs is mounted (`/sys`).
+fn ext4_has_journal(sys: &Path, root: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     let Ok(meta) = fs::metadata(root) else {
         return false;
     };
     let dev = meta.dev();
     let (major, minor) = (rustix::fs::major(dev), rustix::fs::minor(dev));
-    let Ok(device) = fs::read_link(format!("/sys/dev/block/{major}:{minor}")) else {
+    let Ok(device) = fs::read_link(sys.join(format!("dev/block/{major}:{minor}"))) else {
         return false;
     };
     let Some(name) = device.file_name().and_then(|n| n.to_str()) else {
         return false;
     };
-    fs::read_to_string(format!("/sys/fs/ext4/{name}/journal_task"))
+    fs::read_to_string(sys.join(format!("fs/ext4/{name}/journal_task")))
         .is_ok_and(|task| task.trim().parse::<u32>().is_ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::MetadataExt;
+
+    use super::*;
+
+    /// A descriptor the kernel refuses for I/O (`O_PATH`): every call on it
+    /// fails with `EBADF`.
+    fn path_only(path: &Path) -> File {
+        OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH)
+            .open(path)
+            .unwrap()
+    }
+
+    /// The real backend makes its calls: a descriptor the kernel refuses
+    /// is reported, never taken as synced.
+    #[test]
+    fn the_real_calls_report_what_the_kernel_refuses() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("a.json");
+        fs::write(&path, b"{}").unwrap();
+        let file = path_only(&path);
+        let ebadf = |r: io::Result<()>, call: &str| {
+            assert_eq!(r.unwrap_err().raw_os_error(), Some(libc::EBADF), "{call}");
+        };
+        ebadf(RealIo.sync_all(&file, &path), "sync_all");
+        ebadf(RealIo.sync_data(&file, &path), "sync_data");
+        ebadf(RealIo.write_back(&file, &path), "write_back");
+        ebadf(RealIo.sync_fs(&file, &path), "sync_fs");
+        ebadf(RealIo.set_len(&file, &path, 0), "set_len");
+        // And on a good descriptor they succeed.
+        let file = OpenOptions::new().write(true).open(&path).unwrap();
+        RealIo.sync_all(&file, &path).unwrap();
+        RealIo.sync_data(&file, &path).unwrap();
+        RealIo.write_back(&file, &path).unwrap();
+        RealIo.sync_fs(&file, &path).unwrap();
+        RealIo.sync_dir(tmp.path()).unwrap();
+        let gone = tmp.path().join("gone");
+        assert_eq!(
+            RealIo.sync_dir(&gone).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+    }
+
+    /// A file `sync_file_range` cannot take (a FIFO: `ESPIPE`) is synced
+    /// with `fdatasync` instead, and the answer is `fdatasync`'s (which
+    /// refuses a FIFO with `EINVAL`).
+    #[test]
+    fn a_write_back_the_kernel_cannot_do_falls_back_to_a_data_sync() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fifo = tmp.path().join("fifo");
+        rustix::fs::mknodat(
+            CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        // Read and write: opening a FIFO so does not wait for a peer.
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&fifo)
+            .unwrap();
+        assert_eq!(
+            sync_file_range(&file).unwrap_err().raw_os_error(),
+            Some(libc::ESPIPE)
+        );
+        assert_eq!(
+            file.sync_data().unwrap_err().raw_os_error(),
+            Some(libc::EINVAL)
+        );
+        assert_eq!(
+            RealIo.write_back(&file, &fifo).unwrap_err().raw_os_error(),
+            Some(libc::EINVAL)
+        );
+    }
+
+    /// `write_back` writes the file's dirty pages to the disk and waits for
+    /// them: afterwards the page cache holds none dirty or under write-back
+    /// (read with `cachestat`, Linux 6.5).
+    #[test]
+    fn a_write_back_leaves_no_dirty_page() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("data");
+        let mut file = File::create_new(&path).unwrap();
+        file.write_all(&vec![7u8; 1 << 20]).unwrap();
+        let before = cachestat(&file);
+        assert!(
+            before.nr_dirty > 0,
+            "written, not yet written back: {before:?}"
+        );
+        RealIo.write_back(&file, &path).unwrap();
+        let after = cachestat(&file);
+        assert_eq!((after.nr_dirty, after.nr_writeback), (0, 0), "{after:?}");
+        assert!(after.nr_cache > 0, "the pages are still cached: {after:?}");
+    }
+
+    /// `struct cachestat` (`linux/mman.h`).
+    #[repr(C)]
+    #[derive(Debug, Default)]
+    struct CacheStat {
+        nr_cache: u64,
+        nr_dirty: u64,
+        nr_writeback: u64,
+        nr_evicted: u64,
+        nr_recently_evicted: u64,
+    }
+
+    /// The page cache's counts for the whole of `file`.
+    #[allow(unsafe_code)]
+    fn cachestat(file: &File) -> CacheStat {
+        use std::os::fd::AsRawFd;
+        /// `cachestat`'s number, the same on every architecture (new calls
+        /// share one table since Linux 5.1).
+        const SYS_CACHESTAT: libc::c_long = 451;
+        // `struct cachestat_range`: offset 0, length 0 (to the end).
+        let range = [0u64; 2];
+        let mut stat = CacheStat::default();
+        // SAFETY: both pointers are to live, properly sized `repr(C)`
+        // values for the duration of the call; the descriptor is borrowed
+        // from `file`, open for the call.
+        let r = unsafe {
+            libc::syscall(
+                SYS_CACHESTAT,
+                file.as_raw_fd(),
+                range.as_ptr(),
+                &raw mut stat,
+                0,
+            )
+        };
+        assert_eq!(r, 0, "cachestat: {}", io::Error::last_os_error());
+        stat
+    }
+
+    #[test]
+    fn xfs_and_journalled_ext4_write_back_everything_else_syncs_each_file() {
+        let asked = std::cell::Cell::new(0);
+        let journal = |has: bool| {
+            let asked = &asked;
+            move || {
+                asked.set(asked.get() + 1);
+                has
+            }
+        };
+        assert_eq!(
+            order_for(XFS_SUPER_MAGIC, journal(false)),
+            SyncOrder::WriteBackThenDir
+        );
+        assert_eq!(
+            order_for(EXT4_SUPER_MAGIC, journal(true)),
+            SyncOrder::WriteBackThenDir
+        );
+        assert_eq!(
+            order_for(EXT4_SUPER_MAGIC, journal(false)),
+            SyncOrder::FileThenDir
+        );
+        // tmpfs and btrfs: each file synced.
+        for magic in [0x0102_1994, 0x9123_683E] {
+            assert_eq!(order_for(magic, journal(true)), SyncOrder::FileThenDir);
+        }
+        // The journal is asked about for ext4 alone.
+        assert_eq!(asked.get(), 2);
+    }
+
+    /// The journal is read from sysfs, laid out here in a directory: the
+    /// device's block entry names it, and its `journal_task` holds the
+    /// journal thread's pid, or `<none>`.
+    #[test]
+    fn an_ext4_journal_is_running_when_sysfs_names_its_thread() {
+        let tmp = tempfile::tempdir().unwrap();
+        let sys = tmp.path().join("sys");
+        let root = tmp.path().join("root");
+        fs::create_dir_all(sys.join("dev/block")).unwrap();
+        fs::create_dir_all(sys.join("fs/ext4/vdz")).unwrap();
+        fs::create_dir(&root).unwrap();
+        let dev = fs::metadata(&root).unwrap().dev();
+        let (major, minor) = (rustix::fs::major(dev), rustix::fs::minor(dev));
+        let task = sys.join("fs/ext4/vdz/journal_task");
+        // No block entry for the device: not known, so no.
+        fs::write(&task, "412\n").unwrap();
+        assert!(!ext4_has_journal(&sys, &root));
+        std::os::unix::fs::symlink(
+            "../../devices/virtual/block/vdz",
+            sys.join(format!("dev/block/{major}:{minor}")),
+        )
+        .unwrap();
+        assert!(ext4_has_journal(&sys, &root));
+        fs::write(&task, "<none>\n").unwrap();
+        assert!(!ext4_has_journal(&sys, &root));
+        fs::remove_file(&task).unwrap();
+        assert!(!ext4_has_journal(&sys, &root));
+    }
 }

@@ -493,7 +493,8 @@
 //! rather than report a failure that invites a duplicate.
 
 // One `unsafe` call, `sync_file_range` in backend.rs, which neither std nor
-// rustix exposes; everything else is safe.
+// rustix exposes (and, in backend.rs's tests, `cachestat`, to read the page
+// cache's dirty count); everything else is safe.
 #![deny(unsafe_code)]
 // This crate is the filesystem boundary: the root `clippy.toml` forbids
 // `std::fs` and `Path`'s filesystem methods in every other crate.

@@ -177,12 +177,17 @@ pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> Timestamp {
-        let ms = match SystemTime::now().duration_since(UNIX_EPOCH) {
-            Ok(d) => duration_ms(d),
-            Err(e) => -duration_ms(e.duration()),
-        };
-        Timestamp(ms)
+        since_epoch(SystemTime::now())
     }
+}
+
+/// The instant a system time names, before the epoch too (a clock set back).
+fn since_epoch(t: SystemTime) -> Timestamp {
+    let ms = match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => duration_ms(d),
+        Err(e) => -duration_ms(e.duration()),
+    };
+    Timestamp(ms)
 }
 
 /// A clock that moves only when told to. Clones share the same time.
@@ -267,6 +272,52 @@ mod tests {
             (t + Duration::from_secs(5)).since(t),
             Duration::from_secs(5)
         );
+    }
+
+    /// Instants beyond what RFC 3339 can write are clamped: before the
+    /// epoch's range to the epoch, after it to the last day of year 9999.
+    #[test]
+    fn out_of_range_instants_are_written_clamped() {
+        assert_eq!(
+            Timestamp::from_unix_ms(i64::MIN).to_string(),
+            "1970-01-01T00:00:00.000Z"
+        );
+        assert_eq!(
+            Timestamp::from_unix_ms(i64::MAX).to_string(),
+            "9999-12-31T00:00:00.000Z"
+        );
+        // Within the range, before the epoch too, they are written as they are.
+        assert_eq!(
+            Timestamp::from_unix_ms(-1).to_string(),
+            "1969-12-31T23:59:59.999Z"
+        );
+    }
+
+    #[test]
+    fn debug_and_from_str_use_the_rfc3339_form() {
+        let t = Timestamp::from_unix_ms(1_772_706_900_123);
+        assert_eq!(format!("{t:?}"), "2026-03-05T10:35:00.123Z");
+        assert_eq!("2026-03-05T10:35:00.123Z".parse::<Timestamp>().unwrap(), t);
+        assert!("yesterday".parse::<Timestamp>().is_err());
+    }
+
+    #[test]
+    fn the_system_clock_reads_times_before_the_epoch_as_negative() {
+        let ms = Duration::from_millis(1_500);
+        assert_eq!(since_epoch(UNIX_EPOCH + ms).unix_ms(), 1_500);
+        assert_eq!(since_epoch(UNIX_EPOCH - ms).unix_ms(), -1_500);
+        assert_eq!(since_epoch(UNIX_EPOCH), Timestamp::EPOCH);
+    }
+
+    #[test]
+    fn a_manual_clock_moves_only_when_told_and_clones_share_it() {
+        let clock = ManualClock::new(Timestamp::from_unix_ms(10_000));
+        let other = clock.clone();
+        assert_eq!(clock.now().unix_ms(), 10_000);
+        clock.advance(Duration::from_millis(250));
+        assert_eq!(other.now().unix_ms(), 10_250);
+        other.set(Timestamp::from_unix_ms(3_000));
+        assert_eq!(clock.now().unix_ms(), 3_000);
     }
 
     #[test]

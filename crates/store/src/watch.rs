@@ -427,3 +427,177 @@ fn start() -> Option<Watch> {
 fn is_dir(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
 }
+
+#[cfg(test)]
+mod tests {
+    //! What the watcher makes of each notification, fed by the test in
+    //! place of the notification thread (the real watch is set up, its
+    //! events go nowhere). No timing is asserted: [`GUARD`] only bounds a
+    //! wait that should return at once, so a broken watcher fails rather
+    //! than hangs.
+
+    use std::sync::mpsc::Sender;
+    use std::thread;
+
+    use notify::event::{CreateKind, DataChange, Flag, ModifyKind, RemoveKind};
+    use notify::{Event, EventKind};
+
+    use super::*;
+    use crate::state::Channel;
+
+    type Feed = Sender<notify::Result<Event>>;
+
+    /// Long enough that no test is woken by a rescan it did not ask for.
+    const LONG: Duration = Duration::from_secs(600);
+    const GUARD: Duration = Duration::from_secs(10);
+
+    fn fed(state: &StateDir, targets: impl IntoIterator<Item = WatchTarget>) -> (Watcher, Feed) {
+        let mut w = Watcher::new(state, targets, WatchConfig::new(true, LONG)).unwrap();
+        let (tx, rx) = mpsc::channel();
+        w.watch.as_mut().expect("notifications available").events = rx;
+        (w, tx)
+    }
+
+    fn event(kind: EventKind, path: &Path) -> notify::Result<Event> {
+        Ok(Event::new(kind).add_path(path.to_owned()))
+    }
+
+    fn created(path: &Path) -> notify::Result<Event> {
+        event(EventKind::Create(CreateKind::Any), path)
+    }
+
+    fn rescan_asked() -> notify::Result<Event> {
+        Ok(Event::new(EventKind::Other).set_flag(Flag::Rescan))
+    }
+
+    fn open() -> (tempfile::TempDir, StateDir) {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::open(tmp.path()).unwrap();
+        (tmp, state)
+    }
+
+    #[test]
+    fn an_overflow_or_an_error_asks_for_a_rescan() {
+        let (_tmp, state) = open();
+        let dir = state.channel_dir(Channel::new("bus")).unwrap();
+        let (mut w, feed) = fed(&state, [WatchTarget::dir(&dir)]);
+        feed.send(rescan_asked()).unwrap();
+        assert_eq!(w.wait(GUARD), WatchWake::Rescan);
+        feed.send(Err(notify::Error::generic("queue overflow")))
+            .unwrap();
+        assert_eq!(w.wait(GUARD), WatchWake::Rescan);
+        assert!(w.is_notified());
+    }
+
+    /// The same, for a notification that comes while `wait` blocks (the
+    /// feeder keeps its end open, so only the event can wake the wait).
+    #[test]
+    fn a_rescan_asked_for_during_a_wait_wakes_it() {
+        let (_tmp, state) = open();
+        let dir = state.channel_dir(Channel::new("bus")).unwrap();
+        let (mut w, feed) = fed(&state, [WatchTarget::dir(&dir)]);
+        let feeder = thread::spawn(move || {
+            thread::sleep(Duration::from_millis(200));
+            feed.send(rescan_asked()).unwrap();
+            feed
+        });
+        assert_eq!(w.wait(GUARD), WatchWake::Rescan);
+        drop(feeder.join().unwrap());
+    }
+
+    /// Notifications that end (their thread gone) are a rescan, and the
+    /// watcher goes on by rescans alone, before a wait or during one.
+    #[test]
+    fn notifications_that_end_fall_back_to_rescans() {
+        let (_tmp, state) = open();
+        let dir = state.channel_dir(Channel::new("bus")).unwrap();
+        let (mut w, feed) = fed(&state, [WatchTarget::dir(&dir)]);
+        drop(feed);
+        assert_eq!(w.wait(GUARD), WatchWake::Rescan);
+        assert!(!w.is_notified());
+
+        let (mut w, feed) = fed(&state, [WatchTarget::dir(&dir)]);
+        let feeder = thread::spawn(move || {
+            thread::sleep(Duration::from_millis(200));
+            drop(feed);
+        });
+        assert_eq!(w.wait(GUARD), WatchWake::Rescan);
+        assert!(!w.is_notified());
+        feeder.join().unwrap();
+    }
+
+    /// For a target not there yet, a directory appearing on the way to it
+    /// is reported (the caller looks); anything else beside that way is not.
+    #[test]
+    fn only_the_way_to_a_target_not_there_yet_is_reported() {
+        let (_tmp, state) = open();
+        let inbox = state.root_path().join_static("mail").join_static("inbox");
+        let (mut w, feed) = fed(&state, [WatchTarget::dir(&inbox)]);
+        let root = state.root().to_owned();
+        feed.send(created(&root.join("other.json"))).unwrap();
+        feed.send(created(&root.join("mail"))).unwrap();
+        assert_eq!(w.wait(GUARD), WatchWake::Changed(vec![root.join("mail")]));
+    }
+
+    /// Removing another entry of a file target's directory is not
+    /// reported; removing the directory itself is, and the target is then
+    /// watched again through the way to it.
+    #[test]
+    fn a_removal_is_reported_for_the_target_or_its_directory_only() {
+        let (_tmp, state) = open();
+        let hooks = state.channel_dir(Channel::new("hooks")).unwrap();
+        let mine = hooks.join_static("alpha.json");
+        let (mut w, feed) = fed(&state, [WatchTarget::file(&mine)]);
+        assert!(w.armed.contains(&0));
+        feed.send(event(
+            EventKind::Remove(RemoveKind::File),
+            &hooks.join_static("beta.json"),
+        ))
+        .unwrap();
+        feed.send(event(
+            EventKind::Modify(ModifyKind::Data(DataChange::Any)),
+            &mine,
+        ))
+        .unwrap();
+        assert_eq!(w.wait(GUARD), WatchWake::Changed(vec![mine.to_path_buf()]));
+        assert!(w.armed.contains(&0));
+
+        std::fs::remove_dir(&hooks).unwrap();
+        feed.send(event(EventKind::Remove(RemoveKind::Folder), &hooks))
+            .unwrap();
+        assert_eq!(w.wait(GUARD), WatchWake::Changed(vec![hooks.to_path_buf()]));
+        assert!(w.armed.is_empty());
+        assert!(!w.watched.contains(hooks.as_ref() as &Path));
+        assert!(w.watched.contains(state.root()));
+    }
+
+    /// A target directory gone without a notification saying so (lost) is
+    /// found gone at the rescan, and its new directory is watched anew.
+    #[test]
+    fn a_rescan_rearms_a_directory_gone_unnoticed() {
+        let (_tmp, state) = open();
+        let queue = state.channel_dir(Channel::new("bus")).unwrap();
+        let (mut w, feed) = fed(&state, [WatchTarget::dir(&queue)]);
+        assert!(w.armed.contains(&0));
+        std::fs::remove_dir(&queue).unwrap();
+        feed.send(rescan_asked()).unwrap();
+        assert_eq!(w.wait(GUARD), WatchWake::Rescan);
+        assert!(w.armed.is_empty());
+        assert!(!w.watched.contains(queue.as_ref() as &Path));
+        state.ensure_dir(&queue).unwrap();
+        feed.send(rescan_asked()).unwrap();
+        assert_eq!(w.wait(GUARD), WatchWake::Rescan);
+        assert!(w.armed.contains(&0));
+        assert!(w.watched.contains(queue.as_ref() as &Path));
+    }
+
+    #[test]
+    fn a_watcher_shows_its_targets_and_its_watch() {
+        let (_tmp, state) = open();
+        let dir = state.channel_dir(Channel::new("bus")).unwrap();
+        let targets = [WatchTarget::dir(&dir), WatchTarget::tree(&dir)];
+        let (w, _feed) = fed(&state, targets.clone());
+        assert_eq!(w.targets(), targets);
+        assert!(format!("{w:?}").contains("watch: Some(Watch)"), "{w:?}");
+    }
+}

@@ -153,3 +153,57 @@ fn targets_through_a_symlink_are_refused() {
     let err = Watcher::new(&tmp.state, [WatchTarget::dir(&inbox)], notified()).unwrap_err();
     assert!(matches!(err, chipset_store::Error::Symlink { .. }), "{err}");
 }
+
+/// A tree target whose directory is also watched for another target (as
+/// the way to a file not there yet, or as a file target's own directory)
+/// stays recursive, whichever target comes first: a file in a subdirectory
+/// made after the watcher is reported.
+#[test]
+fn a_tree_shared_with_another_target_stays_recursive() {
+    for file_first in [true, false] {
+        let tmp = TempState::new();
+        let open = tmp.at("reminders/open");
+        tmp.state.ensure_dir(&open).unwrap();
+        let (file, tree) = if file_first {
+            // Its directory is not there: watched through `open`.
+            (
+                tmp.at("reminders/open/later/y.json"),
+                WatchTarget::tree(&open),
+            )
+        } else {
+            (tmp.at("reminders/open/y.json"), WatchTarget::tree(&open))
+        };
+        let targets = if file_first {
+            [WatchTarget::file(&file), tree]
+        } else {
+            [tree, WatchTarget::file(&file)]
+        };
+        let mut w = Watcher::new(&tmp.state, targets, notified()).unwrap();
+        let sub = tmp.at("reminders/open/new");
+        tmp.state.ensure_dir(&sub).unwrap();
+        let deep = sub.join_static("z.json");
+        // The new subdirectory's own watch is placed just after it is
+        // reported: write again until the file itself is reported.
+        let mut seen = false;
+        for n in 0..50 {
+            tmp.state.write_json(&deep, &json!({ "n": n })).unwrap();
+            if reported_within(&mut w, &deep, Duration::from_millis(500)) {
+                seen = true;
+                break;
+            }
+        }
+        assert!(seen, "file_first: {file_first}");
+    }
+}
+
+/// Whether `path` is reported before a wait of `pause` passes with nothing.
+fn reported_within(w: &mut Watcher, path: &std::path::Path, pause: Duration) -> bool {
+    for _ in 0..100 {
+        match w.wait(pause) {
+            WatchWake::Changed(paths) if paths.iter().any(|p| p == path) => return true,
+            WatchWake::Changed(_) => continue,
+            WatchWake::Rescan | WatchWake::TimedOut => return false,
+        }
+    }
+    false
+}
