@@ -195,3 +195,47 @@ impl Error {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn eio() -> io::Error {
+        io::Error::from_raw_os_error(rustix::io::Errno::IO.raw_os_error())
+    }
+
+    /// A failure after a commit point becomes "outcome unknown", the one
+    /// error a caller must answer with a retry rather than a report; every
+    /// other error passes unchanged and is not taken for it.
+    #[test]
+    fn only_a_failure_after_the_commit_is_outcome_unknown() {
+        let path = Path::new("/state/hooks/a.json");
+        let synced = Error::io("sync directory", "/state/hooks", eio()).after_commit(path);
+        assert!(synced.is_outcome_unknown(), "{synced:?}");
+        assert!(
+            matches!(&synced, Error::OutcomeUnknown { op: "sync directory", path: p, .. } if p == path),
+            "{synced:?}"
+        );
+        let renamed = Error::Rename {
+            op: "link",
+            from: "/state/hooks/.a.tmp".into(),
+            to: path.to_owned(),
+            source: eio(),
+        }
+        .after_commit_rename(path);
+        assert!(renamed.is_outcome_unknown(), "{renamed:?}");
+        for plain in [
+            Error::io("sync directory", path, eio()),
+            Error::NotFound {
+                path: path.to_owned(),
+            },
+            Error::NotFound {
+                path: path.to_owned(),
+            }
+            .after_commit(path),
+        ] {
+            assert!(!plain.is_outcome_unknown(), "{plain:?}");
+        }
+        assert_eq!(synced.io_kind(), Some(eio().kind()));
+    }
+}

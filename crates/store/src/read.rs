@@ -269,6 +269,48 @@ mod tests {
         );
     }
 
+    /// Each outcome answers yes to its own predicate only: a caller that
+    /// tells corrupt from unsupported (repair moves only the corrupt aside)
+    /// never takes one for the other, nor a value or a missing file for either.
+    #[test]
+    fn each_outcome_has_its_own_predicate() {
+        let path = Path::new("hooks/a.json");
+        let unsupported = ReadOutcome::<()>::Unsupported(Unsupported::new(path, "status `x`"));
+        let corrupt = ReadOutcome::<()>::Corrupt(Corruption {
+            path: path.to_owned(),
+            reason: CorruptReason::NotARegularFile,
+        });
+        for (outcome, is_corrupt, is_unsupported) in [
+            (ReadOutcome::Missing, false, false),
+            (ReadOutcome::Value(()), false, false),
+            (corrupt, true, false),
+            (unsupported, false, true),
+        ] {
+            assert_eq!(outcome.is_corrupt(), is_corrupt, "{outcome:?}");
+            assert_eq!(outcome.is_unsupported(), is_unsupported, "{outcome:?}");
+        }
+    }
+
+    /// The cap is the largest size accepted: a file of exactly `cap` bytes
+    /// reads whole, one byte more is too large.
+    #[test]
+    fn a_file_of_exactly_the_cap_is_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("a.json");
+        std::fs::write(&file, b"[1,2]").unwrap();
+        assert_eq!(
+            read_bytes(&file, 5).unwrap(),
+            ReadOutcome::Value(b"[1,2]".to_vec())
+        );
+        assert_eq!(
+            read_bytes(&file, 4).unwrap(),
+            ReadOutcome::Corrupt(Corruption {
+                path: file.clone(),
+                reason: CorruptReason::TooLarge { size: 5, cap: 4 },
+            })
+        );
+    }
+
     #[test]
     fn and_then_passes_missing_and_corrupt_through_untouched() {
         let path = Path::new("hooks/a.json");

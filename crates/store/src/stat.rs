@@ -205,6 +205,81 @@ mod tests {
         assert_eq!(missing.kind(), io::ErrorKind::NotFound);
     }
 
+    /// Every field of a [`Stat`] is the one the kernel reports for that
+    /// entry: identity (device, inode), size and emptiness, and both times
+    /// to the nanosecond.
+    #[test]
+    fn a_stat_carries_what_the_kernel_reports() {
+        use std::fs::FileTimes;
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("f");
+        fs::write(&file, "abc").unwrap();
+        let when = UNIX_EPOCH + Duration::new(1_700_000_000, 123_456_789);
+        File::options()
+            .write(true)
+            .open(&file)
+            .unwrap()
+            .set_times(FileTimes::new().set_modified(when))
+            .unwrap();
+        let meta = fs::symlink_metadata(&file).unwrap();
+        let s = stat_outside(&file).unwrap().unwrap();
+        assert_eq!(
+            (s.kind(), s.len(), s.is_empty()),
+            (EntryKind::File, 3, false)
+        );
+        assert_eq!((s.dev(), s.ino()), (meta.dev(), meta.ino()));
+        assert_eq!(s.mtime(), (1_700_000_000, 123_456_789));
+        assert_eq!(s.modified(), Some(when));
+        assert_eq!(s.ctime(), (meta.ctime(), meta.ctime_nsec()));
+        assert!(s.ctime().0 > 1_700_000_000, "{:?}", s.ctime());
+
+        let empty = tmp.path().join("e");
+        fs::write(&empty, "").unwrap();
+        let e = stat_outside(&empty).unwrap().unwrap();
+        assert_eq!((e.len(), e.is_empty()), (0, true));
+        // Two entries on one filesystem: same device, different inodes.
+        assert_eq!(e.dev(), s.dev());
+        assert_ne!(e.ino(), s.ino());
+    }
+
+    /// A mtime before the Unix epoch has no `SystemTime` here: `None`, not
+    /// a wrapped or clamped time.
+    #[test]
+    fn a_mtime_before_the_epoch_is_not_a_time() {
+        use std::fs::FileTimes;
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("f");
+        fs::write(&file, "").unwrap();
+        let before = UNIX_EPOCH - Duration::from_secs(86_400);
+        File::options()
+            .write(true)
+            .open(&file)
+            .unwrap()
+            .set_times(FileTimes::new().set_modified(before))
+            .unwrap();
+        let s = stat_outside(&file).unwrap().unwrap();
+        assert_eq!(s.mtime(), (-86_400, 0));
+        assert_eq!(s.modified(), None);
+    }
+
+    /// A path that cannot be looked at (a name over the 255-byte NAME_MAX)
+    /// is an error naming it, never "absent".
+    #[test]
+    fn stat_outside_tells_unreadable_from_absent() {
+        let tmp = tempfile::tempdir().unwrap();
+        let long = tmp.path().join("n".repeat(256));
+        match stat_outside(&long) {
+            Err(Error::Io { op, path, source }) => {
+                assert_eq!((op, &path), ("stat", &long));
+                assert_eq!(
+                    source.raw_os_error(),
+                    Some(rustix::io::Errno::NAMETOOLONG.raw_os_error())
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
     fn modified_is_the_mtime() {
         let tmp = tempfile::tempdir().unwrap();

@@ -42,13 +42,10 @@ impl StateDir {
         let mut out = Vec::new();
         self.walk(dir, |name, entry| {
             // `DirEntry::metadata` is `statx(dirfd, name, AT_SYMLINK_NOFOLLOW)`.
-            let stat = match entry.metadata() {
-                Ok(meta) => Some(Stat::from_metadata(&meta)),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-                Err(e) => return Err(Error::io("stat", dir.join(&name), e)),
-            };
-            out.push((name, stat));
-            Ok(())
+            let meta = none_if_not_found(entry.metadata())
+                .map_err(|e| Error::io("stat", dir.join(&name), e))?;
+            out.push((name, meta.map(|m| Stat::from_metadata(&m))));
+            Ok::<(), Error>(())
         })?;
         out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         Ok(out)
@@ -152,11 +149,9 @@ impl StateDir {
         if !self.parents_ok(path)? {
             return Ok(None);
         }
-        match fs::symlink_metadata(path) {
-            Ok(meta) => Ok(Some(Stat::from_metadata(&meta))),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Error::io("stat", path, e)),
-        }
+        let meta = none_if_not_found(fs::symlink_metadata(path))
+            .map_err(|e| Error::io("stat", path, e))?;
+        Ok(meta.map(|m| Stat::from_metadata(&m)))
     }
 
     /// Returns true when something (of any kind, a symlink included) is at
@@ -300,21 +295,30 @@ impl StateDir {
     /// [`Error::Symlink`] when `dir` or a parent is a symlink; [`Error::Io`]
     /// when the file cannot be created.
     pub fn scratch_file(&self, dir: &StatePath) -> Result<ScratchFile> {
-        let dir = dir.as_path();
         use rustix::fs::{Mode, OFlags};
+        self.scratch_file_with(dir.as_path(), |dir| {
+            rustix::fs::open(
+                dir,
+                OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC,
+                Mode::from_raw_mode(0o600),
+            )
+        })
+    }
+
+    /// [`StateDir::scratch_file`] with its `O_TMPFILE` open passed in: the
+    /// seam through which the tests take the fallback, which every
+    /// filesystem they can reach would otherwise never ask for.
+    fn scratch_file_with(
+        &self,
+        dir: &Path,
+        open_tmpfile: impl FnOnce(&Path) -> rustix::io::Result<OwnedFd>,
+    ) -> Result<ScratchFile> {
         self.parents_ok(dir)?;
         atomic::refuse_symlink(dir)?;
-        match rustix::fs::open(
-            dir,
-            OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o600),
-        ) {
+        match open_tmpfile(dir) {
             Ok(fd) => return Ok(ScratchFile::new(File::from(fd), dir)),
             // Not supported here: fall back to a named temp, unlinked at once.
-            Err(e)
-                if e == rustix::io::Errno::OPNOTSUPP
-                    || e == rustix::io::Errno::ISDIR
-                    || e == rustix::io::Errno::INVAL => {}
+            Err(e) if tmpfile_unsupported(e) => {}
             Err(e) => return Err(Error::io("create scratch file", dir, e.into())),
         }
         let (tmp, file) = atomic::create_temp(self.backend(), &dir.join("scratch"))?;
@@ -363,6 +367,26 @@ impl StateDir {
     }
 }
 
+/// `Ok(None)` for "not found", the value or any other error as it is: the
+/// one mapping by which "not there" stays apart from "could not look" (an
+/// entry gone between a listing and its stat, a path stat-ed by the fallback).
+fn none_if_not_found<T>(result: io::Result<T>) -> io::Result<Option<T>> {
+    match result {
+        Ok(value) => Ok(Some(value)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// True for the errors by which an `O_TMPFILE` open says the kernel or the
+/// filesystem does not support it (`EOPNOTSUPP`; `EISDIR` from kernels
+/// before 3.11, which do not know the flag; `EINVAL` from some
+/// filesystems): [`StateDir::scratch_file`] then falls back to a named temp.
+fn tmpfile_unsupported(e: rustix::io::Errno) -> bool {
+    use rustix::io::Errno;
+    e == Errno::OPNOTSUPP || e == Errno::ISDIR || e == Errno::INVAL
+}
+
 /// A listed entry's name, or `None` for a dot-name (hidden: locks, temps'
 /// folders, quarantine). A name that is not UTF-8 was not written by
 /// chipset; it is surfaced, lossily, rather than skipped.
@@ -371,5 +395,133 @@ fn visible_name(entry: &fs::DirEntry) -> Option<String> {
         Ok(name) if name.starts_with('.') => None,
         Ok(name) => Some(name),
         Err(name) => Some(name.to_string_lossy().into_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::symlink;
+
+    use rustix::io::Errno;
+
+    use super::*;
+
+    /// Both ways of stat-ing agree, as `open_beneath` and `open_checked`
+    /// do: the one-call `openat2` and the checked fallback that a kernel
+    /// without `openat2` takes. A path that cannot be looked at (a last
+    /// component over the 255-byte NAME_MAX) is an error, never "absent".
+    #[test]
+    fn stat_and_its_fallback_agree() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::open(tmp.path().join("state")).unwrap();
+        let hooks = state.channel_dir(Channel::new("hooks")).unwrap();
+        fs::write(hooks.join_static("a.json"), "{}").unwrap();
+        fs::write(tmp.path().join("outside"), "x").unwrap();
+        symlink(tmp.path().join("outside"), hooks.join_static("link.json")).unwrap();
+        symlink(tmp.path(), state.root().join("mail")).unwrap();
+        let long = hooks.as_path().join("n".repeat(256));
+
+        for stat in [StateDir::stat_at, StateDir::stat_checked] {
+            let file = stat(&state, &hooks.join_static("a.json")).unwrap().unwrap();
+            assert!(file.is_file() && file.len() == 2, "{file:?}");
+            assert!(stat(&state, &hooks).unwrap().unwrap().is_dir());
+            // A symlink is there (and not followed): its own kind.
+            let link = stat(&state, &hooks.join_static("link.json")).unwrap();
+            assert_eq!(link.map(|s| s.kind()), Some(crate::EntryKind::Symlink));
+            assert_eq!(
+                stat(&state, &hooks.join_static("missing.json")).unwrap(),
+                None
+            );
+            assert_eq!(stat(&state, &state.root().join("nudge/x")).unwrap(), None);
+            assert!(matches!(
+                stat(&state, &state.root().join("mail").join("outside")),
+                Err(Error::Symlink { .. })
+            ));
+            assert!(matches!(
+                stat(&state, &hooks.as_path().join("a.json/below")),
+                Err(Error::NotADirectory { .. })
+            ));
+            assert!(matches!(
+                stat(&state, &tmp.path().join("outside")),
+                Err(Error::OutsideRoot { .. })
+            ));
+            match stat(&state, &long) {
+                Err(Error::Io { op, path, source }) => {
+                    assert_eq!((op, &path), ("stat", &long));
+                    assert_eq!(
+                        source.raw_os_error(),
+                        Some(Errno::NAMETOOLONG.raw_os_error())
+                    );
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    /// "Not found" is `None`; every other failure stays an error of its
+    /// own kind, so "could not look" is never taken for "not there".
+    #[test]
+    fn only_not_found_is_none() {
+        assert_eq!(none_if_not_found(Ok(7)).unwrap(), Some(7));
+        let gone = io::Error::from(io::ErrorKind::NotFound);
+        assert_eq!(none_if_not_found::<u8>(Err(gone)).unwrap(), None);
+        for kind in [
+            io::ErrorKind::PermissionDenied,
+            io::ErrorKind::InvalidFilename,
+        ] {
+            let err = none_if_not_found::<u8>(Err(io::Error::from(kind))).unwrap_err();
+            assert_eq!(err.kind(), kind);
+        }
+    }
+
+    /// A file the store opens to read is non-blocking (a FIFO planted at a
+    /// state path cannot hang the open) and closed on exec (a child process
+    /// the caller spawns never inherits it).
+    #[test]
+    fn a_read_descriptor_is_non_blocking_and_closed_on_exec() {
+        use rustix::fs::OFlags;
+        use rustix::io::FdFlags;
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::open(tmp.path()).unwrap();
+        let hooks = state.channel_dir(Channel::new("hooks")).unwrap();
+        fs::write(hooks.join_static("a.json"), "{}").unwrap();
+        for open in [StateDir::open_beneath, StateDir::open_checked] {
+            let file = open(&state, &hooks.join_static("a.json")).unwrap().unwrap();
+            let status = rustix::fs::fcntl_getfl(&file).unwrap();
+            assert!(status.contains(OFlags::NONBLOCK), "{status:?}");
+            let fd = rustix::io::fcntl_getfd(&file).unwrap();
+            assert!(fd.contains(FdFlags::CLOEXEC), "{fd:?}");
+        }
+    }
+
+    /// Where `O_TMPFILE` is not supported (the three errors by which a
+    /// kernel or filesystem says so), the scratch file is a named temp
+    /// unlinked at once: it works the same and leaves no name. Any other
+    /// failure is an error naming the directory, not a second try.
+    #[test]
+    fn scratch_falls_back_only_where_tmpfile_is_unsupported() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::open(tmp.path()).unwrap();
+        let dir = state.channel_dir(Channel::new("mail")).unwrap();
+        let dir = dir.as_path();
+        for errno in [Errno::OPNOTSUPP, Errno::ISDIR, Errno::INVAL] {
+            let file = state.scratch_file_with(dir, |_| Err(errno)).unwrap();
+            file.write_all_at(b"run", 0).unwrap();
+            let mut back = [0; 3];
+            file.read_exact_at(&mut back, 0).unwrap();
+            assert_eq!(&back, b"run", "{errno:?}");
+            let names: Vec<_> = fs::read_dir(dir).unwrap().collect();
+            assert!(names.is_empty(), "{errno:?}: {names:?}");
+        }
+        for errno in [Errno::NOENT, Errno::ACCESS, Errno::NOSPC] {
+            match state.scratch_file_with(dir, |_| Err(errno)) {
+                Err(Error::Io { op, path, source }) => {
+                    assert_eq!((op, path.as_path()), ("create scratch file", dir));
+                    assert_eq!(source.raw_os_error(), Some(errno.raw_os_error()));
+                }
+                other => panic!("{errno:?}: {other:?}"),
+            }
+            assert_eq!(fs::read_dir(dir).unwrap().count(), 0, "{errno:?}");
+        }
     }
 }

@@ -93,6 +93,17 @@ fn symlinked_directory_is_refused() {
         t.state.list(&t.at("mail")),
         Err(Error::Symlink { .. })
     ));
+    // Looking is refused too, even at something that is there beyond it.
+    fs::write(elsewhere.join("there.json"), "1").unwrap();
+    assert!(matches!(
+        t.state.stat(&t.at("mail/there.json")),
+        Err(Error::Symlink { .. })
+    ));
+    assert!(matches!(
+        t.state.exists(&t.at("mail/there.json")),
+        Err(Error::Symlink { .. })
+    ));
+    fs::remove_file(elsewhere.join("there.json")).unwrap();
     assert!(fs::read_dir(&elsewhere).unwrap().next().is_none());
 }
 
@@ -498,6 +509,36 @@ fn sweep_removes_only_stale_temps() {
     assert!(names(&nested).is_empty());
 }
 
+/// Sweepers racing over one tree: each lists the temps, and by the time it
+/// looks at one another may have removed it. A temp gone between the
+/// listing and its stat (or its removal) is skipped, never an error, and
+/// each is counted by exactly one sweeper.
+#[test]
+fn concurrent_sweeps_skip_the_temps_another_removed() {
+    let t = TempState::new();
+    let dir = t.state.channel_dir(Channel::new("hooks")).unwrap();
+    for round in 0..4 {
+        for i in 0..2000 {
+            fs::write(
+                dir.as_path().join(format!(".m{i}.json.1.{round}.deadbeef.tmp")),
+                "partial",
+            )
+            .unwrap();
+        }
+        let removed: Vec<usize> = std::thread::scope(|scope| {
+            let sweepers: Vec<_> = (0..4)
+                .map(|_| scope.spawn(|| t.state.sweep_temps(Duration::ZERO)))
+                .collect();
+            sweepers
+                .into_iter()
+                .map(|s| s.join().unwrap().expect("a racing sweep succeeds"))
+                .collect()
+        });
+        assert_eq!(removed.iter().sum::<usize>(), 2000, "round {round}: {removed:?}");
+        assert!(names(&dir).is_empty());
+    }
+}
+
 #[test]
 fn locks_exclude_shared_and_time_out() {
     let t = TempState::new();
@@ -741,11 +782,78 @@ fn a_directory_or_fifo_at_a_log_or_lock_path_is_typed() {
     not_a_file(lock.exclusive().unwrap_err()).unwrap();
 }
 
+/// `exists` is true for an entry of every kind, a dangling symlink
+/// included (it is there; it is not followed), and false only when nothing
+/// is; `stat` tells the kinds apart.
+#[test]
+fn exists_and_stat_see_every_kind_of_entry() {
+    use chipset_store::EntryKind;
+    let t = TempState::new();
+    let dir = t.state.channel_dir(Channel::new("hooks")).unwrap();
+    fs::write(dir.join_static("file"), "{}").unwrap();
+    fs::create_dir(dir.join_static("dir")).unwrap();
+    symlink(t.scratch("nowhere"), dir.join_static("dangling")).unwrap();
+    mkfifo(&dir.join_static("fifo"));
+    for (name, kind) in [
+        ("file", EntryKind::File),
+        ("dir", EntryKind::Dir),
+        ("dangling", EntryKind::Symlink),
+        ("fifo", EntryKind::Other),
+    ] {
+        let path = dir.join(name).unwrap();
+        assert!(t.state.exists(&path).unwrap(), "{name}");
+        assert_eq!(t.state.stat(&path).unwrap().map(|s| s.kind()), Some(kind));
+    }
+    assert!(!t.state.exists(&dir.join_static("missing")).unwrap());
+    assert_eq!(t.state.stat(&dir.join_static("missing")).unwrap(), None);
+}
+
+fn mkfifo(path: &Path) {
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .unwrap();
+}
+
+/// A FIFO planted at a state path is corrupt (not a regular file) to every
+/// read, and the read returns at once: none of them waits for a writer.
+/// (An open that blocked would hang this test.)
+#[test]
+fn a_fifo_at_a_state_path_is_corrupt_to_every_read() {
+    let t = TempState::new();
+    let dir = t.state.channel_dir(Channel::new("hooks")).unwrap();
+    let path = dir.join_static("a.json");
+    mkfifo(&path);
+    let fifo = |outcome: ReadOutcome<()>| {
+        matches!(outcome, ReadOutcome::Corrupt(c)
+            if c.reason == CorruptReason::NotARegularFile && c.path == path.as_path())
+    };
+    assert!(fifo(t.state.read_bytes(&path).unwrap().map(drop)));
+    assert!(fifo(
+        t.state.read_bytes_capped(&path, 1 << 30).unwrap().map(drop)
+    ));
+    assert!(fifo(t.state.read_json::<Value>(&path).unwrap().map(drop)));
+}
+
 #[test]
 fn a_scratch_file_reads_back_and_has_no_name() {
     let t = TempState::new();
     let dir = t.state.channel_dir(Channel::new("mail")).unwrap();
+    // The directory is not touched, not even for a moment (a name made and
+    // unlinked would change its mtime, the stamp watchers compare): with
+    // O_TMPFILE a crash cannot leave a name behind. Set an old mtime first
+    // so that any change shows whatever the clock's resolution.
+    let old = std::time::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+    fs::File::open(&dir)
+        .unwrap()
+        .set_times(fs::FileTimes::new().set_modified(old))
+        .unwrap();
     let file = t.state.scratch_file(&dir).unwrap();
+    assert_eq!(fs::metadata(&dir).unwrap().modified().unwrap(), old);
     file.write_all_at(b"run one\nrun two\n", 0).unwrap();
     let mut back = vec![0; 8];
     file.read_exact_at(&mut back, 8).unwrap();
@@ -762,6 +870,19 @@ fn a_scratch_file_reads_back_and_has_no_name() {
         t.state.scratch_file(&dir.join_static("linked")),
         Err(Error::Symlink { .. })
     ));
+    // A missing directory is an error naming it, not made on the way.
+    let missing = dir.join_static("missing");
+    match t.state.scratch_file(&missing) {
+        Err(Error::Io { op, path, source }) => {
+            assert_eq!(
+                (op, path.as_path()),
+                ("create scratch file", missing.as_path())
+            );
+            assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!missing.as_path().exists());
 }
 
 #[test]
