@@ -12,6 +12,7 @@ use serde::Serialize;
 use crate::backend::{IoBackend, SharedIo, SyncOrder};
 use crate::canonical::to_canonical_json;
 use crate::error::{Error, Result};
+use crate::stat::none_if_not_found;
 use crate::sync_pool;
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -524,9 +525,10 @@ pub(crate) fn stale_temps(dir: &Path, max_age: Duration) -> Result<Vec<PathBuf>>
             if !ft.is_file() || !is_temp {
                 continue;
             }
-            let modified = match entry.metadata().and_then(|m| m.modified()) {
-                Ok(m) => m,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            let modified = match none_if_not_found(entry.metadata().and_then(|m| m.modified())) {
+                Ok(Some(m)) => m,
+                // Gone since the listing: another sweeper took it.
+                Ok(None) => continue,
                 Err(e) => return Err(Error::io("stat", &path, e)),
             };
             if now.duration_since(modified).unwrap_or_default() >= max_age {

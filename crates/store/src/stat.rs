@@ -133,6 +133,18 @@ pub(crate) fn is_absent(e: &io::Error) -> bool {
     )
 }
 
+/// `Ok(None)` for "not found", the value or any other error as it is: the
+/// one mapping by which "not there" stays apart from "could not look" (an
+/// entry gone between a listing and its stat, a path stat-ed by the fallback,
+/// a temp another sweeper removed).
+pub(crate) fn none_if_not_found<T>(result: io::Result<T>) -> io::Result<Option<T>> {
+    match result {
+        Ok(value) => Ok(Some(value)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// Stats `path`, a path outside the state root that a user named,
 /// following symlinks. Returns `None` when nothing is there (or a file
 /// stands where a directory on the way should be).
@@ -177,6 +189,22 @@ pub fn read_outside(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// "Not found" is `None`; every other failure stays an error of its
+    /// own kind, so "could not look" is never taken for "not there".
+    #[test]
+    fn only_not_found_is_none() {
+        assert_eq!(none_if_not_found(Ok(7)).unwrap(), Some(7));
+        let gone = io::Error::from(io::ErrorKind::NotFound);
+        assert_eq!(none_if_not_found::<u8>(Err(gone)).unwrap(), None);
+        for kind in [
+            io::ErrorKind::PermissionDenied,
+            io::ErrorKind::InvalidFilename,
+        ] {
+            let err = none_if_not_found::<u8>(Err(io::Error::from(kind))).unwrap_err();
+            assert_eq!(err.kind(), kind);
+        }
+    }
 
     #[test]
     fn stat_outside_tells_missing_from_present() {

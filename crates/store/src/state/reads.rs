@@ -3,6 +3,7 @@
 //! quarantine folder's listing. Nothing here changes the state.
 
 use super::*;
+use crate::stat::none_if_not_found;
 
 impl StateDir {
     /// Lists the names in `dir` with their inode numbers, as
@@ -367,17 +368,6 @@ impl StateDir {
     }
 }
 
-/// `Ok(None)` for "not found", the value or any other error as it is: the
-/// one mapping by which "not there" stays apart from "could not look" (an
-/// entry gone between a listing and its stat, a path stat-ed by the fallback).
-fn none_if_not_found<T>(result: io::Result<T>) -> io::Result<Option<T>> {
-    match result {
-        Ok(value) => Ok(Some(value)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
 /// True for the errors by which an `O_TMPFILE` open says the kernel or the
 /// filesystem does not support it (`EOPNOTSUPP`; `EISDIR` from kernels
 /// before 3.11, which do not know the flag; `EINVAL` from some
@@ -455,22 +445,6 @@ mod tests {
                 }
                 other => panic!("{other:?}"),
             }
-        }
-    }
-
-    /// "Not found" is `None`; every other failure stays an error of its
-    /// own kind, so "could not look" is never taken for "not there".
-    #[test]
-    fn only_not_found_is_none() {
-        assert_eq!(none_if_not_found(Ok(7)).unwrap(), Some(7));
-        let gone = io::Error::from(io::ErrorKind::NotFound);
-        assert_eq!(none_if_not_found::<u8>(Err(gone)).unwrap(), None);
-        for kind in [
-            io::ErrorKind::PermissionDenied,
-            io::ErrorKind::InvalidFilename,
-        ] {
-            let err = none_if_not_found::<u8>(Err(io::Error::from(kind))).unwrap_err();
-            assert_eq!(err.kind(), kind);
         }
     }
 

@@ -520,7 +520,8 @@ fn concurrent_sweeps_skip_the_temps_another_removed() {
     for round in 0..4 {
         for i in 0..2000 {
             fs::write(
-                dir.as_path().join(format!(".m{i}.json.1.{round}.deadbeef.tmp")),
+                dir.as_path()
+                    .join(format!(".m{i}.json.1.{round}.deadbeef.tmp")),
                 "partial",
             )
             .unwrap();
@@ -534,7 +535,11 @@ fn concurrent_sweeps_skip_the_temps_another_removed() {
                 .map(|s| s.join().unwrap().expect("a racing sweep succeeds"))
                 .collect()
         });
-        assert_eq!(removed.iter().sum::<usize>(), 2000, "round {round}: {removed:?}");
+        assert_eq!(
+            removed.iter().sum::<usize>(),
+            2000,
+            "round {round}: {removed:?}"
+        );
         assert!(names(&dir).is_empty());
     }
 }
