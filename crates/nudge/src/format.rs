@@ -341,6 +341,19 @@ pub const REOPENED_FROM: &str = "reopened_from";
 mod tests {
     use super::*;
 
+    /// A type displays as its seed name (what the CLI prints and logs say).
+    #[test]
+    fn a_type_displays_as_its_name() {
+        assert_eq!(
+            NudgeType::from_name("stall_warning").to_string(),
+            "stall_warning"
+        );
+        assert_eq!(
+            NudgeType::from_name("custom_kind").to_string(),
+            "custom_kind"
+        );
+    }
+
     #[test]
     fn types_round_trip_and_unknown_is_kept() {
         for name in [

@@ -153,6 +153,14 @@ pub(crate) fn unescape(name: &str) -> Option<String> {
 mod tests {
     use super::*;
 
+    /// A kind or source type name of exactly 32 bytes is allowed; 33 is not.
+    #[test]
+    fn a_name_of_32_bytes_is_the_longest_allowed() {
+        check_name("reminder kind", &"a".repeat(32)).unwrap();
+        let err = check_name("reminder kind", &"a".repeat(33)).unwrap_err();
+        assert!(err.to_string().contains("at most 32 bytes"), "{err}");
+    }
+
     #[track_caller]
     fn check(source_id: &str, escaped: &str) {
         assert_eq!(escape(source_id), escaped);

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use chipset_nudge::{
     Error, KindRegistry, KindSpec, ManualResolution, NewReminder, Opened, REOPENED_FROM,
-    ReminderFilter, ReminderKey, Reminders, Resolution, Severity, preset,
+    ReminderConfig, ReminderFilter, ReminderKey, Reminders, Resolution, Severity, preset,
 };
 use chipset_store::{Action, Clock, Defect, DoctorMode};
 
@@ -277,6 +277,33 @@ fn metrics_per_kind() {
     assert_eq!(r.open_counts().unwrap()["wrap_session"], 2);
 }
 
+/// With an odd number of open reminders the median age is the middle one.
+#[test]
+fn the_median_open_age_of_three_is_the_middle_one() {
+    let (t, clock) = manual_state();
+    let r = Reminders::new(t.state.clone(), KindRegistry::preset());
+    for source in ["a", "b", "c"] {
+        r.open(new(preset::WRAP_SESSION, source)).unwrap();
+        clock.advance(HOUR);
+    }
+    // Open ages 3 h, 2 h and 1 h.
+    let m = r.metrics(None).unwrap();
+    assert_eq!(m.median_open_age["wrap_session"], 2 * HOUR);
+}
+
+/// The config a handle was made with is the one it reports.
+#[test]
+fn a_handle_reports_its_own_config() {
+    let (t, _clock) = manual_state();
+    let config = ReminderConfig {
+        manual_verb: "orchestrator.close".to_owned(),
+    };
+    let r = Reminders::with_config(t.state.clone(), KindRegistry::preset(), config.clone());
+    assert_eq!(r.config(), &config);
+    let default = Reminders::new(t.state.clone(), KindRegistry::preset());
+    assert_eq!(default.config().manual_verb, "prism_nudge.resolve");
+}
+
 /// A crash between the two durable steps of a resolve is finished later.
 #[test]
 fn interrupted_resolve_is_settled() {
@@ -307,6 +334,44 @@ fn interrupted_resolve_is_settled() {
     assert!(r.doctor(DoctorMode::Check).unwrap().is_clean());
     // And a new open works.
     assert!(r.open(new(preset::WRAP_SESSION, "S")).unwrap().is_new());
+}
+
+/// An interrupted resolve whose history already holds a *different* record
+/// of the same id is not settled by moving the index file aside: only an
+/// identical leftover is a duplicate. The index file and the history record
+/// both stay, and the settle says why (today the doctor stops there with
+/// the store's `AlreadyExists` for the history path, rather than reporting
+/// a finding and going on).
+#[test]
+fn a_different_record_in_the_history_is_not_taken_for_a_duplicate() {
+    let (t, _clock) = manual_state();
+    let r = Reminders::new(t.state.clone(), KindRegistry::preset());
+    let a = r.open(new(preset::WRAP_SESSION, "S")).unwrap();
+    let key = ReminderKey::new(preset::WRAP_SESSION, "session", "S").unwrap();
+    let mut resolved = a.reminder().clone();
+    resolved.resolved_at = Some(resolved.created_at);
+    resolved.resolution = Some(Resolution::Completed);
+    t.state.write_json(&r.open_path(&key), &resolved).unwrap();
+    let mut other = resolved.clone();
+    other.resolution = Some(Resolution::Ignored);
+    let history = r.history_path(&a.reminder().id);
+    t.state.write_json(&history, &other).unwrap();
+
+    match r.doctor(DoctorMode::Fix) {
+        Err(Error::Store(chipset_store::Error::AlreadyExists { path })) => {
+            assert_eq!(path, history);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(r.open_path(&key).exists(), "the index file was moved aside");
+    assert_eq!(
+        t.state
+            .read_json::<chipset_nudge::Reminder>(&history)
+            .unwrap()
+            .value(),
+        Some(other)
+    );
+    assert!(temps_under(t.state.root()).is_empty());
 }
 
 #[test]

@@ -283,6 +283,39 @@ fn responses_and_status_on_a_manual_clock() {
     assert!(n.responses_since(&w, later).unwrap().answered.is_empty());
 }
 
+/// A responder's record holds its latest answer: a later answer replaces
+/// an earlier one, and an answer stamped before the recorded one (another
+/// process of the same responder, on a clock behind) leaves it in place.
+#[test]
+fn the_response_record_keeps_the_newest_answer() {
+    let (t, clock) = manual_state();
+    let n = Nudges::new(t.state.clone());
+    // `draft` sends as the mayor.
+    let (w, p) = (agent("mayor"), agent("polecat"));
+    let t0 = clock.now();
+    let ask = |msg: &str| {
+        n.send(&p, draft(NudgeType::HealthCheck, msg).requiring_response())
+            .unwrap()
+            .sent()
+            .unwrap()
+            .clone()
+    };
+    let latest = |n: &Nudges| {
+        let answered = n.responses_since(&w, t0).unwrap().answered;
+        assert_eq!(answered.len(), 1, "{answered:?}");
+        answered[0].message.clone()
+    };
+    let first = ask("ok?");
+    n.respond(&p, &first, "first answer").unwrap();
+    clock.advance(Duration::from_secs(60));
+    let second = ask("still ok?");
+    n.respond(&p, &second, "second answer").unwrap();
+    assert_eq!(latest(&n), "second answer");
+    clock.set(t0.add(Duration::from_secs(30)));
+    n.respond(&p, &first, "a late answer from behind").unwrap();
+    assert_eq!(latest(&n), "second answer");
+}
+
 /// A seed responder writes only `latest.json`; the sender still sees it.
 #[test]
 fn seed_written_response_is_counted() {
