@@ -625,6 +625,24 @@ mod tests {
         assert!(Priority::Critical < Priority::Low);
     }
 
+    /// A draft answers what it was given.
+    #[test]
+    fn a_draft_reports_its_fields() {
+        let e = NewEvent::new("chat-watcher", "chat-mention").priority(Priority::High);
+        assert_eq!(e.source_name(), "chat-watcher");
+        assert_eq!(e.kind_name(), "chat-mention");
+        assert_eq!(e.priority_level(), Priority::High);
+    }
+
+    /// An event id debugs as its quoted text (what a log line shows).
+    #[test]
+    fn an_event_id_debugs_as_its_text() {
+        let clock = ManualClock::new(Timestamp::from_unix_ms(1_000));
+        let id = EventId::generate(&clock);
+        assert_eq!(format!("{id:?}"), format!("{:?}", id.to_string()));
+        assert!(format!("{id:?}").len() > 2);
+    }
+
     #[test]
     fn build_checks_fields() {
         let clock = ManualClock::new(Timestamp::from_unix_ms(1_000));
