@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use chipset_bus::{Bus, BusConfig, NewEvent, Published};
+use chipset_bus::{Bus, BusConfig, EventId, NewEvent, Published};
 
 use crate::{agent, manual};
 
@@ -98,4 +98,39 @@ fn a_corrupt_record_is_quarantined_and_the_event_delivered() {
     let quarantine = record.parent().unwrap().join(".quarantine");
     assert_eq!(std::fs::read_dir(quarantine).unwrap().count(), 1);
     assert!(bus.publish(&a, &e).unwrap().is_duplicate());
+}
+
+/// A late retry of a publish with a chosen id returns its first delivery
+/// and leaves the key's record alone when a newer event holds it: the
+/// window keeps counting from the newer event.
+#[test]
+fn a_late_retry_does_not_take_the_key_back_from_a_newer_event() {
+    let (_t, clock, bus) = manual();
+    let a = agent("mayor");
+    let chosen = EventId::generate(&clock);
+    let first = NewEvent::new("w", "k")
+        .dedup_key("K")
+        .with_id(chosen.clone());
+    let delivered = bus.publish(&a, &first).unwrap();
+    assert_eq!(delivered.delivered().unwrap().id(), &chosen);
+    clock.advance(Duration::from_secs(60));
+    let newer = bus
+        .publish(&a, &NewEvent::new("w", "k").dedup_key("K"))
+        .unwrap();
+    let newer_id = newer
+        .delivered()
+        .expect("the window had passed")
+        .id()
+        .clone();
+    // The retry finds its first delivery.
+    let retried = bus.publish(&a, &first).unwrap();
+    assert_eq!(retried.delivered().unwrap().id(), &chosen);
+    clock.advance(Duration::from_secs(1));
+    match bus
+        .publish(&a, &NewEvent::new("w", "k").dedup_key("K"))
+        .unwrap()
+    {
+        Published::Duplicate { original, .. } => assert_eq!(original, newer_id),
+        other => panic!("the key's window counts from the newer event: {other:?}"),
+    }
 }

@@ -70,6 +70,24 @@ fn publishing_again_with_the_same_id_returns_the_first_delivery() {
     assert!(matches!(first, Published::Delivered(_)));
 }
 
+/// A publish to several recipients that fails at its first recipient, before
+/// anything was delivered, is a plain error (nothing happened; no
+/// "partly published" with nobody delivered).
+#[test]
+fn a_publish_to_many_failing_at_the_first_is_a_plain_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fault = FaultIo::passthrough();
+    let bus = open(tmp.path(), fault.clone());
+    fault.set(Fault::nth(1, EIO));
+    let err = bus
+        .publish_to(&[agent("bob"), agent("carol")], &event(ID))
+        .unwrap_err();
+    assert!(!matches!(err, Error::PartlyPublished { .. }), "{err:?}");
+    assert!(!err.is_outcome_unknown(), "{err:?}");
+    assert_eq!(copies(&bus, &agent("bob"), ID), (0, 0));
+    assert_eq!(copies(&bus, &agent("carol"), ID), (0, 0));
+}
+
 fn open(root: &Path, io: SharedIo) -> Bus {
     Bus::new(
         StateDir::open_with(
