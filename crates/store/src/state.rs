@@ -705,9 +705,11 @@ mod tests {
 
     use super::*;
 
-    /// Both ways of opening agree: the one-call `openat2` and the checked fallback.
-    #[test]
-    fn open_beneath_and_its_fallback_agree() {
+    /// The state both ways of opening (and of stat-ing, `reads.rs`) are
+    /// checked against: `hooks/a.json` (2 bytes), `hooks/link.json` a
+    /// symlink to a file outside the root, `mail` a symlink to a directory,
+    /// and `outside` beside the root.
+    pub(super) fn two_ways_fixture() -> (tempfile::TempDir, StateDir, StatePath) {
         let tmp = tempfile::tempdir().unwrap();
         let state = StateDir::open(tmp.path().join("state")).unwrap();
         let hooks = state.channel_dir(Channel::new("hooks")).unwrap();
@@ -715,6 +717,13 @@ mod tests {
         fs::write(tmp.path().join("outside"), "x").unwrap();
         symlink(tmp.path().join("outside"), hooks.join_static("link.json")).unwrap();
         symlink(tmp.path(), state.root().join("mail")).unwrap();
+        (tmp, state, hooks)
+    }
+
+    /// Both ways of opening agree: the one-call `openat2` and the checked fallback.
+    #[test]
+    fn open_beneath_and_its_fallback_agree() {
+        let (tmp, state, hooks) = two_ways_fixture();
 
         for open in [StateDir::open_beneath, StateDir::open_checked] {
             assert!(

@@ -3,10 +3,12 @@
 use std::time::Duration;
 
 use chipset_nudge::{
-    Error, KindRegistry, KindSpec, ManualResolution, NewReminder, Opened, REOPENED_FROM,
+    Error, KindRegistry, KindSpec, ManualResolution, NewReminder, Opened, REOPENED_FROM, Reminder,
     ReminderConfig, ReminderFilter, ReminderKey, Reminders, Resolution, Severity, preset,
 };
 use chipset_store::{Action, Clock, Defect, DoctorMode};
+
+use chipset_testkit::TempState;
 
 use crate::support::{manual_state, temps_under};
 
@@ -304,18 +306,24 @@ fn a_handle_reports_its_own_config() {
     assert_eq!(default.config().manual_verb, "prism_nudge.resolve");
 }
 
+/// A reminder whose resolve stopped after its first durable step: the
+/// index file rewritten as resolved (completed), not yet moved on.
+fn half_resolved(t: &TempState, r: &Reminders) -> (Opened, ReminderKey, Reminder) {
+    let a = r.open(new(preset::WRAP_SESSION, "S")).unwrap();
+    let key = ReminderKey::new(preset::WRAP_SESSION, "session", "S").unwrap();
+    let mut resolved = a.reminder().clone();
+    resolved.resolved_at = Some(resolved.created_at);
+    resolved.resolution = Some(Resolution::Completed);
+    t.state.write_json(&r.open_path(&key), &resolved).unwrap();
+    (a, key, resolved)
+}
+
 /// A crash between the two durable steps of a resolve is finished later.
 #[test]
 fn interrupted_resolve_is_settled() {
     let (t, _clock) = manual_state();
     let r = Reminders::new(t.state.clone(), KindRegistry::preset());
-    let a = r.open(new(preset::WRAP_SESSION, "S")).unwrap();
-    let key = ReminderKey::new(preset::WRAP_SESSION, "session", "S").unwrap();
-    // Simulate the first step only: the index file rewritten as resolved.
-    let mut resolved = a.reminder().clone();
-    resolved.resolved_at = Some(resolved.created_at);
-    resolved.resolution = Some(Resolution::Completed);
-    t.state.write_json(&r.open_path(&key), &resolved).unwrap();
+    let (a, key, _) = half_resolved(&t, &r);
     let report = r.doctor(DoctorMode::Check).unwrap();
     assert!(
         matches!(report.findings[0].fault, Defect::Unfinished),
@@ -346,12 +354,7 @@ fn interrupted_resolve_is_settled() {
 fn a_different_record_in_the_history_is_not_taken_for_a_duplicate() {
     let (t, _clock) = manual_state();
     let r = Reminders::new(t.state.clone(), KindRegistry::preset());
-    let a = r.open(new(preset::WRAP_SESSION, "S")).unwrap();
-    let key = ReminderKey::new(preset::WRAP_SESSION, "session", "S").unwrap();
-    let mut resolved = a.reminder().clone();
-    resolved.resolved_at = Some(resolved.created_at);
-    resolved.resolution = Some(Resolution::Completed);
-    t.state.write_json(&r.open_path(&key), &resolved).unwrap();
+    let (a, key, resolved) = half_resolved(&t, &r);
     let mut other = resolved.clone();
     other.resolution = Some(Resolution::Ignored);
     let history = r.history_path(&a.reminder().id);

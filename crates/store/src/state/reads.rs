@@ -390,8 +390,6 @@ fn visible_name(entry: &fs::DirEntry) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use std::os::unix::fs::symlink;
-
     use rustix::io::Errno;
 
     use super::*;
@@ -402,13 +400,7 @@ mod tests {
     /// component over the 255-byte NAME_MAX) is an error, never "absent".
     #[test]
     fn stat_and_its_fallback_agree() {
-        let tmp = tempfile::tempdir().unwrap();
-        let state = StateDir::open(tmp.path().join("state")).unwrap();
-        let hooks = state.channel_dir(Channel::new("hooks")).unwrap();
-        fs::write(hooks.join_static("a.json"), "{}").unwrap();
-        fs::write(tmp.path().join("outside"), "x").unwrap();
-        symlink(tmp.path().join("outside"), hooks.join_static("link.json")).unwrap();
-        symlink(tmp.path(), state.root().join("mail")).unwrap();
+        let (tmp, state, hooks) = crate::state::tests::two_ways_fixture();
         let long = hooks.as_path().join("n".repeat(256));
 
         for stat in [StateDir::stat_at, StateDir::stat_checked] {
