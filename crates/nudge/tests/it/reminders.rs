@@ -7,7 +7,6 @@ use chipset_nudge::{
     ReminderConfig, ReminderFilter, ReminderKey, Reminders, Resolution, Severity, preset,
 };
 use chipset_store::{Action, Clock, Defect, DoctorMode};
-
 use chipset_testkit::TempState;
 
 use crate::support::{manual_state, temps_under};
