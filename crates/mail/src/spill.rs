@@ -246,6 +246,26 @@ mod tests {
     }
 
     #[test]
+    fn lines_that_fill_the_budget_exactly_stay_in_memory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::open(tmp.path()).unwrap();
+        // Two 4-byte lines and the first one's 8-byte span: exactly 16.
+        let mut sorter = Sorter::new(&state, &state.root_path(), 16);
+        sorter.push(b"b\tM1").unwrap();
+        sorter.push(b"a\tM2").unwrap();
+        assert!(sorter.runs.is_empty(), "spilled at the budget");
+        // One byte more is over it: the two are spilled as a run first.
+        sorter.push(b"c").unwrap();
+        assert_eq!(sorter.runs.len(), 1);
+        let mut s = sorter.finish().unwrap();
+        let mut out = Vec::new();
+        while let Some(l) = s.next_line().unwrap() {
+            out.push(String::from_utf8(l).unwrap());
+        }
+        assert_eq!(out, ["a\tM2", "b\tM1", "c"]);
+    }
+
+    #[test]
     fn a_key_sorts_before_its_extensions() {
         assert_eq!(
             sorted(16, &["ab\tM", "a\tS", "a\tM", "a-\tM"]),

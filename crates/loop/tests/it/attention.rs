@@ -91,6 +91,17 @@ const KINDS: [WorkKind; 5] = [
     WorkKind::Reminder,
 ];
 
+/// Each kind's name is the one its JSON carries, and what it displays.
+#[test]
+fn each_kind_is_named_as_in_json() {
+    let names = ["hook", "nudge", "mail", "bus", "reminder"];
+    for (kind, name) in KINDS.into_iter().zip(names) {
+        assert_eq!(serde_json::to_value(kind).unwrap(), json!(name));
+        assert_eq!(kind.as_str(), name);
+        assert_eq!(kind.to_string(), name);
+    }
+}
+
 #[test]
 fn an_idle_agent_has_an_empty_brief() {
     let tmp = TempState::new();

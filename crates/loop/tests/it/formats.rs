@@ -3,8 +3,8 @@
 
 use chipset_hook::Pickup;
 use chipset_loop::{
-    CriticFinding, CriticReport, Dispatcher, DispatcherConfig, LoopMessage, Rounds, RoundsConfig,
-    Witness, WitnessConfig, WorkOutcome, Worker, WorkerConfig,
+    CriticFinding, CriticReport, Dispatcher, DispatcherConfig, LoopMessage, Phase, Rounds,
+    RoundsConfig, Witness, WitnessConfig, WorkOutcome, Worker, WorkerConfig,
 };
 use chipset_mail::Draft;
 use chipset_store::TaskId;
@@ -43,6 +43,27 @@ fn redact(text: &str) -> String {
 fn file(s: &Setup, rel: &str) -> String {
     let path = s.tmp.state.root().join("loop").join(rel);
     redact(&String::from_utf8(std::fs::read(path).unwrap()).unwrap())
+}
+
+/// A phase displays as the name written on disk.
+#[test]
+fn a_phase_displays_as_its_name_on_disk() {
+    let phases = [
+        (Phase::Executor, "executor"),
+        (Phase::Critic, "critic"),
+        (Phase::Routing, "routing"),
+        (Phase::Committing, "committing"),
+        (Phase::Committed, "committed"),
+        (Phase::Escalated, "escalated"),
+    ];
+    for (phase, name) in phases {
+        assert_eq!(
+            serde_json::to_value(phase).unwrap(),
+            serde_json::json!(name)
+        );
+        assert_eq!(phase.as_str(), name);
+        assert_eq!(phase.to_string(), name);
+    }
 }
 
 #[test]

@@ -221,6 +221,39 @@ fn an_abort_older_than_the_assignment_is_stale() {
     assert!(matches!(out, WorkOutcome::Completed { .. }));
 }
 
+/// Health checks, stall warnings and nudge responses are the loop's own
+/// business (answered or marked processed): no signal reaches the work.
+#[test]
+fn health_checks_stall_warnings_and_responses_are_no_signal_to_the_work() {
+    let s = setup();
+    assign(&s, "polecat-alpha", "gt-abc12");
+    let w = worker(&s, "polecat-alpha");
+    let out = w
+        .run_once(|work| {
+            for kind in [
+                NudgeType::HealthCheck,
+                NudgeType::StallWarning,
+                NudgeType::NudgeResponse,
+            ] {
+                nudge(&s, "witness", "polecat-alpha", kind.clone(), false);
+                s.advance(1);
+                work.checkpoint()?;
+                assert!(
+                    matches!(
+                        s.nudges.receive(&agent("polecat-alpha")).unwrap(),
+                        Received::Seen(_)
+                    ),
+                    "{kind:?} not processed"
+                );
+                let signals = work.take_signals();
+                assert!(signals.is_empty(), "{kind:?}: {signals:?}");
+            }
+            Ok("done".to_owned())
+        })
+        .unwrap();
+    assert!(matches!(out, WorkOutcome::Completed { .. }));
+}
+
 #[test]
 fn priority_changes_and_sync_requests_reach_the_work_as_signals() {
     let s = setup();

@@ -575,3 +575,104 @@ fn a_sweep_without_its_task_cache_or_gate_time_lists_every_inbox() {
         );
     }
 }
+
+/// Starts watching `dir` for opens of the files in it.
+fn watch_opens(dir: &std::path::Path) -> rustix::fd::OwnedFd {
+    use rustix::fs::inotify;
+    let fd = inotify::init(inotify::CreateFlags::NONBLOCK | inotify::CreateFlags::CLOEXEC).unwrap();
+    inotify::add_watch(&fd, dir, inotify::WatchFlags::OPEN).unwrap();
+    fd
+}
+
+/// The names of the files opened in the watched directory since the watch
+/// began (the kernel queues the events at each open, so all are there).
+fn opened(fd: &rustix::fd::OwnedFd) -> Vec<String> {
+    use rustix::fs::inotify;
+    let mut buf = [std::mem::MaybeUninit::uninit(); 4096];
+    let mut reader = inotify::Reader::new(fd, &mut buf);
+    let mut names = Vec::new();
+    loop {
+        match reader.next() {
+            Ok(event) => {
+                if let Some(name) = event.file_name() {
+                    names.push(name.to_string_lossy().into_owned());
+                }
+            }
+            Err(rustix::io::Errno::AGAIN) => break,
+            Err(e) => panic!("reading inotify events: {e}"),
+        }
+    }
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// A folder walk takes each file whose inode, size and times are the ones
+/// it cached from the cache, and reads only what is new: after a new file
+/// in a warm inbox, the gate opens that file and no other. (An inbox of
+/// notices: open requests are read again when their inbox changed.)
+#[test]
+fn a_warm_walk_reads_only_the_new_file_of_a_changed_inbox() {
+    let f = fixture();
+    let m = &f.mail;
+    let ids = busy(m);
+    assert_eq!(warm(m), ids);
+    let inbox = m.inbox_dir(&agent("other-0"));
+    // Nothing changed: the gate opens no file of the inbox.
+    let watch = watch_opens(inbox.as_path());
+    assert_eq!(pending_ids(m), ids);
+    assert_eq!(opened(&watch), Vec::<String>::new());
+    // A new file: the inbox's stamp moves, and only the new file is read.
+    let new = m
+        .send(&Draft::notify(
+            agent("critic"),
+            agent("other-0"),
+            task("t2"),
+            "fyi",
+            "more mail",
+        ))
+        .unwrap();
+    let name = format!("{}.json", new.id());
+    opened(&watch);
+    assert_eq!(pending_ids(m), ids);
+    assert_eq!(opened(&watch), vec![name]);
+}
+
+/// The gate time is written only when it is due: a second gate right after
+/// the first, with nothing changed, leaves the task cache file alone; a
+/// recorded gate time in the future (a clock that went back) is replaced.
+#[test]
+fn a_gate_rewrites_its_task_cache_only_when_something_is_due() {
+    use std::os::unix::fs::MetadataExt;
+    let f = fixture();
+    let m = &f.mail;
+    let ids = busy(m);
+    assert_eq!(warm(m), ids);
+    let (path, before) = task_cache(m, "t1");
+    let ino = std::fs::metadata(&path).unwrap().ino();
+    // Let the clock move on, so that the gate's start is later than the
+    // recorded one.
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(pending_ids(m), ids);
+    let (_, after) = task_cache(m, "t1");
+    assert_eq!(std::fs::metadata(&path).unwrap().ino(), ino, "rewritten");
+    assert_eq!(after, before);
+
+    // A gate time an hour ahead of the clock is replaced by the gate's.
+    let now_ms = |t: std::time::SystemTime| {
+        u64::try_from(t.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis()).unwrap()
+    };
+    let future = now_ms(std::time::SystemTime::now()) + 3_600_000;
+    let mut v = after;
+    v["gated"] = serde_json::json!(future);
+    std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+    let start = now_ms(std::time::SystemTime::now());
+    assert_eq!(pending_ids(m), ids);
+    let end = now_ms(std::time::SystemTime::now());
+    let (_, fixed) = task_cache(m, "t1");
+    let gated = fixed["gated"].as_u64().unwrap();
+    assert!(
+        (start..=end).contains(&gated),
+        "{start} <= {gated} <= {end}"
+    );
+}

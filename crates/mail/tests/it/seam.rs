@@ -554,3 +554,110 @@ fn a_sweep_whose_event_append_failed_is_completed_by_the_doctor() {
     let again = mail.doctor(DoctorMode::Check).unwrap();
     assert!(again.is_clean(), "{:?}", again.findings);
 }
+
+/// The real backend, but the publish of `target` first finds `winner`'s bytes
+/// there: a concurrent send of the same chosen id that won the race between
+/// the send's lookup and its publish.
+#[derive(Debug)]
+struct RaceIo {
+    real: chipset_store::RealIo,
+    race: std::sync::Mutex<Option<(std::path::PathBuf, Vec<u8>)>>,
+}
+
+impl RaceIo {
+    fn lose_to(&self, to: &Path) {
+        let mut race = self.race.lock().unwrap();
+        if race.as_ref().is_some_and(|(target, _)| target == to) {
+            let (target, winner) = race.take().unwrap();
+            fs::write(target, winner).unwrap();
+        }
+    }
+}
+
+impl chipset_store::IoBackend for RaceIo {
+    fn create_new(&self, path: &Path, append: bool) -> std::io::Result<fs::File> {
+        self.real.create_new(path, append)
+    }
+    fn open_append(&self, path: &Path) -> std::io::Result<fs::File> {
+        self.real.open_append(path)
+    }
+    fn write_all(&self, file: &fs::File, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        self.real.write_all(file, path, bytes)
+    }
+    fn sync_all(&self, file: &fs::File, path: &Path) -> std::io::Result<()> {
+        self.real.sync_all(file, path)
+    }
+    fn sync_data(&self, file: &fs::File, path: &Path) -> std::io::Result<()> {
+        self.real.sync_data(file, path)
+    }
+    fn set_len(&self, file: &fs::File, path: &Path, len: u64) -> std::io::Result<()> {
+        self.real.set_len(file, path, len)
+    }
+    fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
+        self.real.sync_dir(dir)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        self.real.rename(from, to)
+    }
+    fn rename_noreplace(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        self.lose_to(to);
+        self.real.rename_noreplace(from, to)
+    }
+    fn hard_link(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        self.lose_to(to);
+        self.real.hard_link(from, to)
+    }
+    fn create_dir(&self, path: &Path) -> std::io::Result<()> {
+        self.real.create_dir(path)
+    }
+    fn remove_file(&self, path: &Path) -> std::io::Result<()> {
+        self.real.remove_file(path)
+    }
+    fn remove_dir(&self, path: &Path) -> std::io::Result<()> {
+        self.real.remove_dir(path)
+    }
+}
+
+/// A send with a chosen id that loses the race to a concurrent send of the
+/// same id (the file appears between its lookup and its publish) returns
+/// the winner's delivery when the content is the same, and IdTaken when it
+/// is not.
+#[test]
+fn a_send_that_loses_the_race_to_the_same_message_returns_the_first_delivery() {
+    let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
+    // The winner's bytes: the same draft sent at the same time elsewhere.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let first = open(elsewhere.path(), chipset_store::RealIo::shared(), &clock);
+    first.send(&notify(ID, "bob")).unwrap();
+    let name = format!("{ID}.json");
+    let same = fs::read(first.inbox_dir(&agent("bob")).as_path().join(&name)).unwrap();
+    let mut other: serde_json::Value = serde_json::from_slice(&same).unwrap();
+    other["body"] = serde_json::json!("another body");
+    let other = serde_json::to_vec(&other).unwrap();
+
+    for (winner, same_content) in [(same, true), (other, false)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let io = Arc::new(RaceIo {
+            real: chipset_store::RealIo,
+            race: std::sync::Mutex::new(None),
+        });
+        let mail = open(tmp.path(), io.clone(), &clock);
+        let target = mail.inbox_dir(&agent("bob")).as_path().join(&name);
+        *io.race.lock().unwrap() = Some((target.clone(), winner.clone()));
+        let sent = mail.send(&notify(ID, "bob"));
+        assert!(io.race.lock().unwrap().is_none(), "the race did not run");
+        // The winner's file stays as it was written.
+        assert_eq!(fs::read(&target).unwrap(), winner);
+        if same_content {
+            let sent = sent.unwrap();
+            assert_eq!(sent.id().as_str(), ID);
+            assert_eq!(sent.body(), "hello");
+        } else {
+            match sent {
+                Err(MailError::IdTaken { id, .. }) => assert_eq!(id.as_str(), ID),
+                other => panic!("expected IdTaken, got {other:?}"),
+            }
+        }
+        assert_eq!(copies(tmp.path(), ID), 1);
+    }
+}
