@@ -376,6 +376,50 @@ fn a_different_record_in_the_history_is_not_taken_for_a_duplicate() {
     assert!(temps_under(t.state.root()).is_empty());
 }
 
+/// An interrupted resolve whose history already holds the *same* record (a
+/// move a crash left visible in both places) is settled: the index copy is
+/// moved aside, the history record stays.
+#[test]
+fn the_same_record_in_the_history_is_a_duplicate_moved_aside() {
+    let (t, _clock) = manual_state();
+    let r = Reminders::new(t.state.clone(), KindRegistry::preset());
+    let (a, key, resolved) = half_resolved(&t, &r);
+    let history = r.history_path(&a.reminder().id);
+    t.state.write_json(&history, &resolved).unwrap();
+    r.doctor(DoctorMode::Fix).unwrap();
+    assert!(!r.open_path(&key).exists());
+    assert_eq!(
+        t.state.read_json::<Reminder>(&history).unwrap().value(),
+        Some(resolved)
+    );
+    assert!(r.doctor(DoctorMode::Check).unwrap().is_clean());
+}
+
+/// A snoozed reminder reopens as a fresh open one: none of the snooze's
+/// resolution columns (verb, resolution, note, time) come with it.
+#[test]
+fn a_reopened_reminder_carries_no_resolution() {
+    let (t, clock) = manual_state();
+    let r = Reminders::new(t.state.clone(), KindRegistry::preset());
+    let a = r.open(new(preset::WRAP_SESSION, "S")).unwrap();
+    r.snooze(&a.reminder().id, HOUR, Some("after lunch".into()))
+        .unwrap();
+    clock.advance(HOUR);
+    let listed = r.list_open(&ReminderFilter::default()).unwrap().reminders;
+    let reopened = &listed[0];
+    assert_eq!(reopened.reopened_from(), Some(a.reminder().id.as_str()));
+    assert_eq!(
+        (
+            reopened.resolved_at,
+            reopened.resolved_by_verb.as_deref(),
+            reopened.resolution,
+            reopened.resolution_note.as_deref(),
+            reopened.snooze_until,
+        ),
+        (None, None, None, None, None)
+    );
+}
+
 #[test]
 fn corrupt_index_file_fails_closed() {
     let (t, _clock) = manual_state();

@@ -314,6 +314,10 @@ fn the_response_record_keeps_the_newest_answer() {
     clock.set(t0.add(Duration::from_secs(30)));
     n.respond(&p, &first, "a late answer from behind").unwrap();
     assert_eq!(latest(&n), "second answer");
+    // Two answers stamped the same instant: the later call's stays.
+    clock.set(t0.add(Duration::from_secs(60)));
+    n.respond(&p, &second, "second answer, amended").unwrap();
+    assert_eq!(latest(&n), "second answer, amended");
 }
 
 /// A seed responder writes only `latest.json`; the sender still sees it.
