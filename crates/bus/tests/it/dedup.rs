@@ -134,3 +134,33 @@ fn a_late_retry_does_not_take_the_key_back_from_a_newer_event() {
         other => panic!("the key's window counts from the newer event: {other:?}"),
     }
 }
+
+/// A key's record file holding another key's record (a program that names
+/// its records differently, or two long keys whose names collide) is not
+/// taken for the key's: a late retry of a publish with a chosen id writes
+/// the key's own record back, so the key's window holds again.
+#[test]
+fn a_late_retry_rewrites_a_record_that_holds_another_key() {
+    let (_t, clock, bus) = manual();
+    let a = agent("mayor");
+    let first = NewEvent::new("w", "k")
+        .dedup_key("x")
+        .with_id(EventId::generate(&clock));
+    let delivered = bus.publish(&a, &first).unwrap();
+    let first_id = delivered.delivered().unwrap().id().clone();
+    let record = bus.queue_dir(&a).parent().unwrap().join("dedup/x.json");
+    let mut held: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
+    held["key"] = "another key".into();
+    std::fs::write(&record, serde_json::to_vec(&held).unwrap()).unwrap();
+
+    let retried = bus.publish(&a, &first).unwrap();
+    assert_eq!(retried.delivered().unwrap().id(), &first_id);
+    match bus
+        .publish(&a, &NewEvent::new("w", "k").dedup_key("x"))
+        .unwrap()
+    {
+        Published::Duplicate { original, .. } => assert_eq!(original, first_id),
+        other => panic!("the key's record was not written back: {other:?}"),
+    }
+}
