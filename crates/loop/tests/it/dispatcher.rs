@@ -172,6 +172,39 @@ fn a_completed_hook_is_found_without_a_report() {
     assert_eq!(names(&d.tick().unwrap()), ["completed b1 w1"]);
 }
 
+/// A take-away that fails for another reason than "already moved on" or
+/// "completed" (here: the hook file is corrupt) is an error of the tick,
+/// never taken for a completion: the work stays with its agent, open.
+#[test]
+fn a_take_away_that_fails_otherwise_is_an_error_not_a_completion() {
+    let s = setup();
+    let d = dispatcher(&s, &["w1", "w2"]);
+    d.submit(bead("b1"), "t").unwrap();
+    assert_eq!(names(&d.tick().unwrap()), ["assigned b1 w1"]);
+    let Pickup::Started(_) = s.hooks.pickup(&agent("w1")).unwrap() else {
+        panic!()
+    };
+    let wit = witness(&s);
+    for _ in 0..3 {
+        s.advance(301);
+        wit.tick().unwrap();
+    }
+    std::fs::write(s.hooks.path(&agent("w1")), b"{oops").unwrap();
+    let err = d.tick().unwrap_err();
+    assert!(
+        !matches!(err, Error::Hook(ref e) if e.transition().is_some()),
+        "{err:?}"
+    );
+    let entry = d.entry(&bead("b1")).unwrap().unwrap();
+    assert!(
+        entry
+            .attempts
+            .iter()
+            .all(|t| t.outcome != AttemptOutcome::Completed),
+        "{entry:?}"
+    );
+}
+
 #[test]
 fn an_escalation_takes_the_work_away_and_gives_it_to_an_idle_agent() {
     let s = setup();
