@@ -2,7 +2,7 @@
 //! once, reassignment after an escalation, and restarts mid-change.
 
 use chipset_bus::Bus;
-use chipset_hook::{HookStatus, Pickup};
+use chipset_hook::{Assignment, HookStatus, Pickup};
 use chipset_loop::{
     AttemptOutcome, BeadState, DispatchAction, Dispatcher, DispatcherConfig, Error,
     HEALTH_ESCALATION, IgnoreReason, WORK_ASSIGNED_EVENT, WORK_ASSIGNMENT, Witness, WitnessConfig,
@@ -172,6 +172,29 @@ fn a_completed_hook_is_found_without_a_report() {
     assert_eq!(names(&d.tick().unwrap()), ["completed b1 w1"]);
 }
 
+/// Bead `b1` assigned to `w1`, which picks it up and then hangs through
+/// three witness rounds: returns what `w1` holds and how many escalations
+/// the witness raised.
+fn assigned_then_silent(s: &Setup, d: &Dispatcher) -> (Assignment, usize) {
+    d.submit(bead("b1"), "t").unwrap();
+    assert_eq!(names(&d.tick().unwrap()), ["assigned b1 w1"]);
+    let Pickup::Started(held) = s.hooks.pickup(&agent("w1")).unwrap() else {
+        panic!()
+    };
+    let wit = witness(s);
+    let mut escalations = 0;
+    for _ in 0..3 {
+        s.advance(301);
+        escalations += wit
+            .tick()
+            .unwrap()
+            .iter()
+            .filter(|a| matches!(a, chipset_loop::WitnessAction::Escalated { .. }))
+            .count();
+    }
+    (held, escalations)
+}
+
 /// A take-away that fails for another reason than "already moved on" or
 /// "completed" (here: the hook file is corrupt) is an error of the tick,
 /// never taken for a completion: the work stays with its agent, open.
@@ -179,16 +202,8 @@ fn a_completed_hook_is_found_without_a_report() {
 fn a_take_away_that_fails_otherwise_is_an_error_not_a_completion() {
     let s = setup();
     let d = dispatcher(&s, &["w1", "w2"]);
-    d.submit(bead("b1"), "t").unwrap();
-    assert_eq!(names(&d.tick().unwrap()), ["assigned b1 w1"]);
-    let Pickup::Started(_) = s.hooks.pickup(&agent("w1")).unwrap() else {
-        panic!()
-    };
-    let wit = witness(&s);
-    for _ in 0..3 {
-        s.advance(301);
-        wit.tick().unwrap();
-    }
+    let (_, escalations) = assigned_then_silent(&s, &d);
+    assert_eq!(escalations, 1);
     std::fs::write(s.hooks.path(&agent("w1")), b"{oops").unwrap();
     let err = d.tick().unwrap_err();
     assert!(
@@ -209,23 +224,7 @@ fn a_take_away_that_fails_otherwise_is_an_error_not_a_completion() {
 fn an_escalation_takes_the_work_away_and_gives_it_to_an_idle_agent() {
     let s = setup();
     let d = dispatcher(&s, &["w1", "w2"]);
-    d.submit(bead("b1"), "t").unwrap();
-    assert_eq!(names(&d.tick().unwrap()), ["assigned b1 w1"]);
-    // w1 picks the work up, then hangs.
-    let Pickup::Started(held) = s.hooks.pickup(&agent("w1")).unwrap() else {
-        panic!()
-    };
-    let wit = witness(&s);
-    let mut escalations = 0;
-    for _ in 0..3 {
-        s.advance(301);
-        escalations += wit
-            .tick()
-            .unwrap()
-            .iter()
-            .filter(|a| matches!(a, chipset_loop::WitnessAction::Escalated { .. }))
-            .count();
-    }
+    let (held, escalations) = assigned_then_silent(&s, &d);
     assert_eq!(escalations, 1);
     let actions = d.tick().unwrap();
     assert_eq!(names(&actions), ["reassigned b1 w1", "assigned b1 w2"]);
