@@ -933,6 +933,15 @@ fn walking_names_and_streaming_a_log_see_what_list_and_read_see() {
     assert_eq!(seen.len(), 2);
 }
 
+/// What the listing tests list in `dir`: `b.json` (5 bytes), `a.json`
+/// (1 byte), a dot-name the listings skip, and a directory `sub`.
+fn listing(dir: &StatePath) {
+    fs::write(dir.join_static("b.json"), b"12345").unwrap();
+    fs::write(dir.join_static("a.json"), b"1").unwrap();
+    fs::write(dir.as_path().join(".hidden"), b"").unwrap();
+    fs::create_dir(dir.join_static("sub")).unwrap();
+}
+
 #[test]
 fn list_stats_gives_each_listed_name_its_own_stat_without_following_links() {
     let t = TempState::new();
@@ -943,10 +952,7 @@ fn list_stats_gives_each_listed_name_its_own_stat_without_following_links() {
             .unwrap()
             .is_empty()
     );
-    fs::write(dir.join_static("b.json"), b"12345").unwrap();
-    fs::write(dir.join_static("a.json"), b"1").unwrap();
-    fs::write(dir.as_path().join(".hidden"), b"").unwrap();
-    fs::create_dir(dir.join_static("sub")).unwrap();
+    listing(&dir);
     symlink(dir.join_static("b.json"), dir.join_static("c.json")).unwrap();
     let listed = t.state.list_stats(&dir).unwrap();
     let names: Vec<&str> = listed.iter().map(|(n, _)| n.as_str()).collect();
@@ -984,10 +990,7 @@ fn list_inodes_gives_each_listed_name_its_inode() {
             .unwrap()
             .is_empty()
     );
-    fs::write(dir.join_static("b.json"), b"b").unwrap();
-    fs::write(dir.join_static("a.json"), b"a").unwrap();
-    fs::write(dir.as_path().join(".hidden"), b"").unwrap();
-    fs::create_dir(dir.join_static("sub")).unwrap();
+    listing(&dir);
     let ino = |name: &str| {
         fs::symlink_metadata(dir.as_path().join(name))
             .unwrap()
