@@ -141,18 +141,17 @@ fn a_late_retry_does_not_take_the_key_back_from_a_newer_event() {
 /// the key's own record back, so the key's window holds again.
 #[test]
 fn a_late_retry_rewrites_a_record_that_holds_another_key() {
-    let (_t, clock, bus) = manual();
+    let (t, clock, bus) = manual();
     let a = agent("mayor");
     let first = NewEvent::new("w", "k")
         .dedup_key("x")
         .with_id(EventId::generate(&clock));
     let delivered = bus.publish(&a, &first).unwrap();
     let first_id = delivered.delivered().unwrap().id().clone();
-    let record = bus.queue_dir(&a).parent().unwrap().join("dedup/x.json");
-    let mut held: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
+    let record = t.at("bus/mayor/dedup/x.json");
+    let mut held: serde_json::Value = t.state.read_json(&record).unwrap().value().unwrap();
     held["key"] = "another key".into();
-    std::fs::write(&record, serde_json::to_vec(&held).unwrap()).unwrap();
+    t.state.write_json(&record, &held).unwrap();
 
     let retried = bus.publish(&a, &first).unwrap();
     assert_eq!(retried.delivered().unwrap().id(), &first_id);

@@ -204,7 +204,9 @@ fn a_take_away_that_fails_otherwise_is_an_error_not_a_completion() {
     let d = dispatcher(&s, &["w1", "w2"]);
     let (_, escalations) = assigned_then_silent(&s, &d);
     assert_eq!(escalations, 1);
-    std::fs::write(s.hooks.path(&agent("w1")), b"{oops").unwrap();
+    s.state()
+        .write_bytes(&s.hooks.path(&agent("w1")), b"{oops")
+        .unwrap();
     let err = d.tick().unwrap_err();
     assert!(
         !matches!(err, Error::Hook(ref e) if e.transition().is_some()),

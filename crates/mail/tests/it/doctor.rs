@@ -280,8 +280,8 @@ fn a_duplicate_at_the_same_stage_keeps_the_copy_met_first() {
         .unwrap();
     let kept = m.path_of(n.id(), &Location::Inbox(agent("a")));
     let extra = m.path_of(n.id(), &Location::Inbox(agent("b")));
-    std::fs::create_dir_all(extra.parent().unwrap()).unwrap();
-    std::fs::copy(&kept, &extra).unwrap();
+    let bytes = m.state().read_bytes(&kept).unwrap().value().unwrap();
+    m.state().write_bytes(&extra, &bytes).unwrap();
 
     let report = m.doctor(DoctorMode::Fix).unwrap();
     assert_eq!(
@@ -650,9 +650,14 @@ fn a_by_task_folder_without_its_swept_event_is_judged_by_its_newest_message() {
         sent.push(s);
     }
     // The sweep moved all three, then the process died before its event.
-    let before = std::fs::read(m.manifest_path()).unwrap();
+    let before = m
+        .state()
+        .read_bytes(&m.manifest_path())
+        .unwrap()
+        .value()
+        .unwrap();
     m.sweep_task_on_commit(&task("u")).unwrap();
-    std::fs::write(m.manifest_path(), &before).unwrap();
+    m.state().write_bytes(&m.manifest_path(), &before).unwrap();
 
     // The newest is 3 s old (the oldest 43 s): in flight for 7 s more.
     f.clock.advance(Duration::from_secs(3));
@@ -701,10 +706,13 @@ fn a_file_named_like_a_task_or_reply_folder_is_a_stray() {
     m.send(&Draft::notify(agent("a"), agent("b"), task("t"), "s", ""))
         .unwrap();
     let root = m.dir().as_path().to_path_buf();
-    std::fs::create_dir_all(root.join("archive/by-task")).unwrap();
-    std::fs::write(root.join("archive/by-task/t9"), "a file").unwrap();
-    std::fs::create_dir_all(root.join("replies")).unwrap();
-    std::fs::write(root.join("replies/1-x"), "a file").unwrap();
+    for stray in ["archive/by-task/t9", "replies/1-x"] {
+        let path = stray
+            .split('/')
+            .try_fold(m.dir().clone(), |dir, segment| dir.join(segment))
+            .unwrap();
+        m.state().write_bytes(&path, b"a file").unwrap();
+    }
 
     let report = m.doctor(DoctorMode::Check).unwrap();
     let mut found: Vec<(&str, Option<std::path::PathBuf>)> = report
@@ -753,8 +761,8 @@ fn a_duplicate_tie_follows_the_scan_not_the_order_names_were_first_seen() {
         .unwrap();
     let kept = m.path_of(n.id(), &Location::Inbox(agent("b")));
     let extra = m.path_of(n.id(), &Location::Inbox(agent("c")));
-    std::fs::create_dir_all(extra.parent().unwrap()).unwrap();
-    std::fs::copy(&kept, &extra).unwrap();
+    let bytes = m.state().read_bytes(&kept).unwrap().value().unwrap();
+    m.state().write_bytes(&extra, &bytes).unwrap();
 
     let report = m.doctor(DoctorMode::Fix).unwrap();
     let dup: Vec<_> = report

@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use chipset_mail::MessageId;
 use chipset_mail::{ArchiveOutcome, Draft, Mail, MailError};
-use chipset_store::IoOp;
 use chipset_store::testing::{EIO, ENOSPC, Fault, FaultIo, RecordIo, visible};
 use chipset_store::{Defect, DoctorMode};
+use chipset_store::{IoBackend, IoOp};
 use chipset_store::{ManualClock, SharedIo, StateDir, StateOptions, SyncOrder, Timestamp};
 
 use crate::{T0, agent, mid, task};
@@ -569,12 +569,13 @@ impl RaceIo {
         let mut race = self.race.lock().unwrap();
         if race.as_ref().is_some_and(|(target, _)| target == to) {
             let (target, winner) = race.take().unwrap();
-            fs::write(target, winner).unwrap();
+            let file = self.real.create_new(&target, false).unwrap();
+            self.real.write_all(&file, &target, &winner).unwrap();
         }
     }
 }
 
-impl chipset_store::IoBackend for RaceIo {
+impl IoBackend for RaceIo {
     fn create_new(&self, path: &Path, append: bool) -> std::io::Result<fs::File> {
         self.real.create_new(path, append)
     }
@@ -630,7 +631,11 @@ fn a_send_that_loses_the_race_to_the_same_message_returns_the_first_delivery() {
     let first = open(elsewhere.path(), chipset_store::RealIo::shared(), &clock);
     first.send(&notify(ID, "bob")).unwrap();
     let name = format!("{ID}.json");
-    let same = fs::read(first.inbox_dir(&agent("bob")).as_path().join(&name)).unwrap();
+    let read = |mail: &Mail| {
+        let path = mail.inbox_dir(&agent("bob")).join(&name).unwrap();
+        mail.state().read_bytes(&path).unwrap().value().unwrap()
+    };
+    let same = read(&first);
     let mut other: serde_json::Value = serde_json::from_slice(&same).unwrap();
     other["body"] = serde_json::json!("another body");
     let other = serde_json::to_vec(&other).unwrap();
@@ -642,12 +647,16 @@ fn a_send_that_loses_the_race_to_the_same_message_returns_the_first_delivery() {
             race: std::sync::Mutex::new(None),
         });
         let mail = open(tmp.path(), io.clone(), &clock);
-        let target = mail.inbox_dir(&agent("bob")).as_path().join(&name);
+        let target = mail
+            .inbox_dir(&agent("bob"))
+            .join(&name)
+            .unwrap()
+            .into_path_buf();
         *io.race.lock().unwrap() = Some((target.clone(), winner.clone()));
         let sent = mail.send(&notify(ID, "bob"));
         assert!(io.race.lock().unwrap().is_none(), "the race did not run");
         // The winner's file stays as it was written.
-        assert_eq!(fs::read(&target).unwrap(), winner);
+        assert_eq!(read(&mail), winner);
         if same_content {
             let sent = sent.unwrap();
             assert_eq!(sent.id().as_str(), ID);
