@@ -126,3 +126,37 @@ impl From<Corruption> for Error {
         Error::Corrupt(c)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only a failure after the commit point asks for a retry: a response
+    /// recorded but not delivered, or the store's unknown outcome; a refusal
+    /// (here an id conflict, or a store error before anything was written)
+    /// changed nothing and says so.
+    #[test]
+    fn only_an_unknown_outcome_asks_for_a_retry() {
+        let unknown = || chipset_store::Error::OutcomeUnknown {
+            op: "sync",
+            path: "nudge/a/latest.json".into(),
+            source: std::io::Error::other("EIO"),
+        };
+        assert!(Error::Store(unknown()).is_outcome_unknown());
+        assert!(
+            Error::ResponseNotDelivered {
+                sender: chipset_store::AgentId::new("witness").unwrap(),
+                source: Box::new(Error::Store(unknown())),
+            }
+            .is_outcome_unknown()
+        );
+        let conflict = Error::IdConflict {
+            id: crate::NudgeId::new("n1").unwrap(),
+        };
+        assert!(!conflict.is_outcome_unknown());
+        let refused = Error::Store(chipset_store::Error::NotFound {
+            path: "nudge/a/latest.json".into(),
+        });
+        assert!(!refused.is_outcome_unknown());
+    }
+}

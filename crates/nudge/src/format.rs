@@ -434,5 +434,25 @@ mod tests {
         b.id = Some(NudgeId::new("2").unwrap());
         assert!(!a.is_same(&b), "same content and timestamp, different ids");
         assert!(!a.is_same(&base));
+        let mut again = a.clone();
+        again.message = "n".into();
+        again.timestamp = Timestamp::from_unix_ms(2000);
+        assert!(a.is_same(&again), "the same id, whatever the content");
+    }
+
+    /// A resolution's name is the one serde writes (the seed's column
+    /// value), and it displays as that name.
+    #[test]
+    fn a_resolution_is_named_as_the_seed_writes_it() {
+        for (r, name) in [
+            (Resolution::Completed, "completed"),
+            (Resolution::Ignored, "ignored"),
+            (Resolution::Snoozed, "snoozed"),
+            (Resolution::AutoCleared, "auto_cleared"),
+        ] {
+            assert_eq!(r.as_str(), name);
+            assert_eq!(r.to_string(), name);
+            assert_eq!(serde_json::to_value(r).unwrap(), name);
+        }
     }
 }

@@ -161,6 +161,14 @@ mod tests {
         assert!(err.to_string().contains("at most 32 bytes"), "{err}");
     }
 
+    /// Free text as long as its bound is allowed; one byte more is not.
+    #[test]
+    fn text_of_the_bound_is_the_longest_allowed() {
+        check_text("action", &"a".repeat(64), 64).unwrap();
+        let err = check_text("action", &"a".repeat(65), 64).unwrap_err();
+        assert!(err.to_string().contains("too long"), "{err}");
+    }
+
     #[track_caller]
     fn check(source_id: &str, escaped: &str) {
         assert_eq!(escape(source_id), escaped);

@@ -242,6 +242,17 @@ mod tests {
     }
 
     #[test]
+    fn a_new_registry_is_empty_until_a_kind_is_registered() {
+        let mut r = KindRegistry::new();
+        assert!(r.is_empty());
+        assert_eq!(r.len(), 0);
+        r.register(KindSpec::new("ok", "x")).unwrap();
+        assert!(!r.is_empty());
+        assert_eq!(r.len(), 1);
+        assert!(!KindRegistry::preset().is_empty());
+    }
+
+    #[test]
     fn bad_specs_are_refused() {
         let mut r = KindRegistry::preset();
         assert!(matches!(

@@ -280,16 +280,18 @@ fn metrics_per_kind() {
 
 /// With an odd number of open reminders the median age is the middle one.
 #[test]
-fn the_median_open_age_of_three_is_the_middle_one() {
-    let (t, clock) = manual_state();
-    let r = Reminders::new(t.state.clone(), KindRegistry::preset());
-    for source in ["a", "b", "c"] {
-        r.open(new(preset::WRAP_SESSION, source)).unwrap();
-        clock.advance(HOUR);
+fn the_median_open_age_of_an_odd_count_is_the_middle_one() {
+    for n in [1_u32, 3, 5] {
+        let (t, clock) = manual_state();
+        let r = Reminders::new(t.state.clone(), KindRegistry::preset());
+        for i in 0..n {
+            r.open(new(preset::WRAP_SESSION, &format!("s{i}"))).unwrap();
+            clock.advance(HOUR);
+        }
+        // Open ages n h, ..., 2 h, 1 h: the middle one is (n + 1) / 2 h.
+        let m = r.metrics(None).unwrap();
+        assert_eq!(m.median_open_age["wrap_session"], (n + 1) / 2 * HOUR, "{n}");
     }
-    // Open ages 3 h, 2 h and 1 h.
-    let m = r.metrics(None).unwrap();
-    assert_eq!(m.median_open_age["wrap_session"], 2 * HOUR);
 }
 
 /// The config a handle was made with is the one it reports.
@@ -303,6 +305,13 @@ fn a_handle_reports_its_own_config() {
     assert_eq!(r.config(), &config);
     let default = Reminders::new(t.state.clone(), KindRegistry::preset());
     assert_eq!(default.config().manual_verb, "prism_nudge.resolve");
+    assert_eq!(default.registry(), &KindRegistry::preset());
+    let mut kinds = KindRegistry::new();
+    kinds
+        .register(chipset_nudge::KindSpec::new("review_due", "review"))
+        .unwrap();
+    let custom = Reminders::new(t.state.clone(), kinds.clone());
+    assert_eq!(custom.registry(), &kinds);
 }
 
 /// A reminder whose resolve stopped after its first durable step: the
@@ -315,6 +324,24 @@ fn half_resolved(t: &TempState, r: &Reminders) -> (Opened, ReminderKey, Reminder
     resolved.resolution = Some(Resolution::Completed);
     t.state.write_json(&r.open_path(&key), &resolved).unwrap();
     (a, key, resolved)
+}
+
+/// A listing that meets a resolve cut off after its first step finishes it
+/// rather than list the reminder as open.
+#[test]
+fn a_listing_finishes_an_interrupted_resolve() {
+    let (t, _clock) = manual_state();
+    let r = Reminders::new(t.state.clone(), KindRegistry::preset());
+    let (a, key, resolved) = half_resolved(&t, &r);
+    assert!(open_ids(&r).is_empty());
+    assert!(!r.open_path(&key).exists());
+    assert_eq!(
+        t.state
+            .read_json::<Reminder>(&r.history_path(&a.reminder().id))
+            .unwrap()
+            .value(),
+        Some(resolved)
+    );
 }
 
 /// A crash between the two durable steps of a resolve is finished later.

@@ -18,6 +18,7 @@ fn unprocessed_abort_holds_against_less_urgent() {
     let n = Nudges::new(t.state.clone());
     let p = agent("polecat-alpha");
     let abort = n.send(&p, draft(NudgeType::Abort, "stop")).unwrap();
+    assert!(!abort.is_held(), "{abort:?}");
     let abort = abort.sent().unwrap().clone();
     for kind in [
         NudgeType::HealthCheck,
@@ -121,6 +122,10 @@ fn corrupt_latest_is_distinct_and_repaired() {
     std::fs::write(&path, "{\"from\": \"mayor\", \"type\": \"ab").unwrap();
     assert!(matches!(n.receive(&p).unwrap(), Received::Corrupt(_)));
     assert_eq!(n.status().unwrap().corrupt, 1);
+    // A corrupt processed record counts too, once per file.
+    std::fs::write(n.processed_path(&p), "{").unwrap();
+    assert_eq!(n.status().unwrap().corrupt, 2);
+    std::fs::remove_file(n.processed_path(&p)).unwrap();
     // The doctor reports it, and with Fix moves it aside.
     let report = n.doctor(DoctorMode::Check).unwrap();
     assert!(matches!(report.findings[0].fault, Defect::Corrupt(_)));
@@ -237,7 +242,16 @@ fn responses_and_status_on_a_manual_clock() {
     let w = agent("witness");
     let (fast, slow, quick) = (agent("fast"), agent("slow"), agent("quick"));
     let config = NudgeConfig::default().with_interval(quick.clone(), Duration::from_secs(10));
-    let n = Nudges::with_config(t.state.clone(), config);
+    let n = Nudges::with_config(t.state.clone(), config.clone());
+    assert_eq!(
+        n.config(),
+        &config,
+        "the handle keeps the config it was given"
+    );
+    assert_eq!(
+        Nudges::new(t.state.clone()).config(),
+        &NudgeConfig::default()
+    );
     let t0 = clock.now();
     for a in [&fast, &slow, &quick] {
         n.send(
@@ -505,4 +519,164 @@ fn the_doctor_codes_words_and_counts_each_signal_file() {
         chipset_store::Doctor::doctor(&n, DoctorMode::Check).unwrap(),
         report
     );
+}
+
+/// A retry under a chosen id is recognised in the processed record too: once
+/// the recipient processed the nudge and a later one replaced it, the retry
+/// is the first delivery again and writes nothing, while a new id with the
+/// same content is delivered; other content under the id, even only another
+/// message, is refused.
+#[test]
+fn a_chosen_id_retry_is_found_in_the_processed_record() {
+    let (t, clock) = manual_state();
+    let n = Nudges::new(t.state.clone());
+    let p = agent("polecat");
+    let ask = || draft(NudgeType::HealthCheck, "ok?").requiring_response();
+    let id = |s: &str| chipset_nudge::NudgeId::new(s).unwrap();
+    let first = n.send_with_id(&p, ask(), id("n-1")).unwrap();
+    let first = first.sent().unwrap().clone();
+    n.mark_processed(&p, &first).unwrap();
+    clock.advance(Duration::from_secs(5));
+    let later = n.send(&p, draft(NudgeType::SyncRequest, "later")).unwrap();
+    let later = later.sent().unwrap().clone();
+    let retry = n.send_with_id(&p, ask(), id("n-1")).unwrap();
+    assert_eq!(
+        retry,
+        Delivery::Delivered {
+            sent: first.clone()
+        }
+    );
+    assert_eq!(n.read_latest(&p).unwrap(), ReadOutcome::Value(later));
+    let other_message = draft(NudgeType::HealthCheck, "still ok?").requiring_response();
+    assert!(matches!(
+        n.send_with_id(&p, other_message, id("n-1")),
+        Err(chipset_nudge::Error::IdConflict { .. })
+    ));
+    let fresh = n.send_with_id(&p, ask(), id("n-2")).unwrap();
+    assert_eq!(fresh.sent().unwrap().id, Some(id("n-2")), "{fresh:?}");
+    match n.read_latest(&p).unwrap() {
+        ReadOutcome::Value(latest) => assert_eq!(latest.id, Some(id("n-2"))),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Marking the same nudge processed twice counts it once.
+#[test]
+fn marking_a_nudge_processed_again_counts_it_once() {
+    let (t, _c) = manual_state();
+    let n = Nudges::new(t.state.clone());
+    let p = agent("polecat");
+    let sent = n.send(&p, draft(NudgeType::HealthCheck, "ok?")).unwrap();
+    let sent = sent.sent().unwrap().clone();
+    n.mark_processed(&p, &sent).unwrap();
+    n.mark_processed(&p, &sent).unwrap();
+    let record = t
+        .state
+        .read_json::<chipset_nudge::ProcessedRecord>(&n.processed_path(&p))
+        .unwrap()
+        .value()
+        .unwrap();
+    assert_eq!(record.count, 1);
+    assert_eq!(record.last, sent);
+}
+
+/// A corrupt response record is moved aside before the answer is written,
+/// so what it held can still be looked at.
+#[test]
+fn a_corrupt_response_record_is_moved_aside_by_the_next_answer() {
+    let (t, _c) = manual_state();
+    let n = Nudges::new(t.state.clone());
+    let (w, p) = (agent("mayor"), agent("polecat"));
+    let asked = n
+        .send(
+            &p,
+            draft(NudgeType::HealthCheck, "ok?").requiring_response(),
+        )
+        .unwrap();
+    let asked = asked.sent().unwrap().clone();
+    let record = n.response_path(&w, &p);
+    t.state.write_bytes(&record, b"{\"from\": ").unwrap();
+    let responses = n.agent_dir(&w).join("responses").unwrap();
+    assert!(!t.state.has_quarantine(&responses).unwrap());
+    let r = n.respond(&p, &asked, "yes").unwrap();
+    assert!(t.state.has_quarantine(&responses).unwrap());
+    assert_eq!(
+        t.state.read_json::<chipset_nudge::Nudge>(&record).unwrap(),
+        ReadOutcome::Value(r.response)
+    );
+}
+
+/// A responder's newest answer is the one seen, wherever it is: a seed
+/// program's answer in `latest.json` newer than the responder's record
+/// wins, and an answer stamped exactly at `since` counts.
+#[test]
+fn the_newest_answer_of_a_responder_wins_and_since_is_inclusive() {
+    let (t, clock) = manual_state();
+    let n = Nudges::new(t.state.clone());
+    let (w, p) = (agent("mayor"), agent("polecat"));
+    let t0 = clock.now();
+    let asked = n
+        .send(
+            &p,
+            draft(NudgeType::HealthCheck, "ok?").requiring_response(),
+        )
+        .unwrap();
+    n.respond(&p, asked.sent().unwrap(), "in the record")
+        .unwrap();
+    clock.advance(Duration::from_secs(60));
+    let at = clock.now();
+    let seed = serde_json::json!({
+        "from": "polecat",
+        "type": "nudge_response",
+        "message": "in latest.json",
+        "timestamp": at,
+        "requires_response": false,
+    });
+    t.state.write_json(&n.latest_path(&w), &seed).unwrap();
+    for since in [t0, at] {
+        let answered = n.responses_since(&w, since).unwrap().answered;
+        assert_eq!(answered.len(), 1, "{answered:?}");
+        assert_eq!(answered[0].message, "in latest.json");
+        assert_eq!(answered[0].timestamp, at);
+    }
+}
+
+/// In an agent's `responses/` folder only `{responder}.json` files are
+/// answers: a name without `.json`, or a folder named like an answer, is a
+/// stray the doctor reports and leaves alone, next to the answer it checks.
+#[test]
+fn the_doctor_reports_strays_among_the_responses() {
+    let (t, _c) = manual_state();
+    let n = Nudges::new(t.state.clone());
+    let (w, p) = (agent("mayor"), agent("polecat"));
+    let asked = n
+        .send(
+            &p,
+            draft(NudgeType::HealthCheck, "ok?").requiring_response(),
+        )
+        .unwrap();
+    n.respond(&p, asked.sent().unwrap(), "yes").unwrap();
+    let responses = n.agent_dir(&w).join("responses").unwrap();
+    let notes = responses.join("notes.txt").unwrap();
+    t.state.write_bytes(&notes, b"x").unwrap();
+    let folder = responses.join("folder.json").unwrap();
+    t.state.ensure_dir(&folder).unwrap();
+    let report = n.doctor(DoctorMode::Fix).unwrap();
+    assert!(
+        report.findings.iter().all(|f| f.fault == Defect::Stray),
+        "{report:?}"
+    );
+    let mut strays: Vec<_> = report.findings.iter().map(|f| f.path.clone()).collect();
+    strays.sort();
+    assert_eq!(
+        strays,
+        [
+            Some(folder.as_path().to_path_buf()),
+            Some(notes.as_path().to_path_buf()),
+        ],
+        "{report:?}"
+    );
+    assert!(report.findings.iter().all(|f| f.actions.is_empty()));
+    assert!(t.state.stat(&notes).unwrap().is_some());
+    assert!(t.state.stat(&n.response_path(&w, &p)).unwrap().is_some());
 }
