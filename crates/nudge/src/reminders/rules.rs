@@ -185,4 +185,56 @@ mod tests {
         );
         assert_eq!(fresh.source_id, snoozed.source_id);
     }
+
+    /// A filter keeps what every field it sets agrees with; an unset field
+    /// keeps everything.
+    #[test]
+    fn a_filter_keeps_what_each_set_field_agrees_with() {
+        let filter =
+            |tenant: Option<&str>, project: Option<&str>, kind: Option<&str>| ReminderFilter {
+                tenant_id: tenant.map(Into::into),
+                project_id: project.map(Into::into),
+                kind: kind.map(Into::into),
+            };
+        let mut r = open();
+        r.project_id = Some("p".into());
+        let keeps = |t, p, k| filter(t, p, k).matches(&r);
+        assert!(keeps(None, None, None));
+        assert!(keeps(Some("t"), Some("p"), Some("handoff")));
+        assert!(!keeps(Some("u"), None, None));
+        assert!(!keeps(None, Some("q"), None));
+        assert!(!keeps(None, None, Some("spec")));
+        r.project_id = None;
+        assert!(
+            !filter(None, Some("p"), None).matches(&r),
+            "no project is not project p"
+        );
+    }
+
+    /// Listings are oldest first, and by id within one instant.
+    #[test]
+    fn reminders_sort_by_creation_then_id() {
+        let make = |n: u8, ms: i64| Reminder {
+            id: id(n),
+            created_at: at(ms),
+            ..open()
+        };
+        let mut list = vec![make(3, 5), make(2, 0), make(1, 5), make(4, -1)];
+        sort(&mut list);
+        let order: Vec<_> = list.iter().map(|r| r.id.clone()).collect();
+        assert_eq!(order, [id(4), id(2), id(1), id(3)]);
+    }
+
+    /// An index path names its key: kind and source type are its folders,
+    /// the escaped source id its file name; a path too short for that, or
+    /// with a folder that is no kind name, names none.
+    #[test]
+    fn an_index_path_names_its_key() {
+        assert_eq!(
+            path_key(Path::new("open/handoff_pending/handoff/a%2Fb.json")),
+            Some(ReminderKey::new("handoff_pending", "handoff", "a/b").unwrap())
+        );
+        assert_eq!(path_key(Path::new("open/Bad-Kind/handoff/a.json")), None);
+        assert_eq!(path_key(Path::new("a.json")), None);
+    }
 }
