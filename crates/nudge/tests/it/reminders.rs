@@ -344,6 +344,31 @@ fn a_listing_finishes_an_interrupted_resolve() {
     );
 }
 
+/// A resolve that meets one cut off after its first step (the index file
+/// already resolved) finishes that one first, then answers as for a retry:
+/// the same change returns the record, another is `AlreadyResolved`.
+#[test]
+fn a_resolve_meeting_an_interrupted_one_finishes_it_then_answers_as_a_retry() {
+    for (asked, same) in [
+        (ManualResolution::Ignored, false),
+        (ManualResolution::Completed, true),
+    ] {
+        let (t, _clock) = manual_state();
+        let r = Reminders::new(t.state.clone(), KindRegistry::preset());
+        let (a, key, mut resolved) = half_resolved(&t, &r);
+        resolved.resolved_by_verb = Some(r.config().manual_verb.clone());
+        t.state.write_json(&r.open_path(&key), &resolved).unwrap();
+        let got = r.resolve(&a.reminder().id, asked, None);
+        if same {
+            assert_eq!(got.unwrap(), resolved);
+        } else {
+            assert!(matches!(got, Err(Error::AlreadyResolved { .. })), "{got:?}");
+        }
+        assert!(!r.open_path(&key).exists());
+        assert_eq!(r.get(&a.reminder().id).unwrap(), Some(resolved));
+    }
+}
+
 /// A crash between the two durable steps of a resolve is finished later.
 #[test]
 fn interrupted_resolve_is_settled() {
