@@ -361,6 +361,39 @@ mod tests {
         )
     }
 
+    /// Each getter returns what the draft was built with.
+    #[test]
+    fn a_draft_reads_back_what_it_was_built_with() {
+        let id = MessageId::new("1795408569000-7a703292-f1d1-4900-b635-8fd9f1df7f88").unwrap();
+        let parent = MessageId::new("1795408568000-7a703292-f1d1-4900-b635-8fd9f1df7f88").unwrap();
+        let d = Draft::request(
+            agent("critic"),
+            agent("exec"),
+            task("t1"),
+            "the subject",
+            "the body",
+        )
+        .with_round(7)
+        .with_id(id.clone())
+        .replying_to(parent.clone())
+        .with_priority(MailPriority::Urgent);
+        assert_eq!(d.kind(), Kind::Request);
+        assert_eq!((d.from(), d.to()), (&agent("critic"), &agent("exec")));
+        assert_eq!(d.task(), Some(&task("t1")));
+        assert_eq!((d.subject(), d.body()), ("the subject", "the body"));
+        assert_eq!(d.round(), Some(7));
+        assert_eq!(d.id(), Some(&id));
+        assert_eq!(d.in_reply_to(), Some(&parent));
+        assert_eq!(d.priority(), MailPriority::Urgent);
+        assert!(d.expects_reply());
+        let n = Draft::notify(agent("critic"), agent("exec"), task("t1"), "s", "b");
+        assert_eq!((n.round(), n.id(), n.in_reply_to()), (None, None, None));
+        assert!(!n.expects_reply());
+        let r = Draft::response(agent("exec"), agent("critic"), parent.clone(), "re", "b");
+        assert_eq!((r.kind(), r.task()), (Kind::Response, None));
+        assert_eq!(r.in_reply_to(), Some(&parent));
+    }
+
     #[test]
     fn draft_checks() {
         let config = MailConfig {

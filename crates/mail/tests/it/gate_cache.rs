@@ -305,6 +305,18 @@ fn a_cached_sweep_still_moves_the_rest_past_a_corrupt_file_and_names_it() {
     let f = fixture();
     let m = &f.mail;
     let ids = busy(m);
+    // Another task's message in the inbox the sweep has to read whole.
+    let other = m
+        .send(&Draft::notify(
+            agent("critic"),
+            agent("exec"),
+            task("t2"),
+            "fyi",
+            "another task",
+        ))
+        .unwrap()
+        .id()
+        .clone();
     warm(m);
     let bad = m
         .inbox_dir(&agent("exec"))
@@ -319,6 +331,11 @@ fn a_cached_sweep_still_moves_the_rest_past_a_corrupt_file_and_names_it() {
             Some(chipset_mail::Location::ByTask(task("t1")))
         );
     }
+    assert_eq!(
+        m.locate(&other).unwrap(),
+        Some(chipset_mail::Location::Inbox(agent("exec"))),
+        "another task's message stays"
+    );
 }
 
 #[test]
