@@ -236,3 +236,47 @@ impl MailError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store_unknown() -> chipset_store::Error {
+        chipset_store::Error::OutcomeUnknown {
+            op: "sync directory",
+            path: "mail/inbox/exec".into(),
+            source: std::io::Error::other("EIO"),
+        }
+    }
+
+    /// An unknown outcome names every message that may have been sent, and
+    /// only a failure past a commit point asks for a retry.
+    #[test]
+    fn an_unknown_outcome_names_its_messages_and_asks_for_a_retry() {
+        let ids = vec![
+            MessageId::new("1-a").unwrap(),
+            MessageId::new("2-b").unwrap(),
+        ];
+        let e = MailError::OutcomeUnknown {
+            ids: ids.clone(),
+            source: store_unknown(),
+        };
+        assert!(
+            e.to_string()
+                .starts_with("message `1-a`, `2-b` may have been sent: "),
+            "{e}"
+        );
+        assert!(e.is_outcome_unknown());
+        assert_eq!(e.unknown_outcome_ids(), &ids[..]);
+        let swept = MailError::PartlySwept {
+            task: TaskId::new("t1").unwrap(),
+            moved: 2,
+            source: Box::new(MailError::Store(store_unknown())),
+        };
+        assert!(swept.is_outcome_unknown());
+        assert!(MailError::Store(store_unknown()).is_outcome_unknown());
+        let refused = MailError::BodyTooLarge { size: 5, cap: 4 };
+        assert!(!refused.is_outcome_unknown());
+        assert!(refused.unknown_outcome_ids().is_empty());
+    }
+}
