@@ -226,3 +226,26 @@ impl Retention {
         self
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each builder sets its own field and leaves the rest.
+    #[test]
+    fn a_builder_sets_its_field() {
+        let quiet = NagPolicy::new(
+            NagRule::Never,
+            NagRule::AtPoll,
+            NagRule::Never,
+            NagRule::Never,
+        );
+        let config = BusConfig::default().with_nag(quiet);
+        assert_eq!(config.nag, quiet);
+        assert_eq!(config.nag.rule(Priority::High), NagRule::AtPoll);
+        assert_eq!(
+            config.presence_stale_after,
+            BusConfig::default().presence_stale_after
+        );
+    }
+}

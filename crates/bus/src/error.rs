@@ -115,3 +115,33 @@ impl Error {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chipset_store::{ManualClock, Timestamp};
+
+    /// A failure past the commit point names the event that may be out; a
+    /// refusal names none.
+    #[test]
+    fn an_unknown_outcome_names_its_event() {
+        let id = EventId::generate(&ManualClock::new(Timestamp::from_unix_ms(1_000)));
+        let unknown = || chipset_store::Error::OutcomeUnknown {
+            op: "sync",
+            path: "bus/a/queue".into(),
+            source: io::Error::other("EIO"),
+        };
+        let e = Error::OutcomeUnknown {
+            id: id.clone(),
+            source: unknown(),
+        };
+        assert_eq!(e.unknown_outcome_id(), Some(&id));
+        let partly = Error::PartlyPublished {
+            id: id.clone(),
+            delivered: vec![AgentId::new("a").unwrap()],
+            source: Box::new(Error::Store(unknown())),
+        };
+        assert_eq!(partly.unknown_outcome_id(), Some(&id));
+        assert_eq!(Error::Store(unknown()).unknown_outcome_id(), None);
+    }
+}

@@ -667,5 +667,45 @@ mod tests {
         assert!(Resource::new("", "x").check().is_err());
         assert!(Resource::new("chat", "").check().is_err());
         assert!(Resource::new("chat", "a\nb").check().is_err());
+        assert!(Resource::new("chat", "t".repeat(4096)).check().is_ok());
+        assert!(Resource::new("chat", "t".repeat(4097)).check().is_err());
+        assert!(Resource::new("chat", "t".repeat(4098)).check().is_err());
+    }
+
+    /// A label or key as long as its bound is accepted; one byte more is not.
+    #[test]
+    fn labels_and_keys_of_their_bound_are_the_longest_allowed() {
+        let clock = ManualClock::new(Timestamp::from_unix_ms(1_000));
+        let label = "k".repeat(MAX_LABEL_LEN);
+        let key = "d".repeat(MAX_KEY_LEN);
+        let e = NewEvent::new(label.clone(), label.clone())
+            .dedup_key(key.clone())
+            .build(&clock)
+            .unwrap();
+        assert_eq!(e.dedup_key(), Some(key.as_str()));
+        let long_key = "d".repeat(MAX_KEY_LEN + 1);
+        assert!(
+            NewEvent::new("s", "k")
+                .dedup_key(long_key)
+                .build(&clock)
+                .is_err()
+        );
+        assert!(Resource::new(label, "x").check().is_ok());
+        assert!(
+            NewEvent::new("s", "k")
+                .build(&clock)
+                .unwrap()
+                .dedup_key()
+                .is_none()
+        );
+    }
+
+    /// A priority displays as its name.
+    #[test]
+    fn a_priority_displays_as_its_name() {
+        for p in Priority::ALL {
+            assert_eq!(p.to_string(), p.as_str());
+        }
+        assert_eq!(Priority::Critical.to_string(), "critical");
     }
 }

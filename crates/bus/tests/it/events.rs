@@ -183,6 +183,7 @@ fn a_file_whose_name_disagrees_with_its_contents_is_reported() {
     let pending = bus.pending(&a).unwrap();
     assert!(pending.events().is_empty());
     assert_eq!(pending.unreadable()[0].problem, Problem::NameMismatch);
+    assert!(!pending.is_empty(), "no event, but a file to look at");
 }
 
 #[test]

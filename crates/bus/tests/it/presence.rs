@@ -38,10 +38,14 @@ fn start_returns_pending_in_order_and_registers_presence() {
     assert_eq!(s.previous, PresenceState::Absent);
     assert_eq!(s.presence.pid, std::process::id());
     assert!(bus.presence(&a).unwrap().is_live());
+    assert_eq!(bus.presence(&a).unwrap().presence(), Some(&s.presence));
+    assert_eq!(PresenceState::Absent.presence(), None);
+    assert!(!s.pending.is_empty(), "events, nothing unreadable");
 
     // Silence makes presence stale, and stale presence blocks nothing.
     clock.advance(Duration::from_secs(61));
     assert!(matches!(bus.presence(&a).unwrap(), PresenceState::Stale(_)));
+    assert_eq!(bus.presence(&a).unwrap().presence(), Some(&s.presence));
     let _ = bus.publish(&a, &NewEvent::new("m", "more")).unwrap();
     assert_eq!(bus.pending(&a).unwrap().len(), 3);
     let e = bus.pending(&a).unwrap().into_events().remove(0);
