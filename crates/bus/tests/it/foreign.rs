@@ -63,6 +63,25 @@ fn an_unknown_priority_is_unsupported_and_left_in_place() {
     assert_eq!(fs::read(&path).unwrap(), bytes, "never moved");
 }
 
+/// A broken event whose priority is one this version knows is corrupt, not
+/// unsupported: only an unknown priority makes a file this version cannot
+/// read but a later one could.
+#[test]
+fn a_broken_event_with_a_known_priority_is_corrupt() {
+    let (_t, _clock, bus) = manual();
+    let a = agent("worker-1");
+    let _ = bus.publish(&a, &NewEvent::new("mayor", "task")).unwrap();
+    let name = bus.queued(&a).unwrap()[0].name().to_owned();
+    let path = bus.queue_dir(&a).join(&name).unwrap();
+    add(&path, "created_at", json!("not a time"));
+    let pending = bus.pending(&a).unwrap();
+    assert!(pending.events().is_empty());
+    assert!(
+        matches!(pending.unreadable()[0].problem, Problem::Corrupt(_)),
+        "{pending:?}"
+    );
+}
+
 #[test]
 fn presence_registry_and_nag_state_keep_extra_fields() {
     let (t, clock, _) = manual();
