@@ -81,3 +81,51 @@ fn a_corrupt_presence_is_reported_and_replaced_on_start() {
     assert!(matches!(s.previous, PresenceState::Unreadable(_)));
     assert!(bus.presence(&a).unwrap().is_live());
 }
+
+/// A heartbeat over a corrupt presence moves it aside (for a look later) and
+/// registers afresh; over another process's presence it registers this
+/// process, from now.
+#[test]
+fn a_heartbeat_over_a_corrupt_or_foreign_presence_registers_afresh() {
+    let (_t, clock, bus) = manual();
+    let a = agent("worker-1");
+    let first = bus.start(&a).unwrap().presence;
+    let dir = bus.queue_dir(&a).parent().unwrap().to_path_buf();
+    let path = dir.join("presence.json");
+    std::fs::write(&path, b"{").unwrap();
+    assert!(!dir.join(".quarantine").exists());
+    clock.advance(Duration::from_secs(5));
+    let beat = bus.heartbeat(&a).unwrap();
+    assert!(
+        dir.join(".quarantine").is_dir(),
+        "the corrupt file is kept aside"
+    );
+    assert_eq!(beat.started_at, clock_now(&bus));
+    assert_ne!(beat.started_at, first.started_at);
+
+    let other = chipset_bus::Presence {
+        pid: std::process::id() + 1,
+        ..beat.clone()
+    };
+    std::fs::write(&path, serde_json::to_vec(&other).unwrap()).unwrap();
+    clock.advance(Duration::from_secs(5));
+    let beat = bus.heartbeat(&a).unwrap();
+    assert_eq!(beat.pid, std::process::id());
+    assert_eq!(beat.started_at, clock_now(&bus), "a new session, from now");
+}
+
+/// Presence is live up to the staleness limit, and stale only past it.
+#[test]
+fn presence_is_live_up_to_its_limit() {
+    let (t, clock, _) = manual();
+    let bus = Bus::with_config(
+        t.state.clone(),
+        BusConfig::default().with_presence_stale_after(Duration::from_secs(60)),
+    );
+    let a = agent("worker-1");
+    let _ = bus.start(&a).unwrap();
+    clock.advance(Duration::from_secs(60));
+    assert!(bus.presence(&a).unwrap().is_live());
+    clock.advance(Duration::from_millis(1));
+    assert!(matches!(bus.presence(&a).unwrap(), PresenceState::Stale(_)));
+}
