@@ -164,7 +164,7 @@ impl Bus {
                 },
                 e => e.into(),
             })?;
-            for (&i, outcome) in fresh.iter().zip(outcomes) {
+            for (k, (&i, outcome)) in fresh.iter().zip(outcomes).enumerate() {
                 out[i] = Some(match outcome {
                     chipset_store::Created::New => Published::Delivered(built[i].clone()),
                     // Only a chosen id can collide: a concurrent publish of it.
@@ -175,10 +175,7 @@ impl Bus {
                                 return Err(Error::IdConflict {
                                     agent: agent.clone(),
                                     id: built[i].id().clone(),
-                                    path: items[fresh.iter().position(|f| *f == i).unwrap_or(0)]
-                                        .0
-                                        .clone()
-                                        .into_path_buf(),
+                                    path: items[k].0.clone().into_path_buf(),
                                 });
                             }
                         }
