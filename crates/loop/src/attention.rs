@@ -291,9 +291,12 @@ impl Attention {
     ///
     /// As [`Attention::watch`] and [`Attention::brief`].
     pub fn wait(&self, agent: &AgentId, timeout: Duration) -> Result<Brief> {
+        self.wait_until(agent, Deadline::after(timeout))
+    }
+
+    fn wait_until(&self, agent: &AgentId, deadline: Deadline) -> Result<Brief> {
         // Watch first, read second: nothing changed in between is missed.
         let mut watcher = Watcher::new(self.hooks.state(), self.targets(agent), self.config.watch)?;
-        let deadline = Deadline::after(timeout);
         loop {
             let brief = self.brief(agent)?;
             if !brief.is_empty() {
@@ -541,26 +544,39 @@ fn bad_file(kind: WorkKind, count: usize, path: &std::path::Path, summary: Strin
     }
 }
 
-/// When a wait ends; `None` is never (a timeout too large for an `Instant`).
+/// When a wait ends (`at`; `None` is never: a timeout too large for an
+/// `Instant`), and the longest single wait handed to the watcher on the way.
 #[derive(Debug, Clone, Copy)]
-struct Deadline(Option<Instant>);
+struct Deadline {
+    at: Option<Instant>,
+    slice: Duration,
+}
 
 impl Deadline {
     /// The longest single wait handed to the watcher.
     const SLICE: Duration = Duration::from_secs(3600);
 
     fn after(timeout: Duration) -> Self {
-        Deadline(Instant::now().checked_add(timeout))
+        Self::sliced(timeout, Self::SLICE)
+    }
+
+    /// A deadline whose wait is handed out in slices of `slice` (tests use a
+    /// short one to see a wait go on past a slice's end).
+    fn sliced(timeout: Duration, slice: Duration) -> Self {
+        Deadline {
+            at: Instant::now().checked_add(timeout),
+            slice,
+        }
     }
 
     fn left(self) -> Duration {
-        self.0.map_or(Self::SLICE, |d| {
-            d.saturating_duration_since(Instant::now()).min(Self::SLICE)
+        self.at.map_or(self.slice, |d| {
+            d.saturating_duration_since(Instant::now()).min(self.slice)
         })
     }
 
     fn passed(self) -> bool {
-        self.0.is_some_and(|d| Instant::now() >= d)
+        self.at.is_some_and(|d| Instant::now() >= d)
     }
 }
 
@@ -595,7 +611,10 @@ impl BriefWatch {
     ///
     /// As [`Attention::brief`].
     pub fn next(&mut self, timeout: Duration) -> Result<Option<Brief>> {
-        let deadline = Deadline::after(timeout);
+        self.next_until(Deadline::after(timeout))
+    }
+
+    fn next_until(&mut self, deadline: Deadline) -> Result<Option<Brief>> {
         loop {
             let brief = self.attention.brief(&self.agent)?;
             let changed = match &self.last {
@@ -613,5 +632,70 @@ impl BriefWatch {
                 return Ok(None);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::thread;
+
+    use chipset_mail::{Draft, Mail};
+    use chipset_store::{StateDir, TaskId, WatchConfig};
+    use chipset_testkit::TempState;
+
+    use super::*;
+
+    /// Long enough that only a notification or a slice's end wakes a wait.
+    fn notified() -> AttentionConfig {
+        AttentionConfig::new(WatchConfig::new(true, Duration::from_secs(600)))
+    }
+
+    /// Twenty seconds in slices of 20 ms.
+    fn sliced() -> Deadline {
+        Deadline::sliced(Duration::from_secs(20), Duration::from_millis(20))
+    }
+
+    fn alpha() -> AgentId {
+        AgentId::new("alpha").unwrap()
+    }
+
+    fn mail_for_alpha(state: &StateDir) {
+        Mail::new(state.clone())
+            .send(&Draft::notify(
+                AgentId::new("mayor").unwrap(),
+                alpha(),
+                TaskId::new("t1").unwrap(),
+                "status-update",
+                "hello",
+            ))
+            .unwrap();
+    }
+
+    /// A wait longer than one slice of the watcher's wait goes on when the
+    /// slice ends (every hour, in production), until work or its deadline.
+    #[test]
+    fn a_wait_goes_on_past_the_end_of_a_slice() {
+        let tmp = TempState::new();
+        let attention = Attention::from_state(&tmp.state).with_config(notified());
+        let waiter = {
+            let attention = attention.clone();
+            thread::spawn(move || attention.wait_until(&alpha(), sliced()).unwrap())
+        };
+        thread::sleep(Duration::from_millis(300));
+        mail_for_alpha(&tmp.state);
+        assert_eq!(waiter.join().unwrap().kinds(), vec![WorkKind::Mail]);
+    }
+
+    /// The same for a watch's next brief.
+    #[test]
+    fn a_watch_goes_on_past_the_end_of_a_slice() {
+        let tmp = TempState::new();
+        let attention = Attention::from_state(&tmp.state).with_config(notified());
+        let mut watch = attention.watch(&alpha()).unwrap();
+        let waiter = thread::spawn(move || watch.next_until(sliced()).unwrap());
+        thread::sleep(Duration::from_millis(300));
+        mail_for_alpha(&tmp.state);
+        let brief = waiter.join().unwrap().expect("a brief, not a timeout");
+        assert_eq!(brief.kinds(), vec![WorkKind::Mail]);
     }
 }

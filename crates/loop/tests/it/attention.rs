@@ -18,8 +18,11 @@ use crate::{agent, bead};
 
 /// Long enough that a test never passes by a rescan it did not ask for.
 const LONG: Duration = Duration::from_secs(600);
-/// A wait that ends only if something is found.
-const PATIENT: Duration = Duration::from_secs(60);
+/// A wait that ends only if something is found. Far longer than a wake-up
+/// takes (milliseconds), and shorter than the mutation harness's time limit
+/// (60 s), so that a wait that never ends fails its test rather than only
+/// stall it.
+const PATIENT: Duration = Duration::from_secs(20);
 
 fn notified() -> AttentionConfig {
     AttentionConfig::new(WatchConfig::new(true, LONG))
@@ -223,6 +226,56 @@ fn an_unsupported_hook_is_an_item_naming_the_value() {
     let hook = brief.entry(WorkKind::Hook).unwrap();
     assert!(hook.top.unreadable);
     assert!(hook.top.summary.contains("paused"), "{}", hook.top.summary);
+}
+
+/// An entry reads as one line: its kind, its count, the top item's summary
+/// and id.
+#[test]
+fn an_entry_displays_as_one_line() {
+    let tmp = TempState::new();
+    make_work(&tmp.state, WorkKind::Mail, "alpha");
+    make_work(&tmp.state, WorkKind::Mail, "alpha");
+    let brief = Attention::from_state(&tmp.state)
+        .brief(&agent("alpha"))
+        .unwrap();
+    let mail = brief.entry(WorkKind::Mail).unwrap();
+    assert_eq!(
+        mail.to_string(),
+        format!("mail (2): {} [{}]", mail.top.summary, mail.top.id)
+    );
+}
+
+/// The settings an attention is given are the ones it reports.
+#[test]
+fn an_attention_reports_its_config() {
+    let tmp = TempState::new();
+    let attention = Attention::from_state(&tmp.state).with_config(notified());
+    assert_eq!(attention.config(), &notified());
+    assert_ne!(notified(), AttentionConfig::default());
+}
+
+/// A change that needs nothing (the agent finishing its active work) wakes
+/// the waiter, which looks, finds nothing, and waits on for real work.
+#[test]
+fn a_wait_goes_on_past_a_change_that_needs_nothing() {
+    let tmp = TempState::new();
+    let alpha = agent("alpha");
+    make_work(&tmp.state, WorkKind::Hook, "alpha");
+    let hooks = Hooks::new(tmp.state.clone());
+    let held = hooks.current(&alpha).unwrap().unwrap();
+    hooks.activate(&held).unwrap();
+    let attention = Attention::from_state(&tmp.state).with_config(notified());
+    assert!(attention.brief(&alpha).unwrap().is_empty());
+    let waiter = {
+        let attention = attention.clone();
+        thread::spawn(move || attention.wait(&agent("alpha"), PATIENT).unwrap())
+    };
+    thread::sleep(Duration::from_millis(100));
+    hooks.complete(&held).unwrap();
+    // Time for the waiter to wake on the hook's change and look again.
+    thread::sleep(Duration::from_millis(300));
+    make_work(&tmp.state, WorkKind::Mail, "alpha");
+    assert_eq!(waiter.join().unwrap().kinds(), vec![WorkKind::Mail]);
 }
 
 #[test]
