@@ -650,6 +650,26 @@ mod tests {
         AttentionConfig::new(WatchConfig::new(true, Duration::from_secs(600)))
     }
 
+    /// A deadline hands out what is left, at most a slice; it has passed
+    /// once its time is reached; a timeout too large for an `Instant` never
+    /// passes and waits a slice at a time.
+    #[test]
+    fn a_deadline_hands_out_what_is_left_a_slice_at_most() {
+        let slice = Duration::from_millis(20);
+        assert_eq!(
+            Deadline::sliced(Duration::from_secs(20), slice).left(),
+            slice
+        );
+        let now = Deadline::after(Duration::ZERO);
+        assert_eq!(now.left(), Duration::ZERO);
+        assert!(now.passed());
+        let never = Deadline::after(Duration::MAX);
+        assert_eq!(never.left(), Deadline::SLICE);
+        assert!(!never.passed());
+        let soon = Deadline::after(Duration::from_secs(600));
+        assert!(!soon.passed());
+    }
+
     /// Twenty seconds in slices of 20 ms.
     fn sliced() -> Deadline {
         Deadline::sliced(Duration::from_secs(20), Duration::from_millis(20))

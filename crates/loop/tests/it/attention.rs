@@ -415,3 +415,75 @@ mod stream {
         );
     }
 }
+
+/// A corrupt `latest.json` may hide a nudge: it is an unreadable item.
+#[test]
+fn a_corrupt_nudge_is_an_unreadable_item() {
+    let tmp = TempState::new();
+    make_work(&tmp.state, WorkKind::Nudge, "alpha");
+    let nudges = chipset_nudge::Nudges::new(tmp.state.clone());
+    tmp.state
+        .write_bytes(&nudges.latest_path(&agent("alpha")), b"{\"from\": ")
+        .unwrap();
+    let brief = Attention::from_state(&tmp.state)
+        .brief(&agent("alpha"))
+        .unwrap();
+    let nudge = brief.entry(WorkKind::Nudge).unwrap();
+    assert!(nudge.top.unreadable, "{nudge:?}");
+    assert_eq!(nudge.count, 1);
+}
+
+/// The bus entry counts the events and the unusable files beside them.
+#[test]
+fn the_bus_entry_counts_events_and_unusable_files() {
+    let tmp = TempState::new();
+    make_work(&tmp.state, WorkKind::Bus, "alpha");
+    let bus = Bus::new(tmp.state.clone());
+    let stray = bus.queue_dir(&agent("alpha")).join("notes.txt").unwrap();
+    tmp.state.write_bytes(&stray, b"hello").unwrap();
+    let brief = Attention::from_state(&tmp.state)
+        .brief(&agent("alpha"))
+        .unwrap();
+    assert!(!brief.is_empty());
+    let entry = brief.entry(WorkKind::Bus).unwrap();
+    assert_eq!(entry.count, 2, "{entry:?}");
+    assert!(!entry.top.unreadable, "the event comes first");
+}
+
+/// A reminder entry names its top's severity; with none open for the agent,
+/// every unreadable or unsupported reminder file counts (any may be its).
+#[test]
+fn a_reminder_entry_names_its_severity_and_counts_what_cannot_be_read() {
+    let tmp = TempState::new();
+    make_work(&tmp.state, WorkKind::Reminder, "alpha");
+    let attention = Attention::from_state(&tmp.state);
+    let brief = attention.brief(&agent("alpha")).unwrap();
+    let entry = brief.entry(WorkKind::Reminder).unwrap();
+    assert_eq!(entry.top.priority.as_deref(), Some("nudge"));
+
+    let reminders = Reminders::new(tmp.state.clone(), KindRegistry::preset());
+    let key = ReminderKey::new("wrap_session", "session", "s1").unwrap();
+    let path = reminders.open_path(&key);
+    let mut unsupported: serde_json::Value = tmp.state.read_json(&path).unwrap().value().unwrap();
+    unsupported["severity"] = json!("urgent");
+    tmp.state.write_json(&path, &unsupported).unwrap();
+    let corrupt = reminders.open_path(&ReminderKey::new("wrap_session", "session", "s2").unwrap());
+    tmp.state.write_bytes(&corrupt, b"{").unwrap();
+    let brief = attention.brief(&agent("alpha")).unwrap();
+    let entry = brief.entry(WorkKind::Reminder).unwrap();
+    assert!(entry.top.unreadable, "{entry:?}");
+    assert_eq!(entry.count, 2, "{entry:?}");
+}
+
+/// A watch remembers the brief it last returned.
+#[test]
+fn a_watch_remembers_its_last_brief() {
+    let tmp = TempState::new();
+    make_work(&tmp.state, WorkKind::Mail, "alpha");
+    let attention = Attention::from_state(&tmp.state).with_config(notified());
+    let mut watch = attention.watch(&agent("alpha")).unwrap();
+    assert_eq!(watch.last(), None);
+    let first = watch.next(PATIENT).unwrap().unwrap();
+    assert_eq!(watch.last(), Some(&first));
+    assert_eq!(watch.agent(), &agent("alpha"));
+}
