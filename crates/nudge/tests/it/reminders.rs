@@ -288,9 +288,9 @@ fn the_median_open_age_of_an_odd_count_is_the_middle_one() {
             r.open(new(preset::WRAP_SESSION, &format!("s{i}"))).unwrap();
             clock.advance(HOUR);
         }
-        // Open ages n h, ..., 2 h, 1 h: the middle one is (n + 1) / 2 h.
+        // Open ages n h, ..., 2 h, 1 h: the middle one is n / 2 + 1 h.
         let m = r.metrics(None).unwrap();
-        assert_eq!(m.median_open_age["wrap_session"], (n + 1) / 2 * HOUR, "{n}");
+        assert_eq!(m.median_open_age["wrap_session"], (n / 2 + 1) * HOUR, "{n}");
     }
 }
 
