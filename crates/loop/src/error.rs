@@ -114,3 +114,42 @@ impl From<Corruption> for Error {
         Error::Corrupt(c)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use chipset_store::{AgentId, CorruptReason};
+
+    use super::*;
+
+    fn corruption() -> Corruption {
+        Corruption {
+            path: "hooks/alpha.json".into(),
+            reason: CorruptReason::Unparsable("EOF".into()),
+        }
+    }
+
+    /// Each channel's corrupt file is a corrupt error of the loop; a plain
+    /// refusal is neither corrupt nor stale.
+    #[test]
+    fn corrupt_and_stale_are_told_apart_from_a_refusal() {
+        let hook = chipset_hook::Error::Corrupt {
+            agent: AgentId::new("alpha").unwrap(),
+            op: "assign",
+            corruption: corruption(),
+        };
+        for corrupt in [
+            Error::Corrupt(corruption()),
+            Error::Hook(hook),
+            Error::Mail(chipset_mail::MailError::Corrupt(corruption())),
+            Error::Nudge(chipset_nudge::Error::Corrupt(corruption())),
+        ] {
+            assert!(corrupt.is_corrupt(), "{corrupt:?}");
+            assert!(!corrupt.is_stale(), "{corrupt:?}");
+        }
+        let refusal = Error::Conflict {
+            task: TaskId::new("t1").unwrap(),
+        };
+        assert!(!refusal.is_corrupt());
+        assert!(!refusal.is_stale());
+    }
+}

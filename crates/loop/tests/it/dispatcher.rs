@@ -526,3 +526,44 @@ fn a_corrupt_ledger_entry_is_reported_and_left_alone() {
     assert!(d.entry(&bead("b1")).unwrap_err().is_corrupt());
     assert_eq!(d.ledger().unwrap().corrupt.len(), 1);
 }
+
+/// A dispatcher reports who it is and its pool, in the order given; its
+/// config's builder sets the poll pace.
+#[test]
+fn a_dispatcher_reports_its_id_pool_and_pace() {
+    let s = setup();
+    let d = dispatcher(&s, &["polecat-b", "polecat-a"]);
+    assert_eq!(d.id(), &agent("mayor"));
+    assert_eq!(d.pool(), [agent("polecat-b"), agent("polecat-a")]);
+    let quick = DispatcherConfig::default().with_poll_every(secs(7));
+    assert_eq!(quick.poll_every, secs(7));
+    assert_ne!(DispatcherConfig::default().poll_every, secs(7));
+}
+
+/// `run_until` ticks until its caller says stop: the submitted bead is
+/// assigned by the time it returns.
+#[test]
+fn run_until_ticks_until_told_to_stop() {
+    let s = setup();
+    let d = dispatcher(&s, &["polecat-alpha"]);
+    d.submit(bead("gt-1"), "Add README section").unwrap();
+    let mut seen = Vec::new();
+    d.run_until(|actions| {
+        seen.extend_from_slice(actions);
+        !actions.is_empty()
+    })
+    .unwrap();
+    assert!(
+        seen.iter()
+            .any(|a| matches!(a, DispatchAction::Assigned { .. })),
+        "{seen:?}"
+    );
+    assert_eq!(
+        s.hooks
+            .read(&agent("polecat-alpha"))
+            .unwrap()
+            .hook()
+            .map(|h| h.status()),
+        Some(HookStatus::Pending)
+    );
+}

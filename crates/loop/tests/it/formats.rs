@@ -3,8 +3,9 @@
 
 use chipset_hook::Pickup;
 use chipset_loop::{
-    CriticFinding, CriticReport, Dispatcher, DispatcherConfig, LoopMessage, Phase, Rounds,
-    RoundsConfig, Witness, WitnessConfig, WorkOutcome, Worker, WorkerConfig,
+    COMPLETION_REPORT, CriticFinding, CriticReport, Dispatcher, DispatcherConfig,
+    HEALTH_ESCALATION, LoopMessage, Phase, Rounds, RoundsConfig, WORK_ASSIGNMENT, Witness,
+    WitnessConfig, WorkOutcome, Worker, WorkerConfig,
 };
 use chipset_mail::Draft;
 use chipset_store::TaskId;
@@ -89,13 +90,11 @@ fn loop_files_and_messages() {
     let Pickup::Started(a) = s.hooks.pickup(&agent("polecat-alpha")).unwrap() else {
         panic!()
     };
-    insta::assert_snapshot!(
-        "work_assignment",
-        LoopMessage::WorkAssignment {
-            assignment: a.clone()
-        }
-        .to_body()
-    );
+    let assignment = LoopMessage::WorkAssignment {
+        assignment: a.clone(),
+    };
+    assert_eq!(assignment.subject(), WORK_ASSIGNMENT);
+    insta::assert_snapshot!("work_assignment", assignment.to_body());
 
     let w = Witness::new(
         s.state(),
@@ -113,6 +112,9 @@ fn loop_files_and_messages() {
     );
     let escalation = &s.inbox(&agent("mayor"))[0];
     insta::assert_snapshot!("health_escalation", escalation.body());
+    let message = LoopMessage::from_body(escalation.body()).unwrap();
+    assert_eq!(message.subject(), HEALTH_ESCALATION);
+    assert_eq!(escalation.subject(), HEALTH_ESCALATION);
 
     d.tick().unwrap();
     insta::assert_snapshot!("agents", file(&s, "dispatcher/agents.json"));
@@ -131,6 +133,9 @@ fn loop_files_and_messages() {
     };
     let report = s.mail.find(&report).unwrap().unwrap().message;
     insta::assert_snapshot!("completion_report", report.body());
+    let message = LoopMessage::from_body(report.body()).unwrap();
+    assert_eq!(message.subject(), COMPLETION_REPORT);
+    assert_eq!(report.subject(), COMPLETION_REPORT);
     s.advance(1);
     d.tick().unwrap();
     insta::assert_snapshot!("ledger_done", file(&s, "dispatcher/beads/gt-abc12.json"));
