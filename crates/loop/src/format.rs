@@ -693,3 +693,56 @@ pub struct RoundCheckpoint {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub swept: Option<usize>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An incident key reads `agent/bead/generation`; the evidence reads as
+    /// words, as the witness's log lines print them.
+    #[test]
+    fn incident_keys_and_evidence_display_as_words() {
+        let key = IncidentKey {
+            agent: AgentId::new("polecat-alpha").unwrap(),
+            bead_id: BeadId::new("gt-1").unwrap(),
+            generation: 3,
+        };
+        assert_eq!(key.to_string(), "polecat-alpha/gt-1/3");
+        assert_eq!(Evidence::Answered.to_string(), "answered");
+        assert_eq!(Evidence::Touched.to_string(), "touched its hook");
+        assert_eq!(Evidence::MovedOn.to_string(), "hook moved on");
+    }
+
+    /// A step's name is the `step` tag its JSON carries.
+    #[test]
+    fn a_step_is_named_as_its_json_tag() {
+        let t = Timestamp::from_unix_ms(1_000);
+        let mail = MessageId::new("1000-7a703292-f1d1-4900-b635-8fd9f1df7f88").unwrap();
+        for step in [
+            Step::Checking { health_check_at: t },
+            Step::Warned {
+                health_check_at: t,
+                stall_warning_at: t,
+            },
+            Step::Escalating {
+                health_check_at: t,
+                stall_warning_at: t,
+                escalated_at: t,
+                mail: mail.clone(),
+            },
+            Step::Escalated {
+                health_check_at: t,
+                stall_warning_at: t,
+                escalated_at: t,
+                mail: mail.clone(),
+            },
+            Step::Resolved {
+                alive_at: t,
+                evidence: Evidence::Answered,
+            },
+        ] {
+            let json = serde_json::to_value(&step).unwrap();
+            assert_eq!(json["step"], step.name(), "{step:?}");
+        }
+    }
+}
