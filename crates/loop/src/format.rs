@@ -713,6 +713,35 @@ mod tests {
         assert_eq!(Evidence::MovedOn.to_string(), "hook moved on");
     }
 
+    /// An attempt's outcome displays as its JSON name.
+    #[test]
+    fn an_attempt_outcome_displays_as_its_json_name() {
+        for o in [
+            AttemptOutcome::Open,
+            AttemptOutcome::Completed,
+            AttemptOutcome::Reassigned,
+            AttemptOutcome::Lost,
+        ] {
+            assert_eq!(serde_json::to_value(o).unwrap(), o.to_string());
+        }
+        assert_eq!(AttemptOutcome::Lost.to_string(), "lost");
+    }
+
+    /// Only committed and escalated rounds are final.
+    #[test]
+    fn only_committed_and_escalated_are_final() {
+        for (phase, fin) in [
+            (Phase::Executor, false),
+            (Phase::Critic, false),
+            (Phase::Routing, false),
+            (Phase::Committing, false),
+            (Phase::Committed, true),
+            (Phase::Escalated, true),
+        ] {
+            assert_eq!(phase.is_final(), fin, "{phase}");
+        }
+    }
+
     /// A step's name is the `step` tag its JSON carries.
     #[test]
     fn a_step_is_named_as_its_json_tag() {

@@ -100,8 +100,8 @@ pub fn route(
         return Routing::Commit;
     }
     let previous = history.last().and_then(|r| r.gate.pending());
+    // `pending >= previous > 0`: replies pending in both rounds, none fewer.
     if let (Some(pending), Some(previous)) = (gate.pending(), previous)
-        && pending > 0
         && previous > 0
         && pending >= previous
     {

@@ -436,3 +436,32 @@ fn taking_work_away_suspends_and_aborts_before_the_requeue() {
     );
     assert_eq!(again, LedgerTransition::stay());
 }
+
+/// An attempt is ended only when it is the assignment's own: same agent,
+/// same generation, still open; others are left as they are.
+#[test]
+fn only_the_assignments_own_open_attempt_is_ended() {
+    let other = |agent: &str, generation, outcome| Attempt {
+        agent: AgentId::new(agent).unwrap(),
+        generation,
+        ..attempt(outcome)
+    };
+    let mut e = entry(
+        BeadState::Queued,
+        vec![
+            other("a1", 0, AttemptOutcome::Open),
+            other("a1", 1, AttemptOutcome::Reassigned),
+            other("a2", 1, AttemptOutcome::Open),
+        ],
+    );
+    let before = e.clone();
+    e.end_attempt(&current(), AttemptOutcome::Completed, t(9));
+    assert_eq!(e, before, "no attempt of a1's generation 1 is open");
+    e.attempts.push(attempt(AttemptOutcome::Open));
+    e.end_attempt(&current(), AttemptOutcome::Completed, t(9));
+    assert_eq!(e.attempts[..3], before.attempts[..]);
+    assert_eq!(
+        (e.attempts[3].outcome, e.attempts[3].ended_at),
+        (AttemptOutcome::Completed, Some(t(9)))
+    );
+}

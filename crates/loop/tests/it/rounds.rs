@@ -328,3 +328,25 @@ fn reopening_an_escalated_round_announces_it_again_once() {
     rounds(&s).open(&t).unwrap();
     assert_eq!(bus.pending(&agent("human")).unwrap().len(), 1);
 }
+
+/// A rounds handle reports its config, and lists and reads back the
+/// checkpoint of each task it opened.
+#[test]
+fn rounds_report_their_config_tasks_and_checkpoints() {
+    let s = setup();
+    let r = rounds(&s);
+    assert_eq!(r.config().escalate_to, Some(agent("human")));
+    assert_eq!(r.tasks().unwrap(), Vec::<TaskId>::new());
+    assert_eq!(r.checkpoint(&task("t2")).unwrap(), None);
+    let two = r.open(&task("t2")).unwrap();
+    let one = r.open(&task("t1")).unwrap();
+    assert_eq!(r.tasks().unwrap(), [task("t1"), task("t2")]);
+    assert_eq!(
+        r.checkpoint(&task("t1")).unwrap().as_ref(),
+        Some(one.checkpoint())
+    );
+    assert_eq!(
+        r.checkpoint(&task("t2")).unwrap().as_ref(),
+        Some(two.checkpoint())
+    );
+}
