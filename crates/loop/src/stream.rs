@@ -1,8 +1,6 @@
 //! The async face of attention (feature `tokio`): a stream of briefs.
 
 use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -27,7 +25,6 @@ const SLICE: Duration = Duration::from_millis(200);
 #[derive(Debug)]
 pub struct BriefStream {
     rx: mpsc::Receiver<Result<Brief>>,
-    stop: Arc<AtomicBool>,
 }
 
 impl Attention {
@@ -39,12 +36,11 @@ impl Attention {
     pub fn stream(&self, agent: &AgentId) -> Result<BriefStream> {
         let mut watch = self.watch(agent)?;
         let (tx, rx) = mpsc::channel(16);
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopped = Arc::clone(&stop);
         std::thread::Builder::new()
             .name(format!("chipset-attention-{agent}"))
             .spawn(move || {
-                while !stopped.load(Ordering::Relaxed) && !tx.is_closed() {
+                // A dropped stream drops its receiver, which closes `tx`.
+                while !tx.is_closed() {
                     match watch.next(SLICE) {
                         Ok(None) => {}
                         Ok(Some(brief)) => {
@@ -62,7 +58,7 @@ impl Attention {
             .map_err(|e| {
                 chipset_store::Error::io("start the attention thread for", self.state_root(), e)
             })?;
-        Ok(BriefStream { rx, stop })
+        Ok(BriefStream { rx })
     }
 }
 
@@ -71,11 +67,5 @@ impl futures_core::Stream for BriefStream {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         self.rx.poll_recv(cx)
-    }
-}
-
-impl Drop for BriefStream {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
     }
 }
