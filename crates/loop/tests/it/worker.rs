@@ -385,3 +385,85 @@ fn run_until_does_not_resume_aborted_work_while_the_hook_holds_it() {
         Some(HookStatus::Active)
     );
 }
+
+fn quick_worker(s: &Setup, who: &str) -> Worker {
+    Worker::new(
+        s.state(),
+        agent(who),
+        agent("mayor"),
+        WorkerConfig::default()
+            .with_touch_every(secs(10))
+            .with_poll_every(std::time::Duration::from_millis(5)),
+    )
+}
+
+/// A worker reports the config it was made with.
+#[test]
+fn a_worker_reports_its_config() {
+    let s = setup();
+    let w = quick_worker(&s, "polecat-alpha");
+    assert_eq!(w.config().poll_every, std::time::Duration::from_millis(5));
+    assert_eq!(w.config().touch_every, secs(10));
+    assert_ne!(WorkerConfig::default().poll_every, w.config().poll_every);
+}
+
+/// After an abort, `run_until` idles only while the hook holds the aborted
+/// work: new work hooked in its place is picked up and done.
+#[test]
+fn run_until_takes_up_new_work_hooked_after_an_abort() {
+    let s = setup();
+    let aborted = assign(&s, "polecat-alpha", "gt-1");
+    let w = quick_worker(&s, "polecat-alpha");
+    let mut ran = Vec::new();
+    let mut outcomes = 0;
+    w.run_until(
+        |work| {
+            ran.push(work.assignment().bead_id().to_string());
+            if ran.len() == 1 {
+                nudge(&s, "mayor", "polecat-alpha", NudgeType::Abort, false);
+                s.advance(1);
+                work.checkpoint()?;
+            }
+            Ok("done".to_owned())
+        },
+        |result| {
+            outcomes += 1;
+            if outcomes == 2 {
+                // The dispatcher takes the aborted work back and hooks new work.
+                s.hooks.reassign(&aborted).unwrap();
+                assign(&s, "polecat-alpha", "gt-2");
+            }
+            matches!(result, Ok(WorkOutcome::Completed { .. })) || outcomes == 50
+        },
+    )
+    .unwrap();
+    assert_eq!(ran, ["gt-1", "gt-2"]);
+}
+
+/// Work taken away while it runs is no error of the loop: `run_until` goes
+/// back to the hook for the next work.
+#[test]
+fn run_until_goes_on_after_work_is_taken_away() {
+    let s = setup();
+    let first = assign(&s, "polecat-alpha", "gt-1");
+    let w = quick_worker(&s, "polecat-alpha");
+    let mut ran = Vec::new();
+    let mut stale = 0;
+    w.run_until(
+        |work| {
+            ran.push(work.assignment().bead_id().to_string());
+            if ran.len() == 1 {
+                s.hooks.reassign(&first).unwrap();
+                assign(&s, "polecat-alpha", "gt-2");
+            }
+            Ok("done".to_owned())
+        },
+        |result| {
+            stale += usize::from(matches!(result, Err(e) if e.is_stale()));
+            matches!(result, Ok(WorkOutcome::Completed { .. }))
+        },
+    )
+    .unwrap();
+    assert_eq!(ran, ["gt-1", "gt-2"]);
+    assert_eq!(stale, 1);
+}
