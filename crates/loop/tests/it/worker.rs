@@ -467,3 +467,93 @@ fn run_until_goes_on_after_work_is_taken_away() {
     assert_eq!(ran, ["gt-1", "gt-2"]);
     assert_eq!(stale, 1);
 }
+
+/// Once the work is done, `run_until` has acknowledged the `work-assigned`
+/// wake-up and archived the `work-assignment` mail, and left the agent's
+/// other events and mail of the task alone.
+#[test]
+fn run_until_tidies_only_the_assignments_wakeup_and_mail() {
+    let s = setup();
+    let me = agent("polecat-alpha");
+    let d = chipset_loop::Dispatcher::new(
+        s.state(),
+        agent("mayor"),
+        [me.clone()],
+        chipset_loop::DispatcherConfig::default(),
+    );
+    d.submit(bead("gt-1"), "some work").unwrap();
+    d.tick().unwrap();
+    let bus = Bus::new(s.state());
+    let _ = bus
+        .publish(&me, &chipset_bus::NewEvent::new("mayor", "other-kind"))
+        .unwrap();
+    let note = s
+        .mail
+        .send(&chipset_mail::Draft::notify(
+            agent("mayor"),
+            me.clone(),
+            chipset_store::TaskId::new("gt-1").unwrap(),
+            "fyi",
+            "not the assignment",
+        ))
+        .unwrap();
+    let kinds = |bus: &Bus| -> Vec<String> {
+        let pending = bus.pending(&me).unwrap();
+        pending
+            .events()
+            .iter()
+            .map(|e| e.kind().to_owned())
+            .collect()
+    };
+    assert!(kinds(&bus).contains(&chipset_loop::WORK_ASSIGNED_EVENT.to_owned()));
+    assert!(
+        s.inbox(&me)
+            .iter()
+            .any(|m| m.subject() == chipset_loop::WORK_ASSIGNMENT)
+    );
+    quick_worker(&s, "polecat-alpha")
+        .run_until(
+            |_| Ok("done".to_owned()),
+            |result| matches!(result, Ok(WorkOutcome::Completed { .. })),
+        )
+        .unwrap();
+    assert_eq!(kinds(&bus), ["other-kind"]);
+    let inbox: Vec<_> = s.inbox(&me).iter().map(|m| m.id().clone()).collect();
+    assert_eq!(inbox, [note.id().clone()]);
+}
+
+/// A non-stale error ends `run_until` after `until` has seen it.
+#[test]
+fn run_until_ends_on_an_error_that_is_not_stale() {
+    let s = setup();
+    std::fs::create_dir_all(s.hooks.dir()).unwrap();
+    std::fs::write(s.hooks.path(&agent("polecat-alpha")), "{not json").unwrap();
+    let mut seen = 0;
+    let err = quick_worker(&s, "polecat-alpha")
+        .run_until(
+            |_| Ok("done".to_owned()),
+            |_| {
+                seen += 1;
+                seen == 50
+            },
+        )
+        .unwrap_err();
+    assert!(err.is_corrupt() && !err.is_stale(), "{err}");
+    assert_eq!(seen, 1);
+}
+
+/// A completion the hook refuses for another reason than staleness (here a
+/// hook file gone corrupt under the work) is that error, not "taken away".
+#[test]
+fn a_completion_refused_for_a_corrupt_hook_is_not_stale() {
+    let s = setup();
+    assign(&s, "polecat-alpha", "gt-1");
+    let err = worker(&s, "polecat-alpha")
+        .run_once(|_| {
+            std::fs::write(s.hooks.path(&agent("polecat-alpha")), "{not json").unwrap();
+            Ok("done".to_owned())
+        })
+        .unwrap_err();
+    assert!(err.is_corrupt() && !err.is_stale(), "{err}");
+    assert!(s.sent(COMPLETION_REPORT).is_empty());
+}
