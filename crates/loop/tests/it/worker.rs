@@ -557,3 +557,25 @@ fn a_completion_refused_for_a_corrupt_hook_is_not_stale() {
     assert!(err.is_corrupt() && !err.is_stale(), "{err}");
     assert!(s.sent(COMPLETION_REPORT).is_empty());
 }
+
+/// A corrupt `latest.json` met at a checkpoint reaches the work as an
+/// unreadable signal (it may have held an abort).
+#[test]
+fn a_corrupt_nudge_reaches_the_work_as_an_unreadable_signal() {
+    let s = setup();
+    assign(&s, "polecat-alpha", "gt-abc12");
+    let _ = worker(&s, "polecat-alpha")
+        .run_once(|work| {
+            nudge(&s, "mayor", "polecat-alpha", NudgeType::SyncRequest, false);
+            std::fs::write(s.nudges.latest_path(&agent("polecat-alpha")), "{").unwrap();
+            work.checkpoint()?;
+            let signals = work.take_signals();
+            assert!(
+                matches!(&signals[..], [Signal::Unreadable(c)]
+                    if c.path == s.nudges.latest_path(&agent("polecat-alpha")).as_path()),
+                "{signals:?}"
+            );
+            Ok(String::new())
+        })
+        .unwrap();
+}
