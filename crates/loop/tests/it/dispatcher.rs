@@ -567,3 +567,53 @@ fn run_until_ticks_until_told_to_stop() {
         Some(HookStatus::Pending)
     );
 }
+
+/// Events on the dispatcher's queue other than completions and escalations
+/// are not its to read: they stay, unacknowledged and unreported.
+#[test]
+fn other_events_on_the_dispatchers_queue_are_left_alone() {
+    let s = setup();
+    let d = dispatcher(&s, &["w1"]);
+    let bus = Bus::new(s.state());
+    let _ = bus
+        .publish(
+            &agent("mayor"),
+            &chipset_bus::NewEvent::new("ops", "other-kind"),
+        )
+        .unwrap();
+    d.submit(bead("b1"), "t").unwrap();
+    assert_eq!(names(&d.tick().unwrap()), ["assigned b1 w1"]);
+    let pending = bus.pending(&agent("mayor")).unwrap();
+    let kinds: Vec<_> = pending.events().iter().map(|e| e.kind()).collect();
+    assert_eq!(kinds, ["other-kind"]);
+}
+
+/// A take-away that finds the work already moved on (someone else took it
+/// back first) is done all the same: the bead goes to an idle agent.
+#[test]
+fn a_take_away_of_work_already_moved_on_is_done() {
+    let s = setup();
+    let d = dispatcher(&s, &["w1", "w2"]);
+    let (held, escalations) = assigned_then_silent(&s, &d);
+    assert_eq!(escalations, 1);
+    s.hooks.reassign(&held).unwrap();
+    let actions = d.tick().unwrap();
+    let names = names(&actions);
+    assert!(
+        names.iter().any(|n| n.starts_with("assigned b1")),
+        "{names:?}"
+    );
+}
+
+/// An agent whose hook cannot take work (corrupt) is passed over for the
+/// next in the pool.
+#[test]
+fn an_agent_with_a_corrupt_hook_is_passed_over() {
+    let s = setup();
+    let d = dispatcher(&s, &["w1", "w2"]);
+    s.state()
+        .write_bytes(&s.hooks.path(&agent("w1")), b"{oops")
+        .unwrap();
+    d.submit(bead("b1"), "t").unwrap();
+    assert_eq!(names(&d.tick().unwrap()), ["assigned b1 w2"]);
+}
