@@ -617,3 +617,28 @@ fn an_agent_with_a_corrupt_hook_is_passed_over() {
     d.submit(bead("b1"), "t").unwrap();
     assert_eq!(names(&d.tick().unwrap()), ["assigned b1 w2"]);
 }
+
+/// A dispatcher killed after the clear but before recording it finds the
+/// hook already cleared on restart: the clear counts as done.
+#[test]
+fn a_dispatcher_killed_after_the_clear_records_it_on_restart() {
+    let s = setup();
+    let first = dispatcher(&s, &["w1"]);
+    first.submit(bead("b1"), "t").unwrap();
+    first.tick().unwrap();
+    let Pickup::Started(a) = s.hooks.pickup(&agent("w1")).unwrap() else {
+        panic!()
+    };
+    s.hooks.complete(&a).unwrap();
+    set_state(
+        &s,
+        "b1",
+        serde_json::json!({"state": "done", "assignment": a, "completed_at": a.work().assigned_at(), "cleared": false}),
+    );
+    s.hooks.clear(&a).unwrap();
+    drop(first);
+    let second = dispatcher(&s, &["w1"]);
+    assert!(second.tick().unwrap().is_empty());
+    let entry = second.entry(&bead("b1")).unwrap().unwrap();
+    assert!(matches!(entry.state, BeadState::Done { cleared: true, .. }));
+}
