@@ -511,12 +511,22 @@ fn run_until_tidies_only_the_assignments_wakeup_and_mail() {
             .iter()
             .any(|m| m.subject() == chipset_loop::WORK_ASSIGNMENT)
     );
+    let mut context = Vec::new();
     quick_worker(&s, "polecat-alpha")
         .run_until(
-            |_| Ok("done".to_owned()),
+            |work| {
+                context = work.context().unwrap();
+                Ok("done".to_owned())
+            },
             |result| matches!(result, Ok(WorkOutcome::Completed { .. })),
         )
         .unwrap();
+    let subjects: Vec<_> = context.iter().map(|m| m.subject().to_owned()).collect();
+    assert_eq!(
+        subjects,
+        [chipset_loop::WORK_ASSIGNMENT, "fyi"],
+        "the work's mail, in send order"
+    );
     assert_eq!(kinds(&bus), ["other-kind"]);
     let inbox: Vec<_> = s.inbox(&me).iter().map(|m| m.id().clone()).collect();
     assert_eq!(inbox, [note.id().clone()]);
@@ -574,6 +584,26 @@ fn a_corrupt_nudge_reaches_the_work_as_an_unreadable_signal() {
                 matches!(&signals[..], [Signal::Unreadable(c)]
                     if c.path == s.nudges.latest_path(&agent("polecat-alpha")).as_path()),
                 "{signals:?}"
+            );
+            Ok(String::new())
+        })
+        .unwrap();
+}
+
+/// A heartbeat touches the hook now, whatever the touch pace.
+#[test]
+fn a_heartbeat_touches_the_hook_now() {
+    let s = setup();
+    assign(&s, "polecat-alpha", "gt-1");
+    let _ = worker(&s, "polecat-alpha")
+        .run_once(|work| {
+            s.advance(3);
+            work.heartbeat()?;
+            let hook = s.hooks.read(&agent("polecat-alpha")).unwrap();
+            assert_eq!(
+                hook.hook().unwrap().last_activity(),
+                s.hooks.state().now(),
+                "touched at once, though the pace is 10 s"
             );
             Ok(String::new())
         })
