@@ -119,6 +119,8 @@ fn silent_agent_gets_health_check_then_stall_warning_then_exactly_one_escalation
     assert_eq!(s.sent(HEALTH_ESCALATION).len(), 1);
     let incident = w.incident(&alpha).unwrap().unwrap();
     assert!(matches!(incident.step, Step::Escalated { .. }));
+    assert_eq!(w.incidents().unwrap(), [incident]);
+    assert_eq!(w.config(), &config());
 }
 
 #[test]
