@@ -481,3 +481,24 @@ impl Setup {
         self.clock.now()
     }
 }
+
+/// `run_until` ticks until its caller says stop: a silent agent gets its
+/// health check by the time it returns.
+#[test]
+fn run_until_ticks_until_told_to_stop() {
+    let s = setup();
+    active(&s, "polecat-alpha", "gt-1");
+    let w = witness(&s, config());
+    s.advance(301);
+    let mut ticks = 0;
+    w.run_until(secs(0), |actions| {
+        ticks += 1;
+        !actions.is_empty() || ticks == 50
+    })
+    .unwrap();
+    assert_eq!(ticks, 1);
+    assert_eq!(
+        latest_kind(&s, &agent("polecat-alpha")),
+        Some(NudgeType::HealthCheck)
+    );
+}
