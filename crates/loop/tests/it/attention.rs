@@ -393,11 +393,20 @@ mod stream {
 
     use super::*;
 
+    /// The stream's next brief, or a failed test after [`PATIENT`] (a timer
+    /// thread, as the tests' runtime has no clock of its own).
     async fn next(s: &mut chipset_loop::BriefStream) -> chipset_loop::Brief {
-        poll_fn(|cx| Pin::new(&mut *s).poll_next(cx))
-            .await
-            .expect("the stream goes on")
-            .unwrap()
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        thread::spawn(move || {
+            thread::sleep(PATIENT);
+            let _ = tx.send(());
+        });
+        tokio::select! {
+            item = poll_fn(|cx| Pin::new(&mut *s).poll_next(cx)) => {
+                item.expect("the stream goes on").unwrap()
+            }
+            _ = rx => panic!("no brief within {PATIENT:?}"),
+        }
     }
 
     #[tokio::test]
