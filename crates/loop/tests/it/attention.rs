@@ -401,10 +401,9 @@ mod stream {
             thread::sleep(PATIENT);
             let _ = tx.send(());
         });
+        let brief = poll_fn(|cx| Pin::new(&mut *s).poll_next(cx));
         tokio::select! {
-            item = poll_fn(|cx| Pin::new(&mut *s).poll_next(cx)) => {
-                item.expect("the stream goes on").unwrap()
-            }
+            item = brief => item.expect("the stream goes on").unwrap(),
             _ = rx => panic!("no brief within {PATIENT:?}"),
         }
     }
