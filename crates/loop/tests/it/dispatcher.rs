@@ -455,10 +455,10 @@ fn a_dispatcher_killed_mid_reassignment_finishes_it_on_restart() {
     assert_eq!(actions[0], "reassigned b1 w2");
 }
 
-#[test]
-fn a_dispatcher_killed_between_done_and_the_clear_clears_on_restart() {
-    let s = setup();
-    let first = dispatcher(&s, &["w1"]);
+/// A dispatcher that recorded b1 done on w1 and died before the clear:
+/// returns the completed assignment (the hook still holds it).
+fn done_but_not_cleared(s: &Setup) -> Assignment {
+    let first = dispatcher(s, &["w1"]);
     first.submit(bead("b1"), "t").unwrap();
     first.tick().unwrap();
     let Pickup::Started(a) = s.hooks.pickup(&agent("w1")).unwrap() else {
@@ -466,11 +466,17 @@ fn a_dispatcher_killed_between_done_and_the_clear_clears_on_restart() {
     };
     s.hooks.complete(&a).unwrap();
     set_state(
-        &s,
+        s,
         "b1",
         serde_json::json!({"state": "done", "assignment": a, "completed_at": a.work().assigned_at(), "cleared": false}),
     );
-    drop(first);
+    a
+}
+
+#[test]
+fn a_dispatcher_killed_between_done_and_the_clear_clears_on_restart() {
+    let s = setup();
+    done_but_not_cleared(&s);
     let second = dispatcher(&s, &["w1"]);
     assert!(
         second.tick().unwrap().is_empty(),
@@ -623,20 +629,8 @@ fn an_agent_with_a_corrupt_hook_is_passed_over() {
 #[test]
 fn a_dispatcher_killed_after_the_clear_records_it_on_restart() {
     let s = setup();
-    let first = dispatcher(&s, &["w1"]);
-    first.submit(bead("b1"), "t").unwrap();
-    first.tick().unwrap();
-    let Pickup::Started(a) = s.hooks.pickup(&agent("w1")).unwrap() else {
-        panic!()
-    };
-    s.hooks.complete(&a).unwrap();
-    set_state(
-        &s,
-        "b1",
-        serde_json::json!({"state": "done", "assignment": a, "completed_at": a.work().assigned_at(), "cleared": false}),
-    );
+    let a = done_but_not_cleared(&s);
     s.hooks.clear(&a).unwrap();
-    drop(first);
     let second = dispatcher(&s, &["w1"]);
     assert!(second.tick().unwrap().is_empty());
     let entry = second.entry(&bead("b1")).unwrap().unwrap();

@@ -580,6 +580,14 @@ fn marking_a_nudge_processed_again_counts_it_once() {
     assert_eq!(record.last, sent);
 }
 
+/// Sends `p` a health check from the mayor that requires an answer.
+fn ask(n: &Nudges, p: &chipset_store::AgentId) -> chipset_nudge::Nudge {
+    let d = n
+        .send(p, draft(NudgeType::HealthCheck, "ok?").requiring_response())
+        .unwrap();
+    d.sent().unwrap().clone()
+}
+
 /// A corrupt response record is moved aside before the answer is written,
 /// so what it held can still be looked at.
 #[test]
@@ -587,13 +595,7 @@ fn a_corrupt_response_record_is_moved_aside_by_the_next_answer() {
     let (t, _c) = manual_state();
     let n = Nudges::new(t.state.clone());
     let (w, p) = (agent("mayor"), agent("polecat"));
-    let asked = n
-        .send(
-            &p,
-            draft(NudgeType::HealthCheck, "ok?").requiring_response(),
-        )
-        .unwrap();
-    let asked = asked.sent().unwrap().clone();
+    let asked = ask(&n, &p);
     let record = n.response_path(&w, &p);
     t.state.write_bytes(&record, b"{\"from\": ").unwrap();
     let responses = n.agent_dir(&w).join("responses").unwrap();
@@ -615,14 +617,8 @@ fn the_newest_answer_of_a_responder_wins_and_since_is_inclusive() {
     let n = Nudges::new(t.state.clone());
     let (w, p) = (agent("mayor"), agent("polecat"));
     let t0 = clock.now();
-    let asked = n
-        .send(
-            &p,
-            draft(NudgeType::HealthCheck, "ok?").requiring_response(),
-        )
-        .unwrap();
-    n.respond(&p, asked.sent().unwrap(), "in the record")
-        .unwrap();
+    let asked = ask(&n, &p);
+    n.respond(&p, &asked, "in the record").unwrap();
     clock.advance(Duration::from_secs(60));
     let at = clock.now();
     let seed = serde_json::json!({
@@ -649,13 +645,8 @@ fn the_doctor_reports_strays_among_the_responses() {
     let (t, _c) = manual_state();
     let n = Nudges::new(t.state.clone());
     let (w, p) = (agent("mayor"), agent("polecat"));
-    let asked = n
-        .send(
-            &p,
-            draft(NudgeType::HealthCheck, "ok?").requiring_response(),
-        )
-        .unwrap();
-    n.respond(&p, asked.sent().unwrap(), "yes").unwrap();
+    let asked = ask(&n, &p);
+    n.respond(&p, &asked, "yes").unwrap();
     let responses = n.agent_dir(&w).join("responses").unwrap();
     let notes = responses.join("notes.txt").unwrap();
     t.state.write_bytes(&notes, b"x").unwrap();
