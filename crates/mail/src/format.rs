@@ -490,6 +490,37 @@ pub fn validate_subject(subject: &str) -> crate::Result<()> {
 mod tests {
     use super::*;
 
+    /// A priority's name is the one serde writes, it displays as that name,
+    /// and the name parses back; an unknown name does not.
+    #[test]
+    fn a_priority_is_named_as_written_and_parses_back() {
+        for (p, name) in [
+            (MailPriority::Urgent, "urgent"),
+            (MailPriority::Normal, "normal"),
+            (MailPriority::Low, "low"),
+        ] {
+            assert_eq!(p.as_str(), name);
+            assert_eq!(p.to_string(), name);
+            assert_eq!(serde_json::to_value(p).unwrap(), name);
+            assert_eq!(MailPriority::from_name(name), Some(p));
+        }
+        assert_eq!(MailPriority::from_name("high"), None);
+    }
+
+    /// A broken message that names this version's schema is corrupt; one
+    /// naming another schema is unsupported (a later version may read it).
+    #[test]
+    fn a_broken_message_is_unsupported_only_under_another_schema() {
+        let path = Path::new("mail/inbox/exec/1-a.json");
+        let ours = format!(r#"{{"schema": "{MESSAGE_SCHEMA}", "id": 7}}"#);
+        assert!(parse_message(path, ours.as_bytes()).is_corrupt());
+        let theirs = br#"{"schema": "message.v9", "id": 7}"#;
+        assert!(matches!(
+            parse_message(path, theirs),
+            ReadOutcome::Unsupported(u) if u.what == "message schema `message.v9`"
+        ));
+    }
+
     #[track_caller]
     fn check(subject: &str, ok: bool) {
         assert_eq!(validate_subject(subject).is_ok(), ok, "{subject:?}");
