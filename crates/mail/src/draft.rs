@@ -386,6 +386,12 @@ mod tests {
         assert_eq!(d.in_reply_to(), Some(&parent));
         assert_eq!(d.priority(), MailPriority::Urgent);
         assert!(d.expects_reply());
+        let sent = to_message(&d, id.clone(), task("t1"), Timestamp::EPOCH);
+        assert_eq!(
+            sent.priority(),
+            MailPriority::Urgent,
+            "the message keeps it"
+        );
         let n = Draft::notify(agent("critic"), agent("exec"), task("t1"), "s", "b");
         assert_eq!((n.round(), n.id(), n.in_reply_to()), (None, None, None));
         assert!(!n.expects_reply());
