@@ -18,13 +18,18 @@ fn an_offline_agent_has_a_queue_that_accumulates() {
     assert_eq!(bus.pending(&a).unwrap().len(), 1);
 }
 
+/// A bus on `t` whose presence goes stale after 60 s.
+fn stale_after_a_minute(t: &chipset_testkit::TempState) -> Bus {
+    Bus::with_config(
+        t.state.clone(),
+        BusConfig::default().with_presence_stale_after(Duration::from_secs(60)),
+    )
+}
+
 #[test]
 fn start_returns_pending_in_order_and_registers_presence() {
     let (t, clock, _) = manual();
-    let bus = Bus::with_config(
-        t.state.clone(),
-        BusConfig::default().with_presence_stale_after(Duration::from_secs(60)),
-    );
+    let bus = stale_after_a_minute(&t);
     let a = agent("worker-1");
     let _ = bus
         .publish(&a, &NewEvent::new("m", "low").priority(Priority::Low))
@@ -87,17 +92,17 @@ fn a_corrupt_presence_is_reported_and_replaced_on_start() {
 /// process, from now.
 #[test]
 fn a_heartbeat_over_a_corrupt_or_foreign_presence_registers_afresh() {
-    let (_t, clock, bus) = manual();
+    let (t, clock, bus) = manual();
     let a = agent("worker-1");
     let first = bus.start(&a).unwrap().presence;
-    let dir = bus.queue_dir(&a).parent().unwrap().to_path_buf();
-    let path = dir.join("presence.json");
-    std::fs::write(&path, b"{").unwrap();
-    assert!(!dir.join(".quarantine").exists());
+    let dir = t.state.channel(chipset_bus::BUS_CHANNEL).join_id(&a, "");
+    let path = dir.join_static("presence.json");
+    t.state.write_bytes(&path, b"{").unwrap();
+    assert!(!t.state.has_quarantine(&dir).unwrap());
     clock.advance(Duration::from_secs(5));
     let beat = bus.heartbeat(&a).unwrap();
     assert!(
-        dir.join(".quarantine").is_dir(),
+        t.state.has_quarantine(&dir).unwrap(),
         "the corrupt file is kept aside"
     );
     assert_eq!(beat.started_at, clock_now(&bus));
@@ -107,7 +112,7 @@ fn a_heartbeat_over_a_corrupt_or_foreign_presence_registers_afresh() {
         pid: std::process::id() + 1,
         ..beat.clone()
     };
-    std::fs::write(&path, serde_json::to_vec(&other).unwrap()).unwrap();
+    t.state.write_json(&path, &other).unwrap();
     clock.advance(Duration::from_secs(5));
     let beat = bus.heartbeat(&a).unwrap();
     assert_eq!(beat.pid, std::process::id());
@@ -118,10 +123,7 @@ fn a_heartbeat_over_a_corrupt_or_foreign_presence_registers_afresh() {
 #[test]
 fn presence_is_live_up_to_its_limit() {
     let (t, clock, _) = manual();
-    let bus = Bus::with_config(
-        t.state.clone(),
-        BusConfig::default().with_presence_stale_after(Duration::from_secs(60)),
-    );
+    let bus = stale_after_a_minute(&t);
     let a = agent("worker-1");
     let _ = bus.start(&a).unwrap();
     clock.advance(Duration::from_secs(60));

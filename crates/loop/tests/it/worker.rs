@@ -20,6 +20,18 @@ fn worker(s: &Setup, who: &str) -> Worker {
     )
 }
 
+/// As [`worker`], polling every 5 ms: for the `run_until` tests.
+fn quick_worker(s: &Setup, who: &str) -> Worker {
+    Worker::new(
+        s.state(),
+        agent(who),
+        agent("mayor"),
+        WorkerConfig::default()
+            .with_touch_every(secs(10))
+            .with_poll_every(std::time::Duration::from_millis(5)),
+    )
+}
+
 fn assign(s: &Setup, who: &str, b: &str) -> chipset_hook::Assignment {
     s.hooks
         .assign(&agent(who), bead(b), "some work", Some(&agent("mayor")))
@@ -353,14 +365,7 @@ fn a_failed_work_leaves_the_hook_active_and_is_resumed() {
 fn run_until_does_not_resume_aborted_work_while_the_hook_holds_it() {
     let s = setup();
     assign(&s, "polecat-alpha", "gt-abc12");
-    let w = Worker::new(
-        s.state(),
-        agent("polecat-alpha"),
-        agent("mayor"),
-        WorkerConfig::default()
-            .with_touch_every(secs(10))
-            .with_poll_every(std::time::Duration::from_millis(5)),
-    );
+    let w = quick_worker(&s, "polecat-alpha");
     let mut runs = 0;
     let mut outcomes = Vec::new();
     w.run_until(
@@ -384,17 +389,6 @@ fn run_until_does_not_resume_aborted_work_while_the_hook_holds_it() {
         s.hooks.read(&agent("polecat-alpha")).unwrap().status(),
         Some(HookStatus::Active)
     );
-}
-
-fn quick_worker(s: &Setup, who: &str) -> Worker {
-    Worker::new(
-        s.state(),
-        agent(who),
-        agent("mayor"),
-        WorkerConfig::default()
-            .with_touch_every(secs(10))
-            .with_poll_every(std::time::Duration::from_millis(5)),
-    )
 }
 
 /// A worker reports the config it was made with.
@@ -536,8 +530,9 @@ fn run_until_tidies_only_the_assignments_wakeup_and_mail() {
 #[test]
 fn run_until_ends_on_an_error_that_is_not_stale() {
     let s = setup();
-    std::fs::create_dir_all(s.hooks.dir()).unwrap();
-    std::fs::write(s.hooks.path(&agent("polecat-alpha")), "{not json").unwrap();
+    s.state()
+        .write_bytes(&s.hooks.path(&agent("polecat-alpha")), b"{not json")
+        .unwrap();
     let mut seen = 0;
     let err = quick_worker(&s, "polecat-alpha")
         .run_until(
@@ -560,7 +555,9 @@ fn a_completion_refused_for_a_corrupt_hook_is_not_stale() {
     assign(&s, "polecat-alpha", "gt-1");
     let err = worker(&s, "polecat-alpha")
         .run_once(|_| {
-            std::fs::write(s.hooks.path(&agent("polecat-alpha")), "{not json").unwrap();
+            s.state()
+                .write_bytes(&s.hooks.path(&agent("polecat-alpha")), b"{not json")
+                .unwrap();
             Ok("done".to_owned())
         })
         .unwrap_err();
@@ -577,7 +574,9 @@ fn a_corrupt_nudge_reaches_the_work_as_an_unreadable_signal() {
     let _ = worker(&s, "polecat-alpha")
         .run_once(|work| {
             nudge(&s, "mayor", "polecat-alpha", NudgeType::SyncRequest, false);
-            std::fs::write(s.nudges.latest_path(&agent("polecat-alpha")), "{").unwrap();
+            s.state()
+                .write_bytes(&s.nudges.latest_path(&agent("polecat-alpha")), b"{")
+                .unwrap();
             work.checkpoint()?;
             let signals = work.take_signals();
             assert!(

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use chipset_mail::MessageId;
 use chipset_mail::{Draft, Mail};
+use chipset_store::StatePath;
 
 use crate::{agent, fixture, task};
 
@@ -98,8 +99,11 @@ fn warm(mail: &Mail) -> Vec<MessageId> {
     pending_ids(mail);
     settle();
     pending_ids(mail);
-    let task_cache = mail.dir().as_path().join(".gate/task/t1.json");
-    assert!(task_cache.is_file(), "the gate wrote no task cache");
+    let written = mail.state().stat(&task_cache_path(mail, "t1")).unwrap();
+    assert!(
+        written.is_some_and(|s| s.is_file()),
+        "the gate wrote no task cache"
+    );
     pending_ids(mail)
 }
 
@@ -422,10 +426,28 @@ fn a_sweep_after_another_changed_its_inboxes_moves_exactly_its_own_mail() {
 }
 
 /// Reads a task cache file as JSON.
-fn task_cache(mail: &Mail, t: &str) -> (PathBuf, serde_json::Value) {
-    let path = mail.dir().as_path().join(format!(".gate/task/{t}.json"));
-    let v = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    (path, v)
+/// `mail/.gate/task/{t}.json`: the gate's cache of task `t`.
+fn task_cache_path(mail: &Mail, t: &str) -> StatePath {
+    mail.dir()
+        .join_hidden(".gate")
+        .join("task")
+        .unwrap()
+        .join(format!("{t}.json"))
+        .unwrap()
+}
+
+/// The task cache of `t`, and what it holds.
+fn task_cache(mail: &Mail, t: &str) -> (StatePath, serde_json::Value) {
+    let path = task_cache_path(mail, t);
+    let bytes = mail.state().read_bytes(&path).unwrap().value().unwrap();
+    (path, serde_json::from_slice(&bytes).unwrap())
+}
+
+/// Writes `v` over the task cache at `path`, as another writer would.
+fn write_task_cache(mail: &Mail, path: &StatePath, v: &serde_json::Value) {
+    mail.state()
+        .write_bytes(path, &serde_json::to_vec(v).unwrap())
+        .unwrap();
 }
 
 #[test]
@@ -466,7 +488,7 @@ fn the_gate_keeps_open_requests_in_its_cache_and_never_trusts_bad_bytes() {
     let other = requests[&format!("{}.json", ids[0])].clone();
     v["inboxes"]["exec"]["requests"][&foreign_name] = serde_json::json!("{not json");
     v["inboxes"]["exec"]["requests"][&format!("{}.json", ids[1])] = other;
-    std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+    write_task_cache(m, &path, &v);
     assert_eq!(m.pending_replies(&task("t1")).unwrap(), expected);
 
     // A version 2 task cache (no bytes, no gate time) is read, then
@@ -477,7 +499,7 @@ fn the_gate_keeps_open_requests_in_its_cache_and_never_trusts_bad_bytes() {
         slice.as_object_mut().unwrap().remove("requests");
     }
     old.as_object_mut().unwrap().remove("gated");
-    std::fs::write(&path, serde_json::to_vec(&old).unwrap()).unwrap();
+    write_task_cache(m, &path, &old);
     assert_eq!(m.pending_replies(&task("t1")).unwrap(), expected);
     let (_, now) = task_cache(m, "t1");
     assert_eq!(now["v"], 3);
@@ -552,7 +574,7 @@ fn the_sweep_skips_an_inbox_empty_of_the_task_at_its_gate_and_the_doctor_reports
     // and a sweep again moves the rest.
     let (_, mut v) = task_cache(m, "t1");
     v["gated"] = serde_json::json!(1_000);
-    std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+    write_task_cache(m, &path, &v);
     assert_eq!(m.sweep_task_on_commit(&task("t1")).unwrap().moved, 1);
     assert_eq!(
         m.locate(&skipped).unwrap(),
@@ -576,12 +598,15 @@ fn a_sweep_without_its_task_cache_or_gate_time_lists_every_inbox() {
         );
         let (path, mut v) = task_cache(m, "t1");
         match broken {
-            "missing" => std::fs::remove_file(&path).unwrap(),
+            "missing" => assert!(m.state().remove_file(&path).unwrap()),
             "no gate time" => {
                 v.as_object_mut().unwrap().remove("gated");
-                std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+                write_task_cache(m, &path, &v);
             }
-            _ => std::fs::write(&path, b"{\"v\": 3, \"task\"").unwrap(),
+            _ => m
+                .state()
+                .write_bytes(&path, b"{\"v\": 3, \"task\"")
+                .unwrap(),
         }
         settle();
         m.sweep_task_on_commit(&task("t1")).unwrap();
@@ -660,19 +685,19 @@ fn a_warm_walk_reads_only_the_new_file_of_a_changed_inbox() {
 /// recorded gate time in the future (a clock that went back) is replaced.
 #[test]
 fn a_gate_rewrites_its_task_cache_only_when_something_is_due() {
-    use std::os::unix::fs::MetadataExt;
     let f = fixture();
     let m = &f.mail;
     let ids = busy(m);
     assert_eq!(warm(m), ids);
     let (path, before) = task_cache(m, "t1");
-    let ino = std::fs::metadata(&path).unwrap().ino();
+    let ino = |m: &Mail| m.state().stat(&path).unwrap().unwrap().ino();
+    let first = ino(m);
     // Let the clock move on, so that the gate's start is later than the
     // recorded one.
     std::thread::sleep(Duration::from_millis(20));
     assert_eq!(pending_ids(m), ids);
     let (_, after) = task_cache(m, "t1");
-    assert_eq!(std::fs::metadata(&path).unwrap().ino(), ino, "rewritten");
+    assert_eq!(ino(m), first, "rewritten");
     assert_eq!(after, before);
 
     // A gate time an hour ahead of the clock is replaced by the gate's.
@@ -682,7 +707,7 @@ fn a_gate_rewrites_its_task_cache_only_when_something_is_due() {
     let future = now_ms(std::time::SystemTime::now()) + 3_600_000;
     let mut v = after;
     v["gated"] = serde_json::json!(future);
-    std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+    write_task_cache(m, &path, &v);
     let start = now_ms(std::time::SystemTime::now());
     assert_eq!(pending_ids(m), ids);
     let end = now_ms(std::time::SystemTime::now());

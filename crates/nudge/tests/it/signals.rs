@@ -123,9 +123,9 @@ fn corrupt_latest_is_distinct_and_repaired() {
     assert!(matches!(n.receive(&p).unwrap(), Received::Corrupt(_)));
     assert_eq!(n.status().unwrap().corrupt, 1);
     // A corrupt processed record counts too, once per file.
-    std::fs::write(n.processed_path(&p), "{").unwrap();
+    t.state.write_bytes(&n.processed_path(&p), b"{").unwrap();
     assert_eq!(n.status().unwrap().corrupt, 2);
-    std::fs::remove_file(n.processed_path(&p)).unwrap();
+    assert!(t.state.remove_file(&n.processed_path(&p)).unwrap());
     // The doctor reports it, and with Fix moves it aside.
     let report = n.doctor(DoctorMode::Check).unwrap();
     assert!(matches!(report.findings[0].fault, Defect::Corrupt(_)));
@@ -307,22 +307,15 @@ fn the_response_record_keeps_the_newest_answer() {
     // `draft` sends as the mayor.
     let (w, p) = (agent("mayor"), agent("polecat"));
     let t0 = clock.now();
-    let ask = |msg: &str| {
-        n.send(&p, draft(NudgeType::HealthCheck, msg).requiring_response())
-            .unwrap()
-            .sent()
-            .unwrap()
-            .clone()
-    };
     let latest = |n: &Nudges| {
         let answered = n.responses_since(&w, t0).unwrap().answered;
         assert_eq!(answered.len(), 1, "{answered:?}");
         answered[0].message.clone()
     };
-    let first = ask("ok?");
+    let first = ask(&n, &p, "ok?");
     n.respond(&p, &first, "first answer").unwrap();
     clock.advance(Duration::from_secs(60));
-    let second = ask("still ok?");
+    let second = ask(&n, &p, "still ok?");
     n.respond(&p, &second, "second answer").unwrap();
     assert_eq!(latest(&n), "second answer");
     clock.set(t0.add(Duration::from_secs(30)));
@@ -531,15 +524,15 @@ fn a_chosen_id_retry_is_found_in_the_processed_record() {
     let (t, clock) = manual_state();
     let n = Nudges::new(t.state.clone());
     let p = agent("polecat");
-    let ask = || draft(NudgeType::HealthCheck, "ok?").requiring_response();
+    let check = || draft(NudgeType::HealthCheck, "ok?").requiring_response();
     let id = |s: &str| chipset_nudge::NudgeId::new(s).unwrap();
-    let first = n.send_with_id(&p, ask(), id("n-1")).unwrap();
+    let first = n.send_with_id(&p, check(), id("n-1")).unwrap();
     let first = first.sent().unwrap().clone();
     n.mark_processed(&p, &first).unwrap();
     clock.advance(Duration::from_secs(5));
     let later = n.send(&p, draft(NudgeType::SyncRequest, "later")).unwrap();
     let later = later.sent().unwrap().clone();
-    let retry = n.send_with_id(&p, ask(), id("n-1")).unwrap();
+    let retry = n.send_with_id(&p, check(), id("n-1")).unwrap();
     assert_eq!(
         retry,
         Delivery::Delivered {
@@ -552,7 +545,7 @@ fn a_chosen_id_retry_is_found_in_the_processed_record() {
         n.send_with_id(&p, other_message, id("n-1")),
         Err(chipset_nudge::Error::IdConflict { .. })
     ));
-    let fresh = n.send_with_id(&p, ask(), id("n-2")).unwrap();
+    let fresh = n.send_with_id(&p, check(), id("n-2")).unwrap();
     assert_eq!(fresh.sent().unwrap().id, Some(id("n-2")), "{fresh:?}");
     match n.read_latest(&p).unwrap() {
         ReadOutcome::Value(latest) => assert_eq!(latest.id, Some(id("n-2"))),
@@ -580,10 +573,11 @@ fn marking_a_nudge_processed_again_counts_it_once() {
     assert_eq!(record.last, sent);
 }
 
-/// Sends `p` a health check from the mayor that requires an answer.
-fn ask(n: &Nudges, p: &chipset_store::AgentId) -> chipset_nudge::Nudge {
+/// Sends `p` a health check from the mayor, saying `msg`, that requires an
+/// answer, and returns it as sent.
+fn ask(n: &Nudges, p: &chipset_store::AgentId, msg: &str) -> chipset_nudge::Nudge {
     let d = n
-        .send(p, draft(NudgeType::HealthCheck, "ok?").requiring_response())
+        .send(p, draft(NudgeType::HealthCheck, msg).requiring_response())
         .unwrap();
     d.sent().unwrap().clone()
 }
@@ -595,7 +589,7 @@ fn a_corrupt_response_record_is_moved_aside_by_the_next_answer() {
     let (t, _c) = manual_state();
     let n = Nudges::new(t.state.clone());
     let (w, p) = (agent("mayor"), agent("polecat"));
-    let asked = ask(&n, &p);
+    let asked = ask(&n, &p, "ok?");
     let record = n.response_path(&w, &p);
     t.state.write_bytes(&record, b"{\"from\": ").unwrap();
     let responses = n.agent_dir(&w).join("responses").unwrap();
@@ -617,7 +611,7 @@ fn the_newest_answer_of_a_responder_wins_and_since_is_inclusive() {
     let n = Nudges::new(t.state.clone());
     let (w, p) = (agent("mayor"), agent("polecat"));
     let t0 = clock.now();
-    let asked = ask(&n, &p);
+    let asked = ask(&n, &p, "ok?");
     n.respond(&p, &asked, "in the record").unwrap();
     clock.advance(Duration::from_secs(60));
     let at = clock.now();
@@ -645,7 +639,7 @@ fn the_doctor_reports_strays_among_the_responses() {
     let (t, _c) = manual_state();
     let n = Nudges::new(t.state.clone());
     let (w, p) = (agent("mayor"), agent("polecat"));
-    let asked = ask(&n, &p);
+    let asked = ask(&n, &p, "ok?");
     n.respond(&p, &asked, "yes").unwrap();
     let responses = n.agent_dir(&w).join("responses").unwrap();
     let notes = responses.join("notes.txt").unwrap();
