@@ -8,7 +8,7 @@ use std::time::Duration;
 use chipset_bus::{
     Bus, BusConfig, ControlCommand, NewEvent, Occasion, Priority, Problem, Resource,
 };
-use chipset_store::DoctorMode;
+use chipset_store::{AgentId, DoctorMode, StatePath};
 use serde_json::{Value, json};
 
 use crate::{agent, manual};
@@ -21,6 +21,13 @@ fn add(path: &std::path::Path, key: &str, value: Value) {
     let mut v = json_of(path);
     v[key] = value;
     fs::write(path, serde_json::to_vec(&v).unwrap()).unwrap();
+}
+
+/// Publishes one event to `a` and returns its queue file.
+fn queued_event(bus: &Bus, a: &AgentId) -> StatePath {
+    let _ = bus.publish(a, &NewEvent::new("mayor", "task")).unwrap();
+    let name = bus.queued(a).unwrap()[0].name().to_owned();
+    bus.queue_dir(a).join(&name).unwrap()
 }
 
 #[test]
@@ -45,9 +52,7 @@ fn an_events_extra_fields_are_read_and_kept_through_ack() {
 fn an_unknown_priority_is_unsupported_and_left_in_place() {
     let (_t, _clock, bus) = manual();
     let a = agent("worker-1");
-    let _ = bus.publish(&a, &NewEvent::new("mayor", "task")).unwrap();
-    let name = bus.queued(&a).unwrap()[0].name().to_owned();
-    let path = bus.queue_dir(&a).join(&name).unwrap();
+    let path = queued_event(&bus, &a);
     add(&path, "priority", json!("urgent"));
     let bytes = fs::read(&path).unwrap();
 
@@ -70,9 +75,7 @@ fn an_unknown_priority_is_unsupported_and_left_in_place() {
 fn a_broken_event_with_a_known_priority_is_corrupt() {
     let (_t, _clock, bus) = manual();
     let a = agent("worker-1");
-    let _ = bus.publish(&a, &NewEvent::new("mayor", "task")).unwrap();
-    let name = bus.queued(&a).unwrap()[0].name().to_owned();
-    let path = bus.queue_dir(&a).join(&name).unwrap();
+    let path = queued_event(&bus, &a);
     add(&path, "created_at", json!("not a time"));
     let pending = bus.pending(&a).unwrap();
     assert!(pending.events().is_empty());

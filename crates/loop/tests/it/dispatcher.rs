@@ -173,9 +173,9 @@ fn a_completed_hook_is_found_without_a_report() {
 }
 
 /// Bead `b1` assigned to `w1`, which picks it up and then hangs through
-/// three witness rounds: returns what `w1` holds and how many escalations
-/// the witness raised.
-fn assigned_then_silent(s: &Setup, d: &Dispatcher) -> (Assignment, usize) {
+/// three witness rounds, which escalate it exactly once: returns what `w1`
+/// holds.
+fn assigned_then_silent(s: &Setup, d: &Dispatcher) -> Assignment {
     d.submit(bead("b1"), "t").unwrap();
     assert_eq!(names(&d.tick().unwrap()), ["assigned b1 w1"]);
     let Pickup::Started(held) = s.hooks.pickup(&agent("w1")).unwrap() else {
@@ -192,7 +192,8 @@ fn assigned_then_silent(s: &Setup, d: &Dispatcher) -> (Assignment, usize) {
             .filter(|a| matches!(a, chipset_loop::WitnessAction::Escalated { .. }))
             .count();
     }
-    (held, escalations)
+    assert_eq!(escalations, 1);
+    held
 }
 
 /// A take-away that fails for another reason than "already moved on" or
@@ -202,8 +203,7 @@ fn assigned_then_silent(s: &Setup, d: &Dispatcher) -> (Assignment, usize) {
 fn a_take_away_that_fails_otherwise_is_an_error_not_a_completion() {
     let s = setup();
     let d = dispatcher(&s, &["w1", "w2"]);
-    let (_, escalations) = assigned_then_silent(&s, &d);
-    assert_eq!(escalations, 1);
+    assigned_then_silent(&s, &d);
     s.state()
         .write_bytes(&s.hooks.path(&agent("w1")), b"{oops")
         .unwrap();
@@ -226,8 +226,7 @@ fn a_take_away_that_fails_otherwise_is_an_error_not_a_completion() {
 fn an_escalation_takes_the_work_away_and_gives_it_to_an_idle_agent() {
     let s = setup();
     let d = dispatcher(&s, &["w1", "w2"]);
-    let (held, escalations) = assigned_then_silent(&s, &d);
-    assert_eq!(escalations, 1);
+    let held = assigned_then_silent(&s, &d);
     let actions = d.tick().unwrap();
     assert_eq!(names(&actions), ["reassigned b1 w1", "assigned b1 w2"]);
 
@@ -600,8 +599,7 @@ fn other_events_on_the_dispatchers_queue_are_left_alone() {
 fn a_take_away_of_work_already_moved_on_is_done() {
     let s = setup();
     let d = dispatcher(&s, &["w1", "w2"]);
-    let (held, escalations) = assigned_then_silent(&s, &d);
-    assert_eq!(escalations, 1);
+    let held = assigned_then_silent(&s, &d);
     s.hooks.reassign(&held).unwrap();
     let actions = d.tick().unwrap();
     let names = names(&actions);
