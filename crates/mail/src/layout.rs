@@ -173,4 +173,14 @@ mod tests {
         assert_eq!(id_of(".json"), None);
         assert_eq!(parse_marker("answer-1-a.json"), None);
     }
+
+    #[test]
+    fn only_an_inbox_is_not_archived() {
+        let agent = AgentId::new("exec").unwrap();
+        let task = TaskId::new("t1").unwrap();
+        assert!(!Location::Inbox(agent).is_archived());
+        for archived in [Location::Archive, Location::ByTask(task), Location::Orphan] {
+            assert!(archived.is_archived(), "{archived:?}");
+        }
+    }
 }

@@ -420,3 +420,19 @@ impl Mail {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::contains;
+
+    #[test]
+    fn contains_finds_a_needle_anywhere_and_never_an_empty_one() {
+        assert!(contains(b"in_reply_to: 17-ab", b"17-ab"));
+        assert!(contains(b"17-ab, then more", b"17-ab"));
+        assert!(contains(b"17-ab", b"17-ab"));
+        assert!(!contains(b"in_reply_to: 17-ac", b"17-ab"));
+        assert!(!contains(b"17-a", b"17-ab"));
+        assert!(!contains(b"anything", b""));
+        assert!(!contains(b"", b""));
+    }
+}

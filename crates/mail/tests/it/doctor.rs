@@ -27,6 +27,8 @@ fn no_grace() -> MailConfig {
 fn clean_state_is_clean() {
     let f = fixture_with(no_grace());
     let m = &f.mail;
+    // The handle keeps the configuration it was opened with.
+    assert_eq!(m.config(), &no_grace());
     assert!(m.doctor(DoctorMode::Check).unwrap().is_clean());
     let q = m
         .send(&Draft::request(agent("c"), agent("e"), task("t"), "q", ""))

@@ -244,7 +244,7 @@ fn a_file_moved_into_an_existing_quarantine_closes_the_cached_gate() {
     }
 }
 
-/// A message of `task` as another program writes it, straight into a folder.
+/// A message of `t1` as another program writes it, straight into a folder.
 fn foreign(
     dir: &std::path::Path,
     n: u32,
@@ -252,6 +252,19 @@ fn foreign(
     kind: &str,
     parent: Option<&MessageId>,
 ) -> MessageId {
+    let (id, json) = foreign_message(n, to, kind, parent);
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join(format!("{id}.json")), json).unwrap();
+    id
+}
+
+/// The id and bytes of a message of `t1` as another program writes it.
+fn foreign_message(
+    n: u32,
+    to: &str,
+    kind: &str,
+    parent: Option<&MessageId>,
+) -> (MessageId, String) {
     let id = format!("1795408570{n:03}-7a703292-f1d1-4900-b635-8fd9f1df7f88");
     let expects = kind == "request";
     let parent = parent.map_or("null".to_owned(), |p| format!("\"{p}\""));
@@ -261,9 +274,7 @@ fn foreign(
   "in_reply_to": {parent}, "created_at": "2026-11-23T04:36:10.995Z"}}
 "#
     );
-    std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(dir.join(format!("{id}.json")), json).unwrap();
-    MessageId::new(id).unwrap()
+    (MessageId::new(id).unwrap(), json)
 }
 
 #[test]
@@ -570,10 +581,19 @@ fn the_sweep_skips_an_inbox_empty_of_the_task_at_its_gate_and_the_doctor_reports
         orphan.message
     );
 
+    // The sweep trusts a gate for ten minutes: five minutes on, the inbox
+    // is still skipped.
+    let (_, mut v) = task_cache(m, "t1");
+    v["gated"] = serde_json::json!(now_ms() - 5 * 60_000);
+    write_task_cache(m, &path, &v);
+    assert_eq!(m.sweep_task_on_commit(&task("t1")).unwrap().moved, 0);
+    assert_eq!(
+        m.locate(&skipped).unwrap(),
+        Some(chipset_mail::Location::Inbox(agent("other-1")))
+    );
     // A gate older than the sweep trusts: every changed inbox is listed,
     // and a sweep again moves the rest.
-    let (_, mut v) = task_cache(m, "t1");
-    v["gated"] = serde_json::json!(1_000);
+    v["gated"] = serde_json::json!(now_ms() - 11 * 60_000);
     write_task_cache(m, &path, &v);
     assert_eq!(m.sweep_task_on_commit(&task("t1")).unwrap().moved, 1);
     assert_eq!(
@@ -678,6 +698,11 @@ fn a_warm_walk_reads_only_the_new_file_of_a_changed_inbox() {
     opened(&watch);
     assert_eq!(pending_ids(m), ids);
     assert_eq!(opened(&watch), vec![name]);
+    // Read under a stamp too recent to trust, the new file's entry is kept
+    // all the same: once the inbox settled, no file is read again.
+    settle();
+    assert_eq!(pending_ids(m), ids);
+    assert_eq!(opened(&watch), Vec::<String>::new());
 }
 
 /// The gate time is written only when it is due: a second gate right after
@@ -700,21 +725,230 @@ fn a_gate_rewrites_its_task_cache_only_when_something_is_due() {
     assert_eq!(ino(m), first, "rewritten");
     assert_eq!(after, before);
 
-    // A gate time an hour ahead of the clock is replaced by the gate's.
-    let now_ms = |t: std::time::SystemTime| {
-        u64::try_from(t.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis()).unwrap()
-    };
-    let future = now_ms(std::time::SystemTime::now()) + 3_600_000;
+    // A gate time four minutes old is not due yet (the gate rewrites it
+    // once it is half the sweep's ten minutes old), one six minutes old is.
     let mut v = after;
-    v["gated"] = serde_json::json!(future);
+    let four = now_ms() - 4 * 60_000;
+    v["gated"] = serde_json::json!(four);
     write_task_cache(m, &path, &v);
-    let start = now_ms(std::time::SystemTime::now());
+    let written = ino(m);
     assert_eq!(pending_ids(m), ids);
-    let end = now_ms(std::time::SystemTime::now());
-    let (_, fixed) = task_cache(m, "t1");
-    let gated = fixed["gated"].as_u64().unwrap();
+    assert_eq!(ino(m), written, "rewritten");
+    assert_eq!(task_cache(m, "t1").1["gated"], four);
+    v["gated"] = serde_json::json!(now_ms() - 6 * 60_000);
+    write_task_cache(m, &path, &v);
+    assert_eq!(gate_time_after_a_gate(m), ids);
+
+    // A gate time an hour ahead of the clock is replaced by the gate's.
+    v["gated"] = serde_json::json!(now_ms() + 3_600_000);
+    write_task_cache(m, &path, &v);
+    assert_eq!(gate_time_after_a_gate(m), ids);
+}
+
+/// Now, in Unix milliseconds.
+fn now_ms() -> u64 {
+    let now = std::time::SystemTime::now();
+    u64::try_from(
+        now.duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap()
+}
+
+/// Runs the gate and checks that it recorded its own start as t1's gate
+/// time; returns the pending ids.
+fn gate_time_after_a_gate(m: &Mail) -> Vec<MessageId> {
+    let start = now_ms();
+    let pending = pending_ids(m);
+    let end = now_ms();
+    let gated = task_cache(m, "t1").1["gated"].as_u64().unwrap();
     assert!(
         (start..=end).contains(&gated),
         "{start} <= {gated} <= {end}"
+    );
+    pending
+}
+
+/// `exec`'s slice in t1's task cache, emptied: no files, no requests.
+fn empty_exec_slice(v: &mut serde_json::Value) {
+    let slice = &mut v["inboxes"]["exec"];
+    slice["files"] = serde_json::json!({});
+    slice["others"] = serde_json::json!({});
+    slice["requests"] = serde_json::json!({});
+}
+
+/// The gate answers from a task cache of its own format version only: the
+/// same emptied slice is trusted at version 3 and ignored at version 4 (a
+/// later format this reader cannot know the meaning of).
+#[test]
+fn a_task_cache_of_another_version_is_ignored() {
+    let f = fixture();
+    let m = &f.mail;
+    let ids = busy(m);
+    assert_eq!(warm(m), ids);
+    let (path, mut v) = task_cache(m, "t1");
+    empty_exec_slice(&mut v);
+    write_task_cache(m, &path, &v);
+    // Trusted while the inbox's stamp holds: the cache is what answers.
+    assert_eq!(pending_ids(m), Vec::<MessageId>::new());
+    v["v"] = serde_json::json!(4);
+    write_task_cache(m, &path, &v);
+    assert_eq!(pending_ids(m), ids);
+}
+
+/// `mail/.gate/inbox/`: the folder caches of the inboxes.
+fn inbox_caches(mail: &Mail) -> StatePath {
+    mail.dir().join_hidden(".gate").join("inbox").unwrap()
+}
+
+/// A cache file of a few MiB (a project with many thousand messages) is
+/// still taken: the cap that keeps a runaway file from being read is far
+/// above it. Shown with files padded to 3 MiB: the warm gate reads no
+/// message of an inbox whose task cache or folder cache is that large.
+#[test]
+fn a_cache_file_of_a_few_mebibytes_is_still_used() {
+    let f = fixture();
+    let m = &f.mail;
+    let ids = busy(m);
+    assert_eq!(warm(m), ids);
+    let pad = |path: &StatePath| {
+        let mut bytes = m.state().read_bytes(path).unwrap().value().unwrap();
+        bytes.resize(bytes.len() + 3 * 1024 * 1024, b' ');
+        m.state().write_bytes(path, &bytes).unwrap();
+    };
+    // The task cache holds the open requests' bytes.
+    pad(&task_cache_path(m, "t1"));
+    let exec = watch_opens(m.inbox_dir(&agent("exec")).as_path());
+    assert_eq!(pending_ids(m), ids);
+    assert_eq!(opened(&exec), Vec::<String>::new());
+    // Without its task cache, the gate takes each inbox's folder cache.
+    let cache = task_cache_path(m, "t1");
+    assert!(m.state().remove_file(&cache).unwrap());
+    pad(&inbox_caches(m).join("other-0.json").unwrap());
+    let other = watch_opens(m.inbox_dir(&agent("other-0")).as_path());
+    assert_eq!(pending_ids(m), ids);
+    assert_eq!(opened(&other), Vec::<String>::new());
+}
+
+/// A folder cache whose stamp still holds is taken whole: without its task
+/// cache, the gate opens no file of a settled inbox and leaves that inbox's
+/// folder cache as it was (not written again).
+#[test]
+fn a_settled_folder_cache_is_taken_whole_and_left_alone() {
+    let f = fixture();
+    let m = &f.mail;
+    let ids = busy(m);
+    assert_eq!(warm(m), ids);
+    let folder_cache = inbox_caches(m).join("other-0.json").unwrap();
+    let ino = |m: &Mail| m.state().stat(&folder_cache).unwrap().unwrap().ino();
+    let before = ino(m);
+    assert!(m.state().remove_file(&task_cache_path(m, "t1")).unwrap());
+    let other = watch_opens(m.inbox_dir(&agent("other-0")).as_path());
+    assert_eq!(pending_ids(m), ids);
+    assert_eq!(opened(&other), Vec::<String>::new());
+    assert_eq!(ino(m), before, "the folder cache was written again");
+}
+
+/// A quarantined file closes the gate of its inbox, but neither the thread
+/// nor the sweep (which only read or move the task's mail): listed, then
+/// from the cache.
+#[test]
+fn a_quarantined_inbox_closes_the_gate_but_not_the_thread_or_the_sweep() {
+    let f = fixture();
+    let m = &f.mail;
+    let ids = busy(m);
+    let other = m.inbox_dir(&agent("other-0"));
+    let name = m.state().list(&other).unwrap().remove(0);
+    m.state().quarantine(&other.join(&name).unwrap()).unwrap();
+    assert!(m.state().has_quarantine(&other).unwrap());
+    settle();
+    // Listed (no task cache yet), then from the cache the first walk wrote.
+    for _ in 0..2 {
+        assert_eq!(m.thread(&ids[0]).unwrap().len(), 1);
+    }
+    assert!(matches!(
+        m.pending_replies(&task("t1")),
+        Err(chipset_mail::MailError::QuarantinedInbox { .. })
+    ));
+    assert_eq!(m.sweep_task_on_commit(&task("t1")).unwrap().moved, 2);
+}
+
+/// After the gate listed an inbox, the thread (as the sweep) takes the
+/// entries that were there from the task's cache and reads only those that
+/// came in since, without the inbox's folder cache: once with the inbox's
+/// stamp moved on, once with the same stamp, listed too recently to trust.
+#[test]
+fn a_thread_reads_only_what_entered_an_inbox_since_the_gate_listed_it() {
+    let f = fixture();
+    let m = &f.mail;
+    let ids = busy(m);
+    assert_eq!(warm(m), ids);
+    let new = m
+        .send(&Draft::notify(
+            agent("critic"),
+            agent("exec"),
+            task("t2"),
+            "fyi",
+            "more mail",
+        ))
+        .unwrap();
+    let caches = watch_opens(inbox_caches(m).as_path());
+    let exec = watch_opens(m.inbox_dir(&agent("exec")).as_path());
+    assert_eq!(m.thread(&ids[1]).unwrap().len(), 1);
+    assert_eq!(opened(&caches), Vec::<String>::new());
+    // The start of the thread, found by its id, and the new entry: not the
+    // first request, which was there when the gate listed the inbox. (The
+    // start is the last entry before that listing: its ctime is the stamp's,
+    // so it could have entered just after the listing, and is read again.)
+    let mut want = vec![format!("{}.json", ids[1]), format!("{}.json", new.id())];
+    want.sort();
+    assert_eq!(opened(&exec), want);
+    // That listing was too recent to trust its stamp: the next walk lists
+    // again, and again only the entries since.
+    settle();
+    assert_eq!(m.thread(&ids[1]).unwrap().len(), 1);
+    assert_eq!(opened(&caches), Vec::<String>::new());
+    let read = opened(&exec);
+    assert!(read.iter().all(|n| want.contains(n)), "{read:?}");
+}
+
+/// An inbox that is another directory than the one the gate listed (moved
+/// away, and one restored from elsewhere moved into its place) is listed
+/// whole by the sweep: its files entered before the gate looked, yet none
+/// of them was in the listed inbox.
+#[test]
+fn a_sweep_lists_an_inbox_replaced_by_another_directory_whole() {
+    let f = fixture();
+    let m = &f.mail;
+    let spare = |name: &str| {
+        m.state()
+            .root_path()
+            .join("restore")
+            .unwrap()
+            .join(name)
+            .unwrap()
+    };
+    let (restored, json) = foreign_message(13, "exec", "notify", None);
+    let restored_name = format!("{restored}.json");
+    m.state()
+        .write_bytes(
+            &spare("exec").join(&restored_name).unwrap(),
+            json.as_bytes(),
+        )
+        .unwrap();
+    // The inbox's entries (and so its stamp when listed) are younger.
+    std::thread::sleep(Duration::from_millis(20));
+    let ids = busy(m);
+    assert_eq!(warm(m), ids);
+    let inbox = m.inbox_dir(&agent("exec"));
+    m.state()
+        .move_noclobber(&inbox, &spare("exec-old"))
+        .unwrap();
+    m.state().move_noclobber(&spare("exec"), &inbox).unwrap();
+    assert_eq!(m.sweep_task_on_commit(&task("t1")).unwrap().moved, 1);
+    assert_eq!(
+        m.locate(&restored).unwrap(),
+        Some(chipset_mail::Location::ByTask(task("t1")))
     );
 }

@@ -619,10 +619,10 @@ impl IoBackend for RaceIo {
     }
 }
 
-/// A send with a chosen id that loses the race to a concurrent send of the
-/// same id (the file appears between its lookup and its publish) returns
-/// the winner's delivery when the content is the same, and IdTaken when it
-/// is not.
+/// A send (alone or in a batch) with a chosen id that loses the race to a
+/// concurrent send of the same id (the file appears between its lookup and
+/// its publish) returns the winner's delivery when the content is the same,
+/// and IdTaken when it is not.
 #[test]
 fn a_send_that_loses_the_race_to_the_same_message_returns_the_first_delivery() {
     let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
@@ -640,7 +640,10 @@ fn a_send_that_loses_the_race_to_the_same_message_returns_the_first_delivery() {
     other["body"] = serde_json::json!("another body");
     let other = serde_json::to_vec(&other).unwrap();
 
-    for (winner, same_content) in [(same, true), (other, false)] {
+    let cases = [(same.clone(), true, false), (same, true, true)]
+        .into_iter()
+        .chain([(other.clone(), false, false), (other, false, true)]);
+    for (winner, same_content, batch) in cases {
         let tmp = tempfile::tempdir().unwrap();
         let io = Arc::new(RaceIo {
             real: chipset_store::RealIo,
@@ -653,7 +656,14 @@ fn a_send_that_loses_the_race_to_the_same_message_returns_the_first_delivery() {
             .unwrap()
             .into_path_buf();
         *io.race.lock().unwrap() = Some((target.clone(), winner.clone()));
-        let sent = mail.send(&notify(ID, "bob"));
+        let sent = if batch {
+            mail.send_batch(&[notify(ID, "bob")]).map(|mut sent| {
+                assert_eq!(sent.len(), 1);
+                sent.remove(0)
+            })
+        } else {
+            mail.send(&notify(ID, "bob"))
+        };
         assert!(io.race.lock().unwrap().is_none(), "the race did not run");
         // The winner's file stays as it was written.
         assert_eq!(read(&mail), winner);
