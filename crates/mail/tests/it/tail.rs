@@ -249,3 +249,91 @@ fn a_manifest_rewritten_in_place_past_a_settled_tail_begins_it_again() {
     archive_foreign(m, &id, &bytes, false);
     assert!(m.has_reply(q.id()).unwrap());
 }
+
+/// A reader that cannot write (a read-only mount: every create, open for
+/// writing, rename, link, mkdir and remove fails with `EROFS`) still counts a response the
+/// manifest logs: its tail finds the response, cannot enter it in the reply
+/// index, and the request is answered all the same.
+#[test]
+fn a_reader_that_cannot_write_counts_a_logged_foreign_archive() {
+    use chipset_store::testing::{Fault, FaultIo};
+    use chipset_store::{IoOp, StateDir, StateOptions};
+    const EROFS: i32 = 30;
+    let f = fixture_with(no_grace());
+    let m = &f.mail;
+    begin_tail(&f);
+    let logged = request(m, "logged");
+    let (rid, bytes) = nubos_response(&logged, 1);
+    archive_foreign(m, &rid, &bytes, true);
+    let io = FaultIo::new(Fault {
+        nth: 1,
+        kinds: vec![
+            IoOp::Create,
+            IoOp::Open,
+            IoOp::Mkdir,
+            IoOp::Remove,
+            IoOp::Rename,
+            IoOp::Link,
+        ],
+        errno: EROFS,
+        sticky: true,
+    });
+    let options = StateOptions {
+        io: io.clone(),
+        clock: std::sync::Arc::new(f.clock.clone()),
+        ..StateOptions::default()
+    };
+    let state = StateDir::open_existing_with(m.state().root(), options).unwrap();
+    let reader = Mail::with_config(state, no_grace());
+    let pending = reader.pending_replies(&task("t1")).unwrap();
+    assert!(pending.iter().all(|p| p.id() != logged.id()), "{pending:?}");
+    assert!(reader.has_reply(logged.id()).unwrap());
+    assert!(
+        io.injected() > 0,
+        "the reader wrote nothing, or never tried"
+    );
+    // Nothing was entered: the reply index does not know the response yet.
+    let replies = m.dir().join("replies").unwrap().join_id(logged.id(), "");
+    assert_eq!(m.state().list(&replies).unwrap(), Vec::<String>::new());
+}
+
+/// A request the reply index answers is answered without the archive tail:
+/// a gate that finds every request answered there does not begin the tail
+/// (nor read the manifest).
+#[test]
+fn a_request_the_reply_index_answers_needs_no_tail() {
+    let f = fixture_with(no_grace());
+    let m = &f.mail;
+    let q = request(m, "indexed");
+    let r = m
+        .send(&Draft::response(
+            agent("exec"),
+            agent("critic"),
+            q.id().clone(),
+            "re",
+            "because",
+        ))
+        .unwrap();
+    // The request back in its inbox (as if the response's sender had
+    // crashed before moving it), the response archived: only the reply
+    // index knows of the answer.
+    let name = format!("{}.json", q.id());
+    let archived = m.dir().join("archive").unwrap().join(&name).unwrap();
+    let inbox = m.inbox_dir(&agent("exec")).join(&name).unwrap();
+    m.state().move_noclobber(&archived, &inbox).unwrap();
+    assert!(matches!(
+        m.archive(r.id()).unwrap(),
+        ArchiveOutcome::Archived(_)
+    ));
+    let tail = m
+        .dir()
+        .join_hidden(".gate")
+        .join("archive-tail.json")
+        .unwrap();
+    assert!(m.pending_replies(&task("t1")).unwrap().is_empty());
+    assert!(!m.state().exists(&tail).unwrap(), "the gate began the tail");
+    // Unanswered, the gate looks further, and begins it.
+    request(m, "open");
+    assert_eq!(m.pending_replies(&task("t1")).unwrap().len(), 1);
+    assert!(m.state().exists(&tail).unwrap());
+}
