@@ -265,6 +265,41 @@ mod tests {
         assert_eq!(out, ["a\tM2", "b\tM1", "c"]);
     }
 
+    /// About 1 MiB of lines: held in memory under the doctor's budget
+    /// (8 MiB: an ordinary project's scan never touches the disk), and
+    /// under a budget of 300 KiB spilled as runs each larger than the
+    /// 256 KiB a spill writes at a time, merged into the same order.
+    #[test]
+    fn runs_larger_than_a_write_merge_into_the_same_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::open(tmp.path()).unwrap();
+        let lines: Vec<String> = (0..10_000u32)
+            .map(|i| format!("{:08}\t{}", (i * 7919) % 10_000, "x".repeat(90)))
+            .collect();
+        let mut want = lines.clone();
+        want.sort();
+        for (budget, runs) in [(BUDGET, 0), (300 * 1024, 3)] {
+            let mut sorter = Sorter::new(&state, &state.root_path(), budget);
+            for l in &lines {
+                sorter.push(l.as_bytes()).unwrap();
+            }
+            assert_eq!(sorter.runs.len(), runs, "budget {budget}");
+            for (start, end) in &sorter.runs {
+                assert!(end - start > 4 * CHUNK as u64, "a run of {}", end - start);
+            }
+            // After a spill the buffer keeps half the budget, not all it grew to.
+            if runs > 0 {
+                assert_eq!(sorter.buf.capacity(), budget / 2);
+            }
+            let mut s = sorter.finish().unwrap();
+            let mut out = Vec::new();
+            while let Some(l) = s.next_line().unwrap() {
+                out.push(String::from_utf8(l).unwrap());
+            }
+            assert_eq!(out, want, "budget {budget}");
+        }
+    }
+
     #[test]
     fn a_key_sorts_before_its_extensions() {
         assert_eq!(
