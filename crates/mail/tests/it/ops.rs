@@ -41,6 +41,43 @@ fn send_publishes_whole_file_and_sent_event() {
     );
 }
 
+/// A message of exactly the store's read cap is sent and read back; one
+/// byte more is refused before anything is written.
+#[test]
+fn a_message_of_exactly_the_read_cap_is_sent_and_read_back() {
+    let tmp = chipset_testkit::TempState::with_options(StateOptions {
+        read_cap: 600,
+        ..StateOptions::default()
+    });
+    let mail = chipset_mail::Mail::new(tmp.state.clone());
+    let note = |body: String| Draft::notify(agent("a"), agent("b"), task("t"), "s", body);
+    let size = |m: &chipset_mail::Message| {
+        let path = mail
+            .inbox_dir(&agent("b"))
+            .join(format!("{}.json", m.id()))
+            .unwrap();
+        mail.state().stat(&path).unwrap().unwrap().len()
+    };
+    // Every field but the body has the same length in each note.
+    let probe = mail.send(&note("x".to_owned())).unwrap();
+    let fill = usize::try_from(600 - size(&probe)).unwrap() + 1;
+    let full = mail.send(&note("x".repeat(fill))).unwrap();
+    assert_eq!(size(&full), 600);
+    assert_eq!(mail.find(full.id()).unwrap().unwrap().message, full);
+    let err = mail.send(&note("x".repeat(fill + 1))).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            MailError::MessageTooLarge {
+                size: 601,
+                cap: 600
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(mail.counts().unwrap().inbox.values().sum::<usize>(), 2);
+}
+
 #[test]
 fn refusals_write_nothing() {
     let small_cap = {
