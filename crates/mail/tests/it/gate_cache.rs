@@ -12,7 +12,7 @@ use chipset_mail::MessageId;
 use chipset_mail::{Draft, Mail};
 use chipset_store::StatePath;
 
-use crate::{agent, fixture, task};
+use crate::{agent, fixture, opened, task, watch_opens};
 
 /// Longer than the cache's two-second racy window.
 fn settle() {
@@ -636,37 +636,6 @@ fn a_sweep_without_its_task_cache_or_gate_time_lists_every_inbox() {
             "{broken}"
         );
     }
-}
-
-/// Starts watching `dir` for opens of the files in it.
-fn watch_opens(dir: &std::path::Path) -> rustix::fd::OwnedFd {
-    use rustix::fs::inotify;
-    let fd = inotify::init(inotify::CreateFlags::NONBLOCK | inotify::CreateFlags::CLOEXEC).unwrap();
-    inotify::add_watch(&fd, dir, inotify::WatchFlags::OPEN).unwrap();
-    fd
-}
-
-/// The names of the files opened in the watched directory since the watch
-/// began (the kernel queues the events at each open, so all are there).
-fn opened(fd: &rustix::fd::OwnedFd) -> Vec<String> {
-    use rustix::fs::inotify;
-    let mut buf = [std::mem::MaybeUninit::uninit(); 4096];
-    let mut reader = inotify::Reader::new(fd, &mut buf);
-    let mut names = Vec::new();
-    loop {
-        match reader.next() {
-            Ok(event) => {
-                if let Some(name) = event.file_name() {
-                    names.push(name.to_string_lossy().into_owned());
-                }
-            }
-            Err(rustix::io::Errno::AGAIN) => break,
-            Err(e) => panic!("reading inotify events: {e}"),
-        }
-    }
-    names.sort();
-    names.dedup();
-    names
 }
 
 /// A folder walk takes each file whose inode, size and times are the ones

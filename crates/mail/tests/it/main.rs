@@ -66,3 +66,34 @@ pub(crate) fn fixture_no_sync(config: MailConfig) -> Fixture {
     let mail = Mail::with_config(tmp.state.clone(), config);
     Fixture { tmp, clock, mail }
 }
+
+/// Starts watching `dir` for opens of the files in it.
+pub(crate) fn watch_opens(dir: &std::path::Path) -> rustix::fd::OwnedFd {
+    use rustix::fs::inotify;
+    let fd = inotify::init(inotify::CreateFlags::NONBLOCK | inotify::CreateFlags::CLOEXEC).unwrap();
+    inotify::add_watch(&fd, dir, inotify::WatchFlags::OPEN).unwrap();
+    fd
+}
+
+/// The names of the files opened in the watched directory since the watch
+/// began (the kernel queues the events at each open, so all are there).
+pub(crate) fn opened(fd: &rustix::fd::OwnedFd) -> Vec<String> {
+    use rustix::fs::inotify;
+    let mut buf = [std::mem::MaybeUninit::uninit(); 4096];
+    let mut reader = inotify::Reader::new(fd, &mut buf);
+    let mut names = Vec::new();
+    loop {
+        match reader.next() {
+            Ok(event) => {
+                if let Some(name) = event.file_name() {
+                    names.push(name.to_string_lossy().into_owned());
+                }
+            }
+            Err(rustix::io::Errno::AGAIN) => break,
+            Err(e) => panic!("reading inotify events: {e}"),
+        }
+    }
+    names.sort();
+    names.dedup();
+    names
+}

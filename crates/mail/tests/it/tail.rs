@@ -74,6 +74,22 @@ fn archive_foreign(m: &Mail, id: &MessageId, bytes: &[u8], logged: bool) {
     }
 }
 
+/// Appends `event` to the manifest, as another program does.
+fn append_event(m: &Mail, event: &serde_json::Value) {
+    let manifest = m.dir().join("manifest.jsonl").unwrap();
+    m.state().log(&manifest).unwrap().append(event).unwrap();
+}
+
+/// nubos-pilot's `sent` event of its response `id` to `request`.
+fn sent_event(id: &MessageId, request: &Message) -> serde_json::Value {
+    serde_json::json!({
+        "event": "sent", "id": id.as_str(), "from": "exec", "to": "critic",
+        "kind": "response", "phase": "t1", "round": null,
+        "in_reply_to": request.id().as_str(), "expects_reply": false,
+        "created_at": "2026-03-05T10:39:00.000Z", "run_id": "r-1",
+    })
+}
+
 /// Begins the tail (any miss of the reply index does), then moves the clock
 /// past the slack so that requests sent from now on are covered by it.
 fn begin_tail(f: &Fixture) {
@@ -99,11 +115,15 @@ fn a_logged_foreign_archive_answers_without_listing_the_archive() {
     let (rid, bytes) = nubos_response(&logged, 1);
     archive_foreign(m, &rid, &bytes, true);
     let (sid, bytes) = nubos_response(&silent, 2);
+    // Sent by nubos-pilot (its `sent` event), archived by a program that
+    // appended nothing.
+    append_event(m, &sent_event(&sid, &silent));
     archive_foreign(m, &sid, &bytes, false);
 
     // The logged one is found through the manifest, at once.
     assert!(m.has_reply(logged.id()).unwrap());
-    // The one with no event is not: `archive/` is not listed for a request
+    // The one with no `archived` event is not (its `sent` event says
+    // nothing of where it is now): `archive/` is not listed for a request
     // the tail covers (the safe side: it stays pending).
     assert!(!m.has_reply(silent.id()).unwrap());
     let pending = m.pending_replies(&task("t1")).unwrap();
@@ -205,6 +225,15 @@ fn a_logged_response_that_does_not_fit_answers_nothing() {
     let bytes = String::from_utf8(bytes)
         .unwrap()
         .replace("\"from\": \"exec\"", "\"from\": \"intruder\"");
+    archive_foreign(m, &id, bytes.as_bytes(), true);
+    assert!(!m.has_reply(q.id()).unwrap());
+    // Nor does a file whose message is not the one its name (and the event)
+    // says: a fitting response, copied under another id.
+    let (copy, _) = nubos_response(&q, 9);
+    let (id, bytes) = nubos_response(&q, 10);
+    let bytes = String::from_utf8(bytes)
+        .unwrap()
+        .replace(id.as_str(), copy.as_str());
     archive_foreign(m, &id, bytes.as_bytes(), true);
     assert!(!m.has_reply(q.id()).unwrap());
     assert!(
@@ -336,4 +365,94 @@ fn a_request_the_reply_index_answers_needs_no_tail() {
     request(m, "open");
     assert_eq!(m.pending_replies(&task("t1")).unwrap().len(), 1);
     assert!(m.state().exists(&tail).unwrap());
+}
+
+/// `mail/.gate/archive-tail.json`.
+fn tail_path(m: &Mail) -> chipset_store::StatePath {
+    m.dir()
+        .join_hidden(".gate")
+        .join("archive-tail.json")
+        .unwrap()
+}
+
+/// A tail file of another format version is not trusted: the tail begins
+/// again, and a request sent before that is looked for by listing. The same
+/// file at this version is trusted (and the silent archive not seen).
+#[test]
+fn a_tail_file_of_another_version_is_begun_again() {
+    let f = fixture_with(no_grace());
+    let m = &f.mail;
+    begin_tail(&f);
+    let q = request(m, "versioned");
+    let (rid, bytes) = nubos_response(&q, 7);
+    archive_foreign(m, &rid, &bytes, false);
+    // The tail moved to the manifest's end, as a reader that caught up
+    // leaves it; it covers `q`.
+    let manifest = m.dir().join("manifest.jsonl").unwrap();
+    let log = m.state().read_bytes(&manifest).unwrap().value().unwrap();
+    let mark: String = log[log.len() - 64..]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let bytes = m
+        .state()
+        .read_bytes(&tail_path(m))
+        .unwrap()
+        .value()
+        .unwrap();
+    let mut tail: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    tail["offset"] = serde_json::json!(log.len());
+    tail["mark"] = serde_json::json!(mark);
+    tail["at_end"] = serde_json::Value::Null;
+    let write = |tail: &serde_json::Value| {
+        m.state()
+            .write_bytes(&tail_path(m), &serde_json::to_vec(tail).unwrap())
+            .unwrap();
+    };
+    write(&tail);
+    assert!(!m.has_reply(q.id()).unwrap(), "the tail was not trusted");
+    tail["v"] = serde_json::json!(3);
+    write(&tail);
+    assert!(m.has_reply(q.id()).unwrap());
+}
+
+/// Once the tail has read to the manifest's end with the manifest settled,
+/// a lookup that finds the manifest as it was does not open it.
+#[test]
+fn a_settled_tail_at_the_end_does_not_open_the_manifest() {
+    let f = fixture_with(no_grace());
+    let m = &f.mail;
+    begin_tail(&f);
+    let q = request(m, "logged");
+    let (rid, bytes) = nubos_response(&q, 8);
+    archive_foreign(m, &rid, &bytes, true);
+    let open = request(m, "open");
+    // Longer than the two seconds a manifest's times must be old to trust.
+    std::thread::sleep(Duration::from_millis(2_200));
+    assert!(m.has_reply(q.id()).unwrap());
+    let watch = crate::watch_opens(m.dir().as_path());
+    assert!(!m.has_reply(open.id()).unwrap());
+    let opened = crate::opened(&watch);
+    assert!(!opened.iter().any(|n| n == "manifest.jsonl"), "{opened:?}");
+}
+
+/// A request sent exactly the slack (2 s) after the tail began is not
+/// covered by it: `archive/` is listed, and a response archived there
+/// without an event is found. A millisecond later, it is covered.
+#[test]
+fn a_request_at_the_edge_of_the_tail_is_looked_for_by_listing() {
+    let f = fixture_with(no_grace());
+    let m = &f.mail;
+    let first = request(m, "first");
+    assert!(!m.has_reply(first.id()).unwrap());
+    f.clock.advance(Duration::from_secs(2));
+    let edge = request(m, "edge");
+    let (rid, bytes) = nubos_response(&edge, 11);
+    archive_foreign(m, &rid, &bytes, false);
+    assert!(m.has_reply(edge.id()).unwrap());
+    f.clock.advance(Duration::from_millis(1));
+    let later = request(m, "later");
+    let (rid, bytes) = nubos_response(&later, 12);
+    archive_foreign(m, &rid, &bytes, false);
+    assert!(!m.has_reply(later.id()).unwrap());
 }
