@@ -456,3 +456,36 @@ fn a_request_at_the_edge_of_the_tail_is_looked_for_by_listing() {
     archive_foreign(m, &rid, &bytes, false);
     assert!(!m.has_reply(later.id()).unwrap());
 }
+
+/// The reply fallback skips a folder unchanged since (with the slack) a
+/// request was sent: a folder whose last change is exactly the slack
+/// before the request is still listed, and a response in it found.
+#[test]
+fn a_folder_changed_exactly_the_slack_before_a_request_is_listed() {
+    let f = fixture_with(no_grace());
+    let m = &f.mail;
+    // The response first, into the asker's inbox (another program's file:
+    // no index entry, no event); then the request it answers, under a
+    // chosen id, sent by the clock exactly two seconds after that inbox's
+    // last change (the request goes to the other inbox).
+    let q = mid("1795408570000-9b3e0c1a-5d2f-4e1b-8a6c-0123456789fe");
+    let r = mid("1795408571000-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ff");
+    let json = serde_json::json!({
+        "id": r.as_str(), "from": "exec", "to": "critic", "phase": "t1",
+        "round": null, "kind": "response", "subject": "s", "body": "b",
+        "expects_reply": false, "in_reply_to": q.as_str(),
+        "created_at": "2026-03-05T10:40:00.000Z",
+    });
+    let inbox = m.inbox_dir(&agent("critic"));
+    let path = inbox.join(format!("{r}.json")).unwrap();
+    m.state()
+        .write_bytes(&path, &serde_json::to_vec(&json).unwrap())
+        .unwrap();
+    let (s, ns) = m.state().stat(&inbox).unwrap().unwrap().mtime();
+    let changed = s * 1_000 + ns / 1_000_000;
+    f.clock
+        .set(chipset_store::Timestamp::from_unix_ms(changed + 2_000));
+    let draft = Draft::request(agent("critic"), agent("exec"), task("t1"), "s", "why?");
+    m.send(&draft.with_id(q.clone())).unwrap();
+    assert!(m.has_reply(&q).unwrap());
+}
