@@ -244,27 +244,16 @@ fn a_file_moved_into_an_existing_quarantine_closes_the_cached_gate() {
     }
 }
 
-/// A message of `t1` as another program writes it, straight into a folder.
+/// A message of `t1` as another program writes it, straight into a folder
+/// (created if missing).
 fn foreign(
-    dir: &std::path::Path,
+    mail: &Mail,
+    dir: &StatePath,
     n: u32,
     to: &str,
     kind: &str,
     parent: Option<&MessageId>,
 ) -> MessageId {
-    let (id, json) = foreign_message(n, to, kind, parent);
-    std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(dir.join(format!("{id}.json")), json).unwrap();
-    id
-}
-
-/// The id and bytes of a message of `t1` as another program writes it.
-fn foreign_message(
-    n: u32,
-    to: &str,
-    kind: &str,
-    parent: Option<&MessageId>,
-) -> (MessageId, String) {
     let id = format!("1795408570{n:03}-7a703292-f1d1-4900-b635-8fd9f1df7f88");
     let expects = kind == "request";
     let parent = parent.map_or("null".to_owned(), |p| format!("\"{p}\""));
@@ -274,7 +263,9 @@ fn foreign_message(
   "in_reply_to": {parent}, "created_at": "2026-11-23T04:36:10.995Z"}}
 "#
     );
-    (MessageId::new(id).unwrap(), json)
+    let path = dir.join(format!("{id}.json")).unwrap();
+    mail.state().write_bytes(&path, json.as_bytes()).unwrap();
+    MessageId::new(id).unwrap()
 }
 
 #[test]
@@ -285,8 +276,9 @@ fn the_cached_sweep_moves_every_message_of_the_task_also_ones_written_since() {
     warm(m);
     // Files of the task the cache has not seen: a notify in a cached inbox,
     // one in a new inbox, and one another program archived.
-    let late = foreign(&m.inbox_dir(&agent("exec")), 1, "exec", "notify", None);
+    let late = foreign(m, &m.inbox_dir(&agent("exec")), 1, "exec", "notify", None);
     let new_inbox = foreign(
+        m,
         &m.inbox_dir(&agent("newcomer")),
         2,
         "newcomer",
@@ -294,7 +286,8 @@ fn the_cached_sweep_moves_every_message_of_the_task_also_ones_written_since() {
         None,
     );
     let archived = foreign(
-        &m.dir().as_path().join("archive"),
+        m,
+        &m.dir().join("archive").unwrap(),
         3,
         "exec",
         "notify",
@@ -364,6 +357,7 @@ fn the_cached_thread_finds_a_reply_written_since_the_cache_was_built() {
     // Another program answers without a reply-index entry; the thread is
     // asked again with the folders settled (the cached path).
     let reply = foreign(
+        m,
         &m.inbox_dir(&agent("critic")),
         4,
         "critic",
@@ -371,7 +365,8 @@ fn the_cached_thread_finds_a_reply_written_since_the_cache_was_built() {
         Some(&ids[0]),
     );
     let archived = foreign(
-        &m.dir().as_path().join("archive"),
+        m,
+        &m.dir().join("archive").unwrap(),
         5,
         "exec",
         "notify",
@@ -415,7 +410,7 @@ fn a_sweep_after_another_changed_its_inboxes_moves_exactly_its_own_mail() {
     // program writes a t1 file there; t1's sweep follows at once (the
     // inbox's stamp is neither the cached one nor settled).
     assert_eq!(m.sweep_task_on_commit(&task("t3")).unwrap().moved, 3);
-    let late = foreign(&m.inbox_dir(&agent("exec")), 6, "exec", "notify", None);
+    let late = foreign(m, &m.inbox_dir(&agent("exec")), 6, "exec", "notify", None);
     let report = m.sweep_task_on_commit(&task("t1")).unwrap();
     assert_eq!(report.moved, 3);
     for id in ids.iter().chain([&late]) {
@@ -546,13 +541,14 @@ fn the_sweep_skips_an_inbox_empty_of_the_task_at_its_gate_and_the_doctor_reports
     // After the gate, another program writes a t1 notify into an inbox that
     // held none of t1's mail, and one into an inbox that did.
     let skipped = foreign(
+        m,
         &m.inbox_dir(&agent("other-1")),
         8,
         "other-1",
         "notify",
         None,
     );
-    let found = foreign(&m.inbox_dir(&agent("exec")), 9, "exec", "notify", None);
+    let found = foreign(m, &m.inbox_dir(&agent("exec")), 9, "exec", "notify", None);
     settle();
     let report = m.sweep_task_on_commit(&task("t1")).unwrap();
     assert_eq!(report.moved, 3);
@@ -610,6 +606,7 @@ fn a_sweep_without_its_task_cache_or_gate_time_lists_every_inbox() {
     for (n, broken) in [(10, "missing"), (11, "no gate time"), (12, "corrupt")] {
         warm(m);
         let late = foreign(
+            m,
             &m.inbox_dir(&agent("other-2")),
             n,
             "other-2",
@@ -898,14 +895,7 @@ fn a_sweep_lists_an_inbox_replaced_by_another_directory_whole() {
             .join(name)
             .unwrap()
     };
-    let (restored, json) = foreign_message(13, "exec", "notify", None);
-    let restored_name = format!("{restored}.json");
-    m.state()
-        .write_bytes(
-            &spare("exec").join(&restored_name).unwrap(),
-            json.as_bytes(),
-        )
-        .unwrap();
+    let restored = foreign(m, &spare("exec"), 13, "exec", "notify", None);
     // The inbox's entries (and so its stamp when listed) are younger.
     std::thread::sleep(Duration::from_millis(20));
     let ids = busy(m);
