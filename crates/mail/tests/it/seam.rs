@@ -640,10 +640,8 @@ fn a_send_that_loses_the_race_to_the_same_message_returns_the_first_delivery() {
     other["body"] = serde_json::json!("another body");
     let other = serde_json::to_vec(&other).unwrap();
 
-    let cases = [(same.clone(), true, false), (same, true, true)]
-        .into_iter()
-        .chain([(other.clone(), false, false), (other, false, true)]);
-    for (winner, same_content, batch) in cases {
+    let winners = [(same, true), (other, false)];
+    for ((winner, same_content), batch) in winners.iter().flat_map(|w| [(w, false), (w, true)]) {
         let tmp = tempfile::tempdir().unwrap();
         let io = Arc::new(RaceIo {
             real: chipset_store::RealIo,
@@ -666,8 +664,8 @@ fn a_send_that_loses_the_race_to_the_same_message_returns_the_first_delivery() {
         };
         assert!(io.race.lock().unwrap().is_none(), "the race did not run");
         // The winner's file stays as it was written.
-        assert_eq!(read(&mail), winner);
-        if same_content {
+        assert_eq!(&read(&mail), winner);
+        if *same_content {
             let sent = sent.unwrap();
             assert_eq!(sent.id().as_str(), ID);
             assert_eq!(sent.body(), "hello");

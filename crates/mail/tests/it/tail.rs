@@ -76,8 +76,11 @@ fn archive_foreign(m: &Mail, id: &MessageId, bytes: &[u8], logged: bool) {
 
 /// Appends `event` to the manifest, as another program does.
 fn append_event(m: &Mail, event: &serde_json::Value) {
-    let manifest = m.dir().join("manifest.jsonl").unwrap();
-    m.state().log(&manifest).unwrap().append(event).unwrap();
+    m.state()
+        .log(&m.manifest_path())
+        .unwrap()
+        .append(event)
+        .unwrap();
 }
 
 /// nubos-pilot's `sent` event of its response `id` to `request`.
@@ -90,18 +93,21 @@ fn sent_event(id: &MessageId, request: &Message) -> serde_json::Value {
     })
 }
 
+/// `mail/.gate/archive-tail.json`.
+fn tail_path(m: &Mail) -> chipset_store::StatePath {
+    m.dir()
+        .join_hidden(".gate")
+        .join("archive-tail.json")
+        .unwrap()
+}
+
 /// Begins the tail (any miss of the reply index does), then moves the clock
 /// past the slack so that requests sent from now on are covered by it.
 fn begin_tail(f: &Fixture) {
     let first = request(&f.mail, "first");
     assert!(!f.mail.has_reply(first.id()).unwrap());
-    assert!(
-        f.mail
-            .dir()
-            .as_path()
-            .join(".gate/archive-tail.json")
-            .is_file()
-    );
+    let tail = f.mail.state().stat(&tail_path(&f.mail)).unwrap();
+    assert!(tail.is_some_and(|t| t.is_file()));
     f.clock.advance(Duration::from_secs(10));
 }
 
@@ -354,25 +360,13 @@ fn a_request_the_reply_index_answers_needs_no_tail() {
         m.archive(r.id()).unwrap(),
         ArchiveOutcome::Archived(_)
     ));
-    let tail = m
-        .dir()
-        .join_hidden(".gate")
-        .join("archive-tail.json")
-        .unwrap();
+    let tail = tail_path(m);
     assert!(m.pending_replies(&task("t1")).unwrap().is_empty());
     assert!(!m.state().exists(&tail).unwrap(), "the gate began the tail");
     // Unanswered, the gate looks further, and begins it.
     request(m, "open");
     assert_eq!(m.pending_replies(&task("t1")).unwrap().len(), 1);
     assert!(m.state().exists(&tail).unwrap());
-}
-
-/// `mail/.gate/archive-tail.json`.
-fn tail_path(m: &Mail) -> chipset_store::StatePath {
-    m.dir()
-        .join_hidden(".gate")
-        .join("archive-tail.json")
-        .unwrap()
 }
 
 /// A tail file of another format version is not trusted: the tail begins
@@ -388,8 +382,12 @@ fn a_tail_file_of_another_version_is_begun_again() {
     archive_foreign(m, &rid, &bytes, false);
     // The tail moved to the manifest's end, as a reader that caught up
     // leaves it; it covers `q`.
-    let manifest = m.dir().join("manifest.jsonl").unwrap();
-    let log = m.state().read_bytes(&manifest).unwrap().value().unwrap();
+    let log = m
+        .state()
+        .read_bytes(&m.manifest_path())
+        .unwrap()
+        .value()
+        .unwrap();
     let mark: String = log[log.len() - 64..]
         .iter()
         .map(|b| format!("{b:02x}"))
