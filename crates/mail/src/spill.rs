@@ -21,6 +21,8 @@ use crate::error::Result;
 pub(crate) const BUDGET: usize = 8 * 1024 * 1024;
 /// How much of a run a merge reads at a time.
 const CHUNK: usize = 64 * 1024;
+// A merge that read nothing at a time would never reach a run's end.
+const _: () = assert!(CHUNK > 0);
 
 /// Collects lines; [`Sorter::finish`] returns them sorted.
 pub(crate) struct Sorter<'a> {
@@ -223,9 +225,15 @@ mod tests {
         for l in lines {
             sorter.push(l.as_bytes()).unwrap();
         }
+        drain(sorter.finish().unwrap(), lines.len())
+    }
+
+    /// The lines of `s`, failing as soon as there are more than `pushed`
+    /// (a merge that never ends fails here instead of running forever).
+    fn drain(mut s: Sorted, pushed: usize) -> Vec<String> {
         let mut out = Vec::new();
-        let mut s = sorter.finish().unwrap();
         while let Some(l) = s.next_line().unwrap() {
+            assert!(out.len() < pushed, "more lines than the {pushed} pushed");
             out.push(String::from_utf8(l).unwrap());
         }
         out
@@ -257,12 +265,7 @@ mod tests {
         // One byte more is over it: the two are spilled as a run first.
         sorter.push(b"c").unwrap();
         assert_eq!(sorter.runs.len(), 1);
-        let mut s = sorter.finish().unwrap();
-        let mut out = Vec::new();
-        while let Some(l) = s.next_line().unwrap() {
-            out.push(String::from_utf8(l).unwrap());
-        }
-        assert_eq!(out, ["a\tM2", "b\tM1", "c"]);
+        assert_eq!(drain(sorter.finish().unwrap(), 3), ["a\tM2", "b\tM1", "c"]);
     }
 
     /// About 1 MiB of lines: held in memory under the doctor's budget
@@ -291,11 +294,7 @@ mod tests {
             if runs > 0 {
                 assert_eq!(sorter.buf.capacity(), budget / 2);
             }
-            let mut s = sorter.finish().unwrap();
-            let mut out = Vec::new();
-            while let Some(l) = s.next_line().unwrap() {
-                out.push(String::from_utf8(l).unwrap());
-            }
+            let out = drain(sorter.finish().unwrap(), lines.len());
             assert_eq!(out, want, "budget {budget}");
         }
     }
