@@ -10,7 +10,7 @@ use chipset_hook::Hooks;
 use chipset_loop::{Attention, AttentionConfig, REMINDER_AGENT_FIELD, WorkKind};
 use chipset_mail::{Draft as MailDraft, Mail, MailPriority};
 use chipset_nudge::{KindRegistry, NewNudge, NewReminder, NudgeType, ReminderKey, Reminders};
-use chipset_store::{StateDir, StateOptions, TaskId, WatchConfig};
+use chipset_store::{StateDir, StateOptions, TaskId, WatchConfig, WatchTarget};
 use chipset_testkit::{self as kit, TempState};
 use serde_json::json;
 
@@ -26,6 +26,21 @@ const PATIENT: Duration = Duration::from_secs(20);
 
 fn notified() -> AttentionConfig {
     AttentionConfig::new(WatchConfig::new(true, LONG))
+}
+
+/// Runs `f` (a short wait) on a thread and returns what it returns, or
+/// fails the test if it has not returned after [`PATIENT`]: a wait that
+/// never ends fails its test instead of stalling it.
+fn returns<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    thread::spawn(move || tx.send(f()));
+    match rx.recv_timeout(PATIENT) {
+        Ok(v) => v,
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("{what} has not returned after {PATIENT:?}")
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!("{what} panicked"),
+    }
 }
 
 /// Makes one kind of work for `who`, as another agent would.
@@ -254,6 +269,41 @@ fn an_attention_reports_its_config() {
     assert_ne!(notified(), AttentionConfig::default());
 }
 
+/// A wait watches each place that can change the brief: the hook file, the
+/// agent's nudge folder, inbox and queue, and the reminders' open and
+/// snoozed trees (a reminder for the agent may sit in any folder below).
+#[test]
+fn an_agent_is_watched_where_its_brief_can_change() {
+    let tmp = TempState::new();
+    let attention = Attention::from_state(&tmp.state);
+    let watched: Vec<(String, &str)> = attention
+        .targets(&agent("alpha"))
+        .iter()
+        .map(|t| {
+            let path = t.path().strip_prefix(tmp.state.root()).unwrap();
+            let how = match t {
+                WatchTarget::File(_) => "file",
+                WatchTarget::Dir {
+                    recursive: true, ..
+                } => "tree",
+                _ => "dir",
+            };
+            (path.display().to_string(), how)
+        })
+        .collect();
+    assert_eq!(
+        watched,
+        [
+            ("hooks/alpha.json".to_owned(), "file"),
+            ("nudge/alpha".to_owned(), "dir"),
+            ("mail/inbox/alpha".to_owned(), "dir"),
+            ("bus/alpha/queue".to_owned(), "dir"),
+            ("reminders/open".to_owned(), "tree"),
+            ("reminders/snoozed".to_owned(), "tree"),
+        ]
+    );
+}
+
 /// A change that needs nothing (the agent finishing its active work) wakes
 /// the waiter, which looks, finds nothing, and waits on for real work.
 #[test]
@@ -282,9 +332,11 @@ fn a_wait_goes_on_past_a_change_that_needs_nothing() {
 fn wait_returns_at_once_when_work_is_there_and_empty_on_timeout() {
     let tmp = TempState::new();
     let attention = Attention::from_state(&tmp.state).with_config(notified());
-    let idle = attention
-        .wait(&agent("alpha"), Duration::from_millis(20))
-        .unwrap();
+    let idle = returns("a wait of 20 ms", {
+        let attention = attention.clone();
+        move || attention.wait(&agent("alpha"), Duration::from_millis(20))
+    })
+    .unwrap();
     assert!(idle.is_empty());
     make_work(&tmp.state, WorkKind::Bus, "alpha");
     let brief = attention.wait(&agent("alpha"), PATIENT).unwrap();
@@ -313,8 +365,13 @@ fn a_brief_watch_returns_each_change() {
     let tmp = TempState::new();
     let alpha = agent("alpha");
     let attention = Attention::from_state(&tmp.state).with_config(notified());
-    let mut watch = attention.watch(&alpha).unwrap();
-    assert_eq!(watch.next(Duration::from_millis(20)).unwrap(), None);
+    let watch = attention.watch(&alpha).unwrap();
+    let (mut watch, idle) = returns("a watch's next of 20 ms", move || {
+        let mut watch = watch;
+        let idle = watch.next(Duration::from_millis(20)).unwrap();
+        (watch, idle)
+    });
+    assert_eq!(idle, None);
     make_work(&tmp.state, WorkKind::Bus, "alpha");
     let first = watch.next(PATIENT).unwrap().unwrap();
     assert_eq!(first.kinds(), vec![WorkKind::Bus]);
@@ -349,12 +406,10 @@ fn waiter_entry() {
     // Not a child: the idle case in-process.
     let tmp = TempState::new();
     let attention = Attention::from_state(&tmp.state).with_config(notified());
-    assert!(
-        attention
-            .wait(&agent("alpha"), Duration::from_millis(10))
-            .unwrap()
-            .is_empty()
-    );
+    let idle = returns("a wait of 10 ms", move || {
+        attention.wait(&agent("alpha"), Duration::from_millis(10))
+    });
+    assert!(idle.unwrap().is_empty());
 }
 
 /// For each channel: a waiting process wakes on work another process makes

@@ -506,13 +506,18 @@ fn run_until_tidies_only_the_assignments_wakeup_and_mail() {
             .any(|m| m.subject() == chipset_loop::WORK_ASSIGNMENT)
     );
     let mut context = Vec::new();
+    let mut said_stop = false;
     quick_worker(&s, "polecat-alpha")
         .run_until(
             |work| {
                 context = work.context().unwrap();
                 Ok("done".to_owned())
             },
-            |result| matches!(result, Ok(WorkOutcome::Completed { .. })),
+            |result| {
+                assert!(!said_stop, "run_until went on after it was told to stop");
+                said_stop = matches!(result, Ok(WorkOutcome::Completed { .. }));
+                said_stop
+            },
         )
         .unwrap();
     let subjects: Vec<_> = context.iter().map(|m| m.subject().to_owned()).collect();
