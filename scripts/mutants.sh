@@ -31,8 +31,10 @@
 # more threads than cores finish sooner (mail: 55 s with 2, 19 s with 8).
 # Faster still (how the whole crates were run, see ARCHITECTURE.md): put
 # cargo-mutants' copies and the tests' temporary folders on a tmpfs
-# (TMPDIR=/dev/shm/...), and for mail use nextest, which stops a caught
-# mutant at its first failing test:
+# (TMPDIR=/dev/shm/...), and use nextest (cargo install cargo-nextest),
+# which stops a caught mutant at its first failing test instead of waiting
+# for the rest of its test binary, so a mutant that leaves one test waiting
+# is counted caught once a faster test fails:
 #   scripts/mutants.sh chipset-mail -- --test-tool nextest --cargo-test-arg=--max-fail=1:immediate
 #
 # Not in CI: one mutant costs 10-30 s on a shared 2-core machine (a rebuild
