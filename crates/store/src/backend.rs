@@ -413,7 +413,7 @@ mod tests {
     /// (read with `cachestat`, Linux 6.5).
     #[test]
     fn a_write_back_leaves_no_dirty_page() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = on_disk();
         let path = tmp.path().join("data");
         let mut file = File::create_new(&path).unwrap();
         // The kernel's flusher may write pages back on its own at any
@@ -434,6 +434,31 @@ mod tests {
         let after = cachestat(&file);
         assert_eq!((after.nr_dirty, after.nr_writeback), (0, 0), "{after:?}");
         assert!(after.nr_cache > 0, "the pages are still cached: {after:?}");
+    }
+
+    /// A temporary directory on a filesystem whose pages are written back:
+    /// not tmpfs or ramfs, whose pages are never dirty. The system's
+    /// temporary directory (often a tmpfs), else the test binary's own,
+    /// else `/var/tmp`.
+    fn on_disk() -> tempfile::TempDir {
+        const TMPFS_MAGIC: u64 = 0x0102_1994;
+        const RAMFS_MAGIC: u64 = 0x8584_58f6;
+        let exe = std::env::current_exe().unwrap();
+        let candidates = [
+            std::env::temp_dir(),
+            exe.parent().unwrap().to_owned(),
+            std::path::PathBuf::from("/var/tmp"),
+        ];
+        for dir in &candidates {
+            if let Ok(fs) = rustix::fs::statfs(dir) {
+                #[allow(clippy::unnecessary_cast)]
+                let magic = fs.f_type as u64;
+                if magic != TMPFS_MAGIC && magic != RAMFS_MAGIC {
+                    return tempfile::tempdir_in(dir).unwrap();
+                }
+            }
+        }
+        panic!("no directory on a disk to write in: {candidates:?} are all in memory");
     }
 
     /// `struct cachestat` (`linux/mman.h`).
