@@ -168,6 +168,20 @@ mod tests {
         assert_eq!(fnv1a_64("k".repeat(97).bytes()), 0xd5ff_6937_fd62_842a);
     }
 
+    /// A decode ends on any name (under a watchdog: an index that does not
+    /// move on would loop for ever) and reads each escape once.
+    #[test]
+    fn a_decode_ends_and_reads_each_escape_once() {
+        let decoded =
+            chipset_testkit::returns("unescape_name", std::time::Duration::from_secs(20), || {
+                ["%41b%2Fc", "abc", "a%25"].map(unescape_name)
+            });
+        assert_eq!(
+            decoded,
+            [Some("Ab/c".into()), Some("abc".into()), Some("a%".into())]
+        );
+    }
+
     #[test]
     fn bad_escapes_do_not_decode() {
         assert_eq!(unescape_name("a%2"), None);

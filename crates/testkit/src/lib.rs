@@ -140,6 +140,32 @@ pub fn wait_ok(child: &mut Child, timeout: Duration) {
     }
 }
 
+/// Runs `f` on a thread of its own and returns what it returns, or fails
+/// the test when it has not returned within `limit`: a call that never
+/// ends (a wait that misses its deadline, a loop that never advances)
+/// fails its test instead of stalling the run. Not a timing check: give
+/// `limit` many times what the call takes. The thread of a call that never
+/// returns is left behind.
+///
+/// # Panics
+///
+/// When `f` panics, or has not returned within `limit`.
+pub fn returns<T: Send + 'static>(
+    what: &str,
+    limit: Duration,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    thread::spawn(move || tx.send(f()));
+    match rx.recv_timeout(limit) {
+        Ok(value) => value,
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("{what} has not returned within {limit:?}")
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!("{what} panicked"),
+    }
+}
+
 /// Kills a child with SIGKILL and reaps it.
 ///
 /// # Panics

@@ -28,21 +28,6 @@ fn notified() -> AttentionConfig {
     AttentionConfig::new(WatchConfig::new(true, LONG))
 }
 
-/// Runs `f` (a short wait) on a thread and returns what it returns, or
-/// fails the test if it has not returned after [`PATIENT`]: a wait that
-/// never ends fails its test instead of stalling it.
-fn returns<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = std::sync::mpsc::channel();
-    thread::spawn(move || tx.send(f()));
-    match rx.recv_timeout(PATIENT) {
-        Ok(v) => v,
-        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-            panic!("{what} has not returned after {PATIENT:?}")
-        }
-        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!("{what} panicked"),
-    }
-}
-
 /// Makes one kind of work for `who`, as another agent would.
 fn make_work(state: &StateDir, kind: WorkKind, who: &str) {
     let to = agent(who);
@@ -332,7 +317,7 @@ fn a_wait_goes_on_past_a_change_that_needs_nothing() {
 fn wait_returns_at_once_when_work_is_there_and_empty_on_timeout() {
     let tmp = TempState::new();
     let attention = Attention::from_state(&tmp.state).with_config(notified());
-    let idle = returns("a wait of 20 ms", {
+    let idle = kit::returns("a wait of 20 ms", PATIENT, {
         let attention = attention.clone();
         move || attention.wait(&agent("alpha"), Duration::from_millis(20))
     })
@@ -366,7 +351,7 @@ fn a_brief_watch_returns_each_change() {
     let alpha = agent("alpha");
     let attention = Attention::from_state(&tmp.state).with_config(notified());
     let watch = attention.watch(&alpha).unwrap();
-    let (mut watch, idle) = returns("a watch's next of 20 ms", move || {
+    let (mut watch, idle) = kit::returns("a watch's next of 20 ms", PATIENT, move || {
         let mut watch = watch;
         let idle = watch.next(Duration::from_millis(20)).unwrap();
         (watch, idle)
@@ -406,7 +391,7 @@ fn waiter_entry() {
     // Not a child: the idle case in-process.
     let tmp = TempState::new();
     let attention = Attention::from_state(&tmp.state).with_config(notified());
-    let idle = returns("a wait of 10 ms", move || {
+    let idle = kit::returns("a wait of 10 ms", PATIENT, move || {
         attention.wait(&agent("alpha"), Duration::from_millis(10))
     });
     assert!(idle.unwrap().is_empty());
