@@ -139,3 +139,26 @@ fn groups_walk_a_sorted_stream_one_key_at_a_time() {
         ]
     );
 }
+
+/// The joins walk a sorted stream a key at a time: each key once with the
+/// rest of each of its lines (empty for a bare key), then nothing.
+#[test]
+fn groups_yield_each_key_once_then_end() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = StateDir::open(tmp.path()).unwrap();
+    let mut sorter = Sorter::new(&state, &state.root_path(), spill::BUDGET);
+    for line in ["b", "a\ty", "a\tx"] {
+        sorter.push(line.as_bytes()).unwrap();
+    }
+    let mut groups = Groups::new(sorter.finish().unwrap()).unwrap();
+    let group = |k: &str, lines: &[&str]| {
+        Some((
+            k.to_owned(),
+            lines.iter().map(|l| (*l).to_owned()).collect(),
+        ))
+    };
+    assert_eq!(groups.next_group().unwrap(), group("a", &["x", "y"]));
+    assert_eq!(groups.next_group().unwrap(), group("b", &[""]));
+    assert_eq!(groups.next_group().unwrap(), None);
+    assert_eq!(groups.next_group().unwrap(), None, "and stays ended");
+}

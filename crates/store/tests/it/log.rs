@@ -3,10 +3,11 @@
 //! log that is not there yet (tests from mutation testing of `log.rs`).
 
 use std::fs;
+use std::time::Duration;
 
 use chipset_store::testing::{EEXIST, EIO, ENOENT, Fault, FaultIo};
 use chipset_store::{Error, IoOp, JsonLog, StateOptions};
-use chipset_testkit::TempState;
+use chipset_testkit::{TempState, returns};
 use serde_json::{Value, json};
 
 /// A state whose store calls go through a counting [`FaultIo`], and a log
@@ -29,6 +30,11 @@ fn records(log: &JsonLog) -> Vec<Value> {
 
 /// An empty batch, synced or not, writes nothing: no log file appears and
 /// no call is made.
+
+/// Time for a call that never ends to fail its test (far beyond what any
+/// call here takes) instead of stalling the run.
+const PATIENT: Duration = Duration::from_secs(20);
+
 #[test]
 fn an_empty_batch_makes_no_log_and_no_call() {
     let (t, io, log) = counted();
@@ -139,14 +145,22 @@ fn bytes_at_returns_the_range_asked_and_no_more() {
     let all = fs::read(log.path()).unwrap();
     let len = all.len() as u64;
     assert_eq!(len, 27);
-    assert_eq!(log.bytes_at(0, len).unwrap().unwrap(), all);
-    assert_eq!(log.bytes_at(5, 12).unwrap().unwrap(), &all[5..12]);
+    // Each read under a watchdog: a read whose offset does not move on
+    // would never end.
+    let read = |from: u64, to: u64| {
+        let log = log.clone();
+        returns("bytes_at", PATIENT, move || log.bytes_at(from, to))
+            .unwrap()
+            .unwrap()
+    };
+    assert_eq!(read(0, len), all);
+    assert_eq!(read(5, 12), &all[5..12]);
     // Past the end: what there is, read in more than one call (the second
     // finds the end) and never a byte twice.
-    assert_eq!(log.bytes_at(1, len + 100).unwrap().unwrap(), &all[1..]);
-    assert_eq!(log.bytes_at(20, len + 1).unwrap().unwrap(), &all[20..]);
-    assert_eq!(log.bytes_at(len, len + 10).unwrap().unwrap(), b"");
-    assert_eq!(log.bytes_at(12, 5).unwrap().unwrap(), b"");
+    assert_eq!(read(1, len + 100), &all[1..]);
+    assert_eq!(read(20, len + 1), &all[20..]);
+    assert_eq!(read(len, len + 10), b"");
+    assert_eq!(read(12, 5), b"");
 }
 
 /// An empty log that is already there (its writer died between creating it
@@ -218,7 +232,12 @@ fn repair_moves_an_overlong_line_whole_and_counts_its_bytes() {
             cap: chipset_store::MAX_LINE as u64,
         }
     );
-    let done = log.repair::<Value>().unwrap().unwrap();
+    // Under a watchdog: a copy that never gets past a chunk never ends.
+    let done = returns("the repair", PATIENT, {
+        let log = log.clone();
+        move || log.repair::<Value>()
+    });
+    let done = done.unwrap().unwrap();
     assert_eq!((done.kept, done.moved), (2, 1));
     assert_eq!(done.moved_bytes, long.len() as u64);
     assert_eq!(fs::read(&done.quarantined).unwrap(), long);
@@ -366,4 +385,21 @@ fn a_torn_tail_longer_than_a_chunk_is_cut_at_the_last_newline() {
     fs::write(log.path(), &bytes).unwrap();
     log.append(&json!({"n": 2})).unwrap();
     assert_eq!(records(&log), [json!({"n": 1}), json!({"n": 2})]);
+}
+
+/// A log whose only line is torn (no newline anywhere) is cut to nothing
+/// by `recover`, which looks back to the start of the file for a newline
+/// (under a watchdog: a look-back that does not stop at the start never
+/// ends).
+#[test]
+fn recover_cuts_a_log_without_a_newline_to_nothing() {
+    let (t, _io, log) = counted();
+    fs::create_dir_all(t.state.root().join("bus")).unwrap();
+    fs::write(log.path(), b"{\"n\":1").unwrap();
+    let torn = returns("recover", PATIENT, {
+        let log = log.clone();
+        move || log.recover()
+    });
+    assert!(torn.unwrap().is_some(), "the torn line is reported");
+    assert_eq!(fs::read(log.path()).unwrap(), b"");
 }
