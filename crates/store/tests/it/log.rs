@@ -28,13 +28,12 @@ fn records(log: &JsonLog) -> Vec<Value> {
     read.records
 }
 
-/// An empty batch, synced or not, writes nothing: no log file appears and
-/// no call is made.
-
 /// Time for a call that never ends to fail its test (far beyond what any
 /// call here takes) instead of stalling the run.
 const PATIENT: Duration = Duration::from_secs(20);
 
+/// An empty batch, synced or not, writes nothing: no log file appears and
+/// no call is made.
 #[test]
 fn an_empty_batch_makes_no_log_and_no_call() {
     let (t, io, log) = counted();
