@@ -232,10 +232,6 @@ mod tests {
         *pool.threads.lock().unwrap()
     }
 
-    /// A round of syncs that never ends (no thread to run them, none run
-    /// here) fails its test after this instead of stalling the run.
-    const PATIENT: Duration = Duration::from_secs(20);
-
     #[test]
     fn every_item_is_synced_once_and_comes_back_in_order() {
         let calls = Arc::new(AtomicUsize::new(0));
@@ -291,7 +287,7 @@ mod tests {
         let pool = Pool::new(4);
         let calls = Arc::new(AtomicUsize::new(0));
         let counted = Arc::clone(&calls);
-        let (back, result) = chipset_testkit::returns("a round of 20 syncs", PATIENT, move || {
+        let (back, result) = chipset_testkit::returns("a round of 20 syncs", move || {
             sync_all_on(&pool, (0..20).collect::<Vec<usize>>(), move |&i| {
                 counted.fetch_add(1, Ordering::SeqCst);
                 if i == 7 || i == 13 {
@@ -362,17 +358,16 @@ mod tests {
         // A pool that can start no thread: a process at its thread limit.
         let pool = Arc::new(Pool::new(0));
         let round = Arc::clone(&pool);
-        let (back, result) =
-            chipset_testkit::returns("a round without threads", PATIENT, move || {
-                let caller = std::thread::current().id();
-                sync_all_on(&round, (0..10).collect::<Vec<usize>>(), move |&i| {
-                    assert_eq!(std::thread::current().id(), caller);
-                    if i == 3 {
-                        return Err(failure(i));
-                    }
-                    Ok(())
-                })
-            });
+        let (back, result) = chipset_testkit::returns("a round without threads", move || {
+            let caller = std::thread::current().id();
+            sync_all_on(&round, (0..10).collect::<Vec<usize>>(), move |&i| {
+                assert_eq!(std::thread::current().id(), caller);
+                if i == 3 {
+                    return Err(failure(i));
+                }
+                Ok(())
+            })
+        });
         assert_eq!(back, (0..10).collect::<Vec<_>>());
         assert!(result.unwrap_err().to_string().contains("/item/3"));
         assert_eq!(threads(&pool), 0);

@@ -140,27 +140,29 @@ pub fn wait_ok(child: &mut Child, timeout: Duration) {
     }
 }
 
+/// How long a test waits for what should come in milliseconds before it
+/// fails: far longer than a wake-up or a call takes on a loaded machine,
+/// and a third of the mutation harness's 60 s limit, so that a wait or a
+/// loop that never ends fails its test instead of only stalling it.
+pub const PATIENT: Duration = Duration::from_secs(20);
+
 /// Runs `f` on a thread of its own and returns what it returns, or fails
-/// the test when it has not returned within `limit`: a call that never
+/// the test when it has not returned within [`PATIENT`]: a call that never
 /// ends (a wait that misses its deadline, a loop that never advances)
-/// fails its test instead of stalling the run. Not a timing check: give
-/// `limit` many times what the call takes. The thread of a call that never
-/// returns is left behind.
+/// fails its test instead of stalling the run. Not a timing check: only a
+/// call that never returns meets the limit. The thread of such a call is
+/// left behind.
 ///
 /// # Panics
 ///
-/// When `f` panics, or has not returned within `limit`.
-pub fn returns<T: Send + 'static>(
-    what: &str,
-    limit: Duration,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> T {
+/// When `f` panics, or has not returned within [`PATIENT`].
+pub fn returns<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
     let (tx, rx) = std::sync::mpsc::channel();
     thread::spawn(move || tx.send(f()));
-    match rx.recv_timeout(limit) {
+    match rx.recv_timeout(PATIENT) {
         Ok(value) => value,
         Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-            panic!("{what} has not returned within {limit:?}")
+            panic!("{what} has not returned within {PATIENT:?}")
         }
         Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!("{what} panicked"),
     }

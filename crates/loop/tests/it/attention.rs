@@ -11,18 +11,13 @@ use chipset_loop::{Attention, AttentionConfig, REMINDER_AGENT_FIELD, WorkKind};
 use chipset_mail::{Draft as MailDraft, Mail, MailPriority};
 use chipset_nudge::{KindRegistry, NewNudge, NewReminder, NudgeType, ReminderKey, Reminders};
 use chipset_store::{StateDir, StateOptions, TaskId, WatchConfig, WatchTarget};
-use chipset_testkit::{self as kit, TempState};
+use chipset_testkit::{self as kit, PATIENT, TempState};
 use serde_json::json;
 
 use crate::{agent, bead};
 
 /// Long enough that a test never passes by a rescan it did not ask for.
 const LONG: Duration = Duration::from_secs(600);
-/// A wait that ends only if something is found. Far longer than a wake-up
-/// takes (milliseconds), and shorter than the mutation harness's time limit
-/// (60 s), so that a wait that never ends fails its test rather than only
-/// stall it.
-const PATIENT: Duration = Duration::from_secs(20);
 
 fn notified() -> AttentionConfig {
     AttentionConfig::new(WatchConfig::new(true, LONG))
@@ -317,7 +312,7 @@ fn a_wait_goes_on_past_a_change_that_needs_nothing() {
 fn wait_returns_at_once_when_work_is_there_and_empty_on_timeout() {
     let tmp = TempState::new();
     let attention = Attention::from_state(&tmp.state).with_config(notified());
-    let idle = kit::returns("a wait of 20 ms", PATIENT, {
+    let idle = kit::returns("a wait of 20 ms", {
         let attention = attention.clone();
         move || attention.wait(&agent("alpha"), Duration::from_millis(20))
     })
@@ -351,7 +346,7 @@ fn a_brief_watch_returns_each_change() {
     let alpha = agent("alpha");
     let attention = Attention::from_state(&tmp.state).with_config(notified());
     let watch = attention.watch(&alpha).unwrap();
-    let (mut watch, idle) = kit::returns("a watch's next of 20 ms", PATIENT, move || {
+    let (mut watch, idle) = kit::returns("a watch's next of 20 ms", move || {
         let mut watch = watch;
         let idle = watch.next(Duration::from_millis(20)).unwrap();
         (watch, idle)
@@ -391,7 +386,7 @@ fn waiter_entry() {
     // Not a child: the idle case in-process.
     let tmp = TempState::new();
     let attention = Attention::from_state(&tmp.state).with_config(notified());
-    let idle = kit::returns("a wait of 10 ms", PATIENT, move || {
+    let idle = kit::returns("a wait of 10 ms", move || {
         attention.wait(&agent("alpha"), Duration::from_millis(10))
     });
     assert!(idle.unwrap().is_empty());

@@ -13,7 +13,6 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use chipset_store::testing::{
     EEXIST, EIO, ENOENT, ENOSPC, EOPNOTSUPP, Fault, FaultIo, RecordIo, visible,
@@ -380,7 +379,7 @@ fn a_sticky_full_disk_fails_cleanly_and_heals_when_space_returns() {
         });
         // Under a watchdog: an operation that retries what failed for want
         // of space as if its temp name were taken would never end.
-        let failed = chipset_testkit::returns(case.name, Duration::from_secs(20), {
+        let failed = chipset_testkit::returns(case.name, {
             let (run, state) = (case.run, state.clone());
             move || run(&state)
         });
@@ -870,7 +869,7 @@ fn a_temp_left_behind_names_its_file() {
     assert_eq!(left.len(), 1, "{left:?}");
     let prefix = format!(".b.json.{}.", std::process::id());
     assert!(left[0].starts_with(&prefix), "{left:?}");
-    assert_eq!(state.sweep_temps(Duration::ZERO).unwrap(), 1);
+    assert_eq!(state.sweep_temps(std::time::Duration::ZERO).unwrap(), 1);
 }
 
 /// `write_unsynced` replaces the file whole through a temp and a rename, and
