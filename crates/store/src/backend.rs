@@ -288,12 +288,17 @@ const XFS_SUPER_MAGIC: u64 = 0x5846_5342;
 /// journal; [`SyncOrder::FileThenDir`] everywhere else, and whenever the
 /// answer is not certain.
 fn detect_sync_order(root: &Path) -> SyncOrder {
-    let Ok(fs) = rustix::fs::statfs(root) else {
+    let Some(magic) = fs_magic(root) else {
         return SyncOrder::FileThenDir;
     };
-    #[allow(clippy::unnecessary_cast)]
-    let magic = fs.f_type as u64;
     order_for(magic, || ext4_has_journal(Path::new("/sys"), root))
+}
+
+/// The `statfs` type of the filesystem holding `path`, if it can be read.
+fn fs_magic(path: &Path) -> Option<u64> {
+    let fs = rustix::fs::statfs(path).ok()?;
+    #[allow(clippy::unnecessary_cast)]
+    Some(fs.f_type as u64)
 }
 
 /// The order for a filesystem of type `magic` (`statfs`); `journal` says
@@ -450,12 +455,8 @@ mod tests {
             std::path::PathBuf::from("/var/tmp"),
         ];
         for dir in &candidates {
-            if let Ok(fs) = rustix::fs::statfs(dir) {
-                #[allow(clippy::unnecessary_cast)]
-                let magic = fs.f_type as u64;
-                if magic != TMPFS_MAGIC && magic != RAMFS_MAGIC {
-                    return tempfile::tempdir_in(dir).unwrap();
-                }
+            if fs_magic(dir).is_some_and(|m| m != TMPFS_MAGIC && m != RAMFS_MAGIC) {
+                return tempfile::tempdir_in(dir).unwrap();
             }
         }
         panic!("no directory on a disk to write in: {candidates:?} are all in memory");
