@@ -431,7 +431,6 @@ fn a_sweep_after_another_changed_its_inboxes_moves_exactly_its_own_mail() {
     assert_eq!(m.inbox_len(&agent("other-0")).unwrap(), 1);
 }
 
-/// Reads a task cache file as JSON.
 /// `mail/.gate/task/{t}.json`: the gate's cache of task `t`.
 fn task_cache_path(mail: &Mail, t: &str) -> StatePath {
     mail.dir()
@@ -447,6 +446,11 @@ fn task_cache(mail: &Mail, t: &str) -> (StatePath, serde_json::Value) {
     let path = task_cache_path(mail, t);
     let bytes = mail.state().read_bytes(&path).unwrap().value().unwrap();
     (path, serde_json::from_slice(&bytes).unwrap())
+}
+
+/// The inode of the file at `path`: a file replaced (written again) has a new one.
+fn ino(mail: &Mail, path: &StatePath) -> u64 {
+    mail.state().stat(path).unwrap().unwrap().ino()
 }
 
 /// Writes `v` over the task cache at `path`, as another writer would.
@@ -681,14 +685,13 @@ fn a_gate_rewrites_its_task_cache_only_when_something_is_due() {
     let ids = busy(m);
     assert_eq!(warm(m), ids);
     let (path, before) = task_cache(m, "t1");
-    let ino = |m: &Mail| m.state().stat(&path).unwrap().unwrap().ino();
-    let first = ino(m);
+    let first = ino(m, &path);
     // Let the clock move on, so that the gate's start is later than the
     // recorded one.
     std::thread::sleep(Duration::from_millis(20));
     assert_eq!(pending_ids(m), ids);
     let (_, after) = task_cache(m, "t1");
-    assert_eq!(ino(m), first, "rewritten");
+    assert_eq!(ino(m, &path), first, "rewritten");
     assert_eq!(after, before);
 
     // A gate time four minutes old is not due yet (the gate rewrites it
@@ -697,9 +700,9 @@ fn a_gate_rewrites_its_task_cache_only_when_something_is_due() {
     let four = now_ms() - 4 * 60_000;
     v["gated"] = serde_json::json!(four);
     write_task_cache(m, &path, &v);
-    let written = ino(m);
+    let written = ino(m, &path);
     assert_eq!(pending_ids(m), ids);
-    assert_eq!(ino(m), written, "rewritten");
+    assert_eq!(ino(m, &path), written, "rewritten");
     assert_eq!(task_cache(m, "t1").1["gated"], four);
     v["gated"] = serde_json::json!(now_ms() - 6 * 60_000);
     write_task_cache(m, &path, &v);
@@ -807,13 +810,16 @@ fn a_settled_folder_cache_is_taken_whole_and_left_alone() {
     let ids = busy(m);
     assert_eq!(warm(m), ids);
     let folder_cache = inbox_caches(m).join("other-0.json").unwrap();
-    let ino = |m: &Mail| m.state().stat(&folder_cache).unwrap().unwrap().ino();
-    let before = ino(m);
+    let before = ino(m, &folder_cache);
     assert!(m.state().remove_file(&task_cache_path(m, "t1")).unwrap());
     let other = watch_opens(m.inbox_dir(&agent("other-0")).as_path());
     assert_eq!(pending_ids(m), ids);
     assert_eq!(opened(&other), Vec::<String>::new());
-    assert_eq!(ino(m), before, "the folder cache was written again");
+    assert_eq!(
+        ino(m, &folder_cache),
+        before,
+        "the folder cache was written again"
+    );
 }
 
 /// A quarantined file closes the gate of its inbox, but neither the thread
