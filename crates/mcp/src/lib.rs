@@ -27,9 +27,10 @@
 //! |---|---|---|
 //! | `hook_pickup` | find this agent's work and start (or resume) it | `Hooks::pickup` |
 //! | `hook_touch`, `hook_complete` | heartbeat, finish the held work | `chipset hook touch/complete` |
+//! | `hook_assign`, `hook_clear` | the dispatcher's side: assign to an empty hook, clear (or `reassign`) | `chipset hook assign/clear` |
 //! | `nudge_read`, `nudge_respond` | read (and mark processed), answer the latest nudge | `chipset nudge read/respond` |
 //! | `nudge_send` | send a nudge from this agent | `chipset nudge send` |
-//! | `mail_send`, `mail_inbox` | send from this agent, list this agent's inbox | `chipset mail send/inbox` |
+//! | `mail_send`, `mail_inbox`, `mail_read` | send from this agent, list this agent's inbox, one message whole | `chipset mail send/inbox` |
 //! | `mail_archive` | archive a message addressed to this agent | `chipset mail archive` |
 //! | `mail_thread`, `mail_pending` | a thread in causal order, a task's unanswered requests | `chipset mail thread/pending` |
 //! | `bus_publish` | publish an event with this agent as its source | `chipset bus publish` |
@@ -39,12 +40,26 @@
 //! | `brief` | what needs this agent now, one entry per kind of work | `chipset brief` |
 //! | `wait` | block until anything needs this agent, then the brief | `chipset wait` |
 //!
-//! Each tool's input has a JSON Schema (derived with `schemars`; unknown
-//! fields are refused). Numbers and flags are also taken as text (`"5"`,
-//! `"true"`), as some clients send every argument as a string (the MCP
-//! Inspector's `--tool-arg k=v`). A result carries the structured JSON
-//! (`structuredContent`, the library records in their serde form, as
-//! `chipset --json` prints them) and a short text rendering.
+//! Each tool has a title, annotations (`readOnlyHint`, `destructiveHint`,
+//! `idempotentHint`; every tool's world is the state root, so
+//! `openWorldHint` is false) and an input schema (derived with `schemars`;
+//! unknown fields are refused; the constraints the libraries enforce, such
+//! as a kebab-case subject or an id that is one path segment, are in it as
+//! patterns). Numbers and flags are also taken as text (`"5"`, `"true"`), as
+//! some clients send every argument as a string (the MCP Inspector's
+//! `--tool-arg k=v`). A result carries the structured JSON
+//! (`structuredContent`, a typed [`view`], the library records in their
+//! serde form, as `chipset --json` prints them), which matches the tool's
+//! `outputSchema`, and a short text rendering.
+//!
+//! # Listings
+//!
+//! A tool that returns a list shows at most `limit` entries (20 unless
+//! asked, at most 1000) and says how many there are in all (`total`), so a
+//! full inbox cannot flood an agent's context. Mail listings leave the
+//! bodies out unless asked (`bodies: true`; each entry says its
+//! `body_chars`), `mail_read` shows one message whole, and `mail_inbox`
+//! pages with `since` (the last id seen, or a time).
 //!
 //! # Acting as one agent
 //!
@@ -83,9 +98,14 @@
 //! `{"error": <that line>, "class": "usage" | "refused"}` (`usage` where the
 //! command line exits 2). A listing that met unreadable files returns what
 //! it could read with `isError` set, as the command line prints the listing
-//! and fails. Arguments that do not match a tool's schema (a missing field,
-//! an unknown one such as `agent`) are refused by the SDK before the tool
-//! runs, also as a tool error naming the field.
+//! and fails. Arguments that do not match a tool's input schema (a missing
+//! field, an unknown one such as `agent`, a string where a number goes) are
+//! a `usage` error naming the field and the JSON type expected.
+//!
+//! A server that cannot serve at all (`chipset mcp` without a state root)
+//! still answers: [`refuse_stdio`] sends the reason as the error of the
+//! client's `initialize`, which a host shows, rather than closing the
+//! connection without a word.
 //!
 //! # Transports
 //!
@@ -112,7 +132,10 @@ mod error;
 mod http;
 mod ops;
 mod params;
+mod refuse;
+mod schema;
 mod server;
+pub mod view;
 mod watch;
 
 use std::net::SocketAddr;
@@ -121,6 +144,7 @@ use rmcp::ServiceExt as _;
 
 pub use crate::error::{Error, Result};
 pub use crate::http::{HttpOptions, MCP_PATH, Token, serve_http};
+pub use crate::refuse::refuse_stdio;
 pub use crate::server::Server;
 
 /// Serves `server` on stdin and stdout until the client hangs up.

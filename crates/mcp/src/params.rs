@@ -9,7 +9,9 @@ use serde::{Deserialize, Deserializer};
 
 /// A number or flag as JSON has it, or as text (`"5"`, `"true"`): some
 /// clients (the MCP Inspector's `--tool-arg k=v`) send every argument as a
-/// string. The schema still says number or boolean.
+/// string. The schema still says number or boolean, and arguments are checked
+/// against it first ([`crate::schema::parse`]), so a mismatch is refused
+/// naming the field and the JSON type before these run.
 #[derive(Deserialize)]
 #[serde(untagged)]
 enum Lenient<T> {
@@ -18,13 +20,13 @@ enum Lenient<T> {
 }
 
 impl<T: FromStr> Lenient<T> {
-    fn get<E: serde::de::Error>(self, what: &str) -> Result<T, E> {
+    fn get<E: serde::de::Error>(self) -> Result<T, E> {
         match self {
             Lenient::Value(v) => Ok(v),
             Lenient::Text(t) => t
                 .trim()
                 .parse()
-                .map_err(|_| E::custom(format!("expected {what}, got {t:?}"))),
+                .map_err(|_| E::custom(format!("expected a number or a flag, got {t:?}"))),
         }
     }
 }
@@ -34,7 +36,7 @@ where
     D: Deserializer<'de>,
     T: FromStr + Deserialize<'de>,
 {
-    Lenient::<T>::deserialize(d)?.get(std::any::type_name::<T>())
+    Lenient::<T>::deserialize(d)?.get()
 }
 
 fn lenient_opt<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
@@ -43,8 +45,59 @@ where
     T: FromStr + Deserialize<'de>,
 {
     Option::<Lenient<T>>::deserialize(d)?
-        .map(|v| v.get(std::any::type_name::<T>()))
+        .map(Lenient::get)
         .transpose()
+}
+
+/// An id as the libraries take it: one path segment, no leading dot.
+const ID: &str = r"^[^./\\][^/\\]*$";
+/// An agent that mail can address: letters, digits, `_` and `-`.
+const MAIL_AGENT: &str = "^[A-Za-z0-9_-]+$";
+/// A kebab-case subject.
+const SUBJECT: &str = "^[a-z0-9]+(-[a-z0-9]+)*$";
+
+/// The most entries a listing shows by default.
+pub(crate) const DEFAULT_LIMIT: usize = 20;
+/// The most entries a listing shows.
+pub(crate) const MAX_LIMIT: usize = 1000;
+
+/// Returns the limit a listing tool asked for, refusing one out of range.
+pub(crate) fn limit(asked: Option<u32>) -> Result<usize, chipset_failure::Failure> {
+    let n = asked.map_or(DEFAULT_LIMIT, |n| n as usize);
+    if (1..=MAX_LIMIT).contains(&n) {
+        Ok(n)
+    } else {
+        Err(chipset_failure::Failure::usage(format!(
+            "limit must be between 1 and {MAX_LIMIT}, not {n}"
+        )))
+    }
+}
+
+/// `hook_assign`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct HookAssign {
+    /// The agent whose empty hook gets the work.
+    #[schemars(pattern(ID), length(max = 128))]
+    pub(crate) to: String,
+    /// The bead (work item) id.
+    #[schemars(pattern(ID), length(max = 128))]
+    pub(crate) bead: String,
+    /// The work's short description.
+    pub(crate) title: String,
+}
+
+/// `hook_clear`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct HookClear {
+    /// The agent whose hook is cleared.
+    #[schemars(pattern(ID), length(max = 128))]
+    pub(crate) to: String,
+    /// Take pending or active work away instead of clearing completed work [default: false].
+    #[serde(default, deserialize_with = "lenient_opt")]
+    #[schemars(with = "bool")]
+    pub(crate) reassign: Option<bool>,
 }
 
 /// `nudge_respond`.
@@ -60,6 +113,7 @@ pub(crate) struct NudgeRespond {
 #[serde(deny_unknown_fields)]
 pub(crate) struct NudgeSend {
     /// The recipient agent.
+    #[schemars(pattern(ID), length(max = 128))]
     pub(crate) to: String,
     /// health_check, stall_warning, priority_change, abort, sync_request or
     /// nudge_response (other names are sent verbatim).
@@ -77,11 +131,8 @@ pub(crate) struct NudgeSend {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum MailKind {
-    /// Expects a reply.
     Request,
-    /// Answers a request.
     Response,
-    /// Expects no reply.
     Notify,
 }
 
@@ -99,11 +150,8 @@ impl From<MailKind> for chipset_mail::Kind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum MailPriority {
-    /// Before anything else.
     Urgent,
-    /// The default.
     Normal,
-    /// Whenever convenient.
     Low,
 }
 
@@ -122,20 +170,24 @@ impl From<MailPriority> for chipset_mail::MailPriority {
 #[serde(deny_unknown_fields)]
 pub(crate) struct MailSend {
     /// The addressee agent.
+    #[schemars(pattern(MAIL_AGENT), length(max = 128))]
     pub(crate) to: String,
     /// request (expects a reply), response (answers in_reply_to) or notify.
     pub(crate) kind: MailKind,
     /// A kebab-case topic.
+    #[schemars(pattern(SUBJECT), length(max = 128))]
     pub(crate) subject: String,
     /// The text.
     pub(crate) body: String,
     /// The task (required for request and notify; a response takes its request's).
+    #[schemars(pattern(ID), length(max = 128))]
     pub(crate) task: Option<String>,
     /// The round within the task, 0 to 2^53 [default: none, written as null].
     #[serde(default, deserialize_with = "lenient_opt")]
     #[schemars(with = "u64")]
     pub(crate) round: Option<u64>,
     /// The message this one replies to (required for a response).
+    #[schemars(pattern(ID), length(max = 128))]
     pub(crate) in_reply_to: Option<String>,
     /// urgent, normal or low [default: normal].
     pub(crate) priority: Option<MailPriority>,
@@ -148,7 +200,27 @@ pub(crate) struct MailInbox {
     /// Only this kind.
     pub(crate) kind: Option<MailKind>,
     /// Only this task's messages.
+    #[schemars(pattern(ID), length(max = 128))]
     pub(crate) task: Option<String>,
+    /// Only messages after this one: a message id (the last one seen) or an RFC 3339 time.
+    pub(crate) since: Option<String>,
+    /// At most this many, oldest first [default: 20, at most 1000].
+    #[serde(default, deserialize_with = "lenient_opt")]
+    #[schemars(with = "u32")]
+    pub(crate) limit: Option<u32>,
+    /// Include the bodies (else `mail_read` gives one message whole) [default: false].
+    #[serde(default, deserialize_with = "lenient_opt")]
+    #[schemars(with = "bool")]
+    pub(crate) bodies: Option<bool>,
+}
+
+/// `mail_read`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct MailRead {
+    /// The message id.
+    #[schemars(pattern(ID), length(max = 128))]
+    pub(crate) id: String,
 }
 
 /// `mail_archive`.
@@ -156,6 +228,7 @@ pub(crate) struct MailInbox {
 #[serde(deny_unknown_fields)]
 pub(crate) struct MailArchive {
     /// The id of a message addressed to this agent (a request only after it was answered).
+    #[schemars(pattern(ID), length(max = 128))]
     pub(crate) id: String,
 }
 
@@ -164,7 +237,16 @@ pub(crate) struct MailArchive {
 #[serde(deny_unknown_fields)]
 pub(crate) struct MailThread {
     /// Any message id of the thread.
+    #[schemars(pattern(ID), length(max = 128))]
     pub(crate) id: String,
+    /// At most this many, in causal order [default: 20, at most 1000].
+    #[serde(default, deserialize_with = "lenient_opt")]
+    #[schemars(with = "u32")]
+    pub(crate) limit: Option<u32>,
+    /// Include the bodies [default: false].
+    #[serde(default, deserialize_with = "lenient_opt")]
+    #[schemars(with = "bool")]
+    pub(crate) bodies: Option<bool>,
 }
 
 /// `mail_pending`.
@@ -172,20 +254,21 @@ pub(crate) struct MailThread {
 #[serde(deny_unknown_fields)]
 pub(crate) struct MailPending {
     /// The task whose requests still wait for a reply (the commit gate).
+    #[schemars(pattern(ID), length(max = 128))]
     pub(crate) task: String,
+    /// At most this many [default: 20, at most 1000]; `total` counts them all.
+    #[serde(default, deserialize_with = "lenient_opt")]
+    #[schemars(with = "u32")]
+    pub(crate) limit: Option<u32>,
 }
 
 /// An event priority.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum EventPriority {
-    /// Before anything else.
     Critical,
-    /// Soon.
     High,
-    /// The default.
     Normal,
-    /// Whenever convenient.
     Low,
 }
 
@@ -205,6 +288,7 @@ impl From<EventPriority> for chipset_bus::Priority {
 #[serde(deny_unknown_fields)]
 pub(crate) struct BusPublish {
     /// The recipient agent.
+    #[schemars(pattern(ID), length(max = 128))]
     pub(crate) to: String,
     /// What kind of event it is (the source is this agent).
     pub(crate) kind: String,
@@ -221,7 +305,18 @@ pub(crate) struct BusPublish {
 #[serde(deny_unknown_fields)]
 pub(crate) struct BusAck {
     /// The id of an event in this agent's queue.
+    #[schemars(pattern(ID), length(max = 128))]
     pub(crate) event_id: String,
+}
+
+/// `bus_pending`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct BusPending {
+    /// At most this many, critical first [default: 20, at most 1000].
+    #[serde(default, deserialize_with = "lenient_opt")]
+    #[schemars(with = "u32")]
+    pub(crate) limit: Option<u32>,
 }
 
 /// `bus_wait`.
@@ -233,6 +328,10 @@ pub(crate) struct BusWait {
     #[serde(default, deserialize_with = "lenient_opt")]
     #[schemars(with = "f64")]
     pub(crate) timeout_seconds: Option<f64>,
+    /// At most this many events [default: 20, at most 1000].
+    #[serde(default, deserialize_with = "lenient_opt")]
+    #[schemars(with = "u32")]
+    pub(crate) limit: Option<u32>,
 }
 
 /// `wait`.
@@ -261,6 +360,7 @@ pub(crate) struct RemindOpen {
     pub(crate) message: String,
     /// The agent the reminder is for (its brief and `wait` show it)
     /// [default: this agent].
+    #[schemars(pattern(ID), length(max = 128))]
     pub(crate) to: Option<String>,
 }
 
@@ -270,15 +370,17 @@ pub(crate) struct RemindOpen {
 pub(crate) struct RemindList {
     /// Only this kind.
     pub(crate) kind: Option<String>,
+    /// At most this many, oldest first [default: 20, at most 1000].
+    #[serde(default, deserialize_with = "lenient_opt")]
+    #[schemars(with = "u32")]
+    pub(crate) limit: Option<u32>,
 }
 
 /// A manual resolution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum Resolution {
-    /// Done.
     Completed,
-    /// Dismissed.
     Ignored,
 }
 
@@ -338,7 +440,7 @@ mod tests {
         assert!(
             bad.unwrap_err()
                 .to_string()
-                .contains("expected u32, got \"soon\"")
+                .contains("expected a number or a flag, got \"soon\"")
         );
         let unknown = serde_json::from_str::<Wait>(r#"{"agent": "b"}"#);
         assert!(

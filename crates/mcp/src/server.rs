@@ -4,10 +4,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use chipset_failure::{Class, Failure};
+use chipset_failure::Failure;
 use chipset_store::{AgentId, StateDir};
 use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolResult, ContentBlock, ListResourcesResult, PaginatedRequestParams,
     ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
@@ -17,13 +16,15 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::service::SubscriptionContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, tool, tool_handler, tool_router};
-use serde_json::json;
 
 use crate::ops::{self, Ctx, Outcome};
 use crate::params::{
-    BusAck, BusPublish, BusWait, MailArchive, MailInbox, MailPending, MailSend, MailThread,
-    NudgeRespond, NudgeSend, RemindList, RemindOpen, RemindResolve, RemindSnooze, Wait,
+    BusAck, BusPending, BusPublish, BusWait, HookAssign, HookClear, MailArchive, MailInbox,
+    MailPending, MailRead, MailSend, MailThread, NudgeRespond, NudgeSend, RemindList, RemindOpen,
+    RemindResolve, RemindSnooze, Wait,
 };
+use crate::schema::{self, Parameters};
+use crate::view::{self, Noted, Partial, Refusal};
 use crate::watch;
 
 /// The chipset MCP server for one agent over one state root.
@@ -43,7 +44,7 @@ impl Server {
     pub fn new(state: StateDir, agent: AgentId) -> Self {
         Server {
             ctx: Arc::new(Ctx { state, agent }),
-            tool_router: Self::tool_router(),
+            tool_router: schema::compact(Self::tool_router()),
             subscriptions: Arc::default(),
         }
     }
@@ -103,11 +104,28 @@ impl Server {
             )),
         }
     }
+
+    /// Runs `op` with a tool's parsed arguments, or returns the usage
+    /// failure of arguments that did not match the tool's input schema.
+    async fn run_with<P, F>(
+        &self,
+        params: Result<P, Failure>,
+        op: F,
+    ) -> Result<CallToolResult, ErrorData>
+    where
+        P: Send + 'static,
+        F: FnOnce(&Ctx, P) -> Outcome + Send + 'static,
+    {
+        match params {
+            Ok(p) => self.run(move |ctx| op(ctx, p)).await,
+            Err(failure) => Ok(result(Err(failure))),
+        }
+    }
 }
 
-/// Returns the MCP tool result for an outcome: the structured JSON with a
+/// Returns the MCP tool result for an outcome: the structured view with a
 /// text rendering, and `isError` with the command line's one-line message
-/// for a failure.
+/// for a failure ([`Refusal`], beside what a failed listing could read).
 pub(crate) fn result(outcome: Outcome) -> CallToolResult {
     match outcome {
         Ok(reply) => match reply.failure {
@@ -117,9 +135,12 @@ pub(crate) fn result(outcome: Outcome) -> CallToolResult {
                 r
             }
             Some(failure) => {
-                let mut doc = reply.json;
-                doc["error"] = json!(failure.to_string());
-                doc["class"] = json!(class_name(&failure));
+                let refusal = Refusal::of(&failure);
+                let doc = serde_json::to_value(Partial {
+                    result: reply.json,
+                    refusal,
+                })
+                .unwrap_or_default();
                 let mut r = CallToolResult::structured_error(doc);
                 r.content = vec![
                     ContentBlock::text(reply.text),
@@ -129,18 +150,11 @@ pub(crate) fn result(outcome: Outcome) -> CallToolResult {
             }
         },
         Err(failure) => {
-            let doc = json!({"error": failure.to_string(), "class": class_name(&failure)});
+            let doc = serde_json::to_value(Refusal::of(&failure)).unwrap_or_default();
             let mut r = CallToolResult::structured_error(doc);
             r.content = vec![ContentBlock::text(failure.to_string())];
             r
         }
-    }
-}
-
-fn class_name(failure: &Failure) -> &'static str {
-    match failure.class() {
-        Class::Usage => "usage",
-        _ => "refused",
     }
 }
 
@@ -149,116 +163,219 @@ impl Server {
     /// Finds this agent's work and starts it: pending work becomes active in
     /// the same locked step; active work (after a restart) is resumed.
     #[tool(
-        description = "Is there work for me? Starts pending hook work (pending becomes active) or resumes active work; outcome idle, started, resumed or awaiting_clear."
+        title = "Pick up my work",
+        description = "Is there work for me? Starts pending hook work (pending becomes active) or resumes active work; outcome idle, started, resumed or awaiting_clear.",
+        annotations(destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+        output_schema = schema::output::<view::Pickup>()
     )]
     async fn hook_pickup(&self) -> Result<CallToolResult, ErrorData> {
         self.run(ops::hook_pickup).await
     }
 
-    #[tool(description = "Heartbeat on the active work this agent's hook holds.")]
+    #[tool(
+        title = "Heartbeat on my work",
+        description = "Heartbeat on the active work this agent's hook holds.",
+        annotations(destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+        output_schema = schema::output::<view::HookRecord>()
+    )]
     async fn hook_touch(&self) -> Result<CallToolResult, ErrorData> {
         self.run(ops::hook_touch).await
     }
 
-    #[tool(description = "Finish the active work this agent's hook holds.")]
+    #[tool(
+        title = "Complete my work",
+        description = "Finish the active work this agent's hook holds.",
+        annotations(destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+        output_schema = schema::output::<view::HookRecord>()
+    )]
     async fn hook_complete(&self) -> Result<CallToolResult, ErrorData> {
         self.run(ops::hook_complete).await
     }
 
     #[tool(
-        description = "Show this agent's latest nudge and mark a new one processed (state new, seen or empty)."
+        title = "Assign work (dispatcher)",
+        description = "Assign work to another agent's empty hook, as its dispatcher (recorded as assigned_by); refused unless the hook is empty.",
+        annotations(destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+        output_schema = schema::output::<view::AssignmentRecord>()
+    )]
+    async fn hook_assign(
+        &self,
+        Parameters(p): Parameters<HookAssign>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run_with(p, ops::hook_assign).await
+    }
+
+    #[tool(
+        title = "Clear a hook (dispatcher)",
+        description = "Clear an agent's completed work, or with reassign take its pending or active work away; fenced on the work the hook holds now.",
+        annotations(destructive_hint = true, idempotent_hint = false, open_world_hint = false),
+        output_schema = schema::output::<view::Cleared>()
+    )]
+    async fn hook_clear(
+        &self,
+        Parameters(p): Parameters<HookClear>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run_with(p, ops::hook_clear).await
+    }
+
+    #[tool(
+        title = "Read my nudge",
+        description = "Show this agent's latest nudge and mark a new one processed (state new, seen or empty).",
+        annotations(destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+        output_schema = schema::output::<Noted<view::NudgeRead>>()
     )]
     async fn nudge_read(&self) -> Result<CallToolResult, ErrorData> {
         self.run(ops::nudge_read).await
     }
 
-    #[tool(description = "Answer this agent's latest nudge (and mark it processed).")]
+    #[tool(
+        title = "Answer my nudge",
+        description = "Answer this agent's latest nudge (and mark it processed).",
+        annotations(destructive_hint = false, idempotent_hint = false, open_world_hint = false),
+        output_schema = schema::output::<Noted<view::NudgeAnswered>>()
+    )]
     async fn nudge_respond(
         &self,
         Parameters(p): Parameters<NudgeRespond>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.run(move |ctx| ops::nudge_respond(ctx, p)).await
+        self.run_with(p, ops::nudge_respond).await
     }
 
     #[tool(
-        description = "Send a nudge from this agent (latest wins; an unprocessed abort is replaced only by an abort)."
+        title = "Send a nudge",
+        description = "Send a nudge from this agent (latest wins; an unprocessed abort is replaced only by an abort).",
+        annotations(destructive_hint = false, idempotent_hint = false, open_world_hint = false),
+        output_schema = schema::output::<Noted<view::NudgeSent>>()
     )]
     async fn nudge_send(
         &self,
         Parameters(p): Parameters<NudgeSend>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.run(move |ctx| ops::nudge_send(ctx, p)).await
+        self.run_with(p, ops::nudge_send).await
     }
 
-    #[tool(description = "Send a message from this agent; returns the new message.")]
+    #[tool(
+        title = "Send a message",
+        description = "Send a message from this agent; returns the new message.",
+        annotations(destructive_hint = false, idempotent_hint = false, open_world_hint = false),
+        output_schema = schema::output::<view::MessageRecord>()
+    )]
     async fn mail_send(
         &self,
         Parameters(p): Parameters<MailSend>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.run(move |ctx| ops::mail_send(ctx, p)).await
+        self.run_with(p, ops::mail_send).await
     }
 
-    #[tool(description = "List this agent's inbox, oldest first.")]
+    #[tool(
+        title = "List my inbox",
+        description = "List this agent's inbox, oldest first: 20 messages unless limit says otherwise, without bodies unless bodies is true (mail_read shows one whole); total counts them all.",
+        annotations(read_only_hint = true, open_world_hint = false),
+        output_schema = schema::output::<view::MailListing>()
+    )]
     async fn mail_inbox(
         &self,
         Parameters(p): Parameters<MailInbox>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.run(move |ctx| ops::mail_inbox(ctx, p)).await
+        self.run_with(p, ops::mail_inbox).await
     }
 
     #[tool(
-        description = "Archive a message addressed to this agent (a request only after it was answered)."
+        title = "Read a message",
+        description = "Show one message whole, body included.",
+        annotations(read_only_hint = true, open_world_hint = false),
+        output_schema = schema::output::<view::MessageRecord>()
+    )]
+    async fn mail_read(
+        &self,
+        Parameters(p): Parameters<MailRead>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run_with(p, ops::mail_read).await
+    }
+
+    #[tool(
+        title = "Archive a message",
+        description = "Archive a message addressed to this agent (a request only after it was answered).",
+        annotations(destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+        output_schema = schema::output::<view::Archived>()
     )]
     async fn mail_archive(
         &self,
         Parameters(p): Parameters<MailArchive>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.run(move |ctx| ops::mail_archive(ctx, p)).await
+        self.run_with(p, ops::mail_archive).await
     }
 
-    #[tool(description = "Show the thread a message belongs to, in causal order.")]
+    #[tool(
+        title = "Show a thread",
+        description = "Show the thread a message belongs to, in causal order (limit and bodies as mail_inbox).",
+        annotations(read_only_hint = true, open_world_hint = false),
+        output_schema = schema::output::<view::MailListing>()
+    )]
     async fn mail_thread(
         &self,
         Parameters(p): Parameters<MailThread>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.run(move |ctx| ops::mail_thread(ctx, p)).await
+        self.run_with(p, ops::mail_thread).await
     }
 
     #[tool(
-        description = "List a task's requests still waiting for a reply (the commit gate: commit only when empty)."
+        title = "Pending replies of a task",
+        description = "List a task's requests still waiting for a reply (the commit gate: commit only when total is 0).",
+        annotations(read_only_hint = true, open_world_hint = false),
+        output_schema = schema::output::<view::MailListing>()
     )]
     async fn mail_pending(
         &self,
         Parameters(p): Parameters<MailPending>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.run(move |ctx| ops::mail_pending(ctx, p)).await
+        self.run_with(p, ops::mail_pending).await
     }
 
     #[tool(
-        description = "Publish an event to an agent's queue, with this agent as its source; a duplicate dedup_key publishes nothing."
+        title = "Publish an event",
+        description = "Publish an event to an agent's queue, with this agent as its source; a duplicate dedup_key publishes nothing.",
+        annotations(destructive_hint = false, idempotent_hint = false, open_world_hint = false),
+        output_schema = schema::output::<view::Published>()
     )]
     async fn bus_publish(
         &self,
         Parameters(p): Parameters<BusPublish>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.run(move |ctx| ops::bus_publish(ctx, p)).await
+        self.run_with(p, ops::bus_publish).await
     }
 
-    #[tool(description = "List this agent's unacknowledged events, critical first.")]
-    async fn bus_pending(&self) -> Result<CallToolResult, ErrorData> {
-        self.run(ops::bus_pending).await
+    #[tool(
+        title = "List my events",
+        description = "List this agent's unacknowledged events, critical first (20 unless limit says otherwise; total counts them all).",
+        annotations(read_only_hint = true, open_world_hint = false),
+        output_schema = schema::output::<view::Events>()
+    )]
+    async fn bus_pending(
+        &self,
+        Parameters(p): Parameters<BusPending>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run_with(p, ops::bus_pending).await
     }
 
-    #[tool(description = "Acknowledge an event in this agent's queue.")]
+    #[tool(
+        title = "Acknowledge an event",
+        description = "Acknowledge an event in this agent's queue.",
+        annotations(destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+        output_schema = schema::output::<view::Acked>()
+    )]
     async fn bus_ack(
         &self,
         Parameters(p): Parameters<BusAck>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.run(move |ctx| ops::bus_ack(ctx, p)).await
+        self.run_with(p, ops::bus_ack).await
     }
 
     #[tool(
-        description = "Block until this agent has pending events, then list them; returns timed_out: true with no events when the timeout passes."
+        title = "Wait for events",
+        description = "Block until this agent has pending events, then list them as bus_pending; timed_out: true with no events when the timeout passes.",
+        annotations(read_only_hint = true, open_world_hint = false),
+        output_schema = schema::output::<view::Events>()
     )]
     async fn bus_wait(
         &self,
@@ -266,53 +383,79 @@ impl Server {
         request: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let ct = request.ct;
-        self.run(move |ctx| ops::bus_wait(ctx, &p, &|| ct.is_cancelled()))
-            .await
+        self.run_with(p, move |ctx, p| {
+            ops::bus_wait(ctx, &p, &|| ct.is_cancelled())
+        })
+        .await
     }
 
     #[tool(
-        description = "Open a reminder for an open obligation (idempotent per kind, source type and source id)."
+        title = "Open a reminder",
+        description = "Open a reminder for an open obligation (idempotent per kind, source type and source id).",
+        annotations(destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+        output_schema = schema::output::<Noted<view::ReminderOpened>>()
     )]
     async fn remind_open(
         &self,
         Parameters(p): Parameters<RemindOpen>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.run(move |ctx| ops::remind_open(ctx, p)).await
+        self.run_with(p, ops::remind_open).await
     }
 
-    #[tool(description = "List open reminders, oldest first.")]
+    #[tool(
+        title = "List reminders",
+        description = "List open reminders, oldest first (20 unless limit says otherwise; total counts them all).",
+        annotations(read_only_hint = true, open_world_hint = false),
+        output_schema = schema::output::<view::Reminders>()
+    )]
     async fn remind_list(
         &self,
         Parameters(p): Parameters<RemindList>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.run(move |ctx| ops::remind_list(ctx, p)).await
+        self.run_with(p, ops::remind_list).await
     }
 
-    #[tool(description = "Resolve a reminder by hand (completed or ignored).")]
+    #[tool(
+        title = "Resolve a reminder",
+        description = "Resolve a reminder by hand (completed or ignored).",
+        annotations(destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+        output_schema = schema::output::<Noted<view::ReminderRecord>>()
+    )]
     async fn remind_resolve(
         &self,
         Parameters(p): Parameters<RemindResolve>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.run(move |ctx| ops::remind_resolve(ctx, p)).await
+        self.run_with(p, ops::remind_resolve).await
     }
 
-    #[tool(description = "Put a reminder off for some hours; it reopens when the time has come.")]
+    #[tool(
+        title = "Snooze a reminder",
+        description = "Put a reminder off for some hours; it reopens when the time has come.",
+        annotations(destructive_hint = false, idempotent_hint = false, open_world_hint = false),
+        output_schema = schema::output::<view::ReminderRecord>()
+    )]
     async fn remind_snooze(
         &self,
         Parameters(p): Parameters<RemindSnooze>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.run(move |ctx| ops::remind_snooze(ctx, p)).await
+        self.run_with(p, ops::remind_snooze).await
     }
 
     #[tool(
-        description = "What needs this agent now, across every channel: one entry per kind (hook, nudge, mail, bus, reminder) with a count and the most urgent item; no entries when idle."
+        title = "What needs me",
+        description = "What needs this agent now, across every channel: one entry per kind (hook, nudge, mail, bus, reminder) with a count and the most urgent item; no entries when idle.",
+        annotations(read_only_hint = true, open_world_hint = false),
+        output_schema = schema::output::<view::BriefRecord>()
     )]
     async fn brief(&self) -> Result<CallToolResult, ErrorData> {
         self.run(ops::brief).await
     }
 
     #[tool(
-        description = "Block until anything needs this agent (a pending hook, an unprocessed nudge, mail, a pending event, a due reminder), then return the brief; timed_out: true when the timeout passes first."
+        title = "Wait until something needs me",
+        description = "Block until anything needs this agent (a pending hook, an unprocessed nudge, mail, a pending event, a due reminder), then return the brief; timed_out: true when the timeout passes first.",
+        annotations(read_only_hint = true, open_world_hint = false),
+        output_schema = schema::output::<view::Waited>()
     )]
     async fn wait(
         &self,
@@ -320,12 +463,14 @@ impl Server {
         request: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let ct = request.ct;
-        self.run(move |ctx| ops::wait(ctx, &p, &|| ct.is_cancelled()))
+        self.run_with(p, move |ctx, p| ops::wait(ctx, &p, &|| ct.is_cancelled()))
             .await
     }
 
     #[tool(
-        description = "This agent's status: its hook, whether a nudge waits, inbox and bus counts, open reminders."
+        title = "My status",
+        description = "This agent's status: its hook, whether a nudge waits, inbox and bus counts, open reminders.",
+        annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn status(&self) -> Result<CallToolResult, ErrorData> {
         self.run(ops::status).await
@@ -482,3 +627,6 @@ impl Drop for Server {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

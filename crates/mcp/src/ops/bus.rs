@@ -1,0 +1,128 @@
+//! The bus tools. `bus_pending` and `bus_wait` show at most `limit` events
+//! (20 unless asked), critical first; `total` counts them all.
+
+use std::time::Instant;
+
+use chipset_bus::{Bus, NewEvent, Pending, Wake};
+use chipset_failure::Failure;
+use chipset_store::AgentId;
+use serde_json::Value;
+
+use super::{Ctx, Outcome, Reply, WAIT_SLICE, id, timeout};
+use crate::params::{BusAck, BusPending, BusPublish, BusWait, limit};
+use crate::view::{Acked, BadEntry, Events, Published};
+
+fn events(agent: &AgentId, pending: &Pending, limit: usize, timed_out: Option<bool>) -> Reply {
+    let all = pending.events();
+    let shown = &all[..all.len().min(limit)];
+    let mut text = String::new();
+    for e in shown {
+        let payload = match e.payload() {
+            Value::Null => String::new(),
+            v => format!(" {v}"),
+        };
+        text.push_str(&format!(
+            "{} {} {} {} at {}{payload}\n",
+            e.id(),
+            e.priority().as_str(),
+            e.source(),
+            e.kind(),
+            e.created_at()
+        ));
+    }
+    if shown.len() < all.len() {
+        text.push_str(&format!(
+            "… {} more ({} pending): acknowledge these, or pass a larger `limit`\n",
+            all.len() - shown.len(),
+            all.len()
+        ));
+    }
+    if text.is_empty() {
+        text = match timed_out {
+            Some(true) => format!("timed out: no pending events for {agent}\n"),
+            _ => format!("no pending events for {agent}\n"),
+        };
+    }
+    let failure = pending.unreadable().first().map(|first| {
+        Failure::unreadable_queue(
+            agent,
+            pending.unreadable().len(),
+            &first.path,
+            &first.problem.to_string(),
+        )
+    });
+    let view = Events {
+        events: shown.to_vec(),
+        unreadable: pending.unreadable().iter().map(BadEntry::from).collect(),
+        total: Some(all.len()),
+        timed_out,
+    };
+    let mut reply = Reply::new(text, view);
+    reply.failure = failure;
+    reply
+}
+
+pub(crate) fn bus_publish(ctx: &Ctx, p: BusPublish) -> Outcome {
+    let to: AgentId = id(&p.to)?;
+    // The source is the server's agent: an agent cannot publish as another.
+    let mut event = NewEvent::new(ctx.agent.to_string(), p.kind);
+    if let Some(priority) = p.priority {
+        event = event.priority(priority.into());
+    }
+    if let Some(key) = p.dedup_key {
+        event = event.dedup_key(key);
+    }
+    if let Some(payload) = p.payload {
+        event = event.payload(payload);
+    }
+    let view = Published::from(Bus::new(ctx.state.clone()).publish(&to, &event)?);
+    let text = match &view {
+        Published::Delivered { event } => format!("published {} to {to}\n", event.id()),
+        Published::Duplicate {
+            key,
+            original,
+            accepted_at,
+        } => format!(
+            "duplicate: key `{key}` was accepted for `{to}` at {accepted_at} \
+             (event {original}); nothing was published\n"
+        ),
+    };
+    Ok(Reply::new(text, view))
+}
+
+pub(crate) fn bus_pending(ctx: &Ctx, p: BusPending) -> Outcome {
+    let limit = limit(p.limit)?;
+    let pending = Bus::new(ctx.state.clone()).pending(&ctx.agent)?;
+    Ok(events(&ctx.agent, &pending, limit, None))
+}
+
+pub(crate) fn bus_ack(ctx: &Ctx, p: BusAck) -> Outcome {
+    let event_id: chipset_bus::EventId = id(&p.event_id)?;
+    let outcome = Bus::new(ctx.state.clone()).ack(&ctx.agent, &event_id)?;
+    let view = Acked::of(&ctx.agent, &event_id, &outcome);
+    let text = match outcome {
+        chipset_bus::AckOutcome::Acked => format!("acked {event_id}\n"),
+        _ => format!("{event_id} was acknowledged already\n"),
+    };
+    Ok(Reply::new(text, view))
+}
+
+/// Waits as `chipset bus wait` does (waiter first, then the queue, then
+/// wait), in short slices so that `cancelled` is noticed soon.
+pub(crate) fn bus_wait(ctx: &Ctx, p: &BusWait, cancelled: &dyn Fn() -> bool) -> Outcome {
+    let deadline = Instant::now() + timeout(p.timeout_seconds)?;
+    let limit = limit(p.limit)?;
+    let bus = Bus::new(ctx.state.clone());
+    let mut waiter = bus.waiter(&ctx.agent)?;
+    let mut pending = bus.pending(&ctx.agent)?;
+    while pending.is_empty() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || cancelled() {
+            return Ok(events(&ctx.agent, &pending, limit, Some(true)));
+        }
+        if let Wake::Arrived(_) = waiter.wait(left.min(WAIT_SLICE))? {
+            pending = bus.pending(&ctx.agent)?;
+        }
+    }
+    Ok(events(&ctx.agent, &pending, limit, Some(false)))
+}

@@ -1,0 +1,104 @@
+//! The hook tools: the agent's side (`hook_pickup`, `hook_touch`,
+//! `hook_complete`) and the dispatcher's (`hook_assign`, `hook_clear`).
+
+use chipset_failure::Failure;
+use chipset_hook::{Assignment, Hook, Hooks, Pickup};
+use chipset_store::AgentId;
+
+use super::{Ctx, Outcome, Reply, id};
+use crate::params::{HookAssign, HookClear};
+use crate::view::{self, Cleared, PickupOutcome};
+
+pub(crate) fn hook_pickup(ctx: &Ctx) -> Outcome {
+    let pickup = Hooks::new(ctx.state.clone()).pickup(&ctx.agent)?;
+    let (outcome, assignment) = match pickup {
+        Pickup::Idle => (PickupOutcome::Idle, None),
+        Pickup::Started(a) => (PickupOutcome::Started, Some(a)),
+        Pickup::Resumed(a) => (PickupOutcome::Resumed, Some(a)),
+        Pickup::AwaitingClear(a) => (PickupOutcome::AwaitingClear, Some(a)),
+    };
+    let text = match &assignment {
+        None => format!("no work for {}\n", ctx.agent),
+        Some(a) => format!(
+            "{} {} ({}), generation {}\n",
+            outcome.as_str(),
+            a.bead_id(),
+            a.work().title(),
+            a.generation()
+        ),
+    };
+    Ok(Reply::new(
+        text,
+        view::Pickup {
+            outcome,
+            assignment,
+        },
+    ))
+}
+
+/// Returns the assignment `agent`'s hook holds now, or refuses `op` on an
+/// empty hook: the change is fenced on it, as on the command line.
+fn held(hooks: &Hooks, agent: &AgentId, op: &str) -> Result<Assignment, Failure> {
+    hooks
+        .current(agent)?
+        .ok_or_else(|| Failure::hook_empty(agent, op))
+}
+
+fn changed(hook: &Hook) -> Reply {
+    let bead = hook
+        .work()
+        .map_or_else(String::new, |w| format!(" {}", w.bead_id()));
+    Reply::new(format!("{}: {}{bead}\n", hook.agent(), hook.status()), hook)
+}
+
+pub(crate) fn hook_touch(ctx: &Ctx) -> Outcome {
+    let hooks = Hooks::new(ctx.state.clone());
+    let held = held(&hooks, &ctx.agent, "touch")?;
+    Ok(changed(&hooks.touch(&held)?))
+}
+
+pub(crate) fn hook_complete(ctx: &Ctx) -> Outcome {
+    let hooks = Hooks::new(ctx.state.clone());
+    let held = held(&hooks, &ctx.agent, "complete")?;
+    Ok(changed(&hooks.complete(&held)?))
+}
+
+/// Assigns work to an empty hook, recording this agent as `assigned_by`
+/// (`chipset hook assign AGENT --by THIS`).
+pub(crate) fn hook_assign(ctx: &Ctx, p: HookAssign) -> Outcome {
+    let to: AgentId = id(&p.to)?;
+    let bead: chipset_hook::BeadId = id(&p.bead)?;
+    let hooks = Hooks::new(ctx.state.clone());
+    let assignment = hooks.assign(&to, bead, p.title, Some(&ctx.agent))?;
+    let text = format!(
+        "assigned {} to {to} (generation {})\n",
+        assignment.bead_id(),
+        assignment.generation()
+    );
+    Ok(Reply::new(text, &assignment))
+}
+
+/// Clears completed work, or with `reassign` takes pending or active work
+/// away (`chipset hook clear AGENT [--reassign]`), fenced on the assignment
+/// the hook holds now.
+pub(crate) fn hook_clear(ctx: &Ctx, p: HookClear) -> Outcome {
+    let to: AgentId = id(&p.to)?;
+    let hooks = Hooks::new(ctx.state.clone());
+    if p.reassign.unwrap_or(false) {
+        let held = held(&hooks, &to, "reassign")?;
+        let done = hooks.reassign(&held)?;
+        let text = format!(
+            "took {} ({}) away from {to}\n",
+            done.taken.bead_id(),
+            done.was
+        );
+        Ok(Reply::new(text, Cleared::Reassigned(done.into())))
+    } else {
+        let held = held(&hooks, &to, "clear")?;
+        let hook = hooks.clear(&held)?;
+        Ok(Reply::new(
+            format!("cleared {} from {to}\n", held.bead_id()),
+            Cleared::Cleared(hook),
+        ))
+    }
+}

@@ -1,0 +1,218 @@
+//! The mail tools. Listings show at most `limit` messages (20 unless
+//! asked), without their bodies unless asked (`bodies`); `mail_read` gives
+//! one message whole.
+
+use std::time::Duration;
+
+use chipset_failure::Failure;
+use chipset_mail::{Draft, InboxFilter, Mail, Message, MessageId};
+use chipset_store::{AgentId, Timestamp};
+
+use super::{Ctx, Outcome, Reply, id};
+use crate::params::{
+    MailArchive, MailInbox, MailKind, MailPending, MailRead, MailSend, MailThread, limit,
+};
+use crate::view::{Archived, MailListing, MessageHead};
+
+/// Renders at most `limit` of `messages` (all of which matched), with their
+/// bodies when `bodies` is set; `more` says how to see the rest.
+fn listing(messages: &[Message], limit: usize, bodies: bool, empty: String, more: &str) -> Reply {
+    let shown = &messages[..messages.len().min(limit)];
+    let mut text = String::new();
+    for m in shown {
+        text.push_str(&format!(
+            "{} {} {}→{} task {} round {} {} {} ({} chars)\n",
+            m.id(),
+            m.kind().as_str(),
+            m.from(),
+            m.to(),
+            m.task(),
+            m.round().map_or_else(|| "-".to_owned(), |r| r.to_string()),
+            m.priority().as_str(),
+            m.subject(),
+            m.body().chars().count()
+        ));
+        if bodies {
+            for line in m.body().lines() {
+                text.push_str("    ");
+                text.push_str(line);
+                text.push('\n');
+            }
+        }
+    }
+    if messages.is_empty() {
+        text = empty;
+    } else if shown.len() < messages.len() {
+        text.push_str(&format!(
+            "… {} more ({} in all): {more}\n",
+            messages.len() - shown.len(),
+            messages.len()
+        ));
+    }
+    let view = MailListing {
+        messages: shown.iter().map(|m| MessageHead::of(m, bodies)).collect(),
+        total: messages.len(),
+    };
+    Reply::new(text, view)
+}
+
+pub(crate) fn mail_send(ctx: &Ctx, p: MailSend) -> Outcome {
+    let to: AgentId = id(&p.to)?;
+    let task = p.task.as_deref().map(id).transpose()?;
+    let parent = p.in_reply_to.as_deref().map(id).transpose()?;
+    let from = ctx.agent.clone();
+    let mut draft = match p.kind {
+        MailKind::Request | MailKind::Notify => {
+            let Some(task) = task else {
+                return Err(Failure::usage(format!(
+                    "a {} needs a task",
+                    chipset_mail::Kind::from(p.kind).as_str()
+                )));
+            };
+            let draft = if p.kind == MailKind::Request {
+                Draft::request(from, to, task, p.subject, p.body)
+            } else {
+                Draft::notify(from, to, task, p.subject, p.body)
+            };
+            match parent {
+                Some(parent) => draft.replying_to(parent),
+                None => draft,
+            }
+        }
+        MailKind::Response => {
+            let Some(request) = parent else {
+                return Err(Failure::usage("a response needs in_reply_to"));
+            };
+            let draft = Draft::response(from, to, request, p.subject, p.body);
+            match task {
+                Some(task) => draft.with_task(task),
+                None => draft,
+            }
+        }
+    };
+    if let Some(round) = p.round {
+        draft = draft.with_round(round);
+    }
+    if let Some(priority) = p.priority {
+        draft = draft.with_priority(priority.into());
+    }
+    let message = Mail::new(ctx.state.clone()).send(&draft)?;
+    Ok(Reply::new(
+        format!("sent {} to {}\n", message.id(), message.to()),
+        &message,
+    ))
+}
+
+/// Where a listing starts: after a message id (ids sort in send order) or
+/// strictly after a time.
+enum Since {
+    Id(MessageId),
+    Time(Timestamp),
+}
+
+fn since(text: &str) -> Result<Since, Failure> {
+    if let Ok(t) = Timestamp::parse(text) {
+        return Ok(Since::Time(t));
+    }
+    MessageId::new(text).map(Since::Id).map_err(|e| {
+        Failure::usage(format!(
+            "`since`: expected a message id or an RFC 3339 time: {e}"
+        ))
+    })
+}
+
+pub(crate) fn mail_inbox(ctx: &Ctx, p: MailInbox) -> Outcome {
+    let limit = limit(p.limit)?;
+    let start = p.since.as_deref().map(since).transpose()?;
+    let filter = InboxFilter {
+        kind: p.kind.map(chipset_mail::Kind::from),
+        // Strictly after, as the command line's `--since`: times have milliseconds.
+        since: match &start {
+            Some(Since::Time(t)) => Some(t.add(Duration::from_millis(1))),
+            _ => None,
+        },
+        task: p.task.as_deref().map(id).transpose()?,
+    };
+    let mut messages = Mail::new(ctx.state.clone()).inbox(&ctx.agent, &filter)?;
+    if let Some(Since::Id(after)) = &start {
+        messages.retain(|m| m.id() > after);
+    }
+    Ok(listing(
+        &messages,
+        limit,
+        p.bodies.unwrap_or(false),
+        format!("no messages for {}\n", ctx.agent),
+        "pass `since` = the last id shown for the next ones",
+    ))
+}
+
+pub(crate) fn mail_read(ctx: &Ctx, p: MailRead) -> Outcome {
+    let message_id: MessageId = id(&p.id)?;
+    let found = Mail::new(ctx.state.clone())
+        .find(&message_id)?
+        .ok_or_else(|| {
+            Failure::refused(format!(
+                "no message {message_id} in any inbox or the archive"
+            ))
+        })?;
+    let m = &found.message;
+    let text = format!(
+        "{} {} {}→{} task {} {}\n{}\n",
+        m.id(),
+        m.kind().as_str(),
+        m.from(),
+        m.to(),
+        m.task(),
+        m.subject(),
+        m.body()
+    );
+    Ok(Reply::new(text, m))
+}
+
+pub(crate) fn mail_archive(ctx: &Ctx, p: MailArchive) -> Outcome {
+    let message_id: MessageId = id(&p.id)?;
+    let mail = Mail::new(ctx.state.clone());
+    // Archiving is the addressee's act: an agent files its own messages only.
+    if let Some(found) = mail.find(&message_id)?
+        && found.message.to() != &ctx.agent
+    {
+        return Err(Failure::refused(format!(
+            "cannot archive {message_id}: it is addressed to `{}`, not to `{}`",
+            found.message.to(),
+            ctx.agent
+        )));
+    }
+    let view = Archived::from(mail.archive(&message_id)?);
+    let text = match &view {
+        Archived::Archived { .. } => format!("archived {message_id}\n"),
+        Archived::AlreadyArchived { location } => {
+            format!("{message_id} was archived already (in {location})\n")
+        }
+    };
+    Ok(Reply::new(text, view))
+}
+
+pub(crate) fn mail_thread(ctx: &Ctx, p: MailThread) -> Outcome {
+    let limit = limit(p.limit)?;
+    let messages = Mail::new(ctx.state.clone()).thread(&id(&p.id)?)?;
+    Ok(listing(
+        &messages,
+        limit,
+        p.bodies.unwrap_or(false),
+        "empty thread\n".to_owned(),
+        "pass a larger `limit`",
+    ))
+}
+
+pub(crate) fn mail_pending(ctx: &Ctx, p: MailPending) -> Outcome {
+    let limit = limit(p.limit)?;
+    let task: chipset_store::TaskId = id(&p.task)?;
+    let messages = Mail::new(ctx.state.clone()).pending_replies(&task)?;
+    Ok(listing(
+        &messages,
+        limit,
+        false,
+        format!("no pending replies for {task}\n"),
+        "pass a larger `limit`",
+    ))
+}

@@ -1,0 +1,91 @@
+//! The reminder tools. `remind_list` shows at most `limit` reminders (20
+//! unless asked), oldest first; `total` counts them all.
+
+use std::time::Duration;
+
+use chipset_failure::Failure;
+use chipset_loop::REMINDER_AGENT_FIELD;
+use chipset_nudge::{NewReminder, ReminderFilter, ReminderKey};
+use chipset_store::AgentId;
+
+use super::{Ctx, Outcome, Reply, TENANT, id, reminders};
+use crate::params::{RemindList, RemindOpen, RemindResolve, RemindSnooze, limit};
+use crate::view::{ReminderOpened, Reminders};
+
+pub(crate) fn remind_open(ctx: &Ctx, p: RemindOpen) -> Outcome {
+    let key = ReminderKey::new(p.kind, p.source_type, p.source_id)?;
+    let to: AgentId = match &p.to {
+        Some(to) => id(to)?,
+        None => ctx.agent.clone(),
+    };
+    let mut new = NewReminder::new(TENANT, None, &key, p.message);
+    new.metadata.insert(
+        REMINDER_AGENT_FIELD.to_owned(),
+        serde_json::Value::String(to.to_string()),
+    );
+    let (view, note) = ReminderOpened::of(reminders(ctx).open(new)?);
+    let text = format!("{} {}\n", view.outcome, view.reminder.id);
+    Ok(Reply::noted(text, view, note.map(str::to_owned)))
+}
+
+pub(crate) fn remind_list(ctx: &Ctx, p: RemindList) -> Outcome {
+    let limit = limit(p.limit)?;
+    let filter = ReminderFilter {
+        kind: p.kind,
+        ..ReminderFilter::default()
+    };
+    let listing = reminders(ctx).list_open(&filter)?;
+    let all = &listing.reminders;
+    let shown = &all[..all.len().min(limit)];
+    let mut text = String::new();
+    for r in shown {
+        text.push_str(&format!(
+            "{} {} {}:{} since {}: {}\n",
+            r.id, r.kind, r.source_type, r.source_id, r.created_at, r.message
+        ));
+    }
+    if shown.len() < all.len() {
+        text.push_str(&format!(
+            "… {} more ({} open): pass a larger `limit`\n",
+            all.len() - shown.len(),
+            all.len()
+        ));
+    }
+    if text.is_empty() {
+        text = "no open reminders\n".to_owned();
+    }
+    let failure = listing
+        .corrupt
+        .first()
+        .map(|c| Failure::unreadable_reminders(listing.corrupt.len(), c));
+    let view = Reminders {
+        reminders: shown.to_vec(),
+        unreadable: listing.corrupt.iter().map(ToString::to_string).collect(),
+        total: Some(all.len()),
+    };
+    let mut reply = Reply::new(text, view);
+    reply.failure = failure;
+    Ok(reply)
+}
+
+pub(crate) fn remind_resolve(ctx: &Ctx, p: RemindResolve) -> Outcome {
+    let id: chipset_nudge::ReminderId = id(&p.id)?;
+    let r = reminders(ctx).resolve(&id, p.resolution.into(), p.note)?;
+    let resolution = r.resolution.map_or("open", |res| res.as_str());
+    let text = format!("resolved {id} ({resolution})\n");
+    let note =
+        (r.id != id).then(|| format!("it was snoozed: recorded as {}, reopened from {id}", r.id));
+    Ok(Reply::noted(text, r, note))
+}
+
+pub(crate) fn remind_snooze(ctx: &Ctx, p: RemindSnooze) -> Outcome {
+    let id: chipset_nudge::ReminderId = id(&p.id)?;
+    if p.hours == 0 {
+        return Err(Failure::usage("hours must be at least 1"));
+    }
+    let r = reminders(ctx).snooze(&id, Duration::from_secs(u64::from(p.hours) * 3600), None)?;
+    let until = r
+        .snooze_until
+        .map_or_else(String::new, |t| format!(" until {t}"));
+    Ok(Reply::new(format!("snoozed {}{until}\n", r.id), &r))
+}

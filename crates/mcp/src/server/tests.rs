@@ -1,0 +1,310 @@
+//! Every tool's description: a title, annotations, an output schema that
+//! its results match, input schemas that carry the server's constraints,
+//! and argument errors that name the field.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chipset_store::{AgentId, StateDir};
+use rmcp::model::Tool;
+use serde_json::{Value, json};
+
+use super::Server;
+use crate::ops::{self, Ctx, Outcome};
+use crate::schema::{self, parse};
+
+fn args(v: Value) -> rmcp::model::JsonObject {
+    match v {
+        Value::Object(map) => map,
+        _ => panic!("arguments are an object"),
+    }
+}
+
+/// Runs the tool `name` as `ctx`'s agent with `v` as its arguments.
+fn call(ctx: &Ctx, name: &str, v: Value) -> Outcome {
+    let a = args(v);
+    let never = || false;
+    match name {
+        "hook_pickup" => ops::hook_pickup(ctx),
+        "hook_touch" => ops::hook_touch(ctx),
+        "hook_complete" => ops::hook_complete(ctx),
+        "hook_assign" => ops::hook_assign(ctx, parse(a)?),
+        "hook_clear" => ops::hook_clear(ctx, parse(a)?),
+        "nudge_read" => ops::nudge_read(ctx),
+        "nudge_respond" => ops::nudge_respond(ctx, parse(a)?),
+        "nudge_send" => ops::nudge_send(ctx, parse(a)?),
+        "mail_send" => ops::mail_send(ctx, parse(a)?),
+        "mail_inbox" => ops::mail_inbox(ctx, parse(a)?),
+        "mail_read" => ops::mail_read(ctx, parse(a)?),
+        "mail_archive" => ops::mail_archive(ctx, parse(a)?),
+        "mail_thread" => ops::mail_thread(ctx, parse(a)?),
+        "mail_pending" => ops::mail_pending(ctx, parse(a)?),
+        "bus_publish" => ops::bus_publish(ctx, parse(a)?),
+        "bus_pending" => ops::bus_pending(ctx, parse(a)?),
+        "bus_ack" => ops::bus_ack(ctx, parse(a)?),
+        "bus_wait" => ops::bus_wait(ctx, &parse(a)?, &never),
+        "remind_open" => ops::remind_open(ctx, parse(a)?),
+        "remind_list" => ops::remind_list(ctx, parse(a)?),
+        "remind_resolve" => ops::remind_resolve(ctx, parse(a)?),
+        "remind_snooze" => ops::remind_snooze(ctx, parse(a)?),
+        "brief" => ops::brief(ctx),
+        "wait" => ops::wait(ctx, &parse(a)?, &never),
+        other => panic!("no tool {other}"),
+    }
+}
+
+struct Bench {
+    _tmp: tempfile::TempDir,
+    a: Ctx,
+    b: Ctx,
+    tools: BTreeMap<String, Tool>,
+    checked: BTreeSet<String>,
+}
+
+impl Bench {
+    fn new() -> Bench {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::open(tmp.path().join("state")).unwrap();
+        let ctx = |name: &str| Ctx {
+            state: state.clone(),
+            agent: AgentId::new(name).unwrap(),
+        };
+        let tools = schema::compact(Server::tool_router())
+            .list_all()
+            .into_iter()
+            .map(|t| (t.name.to_string(), t))
+            .collect();
+        Bench {
+            a: ctx("a"),
+            b: ctx("b"),
+            _tmp: tmp,
+            tools,
+            checked: BTreeSet::new(),
+        }
+    }
+
+    /// Runs a tool as `a` (or `b`), asserts it succeeded, and checks its
+    /// structured result against the tool's output schema.
+    fn ok(&mut self, as_b: bool, name: &str, v: Value) -> Value {
+        let ctx = if as_b { &self.b } else { &self.a };
+        let reply = call(ctx, name, v).unwrap_or_else(|f| panic!("{name} refused: {f}"));
+        assert!(reply.failure.is_none(), "{name}: {:?}", reply.failure);
+        let tool = &self.tools[name];
+        let schema = Value::Object((**tool.output_schema.as_ref().unwrap()).clone());
+        if let Err(e) = schema::check(&schema, &reply.json, false) {
+            panic!(
+                "{name}'s result does not match its output schema: {e}\nresult: {}\nschema: {schema}",
+                reply.json
+            );
+        }
+        self.checked.insert(name.to_owned());
+        reply.json
+    }
+}
+
+#[test]
+fn every_result_matches_its_tools_output_schema() {
+    let mut t = Bench::new();
+    assert_eq!(t.ok(false, "hook_pickup", json!({}))["outcome"], "idle");
+    let assigned = t.ok(
+        true,
+        "hook_assign",
+        json!({"to": "a", "bead": "gt-1", "title": "T"}),
+    );
+    assert_eq!(assigned["work"]["assigned_by"], "b");
+    assert_eq!(t.ok(false, "hook_pickup", json!({}))["outcome"], "started");
+    t.ok(false, "hook_touch", json!({}));
+    t.ok(false, "hook_complete", json!({}));
+    assert_eq!(
+        t.ok(true, "hook_clear", json!({"to": "a"}))["status"],
+        "empty"
+    );
+    t.ok(
+        true,
+        "hook_assign",
+        json!({"to": "a", "bead": "gt-2", "title": "U"}),
+    );
+    let taken = t.ok(true, "hook_clear", json!({"to": "a", "reassign": true}));
+    assert_eq!(taken["was"], "pending");
+
+    assert_eq!(t.ok(false, "nudge_read", json!({}))["state"], "empty");
+    let msg = json!({"to": "a", "type": "health_check", "message": "m", "requires_response": true});
+    t.ok(true, "nudge_send", msg.clone());
+    let replaced = t.ok(true, "nudge_send", msg);
+    assert_eq!(replaced["outcome"], "replaced");
+    assert!(replaced["note"].is_string());
+    assert_eq!(t.ok(false, "nudge_read", json!({}))["state"], "new");
+    t.ok(false, "nudge_respond", json!({"message": "yes"}));
+
+    let request = json!({"to": "a", "kind": "request", "subject": "review", "body": "please",
+                         "task": "t1"});
+    let id = t.ok(true, "mail_send", request)["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let notify = json!({"to": "a", "kind": "notify", "subject": "fyi", "body": "x", "task": "t1"});
+    let fyi = t.ok(true, "mail_send", notify)["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let inbox = t.ok(false, "mail_inbox", json!({}));
+    assert_eq!(inbox["total"], 2);
+    assert!(
+        inbox["messages"][0].get("body").is_none(),
+        "bodies are off by default"
+    );
+    let first = t.ok(false, "mail_inbox", json!({"limit": 1, "bodies": true}));
+    assert_eq!(first["messages"].as_array().unwrap().len(), 1);
+    assert_eq!(first["messages"][0]["body"], "please");
+    let rest = t.ok(false, "mail_inbox", json!({"since": id}));
+    assert_eq!(rest["messages"][0]["id"], fyi.as_str());
+    assert_eq!(
+        t.ok(false, "mail_read", json!({"id": id}))["body"],
+        "please"
+    );
+    t.ok(false, "mail_pending", json!({"task": "t1"}));
+    let reply = json!({"to": "b", "kind": "response", "subject": "review", "body": "done",
+                       "in_reply_to": id});
+    t.ok(false, "mail_send", reply);
+    assert_eq!(t.ok(false, "mail_thread", json!({"id": id}))["total"], 2);
+    assert_eq!(
+        t.ok(false, "mail_archive", json!({"id": fyi}))["outcome"],
+        "archived"
+    );
+    let again = t.ok(false, "mail_archive", json!({"id": fyi}));
+    assert_eq!(again["outcome"], "already-archived");
+
+    let event = json!({"to": "a", "kind": "k", "dedup_key": "d", "payload": {"n": 1}});
+    let published = t.ok(true, "bus_publish", event.clone());
+    assert_eq!(published["outcome"], "delivered");
+    assert_eq!(t.ok(true, "bus_publish", event)["outcome"], "duplicate");
+    let pending = t.ok(false, "bus_pending", json!({}));
+    assert_eq!(pending["total"], 1);
+    t.ok(false, "bus_wait", json!({"timeout_seconds": 0}));
+    let event_id = published["event"]["id"].as_str().unwrap();
+    t.ok(false, "bus_ack", json!({"event_id": event_id}));
+    let waited = t.ok(false, "bus_wait", json!({"timeout_seconds": 0}));
+    assert_eq!(waited["timed_out"], true);
+
+    let open = json!({"kind": "spec_draft", "source_type": "spec", "source_id": "s",
+                      "message": "m"});
+    let opened = t.ok(false, "remind_open", open.clone());
+    assert_eq!(t.ok(false, "remind_open", open)["outcome"], "existing");
+    let rid = opened["reminder"]["id"].as_str().unwrap();
+    assert_eq!(t.ok(false, "remind_list", json!({}))["total"], 1);
+    t.ok(false, "remind_snooze", json!({"id": rid, "hours": "2"}));
+    t.ok(
+        false,
+        "remind_resolve",
+        json!({"id": rid, "resolution": "ignored"}),
+    );
+
+    t.ok(false, "brief", json!({}));
+    t.ok(false, "wait", json!({"timeout_seconds": 0}));
+
+    // Every tool but status (its view is built in chipset-loop) was checked.
+    let all: BTreeSet<String> = t.tools.keys().filter(|n| *n != "status").cloned().collect();
+    assert_eq!(t.checked, all);
+}
+
+#[test]
+fn every_tool_has_a_title_annotations_and_an_output_schema() {
+    for tool in schema::compact(Server::tool_router()).list_all() {
+        let name = &tool.name;
+        assert!(
+            tool.title.as_deref().is_some_and(|t| !t.is_empty()),
+            "{name}"
+        );
+        let hints = tool
+            .annotations
+            .as_ref()
+            .unwrap_or_else(|| panic!("{name}"));
+        assert_eq!(hints.open_world_hint, Some(false), "{name}");
+        if hints.read_only_hint != Some(true) {
+            assert!(hints.destructive_hint.is_some(), "{name}");
+            assert!(hints.idempotent_hint.is_some(), "{name}");
+        }
+        if name != "status" {
+            let schema = tool
+                .output_schema
+                .as_ref()
+                .unwrap_or_else(|| panic!("{name}"));
+            assert_eq!(schema["type"], "object", "{name}");
+        }
+    }
+}
+
+#[test]
+fn input_schemas_carry_the_constraints_the_server_enforces() {
+    let tools = schema::compact(Server::tool_router()).list_all();
+    let send = tools.iter().find(|t| t.name == "mail_send").unwrap();
+    let props = &send.input_schema["properties"];
+    assert_eq!(props["subject"]["pattern"], "^[a-z0-9]+(-[a-z0-9]+)*$");
+    assert_eq!(props["subject"]["maxLength"], 128);
+    assert_eq!(props["to"]["pattern"], "^[A-Za-z0-9_-]+$");
+    let archive = tools.iter().find(|t| t.name == "mail_archive").unwrap();
+    assert_eq!(
+        archive.input_schema["properties"]["id"]["pattern"],
+        r"^[^./\\][^/\\]*$"
+    );
+}
+
+#[test]
+fn argument_errors_name_the_field_and_the_type() {
+    let refused = |v: Value| {
+        parse::<crate::params::RemindSnooze>(args(v))
+            .unwrap_err()
+            .to_string()
+    };
+    assert_eq!(
+        refused(json!({"id": "r", "hours": "soon"})),
+        r#"`hours`: expected an integer, got "soon""#
+    );
+    assert_eq!(
+        refused(json!({"id": "r", "hours": [2]})),
+        "`hours`: expected an integer, got an array"
+    );
+    assert_eq!(
+        refused(json!({"hours": 2})),
+        "missing field `id` (a string)"
+    );
+    let said = parse::<crate::params::MailInbox>(args(json!({"agent": "b"})))
+        .unwrap_err()
+        .to_string();
+    assert!(said.starts_with("unknown field `agent`"), "{said}");
+    let said = parse::<crate::params::MailSend>(args(
+        json!({"to": "b", "kind": "memo", "subject": "s", "body": "b"}),
+    ))
+    .unwrap_err()
+    .to_string();
+    assert_eq!(
+        said,
+        r#"`kind`: expected one of "request", "response", "notify", got "memo""#
+    );
+    for said in [refused(json!({"id": "r", "hours": {"h": 1}})), said] {
+        assert!(!said.contains("Lenient") && !said.contains("u32"), "{said}");
+    }
+}
+
+#[test]
+fn listings_are_limited() {
+    let mut t = Bench::new();
+    for i in 0..25 {
+        let m = json!({"to": "a", "kind": "notify", "subject": "n", "body": format!("{i}"),
+                       "task": "t"});
+        t.ok(true, "mail_send", m);
+    }
+    let inbox = t.ok(false, "mail_inbox", json!({}));
+    assert_eq!(inbox["messages"].as_array().unwrap().len(), 20);
+    assert_eq!(inbox["total"], 25);
+    let reply = call(&t.a, "mail_inbox", json!({})).unwrap();
+    assert!(
+        reply.text.contains("… 5 more (25 in all)"),
+        "{}",
+        reply.text
+    );
+    let refused = call(&t.a, "mail_inbox", json!({"limit": 0})).unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "limit must be between 1 and 1000, not 0"
+    );
+}
