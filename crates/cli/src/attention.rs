@@ -10,9 +10,9 @@
 
 use std::time::Duration;
 
-use chipset_loop::{Attention, Brief};
+use chipset_loop::Attention;
+use chipset_mcp::view::Waited;
 use chipset_store::AgentId;
-use serde_json::json;
 
 use crate::Ctx;
 use crate::error::Result;
@@ -27,11 +27,10 @@ pub(crate) fn brief(ctx: &Ctx, agent: &AgentId) -> Result<Output> {
 /// Runs `chipset wait AGENT [--timeout S]`.
 pub(crate) fn wait(ctx: &Ctx, agent: &AgentId, timeout: Option<Duration>) -> Result<Output> {
     let brief = Attention::from_state(&ctx.state).wait(agent, timeout.unwrap_or(Duration::MAX))?;
-    Ok(waited(&brief))
-}
-
-fn waited(brief: &Brief) -> Output {
-    let mut doc = output::json(brief);
-    doc["timed_out"] = json!(brief.is_empty());
-    Output::new(brief.to_string(), doc)
+    let text = brief.to_string();
+    let view = Waited {
+        timed_out: brief.is_empty(),
+        brief,
+    };
+    Ok(Output::new(text, output::json(&view)))
 }

@@ -9,16 +9,17 @@
 use std::time::{Duration, Instant};
 
 use chipset_bus::{
-    AckOutcome, BadFile, Bus, Event, NewEvent, Occasion, Pending, PresenceState, Problem,
-    Published, Resource, Wake,
+    BadFile, Bus, Event, NewEvent, Occasion, Pending, PresenceState, Resource, Wake,
 };
+use chipset_mcp::view::{Acked, BadEntry, Events, Published};
 use chipset_store::AgentId;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::Ctx;
 use crate::cli::{BusCommand, ControlCommand};
 use crate::error::{CliError, Result};
 use crate::output::{self, Cell, Output, Table, Tone};
+use crate::view::{PresenceView, Started};
 
 /// The longest single wait handed to the waiter (its deadline must fit an `Instant`).
 const WAIT_SLICE: Duration = Duration::from_secs(3600);
@@ -49,24 +50,15 @@ pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
             if let Some(payload) = payload {
                 event = event.payload(payload);
             }
-            Ok(match bus.publish(&to, &event)? {
-                Published::Delivered(event) => {
-                    Output::new(format!("{}\n", event.id()), output::json(&event))
-                }
+            let view = Published::from(bus.publish(&to, &event)?);
+            let doc = output::json(&view);
+            Ok(match view {
+                Published::Delivered { event } => Output::new(format!("{}\n", event.id()), doc),
                 Published::Duplicate {
                     key,
                     original,
                     accepted_at,
-                } => Output::new(
-                    "",
-                    json!({
-                        "outcome": "duplicate",
-                        "key": key,
-                        "original": original,
-                        "accepted_at": accepted_at,
-                    }),
-                )
-                .with_note(format!(
+                } => Output::new("", doc).with_note(format!(
                     "duplicate: key `{key}` was accepted for `{to}` at {accepted_at} \
                      (event {original}); nothing was published"
                 )),
@@ -74,39 +66,41 @@ pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
         }
         BusCommand::Pending { agent } => {
             let pending = bus.pending(&agent)?;
-            Ok(listing(ctx, &agent, &pending, None))
+            Ok(listing(ctx, &agent, &pending, None).0)
         }
         BusCommand::Ack { agent, event_id } => {
-            let (outcome, text) = match bus.ack(&agent, &event_id)? {
-                AckOutcome::Acked => ("acked", format!("acked {event_id}\n")),
-                AckOutcome::AlreadyAcked => (
-                    "already-acked",
-                    format!("{event_id} was acknowledged already\n"),
-                ),
+            let outcome = bus.ack(&agent, &event_id)?;
+            let view = Acked::of(&agent, &event_id, &outcome);
+            let text = match outcome {
+                chipset_bus::AckOutcome::Acked => format!("acked {event_id}\n"),
+                _ => format!("{event_id} was acknowledged already\n"),
             };
-            Ok(Output::new(
-                text,
-                json!({"outcome": outcome, "agent": agent, "id": event_id}),
-            ))
+            Ok(Output::new(text, output::json(&view)))
         }
         BusCommand::Wait { agent, timeout } => wait(ctx, &bus, &agent, timeout),
         BusCommand::Start { agent } => {
             let startup = bus.start(&agent)?;
-            let mut out = listing(ctx, &agent, &startup.pending, None);
+            let (mut out, events) = listing(ctx, &agent, &startup.pending, None);
             let (word, prev) = presence_words(ctx, &startup.previous);
             let head = format!(
                 "started {agent} (pid {}); before: {word}{prev}\n",
                 startup.presence.pid
             );
             out.text = format!("{head}{}", out.text);
-            out.json["presence"] = output::json(&startup.presence);
-            out.json["previous"] = presence_json(&startup.previous);
+            out.json = output::json(&Started {
+                events,
+                previous: PresenceView::from(&startup.previous),
+                presence: startup.presence,
+            });
             Ok(out)
         }
         BusCommand::Presence { agent } => {
             let state = bus.presence(&agent)?;
             let (word, detail) = presence_words(ctx, &state);
-            let out = Output::new(format!("{agent}: {word}{detail}\n"), presence_json(&state));
+            let out = Output::new(
+                format!("{agent}: {word}{detail}\n"),
+                output::json(&PresenceView::from(&state)),
+            );
             Ok(match &state {
                 PresenceState::Unreadable(c) => out.with_failure(Some(CliError::refused(format!(
                     "the presence file of `{agent}` is unreadable ({c}); `chipset doctor --fix` quarantines it"
@@ -150,7 +144,7 @@ pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
                 Occasion::Pause
             };
             let due = bus.due_reminders(&agent, occasion)?;
-            let mut out = listing_of(ctx, &agent, &due, &[], None);
+            let (mut out, _) = listing_of(ctx, &agent, &due, &[], None);
             if due.is_empty() {
                 out.text = format!("nothing due for a reminder for {agent}\n");
             }
@@ -178,16 +172,6 @@ fn presence_words(ctx: &Ctx, state: &PresenceState) -> (&'static str, String) {
     }
 }
 
-fn presence_json(state: &PresenceState) -> Value {
-    match state {
-        PresenceState::Absent => json!({"state": "absent"}),
-        PresenceState::Live(p) => json!({"state": "live", "presence": output::json(p)}),
-        PresenceState::Stale(p) => json!({"state": "stale", "presence": output::json(p)}),
-        PresenceState::Unreadable(c) => json!({"state": "unreadable", "problem": c.to_string()}),
-        PresenceState::Unsupported(u) => json!({"state": "unsupported", "problem": u.to_string()}),
-    }
-}
-
 fn wait(ctx: &Ctx, bus: &Bus, agent: &AgentId, timeout: Option<Duration>) -> Result<Output> {
     // No timeout, or one too large for an `Instant`: wait forever, a slice at a time.
     let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
@@ -200,17 +184,23 @@ fn wait(ctx: &Ctx, bus: &Bus, agent: &AgentId, timeout: Option<Duration>) -> Res
         match waiter.wait(slice)? {
             Wake::Arrived(_) => pending = bus.pending(agent)?,
             Wake::TimedOut if deadline.is_some_and(|d| Instant::now() >= d) => {
-                return Ok(listing(ctx, agent, &pending, Some(true)));
+                return Ok(listing(ctx, agent, &pending, Some(true)).0);
             }
             Wake::TimedOut => {}
         }
     }
-    Ok(listing(ctx, agent, &pending, Some(false)))
+    Ok(listing(ctx, agent, &pending, Some(false)).0)
 }
 
 /// Renders pending events (and unreadable queue files, which fail the
-/// command after the listing). `timed_out` is set for `bus wait`.
-fn listing(ctx: &Ctx, agent: &AgentId, pending: &Pending, timed_out: Option<bool>) -> Output {
+/// command after the listing), and returns their view too. `timed_out` is
+/// set for `bus wait`.
+fn listing(
+    ctx: &Ctx,
+    agent: &AgentId,
+    pending: &Pending,
+    timed_out: Option<bool>,
+) -> (Output, Events) {
     listing_of(
         ctx,
         agent,
@@ -226,7 +216,7 @@ fn listing_of(
     events: &[Event],
     bad: &[BadFile],
     timed_out: Option<bool>,
-) -> Output {
+) -> (Output, Events) {
     let now = ctx.state.now();
     let mut table = Table::new(&["ID", "PRIORITY", "SOURCE", "KIND", "AGE", "PAYLOAD"]);
     for e in events {
@@ -249,29 +239,20 @@ fn listing_of(
             payload.into(),
         ]);
     }
-    let unreadable: Vec<Value> = bad
-        .iter()
-        .map(|b| json!({"path": b.path, "problem": problem(&b.problem)}))
-        .collect();
     let text = match timed_out {
         Some(true) => String::new(),
         _ if table.is_empty() => format!("no pending events for {agent}\n"),
         _ => table.render(ctx.paint),
     };
-    let mut doc = json!({
-        "events": events.iter().map(output::json).collect::<Vec<_>>(),
-        "unreadable": unreadable,
-    });
-    if let Some(t) = timed_out {
-        doc["timed_out"] = json!(t);
-    }
+    let view = Events {
+        events: events.to_vec(),
+        unreadable: bad.iter().map(BadEntry::from).collect(),
+        total: None,
+        timed_out,
+    };
     let failure = bad.first().map(|first| {
-        CliError::unreadable_queue(agent, bad.len(), &first.path, &problem(&first.problem))
+        CliError::unreadable_queue(agent, bad.len(), &first.path, &first.problem.to_string())
     });
-    Output::new(text, doc).with_failure(failure)
-}
-
-/// Describes a bus file problem in a few words.
-pub(crate) fn problem(p: &Problem) -> String {
-    p.to_string()
+    let out = Output::new(text, output::json(&view)).with_failure(failure);
+    (out, view)
 }

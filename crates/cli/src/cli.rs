@@ -2,15 +2,20 @@
 //! library's validated newtype here, so a bad id is a usage error (exit 2)
 //! before anything touches the state root.
 
+mod bus;
+mod mail;
+mod remind;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
-use chipset_bus::EventId;
 use chipset_hook::BeadId;
-use chipset_mail::MessageId;
-use chipset_nudge::ReminderId;
-use chipset_store::{AgentId, TaskId, Timestamp};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use chipset_store::AgentId;
+use clap::{Args, Parser, Subcommand};
+
+pub(crate) use self::bus::{BusCommand, ControlCommand};
+pub(crate) use self::mail::{MailCommand, MailKind, MailSend, Since};
+pub(crate) use self::remind::RemindCommand;
 
 /// The `chipset` command line.
 #[derive(Debug, Parser)]
@@ -29,7 +34,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 )]
 pub(crate) struct Cli {
     /// The state root [default: $CHIPSET_ROOT if set and not empty, else
-    /// `.chipset/state` under the current directory].
+    /// the nearest `.chipset/state` in the current directory or one above
+    /// it, else `.chipset/state` in the current directory, which `chipset
+    /// init` creates].
     #[arg(long, global = true, value_name = "DIR")]
     pub(crate) root: Option<PathBuf>,
     /// Run the mail commands on this folder in place: any folder with the
@@ -83,6 +90,13 @@ pub(crate) enum Command {
     /// The witness loop: heartbeat checks and escalation.
     #[command(subcommand)]
     Witness(WitnessCommand),
+    /// Create the state root (where the other commands look for it) and
+    /// print the `.mcp.json` entry that serves it to an agent host.
+    Init {
+        /// The agent the MCP entry acts as [default: a placeholder, AGENT].
+        #[arg(long, value_name = "AGENT")]
+        agent: Option<AgentId>,
+    },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
         /// The shell.
@@ -208,359 +222,6 @@ pub(crate) enum NudgeCommand {
     },
 }
 
-/// `chipset mail ...`.
-#[derive(Debug, Subcommand)]
-pub(crate) enum MailCommand {
-    /// Send a message; prints the new id.
-    Send(MailSend),
-    /// List an agent's inbox.
-    Inbox {
-        /// The agent.
-        #[arg(required_unless_present = "agent_opt", conflicts_with = "agent_opt")]
-        agent: Option<AgentId>,
-        /// The agent (as nubos-pilot's `messages-inbox --agent A` takes it).
-        #[arg(long = "agent", id = "agent_opt", value_name = "A")]
-        agent_opt: Option<AgentId>,
-        /// Only this kind.
-        #[arg(long, value_name = "K")]
-        kind: Option<MailKind>,
-        /// Only this task's messages.
-        #[arg(long, visible_alias = "phase", value_name = "T")]
-        task: Option<TaskId>,
-        /// Only messages after this one: a message id (ids sort in send
-        /// order) or an RFC 3339 time (created strictly after it).
-        #[arg(long, value_name = "ID|TIME", value_parser = parse_since)]
-        since: Option<Since>,
-    },
-    /// Archive a message (a request only after it was answered).
-    Archive {
-        /// The message id.
-        #[arg(required_unless_present = "id_opt", conflicts_with = "id_opt")]
-        id: Option<MessageId>,
-        /// The message id (as nubos-pilot's `messages-archive --id ID` takes it).
-        #[arg(long = "id", id = "id_opt", value_name = "ID")]
-        id_opt: Option<MessageId>,
-    },
-    /// Show the thread a message belongs to, in causal order.
-    Thread {
-        /// The message id.
-        #[arg(required_unless_present = "id_opt", conflicts_with = "id_opt")]
-        id: Option<MessageId>,
-        /// The message id (as `--id ID`).
-        #[arg(long = "id", id = "id_opt", value_name = "ID")]
-        id_opt: Option<MessageId>,
-    },
-    /// List a task's requests still waiting for a reply (the commit gate).
-    Pending {
-        /// The task.
-        task: TaskId,
-    },
-    /// Move a committed task's messages into archive/by-task/.
-    Sweep {
-        /// The task.
-        task: TaskId,
-    },
-    /// Find (and with --fix repair) problems in the mail folder only.
-    Doctor(DoctorArgs),
-}
-
-/// Where `mail inbox --since` starts.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Since {
-    /// Messages whose id sorts after this one.
-    Id(MessageId),
-    /// Messages created strictly after this instant.
-    Time(Timestamp),
-}
-
-fn parse_since(text: &str) -> Result<Since, String> {
-    if let Ok(t) = Timestamp::parse(text) {
-        return Ok(Since::Time(t));
-    }
-    MessageId::new(text)
-        .map(Since::Id)
-        .map_err(|e| format!("neither a message id nor an RFC 3339 time: {e}"))
-}
-
-/// `chipset mail send ...`.
-#[derive(Debug, Args)]
-pub(crate) struct MailSend {
-    /// The sender.
-    #[arg(long, value_name = "A")]
-    pub(crate) from: AgentId,
-    /// The addressee.
-    #[arg(long, value_name = "B")]
-    pub(crate) to: AgentId,
-    /// request (expects a reply), response (answers --in-reply-to) or notify.
-    #[arg(long, value_name = "KIND")]
-    pub(crate) kind: MailKind,
-    /// A kebab-case topic.
-    #[arg(long, value_name = "S")]
-    pub(crate) subject: String,
-    /// The text; `-` reads it from standard input.
-    #[arg(long, value_name = "TEXT", required_unless_present = "body_file")]
-    pub(crate) body: Option<String>,
-    /// Read the text from this file.
-    #[arg(long, value_name = "PATH", conflicts_with = "body")]
-    pub(crate) body_file: Option<PathBuf>,
-    /// The task (required for request and notify; a response takes its request's).
-    #[arg(long, visible_alias = "phase", value_name = "T")]
-    pub(crate) task: Option<TaskId>,
-    /// Accepted for nubos-pilot's scripts: a request expects a reply anyway
-    /// (refused with the other kinds, which cannot).
-    #[arg(long)]
-    pub(crate) expects_reply: bool,
-    /// The round within the task, 0 to 2^53 [default: none, written `null`].
-    #[arg(long, value_name = "N")]
-    pub(crate) round: Option<u64>,
-    /// The message this one replies to (required for a response).
-    #[arg(long, value_name = "ID")]
-    pub(crate) in_reply_to: Option<MessageId>,
-    /// urgent, normal or low [default: normal].
-    #[arg(long, value_name = "P")]
-    pub(crate) priority: Option<MailPriority>,
-    /// The message's id (`{unix-ms}-{uuid-v4}`), to make a retry safe:
-    /// sending again with the same id and content (every field but the
-    /// time) prints the first delivery's id and writes no second copy,
-    /// wherever the message went since; other content is refused.
-    #[arg(long, value_name = "ID")]
-    pub(crate) id: Option<MessageId>,
-}
-
-/// A mail kind, as typed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum MailKind {
-    /// Expects a reply.
-    Request,
-    /// Answers a request.
-    Response,
-    /// Expects no reply.
-    Notify,
-}
-
-impl From<MailKind> for chipset_mail::Kind {
-    fn from(k: MailKind) -> Self {
-        match k {
-            MailKind::Request => chipset_mail::Kind::Request,
-            MailKind::Response => chipset_mail::Kind::Response,
-            MailKind::Notify => chipset_mail::Kind::Notify,
-        }
-    }
-}
-
-/// A mail priority, as typed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum MailPriority {
-    /// Before anything else.
-    Urgent,
-    /// The default.
-    Normal,
-    /// Whenever convenient.
-    Low,
-}
-
-impl From<MailPriority> for chipset_mail::MailPriority {
-    fn from(p: MailPriority) -> Self {
-        match p {
-            MailPriority::Urgent => chipset_mail::MailPriority::Urgent,
-            MailPriority::Normal => chipset_mail::MailPriority::Normal,
-            MailPriority::Low => chipset_mail::MailPriority::Low,
-        }
-    }
-}
-
-/// `chipset bus ...`.
-#[derive(Debug, Subcommand)]
-pub(crate) enum BusCommand {
-    /// Publish an event to an agent's queue; prints the new id.
-    Publish {
-        /// The recipient.
-        #[arg(long, value_name = "A")]
-        to: AgentId,
-        /// Who caused the event.
-        #[arg(long, value_name = "S")]
-        source: String,
-        /// What kind of event it is.
-        #[arg(long, value_name = "K")]
-        kind: String,
-        /// critical, high, normal or low [default: normal].
-        #[arg(long, value_name = "P")]
-        priority: Option<chipset_bus::Priority>,
-        /// Drop this publish if the key was accepted for the recipient within the window.
-        #[arg(long, value_name = "K")]
-        dedup_key: Option<String>,
-        /// A JSON payload (kept exactly, numbers of any size included).
-        #[arg(long, value_name = "JSON", value_parser = parse_json)]
-        payload: Option<serde_json::Value>,
-        /// The event's id (`{unix-ms}-{uuid-v4}`), to make a retry safe:
-        /// publishing again with the same id and content prints the first
-        /// delivery's id and changes nothing; other content is refused.
-        #[arg(long, value_name = "ID")]
-        id: Option<EventId>,
-    },
-    /// List an agent's unacknowledged events, critical first.
-    Pending {
-        /// The agent.
-        agent: AgentId,
-    },
-    /// Acknowledge an event.
-    Ack {
-        /// The agent.
-        agent: AgentId,
-        /// The event id.
-        event_id: EventId,
-    },
-    /// Block until the agent has pending events, then list them (nothing on timeout).
-    Wait {
-        /// The agent.
-        agent: AgentId,
-        /// Give up after this many seconds (exit 0, empty output) [default: wait forever].
-        #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
-        timeout: Option<Duration>,
-    },
-    /// Start a session (restart semantics): make the queue, list every
-    /// pending event in processing order, register presence.
-    Start {
-        /// The agent.
-        agent: AgentId,
-    },
-    /// Show an agent's presence: live, stale, absent or unreadable.
-    Presence {
-        /// The agent.
-        agent: AgentId,
-    },
-    /// The control inbox: register or unregister resources to watch.
-    #[command(subcommand)]
-    Control(ControlCommand),
-    /// List the pending events due for a reminder now, by the priority
-    /// schedule (timed reminders are recorded, so they are not repeated early).
-    Nag {
-        /// The agent.
-        agent: AgentId,
-        /// A regular poll cycle (poll rules fire too) rather than a natural pause.
-        #[arg(long)]
-        poll: bool,
-    },
-}
-
-/// `chipset bus control ...`.
-#[derive(Debug, Subcommand)]
-pub(crate) enum ControlCommand {
-    /// Ask for a resource to be watched for the agent; prints the registry.
-    Register(ControlArgs),
-    /// Stop watching a resource for the agent; prints the registry.
-    Unregister(ControlArgs),
-}
-
-/// The arguments of `bus control register|unregister`.
-#[derive(Debug, Args)]
-pub(crate) struct ControlArgs {
-    /// The agent.
-    pub(crate) agent: AgentId,
-    /// What sort of resource (chat, queue, hub, ...).
-    #[arg(long, value_name = "K")]
-    pub(crate) kind: String,
-    /// Where it is (a path, an agent id, ...).
-    #[arg(long, value_name = "T")]
-    pub(crate) target: String,
-}
-
-/// `chipset remind ...`.
-#[derive(Debug, Subcommand)]
-pub(crate) enum RemindCommand {
-    /// Open a reminder (idempotent per kind, source type and source id).
-    Open {
-        /// A registered kind (wrap_session, spec_draft, adr_proposed, wip_unsealed,
-        /// invite_pending, handoff_pending).
-        #[arg(long, value_name = "K")]
-        kind: String,
-        /// The kind's source type (session, spec, adr, wip_state, invite, handoff).
-        #[arg(long, value_name = "T")]
-        source_type: String,
-        /// The entity it refers to.
-        #[arg(long, value_name = "ID")]
-        source_id: String,
-        /// The prompt.
-        #[arg(long, value_name = "TEXT")]
-        message: String,
-        /// The agent it is for (`metadata.agent`): it shows in that agent's
-        /// `brief` and wakes its `wait`.
-        #[arg(long, value_name = "A")]
-        agent: Option<AgentId>,
-    },
-    /// List open reminders, oldest first.
-    List {
-        /// Only this kind.
-        #[arg(long, value_name = "K")]
-        kind: Option<String>,
-    },
-    /// Resolve a reminder by hand.
-    Resolve {
-        /// The reminder id.
-        id: ReminderId,
-        /// completed or ignored.
-        #[arg(long, value_name = "R")]
-        resolution: ResolutionArg,
-        /// A note recorded with the resolution.
-        #[arg(long, value_name = "TEXT")]
-        note: Option<String>,
-    },
-    /// Put a reminder off; it reopens when the time has come.
-    Snooze {
-        /// The reminder id.
-        id: ReminderId,
-        /// How many hours.
-        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-        hours: u32,
-    },
-    /// Resolve automatically, as the resolving verb does (auto_cleared):
-    /// the reminder of exactly this kind, source type and source id.
-    Clear {
-        /// The kind.
-        #[arg(long, value_name = "K")]
-        kind: String,
-        /// The kind's source type.
-        #[arg(long, value_name = "T")]
-        source_type: String,
-        /// The entity it refers to.
-        #[arg(long, value_name = "ID")]
-        source_id: String,
-        /// The verb that resolved it (one of the kind's resolving verbs, such as prism_wrap).
-        #[arg(long, value_name = "VERB")]
-        verb: String,
-    },
-    /// Every reminder ever opened (open, snoozed, resolved), oldest first.
-    History {
-        /// Only this kind.
-        #[arg(long, value_name = "K")]
-        kind: Option<String>,
-    },
-    /// Counts per kind: opened, resolved by resolution, open now, median open age.
-    Metrics {
-        /// Count openings and resolutions from this time on (RFC 3339) [default: all time].
-        #[arg(long, value_name = "TIME", value_parser = parse_time)]
-        since: Option<chipset_store::Timestamp>,
-    },
-}
-
-/// A manual resolution, as typed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum ResolutionArg {
-    /// Done.
-    Completed,
-    /// Dismissed.
-    Ignored,
-}
-
-impl From<ResolutionArg> for chipset_nudge::ManualResolution {
-    fn from(r: ResolutionArg) -> Self {
-        match r {
-            ResolutionArg::Completed => chipset_nudge::ManualResolution::Completed,
-            ResolutionArg::Ignored => chipset_nudge::ManualResolution::Ignored,
-        }
-    }
-}
-
 /// `chipset witness ...`.
 #[derive(Debug, Subcommand)]
 pub(crate) enum WitnessCommand {
@@ -586,14 +247,6 @@ pub(crate) struct DoctorArgs {
     pub(crate) fix: bool,
 }
 
-fn parse_json(text: &str) -> Result<serde_json::Value, String> {
-    serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))
-}
-
-fn parse_time(text: &str) -> Result<chipset_store::Timestamp, String> {
-    chipset_store::Timestamp::parse(text).map_err(|e| e.to_string())
-}
-
 /// Parses `500ms`, `30s`, `5m`, `1h` or a bare number of seconds; never zero.
 fn parse_duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();
@@ -617,7 +270,7 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
     }
 }
 
-fn parse_seconds(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_seconds(text: &str) -> Result<Duration, String> {
     let secs: f64 = text
         .parse()
         .map_err(|_| format!("not a number of seconds: {text:?}"))?;
@@ -653,7 +306,7 @@ impl Command {
             // The witness writes (incidents, nudges), but only into a root
             // that has agents to watch: a mistyped root is refused.
             Command::Witness(_) => true,
-            Command::Completions { .. } => false,
+            Command::Completions { .. } | Command::Init { .. } => false,
             Command::Brief { .. } | Command::Wait { .. } => true,
             // The tools read as well as write (`mail_pending` is a commit
             // gate): a mistyped root must not serve as an empty one.
@@ -670,21 +323,6 @@ mod tests {
     #[test]
     fn the_command_definition_is_consistent() {
         Cli::command().debug_assert();
-    }
-
-    #[test]
-    fn since_is_a_time_or_an_id() {
-        assert_eq!(
-            parse_since("2026-11-23T04:36:10.001Z"),
-            Ok(Since::Time(Timestamp::from_unix_ms(1_795_408_570_001)))
-        );
-        assert_eq!(
-            parse_since("1795408570001-af0bcc55-dbc3-4b45-a04f-312f26ea7034"),
-            Ok(Since::Id(
-                MessageId::new("1795408570001-af0bcc55-dbc3-4b45-a04f-312f26ea7034").unwrap()
-            ))
-        );
-        assert!(parse_since("../x").is_err());
     }
 
     #[test]

@@ -21,13 +21,13 @@ use chipset_loop::LoopState;
 use chipset_mail::Mail;
 use chipset_nudge::Nudges;
 use chipset_store::{Doctor, DoctorMode, Report};
-use serde_json::json;
 
 use crate::Ctx;
 use crate::cli::DoctorArgs;
 use crate::error::{CliError, Result};
 use crate::output::{self, Cell, Output, Table, Tone};
 use crate::remind;
+use crate::view::{DoctorReport, Finding};
 
 /// Temp files older than this are left by a crashed writer.
 pub(crate) const STALE_TEMP_AGE: Duration = Duration::from_secs(600);
@@ -43,7 +43,7 @@ struct Row {
 pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
     let fix = args.fix;
     let mut rows = Vec::new();
-    let mut scanned = serde_json::Map::new();
+    let mut scanned = std::collections::BTreeMap::new();
 
     let mode = if fix {
         DoctorMode::Fix
@@ -62,10 +62,7 @@ pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
     let mut in_flight = InFlight::default();
     for doctor in &doctors {
         let report = or_row(&mut rows, doctor.name(), doctor.doctor(mode));
-        scanned.insert(
-            doctor.name().to_owned(),
-            json!(report.as_ref().map(|r| r.scanned)),
-        );
+        scanned.insert(doctor.name().to_owned(), report.as_ref().map(|r| r.scanned));
         let Some(report) = report else { continue };
         in_flight.add(&report);
         for f in report.findings {
@@ -193,7 +190,7 @@ fn render(
     ctx: &Ctx,
     fix: bool,
     rows: &[Row],
-    scanned: serde_json::Map<String, serde_json::Value>,
+    scanned: std::collections::BTreeMap<String, Option<usize>>,
     in_flight: &InFlight,
 ) -> Output {
     // Paths are shown relative to the state root.
@@ -213,11 +210,11 @@ fn render(
             state,
             short(&r.problem).into(),
         ]);
-        docs.push(json!({
-            "area": r.area,
-            "problem": short(&r.problem),
-            "action": r.action.as_deref().map(short),
-        }));
+        docs.push(Finding {
+            area: r.area.clone(),
+            problem: short(&r.problem),
+            action: r.action.as_deref().map(short),
+        });
     }
     // What was done goes on its own line below each fixed finding.
     let mut listing = String::new();
@@ -241,13 +238,13 @@ fn render(
             output::plural(rows.len(), "problem")
         )
     });
-    let doc = json!({
-        "fix": fix,
-        "scanned": scanned,
-        "findings": docs,
-        "fixed": fixed,
-        "remaining": remaining,
-        "in_flight": in_flight.count,
+    let doc = output::json(&DoctorReport {
+        fix,
+        scanned,
+        findings: docs,
+        fixed,
+        remaining,
+        in_flight: in_flight.count,
     });
     let failure = (remaining > 0).then(|| {
         CliError::refused(if fix {

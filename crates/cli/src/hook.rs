@@ -5,13 +5,14 @@
 //! still fences the change on it, so a hook that changed in between refuses.
 
 use chipset_hook::{Hook, HookRead, HookStatus, Hooks};
+use chipset_mcp::view::Reassigned;
 use chipset_store::AgentId;
-use serde_json::json;
 
 use crate::Ctx;
 use crate::cli::HookCommand;
 use crate::error::{CliError, Result};
 use crate::output::{self, Cell, Output, Table, Tone};
+use crate::view::HookEntry;
 
 /// Runs one hook command.
 pub(crate) fn run(ctx: &Ctx, command: HookCommand) -> Result<Output> {
@@ -65,12 +66,7 @@ pub(crate) fn run(ctx: &Ctx, command: HookCommand) -> Result<Output> {
                 done.taken.bead_id(),
                 done.was
             );
-            let json = json!({
-                "taken": output::json(&done.taken),
-                "was": done.was,
-                "hook": output::json(&done.hook),
-            });
-            Ok(Output::new(text, json))
+            Ok(Output::new(text, output::json(&Reassigned::from(done))))
         }
     }
 }
@@ -146,7 +142,11 @@ fn list(ctx: &Ctx, hooks: &Hooks) -> Result<Output> {
                     "-".into(),
                     c.reason.to_string().into(),
                 ]);
-                docs.push(json!({"agent_id": agent, "status": "corrupt", "error": c.to_string()}));
+                docs.push(HookEntry::Unreadable {
+                    agent_id: entry.agent.clone(),
+                    status: "corrupt",
+                    error: c.to_string(),
+                });
             }
             HookRead::Unsupported(u) => {
                 unsupported += 1;
@@ -157,9 +157,11 @@ fn list(ctx: &Ctx, hooks: &Hooks) -> Result<Output> {
                     "-".into(),
                     u.what.clone().into(),
                 ]);
-                docs.push(
-                    json!({"agent_id": agent, "status": "unsupported", "error": u.to_string()}),
-                );
+                docs.push(HookEntry::Unreadable {
+                    agent_id: entry.agent.clone(),
+                    status: "unsupported",
+                    error: u.to_string(),
+                });
             }
             read => {
                 let hook = read
@@ -174,7 +176,7 @@ fn list(ctx: &Ctx, hooks: &Hooks) -> Result<Output> {
                     work.map_or("-".into(), |w| w.bead_id().to_string()).into(),
                     work.map_or(String::new(), |w| w.title().to_owned()).into(),
                 ]);
-                docs.push(output::json(&hook));
+                docs.push(HookEntry::Hook(hook));
             }
         }
     }
@@ -194,7 +196,7 @@ fn list(ctx: &Ctx, hooks: &Hooks) -> Result<Output> {
             output::plural(n, "hook file")
         ))),
     };
-    Ok(Output::new(text, serde_json::Value::Array(docs)).with_failure(failure))
+    Ok(Output::new(text, output::json(&docs)).with_failure(failure))
 }
 
 /// Returns a hook status as a coloured cell.

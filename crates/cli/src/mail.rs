@@ -5,14 +5,15 @@ use std::io::Read as _;
 use std::time::Duration;
 
 use chipset_mail::MessageId;
-use chipset_mail::{ArchiveOutcome, Draft, InboxFilter, Kind, Mail, MailPriority, Message};
+use chipset_mail::{Draft, InboxFilter, Kind, Mail, MailPriority, Message};
+use chipset_mcp::view::Archived;
 use chipset_store::DoctorMode;
-use serde_json::json;
 
 use crate::Ctx;
 use crate::cli::{MailCommand, MailKind, MailSend, Since};
 use crate::error::{CliError, Result};
 use crate::output::{self, Cell, Output, Paint, Table, Tone};
+use crate::view::{MailDoctor, MailFinding, Swept};
 
 /// Runs one mail command, on the mail folder `ctx.mail_folder` names when
 /// it is set (`--mail-dir`, or a `.nubos-pilot/messages` found), else on
@@ -79,25 +80,25 @@ pub(crate) fn run(ctx: &Ctx, command: MailCommand) -> Result<Output> {
                 output::plural(report.moved, "message"),
                 report.total
             );
-            Ok(Output::new(
-                text,
-                json!({"task": task, "moved": report.moved, "total": report.total}),
-            ))
+            let view = Swept {
+                task,
+                moved: report.moved,
+                total: report.total,
+            };
+            Ok(Output::new(text, output::json(&view)))
         }
     }
 }
 
 fn archive(mail: &Mail, id: &MessageId) -> Result<Output> {
-    match mail.archive(id)? {
-        ArchiveOutcome::Archived(message) => Ok(Output::new(
-            format!("archived {id}\n"),
-            json!({"outcome": "archived", "message": output::json(&message)}),
-        )),
-        ArchiveOutcome::AlreadyArchived(location) => Ok(Output::new(
-            format!("{id} was archived already (in {location})\n"),
-            json!({"outcome": "already-archived", "location": location.to_string()}),
-        )),
-    }
+    let view = Archived::from(mail.archive(id)?);
+    let text = match &view {
+        Archived::Archived { .. } => format!("archived {id}\n"),
+        Archived::AlreadyArchived { location } => {
+            format!("{id} was archived already (in {location})\n")
+        }
+    };
+    Ok(Output::new(text, output::json(&view)))
 }
 
 /// `chipset mail doctor [--fix]`: the mail library's doctor alone, for a
@@ -126,7 +127,11 @@ fn doctor(mail: &Mail, fix: bool) -> Result<Output> {
             f.message,
             if fixed { " (repaired)" } else { "" }
         );
-        rows.push(json!({"code": f.code, "problem": f.message, "repaired": fixed}));
+        rows.push(MailFinding {
+            code: f.code,
+            problem: f.message.clone(),
+            repaired: fixed,
+        });
     }
     let _ = write!(
         text,
@@ -138,7 +143,11 @@ fn doctor(mail: &Mail, fix: bool) -> Result<Output> {
         let _ = write!(text, ", {repaired} repaired");
     }
     text.push('\n');
-    let doc = json!({"messages": report.scanned, "findings": rows, "remaining": open});
+    let doc = output::json(&MailDoctor {
+        messages: report.scanned,
+        findings: rows,
+        remaining: open,
+    });
     let in_flight = crate::doctor::InFlight::of(&report);
     let failure = (open > 0).then(|| {
         let fixable = report.findings.iter().filter(|f| f.fixable).count();
@@ -255,7 +264,7 @@ fn read_body(body: Option<String>, file: Option<std::path::PathBuf>) -> Result<S
 /// Renders messages as an aligned table, each row followed by its body
 /// (indented) when `bodies` is set; JSON is the array of messages.
 fn listing(paint: Paint, messages: &[Message], bodies: bool, empty: &str) -> Output {
-    let doc = serde_json::Value::Array(messages.iter().map(output::json).collect());
+    let doc = output::json(messages);
     if messages.is_empty() {
         return Output::new(empty, doc);
     }

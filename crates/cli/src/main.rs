@@ -101,12 +101,14 @@ mod cli;
 mod doctor;
 mod error;
 mod hook;
+mod init;
 mod mail;
 mod mcp;
 mod nudge;
 mod output;
 mod remind;
 mod status;
+mod view;
 mod witness;
 
 use std::path::PathBuf;
@@ -145,10 +147,20 @@ fn main() -> ExitCode {
     // `mcp` speaks MCP on stdout (stdio) and prints nothing else there.
     let json = cli.json && !matches!(cli.command, Command::Mcp(_));
     if let Command::Completions { shell } = cli.command {
-        // No state root is opened: completions need none.
+        // No state root is opened: completions need none. The script is
+        // built in memory and printed as any output is, so a closed pipe
+        // (`chipset completions bash | head -1`) is not a panic.
         let mut command = <Cli as clap::CommandFactory>::command();
-        clap_complete::generate(shell, &mut command, "chipset", &mut std::io::stdout());
-        return ExitCode::SUCCESS;
+        let mut script = Vec::new();
+        clap_complete::generate(shell, &mut command, "chipset", &mut script);
+        let text = String::from_utf8_lossy(&script).into_owned();
+        return Output::new(text, serde_json::Value::Null).emit(false);
+    }
+    if let Command::Init { agent } = &cli.command {
+        return match init::run(&cli, agent.as_ref()) {
+            Ok(out) => out.emit(json),
+            Err(e) => output::fail(&e),
+        };
     }
     match run(cli) {
         Ok(out) => out.emit(json),
@@ -164,7 +176,7 @@ fn main() -> ExitCode {
 /// the mail commands the nearest `.nubos-pilot/messages` if that is nearer
 /// (at the same level `.chipset/state` wins), else `.chipset/state` under
 /// the current directory.
-fn locate(cli: &Cli) -> Result<(PathBuf, bool)> {
+pub(crate) fn locate(cli: &Cli) -> Result<(PathBuf, bool)> {
     let mail = matches!(cli.command, Command::Mail(_));
     if let Some(dir) = &cli.mail_dir {
         if !mail {
@@ -207,17 +219,28 @@ fn run(cli: Cli) -> Result<Output> {
     let json = cli.json;
     let (root, mail_folder) = locate(&cli)?;
     let state = if cli.command.reads_only() {
-        StateDir::open_existing_with(&root, StateOptions::default()).map_err(|e| match e {
-            chipset_store::Error::NotFound { .. } if mail_folder => CliError::refused(format!(
-                "mail folder `{}` does not exist (check --mail-dir)",
-                root.display()
-            )),
-            chipset_store::Error::NotFound { .. } => CliError::refused(format!(
-                "state root `{}` does not exist (check --root or {ROOT_ENV})",
-                root.display()
-            )),
-            other => other.into(),
-        })?
+        let opened =
+            StateDir::open_existing_with(&root, StateOptions::default()).map_err(|e| match e {
+                chipset_store::Error::NotFound { .. } if mail_folder => CliError::refused(format!(
+                    "mail folder `{}` does not exist (check --mail-dir)",
+                    root.display()
+                )),
+                chipset_store::Error::NotFound { .. } => CliError::refused(format!(
+                    "state root `{}` does not exist: `chipset init` creates it (or check --root \
+                 or {ROOT_ENV})",
+                    root.display()
+                )),
+                other => other.into(),
+            });
+        match (opened, &cli.command) {
+            // An MCP client sees the reason as the error of its handshake,
+            // not as a connection closed without a word.
+            (Err(failure), Command::Mcp(args)) if args.http.is_none() => {
+                let _ = chipset_mcp::refuse_stdio(failure.to_string());
+                return Err(failure);
+            }
+            (opened, _) => opened?,
+        }
     } else {
         StateDir::open(&root)?
     };
@@ -236,7 +259,9 @@ fn run(cli: Cli) -> Result<Output> {
         Command::Wait { agent, timeout } => attention::wait(&ctx, &agent, timeout),
         Command::Witness(c) => witness::run(&ctx, c, json),
         // Handled in `main` before any root is opened.
-        Command::Completions { .. } => Ok(Output::new("", serde_json::Value::Null)),
+        Command::Completions { .. } | Command::Init { .. } => {
+            Ok(Output::new("", serde_json::Value::Null))
+        }
         Command::Status => status::run(&ctx),
         Command::Doctor(args) => doctor::run(&ctx, &args),
         Command::Mcp(args) => mcp::run(ctx, args),

@@ -6,6 +6,8 @@
 //! SIGINT or SIGTERM. A non-loopback address without a token, or an
 //! unusable token, is a usage error (exit 2) before anything is bound.
 
+use std::io::Write as _;
+
 use chipset_failure::Class;
 use chipset_mcp::{HttpOptions, MCP_PATH, Server, Token};
 
@@ -29,7 +31,11 @@ pub(crate) fn run(ctx: Ctx, args: McpArgs) -> Result<Output> {
             .map_err(failure)?;
             let options = HttpOptions { addr, token };
             chipset_mcp::run_http(server, options, |bound| {
-                eprintln!("chipset: listening on http://{bound}{MCP_PATH}");
+                // A closed stderr is no reason to stop serving.
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "chipset: listening on http://{bound}{MCP_PATH}"
+                );
             })
         }
     };

@@ -1,8 +1,8 @@
 //! `chipset nudge ...`: [`chipset_nudge::Nudges`] from a shell.
 
+use chipset_mcp::view::{NudgeAnswered, NudgeRead, NudgeSent, NudgeState};
 use chipset_nudge::{Delivery, NewNudge, Nudge, NudgeType, Nudges, Received};
 use chipset_store::AgentId;
-use serde_json::{Value, json};
 
 use crate::Ctx;
 use crate::cli::NudgeCommand;
@@ -24,44 +24,16 @@ pub(crate) fn run(ctx: &Ctx, command: NudgeCommand) -> Result<Output> {
             if requires_response {
                 draft = draft.requiring_response();
             }
-            send(&to, &nudges.send(&to, draft)?)
+            send(&to, nudges.send(&to, draft)?)
         }
         NudgeCommand::Read { agent } => read(ctx, &nudges, &agent),
         NudgeCommand::Respond { agent, message } => respond(&nudges, &agent, message),
     }
 }
 
-fn send(to: &AgentId, delivery: &Delivery) -> Result<Output> {
-    let (outcome, note, extra) = match delivery {
-        Delivery::Delivered { .. } => ("delivered", None, Value::Null),
-        Delivery::Replaced { previous, .. } => (
-            "replaced",
-            Some(format!(
-                "replaced an unprocessed {} from `{}` (latest wins)",
-                previous.kind, previous.from
-            )),
-            output::json(previous),
-        ),
-        Delivery::RepairedCorrupt { quarantined, .. } => (
-            "repaired-corrupt",
-            Some(format!(
-                "the unreadable latest.json of `{to}` was moved aside to `{}`",
-                quarantined.display()
-            )),
-            json!(quarantined),
-        ),
-        Delivery::Held { pending, .. } => return Err(CliError::nudge_held(to, &pending.from)),
-        _ => return Err(CliError::nudge_not_sent(to)),
-    };
-    let sent = delivery.sent().expect("a nudge that was not held was sent");
-    let mut doc = json!({"outcome": outcome, "to": to, "nudge": output::json(sent)});
-    match outcome {
-        "replaced" => doc["previous"] = extra,
-        "repaired-corrupt" => doc["quarantined"] = extra,
-        _ => {}
-    }
-    let text = format!("{}\n", nudge_id(sent));
-    let out = Output::new(text, doc);
+fn send(to: &AgentId, delivery: Delivery) -> Result<Output> {
+    let (view, note) = NudgeSent::of(to, delivery)?;
+    let out = Output::new(format!("{}\n", nudge_id(&view.nudge)), output::json(&view));
     Ok(match note {
         Some(note) => out.with_note(note),
         None => out,
@@ -73,19 +45,23 @@ fn read(ctx: &Ctx, nudges: &Nudges, agent: &AgentId) -> Result<Output> {
     let note = received.doubt();
     let (state, nudge) = match received {
         Received::Empty => {
+            let view = NudgeRead {
+                state: NudgeState::Empty,
+                nudge: None,
+            };
             return Ok(Output::new(
                 format!("no nudge for {agent}\n"),
-                json!({"state": "empty", "nudge": null}),
+                output::json(&view),
             ));
         }
-        Received::Seen(n) => ("seen", n),
-        Received::New(n) | Received::Unsure { nudge: n, .. } => ("new", n),
+        Received::Seen(n) => (NudgeState::Seen, n),
+        Received::New(n) | Received::Unsure { nudge: n, .. } => (NudgeState::New, n),
         Received::Corrupt(c) => return Err(CliError::nudge_unreadable(agent, &c)),
         _ => return Err(CliError::nudge_not_read(agent)),
     };
     let now = ctx.state.now();
     let mut pairs = vec![
-        ("state", state.to_owned()),
+        ("state", state.as_str().to_owned()),
         ("type", nudge.kind.to_string()),
         ("from", nudge.from.clone()),
         (
@@ -104,10 +80,11 @@ fn read(ctx: &Ctx, nudges: &Nudges, agent: &AgentId) -> Result<Output> {
     if let Some(id) = &nudge.id {
         pairs.push(("id", id.to_string()));
     }
-    let out = Output::new(
-        output::fields(&pairs),
-        json!({"state": state, "nudge": output::json(&nudge)}),
-    );
+    let view = NudgeRead {
+        state,
+        nudge: Some(nudge),
+    };
+    let out = Output::new(output::fields(&pairs), output::json(&view));
     Ok(match note {
         Some(note) => out.with_note(note),
         None => out,
@@ -118,24 +95,24 @@ fn respond(nudges: &Nudges, agent: &AgentId, message: String) -> Result<Output> 
     let incoming = CliError::nudge_to_answer(agent, nudges.read_latest(agent)?)?;
     let responded = nudges.respond(agent, &incoming, message)?;
     nudges.mark_processed(agent, &incoming)?;
-    let outcome = responded.delivery.outcome();
     let text = format!(
         "answered {} from {} ({})\n",
         incoming.kind,
         incoming.from,
         nudge_id(&responded.response)
     );
-    let doc = json!({
-        "answered": output::json(&incoming),
-        "response": output::json(&responded.response),
-        "delivery": outcome,
-    });
-    let out = Output::new(text, doc);
-    Ok(if responded.delivery.is_held() {
+    let held = responded.delivery.is_held();
+    let from = incoming.from.clone();
+    let view = NudgeAnswered {
+        delivery: responded.delivery.outcome().to_owned(),
+        answered: incoming,
+        response: responded.response,
+    };
+    let out = Output::new(text, output::json(&view));
+    Ok(if held {
         out.with_note(format!(
-            "`{}` has an unprocessed abort, so the answer is in its responses/{agent}.json \
-             but not in its latest.json",
-            incoming.from
+            "`{from}` has an unprocessed abort, so the answer is in its responses/{agent}.json \
+             but not in its latest.json"
         ))
     } else {
         out

@@ -4,15 +4,14 @@
 use std::time::Duration;
 
 use chipset_loop::REMINDER_AGENT_FIELD;
-use chipset_nudge::{
-    KindRegistry, NewReminder, Opened, Reminder, ReminderFilter, ReminderKey, Reminders,
-};
-use serde_json::json;
+use chipset_mcp::view::{self, ReminderOpened};
+use chipset_nudge::{KindRegistry, NewReminder, Reminder, ReminderFilter, ReminderKey, Reminders};
 
 use crate::Ctx;
 use crate::cli::RemindCommand;
 use crate::error::{CliError, Result};
 use crate::output::{self, Output, Table};
+use crate::view::{KindMetrics, Metrics, NothingOpen};
 
 /// The tenant every reminder opened from the command line belongs to (the
 /// seed's `tenant_id` scopes reminders to an organisation; one state root is
@@ -39,25 +38,10 @@ pub(crate) fn run(ctx: &Ctx, command: RemindCommand) -> Result<Output> {
             let mut new = NewReminder::new(TENANT, None, &key, message);
             if let Some(agent) = agent {
                 new.metadata
-                    .insert(REMINDER_AGENT_FIELD.to_owned(), json!(agent.as_str()));
+                    .insert(REMINDER_AGENT_FIELD.to_owned(), agent.to_string().into());
             }
-            let opened = reminders.open(new)?;
-            let r = opened.reminder();
-            let (outcome, note) = match &opened {
-                Opened::New(_) => ("opened", None),
-                Opened::Existing(_) => {
-                    ("existing", Some("a reminder was open for this key already"))
-                }
-                Opened::Snoozed(_) => (
-                    "snoozed",
-                    Some("the reminder for this key is snoozed; it reopens when due"),
-                ),
-                _ => ("existing", None),
-            };
-            let out = Output::new(
-                format!("{}\n", r.id),
-                json!({"outcome": outcome, "reminder": output::json(r)}),
-            );
+            let (view, note) = ReminderOpened::of(reminders.open(new)?);
+            let out = Output::new(format!("{}\n", view.reminder.id), output::json(&view));
             Ok(match note {
                 Some(note) => out.with_note(note),
                 None => out,
@@ -85,14 +69,11 @@ pub(crate) fn run(ctx: &Ctx, command: RemindCommand) -> Result<Output> {
             } else {
                 table.render(ctx.paint)
             };
-            let doc = json!({
-                "reminders": listing.reminders.iter().map(output::json).collect::<Vec<_>>(),
-                "unreadable": listing.corrupt.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            });
             let failure = listing
                 .corrupt
                 .first()
                 .map(|c| CliError::unreadable_reminders(listing.corrupt.len(), c));
+            let doc = listed(listing);
             Ok(Output::new(text, doc).with_failure(failure))
         }
         RemindCommand::Resolve {
@@ -135,7 +116,9 @@ pub(crate) fn run(ctx: &Ctx, command: RemindCommand) -> Result<Output> {
                 ),
                 None => Output::new(
                     format!("nothing open for {kind} {source_type}:{source_id}\n"),
-                    json!({"outcome": "nothing-open"}),
+                    output::json(&NothingOpen {
+                        outcome: "nothing-open",
+                    }),
                 ),
             },
         ),
@@ -172,16 +155,13 @@ pub(crate) fn run(ctx: &Ctx, command: RemindCommand) -> Result<Output> {
             } else {
                 table.render(ctx.paint)
             };
-            let doc = json!({
-                "reminders": listing.reminders.iter().map(output::json).collect::<Vec<_>>(),
-                "unreadable": listing.corrupt.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            });
             let failure = listing.corrupt.first().map(|c| {
                 CliError::refused(format!(
                     "{} ({c}); `chipset doctor --fix` quarantines them",
                     output::plural(listing.corrupt.len(), "unreadable reminder file")
                 ))
             });
+            let doc = listed(listing);
             Ok(Output::new(text, doc).with_failure(failure))
         }
         RemindCommand::Metrics { since } => {
@@ -195,7 +175,7 @@ pub(crate) fn run(ctx: &Ctx, command: RemindCommand) -> Result<Output> {
             kinds.sort();
             kinds.dedup();
             let mut table = Table::new(&["KIND", "OPENED", "RESOLVED", "OPEN", "MEDIAN OPEN AGE"]);
-            let mut doc = serde_json::Map::new();
+            let mut doc = std::collections::BTreeMap::new();
             for kind in kinds {
                 let opened = m.opened.get(kind).copied().unwrap_or(0);
                 let resolved = m.resolved.get(kind);
@@ -221,12 +201,17 @@ pub(crate) fn run(ctx: &Ctx, command: RemindCommand) -> Result<Output> {
                 ]);
                 doc.insert(
                     kind.clone(),
-                    json!({
-                        "opened": opened,
-                        "resolved": resolved.into_iter().flatten().map(|(res, n)| (res.as_str().to_owned(), json!(n))).collect::<serde_json::Map<_, _>>(),
-                        "open": open,
-                        "median_open_age_ms": age.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-                    }),
+                    KindMetrics {
+                        opened,
+                        resolved: resolved
+                            .into_iter()
+                            .flatten()
+                            .map(|(res, n)| (res.as_str().to_owned(), *n))
+                            .collect(),
+                        open,
+                        median_open_age_ms: age
+                            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+                    },
                 );
             }
             let text = if table.is_empty() {
@@ -234,9 +219,19 @@ pub(crate) fn run(ctx: &Ctx, command: RemindCommand) -> Result<Output> {
             } else {
                 table.render(ctx.paint)
             };
-            Ok(Output::new(text, json!({"since": since, "kinds": doc})))
+            let view = Metrics { since, kinds: doc };
+            Ok(Output::new(text, output::json(&view)))
         }
     }
+}
+
+/// Returns the view of a reminder listing (no limit on the command line).
+fn listed(listing: chipset_nudge::Listing) -> serde_json::Value {
+    output::json(&view::Reminders {
+        unreadable: listing.corrupt.iter().map(ToString::to_string).collect(),
+        reminders: listing.reminders,
+        total: None,
+    })
 }
 
 fn changed(r: &Reminder, text: String) -> Output {

@@ -16,12 +16,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use chipset_loop::{Channels, Witness, WitnessAction, WitnessConfig};
-use serde_json::json;
 
 use crate::Ctx;
 use crate::cli::WitnessCommand;
 use crate::error::{CliError, Result};
 use crate::output::{self, Output};
+use crate::view::Stopped;
 
 /// How often the pause between ticks looks at the stop flag.
 const SLICE: Duration = Duration::from_millis(50);
@@ -63,7 +63,8 @@ pub(crate) fn run(ctx: &Ctx, command: WitnessCommand, json: bool) -> Result<Outp
                     // On stderr, in both modes: stdout holds only the actions (and,
                     // with --json, only JSON lines). It is printed once the signals
                     // are handled and the first tick is done.
-                    eprintln!(
+                    let _ = writeln!(
+                        std::io::stderr(),
                         "chipset: witness {me} watching every {} (escalations to {dispatcher}); \
                      SIGTERM or SIGINT stops it",
                         every_text(every)
@@ -81,11 +82,12 @@ pub(crate) fn run(ctx: &Ctx, command: WitnessCommand, json: bool) -> Result<Outp
                 output::plural(usize::try_from(ticks).unwrap_or(usize::MAX), "tick"),
                 output::plural(usize::try_from(actions).unwrap_or(usize::MAX), "action")
             );
-            Ok(Output::new(
-                text,
-                json!({"stopped": true, "ticks": ticks, "actions": actions}),
-            )
-            .compact())
+            let view = Stopped {
+                stopped: true,
+                ticks,
+                actions,
+            };
+            Ok(Output::new(text, output::json(&view)).compact())
         }
     }
 }

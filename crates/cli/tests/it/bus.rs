@@ -69,7 +69,10 @@ fn publish_pending_ack_in_json() {
     let mut args = vec!["--json"];
     args.extend(publish("worker-2", "needs-input", "high"));
     args.extend(["--payload", "[1, 2]", "--dedup-key", "k"]);
-    let event = env.ok(&args).json();
+    // The same view as MCP's `bus_publish`: tagged by outcome.
+    let published = env.ok(&args).json();
+    assert_eq!(published["outcome"], "delivered");
+    let event = &published["event"];
     assert_eq!(event["priority"], "high");
     assert_eq!(event["payload"], serde_json::json!([1, 2]));
     let dup = env.ok(&args).json();

@@ -1,44 +1,33 @@
-//! `chipset mcp`: the real binary driven by rmcp's client, over stdio and
-//! over streamable HTTP on loopback; refusals are tool errors carrying the
-//! command line's message.
+//! `chipset mcp`: the real binary driven by rmcp's client over stdio;
+//! refusals are tool errors carrying the command line's message. The
+//! helpers here serve `mcp_http`, `mcp_brief` and `mcp_tools` too.
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::net::TcpStream;
-use std::process::{Child, Stdio};
-
-use std::time::Duration;
-
-use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientConfig, ProtocolVersion,
-    ReadResourceRequestParams, ResourceContents, ResourceUpdatedNotificationParam,
-    ServerNotification, SubscribeRequestParams, SubscriptionFilter,
-};
-use rmcp::service::NotificationContext;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{
-    ClientHandler, ClientLifecycleMode, ClientServiceExt as _, RoleClient, ServiceExt as _,
-};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient, ServiceExt as _};
 use serde_json::{Value, json};
 
 use crate::Env;
 
-type Client = RunningService<RoleClient, ()>;
+pub(crate) type Client = RunningService<RoleClient, ()>;
 
 /// Every tool the server must offer.
-const TOOLS: [&str; 22] = [
+pub(crate) const TOOLS: [&str; 25] = [
     "brief",
     "bus_ack",
     "bus_pending",
     "bus_publish",
     "bus_wait",
+    "hook_assign",
+    "hook_clear",
     "hook_complete",
     "hook_pickup",
     "hook_touch",
     "mail_archive",
     "mail_inbox",
     "mail_pending",
+    "mail_read",
     "mail_send",
     "mail_thread",
     "nudge_read",
@@ -52,7 +41,7 @@ const TOOLS: [&str; 22] = [
     "wait",
 ];
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -61,14 +50,14 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 /// Starts `chipset mcp --agent AGENT` on stdio and connects to it.
-async fn stdio(env: &Env, agent: &str) -> Client {
+pub(crate) async fn stdio(env: &Env, agent: &str) -> Client {
     let cmd = tokio::process::Command::from(env.command(&["mcp", "--agent", agent]));
     let transport = TokioChildProcess::new(cmd).unwrap();
     ().serve(transport).await.unwrap()
 }
 
 /// Starts `chipset mcp --agent AGENT` on stdio and connects with `handler`.
-async fn stdio_with<H: ClientHandler>(
+pub(crate) async fn stdio_with<H: ClientHandler>(
     env: &Env,
     agent: &str,
     handler: H,
@@ -79,7 +68,7 @@ async fn stdio_with<H: ClientHandler>(
 }
 
 /// Calls a tool and returns its result.
-async fn call<H: ClientHandler>(
+pub(crate) async fn call<H: ClientHandler>(
     client: &RunningService<RoleClient, H>,
     tool: &'static str,
     args: Value,
@@ -94,7 +83,7 @@ async fn call<H: ClientHandler>(
 }
 
 /// Returns the structured content of a successful result.
-fn ok(result: &CallToolResult) -> &Value {
+pub(crate) fn ok(result: &CallToolResult) -> &Value {
     assert_eq!(result.is_error, Some(false), "expected success: {result:?}");
     result
         .structured_content
@@ -104,7 +93,7 @@ fn ok(result: &CallToolResult) -> &Value {
 
 /// Returns the error line of a failed result, checking it is the structured
 /// `error` too.
-fn refused(result: &CallToolResult) -> String {
+pub(crate) fn refused(result: &CallToolResult) -> String {
     assert_eq!(
         result.is_error,
         Some(true),
@@ -118,38 +107,12 @@ fn refused(result: &CallToolResult) -> String {
 }
 
 /// Returns the text rendering of a result.
-fn text(result: &CallToolResult) -> String {
+pub(crate) fn text(result: &CallToolResult) -> String {
     result.content[0].as_text().unwrap().text.clone()
 }
 
-/// A client of an older protocol version (2025-11-25, what the MCP
-/// Inspector and most hosts speak) that forwards `resources/updated`.
-struct Legacy {
-    updated: tokio::sync::mpsc::UnboundedSender<String>,
-}
-
-impl ClientHandler for Legacy {
-    fn get_info(&self) -> ClientConfig {
-        let mut info = ClientConfig::default();
-        info.protocol_version = ProtocolVersion::V_2025_11_25;
-        info
-    }
-
-    async fn on_resource_updated(
-        &self,
-        params: ResourceUpdatedNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let _ = self.updated.send(params.uri);
-    }
-}
-
-/// A generous bound on waiting for a notification: a guard against hanging,
-/// not a timing assertion.
-const PATIENCE: Duration = Duration::from_secs(20);
-
 /// Returns what the command line prints after `chipset: error: `.
-fn cli_error(env: &Env, args: &[&str]) -> (i32, String) {
+pub(crate) fn cli_error(env: &Env, args: &[&str]) -> (i32, String) {
     let run = env.run(args);
     let line = run
         .stderr
@@ -306,7 +269,12 @@ fn stdio_every_tool_acts_as_the_configured_agent() {
         let messages = ok(&r)["messages"].as_array().unwrap();
         assert_eq!(messages.len(), 2);
         assert_eq!(messages[0]["id"], request.as_str());
-        assert!(text(&r).contains("please look"));
+        assert!(
+            !text(&r).contains("please look"),
+            "bodies are off by default"
+        );
+        let r = call(&c, "mail_read", json!({"id": request})).await;
+        assert_eq!(ok(&r)["body"], "please look");
         let r = call(&c, "mail_pending", json!({"task": "t1"})).await;
         assert_eq!(ok(&r)["messages"].as_array().unwrap().len(), 1);
         let r = call(
@@ -525,302 +493,4 @@ fn stdio_refusals_are_tool_errors_with_the_command_lines_message() {
     // Nothing was changed by the refusals: the request is still in a's inbox.
     let inbox = env.run(&["--json", "mail", "inbox", "a"]).json();
     assert_eq!(inbox[0]["id"], request.as_str());
-}
-
-/// A running `chipset mcp --http`, killed on drop.
-struct HttpServer {
-    child: Child,
-    url: String,
-}
-
-impl HttpServer {
-    fn start(env: &Env, extra: &[&str], token: Option<&str>) -> HttpServer {
-        let mut args = vec!["mcp", "--agent", "a", "--http", "127.0.0.1:0"];
-        args.extend_from_slice(extra);
-        let mut cmd = env.command(&args);
-        if let Some(token) = token {
-            cmd.env("CHIPSET_TEST_TOKEN", token);
-        }
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stderr.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .trim()
-            .strip_prefix("chipset: listening on ")
-            .unwrap_or_else(|| panic!("no listening line: {line:?}"))
-            .to_owned();
-        HttpServer { child, url }
-    }
-
-    /// Returns the status code of a bare `initialize` POST with `authorization`.
-    fn post_status(&self, authorization: Option<&str>) -> u16 {
-        let rest = self.url.strip_prefix("http://").unwrap();
-        let (authority, path) = rest.split_once('/').unwrap();
-        let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
-        let auth = authorization.map_or_else(String::new, |a| format!("Authorization: {a}\r\n"));
-        let request = format!(
-            "POST /{path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
-             Accept: application/json, text/event-stream\r\n{auth}Content-Length: {}\r\n\
-             Connection: close\r\n\r\n{body}",
-            body.len()
-        );
-        let mut stream = TcpStream::connect(authority).unwrap();
-        stream.write_all(request.as_bytes()).unwrap();
-        let mut response = String::new();
-        let _ = stream.read_to_string(&mut response);
-        response
-            .split_whitespace()
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("not an HTTP response: {response:?}"))
-    }
-
-    async fn connect(&self, token: Option<&str>) -> Client {
-        let mut config = StreamableHttpClientTransportConfig::with_uri(self.url.as_str());
-        if let Some(token) = token {
-            config = config.auth_header(token);
-        }
-        ().serve(StreamableHttpClientTransport::from_config(config))
-            .await
-            .unwrap()
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-#[test]
-fn http_on_loopback_serves_the_same_tools() {
-    let env = Env::new();
-    let server = HttpServer::start(&env, &[], None);
-    assert!(server.url.starts_with("http://127.0.0.1:") && server.url.ends_with("/mcp"));
-    runtime().block_on(async {
-        let c = server.connect(None).await;
-        let tools = c.list_all_tools().await.unwrap();
-        assert_eq!(tools.len(), TOOLS.len());
-        let r = call(&c, "bus_publish", json!({"to": "b", "kind": "ping"})).await;
-        assert_eq!(ok(&r)["event"]["source"], "a");
-        let r = call(&c, "hook_complete", json!({})).await;
-        let (_, line) = cli_error(&env, &["hook", "complete", "a"]);
-        assert_eq!(refused(&r), line);
-        c.cancel().await.unwrap();
-    });
-    let pending = env.run(&["--json", "bus", "pending", "b"]).json();
-    assert_eq!(pending["events"][0]["kind"], "ping");
-}
-
-#[test]
-fn http_with_a_token_refuses_requests_without_it() {
-    let env = Env::new();
-    let server = HttpServer::start(&env, &["--token-env", "CHIPSET_TEST_TOKEN"], Some("s3cret"));
-    assert_eq!(server.post_status(None), 401);
-    assert_eq!(server.post_status(Some("Bearer wrong")), 401);
-    assert_eq!(server.post_status(Some("Basic czNjcmV0")), 401);
-    assert_eq!(server.post_status(Some("Bearer s3cret")), 200);
-    runtime().block_on(async {
-        let c = server.connect(Some("s3cret")).await;
-        let r = call(&c, "status", json!({})).await;
-        assert_eq!(ok(&r)["agent"], "a");
-        c.cancel().await.unwrap();
-    });
-
-    // The same with the token in a file (its first line).
-    let file = env.root().parent().unwrap().join("token");
-    std::fs::write(&file, "from-a-file\nignored\n").unwrap();
-    let server = HttpServer::start(&env, &["--token-file", file.to_str().unwrap()], None);
-    assert_eq!(server.post_status(Some("Bearer s3cret")), 401);
-    assert_eq!(server.post_status(Some("Bearer from-a-file")), 200);
-}
-
-#[test]
-fn http_refuses_to_start_on_a_non_loopback_address_without_a_token() {
-    let env = Env::new();
-    let run = env.run(&["mcp", "--agent", "a", "--http", "0.0.0.0:0"]);
-    assert_eq!(run.code, 2);
-    assert_eq!(
-        run.stderr,
-        "chipset: error: refusing to serve MCP over HTTP on `0.0.0.0:0` without a token: \
-         only loopback addresses are served without one (use 127.0.0.1 or ::1, or give \
-         --token-env or --token-file)\n"
-    );
-    let run = env.run(&[
-        "mcp",
-        "--agent",
-        "a",
-        "--http",
-        "0.0.0.0:0",
-        "--token-env",
-        "CHIPSET_NO_SUCH_VAR",
-    ]);
-    assert_eq!(run.code, 2);
-    assert_eq!(
-        run.stderr,
-        "chipset: error: no bearer token in the environment variable `CHIPSET_NO_SUCH_VAR` \
-         (unset, empty or not UTF-8)\n"
-    );
-    let run = env.run(&["mcp", "--agent", "a/b"]);
-    assert_eq!(run.code, 2, "{}", run.stderr);
-}
-
-#[test]
-fn brief_and_wait_follow_every_channel() {
-    let env = Env::new();
-    runtime().block_on(async {
-        let c = stdio(&env, "a").await;
-        let r = call(&c, "brief", json!({})).await;
-        assert_eq!(ok(&r)["entries"], json!([]));
-        assert_eq!(text(&r), "nothing needs a\n");
-        let r = call(&c, "wait", json!({"timeout_seconds": 0.2})).await;
-        assert_eq!(ok(&r)["timed_out"], true);
-        assert_eq!(ok(&r)["entries"], json!([]));
-
-        // A wait returns when the dispatcher assigns work.
-        let waiting = call(&c, "wait", json!({"timeout_seconds": 60}));
-        let dispatcher = async {
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            let run = env.run(&["hook", "assign", "a", "--bead", "gt-9", "--title", "T"]);
-            assert_eq!(run.code, 0);
-        };
-        let (r, ()) = tokio::join!(waiting, dispatcher);
-        assert_eq!(ok(&r)["timed_out"], false);
-        assert_eq!(ok(&r)["entries"][0]["kind"], "hook");
-        assert_eq!(ok(&r)["entries"][0]["top"]["id"], "gt-9");
-
-        // A reminder opened for this agent is in its brief.
-        let r = call(
-            &c,
-            "remind_open",
-            json!({"kind": "spec_draft", "source_type": "spec", "source_id": "s-2", "message": "m"}),
-        )
-        .await;
-        assert_eq!(ok(&r)["reminder"]["metadata"]["agent"], "a");
-        let r = call(&c, "brief", json!({})).await;
-        let kinds: Vec<&str> = ok(&r)["entries"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| e["kind"].as_str().unwrap())
-            .collect();
-        assert_eq!(kinds, ["hook", "reminder"]);
-        let r = call(&c, "wait", json!({"timeout_seconds": 5000})).await;
-        assert_eq!(refused(&r), "timeout_seconds must be between 0 and 3600, not 5000");
-        c.cancel().await.unwrap();
-    });
-}
-
-#[test]
-fn the_brief_resource_notifies_legacy_subscribers_when_it_changes() {
-    let env = Env::new();
-    runtime().block_on(async {
-        let (tx, mut updated) = tokio::sync::mpsc::unbounded_channel();
-        let c = stdio_with(&env, "a", Legacy { updated: tx }).await;
-        let resources = c.list_resources(None).await.unwrap().resources;
-        let uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
-        assert_eq!(uris, ["chipset://agent/a/brief"]);
-        #[allow(deprecated, reason = "the legacy subscription is what is tested")]
-        c.subscribe(SubscribeRequestParams::new("chipset://agent/a/brief"))
-            .await
-            .unwrap();
-        #[allow(deprecated, reason = "the legacy subscription is what is tested")]
-        let other = c
-            .subscribe(SubscribeRequestParams::new("chipset://agent/b/brief"))
-            .await;
-        assert!(other.is_err(), "another agent's brief is not offered");
-
-        let run = env.run(&[
-            "bus", "publish", "--to", "a", "--source", "ci", "--kind", "red",
-        ]);
-        assert_eq!(run.code, 0);
-        let uri = tokio::time::timeout(PATIENCE, updated.recv())
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(uri, "chipset://agent/a/brief");
-
-        let read = c
-            .read_resource(ReadResourceRequestParams::new("chipset://agent/a/brief"))
-            .await
-            .unwrap();
-        let ResourceContents::TextResourceContents { text, .. } = &read.contents[0] else {
-            panic!("the brief is text: {read:?}")
-        };
-        let brief: Value = serde_json::from_str(text).unwrap();
-        assert_eq!(brief["entries"][0]["kind"], "bus");
-
-        // Another agent's traffic changes nothing for a.
-        let run = env.run(&[
-            "bus", "publish", "--to", "b", "--source", "ci", "--kind", "x",
-        ]);
-        assert_eq!(run.code, 0);
-        let quiet = tokio::time::timeout(Duration::from_millis(1500), updated.recv()).await;
-        assert!(
-            quiet.is_err(),
-            "no update for another agent's queue: {quiet:?}"
-        );
-        c.cancel().await.unwrap();
-    });
-}
-
-#[test]
-fn the_brief_resource_notifies_listeners_of_the_current_protocol() {
-    let env = Env::new();
-    runtime().block_on(async {
-        // Protocol 2026-07-28: `server/discover` instead of `initialize`,
-        // and `subscriptions/listen` instead of `resources/subscribe`.
-        let cmd = tokio::process::Command::from(env.command(&["mcp", "--agent", "a"]));
-        let lifecycle = ClientLifecycleMode::Discover {
-            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-        };
-        let c =
-            ().serve_with_lifecycle(TokioChildProcess::new(cmd).unwrap(), lifecycle)
-                .await
-                .unwrap();
-        let filter = SubscriptionFilter::builder()
-            .resource_subscription("chipset://agent/a/brief")
-            .build();
-        let mut sub = c.listen(filter).await.unwrap();
-        assert_eq!(
-            sub.acknowledged().resource_subscriptions,
-            Some(vec!["chipset://agent/a/brief".to_owned()])
-        );
-        let run = env.run(&[
-            "mail",
-            "send",
-            "--from",
-            "b",
-            "--to",
-            "a",
-            "--kind",
-            "notify",
-            "--subject",
-            "s",
-            "--body",
-            "b",
-            "--task",
-            "t",
-        ]);
-        assert_eq!(run.code, 0);
-        let note = tokio::time::timeout(PATIENCE, sub.next())
-            .await
-            .unwrap()
-            .unwrap();
-        match note {
-            Some(ServerNotification::ResourceUpdatedNotification(n)) => {
-                assert_eq!(n.params.uri, "chipset://agent/a/brief");
-            }
-            other => panic!("expected resources/updated, got {other:?}"),
-        }
-        c.cancel().await.unwrap();
-    });
 }

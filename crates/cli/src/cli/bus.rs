@@ -1,0 +1,109 @@
+//! `chipset bus ...`: the bus commands' arguments.
+
+use std::time::Duration;
+
+use chipset_bus::EventId;
+use chipset_store::AgentId;
+use clap::{Args, Subcommand};
+
+use super::parse_seconds;
+
+/// `chipset bus ...`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum BusCommand {
+    /// Publish an event to an agent's queue; prints the new id.
+    Publish {
+        /// The recipient.
+        #[arg(long, value_name = "A")]
+        to: AgentId,
+        /// Who caused the event.
+        #[arg(long, value_name = "S")]
+        source: String,
+        /// What kind of event it is.
+        #[arg(long, value_name = "K")]
+        kind: String,
+        /// critical, high, normal or low [default: normal].
+        #[arg(long, value_name = "P")]
+        priority: Option<chipset_bus::Priority>,
+        /// Drop this publish if the key was accepted for the recipient within the window.
+        #[arg(long, value_name = "K")]
+        dedup_key: Option<String>,
+        /// A JSON payload (kept exactly, numbers of any size included).
+        #[arg(long, value_name = "JSON", value_parser = parse_json)]
+        payload: Option<serde_json::Value>,
+        /// The event's id (`{unix-ms}-{uuid-v4}`), to make a retry safe:
+        /// publishing again with the same id and content prints the first
+        /// delivery's id and changes nothing; other content is refused.
+        #[arg(long, value_name = "ID")]
+        id: Option<EventId>,
+    },
+    /// List an agent's unacknowledged events, critical first.
+    Pending {
+        /// The agent.
+        agent: AgentId,
+    },
+    /// Acknowledge an event.
+    Ack {
+        /// The agent.
+        agent: AgentId,
+        /// The event id.
+        event_id: EventId,
+    },
+    /// Block until the agent has pending events, then list them (nothing on timeout).
+    Wait {
+        /// The agent.
+        agent: AgentId,
+        /// Give up after this many seconds (exit 0, empty output) [default: wait forever].
+        #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+        timeout: Option<Duration>,
+    },
+    /// Start a session (restart semantics): make the queue, list every
+    /// pending event in processing order, register presence.
+    Start {
+        /// The agent.
+        agent: AgentId,
+    },
+    /// Show an agent's presence: live, stale, absent or unreadable.
+    Presence {
+        /// The agent.
+        agent: AgentId,
+    },
+    /// The control inbox: register or unregister resources to watch.
+    #[command(subcommand)]
+    Control(ControlCommand),
+    /// List the pending events due for a reminder now, by the priority
+    /// schedule (timed reminders are recorded, so they are not repeated early).
+    Nag {
+        /// The agent.
+        agent: AgentId,
+        /// A regular poll cycle (poll rules fire too) rather than a natural pause.
+        #[arg(long)]
+        poll: bool,
+    },
+}
+
+/// `chipset bus control ...`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ControlCommand {
+    /// Ask for a resource to be watched for the agent; prints the registry.
+    Register(ControlArgs),
+    /// Stop watching a resource for the agent; prints the registry.
+    Unregister(ControlArgs),
+}
+
+/// The arguments of `bus control register|unregister`.
+#[derive(Debug, Args)]
+pub(crate) struct ControlArgs {
+    /// The agent.
+    pub(crate) agent: AgentId,
+    /// What sort of resource (chat, queue, hub, ...).
+    #[arg(long, value_name = "K")]
+    pub(crate) kind: String,
+    /// Where it is (a path, an agent id, ...).
+    #[arg(long, value_name = "T")]
+    pub(crate) target: String,
+}
+
+fn parse_json(text: &str) -> Result<serde_json::Value, String> {
+    serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))
+}

@@ -1,0 +1,62 @@
+//! `chipset init`: creates the state root (where every other command would
+//! look for it) and prints the `.mcp.json` entry that serves it to an agent
+//! host, so a fresh folder is one command away from working.
+
+use std::collections::BTreeMap;
+
+use chipset_mcp::view::{Initialized, McpJson, McpServer};
+use chipset_store::{AgentId, StateDir};
+
+use crate::cli::Cli;
+use crate::error::{CliError, Result};
+use crate::output::{self, Output};
+
+/// The agent named in the snippet when `--agent` is not given.
+const PLACEHOLDER: &str = "AGENT";
+
+/// Runs `chipset init [--agent AGENT]`.
+pub(crate) fn run(cli: &Cli, agent: Option<&AgentId>) -> Result<Output> {
+    let (root, _) = crate::locate(cli)?;
+    let existed = chipset_store::stat_outside(&root)?.is_some_and(|s| s.is_dir());
+    if !existed && chipset_store::stat_outside(&root)?.is_some() {
+        return Err(CliError::refused(format!(
+            "`{}` exists and is not a directory",
+            root.display()
+        )));
+    }
+    StateDir::open(&root)?;
+    let mut args = vec!["mcp".to_owned(), "--agent".to_owned()];
+    args.push(agent.map_or_else(|| PLACEHOLDER.to_owned(), ToString::to_string));
+    // A root given by --root travels with the snippet; one found from the
+    // current directory is found again by the server, started there.
+    if let Some(given) = &cli.root {
+        args.push("--root".to_owned());
+        args.push(given.display().to_string());
+    }
+    let view = Initialized {
+        root: root.clone(),
+        created: !existed,
+        mcp_json: McpJson {
+            mcp_servers: BTreeMap::from([(
+                "chipset".to_owned(),
+                McpServer {
+                    command: "chipset".to_owned(),
+                    args,
+                },
+            )]),
+        },
+    };
+    let snippet = serde_json::to_string_pretty(&view.mcp_json).unwrap_or_default();
+    let what = if existed { "found" } else { "created" };
+    let mut text = format!(
+        "{what} the state root `{}`\n\nFor an agent host that reads `.mcp.json` (Claude Code, \
+         Cursor, …), add to the project's `.mcp.json`:\n\n{snippet}\n",
+        root.display()
+    );
+    if agent.is_none() {
+        text.push_str(&format!(
+            "\n(replace {PLACEHOLDER} with the agent's id, or run `chipset init --agent ID`)\n"
+        ));
+    }
+    Ok(Output::new(text, output::json(&view)))
+}

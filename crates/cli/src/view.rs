@@ -1,0 +1,143 @@
+//! The JSON views only the command line prints (what the MCP server has no
+//! tool for: hook listings, doctor reports, metrics, presence). The views
+//! both print are in [`chipset_mcp::view`].
+
+use std::collections::BTreeMap;
+
+use chipset_bus::{Presence, PresenceState};
+use chipset_hook::Hook;
+use chipset_mcp::view::Events;
+use chipset_store::{AgentId, TaskId, Timestamp};
+use serde::Serialize;
+
+/// One entry of `hook list`: a hook, or a file that could not be read.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(crate) enum HookEntry {
+    /// A readable hook (a missing file reads as an empty hook).
+    Hook(Hook),
+    /// An unreadable or unsupported hook file.
+    Unreadable {
+        /// The agent.
+        agent_id: AgentId,
+        /// `corrupt` or `unsupported`.
+        status: &'static str,
+        /// Why.
+        error: String,
+    },
+}
+
+/// `mail sweep`.
+#[derive(Debug, Serialize)]
+pub(crate) struct Swept {
+    pub(crate) task: TaskId,
+    pub(crate) moved: usize,
+    pub(crate) total: usize,
+}
+
+/// One finding of `mail doctor`.
+#[derive(Debug, Serialize)]
+pub(crate) struct MailFinding {
+    pub(crate) code: &'static str,
+    pub(crate) problem: String,
+    pub(crate) repaired: bool,
+}
+
+/// `mail doctor`.
+#[derive(Debug, Serialize)]
+pub(crate) struct MailDoctor {
+    pub(crate) messages: usize,
+    pub(crate) findings: Vec<MailFinding>,
+    pub(crate) remaining: usize,
+}
+
+/// One finding of `doctor`.
+#[derive(Debug, Serialize)]
+pub(crate) struct Finding {
+    pub(crate) area: String,
+    pub(crate) problem: String,
+    pub(crate) action: Option<String>,
+}
+
+/// `doctor`.
+#[derive(Debug, Serialize)]
+pub(crate) struct DoctorReport {
+    pub(crate) fix: bool,
+    /// Files scanned per area (`null`: the area's doctor could not finish).
+    pub(crate) scanned: BTreeMap<String, Option<usize>>,
+    pub(crate) findings: Vec<Finding>,
+    pub(crate) fixed: usize,
+    pub(crate) remaining: usize,
+    pub(crate) in_flight: usize,
+}
+
+/// `bus presence`, and the previous presence `bus start` found.
+#[derive(Debug, Serialize)]
+#[serde(tag = "state", rename_all = "lowercase")]
+pub(crate) enum PresenceView {
+    Absent,
+    Live { presence: Presence },
+    Stale { presence: Presence },
+    Unreadable { problem: String },
+    Unsupported { problem: String },
+}
+
+impl From<&PresenceState> for PresenceView {
+    fn from(state: &PresenceState) -> Self {
+        match state {
+            PresenceState::Absent => PresenceView::Absent,
+            PresenceState::Live(p) => PresenceView::Live {
+                presence: p.clone(),
+            },
+            PresenceState::Stale(p) => PresenceView::Stale {
+                presence: p.clone(),
+            },
+            PresenceState::Unreadable(c) => PresenceView::Unreadable {
+                problem: c.to_string(),
+            },
+            PresenceState::Unsupported(u) => PresenceView::Unsupported {
+                problem: u.to_string(),
+            },
+        }
+    }
+}
+
+/// `bus start`: the pending events, the presence registered, the one before.
+#[derive(Debug, Serialize)]
+pub(crate) struct Started {
+    #[serde(flatten)]
+    pub(crate) events: Events,
+    pub(crate) presence: Presence,
+    pub(crate) previous: PresenceView,
+}
+
+/// `remind clear` when nothing was open.
+#[derive(Debug, Serialize)]
+pub(crate) struct NothingOpen {
+    /// Always `nothing-open`.
+    pub(crate) outcome: &'static str,
+}
+
+/// One kind's line of `remind metrics`.
+#[derive(Debug, Serialize)]
+pub(crate) struct KindMetrics {
+    pub(crate) opened: u64,
+    pub(crate) resolved: BTreeMap<String, u64>,
+    pub(crate) open: u64,
+    pub(crate) median_open_age_ms: Option<u64>,
+}
+
+/// `remind metrics`.
+#[derive(Debug, Serialize)]
+pub(crate) struct Metrics {
+    pub(crate) since: Option<Timestamp>,
+    pub(crate) kinds: BTreeMap<String, KindMetrics>,
+}
+
+/// The last line of `witness run`.
+#[derive(Debug, Serialize)]
+pub(crate) struct Stopped {
+    pub(crate) stopped: bool,
+    pub(crate) ticks: u64,
+    pub(crate) actions: u64,
+}
