@@ -9,6 +9,10 @@
 //! (stalemate).
 //!
 //! `cargo run --example nubosloop [-- --root DIR]`
+//!
+//! Without `--root`, a fresh temporary state directory is made and kept, so
+//! the mail, manifest and loop state it prints the path of can be read
+//! afterwards.
 
 #![allow(clippy::print_stdout, reason = "examples talk to the terminal")]
 
@@ -140,16 +144,13 @@ fn describe(b: &Blocker) -> String {
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
-    let (_keep, root) = match args.iter().position(|a| a == "--root") {
-        Some(i) => (
-            None,
-            PathBuf::from(args.get(i + 1).ok_or("--root needs a directory")?),
-        ),
-        None => {
-            let tmp = tempfile::tempdir()?;
-            let root = tmp.path().join("state");
-            (Some(tmp), root)
-        }
+    let root = match args.iter().position(|a| a == "--root") {
+        Some(i) => PathBuf::from(args.get(i + 1).ok_or("--root needs a directory")?),
+        None => tempfile::Builder::new()
+            .prefix("nubosloop-")
+            .tempdir()?
+            .keep()
+            .join("state"),
     };
     let state = StateDir::open(&root)?;
     println!("state directory: {}", state.root().display());

@@ -2,6 +2,9 @@
 //! threads, a typed read of a corrupt file, quarantine, and an append-only log.
 //!
 //! `cargo run --example store_tour [-- --root DIR]`
+//!
+//! Without `--root`, a fresh temporary state directory is made and kept, so
+//! the files it prints the path of can be read afterwards.
 
 #![allow(clippy::print_stdout, reason = "examples talk to the terminal")]
 
@@ -13,13 +16,13 @@ use serde_json::json;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
-    let (_keep, root) = match args.iter().position(|a| a == "--root") {
-        Some(i) => (None, PathBuf::from(&args[i + 1])),
-        None => {
-            let tmp = tempfile::tempdir()?;
-            let root = tmp.path().join("state");
-            (Some(tmp), root)
-        }
+    let root = match args.iter().position(|a| a == "--root") {
+        Some(i) => PathBuf::from(args.get(i + 1).ok_or("--root needs a directory")?),
+        None => tempfile::Builder::new()
+            .prefix("store-tour-")
+            .tempdir()?
+            .keep()
+            .join("state"),
     };
     let state = StateDir::open(&root)?;
     let dir = state.channel_dir(chipset::r#loop::LOOP_CHANNEL)?;
