@@ -17,6 +17,7 @@
 //! chipset [--root DIR] [--json] remind open|list|resolve|snooze|clear|history|metrics ...
 //! chipset [--root DIR] [--json] witness run --every DURATION
 //! chipset completions SHELL
+//! chipset [--root DIR] [--json] init [--agent AGENT]
 //! chipset [--root DIR] [--json] brief AGENT
 //! chipset [--root DIR] [--json] wait AGENT [--timeout SECONDS]
 //! chipset [--root DIR] [--json] status
@@ -29,6 +30,10 @@
 //! `--root DIR`, else the `CHIPSET_ROOT` environment variable (when set and
 //! not empty), else the nearest `.chipset/state` found walking up from the
 //! current directory, else `.chipset/state` under the current directory.
+//! `chipset init` creates it there (or where `--root` says) and prints the
+//! `.mcp.json` entry that serves it to an agent host; the read-only
+//! commands' error for a missing root says so. `chipset mcp` on stdio sends
+//! that error to its client as the answer to `initialize`.
 //!
 //! The mail commands run on `mail/` under the root, or in place on any folder
 //! with the seed's layout given as `--mail-dir DIR` (for example a
@@ -51,7 +56,8 @@
 //! stdout: only on a terminal, never with `NO_COLOR` set, always with
 //! `CLICOLOR_FORCE` set. With `--json`, stdout holds exactly one JSON
 //! document per command (library records as they are on disk, in their
-//! serde form); a command that fails prints nothing on stdout unless it
+//! serde form, inside the views `chipset_mcp::view` shares with the MCP
+//! tools); a command that fails prints nothing on stdout unless it
 //! still has a result to show (a listing with unreadable files).
 //! `mail send` and `bus publish` print the new id alone, so scripts can
 //! capture it; `bus publish --id ID` takes a caller-chosen id, so that a
@@ -75,7 +81,8 @@
 //!   other failure; also `doctor` when problems remain unfixed, listings
 //!   that found unreadable files, and a failed write to stdout (the line on
 //!   stderr repeats a short result such as the new id, so it is not lost). A
-//!   closed pipe is not a failure: `chipset mail inbox a | head -1` exits 0.
+//!   closed pipe is not a failure: `chipset mail inbox a | head -1` and
+//!   `chipset completions bash | head -1` exit 0.
 //! - `3`: the outcome is unknown: the change was made (it may be visible)
 //!   but making it durable failed. The line on stderr names what was written
 //!   (the event id, the file); retry with the same id (`bus publish --id`),
