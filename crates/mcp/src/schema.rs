@@ -56,7 +56,7 @@ pub(crate) fn compact<S>(
         });
         tool.input_schema = Arc::new(input);
         if let Some(output) = &tool.output_schema {
-            let mut output = (**output).clone();
+            let mut output = envelope((**output).clone());
             walk(&mut output, &mut |s| {
                 s.remove("format");
                 s.remove("minimum");
@@ -66,6 +66,70 @@ pub(crate) fn compact<S>(
         }
     }
     router
+}
+
+/// Returns the envelope of an output schema: the result's own fields with
+/// their types (enums and nulls kept), and the records inside it (a
+/// message, a hook, an event) as plain objects. The records' fields are
+/// the libraries' on-disk formats, documented there and checked against
+/// `view/records.rs` by the tests; listing them for every tool would more
+/// than double tools/list, which every agent session pays for.
+fn envelope(mut schema: Map<String, Value>) -> Map<String, Value> {
+    let defs = match schema.remove("$defs") {
+        Some(Value::Object(defs)) => defs,
+        _ => Map::new(),
+    };
+    // A result that is one of several views (`hook_clear`) keeps each
+    // view's fields.
+    for key in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(options)) = schema.get_mut(key) {
+            for option in options.iter_mut() {
+                if let Some(def) = referenced(option, &defs) {
+                    *option = Value::Object(def.clone());
+                }
+            }
+        }
+    }
+    stub_refs(&mut schema, &defs);
+    schema
+}
+
+/// Returns the definition `schema` refers to, if it is a `$ref`.
+fn referenced<'d>(schema: &Value, defs: &'d Map<String, Value>) -> Option<&'d Map<String, Value>> {
+    let name = schema.get("$ref")?.as_str()?.strip_prefix("#/$defs/")?;
+    defs.get(name)?.as_object()
+}
+
+/// Replaces every `$ref` inside `schema` by the referenced type alone.
+fn stub_refs(schema: &mut Map<String, Value>, defs: &Map<String, Value>) {
+    let mut visit = |sub: &mut Value| {
+        if let Some(def) = referenced(sub, defs) {
+            let mut def = def.clone();
+            enumerate(&mut def);
+            let mut stub = Map::new();
+            for key in ["type", "enum"] {
+                if let Some(v) = def.get(key) {
+                    stub.insert(key.to_owned(), v.clone());
+                }
+            }
+            if !stub.contains_key("type") && !stub.contains_key("enum") {
+                stub.insert("type".to_owned(), Value::String("object".to_owned()));
+            }
+            *sub = Value::Object(stub);
+        } else if let Value::Object(map) = sub {
+            stub_refs(map, defs);
+        }
+    };
+    for (key, value) in schema.iter_mut() {
+        match (key.as_str(), value) {
+            ("properties", Value::Object(map)) => map.values_mut().for_each(&mut visit),
+            ("anyOf" | "oneOf" | "allOf", Value::Array(list)) => {
+                list.iter_mut().for_each(&mut visit)
+            }
+            ("items" | "additionalProperties", sub @ Value::Object(_)) => visit(sub),
+            _ => {}
+        }
+    }
 }
 
 /// Turns a `oneOf` of string constants (an enum whose variants are

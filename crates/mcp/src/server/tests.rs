@@ -56,7 +56,10 @@ struct Bench {
     _tmp: tempfile::TempDir,
     a: Ctx,
     b: Ctx,
+    /// The tools as published (compacted: record schemas reduced to objects).
     tools: BTreeMap<String, Tool>,
+    /// The tools with their full output schemas, records' fields included.
+    full: BTreeMap<String, Tool>,
     checked: BTreeSet<String>,
 }
 
@@ -68,16 +71,17 @@ impl Bench {
             state: state.clone(),
             agent: AgentId::new(name).unwrap(),
         };
-        let tools = schema::compact(Server::tool_router())
-            .list_all()
-            .into_iter()
-            .map(|t| (t.name.to_string(), t))
-            .collect();
+        let by_name = |tools: Vec<Tool>| -> BTreeMap<String, Tool> {
+            tools.into_iter().map(|t| (t.name.to_string(), t)).collect()
+        };
+        let tools = by_name(schema::compact(Server::tool_router()).list_all());
+        let full = by_name(Server::tool_router().list_all());
         Bench {
             a: ctx("a"),
             b: ctx("b"),
             _tmp: tmp,
             tools,
+            full,
             checked: BTreeSet::new(),
         }
     }
@@ -88,13 +92,14 @@ impl Bench {
         let ctx = if as_b { &self.b } else { &self.a };
         let reply = call(ctx, name, v).unwrap_or_else(|f| panic!("{name} refused: {f}"));
         assert!(reply.failure.is_none(), "{name}: {:?}", reply.failure);
-        let tool = &self.tools[name];
-        let schema = Value::Object((**tool.output_schema.as_ref().unwrap()).clone());
-        if let Err(e) = schema::check(&schema, &reply.json, false) {
-            panic!(
-                "{name}'s result does not match its output schema: {e}\nresult: {}\nschema: {schema}",
-                reply.json
-            );
+        for tools in [&self.tools, &self.full] {
+            let schema = Value::Object((**tools[name].output_schema.as_ref().unwrap()).clone());
+            if let Err(e) = schema::check(&schema, &reply.json, false) {
+                panic!(
+                    "{name}'s result does not match its output schema: {e}\nresult: {}\nschema: {schema}",
+                    reply.json
+                );
+            }
         }
         self.checked.insert(name.to_owned());
         reply.json

@@ -2,8 +2,8 @@
 //! mirrors (never built), since the libraries do not depend on `schemars`.
 //! Each names the fields that identify a record, with their types, and
 //! allows the rest (a record has more, and keeps fields another program
-//! wrote), which keeps tools/list small. The server's tests check real
-//! results against them.
+//! wrote). The server's tests check real results against them; tools/list
+//! publishes records as plain objects (see `schema::compact`).
 
 #![allow(
     dead_code,
