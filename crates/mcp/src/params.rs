@@ -118,6 +118,7 @@ pub(crate) struct NudgeSend {
     /// health_check, stall_warning, priority_change, abort, sync_request or
     /// nudge_response (other names are sent verbatim).
     #[serde(rename = "type")]
+    #[schemars(length(min = 1))]
     pub(crate) kind: String,
     /// Human-readable content.
     pub(crate) message: String,
@@ -206,7 +207,7 @@ pub(crate) struct MailInbox {
     pub(crate) since: Option<String>,
     /// At most this many, oldest first [default: 20, at most 1000].
     #[serde(default, deserialize_with = "lenient_opt")]
-    #[schemars(with = "u32")]
+    #[schemars(with = "u32", range(min = 1, max = 1000))]
     pub(crate) limit: Option<u32>,
     /// Include the bodies (else `mail_read` gives one message whole) [default: false].
     #[serde(default, deserialize_with = "lenient_opt")]
@@ -241,7 +242,7 @@ pub(crate) struct MailThread {
     pub(crate) id: String,
     /// At most this many, in causal order [default: 20, at most 1000].
     #[serde(default, deserialize_with = "lenient_opt")]
-    #[schemars(with = "u32")]
+    #[schemars(with = "u32", range(min = 1, max = 1000))]
     pub(crate) limit: Option<u32>,
     /// Include the bodies [default: false].
     #[serde(default, deserialize_with = "lenient_opt")]
@@ -258,7 +259,7 @@ pub(crate) struct MailPending {
     pub(crate) task: String,
     /// At most this many [default: 20, at most 1000]; `total` counts them all.
     #[serde(default, deserialize_with = "lenient_opt")]
-    #[schemars(with = "u32")]
+    #[schemars(with = "u32", range(min = 1, max = 1000))]
     pub(crate) limit: Option<u32>,
 }
 
@@ -315,7 +316,7 @@ pub(crate) struct BusAck {
 pub(crate) struct BusPending {
     /// At most this many, critical first [default: 20, at most 1000].
     #[serde(default, deserialize_with = "lenient_opt")]
-    #[schemars(with = "u32")]
+    #[schemars(with = "u32", range(min = 1, max = 1000))]
     pub(crate) limit: Option<u32>,
 }
 
@@ -326,11 +327,11 @@ pub(crate) struct BusWait {
     /// Give up after this many seconds, at most 3600 [default: 60]; a
     /// timeout is not an error (`timed_out: true`).
     #[serde(default, deserialize_with = "lenient_opt")]
-    #[schemars(with = "f64")]
+    #[schemars(with = "f64", range(min = 0, max = 3600))]
     pub(crate) timeout_seconds: Option<f64>,
     /// At most this many events [default: 20, at most 1000].
     #[serde(default, deserialize_with = "lenient_opt")]
-    #[schemars(with = "u32")]
+    #[schemars(with = "u32", range(min = 1, max = 1000))]
     pub(crate) limit: Option<u32>,
 }
 
@@ -341,7 +342,7 @@ pub(crate) struct Wait {
     /// Give up after this many seconds, at most 3600 [default: 60]; a
     /// timeout is not an error (`timed_out: true`, no entries).
     #[serde(default, deserialize_with = "lenient_opt")]
-    #[schemars(with = "f64")]
+    #[schemars(with = "f64", range(min = 0, max = 3600))]
     pub(crate) timeout_seconds: Option<f64>,
 }
 
@@ -372,7 +373,7 @@ pub(crate) struct RemindList {
     pub(crate) kind: Option<String>,
     /// At most this many, oldest first [default: 20, at most 1000].
     #[serde(default, deserialize_with = "lenient_opt")]
-    #[schemars(with = "u32")]
+    #[schemars(with = "u32", range(min = 1, max = 1000))]
     pub(crate) limit: Option<u32>,
 }
 
@@ -413,7 +414,7 @@ pub(crate) struct RemindSnooze {
     pub(crate) id: String,
     /// How many hours (at least 1).
     #[serde(deserialize_with = "lenient")]
-    #[schemars(with = "u32")]
+    #[schemars(with = "u32", range(min = 1))]
     pub(crate) hours: u32,
 }
 

@@ -246,6 +246,14 @@ fn input_schemas_carry_the_constraints_the_server_enforces() {
     assert_eq!(props["subject"]["pattern"], "^[a-z0-9]+(-[a-z0-9]+)*$");
     assert_eq!(props["subject"]["maxLength"], 128);
     assert_eq!(props["to"]["pattern"], "^[A-Za-z0-9_-]+$");
+    let inbox = tools.iter().find(|t| t.name == "mail_inbox").unwrap();
+    let limit = &inbox.input_schema["properties"]["limit"];
+    assert_eq!(
+        (&limit["minimum"], &limit["maximum"]),
+        (&json!(1), &json!(1000))
+    );
+    let snooze = tools.iter().find(|t| t.name == "remind_snooze").unwrap();
+    assert_eq!(snooze.input_schema["properties"]["hours"]["minimum"], 1);
     let archive = tools.iter().find(|t| t.name == "mail_archive").unwrap();
     assert_eq!(
         archive.input_schema["properties"]["id"]["pattern"],
