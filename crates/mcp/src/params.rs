@@ -371,6 +371,8 @@ pub(crate) struct RemindOpen {
 pub(crate) struct RemindList {
     /// Only this kind.
     pub(crate) kind: Option<String>,
+    /// Only reminders opened after this time (RFC 3339).
+    pub(crate) since: Option<String>,
     /// At most this many, oldest first [default: 20, at most 1000].
     #[serde(default, deserialize_with = "lenient_opt")]
     #[schemars(with = "u32", range(min = 1, max = 1000))]

@@ -6,7 +6,7 @@ use std::time::Duration;
 use chipset_failure::Failure;
 use chipset_loop::REMINDER_AGENT_FIELD;
 use chipset_nudge::{NewReminder, ReminderFilter, ReminderKey};
-use chipset_store::AgentId;
+use chipset_store::{AgentId, Timestamp};
 
 use super::{Ctx, Outcome, Reply, TENANT, id, reminders};
 use crate::params::{RemindList, RemindOpen, RemindResolve, RemindSnooze, limit};
@@ -34,7 +34,18 @@ pub(crate) fn remind_list(ctx: &Ctx, p: RemindList) -> Outcome {
         kind: p.kind,
         ..ReminderFilter::default()
     };
-    let listing = reminders(ctx).list_open(&filter)?;
+    let since = p
+        .since
+        .as_deref()
+        .map(|t| {
+            Timestamp::parse(t)
+                .map_err(|e| Failure::usage(format!("`since`: expected an RFC 3339 time: {e}")))
+        })
+        .transpose()?;
+    let mut listing = reminders(ctx).list_open(&filter)?;
+    if let Some(since) = since {
+        listing.reminders.retain(|r| r.created_at > since);
+    }
     let all = &listing.reminders;
     let shown = &all[..all.len().min(limit)];
     let mut text = String::new();

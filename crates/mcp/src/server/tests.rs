@@ -196,6 +196,8 @@ fn every_result_matches_its_tools_output_schema() {
     assert_eq!(t.ok(false, "remind_open", open)["outcome"], "existing");
     let rid = opened["reminder"]["id"].as_str().unwrap();
     assert_eq!(t.ok(false, "remind_list", json!({}))["total"], 1);
+    let since = json!({"since": opened["reminder"]["created_at"]});
+    assert_eq!(t.ok(false, "remind_list", since)["total"], 0);
     t.ok(false, "remind_snooze", json!({"id": rid, "hours": "2"}));
     t.ok(
         false,
