@@ -249,6 +249,19 @@ impl Checker<'_> {
                 ));
             }
         }
+        if let Some(bound) = s
+            .get("format")
+            .and_then(Value::as_str)
+            .and_then(integer_bound)
+            && let Some(n) = number(value)
+            && !(0.0..=bound).contains(&n)
+        {
+            return Err(format!(
+                "{}: expected an integer from 0 to {bound}, got {}",
+                field(at),
+                shown(value)
+            ));
+        }
         if let Some(Value::Array(allowed)) = s.get("enum")
             && !allowed.contains(value)
         {
@@ -385,6 +398,28 @@ impl Checker<'_> {
     }
 }
 
+/// The largest value of an unsigned integer format schemars writes.
+fn integer_bound(format: &str) -> Option<f64> {
+    match format {
+        "uint8" => Some(f64::from(u8::MAX)),
+        "uint16" => Some(f64::from(u16::MAX)),
+        "uint32" => Some(f64::from(u32::MAX)),
+        // 2^64 - 1 is not exact as a float; the bound is close enough to
+        // name in a message, and serde still refuses anything above it.
+        "uint64" | "uint" => Some(18_446_744_073_709_551_615.0),
+        _ => None,
+    }
+}
+
+/// A number as JSON has it, or as text.
+fn number(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
 fn join(at: &str, key: &str) -> String {
     if at.is_empty() {
         key.to_owned()
@@ -510,6 +545,12 @@ mod tests {
         assert_eq!(
             check(json!({"hours": 1, "tags": ["x", 2]})),
             Err("`tags[1]`: expected a string, got 2".to_owned())
+        );
+        let bounded =
+            json!({"type": "object", "properties": {"n": {"type": "integer", "format": "uint32"}}});
+        assert_eq!(
+            super::check(&bounded, &json!({"n": 5_000_000_000_u64}), true),
+            Err("`n`: expected an integer from 0 to 4294967295, got 5000000000".to_owned())
         );
         let strict = super::check(&schema, &json!({"hours": "2"}), false);
         assert!(strict.is_err(), "outputs are checked strictly");
