@@ -53,20 +53,6 @@ impl Channels {
         }
     }
 
-    /// Returns the channels made of these handles.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::MixedRoots`] when they are not all on the hooks' state root.
-    pub fn from_handles(hooks: Hooks, nudges: Nudges, mail: Mail, bus: Bus) -> Result<Self> {
-        let state = hooks.state().clone();
-        Channels::new(state)
-            .with_hooks(hooks)?
-            .with_nudges(nudges)?
-            .with_mail(mail)?
-            .with_bus(bus)
-    }
-
     /// Returns these channels with the hook handle replaced.
     ///
     /// # Errors

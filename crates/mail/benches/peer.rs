@@ -26,7 +26,7 @@
 //!
 //! `batch` runs `send_batch` under each sync order this filesystem allows,
 //! in the same rotation (issue 15): `FileThenDir` (one round of concurrent
-//! fsyncs), `SyncFsThenDir` (one `syncfs`), and `WriteBackThenDir` where
+//! fsyncs), and `WriteBackThenDir` where
 //! that is the detected order.
 //!
 //! `PEER_DIR` chooses the directory the projects are made in (default: the
@@ -41,22 +41,21 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Instant;
 
-use std::sync::Arc;
-
 use chipset_mail::{Draft, Mail};
-use chipset_store::testing::TunedIo as Tuned;
+use chipset_store::testing::{EIO, Fault, FaultIo};
 use chipset_store::{AgentId, StateDir, StateOptions, SyncOrder, TaskId};
 
 /// Mail under `root` with the detected order (what `StateDir::open`
 /// gives), or a forced one.
-fn mail_at(root: &Path, tuned: Option<Tuned>) -> Mail {
-    match tuned {
+fn mail_at(root: &Path, order: Option<SyncOrder>) -> Mail {
+    match order {
         None => Mail::new(StateDir::open(root).unwrap()),
-        Some(t) => Mail::new(
+        // A fault that never fires: the real calls, in a forced order.
+        Some(order) => Mail::new(
             StateDir::open_with(
                 root,
                 StateOptions {
-                    io: Arc::new(t),
+                    io: FaultIo::with_order(Fault::nth(0, EIO), order),
                     ..StateOptions::default()
                 },
             )
@@ -182,18 +181,13 @@ fn main() {
     report("fresh", c, n, rounds * 200);
 
     // batch: one batch of 100 under each order vs 100 single sends vs 100 nubos sends.
-    let mut orders = vec![SyncOrder::FileThenDir, SyncOrder::SyncFsThenDir];
+    let mut orders = vec![SyncOrder::FileThenDir];
     if order == SyncOrder::WriteBackThenDir {
         orders.insert(0, SyncOrder::WriteBackThenDir);
     }
     let batch_mails: Vec<Mail> = orders
         .iter()
-        .map(|o| {
-            mail_at(
-                &work.path().join(format!("batch-{o:?}")),
-                Some(Tuned { order: *o }),
-            )
-        })
+        .map(|o| mail_at(&work.path().join(format!("batch-{o:?}")), Some(*o)))
         .collect();
     let mail = mail_at(&work.path().join("batch-c"), None);
     let n_root = work.path().join("batch-n");

@@ -3,52 +3,29 @@
 //!
 //! ```text
 //! cargo build --release -p chipset-mail --example send_batch
-//! strace -f -e trace=fsync,syncfs,linkat -e inject=fsync:error=EIO:when=3 \
+//! strace -f -e trace=fsync,linkat -e inject=fsync:error=EIO:when=3 \
 //!     target/release/examples/send_batch /tmp/state 100
-//! strace -f -e inject=syncfs:error=EIO:when=1 \
-//!     target/release/examples/send_batch /tmp/state 100 sync-fs
 //! ```
 //!
-//! Arguments: the state root, how many notes (default 100), and the order
-//! (`detected`, the default: what the store picks for the root's
-//! filesystem; `file-then-dir`; `sync-fs`). Exit status 0 when the batch
+//! Arguments: the state root and how many notes (default 100); the batch
+//! is published in the order the store picks for the root's filesystem
+//! (printed first). Exit status 0 when the batch
 //! was sent, 1 when it failed (the error and what the inbox then holds are
 //! printed).
 
 #![allow(clippy::print_stdout, reason = "an example reports on stdout")]
 
-use std::sync::Arc;
-
 use chipset_mail::{Draft, Mail};
-use chipset_store::testing::TunedIo;
-use chipset_store::{AgentId, StateDir, StateOptions, SyncOrder, TaskId};
+use chipset_store::{AgentId, StateDir, TaskId};
 
 fn main() {
     let mut args = std::env::args().skip(1);
     let Some(root) = args.next() else {
-        println!("usage: send_batch STATE_ROOT [COUNT] [detected|file-then-dir|sync-fs]");
+        println!("usage: send_batch STATE_ROOT [COUNT]");
         std::process::exit(2);
     };
     let count: usize = args.next().and_then(|c| c.parse().ok()).unwrap_or(100);
-    let order = match args.next().as_deref() {
-        None | Some("detected") => None,
-        Some("file-then-dir") => Some(SyncOrder::FileThenDir),
-        Some("sync-fs") => Some(SyncOrder::SyncFsThenDir),
-        Some(other) => {
-            println!("unknown order {other:?}");
-            std::process::exit(2);
-        }
-    };
-    let state = match order {
-        None => StateDir::open(&root),
-        Some(order) => StateDir::open_with(
-            &root,
-            StateOptions {
-                io: Arc::new(TunedIo { order }),
-                ..StateOptions::default()
-            },
-        ),
-    };
+    let state = StateDir::open(&root);
     let state = state.unwrap_or_else(|e| {
         println!("cannot open {root}: {e}");
         std::process::exit(2);

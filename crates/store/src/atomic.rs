@@ -82,7 +82,7 @@ fn settle(io: &dyn IoBackend, order: SyncOrder, file: &File, tmp: &Path) -> Resu
         SyncOrder::WriteBackThenDir => io
             .write_back(file, tmp)
             .map_err(|e| Error::io("write back", tmp, e)),
-        _ => io
+        SyncOrder::FileThenDir => io
             .sync_all(file, tmp)
             .map_err(|e| Error::io("sync", tmp, e)),
     }
@@ -280,18 +280,6 @@ pub enum Created {
     AlreadyExists,
 }
 
-/// Makes the data of every file written so far durable with one `syncfs`
-/// through `file` (the batch's first temp, `first`, opened before any of the
-/// batch's writes, so a write-back error of any of them is reported), then
-/// one cache flush: the `fsync` of the temps' directory, which on ext4
-/// without a journal makes durable the inode tables `syncfs` writes after
-/// its own flush (and elsewhere costs one flush).
-fn sync_filesystem(io: &dyn IoBackend, file: &File, first: &Path) -> Result<()> {
-    io.sync_fs(file, first)
-        .map_err(|e| Error::io("sync the filesystem holding", first, e))?;
-    sync_dir_with(io, parent(first))
-}
-
 /// Publishes many new files sharing their syncs: a constant number of sync
 /// rounds for the whole batch, not one per file.
 ///
@@ -345,16 +333,10 @@ pub(crate) fn create_new_batch_with<P: AsRef<Path>>(
     // One round: every temp's data and size are durable (or, under
     // `WriteBackThenDir`, written, and durable with the directory syncs)
     // before any rename.
-    let (temps, settled) = match (order, temps.first()) {
-        (SyncOrder::SyncFsThenDir, Some((first, file))) if temps.len() > 1 => {
-            let settled = sync_filesystem(io, file, first);
-            (temps, settled)
-        }
-        _ => {
-            let shared = Arc::clone(shared);
-            sync_pool::sync_all(temps, move |(tmp, file)| settle(&*shared, order, file, tmp))
-        }
-    };
+    let shared_io = Arc::clone(shared);
+    let (temps, settled) = sync_pool::sync_all(temps, move |(tmp, file)| {
+        settle(&*shared_io, order, file, tmp)
+    });
     if let Err(e) = settled {
         remove_all(&temps);
         return Err(e);

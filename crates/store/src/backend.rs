@@ -26,8 +26,6 @@ pub enum IoOp {
     WriteBack,
     /// Syncing a directory's entries.
     SyncDir,
-    /// Syncing a whole filesystem (`syncfs`): every file's written data.
-    SyncFs,
     /// Renaming, replacing or not ([`IoBackend::rename`], [`IoBackend::rename_noreplace`]).
     Rename,
     /// Linking a second name to a file.
@@ -42,14 +40,13 @@ pub enum IoOp {
 
 impl IoOp {
     /// Every kind.
-    pub const ALL: [IoOp; 12] = [
+    pub const ALL: [IoOp; 11] = [
         IoOp::Create,
         IoOp::Open,
         IoOp::Write,
         IoOp::Sync,
         IoOp::WriteBack,
         IoOp::SyncDir,
-        IoOp::SyncFs,
         IoOp::Rename,
         IoOp::Link,
         IoOp::Mkdir,
@@ -78,17 +75,6 @@ pub enum SyncOrder {
     /// size too (journalled earlier, committed in order), so the name is
     /// never durable without the data.
     WriteBackThenDir,
-    /// A single file as [`SyncOrder::FileThenDir`]; a batch
-    /// ([`StateDir::create_new_batch`](crate::StateDir::create_new_batch))
-    /// writes every temp, then makes all their data durable with one
-    /// `syncfs` of the filesystem and one more cache flush (a directory
-    /// `fsync`: on ext4 without a journal, `syncfs` writes the inode tables
-    /// after its own flush), then names them, then `fsync`s each directory:
-    /// three cache flushes for the batch. `syncfs` also waits for every
-    /// other process's dirty data on the filesystem, and reports a
-    /// write-back error of any file on it (the batch then fails, nothing
-    /// published). Chosen only where [`IoBackend::sync_order`] says so.
-    SyncFsThenDir,
 }
 
 /// The filesystem calls the store makes to change state, in the spirit of
@@ -126,15 +112,6 @@ pub trait IoBackend: fmt::Debug + Send + Sync {
     fn sync_order(&self, root: &Path) -> SyncOrder {
         let _ = root;
         SyncOrder::FileThenDir
-    }
-    /// Syncs the whole filesystem holding `file` (`syncfs`): every file's
-    /// data written before the call. Since Linux 5.8 it reports a
-    /// write-back error of any file of the filesystem since `file` was
-    /// opened. Used only under [`SyncOrder::SyncFsThenDir`]; `path` names
-    /// the file for errors.
-    fn sync_fs(&self, file: &File, path: &Path) -> io::Result<()> {
-        let _ = path;
-        rustix::fs::syncfs(file).map_err(Into::into)
     }
     /// Truncates (or extends) `file` to `len` bytes.
     fn set_len(&self, file: &File, path: &Path, len: u64) -> io::Result<()>;
@@ -362,14 +339,12 @@ mod tests {
         ebadf(RealIo.sync_all(&file, &path), "sync_all");
         ebadf(RealIo.sync_data(&file, &path), "sync_data");
         ebadf(RealIo.write_back(&file, &path), "write_back");
-        ebadf(RealIo.sync_fs(&file, &path), "sync_fs");
         ebadf(RealIo.set_len(&file, &path, 0), "set_len");
         // And on a good descriptor they succeed.
         let file = OpenOptions::new().write(true).open(&path).unwrap();
         RealIo.sync_all(&file, &path).unwrap();
         RealIo.sync_data(&file, &path).unwrap();
         RealIo.write_back(&file, &path).unwrap();
-        RealIo.sync_fs(&file, &path).unwrap();
         RealIo.sync_dir(tmp.path()).unwrap();
         let gone = tmp.path().join("gone");
         assert_eq!(

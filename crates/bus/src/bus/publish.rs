@@ -107,8 +107,7 @@ impl Bus {
     /// own no-clobber create, and the queue directory synced once (the
     /// store's `create_new_batch`: concurrent fsyncs, or one cache flush
     /// for the whole batch on a filesystem that commits its journal in
-    /// order, or one `syncfs` and two flushes under
-    /// `SyncOrder::SyncFsThenDir`; see the store's Durability docs). Events with a key are
+    /// order; see the store's Durability docs). Events with a key are
     /// each judged under their key's lock, one after another, exactly as
     /// [`Bus::publish`] does.
     ///

@@ -282,11 +282,7 @@ fn every_fault_in_send_archive_and_sweep_is_safe_to_retry() {
 )]
 fn every_power_cut_in_send_archive_and_sweep_reads_clean_and_keeps_what_returned() {
     let mut total = 0;
-    let orders = [
-        SyncOrder::FileThenDir,
-        SyncOrder::WriteBackThenDir,
-        SyncOrder::SyncFsThenDir,
-    ];
+    let orders = [SyncOrder::FileThenDir, SyncOrder::WriteBackThenDir];
     for (case, order) in cases()
         .into_iter()
         .flat_map(|c| orders.map(|o| (c.clone(), o)))

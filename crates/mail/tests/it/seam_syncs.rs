@@ -40,12 +40,7 @@ fn note(i: usize) -> Draft {
 fn waits(calls: &[IoOp]) -> Vec<IoOp> {
     calls
         .iter()
-        .filter(|c| {
-            matches!(
-                c,
-                IoOp::Sync | IoOp::SyncDir | IoOp::SyncFs | IoOp::WriteBack
-            )
-        })
+        .filter(|c| matches!(c, IoOp::Sync | IoOp::SyncDir | IoOp::WriteBack))
         .copied()
         .collect()
 }
@@ -53,7 +48,7 @@ fn waits(calls: &[IoOp]) -> Vec<IoOp> {
 fn flushes(calls: &[IoOp]) -> usize {
     calls
         .iter()
-        .filter(|c| matches!(c, IoOp::Sync | IoOp::SyncDir | IoOp::SyncFs))
+        .filter(|c| matches!(c, IoOp::Sync | IoOp::SyncDir))
         .count()
 }
 
@@ -67,8 +62,6 @@ fn a_send_into_an_existing_inbox_costs_two_syncs_or_one_on_an_in_order_journal()
             SyncOrder::WriteBackThenDir,
             vec![IoOp::WriteBack, IoOp::SyncDir],
         ),
-        // A single send is never a batch: as FileThenDir.
-        (SyncOrder::SyncFsThenDir, vec![IoOp::Sync, IoOp::SyncDir]),
     ] {
         let tmp = tempfile::tempdir().unwrap();
         let fault = FaultIo::with_order(Fault::nth(0, EIO), order);
@@ -88,8 +81,6 @@ fn a_batch_of_a_hundred_costs_a_constant_number_of_sync_rounds() {
         (SyncOrder::FileThenDir, 101, 1),
         // 100 write-backs (no flush), then the inbox.
         (SyncOrder::WriteBackThenDir, 1, 1),
-        // One syncfs, one flush (a directory sync), the links, the inbox: three.
-        (SyncOrder::SyncFsThenDir, 3, 2),
     ] {
         let tmp = tempfile::tempdir().unwrap();
         let fault = FaultIo::with_order(Fault::nth(0, EIO), order);
@@ -102,23 +93,12 @@ fn a_batch_of_a_hundred_costs_a_constant_number_of_sync_rounds() {
         let dirs = calls.iter().filter(|c| **c == IoOp::SyncDir).count();
         assert_eq!(dirs, dir_syncs, "{order:?}: {calls:?}");
         assert_eq!(flushes(&calls), expected, "{order:?}");
-        if order == SyncOrder::SyncFsThenDir {
-            assert_eq!(
-                waits(&calls),
-                [IoOp::SyncFs, IoOp::SyncDir, IoOp::SyncDir],
-                "no sync of any message file"
-            );
-        }
     }
 }
 
 #[test]
 fn every_returned_send_survives_every_power_cut() {
-    for order in [
-        SyncOrder::FileThenDir,
-        SyncOrder::WriteBackThenDir,
-        SyncOrder::SyncFsThenDir,
-    ] {
+    for order in [SyncOrder::FileThenDir, SyncOrder::WriteBackThenDir] {
         every_returned_send_survives_every_power_cut_in(order);
     }
 }

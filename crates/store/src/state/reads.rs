@@ -6,26 +6,6 @@ use super::*;
 use crate::stat::none_if_not_found;
 
 impl StateDir {
-    /// Lists the names in `dir` with their inode numbers, as
-    /// [`StateDir::list`] would list them (dot-names skipped, sorted by
-    /// name), entries of every type. The inode number comes from the
-    /// directory listing itself (no `stat` per entry): a name replaced by a
-    /// rename gets a new one. A missing directory lists as empty.
-    ///
-    /// # Errors
-    ///
-    /// As [`StateDir::list`].
-    pub fn list_inodes(&self, dir: &StatePath) -> Result<Vec<(String, u64)>> {
-        use std::os::unix::fs::DirEntryExt;
-        let mut out = Vec::new();
-        self.walk(dir.as_path(), |name, entry| {
-            out.push((name, entry.ino()));
-            Ok::<(), Error>(())
-        })?;
-        out.sort_unstable();
-        Ok(out)
-    }
-
     /// Lists the names in `dir` with each entry's [`Stat`], as
     /// [`StateDir::list`] would list them (dot-names skipped, sorted by
     /// name), entries of every type. Each entry is stat-ed relative to the
@@ -346,7 +326,7 @@ impl StateDir {
 
     /// Hands `each` every visible entry of `dir` (dot-names skipped), in
     /// the directory's order, holding no listing: the one walk behind
-    /// [`StateDir::list`], `list_inodes`, `list_stats` and `for_each_name`.
+    /// [`StateDir::list`], `list_stats` and `for_each_name`.
     /// A missing directory, or a path that is not a real directory, has no
     /// entries; a symlink on the way is an error.
     fn walk<E: From<Error>>(

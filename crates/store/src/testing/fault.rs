@@ -202,12 +202,6 @@ impl IoBackend for FaultIo {
         self.order
     }
 
-    fn sync_fs(&self, file: &File, path: &Path) -> io::Result<()> {
-        match self.check(IoOp::SyncFs) {
-            Some(e) => Err(e),
-            None => self.inner.sync_fs(file, path),
-        }
-    }
 
     fn set_len(&self, file: &File, path: &Path, len: u64) -> io::Result<()> {
         match self.check(IoOp::Truncate) {

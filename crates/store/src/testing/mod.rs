@@ -21,12 +21,10 @@
 mod fault;
 mod nosync;
 mod record;
-mod tuned;
 
 pub use fault::{EEXIST, EIO, ENOENT, ENOSPC, EOPNOTSUPP, Fault, FaultIo};
 pub use nosync::NoSyncIo;
 pub use record::{CrashState, Entry, RecordIo};
-pub use tuned::TunedIo;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

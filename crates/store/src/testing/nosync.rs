@@ -61,9 +61,6 @@ impl IoBackend for NoSyncIo {
         self.skip()
     }
 
-    fn sync_fs(&self, _file: &File, _path: &Path) -> io::Result<()> {
-        self.skip()
-    }
 
     fn set_len(&self, file: &File, path: &Path, len: u64) -> io::Result<()> {
         RealIo.set_len(file, path, len)

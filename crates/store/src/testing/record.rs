@@ -62,10 +62,6 @@ enum Event {
     Data { ino: u64, content: Vec<u8> },
     /// The file's data was synced.
     SyncFile { ino: u64 },
-    /// The whole filesystem was synced (`syncfs`): every file's data
-    /// written so far is durable. Namespace changes are not taken as
-    /// durable by it (only a directory's own sync is).
-    SyncFs,
     /// The file's data was written back without a cache flush
     /// (`sync_file_range`): durable with the journal's next commit, on a
     /// journalled recorder.
@@ -233,8 +229,6 @@ impl RecordIo {
     /// - The cut comes between two calls (every call boundary is tried).
     /// - A file's data written since its last sync is, per file, all lost,
     ///   all kept, or (when it only grew) kept up to half of the new bytes.
-    ///   A filesystem sync ([`IoBackend::sync_fs`]) syncs every file's data
-    ///   written before it, and no directory's entries.
     /// - The namespace changes (create, rename, link, mkdir, remove) in a
     ///   directory since its last sync are, per directory, all lost or all
     ///   kept. A rename between directories is two changes (the new name in
@@ -317,7 +311,7 @@ fn states_at(log: &Log, k: usize) -> Vec<CrashState> {
                 let c = latest.get(ino).cloned().unwrap_or_default();
                 written.insert(*ino, (i, c));
             }
-            Event::SyncFile { .. } | Event::SyncDir { .. } | Event::SyncFs if log.journalled => {
+            Event::SyncFile { .. } | Event::SyncDir { .. } if log.journalled => {
                 // A sync commits the journal, and every write-back before it.
                 for (id, (_, c)) in std::mem::take(&mut written) {
                     synced.insert(id, c);
@@ -329,11 +323,6 @@ fn states_at(log: &Log, k: usize) -> Vec<CrashState> {
             Event::SyncFile { ino } => {
                 let c = latest.get(ino).cloned().unwrap_or_default();
                 synced.insert(*ino, c);
-            }
-            Event::SyncFs => {
-                for (id, c) in &latest {
-                    synced.insert(*id, c.clone());
-                }
             }
             _ => {}
         }
@@ -539,11 +528,6 @@ impl IoBackend for RecordIo {
         self.order
     }
 
-    fn sync_fs(&self, file: &File, path: &Path) -> io::Result<()> {
-        RealIo.sync_fs(file, path)?;
-        self.lock().events.push(Event::SyncFs);
-        Ok(())
-    }
 
     fn set_len(&self, file: &File, path: &Path, len: u64) -> io::Result<()> {
         RealIo.set_len(file, path, len)?;

@@ -976,39 +976,6 @@ fn list_stats_gives_each_listed_name_its_own_stat_without_following_links() {
     ));
 }
 
-/// `list_inodes` lists what `list` lists (sorted, dot-names skipped, every
-/// type), each name with its own inode number; a name replaced by a rename
-/// shows the new file's.
-#[test]
-fn list_inodes_gives_each_listed_name_its_inode() {
-    use std::os::unix::fs::MetadataExt;
-    let t = TempState::new();
-    let dir = t.state.channel_dir(Channel::new("mail")).unwrap();
-    assert!(
-        t.state
-            .list_inodes(&dir.join_static("missing"))
-            .unwrap()
-            .is_empty()
-    );
-    listing(&dir);
-    let ino = |name: &str| {
-        fs::symlink_metadata(dir.as_path().join(name))
-            .unwrap()
-            .ino()
-    };
-    let expected = |names: &[&str]| -> Vec<(String, u64)> {
-        names.iter().map(|n| ((*n).to_owned(), ino(n))).collect()
-    };
-    let listed = t.state.list_inodes(&dir).unwrap();
-    assert_eq!(listed, expected(&["a.json", "b.json", "sub"]));
-    let old = ino("b.json");
-    fs::write(dir.join_static("new"), b"new").unwrap();
-    fs::rename(dir.join_static("new"), dir.join_static("b.json")).unwrap();
-    let listed = t.state.list_inodes(&dir).unwrap();
-    assert_eq!(listed, expected(&["a.json", "b.json", "sub"]));
-    assert_ne!(listed[1].1, old);
-}
-
 /// A log is reached only through the root: the reader's entry makes
 /// nothing, and neither entry opens the root itself as a log or a log
 /// through a symlinked directory (one outside the root cannot be named).

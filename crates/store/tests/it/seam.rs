@@ -6,9 +6,8 @@
 //! retry (following the idempotent-retry rule) is a no-op success. Every
 //! power-cut state reads without corruption and keeps every operation that
 //! had returned. Every publish order is driven: `FileThenDir` (an fsync
-//! per file), `WriteBackThenDir` (a write-back, made durable by the
-//! directory sync, on a recorder that models an in-order journal) and
-//! `SyncFsThenDir` (a batch's data made durable by one `syncfs`).
+//! per file) and `WriteBackThenDir` (a write-back, made durable by the
+//! directory sync, on a recorder that models an in-order journal).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -23,11 +22,7 @@ use chipset_store::{
 };
 use chipset_testkit::state_path as sp;
 
-const ORDERS: [SyncOrder; 3] = [
-    SyncOrder::FileThenDir,
-    SyncOrder::WriteBackThenDir,
-    SyncOrder::SyncFsThenDir,
-];
+const ORDERS: [SyncOrder; 2] = [SyncOrder::FileThenDir, SyncOrder::WriteBackThenDir];
 use serde_json::{Value, json};
 
 type Op = fn(&StateDir) -> Result<(), Error>;
@@ -665,115 +660,6 @@ fn a_write_back_is_durable_with_the_name_only_on_an_in_order_journal() {
     assert_eq!(torn_under_the_name(SyncOrder::FileThenDir), (true, false));
 }
 
-/// The recorder's model of `syncfs`: one call through any file makes every
-/// file's data written before it durable, so two temps renamed into place
-/// after it are whole under their names in every cut; without it, the same
-/// names can come back with lost data.
-#[test]
-fn a_filesystem_sync_makes_every_file_written_before_it_durable() {
-    let bodies: [&[u8]; 2] = [
-        b"{\"n\": 1, \"pad\": \"first\"}\n",
-        b"{\"n\": 2, \"pad\": \"second\"}\n",
-    ];
-    let torn_under_a_name = |sync_fs: bool| {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("inbox");
-        fs::create_dir(&dir).unwrap();
-        let rec = RecordIo::start(tmp.path()).unwrap();
-        let files: Vec<(PathBuf, fs::File)> = bodies
-            .iter()
-            .enumerate()
-            .map(|(i, b)| {
-                let t = dir.join(format!(".{i}.json.tmp"));
-                let f = rec.create_new(&t, false).unwrap();
-                rec.write_all(&f, &t, b).unwrap();
-                (t, f)
-            })
-            .collect();
-        if sync_fs {
-            rec.sync_fs(&files[0].1, &files[0].0).unwrap();
-        }
-        for (i, (t, _)) in files.iter().enumerate() {
-            rec.rename_noreplace(t, &dir.join(format!("{i}.json")))
-                .unwrap();
-        }
-        rec.sync_dir(&dir).unwrap();
-        rec.mark("published");
-        let states = rec.crash_states();
-        let mut torn = false;
-        let mut named = 0;
-        for s in &states {
-            for (i, body) in bodies.iter().enumerate() {
-                match s.entries.get(&PathBuf::from(format!("inbox/{i}.json"))) {
-                    Some(chipset_store::testing::Entry::File(b)) => {
-                        named += 1;
-                        torn |= b.as_slice() != *body;
-                    }
-                    Some(other) => panic!("{other:?}"),
-                    None => assert!(
-                        !s.returned.iter().any(|r| r == "published"),
-                        "lost after returning"
-                    ),
-                }
-            }
-        }
-        assert!(named > 0, "some cut keeps a name");
-        torn
-    };
-    assert!(!torn_under_a_name(true), "synced by syncfs: never torn");
-    assert!(torn_under_a_name(false), "unsynced: the model can tear it");
-}
-
-/// A batch under `SyncFsThenDir` is one `syncfs`, one flush, the names,
-/// one directory sync; a failed `syncfs` is a plain error with nothing
-/// published and no temp left, and the retry publishes every file.
-#[test]
-fn a_batch_under_syncfs_takes_three_flushes_and_a_failed_syncfs_publishes_nothing() {
-    let tmp = tempfile::tempdir().unwrap();
-    let fault = FaultIo::with_order(Fault::nth(0, EIO), SyncOrder::SyncFsThenDir);
-    let state = open(tmp.path(), fault.clone());
-    let dir = state.root_path().join_static("inbox");
-    state.create_new(&dir.join_static("0.json"), b"{}").unwrap();
-    let items: Vec<(StatePath, Vec<u8>)> = (1..=100)
-        .map(|i| {
-            (
-                dir.join(format!("{i}.json")).unwrap(),
-                format!("{{\"n\":{i}}}").into_bytes(),
-            )
-        })
-        .collect();
-    let before = fault.calls().len();
-    fault.set(Fault::first(IoOp::SyncFs, EIO));
-    let err = state.create_new_batch(&items).unwrap_err();
-    assert!(!err.is_outcome_unknown(), "{err}");
-    assert!(err.to_string().contains("sync the filesystem"), "{err}");
-    let names: Vec<String> = fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .collect();
-    assert_eq!(names, ["0.json"], "nothing published, no temp left");
-    let failed: Vec<IoOp> = fault.calls()[before..].to_vec();
-    assert!(!failed.contains(&IoOp::Link) && !failed.contains(&IoOp::Rename));
-    fault.disarm();
-    let before = fault.calls().len();
-    let out = state.create_new_batch(&items).unwrap();
-    assert_eq!(out.len(), 100);
-    let calls = fault.calls()[before..].to_vec();
-    let waits: Vec<IoOp> = calls
-        .iter()
-        .filter(|c| {
-            matches!(
-                c,
-                IoOp::Sync | IoOp::SyncDir | IoOp::SyncFs | IoOp::WriteBack
-            )
-        })
-        .copied()
-        .collect();
-    assert_eq!(waits, [IoOp::SyncFs, IoOp::SyncDir, IoOp::SyncDir]);
-    assert_eq!(fs::read_dir(&dir).unwrap().count(), 101);
-    assert_eq!(fs::read(dir.join_static("57.json")).unwrap(), b"{\"n\":57}");
-}
-
 /// Each publish order settles a new file's data its own way before the
 /// rename: `FileThenDir` syncs it, `WriteBackThenDir` only writes it back
 /// (the directory sync after the publish makes it durable on an in-order
@@ -887,7 +773,7 @@ fn an_unsynced_write_replaces_whole_and_syncs_nothing() {
     assert_eq!(fs::read(path.as_path()).unwrap(), b"two\n");
     let calls = fault.calls();
     assert!(calls.contains(&IoOp::Rename), "{calls:?}");
-    for sync in [IoOp::Sync, IoOp::SyncDir, IoOp::WriteBack, IoOp::SyncFs] {
+    for sync in [IoOp::Sync, IoOp::SyncDir, IoOp::WriteBack] {
         assert!(!calls.contains(&sync), "{sync:?} in {calls:?}");
     }
 
@@ -1022,33 +908,6 @@ fn a_failed_removal_is_an_error_not_absence() {
         "removed once the disk is well"
     );
     assert!(!state.remove_file(&path).unwrap(), "and then not there");
-}
-
-/// Under `SyncFsThenDir` a batch of one file is synced with its own `fsync`,
-/// not a `syncfs` (which flushes every file of the filesystem: worth it only
-/// when it replaces several syncs).
-#[test]
-fn a_batch_of_one_under_syncfs_syncs_just_its_file() {
-    let tmp = tempfile::tempdir().unwrap();
-    let fault = FaultIo::with_order(Fault::nth(0, EIO), SyncOrder::SyncFsThenDir);
-    let state = open(tmp.path(), fault.clone());
-    let dir = state.root_path().join_static("inbox");
-    state.ensure_dir(&dir).unwrap();
-    for n in [1, 2] {
-        fault.set(Fault::nth(0, EIO));
-        let items: Vec<(StatePath, Vec<u8>)> = (0..n)
-            .map(|i| (dir.join(format!("{n}-{i}.json")).unwrap(), b"{}".to_vec()))
-            .collect();
-        state.create_new_batch(&items).unwrap();
-        let calls = fault.calls();
-        let syncs = calls.iter().filter(|c| **c == IoOp::Sync).count();
-        let syncfs = calls.iter().filter(|c| **c == IoOp::SyncFs).count();
-        assert_eq!(
-            (syncs, syncfs),
-            if n == 1 { (1, 0) } else { (0, 1) },
-            "{n} files: {calls:?}"
-        );
-    }
 }
 
 /// A batch's files are synced together, every one of them even when one
