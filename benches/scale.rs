@@ -220,7 +220,7 @@ impl Sweeps {
             mail_at(state)
         } else {
             let options = chipset_store::StateOptions {
-                io: chipset_store::testing::NoSyncIo::shared(),
+                io: chipset_testkit::NoSyncIo::shared(),
                 ..chipset_store::StateOptions::default()
             };
             Mail::new(StateDir::open_with(state, options).unwrap())
@@ -396,7 +396,7 @@ fn child(op: &str) {
         let task = TaskId::new(task).unwrap();
         let mail = if std::env::var_os("CHIPSET_SCALE_NOSYNC").is_some() {
             let options = chipset_store::StateOptions {
-                io: chipset_store::testing::NoSyncIo::shared(),
+                io: chipset_testkit::NoSyncIo::shared(),
                 ..chipset_store::StateOptions::default()
             };
             Mail::new(StateDir::open_with(&state, options).unwrap())

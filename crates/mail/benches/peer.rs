@@ -42,7 +42,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Instant;
 
 use chipset_mail::{Draft, Mail};
-use chipset_store::testing::{EIO, Fault, FaultIo};
+use chipset_testkit::{EIO, Fault, FaultIo};
 use chipset_store::{AgentId, StateDir, StateOptions, SyncOrder, TaskId};
 
 /// Mail under `root` with the detected order (what `StateDir::open`

@@ -1,4 +1,13 @@
 //! The I/O seam: every change the store makes to the filesystem goes through one [`IoBackend`].
+//! Public with the `testing` feature, for the test doubles in `chipset-testkit`.
+
+#![cfg_attr(
+    not(feature = "testing"),
+    allow(
+        unreachable_pub,
+        reason = "the seam is public only with the `testing` feature"
+    )
+)]
 
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
@@ -8,52 +17,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rustix::fs::{CWD, RenameFlags};
-
-/// The kinds of call an [`IoBackend`] makes, for fault injectors and recorders.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[non_exhaustive]
-pub enum IoOp {
-    /// Creating a new file exclusively (a temp file, a new log).
-    Create,
-    /// Opening an existing file for appending or truncating.
-    Open,
-    /// Writing bytes to an open file.
-    Write,
-    /// Syncing a file's data (`fsync` or `fdatasync`).
-    Sync,
-    /// Writing a file's data back to the disk and waiting for it, without a
-    /// cache flush (`sync_file_range`); see [`SyncOrder::WriteBackThenDir`].
-    WriteBack,
-    /// Syncing a directory's entries.
-    SyncDir,
-    /// Renaming, replacing or not ([`IoBackend::rename`], [`IoBackend::rename_noreplace`]).
-    Rename,
-    /// Linking a second name to a file.
-    Link,
-    /// Creating a directory.
-    Mkdir,
-    /// Truncating an open file.
-    Truncate,
-    /// Removing a file or an empty directory.
-    Remove,
-}
-
-impl IoOp {
-    /// Every kind.
-    pub const ALL: [IoOp; 11] = [
-        IoOp::Create,
-        IoOp::Open,
-        IoOp::Write,
-        IoOp::Sync,
-        IoOp::WriteBack,
-        IoOp::SyncDir,
-        IoOp::Rename,
-        IoOp::Link,
-        IoOp::Mkdir,
-        IoOp::Truncate,
-        IoOp::Remove,
-    ];
-}
 
 /// How a new file's data is made durable before its name: what a filesystem
 /// lets the store skip. [`IoBackend::sync_order`] answers it for a state
@@ -84,8 +47,8 @@ pub enum SyncOrder {
 /// Reads, listings and lock files do not: they change nothing a reader sees.
 ///
 /// [`RealIo`] makes the real system calls. Tests substitute backends that
-/// fail the Nth call or record every call to replay power cuts (the
-/// `testing` feature's `chipset_store::testing`). Implementations must be
+/// fail the Nth call or record every call to replay power cuts
+/// (`chipset-testkit`'s `FaultIo` and `RecordIo`). Implementations must be
 /// thread-safe; the store calls them from any thread.
 pub trait IoBackend: fmt::Debug + Send + Sync {
     /// Creates `path` exclusively (`O_CREAT | O_EXCL`, mode 0644), opened for

@@ -525,11 +525,9 @@ mod sync_pool;
 mod time;
 mod watch;
 
-#[cfg(feature = "testing")]
-pub mod testing;
-
 pub use atomic::{Created, TEMP_SUFFIX, is_temp_name};
-pub use backend::{IoBackend, IoOp, RealIo, SharedIo, SyncOrder};
+#[cfg(feature = "testing")]
+pub use backend::{IoBackend, RealIo, SharedIo, SyncOrder};
 pub use canonical::{append_canonical_line, to_canonical_json, to_canonical_line};
 pub use error::{Error, Result};
 pub use escape::{EscapeAlphabet, escape_name, fnv1a_64, unescape_name};

@@ -33,14 +33,20 @@ pub const DEFAULT_ROOT: &str = ".chipset/state";
 /// The name of the folder that [`StateDir::quarantine`] moves bad files into.
 pub const QUARANTINE_DIR: &str = ".quarantine";
 
-/// How a [`StateDir`] is opened.
+/// How a [`StateDir`] is opened. Build it from the default
+/// (`StateOptions { clock, ..StateOptions::default() }`): the `testing`
+/// feature adds a field.
 #[derive(Debug, Clone)]
 pub struct StateOptions {
     /// Where time comes from.
     pub clock: SharedClock,
     /// The largest state file a typed read accepts.
     pub read_cap: u64,
-    /// The I/O seam every change goes through ([`RealIo`] by default).
+    /// The I/O seam every change goes through ([`RealIo`] by default): the
+    /// hook for test doubles that fail the Nth call or record every call
+    /// to replay power cuts (`chipset-testkit`). Only with the `testing`
+    /// feature; without it the store makes the real calls.
+    #[cfg(feature = "testing")]
     pub io: SharedIo,
 }
 
@@ -49,6 +55,7 @@ impl Default for StateOptions {
         StateOptions {
             clock: Arc::new(SystemClock),
             read_cap: DEFAULT_READ_CAP,
+            #[cfg(feature = "testing")]
             io: RealIo::shared(),
         }
     }
@@ -142,14 +149,18 @@ impl StateDir {
             rustix::fs::Mode::empty(),
         )
         .map_err(|e| Error::io("open state root", &root, e.into()))?;
-        let sync_order = options.io.sync_order(&root);
+        #[cfg(feature = "testing")]
+        let io = options.io;
+        #[cfg(not(feature = "testing"))]
+        let io = RealIo::shared();
+        let sync_order = io.sync_order(&root);
         Ok(StateDir {
             inner: Arc::new(Inner {
                 root,
                 root_fd,
                 clock: options.clock,
                 read_cap: options.read_cap,
-                io: options.io,
+                io,
                 sync_order,
             }),
         })
@@ -170,11 +181,6 @@ impl StateDir {
         self.inner.clock.now()
     }
 
-    /// Returns the I/O backend every change goes through.
-    pub fn io(&self) -> &SharedIo {
-        &self.inner.io
-    }
-
     fn backend(&self) -> &dyn IoBackend {
         &*self.inner.io
     }
@@ -182,6 +188,7 @@ impl StateDir {
     /// Returns how new files under the root are made durable: what the I/O
     /// backend said of the root's filesystem when it was opened (see
     /// [`SyncOrder`] and the crate docs, Durability).
+    #[cfg(feature = "testing")]
     pub fn sync_order(&self) -> SyncOrder {
         self.inner.sync_order
     }

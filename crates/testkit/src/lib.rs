@@ -1,6 +1,18 @@
 //! Test support for chipset: multi-process and crash tests, and the fixtures
 //! every crate's tests share (one manual clock start time [`T0`], ids,
-//! temporary state roots).
+//! temporary state roots), and the test doubles for the store's I/O seam
+//! ([`StateOptions::io`](chipset_store::StateOptions), with chipset-store's
+//! `testing` feature):
+//!
+//! - [`FaultIo`] fails the Nth call (optionally of given [`IoOp`] kinds)
+//!   with a chosen errno, once or from then on (a disk that stays full).
+//! - [`RecordIo`] performs every call for real and records it, then yields
+//!   the states a power cut could have left ([`RecordIo::crash_states`]),
+//!   following the ordering rules in the store's Durability docs.
+//! - [`NoSyncIo`] makes every change for real but skips the syncs, for
+//!   model tests that run thousands of operations and never cut the power.
+//! - [`visible`] snapshots what a reader of a state root sees, so a test can
+//!   assert that a failed operation changed nothing.
 //!
 //! A test binary re-runs itself as a child process: [`spawn`] starts the
 //! current executable with only one entry test selected and a role in the
@@ -26,6 +38,7 @@
     reason = "test support, never in a product: it waits for files and finds binaries as a test does"
 )]
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
@@ -33,8 +46,15 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use chipset_store::testing::NoSyncIo;
 use chipset_store::{AgentId, ManualClock, StateDir, StateOptions, StatePath, TaskId, Timestamp};
+
+mod fault;
+mod nosync;
+mod record;
+
+pub use fault::{EEXIST, EIO, ENOENT, ENOSPC, EOPNOTSUPP, Fault, FaultIo, IoOp};
+pub use nosync::NoSyncIo;
+pub use record::{CrashState, Entry, RecordIo};
 
 /// The environment variable that names a child's role.
 pub const ROLE_ENV: &str = "CHIPSET_TESTKIT_ROLE";
@@ -422,4 +442,33 @@ pub fn peer_fixtures() -> PathBuf {
                 workspace.display()
             )
         })
+}
+
+/// Returns everything a reader sees under `root`: every path whose names do
+/// not start with a dot (temps, locks and quarantine are the store's), with
+/// a file's bytes or `None` for a directory.
+///
+/// # Panics
+///
+/// When `root` or anything under it cannot be listed or read: it is for tests.
+pub fn visible(root: &Path) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).expect("list a directory under the root") {
+            let e = e.expect("read a directory entry");
+            if e.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
+            let p = e.path();
+            let rel = p.strip_prefix(root).expect("under the root").to_owned();
+            if e.file_type().expect("stat a directory entry").is_dir() {
+                out.insert(rel, None);
+                stack.push(p);
+            } else {
+                out.insert(rel, Some(std::fs::read(&p).expect("read a file")));
+            }
+        }
+    }
+    out
 }

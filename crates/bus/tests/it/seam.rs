@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use chipset_bus::{AckOutcome, Bus, Error, EventId, NewEvent, Published};
-use chipset_store::testing::{EIO, ENOSPC, Fault, FaultIo, RecordIo, visible};
+use chipset_testkit::{EIO, ENOSPC, Fault, FaultIo, RecordIo, visible};
 use chipset_store::{AgentId, SharedIo, StateDir, StateOptions};
 use serde_json::json;
 
@@ -299,7 +299,8 @@ fn every_power_cut_in_publish_and_ack_reads_clean_and_keeps_what_returned() {
 /// where the journal commits in order), however many events.
 #[test]
 fn a_batch_publish_costs_a_constant_number_of_sync_rounds_and_retries_cleanly() {
-    use chipset_store::{IoOp, SyncOrder};
+    use chipset_store::SyncOrder;
+    use chipset_testkit::IoOp;
     for (order, file_syncs, dir_syncs) in [
         (SyncOrder::FileThenDir, 40, 1),
         (SyncOrder::WriteBackThenDir, 0, 1),

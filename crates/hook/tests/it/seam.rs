@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chipset_hook::{Assignment, Error, HookRead, HookStatus, Hooks, Pickup, TransitionError};
-use chipset_store::testing::{EIO, ENOSPC, Fault, FaultIo, RecordIo, visible};
+use chipset_testkit::{EIO, ENOSPC, Fault, FaultIo, RecordIo, visible};
 use chipset_store::{ManualClock, RealIo, SharedIo, StateDir, StateOptions, Timestamp};
 
 use crate::{T0, agent, bead};

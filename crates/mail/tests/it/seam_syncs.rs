@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 use chipset_mail::MessageId;
 use chipset_mail::{Draft, Mail, MailConfig, ManifestEvent};
 use chipset_store::DoctorMode;
-use chipset_store::testing::{EIO, Fault, FaultIo, RecordIo};
-use chipset_store::{IoOp, SharedIo, StateDir, StateOptions, SyncOrder};
+use chipset_store::{SharedIo, StateDir, StateOptions, SyncOrder};
+use chipset_testkit::{EIO, Fault, FaultIo, IoOp, RecordIo};
 
 use crate::{agent, task};
 

@@ -291,8 +291,8 @@ fn a_manifest_rewritten_in_place_past_a_settled_tail_begins_it_again() {
 /// index, and the request is answered all the same.
 #[test]
 fn a_reader_that_cannot_write_counts_a_logged_foreign_archive() {
-    use chipset_store::testing::{Fault, FaultIo};
-    use chipset_store::{IoOp, StateDir, StateOptions};
+    use chipset_store::{StateDir, StateOptions};
+    use chipset_testkit::{Fault, FaultIo, IoOp};
     const EROFS: i32 = 30;
     let f = fixture_with(no_grace());
     let m = &f.mail;

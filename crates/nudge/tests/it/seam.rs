@@ -13,7 +13,7 @@ use chipset_nudge::{
     Error, KindRegistry, ManualResolution, NewNudge, NewReminder, NudgeId, NudgeType, Nudges,
     ReminderFilter, ReminderId, ReminderKey, Reminders, Resolution, preset,
 };
-use chipset_store::testing::{EIO, ENOSPC, Fault, FaultIo, RecordIo, visible};
+use chipset_testkit::{EIO, ENOSPC, Fault, FaultIo, RecordIo, visible};
 use chipset_store::{
     ManualClock, ReadOutcome, RealIo, SharedIo, StateDir, StateOptions, Timestamp,
 };

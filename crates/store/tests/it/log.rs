@@ -4,8 +4,8 @@
 
 use std::fs;
 
-use chipset_store::testing::{EEXIST, EIO, ENOENT, Fault, FaultIo};
-use chipset_store::{Error, IoOp, JsonLog, StateOptions};
+use chipset_store::{Error, JsonLog, StateOptions};
+use chipset_testkit::{EEXIST, EIO, ENOENT, Fault, FaultIo, IoOp};
 use chipset_testkit::{TempState, returns};
 use serde_json::{Value, json};
 

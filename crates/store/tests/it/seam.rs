@@ -13,14 +13,14 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use chipset_store::testing::{
-    EEXIST, EIO, ENOENT, ENOSPC, EOPNOTSUPP, Fault, FaultIo, RecordIo, visible,
-};
 use chipset_store::{
-    Decision, Error, IoBackend, IoOp, JsonLog, ReadOutcome, SharedIo, StateDir, StateOptions,
-    StatePath, SyncOrder,
+    Decision, Error, IoBackend, JsonLog, ReadOutcome, SharedIo, StateDir, StateOptions, StatePath,
+    SyncOrder,
 };
 use chipset_testkit::state_path as sp;
+use chipset_testkit::{
+    EEXIST, EIO, ENOENT, ENOSPC, EOPNOTSUPP, Fault, FaultIo, IoOp, RecordIo, visible,
+};
 
 const ORDERS: [SyncOrder; 2] = [SyncOrder::FileThenDir, SyncOrder::WriteBackThenDir];
 use serde_json::{Value, json};
@@ -637,7 +637,7 @@ fn a_write_back_is_durable_with_the_name_only_on_an_in_order_journal() {
         let named: Vec<&[u8]> = states
             .iter()
             .filter_map(|s| match s.entries.get(Path::new("inbox/1-x.json")) {
-                Some(chipset_store::testing::Entry::File(b)) => Some(b.as_slice()),
+                Some(chipset_testkit::Entry::File(b)) => Some(b.as_slice()),
                 _ => None,
             })
             .collect();
@@ -647,7 +647,7 @@ fn a_write_back_is_durable_with_the_name_only_on_an_in_order_journal() {
             .filter(|s| s.returned.iter().any(|r| r == "published"))
             .all(|s| {
                 matches!(s.entries.get(Path::new("inbox/1-x.json")),
-                    Some(chipset_store::testing::Entry::File(b)) if b == body)
+                    Some(chipset_testkit::Entry::File(b)) if b == body)
             });
         (named.iter().any(|b| *b != body), returned_whole)
     };

@@ -5,7 +5,7 @@ use std::io;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::backend::{IoBackend, IoOp, RealIo, SharedIo, SyncOrder};
+use chipset_store::{IoBackend, RealIo, SharedIo, SyncOrder};
 
 /// Linux's "I/O error".
 pub const EIO: i32 = 5;
@@ -17,6 +17,52 @@ pub const ENOENT: i32 = 2;
 pub const EEXIST: i32 = 17;
 /// Linux's "operation not supported".
 pub const EOPNOTSUPP: i32 = 95;
+
+/// The kinds of call an [`IoBackend`] makes, as a [`FaultIo`] counts them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum IoOp {
+    /// Creating a new file exclusively (a temp file, a new log).
+    Create,
+    /// Opening an existing file for appending or truncating.
+    Open,
+    /// Writing bytes to an open file.
+    Write,
+    /// Syncing a file's data (`fsync` or `fdatasync`).
+    Sync,
+    /// Writing a file's data back to the disk and waiting for it, without a
+    /// cache flush (`sync_file_range`); see `SyncOrder::WriteBackThenDir`.
+    WriteBack,
+    /// Syncing a directory's entries.
+    SyncDir,
+    /// Renaming, replacing or not ([`IoBackend::rename`], [`IoBackend::rename_noreplace`]).
+    Rename,
+    /// Linking a second name to a file.
+    Link,
+    /// Creating a directory.
+    Mkdir,
+    /// Truncating an open file.
+    Truncate,
+    /// Removing a file or an empty directory.
+    Remove,
+}
+
+impl IoOp {
+    /// Every kind.
+    pub const ALL: [IoOp; 11] = [
+        IoOp::Create,
+        IoOp::Open,
+        IoOp::Write,
+        IoOp::Sync,
+        IoOp::WriteBack,
+        IoOp::SyncDir,
+        IoOp::Rename,
+        IoOp::Link,
+        IoOp::Mkdir,
+        IoOp::Truncate,
+        IoOp::Remove,
+    ];
+}
 
 /// Which calls a [`FaultIo`] fails.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -201,7 +247,6 @@ impl IoBackend for FaultIo {
     fn sync_order(&self, _root: &Path) -> SyncOrder {
         self.order
     }
-
 
     fn set_len(&self, file: &File, path: &Path, len: u64) -> io::Result<()> {
         match self.check(IoOp::Truncate) {

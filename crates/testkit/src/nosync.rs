@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::backend::{IoBackend, RealIo};
+use chipset_store::{IoBackend, RealIo};
 
 /// A backend that makes every change for real but skips the syncs
 /// (`fsync`, `fdatasync` and directory syncs), counting them instead.
@@ -24,7 +24,7 @@ pub struct NoSyncIo {
 
 impl NoSyncIo {
     /// Returns the backend, shared, ready for
-    /// [`StateOptions::io`](crate::StateOptions).
+    /// [`StateOptions::io`](chipset_store::StateOptions).
     pub fn shared() -> Arc<Self> {
         Arc::new(NoSyncIo::default())
     }
@@ -60,7 +60,6 @@ impl IoBackend for NoSyncIo {
     fn sync_data(&self, _file: &File, _path: &Path) -> io::Result<()> {
         self.skip()
     }
-
 
     fn set_len(&self, file: &File, path: &Path, len: u64) -> io::Result<()> {
         RealIo.set_len(file, path, len)
@@ -98,7 +97,7 @@ impl IoBackend for NoSyncIo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{StateDir, StateOptions};
+    use chipset_store::{StateDir, StateOptions};
 
     /// A write through the store is readable at once, and its syncs were skipped.
     #[test]

@@ -7,7 +7,7 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::backend::{IoBackend, RealIo, SyncOrder};
+use chipset_store::{IoBackend, RealIo, SyncOrder};
 
 /// Above this many combinations of choices at one crash point, the
 /// enumeration is cut down (see [`RecordIo::crash_states`]).
@@ -527,7 +527,6 @@ impl IoBackend for RecordIo {
     fn sync_order(&self, _root: &Path) -> SyncOrder {
         self.order
     }
-
 
     fn set_len(&self, file: &File, path: &Path, len: u64) -> io::Result<()> {
         RealIo.set_len(file, path, len)?;
