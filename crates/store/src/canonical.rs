@@ -1,4 +1,5 @@
-//! Canonical JSON: the exact bytes chipset writes.
+//! Canonical JSON: the exact bytes chipset writes, in two forms (a pretty
+//! file, a compact log line) built on one sorted `serde_json::Value`.
 
 use std::sync::OnceLock;
 
@@ -24,10 +25,10 @@ use serde_json::{Map, Value};
 ///
 /// # Errors
 ///
-/// Whatever `serde_json` refuses: a map with non-string keys, a non-finite float.
+/// Whatever `serde_json` refuses: a map key that is not a string, a number,
+/// a bool or a char, a non-finite float.
 pub fn to_canonical_json<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<Vec<u8>> {
-    let value = sorted(serde_json::to_value(value)?);
-    let mut out = serde_json::to_vec_pretty(&value)?;
+    let mut out = serde_json::to_vec_pretty(&canonical_value(value)?)?;
     out.push(b'\n');
     Ok(out)
 }
@@ -38,6 +39,10 @@ pub fn to_canonical_json<T: Serialize + ?Sized>(value: &T) -> serde_json::Result
 /// # Errors
 ///
 /// As [`to_canonical_json`].
+#[cfg_attr(
+    not(feature = "testing"),
+    allow(unreachable_pub, reason = "public only for the tests, with `testing`")
+)]
 pub fn to_canonical_line<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<Vec<u8>> {
     let mut out = Vec::new();
     append_canonical_line(&mut out, value)?;
@@ -45,19 +50,27 @@ pub fn to_canonical_line<T: Serialize + ?Sized>(value: &T) -> serde_json::Result
 }
 
 /// Appends the canonical JSONL line of `value` (see [`to_canonical_line`]) to
-/// `out`, serializing directly with no intermediate `Value`: the path for
-/// logs and batches, where serialization is paid per record.
+/// `out`: a batch of records is built in one buffer for one write.
 ///
 /// # Errors
 ///
-/// As [`to_canonical_json`]; on error `out` may hold part of the line.
-pub fn append_canonical_line<T: Serialize + ?Sized>(
+/// As [`to_canonical_json`]; on error `out` is unchanged.
+pub(crate) fn append_canonical_line<T: Serialize + ?Sized>(
     out: &mut Vec<u8>,
     value: &T,
 ) -> serde_json::Result<()> {
-    crate::line::write_canonical(out, value)?;
+    let value = canonical_value(value)?;
+    serde_json::to_writer(&mut *out, &value)?;
     out.push(b'\n');
     Ok(())
+}
+
+/// Returns `value` as a `serde_json::Value` with every object's keys in
+/// sorted order: the one step both forms share. Writing the tree back out
+/// is `serde_json`'s own, so numbers (kept exact by its
+/// `arbitrary_precision` feature), strings and escapes are its bytes.
+fn canonical_value<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<Value> {
+    Ok(sorted(serde_json::to_value(value)?))
 }
 
 /// Returns `value` with every object's keys in sorted order. `serde_json`'s

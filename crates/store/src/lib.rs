@@ -510,7 +510,6 @@ mod canonical;
 mod error;
 mod escape;
 mod id;
-mod line;
 mod lock;
 mod locked;
 mod log;
@@ -528,7 +527,9 @@ mod watch;
 pub use atomic::{Created, TEMP_SUFFIX, is_temp_name};
 #[cfg(feature = "testing")]
 pub use backend::{IoBackend, RealIo, SharedIo, SyncOrder};
-pub use canonical::{append_canonical_line, to_canonical_json, to_canonical_line};
+pub use canonical::to_canonical_json;
+#[cfg(feature = "testing")]
+pub use canonical::to_canonical_line;
 pub use error::{Error, Result};
 pub use escape::{EscapeAlphabet, escape_name, fnv1a_64, unescape_name};
 pub use id::{AgentId, MAX_ID_LEN, TaskId, validate_segment};

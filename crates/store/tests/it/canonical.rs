@@ -114,7 +114,7 @@ proptest! {
 
         let line = to_canonical_line(&value).unwrap();
         prop_assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
-        // The direct line serializer writes exactly what serde_json writes for a sorted tree.
+        // The line form is exactly what serde_json writes for a sorted tree.
         let mut reference = serde_json::to_vec(&value).unwrap();
         reference.push(b'\n');
         prop_assert_eq!(&line, &reference);
@@ -130,7 +130,7 @@ proptest! {
     }
 }
 
-/// A type that uses every serde shape the line serializer handles.
+/// A type that uses every serde shape the line form must handle.
 #[derive(Debug, Clone, serde::Serialize)]
 struct Shape {
     zeta: Option<i64>,
@@ -264,9 +264,10 @@ fn numbers_round_trip_exactly() {
 }
 
 /// Map keys of every kind `serde_json` turns into a string (integers,
-/// booleans, chars, unit variants, newtype wrappers of those) are written as
-/// it writes them, sorted as strings; other keys (floats, options,
-/// sequences, maps, units, tagged variants) are refused with its message.
+/// finite floats, booleans, chars, unit variants, newtype wrappers of
+/// those) are written as it writes them, sorted as strings; other keys
+/// (options, sequences, maps, units, tagged variants) are refused with its
+/// message. The pretty form and the line form take the same keys.
 #[test]
 fn map_keys_are_written_as_serde_json_writes_them_or_refused() {
     use std::collections::BTreeMap;
@@ -298,6 +299,10 @@ fn map_keys_are_written_as_serde_json_writes_them_or_refused() {
     same_as_serde_json(&BTreeMap::from([(u16::MAX, 0)]));
     same_as_serde_json(&BTreeMap::from([(u64::MAX, 0)]));
     same_as_serde_json(&BTreeMap::from([(u128::MAX, 0)]));
+    let floats = KeyMap(vec![(1.5f64, 0), (-0.25f64, 1)]);
+    assert_eq!(same_as_serde_json(&floats), "{\"-0.25\":1,\"1.5\":0}\n");
+    same_as_serde_json(&KeyMap(vec![(1.5f32, 0)]));
+    assert!(to_canonical_json(&floats).is_ok(), "the pretty form agrees");
     assert_eq!(
         same_as_serde_json(&BTreeMap::from([(true, 1), (false, 0)])),
         "{\"false\":0,\"true\":1}\n"
@@ -329,8 +334,16 @@ fn map_keys_are_written_as_serde_json_writes_them_or_refused() {
         let err = to_canonical_line(&map).unwrap_err();
         assert_eq!(err.to_string(), "key must be a string");
     }
-    refused(1.5f64);
-    refused(1.5f32);
+    fn non_finite<K: serde::Serialize>(key: K) {
+        let map = KeyMap(vec![(key, 0)]);
+        let err = to_canonical_line(&map).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "float key must be finite (got NaN or +/-inf)"
+        );
+    }
+    non_finite(f64::NAN);
+    non_finite(f32::INFINITY);
     refused(vec![1u8]);
     refused((1u8, 2u8));
     refused(None::<&str>);
