@@ -19,7 +19,7 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// The suffix of every temp file this crate makes; [`StateDir::sweep_temps`](crate::StateDir::sweep_temps) removes
 /// only dot-files with this suffix.
-pub const TEMP_SUFFIX: &str = ".tmp";
+pub(crate) const TEMP_SUFFIX: &str = ".tmp";
 
 fn parent(path: &Path) -> &Path {
     match path.parent() {
@@ -471,6 +471,10 @@ pub(crate) fn remove_file_with(io: &dyn IoBackend, path: &Path) -> Result<bool> 
 }
 
 /// Returns true for names this crate gives its temp files.
+#[cfg_attr(
+    not(feature = "testing"),
+    allow(unreachable_pub, reason = "public only with `testing`, for the tests")
+)]
 pub fn is_temp_name(name: &str) -> bool {
     name.starts_with('.') && name.ends_with(TEMP_SUFFIX)
 }

@@ -1,6 +1,5 @@
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use crate::read::{Corruption, Unsupported};
 
@@ -95,14 +94,6 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
-    /// A lock was not acquired within the given time.
-    #[error("timed out after {timeout:?} waiting for lock `{path}`")]
-    LockTimeout {
-        /// The lock file.
-        path: PathBuf,
-        /// How long the caller was willing to wait.
-        timeout: Duration,
-    },
     /// The commit point of an operation was passed (the change may be visible
     /// to readers) but making it durable failed: the outcome is unknown.
     ///
@@ -186,7 +177,8 @@ impl Error {
     }
 
     /// Returns the I/O error kind underneath, if this is an I/O failure.
-    pub fn io_kind(&self) -> Option<io::ErrorKind> {
+    #[cfg(test)]
+    fn io_kind(&self) -> Option<io::ErrorKind> {
         match self {
             Error::Io { source, .. }
             | Error::Rename { source, .. }

@@ -524,7 +524,9 @@ mod sync_pool;
 mod time;
 mod watch;
 
-pub use atomic::{Created, TEMP_SUFFIX, is_temp_name};
+pub use atomic::Created;
+#[cfg(feature = "testing")]
+pub use atomic::is_temp_name;
 #[cfg(feature = "testing")]
 pub use backend::{IoBackend, RealIo, SharedIo, SyncOrder};
 pub use canonical::to_canonical_json;
@@ -535,15 +537,19 @@ pub use escape::{EscapeAlphabet, escape_name, fnv1a_64, unescape_name};
 pub use id::{AgentId, MAX_ID_LEN, TaskId, validate_segment};
 pub use lock::{Decision, Lock, LockGuard};
 pub use locked::Locked;
-pub use log::{BadLine, JsonLog, LogContents, LogRepair, MAX_LINE, TornTail};
-pub use path::{MAX_NAME_LEN, Segment, StatePath};
+#[cfg(feature = "testing")]
+pub use log::MAX_LINE;
+pub use log::{BadLine, JsonLog, LogContents, LogRepair, TornTail};
+pub use path::{Segment, StatePath};
 pub use read::{CorruptReason, Corruption, DEFAULT_READ_CAP, ReadOutcome, Unsupported, parse_json};
 pub use repair::{Action, Defect, Doctor, DoctorMode, Finding, Observed, Report};
 pub use scratch::ScratchFile;
 pub use sortable::SortableId;
-pub use stat::{EntryKind, Stat, read_outside, stat_outside};
+#[cfg(feature = "testing")]
+pub use stat::EntryKind;
+pub use stat::{Stat, read_outside, stat_outside};
 pub use state::{Channel, DEFAULT_ROOT, QUARANTINE_DIR, StateDir, StateOptions};
-pub use time::{Clock, ManualClock, SharedClock, SystemClock, Timestamp};
+pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 pub use watch::{WatchConfig, WatchTarget, WatchWake, Watcher};
 
 #[doc(hidden)]

@@ -1,11 +1,11 @@
 //! Advisory locks on dedicated lock files, and the locked read-modify-write.
 
-use std::fs::{File, OpenOptions, TryLockError};
+#[cfg(test)]
+use std::fs::TryLockError;
+use std::fs::{File, OpenOptions};
 
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::thread;
-use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 use crate::atomic::{to_json_bytes, write_atomic_with};
 use crate::backend::IoBackend;
 use crate::error::{Error, Result};
+#[cfg(test)]
 use crate::path::StatePath;
 use crate::read::{ReadOutcome, read_json};
 
@@ -33,14 +34,6 @@ pub struct Lock {
 #[must_use = "the lock is released when the guard is dropped"]
 pub struct LockGuard {
     _file: File,
-    path: PathBuf,
-}
-
-impl LockGuard {
-    /// Returns the lock file's path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
 }
 
 #[derive(Clone, Copy)]
@@ -53,7 +46,8 @@ impl Lock {
     /// Returns the lock that guards `data`: `.{name}.lock` in the same
     /// directory. [`StateDir::lock_for`](crate::StateDir::lock_for) returns
     /// the same lock and makes its directory first.
-    pub fn for_file(data: &StatePath) -> Self {
+    #[cfg(test)]
+    pub(crate) fn for_file(data: &StatePath) -> Self {
         Self::beside(data)
     }
 
@@ -107,6 +101,7 @@ impl Lock {
         Ok(self.guard(file))
     }
 
+    #[cfg(test)]
     fn try_acquire(&self, mode: Mode) -> Result<Option<LockGuard>> {
         let file = self.open()?;
         let tried = match mode {
@@ -120,30 +115,8 @@ impl Lock {
         }
     }
 
-    fn acquire_timeout(&self, mode: Mode, timeout: Duration) -> Result<LockGuard> {
-        let deadline = Instant::now() + timeout;
-        let mut pause = Duration::from_micros(100);
-        loop {
-            if let Some(g) = self.try_acquire(mode)? {
-                return Ok(g);
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return Err(Error::LockTimeout {
-                    path: self.path.clone(),
-                    timeout,
-                });
-            }
-            thread::sleep(pause.min(deadline - now));
-            pause = (pause * 2).min(Duration::from_millis(10));
-        }
-    }
-
     fn guard(&self, file: File) -> LockGuard {
-        LockGuard {
-            _file: file,
-            path: self.path.clone(),
-        }
+        LockGuard { _file: file }
     }
 
     /// Blocks until the lock is held exclusively.
@@ -166,39 +139,9 @@ impl Lock {
     }
 
     /// Takes the lock exclusively if it is free now.
-    ///
-    /// # Errors
-    ///
-    /// As [`Lock::exclusive`].
-    pub fn try_exclusive(&self) -> Result<Option<LockGuard>> {
+    #[cfg(test)]
+    pub(crate) fn try_exclusive(&self) -> Result<Option<LockGuard>> {
         self.try_acquire(Mode::Exclusive)
-    }
-
-    /// Takes the lock shared if no one holds it exclusively now.
-    ///
-    /// # Errors
-    ///
-    /// As [`Lock::exclusive`].
-    pub fn try_shared(&self) -> Result<Option<LockGuard>> {
-        self.try_acquire(Mode::Shared)
-    }
-
-    /// Waits at most `timeout` for the lock, exclusively.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::LockTimeout`] when the time runs out; otherwise as [`Lock::exclusive`].
-    pub fn exclusive_timeout(&self, timeout: Duration) -> Result<LockGuard> {
-        self.acquire_timeout(Mode::Exclusive, timeout)
-    }
-
-    /// Waits at most `timeout` for the lock, shared.
-    ///
-    /// # Errors
-    ///
-    /// As [`Lock::exclusive_timeout`].
-    pub fn shared_timeout(&self, timeout: Duration) -> Result<LockGuard> {
-        self.acquire_timeout(Mode::Shared, timeout)
     }
 }
 
@@ -242,5 +185,35 @@ where
             Ok(out)
         }
         Decision::Keep(out) => Ok(out),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Channel, StateDir};
+
+    /// An exclusive holder keeps everyone out; shared holders let each
+    /// other in and keep an exclusive taker out. The lock file stays.
+    #[test]
+    fn exclusive_excludes_all_and_shared_locks_coexist() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::open(tmp.path()).unwrap();
+        let dir = state.channel_dir(Channel::new("loop")).unwrap();
+        let lock = state.lock_for(&dir.join_static("state.json")).unwrap();
+        assert_eq!(lock.path(), dir.as_path().join(".state.json.lock"));
+        let held = lock.exclusive().unwrap();
+        assert!(lock.try_acquire(Mode::Exclusive).unwrap().is_none());
+        assert!(lock.try_acquire(Mode::Shared).unwrap().is_none());
+        drop(held);
+
+        let r1 = lock.shared().unwrap();
+        let r2 = lock.try_acquire(Mode::Shared).unwrap();
+        assert!(r2.is_some(), "shared locks coexist");
+        assert!(lock.try_acquire(Mode::Exclusive).unwrap().is_none());
+        drop((r1, r2));
+        assert!(lock.try_acquire(Mode::Exclusive).unwrap().is_some());
+        // The lock file is never removed or replaced.
+        assert!(lock.path().exists());
     }
 }

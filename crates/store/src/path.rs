@@ -10,7 +10,7 @@ use crate::id::segment_rule;
 
 /// The longest single name [`StatePath::join`] accepts, in bytes (Linux's
 /// `NAME_MAX`).
-pub const MAX_NAME_LEN: usize = 255;
+pub(crate) const MAX_NAME_LEN: usize = 255;
 
 /// A path inside the state root: a channel's directory
 /// ([`StateDir::channel`](crate::StateDir::channel)) and
@@ -18,7 +18,7 @@ pub const MAX_NAME_LEN: usize = 255;
 /// [`StatePath::join_id`], each checked by the rules of
 /// [`validate_segment`](crate::validate_segment) (not empty, no `/` or `\`,
 /// not `.` or `..`, no leading `.`, no control character; at most
-/// [`MAX_NAME_LEN`] bytes). There is no other way to make one (besides
+/// 255 bytes). There is no other way to make one (besides
 /// [`StateDir::root_path`](crate::StateDir::root_path), the root itself,
 /// and [`StatePath::join_hidden`], a channel's own dot-name constant), so a
 /// `StatePath` cannot name anything outside the root, or a store's own
@@ -56,7 +56,7 @@ pub struct StatePath {
 
 impl StatePath {
     /// The kind of value, as named in errors.
-    pub const KIND: &'static str = "path segment";
+    const KIND: &'static str = "path segment";
 
     /// Wraps a path the store built from its root and checked names.
     pub(crate) fn from_checked(path: PathBuf) -> StatePath {

@@ -120,7 +120,7 @@ impl Action {
     }
 
     /// Returns true when the action changed something (all but [`Action::LeftAlone`]).
-    pub fn is_change(&self) -> bool {
+    pub(crate) fn is_change(&self) -> bool {
         !matches!(self, Action::LeftAlone(_))
     }
 }

@@ -21,6 +21,10 @@ use crate::error::{Error, Result};
 /// What kind of entry a path names (a symlink is not followed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
+#[cfg_attr(
+    not(feature = "testing"),
+    allow(unreachable_pub, reason = "public only with `testing`, for the tests")
+)]
 pub enum EntryKind {
     /// A regular file.
     File,
@@ -70,6 +74,10 @@ impl Stat {
     }
 
     /// Returns the kind of entry.
+    #[cfg_attr(
+        not(feature = "testing"),
+        allow(unreachable_pub, reason = "public only with `testing`, for the tests")
+    )]
     pub fn kind(&self) -> EntryKind {
         self.kind
     }

@@ -20,7 +20,7 @@ use crate::path::StatePath;
 use crate::read::{DEFAULT_READ_CAP, ReadOutcome, open_nofollow, parse_json, read_open_file};
 use crate::scratch::ScratchFile;
 use crate::stat::Stat;
-use crate::time::{SharedClock, SystemClock, Timestamp};
+use crate::time::{Clock, SharedClock, SystemClock, Timestamp};
 
 mod channel;
 mod reads;
@@ -39,7 +39,7 @@ pub const QUARANTINE_DIR: &str = ".quarantine";
 #[derive(Debug, Clone)]
 pub struct StateOptions {
     /// Where time comes from.
-    pub clock: SharedClock,
+    pub clock: Arc<dyn Clock>,
     /// The largest state file a typed read accepts.
     pub read_cap: u64,
     /// The I/O seam every change goes through ([`RealIo`] by default): the
@@ -172,7 +172,7 @@ impl StateDir {
     }
 
     /// Returns the clock.
-    pub fn clock(&self) -> &SharedClock {
+    pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.inner.clock
     }
 

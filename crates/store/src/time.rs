@@ -169,7 +169,7 @@ pub trait Clock: Send + Sync + fmt::Debug {
 }
 
 /// A shared, type-erased clock.
-pub type SharedClock = Arc<dyn Clock>;
+pub(crate) type SharedClock = Arc<dyn Clock>;
 
 /// The wall clock.
 #[derive(Debug, Clone, Copy, Default)]

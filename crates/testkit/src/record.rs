@@ -319,12 +319,9 @@ fn states_at(log: &Log, k: usize) -> Vec<CrashState> {
             }
             _ => {}
         }
-        match e {
-            Event::SyncFile { ino } => {
-                let c = latest.get(ino).cloned().unwrap_or_default();
-                synced.insert(*ino, c);
-            }
-            _ => {}
+        if let Event::SyncFile { ino } = e {
+            let c = latest.get(ino).cloned().unwrap_or_default();
+            synced.insert(*ino, c);
         }
     }
     let mut files: Vec<(u64, Vec<Vec<u8>>)> = Vec::new();

@@ -1,6 +1,7 @@
 //! [`Channel`]: a channel's subdirectory of the state root, an opaque,
 //! validated name.
 
+#[cfg(test)]
 use crate::error::{Error, Result};
 
 /// A channel's subdirectory of the state root: an opaque, validated name.
@@ -8,7 +9,7 @@ use crate::error::{Error, Result};
 /// The store does not know which channels exist: each channel crate owns
 /// its constant (`chipset_hook::HOOK_CHANNEL`, `chipset_mail::MAIL_CHANNEL`,
 /// …), and whoever needs every channel (the facade's `chipset::CHANNELS`)
-/// lists them. A name is 1 to [`Channel::MAX_LEN`] bytes of lowercase ASCII
+/// lists them. A name is 1 to 32 bytes of lowercase ASCII
 /// letters, digits, `-` and `_`, starting with a letter: always one safe
 /// directory name.
 ///
@@ -16,25 +17,24 @@ use crate::error::{Error, Result};
 /// use chipset_store::Channel;
 /// const REVIEWS: Channel = Channel::new("reviews");
 /// assert_eq!(REVIEWS.as_str(), "reviews");
-/// assert!(Channel::try_new("../etc").is_err());
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Channel(&'static str);
 
 impl Channel {
     /// The longest channel name accepted, in bytes.
-    pub const MAX_LEN: usize = 32;
+    const MAX_LEN: usize = 32;
 
     /// The kind of name, as named in errors.
-    pub const KIND: &'static str = "channel name";
+    #[cfg(test)]
+    const KIND: &'static str = "channel name";
 
     /// Wraps `name`, checked at compile time when used in a `const`.
     ///
     /// # Panics
     ///
     /// When `name` breaks the rule (see [`Channel`]); in a `const` item that
-    /// is a compile error. For a name not known when compiling, use
-    /// [`Channel::try_new`].
+    /// is a compile error.
     pub const fn new(name: &'static str) -> Channel {
         match channel_rule(name) {
             None => Channel(name),
@@ -47,7 +47,8 @@ impl Channel {
     /// # Errors
     ///
     /// [`Error::InvalidId`] naming the value and the broken rule.
-    pub fn try_new(name: &'static str) -> Result<Channel> {
+    #[cfg(test)]
+    pub(crate) fn try_new(name: &'static str) -> Result<Channel> {
         match channel_rule(name) {
             None => Ok(Channel(name)),
             Some(rule) => Err(Error::InvalidId {

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use chipset_store::{
-    Channel, CorruptReason, Created, Error, JsonLog, Lock, ReadOutcome, StateDir, StateOptions,
+    Channel, CorruptReason, Created, Error, JsonLog, ReadOutcome, StateDir, StateOptions,
     StatePath, is_temp_name,
 };
 use chipset_testkit::TempState;
@@ -124,7 +124,10 @@ fn symlinked_log_and_lock_are_refused() {
 
     symlink(&outside, dir.as_path().join(".x.json.lock")).unwrap();
     assert!(matches!(
-        Lock::for_file(&dir.join_static("x.json")).exclusive(),
+        t.state
+            .lock_for(&dir.join_static("x.json"))
+            .unwrap()
+            .exclusive(),
         Err(Error::Symlink { .. })
     ));
 }
@@ -545,60 +548,6 @@ fn concurrent_sweeps_skip_the_temps_another_removed() {
 }
 
 #[test]
-fn locks_exclude_shared_and_time_out() {
-    let t = TempState::new();
-    let dir = t.state.channel_dir(Channel::new("loop")).unwrap();
-    let lock = t.state.lock_for(&dir.join_static("state.json")).unwrap();
-    let held = lock.exclusive().unwrap();
-    assert!(lock.try_exclusive().unwrap().is_none());
-    assert!(lock.try_shared().unwrap().is_none());
-    let err = lock
-        .exclusive_timeout(Duration::from_millis(20))
-        .unwrap_err();
-    assert!(matches!(err, Error::LockTimeout { .. }), "{err}");
-    drop(held);
-
-    let r1 = lock.shared().unwrap();
-    let r2 = lock.try_shared().unwrap();
-    assert!(r2.is_some(), "shared locks coexist");
-    assert!(lock.try_exclusive().unwrap().is_none());
-    drop((r1, r2));
-    assert!(lock.exclusive_timeout(Duration::from_millis(20)).is_ok());
-    // The lock file is never removed or replaced.
-    assert!(lock.path().exists());
-}
-
-#[test]
-fn a_lock_released_while_waiting_is_taken_before_the_time_runs_out() {
-    let t = TempState::new();
-    let dir = t.state.channel_dir(Channel::new("loop")).unwrap();
-    let lock = t.state.lock_for(&dir.join_static("state.json")).unwrap();
-    assert_eq!(lock.path(), dir.as_path().join(".state.json.lock"));
-    for shared in [false, true] {
-        let held = lock.exclusive().unwrap();
-        assert_eq!(held.path(), lock.path());
-        // Another thread holds the lock a while, then lets go: the wait
-        // (far longer than that) ends with the lock, not a timeout.
-        let waited = std::thread::scope(|s| {
-            s.spawn(move || {
-                std::thread::sleep(Duration::from_millis(200));
-                drop(held);
-            });
-            if shared {
-                lock.shared_timeout(Duration::from_secs(60))
-            } else {
-                lock.exclusive_timeout(Duration::from_secs(60))
-            }
-        });
-        let guard = waited.unwrap();
-        assert_eq!(guard.path(), lock.path());
-        // Held now by this thread: shared lets another reader in, exclusive
-        // does not.
-        assert_eq!(lock.try_shared().unwrap().is_some(), shared);
-    }
-}
-
-#[test]
 fn list_skips_dot_entries_and_sorts() {
     let t = TempState::new();
     let dir = t.state.channel_dir(Channel::new("nudge")).unwrap();
@@ -782,7 +731,7 @@ fn a_directory_or_fifo_at_a_log_or_lock_path_is_typed() {
     t.state.quarantine(&dir.join_static("f.jsonl")).unwrap();
     flog.append(&json!({"n": 1})).unwrap();
 
-    let lock = Lock::for_file(&dir.join_static("x.json"));
+    let lock = t.state.lock_for(&dir.join_static("x.json")).unwrap();
     fs::create_dir(lock.path()).unwrap();
     not_a_file(lock.exclusive().unwrap_err()).unwrap();
 }

@@ -27,6 +27,16 @@ use serde_json::{Value, json};
 
 type Op = fn(&StateDir) -> Result<(), Error>;
 
+/// Returns the I/O error kind underneath a store error, if it is an I/O failure.
+fn io_kind(e: &Error) -> Option<std::io::ErrorKind> {
+    match e {
+        Error::Io { source, .. }
+        | Error::Rename { source, .. }
+        | Error::OutcomeUnknown { source, .. } => Some(source.kind()),
+        _ => None,
+    }
+}
+
 /// One primitive: how to set up its world, run it (retry-safe, by the
 /// idempotent-retry rule), and tell whether it applied.
 #[derive(Clone)]
@@ -566,7 +576,7 @@ fn full_disk(try_tmpfs: bool) -> bool {
                     !e.is_outcome_unknown(),
                     "a full disk is a clean failure: {e}"
                 );
-                assert_eq!(e.io_kind(), Some(std::io::ErrorKind::StorageFull), "{e}");
+                assert_eq!(io_kind(&e), Some(std::io::ErrorKind::StorageFull), "{e}");
                 failures += 1;
             }
         }
@@ -780,7 +790,7 @@ fn an_unsynced_write_replaces_whole_and_syncs_nothing() {
     fault.set(Fault::first(IoOp::Write, ENOSPC));
     let err = state.write_unsynced(&path, b"three\n").unwrap_err();
     assert_eq!(
-        err.io_kind(),
+        io_kind(&err),
         Some(std::io::ErrorKind::StorageFull),
         "{err}"
     );
