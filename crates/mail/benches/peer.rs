@@ -42,8 +42,8 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Instant;
 
 use chipset_mail::{Draft, Mail};
-use chipset_testkit::{EIO, Fault, FaultIo};
 use chipset_store::{AgentId, StateDir, StateOptions, SyncOrder, TaskId};
+use chipset_testkit::{EIO, Fault, FaultIo};
 
 /// Mail under `root` with the detected order (what `StateDir::open`
 /// gives), or a forced one.

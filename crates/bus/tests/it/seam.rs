@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use chipset_bus::{AckOutcome, Bus, Error, EventId, NewEvent, Published};
-use chipset_testkit::{EIO, ENOSPC, Fault, FaultIo, RecordIo, visible};
 use chipset_store::{AgentId, SharedIo, StateDir, StateOptions};
+use chipset_testkit::{EIO, ENOSPC, Fault, FaultIo, RecordIo, visible};
 use serde_json::json;
 
 use crate::agent;

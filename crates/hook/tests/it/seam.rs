@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chipset_hook::{Assignment, Error, HookRead, HookStatus, Hooks, Pickup, TransitionError};
-use chipset_testkit::{EIO, ENOSPC, Fault, FaultIo, RecordIo, visible};
 use chipset_store::{ManualClock, RealIo, SharedIo, StateDir, StateOptions, Timestamp};
+use chipset_testkit::{EIO, ENOSPC, Fault, FaultIo, RecordIo, visible};
 
 use crate::{T0, agent, bead};
 

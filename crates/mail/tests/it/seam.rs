@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use chipset_mail::MessageId;
 use chipset_mail::{ArchiveOutcome, Draft, Mail, MailError};
-use chipset_testkit::{EIO, ENOSPC, Fault, FaultIo, IoOp, RecordIo, visible};
-use chipset_store::{Defect, DoctorMode};
 use chipset_store::IoBackend;
+use chipset_store::{Defect, DoctorMode};
 use chipset_store::{ManualClock, SharedIo, StateDir, StateOptions, SyncOrder, Timestamp};
+use chipset_testkit::{EIO, ENOSPC, Fault, FaultIo, IoOp, RecordIo, visible};
 
 use crate::{T0, agent, mid, task};
 

@@ -13,10 +13,10 @@ use chipset_nudge::{
     Error, KindRegistry, ManualResolution, NewNudge, NewReminder, NudgeId, NudgeType, Nudges,
     ReminderFilter, ReminderId, ReminderKey, Reminders, Resolution, preset,
 };
-use chipset_testkit::{EIO, ENOSPC, Fault, FaultIo, RecordIo, visible};
 use chipset_store::{
     ManualClock, ReadOutcome, RealIo, SharedIo, StateDir, StateOptions, Timestamp,
 };
+use chipset_testkit::{EIO, ENOSPC, Fault, FaultIo, RecordIo, visible};
 
 use crate::support::{T0, agent};
 
