@@ -185,8 +185,8 @@
 //! [`StateDir::sweep_temps_in`](chipset_store::StateDir::sweep_temps_in)), and with [`DoctorMode::Fix`](chipset_store::DoctorMode::Fix)
 //! quarantines or removes them (bad lines move to `.quarantine/` with every
 //! whole command kept, and the registry is rebuilt from the repaired log).
-//! `Bus` implements the store's [`Doctor`](chipset_store::Doctor) (area
-//! `bus`) and returns its one [`Report`](chipset_store::Report); files are
+//! [`Bus::doctor`] returns the store's one
+//! [`Report`](chipset_store::Report) shape; files are
 //! moved aside through
 //! [`StateDir::quarantine_checked`](chipset_store::StateDir::quarantine_checked),
 //! so presence, registry, nag state and de-duplication records are read

@@ -4,8 +4,8 @@ use std::fmt;
 use std::path::Path;
 
 use chipset_store::{
-    Action, AgentId, CorruptReason, Defect, Doctor, DoctorMode, Finding, Observed, ReadOutcome,
-    Report, StateDir, StatePath, Timestamp, parse_json,
+    Action, AgentId, CorruptReason, Defect, DoctorMode, Finding, Observed, ReadOutcome, Report,
+    StateDir, StatePath, Timestamp, parse_json,
 };
 
 use crate::bus::{
@@ -497,18 +497,6 @@ impl Bus {
             }
         }
         Ok(())
-    }
-}
-
-impl Doctor for Bus {
-    type Error = Error;
-
-    fn name(&self) -> &str {
-        "bus"
-    }
-
-    fn doctor(&self, mode: DoctorMode) -> Result<Report> {
-        Bus::doctor(self, mode)
     }
 }
 

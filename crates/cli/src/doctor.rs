@@ -20,7 +20,7 @@ use chipset_hook::Hooks;
 use chipset_loop::LoopState;
 use chipset_mail::Mail;
 use chipset_nudge::Nudges;
-use chipset_store::{Doctor, DoctorMode, Report};
+use chipset_store::{DoctorMode, Report};
 
 use crate::Ctx;
 use crate::cli::DoctorArgs;
@@ -50,24 +50,45 @@ pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
     } else {
         DoctorMode::Check
     };
-    // Every channel's doctor, in this order: a loop over one trait.
-    let doctors: Vec<Box<dyn Doctor<Error = CliError>>> = vec![
-        area(Hooks::new(ctx.state.clone())),
-        area(Nudges::new(ctx.state.clone())),
-        area(remind::reminders(ctx)),
-        area(Mail::new(ctx.state.clone())),
-        area(Bus::new(ctx.state.clone())),
-        area(LoopState::new(ctx.state.clone())),
+    // Every channel's doctor, in this order; each returns the one `Report`.
+    let state = &ctx.state;
+    let reports: [(&str, Result<Report>); 6] = [
+        (
+            "hooks",
+            Hooks::new(state.clone()).doctor(mode).map_err(Into::into),
+        ),
+        (
+            "nudge",
+            Nudges::new(state.clone()).doctor(mode).map_err(Into::into),
+        ),
+        (
+            "reminders",
+            remind::reminders(ctx).doctor(mode).map_err(Into::into),
+        ),
+        (
+            "mail",
+            Mail::new(state.clone()).doctor(mode).map_err(Into::into),
+        ),
+        (
+            "bus",
+            Bus::new(state.clone()).doctor(mode).map_err(Into::into),
+        ),
+        (
+            "loop",
+            LoopState::new(state.clone())
+                .doctor(mode)
+                .map_err(Into::into),
+        ),
     ];
     let mut in_flight = InFlight::default();
-    for doctor in &doctors {
-        let report = or_row(&mut rows, doctor.name(), doctor.doctor(mode));
-        scanned.insert(doctor.name().to_owned(), report.as_ref().map(|r| r.scanned));
+    for (area, result) in reports {
+        let report = or_row(&mut rows, area, result);
+        scanned.insert(area.to_owned(), report.as_ref().map(|r| r.scanned));
         let Some(report) = report else { continue };
         in_flight.add(&report);
         for f in report.findings {
             rows.push(Row {
-                area: doctor.name().to_owned(),
+                area: area.to_owned(),
                 action: f.fix_line(),
                 problem: f.message,
             });
@@ -119,33 +140,6 @@ fn or_row<T, E: Into<CliError>>(
             None
         }
     }
-}
-
-/// A channel's doctor whose errors are the CLI's: what `chipset doctor` loops over.
-struct Area<D>(D);
-
-impl<D> Doctor for Area<D>
-where
-    D: Doctor,
-    D::Error: Into<CliError>,
-{
-    type Error = CliError;
-
-    fn name(&self) -> &str {
-        self.0.name()
-    }
-
-    fn doctor(&self, mode: DoctorMode) -> Result<Report> {
-        self.0.doctor(mode).map_err(Into::into)
-    }
-}
-
-fn area<D>(doctor: D) -> Box<dyn Doctor<Error = CliError>>
-where
-    D: Doctor + 'static,
-    D::Error: Into<CliError>,
-{
-    Box::new(Area(doctor))
 }
 
 /// Messages the mail doctor found in flight (published, their `sent` event

@@ -159,8 +159,7 @@
 //! [`Error::Corrupt`], so no work is assigned over a hook whose contents are
 //! unknown. [`Hooks::repair`] moves it into quarantine and writes an empty
 //! hook; [`Hooks::doctor`] does that for every corrupt hook and reports
-//! stray files. The doctor is the store's one shape: `Hooks` implements
-//! [`Doctor`](chipset_store::Doctor) (area `hooks`) and returns a
+//! stray files. The doctor is the store's one shape: it returns a
 //! [`Report`](chipset_store::Report) of [`Finding`](chipset_store::Finding)s
 //! coded `hook-corrupt`, `hook-unsupported` and `hook-stray`; the store's
 //! [`StateDir::quarantine_unchanged`](chipset_store::StateDir::quarantine_unchanged)

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use chipset_store::{
-    Action, AgentId, Corruption, Defect, Doctor, DoctorMode, Finding, Observed, Report, Timestamp,
+    Action, AgentId, Corruption, Defect, DoctorMode, Finding, Observed, Report, Timestamp,
     Unsupported,
 };
 
@@ -296,17 +296,5 @@ impl Hooks {
         }
         report.sort_by_path();
         Ok(report)
-    }
-}
-
-impl Doctor for Hooks {
-    type Error = crate::Error;
-
-    fn name(&self) -> &str {
-        "hooks"
-    }
-
-    fn doctor(&self, mode: DoctorMode) -> Result<Report> {
-        Hooks::doctor(self, mode)
     }
 }

@@ -3,8 +3,8 @@
 use std::path::Path;
 
 use chipset_store::{
-    Action, Defect, Doctor, DoctorMode, Finding, Observed, ReadOutcome, Report, StateDir,
-    StatePath, parse_json,
+    Action, Defect, DoctorMode, Finding, Observed, ReadOutcome, Report, StateDir, StatePath,
+    parse_json,
 };
 use serde::de::DeserializeOwned;
 
@@ -279,17 +279,5 @@ impl LoopState {
             report.findings.push(finding);
         }
         Ok(())
-    }
-}
-
-impl Doctor for LoopState {
-    type Error = crate::Error;
-
-    fn name(&self) -> &str {
-        "loop"
-    }
-
-    fn doctor(&self, mode: DoctorMode) -> Result<Report> {
-        LoopState::doctor(self, mode)
     }
 }

@@ -361,8 +361,7 @@
 //!
 //! [`Mail::doctor`] scans everything and reports, in the store's one shape
 //! (a [`Report`](chipset_store::Report) of
-//! [`Finding`](chipset_store::Finding)s, each with a stable code; `Mail`
-//! implements [`Doctor`](chipset_store::Doctor), area `mail`): corrupt files,
+//! [`Finding`](chipset_store::Finding)s, each with a stable code): corrupt files,
 //! duplicates left by a crash mid-move, replies missing from the index,
 //! answered requests still in an inbox, orphans (inbox messages whose task
 //! was swept, whose recipient is not registered, or older than

@@ -1,11 +1,11 @@
 //! The mail doctor in the store's one shape: [`Mail::doctor`] returns a
-//! [`Report`] of [`chipset_store::Finding`]s, and `Mail` implements
-//! [`Doctor`]. The scan itself is the `doctor` module.
+//! [`Report`] of [`chipset_store::Finding`]s. The scan itself is the
+//! `doctor` module.
 
-use chipset_store::{Action, Defect, Doctor, DoctorMode, Report};
+use chipset_store::{Action, Defect, DoctorMode, Report};
 
 use crate::doctor::Finding;
-use crate::error::{MailError, Result};
+use crate::error::Result;
 use crate::mail::Mail;
 
 impl Mail {
@@ -163,17 +163,5 @@ impl Mail {
             out = out.with(action);
         }
         out
-    }
-}
-
-impl Doctor for Mail {
-    type Error = MailError;
-
-    fn name(&self) -> &str {
-        "mail"
-    }
-
-    fn doctor(&self, mode: DoctorMode) -> Result<Report> {
-        Mail::doctor(self, mode)
     }
 }

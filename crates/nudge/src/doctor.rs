@@ -117,27 +117,3 @@ pub(crate) fn check_file<T: OnDisk>(
 pub(crate) fn completed() -> Action {
     Action::Completed("completed".to_owned())
 }
-
-impl chipset_store::Doctor for crate::Nudges {
-    type Error = crate::Error;
-
-    fn name(&self) -> &str {
-        "nudge"
-    }
-
-    fn doctor(&self, mode: DoctorMode) -> Result<Report> {
-        crate::Nudges::doctor(self, mode)
-    }
-}
-
-impl chipset_store::Doctor for crate::Reminders {
-    type Error = crate::Error;
-
-    fn name(&self) -> &str {
-        "reminders"
-    }
-
-    fn doctor(&self, mode: DoctorMode) -> Result<Report> {
-        crate::Reminders::doctor(self, mode)
-    }
-}

@@ -146,9 +146,8 @@
 //! (moved aside, never deleted, through the store's
 //! [`StateDir::quarantine_checked`](chipset_store::StateDir::quarantine_checked),
 //! which re-reads under the writers' lock) and finish interrupted
-//! transitions. Both implement the store's
-//! [`Doctor`](chipset_store::Doctor) (areas `nudge` and `reminders`) and
-//! return its one [`Report`](chipset_store::Report) shape. [`Nudges::status`] and [`Reminders::open_counts`]
+//! transitions. Both return the store's one
+//! [`Report`](chipset_store::Report) shape. [`Nudges::status`] and [`Reminders::open_counts`]
 //! are cheap counts for a status screen.
 //!
 //! # Files written by other programs

@@ -542,7 +542,7 @@ pub use log::MAX_LINE;
 pub use log::{BadLine, JsonLog, LogContents, LogRepair, TornTail};
 pub use path::{Segment, StatePath};
 pub use read::{CorruptReason, Corruption, DEFAULT_READ_CAP, ReadOutcome, Unsupported, parse_json};
-pub use repair::{Action, Defect, Doctor, DoctorMode, Finding, Observed, Report};
+pub use repair::{Action, Defect, DoctorMode, Finding, Observed, Report};
 pub use scratch::ScratchFile;
 pub use sortable::SortableId;
 #[cfg(feature = "testing")]

@@ -1,6 +1,7 @@
 //! The repair framework every channel's doctor shares: one [`Finding`], one
-//! [`Action`], one [`Report`], one [`DoctorMode`], the [`Doctor`] trait, and
-//! the one way a bad file is moved aside ([`StateDir::quarantine_checked`]).
+//! [`Action`], one [`Report`] (what every doctor returns), one
+//! [`DoctorMode`], and the one way a bad file is moved aside
+//! ([`StateDir::quarantine_checked`]).
 
 use std::fmt;
 use std::fs;
@@ -322,25 +323,6 @@ impl Report {
             (None, None) => std::cmp::Ordering::Equal,
         });
     }
-}
-
-/// A channel's doctor: scans its files and reports, and with
-/// [`DoctorMode::Fix`] repairs. Every channel implements it; `chipset
-/// doctor` is a loop over them.
-pub trait Doctor {
-    /// The channel's error.
-    type Error: std::error::Error + Send + Sync + 'static;
-
-    /// Returns the area the doctor covers (`hooks`, `mail`, …).
-    fn name(&self) -> &str;
-
-    /// Scans, and with [`DoctorMode::Fix`] repairs.
-    ///
-    /// # Errors
-    ///
-    /// The channel's error when a directory cannot be listed or a repair
-    /// fails; repairs already made stay made.
-    fn doctor(&self, mode: DoctorMode) -> std::result::Result<Report, Self::Error>;
 }
 
 /// What [`StateDir::observe`] saw at a path: enough to tell, under the

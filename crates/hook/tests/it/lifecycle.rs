@@ -8,7 +8,7 @@ use std::time::Duration;
 use chipset_hook::{
     Actor, Error, HookCounts, HookEvent, HookRead, HookStatus, Pickup, TransitionError,
 };
-use chipset_store::{Action, CorruptReason, Defect, Doctor, DoctorMode, Timestamp};
+use chipset_store::{Action, CorruptReason, Defect, DoctorMode, Timestamp};
 
 use crate::{T0, agent, bead, setup};
 
@@ -409,10 +409,6 @@ fn doctor_reports_then_fixes_corrupt_hooks_and_leaves_strays() {
     assert_eq!(report.scanned, 6);
     assert_eq!(report.findings.len(), 6);
     assert_eq!(report.unrepaired(), 5);
-    // The CLI's doctor loop goes through the store's `Doctor` trait: the same
-    // report, under the area's name.
-    assert_eq!(Doctor::name(&s.hooks), "hooks");
-    assert_eq!(Doctor::doctor(&s.hooks, DoctorMode::Check).unwrap(), report);
     let stray = report
         .findings
         .iter()

@@ -600,8 +600,6 @@ fn lookups_by_id_report_corruption_instead_of_not_found() {
 /// words. A resolved record left in the open index is finished by Fix; an
 /// unsnoozed record in the snooze index is unfixable (a person decides); a
 /// record under another key's name is a stray; a good record is no finding.
-/// The channel's [`chipset_store::Doctor`] impl is the same doctor under the
-/// name `reminders`.
 #[test]
 fn the_doctor_codes_words_and_counts_each_reminder_file() {
     let (t, _clock) = manual_state();
@@ -700,11 +698,6 @@ fn the_doctor_codes_words_and_counts_each_reminder_file() {
         "{report:?}"
     );
     assert!(report.findings.iter().all(|f| f.actions.is_empty()));
-    assert_eq!(chipset_store::Doctor::name(&r), "reminders");
-    assert_eq!(
-        chipset_store::Doctor::doctor(&r, DoctorMode::Check).unwrap(),
-        report
-    );
     assert!(stray.exists() && b.reminder().is_open());
 
     let fixed = r.doctor(DoctorMode::Fix).unwrap();

@@ -463,8 +463,7 @@ fn the_doctor_reports_a_symlinked_agent_directory_and_goes_on() {
 
 /// What `chipset doctor` prints for signals: each file it reads counts as
 /// scanned (present or not), and each finding carries its stable code, its
-/// class, its path and its words. The channel's [`chipset_store::Doctor`]
-/// impl is the same doctor under the name `nudge`.
+/// class, its path and its words.
 #[test]
 fn the_doctor_codes_words_and_counts_each_signal_file() {
     let (t, _c) = manual_state();
@@ -507,11 +506,6 @@ fn the_doctor_codes_words_and_counts_each_signal_file() {
     );
     assert!(second.actions.is_empty(), "Check changes nothing");
 
-    assert_eq!(chipset_store::Doctor::name(&n), "nudge");
-    assert_eq!(
-        chipset_store::Doctor::doctor(&n, DoctorMode::Check).unwrap(),
-        report
-    );
 }
 
 /// A retry under a chosen id is recognised in the processed record too: once
