@@ -89,16 +89,6 @@ pub enum Error {
 }
 
 impl Error {
-    /// Returns true when the operation may have taken effect
-    /// ([`Error::OutcomeUnknown`], or the store's).
-    pub fn is_outcome_unknown(&self) -> bool {
-        match self {
-            Error::OutcomeUnknown { .. } | Error::PartlyPublished { .. } => true,
-            Error::Store(e) => e.is_outcome_unknown(),
-            _ => false,
-        }
-    }
-
     /// Returns the id of the event that may have been published, for [`Error::OutcomeUnknown`].
     pub fn unknown_outcome_id(&self) -> Option<&EventId> {
         match self {
@@ -112,6 +102,18 @@ impl Error {
             field,
             value: value.to_owned(),
             rule,
+        }
+    }
+}
+
+impl chipset_store::MaybeCommitted for Error {
+    /// Returns true when the operation may have taken effect
+    /// ([`Error::OutcomeUnknown`], [`Error::PartlyPublished`], or the store's).
+    fn is_outcome_unknown(&self) -> bool {
+        match self {
+            Error::OutcomeUnknown { .. } | Error::PartlyPublished { .. } => true,
+            Error::Store(e) => e.is_outcome_unknown(),
+            _ => false,
         }
     }
 }

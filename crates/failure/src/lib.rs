@@ -46,7 +46,7 @@ use std::error::Error as StdError;
 use std::fmt;
 use std::path::Path;
 
-use chipset_store::{AgentId, Corruption, ReadOutcome};
+use chipset_store::{AgentId, Corruption, MaybeCommitted, ReadOutcome};
 
 /// The command line's exit status for [`Class::OutcomeUnknown`].
 pub const OUTCOME_UNKNOWN: u8 = 3;

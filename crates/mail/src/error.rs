@@ -199,16 +199,6 @@ fn join(ids: &[MessageId]) -> String {
 }
 
 impl MailError {
-    /// Returns true when the operation may have taken effect: retry it (a
-    /// send with the same ids) rather than report a plain failure.
-    pub fn is_outcome_unknown(&self) -> bool {
-        match self {
-            MailError::OutcomeUnknown { .. } | MailError::PartlySwept { .. } => true,
-            MailError::Store(e) => e.is_outcome_unknown(),
-            _ => false,
-        }
-    }
-
     /// Returns the ids of the messages that may have been sent, for
     /// [`MailError::OutcomeUnknown`]; empty otherwise.
     pub fn unknown_outcome_ids(&self) -> &[MessageId] {
@@ -237,9 +227,22 @@ impl MailError {
     }
 }
 
+impl chipset_store::MaybeCommitted for MailError {
+    /// Returns true when the operation may have taken effect: retry it (a
+    /// send with the same ids) rather than report a plain failure.
+    fn is_outcome_unknown(&self) -> bool {
+        match self {
+            MailError::OutcomeUnknown { .. } | MailError::PartlySwept { .. } => true,
+            MailError::Store(e) => e.is_outcome_unknown(),
+            _ => false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chipset_store::MaybeCommitted;
 
     fn store_unknown() -> chipset_store::Error {
         chipset_store::Error::OutcomeUnknown {

@@ -108,11 +108,11 @@ pub enum Error {
     },
 }
 
-impl Error {
+impl chipset_store::MaybeCommitted for Error {
     /// Returns true when the operation may have taken effect: retry it
     /// rather than report a plain failure ([`Error::ResponseNotDelivered`],
     /// or the store's [`OutcomeUnknown`](chipset_store::Error::OutcomeUnknown)).
-    pub fn is_outcome_unknown(&self) -> bool {
+    fn is_outcome_unknown(&self) -> bool {
         match self {
             Error::ResponseNotDelivered { .. } => true,
             Error::Store(e) => e.is_outcome_unknown(),
@@ -130,6 +130,7 @@ impl From<Corruption> for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chipset_store::MaybeCommitted;
 
     /// Only a failure after the commit point asks for a retry: a response
     /// recorded but not delivered, or the store's unknown outcome; a refusal

@@ -171,7 +171,8 @@ impl Error {
         }
     }
 
-    /// Returns true for [`Error::OutcomeUnknown`]: the change may have happened.
+    /// Returns true for [`Error::OutcomeUnknown`]: the change may have
+    /// happened. The store's answer to [`MaybeCommitted`].
     pub fn is_outcome_unknown(&self) -> bool {
         matches!(self, Error::OutcomeUnknown { .. })
     }
@@ -185,6 +186,40 @@ impl Error {
             | Error::OutcomeUnknown { source, .. } => Some(source.kind()),
             _ => None,
         }
+    }
+}
+
+/// The one outcome-unknown check, which every chipset error answers: did
+/// the operation fail after its commit point, so that its change may have
+/// happened (a sync after the commit failed, a batch was applied in part,
+/// a reply was recorded but not delivered)? Such a failure is not to be
+/// reported as a plain one: the caller retries with the same ids, which by
+/// the idempotent-retry rule returns the first attempt's outcome, or reads
+/// the state again.
+///
+/// The store's [`Error`] answers it for [`Error::OutcomeUnknown`]. A
+/// channel's error answers it for its own failures after a commit point
+/// and asks the store's error it wraps for the rest, so code that handles
+/// errors of several channels (a command line, a server) asks one question
+/// through one bound.
+///
+/// ```
+/// use chipset_store::{Error, MaybeCommitted};
+///
+/// fn exit_status(e: &impl MaybeCommitted) -> u8 {
+///     if e.is_outcome_unknown() { 3 } else { 1 }
+/// }
+/// let gone = Error::NotFound { path: "hooks/a.json".into() };
+/// assert_eq!(exit_status(&gone), 1);
+/// ```
+pub trait MaybeCommitted {
+    /// Returns true when the operation may have made its change.
+    fn is_outcome_unknown(&self) -> bool;
+}
+
+impl MaybeCommitted for Error {
+    fn is_outcome_unknown(&self) -> bool {
+        Error::is_outcome_unknown(self)
     }
 }
 

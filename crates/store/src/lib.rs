@@ -532,7 +532,7 @@ pub use backend::{IoBackend, RealIo, SharedIo, SyncOrder};
 pub use canonical::to_canonical_json;
 #[cfg(feature = "testing")]
 pub use canonical::to_canonical_line;
-pub use error::{Error, Result};
+pub use error::{Error, MaybeCommitted, Result};
 pub use escape::{EscapeAlphabet, escape_name, fnv1a_64, unescape_name};
 pub use id::{AgentId, MAX_ID_LEN, TaskId, validate_segment};
 pub use lock::{Decision, Lock, LockGuard};

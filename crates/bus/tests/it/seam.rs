@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use chipset_bus::{AckOutcome, Bus, Error, EventId, NewEvent, Published};
-use chipset_store::{AgentId, SharedIo, StateDir, StateOptions};
+use chipset_store::{AgentId, MaybeCommitted, SharedIo, StateDir, StateOptions};
 use chipset_testkit::{EIO, ENOSPC, Fault, FaultIo, RecordIo, visible};
 use serde_json::json;
 

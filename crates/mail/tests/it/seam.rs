@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use chipset_mail::MessageId;
 use chipset_mail::{ArchiveOutcome, Draft, Mail, MailError};
-use chipset_store::IoBackend;
 use chipset_store::{Defect, DoctorMode};
+use chipset_store::{IoBackend, MaybeCommitted};
 use chipset_store::{ManualClock, SharedIo, StateDir, StateOptions, SyncOrder, Timestamp};
 use chipset_testkit::{EIO, ENOSPC, Fault, FaultIo, IoOp, RecordIo, visible};
 

@@ -14,7 +14,7 @@ use chipset_nudge::{
     ReminderFilter, ReminderId, ReminderKey, Reminders, Resolution, preset,
 };
 use chipset_store::{
-    ManualClock, ReadOutcome, RealIo, SharedIo, StateDir, StateOptions, Timestamp,
+    ManualClock, MaybeCommitted, ReadOutcome, RealIo, SharedIo, StateDir, StateOptions, Timestamp,
 };
 use chipset_testkit::{EIO, ENOSPC, Fault, FaultIo, RecordIo, visible};
 

@@ -505,7 +505,6 @@ fn the_doctor_codes_words_and_counts_each_signal_file() {
         format!("`{}`: corrupt ({reason})", corrupt.display())
     );
     assert!(second.actions.is_empty(), "Check changes nothing");
-
 }
 
 /// A retry under a chosen id is recognised in the processed record too: once
