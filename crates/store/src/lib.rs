@@ -32,9 +32,8 @@
 //! one subdirectory per [`Channel`], created on demand. A channel is an
 //! opaque, validated name (`Channel::new("mail")`, checked when compiling):
 //! the store does not know which channels exist; each channel crate owns its
-//! constant (`chipset_mail::MAIL_CHANNEL` is `mail/`) and the facade lists
-//! them all (`chipset::CHANNELS`: `hooks/`, `nudge/`, `mail/`, `bus/`,
-//! `reminders/`, `loop/`). Names starting with a dot are the
+//! constant (`chipset_mail::MAIL_CHANNEL` is `mail/`). Names starting with a
+//! dot are the
 //! store's own: temp files (`.{name}.{pid}.{n}.{salt}.tmp`), lock files
 //! (`.{name}.lock`) and `.quarantine/` folders. Listings skip them.
 //!
@@ -43,7 +42,7 @@
 //! A [`StatePath`] is a path that cannot be outside the root: it starts at
 //! a channel's directory ([`StateDir::channel`]) and grows one checked
 //! segment at a time ([`StatePath::join`]: not empty, no `/` or `\`, not
-//! `.` or `..`, no leading dot, at most [`MAX_NAME_LEN`] bytes; or
+//! `.` or `..`, no leading dot, at most 255 bytes; or
 //! [`StatePath::join_id`], infallible for a validated id plus a constant
 //! ending such as `.json`). It derefs to [`Path`](std::path::Path) for
 //! display. Every [`StateDir`] method that takes a path takes a
@@ -161,7 +160,7 @@
 //! external sort's runs): it vanishes with its handle, crash or not.
 //! # Repair: one framework for every doctor
 //!
-//! Every channel's doctor implements [`Doctor`]: given a [`DoctorMode`]
+//! Every channel's doctor has one shape: given a [`DoctorMode`]
 //! ([`Check`](DoctorMode::Check) or [`Fix`](DoctorMode::Fix)) it returns one
 //! [`Report`]: how many things it `scanned`, and its [`Finding`]s, each with
 //! a stable `code`, a [`Defect`] class (corrupt, unsupported, stray, stale,
@@ -217,7 +216,7 @@
 //!   process, the operating system, or a power cut: file data is synced
 //!   (`fsync`) before it is renamed or linked into place, and the directory is
 //!   synced after (on an in-order journal, written back before and made
-//!   durable by the directory's sync: see [`SyncOrder`] below). Appends
+//!   durable by the directory's sync: see the publish orders below). Appends
 //!   are synced with `fdatasync` before returning.
 //! - At every moment, a file under its real name is whole: the old contents or
 //!   the new, never a mix or a prefix. Temp files are dot-files that no reader
@@ -225,7 +224,7 @@
 //! - No-clobber operations never overwrite: of two racing publishers of one
 //!   name, one wins and the other gets [`Error::AlreadyExists`].
 //! - A log reader returns only whole records, in bounded memory (a line over
-//!   [`MAX_LINE`] is skipped and reported, never held); a torn last line (a
+//!   1 MiB is skipped and reported, never held); a torn last line (a
 //!   crash mid-append) is reported, and the next append, or
 //!   [`JsonLog::recover`], cuts it under the lock. A failed append truncates
 //!   the log back to its last whole record before returning, so a full disk
@@ -242,8 +241,8 @@
 //! ## Ordering rules (what a power cut may undo)
 //!
 //! The store's guarantees rest on these rules, which hold on ext4
-//! (`data=ordered`), XFS and btrfs, and which the power-cut simulator of the
-//! `testing` feature enumerates (`RecordIo::crash_states`):
+//! (`data=ordered`), XFS and btrfs, and which the power-cut recorder in
+//! `chipset-testkit` (`RecordIo::crash_states`) enumerates:
 //!
 //! 1. Data written to a file and not yet synced (`fsync`/`fdatasync` of that
 //!    file) may be lost, kept, or, for data appended at the end, kept in part
@@ -257,185 +256,62 @@
 //! 4. A synced file or directory stays as synced; an entry whose directory is
 //!    lost is lost with it.
 //!
-//! Every primitive syncs the file's data before its commit point (or, under
-//! [`SyncOrder::WriteBackThenDir`], writes it back for the directory's
-//! sync to commit; below) and the directory after it (except [`StateDir::write_unsynced`], which promises nothing
-//! after a power cut), so by rules 1 and 2 a reader after a power cut sees
-//! the old state or the whole new one, and every call that returned `Ok`
-//! survives. The seam ([`IoBackend`], chosen through [`StateOptions::io`])
-//! carries every write, sync, rename, link, mkdir, truncate and remove, which
-//! is what lets tests fail the Nth call ([`Error::OutcomeUnknown`] or nothing
-//! visible, for every N) and replay every power cut these rules allow.
+//! Every primitive makes the file's data durable before its commit point
+//! and syncs the directory after it (except [`StateDir::write_unsynced`],
+//! which promises nothing after a power cut), so by rules 1 and 2 a reader
+//! after a power cut sees the old state or the whole new one, and every
+//! call that returned `Ok` survives. Every write, sync, rename, link,
+//! mkdir, truncate and remove goes through one internal I/O seam; with the
+//! `testing` feature it is public (`IoBackend`, `StateOptions::io`), which
+//! is what lets tests fail the Nth call ([`Error::OutcomeUnknown`] or
+//! nothing visible, for every N) and replay every power cut these rules
+//! allow.
 //!
-//! ## What is durable when: one flush, two, or three per batch ([`SyncOrder`])
+//! ## Publish orders: one flush or two
 //!
-//! A new file ([`StateDir::create_new`], [`StateDir::create_new_batch`], and so every message
-//! and event) is published in one of these orders, chosen once per
-//! [`StateDir`] by [`IoBackend::sync_order`] ([`StateDir::sync_order`]
-//! says which):
+//! A new file ([`StateDir::create_new`], [`StateDir::create_new_batch`], and
+//! so every message and event) is published in one of two orders, chosen
+//! once per [`StateDir`] from the root's filesystem:
 //!
-//! - [`SyncOrder::FileThenDir`], on every filesystem: write the temp,
-//!   `fsync` it (data, size and allocation durable), publish it, `fsync`
-//!   the directory (the name durable). Two cache flushes. Before the return
-//!   the name may be durable or not; whenever it is, the data is.
-//! - [`SyncOrder::WriteBackThenDir`], only on XFS and on ext4 mounted with
-//!   a journal: write the temp, `sync_file_range(WAIT_BEFORE | WRITE |
-//!   WAIT_AFTER)` (blocks allocated, data written to the disk, no cache
-//!   flush, no journal commit), publish it, `fsync` the directory. One
-//!   cache flush. These filesystems commit their journal in order and flush
-//!   the disk cache before each commit block, so the first commit that
-//!   carries the new name (the directory's fsync, or any earlier background
-//!   commit) comes after the data's writes completed, flushes them, and
-//!   commits the allocation and size journalled before it: the name is
-//!   never durable without the whole data. When the call returns, both are.
-//! - [`SyncOrder::SyncFsThenDir`], never detected, only where a backend
-//!   asks for it: a single file as [`SyncOrder::FileThenDir`]; a batch
-//!   makes every temp durable with one `syncfs` and one more flush, then
-//!   names them and syncs each directory (below).
+//! - **File, then directory**, on every filesystem: write the temp, `fsync`
+//!   it (data, size and allocation durable), publish it, `fsync` the
+//!   directory (the name durable). Two cache flushes. Before the call
+//!   returns the name may be durable or not; whenever it is, the data is.
+//! - **Write-back, then directory**, only on XFS and on ext4 with a
+//!   journal: write the temp, `sync_file_range(WAIT_BEFORE | WRITE |
+//!   WAIT_AFTER)` (data written to the disk, no cache flush), publish it,
+//!   `fsync` the directory. One cache flush. These filesystems commit their
+//!   journal in order and flush the disk cache before each commit block, so
+//!   the first commit that carries the new name comes after the data's
+//!   writes completed, flushes them, and commits the file's allocation and
+//!   size with it: the name is never durable without the whole data.
 //!
-//! The order is detected with `statfs` (XFS; ext4, whose
-//! `/sys/fs/ext4/{device}/journal_task` must name a journal thread: ext4
-//! without a journal, as on some virtual machines, orders nothing and keeps
-//! two flushes), and falls back to [`SyncOrder::FileThenDir`] whenever the
-//! answer is uncertain. The power-cut recorder models every order
-//! (`RecordIo::start_with_order`): written-back data is durable with any
-//! later sync, or with any later namespace change a crash state keeps; a
-//! `syncfs` makes every file's data written before it durable, and no
-//! directory's entries.
+//! The order is detected with `statfs` (XFS; ext4 whose
+//! `/sys/fs/ext4/{device}/journal_task` names a journal thread) and falls
+//! back to file-then-directory whenever the answer is uncertain.
 //!
-//! **Why two flushes without a journal.** With a disk that caches writes
-//! (this repository's machine: `/sys/block/vda/queue/write_cache` is
-//! `write back`), any two writes not separated by a flush may reach the
-//! platter in either order. Once the name is in the directory's page
-//! cache, the kernel may write it back at any moment; so the data must be
-//! durable (flushed) before the rename, and the name must be flushed
-//! before `send` returns: two flushes per sequential publish, and no order
-//! with one keeps both "a returned send survives" and "never a partial
-//! file under a final name". nubos-pilot makes one (its directory's
-//! `fsync`, with the message's data never synced). Two orders that save
-//! work were measured and rejected:
+//! Without a journal both flushes are needed. A disk that caches writes may
+//! reach the platter in any order between two flushes, and once a name is
+//! in the directory's page cache the kernel may write it back at any
+//! moment; so the data must be flushed before the rename (else a power cut
+//! can leave the name on a partial file, which peers reading the seed
+//! layout would take as a message), and the name must be flushed before the
+//! call returns (else a returned send can vanish). Unnamed temps
+//! (`O_TMPFILE` and `linkat`) are not used: on ext4 without a journal the
+//! directory's sync can make the name durable before the inode's link
+//! count, which leaves a name `e2fsck` must repair.
 //!
-//! - `O_TMPFILE` + `linkat` (no temp name, no rename): on ext4 without a
-//!   journal the file's `fsync` then skips writing its directory, but the
-//!   link raises the file's link count from 0 to 1 *after* that `fsync`,
-//!   and the directory's `fsync` makes the name durable without the
-//!   file's inode: a power cut can leave the name on an inode whose link
-//!   count on disk is 0, which ext4 refuses to read ("deleted inode
-//!   referenced") until `e2fsck` repairs it. On a journal (where the link
-//!   and the count commit together) it saved nothing: the mail `peer`
-//!   bench on the journalled loop device ran batches at 157 µs per message
-//!   unnamed against 151 named, and filling 10,000 at 2,149 µs against
-//!   2,220 (one run, interleaved), since ext4 puts an `O_TMPFILE` on its
-//!   orphan list and takes it off again at the link, journalled work a
-//!   named temp does not do.
-//! - Writing the data back (`sync_file_range`) and letting the directory's
-//!   one flush cover both: safe only where a journal orders the commit
-//!   after the data (that is [`SyncOrder::WriteBackThenDir`]).
-//! - Publishing first and then one `fsync` of the file: on ext4 without a
-//!   journal that `fsync` also writes the directory block holding the new
-//!   name (ext4 syncs the parent of a newly linked inode in that mode;
-//!   checked with the kernel's `block_bio_queue` trace on 6.18: data
-//!   block, inode block, directory block, one flush), so a returned send
-//!   would survive with one flush. But the name and the data then reach
-//!   the disk in the same flush, in either order, and a power cut before
-//!   it can leave the name on a block of old contents: a torn message
-//!   under its final name, which other programs reading the seed layout
-//!   would take as a message. Measured with the raw calls (a 300-byte
-//!   file, 500 rounds interleaved, load 5): `FileThenDir` 6,853 µs,
-//!   publish-then-`fsync` 3,915 µs, nubos-pilot's order (publish, `fsync`
-//!   the directory, the data never synced) 3,748 µs: even the rejected
-//!   order writes one block more than the peer (the data) and does not
-//!   reach its speed.
-//!
-//! A mail `send` is one publish plus a manifest line appended without a
-//! sync (mail's Durability docs: the doctor rebuilds it from the message
-//! file): two flushes without a journal, one with. Measured with the mail
-//! `peer` bench (`scripts/peer-bench.sh`, 5 rounds of 200 fresh sends,
-//! filling 10,000, batches of 100; interleaved with nubos-pilot under node
-//! in one run; the machine shared with other builds, load 5 to 11), speed
-//! against nubos-pilot (above 1.0: chipset is faster):
-//!
-//! | filesystem | fresh | filling 10,000 | batch of 100 vs single send | vs nubos per message |
-//! |---|---|---|---|---|
-//! | ext4 without a journal (`FileThenDir`) | 0.91× | 0.73× | 13.2× | 9.6× |
-//! | the same, an earlier run (batch: 16 `fsync`s at once) | 0.85× | 0.65× | 5.6× | 5.0× |
-//! | the same, a run before that | 0.50× | 0.58× | | |
-//! | ext4 with a journal, loop device (`WriteBackThenDir`) | 1.23× | 1.25× | 18.6× | 17.4× |
-//! | the same, an earlier run (16 write-backs at once) | 1.38× | 1.15× | 18.3× | 21.5× |
-//! | ext4 without a journal, with the kept sync threads, a quiet machine (load below 1.3), three runs | 0.86×, 1.36×, 1.15× | 0.80×, 0.90×, 0.70× | 4.84×, 2.17×, 3.93× | 4.71×, 2.68×, 4.05× |
-//! | ext4 with a journal, loop device, with the kept sync threads, the same hour | 1.37× | 1.15× | 11.3× | 11.9× |
-//!
-//! The earlier rows without a journal were measured beside other builds,
-//! which slowed nubos-pilot's sends (1,500 to 3,500 µs) more than a batch;
-//! on a quiet machine nubos-pilot sends in 785 to 1,500 µs and a batch of
-//! 100 costs 167 to 388 µs a message. What a batch cannot share is the
-//! file each message is (the seed's contract): its creation and rename.
-//! On this disk's ext4 without a journal, creating a file cost 51 to
-//! 237 µs in a C program doing nothing else (100 `open(O_CREAT | O_EXCL)`
-//! in one directory, 10 rounds), almost all of it CPU in the inode
-//! allocator: without a journal ext4 skips every inode freed in the last
-//! seconds (`recently_deleted` and the inode-table lookups of
-//! `find_inode_bit`: 44% of the run's samples under `perf`), and this
-//! machine frees many (builds, test runs). A batch of 100 at 10× a
-//! nubos-pilot send of 785 µs must cost under 7.9 ms, less than its 100
-//! creations alone (5 to 24 ms). The store's part of a batch is already
-//! at that floor: `create_new_batch` of 100 took 13 to 16 ms where the
-//! same system calls from C took 19 ms minutes later (create and write 12, syncs 5,
-//! renames 1.5, the directory 0.4). With a journal the allocator skips
-//! nothing, and the batch is 11.9× nubos-pilot's send.
-//!
-//! Syncs per publish, before and after issue 15's work on batches: a
-//! single send 2 (`fsync` + directory) without a journal, 1 (write-back +
-//! directory) with one, unchanged; a batch of 100 in one directory 101
-//! flushes in two concurrent rounds without a journal (100 `fsync`s, up to
-//! 64 at once, then the directory), 3 under [`SyncOrder::SyncFsThenDir`],
-//! 1 with a journal (100 write-backs, then the directory).
-//!
-//! **Batches.** [`StateDir::create_new_batch`] keeps every guarantee above for each
-//! file, and shares the waiting: it writes every temp first, then makes all
-//! of them durable in one round, then renames each into place, then syncs
-//! each distinct directory once, concurrently. The round is, by order: an
-//! `fsync` of each file, up to 64 at a time on the store's sync threads
-//! ([`SyncOrder::FileThenDir`]; the block layer merges flushes that wait
-//! together, and a journal shares its commits); the threads are started on
-//! a process's first batch and kept, sleeping between batches, since
-//! starting 64 threads per batch cost a third of a loaded machine's sync
-//! round (22.5 against 15.0 ms a batch of 100, one interleaved run); a write-back of each
-//! ([`SyncOrder::WriteBackThenDir`]); or one `syncfs` through the first
-//! temp and one directory `fsync` ([`SyncOrder::SyncFsThenDir`]). That
-//! extra flush is needed on ext4 without a journal: `syncfs` writes the
-//! inode tables (sizes, extents) through the block device's cache after
-//! its own flush and issues none after them, so without it a name could
-//! become durable before its file's size. Since Linux 5.8 (this machine
-//! runs 6.18) `syncfs` reports a write-back error of any file of the
-//! filesystem since its descriptor was opened (the superblock's `errseq`);
-//! the store calls it through the batch's first temp, opened before any
-//! of the batch's writes, so an error in any of them fails the batch
-//! before anything is named (as would an error in another process's file:
-//! a false alarm, never a miss). Before 5.8 it reported almost no
-//! write-back error, which is one more reason it is only used on request. A failed `fsync` or `syncfs` in the round removes every
-//! temp and returns a plain error: nothing published, and a retry starts
-//! over. So a batch of N files in one directory costs two sync rounds, not
-//! N + 1. When it returns `Ok`, every file it reported [`Created::New`]
-//! survives a power cut, whole; a power cut before it returns leaves each
-//! file whole or absent (no file is visible before its data was synced).
-//!
-//! `syncfs` is not detected for any filesystem because it waits for every
-//! other process's dirty data on the filesystem too, and on this
-//! repository's shared machine that is a lot (other engineers' builds): a
-//! C program (making 100 temps of 400 bytes durable, each method 12 rounds
-//! in a random order per round, medians per batch of 100, load about 5)
-//! gave: one `fsync` after another 203 ms, 16 concurrent 14.4 ms, 64
-//! concurrent 10.4 ms, `syncfs` 25.0 ms, `syncfs` then a directory `fsync`
-//! 22.1 ms (one directory `fsync`, nubos-pilot's whole sync, 2.1 ms); with
-//! a background writer (`dd` rewriting a 64 MiB file, no sync) 1,171 ms,
-//! 170 ms, 41.5 ms, 176 ms and 198 ms (one directory `fsync` 10.9 ms).
-//! Unnamed temps (`O_TMPFILE`) changed none of these beyond the noise.
-//! In the `peer` bench's batch `syncfs` took 3,120 µs per message
-//! against 652 for 64 concurrent `fsync`s (2,699 against 1,656 for 16 in
-//! the earlier run); on the journalled loop device 418 against 746 for 16
-//! (and the write-back order 268). A `syncfs` also does
-//! nothing on most FUSE filesystems, where `fsync` reaches the server.
+//! **Batches.** [`StateDir::create_new_batch`] keeps every guarantee above
+//! for each file and shares the waiting: it writes every temp first, makes
+//! all of them durable in one round (an `fsync` or a write-back of each, up
+//! to 64 at a time on the store's sync threads, which a process starts on
+//! its first batch and keeps), then renames each into place, then syncs
+//! each distinct directory once, concurrently. A batch of N files in one
+//! directory costs two rounds of waiting, not N + 1. A failed sync in the
+//! first round removes every temp and returns a plain error: nothing is
+//! published, and a retry starts over. When the batch returns `Ok`, every
+//! file it reported [`Created::New`] survives a power cut, whole; a power
+//! cut before it returns leaves each file whole or absent.
 //!
 //! What is not guaranteed:
 //!

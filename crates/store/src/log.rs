@@ -33,7 +33,7 @@ pub const MAX_LINE: usize = 1024 * 1024;
 
 /// An append-only log of JSON records, one canonical line each.
 ///
-/// Appends take the log's lock ([`Lock::for_file`]), write each record as
+/// Appends take the log's lock ([`JsonLog::lock`]), write each record as
 /// part of one `write` of whole lines, and sync the data before returning.
 /// Readers take no lock: they return every whole record and report (never
 /// fail on) a torn last line left by a writer that crashed mid-write.
@@ -384,7 +384,7 @@ impl JsonLog {
     /// Reads every record.
     ///
     /// Memory is bounded whatever the file holds: a line longer than
-    /// [`MAX_LINE`] is skipped (reported as a bad line) without being held.
+    /// 1 MiB is skipped (reported as a bad line) without being held.
     ///
     /// # Errors
     ///
@@ -498,7 +498,7 @@ impl JsonLog {
 
     /// Repairs the log, under its lock: every whole line that reads as a `T`
     /// stays, in order, and every other line (bad JSON, the wrong shape, over
-    /// [`MAX_LINE`]) and a torn tail move, byte for byte and in order, to one
+    /// 1 MiB) and a torn tail move, byte for byte and in order, to one
     /// file in `.quarantine/` beside the log (`{timestamp}-{name}`). Returns
     /// `None` when there was nothing to repair (nothing is changed then).
     ///

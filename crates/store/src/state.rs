@@ -493,7 +493,7 @@ impl StateDir {
         self.with_parent(to, |io| atomic::move_noclobber_with(io, from, to))
     }
 
-    /// Returns the lock guarding `path` ([`Lock::for_file`]), creating its directory.
+    /// Returns the lock guarding `path` (`.{name}.lock` beside it), creating its directory.
     ///
     /// # Errors
     ///
@@ -535,7 +535,7 @@ impl StateDir {
     }
 
     /// Locked read-modify-write of `path`: `path` read as a `T`
-    /// under the exclusive lock of [`Lock::for_file`](crate::Lock::for_file),
+    /// under the exclusive lock of [`StateDir::lock_for`],
     /// `decide` chooses, and the new
     /// value is written durably. When `decide` fails nothing is written.
     ///
@@ -553,7 +553,7 @@ impl StateDir {
         update_locked_with(self.backend(), path, self.inner.read_cap, decide)
     }
 
-    /// Takes the exclusive lock of `path` ([`Lock::for_file`], the one
+    /// Takes the exclusive lock of `path` ([`StateDir::lock_for`], the one
     /// [`StateDir::update`] takes), blocking until it is free, and reads
     /// `path` as a `T` under it: a [`Locked`] for a sequence of decisions
     /// and durable writes with no other writer in between. A missing file

@@ -72,7 +72,7 @@ impl StateDir {
     }
 
     /// Returns what is at `path` without following a symlink there (a
-    /// symlink is [`EntryKind::Symlink`](crate::EntryKind::Symlink)), or
+    /// symlink is neither a file nor a directory), or
     /// `None` when nothing is: a stat with the root and symlink checks of
     /// every other method, for existence checks, directory stamps and sizes.
     ///
