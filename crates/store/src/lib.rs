@@ -390,6 +390,7 @@ mod lock;
 mod locked;
 mod log;
 mod path;
+mod quarantine;
 mod read;
 mod repair;
 mod scratch;
@@ -417,8 +418,9 @@ pub use locked::Locked;
 pub use log::MAX_LINE;
 pub use log::{BadLine, JsonLog, LogContents, LogRepair, TornTail};
 pub use path::{Segment, StatePath};
+pub use quarantine::Observed;
 pub use read::{CorruptReason, Corruption, DEFAULT_READ_CAP, ReadOutcome, Unsupported, parse_json};
-pub use repair::{Action, Defect, DoctorMode, Finding, Observed, Report};
+pub use repair::{Action, Defect, DoctorMode, Finding, Report};
 pub use scratch::ScratchFile;
 pub use sortable::SortableId;
 #[cfg(feature = "testing")]

@@ -1,0 +1,344 @@
+//! Moving a bad file aside safely: what a doctor saw at a path
+//! ([`Observed`]) and the one checked move into `.quarantine/`
+//! ([`StateDir::quarantine_checked`]), which leaves alone a file a writer
+//! changed since it was judged.
+
+use std::fs;
+use std::io;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::lock::Lock;
+use crate::path::StatePath;
+use crate::read::{CorruptReason, ReadOutcome};
+use crate::repair::Action;
+use crate::state::StateDir;
+
+/// What [`StateDir::observe`] saw at a path: enough to tell, under the
+/// writers' lock, whether it is still the same.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Observed {
+    /// Nothing at the path.
+    Missing,
+    /// A directory, FIFO, socket, device or symlink: never opened.
+    NotARegularFile,
+    /// A regular file over the read cap, of this size (not read).
+    TooLarge {
+        /// Its size in bytes.
+        size: u64,
+    },
+    /// A regular file's bytes.
+    Bytes(Vec<u8>),
+}
+
+impl Observed {
+    /// Returns what a typed read of `path` makes of it: missing, corrupt
+    /// (not a regular file, too large for `cap`, or not what `parse` takes),
+    /// unsupported, or a value.
+    pub fn read<T>(
+        &self,
+        path: &Path,
+        cap: u64,
+        parse: impl FnOnce(&[u8]) -> ReadOutcome<T>,
+    ) -> ReadOutcome<T> {
+        let corrupt = |reason| {
+            ReadOutcome::Corrupt(crate::read::Corruption {
+                path: path.to_owned(),
+                reason,
+            })
+        };
+        match self {
+            Observed::Missing => ReadOutcome::Missing,
+            Observed::NotARegularFile => corrupt(CorruptReason::NotARegularFile),
+            Observed::TooLarge { size } => corrupt(CorruptReason::TooLarge { size: *size, cap }),
+            Observed::Bytes(b) => parse(b),
+        }
+    }
+}
+
+impl StateDir {
+    /// Returns what is at `path` without following a symlink and without
+    /// opening anything but a regular file: a FIFO, device or directory is
+    /// [`Observed::NotARegularFile`] (opening a FIFO or a device can block or
+    /// act), a file over the read cap is [`Observed::TooLarge`] (not read).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OutsideRoot`], [`Error::Symlink`] for a symlinked directory on
+    /// the way, [`Error::Io`] when `path` cannot be examined or read.
+    pub fn observe(&self, path: &StatePath) -> Result<Observed> {
+        let at = path.as_path();
+        if !self.parents_ok(at)? {
+            return Ok(Observed::Missing);
+        }
+        match fs::symlink_metadata(at) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Observed::Missing),
+            Err(e) => return Err(Error::io("stat", at, e)),
+            Ok(m) if !m.file_type().is_file() => return Ok(Observed::NotARegularFile),
+            Ok(_) => {}
+        }
+        match self.read_bytes(path) {
+            Ok(ReadOutcome::Value(bytes)) => Ok(Observed::Bytes(bytes)),
+            Ok(ReadOutcome::Missing) => Ok(Observed::Missing),
+            Ok(ReadOutcome::Corrupt(c)) => Ok(match c.reason {
+                CorruptReason::TooLarge { size, .. } => Observed::TooLarge { size },
+                _ => Observed::NotARegularFile,
+            }),
+            Ok(ReadOutcome::Unsupported(_)) => unreachable!("a byte read is never unsupported"),
+            // Replaced by a symlink since the stat.
+            Err(Error::Symlink { .. }) => Ok(Observed::NotARegularFile),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Returns whether there is an entry (of any kind) at `path`, without
+    /// following a symlink or opening it: for a doctor that counts what it
+    /// scans. "Not there" is `false`; "there but not examinable" is an error.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OutsideRoot`], [`Error::Symlink`] for a symlinked directory on
+    /// the way, [`Error::Io`] when `path` cannot be examined.
+    pub fn entry_exists(&self, path: &StatePath) -> Result<bool> {
+        let path = path.as_path();
+        if !self.parents_ok(path)? {
+            return Ok(false);
+        }
+        match fs::symlink_metadata(path) {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(Error::io("stat", path, e)),
+        }
+    }
+
+    /// Moves `path` aside into `.quarantine/` beside it if it is still bad:
+    /// reads it (without opening anything but a regular file), asks `is_bad`,
+    /// takes `lock` (the lock its writers take; `None` for files no writer
+    /// ever rewrites, such as no-clobber messages), reads it again, and moves
+    /// it only if it is byte for byte what was judged bad. A file that a
+    /// writer rewrote, or that went away, between the check and the fix is
+    /// left alone, and the returned [`Action::LeftAlone`] says so.
+    ///
+    /// This is the one way a doctor moves a file aside; nothing is deleted.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::observe`], [`Lock::exclusive`] and [`StateDir::quarantine`].
+    pub fn quarantine_checked(
+        &self,
+        path: &StatePath,
+        lock: Option<&Lock>,
+        is_bad: impl FnOnce(&Observed) -> bool,
+    ) -> Result<Action> {
+        let seen = self.observe(path)?;
+        if seen == Observed::Missing {
+            return Ok(Action::LeftAlone("gone before the fix".to_owned()));
+        }
+        if !is_bad(&seen) {
+            return Ok(Action::LeftAlone("no longer bad".to_owned()));
+        }
+        let _guard = lock.map(Lock::exclusive).transpose()?;
+        self.quarantine_unchanged(path, &seen)
+    }
+
+    /// Moves `path` aside if it is still exactly `seen` (the caller holds the
+    /// lock its writers take, or no writer rewrites it). The second half of
+    /// [`StateDir::quarantine_checked`], for a caller that does more under
+    /// the same lock (a hook is reset to empty in the same critical section).
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::observe`] and [`StateDir::quarantine`].
+    pub fn quarantine_unchanged(&self, path: &StatePath, seen: &Observed) -> Result<Action> {
+        let now = self.observe(path)?;
+        if now == Observed::Missing {
+            return Ok(Action::LeftAlone("gone before the fix".to_owned()));
+        }
+        if &now != seen {
+            return Ok(Action::LeftAlone(
+                "rewritten since it was checked".to_owned(),
+            ));
+        }
+        match self.quarantine(path) {
+            Ok(to) => Ok(Action::quarantined(to)),
+            Err(Error::NotFound { .. }) => Ok(Action::LeftAlone("gone before the fix".to_owned())),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::path::at;
+    use crate::read::parse_json;
+
+    fn temp() -> (tempfile::TempDir, StateDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::open(dir.path()).unwrap();
+        (dir, state)
+    }
+
+    fn corrupt_json(o: &Observed) -> bool {
+        o.read(Path::new("x"), 1024, |b| {
+            parse_json::<serde_json::Value>(Path::new("x"), b)
+        })
+        .is_corrupt()
+    }
+
+    #[test]
+    fn quarantines_a_file_that_is_still_bad() {
+        let (_d, state) = temp();
+        let path = at(&state, "hooks/a.json");
+        state.write_bytes(&path, b"{").unwrap();
+        let lock = state.lock_for(&path).unwrap();
+        let action = state
+            .quarantine_checked(&path, Some(&lock), corrupt_json)
+            .unwrap();
+        let Action::Quarantined { to: Some(to), .. } = &action else {
+            panic!("{action:?}");
+        };
+        assert_eq!(std::fs::read(to).unwrap(), b"{");
+        assert_eq!(state.observe(&path).unwrap(), Observed::Missing);
+        assert!(action.to_string().starts_with("quarantined to `"));
+    }
+
+    /// Regression (bus): a file rewritten by its writer between the check and
+    /// the fix was moved aside; now it is left alone.
+    #[test]
+    fn leaves_alone_a_file_rewritten_between_check_and_fix() {
+        let (_d, state) = temp();
+        let path = at(&state, "bus/a/presence.json");
+        state.write_bytes(&path, b"{").unwrap();
+        let lock = state.lock_for(&path).unwrap();
+        let action = state
+            .quarantine_checked(&path, Some(&lock), |seen| {
+                // A heartbeat rewrites the file after the check, before the lock.
+                state.write_bytes(&path, b"{}").unwrap();
+                corrupt_json(seen)
+            })
+            .unwrap();
+        assert_eq!(
+            action,
+            Action::LeftAlone("rewritten since it was checked".to_owned())
+        );
+        assert!(!action.is_change());
+        assert_eq!(
+            state.observe(&path).unwrap(),
+            Observed::Bytes(b"{}".to_vec())
+        );
+    }
+
+    #[test]
+    fn leaves_alone_a_file_that_is_good_or_gone() {
+        let (_d, state) = temp();
+        let path = at(&state, "hooks/a.json");
+        state.write_bytes(&path, b"{}").unwrap();
+        assert_eq!(
+            state.quarantine_checked(&path, None, corrupt_json).unwrap(),
+            Action::LeftAlone("no longer bad".to_owned())
+        );
+        let gone = at(&state, "hooks/b.json");
+        assert_eq!(
+            state.quarantine_checked(&gone, None, |_| true).unwrap(),
+            Action::LeftAlone("gone before the fix".to_owned())
+        );
+        assert_eq!(
+            state.observe(&path).unwrap(),
+            Observed::Bytes(b"{}".to_vec())
+        );
+    }
+
+    /// A FIFO or a directory is observed without being opened (a blocking
+    /// open of a FIFO would hang the doctor) and can be moved aside.
+    #[test]
+    fn observes_and_moves_non_regular_files_without_opening_them() {
+        let (_d, state) = temp();
+        let dir = at(&state, "loop/witness.jsonl");
+        state.ensure_dir(&dir).unwrap();
+        assert_eq!(state.observe(&dir).unwrap(), Observed::NotARegularFile);
+        let fifo = at(&state, "loop/agents.json");
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            fifo.as_path(),
+            rustix::fs::Mode::from_raw_mode(0o600),
+        )
+        .unwrap();
+        assert_eq!(state.observe(&fifo).unwrap(), Observed::NotARegularFile);
+        let read = Observed::NotARegularFile.read(&fifo, 10, |_| ReadOutcome::Value(()));
+        assert!(read.is_corrupt());
+        for path in [&dir, &fifo] {
+            let action = state
+                .quarantine_checked(path, None, |o| *o == Observed::NotARegularFile)
+                .unwrap();
+            assert!(
+                matches!(action, Action::Quarantined { to: Some(_), .. }),
+                "{action:?}"
+            );
+            assert_eq!(state.observe(path).unwrap(), Observed::Missing);
+        }
+    }
+
+    /// "There but not examinable" is an error, never "not there": a doctor
+    /// must not take a file it cannot stat for a missing one.
+    #[test]
+    fn observe_reports_a_failed_stat_instead_of_missing() {
+        let (_d, state) = temp();
+        // Too long a name for the kernel: a `StatePath` made past its checks.
+        let path = StatePath::from_checked(state.root().join("hooks").join("x".repeat(300)));
+        state.ensure_dir(&at(&state, "hooks")).unwrap();
+        for err in [
+            state.observe(&path).unwrap_err(),
+            state.entry_exists(&path).unwrap_err(),
+        ] {
+            assert!(
+                matches!(&err, Error::Io { op: "stat", path: p, .. } if *p == *path),
+                "{err:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn entry_exists_tells_there_from_not_there() {
+        let (_d, state) = temp();
+        let path = at(&state, "loop/dispatcher/log.jsonl");
+        assert!(!state.entry_exists(&path).unwrap());
+        // Its directory there, the log not yet.
+        state.ensure_dir(&at(&state, "loop/dispatcher")).unwrap();
+        assert!(!state.entry_exists(&path).unwrap());
+        state.write_bytes(&path, b"").unwrap();
+        assert!(state.entry_exists(&path).unwrap());
+        let dir = at(&state, "loop/dispatcher");
+        assert!(state.entry_exists(&dir).unwrap());
+    }
+
+    #[test]
+    fn observes_an_oversized_file_without_reading_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::open_with(
+            dir.path(),
+            crate::StateOptions {
+                read_cap: 4,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let path = at(&state, "hooks/a.json");
+        state.write_bytes(&path, b"123456").unwrap();
+        assert_eq!(
+            state.observe(&path).unwrap(),
+            Observed::TooLarge { size: 6 }
+        );
+        let read = state
+            .observe(&path)
+            .unwrap()
+            .read(&path, 4, |_| ReadOutcome::Value(()));
+        assert_eq!(
+            read,
+            ReadOutcome::Corrupt(crate::read::Corruption {
+                path: path.clone().into_path_buf(),
+                reason: CorruptReason::TooLarge { size: 6, cap: 4 }
+            })
+        );
+    }
+}

@@ -1,0 +1,334 @@
+//! [`StateDir`]'s changes: durable writes and publishes, moves, locked
+//! read-modify-write, logs, quarantine, removal and the stale-temp sweep.
+//! Every one goes through the I/O seam and the root and symlink checks.
+
+use super::*;
+
+impl StateDir {
+    /// Durably replaces `path` with `bytes`: a synced temp beside it, renamed
+    /// over it, then the directory synced;
+    /// a reader sees the old contents or the new, never a mix.
+    /// **Commit point:** the rename over `path`; a failure before it leaves
+    /// no new directory either.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::ensure_dir`]; [`Error::Symlink`] when `path` is a symlink
+    /// (it is left alone); [`Error::Io`] or [`Error::Rename`] when a step
+    /// before the commit point fails, leaving `path` unchanged;
+    /// [`Error::OutcomeUnknown`] when the final directory sync fails: the new
+    /// contents are in place but not known to be durable.
+    pub fn write_bytes(&self, path: &StatePath, bytes: &[u8]) -> Result<()> {
+        let path = path.as_path();
+        self.with_parent(path, |io| atomic::write_atomic_with(io, path, bytes))
+    }
+
+    /// Replaces `path` with `bytes` **without syncing anything**: for caches
+    /// that validate themselves and are rebuilt when wrong (a temp
+    /// renamed over it). A reader sees the old
+    /// file or the whole new one; after a power cut the file may be old,
+    /// missing, empty or partly written.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::ensure_dir`]; [`Error::Symlink`] when `path` is a
+    /// symlink; [`Error::Io`] or [`Error::Rename`] when a step fails (`path` is
+    /// unchanged).
+    pub fn write_unsynced(&self, path: &StatePath, bytes: &[u8]) -> Result<()> {
+        let path = path.as_path();
+        self.with_parent(path, |io| atomic::write_unsynced_with(io, path, bytes))
+    }
+
+    /// Durably replaces `path` with the canonical JSON of `value`.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::write_bytes`], plus [`Error::Serialize`].
+    pub fn write_json<T: Serialize + ?Sized>(&self, path: &StatePath, value: &T) -> Result<()> {
+        let bytes = atomic::to_json_bytes(path.as_path(), value)?;
+        self.write_bytes(path, &bytes)
+    }
+
+    /// Durably publishes `bytes` under `path`, which must not exist: a synced temp,
+    /// renamed into place without replacing anything, then the directory synced.
+    /// **Commit point:** the no-replace rename to `path`; a failure before it
+    /// leaves nothing visible: no file, no temp a reader sees, no new directory.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AlreadyExists`] when it does; [`Error::OutcomeUnknown`] when
+    /// the sync after the commit point fails; otherwise as [`StateDir::write_bytes`].
+    pub fn create_new(&self, path: &StatePath, bytes: &[u8]) -> Result<()> {
+        let path = path.as_path();
+        let order = self.inner.sync_order;
+        self.with_parent(path, |io| atomic::create_new_with(io, order, path, bytes))
+    }
+
+    /// Durably publishes the canonical JSON of `value` under `path`, which must not exist.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::create_new`], plus [`Error::Serialize`].
+    pub fn create_new_json<T: Serialize + ?Sized>(
+        &self,
+        path: &StatePath,
+        value: &T,
+    ) -> Result<()> {
+        let bytes = atomic::to_json_bytes(path.as_path(), value)?;
+        self.create_new(path, &bytes)
+    }
+
+    /// Publishes many new files sharing the directory syncs: every temp
+    /// written, synced together, each renamed into place without replacing,
+    /// each directory synced once (see the crate docs, Batches); **commit
+    /// point:** each file's own no-replace rename.
+    /// A failure before any file is published leaves no new directory.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::ensure_dir`]; [`Error::Io`] or [`Error::Rename`] when a
+    /// step fails before any file was published (nothing is visible, every temp
+    /// is removed); [`Error::OutcomeUnknown`] when a step fails after at least
+    /// one file was published: those stay published, each whole, and a retry of
+    /// the same batch reports them [`Created::AlreadyExists`] and publishes the
+    /// rest.
+    pub fn create_new_batch(&self, items: &[(StatePath, Vec<u8>)]) -> Result<Vec<Created>> {
+        let mut seen: Vec<&Path> = Vec::new();
+        let mut made = Vec::new();
+        for (path, _) in items {
+            let path = path.as_path();
+            let parent = path.parent().ok_or_else(|| self.outside(path))?;
+            if !seen.contains(&parent) {
+                match self.ensure_dir_tracked(parent) {
+                    Ok(m) => made.extend(m),
+                    Err(e) => {
+                        self.roll_back_dirs(&made);
+                        return Err(e);
+                    }
+                }
+                seen.push(parent);
+            }
+        }
+        atomic::create_new_batch_with(&self.inner.io, self.inner.sync_order, items).inspect_err(
+            |e| {
+                if !e.is_outcome_unknown() {
+                    self.roll_back_dirs(&made);
+                }
+            },
+        )
+    }
+
+    /// Durably moves `from` to `to` without replacing: both directories synced, the
+    /// destination's first; of two racing movers exactly one succeeds,
+    /// creating `to`'s directory if needed. **Commit point:** the rename.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::ensure_dir`]; [`Error::NotFound`] when `from` does not
+    /// exist; [`Error::AlreadyExists`] when `to` does; [`Error::Symlink`] when
+    /// `from` is a symlink; [`Error::Rename`] for other failures before the
+    /// commit point (nothing moved); [`Error::OutcomeUnknown`] when a directory
+    /// sync after it fails.
+    pub fn move_noclobber(&self, from: &StatePath, to: &StatePath) -> Result<()> {
+        let from = from.as_path();
+        let to = to.as_path();
+        self.parents_ok(from)?;
+        self.with_parent(to, |io| atomic::move_noclobber_with(io, from, to))
+    }
+
+    /// Returns the lock guarding `path` (`.{name}.lock` beside it), creating its directory.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::ensure_dir`].
+    pub fn lock_for(&self, path: &StatePath) -> Result<Lock> {
+        let path = path.as_path();
+        self.ensure_parent(path)?;
+        Ok(Lock::beside(path))
+    }
+
+    /// Returns the append-only log at `path`, creating its directory.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::ensure_dir`].
+    pub fn log(&self, path: &StatePath) -> Result<JsonLog> {
+        let path = path.as_path();
+        self.ensure_parent(path)?;
+        Ok(JsonLog::with_io(path, self.inner.io.clone()))
+    }
+
+    /// Returns the append-only log at `path` for reading, creating nothing:
+    /// a reader (a doctor in check mode, a status) must not make the
+    /// directory it looks in. Appends through it work once the directory
+    /// exists.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::check_parents`]: [`Error::OutsideRoot`] when `path` is
+    /// not inside the root, [`Error::Symlink`] when a directory on the way
+    /// is a symlink.
+    pub fn log_reader(&self, path: &StatePath) -> Result<JsonLog> {
+        let path = path.as_path();
+        self.parents_ok(path)?;
+        if path == self.inner.root {
+            return Err(self.outside(path));
+        }
+        Ok(JsonLog::with_io(path, self.inner.io.clone()))
+    }
+
+    /// Locked read-modify-write of `path`: `path` read as a `T`
+    /// under the exclusive lock of [`StateDir::lock_for`],
+    /// `decide` chooses, and the new
+    /// value is written durably. When `decide` fails nothing is written.
+    ///
+    /// # Errors
+    ///
+    /// Whatever `decide` returns, or a store error converted into `E`.
+    pub fn update<T, R, E, F>(&self, path: &StatePath, decide: F) -> Result<R, E>
+    where
+        T: Serialize + DeserializeOwned,
+        E: From<Error>,
+        F: FnOnce(ReadOutcome<T>) -> Result<Decision<T, R>, E>,
+    {
+        let path = path.as_path();
+        self.ensure_parent(path)?;
+        update_locked_with(self.backend(), path, self.inner.read_cap, decide)
+    }
+
+    /// Takes the exclusive lock of `path` ([`StateDir::lock_for`], the one
+    /// [`StateDir::update`] takes), blocking until it is free, and reads
+    /// `path` as a `T` under it: a [`Locked`] for a sequence of decisions
+    /// and durable writes with no other writer in between. A missing file
+    /// is `current() == None`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupt`] when the file is there but unreadable as a `T`
+    /// (it is left as it is, for a doctor to move aside); otherwise as
+    /// [`StateDir::read_bytes`] and [`Lock::exclusive`]. On an error the
+    /// lock is released.
+    pub fn lock_json<T: DeserializeOwned>(&self, path: &StatePath) -> Result<Locked<T>> {
+        let guard = self.lock_for(path)?.exclusive()?;
+        let current = match self.read_json::<T>(path)? {
+            ReadOutcome::Missing => None,
+            ReadOutcome::Value(value) => Some(value),
+            ReadOutcome::Corrupt(bad) => return Err(Error::Corrupt(bad)),
+            ReadOutcome::Unsupported(newer) => return Err(Error::Unsupported(newer)),
+        };
+        Ok(Locked::new(self.clone(), path.clone(), current, guard))
+    }
+
+    /// Moves a bad file (or symlink, or anything else) aside into
+    /// `.quarantine/` in its directory, named `{timestamp}-{name}` (with a
+    /// numeric suffix if that is taken), and returns the new path. Nothing is
+    /// deleted.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotFound`] when there is nothing at `path`; otherwise as
+    /// [`StateDir::move_noclobber`].
+    pub fn quarantine(&self, path: &StatePath) -> Result<PathBuf> {
+        let path = path.as_path();
+        self.parents_ok(path)?;
+        let dir = path.parent().ok_or_else(|| self.outside(path))?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .ok_or_else(|| self.outside(path))?;
+        let qdir = dir.join(QUARANTINE_DIR);
+        self.ensure_dir_tracked(&qdir)?;
+        let stamp = self.now().to_string().replace(':', "");
+        for n in 0u32.. {
+            let target = if n == 0 {
+                qdir.join(format!("{stamp}-{name}"))
+            } else {
+                qdir.join(format!("{stamp}-{name}.{n}"))
+            };
+            match move_entry(self.backend(), path, &target) {
+                Ok(()) => {
+                    tracing::warn!(from = %path.display(), to = %target.display(), "quarantined file");
+                    return Ok(target);
+                }
+                Err(Error::AlreadyExists { .. }) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        unreachable!("u32 suffixes exhausted")
+    }
+
+    /// Removes the entry at `path` inside the root, unsynced (only where a removed file
+    /// that comes back after a power cut is harmless and removed again), and
+    /// returns whether there was one.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] when the entry exists but cannot be removed.
+    /// [`Error::Symlink`] or [`Error::OutsideRoot`] for a bad path to it.
+    pub fn remove_file(&self, path: &StatePath) -> Result<bool> {
+        let path = path.as_path();
+        if !self.parents_ok(path)? {
+            return Ok(false);
+        }
+        atomic::remove_file_with(self.backend(), path)
+    }
+
+    /// Returns the stale temp files (older than `max_age`) anywhere under the
+    /// root, changing nothing: what [`StateDir::sweep_temps`] would remove.
+    /// The paths are for showing: a temp is a dot-name, the store's own,
+    /// which no [`StatePath`] can name; [`StateDir::sweep_temps`] removes them.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] when a directory cannot be listed or an entry examined.
+    pub fn stale_temps(&self, max_age: Duration) -> Result<Vec<PathBuf>> {
+        atomic::stale_temps(&self.inner.root, max_age)
+    }
+
+    /// Returns the stale temp files (older than `max_age`) under `dir`, a
+    /// directory inside the root, changing nothing: a channel's doctor
+    /// looks at its own tree only. The paths are for showing;
+    /// [`StateDir::sweep_temps_in`] removes them.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OutsideRoot`], [`Error::Symlink`] or [`Error::NotADirectory`]
+    /// for a bad path to `dir`; otherwise [`Error::Io`] when a directory cannot
+    /// be listed or an entry examined.
+    pub fn stale_temps_in(&self, dir: &StatePath, max_age: Duration) -> Result<Vec<PathBuf>> {
+        let dir = dir.as_path();
+        if !self.dir_there(dir)? {
+            return Ok(Vec::new());
+        }
+        atomic::stale_temps(dir, max_age)
+    }
+
+    /// Removes the stale temp files (older than `max_age`) under `dir`, a
+    /// directory inside the root, and returns the paths it removed (for
+    /// showing; one that vanished meanwhile is not among them): a channel's
+    /// doctor repairs its own tree only.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::stale_temps_in`], and [`Error::Io`] when a temp
+    /// cannot be removed.
+    pub fn sweep_temps_in(&self, dir: &StatePath, max_age: Duration) -> Result<Vec<PathBuf>> {
+        let mut removed = Vec::new();
+        for path in self.stale_temps_in(dir, max_age)? {
+            if atomic::remove_file_with(self.backend(), &path)? {
+                tracing::debug!(path = %path.display(), "swept stale temp file");
+                removed.push(path);
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Removes stale temp files (older than `max_age`) anywhere under the root.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::stale_temps`], and [`Error::Io`] when a temp cannot be removed.
+    pub fn sweep_temps(&self, max_age: Duration) -> Result<usize> {
+        atomic::sweep_temps_with(self.backend(), &self.inner.root, max_age)
+    }
+}
