@@ -1,10 +1,11 @@
 //! `JsonLog`'s appends through the I/O seam: what each append syncs, what an
 //! empty batch does, and how a failed open or create is told apart from a
-//! log that is not there yet (tests from mutation testing of `log.rs`).
+//! log that is not there yet (tests from mutation testing of `log.rs`);
+//! torn tails, bad and oversized lines, recovery and repair.
 
 use std::fs;
 
-use chipset_store::{Error, JsonLog, StateOptions};
+use chipset_store::{Channel, CorruptReason, Error, JsonLog, StateOptions};
 use chipset_testkit::{EEXIST, EIO, ENOENT, Fault, FaultIo, IoOp};
 use chipset_testkit::{TempState, returns};
 use serde_json::{Value, json};
@@ -396,4 +397,155 @@ fn recover_cuts_a_log_without_a_newline_to_nothing() {
     });
     assert!(torn.unwrap().is_some(), "the torn line is reported");
     assert_eq!(fs::read(log.path()).unwrap(), b"");
+}
+
+#[test]
+fn log_reports_torn_tail_and_bad_lines_and_keeps_later_appends_whole() {
+    let t = TempState::new();
+    let dir = t.state.channel_dir(Channel::new("mail")).unwrap();
+    let log: JsonLog = t.state.log(&dir.join_static("manifest.jsonl")).unwrap();
+    log.append(&json!({"n": 1})).unwrap();
+    assert_eq!(
+        log.append_batch(&[json!({"n": 2}), json!({"n": 3})])
+            .unwrap(),
+        2
+    );
+    let whole = fs::read(log.path()).unwrap();
+    assert_eq!(whole, b"{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n");
+
+    // A writer died mid-line.
+    fs::OpenOptions::new()
+        .append(true)
+        .open(log.path())
+        .unwrap();
+    let mut bytes = whole.clone();
+    bytes.extend_from_slice(b"{\"n\":4");
+    fs::write(log.path(), &bytes).unwrap();
+    let read = log.read::<Value>().unwrap();
+    assert_eq!(
+        read.records,
+        [json!({"n":1}), json!({"n":2}), json!({"n":3})]
+    );
+    let torn = read.torn_tail.unwrap();
+    assert_eq!((torn.offset, torn.len), (whole.len() as u64, 6));
+    assert_eq!(read.end_offset, whole.len() as u64);
+
+    // A later append cuts the fragment (as `recover` does: it is the rest of
+    // an append that never returned) and stays whole; no bad line is left.
+    log.append(&json!({"n": 5})).unwrap();
+    let read = log.read::<Value>().unwrap();
+    assert_eq!(read.records.last(), Some(&json!({"n": 5})));
+    assert_eq!(read.records.len(), 4);
+    assert!(read.bad_lines.is_empty(), "{:?}", read.bad_lines);
+    assert!(read.torn_tail.is_none());
+
+    // Reading forward from an offset returns only what came after.
+    let tail = log.read_from::<Value>(whole.len() as u64).unwrap();
+    assert_eq!(tail.records, [json!({"n": 5})]);
+}
+
+#[test]
+fn recover_truncates_only_the_torn_tail() {
+    let t = TempState::new();
+    let dir = t.state.channel_dir(Channel::new("bus")).unwrap();
+    let log = t.state.log(&dir.join_static("control.jsonl")).unwrap();
+    assert_eq!(log.recover().unwrap(), None, "missing log: nothing to do");
+    log.append(&json!({"n": 1})).unwrap();
+    assert_eq!(log.recover().unwrap(), None, "clean log: nothing cut");
+    let mut bytes = fs::read(log.path()).unwrap();
+    let clean = bytes.len() as u64;
+    bytes.extend_from_slice(b"{\"n\"");
+    fs::write(log.path(), &bytes).unwrap();
+    let cut = log.recover().unwrap().unwrap();
+    assert_eq!((cut.offset, cut.len), (clean, 4));
+    assert_eq!(fs::read(log.path()).unwrap().len() as u64, clean);
+    assert_eq!(log.read::<Value>().unwrap().records, [json!({"n": 1})]);
+}
+
+#[test]
+fn log_refuses_unserializable_records_and_writes_nothing() {
+    let t = TempState::new();
+    let dir = t.state.channel_dir(Channel::new("bus")).unwrap();
+    let log = t.state.log(&dir.join_static("x.jsonl")).unwrap();
+    let bad = vec![json!({"ok": 1}), json!(f64::NAN)];
+    // serde_json turns NaN into null inside a Value, so use a map with a non-string key.
+    let mut map = std::collections::HashMap::new();
+    map.insert(vec![1u8], 1);
+    assert!(matches!(log.append(&map), Err(Error::Serialize { .. })));
+    assert!(!log.path().exists());
+    assert_eq!(log.append_batch(&bad).unwrap(), 2);
+}
+
+/// Issue 12: a log line far over `MAX_LINE` (no newline for megabytes) is
+/// skipped and reported, and the records around it still read.
+#[test]
+fn an_oversized_line_is_reported_and_the_rest_still_reads() {
+    let t = TempState::new();
+    let dir = t.state.channel_dir(Channel::new("mail")).unwrap();
+    let log = t.state.log(&dir.join_static("manifest.jsonl")).unwrap();
+    log.append(&json!({"n": 1})).unwrap();
+    let mut bytes = fs::read(log.path()).unwrap();
+    let big = chipset_store::MAX_LINE * 3;
+    bytes.extend(std::iter::repeat_n(b'x', big));
+    bytes.push(b'\n');
+    fs::write(log.path(), &bytes).unwrap();
+    log.append(&json!({"n": 2})).unwrap();
+    let read = log.read::<Value>().unwrap();
+    assert_eq!(read.records, [json!({"n": 1}), json!({"n": 2})]);
+    assert_eq!(read.bad_lines.len(), 1);
+    assert_eq!(
+        read.bad_lines[0].reason,
+        CorruptReason::TooLarge {
+            size: big as u64,
+            cap: chipset_store::MAX_LINE as u64
+        }
+    );
+    // An unterminated one is a torn tail of its full length, read in bounded memory.
+    let mut bytes = fs::read(log.path()).unwrap();
+    let end = bytes.len() as u64;
+    bytes.extend(std::iter::repeat_n(b'y', big));
+    fs::write(log.path(), &bytes).unwrap();
+    let torn = log.read::<Value>().unwrap().torn_tail.unwrap();
+    assert_eq!((torn.offset, torn.len), (end, big as u64));
+}
+
+/// Issue 12: repair keeps every whole record in order, quarantines the rest
+/// byte for byte, and leaves a log that reads clean.
+#[test]
+fn repair_keeps_every_whole_record_and_quarantines_the_rest() {
+    let t = TempState::new();
+    let dir = t.state.channel_dir(Channel::new("mail")).unwrap();
+    let log = t.state.log(&dir.join_static("manifest.jsonl")).unwrap();
+    assert_eq!(
+        log.repair::<Value>().unwrap(),
+        None,
+        "missing log: nothing to do"
+    );
+    log.append(&json!({"n": 1})).unwrap();
+    assert_eq!(
+        log.repair::<Value>().unwrap(),
+        None,
+        "clean log: nothing to do"
+    );
+    let mut bytes = fs::read(log.path()).unwrap();
+    bytes.extend_from_slice(b"{\"n\":2,\nnot json\n{\"n\":3}\n{\"n\":");
+    fs::write(log.path(), &bytes).unwrap();
+    let before = log.read::<Value>().unwrap();
+    assert_eq!(before.bad_lines.len(), 2);
+    let done = log.repair::<Value>().unwrap().unwrap();
+    assert_eq!((done.kept, done.moved), (2, 3));
+    let after = log.read::<Value>().unwrap();
+    assert_eq!(after.records, [json!({"n": 1}), json!({"n": 3})]);
+    assert!(after.bad_lines.is_empty() && after.torn_tail.is_none());
+    assert_eq!(
+        fs::read(&done.quarantined).unwrap(),
+        b"{\"n\":2,\nnot json\n{\"n\":\n"
+    );
+    assert!(
+        done.quarantined
+            .starts_with(dir.as_path().join(".quarantine"))
+    );
+    // Appends carry on after it.
+    log.append(&json!({"n": 4})).unwrap();
+    assert_eq!(log.read::<Value>().unwrap().records.len(), 3);
 }

@@ -10,6 +10,8 @@ mod canonical;
 mod files;
 mod ids;
 mod log;
+mod paths;
 mod procs;
 mod seam;
+mod seam_calls;
 mod watch;
