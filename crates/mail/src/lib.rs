@@ -328,7 +328,8 @@
 //! outcome is truly unknown (the sync of the publish itself failed) `send`
 //! returns [`MailError::OutcomeUnknown`] carrying the id; a sweep that
 //! failed after moving some messages returns [`MailError::PartlySwept`];
-//! [`MailError::is_outcome_unknown`] tells both apart from plain failures.
+//! [`MaybeCommitted::is_outcome_unknown`](chipset_store::MaybeCommitted::is_outcome_unknown)
+//! tells both apart from plain failures.
 //!
 //! Retries follow the store's idempotent-retry rule. A send with a
 //! caller-chosen id ([`Draft::with_id`]) repeated with the same content
