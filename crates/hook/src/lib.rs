@@ -144,12 +144,11 @@
 //! after it is the store's [`OutcomeUnknown`](chipset_store::Error::OutcomeUnknown)
 //! (in [`Error::Store`]). Retries follow the store's idempotent-retry rule:
 //! repeating a transition with the same assignment after it applied is a
-//! success that writes nothing ([`already_applied`]): activate finds the
-//! hook active, complete finds it completed, clear and reassign find it
-//! empty at the next generation. Touch simply applies again. Assign names
-//! no assignment, so its retry is [`TransitionError::AlreadyAssigned`],
-//! which names the bead held: a caller that finds its own bead there knows
-//! its assign applied.
+//! success that writes nothing ([`already_applied`]): assign finds the hook
+//! holding the same bead and title from the same dispatcher and returns
+//! that assignment, activate finds the hook active, complete finds it
+//! completed, clear and reassign find it empty at the next generation.
+//! Touch simply applies again.
 //!
 //! # Corrupt hooks
 //!

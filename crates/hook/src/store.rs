@@ -195,10 +195,18 @@ impl Hooks {
     /// Assigns work to `agent`'s empty hook (dispatcher), recording `by` as
     /// `assigned_by` when given, and returns the new assignment.
     ///
+    /// Assigning again with the same bead, title and `by` while the hook
+    /// holds that work (pending, active or completed) is a retry: it returns
+    /// the assignment the hook holds and writes nothing. So a retry after an
+    /// [`OutcomeUnknown`](chipset_store::Error::OutcomeUnknown) failure
+    /// returns the first assignment. Once the work is cleared, the same
+    /// request is a new assignment.
+    ///
     /// # Errors
     ///
     /// [`TransitionError::AlreadyAssigned`](crate::TransitionError::AlreadyAssigned)
-    /// when the hook is pending, active or completed; [`Error::Corrupt`]
+    /// when the hook holds other work (another bead, title or dispatcher);
+    /// [`Error::Corrupt`]
     /// when the file is corrupt (repair it first); [`Error::Store`].
     pub fn assign(
         &self,
@@ -374,8 +382,10 @@ impl Hooks {
                 Ok(after) => after,
                 // A retry of a transition that took effect: success, nothing changes.
                 Err(
-                    TransitionError::WrongState { .. } | TransitionError::StaleAssignment { .. },
-                ) if already_applied(&before, &event) => {
+                    TransitionError::AlreadyAssigned { .. }
+                    | TransitionError::WrongState { .. }
+                    | TransitionError::StaleAssignment { .. },
+                ) if already_applied(&before, &event, actor) => {
                     tracing::debug!(%agent, op, "hook transition had already applied");
                     return Ok(Decision::Keep((before.clone(), before)));
                 }

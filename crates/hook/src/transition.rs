@@ -237,25 +237,37 @@ impl TransitionError {
     }
 }
 
-/// Returns true when `event` has already been applied to `hook`: what a
-/// retry of a transition that took effect finds. The store's
+/// Returns true when `event` by `actor` has already been applied to `hook`:
+/// what a retry of a transition that took effect finds. The store's
 /// idempotent-retry rule makes such a retry a success that changes nothing
 /// ([`Hooks::apply`](crate::Hooks::apply) and the typed methods call this
-/// when [`transition`] refuses with [`TransitionError::WrongState`] or
-/// [`TransitionError::StaleAssignment`]).
+/// when [`transition`] refuses with [`TransitionError::AlreadyAssigned`],
+/// [`TransitionError::WrongState`] or [`TransitionError::StaleAssignment`]).
 ///
+/// - assign: the hook holds work (pending, active or completed) with the
+///   same bead and title, assigned by the same dispatcher (`assigned_by`,
+///   or none when the actor named none). Assign names no assignment, so the
+///   request itself is what a retry is recognised by; another bead, title
+///   or dispatcher is [`TransitionError::AlreadyAssigned`];
 /// - activate: the hook is active with the same assignment;
 /// - complete: the hook is completed with the same assignment;
 /// - clear and reassign: the hook is empty at the generation after the
 ///   assignment's (what either leaves; the hook cannot tell which of the two
 ///   emptied it, and either way the assignment is retired).
 ///
-/// Assign and touch are never "already applied": assign names no
-/// assignment to recognise a retry by (its refusal,
-/// [`TransitionError::AlreadyAssigned`], names the bead the hook holds), and
-/// touch on an active hook simply applies again.
-pub fn already_applied(hook: &Hook, event: &HookEvent) -> bool {
+/// Touch is never "already applied": on an active hook it simply applies
+/// again.
+pub fn already_applied(hook: &Hook, event: &HookEvent, actor: &Actor) -> bool {
     match (event, &hook.state) {
+        (HookEvent::Assign { bead_id, title }, state) => {
+            let by = match actor {
+                Actor::Dispatcher(by) => by.as_ref(),
+                Actor::Agent(_) => return false,
+            };
+            state.work().is_some_and(|w| {
+                w.bead_id == *bead_id && w.title == *title && w.assigned_by.as_ref() == by
+            })
+        }
         (HookEvent::Activate(a), HookState::Active(_))
         | (HookEvent::Complete(a), HookState::Completed(_)) => a.matches(hook),
         (HookEvent::Clear(a) | HookEvent::Reassign(a), HookState::Empty) => {
@@ -504,29 +516,51 @@ mod tests {
         let held = pending.assignment().unwrap();
         let me = Actor::Agent(agent("a"));
         let active = transition(&pending, &HookEvent::Activate(held.clone()), &me, t(1)).unwrap();
-        assert!(already_applied(&active, &HookEvent::Activate(held.clone())));
+        assert!(already_applied(
+            &active,
+            &HookEvent::Activate(held.clone()),
+            &me
+        ));
         assert!(!already_applied(
             &pending,
-            &HookEvent::Activate(held.clone())
+            &HookEvent::Activate(held.clone()),
+            &me
         ));
         assert!(!already_applied(
             &active,
-            &HookEvent::Complete(held.clone())
+            &HookEvent::Complete(held.clone()),
+            &me
         ));
         let done = transition(&active, &HookEvent::Complete(held.clone()), &me, t(2)).unwrap();
-        assert!(already_applied(&done, &HookEvent::Complete(held.clone())));
-        assert!(!already_applied(&done, &HookEvent::Activate(held.clone())));
+        assert!(already_applied(
+            &done,
+            &HookEvent::Complete(held.clone()),
+            &me
+        ));
+        assert!(!already_applied(
+            &done,
+            &HookEvent::Activate(held.clone()),
+            &me
+        ));
         let mayor = Actor::Dispatcher(None);
         let empty = transition(&done, &HookEvent::Clear(held.clone()), &mayor, t(3)).unwrap();
-        assert!(already_applied(&empty, &HookEvent::Clear(held.clone())));
-        assert!(already_applied(&empty, &HookEvent::Reassign(held.clone())));
+        assert!(already_applied(
+            &empty,
+            &HookEvent::Clear(held.clone()),
+            &mayor
+        ));
+        assert!(already_applied(
+            &empty,
+            &HookEvent::Reassign(held.clone()),
+            &mayor
+        ));
         // An assignment two generations back, or another agent's, is not this one.
         let mut old = held.clone();
         old.generation -= 1;
-        assert!(!already_applied(&empty, &HookEvent::Clear(old)));
+        assert!(!already_applied(&empty, &HookEvent::Clear(old), &mayor));
         let mut other = held.clone();
         other.agent = agent("z");
-        assert!(!already_applied(&empty, &HookEvent::Clear(other)));
+        assert!(!already_applied(&empty, &HookEvent::Clear(other), &mayor));
         // A new assignment of the same bead is not the old one.
         let again = transition(
             &empty,
@@ -545,7 +579,25 @@ mod tests {
             t(5),
         )
         .unwrap();
-        assert!(!already_applied(&new_active, &HookEvent::Activate(held)));
+        assert!(!already_applied(
+            &new_active,
+            &HookEvent::Activate(held),
+            &me
+        ));
+        // Assign: the same bead, title and dispatcher while the hook holds them.
+        let assign = |bead: &str, title: &str| HookEvent::Assign {
+            bead_id: BeadId::new(bead).unwrap(),
+            title: title.into(),
+        };
+        for h in [&again, &new_active] {
+            assert!(already_applied(h, &assign("b1", "title"), &mayor));
+            assert!(!already_applied(h, &assign("b2", "title"), &mayor));
+            assert!(!already_applied(h, &assign("b1", "other"), &mayor));
+            let named = Actor::Dispatcher(Some(agent("mayor")));
+            assert!(!already_applied(h, &assign("b1", "title"), &named));
+            assert!(!already_applied(h, &assign("b1", "title"), &me));
+        }
+        assert!(!already_applied(&empty, &assign("b1", "title"), &mayor));
     }
 
     #[test]

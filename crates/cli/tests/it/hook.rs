@@ -95,7 +95,23 @@ fn refusals_exit_1_and_change_nothing() {
     env.fails(1, &["hook", "clear", "polecat-alpha"]);
     env.fails(1, &["hook", "clear", "polecat-alpha", "--reassign"]);
     env.ok(ASSIGN);
-    env.fails(1, ASSIGN);
+    // Issue 31: the same assign again is a retry and returns the first
+    // assignment; another bead is refused.
+    env.ok(ASSIGN);
+    env.fails(
+        1,
+        &[
+            "hook",
+            "assign",
+            "polecat-alpha",
+            "--bead",
+            "gt-def34",
+            "--title",
+            "Fix CI",
+            "--by",
+            "mayor",
+        ],
+    );
     env.fails(1, &["hook", "touch", "polecat-alpha"]);
     env.fails(1, &["hook", "complete", "polecat-alpha"]);
     env.fails(1, &["hook", "clear", "polecat-alpha"]);

@@ -243,6 +243,14 @@ impl Model {
                     generation + 1,
                 )
             }
+            // A retry of the same request (bead, title, dispatcher): success.
+            (Op::Assign, _)
+                if work.as_ref().is_some_and(|w| {
+                    w.bead == bead && w.by == matches!(actor, ActorChoice::Dispatcher(true))
+                }) =>
+            {
+                return Outcome::Done;
+            }
             (Op::Assign, _) => return Outcome::AlreadyAssigned,
             (Op::Activate, Pending) => (Active, work, generation),
             (Op::Touch, Active) => (Active, work, generation),

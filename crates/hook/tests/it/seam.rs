@@ -66,17 +66,11 @@ fn cases() -> Vec<Case> {
         Case {
             name: "assign",
             before: Before::Missing,
-            // Assign names no assignment, so its retry cannot be recognised by
-            // the library; AlreadyAssigned names the bead, which the caller
-            // recognises as its own.
-            run: |h, _| match h.assign(&agent("polecat"), bead("gt-1"), "fix it", None) {
-                Ok(_) => Ok(()),
-                Err(Error::Transition(TransitionError::AlreadyAssigned { bead_id, .. }))
-                    if bead_id == bead("gt-1") =>
-                {
-                    Ok(())
-                }
-                Err(e) => Err(e),
+            // Issue 31: the retry is the same request (bead, title, dispatcher)
+            // and returns the first assignment, not AlreadyAssigned.
+            run: |h, _| {
+                h.assign(&agent("polecat"), bead("gt-1"), "fix it", None)
+                    .map(drop)
             },
             after: (HookStatus::Pending, true),
         },
@@ -299,4 +293,54 @@ fn repeating_a_transition_that_applied_is_a_success_that_writes_nothing() {
     // Touch and complete of the cleared assignment are still stale.
     assert!(hooks.touch(&held).unwrap_err().is_stale());
     assert!(hooks.complete(&held).unwrap_err().is_stale());
+}
+
+/// Issue 31: `hook assign` retried after an outcome-unknown failure was
+/// refused with AlreadyAssigned; the same request now returns the first
+/// assignment while the hook holds it, and any other request is refused.
+#[test]
+fn an_assign_repeated_with_the_same_request_returns_the_first_assignment() {
+    let tmp = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
+    let hooks = open(tmp.path(), RealIo::shared(), &clock);
+    let (a, mayor) = (agent("polecat"), agent("mayor"));
+    let assign = |b: &str, title: &str, by: Option<&_>| hooks.assign(&a, bead(b), title, by);
+    let first = assign("gt-1", "fix it", Some(&mayor)).unwrap();
+    let file = hooks.path(&a);
+    let bytes = fs::read(&file).unwrap();
+    clock.advance(Duration::from_secs(1));
+    let refused = |b: &str, title: &str, by: Option<&_>| {
+        let e = assign(b, title, by).unwrap_err();
+        assert!(
+            matches!(e.transition(), Some(TransitionError::AlreadyAssigned { bead_id, .. }) if *bead_id == bead("gt-1")),
+            "{b} {title} {by:?}: {e}"
+        );
+    };
+    for step in ["pending", "active", "completed"] {
+        match step {
+            "active" => drop(hooks.activate(&first).unwrap()),
+            "completed" => drop(hooks.complete(&first).unwrap()),
+            _ => {}
+        }
+        let bytes = if step == "pending" {
+            bytes.clone()
+        } else {
+            fs::read(&file).unwrap()
+        };
+        assert_eq!(
+            assign("gt-1", "fix it", Some(&mayor)).unwrap(),
+            first,
+            "{step}"
+        );
+        assert_eq!(fs::read(&file).unwrap(), bytes, "{step}: the retry wrote");
+        // Another bead, title or dispatcher is another request.
+        refused("gt-2", "fix it", Some(&mayor));
+        refused("gt-1", "fix that", Some(&mayor));
+        refused("gt-1", "fix it", None);
+        refused("gt-1", "fix it", Some(&agent("deacon")));
+    }
+    // Once cleared, the same request is a new assignment.
+    hooks.clear(&first).unwrap();
+    let again = assign("gt-1", "fix it", Some(&mayor)).unwrap();
+    assert_eq!(again.generation(), first.generation() + 2);
 }
