@@ -414,9 +414,8 @@ impl Reminders {
     /// resolved record); the move into the history after it is follow-up,
     /// finished by the next operation on the key if it fails. Resolving
     /// again the same way (same resolution and note) is a retry and returns
-    /// the resolved reminder as success. (A retry of resolving a *snoozed*
-    /// reminder finds the snoozed record in the history, superseded by the
-    /// new one it could not name, and is [`Error::AlreadyResolved`].)
+    /// the resolved reminder as success; for a snoozed reminder, that is the
+    /// new record that names it in `reopened_from`.
     ///
     /// # Errors
     ///
@@ -475,7 +474,10 @@ impl Reminders {
             // A retry of a change that applied: success, nothing changes.
             Located::History(reminder) if change.applied_to(&reminder) => return Ok(*reminder),
             Located::History(reminder) => {
-                return Err(Error::AlreadyResolved { reminder });
+                return match self.superseding(&reminder, &change)? {
+                    Some(r) => Ok(r),
+                    None => Err(Error::AlreadyResolved { reminder }),
+                };
             }
             Located::Nowhere => return Err(Error::ReminderNotFound { id: id.to_string() }),
         };
@@ -488,12 +490,49 @@ impl Reminders {
             // Another process resolved it between the scan and the lock.
             None => match self.read(&self.history_path(id))? {
                 Some(reminder) if change.applied_to(&reminder) => Ok(reminder),
-                Some(reminder) => Err(Error::AlreadyResolved {
-                    reminder: Box::new(reminder),
-                }),
+                Some(reminder) => match self.superseding(&reminder, &change)? {
+                    Some(r) => Ok(r),
+                    None => Err(Error::AlreadyResolved {
+                        reminder: Box::new(reminder),
+                    }),
+                },
                 None => Err(Error::ReminderNotFound { id: id.to_string() }),
             },
         }
+    }
+
+    /// Returns the record that took over from `snoozed` when a change
+    /// reopened it under a new id (naming it in `reopened_from`), if that
+    /// record carries `change`: what a retry of resolving or snoozing a
+    /// snoozed reminder finds, since the id it names is now history.
+    /// Reads the key's snooze index and the whole history, so it runs only
+    /// on the way to [`Error::AlreadyResolved`].
+    fn superseding(&self, snoozed: &Reminder, change: &Change) -> Result<Option<Reminder>> {
+        if snoozed.resolution != Some(Resolution::Snoozed) {
+            return Ok(None);
+        }
+        let key = Self::key_of(snoozed)?;
+        let successor =
+            |r: &Reminder| r.reopened_from() == Some(snoozed.id.as_str()) && change.applied_to(r);
+        {
+            let _guard = self.lock_key(&key)?;
+            // A change interrupted after its commit point is finished first.
+            self.settle(&key)?;
+            if let Some(r) = self.read(&self.snoozed_path(&key))?
+                && successor(&r)
+            {
+                return Ok(Some(r));
+            }
+        }
+        for path in self.history_files()? {
+            // An unreadable record is the doctor's to report; it cannot be the one.
+            if let Ok(Some(r)) = self.read(&path)
+                && successor(&r)
+            {
+                return Ok(Some(r));
+            }
+        }
+        Ok(None)
     }
 
     /// Applies `change` to the key's open or snoozed reminder (when its id is

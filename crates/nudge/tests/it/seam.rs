@@ -429,3 +429,41 @@ fn resolving_snoozing_and_responding_again_are_successes_that_change_nothing() {
         chipset_nudge::Received::Seen(_)
     ));
 }
+
+/// Issue 31: resolving a snoozed reminder, retried after an outcome-unknown
+/// failure, found the snoozed record in the history (superseded by the
+/// resolved one under a new id) and was refused with AlreadyResolved; the
+/// retry now returns the resolved record, and another change is refused.
+#[test]
+fn resolving_a_snoozed_reminder_again_returns_the_record_that_resolved_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
+    let w = open(tmp.path(), RealIo::shared(), &clock);
+    let id = w
+        .reminders
+        .open(new_reminder())
+        .unwrap()
+        .reminder()
+        .id
+        .clone();
+    w.reminders
+        .snooze(&id, Duration::from_secs(3600), None)
+        .unwrap();
+    clock.advance(Duration::from_secs(5));
+    let note = || Some("done".to_owned());
+    let done = w
+        .reminders
+        .resolve(&id, ManualResolution::Completed, note())
+        .unwrap();
+    assert_eq!(done.reopened_from(), Some(id.as_str()));
+    clock.advance(Duration::from_secs(5));
+    let again = w
+        .reminders
+        .resolve(&id, ManualResolution::Completed, note())
+        .unwrap();
+    assert_eq!(again, done);
+    assert!(matches!(
+        w.reminders.resolve(&id, ManualResolution::Ignored, note()),
+        Err(Error::AlreadyResolved { .. })
+    ));
+}
