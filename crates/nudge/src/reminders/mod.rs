@@ -1,8 +1,9 @@
 //! Persistent reminders for open obligations: the I/O shell, split by concept.
 //!
 //! - `mod.rs` (this file): the public request and answer types and
-//!   [`Reminders`]' write path (open, resolve, snooze, the snooze sweep),
-//!   each change made under the key's stripe lock, and the doctor.
+//!   [`Reminders`]' write path (open, resolve, snooze), each change made
+//!   under the key's stripe lock.
+//! - `maintain.rs`: the snooze sweep and the doctor.
 //! - `rules.rs`: the pure rules those changes follow (what a resolution
 //!   leaves, when a snooze is due, how a snoozed reminder reopens, which
 //!   reminders a filter keeps and in what order).
@@ -14,23 +15,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chipset_store::{
-    Corruption, Defect, DoctorMode, Lock, LockGuard, ReadOutcome, Report, SortableId, StateDir,
-    Timestamp, Unsupported,
+    Corruption, Lock, LockGuard, ReadOutcome, SortableId, StateDir, Timestamp, Unsupported,
 };
 use serde_json::{Map, Value};
 
-use crate::doctor;
 use crate::error::{Error, Result};
 use crate::format::{Reminder, ReminderId, Resolution, Severity};
 use crate::key::{ReminderKey, check_text};
 use crate::kinds::{KindRegistry, check_severity};
 
+mod maintain;
 mod query;
 mod rules;
 
 use query::Located;
 pub(crate) use query::{parse_reminder, read_reminder};
-use rules::{Change, is_due, path_key, reopened};
+use rules::{Change, is_due, reopened};
 
 /// `reminders/open/{kind}/{source_type}/{escaped source id}.json`: open reminders.
 pub const OPEN_DIR: &str = "open";
@@ -641,109 +641,5 @@ impl Reminders {
             }
             Err(e) => Err(e.into()),
         }
-    }
-
-    /// Reopens every snoozed reminder whose time has come (seed §6.3, on
-    /// read). [`Reminders::list_open`] calls it; returns the reopened ones.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Store`] on I/O failure. Unreadable snoozed files are skipped
-    /// here; [`Reminders::list_open`] reports them.
-    pub fn sweep_snoozes(&self) -> Result<Vec<Reminder>> {
-        Ok(self.sweep_snoozes_reporting()?.0)
-    }
-
-    /// As [`Reminders::sweep_snoozes`], also returning the snoozed files that
-    /// could not be read: a corrupt snoozed reminder may be due, so a listing
-    /// must say so rather than look clean.
-    fn sweep_snoozes_reporting(&self) -> Result<(Vec<Reminder>, Vec<Corruption>)> {
-        let now = self.state.now();
-        let mut reopened = Vec::new();
-        let mut corrupt = Vec::new();
-        for path in self.index_files(SNOOZED_DIR, None)? {
-            let snoozed = match self.read(&path) {
-                Ok(Some(r)) => r,
-                Ok(None) => continue,
-                Err(Error::Corrupt(c)) => {
-                    corrupt.push(c);
-                    continue;
-                }
-                Err(e) => return Err(e),
-            };
-            if !is_due(&snoozed, now) {
-                continue;
-            }
-            let key = Self::key_of(&snoozed)?;
-            let _guard = self.lock_key(&key)?;
-            self.settle(&key)?;
-            // Re-check under the lock: another process may have reopened it.
-            if let Some(current) = self.read(&self.snoozed_path(&key))?
-                && current.id == snoozed.id
-                && is_due(&current, now)
-            {
-                reopened.push(self.reopen_locked(&key, &current, now)?);
-            }
-        }
-        Ok((reopened, corrupt))
-    }
-
-    /// Scans the open and snoozed indexes and the history: reports unreadable
-    /// files, stray names and interrupted transitions; with
-    /// [`DoctorMode::Fix`] quarantines the unreadable files (through the
-    /// store's checked quarantine, under their stripe lock) and finishes the
-    /// transitions. Findings are coded `reminder-corrupt`,
-    /// `reminder-unsupported`, `reminder-stray` and `reminder-unfinished`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Store`] on I/O failure.
-    pub fn doctor(&self, mode: DoctorMode) -> Result<Report> {
-        let mut report = Report::new(mode);
-        let area = doctor::Area::Reminders;
-        for dir in [OPEN_DIR, SNOOZED_DIR] {
-            for path in self.index_files(dir, None)? {
-                let name = path
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                let stripe = path_key(&path).map_or(0, |k| k.stripe());
-                let lock = self.stripe_lock(stripe)?;
-                let Some(r) =
-                    doctor::check_file::<Reminder>(&self.state, area, &path, &lock, &mut report)?
-                else {
-                    continue;
-                };
-                let key = Self::key_of(&r)?;
-                if key.file_name() != name {
-                    report.findings.push(area.stray(&path));
-                    continue;
-                }
-                let unfinished = if dir == OPEN_DIR {
-                    (!r.is_open() || self.state.exists(&self.snoozed_path(&key))?)
-                        .then_some("resolved or superseded record still in the index")
-                } else {
-                    (r.resolution != Some(Resolution::Snoozed))
-                        .then_some("unsnoozed record in the snooze index")
-                };
-                if let Some(what) = unfinished {
-                    let mut finding = area.finding(&path, Defect::Unfinished, what);
-                    if dir != OPEN_DIR {
-                        // Nothing is safe to do: a person decides.
-                        finding = finding.unfixable();
-                    } else if mode == DoctorMode::Fix {
-                        let _guard = self.lock_key(&key)?;
-                        self.settle(&key)?;
-                        finding = finding.with(doctor::completed());
-                    }
-                    report.findings.push(finding);
-                }
-            }
-        }
-        let lock = self.stripe_lock(0)?;
-        for path in self.history_files()? {
-            doctor::check_file::<Reminder>(&self.state, area, &path, &lock, &mut report)?;
-        }
-        Ok(report)
     }
 }

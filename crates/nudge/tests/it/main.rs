@@ -10,6 +10,7 @@ mod foreign;
 mod golden;
 mod model;
 mod procs;
+mod reminder_repair;
 mod reminders;
 mod seam;
 mod signals;

@@ -1,0 +1,228 @@
+//! Answers: `nudge_response`s recorded per responder beside the sender's
+//! `latest.json`, and whether a recipient answered in time.
+
+use chipset_store::{AgentId, Corruption, Decision, ReadOutcome, Timestamp, Unsupported};
+
+use std::collections::BTreeMap;
+
+use super::{Delivery, Nudges, RESPONSES_DIR};
+use crate::error::{Error, Result};
+use crate::format::{Nudge, NudgeType};
+
+/// What [`Nudges::respond`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Responded {
+    /// The response, as recorded in `responses/{responder}.json`.
+    pub response: Nudge,
+    /// What happened to its copy in the sender's `latest.json`.
+    pub delivery: Delivery,
+}
+
+/// The answers a sender has received.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Responses {
+    /// The latest answer of each responder, by responder id.
+    pub answered: Vec<Nudge>,
+    /// Response records that could not be read (a responder may be hidden behind each).
+    pub corrupt: Vec<Corruption>,
+    /// Response records holding values this version does not know (left in place).
+    pub unsupported: Vec<Unsupported>,
+}
+
+impl Responses {
+    /// Returns the responders' ids.
+    pub fn responders(&self) -> impl Iterator<Item = &str> {
+        self.answered.iter().map(|n| n.from.as_str())
+    }
+}
+
+/// Whether a recipient answered a nudge sent at a given time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ResponseStatus {
+    /// It answered at `at`.
+    Answered {
+        /// When the answer was written.
+        at: Timestamp,
+        /// The answer.
+        response: Nudge,
+    },
+    /// No answer yet, and the interval has not run out.
+    Waiting {
+        /// When it will be overdue.
+        deadline: Timestamp,
+    },
+    /// No answer, and the interval has run out: escalate.
+    Overdue {
+        /// When it became overdue.
+        deadline: Timestamp,
+    },
+}
+
+impl Nudges {
+    /// Answers `incoming` as `responder`, per the seed: a `nudge_response`
+    /// into the sender's `latest.json`. It is also recorded durably in
+    /// `nudge/{sender}/responses/{responder}.json`, one file per responder,
+    /// so many agents answering one sender at once lose nothing, even when
+    /// their copies in `latest.json` replace each other (or are held behind
+    /// an abort). The record is written first.
+    ///
+    /// **Commit point:** the rename of the response record. Responding again
+    /// to the same nudge (it has an id) with the same message is a retry:
+    /// the recorded response is reused (same id and time), and delivered
+    /// only if the sender's `latest.json` does not hold it already and the
+    /// sender has not processed it (see [`Nudges::send_with_id`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidSender`] when `incoming.from` is not a valid agent
+    /// id; [`Error::Store`] on I/O failure before the commit point (nothing
+    /// visible changed, or the store's `OutcomeUnknown`);
+    /// [`Error::ResponseNotDelivered`] when the delivery after it failed.
+    pub fn respond(
+        &self,
+        responder: &AgentId,
+        incoming: &Nudge,
+        message: impl Into<String>,
+    ) -> Result<Responded> {
+        let sender = AgentId::new(incoming.from.as_str()).map_err(|_| Error::InvalidSender {
+            from: incoming.from.clone(),
+        })?;
+        let response = Nudge {
+            from: responder.as_str().to_owned(),
+            kind: NudgeType::NudgeResponse,
+            message: message.into(),
+            timestamp: self.state.now(),
+            requires_response: false,
+            id: Some(self.new_id()),
+            in_reply_to: incoming.id.clone(),
+            extra: serde_json::Map::new(),
+        };
+        let record = self.response_path(&sender, responder);
+        let response = self.state.update(&record, |current: ReadOutcome<Nudge>| {
+            match current {
+                // A retry: this answer to this nudge is recorded already.
+                ReadOutcome::Value(old)
+                    if incoming.id.is_some()
+                        && old.in_reply_to == incoming.id
+                        && old.message == response.message
+                        && old.kind == NudgeType::NudgeResponse =>
+                {
+                    return Ok(Decision::Keep(old));
+                }
+                // A newer answer from another process of the same responder stays.
+                ReadOutcome::Value(old) if old.timestamp > response.timestamp => {
+                    return Ok(Decision::Keep(response.clone()));
+                }
+                ReadOutcome::Corrupt(_) => {
+                    self.state.quarantine(&record)?;
+                }
+                ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
+                _ => {}
+            }
+            Ok::<_, Error>(Decision::Write(response.clone(), response.clone()))
+        })?;
+        let delivery = if response.id.is_some() {
+            self.deliver_once(&sender, response.clone())
+        } else {
+            self.deliver(&sender, response.clone())
+        }
+        .map_err(|e| Error::ResponseNotDelivered {
+            sender: sender.clone(),
+            source: Box::new(e),
+        })?;
+        Ok(Responded { response, delivery })
+    }
+
+    /// Returns who answered `sender` at or after `since`: the latest answer of
+    /// each responder, sorted by responder. Includes an answer that a seed
+    /// program wrote only into `latest.json`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] on I/O failure.
+    pub fn responses_since(&self, sender: &AgentId, since: Timestamp) -> Result<Responses> {
+        let dir = self.agent_dir(sender).join_static(RESPONSES_DIR);
+        let mut newest: BTreeMap<String, Nudge> = BTreeMap::new();
+        let mut out = Responses::default();
+        let keep = |n: Nudge, newest: &mut BTreeMap<String, Nudge>| {
+            if n.timestamp < since {
+                return;
+            }
+            match newest.get(&n.from) {
+                Some(old) if old.timestamp >= n.timestamp => {}
+                _ => {
+                    newest.insert(n.from.clone(), n);
+                }
+            }
+        };
+        for name in self.state.list(&dir)? {
+            // A name that is not one safe segment was not written by a
+            // responder (whose file is named by its id): skipped, as a
+            // name without `.json` is.
+            let Some(path) = name
+                .ends_with(".json")
+                .then(|| dir.join(&name).ok())
+                .flatten()
+            else {
+                continue;
+            };
+            match self.state.read_json::<Nudge>(&path)? {
+                ReadOutcome::Value(n) => keep(n, &mut newest),
+                ReadOutcome::Corrupt(c) => out.corrupt.push(c),
+                ReadOutcome::Unsupported(u) => out.unsupported.push(u),
+                ReadOutcome::Missing => {}
+            }
+        }
+        if let ReadOutcome::Value(n) = self.read_latest(sender)?
+            && n.kind == NudgeType::NudgeResponse
+        {
+            keep(n, &mut newest);
+        }
+        out.answered = newest.into_values().collect();
+        Ok(out)
+    }
+
+    /// For a nudge that `sender` sent to `recipient` at `sent_at`: answered
+    /// (an answer from `recipient` at or after `sent_at`), still waiting, or
+    /// overdue once the recipient's nudge interval
+    /// ([`NudgeConfig::interval_for`]) has passed on the clock.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupt`] when `recipient`'s response record is unreadable
+    /// (it may hold the answer); [`Error::Store`] on I/O failure.
+    pub fn response_status(
+        &self,
+        sender: &AgentId,
+        recipient: &AgentId,
+        sent_at: Timestamp,
+    ) -> Result<ResponseStatus> {
+        let answered =
+            |n: Nudge| (n.timestamp >= sent_at && n.from == recipient.as_str()).then_some(n);
+        let mut found = match self
+            .state
+            .read_json::<Nudge>(&self.response_path(sender, recipient))?
+        {
+            ReadOutcome::Value(n) => answered(n),
+            ReadOutcome::Missing => None,
+            ReadOutcome::Corrupt(c) => return Err(Error::Corrupt(c)),
+            ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
+        };
+        if found.is_none()
+            && let ReadOutcome::Value(n) = self.read_latest(sender)?
+            && n.kind == NudgeType::NudgeResponse
+        {
+            found = answered(n);
+        }
+        let deadline = sent_at.add(self.config.interval_for(recipient));
+        Ok(match found {
+            Some(response) => ResponseStatus::Answered {
+                at: response.timestamp,
+                response,
+            },
+            None if self.state.now() >= deadline => ResponseStatus::Overdue { deadline },
+            None => ResponseStatus::Waiting { deadline },
+        })
+    }
+}

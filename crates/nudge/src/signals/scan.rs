@@ -1,0 +1,136 @@
+//! Scans over every agent's nudges: the agents, status counts, the doctor.
+
+use chipset_store::{AgentId, DoctorMode, ReadOutcome, Report};
+
+use super::{LATEST_FILE, Nudges, PROCESSED_FILE, RESPONSES_DIR, Received};
+use crate::doctor;
+use crate::error::{Error, Result};
+use crate::format::{Nudge, ProcessedRecord};
+
+/// Cheap counts for a status screen.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NudgeStatus {
+    /// Agents with a nudge directory.
+    pub agents: usize,
+    /// Agents whose latest nudge is not processed yet.
+    pub unprocessed: usize,
+    /// Of those, how many are `abort`s.
+    pub pending_aborts: usize,
+    /// Unreadable `latest.json` or `processed.json` files.
+    pub corrupt: usize,
+    /// `latest.json` or `processed.json` files holding values this version
+    /// does not know.
+    pub unsupported: usize,
+}
+
+impl Nudges {
+    /// Returns the agents that have a nudge directory, sorted. Plain files and
+    /// names that are not valid agent ids are skipped (the doctor reports them).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] on I/O failure.
+    pub fn agents(&self) -> Result<Vec<AgentId>> {
+        let dir = self.state.channel(crate::NUDGE_CHANNEL);
+        Ok(self
+            .state
+            .list_dirs(&dir)?
+            .into_iter()
+            .filter_map(|name| AgentId::new(name).ok())
+            .collect())
+    }
+
+    /// Returns counts for a status screen; reads two small files per agent.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] on I/O failure.
+    pub fn status(&self) -> Result<NudgeStatus> {
+        let mut s = NudgeStatus::default();
+        for agent in self.agents()? {
+            s.agents += 1;
+            match self.receive(&agent) {
+                Ok(Received::New(n) | Received::Unsure { nudge: n, .. }) => {
+                    s.unprocessed += 1;
+                    if n.kind.urgency() == crate::Urgency::Terminal {
+                        s.pending_aborts += 1;
+                    }
+                }
+                Ok(Received::Corrupt(_)) => s.corrupt += 1,
+                Ok(Received::Unsupported(_)) => s.unsupported += 1,
+                Ok(Received::Empty | Received::Seen(_)) => {}
+                // An unsupported processed record: counted below.
+                Err(Error::Store(chipset_store::Error::Unsupported(_))) => {}
+                Err(e) => return Err(e),
+            }
+            match self.processed(&agent)? {
+                ReadOutcome::Corrupt(_) => s.corrupt += 1,
+                ReadOutcome::Unsupported(_) => s.unsupported += 1,
+                ReadOutcome::Missing | ReadOutcome::Value(_) => {}
+            }
+        }
+        Ok(s)
+    }
+
+    /// Scans every agent's `latest.json`, `processed.json` and response
+    /// records; reports unreadable files and stray names, and with
+    /// [`DoctorMode::Fix`] quarantines the unreadable ones (through the
+    /// store's checked quarantine, under their locks). Findings are coded
+    /// `nudge-corrupt`, `nudge-unsupported` and `nudge-stray`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] on I/O failure.
+    pub fn doctor(&self, mode: DoctorMode) -> Result<Report> {
+        let mut report = Report::new(mode);
+        let area = doctor::Area::Nudge;
+        let root = self.state.channel(crate::NUDGE_CHANNEL);
+        // Real directories only: a symlink (or a file) in their place is a
+        // stray to report, not a directory to follow.
+        let dirs = self.state.list_dirs(&root)?;
+        for name in self.state.list(&root)? {
+            let Ok(agent) = AgentId::new(name.as_str()) else {
+                report
+                    .findings
+                    .push(area.stray(&root.as_path().join(&name)));
+                continue;
+            };
+            let dir = self.agent_dir(&agent);
+            if dirs.binary_search(&name).is_err() {
+                report.findings.push(area.stray(&dir));
+                continue;
+            }
+            for file in [LATEST_FILE, PROCESSED_FILE] {
+                let path = dir.join_static(file);
+                let lock = self.state.lock_for(&path)?;
+                if file == LATEST_FILE {
+                    doctor::check_file::<Nudge>(&self.state, area, &path, &lock, &mut report)?;
+                } else {
+                    doctor::check_file::<ProcessedRecord>(
+                        &self.state,
+                        area,
+                        &path,
+                        &lock,
+                        &mut report,
+                    )?;
+                }
+            }
+            let responses = dir.join_static(RESPONSES_DIR);
+            for name in self.state.list(&responses)? {
+                let Ok(path) = responses.join(&name) else {
+                    report
+                        .findings
+                        .push(area.stray(&responses.as_path().join(&name)));
+                    continue;
+                };
+                if !name.ends_with(".json") || self.state.stat(&path)?.is_some_and(|m| m.is_dir()) {
+                    report.findings.push(area.stray(&path));
+                    continue;
+                }
+                let lock = self.state.lock_for(&path)?;
+                doctor::check_file::<Nudge>(&self.state, area, &path, &lock, &mut report)?;
+            }
+        }
+        Ok(report)
+    }
+}
