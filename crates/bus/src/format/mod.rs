@@ -1,8 +1,12 @@
-//! The on-disk contract: event files, de-duplication records, presence,
-//! control lines, the registry and the reminder state. Golden files in the
-//! integration tests pin these shapes.
+//! The on-disk contract: event files and de-duplication records here;
+//! presence, control lines, the registry and the reminder state in
+//! `agent.rs`. Golden files in the integration tests pin these shapes.
 
-use std::collections::BTreeMap;
+mod agent;
+
+pub(crate) use agent::NagState;
+pub use agent::{ControlCommand, ControlLine, ControlOp, Presence, Registered, Registry, Resource};
+
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
@@ -428,153 +432,6 @@ pub(crate) struct DedupRecord {
     pub(crate) event_id: EventId,
     /// The window that publish asked for, in milliseconds (informative).
     pub(crate) window_ms: u64,
-}
-
-/// A running agent's presence: `bus/{agent}/presence.json`.
-///
-/// Presence is transient and separate from availability (the queue exists):
-/// a stale or missing presence never deletes or blocks a queue.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Presence {
-    /// The process id of the session that registered.
-    pub pid: u32,
-    /// When that session started.
-    pub started_at: Timestamp,
-    /// When it last said it was alive.
-    pub last_seen: Timestamp,
-    /// Fields another writer added that this version does not know; a
-    /// heartbeat keeps them, a new session starts without them.
-    #[serde(flatten, default)]
-    pub extra: Map<String, Value>,
-}
-
-/// What a control command does to the registry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ControlOp {
-    /// Add the resource (a no-op when it is registered already).
-    Register,
-    /// Remove the resource (a no-op when it is not registered).
-    Unregister,
-}
-
-/// A resource an agent wants watched: a chat, another queue, a hub…
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct Resource {
-    /// What sort of resource (`chat`, `queue`, `hub`…).
-    pub kind: String,
-    /// Where it is (a path such as `.nbs/chat/debug.chat`, an agent id…).
-    pub target: String,
-}
-
-impl Resource {
-    /// Returns a resource of `kind` at `target`.
-    pub fn new(kind: impl Into<String>, target: impl Into<String>) -> Self {
-        Resource {
-            kind: kind.into(),
-            target: target.into(),
-        }
-    }
-
-    pub(crate) fn check(&self) -> Result<()> {
-        check_label("resource kind", &self.kind)?;
-        if self.target.is_empty() {
-            return Err(Error::invalid(
-                "resource target",
-                &self.target,
-                "must not be empty",
-            ));
-        }
-        if self.target.len() > 4096 || self.target.contains(['\n', '\r', '\0']) {
-            return Err(Error::invalid(
-                "resource target",
-                &self.target,
-                "must be at most 4096 bytes without newlines or NUL",
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// One command for the agent's wrapper: register or unregister a resource.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ControlCommand {
-    /// What to do.
-    pub op: ControlOp,
-    /// To which resource.
-    #[serde(flatten)]
-    pub resource: Resource,
-}
-
-impl ControlCommand {
-    /// Returns a command registering `resource`.
-    pub fn register(resource: Resource) -> Self {
-        ControlCommand {
-            op: ControlOp::Register,
-            resource,
-        }
-    }
-
-    /// Returns a command unregistering `resource`.
-    pub fn unregister(resource: Resource) -> Self {
-        ControlCommand {
-            op: ControlOp::Unregister,
-            resource,
-        }
-    }
-}
-
-/// One line of `bus/{agent}/control.jsonl`: a command and when it was written.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ControlLine {
-    /// When the command was appended.
-    pub at: Timestamp,
-    /// The command.
-    #[serde(flatten)]
-    pub command: ControlCommand,
-}
-
-/// A registered resource and when it was first registered.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Registered {
-    /// The resource.
-    #[serde(flatten)]
-    pub resource: Resource,
-    /// When the register command that added it was written.
-    pub registered_at: Timestamp,
-}
-
-/// The registry built from the control log: `bus/{agent}/registry.json`.
-///
-/// It stores the log offset it has applied up to, and both are replaced in
-/// one atomic write, so a crash never applies a line twice or skips one.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Registry {
-    /// The byte offset in `control.jsonl` up to which commands are applied.
-    pub applied_offset: u64,
-    /// The registered resources, sorted by kind then target, each once.
-    pub resources: Vec<Registered>,
-    /// Fields another writer added that this version does not know, kept
-    /// when the registry is rewritten.
-    #[serde(flatten, default)]
-    pub extra: Map<String, Value>,
-}
-
-impl Registry {
-    /// Returns true when `resource` is registered.
-    pub fn contains(&self, resource: &Resource) -> bool {
-        self.resources.iter().any(|r| &r.resource == resource)
-    }
-}
-
-/// When each unacknowledged event was last reminded: `bus/{agent}/nag.json`.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub(crate) struct NagState {
-    /// Event id to the time of its last reminder.
-    pub(crate) reminded: BTreeMap<EventId, Timestamp>,
-    /// Fields another writer added that this version does not know.
-    #[serde(flatten, default)]
-    pub(crate) extra: Map<String, Value>,
 }
 
 /// Reads an event file (bounded by the state's read cap). A well-formed event whose
