@@ -89,7 +89,7 @@ fn changed(hook: &Hook) -> Output {
 fn show(ctx: &Ctx, hooks: &Hooks, agent: &AgentId) -> Result<Output> {
     let hook = match hooks.read(agent)? {
         HookRead::Missing => Hook::missing(agent.clone()),
-        HookRead::Hook(hook) => hook,
+        HookRead::Value(hook) => hook,
         HookRead::Corrupt(c) => return Err(CliError::hook_unreadable(agent, &c)),
         HookRead::Unsupported(u) => {
             return Err(CliError::refused(format!(
@@ -165,8 +165,8 @@ fn list(ctx: &Ctx, hooks: &Hooks) -> Result<Output> {
             }
             read => {
                 let hook = read
-                    .hook()
-                    .cloned()
+                    .clone()
+                    .value()
                     .unwrap_or_else(|| Hook::missing(entry.agent.clone()));
                 let work = hook.work();
                 table.row(vec![

@@ -104,7 +104,7 @@ fn hook(now: Timestamp, read: Option<&HookRead>) -> (Vec<Cell>, Value) {
             vec![Cell::toned("unsupported", Tone::Bad), dash(), dash()],
             json!({"status": "unsupported", "error": u.to_string()}),
         ),
-        Some(HookRead::Hook(h)) => {
+        Some(HookRead::Value(h)) => {
             let bead = h
                 .work()
                 .map_or_else(dash, |w| Cell::plain(w.bead_id().to_string()));

@@ -24,7 +24,7 @@
 //!
 //! // Dispatcher: verify, then clear. The file stays, as an empty hook.
 //! hooks.clear(&assigned)?;
-//! assert_eq!(hooks.read(&agent)?.status(), Some(HookStatus::Empty));
+//! assert_eq!(HookStatus::of(&hooks.read(&agent)?), Some(HookStatus::Empty));
 //!
 //! // The agent's old assignment is now stale: a late touch changes nothing.
 //! assert!(hooks.touch(&work).unwrap_err().is_stale());
@@ -119,7 +119,7 @@
 //! corrupt.
 //!
 //! A status this version does not know (say `"paused"`) is
-//! [`HookRead::Unsupported`], not corrupt: every transition refuses it with
+//! [`ReadOutcome::Unsupported`](chipset_store::ReadOutcome::Unsupported), not corrupt: every transition refuses it with
 //! [`Error::Unsupported`], [`Hooks::list`], [`Hooks::counts`] and
 //! [`Hooks::stale`] report it, and [`Hooks::doctor`] reports it and never
 //! moves or resets it.
@@ -154,7 +154,7 @@
 //!
 //! A file that is not a legal hook of its agent (unparsable, wrong shape,
 //! pending without a work item, another agent's `agent_id`, a symlink) is
-//! [`HookRead::Corrupt`], never empty. Every transition on it fails with
+//! [`ReadOutcome::Corrupt`](chipset_store::ReadOutcome::Corrupt), never empty. Every transition on it fails with
 //! [`Error::Corrupt`], so no work is assigned over a hook whose contents are
 //! unknown. [`Hooks::repair`] moves it into quarantine and writes an empty
 //! hook; [`Hooks::doctor`] does that for every corrupt hook and reports

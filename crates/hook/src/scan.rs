@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use chipset_store::{
-    Action, AgentId, Corruption, Defect, DoctorMode, Finding, Observed, Report, Timestamp,
-    Unsupported,
+    Action, AgentId, Corruption, Defect, DoctorMode, Finding, Observed, ReadOutcome, Report,
+    Timestamp, Unsupported,
 };
 
 use crate::error::Result;
@@ -19,7 +19,7 @@ use crate::store::{HookRead, Hooks};
 pub struct HookEntry {
     /// The agent, from the file name.
     pub agent: AgentId,
-    /// What the file holds (never [`HookRead::Missing`] unless it vanished
+    /// What the file holds (never [`ReadOutcome::Missing`] unless it vanished
     /// between listing and reading).
     pub read: HookRead,
 }
@@ -115,7 +115,7 @@ impl Hooks {
     }
 
     /// Returns every hook file with what it holds, sorted by agent. Corrupt
-    /// files are listed as [`HookRead::Corrupt`], never skipped; names that
+    /// files are listed as [`ReadOutcome::Corrupt`], never skipped; names that
     /// are not `{agent}.json` are skipped (see [`Hooks::doctor`]).
     ///
     /// # Errors
@@ -140,12 +140,14 @@ impl Hooks {
     pub fn counts(&self) -> Result<HookCounts> {
         let mut counts = HookCounts::default();
         for entry in self.list()? {
-            match entry.read.status() {
+            match HookStatus::of(&entry.read) {
                 Some(HookStatus::Empty) => counts.empty += 1,
                 Some(HookStatus::Pending) => counts.pending += 1,
                 Some(HookStatus::Active) => counts.active += 1,
                 Some(HookStatus::Completed) => counts.completed += 1,
-                None if matches!(entry.read, HookRead::Unsupported(_)) => counts.unsupported += 1,
+                None if matches!(entry.read, ReadOutcome::Unsupported(_)) => {
+                    counts.unsupported += 1
+                }
                 None => counts.corrupt += 1,
             }
         }
@@ -163,7 +165,7 @@ impl Hooks {
         let mut report = StaleReport::default();
         for entry in self.list()? {
             match entry.read {
-                HookRead::Hook(hook) => {
+                ReadOutcome::Value(hook) => {
                     if !matches!(hook.state(), HookState::Pending(_) | HookState::Active(_)) {
                         continue;
                     }
@@ -177,9 +179,9 @@ impl Hooks {
                         });
                     }
                 }
-                HookRead::Corrupt(c) => report.corrupt.push(c),
-                HookRead::Unsupported(u) => report.unsupported.push(u),
-                HookRead::Missing => {}
+                ReadOutcome::Corrupt(c) => report.corrupt.push(c),
+                ReadOutcome::Unsupported(u) => report.unsupported.push(u),
+                ReadOutcome::Missing => {}
             }
         }
         Ok(report)
@@ -203,8 +205,10 @@ impl Hooks {
         let path = self.path(agent);
         let _guard = self.state.lock_for(&path)?.exclusive()?;
         let corruption = match self.read(agent)? {
-            HookRead::Corrupt(c) => c,
-            HookRead::Missing | HookRead::Hook(_) | HookRead::Unsupported(_) => return Ok(None),
+            ReadOutcome::Corrupt(c) => c,
+            ReadOutcome::Missing | ReadOutcome::Value(_) | ReadOutcome::Unsupported(_) => {
+                return Ok(None);
+            }
         };
         // What was judged corrupt, so the store moves exactly that aside.
         let seen = self.state.observe(&path)?;
@@ -252,8 +256,8 @@ impl Hooks {
         report.scanned = agents.len();
         for agent in agents {
             let corruption = match self.read(&agent)? {
-                HookRead::Corrupt(c) => c,
-                HookRead::Unsupported(u) => {
+                ReadOutcome::Corrupt(c) => c,
+                ReadOutcome::Unsupported(u) => {
                     let line = format!(
                         "`{}`: holds {}, unsupported by this version (left in place)",
                         u.path.display(),
@@ -266,7 +270,7 @@ impl Hooks {
                     );
                     continue;
                 }
-                HookRead::Missing | HookRead::Hook(_) => continue,
+                ReadOutcome::Missing | ReadOutcome::Value(_) => continue,
             };
             let line = format!(
                 "`{}`: corrupt hook ({})",

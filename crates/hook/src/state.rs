@@ -3,7 +3,8 @@
 use std::fmt;
 
 use crate::BeadId;
-use chipset_store::{AgentId, Timestamp};
+use crate::store::HookRead;
+use chipset_store::{AgentId, ReadOutcome, Timestamp};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -29,6 +30,16 @@ impl HookStatus {
         HookStatus::Active,
         HookStatus::Completed,
     ];
+
+    /// Returns the status `read` shows, counting a missing hook as empty;
+    /// `None` when the file is corrupt or unsupported.
+    pub fn of(read: &HookRead) -> Option<HookStatus> {
+        match read {
+            ReadOutcome::Missing => Some(HookStatus::Empty),
+            ReadOutcome::Value(h) => Some(h.status()),
+            ReadOutcome::Corrupt(_) | ReadOutcome::Unsupported(_) => None,
+        }
+    }
 
     /// Returns the name written in the file (`"empty"`, `"pending"`, …).
     pub fn as_str(self) -> &'static str {

@@ -14,59 +14,23 @@ use crate::format::{HookFile, Invalid, parse};
 use crate::state::{Assignment, Hook, HookState, HookStatus};
 use crate::transition::{Actor, HookEvent, TransitionError, already_applied, transition};
 
-/// What reading one hook found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[must_use]
-pub enum HookRead {
-    /// No file: an empty hook that was never written (generation 0).
-    Missing,
-    /// A legal hook.
-    Hook(Hook),
-    /// A file that is not a legal hook of this agent: unparsable, the wrong
-    /// shape, an illegal state (such as pending without a work item), another
-    /// agent's `agent_id`, too large, or not a regular file. Never "empty".
-    Corrupt(Corruption),
-    /// A well-formed hook holding a value this version does not know, such
-    /// as a status `"paused"` written by a newer program. Not corrupt (repair
-    /// leaves it in place) and not empty: every transition refuses it.
-    Unsupported(Unsupported),
-}
-
-impl HookRead {
-    /// Returns the status, counting a missing hook as empty; `None` when
-    /// corrupt or unsupported.
-    pub fn status(&self) -> Option<HookStatus> {
-        match self {
-            HookRead::Missing => Some(HookStatus::Empty),
-            HookRead::Hook(h) => Some(h.status()),
-            HookRead::Corrupt(_) | HookRead::Unsupported(_) => None,
-        }
-    }
-
-    /// Returns the hook when the file holds one.
-    pub fn hook(&self) -> Option<&Hook> {
-        match self {
-            HookRead::Hook(h) => Some(h),
-            _ => None,
-        }
-    }
-
-    /// Returns the corruption when the file is corrupt.
-    pub fn corruption(&self) -> Option<&Corruption> {
-        match self {
-            HookRead::Corrupt(c) => Some(c),
-            _ => None,
-        }
-    }
-
-    /// Returns what is unsupported when the file holds a value this version does not know.
-    pub fn unsupported(&self) -> Option<&Unsupported> {
-        match self {
-            HookRead::Unsupported(u) => Some(u),
-            _ => None,
-        }
-    }
-}
+/// What reading one hook found: the store's one read outcome, holding a
+/// [`Hook`].
+///
+/// - [`ReadOutcome::Missing`]: no file, an empty hook that was never
+///   written (generation 0);
+/// - [`ReadOutcome::Value`]: a legal hook;
+/// - [`ReadOutcome::Corrupt`]: a file that is not a legal hook of this
+///   agent (unparsable, the wrong shape, an illegal state such as pending
+///   without a work item, another agent's `agent_id`, too large, or not a
+///   regular file). Never "empty";
+/// - [`ReadOutcome::Unsupported`]: a well-formed hook holding a value this
+///   version does not know, such as a status `"paused"` written by a newer
+///   program. Not corrupt (repair leaves it in place) and not empty: every
+///   transition refuses it.
+///
+/// [`HookStatus::of`] gives the status a read shows.
+pub type HookRead = ReadOutcome<Hook>;
 
 /// What [`Hooks::pickup`] found: GUPP's answer to "is there work for me?".
 ///
@@ -148,19 +112,14 @@ impl Hooks {
     /// # Errors
     ///
     /// [`Error::Store`] when the file cannot be read; a corrupt file is
-    /// [`HookRead::Corrupt`] and an unsupported one [`HookRead::Unsupported`],
-    /// not errors.
+    /// [`ReadOutcome::Corrupt`] and an unsupported one
+    /// [`ReadOutcome::Unsupported`], not errors.
     pub fn read(&self, agent: &AgentId) -> Result<HookRead> {
         let path = self.path(agent);
         match self.state.read_json::<HookFile>(&path) {
-            Ok(read) => Ok(match classify(agent, &path, read) {
-                Ok(Some(hook)) => HookRead::Hook(hook),
-                Ok(None) => HookRead::Missing,
-                Err(Bad::Corrupt(c)) => HookRead::Corrupt(c),
-                Err(Bad::Unsupported(u)) => HookRead::Unsupported(u),
-            }),
+            Ok(read) => Ok(classify(agent, &path, read)),
             Err(e) => match symlink_corruption(&path, e) {
-                Ok(c) => Ok(HookRead::Corrupt(c)),
+                Ok(c) => Ok(ReadOutcome::Corrupt(c)),
                 Err(e) => Err(e.into()),
             },
         }
@@ -177,14 +136,14 @@ impl Hooks {
     pub fn current(&self, agent: &AgentId) -> Result<Option<Assignment>> {
         let op = "read the assignment of";
         match self.read(agent)? {
-            HookRead::Missing => Ok(None),
-            HookRead::Hook(h) => Ok(h.assignment()),
-            HookRead::Corrupt(corruption) => Err(Error::Corrupt {
+            ReadOutcome::Missing => Ok(None),
+            ReadOutcome::Value(h) => Ok(h.assignment()),
+            ReadOutcome::Corrupt(corruption) => Err(Error::Corrupt {
                 agent: agent.clone(),
                 op,
                 corruption,
             }),
-            HookRead::Unsupported(unsupported) => Err(Error::Unsupported {
+            ReadOutcome::Unsupported(unsupported) => Err(Error::Unsupported {
                 agent: agent.clone(),
                 op,
                 unsupported,
@@ -411,16 +370,18 @@ impl Hooks {
             corruption,
         };
         let result = self.state.update(&path, |read: ReadOutcome<HookFile>| {
-            let hook = classify(agent, &path, read)
-                .map_err(|bad| match bad {
-                    Bad::Corrupt(c) => corrupt(c),
-                    Bad::Unsupported(unsupported) => Error::Unsupported {
+            let hook = match classify(agent, &path, read) {
+                ReadOutcome::Missing => Hook::missing(agent.clone()),
+                ReadOutcome::Value(hook) => hook,
+                ReadOutcome::Corrupt(c) => return Err(corrupt(c)),
+                ReadOutcome::Unsupported(unsupported) => {
+                    return Err(Error::Unsupported {
                         agent: agent.clone(),
                         op,
                         unsupported,
-                    },
-                })?
-                .unwrap_or_else(|| Hook::missing(agent.clone()));
+                    });
+                }
+            };
             // Time is read under the lock, so successive changes see it in order.
             Ok(match decide(hook, self.state.now())? {
                 Decision::Write(hook, r) => Decision::Write(HookFile::from(&hook), r),
@@ -446,42 +407,24 @@ fn write_if_changed<R>(before: &Hook, after: Hook, out: R) -> Decision<Hook, R> 
     }
 }
 
-/// Why a hook file cannot be used.
-#[derive(Debug)]
-pub(crate) enum Bad {
-    Corrupt(Corruption),
-    Unsupported(Unsupported),
-}
-
-/// Turns a raw read into a hook, or the reason it cannot be used. A hook
-/// whose `agent_id` is not its file's agent is corrupt: acting on it would
-/// act on the wrong agent's work.
-pub(crate) fn classify(
-    agent: &AgentId,
-    path: &Path,
-    read: ReadOutcome<HookFile>,
-) -> Result<Option<Hook>, Bad> {
-    let read = read.and_then(|file| match parse(file) {
-        Ok(hook) => ReadOutcome::Value(hook),
-        Err(Invalid::Unsupported(what)) => ReadOutcome::Unsupported(Unsupported::new(path, what)),
-        Err(Invalid::Corrupt(why)) => ReadOutcome::Corrupt(Corruption {
-            path: path.to_owned(),
-            reason: CorruptReason::WrongShape(why),
-        }),
-    });
-    match read {
-        ReadOutcome::Missing => Ok(None),
-        ReadOutcome::Corrupt(c) => Err(Bad::Corrupt(c)),
-        ReadOutcome::Unsupported(u) => Err(Bad::Unsupported(u)),
-        ReadOutcome::Value(hook) if hook.agent() == agent => Ok(Some(hook)),
-        ReadOutcome::Value(hook) => Err(Bad::Corrupt(Corruption {
+/// Turns a raw read into a hook. A hook whose `agent_id` is not its file's
+/// agent is corrupt: acting on it would act on the wrong agent's work.
+pub(crate) fn classify(agent: &AgentId, path: &Path, read: ReadOutcome<HookFile>) -> HookRead {
+    read.and_then(|file| match parse(file) {
+        Ok(hook) if hook.agent() == agent => ReadOutcome::Value(hook),
+        Ok(hook) => ReadOutcome::Corrupt(Corruption {
             path: path.to_owned(),
             reason: CorruptReason::WrongShape(format!(
                 "agent_id `{}` does not match the file's agent `{agent}`",
                 hook.agent()
             )),
-        })),
-    }
+        }),
+        Err(Invalid::Unsupported(what)) => ReadOutcome::Unsupported(Unsupported::new(path, what)),
+        Err(Invalid::Corrupt(why)) => ReadOutcome::Corrupt(Corruption {
+            path: path.to_owned(),
+            reason: CorruptReason::WrongShape(why),
+        }),
+    })
 }
 
 /// A symlink where the hook file should be is reported as a corrupt hook

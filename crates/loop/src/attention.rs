@@ -311,7 +311,7 @@ impl Attention {
     fn hook_entry(&self, agent: &AgentId) -> Result<Option<Entry>> {
         Ok(match self.hooks.read(agent)? {
             HookRead::Missing => None,
-            HookRead::Hook(h) if h.status() == HookStatus::Pending => {
+            HookRead::Value(h) if h.status() == HookStatus::Pending => {
                 let work = h.work().map(|w| {
                     let by = w
                         .assigned_by()
@@ -332,7 +332,7 @@ impl Attention {
                     top,
                 })
             }
-            HookRead::Hook(_) => None,
+            HookRead::Value(_) => None,
             HookRead::Corrupt(c) => Some(unreadable(WorkKind::Hook, 1, &c)),
             HookRead::Unsupported(u) => Some(unsupported(WorkKind::Hook, 1, &u)),
         })

@@ -122,7 +122,7 @@ pub(crate) fn status(ctx: &Ctx) -> Outcome {
         HookRead::Missing => json!({"status": "none"}),
         HookRead::Corrupt(c) => json!({"status": "corrupt", "error": c.to_string()}),
         HookRead::Unsupported(u) => json!({"status": "unsupported", "error": u.to_string()}),
-        HookRead::Hook(h) => json!({
+        HookRead::Value(h) => json!({
             "status": h.status(),
             "bead_id": h.work().map(|w| w.bead_id()),
             "title": h.work().map(|w| w.title()),

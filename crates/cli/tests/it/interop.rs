@@ -100,10 +100,11 @@ fn the_libraries_read_what_the_command_line_wrote() {
         .unwrap();
     assert_eq!(held.bead_id().as_str(), "gt-abc12");
     assert_eq!(
-        Hooks::new(state.clone())
-            .read(&agent("polecat-alpha"))
-            .unwrap()
-            .status(),
+        HookStatus::of(
+            &Hooks::new(state.clone())
+                .read(&agent("polecat-alpha"))
+                .unwrap()
+        ),
         Some(HookStatus::Active)
     );
     // The library can go on where the command line left off.
@@ -180,10 +181,11 @@ fn the_command_line_reads_what_the_libraries_wrote() {
     assert_eq!(hook["status"], "pending");
     env.ok(&["hook", "activate", "polecat-alpha"]);
     assert_eq!(
-        Hooks::new(state.clone())
-            .read(&agent("polecat-alpha"))
-            .unwrap()
-            .status(),
+        HookStatus::of(
+            &Hooks::new(state.clone())
+                .read(&agent("polecat-alpha"))
+                .unwrap()
+        ),
         Some(HookStatus::Active)
     );
 

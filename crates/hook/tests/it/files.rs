@@ -7,6 +7,7 @@ use std::time::Duration;
 use chipset_hook::{HookRead, HookStatus, Pickup};
 use serde_json::Value;
 
+use crate::ReadExt;
 use crate::{agent, bead, setup};
 
 /// The seed's example hook, byte for byte as the seed prints it.
@@ -61,7 +62,7 @@ fn seed_example_is_read_verbatim_and_can_be_worked_on() {
     fs::create_dir_all(s.hooks.dir()).unwrap();
     fs::write(s.hooks.path(&alpha), SEED_EXAMPLE).unwrap();
 
-    let HookRead::Hook(hook) = s.hooks.read(&alpha).unwrap() else {
+    let HookRead::Value(hook) = s.hooks.read(&alpha).unwrap() else {
         panic!("seed example not read as a hook");
     };
     assert_eq!(hook.status(), HookStatus::Active);

@@ -12,6 +12,7 @@ use chipset_store::{Defect, DoctorMode};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
+use crate::ReadExt;
 use crate::{agent, bead, setup};
 
 /// 2026-11-23T05:00:00.000Z, after the Tibsfox fixtures were written.
@@ -79,7 +80,7 @@ fn each_tibsfox_hook_reads_as_written() {
     for (name, status) in TIBSFOX_STATES {
         let a = agent("polecat-alpha");
         copy_fixture(&s.hooks, &a, name);
-        let HookRead::Hook(hook) = s.hooks.read(&a).unwrap() else {
+        let HookRead::Value(hook) = s.hooks.read(&a).unwrap() else {
             panic!("{name}: {:?}", s.hooks.read(&a));
         };
         assert_eq!(hook.status(), status, "{name}");

@@ -10,6 +10,7 @@ use chipset_hook::{
 };
 use chipset_store::{Action, CorruptReason, Defect, DoctorMode, Timestamp};
 
+use crate::ReadExt;
 use crate::{T0, agent, bead, setup};
 
 #[test]
@@ -36,7 +37,7 @@ fn clearing_writes_an_empty_hook_and_never_deletes_the_file() {
     assert_eq!(hook.status(), HookStatus::Empty);
     assert_eq!(hook.generation(), 2);
     assert!(s.hooks.path(&a).exists());
-    assert_eq!(s.hooks.read(&a).unwrap(), HookRead::Hook(hook));
+    assert_eq!(s.hooks.read(&a).unwrap(), HookRead::Value(hook));
     // The next assignment starts a new generation.
     assert_eq!(
         s.hooks
@@ -348,7 +349,7 @@ fn repair_quarantines_then_empties_and_work_can_resume() {
     assert!(repaired.hook.generation() >= T0 as u64);
     assert_eq!(
         s.hooks.read(&a).unwrap(),
-        HookRead::Hook(repaired.hook.clone())
+        HookRead::Value(repaired.hook.clone())
     );
     assert_eq!(
         s.hooks.repair(&a).unwrap(),

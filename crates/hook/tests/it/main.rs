@@ -13,8 +13,8 @@ mod model;
 mod procs;
 mod seam;
 
-use chipset_hook::Hooks;
-use chipset_store::ManualClock;
+use chipset_hook::{Hook, HookRead, HookStatus, Hooks};
+use chipset_store::{Corruption, ManualClock, ReadOutcome, Unsupported};
 use chipset_testkit::TempState;
 
 pub(crate) use chipset_testkit::{T0, agent, bead};
@@ -37,4 +37,43 @@ pub(crate) fn setup_no_sync() -> Setup {
     let (tmp, clock) = TempState::manual_no_sync();
     let hooks = Hooks::new(tmp.state.clone());
     Setup { tmp, hooks, clock }
+}
+
+/// Short ways to look into a [`HookRead`] in assertions.
+pub(crate) trait ReadExt {
+    /// The status the read shows ([`HookStatus::of`]).
+    fn status(&self) -> Option<HookStatus>;
+    /// The hook, when the file holds one.
+    fn hook(&self) -> Option<&Hook>;
+    /// The corruption, when the file is corrupt.
+    fn corruption(&self) -> Option<&Corruption>;
+    /// What is unsupported, when the file holds a value this version does not know.
+    fn unsupported(&self) -> Option<&Unsupported>;
+}
+
+impl ReadExt for HookRead {
+    fn status(&self) -> Option<HookStatus> {
+        HookStatus::of(self)
+    }
+
+    fn hook(&self) -> Option<&Hook> {
+        match self {
+            ReadOutcome::Value(h) => Some(h),
+            _ => None,
+        }
+    }
+
+    fn corruption(&self) -> Option<&Corruption> {
+        match self {
+            ReadOutcome::Corrupt(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    fn unsupported(&self) -> Option<&Unsupported> {
+        match self {
+            ReadOutcome::Unsupported(u) => Some(u),
+            _ => None,
+        }
+    }
 }

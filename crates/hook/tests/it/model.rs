@@ -12,6 +12,7 @@ use chipset_store::Timestamp;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
+use crate::ReadExt;
 use crate::{T0, agent, bead, setup_no_sync};
 
 const AGENTS: [&str; 2] = ["a", "b"];

@@ -13,6 +13,7 @@ use chipset_store::DoctorMode;
 use chipset_store::{AgentId, StateDir};
 use chipset_testkit::{self as kit, Jitter, TempState};
 
+use crate::ReadExt;
 use crate::{agent, bead};
 
 const ENTRY: &str = "procs::child_entry";
@@ -75,7 +76,7 @@ fn role_cycler(hooks: &Hooks, agent: &AgentId, steps: u64, out: &mut dyn FnMut(S
     let mayor = AgentId::new("mayor").unwrap();
     for n in 0..steps {
         let hook = match hooks.read(agent).unwrap() {
-            HookRead::Hook(h) => h,
+            HookRead::Value(h) => h,
             HookRead::Missing => chipset_hook::Hook::missing(agent.clone()),
             HookRead::Corrupt(c) => panic!("corrupt hook: {c}"),
             HookRead::Unsupported(u) => panic!("unsupported hook: {u}"),
@@ -155,7 +156,7 @@ fn child_entry() {
     lines.clear();
     role_cycler(&hooks, &a, 12, &mut |l| lines.push(l));
     assert_eq!(lines.len(), 12);
-    assert!(matches!(hooks.read(&a).unwrap(), HookRead::Hook(_)));
+    assert!(matches!(hooks.read(&a).unwrap(), HookRead::Value(_)));
 }
 
 fn root_of(t: &TempState) -> String {
@@ -294,7 +295,7 @@ fn sigkill_mid_transitions_leaves_a_legal_hook() {
         }
         let ctx = format!("seed {seed} round {round}");
         match hooks.read(&a).unwrap() {
-            HookRead::Hook(hook) => {
+            HookRead::Value(hook) => {
                 // The acknowledged change or a later one is on disk; generations never go back.
                 assert!(
                     hook.generation() >= acknowledged,

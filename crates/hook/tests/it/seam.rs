@@ -12,6 +12,7 @@ use chipset_hook::{Assignment, Error, HookRead, HookStatus, Hooks, Pickup, Trans
 use chipset_store::{ManualClock, RealIo, SharedIo, StateDir, StateOptions, Timestamp};
 use chipset_testkit::{EIO, ENOSPC, Fault, FaultIo, RecordIo, visible};
 
+use crate::ReadExt;
 use crate::{T0, agent, bead};
 
 fn open(root: &Path, io: SharedIo, clock: &ManualClock) -> Hooks {
@@ -118,7 +119,7 @@ fn cases() -> Vec<Case> {
 
 fn applied(h: &Hooks, case: &Case, generation_before: u64) -> bool {
     match h.read(&agent("polecat")).unwrap() {
-        HookRead::Hook(hook) => {
+        HookRead::Value(hook) => {
             let (status, bump) = case.after;
             hook.status() == status && hook.generation() == generation_before + u64::from(bump)
         }

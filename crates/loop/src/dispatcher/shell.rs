@@ -325,7 +325,7 @@ impl Dispatcher {
             if book.suspended.contains_key(agent) {
                 continue;
             }
-            if self.channels.hooks.read(agent)?.status() == Some(HookStatus::Empty) {
+            if HookStatus::of(&self.channels.hooks.read(agent)?) == Some(HookStatus::Empty) {
                 idle.push_back(agent.clone());
             }
         }

@@ -23,19 +23,19 @@ fn work() -> WorkItem {
 }
 
 fn hook(state: HookState, generation: u64) -> HookRead {
-    HookRead::Hook(Hook::new(a1(), state, t(3), generation))
+    HookRead::Value(Hook::new(a1(), state, t(3), generation))
 }
 
 /// The current assignment (generation 1) and an older one (generation 0).
 fn current() -> Assignment {
-    let HookRead::Hook(h) = hook(HookState::Active(work()), 1) else {
+    let HookRead::Value(h) = hook(HookState::Active(work()), 1) else {
         unreachable!()
     };
     h.assignment().unwrap()
 }
 
 fn older() -> Assignment {
-    let HookRead::Hook(h) = hook(HookState::Active(work()), 0) else {
+    let HookRead::Value(h) = hook(HookState::Active(work()), 0) else {
         unreachable!()
     };
     h.assignment().unwrap()

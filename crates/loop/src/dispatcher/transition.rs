@@ -144,7 +144,7 @@ pub fn ledger_transition(
         // Resolving an assignment cut short by a crash.
         (BeadState::Assigning { agent, mail }, LedgerEvent::Adopt(hook)) => {
             let held = match hook {
-                HookRead::Hook(h) => h.assignment().filter(|a| *a.bead_id() == entry.bead_id),
+                HookRead::Value(h) => h.assignment().filter(|a| *a.bead_id() == entry.bead_id),
                 _ => None,
             };
             match held {
@@ -172,7 +172,7 @@ pub fn ledger_transition(
         ) => match hook {
             HookRead::Corrupt(c) => LedgerTransition::report(unreadable(c)),
             HookRead::Unsupported(u) => LedgerTransition::report(unsupported(u)),
-            HookRead::Hook(h) if a.matches(h) => {
+            HookRead::Value(h) if a.matches(h) => {
                 if h.status() == HookStatus::Completed {
                     LedgerTransition::then(LedgerCommand::Verify {
                         agent: a.agent().clone(),
@@ -215,7 +215,7 @@ pub fn ledger_transition(
             BeadState::Assigned { assignment: a, .. } | BeadState::Reassigning { taken: a },
             LedgerEvent::Verify { hook, completed_at },
         ) => match hook {
-            HookRead::Hook(h) if h.status() == HookStatus::Completed && a.matches(h) => {
+            HookRead::Value(h) if h.status() == HookStatus::Completed && a.matches(h) => {
                 let mut done = changed(BeadState::Done {
                     assignment: a.clone(),
                     completed_at: completed_at.unwrap_or(h.last_activity()),

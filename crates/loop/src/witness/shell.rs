@@ -155,7 +155,7 @@ impl Witness {
                     path: u.path.clone(),
                     reason: format!("holds {}, unsupported by this version", u.what),
                 }),
-                HookRead::Hook(hook) => {
+                HookRead::Value(hook) => {
                     let done = match watched(hook) {
                         Some(assignment) => self.watch(hook, &assignment, now, &mut actions),
                         None => self.close_if_open(&entry.agent, hook, now, &mut actions),
@@ -266,7 +266,7 @@ impl Witness {
         // and the agent may have touched its hook since the listing read it.
         let mut locked = self.files.lock::<Incident>(&path)?;
         let next = match self.channels.hooks.read(agent)? {
-            HookRead::Hook(fresh)
+            HookRead::Value(fresh)
                 if watched(&fresh).is_some_and(|a| same_assignment(&a, assignment)) =>
             {
                 self.decide(locked.current(), &fresh, assignment, now, actions)?

@@ -129,7 +129,7 @@ fn a_completion_is_verified_cleared_and_counted_once_whatever_the_repeats() {
     let actions = d.tick().unwrap();
     assert_eq!(names(&actions), ["completed b1 w1"]);
     assert_eq!(
-        s.hooks.read(&agent("w1")).unwrap().status(),
+        HookStatus::of(&s.hooks.read(&agent("w1")).unwrap()),
         Some(HookStatus::Empty)
     );
     let entry = d.entry(&bead("b1")).unwrap().unwrap();
@@ -482,7 +482,7 @@ fn a_dispatcher_killed_between_done_and_the_clear_clears_on_restart() {
         "already done: no second completion"
     );
     assert_eq!(
-        s.hooks.read(&agent("w1")).unwrap().status(),
+        HookStatus::of(&s.hooks.read(&agent("w1")).unwrap()),
         Some(HookStatus::Empty)
     );
     let entry = second.entry(&bead("b1")).unwrap().unwrap();
@@ -525,7 +525,7 @@ fn a_corrupt_ledger_entry_is_reported_and_left_alone() {
     s.tmp.state.write_bytes(&path, b"{ torn").unwrap();
     assert_eq!(names(&d.tick().unwrap()), ["unreadable"]);
     assert_eq!(
-        s.hooks.read(&agent("w1")).unwrap().status(),
+        HookStatus::of(&s.hooks.read(&agent("w1")).unwrap()),
         Some(HookStatus::Empty)
     );
     assert!(d.entry(&bead("b1")).unwrap_err().is_corrupt());
@@ -564,11 +564,7 @@ fn run_until_ticks_until_told_to_stop() {
         "{seen:?}"
     );
     assert_eq!(
-        s.hooks
-            .read(&agent("polecat-alpha"))
-            .unwrap()
-            .hook()
-            .map(|h| h.status()),
+        HookStatus::of(&s.hooks.read(&agent("polecat-alpha")).unwrap()),
         Some(HookStatus::Pending)
     );
 }

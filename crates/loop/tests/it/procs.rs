@@ -137,7 +137,7 @@ fn a_worker_killed_mid_work_is_escalated_and_its_work_completed_once_by_another(
     let line = first_working(&mut kit::lines(&mut victim.0));
     assert_eq!(line, "working gt-abc12");
     assert_eq!(
-        hooks.read(&agent("victim")).unwrap().status(),
+        HookStatus::of(&hooks.read(&agent("victim")).unwrap()),
         Some(HookStatus::Active)
     );
     kit::kill9(&mut victim.0);
@@ -192,7 +192,7 @@ fn a_worker_killed_mid_work_is_escalated_and_its_work_completed_once_by_another(
     assert_eq!(sent(&mail, COMPLETION_REPORT), 1);
     for who in ["victim", "rescuer"] {
         assert_eq!(
-            hooks.read(&agent(who)).unwrap().status(),
+            HookStatus::of(&hooks.read(&agent(who)).unwrap()),
             Some(HookStatus::Empty)
         );
     }

@@ -64,7 +64,7 @@ fn gupp_runs_the_work_completes_the_hook_and_reports_it() {
             assert_eq!(work.assignment(), &a);
             assert!(!work.resumed());
             assert_eq!(
-                s.hooks.read(&agent("polecat-alpha")).unwrap().status(),
+                HookStatus::of(&s.hooks.read(&agent("polecat-alpha")).unwrap()),
                 Some(HookStatus::Active)
             );
             for _ in 0..5 {
@@ -84,8 +84,8 @@ fn gupp_runs_the_work_completes_the_hook_and_reports_it() {
     };
     assert_eq!(assignment, a);
     let hook = s.hooks.read(&agent("polecat-alpha")).unwrap();
-    assert_eq!(hook.status(), Some(HookStatus::Completed));
-    assert_eq!(hook.hook().unwrap().last_activity(), completed_at);
+    assert_eq!(HookStatus::of(&hook), Some(HookStatus::Completed));
+    assert_eq!(hook.value().unwrap().last_activity(), completed_at);
 
     let inbox = s.inbox(&agent("mayor"));
     assert_eq!(inbox.len(), 1);
@@ -122,7 +122,7 @@ fn checkpoints_touch_the_hook_at_the_configured_pace() {
         s.hooks
             .read(&alpha)
             .unwrap()
-            .hook()
+            .value()
             .unwrap()
             .last_activity()
     };
@@ -210,7 +210,7 @@ fn an_abort_stops_the_work_cooperatively_and_reports_nothing() {
     assert_eq!(nudge.kind, NudgeType::Abort);
     // The hook is the dispatcher's to clear or reassign; no report was sent.
     assert_eq!(
-        s.hooks.read(&agent("polecat-alpha")).unwrap().status(),
+        HookStatus::of(&s.hooks.read(&agent("polecat-alpha")).unwrap()),
         Some(HookStatus::Active)
     );
     assert!(s.inbox(&agent("mayor")).is_empty());
@@ -319,7 +319,7 @@ fn work_taken_away_cannot_be_completed_and_nothing_is_reported() {
     assert!(s.inbox(&agent("mayor")).is_empty());
     assert!(s.sent(COMPLETION_REPORT).is_empty());
     assert_eq!(
-        s.hooks.read(&agent("polecat-alpha")).unwrap().status(),
+        HookStatus::of(&s.hooks.read(&agent("polecat-alpha")).unwrap()),
         Some(HookStatus::Empty)
     );
 }
@@ -386,7 +386,7 @@ fn run_until_does_not_resume_aborted_work_while_the_hook_holds_it() {
     assert_eq!(runs, 1, "the aborted work ran again");
     assert_eq!(outcomes, [true, false, false, false]);
     assert_eq!(
-        s.hooks.read(&agent("polecat-alpha")).unwrap().status(),
+        HookStatus::of(&s.hooks.read(&agent("polecat-alpha")).unwrap()),
         Some(HookStatus::Active)
     );
 }
@@ -605,7 +605,7 @@ fn a_heartbeat_touches_the_hook_now() {
             work.heartbeat()?;
             let hook = s.hooks.read(&agent("polecat-alpha")).unwrap();
             assert_eq!(
-                hook.hook().unwrap().last_activity(),
+                hook.value().unwrap().last_activity(),
                 s.hooks.state().now(),
                 "touched at once, though the pace is 10 s"
             );
