@@ -4,8 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use chipset_store::{
-    AgentId, CorruptReason, Corruption, Decision, LogContents, ReadOutcome, StateDir, StatePath,
-    Timestamp, Unsupported,
+    AgentId, CorruptReason, Decision, LogContents, ReadOutcome, StateDir, StatePath, Timestamp,
 };
 
 use crate::config::{BusConfig, Occasion};
@@ -163,36 +162,6 @@ impl Pending {
     }
 }
 
-/// An agent's presence as read now.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PresenceState {
-    /// No presence file: the agent never registered (its queue may still exist).
-    Absent,
-    /// Seen within [`BusConfig::presence_stale_after`].
-    Live(Presence),
-    /// Not seen for longer than that. The agent may be busy, crashed or gone.
-    Stale(Presence),
-    /// The presence file is unreadable.
-    Unreadable(Corruption),
-    /// The presence file holds a value this version does not know.
-    Unsupported(Unsupported),
-}
-
-impl PresenceState {
-    /// Returns the presence when live or stale.
-    pub fn presence(&self) -> Option<&Presence> {
-        match self {
-            PresenceState::Live(p) | PresenceState::Stale(p) => Some(p),
-            _ => None,
-        }
-    }
-
-    /// Returns true when live.
-    pub fn is_live(&self) -> bool {
-        matches!(self, PresenceState::Live(_))
-    }
-}
-
 /// What [`Bus::start`] found and did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Startup {
@@ -200,9 +169,11 @@ pub struct Startup {
     pub pending: Pending,
     /// The presence this session registered.
     pub presence: Presence,
-    /// The presence found before registering (a live one from another pid
-    /// means two sessions may be running as this agent).
-    pub previous: PresenceState,
+    /// The presence file found before registering: missing, unreadable
+    /// (it was moved aside), unsupported, or a presence, which
+    /// [`Bus::is_live`] judges (a live one from another pid means two
+    /// sessions may be running as this agent).
+    pub previous: ReadOutcome<Presence>,
 }
 
 /// What [`Bus::apply_control`] did.

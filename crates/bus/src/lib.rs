@@ -223,9 +223,7 @@ mod nag;
 mod name;
 mod wait;
 
-pub use bus::{
-    AckOutcome, Applied, BadFile, Bus, Pending, PresenceState, Problem, Published, Startup,
-};
+pub use bus::{AckOutcome, Applied, BadFile, Bus, Pending, Problem, Published, Startup};
 pub use config::{BusConfig, NagPolicy, NagRule, Occasion, Retention, WakeConfig, WakeMode};
 pub use error::{Error, Result};
 pub use format::{

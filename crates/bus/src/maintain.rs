@@ -9,7 +9,7 @@ use chipset_store::{
 };
 
 use crate::bus::{
-    Bus, CONTROL, EventRead, NAG, PRESENCE, PresenceState, Problem, REGISTRY, listed, read_event,
+    Bus, CONTROL, EventRead, NAG, PRESENCE, Problem, REGISTRY, listed, read_event,
     remove_acked_copy,
 };
 use crate::config::Retention;
@@ -47,8 +47,11 @@ pub struct AgentStatus {
     pub agent: AgentId,
     /// Its counts.
     pub counts: Counts,
-    /// Its presence.
-    pub presence: PresenceState,
+    /// Its presence file, as read.
+    pub presence: ReadOutcome<Presence>,
+    /// Whether the presence was live ([`Bus::is_live`]) when the status
+    /// was taken.
+    pub live: bool,
 }
 
 /// What [`Bus::prune`] removed.
@@ -167,9 +170,11 @@ impl Bus {
         self.agents()?
             .into_iter()
             .map(|agent| {
+                let presence = self.presence(&agent)?;
                 Ok(AgentStatus {
                     counts: self.counts(&agent)?,
-                    presence: self.presence(&agent)?,
+                    live: matches!(&presence, ReadOutcome::Value(p) if self.is_live(p)),
+                    presence,
                     agent,
                 })
             })

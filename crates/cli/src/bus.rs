@@ -8,11 +8,9 @@
 
 use std::time::{Duration, Instant};
 
-use chipset_bus::{
-    BadFile, Bus, Event, NewEvent, Occasion, Pending, PresenceState, Resource, Wake,
-};
+use chipset_bus::{BadFile, Bus, Event, NewEvent, Occasion, Pending, Presence, Resource, Wake};
 use chipset_mcp::view::{Acked, BadEntry, Events, Published};
-use chipset_store::AgentId;
+use chipset_store::{AgentId, ReadOutcome};
 use serde_json::Value;
 
 use crate::Ctx;
@@ -81,7 +79,7 @@ pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
         BusCommand::Start { agent } => {
             let startup = bus.start(&agent)?;
             let (mut out, events) = listing(ctx, &agent, &startup.pending, None);
-            let (word, prev) = presence_words(ctx, &startup.previous);
+            let (word, prev) = presence_words(ctx, &bus, &startup.previous);
             let head = format!(
                 "started {agent} (pid {}); before: {word}{prev}\n",
                 startup.presence.pid
@@ -89,20 +87,20 @@ pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
             out.text = format!("{head}{}", out.text);
             out.json = output::json(&Started {
                 events,
-                previous: PresenceView::from(&startup.previous),
+                previous: PresenceView::of(&bus, &startup.previous),
                 presence: startup.presence,
             });
             Ok(out)
         }
         BusCommand::Presence { agent } => {
             let state = bus.presence(&agent)?;
-            let (word, detail) = presence_words(ctx, &state);
+            let (word, detail) = presence_words(ctx, &bus, &state);
             let out = Output::new(
                 format!("{agent}: {word}{detail}\n"),
-                output::json(&PresenceView::from(&state)),
+                output::json(&PresenceView::of(&bus, &state)),
             );
             Ok(match &state {
-                PresenceState::Unreadable(c) => out.with_failure(Some(CliError::refused(format!(
+                ReadOutcome::Corrupt(c) => out.with_failure(Some(CliError::refused(format!(
                     "the presence file of `{agent}` is unreadable ({c}); `chipset doctor --fix` quarantines it"
                 )))),
                 _ => out,
@@ -154,9 +152,9 @@ pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
 }
 
 /// Describes a presence in a word and a detail.
-fn presence_words(ctx: &Ctx, state: &PresenceState) -> (&'static str, String) {
+fn presence_words(ctx: &Ctx, bus: &Bus, state: &ReadOutcome<Presence>) -> (&'static str, String) {
     let now = ctx.state.now();
-    let seen = |p: &chipset_bus::Presence| {
+    let seen = |p: &Presence| {
         format!(
             " (pid {}, last seen {} ago)",
             p.pid,
@@ -164,12 +162,16 @@ fn presence_words(ctx: &Ctx, state: &PresenceState) -> (&'static str, String) {
         )
     };
     match state {
-        PresenceState::Absent => ("absent", String::new()),
-        PresenceState::Live(p) => ("live", seen(p)),
-        PresenceState::Stale(p) => ("stale", seen(p)),
-        PresenceState::Unreadable(c) => ("unreadable", format!(" ({c})")),
-        PresenceState::Unsupported(u) => ("unsupported", format!(" ({u})")),
+        ReadOutcome::Missing => ("absent", String::new()),
+        ReadOutcome::Value(p) => (liveness(bus, p), seen(p)),
+        ReadOutcome::Corrupt(c) => ("unreadable", format!(" ({c})")),
+        ReadOutcome::Unsupported(u) => ("unsupported", format!(" ({u})")),
     }
+}
+
+/// Names the bus's judgement of a presence: `live` or `stale`.
+fn liveness(bus: &Bus, p: &Presence) -> &'static str {
+    if bus.is_live(p) { "live" } else { "stale" }
 }
 
 fn wait(ctx: &Ctx, bus: &Bus, agent: &AgentId, timeout: Option<Duration>) -> Result<Output> {

@@ -6,11 +6,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use chipset_bus::{AgentStatus, Bus, PresenceState, Priority};
+use chipset_bus::{AgentStatus, Bus, Priority};
 use chipset_hook::{HookRead, Hooks};
 use chipset_mail::Mail;
 use chipset_nudge::{Nudges, Received};
-use chipset_store::{AgentId, Timestamp};
+use chipset_store::{AgentId, ReadOutcome, Timestamp};
 use serde_json::{Value, json};
 
 use crate::Ctx;
@@ -162,11 +162,11 @@ fn bus_line(status: Option<&AgentStatus>) -> (Cell, Value) {
         .map(|p| (p.as_str(), s.counts.pending_at(*p)))
         .collect();
     let presence = match &s.presence {
-        PresenceState::Absent => "absent",
-        PresenceState::Live(_) => "live",
-        PresenceState::Stale(_) => "stale",
-        PresenceState::Unreadable(_) => "unreadable",
-        PresenceState::Unsupported(_) => "unsupported",
+        ReadOutcome::Missing => "absent",
+        ReadOutcome::Value(_) if s.live => "live",
+        ReadOutcome::Value(_) => "stale",
+        ReadOutcome::Corrupt(_) => "unreadable",
+        ReadOutcome::Unsupported(_) => "unsupported",
     };
     let doc = json!({
         "pending": total,

@@ -4,10 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use chipset_bus::{Presence, PresenceState};
+use chipset_bus::{Bus, Presence};
 use chipset_hook::Hook;
 use chipset_mcp::view::Events;
-use chipset_store::{AgentId, TaskId, Timestamp};
+use chipset_store::{AgentId, ReadOutcome, TaskId, Timestamp};
 use serde::Serialize;
 
 /// One entry of `hook list`: a hook, or a file that could not be read.
@@ -82,20 +82,21 @@ pub(crate) enum PresenceView {
     Unsupported { problem: String },
 }
 
-impl From<&PresenceState> for PresenceView {
-    fn from(state: &PresenceState) -> Self {
-        match state {
-            PresenceState::Absent => PresenceView::Absent,
-            PresenceState::Live(p) => PresenceView::Live {
+impl PresenceView {
+    /// The view of a presence file as read, judged live or stale by `bus`.
+    pub(crate) fn of(bus: &Bus, read: &ReadOutcome<Presence>) -> Self {
+        match read {
+            ReadOutcome::Missing => PresenceView::Absent,
+            ReadOutcome::Value(p) if bus.is_live(p) => PresenceView::Live {
                 presence: p.clone(),
             },
-            PresenceState::Stale(p) => PresenceView::Stale {
+            ReadOutcome::Value(p) => PresenceView::Stale {
                 presence: p.clone(),
             },
-            PresenceState::Unreadable(c) => PresenceView::Unreadable {
+            ReadOutcome::Corrupt(c) => PresenceView::Unreadable {
                 problem: c.to_string(),
             },
-            PresenceState::Unsupported(u) => PresenceView::Unsupported {
+            ReadOutcome::Unsupported(u) => PresenceView::Unsupported {
                 problem: u.to_string(),
             },
         }

@@ -18,8 +18,8 @@ impl Bus {
         let pid = std::process::id();
         let (presence, previous) = self.state.update(&path, |cur: ReadOutcome<Presence>| {
             let now = self.state.now();
-            let previous = self.classify_presence(cur, now);
-            if let PresenceState::Unreadable(_) = &previous {
+            let previous = cur;
+            if previous.is_corrupt() {
                 self.state.quarantine(&path)?;
             }
             let presence = Presence {
@@ -75,30 +75,23 @@ impl Bus {
         })
     }
 
-    /// Returns `agent`'s presence: absent, live, stale or unreadable.
+    /// Reads `agent`'s presence file: missing (the agent never registered;
+    /// its queue may still exist), corrupt, unsupported, or a presence
+    /// that [`Bus::is_live`] judges.
     ///
     /// # Errors
     ///
     /// [`Error::Store`] when it cannot be read.
-    pub fn presence(&self, agent: &AgentId) -> Result<PresenceState> {
+    pub fn presence(&self, agent: &AgentId) -> Result<ReadOutcome<Presence>> {
         let path = self.agent_dir(agent).join_static(PRESENCE);
-        let read = self.state.read_json::<Presence>(&path)?;
-        Ok(self.classify_presence(read, self.state.now()))
+        Ok(self.state.read_json::<Presence>(&path)?)
     }
 
-    fn classify_presence(&self, read: ReadOutcome<Presence>, now: Timestamp) -> PresenceState {
-        match read {
-            ReadOutcome::Missing => PresenceState::Absent,
-            ReadOutcome::Corrupt(c) => PresenceState::Unreadable(c),
-            ReadOutcome::Unsupported(u) => PresenceState::Unsupported(u),
-            ReadOutcome::Value(p) => {
-                if now.since(p.last_seen) > self.config.presence_stale_after {
-                    PresenceState::Stale(p)
-                } else {
-                    PresenceState::Live(p)
-                }
-            }
-        }
+    /// Returns true when `presence` was seen within
+    /// [`BusConfig::presence_stale_after`] of now. A stale agent may be
+    /// busy, crashed or gone; presence never deletes or blocks its queue.
+    pub fn is_live(&self, presence: &Presence) -> bool {
+        self.state.now().since(presence.last_seen) <= self.config.presence_stale_after
     }
 
     /// Appends `command` to `agent`'s control log (`bus/{agent}/control.jsonl`),

@@ -43,8 +43,8 @@ fn counts_and_status_come_from_listings() {
     assert_eq!(status[1].counts.processed, 0);
     assert_eq!(status[1].counts.pending_total(), 1);
     assert_eq!(bus.counts(&agent("b")).unwrap(), status[1].counts);
-    assert!(status[1].presence.is_live());
-    assert!(!status[0].presence.is_live());
+    assert!(status[1].live);
+    assert!(!status[0].live);
 }
 
 #[test]

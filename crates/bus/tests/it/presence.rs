@@ -2,19 +2,30 @@
 
 use std::time::Duration;
 
-use chipset_bus::{AckOutcome, Bus, BusConfig, NewEvent, PresenceState, Priority};
+use chipset_bus::{AckOutcome, Bus, BusConfig, NewEvent, Priority};
+use chipset_store::{AgentId, ReadOutcome};
 
 use crate::{agent, manual};
+
+/// Whether `agent`'s presence is there and live, as the bus judges it now.
+fn live(bus: &Bus, agent: &AgentId) -> bool {
+    matches!(bus.presence(agent).unwrap(), ReadOutcome::Value(p) if bus.is_live(&p))
+}
+
+/// Whether `agent`'s presence is there and stale.
+fn stale(bus: &Bus, agent: &AgentId) -> bool {
+    matches!(bus.presence(agent).unwrap(), ReadOutcome::Value(p) if !bus.is_live(&p))
+}
 
 #[test]
 fn an_offline_agent_has_a_queue_that_accumulates() {
     let (_t, _clock, bus) = manual();
     let a = agent("worker-1");
     assert!(!bus.is_available(&a).unwrap());
-    assert_eq!(bus.presence(&a).unwrap(), PresenceState::Absent);
+    assert_eq!(bus.presence(&a).unwrap(), ReadOutcome::Missing);
     let _ = bus.publish(&a, &NewEvent::new("mayor", "task")).unwrap();
     assert!(bus.is_available(&a).unwrap());
-    assert_eq!(bus.presence(&a).unwrap(), PresenceState::Absent);
+    assert_eq!(bus.presence(&a).unwrap(), ReadOutcome::Missing);
     assert_eq!(bus.pending(&a).unwrap().len(), 1);
 }
 
@@ -40,17 +51,16 @@ fn start_returns_pending_in_order_and_registers_presence() {
     let s = bus.start(&a).unwrap();
     let kinds: Vec<_> = s.pending.events().iter().map(|e| e.kind()).collect();
     assert_eq!(kinds, ["crit", "low"]);
-    assert_eq!(s.previous, PresenceState::Absent);
+    assert_eq!(s.previous, ReadOutcome::Missing);
     assert_eq!(s.presence.pid, std::process::id());
-    assert!(bus.presence(&a).unwrap().is_live());
-    assert_eq!(bus.presence(&a).unwrap().presence(), Some(&s.presence));
-    assert_eq!(PresenceState::Absent.presence(), None);
+    assert!(live(&bus, &a));
+    assert_eq!(bus.presence(&a).unwrap().value(), Some(s.presence.clone()));
     assert!(!s.pending.is_empty(), "events, nothing unreadable");
 
     // Silence makes presence stale, and stale presence blocks nothing.
     clock.advance(Duration::from_secs(61));
-    assert!(matches!(bus.presence(&a).unwrap(), PresenceState::Stale(_)));
-    assert_eq!(bus.presence(&a).unwrap().presence(), Some(&s.presence));
+    assert!(stale(&bus, &a));
+    assert_eq!(bus.presence(&a).unwrap().value(), Some(s.presence.clone()));
     let _ = bus.publish(&a, &NewEvent::new("m", "more")).unwrap();
     assert_eq!(bus.pending(&a).unwrap().len(), 3);
     let e = bus.pending(&a).unwrap().into_events().remove(0);
@@ -59,11 +69,11 @@ fn start_returns_pending_in_order_and_registers_presence() {
     let beat = bus.heartbeat(&a).unwrap();
     assert_eq!(beat.started_at, s.presence.started_at);
     assert_eq!(beat.last_seen, clock_now(&bus));
-    assert!(bus.presence(&a).unwrap().is_live());
+    assert!(live(&bus, &a));
 
     // A restart sees the previous session and its stale or live presence.
     let again = bus.start(&a).unwrap();
-    assert!(again.previous.is_live());
+    assert!(matches!(&again.previous, ReadOutcome::Value(p) if bus.is_live(p)));
     assert_eq!(again.pending.len(), 2);
 }
 
@@ -78,13 +88,10 @@ fn a_corrupt_presence_is_reported_and_replaced_on_start() {
     let _ = bus.start(&a).unwrap();
     let path = bus.queue_dir(&a).parent().unwrap().join("presence.json");
     std::fs::write(&path, b"{").unwrap();
-    assert!(matches!(
-        bus.presence(&a).unwrap(),
-        PresenceState::Unreadable(_)
-    ));
+    assert!(bus.presence(&a).unwrap().is_corrupt());
     let s = bus.start(&a).unwrap();
-    assert!(matches!(s.previous, PresenceState::Unreadable(_)));
-    assert!(bus.presence(&a).unwrap().is_live());
+    assert!(s.previous.is_corrupt());
+    assert!(live(&bus, &a));
 }
 
 /// A heartbeat over a corrupt presence moves it aside (for a look later) and
@@ -127,7 +134,7 @@ fn presence_is_live_up_to_its_limit() {
     let a = agent("worker-1");
     let _ = bus.start(&a).unwrap();
     clock.advance(Duration::from_secs(60));
-    assert!(bus.presence(&a).unwrap().is_live());
+    assert!(live(&bus, &a));
     clock.advance(Duration::from_millis(1));
-    assert!(matches!(bus.presence(&a).unwrap(), PresenceState::Stale(_)));
+    assert!(stale(&bus, &a));
 }
