@@ -12,7 +12,7 @@
 //! use chipset::hook::{Hooks, Pickup};
 //! use chipset::mail::{Draft, Mail};
 //! use chipset::nudge::{NewNudge, NudgeType, Nudges, Received};
-//! use chipset::store::{AgentId, StateDir, TaskId};
+//! use chipset::store::{AgentId, ReadOutcome, StateDir, TaskId};
 //! use chipset::hook::BeadId;
 //!
 //! let tmp = tempfile::tempdir()?;
@@ -28,7 +28,7 @@
 //! // The witness asks whether the agent is alive; the agent answers.
 //! let nudges = Nudges::new(state.clone());
 //! nudges.send(&polecat, NewNudge::new(witness.clone(), NudgeType::HealthCheck, "working?").requiring_response())?;
-//! if let Received::New(check) = nudges.receive(&polecat)? {
+//! if let ReadOutcome::Value(Received::New(check)) = nudges.receive(&polecat)? {
 //!     nudges.respond(&polecat, &check, "yes, on gt-abc12")?;
 //!     nudges.mark_processed(&polecat, &check)?;
 //! }

@@ -2,7 +2,7 @@
 
 use chipset_mcp::view::{NudgeAnswered, NudgeRead, NudgeSent, NudgeState};
 use chipset_nudge::{Delivery, NewNudge, Nudge, NudgeType, Nudges, Received};
-use chipset_store::AgentId;
+use chipset_store::{AgentId, ReadOutcome};
 
 use crate::Ctx;
 use crate::cli::NudgeCommand;
@@ -42,9 +42,12 @@ fn send(to: &AgentId, delivery: Delivery) -> Result<Output> {
 
 fn read(ctx: &Ctx, nudges: &Nudges, agent: &AgentId) -> Result<Output> {
     let received = nudges.read_and_mark(agent)?;
-    let note = received.doubt();
+    let note = match &received {
+        ReadOutcome::Value(r) => r.doubt(),
+        _ => None,
+    };
     let (state, nudge) = match received {
-        Received::Empty => {
+        ReadOutcome::Missing => {
             let view = NudgeRead {
                 state: NudgeState::Empty,
                 nudge: None,
@@ -54,9 +57,11 @@ fn read(ctx: &Ctx, nudges: &Nudges, agent: &AgentId) -> Result<Output> {
                 output::json(&view),
             ));
         }
-        Received::Seen(n) => (NudgeState::Seen, n),
-        Received::New(n) | Received::Unsure { nudge: n, .. } => (NudgeState::New, n),
-        Received::Corrupt(c) => return Err(CliError::nudge_unreadable(agent, &c)),
+        ReadOutcome::Value(Received::Seen(n)) => (NudgeState::Seen, n),
+        ReadOutcome::Value(Received::New(n) | Received::Unsure { nudge: n, .. }) => {
+            (NudgeState::New, n)
+        }
+        ReadOutcome::Corrupt(c) => return Err(CliError::nudge_unreadable(agent, &c)),
         _ => return Err(CliError::nudge_not_read(agent)),
     };
     let now = ctx.state.now();

@@ -121,9 +121,9 @@ fn hook(now: Timestamp, read: Option<&HookRead>) -> (Vec<Cell>, Value) {
     }
 }
 
-fn nudge(received: &Received) -> (Cell, Value) {
+fn nudge(received: &ReadOutcome<Received>) -> (Cell, Value) {
     match received {
-        Received::New(n) | Received::Unsure { nudge: n, .. } => {
+        ReadOutcome::Value(Received::New(n) | Received::Unsure { nudge: n, .. }) => {
             let tone = if n.kind.urgency() >= chipset_nudge::Urgency::Warning {
                 Tone::Bad
             } else {
@@ -134,11 +134,11 @@ fn nudge(received: &Received) -> (Cell, Value) {
                 json!({"pending": true, "type": n.kind, "from": n.from}),
             )
         }
-        Received::Corrupt(c) => (
+        ReadOutcome::Corrupt(c) => (
             Cell::toned("corrupt", Tone::Bad),
             json!({"pending": null, "error": c.to_string()}),
         ),
-        Received::Unsupported(u) => (
+        ReadOutcome::Unsupported(u) => (
             Cell::toned("unsupported", Tone::Bad),
             json!({"pending": null, "error": u.to_string()}),
         ),

@@ -100,7 +100,7 @@ impl Channels {
             }
             WorkKind::Nudge => {
                 let received = self.nudges.receive(to).unwrap();
-                let n = received.to_process().unwrap().clone();
+                let n = received.value().unwrap().to_process().unwrap().clone();
                 self.nudges.mark_processed(to, &n).unwrap();
             }
             WorkKind::Mail => {

@@ -11,7 +11,9 @@ use chipset_nudge::{
     KindRegistry, Nudge, Nudges, OPEN_DIR, Received, Reminder, ReminderFilter, Reminders,
     SNOOZED_DIR,
 };
-use chipset_store::{AgentId, StateDir, Timestamp, WatchConfig, WatchTarget, WatchWake, Watcher};
+use chipset_store::{
+    AgentId, ReadOutcome, StateDir, Timestamp, WatchConfig, WatchTarget, WatchWake, Watcher,
+};
 use serde::Serialize;
 
 use crate::error::Result;
@@ -365,9 +367,11 @@ impl Attention {
             },
         };
         Ok(match self.nudges.receive(agent)? {
-            Received::New(n) | Received::Unsure { nudge: n, .. } => Some(nudge(&n)),
-            Received::Corrupt(c) => Some(unreadable(WorkKind::Nudge, 1, &c)),
-            Received::Unsupported(u) => Some(unsupported(WorkKind::Nudge, 1, &u)),
+            ReadOutcome::Value(Received::New(n) | Received::Unsure { nudge: n, .. }) => {
+                Some(nudge(&n))
+            }
+            ReadOutcome::Corrupt(c) => Some(unreadable(WorkKind::Nudge, 1, &c)),
+            ReadOutcome::Unsupported(u) => Some(unsupported(WorkKind::Nudge, 1, &u)),
             _ => None,
         })
     }

@@ -9,7 +9,7 @@ use chipset_hook::{Assignment, Pickup};
 use chipset_mail::MessageId;
 use chipset_mail::{Draft, InboxFilter, Kind, Message};
 use chipset_nudge::{Nudge, NudgeType, Received};
-use chipset_store::{AgentId, Corruption, StateDir, Timestamp, Unsupported};
+use chipset_store::{AgentId, Corruption, ReadOutcome, StateDir, Timestamp, Unsupported};
 
 use crate::channels::Channels;
 use crate::error::{Error, Result};
@@ -418,12 +418,12 @@ impl Worker {
             other => other?,
         };
         let nudge = match received {
-            Received::New(n) | Received::Unsure { nudge: n, .. } => n,
-            Received::Corrupt(c) => {
+            ReadOutcome::Value(Received::New(n) | Received::Unsure { nudge: n, .. }) => n,
+            ReadOutcome::Corrupt(c) => {
                 signals.push(Signal::Unreadable(c));
                 return Ok((None, None));
             }
-            Received::Unsupported(u) => {
+            ReadOutcome::Unsupported(u) => {
                 signals.push(Signal::Unsupported(u));
                 return Ok((None, None));
             }

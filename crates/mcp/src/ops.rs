@@ -20,7 +20,7 @@ use chipset_failure::{Failure, plural};
 use chipset_hook::{HookRead, Hooks};
 use chipset_mail::Mail;
 use chipset_nudge::{KindRegistry, Nudges, Received, Reminders};
-use chipset_store::{AgentId, StateDir};
+use chipset_store::{AgentId, ReadOutcome, StateDir};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -131,11 +131,11 @@ pub(crate) fn status(ctx: &Ctx) -> Outcome {
         }),
     };
     let nudge = match Nudges::new(ctx.state.clone()).receive(agent)? {
-        Received::New(n) | Received::Unsure { nudge: n, .. } => {
+        ReadOutcome::Value(Received::New(n) | Received::Unsure { nudge: n, .. }) => {
             json!({"pending": true, "type": n.kind, "from": n.from})
         }
-        Received::Corrupt(c) => json!({"pending": null, "error": c.to_string()}),
-        Received::Unsupported(u) => json!({"pending": null, "error": u.to_string()}),
+        ReadOutcome::Corrupt(c) => json!({"pending": null, "error": c.to_string()}),
+        ReadOutcome::Unsupported(u) => json!({"pending": null, "error": u.to_string()}),
         _ => json!({"pending": false}),
     };
     let inbox = Mail::new(ctx.state.clone()).inbox_len(agent)?;

@@ -3,7 +3,7 @@
 //!
 //! ```
 //! use chipset_nudge::{NewNudge, Nudges, NudgeType, Received, ResponseStatus};
-//! use chipset_store::{AgentId, StateDir};
+//! use chipset_store::{AgentId, ReadOutcome, StateDir};
 //!
 //! let tmp = tempfile::tempdir()?;
 //! let state = StateDir::open(tmp.path())?;
@@ -14,10 +14,10 @@
 //! let draft = NewNudge::new(witness.clone(), NudgeType::HealthCheck, "Are you working?");
 //! let sent = nudges.send(&polecat, draft.requiring_response())?;
 //! let sent_at = sent.sent().unwrap().timestamp;
-//! let Received::New(nudge) = nudges.receive(&polecat)? else { panic!("expected a nudge") };
+//! let ReadOutcome::Value(Received::New(nudge)) = nudges.receive(&polecat)? else { panic!("expected a nudge") };
 //! nudges.respond(&polecat, &nudge, "Working on gt-abc12")?;
 //! nudges.mark_processed(&polecat, &nudge)?;
-//! assert!(matches!(nudges.receive(&polecat)?, Received::Seen(_)));
+//! assert!(matches!(nudges.receive(&polecat)?, ReadOutcome::Value(Received::Seen(_))));
 //!
 //! // The witness sees exactly who answered.
 //! let status = nudges.response_status(&witness, &polecat, sent_at)?;
@@ -40,9 +40,11 @@
 //!   recipient's processed record (same id; for an id-less seed nudge, every
 //!   field equal), never by comparing timestamps, so a second nudge within
 //!   one timestamp is not skipped.
-//! - **Persisted progress.** [`Nudges::receive`] says [`Received::New`],
-//!   [`Received::Seen`], [`Received::Empty`] or [`Received::Corrupt`] (a bad
-//!   file is never "no nudge"); [`Nudges::mark_processed`] records the nudge
+//! - **Persisted progress.** [`Nudges::receive`] says [`Received::New`] or
+//!   [`Received::Seen`] inside the store's read outcome, which is
+//!   [`ReadOutcome::Missing`](chipset_store::ReadOutcome::Missing) when no
+//!   nudge was sent and [`ReadOutcome::Corrupt`](chipset_store::ReadOutcome::Corrupt)
+//!   for a bad file (never "no nudge"); [`Nudges::mark_processed`] records the nudge
 //!   durably in `processed.json`, so a restarted agent neither reprocesses it
 //!   nor misses the next.
 //! - **Abort precedence.** Urgency, highest first: `abort` >
@@ -141,7 +143,7 @@
 //! # Errors and repair
 //!
 //! One enum, [`Error`]. Unreadable files are reported, never taken as
-//! absent: [`Received::Corrupt`], [`Listing::corrupt`], [`Error::Corrupt`].
+//! absent: [`ReadOutcome::Corrupt`](chipset_store::ReadOutcome::Corrupt), [`Listing::corrupt`], [`Error::Corrupt`].
 //! [`Nudges::doctor`] and [`Reminders::doctor`] find them and, with
 //! [`DoctorMode::Fix`](chipset_store::DoctorMode::Fix), quarantine them
 //! (moved aside, never deleted, through the store's

@@ -10,7 +10,7 @@ use chipset_nudge::{
     KindRegistry, NewNudge, NewReminder, NudgeType, Nudges, Received, ReminderFilter, ReminderId,
     ReminderKey, Reminders, Resolution,
 };
-use chipset_store::{AgentId, TaskId};
+use chipset_store::{AgentId, ReadOutcome, TaskId};
 
 use crate::Env;
 
@@ -110,7 +110,7 @@ fn the_libraries_read_what_the_command_line_wrote() {
     // The library can go on where the command line left off.
     Hooks::new(state.clone()).complete(&held).unwrap();
 
-    let Received::New(nudge) = Nudges::new(state.clone())
+    let ReadOutcome::Value(Received::New(nudge)) = Nudges::new(state.clone())
         .receive(&agent("polecat-alpha"))
         .unwrap()
     else {
@@ -198,7 +198,7 @@ fn the_command_line_reads_what_the_libraries_wrote() {
         Nudges::new(state.clone())
             .receive(&agent("polecat-alpha"))
             .unwrap(),
-        Received::Seen(_)
+        ReadOutcome::Value(Received::Seen(_))
     ));
 
     let inbox = env.ok(&["--json", "mail", "inbox", "np-executor"]).json();

@@ -9,7 +9,7 @@ use chipset_hook::{Assignment, Hook, HookRead, HookState};
 use chipset_mail::MessageId;
 use chipset_mail::{Draft, MailError, MailPriority};
 use chipset_nudge::{NewNudge, NudgeType, Received, ResponseStatus};
-use chipset_store::{AgentId, Locked, SortableId, StateDir, Timestamp};
+use chipset_store::{AgentId, Locked, ReadOutcome, SortableId, StateDir, Timestamp};
 
 use super::judge::{Finish, Judging, Next, answers_since, close, judge, same_assignment};
 use super::{WitnessAction, WitnessConfig};
@@ -139,7 +139,7 @@ impl Witness {
         let mut actions = Vec::new();
         // Answers land in the witness's own `latest.json` too (seed 000); they
         // are read through the per-responder records, so mark them processed.
-        if let Received::New(n) = self.channels.nudges.receive(&self.me)?
+        if let ReadOutcome::Value(Received::New(n)) = self.channels.nudges.receive(&self.me)?
             && n.kind == NudgeType::NudgeResponse
         {
             self.channels.nudges.mark_processed(&self.me, &n)?;

@@ -177,6 +177,8 @@ fn active_work_and_processed_nudges_need_no_attention() {
     let n = nudges
         .receive(&alpha)
         .unwrap()
+        .value()
+        .unwrap()
         .to_process()
         .unwrap()
         .clone();

@@ -133,7 +133,7 @@ fn an_answer_resolves_the_incident_and_the_next_quiet_spell_is_measured_from_it(
     assert_eq!(kinds(&w.tick().unwrap()), ["health_check"]);
 
     s.advance(10);
-    let Received::New(n) = s.nudges.receive(&alpha).unwrap() else {
+    let ReadOutcome::Value(Received::New(n)) = s.nudges.receive(&alpha).unwrap() else {
         panic!()
     };
     s.nudges.respond(&alpha, &n, "working on gt-abc12").unwrap();
@@ -149,7 +149,7 @@ fn an_answer_resolves_the_incident_and_the_next_quiet_spell_is_measured_from_it(
     // The answer in the witness's own latest.json is marked processed.
     assert!(matches!(
         s.nudges.receive(&agent("witness")).unwrap(),
-        Received::Seen(_)
+        ReadOutcome::Value(Received::Seen(_))
     ));
 
     // No warning at the old deadline; a new check only 300 s after the answer.

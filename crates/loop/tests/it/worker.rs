@@ -8,6 +8,7 @@ use chipset_loop::{
     WorkerConfig,
 };
 use chipset_nudge::{NewNudge, NudgeType, Received, ResponseStatus};
+use chipset_store::ReadOutcome;
 
 use crate::{Setup, agent, bead, secs, setup};
 
@@ -162,7 +163,7 @@ fn health_checks_are_answered_while_working() {
     assert!(matches!(status, ResponseStatus::Answered { .. }));
     assert!(matches!(
         s.nudges.receive(&agent("polecat-alpha")).unwrap(),
-        Received::Seen(_)
+        ReadOutcome::Value(Received::Seen(_))
     ));
 }
 
@@ -253,7 +254,7 @@ fn health_checks_stall_warnings_and_responses_are_no_signal_to_the_work() {
                 assert!(
                     matches!(
                         s.nudges.receive(&agent("polecat-alpha")).unwrap(),
-                        Received::Seen(_)
+                        ReadOutcome::Value(Received::Seen(_))
                     ),
                     "{kind:?} not processed"
                 );

@@ -2,7 +2,7 @@
 
 use chipset_failure::Failure;
 use chipset_nudge::{Nudge, NudgeType, Nudges, Received};
-use chipset_store::AgentId;
+use chipset_store::{AgentId, ReadOutcome};
 
 use super::{Ctx, Outcome, Reply, id};
 use crate::params::{NudgeRespond, NudgeSend};
@@ -24,12 +24,17 @@ pub(crate) fn read(
     agent: &AgentId,
 ) -> Result<(NudgeRead, Option<String>), Failure> {
     let received = nudges.read_and_mark(agent)?;
-    let note = received.doubt();
+    let note = match &received {
+        ReadOutcome::Value(r) => r.doubt(),
+        _ => None,
+    };
     let (state, nudge) = match received {
-        Received::Empty => (NudgeState::Empty, None),
-        Received::Seen(n) => (NudgeState::Seen, Some(n)),
-        Received::New(n) | Received::Unsure { nudge: n, .. } => (NudgeState::New, Some(n)),
-        Received::Corrupt(c) => return Err(Failure::nudge_unreadable(agent, &c)),
+        ReadOutcome::Missing => (NudgeState::Empty, None),
+        ReadOutcome::Value(Received::Seen(n)) => (NudgeState::Seen, Some(n)),
+        ReadOutcome::Value(Received::New(n) | Received::Unsure { nudge: n, .. }) => {
+            (NudgeState::New, Some(n))
+        }
+        ReadOutcome::Corrupt(c) => return Err(Failure::nudge_unreadable(agent, &c)),
         _ => return Err(Failure::nudge_not_read(agent)),
     };
     Ok((NudgeRead { state, nudge }, note))

@@ -10,9 +10,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use chipset_store::{
-    AgentId, Corruption, Decision, ReadOutcome, SortableId, StateDir, StatePath, Unsupported,
-};
+use chipset_store::{AgentId, Corruption, Decision, ReadOutcome, SortableId, StateDir, StatePath};
 
 use crate::error::{Error, Result};
 use crate::format::{Nudge, NudgeId, NudgeType, ProcessedRecord};
@@ -158,12 +156,14 @@ impl Delivery {
     }
 }
 
-/// What an agent found in its `latest.json`.
+/// Whether the nudge in an agent's `latest.json` was processed: the value
+/// of [`Nudges::receive`]'s read outcome. A missing, corrupt or unsupported
+/// `latest.json` is the read outcome's own [`ReadOutcome::Missing`],
+/// [`ReadOutcome::Corrupt`] or [`ReadOutcome::Unsupported`]; this is the
+/// judgement on a nudge that was read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Received {
-    /// No nudge was ever sent (no file).
-    Empty,
     /// The nudge there was processed already.
     Seen(Nudge),
     /// A nudge not processed yet: act on it, then [`Nudges::mark_processed`].
@@ -177,11 +177,6 @@ pub enum Received {
         /// The unreadable record.
         record: Corruption,
     },
-    /// `latest.json` is there but unreadable: not the same as no nudge.
-    Corrupt(Corruption),
-    /// `latest.json` holds a value this version does not know (a newer nudge
-    /// type or format): not the same as no nudge, and not corrupt.
-    Unsupported(Unsupported),
 }
 
 impl Received {
@@ -203,7 +198,14 @@ impl Received {
     pub fn to_process(&self) -> Option<&Nudge> {
         match self {
             Received::New(n) | Received::Unsure { nudge: n, .. } => Some(n),
-            _ => None,
+            Received::Seen(_) => None,
+        }
+    }
+
+    /// Returns the nudge, processed or not.
+    pub fn nudge(&self) -> &Nudge {
+        match self {
+            Received::Seen(n) | Received::New(n) | Received::Unsure { nudge: n, .. } => n,
         }
     }
 }
@@ -420,6 +422,9 @@ impl Nudges {
     }
 
     /// Polls `agent`'s nudge: what is there, and whether it was processed.
+    /// A missing `latest.json` (no nudge was ever sent) is
+    /// [`ReadOutcome::Missing`]; an unreadable one is
+    /// [`ReadOutcome::Corrupt`], never "no nudge".
     ///
     /// A nudge counts as processed when it is the one in the processed record
     /// (same id; for id-less seed nudges, same fields). Timestamps are never
@@ -428,20 +433,21 @@ impl Nudges {
     /// # Errors
     ///
     /// [`Error::Store`] on I/O failure.
-    pub fn receive(&self, agent: &AgentId) -> Result<Received> {
+    pub fn receive(&self, agent: &AgentId) -> Result<ReadOutcome<Received>> {
         let nudge = match self.read_latest(agent)? {
-            ReadOutcome::Missing => return Ok(Received::Empty),
-            ReadOutcome::Corrupt(c) => return Ok(Received::Corrupt(c)),
-            ReadOutcome::Unsupported(u) => return Ok(Received::Unsupported(u)),
             ReadOutcome::Value(n) => n,
+            // No nudge, or `latest.json` is unreadable: not the same thing.
+            ReadOutcome::Missing => return Ok(ReadOutcome::Missing),
+            ReadOutcome::Corrupt(c) => return Ok(ReadOutcome::Corrupt(c)),
+            ReadOutcome::Unsupported(u) => return Ok(ReadOutcome::Unsupported(u)),
         };
-        Ok(match self.processed(agent)? {
+        Ok(ReadOutcome::Value(match self.processed(agent)? {
             ReadOutcome::Value(r) if r.last.is_same(&nudge) => Received::Seen(nudge),
             ReadOutcome::Value(_) | ReadOutcome::Missing => Received::New(nudge),
             ReadOutcome::Corrupt(record) => Received::Unsure { nudge, record },
             // Whether it was processed cannot be told, and the record is not ours to replace.
             ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
-        })
+        }))
     }
 
     /// Reads `agent`'s nudge the way a person or an agent reads it at a
@@ -454,9 +460,11 @@ impl Nudges {
     ///
     /// [`Error::Store`] on I/O failure (the nudge may then be shown as new
     /// again: at least once beats never).
-    pub fn read_and_mark(&self, agent: &AgentId) -> Result<Received> {
+    pub fn read_and_mark(&self, agent: &AgentId) -> Result<ReadOutcome<Received>> {
         let received = self.receive(agent)?;
-        if let Some(nudge) = received.to_process() {
+        if let ReadOutcome::Value(r) = &received
+            && let Some(nudge) = r.to_process()
+        {
             self.mark_processed(agent, nudge)?;
         }
         Ok(received)

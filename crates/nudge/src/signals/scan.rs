@@ -50,15 +50,15 @@ impl Nudges {
         for agent in self.agents()? {
             s.agents += 1;
             match self.receive(&agent) {
-                Ok(Received::New(n) | Received::Unsure { nudge: n, .. }) => {
+                Ok(ReadOutcome::Value(Received::New(n) | Received::Unsure { nudge: n, .. })) => {
                     s.unprocessed += 1;
                     if n.kind.urgency() == crate::Urgency::Terminal {
                         s.pending_aborts += 1;
                     }
                 }
-                Ok(Received::Corrupt(_)) => s.corrupt += 1,
-                Ok(Received::Unsupported(_)) => s.unsupported += 1,
-                Ok(Received::Empty | Received::Seen(_)) => {}
+                Ok(ReadOutcome::Corrupt(_)) => s.corrupt += 1,
+                Ok(ReadOutcome::Unsupported(_)) => s.unsupported += 1,
+                Ok(ReadOutcome::Missing | ReadOutcome::Value(_)) => {}
                 // An unsupported processed record: counted below.
                 Err(Error::Store(chipset_store::Error::Unsupported(_))) => {}
                 Err(e) => return Err(e),

@@ -9,7 +9,7 @@ use chipset_nudge::{
     KindRegistry, ManualResolution, NewNudge, NewReminder, NudgeType, Nudges, Received,
     ReminderFilter, ReminderKey, Reminders,
 };
-use chipset_store::{Defect, DoctorMode, Timestamp};
+use chipset_store::{Defect, DoctorMode, ReadOutcome, Timestamp};
 use serde_json::{Value, json};
 
 use crate::support::{agent, manual_state};
@@ -35,7 +35,7 @@ fn a_nudges_extra_fields_survive_processing_and_relaying() {
                 "timestamp": "2026-03-05T10:35:00Z", "requires_response": true,
                 "trace": {"span": 7}, "priority": 3}),
     );
-    let Received::New(n) = nudges.receive(&me).unwrap() else {
+    let ReadOutcome::Value(Received::New(n)) = nudges.receive(&me).unwrap() else {
         panic!("a new nudge")
     };
     assert_eq!(n.extra["priority"], 3);
@@ -50,7 +50,10 @@ fn a_nudges_extra_fields_survive_processing_and_relaying() {
         "foreign_processed_json",
         fs::read_to_string(nudges.processed_path(&me)).unwrap()
     );
-    assert!(matches!(nudges.receive(&me).unwrap(), Received::Seen(_)));
+    assert!(matches!(
+        nudges.receive(&me).unwrap(),
+        ReadOutcome::Value(Received::Seen(_))
+    ));
 
     // The record's own extra field survives the next rewrite of the record.
     let mut record = processed;

@@ -116,7 +116,7 @@ fn seed_json_is_read_verbatim() {
     let path = nudges.latest_path(&polecat);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(&path, SEED_NUDGE).unwrap();
-    let Received::New(n) = nudges.receive(&polecat).unwrap() else {
+    let ReadOutcome::Value(Received::New(n)) = nudges.receive(&polecat).unwrap() else {
         panic!("seed nudge not read as new")
     };
     assert_eq!(n.from, "witness-d3e4f");
@@ -131,7 +131,7 @@ fn seed_json_is_read_verbatim() {
     nudges.mark_processed(&polecat, &n).unwrap();
     assert!(matches!(
         nudges.receive(&polecat).unwrap(),
-        Received::Seen(_)
+        ReadOutcome::Value(Received::Seen(_))
     ));
 }
 
@@ -204,7 +204,7 @@ fn an_abort_with_an_unusable_extra_id_is_still_read_and_held() {
             ),
         )
         .unwrap();
-        let Received::New(n) = nudges.receive(&polecat).unwrap() else {
+        let ReadOutcome::Value(Received::New(n)) = nudges.receive(&polecat).unwrap() else {
             panic!("abort with id {id} not read as new")
         };
         assert_eq!(

@@ -7,9 +7,10 @@ use chipset_nudge::{
     Delivery, Error, KindRegistry, ManualResolution, NewNudge, NewReminder, NudgeType, Nudges,
     Opened, Received, ReminderFilter, ReminderId, ReminderKey, Reminders, Resolution, preset,
 };
-use chipset_store::{Clock, StateDir};
+use chipset_store::{Clock, ReadOutcome, StateDir};
 use proptest::prelude::*;
 
+use crate::support::ReceivedExt;
 use crate::support::{agent, manual_no_sync};
 
 // ---------------------------------------------------------------- signals
@@ -96,12 +97,12 @@ proptest! {
                     let got = nudges.receive(&agent(&name(who))).unwrap();
                     let m = &model[who];
                     match (&m.latest, &got) {
-                        (None, Received::Empty) => {}
-                        (Some((id, ..)), Received::Seen(n)) => {
+                        (None, ReadOutcome::Missing) => {}
+                        (Some((id, ..)), ReadOutcome::Value(Received::Seen(n))) => {
                             prop_assert_eq!(m.processed.as_ref(), Some(id));
                             prop_assert_eq!(n.id.as_ref().unwrap().as_str(), id.as_str());
                         }
-                        (Some((id, ..)), Received::New(n)) => {
+                        (Some((id, ..)), ReadOutcome::Value(Received::New(n))) => {
                             prop_assert_ne!(m.processed.as_ref(), Some(id));
                             prop_assert_eq!(n.id.as_ref().unwrap().as_str(), id.as_str());
                         }

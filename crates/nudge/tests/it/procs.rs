@@ -51,7 +51,7 @@ fn run_role(name: &str, root: &Path, i: usize, extra: &str) -> Value {
         "respond" => {
             let nudges = Nudges::new(state);
             let me = agent(&format!("agent-{i}"));
-            let Received::New(incoming) = nudges.receive(&me).unwrap() else {
+            let ReadOutcome::Value(Received::New(incoming)) = nudges.receive(&me).unwrap() else {
                 panic!("no nudge")
             };
             let r = nudges.respond(&me, &incoming, "working").unwrap();

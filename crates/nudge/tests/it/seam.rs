@@ -174,7 +174,7 @@ fn cases() -> Vec<Case> {
             applied: |w| {
                 matches!(
                     w.nudges.receive(&agent("polecat")).unwrap(),
-                    chipset_nudge::Received::Seen(_)
+                    ReadOutcome::Value(chipset_nudge::Received::Seen(_))
                 )
             },
         },
@@ -426,7 +426,7 @@ fn resolving_snoozing_and_responding_again_are_successes_that_change_nothing() {
         .unwrap();
     assert!(matches!(
         w.nudges.receive(&agent("witness")).unwrap(),
-        chipset_nudge::Received::Seen(_)
+        ReadOutcome::Value(chipset_nudge::Received::Seen(_))
     ));
 }
 

@@ -5,6 +5,7 @@ use std::time::Duration;
 use chipset_nudge::{Delivery, NewNudge, NudgeConfig, NudgeType, Nudges, Received, ResponseStatus};
 use chipset_store::{Action, Clock, Defect, DoctorMode, ReadOutcome, StateDir};
 
+use crate::support::ReceivedExt;
 use crate::support::{agent, manual_state, temps_under};
 
 fn draft(kind: NudgeType, msg: &str) -> NewNudge {
@@ -70,13 +71,13 @@ fn same_timestamp_nudges_are_told_apart() {
     let n = Nudges::new(t.state.clone());
     let p = agent("polecat-alpha");
     n.send(&p, draft(NudgeType::HealthCheck, "same")).unwrap();
-    let Received::New(a) = n.receive(&p).unwrap() else {
+    let ReadOutcome::Value(Received::New(a)) = n.receive(&p).unwrap() else {
         panic!()
     };
     n.mark_processed(&p, &a).unwrap();
     // The clock has not moved: same timestamp, same content.
     n.send(&p, draft(NudgeType::HealthCheck, "same")).unwrap();
-    let Received::New(b) = n.receive(&p).unwrap() else {
+    let ReadOutcome::Value(Received::New(b)) = n.receive(&p).unwrap() else {
         panic!("second nudge in the same millisecond was skipped")
     };
     assert_eq!(a.timestamp, b.timestamp);
@@ -90,7 +91,7 @@ fn restart_neither_reprocesses_nor_misses() {
     {
         let n = Nudges::new(t.state.clone());
         n.send(&p, draft(NudgeType::SyncRequest, "sync")).unwrap();
-        let Received::New(x) = n.receive(&p).unwrap() else {
+        let ReadOutcome::Value(Received::New(x)) = n.receive(&p).unwrap() else {
             panic!()
         };
         n.mark_processed(&p, &x).unwrap();
@@ -99,7 +100,10 @@ fn restart_neither_reprocesses_nor_misses() {
     let state = StateDir::open(t.state.root()).unwrap();
     let n = Nudges::new(state);
     assert!(
-        matches!(n.receive(&p).unwrap(), Received::Seen(_)),
+        matches!(
+            n.receive(&p).unwrap(),
+            ReadOutcome::Value(Received::Seen(_))
+        ),
         "reprocessed after restart"
     );
     clock.advance(Duration::from_secs(1));
@@ -116,11 +120,11 @@ fn corrupt_latest_is_distinct_and_repaired() {
     let (t, _c) = manual_state();
     let n = Nudges::new(t.state.clone());
     let p = agent("polecat-alpha");
-    assert_eq!(n.receive(&p).unwrap(), Received::Empty);
+    assert_eq!(n.receive(&p).unwrap(), ReadOutcome::Missing);
     let path = n.latest_path(&p);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(&path, "{\"from\": \"mayor\", \"type\": \"ab").unwrap();
-    assert!(matches!(n.receive(&p).unwrap(), Received::Corrupt(_)));
+    assert!(matches!(n.receive(&p).unwrap(), ReadOutcome::Corrupt(_)));
     assert_eq!(n.status().unwrap().corrupt, 1);
     // A corrupt processed record counts too, once per file.
     t.state.write_bytes(&n.processed_path(&p), b"{").unwrap();
@@ -140,7 +144,7 @@ fn corrupt_latest_is_distinct_and_repaired() {
         panic!("{report:?}")
     };
     assert!(aside.exists());
-    assert_eq!(n.receive(&p).unwrap(), Received::Empty);
+    assert_eq!(n.receive(&p).unwrap(), ReadOutcome::Missing);
     assert!(n.doctor(DoctorMode::Check).unwrap().is_clean());
 }
 
@@ -157,7 +161,10 @@ fn send_over_corrupt_latest_quarantines_it() {
         panic!("{d:?}")
     };
     assert_eq!(std::fs::read_to_string(quarantined).unwrap(), "garbage");
-    assert!(matches!(n.receive(&p).unwrap(), Received::New(_)));
+    assert!(matches!(
+        n.receive(&p).unwrap(),
+        ReadOutcome::Value(Received::New(_))
+    ));
 }
 
 #[test]
@@ -168,7 +175,7 @@ fn corrupt_processed_record_means_unsure_not_skip() {
     n.send(&p, draft(NudgeType::Abort, "stop")).unwrap();
     std::fs::write(n.processed_path(&p), "{").unwrap();
     let r = n.receive(&p).unwrap();
-    assert!(matches!(r, Received::Unsure { .. }));
+    assert!(matches!(r, ReadOutcome::Value(Received::Unsure { .. })));
     // Sending treats it as unprocessed: the abort is held.
     assert!(
         n.send(&p, draft(NudgeType::HealthCheck, "x"))
@@ -176,7 +183,10 @@ fn corrupt_processed_record_means_unsure_not_skip() {
             .is_held()
     );
     n.mark_processed(&p, r.to_process().unwrap()).unwrap();
-    assert!(matches!(n.receive(&p).unwrap(), Received::Seen(_)));
+    assert!(matches!(
+        n.receive(&p).unwrap(),
+        ReadOutcome::Value(Received::Seen(_))
+    ));
 }
 
 /// `read_and_mark` shows a nudge as new once (marking it), then as seen; a
@@ -186,23 +196,32 @@ fn read_and_mark_shows_a_nudge_new_once() {
     let (t, _c) = manual_state();
     let n = Nudges::new(t.state.clone());
     let p = agent("polecat-alpha");
-    assert_eq!(n.read_and_mark(&p).unwrap(), Received::Empty);
+    assert_eq!(n.read_and_mark(&p).unwrap(), ReadOutcome::Missing);
     n.send(&p, draft(NudgeType::HealthCheck, "ping")).unwrap();
     let first = n.read_and_mark(&p).unwrap();
     assert!(
-        matches!(&first, Received::New(x) if x.message == "ping"),
+        matches!(&first, ReadOutcome::Value(Received::New(x)) if x.message == "ping"),
         "{first:?}"
     );
     assert_eq!(first.doubt(), None);
-    assert!(matches!(n.read_and_mark(&p).unwrap(), Received::Seen(_)));
+    assert!(matches!(
+        n.read_and_mark(&p).unwrap(),
+        ReadOutcome::Value(Received::Seen(_))
+    ));
 
     std::fs::write(n.processed_path(&p), "{").unwrap();
     let unsure = n.read_and_mark(&p).unwrap();
-    assert!(matches!(unsure, Received::Unsure { .. }), "{unsure:?}");
+    assert!(
+        matches!(unsure, ReadOutcome::Value(Received::Unsure { .. })),
+        "{unsure:?}"
+    );
     let doubt = unsure.doubt().unwrap();
     assert!(doubt.contains("may have been seen before"), "{doubt}");
     // Marked: the bad record was moved aside and the nudge is seen now.
-    assert!(matches!(n.receive(&p).unwrap(), Received::Seen(_)));
+    assert!(matches!(
+        n.receive(&p).unwrap(),
+        ReadOutcome::Value(Received::Seen(_))
+    ));
 }
 
 /// The one-word outcomes the CLI and MCP print are pinned: scripts match them.

@@ -1,5 +1,6 @@
 //! Shared helpers.
 
+use chipset_nudge::Received;
 use chipset_store::ManualClock;
 use chipset_testkit::TempState;
 
@@ -33,4 +34,29 @@ pub(crate) fn temps_under(dir: &std::path::Path) -> Vec<String> {
         }
     }
     out
+}
+
+/// The nudge to act on and the reader's doubt, looked up through the read
+/// outcome that [`chipset_nudge::Nudges::receive`] returns.
+pub(crate) trait ReceivedExt {
+    /// [`Received::to_process`] of the value; `None` when there is none.
+    fn to_process(&self) -> Option<&chipset_nudge::Nudge>;
+    /// [`Received::doubt`] of the value.
+    fn doubt(&self) -> Option<String>;
+}
+
+impl ReceivedExt for chipset_store::ReadOutcome<Received> {
+    fn to_process(&self) -> Option<&chipset_nudge::Nudge> {
+        match self {
+            chipset_store::ReadOutcome::Value(r) => r.to_process(),
+            _ => None,
+        }
+    }
+
+    fn doubt(&self) -> Option<String> {
+        match self {
+            chipset_store::ReadOutcome::Value(r) => r.doubt(),
+            _ => None,
+        }
+    }
 }
