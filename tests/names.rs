@@ -1,6 +1,6 @@
 //! Every pair of the facade's channel modules glob-imports together, and the
 //! names that used to collide across crates (`Draft`, `Priority`, `Event`,
-//! `Wake`, `transition`, `Finding`; issue 13) are then used without renames.
+//! `Wake`, `Finding`; issue 13) are then used without renames.
 //! A name that two modules export again makes its uses ambiguous, and this
 //! file stops compiling.
 //!
@@ -15,19 +15,10 @@ macro_rules! uses {
     }};
     (hook) => {{
         let agent = chipset::store::AgentId::new("polecat-alpha").unwrap();
-        let event = HookEvent::Assign {
-            bead_id: BeadId::new("gt-abc12").unwrap(),
-            title: "Add README section".into(),
-        };
-        let now = chipset::store::Timestamp::from_unix_ms(1_772_706_600_000);
-        let hook = transition(
-            &chipset::hook::Hook::missing(agent),
-            &event,
-            &chipset::hook::Actor::Dispatcher(None),
-            now,
-        )
-        .unwrap();
-        assert_eq!(hook.status(), chipset::hook::HookStatus::Pending);
+        let bead = BeadId::new("gt-abc12").unwrap();
+        assert_eq!(bead.as_str(), "gt-abc12");
+        let hook = chipset::hook::Hook::missing(agent);
+        assert_eq!(hook.status(), chipset::hook::HookStatus::Empty);
         assert_eq!(HOOK_CHANNEL.as_str(), "hooks");
     }};
     (nudge) => {{

@@ -16,7 +16,8 @@ pub enum Error {
     #[error(transparent)]
     Transition(#[from] TransitionError),
     /// The hook file is corrupt, so the operation cannot know what it would
-    /// overwrite; [`Hooks::repair`](crate::Hooks::repair) moves it aside first.
+    /// overwrite; [`Hooks::doctor`](crate::Hooks::doctor) with
+    /// [`DoctorMode::Fix`](chipset_store::DoctorMode::Fix) moves it aside first.
     #[error(
         "cannot {op} the hook of `{agent}`: {corruption}; \
          a dispatcher must repair it (quarantine, then empty) first"

@@ -49,7 +49,8 @@
 //! | [`clear`](Hooks::clear) | a dispatcher | completed | empty |
 //! | [`reassign`](Hooks::reassign) | a dispatcher | pending, active | empty (reported as a reassignment) |
 //!
-//! The rules are one pure function, [`transition`]`(hook, event, actor, now)`.
+//! The rules are one pure function of (hook, event, actor, now), applied
+//! under the hook's lock.
 //! The typed [`Hook`] cannot be pending, active or completed without its
 //! [`WorkItem`]. Everything else (skipping a step, a second assignment, an
 //! agent acting on another agent's hook, a dispatcher completing work) is a
@@ -120,15 +121,14 @@
 //!
 //! A status this version does not know (say `"paused"`) is
 //! [`ReadOutcome::Unsupported`](chipset_store::ReadOutcome::Unsupported), not corrupt: every transition refuses it with
-//! [`Error::Unsupported`], [`Hooks::list`], [`Hooks::counts`] and
-//! [`Hooks::stale`] report it, and [`Hooks::doctor`] reports it and never
-//! moves or resets it.
+//! [`Error::Unsupported`], [`Hooks::list`] reports it, and [`Hooks::doctor`]
+//! reports it and never moves or resets it.
 //!
 //! # Durability and concurrency
 //!
 //! Each change is one locked read-modify-write through
 //! [`StateDir::update`](chipset_store::StateDir::update): lock, read, apply
-//! [`transition`], durable replace (temp file, fsync, rename, directory
+//! the transition, durable replace (temp file, fsync, rename, directory
 //! fsync), unlock. Changes to one hook are therefore linearizable across
 //! processes: of eight dispatchers assigning at once, one wins and seven get
 //! [`TransitionError::AlreadyAssigned`]. A crash at any moment leaves the old
@@ -144,7 +144,7 @@
 //! after it is the store's [`OutcomeUnknown`](chipset_store::Error::OutcomeUnknown)
 //! (in [`Error::Store`]). Retries follow the store's idempotent-retry rule:
 //! repeating a transition with the same assignment after it applied is a
-//! success that writes nothing ([`already_applied`]): assign finds the hook
+//! success that writes nothing: assign finds the hook
 //! holding the same bead and title from the same dispatcher and returns
 //! that assignment, activate finds the hook active, complete finds it
 //! completed, clear and reassign find it empty at the next generation.
@@ -156,15 +156,15 @@
 //! pending without a work item, another agent's `agent_id`, a symlink) is
 //! [`ReadOutcome::Corrupt`](chipset_store::ReadOutcome::Corrupt), never empty. Every transition on it fails with
 //! [`Error::Corrupt`], so no work is assigned over a hook whose contents are
-//! unknown. [`Hooks::repair`] moves it into quarantine and writes an empty
-//! hook; [`Hooks::doctor`] does that for every corrupt hook and reports
-//! stray files. The doctor is the store's one shape: it returns a
+//! unknown. [`Hooks::doctor`] with [`DoctorMode::Fix`](chipset_store::DoctorMode::Fix)
+//! moves every corrupt hook into quarantine, writes an empty hook in its
+//! place, and reports stray files. The doctor is the store's one shape: it returns a
 //! [`Report`](chipset_store::Report) of [`Finding`](chipset_store::Finding)s
 //! coded `hook-corrupt`, `hook-unsupported` and `hook-stray`; the store's
 //! [`StateDir::quarantine_unchanged`](chipset_store::StateDir::quarantine_unchanged)
 //! moves the file aside, under the hook's lock, only if it is still the
-//! bytes judged corrupt. [`Hooks::list`], [`Hooks::counts`] and [`Hooks::stale`]
-//! report corrupt hooks instead of skipping them.
+//! bytes judged corrupt. [`Hooks::list`] reports corrupt hooks instead of
+//! skipping them.
 //!
 //! # Errors
 //!
@@ -180,17 +180,32 @@
 mod error;
 mod format;
 mod id;
+#[cfg_attr(
+    not(feature = "testing"),
+    allow(unreachable_pub, reason = "public only to tests, under `testing`")
+)]
 mod scan;
 mod state;
 mod store;
+#[cfg_attr(
+    not(feature = "testing"),
+    allow(
+        unreachable_pub,
+        reason = "the pure core is public only to tests, under `testing`"
+    )
+)]
 mod transition;
 
 pub use error::{Error, Result};
 pub use id::BeadId;
-pub use scan::{HookCounts, HookEntry, Repaired, StaleHook, StaleReport};
+pub use scan::HookEntry;
+#[cfg(feature = "testing")]
+pub use scan::{HookCounts, Repaired, StaleHook, StaleReport};
 pub use state::{Assignment, Hook, HookState, HookStatus, WorkItem};
 pub use store::{HookRead, Hooks, Pickup, Reassigned};
-pub use transition::{Actor, HookEvent, Op, Role, TransitionError, already_applied, transition};
+pub use transition::{Actor, Op, TransitionError};
+#[cfg(feature = "testing")]
+pub use transition::{HookEvent, already_applied, transition};
 
 /// The hooks' directory under the state root, `hooks/`.
 pub const HOOK_CHANNEL: chipset_store::Channel = chipset_store::Channel::new("hooks");

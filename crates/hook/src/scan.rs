@@ -2,15 +2,19 @@
 //! and the repair of corrupt hooks.
 
 use std::path::PathBuf;
+#[cfg(feature = "testing")]
 use std::time::Duration;
 
 use chipset_store::{
     Action, AgentId, Corruption, Defect, DoctorMode, Finding, Observed, ReadOutcome, Report,
-    Timestamp, Unsupported,
 };
+#[cfg(feature = "testing")]
+use chipset_store::{Timestamp, Unsupported};
 
 use crate::error::Result;
-use crate::state::{Assignment, Hook, HookState, HookStatus};
+#[cfg(feature = "testing")]
+use crate::state::{Assignment, HookStatus};
+use crate::state::{Hook, HookState};
 use crate::store::{HookRead, Hooks};
 
 /// One hook file found by [`Hooks::list`].
@@ -24,6 +28,7 @@ pub struct HookEntry {
     pub read: HookRead,
 }
 
+#[cfg(feature = "testing")]
 /// Hooks per status, for a status screen.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -42,6 +47,7 @@ pub struct HookCounts {
     pub unsupported: usize,
 }
 
+#[cfg(feature = "testing")]
 impl HookCounts {
     /// Returns the number of hook files counted.
     pub fn total(&self) -> usize {
@@ -59,6 +65,7 @@ impl HookCounts {
     }
 }
 
+#[cfg(feature = "testing")]
 /// A pending or active hook that has gone quiet.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -71,6 +78,7 @@ pub struct StaleHook {
     pub idle: Duration,
 }
 
+#[cfg(feature = "testing")]
 /// What [`Hooks::stale`] found: the quiet hooks, and the corrupt ones it
 /// could not judge (reported, never silently skipped).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -133,6 +141,7 @@ impl Hooks {
     }
 
     /// Counts the hook files per status.
+    #[cfg(feature = "testing")]
     ///
     /// # Errors
     ///
@@ -154,6 +163,7 @@ impl Hooks {
         Ok(counts)
     }
 
+    #[cfg(feature = "testing")]
     /// Returns the pending and active hooks whose `last_activity` is more
     /// than `threshold` before `now` (compared as instants), and the corrupt
     /// hook files, which cannot be judged and must not be taken as idle.
@@ -201,7 +211,13 @@ impl Hooks {
     /// # Errors
     ///
     /// [`Error::Store`](crate::Error::Store) when the lock, the move or the write fails.
+    #[cfg(feature = "testing")]
     pub fn repair(&self, agent: &AgentId) -> Result<Option<Repaired>> {
+        self.repair_hook(agent)
+    }
+
+    /// Repairs `agent`'s hook if it is corrupt (see [`Hooks::doctor`]).
+    pub(crate) fn repair_hook(&self, agent: &AgentId) -> Result<Option<Repaired>> {
         let path = self.path(agent);
         let _guard = self.state.lock_for(&path)?.exclusive()?;
         let corruption = match self.read(agent)? {
@@ -242,14 +258,16 @@ impl Hooks {
     }
 
     /// Checks every file in `hooks/`: corrupt hooks (`hook-corrupt`,
-    /// repaired with [`DoctorMode::Fix`] by [`Hooks::repair`]), unsupported
+    /// repaired with [`DoctorMode::Fix`]: moved into `hooks/.quarantine/`
+    /// and replaced by an empty hook), unsupported
     /// hooks (`hook-unsupported`) and stray names (`hook-stray`), which are
     /// only reported. The findings are in path order; each names its agent
     /// as its subject.
     ///
     /// # Errors
     ///
-    /// As [`Hooks::list`] and [`Hooks::repair`].
+    /// [`Error::Store`](crate::Error::Store) when a file cannot be read,
+    /// moved or written.
     pub fn doctor(&self, mode: DoctorMode) -> Result<Report> {
         let (agents, strays) = self.scan()?;
         let mut report = Report::new(mode);
@@ -282,7 +300,7 @@ impl Hooks {
                     .at(corruption.path)
                     .about(&agent);
             if mode == DoctorMode::Fix
-                && let Some(repaired) = self.repair(&agent)?
+                && let Some(repaired) = self.repair_hook(&agent)?
             {
                 finding = finding
                     .with(Action::quarantined(repaired.quarantined))

@@ -23,14 +23,6 @@ pub enum HookStatus {
 }
 
 impl HookStatus {
-    /// Every status, in lifecycle order.
-    pub const ALL: [HookStatus; 4] = [
-        HookStatus::Empty,
-        HookStatus::Pending,
-        HookStatus::Active,
-        HookStatus::Completed,
-    ];
-
     /// Returns the status `read` shows, counting a missing hook as empty;
     /// `None` when the file is corrupt or unsupported.
     pub fn of(read: &HookRead) -> Option<HookStatus> {

@@ -68,7 +68,7 @@ pub struct Reassigned {
     pub taken: Assignment,
     /// The status it was taken from (pending or active), or empty when the
     /// hook was empty already at the next generation: a retry of a
-    /// reassignment that applied (see [`already_applied`](crate::already_applied)).
+    /// reassignment that applied.
     pub was: HookStatus,
     /// The hook now (empty).
     pub hook: Hook,
@@ -77,7 +77,7 @@ pub struct Reassigned {
 /// The hooks of every agent under one state root: `hooks/{agent}.json`.
 ///
 /// Cheap to clone. Every change is a locked read-modify-write
-/// ([`StateDir::update`]) that applies the pure [`transition`]; changes to
+/// ([`StateDir::update`]) that applies the pure transition rules; changes to
 /// one hook are therefore linearizable across threads and processes.
 #[derive(Debug, Clone)]
 pub struct Hooks {
@@ -178,7 +178,7 @@ impl Hooks {
             bead_id,
             title: title.into(),
         };
-        let hook = self.apply(agent, event, &Actor::Dispatcher(by.cloned()))?;
+        let hook = self.apply_event(agent, event, &Actor::Dispatcher(by.cloned()))?;
         Ok(hook.assignment().expect("an assigned hook holds work"))
     }
 
@@ -190,8 +190,7 @@ impl Hooks {
     /// hook file under the hook's lock. A failure before it changes nothing;
     /// a failed sync after it is the store's
     /// [`OutcomeUnknown`](chipset_store::Error::OutcomeUnknown), and the
-    /// retry with the same assignment is then a success that changes nothing
-    /// ([`already_applied`](crate::already_applied)).
+    /// retry with the same assignment is then a success that changes nothing.
     ///
     /// # Errors
     ///
@@ -200,7 +199,7 @@ impl Hooks {
     /// [`TransitionError::WrongState`](crate::TransitionError::WrongState)
     /// when it is not pending; [`Error::Corrupt`]; [`Error::Store`].
     pub fn activate(&self, held: &Assignment) -> Result<Hook> {
-        self.apply(
+        self.apply_event(
             &held.agent,
             HookEvent::Activate(held.clone()),
             &Actor::Agent(held.agent.clone()),
@@ -215,7 +214,7 @@ impl Hooks {
     ///
     /// As [`Hooks::activate`]; the hook must be active.
     pub fn touch(&self, held: &Assignment) -> Result<Hook> {
-        self.apply(
+        self.apply_event(
             &held.agent,
             HookEvent::Touch(held.clone()),
             &Actor::Agent(held.agent.clone()),
@@ -229,7 +228,7 @@ impl Hooks {
     ///
     /// As [`Hooks::activate`]; the hook must be active.
     pub fn complete(&self, held: &Assignment) -> Result<Hook> {
-        self.apply(
+        self.apply_event(
             &held.agent,
             HookEvent::Complete(held.clone()),
             &Actor::Agent(held.agent.clone()),
@@ -248,7 +247,7 @@ impl Hooks {
     /// [`TransitionError::WrongState`](crate::TransitionError::WrongState)
     /// when it is pending or active (use [`Hooks::reassign`]); [`Error::Corrupt`]; [`Error::Store`].
     pub fn clear(&self, held: &Assignment) -> Result<Hook> {
-        self.apply(
+        self.apply_event(
             &held.agent,
             HookEvent::Clear(held.clone()),
             &Actor::Dispatcher(None),
@@ -324,7 +323,13 @@ impl Hooks {
     /// # Errors
     ///
     /// [`Error::Transition`] when the rules refuse; [`Error::Corrupt`]; [`Error::Store`].
+    #[cfg(feature = "testing")]
     pub fn apply(&self, agent: &AgentId, event: HookEvent, actor: &Actor) -> Result<Hook> {
+        self.apply_event(agent, event, actor)
+    }
+
+    /// [`Hooks::apply`], for the typed methods.
+    fn apply_event(&self, agent: &AgentId, event: HookEvent, actor: &Actor) -> Result<Hook> {
         let op = event.op().as_str();
         self.change(agent, op, event, actor).map(|(_, after)| after)
     }

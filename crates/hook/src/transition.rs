@@ -28,7 +28,7 @@ impl fmt::Display for Actor {
 
 /// Who may perform an operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Role {
+pub(crate) enum Role {
     /// Any dispatcher.
     Dispatcher,
     /// Only the agent the hook belongs to.
@@ -63,7 +63,7 @@ pub enum Op {
 
 impl Op {
     /// Returns who may perform the operation.
-    pub fn role(self) -> Role {
+    pub(crate) fn role(self) -> Role {
         match self {
             Op::Assign | Op::Clear | Op::Reassign => Role::Dispatcher,
             Op::Activate | Op::Touch | Op::Complete => Role::OwningAgent,
@@ -71,7 +71,7 @@ impl Op {
     }
 
     /// Returns the operation's name.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Op::Assign => "assign",
             Op::Activate => "activate",
@@ -83,7 +83,7 @@ impl Op {
     }
 
     /// Returns the states the operation starts from, as a phrase for errors.
-    pub fn needs(self) -> &'static str {
+    pub(crate) fn needs(self) -> &'static str {
         match self {
             Op::Assign => "an empty hook",
             Op::Activate => "a pending hook",
@@ -125,7 +125,7 @@ pub enum HookEvent {
 
 impl HookEvent {
     /// Returns the operation.
-    pub fn op(&self) -> Op {
+    pub(crate) fn op(&self) -> Op {
         match self {
             HookEvent::Assign { .. } => Op::Assign,
             HookEvent::Activate(_) => Op::Activate,
@@ -137,7 +137,7 @@ impl HookEvent {
     }
 
     /// Returns the assignment the event is fenced on (all but assign).
-    pub fn fence(&self) -> Option<&Assignment> {
+    pub(crate) fn fence(&self) -> Option<&Assignment> {
         match self {
             HookEvent::Assign { .. } => None,
             HookEvent::Activate(a)
@@ -167,7 +167,7 @@ pub enum TransitionError {
         bead_id: BeadId,
     },
     /// The actor has the wrong role for the operation (an agent assigning, a dispatcher completing).
-    #[error("{actor} may not {op} the hook of `{agent}`: only {allowed} may")]
+    #[error("{actor} may not {op} the hook of `{agent}`: only {} may", op.role())]
     NotPermitted {
         /// The hook's agent.
         agent: AgentId,
@@ -175,8 +175,6 @@ pub enum TransitionError {
         actor: Actor,
         /// What they tried.
         op: Op,
-        /// Who may.
-        allowed: Role,
     },
     /// An agent acting on another agent's hook.
     #[error("agent `{actor}` may not {op} the hook of `{agent}`: only `{agent}` itself may")]
@@ -339,12 +337,11 @@ pub fn transition(
                 op,
             });
         }
-        (allowed, _) => {
+        _ => {
             return Err(TransitionError::NotPermitted {
                 agent: agent.clone(),
                 actor: actor.clone(),
                 op,
-                allowed,
             });
         }
     }
