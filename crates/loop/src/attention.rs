@@ -7,10 +7,7 @@ use std::time::{Duration, Instant};
 use chipset_bus::Bus;
 use chipset_hook::{HookRead, HookStatus, Hooks};
 use chipset_mail::{InboxFilter, Mail, MailError, Message};
-use chipset_nudge::{
-    KindRegistry, Nudge, Nudges, OPEN_DIR, Received, Reminder, ReminderFilter, Reminders,
-    SNOOZED_DIR,
-};
+use chipset_nudge::{KindRegistry, Nudge, Nudges, Received, Reminder, ReminderFilter, Reminders};
 use chipset_store::{
     AgentId, ReadOutcome, StateDir, Timestamp, WatchConfig, WatchTarget, WatchWake, Watcher,
 };
@@ -253,14 +250,14 @@ impl Attention {
 
     /// Returns the places whose changes can change `agent`'s brief.
     pub fn targets(&self, agent: &AgentId) -> Vec<WatchTarget> {
-        let reminders = self.hooks.state().channel(chipset_nudge::REMINDERS_CHANNEL);
+        let [open, snoozed] = self.reminders.index_dirs();
         vec![
             WatchTarget::file(self.hooks.path(agent)),
             WatchTarget::dir(self.nudges.agent_dir(agent)),
             WatchTarget::dir(self.mail.inbox_dir(agent)),
             WatchTarget::dir(self.bus.queue_dir(agent)),
-            WatchTarget::tree(reminders.join_static(OPEN_DIR)),
-            WatchTarget::tree(reminders.join_static(SNOOZED_DIR)),
+            WatchTarget::tree(open),
+            WatchTarget::tree(snoozed),
         ]
     }
 

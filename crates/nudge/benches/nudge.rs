@@ -181,10 +181,7 @@ fn reminder_root(history: usize) -> (tempfile::TempDir, Reminders) {
             ))
             .unwrap();
     }
-    let dir: PathBuf = state
-        .root()
-        .join("reminders")
-        .join(chipset_nudge::HISTORY_DIR);
+    let dir: PathBuf = state.root().join("reminders").join("history");
     fs::create_dir_all(&dir).unwrap();
     for i in 0..history {
         let id = ReminderId::new(format!(

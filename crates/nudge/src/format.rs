@@ -335,7 +335,7 @@ impl Reminder {
 }
 
 /// The metadata key that names the reminder a reopened one came from.
-pub const REOPENED_FROM: &str = "reopened_from";
+pub(crate) const REOPENED_FROM: &str = "reopened_from";
 
 #[cfg(test)]
 mod tests {

@@ -5,7 +5,7 @@ use chipset_store::{EscapeAlphabet, escape_name, unescape_name};
 use crate::error::{Error, Result};
 
 /// The longest source id, in characters (the seed's `varchar(64)`).
-pub const MAX_SOURCE_ID_CHARS: usize = 64;
+pub(crate) const MAX_SOURCE_ID_CHARS: usize = 64;
 /// The longest escaped source id, in bytes, so that the index file name and
 /// the store's temp name beside it (`.{name}.{pid}.{n}.{salt}.tmp`) fit in 255 bytes.
 const MAX_ESCAPED: usize = 200;

@@ -158,8 +158,8 @@
 //! Fields this version does not know are kept and written back:
 //! [`Nudge::extra`] travels with the nudge it was read with (into
 //! `processed.json`'s `last`, or when relayed with [`Nudges::deliver`]; a new
-//! nudge or response starts without them), [`ProcessedRecord::extra`] stays
-//! with the record when it is rewritten, and [`Reminder::extra`] stays with
+//! nudge or response starts without them), a processed record's own fields
+//! stay with it when it is rewritten, and [`Reminder::extra`] stays with
 //! the reminder through resolve, snooze and reopen. A nudge `type` this
 //! version does not know is not an error: the seed reads it as a routine
 //! nudge ([`NudgeType::Unknown`]). A reminder whose `severity` or
@@ -172,6 +172,13 @@
 
 mod doctor;
 mod error;
+#[cfg_attr(
+    not(feature = "testing"),
+    allow(
+        unreachable_pub,
+        reason = "`ProcessedRecord` is public only to tests, under `testing`"
+    )
+)]
 mod format;
 mod key;
 mod kinds;
@@ -181,20 +188,18 @@ mod signals;
 mod transition;
 
 pub use error::{Error, Result};
-pub use format::{
-    Nudge, NudgeId, NudgeType, ProcessedRecord, REOPENED_FROM, Reminder, ReminderId, Resolution,
-    Severity, Urgency,
-};
-pub use key::{MAX_SOURCE_ID_CHARS, ReminderKey};
+#[cfg(feature = "testing")]
+pub use format::ProcessedRecord;
+pub use format::{Nudge, NudgeId, NudgeType, Reminder, ReminderId, Resolution, Severity, Urgency};
+pub use key::ReminderKey;
 pub use kinds::{KindRegistry, KindSpec, preset};
 pub use metrics::ReminderMetrics;
 pub use reminders::{
-    DEFAULT_MANUAL_VERB, HISTORY_DIR, LOCKS_DIR, Listing, ManualResolution, NewReminder, OPEN_DIR,
-    Opened, ReminderConfig, ReminderFilter, Reminders, SNOOZED_DIR,
+    Listing, ManualResolution, NewReminder, Opened, ReminderConfig, ReminderFilter, Reminders,
 };
 pub use signals::{
-    DEFAULT_NUDGE_INTERVAL, Delivery, LATEST_FILE, NewNudge, NudgeConfig, NudgeStatus, Nudges,
-    PROCESSED_FILE, RESPONSES_DIR, Received, Responded, ResponseStatus, Responses,
+    Delivery, NewNudge, NudgeConfig, NudgeStatus, Nudges, Received, Responded, ResponseStatus,
+    Responses,
 };
 
 /// The nudges' directory under the state root, `nudge/`.

@@ -33,15 +33,15 @@ pub(crate) use query::{parse_reminder, read_reminder};
 use rules::{Change, is_due, reopened};
 
 /// `reminders/open/{kind}/{source_type}/{escaped source id}.json`: open reminders.
-pub const OPEN_DIR: &str = "open";
+pub(crate) const OPEN_DIR: &str = "open";
 /// `reminders/snoozed/{kind}/{source_type}/{escaped source id}.json`: snoozed reminders.
-pub const SNOOZED_DIR: &str = "snoozed";
+pub(crate) const SNOOZED_DIR: &str = "snoozed";
 /// `reminders/history/{id}.json`: resolved reminders (never deleted).
-pub const HISTORY_DIR: &str = "history";
+pub(crate) const HISTORY_DIR: &str = "history";
 /// `reminders/locks/`: the lock files the keys are spread over.
-pub const LOCKS_DIR: &str = "locks";
+pub(crate) const LOCKS_DIR: &str = "locks";
 /// The seed's manual resolution verb, the default [`ReminderConfig::manual_verb`].
-pub const DEFAULT_MANUAL_VERB: &str = "prism_nudge.resolve";
+pub(crate) const DEFAULT_MANUAL_VERB: &str = "prism_nudge.resolve";
 
 /// How reminders are resolved by hand.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -243,6 +243,16 @@ impl Reminders {
             .and_then(|p| p.join(key.source_type()))
             .and_then(|p| p.join(key.file_name()))
             .expect(safe)
+    }
+
+    /// Returns the open and snoozed indexes, `reminders/open/` and
+    /// `reminders/snoozed/`: the trees whose changes change which reminders
+    /// are open (for a watcher).
+    pub fn index_dirs(&self) -> [StatePath; 2] {
+        [
+            self.root().join_static(OPEN_DIR),
+            self.root().join_static(SNOOZED_DIR),
+        ]
     }
 
     fn stripe_lock(&self, stripe: u64) -> Result<Lock> {

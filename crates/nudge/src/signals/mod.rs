@@ -17,13 +17,13 @@ use crate::format::{Nudge, NudgeId, NudgeType, ProcessedRecord};
 use crate::transition::{Verdict, precedence};
 
 /// The file name of an agent's current nudge.
-pub const LATEST_FILE: &str = "latest.json";
+pub(crate) const LATEST_FILE: &str = "latest.json";
 /// The file name of an agent's processed record.
-pub const PROCESSED_FILE: &str = "processed.json";
+pub(crate) const PROCESSED_FILE: &str = "processed.json";
 /// The directory, beside `latest.json`, of per-responder answers.
-pub const RESPONSES_DIR: &str = "responses";
+pub(crate) const RESPONSES_DIR: &str = "responses";
 /// The seed's default nudge interval: 60 seconds.
-pub const DEFAULT_NUDGE_INTERVAL: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_NUDGE_INTERVAL: Duration = Duration::from_secs(60);
 
 /// How senders judge answers: the nudge interval, per agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -417,7 +417,13 @@ impl Nudges {
     /// # Errors
     ///
     /// [`Error::Store`] on I/O failure.
+    #[cfg(feature = "testing")]
     pub fn processed(&self, agent: &AgentId) -> Result<ReadOutcome<ProcessedRecord>> {
+        self.read_processed(agent)
+    }
+
+    /// [`Nudges::processed`], for the receive path.
+    pub(super) fn read_processed(&self, agent: &AgentId) -> Result<ReadOutcome<ProcessedRecord>> {
         Ok(self.state.read_json(&self.processed_path(agent))?)
     }
 
@@ -441,7 +447,7 @@ impl Nudges {
             ReadOutcome::Corrupt(c) => return Ok(ReadOutcome::Corrupt(c)),
             ReadOutcome::Unsupported(u) => return Ok(ReadOutcome::Unsupported(u)),
         };
-        Ok(ReadOutcome::Value(match self.processed(agent)? {
+        Ok(ReadOutcome::Value(match self.read_processed(agent)? {
             ReadOutcome::Value(r) if r.last.is_same(&nudge) => Received::Seen(nudge),
             ReadOutcome::Value(_) | ReadOutcome::Missing => Received::New(nudge),
             ReadOutcome::Corrupt(record) => Received::Unsure { nudge, record },

@@ -186,7 +186,7 @@ impl Nudges {
     /// For a nudge that `sender` sent to `recipient` at `sent_at`: answered
     /// (an answer from `recipient` at or after `sent_at`), still waiting, or
     /// overdue once the recipient's nudge interval
-    /// ([`NudgeConfig::interval_for`]) has passed on the clock.
+    /// ([`NudgeConfig::interval_for`](crate::NudgeConfig::interval_for)) has passed on the clock.
     ///
     /// # Errors
     ///

@@ -63,7 +63,7 @@ impl Nudges {
                 Err(Error::Store(chipset_store::Error::Unsupported(_))) => {}
                 Err(e) => return Err(e),
             }
-            match self.processed(&agent)? {
+            match self.read_processed(&agent)? {
                 ReadOutcome::Corrupt(_) => s.corrupt += 1,
                 ReadOutcome::Unsupported(_) => s.unsupported += 1,
                 ReadOutcome::Missing | ReadOutcome::Value(_) => {}

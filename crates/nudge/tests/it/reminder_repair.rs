@@ -1,8 +1,8 @@
 //! Reminders that meet interrupted changes, corrupt files and the doctor.
 
 use chipset_nudge::{
-    Error, KindRegistry, ManualResolution, REOPENED_FROM, Reminder, ReminderFilter, ReminderKey,
-    Reminders, Resolution, preset,
+    Error, KindRegistry, ManualResolution, Reminder, ReminderFilter, ReminderKey, Reminders,
+    Resolution, preset,
 };
 use chipset_store::{Action, Defect, DoctorMode};
 
@@ -195,7 +195,7 @@ fn reopen_chain_names_its_predecessor_each_time() {
         clock.advance(HOUR);
         let reopened = r.sweep_snoozes().unwrap();
         assert_eq!(reopened.len(), 1);
-        assert_eq!(reopened[0].metadata[REOPENED_FROM], id.as_str());
+        assert_eq!(reopened[0].reopened_from(), Some(id.as_str()));
         id = reopened[0].id.clone();
     }
     assert_eq!(
