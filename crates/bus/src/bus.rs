@@ -239,6 +239,7 @@ impl Bus {
     /// # Errors
     ///
     /// [`Error::Store`] when the directory cannot be listed.
+    #[cfg(feature = "testing")]
     pub fn queued(&self, agent: &AgentId) -> Result<Vec<QueueEntry>> {
         self.entries(&self.queue_dir(agent))
     }
@@ -248,11 +249,12 @@ impl Bus {
     /// # Errors
     ///
     /// [`Error::Store`] when the directory cannot be listed.
+    #[cfg(feature = "testing")]
     pub fn processed(&self, agent: &AgentId) -> Result<Vec<QueueEntry>> {
         self.entries(&self.processed_dir(agent))
     }
 
-    fn entries(&self, dir: &StatePath) -> Result<Vec<QueueEntry>> {
+    pub(crate) fn entries(&self, dir: &StatePath) -> Result<Vec<QueueEntry>> {
         Ok(self
             .state
             .list(dir)?
@@ -341,12 +343,12 @@ impl Bus {
                 .find(|e| e.id() == id)
                 .map(|e| e.name().to_owned())
         };
-        if let Some(name) = find(self.queued(agent)?)
+        if let Some(name) = find(self.entries(&self.queue_dir(agent))?)
             && let Some(outcome) = self.ack_name(agent, &name)?
         {
             return Ok(outcome);
         }
-        if find(self.processed(agent)?).is_some() {
+        if find(self.entries(&self.processed_dir(agent))?).is_some() {
             return Ok(AckOutcome::AlreadyAcked);
         }
         Err(Error::UnknownEvent {

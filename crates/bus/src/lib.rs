@@ -227,8 +227,8 @@ pub use bus::{AckOutcome, Applied, BadFile, Bus, Pending, Problem, Published, St
 pub use config::{BusConfig, NagPolicy, NagRule, Occasion, Retention, WakeConfig, WakeMode};
 pub use error::{Error, Result};
 pub use format::{
-    ControlCommand, ControlLine, ControlOp, Event, EventId, MAX_KEY_LEN, MAX_LABEL_LEN, NewEvent,
-    Presence, Priority, Registered, Registry, Resource,
+    ControlCommand, ControlOp, Event, EventId, NewEvent, Presence, Priority, Registered, Registry,
+    Resource,
 };
 pub use maintain::{AgentStatus, Counts, Pruned};
 pub use name::QueueEntry;

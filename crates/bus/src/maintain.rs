@@ -193,7 +193,7 @@ impl Bus {
         let now = self.state().now();
         let dir = self.processed_dir(agent);
         let mut entries: Vec<(QueueEntry, u64, Option<Timestamp>)> = Vec::new();
-        for entry in self.processed(agent)? {
+        for entry in self.entries(&self.processed_dir(agent))? {
             let path = dir.join(entry.name())?;
             let Some(len) = self.state().stat(&path)?.map(|m| m.len()) else {
                 continue;

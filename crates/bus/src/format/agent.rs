@@ -106,12 +106,12 @@ impl ControlCommand {
 
 /// One line of `bus/{agent}/control.jsonl`: a command and when it was written.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ControlLine {
+pub(crate) struct ControlLine {
     /// When the command was appended.
-    pub at: Timestamp,
+    pub(crate) at: Timestamp,
     /// The command.
     #[serde(flatten)]
-    pub command: ControlCommand,
+    pub(crate) command: ControlCommand,
 }
 
 /// A registered resource and when it was first registered.

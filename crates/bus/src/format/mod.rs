@@ -4,8 +4,9 @@
 
 mod agent;
 
+pub(crate) use agent::ControlLine;
 pub(crate) use agent::NagState;
-pub use agent::{ControlCommand, ControlLine, ControlOp, Presence, Registered, Registry, Resource};
+pub use agent::{ControlCommand, ControlOp, Presence, Registered, Registry, Resource};
 
 use std::fmt;
 use std::str::FromStr;
@@ -55,7 +56,7 @@ impl Priority {
     }
 
     /// Returns the priority for a file-name digit.
-    pub fn from_digit(digit: u8) -> Option<Self> {
+    pub(crate) fn from_digit(digit: u8) -> Option<Self> {
         Priority::ALL.get(usize::from(digit)).copied()
     }
 
@@ -230,7 +231,7 @@ impl Event {
     /// Returns true when `other` is the same event published again: the same
     /// id, source, kind, priority, key and payload (the time may differ, as
     /// a retry is stamped anew).
-    pub fn same_content(&self, other: &Event) -> bool {
+    pub(crate) fn same_content(&self, other: &Event) -> bool {
         self.id == other.id
             && self.source == other.source
             && self.kind == other.kind
@@ -294,7 +295,7 @@ impl NewEvent {
     }
 
     /// Returns the caller-chosen id, if any.
-    pub fn chosen_id(&self) -> Option<&EventId> {
+    pub(crate) fn chosen_id(&self) -> Option<&EventId> {
         self.id.as_ref()
     }
 
@@ -328,28 +329,18 @@ impl NewEvent {
         self
     }
 
-    /// Returns the source.
-    pub fn source_name(&self) -> &str {
-        &self.source
-    }
-
-    /// Returns the kind.
-    pub fn kind_name(&self) -> &str {
-        &self.kind
-    }
-
     /// Returns the priority.
     pub fn priority_level(&self) -> Priority {
         self.priority
     }
 
     /// Returns the de-duplication key, if any.
-    pub fn key(&self) -> Option<&str> {
+    pub(crate) fn key(&self) -> Option<&str> {
         self.dedup_key.as_deref()
     }
 
     /// Returns the de-duplication window set on this publish, if any.
-    pub fn window(&self) -> Option<Duration> {
+    pub(crate) fn window(&self) -> Option<Duration> {
         self.dedup_window
     }
 
@@ -381,9 +372,9 @@ impl NewEvent {
 }
 
 /// The longest source or kind accepted, in bytes.
-pub const MAX_LABEL_LEN: usize = 128;
+pub(crate) const MAX_LABEL_LEN: usize = 128;
 /// The longest de-duplication key accepted, in bytes.
-pub const MAX_KEY_LEN: usize = 1024;
+pub(crate) const MAX_KEY_LEN: usize = 1024;
 
 fn check_label(field: &'static str, value: &str) -> Result<()> {
     if value.is_empty() {
@@ -486,8 +477,8 @@ mod tests {
     #[test]
     fn a_draft_reports_its_fields() {
         let e = NewEvent::new("chat-watcher", "chat-mention").priority(Priority::High);
-        assert_eq!(e.source_name(), "chat-watcher");
-        assert_eq!(e.kind_name(), "chat-mention");
+        assert_eq!(e.source, "chat-watcher");
+        assert_eq!(e.kind, "chat-mention");
         assert_eq!(e.priority_level(), Priority::High);
     }
 
