@@ -169,6 +169,7 @@ impl NagPolicy {
 
 /// Why reminders are being asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Occasion {
     /// A natural pause (the agent is at a prompt): only timed rules fire.
     Pause,

@@ -9,6 +9,7 @@ use crate::state::{Assignment, Hook, HookState, HookStatus, WorkItem};
 
 /// Who is acting on a hook.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Actor {
     /// The mayor or a sling dispatcher; it may name itself (recorded as `assigned_by`).
     Dispatcher(Option<AgentId>),
@@ -46,6 +47,7 @@ impl fmt::Display for Role {
 
 /// The operations on a hook, named in errors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Op {
     /// empty → pending (dispatcher).
     Assign,

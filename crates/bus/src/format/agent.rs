@@ -31,6 +31,7 @@ pub struct Presence {
 /// What a control command does to the registry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum ControlOp {
     /// Add the resource (a no-op when it is registered already).
     Register,

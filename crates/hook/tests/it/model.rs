@@ -378,6 +378,7 @@ fn event(op: Op, bead: usize, fence: MFence) -> HookEvent {
         Op::Complete => HookEvent::Complete(a),
         Op::Clear => HookEvent::Clear(a),
         Op::Reassign => HookEvent::Reassign(a),
+        other => unreachable!("the model has no {other}"),
     }
 }
 
