@@ -72,9 +72,11 @@
 //! Availability is structural: an agent's queue exists ([`Bus::is_available`])
 //! and accumulates events whether or not the agent runs. Presence is
 //! transient: [`Bus::start`] and [`Bus::heartbeat`] record the pid, start time
-//! and last-seen time, and [`Bus::presence`] reads it as live or stale
-//! ([`BusConfig::presence_stale_after`]). Presence never deletes or blocks a
-//! queue. [`Bus::start`] follows the seed's restart steps: it makes sure the
+//! and last-seen time. [`Bus::presence`] reads the presence file as the
+//! store's [`ReadOutcome`](chipset_store::ReadOutcome) (missing, corrupt,
+//! unsupported or a [`Presence`]), and [`Bus::is_live`] judges a presence
+//! live or stale ([`BusConfig::presence_stale_after`]). Presence never
+//! deletes or blocks a queue. [`Bus::start`] follows the seed's restart steps: it makes sure the
 //! queue exists, returns the pending events in order, and registers presence.
 //!
 //! # Control inbox and registry

@@ -33,7 +33,7 @@
 //! directory, never a field. A type this version does not know is kept as
 //! [`NudgeType::Unknown`].
 //!
-//! Fixes over the seed, each an extra field or file that seed programs ignore:
+//! Beyond the seed, each an extra field or file that seed programs ignore:
 //!
 //! - **Told apart by id.** Every nudge sent here carries `id`
 //!   (`{unix-ms}-{uuid-v4}`). A nudge is processed when it is the one in the
