@@ -148,7 +148,11 @@
 //! holding the same bead and title from the same dispatcher and returns
 //! that assignment, activate finds the hook active, complete finds it
 //! completed, clear and reassign find it empty at the next generation.
-//! Touch simply applies again.
+//! Touch simply applies again. A retry is recognised only while the hook
+//! still shows what the first attempt left: once the next step has moved
+//! it on (the dispatcher cleared a completed hook, or an assignment was
+//! cleared and the same bead assigned again), the retry is refused as
+//! stale or, for assign, is a new assignment.
 //!
 //! # Corrupt hooks
 //!
