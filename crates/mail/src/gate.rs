@@ -99,8 +99,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{MailError, Result};
 use crate::format::{Kind, Message, parse_message};
-use crate::layout::{BY_TASK, ORPHAN, id_of};
-use crate::mail::{Mail, check_id, stray};
+use crate::layout::{BY_TASK, ORPHAN, id_of, never_a_message};
+use crate::mail::{Mail, check_id, read_message_bytes, stray};
 
 /// The cache's folder under `mail/` (a dot-name: listings skip it).
 pub(crate) const GATE_DIR: &str = ".gate";
@@ -324,9 +324,10 @@ pub(crate) fn load<T: for<'de> Deserialize<'de>>(state: &StateDir, path: &StateP
 }
 
 /// Reads the entry `name` of the folder `dir` as a message, failing closed
-/// as the uncached gate does (a name that is not `{id}.json`, an unreadable
-/// or unsupported file, an id that does not match its name); `None` when it
-/// moved on since the listing.
+/// as the uncached gate does (a `.json` name that is not `{id}.json`, an
+/// unreadable, oversized or unsupported file, an id that does not match its
+/// name); `None` when it moved on since the listing. Names that do not end
+/// in `.json` are never read: the seed's readers skip them too.
 fn read_entry(state: &StateDir, dir: &StatePath, name: &str) -> Result<Option<Message>> {
     Ok(read_entry_bytes(state, dir, name)?.map(|(message, _)| message))
 }
@@ -344,7 +345,7 @@ fn read_entry_bytes(
         )));
     };
     let path = dir.join_id(&id, ".json");
-    let bytes = match state.read_bytes(&path)? {
+    let bytes = match read_message_bytes(state, &path)? {
         ReadOutcome::Missing => return Ok(None),
         ReadOutcome::Corrupt(c) => return Err(c.into()),
         ReadOutcome::Unsupported(u) => return Err(u.into()),
@@ -513,7 +514,7 @@ impl Mail {
         let now = SystemTime::now();
         // One `statx` per entry, relative to the listed directory.
         for (name, meta) in self.state.list_stats(dir)? {
-            if skip.contains(&name.as_str()) {
+            if skip.contains(&name.as_str()) || never_a_message(&name) {
                 continue;
             }
             // The file's own stamp: a file rewritten in place (which the
@@ -771,7 +772,7 @@ impl TaskFiles<'_> {
         let (mut files, mut others) = (BTreeMap::new(), BTreeMap::new());
         let mut new = Vec::new();
         for (name, meta) in self.mail.state.list_stats(dir)? {
-            if skip.contains(&name.as_str()) {
+            if skip.contains(&name.as_str()) || never_a_message(&name) {
                 continue;
             }
             match meta {

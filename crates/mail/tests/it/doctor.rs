@@ -236,7 +236,9 @@ fn duplicate_copy_is_quarantined() {
     assert_eq!(
         report.findings[0].actions,
         [chipset_store::Action::Quarantined {
-            what: "extra copy quarantined".to_owned(),
+            what: "extra copy quarantined (the seed moves a message forward: inbox, archive, \
+                   by-task; this copy is the one a crashed move left behind)"
+                .to_owned(),
             to: None
         }]
     );
@@ -456,8 +458,11 @@ fn orphans_by_each_definition() {
     assert!(codes(m, DoctorMode::Check).is_empty());
 }
 
+/// Entries where a folder of the layout belongs are moved aside; a name
+/// in a message folder that is not `{id}.json` is reported and left for a
+/// person (issue 31).
 #[test]
-fn stray_entries_are_quarantined() {
+fn stray_entries_are_quarantined_or_left() {
     let f = fixture_with(no_grace());
     let m = &f.mail;
     m.send(&Draft::notify(agent("a"), agent("b"), task("t"), "s", ""))
@@ -476,10 +481,11 @@ fn stray_entries_are_quarantined() {
             .iter()
             .filter(|c| **c == "messaging-corrupt-file")
             .count(),
-        3,
+        2,
         "{found:?}"
     );
-    assert!(codes(m, DoctorMode::Check).is_empty());
+    assert_eq!(codes(m, DoctorMode::Check), ["messaging-stray-file"]);
+    assert!(m.dir().as_path().join("archive/by-task/t/sub").is_dir());
     assert!(m.pending_replies(&task("t")).unwrap().is_empty());
     assert!(m.dir().as_path().join("inbox/.quarantine").is_dir());
 }
