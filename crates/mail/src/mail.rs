@@ -285,7 +285,7 @@ impl Mail {
     ///
     /// # Errors
     ///
-    /// [`MailError::Store`] when `inbox/` cannot be listed; [`MailError::Corrupt`]
+    /// [`MailError::Store`](crate::MailError::Store) when `inbox/` cannot be listed; [`MailError::Corrupt`](crate::MailError::Corrupt)
     /// for an entry in it that is not a valid agent id.
     pub fn agents(&self) -> Result<Vec<AgentId>> {
         let root = self.layout.inbox_root();
@@ -309,7 +309,7 @@ impl Mail {
     ///
     /// # Errors
     ///
-    /// [`MailError::Store`] when a directory cannot be listed or stat fails.
+    /// [`MailError::Store`](crate::MailError::Store) when a directory cannot be listed or stat fails.
     pub fn locate(&self, id: &MessageId) -> Result<Option<Location>> {
         self.locate_with(id, None)
     }
@@ -350,7 +350,7 @@ impl Mail {
     ///
     /// # Errors
     ///
-    /// [`MailError::Corrupt`] when its file is unreadable; as [`Mail::locate`].
+    /// [`MailError::Corrupt`](crate::MailError::Corrupt) when its file is unreadable; as [`Mail::locate`].
     pub fn find(&self, id: &MessageId) -> Result<Option<Found>> {
         self.find_with(id, None)
     }
