@@ -20,9 +20,9 @@ use crate::format::{
 };
 
 /// The default minimum time between two hook touches from [`WorkHandle::checkpoint`]: 5 s.
-pub const DEFAULT_TOUCH_EVERY: Duration = Duration::from_secs(5);
+pub(crate) const DEFAULT_TOUCH_EVERY: Duration = Duration::from_secs(5);
 /// The default time [`Worker::run_until`] waits for a wake-up before polling its hook again: 1 s.
-pub const DEFAULT_POLL_EVERY: Duration = Duration::from_secs(1);
+pub(crate) const DEFAULT_POLL_EVERY: Duration = Duration::from_secs(1);
 
 /// How a worker paces itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -21,7 +21,7 @@ pub enum WorkKind {
     /// Unacknowledged events in the agent's bus queue.
     Bus,
     /// Open reminders (or snoozed ones now due) naming the agent in
-    /// `metadata.agent` ([`REMINDER_AGENT_FIELD`]).
+    /// `metadata.agent` ([`REMINDER_AGENT_FIELD`](crate::REMINDER_AGENT_FIELD)).
     Reminder,
 }
 

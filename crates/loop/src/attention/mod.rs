@@ -96,7 +96,7 @@ impl Attention {
     }
 
     /// Returns the state root the channels share.
-    pub fn state_root(&self) -> &std::path::Path {
+    pub(crate) fn state_root(&self) -> &std::path::Path {
         self.hooks.state().root()
     }
 

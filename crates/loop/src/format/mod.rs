@@ -217,7 +217,7 @@ impl Step {
     }
 
     /// Returns when the first nudge of the incident was sent, if one was.
-    pub fn health_check_at(&self) -> Option<Timestamp> {
+    pub(crate) fn health_check_at(&self) -> Option<Timestamp> {
         match self {
             Step::Checking { health_check_at }
             | Step::Warned {

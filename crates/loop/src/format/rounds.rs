@@ -228,7 +228,7 @@ pub struct RoundRecord {
 }
 
 impl RoundRecord {
-    /// Returns a record (for simulations of [`route`](crate::route) over a history).
+    /// Returns a record (for simulations of a round's routing over a history).
     pub fn new(
         round: u32,
         report: CriticReport,
