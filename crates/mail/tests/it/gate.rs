@@ -124,7 +124,7 @@ fn a_name_that_is_not_json_is_no_request() {
     let notes = inbox.join("notes.txt");
     std::fs::write(&notes, "whatever").unwrap();
     let pending = m.pending_replies(&task("t1")).unwrap();
-    assert_eq!(pending, [open.clone()]);
+    assert_eq!(pending, std::slice::from_ref(&open));
     assert_eq!(
         m.inbox(&agent("exec"), &InboxFilter::default()).unwrap(),
         [open]
