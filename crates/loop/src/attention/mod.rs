@@ -96,6 +96,7 @@ impl Attention {
     }
 
     /// Returns the state root the channels share.
+    #[cfg(feature = "tokio")]
     pub(crate) fn state_root(&self) -> &std::path::Path {
         self.hooks.state().root()
     }
