@@ -135,6 +135,7 @@ impl fmt::Display for IncidentKey {
 /// What showed that an agent is alive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Evidence {
     /// It answered the witness's nudge (a `nudge_response`).
     Answered,
@@ -274,6 +275,7 @@ impl Incident {
 /// How one assignment of a bead ended, in the dispatcher ledger.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum AttemptOutcome {
     /// Still on the agent's hook.
     Open,

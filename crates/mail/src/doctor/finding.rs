@@ -5,6 +5,7 @@ use super::*;
 /// Why an inbox message counts as an orphan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum OrphanReason {
     /// Its task has been swept (committed): nobody will read it for that task.
     TaskSwept,
