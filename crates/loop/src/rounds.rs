@@ -152,11 +152,6 @@ impl Rounds {
         &self.config
     }
 
-    /// Returns the mail channel.
-    pub fn mail(&self) -> &Mail {
-        &self.mail
-    }
-
     /// Reads `task`'s checkpoint.
     ///
     /// # Errors

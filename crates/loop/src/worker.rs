@@ -181,11 +181,6 @@ impl Worker {
         }
     }
 
-    /// Returns the channels the worker works through.
-    pub fn channels(&self) -> &Channels {
-        &self.channels
-    }
-
     /// Returns the agent's id.
     pub fn id(&self) -> &AgentId {
         &self.me

@@ -212,11 +212,6 @@ impl Dispatcher {
         }
     }
 
-    /// Returns the channels the dispatcher works through.
-    pub fn channels(&self) -> &Channels {
-        &self.channels
-    }
-
     /// Returns the dispatcher's agent id.
     pub fn id(&self) -> &AgentId {
         &self.me

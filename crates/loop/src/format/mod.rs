@@ -93,12 +93,12 @@ impl LoopMessage {
     }
 
     /// Parses a bus payload; `None` when it is not a loop message.
-    pub fn from_payload(payload: &serde_json::Value) -> Option<Self> {
+    pub(crate) fn from_payload(payload: &serde_json::Value) -> Option<Self> {
         serde_json::from_value(payload.clone()).ok()
     }
 
     /// Returns the message as a bus payload.
-    pub fn to_payload(&self) -> serde_json::Value {
+    pub(crate) fn to_payload(&self) -> serde_json::Value {
         serde_json::to_value(self).expect("loop messages serialize")
     }
 }
@@ -117,7 +117,7 @@ pub struct IncidentKey {
 
 impl IncidentKey {
     /// Returns the key of `assignment`.
-    pub fn of(assignment: &Assignment) -> Self {
+    pub(crate) fn of(assignment: &Assignment) -> Self {
         IncidentKey {
             agent: assignment.agent().clone(),
             bead_id: assignment.bead_id().clone(),
@@ -235,7 +235,7 @@ impl Step {
     }
 
     /// Returns true while the incident is open (checking, warned, escalating).
-    pub fn is_open(&self) -> bool {
+    pub(crate) fn is_open(&self) -> bool {
         matches!(
             self,
             Step::Checking { .. } | Step::Warned { .. } | Step::Escalating { .. }
@@ -267,7 +267,7 @@ pub struct Incident {
 
 impl Incident {
     /// Returns the incident's key.
-    pub fn key(&self) -> IncidentKey {
+    pub(crate) fn key(&self) -> IncidentKey {
         IncidentKey::of(&self.assignment)
     }
 }
