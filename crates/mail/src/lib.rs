@@ -333,7 +333,12 @@
 //! was swept, whose recipient is not registered, or older than
 //! [`MailConfig::orphan_after`]), messages without a `sent` event, messages
 //! in `archive/` without an `archived` event, and a torn or bad manifest
-//! line. A message without its `sent` (or `archived`) event that is younger
+//! line; stray names and files over the read cap are reported and left in
+//! place. The fix never moves a file the seed's own reader (nubos-pilot)
+//! still lists unless the seed says the move is right (a response archives
+//! its request; an orphan goes to `archive/orphan/`; the copy a cut move
+//! left at an earlier stage is set aside), and then its action says so.
+//! A message without its `sent` (or `archived`) event that is younger
 //! than [`MailConfig::in_flight_grace`] is in flight
 //! ([`Defect::InFlight`](chipset_store::Defect::InFlight), `messaging-in-flight`): not
 //! repaired yet (its sender or archiver may be appending), and not clean
