@@ -9,11 +9,11 @@ use serde::de::DeserializeOwned;
 use crate::error::{Error, Result};
 
 /// The witness's directory under `loop/`.
-pub const WITNESS_DIR: &str = "witness";
+pub(crate) const WITNESS_DIR: &str = "witness";
 /// The dispatcher's directory under `loop/`.
-pub const DISPATCHER_DIR: &str = "dispatcher";
+pub(crate) const DISPATCHER_DIR: &str = "dispatcher";
 /// The round checkpoints' directory under `loop/`.
-pub const ROUNDS_DIR: &str = "rounds";
+pub(crate) const ROUNDS_DIR: &str = "rounds";
 
 /// The loop files of one state root.
 #[derive(Debug, Clone)]

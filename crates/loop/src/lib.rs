@@ -5,8 +5,9 @@
 //! Each loop is a typed state machine driven by explicit calls: a `tick`
 //! (or a step of a round) reads the time once from the state's clock, takes
 //! the steps that are due, and returns what it did as typed values. Each
-//! has a pure core that reads no file and no clock: [`judge`] (witness),
-//! [`ledger_transition`] (dispatcher ledger), [`route`] (rounds). Nothing sleeps
+//! decides through a pure rule that reads no file and no clock (the
+//! witness's judgement of an incident, the dispatcher's ledger transition,
+//! the rounds' routing), tested exhaustively inside the crate. Nothing sleeps
 //! inside a library call except the `run_until` helpers, which are
 //! blocking by name; calls do wait, with no timeout, for the advisory lock
 //! of a file another process is changing. On a
@@ -75,9 +76,9 @@
 //! grace period after an assignment, and a restarted witness takes no step
 //! within the grace period of its start (agents restarting with it get time
 //! to touch their hooks). The nudge interval is per agent
-//! ([`WitnessConfig::with_agent_interval`], default 60 s). The pure rule is
-//! [`judge`]: it returns the [`Next`] step with its effects (the nudge or
-//! escalation to send, the record to write, the action to report).
+//! ([`WitnessConfig::with_agent_interval`], default 60 s). Each tick's
+//! step is decided by a pure rule, then carried out in order: the nudge or
+//! escalation to send, the record to write, the action to report.
 //!
 //! # Agent work loop
 //!
@@ -86,7 +87,9 @@
 //! caller's closure runs with a [`WorkHandle`]. Its
 //! [`checkpoint`](WorkHandle::checkpoint) answers nudges that require it,
 //! touches the hook (fenced; at most every [`WorkerConfig::touch_every`]),
-//! hands `priority_change` and `sync_request` to the caller as [`Signal`]s,
+//! hands `priority_change` and `sync_request` to the caller as [`Signal`]s
+//! (each the store's [`ReadOutcome`](chipset_store::ReadOutcome) of the
+//! agent's nudge file, so an unreadable one reaches the work too),
 //! and returns [`Stop::Aborted`] after an `abort` sent after the assignment
 //! (an older abort is stale and only marked processed) or
 //! [`Stop::TakenAway`] when the hook no longer holds the work. When the
@@ -116,15 +119,16 @@
 //! only the current assignment's completion, verified on its hook, counts;
 //! reports about another assignment are [`DispatchAction::Ignored`].
 //! Suspended agents get no new work until [`Dispatcher::reinstate`].
-//! The ledger's rule is the pure [`ledger_transition`]`(entry, event, now)`: it
-//! returns the entry to write, the effects around the write and the next
-//! [`LedgerCommand`] (read a hook, assign, mail, reassign, clear), whose
-//! result comes back as the next [`LedgerEvent`].
+//! The ledger's rule is a pure function of (entry, event, time): it returns
+//! the entry to write, the effects around the write and the next command
+//! (read a hook, assign, mail, reassign, clear), whose result comes back as
+//! the next event.
 //!
 //! # Critic/executor rounds
 //!
 //! [`Rounds::open`] starts or resumes a task's [`Round`]: executor →
-//! critic → routing → commit, another round, or escalation ([`route`]).
+//! critic → routing → commit, another round, or escalation
+//! ([`Round::route`]).
 //! Commit needs a passing verification, no findings and an empty
 //! [`Mail::pending_replies`](chipset_mail::Mail::pending_replies); an error
 //! reading the gate blocks the commit ([`Gate::Unreadable`]). Replies
@@ -219,6 +223,8 @@ mod rounds;
 mod scan;
 #[cfg(feature = "tokio")]
 mod stream;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod witness;
 mod worker;
 
@@ -226,12 +232,8 @@ pub use attention::{
     Attention, AttentionConfig, Brief, BriefWatch, Entry, Item, REMINDER_AGENT_FIELD, WorkKind,
 };
 pub use channels::Channels;
-pub use dispatcher::{
-    DEFAULT_DISPATCH_POLL, DispatchAction, Dispatcher, DispatcherConfig, IgnoreReason, Ledger,
-    LedgerCommand, LedgerEffect, LedgerEvent, LedgerTransition, ledger_transition,
-};
+pub use dispatcher::{DispatchAction, Dispatcher, DispatcherConfig, IgnoreReason, Ledger};
 pub use error::{Error, Result};
-pub use files::{DISPATCHER_DIR, ROUNDS_DIR, WITNESS_DIR};
 pub use format::{
     AgentBook, Attempt, AttemptOutcome, BeadState, Blocker, COMPLETION_REPORT, CriticFinding,
     CriticReport, EscalationReason, Evidence, Gate, HEALTH_ESCALATION, Incident, IncidentKey,
@@ -239,18 +241,12 @@ pub use format::{
     RoundRecord, Routing, Step, Suspension, WORK_ASSIGNED_EVENT, WORK_ASSIGNMENT,
     WORK_COMPLETED_EVENT,
 };
-pub use rounds::{DEFAULT_MAX_ROUNDS, Round, Rounds, RoundsConfig, route};
+pub use rounds::{Round, Rounds, RoundsConfig};
 pub use scan::{LoopCounts, LoopState};
 #[cfg(feature = "tokio")]
 pub use stream::BriefStream;
-pub use witness::{
-    DEFAULT_GRACE, DEFAULT_STALL_THRESHOLD, Escalation, Finish, Judging, Next, NudgeStep, Witness,
-    WitnessAction, WitnessConfig, WitnessNudge, close, finish, judge,
-};
-pub use worker::{
-    DEFAULT_POLL_EVERY, DEFAULT_TOUCH_EVERY, Signal, Stop, WorkHandle, WorkOutcome, Worker,
-    WorkerConfig,
-};
+pub use witness::{Witness, WitnessAction, WitnessConfig};
+pub use worker::{Signal, Stop, WorkHandle, WorkOutcome, Worker, WorkerConfig};
 
 /// The loops' directory under the state root, `loop/`.
 pub const LOOP_CHANNEL: chipset_store::Channel = chipset_store::Channel::new("loop");

@@ -14,7 +14,7 @@ use crate::format::{
 };
 
 /// The default round limit: 5.
-pub const DEFAULT_MAX_ROUNDS: u32 = 5;
+pub(crate) const DEFAULT_MAX_ROUNDS: u32 = 5;
 
 /// How rounds are run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,7 +62,7 @@ impl RoundsConfig {
 ///   routed round, and their number did not shrink.
 /// - Escalate when `round` reached `max_rounds` without a commit.
 /// - Otherwise another round, with every blocker listed.
-pub fn route(
+pub(crate) fn route(
     report: &CriticReport,
     gate: &Gate,
     history: &[RoundRecord],
@@ -150,11 +150,6 @@ impl Rounds {
     /// Returns the config.
     pub fn config(&self) -> &RoundsConfig {
         &self.config
-    }
-
-    /// Returns the mail channel.
-    pub fn mail(&self) -> &Mail {
-        &self.mail
     }
 
     /// Reads `task`'s checkpoint.
@@ -299,7 +294,7 @@ impl Round {
     }
 
     /// Routes the round: reads the pending-replies gate (an error blocks the
-    /// commit), applies [`route`], records the round in the history and moves
+    /// commit), applies the routing rule (commit when verified, clean and no reply is pending; escalate on a stalemate or at the round limit; else another round), records the round in the history and moves
     /// to the next round's executor phase, to committing, or to escalated (a
     /// critical bus event wakes [`RoundsConfig::escalate_to`]).
     ///

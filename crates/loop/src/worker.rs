@@ -9,7 +9,7 @@ use chipset_hook::{Assignment, Pickup};
 use chipset_mail::MessageId;
 use chipset_mail::{Draft, InboxFilter, Kind, Message};
 use chipset_nudge::{Nudge, NudgeType, Received};
-use chipset_store::{AgentId, Corruption, ReadOutcome, StateDir, Timestamp, Unsupported};
+use chipset_store::{AgentId, ReadOutcome, StateDir, Timestamp};
 
 use crate::channels::Channels;
 use crate::error::{Error, Result};
@@ -20,9 +20,9 @@ use crate::format::{
 };
 
 /// The default minimum time between two hook touches from [`WorkHandle::checkpoint`]: 5 s.
-pub const DEFAULT_TOUCH_EVERY: Duration = Duration::from_secs(5);
+pub(crate) const DEFAULT_TOUCH_EVERY: Duration = Duration::from_secs(5);
 /// The default time [`Worker::run_until`] waits for a wake-up before polling its hook again: 1 s.
-pub const DEFAULT_POLL_EVERY: Duration = Duration::from_secs(1);
+pub(crate) const DEFAULT_POLL_EVERY: Duration = Duration::from_secs(1);
 
 /// How a worker paces itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +62,15 @@ impl WorkerConfig {
 }
 
 /// A nudge that reaches the caller's work as a typed signal.
+///
+/// Signals come as the store's [`ReadOutcome`] of the agent's
+/// `latest.json`: [`ReadOutcome::Value`] for a nudge, and
+/// [`ReadOutcome::Corrupt`] or [`ReadOutcome::Unsupported`] when the file
+/// (or its `processed.json`) cannot be used, since a nudge (even an abort)
+/// may be behind it. Work goes on then (the hook's fence still stops a
+/// taken-away completion); the doctor repairs a corrupt file and leaves an
+/// unsupported one for the program that wrote it. No signal is
+/// [`ReadOutcome::Missing`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Signal {
@@ -71,14 +80,6 @@ pub enum Signal {
     SyncRequest(Nudge),
     /// A nudge type this version does not act on.
     Other(Nudge),
-    /// The agent's `latest.json` is unreadable: a nudge (even an abort) may
-    /// be behind it. Work goes on (the hook's fence still stops a taken-away
-    /// completion); the doctor repairs the file.
-    Unreadable(Corruption),
-    /// The agent's `latest.json` (or its `processed.json`) holds a value this
-    /// version does not know: a nudge may be behind it, so it is surfaced like
-    /// an unreadable one, and left in place for the program that wrote it.
-    Unsupported(Unsupported),
 }
 
 /// Why the work must stop: what [`WorkHandle::checkpoint`] returns, and what
@@ -180,11 +181,6 @@ impl Worker {
         }
     }
 
-    /// Returns the channels the worker works through.
-    pub fn channels(&self) -> &Channels {
-        &self.channels
-    }
-
     /// Returns the agent's id.
     pub fn id(&self) -> &AgentId {
         &self.me
@@ -203,7 +199,7 @@ impl Worker {
     /// # Errors
     ///
     /// Channel errors.
-    pub fn answer_nudges(&self) -> Result<Vec<Signal>> {
+    pub fn answer_nudges(&self) -> Result<Vec<ReadOutcome<Signal>>> {
         let mut out = Vec::new();
         let _ = self.process_nudge(None, &mut out)?;
         Ok(out)
@@ -407,12 +403,12 @@ impl Worker {
     fn process_nudge(
         &self,
         current: Option<&Assignment>,
-        signals: &mut Vec<Signal>,
+        signals: &mut Vec<ReadOutcome<Signal>>,
     ) -> Result<(Option<NudgeType>, Option<Nudge>)> {
         let received = match self.channels.nudges.receive(&self.me) {
             // Whether the latest nudge was processed cannot be told.
             Err(chipset_nudge::Error::Store(chipset_store::Error::Unsupported(u))) => {
-                signals.push(Signal::Unsupported(u));
+                signals.push(ReadOutcome::Unsupported(u));
                 return Ok((None, None));
             }
             other => other?,
@@ -420,11 +416,11 @@ impl Worker {
         let nudge = match received {
             ReadOutcome::Value(Received::New(n) | Received::Unsure { nudge: n, .. }) => n,
             ReadOutcome::Corrupt(c) => {
-                signals.push(Signal::Unreadable(c));
+                signals.push(ReadOutcome::Corrupt(c));
                 return Ok((None, None));
             }
             ReadOutcome::Unsupported(u) => {
-                signals.push(Signal::Unsupported(u));
+                signals.push(ReadOutcome::Unsupported(u));
                 return Ok((None, None));
             }
             // Empty, seen, or a variant a newer chipset-nudge adds.
@@ -436,10 +432,14 @@ impl Worker {
                 Some(a) if nudge.timestamp >= a.work().assigned_at() => stop = Some(nudge.clone()),
                 _ => tracing::info!(agent = %self.me, "abort older than the current work: ignored"),
             },
-            NudgeType::PriorityChange => signals.push(Signal::PriorityChange(nudge.clone())),
-            NudgeType::SyncRequest => signals.push(Signal::SyncRequest(nudge.clone())),
+            NudgeType::PriorityChange => {
+                signals.push(ReadOutcome::Value(Signal::PriorityChange(nudge.clone())));
+            }
+            NudgeType::SyncRequest => {
+                signals.push(ReadOutcome::Value(Signal::SyncRequest(nudge.clone())));
+            }
             NudgeType::HealthCheck | NudgeType::StallWarning | NudgeType::NudgeResponse => {}
-            _ => signals.push(Signal::Other(nudge.clone())),
+            _ => signals.push(ReadOutcome::Value(Signal::Other(nudge.clone()))),
         }
         if nudge.requires_response {
             let text = match (current, &stop) {
@@ -473,7 +473,7 @@ pub struct WorkHandle<'w> {
     resumed: bool,
     last_touch: Timestamp,
     stop: Option<Nudge>,
-    signals: VecDeque<Signal>,
+    signals: VecDeque<ReadOutcome<Signal>>,
 }
 
 impl WorkHandle<'_> {
@@ -495,7 +495,7 @@ impl WorkHandle<'_> {
 
     /// Returns (and forgets) the signals received so far: `priority_change`,
     /// `sync_request` and the like, in arrival order.
-    pub fn take_signals(&mut self) -> Vec<Signal> {
+    pub fn take_signals(&mut self) -> Vec<ReadOutcome<Signal>> {
         self.signals.drain(..).collect()
     }
 

@@ -1,6 +1,6 @@
 //! Moving messages forward: archive, and the sweep of a committed task.
 
-use chipset_store::TaskId;
+use chipset_store::{ReadOutcome, TaskId};
 
 use crate::MessageId;
 
@@ -8,7 +8,7 @@ use crate::error::{MailError, Result};
 use crate::format::ManifestEvent;
 use crate::gate::{Folder, Look};
 use crate::layout::{BY_TASK, Location, ORPHAN, id_of};
-use crate::mail::{ArchiveOutcome, Mail, Moved, SweepReport, Unreadable};
+use crate::mail::{ArchiveOutcome, Mail, Moved, SweepReport};
 
 impl Mail {
     pub(crate) fn move_message(
@@ -148,7 +148,7 @@ impl Mail {
             .sweep_moves(task, &mut moved)
             .map_err(|e| partly(moved, e))?;
         if let Some(c) = corrupt {
-            return Err(c.into());
+            return Err(c);
         }
         let dir = self.layout.by_task(task);
         let total = (|| -> Result<usize> {
@@ -180,7 +180,7 @@ impl Mail {
     /// what that can miss). A folder the cache cannot take (it holds a file that is not a
     /// readable, supported message) is read whole, as without the cache, so
     /// every other message of the task still moves.
-    fn sweep_moves(&self, task: &TaskId, moved: &mut usize) -> Result<Option<Unreadable>> {
+    fn sweep_moves(&self, task: &TaskId, moved: &mut usize) -> Result<Option<MailError>> {
         let dest = Location::ByTask(task.clone());
         let inboxes = self.inbox_stats()?;
         let mut folders: Vec<(Folder, Option<chipset_store::Stat>)> = inboxes
@@ -190,7 +190,7 @@ impl Mail {
         folders.push((Folder::Archive, None));
         let agents: Vec<_> = inboxes.into_iter().map(|(agent, _)| agent).collect();
         let mut walk = self.task_files(task);
-        let mut corrupt: Option<Unreadable> = None;
+        let mut corrupt: Option<MailError> = None;
         for (folder, stat) in &folders {
             let source = match folder {
                 Folder::Inbox(agent) => Location::Inbox(agent.clone()),
@@ -204,13 +204,16 @@ impl Mail {
                     .collect(),
                 Err(MailError::Corrupt(_) | MailError::Unsupported(_)) => {
                     let mut ids = Vec::new();
-                    for entry in self.scan(&self.layout.dir_of(&source), &[BY_TASK, ORPHAN])? {
-                        match entry {
-                            Err(c) => {
-                                corrupt.get_or_insert(c);
+                    for (id, read) in self.scan(&self.layout.dir_of(&source), &[BY_TASK, ORPHAN])? {
+                        match read {
+                            ReadOutcome::Value(m) if m.phase == *task => ids.push(id),
+                            ReadOutcome::Value(_) | ReadOutcome::Missing => {}
+                            ReadOutcome::Corrupt(c) => {
+                                corrupt.get_or_insert(c.into());
                             }
-                            Ok((id, m)) if m.phase == *task => ids.push(id),
-                            Ok(_) => {}
+                            ReadOutcome::Unsupported(u) => {
+                                corrupt.get_or_insert(u.into());
+                            }
                         }
                     }
                     ids

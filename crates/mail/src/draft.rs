@@ -13,12 +13,12 @@ use crate::format::{
 };
 
 /// The default body limit: 256 KiB.
-pub const DEFAULT_MAX_BODY: usize = 256 * 1024;
+pub(crate) const DEFAULT_MAX_BODY: usize = 256 * 1024;
 
 /// How a [`Mail`](crate::Mail) handle behaves. Built by the embedding application.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MailConfig {
-    /// The largest body accepted, in bytes (default [`DEFAULT_MAX_BODY`]).
+    /// The largest body accepted, in bytes (default 256 KiB, as the seed's schema allows).
     pub max_body: usize,
     /// The recipient registry: when set, sending to an agent not in it is
     /// refused with [`MailError::UnknownRecipient`], and the doctor treats
@@ -61,7 +61,7 @@ pub struct InboxFilter {
 
 impl InboxFilter {
     /// Returns true when `message` passes.
-    pub fn matches(&self, message: &Message) -> bool {
+    pub(crate) fn matches(&self, message: &Message) -> bool {
         self.kind.is_none_or(|k| k == message.kind)
             && self.since.is_none_or(|t| message.created_at >= t)
             && self.task.as_ref().is_none_or(|t| *t == message.phase)
@@ -72,13 +72,18 @@ impl InboxFilter {
 /// [`Mail::send`](crate::Mail::send) assigns.
 ///
 /// ```
-/// use chipset_mail::{Draft, MailPriority};
+/// use chipset_mail::{Draft, Mail, MailPriority};
+/// use chipset_store::StateDir;
+///
 /// let draft = Draft::request("np-critic".parse()?, "np-executor".parse()?, "M005-S007-T0002".parse()?,
 ///     "dead-code", "did you intend to delete FoobarService?")
 ///     .with_round(2)
 ///     .with_priority(MailPriority::Urgent);
-/// assert!(draft.expects_reply());
-/// # Ok::<(), chipset_store::Error>(())
+/// let tmp = tempfile::tempdir()?;
+/// let sent = Mail::new(StateDir::open(tmp.path())?).send(&draft)?;
+/// assert!(sent.expects_reply());
+/// assert_eq!((sent.round(), sent.priority()), (Some(2), MailPriority::Urgent));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Draft {
@@ -187,11 +192,6 @@ impl Draft {
         self
     }
 
-    /// Returns the caller-chosen id, if any.
-    pub fn id(&self) -> Option<&MessageId> {
-        self.id.as_ref()
-    }
-
     /// Returns the draft with its task set. For a response, the task must be
     /// the request's (it is checked when sent).
     #[must_use]
@@ -209,53 +209,8 @@ impl Draft {
         self
     }
 
-    /// Returns the kind.
-    pub fn kind(&self) -> Kind {
-        self.kind
-    }
-
-    /// Returns the sender.
-    pub fn from(&self) -> &AgentId {
-        &self.from
-    }
-
-    /// Returns the addressee.
-    pub fn to(&self) -> &AgentId {
-        &self.to
-    }
-
-    /// Returns the task, if set (a response takes its request's task otherwise).
-    pub fn task(&self) -> Option<&TaskId> {
-        self.task.as_ref()
-    }
-
-    /// Returns the subject.
-    pub fn subject(&self) -> &str {
-        &self.subject
-    }
-
-    /// Returns the body.
-    pub fn body(&self) -> &str {
-        &self.body
-    }
-
-    /// Returns the round, if set.
-    pub fn round(&self) -> Option<u64> {
-        self.round
-    }
-
-    /// Returns the message this draft replies to.
-    pub fn in_reply_to(&self) -> Option<&MessageId> {
-        self.in_reply_to.as_ref()
-    }
-
-    /// Returns the priority.
-    pub fn priority(&self) -> MailPriority {
-        self.priority
-    }
-
     /// Returns what the message will say in `expects_reply`: true for requests only.
-    pub fn expects_reply(&self) -> bool {
+    pub(crate) fn expects_reply(&self) -> bool {
         self.kind == Kind::Request
     }
 }
@@ -377,14 +332,17 @@ mod tests {
         .with_id(id.clone())
         .replying_to(parent.clone())
         .with_priority(MailPriority::Urgent);
-        assert_eq!(d.kind(), Kind::Request);
-        assert_eq!((d.from(), d.to()), (&agent("critic"), &agent("exec")));
-        assert_eq!(d.task(), Some(&task("t1")));
-        assert_eq!((d.subject(), d.body()), ("the subject", "the body"));
-        assert_eq!(d.round(), Some(7));
-        assert_eq!(d.id(), Some(&id));
-        assert_eq!(d.in_reply_to(), Some(&parent));
-        assert_eq!(d.priority(), MailPriority::Urgent);
+        assert_eq!(d.kind, Kind::Request);
+        assert_eq!((&d.from, &d.to), (&agent("critic"), &agent("exec")));
+        assert_eq!(d.task, Some(task("t1")));
+        assert_eq!(
+            (d.subject.as_str(), d.body.as_str()),
+            ("the subject", "the body")
+        );
+        assert_eq!(d.round, Some(7));
+        assert_eq!(d.id, Some(id.clone()));
+        assert_eq!(d.in_reply_to, Some(parent.clone()));
+        assert_eq!(d.priority, MailPriority::Urgent);
         assert!(d.expects_reply());
         let sent = to_message(&d, id.clone(), task("t1"), Timestamp::EPOCH);
         assert_eq!(
@@ -393,11 +351,11 @@ mod tests {
             "the message keeps it"
         );
         let n = Draft::notify(agent("critic"), agent("exec"), task("t1"), "s", "b");
-        assert_eq!((n.round(), n.id(), n.in_reply_to()), (None, None, None));
+        assert_eq!((n.round, &n.id, &n.in_reply_to), (None, &None, &None));
         assert!(!n.expects_reply());
         let r = Draft::response(agent("exec"), agent("critic"), parent.clone(), "re", "b");
-        assert_eq!((r.kind(), r.task()), (Kind::Response, None));
-        assert_eq!(r.in_reply_to(), Some(&parent));
+        assert_eq!((r.kind, &r.task), (Kind::Response, &None));
+        assert_eq!(r.in_reply_to, Some(parent.clone()));
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind.
-    pub const ALL: [Kind; 3] = [Kind::Request, Kind::Response, Kind::Notify];
+    pub(crate) const ALL: [Kind; 3] = [Kind::Request, Kind::Response, Kind::Notify];
 
     /// Returns the name as written on disk.
     pub fn as_str(self) -> &'static str {
@@ -128,12 +128,12 @@ pub struct Message {
 }
 
 /// The message format this version reads: nubos-pilot's name for the seed's schema.
-pub const MESSAGE_SCHEMA: &str = "message.v1";
+pub(crate) const MESSAGE_SCHEMA: &str = "message.v1";
 
 /// Parses a message file's bytes. A file that is a JSON object but holds a
 /// value this version does not know (a `kind` other than request, response
 /// and notify, a `priority` other than urgent, normal and low, a `schema`
-/// other than [`MESSAGE_SCHEMA`]) is [`ReadOutcome::Unsupported`], not corrupt:
+/// other than `message.v1`) is [`ReadOutcome::Unsupported`], not corrupt:
 /// it is what it claims to be, written by a newer or other program.
 pub(crate) fn parse_message(path: &Path, bytes: &[u8]) -> ReadOutcome<Message> {
     /// Only what tells an unknown value from a broken file.
@@ -437,7 +437,7 @@ pub(crate) struct ReplyMarker {
 /// # Errors
 ///
 /// [`MailError::InvalidAgentName`](crate::MailError::InvalidAgentName).
-pub fn validate_agent_name(field: &'static str, agent: &AgentId) -> crate::Result<()> {
+pub(crate) fn validate_agent_name(field: &'static str, agent: &AgentId) -> crate::Result<()> {
     let ok = agent
         .as_str()
         .bytes()
@@ -453,7 +453,7 @@ pub fn validate_agent_name(field: &'static str, agent: &AgentId) -> crate::Resul
 }
 
 /// The longest subject accepted, in bytes.
-pub const MAX_SUBJECT_LEN: usize = 128;
+pub(crate) const MAX_SUBJECT_LEN: usize = 128;
 
 /// Checks that `subject` is kebab-case: lower-case ASCII letters and digits in
 /// words joined by single hyphens, at most [`MAX_SUBJECT_LEN`] bytes
@@ -462,7 +462,7 @@ pub const MAX_SUBJECT_LEN: usize = 128;
 /// # Errors
 ///
 /// [`MailError::InvalidSubject`](crate::MailError::InvalidSubject) naming the broken rule.
-pub fn validate_subject(subject: &str) -> crate::Result<()> {
+pub(crate) fn validate_subject(subject: &str) -> crate::Result<()> {
     let rule = if subject.is_empty() {
         Some("must not be empty")
     } else if subject.len() > MAX_SUBJECT_LEN {

@@ -147,6 +147,13 @@ pub(crate) fn id_of(name: &str) -> Option<MessageId> {
     name.strip_suffix(EXT).and_then(|s| MessageId::new(s).ok())
 }
 
+/// Returns true for a name no program of the seed reads as a message: it
+/// does not end in `.json` (`notes.txt`, an editor's swap file). Listings
+/// and the gate skip it; the doctor reports it.
+pub(crate) fn never_a_message(name: &str) -> bool {
+    !name.ends_with(EXT)
+}
+
 pub(crate) fn marker_name(kind: Kind, child: &MessageId) -> String {
     format!("{kind}-{child}{EXT}")
 }

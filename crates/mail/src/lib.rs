@@ -128,8 +128,8 @@
 //!   task's by-task archive (each only if its mtime shows that something
 //!   entered it since the request was sent), and read only the files newer
 //!   than the request that mention its id. `archive/` itself is listed only
-//!   for a request sent before the tail began. So with 100,000 archived
-//!   messages an open request costs what it costs with none.
+//!   for a request sent before the tail began. So an open request costs
+//!   what it costs with an empty archive, however many messages it holds.
 //! - [`Mail::pending_replies`] costs what the task's own mail costs: one
 //!   listing of `inbox/` with a `statx` per inbox relative to it (and one
 //!   for an inbox's `.quarantine/` while it exists), and the task's file of
@@ -145,53 +145,6 @@
 //! - [`Mail::sweep_task_on_commit`] reads the inboxes and `archive/` (the
 //!   archived messages of tasks not yet swept).
 //! - [`Mail::counts`] lists directories and reads no file.
-//!
-//! Measured on the scale bench (`cargo bench --bench scale`: 200 inboxes
-//! holding 100,000 messages against the same inboxes holding only the
-//! measured task's 10 requests; warm medians of 7 interleaved runs, cold
-//! medians of 3 after dropping the page cache; a disk shared with other
-//! builds, so cold figures and anything that syncs are noisy):
-//!
-//! | operation | warm, 100k | warm, small | cold, 100k | cold, small |
-//! |---|---|---|---|---|
-//! | gate ([`Mail::pending_replies`]) | 1.59 ms | 1.50 ms | 9.0 ms | 6.3 ms |
-//! | [`Mail::inbox`] (500 messages; small: 1) | 5.7 ms | 0.08 ms | 147 ms | 3.5 ms |
-//! | status ([`Mail::counts`]) | 111 ms | 3.2 ms | 378 ms | 27 ms |
-//! | [`Mail::doctor`] (check) | 1.8 s | 38 ms | 21.9 s | 0.53 s |
-//! | [`Mail::thread`] | 2.0 ms | 1.9 ms | 22 ms | 16 ms |
-//! | [`Mail::sweep_task_on_commit`] | 32 ms | 36 ms | 57 ms | 51 ms |
-//! | the sweep without its syncs | 14 ms | 5.1 ms | 36 ms | 10 ms |
-//!
-//! Status and the doctor grow with the messages by nature (status counts
-//! every directory entry, about 2 µs each warm, half of it ext4's hashed
-//! readdir; the doctor reads every file). Before the gate kept its open
-//! requests' bytes and stat-ed inboxes relative to `inbox/`, and before the
-//! sweep stopped listing inboxes that held none of its task's mail (issue
-//! 15), one run of the same bench gave: gate 3.65 ms warm against 1.88 ms
-//! small (1.94x) and 37.6 ms cold (17.3 ms small; 168 ms in an earlier
-//! run); sweep 137 ms against 66 ms (2.08x), without its syncs 143 ms
-//! against 8.6 ms (16.7x): each inbox the bench's earlier sweeps emptied
-//! (5 more per run) was listed with a `statx` per entry. The gate and the
-//! sweep now make the same system calls at 100k as on the small state (a
-//! gate in a fresh process: 372 against 826 before; cold, it reads the
-//! `inbox/` listing, 200 inode `statx`, the task's cache file, the tail
-//! file and the manifest's inode, about 1.1 MB from the disk against 2.4 MB
-//! before, 0.36 MB on the small state). What is left is the disk's: a cold
-//! gate is a handful of random reads (the task's cache file alone waited
-//! 27 ms in one traced run), and ranged from 7 to 117 ms at 100k across
-//! runs, the small state from 5 to 74 ms in the same runs. The sweep
-//! without its syncs was 1.6x and 1.7x its small figure in two more runs
-//! with the same system calls on both states (298 in a traced sweep); it
-//! is not explained beyond per-call costs (renames out of 500-entry
-//! directories) and the shared disk. Peak memory (a fresh
-//! process): status 3.1 MB, the mail doctor 12.1 MB, every doctor 12.6 MB,
-//! the gate 4.1 MB at 100k (small state: 3.1, 4.8, 5.0 and 3.6 MB). At
-//! 300,000 messages the gate is 1.9 ms warm against 2.0 ms small (0.99x),
-//! the thread 3.5 ms against 1.8 ms, status 1.7 s warm and 2.6 s cold;
-//! peak memory: status 3.2 MB, the mail doctor 12.1 MB, every doctor
-//! 12.3 MB, the gate 3.4 MB. At 1,000,000 messages the gate is 1.8 ms warm
-//! against 1.75 ms small (1.02x) and 13 ms cold, status 0.9 s warm and
-//! 5.3 s cold (counting a million directory entries; 3.0 MB peak).
 //!
 //! # The gate cache
 //!
@@ -214,11 +167,9 @@
 //! place (which the seed forbids) is noticed only by its own size and times
 //! when its inbox is next listed. Cache files are written without sync; a
 //! missing, stale, unparsable or other-version file is ignored and rebuilt,
-//! so the cache can cost a listing but never open the gate (the task files
-//! are at format version 3, which added the open requests' bytes and the
-//! gate's time; a version 2 file is read without them). Files written by
-//! other programs are read exactly as without the cache: an unreadable or
-//! unsupported file in any inbox fails the gate closed.
+//! so the cache can cost a listing but never open the gate. Files written by
+//! other programs are read exactly as without the cache: an unreadable,
+//! oversized or unsupported message file in any inbox fails the gate closed.
 //!
 //! The sweep and the thread rely on the same cache, on the same terms: a
 //! folder whose stamp is not exactly the cached one (and settled) is
@@ -285,7 +236,7 @@
 //! Every change goes through `chipset-store`: [`Mail::send`] publishes with a
 //! no-clobber rename after syncing the file, then syncs the directory, then
 //! appends its `sent` event with one write and **no** data sync: two syncs
-//! per send (there were three: file, directory, manifest). The event can be rebuilt
+//! per send. The event can be rebuilt
 //! from the message file, so its sync is shared with the next synced append
 //! to the manifest (any `archived` or `task-swept` event, or a response's
 //! send) or left to the kernel's writeback; a power cut before either may
@@ -343,17 +294,31 @@
 //!
 //! # Fail closed
 //!
-//! A file in an inbox that is not a readable message is never skipped:
-//! [`Mail::inbox`], [`Mail::pending_replies`] and [`Mail::thread`] return
-//! [`MailError::Corrupt`] naming it, so the commit gate cannot pass while a
-//! request might be unreadable. [`Mail::doctor`] in
-//! [`DoctorMode::Fix`](chipset_store::DoctorMode::Fix)
-//! quarantines such files (moves them into `.quarantine/` beside them).
+//! A `{id}.json` file in an inbox that is not a readable message is never
+//! skipped: [`Mail::inbox`], [`Mail::pending_replies`] and [`Mail::thread`]
+//! return [`MailError::Corrupt`] naming it, so the commit gate cannot pass
+//! while a request might be unreadable. [`Mail::doctor`] in
+//! [`DoctorMode::Fix`](chipset_store::DoctorMode::Fix) quarantines such
+//! files (moves them into `.quarantine/` beside them), unless the seed's own
+//! reader (nubos-pilot's) still lists the file as a valid message: then it
+//! is reported and left for a person.
+//!
+//! Files another program left that cannot be a message do not stop a
+//! listing. A name that does not end in `.json` (`notes.txt`, an editor's
+//! swap file) is skipped by every listing and by the gate; any name that is
+//! not `{id}.json` is skipped by [`Mail::inbox`] and reported by the doctor
+//! (`messaging-stray-file`), which leaves it where it is. A message file is
+//! read up to 16 MiB (or the state's read cap, when larger): the seed sets
+//! no limit, and nubos-pilot's largest valid message (a 256 KiB body of
+//! control characters, six bytes each once escaped) is about 1.5 MiB. A file
+//! over that cap is skipped by [`Mail::inbox`] with a `tracing` warning,
+//! reported by the doctor (`messaging-oversized-file`) and never moved, and
+//! fails the gate closed: it may be an open request.
 //!
 //! A message that is well-formed but holds a value this version does not
 //! know — a `kind` other than request, response and notify, a `priority`
 //! other than urgent, normal and low, or a `schema` other than
-//! [`MESSAGE_SCHEMA`] (`message.v1`, nubos-pilot's name for the seed's
+//! `message.v1` (nubos-pilot's name for the seed's
 //! format) — is *unsupported*, not corrupt: the same readers fail closed on
 //! it with [`MailError::Unsupported`], and the doctor reports it
 //! (`messaging-unsupported-file`) and never moves it aside.
@@ -368,7 +333,12 @@
 //! was swept, whose recipient is not registered, or older than
 //! [`MailConfig::orphan_after`]), messages without a `sent` event, messages
 //! in `archive/` without an `archived` event, and a torn or bad manifest
-//! line. A message without its `sent` (or `archived`) event that is younger
+//! line; stray names and files over the read cap are reported and left in
+//! place. The fix never moves a file the seed's own reader (nubos-pilot)
+//! still lists unless the seed says the move is right (a response archives
+//! its request; an orphan goes to `archive/orphan/`; the copy a cut move
+//! left at an earlier stage is set aside), and then its action says so.
+//! A message without its `sent` (or `archived`) event that is younger
 //! than [`MailConfig::in_flight_grace`] is in flight
 //! ([`Defect::InFlight`](chipset_store::Defect::InFlight), `messaging-in-flight`): not
 //! repaired yet (its sender or archiver may be appending), and not clean
@@ -389,11 +359,10 @@
 //! entries, answered requests). It holds the agent and task names (once
 //! each), the findings and what their repair needs, and one directory entry
 //! at a time (message folders are walked, never listed whole); a repair
-//! that needs a whole message reads it again. Peak memory on the scale
-//! bench: 5 MB at 10,000 messages, 12 MB at 100,000 and 16 MB at
-//! 1,000,000 (the two 8 MB sort buffers fill, then stay; see
-//! `benches/scale.rs`). [`Mail::counts`] counts directory entries as they
-//! are listed and holds none.
+//! that needs a whole message reads it again, so its peak memory is about
+//! the two 8 MB sort buffers, whatever the number of messages.
+//! [`Mail::counts`] counts directory entries as they are listed and holds
+//! none.
 //!
 //! # Errors
 //!
@@ -420,12 +389,9 @@ mod tail;
 mod thread;
 
 pub use doctor::OrphanReason;
-pub use draft::{DEFAULT_MAX_BODY, Draft, InboxFilter, MailConfig};
+pub use draft::{Draft, InboxFilter, MailConfig};
 pub use error::{MailError, Result};
-pub use format::{
-    Kind, MAX_ROUND, MAX_SUBJECT_LEN, MESSAGE_SCHEMA, MailPriority, ManifestEvent, Message,
-    validate_agent_name, validate_subject,
-};
+pub use format::{Kind, MAX_ROUND, MailPriority, ManifestEvent, Message};
 pub use id::MessageId;
 pub use layout::Location;
 pub use mail::{ArchiveOutcome, Found, Mail, MailCounts, Manifest, SweepReport};

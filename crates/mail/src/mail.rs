@@ -9,13 +9,13 @@ use std::path::{Path, PathBuf};
 
 use chipset_store::{
     AgentId, BadLine, CorruptReason, Corruption, JsonLog, ReadOutcome, StateDir, StatePath, TaskId,
-    TornTail, Unsupported,
+    TornTail,
 };
 
 use crate::MessageId;
 
 use crate::draft::MailConfig;
-use crate::error::{MailError, Result};
+use crate::error::Result;
 use crate::format::{Kind, ManifestEvent, Message, parse_message};
 use crate::layout::{Layout, Location, id_of};
 
@@ -87,35 +87,40 @@ pub struct Manifest {
     pub torn_tail: Option<TornTail>,
 }
 
-/// A file where a message belongs that cannot be used as one.
-#[derive(Debug)]
-pub(crate) enum Unreadable {
-    /// Not a message.
-    Corrupt(Corruption),
-    /// A message holding a value this version does not know.
-    Unsupported(Unsupported),
+/// The largest message file mail reads: 16 MiB, or the state root's read
+/// cap when that is larger (so every file [`Mail::send`] writes reads back).
+///
+/// The seed sets no size limit. nubos-pilot caps a body at 256 KiB of
+/// UTF-8, and JSON escapes a control character as six bytes (`\u0001`), so
+/// its largest valid message file is about 1.5 MiB: the cap is ten times
+/// that, and only bounds what a hostile or broken file can make a reader
+/// hold in memory. A file over it is skipped by [`Mail::inbox`] (with a
+/// warning), reported by the doctor and never moved, and fails the commit
+/// gate closed.
+pub(crate) const MESSAGE_READ_CAP: u64 = 16 * 1024 * 1024;
+
+/// The cap message files are read under: [`MESSAGE_READ_CAP`], or the
+/// state's read cap when larger.
+pub(crate) fn message_cap(state: &StateDir) -> u64 {
+    state.read_cap().max(MESSAGE_READ_CAP)
 }
 
-impl From<Corruption> for Unreadable {
-    fn from(c: Corruption) -> Self {
-        Unreadable::Corrupt(c)
-    }
+/// Reads a message file's bytes, bounded by [`message_cap`].
+pub(crate) fn read_message_bytes(
+    state: &StateDir,
+    path: &StatePath,
+) -> Result<ReadOutcome<Vec<u8>>> {
+    Ok(state.read_bytes_capped(path, message_cap(state))?)
 }
 
-impl From<Unreadable> for MailError {
-    fn from(u: Unreadable) -> Self {
-        match u {
-            Unreadable::Corrupt(c) => MailError::Corrupt(c),
-            Unreadable::Unsupported(u) => MailError::Unsupported(u),
-        }
-    }
+/// Returns true for a file that is over [`MESSAGE_READ_CAP`].
+pub(crate) fn is_too_large(c: &Corruption) -> bool {
+    matches!(c.reason, CorruptReason::TooLarge { .. })
 }
 
 /// Reads and parses one message file (see [`parse_message`]).
 pub(crate) fn read_message(state: &StateDir, path: &StatePath) -> Result<ReadOutcome<Message>> {
-    Ok(state
-        .read_bytes(path)?
-        .and_then(|bytes| parse_message(path, &bytes)))
+    Ok(read_message_bytes(state, path)?.and_then(|bytes| parse_message(path, &bytes)))
 }
 
 /// What happened to one move.
@@ -280,7 +285,7 @@ impl Mail {
     ///
     /// # Errors
     ///
-    /// [`MailError::Store`] when `inbox/` cannot be listed; [`MailError::Corrupt`]
+    /// [`MailError::Store`](crate::MailError::Store) when `inbox/` cannot be listed; [`MailError::Corrupt`](crate::MailError::Corrupt)
     /// for an entry in it that is not a valid agent id.
     pub fn agents(&self) -> Result<Vec<AgentId>> {
         let root = self.layout.inbox_root();
@@ -304,7 +309,7 @@ impl Mail {
     ///
     /// # Errors
     ///
-    /// [`MailError::Store`] when a directory cannot be listed or stat fails.
+    /// [`MailError::Store`](crate::MailError::Store) when a directory cannot be listed or stat fails.
     pub fn locate(&self, id: &MessageId) -> Result<Option<Location>> {
         self.locate_with(id, None)
     }
@@ -345,7 +350,7 @@ impl Mail {
     ///
     /// # Errors
     ///
-    /// [`MailError::Corrupt`] when its file is unreadable; as [`Mail::locate`].
+    /// [`MailError::Corrupt`](crate::MailError::Corrupt) when its file is unreadable; as [`Mail::locate`].
     pub fn find(&self, id: &MessageId) -> Result<Option<Found>> {
         self.find_with(id, None)
     }
@@ -357,11 +362,7 @@ impl Mail {
                 return Ok(None);
             };
             let path = self.layout.file(&location, id);
-            let read = self
-                .state
-                .read_bytes(&path)?
-                .and_then(|bytes| parse_message(&path, &bytes));
-            match read {
+            match read_message(&self.state, &path)? {
                 ReadOutcome::Missing => continue,
                 ReadOutcome::Corrupt(c) => return Err(c.into()),
                 ReadOutcome::Unsupported(u) => return Err(u.into()),
@@ -374,14 +375,16 @@ impl Mail {
         Ok(None)
     }
 
-    /// Reads every message in `dir`, sorted by id. Entries that are not
-    /// message files, and files that do not parse, come back as corruptions.
-    /// Files that vanish between listing and reading (moved on) are skipped.
+    /// Reads every message in `dir`, in id order: each file's id and what
+    /// reading it found (never [`ReadOutcome::Missing`]: a file that
+    /// vanished between listing and reading moved on, and is left out).
+    /// Names that are not `{id}.json` cannot be the seed's messages: they
+    /// are skipped with a warning (the doctor reports them).
     pub(crate) fn scan(
         &self,
         dir: &StatePath,
         skip: &[&str],
-    ) -> Result<Vec<std::result::Result<(MessageId, Message), Unreadable>>> {
+    ) -> Result<Vec<(MessageId, ReadOutcome<Message>)>> {
         let names = self.state.list(dir)?;
         let mut out = Vec::with_capacity(names.len());
         for name in names {
@@ -390,34 +393,23 @@ impl Mail {
             }
             let Some(id) = id_of(&name) else {
                 let path = dir.as_path().join(&name);
-                out.push(Err(
-                    stray(path, "not a message file: expected `{id}.json`").into()
-                ));
+                tracing::warn!(path = %path.display(), "skipping a file that is not a message (`{{id}}.json`)");
                 continue;
             };
             let path = dir.join_id(&id, ".json");
             // The directory's parents were checked by the listing; the file
             // itself is opened without following a symlink.
-            match read_message(&self.state, &path)? {
-                ReadOutcome::Missing => {}
-                ReadOutcome::Corrupt(c) => out.push(Err(c.into())),
-                ReadOutcome::Unsupported(u) => out.push(Err(Unreadable::Unsupported(u))),
-                ReadOutcome::Value(m) => out.push(
-                    check_id(&path, &id, m)
-                        .map(|m| (id, m))
-                        .map_err(Unreadable::from),
-                ),
-            }
+            let read = match read_message(&self.state, &path)? {
+                ReadOutcome::Missing => continue,
+                ReadOutcome::Value(m) => match check_id(&path, &id, m) {
+                    Ok(m) => ReadOutcome::Value(m),
+                    Err(c) => ReadOutcome::Corrupt(c),
+                },
+                other => other,
+            };
+            out.push((id, read));
         }
         Ok(out)
-    }
-
-    /// As [`Mail::scan`], failing on the first corruption.
-    pub(crate) fn scan_strict(&self, dir: &StatePath) -> Result<Vec<Message>> {
-        self.scan(dir, &[])?
-            .into_iter()
-            .map(|r| r.map(|(_, m)| m).map_err(MailError::from))
-            .collect()
     }
 }
 

@@ -2,13 +2,13 @@
 
 use std::collections::BTreeMap;
 
-use chipset_store::{AgentId, StatePath};
+use chipset_store::{AgentId, ReadOutcome, StatePath};
 
 use crate::draft::InboxFilter;
 use crate::error::Result;
 use crate::format::{ManifestEvent, Message};
 use crate::layout::id_of;
-use crate::mail::{Mail, MailCounts, Manifest};
+use crate::mail::{Mail, MailCounts, Manifest, is_too_large};
 
 impl Mail {
     // ---- reading -------------------------------------------------------
@@ -16,18 +16,38 @@ impl Mail {
     /// Returns the messages in `agent`'s inbox that pass `filter`, in id order
     /// (send order). Reads only that inbox.
     ///
+    /// Files another program left there that are not messages are skipped
+    /// with a `tracing` warning, and [`Mail::doctor`] reports them: a name
+    /// that is not `{id}.json` (`notes.txt`, an editor's swap file), and a
+    /// file over the 16 MiB read cap (far above any message the seed's
+    /// programs write; see the crate docs). The commit gate is stricter: see
+    /// [`Mail::pending_replies`].
+    ///
     /// # Errors
     ///
-    /// [`MailError::Corrupt`](crate::MailError::Corrupt) naming the first file in the inbox that is not a
-    /// readable message: a bad file is never skipped. [`MailError::Store`](crate::MailError::Store) when
-    /// the inbox cannot be listed.
+    /// [`MailError::Corrupt`](crate::MailError::Corrupt) naming the first
+    /// `{id}.json` file that is not a readable message, and
+    /// [`MailError::Unsupported`](crate::MailError::Unsupported) for one
+    /// holding a value this version does not know: such a file is never
+    /// skipped. [`MailError::Store`](crate::MailError::Store) when the inbox
+    /// cannot be listed.
     pub fn inbox(&self, agent: &AgentId, filter: &InboxFilter) -> Result<Vec<Message>> {
-        let mut out: Vec<Message> = self
-            .scan_strict(&self.layout.inbox(agent))?
-            .into_iter()
-            .filter(|m| filter.matches(m))
-            .collect();
-        out.sort_by(|a, b| a.id.cmp(&b.id));
+        let mut out = Vec::new();
+        for (_, read) in self.scan(&self.layout.inbox(agent), &[])? {
+            match read {
+                ReadOutcome::Value(m) => {
+                    if filter.matches(&m) {
+                        out.push(m);
+                    }
+                }
+                ReadOutcome::Corrupt(c) if is_too_large(&c) => {
+                    tracing::warn!(path = %c.path.display(), reason = %c.reason, "skipping a file over the message read cap");
+                }
+                ReadOutcome::Corrupt(c) => return Err(c.into()),
+                ReadOutcome::Unsupported(u) => return Err(u.into()),
+                ReadOutcome::Missing => {}
+            }
+        }
         Ok(out)
     }
 

@@ -63,6 +63,29 @@ impl Mail {
                 None,
                 quarantined("quarantined"),
             ),
+            Finding::Stray { path } => (
+                Defect::Stray,
+                Some(path.clone()),
+                None,
+                Action::LeftAlone("not a message file: a person decides".to_owned()),
+            ),
+            Finding::Oversized { path, size, cap } => (
+                Defect::Corrupt(chipset_store::CorruptReason::TooLarge {
+                    size: *size,
+                    cap: *cap,
+                }),
+                Some(path.clone()),
+                None,
+                Action::LeftAlone("over the read cap: a person decides".to_owned()),
+            ),
+            Finding::PeerListed { path, reason } => (
+                Defect::Corrupt(reason.clone()),
+                Some(path.clone()),
+                None,
+                Action::LeftAlone(
+                    "nubos-pilot still lists it as a message: a person decides".to_owned(),
+                ),
+            ),
             Finding::Unsupported { path, what } => (
                 Defect::Unsupported(what.clone()),
                 Some(path.clone()),
@@ -73,7 +96,10 @@ impl Mail {
                 Defect::Missing,
                 Some(self.layout.file(extra, id).into_path_buf()),
                 Some(id.to_string()),
-                quarantined("extra copy quarantined"),
+                quarantined(
+                    "extra copy quarantined (the seed moves a message forward: inbox, \
+                     archive, by-task; this copy is the one a crashed move left behind)",
+                ),
             ),
             Finding::MissingReplyMarker { child, .. } => (
                 Defect::Missing,
@@ -89,7 +115,11 @@ impl Mail {
                         .into_path_buf(),
                 ),
                 Some(id.to_string()),
-                Action::Moved("archived".to_owned()),
+                Action::Moved(
+                    "archived, as the seed says a response archives its request \
+                     (nubos-pilot leaves it in the inbox)"
+                        .to_owned(),
+                ),
             ),
             Finding::Orphan { id, agent, .. } => (
                 Defect::Stale,
@@ -99,7 +129,10 @@ impl Mail {
                         .into_path_buf(),
                 ),
                 Some(id.to_string()),
-                Action::Moved("moved to archive/orphan/".to_owned()),
+                Action::Moved(
+                    "moved to archive/orphan/, the seed's fix for `messaging-orphan-inbox`"
+                        .to_owned(),
+                ),
             ),
             Finding::MissingSentEvent { id, location } => (
                 Defect::Missing,

@@ -10,7 +10,7 @@ use crate::MessageId;
 use crate::error::Result;
 use crate::format::{Kind, Message, parse_message};
 use crate::layout::{id_of, parse_marker};
-use crate::mail::{MTIME_SLACK, Mail, answers, contains, modified};
+use crate::mail::{MTIME_SLACK, Mail, answers, contains, message_cap, modified};
 use crate::tail::Caught;
 
 impl Mail {
@@ -125,7 +125,10 @@ impl Mail {
                     continue;
                 }
                 let path = dir.join_id(&id, ".json");
-                let bytes = match self.state.read_bytes(&path) {
+                let bytes = match self
+                    .state
+                    .read_bytes_capped(&path, message_cap(&self.state))
+                {
                     Ok(ReadOutcome::Value(bytes)) => bytes,
                     // Moved on, unreadable, or not a regular file: not an answer.
                     Ok(_) | Err(chipset_store::Error::Symlink { .. }) => continue,

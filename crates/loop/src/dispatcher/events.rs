@@ -14,7 +14,7 @@ use crate::format::LedgerEntry;
 /// shell saw or did on the entry's behalf (the answer to a [`LedgerCommand`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum LedgerEvent {
+pub(crate) enum LedgerEvent {
     /// A completion report about `assignment` (by mail or bus), with the
     /// completion time it names.
     Report {
@@ -68,7 +68,7 @@ pub enum LedgerEvent {
 /// A side effect the shell carries out around the entry's write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum LedgerEffect {
+pub(crate) enum LedgerEffect {
     /// Send the `work-assignment` mail under `mail` (a second send of the
     /// same id is a no-op).
     SendAssignment {
@@ -96,7 +96,7 @@ pub enum LedgerEffect {
 /// next [`LedgerEvent`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum LedgerCommand {
+pub(crate) enum LedgerCommand {
     /// Nothing more for this entry now.
     Stop,
     /// Read `agent`'s hook and feed it back as [`LedgerEvent::Adopt`].
@@ -128,17 +128,17 @@ pub enum LedgerCommand {
 /// reported, then `next`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct LedgerTransition {
+pub(crate) struct LedgerTransition {
     /// Effects that must happen before the write.
-    pub before: Vec<LedgerEffect>,
+    pub(crate) before: Vec<LedgerEffect>,
     /// The entry to write; `None` leaves the file as it is.
-    pub entry: Option<LedgerEntry>,
+    pub(crate) entry: Option<LedgerEntry>,
     /// Effects after the write.
-    pub after: Vec<LedgerEffect>,
+    pub(crate) after: Vec<LedgerEffect>,
     /// What to report.
-    pub action: Option<DispatchAction>,
+    pub(crate) action: Option<DispatchAction>,
     /// What the shell does next.
-    pub next: LedgerCommand,
+    pub(crate) next: LedgerCommand,
 }
 
 impl LedgerTransition {

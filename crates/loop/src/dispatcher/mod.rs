@@ -31,11 +31,13 @@ mod shell;
 mod tests;
 mod transition;
 
-pub use events::{LedgerCommand, LedgerEffect, LedgerEvent, LedgerTransition};
-pub use transition::ledger_transition;
+#[cfg(test)]
+use events::LedgerTransition;
+pub(crate) use events::{LedgerCommand, LedgerEffect, LedgerEvent};
+pub(crate) use transition::ledger_transition;
 
 /// The default time [`Dispatcher::run_until`] waits for a wake-up before ticking anyway: 1 s.
-pub const DEFAULT_DISPATCH_POLL: Duration = Duration::from_secs(1);
+pub(crate) const DEFAULT_DISPATCH_POLL: Duration = Duration::from_secs(1);
 
 /// How a dispatcher paces itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -208,11 +210,6 @@ impl Dispatcher {
             channels,
             finished: Arc::default(),
         }
-    }
-
-    /// Returns the channels the dispatcher works through.
-    pub fn channels(&self) -> &Channels {
-        &self.channels
     }
 
     /// Returns the dispatcher's agent id.

@@ -46,7 +46,7 @@ use crate::witness::same_assignment;
 /// done         Cleared                        done{cleared: true}               - (finished after)
 /// done         Sweep (cleared)                -                                 - (finished)
 /// ```
-pub fn ledger_transition(
+pub(crate) fn ledger_transition(
     entry: &LedgerEntry,
     event: &LedgerEvent,
     now: Timestamp,

@@ -15,26 +15,26 @@ use crate::format::{Evidence, HEALTH_ESCALATION, Incident, IncidentKey, LoopMess
 
 /// The inputs of [`judge`] besides the record and the hook.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Judging {
+pub(crate) struct Judging {
     /// Now.
-    pub now: Timestamp,
+    pub(crate) now: Timestamp,
     /// The stall threshold.
-    pub stall_threshold: Duration,
+    pub(crate) stall_threshold: Duration,
     /// The agent's nudge interval.
-    pub interval: Duration,
+    pub(crate) interval: Duration,
     /// The grace period.
-    pub grace: Duration,
+    pub(crate) grace: Duration,
     /// When this witness started.
-    pub started_at: Timestamp,
+    pub(crate) started_at: Timestamp,
     /// When the agent last answered the witness, if it has.
-    pub answered_at: Option<Timestamp>,
+    pub(crate) answered_at: Option<Timestamp>,
     /// The witness judging: the `witness` of the records it writes.
-    pub witness: AgentId,
+    pub(crate) witness: AgentId,
 }
 
 /// The two nudges the witness sends (both require a response).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WitnessNudge {
+pub(crate) enum WitnessNudge {
     /// The first nudge of an incident.
     HealthCheck,
     /// The second, one interval later without a sign of life.
@@ -43,7 +43,7 @@ pub enum WitnessNudge {
 
 impl WitnessNudge {
     /// Returns the nudge type sent.
-    pub fn kind(self) -> NudgeType {
+    pub(crate) fn kind(self) -> NudgeType {
         match self {
             WitnessNudge::HealthCheck => NudgeType::HealthCheck,
             WitnessNudge::StallWarning => NudgeType::StallWarning,
@@ -55,7 +55,7 @@ impl WitnessNudge {
 /// in the order the shell carries them out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Next {
+pub(crate) enum Next {
     /// Nothing to do now.
     Wait,
     /// Write `record` (the incident resolved: a sign of life, or the hook
@@ -77,7 +77,7 @@ pub enum Next {
 
 impl Next {
     /// Returns true when there is nothing to do.
-    pub fn is_wait(&self) -> bool {
+    pub(crate) fn is_wait(&self) -> bool {
         matches!(self, Next::Wait)
     }
 }
@@ -85,24 +85,24 @@ impl Next {
 /// A nudge to send (requiring a response), and the record to write once it is sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct NudgeStep {
+pub(crate) struct NudgeStep {
     /// Which nudge.
-    pub nudge: WitnessNudge,
+    pub(crate) nudge: WitnessNudge,
     /// Its text.
-    pub text: String,
+    pub(crate) text: String,
     /// The incident record to write after the send.
-    pub record: Incident,
+    pub(crate) record: Incident,
 }
 
 impl NudgeStep {
     /// Returns the agent the nudge goes to.
-    pub fn agent(&self) -> &AgentId {
+    pub(crate) fn agent(&self) -> &AgentId {
         self.record.assignment.agent()
     }
 
     /// Returns the action to report once sent (`held`: the nudge waits
     /// behind an unprocessed `abort`).
-    pub fn action(&self, held: bool) -> WitnessAction {
+    pub(crate) fn action(&self, held: bool) -> WitnessAction {
         let key = self.record.key();
         let at = self.record.updated_at;
         match self.nudge {
@@ -121,7 +121,7 @@ impl NudgeStep {
 /// choose (it is generated from the clock and randomness): the shell gives
 /// it to [`Escalation::intent`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Escalation {
+pub(crate) struct Escalation {
     warned: Incident,
     health_check_at: Timestamp,
     stall_warning_at: Timestamp,
@@ -130,7 +130,7 @@ pub struct Escalation {
 impl Escalation {
     /// Returns the intent to write durably before the mail (the incident
     /// `escalating`, holding `mail`), and the finish that follows it.
-    pub fn intent(&self, mail: MessageId) -> (Incident, Finish) {
+    pub(crate) fn intent(&self, mail: MessageId) -> (Incident, Finish) {
         let now = self.warned.updated_at;
         let intent = Incident {
             step: Step::Escalating {
@@ -160,22 +160,22 @@ impl Escalation {
 /// `record` (the incident escalated, final), report `action`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Finish {
+pub(crate) struct Finish {
     /// The escalation's body and payload.
-    pub message: LoopMessage,
+    pub(crate) message: LoopMessage,
     /// The id the mail goes under.
-    pub mail: MessageId,
+    pub(crate) mail: MessageId,
     /// The wake-up event's de-duplication key.
-    pub dedup_key: String,
+    pub(crate) dedup_key: String,
     /// The record to write once both are sent.
-    pub record: Incident,
+    pub(crate) record: Incident,
     /// What to report.
-    pub action: WitnessAction,
+    pub(crate) action: WitnessAction,
 }
 
 /// Returns the finish of an `escalating` incident record (`recovered`: an
 /// earlier witness started it), or `None` for any other step.
-pub fn finish(
+pub(crate) fn finish(
     record: &Incident,
     witness: &AgentId,
     now: Timestamp,
@@ -261,7 +261,12 @@ fn finishing(
 /// escalating         -                              -                   Finish (recovered) → escalated
 /// escalated          -                              -                   Wait (final)
 /// ```
-pub fn judge(record: Option<&Incident>, hook: &Hook, assignment: &Assignment, j: &Judging) -> Next {
+pub(crate) fn judge(
+    record: Option<&Incident>,
+    hook: &Hook,
+    assignment: &Assignment,
+    j: &Judging,
+) -> Next {
     if let Some(old) = record
         && !same_assignment(&old.assignment, assignment)
         && let Some(f) = finish(old, &j.witness, j.now, true)
@@ -387,7 +392,12 @@ pub fn judge(record: Option<&Incident>, hook: &Hook, assignment: &Assignment, j:
 /// escalation is finished all the same (the dispatcher decides what it
 /// means); a check or a warning is closed as resolved, the evidence being
 /// that the hook moved on. Anything else: nothing.
-pub fn close(record: Option<&Incident>, hook: &Hook, witness: &AgentId, now: Timestamp) -> Next {
+pub(crate) fn close(
+    record: Option<&Incident>,
+    hook: &Hook,
+    witness: &AgentId,
+    now: Timestamp,
+) -> Next {
     let Some(record) = record.filter(|r| r.step.is_open()) else {
         return Next::Wait;
     };

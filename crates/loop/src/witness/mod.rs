@@ -26,13 +26,14 @@ mod tests;
 #[cfg(test)]
 use judge::answers_since;
 pub(crate) use judge::same_assignment;
-pub use judge::{Escalation, Finish, Judging, Next, NudgeStep, WitnessNudge, close, finish, judge};
+#[cfg(test)]
+use judge::{Finish, Judging, Next, WitnessNudge, close, judge};
 pub use shell::Witness;
 
 /// The default stall threshold: a pending or active hook untouched for 5 minutes is quiet.
-pub const DEFAULT_STALL_THRESHOLD: Duration = Duration::from_secs(300);
+pub(crate) const DEFAULT_STALL_THRESHOLD: Duration = Duration::from_secs(300);
 /// The default grace period after an assignment or a witness restart: 60 seconds.
-pub const DEFAULT_GRACE: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_GRACE: Duration = Duration::from_secs(60);
 
 /// How the witness judges agents.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -68,11 +68,6 @@ impl Witness {
         }
     }
 
-    /// Returns the channels the witness works through.
-    pub fn channels(&self) -> &Channels {
-        &self.channels
-    }
-
     /// Returns the witness's agent id (the `from` of its nudges and mail).
     pub fn id(&self) -> &AgentId {
         &self.me
@@ -81,11 +76,6 @@ impl Witness {
     /// Returns the config.
     pub fn config(&self) -> &WitnessConfig {
         &self.config
-    }
-
-    /// Returns when this witness started.
-    pub fn started_at(&self) -> Timestamp {
-        self.started_at
     }
 
     /// Reads `agent`'s incident record.

@@ -2,9 +2,10 @@
 //! the round limit, the sweep, and resuming after a kill.
 
 use chipset_bus::Bus;
+use chipset_loop::testing::route;
 use chipset_loop::{
     Blocker, CriticFinding, CriticReport, EscalationReason, Gate, Phase, ROUND_ESCALATION_EVENT,
-    Rounds, RoundsConfig, Routing, route,
+    Rounds, RoundsConfig, Routing,
 };
 use chipset_mail::{Draft, InboxFilter, Location};
 use chipset_store::TaskId;

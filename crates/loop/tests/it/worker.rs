@@ -288,7 +288,10 @@ fn priority_changes_and_sync_requests_reach_the_work_as_signals() {
             let signals = work.take_signals();
             assert!(matches!(
                 &signals[..],
-                [Signal::PriorityChange(p), Signal::SyncRequest(q)]
+                [
+                    ReadOutcome::Value(Signal::PriorityChange(p)),
+                    ReadOutcome::Value(Signal::SyncRequest(q))
+                ]
                     if p.from == "mayor" && q.from == "peer"
             ));
             assert!(work.take_signals().is_empty());
@@ -586,7 +589,7 @@ fn a_corrupt_nudge_reaches_the_work_as_an_unreadable_signal() {
             work.checkpoint()?;
             let signals = work.take_signals();
             assert!(
-                matches!(&signals[..], [Signal::Unreadable(c)]
+                matches!(&signals[..], [ReadOutcome::Corrupt(c)]
                     if c.path == s.nudges.latest_path(&agent("polecat-alpha")).as_path()),
                 "{signals:?}"
             );

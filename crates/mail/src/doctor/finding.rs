@@ -5,6 +5,7 @@ use super::*;
 /// Why an inbox message counts as an orphan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum OrphanReason {
     /// Its task has been swept (committed): nobody will read it for that task.
     TaskSwept,
@@ -34,6 +35,33 @@ pub(crate) enum Finding {
         /// The bad entry.
         path: PathBuf,
         /// Why.
+        reason: CorruptReason,
+    },
+    /// A name in a message folder that is not `{id}.json` (`notes.txt`, an
+    /// editor's swap file): no program of the seed writes it. Listings skip
+    /// it; not repaired: a person decides.
+    Stray {
+        /// The entry.
+        path: PathBuf,
+    },
+    /// A message file over the read cap (16 MiB, far above any message the
+    /// seed's programs write). Listings skip it and the commit gate fails
+    /// closed on it; not repaired, since another program may still read it.
+    Oversized {
+        /// The file.
+        path: PathBuf,
+        /// Its size.
+        size: u64,
+        /// The cap.
+        cap: u64,
+    },
+    /// A file chipset cannot read as a message (its id is not its name, a
+    /// name is not a valid id, ...) that the seed's own reader (nubos-pilot)
+    /// lists as a valid message: not moved aside, a person decides.
+    PeerListed {
+        /// The file.
+        path: PathBuf,
+        /// Why chipset cannot use it.
         reason: CorruptReason,
     },
     /// A message file that is well-formed but holds a value this version
@@ -171,7 +199,9 @@ impl Finding {
     /// Returns a stable kebab-case code for the finding (`messaging-orphan-inbox`, …).
     pub(crate) fn code(&self) -> &'static str {
         match self {
-            Finding::Corrupt { .. } => "messaging-corrupt-file",
+            Finding::Corrupt { .. } | Finding::PeerListed { .. } => "messaging-corrupt-file",
+            Finding::Stray { .. } => "messaging-stray-file",
+            Finding::Oversized { .. } => "messaging-oversized-file",
             Finding::Unsupported { .. } => "messaging-unsupported-file",
             Finding::Duplicate { .. } => "messaging-duplicate-message",
             Finding::MissingReplyMarker { .. } => "messaging-missing-reply-index",
@@ -194,7 +224,22 @@ impl Finding {
             Finding::MismatchedResponse { .. }
                 | Finding::Unsupported { .. }
                 | Finding::InFlight { .. }
+                | Finding::Stray { .. }
+                | Finding::Oversized { .. }
+                | Finding::PeerListed { .. }
         )
+    }
+
+    /// The file a finding about one file is about, for ordering.
+    pub(crate) fn path(&self) -> Option<&Path> {
+        match self {
+            Finding::Corrupt { path, .. }
+            | Finding::Stray { path }
+            | Finding::Oversized { path, .. }
+            | Finding::PeerListed { path, .. }
+            | Finding::Unsupported { path, .. } => Some(path),
+            _ => None,
+        }
     }
 
     /// Returns how long to wait before checking again, for
@@ -212,6 +257,23 @@ impl fmt::Display for Finding {
         write!(f, "{}: ", self.code())?;
         match self {
             Finding::Corrupt { path, reason } => write!(f, "`{}`: {reason}", path.display()),
+            Finding::Stray { path } => write!(
+                f,
+                "`{}` is not a message file (`{{id}}.json`): listings skip it (left in place)",
+                path.display()
+            ),
+            Finding::Oversized { path, size, cap } => write!(
+                f,
+                "`{}`: {size} bytes is over the {cap}-byte message read cap: listings skip it \
+                 and the commit gate stays closed (left in place: other programs may read it)",
+                path.display()
+            ),
+            Finding::PeerListed { path, reason } => write!(
+                f,
+                "`{}`: {reason}; the seed's reader (nubos-pilot) lists it as a message, \
+                 so it is left in place",
+                path.display()
+            ),
             Finding::Unsupported { path, what } => write!(
                 f,
                 "`{}` holds {what}, which this version does not support (left in place)",

@@ -17,6 +17,7 @@ use crate::spill::{self, Sorted, Sorter};
 
 mod finding;
 mod passes;
+mod peer;
 mod run;
 mod walk;
 
@@ -111,6 +112,9 @@ struct Seen {
 struct Scan<'a> {
     corrupt: Vec<(BadEntry, CorruptReason)>,
     unsupported: Vec<chipset_store::Unsupported>,
+    /// Bad entries the fix leaves where they are ([`Finding::Stray`],
+    /// [`Finding::Oversized`], [`Finding::PeerListed`]).
+    left: Vec<Finding>,
     /// Tasks with a by-task folder.
     swept: BTreeSet<u32>,
     agents: Interner<AgentId>,
@@ -130,6 +134,7 @@ impl<'a> Scan<'a> {
         Scan {
             corrupt: Vec::new(),
             unsupported: Vec::new(),
+            left: Vec::new(),
             swept: BTreeSet::new(),
             agents: Interner::default(),
             tasks: Interner::default(),

@@ -63,6 +63,7 @@ impl Mail {
                 reason: reason.clone(),
             })
             .collect();
+        findings.extend(scan.left.iter().cloned());
         findings.extend(scan.unsupported.iter().map(|u| Finding::Unsupported {
             path: u.path.clone(),
             what: u.what.clone(),

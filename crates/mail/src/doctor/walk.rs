@@ -93,13 +93,16 @@ impl Mail {
         let loc = scan.loc(location);
         let mut corrupt = Vec::new();
         let mut unsupported = Vec::new();
+        let mut left = Vec::new();
         self.state.for_each_name(&dir, |name| -> Result<()> {
             if skip.contains(&name.as_str()) {
                 return Ok(());
             }
             let Some(id) = id_of(&name) else {
-                let what = not("a message file (`{id}.json`)");
-                corrupt.push((BadEntry::listed(&dir, &name), what));
+                // Not chipset's and not the seed's: a person put it there.
+                left.push(Finding::Stray {
+                    path: dir.as_path().join(&name),
+                });
                 return Ok(());
             };
             let path = dir.join_id(&id, ".json");
@@ -110,22 +113,51 @@ impl Mail {
                 }
                 other => other?,
             };
-            match read {
-                ReadOutcome::Missing => {}
-                ReadOutcome::Corrupt(c) => corrupt.push((BadEntry::At(path), c.reason)),
-                ReadOutcome::Unsupported(u) => unsupported.push(u),
+            let bad = match read {
+                ReadOutcome::Missing => return Ok(()),
+                ReadOutcome::Unsupported(u) => {
+                    unsupported.push(u);
+                    return Ok(());
+                }
                 ReadOutcome::Value(m) => match check_id(&path, &id, m) {
-                    Ok(m) => scan.copy(index, loc, &m)?,
-                    Err(c) => corrupt.push((BadEntry::At(path), c.reason)),
+                    Ok(m) => return scan.copy(index, loc, &m),
+                    Err(c) => c.reason,
                 },
+                ReadOutcome::Corrupt(c) => c.reason,
+            };
+            match bad {
+                // Too large to judge: another program may still read it.
+                CorruptReason::TooLarge { size, cap } => left.push(Finding::Oversized {
+                    path: path.into_path_buf(),
+                    size,
+                    cap,
+                }),
+                reason if self.peers_list(&path)? => left.push(Finding::PeerListed {
+                    path: path.into_path_buf(),
+                    reason,
+                }),
+                reason => corrupt.push((BadEntry::At(path), reason)),
             }
             Ok(())
         })?;
         corrupt.sort_by(|a, b| a.0.shown().cmp(b.0.shown()));
         unsupported.sort_by(|a, b| a.path.cmp(&b.path));
+        left.sort_by(|a, b| a.path().cmp(&b.path()));
         scan.corrupt.extend(corrupt);
         scan.unsupported.extend(unsupported);
+        scan.left.extend(left);
         Ok(())
+    }
+
+    /// Returns true when the seed's own reader (nubos-pilot's
+    /// `lib/messaging.cjs`) lists the file at `path` as a message, although
+    /// chipset cannot use it (its id is not its name, its task is not a
+    /// valid task id, ...): such a file is left where it is.
+    fn peers_list(&self, path: &StatePath) -> Result<bool> {
+        Ok(match crate::mail::read_message_bytes(&self.state, path)? {
+            ReadOutcome::Value(bytes) => super::peer::seed_reader_lists(&bytes),
+            _ => false,
+        })
     }
 
     /// Reads the manifest one record at a time: the ids of its `sent` and

@@ -97,9 +97,48 @@ fn empty_file_blocks_the_gate() {
     check_gate_fails("", "", "empty");
 }
 
+/// A `.json` name the seed's reader would read, holding no message, closes
+/// the gate as an unreadable request does.
 #[test]
-fn stray_name_blocks_the_gate() {
-    check_gate_fails("whatever", "notes.txt", "stray name");
+fn stray_json_name_blocks_the_gate() {
+    check_gate_fails("whatever", "notes.json", "stray json name");
+}
+
+/// A name that does not end in `.json` is no message to any program of the
+/// seed (issue 31: a `notes.txt` made the inbox and the gate fail): the
+/// gate and the inbox pass it over, and the doctor reports it and leaves it.
+#[test]
+fn a_name_that_is_not_json_is_no_request() {
+    let f = fixture();
+    let m = &f.mail;
+    let open = m
+        .send(&Draft::request(
+            agent("critic"),
+            agent("exec"),
+            task("t1"),
+            "q",
+            "open",
+        ))
+        .unwrap();
+    let inbox = m.inbox_dir(&agent("exec")).into_path_buf();
+    let notes = inbox.join("notes.txt");
+    std::fs::write(&notes, "whatever").unwrap();
+    let pending = m.pending_replies(&task("t1")).unwrap();
+    assert_eq!(pending, std::slice::from_ref(&open));
+    assert_eq!(
+        m.inbox(&agent("exec"), &InboxFilter::default()).unwrap(),
+        [open]
+    );
+    let report = m.doctor(DoctorMode::Fix).unwrap();
+    let [found] = &report.findings[..] else {
+        panic!("{report:?}")
+    };
+    assert_eq!(
+        (found.code, &found.fault, found.fixable),
+        ("messaging-stray-file", &Defect::Stray, false)
+    );
+    assert_eq!(found.path.as_deref(), Some(notes.as_path()));
+    assert!(notes.is_file());
 }
 
 #[test]

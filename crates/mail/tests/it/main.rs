@@ -13,6 +13,7 @@ mod gate;
 mod gate_cache;
 mod model;
 mod ops;
+mod outsiders;
 mod peers;
 mod procs;
 mod seam;

@@ -129,7 +129,7 @@ fn refusals_write_nothing() {
 /// whole, one byte more is refused and writes nothing.
 #[test]
 fn the_default_body_limit_is_256_kib() {
-    assert_eq!(chipset_mail::DEFAULT_MAX_BODY, 262_144);
+    assert_eq!(chipset_mail::MailConfig::default().max_body, 262_144);
     assert_eq!(MailConfig::default().max_body, 262_144);
     let f = fixture();
     let draft =

@@ -483,7 +483,7 @@ fn a_folder_chipset_writes_has_nubos_message_v1_fields_and_types() {
             agent("np-executor"),
             task(TASK),
             "round-started",
-            "x".repeat(chipset_mail::DEFAULT_MAX_BODY),
+            "x".repeat(chipset_mail::MailConfig::default().max_body),
         )
         .with_round(2),
     )

@@ -1,17 +1,13 @@
 //! What needs an agent now, across every channel, and a wait that returns
 //! as soon as anything does.
 
-use std::fmt;
 use std::time::{Duration, Instant};
 
 use chipset_bus::Bus;
 use chipset_hook::{HookRead, HookStatus, Hooks};
 use chipset_mail::{InboxFilter, Mail, MailError, Message};
 use chipset_nudge::{KindRegistry, Nudge, Nudges, Received, Reminder, ReminderFilter, Reminders};
-use chipset_store::{
-    AgentId, ReadOutcome, StateDir, Timestamp, WatchConfig, WatchTarget, WatchWake, Watcher,
-};
-use serde::Serialize;
+use chipset_store::{AgentId, ReadOutcome, StateDir, WatchConfig, WatchTarget, WatchWake, Watcher};
 
 use crate::error::Result;
 
@@ -23,136 +19,9 @@ use crate::error::Result;
 /// listed by `remind list` and the status screen but wakes no agent.
 pub const REMINDER_AGENT_FIELD: &str = "agent";
 
-/// A kind of work that can need an agent, in the order a brief lists them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum WorkKind {
-    /// Pending work on the agent's hook, to pick up (active work is work in
-    /// progress, not attention).
-    Hook,
-    /// A nudge in `nudge/{agent}/latest.json` not processed yet.
-    Nudge,
-    /// Messages in the agent's inbox (unread = not archived).
-    Mail,
-    /// Unacknowledged events in the agent's bus queue.
-    Bus,
-    /// Open reminders (or snoozed ones now due) naming the agent in
-    /// `metadata.agent` ([`REMINDER_AGENT_FIELD`]).
-    Reminder,
-}
+mod brief;
 
-impl WorkKind {
-    /// Returns the name, as in JSON.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WorkKind::Hook => "hook",
-            WorkKind::Nudge => "nudge",
-            WorkKind::Mail => "mail",
-            WorkKind::Bus => "bus",
-            WorkKind::Reminder => "reminder",
-        }
-    }
-}
-
-impl fmt::Display for WorkKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// One piece of work: the most urgent of its kind.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Item {
-    /// Its id: bead, nudge, message, event or reminder id; the file's path
-    /// when the file is unreadable.
-    pub id: String,
-    /// Who sent or assigned it, when known.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub from: Option<String>,
-    /// Its priority, type or severity, as its channel names it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub priority: Option<String>,
-    /// When it was made, when known.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub at: Option<Timestamp>,
-    /// One line saying what it is.
-    pub summary: String,
-    /// True when the file is there but unreadable: it needs a look (or
-    /// `chipset doctor`), and is never counted as nothing.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub unreadable: bool,
-}
-
-/// One kind of work that needs the agent: how much, and the most urgent.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Entry {
-    /// The kind.
-    pub kind: WorkKind,
-    /// How many items of this kind need the agent.
-    pub count: usize,
-    /// The most urgent of them.
-    pub top: Item,
-}
-
-impl fmt::Display for Entry {
-    /// One line: `mail (2): urgent request from mayor: review-plan [id]`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} ({}): {} [{}]",
-            self.kind.as_str(),
-            self.count,
-            self.top.summary,
-            self.top.id
-        )
-    }
-}
-
-/// What needs one agent now: at most one [`Entry`] per [`WorkKind`], in
-/// the order of the kinds. Empty when nothing does.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Brief {
-    /// The agent.
-    pub agent: AgentId,
-    /// One entry per kind of work that needs the agent.
-    pub entries: Vec<Entry>,
-}
-
-impl Brief {
-    /// Returns an empty brief for `agent`.
-    pub fn empty(agent: AgentId) -> Self {
-        Brief {
-            agent,
-            entries: Vec::new(),
-        }
-    }
-
-    /// Returns true when nothing needs the agent.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
-    /// Returns the entry of `kind`, if that kind needs the agent.
-    pub fn entry(&self, kind: WorkKind) -> Option<&Entry> {
-        self.entries.iter().find(|e| e.kind == kind)
-    }
-
-    /// Returns the kinds that need the agent.
-    pub fn kinds(&self) -> Vec<WorkKind> {
-        self.entries.iter().map(|e| e.kind).collect()
-    }
-}
-
-impl fmt::Display for Brief {
-    /// One line per entry; nothing at all when empty.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for e in &self.entries {
-            writeln!(f, "{e}")?;
-        }
-        Ok(())
-    }
-}
+pub use brief::{Brief, Entry, Item, WorkKind};
 
 /// How [`Attention`] waits.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -224,7 +93,8 @@ impl Attention {
     }
 
     /// Returns the state root the channels share.
-    pub fn state_root(&self) -> &std::path::Path {
+    #[cfg(feature = "tokio")]
+    pub(crate) fn state_root(&self) -> &std::path::Path {
         self.hooks.state().root()
     }
 

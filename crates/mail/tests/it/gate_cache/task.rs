@@ -1,0 +1,222 @@
+//! The task cache (`mail/.gate/task/`): what it keeps, when it is written,
+//! and that a bad or foreign one is never trusted.
+
+use super::*;
+
+#[test]
+fn the_gate_keeps_open_requests_in_its_cache_and_never_trusts_bad_bytes() {
+    let f = fixture();
+    let m = &f.mail;
+    let ids = busy(m);
+    let (foreign_id, foreign_path) = nubos_request(m, "exec", 7);
+    let expected = m.pending_replies(&task("t1")).unwrap();
+    assert_eq!(expected.len(), 3);
+    warm(m);
+    // The settled slice of `exec` holds the three open requests' bytes.
+    let (path, mut v) = task_cache(m, "t1");
+    let requests = v["inboxes"]["exec"]["requests"]
+        .as_object()
+        .unwrap()
+        .clone();
+    let mut names: Vec<&String> = requests.keys().collect();
+    names.sort();
+    let mut want: Vec<String> = ids
+        .iter()
+        .chain([&foreign_id])
+        .map(|id| format!("{id}.json"))
+        .collect();
+    want.sort();
+    assert_eq!(names, want.iter().collect::<Vec<_>>());
+    // The foreign file's own bytes, as written.
+    let foreign_name = format!("{foreign_id}.json");
+    assert_eq!(
+        requests[&foreign_name].as_str().unwrap(),
+        std::fs::read_to_string(&foreign_path).unwrap()
+    );
+    // Served from the cache: the same messages as read from the files.
+    assert_eq!(m.pending_replies(&task("t1")).unwrap(), expected);
+
+    // Bytes that do not parse, or that name another id, are not used: the
+    // file is read again, and the gate answers as before.
+    let other = requests[&format!("{}.json", ids[0])].clone();
+    v["inboxes"]["exec"]["requests"][&foreign_name] = serde_json::json!("{not json");
+    v["inboxes"]["exec"]["requests"][&format!("{}.json", ids[1])] = other;
+    write_task_cache(m, &path, &v);
+    assert_eq!(m.pending_replies(&task("t1")).unwrap(), expected);
+
+    // A version 2 task cache (no bytes, no gate time) is read, then
+    // rewritten at version 3.
+    let mut old = v.clone();
+    old["v"] = serde_json::json!(2);
+    for slice in old["inboxes"].as_object_mut().unwrap().values_mut() {
+        slice.as_object_mut().unwrap().remove("requests");
+    }
+    old.as_object_mut().unwrap().remove("gated");
+    write_task_cache(m, &path, &old);
+    assert_eq!(m.pending_replies(&task("t1")).unwrap(), expected);
+    let (_, now) = task_cache(m, "t1");
+    assert_eq!(now["v"], 3);
+    assert_eq!(
+        now["inboxes"]["exec"]["requests"]
+            .as_object()
+            .unwrap()
+            .len(),
+        3
+    );
+
+    // A cached request whose file is archived since is no longer pending.
+    answer(m, &ids[0]);
+    settle();
+    let left: Vec<MessageId> = m
+        .pending_replies(&task("t1"))
+        .unwrap()
+        .into_iter()
+        .map(|q| q.id().clone())
+        .collect();
+    assert_eq!(left, sorted(vec![ids[1].clone(), foreign_id]));
+}
+
+/// A folder walk takes each file whose inode, size and times are the ones
+/// it cached from the cache, and reads only what is new: after a new file
+/// in a warm inbox, the gate opens that file and no other. (An inbox of
+/// notices: open requests are read again when their inbox changed.)
+#[test]
+fn a_warm_walk_reads_only_the_new_file_of_a_changed_inbox() {
+    let f = fixture();
+    let m = &f.mail;
+    let ids = busy(m);
+    assert_eq!(warm(m), ids);
+    let inbox = m.inbox_dir(&agent("other-0"));
+    // Nothing changed: the gate opens no file of the inbox.
+    let watch = watch_opens(inbox.as_path());
+    assert_eq!(pending_ids(m), ids);
+    assert_eq!(opened(&watch), Vec::<String>::new());
+    // A new file: the inbox's stamp moves, and only the new file is read.
+    let new = m
+        .send(&Draft::notify(
+            agent("critic"),
+            agent("other-0"),
+            task("t2"),
+            "fyi",
+            "more mail",
+        ))
+        .unwrap();
+    let name = format!("{}.json", new.id());
+    opened(&watch);
+    assert_eq!(pending_ids(m), ids);
+    assert_eq!(opened(&watch), vec![name]);
+    // Read under a stamp too recent to trust, the new file's entry is kept
+    // all the same: once the inbox settled, no file is read again.
+    settle();
+    assert_eq!(pending_ids(m), ids);
+    assert_eq!(opened(&watch), Vec::<String>::new());
+}
+
+/// The gate time is written only when it is due: a second gate right after
+/// the first, with nothing changed, leaves the task cache file alone; a
+/// recorded gate time in the future (a clock that went back) is replaced.
+#[test]
+fn a_gate_rewrites_its_task_cache_only_when_something_is_due() {
+    let f = fixture();
+    let m = &f.mail;
+    let ids = busy(m);
+    assert_eq!(warm(m), ids);
+    let (path, before) = task_cache(m, "t1");
+    let first = ino(m, &path);
+    // Let the clock move on, so that the gate's start is later than the
+    // recorded one.
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(pending_ids(m), ids);
+    let (_, after) = task_cache(m, "t1");
+    assert_eq!(ino(m, &path), first, "rewritten");
+    assert_eq!(after, before);
+
+    // A gate time four minutes old is not due yet (the gate rewrites it
+    // once it is half the sweep's ten minutes old), one six minutes old is.
+    let mut v = after;
+    let four = now_ms() - 4 * 60_000;
+    v["gated"] = serde_json::json!(four);
+    write_task_cache(m, &path, &v);
+    let written = ino(m, &path);
+    assert_eq!(pending_ids(m), ids);
+    assert_eq!(ino(m, &path), written, "rewritten");
+    assert_eq!(task_cache(m, "t1").1["gated"], four);
+    v["gated"] = serde_json::json!(now_ms() - 6 * 60_000);
+    write_task_cache(m, &path, &v);
+    assert_eq!(gate_time_after_a_gate(m), ids);
+
+    // A gate time an hour ahead of the clock is replaced by the gate's.
+    v["gated"] = serde_json::json!(now_ms() + 3_600_000);
+    write_task_cache(m, &path, &v);
+    assert_eq!(gate_time_after_a_gate(m), ids);
+}
+
+/// The gate answers from a task cache of its own format version only: the
+/// same emptied slice is trusted at version 3 and ignored at version 4 (a
+/// later format this reader cannot know the meaning of).
+#[test]
+fn a_task_cache_of_another_version_is_ignored() {
+    let f = fixture();
+    let m = &f.mail;
+    let ids = busy(m);
+    assert_eq!(warm(m), ids);
+    let (path, mut v) = task_cache(m, "t1");
+    empty_exec_slice(&mut v);
+    write_task_cache(m, &path, &v);
+    // Trusted while the inbox's stamp holds: the cache is what answers.
+    assert_eq!(pending_ids(m), Vec::<MessageId>::new());
+    v["v"] = serde_json::json!(4);
+    write_task_cache(m, &path, &v);
+    assert_eq!(pending_ids(m), ids);
+}
+
+/// A cache file of a few MiB (a project with many thousand messages) is
+/// still taken: the cap that keeps a runaway file from being read is far
+/// above it. Shown with files padded to 3 MiB: the warm gate reads no
+/// message of an inbox whose task cache or folder cache is that large.
+#[test]
+fn a_cache_file_of_a_few_mebibytes_is_still_used() {
+    let f = fixture();
+    let m = &f.mail;
+    let ids = busy(m);
+    assert_eq!(warm(m), ids);
+    let pad = |path: &StatePath| {
+        let mut bytes = m.state().read_bytes(path).unwrap().value().unwrap();
+        bytes.resize(bytes.len() + 3 * 1024 * 1024, b' ');
+        m.state().write_bytes(path, &bytes).unwrap();
+    };
+    // The task cache holds the open requests' bytes.
+    pad(&task_cache_path(m, "t1"));
+    let exec = watch_opens(m.inbox_dir(&agent("exec")).as_path());
+    assert_eq!(pending_ids(m), ids);
+    assert_eq!(opened(&exec), Vec::<String>::new());
+    // Without its task cache, the gate takes each inbox's folder cache.
+    let cache = task_cache_path(m, "t1");
+    assert!(m.state().remove_file(&cache).unwrap());
+    pad(&inbox_caches(m).join("other-0.json").unwrap());
+    let other = watch_opens(m.inbox_dir(&agent("other-0")).as_path());
+    assert_eq!(pending_ids(m), ids);
+    assert_eq!(opened(&other), Vec::<String>::new());
+}
+
+/// A folder cache whose stamp still holds is taken whole: without its task
+/// cache, the gate opens no file of a settled inbox and leaves that inbox's
+/// folder cache as it was (not written again).
+#[test]
+fn a_settled_folder_cache_is_taken_whole_and_left_alone() {
+    let f = fixture();
+    let m = &f.mail;
+    let ids = busy(m);
+    assert_eq!(warm(m), ids);
+    let folder_cache = inbox_caches(m).join("other-0.json").unwrap();
+    let before = ino(m, &folder_cache);
+    assert!(m.state().remove_file(&task_cache_path(m, "t1")).unwrap());
+    let other = watch_opens(m.inbox_dir(&agent("other-0")).as_path());
+    assert_eq!(pending_ids(m), ids);
+    assert_eq!(opened(&other), Vec::<String>::new());
+    assert_eq!(
+        ino(m, &folder_cache),
+        before,
+        "the folder cache was written again"
+    );
+}
