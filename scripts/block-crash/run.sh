@@ -2,14 +2,16 @@
 # One block-level crash run: boot the guest on a blklogwrites disk, run a
 # workload, replay the log at every crash point and check it.
 # usage: run.sh FS WORKLOAD VARIANT [ORDER]
-#   FS       ext4 | xfs
+#   FS       ext4 | xfs | ext4nj (ext4 without a journal: chipset picks
+#            FileThenDir there; a comparison, not the fast path)
 #   WORKLOAD mixed | mail | hookbus  (workloads/NAME.sh)
 #   VARIANT  default (chipset as shipped) | observe (the same, sync calls
 #            counted) | nodata | nodirsync (negative controls, shim.c)
 #   ORDER    plain (default) | eager (write-back and journal commits every
 #            second or less: other orderings of the same writes)
 # env: BC_DIR (work folder, as setup.sh), SUBSETS (subset states per flush,
-#      default 4), SEED, REPLAY_ONLY=1 (check the last boot's log again).
+#      default 4), SEED, REPLAY_ONLY=1 (check the last boot's log again),
+#      BC_PROFILE (release, or debug as setup.sh was given).
 # Prints one summary line; details in the run folder.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd); REPO=$(cd "$HERE/../.." && pwd)
@@ -21,6 +23,7 @@ if [ -n "${REPLAY_ONLY:-}" ]; then cd "$D"; S=$(date +%s.%N); B=$S; else
 rm -rf "$D"; mkdir -p "$D"; cd "$D"
 truncate -s 64M base.img
 if [ "$FS" = ext4 ]; then mkfs.ext4 -F -q -b 4096 base.img 56M
+elif [ "$FS" = ext4nj ]; then mkfs.ext4 -F -q -b 4096 -O ^has_journal base.img 56M
 else TEST_DIR=1 TEST_DEV=1 QA_CHECK_FS=1 mkfs.xfs -q -f -d size=56m base.img; fi
 cp base.img disk.img; : > disk.log     # QEMU will not start without the log file
 S=$(date +%s.%N)
@@ -33,7 +36,7 @@ B=$(date +%s.%N)
 grep -q '^GUEST: done' console.txt || { echo "guest did not finish"; tail -20 console.txt; exit 1; }
 fi
 nice -n 5 python3 "$HERE/replay.py" --base base.img --log disk.log --console console.txt \
-  --fs "$FS" --mark $MARK --work "$D/work" --chipset "$REPO/target/release/chipset" \
+  --fs "$FS" --mark $MARK --work "$D/work" --chipset "$REPO/target/${BC_PROFILE:-release}/chipset" \
   --subsets "${SUBSETS:-4}" --seed "${SEED:-31}" --summary summary.json > replay.txt
 E=$(date +%s.%N)
 rm -rf "$D/work"
@@ -47,4 +50,10 @@ json.dump(j, open(d + '/summary.json', 'w'), indent=1)
 print(f"{fs:4} {wl:7} {var:9} {order:5} ops={st['ops']} acked={st['acked']} points={st['points']} "
       f"images={st['images']} violating_points={st['violating_points']} violations={st['violations']} "
       f"fsck_bad={st['fsck_bad']} guest={st['boot_s']}s replay={st['replay_s']}s")
+# Exit 1 when the run disagrees with its variant: a violation under chipset's
+# own order, or a negative control that nothing caught.
+control = var in ('nodata', 'nodirsync')
+if bool(st['violating_points']) != control:
+    print('UNEXPECTED: ' + ('the control was not caught' if control else 'violations with the default order'))
+    sys.exit(1)
 PY

@@ -3,7 +3,8 @@
 # kernel and its modules, the release chipset binary with its shared
 # libraries, the mark tool, the LD_PRELOAD shim, and the initramfs.
 # Work folder: $BC_DIR (default target/block-crash). Runs as root.
-# Set BC_NO_APT=1 to skip apt-get, BC_NO_BUILD=1 to take the binaries as built.
+# Set BC_NO_APT=1 to skip apt-get, BC_NO_BUILD=1 to take the binaries as built,
+# BC_PROFILE=debug to use the debug build (what `cargo test` leaves) instead.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd); REPO=$(cd "$HERE/../.." && pwd)
 W=${BC_DIR:-$REPO/target/block-crash}; mkdir -p "$W"; cd "$W"
@@ -23,18 +24,21 @@ if [ ! -e vmlinuz ]; then
   cp kpkg/boot/vmlinuz-* vmlinuz
 fi
 MODS=$(echo kpkg/lib/modules/*)
+P=${BC_PROFILE:-release}; FLAG=$([ "$P" = release ] && echo --release || true)
 
 if [ -z "${BC_NO_BUILD:-}" ]; then
-  (cd "$REPO" && nice -n 5 cargo build --release -p chipset-cli \
-    && nice -n 5 cargo build --release -p chipset-mail --example send_batch)
+  (cd "$REPO" && nice -n 5 cargo build $FLAG -p chipset-cli \
+    && nice -n 5 cargo build $FLAG -p chipset-mail --example send_batch)
 fi
 gcc -O2 -Wall -static -o mark "$HERE/mark.c"
 gcc -O2 -Wall -shared -fPIC -o bc-shim.so "$HERE/shim.c" -ldl
 
 rm -rf initrd; mkdir -p initrd/{bin,proc,sys,dev,mnt,tmp,data,lib/mod,workloads}
 cp /bin/busybox mark initrd/bin/
-cp "$REPO/target/release/chipset" initrd/bin/chipset
-cp "$REPO/target/release/examples/send_batch" initrd/bin/send_batch
+cp "$REPO/target/$P/chipset" initrd/bin/chipset
+cp "$REPO/target/$P/examples/send_batch" initrd/bin/send_batch
+# A debug build carries ~200 MB of debug info the guest does not need.
+[ "$P" = release ] || strip --strip-debug initrd/bin/chipset initrd/bin/send_batch
 cp bc-shim.so initrd/lib/
 # The binaries' shared libraries (and the shim's), at the paths ldd names.
 for lib in $( (ldd initrd/bin/chipset; ldd initrd/bin/send_batch; ldd bc-shim.so) | grep -o '/[^ ]*' | sort -u); do
