@@ -304,6 +304,11 @@ def describe(data):
         return 'EMPTY (0 bytes)'
     if data.count(0) == len(data):
         return f'ZEROS ({len(data)} bytes)'
+    if b'\n' in data.rstrip(b'\n'):                     # a log: say how its records end
+        whole = jsonl_ok(data, False)
+        return f'{len(data)} bytes, ' + ('whole records' if whole else
+                                           f'{data.count(0)} NUL bytes' if b'\0' in data
+                                           else 'a torn last record')
     if b'\0' in data:
         return f'TORN ({len(data)} bytes, {data.count(0)} of them NUL)'
     try:

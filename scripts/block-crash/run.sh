@@ -15,7 +15,7 @@
 # Prints one summary line; details in the run folder.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd); REPO=$(cd "$HERE/../.." && pwd)
-W=${BC_DIR:-$REPO/target/block-crash}
+W=${BC_DIR:-$REPO/target/block-crash}; W=$(cd "$W" && pwd)
 FS=$1 WL=$2 VAR=$3 ORD=${4:-plain}
 MARK=$((60 * 1024 * 1024))
 D=$W/runs/$FS-$WL-$VAR-$ORD

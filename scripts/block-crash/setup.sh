@@ -7,7 +7,7 @@
 # BC_PROFILE=debug to use the debug build (what `cargo test` leaves) instead.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd); REPO=$(cd "$HERE/../.." && pwd)
-W=${BC_DIR:-$REPO/target/block-crash}; mkdir -p "$W"; cd "$W"
+W=${BC_DIR:-$REPO/target/block-crash}; mkdir -p "$W"; cd "$W"; W=$(pwd)
 
 if [ -z "${BC_NO_APT:-}" ]; then
   apt-get update -q
