@@ -222,6 +222,8 @@ mod maintain;
 mod nag;
 mod name;
 mod wait;
+#[cfg(feature = "tokio")]
+mod wait_async;
 
 pub use bus::{
     AckOutcome, Applied, BadFile, Bus, Pending, PresenceState, Problem, Published, Startup,
@@ -235,6 +237,8 @@ pub use format::{
 pub use maintain::{AgentStatus, Counts, Pruned};
 pub use name::QueueEntry;
 pub use wait::{Waiter, Wake};
+#[cfg(feature = "tokio")]
+pub use wait_async::AsyncWaiter;
 
 /// The bus's directory under the state root, `bus/`.
 pub const BUS_CHANNEL: chipset_store::Channel = chipset_store::Channel::new("bus");
