@@ -97,15 +97,3 @@ pub use error::{Error, Result};
 pub use status::{
     AgentLine, AgentReport, BusLine, HookLine, NudgeLine, Presence, ReminderCounts, Status,
 };
-
-/// Every channel's directory under the state root, each constant from the
-/// crate that owns it: the store knows channels only as opaque names
-/// ([`store::Channel`]), so a new channel is added here, not in the store.
-pub const CHANNELS: [store::Channel; 6] = [
-    hook::HOOK_CHANNEL,
-    nudge::NUDGE_CHANNEL,
-    mail::MAIL_CHANNEL,
-    bus::BUS_CHANNEL,
-    nudge::REMINDERS_CHANNEL,
-    r#loop::LOOP_CHANNEL,
-];
