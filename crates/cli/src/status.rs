@@ -11,25 +11,10 @@ use crate::output::{self, Cell, Output, Table, Tone};
 
 /// Runs `chipset status`.
 pub(crate) fn run(ctx: &Ctx) -> Result<Output> {
-    let status = Chipset::from_state(ctx.state.clone())
-        .status()
-        .map_err(failure)?;
+    let status = Chipset::from_state(ctx.state.clone()).status()?;
     let text = render(ctx, &status);
     let doc = serde_json::to_value(&status).unwrap_or_default();
     Ok(Output::new(text, doc))
-}
-
-fn failure(e: chipset::Error) -> crate::error::CliError {
-    use chipset::Error as E;
-    match e {
-        E::Store(e) => e.into(),
-        E::Hook(e) => e.into(),
-        E::Nudge(e) => e.into(),
-        E::Mail(e) => e.into(),
-        E::Bus(e) => e.into(),
-        E::Loop(e) => e.into(),
-        other => crate::error::CliError::refused(other.to_string()),
-    }
 }
 
 fn render(ctx: &Ctx, status: &Status) -> String {
