@@ -382,11 +382,9 @@ impl Server {
         Parameters(p): Parameters<BusWait>,
         request: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let ct = request.ct;
-        self.run_with(p, move |ctx, p| {
-            ops::bus_wait(ctx, &p, &|| ct.is_cancelled())
-        })
-        .await
+        Ok(result(
+            watch::bus_wait(&self.ctx, p, request.ct.cancelled()).await,
+        ))
     }
 
     #[tool(
@@ -462,9 +460,9 @@ impl Server {
         Parameters(p): Parameters<Wait>,
         request: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let ct = request.ct;
-        self.run_with(p, move |ctx, p| ops::wait(ctx, &p, &|| ct.is_cancelled()))
-            .await
+        Ok(result(
+            watch::wait(&self.ctx, p, request.ct.cancelled()).await,
+        ))
     }
 
     #[tool(

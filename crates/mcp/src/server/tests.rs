@@ -3,6 +3,8 @@
 //! and argument errors that name the field.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::future::{Future, pending};
+use std::sync::Arc;
 
 use chipset_store::{AgentId, StateDir};
 use rmcp::model::Tool;
@@ -11,6 +13,7 @@ use serde_json::{Value, json};
 use super::Server;
 use crate::ops::{self, Ctx, Outcome};
 use crate::schema::{self, parse};
+use crate::watch;
 
 fn args(v: Value) -> rmcp::model::JsonObject {
     match v {
@@ -22,7 +25,6 @@ fn args(v: Value) -> rmcp::model::JsonObject {
 /// Runs the tool `name` as `ctx`'s agent with `v` as its arguments.
 fn call(ctx: &Ctx, name: &str, v: Value) -> Outcome {
     let a = args(v);
-    let never = || false;
     match name {
         "hook_pickup" => ops::hook_pickup(ctx),
         "hook_touch" => ops::hook_touch(ctx),
@@ -41,15 +43,23 @@ fn call(ctx: &Ctx, name: &str, v: Value) -> Outcome {
         "bus_publish" => ops::bus_publish(ctx, parse(a)?),
         "bus_pending" => ops::bus_pending(ctx, parse(a)?),
         "bus_ack" => ops::bus_ack(ctx, parse(a)?),
-        "bus_wait" => ops::bus_wait(ctx, &parse(a)?, &never),
+        "bus_wait" => block(watch::bus_wait(&Arc::new(ctx.clone()), parse(a), pending())),
         "remind_open" => ops::remind_open(ctx, parse(a)?),
         "remind_list" => ops::remind_list(ctx, parse(a)?),
         "remind_resolve" => ops::remind_resolve(ctx, parse(a)?),
         "remind_snooze" => ops::remind_snooze(ctx, parse(a)?),
         "brief" => ops::brief(ctx),
-        "wait" => ops::wait(ctx, &parse(a)?, &never),
+        "wait" => block(watch::wait(&Arc::new(ctx.clone()), parse(a), pending())),
         other => panic!("no tool {other}"),
     }
+}
+
+/// Runs a waiting tool, which is async, to its end.
+fn block(tool: impl Future<Output = Outcome>) -> Outcome {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(tool)
 }
 
 struct Bench {
