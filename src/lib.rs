@@ -53,7 +53,8 @@
 //! # Waiting, sync and async
 //!
 //! Every wait blocks the calling thread: [`bus::Waiter::wait`],
-//! [`r#loop::Attention::wait`] and [`r#loop::BriefWatch::next`]. With the
+//! [`Attention::wait`](chipset_loop::Attention::wait) and
+//! [`BriefWatch::next`](chipset_loop::BriefWatch::next). With the
 //! `tokio` cargo feature each has an async form that never blocks a runtime
 //! thread (the watching runs on a thread of its own, so any executor
 //! works, including a current-thread runtime): `Bus::waiter_async` and
