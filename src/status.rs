@@ -358,8 +358,11 @@ fn chain(error: &dyn StdError) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(e) = source {
-        text.push_str(": ");
-        text.push_str(&e.to_string());
+        let next = e.to_string();
+        if !text.ends_with(&next) {
+            text.push_str(": ");
+            text.push_str(&next);
+        }
         source = e.source();
     }
     text
