@@ -3,11 +3,11 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use chipset_bus::Bus;
+use chipset_bus::{Bus, BusConfig};
 use chipset_hook::Hooks;
-use chipset_loop::{Attention, LoopState};
-use chipset_mail::Mail;
-use chipset_nudge::{KindRegistry, Nudges, Reminders};
+use chipset_loop::{Attention, AttentionConfig, LoopState};
+use chipset_mail::{Mail, MailConfig};
+use chipset_nudge::{KindRegistry, NudgeConfig, Nudges, ReminderConfig, Reminders};
 use chipset_store::{StateDir, StateOptions};
 
 use crate::error::Result;
@@ -28,6 +28,49 @@ use crate::error::Result;
 #[derive(Debug, Clone)]
 pub struct Chipset {
     inner: Arc<Inner>,
+}
+
+/// How each channel behaves, for [`Chipset::with_config`]. The default is
+/// what [`Chipset::open`] uses: every channel's default settings and the
+/// seed's preset reminder kinds.
+///
+/// ```
+/// let mut config = chipset::Config::default();
+/// config.mail.max_body = 4096;
+/// let tmp = tempfile::tempdir()?;
+/// let state = chipset::store::StateDir::open(tmp.path())?;
+/// let chipset = chipset::Chipset::with_config(state, config);
+/// assert_eq!(chipset.mail().config().max_body, 4096);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Config {
+    /// The nudges' settings.
+    pub nudges: NudgeConfig,
+    /// The reminders' settings.
+    pub reminders: ReminderConfig,
+    /// The reminder kinds that may be opened.
+    pub kinds: KindRegistry,
+    /// The mail's settings (body limit, recipient registry).
+    pub mail: MailConfig,
+    /// The bus's settings (wake-ups, nagging, retention).
+    pub bus: BusConfig,
+    /// How attention watches.
+    pub attention: AttentionConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            nudges: NudgeConfig::default(),
+            reminders: ReminderConfig::default(),
+            kinds: KindRegistry::preset(),
+            mail: MailConfig::default(),
+            bus: BusConfig::default(),
+            attention: AttentionConfig::default(),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -66,18 +109,25 @@ impl Chipset {
     /// Returns every channel over a state root already open, each with its
     /// default settings and the seed's preset reminder kinds.
     pub fn from_state(state: StateDir) -> Self {
+        Self::with_config(state, Config::default())
+    }
+
+    /// Returns every channel over a state root already open, set up as
+    /// `config` says.
+    pub fn with_config(state: StateDir, config: Config) -> Self {
         let hooks = Hooks::new(state.clone());
-        let nudges = Nudges::new(state.clone());
-        let reminders = Reminders::new(state.clone(), KindRegistry::preset());
-        let mail = Mail::new(state.clone());
-        let bus = Bus::new(state.clone());
+        let nudges = Nudges::with_config(state.clone(), config.nudges);
+        let reminders = Reminders::with_config(state.clone(), config.kinds, config.reminders);
+        let mail = Mail::with_config(state.clone(), config.mail);
+        let bus = Bus::with_config(state.clone(), config.bus);
         let attention = Attention::new(
             hooks.clone(),
             nudges.clone(),
             mail.clone(),
             bus.clone(),
             reminders.clone(),
-        );
+        )
+        .with_config(config.attention);
         Chipset {
             inner: Arc::new(Inner {
                 state,

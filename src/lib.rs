@@ -41,7 +41,10 @@
 //! [`Chipset::hooks`], [`nudges`](Chipset::nudges),
 //! [`reminders`](Chipset::reminders), [`mail`](Chipset::mail),
 //! [`bus`](Chipset::bus) and [`attention`](Chipset::attention) borrow each
-//! channel's handle; the modules below are their manuals. Ids parse from
+//! channel's handle; the modules below are their manuals.
+//! [`Chipset::open_with`] takes the store's options (a manual clock for a
+//! simulation), [`Chipset::with_config`] each channel's settings
+//! ([`Config`]). Ids parse from
 //! text with the same checks as their constructors
 //! (`"polecat-alpha".parse::<AgentId>()?`, or `AgentId::try_from(s)`).
 //!
@@ -93,7 +96,7 @@ pub use chipset_nudge as nudge;
 pub use chipset_store as store;
 
 pub use doctor::{Area, Checkup, STALE_TEMP_AGE};
-pub use door::Chipset;
+pub use door::{Chipset, Config};
 pub use error::{Error, Result};
 pub use status::{
     AgentLine, AgentReport, BusLine, HookLine, NudgeLine, Presence, ReminderCounts, Status,
