@@ -125,14 +125,14 @@ pub struct BusLine {
     /// Files in the queue whose names are not events.
     pub unreadable_names: usize,
     /// Whether the agent is present.
-    pub presence: Presence,
+    pub presence: PresenceLine,
 }
 
 /// An agent's presence on the bus, as a [`BusLine`] shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
-pub enum Presence {
+pub enum PresenceLine {
     /// It never registered.
     Absent,
     /// Seen recently.
@@ -334,11 +334,11 @@ impl BusLine {
                 .collect(),
             unreadable_names: counts.foreign,
             presence: match presence {
-                PresenceState::Absent => Presence::Absent,
-                PresenceState::Live(_) => Presence::Live,
-                PresenceState::Stale(_) => Presence::Stale,
-                PresenceState::Unreadable(_) => Presence::Unreadable,
-                PresenceState::Unsupported(_) => Presence::Unsupported,
+                PresenceState::Absent => PresenceLine::Absent,
+                PresenceState::Live(_) => PresenceLine::Live,
+                PresenceState::Stale(_) => PresenceLine::Stale,
+                PresenceState::Unreadable(_) => PresenceLine::Unreadable,
+                PresenceState::Unsupported(_) => PresenceLine::Unsupported,
             },
         }
     }

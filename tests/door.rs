@@ -12,7 +12,7 @@ use chipset::bus::{NewEvent, Priority};
 use chipset::mail::Draft;
 use chipset::nudge::{NewNudge, NudgeType};
 use chipset::store::{AgentId, DoctorMode};
-use chipset::{Chipset, HookLine, NudgeLine, Presence};
+use chipset::{Chipset, HookLine, NudgeLine, PresenceLine};
 use serde_json::json;
 
 fn agent(name: &str) -> AgentId {
@@ -126,7 +126,10 @@ fn agent_status_is_the_agents_line_with_the_reminders() {
     let report = door.agent_status(&alpha).unwrap();
     assert_eq!(report.line.hook, HookLine::None);
     assert_eq!(report.line.nudge, Some(NudgeLine::None));
-    assert_eq!(report.line.bus.as_ref().unwrap().presence, Presence::Absent);
+    assert_eq!(
+        report.line.bus.as_ref().unwrap().presence,
+        PresenceLine::Absent
+    );
     let doc = serde_json::to_value(&report).unwrap();
     assert_eq!(doc["agent"], "polecat-alpha");
     assert_eq!(doc["nudge"], json!({"pending": false}));
