@@ -105,6 +105,10 @@
 //! safety net when a notification is lost, and the only mechanism where
 //! notifications are unavailable ([`WakeMode::Rescan`]).
 //!
+//! With the `tokio` cargo feature (off by default), `Bus::waiter_async`
+//! gives an `AsyncWaiter`: the same waiter on a thread of its own, whose
+//! `wait` is awaited without blocking a runtime thread.
+//!
 //! # File layout
 //!
 //! Everything lives under `bus/` in the state root, one directory per
