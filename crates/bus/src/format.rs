@@ -148,22 +148,6 @@ impl FromStr for EventId {
     }
 }
 
-impl TryFrom<&str> for EventId {
-    type Error = chipset_store::Error;
-
-    fn try_from(s: &str) -> chipset_store::Result<Self> {
-        EventId::parse(s)
-    }
-}
-
-impl TryFrom<String> for EventId {
-    type Error = chipset_store::Error;
-
-    fn try_from(s: String) -> chipset_store::Result<Self> {
-        EventId::parse(&s)
-    }
-}
-
 impl Serialize for EventId {
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         s.serialize_str(&self.0)
