@@ -468,7 +468,8 @@ impl Server {
     #[tool(
         title = "My status",
         description = "This agent's status: its hook, whether a nudge waits, inbox and bus counts, open reminders.",
-        annotations(read_only_hint = true, open_world_hint = false)
+        annotations(read_only_hint = true, open_world_hint = false),
+        output_schema = schema::output::<view::AgentReport>()
     )]
     async fn status(&self) -> Result<CallToolResult, ErrorData> {
         self.run(ops::status).await

@@ -49,6 +49,7 @@ fn call(ctx: &Ctx, name: &str, v: Value) -> Outcome {
         "remind_resolve" => ops::remind_resolve(ctx, parse(a)?),
         "remind_snooze" => ops::remind_snooze(ctx, parse(a)?),
         "brief" => ops::brief(ctx),
+        "status" => ops::status(ctx),
         "wait" => block(watch::wait(&Arc::new(ctx.clone()), parse(a), pending())),
         other => panic!("no tool {other}"),
     }
@@ -218,8 +219,10 @@ fn every_result_matches_its_tools_output_schema() {
     t.ok(false, "brief", json!({}));
     t.ok(false, "wait", json!({"timeout_seconds": 0}));
 
-    // Every tool but status (its view is built in chipset-loop) was checked.
-    let all: BTreeSet<String> = t.tools.keys().filter(|n| *n != "status").cloned().collect();
+    assert_eq!(t.ok(false, "status", json!({}))["agent"], "a");
+
+    // Every tool was checked.
+    let all: BTreeSet<String> = t.tools.keys().cloned().collect();
     assert_eq!(t.checked, all);
 }
 
@@ -240,13 +243,11 @@ fn every_tool_has_a_title_annotations_and_an_output_schema() {
             assert!(hints.destructive_hint.is_some(), "{name}");
             assert!(hints.idempotent_hint.is_some(), "{name}");
         }
-        if name != "status" {
-            let schema = tool
-                .output_schema
-                .as_ref()
-                .unwrap_or_else(|| panic!("{name}"));
-            assert_eq!(schema["type"], "object", "{name}");
-        }
+        let schema = tool
+            .output_schema
+            .as_ref()
+            .unwrap_or_else(|| panic!("{name}"));
+        assert_eq!(schema["type"], "object", "{name}");
     }
 }
 
