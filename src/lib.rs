@@ -2,48 +2,73 @@
 //! a shared directory: work hooks, urgent nudges, threaded mail, prioritised
 //! events and reminders, as files on disk. No daemon, no socket, no database.
 //!
-//! This facade re-exports each crate as a module: [`store`], [`hook`],
-//! [`nudge`], [`mail`], [`bus`] and [`r#loop`](chipset_loop) (`loop` is a keyword). Each
-//! module's docs are the manual for its channel.
+//! A program opens the state root once and keeps the [`Chipset`] handle: it
+//! is cheap to clone, `Send + Sync`, and gives every channel.
 //!
 //! ```
 //! use std::time::Duration;
-//! use chipset::bus::{Bus, NewEvent, Priority};
-//! use chipset::hook::{Hooks, Pickup};
-//! use chipset::mail::{Draft, Mail};
-//! use chipset::nudge::{NewNudge, NudgeType, Nudges, Received};
-//! use chipset::store::{AgentId, ReadOutcome, StateDir, TaskId};
-//! use chipset::hook::BeadId;
+//! use chipset::Chipset;
+//! use chipset::bus::{NewEvent, Wake};
+//! use chipset::hook::Pickup;
+//! use chipset::mail::Draft;
 //!
 //! let tmp = tempfile::tempdir()?;
-//! let state = StateDir::open(tmp.path().join("state"))?;
-//! let (mayor, witness) = (AgentId::new("mayor")?, AgentId::new("witness")?);
-//! let polecat = AgentId::new("polecat-alpha")?;
+//! let chipset = Chipset::open(tmp.path().join("state"))?;
+//! let (mayor, polecat) = ("mayor".parse()?, "polecat-alpha".parse()?);
+//! let task: chipset::store::TaskId = "gt-abc12".parse()?;
 //!
-//! // The dispatcher assigns work; the agent picks it up (GUPP) in one locked step.
-//! let hooks = Hooks::new(state.clone());
-//! hooks.assign(&polecat, BeadId::new("gt-abc12")?, "Add README section", Some(&mayor))?;
-//! let Pickup::Started(work) = hooks.pickup(&polecat)? else { panic!("work was pending") };
+//! // The mayor assigns work; the agent picks it up in one locked step.
+//! chipset.hooks().assign(&polecat, "gt-abc12".parse()?, "Add README section", Some(&mayor))?;
+//! let Pickup::Started(work) = chipset.hooks().pickup(&polecat)? else { panic!("work was pending") };
 //!
-//! // The witness asks whether the agent is alive; the agent answers.
-//! let nudges = Nudges::new(state.clone());
-//! nudges.send(&polecat, NewNudge::new(witness.clone(), NudgeType::HealthCheck, "working?").requiring_response())?;
-//! if let ReadOutcome::Value(Received::New(check)) = nudges.receive(&polecat)? {
-//!     nudges.respond(&polecat, &check, "yes, on gt-abc12")?;
-//!     nudges.mark_processed(&polecat, &check)?;
-//! }
-//! assert_eq!(nudges.responses_since(&witness, state.now().sub(Duration::from_secs(60)))?.answered.len(), 1);
+//! // The agent asks; its task may not commit until the mayor answers.
+//! let ask = chipset.mail().send(&Draft::request(polecat.clone(), mayor.clone(), task.clone(), "which-section", "Usage or Install?"))?;
+//! assert_eq!(chipset.mail().pending_replies(&task)?.len(), 1);
+//! chipset.mail().send(&Draft::response(mayor.clone(), polecat.clone(), ask.id().clone(), "which-section", "Usage"))?;
+//! assert!(chipset.mail().pending_replies(&task)?.is_empty()); // the gate clears
 //!
-//! // The agent finishes (fenced on its assignment), reports by mail and wakes the mayor.
-//! hooks.complete(&work)?;
-//! let mail = Mail::new(state.clone());
-//! mail.send(&Draft::notify(polecat.clone(), mayor.clone(), TaskId::new("gt-abc12")?, "completion-report", "done"))?;
-//! let bus = Bus::new(state.clone());
-//! bus.publish(&mayor, &NewEvent::new("polecat-alpha", "work-completed").priority(Priority::High))?;
-//! assert_eq!(bus.pending(&mayor)?.len(), 1);
+//! // The agent tells the mayor, who wakes; then the agent completes.
+//! let mut waiter = chipset.bus().waiter(&mayor)?;
+//! chipset.bus().publish(&mayor, &NewEvent::new("polecat-alpha", "work-completed"))?;
+//! assert!(matches!(waiter.wait(Duration::from_secs(5))?, Wake::Arrived(_)));
+//! chipset.hooks().complete(&work)?;
+//! assert_eq!(chipset.status()?.agents.len(), 2);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! # The handle
+//!
+//! [`Chipset::hooks`], [`nudges`](Chipset::nudges),
+//! [`reminders`](Chipset::reminders), [`mail`](Chipset::mail),
+//! [`bus`](Chipset::bus) and [`attention`](Chipset::attention) borrow each
+//! channel's handle; the modules below are their manuals.
+//! [`Chipset::open_with`] takes the store's options (a manual clock for a
+//! simulation), [`Chipset::with_config`] each channel's settings
+//! ([`Config`]). Ids parse from
+//! text with the same checks as their constructors
+//! (`"polecat-alpha".parse::<AgentId>()?`, or `AgentId::try_from(s)`).
+//!
+//! [`Chipset::status`] is one line per agent across every channel (what
+//! `chipset status` prints, and the MCP `status` tool returns for one
+//! agent); it serializes to the command line's `--json` form.
+//! [`Chipset::doctor`] runs every channel's doctor into one [`Checkup`].
+//!
+//! # Waiting, sync and async
+//!
+//! Every wait blocks the calling thread: [`bus::Waiter::wait`],
+//! [`Attention::wait`](chipset_loop::Attention::wait) and
+//! [`BriefWatch::next`](chipset_loop::BriefWatch::next). With the
+//! `tokio` cargo feature each has an async form that never blocks a runtime
+//! thread (the watching runs on a thread of its own, so any executor
+//! works, including a current-thread runtime): `Bus::waiter_async` and
+//! `AsyncWaiter::wait`, `Attention::wait_async`, and `Attention::subscribe`
+//! / `Attention::stream` for a `Stream` of briefs (`BriefStream`).
+//!
+//! # The crates
+//!
+//! This facade re-exports each crate as a module: [`store`], [`hook`],
+//! [`nudge`], [`mail`], [`bus`] and [`r#loop`](chipset_loop) (`loop` is a
+//! keyword). Each stays usable alone, for a program that wants only mail.
 //! Every public name is unique across these modules, so any of them can be
 //! glob-imported together (`use chipset::{mail::*, nudge::*, bus::*}`) and
 //! read without renames. The one deliberate exception is each crate's
@@ -58,6 +83,11 @@
 
 #![forbid(unsafe_code)]
 
+mod doctor;
+mod door;
+mod error;
+mod status;
+
 pub use chipset_bus as bus;
 pub use chipset_hook as hook;
 pub use chipset_loop as r#loop;
@@ -65,14 +95,9 @@ pub use chipset_mail as mail;
 pub use chipset_nudge as nudge;
 pub use chipset_store as store;
 
-/// Every channel's directory under the state root, each constant from the
-/// crate that owns it: the store knows channels only as opaque names
-/// ([`store::Channel`]), so a new channel is added here, not in the store.
-pub const CHANNELS: [store::Channel; 6] = [
-    hook::HOOK_CHANNEL,
-    nudge::NUDGE_CHANNEL,
-    mail::MAIL_CHANNEL,
-    bus::BUS_CHANNEL,
-    nudge::REMINDERS_CHANNEL,
-    r#loop::LOOP_CHANNEL,
-];
+pub use doctor::{Area, Checkup, STALE_TEMP_AGE};
+pub use door::{Chipset, Config};
+pub use error::{Error, Result};
+pub use status::{
+    AgentLine, AgentReport, BusLine, HookLine, NudgeLine, PresenceLine, ReminderCounts, Status,
+};

@@ -112,13 +112,3 @@ mod all_six {
         uses!(r#loop);
     }
 }
-
-/// The facade's list of channels names each directory once, as on disk.
-#[test]
-fn channels_are_listed_once_with_their_directory_names() {
-    let names: Vec<&str> = chipset::CHANNELS.iter().map(|c| c.as_str()).collect();
-    assert_eq!(
-        names,
-        ["hooks", "nudge", "mail", "bus", "reminders", "loop"]
-    );
-}

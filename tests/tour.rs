@@ -174,3 +174,26 @@ fn the_nubosloop_example_commits_one_task_and_escalates_the_other() {
         "{stdout}"
     );
 }
+
+/// `cargo run --example tour`: the front door's story, through `Chipset` only.
+#[test]
+fn the_tour_example_walks_through_the_front_door() {
+    let out = Command::new(example("tour")).output().unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("the gate: 1 request pending, 0 once answered"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("mayor woke to polecat-alpha's event: true"),
+        "{stdout}"
+    );
+    let status: serde_json::Value =
+        serde_json::from_str(&stdout[stdout.find('{').unwrap()..]).unwrap();
+    assert_eq!(status["agents"][1]["hook"]["status"], "completed");
+}

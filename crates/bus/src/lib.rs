@@ -107,6 +107,10 @@
 //! safety net when a notification is lost, and the only mechanism where
 //! notifications are unavailable ([`WakeMode::Rescan`]).
 //!
+//! With the `tokio` cargo feature (off by default), `Bus::waiter_async`
+//! gives an `AsyncWaiter`: the same waiter on a thread of its own, whose
+//! `wait` is awaited without blocking a runtime thread.
+//!
 //! # File layout
 //!
 //! Everything lives under `bus/` in the state root, one directory per
@@ -224,6 +228,8 @@ mod maintain;
 mod nag;
 mod name;
 mod wait;
+#[cfg(feature = "tokio")]
+mod wait_async;
 
 pub use bus::{AckOutcome, Applied, BadFile, Bus, Pending, Problem, Published, Startup};
 pub use config::{BusConfig, NagPolicy, NagRule, Occasion, Retention, WakeConfig, WakeMode};
@@ -235,6 +241,8 @@ pub use format::{
 pub use maintain::{AgentStatus, Counts, Pruned};
 pub use name::QueueEntry;
 pub use wait::{Waiter, Wake};
+#[cfg(feature = "tokio")]
+pub use wait_async::AsyncWaiter;
 
 /// The bus's directory under the state root, `bus/`.
 pub const BUS_CHANNEL: chipset_store::Channel = chipset_store::Channel::new("bus");

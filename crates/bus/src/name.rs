@@ -4,6 +4,25 @@ use chipset_store::{EscapeAlphabet, escape_name, fnv1a_64};
 
 use crate::format::{EventId, Priority};
 
+// An event id parses from text as every other id does (format.rs has its
+// `FromStr`; these sit here, with the names that carry ids, to keep
+// format.rs within its size).
+impl TryFrom<&str> for EventId {
+    type Error = chipset_store::Error;
+
+    fn try_from(s: &str) -> chipset_store::Result<Self> {
+        EventId::parse(s)
+    }
+}
+
+impl TryFrom<String> for EventId {
+    type Error = chipset_store::Error;
+
+    fn try_from(s: String) -> chipset_store::Result<Self> {
+        EventId::parse(&s)
+    }
+}
+
 /// The longest escaped source or kind kept in a file name, in bytes. The
 /// file's contents hold the full values; the name only has to be unique
 /// (the id makes it so) and readable.

@@ -3,7 +3,7 @@
 //!
 //! Without `--fix` nothing is changed. With it, each library repairs what it
 //! can (quarantining, never deleting, bad files) and the store sweeps temp
-//! files older than [`STALE_TEMP_AGE`]. The command fails (exit 1) when
+//! files older than [`chipset::STALE_TEMP_AGE`]. The command fails (exit 1) when
 //! problems remain: any finding without `--fix`, and with it the findings
 //! the libraries leave alone by design (stray names, a response whose
 //! request does not match), which need a person, and mail in flight (a
@@ -15,22 +15,14 @@
 
 use std::time::Duration;
 
-use chipset_bus::Bus;
-use chipset_hook::Hooks;
-use chipset_loop::LoopState;
-use chipset_mail::Mail;
-use chipset_nudge::Nudges;
+use chipset::Chipset;
 use chipset_store::{DoctorMode, Report};
 
 use crate::Ctx;
 use crate::cli::DoctorArgs;
 use crate::error::{CliError, Result};
 use crate::output::{self, Cell, Output, Table, Tone};
-use crate::remind;
 use crate::view::{DoctorReport, Finding};
-
-/// Temp files older than this are left by a crashed writer.
-pub(crate) const STALE_TEMP_AGE: Duration = Duration::from_secs(600);
 
 /// One problem found, and what was done about it (`None`: still there).
 struct Row {
@@ -39,83 +31,45 @@ struct Row {
     action: Option<String>,
 }
 
-/// Runs `chipset doctor`.
+/// Runs `chipset doctor`: [`Chipset::doctor`], rendered.
 pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
     let fix = args.fix;
-    let mut rows = Vec::new();
-    let mut scanned = std::collections::BTreeMap::new();
-
     let mode = if fix {
         DoctorMode::Fix
     } else {
         DoctorMode::Check
     };
-    // Every channel's doctor, in this order; each returns the one `Report`.
-    let state = &ctx.state;
-    let reports: [(&str, Result<Report>); 6] = [
-        (
-            "hooks",
-            Hooks::new(state.clone()).doctor(mode).map_err(Into::into),
-        ),
-        (
-            "nudge",
-            Nudges::new(state.clone()).doctor(mode).map_err(Into::into),
-        ),
-        (
-            "reminders",
-            remind::reminders(ctx).doctor(mode).map_err(Into::into),
-        ),
-        (
-            "mail",
-            Mail::new(state.clone()).doctor(mode).map_err(Into::into),
-        ),
-        (
-            "bus",
-            Bus::new(state.clone()).doctor(mode).map_err(Into::into),
-        ),
-        (
-            "loop",
-            LoopState::new(state.clone())
-                .doctor(mode)
-                .map_err(Into::into),
-        ),
-    ];
+    let checkup = Chipset::from_state(ctx.state.clone()).doctor(mode)?;
+    let mut rows = Vec::new();
+    let mut scanned = std::collections::BTreeMap::new();
     let mut in_flight = InFlight::default();
-    for (area, result) in reports {
-        let report = or_row(&mut rows, area, result);
-        scanned.insert(area.to_owned(), report.as_ref().map(|r| r.scanned));
+    for area in checkup.areas {
+        let report = or_row(&mut rows, area.name, area.report);
+        scanned.insert(area.name.to_owned(), report.as_ref().map(|r| r.scanned));
         let Some(report) = report else { continue };
         in_flight.add(&report);
         for f in report.findings {
             rows.push(Row {
-                area: area.to_owned(),
+                area: area.name.to_owned(),
                 action: f.fix_line(),
                 problem: f.message,
             });
         }
     }
-
-    if fix {
-        let removed = ctx.state.sweep_temps(STALE_TEMP_AGE)?;
-        if removed > 0 {
-            rows.push(Row {
-                area: "temps".to_owned(),
-                problem: output::plural(removed, "stale temp file"),
-                action: Some("removed".to_owned()),
-            });
-        }
-    } else {
-        // The bus doctor reports the temps under `bus/` itself.
-        let bus_dir = ctx.state.channel(chipset_bus::BUS_CHANNEL);
-        for path in ctx.state.stale_temps(STALE_TEMP_AGE)? {
-            if !path.starts_with(&bus_dir) {
-                rows.push(Row {
-                    area: "temps".to_owned(),
-                    problem: format!("`{}`: stale temp file", path.display()),
-                    action: None,
-                });
-            }
-        }
+    if checkup.removed_temps > 0 {
+        rows.push(Row {
+            area: "temps".to_owned(),
+            problem: output::plural(checkup.removed_temps, "stale temp file"),
+            action: Some("removed".to_owned()),
+        });
+    }
+    // Without a fix: those outside `bus/`, whose doctor reports its own.
+    for path in checkup.stale_temps {
+        rows.push(Row {
+            area: "temps".to_owned(),
+            problem: format!("`{}`: stale temp file", path.display()),
+            action: None,
+        });
     }
 
     Ok(render(ctx, fix, &rows, scanned, &in_flight))

@@ -256,6 +256,20 @@ fn store_class(e: &chipset_store::Error) -> Class {
     }
 }
 
+impl From<chipset::Error> for Failure {
+    fn from(e: chipset::Error) -> Self {
+        match e {
+            chipset::Error::Store(e) => e.into(),
+            chipset::Error::Hook(e) => e.into(),
+            chipset::Error::Nudge(e) => e.into(),
+            chipset::Error::Mail(e) => e.into(),
+            chipset::Error::Bus(e) => e.into(),
+            chipset::Error::Loop(e) => e.into(),
+            other => Failure::from_error(Class::Refused, &other),
+        }
+    }
+}
+
 impl From<chipset_store::Error> for Failure {
     fn from(e: chipset_store::Error) -> Self {
         Failure::from_error(store_class(&e), &e).unknown_if(e.is_outcome_unknown())

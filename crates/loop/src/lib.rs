@@ -163,9 +163,10 @@
 //! (1 s by default) catches what a lost notification would miss.
 //! [`Attention::watch`] gives a [`BriefWatch`] whose
 //! [`next`](BriefWatch::next) returns each new brief as it changes. With
-//! the `tokio` cargo feature (off by default), `Attention::stream` gives the
-//! same as an async `Stream` (`BriefStream`), watched on a thread of its
-//! own so it blocks no runtime.
+//! the `tokio` cargo feature (off by default) each has an async form that
+//! watches on a thread of its own, so it blocks no runtime:
+//! `Attention::wait_async`, and `Attention::subscribe` (the brief now and
+//! a `BriefStream` of each change) or `Attention::stream`.
 //!
 //! # File layout
 //!

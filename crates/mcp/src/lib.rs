@@ -81,7 +81,7 @@
 //! result: [`chipset_loop::Brief`]). A client that subscribes gets
 //! `notifications/resources/updated` each time the brief changes: work
 //! arriving on any channel, or going away. The watch is chipset-loop's
-//! [`Attention::stream`](chipset_loop::Attention::stream) (inotify on the
+//! [`Attention::subscribe`](chipset_loop::Attention::subscribe) (inotify on the
 //! agent's hook, nudge directory, inbox, queue and the reminder indexes,
 //! with a rescan every second as the safety net), so an idle agent costs
 //! nothing until something needs it. Both subscription forms are served:
@@ -122,9 +122,10 @@
 //! # Blocking
 //!
 //! Every library call is file I/O and runs on tokio's blocking pool, so a
-//! slow disk does not stall other sessions. `bus_wait` and `wait` block
-//! (default 60 seconds, at most 3600) in slices of a quarter second and give
-//! up early when the client cancels the request.
+//! slow disk does not stall other sessions. `bus_wait` and `wait` (default
+//! 60 seconds, at most 3600) await the libraries' async waits, which watch
+//! on threads of their own, and end at once when the client cancels the
+//! request.
 
 #![forbid(unsafe_code)]
 

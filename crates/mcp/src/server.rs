@@ -382,11 +382,9 @@ impl Server {
         Parameters(p): Parameters<BusWait>,
         request: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let ct = request.ct;
-        self.run_with(p, move |ctx, p| {
-            ops::bus_wait(ctx, &p, &|| ct.is_cancelled())
-        })
-        .await
+        Ok(result(
+            watch::bus_wait(&self.ctx, p, request.ct.cancelled()).await,
+        ))
     }
 
     #[tool(
@@ -462,15 +460,16 @@ impl Server {
         Parameters(p): Parameters<Wait>,
         request: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let ct = request.ct;
-        self.run_with(p, move |ctx, p| ops::wait(ctx, &p, &|| ct.is_cancelled()))
-            .await
+        Ok(result(
+            watch::wait(&self.ctx, p, request.ct.cancelled()).await,
+        ))
     }
 
     #[tool(
         title = "My status",
         description = "This agent's status: its hook, whether a nudge waits, inbox and bus counts, open reminders.",
-        annotations(read_only_hint = true, open_world_hint = false)
+        annotations(read_only_hint = true, open_world_hint = false),
+        output_schema = schema::output::<view::AgentReport>()
     )]
     async fn status(&self) -> Result<CallToolResult, ErrorData> {
         self.run(ops::status).await

@@ -13,6 +13,9 @@
 
 mod records;
 
+/// The `status` tool's schema (the view is the library's `chipset::AgentReport`).
+pub(crate) use records::AgentReport;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 

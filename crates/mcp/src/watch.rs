@@ -1,37 +1,93 @@
-//! Resource-updated notifications: the agent's brief watched through
-//! [`chipset_loop::Attention::stream`] (inotify plus rescans on a thread of
-//! its own), one notification per change.
+//! The waiting tools and resource-updated notifications, on the libraries'
+//! async forms (feature `tokio`): the bus's [`AsyncWaiter`], and
+//! [`Attention::wait_async`] and [`Attention::subscribe`]. Each watches on
+//! a thread of its own, so no runtime thread blocks and a cancelled call
+//! ends at once.
+//!
+//! [`AsyncWaiter`]: chipset_bus::AsyncWaiter
 
-use std::future::{Future, poll_fn};
-use std::pin::Pin;
+use std::future::Future;
 use std::sync::Arc;
+use std::time::Instant;
 
+use chipset_bus::{Bus, Pending, Wake};
 use chipset_failure::Failure;
 use chipset_loop::{Attention, Brief, BriefStream};
-use futures_core::Stream as _;
 use rmcp::ErrorData;
 
-use crate::ops::Ctx;
+use crate::ops::{self, Ctx, Outcome};
+use crate::params::{BusWait, Wait, limit};
 
-/// Returns the stream of the agent's briefs, with the current brief (the
-/// one a subscriber has, or can read) as its starting point; the reads run
-/// on the blocking pool.
-pub(crate) async fn briefs(ctx: &Arc<Ctx>) -> Result<(BriefStream, Brief), ErrorData> {
-    let ctx = Arc::clone(ctx);
-    tokio::task::spawn_blocking(move || {
-        let attention = Attention::from_state(&ctx.state);
-        // Stream first, read second: a change in between is a difference
-        // the stream reports, never a miss.
-        let stream = attention.stream(&ctx.agent).map_err(internal)?;
-        let now = attention.brief(&ctx.agent).map_err(internal)?;
-        Ok((stream, now))
-    })
-    .await
-    .map_err(|e| ErrorData::internal_error(format!("the watch did not start: {e}"), None))?
+/// Waits as `chipset bus wait` does (waiter first, then the queue, then
+/// wait) until this agent has pending events, the timeout passes or
+/// `cancelled` completes. The queue reads run on the blocking pool.
+pub(crate) async fn bus_wait(
+    ctx: &Arc<Ctx>,
+    p: Result<BusWait, Failure>,
+    cancelled: impl Future<Output = ()>,
+) -> Outcome {
+    let p = p?;
+    let deadline = Instant::now() + ops::timeout(p.timeout_seconds)?;
+    let limit = limit(p.limit)?;
+    let mut waiter = Bus::new(ctx.state.clone()).waiter_async(&ctx.agent).await?;
+    let mut pending = pending(ctx).await?;
+    tokio::pin!(cancelled);
+    while pending.is_empty() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Ok(ops::events(&ctx.agent, &pending, limit, Some(true)));
+        }
+        tokio::select! {
+            wake = waiter.wait(left) => {
+                if let Wake::Arrived(_) = wake? {
+                    pending = self::pending(ctx).await?;
+                }
+            }
+            () = &mut cancelled => {
+                return Ok(ops::events(&ctx.agent, &pending, limit, Some(true)));
+            }
+        }
+    }
+    Ok(ops::events(&ctx.agent, &pending, limit, Some(false)))
 }
 
-fn internal(e: chipset_loop::Error) -> ErrorData {
-    ErrorData::internal_error(Failure::from(e).to_string(), None)
+/// Reads the agent's queue on the blocking pool.
+async fn pending(ctx: &Arc<Ctx>) -> Result<Pending, Failure> {
+    let ctx = Arc::clone(ctx);
+    tokio::task::spawn_blocking(move || Bus::new(ctx.state.clone()).pending(&ctx.agent))
+        .await
+        .map_err(|e| Failure::refused(format!("the queue read did not finish: {e}")))?
+        .map_err(Failure::from)
+}
+
+/// Returns as soon as anything needs this agent, as `chipset wait` does;
+/// an empty brief with `timed_out` when the timeout passes or `cancelled`
+/// completes first.
+pub(crate) async fn wait(
+    ctx: &Arc<Ctx>,
+    p: Result<Wait, Failure>,
+    cancelled: impl Future<Output = ()>,
+) -> Outcome {
+    let timeout = ops::timeout(p?.timeout_seconds)?;
+    let attention = Attention::from_state(&ctx.state);
+    tokio::select! {
+        brief = attention.wait_async(&ctx.agent, timeout) => {
+            let brief = brief?;
+            let timed_out = brief.is_empty();
+            Ok(ops::waited(brief, timed_out))
+        }
+        () = cancelled => Ok(ops::waited(Brief::empty(ctx.agent.clone()), true)),
+    }
+}
+
+/// Returns the stream of the agent's briefs, with the current brief (the
+/// one a subscriber has, or can read) as its starting point.
+pub(crate) async fn briefs(ctx: &Arc<Ctx>) -> Result<(BriefStream, Brief), ErrorData> {
+    let (now, stream) = Attention::from_state(&ctx.state)
+        .subscribe(&ctx.agent)
+        .await
+        .map_err(|e| ErrorData::internal_error(Failure::from(e).to_string(), None))?;
+    Ok((stream, now))
 }
 
 /// Calls `send` each time the brief differs from the last one seen, until
@@ -42,8 +98,7 @@ where
     Fut: Future<Output = bool>,
 {
     loop {
-        let next = poll_fn(|cx| Pin::new(&mut stream).poll_next(cx)).await;
-        match next {
+        match stream.next().await {
             Some(Ok(brief)) => {
                 if brief != last {
                     last = brief;

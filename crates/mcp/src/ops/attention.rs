@@ -1,11 +1,9 @@
-//! `brief` and `wait`: what needs this agent now, or as soon as anything does.
-
-use std::time::Instant;
+//! `brief` and `wait`: what needs this agent now, or as soon as anything
+//! does (the waiting itself is in [`crate::watch`]).
 
 use chipset_loop::{Attention, Brief};
 
-use super::{Ctx, Outcome, Reply, WAIT_SLICE, timeout};
-use crate::params::Wait;
+use super::{Ctx, Outcome, Reply};
 use crate::view::Waited;
 
 /// Renders a brief: its lines, or a line saying nothing needs the agent.
@@ -25,25 +23,7 @@ pub(crate) fn brief(ctx: &Ctx) -> Outcome {
     Ok(Reply::new(text(&brief, false), &brief))
 }
 
-fn waited(brief: Brief, timed_out: bool) -> Reply {
+/// Returns the `wait` tool's reply: the brief, and whether the wait timed out.
+pub(crate) fn waited(brief: Brief, timed_out: bool) -> Reply {
     Reply::new(text(&brief, timed_out), Waited { brief, timed_out })
-}
-
-/// Returns as soon as anything needs this agent, as `chipset wait` does,
-/// watching in short slices so that `cancelled` is noticed soon.
-pub(crate) fn wait(ctx: &Ctx, p: &Wait, cancelled: &dyn Fn() -> bool) -> Outcome {
-    let deadline = Instant::now() + timeout(p.timeout_seconds)?;
-    // Watch first, read second (the watch's first brief): nothing is missed.
-    let mut watch = Attention::from_state(&ctx.state).watch(&ctx.agent)?;
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if let Some(brief) = watch.next(left.min(WAIT_SLICE))?
-            && !brief.is_empty()
-        {
-            return Ok(waited(brief, false));
-        }
-        if deadline <= Instant::now() || cancelled() {
-            return Ok(waited(Brief::empty(ctx.agent.clone()), true));
-        }
-    }
 }

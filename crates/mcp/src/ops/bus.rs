@@ -1,18 +1,22 @@
 //! The bus tools. `bus_pending` and `bus_wait` show at most `limit` events
 //! (20 unless asked), critical first; `total` counts them all.
 
-use std::time::Instant;
-
-use chipset_bus::{Bus, NewEvent, Pending, Wake};
+use chipset_bus::{Bus, NewEvent, Pending};
 use chipset_failure::Failure;
 use chipset_store::AgentId;
 use serde_json::Value;
 
-use super::{Ctx, Outcome, Reply, WAIT_SLICE, id, timeout};
-use crate::params::{BusAck, BusPending, BusPublish, BusWait, limit};
+use super::{Ctx, Outcome, Reply, id};
+use crate::params::{BusAck, BusPending, BusPublish, limit};
 use crate::view::{Acked, BadEntry, Events, Published};
 
-fn events(agent: &AgentId, pending: &Pending, limit: usize, timed_out: Option<bool>) -> Reply {
+/// Returns the events reply of `bus_pending` and `bus_wait`.
+pub(crate) fn events(
+    agent: &AgentId,
+    pending: &Pending,
+    limit: usize,
+    timed_out: Option<bool>,
+) -> Reply {
     let all = pending.events();
     let shown = &all[..all.len().min(limit)];
     let mut text = String::new();
@@ -105,24 +109,4 @@ pub(crate) fn bus_ack(ctx: &Ctx, p: BusAck) -> Outcome {
         _ => format!("{event_id} was acknowledged already\n"),
     };
     Ok(Reply::new(text, view))
-}
-
-/// Waits as `chipset bus wait` does (waiter first, then the queue, then
-/// wait), in short slices so that `cancelled` is noticed soon.
-pub(crate) fn bus_wait(ctx: &Ctx, p: &BusWait, cancelled: &dyn Fn() -> bool) -> Outcome {
-    let deadline = Instant::now() + timeout(p.timeout_seconds)?;
-    let limit = limit(p.limit)?;
-    let bus = Bus::new(ctx.state.clone());
-    let mut waiter = bus.waiter(&ctx.agent)?;
-    let mut pending = bus.pending(&ctx.agent)?;
-    while pending.is_empty() {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() || cancelled() {
-            return Ok(events(&ctx.agent, &pending, limit, Some(true)));
-        }
-        if let Wake::Arrived(_) = waiter.wait(left.min(WAIT_SLICE))? {
-            pending = bus.pending(&ctx.agent)?;
-        }
-    }
-    Ok(events(&ctx.agent, &pending, limit, Some(false)))
 }

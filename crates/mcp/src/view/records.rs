@@ -108,3 +108,43 @@ pub(crate) struct Brief {
     agent: String,
     entries: Vec<Entry>,
 }
+
+/// The `status` tool's result, `chipset::AgentReport`: the agent's line of
+/// `chipset status` with the open reminders beside it.
+#[derive(JsonSchema)]
+pub(crate) struct AgentReport {
+    agent: String,
+    hook: StatusHook,
+    nudge: Option<StatusNudge>,
+    inbox: usize,
+    bus: Option<StatusBus>,
+    reminders: ReminderCounts,
+}
+
+/// A status line's hook: `none`, `corrupt`, `unsupported` or a hook status.
+#[derive(JsonSchema)]
+pub(crate) struct StatusHook {
+    status: String,
+}
+
+/// A status line's nudge: `pending` is null when it cannot be read.
+#[derive(JsonSchema)]
+pub(crate) struct StatusNudge {
+    pending: Option<bool>,
+}
+
+/// A status line's bus queue.
+#[derive(JsonSchema)]
+pub(crate) struct StatusBus {
+    pending: usize,
+    by_priority: std::collections::BTreeMap<String, usize>,
+    unreadable_names: usize,
+    presence: String,
+}
+
+/// The open reminders, in total and per kind.
+#[derive(JsonSchema)]
+pub(crate) struct ReminderCounts {
+    open: usize,
+    by_kind: std::collections::BTreeMap<String, usize>,
+}

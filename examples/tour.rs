@@ -1,0 +1,37 @@
+//! The front door in one story: `cargo run --example tour`.
+#![allow(clippy::print_stdout, reason = "examples talk to the terminal")]
+
+use std::time::Duration;
+
+use chipset::Chipset;
+use chipset::bus::{NewEvent, Wake};
+use chipset::mail::Draft;
+use chipset::store::{AgentId, TaskId};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let tmp = tempfile::tempdir()?;
+    let door = Chipset::open(tmp.path().join("state"))?;
+    let (hooks, mail, bus) = (door.hooks(), door.mail(), door.bus());
+    let (mayor, cat): (AgentId, AgentId) = ("mayor".parse()?, "polecat-alpha".parse()?);
+    let task: TaskId = "gt-abc12".parse()?;
+
+    hooks.assign(&cat, "gt-abc12".parse()?, "Add README", Some(&mayor))?;
+    let pickup = hooks.pickup(&cat)?;
+    let work = pickup.work().ok_or("no work was pending")?;
+
+    let ask = Draft::request(cat.clone(), mayor.clone(), task.clone(), "scope", "Usage?");
+    let ask = mail.send(&ask)?;
+    let before = mail.pending_replies(&task)?.len();
+    let yes = Draft::response(mayor.clone(), cat.clone(), ask.id().clone(), "scope", "yes");
+    mail.send(&yes)?;
+    let after = mail.pending_replies(&task)?.len();
+    println!("the gate: {before} request pending, {after} once answered");
+
+    let mut waiter = bus.waiter(&mayor)?;
+    let _ = bus.publish(&mayor, &NewEvent::new(cat.as_str(), "ready"))?;
+    let woke = matches!(waiter.wait(Duration::from_secs(5))?, Wake::Arrived(_));
+    println!("{mayor} woke to {cat}'s event: {woke}");
+    hooks.complete(work)?;
+    println!("{}", serde_json::to_string_pretty(&door.status()?)?);
+    Ok(())
+}

@@ -1,0 +1,143 @@
+//! [`Checkup`]: every channel's doctor run once, in one report.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use chipset_store::{DoctorMode, Finding, Report};
+
+use crate::door::Chipset;
+use crate::error::{Error, Result};
+
+/// Temp files older than this were left by a writer that crashed: the
+/// doctor reports them, and with [`DoctorMode::Fix`] removes them.
+pub const STALE_TEMP_AGE: Duration = Duration::from_secs(600);
+
+/// What [`Chipset::doctor`] found: one [`Area`] per channel, and the stale
+/// temp files under the whole root.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Checkup {
+    /// The mode the doctors ran in.
+    pub mode: DoctorMode,
+    /// One per channel, in this order: `hooks`, `nudge`, `reminders`,
+    /// `mail`, `bus`, `loop`.
+    pub areas: Vec<Area>,
+    /// With [`DoctorMode::Check`], the stale temp files outside `bus/`
+    /// (whose doctor reports its own).
+    pub stale_temps: Vec<PathBuf>,
+    /// With [`DoctorMode::Fix`], how many stale temp files were removed,
+    /// anywhere under the root.
+    pub removed_temps: usize,
+}
+
+/// One channel's doctor run: its report, or why it could not finish.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Area {
+    /// The channel's name: `hooks`, `nudge`, `reminders`, `mail`, `bus`, `loop`.
+    pub name: &'static str,
+    /// Its report; an error when it could not finish (an unreadable
+    /// directory, a lock path that is a directory). The other areas still ran.
+    pub report: Result<Report>,
+}
+
+impl Chipset {
+    /// Runs every channel's doctor in turn, then looks for stale temp files
+    /// under the root. With [`DoctorMode::Check`] nothing changes; with
+    /// [`DoctorMode::Fix`] each channel repairs what it can (moving bad
+    /// files aside, never deleting them) and temp files older than
+    /// [`STALE_TEMP_AGE`] are removed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when the root cannot be listed for temp files. A
+    /// channel's doctor that fails is an [`Area`] with an error instead.
+    pub fn doctor(&self, mode: DoctorMode) -> Result<Checkup> {
+        let areas = vec![
+            area("hooks", self.hooks().doctor(mode)),
+            area("nudge", self.nudges().doctor(mode)),
+            area("reminders", self.reminders().doctor(mode)),
+            area("mail", self.mail().doctor(mode)),
+            area("bus", self.bus().doctor(mode)),
+            area("loop", self.loop_state().doctor(mode)),
+        ];
+        let (stale_temps, removed_temps) = if mode == DoctorMode::Fix {
+            (Vec::new(), self.state().sweep_temps(STALE_TEMP_AGE)?)
+        } else {
+            let bus = self.state().channel(chipset_bus::BUS_CHANNEL);
+            let stale = self
+                .state()
+                .stale_temps(STALE_TEMP_AGE)?
+                .into_iter()
+                .filter(|p| !p.starts_with(&bus))
+                .collect();
+            (stale, 0)
+        };
+        Ok(Checkup {
+            mode,
+            areas,
+            stale_temps,
+            removed_temps,
+        })
+    }
+}
+
+fn area<E: Into<Error>>(name: &'static str, report: std::result::Result<Report, E>) -> Area {
+    Area {
+        name,
+        report: report.map_err(Into::into),
+    }
+}
+
+impl Checkup {
+    /// Returns every finding with its area's name, area by area.
+    pub fn findings(&self) -> impl Iterator<Item = (&'static str, &Finding)> {
+        self.areas.iter().flat_map(|a| {
+            a.report
+                .as_ref()
+                .map(|r| r.findings.as_slice())
+                .unwrap_or_default()
+                .iter()
+                .map(move |f| (a.name, f))
+        })
+    }
+
+    /// Returns the areas whose doctor could not finish, with why.
+    pub fn failures(&self) -> impl Iterator<Item = (&'static str, &Error)> {
+        self.areas
+            .iter()
+            .filter_map(|a| a.report.as_ref().err().map(|e| (a.name, e)))
+    }
+
+    /// Returns true when every doctor finished and found nothing, and no
+    /// stale temp file was there.
+    pub fn is_clean(&self) -> bool {
+        self.stale_temps.is_empty()
+            && self.removed_temps == 0
+            && self
+                .areas
+                .iter()
+                .all(|a| a.report.as_ref().is_ok_and(Report::is_clean))
+    }
+
+    /// Returns the problems still there: open findings, areas that could
+    /// not finish, and stale temp files left in place.
+    pub fn open(&self) -> usize {
+        let areas: usize = self
+            .areas
+            .iter()
+            .map(|a| a.report.as_ref().map_or(1, Report::open))
+            .sum();
+        areas + self.stale_temps.len()
+    }
+
+    /// Returns the findings in flight (a message whose `sent` event may
+    /// still come) and the longest wait before the doctor should run again.
+    pub fn in_flight(&self) -> (usize, Duration) {
+        self.areas
+            .iter()
+            .filter_map(|a| a.report.as_ref().ok())
+            .map(Report::in_flight)
+            .fold((0, Duration::ZERO), |(n, w), (m, v)| (n + m, w.max(v)))
+    }
+}

@@ -1,0 +1,31 @@
+//! The front door's error: whichever channel failed, through its own error.
+
+/// A specialized result for [`Chipset`](crate::Chipset) operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What went wrong in an operation of [`Chipset`](crate::Chipset) itself
+/// (opening, [`status`](crate::Chipset::status),
+/// [`doctor`](crate::Chipset::doctor)): the failing channel's error, as it
+/// is. The channel handles return their own errors.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The store failed (opening the root, listing, sweeping temp files).
+    #[error(transparent)]
+    Store(#[from] chipset_store::Error),
+    /// The hook channel failed.
+    #[error(transparent)]
+    Hook(#[from] chipset_hook::Error),
+    /// The nudge or reminder channel failed.
+    #[error(transparent)]
+    Nudge(#[from] chipset_nudge::Error),
+    /// The mail channel failed.
+    #[error(transparent)]
+    Mail(#[from] chipset_mail::MailError),
+    /// The bus failed.
+    #[error(transparent)]
+    Bus(#[from] chipset_bus::Error),
+    /// The loop state failed.
+    #[error(transparent)]
+    Loop(#[from] chipset_loop::Error),
+}

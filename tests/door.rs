@@ -1,0 +1,171 @@
+//! The front door: `Chipset`'s status view (the CLI's `--json` form and
+//! the MCP tool's) and its one doctor report.
+
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests plant corrupt files as another program would, outside the store's API"
+)]
+
+use std::time::Duration;
+
+use chipset::bus::{NewEvent, Priority};
+use chipset::mail::Draft;
+use chipset::nudge::{NewNudge, NudgeType};
+use chipset::store::{AgentId, DoctorMode};
+use chipset::{Chipset, HookLine, NudgeLine, PresenceLine};
+use serde_json::json;
+
+fn agent(name: &str) -> AgentId {
+    name.parse().unwrap()
+}
+
+fn door() -> (tempfile::TempDir, Chipset) {
+    let tmp = tempfile::tempdir().unwrap();
+    let door = Chipset::open(tmp.path().join("state")).unwrap();
+    (tmp, door)
+}
+
+/// The view's JSON for every kind of line, with the age left out.
+#[test]
+fn status_serializes_as_the_command_lines_json() {
+    let (_tmp, door) = door();
+    let (mayor, alpha, beta) = (
+        agent("mayor"),
+        agent("polecat-alpha"),
+        agent("polecat-beta"),
+    );
+    door.hooks()
+        .assign(&alpha, "gt-1".parse().unwrap(), "README", Some(&mayor))
+        .unwrap();
+    let nudge = NewNudge::new(agent("witness"), NudgeType::StallWarning, "quiet");
+    door.nudges().send(&beta, nudge).unwrap();
+    let _ = door
+        .bus()
+        .publish(
+            &alpha,
+            &NewEvent::new("mayor", "k").priority(Priority::Critical),
+        )
+        .unwrap();
+    let note = Draft::notify(
+        mayor.clone(),
+        alpha.clone(),
+        "t1".parse().unwrap(),
+        "hi",
+        "b",
+    );
+    door.mail().send(&note).unwrap();
+    std::fs::write(door.state().root().join("hooks/polecat-gamma.json"), "{").unwrap();
+
+    let status = door.status().unwrap();
+    let names: Vec<&str> = status.agents.iter().map(|l| l.agent.as_str()).collect();
+    assert_eq!(names, ["polecat-alpha", "polecat-beta", "polecat-gamma"]);
+    assert!(matches!(status.agents[2].hook, HookLine::Corrupt(_)));
+    assert_eq!(status.agents[0].bus.as_ref().unwrap().critical(), 1);
+
+    let mut doc = serde_json::to_value(&status).unwrap();
+    doc["agents"][0]["hook"]
+        .as_object_mut()
+        .unwrap()
+        .remove("age_ms")
+        .expect("a held hook has its age");
+    doc["agents"][0]["hook"]
+        .as_object_mut()
+        .unwrap()
+        .remove("last_activity");
+    doc["agents"][1]["hook"]
+        .as_object_mut()
+        .unwrap()
+        .remove("age_ms");
+    doc["agents"][1]["hook"]
+        .as_object_mut()
+        .unwrap()
+        .remove("last_activity");
+    doc["agents"][2]["hook"]["error"] = json!("…");
+    assert_eq!(
+        doc,
+        json!({
+            "agents": [
+                {
+                    "agent": "polecat-alpha",
+                    "hook": {"status": "pending", "bead_id": "gt-1", "generation": 1},
+                    "nudge": null,
+                    "inbox": 1,
+                    "bus": {
+                        "pending": 1,
+                        "by_priority": {"critical": 1, "high": 0, "normal": 0, "low": 0},
+                        "unreadable_names": 0,
+                        "presence": "absent",
+                    },
+                },
+                {
+                    "agent": "polecat-beta",
+                    "hook": {"status": "none"},
+                    "nudge": {"pending": true, "type": "stall_warning", "from": "witness"},
+                    "inbox": 0,
+                    "bus": null,
+                },
+                {
+                    "agent": "polecat-gamma",
+                    "hook": {"status": "corrupt", "error": "…"},
+                    "nudge": null,
+                    "inbox": 0,
+                    "bus": null,
+                },
+            ],
+            "reminders": {"open": 0, "by_kind": {}},
+        })
+    );
+}
+
+/// One agent's status reads only its files and always shows its nudge
+/// and queue; it serializes as its line with the reminders beside it.
+#[test]
+fn agent_status_is_the_agents_line_with_the_reminders() {
+    let (_tmp, door) = door();
+    let alpha = agent("polecat-alpha");
+    let report = door.agent_status(&alpha).unwrap();
+    assert_eq!(report.line.hook, HookLine::None);
+    assert_eq!(report.line.nudge, Some(NudgeLine::None));
+    assert_eq!(
+        report.line.bus.as_ref().unwrap().presence,
+        PresenceLine::Absent
+    );
+    let doc = serde_json::to_value(&report).unwrap();
+    assert_eq!(doc["agent"], "polecat-alpha");
+    assert_eq!(doc["nudge"], json!({"pending": false}));
+    assert_eq!(doc["bus"]["pending"], 0);
+    assert_eq!(doc["reminders"], json!({"open": 0, "by_kind": {}}));
+    assert!(
+        door.status().unwrap().agents.is_empty(),
+        "reading created nothing"
+    );
+}
+
+/// The doctor runs every channel's doctor: a check reports, a fix repairs,
+/// and a second check is clean.
+#[test]
+fn the_doctor_checks_every_channel_and_fixes_into_one_report() {
+    let (_tmp, door) = door();
+    let root = door.state().root().to_owned();
+    std::fs::create_dir_all(root.join("hooks")).unwrap();
+    std::fs::write(root.join("hooks/broken.json"), "{").unwrap();
+    std::fs::create_dir_all(root.join("loop/dispatcher/beads")).unwrap();
+    std::fs::write(root.join("loop/dispatcher/beads/gt-1.json"), "{\"state\":").unwrap();
+
+    let check = door.doctor(DoctorMode::Check).unwrap();
+    let names: Vec<&str> = check.areas.iter().map(|a| a.name).collect();
+    assert_eq!(
+        names,
+        ["hooks", "nudge", "reminders", "mail", "bus", "loop"]
+    );
+    let areas: Vec<&str> = check.findings().map(|(area, _)| area).collect();
+    assert_eq!(areas, ["hooks", "loop"]);
+    assert_eq!(check.open(), 2);
+    assert!(!check.is_clean());
+    assert_eq!(check.failures().count(), 0);
+    assert_eq!(check.in_flight(), (0, Duration::ZERO));
+
+    let fix = door.doctor(DoctorMode::Fix).unwrap();
+    assert_eq!(fix.open(), 0, "{fix:?}");
+    assert!(door.doctor(DoctorMode::Check).unwrap().is_clean());
+}
