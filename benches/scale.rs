@@ -62,7 +62,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use chipset_mail::{Draft, InboxFilter, Mail};
+use chipset_mail::{InboxFilter, Mail, NewMessage};
 use chipset_store::DoctorMode;
 use chipset_store::{AgentId, StateDir, TaskId};
 
@@ -425,7 +425,7 @@ fn sequential(n: usize) {
     let mail = mail_at(&dir);
     let t = Instant::now();
     for i in 0..n {
-        mail.send(&Draft::notify(
+        mail.send(&NewMessage::notify(
             AgentId::new("np-critic").unwrap(),
             AgentId::new("np-executor").unwrap(),
             TaskId::new("M005-S007-T0002").unwrap(),

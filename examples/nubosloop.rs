@@ -23,7 +23,7 @@ use chipset::r#loop::{
     Blocker, CriticReport, EscalationReason, Phase, ROUND_ESCALATION_EVENT, Round, Rounds,
     RoundsConfig, Routing,
 };
-use chipset::mail::{Draft, InboxFilter, Location, Mail, Message};
+use chipset::mail::{InboxFilter, Location, Mail, Message, NewMessage};
 use chipset::store::{AgentId, StateDir, TaskId};
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
@@ -41,7 +41,7 @@ impl Agents {
     /// The critic sends a request to the executor: it holds up the task's commit.
     fn ask(&self, mail: &Mail, round: &Round, subject: &str, question: &str) -> Result<Message> {
         let m = mail.send(
-            &Draft::request(
+            &NewMessage::request(
                 self.critic.clone(),
                 self.executor.clone(),
                 round.task().clone(),
@@ -78,7 +78,7 @@ impl Agents {
             format!("reads its inbox: {} open request(s)", requests.len()),
         );
         for r in requests {
-            mail.send(&Draft::response(
+            mail.send(&NewMessage::response(
                 self.executor.clone(),
                 self.critic.clone(),
                 r.id().clone(),

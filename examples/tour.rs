@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use chipset::Chipset;
 use chipset::bus::{NewEvent, Wake};
-use chipset::mail::Draft;
+use chipset::mail::NewMessage;
 use chipset::store::{AgentId, TaskId};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -19,10 +19,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let pickup = hooks.pickup(&cat)?;
     let work = pickup.work().ok_or("no work was pending")?;
 
-    let ask = Draft::request(cat.clone(), mayor.clone(), task.clone(), "scope", "Usage?");
+    let ask = NewMessage::request(cat.clone(), mayor.clone(), task.clone(), "scope", "Usage?");
     let ask = mail.send(&ask)?;
     let before = mail.pending_replies(&task)?.len();
-    let yes = Draft::response(mayor.clone(), cat.clone(), ask.id().clone(), "scope", "yes");
+    let yes = NewMessage::response(mayor.clone(), cat.clone(), ask.id().clone(), "scope", "yes");
     mail.send(&yes)?;
     let after = mail.pending_replies(&task)?.len();
     println!("the gate: {before} request pending, {after} once answered");

@@ -21,7 +21,7 @@ pub enum Error {
     Nudge(#[from] chipset_nudge::Error),
     /// The mail channel failed.
     #[error(transparent)]
-    Mail(#[from] chipset_mail::MailError),
+    Mail(#[from] chipset_mail::Error),
     /// The bus failed.
     #[error(transparent)]
     Bus(#[from] chipset_bus::Error),

@@ -10,7 +10,7 @@
 //! use chipset::Chipset;
 //! use chipset::bus::{NewEvent, Wake};
 //! use chipset::hook::Pickup;
-//! use chipset::mail::Draft;
+//! use chipset::mail::NewMessage;
 //!
 //! let tmp = tempfile::tempdir()?;
 //! let chipset = Chipset::open(tmp.path().join("state"))?;
@@ -22,9 +22,9 @@
 //! let Pickup::Started(work) = chipset.hooks().pickup(&polecat)? else { panic!("work was pending") };
 //!
 //! // The agent asks; its task may not commit until the mayor answers.
-//! let ask = chipset.mail().send(&Draft::request(polecat.clone(), mayor.clone(), task.clone(), "which-section", "Usage or Install?"))?;
+//! let ask = chipset.mail().send(&NewMessage::request(polecat.clone(), mayor.clone(), task.clone(), "which-section", "Usage or Install?"))?;
 //! assert_eq!(chipset.mail().pending_replies(&task)?.len(), 1);
-//! chipset.mail().send(&Draft::response(mayor.clone(), polecat.clone(), ask.id().clone(), "which-section", "Usage"))?;
+//! chipset.mail().send(&NewMessage::response(mayor.clone(), polecat.clone(), ask.id().clone(), "which-section", "Usage"))?;
 //! assert!(chipset.mail().pending_replies(&task)?.is_empty()); // the gate clears
 //!
 //! // The agent tells the mayor, who wakes; then the agent completes.
@@ -72,8 +72,7 @@
 //! Every public name is unique across these modules, so any of them can be
 //! glob-imported together (`use chipset::{mail::*, nudge::*, bus::*}`) and
 //! read without renames. The one deliberate exception is each crate's
-//! `Error` and `Result` (`chipset_mail`'s error is [`mail::MailError`]):
-//! like `std::io::Result` and `std::fmt::Result`, they are named through
+//! `Error` and `Result`: like `std::io::Result` and `std::fmt::Result`, they are named through
 //! their module (`bus::Error`, `hook::Result<()>`), which says which
 //! channel failed.
 //!

@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use chipset::bus::{NewEvent, Priority};
-use chipset::mail::Draft;
+use chipset::mail::NewMessage;
 use chipset::nudge::{NewNudge, NudgeType};
 use chipset::store::{AgentId, DoctorMode};
 use chipset::{Chipset, HookLine, NudgeLine, PresenceLine};
@@ -46,7 +46,7 @@ fn status_serializes_as_the_command_lines_json() {
             &NewEvent::new("mayor", "k").priority(Priority::Critical),
         )
         .unwrap();
-    let note = Draft::notify(
+    let note = NewMessage::notify(
         mayor.clone(),
         alpha.clone(),
         "t1".parse().unwrap(),

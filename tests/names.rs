@@ -1,5 +1,5 @@
 //! Every pair of the facade's channel modules glob-imports together, and the
-//! names that used to collide across crates (`Draft`, `Priority`, `Event`,
+//! names that used to collide across crates (`NewMessage`, `Priority`, `Event`,
 //! `Wake`, `Finding`; issue 13) are then used without renames.
 //! A name that two modules export again makes its uses ambiguous, and this
 //! file stops compiling.
@@ -31,7 +31,7 @@ macro_rules! uses {
     }};
     (mail) => {{
         let id = |name| chipset::store::AgentId::new(name).unwrap();
-        let draft = Draft::notify(
+        let draft = NewMessage::notify(
             id("polecat-alpha"),
             id("mayor"),
             chipset::store::TaskId::new("gt-abc12").unwrap(),

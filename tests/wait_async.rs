@@ -12,7 +12,7 @@ use std::time::Duration;
 use chipset::Chipset;
 use chipset::bus::{NewEvent, Wake};
 use chipset::r#loop::WorkKind;
-use chipset::mail::Draft;
+use chipset::mail::NewMessage;
 use chipset::store::AgentId;
 
 /// Longer than any wake-up takes, shorter than the test harness's patience.
@@ -43,7 +43,7 @@ fn publisher(
 }
 
 fn mail_for(door: &Chipset, to: &AgentId) {
-    let draft = Draft::notify(
+    let draft = NewMessage::notify(
         agent("mayor"),
         to.clone(),
         "t1".parse().unwrap(),

@@ -170,7 +170,7 @@
 //! processed area. A failure before it leaves nothing visible; a failed sync
 //! after it is [`Error::OutcomeUnknown`], which carries the event's id. With
 //! a caller-chosen id ([`NewEvent::with_id`], the twin of mail's
-//! `Draft::with_id`), publishing again follows the store's idempotent-retry
+//! `NewMessage::with_id`), publishing again follows the store's idempotent-retry
 //! rule: the same id and content return the first delivery as
 //! [`Published::Delivered`] (from the queue, or from the processed area once
 //! acknowledged) and finish a missing de-duplication record; the same id

@@ -5,7 +5,7 @@ use std::io::Read as _;
 use std::time::Duration;
 
 use chipset_mail::MessageId;
-use chipset_mail::{Draft, InboxFilter, Kind, Mail, MailPriority, Message};
+use chipset_mail::{InboxFilter, Kind, Mail, MailPriority, Message, NewMessage};
 use chipset_mcp::view::Archived;
 use chipset_store::DoctorMode;
 
@@ -170,7 +170,7 @@ fn doctor(mail: &Mail, fix: bool) -> Result<Output> {
 
 /// Builds the library's draft from the arguments; the kind decides which
 /// of `--task` and `--in-reply-to` it needs.
-fn draft(args: MailSend) -> Result<Draft> {
+fn draft(args: MailSend) -> Result<NewMessage> {
     let MailSend {
         from,
         to,
@@ -201,9 +201,9 @@ fn draft(args: MailSend) -> Result<Draft> {
                 ))
             })?;
             let draft = if kind == MailKind::Request {
-                Draft::request(from, to, task, subject, body)
+                NewMessage::request(from, to, task, subject, body)
             } else {
-                Draft::notify(from, to, task, subject, body)
+                NewMessage::notify(from, to, task, subject, body)
             };
             match in_reply_to {
                 Some(parent) => draft.replying_to(parent),
@@ -213,7 +213,7 @@ fn draft(args: MailSend) -> Result<Draft> {
         MailKind::Response => {
             let request = in_reply_to
                 .ok_or_else(|| CliError::usage("--kind response needs --in-reply-to ID"))?;
-            let draft = Draft::response(from, to, request, subject, body);
+            let draft = NewMessage::response(from, to, request, subject, body);
             match task {
                 Some(task) => draft.with_task(task),
                 None => draft,

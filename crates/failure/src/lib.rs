@@ -304,9 +304,9 @@ impl From<chipset_nudge::Error> for Failure {
     }
 }
 
-impl From<chipset_mail::MailError> for Failure {
-    fn from(e: chipset_mail::MailError) -> Self {
-        use chipset_mail::MailError as E;
+impl From<chipset_mail::Error> for Failure {
+    fn from(e: chipset_mail::Error) -> Self {
+        use chipset_mail::Error as E;
         let class = match &e {
             E::Store(s) => store_class(s),
             E::InvalidSubject { .. }
@@ -371,7 +371,7 @@ mod tests {
     #[test]
     fn a_mail_send_of_unknown_outcome_exits_3_and_names_the_id() {
         let id = chipset_mail::MessageId::new("1-x").unwrap();
-        let e = Failure::from(chipset_mail::MailError::OutcomeUnknown {
+        let e = Failure::from(chipset_mail::Error::OutcomeUnknown {
             ids: vec![id],
             source: chipset_store::Error::OutcomeUnknown {
                 op: "sync directory",
@@ -391,7 +391,7 @@ mod tests {
         });
         assert_eq!(partly.exit_status(), OUTCOME_UNKNOWN);
         // Same id, other content: a refusal.
-        let taken = Failure::from(chipset_mail::MailError::IdTaken {
+        let taken = Failure::from(chipset_mail::Error::IdTaken {
             id: chipset_mail::MessageId::new("1-x").unwrap(),
             location: chipset_mail::Location::Archive,
         });

@@ -22,7 +22,7 @@ use chipset_bus::{Bus, NewEvent};
 use chipset_hook::BeadId;
 use chipset_hook::Hooks;
 use chipset_loop::{Attention, AttentionConfig, REMINDER_AGENT_FIELD, WorkKind};
-use chipset_mail::{Draft as MailDraft, Mail};
+use chipset_mail::{Mail, NewMessage as MailDraft};
 use chipset_nudge::{
     KindRegistry, ManualResolution, NewNudge, NewReminder, NudgeType, Nudges, ReminderKey,
     Reminders,

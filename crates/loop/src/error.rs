@@ -30,7 +30,7 @@ pub enum Error {
     Nudge(#[from] chipset_nudge::Error),
     /// A mail operation failed or was refused.
     #[error(transparent)]
-    Mail(#[from] chipset_mail::MailError),
+    Mail(#[from] chipset_mail::Error),
     /// A bus operation failed.
     #[error(transparent)]
     Bus(#[from] chipset_bus::Error),
@@ -102,7 +102,7 @@ impl Error {
         match self {
             Error::Corrupt(_) => true,
             Error::Hook(e) => e.is_corrupt(),
-            Error::Mail(chipset_mail::MailError::Corrupt(_)) => true,
+            Error::Mail(chipset_mail::Error::Corrupt(_)) => true,
             Error::Nudge(chipset_nudge::Error::Corrupt(_)) => true,
             _ => false,
         }
@@ -140,7 +140,7 @@ mod tests {
         for corrupt in [
             Error::Corrupt(corruption()),
             Error::Hook(hook),
-            Error::Mail(chipset_mail::MailError::Corrupt(corruption())),
+            Error::Mail(chipset_mail::Error::Corrupt(corruption())),
             Error::Nudge(chipset_nudge::Error::Corrupt(corruption())),
         ] {
             assert!(corrupt.is_corrupt(), "{corrupt:?}");

@@ -196,7 +196,7 @@
 //! writes its intent durably before changing another channel, so a step
 //! cut short by a crash is finished, not repeated, on restart. The
 //! witness's escalation intent holds the id of its mail, sent with
-//! [`Draft::with_id`](chipset_mail::Draft::with_id): a restarted witness
+//! [`NewMessage::with_id`](chipset_mail::NewMessage::with_id): a restarted witness
 //! sends it again under that id, and the mail channel accepts the id once,
 //! so exactly one escalation exists per incident. The dispatcher's
 //! `assigning` intent holds the id of its `work-assignment` mail the same way.

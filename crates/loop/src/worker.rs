@@ -7,7 +7,7 @@ use std::time::Duration;
 use chipset_bus::{NewEvent, Priority as BusPriority};
 use chipset_hook::{Assignment, Pickup};
 use chipset_mail::MessageId;
-use chipset_mail::{Draft, InboxFilter, Kind, Message};
+use chipset_mail::{InboxFilter, Kind, Message, NewMessage};
 use chipset_nudge::{Nudge, NudgeType, Received};
 use chipset_store::{AgentId, ReadOutcome, StateDir, Timestamp};
 
@@ -347,7 +347,7 @@ impl Worker {
             completed_at,
             summary,
         };
-        let draft = Draft::notify(
+        let draft = NewMessage::notify(
             self.me.clone(),
             self.dispatcher.clone(),
             task_of(assignment.bead_id())?,

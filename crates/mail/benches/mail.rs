@@ -48,7 +48,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use chipset_mail::MessageId;
-use chipset_mail::{Draft, InboxFilter, Location, Mail};
+use chipset_mail::{InboxFilter, Location, Mail, NewMessage};
 use chipset_store::{AgentId, SortableId, StateDir, SystemClock, TaskId};
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main};
@@ -58,8 +58,8 @@ fn agent(s: &str) -> AgentId {
     AgentId::new(s).unwrap()
 }
 
-fn note(i: usize) -> Draft {
-    Draft::notify(
+fn note(i: usize) -> NewMessage {
+    NewMessage::notify(
         agent("np-critic"),
         agent("np-executor"),
         TaskId::new("M005-S007-T0002").unwrap(),
@@ -219,7 +219,7 @@ fn send(c: &mut Criterion) {
     g.finish();
 
     // Per message: the batch figure is one batch's time divided by 100.
-    let drafts: Vec<Draft> = (0..100).map(note).collect();
+    let drafts: Vec<NewMessage> = (0..100).map(note).collect();
     let mut g = c.benchmark_group("send_batch");
     g.sample_size(20);
     paired(
@@ -319,7 +319,7 @@ fn archive_root(dir: &Path, n: usize, template: &Template) -> (Mail, MessageId) 
     }
     let task = TaskId::new("M005-S007-T0002").unwrap();
     let q = mail
-        .send(&Draft::request(
+        .send(&NewMessage::request(
             agent("np-critic"),
             agent("np-executor"),
             task,
@@ -327,7 +327,7 @@ fn archive_root(dir: &Path, n: usize, template: &Template) -> (Mail, MessageId) 
             "?",
         ))
         .unwrap();
-    mail.send(&Draft::response(
+    mail.send(&NewMessage::response(
         agent("np-executor"),
         agent("np-critic"),
         q.id().clone(),
@@ -377,7 +377,7 @@ fn archive(c: &mut Criterion) {
     // it, let the clock pass its slack, then send the request and archive
     // something after it.
     let open_in = |mail: &Mail, task: &str| {
-        mail.send(&Draft::request(
+        mail.send(&NewMessage::request(
             agent("np-critic"),
             agent("np-executor"),
             TaskId::new(task).unwrap(),

@@ -41,7 +41,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Instant;
 
-use chipset_mail::{Draft, Mail};
+use chipset_mail::{Mail, NewMessage};
 use chipset_store::{AgentId, StateDir, StateOptions, SyncOrder, TaskId};
 use chipset_testkit::{EIO, Fault, FaultIo};
 
@@ -64,8 +64,8 @@ fn mail_at(root: &Path, order: Option<SyncOrder>) -> Mail {
     }
 }
 
-fn note(i: usize) -> Draft {
-    Draft::notify(
+fn note(i: usize) -> NewMessage {
+    NewMessage::notify(
         AgentId::new("np-critic").unwrap(),
         AgentId::new("np-executor").unwrap(),
         TaskId::new("M005-S007-T0002").unwrap(),
@@ -204,7 +204,7 @@ fn main() {
             let seq_cell = &seq_cell;
             steps.push(Box::new(move || {
                 let s = seq_cell.get();
-                let drafts: Vec<Draft> = (0..100).map(|i| note(s + i)).collect();
+                let drafts: Vec<NewMessage> = (0..100).map(|i| note(s + i)).collect();
                 seq_cell.set(s + 100);
                 let start = Instant::now();
                 m.send_batch(&drafts).unwrap();

@@ -15,7 +15,7 @@
 
 #![allow(clippy::print_stdout, reason = "an example reports on stdout")]
 
-use chipset_mail::{Draft, Mail};
+use chipset_mail::{Mail, NewMessage};
 use chipset_store::{AgentId, StateDir, TaskId};
 
 fn main() {
@@ -33,9 +33,9 @@ fn main() {
     println!("order: {:?}", state.sync_order());
     let mail = Mail::new(state);
     let to = AgentId::new("exec").expect("a valid agent id");
-    let drafts: Vec<Draft> = (0..count)
+    let drafts: Vec<NewMessage> = (0..count)
         .map(|i| {
-            Draft::notify(
+            NewMessage::notify(
                 AgentId::new("critic").expect("a valid agent id"),
                 to.clone(),
                 TaskId::new("t1").expect("a valid task id"),

@@ -4,7 +4,7 @@ use chipset_store::{ReadOutcome, TaskId};
 
 use crate::MessageId;
 
-use crate::error::{MailError, Result};
+use crate::error::{Error, Result};
 use crate::format::ManifestEvent;
 use crate::gate::{Folder, Look};
 use crate::layout::{BY_TASK, Location, ORPHAN, id_of};
@@ -54,17 +54,17 @@ impl Mail {
     ///
     /// # Errors
     ///
-    /// [`MailError::ArchiveWithoutReply`] for a message that needs a reply
-    /// ([`Message::needs_reply`](crate::Message::needs_reply)) and has none; [`MailError::NotFound`] when
-    /// no message has this id; [`MailError::Corrupt`] when its file is
-    /// unreadable (it might be a request); [`MailError::Store`] when a step
+    /// [`Error::ArchiveWithoutReply`] for a message that needs a reply
+    /// ([`Message::needs_reply`](crate::Message::needs_reply)) and has none; [`Error::NotFound`] when
+    /// no message has this id; [`Error::Corrupt`] when its file is
+    /// unreadable (it might be a request); [`Error::Store`] when a step
     /// before the commit point fails, or, with
     /// [`chipset_store::Error::OutcomeUnknown`], when the move's sync failed
     /// (the message may be archived: archive again).
     pub fn archive(&self, id: &MessageId) -> Result<ArchiveOutcome> {
         let found = self
             .find(id)?
-            .ok_or_else(|| MailError::NotFound { id: id.clone() })?;
+            .ok_or_else(|| Error::NotFound { id: id.clone() })?;
         let Location::Inbox(agent) = &found.location else {
             return Ok(ArchiveOutcome::AlreadyArchived(found.location));
         };
@@ -73,7 +73,7 @@ impl Mail {
         if message.needs_reply() && !self.indexed_reply(id)? {
             match self.unindexed_reply(&message)? {
                 Some(response) => unindexed = Some(response),
-                None => return Err(MailError::ArchiveWithoutReply { id: id.clone() }),
+                None => return Err(Error::ArchiveWithoutReply { id: id.clone() }),
             }
         }
         match self.move_message(id, &found.location, &Location::Archive)? {
@@ -124,20 +124,20 @@ impl Mail {
     ///
     /// # Errors
     ///
-    /// [`MailError::Corrupt`] naming a file it could not read (after moving
+    /// [`Error::Corrupt`] naming a file it could not read (after moving
     /// every message it could; no event is written, so a run after the doctor
-    /// completes the sweep); [`MailError::PartlySwept`] when a filesystem step
-    /// fails after some messages moved (run it again); [`MailError::Store`]
+    /// completes the sweep); [`Error::PartlySwept`] when a filesystem step
+    /// fails after some messages moved (run it again); [`Error::Store`]
     /// when one fails before any moved (nothing visible changed, or, with
     /// [`chipset_store::Error::OutcomeUnknown`], the first move may have
     /// happened).
     pub fn sweep_task_on_commit(&self, task: &TaskId) -> Result<SweepReport> {
         let mut moved = 0;
-        let partly = |moved: usize, e: MailError| {
+        let partly = |moved: usize, e: Error| {
             if moved == 0 {
                 e
             } else {
-                MailError::PartlySwept {
+                Error::PartlySwept {
                     task: task.clone(),
                     moved,
                     source: Box::new(e),
@@ -180,7 +180,7 @@ impl Mail {
     /// what that can miss). A folder the cache cannot take (it holds a file that is not a
     /// readable, supported message) is read whole, as without the cache, so
     /// every other message of the task still moves.
-    fn sweep_moves(&self, task: &TaskId, moved: &mut usize) -> Result<Option<MailError>> {
+    fn sweep_moves(&self, task: &TaskId, moved: &mut usize) -> Result<Option<Error>> {
         let dest = Location::ByTask(task.clone());
         let inboxes = self.inbox_stats()?;
         let mut folders: Vec<(Folder, Option<chipset_store::Stat>)> = inboxes
@@ -190,7 +190,7 @@ impl Mail {
         folders.push((Folder::Archive, None));
         let agents: Vec<_> = inboxes.into_iter().map(|(agent, _)| agent).collect();
         let mut walk = self.task_files(task);
-        let mut corrupt: Option<MailError> = None;
+        let mut corrupt: Option<Error> = None;
         for (folder, stat) in &folders {
             let source = match folder {
                 Folder::Inbox(agent) => Location::Inbox(agent.clone()),
@@ -202,7 +202,7 @@ impl Mail {
                     .iter()
                     .filter_map(|f| id_of(&f.name))
                     .collect(),
-                Err(MailError::Corrupt(_) | MailError::Unsupported(_)) => {
+                Err(Error::Corrupt(_) | Error::Unsupported(_)) => {
                     let mut ids = Vec::new();
                     for (id, read) in self.scan(&self.layout.dir_of(&source), &[BY_TASK, ORPHAN])? {
                         match read {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::MessageId;
 use chipset_store::{AgentId, TaskId, Timestamp};
 
-use crate::error::{MailError, Result};
+use crate::error::{Error, Result};
 use crate::format::{
     Kind, MAX_ROUND, MailPriority, Message, validate_agent_name, validate_subject,
 };
@@ -21,7 +21,7 @@ pub struct MailConfig {
     /// The largest body accepted, in bytes (default 256 KiB, as the seed's schema allows).
     pub max_body: usize,
     /// The recipient registry: when set, sending to an agent not in it is
-    /// refused with [`MailError::UnknownRecipient`], and the doctor treats
+    /// refused with [`Error::UnknownRecipient`], and the doctor treats
     /// inbox messages of agents not in it as orphans. `None` (the default)
     /// accepts any valid agent id.
     pub recipients: Option<BTreeSet<AgentId>>,
@@ -72,10 +72,10 @@ impl InboxFilter {
 /// [`Mail::send`](crate::Mail::send) assigns.
 ///
 /// ```
-/// use chipset_mail::{Draft, Mail, MailPriority};
+/// use chipset_mail::{NewMessage, Mail, MailPriority};
 /// use chipset_store::StateDir;
 ///
-/// let draft = Draft::request("np-critic".parse()?, "np-executor".parse()?, "M005-S007-T0002".parse()?,
+/// let draft = NewMessage::request("np-critic".parse()?, "np-executor".parse()?, "M005-S007-T0002".parse()?,
 ///     "dead-code", "did you intend to delete FoobarService?")
 ///     .with_round(2)
 ///     .with_priority(MailPriority::Urgent);
@@ -86,7 +86,7 @@ impl InboxFilter {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Draft {
+pub struct NewMessage {
     pub(crate) kind: Kind,
     pub(crate) from: AgentId,
     pub(crate) to: AgentId,
@@ -99,7 +99,7 @@ pub struct Draft {
     pub(crate) id: Option<MessageId>,
 }
 
-impl Draft {
+impl NewMessage {
     fn new(
         kind: Kind,
         from: AgentId,
@@ -108,7 +108,7 @@ impl Draft {
         subject: impl Into<String>,
         body: impl Into<String>,
     ) -> Self {
-        Draft {
+        NewMessage {
             kind,
             from,
             to,
@@ -145,7 +145,7 @@ impl Draft {
     }
 
     /// Returns a response to `request`. Its task is the request's unless
-    /// [`Draft::with_task`] names one, which must then match. Sending it
+    /// [`NewMessage::with_task`] names one, which must then match. Sending it
     /// checks that `from` is the request's addressee and archives the request.
     pub fn response(
         from: AgentId,
@@ -176,14 +176,14 @@ impl Draft {
     }
 
     /// Sends under a caller-chosen id instead of a fresh one, which makes the
-    /// send safe to retry (after a failure, [`MailError::OutcomeUnknown`](crate::MailError::OutcomeUnknown)
+    /// send safe to retry (after a failure, [`Error::OutcomeUnknown`](crate::Error::OutcomeUnknown)
     /// included, or the caller's own crash): when a message with this id
     /// already exists anywhere (an inbox, the archive, a by-task archive or
     /// the orphans) with the same content
     /// ([`Message::same_content`](crate::Message::same_content): every field
     /// but `created_at`), the send returns that first delivery as success and
     /// writes no second copy; with other content it is refused with
-    /// [`MailError::IdTaken`](crate::MailError::IdTaken) and writes nothing.
+    /// [`Error::IdTaken`](crate::Error::IdTaken) and writes nothing.
     /// Choose the id with [`SortableId::generate`](chipset_store::SortableId::generate)
     /// and persist it before sending, so inboxes stay in time order.
     #[must_use]
@@ -201,7 +201,7 @@ impl Draft {
     }
 
     /// Returns the draft threaded under `parent` (for a request or a
-    /// notification; a response names its request in [`Draft::response`]).
+    /// notification; a response names its request in [`NewMessage::response`]).
     /// The parent must exist and belong to the same task.
     #[must_use]
     pub fn replying_to(mut self, parent: MessageId) -> Self {
@@ -217,17 +217,17 @@ impl Draft {
 
 /// Checks what can be checked without the disk: names, subject, round, body
 /// size, recipient.
-pub(crate) fn check_draft(draft: &Draft, config: &MailConfig) -> Result<()> {
+pub(crate) fn check_draft(draft: &NewMessage, config: &MailConfig) -> Result<()> {
     validate_agent_name("from", &draft.from)?;
     validate_agent_name("to", &draft.to)?;
     validate_subject(&draft.subject)?;
     if let Some(round) = draft.round
         && round > MAX_ROUND
     {
-        return Err(MailError::RoundTooLarge { round });
+        return Err(Error::RoundTooLarge { round });
     }
     if draft.body.len() > config.max_body {
-        return Err(MailError::BodyTooLarge {
+        return Err(Error::BodyTooLarge {
             size: draft.body.len(),
             cap: config.max_body,
         });
@@ -235,7 +235,7 @@ pub(crate) fn check_draft(draft: &Draft, config: &MailConfig) -> Result<()> {
     if let Some(registry) = &config.recipients
         && !registry.contains(&draft.to)
     {
-        return Err(MailError::UnknownRecipient {
+        return Err(Error::UnknownRecipient {
             agent: draft.to.clone(),
         });
     }
@@ -244,16 +244,16 @@ pub(crate) fn check_draft(draft: &Draft, config: &MailConfig) -> Result<()> {
 
 /// Checks a draft against the message it replies to and returns the task
 /// the new message belongs to.
-pub(crate) fn check_parent(draft: &Draft, parent: &Message) -> Result<TaskId> {
+pub(crate) fn check_parent(draft: &NewMessage, parent: &Message) -> Result<TaskId> {
     if draft.kind == Kind::Response {
         if !parent.needs_reply() {
-            return Err(MailError::NotARequest {
+            return Err(Error::NotARequest {
                 id: parent.id.clone(),
                 kind: parent.kind,
             });
         }
         if draft.from != parent.to {
-            return Err(MailError::NotAddressee {
+            return Err(Error::NotAddressee {
                 request: parent.id.clone(),
                 responder: draft.from.clone(),
                 addressee: parent.to.clone(),
@@ -261,7 +261,7 @@ pub(crate) fn check_parent(draft: &Draft, parent: &Message) -> Result<TaskId> {
         }
     }
     match &draft.task {
-        Some(task) if *task != parent.phase => Err(MailError::TaskMismatch {
+        Some(task) if *task != parent.phase => Err(Error::TaskMismatch {
             parent: parent.id.clone(),
             parent_task: parent.phase.clone(),
             reply_task: task.clone(),
@@ -272,7 +272,7 @@ pub(crate) fn check_parent(draft: &Draft, parent: &Message) -> Result<TaskId> {
 
 /// Builds the message a checked draft becomes.
 pub(crate) fn to_message(
-    draft: &Draft,
+    draft: &NewMessage,
     id: MessageId,
     task: TaskId,
     created_at: Timestamp,
@@ -307,7 +307,7 @@ mod tests {
     }
 
     fn request() -> Message {
-        let d = Draft::request(agent("critic"), agent("exec"), task("t1"), "q", "?");
+        let d = NewMessage::request(agent("critic"), agent("exec"), task("t1"), "q", "?");
         to_message(
             &d,
             MessageId::new("1-r").unwrap(),
@@ -321,7 +321,7 @@ mod tests {
     fn a_draft_reads_back_what_it_was_built_with() {
         let id = MessageId::new("1795408569000-7a703292-f1d1-4900-b635-8fd9f1df7f88").unwrap();
         let parent = MessageId::new("1795408568000-7a703292-f1d1-4900-b635-8fd9f1df7f88").unwrap();
-        let d = Draft::request(
+        let d = NewMessage::request(
             agent("critic"),
             agent("exec"),
             task("t1"),
@@ -350,10 +350,10 @@ mod tests {
             MailPriority::Urgent,
             "the message keeps it"
         );
-        let n = Draft::notify(agent("critic"), agent("exec"), task("t1"), "s", "b");
+        let n = NewMessage::notify(agent("critic"), agent("exec"), task("t1"), "s", "b");
         assert_eq!((n.round, &n.id, &n.in_reply_to), (None, &None, &None));
         assert!(!n.expects_reply());
-        let r = Draft::response(agent("exec"), agent("critic"), parent.clone(), "re", "b");
+        let r = NewMessage::response(agent("exec"), agent("critic"), parent.clone(), "re", "b");
         assert_eq!((r.kind, &r.task), (Kind::Response, &None));
         assert_eq!(r.in_reply_to, Some(parent.clone()));
     }
@@ -365,69 +365,69 @@ mod tests {
             recipients: Some([agent("exec")].into()),
             ..MailConfig::default()
         };
-        let ok = Draft::notify(agent("a"), agent("exec"), task("t"), "fine", "1234");
+        let ok = NewMessage::notify(agent("a"), agent("exec"), task("t"), "fine", "1234");
         assert!(check_draft(&ok, &config).is_ok());
-        let long = Draft::notify(agent("a"), agent("exec"), task("t"), "fine", "12345");
+        let long = NewMessage::notify(agent("a"), agent("exec"), task("t"), "fine", "12345");
         assert!(matches!(
             check_draft(&long, &config),
-            Err(MailError::BodyTooLarge { size: 5, cap: 4 })
+            Err(Error::BodyTooLarge { size: 5, cap: 4 })
         ));
-        let stranger = Draft::notify(agent("a"), agent("who"), task("t"), "fine", "");
+        let stranger = NewMessage::notify(agent("a"), agent("who"), task("t"), "fine", "");
         assert!(matches!(
             check_draft(&stranger, &config),
-            Err(MailError::UnknownRecipient { .. })
+            Err(Error::UnknownRecipient { .. })
         ));
-        let dotted = Draft::notify(agent("np.critic"), agent("exec"), task("t"), "fine", "");
+        let dotted = NewMessage::notify(agent("np.critic"), agent("exec"), task("t"), "fine", "");
         assert!(matches!(
             check_draft(&dotted, &config),
-            Err(MailError::InvalidAgentName { field: "from", .. })
+            Err(Error::InvalidAgentName { field: "from", .. })
         ));
-        let spaced = Draft::notify(agent("a"), agent("np executor"), task("t"), "fine", "");
+        let spaced = NewMessage::notify(agent("a"), agent("np executor"), task("t"), "fine", "");
         assert!(matches!(
             check_draft(&spaced, &config),
-            Err(MailError::InvalidAgentName { field: "to", .. })
+            Err(Error::InvalidAgentName { field: "to", .. })
         ));
         let huge = ok.clone().with_round(MAX_ROUND + 1);
         assert!(matches!(
             check_draft(&huge, &config),
-            Err(MailError::RoundTooLarge { .. })
+            Err(Error::RoundTooLarge { .. })
         ));
         assert!(check_draft(&ok.clone().with_round(MAX_ROUND), &config).is_ok());
-        let subject = Draft::notify(agent("a"), agent("exec"), task("t"), "Not Kebab", "");
+        let subject = NewMessage::notify(agent("a"), agent("exec"), task("t"), "Not Kebab", "");
         assert!(matches!(
             check_draft(&subject, &config),
-            Err(MailError::InvalidSubject { .. })
+            Err(Error::InvalidSubject { .. })
         ));
     }
 
     #[test]
     fn response_checks() {
         let req = request();
-        let good = Draft::response(agent("exec"), agent("critic"), req.id.clone(), "a", "");
+        let good = NewMessage::response(agent("exec"), agent("critic"), req.id.clone(), "a", "");
         assert_eq!(check_parent(&good, &req).unwrap(), task("t1"));
         let wrong_responder =
-            Draft::response(agent("critic"), agent("exec"), req.id.clone(), "a", "");
+            NewMessage::response(agent("critic"), agent("exec"), req.id.clone(), "a", "");
         assert!(matches!(
             check_parent(&wrong_responder, &req),
-            Err(MailError::NotAddressee { .. })
+            Err(Error::NotAddressee { .. })
         ));
         let wrong_task = good.clone().with_task(task("t2"));
         assert!(matches!(
             check_parent(&wrong_task, &req),
-            Err(MailError::TaskMismatch { .. })
+            Err(Error::TaskMismatch { .. })
         ));
         let mut notice = req.clone();
         notice.kind = Kind::Notify;
         notice.expects_reply = false;
         assert!(matches!(
             check_parent(&good, &notice),
-            Err(MailError::NotARequest { .. })
+            Err(Error::NotARequest { .. })
         ));
-        let follow_up = Draft::request(agent("critic"), agent("exec"), task("t2"), "q", "")
+        let follow_up = NewMessage::request(agent("critic"), agent("exec"), task("t2"), "q", "")
             .replying_to(req.id.clone());
         assert!(matches!(
             check_parent(&follow_up, &req),
-            Err(MailError::TaskMismatch { .. })
+            Err(Error::TaskMismatch { .. })
         ));
     }
 

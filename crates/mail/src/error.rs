@@ -6,17 +6,17 @@ use chipset_store::{AgentId, Corruption, TaskId, Unsupported};
 use crate::format::Kind;
 
 /// A specialized result for mail operations.
-pub type Result<T, E = MailError> = std::result::Result<T, E>;
+pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything that can go wrong in `chipset-mail`.
 ///
 /// Refusals (a bad draft, a response that does not fit its request, an
-/// archive without reply) change nothing on disk. [`MailError::Corrupt`] names
+/// archive without reply) change nothing on disk. [`Error::Corrupt`] names
 /// the file that is there but unreadable: mail never reads such a file as
 /// "nothing there".
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum MailError {
+pub enum Error {
     /// A filesystem operation failed (the store error names the path and operation).
     #[error(transparent)]
     Store(#[from] chipset_store::Error),
@@ -148,7 +148,7 @@ pub enum MailError {
         /// The quarantined file.
         path: std::path::PathBuf,
     },
-    /// A draft sent with a caller-chosen id ([`Draft::with_id`](crate::Draft::with_id))
+    /// A draft sent with a caller-chosen id ([`NewMessage::with_id`](crate::NewMessage::with_id))
     /// whose id is in use by a message with other content (see
     /// [`Message::same_content`](crate::Message::same_content)): the
     /// idempotent-retry rule refuses it. Nothing was written. (The same id
@@ -163,7 +163,7 @@ pub enum MailError {
     },
     /// A send passed its commit point (the no-clobber publish of the message
     /// file) but making it durable failed: the messages may have been
-    /// delivered. Retry with the same ids ([`Draft::with_id`](crate::Draft::with_id)):
+    /// delivered. Retry with the same ids ([`NewMessage::with_id`](crate::NewMessage::with_id)):
     /// a message that was delivered is then returned as it is, without a
     /// second copy.
     #[error("message {} may have been sent: {source}", join(ids))]
@@ -187,7 +187,7 @@ pub enum MailError {
         moved: usize,
         /// Why it stopped.
         #[source]
-        source: Box<MailError>,
+        source: Box<Error>,
     },
 }
 
@@ -198,12 +198,12 @@ fn join(ids: &[MessageId]) -> String {
         .join(", ")
 }
 
-impl MailError {
+impl Error {
     /// Returns the ids of the messages that may have been sent, for
-    /// [`MailError::OutcomeUnknown`]; empty otherwise.
+    /// [`Error::OutcomeUnknown`]; empty otherwise.
     pub fn unknown_outcome_ids(&self) -> &[MessageId] {
         match self {
-            MailError::OutcomeUnknown { ids, .. } => ids,
+            Error::OutcomeUnknown { ids, .. } => ids,
             _ => &[],
         }
     }
@@ -211,9 +211,7 @@ impl MailError {
     /// Returns the unsupported file's description when this error is about one.
     pub fn unsupported(&self) -> Option<&Unsupported> {
         match self {
-            MailError::Unsupported(u) | MailError::Store(chipset_store::Error::Unsupported(u)) => {
-                Some(u)
-            }
+            Error::Unsupported(u) | Error::Store(chipset_store::Error::Unsupported(u)) => Some(u),
             _ => None,
         }
     }
@@ -221,19 +219,19 @@ impl MailError {
     /// Returns the corrupt file's description when this error is about one.
     pub fn corruption(&self) -> Option<&Corruption> {
         match self {
-            MailError::Corrupt(c) | MailError::Store(chipset_store::Error::Corrupt(c)) => Some(c),
+            Error::Corrupt(c) | Error::Store(chipset_store::Error::Corrupt(c)) => Some(c),
             _ => None,
         }
     }
 }
 
-impl chipset_store::MaybeCommitted for MailError {
+impl chipset_store::MaybeCommitted for Error {
     /// Returns true when the operation may have taken effect: retry it (a
     /// send with the same ids) rather than report a plain failure.
     fn is_outcome_unknown(&self) -> bool {
         match self {
-            MailError::OutcomeUnknown { .. } | MailError::PartlySwept { .. } => true,
-            MailError::Store(e) => e.is_outcome_unknown(),
+            Error::OutcomeUnknown { .. } | Error::PartlySwept { .. } => true,
+            Error::Store(e) => e.is_outcome_unknown(),
             _ => false,
         }
     }
@@ -260,7 +258,7 @@ mod tests {
             MessageId::new("1-a").unwrap(),
             MessageId::new("2-b").unwrap(),
         ];
-        let e = MailError::OutcomeUnknown {
+        let e = Error::OutcomeUnknown {
             ids: ids.clone(),
             source: store_unknown(),
         };
@@ -271,14 +269,14 @@ mod tests {
         );
         assert!(e.is_outcome_unknown());
         assert_eq!(e.unknown_outcome_ids(), &ids[..]);
-        let swept = MailError::PartlySwept {
+        let swept = Error::PartlySwept {
             task: TaskId::new("t1").unwrap(),
             moved: 2,
-            source: Box::new(MailError::Store(store_unknown())),
+            source: Box::new(Error::Store(store_unknown())),
         };
         assert!(swept.is_outcome_unknown());
-        assert!(MailError::Store(store_unknown()).is_outcome_unknown());
-        let refused = MailError::BodyTooLarge { size: 5, cap: 4 };
+        assert!(Error::Store(store_unknown()).is_outcome_unknown());
+        let refused = Error::BodyTooLarge { size: 5, cap: 4 };
         assert!(!refused.is_outcome_unknown());
         assert!(refused.unknown_outcome_ids().is_empty());
     }

@@ -210,7 +210,7 @@ impl Message {
     /// `expects_reply`, `in_reply_to`, priority). `created_at` is not
     /// compared (a retry is stamped anew), nor the declared `schema` (a
     /// format label, not content). This is what "the same content" means for
-    /// a retry with [`Draft::with_id`](crate::Draft::with_id).
+    /// a retry with [`NewMessage::with_id`](crate::NewMessage::with_id).
     pub fn same_content(&self, other: &Message) -> bool {
         self.id == other.id
             && self.from == other.from
@@ -436,7 +436,7 @@ pub(crate) struct ReplyMarker {
 ///
 /// # Errors
 ///
-/// [`MailError::InvalidAgentName`](crate::MailError::InvalidAgentName).
+/// [`Error::InvalidAgentName`](crate::Error::InvalidAgentName).
 pub(crate) fn validate_agent_name(field: &'static str, agent: &AgentId) -> crate::Result<()> {
     let ok = agent
         .as_str()
@@ -445,7 +445,7 @@ pub(crate) fn validate_agent_name(field: &'static str, agent: &AgentId) -> crate
     if ok {
         Ok(())
     } else {
-        Err(crate::MailError::InvalidAgentName {
+        Err(crate::Error::InvalidAgentName {
             field,
             agent: agent.clone(),
         })
@@ -461,7 +461,7 @@ pub(crate) const MAX_SUBJECT_LEN: usize = 128;
 ///
 /// # Errors
 ///
-/// [`MailError::InvalidSubject`](crate::MailError::InvalidSubject) naming the broken rule.
+/// [`Error::InvalidSubject`](crate::Error::InvalidSubject) naming the broken rule.
 pub(crate) fn validate_subject(subject: &str) -> crate::Result<()> {
     let rule = if subject.is_empty() {
         Some("must not be empty")
@@ -478,7 +478,7 @@ pub(crate) fn validate_subject(subject: &str) -> crate::Result<()> {
         None
     };
     match rule {
-        Some(rule) => Err(crate::MailError::InvalidSubject {
+        Some(rule) => Err(crate::Error::InvalidSubject {
             subject: subject.to_owned(),
             rule,
         }),
@@ -604,7 +604,7 @@ mod tests {
             assert!(
                 matches!(
                     validate_agent_name("to", &AgentId::new(bad).unwrap()),
-                    Err(crate::MailError::InvalidAgentName { field: "to", .. })
+                    Err(crate::Error::InvalidAgentName { field: "to", .. })
                 ),
                 "{bad}"
             );

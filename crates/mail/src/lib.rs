@@ -8,7 +8,7 @@
 //! senders queue on.
 //!
 //! ```
-//! use chipset_mail::{ArchiveOutcome, Draft, InboxFilter, Mail, MailError};
+//! use chipset_mail::{ArchiveOutcome, NewMessage, InboxFilter, Mail, Error};
 //! use chipset_store::{AgentId, StateDir, TaskId};
 //!
 //! let tmp = tempfile::tempdir()?;
@@ -18,16 +18,16 @@
 //!
 //! // The critic asks; the task may not commit until the executor answers.
 //! let question = mail.send(
-//!     &Draft::request(critic.clone(), executor.clone(), task.clone(), "dead-code",
+//!     &NewMessage::request(critic.clone(), executor.clone(), task.clone(), "dead-code",
 //!         "did you intend to delete FoobarService?").with_round(2),
 //! )?;
 //! assert_eq!(mail.pending_replies(&task)?.len(), 1);
-//! assert!(matches!(mail.archive(question.id()), Err(MailError::ArchiveWithoutReply { .. })));
+//! assert!(matches!(mail.archive(question.id()), Err(Error::ArchiveWithoutReply { .. })));
 //!
 //! // The executor reads its inbox and answers; answering archives the request.
 //! let inbox = mail.inbox(&executor, &InboxFilter::default())?;
 //! assert_eq!(inbox[0].subject(), "dead-code");
-//! let answer = mail.send(&Draft::response(executor.clone(), critic.clone(),
+//! let answer = mail.send(&NewMessage::response(executor.clone(), critic.clone(),
 //!     question.id().clone(), "dead-code", "yes: it was unused"))?;
 //! assert!(mail.pending_replies(&task)?.is_empty());
 //! assert_eq!(mail.thread(answer.id())?.len(), 2);
@@ -48,13 +48,13 @@
 //!
 //! - `request` expects a reply (`expects_reply: true`); it holds up its task
 //!   in [`Mail::pending_replies`] until a response is sent, and
-//!   [`Mail::archive`] refuses it before then ([`MailError::ArchiveWithoutReply`]).
+//!   [`Mail::archive`] refuses it before then ([`Error::ArchiveWithoutReply`]).
 //! - `response` answers a request (`in_reply_to`). Sending one checks that
 //!   the request exists and expects a reply, that the responder is its
 //!   addressee and that the task matches; then it archives the request.
 //! - `notify` expects no reply; the receiver archives it after reading.
 //!
-//! A [`Draft`] is what a sender asks for; [`Mail::send`] checks it (subject
+//! A [`NewMessage`] is what a sender asks for; [`Mail::send`] checks it (subject
 //! kebab-case, body at most [`MailConfig::max_body`], recipient in the
 //! optional registry, the reply rules above) and assigns the id
 //! (`{unix-ms}-{uuid-v4}`, sorting in send order) and `created_at`.
@@ -277,17 +277,17 @@
 //! appended with `reconciled: true`; a folder swept by nubos-pilot, whose
 //! event names the task `task_id`, counts as swept). Where the
 //! outcome is truly unknown (the sync of the publish itself failed) `send`
-//! returns [`MailError::OutcomeUnknown`] carrying the id; a sweep that
-//! failed after moving some messages returns [`MailError::PartlySwept`];
+//! returns [`Error::OutcomeUnknown`] carrying the id; a sweep that
+//! failed after moving some messages returns [`Error::PartlySwept`];
 //! [`MaybeCommitted::is_outcome_unknown`](chipset_store::MaybeCommitted::is_outcome_unknown)
 //! tells both apart from plain failures.
 //!
 //! Retries follow the store's idempotent-retry rule. A send with a
-//! caller-chosen id ([`Draft::with_id`]) repeated with the same content
+//! caller-chosen id ([`NewMessage::with_id`]) repeated with the same content
 //! ([`Message::same_content`]: every field but `created_at`) returns the
 //! first delivery, wherever it went since (an inbox, `archive/`, a by-task
 //! or the orphan archive), and writes no second copy; other content is
-//! [`MailError::IdTaken`]. Archiving again is
+//! [`Error::IdTaken`]. Archiving again is
 //! [`ArchiveOutcome::AlreadyArchived`], and sweeping again moves the rest.
 //! A send without a chosen id cannot be recognised when retried: give one
 //! wherever a retry must not duplicate.
@@ -296,7 +296,7 @@
 //!
 //! A `{id}.json` file in an inbox that is not a readable message is never
 //! skipped: [`Mail::inbox`], [`Mail::pending_replies`] and [`Mail::thread`]
-//! return [`MailError::Corrupt`] naming it, so the commit gate cannot pass
+//! return [`Error::Corrupt`] naming it, so the commit gate cannot pass
 //! while a request might be unreadable. [`Mail::doctor`] in
 //! [`DoctorMode::Fix`](chipset_store::DoctorMode::Fix) quarantines such
 //! files (moves them into `.quarantine/` beside them), unless the seed's own
@@ -320,7 +320,7 @@
 //! other than urgent, normal and low, or a `schema` other than
 //! `message.v1` (nubos-pilot's name for the seed's
 //! format) — is *unsupported*, not corrupt: the same readers fail closed on
-//! it with [`MailError::Unsupported`], and the doctor reports it
+//! it with [`Error::Unsupported`], and the doctor reports it
 //! (`messaging-unsupported-file`) and never moves it aside.
 //!
 //! # Repair and status
@@ -366,7 +366,7 @@
 //!
 //! # Errors
 //!
-//! One enum, [`MailError`]: refusals are typed variants that change nothing;
+//! One enum, [`Error`]: refusals are typed variants that change nothing;
 //! filesystem failures carry the store's error with the path and operation.
 
 #![forbid(unsafe_code)]
@@ -389,8 +389,8 @@ mod tail;
 mod thread;
 
 pub use doctor::OrphanReason;
-pub use draft::{Draft, InboxFilter, MailConfig};
-pub use error::{MailError, Result};
+pub use draft::{InboxFilter, MailConfig, NewMessage};
+pub use error::{Error, Result};
 pub use format::{Kind, MAX_ROUND, MailPriority, ManifestEvent, Message};
 pub use id::MessageId;
 pub use layout::Location;

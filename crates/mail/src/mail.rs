@@ -220,13 +220,13 @@ impl Mail {
     /// dot-named or ignored by the seed's other programs.
     ///
     /// ```
-    /// use chipset_mail::{Draft, Mail};
+    /// use chipset_mail::{NewMessage, Mail};
     /// use chipset_store::StateDir;
     ///
     /// let project = tempfile::tempdir()?;
     /// let folder = project.path().join(".nubos-pilot/messages");
     /// let mail = Mail::in_folder(StateDir::open(&folder)?);
-    /// let sent = mail.send(&Draft::notify("np-orchestrator".parse()?, "np-executor".parse()?,
+    /// let sent = mail.send(&NewMessage::notify("np-orchestrator".parse()?, "np-executor".parse()?,
     ///     "M005-S007-T0002".parse()?, "round-started", "go"))?;
     /// assert!(folder.join("inbox/np-executor").join(format!("{}.json", sent.id())).is_file());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -285,7 +285,7 @@ impl Mail {
     ///
     /// # Errors
     ///
-    /// [`MailError::Store`](crate::MailError::Store) when `inbox/` cannot be listed; [`MailError::Corrupt`](crate::MailError::Corrupt)
+    /// [`Error::Store`](crate::Error::Store) when `inbox/` cannot be listed; [`Error::Corrupt`](crate::Error::Corrupt)
     /// for an entry in it that is not a valid agent id.
     pub fn agents(&self) -> Result<Vec<AgentId>> {
         let root = self.layout.inbox_root();
@@ -309,7 +309,7 @@ impl Mail {
     ///
     /// # Errors
     ///
-    /// [`MailError::Store`](crate::MailError::Store) when a directory cannot be listed or stat fails.
+    /// [`Error::Store`](crate::Error::Store) when a directory cannot be listed or stat fails.
     pub fn locate(&self, id: &MessageId) -> Result<Option<Location>> {
         self.locate_with(id, None)
     }
@@ -350,7 +350,7 @@ impl Mail {
     ///
     /// # Errors
     ///
-    /// [`MailError::Corrupt`](crate::MailError::Corrupt) when its file is unreadable; as [`Mail::locate`].
+    /// [`Error::Corrupt`](crate::Error::Corrupt) when its file is unreadable; as [`Mail::locate`].
     pub fn find(&self, id: &MessageId) -> Result<Option<Found>> {
         self.find_with(id, None)
     }

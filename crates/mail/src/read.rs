@@ -25,11 +25,11 @@ impl Mail {
     ///
     /// # Errors
     ///
-    /// [`MailError::Corrupt`](crate::MailError::Corrupt) naming the first
+    /// [`Error::Corrupt`](crate::Error::Corrupt) naming the first
     /// `{id}.json` file that is not a readable message, and
-    /// [`MailError::Unsupported`](crate::MailError::Unsupported) for one
+    /// [`Error::Unsupported`](crate::Error::Unsupported) for one
     /// holding a value this version does not know: such a file is never
-    /// skipped. [`MailError::Store`](crate::MailError::Store) when the inbox
+    /// skipped. [`Error::Store`](crate::Error::Store) when the inbox
     /// cannot be listed.
     pub fn inbox(&self, agent: &AgentId, filter: &InboxFilter) -> Result<Vec<Message>> {
         let mut out = Vec::new();
@@ -55,7 +55,7 @@ impl Mail {
     ///
     /// # Errors
     ///
-    /// [`MailError::Store`](crate::MailError::Store) when the inbox cannot be listed.
+    /// [`Error::Store`](crate::Error::Store) when the inbox cannot be listed.
     pub fn inbox_len(&self, agent: &AgentId) -> Result<usize> {
         self.count_messages(&self.layout.inbox(agent))
     }
@@ -76,8 +76,8 @@ impl Mail {
     ///
     /// # Errors
     ///
-    /// [`MailError::Store`](crate::MailError::Store) when a directory cannot be listed;
-    /// [`MailError::Corrupt`](crate::MailError::Corrupt) for a stray entry in `inbox/`.
+    /// [`Error::Store`](crate::Error::Store) when a directory cannot be listed;
+    /// [`Error::Corrupt`](crate::Error::Corrupt) for a stray entry in `inbox/`.
     pub fn counts(&self) -> Result<MailCounts> {
         let mut inbox = BTreeMap::new();
         for agent in self.agents()? {
@@ -104,7 +104,7 @@ impl Mail {
     ///
     /// # Errors
     ///
-    /// [`MailError::Store`](crate::MailError::Store) when it cannot be read.
+    /// [`Error::Store`](crate::Error::Store) when it cannot be read.
     pub fn read_manifest(&self) -> Result<Manifest> {
         let contents = self
             .state

@@ -36,7 +36,7 @@ impl Mail {
     ///
     /// # Errors
     ///
-    /// [`MailError::Store`](crate::MailError::Store) when a directory cannot be listed or a repair
+    /// [`Error::Store`](crate::Error::Store) when a directory cannot be listed or a repair
     /// fails; findings already repaired stay repaired.
     pub fn doctor(&self, mode: DoctorMode) -> Result<Report> {
         let scan = self.scan_doctor(mode)?;

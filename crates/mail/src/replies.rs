@@ -37,8 +37,8 @@ impl Mail {
     ///
     /// # Errors
     ///
-    /// [`MailError::Store`](crate::MailError::Store) when a directory cannot be listed;
-    /// [`MailError::Corrupt`](crate::MailError::Corrupt) when the request's own file is unreadable.
+    /// [`Error::Store`](crate::Error::Store) when a directory cannot be listed;
+    /// [`Error::Corrupt`](crate::Error::Corrupt) when the request's own file is unreadable.
     /// Unreadable files among the candidates are passed over: they can only
     /// make a request look unanswered (the safe side; the doctor reports them).
     pub fn has_reply(&self, id: &MessageId) -> Result<bool> {
@@ -183,12 +183,12 @@ impl Mail {
     ///
     /// # Errors
     ///
-    /// Fails closed: [`MailError::Corrupt`](crate::MailError::Corrupt) naming the file when any inbox
+    /// Fails closed: [`Error::Corrupt`](crate::Error::Corrupt) naming the file when any inbox
     /// holds a file that is not a readable message (it could be one of this
-    /// task's requests); [`MailError::QuarantinedInbox`](crate::MailError::QuarantinedInbox) when the doctor has
+    /// task's requests); [`Error::QuarantinedInbox`](crate::Error::QuarantinedInbox) when the doctor has
     /// moved such a file aside and no person has dealt with it yet (repair
     /// must not turn a blocked gate into an open one); and
-    /// [`MailError::Store`](crate::MailError::Store) when an inbox cannot be read. Never a shorter list.
+    /// [`Error::Store`](crate::Error::Store) when an inbox cannot be read. Never a shorter list.
     pub fn pending_replies(&self, task: &TaskId) -> Result<Vec<Message>> {
         let files = self.gate_files(task)?;
         // A request whose response exists is answered, whoever wrote the

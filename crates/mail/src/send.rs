@@ -7,8 +7,8 @@ use chipset_store::{SortableId, StatePath, to_canonical_json};
 
 use crate::MessageId;
 
-use crate::draft::{Draft, check_draft, check_parent, to_message};
-use crate::error::{MailError, Result};
+use crate::draft::{NewMessage, check_draft, check_parent, to_message};
+use crate::error::{Error, Result};
 use crate::format::{Kind, ManifestEvent, Message, ReplyMarker};
 use crate::layout::Location;
 use crate::mail::{Found, Mail, Moved};
@@ -45,27 +45,27 @@ impl Mail {
     /// `archived` event); the
     /// gate and [`Mail::has_reply`] do not wait for it.
     ///
-    /// With a caller-chosen id ([`Draft::with_id`]), sending again follows
+    /// With a caller-chosen id ([`NewMessage::with_id`]), sending again follows
     /// the store's idempotent-retry rule: when a message with the id exists
     /// anywhere (an inbox, `archive/`, a by-task or the orphan archive) and
     /// has the same content ([`Message::same_content`]), the first delivery
     /// is returned as success, nothing is written but the missing follow-up
     /// (reply index entry, archive of the answered request); other content is
-    /// [`MailError::IdTaken`].
+    /// [`Error::IdTaken`].
     ///
     /// # Errors
     ///
-    /// Refusals, with nothing written: [`MailError::InvalidSubject`],
-    /// [`MailError::BodyTooLarge`], [`MailError::MessageTooLarge`],
-    /// [`MailError::UnknownRecipient`], [`MailError::IdTaken`], and for replies
-    /// [`MailError::ParentNotFound`], [`MailError::NotARequest`],
-    /// [`MailError::NotAddressee`], [`MailError::TaskMismatch`]; a corrupt
-    /// parent is [`MailError::Corrupt`]. [`MailError::Store`] when a
+    /// Refusals, with nothing written: [`Error::InvalidSubject`],
+    /// [`Error::BodyTooLarge`], [`Error::MessageTooLarge`],
+    /// [`Error::UnknownRecipient`], [`Error::IdTaken`], and for replies
+    /// [`Error::ParentNotFound`], [`Error::NotARequest`],
+    /// [`Error::NotAddressee`], [`Error::TaskMismatch`]; a corrupt
+    /// parent is [`Error::Corrupt`]. [`Error::Store`] when a
     /// filesystem step before the commit point fails: nothing is visible.
-    /// [`MailError::OutcomeUnknown`], carrying the id, when the publish
+    /// [`Error::OutcomeUnknown`], carrying the id, when the publish
     /// happened but its directory sync failed: the message may be delivered,
     /// so retry with the same id.
-    pub fn send(&self, draft: &Draft) -> Result<Message> {
+    pub fn send(&self, draft: &NewMessage) -> Result<Message> {
         let p = self.prepare(draft)?;
         if let Some(first) = p.first {
             // A retry of a send that applied: finish its follow-up, if missing.
@@ -80,20 +80,20 @@ impl Mail {
             Ok(()) => {}
             Err(chipset_store::Error::AlreadyExists { path }) => {
                 if draft.id.is_none() {
-                    return Err(MailError::IdCollision { path });
+                    return Err(Error::IdCollision { path });
                 }
                 // A concurrent send of the same chosen id won the race.
                 return match self.find(&message.id)? {
                     Some(found) if found.message.same_content(&message) => Ok(found.message),
-                    Some(found) => Err(MailError::IdTaken {
+                    Some(found) => Err(Error::IdTaken {
                         id: message.id,
                         location: found.location,
                     }),
-                    None => Err(MailError::IdCollision { path }),
+                    None => Err(Error::IdCollision { path }),
                 };
             }
             Err(source @ chipset_store::Error::OutcomeUnknown { .. }) => {
-                return Err(MailError::OutcomeUnknown {
+                return Err(Error::OutcomeUnknown {
                     ids: vec![message.id],
                     source,
                 });
@@ -123,14 +123,14 @@ impl Mail {
     ///
     /// As [`Mail::send`]. A refusal of any draft writes nothing; a filesystem
     /// failure before any file is published leaves nothing visible; a failure
-    /// after one is [`MailError::OutcomeUnknown`] naming the batch's new ids.
-    pub fn send_batch(&self, drafts: &[Draft]) -> Result<Vec<Message>> {
+    /// after one is [`Error::OutcomeUnknown`] naming the batch's new ids.
+    pub fn send_batch(&self, drafts: &[NewMessage]) -> Result<Vec<Message>> {
         let mut prepared = Vec::with_capacity(drafts.len());
         let mut chosen = std::collections::BTreeSet::new();
         for draft in drafts {
             let p = self.prepare(draft)?;
             if draft.id.is_some() && !chosen.insert(p.message.id.clone()) {
-                return Err(MailError::IdTaken {
+                return Err(Error::IdTaken {
                     location: Location::Inbox(p.message.to.clone()),
                     id: p.message.id,
                 });
@@ -149,7 +149,7 @@ impl Mail {
         let outcomes = match self.state.create_new_batch(&items) {
             Ok(outcomes) => outcomes,
             Err(source @ chipset_store::Error::OutcomeUnknown { .. }) => {
-                return Err(MailError::OutcomeUnknown {
+                return Err(Error::OutcomeUnknown {
                     ids: fresh.iter().map(|p| p.message.id.clone()).collect(),
                     source,
                 });
@@ -170,7 +170,7 @@ impl Mail {
         }
         self.follow_up(&sent, true);
         if let Some(path) = collision {
-            return Err(MailError::IdCollision { path });
+            return Err(Error::IdCollision { path });
         }
         // A concurrent send of the same chosen id won the race: it is the
         // first delivery when its content is the same.
@@ -181,13 +181,13 @@ impl Mail {
                     firsts.insert(m.id.clone(), found.message);
                 }
                 Some(found) => {
-                    return Err(MailError::IdTaken {
+                    return Err(Error::IdTaken {
                         id: m.id,
                         location: found.location,
                     });
                 }
                 None => {
-                    return Err(MailError::IdCollision {
+                    return Err(Error::IdCollision {
                         path: self
                             .layout
                             .file(&Location::Inbox(m.to.clone()), &m.id)
@@ -274,12 +274,12 @@ impl Mail {
     /// Checks a draft and turns it into a message, its parent and its bytes;
     /// for a chosen id already sent with the same content, also the first
     /// delivery.
-    fn prepare(&self, draft: &Draft) -> Result<Prepared> {
+    fn prepare(&self, draft: &NewMessage) -> Result<Prepared> {
         check_draft(draft, &self.config)?;
         let parent = match &draft.in_reply_to {
             Some(pid) => Some(
                 self.find_with(pid, draft.task.as_ref())?
-                    .ok_or_else(|| MailError::ParentNotFound { id: pid.clone() })?,
+                    .ok_or_else(|| Error::ParentNotFound { id: pid.clone() })?,
             ),
             None => None,
         };
@@ -298,7 +298,7 @@ impl Mail {
             && let Some(found) = self.find(&message.id)?
         {
             if !found.message.same_content(&message) {
-                return Err(MailError::IdTaken {
+                return Err(Error::IdTaken {
                     id: message.id,
                     location: found.location,
                 });
@@ -325,7 +325,7 @@ impl Mail {
                 source,
             })?;
         if bytes.len() as u64 > self.state.read_cap() {
-            return Err(MailError::MessageTooLarge {
+            return Err(Error::MessageTooLarge {
                 size: bytes.len(),
                 cap: self.state.read_cap(),
             });

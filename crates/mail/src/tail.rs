@@ -68,7 +68,7 @@ use crate::MessageId;
 use chipset_store::{JsonLog, ReadOutcome, StatePath, Timestamp};
 use serde::{Deserialize, Serialize};
 
-use crate::error::{MailError, Result};
+use crate::error::{Error, Result};
 use crate::format::{Kind, Message};
 use crate::gate::Stamp;
 use crate::layout::Location;
@@ -260,7 +260,7 @@ impl Mail {
         // unreadable or not a response: not an answer from here.
         let response = match read_message(&self.state, &path) {
             Ok(ReadOutcome::Value(m)) if m.kind == Kind::Response && m.id == id => m,
-            Ok(_) | Err(MailError::Store(chipset_store::Error::Symlink { .. })) => {
+            Ok(_) | Err(Error::Store(chipset_store::Error::Symlink { .. })) => {
                 return Ok(None);
             }
             Err(e) => return Err(e),

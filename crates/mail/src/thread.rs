@@ -7,7 +7,7 @@ use chipset_store::{ReadOutcome, StatePath, TaskId};
 
 use crate::MessageId;
 
-use crate::error::{MailError, Result};
+use crate::error::{Error, Result};
 use crate::format::Message;
 use crate::gate::Folder;
 use crate::layout::id_of;
@@ -67,12 +67,12 @@ impl Mail {
     ///
     /// # Errors
     ///
-    /// [`MailError::NotFound`] when `id` does not exist; [`MailError::Corrupt`]
+    /// [`Error::NotFound`] when `id` does not exist; [`Error::Corrupt`]
     /// when a file on the way, or in an inbox, is unreadable.
     pub fn thread(&self, id: &MessageId) -> Result<Vec<Message>> {
         let start = self
             .find(id)?
-            .ok_or_else(|| MailError::NotFound { id: id.clone() })?;
+            .ok_or_else(|| Error::NotFound { id: id.clone() })?;
         let task = start.message.phase.clone();
         let mut nodes: BTreeMap<MessageId, Message> = BTreeMap::new();
         let mut root = start.message;
@@ -134,7 +134,7 @@ impl Mail {
                         .map(|f| f.name)
                         .collect(),
                 ),
-                Err(MailError::Corrupt(_) | MailError::Unsupported(_)) => None,
+                Err(Error::Corrupt(_) | Error::Unsupported(_)) => None,
                 Err(e) => return Err(e),
             };
             walk.finish(&agents);

@@ -284,7 +284,7 @@ impl NewEvent {
     }
 
     /// Sets the event's id, chosen by the caller so a retry can be recognised
-    /// (the bus twin of mail's `Draft::with_id`): publishing again with the
+    /// (the bus twin of mail's `NewMessage::with_id`): publishing again with the
     /// same id and the same content returns the first delivery as success;
     /// the same id with other content is refused ([`Error::IdConflict`]).
     /// Make one with [`EventId::generate`] and keep it for the retries.

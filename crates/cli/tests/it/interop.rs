@@ -5,7 +5,7 @@ use chipset_bus::{Bus, NewEvent, Priority};
 use chipset_hook::BeadId;
 use chipset_hook::{HookStatus, Hooks};
 use chipset_mail::MessageId;
-use chipset_mail::{Draft, Mail};
+use chipset_mail::{Mail, NewMessage};
 use chipset_nudge::{
     KindRegistry, NewNudge, NewReminder, NudgeType, Nudges, Received, ReminderFilter, ReminderId,
     ReminderKey, Reminders, Resolution,
@@ -157,7 +157,7 @@ fn the_command_line_reads_what_the_libraries_wrote() {
         )
         .unwrap();
     let request = Mail::new(state.clone())
-        .send(&Draft::request(
+        .send(&NewMessage::request(
             agent("np-critic"),
             agent("np-executor"),
             TaskId::new("T1").unwrap(),

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use chipset_bus::Bus;
 use chipset_hook::{HookRead, HookStatus, Hooks};
-use chipset_mail::{InboxFilter, Mail, MailError, Message};
+use chipset_mail::{InboxFilter, Mail, Message};
 use chipset_nudge::{KindRegistry, Nudge, Nudges, Received, Reminder, ReminderFilter, Reminders};
 use chipset_store::{AgentId, ReadOutcome, StateDir, WatchConfig, WatchTarget, WatchWake, Watcher};
 
@@ -246,7 +246,7 @@ impl Attention {
     fn mail_entry(&self, agent: &AgentId) -> Result<Option<Entry>> {
         let messages = match self.mail.inbox(agent, &InboxFilter::default()) {
             Ok(m) => m,
-            Err(MailError::Corrupt(c)) => {
+            Err(chipset_mail::Error::Corrupt(c)) => {
                 let count = self.mail.inbox_len(agent)?.max(1);
                 return Ok(Some(unreadable(WorkKind::Mail, count, &c)));
             }
@@ -510,7 +510,7 @@ impl BriefWatch {
 mod tests {
     use std::thread;
 
-    use chipset_mail::{Draft, Mail};
+    use chipset_mail::{Mail, NewMessage};
     use chipset_store::{StateDir, TaskId, WatchConfig};
     use chipset_testkit::TempState;
 
@@ -552,7 +552,7 @@ mod tests {
 
     fn mail_for_alpha(state: &StateDir) {
         Mail::new(state.clone())
-            .send(&Draft::notify(
+            .send(&NewMessage::notify(
                 AgentId::new("mayor").unwrap(),
                 alpha(),
                 TaskId::new("t1").unwrap(),

@@ -8,7 +8,7 @@ use chipset_bus::NewEvent;
 use chipset_hook::BeadId;
 use chipset_hook::{HookStatus, TransitionError};
 use chipset_mail::MessageId;
-use chipset_mail::{Draft, InboxFilter, Kind, MailError, Message};
+use chipset_mail::{InboxFilter, Kind, Message, NewMessage};
 use chipset_nudge::{NewNudge, NudgeType};
 use chipset_store::{AgentId, Locked, SortableId, Timestamp};
 
@@ -33,7 +33,7 @@ impl Dispatcher {
         let mail = &self.channels.mail;
         let inbox = match mail.inbox(&self.me, &InboxFilter::default()) {
             Ok(inbox) => inbox,
-            Err(MailError::Corrupt(c)) => {
+            Err(chipset_mail::Error::Corrupt(c)) => {
                 actions.push(unreadable(&c));
                 return Ok(());
             }
@@ -375,7 +375,7 @@ impl Dispatcher {
         let message = LoopMessage::WorkAssignment {
             assignment: a.clone(),
         };
-        let mut draft = Draft::notify(
+        let mut draft = NewMessage::notify(
             self.me.clone(),
             a.agent().clone(),
             task_of(a.bead_id())?,
@@ -387,7 +387,7 @@ impl Dispatcher {
         }
         match self.channels.mail.send(&draft) {
             Ok(m) => Ok(m.id().clone()),
-            Err(MailError::IdTaken { id, .. }) => Ok(id),
+            Err(chipset_mail::Error::IdTaken { id, .. }) => Ok(id),
             Err(e) => Err(e.into()),
         }
     }

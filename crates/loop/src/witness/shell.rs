@@ -7,7 +7,7 @@ use std::time::Duration;
 use chipset_bus::{NewEvent, Priority as BusPriority};
 use chipset_hook::{Assignment, Hook, HookRead, HookState};
 use chipset_mail::MessageId;
-use chipset_mail::{Draft, MailError, MailPriority};
+use chipset_mail::{MailPriority, NewMessage};
 use chipset_nudge::{NewNudge, NudgeType, Received, ResponseStatus};
 use chipset_store::{AgentId, Locked, ReadOutcome, SortableId, StateDir, Timestamp};
 
@@ -355,7 +355,7 @@ impl Witness {
     /// and nothing is sent twice.
     fn send_escalation(&self, message: &LoopMessage, id: &MessageId) -> Result<()> {
         let a = message.assignment();
-        let draft = Draft::notify(
+        let draft = NewMessage::notify(
             self.me.clone(),
             self.dispatcher.clone(),
             task_of(a.bead_id())?,
@@ -366,7 +366,7 @@ impl Witness {
         .with_id(id.clone());
         match self.channels.mail.send(&draft) {
             Ok(_) => Ok(()),
-            Err(MailError::IdTaken { location, .. }) => {
+            Err(chipset_mail::Error::IdTaken { location, .. }) => {
                 tracing::info!(%id, ?location, "escalation was sent before the restart");
                 Ok(())
             }

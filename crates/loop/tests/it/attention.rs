@@ -8,7 +8,7 @@ use std::time::Duration;
 use chipset_bus::{Bus, NewEvent, Priority as BusPriority};
 use chipset_hook::Hooks;
 use chipset_loop::{Attention, AttentionConfig, REMINDER_AGENT_FIELD, WorkKind};
-use chipset_mail::{Draft as MailDraft, Mail, MailPriority};
+use chipset_mail::{Mail, MailPriority, NewMessage as MailDraft};
 use chipset_nudge::{KindRegistry, NewNudge, NewReminder, NudgeType, ReminderKey, Reminders};
 use chipset_store::{StateDir, StateOptions, TaskId, WatchConfig, WatchTarget};
 use chipset_testkit::{self as kit, PATIENT, TempState};

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use chipset_hook::Pickup;
 use chipset_loop::{Channels, Error, Witness, WitnessConfig, Worker, WorkerConfig};
-use chipset_mail::{Mail, MailConfig, MailError};
+use chipset_mail::{Mail, MailConfig};
 use chipset_testkit::TempState;
 
 use crate::{agent, bead, secs, setup};
@@ -65,7 +65,10 @@ fn the_witness_escalates_through_the_callers_mail() {
     s.advance(61);
     let err = w.tick().unwrap_err();
     assert!(
-        matches!(err, Error::Mail(MailError::UnknownRecipient { .. })),
+        matches!(
+            err,
+            Error::Mail(chipset_mail::Error::UnknownRecipient { .. })
+        ),
         "{err:?}"
     );
     assert!(s.sent(chipset_loop::HEALTH_ESCALATION).is_empty());
@@ -88,7 +91,10 @@ fn the_worker_reports_through_the_callers_mail() {
     );
     let err = worker.run_once(|_| Ok("done".to_owned())).unwrap_err();
     assert!(
-        matches!(err, Error::Mail(MailError::UnknownRecipient { .. })),
+        matches!(
+            err,
+            Error::Mail(chipset_mail::Error::UnknownRecipient { .. })
+        ),
         "{err:?}"
     );
     assert!(s.sent(chipset_loop::COMPLETION_REPORT).is_empty());
@@ -115,7 +121,10 @@ fn the_dispatcher_assigns_through_the_callers_mail() {
     d.submit(bead("gt-abc12"), "work").unwrap();
     let err = d.tick().unwrap_err();
     assert!(
-        matches!(err, Error::Mail(MailError::UnknownRecipient { .. })),
+        matches!(
+            err,
+            Error::Mail(chipset_mail::Error::UnknownRecipient { .. })
+        ),
         "{err:?}"
     );
     assert!(s.sent(chipset_loop::WORK_ASSIGNMENT).is_empty());

@@ -284,7 +284,7 @@ fn an_escalation_about_an_old_assignment_is_ignored() {
         escalated_at: a.work().assigned_at(),
     };
     s.mail
-        .send(&chipset_mail::Draft::notify(
+        .send(&chipset_mail::NewMessage::notify(
             agent("witness"),
             agent("mayor"),
             "b1".parse().unwrap(),
@@ -298,7 +298,7 @@ fn an_escalation_about_an_old_assignment_is_ignored() {
     assert_eq!(entry.completed_by(), Some(&agent("w1")));
     // Sent again later (a recovering witness): ignored, the bead stays done.
     s.mail
-        .send(&chipset_mail::Draft::notify(
+        .send(&chipset_mail::NewMessage::notify(
             agent("witness"),
             agent("mayor"),
             "b1".parse().unwrap(),

@@ -7,7 +7,7 @@ use chipset_loop::{
     HEALTH_ESCALATION, LoopMessage, Phase, Rounds, RoundsConfig, WORK_ASSIGNMENT, Witness,
     WitnessConfig, WorkOutcome, Worker, WorkerConfig,
 };
-use chipset_mail::Draft;
+use chipset_mail::NewMessage;
 use chipset_store::TaskId;
 
 use crate::{Setup, agent, bead, secs, setup};
@@ -151,7 +151,7 @@ fn round_checkpoint() {
     s.advance(30);
     s.mail
         .send(
-            &Draft::request(
+            &NewMessage::request(
                 agent("np-critic"),
                 agent("np-executor"),
                 task.clone(),

@@ -7,7 +7,7 @@ use chipset_loop::{
     Blocker, CriticFinding, CriticReport, EscalationReason, Gate, Phase, ROUND_ESCALATION_EVENT,
     Rounds, RoundsConfig, Routing,
 };
-use chipset_mail::{Draft, InboxFilter, Location};
+use chipset_mail::{InboxFilter, Location, NewMessage};
 use chipset_store::TaskId;
 use proptest::prelude::*;
 
@@ -27,7 +27,7 @@ fn rounds(s: &Setup) -> Rounds {
 fn ask(s: &Setup, t: &str, subject: &str, round: u32) -> chipset_mail::Message {
     s.mail
         .send(
-            &Draft::request(
+            &NewMessage::request(
                 agent("np-critic"),
                 agent("np-executor"),
                 task(t),
@@ -41,7 +41,7 @@ fn ask(s: &Setup, t: &str, subject: &str, round: u32) -> chipset_mail::Message {
 
 fn answer(s: &Setup, request: &chipset_mail::Message) {
     s.mail
-        .send(&Draft::response(
+        .send(&NewMessage::response(
             agent("np-executor"),
             agent("np-critic"),
             request.id().clone(),
@@ -192,7 +192,7 @@ fn a_killed_orchestrator_resumes_where_it_was() {
         // Killed after routing, before the commit and the sweep.
     }
     s.mail
-        .send(&Draft::notify(
+        .send(&NewMessage::notify(
             agent("np-critic"),
             agent("np-executor"),
             t.clone(),

@@ -307,7 +307,7 @@ fn a_witness_killed_after_its_escalation_mail_does_not_send_it_again() {
     let sent = s
         .mail
         .send(
-            &chipset_mail::Draft::notify(
+            &chipset_mail::NewMessage::notify(
                 agent("witness"),
                 agent("mayor"),
                 "gt-abc12".parse().unwrap(),

@@ -487,7 +487,7 @@ fn run_until_tidies_only_the_assignments_wakeup_and_mail() {
         .unwrap();
     let note = s
         .mail
-        .send(&chipset_mail::Draft::notify(
+        .send(&chipset_mail::NewMessage::notify(
             agent("mayor"),
             me.clone(),
             chipset_store::TaskId::new("gt-1").unwrap(),

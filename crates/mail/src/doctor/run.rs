@@ -40,7 +40,7 @@ impl Mail {
     ///
     /// # Errors
     ///
-    /// [`MailError::Store`](crate::MailError::Store) when a directory cannot
+    /// [`Error::Store`](crate::Error::Store) when a directory cannot
     /// be listed or a repair fails; findings already repaired stay repaired.
     pub(crate) fn scan_doctor(&self, mode: DoctorMode) -> Result<DoctorReport> {
         self.doctor_within(mode, spill::BUDGET)

@@ -3,7 +3,7 @@ use std::time::Duration;
 use chipset_store::{AgentId, StateDir, TaskId};
 
 use super::*;
-use crate::{Draft, MailConfig};
+use crate::{MailConfig, NewMessage};
 
 /// A state with one of nearly every finding, among enough messages that
 /// a small budget spills many runs.
@@ -18,7 +18,7 @@ fn troubled(root: &Path) -> Mail {
     let mut requests = Vec::new();
     for i in 0..40 {
         let q = mail
-            .send(&Draft::request(
+            .send(&NewMessage::request(
                 c.clone(),
                 e.clone(),
                 t.clone(),
@@ -27,7 +27,7 @@ fn troubled(root: &Path) -> Mail {
             ))
             .unwrap();
         if i % 2 == 0 {
-            mail.send(&Draft::response(
+            mail.send(&NewMessage::response(
                 e.clone(),
                 c.clone(),
                 q.id().clone(),
@@ -38,11 +38,17 @@ fn troubled(root: &Path) -> Mail {
         }
         requests.push(q);
     }
-    mail.send(&Draft::notify(c.clone(), e.clone(), done.clone(), "n", ""))
-        .unwrap();
+    mail.send(&NewMessage::notify(
+        c.clone(),
+        e.clone(),
+        done.clone(),
+        "n",
+        "",
+    ))
+    .unwrap();
     mail.sweep_task_on_commit(&done).unwrap();
     // An orphan: sent to a swept task.
-    mail.send(&Draft::notify(c.clone(), e.clone(), done, "late", ""))
+    mail.send(&NewMessage::notify(c.clone(), e.clone(), done, "late", ""))
         .unwrap();
     let inbox_e = mail.inbox_dir(&e);
     let archive = mail.dir().as_path().join("archive");

@@ -107,7 +107,7 @@ impl Mail {
             };
             let path = dir.join_id(&id, ".json");
             let read = match read_message(&self.state, &path) {
-                Err(crate::MailError::Store(chipset_store::Error::Symlink { .. })) => {
+                Err(crate::Error::Store(chipset_store::Error::Symlink { .. })) => {
                     corrupt.push((BadEntry::At(path), CorruptReason::NotARegularFile));
                     return Ok(());
                 }
@@ -166,7 +166,7 @@ impl Mail {
     pub(super) fn manifest_status(&self, by_id: &mut Sorter<'_>) -> Result<ManifestStatus> {
         let log = self.state.log_reader(&self.layout.manifest())?;
         let mut swept = BTreeSet::new();
-        let mut failed: Option<crate::MailError> = None;
+        let mut failed: Option<crate::Error> = None;
         let text = |v: Option<serde_json::Value>| v.and_then(|v| v.as_str().map(str::to_owned));
         let read = log.for_each::<ManifestTag>(|r| {
             let ManifestTag::Record {

@@ -97,7 +97,7 @@ use crate::MessageId;
 use chipset_store::{AgentId, ReadOutcome, StateDir, StatePath, TaskId};
 use serde::{Deserialize, Serialize};
 
-use crate::error::{MailError, Result};
+use crate::error::{Error, Result};
 use crate::format::{Kind, Message, parse_message};
 use crate::layout::{BY_TASK, ORPHAN, id_of, never_a_message};
 use crate::mail::{Mail, check_id, read_message_bytes, stray};
@@ -339,7 +339,7 @@ fn read_entry_bytes(
     name: &str,
 ) -> Result<Option<(Message, Vec<u8>)>> {
     let Some(id) = id_of(name) else {
-        return Err(MailError::Corrupt(stray(
+        return Err(Error::Corrupt(stray(
             dir.as_path().join(name),
             "not a message file: expected `{id}.json`",
         )));
@@ -471,7 +471,7 @@ impl Mail {
             .collect()
     }
 
-    /// Fails with [`MailError::QuarantinedInbox`] when `inbox/.quarantine/`
+    /// Fails with [`Error::QuarantinedInbox`] when `inbox/.quarantine/`
     /// holds a file (repair must not open the gate); returns whether the
     /// folder exists.
     fn check_quarantine(&self, inbox: &StatePath) -> Result<bool> {
@@ -479,7 +479,7 @@ impl Mail {
             return Ok(false);
         };
         if let Some(name) = names.into_iter().next() {
-            return Err(MailError::QuarantinedInbox {
+            return Err(Error::QuarantinedInbox {
                 path: inbox
                     .as_path()
                     .join(chipset_store::QUARANTINE_DIR)

@@ -19,13 +19,13 @@ impl TaskFiles<'_> {
     /// not exist), from the task's cache while the folder's stamp is the one
     /// it was taken at, else by listing the folder (and reading only the
     /// files its folder cache does not know). With `gate`, an inbox whose
-    /// `.quarantine/` holds a file fails ([`MailError::QuarantinedInbox`]).
+    /// `.quarantine/` holds a file fails ([`Error::QuarantinedInbox`]).
     ///
     /// # Errors
     ///
     /// As the gate: a folder holding a file that is not a readable,
-    /// supported message fails ([`MailError::Corrupt`],
-    /// [`MailError::Unsupported`]) when it is listed, whatever its task.
+    /// supported message fails ([`Error::Corrupt`],
+    /// [`Error::Unsupported`]) when it is listed, whatever its task.
     ///
     /// `stat` is the folder's stat when the caller has it (a directory's,
     /// from [`Mail::inbox_stats`]); otherwise the folder is stat-ed here.

@@ -8,7 +8,7 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use chipset_mail::{ArchiveOutcome, InboxFilter, Location, MAX_ROUND, Mail, MailError};
+use chipset_mail::{ArchiveOutcome, Error, InboxFilter, Location, MAX_ROUND, Mail};
 use chipset_store::{Defect, DoctorMode, StateDir, Timestamp};
 
 use crate::{agent, mid, task};
@@ -268,7 +268,7 @@ fn check(f: &Foreign) -> Result<(), TestCaseError> {
     // then a move by its writer), then the sweep: bytes never change.
     match mail.archive(&id) {
         Ok(ArchiveOutcome::Archived(_)) => prop_assert!(!f.needs_reply()),
-        Err(MailError::ArchiveWithoutReply { .. }) => {
+        Err(Error::ArchiveWithoutReply { .. }) => {
             prop_assert!(f.needs_reply());
             std::fs::rename(inbox.join(&name), folder.join("archive").join(&name))
                 .or_else(|_| {

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use chipset_mail::{
-    ArchiveOutcome, Draft, InboxFilter, Kind, Location, MailConfig, MailError, MailPriority,
+    ArchiveOutcome, Error, InboxFilter, Kind, Location, MailConfig, MailPriority, NewMessage,
 };
 
 use chipset_store::DoctorMode;
@@ -26,7 +26,7 @@ fn message_file_golden() {
     let q = f
         .mail
         .send(
-            &Draft::request(
+            &NewMessage::request(
                 agent("np-critic"),
                 agent("np-executor"),
                 task("M005-S007-T0002"),
@@ -39,7 +39,7 @@ fn message_file_golden() {
         .unwrap();
     let r = f
         .mail
-        .send(&Draft::response(
+        .send(&NewMessage::response(
             agent("np-executor"),
             agent("np-critic"),
             q.id().clone(),
@@ -67,12 +67,12 @@ fn manifest_events_golden() {
     let m = &f.mail;
     let q = m
         .send(
-            &Draft::request(agent("critic"), agent("exec"), task("t1"), "dead-code", "?")
+            &NewMessage::request(agent("critic"), agent("exec"), task("t1"), "dead-code", "?")
                 .with_round(1),
         )
         .unwrap();
     let a = m
-        .send(&Draft::response(
+        .send(&NewMessage::response(
             agent("exec"),
             agent("critic"),
             q.id().clone(),
@@ -87,7 +87,7 @@ fn manifest_events_golden() {
     m.sweep_task_on_commit(&task("t1")).unwrap();
     let late = m
         .send(
-            &Draft::notify(agent("critic"), agent("exec"), task("t1"), "late", "")
+            &NewMessage::notify(agent("critic"), agent("exec"), task("t1"), "late", "")
                 .with_priority(MailPriority::Low),
         )
         .unwrap();
@@ -162,7 +162,7 @@ fn seed_example_is_listed_archived_and_threaded() {
     assert_eq!(m.pending_replies(&task("M005-S007-T0002")).unwrap(), listed);
     assert!(matches!(
         m.archive(&id),
-        Err(MailError::ArchiveWithoutReply { .. })
+        Err(Error::ArchiveWithoutReply { .. })
     ));
 
     // The other program answers, straight into the critic's inbox and
@@ -215,7 +215,13 @@ fn our_file_has_the_seed_fields_and_types() {
     let f = fixture();
     let n = f
         .mail
-        .send(&Draft::notify(agent("a"), agent("b"), task("t"), "s", "x"))
+        .send(&NewMessage::notify(
+            agent("a"),
+            agent("b"),
+            task("t"),
+            "s",
+            "x",
+        ))
         .unwrap();
     let v: serde_json::Value = serde_json::from_slice(
         &std::fs::read(f.mail.path_of(n.id(), &Location::Inbox(agent("b")))).unwrap(),

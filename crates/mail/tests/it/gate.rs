@@ -2,7 +2,7 @@
 //! is an error naming the file, never a shorter list. Pins the seed defect
 //! "a reader that skips unparsable files makes the gate pass".
 
-use chipset_mail::{Draft, InboxFilter, Location, MailError};
+use chipset_mail::{Error, InboxFilter, Location, NewMessage};
 use chipset_store::{Defect, DoctorMode};
 
 use crate::{agent, fixture, task};
@@ -12,7 +12,7 @@ fn check_gate_fails(corrupt: &str, name: &str, what: &str) {
     let f = fixture();
     let m = &f.mail;
     let good = m
-        .send(&Draft::request(
+        .send(&NewMessage::request(
             agent("critic"),
             agent("exec"),
             task("t1"),
@@ -21,7 +21,7 @@ fn check_gate_fails(corrupt: &str, name: &str, what: &str) {
         ))
         .unwrap();
     let victim = m
-        .send(&Draft::request(
+        .send(&NewMessage::request(
             agent("critic"),
             agent("exec"),
             task("t1"),
@@ -74,7 +74,7 @@ fn check_gate_fails(corrupt: &str, name: &str, what: &str) {
     // Regression: the repaired inbox no longer held the bad file, and the gate
     // passed with a shorter list. It stays closed until a person decides.
     match m.pending_replies(&task("t1")) {
-        Err(MailError::QuarantinedInbox { path }) => assert_eq!(path, quarantined[0], "{what}"),
+        Err(Error::QuarantinedInbox { path }) => assert_eq!(path, quarantined[0], "{what}"),
         other => panic!("{what}: expected QuarantinedInbox, got {other:?}"),
     }
     // The person removes (or restores) it; the gate reads the rest again.
@@ -112,7 +112,7 @@ fn a_name_that_is_not_json_is_no_request() {
     let f = fixture();
     let m = &f.mail;
     let open = m
-        .send(&Draft::request(
+        .send(&NewMessage::request(
             agent("critic"),
             agent("exec"),
             task("t1"),
@@ -154,7 +154,7 @@ fn corrupt_file_in_another_inbox_still_blocks() {
     let f = fixture();
     let m = &f.mail;
     let note = m
-        .send(&Draft::notify(
+        .send(&NewMessage::notify(
             agent("critic"),
             agent("bystander"),
             task("t9"),
@@ -167,7 +167,7 @@ fn corrupt_file_in_another_inbox_still_blocks() {
     // Its task cannot be known, so it might be one of t1's requests.
     let err = m.pending_replies(&task("t1")).unwrap_err();
     assert!(
-        matches!(err, MailError::Corrupt(ref c) if c.path == path),
+        matches!(err, Error::Corrupt(ref c) if c.path == path),
         "{err}"
     );
 }
@@ -177,7 +177,7 @@ fn corrupt_request_cannot_be_archived() {
     let f = fixture();
     let m = &f.mail;
     let q = m
-        .send(&Draft::request(
+        .send(&NewMessage::request(
             agent("critic"),
             agent("exec"),
             task("t1"),
@@ -186,16 +186,16 @@ fn corrupt_request_cannot_be_archived() {
         ))
         .unwrap();
     std::fs::write(m.path_of(q.id(), &Location::Inbox(agent("exec"))), "{").unwrap();
-    assert!(matches!(m.archive(q.id()), Err(MailError::Corrupt(_))));
+    assert!(matches!(m.archive(q.id()), Err(Error::Corrupt(_))));
     assert!(matches!(
-        m.send(&Draft::response(
+        m.send(&NewMessage::response(
             agent("exec"),
             agent("critic"),
             q.id().clone(),
             "a",
             ""
         )),
-        Err(MailError::Corrupt(_))
+        Err(Error::Corrupt(_))
     ));
 }
 
@@ -204,7 +204,7 @@ fn symlinked_message_blocks_the_gate_and_is_quarantined() {
     let f = fixture();
     let m = &f.mail;
     let q = m
-        .send(&Draft::request(
+        .send(&NewMessage::request(
             agent("critic"),
             agent("exec"),
             task("t1"),
@@ -222,14 +222,14 @@ fn symlinked_message_blocks_the_gate_and_is_quarantined() {
     assert_eq!(report.findings.len(), 1, "{report:?}");
     assert!(matches!(
         m.pending_replies(&task("t1")),
-        Err(MailError::QuarantinedInbox { .. })
+        Err(Error::QuarantinedInbox { .. })
     ));
     assert!(elsewhere.exists(), "the link's target is left alone");
 }
 
 /// A message of a kind (or schema, or priority) this version does not know
 /// is unsupported, not corrupt: every reader that needs it fails closed with
-/// `MailError::Unsupported`, and the doctor reports it and leaves it in place.
+/// `Error::Unsupported`, and the doctor reports it and leaves it in place.
 #[test]
 fn unknown_kinds_and_schemas_are_unsupported_and_never_quarantined() {
     for (field, value, what) in [
@@ -240,7 +240,7 @@ fn unknown_kinds_and_schemas_are_unsupported_and_never_quarantined() {
         let f = fixture();
         let m = &f.mail;
         let q = m
-            .send(&Draft::request(
+            .send(&NewMessage::request(
                 agent("critic"),
                 agent("exec"),
                 task("t1"),
@@ -255,7 +255,7 @@ fn unknown_kinds_and_schemas_are_unsupported_and_never_quarantined() {
         let bytes = serde_json::to_vec(&v).unwrap();
         std::fs::write(&path, &bytes).unwrap();
 
-        let is_unsupported = |e: MailError| {
+        let is_unsupported = |e: Error| {
             assert!(e.corruption().is_none(), "{field}: {e}");
             let u = e.unsupported().unwrap_or_else(|| panic!("{field}: {e}"));
             assert_eq!((u.path.as_path(), u.what.as_str()), (path.as_path(), what));

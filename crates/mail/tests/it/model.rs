@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use chipset_mail::MessageId;
-use chipset_mail::{ArchiveOutcome, Draft, InboxFilter, Kind, Location, MailConfig, MailError};
+use chipset_mail::{ArchiveOutcome, Error, InboxFilter, Kind, Location, MailConfig, NewMessage};
 use chipset_store::DoctorMode;
 use chipset_store::{AgentId, TaskId};
 use proptest::prelude::*;
@@ -162,12 +162,12 @@ impl Model {
     }
 }
 
-fn err_name(e: &MailError) -> &'static str {
+fn err_name(e: &Error) -> &'static str {
     match e {
-        MailError::NotARequest { .. } => "not-a-request",
-        MailError::NotAddressee { .. } => "not-addressee",
-        MailError::TaskMismatch { .. } => "task-mismatch",
-        MailError::ArchiveWithoutReply { .. } => "archive-without-reply",
+        Error::NotARequest { .. } => "not-a-request",
+        Error::NotAddressee { .. } => "not-addressee",
+        Error::TaskMismatch { .. } => "task-mismatch",
+        Error::ArchiveWithoutReply { .. } => "archive-without-reply",
         other => panic!("unexpected error {other}"),
     }
 }
@@ -203,10 +203,10 @@ fn run(ops: Vec<Op>) {
                     continue;
                 }
                 let draft = match kind {
-                    Kind::Request => Draft::request(agent(from), agent(to), task(t), "q", ""),
-                    Kind::Notify => Draft::notify(agent(from), agent(to), task(t), "n", ""),
+                    Kind::Request => NewMessage::request(agent(from), agent(to), task(t), "q", ""),
+                    Kind::Notify => NewMessage::notify(agent(from), agent(to), task(t), "n", ""),
                     Kind::Response => {
-                        let d = Draft::response(
+                        let d = NewMessage::response(
                             agent(from),
                             agent(to),
                             model.msgs[parent.unwrap()].id.clone(),
@@ -252,9 +252,9 @@ fn run(ops: Vec<Op>) {
                 }
             }
             Op::Batch(items) => {
-                let drafts: Vec<Draft> = items
+                let drafts: Vec<NewMessage> = items
                     .iter()
-                    .map(|(f, to, t)| Draft::notify(agent(*f), agent(*to), task(*t), "b", ""))
+                    .map(|(f, to, t)| NewMessage::notify(agent(*f), agent(*to), task(*t), "b", ""))
                     .collect();
                 let sent = mail.send_batch(&drafts).unwrap();
                 for ((f, to, t), m) in items.into_iter().zip(sent) {

@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use chipset_mail::{
-    ArchiveOutcome, Draft, InboxFilter, Kind, Location, MailConfig, MailError, MailPriority,
-    ManifestEvent,
+    ArchiveOutcome, Error, InboxFilter, Kind, Location, MailConfig, MailPriority, ManifestEvent,
+    NewMessage,
 };
 use chipset_store::StateOptions;
 
@@ -20,7 +20,7 @@ fn send_publishes_whole_file_and_sent_event() {
     let m = f
         .mail
         .send(
-            &Draft::notify(agent("a"), agent("b"), task("t1"), "style", "hello")
+            &NewMessage::notify(agent("a"), agent("b"), task("t1"), "style", "hello")
                 .with_round(3)
                 .with_priority(MailPriority::Low),
         )
@@ -50,7 +50,7 @@ fn a_message_of_exactly_the_read_cap_is_sent_and_read_back() {
         ..StateOptions::default()
     });
     let mail = chipset_mail::Mail::new(tmp.state.clone());
-    let note = |body: String| Draft::notify(agent("a"), agent("b"), task("t"), "s", body);
+    let note = |body: String| NewMessage::notify(agent("a"), agent("b"), task("t"), "s", body);
     let size = |m: &chipset_mail::Message| {
         let path = mail
             .inbox_dir(&agent("b"))
@@ -68,7 +68,7 @@ fn a_message_of_exactly_the_read_cap_is_sent_and_read_back() {
     assert!(
         matches!(
             err,
-            MailError::MessageTooLarge {
+            Error::MessageTooLarge {
                 size: 601,
                 cap: 600
             }
@@ -86,9 +86,9 @@ fn refusals_write_nothing() {
             ..StateOptions::default()
         });
         let mail = chipset_mail::Mail::new(tmp.state.clone());
-        let big = Draft::notify(agent("a"), agent("b"), task("t"), "s", "\u{1}".repeat(200));
+        let big = NewMessage::notify(agent("a"), agent("b"), task("t"), "s", "\u{1}".repeat(200));
         let err = mail.send(&big).unwrap_err();
-        assert!(matches!(err, MailError::MessageTooLarge { .. }), "{err}");
+        assert!(matches!(err, Error::MessageTooLarge { .. }), "{err}");
         mail.counts().unwrap()
     };
     assert!(small_cap.inbox.is_empty());
@@ -98,21 +98,21 @@ fn refusals_write_nothing() {
         recipients: Some([agent("a"), agent("b")].into()),
         ..MailConfig::default()
     });
-    let cases: Vec<(Draft, &str)> = vec![
+    let cases: Vec<(NewMessage, &str)> = vec![
         (
-            Draft::notify(agent("a"), agent("b"), task("t"), "Bad Subject", ""),
+            NewMessage::notify(agent("a"), agent("b"), task("t"), "Bad Subject", ""),
             "invalid subject",
         ),
         (
-            Draft::notify(agent("a"), agent("b"), task("t"), "s", "x".repeat(11)),
+            NewMessage::notify(agent("a"), agent("b"), task("t"), "s", "x".repeat(11)),
             "body of 11 bytes",
         ),
         (
-            Draft::notify(agent("a"), agent("zed"), task("t"), "s", ""),
+            NewMessage::notify(agent("a"), agent("zed"), task("t"), "s", ""),
             "unknown recipient `zed`",
         ),
         (
-            Draft::response(agent("b"), agent("a"), mid("1-missing"), "s", ""),
+            NewMessage::response(agent("b"), agent("a"), mid("1-missing"), "s", ""),
             "cannot reply to message `1-missing`",
         ),
     ];
@@ -133,12 +133,12 @@ fn the_default_body_limit_is_256_kib() {
     assert_eq!(MailConfig::default().max_body, 262_144);
     let f = fixture();
     let draft =
-        |len: usize| Draft::notify(agent("a"), agent("b"), task("t"), "big", "x".repeat(len));
+        |len: usize| NewMessage::notify(agent("a"), agent("b"), task("t"), "big", "x".repeat(len));
     let err = f.mail.send(&draft(262_145)).unwrap_err();
     assert!(
         matches!(
             err,
-            MailError::BodyTooLarge {
+            Error::BodyTooLarge {
                 size: 262_145,
                 cap: 262_144
             }
@@ -160,7 +160,7 @@ fn response_rules_and_side_effect() {
     let f = fixture();
     let m = &f.mail;
     let req = m
-        .send(&Draft::request(
+        .send(&NewMessage::request(
             agent("critic"),
             agent("exec"),
             task("t1"),
@@ -169,7 +169,7 @@ fn response_rules_and_side_effect() {
         ))
         .unwrap();
     let note = m
-        .send(&Draft::notify(
+        .send(&NewMessage::notify(
             agent("critic"),
             agent("exec"),
             task("t1"),
@@ -181,25 +181,25 @@ fn response_rules_and_side_effect() {
     assert!(!m.has_reply(req.id()).unwrap());
     assert!(matches!(
         m.archive(req.id()),
-        Err(MailError::ArchiveWithoutReply { .. })
+        Err(Error::ArchiveWithoutReply { .. })
     ));
 
     let refused = [
         (
-            Draft::response(agent("critic"), agent("exec"), req.id().clone(), "a", ""),
+            NewMessage::response(agent("critic"), agent("exec"), req.id().clone(), "a", ""),
             "is addressed to `exec`",
         ),
         (
-            Draft::response(agent("exec"), agent("critic"), req.id().clone(), "a", "")
+            NewMessage::response(agent("exec"), agent("critic"), req.id().clone(), "a", "")
                 .with_task(task("t2")),
             "of task `t1`",
         ),
         (
-            Draft::response(agent("exec"), agent("critic"), note.id().clone(), "a", ""),
+            NewMessage::response(agent("exec"), agent("critic"), note.id().clone(), "a", ""),
             "is a notify that expects no reply",
         ),
         (
-            Draft::notify(agent("exec"), agent("critic"), task("t2"), "a", "")
+            NewMessage::notify(agent("exec"), agent("critic"), task("t2"), "a", "")
                 .replying_to(req.id().clone()),
             "of task `t1`",
         ),
@@ -211,7 +211,7 @@ fn response_rules_and_side_effect() {
     assert_eq!(m.inbox_len(&agent("critic")).unwrap(), 0);
 
     let answer = m
-        .send(&Draft::response(
+        .send(&NewMessage::response(
             agent("exec"),
             agent("critic"),
             req.id().clone(),
@@ -238,7 +238,13 @@ fn archive_outcomes() {
     let f = fixture();
     let m = &f.mail;
     let n = m
-        .send(&Draft::notify(agent("a"), agent("b"), task("t"), "s", ""))
+        .send(&NewMessage::notify(
+            agent("a"),
+            agent("b"),
+            task("t"),
+            "s",
+            "",
+        ))
         .unwrap();
     assert_eq!(
         m.archive(n.id()).unwrap(),
@@ -250,7 +256,7 @@ fn archive_outcomes() {
     );
     assert!(matches!(
         m.archive(&mid("1-nope")),
-        Err(MailError::NotFound { .. })
+        Err(Error::NotFound { .. })
     ));
     m.sweep_task_on_commit(&task("t")).unwrap();
     assert_eq!(
@@ -275,12 +281,14 @@ fn inbox_filters_in_id_order() {
     {
         f.clock.advance(Duration::from_secs(1));
         let d = match kind {
-            Kind::Request => Draft::request(agent("a"), agent("b"), task(t), "s", i.to_string()),
-            _ => Draft::notify(agent("a"), agent("b"), task(t), "s", i.to_string()),
+            Kind::Request => {
+                NewMessage::request(agent("a"), agent("b"), task(t), "s", i.to_string())
+            }
+            _ => NewMessage::notify(agent("a"), agent("b"), task(t), "s", i.to_string()),
         };
         sent.push(m.send(&d).unwrap());
     }
-    m.send(&Draft::notify(
+    m.send(&NewMessage::notify(
         agent("a"),
         agent("c"),
         task("t1"),
@@ -320,7 +328,7 @@ fn thread_spans_inbox_archive_and_by_task() {
     let f = fixture();
     let m = &f.mail;
     let q1 = m
-        .send(&Draft::request(
+        .send(&NewMessage::request(
             agent("critic"),
             agent("exec"),
             task("t1"),
@@ -329,7 +337,7 @@ fn thread_spans_inbox_archive_and_by_task() {
         ))
         .unwrap();
     let a1 = m
-        .send(&Draft::response(
+        .send(&NewMessage::response(
             agent("exec"),
             agent("critic"),
             q1.id().clone(),
@@ -339,7 +347,7 @@ fn thread_spans_inbox_archive_and_by_task() {
         .unwrap();
     let q2 = m
         .send(
-            &Draft::request(
+            &NewMessage::request(
                 agent("critic"),
                 agent("exec"),
                 task("t1"),
@@ -351,12 +359,12 @@ fn thread_spans_inbox_archive_and_by_task() {
         .unwrap();
     let side = m
         .send(
-            &Draft::notify(agent("critic"), agent("lead"), task("t1"), "fyi", "side")
+            &NewMessage::notify(agent("critic"), agent("lead"), task("t1"), "fyi", "side")
                 .replying_to(q1.id().clone()),
         )
         .unwrap();
     let a2 = m
-        .send(&Draft::response(
+        .send(&NewMessage::response(
             agent("exec"),
             agent("critic"),
             q2.id().clone(),
@@ -364,7 +372,7 @@ fn thread_spans_inbox_archive_and_by_task() {
             "a2",
         ))
         .unwrap();
-    m.send(&Draft::notify(
+    m.send(&NewMessage::notify(
         agent("critic"),
         agent("exec"),
         task("t1"),
@@ -394,7 +402,7 @@ fn thread_spans_inbox_archive_and_by_task() {
     }
     assert!(matches!(
         m.thread(&mid("1-nope")),
-        Err(MailError::NotFound { .. })
+        Err(Error::NotFound { .. })
     ));
 }
 
@@ -403,7 +411,7 @@ fn pending_replies_is_the_commit_gate() {
     let f = fixture();
     let m = &f.mail;
     let q = m
-        .send(&Draft::request(
+        .send(&NewMessage::request(
             agent("critic"),
             agent("exec"),
             task("t1"),
@@ -411,7 +419,7 @@ fn pending_replies_is_the_commit_gate() {
             "",
         ))
         .unwrap();
-    m.send(&Draft::request(
+    m.send(&NewMessage::request(
         agent("critic"),
         agent("exec"),
         task("t2"),
@@ -419,7 +427,7 @@ fn pending_replies_is_the_commit_gate() {
         "",
     ))
     .unwrap();
-    m.send(&Draft::notify(
+    m.send(&NewMessage::notify(
         agent("critic"),
         agent("exec"),
         task("t1"),
@@ -429,7 +437,7 @@ fn pending_replies_is_the_commit_gate() {
     .unwrap();
     let pending = m.pending_replies(&task("t1")).unwrap();
     assert_eq!(pending.iter().map(|p| p.id()).collect::<Vec<_>>(), [q.id()]);
-    m.send(&Draft::response(
+    m.send(&NewMessage::response(
         agent("exec"),
         agent("critic"),
         q.id().clone(),
@@ -446,12 +454,30 @@ fn sweep_moves_task_and_is_rerunnable() {
     let f = fixture();
     let m = &f.mail;
     let a = m
-        .send(&Draft::notify(agent("a"), agent("b"), task("t1"), "s", ""))
+        .send(&NewMessage::notify(
+            agent("a"),
+            agent("b"),
+            task("t1"),
+            "s",
+            "",
+        ))
         .unwrap();
-    m.send(&Draft::notify(agent("a"), agent("c"), task("t1"), "s", ""))
-        .unwrap();
+    m.send(&NewMessage::notify(
+        agent("a"),
+        agent("c"),
+        task("t1"),
+        "s",
+        "",
+    ))
+    .unwrap();
     let other = m
-        .send(&Draft::notify(agent("a"), agent("b"), task("t2"), "s", ""))
+        .send(&NewMessage::notify(
+            agent("a"),
+            agent("b"),
+            task("t2"),
+            "s",
+            "",
+        ))
         .unwrap();
     assert!(matches!(
         m.archive(a.id()).unwrap(),
@@ -491,7 +517,7 @@ fn batch_send_is_all_or_nothing_on_refusal() {
     let f = fixture();
     let m = &f.mail;
     let q = m
-        .send(&Draft::request(
+        .send(&NewMessage::request(
             agent("critic"),
             agent("exec"),
             task("t"),
@@ -499,9 +525,9 @@ fn batch_send_is_all_or_nothing_on_refusal() {
             "",
         ))
         .unwrap();
-    let mut drafts: Vec<Draft> = (0..50)
+    let mut drafts: Vec<NewMessage> = (0..50)
         .map(|i| {
-            Draft::notify(
+            NewMessage::notify(
                 agent("a"),
                 agent(&format!("r{}", i % 3)),
                 task("t"),
@@ -510,7 +536,7 @@ fn batch_send_is_all_or_nothing_on_refusal() {
             )
         })
         .collect();
-    drafts.push(Draft::response(
+    drafts.push(NewMessage::response(
         agent("exec"),
         agent("critic"),
         q.id().clone(),
@@ -518,7 +544,7 @@ fn batch_send_is_all_or_nothing_on_refusal() {
         "",
     ));
     let mut bad = drafts.clone();
-    bad.push(Draft::notify(
+    bad.push(NewMessage::notify(
         agent("a"),
         agent("b"),
         task("t"),
@@ -553,10 +579,16 @@ fn racing_archivers_one_wins() {
     let m = &f.mail;
     let ids: Vec<_> = (0..20)
         .map(|_| {
-            m.send(&Draft::notify(agent("a"), agent("b"), task("t"), "s", ""))
-                .unwrap()
-                .id()
-                .clone()
+            m.send(&NewMessage::notify(
+                agent("a"),
+                agent("b"),
+                task("t"),
+                "s",
+                "",
+            ))
+            .unwrap()
+            .id()
+            .clone()
         })
         .collect();
     for id in &ids {
@@ -585,7 +617,7 @@ fn chosen_id_makes_a_resend_idempotent_wherever_the_message_went() {
     let f = fixture();
     let m = &f.mail;
     let id = mid("1730000000123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab");
-    let draft = Draft::notify(
+    let draft = NewMessage::notify(
         agent("witness"),
         agent("mayor"),
         task("t"),
@@ -605,7 +637,7 @@ fn chosen_id_makes_a_resend_idempotent_wherever_the_message_went() {
         "the first delivery, its time included"
     );
     // The same id with other content is refused, wherever the first is.
-    let other_body = Draft::notify(
+    let other_body = NewMessage::notify(
         agent("witness"),
         agent("mayor"),
         task("t"),
@@ -614,7 +646,7 @@ fn chosen_id_makes_a_resend_idempotent_wherever_the_message_went() {
     )
     .with_id(id.clone());
     match m.send(&other_body) {
-        Err(MailError::IdTaken {
+        Err(Error::IdTaken {
             id: taken,
             location,
         }) => {
@@ -635,7 +667,7 @@ fn chosen_id_makes_a_resend_idempotent_wherever_the_message_went() {
     );
     assert!(matches!(
         m.send(&other_body),
-        Err(MailError::IdTaken {
+        Err(Error::IdTaken {
             location: Location::Archive,
             ..
         })
@@ -652,10 +684,11 @@ fn chosen_id_makes_a_resend_idempotent_wherever_the_message_went() {
 
     // A batch may not repeat a chosen id either, and then writes nothing.
     let other = mid("1730000000999-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab");
-    let twice = Draft::notify(agent("a"), agent("b"), task("t"), "s", "").with_id(other.clone());
+    let twice =
+        NewMessage::notify(agent("a"), agent("b"), task("t"), "s", "").with_id(other.clone());
     assert!(matches!(
         m.send_batch(&[twice.clone(), twice]),
-        Err(MailError::IdTaken { .. })
+        Err(Error::IdTaken { .. })
     ));
     assert_eq!(m.locate(&other).unwrap(), None);
 }

@@ -8,7 +8,7 @@
 use std::fs;
 use std::path::Path;
 
-use chipset_mail::{InboxFilter, Kind, MailError};
+use chipset_mail::{Error, InboxFilter, Kind};
 use chipset_store::{Action, DoctorMode, Report};
 use serde_json::json;
 
@@ -85,7 +85,7 @@ fn a_file_over_the_read_cap_is_skipped_reported_and_keeps_the_gate_closed() {
     assert_eq!(listed[0].id().as_str(), OPEN);
     let err = n.mail.pending_replies(&task(TASK)).unwrap_err();
     assert!(
-        matches!(err, MailError::Corrupt(ref c) if c.path == path),
+        matches!(err, Error::Corrupt(ref c) if c.path == path),
         "{err}"
     );
 
@@ -160,12 +160,12 @@ fn a_message_under_another_name_fails_closed_and_stays() {
         .inbox(&agent("np-executor"), &InboxFilter::default())
         .unwrap_err();
     assert!(
-        matches!(inbox, MailError::Corrupt(ref c) if c.path == path),
+        matches!(inbox, Error::Corrupt(ref c) if c.path == path),
         "{inbox}"
     );
     let err = n.mail.pending_replies(&task(TASK)).unwrap_err();
     assert!(
-        matches!(err, MailError::Corrupt(ref c) if c.path == path),
+        matches!(err, Error::Corrupt(ref c) if c.path == path),
         "{err}"
     );
     let report = n.mail.doctor(DoctorMode::Fix).unwrap();

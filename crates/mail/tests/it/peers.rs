@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use chipset_mail::{ArchiveOutcome, Draft, InboxFilter, Kind, Location, Mail, MailError};
+use chipset_mail::{ArchiveOutcome, Error, InboxFilter, Kind, Location, Mail, NewMessage};
 use chipset_store::DoctorMode;
 use chipset_store::StateDir;
 use serde_json::Value;
@@ -183,7 +183,7 @@ fn archive_answer_and_sweep_the_nubos_folder() {
     let before = files(&n.folder);
     assert!(matches!(
         m.archive(&mid(OPEN)),
-        Err(MailError::ArchiveWithoutReply { .. })
+        Err(Error::ArchiveWithoutReply { .. })
     ));
     assert_eq!(files(&n.folder), before, "a refusal changes nothing");
     assert_eq!(
@@ -203,7 +203,7 @@ fn archive_answer_and_sweep_the_nubos_folder() {
 
     // chipset answers nubos's open request: that archives it and opens the gate.
     let answer = m
-        .send(&Draft::response(
+        .send(&NewMessage::response(
             agent("np-executor"),
             agent("np-critic"),
             mid(OPEN),
@@ -330,7 +330,7 @@ fn a_response_that_does_not_fit_answers_nothing() {
     assert!(!m.has_reply(&mid(ANSWERED)).unwrap());
     assert!(matches!(
         m.archive(&mid(ANSWERED)),
-        Err(MailError::ArchiveWithoutReply { .. })
+        Err(Error::ArchiveWithoutReply { .. })
     ));
 }
 
@@ -450,7 +450,7 @@ fn a_folder_chipset_writes_has_nubos_message_v1_fields_and_types() {
     let folder = tmp.path().join(".nubos-pilot/messages");
     let m = Mail::in_folder(StateDir::open(&folder).unwrap());
     let q = m
-        .send(&Draft::request(
+        .send(&NewMessage::request(
             agent("np-critic"),
             agent("np-executor"),
             task(TASK),
@@ -459,7 +459,7 @@ fn a_folder_chipset_writes_has_nubos_message_v1_fields_and_types() {
         ))
         .unwrap();
     m.send(
-        &Draft::request(
+        &NewMessage::request(
             agent("np-critic"),
             agent("np-executor"),
             task(TASK),
@@ -469,7 +469,7 @@ fn a_folder_chipset_writes_has_nubos_message_v1_fields_and_types() {
         .with_round(chipset_mail::MAX_ROUND),
     )
     .unwrap();
-    m.send(&Draft::response(
+    m.send(&NewMessage::response(
         agent("np-executor"),
         agent("np-critic"),
         q.id().clone(),
@@ -478,7 +478,7 @@ fn a_folder_chipset_writes_has_nubos_message_v1_fields_and_types() {
     ))
     .unwrap();
     m.send(
-        &Draft::notify(
+        &NewMessage::notify(
             agent("np-orchestrator"),
             agent("np-executor"),
             task(TASK),
@@ -573,7 +573,7 @@ fn a_folder_unchanged_since_the_request_is_not_searched() {
 #[test]
 fn names_outside_the_schema_are_refused_on_send_and_read_from_disk() {
     let n = nubos();
-    let refused = n.mail.send(&Draft::notify(
+    let refused = n.mail.send(&NewMessage::notify(
         agent("np.critic"),
         agent("np-executor"),
         task(TASK),
@@ -582,7 +582,7 @@ fn names_outside_the_schema_are_refused_on_send_and_read_from_disk() {
     ));
     assert!(matches!(
         refused,
-        Err(MailError::InvalidAgentName { field: "from", .. })
+        Err(Error::InvalidAgentName { field: "from", .. })
     ));
     let path = n.folder.join(format!("inbox/np-executor/{OPEN}.json"));
     let text = fs::read_to_string(&path)

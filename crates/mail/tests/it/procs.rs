@@ -8,7 +8,7 @@ use std::thread;
 use std::time::Duration;
 
 use chipset_mail::MessageId;
-use chipset_mail::{ArchiveOutcome, Draft, InboxFilter, Mail, MailConfig, ManifestEvent};
+use chipset_mail::{ArchiveOutcome, InboxFilter, Mail, MailConfig, ManifestEvent, NewMessage};
 use chipset_store::{DoctorMode, SortableId, StateDir};
 use chipset_testkit::{self as kit, Jitter, TempState};
 
@@ -22,7 +22,8 @@ const INBOX: &str = "np-executor";
 fn sender(root: &Path, from: &str, n: u64, out: &mut dyn Write) {
     let mail = Mail::new(StateDir::open(root).unwrap());
     for i in 0..n {
-        let draft = Draft::notify(agent(from), agent(INBOX), task("t1"), "load", i.to_string());
+        let draft =
+            NewMessage::notify(agent(from), agent(INBOX), task("t1"), "load", i.to_string());
         let m = mail.send(&draft).unwrap();
         writeln!(out, "sent {}", m.id()).unwrap();
         out.flush().unwrap();
@@ -279,9 +280,9 @@ fn killed_senders_lose_nothing_they_reported() {
 fn two_processes_archive_each_message_once() {
     let tmp = TempState::new();
     let mail = Mail::new(tmp.state.clone());
-    let drafts: Vec<Draft> = (0..150)
+    let drafts: Vec<NewMessage> = (0..150)
         .map(|i| {
-            Draft::notify(
+            NewMessage::notify(
                 agent("np-critic"),
                 agent(INBOX),
                 task("t1"),

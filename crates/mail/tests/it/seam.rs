@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chipset_mail::MessageId;
-use chipset_mail::{ArchiveOutcome, Draft, Mail, MailError};
+use chipset_mail::{ArchiveOutcome, Error, Mail, NewMessage};
 use chipset_store::{Defect, DoctorMode};
 use chipset_store::{IoBackend, MaybeCommitted};
 use chipset_store::{ManualClock, SharedIo, StateDir, StateOptions, SyncOrder, Timestamp};
@@ -21,16 +21,17 @@ const REQ: &str = "1772706900100-9b3e0c1a-5d2f-4e1b-8a6c-0123456789a0";
 const ID: &str = "1772706900123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab";
 const ID2: &str = "1772706900124-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ac";
 
-fn notify(id: &str, to: &str) -> Draft {
-    Draft::notify(agent("alice"), agent(to), task("t1"), "status", "hello").with_id(mid(id))
+fn notify(id: &str, to: &str) -> NewMessage {
+    NewMessage::notify(agent("alice"), agent(to), task("t1"), "status", "hello").with_id(mid(id))
 }
 
-fn request() -> Draft {
-    Draft::request(agent("alice"), agent("bob"), task("t1"), "question", "why?").with_id(mid(REQ))
+fn request() -> NewMessage {
+    NewMessage::request(agent("alice"), agent("bob"), task("t1"), "question", "why?")
+        .with_id(mid(REQ))
 }
 
-fn response() -> Draft {
-    Draft::response(
+fn response() -> NewMessage {
+    NewMessage::response(
         agent("bob"),
         agent("alice"),
         mid(REQ),
@@ -89,7 +90,7 @@ struct Case {
     name: &'static str,
     setup: fn(&Mail),
     /// Runs the operation, retry-safe; returns Err only for a failure.
-    run: fn(&Mail) -> Result<(), MailError>,
+    run: fn(&Mail) -> Result<(), Error>,
     /// The operation applied, once.
     applied: fn(&Mail) -> bool,
     /// What a power cut after the operation returned must keep (a move
@@ -239,7 +240,7 @@ fn every_fault_in_send_archive_and_sweep_is_safe_to_retry() {
                     }
                     Err(e) if e.is_outcome_unknown() => {
                         t.outcome_unknown += 1;
-                        if let MailError::OutcomeUnknown { ids, .. } = &e {
+                        if let Error::OutcomeUnknown { ids, .. } = &e {
                             assert!(ids.contains(&mid(ID)), "{what}: {e}");
                         }
                     }
@@ -667,7 +668,7 @@ fn a_send_that_loses_the_race_to_the_same_message_returns_the_first_delivery() {
             assert_eq!(sent.body(), "hello");
         } else {
             match sent {
-                Err(MailError::IdTaken { id, .. }) => assert_eq!(id.as_str(), ID),
+                Err(Error::IdTaken { id, .. }) => assert_eq!(id.as_str(), ID),
                 other => panic!("expected IdTaken, got {other:?}"),
             }
         }

@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use chipset_mail::MessageId;
-use chipset_mail::{Draft, Mail, MailConfig, ManifestEvent};
+use chipset_mail::{Mail, MailConfig, ManifestEvent, NewMessage};
 use chipset_store::DoctorMode;
 use chipset_store::{SharedIo, StateDir, StateOptions, SyncOrder};
 use chipset_testkit::{EIO, Fault, FaultIo, IoOp, RecordIo};
@@ -26,8 +26,8 @@ fn open(root: &std::path::Path, io: SharedIo) -> Mail {
     )
 }
 
-fn note(i: usize) -> Draft {
-    Draft::notify(
+fn note(i: usize) -> NewMessage {
+    NewMessage::notify(
         agent("critic"),
         agent("exec"),
         task("t1"),
@@ -87,7 +87,7 @@ fn a_batch_of_a_hundred_costs_a_constant_number_of_sync_rounds() {
         let mail = open(tmp.path(), fault.clone());
         mail.send(&note(0)).unwrap();
         let before = fault.calls().len();
-        let drafts: Vec<Draft> = (1..=100).map(note).collect();
+        let drafts: Vec<NewMessage> = (1..=100).map(note).collect();
         mail.send_batch(&drafts).unwrap();
         let calls = fault.calls()[before..].to_vec();
         let dirs = calls.iter().filter(|c| **c == IoOp::SyncDir).count();

@@ -8,7 +8,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use chipset_mail::MessageId;
-use chipset_mail::{ArchiveOutcome, Draft, Mail, MailConfig, Message};
+use chipset_mail::{ArchiveOutcome, Mail, MailConfig, Message, NewMessage};
 use chipset_store::DoctorMode;
 
 use crate::{Fixture, agent, fixture_with, mid, task};
@@ -21,7 +21,7 @@ fn no_grace() -> MailConfig {
 }
 
 fn request(m: &Mail, subject: &str) -> Message {
-    m.send(&Draft::request(
+    m.send(&NewMessage::request(
         agent("critic"),
         agent("exec"),
         task("t1"),
@@ -341,7 +341,7 @@ fn a_request_the_reply_index_answers_needs_no_tail() {
     let m = &f.mail;
     let q = request(m, "indexed");
     let r = m
-        .send(&Draft::response(
+        .send(&NewMessage::response(
             agent("exec"),
             agent("critic"),
             q.id().clone(),
@@ -483,7 +483,7 @@ fn a_folder_changed_exactly_the_slack_before_a_request_is_listed() {
     let changed = s * 1_000 + ns / 1_000_000;
     f.clock
         .set(chipset_store::Timestamp::from_unix_ms(changed + 2_000));
-    let draft = Draft::request(agent("critic"), agent("exec"), task("t1"), "s", "why?");
+    let draft = NewMessage::request(agent("critic"), agent("exec"), task("t1"), "s", "why?");
     m.send(&draft.with_id(q.clone())).unwrap();
     assert!(m.has_reply(&q).unwrap());
 }

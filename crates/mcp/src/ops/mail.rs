@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use chipset_failure::Failure;
-use chipset_mail::{Draft, InboxFilter, Mail, Message, MessageId};
+use chipset_mail::{InboxFilter, Mail, Message, MessageId, NewMessage};
 use chipset_store::{AgentId, Timestamp};
 
 use super::{Ctx, Outcome, Reply, id};
@@ -70,9 +70,9 @@ pub(crate) fn mail_send(ctx: &Ctx, p: MailSend) -> Outcome {
                 )));
             };
             let draft = if p.kind == MailKind::Request {
-                Draft::request(from, to, task, p.subject, p.body)
+                NewMessage::request(from, to, task, p.subject, p.body)
             } else {
-                Draft::notify(from, to, task, p.subject, p.body)
+                NewMessage::notify(from, to, task, p.subject, p.body)
             };
             match parent {
                 Some(parent) => draft.replying_to(parent),
@@ -83,7 +83,7 @@ pub(crate) fn mail_send(ctx: &Ctx, p: MailSend) -> Outcome {
             let Some(request) = parent else {
                 return Err(Failure::usage("a response needs in_reply_to"));
             };
-            let draft = Draft::response(from, to, request, p.subject, p.body);
+            let draft = NewMessage::response(from, to, request, p.subject, p.body);
             match task {
                 Some(task) => draft.with_task(task),
                 None => draft,

@@ -9,11 +9,23 @@ fn published_without_sent_event_is_reconciled() {
     // A crash between publishing and appending: simulate by cutting the manifest back.
     let f = fixture_with(no_grace());
     let m = &f.mail;
-    m.send(&Draft::notify(agent("a"), agent("b"), task("t"), "s", "1"))
-        .unwrap();
+    m.send(&NewMessage::notify(
+        agent("a"),
+        agent("b"),
+        task("t"),
+        "s",
+        "1",
+    ))
+    .unwrap();
     let before = std::fs::read(m.manifest_path()).unwrap();
     let lost = m
-        .send(&Draft::notify(agent("a"), agent("b"), task("t"), "s", "2"))
+        .send(&NewMessage::notify(
+            agent("a"),
+            agent("b"),
+            task("t"),
+            "s",
+            "2",
+        ))
         .unwrap();
     std::fs::write(m.manifest_path(), &before).unwrap();
 
@@ -52,7 +64,13 @@ fn young_messages_are_in_flight_not_clean() {
     let f = fixture();
     let m = &f.mail;
     let sent = m
-        .send(&Draft::notify(agent("a"), agent("b"), task("t"), "s", ""))
+        .send(&NewMessage::notify(
+            agent("a"),
+            agent("b"),
+            task("t"),
+            "s",
+            "",
+        ))
         .unwrap();
     std::fs::write(m.manifest_path(), b"").unwrap();
     f.clock.advance(Duration::from_secs(3));
@@ -100,8 +118,14 @@ fn young_messages_are_in_flight_not_clean() {
 fn torn_and_bad_manifest_lines() {
     let f = fixture_with(no_grace());
     let m = &f.mail;
-    m.send(&Draft::notify(agent("a"), agent("b"), task("t"), "s", ""))
-        .unwrap();
+    m.send(&NewMessage::notify(
+        agent("a"),
+        agent("b"),
+        task("t"),
+        "s",
+        "",
+    ))
+    .unwrap();
     let mut log = std::fs::OpenOptions::new()
         .append(true)
         .open(m.manifest_path())
@@ -124,8 +148,14 @@ fn torn_and_bad_manifest_lines() {
         .map(|e| std::fs::read(e.unwrap().path()).unwrap())
         .collect::<Vec<_>>();
     assert_eq!(quarantined, [b"not json\n{\"event\":\"se\n".to_vec()]);
-    m.send(&Draft::notify(agent("a"), agent("b"), task("t"), "s", ""))
-        .unwrap();
+    m.send(&NewMessage::notify(
+        agent("a"),
+        agent("b"),
+        task("t"),
+        "s",
+        "",
+    ))
+    .unwrap();
     let manifest = m.read_manifest().unwrap();
     assert_eq!(manifest.events.len(), 2);
     assert!(manifest.torn_tail.is_none() && manifest.bad_lines.is_empty());
@@ -139,8 +169,14 @@ fn a_directory_or_fifo_manifest_is_reported_and_moved_aside() {
     for fifo in [false, true] {
         let f = fixture_with(no_grace());
         let m = &f.mail;
-        m.send(&Draft::notify(agent("a"), agent("b"), task("t"), "s", ""))
-            .unwrap();
+        m.send(&NewMessage::notify(
+            agent("a"),
+            agent("b"),
+            task("t"),
+            "s",
+            "",
+        ))
+        .unwrap();
         let path = m.manifest_path();
         std::fs::remove_file(&path).unwrap();
         if fifo {
@@ -172,14 +208,26 @@ fn an_archived_message_without_its_archived_event_gets_one_reconciled() {
     let f = fixture_with(no_grace());
     let m = &f.mail;
     let kept = m
-        .send(&Draft::notify(agent("a"), agent("b"), task("t"), "s", "1"))
+        .send(&NewMessage::notify(
+            agent("a"),
+            agent("b"),
+            task("t"),
+            "s",
+            "1",
+        ))
         .unwrap();
     assert!(matches!(
         m.archive(kept.id()).unwrap(),
         ArchiveOutcome::Archived(_)
     ));
     let swept = m
-        .send(&Draft::notify(agent("a"), agent("b"), task("u"), "s", "2"))
+        .send(&NewMessage::notify(
+            agent("a"),
+            agent("b"),
+            task("u"),
+            "s",
+            "2",
+        ))
         .unwrap();
     assert!(matches!(
         m.archive(swept.id()).unwrap(),
@@ -255,7 +303,7 @@ fn a_by_task_folder_without_its_swept_event_is_judged_by_its_newest_message() {
             f.clock.advance(Duration::from_secs(20));
         }
         let s = m
-            .send(&Draft::notify(
+            .send(&NewMessage::notify(
                 agent("a"),
                 agent("b"),
                 task("u"),

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use chipset_mail::{
-    ArchiveOutcome, Draft, InboxFilter, Location, MailConfig, ManifestEvent, OrphanReason,
+    ArchiveOutcome, InboxFilter, Location, MailConfig, ManifestEvent, NewMessage, OrphanReason,
 };
 use chipset_store::{Defect, DoctorMode};
 
@@ -33,9 +33,15 @@ fn clean_state_is_clean() {
     assert_eq!(m.config(), &no_grace());
     assert!(m.doctor(DoctorMode::Check).unwrap().is_clean());
     let q = m
-        .send(&Draft::request(agent("c"), agent("e"), task("t"), "q", ""))
+        .send(&NewMessage::request(
+            agent("c"),
+            agent("e"),
+            task("t"),
+            "q",
+            "",
+        ))
         .unwrap();
-    m.send(&Draft::response(
+    m.send(&NewMessage::response(
         agent("e"),
         agent("c"),
         q.id().clone(),
@@ -53,7 +59,13 @@ fn duplicate_copy_is_quarantined() {
     let f = fixture_with(no_grace());
     let m = &f.mail;
     let n = m
-        .send(&Draft::notify(agent("a"), agent("b"), task("t"), "s", ""))
+        .send(&NewMessage::notify(
+            agent("a"),
+            agent("b"),
+            task("t"),
+            "s",
+            "",
+        ))
         .unwrap();
     let inbox_path = m.path_of(n.id(), &Location::Inbox(agent("b")));
     let bytes = std::fs::read(&inbox_path).unwrap();
@@ -117,7 +129,13 @@ fn a_duplicate_at_the_same_stage_keeps_the_copy_met_first() {
     let f = fixture_with(no_grace());
     let m = &f.mail;
     let n = m
-        .send(&Draft::notify(agent("x"), agent("a"), task("t"), "s", ""))
+        .send(&NewMessage::notify(
+            agent("x"),
+            agent("a"),
+            task("t"),
+            "s",
+            "",
+        ))
         .unwrap();
     let kept = m.path_of(n.id(), &Location::Inbox(agent("a")));
     let extra = m.path_of(n.id(), &Location::Inbox(agent("b")));
@@ -150,10 +168,16 @@ fn lost_reply_index_entry_is_rebuilt() {
     let f = fixture_with(no_grace());
     let m = &f.mail;
     let q = m
-        .send(&Draft::request(agent("c"), agent("e"), task("t"), "q", ""))
+        .send(&NewMessage::request(
+            agent("c"),
+            agent("e"),
+            task("t"),
+            "q",
+            "",
+        ))
         .unwrap();
     let a = m
-        .send(&Draft::response(
+        .send(&NewMessage::response(
             agent("e"),
             agent("c"),
             q.id().clone(),
@@ -189,8 +213,14 @@ fn a_message_exactly_orphan_after_old_is_not_an_orphan() {
         ..MailConfig::default()
     });
     let m = &f.mail;
-    m.send(&Draft::notify(agent("c"), agent("e"), task("t"), "s", ""))
-        .unwrap();
+    m.send(&NewMessage::notify(
+        agent("c"),
+        agent("e"),
+        task("t"),
+        "s",
+        "",
+    ))
+    .unwrap();
     f.clock.advance(Duration::from_secs(3600));
     let report = m.doctor(DoctorMode::Check).unwrap();
     assert!(report.is_clean(), "{report:?}");
@@ -208,7 +238,7 @@ fn orphans_by_each_definition() {
     });
     let m = &f.mail;
     let old = m
-        .send(&Draft::request(
+        .send(&NewMessage::request(
             agent("c"),
             agent("e"),
             task("abandoned"),
@@ -219,7 +249,7 @@ fn orphans_by_each_definition() {
     f.clock.advance(Duration::from_secs(7200));
     m.sweep_task_on_commit(&task("done")).unwrap();
     let late = m
-        .send(&Draft::notify(
+        .send(&NewMessage::notify(
             agent("c"),
             agent("e"),
             task("done"),
@@ -228,7 +258,7 @@ fn orphans_by_each_definition() {
         ))
         .unwrap();
     let fresh = m
-        .send(&Draft::request(
+        .send(&NewMessage::request(
             agent("c"),
             agent("e"),
             task("live"),
@@ -307,8 +337,14 @@ fn orphans_by_each_definition() {
 fn stray_entries_are_quarantined_or_left() {
     let f = fixture_with(no_grace());
     let m = &f.mail;
-    m.send(&Draft::notify(agent("a"), agent("b"), task("t"), "s", ""))
-        .unwrap();
+    m.send(&NewMessage::notify(
+        agent("a"),
+        agent("b"),
+        task("t"),
+        "s",
+        "",
+    ))
+    .unwrap();
     std::fs::write(m.dir().as_path().join("inbox/README"), "not an inbox").unwrap();
     std::fs::create_dir_all(m.dir().as_path().join("archive/by-task/t/sub")).unwrap();
     std::fs::create_dir_all(m.dir().as_path().join("replies/1-x")).unwrap();
@@ -340,7 +376,7 @@ fn a_response_from_the_wrong_agent_does_not_answer_the_request() {
     let f = fixture_with(no_grace());
     let m = &f.mail;
     let request = m
-        .send(&Draft::request(
+        .send(&NewMessage::request(
             agent("critic"),
             agent("exec"),
             task("t1"),
@@ -397,8 +433,14 @@ fn a_response_from_the_wrong_agent_does_not_answer_the_request() {
 fn a_file_named_like_a_task_or_reply_folder_is_a_stray() {
     let f = fixture_with(no_grace());
     let m = &f.mail;
-    m.send(&Draft::notify(agent("a"), agent("b"), task("t"), "s", ""))
-        .unwrap();
+    m.send(&NewMessage::notify(
+        agent("a"),
+        agent("b"),
+        task("t"),
+        "s",
+        "",
+    ))
+    .unwrap();
     let root = m.dir().as_path().to_path_buf();
     for stray in ["archive/by-task/t9", "replies/1-x"] {
         let path = stray
@@ -448,10 +490,22 @@ fn a_file_named_like_a_task_or_reply_folder_is_a_stray() {
 fn a_duplicate_tie_follows_the_scan_not_the_order_names_were_first_seen() {
     let f = fixture_with(no_grace());
     let m = &f.mail;
-    m.send(&Draft::notify(agent("c"), agent("a"), task("t"), "s", ""))
-        .unwrap();
+    m.send(&NewMessage::notify(
+        agent("c"),
+        agent("a"),
+        task("t"),
+        "s",
+        "",
+    ))
+    .unwrap();
     let n = m
-        .send(&Draft::notify(agent("x"), agent("b"), task("t"), "s", ""))
+        .send(&NewMessage::notify(
+            agent("x"),
+            agent("b"),
+            task("t"),
+            "s",
+            "",
+        ))
         .unwrap();
     let kept = m.path_of(n.id(), &Location::Inbox(agent("b")));
     let extra = m.path_of(n.id(), &Location::Inbox(agent("c")));

@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use chipset_mail::MessageId;
-use chipset_mail::{Draft, Mail};
+use chipset_mail::{Mail, NewMessage};
 use chipset_store::StatePath;
 
 use crate::{agent, fixture, opened, task, watch_opens};
@@ -54,7 +54,7 @@ fn busy(mail: &Mail) -> Vec<MessageId> {
     let mut ids = Vec::new();
     for i in 0..2 {
         let m = mail
-            .send(&Draft::request(
+            .send(&NewMessage::request(
                 agent("critic"),
                 agent("exec"),
                 task("t1"),
@@ -65,7 +65,7 @@ fn busy(mail: &Mail) -> Vec<MessageId> {
         ids.push(m.id().clone());
     }
     for i in 0..5 {
-        mail.send(&Draft::notify(
+        mail.send(&NewMessage::notify(
             agent("critic"),
             agent(&format!("other-{i}")),
             task("t2"),
@@ -79,7 +79,7 @@ fn busy(mail: &Mail) -> Vec<MessageId> {
 
 /// `exec` answers the request `id` (from `critic`).
 fn answer(mail: &Mail, id: &MessageId) {
-    mail.send(&Draft::response(
+    mail.send(&NewMessage::response(
         agent("exec"),
         agent("critic"),
         id.clone(),
@@ -240,7 +240,7 @@ fn a_file_moved_into_an_existing_quarantine_closes_the_cached_gate() {
     let after = std::fs::metadata(m.inbox_dir(&agent("exec"))).unwrap();
     assert_eq!(inbox_stamp.modified().unwrap(), after.modified().unwrap());
     match m.pending_replies(&task("t1")) {
-        Err(chipset_mail::MailError::QuarantinedInbox { path }) => {
+        Err(chipset_mail::Error::QuarantinedInbox { path }) => {
             assert_eq!(path, quarantine.join("1-x.json"));
         }
         other => panic!("expected QuarantinedInbox, got {other:?}"),

@@ -50,7 +50,7 @@ fn a_cached_sweep_still_moves_the_rest_past_a_corrupt_file_and_names_it() {
     let ids = busy(m);
     // Another task's message in the inbox the sweep has to read whole.
     let other = m
-        .send(&Draft::notify(
+        .send(&NewMessage::notify(
             agent("critic"),
             agent("exec"),
             task("t2"),
@@ -127,7 +127,7 @@ fn a_sweep_after_another_changed_its_inboxes_moves_exactly_its_own_mail() {
     // Another task's mail in the same inbox as t1's requests.
     let t3: Vec<MessageId> = (0..3)
         .map(|i| {
-            m.send(&Draft::notify(
+            m.send(&NewMessage::notify(
                 agent("critic"),
                 agent("exec"),
                 task("t3"),
@@ -291,7 +291,7 @@ fn a_quarantined_inbox_closes_the_gate_but_not_the_thread_or_the_sweep() {
     }
     assert!(matches!(
         m.pending_replies(&task("t1")),
-        Err(chipset_mail::MailError::QuarantinedInbox { .. })
+        Err(chipset_mail::Error::QuarantinedInbox { .. })
     ));
     assert_eq!(m.sweep_task_on_commit(&task("t1")).unwrap().moved, 2);
 }
@@ -307,7 +307,7 @@ fn a_thread_reads_only_what_entered_an_inbox_since_the_gate_listed_it() {
     let ids = busy(m);
     assert_eq!(warm(m), ids);
     let new = m
-        .send(&Draft::notify(
+        .send(&NewMessage::notify(
             agent("critic"),
             agent("exec"),
             task("t2"),

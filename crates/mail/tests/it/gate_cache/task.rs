@@ -93,7 +93,7 @@ fn a_warm_walk_reads_only_the_new_file_of_a_changed_inbox() {
     assert_eq!(opened(&watch), Vec::<String>::new());
     // A new file: the inbox's stamp moves, and only the new file is read.
     let new = m
-        .send(&Draft::notify(
+        .send(&NewMessage::notify(
             agent("critic"),
             agent("other-0"),
             task("t2"),
