@@ -94,16 +94,41 @@ pub enum LeaseError {
         unsupported: Unsupported,
     },
     /// A forced release was written, but the mail telling its holder failed.
-    #[error("lease {} was released, but notifying `{}` failed: {source}", released.token, released.holder)]
+    #[error("lease {} was released, but the mail telling `{}` failed", released.token, released.holder)]
     NoticeFailed {
         /// The lease that was released (written).
         released: Box<Lease>,
         /// Why the mail failed.
-        source: chipset_mail::MailError,
+        #[source]
+        error: chipset_mail::MailError,
     },
     /// A filesystem operation failed; it names the operation and the path.
     #[error(transparent)]
     Store(#[from] chipset_store::Error),
+}
+
+impl LeaseError {
+    /// Returns true for bad input (a path, a count, a TTL, a reason): the
+    /// request can never succeed as it is.
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            LeaseError::InvalidPath { .. }
+                | LeaseError::NoPaths
+                | LeaseError::TooManyPaths { .. }
+                | LeaseError::Ttl { .. }
+                | LeaseError::Reason(_)
+        ) || matches!(
+            self,
+            LeaseError::Store(chipset_store::Error::InvalidId { .. })
+        )
+    }
+
+    /// Returns true when a write may have been made but is not known to be
+    /// durable ([`chipset_store::Error::OutcomeUnknown`]): retrying is safe.
+    pub fn is_outcome_unknown(&self) -> bool {
+        matches!(self, LeaseError::Store(e) if e.is_outcome_unknown())
+    }
 }
 
 fn describe(conflicts: &[Lease]) -> String {

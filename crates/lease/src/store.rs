@@ -123,7 +123,7 @@ impl Leases {
         tracing::info!(token, holder = %lease.holder, by = %by, "lease force-released");
         let paths: Vec<&str> = lease.paths.iter().map(LeasePath::as_str).collect();
         let body = format!(
-            "`{by}` released your {} lease {token} on {} (it expired at {}): {reason}",
+            "`{by}` released your {} lease {token} on {} (expiry {}): {reason}",
             lease.mode.as_str(),
             paths.join(", "),
             lease.expires_at,
@@ -136,10 +136,10 @@ impl Leases {
             "lease-force-released",
             body,
         );
-        if let Err(source) = Mail::new(self.state.clone()).send(&draft) {
+        if let Err(error) = Mail::new(self.state.clone()).send(&draft) {
             return Err(LeaseError::NoticeFailed {
                 released: Box::new(lease.clone()),
-                source,
+                error,
             });
         }
         Ok(released)
