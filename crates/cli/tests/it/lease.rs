@@ -115,6 +115,17 @@ fn check_names_the_holder_and_exits_one() {
     assert_eq!(doc["blocked"][0]["lease"]["holder"], "alice");
     env.ok(&["lease", "check", "--agent", "alice", "src/lib.rs"]);
     env.ok(&["lease", "check", "--agent", "bob", "src/auth/x.rs"]);
+    // `chipset status` shows the live leases.
+    let status = env.ok(&["status"]);
+    assert!(
+        status
+            .stdout
+            .contains("leases: 1 live\n  lease 1 alice exclusive src/*.rs"),
+        "{}",
+        status.stdout
+    );
+    let doc = env.ok(&["--json", "status"]).json();
+    assert_eq!(doc["leases"][0]["holder"], "alice");
 }
 
 /// The hook exactly as `docs/leases.md` shows it, with `chipset` replaced
