@@ -156,10 +156,12 @@ pub(crate) fn run(ctx: &Ctx, command: LeaseCommand) -> Result<Output> {
             if text.is_empty() {
                 text = "no leases\n".to_owned();
             }
-            Ok(Output::new(
-                text,
-                output::json(&LeaseListing { leases: records }),
-            ))
+            let total = records.len();
+            let view = LeaseListing {
+                leases: records,
+                total,
+            };
+            Ok(Output::new(text, output::json(&view)))
         }
         LeaseCommand::Check {
             agent,

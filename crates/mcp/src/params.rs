@@ -482,6 +482,10 @@ pub(crate) struct LeaseList {
     #[serde(default, deserialize_with = "lenient_opt")]
     #[schemars(with = "bool")]
     pub(crate) all: Option<bool>,
+    /// At most this many, oldest token first [default: 20, at most 1000].
+    #[serde(default, deserialize_with = "lenient_opt")]
+    #[schemars(with = "u32", range(min = 1, max = 1000))]
+    pub(crate) limit: Option<u32>,
 }
 
 #[cfg(test)]

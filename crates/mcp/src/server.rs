@@ -515,7 +515,7 @@ impl Server {
 
     #[tool(
         title = "List leases",
-        description = "List the live path leases of every agent (with all, expired ones still recorded too), in token order.",
+        description = "List the live path leases of every agent (with all, expired ones still recorded too), in token order: at most limit (default 20), with the total.",
         annotations(read_only_hint = true, open_world_hint = false),
         output_schema = schema::output::<view::LeaseListing>()
     )]

@@ -114,8 +114,10 @@ impl LeaseReleased {
 /// `lease_list`: the recorded leases.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct LeaseListing {
-    /// The leases, in token order.
+    /// The leases, in token order (for `lease_list`, at most `limit`).
     pub leases: Vec<LeaseRecord>,
+    /// How many there are in all.
+    pub total: usize,
 }
 
 /// `chipset lease check`: the paths another agent holds exclusively.
@@ -210,16 +212,31 @@ pub(crate) fn lease_release(ctx: &Ctx, p: LeaseRelease) -> Outcome {
 }
 
 pub(crate) fn lease_list(ctx: &Ctx, p: LeaseList) -> Outcome {
+    let limit = crate::params::limit(p.limit)?;
     let now = ctx.state.now();
-    let all = leases(ctx).list()?;
+    let mut all = leases(ctx).list()?;
+    all.retain(|l| p.all.unwrap_or(false) || l.is_live(now));
+    let total = all.len();
     let records: Vec<LeaseRecord> = all
         .iter()
-        .filter(|l| p.all.unwrap_or(false) || l.is_live(now))
+        .take(limit)
         .map(|l| LeaseRecord::of(l, now))
         .collect();
     let mut text: String = records.iter().map(|r| format!("{}\n", r.line())).collect();
+    if records.len() < total {
+        text.push_str(&format!(
+            "… {} more ({total} in all): pass a larger `limit`\n",
+            total - records.len()
+        ));
+    }
     if text.is_empty() {
         text = "no leases\n".to_owned();
     }
-    Ok(Reply::new(text, LeaseListing { leases: records }))
+    Ok(Reply::new(
+        text,
+        LeaseListing {
+            leases: records,
+            total,
+        },
+    ))
 }
