@@ -274,6 +274,44 @@ mod tests {
         check_cover("src/{a,b}.rs", "src/b.rs", true);
     }
 
+    /// Soundness of the over-approximation: whenever one concrete path is
+    /// covered by two patterns, the patterns are judged to overlap.
+    mod soundness {
+        use proptest::prelude::*;
+
+        use super::super::LeasePath;
+
+        fn segment() -> impl Strategy<Value = String> {
+            prop::sample::select(vec!["a", "b", "ab", "a.rs", "b.md", "x"]).prop_map(str::to_owned)
+        }
+
+        fn path() -> impl Strategy<Value = String> {
+            prop::collection::vec(segment(), 1..5).prop_map(|v| v.join("/"))
+        }
+
+        fn pattern() -> impl Strategy<Value = String> {
+            let part = prop::sample::select(vec![
+                "a", "b", "ab", "a*", "*", "**", "*.rs", "?", "{a,b}", "[ab]", "x",
+            ]);
+            prop::collection::vec(part, 1..5).prop_map(|v| v.join("/"))
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(2000))]
+            #[test]
+            fn a_path_covered_by_both_means_overlap(a in pattern(), b in pattern(), p in path()) {
+                let (Ok(a), Ok(b)) = (LeasePath::new(&a), LeasePath::new(&b)) else {
+                    return Ok(());
+                };
+                let p = LeasePath::new(&p).unwrap();
+                if a.covers(&p) && b.covers(&p) {
+                    prop_assert!(a.overlaps(&b), "{a} and {b} both cover {p}");
+                    prop_assert!(b.overlaps(&a), "{b} and {a} both cover {p}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn normalisation_and_refusals() {
         assert_eq!(p("./src//auth/").as_str(), "src/auth");
