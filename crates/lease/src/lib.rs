@@ -85,7 +85,8 @@
 //! `leases/.table.json.lock`, then a durable replace. A process killed at
 //! any point leaves the old table or the new one, whole. A corrupt table is
 //! an error for every operation, [`Leases::check`] included: it never reads
-//! as "nothing leased".
+//! as "nothing leased". [`Leases::doctor`] reports it and, to fix, moves it into `leases/.quarantine/` and restarts
+//! the token counter above any token granted before.
 
 #![forbid(unsafe_code)]
 

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use chipset_mail::{Draft, Mail};
 use chipset_store::{
-    AgentId, Decision, ReadOutcome, StateDir, StatePath, TaskId, Unsupported, to_canonical_json,
+    AgentId, Decision, Defect, DoctorMode, Finding, ReadOutcome, Report, StateDir, StatePath,
+    TaskId, Unsupported, parse_json, to_canonical_json,
 };
 
 use crate::LEASE_CHANNEL;
@@ -188,6 +189,84 @@ impl Leases {
             .collect::<Result<Vec<_>, _>>()?;
         let table = self.read("check leases")?;
         Ok(transition::check(&table, agent, &paths, self.state.now()))
+    }
+
+    /// Checks `leases/table.json`; with [`DoctorMode::Fix`], moves a
+    /// corrupt table aside into `leases/.quarantine/` and starts an empty
+    /// one whose tokens continue from the current time in milliseconds, so
+    /// tokens still only increase. The leases it held are gone. A table of
+    /// a newer format is reported and left alone.
+    ///
+    /// # Errors
+    ///
+    /// A store error reading or moving the table.
+    pub fn doctor(&self, mode: DoctorMode) -> Result<Report, LeaseError> {
+        let mut report = Report::new(mode);
+        let path = self.table_path()?;
+        let outcome = self.state.read_json::<Table>(&path)?;
+        if !matches!(outcome, ReadOutcome::Missing) {
+            report.scanned = 1;
+        }
+        match decode(outcome, &path, "check the lease table") {
+            Err(LeaseError::Corrupt { corruption, .. }) => {
+                let line = format!("`{}`: {}", path.display(), corruption.reason);
+                let mut finding = Finding::new(
+                    "lease-table-corrupt",
+                    Defect::Corrupt(corruption.reason),
+                    line,
+                )
+                .at(&path)
+                .fixable();
+                if mode == DoctorMode::Fix {
+                    let lock = self.state.lock_for(&path)?;
+                    let cap = self.state.read_cap();
+                    let action = self.state.quarantine_checked(&path, Some(&lock), |seen| {
+                        seen.read(&path, cap, |b| parse_json::<Table>(&path, b))
+                            .is_corrupt()
+                    })?;
+                    let moved = matches!(action, chipset_store::Action::Quarantined { .. });
+                    finding = finding.with(action);
+                    if moved {
+                        self.restart_tokens()?;
+                        finding = finding.with(chipset_store::Action::Rewrote(
+                            "started an empty table with tokens above any granted before"
+                                .to_owned(),
+                        ));
+                    }
+                }
+                report.findings.push(finding);
+            }
+            Err(LeaseError::Unsupported { unsupported, .. }) => {
+                let line = format!("`{}`: {}", path.display(), unsupported.what);
+                report.findings.push(
+                    Finding::new(
+                        "lease-table-unsupported",
+                        Defect::Unsupported(unsupported.what),
+                        line,
+                    )
+                    .at(&path),
+                );
+            }
+            _ => {}
+        }
+        Ok(report)
+    }
+
+    /// After a corrupt table was moved aside, its counter is lost: start
+    /// the next tokens at the current time in milliseconds, above any token
+    /// a table could have handed out one grant at a time.
+    fn restart_tokens(&self) -> Result<(), LeaseError> {
+        let floor = u64::try_from(self.state.now().unix_ms())
+            .unwrap_or(1)
+            .max(1);
+        self.apply("restart the lease table", |table| {
+            if table.next_token >= floor {
+                return Ok((None, ()));
+            }
+            let mut next = table.clone();
+            next.next_token = floor;
+            Ok((Some(next), ()))
+        })
     }
 
     fn read(&self, op: &'static str) -> Result<Table, LeaseError> {

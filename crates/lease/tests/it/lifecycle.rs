@@ -226,6 +226,29 @@ fn a_corrupt_table_fails_closed() {
         Err(LeaseError::Corrupt { .. })
     ));
     assert_eq!(std::fs::read(&path).unwrap(), b"{ not json");
+    // The doctor reports it, and with fix moves it aside (never deletes it).
+    let check = s.leases.doctor(chipset_store::DoctorMode::Check).unwrap();
+    assert_eq!(check.findings[0].code, "lease-table-corrupt");
+    assert!(path.exists());
+    let fixed = s.leases.doctor(chipset_store::DoctorMode::Fix).unwrap();
+    assert_eq!(fixed.open(), 0);
+    assert!(s.leases.list().unwrap().is_empty());
+    let next = s
+        .leases
+        .acquire(&exclusive(&agent("bob"), &["other"]))
+        .unwrap()
+        .lease;
+    assert!(
+        next.token > 1_000_000,
+        "tokens restart above any granted: {}",
+        next.token
+    );
+    assert!(
+        s.leases
+            .doctor(chipset_store::DoctorMode::Check)
+            .unwrap()
+            .is_clean()
+    );
 }
 
 #[test]
