@@ -8,6 +8,7 @@
 
 mod input;
 mod lifecycle;
+mod model;
 mod procs;
 
 use chipset_lease::{LeaseMode, LeaseRequest, Leases};
