@@ -25,6 +25,9 @@ pub enum Error {
     /// The bus failed.
     #[error(transparent)]
     Bus(#[from] chipset_bus::Error),
+    /// The path leases failed.
+    #[error(transparent)]
+    Lease(#[from] chipset_lease::LeaseError),
     /// The loop state failed.
     #[error(transparent)]
     Loop(#[from] chipset_loop::Error),

@@ -89,6 +89,7 @@ mod status;
 
 pub use chipset_bus as bus;
 pub use chipset_hook as hook;
+pub use chipset_lease as lease;
 pub use chipset_loop as r#loop;
 pub use chipset_mail as mail;
 pub use chipset_nudge as nudge;

@@ -27,6 +27,9 @@ pub struct Status {
     pub agents: Vec<AgentLine>,
     /// The open reminders.
     pub reminders: ReminderCounts,
+    /// The live path leases, in token order (left out of the JSON when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub leases: Vec<chipset_lease::Lease>,
 }
 
 /// One agent's status and the open reminders: the MCP `status` tool's
@@ -207,7 +210,12 @@ impl Chipset {
                     .map(|s| BusLine::of(&s.counts, &s.presence, s.live)),
             })
             .collect();
-        Ok(Status { agents, reminders })
+        let leases = chipset_lease::Leases::new(self.state().clone()).live()?;
+        Ok(Status {
+            agents,
+            reminders,
+            leases,
+        })
     }
 
     /// Returns `agent`'s line and the open reminders, reading only that

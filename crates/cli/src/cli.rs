@@ -73,6 +73,9 @@ pub(crate) enum Command {
     /// Persistent reminders for open obligations (the seed's six kinds).
     #[command(subcommand)]
     Remind(RemindCommand),
+    /// Exclusive or shared, expiring, fenced leases on project paths.
+    #[command(subcommand)]
+    Lease(crate::lease::LeaseCommand),
     /// What needs an agent now, one line per kind of work; nothing when idle.
     Brief {
         /// The agent.
@@ -248,7 +251,7 @@ pub(crate) struct DoctorArgs {
 }
 
 /// Parses `500ms`, `30s`, `5m`, `1h` or a bare number of seconds; never zero.
-fn parse_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();
     let (number, unit) = match t.find(|c: char| c.is_ascii_alphabetic()) {
         Some(i) => t.split_at(i),
@@ -302,6 +305,11 @@ impl Command {
                 RemindCommand::List { .. }
                     | RemindCommand::History { .. }
                     | RemindCommand::Metrics { .. }
+            ),
+            // A check on a mistyped root must not pass as "nothing leased".
+            Command::Lease(c) => matches!(
+                c,
+                crate::lease::LeaseCommand::List { .. } | crate::lease::LeaseCommand::Check { .. }
             ),
             // The witness writes (incidents, nudges), but only into a root
             // that has agents to watch: a mistyped root is refused.

@@ -109,6 +109,7 @@ mod doctor;
 mod error;
 mod hook;
 mod init;
+mod lease;
 mod mail;
 mod mcp;
 mod nudge;
@@ -262,6 +263,7 @@ fn run(cli: Cli) -> Result<Output> {
         Command::Mail(c) => mail::run(&ctx, c),
         Command::Bus(c) => bus::run(&ctx, c),
         Command::Remind(c) => remind::run(&ctx, c),
+        Command::Lease(c) => lease::run(&ctx, c),
         Command::Brief { agent } => attention::brief(&ctx, &agent),
         Command::Wait { agent, timeout } => attention::wait(&ctx, &agent, timeout),
         Command::Witness(c) => witness::run(&ctx, c, json),

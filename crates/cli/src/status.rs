@@ -49,6 +49,14 @@ fn render(ctx: &Ctx, status: &Status) -> String {
             by_kind.join(", ")
         )
     });
+    if !status.leases.is_empty() {
+        text.push_str(&format!("leases: {} live\n", status.leases.len()));
+        let now = ctx.state.now();
+        for lease in &status.leases {
+            let line = chipset_mcp::view::LeaseRecord::of(lease, now).line();
+            text.push_str(&format!("  {line}\n"));
+        }
+    }
     text
 }
 

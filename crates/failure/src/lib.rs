@@ -344,6 +344,17 @@ impl From<chipset_loop::Error> for Failure {
     }
 }
 
+impl From<chipset_lease::LeaseError> for Failure {
+    fn from(e: chipset_lease::LeaseError) -> Self {
+        let class = match &e {
+            chipset_lease::LeaseError::Store(s) => store_class(s),
+            _ if e.is_usage() => Class::Usage,
+            _ => Class::Refused,
+        };
+        Failure::from_error(class, &e).unknown_if(e.is_outcome_unknown())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -36,6 +36,7 @@
 //! | `bus_publish` | publish an event with this agent as its source | `chipset bus publish` |
 //! | `bus_pending`, `bus_ack`, `bus_wait` | this agent's queue: list, acknowledge, block until events | `chipset bus pending/ack/wait` |
 //! | `remind_open`, `remind_list`, `remind_resolve`, `remind_snooze` | reminders | `chipset remind …` |
+//! | `lease_acquire`, `lease_renew`, `lease_release`, `lease_list` | path leases held by this agent (fenced by token; `force` releases another's, mailing it) | `chipset lease …` |
 //! | `status` | this agent's hook, nudge, inbox, bus and the open reminders | `chipset status` |
 //! | `brief` | what needs this agent now, one entry per kind of work | `chipset brief` |
 //! | `wait` | block until anything needs this agent, then the brief | `chipset wait` |

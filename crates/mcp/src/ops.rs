@@ -8,6 +8,7 @@
 mod attention;
 mod bus;
 mod hook;
+pub(crate) mod lease;
 mod mail;
 mod nudge;
 mod remind;
@@ -24,6 +25,7 @@ use serde_json::Value;
 pub(crate) use self::attention::{brief, waited};
 pub(crate) use self::bus::{bus_ack, bus_pending, bus_publish, events};
 pub(crate) use self::hook::{hook_assign, hook_clear, hook_complete, hook_pickup, hook_touch};
+pub(crate) use self::lease::{lease_acquire, lease_list, lease_release, lease_renew};
 pub(crate) use self::mail::{
     mail_archive, mail_inbox, mail_pending, mail_read, mail_send, mail_thread,
 };

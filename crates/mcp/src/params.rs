@@ -420,6 +420,74 @@ pub(crate) struct RemindSnooze {
     pub(crate) hours: u32,
 }
 
+/// `lease_acquire`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LeaseAcquire {
+    /// Paths or globs relative to the project root (1 to 256; `src/auth/**`).
+    #[schemars(length(min = 1, max = 256))]
+    pub(crate) paths: Vec<String>,
+    /// A shared lease (others may share it) [default: exclusive].
+    #[serde(default, deserialize_with = "lenient_opt")]
+    #[schemars(with = "bool")]
+    pub(crate) shared: Option<bool>,
+    /// How long it lasts, in minutes [default: 30; at least 1 second, at most 7 days].
+    #[serde(default, deserialize_with = "lenient_opt")]
+    #[schemars(with = "f64", range(min = 0.0167, max = 10080))]
+    pub(crate) ttl_minutes: Option<f64>,
+    /// Why (shown to agents it blocks).
+    #[serde(default)]
+    #[schemars(length(max = 1024))]
+    pub(crate) reason: Option<String>,
+}
+
+/// `lease_renew`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LeaseRenew {
+    /// The lease's fencing token.
+    #[serde(deserialize_with = "lenient")]
+    #[schemars(with = "u64", range(min = 1))]
+    pub(crate) token: u64,
+    /// The new TTL from now, in minutes [default: 30].
+    #[serde(default, deserialize_with = "lenient_opt")]
+    #[schemars(with = "f64", range(min = 0.0167, max = 10080))]
+    pub(crate) ttl_minutes: Option<f64>,
+}
+
+/// `lease_release`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LeaseRelease {
+    /// The lease's fencing token.
+    #[serde(deserialize_with = "lenient")]
+    #[schemars(with = "u64", range(min = 1))]
+    pub(crate) token: u64,
+    /// Release another agent's (expired or abandoned) lease; needs a reason,
+    /// and its holder is mailed.
+    #[serde(default, deserialize_with = "lenient_opt")]
+    #[schemars(with = "bool")]
+    pub(crate) force: Option<bool>,
+    /// Why (required with force).
+    #[serde(default)]
+    #[schemars(length(max = 1024))]
+    pub(crate) reason: Option<String>,
+}
+
+/// `lease_list`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LeaseList {
+    /// Include expired leases still recorded [default: live ones only].
+    #[serde(default, deserialize_with = "lenient_opt")]
+    #[schemars(with = "bool")]
+    pub(crate) all: Option<bool>,
+    /// At most this many, oldest token first [default: 20, at most 1000].
+    #[serde(default, deserialize_with = "lenient_opt")]
+    #[schemars(with = "u32", range(min = 1, max = 1000))]
+    pub(crate) limit: Option<u32>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

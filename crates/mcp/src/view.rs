@@ -16,6 +16,10 @@ mod records;
 /// The `status` tool's schema (the view is the library's `chipset::AgentReport`).
 pub(crate) use records::AgentReport;
 
+pub use crate::ops::lease::{
+    LeaseBlocked, LeaseCheck, LeaseGranted, LeaseListing, LeaseRecord, LeaseReleased, LeaseRenewed,
+};
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 

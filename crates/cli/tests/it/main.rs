@@ -16,6 +16,7 @@ mod fresh;
 mod global;
 mod hook;
 mod interop;
+mod lease;
 mod mail;
 mod mcp;
 mod mcp_brief;

@@ -13,7 +13,7 @@ use crate::Env;
 pub(crate) type Client = RunningService<RoleClient, ()>;
 
 /// Every tool the server must offer.
-pub(crate) const TOOLS: [&str; 25] = [
+pub(crate) const TOOLS: [&str; 29] = [
     "brief",
     "bus_ack",
     "bus_pending",
@@ -24,6 +24,10 @@ pub(crate) const TOOLS: [&str; 25] = [
     "hook_complete",
     "hook_pickup",
     "hook_touch",
+    "lease_acquire",
+    "lease_list",
+    "lease_release",
+    "lease_renew",
     "mail_archive",
     "mail_inbox",
     "mail_pending",

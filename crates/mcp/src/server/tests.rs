@@ -31,6 +31,10 @@ fn call(ctx: &Ctx, name: &str, v: Value) -> Outcome {
         "hook_complete" => ops::hook_complete(ctx),
         "hook_assign" => ops::hook_assign(ctx, parse(a)?),
         "hook_clear" => ops::hook_clear(ctx, parse(a)?),
+        "lease_acquire" => ops::lease_acquire(ctx, parse(a)?),
+        "lease_renew" => ops::lease_renew(ctx, parse(a)?),
+        "lease_release" => ops::lease_release(ctx, parse(a)?),
+        "lease_list" => ops::lease_list(ctx, parse(a)?),
         "nudge_read" => ops::nudge_read(ctx),
         "nudge_respond" => ops::nudge_respond(ctx, parse(a)?),
         "nudge_send" => ops::nudge_send(ctx, parse(a)?),
@@ -215,6 +219,36 @@ fn every_result_matches_its_tools_output_schema() {
         "remind_resolve",
         json!({"id": rid, "resolution": "ignored"}),
     );
+
+    let granted = t.ok(
+        false,
+        "lease_acquire",
+        json!({"paths": ["src/auth/**"], "ttl_minutes": "45", "reason": "login"}),
+    );
+    let token = granted["lease"]["token"].clone();
+    let refused = call(
+        &t.b,
+        "lease_acquire",
+        json!({"paths": ["src/auth/a.rs"], "shared": true}),
+    )
+    .unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("`a` holds exclusive src/auth/**"),
+        "{refused}"
+    );
+    t.ok(false, "lease_renew", json!({"token": token}));
+    let listed = t.ok(true, "lease_list", json!({"limit": 1}));
+    assert_eq!(listed["leases"][0]["holder"], "a");
+    assert_eq!(listed["total"], 1);
+    assert_eq!(
+        t.ok(false, "lease_release", json!({"token": token}))["released"]["token"],
+        token
+    );
+    let other = t.ok(true, "lease_acquire", json!({"paths": ["docs"]}))["lease"]["token"].clone();
+    let forced = json!({"token": other, "force": true, "reason": "b is gone"});
+    assert_eq!(t.ok(false, "lease_release", forced)["forced"], true);
 
     t.ok(false, "brief", json!({}));
     t.ok(false, "wait", json!({"timeout_seconds": 0}));

@@ -1,0 +1,150 @@
+//! The crate's one error type.
+
+use chipset_store::{AgentId, Corruption, Unsupported};
+
+use crate::format::Lease;
+
+/// Everything a lease operation can fail with. Unless it says otherwise
+/// ([`LeaseError::NoticeFailed`]), nothing was written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LeaseError {
+    /// A path or glob cannot be leased.
+    #[error("invalid lease path `{path}`: {reason}")]
+    InvalidPath {
+        /// The pattern as given (at most 80 characters of it).
+        path: String,
+        /// Why it is refused.
+        reason: String,
+    },
+    /// A lease names no path.
+    #[error("a lease must name at least one path")]
+    NoPaths,
+    /// A lease names more paths than [`MAX_PATHS`](crate::MAX_PATHS).
+    #[error("a lease names {count} paths; at most {max} are allowed")]
+    TooManyPaths {
+        /// How many were given.
+        count: usize,
+        /// The bound.
+        max: usize,
+    },
+    /// The TTL is outside [`MIN_TTL`](crate::MIN_TTL)..=[`MAX_TTL`](crate::MAX_TTL).
+    #[error("a lease ttl of {ttl_ms} ms is outside {min_ms} ms ..= {max_ms} ms")]
+    Ttl {
+        /// The TTL given, in milliseconds.
+        ttl_ms: u128,
+        /// The smallest allowed.
+        min_ms: u128,
+        /// The largest allowed.
+        max_ms: u128,
+    },
+    /// A reason is over [`MAX_REASON`](crate::MAX_REASON) bytes, or a forced
+    /// release gave none.
+    #[error("invalid lease reason: {0}")]
+    Reason(&'static str),
+    /// Live leases of other agents conflict; every one of them is listed.
+    #[error("{} conflicting lease(s): {}", conflicts.len(), describe(conflicts))]
+    Conflict {
+        /// Every conflicting lease (holder, paths, expiry).
+        conflicts: Vec<Lease>,
+    },
+    /// No lease holds this token any more: it was released, forced, or it
+    /// expired and was pruned when another lease was granted. Renew refuses
+    /// it, so a holder that lost its lease cannot extend it over a new holder.
+    #[error("lease {token} is no longer held (released, forced, or expired and taken)")]
+    Fenced {
+        /// The token given.
+        token: u64,
+    },
+    /// The lease is held by another agent.
+    #[error("lease {token} is held by `{holder}`, not `{agent}`")]
+    NotHolder {
+        /// The token given.
+        token: u64,
+        /// Its holder.
+        holder: AgentId,
+        /// The agent that asked.
+        agent: AgentId,
+    },
+    /// The table would outgrow the state's read cap.
+    #[error(
+        "the lease table would be {size} bytes, over the {cap}-byte read cap; release leases first"
+    )]
+    TableFull {
+        /// The size it would have.
+        size: usize,
+        /// The cap.
+        cap: u64,
+    },
+    /// `leases/table.json` is corrupt: no decision can be made on it
+    /// (fail closed); repair moves it aside.
+    #[error("cannot {op}: {corruption}")]
+    Corrupt {
+        /// What was being done.
+        op: &'static str,
+        /// The bad file and why.
+        corruption: Corruption,
+    },
+    /// The table was written by a newer program.
+    #[error("cannot {op}: {unsupported}")]
+    Unsupported {
+        /// What was being done.
+        op: &'static str,
+        /// The file and what is unknown.
+        unsupported: Unsupported,
+    },
+    /// A forced release was written, but the mail telling its holder failed.
+    #[error("lease {} was released, but the mail telling `{}` failed", released.token, released.holder)]
+    NoticeFailed {
+        /// The lease that was released (written).
+        released: Box<Lease>,
+        /// Why the mail failed.
+        #[source]
+        error: chipset_mail::MailError,
+    },
+    /// A filesystem operation failed; it names the operation and the path.
+    #[error(transparent)]
+    Store(#[from] chipset_store::Error),
+}
+
+impl LeaseError {
+    /// Returns true for bad input (a path, a count, a TTL, a reason): the
+    /// request can never succeed as it is.
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            LeaseError::InvalidPath { .. }
+                | LeaseError::NoPaths
+                | LeaseError::TooManyPaths { .. }
+                | LeaseError::Ttl { .. }
+                | LeaseError::Reason(_)
+        ) || matches!(
+            self,
+            LeaseError::Store(chipset_store::Error::InvalidId { .. })
+        )
+    }
+
+    /// Returns true when a write may have been made but is not known to be
+    /// durable ([`chipset_store::Error::OutcomeUnknown`]): retrying is safe.
+    pub fn is_outcome_unknown(&self) -> bool {
+        matches!(self, LeaseError::Store(e) if e.is_outcome_unknown())
+    }
+}
+
+fn describe(conflicts: &[Lease]) -> String {
+    let parts: Vec<String> = conflicts
+        .iter()
+        .map(|l| {
+            let paths: Vec<&str> = l.paths.iter().map(|p| p.as_str()).collect();
+            format!(
+                "`{}` holds {} {} until {} (lease {})",
+                l.holder,
+                l.mode.as_str(),
+                paths.join(", "),
+                l.expires_at,
+                l.token
+            )
+        })
+        .collect();
+    parts.join("; ")
+}

@@ -1,0 +1,320 @@
+//! The I/O layer: applies the pure transitions to `leases/table.json` under
+//! its lock.
+
+use std::time::Duration;
+
+use chipset_mail::{Draft, Mail};
+use chipset_store::{
+    AgentId, Decision, Defect, DoctorMode, Finding, ReadOutcome, Report, StateDir, StatePath,
+    TaskId, Unsupported, parse_json, to_canonical_json,
+};
+
+use crate::LEASE_CHANNEL;
+use crate::error::LeaseError;
+use crate::format::{Lease, TABLE_FORMAT, Table};
+use crate::pattern::LeasePath;
+use crate::transition::{self, Acquired, Blocked, LeaseRequest, Released, check_reason};
+
+/// The file name of the table in the channel's directory.
+const TABLE_FILE: &str = "table.json";
+
+/// The path leases under one state root: `leases/table.json`.
+///
+/// Cheap to clone. Every change is a locked read-modify-write
+/// ([`StateDir::update`]) of the one table, so grants are linearizable
+/// across threads and processes, and a reader always sees a whole table.
+#[derive(Debug, Clone)]
+pub struct Leases {
+    state: StateDir,
+}
+
+impl Leases {
+    /// Returns the leases of `state`.
+    pub fn new(state: StateDir) -> Self {
+        Leases { state }
+    }
+
+    /// Returns the state root.
+    pub fn state(&self) -> &StateDir {
+        &self.state
+    }
+
+    fn table_path(&self) -> Result<StatePath, LeaseError> {
+        Ok(self.state.channel(LEASE_CHANNEL).join(TABLE_FILE)?)
+    }
+
+    /// Grants `req`, or refuses it with [`LeaseError::Conflict`] listing
+    /// every live lease of another agent that conflicts, changing nothing.
+    /// A retry (the holder already holds a live lease with the same mode,
+    /// paths and reason) returns that lease with `existing` set.
+    ///
+    /// # Errors
+    ///
+    /// [`LeaseError::Conflict`]; the input errors ([`LeaseError::InvalidPath`],
+    /// [`LeaseError::NoPaths`], [`LeaseError::TooManyPaths`],
+    /// [`LeaseError::Ttl`], [`LeaseError::Reason`]); [`LeaseError::TableFull`];
+    /// a corrupt or unsupported table; a store error.
+    pub fn acquire(&self, req: &LeaseRequest) -> Result<Acquired, LeaseError> {
+        req.validate()?;
+        let now = self.state.now();
+        let acquired = self.apply("acquire a lease", |table| {
+            transition::acquire(table, req, now)
+        })?;
+        tracing::debug!(token = acquired.lease.token, holder = %acquired.lease.holder, "lease acquired");
+        Ok(acquired)
+    }
+
+    /// Extends the lease of `token`, held by `agent`, to now plus `ttl`.
+    ///
+    /// # Errors
+    ///
+    /// [`LeaseError::Fenced`] when no lease holds the token any more (the
+    /// holder lost it), [`LeaseError::NotHolder`], [`LeaseError::Conflict`]
+    /// (an expired lease that another now overlaps), [`LeaseError::Ttl`], a
+    /// corrupt or unsupported table, a store error.
+    pub fn renew(&self, agent: &AgentId, token: u64, ttl: Duration) -> Result<Lease, LeaseError> {
+        transition::check_ttl(ttl)?;
+        let now = self.state.now();
+        self.apply("renew a lease", |table| {
+            transition::renew(table, agent, token, ttl, now).map(|(t, l)| (Some(t), l))
+        })
+    }
+
+    /// Releases the lease of `token`, held by `agent`. Releasing a token no
+    /// lease holds is a retry: [`Released::AlreadyGone`].
+    ///
+    /// # Errors
+    ///
+    /// [`LeaseError::NotHolder`], a corrupt or unsupported table, a store error.
+    pub fn release(&self, agent: &AgentId, token: u64) -> Result<Released, LeaseError> {
+        self.apply("release a lease", |table| {
+            transition::release(table, agent, token)
+        })
+    }
+
+    /// Releases the lease of `token` on behalf of its holder (an expired or
+    /// abandoned lease), and mails the holder a `notify` saying who released
+    /// it and why (subject `lease-force-released`, task `lease-{token}`).
+    /// Releasing one's own lease this way sends no mail.
+    ///
+    /// # Errors
+    ///
+    /// [`LeaseError::Reason`] when `reason` is empty or too long;
+    /// [`LeaseError::NoticeFailed`] when the release was written but the
+    /// mail failed; a corrupt or unsupported table; a store error.
+    pub fn force_release(
+        &self,
+        by: &AgentId,
+        token: u64,
+        reason: &str,
+    ) -> Result<Released, LeaseError> {
+        if reason.trim().is_empty() {
+            return Err(LeaseError::Reason("a forced release needs a reason"));
+        }
+        check_reason(reason)?;
+        let released = self.apply("force-release a lease", |table| {
+            Ok(transition::force_release(table, token))
+        })?;
+        let Released::Released(lease) = &released else {
+            return Ok(released);
+        };
+        if &lease.holder == by {
+            return Ok(released);
+        }
+        tracing::info!(token, holder = %lease.holder, by = %by, "lease force-released");
+        let paths: Vec<&str> = lease.paths.iter().map(LeasePath::as_str).collect();
+        let body = format!(
+            "`{by}` released your {} lease {token} on {} (expiry {}): {reason}",
+            lease.mode.as_str(),
+            paths.join(", "),
+            lease.expires_at,
+        );
+        let task = TaskId::new(format!("lease-{token}"))?;
+        let draft = Draft::notify(
+            by.clone(),
+            lease.holder.clone(),
+            task,
+            "lease-force-released",
+            body,
+        );
+        if let Err(error) = Mail::new(self.state.clone()).send(&draft) {
+            return Err(LeaseError::NoticeFailed {
+                released: Box::new(lease.clone()),
+                error,
+            });
+        }
+        Ok(released)
+    }
+
+    /// Returns every recorded lease in token order, expired ones included
+    /// until a grant prunes them ([`Lease::is_live`] tells them apart).
+    ///
+    /// # Errors
+    ///
+    /// A corrupt or unsupported table, a store error.
+    pub fn list(&self) -> Result<Vec<Lease>, LeaseError> {
+        Ok(self.read("list leases")?.leases)
+    }
+
+    /// Returns every live lease in token order.
+    ///
+    /// # Errors
+    ///
+    /// As [`Leases::list`].
+    pub fn live(&self) -> Result<Vec<Lease>, LeaseError> {
+        let now = self.state.now();
+        let mut all = self.list()?;
+        all.retain(|l| l.is_live(now));
+        Ok(all)
+    }
+
+    /// Returns, for each of `paths` (concrete files relative to the project
+    /// root), every live exclusive lease of an agent other than `agent`
+    /// that covers it ([`LeasePath::covers`]). Empty means `agent` may
+    /// commit them. Shared leases never block.
+    ///
+    /// # Errors
+    ///
+    /// [`LeaseError::InvalidPath`] for a path that escapes the root; a
+    /// corrupt or unsupported table (fail closed: never "nothing leased");
+    /// a store error.
+    pub fn check<S: AsRef<str>>(
+        &self,
+        agent: &AgentId,
+        paths: &[S],
+    ) -> Result<Vec<Blocked>, LeaseError> {
+        let paths = paths
+            .iter()
+            .map(|p| LeasePath::normalise(p.as_ref()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let table = self.read("check leases")?;
+        Ok(transition::check(&table, agent, &paths, self.state.now()))
+    }
+
+    /// Checks `leases/table.json`; with [`DoctorMode::Fix`], moves a
+    /// corrupt table aside into `leases/.quarantine/` and starts an empty
+    /// one whose tokens continue from the current time in milliseconds, so
+    /// tokens still only increase. The leases it held are gone. A table of
+    /// a newer format is reported and left alone.
+    ///
+    /// # Errors
+    ///
+    /// A store error reading or moving the table.
+    pub fn doctor(&self, mode: DoctorMode) -> Result<Report, LeaseError> {
+        let mut report = Report::new(mode);
+        let path = self.table_path()?;
+        let outcome = self.state.read_json::<Table>(&path)?;
+        if !matches!(outcome, ReadOutcome::Missing) {
+            report.scanned = 1;
+        }
+        match decode(outcome, &path, "check the lease table") {
+            Err(LeaseError::Corrupt { corruption, .. }) => {
+                let line = format!("`{}`: {}", path.display(), corruption.reason);
+                let mut finding = Finding::new(
+                    "lease-table-corrupt",
+                    Defect::Corrupt(corruption.reason),
+                    line,
+                )
+                .at(&path)
+                .fixable();
+                if mode == DoctorMode::Fix {
+                    let lock = self.state.lock_for(&path)?;
+                    let cap = self.state.read_cap();
+                    let action = self.state.quarantine_checked(&path, Some(&lock), |seen| {
+                        seen.read(&path, cap, |b| parse_json::<Table>(&path, b))
+                            .is_corrupt()
+                    })?;
+                    let moved = matches!(action, chipset_store::Action::Quarantined { .. });
+                    finding = finding.with(action);
+                    if moved {
+                        self.restart_tokens()?;
+                        finding = finding.with(chipset_store::Action::Rewrote(
+                            "started an empty table with tokens above any granted before"
+                                .to_owned(),
+                        ));
+                    }
+                }
+                report.findings.push(finding);
+            }
+            Err(LeaseError::Unsupported { unsupported, .. }) => {
+                let line = format!("`{}`: {}", path.display(), unsupported.what);
+                report.findings.push(
+                    Finding::new(
+                        "lease-table-unsupported",
+                        Defect::Unsupported(unsupported.what),
+                        line,
+                    )
+                    .at(&path),
+                );
+            }
+            _ => {}
+        }
+        Ok(report)
+    }
+
+    /// After a corrupt table was moved aside, its counter is lost: start
+    /// the next tokens at the current time in milliseconds, above any token
+    /// a table could have handed out one grant at a time.
+    fn restart_tokens(&self) -> Result<(), LeaseError> {
+        let floor = u64::try_from(self.state.now().unix_ms())
+            .unwrap_or(1)
+            .max(1);
+        self.apply("restart the lease table", |table| {
+            if table.next_token >= floor {
+                return Ok((None, ()));
+            }
+            let mut next = table.clone();
+            next.next_token = floor;
+            Ok((Some(next), ()))
+        })
+    }
+
+    fn read(&self, op: &'static str) -> Result<Table, LeaseError> {
+        let outcome = self.state.read_json::<Table>(&self.table_path()?)?;
+        Ok(decode(outcome, &self.table_path()?, op)?.unwrap_or_else(Table::empty))
+    }
+
+    /// Applies `decide` to the table under its lock; writes the table it
+    /// returns, after checking it fits the read cap.
+    fn apply<R>(
+        &self,
+        op: &'static str,
+        decide: impl FnOnce(&Table) -> Result<(Option<Table>, R), LeaseError>,
+    ) -> Result<R, LeaseError> {
+        self.state.channel_dir(LEASE_CHANNEL)?;
+        let cap = self.state.read_cap();
+        let path = self.table_path()?;
+        self.state.update(&path, |current: ReadOutcome<Table>| {
+            let table = decode(current, &path, op)?.unwrap_or_else(Table::empty);
+            let (next, answer) = decide(&table)?;
+            let Some(next) = next else {
+                return Ok(Decision::Keep(answer));
+            };
+            let size = to_canonical_json(&next).map_or(usize::MAX, |b| b.len());
+            if u64::try_from(size).unwrap_or(u64::MAX) > cap {
+                return Err(LeaseError::TableFull { size, cap });
+            }
+            Ok(Decision::Write(next, answer))
+        })
+    }
+}
+
+fn decode(
+    outcome: ReadOutcome<Table>,
+    path: &StatePath,
+    op: &'static str,
+) -> Result<Option<Table>, LeaseError> {
+    match outcome {
+        ReadOutcome::Missing => Ok(None),
+        ReadOutcome::Value(t) if t.format > TABLE_FORMAT => Err(LeaseError::Unsupported {
+            op,
+            unsupported: Unsupported::new(
+                path.to_path_buf(),
+                format!("lease table format {}", t.format),
+            ),
+        }),
+        ReadOutcome::Value(t) => Ok(Some(t)),
+        ReadOutcome::Corrupt(corruption) => Err(LeaseError::Corrupt { op, corruption }),
+        ReadOutcome::Unsupported(unsupported) => Err(LeaseError::Unsupported { op, unsupported }),
+    }
+}
