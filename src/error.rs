@@ -27,7 +27,7 @@ pub enum Error {
     Bus(#[from] chipset_bus::Error),
     /// The path leases failed.
     #[error(transparent)]
-    Lease(#[from] chipset_lease::LeaseError),
+    Lease(#[from] chipset_lease::Error),
     /// The loop state failed.
     #[error(transparent)]
     Loop(#[from] chipset_loop::Error),

@@ -344,10 +344,10 @@ impl From<chipset_loop::Error> for Failure {
     }
 }
 
-impl From<chipset_lease::LeaseError> for Failure {
-    fn from(e: chipset_lease::LeaseError) -> Self {
+impl From<chipset_lease::Error> for Failure {
+    fn from(e: chipset_lease::Error) -> Self {
         let class = match &e {
-            chipset_lease::LeaseError::Store(s) => store_class(s),
+            chipset_lease::Error::Store(s) => store_class(s),
             _ if e.is_usage() => Class::Usage,
             _ => Class::Refused,
         };

@@ -4,11 +4,14 @@ use chipset_store::{AgentId, Corruption, Unsupported};
 
 use crate::format::Lease;
 
+/// A specialized result for lease operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
 /// Everything a lease operation can fail with. Unless it says otherwise
-/// ([`LeaseError::NoticeFailed`]), nothing was written.
+/// ([`Error::NoticeFailed`]), nothing was written.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum LeaseError {
+pub enum Error {
     /// A path or glob cannot be leased.
     #[error("invalid lease path `{path}`: {reason}")]
     InvalidPath {
@@ -100,34 +103,31 @@ pub enum LeaseError {
         released: Box<Lease>,
         /// Why the mail failed.
         #[source]
-        error: chipset_mail::MailError,
+        error: chipset_mail::Error,
     },
     /// A filesystem operation failed; it names the operation and the path.
     #[error(transparent)]
     Store(#[from] chipset_store::Error),
 }
 
-impl LeaseError {
+impl Error {
     /// Returns true for bad input (a path, a count, a TTL, a reason): the
     /// request can never succeed as it is.
     pub fn is_usage(&self) -> bool {
         matches!(
             self,
-            LeaseError::InvalidPath { .. }
-                | LeaseError::NoPaths
-                | LeaseError::TooManyPaths { .. }
-                | LeaseError::Ttl { .. }
-                | LeaseError::Reason(_)
-        ) || matches!(
-            self,
-            LeaseError::Store(chipset_store::Error::InvalidId { .. })
-        )
+            Error::InvalidPath { .. }
+                | Error::NoPaths
+                | Error::TooManyPaths { .. }
+                | Error::Ttl { .. }
+                | Error::Reason(_)
+        ) || matches!(self, Error::Store(chipset_store::Error::InvalidId { .. }))
     }
 
     /// Returns true when a write may have been made but is not known to be
     /// durable ([`chipset_store::Error::OutcomeUnknown`]): retrying is safe.
     pub fn is_outcome_unknown(&self) -> bool {
-        matches!(self, LeaseError::Store(e) if e.is_outcome_unknown())
+        matches!(self, Error::Store(e) if e.is_outcome_unknown())
     }
 }
 

@@ -3,7 +3,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use chipset_lease::{LeaseError, LeaseMode, LeaseRequest, Leases};
+//! use chipset_lease::{Error, LeaseMode, LeaseRequest, Leases};
 //! use chipset_store::{AgentId, StateDir};
 //!
 //! let tmp = tempfile::tempdir()?;
@@ -18,7 +18,7 @@
 //!
 //! // Bob cannot lease a file inside it: he is told who holds it and until when.
 //! let refused = leases.acquire(&LeaseRequest::new(bob.clone(), LeaseMode::Shared, ["src/auth/login.rs"]));
-//! let Err(LeaseError::Conflict { conflicts }) = refused else { panic!("expected a conflict") };
+//! let Err(Error::Conflict { conflicts }) = refused else { panic!("expected a conflict") };
 //! assert_eq!(conflicts[0].holder, alice);
 //!
 //! // The pre-commit check: Bob's commit of that file is refused, Alice's is not.
@@ -42,7 +42,7 @@
 //! conflict with each other. An expired lease never blocks.
 //!
 //! [`Leases::acquire`] grants a request or returns
-//! [`LeaseError::Conflict`] with **every** conflicting lease (holder,
+//! [`Error::Conflict`] with **every** conflicting lease (holder,
 //! paths, expiry) and changes nothing. A grant drops the expired leases
 //! from the table.
 //!
@@ -52,7 +52,7 @@
 //! tokens only increase, across processes and restarts. The token names
 //! the lease: [`Leases::renew`] and [`Leases::release`] take it and check
 //! the holder. A holder whose lease expired and was pruned by another grant
-//! gets [`LeaseError::Fenced`] from renew, and so cannot extend it over the
+//! gets [`Error::Fenced`] from renew, and so cannot extend it over the
 //! new holder; an expired lease no grant has pruned yet renews only when no
 //! live lease conflicts with it. Any agent may [`Leases::force_release`] a
 //! lease with a reason; its holder gets a mail (`notify`, subject
@@ -73,7 +73,7 @@
 //!
 //! At most [`MAX_PATHS`] paths per lease, [`MAX_PATTERN_LEN`] bytes per
 //! path, [`MAX_REASON`] bytes of reason; the whole table must fit the
-//! state's read cap ([`LeaseError::TableFull`]). Bad input is a typed
+//! state's read cap ([`Error::TableFull`]). Bad input is a typed
 //! error and writes nothing.
 //!
 //! # File layout and durability
@@ -98,7 +98,7 @@ mod transition;
 
 use std::time::Duration;
 
-pub use error::LeaseError;
+pub use error::{Error, Result};
 pub use format::{Lease, LeaseMode, TABLE_FORMAT};
 pub use pattern::{LeasePath, MAX_PATTERN_LEN};
 pub use store::Leases;

@@ -7,7 +7,7 @@ use std::fmt;
 use globset::GlobBuilder;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::error::LeaseError;
+use crate::error::Error;
 
 /// The longest pattern accepted, in bytes, after normalisation.
 pub const MAX_PATTERN_LEN: usize = 512;
@@ -20,7 +20,7 @@ const GLOB_META: &[char] = &['*', '?', '[', '{'];
 ///
 /// Normalised when built: `./` and empty components are dropped and a
 /// trailing `/` is removed, so `./src//auth/` is `src/auth`. Refused (with
-/// [`LeaseError::InvalidPath`]): an empty pattern (or one that names only
+/// [`Error::InvalidPath`]): an empty pattern (or one that names only
 /// the root, like `.`), an absolute path, a `..` component, a backslash, a
 /// NUL, more than [`MAX_PATTERN_LEN`] bytes, and a glob that `globset`
 /// cannot compile.
@@ -37,8 +37,8 @@ impl LeasePath {
     ///
     /// # Errors
     ///
-    /// [`LeaseError::InvalidPath`] for the patterns listed on the type.
-    pub fn new(pattern: impl AsRef<str>) -> Result<Self, LeaseError> {
+    /// [`Error::InvalidPath`] for the patterns listed on the type.
+    pub fn new(pattern: impl AsRef<str>) -> Result<Self, Error> {
         let p = Self::normalise(pattern.as_ref())?;
         if p.is_glob() {
             let glob = GlobBuilder::new(&p.0).literal_separator(true).build();
@@ -54,7 +54,7 @@ impl LeasePath {
 
     /// The checks of [`LeasePath::new`] without compiling the glob: for
     /// patterns read back from the table, which were compiled when leased.
-    pub(crate) fn normalise(raw: &str) -> Result<Self, LeaseError> {
+    pub(crate) fn normalise(raw: &str) -> Result<Self, Error> {
         let bad = |why: &str| Err(invalid(raw, why.to_owned()));
         if raw.is_empty() {
             return bad("empty");
@@ -183,8 +183,8 @@ fn literal_meets_glob(literal: &str, prefix: &str) -> bool {
             .is_some_and(|rest| rest.starts_with('/'))
 }
 
-fn invalid(path: &str, reason: String) -> LeaseError {
-    LeaseError::InvalidPath {
+fn invalid(path: &str, reason: String) -> Error {
+    Error::InvalidPath {
         path: path.chars().take(80).collect(),
         reason,
     }
@@ -327,7 +327,7 @@ mod tests {
             "src/[x",
         ] {
             assert!(
-                matches!(LeasePath::new(bad), Err(LeaseError::InvalidPath { .. })),
+                matches!(LeasePath::new(bad), Err(Error::InvalidPath { .. })),
                 "{bad:?} must be refused"
             );
         }

@@ -3,14 +3,14 @@
 
 use std::time::Duration;
 
-use chipset_mail::{Draft, Mail};
+use chipset_mail::{Mail, NewMessage};
 use chipset_store::{
     AgentId, Decision, Defect, DoctorMode, Finding, ReadOutcome, Report, StateDir, StatePath,
     TaskId, Unsupported, parse_json, to_canonical_json,
 };
 
 use crate::LEASE_CHANNEL;
-use crate::error::LeaseError;
+use crate::error::Error;
 use crate::format::{Lease, TABLE_FORMAT, Table};
 use crate::pattern::LeasePath;
 use crate::transition::{self, Acquired, Blocked, LeaseRequest, Released, check_reason};
@@ -39,22 +39,22 @@ impl Leases {
         &self.state
     }
 
-    fn table_path(&self) -> Result<StatePath, LeaseError> {
+    fn table_path(&self) -> Result<StatePath, Error> {
         Ok(self.state.channel(LEASE_CHANNEL).join(TABLE_FILE)?)
     }
 
-    /// Grants `req`, or refuses it with [`LeaseError::Conflict`] listing
+    /// Grants `req`, or refuses it with [`Error::Conflict`] listing
     /// every live lease of another agent that conflicts, changing nothing.
     /// A retry (the holder already holds a live lease with the same mode,
     /// paths and reason) returns that lease with `existing` set.
     ///
     /// # Errors
     ///
-    /// [`LeaseError::Conflict`]; the input errors ([`LeaseError::InvalidPath`],
-    /// [`LeaseError::NoPaths`], [`LeaseError::TooManyPaths`],
-    /// [`LeaseError::Ttl`], [`LeaseError::Reason`]); [`LeaseError::TableFull`];
+    /// [`Error::Conflict`]; the input errors ([`Error::InvalidPath`],
+    /// [`Error::NoPaths`], [`Error::TooManyPaths`],
+    /// [`Error::Ttl`], [`Error::Reason`]); [`Error::TableFull`];
     /// a corrupt or unsupported table; a store error.
-    pub fn acquire(&self, req: &LeaseRequest) -> Result<Acquired, LeaseError> {
+    pub fn acquire(&self, req: &LeaseRequest) -> Result<Acquired, Error> {
         req.validate()?;
         let now = self.state.now();
         let acquired = self.apply("acquire a lease", |table| {
@@ -68,11 +68,11 @@ impl Leases {
     ///
     /// # Errors
     ///
-    /// [`LeaseError::Fenced`] when no lease holds the token any more (the
-    /// holder lost it), [`LeaseError::NotHolder`], [`LeaseError::Conflict`]
-    /// (an expired lease that another now overlaps), [`LeaseError::Ttl`], a
+    /// [`Error::Fenced`] when no lease holds the token any more (the
+    /// holder lost it), [`Error::NotHolder`], [`Error::Conflict`]
+    /// (an expired lease that another now overlaps), [`Error::Ttl`], a
     /// corrupt or unsupported table, a store error.
-    pub fn renew(&self, agent: &AgentId, token: u64, ttl: Duration) -> Result<Lease, LeaseError> {
+    pub fn renew(&self, agent: &AgentId, token: u64, ttl: Duration) -> Result<Lease, Error> {
         transition::check_ttl(ttl)?;
         let now = self.state.now();
         self.apply("renew a lease", |table| {
@@ -85,8 +85,8 @@ impl Leases {
     ///
     /// # Errors
     ///
-    /// [`LeaseError::NotHolder`], a corrupt or unsupported table, a store error.
-    pub fn release(&self, agent: &AgentId, token: u64) -> Result<Released, LeaseError> {
+    /// [`Error::NotHolder`], a corrupt or unsupported table, a store error.
+    pub fn release(&self, agent: &AgentId, token: u64) -> Result<Released, Error> {
         self.apply("release a lease", |table| {
             transition::release(table, agent, token)
         })
@@ -99,17 +99,12 @@ impl Leases {
     ///
     /// # Errors
     ///
-    /// [`LeaseError::Reason`] when `reason` is empty or too long;
-    /// [`LeaseError::NoticeFailed`] when the release was written but the
+    /// [`Error::Reason`] when `reason` is empty or too long;
+    /// [`Error::NoticeFailed`] when the release was written but the
     /// mail failed; a corrupt or unsupported table; a store error.
-    pub fn force_release(
-        &self,
-        by: &AgentId,
-        token: u64,
-        reason: &str,
-    ) -> Result<Released, LeaseError> {
+    pub fn force_release(&self, by: &AgentId, token: u64, reason: &str) -> Result<Released, Error> {
         if reason.trim().is_empty() {
-            return Err(LeaseError::Reason("a forced release needs a reason"));
+            return Err(Error::Reason("a forced release needs a reason"));
         }
         check_reason(reason)?;
         let released = self.apply("force-release a lease", |table| {
@@ -130,7 +125,7 @@ impl Leases {
             lease.expires_at,
         );
         let task = TaskId::new(format!("lease-{token}"))?;
-        let draft = Draft::notify(
+        let draft = NewMessage::notify(
             by.clone(),
             lease.holder.clone(),
             task,
@@ -138,7 +133,7 @@ impl Leases {
             body,
         );
         if let Err(error) = Mail::new(self.state.clone()).send(&draft) {
-            return Err(LeaseError::NoticeFailed {
+            return Err(Error::NoticeFailed {
                 released: Box::new(lease.clone()),
                 error,
             });
@@ -152,7 +147,7 @@ impl Leases {
     /// # Errors
     ///
     /// A corrupt or unsupported table, a store error.
-    pub fn list(&self) -> Result<Vec<Lease>, LeaseError> {
+    pub fn list(&self) -> Result<Vec<Lease>, Error> {
         Ok(self.read("list leases")?.leases)
     }
 
@@ -161,7 +156,7 @@ impl Leases {
     /// # Errors
     ///
     /// As [`Leases::list`].
-    pub fn live(&self) -> Result<Vec<Lease>, LeaseError> {
+    pub fn live(&self) -> Result<Vec<Lease>, Error> {
         let now = self.state.now();
         let mut all = self.list()?;
         all.retain(|l| l.is_live(now));
@@ -175,14 +170,14 @@ impl Leases {
     ///
     /// # Errors
     ///
-    /// [`LeaseError::InvalidPath`] for a path that escapes the root; a
+    /// [`Error::InvalidPath`] for a path that escapes the root; a
     /// corrupt or unsupported table (fail closed: never "nothing leased");
     /// a store error.
     pub fn check<S: AsRef<str>>(
         &self,
         agent: &AgentId,
         paths: &[S],
-    ) -> Result<Vec<Blocked>, LeaseError> {
+    ) -> Result<Vec<Blocked>, Error> {
         let paths = paths
             .iter()
             .map(|p| LeasePath::normalise(p.as_ref()))
@@ -200,7 +195,7 @@ impl Leases {
     /// # Errors
     ///
     /// A store error reading or moving the table.
-    pub fn doctor(&self, mode: DoctorMode) -> Result<Report, LeaseError> {
+    pub fn doctor(&self, mode: DoctorMode) -> Result<Report, Error> {
         let mut report = Report::new(mode);
         let path = self.table_path()?;
         let outcome = self.state.read_json::<Table>(&path)?;
@@ -208,7 +203,7 @@ impl Leases {
             report.scanned = 1;
         }
         match decode(outcome, &path, "check the lease table") {
-            Err(LeaseError::Corrupt { corruption, .. }) => {
+            Err(Error::Corrupt { corruption, .. }) => {
                 let line = format!("`{}`: {}", path.display(), corruption.reason);
                 let mut finding = Finding::new(
                     "lease-table-corrupt",
@@ -236,7 +231,7 @@ impl Leases {
                 }
                 report.findings.push(finding);
             }
-            Err(LeaseError::Unsupported { unsupported, .. }) => {
+            Err(Error::Unsupported { unsupported, .. }) => {
                 let line = format!("`{}`: {}", path.display(), unsupported.what);
                 report.findings.push(
                     Finding::new(
@@ -255,7 +250,7 @@ impl Leases {
     /// After a corrupt table was moved aside, its counter is lost: start
     /// the next tokens at the current time in milliseconds, above any token
     /// a table could have handed out one grant at a time.
-    fn restart_tokens(&self) -> Result<(), LeaseError> {
+    fn restart_tokens(&self) -> Result<(), Error> {
         let floor = u64::try_from(self.state.now().unix_ms())
             .unwrap_or(1)
             .max(1);
@@ -269,7 +264,7 @@ impl Leases {
         })
     }
 
-    fn read(&self, op: &'static str) -> Result<Table, LeaseError> {
+    fn read(&self, op: &'static str) -> Result<Table, Error> {
         let outcome = self.state.read_json::<Table>(&self.table_path()?)?;
         Ok(decode(outcome, &self.table_path()?, op)?.unwrap_or_else(Table::empty))
     }
@@ -279,8 +274,8 @@ impl Leases {
     fn apply<R>(
         &self,
         op: &'static str,
-        decide: impl FnOnce(&Table) -> Result<(Option<Table>, R), LeaseError>,
-    ) -> Result<R, LeaseError> {
+        decide: impl FnOnce(&Table) -> Result<(Option<Table>, R), Error>,
+    ) -> Result<R, Error> {
         self.state.channel_dir(LEASE_CHANNEL)?;
         let cap = self.state.read_cap();
         let path = self.table_path()?;
@@ -292,7 +287,7 @@ impl Leases {
             };
             let size = to_canonical_json(&next).map_or(usize::MAX, |b| b.len());
             if u64::try_from(size).unwrap_or(u64::MAX) > cap {
-                return Err(LeaseError::TableFull { size, cap });
+                return Err(Error::TableFull { size, cap });
             }
             Ok(Decision::Write(next, answer))
         })
@@ -303,10 +298,10 @@ fn decode(
     outcome: ReadOutcome<Table>,
     path: &StatePath,
     op: &'static str,
-) -> Result<Option<Table>, LeaseError> {
+) -> Result<Option<Table>, Error> {
     match outcome {
         ReadOutcome::Missing => Ok(None),
-        ReadOutcome::Value(t) if t.format > TABLE_FORMAT => Err(LeaseError::Unsupported {
+        ReadOutcome::Value(t) if t.format > TABLE_FORMAT => Err(Error::Unsupported {
             op,
             unsupported: Unsupported::new(
                 path.to_path_buf(),
@@ -314,7 +309,7 @@ fn decode(
             ),
         }),
         ReadOutcome::Value(t) => Ok(Some(t)),
-        ReadOutcome::Corrupt(corruption) => Err(LeaseError::Corrupt { op, corruption }),
-        ReadOutcome::Unsupported(unsupported) => Err(LeaseError::Unsupported { op, unsupported }),
+        ReadOutcome::Corrupt(corruption) => Err(Error::Corrupt { op, corruption }),
+        ReadOutcome::Unsupported(unsupported) => Err(Error::Unsupported { op, unsupported }),
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use chipset_store::{AgentId, Timestamp};
 
-use crate::error::LeaseError;
+use crate::error::Error;
 use crate::format::{Lease, LeaseMode, Table};
 use crate::pattern::LeasePath;
 use crate::{MAX_PATHS, MAX_REASON, MAX_TTL, MIN_TTL};
@@ -59,12 +59,12 @@ impl LeaseRequest {
     }
 
     /// Checks every bound and returns the normalised, de-duplicated paths.
-    pub(crate) fn validate(&self) -> Result<Vec<LeasePath>, LeaseError> {
+    pub(crate) fn validate(&self) -> Result<Vec<LeasePath>, Error> {
         if self.paths.is_empty() {
-            return Err(LeaseError::NoPaths);
+            return Err(Error::NoPaths);
         }
         if self.paths.len() > MAX_PATHS {
-            return Err(LeaseError::TooManyPaths {
+            return Err(Error::TooManyPaths {
                 count: self.paths.len(),
                 max: MAX_PATHS,
             });
@@ -115,9 +115,9 @@ pub struct Blocked {
     pub lease: Lease,
 }
 
-pub(crate) fn check_ttl(ttl: Duration) -> Result<(), LeaseError> {
+pub(crate) fn check_ttl(ttl: Duration) -> Result<(), Error> {
     if ttl < MIN_TTL || ttl > MAX_TTL {
-        return Err(LeaseError::Ttl {
+        return Err(Error::Ttl {
             ttl_ms: ttl.as_millis(),
             min_ms: MIN_TTL.as_millis(),
             max_ms: MAX_TTL.as_millis(),
@@ -126,9 +126,9 @@ pub(crate) fn check_ttl(ttl: Duration) -> Result<(), LeaseError> {
     Ok(())
 }
 
-pub(crate) fn check_reason(reason: &str) -> Result<(), LeaseError> {
+pub(crate) fn check_reason(reason: &str) -> Result<(), Error> {
     if reason.len() > MAX_REASON {
-        return Err(LeaseError::Reason("longer than 1024 bytes"));
+        return Err(Error::Reason("longer than 1024 bytes"));
     }
     Ok(())
 }
@@ -150,7 +150,7 @@ pub(crate) fn acquire(
     table: &Table,
     req: &LeaseRequest,
     now: Timestamp,
-) -> Result<(Option<Table>, Acquired), LeaseError> {
+) -> Result<(Option<Table>, Acquired), Error> {
     let paths = req.validate()?;
     if let Some(same) = table.leases.iter().find(|l| {
         l.is_live(now)
@@ -177,7 +177,7 @@ pub(crate) fn acquire(
     };
     let conflicts = conflicts(table, &lease, now);
     if !conflicts.is_empty() {
-        return Err(LeaseError::Conflict { conflicts });
+        return Err(Error::Conflict { conflicts });
     }
     let mut next = Table {
         format: table.format.max(crate::format::TABLE_FORMAT),
@@ -198,16 +198,12 @@ pub(crate) fn acquire(
 }
 
 /// Finds the lease of `token` and checks that `agent` holds it.
-fn held<'t>(
-    table: &'t Table,
-    agent: &AgentId,
-    token: u64,
-) -> Result<Option<&'t Lease>, LeaseError> {
+fn held<'t>(table: &'t Table, agent: &AgentId, token: u64) -> Result<Option<&'t Lease>, Error> {
     let Some(lease) = table.leases.iter().find(|l| l.token == token) else {
         return Ok(None);
     };
     if &lease.holder != agent {
-        return Err(LeaseError::NotHolder {
+        return Err(Error::NotHolder {
             token,
             holder: lease.holder.clone(),
             agent: agent.clone(),
@@ -225,15 +221,15 @@ pub(crate) fn renew(
     token: u64,
     ttl: Duration,
     now: Timestamp,
-) -> Result<(Table, Lease), LeaseError> {
+) -> Result<(Table, Lease), Error> {
     check_ttl(ttl)?;
     let Some(lease) = held(table, agent, token)? else {
-        return Err(LeaseError::Fenced { token });
+        return Err(Error::Fenced { token });
     };
     if !lease.is_live(now) {
         let conflicts = conflicts(table, lease, now);
         if !conflicts.is_empty() {
-            return Err(LeaseError::Conflict { conflicts });
+            return Err(Error::Conflict { conflicts });
         }
     }
     let mut renewed = lease.clone();
@@ -254,7 +250,7 @@ pub(crate) fn release(
     table: &Table,
     agent: &AgentId,
     token: u64,
-) -> Result<(Option<Table>, Released), LeaseError> {
+) -> Result<(Option<Table>, Released), Error> {
     match held(table, agent, token)? {
         None => Ok((None, Released::AlreadyGone)),
         Some(lease) => Ok((

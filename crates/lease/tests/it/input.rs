@@ -2,11 +2,11 @@
 
 use std::time::Duration;
 
-use chipset_lease::{LeaseError, MAX_PATHS};
+use chipset_lease::{Error, MAX_PATHS};
 
 use crate::{agent, exclusive, setup, table_bytes};
 
-fn refused(paths: &[&str], ttl: Duration) -> LeaseError {
+fn refused(paths: &[&str], ttl: Duration) -> Error {
     let s = setup();
     let a = agent("alice");
     s.leases.acquire(&exclusive(&a, &["keep"])).unwrap();
@@ -33,10 +33,7 @@ fn paths_escaping_the_root_are_refused() {
         "src/[oops",
     ] {
         let err = refused(&["ok", bad], HOUR);
-        assert!(
-            matches!(err, LeaseError::InvalidPath { .. }),
-            "{bad:?}: {err}"
-        );
+        assert!(matches!(err, Error::InvalidPath { .. }), "{bad:?}: {err}");
     }
 }
 
@@ -48,27 +45,27 @@ fn ttls_out_of_bounds_are_refused() {
         Duration::from_secs(10 * 365 * 86_400),
     ] {
         let err = refused(&["x"], ttl);
-        assert!(matches!(err, LeaseError::Ttl { .. }), "{ttl:?}: {err}");
+        assert!(matches!(err, Error::Ttl { .. }), "{ttl:?}: {err}");
     }
     let s = setup();
     let a = agent("alice");
     let l = s.leases.acquire(&exclusive(&a, &["x"])).unwrap().lease;
     assert!(matches!(
         s.leases.renew(&a, l.token, Duration::ZERO),
-        Err(LeaseError::Ttl { .. })
+        Err(Error::Ttl { .. })
     ));
 }
 
 #[test]
 fn no_paths_and_too_many_paths_are_refused() {
-    assert!(matches!(refused(&[], HOUR), LeaseError::NoPaths));
+    assert!(matches!(refused(&[], HOUR), Error::NoPaths));
     let many: Vec<String> = (0..10_000).map(|i| format!("f{i}")).collect();
     let many: Vec<&str> = many.iter().map(String::as_str).collect();
     let err = refused(&many, HOUR);
     assert!(
         matches!(
             err,
-            LeaseError::TooManyPaths {
+            Error::TooManyPaths {
                 count: 10_000,
                 max: MAX_PATHS
             }
@@ -82,7 +79,7 @@ fn a_reason_too_long_is_refused() {
     let s = setup();
     let a = agent("alice");
     let req = exclusive(&a, &["x"]).with_reason("r".repeat(2000));
-    assert!(matches!(s.leases.acquire(&req), Err(LeaseError::Reason(_))));
+    assert!(matches!(s.leases.acquire(&req), Err(Error::Reason(_))));
     assert_eq!(table_bytes(&s), None);
 }
 
@@ -91,7 +88,7 @@ fn a_check_of_a_path_outside_the_root_is_an_error() {
     let s = setup();
     assert!(matches!(
         s.leases.check(&agent("a"), &["../x"]),
-        Err(LeaseError::InvalidPath { .. })
+        Err(Error::InvalidPath { .. })
     ));
 }
 
@@ -110,9 +107,6 @@ fn a_table_over_the_read_cap_is_refused() {
             Err(e) => break e,
         }
     };
-    assert!(
-        matches!(err, LeaseError::TableFull { cap: 4096, .. }),
-        "{err}"
-    );
+    assert!(matches!(err, Error::TableFull { cap: 4096, .. }), "{err}");
     assert_eq!(leases.list().unwrap().len(), n);
 }

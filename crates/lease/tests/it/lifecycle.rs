@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use chipset_lease::{LeaseError, LeaseMode, Released};
+use chipset_lease::{Error, LeaseMode, Released};
 use chipset_mail::InboxFilter;
 
 use crate::{agent, exclusive, setup, shared, table_bytes};
@@ -25,7 +25,7 @@ fn a_conflict_names_every_conflicting_lease_and_changes_nothing() {
             &["src/auth/login.rs", "docs/a.md", "README.md"],
         ))
         .unwrap_err();
-    let LeaseError::Conflict { conflicts } = &err else {
+    let Error::Conflict { conflicts } = &err else {
         panic!("{err}")
     };
     let tokens: Vec<u64> = conflicts.iter().map(|l| l.token).collect();
@@ -73,7 +73,7 @@ fn an_expired_lease_never_blocks_and_its_holder_is_fenced() {
         .renew(&a, old.token, Duration::from_secs(600))
         .unwrap_err();
     assert!(
-        matches!(err, LeaseError::Fenced { token } if token == old.token),
+        matches!(err, Error::Fenced { token } if token == old.token),
         "{err}"
     );
     assert_eq!(
@@ -107,11 +107,11 @@ fn renew_and_release_check_the_holder_and_release_is_retry_safe() {
     let l = s.leases.acquire(&exclusive(&a, &["x"])).unwrap().lease;
     assert!(matches!(
         s.leases.renew(&b, l.token, Duration::from_secs(5)),
-        Err(LeaseError::NotHolder { .. })
+        Err(Error::NotHolder { .. })
     ));
     assert!(matches!(
         s.leases.release(&b, l.token),
-        Err(LeaseError::NotHolder { .. })
+        Err(Error::NotHolder { .. })
     ));
     let before = s.tmp.state.now();
     s.clock.advance(Duration::from_secs(10));
@@ -127,7 +127,7 @@ fn renew_and_release_check_the_holder_and_release_is_retry_safe() {
     );
     assert!(matches!(
         s.leases.renew(&a, l.token, Duration::from_secs(5)),
-        Err(LeaseError::Fenced { .. })
+        Err(Error::Fenced { .. })
     ));
 }
 
@@ -170,7 +170,7 @@ fn a_forced_release_needs_a_reason_and_mails_the_holder() {
     let l = s.leases.acquire(&exclusive(&a, &["src"])).unwrap().lease;
     assert!(matches!(
         s.leases.force_release(&b, l.token, " "),
-        Err(LeaseError::Reason(_))
+        Err(Error::Reason(_))
     ));
     let r = s
         .leases
@@ -219,11 +219,11 @@ fn a_corrupt_table_fails_closed() {
     std::fs::write(&path, b"{ not json").unwrap();
     assert!(matches!(
         s.leases.check(&agent("bob"), &["src/x"]),
-        Err(LeaseError::Corrupt { .. })
+        Err(Error::Corrupt { .. })
     ));
     assert!(matches!(
         s.leases.acquire(&exclusive(&agent("bob"), &["other"])),
-        Err(LeaseError::Corrupt { .. })
+        Err(Error::Corrupt { .. })
     ));
     assert_eq!(std::fs::read(&path).unwrap(), b"{ not json");
     // The doctor reports it, and with fix moves it aside (never deletes it).
@@ -261,10 +261,7 @@ fn a_newer_table_format_is_unsupported() {
         br#"{"format":2,"next_token":1,"leases":[]}"#,
     )
     .unwrap();
-    assert!(matches!(
-        s.leases.list(),
-        Err(LeaseError::Unsupported { .. })
-    ));
+    assert!(matches!(s.leases.list(), Err(Error::Unsupported { .. })));
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::process::Child;
 use std::thread;
 use std::time::Duration;
 
-use chipset_lease::{LeaseError, LeaseMode, LeaseRequest, Leases};
+use chipset_lease::{Error, LeaseMode, LeaseRequest, Leases};
 use chipset_store::{AgentId, StateDir};
 use chipset_testkit::{self as kit, TempState};
 
@@ -34,7 +34,7 @@ fn role_acquire(leases: &Leases, me: &AgentId, out: &mut dyn FnMut(String)) {
     let req = LeaseRequest::new(me.clone(), LeaseMode::Exclusive, ["src/auth/**"]);
     match leases.acquire(&req) {
         Ok(a) => out(format!("won {}", a.lease.token)),
-        Err(LeaseError::Conflict { conflicts }) => out(format!("refused {}", conflicts[0].holder)),
+        Err(Error::Conflict { conflicts }) => out(format!("refused {}", conflicts[0].holder)),
         Err(e) => panic!("unexpected error: {e}"),
     }
 }
