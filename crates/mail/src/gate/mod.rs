@@ -301,6 +301,10 @@ pub(crate) struct TaskFiles<'m> {
     path: StatePath,
     cache: TaskCache,
     dirty: bool,
+    /// The task's open requests this walk read while listing an inbox, by
+    /// inbox and name, with their bytes: [`TaskFiles::request`] takes them
+    /// from here instead of reading their files again.
+    read: BTreeMap<(AgentId, String), (Message, Vec<u8>)>,
 }
 
 /// Reads a cache file; anything but a whole, parsable file (missing, over
@@ -412,6 +416,7 @@ impl Mail {
             path,
             cache,
             dirty: false,
+            read: BTreeMap::new(),
         }
     }
 
@@ -494,6 +499,10 @@ impl Mail {
     /// files known to the folder's cache at `cache` (same name, same inode,
     /// size and times) are not read again, new ones are read and checked.
     /// `stamp` must have been taken before this call.
+    ///
+    /// The requests that need a reply among the files read (not taken from
+    /// the cache) come back whole in [`Listed::read`], with their bytes, so
+    /// that the gate does not read them a second time.
     fn folder_files(
         &self,
         cache: &StatePath,
@@ -501,15 +510,21 @@ impl Mail {
         skip: &[&str],
         stamp: Stamp,
         settled: bool,
-    ) -> Result<BTreeMap<String, FileEntry>> {
+    ) -> Result<Listed> {
         let path = cache;
         let old = load::<InboxCache>(&self.state, path).filter(|c| c.v == VERSION);
         let old = match old {
-            Some(old) if settled && old.settled && old.stamp == stamp => return Ok(old.files),
+            Some(old) if settled && old.settled && old.stamp == stamp => {
+                return Ok(Listed {
+                    files: old.files,
+                    read: BTreeMap::new(),
+                });
+            }
             old => old,
         };
         let known = old.map(|c| c.files).unwrap_or_default();
         let mut files = BTreeMap::new();
+        let mut read = BTreeMap::new();
         let mut read_any = false;
         let now = SystemTime::now();
         // One `statx` per entry, relative to the listed directory.
@@ -536,7 +551,7 @@ impl Mail {
                 continue;
             }
             read_any = true;
-            let Some(message) = read_entry(&self.state, dir, &name)? else {
+            let Some((message, bytes)) = read_entry_bytes(&self.state, dir, &name)? else {
                 continue;
             };
             // Stamped before the read: a file replaced meanwhile is read again
@@ -548,7 +563,7 @@ impl Mail {
                 ctime: (i64::MIN, 0),
             });
             files.insert(
-                name,
+                name.clone(),
                 FileEntry {
                     ino: file.ino,
                     size: size.unwrap_or(u64::MAX),
@@ -559,6 +574,9 @@ impl Mail {
                     parent: message.in_reply_to.clone(),
                 },
             );
+            if message.needs_reply() {
+                read.insert(name, (message, bytes));
+            }
         }
         // Written when it saves the next reader something: reading the new
         // files again, or (settled) the listing itself. Under a racy stamp
@@ -577,8 +595,18 @@ impl Mail {
                 },
             );
         }
-        Ok(files)
+        Ok(Listed { files, read })
     }
+}
+
+/// What [`Mail::folder_files`] found in a folder.
+struct Listed {
+    /// Every message file, by name.
+    files: BTreeMap<String, FileEntry>,
+    /// The requests that need a reply among the files it read (not taken
+    /// from the folder cache): the message, checked as the gate checks it,
+    /// and the bytes it was read from.
+    read: BTreeMap<String, (Message, Vec<u8>)>,
 }
 
 /// `t` as Unix milliseconds (0 before the epoch).

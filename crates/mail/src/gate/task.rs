@@ -105,11 +105,16 @@ impl TaskFiles<'_> {
                         slice.others = others;
                     }
                     None => {
-                        for (name, e) in
-                            mail.folder_files(&cache_path, &dir, skip, stamp, settled)?
-                        {
+                        let mut listed =
+                            mail.folder_files(&cache_path, &dir, skip, stamp, settled)?;
+                        for (name, e) in listed.files {
                             if e.task != self.cache.task {
                                 continue;
+                            }
+                            if let Folder::Inbox(agent) = folder
+                                && let Some(read) = listed.read.remove(&name)
+                            {
+                                self.read.insert((agent.clone(), name.clone()), read);
                             }
                             match e.facts {
                                 Some(facts) => {
@@ -273,6 +278,7 @@ impl TaskFiles<'_> {
     /// left the inbox since the listing.
     pub(super) fn request(&mut self, agent: &AgentId, name: &str) -> Result<Option<Message>> {
         let inbox = self.mail.layout.inbox(agent);
+        let read = self.read.remove(&(agent.clone(), name.to_owned()));
         let slice = self.cache.inboxes.get_mut(agent);
         if let Some(bytes) = slice.as_ref().and_then(|s| s.requests.get(name))
             && let Some(id) = id_of(name)
@@ -282,9 +288,15 @@ impl TaskFiles<'_> {
         {
             return Ok(Some(m));
         }
-        let Some((message, bytes)) = read_entry_bytes(&self.mail.state, &inbox, name)? else {
-            return Ok(None);
+        // Read by this walk's listing of the inbox, or read now.
+        let read = match read {
+            Some(read) => read,
+            None => match read_entry_bytes(&self.mail.state, &inbox, name)? {
+                Some(read) => read,
+                None => return Ok(None),
+            },
         };
+        let (message, bytes) = read;
         // Only a slice this walk confirmed or listed is here; one that holds
         // for its stamp keeps the bytes while that stamp holds.
         if let Some(slice) = slice

@@ -220,3 +220,48 @@ fn a_settled_folder_cache_is_taken_whole_and_left_alone() {
         "the folder cache was written again"
     );
 }
+
+/// Each open at once, duplicates kept (`opened` folds them).
+fn opens(fd: &rustix::fd::OwnedFd) -> Vec<String> {
+    use rustix::fs::inotify;
+    let mut buf = [std::mem::MaybeUninit::uninit(); 4096];
+    let mut reader = inotify::Reader::new(fd, &mut buf);
+    let mut names = Vec::new();
+    loop {
+        match reader.next() {
+            Ok(event) => names.extend(event.file_name().map(|n| n.to_string_lossy().into_owned())),
+            Err(rustix::io::Errno::AGAIN) => break,
+            Err(e) => panic!("reading inotify events: {e}"),
+        }
+    }
+    names.sort();
+    names
+}
+
+/// Right after the sends (the inbox's stamp too young to trust), the gate
+/// reads each open request once: the listing's read serves the request
+/// too (issue 31: it was read a second time, which made the gate slower
+/// than the full scan it replaces).
+#[test]
+fn a_gate_right_after_the_sends_reads_each_request_once() {
+    let f = fixture();
+    let m = &f.mail;
+    let mut sent: Vec<String> = (0..3)
+        .map(|i| {
+            let q = m
+                .send(&Draft::request(
+                    agent("critic"),
+                    agent("exec"),
+                    task("t1"),
+                    "why",
+                    format!("question {i}"),
+                ))
+                .unwrap();
+            format!("{}.json", q.id())
+        })
+        .collect();
+    sent.sort();
+    let exec = watch_opens(m.inbox_dir(&agent("exec")).as_path());
+    assert_eq!(m.pending_replies(&task("t1")).unwrap().len(), 3);
+    assert_eq!(opens(&exec), sent);
+}
