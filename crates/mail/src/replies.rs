@@ -13,6 +13,10 @@ use crate::layout::{id_of, parse_marker};
 use crate::mail::{MTIME_SLACK, Mail, answers, contains, message_cap, modified};
 use crate::tail::Caught;
 
+/// How many requests [`Mail::pending_replies`] looks up in the reply index
+/// one at a time; with more, it lists `replies/` once.
+const LOOKUPS: usize = 256;
+
 impl Mail {
     /// Returns true when a response to `id` exists.
     ///
@@ -156,6 +160,43 @@ impl Mail {
         Ok(answered)
     }
 
+    /// Returns the ids among `requests` that the reply index holds a
+    /// response to ([`Mail::indexed_reply`] of each).
+    ///
+    /// For many requests, `replies/` is listed once (names only) and only
+    /// the requests with a folder there are looked at: a lookup per request
+    /// costs more than the listing once they outnumber [`LOOKUPS`]. Either
+    /// way each folder is looked at once, after the call began, so the
+    /// answer is what per-request lookups would give.
+    fn indexed_among(&self, requests: &[Message]) -> Result<BTreeSet<MessageId>> {
+        let mut out = BTreeSet::new();
+        if requests.len() <= LOOKUPS {
+            for q in requests {
+                if self.indexed_reply(&q.id)? {
+                    out.insert(q.id.clone());
+                }
+            }
+            return Ok(out);
+        }
+        let wanted: BTreeSet<&str> = requests.iter().map(|q| q.id.as_str()).collect();
+        let mut present = Vec::new();
+        self.state
+            .for_each_name(&self.layout.replies_root(), |name| -> Result<()> {
+                if wanted.contains(name.as_str())
+                    && let Ok(id) = MessageId::new(name.as_str())
+                {
+                    present.push(id);
+                }
+                Ok(())
+            })?;
+        for id in present {
+            if self.indexed_reply(&id)? {
+                out.insert(id);
+            }
+        }
+        Ok(out)
+    }
+
     /// Returns the replies the index knows for `parent`: kind and id, by id.
     pub(crate) fn replies_of(&self, parent: &MessageId) -> Result<Vec<(Kind, MessageId)>> {
         Ok(self
@@ -197,37 +238,32 @@ impl Mail {
         // `None` when it was archived since the listing: archived requests
         // are never pending.
         let mut out: Vec<Message> = files.iter().filter_map(|f| f.message.clone()).collect();
-        // What `answers` checks, from the cached facts of the task's responses.
-        let mut answered: BTreeSet<MessageId> = out
+        // What `answers` checks, from the cached facts of the task's
+        // responses: (the request answered, the responder), looked up per
+        // request, so the check costs the task's files once, not once per
+        // request.
+        let responses: BTreeSet<(&MessageId, &chipset_store::AgentId)> = files
             .iter()
-            .filter(|q| {
-                files.iter().any(|r| {
-                    r.facts.kind == Kind::Response
-                        && r.facts.in_reply_to.as_ref() == Some(&q.id)
-                        && r.facts.from == q.to
-                })
-            })
+            .filter(|r| r.facts.kind == Kind::Response)
+            .filter_map(|r| Some((r.facts.in_reply_to.as_ref()?, &r.facts.from)))
+            .collect();
+        let answered: BTreeSet<MessageId> = out
+            .iter()
+            .filter(|q| responses.contains(&(&q.id, &q.to)))
             .map(|q| q.id.clone())
             .collect();
-        for q in &out {
-            if !answered.contains(&q.id) && self.indexed_reply(&q.id)? {
-                answered.insert(q.id.clone());
-            }
-        }
         out.retain(|q| !answered.contains(&q.id));
+        let indexed = self.indexed_among(&out)?;
+        out.retain(|q| !indexed.contains(&q.id));
         let mut caught = Caught::default();
         if !out.is_empty() {
             // Responses archived since the tail last looked enter the index.
             caught = self.catch_up_archive()?;
-            let mut still = Vec::with_capacity(out.len());
-            for q in out {
-                // Found now, or by another reader that caught up since the
-                // index was looked at above.
-                if !caught.responses.contains_key(&q.id) && !self.indexed_reply(&q.id)? {
-                    still.push(q);
-                }
-            }
-            out = still;
+            out.retain(|q| !caught.responses.contains_key(&q.id));
+            // Found by another reader that caught up since the index was
+            // looked at above.
+            let indexed = self.indexed_among(&out)?;
+            out.retain(|q| !indexed.contains(&q.id));
         }
         if !out.is_empty() {
             let found = self.responses_among(&out, &[self.layout.by_task(task)])?;
