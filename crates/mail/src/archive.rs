@@ -33,7 +33,8 @@ impl Mail {
     // ---- changing ------------------------------------------------------
 
     /// Archives a message: moves it from its inbox to `archive/{id}.json`
-    /// and appends an `archived` event.
+    /// and appends an `archived` event (without a data sync of its own:
+    /// see the crate docs, Durability).
     ///
     /// **Commit point:** the no-clobber move into `archive/`. A failure
     /// before it leaves nothing visible. After it the message is archived;
@@ -92,7 +93,13 @@ impl Mail {
                     at: self.state.now(),
                     reconciled: false,
                 };
-                if let Err(e) = self.manifest().and_then(|log| Ok(log.append(&event)?)) {
+                // Not synced on its own, as a send's `sent` event: the move
+                // is durable, and the doctor rebuilds the event of a message
+                // in `archive/` that a power cut lost it for.
+                let appended = self
+                    .manifest()
+                    .and_then(|log| Ok(log.append_batch_unsynced([&event])?));
+                if let Err(e) = appended {
                     tracing::warn!(%id, error = %e, "archived, but the `archived` event was not appended");
                 }
                 Ok(ArchiveOutcome::Archived(message))

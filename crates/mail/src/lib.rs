@@ -249,7 +249,13 @@
 //! (the store's Durability docs say which calls each round makes, per
 //! filesystem). Moves (archive,
 //! sweep, orphan) are no-clobber renames with both directories synced; of two
-//! processes moving one message exactly one succeeds. When `send` returns,
+//! processes moving one message exactly one succeeds. [`Mail::archive`]
+//! appends its `archived` event as `send` appends its `sent` event, with no
+//! data sync of its own: the message in `archive/` is durable when `archive`
+//! returns, and [`Mail::doctor`] rebuilds an `archived` event a power cut
+//! lost (`reconciled: true`); until then the archive tail, which learns from
+//! these events, may not see the move, which can only keep a request
+//! pending, never open the gate. When `send` returns,
 //! the message is durable; a crash before that leaves either nothing, or a
 //! whole message whose `sent` event (and reply-index entry, and for a
 //! response the request's archiving) [`Mail::doctor`] completes. The manifest

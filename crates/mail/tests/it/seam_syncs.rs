@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use chipset_mail::MessageId;
-use chipset_mail::{Mail, MailConfig, ManifestEvent, NewMessage};
+use chipset_mail::{ArchiveOutcome, Mail, MailConfig, ManifestEvent, NewMessage};
 use chipset_store::DoctorMode;
 use chipset_store::{SharedIo, StateDir, StateOptions, SyncOrder};
 use chipset_testkit::{EIO, Fault, FaultIo, IoOp, RecordIo};
@@ -71,6 +71,34 @@ fn a_send_into_an_existing_inbox_costs_two_syncs_or_one_on_an_in_order_journal()
         mail.send(&note(1)).unwrap();
         let calls = fault.calls()[before..].to_vec();
         assert_eq!(waits(&calls), expected, "{order:?}: {calls:?}");
+    }
+}
+
+/// Archiving costs the move's two directory syncs; its `archived` event is
+/// not synced on its own (issue 31: it was a third flush).
+#[test]
+fn archiving_a_notify_costs_the_moves_syncs_only() {
+    for order in [SyncOrder::FileThenDir, SyncOrder::WriteBackThenDir] {
+        let tmp = tempfile::tempdir().unwrap();
+        let fault = FaultIo::with_order(Fault::nth(0, EIO), order);
+        let mail = open(tmp.path(), fault.clone());
+        let first = mail.send(&note(0)).unwrap();
+        assert!(matches!(
+            mail.archive(first.id()).unwrap(),
+            ArchiveOutcome::Archived(_)
+        ));
+        let sent = mail.send(&note(1)).unwrap();
+        let before = fault.calls().len();
+        assert!(matches!(
+            mail.archive(sent.id()).unwrap(),
+            ArchiveOutcome::Archived(_)
+        ));
+        let calls = fault.calls()[before..].to_vec();
+        assert_eq!(
+            waits(&calls),
+            [IoOp::SyncDir, IoOp::SyncDir],
+            "{order:?}: {calls:?}"
+        );
     }
 }
 
