@@ -24,6 +24,20 @@
 //!   single sends and 100 of nubos's (nubos has no batch). Goals: ≥ 5× the
 //!   single send per message, ≥ 10× nubos per message.
 //!
+//! - `gate`: `Mail::pending_replies` of a task with `PEER_GATE` (default
+//!   10,000) open requests in one inbox, right after they were sent (the
+//!   inbox's stamp inside the gate cache's racy window), against nubos's
+//!   `pendingReplies`, `PEER_GATE_ROUNDS` rounds (default 3), each side
+//!   sending into a fresh project just before its gate (chipset in batches
+//!   of 100). Also timed: chipset's gate run again at once, and its
+//!   `Mail::inbox` of the same inbox (the full scan the cache replaces).
+//!   Goal (issue 31): ≥ 2.5× nubos, and never slower than the full scan.
+//! - `archive`: archiving a notify just sent, 50 per round. Goal (issue
+//!   31): ≥ 1.0.
+//!
+//! `PEER_ONLY=gate,archive` runs only the named scenarios (`sends` names
+//! `fresh`, `batch` and `fill`).
+//!
 //! `batch` runs `send_batch` under each sync order this filesystem allows,
 //! in the same rotation (issue 15): `FileThenDir` (one round of concurrent
 //! fsyncs), and `WriteBackThenDir` where
@@ -109,6 +123,22 @@ impl Nubos {
             .parse()
             .unwrap_or_else(|_| panic!("the nubos driver answered {line:?}"))
     }
+
+    /// Sends the driver one command and returns its answer's words.
+    fn ask(&mut self, command: &str) -> Vec<String> {
+        writeln!(self.stdin, "{command}").expect("write to the driver");
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).expect("read the driver");
+        line.split_whitespace().map(str::to_owned).collect()
+    }
+
+    /// Microseconds from the first word of an answer.
+    fn micros(words: &[String]) -> f64 {
+        words
+            .first()
+            .and_then(|w| w.parse().ok())
+            .unwrap_or_else(|| panic!("the nubos driver answered {words:?}"))
+    }
 }
 
 impl Drop for Nubos {
@@ -126,6 +156,116 @@ fn chipset_sends(mail: &Mail, n: usize, seq: &mut usize) -> f64 {
         mail.send(&note(*seq)).unwrap();
     }
     start.elapsed().as_secs_f64() * 1e6
+}
+
+/// Whether `PEER_ONLY` (a comma-separated list) selects `name`; all are
+/// selected without it.
+fn selected(name: &str) -> bool {
+    std::env::var("PEER_ONLY").map_or(true, |only| only.split(',').any(|n| n == name))
+}
+
+fn request(i: usize, task: &TaskId) -> Draft {
+    Draft::request(
+        AgentId::new("np-critic").unwrap(),
+        AgentId::new("np-executor").unwrap(),
+        task.clone(),
+        "weak-assertion",
+        format!("finding {i}: the assertion in tests/foo.rs:42 cannot fail"),
+    )
+    .with_round(2)
+}
+
+/// `gate`: the gate of a task with `n` open requests right after they
+/// were sent, chipset against nubos, alternating.
+fn gate_scenario(work: &Path, nubos: &mut Nubos, n: usize, rounds: usize) {
+    let task = TaskId::new("M005-S007-T0003").unwrap();
+    let (mut c_first, mut c_again, mut c_inbox, mut peer) = (0.0, 0.0, 0.0, 0.0);
+    let executor = AgentId::new("np-executor").unwrap();
+    for r in 0..rounds {
+        let mail = mail_at(&work.join(format!("gate-c{r}")), None);
+        let n_root = work.join(format!("gate-n{r}"));
+        rotate(
+            r,
+            &mut [
+                &mut || {
+                    let mut i = 0;
+                    while i < n {
+                        let k = 100.min(n - i);
+                        let drafts: Vec<Draft> = (i..i + k).map(|j| request(j, &task)).collect();
+                        mail.send_batch(&drafts).unwrap();
+                        i += k;
+                    }
+                    let t = Instant::now();
+                    let pending = mail.pending_replies(&task).unwrap();
+                    c_first += t.elapsed().as_secs_f64() * 1e6;
+                    assert_eq!(pending.len(), n);
+                    let t = Instant::now();
+                    let pending = mail.pending_replies(&task).unwrap();
+                    c_again += t.elapsed().as_secs_f64() * 1e6;
+                    assert_eq!(pending.len(), n);
+                    let t = Instant::now();
+                    let listed = mail
+                        .inbox(&executor, &chipset_mail::InboxFilter::default())
+                        .unwrap();
+                    c_inbox += t.elapsed().as_secs_f64() * 1e6;
+                    assert_eq!(listed.len(), n);
+                },
+                &mut || {
+                    nubos.ask(&format!("requests {} {n} {task}", n_root.display()));
+                    let words = nubos.ask(&format!("pending {} {task}", n_root.display()));
+                    assert_eq!(
+                        words.get(1).map(String::as_str),
+                        Some(n.to_string().as_str())
+                    );
+                    peer += Nubos::micros(&words);
+                },
+            ],
+        );
+    }
+    let ms = |t: f64| t / rounds as f64 / 1e3;
+    println!(
+        "gate {n}  chipset {:>8.1} ms (again {:>8.1} ms, inbox listing {:>8.1} ms)   nubos {:>8.1} ms   speed vs nubos {:.2}x",
+        ms(c_first),
+        ms(c_again),
+        ms(c_inbox),
+        ms(peer),
+        peer / c_first
+    );
+}
+
+/// `archive`: archiving a notify just sent, chipset against nubos,
+/// alternating.
+fn archive_scenario(work: &Path, nubos: &mut Nubos, rounds: usize, seq: &mut usize) {
+    let mail = mail_at(&work.join("archive-c"), None);
+    let n_root = work.join("archive-n");
+    let (mut c, mut peer) = (0.0, 0.0);
+    let per_round = 50;
+    for r in 0..rounds {
+        for k in 0..per_round {
+            rotate(
+                r + k,
+                &mut [
+                    &mut || {
+                        *seq += 1;
+                        let sent = mail.send(&note(*seq)).unwrap();
+                        let t = Instant::now();
+                        let archived = mail.archive(sent.id()).unwrap();
+                        c += t.elapsed().as_secs_f64() * 1e6;
+                        assert!(matches!(
+                            archived,
+                            chipset_mail::ArchiveOutcome::Archived(_)
+                        ));
+                    },
+                    &mut || {
+                        let id = nubos.ask(&format!("notify {}", n_root.display()));
+                        let words = nubos.ask(&format!("archive {} {}", n_root.display(), id[0]));
+                        peer += Nubos::micros(&words);
+                    },
+                ],
+            );
+        }
+    }
+    report("archive", c, peer, rounds * per_round);
 }
 
 fn env_usize(name: &str, default: usize) -> usize {
@@ -164,6 +304,17 @@ fn main() {
         "peer: projects under {}; chipset publishes with {order:?}",
         base.display()
     );
+
+    if selected("gate") {
+        let n = env_usize("PEER_GATE", 10_000);
+        gate_scenario(work.path(), &mut nubos, n, env_usize("PEER_GATE_ROUNDS", 3));
+    }
+    if selected("archive") {
+        archive_scenario(work.path(), &mut nubos, rounds, &mut seq);
+    }
+    if !selected("sends") {
+        return;
+    }
 
     // fresh: 200 sends into a new project.
     let (mut c, mut n) = (0.0, 0.0);

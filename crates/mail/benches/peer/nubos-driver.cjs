@@ -5,6 +5,12 @@
 // stdin, one per line, answering each with the microseconds it took:
 //
 //   send <project> <n>   n sequential sends into <project> (created if missing)
+//   requests <project> <n> <task>   n sequential requests (expecting a
+//                        reply) from np-critic to np-executor for <task>
+//   pending <project> <task>   pendingReplies of <task> (answers
+//                        `<microseconds> <count>`)
+//   notify <project>     one untimed send; answers its id
+//   archive <project> <id>   archive of <id>
 //
 // The same message as the chipset side: a notify from np-critic to
 // np-executor for task M005-S007-T0002, round 2, a one-line body.
@@ -38,11 +44,57 @@ function send(project, n) {
   return Number((process.hrtime.bigint() - start) / 1000n);
 }
 
+function requests(project, n, task) {
+  fs.mkdirSync(path.join(project, '.nubos-pilot'), { recursive: true });
+  const start = process.hrtime.bigint();
+  for (let i = 0; i < n; i++) {
+    seq += 1;
+    messaging.send({
+      from: 'np-critic',
+      to: 'np-executor',
+      kind: 'request',
+      subject: 'weak-assertion',
+      body: `finding ${seq}: the assertion in tests/foo.rs:42 cannot fail`,
+      phase: task,
+      round: 2,
+      expects_reply: true,
+    }, project);
+  }
+  return Number((process.hrtime.bigint() - start) / 1000n);
+}
+
+function timed(f) {
+  const start = process.hrtime.bigint();
+  const out = f();
+  return [Number((process.hrtime.bigint() - start) / 1000n), out];
+}
+
 const rl = readline.createInterface({ input: process.stdin });
 rl.on('line', (line) => {
-  const [cmd, project, n] = line.trim().split(' ');
+  const [cmd, project, n, arg] = line.trim().split(' ');
   if (cmd === 'send') {
     process.stdout.write(`${send(project, Number(n))}\n`);
+  } else if (cmd === 'requests') {
+    process.stdout.write(`${requests(project, Number(n), arg)}\n`);
+  } else if (cmd === 'pending') {
+    const [us, out] = timed(() => messaging.pendingReplies(n, project));
+    process.stdout.write(`${us} ${out.length}\n`);
+  } else if (cmd === 'notify') {
+    fs.mkdirSync(path.join(project, '.nubos-pilot'), { recursive: true });
+    seq += 1;
+    const sent = messaging.send({
+      from: 'np-critic',
+      to: 'np-executor',
+      kind: 'notify',
+      subject: 'weak-assertion',
+      body: `finding ${seq}: the assertion in tests/foo.rs:42 cannot fail`,
+      phase: 'M005-S007-T0002',
+      round: 2,
+    }, project);
+    process.stdout.write(`${sent.id}\n`);
+  } else if (cmd === 'archive') {
+    const [us] = timed(() => messaging.archive(n, project));
+    process.stdout.write(`${us}\n`);
   } else {
     process.stdout.write(`error unknown command ${cmd}\n`);
   }
