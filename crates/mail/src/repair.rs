@@ -42,9 +42,6 @@ impl Mail {
         let scan = self.scan_doctor(mode)?;
         let mut report = Report::new(mode);
         report.scanned = scan.messages;
-        // Sized once: grown by doubling, a report of many findings would
-        // hold its old and new buffers at once, on top of the scan's.
-        report.findings.reserve_exact(scan.findings.len());
         for f in scan.findings {
             report.findings.push(self.finding(mode, f));
         }
