@@ -164,8 +164,8 @@ fn selected(name: &str) -> bool {
     std::env::var("PEER_ONLY").map_or(true, |only| only.split(',').any(|n| n == name))
 }
 
-fn request(i: usize, task: &TaskId) -> Draft {
-    Draft::request(
+fn request(i: usize, task: &TaskId) -> NewMessage {
+    NewMessage::request(
         AgentId::new("np-critic").unwrap(),
         AgentId::new("np-executor").unwrap(),
         task.clone(),
@@ -191,7 +191,8 @@ fn gate_scenario(work: &Path, nubos: &mut Nubos, n: usize, rounds: usize) {
                     let mut i = 0;
                     while i < n {
                         let k = 100.min(n - i);
-                        let drafts: Vec<Draft> = (i..i + k).map(|j| request(j, &task)).collect();
+                        let drafts: Vec<NewMessage> =
+                            (i..i + k).map(|j| request(j, &task)).collect();
                         mail.send_batch(&drafts).unwrap();
                         i += k;
                     }

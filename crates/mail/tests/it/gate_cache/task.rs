@@ -249,7 +249,7 @@ fn a_gate_right_after_the_sends_reads_each_request_once() {
     let mut sent: Vec<String> = (0..3)
         .map(|i| {
             let q = m
-                .send(&Draft::request(
+                .send(&NewMessage::request(
                     agent("critic"),
                     agent("exec"),
                     task("t1"),
