@@ -82,7 +82,7 @@ impl Mail {
         if !caught.covers(request.created_at) {
             dirs.push(self.layout.archive_root());
         }
-        let mut found = self.responses_among(std::slice::from_ref(request), &dirs)?;
+        let mut found = self.responses_among(&[request], &dirs)?;
         Ok(found.pop_first().map(|(_, response)| response))
     }
 
@@ -104,14 +104,14 @@ impl Mail {
     /// it. A file is parsed only when it mentions one of the requests' ids.
     fn responses_among(
         &self,
-        requests: &[Message],
+        requests: &[&Message],
         dirs: &[StatePath],
     ) -> Result<BTreeMap<MessageId, Message>> {
         let mut answered = BTreeMap::new();
         let Some(oldest) = requests.iter().map(|r| &r.id).min() else {
             return Ok(answered);
         };
-        let wanted: BTreeMap<&MessageId, &Message> = requests.iter().map(|r| (&r.id, r)).collect();
+        let wanted: BTreeMap<&MessageId, &Message> = requests.iter().map(|r| (&r.id, *r)).collect();
         let sent = requests.iter().map(|r| r.created_at).min();
         for dir in dirs {
             // A response is put into a folder after its request was sent,
@@ -231,13 +231,15 @@ impl Mail {
     /// must not turn a blocked gate into an open one); and
     /// [`Error::Store`](crate::Error::Store) when an inbox cannot be read. Never a shorter list.
     pub fn pending_replies(&self, task: &TaskId) -> Result<Vec<Message>> {
-        let files = self.gate_files(task)?;
+        let mut files = self.gate_files(task)?;
         // A request whose response exists is answered, whoever wrote the
         // response and whether or not the request was moved yet.
         // Each open request comes read and checked (failing closed), or
         // `None` when it was archived since the listing: archived requests
         // are never pending.
-        let mut out: Vec<Message> = files.iter().filter_map(|f| f.message.clone()).collect();
+        // Taken out of the files (not cloned): what follows needs only the
+        // files' facts.
+        let mut out: Vec<Message> = files.iter_mut().filter_map(|f| f.message.take()).collect();
         // What `answers` checks, from the cached facts of the task's
         // responses: (the request answered, the responder), looked up per
         // request, so the check costs the task's files once, not once per
@@ -266,14 +268,14 @@ impl Mail {
             out.retain(|q| !indexed.contains(&q.id));
         }
         if !out.is_empty() {
-            let found = self.responses_among(&out, &[self.layout.by_task(task)])?;
+            let all: Vec<&Message> = out.iter().collect();
+            let found = self.responses_among(&all, &[self.layout.by_task(task)])?;
             out.retain(|q| !found.contains_key(&q.id));
             // Only requests older than the tail can have a response in
             // `archive/` that the tail did not see.
-            let old: Vec<Message> = out
+            let old: Vec<&Message> = out
                 .iter()
                 .filter(|q| !caught.covers(q.created_at))
-                .cloned()
                 .collect();
             if !old.is_empty() {
                 let found = self.responses_among(&old, &[self.layout.archive_root()])?;

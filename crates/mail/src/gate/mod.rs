@@ -214,6 +214,15 @@ struct InboxCache {
     files: BTreeMap<String, FileEntry>,
 }
 
+/// [`InboxCache`] as it is written, borrowing its files (the same JSON).
+#[derive(Serialize)]
+struct InboxCacheRef<'a> {
+    v: u32,
+    stamp: Stamp,
+    settled: bool,
+    files: &'a BTreeMap<String, FileEntry>,
+}
+
 /// One inbox's part of a task's cache.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct Slice {
@@ -587,11 +596,11 @@ impl Mail {
         if read_any || settled {
             self.store_cache(
                 path,
-                &InboxCache {
+                &InboxCacheRef {
                     v: VERSION,
                     stamp,
                     settled,
-                    files: files.clone(),
+                    files: &files,
                 },
             );
         }
