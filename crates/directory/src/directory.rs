@@ -1,0 +1,280 @@
+//! The I/O layer: profiles in `agents/{agent}.json`, changed under each
+//! file's lock.
+
+use std::time::Duration;
+
+use chipset_bus::Bus;
+use chipset_hook::Hooks;
+use chipset_mail::Mail;
+use chipset_store::{AgentId, Corruption, Decision, ReadOutcome, StateDir, StatePath, Unsupported};
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::profile::{Profile, Registration, Role};
+use crate::seen::Seen;
+
+/// A profile with its computed last activity: what `whois` and `list` give.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct AgentInfo {
+    /// The profile as stored.
+    #[serde(flatten)]
+    pub profile: Profile,
+    /// The latest activity chipset saw.
+    pub last_seen: Seen,
+}
+
+/// What [`Directory::register`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Registered {
+    /// A new profile.
+    Created(Profile),
+    /// The profile changed.
+    Updated(Profile),
+    /// The profile already said all that: nothing was written (a retry).
+    Unchanged(Profile),
+}
+
+impl Registered {
+    /// Returns the profile now.
+    pub fn profile(&self) -> &Profile {
+        match self {
+            Registered::Created(p) | Registered::Updated(p) | Registered::Unchanged(p) => p,
+        }
+    }
+}
+
+/// Which agents [`Directory::list`] returns. The default is every one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Filter {
+    /// Only agents holding this role.
+    pub role: Option<Role>,
+    /// Only agents seen within this long of now.
+    pub seen_within: Option<Duration>,
+}
+
+/// What [`Directory::list`] found: the matching agents, and the profile
+/// files it could not read (never dropped in silence).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Roster {
+    /// The matching agents, sorted by name.
+    pub agents: Vec<AgentInfo>,
+    /// Corrupt profiles (and foreign file names in `agents/`).
+    pub corrupt: Vec<Corruption>,
+    /// Profiles holding values this version does not know.
+    pub unsupported: Vec<Unsupported>,
+}
+
+/// The agent directory under one state root: `agents/{agent}.json`.
+///
+/// Cheap to clone. A registration is one locked read-modify-write
+/// ([`StateDir::update`]); reading never writes.
+#[derive(Debug, Clone)]
+pub struct Directory {
+    pub(crate) state: StateDir,
+    pub(crate) dir: StatePath,
+    pub(crate) hooks: Hooks,
+    pub(crate) bus: Bus,
+    pub(crate) manifest: StatePath,
+}
+
+impl Directory {
+    /// Returns the directory under `state`. Creates nothing until the first
+    /// registration.
+    pub fn new(state: StateDir) -> Self {
+        Directory {
+            dir: state.channel(crate::DIRECTORY_CHANNEL),
+            hooks: Hooks::new(state.clone()),
+            bus: Bus::new(state.clone()),
+            manifest: Mail::new(state.clone()).manifest_path(),
+            state,
+        }
+    }
+
+    /// Returns the `agents/` directory.
+    pub fn dir(&self) -> &StatePath {
+        &self.dir
+    }
+
+    /// Returns the path of `agent`'s profile, `agents/{agent}.json`.
+    pub fn path(&self, agent: &AgentId) -> StatePath {
+        self.dir.join_id(agent, ".json")
+    }
+
+    /// Creates or updates `agent`'s profile. Fields `change` leaves `None`
+    /// keep their value; an empty value clears one. Idempotent: registering
+    /// again with what the profile says writes nothing.
+    ///
+    /// **Commit point**: the rename of the new profile under its lock; a
+    /// crash before it leaves the old profile, after it the new one.
+    ///
+    /// # Errors
+    ///
+    /// Bad input ([`Error::is_invalid_input`]) before anything is read;
+    /// [`Error::Corrupt`] or [`Error::Unsupported`] when the profile file is
+    /// (nothing is overwritten); [`Error::Store`].
+    pub fn register(&self, agent: &AgentId, change: &Registration) -> Result<Registered> {
+        change.validate()?;
+        let path = self.path(agent);
+        let op = "register";
+        self.state.update(&path, |read: ReadOutcome<Profile>| {
+            let old = match classify(agent, &path, read) {
+                ReadOutcome::Missing => None,
+                ReadOutcome::Value(p) => Some(p),
+                ReadOutcome::Corrupt(corruption) => {
+                    return Err(Error::Corrupt {
+                        agent: agent.clone(),
+                        op,
+                        corruption,
+                    });
+                }
+                ReadOutcome::Unsupported(unsupported) => {
+                    return Err(Error::Unsupported {
+                        agent: agent.clone(),
+                        op,
+                        unsupported,
+                    });
+                }
+            };
+            let now = self.state.now();
+            let mut new = change.apply(agent, old.as_ref(), now);
+            Ok(match old {
+                None => Decision::Write(new.clone(), Registered::Created(new)),
+                Some(old) if old == new => Decision::Keep(Registered::Unchanged(old)),
+                Some(_) => {
+                    new.updated_at = now;
+                    Decision::Write(new.clone(), Registered::Updated(new))
+                }
+            })
+        })
+    }
+
+    /// Reads `agent`'s profile without locking (a file is always whole).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when it cannot be read; a corrupt file is
+    /// [`ReadOutcome::Corrupt`], never missing.
+    pub fn read(&self, agent: &AgentId) -> Result<ReadOutcome<Profile>> {
+        let path = self.path(agent);
+        Ok(classify(agent, &path, self.state.read_json(&path)?))
+    }
+
+    /// Returns `agent`'s profile and last activity.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotRegistered`]; [`Error::Corrupt`]; [`Error::Unsupported`];
+    /// [`Error::Store`], [`Error::Hook`] or [`Error::Bus`] when a file cannot
+    /// be read.
+    pub fn whois(&self, agent: &AgentId) -> Result<AgentInfo> {
+        let op = "read";
+        let profile = match self.read(agent)? {
+            ReadOutcome::Value(p) => p,
+            ReadOutcome::Missing => {
+                return Err(Error::NotRegistered {
+                    agent: agent.clone(),
+                });
+            }
+            ReadOutcome::Corrupt(corruption) => {
+                return Err(Error::Corrupt {
+                    agent: agent.clone(),
+                    op,
+                    corruption,
+                });
+            }
+            ReadOutcome::Unsupported(unsupported) => {
+                return Err(Error::Unsupported {
+                    agent: agent.clone(),
+                    op,
+                    unsupported,
+                });
+            }
+        };
+        let last_seen = self.seen(agent, profile.updated_at, &self.mail_tail()?)?;
+        Ok(AgentInfo { profile, last_seen })
+    }
+
+    /// Returns the registered agents `filter` admits, sorted by name, and
+    /// every profile that could not be read.
+    ///
+    /// Cost: one listing of `agents/`, the manifest's tail once, and per
+    /// agent its profile, presence and hook (each one bounded read) and one
+    /// `stat`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`], [`Error::Hook`] or [`Error::Bus`] when a file cannot
+    /// be read at all.
+    pub fn list(&self, filter: &Filter) -> Result<Roster> {
+        let mut roster = Roster::default();
+        let names = match self.state.stat(&self.dir)? {
+            Some(_) => self.state.list(&self.dir)?,
+            None => Vec::new(),
+        };
+        let tail = self.mail_tail()?;
+        let now = self.state.now();
+        for name in names {
+            let agent = name
+                .strip_suffix(".json")
+                .and_then(|stem| AgentId::new(stem).ok());
+            let Some(agent) = agent else {
+                roster.corrupt.push(Corruption {
+                    path: self.dir.join(&name)?.to_path_buf(),
+                    reason: chipset_store::CorruptReason::WrongShape(
+                        "not a profile file name (`{agent}.json`)".to_owned(),
+                    ),
+                });
+                continue;
+            };
+            let profile = match self.read(&agent)? {
+                ReadOutcome::Value(p) => p,
+                ReadOutcome::Missing => continue, // Removed since the listing.
+                ReadOutcome::Corrupt(c) => {
+                    roster.corrupt.push(c);
+                    continue;
+                }
+                ReadOutcome::Unsupported(u) => {
+                    roster.unsupported.push(u);
+                    continue;
+                }
+            };
+            if let Some(role) = &filter.role
+                && !profile.roles.contains(role)
+            {
+                continue;
+            }
+            let last_seen = self.seen(&agent, profile.updated_at, &tail)?;
+            if let Some(within) = filter.seen_within
+                && now.since(last_seen.at) > within
+            {
+                continue;
+            }
+            roster.agents.push(AgentInfo { profile, last_seen });
+        }
+        roster
+            .agents
+            .sort_by(|a, b| a.profile.name.cmp(&b.profile.name));
+        Ok(roster)
+    }
+}
+
+/// A profile whose `name` is not its file's agent is corrupt.
+fn classify(agent: &AgentId, path: &StatePath, read: ReadOutcome<Profile>) -> ReadOutcome<Profile> {
+    read.and_then(|p| {
+        if &p.name == agent {
+            ReadOutcome::Value(p)
+        } else {
+            ReadOutcome::Corrupt(Corruption {
+                path: path.to_path_buf(),
+                reason: chipset_store::CorruptReason::WrongShape(format!(
+                    "name `{}` does not match the file's agent `{agent}`",
+                    p.name
+                )),
+            })
+        }
+    })
+}

@@ -1,0 +1,99 @@
+//! The crate's one error type.
+
+use chipset_store::{AgentId, Corruption, Unsupported};
+
+/// A specialized result for directory operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything a directory operation can fail with. When one is returned by
+/// [`Directory::register`](crate::Directory::register), nothing was written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A role name is not a valid role.
+    #[error("invalid role `{value}`: {reason}")]
+    InvalidRole {
+        /// The name given.
+        value: String,
+        /// Why it is refused.
+        reason: &'static str,
+    },
+    /// A profile lists more roles than [`MAX_ROLES`](crate::MAX_ROLES).
+    #[error("too many roles: {count}, at most {max}")]
+    TooManyRoles {
+        /// How many were given.
+        count: usize,
+        /// The bound.
+        max: usize,
+    },
+    /// A text field is longer than its bound.
+    #[error("the {field} is {len} bytes long, at most {max}")]
+    TooLong {
+        /// The field (`program`, `note`, …).
+        field: &'static str,
+        /// Its length in bytes.
+        len: usize,
+        /// The bound.
+        max: usize,
+    },
+    /// A text field holds a control character (a line break outside the note).
+    #[error("the {field} holds a control character")]
+    ControlCharacter {
+        /// The field.
+        field: &'static str,
+    },
+    /// The agent has no profile.
+    #[error("agent `{agent}` is not registered")]
+    NotRegistered {
+        /// The agent.
+        agent: AgentId,
+    },
+    /// The profile file is corrupt: it is reported, never read as absent,
+    /// and `register` refuses to overwrite it.
+    #[error("cannot {op} the profile of `{agent}`: {corruption}")]
+    Corrupt {
+        /// The agent.
+        agent: AgentId,
+        /// What was being done.
+        op: &'static str,
+        /// The bad file and why it is bad.
+        corruption: Corruption,
+    },
+    /// The profile file holds a value this version does not know.
+    #[error("cannot {op} the profile of `{agent}`: {unsupported}")]
+    Unsupported {
+        /// The agent.
+        agent: AgentId,
+        /// What was being done.
+        op: &'static str,
+        /// The file and the value.
+        unsupported: Unsupported,
+    },
+    /// A filesystem operation failed; it names the operation and the path.
+    #[error(transparent)]
+    Store(#[from] chipset_store::Error),
+    /// Reading the agent's hook (for its last activity) failed.
+    #[error(transparent)]
+    Hook(#[from] chipset_hook::Error),
+    /// Reading the agent's bus presence failed.
+    #[error(transparent)]
+    Bus(#[from] chipset_bus::Error),
+}
+
+impl Error {
+    /// Returns true for bad input: nothing was read or written.
+    pub fn is_invalid_input(&self) -> bool {
+        matches!(
+            self,
+            Error::InvalidRole { .. }
+                | Error::TooManyRoles { .. }
+                | Error::TooLong { .. }
+                | Error::ControlCharacter { .. }
+        )
+    }
+
+    /// Returns true when a profile file is corrupt.
+    pub fn is_corrupt(&self) -> bool {
+        matches!(self, Error::Corrupt { .. })
+    }
+}
