@@ -4,6 +4,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use chipset_bus::{Bus, BusConfig};
+use chipset_directory::Directory;
 use chipset_hook::Hooks;
 use chipset_loop::{Attention, AttentionConfig, LoopState};
 use chipset_mail::{Mail, MailConfig};
@@ -82,6 +83,7 @@ struct Inner {
     mail: Mail,
     bus: Bus,
     attention: Attention,
+    directory: Directory,
 }
 
 impl Chipset {
@@ -128,6 +130,7 @@ impl Chipset {
             reminders.clone(),
         )
         .with_config(config.attention);
+        let directory = Directory::new(state.clone());
         Chipset {
             inner: Arc::new(Inner {
                 state,
@@ -137,6 +140,7 @@ impl Chipset {
                 mail,
                 bus,
                 attention,
+                directory,
             }),
         }
     }
@@ -175,6 +179,11 @@ impl Chipset {
     /// and the waits for it.
     pub fn attention(&self) -> &Attention {
         &self.inner.attention
+    }
+
+    /// Returns the agent directory: profiles, roles and last seen.
+    pub fn directory(&self) -> &Directory {
+        &self.inner.directory
     }
 
     /// Returns the loops' persisted state (for counts and the doctor).

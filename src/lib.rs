@@ -88,6 +88,7 @@ mod error;
 mod status;
 
 pub use chipset_bus as bus;
+pub use chipset_directory as directory;
 pub use chipset_hook as hook;
 pub use chipset_lease as lease;
 pub use chipset_loop as r#loop;

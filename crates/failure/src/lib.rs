@@ -355,6 +355,19 @@ impl From<chipset_lease::Error> for Failure {
     }
 }
 
+impl From<chipset::directory::Error> for Failure {
+    fn from(e: chipset::directory::Error) -> Self {
+        use chipset::directory::Error as E;
+        match e {
+            E::Store(s) => s.into(),
+            E::Hook(h) => h.into(),
+            E::Bus(b) => b.into(),
+            other if other.is_invalid_input() => Failure::from_error(Class::Usage, &other),
+            other => Failure::from_error(Class::Refused, &other),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
