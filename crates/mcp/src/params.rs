@@ -536,3 +536,32 @@ mod tests {
         assert_eq!(schema["required"], serde_json::json!(["id", "hours"]));
     }
 }
+
+/// A role name: lower case letters, digits, `-` and `_`.
+const ROLE: &str = "^[a-z0-9][a-z0-9_-]*$";
+
+/// `agent_whois`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AgentWhois {
+    /// The agent to describe [default: this agent].
+    #[schemars(pattern(ID), length(max = 128))]
+    pub(crate) name: Option<String>,
+}
+
+/// `agent_list`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AgentList {
+    /// Only agents holding this role.
+    #[schemars(pattern(ROLE), length(min = 1, max = 64))]
+    pub(crate) role: Option<String>,
+    /// Only agents seen within this many seconds.
+    #[serde(default, deserialize_with = "lenient_opt")]
+    #[schemars(with = "f64", range(min = 0))]
+    pub(crate) seen_within_seconds: Option<f64>,
+    /// At most this many, by name [default: 20, at most 1000]; `total` counts them all.
+    #[serde(default, deserialize_with = "lenient_opt")]
+    #[schemars(with = "u32", range(min = 1, max = 1000))]
+    pub(crate) limit: Option<u32>,
+}

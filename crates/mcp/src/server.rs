@@ -19,9 +19,10 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, tool, tool_handler, tool_router
 
 use crate::ops::{self, Ctx, Outcome};
 use crate::params::{
-    BusAck, BusPending, BusPublish, BusWait, HookAssign, HookClear, LeaseAcquire, LeaseList,
-    LeaseRelease, LeaseRenew, MailArchive, MailInbox, MailPending, MailRead, MailSend, MailThread,
-    NudgeRespond, NudgeSend, RemindList, RemindOpen, RemindResolve, RemindSnooze, Wait,
+    AgentList, AgentWhois, BusAck, BusPending, BusPublish, BusWait, HookAssign, HookClear,
+    LeaseAcquire, LeaseList, LeaseRelease, LeaseRenew, MailArchive, MailInbox, MailPending,
+    MailRead, MailSend, MailThread, NudgeRespond, NudgeSend, RemindList, RemindOpen, RemindResolve,
+    RemindSnooze, Wait,
 };
 use crate::schema::{self, Parameters};
 use crate::view::{self, Noted, Partial, Refusal};
@@ -524,6 +525,32 @@ impl Server {
         Parameters(p): Parameters<LeaseList>,
     ) -> Result<CallToolResult, ErrorData> {
         self.run_with(p, ops::lease_list).await
+    }
+
+    #[tool(
+        title = "Who is this agent",
+        description = "Show an agent's profile from the directory (this agent unless name names another): roles, program, model, host, current task, note, and when it was last seen and from which activity.",
+        annotations(read_only_hint = true, open_world_hint = false),
+        output_schema = schema::output::<view::AgentProfile>()
+    )]
+    async fn agent_whois(
+        &self,
+        Parameters(p): Parameters<AgentWhois>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run_with(p, ops::agent_whois).await
+    }
+
+    #[tool(
+        title = "List agents",
+        description = "List the registered agents by name, optionally only those holding a role or seen within a number of seconds: 20 unless limit says otherwise; total counts them all.",
+        annotations(read_only_hint = true, open_world_hint = false),
+        output_schema = schema::output::<view::AgentListing>()
+    )]
+    async fn agent_list(
+        &self,
+        Parameters(p): Parameters<AgentList>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run_with(p, ops::agent_list).await
     }
 }
 

@@ -550,3 +550,106 @@ pub(crate) use records::{
     Assignment as AssignmentRecord, Brief as BriefRecord, Hook as HookRecord,
     Message as MessageRecord, Reminder as ReminderRecord,
 };
+
+/// One agent of the directory: `agent whois`, `agent register`,
+/// `agent_whois`, and each entry of `agent list` and `agent_list`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct AgentProfile {
+    /// The agent.
+    #[schemars(with = "String")]
+    pub name: AgentId,
+    /// Its roles, sorted.
+    pub roles: Vec<String>,
+    /// The program driving it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
+    /// The model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The host it runs on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// What it says it works on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+    /// Free text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// When it first registered.
+    #[schemars(with = "String")]
+    pub registered_at: Timestamp,
+    /// When its profile last changed.
+    #[schemars(with = "String")]
+    pub updated_at: Timestamp,
+    /// Its latest activity chipset saw (not shown by `agent register`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_seen: Option<LastSeen>,
+}
+
+/// When an agent was last seen, and which file told.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct LastSeen {
+    /// When.
+    #[schemars(with = "String")]
+    pub at: Timestamp,
+    /// `registered`, `presence`, `hook`, `ack`, `sent` or `archived`.
+    pub source: String,
+}
+
+impl AgentProfile {
+    /// Returns the view of `profile`, with `seen` when known.
+    pub fn of(
+        profile: &chipset::directory::Profile,
+        seen: Option<chipset::directory::Seen>,
+    ) -> Self {
+        AgentProfile {
+            name: profile.name.clone(),
+            roles: profile.roles.iter().map(|r| r.to_string()).collect(),
+            program: profile.program.clone(),
+            model: profile.model.clone(),
+            host: profile.host.clone(),
+            task: profile.task.clone(),
+            note: profile.note.clone(),
+            registered_at: profile.registered_at,
+            updated_at: profile.updated_at,
+            last_seen: seen.map(|s| LastSeen {
+                at: s.at,
+                source: s.source.as_str().to_owned(),
+            }),
+        }
+    }
+}
+
+/// `agent list`, `agent_list`: the matching agents by name, how many
+/// matched, and the profile files that could not be read.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct AgentListing {
+    /// The agents shown.
+    pub agents: Vec<AgentProfile>,
+    /// How many matched; more than shown when the limit cut the listing.
+    pub total: usize,
+    /// Why each unreadable profile could not be read.
+    pub unreadable: Vec<String>,
+}
+
+impl AgentListing {
+    /// Returns the view of `roster`, at most `limit` agents.
+    pub fn of(roster: &chipset::directory::Roster, limit: usize) -> Self {
+        let unreadable = roster
+            .corrupt
+            .iter()
+            .map(ToString::to_string)
+            .chain(roster.unsupported.iter().map(ToString::to_string))
+            .collect();
+        AgentListing {
+            agents: roster
+                .agents
+                .iter()
+                .take(limit)
+                .map(|i| AgentProfile::of(&i.profile, Some(i.last_seen)))
+                .collect(),
+            total: roster.agents.len(),
+            unreadable,
+        }
+    }
+}

@@ -13,7 +13,9 @@ use crate::Env;
 pub(crate) type Client = RunningService<RoleClient, ()>;
 
 /// Every tool the server must offer.
-pub(crate) const TOOLS: [&str; 29] = [
+pub(crate) const TOOLS: [&str; 31] = [
+    "agent_list",
+    "agent_whois",
     "brief",
     "bus_ack",
     "bus_pending",

@@ -54,6 +54,8 @@ fn call(ctx: &Ctx, name: &str, v: Value) -> Outcome {
         "remind_snooze" => ops::remind_snooze(ctx, parse(a)?),
         "brief" => ops::brief(ctx),
         "status" => ops::status(ctx),
+        "agent_whois" => ops::agent_whois(ctx, parse(a)?),
+        "agent_list" => ops::agent_list(ctx, parse(a)?),
         "wait" => block(watch::wait(&Arc::new(ctx.clone()), parse(a), pending())),
         other => panic!("no tool {other}"),
     }
@@ -254,6 +256,28 @@ fn every_result_matches_its_tools_output_schema() {
     t.ok(false, "wait", json!({"timeout_seconds": 0}));
 
     assert_eq!(t.ok(false, "status", json!({}))["agent"], "a");
+
+    let directory = chipset::directory::Directory::new(t.a.state.clone());
+    let mut qa = chipset::directory::Registration::new();
+    qa.roles = Some(vec!["qa".parse().unwrap()]);
+    qa.model = Some("m".to_owned());
+    directory.register(&t.a.agent, &qa).unwrap();
+    directory
+        .register(&t.b.agent, &chipset::directory::Registration::new())
+        .unwrap();
+    let me = t.ok(false, "agent_whois", json!({}));
+    assert_eq!((&me["name"], &me["model"]), (&json!("a"), &json!("m")));
+    assert_eq!(
+        t.ok(false, "agent_whois", json!({"name": "b"}))["name"],
+        "b"
+    );
+    let listed = t.ok(
+        false,
+        "agent_list",
+        json!({"role": "qa", "seen_within_seconds": 60}),
+    );
+    assert_eq!(listed["total"], 1);
+    assert_eq!(t.ok(false, "agent_list", json!({"limit": 1}))["total"], 2);
 
     // Every tool was checked.
     let all: BTreeSet<String> = t.tools.keys().cloned().collect();
