@@ -76,6 +76,9 @@ pub(crate) enum Command {
     /// Exclusive or shared, expiring, fenced leases on project paths.
     #[command(subcommand)]
     Lease(crate::lease::LeaseCommand),
+    /// The agent directory: profiles, roles and when each was last seen.
+    #[command(subcommand)]
+    Agent(crate::agent::AgentCommand),
     /// What needs an agent now, one line per kind of work; nothing when idle.
     Brief {
         /// The agent.
@@ -314,6 +317,7 @@ impl Command {
             // The witness writes (incidents, nudges), but only into a root
             // that has agents to watch: a mistyped root is refused.
             Command::Witness(_) => true,
+            Command::Agent(c) => !matches!(c, crate::agent::AgentCommand::Register { .. }),
             Command::Completions { .. } | Command::Init { .. } => false,
             Command::Brief { .. } | Command::Wait { .. } => true,
             // The tools read as well as write (`mail_pending` is a commit

@@ -15,6 +15,7 @@
 //! chipset [--root DIR] [--json] bus publish|pending|ack|wait|start|presence|nag ...
 //! chipset [--root DIR] [--json] bus control register|unregister ...
 //! chipset [--root DIR] [--json] remind open|list|resolve|snooze|clear|history|metrics ...
+//! chipset [--root DIR] [--json] agent register|list|whois ...
 //! chipset [--root DIR] [--json] witness run --every DURATION
 //! chipset completions SHELL
 //! chipset [--root DIR] [--json] init [--agent AGENT]
@@ -102,6 +103,7 @@
     reason = "the command line talks to the terminal"
 )]
 
+mod agent;
 mod attention;
 mod bus;
 mod cli;
@@ -264,6 +266,7 @@ fn run(cli: Cli) -> Result<Output> {
         Command::Bus(c) => bus::run(&ctx, c),
         Command::Remind(c) => remind::run(&ctx, c),
         Command::Lease(c) => lease::run(&ctx, c),
+        Command::Agent(c) => agent::run(&ctx, c),
         Command::Brief { agent } => attention::brief(&ctx, &agent),
         Command::Wait { agent, timeout } => attention::wait(&ctx, &agent, timeout),
         Command::Witness(c) => witness::run(&ctx, c, json),

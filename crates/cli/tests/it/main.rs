@@ -8,6 +8,7 @@
     reason = "tests plant, corrupt and inspect files as another program would, outside the store's API"
 )]
 
+mod agent;
 mod attention;
 mod bus;
 mod coverage;
