@@ -7,6 +7,7 @@
     reason = "tests plant, corrupt and inspect files as another program would, outside the store's API"
 )]
 
+mod procs;
 mod register;
 mod seen;
 
