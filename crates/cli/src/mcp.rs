@@ -1,5 +1,9 @@
 //! `chipset mcp`: the MCP server of [`chipset_mcp`], acting as `--agent`.
 //!
+//! It first registers `--agent` in the agent directory (a retry that
+//! writes nothing when its profile exists; a corrupt profile is a warning
+//! on stderr, not a failed start).
+//!
 //! On stdio it serves until the client hangs up; with `--http ADDR` it
 //! prints `chipset: listening on http://ADDR/mcp` on stderr (the bound
 //! address, so `127.0.0.1:0` reports the port it got) and serves until

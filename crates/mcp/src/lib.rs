@@ -38,6 +38,7 @@
 //! | `remind_open`, `remind_list`, `remind_resolve`, `remind_snooze` | reminders | `chipset remind …` |
 //! | `lease_acquire`, `lease_renew`, `lease_release`, `lease_list` | path leases held by this agent (fenced by token; `force` releases another's, mailing it) | `chipset lease …` |
 //! | `status` | this agent's hook, nudge, inbox, bus and the open reminders | `chipset status` |
+//! | `agent_whois`, `agent_list` | an agent's profile and last seen; the registered agents by role and last seen | `chipset agent whois/list` |
 //! | `brief` | what needs this agent now, one entry per kind of work | `chipset brief` |
 //! | `wait` | block until anything needs this agent, then the brief | `chipset wait` |
 //!
