@@ -42,6 +42,8 @@
 //! [`reminders`](Chipset::reminders), [`mail`](Chipset::mail),
 //! [`bus`](Chipset::bus) and [`attention`](Chipset::attention) borrow each
 //! channel's handle; the modules below are their manuals.
+//! [`Chipset::directory`] is the agent directory ([`directory`]): profiles,
+//! roles and when each agent was last seen.
 //! [`Chipset::open_with`] takes the store's options (a manual clock for a
 //! simulation), [`Chipset::with_config`] each channel's settings
 //! ([`Config`]). Ids parse from
