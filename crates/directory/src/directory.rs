@@ -113,7 +113,7 @@ impl Directory {
     ///
     /// # Errors
     ///
-    /// Bad input ([`Error::is_invalid_input`]) before anything is read;
+    /// Bad input ([`Error::is_usage`]) before anything is read;
     /// [`Error::Corrupt`] or [`Error::Unsupported`] when the profile file is
     /// (nothing is overwritten); [`Error::Store`].
     pub fn register(&self, agent: &AgentId, change: &Registration) -> Result<Registered> {

@@ -82,7 +82,7 @@ pub enum Error {
 
 impl Error {
     /// Returns true for bad input: nothing was read or written.
-    pub fn is_invalid_input(&self) -> bool {
+    pub fn is_usage(&self) -> bool {
         matches!(
             self,
             Error::InvalidRole { .. }
@@ -90,6 +90,12 @@ impl Error {
                 | Error::TooLong { .. }
                 | Error::ControlCharacter { .. }
         )
+    }
+
+    /// Returns true when the change was made but not known to be durable:
+    /// registering again with the same fields is then a retry.
+    pub fn is_outcome_unknown(&self) -> bool {
+        matches!(self, Error::Store(s) if s.is_outcome_unknown())
     }
 
     /// Returns true when a profile file is corrupt.

@@ -362,7 +362,7 @@ impl From<chipset::directory::Error> for Failure {
             E::Store(s) => s.into(),
             E::Hook(h) => h.into(),
             E::Bus(b) => b.into(),
-            other if other.is_invalid_input() => Failure::from_error(Class::Usage, &other),
+            other if other.is_usage() => Failure::from_error(Class::Usage, &other),
             other => Failure::from_error(Class::Refused, &other),
         }
     }

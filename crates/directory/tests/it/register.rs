@@ -89,7 +89,7 @@ fn bad_input_is_typed_and_changes_nothing() {
     };
     for bad in [long, control, many] {
         let err = e.dir.register(&a, &bad).unwrap_err();
-        assert!(err.is_invalid_input(), "{err}");
+        assert!(err.is_usage(), "{err}");
     }
     assert!(matches!(
         Role::new("../x").unwrap_err(),
