@@ -19,10 +19,9 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, tool, tool_handler, tool_router
 
 use crate::ops::{self, Ctx, Outcome};
 use crate::params::{
-    AgentList, AgentWhois, BusAck, BusPending, BusPublish, BusWait, HookAssign, HookClear,
-    LeaseAcquire, LeaseList, LeaseRelease, LeaseRenew, MailArchive, MailInbox, MailPending,
-    MailRead, MailSend, MailThread, NudgeRespond, NudgeSend, RemindList, RemindOpen, RemindResolve,
-    RemindSnooze, Wait,
+    BusAck, BusPending, BusPublish, BusWait, HookAssign, HookClear, LeaseAcquire, LeaseList,
+    LeaseRelease, LeaseRenew, MailArchive, MailInbox, MailPending, MailRead, MailSend, MailThread,
+    NudgeRespond, NudgeSend, RemindList, RemindOpen, RemindResolve, RemindSnooze, Wait,
 };
 use crate::schema::{self, Parameters};
 use crate::view::{self, Noted, Partial, Refusal};
@@ -48,6 +47,12 @@ impl Server {
             tool_router: schema::compact(Self::tool_router()),
             subscriptions: Arc::default(),
         }
+    }
+
+    /// Returns every tool: the channels' (below) and the directory's
+    /// (`server/agent.rs`).
+    fn tool_router() -> ToolRouter<Server> {
+        Self::channel_tools() + Self::agent_tools()
     }
 
     /// Returns a server for a new session: the same agent and root, no
@@ -159,7 +164,7 @@ pub(crate) fn result(outcome: Outcome) -> CallToolResult {
     }
 }
 
-#[tool_router]
+#[tool_router(router = channel_tools)]
 impl Server {
     /// Finds this agent's work and starts it: pending work becomes active in
     /// the same locked step; active work (after a restart) is resumed.
@@ -526,32 +531,6 @@ impl Server {
     ) -> Result<CallToolResult, ErrorData> {
         self.run_with(p, ops::lease_list).await
     }
-
-    #[tool(
-        title = "Who is this agent",
-        description = "Show an agent's profile from the directory (this agent unless name names another): roles, program, model, host, current task, note, and when it was last seen and from which activity.",
-        annotations(read_only_hint = true, open_world_hint = false),
-        output_schema = schema::output::<view::AgentProfile>()
-    )]
-    async fn agent_whois(
-        &self,
-        Parameters(p): Parameters<AgentWhois>,
-    ) -> Result<CallToolResult, ErrorData> {
-        self.run_with(p, ops::agent_whois).await
-    }
-
-    #[tool(
-        title = "List agents",
-        description = "List the registered agents by name, optionally only those holding a role or seen within a number of seconds: 20 unless limit says otherwise; total counts them all.",
-        annotations(read_only_hint = true, open_world_hint = false),
-        output_schema = schema::output::<view::AgentListing>()
-    )]
-    async fn agent_list(
-        &self,
-        Parameters(p): Parameters<AgentList>,
-    ) -> Result<CallToolResult, ErrorData> {
-        self.run_with(p, ops::agent_list).await
-    }
 }
 
 #[tool_handler(router = self.tool_router)]
@@ -705,5 +684,6 @@ impl Drop for Server {
     }
 }
 
+mod agent;
 #[cfg(test)]
 mod tests;
