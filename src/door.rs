@@ -6,6 +6,7 @@ use std::sync::Arc;
 use chipset_bus::{Bus, BusConfig};
 use chipset_directory::Directory;
 use chipset_hook::Hooks;
+use chipset_lease::Leases;
 use chipset_loop::{Attention, AttentionConfig, LoopState};
 use chipset_mail::{Mail, MailConfig};
 use chipset_nudge::{KindRegistry, NudgeConfig, Nudges, ReminderConfig, Reminders};
@@ -84,6 +85,7 @@ struct Inner {
     bus: Bus,
     attention: Attention,
     directory: Directory,
+    leases: Leases,
 }
 
 impl Chipset {
@@ -131,6 +133,7 @@ impl Chipset {
         )
         .with_config(config.attention);
         let directory = Directory::new(state.clone());
+        let leases = Leases::new(state.clone());
         Chipset {
             inner: Arc::new(Inner {
                 state,
@@ -141,6 +144,7 @@ impl Chipset {
                 bus,
                 attention,
                 directory,
+                leases,
             }),
         }
     }
@@ -184,6 +188,12 @@ impl Chipset {
     /// Returns the agent directory: profiles, roles and last seen.
     pub fn directory(&self) -> &Directory {
         &self.inner.directory
+    }
+
+    /// Returns the path leases: who may edit which files, and the check a
+    /// pre-commit hook runs.
+    pub fn leases(&self) -> &Leases {
+        &self.inner.leases
     }
 
     /// Returns the loops' persisted state (for counts and the doctor).

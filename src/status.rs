@@ -210,7 +210,7 @@ impl Chipset {
                     .map(|s| BusLine::of(&s.counts, &s.presence, s.live)),
             })
             .collect();
-        let leases = chipset_lease::Leases::new(self.state().clone()).live()?;
+        let leases = self.leases().live()?;
         Ok(Status {
             agents,
             reminders,

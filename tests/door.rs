@@ -169,3 +169,21 @@ fn the_doctor_checks_every_channel_and_fixes_into_one_report() {
     assert_eq!(fix.open(), 0, "{fix:?}");
     assert!(door.doctor(DoctorMode::Check).unwrap().is_clean());
 }
+
+/// The door's leases share its root: a lease taken through it shows in
+/// its status and blocks another agent's commit check.
+#[test]
+fn leases_through_the_door_show_in_its_status() {
+    use chipset::lease::{LeaseMode, LeaseRequest};
+    let (_tmp, door) = door();
+    let req = LeaseRequest::new(agent("alice"), LeaseMode::Exclusive, ["src/auth/**"]);
+    let granted = door.leases().acquire(&req).unwrap().lease;
+    let status = door.status().unwrap();
+    assert_eq!(status.leases.len(), 1);
+    assert_eq!(status.leases[0].token, granted.token);
+    let blocked = door
+        .leases()
+        .check(&agent("bob"), &["src/auth/login.rs"])
+        .unwrap();
+    assert_eq!(blocked.len(), 1);
+}
