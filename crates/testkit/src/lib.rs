@@ -139,6 +139,32 @@ pub fn lines(child: &mut Child) -> std::io::Lines<BufReader<ChildStdout>> {
     BufReader::new(child.stdout.take().expect("piped stdout")).lines()
 }
 
+/// Prints one of a child's own lines behind `mark`, flushed at once, so
+/// that the parent ([`own_lines`]) can tell it from what the test harness
+/// prints.
+///
+/// # Panics
+///
+/// When stdout cannot be written.
+pub fn say(mark: &str, line: &str) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{mark}{line}").expect("write to stdout");
+    out.flush().expect("flush stdout");
+}
+
+/// Returns the lines a child printed with [`say`] behind `mark`, without
+/// the mark; the harness's own lines are left out.
+///
+/// # Panics
+///
+/// As [`lines`].
+pub fn own_lines(child: &mut Child, mark: &'static str) -> impl Iterator<Item = String> + use<> {
+    lines(child)
+        .map_while(Result::ok)
+        .filter_map(move |l| l.strip_prefix(mark).map(str::to_owned))
+}
+
 /// Waits for a child to exit successfully, killing it after `timeout`.
 ///
 /// # Panics

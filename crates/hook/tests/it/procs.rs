@@ -2,7 +2,6 @@
 //! while the dispatcher takes its work away, and SIGKILL mid-transition.
 
 use std::fs;
-use std::io::Write;
 use std::path::Path;
 use std::process::Child;
 use std::thread;
@@ -22,16 +21,12 @@ const ENTRY: &str = "procs::child_entry";
 const MARK: &str = "hook> ";
 
 fn print(line: &str) {
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{MARK}{line}").unwrap();
-    out.flush().unwrap();
+    kit::say(MARK, line);
 }
 
 /// Returns a child's own lines, without the mark.
 fn own_lines(child: &mut Child) -> impl Iterator<Item = String> + use<> {
-    kit::lines(child)
-        .map_while(Result::ok)
-        .filter_map(|l| l.strip_prefix(MARK).map(str::to_owned))
+    kit::own_lines(child, MARK)
 }
 
 /// A dispatcher: assigns `bead` to `agent` and says whether it won.

@@ -2,7 +2,6 @@
 //! while leases are granted and released.
 
 use std::fs;
-use std::io::Write;
 use std::path::Path;
 use std::process::Child;
 use std::thread;
@@ -18,15 +17,11 @@ const ENTRY: &str = "procs::child_entry";
 const MARK: &str = "lease> ";
 
 fn print(line: &str) {
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{MARK}{line}").unwrap();
-    out.flush().unwrap();
+    kit::say(MARK, line);
 }
 
 fn own_lines(child: &mut Child) -> impl Iterator<Item = String> + use<> {
-    kit::lines(child)
-        .map_while(Result::ok)
-        .filter_map(|l| l.strip_prefix(MARK).map(str::to_owned))
+    kit::own_lines(child, MARK)
 }
 
 /// An agent: leases `src/auth/**` exclusively and says whether it won.
