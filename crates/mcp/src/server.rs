@@ -659,8 +659,16 @@ impl ServerHandler for Server {
             context.cancelled().await;
             return Ok(());
         }
-        let stream = watch::briefs(&self.ctx).await?;
+        let (stream, now) = watch::briefs(&self.ctx).await?;
         let sink = context.sink();
+        // The acknowledgement went out before this watch began, so a change
+        // in between is already in `now` and would never be announced: a
+        // brief that is not empty is announced once at the start. A
+        // spurious update costs the client a read; a lost one, the work.
+        if !now.is_empty() && sink.notify_resource_updated(uri.clone()).await.is_err() {
+            return Ok(());
+        }
+        let stream = (stream, now);
         tokio::select! {
             () = watch::notify(stream, || {
                 let uri = uri.clone();
