@@ -161,7 +161,8 @@ impl NewMessage {
 
     /// Returns the draft with its round set. Without one, the message has
     /// no round (`"round": null`, as the seed's other writers put it).
-    /// Sending refuses a round over [`MAX_ROUND`](crate::MAX_ROUND).
+    /// Sending refuses a round over 2^53, the largest integer every JSON
+    /// writer writes exactly.
     #[must_use]
     pub fn with_round(mut self, round: u64) -> Self {
         self.round = Some(round);

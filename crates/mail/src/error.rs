@@ -49,7 +49,7 @@ pub enum Error {
         /// The refused name.
         agent: AgentId,
     },
-    /// A round over [`MAX_ROUND`](crate::MAX_ROUND) (2^53).
+    /// A round over 2^53, the largest integer every JSON writer writes exactly.
     #[error("round {round} is over the largest round, 2^53")]
     RoundTooLarge {
         /// The refused round.
@@ -199,15 +199,6 @@ fn join(ids: &[MessageId]) -> String {
 }
 
 impl Error {
-    /// Returns the ids of the messages that may have been sent, for
-    /// [`Error::OutcomeUnknown`]; empty otherwise.
-    pub fn unknown_outcome_ids(&self) -> &[MessageId] {
-        match self {
-            Error::OutcomeUnknown { ids, .. } => ids,
-            _ => &[],
-        }
-    }
-
     /// Returns the unsupported file's description when this error is about one.
     pub fn unsupported(&self) -> Option<&Unsupported> {
         match self {
@@ -268,7 +259,7 @@ mod tests {
             "{e}"
         );
         assert!(e.is_outcome_unknown());
-        assert_eq!(e.unknown_outcome_ids(), &ids[..]);
+        assert!(matches!(&e, Error::OutcomeUnknown { ids: got, .. } if *got == ids));
         let swept = Error::PartlySwept {
             task: TaskId::new("t1").unwrap(),
             moved: 2,
@@ -278,6 +269,5 @@ mod tests {
         assert!(Error::Store(store_unknown()).is_outcome_unknown());
         let refused = Error::BodyTooLarge { size: 5, cap: 4 };
         assert!(!refused.is_outcome_unknown());
-        assert!(refused.unknown_outcome_ids().is_empty());
     }
 }

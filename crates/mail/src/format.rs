@@ -35,7 +35,7 @@ impl Kind {
     }
 
     /// Parses the on-disk name.
-    pub fn from_name(name: &str) -> Option<Kind> {
+    pub(crate) fn from_name(name: &str) -> Option<Kind> {
         Kind::ALL.into_iter().find(|k| k.as_str() == name)
     }
 }
@@ -75,7 +75,7 @@ impl MailPriority {
     }
 
     /// Parses the on-disk name.
-    pub fn from_name(name: &str) -> Option<MailPriority> {
+    pub(crate) fn from_name(name: &str) -> Option<MailPriority> {
         [
             MailPriority::Urgent,
             MailPriority::Normal,
@@ -97,7 +97,7 @@ impl fmt::Display for MailPriority {
 /// Written as canonical JSON (sorted keys, two-space indent) to
 /// `inbox/{to}/{id}.json`. Readers accept files written by other programs per
 /// the seed: keys in any order; a missing or `null` `round` reads as no round,
-/// and any integer from 0 to [`MAX_ROUND`] (2^53, what a JSON writer in any
+/// and any integer from 0 to 2^53 (what a JSON writer in any
 /// language can produce exactly) is a round; a missing, `null` or empty
 /// `in_reply_to` reads as none, a missing `priority` as normal, and unknown
 /// fields are ignored (chipset never rewrites a message file: it only moves
@@ -182,7 +182,7 @@ pub(crate) fn parse_message(path: &Path, bytes: &[u8]) -> ReadOutcome<Message> {
 
 /// The largest round accepted: 2^53, the largest integer every JSON writer
 /// (JavaScript's numbers included) writes exactly.
-pub const MAX_ROUND: u64 = 1 << 53;
+pub(crate) const MAX_ROUND: u64 = 1 << 53;
 
 fn round_or_null<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     match Option::<u64>::deserialize(d)? {
@@ -393,26 +393,6 @@ impl ManifestEvent {
             priority: message.priority,
             at: message.created_at,
             reconciled,
-        }
-    }
-
-    /// Returns the event's name as written (`sent`, `archived`, `task-swept`, `orphaned`).
-    pub fn name(&self) -> &'static str {
-        match self {
-            ManifestEvent::Sent { .. } => "sent",
-            ManifestEvent::Archived { .. } => "archived",
-            ManifestEvent::TaskSwept { .. } => "task-swept",
-            ManifestEvent::Orphaned { .. } => "orphaned",
-        }
-    }
-
-    /// Returns the message id for per-message events.
-    pub fn message_id(&self) -> Option<&MessageId> {
-        match self {
-            ManifestEvent::Sent { id, .. }
-            | ManifestEvent::Archived { id, .. }
-            | ManifestEvent::Orphaned { id, .. } => Some(id),
-            ManifestEvent::TaskSwept { .. } => None,
         }
     }
 }

@@ -397,7 +397,7 @@ mod thread;
 pub use doctor::OrphanReason;
 pub use draft::{InboxFilter, MailConfig, NewMessage};
 pub use error::{Error, Result};
-pub use format::{Kind, MAX_ROUND, MailPriority, ManifestEvent, Message};
+pub use format::{Kind, MailPriority, ManifestEvent, Message};
 pub use id::MessageId;
 pub use layout::Location;
 pub use mail::{ArchiveOutcome, Found, Mail, MailCounts, Manifest, SweepReport};

@@ -232,15 +232,10 @@ impl Mail {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn in_folder(state: StateDir) -> Self {
-        Self::in_folder_with_config(state, MailConfig::default())
-    }
-
-    /// As [`Mail::in_folder`], with `config`.
-    pub fn in_folder_with_config(state: StateDir, config: MailConfig) -> Self {
         let layout = Layout::new(state.root_path());
         Mail {
             state,
-            config,
+            config: MailConfig::default(),
             layout,
         }
     }
@@ -287,7 +282,7 @@ impl Mail {
     ///
     /// [`Error::Store`](crate::Error::Store) when `inbox/` cannot be listed; [`Error::Corrupt`](crate::Error::Corrupt)
     /// for an entry in it that is not a valid agent id.
-    pub fn agents(&self) -> Result<Vec<AgentId>> {
+    pub(crate) fn agents(&self) -> Result<Vec<AgentId>> {
         let root = self.layout.inbox_root();
         self.state
             .list(&root)?

@@ -8,7 +8,9 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use chipset_mail::{ArchiveOutcome, Error, InboxFilter, Location, MAX_ROUND, Mail};
+use chipset_mail::{ArchiveOutcome, Error, InboxFilter, Location, Mail};
+
+use crate::MAX_ROUND;
 use chipset_store::{Defect, DoctorMode, StateDir, Timestamp};
 
 use crate::{agent, mid, task};

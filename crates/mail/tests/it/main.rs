@@ -21,7 +21,7 @@ mod seam_syncs;
 mod tail;
 
 use chipset_mail::MessageId;
-use chipset_mail::{Mail, MailConfig};
+use chipset_mail::{Mail, MailConfig, ManifestEvent};
 use chipset_store::ManualClock;
 use chipset_testkit::TempState;
 
@@ -34,6 +34,31 @@ pub(crate) fn seen(report: &chipset_store::Report) -> Vec<(&'static str, Option<
         .iter()
         .map(|f| (f.code, f.subject.clone(), f.message.clone()))
         .collect()
+}
+
+/// The largest round a message may carry: 2^53, the largest integer every
+/// JSON writer writes exactly.
+pub(crate) const MAX_ROUND: u64 = 1 << 53;
+
+/// Returns a manifest event's name as written (its `event` tag).
+pub(crate) fn event_name(e: &ManifestEvent) -> &'static str {
+    match e {
+        ManifestEvent::Sent { .. } => "sent",
+        ManifestEvent::Archived { .. } => "archived",
+        ManifestEvent::TaskSwept { .. } => "task-swept",
+        ManifestEvent::Orphaned { .. } => "orphaned",
+        other => panic!("an event these tests do not know: {other:?}"),
+    }
+}
+
+/// Returns the message id of a per-message manifest event.
+pub(crate) fn event_id(e: &ManifestEvent) -> Option<&MessageId> {
+    match e {
+        ManifestEvent::Sent { id, .. }
+        | ManifestEvent::Archived { id, .. }
+        | ManifestEvent::Orphaned { id, .. } => Some(id),
+        _ => None,
+    }
 }
 
 pub(crate) fn mid(s: &str) -> MessageId {

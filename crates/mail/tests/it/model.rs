@@ -420,7 +420,7 @@ fn run(ops: Vec<Op>) {
     let sent = manifest
         .events
         .iter()
-        .filter(|e| e.name() == "sent")
+        .filter(|e| crate::event_name(e) == "sent")
         .count();
     assert_eq!(sent, model.msgs.len());
     assert!(manifest.bad_lines.is_empty() && manifest.torn_tail.is_none());

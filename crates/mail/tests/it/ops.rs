@@ -569,7 +569,10 @@ fn batch_send_is_all_or_nothing_on_refusal() {
     assert!(m.has_reply(q.id()).unwrap());
     assert_eq!(m.locate(q.id()).unwrap(), Some(Location::Archive));
     let events = m.read_manifest().unwrap().events;
-    let sent_events = events.iter().filter(|e| e.name() == "sent").count();
+    let sent_events = events
+        .iter()
+        .filter(|e| crate::event_name(e) == "sent")
+        .count();
     assert_eq!(sent_events, 52);
 }
 
@@ -607,7 +610,7 @@ fn racing_archivers_one_wins() {
         .unwrap()
         .events
         .iter()
-        .filter(|e| e.name() == "archived")
+        .filter(|e| crate::event_name(e) == "archived")
         .count();
     assert_eq!(archived, 20);
 }

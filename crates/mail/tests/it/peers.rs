@@ -466,7 +466,7 @@ fn a_folder_chipset_writes_has_nubos_message_v1_fields_and_types() {
             "style",
             "",
         )
-        .with_round(chipset_mail::MAX_ROUND),
+        .with_round(crate::MAX_ROUND),
     )
     .unwrap();
     m.send(&NewMessage::response(

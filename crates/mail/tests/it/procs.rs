@@ -321,7 +321,7 @@ fn two_processes_archive_each_message_once() {
         .unwrap()
         .events
         .iter()
-        .filter(|e| e.name() == "archived")
+        .filter(|e| crate::event_name(e) == "archived")
         .count();
     assert_eq!(archived, 150);
     assert_eq!(mail.counts().unwrap().archived, 150);

@@ -261,8 +261,10 @@ fn an_archived_message_without_its_archived_event_gets_one_reconciled() {
     let events = m.read_manifest().unwrap().events;
     // The reconciled `sent` events first (in id order), then the `archived`,
     // then the `task-swept`.
-    let mut names: Vec<(&str, Option<&chipset_mail::MessageId>)> =
-        events.iter().map(|e| (e.name(), e.message_id())).collect();
+    let mut names: Vec<(&str, Option<&chipset_mail::MessageId>)> = events
+        .iter()
+        .map(|e| (crate::event_name(e), crate::event_id(e)))
+        .collect();
     assert_eq!(names.pop(), Some(("task-swept", None)));
     assert!(matches!(
         &events[3],

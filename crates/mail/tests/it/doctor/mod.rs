@@ -324,7 +324,7 @@ fn orphans_by_each_definition() {
         .unwrap()
         .events
         .iter()
-        .filter(|e| e.name() == "orphaned")
+        .filter(|e| crate::event_name(e) == "orphaned")
         .count();
     assert_eq!(orphaned, 3);
     assert!(codes(m, DoctorMode::Check).is_empty());
