@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use chipset_nudge::{
     KindRegistry, NewNudge, NewReminder, Nudge, NudgeType, Nudges, ProcessedRecord, Reminder,
-    ReminderFilter, ReminderId, ReminderKey, Reminders, Resolution, Severity, preset,
+    ReminderFilter, ReminderId, ReminderKey, Reminders, Resolution, Severity,
 };
 use chipset_store::{AgentId, StateDir, Timestamp};
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -108,8 +108,9 @@ fn signals(c: &mut Criterion) {
     // The agent has processed the latest nudge, so a poll reads both files.
     let current = nudges.read_latest(&polecat).unwrap().value().unwrap();
     nudges.mark_processed(&polecat, &current).unwrap();
-    let latest = nudges.latest_path(&polecat);
-    let processed = nudges.processed_path(&polecat);
+    let agent_dir = nudges.agent_dir(&polecat).into_path_buf();
+    let latest = agent_dir.join("latest.json");
+    let processed = agent_dir.join("processed.json");
     let mut g = c.benchmark_group("nudge_read");
     g.bench_function("raw_read", |b| b.iter(|| raw_read(&latest)));
     // The same plus what the store adds for principle 4 (no symlinks inside
@@ -137,7 +138,7 @@ fn signals(c: &mut Criterion) {
             let n = raw_read(&latest);
             let r: ProcessedRecord =
                 serde_json::from_slice(&fs::read(&processed).unwrap()).unwrap();
-            r.last.is_same(&n)
+            r.last.id == n.id
         })
     });
     g.bench_function("read_latest", |b| {
@@ -171,7 +172,7 @@ fn reminder_root(history: usize) -> (tempfile::TempDir, Reminders) {
     let state = StateDir::open(tmp.path().join("state")).unwrap();
     let reminders = Reminders::new(state.clone(), KindRegistry::preset());
     for i in 0..OPEN {
-        let key = ReminderKey::new(preset::WRAP_SESSION, "session", format!("live-{i}")).unwrap();
+        let key = ReminderKey::new("wrap_session", "session", format!("live-{i}")).unwrap();
         reminders
             .open(NewReminder::new(
                 "tenant",
@@ -194,7 +195,7 @@ fn reminder_root(history: usize) -> (tempfile::TempDir, Reminders) {
             id: id.clone(),
             tenant_id: "tenant".into(),
             project_id: Some("project".into()),
-            kind: preset::WRAP_SESSION.into(),
+            kind: "wrap_session".into(),
             source_type: "session".into(),
             source_id: format!("old-{i}"),
             message: "Wrap this session".into(),

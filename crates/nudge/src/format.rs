@@ -90,7 +90,8 @@ impl NudgeType {
     ///
     /// The order is `abort` > `stall_warning` > `health_check` =
     /// `priority_change` = `sync_request` = unknown types > `nudge_response`.
-    /// Only the top level holds: see [`NudgeType::holds_against`].
+    /// Only the top level holds: an unprocessed `abort` is replaced only by
+    /// another `abort`.
     pub fn urgency(&self) -> Urgency {
         match NudgeType::from_name(self.as_str()) {
             NudgeType::Abort => Urgency::Terminal,
@@ -104,7 +105,7 @@ impl NudgeType {
     /// replaced by one of type `incoming`: the pending one is terminal
     /// (`abort`) and the incoming one is less urgent. Every other pending
     /// nudge is replaced (latest wins, as in the seed).
-    pub fn holds_against(&self, incoming: &NudgeType) -> bool {
+    pub(crate) fn holds_against(&self, incoming: &NudgeType) -> bool {
         self.urgency() == Urgency::Terminal && incoming.urgency() < Urgency::Terminal
     }
 }
@@ -188,7 +189,7 @@ impl Nudge {
     /// Returns true when `other` is the same nudge: the same id when both
     /// have one, otherwise every field equal (two seed-written nudges that
     /// agree in every field, timestamp included, cannot be told apart).
-    pub fn is_same(&self, other: &Nudge) -> bool {
+    pub(crate) fn is_same(&self, other: &Nudge) -> bool {
         match (&self.id, &other.id) {
             (Some(a), Some(b)) => a == b,
             _ => self == other,

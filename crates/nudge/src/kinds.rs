@@ -7,30 +7,36 @@ use crate::format::Severity;
 use crate::key::{check_name, check_text};
 
 /// The seed's six kinds (§4.1), as registered by [`KindRegistry::preset`].
-pub mod preset {
+pub(crate) mod preset {
     /// `wrap_session` (source type `session`): resolved by `prism_wrap`.
-    pub const WRAP_SESSION: &str = "wrap_session";
+    pub(crate) const WRAP_SESSION: &str = "wrap_session";
     /// `spec_draft` (source type `spec`): resolved by `prism_spec.update`.
-    pub const SPEC_DRAFT: &str = "spec_draft";
+    pub(crate) const SPEC_DRAFT: &str = "spec_draft";
     /// `adr_proposed` (source type `adr`): resolved by `prism_decide.update`.
-    pub const ADR_PROPOSED: &str = "adr_proposed";
+    pub(crate) const ADR_PROPOSED: &str = "adr_proposed";
     /// `wip_unsealed` (source type `wip_state`): resolved by `prism_seal`.
-    pub const WIP_UNSEALED: &str = "wip_unsealed";
+    pub(crate) const WIP_UNSEALED: &str = "wip_unsealed";
     /// `invite_pending` (source type `invite`): resolved by
     /// `prism_accept_invite`, `prism_invite.decline` or `prism_invite.expire`.
-    pub const INVITE_PENDING: &str = "invite_pending";
+    pub(crate) const INVITE_PENDING: &str = "invite_pending";
     /// `handoff_pending` (source type `handoff`): manual resolution only.
-    pub const HANDOFF_PENDING: &str = "handoff_pending";
+    pub(crate) const HANDOFF_PENDING: &str = "handoff_pending";
 }
 
 /// One kind: its canonical source type, the verbs that auto-resolve it, and
-/// the actions offered when a writer gives none.
+/// the actions offered when a writer gives none. Built with [`KindSpec::new`];
+/// [`KindRegistry::register`] checks the fields.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct KindSpec {
-    name: String,
-    source_type: String,
-    resolving_verbs: Vec<String>,
-    default_actions: Vec<String>,
+    /// The kind's name.
+    pub name: String,
+    /// Its canonical source type.
+    pub source_type: String,
+    /// The verbs that auto-resolve it.
+    pub resolving_verbs: Vec<String>,
+    /// The actions offered when a writer gives none.
+    pub default_actions: Vec<String>,
 }
 
 impl KindSpec {
@@ -64,26 +70,6 @@ impl KindSpec {
         self
     }
 
-    /// Returns the kind's name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// Returns its canonical source type.
-    pub fn source_type(&self) -> &str {
-        &self.source_type
-    }
-
-    /// Returns the verbs that auto-resolve it.
-    pub fn resolving_verbs(&self) -> &[String] {
-        &self.resolving_verbs
-    }
-
-    /// Returns the actions offered when a writer gives none.
-    pub fn default_actions(&self) -> &[String] {
-        &self.default_actions
-    }
-
     /// Returns true when `verb` auto-resolves this kind.
     pub fn is_resolved_by(&self, verb: &str) -> bool {
         self.resolving_verbs.iter().any(|v| v == verb)
@@ -94,11 +80,11 @@ impl KindSpec {
 /// reminder of an unregistered kind is refused.
 ///
 /// ```
-/// use chipset_nudge::{KindRegistry, KindSpec, preset};
+/// use chipset_nudge::{KindRegistry, KindSpec};
 /// let mut kinds = KindRegistry::preset();
 /// kinds.register(KindSpec::new("review_pending", "review").resolved_by("review.close"))?;
-/// assert!(kinds.get(preset::WRAP_SESSION).unwrap().is_resolved_by("prism_wrap"));
-/// assert_eq!(kinds.len(), 7);
+/// assert!(kinds.get("wrap_session").unwrap().is_resolved_by("prism_wrap"));
+/// assert_eq!(kinds.kinds().count(), 7);
 /// # Ok::<(), chipset_nudge::Error>(())
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -180,16 +166,6 @@ impl KindRegistry {
         self.kinds.values()
     }
 
-    /// Returns how many kinds are registered.
-    pub fn len(&self) -> usize {
-        self.kinds.len()
-    }
-
-    /// Returns true when no kind is registered.
-    pub fn is_empty(&self) -> bool {
-        self.kinds.is_empty()
-    }
-
     /// Returns the kind, checking that it is registered and takes `source_type`.
     pub(crate) fn check(&self, kind: &str, source_type: &str) -> Result<&KindSpec> {
         let spec = self.get(kind).ok_or_else(|| Error::UnknownKind {
@@ -221,7 +197,10 @@ mod tests {
     #[test]
     fn preset_has_the_seed_kinds() {
         let r = KindRegistry::preset();
-        let names: Vec<_> = r.kinds().map(|k| (k.name(), k.source_type())).collect();
+        let names: Vec<_> = r
+            .kinds()
+            .map(|k| (k.name.as_str(), k.source_type.as_str()))
+            .collect();
         assert_eq!(
             names,
             [
@@ -233,23 +212,16 @@ mod tests {
                 ("wrap_session", "session"),
             ]
         );
-        assert!(
-            r.get("handoff_pending")
-                .unwrap()
-                .resolving_verbs()
-                .is_empty()
-        );
+        assert!(r.get("handoff_pending").unwrap().resolving_verbs.is_empty());
     }
 
     #[test]
     fn a_new_registry_is_empty_until_a_kind_is_registered() {
         let mut r = KindRegistry::new();
-        assert!(r.is_empty());
-        assert_eq!(r.len(), 0);
+        assert_eq!(r.kinds().count(), 0);
         r.register(KindSpec::new("ok", "x")).unwrap();
-        assert!(!r.is_empty());
-        assert_eq!(r.len(), 1);
-        assert!(!KindRegistry::preset().is_empty());
+        assert_eq!(r.kinds().count(), 1);
+        assert_eq!(KindRegistry::preset().kinds().count(), 6);
     }
 
     #[test]

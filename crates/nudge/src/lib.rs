@@ -102,7 +102,7 @@
 //! other byte as `%XX`. Listing the open reminders reads only `open/` and
 //! `snoozed/`, so it costs in proportion to the open set, not the history.
 //! Every path above is a [`StatePath`](chipset_store::StatePath)
-//! (`Nudges::latest_path`, `Reminders::open_path`, …): built from the
+//! ([`Nudges::agent_dir`], [`Reminders::index_dirs`] for a watcher): built from the
 //! channel's directory and checked segments, so none can leave the root; a
 //! listed name that is not one safe segment was not written by chipset and
 //! is skipped (the doctor reports it as a stray).
@@ -192,7 +192,7 @@ pub use error::{Error, Result};
 pub use format::ProcessedRecord;
 pub use format::{Nudge, NudgeId, NudgeType, Reminder, ReminderId, Resolution, Severity, Urgency};
 pub use key::ReminderKey;
-pub use kinds::{KindRegistry, KindSpec, preset};
+pub use kinds::{KindRegistry, KindSpec};
 pub use metrics::ReminderMetrics;
 pub use reminders::{
     Listing, ManualResolution, NewReminder, Opened, ReminderConfig, ReminderFilter, Reminders,

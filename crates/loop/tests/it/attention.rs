@@ -468,7 +468,10 @@ fn a_corrupt_nudge_is_an_unreadable_item() {
     make_work(&tmp.state, WorkKind::Nudge, "alpha");
     let nudges = chipset_nudge::Nudges::new(tmp.state.clone());
     tmp.state
-        .write_bytes(&nudges.latest_path(&agent("alpha")), b"{\"from\": ")
+        .write_bytes(
+            &nudges.agent_dir(&agent("alpha")).join_static("latest.json"),
+            b"{\"from\": ",
+        )
         .unwrap();
     let brief = Attention::from_state(&tmp.state)
         .brief(&agent("alpha"))
@@ -506,13 +509,21 @@ fn a_reminder_entry_names_its_severity_and_counts_what_cannot_be_read() {
     let entry = brief.entry(WorkKind::Reminder).unwrap();
     assert_eq!(entry.top.priority.as_deref(), Some("nudge"));
 
-    let reminders = Reminders::new(tmp.state.clone(), KindRegistry::preset());
-    let key = ReminderKey::new("wrap_session", "session", "s1").unwrap();
-    let path = reminders.open_path(&key);
+    // reminders/open/{kind}/{source_type}/{source_id}.json (the nudge crate's layout).
+    let open_path = |source_id: &str| {
+        tmp.state
+            .channel(chipset_nudge::REMINDERS_CHANNEL)
+            .join_static("open")
+            .join_static("wrap_session")
+            .join_static("session")
+            .join(format!("{source_id}.json"))
+            .unwrap()
+    };
+    let path = open_path("s1");
     let mut unsupported: serde_json::Value = tmp.state.read_json(&path).unwrap().value().unwrap();
     unsupported["severity"] = json!("urgent");
     tmp.state.write_json(&path, &unsupported).unwrap();
-    let corrupt = reminders.open_path(&ReminderKey::new("wrap_session", "session", "s2").unwrap());
+    let corrupt = open_path("s2");
     tmp.state.write_bytes(&corrupt, b"{").unwrap();
     let brief = attention.brief(&agent("alpha")).unwrap();
     let entry = brief.entry(WorkKind::Reminder).unwrap();

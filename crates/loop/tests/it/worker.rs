@@ -584,13 +584,13 @@ fn a_corrupt_nudge_reaches_the_work_as_an_unreadable_signal() {
         .run_once(|work| {
             nudge(&s, "mayor", "polecat-alpha", NudgeType::SyncRequest, false);
             s.state()
-                .write_bytes(&s.nudges.latest_path(&agent("polecat-alpha")), b"{")
+                .write_bytes(&s.nudges.agent_dir(&agent("polecat-alpha")).join_static("latest.json"), b"{")
                 .unwrap();
             work.checkpoint()?;
             let signals = work.take_signals();
             assert!(
                 matches!(&signals[..], [ReadOutcome::Corrupt(c)]
-                    if c.path == s.nudges.latest_path(&agent("polecat-alpha")).as_path()),
+                    if c.path == s.nudges.agent_dir(&agent("polecat-alpha")).join_static("latest.json").as_path()),
                 "{signals:?}"
             );
             Ok(String::new())

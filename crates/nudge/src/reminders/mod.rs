@@ -219,17 +219,17 @@ impl Reminders {
     }
 
     /// Returns where the key's reminder lives while open.
-    pub fn open_path(&self, key: &ReminderKey) -> StatePath {
+    pub(crate) fn open_path(&self, key: &ReminderKey) -> StatePath {
         self.index_path(OPEN_DIR, key)
     }
 
     /// Returns where the key's reminder lives while snoozed.
-    pub fn snoozed_path(&self, key: &ReminderKey) -> StatePath {
+    pub(crate) fn snoozed_path(&self, key: &ReminderKey) -> StatePath {
         self.index_path(SNOOZED_DIR, key)
     }
 
     /// Returns where a resolved reminder lives.
-    pub fn history_path(&self, id: &ReminderId) -> StatePath {
+    pub(crate) fn history_path(&self, id: &ReminderId) -> StatePath {
         self.root().join_static(HISTORY_DIR).join_id(id, ".json")
     }
 
@@ -314,7 +314,7 @@ impl Reminders {
             check_text("project id", p, 128)?;
         }
         let actions = if new.actions.is_empty() {
-            spec.default_actions().to_vec()
+            spec.default_actions.clone()
         } else {
             new.actions
         };

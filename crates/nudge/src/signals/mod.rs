@@ -246,17 +246,17 @@ impl Nudges {
     }
 
     /// Returns `nudge/{agent}/latest.json`.
-    pub fn latest_path(&self, agent: &AgentId) -> StatePath {
+    pub(crate) fn latest_path(&self, agent: &AgentId) -> StatePath {
         self.agent_dir(agent).join_static(LATEST_FILE)
     }
 
     /// Returns `nudge/{agent}/processed.json`.
-    pub fn processed_path(&self, agent: &AgentId) -> StatePath {
+    pub(crate) fn processed_path(&self, agent: &AgentId) -> StatePath {
         self.agent_dir(agent).join_static(PROCESSED_FILE)
     }
 
     /// Returns `nudge/{sender}/responses/{responder}.json`.
-    pub fn response_path(&self, sender: &AgentId, responder: &AgentId) -> StatePath {
+    pub(crate) fn response_path(&self, sender: &AgentId, responder: &AgentId) -> StatePath {
         self.agent_dir(sender)
             .join_static(RESPONSES_DIR)
             .join_id(responder, ".json")
@@ -264,7 +264,7 @@ impl Nudges {
 
     /// Sends a nudge to `to`: stamps it with the time and a fresh id and
     /// durably replaces `to`'s `latest.json`, unless an unprocessed `abort`
-    /// is there and this is not an abort (see [`NudgeType::holds_against`]).
+    /// is there and this is not an abort (see [`NudgeType::urgency`]).
     ///
     /// The check and the replace happen under the recipient's lock, so of
     /// many concurrent senders each sees the one before it, and the reader

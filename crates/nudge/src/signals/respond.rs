@@ -29,13 +29,6 @@ pub struct Responses {
     pub unsupported: Vec<Unsupported>,
 }
 
-impl Responses {
-    /// Returns the responders' ids.
-    pub fn responders(&self) -> impl Iterator<Item = &str> {
-        self.answered.iter().map(|n| n.from.as_str())
-    }
-}
-
 /// Whether a recipient answered a nudge sent at a given time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

@@ -2,11 +2,12 @@
 
 use chipset_nudge::{
     KindRegistry, ManualResolution, NewNudge, NewReminder, NudgeType, Nudges, Received,
-    ReminderKey, Reminders, preset,
+    ReminderKey, Reminders,
 };
 use chipset_store::{ReadOutcome, Timestamp};
 use serde_json::Value;
 
+use crate::support::{NudgePaths, ReminderPaths, preset};
 use crate::support::{agent, manual_state};
 
 /// The seed's example nudge, byte for byte as the seed document shows it.

@@ -5,12 +5,13 @@ use std::time::Duration;
 
 use chipset_nudge::{
     Delivery, Error, KindRegistry, ManualResolution, NewNudge, NewReminder, NudgeType, Nudges,
-    Opened, Received, ReminderFilter, ReminderId, ReminderKey, Reminders, Resolution, preset,
+    Opened, Received, ReminderFilter, ReminderId, ReminderKey, Reminders, Resolution,
 };
 use chipset_store::{Clock, ReadOutcome, StateDir};
 use proptest::prelude::*;
 
 use crate::support::ReceivedExt;
+use crate::support::preset;
 use crate::support::{agent, manual_no_sync};
 
 // ---------------------------------------------------------------- signals

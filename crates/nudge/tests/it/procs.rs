@@ -6,13 +6,14 @@ use std::time::Duration;
 
 use chipset_nudge::{
     Delivery, KindRegistry, NewNudge, NewReminder, NudgeType, Nudges, Received, ReminderFilter,
-    ReminderKey, Reminders, ResponseStatus, preset,
+    ReminderKey, Reminders, ResponseStatus,
 };
 use chipset_store::{AgentId, ReadOutcome, StateDir, Timestamp};
 use chipset_testkit::{self as kit, TempState};
 use serde_json::{Value, json};
 
 use crate::support::{agent, temps_under};
+use crate::support::{preset, responders};
 
 const ENTRY: &str = "procs::child_entry";
 const PROCS: usize = 8;
@@ -191,7 +192,7 @@ fn eight_responders_are_all_visible_to_the_witness() {
     assert_eq!(out.len(), PROCS);
     let responses = nudges.responses_since(&witness, t0).unwrap();
     assert!(responses.corrupt.is_empty());
-    let who: Vec<_> = responses.responders().collect();
+    let who = responders(&responses);
     let expected: Vec<_> = (0..PROCS).map(|i| format!("agent-{i}")).collect();
     assert_eq!(who, expected);
     for i in 0..PROCS {

@@ -2,11 +2,12 @@
 
 use chipset_nudge::{
     Error, KindRegistry, ManualResolution, Reminder, ReminderFilter, ReminderKey, Reminders,
-    Resolution, preset,
+    Resolution,
 };
 use chipset_store::{Action, Defect, DoctorMode};
 
 use crate::reminders::{HOUR, half_resolved, new, open_ids};
+use crate::support::{ReminderPaths, preset};
 use crate::support::{manual_state, temps_under};
 
 /// A listing that meets a resolve cut off after its first step finishes it

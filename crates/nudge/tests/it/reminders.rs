@@ -4,11 +4,12 @@ use std::time::Duration;
 
 use chipset_nudge::{
     Error, KindRegistry, KindSpec, ManualResolution, NewReminder, Opened, Reminder, ReminderConfig,
-    ReminderFilter, ReminderKey, Reminders, Resolution, Severity, preset,
+    ReminderFilter, ReminderKey, Reminders, Resolution, Severity,
 };
 use chipset_store::Clock;
 use chipset_testkit::TempState;
 
+use crate::support::{ReminderPaths, preset};
 use crate::support::{manual_state, temps_under};
 
 pub(crate) const HOUR: Duration = Duration::from_secs(3600);
@@ -17,7 +18,7 @@ pub(crate) fn new(kind: &str, source_id: &str) -> NewReminder {
     let spec = KindRegistry::preset();
     let st = spec
         .get(kind)
-        .map_or("session", |k| k.source_type())
+        .map_or("session", |k| k.source_type.as_str())
         .to_owned();
     let key = ReminderKey::new(kind, st, source_id).unwrap();
     NewReminder::new(
@@ -45,19 +46,19 @@ fn six_kinds_through_their_lifecycle() {
     let r = Reminders::new(t.state.clone(), KindRegistry::preset());
     let registry = KindRegistry::preset();
     for spec in registry.kinds() {
-        let kind = spec.name();
-        let st = spec.source_type();
+        let kind = spec.name.as_str();
+        let st = spec.source_type.as_str();
         // Write and idempotence.
         let a = r.open(new(kind, "e-1")).unwrap();
         assert!(a.is_new(), "{kind}");
-        assert_eq!(a.reminder().actions, spec.default_actions());
+        assert_eq!(a.reminder().actions, spec.default_actions);
         let again = r.open(new(kind, "e-1")).unwrap();
         assert!(
             matches!(&again, Opened::Existing(x) if x.id == a.reminder().id),
             "{kind}"
         );
         // Auto-resolve on the matching verb; a verb of another kind is refused.
-        match spec.resolving_verbs().first() {
+        match spec.resolving_verbs.first() {
             Some(verb) => {
                 let done = r.auto_resolve(kind, st, "e-1", verb).unwrap().unwrap();
                 assert_eq!(done.resolution, Some(Resolution::AutoCleared));

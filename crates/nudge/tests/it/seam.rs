@@ -11,13 +11,14 @@ use std::time::Duration;
 
 use chipset_nudge::{
     Error, KindRegistry, ManualResolution, NewNudge, NewReminder, NudgeId, NudgeType, Nudges,
-    ReminderFilter, ReminderId, ReminderKey, Reminders, Resolution, preset,
+    ReminderFilter, ReminderId, ReminderKey, Reminders, Resolution,
 };
 use chipset_store::{
     ManualClock, MaybeCommitted, ReadOutcome, RealIo, SharedIo, StateDir, StateOptions, Timestamp,
 };
 use chipset_testkit::{EIO, ENOSPC, Fault, FaultIo, RecordIo, visible};
 
+use crate::support::preset;
 use crate::support::{T0, agent};
 
 const NID: &str = "1772706900123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab";
@@ -47,8 +48,8 @@ fn key() -> ReminderKey {
     let st = KindRegistry::preset()
         .get(preset::SPEC_DRAFT)
         .unwrap()
-        .source_type()
-        .to_owned();
+        .source_type
+        .clone();
     ReminderKey::new(preset::SPEC_DRAFT, st, "spec-1").unwrap()
 }
 

@@ -6,6 +6,7 @@ use chipset_nudge::{Delivery, NewNudge, NudgeConfig, NudgeType, Nudges, Received
 use chipset_store::{Action, Clock, Defect, DoctorMode, ReadOutcome, StateDir};
 
 use crate::support::ReceivedExt;
+use crate::support::{NudgePaths, responders};
 use crate::support::{agent, manual_state, temps_under};
 
 fn draft(kind: NudgeType, msg: &str) -> NewNudge {
@@ -312,7 +313,7 @@ fn responses_and_status_on_a_manual_clock() {
         ResponseStatus::Overdue { .. } | ResponseStatus::Waiting { .. }
     ));
     let since = n.responses_since(&w, t0).unwrap();
-    assert_eq!(since.responders().collect::<Vec<_>>(), ["fast"]);
+    assert_eq!(responders(&since), ["fast"]);
     assert!(n.responses_since(&w, later).unwrap().answered.is_empty());
 }
 
@@ -361,10 +362,7 @@ fn seed_written_response_is_counted() {
     .unwrap();
     let t0 = chipset_store::Timestamp::parse("2026-03-05T10:35:00Z").unwrap();
     assert_eq!(
-        n.responses_since(&w, t0)
-            .unwrap()
-            .responders()
-            .collect::<Vec<_>>(),
+        responders(&n.responses_since(&w, t0).unwrap()),
         ["old-agent"]
     );
     assert!(matches!(

@@ -1,7 +1,9 @@
 //! Shared helpers.
 
-use chipset_nudge::Received;
-use chipset_store::ManualClock;
+use chipset_nudge::{
+    Nudges, REMINDERS_CHANNEL, Received, ReminderId, ReminderKey, Reminders, Responses,
+};
+use chipset_store::{AgentId, ManualClock, StatePath};
 use chipset_testkit::TempState;
 
 pub(crate) use chipset_testkit::{T0, agent};
@@ -59,4 +61,98 @@ impl ReceivedExt for chipset_store::ReadOutcome<Received> {
             _ => None,
         }
     }
+}
+
+/// The seed's reminder kinds (§4.1) these tests name, as `KindRegistry::preset` registers them.
+pub(crate) mod preset {
+    pub(crate) const WRAP_SESSION: &str = "wrap_session";
+    pub(crate) const SPEC_DRAFT: &str = "spec_draft";
+    pub(crate) const WIP_UNSEALED: &str = "wip_unsealed";
+    pub(crate) const HANDOFF_PENDING: &str = "handoff_pending";
+}
+
+/// Where the signal files are, spelled out as the crate docs' file layout
+/// gives them, so the tests pin the layout rather than ask the crate.
+pub(crate) trait NudgePaths {
+    /// `nudge/{agent}/latest.json`.
+    fn latest_path(&self, agent: &AgentId) -> StatePath;
+    /// `nudge/{agent}/processed.json`.
+    fn processed_path(&self, agent: &AgentId) -> StatePath;
+    /// `nudge/{sender}/responses/{responder}.json`.
+    fn response_path(&self, sender: &AgentId, responder: &AgentId) -> StatePath;
+}
+
+impl NudgePaths for Nudges {
+    fn latest_path(&self, agent: &AgentId) -> StatePath {
+        self.agent_dir(agent).join_static("latest.json")
+    }
+
+    fn processed_path(&self, agent: &AgentId) -> StatePath {
+        self.agent_dir(agent).join_static("processed.json")
+    }
+
+    fn response_path(&self, sender: &AgentId, responder: &AgentId) -> StatePath {
+        self.agent_dir(sender)
+            .join_static("responses")
+            .join_id(responder, ".json")
+    }
+}
+
+/// Where the reminder files are, spelled out as the crate docs' file layout
+/// gives them.
+pub(crate) trait ReminderPaths {
+    /// `reminders/open/{kind}/{source_type}/{source_id}.json`.
+    fn open_path(&self, key: &ReminderKey) -> StatePath;
+    /// `reminders/snoozed/{kind}/{source_type}/{source_id}.json`.
+    fn snoozed_path(&self, key: &ReminderKey) -> StatePath;
+    /// `reminders/history/{id}.json`.
+    fn history_path(&self, id: &ReminderId) -> StatePath;
+}
+
+fn index_path(r: &Reminders, area: &str, key: &ReminderKey) -> StatePath {
+    r.state()
+        .channel(REMINDERS_CHANNEL)
+        .join(area)
+        .and_then(|p| p.join(key.kind()))
+        .and_then(|p| p.join(key.source_type()))
+        .and_then(|p| p.join(format!("{}.json", escape(key.source_id()))))
+        .unwrap()
+}
+
+/// Escapes a source id as the crate docs' file layout says: ASCII letters,
+/// digits, `-`, `_`, non-ASCII characters and `.` (except first) stay;
+/// every other byte is `%XX`.
+fn escape(id: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in id.chars().enumerate() {
+        if c.is_ascii_alphanumeric() || c == '-' || c == '_' || !c.is_ascii() || (c == '.' && i > 0)
+        {
+            out.push(c);
+        } else {
+            out.push_str(&format!("%{:02X}", c as u32));
+        }
+    }
+    out
+}
+
+impl ReminderPaths for Reminders {
+    fn open_path(&self, key: &ReminderKey) -> StatePath {
+        index_path(self, "open", key)
+    }
+
+    fn snoozed_path(&self, key: &ReminderKey) -> StatePath {
+        index_path(self, "snoozed", key)
+    }
+
+    fn history_path(&self, id: &ReminderId) -> StatePath {
+        self.state()
+            .channel(REMINDERS_CHANNEL)
+            .join_static("history")
+            .join_id(id, ".json")
+    }
+}
+
+/// The responders' ids, in the order [`Responses::answered`] lists them.
+pub(crate) fn responders(responses: &Responses) -> Vec<&str> {
+    responses.answered.iter().map(|n| n.from.as_str()).collect()
 }
