@@ -31,7 +31,11 @@ use crate::error::{Error, Result};
 /// let channels = Channels::new(state.clone())
 ///     .with_mail(mail)?
 ///     .with_bus(Bus::with_config(state, BusConfig::default()))?;
-/// assert_eq!(channels.state().root(), tmp.path().canonicalize()?);
+///
+/// // A handle on another state root is refused.
+/// let other = tempfile::tempdir()?;
+/// let elsewhere = Mail::new(StateDir::open(other.path())?);
+/// assert!(channels.with_mail(elsewhere).is_err());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone)]
@@ -105,28 +109,8 @@ impl Channels {
     }
 
     /// Returns the state root the channels are on.
-    pub fn state(&self) -> &StateDir {
+    pub(crate) fn state(&self) -> &StateDir {
         self.hooks.state()
-    }
-
-    /// Returns the hook handle.
-    pub fn hooks(&self) -> &Hooks {
-        &self.hooks
-    }
-
-    /// Returns the nudge handle.
-    pub fn nudges(&self) -> &Nudges {
-        &self.nudges
-    }
-
-    /// Returns the mail handle.
-    pub fn mail(&self) -> &Mail {
-        &self.mail
-    }
-
-    /// Returns the bus handle.
-    pub fn bus(&self) -> &Bus {
-        &self.bus
     }
 
     fn check(&self, channel: &'static str, other: &StateDir) -> Result<()> {

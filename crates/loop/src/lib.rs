@@ -71,7 +71,7 @@
 //! through [`Nudges::response_status`](chipset_nudge::Nudges::response_status))
 //! or a touch of the hook at or after the health check. The escalation is
 //! one `health-escalation` mail to the dispatcher (kind notify, priority
-//! urgent, body [`LoopMessage::HealthEscalation`]) plus a critical bus event
+//! urgent, a JSON body tagged `health_escalation`) plus a critical bus event
 //! so a waiting dispatcher wakes at once. No incident opens within the
 //! grace period after an assignment, and a restarted witness takes no step
 //! within the grace period of its start (agents restarting with it get time
@@ -181,7 +181,7 @@
 //!
 //! Files are canonical JSON (sorted keys); the record
 //! types are the contract, pinned by snapshot tests. The loops' mail and bus
-//! events carry a [`LoopMessage`] (tagged by `type`: `work_assignment`,
+//! events carry a JSON message (tagged by `type`: `work_assignment`,
 //! `completion_report`, `health_escalation`) in the mail body or event
 //! payload; mail subjects are [`WORK_ASSIGNMENT`], [`COMPLETION_REPORT`]
 //! and [`HEALTH_ESCALATION`], each on the bead's task (`phase` = bead id).
@@ -219,13 +219,18 @@ mod channels;
 mod dispatcher;
 mod error;
 mod files;
+#[cfg_attr(
+    not(feature = "testing"),
+    allow(
+        unreachable_pub,
+        reason = "the loops' records are public only to tests, under `testing`"
+    )
+)]
 mod format;
 mod rounds;
 mod scan;
 #[cfg(feature = "tokio")]
 mod stream;
-#[cfg(feature = "testing")]
-pub mod testing;
 mod witness;
 mod worker;
 
@@ -235,12 +240,13 @@ pub use attention::{
 pub use channels::Channels;
 pub use dispatcher::{DispatchAction, Dispatcher, DispatcherConfig, IgnoreReason, Ledger};
 pub use error::{Error, Result};
+#[cfg(feature = "testing")]
+pub use format::{AgentBook, Incident, LoopMessage, Step, Suspension};
 pub use format::{
-    AgentBook, Attempt, AttemptOutcome, BeadState, Blocker, COMPLETION_REPORT, CriticFinding,
-    CriticReport, EscalationReason, Evidence, Gate, HEALTH_ESCALATION, Incident, IncidentKey,
-    LedgerEntry, LoopMessage, PendingReply, Phase, ROUND_ESCALATION_EVENT, RoundCheckpoint,
-    RoundRecord, Routing, Step, Suspension, WORK_ASSIGNED_EVENT, WORK_ASSIGNMENT,
-    WORK_COMPLETED_EVENT,
+    Attempt, AttemptOutcome, BeadState, Blocker, COMPLETION_REPORT, CriticFinding, CriticReport,
+    EscalationReason, Evidence, Gate, HEALTH_ESCALATION, IncidentKey, LedgerEntry, PendingReply,
+    Phase, ROUND_ESCALATION_EVENT, RoundCheckpoint, RoundRecord, Routing, WORK_ASSIGNED_EVENT,
+    WORK_ASSIGNMENT, WORK_COMPLETED_EVENT,
 };
 pub use rounds::{Round, Rounds, RoundsConfig};
 pub use scan::{LoopCounts, LoopState};

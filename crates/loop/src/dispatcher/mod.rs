@@ -290,7 +290,13 @@ impl Dispatcher {
     /// # Errors
     ///
     /// [`Error::Corrupt`]; [`Error::Store`].
+    #[cfg(feature = "testing")]
     pub fn suspended(&self) -> Result<AgentBook> {
+        self.read_suspended()
+    }
+
+    /// Reads the agents given no new work, for the assignment path.
+    pub(crate) fn read_suspended(&self) -> Result<AgentBook> {
         Ok(self.files.read(&self.files.agents())?.unwrap_or_default())
     }
 

@@ -314,7 +314,7 @@ impl Dispatcher {
 
     /// Returns the idle agents of the pool, in pool order: not suspended, hook empty.
     fn idle_agents(&self) -> Result<VecDeque<AgentId>> {
-        let book = match self.suspended() {
+        let book = match self.read_suspended() {
             Ok(b) => b,
             // An unreadable book cannot say who is suspended: assign no one.
             Err(Error::Corrupt(_)) => return Ok(VecDeque::new()),

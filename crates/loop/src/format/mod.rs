@@ -73,6 +73,7 @@ impl LoopMessage {
     }
 
     /// Returns the mail subject this message travels under.
+    #[cfg(feature = "testing")]
     pub fn subject(&self) -> &'static str {
         match self {
             LoopMessage::WorkAssignment { .. } => WORK_ASSIGNMENT,
@@ -207,6 +208,7 @@ pub enum Step {
 
 impl Step {
     /// Returns the step's name as written in `step`.
+    #[cfg(feature = "testing")]
     pub fn name(&self) -> &'static str {
         match self {
             Step::Checking { .. } => "checking",

@@ -227,25 +227,6 @@ pub struct RoundRecord {
     pub routed_at: Timestamp,
 }
 
-impl RoundRecord {
-    /// Returns a record (for simulations of a round's routing over a history).
-    pub fn new(
-        round: u32,
-        report: CriticReport,
-        gate: Gate,
-        routing: Routing,
-        routed_at: Timestamp,
-    ) -> Self {
-        RoundRecord {
-            round,
-            report,
-            gate,
-            routing,
-            routed_at,
-        }
-    }
-}
-
 /// A round's checkpoint: `loop/rounds/{task}.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]

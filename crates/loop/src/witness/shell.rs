@@ -83,6 +83,7 @@ impl Witness {
     /// # Errors
     ///
     /// [`Error::Corrupt`](crate::Error::Corrupt) when it is unreadable; [`Error::Store`](crate::Error::Store).
+    #[cfg(feature = "testing")]
     pub fn incident(&self, agent: &AgentId) -> Result<Option<Incident>> {
         self.files.read(&self.files.incident(agent))
     }
@@ -92,6 +93,7 @@ impl Witness {
     /// # Errors
     ///
     /// As [`Witness::incident`].
+    #[cfg(feature = "testing")]
     pub fn incidents(&self) -> Result<Vec<Incident>> {
         let dir = self.files.incidents_dir();
         let mut out = Vec::new();

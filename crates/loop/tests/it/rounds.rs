@@ -2,14 +2,12 @@
 //! the round limit, the sweep, and resuming after a kill.
 
 use chipset_bus::Bus;
-use chipset_loop::testing::route;
 use chipset_loop::{
     Blocker, CriticFinding, CriticReport, EscalationReason, Gate, Phase, ROUND_ESCALATION_EVENT,
     Rounds, RoundsConfig, Routing,
 };
 use chipset_mail::{InboxFilter, Location, NewMessage};
 use chipset_store::TaskId;
-use proptest::prelude::*;
 
 use crate::{Setup, agent, setup};
 
@@ -233,69 +231,6 @@ fn two_orchestrators_cannot_both_move_a_round() {
         two.executor_done().unwrap_err(),
         chipset_loop::Error::Conflict { .. }
     ));
-}
-
-fn arb_gate() -> impl Strategy<Value = Gate> {
-    prop_oneof![
-        Just(Gate::Clear),
-        (1usize..4).prop_map(|n| Gate::Pending {
-            replies: (0..n)
-                .map(|i| chipset_loop::PendingReply {
-                    id: format!("1730000000123-9b3e0c1a-5d2f-4e1b-8a6c-01234567890{i}")
-                        .parse()
-                        .unwrap(),
-                    subject: "dead-code".to_owned(),
-                })
-                .collect()
-        }),
-        Just(Gate::Unreadable {
-            error: "corrupt".to_owned()
-        }),
-    ]
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(128))]
-
-    /// The routing rule against its plain statement.
-    #[test]
-    fn routing_matches_the_rule(
-        code in prop_oneof![Just(0), Just(1), Just(2)],
-        findings in 0usize..3,
-        gates in proptest::collection::vec(arb_gate(), 1..6),
-        max_rounds in 1u32..6,
-    ) {
-        let report = CriticReport::new(code, (0..findings).map(|i| CriticFinding::new("style", format!("f{i}"))).collect());
-        let mut history = Vec::new();
-        for (i, gate) in gates.iter().enumerate() {
-            let round = u32::try_from(i).unwrap() + 1;
-            let routing = route(&report, gate, &history, round, max_rounds);
-            let clean = code == 0 && findings == 0 && *gate == Gate::Clear;
-            let previous = history.last().and_then(|h: &chipset_loop::RoundRecord| h.gate.pending());
-            let stalemate = matches!((gate.pending(), previous), (Some(n), Some(p)) if n > 0 && p > 0 && n >= p);
-            match &routing {
-                Routing::Commit => prop_assert!(clean),
-                Routing::Escalate { reason: EscalationReason::Stalemate { .. }, .. } => prop_assert!(!clean && stalemate),
-                Routing::Escalate { reason: EscalationReason::TooManyRounds { .. }, .. } => prop_assert!(!clean && !stalemate && round >= max_rounds),
-                Routing::AnotherRound { blockers } => prop_assert!(!clean && !stalemate && round < max_rounds && !blockers.is_empty()),
-                _ => prop_assert!(false),
-            }
-            // An unreadable gate never commits.
-            if matches!(gate, Gate::Unreadable { .. }) {
-                prop_assert!(routing != Routing::Commit);
-            }
-            if !matches!(routing, Routing::AnotherRound { .. }) {
-                break;
-            }
-            history.push(chipset_loop::RoundRecord::new(
-                round,
-                report.clone(),
-                gate.clone(),
-                routing,
-                chipset_store::Timestamp::EPOCH,
-            ));
-        }
-    }
 }
 
 /// Regression: a crash between checkpointing an escalation and publishing its
