@@ -12,6 +12,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 /// What a message is for (the seed's `kind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Kind {
     /// Expects a reply: the receiver must answer (or escalate) before the task may commit.
     Request,
@@ -54,6 +55,7 @@ impl fmt::Display for Kind {
     Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
 )]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum MailPriority {
     /// Act on it before anything else (health escalations, aborts).
     Urgent,

@@ -10,6 +10,7 @@ use crate::format::Kind;
 /// Where a message is now. A message is in exactly one place; it moves only
 /// forward: inbox → archive → by-task, or inbox → by-task, or inbox → orphan.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Location {
     /// Unread (or read but not archived) in `inbox/{agent}/`.
     Inbox(AgentId),

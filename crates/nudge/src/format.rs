@@ -24,6 +24,7 @@ chipset_store::define_id! {
 
 /// How urgent a nudge type is, lowest first (see [`NudgeType::urgency`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum Urgency {
     /// `nudge_response`: an answer.
     Response,
@@ -217,6 +218,7 @@ pub struct ProcessedRecord {
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize,
 )]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Severity {
     /// Informational.
     Info,
@@ -231,6 +233,7 @@ pub enum Severity {
 /// How a reminder was resolved (seed §4 `resolution`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Resolution {
     /// Done, by hand.
     Completed,

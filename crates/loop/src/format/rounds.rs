@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 /// The phase a critic/executor round is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Phase {
     /// The executor is working.
     Executor,
@@ -113,6 +114,7 @@ pub struct PendingReply {
 /// What the pending-replies gate answered at routing.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "gate", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Gate {
     /// No request of the task is waiting for a reply.
     Clear,

@@ -219,6 +219,7 @@ fn run(ops: Vec<Op>) {
                             d
                         }
                     }
+                    other => panic!("a kind this model does not send: {other}"),
                 };
                 let draft = match (kind, parent) {
                     (Kind::Response, _) | (_, None) => draft,

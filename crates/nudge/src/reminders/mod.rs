@@ -135,6 +135,7 @@ impl Opened {
 
 /// A manual resolution (seed §6.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ManualResolution {
     /// Done.
     Completed,
