@@ -71,7 +71,7 @@ impl KindSpec {
     }
 
     /// Returns true when `verb` auto-resolves this kind.
-    pub fn is_resolved_by(&self, verb: &str) -> bool {
+    pub(crate) fn is_resolved_by(&self, verb: &str) -> bool {
         self.resolving_verbs.iter().any(|v| v == verb)
     }
 }
@@ -83,7 +83,7 @@ impl KindSpec {
 /// use chipset_nudge::{KindRegistry, KindSpec};
 /// let mut kinds = KindRegistry::preset();
 /// kinds.register(KindSpec::new("review_pending", "review").resolved_by("review.close"))?;
-/// assert!(kinds.get("wrap_session").unwrap().is_resolved_by("prism_wrap"));
+/// assert_eq!(kinds.get("wrap_session").unwrap().resolving_verbs, ["prism_wrap"]);
 /// assert_eq!(kinds.kinds().count(), 7);
 /// # Ok::<(), chipset_nudge::Error>(())
 /// ```

@@ -97,7 +97,7 @@ impl CriticReport {
     }
 
     /// Returns true when the verification passed.
-    pub fn verified(&self) -> bool {
+    pub(crate) fn verified(&self) -> bool {
         self.verify_exit_code == 0
     }
 }
