@@ -99,7 +99,7 @@ pub enum Error {
         #[source]
         source: Box<Error>,
     },
-    /// A send with a chosen id ([`Nudges::send_with_id`](crate::Nudges::send_with_id))
+    /// A send with a chosen id ([`NewNudge::with_id`](crate::NewNudge::with_id))
     /// found a nudge with that id and other content; nothing was written.
     #[error("nudge `{id}` exists with other content")]
     IdConflict {

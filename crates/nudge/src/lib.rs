@@ -122,7 +122,7 @@
 //!
 //! | operation | commit point | a retry after it applied |
 //! |---|---|---|
-//! | [`Nudges::send`], [`Nudges::send_with_id`] | the rename of the new `latest.json` | with a chosen id: the first delivery, nothing written ([`Error::IdConflict`] for other content) |
+//! | [`Nudges::send`] | the rename of the new `latest.json` | with a chosen id: the first delivery, nothing written ([`Error::IdConflict`] for other content) |
 //! | [`Nudges::respond`] | the rename of `responses/{responder}.json` | the recorded response reused, delivered only if not there yet |
 //! | [`Nudges::mark_processed`] | the rename of `processed.json` | a no-op |
 //! | [`Reminders::open`] | the no-clobber create of the open index file | [`Opened::Existing`] |
@@ -138,7 +138,7 @@
 //! a resolved reminder into `history/` or `snoozed/` is follow-up: its
 //! failure is logged, not returned, and the next operation on the key
 //! finishes it. A retry of [`Nudges::send`] without an id is a new nudge
-//! (latest wins); use [`Nudges::send_with_id`] where that matters.
+//! (latest wins); give the draft an id ([`NewNudge::with_id`]) where that matters.
 //!
 //! # Errors and repair
 //!

@@ -61,8 +61,8 @@ impl NudgeConfig {
     }
 }
 
-/// A nudge to send: the fields the sender chooses. The timestamp and id are
-/// filled in by [`Nudges::send`].
+/// A nudge to send: the fields the sender chooses. The timestamp (and,
+/// unless the caller chooses one, the id) are filled in by [`Nudges::send`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewNudge {
     /// The sender.
@@ -73,6 +73,9 @@ pub struct NewNudge {
     pub message: String,
     /// Whether the recipient must answer.
     pub requires_response: bool,
+    /// A caller-chosen id, which makes the send safe to retry (see
+    /// [`Nudges::send`]); `None` for a fresh one.
+    pub id: Option<NudgeId>,
 }
 
 impl NewNudge {
@@ -83,6 +86,7 @@ impl NewNudge {
             kind,
             message: message.into(),
             requires_response: false,
+            id: None,
         }
     }
 
@@ -90,6 +94,14 @@ impl NewNudge {
     #[must_use]
     pub fn requiring_response(mut self) -> Self {
         self.requires_response = true;
+        self
+    }
+
+    /// Returns this draft with a caller-chosen id, which makes its send
+    /// safe to retry.
+    #[must_use]
+    pub fn with_id(mut self, id: NudgeId) -> Self {
+        self.id = Some(id);
         self
     }
 }
@@ -262,67 +274,57 @@ impl Nudges {
             .join_id(responder, ".json")
     }
 
-    /// Sends a nudge to `to`: stamps it with the time and a fresh id and
-    /// durably replaces `to`'s `latest.json`, unless an unprocessed `abort`
-    /// is there and this is not an abort (see [`NudgeType::urgency`]).
+    /// Sends a nudge to `to`: stamps it with the time and, unless the draft
+    /// has one ([`NewNudge::with_id`]), a fresh id, and durably replaces
+    /// `to`'s `latest.json`, unless an unprocessed `abort` is there and this
+    /// is not an abort (see [`NudgeType::urgency`]).
     ///
     /// The check and the replace happen under the recipient's lock, so of
     /// many concurrent senders each sees the one before it, and the reader
     /// always sees one whole nudge.
     ///
-    /// # Errors
+    /// A caller-chosen id makes the send safe to retry (the store's
+    /// idempotent-retry rule): when `to`'s `latest.json` holds a nudge with
+    /// this id, or it is the last one `to` processed, and its content is the
+    /// same (every field but the timestamp), that first delivery is returned
+    /// as [`Delivery::Delivered`] and nothing is written; other content is
+    /// [`Error::IdConflict`]. A retry is recognised only while the first
+    /// delivery is in one of those two places: a signal replaced by a later
+    /// nudge before it was processed is gone, and sending again delivers it
+    /// again.
     ///
-    /// [`Error::Store`] when the lock, a read or the write fails (then
-    /// nothing was written, unless only the final directory sync failed:
-    /// the new nudge is then in place, so re-read before sending again).
-    pub fn send(&self, to: &AgentId, draft: NewNudge) -> Result<Delivery> {
-        let nudge = Nudge {
-            from: draft.from.into_string(),
-            kind: draft.kind,
-            message: draft.message,
-            timestamp: self.state.now(),
-            requires_response: draft.requires_response,
-            id: Some(self.new_id()),
-            in_reply_to: None,
-            extra: serde_json::Map::new(),
-        };
-        self.deliver(to, nudge)
-    }
-
-    /// Sends a nudge under a caller-chosen id, which makes the send safe to
-    /// retry (the store's idempotent-retry rule): when `to`'s `latest.json`
-    /// holds a nudge with this id, or it is the last one `to` processed, and
-    /// its content is the same (every field but the timestamp), that first
-    /// delivery is returned as [`Delivery::Delivered`] and nothing is
-    /// written; other content is [`Error::IdConflict`]. A retry is
-    /// recognised only while the first delivery is in one of those two
-    /// places: a signal replaced by a later nudge before it was processed is
-    /// gone, and sending again delivers it again.
-    ///
-    /// **Commit point** (of every send): the rename of the new `latest.json`
-    /// under the recipient's lock; a failed sync after it is the store's
+    /// **Commit point:** the rename of the new `latest.json` under the
+    /// recipient's lock; a failed sync after it is the store's
     /// [`OutcomeUnknown`](chipset_store::Error::OutcomeUnknown).
     ///
     /// # Errors
     ///
-    /// As [`Nudges::send`], and [`Error::IdConflict`].
-    pub fn send_with_id(&self, to: &AgentId, draft: NewNudge, id: NudgeId) -> Result<Delivery> {
+    /// [`Error::Store`] when the lock, a read or the write fails (then
+    /// nothing was written, unless only the final directory sync failed:
+    /// the new nudge is then in place, so re-read before sending again);
+    /// [`Error::IdConflict`] for a chosen id already used with other content.
+    pub fn send(&self, to: &AgentId, draft: NewNudge) -> Result<Delivery> {
+        let chosen = draft.id.is_some();
         let nudge = Nudge {
             from: draft.from.into_string(),
             kind: draft.kind,
             message: draft.message,
             timestamp: self.state.now(),
             requires_response: draft.requires_response,
-            id: Some(id),
+            id: Some(draft.id.unwrap_or_else(|| self.new_id())),
             in_reply_to: None,
             extra: serde_json::Map::new(),
         };
-        self.deliver_once(to, nudge)
+        if chosen {
+            self.deliver_once(to, nudge)
+        } else {
+            self.deliver(to, nudge)
+        }
     }
 
     /// As [`Nudges::deliver`], but a nudge whose id is already in `to`'s
     /// `latest.json` or processed record is not written again (see
-    /// [`Nudges::send_with_id`]).
+    /// [`Nudges::send`]).
     fn deliver_once(&self, to: &AgentId, nudge: Nudge) -> Result<Delivery> {
         let same = |first: &Nudge| {
             first.from == nudge.from

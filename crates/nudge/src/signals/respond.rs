@@ -64,7 +64,7 @@ impl Nudges {
     /// to the same nudge (it has an id) with the same message is a retry:
     /// the recorded response is reused (same id and time), and delivered
     /// only if the sender's `latest.json` does not hold it already and the
-    /// sender has not processed it (see [`Nudges::send_with_id`]).
+    /// sender has not processed it (see [`NewNudge::with_id`](crate::NewNudge::with_id)).
     ///
     /// # Errors
     ///

@@ -112,10 +112,9 @@ fn cases() -> Vec<Case> {
             name: "nudge send",
             setup: |_| {},
             run: |w| {
-                let d = w.nudges.send_with_id(
+                let d = w.nudges.send(
                     &agent("polecat"),
-                    health_check(),
-                    NudgeId::new(NID).unwrap(),
+                    health_check().with_id(NudgeId::new(NID).unwrap()),
                 )?;
                 assert!(d.sent().is_some(), "{d:?}");
                 Ok(())
@@ -130,10 +129,9 @@ fn cases() -> Vec<Case> {
             setup: |w| {
                 drop(
                     w.nudges
-                        .send_with_id(
+                        .send(
                             &agent("polecat"),
-                            health_check(),
-                            NudgeId::new(NID).unwrap(),
+                            health_check().with_id(NudgeId::new(NID).unwrap()),
                         )
                         .unwrap(),
                 )
@@ -160,10 +158,9 @@ fn cases() -> Vec<Case> {
             setup: |w| {
                 drop(
                     w.nudges
-                        .send_with_id(
+                        .send(
                             &agent("polecat"),
-                            health_check(),
-                            NudgeId::new(NID).unwrap(),
+                            health_check().with_id(NudgeId::new(NID).unwrap()),
                         )
                         .unwrap(),
                 )
@@ -392,18 +389,18 @@ fn resolving_snoozing_and_responding_again_are_successes_that_change_nothing() {
     let nid = NudgeId::new(NID).unwrap();
     let first = w
         .nudges
-        .send_with_id(&agent("polecat"), health_check(), nid.clone())
+        .send(&agent("polecat"), health_check().with_id(nid.clone()))
         .unwrap();
     clock.advance(Duration::from_secs(5));
     assert_eq!(
         w.nudges
-            .send_with_id(&agent("polecat"), health_check(), nid.clone())
+            .send(&agent("polecat"), health_check().with_id(nid.clone()))
             .unwrap(),
         first
     );
     let other = NewNudge::new(agent("witness"), NudgeType::HealthCheck, "other");
     assert!(matches!(
-        w.nudges.send_with_id(&agent("polecat"), other, nid.clone()),
+        w.nudges.send(&agent("polecat"), other.with_id(nid.clone())),
         Err(Error::IdConflict { .. })
     ));
     // Responding twice with the same message: one response, the same one.

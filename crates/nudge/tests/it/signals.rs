@@ -536,13 +536,13 @@ fn a_chosen_id_retry_is_found_in_the_processed_record() {
     let p = agent("polecat");
     let check = || draft(NudgeType::HealthCheck, "ok?").requiring_response();
     let id = |s: &str| chipset_nudge::NudgeId::new(s).unwrap();
-    let first = n.send_with_id(&p, check(), id("n-1")).unwrap();
+    let first = n.send(&p, check().with_id(id("n-1"))).unwrap();
     let first = first.sent().unwrap().clone();
     n.mark_processed(&p, &first).unwrap();
     clock.advance(Duration::from_secs(5));
     let later = n.send(&p, draft(NudgeType::SyncRequest, "later")).unwrap();
     let later = later.sent().unwrap().clone();
-    let retry = n.send_with_id(&p, check(), id("n-1")).unwrap();
+    let retry = n.send(&p, check().with_id(id("n-1"))).unwrap();
     assert_eq!(
         retry,
         Delivery::Delivered {
@@ -552,10 +552,10 @@ fn a_chosen_id_retry_is_found_in_the_processed_record() {
     assert_eq!(n.read_latest(&p).unwrap(), ReadOutcome::Value(later));
     let other_message = draft(NudgeType::HealthCheck, "still ok?").requiring_response();
     assert!(matches!(
-        n.send_with_id(&p, other_message, id("n-1")),
+        n.send(&p, other_message.with_id(id("n-1"))),
         Err(chipset_nudge::Error::IdConflict { .. })
     ));
-    let fresh = n.send_with_id(&p, check(), id("n-2")).unwrap();
+    let fresh = n.send(&p, check().with_id(id("n-2"))).unwrap();
     assert_eq!(fresh.sent().unwrap().id, Some(id("n-2")), "{fresh:?}");
     match n.read_latest(&p).unwrap() {
         ReadOutcome::Value(latest) => assert_eq!(latest.id, Some(id("n-2"))),
