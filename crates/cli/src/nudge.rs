@@ -20,7 +20,7 @@ pub(crate) fn run(ctx: &Ctx, command: NudgeCommand) -> Result<Output> {
             message,
             requires_response,
         } => {
-            let mut draft = NewNudge::new(from, NudgeType::from_name(&kind), message);
+            let mut draft = NewNudge::new(from, NudgeType::from(kind.as_str()), message);
             if requires_response {
                 draft = draft.requiring_response();
             }

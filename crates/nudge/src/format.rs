@@ -62,7 +62,7 @@ pub enum NudgeType {
 
 impl NudgeType {
     /// Returns the type for `name`; names this version does not know become [`NudgeType::Unknown`].
-    pub fn from_name(name: &str) -> Self {
+    pub(crate) fn from_name(name: &str) -> Self {
         match name {
             "health_check" => NudgeType::HealthCheck,
             "stall_warning" => NudgeType::StallWarning,

@@ -107,8 +107,11 @@ pub(crate) fn nudge_send(ctx: &Ctx, p: NudgeSend) -> Outcome {
     if p.kind.is_empty() {
         return Err(Failure::usage("a nudge needs a non-empty type"));
     }
-    let mut draft =
-        chipset_nudge::NewNudge::new(ctx.agent.clone(), NudgeType::from_name(&p.kind), p.message);
+    let mut draft = chipset_nudge::NewNudge::new(
+        ctx.agent.clone(),
+        NudgeType::from(p.kind.as_str()),
+        p.message,
+    );
     if p.requires_response.unwrap_or(false) {
         draft = draft.requiring_response();
     }

@@ -73,7 +73,7 @@ proptest! {
                 SigOp::Send { to, kind } => {
                     let kind_name = KINDS[kind];
                     let d = nudges
-                        .send(&agent(&name(to)), NewNudge::new(sender.clone(), NudgeType::from_name(kind_name), "m"))
+                        .send(&agent(&name(to)), NewNudge::new(sender.clone(), NudgeType::from(kind_name), "m"))
                         .unwrap();
                     let m = &mut model[to];
                     let pending = m.latest.clone().filter(|(id, ..)| m.processed.as_ref() != Some(id));
