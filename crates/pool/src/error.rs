@@ -1,0 +1,162 @@
+//! The crate's one error type.
+
+use chipset_store::{AgentId, Corruption, Unsupported};
+
+use crate::id::ItemId;
+use crate::transition::WorkState;
+
+/// A specialized result for pool operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything a pool operation can fail with. Unless it says otherwise,
+/// nothing was written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A field of a new item, a reason or a filter is not acceptable.
+    #[error("invalid {field}: {reason}")]
+    Invalid {
+        /// Which field.
+        field: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// The body is over [`MAX_BODY`](crate::MAX_BODY) bytes.
+    #[error("the body is {size} bytes; at most {max} are allowed")]
+    BodyTooLarge {
+        /// Its size.
+        size: usize,
+        /// The bound.
+        max: usize,
+    },
+    /// An item depends on an item that was never posted.
+    #[error("item `{id}` depends on `{dependency}`, which is not in the pool")]
+    UnknownDependency {
+        /// The item being posted.
+        id: ItemId,
+        /// The unknown dependency.
+        dependency: ItemId,
+    },
+    /// The dependencies would form a cycle; it is listed, first item last again.
+    #[error("dependency cycle: {}", ids.iter().map(ItemId::as_str).collect::<Vec<_>>().join(" -> "))]
+    Cycle {
+        /// The cycle.
+        ids: Vec<ItemId>,
+    },
+    /// An item with this id was posted with other content.
+    #[error("item `{id}` was already posted with other content")]
+    IdTaken {
+        /// The id.
+        id: ItemId,
+    },
+    /// No item has this id.
+    #[error("no item `{id}` in the pool")]
+    NotFound {
+        /// The id.
+        id: ItemId,
+    },
+    /// The item is done: it cannot be claimed or released.
+    #[error("item `{id}` is done")]
+    AlreadyDone {
+        /// The id.
+        id: ItemId,
+    },
+    /// The item cannot be claimed now: it is on a hook, blocked or deferred.
+    #[error("item `{id}` is {}", describe(state))]
+    NotReady {
+        /// The id.
+        id: ItemId,
+        /// Where it is.
+        state: WorkState,
+    },
+    /// The claimer's hook holds other work: finish it first.
+    #[error("the hook of `{agent}` holds `{bead}`; finish or release it before claiming")]
+    HookBusy {
+        /// The claimer.
+        agent: AgentId,
+        /// What its hook holds.
+        bead: String,
+    },
+    /// The item is not on this agent's hook (releasing or finishing another
+    /// agent's item, or one nobody holds).
+    #[error("item `{id}` is not on the hook of `{agent}`{}", holder.as_ref().map(|h| format!(" (`{h}` holds it)")).unwrap_or_default())]
+    NotHolder {
+        /// The id.
+        id: ItemId,
+        /// The agent that asked.
+        agent: AgentId,
+        /// Its holder, if any.
+        holder: Option<AgentId>,
+    },
+    /// The table would outgrow [`TABLE_CAP`](crate::TABLE_CAP).
+    #[error("the pool table would be {size} bytes, over the {cap}-byte cap")]
+    TableFull {
+        /// The size it would have.
+        size: usize,
+        /// The cap.
+        cap: u64,
+    },
+    /// A pool file is corrupt: no decision is made on it (fail closed).
+    #[error("cannot {op}: {corruption}")]
+    Corrupt {
+        /// What was being done.
+        op: &'static str,
+        /// The bad file and why.
+        corruption: Corruption,
+    },
+    /// A pool file was written by a newer program.
+    #[error("cannot {op}: {unsupported}")]
+    Unsupported {
+        /// What was being done.
+        op: &'static str,
+        /// The file and what is unknown.
+        unsupported: Unsupported,
+    },
+    /// A hook could not be read or changed. A corrupt hook fails every
+    /// claim: it might hold an item, and guessing could claim it twice.
+    #[error(transparent)]
+    Hook(#[from] chipset_hook::Error),
+    /// A filesystem operation failed; it names the operation and the path.
+    #[error(transparent)]
+    Store(#[from] chipset_store::Error),
+}
+
+impl Error {
+    /// Returns true for bad input: the request can never succeed as it is.
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            Error::Invalid { .. }
+                | Error::BodyTooLarge { .. }
+                | Error::UnknownDependency { .. }
+                | Error::Cycle { .. }
+                | Error::IdTaken { .. }
+        ) || matches!(self, Error::Store(chipset_store::Error::InvalidId { .. }))
+    }
+
+    /// Returns true when a write may have been made but is not known to be
+    /// durable: retrying with the same id is safe.
+    pub fn is_outcome_unknown(&self) -> bool {
+        match self {
+            Error::Store(e) => e.is_outcome_unknown(),
+            Error::Hook(chipset_hook::Error::Store(e)) => e.is_outcome_unknown(),
+            _ => false,
+        }
+    }
+}
+
+fn describe(state: &WorkState) -> String {
+    match state {
+        WorkState::Ready => "ready".to_owned(),
+        WorkState::Deferred { until } => format!("deferred until {until}"),
+        WorkState::Blocked { on } => format!(
+            "blocked on {}",
+            on.iter()
+                .map(|i| format!("`{i}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        WorkState::Claimed { holder, hook } => format!("claimed by `{holder}` ({hook})"),
+        WorkState::Done { by, .. } => format!("done by `{by}`"),
+    }
+}

@@ -1,0 +1,94 @@
+//! Bad input: a typed error, and nothing changed.
+
+use chipset_pool::{Error, ItemId, MAX_BODY, NewItem, ReadyFilter};
+
+use crate::{agent, id, item, setup, snapshot};
+
+#[test]
+fn bad_posts_are_refused_and_change_nothing() {
+    let s = setup();
+    let lead = agent("lead");
+    s.pool.post(&lead, &item("a")).unwrap();
+    let before = snapshot(&s);
+    let refused = [
+        s.pool.post(&lead, &item("b").with_depends_on([id("nope")])),
+        s.pool.post(&lead, &item("b").with_depends_on([id("b")])),
+        s.pool.post(&lead, &NewItem::new("   ")),
+        s.pool
+            .post(&lead, &item("b").with_body("x".repeat(MAX_BODY + 1))),
+        s.pool.post(&lead, &item("b").with_priority(9)),
+        s.pool.post(&lead, &item("a").with_body("other content")),
+    ];
+    let kinds: Vec<&str> = refused
+        .iter()
+        .map(|r| match r {
+            Err(Error::UnknownDependency { .. }) => "unknown",
+            Err(Error::Cycle { .. }) => "cycle",
+            Err(Error::Invalid { field: "title", .. }) => "title",
+            Err(Error::BodyTooLarge { .. }) => "body",
+            Err(Error::Invalid {
+                field: "priority", ..
+            }) => "priority",
+            Err(Error::IdTaken { .. }) => "taken",
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        ["unknown", "cycle", "title", "body", "priority", "taken"]
+    );
+    assert!(refused.iter().all(|r| r.as_ref().unwrap_err().is_usage()));
+    // A batch whose items form a cycle posts none of them.
+    let cycle = [
+        item("x").with_depends_on([id("y")]),
+        item("y").with_depends_on([id("x")]),
+    ];
+    assert!(matches!(
+        s.pool.post_many(&lead, &cycle),
+        Err(Error::Cycle { .. })
+    ));
+    assert_eq!(snapshot(&s), before);
+}
+
+#[test]
+fn a_bad_id_is_refused_before_it_touches_a_path() {
+    for bad in ["../etc", ".hidden", "a/b", ""] {
+        assert!(ItemId::new(bad).is_err(), "{bad:?}");
+    }
+}
+
+#[test]
+fn bad_claims_and_releases_change_nothing() {
+    let s = setup();
+    let (lead, alice) = (agent("lead"), agent("alice"));
+    s.pool.post(&lead, &item("a")).unwrap();
+    s.pool
+        .post(&lead, &item("b").with_depends_on([id("a")]))
+        .unwrap();
+    let before = snapshot(&s);
+    assert!(matches!(
+        s.pool.claim(&alice, &id("zz")),
+        Err(Error::NotFound { .. })
+    ));
+    assert!(matches!(
+        s.pool.claim(&alice, &id("b")),
+        Err(Error::NotReady { .. })
+    ));
+    assert!(matches!(
+        s.pool.release(&alice, &id("a"), "x"),
+        Err(Error::NotHolder { holder: None, .. })
+    ));
+    assert!(matches!(
+        s.pool.release(&alice, &id("a"), "  "),
+        Err(Error::Invalid {
+            field: "reason",
+            ..
+        })
+    ));
+    assert!(matches!(
+        s.pool.done(&alice, &id("a")),
+        Err(Error::NotHolder { .. })
+    ));
+    assert!(s.pool.ready(&ReadyFilter::new()).is_ok());
+    assert_eq!(snapshot(&s), before);
+}

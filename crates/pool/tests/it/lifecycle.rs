@@ -1,0 +1,383 @@
+//! Post, ready, claim, release and done, their retries, and the table's
+//! format.
+
+use std::time::Duration;
+
+use chipset_hook::HookStatus;
+use chipset_pool::{Error, NewItem, ReadyFilter, WorkState};
+use chipset_store::ReadOutcome;
+
+use crate::{agent, id, item, setup};
+
+fn ready_ids(s: &crate::Setup, filter: &ReadyFilter) -> Vec<String> {
+    s.pool
+        .ready(filter)
+        .unwrap()
+        .into_iter()
+        .map(|l| l.entry.id.into_string())
+        .collect()
+}
+
+#[test]
+fn ready_orders_by_priority_then_age_and_hides_blocked_and_deferred() {
+    let s = setup();
+    let lead = agent("lead");
+    s.pool.post(&lead, &item("a").with_priority(3)).unwrap();
+    s.pool.post(&lead, &item("b").with_priority(1)).unwrap();
+    s.clock.advance(Duration::from_millis(5));
+    s.pool.post(&lead, &item("c").with_priority(1)).unwrap();
+    s.pool
+        .post(
+            &lead,
+            &item("d").with_depends_on([id("b")]).with_priority(0),
+        )
+        .unwrap();
+    let later = s.tmp.state.now().add(Duration::from_secs(60));
+    s.pool
+        .post(&lead, &item("e").with_not_before(later).with_priority(0))
+        .unwrap();
+    assert_eq!(ready_ids(&s, &ReadyFilter::new()), ["b", "c", "a"]);
+    assert_eq!(
+        s.pool.get(&id("d")).unwrap().state,
+        WorkState::Blocked { on: vec![id("b")] }
+    );
+    assert_eq!(
+        s.pool.get(&id("e")).unwrap().state,
+        WorkState::Deferred { until: later }
+    );
+    s.clock.advance(Duration::from_secs(61));
+    assert_eq!(ready_ids(&s, &ReadyFilter::new()), ["e", "b", "c", "a"]);
+    let counts = s.pool.counts().unwrap();
+    assert_eq!((counts.ready, counts.blocked, counts.total()), (4, 1, 5));
+}
+
+#[test]
+fn filters_keep_labels_and_the_role_or_no_role() {
+    let s = setup();
+    let lead = agent("lead");
+    s.pool
+        .post(&lead, &item("ui").with_labels(["ui", "bug"]))
+        .unwrap();
+    s.pool
+        .post(&lead, &item("review").with_role("reviewer"))
+        .unwrap();
+    s.pool.post(&lead, &item("any")).unwrap();
+    assert_eq!(ready_ids(&s, &ReadyFilter::new().with_label("bug")), ["ui"]);
+    assert_eq!(
+        ready_ids(&s, &ReadyFilter::new().with_role("dev")),
+        ["ui", "any"]
+    );
+    assert_eq!(
+        ready_ids(&s, &ReadyFilter::new().with_role("reviewer")),
+        ["ui", "review", "any"]
+    );
+    let got = s
+        .pool
+        .claim_next(
+            &agent("rev"),
+            &ReadyFilter::new().with_role("reviewer").with_label("bug"),
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(got.entry.id, id("ui"));
+}
+
+#[test]
+fn a_claim_is_on_the_hook_and_nowhere_else() {
+    let s = setup();
+    let (lead, alice, bob) = (agent("lead"), agent("alice"), agent("bob"));
+    s.pool.post(&lead, &item("a")).unwrap();
+    let claimed = s
+        .pool
+        .claim_next(&alice, &ReadyFilter::new())
+        .unwrap()
+        .unwrap();
+    assert!(!claimed.existing);
+    assert_eq!(
+        s.hooks.current(&alice).unwrap(),
+        Some(claimed.assignment.clone())
+    );
+    assert_eq!(claimed.assignment.work().assigned_by(), Some(&alice));
+    assert_eq!(
+        s.pool.get(&id("a")).unwrap().state,
+        WorkState::Claimed {
+            holder: alice.clone(),
+            hook: HookStatus::Pending
+        }
+    );
+    // Nothing is ready for Bob, and he cannot take Alice's item.
+    assert!(
+        s.pool
+            .claim_next(&bob, &ReadyFilter::new())
+            .unwrap()
+            .is_none()
+    );
+    assert!(matches!(
+        s.pool.claim(&bob, &id("a")),
+        Err(Error::NotReady {
+            state: WorkState::Claimed { .. },
+            ..
+        })
+    ));
+    // A retry by Alice returns the first claim and changes nothing.
+    let again = s
+        .pool
+        .claim_next(&alice, &ReadyFilter::new())
+        .unwrap()
+        .unwrap();
+    assert!(again.existing);
+    assert_eq!(again.assignment, claimed.assignment);
+    let named = s.pool.claim(&alice, &id("a")).unwrap();
+    assert!(named.existing);
+}
+
+#[test]
+fn a_completed_hook_marks_the_item_done_and_the_next_claim_records_it() {
+    let s = setup();
+    let (lead, alice) = (agent("lead"), agent("alice"));
+    s.pool.post(&lead, &item("a")).unwrap();
+    s.pool
+        .post(&lead, &item("b").with_depends_on([id("a")]))
+        .unwrap();
+    let a = s
+        .pool
+        .claim_next(&alice, &ReadyFilter::new())
+        .unwrap()
+        .unwrap();
+    s.hooks.activate(&a.assignment).unwrap();
+    s.hooks.complete(&a.assignment).unwrap();
+    assert_eq!(
+        s.pool.get(&id("a")).unwrap().state,
+        WorkState::Done {
+            by: alice.clone(),
+            recorded: false
+        }
+    );
+    // The dependency counts as done already.
+    assert_eq!(ready_ids(&s, &ReadyFilter::new()), ["b"]);
+    let b = s
+        .pool
+        .claim_next(&alice, &ReadyFilter::new())
+        .unwrap()
+        .unwrap();
+    assert_eq!(b.finished, Some(id("a")));
+    assert_eq!(b.entry.id, id("b"));
+    let a_now = s.pool.get(&id("a")).unwrap();
+    assert_eq!(
+        a_now.state,
+        WorkState::Done {
+            by: alice.clone(),
+            recorded: true
+        }
+    );
+    assert_eq!(a_now.entry.done.unwrap().by, alice);
+}
+
+#[test]
+fn another_agents_claim_records_a_completed_item_too() {
+    let s = setup();
+    let (lead, alice, bob) = (agent("lead"), agent("alice"), agent("bob"));
+    s.pool.post_many(&lead, &[item("a"), item("b")]).unwrap();
+    let a = s
+        .pool
+        .claim_next(&alice, &ReadyFilter::new())
+        .unwrap()
+        .unwrap();
+    s.hooks.activate(&a.assignment).unwrap();
+    s.hooks.complete(&a.assignment).unwrap();
+    s.pool
+        .claim_next(&bob, &ReadyFilter::new())
+        .unwrap()
+        .unwrap();
+    // Recorded now: a later clear of Alice's hook outside the pool loses nothing.
+    s.hooks.clear(&a.assignment).unwrap();
+    assert!(matches!(
+        s.pool.get(&id("a")).unwrap().state,
+        WorkState::Done { recorded: true, .. }
+    ));
+}
+
+#[test]
+fn done_finishes_from_any_hook_state_and_is_retry_safe() {
+    let s = setup();
+    let (lead, alice) = (agent("lead"), agent("alice"));
+    s.pool.post(&lead, &item("a")).unwrap();
+    s.pool.claim(&alice, &id("a")).unwrap();
+    let done = s.pool.done(&alice, &id("a")).unwrap();
+    assert!(!done.existing);
+    assert_eq!(s.hooks.current(&alice).unwrap(), None);
+    let again = s.pool.done(&alice, &id("a")).unwrap();
+    assert!(again.existing);
+    assert!(matches!(
+        s.pool.claim(&alice, &id("a")),
+        Err(Error::AlreadyDone { .. })
+    ));
+    assert!(matches!(
+        s.pool.release(&alice, &id("a"), "no"),
+        Err(Error::AlreadyDone { .. })
+    ));
+}
+
+#[test]
+fn release_returns_the_item_with_its_reason_once() {
+    let s = setup();
+    let (lead, alice, bob) = (agent("lead"), agent("alice"), agent("bob"));
+    s.pool.post(&lead, &item("a")).unwrap();
+    let a = s.pool.claim(&alice, &id("a")).unwrap();
+    // Bob cannot release Alice's item, nor finish it.
+    let before = crate::snapshot(&s);
+    assert!(matches!(
+        s.pool.release(&bob, &id("a"), "mine now"),
+        Err(Error::NotHolder { holder: Some(h), .. }) if h == alice
+    ));
+    assert!(matches!(
+        s.pool.done(&bob, &id("a")),
+        Err(Error::NotHolder { .. })
+    ));
+    assert_eq!(crate::snapshot(&s), before);
+    let released = s.pool.release(&alice, &id("a"), "needs a design").unwrap();
+    assert!(!released.existing);
+    let record = released.entry.released.unwrap();
+    assert_eq!(
+        (record.by, record.reason.as_str()),
+        (alice.clone(), "needs a design")
+    );
+    assert_eq!(released.entry.releases, 1);
+    assert_eq!(s.hooks.current(&alice).unwrap(), None);
+    // Alice's old assignment is fenced off.
+    assert!(s.hooks.activate(&a.assignment).unwrap_err().is_stale());
+    // A retry is a success that changes nothing.
+    let again = s.pool.release(&alice, &id("a"), "needs a design").unwrap();
+    assert!(again.existing);
+    assert_eq!(again.entry.releases, 1);
+    assert_eq!(ready_ids(&s, &ReadyFilter::new()), ["a"]);
+    let b = s
+        .pool
+        .claim_next(&bob, &ReadyFilter::new())
+        .unwrap()
+        .unwrap();
+    assert_eq!(b.entry.id, id("a"));
+}
+
+#[test]
+fn a_stalled_holders_item_returns_once() {
+    let s = setup();
+    let (lead, alice, witness) = (agent("lead"), agent("alice"), agent("witness"));
+    s.pool.post(&lead, &item("a")).unwrap();
+    let a = s.pool.claim(&alice, &id("a")).unwrap();
+    let back = s
+        .pool
+        .return_stalled(&a.assignment, &witness, "stalled")
+        .unwrap()
+        .unwrap();
+    assert_eq!(back.released.unwrap().holder, alice);
+    assert!(
+        s.pool
+            .return_stalled(&a.assignment, &witness, "stalled")
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(ready_ids(&s, &ReadyFilter::new()), ["a"]);
+}
+
+#[test]
+fn a_post_retry_returns_the_first_result() {
+    let s = setup();
+    let lead = agent("lead");
+    let first = s.pool.post(&lead, &item("a").with_body("details")).unwrap();
+    assert!(!first.existing);
+    s.clock.advance(Duration::from_secs(1));
+    let again = s.pool.post(&lead, &item("a").with_body("details")).unwrap();
+    assert!(again.existing);
+    assert_eq!(again.entry, first.entry);
+    assert!(matches!(
+        s.pool.post(&lead, &item("a").with_body("other")),
+        Err(Error::IdTaken { .. })
+    ));
+    let full = s.pool.item(&id("a")).unwrap();
+    assert_eq!(full.body, "details");
+    // Fresh ids are generated when none is given.
+    let fresh = s.pool.post(&lead, &NewItem::new("anything")).unwrap();
+    assert!(fresh.entry.id.as_str().starts_with("w-"));
+}
+
+#[test]
+fn a_claim_refuses_a_hook_holding_other_work() {
+    let s = setup();
+    let (lead, alice) = (agent("lead"), agent("alice"));
+    s.pool.post(&lead, &item("a")).unwrap();
+    s.hooks
+        .assign(
+            &alice,
+            chipset_testkit::bead("gt-other"),
+            "other",
+            Some(&lead),
+        )
+        .unwrap();
+    let before = crate::snapshot(&s);
+    assert!(matches!(
+        s.pool.claim_next(&alice, &ReadyFilter::new()),
+        Err(Error::HookBusy { .. })
+    ));
+    assert_eq!(crate::snapshot(&s), before);
+}
+
+#[test]
+fn a_corrupt_hook_fails_claims_closed() {
+    let s = setup();
+    let lead = agent("lead");
+    s.pool.post(&lead, &item("a")).unwrap();
+    std::fs::create_dir_all(s.tmp.state.root().join("hooks")).unwrap();
+    std::fs::write(s.tmp.state.root().join("hooks/ghost.json"), "{").unwrap();
+    assert!(matches!(
+        s.pool.claim_next(&agent("alice"), &ReadyFilter::new()),
+        Err(Error::Hook(e)) if e.is_corrupt()
+    ));
+    assert!(s.pool.ready(&ReadyFilter::new()).is_err());
+}
+
+#[test]
+fn the_files_are_pinned() {
+    let s = setup();
+    let lead = agent("lead");
+    s.pool
+        .post(
+            &lead,
+            &item("a")
+                .with_body("the body")
+                .with_labels(["ui", "bug", "ui"])
+                .with_role("dev")
+                .with_priority(1),
+        )
+        .unwrap();
+    s.pool
+        .post(&lead, &item("b").with_depends_on([id("a")]))
+        .unwrap();
+    let a = s.pool.claim(&agent("alice"), &id("a")).unwrap();
+    s.pool
+        .release(&agent("alice"), &a.entry.id, "later")
+        .unwrap();
+    let root = s.tmp.state.root();
+    insta::assert_snapshot!(
+        "item",
+        std::fs::read_to_string(root.join("pool/items/a.json")).unwrap()
+    );
+    insta::assert_snapshot!(
+        "table",
+        std::fs::read_to_string(root.join("pool/table.json")).unwrap()
+    );
+    insta::assert_snapshot!(
+        "log",
+        std::fs::read_to_string(root.join("pool/log.jsonl")).unwrap()
+    );
+    // The next post folds the log into the table and empties the log.
+    s.pool.post(&lead, &item("c")).unwrap();
+    assert!(matches!(
+        s.tmp.state.read_bytes(&s.tmp.at("pool/log.jsonl")).unwrap(),
+        ReadOutcome::Value(b) if b.is_empty()
+    ));
+    let folded = s.pool.get(&id("a")).unwrap().entry;
+    assert_eq!(folded.releases, 1);
+    let table = std::fs::read_to_string(root.join("pool/table.json")).unwrap();
+    assert!(table.contains("\"reason\": \"later\""), "{table}");
+}

@@ -1,0 +1,69 @@
+//! Integration tests for chipset-pool.
+
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "tests plant, corrupt and inspect files as another program would, outside the store's API"
+)]
+
+mod input;
+mod lifecycle;
+mod procs;
+
+use chipset_hook::Hooks;
+use chipset_pool::{ItemId, NewItem, Pool};
+use chipset_store::ManualClock;
+use chipset_testkit::TempState;
+
+pub(crate) use chipset_testkit::agent;
+
+/// A state root on a manual clock at `T0`, its pool and its hooks.
+pub(crate) struct Setup {
+    pub(crate) tmp: TempState,
+    pub(crate) pool: Pool,
+    pub(crate) hooks: Hooks,
+    pub(crate) clock: ManualClock,
+}
+
+pub(crate) fn setup() -> Setup {
+    let (tmp, clock) = TempState::manual();
+    let pool = Pool::new(tmp.state.clone());
+    let hooks = Hooks::new(tmp.state.clone());
+    Setup {
+        tmp,
+        pool,
+        hooks,
+        clock,
+    }
+}
+
+pub(crate) fn id(s: &str) -> ItemId {
+    ItemId::new(s).unwrap()
+}
+
+/// A new item with the caller's id `name`, titled after it.
+pub(crate) fn item(name: &str) -> NewItem {
+    NewItem::new(format!("do {name}")).with_id(id(name))
+}
+
+/// The bytes of every file under `pool/` and `hooks/`, to show that a
+/// refused operation changed nothing.
+pub(crate) fn snapshot(s: &Setup) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for dir in ["pool", "pool/items", "hooks"] {
+        let Ok(read) = std::fs::read_dir(s.tmp.state.root().join(dir)) else {
+            continue;
+        };
+        for e in read {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_file() {
+                out.push((
+                    format!("{dir}/{}", e.file_name().to_string_lossy()),
+                    std::fs::read(e.path()).unwrap(),
+                ));
+            }
+        }
+    }
+    out.sort();
+    out
+}
