@@ -10,6 +10,7 @@ use chipset_lease::Leases;
 use chipset_loop::{Attention, AttentionConfig, LoopState};
 use chipset_mail::{Mail, MailConfig};
 use chipset_nudge::{KindRegistry, NudgeConfig, Nudges, ReminderConfig, Reminders};
+use chipset_pool::Pool;
 use chipset_store::{StateDir, StateOptions};
 
 use crate::error::Result;
@@ -86,6 +87,7 @@ struct Inner {
     attention: Attention,
     directory: Directory,
     leases: Leases,
+    pool: Pool,
 }
 
 impl Chipset {
@@ -134,6 +136,7 @@ impl Chipset {
         .with_config(config.attention);
         let directory = Directory::new(state.clone());
         let leases = Leases::new(state.clone());
+        let pool = Pool::new(state.clone());
         Chipset {
             inner: Arc::new(Inner {
                 state,
@@ -145,6 +148,7 @@ impl Chipset {
                 attention,
                 directory,
                 leases,
+                pool,
             }),
         }
     }
@@ -194,6 +198,11 @@ impl Chipset {
     /// pre-commit hook runs.
     pub fn leases(&self) -> &Leases {
         &self.inner.leases
+    }
+
+    /// Returns the work pool: items agents claim themselves onto their hook.
+    pub fn pool(&self) -> &Pool {
+        &self.inner.pool
     }
 
     /// Returns the loops' persisted state (for counts and the doctor).

@@ -28,6 +28,9 @@ pub enum Error {
     /// The path leases failed.
     #[error(transparent)]
     Lease(#[from] chipset_lease::Error),
+    /// The work pool failed.
+    #[error(transparent)]
+    Pool(#[from] chipset_pool::Error),
     /// The loop state failed.
     #[error(transparent)]
     Loop(#[from] chipset_loop::Error),

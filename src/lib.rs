@@ -44,6 +44,8 @@
 //! channel's handle; the modules below are their manuals.
 //! [`Chipset::directory`] is the agent directory ([`directory`]): profiles,
 //! roles and when each agent was last seen.
+//! [`Chipset::pool`] is the work pool ([`pool`]): items agents claim
+//! themselves, each exactly once, onto their hook.
 //! [`Chipset::open_with`] takes the store's options (a manual clock for a
 //! simulation), [`Chipset::with_config`] each channel's settings
 //! ([`Config`]). Ids parse from
@@ -96,6 +98,7 @@ pub use chipset_lease as lease;
 pub use chipset_loop as r#loop;
 pub use chipset_mail as mail;
 pub use chipset_nudge as nudge;
+pub use chipset_pool as pool;
 pub use chipset_store as store;
 
 pub use doctor::{Area, Checkup, STALE_TEMP_AGE};

@@ -8,6 +8,7 @@ use std::time::Duration;
 use chipset_bus::{AgentStatus, Counts, Presence, Priority};
 use chipset_hook::{BeadId, HookRead, HookStatus};
 use chipset_nudge::{NudgeType, Received};
+use chipset_pool::PoolCounts;
 use chipset_store::{AgentId, ReadOutcome, Timestamp};
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
@@ -30,6 +31,10 @@ pub struct Status {
     /// The live path leases, in token order (left out of the JSON when none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub leases: Vec<chipset_lease::Lease>,
+    /// The work pool's items per state (left out of the JSON when the
+    /// pool is empty).
+    #[serde(skip_serializing_if = "PoolCounts::is_empty")]
+    pub pool: PoolCounts,
 }
 
 /// One agent's status and the open reminders: the MCP `status` tool's
@@ -43,6 +48,10 @@ pub struct AgentReport {
     pub line: AgentLine,
     /// The open reminders.
     pub reminders: ReminderCounts,
+    /// The work pool's items per state (left out of the JSON when the
+    /// pool is empty).
+    #[serde(skip_serializing_if = "PoolCounts::is_empty")]
+    pub pool: PoolCounts,
 }
 
 /// One agent's line: its hook, its nudge, its inbox and its bus queue.
@@ -211,10 +220,12 @@ impl Chipset {
             })
             .collect();
         let leases = self.leases().live()?;
+        let pool = self.pool().counts()?;
         Ok(Status {
             agents,
             reminders,
             leases,
+            pool,
         })
     }
 
@@ -242,6 +253,7 @@ impl Chipset {
                 bus: Some(BusLine::of(&counts, &presence, live)),
             },
             reminders: self.reminder_counts()?,
+            pool: self.pool().counts()?,
         })
     }
 

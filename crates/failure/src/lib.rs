@@ -265,6 +265,7 @@ impl From<chipset::Error> for Failure {
             chipset::Error::Mail(e) => e.into(),
             chipset::Error::Bus(e) => e.into(),
             chipset::Error::Loop(e) => e.into(),
+            chipset::Error::Pool(e) => e.into(),
             other => Failure::from_error(Class::Refused, &other),
         }
     }
@@ -364,6 +365,19 @@ impl From<chipset::directory::Error> for Failure {
             E::Bus(b) => b.into(),
             other if other.is_usage() => Failure::from_error(Class::Usage, &other),
             other => Failure::from_error(Class::Refused, &other),
+        }
+    }
+}
+
+impl From<chipset::pool::Error> for Failure {
+    fn from(e: chipset::pool::Error) -> Self {
+        use chipset::pool::Error as E;
+        let unknown = e.is_outcome_unknown();
+        match e {
+            E::Store(s) => s.into(),
+            E::Hook(h) => h.into(),
+            other if other.is_usage() => Failure::from_error(Class::Usage, &other),
+            other => Failure::from_error(Class::Refused, &other).unknown_if(unknown),
         }
     }
 }

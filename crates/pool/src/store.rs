@@ -55,8 +55,9 @@ pub struct Settled {
     pub existing: bool,
 }
 
-/// How many items are in each state, for a status screen.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// How many items are in each state, for a status screen. Serializes as
+/// `{"ready", "deferred", "blocked", "claimed", "done"}`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 #[non_exhaustive]
 pub struct PoolCounts {
     /// Claimable now.
@@ -69,6 +70,14 @@ pub struct PoolCounts {
     pub claimed: usize,
     /// Done (recorded, or completed on a hook).
     pub done: usize,
+    /// Hooks that could not be read (corrupt or unsupported): an item one
+    /// of them holds may be counted as ready. Left out of the JSON when 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unreadable_hooks: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl PoolCounts {
@@ -76,6 +85,21 @@ impl PoolCounts {
     pub fn total(&self) -> usize {
         self.ready + self.deferred + self.blocked + self.claimed + self.done
     }
+
+    /// Returns true when the pool holds no item.
+    pub fn is_empty(&self) -> bool {
+        self.total() == 0
+    }
+}
+
+/// What reading every hook found.
+struct Scan {
+    /// What each hook holds, by item.
+    by_item: HashMap<ItemId, Hold>,
+    /// What each hook holds, by agent.
+    by_agent: HashMap<AgentId, Hold>,
+    /// Hooks that could not be read (only when not strict).
+    unreadable: usize,
 }
 
 /// Which item a claim wants.
@@ -303,14 +327,31 @@ impl Pool {
             .collect())
     }
 
-    /// Returns how many items are in each state.
+    /// Returns how many items are in each state, for a status screen.
+    /// Unlike the other reads, a corrupt or unsupported hook does not fail
+    /// it: it is counted in [`PoolCounts::unreadable_hooks`], and an item
+    /// it might hold may be counted as ready.
     ///
     /// # Errors
     ///
-    /// As [`Pool::list`].
+    /// A corrupt or unsupported table or log; a store error.
     pub fn counts(&self) -> Result<PoolCounts> {
-        let mut counts = PoolCounts::default();
-        for l in self.list()? {
+        let (table, _) = self.load("count work")?;
+        let Scan {
+            by_item: holds,
+            unreadable,
+            ..
+        } = self.scan_hooks("count work", false)?;
+        let view = View {
+            index: Index::new(&table),
+            holds: &holds,
+            now: self.state.now(),
+        };
+        let mut counts = PoolCounts {
+            unreadable_hooks: unreadable,
+            ..PoolCounts::default()
+        };
+        for l in view.list() {
             match l.state {
                 WorkState::Ready => counts.ready += 1,
                 WorkState::Deferred { .. } => counts.deferred += 1,
@@ -684,8 +725,16 @@ impl Pool {
     /// Reads every hook: what each holds, by item and by agent. A corrupt or
     /// unsupported hook is an error: it might hold an item.
     fn holds(&self, op: &'static str) -> Result<(HashMap<ItemId, Hold>, HashMap<AgentId, Hold>)> {
+        let scan = self.scan_hooks(op, true)?;
+        Ok((scan.by_item, scan.by_agent))
+    }
+
+    /// [`Pool::holds`]; with `strict` false, unreadable hooks are counted
+    /// instead of failing.
+    fn scan_hooks(&self, op: &'static str, strict: bool) -> Result<Scan> {
         let mut by_item = HashMap::new();
         let mut by_agent = HashMap::new();
+        let mut unreadable = 0;
         for entry in self.hooks.list()? {
             let hold = match entry.read {
                 HookRead::Missing => continue,
@@ -696,6 +745,10 @@ impl Pool {
                     },
                     None => continue,
                 },
+                _ if !strict => {
+                    unreadable += 1;
+                    continue;
+                }
                 HookRead::Corrupt(corruption) => {
                     return Err(Error::Hook(chipset_hook::Error::Corrupt {
                         agent: entry.agent,
@@ -714,7 +767,11 @@ impl Pool {
             by_item.insert(ItemId::of_bead(hold.assignment.bead_id()), hold.clone());
             by_agent.insert(entry.agent, hold);
         }
-        Ok((by_item, by_agent))
+        Ok(Scan {
+            by_item,
+            by_agent,
+            unreadable,
+        })
     }
 
     fn lock(&self) -> Result<LockGuard> {
