@@ -79,6 +79,9 @@ pub(crate) enum Command {
     /// The agent directory: profiles, roles and when each was last seen.
     #[command(subcommand)]
     Agent(crate::agent::AgentCommand),
+    /// The work pool: items agents claim themselves onto their hook.
+    #[command(subcommand)]
+    Work(crate::work::WorkCommand),
     /// What needs an agent now, one line per kind of work; nothing when idle.
     Brief {
         /// The agent.
@@ -318,6 +321,11 @@ impl Command {
             // that has agents to watch: a mistyped root is refused.
             Command::Witness(_) => true,
             Command::Agent(c) => !matches!(c, crate::agent::AgentCommand::Register { .. }),
+            // A listing on a mistyped root must not pass as an empty pool.
+            Command::Work(c) => matches!(
+                c,
+                crate::work::WorkCommand::Ready { .. } | crate::work::WorkCommand::List { .. }
+            ),
             Command::Completions { .. } | Command::Init { .. } => false,
             Command::Brief { .. } | Command::Wait { .. } => true,
             // The tools read as well as write (`mail_pending` is a commit

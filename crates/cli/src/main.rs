@@ -120,6 +120,7 @@ mod remind;
 mod status;
 mod view;
 mod witness;
+mod work;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -267,6 +268,7 @@ fn run(cli: Cli) -> Result<Output> {
         Command::Remind(c) => remind::run(&ctx, c),
         Command::Lease(c) => lease::run(&ctx, c),
         Command::Agent(c) => agent::run(&ctx, c),
+        Command::Work(c) => work::run(&ctx, c),
         Command::Brief { agent } => attention::brief(&ctx, &agent),
         Command::Wait { agent, timeout } => attention::wait(&ctx, &agent, timeout),
         Command::Witness(c) => witness::run(&ctx, c, json),

@@ -57,6 +57,21 @@ fn render(ctx: &Ctx, status: &Status) -> String {
             text.push_str(&format!("  {line}\n"));
         }
     }
+    let pool = &status.pool;
+    if !pool.is_empty() {
+        text.push_str(&format!(
+            "work: {} ready, {} claimed, {} blocked, {} deferred, {} done{}\n",
+            pool.ready,
+            pool.claimed,
+            pool.blocked,
+            pool.deferred,
+            pool.done,
+            match pool.unreadable_hooks {
+                0 => String::new(),
+                n => format!(" ({n} unreadable hooks: run `chipset doctor --fix`)"),
+            }
+        ));
+    }
     text
 }
 

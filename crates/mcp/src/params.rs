@@ -565,3 +565,46 @@ pub(crate) struct AgentList {
     #[schemars(with = "u32", range(min = 1, max = 1000))]
     pub(crate) limit: Option<u32>,
 }
+
+/// `work_ready`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct WorkReady {
+    /// Only items carrying this label.
+    #[schemars(length(min = 1, max = 64))]
+    pub(crate) label: Option<String>,
+    /// Items for this role and items for no role [default: every item].
+    #[schemars(length(min = 1, max = 64))]
+    pub(crate) role: Option<String>,
+    /// At most this many, most urgent then oldest first [default: 20, at most 1000].
+    #[serde(default, deserialize_with = "lenient_opt")]
+    #[schemars(with = "u32", range(min = 1, max = 1000))]
+    pub(crate) limit: Option<u32>,
+}
+
+/// `work_claim`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct WorkClaim {
+    /// The item to claim [default: the most urgent, oldest ready one].
+    #[schemars(pattern(ID), length(max = 128))]
+    pub(crate) id: Option<String>,
+    /// Without id: only items carrying this label.
+    #[schemars(length(min = 1, max = 64))]
+    pub(crate) label: Option<String>,
+    /// Without id: items for this role and items for no role.
+    #[schemars(length(min = 1, max = 64))]
+    pub(crate) role: Option<String>,
+}
+
+/// `work_release`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct WorkRelease {
+    /// The item on this agent's hook.
+    #[schemars(pattern(ID), length(max = 128))]
+    pub(crate) id: String,
+    /// Why it goes back to the pool.
+    #[schemars(length(min = 1, max = 1024))]
+    pub(crate) reason: String,
+}

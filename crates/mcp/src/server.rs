@@ -49,10 +49,10 @@ impl Server {
         }
     }
 
-    /// Returns every tool: the channels' (below) and the directory's
-    /// (`server/agent.rs`).
+    /// Returns every tool: the channels' (below), the directory's
+    /// (`server/agent.rs`) and the work pool's (`server/work.rs`).
     fn tool_router() -> ToolRouter<Server> {
-        Self::channel_tools() + Self::agent_tools()
+        Self::channel_tools() + Self::agent_tools() + Self::work_tools()
     }
 
     /// Returns a server for a new session: the same agent and root, no
@@ -695,3 +695,4 @@ impl Drop for Server {
 mod agent;
 #[cfg(test)]
 mod tests;
+mod work;

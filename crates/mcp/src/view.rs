@@ -19,6 +19,9 @@ pub(crate) use records::AgentReport;
 pub use crate::ops::lease::{
     LeaseBlocked, LeaseCheck, LeaseGranted, LeaseListing, LeaseRecord, LeaseReleased, LeaseRenewed,
 };
+pub use crate::ops::work::{
+    WorkClaimed, WorkListing, WorkPosted, WorkRecord, WorkReleaseRecord, WorkSettled, filter,
+};
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

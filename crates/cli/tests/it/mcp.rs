@@ -13,7 +13,7 @@ use crate::Env;
 pub(crate) type Client = RunningService<RoleClient, ()>;
 
 /// Every tool the server must offer.
-pub(crate) const TOOLS: [&str; 31] = [
+pub(crate) const TOOLS: [&str; 34] = [
     "agent_list",
     "agent_whois",
     "brief",
@@ -45,6 +45,9 @@ pub(crate) const TOOLS: [&str; 31] = [
     "remind_snooze",
     "status",
     "wait",
+    "work_claim",
+    "work_ready",
+    "work_release",
 ];
 
 pub(crate) fn runtime() -> tokio::runtime::Runtime {

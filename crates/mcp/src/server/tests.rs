@@ -56,6 +56,9 @@ fn call(ctx: &Ctx, name: &str, v: Value) -> Outcome {
         "status" => ops::status(ctx),
         "agent_whois" => ops::agent_whois(ctx, parse(a)?),
         "agent_list" => ops::agent_list(ctx, parse(a)?),
+        "work_ready" => ops::work_ready(ctx, parse(a)?),
+        "work_claim" => ops::work_claim(ctx, parse(a)?),
+        "work_release" => ops::work_release(ctx, parse(a)?),
         "wait" => block(watch::wait(&Arc::new(ctx.clone()), parse(a), pending())),
         other => panic!("no tool {other}"),
     }
@@ -278,6 +281,26 @@ fn every_result_matches_its_tools_output_schema() {
     );
     assert_eq!(listed["total"], 1);
     assert_eq!(t.ok(false, "agent_list", json!({"limit": 1}))["total"], 2);
+
+    let pool = chipset::pool::Pool::new(t.a.state.clone());
+    let item = chipset::pool::NewItem::new("pooled")
+        .with_id("w-1".parse().unwrap())
+        .with_labels(["ui"]);
+    pool.post(&t.b.agent, &item).unwrap();
+    let ready = t.ok(false, "work_ready", json!({"label": "ui", "limit": 5}));
+    assert_eq!(
+        (&ready["total"], &ready["items"][0]["state"]),
+        (&json!(1), &json!("ready"))
+    );
+    let claimed = t.ok(false, "work_claim", json!({}));
+    assert_eq!(claimed["item"]["id"], "w-1");
+    assert_eq!(t.ok(true, "work_claim", json!({}))["item"], Value::Null);
+    let released = t.ok(
+        false,
+        "work_release",
+        json!({"id": "w-1", "reason": "later"}),
+    );
+    assert_eq!(released["item"]["released"]["reason"], "later");
 
     // Every tool was checked.
     let all: BTreeSet<String> = t.tools.keys().cloned().collect();
