@@ -34,6 +34,10 @@ pub enum Error {
     /// A bus operation failed.
     #[error(transparent)]
     Bus(#[from] chipset_bus::Error),
+    /// A work pool operation failed (the witness returning a stalled
+    /// holder's item).
+    #[error(transparent)]
+    Pool(#[from] chipset_pool::Error),
     /// A loop file (`loop/…`) is there but unreadable; `doctor` moves it aside.
     #[error("loop state is corrupt: {0}")]
     Corrupt(Corruption),

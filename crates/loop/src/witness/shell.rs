@@ -329,6 +329,16 @@ impl Witness {
             .payload(finish.message.to_payload())
             .dedup_key(finish.dedup_key);
         let _ = self.channels.bus.publish(&self.dispatcher, &event)?;
+        // A stalled holder's pool item goes back to the pool with the one
+        // escalation; a restarted witness finishing it finds it returned.
+        let held = finish.message.assignment();
+        if let Some(item) = chipset_pool::Pool::new(self.files.state.clone()).return_stalled(
+            held,
+            &self.me,
+            "holder stalled: escalated by the witness",
+        )? {
+            tracing::warn!(item = %item.id, holder = %held.agent(), "stalled work returned to the pool");
+        }
         locked.write(finish.record)?;
         tracing::warn!(key = ?finish.action.key(), mail = %finish.mail, "agent silent: escalated to the dispatcher");
         actions.push(finish.action);

@@ -123,6 +123,46 @@ fn silent_agent_gets_health_check_then_stall_warning_then_exactly_one_escalation
     assert_eq!(w.config(), &config());
 }
 
+/// Issue 28: a stalled holder's pool item returns to the pool, once, with
+/// the one escalation.
+#[test]
+fn a_stalled_holders_pool_item_returns_to_the_pool_with_the_escalation() {
+    use chipset_pool::{NewItem, Pool, ReadyFilter, WorkState};
+    let s = setup();
+    let pool = Pool::new(s.state());
+    let alpha = agent("polecat-alpha");
+    let id = chipset_pool::ItemId::new("w-1").unwrap();
+    pool.post(
+        &agent("lead"),
+        &NewItem::new("pooled work").with_id(id.clone()),
+    )
+    .unwrap();
+    let claimed = pool
+        .claim_next(&alpha, &ReadyFilter::new())
+        .unwrap()
+        .unwrap();
+    s.hooks.activate(&claimed.assignment).unwrap();
+    let w = witness(&s, config());
+    s.advance(301);
+    assert_eq!(kinds(&w.tick().unwrap()), ["health_check"]);
+    s.advance(60);
+    assert_eq!(kinds(&w.tick().unwrap()), ["stall_warning"]);
+    s.advance(60);
+    assert_eq!(kinds(&w.tick().unwrap()), ["escalated"]);
+    assert_eq!(s.hooks.current(&alpha).unwrap(), None);
+    let listed = pool.get(&id).unwrap();
+    assert_eq!(listed.state, WorkState::Ready);
+    let released = listed.entry.released.unwrap();
+    assert_eq!((released.by, released.holder), (agent("witness"), alpha));
+    assert_eq!(listed.entry.releases, 1);
+    for _ in 0..5 {
+        s.advance(600);
+        w.tick().unwrap();
+    }
+    assert_eq!(s.sent(HEALTH_ESCALATION).len(), 1);
+    assert_eq!(pool.get(&id).unwrap().entry.releases, 1);
+}
+
 #[test]
 fn an_answer_resolves_the_incident_and_the_next_quiet_spell_is_measured_from_it() {
     let s = setup();
