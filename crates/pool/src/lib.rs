@@ -135,8 +135,10 @@
 #![forbid(unsafe_code)]
 
 mod error;
+mod files;
 mod format;
 mod id;
+mod settle;
 mod store;
 mod transition;
 

@@ -3,19 +3,17 @@
 
 use std::collections::{HashMap, HashSet};
 
-use chipset_hook::{Assignment, HookRead, HookStatus, Hooks};
-use chipset_store::{
-    AgentId, CorruptReason, Corruption, Created, LockGuard, ReadOutcome, StateDir, StatePath,
-    Timestamp, Unsupported, parse_json, to_canonical_json,
-};
+use chipset_hook::{Assignment, HookStatus, Hooks};
+use chipset_store::{AgentId, Created, StateDir, StatePath, to_canonical_json};
 
+use crate::POOL_CHANNEL;
 use crate::error::{Error, Result};
-use crate::format::{DoneRecord, Entry, Item, POOL_FORMAT, Record, ReleaseRecord, Table};
+use crate::format::{DoneRecord, Entry, Item, Record};
 use crate::id::ItemId;
+use crate::settle::record_completed;
 use crate::transition::{
-    Hold, Index, Listed, NewItem, ReadyFilter, View, WorkState, check_dependencies, check_reason,
+    Hold, Index, Listed, NewItem, ReadyFilter, View, WorkState, check_dependencies,
 };
-use crate::{POOL_CHANNEL, TABLE_CAP};
 
 /// What [`Pool::post`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,13 +91,13 @@ impl PoolCounts {
 }
 
 /// What reading every hook found.
-struct Scan {
+pub(crate) struct Scan {
     /// What each hook holds, by item.
-    by_item: HashMap<ItemId, Hold>,
+    pub(crate) by_item: HashMap<ItemId, Hold>,
     /// What each hook holds, by agent.
-    by_agent: HashMap<AgentId, Hold>,
+    pub(crate) by_agent: HashMap<AgentId, Hold>,
     /// Hooks that could not be read (only when not strict).
-    unreadable: usize,
+    pub(crate) unreadable: usize,
 }
 
 /// Which item a claim wants.
@@ -117,8 +115,8 @@ enum Want<'a> {
 /// processes. Reads take no lock.
 #[derive(Debug, Clone)]
 pub struct Pool {
-    state: StateDir,
-    hooks: Hooks,
+    pub(crate) state: StateDir,
+    pub(crate) hooks: Hooks,
 }
 
 impl Pool {
@@ -133,15 +131,15 @@ impl Pool {
         &self.state
     }
 
-    fn table_path(&self) -> StatePath {
+    pub(crate) fn table_path(&self) -> StatePath {
         self.state.channel(POOL_CHANNEL).join_static("table.json")
     }
 
-    fn log_path(&self) -> StatePath {
+    pub(crate) fn log_path(&self) -> StatePath {
         self.state.channel(POOL_CHANNEL).join_static("log.jsonl")
     }
 
-    fn item_path(&self, id: &ItemId) -> StatePath {
+    pub(crate) fn item_path(&self, id: &ItemId) -> StatePath {
         self.state
             .channel(POOL_CHANNEL)
             .join_static("items")
@@ -491,439 +489,9 @@ impl Pool {
             finished,
         }))
     }
-
-    /// Returns item `id`, on `agent`'s hook, to the pool with `reason`: the
-    /// hook is emptied and the item is ready again (its release recorded).
-    /// Releasing again once released (same agent and reason) is a retry.
-    ///
-    /// The reason is recorded first, then the hook is emptied (**commit
-    /// point:** the hook's rename); a crash between leaves the item on the
-    /// hook, and a retry finishes the release without counting it twice.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Invalid`] for an empty or too long reason; [`Error::NotFound`];
-    /// [`Error::AlreadyDone`] (done, or completed on the hook);
-    /// [`Error::NotHolder`] when the item is not on `agent`'s hook; a corrupt
-    /// table or hook; a store error.
-    pub fn release(&self, agent: &AgentId, id: &ItemId, reason: &str) -> Result<Settled> {
-        check_reason(reason)?;
-        let _guard = self.lock()?;
-        let (table, _) = self.load("release work")?;
-        let entry = Index::new(&table)
-            .get(id)
-            .cloned()
-            .ok_or_else(|| Error::NotFound { id: id.clone() })?;
-        if entry.done.is_some() {
-            return Err(Error::AlreadyDone { id: id.clone() });
-        }
-        if let Some(hold) = self.hold_of(agent, "release work")?
-            && ItemId::of_bead(hold.assignment.bead_id()) == *id
-        {
-            if hold.status == HookStatus::Completed {
-                return Err(Error::AlreadyDone { id: id.clone() });
-            }
-            let entry = self.give_back(table, &hold.assignment, agent, reason)?;
-            return Ok(Settled {
-                entry,
-                existing: false,
-            });
-        }
-        if entry
-            .released
-            .as_ref()
-            .is_some_and(|r| &r.by == agent && &r.holder == agent && r.reason == reason)
-        {
-            return Ok(Settled {
-                entry,
-                existing: true,
-            });
-        }
-        Err(self.not_holder(agent, id)?)
-    }
-
-    /// Marks item `id`, on `agent`'s hook in any state, done and clears the
-    /// hook (activating and completing it first if need be). Once done,
-    /// `done` again is a retry.
-    ///
-    /// **Commit point:** the rename of the table that records it done. The
-    /// hook is cleared after; a crash between leaves a done item on the
-    /// hook, which the agent's next claim (or `done` again) clears.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::NotFound`]; [`Error::NotHolder`] when the item is neither on
-    /// `agent`'s hook nor done; a corrupt table or hook; a store error.
-    pub fn done(&self, agent: &AgentId, id: &ItemId) -> Result<Settled> {
-        const OP: &str = "finish work";
-        let _guard = self.lock()?;
-        let (mut table, _) = self.load(OP)?;
-        let Some(n) = Index::new(&table).position(id) else {
-            return Err(Error::NotFound { id: id.clone() });
-        };
-        let existing = table.items[n].done.is_some();
-        match self.hold_of(agent, OP)? {
-            Some(hold) if ItemId::of_bead(hold.assignment.bead_id()) == *id => {
-                if !existing {
-                    let done = DoneRecord {
-                        by: agent.clone(),
-                        at: self.state.now(),
-                    };
-                    table.items[n].done = Some(done.clone());
-                    self.append(&[Record {
-                        id: id.clone(),
-                        done: Some(done),
-                        released: None,
-                        releases: None,
-                    }])?;
-                }
-                self.retire(&hold)?;
-                tracing::debug!(item = %id, %agent, "work done");
-            }
-            _ if existing => {}
-            _ => return Err(self.not_holder(agent, id)?),
-        }
-        Ok(Settled {
-            entry: table.items.swap_remove(n),
-            existing,
-        })
-    }
-
-    /// Returns the item of `held` to the pool on behalf of a witness (`by`)
-    /// that judged its holder stalled, recording `reason`. Returns the
-    /// item's entry, or `None` when `held` is not a pool item or the hook no
-    /// longer holds it pending or active (it moved on: nothing to return).
-    /// Calling it again after it applied returns `None`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Invalid`] for an empty reason; a corrupt table or hook; a store error.
-    pub fn return_stalled(
-        &self,
-        held: &Assignment,
-        by: &AgentId,
-        reason: &str,
-    ) -> Result<Option<Entry>> {
-        check_reason(reason)?;
-        let _guard = self.lock()?;
-        let (table, _) = self.load("return stalled work")?;
-        let id = ItemId::of_bead(held.bead_id());
-        match Index::new(&table).get(&id) {
-            Some(e) if e.done.is_none() => {}
-            _ => return Ok(None),
-        }
-        match self.hold_of(held.agent(), "return stalled work")? {
-            Some(hold)
-                if hold.assignment.same_fence(held) && hold.status != HookStatus::Completed => {}
-            _ => return Ok(None),
-        }
-        let entry = self.give_back(table, held, by, reason)?;
-        tracing::info!(item = %id, holder = %held.agent(), %by, "stalled work returned to the pool");
-        Ok(Some(entry))
-    }
-
-    /// Records the release of `held` (unless this release was recorded
-    /// already, by a try that crashed before emptying the hook), then
-    /// empties the hook.
-    fn give_back(
-        &self,
-        mut table: Table,
-        held: &Assignment,
-        by: &AgentId,
-        reason: &str,
-    ) -> Result<Entry> {
-        let id = ItemId::of_bead(held.bead_id());
-        let n = Index::new(&table).position(&id).expect("checked");
-        let recorded = table.items[n].released.as_ref().is_some_and(|r| {
-            &r.by == by
-                && &r.holder == held.agent()
-                && r.reason == reason
-                && r.at >= held.work().assigned_at()
-        });
-        if !recorded {
-            let record = Record {
-                id,
-                done: None,
-                released: Some(ReleaseRecord {
-                    by: by.clone(),
-                    holder: held.agent().clone(),
-                    at: self.state.now(),
-                    reason: reason.to_owned(),
-                }),
-                releases: Some(table.items[n].releases + 1),
-            };
-            record.apply(&mut table.items[n]);
-            self.append(std::slice::from_ref(&record))?;
-        }
-        match self.hooks.reassign(held) {
-            Ok(_) => {}
-            Err(e) if e.is_stale() => {}
-            Err(e) => return Err(e.into()),
-        }
-        Ok(table.items.swap_remove(n))
-    }
-
-    /// Empties a hook holding a done item: activates and completes it if
-    /// need be, then clears it. A hook that moved on meanwhile is left alone.
-    fn retire(&self, hold: &Hold) -> Result<()> {
-        let a = &hold.assignment;
-        let steps = || -> chipset_hook::Result<()> {
-            if hold.status == HookStatus::Pending {
-                self.hooks.activate(a)?;
-            }
-            if hold.status != HookStatus::Completed {
-                self.hooks.complete(a)?;
-            }
-            self.hooks.clear(a)?;
-            Ok(())
-        };
-        match steps() {
-            Ok(()) => Ok(()),
-            Err(e) if e.is_stale() => Ok(()),
-            Err(e) => Err(e.into()),
-        }
-    }
-
-    fn not_holder(&self, agent: &AgentId, id: &ItemId) -> Result<Error> {
-        let holder = self
-            .holds("find the holder of work")?
-            .0
-            .get(id)
-            .map(|h| h.assignment.agent().clone());
-        Ok(Error::NotHolder {
-            id: id.clone(),
-            agent: agent.clone(),
-            holder,
-        })
-    }
-
-    /// Returns what `agent`'s hook holds, if anything.
-    fn hold_of(&self, agent: &AgentId, op: &'static str) -> Result<Option<Hold>> {
-        Ok(match self.hooks.read(agent)? {
-            ReadOutcome::Missing => None,
-            ReadOutcome::Value(hook) => hook.assignment().map(|assignment| Hold {
-                status: hook.status(),
-                assignment,
-            }),
-            ReadOutcome::Corrupt(corruption) => {
-                return Err(Error::Hook(chipset_hook::Error::Corrupt {
-                    agent: agent.clone(),
-                    op,
-                    corruption,
-                }));
-            }
-            ReadOutcome::Unsupported(unsupported) => {
-                return Err(Error::Hook(chipset_hook::Error::Unsupported {
-                    agent: agent.clone(),
-                    op,
-                    unsupported,
-                }));
-            }
-        })
-    }
-
-    /// Reads every hook: what each holds, by item and by agent. A corrupt or
-    /// unsupported hook is an error: it might hold an item.
-    fn holds(&self, op: &'static str) -> Result<(HashMap<ItemId, Hold>, HashMap<AgentId, Hold>)> {
-        let scan = self.scan_hooks(op, true)?;
-        Ok((scan.by_item, scan.by_agent))
-    }
-
-    /// [`Pool::holds`]; with `strict` false, unreadable hooks are counted
-    /// instead of failing.
-    fn scan_hooks(&self, op: &'static str, strict: bool) -> Result<Scan> {
-        let mut by_item = HashMap::new();
-        let mut by_agent = HashMap::new();
-        let mut unreadable = 0;
-        for entry in self.hooks.list()? {
-            let hold = match entry.read {
-                HookRead::Missing => continue,
-                HookRead::Value(hook) => match hook.assignment() {
-                    Some(assignment) => Hold {
-                        status: hook.status(),
-                        assignment,
-                    },
-                    None => continue,
-                },
-                _ if !strict => {
-                    unreadable += 1;
-                    continue;
-                }
-                HookRead::Corrupt(corruption) => {
-                    return Err(Error::Hook(chipset_hook::Error::Corrupt {
-                        agent: entry.agent,
-                        op,
-                        corruption,
-                    }));
-                }
-                HookRead::Unsupported(unsupported) => {
-                    return Err(Error::Hook(chipset_hook::Error::Unsupported {
-                        agent: entry.agent,
-                        op,
-                        unsupported,
-                    }));
-                }
-            };
-            by_item.insert(ItemId::of_bead(hold.assignment.bead_id()), hold.clone());
-            by_agent.insert(entry.agent, hold);
-        }
-        Ok(Scan {
-            by_item,
-            by_agent,
-            unreadable,
-        })
-    }
-
-    fn lock(&self) -> Result<LockGuard> {
-        self.state.channel_dir(POOL_CHANNEL)?;
-        Ok(self.state.lock_for(&self.table_path())?.exclusive()?)
-    }
-
-    /// Reads the log, then the table, and applies the log to the table.
-    /// Returns the table and how many records the log held. The log is
-    /// read first: a post that folds the log into the table and empties
-    /// the log writes the table first, so a reader sees every record in
-    /// the log it read or in the table it reads after.
-    fn load(&self, op: &'static str) -> Result<(Table, usize)> {
-        let log = self.state.log_reader(&self.log_path())?.read::<Record>()?;
-        if let Some(bad) = log.bad_lines.first() {
-            return Err(Error::Corrupt {
-                op,
-                corruption: Corruption {
-                    path: self.log_path().to_path_buf(),
-                    reason: bad.reason.clone(),
-                },
-            });
-        }
-        let mut table = self.read_table(op)?;
-        let index: HashMap<ItemId, usize> = table
-            .items
-            .iter()
-            .enumerate()
-            .map(|(n, e)| (e.id.clone(), n))
-            .collect();
-        for record in &log.records {
-            if let Some(n) = index.get(&record.id) {
-                record.apply(&mut table.items[*n]);
-            }
-        }
-        Ok((table, log.records.len()))
-    }
-
-    /// Appends `records` to the log, with one write and one sync.
-    fn append(&self, records: &[Record]) -> Result<()> {
-        if !records.is_empty() {
-            self.state.log(&self.log_path())?.append_batch(records)?;
-        }
-        Ok(())
-    }
-
-    fn read_table(&self, op: &'static str) -> Result<Table> {
-        let path = self.table_path();
-        let bytes = match self.state.read_bytes_capped(&path, TABLE_CAP)? {
-            ReadOutcome::Missing => return Ok(Table::empty()),
-            ReadOutcome::Value(bytes) => bytes,
-            ReadOutcome::Corrupt(corruption) => return Err(Error::Corrupt { op, corruption }),
-            ReadOutcome::Unsupported(unsupported) => {
-                return Err(Error::Unsupported { op, unsupported });
-            }
-        };
-        match parse_json::<Table>(&path, &bytes) {
-            ReadOutcome::Value(t) if t.format > POOL_FORMAT => Err(Error::Unsupported {
-                op,
-                unsupported: Unsupported::new(
-                    path.to_path_buf(),
-                    format!("pool table format {}", t.format),
-                ),
-            }),
-            ReadOutcome::Value(t) => Ok(t),
-            ReadOutcome::Missing => Ok(Table::empty()),
-            ReadOutcome::Corrupt(corruption) => Err(Error::Corrupt { op, corruption }),
-            ReadOutcome::Unsupported(unsupported) => Err(Error::Unsupported { op, unsupported }),
-        }
-    }
-
-    fn write_table(&self, table: &Table) -> Result<()> {
-        let path = self.table_path();
-        let bytes = json(&path, table)?;
-        if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > TABLE_CAP {
-            return Err(Error::TableFull {
-                size: bytes.len(),
-                cap: TABLE_CAP,
-            });
-        }
-        Ok(self.state.write_bytes(&path, &bytes)?)
-    }
-
-    fn read_item(&self, id: &ItemId, op: &'static str) -> Result<Item> {
-        let path = self.item_path(id);
-        match self.state.read_json::<Item>(&path)? {
-            ReadOutcome::Value(item) if item.format > POOL_FORMAT => Err(Error::Unsupported {
-                op,
-                unsupported: Unsupported::new(
-                    path.to_path_buf(),
-                    format!("pool item format {}", item.format),
-                ),
-            }),
-            ReadOutcome::Value(item) if item.id == *id => Ok(item),
-            ReadOutcome::Value(item) => Err(Error::Corrupt {
-                op,
-                corruption: Corruption {
-                    path: path.to_path_buf(),
-                    reason: CorruptReason::WrongShape(format!(
-                        "id `{}` does not match the file's item `{id}`",
-                        item.id
-                    )),
-                },
-            }),
-            ReadOutcome::Missing => Err(Error::Corrupt {
-                op,
-                corruption: Corruption {
-                    path: path.to_path_buf(),
-                    reason: CorruptReason::WrongShape(
-                        "the table names the item but its file is missing".to_owned(),
-                    ),
-                },
-            }),
-            ReadOutcome::Corrupt(corruption) => Err(Error::Corrupt { op, corruption }),
-            ReadOutcome::Unsupported(unsupported) => Err(Error::Unsupported { op, unsupported }),
-        }
-    }
 }
 
-/// Records done every item completed on a hook that the pool does not
-/// record yet (an agent ran `chipset hook complete`). Returns the records
-/// to append.
-fn record_completed(
-    table: &mut Table,
-    holds: &HashMap<ItemId, Hold>,
-    now: Timestamp,
-) -> Vec<Record> {
-    let mut records = Vec::new();
-    for entry in &mut table.items {
-        if entry.done.is_some() {
-            continue;
-        }
-        if let Some(hold) = holds.get(&entry.id)
-            && hold.status == HookStatus::Completed
-        {
-            let done = DoneRecord {
-                by: hold.assignment.agent().clone(),
-                at: now,
-            };
-            entry.done = Some(done.clone());
-            records.push(Record {
-                id: entry.id.clone(),
-                done: Some(done),
-                released: None,
-                releases: None,
-            });
-        }
-    }
-    records
-}
-
-fn json<T: serde::Serialize>(path: &StatePath, value: &T) -> Result<Vec<u8>> {
+pub(crate) fn json<T: serde::Serialize>(path: &StatePath, value: &T) -> Result<Vec<u8>> {
     to_canonical_json(value).map_err(|source| {
         Error::Store(chipset_store::Error::Serialize {
             path: path.to_path_buf(),

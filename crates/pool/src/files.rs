@@ -1,0 +1,214 @@
+//! The pool's files and the hooks as the pool reads them: the table and
+//! the log under the pool's lock, the item files, and what each hook holds.
+
+use std::collections::HashMap;
+
+use chipset_hook::HookRead;
+use chipset_store::{
+    AgentId, CorruptReason, Corruption, LockGuard, ReadOutcome, Unsupported, parse_json,
+};
+
+use crate::error::{Error, Result};
+use crate::format::{Item, POOL_FORMAT, Record, Table};
+use crate::id::ItemId;
+use crate::store::{Pool, Scan, json};
+use crate::transition::Hold;
+use crate::{POOL_CHANNEL, TABLE_CAP};
+
+impl Pool {
+    /// Returns what `agent`'s hook holds, if anything.
+    pub(crate) fn hold_of(&self, agent: &AgentId, op: &'static str) -> Result<Option<Hold>> {
+        Ok(match self.hooks.read(agent)? {
+            ReadOutcome::Missing => None,
+            ReadOutcome::Value(hook) => hook.assignment().map(|assignment| Hold {
+                status: hook.status(),
+                assignment,
+            }),
+            ReadOutcome::Corrupt(corruption) => {
+                return Err(Error::Hook(chipset_hook::Error::Corrupt {
+                    agent: agent.clone(),
+                    op,
+                    corruption,
+                }));
+            }
+            ReadOutcome::Unsupported(unsupported) => {
+                return Err(Error::Hook(chipset_hook::Error::Unsupported {
+                    agent: agent.clone(),
+                    op,
+                    unsupported,
+                }));
+            }
+        })
+    }
+
+    /// Reads every hook: what each holds, by item and by agent. A corrupt or
+    /// unsupported hook is an error: it might hold an item.
+    pub(crate) fn holds(
+        &self,
+        op: &'static str,
+    ) -> Result<(HashMap<ItemId, Hold>, HashMap<AgentId, Hold>)> {
+        let scan = self.scan_hooks(op, true)?;
+        Ok((scan.by_item, scan.by_agent))
+    }
+
+    /// [`Pool::holds`]; with `strict` false, unreadable hooks are counted
+    /// instead of failing.
+    pub(crate) fn scan_hooks(&self, op: &'static str, strict: bool) -> Result<Scan> {
+        let mut by_item = HashMap::new();
+        let mut by_agent = HashMap::new();
+        let mut unreadable = 0;
+        for entry in self.hooks.list()? {
+            let hold = match entry.read {
+                HookRead::Missing => continue,
+                HookRead::Value(hook) => match hook.assignment() {
+                    Some(assignment) => Hold {
+                        status: hook.status(),
+                        assignment,
+                    },
+                    None => continue,
+                },
+                _ if !strict => {
+                    unreadable += 1;
+                    continue;
+                }
+                HookRead::Corrupt(corruption) => {
+                    return Err(Error::Hook(chipset_hook::Error::Corrupt {
+                        agent: entry.agent,
+                        op,
+                        corruption,
+                    }));
+                }
+                HookRead::Unsupported(unsupported) => {
+                    return Err(Error::Hook(chipset_hook::Error::Unsupported {
+                        agent: entry.agent,
+                        op,
+                        unsupported,
+                    }));
+                }
+            };
+            by_item.insert(ItemId::of_bead(hold.assignment.bead_id()), hold.clone());
+            by_agent.insert(entry.agent, hold);
+        }
+        Ok(Scan {
+            by_item,
+            by_agent,
+            unreadable,
+        })
+    }
+
+    pub(crate) fn lock(&self) -> Result<LockGuard> {
+        self.state.channel_dir(POOL_CHANNEL)?;
+        Ok(self.state.lock_for(&self.table_path())?.exclusive()?)
+    }
+
+    /// Reads the log, then the table, and applies the log to the table.
+    /// Returns the table and how many records the log held. The log is
+    /// read first: a post that folds the log into the table and empties
+    /// the log writes the table first, so a reader sees every record in
+    /// the log it read or in the table it reads after.
+    pub(crate) fn load(&self, op: &'static str) -> Result<(Table, usize)> {
+        let log = self.state.log_reader(&self.log_path())?.read::<Record>()?;
+        if let Some(bad) = log.bad_lines.first() {
+            return Err(Error::Corrupt {
+                op,
+                corruption: Corruption {
+                    path: self.log_path().to_path_buf(),
+                    reason: bad.reason.clone(),
+                },
+            });
+        }
+        let mut table = self.read_table(op)?;
+        let index: HashMap<ItemId, usize> = table
+            .items
+            .iter()
+            .enumerate()
+            .map(|(n, e)| (e.id.clone(), n))
+            .collect();
+        for record in &log.records {
+            if let Some(n) = index.get(&record.id) {
+                record.apply(&mut table.items[*n]);
+            }
+        }
+        Ok((table, log.records.len()))
+    }
+
+    /// Appends `records` to the log, with one write and one sync.
+    pub(crate) fn append(&self, records: &[Record]) -> Result<()> {
+        if !records.is_empty() {
+            self.state.log(&self.log_path())?.append_batch(records)?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn read_table(&self, op: &'static str) -> Result<Table> {
+        let path = self.table_path();
+        let bytes = match self.state.read_bytes_capped(&path, TABLE_CAP)? {
+            ReadOutcome::Missing => return Ok(Table::empty()),
+            ReadOutcome::Value(bytes) => bytes,
+            ReadOutcome::Corrupt(corruption) => return Err(Error::Corrupt { op, corruption }),
+            ReadOutcome::Unsupported(unsupported) => {
+                return Err(Error::Unsupported { op, unsupported });
+            }
+        };
+        match parse_json::<Table>(&path, &bytes) {
+            ReadOutcome::Value(t) if t.format > POOL_FORMAT => Err(Error::Unsupported {
+                op,
+                unsupported: Unsupported::new(
+                    path.to_path_buf(),
+                    format!("pool table format {}", t.format),
+                ),
+            }),
+            ReadOutcome::Value(t) => Ok(t),
+            ReadOutcome::Missing => Ok(Table::empty()),
+            ReadOutcome::Corrupt(corruption) => Err(Error::Corrupt { op, corruption }),
+            ReadOutcome::Unsupported(unsupported) => Err(Error::Unsupported { op, unsupported }),
+        }
+    }
+
+    pub(crate) fn write_table(&self, table: &Table) -> Result<()> {
+        let path = self.table_path();
+        let bytes = json(&path, table)?;
+        if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > TABLE_CAP {
+            return Err(Error::TableFull {
+                size: bytes.len(),
+                cap: TABLE_CAP,
+            });
+        }
+        Ok(self.state.write_bytes(&path, &bytes)?)
+    }
+
+    pub(crate) fn read_item(&self, id: &ItemId, op: &'static str) -> Result<Item> {
+        let path = self.item_path(id);
+        match self.state.read_json::<Item>(&path)? {
+            ReadOutcome::Value(item) if item.format > POOL_FORMAT => Err(Error::Unsupported {
+                op,
+                unsupported: Unsupported::new(
+                    path.to_path_buf(),
+                    format!("pool item format {}", item.format),
+                ),
+            }),
+            ReadOutcome::Value(item) if item.id == *id => Ok(item),
+            ReadOutcome::Value(item) => Err(Error::Corrupt {
+                op,
+                corruption: Corruption {
+                    path: path.to_path_buf(),
+                    reason: CorruptReason::WrongShape(format!(
+                        "id `{}` does not match the file's item `{id}`",
+                        item.id
+                    )),
+                },
+            }),
+            ReadOutcome::Missing => Err(Error::Corrupt {
+                op,
+                corruption: Corruption {
+                    path: path.to_path_buf(),
+                    reason: CorruptReason::WrongShape(
+                        "the table names the item but its file is missing".to_owned(),
+                    ),
+                },
+            }),
+            ReadOutcome::Corrupt(corruption) => Err(Error::Corrupt { op, corruption }),
+            ReadOutcome::Unsupported(unsupported) => Err(Error::Unsupported { op, unsupported }),
+        }
+    }
+}
