@@ -37,6 +37,7 @@
 //! | `bus_pending`, `bus_ack`, `bus_wait` | this agent's queue: list, acknowledge, block until events | `chipset bus pending/ack/wait` |
 //! | `remind_open`, `remind_list`, `remind_resolve`, `remind_snooze` | reminders | `chipset remind …` |
 //! | `lease_acquire`, `lease_renew`, `lease_release`, `lease_list` | path leases held by this agent (fenced by token; `force` releases another's, mailing it) | `chipset lease …` |
+//! | `work_ready`, `work_claim`, `work_release` | the work pool: ready items by priority and age; claim one onto this agent's hook (exactly once); give it back with a reason | `chipset work ready/claim/release` |
 //! | `status` | this agent's hook, nudge, inbox, bus and the open reminders | `chipset status` |
 //! | `agent_whois`, `agent_list` | an agent's profile and last seen; the registered agents by role and last seen | `chipset agent whois/list` |
 //! | `brief` | what needs this agent now, one entry per kind of work | `chipset brief` |
