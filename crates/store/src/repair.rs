@@ -1,6 +1,7 @@
 //! The repair framework every channel's doctor shares: one [`Finding`], one
-//! [`Action`], one [`Report`] (what every doctor returns), one
-//! [`DoctorMode`]. The one way a bad file is moved aside is
+//! [`Action`], one [`Report`] (what every doctor returns, with the
+//! [`Tally`] of the findings it handed over), one [`DoctorMode`]. The one
+//! way a bad file is moved aside is
 //! [`StateDir::quarantine_checked`](crate::StateDir::quarantine_checked).
 
 use std::fmt;
@@ -254,6 +255,12 @@ impl fmt::Display for Finding {
 }
 
 /// What one doctor found and did.
+///
+/// A doctor either holds its findings (`findings`) or, run with a sink
+/// (say [`Report::pass_on`]), hands each one over as it goes and keeps
+/// only their counts (`passed_on`), so that its memory does not grow with
+/// the number of findings. The counting methods (`is_clean`, `open`, …)
+/// cover both.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct Report {
@@ -261,8 +268,48 @@ pub struct Report {
     pub mode: DoctorMode,
     /// How many things it checked (files, or for mail, messages).
     pub scanned: usize,
-    /// Everything it found, in the order the doctor documents.
+    /// Everything it found and kept, in the order the doctor documents.
     pub findings: Vec<Finding>,
+    /// What it found and handed to a sink instead of keeping, counted.
+    pub passed_on: Tally,
+}
+
+/// Counts of findings a doctor handed over instead of keeping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Tally {
+    /// How many.
+    pub found: usize,
+    /// How many a fix changed nothing about (still there).
+    pub open: usize,
+    /// How many fixable ones a fix changed nothing about.
+    pub unrepaired: usize,
+    /// How many are in flight.
+    pub in_flight: usize,
+    /// The longest wait among those in flight.
+    pub wait: Duration,
+}
+
+impl Tally {
+    /// Counts one more finding.
+    pub fn add(&mut self, finding: &Finding) {
+        let fixed = finding.is_fixed();
+        self.found += 1;
+        self.open += usize::from(!fixed);
+        self.unrepaired += usize::from(finding.fixable && !fixed);
+        if let Some(after) = finding.check_after() {
+            self.in_flight += 1;
+            self.wait = self.wait.max(after);
+        }
+    }
+
+    fn merge(&mut self, other: Tally) {
+        self.found += other.found;
+        self.open += other.open;
+        self.unrepaired += other.unrepaired;
+        self.in_flight += other.in_flight;
+        self.wait = self.wait.max(other.wait);
+    }
 }
 
 impl Report {
@@ -272,18 +319,34 @@ impl Report {
             mode,
             scanned: 0,
             findings: Vec::new(),
+            passed_on: Tally::default(),
+        }
+    }
+
+    /// Counts `finding` and hands it to `sink` instead of keeping it.
+    pub fn pass_on(&mut self, finding: Finding, sink: &mut dyn FnMut(Finding)) {
+        self.passed_on.add(&finding);
+        sink(finding);
+    }
+
+    /// Hands every finding it keeps to `sink`, in order, counting them as
+    /// passed on: what a doctor that holds its findings does for a caller
+    /// that takes them one at a time.
+    pub fn pass_on_all(&mut self, sink: &mut dyn FnMut(Finding)) {
+        for finding in std::mem::take(&mut self.findings) {
+            self.pass_on(finding, sink);
         }
     }
 
     /// Returns true when nothing was found (a finding that was fixed still
     /// counts: the state was not clean when the doctor looked).
     pub fn is_clean(&self) -> bool {
-        self.findings.is_empty()
+        self.findings.is_empty() && self.passed_on.found == 0
     }
 
     /// Returns the findings a fix changed nothing about (still there).
     pub fn open(&self) -> usize {
-        self.findings.iter().filter(|f| !f.is_fixed()).count()
+        self.findings.iter().filter(|f| !f.is_fixed()).count() + self.passed_on.open
     }
 
     /// Returns the fixable findings a fix changed nothing about.
@@ -292,20 +355,22 @@ impl Report {
             .iter()
             .filter(|f| f.fixable && !f.is_fixed())
             .count()
+            + self.passed_on.unrepaired
     }
 
     /// Returns the findings in flight and the longest wait among them.
     pub fn in_flight(&self) -> (usize, Duration) {
-        self.findings
-            .iter()
-            .filter_map(Finding::check_after)
-            .fold((0, Duration::ZERO), |(n, w), after| (n + 1, w.max(after)))
+        self.findings.iter().filter_map(Finding::check_after).fold(
+            (self.passed_on.in_flight, self.passed_on.wait),
+            |(n, w), after| (n + 1, w.max(after)),
+        )
     }
 
     /// Appends another report's count and findings.
     pub fn merge(&mut self, other: Report) {
         self.scanned += other.scanned;
         self.findings.extend(other.findings);
+        self.passed_on.merge(other.passed_on);
     }
 
     /// Sorts the findings by path (those without one last, in their order).
@@ -388,6 +453,47 @@ mod tests {
             order,
             ["x-stray", "x-corrupt", "x-flight", "x-flight", "x-missing"]
         );
+    }
+
+    #[test]
+    fn findings_passed_on_count_as_kept_ones_do() {
+        let found = || {
+            vec![
+                Finding::new("x-stray", Defect::Stray, "stray"),
+                Finding::new("x-missing", Defect::Missing, "no event")
+                    .with(Action::Appended("appended".to_owned())),
+                Finding::new(
+                    "x-flight",
+                    Defect::InFlight {
+                        check_after: Duration::from_secs(4),
+                    },
+                    "young",
+                ),
+                Finding::new("x-stale", Defect::Stale, "old"),
+            ]
+        };
+        let mut kept = Report::new(DoctorMode::Fix);
+        kept.findings = found();
+        let mut passed = Report::new(DoctorMode::Fix);
+        let mut got = Vec::new();
+        for f in found() {
+            passed.pass_on(f, &mut |f| got.push(f));
+        }
+        assert_eq!(got, found());
+        assert!(passed.findings.is_empty());
+        assert!(!passed.is_clean());
+        assert_eq!(passed.open(), kept.open());
+        assert_eq!(passed.unrepaired(), kept.unrepaired());
+        assert_eq!(passed.in_flight(), kept.in_flight());
+        let mut again = Vec::new();
+        kept.pass_on_all(&mut |f| again.push(f));
+        assert_eq!(again, found());
+        assert_eq!(kept, passed);
+        let mut both = Report::new(DoctorMode::Fix);
+        both.findings = found();
+        both.merge(passed);
+        assert_eq!(both.open(), 6);
+        assert_eq!(both.in_flight(), (2, Duration::from_secs(4)));
     }
 
     #[test]
