@@ -39,12 +39,38 @@ impl Mail {
     /// [`Error::Store`](crate::Error::Store) when a directory cannot be listed or a repair
     /// fails; findings already repaired stay repaired.
     pub fn doctor(&self, mode: DoctorMode) -> Result<Report> {
-        let scan = self.scan_doctor(mode)?;
+        let mut findings = Vec::new();
+        let mut report = self.doctor_to(mode, &mut |f| findings.push(f))?;
+        report.findings = findings;
+        report.passed_on = chipset_store::Tally::default();
+        Ok(report)
+    }
+
+    /// [`Mail::doctor`], handing each finding to `sink` (in the same
+    /// order) instead of keeping it: the report counts them
+    /// ([`Report::passed_on`]) and holds none. Its memory does not grow
+    /// with the number of findings (one per message when the manifest was
+    /// lost), as it does not with the number of messages.
+    ///
+    /// The findings are handed over once the scan, and with
+    /// [`DoctorMode::Fix`] the repairs, are done: a run that fails there
+    /// hands over none (one whose own scratch data cannot be read back
+    /// fails after handing over those before it).
+    ///
+    /// # Errors
+    ///
+    /// As [`Mail::doctor`].
+    pub fn doctor_to(
+        &self,
+        mode: DoctorMode,
+        sink: &mut dyn FnMut(chipset_store::Finding),
+    ) -> Result<Report> {
         let mut report = Report::new(mode);
+        let scan = self.scan_doctor(mode, &mut |f| {
+            let finding = self.finding(mode, f);
+            report.pass_on(finding, sink);
+        })?;
         report.scanned = scan.messages;
-        for f in scan.findings {
-            report.findings.push(self.finding(mode, f));
-        }
         Ok(report)
     }
 

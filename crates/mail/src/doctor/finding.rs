@@ -359,6 +359,11 @@ pub(crate) struct DoctorReport {
     pub(crate) mode: DoctorMode,
     /// Readable messages seen.
     pub(crate) messages: usize,
-    /// What it found, in the order it was found.
+    /// What it found, in the order it was found (empty when they were
+    /// handed to a sink).
     pub(crate) findings: Vec<Finding>,
+    /// How many findings it held in memory at once before handing them
+    /// over: not those about manifest events, which it reads back from its
+    /// scratch data.
+    pub(crate) held: usize,
 }

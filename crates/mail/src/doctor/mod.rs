@@ -124,14 +124,22 @@ struct Scan<'a> {
     /// `{parent}\tR\t{kind}\t{child}` per reply-index entry, then
     /// `{parent}\tP\t…` per reply and `{id}\tK\t…` per request.
     by_parent: Sorter<'a>,
+    /// The first pass's findings about manifest events (one per message at
+    /// most two), held on disk beyond the budget like the rest: a state
+    /// whose manifest was lost has one per message. See [`EventFinding`].
+    events: Sorter<'a>,
+    /// Whether the repairs will run: only then are the ids they need kept.
+    mode: DoctorMode,
     /// Directories scanned so far: a copy's place in the scan order.
     dirs: u32,
 }
 
 impl<'a> Scan<'a> {
-    fn new(mail: &'a Mail, budget: usize) -> Self {
+    fn new(mail: &'a Mail, mode: DoctorMode, budget: usize) -> Self {
         let dir = mail.layout.mail();
         Scan {
+            events: Sorter::new(&mail.state, dir, budget),
+            mode,
             corrupt: Vec::new(),
             unsupported: Vec::new(),
             left: Vec::new(),
@@ -210,6 +218,63 @@ fn decode_copy(fields: &mut std::str::Split<'_, char>) -> Option<(u32, Seen)> {
     ))
 }
 
+/// A finding about a message's manifest events, as the first pass spills
+/// it: `{id}\t{tag}\t{loc}\t{nanos}`, where the tag (`0` in flight, `1`
+/// no `sent`, `2` no `archived` event) keeps a message's two findings in
+/// the order they are reported, and the nanoseconds are the wait of one
+/// in flight. Read back in id order, which is the order they were found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EventFinding {
+    InFlight,
+    NoSent,
+    NoArchived,
+}
+
+impl EventFinding {
+    fn tag(self) -> char {
+        match self {
+            EventFinding::InFlight => '0',
+            EventFinding::NoSent => '1',
+            EventFinding::NoArchived => '2',
+        }
+    }
+
+    fn push(
+        self,
+        scan: &mut Scan<'_>,
+        id: &MessageId,
+        loc: Loc,
+        check_after: std::time::Duration,
+    ) -> Result<()> {
+        let line = format!(
+            "{id}\t{}\t{}\t{}",
+            self.tag(),
+            loc.encode(),
+            check_after.as_nanos()
+        );
+        scan.events.push(line.as_bytes())
+    }
+
+    /// Decodes one spilled line into the finding it stands for.
+    fn decode(scan: &Scan<'_>, line: &str) -> Option<Finding> {
+        let mut fields = line.split('\t');
+        let id = MessageId::new(fields.next()?).ok()?;
+        let tag = fields.next()?;
+        let location = scan.location(Loc::decode(fields.next()?)?);
+        let nanos: u64 = fields.next()?.parse().ok()?;
+        Some(match tag {
+            "0" => Finding::InFlight {
+                id,
+                location,
+                check_after: std::time::Duration::from_nanos(nanos),
+            },
+            "1" => Finding::MissingSentEvent { id, location },
+            "2" => Finding::MissingArchivedEvent { id, location },
+            _ => return None,
+        })
+    }
+}
+
 /// Walks a sorted stream one key (the text before the first tab) at a time.
 struct Groups {
     sorted: Sorted,
@@ -270,8 +335,7 @@ struct ById {
     /// second pass).
     inbox: Vec<(MessageId, Finding)>,
     orphans: Vec<(AgentId, MessageId, TaskId, OrphanReason)>,
-    /// Missing and in-flight events, in id order.
-    events: Vec<Finding>,
+    /// With [`DoctorMode::Fix`], the messages without a `sent` event.
     unsent: Vec<MessageId>,
     unarchived: Vec<(MessageId, AgentId, TaskId)>,
     /// Per by-task folder: its messages, and its newest one.

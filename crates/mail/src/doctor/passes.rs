@@ -114,35 +114,32 @@ impl Mail {
                 scan.by_parent.push(line.as_bytes())?;
             }
 
-            // The manifest's events.
+            // The manifest's events: their findings are spilled (a state
+            // without its manifest has one per message), and the ids the
+            // repairs need are kept only when they will run.
             let archived = m.loc != Loc::Archive || archived_event;
             if !(sent && archived) {
                 let age = now.since(m.created_at);
-                let location = scan.location(m.loc);
+                let fix = scan.mode == DoctorMode::Fix;
                 if age < self.config.in_flight_grace {
-                    out.events.push(Finding::InFlight {
-                        id: id.clone(),
-                        location,
-                        check_after: self.config.in_flight_grace - age,
-                    });
+                    let wait = self.config.in_flight_grace - age;
+                    EventFinding::InFlight.push(scan, &id, m.loc, wait)?;
                 } else {
                     if !sent {
-                        out.events.push(Finding::MissingSentEvent {
-                            id: id.clone(),
-                            location: location.clone(),
-                        });
-                        out.unsent.push(id.clone());
+                        EventFinding::NoSent.push(scan, &id, m.loc, Default::default())?;
+                        if fix {
+                            out.unsent.push(id.clone());
+                        }
                     }
                     if !archived {
-                        out.events.push(Finding::MissingArchivedEvent {
-                            id: id.clone(),
-                            location,
-                        });
-                        out.unarchived.push((
-                            id.clone(),
-                            scan.agents.get(m.to).clone(),
-                            scan.tasks.get(m.phase).clone(),
-                        ));
+                        EventFinding::NoArchived.push(scan, &id, m.loc, Default::default())?;
+                        if fix {
+                            out.unarchived.push((
+                                id.clone(),
+                                scan.agents.get(m.to).clone(),
+                                scan.tasks.get(m.phase).clone(),
+                            ));
+                        }
                     }
                 }
             }

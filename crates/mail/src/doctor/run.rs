@@ -42,13 +42,39 @@ impl Mail {
     ///
     /// [`Error::Store`](crate::Error::Store) when a directory cannot
     /// be listed or a repair fails; findings already repaired stay repaired.
-    pub(crate) fn scan_doctor(&self, mode: DoctorMode) -> Result<DoctorReport> {
-        self.doctor_within(mode, spill::BUDGET)
+    ///
+    /// Its findings are handed to `sink` one at a time, in the order
+    /// [`Mail::doctor`] documents, once the scan (and with Fix, the
+    /// repairs) are done; the returned report holds none of them. The
+    /// findings about manifest events, one per message when the manifest
+    /// was lost, are read back from the scan's scratch data, so they are
+    /// never all in memory at once.
+    pub(crate) fn scan_doctor(
+        &self,
+        mode: DoctorMode,
+        sink: &mut dyn FnMut(Finding),
+    ) -> Result<DoctorReport> {
+        self.doctor_streaming(mode, spill::BUDGET, sink)
     }
 
-    /// [`Mail::doctor`], its sorters spilling beyond `budget` bytes each.
+    /// [`Mail::scan_doctor`] with the findings kept in the report, its
+    /// sorters spilling beyond `budget` bytes each.
+    #[cfg(test)]
     pub(super) fn doctor_within(&self, mode: DoctorMode, budget: usize) -> Result<DoctorReport> {
-        let mut scan = Scan::new(self, budget);
+        let mut findings = Vec::new();
+        let mut report = self.doctor_streaming(mode, budget, &mut |f| findings.push(f))?;
+        report.findings = findings;
+        Ok(report)
+    }
+
+    /// [`Mail::scan_doctor`], its sorters spilling beyond `budget` bytes each.
+    pub(super) fn doctor_streaming(
+        &self,
+        mode: DoctorMode,
+        budget: usize,
+        sink: &mut dyn FnMut(Finding),
+    ) -> Result<DoctorReport> {
+        let mut scan = Scan::new(self, mode, budget);
         self.scan_all(&mut scan)?;
         let manifest = self.manifest_status(&mut scan.by_id)?;
         let now = self.state.now();
@@ -105,7 +131,13 @@ impl Mail {
                 reason: bad.reason.clone(),
             });
         }
-        findings.extend(by_id.events);
+        // Then the findings about manifest events (in id order), then the
+        // by-task folders': the events' are held on disk, not here.
+        let event_findings = std::mem::replace(
+            &mut scan.events,
+            Sorter::new(&self.state, self.layout.mail(), 0),
+        );
+        let mut tail: Vec<Finding> = Vec::new();
         let unsent = by_id.unsent;
         let unarchived = by_id.unarchived;
         let messages = by_id.messages;
@@ -126,13 +158,13 @@ impl Mail {
             }
             let age = now.since(newest.created_at);
             if age >= self.config.in_flight_grace {
-                findings.push(Finding::MissingSweptEvent {
+                tail.push(Finding::MissingSweptEvent {
                     task: task.clone(),
                     total,
                 });
                 unswept.push((task, total));
             } else {
-                findings.push(Finding::InFlight {
+                tail.push(Finding::InFlight {
                     id: newest_id,
                     location: scan.location(newest.loc),
                     check_after: self.config.in_flight_grace - age,
@@ -140,13 +172,33 @@ impl Mail {
             }
         }
 
-        let report = |findings| DoctorReport {
-            mode,
-            messages,
-            findings,
+        // Hands every finding over, in order, and returns the report.
+        let event_findings = event_findings.finish()?;
+        let mut report = |findings: Vec<Finding>, tail: Vec<Finding>, mut events: spill::Sorted| {
+            let held = findings.len() + tail.len();
+            let mut count = 0;
+            let mut emit = |f| {
+                count += 1;
+                sink(f);
+            };
+            findings.into_iter().for_each(&mut emit);
+            while let Some(line) = events.next_line()? {
+                let line = scratch_text(line)?;
+                emit(EventFinding::decode(&scan, &line).ok_or_else(bad_scratch)?);
+            }
+            tail.into_iter().for_each(&mut emit);
+            if mode == DoctorMode::Fix && count > 0 {
+                tracing::info!(findings = count, "mail doctor repaired");
+            }
+            Ok(DoctorReport {
+                mode,
+                messages,
+                findings: Vec::new(),
+                held,
+            })
         };
         if mode == DoctorMode::Check {
-            return Ok(report(findings));
+            return report(findings, tail, event_findings);
         }
 
         // Repairs, in an order where each one finds what the previous left.
@@ -237,10 +289,7 @@ impl Mail {
         );
         reconciled.append(&mut events);
         log.append_batch(&reconciled)?;
-        if !findings.is_empty() {
-            tracing::info!(findings = findings.len(), "mail doctor repaired");
-        }
-        Ok(report(findings))
+        report(findings, tail, event_findings)
     }
 
     fn quarantine(&self, path: &StatePath) -> Result<()> {

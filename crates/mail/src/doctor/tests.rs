@@ -123,6 +123,49 @@ fn a_spilled_scan_finds_what_one_in_memory_finds() {
     assert_eq!(after.findings, [stray], "{:?}", after.findings);
 }
 
+/// Regression (issue 31): a state whose manifest was lost has a finding
+/// per message, and the doctor held them all (216 MB for 100,000 through
+/// `chipset doctor`); they are now spilled with the scan and handed over
+/// one at a time, in the same order.
+#[test]
+fn a_finding_per_message_is_handed_over_without_being_held() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = MailConfig {
+        in_flight_grace: Duration::ZERO,
+        ..MailConfig::default()
+    };
+    let mail = Mail::with_config(StateDir::open(tmp.path()).unwrap(), config);
+    let (c, e) = (AgentId::new("c").unwrap(), AgentId::new("e").unwrap());
+    let t = TaskId::new("t").unwrap();
+    let mut sent = Vec::new();
+    for i in 0..300 {
+        let m = NewMessage::notify(c.clone(), e.clone(), t.clone(), "n", format!("{i}"));
+        sent.push(mail.send(&m).unwrap().id().clone());
+    }
+    std::fs::remove_file(mail.manifest_path()).unwrap();
+    let mut got = Vec::new();
+    let report = mail
+        .doctor_streaming(DoctorMode::Check, 512, &mut |f| got.push(f))
+        .unwrap();
+    assert_eq!(report.held, 0, "the findings are not held");
+    assert!(report.findings.is_empty());
+    assert_eq!(report.messages, 300);
+    let ids: Vec<MessageId> = got
+        .iter()
+        .map(|f| match f {
+            Finding::MissingSentEvent { id, .. } => id.clone(),
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect();
+    sent.sort();
+    assert_eq!(ids, sent, "one per message, in id order");
+    // The same findings, in the same order, as a run that keeps them.
+    let kept = mail
+        .doctor_within(DoctorMode::Check, spill::BUDGET)
+        .unwrap();
+    assert_eq!(kept.findings, got);
+}
+
 /// `Groups` hands out a sorted stream one key (the text before the first
 /// tab) at a time, with the rest of each of the key's lines in order; a line
 /// that is the key alone (no tab) belongs to the key's group with an empty
