@@ -61,6 +61,45 @@ impl Chipset {
             area("bus", self.bus().doctor(mode)),
             area("loop", self.loop_state().doctor(mode)),
         ];
+        self.temps(mode, areas)
+    }
+
+    /// [`Chipset::doctor`], handing each finding to `sink` with its area's
+    /// name (area by area, in the order [`Checkup::areas`] lists them)
+    /// instead of keeping it: the areas' reports count what they handed
+    /// over ([`Report::passed_on`]) and hold none, so that a state with a
+    /// finding per message (a lost mail manifest) is checked in memory
+    /// that does not grow with them. The mail doctor, whose findings can be
+    /// that many, hands them over as it reads them back from its scratch
+    /// data; the others, whose findings are one per file of their own
+    /// channel, hand theirs over when they finish.
+    ///
+    /// An area whose doctor could not finish hands over nothing.
+    ///
+    /// # Errors
+    ///
+    /// As [`Chipset::doctor`].
+    pub fn doctor_to(
+        &self,
+        mode: DoctorMode,
+        sink: &mut dyn FnMut(&'static str, Finding),
+    ) -> Result<Checkup> {
+        let areas = vec![
+            handed("hooks", self.hooks().doctor(mode), sink),
+            handed("nudge", self.nudges().doctor(mode), sink),
+            handed("reminders", self.reminders().doctor(mode), sink),
+            area(
+                "mail",
+                self.mail().doctor_to(mode, &mut |f| sink("mail", f)),
+            ),
+            handed("bus", self.bus().doctor(mode), sink),
+            handed("loop", self.loop_state().doctor(mode), sink),
+        ];
+        self.temps(mode, areas)
+    }
+
+    /// Looks for stale temp files (with Fix, removes them) and returns the checkup.
+    fn temps(&self, mode: DoctorMode, areas: Vec<Area>) -> Result<Checkup> {
         let (stale_temps, removed_temps) = if mode == DoctorMode::Fix {
             (Vec::new(), self.state().sweep_temps(STALE_TEMP_AGE)?)
         } else {
@@ -89,8 +128,22 @@ fn area<E: Into<Error>>(name: &'static str, report: std::result::Result<Report, 
     }
 }
 
+/// The area of a doctor that kept its findings, handed over to `sink`.
+fn handed<E: Into<Error>>(
+    name: &'static str,
+    report: std::result::Result<Report, E>,
+    sink: &mut dyn FnMut(&'static str, Finding),
+) -> Area {
+    let mut area = area(name, report);
+    if let Ok(report) = &mut area.report {
+        report.pass_on_all(&mut |f| sink(name, f));
+    }
+    area
+}
+
 impl Checkup {
-    /// Returns every finding with its area's name, area by area.
+    /// Returns every finding kept with its area's name, area by area (none
+    /// after [`Chipset::doctor_to`], which handed them over).
     pub fn findings(&self) -> impl Iterator<Item = (&'static str, &Finding)> {
         self.areas.iter().flat_map(|a| {
             a.report
