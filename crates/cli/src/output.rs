@@ -24,6 +24,21 @@ pub(crate) struct Output {
     compact: bool,
     note: Option<String>,
     failure: Option<CliError>,
+    /// Writes the output in place of `text` and `json` (see [`Output::streamed`]).
+    body: Option<Body>,
+}
+
+/// Writes an output too large to build in memory: to the writer, as JSON
+/// when asked (`true`) and as text otherwise.
+pub(crate) struct Body(Box<WriteBody>);
+
+/// What a [`Body`] runs: write to this, as JSON when the flag is set.
+type WriteBody = dyn FnOnce(&mut dyn io::Write, bool) -> io::Result<()>;
+
+impl std::fmt::Debug for Body {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Body(..)")
+    }
 }
 
 impl Output {
@@ -35,7 +50,20 @@ impl Output {
             compact: false,
             note: None,
             failure: None,
+            body: None,
         }
+    }
+
+    /// Returns an output that `write` prints as it goes (text, or JSON
+    /// when its flag is set) instead of one built in memory first: for a
+    /// result that can be as large as the state (`doctor` on a state with
+    /// a finding per message).
+    pub(crate) fn streamed(
+        write: impl FnOnce(&mut dyn io::Write, bool) -> io::Result<()> + 'static,
+    ) -> Self {
+        let mut out = Output::new("", Value::Null);
+        out.body = Some(Body(Box::new(write)));
+        out
     }
 
     /// Returns this output with a note for stderr; the command still succeeds.
@@ -68,7 +96,9 @@ impl Output {
     /// closed pipe (`chipset mail inbox a | head -1`): the reader has what it
     /// wanted, so the command exits quietly with its own status.
     pub(crate) fn emit(self, json: bool) -> ExitCode {
-        let doc = if json {
+        let doc = if self.body.is_some() {
+            String::new()
+        } else if json {
             let mut doc = if self.compact {
                 serde_json::to_string(&self.json)
             } else {
@@ -82,7 +112,13 @@ impl Output {
         };
         let written = {
             let mut out = io::stdout().lock();
-            out.write_all(doc.as_bytes()).and_then(|()| out.flush())
+            match self.body {
+                Some(Body(write)) => {
+                    let mut out = io::BufWriter::with_capacity(64 * 1024, out);
+                    write(&mut out, json).and_then(|()| out.flush())
+                }
+                None => out.write_all(doc.as_bytes()).and_then(|()| out.flush()),
+            }
         };
         if let Err(e) = written
             && e.kind() != io::ErrorKind::BrokenPipe
@@ -244,19 +280,27 @@ impl Table {
             .collect();
         let mut out = String::new();
         for row in &self.rows {
-            let mut line = String::new();
-            for (c, cell) in row.iter().enumerate() {
-                if c > 0 {
-                    line.push_str("  ");
-                }
-                line.push_str(&paint.apply(cell.tone, &cell.text));
-                if c + 1 < row.len() {
-                    let pad = widths[c].saturating_sub(cell.text.chars().count());
-                    line.extend(std::iter::repeat_n(' ', pad));
-                }
-            }
-            let _ = writeln!(out, "{}", line.trim_end());
+            out.push_str(&Table::line(paint, &widths, row));
         }
+        out
+    }
+
+    /// Renders one row of a table whose column widths (in characters) are
+    /// known before its rows are: the line [`Table::render`] gives it.
+    pub(crate) fn line(paint: Paint, widths: &[usize], row: &[Cell]) -> String {
+        let mut line = String::new();
+        for (c, cell) in row.iter().enumerate() {
+            if c > 0 {
+                line.push_str("  ");
+            }
+            line.push_str(&paint.apply(cell.tone, &cell.text));
+            if c + 1 < row.len() {
+                let pad = widths[c].saturating_sub(cell.text.chars().count());
+                line.extend(std::iter::repeat_n(' ', pad));
+            }
+        }
+        let mut out = line.trim_end().to_owned();
+        out.push('\n');
         out
     }
 }
