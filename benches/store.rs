@@ -96,7 +96,9 @@ fn raw_append(path: &Path, records: &[Value]) {
 fn setup() -> (tempfile::TempDir, StateDir, StatePath) {
     let tmp = tempfile::tempdir_in(".").unwrap_or_else(|_| tempfile::tempdir().unwrap());
     let state = StateDir::open(tmp.path().join("state")).unwrap();
-    let dir = state.channel_dir(chipset::hook::HOOK_CHANNEL).unwrap();
+    let dir = state
+        .channel_dir(chipset::store::Channel::new("hooks"))
+        .unwrap();
     (tmp, state, dir)
 }
 

@@ -186,7 +186,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let name = worker.id().to_string();
             worker.run_until(
                 |work| {
-                    let bead = work.assignment().bead_id().clone();
+                    let bead = work.assignment().work.bead_id.clone();
                     tl.say(&name, format!("activated {bead} (pending -> active)"));
                     if hangs {
                         tl.say(&name, "hangs: no heartbeat, no answer to nudges");
@@ -216,7 +216,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                             &name,
                             format!(
                                 "completed {} and mailed the completion report",
-                                assignment.bead_id()
+                                assignment.work.bead_id
                             ),
                         ),
                         Err(e) if e.is_stale() => {

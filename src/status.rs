@@ -6,7 +6,7 @@ use std::error::Error as StdError;
 use std::time::Duration;
 
 use chipset_bus::{AgentStatus, Counts, Presence, Priority};
-use chipset_hook::{BeadId, HookRead, HookStatus};
+use chipset_hook::{BeadId, Hook, HookStatus};
 use chipset_nudge::{NudgeType, Received};
 use chipset_pool::PoolCounts;
 use chipset_store::{AgentId, ReadOutcome, Timestamp};
@@ -179,12 +179,7 @@ impl Chipset {
     /// A channel's error when one of its listings fails.
     pub fn status(&self) -> Result<Status> {
         let now = self.state().now();
-        let hooks: BTreeMap<AgentId, HookRead> = self
-            .hooks()
-            .list()?
-            .into_iter()
-            .map(|e| (e.agent, e.read))
-            .collect();
+        let hooks: BTreeMap<AgentId, ReadOutcome<Hook>> = self.hooks().list()?;
         let nudge_agents: BTreeSet<AgentId> = self.nudges().agents()?.into_iter().collect();
         let inbox = self.mail().counts()?.inbox;
         let bus: BTreeMap<AgentId, AgentStatus> = self
@@ -267,17 +262,17 @@ impl Chipset {
 }
 
 impl HookLine {
-    fn of(now: Timestamp, read: &HookRead) -> Self {
+    fn of(now: Timestamp, read: &ReadOutcome<Hook>) -> Self {
         match read {
-            HookRead::Missing => HookLine::None,
-            HookRead::Corrupt(c) => HookLine::Corrupt(c.to_string()),
-            HookRead::Unsupported(u) => HookLine::Unsupported(u.to_string()),
-            HookRead::Value(h) => HookLine::Held {
-                status: h.status(),
-                bead_id: h.work().map(|w| w.bead_id().clone()),
-                last_activity: h.last_activity(),
-                age: now.since(h.last_activity()),
-                generation: h.generation(),
+            ReadOutcome::Missing => HookLine::None,
+            ReadOutcome::Corrupt(c) => HookLine::Corrupt(c.to_string()),
+            ReadOutcome::Unsupported(u) => HookLine::Unsupported(u.to_string()),
+            ReadOutcome::Value(h) => HookLine::Held {
+                status: h.state.status(),
+                bead_id: h.state.work().map(|w| w.bead_id.clone()),
+                last_activity: h.last_activity,
+                age: now.since(h.last_activity),
+                generation: h.generation,
             },
         }
     }

@@ -18,8 +18,7 @@ macro_rules! uses {
         let bead = BeadId::new("gt-abc12").unwrap();
         assert_eq!(bead.as_str(), "gt-abc12");
         let hook = chipset::hook::Hook::missing(agent);
-        assert_eq!(hook.status(), chipset::hook::HookStatus::Empty);
-        assert_eq!(HOOK_CHANNEL.as_str(), "hooks");
+        assert_eq!(hook.state.status(), chipset::hook::HookStatus::Empty);
     }};
     (nudge) => {{
         let from = chipset::store::AgentId::new("witness").unwrap();

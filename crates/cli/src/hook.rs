@@ -4,9 +4,9 @@
 //! on the assignment the hook holds now ([`Hooks::current`]); the library
 //! still fences the change on it, so a hook that changed in between refuses.
 
-use chipset_hook::{Hook, HookRead, HookStatus, Hooks};
+use chipset_hook::{Hook, HookStatus, Hooks};
 use chipset_mcp::view::Reassigned;
-use chipset_store::AgentId;
+use chipset_store::{AgentId, ReadOutcome};
 
 use crate::Ctx;
 use crate::cli::HookCommand;
@@ -29,8 +29,7 @@ pub(crate) fn run(ctx: &Ctx, command: HookCommand) -> Result<Output> {
             let assignment = hooks.assign(&agent, bead, title, by.as_ref())?;
             let text = format!(
                 "assigned {} to {agent} (generation {})\n",
-                assignment.bead_id(),
-                assignment.generation()
+                assignment.work.bead_id, assignment.generation
             );
             Ok(Output::new(text, output::json(&assignment)))
         }
@@ -52,7 +51,7 @@ pub(crate) fn run(ctx: &Ctx, command: HookCommand) -> Result<Output> {
         } => {
             let held = held(&hooks, &agent, "clear")?;
             let hook = hooks.clear(&held)?;
-            let text = format!("cleared {} from {agent}\n", held.bead_id());
+            let text = format!("cleared {} from {agent}\n", held.work.bead_id);
             Ok(Output::new(text, output::json(&hook)))
         }
         HookCommand::Clear {
@@ -63,8 +62,7 @@ pub(crate) fn run(ctx: &Ctx, command: HookCommand) -> Result<Output> {
             let done = hooks.reassign(&held)?;
             let text = format!(
                 "took {} ({}) away from {agent}\n",
-                done.taken.bead_id(),
-                done.was
+                done.taken.work.bead_id, done.was
             );
             Ok(Output::new(text, output::json(&Reassigned::from(done))))
         }
@@ -80,18 +78,19 @@ fn held(hooks: &Hooks, agent: &AgentId, op: &str) -> Result<chipset_hook::Assign
 
 fn changed(hook: &Hook) -> Output {
     let bead = hook
+        .state
         .work()
-        .map_or_else(String::new, |w| format!(" {}", w.bead_id()));
-    let text = format!("{}: {}{bead}\n", hook.agent(), hook.status());
+        .map_or_else(String::new, |w| format!(" {}", w.bead_id));
+    let text = format!("{}: {}{bead}\n", hook.agent, hook.state.status());
     Output::new(text, output::json(hook))
 }
 
 fn show(ctx: &Ctx, hooks: &Hooks, agent: &AgentId) -> Result<Output> {
     let hook = match hooks.read(agent)? {
-        HookRead::Missing => Hook::missing(agent.clone()),
-        HookRead::Value(hook) => hook,
-        HookRead::Corrupt(c) => return Err(CliError::hook_unreadable(agent, &c)),
-        HookRead::Unsupported(u) => {
+        ReadOutcome::Missing => Hook::missing(agent.clone()),
+        ReadOutcome::Value(hook) => hook,
+        ReadOutcome::Corrupt(c) => return Err(CliError::hook_unreadable(agent, &c)),
+        ReadOutcome::Unsupported(u) => {
             return Err(CliError::refused(format!(
                 "the hook of `{agent}` cannot be shown: {u}; it is left as it is"
             )));
@@ -100,27 +99,28 @@ fn show(ctx: &Ctx, hooks: &Hooks, agent: &AgentId) -> Result<Output> {
     let now = ctx.state.now();
     let mut pairs = vec![
         ("agent", agent.to_string()),
-        ("status", hook.status().to_string()),
+        ("status", hook.state.status().to_string()),
     ];
-    if let Some(work) = hook.work() {
-        pairs.push(("bead", work.bead_id().to_string()));
-        pairs.push(("title", work.title().to_owned()));
+    if let Some(work) = hook.state.work() {
+        pairs.push(("bead", work.bead_id.to_string()));
+        pairs.push(("title", work.title.to_owned()));
         let by = work
-            .assigned_by()
+            .assigned_by
+            .as_ref()
             .map_or_else(String::new, |d| format!(" by {d}"));
-        pairs.push(("assigned", format!("{}{by}", work.assigned_at())));
+        pairs.push(("assigned", format!("{}{by}", work.assigned_at)));
     }
-    if hook.last_activity() > chipset_store::Timestamp::EPOCH {
+    if hook.last_activity > chipset_store::Timestamp::EPOCH {
         pairs.push((
             "activity",
             format!(
                 "{} ({} ago)",
-                hook.last_activity(),
-                output::age(now, hook.last_activity())
+                hook.last_activity,
+                output::age(now, hook.last_activity)
             ),
         ));
     }
-    pairs.push(("generation", hook.generation().to_string()));
+    pairs.push(("generation", hook.generation.to_string()));
     Ok(Output::new(output::fields(&pairs), output::json(&hook)))
 }
 
@@ -130,10 +130,10 @@ fn list(ctx: &Ctx, hooks: &Hooks) -> Result<Output> {
     let mut docs = Vec::new();
     let mut corrupt = 0;
     let mut unsupported = 0;
-    for entry in hooks.list()? {
-        let agent = entry.agent.to_string();
-        match &entry.read {
-            HookRead::Corrupt(c) => {
+    for (agent_id, read) in hooks.list()? {
+        let agent = agent_id.to_string();
+        match &read {
+            ReadOutcome::Corrupt(c) => {
                 corrupt += 1;
                 table.row(vec![
                     agent.clone().into(),
@@ -143,12 +143,12 @@ fn list(ctx: &Ctx, hooks: &Hooks) -> Result<Output> {
                     c.reason.to_string().into(),
                 ]);
                 docs.push(HookEntry::Unreadable {
-                    agent_id: entry.agent.clone(),
+                    agent_id: agent_id.clone(),
                     status: "corrupt",
                     error: c.to_string(),
                 });
             }
-            HookRead::Unsupported(u) => {
+            ReadOutcome::Unsupported(u) => {
                 unsupported += 1;
                 table.row(vec![
                     agent.clone().into(),
@@ -158,7 +158,7 @@ fn list(ctx: &Ctx, hooks: &Hooks) -> Result<Output> {
                     u.what.clone().into(),
                 ]);
                 docs.push(HookEntry::Unreadable {
-                    agent_id: entry.agent.clone(),
+                    agent_id: agent_id.clone(),
                     status: "unsupported",
                     error: u.to_string(),
                 });
@@ -167,14 +167,14 @@ fn list(ctx: &Ctx, hooks: &Hooks) -> Result<Output> {
                 let hook = read
                     .clone()
                     .value()
-                    .unwrap_or_else(|| Hook::missing(entry.agent.clone()));
-                let work = hook.work();
+                    .unwrap_or_else(|| Hook::missing(agent_id.clone()));
+                let work = hook.state.work();
                 table.row(vec![
                     agent.into(),
-                    status_cell(hook.status()),
-                    output::age(now, hook.last_activity()).into(),
-                    work.map_or("-".into(), |w| w.bead_id().to_string()).into(),
-                    work.map_or(String::new(), |w| w.title().to_owned()).into(),
+                    status_cell(hook.state.status()),
+                    output::age(now, hook.last_activity).into(),
+                    work.map_or("-".into(), |w| w.bead_id.to_string()).into(),
+                    work.map_or(String::new(), |w| w.title.to_owned()).into(),
                 ]);
                 docs.push(HookEntry::Hook(hook));
             }

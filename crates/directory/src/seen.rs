@@ -134,9 +134,9 @@ impl Directory {
             newer(&mut best, p.last_seen, Source::Presence);
         }
         if let ReadOutcome::Value(h) = self.hooks.read(agent)?
-            && matches!(h.status(), HookStatus::Active | HookStatus::Completed)
+            && matches!(h.state.status(), HookStatus::Active | HookStatus::Completed)
         {
-            newer(&mut best, h.last_activity(), Source::Hook);
+            newer(&mut best, h.last_activity, Source::Hook);
         }
         if let Some(stat) = self.state.stat(&self.bus.processed_dir(agent))?
             && stat.is_dir()

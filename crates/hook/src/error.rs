@@ -2,19 +2,84 @@
 
 use chipset_store::{AgentId, Corruption, Unsupported};
 
-use crate::transition::TransitionError;
+use crate::state::{Assignment, HookStatus};
+use crate::transition::{needs, role_of};
 
 /// A specialized result for hook operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything a hook operation can fail with. When one is returned, nothing
 /// was written.
+///
+/// The first five variants are refusals by the hook's rules
+/// ([`Error::is_refusal`]); `op` names the operation tried (`"assign"`,
+/// `"activate"`, `"touch"`, `"complete"`, `"clear"`, `"reassign"`).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The hook's rules refuse the operation (wrong state, wrong actor, stale assignment).
-    #[error(transparent)]
-    Transition(#[from] TransitionError),
+    /// Assign onto a hook that already holds work (one work item per agent).
+    #[error(
+        "cannot assign to `{agent}`: its hook is already {status} with bead `{bead_id}`; \
+         only an empty hook takes new work"
+    )]
+    AlreadyAssigned {
+        /// The hook's agent.
+        agent: AgentId,
+        /// Its status (pending, active or completed).
+        status: HookStatus,
+        /// The bead it holds.
+        bead_id: crate::BeadId,
+    },
+    /// The actor has the wrong role for the operation (an agent assigning, a
+    /// dispatcher completing).
+    #[error("{actor} may not {op} the hook of `{agent}`: only {} may", role_of(op))]
+    NotPermitted {
+        /// The hook's agent.
+        agent: AgentId,
+        /// Who tried, as a phrase (``dispatcher `mayor` ``, ``agent `a` ``).
+        actor: String,
+        /// What they tried.
+        op: &'static str,
+    },
+    /// An agent acting on another agent's hook.
+    #[error("agent `{actor}` may not {op} the hook of `{agent}`: only `{agent}` itself may")]
+    NotOwner {
+        /// The hook's agent.
+        agent: AgentId,
+        /// The agent that tried.
+        actor: AgentId,
+        /// What it tried.
+        op: &'static str,
+    },
+    /// The assignment holds, but the hook is not in a state the operation
+    /// starts from.
+    #[error(
+        "cannot {op} the hook of `{agent}`: it is {from}, and {op} needs {}",
+        needs(op)
+    )]
+    WrongState {
+        /// The hook's agent.
+        agent: AgentId,
+        /// What was tried.
+        op: &'static str,
+        /// The hook's status.
+        from: HookStatus,
+    },
+    /// The assignment named is no longer the one the hook holds: it was
+    /// cleared, reassigned or replaced in between.
+    #[error("cannot {op}: {held} is stale; the hook of `{agent}` is now {}", Found(*status, current.as_deref()))]
+    StaleAssignment {
+        /// The hook's agent.
+        agent: AgentId,
+        /// What was tried.
+        op: &'static str,
+        /// The assignment the caller held.
+        held: Box<Assignment>,
+        /// The hook's status now.
+        status: HookStatus,
+        /// The assignment the hook holds now, if any.
+        current: Option<Box<Assignment>>,
+    },
     /// The hook file is corrupt, so the operation cannot know what it would
     /// overwrite; [`Hooks::doctor`](crate::Hooks::doctor) with
     /// [`DoctorMode::Fix`](chipset_store::DoctorMode::Fix) moves it aside first.
@@ -52,17 +117,23 @@ pub enum Error {
 }
 
 impl Error {
-    /// Returns the refused transition, if this is one.
-    pub fn transition(&self) -> Option<&TransitionError> {
-        match self {
-            Error::Transition(e) => Some(e),
-            _ => None,
-        }
+    /// Returns true when the hook's rules refused the operation (the first
+    /// five variants); the hook was readable and nothing was written.
+    pub fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            Error::AlreadyAssigned { .. }
+                | Error::NotPermitted { .. }
+                | Error::NotOwner { .. }
+                | Error::WrongState { .. }
+                | Error::StaleAssignment { .. }
+        )
     }
 
-    /// Returns true when the assignment named was stale (cleared, reassigned or replaced).
+    /// Returns true when the assignment named was stale (cleared, reassigned
+    /// or replaced): [`Error::StaleAssignment`].
     pub fn is_stale(&self) -> bool {
-        self.transition().is_some_and(TransitionError::is_stale)
+        matches!(self, Error::StaleAssignment { .. })
     }
 
     /// Returns true when the hook file is corrupt.
@@ -73,5 +144,21 @@ impl Error {
     /// Returns true when the hook file holds a value this version does not know.
     pub fn is_unsupported(&self) -> bool {
         matches!(self, Error::Unsupported { .. })
+    }
+}
+
+/// The hook's status and assignment now, for [`Error::StaleAssignment`].
+struct Found<'a>(HookStatus, Option<&'a Assignment>);
+
+impl std::fmt::Display for Found<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.1 {
+            None => write!(f, "{}", self.0),
+            Some(a) => write!(
+                f,
+                "{} with bead `{}` (generation {}, assigned {})",
+                self.0, a.work.bead_id, a.generation, a.work.assigned_at
+            ),
+        }
     }
 }

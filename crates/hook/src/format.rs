@@ -206,7 +206,7 @@ impl From<&Hook> for HookFile {
     /// this version does not know, unchanged.
     fn from(hook: &Hook) -> Self {
         let mut obj = hook.extra.clone();
-        let work = hook.work();
+        let work = hook.state.work();
         let work_value = work.map_or(Value::Null, |w| {
             let mut item = w.extra.clone();
             item.insert("bead_id".into(), json(&w.bead_id));
@@ -215,7 +215,7 @@ impl From<&Hook> for HookFile {
             Value::Object(item)
         });
         obj.insert("agent_id".into(), json(&hook.agent));
-        obj.insert("status".into(), json(&hook.status()));
+        obj.insert("status".into(), json(&hook.state.status()));
         obj.insert("work_item".into(), work_value);
         obj.insert("last_activity".into(), json(&hook.last_activity));
         obj.insert("generation".into(), json(&hook.generation));
@@ -256,11 +256,11 @@ mod tests {
             r#"{ "agent_id": "polecat-alpha", "status": "active", "work_item": { "bead_id": "gt-abc12", "title": "Add README section", "assigned_at": "2026-03-05T10:30:00Z" }, "last_activity": "2026-03-05T10:32:00Z" }"#,
         )
         .unwrap();
-        assert_eq!(hook.status(), HookStatus::Active);
-        assert_eq!(hook.generation(), 0);
-        assert_eq!(hook.work().unwrap().bead_id().as_str(), "gt-abc12");
-        assert_eq!(hook.work().unwrap().assigned_by(), None);
-        assert!(hook.extra().is_empty());
+        assert_eq!(hook.state.status(), HookStatus::Active);
+        assert_eq!(hook.generation, 0);
+        assert_eq!(hook.state.work().unwrap().bead_id.as_str(), "gt-abc12");
+        assert_eq!(hook.state.work().unwrap().assigned_by, None);
+        assert!(hook.extra.is_empty());
     }
 
     #[test]
@@ -269,8 +269,8 @@ mod tests {
             r#"{"agent_id":"a","status":"empty","work_item":null,"last_activity":"2026-03-05T10:32:00Z","color":"blue"}"#,
         )
         .unwrap();
-        assert_eq!(hook.status(), HookStatus::Empty);
-        assert_eq!(hook.extra().get("color"), Some(&Value::from("blue")));
+        assert_eq!(hook.state.status(), HookStatus::Empty);
+        assert_eq!(hook.extra.get("color"), Some(&Value::from("blue")));
         let back = serde_json::to_value(&hook).unwrap();
         assert_eq!(back["color"], "blue");
     }
@@ -282,10 +282,10 @@ mod tests {
                 "workItem":{"beadId":"bead-1","description":"d","hookStatus":"empty","priority":"P2","status":"open","title":"T"}}"#,
         )
         .unwrap();
-        let work = hook.work().unwrap();
-        assert_eq!(work.bead_id().as_str(), "bead-1");
-        assert_eq!(work.assigned_at(), hook.last_activity());
-        assert_eq!(work.extra().len(), 4);
+        let work = hook.state.work().unwrap();
+        assert_eq!(work.bead_id.as_str(), "bead-1");
+        assert_eq!(work.assigned_at, hook.last_activity);
+        assert_eq!(work.extra.len(), 4);
         let back = serde_json::to_value(&hook).unwrap();
         assert_eq!(
             back,
@@ -299,7 +299,7 @@ mod tests {
         let empty =
             parse(r#"{"agentId":"a","lastActivity":"2026-11-23T04:36:15.107Z","status":"empty"}"#)
                 .unwrap();
-        assert_eq!(empty.status(), HookStatus::Empty);
+        assert_eq!(empty.state.status(), HookStatus::Empty);
     }
 
     #[test]
@@ -308,7 +308,7 @@ mod tests {
             r#"{"agent_id":"a","status":"empty","work_item":null,"last_activity":"2026-03-05T10:32:00Z","lastActivity":"2026-03-05T10:40:00Z"}"#,
         )
         .unwrap();
-        assert_eq!(hook.last_activity().to_string(), "2026-03-05T10:40:00.000Z");
+        assert_eq!(hook.last_activity.to_string(), "2026-03-05T10:40:00.000Z");
         let err = parse(r#"{"agent_id":"a","agentId":"b","status":"empty","last_activity":"2026-03-05T10:32:00Z"}"#)
             .unwrap_err();
         assert!(err.contains("`agent_id` and `agentId` disagree"), "{err}");
@@ -324,7 +324,7 @@ mod tests {
             ))
         };
         let hook = both("b1").unwrap();
-        assert_eq!(hook.work().unwrap().title(), "seed");
+        assert_eq!(hook.state.work().unwrap().title, "seed");
         assert_eq!(
             both("b2").unwrap_err(),
             corrupt("`work_item` and `workItem` name different beads")

@@ -54,14 +54,15 @@
 //! The typed [`Hook`] cannot be pending, active or completed without its
 //! [`WorkItem`]. Everything else (skipping a step, a second assignment, an
 //! agent acting on another agent's hook, a dispatcher completing work) is a
-//! [`TransitionError`] that names the current state and who may do what.
+//! refusal ([`Error::is_refusal`]) that names the current state and who may
+//! do what.
 //!
 //! # Fencing
 //!
 //! Every operation after assign names the [`Assignment`] the caller holds:
 //! agent, bead id, generation and assignment time. The generation grows on
 //! every assign, clear and reassign. If the hook no longer holds that
-//! assignment, the call fails with [`TransitionError::StaleAssignment`] and
+//! assignment, the call fails with [`Error::StaleAssignment`] and
 //! writes nothing: a late touch cannot bring back a cleared hook, and an
 //! agent whose work was taken away cannot complete it. [`Hooks::current`]
 //! returns the assignment a hook holds now, for callers (such as the command
@@ -131,7 +132,7 @@
 //! the transition, durable replace (temp file, fsync, rename, directory
 //! fsync), unlock. Changes to one hook are therefore linearizable across
 //! processes: of eight dispatchers assigning at once, one wins and seven get
-//! [`TransitionError::AlreadyAssigned`]. A crash at any moment leaves the old
+//! [`Error::AlreadyAssigned`]. A crash at any moment leaves the old
 //! or the new hook, both legal. A change that alters nothing (two touches in
 //! one millisecond) writes nothing.
 //!
@@ -172,7 +173,7 @@
 //!
 //! # Errors
 //!
-//! One enum, [`Error`]: a refused [`TransitionError`], a corrupt hook, or a
+//! One enum, [`Error`]: a refusal by the rules, a corrupt hook, or a
 //! store error that names the operation and the path. When a refusal or a
 //! corrupt hook is returned, nothing was written. A store error is the same,
 //! with one exception the store documents: when only the final directory
@@ -184,32 +185,12 @@
 mod error;
 mod format;
 mod id;
-#[cfg_attr(
-    not(feature = "testing"),
-    allow(unreachable_pub, reason = "public only to tests, under `testing`")
-)]
 mod scan;
 mod state;
 mod store;
-#[cfg_attr(
-    not(feature = "testing"),
-    allow(
-        unreachable_pub,
-        reason = "the pure core is public only to tests, under `testing`"
-    )
-)]
 mod transition;
 
 pub use error::{Error, Result};
 pub use id::BeadId;
-pub use scan::HookEntry;
-#[cfg(feature = "testing")]
-pub use scan::{HookCounts, Repaired, StaleHook, StaleReport};
 pub use state::{Assignment, Hook, HookState, HookStatus, WorkItem};
-pub use store::{HookRead, Hooks, Pickup, Reassigned};
-pub use transition::{Actor, Op, TransitionError};
-#[cfg(feature = "testing")]
-pub use transition::{HookEvent, already_applied, transition};
-
-/// The hooks' directory under the state root, `hooks/`.
-pub const HOOK_CHANNEL: chipset_store::Channel = chipset_store::Channel::new("hooks");
+pub use store::{Hooks, Pickup, Reassigned};

@@ -1,108 +1,26 @@
 //! Queries over every hook (for the witness, `chipset status` and operators)
 //! and the repair of corrupt hooks.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
-#[cfg(feature = "testing")]
-use std::time::Duration;
 
 use chipset_store::{
     Action, AgentId, Corruption, Defect, DoctorMode, Finding, Observed, ReadOutcome, Report,
 };
-#[cfg(feature = "testing")]
-use chipset_store::{Timestamp, Unsupported};
 
 use crate::error::Result;
-#[cfg(feature = "testing")]
-use crate::state::{Assignment, HookStatus};
 use crate::state::{Hook, HookState};
-use crate::store::{HookRead, Hooks};
-
-/// One hook file found by [`Hooks::list`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct HookEntry {
-    /// The agent, from the file name.
-    pub agent: AgentId,
-    /// What the file holds (never [`ReadOutcome::Missing`] unless it vanished
-    /// between listing and reading).
-    pub read: HookRead,
-}
-
-#[cfg(feature = "testing")]
-/// Hooks per status, for a status screen.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct HookCounts {
-    /// Empty hooks (written files; agents without a file are not counted).
-    pub empty: usize,
-    /// Pending hooks.
-    pub pending: usize,
-    /// Active hooks.
-    pub active: usize,
-    /// Completed hooks awaiting a clear.
-    pub completed: usize,
-    /// Corrupt hook files.
-    pub corrupt: usize,
-    /// Hook files holding a value this version does not know (a newer status).
-    pub unsupported: usize,
-}
-
-#[cfg(feature = "testing")]
-impl HookCounts {
-    /// Returns the number of hook files counted.
-    pub fn total(&self) -> usize {
-        self.empty + self.pending + self.active + self.completed + self.corrupt + self.unsupported
-    }
-
-    /// Returns the count for one status.
-    pub fn of(&self, status: HookStatus) -> usize {
-        match status {
-            HookStatus::Empty => self.empty,
-            HookStatus::Pending => self.pending,
-            HookStatus::Active => self.active,
-            HookStatus::Completed => self.completed,
-        }
-    }
-}
-
-#[cfg(feature = "testing")]
-/// A pending or active hook that has gone quiet.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct StaleHook {
-    /// The hook (pending or active).
-    pub hook: Hook,
-    /// The assignment it holds.
-    pub assignment: Assignment,
-    /// How long since its `last_activity`.
-    pub idle: Duration,
-}
-
-#[cfg(feature = "testing")]
-/// What [`Hooks::stale`] found: the quiet hooks, and the corrupt ones it
-/// could not judge (reported, never silently skipped).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct StaleReport {
-    /// Pending or active hooks idle for longer than the threshold, by agent.
-    pub stale: Vec<StaleHook>,
-    /// Hook files that could not be read as hooks.
-    pub corrupt: Vec<Corruption>,
-    /// Hook files holding a value this version does not know, which cannot
-    /// be judged either.
-    pub unsupported: Vec<Unsupported>,
-}
+use crate::store::Hooks;
 
 /// What [`Hooks::repair`] did to a corrupt hook.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Repaired {
+pub(crate) struct Repaired {
     /// Why the file was corrupt.
-    pub corruption: Corruption,
+    pub(crate) corruption: Corruption,
     /// Where the bad file is now, in `hooks/.quarantine/`.
-    pub quarantined: PathBuf,
+    pub(crate) quarantined: PathBuf,
     /// The empty hook written in its place.
-    pub hook: Hook,
+    pub(crate) hook: Hook,
 }
 
 impl Hooks {
@@ -122,79 +40,23 @@ impl Hooks {
         Ok((agents, strays))
     }
 
-    /// Returns every hook file with what it holds, sorted by agent. Corrupt
-    /// files are listed as [`ReadOutcome::Corrupt`], never skipped; names that
+    /// Returns every hook file with what it holds, by agent (never
+    /// [`ReadOutcome::Missing`] unless a file vanished between listing and
+    /// reading). Corrupt files are listed as [`ReadOutcome::Corrupt`], never skipped; names that
     /// are not `{agent}.json` are skipped (see [`Hooks::doctor`]).
     ///
     /// # Errors
     ///
     /// [`Error::Store`](crate::Error::Store) when the directory or a file cannot be read.
-    pub fn list(&self) -> Result<Vec<HookEntry>> {
+    pub fn list(&self) -> Result<BTreeMap<AgentId, ReadOutcome<Hook>>> {
         let (agents, _) = self.scan()?;
         agents
             .into_iter()
             .map(|agent| {
                 let read = self.read(&agent)?;
-                Ok(HookEntry { agent, read })
+                Ok((agent, read))
             })
             .collect()
-    }
-
-    /// Counts the hook files per status.
-    #[cfg(feature = "testing")]
-    ///
-    /// # Errors
-    ///
-    /// As [`Hooks::list`].
-    pub fn counts(&self) -> Result<HookCounts> {
-        let mut counts = HookCounts::default();
-        for entry in self.list()? {
-            match HookStatus::of(&entry.read) {
-                Some(HookStatus::Empty) => counts.empty += 1,
-                Some(HookStatus::Pending) => counts.pending += 1,
-                Some(HookStatus::Active) => counts.active += 1,
-                Some(HookStatus::Completed) => counts.completed += 1,
-                None if matches!(entry.read, ReadOutcome::Unsupported(_)) => {
-                    counts.unsupported += 1
-                }
-                None => counts.corrupt += 1,
-            }
-        }
-        Ok(counts)
-    }
-
-    #[cfg(feature = "testing")]
-    /// Returns the pending and active hooks whose `last_activity` is more
-    /// than `threshold` before `now` (compared as instants), and the corrupt
-    /// hook files, which cannot be judged and must not be taken as idle.
-    ///
-    /// # Errors
-    ///
-    /// As [`Hooks::list`].
-    pub fn stale(&self, threshold: Duration, now: Timestamp) -> Result<StaleReport> {
-        let mut report = StaleReport::default();
-        for entry in self.list()? {
-            match entry.read {
-                ReadOutcome::Value(hook) => {
-                    if !matches!(hook.state(), HookState::Pending(_) | HookState::Active(_)) {
-                        continue;
-                    }
-                    let idle = now.since(hook.last_activity());
-                    if idle > threshold {
-                        let assignment = hook.assignment().expect("pending and active hold work");
-                        report.stale.push(StaleHook {
-                            hook,
-                            assignment,
-                            idle,
-                        });
-                    }
-                }
-                ReadOutcome::Corrupt(c) => report.corrupt.push(c),
-                ReadOutcome::Unsupported(u) => report.unsupported.push(u),
-                ReadOutcome::Missing => {}
-            }
-        }
-        Ok(report)
     }
 
     /// Repairs `agent`'s hook if it is corrupt: under the hook's lock, moves
@@ -211,13 +73,7 @@ impl Hooks {
     /// # Errors
     ///
     /// [`Error::Store`](crate::Error::Store) when the lock, the move or the write fails.
-    #[cfg(feature = "testing")]
-    pub fn repair(&self, agent: &AgentId) -> Result<Option<Repaired>> {
-        self.repair_hook(agent)
-    }
-
-    /// Repairs `agent`'s hook if it is corrupt (see [`Hooks::doctor`]).
-    pub(crate) fn repair_hook(&self, agent: &AgentId) -> Result<Option<Repaired>> {
+    pub(crate) fn repair(&self, agent: &AgentId) -> Result<Option<Repaired>> {
         let path = self.path(agent);
         let _guard = self.state.lock_for(&path)?.exclusive()?;
         let corruption = match self.read(agent)? {
@@ -300,7 +156,7 @@ impl Hooks {
                     .at(corruption.path)
                     .about(&agent);
             if mode == DoctorMode::Fix
-                && let Some(repaired) = self.repair_hook(&agent)?
+                && let Some(repaired) = self.repair(&agent)?
             {
                 finding = finding
                     .with(Action::quarantined(repaired.quarantined))
@@ -320,3 +176,6 @@ impl Hooks {
         Ok(report)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -3,7 +3,6 @@
 use std::fmt;
 
 use crate::BeadId;
-use crate::store::HookRead;
 use chipset_store::{AgentId, ReadOutcome, Timestamp};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -25,16 +24,16 @@ pub enum HookStatus {
 impl HookStatus {
     /// Returns the status `read` shows, counting a missing hook as empty;
     /// `None` when the file is corrupt or unsupported.
-    pub fn of(read: &HookRead) -> Option<HookStatus> {
+    pub fn of(read: &ReadOutcome<Hook>) -> Option<HookStatus> {
         match read {
             ReadOutcome::Missing => Some(HookStatus::Empty),
-            ReadOutcome::Value(h) => Some(h.status()),
+            ReadOutcome::Value(h) => Some(h.state.status()),
             ReadOutcome::Corrupt(_) | ReadOutcome::Unsupported(_) => None,
         }
     }
 
     /// Returns the name written in the file (`"empty"`, `"pending"`, …).
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             HookStatus::Empty => "empty",
             HookStatus::Pending => "pending",
@@ -54,14 +53,23 @@ impl fmt::Display for HookStatus {
 /// assigned), plus who assigned it when that is known, and any fields another
 /// writer put in the work item that chipset does not know (kept as they are).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct WorkItem {
-    pub(crate) bead_id: BeadId,
-    pub(crate) title: String,
-    pub(crate) assigned_at: Timestamp,
+    /// The bead (work item) id.
+    pub bead_id: BeadId,
+    /// The short description of the work.
+    pub title: String,
+    /// When the work was assigned.
+    pub assigned_at: Timestamp,
+    /// The dispatcher that assigned the work, when it said so (a hook
+    /// written by a seed-style program does not record it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) assigned_by: Option<AgentId>,
+    pub assigned_by: Option<AgentId>,
+    /// The work item's fields that chipset does not know (such as
+    /// `description` or `priority` written by another program), which every
+    /// rewrite keeps.
     #[serde(flatten)]
-    pub(crate) extra: Map<String, Value>,
+    pub extra: Map<String, Value>,
 }
 
 impl WorkItem {
@@ -79,34 +87,6 @@ impl WorkItem {
             assigned_by,
             extra: Map::new(),
         }
-    }
-
-    /// Returns the bead (work item) id.
-    pub fn bead_id(&self) -> &BeadId {
-        &self.bead_id
-    }
-
-    /// Returns the short description of the work.
-    pub fn title(&self) -> &str {
-        &self.title
-    }
-
-    /// Returns when the work was assigned.
-    pub fn assigned_at(&self) -> Timestamp {
-        self.assigned_at
-    }
-
-    /// Returns the dispatcher that assigned the work, when it said so
-    /// (a hook written by a seed-style program does not record it).
-    pub fn assigned_by(&self) -> Option<&AgentId> {
-        self.assigned_by.as_ref()
-    }
-
-    /// Returns the work item's fields that chipset does not know (such as
-    /// `description` or `priority` written by another program), which every
-    /// rewrite keeps.
-    pub fn extra(&self) -> &Map<String, Value> {
-        &self.extra
     }
 }
 
@@ -151,13 +131,19 @@ impl HookState {
 /// reassignment, so an [`Assignment`] taken from an earlier cycle never
 /// matches the hook again (see [`Assignment::matches`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Hook {
-    pub(crate) agent: AgentId,
-    pub(crate) state: HookState,
-    pub(crate) last_activity: Timestamp,
-    pub(crate) generation: u64,
-    /// Top-level fields chipset does not know, written back on every rewrite.
-    pub(crate) extra: Map<String, Value>,
+    /// The agent this hook belongs to.
+    pub agent: AgentId,
+    /// The lifecycle state with its work item.
+    pub state: HookState,
+    /// When the hook last changed (or was touched).
+    pub last_activity: Timestamp,
+    /// The generation counter (0 for a file that does not record one).
+    pub generation: u64,
+    /// The top-level fields chipset does not know, written by another
+    /// program; every transition keeps them and every rewrite writes them back.
+    pub extra: Map<String, Value>,
 }
 
 impl Hook {
@@ -184,46 +170,10 @@ impl Hook {
         Hook::new(agent, HookState::Empty, Timestamp::EPOCH, 0)
     }
 
-    /// Returns the agent this hook belongs to.
-    pub fn agent(&self) -> &AgentId {
-        &self.agent
-    }
-
-    /// Returns the lifecycle state with its work item.
-    pub fn state(&self) -> &HookState {
-        &self.state
-    }
-
-    /// Returns the status name.
-    pub fn status(&self) -> HookStatus {
-        self.state.status()
-    }
-
-    /// Returns the work item, if any.
-    pub fn work(&self) -> Option<&WorkItem> {
-        self.state.work()
-    }
-
-    /// Returns when the hook last changed (or was touched).
-    pub fn last_activity(&self) -> Timestamp {
-        self.last_activity
-    }
-
-    /// Returns the generation counter (0 for a file that does not record one).
-    pub fn generation(&self) -> u64 {
-        self.generation
-    }
-
-    /// Returns the top-level fields chipset does not know, written by another
-    /// program; every transition keeps them and every rewrite writes them back.
-    pub fn extra(&self) -> &Map<String, Value> {
-        &self.extra
-    }
-
     /// Returns the assignment the hook holds now (pending, active or
     /// completed), the value the agent and the dispatcher act on.
     pub fn assignment(&self) -> Option<Assignment> {
-        self.work().map(|work| Assignment {
+        self.state.work().map(|work| Assignment {
             agent: self.agent.clone(),
             generation: self.generation,
             work: work.clone(),
@@ -241,33 +191,17 @@ impl Hook {
 /// [`Hooks::current`](crate::Hooks::current). It serializes, so an agent or
 /// a dispatcher can persist what it holds across a restart.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Assignment {
-    pub(crate) agent: AgentId,
-    pub(crate) generation: u64,
-    pub(crate) work: WorkItem,
+    /// The agent whose hook holds the work.
+    pub agent: AgentId,
+    /// The hook's generation when the work was assigned.
+    pub generation: u64,
+    /// The work item.
+    pub work: WorkItem,
 }
 
 impl Assignment {
-    /// Returns the agent whose hook holds the work.
-    pub fn agent(&self) -> &AgentId {
-        &self.agent
-    }
-
-    /// Returns the hook's generation when the work was assigned.
-    pub fn generation(&self) -> u64 {
-        self.generation
-    }
-
-    /// Returns the work item.
-    pub fn work(&self) -> &WorkItem {
-        &self.work
-    }
-
-    /// Returns the bead id (shorthand for `work().bead_id()`).
-    pub fn bead_id(&self) -> &BeadId {
-        &self.work.bead_id
-    }
-
     /// Returns true when `hook` still holds this assignment: same agent, same
     /// generation, same bead, same assignment time, in any non-empty state.
     ///
@@ -275,7 +209,8 @@ impl Assignment {
     /// rewrites the file without a `generation` (resetting it to 0) cannot
     /// make an old assignment of the same bead match a new one.
     pub fn matches(&self, hook: &Hook) -> bool {
-        hook.work()
+        hook.state
+            .work()
             .is_some_and(|work| self.fences(&hook.agent, hook.generation, work))
     }
 

@@ -5,32 +5,14 @@ use std::path::Path;
 
 use crate::BeadId;
 use chipset_store::{
-    AgentId, CorruptReason, Corruption, Decision, ReadOutcome, StateDir, StatePath, Timestamp,
-    Unsupported,
+    AgentId, Channel, CorruptReason, Corruption, Decision, ReadOutcome, StateDir, StatePath,
+    Timestamp, Unsupported,
 };
 
 use crate::error::{Error, Result};
 use crate::format::{HookFile, Invalid, parse};
 use crate::state::{Assignment, Hook, HookState, HookStatus};
-use crate::transition::{Actor, HookEvent, TransitionError, already_applied, transition};
-
-/// What reading one hook found: the store's one read outcome, holding a
-/// [`Hook`].
-///
-/// - [`ReadOutcome::Missing`]: no file, an empty hook that was never
-///   written (generation 0);
-/// - [`ReadOutcome::Value`]: a legal hook;
-/// - [`ReadOutcome::Corrupt`]: a file that is not a legal hook of this
-///   agent (unparsable, the wrong shape, an illegal state such as pending
-///   without a work item, another agent's `agent_id`, too large, or not a
-///   regular file). Never "empty";
-/// - [`ReadOutcome::Unsupported`]: a well-formed hook holding a value this
-///   version does not know, such as a status `"paused"` written by a newer
-///   program. Not corrupt (repair leaves it in place) and not empty: every
-///   transition refuses it.
-///
-/// [`HookStatus::of`] gives the status a read shows.
-pub type HookRead = ReadOutcome<Hook>;
+use crate::transition::{Actor, HookEvent, already_applied, transition};
 
 /// What [`Hooks::pickup`] found: GUPP's answer to "is there work for me?".
 ///
@@ -74,6 +56,9 @@ pub struct Reassigned {
     pub hook: Hook,
 }
 
+/// The hooks' directory under the state root, `hooks/`.
+pub(crate) const HOOK_CHANNEL: Channel = Channel::new("hooks");
+
 /// The hooks of every agent under one state root: `hooks/{agent}.json`.
 ///
 /// Cheap to clone. Every change is a locked read-modify-write
@@ -88,7 +73,7 @@ pub struct Hooks {
 impl Hooks {
     /// Returns the hooks under `state`. Creates nothing until the first write.
     pub fn new(state: StateDir) -> Self {
-        let dir = state.channel(crate::HOOK_CHANNEL);
+        let dir = state.channel(HOOK_CHANNEL);
         Hooks { state, dir }
     }
 
@@ -114,7 +99,7 @@ impl Hooks {
     /// [`Error::Store`] when the file cannot be read; a corrupt file is
     /// [`ReadOutcome::Corrupt`] and an unsupported one
     /// [`ReadOutcome::Unsupported`], not errors.
-    pub fn read(&self, agent: &AgentId) -> Result<HookRead> {
+    pub fn read(&self, agent: &AgentId) -> Result<ReadOutcome<Hook>> {
         let path = self.path(agent);
         match self.state.read_json::<HookFile>(&path) {
             Ok(read) => Ok(classify(agent, &path, read)),
@@ -163,7 +148,7 @@ impl Hooks {
     ///
     /// # Errors
     ///
-    /// [`TransitionError::AlreadyAssigned`](crate::TransitionError::AlreadyAssigned)
+    /// [`Error::AlreadyAssigned`]
     /// when the hook holds other work (another bead, title or dispatcher);
     /// [`Error::Corrupt`]
     /// when the file is corrupt (repair it first); [`Error::Store`].
@@ -194,9 +179,9 @@ impl Hooks {
     ///
     /// # Errors
     ///
-    /// [`TransitionError::StaleAssignment`](crate::TransitionError::StaleAssignment)
+    /// [`Error::StaleAssignment`]
     /// when the hook no longer holds `held`;
-    /// [`TransitionError::WrongState`](crate::TransitionError::WrongState)
+    /// [`Error::WrongState`]
     /// when it is not pending; [`Error::Corrupt`]; [`Error::Store`].
     pub fn activate(&self, held: &Assignment) -> Result<Hook> {
         self.apply_event(
@@ -242,9 +227,9 @@ impl Hooks {
     ///
     /// # Errors
     ///
-    /// [`TransitionError::StaleAssignment`](crate::TransitionError::StaleAssignment)
+    /// [`Error::StaleAssignment`]
     /// when the hook no longer holds `held`;
-    /// [`TransitionError::WrongState`](crate::TransitionError::WrongState)
+    /// [`Error::WrongState`]
     /// when it is pending or active (use [`Hooks::reassign`]); [`Error::Corrupt`]; [`Error::Store`].
     pub fn clear(&self, held: &Assignment) -> Result<Hook> {
         self.apply_event(
@@ -262,9 +247,9 @@ impl Hooks {
     ///
     /// # Errors
     ///
-    /// [`TransitionError::StaleAssignment`](crate::TransitionError::StaleAssignment)
+    /// [`Error::StaleAssignment`]
     /// when the hook no longer holds `held`;
-    /// [`TransitionError::WrongState`](crate::TransitionError::WrongState)
+    /// [`Error::WrongState`]
     /// when it is completed (use [`Hooks::clear`]); [`Error::Corrupt`]; [`Error::Store`].
     pub fn reassign(&self, held: &Assignment) -> Result<Reassigned> {
         let (before, hook) = self.change(
@@ -281,10 +266,10 @@ impl Hooks {
                 hook,
             });
         };
-        tracing::info!(agent = %held.agent, bead = %held.bead_id(), was = %before.status(), "hook reassigned");
+        tracing::info!(agent = %held.agent, bead = %held.work.bead_id, was = %before.state.status(), "hook reassigned");
         Ok(Reassigned {
             taken,
-            was: before.status(),
+            was: before.state.status(),
             hook,
         })
     }
@@ -301,7 +286,7 @@ impl Hooks {
     pub fn pickup(&self, agent: &AgentId) -> Result<Pickup> {
         let me = Actor::Agent(agent.clone());
         self.locked(agent, "pick up work from", |hook, now| {
-            let (event, pickup) = match (hook.state(), hook.assignment()) {
+            let (event, pickup) = match (&hook.state, hook.assignment()) {
                 (_, None) => return Ok(Decision::Keep(Pickup::Idle)),
                 (HookState::Pending(_), Some(a)) => {
                     (HookEvent::Activate(a.clone()), Pickup::Started(a))
@@ -322,9 +307,9 @@ impl Hooks {
     ///
     /// # Errors
     ///
-    /// [`Error::Transition`] when the rules refuse; [`Error::Corrupt`]; [`Error::Store`].
-    #[cfg(feature = "testing")]
-    pub fn apply(&self, agent: &AgentId, event: HookEvent, actor: &Actor) -> Result<Hook> {
+    /// A refusal ([`Error::is_refusal`]) when the rules refuse; [`Error::Corrupt`]; [`Error::Store`].
+    #[cfg(test)]
+    pub(crate) fn apply(&self, agent: &AgentId, event: HookEvent, actor: &Actor) -> Result<Hook> {
         self.apply_event(agent, event, actor)
     }
 
@@ -346,14 +331,14 @@ impl Hooks {
                 Ok(after) => after,
                 // A retry of a transition that took effect: success, nothing changes.
                 Err(
-                    TransitionError::AlreadyAssigned { .. }
-                    | TransitionError::WrongState { .. }
-                    | TransitionError::StaleAssignment { .. },
+                    Error::AlreadyAssigned { .. }
+                    | Error::WrongState { .. }
+                    | Error::StaleAssignment { .. },
                 ) if already_applied(&before, &event, actor) => {
                     tracing::debug!(%agent, op, "hook transition had already applied");
                     return Ok(Decision::Keep((before.clone(), before)));
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(e),
             };
             let out = (before.clone(), after.clone());
             Ok(write_if_changed(&before, after, out))
@@ -414,14 +399,18 @@ fn write_if_changed<R>(before: &Hook, after: Hook, out: R) -> Decision<Hook, R> 
 
 /// Turns a raw read into a hook. A hook whose `agent_id` is not its file's
 /// agent is corrupt: acting on it would act on the wrong agent's work.
-pub(crate) fn classify(agent: &AgentId, path: &Path, read: ReadOutcome<HookFile>) -> HookRead {
+pub(crate) fn classify(
+    agent: &AgentId,
+    path: &Path,
+    read: ReadOutcome<HookFile>,
+) -> ReadOutcome<Hook> {
     read.and_then(|file| match parse(file) {
-        Ok(hook) if hook.agent() == agent => ReadOutcome::Value(hook),
+        Ok(hook) if hook.agent == *agent => ReadOutcome::Value(hook),
         Ok(hook) => ReadOutcome::Corrupt(Corruption {
             path: path.to_owned(),
             reason: CorruptReason::WrongShape(format!(
                 "agent_id `{}` does not match the file's agent `{agent}`",
-                hook.agent()
+                hook.agent
             )),
         }),
         Err(Invalid::Unsupported(what)) => ReadOutcome::Unsupported(Unsupported::new(path, what)),
@@ -446,3 +435,6 @@ pub(crate) fn symlink_corruption(
         e => Err(e),
     }
 }
+
+#[cfg(test)]
+pub(crate) mod tests;

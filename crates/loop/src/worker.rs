@@ -233,7 +233,7 @@ impl Worker {
             Pickup::Started(a) => (a, false),
             Pickup::Resumed(a) => (a, true),
         };
-        tracing::info!(agent = %self.me, bead = %assignment.bead_id(), resumed, "work picked up");
+        tracing::info!(agent = %self.me, bead = %assignment.work.bead_id, resumed, "work picked up");
         let mut handle = WorkHandle {
             worker: self,
             last_touch: self.channels.hooks.state().now(),
@@ -334,14 +334,14 @@ impl Worker {
         let hook = match self.channels.hooks.complete(&assignment) {
             Ok(h) => h,
             Err(e) if e.is_stale() => {
-                tracing::warn!(agent = %self.me, bead = %assignment.bead_id(), "completion refused: the work was taken away");
+                tracing::warn!(agent = %self.me, bead = %assignment.work.bead_id, "completion refused: the work was taken away");
                 return Err(Error::Stale {
                     assignment: Box::new(assignment),
                 });
             }
             Err(e) => return Err(e.into()),
         };
-        let completed_at = hook.last_activity();
+        let completed_at = hook.last_activity;
         let message = LoopMessage::CompletionReport {
             assignment: assignment.clone(),
             completed_at,
@@ -350,7 +350,7 @@ impl Worker {
         let draft = NewMessage::notify(
             self.me.clone(),
             self.dispatcher.clone(),
-            task_of(assignment.bead_id())?,
+            task_of(&assignment.work.bead_id)?,
             COMPLETION_REPORT,
             message.to_body(),
         );
@@ -364,7 +364,7 @@ impl Worker {
             ));
         let _ = self.channels.bus.publish(&self.dispatcher, &event)?;
         self.archive_assignment_mail(&assignment);
-        tracing::info!(agent = %self.me, bead = %assignment.bead_id(), %report, "work completed and reported");
+        tracing::info!(agent = %self.me, bead = %assignment.work.bead_id, %report, "work completed and reported");
         Ok(WorkOutcome::Completed {
             assignment,
             report,
@@ -375,7 +375,7 @@ impl Worker {
     /// Archives the bead's `work-assignment` mail once the work is done
     /// (tidying only: a failure is logged, never reported as a failed completion).
     fn archive_assignment_mail(&self, a: &Assignment) {
-        let Ok(task) = task_of(a.bead_id()) else {
+        let Ok(task) = task_of(&a.work.bead_id) else {
             return;
         };
         let filter = InboxFilter {
@@ -429,7 +429,7 @@ impl Worker {
         let mut stop = None;
         match nudge.kind {
             NudgeType::Abort => match current {
-                Some(a) if nudge.timestamp >= a.work().assigned_at() => stop = Some(nudge.clone()),
+                Some(a) if nudge.timestamp >= a.work.assigned_at => stop = Some(nudge.clone()),
                 _ => tracing::info!(agent = %self.me, "abort older than the current work: ignored"),
             },
             NudgeType::PriorityChange => {
@@ -443,8 +443,8 @@ impl Worker {
         }
         if nudge.requires_response {
             let text = match (current, &stop) {
-                (Some(a), None) => format!("Acknowledged. Working on {}.", a.bead_id()),
-                (Some(a), Some(_)) => format!("Aborting {}.", a.bead_id()),
+                (Some(a), None) => format!("Acknowledged. Working on {}.", a.work.bead_id),
+                (Some(a), Some(_)) => format!("Aborting {}.", a.work.bead_id),
                 (None, _) => "Acknowledged. Idle.".to_owned(),
             };
             match self.channels.nudges.respond(&self.me, &nudge, text) {
@@ -536,7 +536,7 @@ impl WorkHandle<'_> {
         let filter = InboxFilter {
             kind: None,
             since: None,
-            task: Some(task_of(self.assignment.bead_id())?),
+            task: Some(task_of(&self.assignment.work.bead_id)?),
         };
         Ok(self.worker.channels.mail.inbox(&self.worker.me, &filter)?)
     }
@@ -544,7 +544,7 @@ impl WorkHandle<'_> {
     fn touch(&mut self) -> std::result::Result<(), Stop> {
         match self.worker.channels.hooks.touch(&self.assignment) {
             Ok(hook) => {
-                self.last_touch = hook.last_activity();
+                self.last_touch = hook.last_activity;
                 Ok(())
             }
             Err(e) => Err(Error::from(e).into()),

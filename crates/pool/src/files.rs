@@ -3,7 +3,6 @@
 
 use std::collections::HashMap;
 
-use chipset_hook::HookRead;
 use chipset_store::{
     AgentId, CorruptReason, Corruption, LockGuard, ReadOutcome, Unsupported, parse_json,
 };
@@ -21,7 +20,7 @@ impl Pool {
         Ok(match self.hooks.read(agent)? {
             ReadOutcome::Missing => None,
             ReadOutcome::Value(hook) => hook.assignment().map(|assignment| Hold {
-                status: hook.status(),
+                status: hook.state.status(),
                 assignment,
             }),
             ReadOutcome::Corrupt(corruption) => {
@@ -57,12 +56,12 @@ impl Pool {
         let mut by_item = HashMap::new();
         let mut by_agent = HashMap::new();
         let mut unreadable = 0;
-        for entry in self.hooks.list()? {
-            let hold = match entry.read {
-                HookRead::Missing => continue,
-                HookRead::Value(hook) => match hook.assignment() {
+        for (agent, read) in self.hooks.list()? {
+            let hold = match read {
+                ReadOutcome::Missing => continue,
+                ReadOutcome::Value(hook) => match hook.assignment() {
                     Some(assignment) => Hold {
-                        status: hook.status(),
+                        status: hook.state.status(),
                         assignment,
                     },
                     None => continue,
@@ -71,23 +70,23 @@ impl Pool {
                     unreadable += 1;
                     continue;
                 }
-                HookRead::Corrupt(corruption) => {
+                ReadOutcome::Corrupt(corruption) => {
                     return Err(Error::Hook(chipset_hook::Error::Corrupt {
-                        agent: entry.agent,
+                        agent,
                         op,
                         corruption,
                     }));
                 }
-                HookRead::Unsupported(unsupported) => {
+                ReadOutcome::Unsupported(unsupported) => {
                     return Err(Error::Hook(chipset_hook::Error::Unsupported {
-                        agent: entry.agent,
+                        agent,
                         op,
                         unsupported,
                     }));
                 }
             };
-            by_item.insert(ItemId::of_bead(hold.assignment.bead_id()), hold.clone());
-            by_agent.insert(entry.agent, hold);
+            by_item.insert(ItemId::of_bead(&hold.assignment.work.bead_id), hold.clone());
+            by_agent.insert(agent, hold);
         }
         Ok(Scan {
             by_item,

@@ -39,7 +39,7 @@ impl Pool {
             return Err(Error::AlreadyDone { id: id.clone() });
         }
         if let Some(hold) = self.hold_of(agent, "release work")?
-            && ItemId::of_bead(hold.assignment.bead_id()) == *id
+            && ItemId::of_bead(&hold.assignment.work.bead_id) == *id
         {
             if hold.status == HookStatus::Completed {
                 return Err(Error::AlreadyDone { id: id.clone() });
@@ -84,7 +84,7 @@ impl Pool {
         };
         let existing = table.items[n].done.is_some();
         match self.hold_of(agent, OP)? {
-            Some(hold) if ItemId::of_bead(hold.assignment.bead_id()) == *id => {
+            Some(hold) if ItemId::of_bead(&hold.assignment.work.bead_id) == *id => {
                 if !existing {
                     let done = DoneRecord {
                         by: agent.clone(),
@@ -128,18 +128,18 @@ impl Pool {
         check_reason(reason)?;
         let _guard = self.lock()?;
         let (table, _) = self.load("return stalled work")?;
-        let id = ItemId::of_bead(held.bead_id());
+        let id = ItemId::of_bead(&held.work.bead_id);
         match Index::new(&table).get(&id) {
             Some(e) if e.done.is_none() => {}
             _ => return Ok(None),
         }
-        match self.hold_of(held.agent(), "return stalled work")? {
+        match self.hold_of(&held.agent, "return stalled work")? {
             Some(hold)
                 if hold.assignment.same_fence(held) && hold.status != HookStatus::Completed => {}
             _ => return Ok(None),
         }
         let entry = self.give_back(table, held, by, reason)?;
-        tracing::info!(item = %id, holder = %held.agent(), %by, "stalled work returned to the pool");
+        tracing::info!(item = %id, holder = %held.agent, %by, "stalled work returned to the pool");
         Ok(Some(entry))
     }
 
@@ -153,13 +153,13 @@ impl Pool {
         by: &AgentId,
         reason: &str,
     ) -> Result<Entry> {
-        let id = ItemId::of_bead(held.bead_id());
+        let id = ItemId::of_bead(&held.work.bead_id);
         let n = Index::new(&table).position(&id).expect("checked");
         let recorded = table.items[n].released.as_ref().is_some_and(|r| {
             &r.by == by
-                && &r.holder == held.agent()
+                && r.holder == held.agent
                 && r.reason == reason
-                && r.at >= held.work().assigned_at()
+                && r.at >= held.work.assigned_at
         });
         if !recorded {
             let record = Record {
@@ -167,7 +167,7 @@ impl Pool {
                 done: None,
                 released: Some(ReleaseRecord {
                     by: by.clone(),
-                    holder: held.agent().clone(),
+                    holder: held.agent.clone(),
                     at: self.state.now(),
                     reason: reason.to_owned(),
                 }),
@@ -210,7 +210,7 @@ impl Pool {
             .holds("find the holder of work")?
             .0
             .get(id)
-            .map(|h| h.assignment.agent().clone());
+            .map(|h| h.assignment.agent.clone());
         Ok(Error::NotHolder {
             id: id.clone(),
             agent: agent.clone(),
@@ -236,7 +236,7 @@ pub(crate) fn record_completed(
             && hold.status == HookStatus::Completed
         {
             let done = DoneRecord {
-                by: hold.assignment.agent().clone(),
+                by: hold.assignment.agent.clone(),
                 at: now,
             };
             entry.done = Some(done.clone());

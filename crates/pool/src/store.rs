@@ -408,7 +408,7 @@ impl Pool {
         let mut records = record_completed(&mut table, &holds, now);
         let mut finished = None;
         if let Some(mine) = by_agent.get(agent) {
-            let id = ItemId::of_bead(mine.assignment.bead_id());
+            let id = ItemId::of_bead(&mine.assignment.work.bead_id);
             let Some(n) = Index::new(&table).position(&id) else {
                 return Err(Error::HookBusy {
                     agent: agent.clone(),

@@ -444,7 +444,7 @@ impl View<'_> {
             };
         }
         if let Some(hold) = self.holds.get(&entry.id) {
-            let holder = hold.assignment.agent().clone();
+            let holder = hold.assignment.agent.clone();
             return match hold.status {
                 HookStatus::Completed => WorkState::Done {
                     by: holder,

@@ -98,7 +98,7 @@ fn the_libraries_read_what_the_command_line_wrote() {
         .current(&agent("polecat-alpha"))
         .unwrap()
         .unwrap();
-    assert_eq!(held.bead_id().as_str(), "gt-abc12");
+    assert_eq!(held.work.bead_id.as_str(), "gt-abc12");
     assert_eq!(
         HookStatus::of(
             &Hooks::new(state.clone())

@@ -5,12 +5,12 @@ use std::fmt;
 use crate::BeadId;
 use chipset_store::{AgentId, Timestamp};
 
-use crate::state::{Assignment, Hook, HookState, HookStatus, WorkItem};
+use crate::error::{Error, Result};
+use crate::state::{Assignment, Hook, HookState, WorkItem};
 
 /// Who is acting on a hook.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Actor {
+pub(crate) enum Actor {
     /// The mayor or a sling dispatcher; it may name itself (recorded as `assigned_by`).
     Dispatcher(Option<AgentId>),
     /// An agent, acting on its own hook.
@@ -47,8 +47,7 @@ impl fmt::Display for Role {
 
 /// The operations on a hook, named in errors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Op {
+pub(crate) enum Op {
     /// empty → pending (dispatcher).
     Assign,
     /// pending → active (owning agent).
@@ -105,7 +104,7 @@ impl fmt::Display for Op {
 
 /// What happens to a hook.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HookEvent {
+pub(crate) enum HookEvent {
     /// Give an empty hook new work (dispatcher).
     Assign {
         /// The bead to work on.
@@ -151,104 +150,41 @@ impl HookEvent {
     }
 }
 
-/// A transition the hook's rules refuse. Nothing is written when one is returned.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum TransitionError {
-    /// Assign onto a hook that already holds work (one work item per agent).
-    #[error(
-        "cannot assign to `{agent}`: its hook is already {status} with bead `{bead_id}`; \
-         only an empty hook takes new work"
-    )]
-    AlreadyAssigned {
-        /// The hook's agent.
-        agent: AgentId,
-        /// Its status (pending, active or completed).
-        status: HookStatus,
-        /// The bead it holds.
-        bead_id: BeadId,
-    },
-    /// The actor has the wrong role for the operation (an agent assigning, a dispatcher completing).
-    #[error("{actor} may not {op} the hook of `{agent}`: only {} may", op.role())]
-    NotPermitted {
-        /// The hook's agent.
-        agent: AgentId,
-        /// Who tried.
-        actor: Actor,
-        /// What they tried.
-        op: Op,
-    },
-    /// An agent acting on another agent's hook.
-    #[error("agent `{actor}` may not {op} the hook of `{agent}`: only `{agent}` itself may")]
-    NotOwner {
-        /// The hook's agent.
-        agent: AgentId,
-        /// The agent that tried.
-        actor: AgentId,
-        /// What it tried.
-        op: Op,
-    },
-    /// The assignment holds, but the hook is not in a state the operation starts from.
-    #[error("cannot {op} the hook of `{agent}`: it is {from}, and {op} needs {}", op.needs())]
-    WrongState {
-        /// The hook's agent.
-        agent: AgentId,
-        /// What was tried.
-        op: Op,
-        /// The hook's status.
-        from: HookStatus,
-    },
-    /// The assignment named is no longer the one the hook holds: it was
-    /// cleared, reassigned or replaced in between.
-    #[error("cannot {op}: {held} is stale; the hook of `{agent}` is now {}", Found(*status, current.as_deref()))]
-    StaleAssignment {
-        /// The hook's agent.
-        agent: AgentId,
-        /// What was tried.
-        op: Op,
-        /// The assignment the caller held.
-        held: Box<Assignment>,
-        /// The hook's status now.
-        status: HookStatus,
-        /// The assignment the hook holds now, if any.
-        current: Option<Box<Assignment>>,
-    },
+/// Returns who may perform the operation named `op`, for error messages.
+pub(crate) fn role_of(op: &str) -> Role {
+    named(op).map_or(Role::Dispatcher, Op::role)
 }
 
-struct Found<'a>(HookStatus, Option<&'a Assignment>);
-
-impl fmt::Display for Found<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.1 {
-            None => write!(f, "{}", self.0),
-            Some(a) => write!(
-                f,
-                "{} with bead `{}` (generation {}, assigned {})",
-                self.0, a.work.bead_id, a.generation, a.work.assigned_at
-            ),
-        }
-    }
+/// Returns the states the operation named `op` starts from, for error messages.
+pub(crate) fn needs(op: &str) -> &'static str {
+    named(op).map_or("another state", Op::needs)
 }
 
-impl TransitionError {
-    /// Returns true for [`TransitionError::StaleAssignment`].
-    pub fn is_stale(&self) -> bool {
-        matches!(self, TransitionError::StaleAssignment { .. })
-    }
+fn named(op: &str) -> Option<Op> {
+    [
+        Op::Assign,
+        Op::Activate,
+        Op::Touch,
+        Op::Complete,
+        Op::Clear,
+        Op::Reassign,
+    ]
+    .into_iter()
+    .find(|o| o.as_str() == op)
 }
 
 /// Returns true when `event` by `actor` has already been applied to `hook`:
 /// what a retry of a transition that took effect finds. The store's
 /// idempotent-retry rule makes such a retry a success that changes nothing
 /// ([`Hooks::apply`](crate::Hooks::apply) and the typed methods call this
-/// when [`transition`] refuses with [`TransitionError::AlreadyAssigned`],
-/// [`TransitionError::WrongState`] or [`TransitionError::StaleAssignment`]).
+/// when [`transition`] refuses with [`Error::AlreadyAssigned`],
+/// [`Error::WrongState`] or [`Error::StaleAssignment`]).
 ///
 /// - assign: the hook holds work (pending, active or completed) with the
 ///   same bead and title, assigned by the same dispatcher (`assigned_by`,
 ///   or none when the actor named none). Assign names no assignment, so the
 ///   request itself is what a retry is recognised by; another bead, title
-///   or dispatcher is [`TransitionError::AlreadyAssigned`];
+///   or dispatcher is [`Error::AlreadyAssigned`];
 /// - activate: the hook is active with the same assignment;
 /// - complete: the hook is completed with the same assignment;
 /// - clear and reassign: the hook is empty at the generation after the
@@ -257,7 +193,7 @@ impl TransitionError {
 ///
 /// Touch is never "already applied": on an active hook it simply applies
 /// again.
-pub fn already_applied(hook: &Hook, event: &HookEvent, actor: &Actor) -> bool {
+pub(crate) fn already_applied(hook: &Hook, event: &HookEvent, actor: &Actor) -> bool {
     match (event, &hook.state) {
         (HookEvent::Assign { bead_id, title }, state) => {
             let by = match actor {
@@ -287,74 +223,55 @@ fn next_generation(g: u64) -> u64 {
 ///
 /// 1. Role: assign, clear and reassign are for a dispatcher; activate, touch
 ///    and complete for the agent that owns the hook
-///    ([`TransitionError::NotPermitted`], [`TransitionError::NotOwner`]).
+///    ([`Error::NotPermitted`], [`Error::NotOwner`]).
 /// 2. Fence: every event but assign names an [`Assignment`]; it must still
 ///    be the hook's ([`Assignment::matches`]), else
-///    [`TransitionError::StaleAssignment`].
-/// 3. State: assign needs empty ([`TransitionError::AlreadyAssigned`]),
+///    [`Error::StaleAssignment`].
+/// 3. State: assign needs empty ([`Error::AlreadyAssigned`]),
 ///    activate pending, touch and complete active, clear completed, reassign
-///    pending or active ([`TransitionError::WrongState`]).
+///    pending or active ([`Error::WrongState`]).
 ///
 /// Every successful event sets `last_activity` to `now`. Assign, clear and
 /// reassign add one to the generation.
 ///
-/// ```
-/// use chipset_hook::{transition, Actor, HookEvent, Hook, HookStatus};
-/// use chipset_store::{AgentId, Timestamp};
-/// use chipset_hook::BeadId;
-/// let agent = AgentId::new("polecat-alpha")?;
-/// let now = Timestamp::parse("2026-03-05T10:30:00Z")?;
-/// let empty = Hook::missing(agent.clone());
-/// let assign = HookEvent::Assign { bead_id: BeadId::new("gt-abc12")?, title: "Add README section".into() };
-/// let pending = transition(&empty, &assign, &Actor::Dispatcher(None), now)?;
-/// assert_eq!(pending.status(), HookStatus::Pending);
-///
-/// // Only the owning agent may activate, and only with the assignment it holds.
-/// let held = pending.assignment().unwrap();
-/// let err = transition(&pending, &HookEvent::Activate(held.clone()), &Actor::Dispatcher(None), now);
-/// assert!(err.is_err());
-/// let active = transition(&pending, &HookEvent::Activate(held), &Actor::Agent(agent), now)?;
-/// assert_eq!(active.status(), HookStatus::Active);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-///
 /// # Errors
 ///
-/// A [`TransitionError`] naming the hook's state and who may do what.
-pub fn transition(
+/// A refusal ([`Error::is_refusal`]) naming the hook's state and who may do what.
+pub(crate) fn transition(
     hook: &Hook,
     event: &HookEvent,
     actor: &Actor,
     now: Timestamp,
-) -> Result<Hook, TransitionError> {
+) -> Result<Hook> {
     let op = event.op();
+    let name = op.as_str();
     let agent = &hook.agent;
     match (op.role(), actor) {
         (Role::Dispatcher, Actor::Dispatcher(_)) => {}
         (Role::OwningAgent, Actor::Agent(id)) if id == agent => {}
         (Role::OwningAgent, Actor::Agent(id)) => {
-            return Err(TransitionError::NotOwner {
+            return Err(Error::NotOwner {
                 agent: agent.clone(),
                 actor: id.clone(),
-                op,
+                op: name,
             });
         }
         _ => {
-            return Err(TransitionError::NotPermitted {
+            return Err(Error::NotPermitted {
                 agent: agent.clone(),
-                actor: actor.clone(),
-                op,
+                actor: actor.to_string(),
+                op: name,
             });
         }
     }
     if let Some(held) = event.fence()
         && !held.matches(hook)
     {
-        return Err(TransitionError::StaleAssignment {
+        return Err(Error::StaleAssignment {
             agent: agent.clone(),
-            op,
+            op: name,
             held: Box::new(held.clone()),
-            status: hook.status(),
+            status: hook.state.status(),
             current: hook.assignment().map(Box::new),
         });
     }
@@ -378,7 +295,7 @@ pub fn transition(
             let work = WorkItem::new(bead_id.clone(), title.clone(), now, by);
             moved(HookState::Pending(work), next_generation(generation))
         }
-        (HookEvent::Assign { .. }, state) => Err(TransitionError::AlreadyAssigned {
+        (HookEvent::Assign { .. }, state) => Err(Error::AlreadyAssigned {
             agent: agent.clone(),
             status: state.status(),
             bead_id: state
@@ -399,9 +316,9 @@ pub fn transition(
         | (HookEvent::Reassign(_), HookState::Pending(_) | HookState::Active(_)) => {
             moved(HookState::Empty, next_generation(generation))
         }
-        (_, state) => Err(TransitionError::WrongState {
+        (_, state) => Err(Error::WrongState {
             agent: agent.clone(),
-            op,
+            op: name,
             from: state.status(),
         }),
     }

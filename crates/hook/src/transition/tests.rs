@@ -1,6 +1,7 @@
 //! The rules checked exhaustively: every state, event and actor.
 
 use super::*;
+use crate::HookStatus;
 
 fn t(ms: i64) -> Timestamp {
     Timestamp::from_unix_ms(1_772_706_600_000 + ms)
@@ -80,21 +81,21 @@ fn exhaustive_table_with_the_right_actor_and_fence() {
             };
             let fence = h.assignment().unwrap_or_else(|| old.clone());
             let got = transition(&h, &fenced(op, fence), &actor, t(5));
-            match (expected(h.status(), op), got) {
+            match (expected(h.state.status(), op), got) {
                 (Some(status), Ok(new)) => {
-                    assert_eq!(new.status(), status, "{} {op}", h.status());
-                    assert_eq!(new.last_activity(), t(5));
+                    assert_eq!(new.state.status(), status, "{} {op}", h.state.status());
+                    assert_eq!(new.last_activity, t(5));
                     let bump = matches!(op, Op::Assign | Op::Clear | Op::Reassign);
-                    assert_eq!(new.generation(), 7 + u64::from(bump), "{op}");
+                    assert_eq!(new.generation, 7 + u64::from(bump), "{op}");
                 }
-                (None, Err(e)) => match (h.status(), op) {
+                (None, Err(e)) => match (h.state.status(), op) {
                     (Empty, _) => assert!(e.is_stale(), "{op}: {e}"),
                     (_, Op::Assign) => {
-                        assert!(matches!(e, TransitionError::AlreadyAssigned { .. }), "{e}")
+                        assert!(matches!(e, Error::AlreadyAssigned { .. }), "{e}")
                     }
-                    _ => assert!(matches!(e, TransitionError::WrongState { .. }), "{e}"),
+                    _ => assert!(matches!(e, Error::WrongState { .. }), "{e}"),
                 },
-                (want, got) => panic!("{} {op}: expected {want:?}, got {got:?}", h.status()),
+                (want, got) => panic!("{} {op}: expected {want:?}, got {got:?}", h.state.status()),
             }
         }
     }
@@ -208,10 +209,10 @@ fn wrong_roles_and_other_agents_are_refused_in_every_state() {
                 ),
             };
             let e = transition(&h, &event, &wrong_role, t(1)).unwrap_err();
-            assert!(matches!(e, TransitionError::NotPermitted { .. }), "{e}");
+            assert!(matches!(e, Error::NotPermitted { .. }), "{e}");
             if let Some(other) = other_agent {
                 let e = transition(&h, &event, &other, t(1)).unwrap_err();
-                assert!(matches!(e, TransitionError::NotOwner { .. }), "{e}");
+                assert!(matches!(e, Error::NotOwner { .. }), "{e}");
             }
         }
     }
@@ -254,10 +255,10 @@ fn assign_records_the_dispatcher_and_time() {
         title: "Fix".into(),
     };
     let new = transition(&h, &event, &Actor::Dispatcher(Some(agent("mayor"))), t(9)).unwrap();
-    let w = new.work().unwrap();
-    assert_eq!(w.assigned_at(), t(9));
-    assert_eq!(w.assigned_by().map(AgentId::as_str), Some("mayor"));
-    assert_eq!(w.title(), "Fix");
+    let w = new.state.work().unwrap();
+    assert_eq!(w.assigned_at, t(9));
+    assert_eq!(w.assigned_by.as_ref().map(AgentId::as_str), Some("mayor"));
+    assert_eq!(w.title, "Fix");
 }
 
 #[test]
@@ -293,4 +294,37 @@ fn error_messages_say_state_and_who_may() {
         Actor::Dispatcher(None),
         "cannot clear the hook of `a`: it is pending, and clear needs a completed hook (take pending or active work away with reassign)",
     );
+}
+
+/// The walk-through the pure core's docs used to show: assign, a refused
+/// activate by a dispatcher, then the owner's activate.
+#[test]
+fn assign_then_only_the_owner_activates() {
+    let agent = agent("polecat-alpha");
+    let now = Timestamp::parse("2026-03-05T10:30:00Z").unwrap();
+    let empty = Hook::missing(agent.clone());
+    let assign = HookEvent::Assign {
+        bead_id: BeadId::new("gt-abc12").unwrap(),
+        title: "Add README section".into(),
+    };
+    let pending = transition(&empty, &assign, &Actor::Dispatcher(None), now).unwrap();
+    assert_eq!(pending.state.status(), HookStatus::Pending);
+
+    // Only the owning agent may activate, and only with the assignment it holds.
+    let held = pending.assignment().unwrap();
+    let err = transition(
+        &pending,
+        &HookEvent::Activate(held.clone()),
+        &Actor::Dispatcher(None),
+        now,
+    );
+    assert!(matches!(err, Err(Error::NotPermitted { .. })), "{err:?}");
+    let active = transition(
+        &pending,
+        &HookEvent::Activate(held),
+        &Actor::Agent(agent),
+        now,
+    )
+    .unwrap();
+    assert_eq!(active.state.status(), HookStatus::Active);
 }

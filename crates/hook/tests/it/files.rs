@@ -4,7 +4,8 @@
 use std::fs;
 use std::time::Duration;
 
-use chipset_hook::{HookRead, HookStatus, Pickup};
+use chipset_hook::{HookStatus, Pickup};
+use chipset_store::ReadOutcome;
 use serde_json::Value;
 
 use crate::ReadExt;
@@ -62,25 +63,25 @@ fn seed_example_is_read_verbatim_and_can_be_worked_on() {
     fs::create_dir_all(s.hooks.dir()).unwrap();
     fs::write(s.hooks.path(&alpha), SEED_EXAMPLE).unwrap();
 
-    let HookRead::Value(hook) = s.hooks.read(&alpha).unwrap() else {
+    let ReadOutcome::Value(hook) = s.hooks.read(&alpha).unwrap() else {
         panic!("seed example not read as a hook");
     };
-    assert_eq!(hook.status(), HookStatus::Active);
-    assert_eq!(hook.generation(), 0);
-    assert_eq!(hook.last_activity().to_string(), "2026-03-05T10:32:00.000Z");
-    let work = hook.work().unwrap();
-    assert_eq!(work.bead_id().as_str(), "gt-abc12");
-    assert_eq!(work.title(), "Add README section");
-    assert_eq!(work.assigned_at().to_string(), "2026-03-05T10:30:00.000Z");
-    assert_eq!(work.assigned_by(), None);
+    assert_eq!(hook.state.status(), HookStatus::Active);
+    assert_eq!(hook.generation, 0);
+    assert_eq!(hook.last_activity.to_string(), "2026-03-05T10:32:00.000Z");
+    let work = hook.state.work().unwrap();
+    assert_eq!(work.bead_id.as_str(), "gt-abc12");
+    assert_eq!(work.title, "Add README section");
+    assert_eq!(work.assigned_at.to_string(), "2026-03-05T10:30:00.000Z");
+    assert_eq!(work.assigned_by, None);
 
     // The agent can carry on with it, and the dispatcher can clear it.
     let held = s.hooks.current(&alpha).unwrap().unwrap();
-    assert_eq!(held.generation(), 0);
+    assert_eq!(held.generation, 0);
     s.hooks.touch(&held).unwrap();
     s.hooks.complete(&held).unwrap();
     let empty = s.hooks.clear(&held).unwrap();
-    assert_eq!(empty.generation(), 1);
+    assert_eq!(empty.generation, 1);
 }
 
 #[test]
@@ -105,7 +106,7 @@ fn seed_written_empty_and_pending_hooks_are_read() {
     let Pickup::Started(held) = s.hooks.pickup(&agent("b")).unwrap() else {
         panic!("pending seed hook not picked up");
     };
-    assert_eq!(held.bead_id().as_str(), "gt-1");
+    assert_eq!(held.work.bead_id.as_str(), "gt-1");
 }
 
 /// A seed-style reader: plain JSON, the four fields with the seed's types,

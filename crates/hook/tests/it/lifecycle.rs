@@ -1,14 +1,12 @@
 //! The lifecycle through the I/O layer: transitions, fencing, corrupt hooks,
-//! repair, doctor, listings and the stale query.
+//! doctor and listings.
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::time::Duration;
 
-use chipset_hook::{
-    Actor, Error, HookCounts, HookEvent, HookRead, HookStatus, Pickup, TransitionError,
-};
-use chipset_store::{Action, CorruptReason, Defect, DoctorMode, Timestamp};
+use chipset_hook::{Error, HookStatus, Hooks, Pickup};
+use chipset_store::{Action, CorruptReason, Defect, DoctorMode, ReadOutcome, Timestamp};
 
 use crate::ReadExt;
 use crate::{T0, agent, bead, setup};
@@ -17,7 +15,7 @@ use crate::{T0, agent, bead, setup};
 fn a_missing_hook_is_empty_and_reading_creates_nothing() {
     let s = setup();
     let a = agent("a");
-    assert_eq!(s.hooks.read(&a).unwrap(), HookRead::Missing);
+    assert_eq!(s.hooks.read(&a).unwrap(), ReadOutcome::Missing);
     assert_eq!(s.hooks.read(&a).unwrap().status(), Some(HookStatus::Empty));
     assert_eq!(s.hooks.current(&a).unwrap(), None);
     assert_eq!(s.hooks.pickup(&a).unwrap(), Pickup::Idle);
@@ -30,20 +28,20 @@ fn clearing_writes_an_empty_hook_and_never_deletes_the_file() {
     let s = setup();
     let a = agent("a");
     let held = s.hooks.assign(&a, bead("b1"), "t", None).unwrap();
-    assert_eq!(held.generation(), 1);
+    assert_eq!(held.generation, 1);
     s.hooks.activate(&held).unwrap();
     s.hooks.complete(&held).unwrap();
     let hook = s.hooks.clear(&held).unwrap();
-    assert_eq!(hook.status(), HookStatus::Empty);
-    assert_eq!(hook.generation(), 2);
+    assert_eq!(hook.state.status(), HookStatus::Empty);
+    assert_eq!(hook.generation, 2);
     assert!(s.hooks.path(&a).exists());
-    assert_eq!(s.hooks.read(&a).unwrap(), HookRead::Value(hook));
+    assert_eq!(s.hooks.read(&a).unwrap(), ReadOutcome::Value(hook));
     // The next assignment starts a new generation.
     assert_eq!(
         s.hooks
             .assign(&a, bead("b1"), "t", None)
             .unwrap()
-            .generation(),
+            .generation,
         3
     );
 }
@@ -55,13 +53,13 @@ fn one_work_item_per_agent() {
     let held = s.hooks.assign(&a, bead("b1"), "t", None).unwrap();
     let refused = |status| {
         let e = s.hooks.assign(&a, bead("b2"), "u", None).unwrap_err();
-        assert_eq!(
-            e.transition(),
-            Some(&TransitionError::AlreadyAssigned {
-                agent: a.clone(),
-                status,
-                bead_id: bead("b1"),
-            })
+        assert!(
+            matches!(
+                &e,
+                Error::AlreadyAssigned { agent, status: s, bead_id }
+                    if *agent == a && *s == status && *bead_id == bead("b1")
+            ),
+            "{e}"
         );
     };
     refused(HookStatus::Pending);
@@ -80,7 +78,7 @@ fn no_skipping_and_the_explicit_takeaway() {
     let held = s.hooks.assign(&a, bead("b1"), "t", None).unwrap();
     let wrong = |e: Error, op, from| {
         assert!(
-            matches!(e.transition(), Some(TransitionError::WrongState { op: o, from: f, .. }) if *o == op && *f == from),
+            matches!(&e, Error::WrongState { op: o, from: f, .. } if *o == op && *f == from),
             "{e}"
         );
         // A refusal by state is neither stale, corrupt nor unsupported: the
@@ -92,17 +90,17 @@ fn no_skipping_and_the_explicit_takeaway() {
     };
     wrong(
         s.hooks.complete(&held).unwrap_err(),
-        chipset_hook::Op::Complete,
+        "complete",
         HookStatus::Pending,
     );
     wrong(
         s.hooks.touch(&held).unwrap_err(),
-        chipset_hook::Op::Touch,
+        "touch",
         HookStatus::Pending,
     );
     wrong(
         s.hooks.clear(&held).unwrap_err(),
-        chipset_hook::Op::Clear,
+        "clear",
         HookStatus::Pending,
     );
     let active = s.hooks.activate(&held).unwrap();
@@ -110,7 +108,7 @@ fn no_skipping_and_the_explicit_takeaway() {
     assert_eq!(s.hooks.activate(&held).unwrap(), active);
     wrong(
         s.hooks.clear(&held).unwrap_err(),
-        chipset_hook::Op::Clear,
+        "clear",
         HookStatus::Active,
     );
 
@@ -118,8 +116,8 @@ fn no_skipping_and_the_explicit_takeaway() {
     let r = s.hooks.reassign(&held).unwrap();
     assert_eq!(r.taken, held);
     assert_eq!(r.was, HookStatus::Active);
-    assert_eq!(r.hook.status(), HookStatus::Empty);
-    assert_eq!(r.hook.generation(), held.generation() + 1);
+    assert_eq!(r.hook.state.status(), HookStatus::Empty);
+    assert_eq!(r.hook.generation, held.generation + 1);
 
     // Completed work is cleared, not reassigned.
     let held = s.hooks.assign(&a, bead("b2"), "t", None).unwrap();
@@ -127,7 +125,7 @@ fn no_skipping_and_the_explicit_takeaway() {
     s.hooks.complete(&held).unwrap();
     wrong(
         s.hooks.reassign(&held).unwrap_err(),
-        chipset_hook::Op::Reassign,
+        "reassign",
         HookStatus::Completed,
     );
 }
@@ -181,41 +179,6 @@ fn a_replaced_agent_can_neither_touch_nor_complete() {
 }
 
 #[test]
-fn agents_cannot_act_on_other_hooks_or_as_dispatchers() {
-    let s = setup();
-    let a = agent("a");
-    let held = s.hooks.assign(&a, bead("b1"), "t", None).unwrap();
-    let e = s
-        .hooks
-        .apply(
-            &a,
-            HookEvent::Activate(held.clone()),
-            &Actor::Agent(agent("b")),
-        )
-        .unwrap_err();
-    assert!(
-        matches!(e.transition(), Some(TransitionError::NotOwner { .. })),
-        "{e}"
-    );
-    let e = s
-        .hooks
-        .apply(
-            &a,
-            HookEvent::Reassign(held.clone()),
-            &Actor::Agent(a.clone()),
-        )
-        .unwrap_err();
-    assert!(
-        matches!(e.transition(), Some(TransitionError::NotPermitted { .. })),
-        "{e}"
-    );
-    assert_eq!(
-        s.hooks.read(&a).unwrap().status(),
-        Some(HookStatus::Pending)
-    );
-}
-
-#[test]
 fn pickup_starts_resumes_or_waits_and_never_defers() {
     let s = setup();
     let a = agent("a");
@@ -228,7 +191,7 @@ fn pickup_starts_resumes_or_waits_and_never_defers() {
     assert!(matches!(p, Pickup::Resumed(_)));
     let hook = s.hooks.read(&a).unwrap();
     assert_eq!(
-        hook.hook().unwrap().last_activity(),
+        hook.hook().unwrap().last_activity,
         Timestamp::from_unix_ms(T0 + 5_000)
     );
     s.hooks.complete(&held).unwrap();
@@ -289,7 +252,7 @@ fn corrupt_hooks_are_never_empty_and_refuse_every_transition() {
         let e = s.hooks.assign(&a, bead("b"), "t", None).unwrap_err();
         assert!(e.is_corrupt(), "{name}: {e}");
         assert!(!e.is_stale() && !e.is_unsupported(), "{name}: {e}");
-        assert_eq!(e.transition(), None, "{name}: {e}");
+        assert!(!e.is_refusal(), "{name}: {e}");
         assert!(e.to_string().contains("a dispatcher must repair it"), "{e}");
         assert!(s.hooks.pickup(&a).unwrap_err().is_corrupt());
         assert!(s.hooks.current(&a).unwrap_err().is_corrupt());
@@ -309,70 +272,11 @@ fn corrupt_hooks_are_never_empty_and_refuse_every_transition() {
         CorruptReason::NotARegularFile
     );
 
-    // Listings, counts and the stale query report them; none is skipped.
-    let listed: Vec<_> = s
-        .hooks
-        .list()
-        .unwrap()
-        .into_iter()
-        .map(|e| e.agent.to_string())
-        .collect();
-    assert_eq!(listed, names);
-    assert_eq!(s.hooks.counts().unwrap().corrupt, 5);
-    assert_eq!(
-        s.hooks
-            .stale(Duration::ZERO, Timestamp::from_unix_ms(T0))
-            .unwrap()
-            .corrupt
-            .len(),
-        5
-    );
-}
-
-#[test]
-fn repair_quarantines_then_empties_and_work_can_resume() {
-    let s = setup();
-    plant_corrupt_hooks(&s);
-    let a = agent("c1");
-    let repaired = s.hooks.repair(&a).unwrap().expect("repaired");
-    assert_eq!(
-        fs::read_to_string(&repaired.quarantined).unwrap(),
-        "{\"agent_id\": \"c1\", \"sta"
-    );
-    assert!(
-        repaired
-            .quarantined
-            .starts_with(s.hooks.dir().as_path().join(".quarantine"))
-    );
-    assert_eq!(repaired.hook.status(), HookStatus::Empty);
-    // No assignment from before the corruption can match the new generation.
-    assert!(repaired.hook.generation() >= T0 as u64);
-    assert_eq!(
-        s.hooks.read(&a).unwrap(),
-        HookRead::Value(repaired.hook.clone())
-    );
-    assert_eq!(
-        s.hooks.repair(&a).unwrap(),
-        None,
-        "a legal hook is left alone"
-    );
-    let held = s.hooks.assign(&a, bead("b"), "t", None).unwrap();
-    assert_eq!(held.generation(), repaired.hook.generation() + 1);
-
-    // A symlink is moved aside itself; what it pointed to is untouched.
-    let link = s.hooks.repair(&agent("c5")).unwrap().expect("repaired");
-    assert!(
-        fs::symlink_metadata(&link.quarantined)
-            .unwrap()
-            .file_type()
-            .is_symlink()
-    );
-    assert_eq!(
-        fs::read_to_string(s.tmp.scratch("elsewhere.json")).unwrap(),
-        "outside"
-    );
-    assert_eq!(s.hooks.repair(&agent("nobody")).unwrap(), None);
-    assert!(!s.hooks.path(&agent("nobody")).exists());
+    // The listing reports them as corrupt; none is skipped.
+    let listed = s.hooks.list().unwrap();
+    let agents: Vec<_> = listed.keys().map(ToString::to_string).collect();
+    assert_eq!(agents, names);
+    assert!(listed.values().all(|read| read.corruption().is_some()));
 }
 
 #[test]
@@ -435,11 +339,7 @@ fn doctor_reports_then_fixes_corrupt_hooks_and_leaves_strays() {
             .filter(|f| f.subject.is_some())
             .all(|f| matches!(f.actions[0], Action::Quarantined { to: Some(_), .. }))
     );
-    let counts = s.hooks.counts().unwrap();
-    assert_eq!(
-        (counts.empty, counts.pending, counts.corrupt, counts.total()),
-        (5, 1, 0, 6)
-    );
+    assert_eq!(tally(&s.hooks), (5, 1, 0, 0, 0, 0));
     assert_eq!(
         fs::read_to_string(s.hooks.dir().as_path().join("notes.txt")).unwrap(),
         "hi"
@@ -450,8 +350,25 @@ fn doctor_reports_then_fixes_corrupt_hooks_and_leaves_strays() {
     assert!(!report.is_clean());
 }
 
+/// The hook files [`Hooks::list`] finds, by kind: (empty, pending, active,
+/// completed, corrupt, unsupported).
+fn tally(hooks: &Hooks) -> (usize, usize, usize, usize, usize, usize) {
+    let mut t = (0, 0, 0, 0, 0, 0);
+    for read in hooks.list().unwrap().values() {
+        match (read.status(), read) {
+            (Some(HookStatus::Empty), _) => t.0 += 1,
+            (Some(HookStatus::Pending), _) => t.1 += 1,
+            (Some(HookStatus::Active), _) => t.2 += 1,
+            (Some(HookStatus::Completed), _) => t.3 += 1,
+            (None, ReadOutcome::Unsupported(_)) => t.5 += 1,
+            (None, _) => t.4 += 1,
+        }
+    }
+    t
+}
+
 #[test]
-fn counts_tally_each_kind_of_hook_file_once() {
+fn the_listing_holds_each_kind_of_hook_file_once() {
     let s = setup();
     let assign = |name| s.hooks.assign(&agent(name), bead("b"), "t", None).unwrap();
     let e = assign("e");
@@ -473,86 +390,6 @@ fn counts_tally_each_kind_of_hook_file_once() {
     )
     .unwrap();
 
-    let counts = s.hooks.counts().unwrap();
-    let HookCounts {
-        empty,
-        pending,
-        active,
-        completed,
-        corrupt,
-        unsupported,
-        ..
-    } = counts;
-    assert_eq!(
-        (empty, pending, active, completed, corrupt, unsupported),
-        (1, 2, 3, 1, 1, 1)
-    );
-    assert_eq!(counts.total(), 9);
-    assert_eq!(
-        [
-            HookStatus::Empty,
-            HookStatus::Pending,
-            HookStatus::Active,
-            HookStatus::Completed
-        ]
-        .map(|status| counts.of(status)),
-        [1, 2, 3, 1]
-    );
-}
-
-#[test]
-fn stale_finds_quiet_pending_and_active_hooks_only() {
-    let s = setup();
-    let quiet_pending = agent("a-pending");
-    let quiet_active = agent("b-active");
-    let busy = agent("c-busy");
-    let done = agent("d-done");
-    s.hooks
-        .assign(&quiet_pending, bead("b1"), "t", None)
-        .unwrap();
-    let h = s
-        .hooks
-        .assign(&quiet_active, bead("b2"), "t", None)
-        .unwrap();
-    s.hooks.activate(&h).unwrap();
-    let h = s.hooks.assign(&done, bead("b3"), "t", None).unwrap();
-    s.hooks.activate(&h).unwrap();
-    s.hooks.complete(&h).unwrap();
-    let h = s.hooks.assign(&busy, bead("b4"), "t", None).unwrap();
-    s.hooks.activate(&h).unwrap();
-    s.clock.advance(Duration::from_secs(600));
-    s.hooks.touch(&h).unwrap();
-
-    let now = Timestamp::from_unix_ms(T0 + 600_000);
-    let report = s.hooks.stale(Duration::from_secs(300), now).unwrap();
-    let found: Vec<_> = report
-        .stale
-        .iter()
-        .map(|h| (h.hook.agent().to_string(), h.idle))
-        .collect();
-    assert_eq!(
-        found,
-        [
-            ("a-pending".to_owned(), Duration::from_secs(600)),
-            ("b-active".to_owned(), Duration::from_secs(600))
-        ]
-    );
-    assert_eq!(report.stale[1].assignment.bead_id().as_str(), "b2");
-    assert!(report.corrupt.is_empty());
-    // Exactly at the threshold is not yet stale.
-    assert!(
-        s.hooks
-            .stale(Duration::from_secs(600), now)
-            .unwrap()
-            .stale
-            .is_empty()
-    );
-    // Nothing is idle at the moment of its last activity, or before it.
-    assert!(
-        s.hooks
-            .stale(Duration::ZERO, Timestamp::from_unix_ms(T0))
-            .unwrap()
-            .stale
-            .is_empty()
-    );
+    assert_eq!(s.hooks.list().unwrap().len(), 9);
+    assert_eq!(tally(&s.hooks), (1, 2, 3, 1, 1, 1));
 }

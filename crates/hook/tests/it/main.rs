@@ -9,11 +9,10 @@
 mod files;
 mod foreign;
 mod lifecycle;
-mod model;
 mod procs;
 mod seam;
 
-use chipset_hook::{Hook, HookRead, HookStatus, Hooks};
+use chipset_hook::{Hook, HookStatus, Hooks};
 use chipset_store::{Corruption, ManualClock, ReadOutcome, Unsupported};
 use chipset_testkit::TempState;
 
@@ -32,14 +31,7 @@ pub(crate) fn setup() -> Setup {
     Setup { tmp, hooks, clock }
 }
 
-/// As [`setup`], on a store that skips its syncs: for the model tests.
-pub(crate) fn setup_no_sync() -> Setup {
-    let (tmp, clock) = TempState::manual_no_sync();
-    let hooks = Hooks::new(tmp.state.clone());
-    Setup { tmp, hooks, clock }
-}
-
-/// Short ways to look into a [`HookRead`] in assertions.
+/// Short ways to look into a read in assertions.
 pub(crate) trait ReadExt {
     /// The status the read shows ([`HookStatus::of`]).
     fn status(&self) -> Option<HookStatus>;
@@ -51,7 +43,7 @@ pub(crate) trait ReadExt {
     fn unsupported(&self) -> Option<&Unsupported>;
 }
 
-impl ReadExt for HookRead {
+impl ReadExt for ReadOutcome<Hook> {
     fn status(&self) -> Option<HookStatus> {
         HookStatus::of(self)
     }

@@ -7,8 +7,9 @@ use std::process::Child;
 use std::thread;
 use std::time::Duration;
 
-use chipset_hook::{HookRead, HookStatus, Hooks, Pickup, TransitionError};
+use chipset_hook::{Error, HookStatus, Hooks, Pickup};
 use chipset_store::DoctorMode;
+use chipset_store::ReadOutcome;
 use chipset_store::{AgentId, StateDir};
 use chipset_testkit::{self as kit, Jitter, TempState};
 
@@ -33,11 +34,11 @@ fn own_lines(child: &mut Child) -> impl Iterator<Item = String> + use<> {
 fn role_assign(hooks: &Hooks, agent: &AgentId, bead_name: &str, out: &mut dyn FnMut(String)) {
     let me = AgentId::new(format!("dispatcher-{bead_name}")).unwrap();
     match hooks.assign(agent, bead(bead_name), "race", Some(&me)) {
-        Ok(held) => out(format!("won {bead_name} {}", held.generation())),
-        Err(e) => match e.transition() {
-            Some(TransitionError::AlreadyAssigned {
+        Ok(held) => out(format!("won {bead_name} {}", held.generation)),
+        Err(e) => match e {
+            Error::AlreadyAssigned {
                 status, bead_id, ..
-            }) => {
+            } => {
                 out(format!("refused {status} {bead_id}"));
             }
             _ => panic!("unexpected error: {e}"),
@@ -54,7 +55,7 @@ fn role_toucher(hooks: &Hooks, agent: &AgentId, max: u64, out: &mut dyn FnMut(St
     out("started".into());
     for n in 0..max {
         match hooks.touch(&held) {
-            Ok(hook) => assert_eq!(hook.status(), HookStatus::Active),
+            Ok(hook) => assert_eq!(hook.state.status(), HookStatus::Active),
             Err(e) if e.is_stale() => return out(format!("stale {n}")),
             Err(e) => panic!("unexpected error: {e}"),
         }
@@ -71,30 +72,30 @@ fn role_cycler(hooks: &Hooks, agent: &AgentId, steps: u64, out: &mut dyn FnMut(S
     let mayor = AgentId::new("mayor").unwrap();
     for n in 0..steps {
         let hook = match hooks.read(agent).unwrap() {
-            HookRead::Value(h) => h,
-            HookRead::Missing => chipset_hook::Hook::missing(agent.clone()),
-            HookRead::Corrupt(c) => panic!("corrupt hook: {c}"),
-            HookRead::Unsupported(u) => panic!("unsupported hook: {u}"),
+            ReadOutcome::Value(h) => h,
+            ReadOutcome::Missing => chipset_hook::Hook::missing(agent.clone()),
+            ReadOutcome::Corrupt(c) => panic!("corrupt hook: {c}"),
+            ReadOutcome::Unsupported(u) => panic!("unsupported hook: {u}"),
         };
         let held = hook.assignment();
-        let after = match (hook.status(), held) {
+        let after = match (hook.state.status(), held) {
             (HookStatus::Empty, _) => {
                 let title = "x".repeat((n as usize * 97) % 2000);
                 let a = hooks
                     .assign(agent, bead(&format!("c{n}")), title, Some(&mayor))
                     .unwrap();
-                a.generation()
+                a.generation
             }
             (HookStatus::Pending, Some(a)) if n % 7 == 0 => {
-                hooks.reassign(&a).unwrap().hook.generation()
+                hooks.reassign(&a).unwrap().hook.generation
             }
             (HookStatus::Pending, Some(_)) => match hooks.pickup(agent).unwrap() {
-                Pickup::Started(a) => a.generation(),
+                Pickup::Started(a) => a.generation,
                 other => panic!("pickup of pending work gave {other:?}"),
             },
-            (HookStatus::Active, Some(a)) if n % 3 == 0 => hooks.complete(&a).unwrap().generation(),
-            (HookStatus::Active, Some(a)) => hooks.touch(&a).unwrap().generation(),
-            (HookStatus::Completed, Some(a)) => hooks.clear(&a).unwrap().generation(),
+            (HookStatus::Active, Some(a)) if n % 3 == 0 => hooks.complete(&a).unwrap().generation,
+            (HookStatus::Active, Some(a)) => hooks.touch(&a).unwrap().generation,
+            (HookStatus::Completed, Some(a)) => hooks.clear(&a).unwrap().generation,
             (status, None) => panic!("{status} hook without work"),
         };
         out(format!("gen {after}"));
@@ -151,7 +152,7 @@ fn child_entry() {
     lines.clear();
     role_cycler(&hooks, &a, 12, &mut |l| lines.push(l));
     assert_eq!(lines.len(), 12);
-    assert!(matches!(hooks.read(&a).unwrap(), HookRead::Value(_)));
+    assert!(matches!(hooks.read(&a).unwrap(), ReadOutcome::Value(_)));
 }
 
 fn root_of(t: &TempState) -> String {
@@ -201,12 +202,12 @@ fn eight_dispatchers_at_once_one_wins_seven_are_refused() {
             "round {round}: {lines:?}"
         );
         let held = hooks.current(&a).unwrap().unwrap();
-        assert_eq!(held.bead_id().as_str(), winner);
+        assert_eq!(held.work.bead_id.as_str(), winner);
         assert_eq!(
-            held.work().assigned_by().unwrap().as_str(),
+            held.work.assigned_by.unwrap().as_str(),
             format!("dispatcher-{winner}")
         );
-        assert_eq!(held.generation(), 1 + 2 * round);
+        assert_eq!(held.generation, 1 + 2 * round);
     }
 }
 
@@ -250,13 +251,13 @@ fn touch_race(then_assign: bool) {
     kit::wait_ok(&mut child, Duration::from_secs(60));
     assert!(rest.len() == 1 && rest[0].starts_with("stale "), "{rest:?}");
     let hook = hooks.read(&a).unwrap().hook().unwrap().clone();
-    assert_eq!(hook.status(), want);
+    assert_eq!(hook.state.status(), want);
     assert_eq!(
-        hook.generation(),
-        held.generation() + 1 + u64::from(then_assign)
+        hook.generation,
+        held.generation + 1 + u64::from(then_assign)
     );
     if then_assign {
-        assert_eq!(hook.work().unwrap().bead_id().as_str(), "new");
+        assert_eq!(hook.state.work().unwrap().bead_id.as_str(), "new");
     }
 }
 
@@ -290,21 +291,21 @@ fn sigkill_mid_transitions_leaves_a_legal_hook() {
         }
         let ctx = format!("seed {seed} round {round}");
         match hooks.read(&a).unwrap() {
-            HookRead::Value(hook) => {
+            ReadOutcome::Value(hook) => {
                 // The acknowledged change or a later one is on disk; generations never go back.
                 assert!(
-                    hook.generation() >= acknowledged,
+                    hook.generation >= acknowledged,
                     "{ctx}: {hook:?} after gen {acknowledged}"
                 );
                 assert!(
-                    hook.generation() >= last_generation,
+                    hook.generation >= last_generation,
                     "{ctx}: generation went back"
                 );
-                last_generation = hook.generation();
+                last_generation = hook.generation;
             }
-            HookRead::Missing => assert_eq!(acknowledged, 0, "{ctx}: hook vanished"),
-            HookRead::Corrupt(c) => panic!("{ctx}: {c}"),
-            HookRead::Unsupported(u) => panic!("{ctx}: {u}"),
+            ReadOutcome::Missing => assert_eq!(acknowledged, 0, "{ctx}: hook vanished"),
+            ReadOutcome::Corrupt(c) => panic!("{ctx}: {c}"),
+            ReadOutcome::Unsupported(u) => panic!("{ctx}: {u}"),
         }
         let names = t.state.list(hooks.dir()).unwrap();
         assert!(

@@ -8,7 +8,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chipset_hook::{Assignment, Error, HookRead, HookStatus, Hooks, Pickup, TransitionError};
+use chipset_hook::{Assignment, Error, HookStatus, Hooks, Pickup};
+use chipset_store::ReadOutcome;
 use chipset_store::{ManualClock, RealIo, SharedIo, StateDir, StateOptions, Timestamp};
 use chipset_testkit::{EIO, ENOSPC, Fault, FaultIo, RecordIo, visible};
 
@@ -119,9 +120,9 @@ fn cases() -> Vec<Case> {
 
 fn applied(h: &Hooks, case: &Case, generation_before: u64) -> bool {
     match h.read(&agent("polecat")).unwrap() {
-        HookRead::Value(hook) => {
+        ReadOutcome::Value(hook) => {
             let (status, bump) = case.after;
-            hook.status() == status && hook.generation() == generation_before + u64::from(bump)
+            hook.state.status() == status && hook.generation == generation_before + u64::from(bump)
         }
         _ => false,
     }
@@ -131,7 +132,7 @@ fn generation(h: &Hooks) -> u64 {
     h.read(&agent("polecat"))
         .unwrap()
         .hook()
-        .map_or(0, chipset_hook::Hook::generation)
+        .map_or(0, |h| h.generation)
 }
 
 #[derive(Debug, Default)]
@@ -313,7 +314,7 @@ fn an_assign_repeated_with_the_same_request_returns_the_first_assignment() {
     let refused = |b: &str, title: &str, by: Option<&_>| {
         let e = assign(b, title, by).unwrap_err();
         assert!(
-            matches!(e.transition(), Some(TransitionError::AlreadyAssigned { bead_id, .. }) if *bead_id == bead("gt-1")),
+            matches!(&e, Error::AlreadyAssigned { bead_id, .. } if *bead_id == bead("gt-1")),
             "{b} {title} {by:?}: {e}"
         );
     };
@@ -343,5 +344,5 @@ fn an_assign_repeated_with_the_same_request_returns_the_first_assignment() {
     // Once cleared, the same request is a new assignment.
     hooks.clear(&first).unwrap();
     let again = assign("gt-1", "fix it", Some(&mayor)).unwrap();
-    assert_eq!(again.generation(), first.generation() + 2);
+    assert_eq!(again.generation, first.generation + 2);
 }

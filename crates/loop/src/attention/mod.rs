@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use chipset_bus::Bus;
-use chipset_hook::{HookRead, HookStatus, Hooks};
+use chipset_hook::{HookStatus, Hooks};
 use chipset_mail::{InboxFilter, Mail, Message};
 use chipset_nudge::{KindRegistry, Nudge, Nudges, Received, Reminder, ReminderFilter, Reminders};
 use chipset_store::{AgentId, ReadOutcome, StateDir, WatchConfig, WatchTarget, WatchWake, Watcher};
@@ -179,19 +179,20 @@ impl Attention {
 
     fn hook_entry(&self, agent: &AgentId) -> Result<Option<Entry>> {
         Ok(match self.hooks.read(agent)? {
-            HookRead::Missing => None,
-            HookRead::Value(h) if h.status() == HookStatus::Pending => {
-                let work = h.work().map(|w| {
+            ReadOutcome::Missing => None,
+            ReadOutcome::Value(h) if h.state.status() == HookStatus::Pending => {
+                let work = h.state.work().map(|w| {
                     let by = w
-                        .assigned_by()
+                        .assigned_by
+                        .as_ref()
                         .map(|b| format!(" (assigned by {b})"))
                         .unwrap_or_default();
                     Item {
-                        id: w.bead_id().to_string(),
-                        from: w.assigned_by().map(ToString::to_string),
+                        id: w.bead_id.to_string(),
+                        from: w.assigned_by.as_ref().map(ToString::to_string),
                         priority: None,
-                        at: Some(w.assigned_at()),
-                        summary: format!("pending work: {}{by}", w.title()),
+                        at: Some(w.assigned_at),
+                        summary: format!("pending work: {}{by}", w.title),
                         unreadable: false,
                     }
                 });
@@ -201,9 +202,9 @@ impl Attention {
                     top,
                 })
             }
-            HookRead::Value(_) => None,
-            HookRead::Corrupt(c) => Some(unreadable(WorkKind::Hook, 1, &c)),
-            HookRead::Unsupported(u) => Some(unsupported(WorkKind::Hook, 1, &u)),
+            ReadOutcome::Value(_) => None,
+            ReadOutcome::Corrupt(c) => Some(unreadable(WorkKind::Hook, 1, &c)),
+            ReadOutcome::Unsupported(u) => Some(unsupported(WorkKind::Hook, 1, &u)),
         })
     }
 

@@ -3,9 +3,9 @@
 //! transition that carries them.
 
 use chipset_hook::BeadId;
-use chipset_hook::{Assignment, HookRead};
+use chipset_hook::{Assignment, Hook};
 use chipset_mail::MessageId;
-use chipset_store::{AgentId, Timestamp};
+use chipset_store::{AgentId, ReadOutcome, Timestamp};
 
 use super::DispatchAction;
 use crate::format::LedgerEntry;
@@ -39,13 +39,13 @@ pub(crate) enum LedgerEvent {
         mail: MessageId,
     },
     /// The agent's hook as read for [`LedgerCommand::Adopt`].
-    Adopt(HookRead),
+    Adopt(ReadOutcome<Hook>),
     /// The agent's hook as read for [`LedgerCommand::Check`].
-    Check(HookRead),
+    Check(ReadOutcome<Hook>),
     /// The agent's hook as read for [`LedgerCommand::Verify`].
     Verify {
         /// The hook.
-        hook: HookRead,
+        hook: ReadOutcome<Hook>,
         /// The completion time a report named, if one did.
         completed_at: Option<Timestamp>,
     },

@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 
 use chipset_bus::NewEvent;
 use chipset_hook::BeadId;
-use chipset_hook::{HookStatus, TransitionError};
+use chipset_hook::HookStatus;
 use chipset_mail::MessageId;
 use chipset_mail::{InboxFilter, Kind, Message, NewMessage};
 use chipset_nudge::{NewNudge, NudgeType};
@@ -119,7 +119,7 @@ impl Dispatcher {
             LoopMessage::WorkAssignment { .. } => return Ok(()),
         };
         let a = message.assignment();
-        let Some(mut locked) = self.lock_entry(a.bead_id(), actions)? else {
+        let Some(mut locked) = self.lock_entry(&a.work.bead_id, actions)? else {
             return Ok(());
         };
         if locked.current().is_none() {
@@ -196,7 +196,7 @@ impl Dispatcher {
                         .assign(&agent, bead, title, Some(&self.me))
                     {
                         Ok(a) => LedgerEvent::Hooked(a),
-                        Err(e) if e.transition().is_some() || e.is_corrupt() => {
+                        Err(e) if e.is_refusal() || e.is_corrupt() => {
                             tracing::info!(%agent, error = %e, "agent not assignable; trying the next");
                             LedgerEvent::Refused
                         }
@@ -207,23 +207,16 @@ impl Dispatcher {
                 LedgerCommand::TakeAway(a) => match self.channels.hooks.reassign(&a) {
                     Ok(_) => LedgerEvent::TookAway,
                     Err(e) if e.is_stale() => LedgerEvent::TookAway,
-                    Err(e)
-                        if matches!(
-                            e.transition(),
-                            Some(TransitionError::WrongState {
-                                from: HookStatus::Completed,
-                                ..
-                            })
-                        ) =>
-                    {
-                        LedgerEvent::FoundCompleted
-                    }
+                    Err(chipset_hook::Error::WrongState {
+                        from: HookStatus::Completed,
+                        ..
+                    }) => LedgerEvent::FoundCompleted,
                     Err(e) => return Err(e.into()),
                 },
                 LedgerCommand::Clear(a) => match self.channels.hooks.clear(&a) {
                     // Already cleared (a restart after the clear), or moved on.
                     Ok(_) => LedgerEvent::Cleared,
-                    Err(e) if e.is_stale() || e.transition().is_some() => LedgerEvent::Cleared,
+                    Err(e) if e.is_refusal() => LedgerEvent::Cleared,
                     Err(e) => return Err(e.into()),
                 },
             };
@@ -242,18 +235,17 @@ impl Dispatcher {
                     }
                     .to_payload(),
                 );
-                let _ = self.channels.bus.publish(a.agent(), &wake)?;
+                let _ = self.channels.bus.publish(&a.agent, &wake)?;
             }
             LedgerEffect::Suspend { agent, bead_id } => self.suspend(&agent, &bead_id, now)?,
             LedgerEffect::Abort(taken) => {
                 let text = format!(
                     "abort {} (generation {}): reassigned after a health escalation",
-                    taken.bead_id(),
-                    taken.generation()
+                    taken.work.bead_id, taken.generation
                 );
                 let abort = NewNudge::new(self.me.clone(), NudgeType::Abort, text);
-                if let Err(e) = self.channels.nudges.send(taken.agent(), abort) {
-                    tracing::warn!(agent = %taken.agent(), error = %e, "could not send the abort");
+                if let Err(e) = self.channels.nudges.send(&taken.agent, abort) {
+                    tracing::warn!(agent = %taken.agent, error = %e, "could not send the abort");
                 }
             }
             LedgerEffect::Finished(bead) => {
@@ -377,8 +369,8 @@ impl Dispatcher {
         };
         let mut draft = NewMessage::notify(
             self.me.clone(),
-            a.agent().clone(),
-            task_of(a.bead_id())?,
+            a.agent.clone(),
+            task_of(&a.work.bead_id)?,
             WORK_ASSIGNMENT,
             message.to_body(),
         );

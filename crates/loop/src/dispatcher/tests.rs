@@ -3,9 +3,9 @@
 //! them.
 
 use chipset_hook::BeadId;
-use chipset_hook::{Assignment, Hook, HookRead, HookState, WorkItem};
+use chipset_hook::{Assignment, Hook, HookState, WorkItem};
 use chipset_mail::MessageId;
-use chipset_store::{AgentId, Corruption, Timestamp};
+use chipset_store::{AgentId, Corruption, ReadOutcome, Timestamp};
 
 use super::*;
 use crate::format::{Attempt, AttemptOutcome};
@@ -22,20 +22,20 @@ fn work() -> WorkItem {
     WorkItem::new(BeadId::new("b1").unwrap(), "title", t(0), None)
 }
 
-fn hook(state: HookState, generation: u64) -> HookRead {
-    HookRead::Value(Hook::new(a1(), state, t(3), generation))
+fn hook(state: HookState, generation: u64) -> ReadOutcome<Hook> {
+    ReadOutcome::Value(Hook::new(a1(), state, t(3), generation))
 }
 
 /// The current assignment (generation 1) and an older one (generation 0).
 fn current() -> Assignment {
-    let HookRead::Value(h) = hook(HookState::Active(work()), 1) else {
+    let ReadOutcome::Value(h) = hook(HookState::Active(work()), 1) else {
         unreachable!()
     };
     h.assignment().unwrap()
 }
 
 fn older() -> Assignment {
-    let HookRead::Value(h) = hook(HookState::Active(work()), 0) else {
+    let ReadOutcome::Value(h) = hook(HookState::Active(work()), 0) else {
         unreachable!()
     };
     h.assignment().unwrap()
@@ -126,7 +126,7 @@ fn states() -> Vec<(&'static str, LedgerEntry)> {
 /// Every event the table covers, by label.
 fn events() -> Vec<(&'static str, LedgerEvent)> {
     let corrupt = || {
-        HookRead::Corrupt(Corruption {
+        ReadOutcome::Corrupt(Corruption {
             path: "hooks/a1.json".into(),
             reason: chipset_store::CorruptReason::Unparsable("eof".into()),
         })
@@ -134,7 +134,7 @@ fn events() -> Vec<(&'static str, LedgerEvent)> {
     // A hook in a status this version does not know (written by a newer
     // program): reported like a corrupt one, never taken as lost or not done.
     let unsupported = || {
-        HookRead::Unsupported(chipset_store::Unsupported::new(
+        ReadOutcome::Unsupported(chipset_store::Unsupported::new(
             "hooks/a1.json",
             "hook status `paused`",
         ))

@@ -3,9 +3,9 @@
 //! shell must do (and feed back as the next event). Nothing here reads a
 //! file, a hook or a clock.
 
-use chipset_hook::{Assignment, HookRead, HookStatus};
+use chipset_hook::{Assignment, HookStatus};
 use chipset_mail::MessageId;
-use chipset_store::Timestamp;
+use chipset_store::{ReadOutcome, Timestamp};
 
 use super::events::{LedgerCommand, LedgerEffect, LedgerEvent, LedgerTransition};
 use super::{DispatchAction, IgnoreReason};
@@ -65,7 +65,7 @@ pub(crate) fn ledger_transition(
                 completed_at,
             },
         ) if same_assignment(assignment, a) => LedgerTransition::then(LedgerCommand::Verify {
-            agent: a.agent().clone(),
+            agent: a.agent.clone(),
             completed_at: *completed_at,
         }),
         (_, LedgerEvent::Report { assignment: a, .. }) => {
@@ -93,7 +93,7 @@ pub(crate) fn ledger_transition(
             LedgerTransition::then(LedgerCommand::Adopt(agent.clone()))
         }
         (BeadState::Assigned { assignment, .. }, LedgerEvent::Sweep) => {
-            LedgerTransition::then(LedgerCommand::Check(assignment.agent().clone()))
+            LedgerTransition::then(LedgerCommand::Check(assignment.agent.clone()))
         }
         (BeadState::Reassigning { taken }, LedgerEvent::Sweep) => {
             LedgerTransition::then(LedgerCommand::TakeAway(taken.clone()))
@@ -130,8 +130,8 @@ pub(crate) fn ledger_transition(
             after: vec![LedgerEffect::Wake(a.clone())],
             action: Some(DispatchAction::Assigned {
                 bead_id: entry.bead_id.clone(),
-                agent: a.agent().clone(),
-                generation: a.generation(),
+                agent: a.agent.clone(),
+                generation: a.generation,
                 mail: mail.clone(),
                 at: now,
             }),
@@ -144,7 +144,7 @@ pub(crate) fn ledger_transition(
         // Resolving an assignment cut short by a crash.
         (BeadState::Assigning { agent, mail }, LedgerEvent::Adopt(hook)) => {
             let held = match hook {
-                HookRead::Value(h) => h.assignment().filter(|a| *a.bead_id() == entry.bead_id),
+                ReadOutcome::Value(h) => h.assignment().filter(|a| a.work.bead_id == entry.bead_id),
                 _ => None,
             };
             match held {
@@ -170,12 +170,12 @@ pub(crate) fn ledger_transition(
             },
             LedgerEvent::Check(hook),
         ) => match hook {
-            HookRead::Corrupt(c) => LedgerTransition::report(unreadable(c)),
-            HookRead::Unsupported(u) => LedgerTransition::report(unsupported(u)),
-            HookRead::Value(h) if a.matches(h) => {
-                if h.status() == HookStatus::Completed {
+            ReadOutcome::Corrupt(c) => LedgerTransition::report(unreadable(c)),
+            ReadOutcome::Unsupported(u) => LedgerTransition::report(unsupported(u)),
+            ReadOutcome::Value(h) if a.matches(h) => {
+                if h.state.status() == HookStatus::Completed {
                     LedgerTransition::then(LedgerCommand::Verify {
-                        agent: a.agent().clone(),
+                        agent: a.agent.clone(),
                         completed_at: None,
                     })
                 } else if mail.is_none() {
@@ -190,9 +190,9 @@ pub(crate) fn ledger_transition(
                 LedgerTransition {
                     entry: Some(lost),
                     action: Some(DispatchAction::Requeued {
-                        bead_id: a.bead_id().clone(),
-                        agent: a.agent().clone(),
-                        generation: a.generation(),
+                        bead_id: a.work.bead_id.clone(),
+                        agent: a.agent.clone(),
+                        generation: a.generation,
                         at: now,
                     }),
                     ..LedgerTransition::stay()
@@ -215,10 +215,10 @@ pub(crate) fn ledger_transition(
             BeadState::Assigned { assignment: a, .. } | BeadState::Reassigning { taken: a },
             LedgerEvent::Verify { hook, completed_at },
         ) => match hook {
-            HookRead::Value(h) if h.status() == HookStatus::Completed && a.matches(h) => {
+            ReadOutcome::Value(h) if h.state.status() == HookStatus::Completed && a.matches(h) => {
                 let mut done = changed(BeadState::Done {
                     assignment: a.clone(),
-                    completed_at: completed_at.unwrap_or(h.last_activity()),
+                    completed_at: completed_at.unwrap_or(h.last_activity),
                     cleared: false,
                 });
                 done.end_attempt(a, AttemptOutcome::Completed, now);
@@ -226,17 +226,17 @@ pub(crate) fn ledger_transition(
                 LedgerTransition {
                     entry: Some(done),
                     action: Some(DispatchAction::Completed {
-                        bead_id: a.bead_id().clone(),
-                        agent: a.agent().clone(),
-                        generation: a.generation(),
+                        bead_id: a.work.bead_id.clone(),
+                        agent: a.agent.clone(),
+                        generation: a.generation,
                         at: now,
                     }),
                     next: LedgerCommand::Clear(a.clone()),
                     ..LedgerTransition::stay()
                 }
             }
-            HookRead::Corrupt(c) => LedgerTransition::report(unreadable(c)),
-            HookRead::Unsupported(u) => LedgerTransition::report(unsupported(u)),
+            ReadOutcome::Corrupt(c) => LedgerTransition::report(unreadable(c)),
+            ReadOutcome::Unsupported(u) => LedgerTransition::report(unsupported(u)),
             _ => {
                 LedgerTransition::report(ignored(COMPLETION_REPORT, a, IgnoreReason::NotCompleted))
             }
@@ -249,16 +249,16 @@ pub(crate) fn ledger_transition(
             LedgerTransition {
                 before: vec![
                     LedgerEffect::Suspend {
-                        agent: taken.agent().clone(),
-                        bead_id: taken.bead_id().clone(),
+                        agent: taken.agent.clone(),
+                        bead_id: taken.work.bead_id.clone(),
                     },
                     LedgerEffect::Abort(taken.clone()),
                 ],
                 entry: Some(queued),
                 action: Some(DispatchAction::Reassigned {
-                    bead_id: taken.bead_id().clone(),
-                    from: taken.agent().clone(),
-                    generation: taken.generation(),
+                    bead_id: taken.work.bead_id.clone(),
+                    from: taken.agent.clone(),
+                    generation: taken.generation,
                     at: now,
                 }),
                 ..LedgerTransition::stay()
@@ -266,7 +266,7 @@ pub(crate) fn ledger_transition(
         }
         (BeadState::Reassigning { taken }, LedgerEvent::FoundCompleted) => {
             LedgerTransition::then(LedgerCommand::Verify {
-                agent: taken.agent().clone(),
+                agent: taken.agent.clone(),
                 completed_at: None,
             })
         }
@@ -321,9 +321,9 @@ fn assigned(entry: &LedgerEntry, a: &Assignment, mail: &MessageId, now: Timestam
         ..entry.clone()
     };
     out.attempts.push(Attempt {
-        agent: a.agent().clone(),
-        generation: a.generation(),
-        assigned_at: a.work().assigned_at(),
+        agent: a.agent.clone(),
+        generation: a.generation,
+        assigned_at: a.work.assigned_at,
         outcome: AttemptOutcome::Open,
         ended_at: None,
     });
@@ -342,7 +342,7 @@ fn late(
     let handled = entry
         .attempts
         .iter()
-        .any(|t| t.agent == *a.agent() && t.generation == a.generation() && t.outcome == repeat);
+        .any(|t| t.agent == a.agent && t.generation == a.generation && t.outcome == repeat);
     if handled {
         return LedgerTransition::stay();
     }
@@ -373,9 +373,9 @@ pub(crate) fn unsupported(u: &chipset_store::Unsupported) -> DispatchAction {
 pub(crate) fn ignored(kind: &str, a: &Assignment, reason: IgnoreReason) -> DispatchAction {
     DispatchAction::Ignored {
         kind: kind.to_owned(),
-        bead_id: a.bead_id().clone(),
-        agent: a.agent().clone(),
-        generation: a.generation(),
+        bead_id: a.work.bead_id.clone(),
+        agent: a.agent.clone(),
+        generation: a.generation,
         reason,
     }
 }

@@ -120,9 +120,9 @@ impl IncidentKey {
     /// Returns the key of `assignment`.
     pub(crate) fn of(assignment: &Assignment) -> Self {
         IncidentKey {
-            agent: assignment.agent().clone(),
-            bead_id: assignment.bead_id().clone(),
-            generation: assignment.generation(),
+            agent: assignment.agent.clone(),
+            bead_id: assignment.work.bead_id.clone(),
+            generation: assignment.generation,
         }
     }
 }
@@ -400,16 +400,14 @@ impl LedgerEntry {
     /// Returns the agent that completed the bead, once done.
     pub fn completed_by(&self) -> Option<&AgentId> {
         match &self.state {
-            BeadState::Done { assignment, .. } => Some(assignment.agent()),
+            BeadState::Done { assignment, .. } => Some(&assignment.agent),
             _ => None,
         }
     }
 
     pub(crate) fn end_attempt(&mut self, a: &Assignment, outcome: AttemptOutcome, at: Timestamp) {
         if let Some(attempt) = self.attempts.iter_mut().rev().find(|t| {
-            t.agent == *a.agent()
-                && t.generation == a.generation()
-                && t.outcome == AttemptOutcome::Open
+            t.agent == a.agent && t.generation == a.generation && t.outcome == AttemptOutcome::Open
         }) {
             attempt.outcome = outcome;
             attempt.ended_at = Some(at);

@@ -97,7 +97,7 @@ pub(crate) struct NudgeStep {
 impl NudgeStep {
     /// Returns the agent the nudge goes to.
     pub(crate) fn agent(&self) -> &AgentId {
-        self.record.assignment.agent()
+        &self.record.assignment.agent
     }
 
     /// Returns the action to report once sent (`held`: the nudge waits
@@ -274,7 +274,7 @@ pub(crate) fn judge(
         return Next::Finish(Box::new(f));
     }
     let mine = record.filter(|r| same_assignment(&r.assignment, assignment));
-    let (opened_at, last_activity) = mine.map_or((j.now, hook.last_activity()), |r| {
+    let (opened_at, last_activity) = mine.map_or((j.now, hook.last_activity), |r| {
         (r.opened_at, r.last_activity)
     });
     let incident = |step: Step| Incident {
@@ -290,7 +290,7 @@ pub(crate) fn judge(
     let alive = |since: Timestamp| -> Option<Next> {
         let (evidence, at) = match j.answered_at {
             Some(at) if at >= since => (Evidence::Answered, at),
-            _ if hook.last_activity() >= since => (Evidence::Touched, hook.last_activity()),
+            _ if hook.last_activity >= since => (Evidence::Touched, hook.last_activity),
             _ => return None,
         };
         Some(Next::Record {
@@ -306,7 +306,7 @@ pub(crate) fn judge(
         })
     };
     let nudge = |nudge: WitnessNudge, record: Incident| {
-        let bead = assignment.bead_id();
+        let bead = &assignment.work.bead_id;
         let text = match nudge {
             WitnessNudge::HealthCheck => {
                 format!("You have hooked work ({bead}). Are you working on it?")
@@ -327,17 +327,13 @@ pub(crate) fn judge(
                 Some(Step::Resolved { alive_at, .. }) => *alive_at,
                 _ => Timestamp::EPOCH,
             };
-            let quiet_since = hook.last_activity().max(alive_at);
-            let not_before = assignment
-                .work()
-                .assigned_at()
-                .add(j.grace)
-                .max(restart_over);
+            let quiet_since = hook.last_activity.max(alive_at);
+            let not_before = assignment.work.assigned_at.add(j.grace).max(restart_over);
             if j.now.since(quiet_since) > j.stall_threshold && j.now >= not_before {
                 // A new incident: opened now, from the hook as it is.
                 let record = Incident {
                     opened_at: j.now,
-                    last_activity: hook.last_activity(),
+                    last_activity: hook.last_activity,
                     ..incident(Step::Checking {
                         health_check_at: j.now,
                     })
@@ -407,7 +403,7 @@ pub(crate) fn close(
     Next::Record {
         record: Incident {
             step: Step::Resolved {
-                alive_at: hook.last_activity(),
+                alive_at: hook.last_activity,
                 evidence: Evidence::MovedOn,
             },
             updated_at: now,

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use chipset_bus::{NewEvent, Priority as BusPriority};
-use chipset_hook::{Assignment, Hook, HookRead, HookState};
+use chipset_hook::{Assignment, Hook, HookState};
 use chipset_mail::MessageId;
 use chipset_mail::{MailPriority, NewMessage};
 use chipset_nudge::{NewNudge, NudgeType, Received, ResponseStatus};
@@ -136,25 +136,25 @@ impl Witness {
         {
             self.channels.nudges.mark_processed(&self.me, &n)?;
         }
-        for entry in self.channels.hooks.list()? {
-            match &entry.read {
-                HookRead::Corrupt(c) => actions.push(WitnessAction::Unreadable {
+        for (agent, read) in &self.channels.hooks.list()? {
+            match read {
+                ReadOutcome::Corrupt(c) => actions.push(WitnessAction::Unreadable {
                     path: c.path.clone(),
                     reason: c.reason.to_string(),
                 }),
                 // A hook in a state this version does not know cannot be judged idle or done.
-                HookRead::Unsupported(u) => actions.push(WitnessAction::Unreadable {
+                ReadOutcome::Unsupported(u) => actions.push(WitnessAction::Unreadable {
                     path: u.path.clone(),
                     reason: format!("holds {}, unsupported by this version", u.what),
                 }),
-                HookRead::Value(hook) => {
+                ReadOutcome::Value(hook) => {
                     let done = match watched(hook) {
                         Some(assignment) => self.watch(hook, &assignment, now, &mut actions),
-                        None => self.close_if_open(&entry.agent, hook, now, &mut actions),
+                        None => self.close_if_open(agent, hook, now, &mut actions),
                     };
                     unreadable_record(done, &mut actions)?;
                 }
-                HookRead::Missing => {}
+                ReadOutcome::Missing => {}
             }
         }
         self.files.append(&self.files.witness_log(), &actions)?;
@@ -225,7 +225,7 @@ impl Witness {
         now: Timestamp,
         actions: &mut Vec<WitnessAction>,
     ) -> Result<Next> {
-        let agent = assignment.agent();
+        let agent = &assignment.agent;
         let answered = self.answered(agent, answers_since(record, assignment), actions)?;
         Ok(judge(
             record,
@@ -242,7 +242,7 @@ impl Witness {
         now: Timestamp,
         actions: &mut Vec<WitnessAction>,
     ) -> Result<()> {
-        let agent = assignment.agent();
+        let agent = &assignment.agent;
         let path = self.files.incident(agent);
         // A first look without the lock: most hooks need nothing.
         let record: Option<Incident> = self.files.read(&path)?;
@@ -258,7 +258,7 @@ impl Witness {
         // and the agent may have touched its hook since the listing read it.
         let mut locked = self.files.lock::<Incident>(&path)?;
         let next = match self.channels.hooks.read(agent)? {
-            HookRead::Value(fresh)
+            ReadOutcome::Value(fresh)
                 if watched(&fresh).is_some_and(|a| same_assignment(&a, assignment)) =>
             {
                 self.decide(locked.current(), &fresh, assignment, now, actions)?
@@ -337,7 +337,7 @@ impl Witness {
             &self.me,
             "holder stalled: escalated by the witness",
         )? {
-            tracing::warn!(item = %item.id, holder = %held.agent(), "stalled work returned to the pool");
+            tracing::warn!(item = %item.id, holder = %held.agent, "stalled work returned to the pool");
         }
         locked.write(finish.record)?;
         tracing::warn!(key = ?finish.action.key(), mail = %finish.mail, "agent silent: escalated to the dispatcher");
@@ -370,7 +370,7 @@ impl Witness {
         let draft = NewMessage::notify(
             self.me.clone(),
             self.dispatcher.clone(),
-            task_of(a.bead_id())?,
+            task_of(&a.work.bead_id)?,
             HEALTH_ESCALATION,
             message.to_body(),
         )
@@ -389,7 +389,7 @@ impl Witness {
 
 /// Returns the assignment of a hook the witness watches: pending or active work.
 fn watched(hook: &Hook) -> Option<Assignment> {
-    match hook.state() {
+    match hook.state {
         HookState::Pending(_) | HookState::Active(_) => hook.assignment(),
         HookState::Empty | HookState::Completed(_) => None,
     }

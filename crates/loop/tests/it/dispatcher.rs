@@ -209,7 +209,7 @@ fn a_take_away_that_fails_otherwise_is_an_error_not_a_completion() {
         .unwrap();
     let err = d.tick().unwrap_err();
     assert!(
-        !matches!(err, Error::Hook(ref e) if e.transition().is_some()),
+        !matches!(err, Error::Hook(ref e) if e.is_refusal()),
         "{err:?}"
     );
     let entry = d.entry(&bead("b1")).unwrap().unwrap();
@@ -278,10 +278,10 @@ fn an_escalation_about_an_old_assignment_is_ignored() {
     s.hooks.complete(&a).unwrap();
     let body = chipset_loop::LoopMessage::HealthEscalation {
         assignment: a.clone(),
-        last_activity: a.work().assigned_at(),
-        health_check_at: a.work().assigned_at(),
-        stall_warning_at: a.work().assigned_at(),
-        escalated_at: a.work().assigned_at(),
+        last_activity: a.work.assigned_at,
+        health_check_at: a.work.assigned_at,
+        stall_warning_at: a.work.assigned_at,
+        escalated_at: a.work.assigned_at,
     };
     s.mail
         .send(&chipset_mail::NewMessage::notify(
@@ -467,7 +467,7 @@ fn done_but_not_cleared(s: &Setup) -> Assignment {
     set_state(
         s,
         "b1",
-        serde_json::json!({"state": "done", "assignment": a, "completed_at": a.work().assigned_at(), "cleared": false}),
+        serde_json::json!({"state": "done", "assignment": a, "completed_at": a.work.assigned_at, "cleared": false}),
     );
     a
 }

@@ -31,7 +31,7 @@ fn run_worker(state: StateDir, me: &str, work_ms: u64) -> WorkOutcome {
         .run_until(
             |work| {
                 let mut out = std::io::stdout().lock();
-                writeln!(out, "working {}", work.assignment().bead_id()).unwrap();
+                writeln!(out, "working {}", work.assignment().work.bead_id).unwrap();
                 out.flush().unwrap();
                 drop(out);
                 let start = Instant::now();

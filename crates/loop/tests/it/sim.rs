@@ -77,7 +77,7 @@ fn every_bead_is_done_exactly_once_though_a_worker_hangs_and_the_loops_restart_e
                         s.advance(5);
                         work.checkpoint()?;
                     }
-                    Ok(format!("{} done", work.assignment().bead_id()))
+                    Ok(format!("{} done", work.assignment().work.bead_id))
                 })
                 .unwrap();
             if matches!(out, WorkOutcome::Completed { .. }) {
@@ -121,7 +121,7 @@ fn every_bead_is_done_exactly_once_though_a_worker_hangs_and_the_loops_restart_e
 
     // The hung worker's bead: escalated once, taken away, done by another.
     let hung = hung.expect("w2 picked up work");
-    let entry = d.entry(hung.bead_id()).unwrap().unwrap();
+    let entry = d.entry(&hung.work.bead_id).unwrap().unwrap();
     assert_eq!(entry.attempts[0].agent, agent("w2"));
     assert_eq!(entry.attempts[0].outcome, AttemptOutcome::Reassigned);
     assert_eq!(s.sent(HEALTH_ESCALATION).len(), 1);

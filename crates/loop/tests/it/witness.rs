@@ -339,10 +339,10 @@ fn a_witness_killed_after_its_escalation_mail_does_not_send_it_again() {
     // The predecessor's mail went out under the persisted id ...
     let body = LoopMessage::HealthEscalation {
         assignment: a.clone(),
-        last_activity: a.work().assigned_at(),
-        health_check_at: a.work().assigned_at(),
-        stall_warning_at: a.work().assigned_at(),
-        escalated_at: a.work().assigned_at(),
+        last_activity: a.work.assigned_at,
+        health_check_at: a.work.assigned_at,
+        stall_warning_at: a.work.assigned_at,
+        escalated_at: a.work.assigned_at,
     };
     let sent = s
         .mail

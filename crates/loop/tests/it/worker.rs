@@ -86,7 +86,7 @@ fn gupp_runs_the_work_completes_the_hook_and_reports_it() {
     assert_eq!(assignment, a);
     let hook = s.hooks.read(&agent("polecat-alpha")).unwrap();
     assert_eq!(HookStatus::of(&hook), Some(HookStatus::Completed));
-    assert_eq!(hook.value().unwrap().last_activity(), completed_at);
+    assert_eq!(hook.value().unwrap().last_activity, completed_at);
 
     let inbox = s.inbox(&agent("mayor"));
     assert_eq!(inbox.len(), 1);
@@ -119,14 +119,7 @@ fn checkpoints_touch_the_hook_at_the_configured_pace() {
     assign(&s, "polecat-alpha", "gt-abc12");
     let w = worker(&s, "polecat-alpha");
     let alpha = agent("polecat-alpha");
-    let last = || {
-        s.hooks
-            .read(&alpha)
-            .unwrap()
-            .value()
-            .unwrap()
-            .last_activity()
-    };
+    let last = || s.hooks.read(&alpha).unwrap().value().unwrap().last_activity;
     let _ = w
         .run_once(|work| {
             let start = last();
@@ -416,7 +409,7 @@ fn run_until_takes_up_new_work_hooked_after_an_abort() {
     let mut outcomes = 0;
     w.run_until(
         |work| {
-            ran.push(work.assignment().bead_id().to_string());
+            ran.push(work.assignment().work.bead_id.to_string());
             if ran.len() == 1 {
                 nudge(&s, "mayor", "polecat-alpha", NudgeType::Abort, false);
                 s.advance(1);
@@ -449,7 +442,7 @@ fn run_until_goes_on_after_work_is_taken_away() {
     let mut stale = 0;
     w.run_until(
         |work| {
-            ran.push(work.assignment().bead_id().to_string());
+            ran.push(work.assignment().work.bead_id.to_string());
             if ran.len() == 1 {
                 s.hooks.reassign(&first).unwrap();
                 assign(&s, "polecat-alpha", "gt-2");
@@ -609,7 +602,7 @@ fn a_heartbeat_touches_the_hook_now() {
             work.heartbeat()?;
             let hook = s.hooks.read(&agent("polecat-alpha")).unwrap();
             assert_eq!(
-                hook.value().unwrap().last_activity(),
+                hook.value().unwrap().last_activity,
                 s.hooks.state().now(),
                 "touched at once, though the pace is 10 s"
             );

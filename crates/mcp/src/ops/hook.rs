@@ -22,9 +22,9 @@ pub(crate) fn hook_pickup(ctx: &Ctx) -> Outcome {
         Some(a) => format!(
             "{} {} ({}), generation {}\n",
             outcome.as_str(),
-            a.bead_id(),
-            a.work().title(),
-            a.generation()
+            a.work.bead_id,
+            a.work.title,
+            a.generation
         ),
     };
     Ok(Reply::new(
@@ -46,9 +46,13 @@ fn held(hooks: &Hooks, agent: &AgentId, op: &str) -> Result<Assignment, Failure>
 
 fn changed(hook: &Hook) -> Reply {
     let bead = hook
+        .state
         .work()
-        .map_or_else(String::new, |w| format!(" {}", w.bead_id()));
-    Reply::new(format!("{}: {}{bead}\n", hook.agent(), hook.status()), hook)
+        .map_or_else(String::new, |w| format!(" {}", w.bead_id));
+    Reply::new(
+        format!("{}: {}{bead}\n", hook.agent, hook.state.status()),
+        hook,
+    )
 }
 
 pub(crate) fn hook_touch(ctx: &Ctx) -> Outcome {
@@ -72,8 +76,7 @@ pub(crate) fn hook_assign(ctx: &Ctx, p: HookAssign) -> Outcome {
     let assignment = hooks.assign(&to, bead, p.title, Some(&ctx.agent))?;
     let text = format!(
         "assigned {} to {to} (generation {})\n",
-        assignment.bead_id(),
-        assignment.generation()
+        assignment.work.bead_id, assignment.generation
     );
     Ok(Reply::new(text, &assignment))
 }
@@ -89,15 +92,14 @@ pub(crate) fn hook_clear(ctx: &Ctx, p: HookClear) -> Outcome {
         let done = hooks.reassign(&held)?;
         let text = format!(
             "took {} ({}) away from {to}\n",
-            done.taken.bead_id(),
-            done.was
+            done.taken.work.bead_id, done.was
         );
         Ok(Reply::new(text, Cleared::Reassigned(done.into())))
     } else {
         let held = held(&hooks, &to, "clear")?;
         let hook = hooks.clear(&held)?;
         Ok(Reply::new(
-            format!("cleared {} from {to}\n", held.bead_id()),
+            format!("cleared {} from {to}\n", held.work.bead_id),
             Cleared::Cleared(hook),
         ))
     }

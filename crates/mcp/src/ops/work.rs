@@ -194,7 +194,7 @@ impl WorkClaimed {
             return (view, "nothing ready\n".to_owned());
         };
         let state = WorkState::Claimed {
-            holder: c.assignment.agent().clone(),
+            holder: c.assignment.agent.clone(),
             hook: chipset::hook::HookStatus::Pending,
         };
         let item = WorkRecord::of(&c.entry, &state);
@@ -215,7 +215,7 @@ impl WorkClaimed {
         ));
         let view = WorkClaimed {
             item: Some(item),
-            generation: Some(c.assignment.generation()),
+            generation: Some(c.assignment.generation),
             existing: c.existing,
             finished: c.finished.as_ref().map(ToString::to_string),
         };

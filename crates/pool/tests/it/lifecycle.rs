@@ -97,7 +97,7 @@ fn a_claim_is_on_the_hook_and_nowhere_else() {
         s.hooks.current(&alice).unwrap(),
         Some(claimed.assignment.clone())
     );
-    assert_eq!(claimed.assignment.work().assigned_by(), Some(&alice));
+    assert_eq!(claimed.assignment.work.assigned_by.as_ref(), Some(&alice));
     assert_eq!(
         s.pool.get(&id("a")).unwrap().state,
         WorkState::Claimed {

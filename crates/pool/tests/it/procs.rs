@@ -8,9 +8,9 @@ use std::process::Child;
 use std::thread;
 use std::time::Duration;
 
-use chipset_hook::{HookRead, Hooks};
+use chipset_hook::Hooks;
 use chipset_pool::{ItemId, NewItem, Pool, ReadyFilter, WorkState};
-use chipset_store::{AgentId, StateDir, StateOptions};
+use chipset_store::{AgentId, ReadOutcome, StateDir, StateOptions};
 use chipset_testkit::{self as kit, TempState};
 
 const ENTRY: &str = "procs::child_entry";
@@ -119,14 +119,14 @@ fn root_of(t: &TempState) -> String {
 /// Every hook's item, and how many hooks hold each.
 fn on_hooks(state: &StateDir) -> HashMap<String, usize> {
     let mut count = HashMap::new();
-    for e in Hooks::new(state.clone()).list().unwrap() {
-        match e.read {
-            HookRead::Value(h) => {
-                if let Some(w) = h.work() {
-                    *count.entry(w.bead_id().to_string()).or_default() += 1;
+    for read in Hooks::new(state.clone()).list().unwrap().into_values() {
+        match read {
+            ReadOutcome::Value(h) => {
+                if let Some(w) = h.state.work() {
+                    *count.entry(w.bead_id.to_string()).or_default() += 1;
                 }
             }
-            HookRead::Missing => {}
+            ReadOutcome::Missing => {}
             other => panic!("unreadable hook: {other:?}"),
         }
     }

@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 /// A channel's subdirectory of the state root: an opaque, validated name.
 ///
 /// The store does not know which channels exist: each channel crate owns
-/// its constant (`chipset_hook::HOOK_CHANNEL`, `chipset_mail::MAIL_CHANNEL`,
+/// its constant (`chipset_mail::MAIL_CHANNEL`, `chipset_bus::BUS_CHANNEL`,
 /// …), and whoever needs every channel (the facade's `chipset::CHANNELS`)
 /// lists them. A name is 1 to 32 bytes of lowercase ASCII
 /// letters, digits, `-` and `_`, starting with a letter: always one safe

@@ -70,9 +70,9 @@ fn verdict(next: &Next, a: &Assignment, j: &Judging) -> Verdict {
             }
         }
         Next::Nudge(step) => {
-            assert_eq!(step.agent(), a.agent());
+            assert_eq!(step.agent(), &a.agent);
             assert_eq!(step.record.updated_at, j.now);
-            assert!(step.text.contains(a.bead_id().as_str()), "{}", step.text);
+            assert!(step.text.contains(a.work.bead_id.as_str()), "{}", step.text);
             match (step.nudge, &step.record.step) {
                 (WitnessNudge::HealthCheck, Step::Checking { health_check_at }) => {
                     assert_eq!(*health_check_at, j.now);
@@ -314,7 +314,7 @@ fn judge_follows_the_incident_steps() {
 fn a_record_of_another_assignment_is_ignored() {
     let (h, a) = hook(0);
     let work = WorkItem::new(BeadId::new("b1").unwrap(), "t", t(0), None);
-    let older = Hook::new(a.agent().clone(), HookState::Active(work), t(0), 0)
+    let older = Hook::new(a.agent.clone(), HookState::Active(work), t(0), 0)
         .assignment()
         .unwrap();
     let escalated = incident(

@@ -127,7 +127,7 @@ fn exhaustive_table_of_steps_signs_and_deadlines() {
 fn a_started_escalation_of_another_assignment_is_finished_first() {
     let (h, a) = hook(0);
     let work = WorkItem::new(BeadId::new("b0").unwrap(), "t", t(0), None);
-    let older = Hook::new(a.agent().clone(), HookState::Active(work), t(0), 0)
+    let older = Hook::new(a.agent.clone(), HookState::Active(work), t(0), 0)
         .assignment()
         .unwrap();
     let mut escalating = incident(
@@ -230,7 +230,7 @@ fn answers_count_from_the_first_nudge_of_this_assignment() {
     );
     assert_eq!(answers_since(Some(&checking), &a), Some(t(6 * MIN)));
     let work = WorkItem::new(BeadId::new("b0").unwrap(), "t", t(0), None);
-    let other = Hook::new(a.agent().clone(), HookState::Active(work), t(0), 0)
+    let other = Hook::new(a.agent.clone(), HookState::Active(work), t(0), 0)
         .assignment()
         .unwrap();
     assert_eq!(answers_since(Some(&checking), &other), None);

@@ -1,19 +1,67 @@
-//! Model-based test: random (actor, operation) sequences, invalid ones
-//! included, against a plain in-memory model; the files and the model agree
-//! after every step.
+//! The model test: random (actor, operation) sequences, invalid ones
+//! included, through [`Hooks::apply`](crate::Hooks::apply) against a plain
+//! in-memory model; the files and the model agree after every step. Also
+//! the helpers the crate's other file-driven unit tests share.
+
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "tests plant, corrupt and inspect files as another program would, outside the store's API"
+)]
 
 use std::fs;
 use std::time::Duration;
 
-use chipset_hook::{
-    Actor, Assignment, Error, HookEvent, HookStatus, Hooks, Op, Pickup, TransitionError,
-};
-use chipset_store::Timestamp;
+use chipset_store::{ManualClock, ReadOutcome, Timestamp};
+use chipset_testkit::TempState;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use crate::ReadExt;
-use crate::{T0, agent, bead, setup_no_sync};
+use crate::transition::{Actor, HookEvent, Op};
+use crate::{Assignment, Error, Hook, HookStatus, Hooks, Pickup};
+
+pub(crate) use chipset_testkit::{T0, agent, bead};
+
+/// A state root on a manual clock at [`T0`], and its hooks.
+pub(crate) struct Setup {
+    pub(crate) tmp: TempState,
+    pub(crate) hooks: Hooks,
+    pub(crate) clock: ManualClock,
+}
+
+pub(crate) fn setup() -> Setup {
+    let (tmp, clock) = TempState::manual();
+    let hooks = Hooks::new(tmp.state.clone());
+    Setup { tmp, hooks, clock }
+}
+
+/// As [`setup`], on a store that skips its syncs: for the model tests.
+pub(crate) fn setup_no_sync() -> Setup {
+    let (tmp, clock) = TempState::manual_no_sync();
+    let hooks = Hooks::new(tmp.state.clone());
+    Setup { tmp, hooks, clock }
+}
+
+/// Short ways to look into a read in assertions.
+pub(crate) trait ReadExt {
+    /// The status the read shows ([`HookStatus::of`]).
+    fn status(&self) -> Option<HookStatus>;
+    /// The hook, when the file holds one.
+    fn hook(&self) -> Option<&Hook>;
+}
+
+impl ReadExt for ReadOutcome<Hook> {
+    fn status(&self) -> Option<HookStatus> {
+        HookStatus::of(self)
+    }
+
+    fn hook(&self) -> Option<&Hook> {
+        match self {
+            ReadOutcome::Value(h) => Some(h),
+            _ => None,
+        }
+    }
+}
 
 const AGENTS: [&str; 2] = ["a", "b"];
 const BEADS: [&str; 3] = ["b0", "b1", "b2"];
@@ -343,10 +391,10 @@ fn assignment(f: MFence) -> Assignment {
 /// The fields an assignment is fenced on.
 fn fence_of(a: &Assignment) -> (String, u64, String, i64) {
     (
-        a.agent().to_string(),
-        a.generation(),
-        a.bead_id().to_string(),
-        a.work().assigned_at().unix_ms(),
+        a.agent.to_string(),
+        a.generation,
+        a.work.bead_id.to_string(),
+        a.work.assigned_at.unix_ms(),
     )
 }
 
@@ -354,14 +402,11 @@ fn outcome<T>(r: Result<T, Error>) -> Outcome {
     match r {
         Ok(_) => Outcome::Done,
         Err(e) if e.is_corrupt() => Outcome::Corrupt,
-        Err(Error::Transition(t)) => match t {
-            TransitionError::AlreadyAssigned { .. } => Outcome::AlreadyAssigned,
-            TransitionError::NotPermitted { .. } => Outcome::NotPermitted,
-            TransitionError::NotOwner { .. } => Outcome::NotOwner,
-            TransitionError::WrongState { .. } => Outcome::WrongState,
-            TransitionError::StaleAssignment { .. } => Outcome::Stale,
-            other => panic!("unexpected transition error {other}"),
-        },
+        Err(Error::AlreadyAssigned { .. }) => Outcome::AlreadyAssigned,
+        Err(Error::NotPermitted { .. }) => Outcome::NotPermitted,
+        Err(Error::NotOwner { .. }) => Outcome::NotOwner,
+        Err(Error::WrongState { .. }) => Outcome::WrongState,
+        Err(Error::StaleAssignment { .. }) => Outcome::Stale,
         Err(e) => panic!("unexpected error {e}"),
     }
 }
@@ -370,7 +415,7 @@ fn event(op: Op, bead: usize, fence: MFence) -> HookEvent {
     let a = assignment(fence);
     match op {
         Op::Assign => HookEvent::Assign {
-            bead_id: crate::bead(BEADS[bead]),
+            bead_id: self::bead(BEADS[bead]),
             title: title(bead),
         },
         Op::Activate => HookEvent::Activate(a),
@@ -378,7 +423,6 @@ fn event(op: Op, bead: usize, fence: MFence) -> HookEvent {
         Op::Complete => HookEvent::Complete(a),
         Op::Clear => HookEvent::Clear(a),
         Op::Reassign => HookEvent::Reassign(a),
-        other => unreachable!("the model has no {other}"),
     }
 }
 
@@ -413,7 +457,7 @@ fn run_step(
                 assert_eq!(fence_of(held), fence_of(&assignment(f)));
                 assert!(
                     assignment(f)
-                        .matches(&hooks.read(held.agent()).unwrap().hook().unwrap().clone())
+                        .matches(&hooks.read(&held.agent).unwrap().hook().unwrap().clone())
                 );
             }
             (outcome(got), want)
