@@ -243,12 +243,12 @@ fn main() -> Result<()> {
     round.critic_done(CriticReport::clean())?;
     let second = route(&mut round)?;
     let woken = Bus::new(state.clone()).pending(&human)?;
-    for event in woken.events() {
+    for event in &woken.events {
         println!(
             "  {:<17} woken by a {} {} event",
             human.as_str(),
-            event.priority(),
-            event.kind()
+            event.priority,
+            event.kind
         );
     }
 
@@ -283,9 +283,9 @@ fn main() -> Result<()> {
             }
         )
         && woken
-            .events()
+            .events
             .iter()
-            .any(|e| e.kind() == ROUND_ESCALATION_EVENT);
+            .any(|e| e.kind == ROUND_ESCALATION_EVENT);
     if !ok {
         return Err("unexpected outcome: see above".into());
     }

@@ -44,13 +44,8 @@ macro_rules! uses {
     }};
     (bus) => {{
         let new = NewEvent::new("polecat-alpha", "work-completed").priority(Priority::High);
-        assert_eq!(new.priority_level(), Priority::High);
-        let kinds = |events: &[Event]| {
-            events
-                .iter()
-                .map(|e| e.kind().to_owned())
-                .collect::<Vec<_>>()
-        };
+        assert!(format!("{new:?}").contains("High"));
+        let kinds = |events: &[Event]| events.iter().map(|e| e.kind.to_owned()).collect::<Vec<_>>();
         assert!(kinds(&[]).is_empty());
         assert_ne!(Wake::TimedOut, Wake::Arrived(Vec::new()));
         assert_eq!(BUS_CHANNEL.as_str(), "bus");

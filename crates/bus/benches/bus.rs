@@ -249,7 +249,7 @@ fn bench_pending(c: &mut Criterion) {
         )
         .expect("write");
     }
-    assert_eq!(bus.pending(&agent).expect("pending").len(), N);
+    assert_eq!(bus.pending(&agent).expect("pending").events.len(), N);
 
     let mut g = c.benchmark_group("pending");
     g.sample_size(20);
@@ -270,7 +270,7 @@ fn bench_pending(c: &mut Criterion) {
         });
     });
     g.bench_with_input(BenchmarkId::new("bus", N), &agent, |b, a| {
-        b.iter(|| bus.pending(a).expect("pending").len());
+        b.iter(|| bus.pending(a).expect("pending").events.len());
     });
     g.bench_with_input(BenchmarkId::new("counts", N), &agent, |b, a| {
         b.iter(|| bus.counts(a).expect("counts").pending_total());

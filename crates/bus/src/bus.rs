@@ -64,11 +64,6 @@ impl Published {
             Published::Duplicate { .. } => None,
         }
     }
-
-    /// Returns true for a duplicate.
-    pub fn is_duplicate(&self) -> bool {
-        matches!(self, Published::Duplicate { .. })
-    }
 }
 
 /// What an acknowledgement did.
@@ -130,35 +125,18 @@ pub struct BadFile {
 /// An unreadable file is never "nothing there": a caller gating on an empty
 /// queue must check [`Pending::unreadable`] too ([`Pending::is_empty`] does).
 #[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
 pub struct Pending {
-    events: Vec<Event>,
-    unreadable: Vec<BadFile>,
+    /// The events: critical first, oldest first within a priority.
+    pub events: Vec<Event>,
+    /// The queue files that could not be read (see [`Bus::doctor`]).
+    pub unreadable: Vec<BadFile>,
 }
 
 impl Pending {
-    /// Returns the events: critical first, oldest first within a priority.
-    pub fn events(&self) -> &[Event] {
-        &self.events
-    }
-
-    /// Returns the events, consuming.
-    pub fn into_events(self) -> Vec<Event> {
-        self.events
-    }
-
-    /// Returns the queue files that could not be read (see [`Bus::doctor`]).
-    pub fn unreadable(&self) -> &[BadFile] {
-        &self.unreadable
-    }
-
     /// Returns true when there are no events and no unreadable files.
     pub fn is_empty(&self) -> bool {
         self.events.is_empty() && self.unreadable.is_empty()
-    }
-
-    /// Returns the number of events.
-    pub fn len(&self) -> usize {
-        self.events.len()
     }
 }
 
@@ -367,7 +345,7 @@ impl Bus {
     pub fn ack_event(&self, agent: &AgentId, event: &Event) -> Result<AckOutcome> {
         match self.ack_name(agent, &event.file_name())? {
             Some(outcome) => Ok(outcome),
-            None => self.ack(agent, event.id()),
+            None => self.ack(agent, &event.id),
         }
     }
 
@@ -424,7 +402,7 @@ pub(crate) fn read_event(state: &StateDir, path: &StatePath, name: &str) -> Resu
         ReadOutcome::Missing => EventRead::Gone,
         ReadOutcome::Corrupt(c) => EventRead::Bad(Problem::Corrupt(c.reason)),
         ReadOutcome::Unsupported(u) => EventRead::Bad(Problem::Unsupported(u.what)),
-        ReadOutcome::Value(e) if e.id() != entry.id() || e.priority() != entry.priority() => {
+        ReadOutcome::Value(e) if e.id != *entry.id() || e.priority != entry.priority() => {
             EventRead::Bad(Problem::NameMismatch)
         }
         ReadOutcome::Value(e) => EventRead::Event(e),

@@ -14,8 +14,13 @@ pub struct BusConfig {
     pub presence_stale_after: Duration,
     /// When unacknowledged events are due for a reminder.
     pub nag: NagPolicy,
-    /// How a [`Waiter`](crate::Waiter) learns of new events.
-    pub wake: WakeConfig,
+    /// How a [`Waiter`](crate::Waiter) learns of new events: directory
+    /// notifications, or rescans only. Default [`WakeMode::Notify`].
+    pub wake_mode: WakeMode,
+    /// How often a [`Waiter`](crate::Waiter) lists the queue whatever the
+    /// notifications say: the safety net, and the latency bound when
+    /// notifications fail. Default 1 s.
+    pub rescan_interval: Duration,
     /// Temp files older than this are stale for [`Bus::doctor`](crate::Bus::doctor). Default 10 min.
     pub stale_temp_age: Duration,
 }
@@ -26,68 +31,9 @@ impl Default for BusConfig {
             dedup_window: Duration::from_secs(60),
             presence_stale_after: Duration::from_secs(120),
             nag: NagPolicy::default(),
-            wake: WakeConfig::default(),
-            stale_temp_age: Duration::from_secs(600),
-        }
-    }
-}
-
-impl BusConfig {
-    /// Returns the default settings with `window` as the de-duplication window.
-    #[must_use]
-    pub fn with_dedup_window(mut self, window: Duration) -> Self {
-        self.dedup_window = window;
-        self
-    }
-
-    /// Returns these settings with `after` as the presence staleness limit.
-    #[must_use]
-    pub fn with_presence_stale_after(mut self, after: Duration) -> Self {
-        self.presence_stale_after = after;
-        self
-    }
-
-    /// Returns these settings with `nag` as the reminder policy.
-    #[must_use]
-    pub fn with_nag(mut self, nag: NagPolicy) -> Self {
-        self.nag = nag;
-        self
-    }
-
-    /// Returns these settings with `wake` as the waiter settings.
-    #[must_use]
-    pub fn with_wake(mut self, wake: WakeConfig) -> Self {
-        self.wake = wake;
-        self
-    }
-}
-
-/// How a [`Waiter`](crate::Waiter) learns of new events.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct WakeConfig {
-    /// Directory notifications, or rescans only.
-    pub mode: WakeMode,
-    /// How often the waiter lists the queue whatever the notifications say:
-    /// the safety net, and the latency bound when notifications fail. Default 1 s.
-    pub rescan_interval: Duration,
-}
-
-impl Default for WakeConfig {
-    fn default() -> Self {
-        WakeConfig {
-            mode: WakeMode::Notify,
+            wake_mode: WakeMode::Notify,
             rescan_interval: Duration::from_secs(1),
-        }
-    }
-}
-
-impl WakeConfig {
-    /// Returns settings with `mode` and `rescan_interval`.
-    pub fn new(mode: WakeMode, rescan_interval: Duration) -> Self {
-        WakeConfig {
-            mode,
-            rescan_interval,
+            stale_temp_age: Duration::from_secs(600),
         }
     }
 }
@@ -146,18 +92,8 @@ impl Default for NagPolicy {
 }
 
 impl NagPolicy {
-    /// Returns a policy with one rule per priority.
-    pub fn new(critical: NagRule, high: NagRule, normal: NagRule, low: NagRule) -> Self {
-        NagPolicy {
-            critical,
-            high,
-            normal,
-            low,
-        }
-    }
-
     /// Returns the rule for `priority`.
-    pub fn rule(&self, priority: Priority) -> NagRule {
+    pub(crate) fn rule(&self, priority: Priority) -> NagRule {
         match priority {
             Priority::Critical => self.critical,
             Priority::High => self.high,
@@ -193,60 +129,34 @@ pub struct Retention {
     pub dedup_max_age: Option<Duration>,
 }
 
-impl Retention {
-    /// Returns a retention that removes nothing.
-    pub fn keep_all() -> Self {
-        Retention::default()
-    }
-
-    /// Returns this retention keeping at most `n` processed events.
-    #[must_use]
-    pub fn max_count(mut self, n: usize) -> Self {
-        self.max_count = Some(n);
-        self
-    }
-
-    /// Returns this retention keeping at most `bytes` of processed events.
-    #[must_use]
-    pub fn max_bytes(mut self, bytes: u64) -> Self {
-        self.max_bytes = Some(bytes);
-        self
-    }
-
-    /// Returns this retention removing processed events older than `age`.
-    #[must_use]
-    pub fn max_age(mut self, age: Duration) -> Self {
-        self.max_age = Some(age);
-        self
-    }
-
-    /// Returns this retention removing de-duplication records older than `age`.
-    #[must_use]
-    pub fn dedup_max_age(mut self, age: Duration) -> Self {
-        self.dedup_max_age = Some(age);
-        self
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Each builder sets its own field and leaves the rest.
+    /// Each priority's rule is the policy's field of that name.
     #[test]
-    fn a_builder_sets_its_field() {
-        let quiet = NagPolicy::new(
-            NagRule::Never,
-            NagRule::AtPoll,
-            NagRule::Never,
-            NagRule::Never,
-        );
-        let config = BusConfig::default().with_nag(quiet);
-        assert_eq!(config.nag, quiet);
-        assert_eq!(config.nag.rule(Priority::High), NagRule::AtPoll);
+    fn the_rule_for_a_priority_is_its_field() {
+        let quiet = NagPolicy {
+            critical: NagRule::Never,
+            high: NagRule::AtPoll,
+            normal: NagRule::Never,
+            low: NagRule::AtPollWhenQuiet,
+        };
+        let rules = [
+            Priority::Critical,
+            Priority::High,
+            Priority::Normal,
+            Priority::Low,
+        ]
+        .map(|p| quiet.rule(p));
         assert_eq!(
-            config.presence_stale_after,
-            BusConfig::default().presence_stale_after
+            rules,
+            [
+                NagRule::Never,
+                NagRule::AtPoll,
+                NagRule::Never,
+                NagRule::AtPollWhenQuiet
+            ]
         );
     }
 }

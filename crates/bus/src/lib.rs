@@ -25,14 +25,14 @@
 //! bus.publish(&supervisor, &NewEvent::new("worker-2", "needs-input").priority(Priority::Critical))?;
 //! let mention = NewEvent::new("chat-watcher", "chat-mention").dedup_key("debug.chat#42");
 //! assert!(matches!(bus.publish(&supervisor, &mention)?, Published::Delivered(_)));
-//! assert!(bus.publish(&supervisor, &mention)?.is_duplicate());
+//! assert!(matches!(bus.publish(&supervisor, &mention)?, Published::Duplicate { .. }));
 //!
 //! // The supervisor wakes, reads in priority order and acknowledges.
 //! assert!(matches!(waiter.wait(Duration::from_secs(5))?, Wake::Arrived(_)));
 //! let pending = bus.pending(&supervisor)?;
-//! let kinds: Vec<_> = pending.events().iter().map(|e| e.kind()).collect();
+//! let kinds: Vec<_> = pending.events.iter().map(|e| e.kind.as_str()).collect();
 //! assert_eq!(kinds, ["needs-input", "chat-mention", "status"]);
-//! for event in pending.events() {
+//! for event in &pending.events {
 //!     assert_eq!(bus.ack_event(&supervisor, event)?, AckOutcome::Acked);
 //! }
 //! assert!(bus.pending(&supervisor)?.is_empty());
@@ -103,7 +103,7 @@
 //! agent or a timeout passes. It is woken by directory notifications
 //! (inotify on Linux, through chipset-store's
 //! [`Watcher`](chipset_store::Watcher)) and also lists the queue every
-//! [`WakeConfig::rescan_interval`] (1 s by default): the rescan is the
+//! [`BusConfig::rescan_interval`] (1 s by default): the rescan is the
 //! safety net when a notification is lost, and the only mechanism where
 //! notifications are unavailable ([`WakeMode::Rescan`]).
 //!
@@ -232,7 +232,7 @@ mod wait;
 mod wait_async;
 
 pub use bus::{AckOutcome, Applied, BadFile, Bus, Pending, Problem, Published, Startup};
-pub use config::{BusConfig, NagPolicy, NagRule, Occasion, Retention, WakeConfig, WakeMode};
+pub use config::{BusConfig, NagPolicy, NagRule, Occasion, Retention, WakeMode};
 pub use error::{Error, Result};
 pub use format::{
     ControlCommand, ControlOp, Event, EventId, NewEvent, Presence, Priority, Registered, Registry,

@@ -202,7 +202,7 @@ impl Bus {
             // read only when an age limit applies.
             let created = match retention.max_age {
                 Some(_) => match read_event(self.state(), &path, entry.name())? {
-                    EventRead::Event(e) => Some(e.created_at()),
+                    EventRead::Event(e) => Some(e.created_at),
                     // Unreadable files are the doctor's; they are not pruned by age.
                     EventRead::Bad(_) | EventRead::Gone => None,
                 },

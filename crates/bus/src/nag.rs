@@ -21,14 +21,14 @@ pub(crate) fn due(
         ..NagState::default()
     };
     let mut indices = Vec::new();
-    let mut priorities = pending.iter().map(Event::priority);
+    let mut priorities = pending.iter().map(|e| e.priority);
     let first = priorities.next();
     let one_priority = priorities.all(|p| Some(p) == first);
     for (i, event) in pending.iter().enumerate() {
-        let last = state.reminded.get(event.id()).copied();
-        let is_due = match policy.rule(event.priority()) {
+        let last = state.reminded.get(&event.id).copied();
+        let is_due = match policy.rule(event.priority) {
             NagRule::Every(interval) => {
-                let since = last.unwrap_or(event.created_at());
+                let since = last.unwrap_or(event.created_at);
                 now >= since.add(interval)
             }
             NagRule::AtPoll => occasion == Occasion::Poll,
@@ -39,10 +39,10 @@ pub(crate) fn due(
             indices.push(i);
         }
         // Only timed rules need a memory; poll rules fire on the caller's rhythm.
-        if let NagRule::Every(_) = policy.rule(event.priority()) {
+        if let NagRule::Every(_) = policy.rule(event.priority) {
             let stamp = if is_due { Some(now) } else { last };
             if let Some(t) = stamp {
-                next.reminded.insert(event.id().clone(), t);
+                next.reminded.insert(event.id.clone(), t);
             }
         }
     }
@@ -81,7 +81,7 @@ mod tests {
 
         let (d, s2) = due(&pending, &s1, &policy, Occasion::Pause, at(30));
         assert_eq!(d, [0]);
-        assert_eq!(s2.reminded.get(crit.id()), Some(&at(30)));
+        assert_eq!(s2.reminded.get(&crit.id), Some(&at(30)));
 
         // A restart reads s2 back: no storm 5 s later.
         let (d, s3) = due(&pending, &s2, &policy, Occasion::Pause, at(35));
@@ -93,8 +93,8 @@ mod tests {
 
         // The critical event is acknowledged: its entry goes.
         let (_, s5) = due(&pending[1..], &s4, &policy, Occasion::Pause, at(121));
-        assert!(!s5.reminded.contains_key(crit.id()));
-        assert!(s5.reminded.contains_key(high.id()));
+        assert!(!s5.reminded.contains_key(&crit.id));
+        assert!(s5.reminded.contains_key(&high.id));
     }
 
     #[test]

@@ -24,7 +24,7 @@ pub enum Wake {
 ///
 /// Made by [`Bus::waiter`]. It watches the agent's queue directory for new
 /// entries through a store [`Watcher`] (inotify on Linux) and also lists the queue
-/// every [`WakeConfig::rescan_interval`](crate::WakeConfig::rescan_interval),
+/// every [`BusConfig::rescan_interval`](crate::BusConfig::rescan_interval),
 /// so an event whose notification was lost (a full inotify queue, a
 /// filesystem that does not notify, a watch that could not be set up) is
 /// still found by the next rescan. "New" means: in the queue now, and not
@@ -54,8 +54,8 @@ impl Bus {
     /// error: the waiter falls back to rescans and logs a warning.
     pub fn waiter(&self, agent: &AgentId) -> Result<Waiter> {
         let dir = self.ensure_queue(agent)?;
-        let wake = self.config().wake;
-        let config = WatchConfig::new(wake.mode == WakeMode::Notify, wake.rescan_interval);
+        let bus = self.config();
+        let config = WatchConfig::new(bus.wake_mode == WakeMode::Notify, bus.rescan_interval);
         // Watch first, list second: nothing published in between is missed.
         let watcher = Watcher::new(self.state(), [WatchTarget::dir(dir.clone())], config)?;
         let seen = self.state().list(&dir)?.into_iter().collect();

@@ -51,7 +51,7 @@ pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
             let view = Published::from(bus.publish(&to, &event)?);
             let doc = output::json(&view);
             Ok(match view {
-                Published::Delivered { event } => Output::new(format!("{}\n", event.id()), doc),
+                Published::Delivered { event } => Output::new(format!("{}\n", event.id), doc),
                 Published::Duplicate {
                     key,
                     original,
@@ -203,13 +203,7 @@ fn listing(
     pending: &Pending,
     timed_out: Option<bool>,
 ) -> (Output, Events) {
-    listing_of(
-        ctx,
-        agent,
-        pending.events(),
-        pending.unreadable(),
-        timed_out,
-    )
+    listing_of(ctx, agent, &pending.events, &pending.unreadable, timed_out)
 }
 
 fn listing_of(
@@ -222,22 +216,22 @@ fn listing_of(
     let now = ctx.state.now();
     let mut table = Table::new(&["ID", "PRIORITY", "SOURCE", "KIND", "AGE", "PAYLOAD"]);
     for e in events {
-        let tone = match e.priority() {
+        let tone = match e.priority {
             chipset_bus::Priority::Critical => Tone::Bad,
             chipset_bus::Priority::High => Tone::Warn,
             chipset_bus::Priority::Low => Tone::Dim,
             _ => Tone::Plain,
         };
-        let payload = match e.payload() {
+        let payload = match &e.payload {
             Value::Null => String::new(),
             v => v.to_string(),
         };
         table.row(vec![
-            e.id().to_string().into(),
-            Cell::toned(e.priority().as_str(), tone),
-            e.source().into(),
-            e.kind().into(),
-            output::age(now, e.created_at()).into(),
+            e.id.to_string().into(),
+            Cell::toned(e.priority.as_str(), tone),
+            e.source.as_str().into(),
+            e.kind.as_str().into(),
+            output::age(now, e.created_at).into(),
             payload.into(),
         ]);
     }

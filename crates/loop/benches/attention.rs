@@ -113,7 +113,7 @@ impl Channels {
                 }
             }
             WorkKind::Bus => {
-                for e in self.bus.pending(to).unwrap().into_events() {
+                for e in self.bus.pending(to).unwrap().events {
                     let _ = self.bus.ack_event(to, &e).unwrap();
                 }
             }

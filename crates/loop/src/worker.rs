@@ -322,9 +322,9 @@ impl Worker {
 
     /// Acknowledges the `work-assigned` wake-ups in the agent's queue.
     fn ack_wakeups(&self) -> Result<()> {
-        for event in self.channels.bus.pending(&self.me)?.events() {
-            if event.kind() == WORK_ASSIGNED_EVENT {
-                let _ = self.channels.bus.ack_event(&self.me, event)?;
+        for event in self.channels.bus.pending(&self.me)?.events {
+            if event.kind == WORK_ASSIGNED_EVENT {
+                let _ = self.channels.bus.ack_event(&self.me, &event)?;
             }
         }
         Ok(())

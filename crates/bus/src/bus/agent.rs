@@ -192,7 +192,7 @@ impl Bus {
     ///
     /// [`Error::Store`] when the queue or the reminder state cannot be read or written.
     pub fn due_reminders(&self, agent: &AgentId, occasion: Occasion) -> Result<Vec<Event>> {
-        let events = self.pending(agent)?.into_events();
+        let events = self.pending(agent)?.events;
         let path = self.agent_dir(agent).join_static(NAG);
         let indices = self.state.update(&path, |cur: ReadOutcome<NagState>| {
             let state = match cur {

@@ -64,7 +64,7 @@ impl Bus {
                     Err(e) if out.is_empty() => return Err(e),
                     Err(e) => {
                         return Err(Error::PartlyPublished {
-                            id: built.id().clone(),
+                            id: built.id.clone(),
                             delivered: out.into_iter().map(|(a, _)| a).collect(),
                             source: Box::new(e),
                         });
@@ -87,7 +87,7 @@ impl Bus {
         }
         self.state.create_new_batch(&items).map_err(|e| match e {
             source @ chipset_store::Error::OutcomeUnknown { .. } => Error::OutcomeUnknown {
-                id: built.id().clone(),
+                id: built.id.clone(),
                 source,
             },
             e => e.into(),
@@ -158,7 +158,7 @@ impl Bus {
         if !items.is_empty() {
             let outcomes = self.state.create_new_batch(&items).map_err(|e| match e {
                 source @ chipset_store::Error::OutcomeUnknown { .. } => Error::OutcomeUnknown {
-                    id: built[fresh[0]].id().clone(),
+                    id: built[fresh[0]].id.clone(),
                     source,
                 },
                 e => e.into(),
@@ -173,7 +173,7 @@ impl Bus {
                             None => {
                                 return Err(Error::IdConflict {
                                     agent: agent.clone(),
-                                    id: built[i].id().clone(),
+                                    id: built[i].id.clone(),
                                     path: items[k].0.clone().into_path_buf(),
                                 });
                             }
@@ -199,7 +199,7 @@ impl Bus {
             return self.create_event(agent, built).map(Published::Delivered);
         };
         let window = event.window().unwrap_or(self.config.dedup_window);
-        let id = built.id().clone();
+        let id = built.id.clone();
         // Set once the event is published (the commit point): after that, a
         // failure to write the key's record does not fail the publish.
         let published: std::cell::RefCell<Option<Event>> = std::cell::RefCell::new(None);
@@ -232,8 +232,8 @@ impl Bus {
                         _ => Decision::Write(
                             DedupRecord {
                                 key: key.to_owned(),
-                                accepted_at: first.created_at(),
-                                event_id: first.id().clone(),
+                                accepted_at: first.created_at,
+                                event_id: first.id.clone(),
                                 window_ms,
                             },
                             Published::Delivered(first),
@@ -257,7 +257,7 @@ impl Bus {
                         let record = DedupRecord {
                             key: key.to_owned(),
                             accepted_at: now,
-                            event_id: built.id().clone(),
+                            event_id: built.id.clone(),
                             window_ms,
                         };
                         Ok(Decision::Write(record, Published::Delivered(built)))
@@ -290,14 +290,14 @@ impl Bus {
                     Some(first) => Ok(first),
                     None => Err(Error::IdConflict {
                         agent: agent.clone(),
-                        id: built.id().clone(),
+                        id: built.id.clone(),
                         path: target.into_path_buf(),
                     }),
                 }
             }
             Err(source @ chipset_store::Error::OutcomeUnknown { .. }) => {
                 Err(Error::OutcomeUnknown {
-                    id: built.id().clone(),
+                    id: built.id.clone(),
                     source,
                 })
             }
@@ -311,7 +311,7 @@ impl Bus {
     fn find_published(&self, agent: &AgentId, built: &Event) -> Result<Option<Event>> {
         for dir in [self.queue_dir(agent), self.processed_dir(agent)] {
             for entry in self.entries(&dir)? {
-                if entry.id() != built.id() {
+                if *entry.id() != built.id {
                     continue;
                 }
                 let path = dir.join(entry.name())?;
@@ -324,7 +324,7 @@ impl Bus {
                     _ => {
                         return Err(Error::IdConflict {
                             agent: agent.clone(),
-                            id: built.id().clone(),
+                            id: built.id.clone(),
                             path: path.into_path_buf(),
                         });
                     }

@@ -173,61 +173,30 @@ impl<'de> Deserialize<'de> for EventId {
 /// ([`Event::extra`]) and written back with the event. A `priority` outside
 /// the four names is unsupported, not corrupt ([`Problem::Unsupported`](crate::Problem::Unsupported)).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Event {
-    id: EventId,
-    source: String,
-    kind: String,
-    priority: Priority,
-    created_at: Timestamp,
+    /// The id.
+    pub id: EventId,
+    /// Who caused the event (an agent id, a watcher's name…).
+    pub source: String,
+    /// What kind of event it is (`chat-mention`, `task-done`…).
+    pub kind: String,
+    /// The priority.
+    pub priority: Priority,
+    /// When it was published.
+    pub created_at: Timestamp,
+    /// The de-duplication key the publisher chose, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    dedup_key: Option<String>,
+    pub dedup_key: Option<String>,
+    /// The payload (`null` when none was given).
     #[serde(default)]
-    payload: serde_json::Value,
+    pub payload: serde_json::Value,
+    /// The fields another writer added that this version does not know.
     #[serde(flatten)]
-    extra: Map<String, Value>,
+    pub extra: Map<String, Value>,
 }
 
 impl Event {
-    /// Returns the fields another writer added that this version does not know.
-    pub fn extra(&self) -> &Map<String, Value> {
-        &self.extra
-    }
-
-    /// Returns the id.
-    pub fn id(&self) -> &EventId {
-        &self.id
-    }
-
-    /// Returns who caused the event (an agent id, a watcher's name…).
-    pub fn source(&self) -> &str {
-        &self.source
-    }
-
-    /// Returns what kind of event it is (`chat-mention`, `task-done`…).
-    pub fn kind(&self) -> &str {
-        &self.kind
-    }
-
-    /// Returns the priority.
-    pub fn priority(&self) -> Priority {
-        self.priority
-    }
-
-    /// Returns when it was published.
-    pub fn created_at(&self) -> Timestamp {
-        self.created_at
-    }
-
-    /// Returns the de-duplication key the publisher chose, if any.
-    pub fn dedup_key(&self) -> Option<&str> {
-        self.dedup_key.as_deref()
-    }
-
-    /// Returns the payload (`null` when none was given).
-    pub fn payload(&self) -> &serde_json::Value {
-        &self.payload
-    }
-
     /// Returns true when `other` is the same event published again: the same
     /// id, source, kind, priority, key and payload (the time may differ, as
     /// a retry is stamped anew).
@@ -256,7 +225,7 @@ impl Event {
 ///     .payload(serde_json::json!({"chat": "debug.chat"}))
 ///     .dedup_key("debug.chat#42")
 ///     .dedup_window(Duration::from_secs(300));
-/// assert_eq!(event.priority_level(), Priority::High);
+/// assert!(format!("{event:?}").contains("High"));
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewEvent {
@@ -327,11 +296,6 @@ impl NewEvent {
     pub fn dedup_window(mut self, window: Duration) -> Self {
         self.dedup_window = Some(window);
         self
-    }
-
-    /// Returns the priority.
-    pub fn priority_level(&self) -> Priority {
-        self.priority
     }
 
     /// Returns the de-duplication key, if any.
@@ -479,7 +443,7 @@ mod tests {
         let e = NewEvent::new("chat-watcher", "chat-mention").priority(Priority::High);
         assert_eq!(e.source, "chat-watcher");
         assert_eq!(e.kind, "chat-mention");
-        assert_eq!(e.priority_level(), Priority::High);
+        assert_eq!(e.priority, Priority::High);
     }
 
     /// An event id debugs as its quoted text (what a log line shows).
@@ -499,8 +463,8 @@ mod tests {
         assert!(NewEvent::new("s", "k".repeat(129)).build(&clock).is_err());
         assert!(NewEvent::new("s", "k").dedup_key("").build(&clock).is_err());
         let e = NewEvent::new("s", "k").build(&clock).unwrap();
-        assert_eq!(e.created_at(), clock.now());
-        assert_eq!(e.priority(), Priority::Normal);
+        assert_eq!(e.created_at, clock.now());
+        assert_eq!(e.priority, Priority::Normal);
     }
 
     #[test]
@@ -530,7 +494,7 @@ mod tests {
             .dedup_key(key.clone())
             .build(&clock)
             .unwrap();
-        assert_eq!(e.dedup_key(), Some(key.as_str()));
+        assert_eq!(e.dedup_key.as_deref(), Some(key.as_str()));
         let long_key = "d".repeat(MAX_KEY_LEN + 1);
         assert!(
             NewEvent::new("s", "k")
@@ -543,7 +507,7 @@ mod tests {
             NewEvent::new("s", "k")
                 .build(&clock)
                 .unwrap()
-                .dedup_key()
+                .dedup_key
                 .is_none()
         );
     }

@@ -40,8 +40,8 @@ fn an_events_extra_fields_are_read_and_kept_through_ack() {
     add(&path, "trace_id", json!("t-1"));
     let bytes = fs::read(&path).unwrap();
     let pending = bus.pending(&a).unwrap();
-    assert_eq!(pending.events()[0].extra()["trace_id"], "t-1");
-    let _ = bus.ack(&a, e.delivered().unwrap().id()).unwrap();
+    assert_eq!(pending.events[0].extra["trace_id"], "t-1");
+    let _ = bus.ack(&a, &e.delivered().unwrap().id).unwrap();
     assert_eq!(
         fs::read(bus.processed_dir(&a).join(&name).unwrap()).unwrap(),
         bytes
@@ -57,9 +57,9 @@ fn an_unknown_priority_is_unsupported_and_left_in_place() {
     let bytes = fs::read(&path).unwrap();
 
     let pending = bus.pending(&a).unwrap();
-    assert!(pending.events().is_empty());
+    assert!(pending.events.is_empty());
     assert_eq!(
-        pending.unreadable()[0].problem,
+        pending.unreadable[0].problem,
         Problem::Unsupported("bus event priority `urgent`".into())
     );
     let report = bus.doctor(DoctorMode::Fix).unwrap();
@@ -78,9 +78,9 @@ fn a_broken_event_with_a_known_priority_is_corrupt() {
     let path = queued_event(&bus, &a);
     add(&path, "created_at", json!("not a time"));
     let pending = bus.pending(&a).unwrap();
-    assert!(pending.events().is_empty());
+    assert!(pending.events.is_empty());
     assert!(
-        matches!(pending.unreadable()[0].problem, Problem::Corrupt(_)),
+        matches!(pending.unreadable[0].problem, Problem::Corrupt(_)),
         "{pending:?}"
     );
 }

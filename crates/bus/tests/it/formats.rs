@@ -34,7 +34,7 @@ fn event_file() {
         .clone();
     let path = bus.queue_dir(&a).join(e.file_name()).unwrap();
     let text = std::fs::read_to_string(path).unwrap();
-    let id = e.id().as_str();
+    let id = e.id.as_str();
     insta::assert_snapshot!(redact(&e.file_name(), &[id]), @"0-[id-0]-worker-2-needs-input.json");
     insta::assert_snapshot!("event_file", redact(&text, &[id]));
     let record = bus
@@ -87,5 +87,5 @@ fn presence_control_registry_and_nag_files() {
     clock.advance(Duration::from_secs(31));
     assert_eq!(bus.due_reminders(&a, Occasion::Pause).unwrap().len(), 1);
     let nag = std::fs::read_to_string(dir.join("nag.json")).unwrap();
-    insta::assert_snapshot!("nag", redact(&nag, &[e.delivered().unwrap().id().as_str()]));
+    insta::assert_snapshot!("nag", redact(&nag, &[e.delivered().unwrap().id.as_str()]));
 }

@@ -61,7 +61,9 @@ fn prune_keeps_the_newest_processed_events_and_never_touches_the_queue() {
     for e in &acked {
         assert_eq!(bus.ack_event(&a, e).unwrap(), AckOutcome::Acked);
     }
-    let pruned = bus.prune(&a, &Retention::keep_all().max_count(4)).unwrap();
+    let pruned = bus
+        .prune(&a, &retention(|r| r.max_count = Some(4)))
+        .unwrap();
     assert_eq!(pruned.events, 2);
     let kept: Vec<_> = bus
         .processed(&a)
@@ -69,18 +71,21 @@ fn prune_keeps_the_newest_processed_events_and_never_touches_the_queue() {
         .iter()
         .map(|e| e.id().clone())
         .collect();
-    let mut newest: Vec<_> = acked[2..].iter().map(|e| e.id().clone()).collect();
+    let mut newest: Vec<_> = acked[2..].iter().map(|e| e.id.clone()).collect();
     newest.sort_by_key(|id| {
         acked
             .iter()
-            .find(|e| e.id() == id)
-            .map(|e| (e.priority(), id.clone()))
+            .find(|e| e.id == *id)
+            .map(|e| (e.priority, id.clone()))
     });
     assert_eq!(kept, newest);
 
     // By age: the events published more than 150 s before now go.
     let pruned = bus
-        .prune(&a, &Retention::keep_all().max_age(Duration::from_secs(150)))
+        .prune(
+            &a,
+            &retention(|r| r.max_age = Some(Duration::from_secs(150))),
+        )
         .unwrap();
     assert_eq!(pruned.events, 2);
     // By size: one file's worth.
@@ -92,11 +97,11 @@ fn prune_keeps_the_newest_processed_events_and_never_touches_the_queue() {
     .unwrap()
     .len();
     let pruned = bus
-        .prune(&a, &Retention::keep_all().max_bytes(one))
+        .prune(&a, &retention(|r| r.max_bytes = Some(one)))
         .unwrap();
     assert_eq!(pruned.events, 1);
     assert_eq!(bus.processed(&a).unwrap().len(), 1);
-    assert_eq!(bus.pending(&a).unwrap().events(), [waiting]);
+    assert_eq!(bus.pending(&a).unwrap().events, [waiting]);
 }
 
 /// The limits are inclusive: events that together take exactly `max_bytes`
@@ -130,18 +135,21 @@ fn prune_keeps_what_is_exactly_at_a_limit() {
 
     let all = oldest + middle + newest;
     let pruned = bus
-        .prune(&a, &Retention::keep_all().max_bytes(all))
+        .prune(&a, &retention(|r| r.max_bytes = Some(all)))
         .unwrap();
     assert_eq!(pruned, chipset_bus::Pruned::default(), "all fit exactly");
     let pruned = bus
-        .prune(&a, &Retention::keep_all().max_bytes(all - 1))
+        .prune(&a, &retention(|r| r.max_bytes = Some(all - 1)))
         .unwrap();
     assert_eq!((pruned.events, pruned.bytes), (1, oldest));
-    assert_eq!(left(&bus), [events[1].id().clone(), events[2].id().clone()]);
+    assert_eq!(left(&bus), [events[1].id.clone(), events[2].id.clone()]);
 
     // Now is 180 s after the first publish: the middle one is 120 s old.
     let pruned = bus
-        .prune(&a, &Retention::keep_all().max_age(Duration::from_secs(120)))
+        .prune(
+            &a,
+            &retention(|r| r.max_age = Some(Duration::from_secs(120))),
+        )
         .unwrap();
     assert_eq!(
         pruned,
@@ -149,10 +157,13 @@ fn prune_keeps_what_is_exactly_at_a_limit() {
         "exactly as old is kept"
     );
     let pruned = bus
-        .prune(&a, &Retention::keep_all().max_age(Duration::from_secs(119)))
+        .prune(
+            &a,
+            &retention(|r| r.max_age = Some(Duration::from_secs(119))),
+        )
         .unwrap();
     assert_eq!((pruned.events, pruned.bytes), (1, middle));
-    assert_eq!(left(&bus), [events[2].id().clone()]);
+    assert_eq!(left(&bus), [events[2].id.clone()]);
 }
 
 #[test]
@@ -167,7 +178,7 @@ fn prune_drops_old_dedup_records_so_the_key_works_again() {
     let none = bus
         .prune(
             &a,
-            &Retention::keep_all().dedup_max_age(Duration::from_secs(600)),
+            &retention(|r| r.dedup_max_age = Some(Duration::from_secs(600))),
         )
         .unwrap();
     assert_eq!(none.dedup_records, 0);
@@ -175,19 +186,22 @@ fn prune_drops_old_dedup_records_so_the_key_works_again() {
     let exact = bus
         .prune(
             &a,
-            &Retention::keep_all().dedup_max_age(Duration::from_secs(120)),
+            &retention(|r| r.dedup_max_age = Some(Duration::from_secs(120))),
         )
         .unwrap();
     assert_eq!(exact.dedup_records, 0);
-    assert!(bus.publish(&a, &e).unwrap().is_duplicate(), "still judged");
+    assert!(
+        bus.publish(&a, &e).unwrap().delivered().is_none(),
+        "still judged"
+    );
     let some = bus
         .prune(
             &a,
-            &Retention::keep_all().dedup_max_age(Duration::from_secs(60)),
+            &retention(|r| r.dedup_max_age = Some(Duration::from_secs(60))),
         )
         .unwrap();
     assert_eq!(some.dedup_records, 1);
-    assert!(!bus.publish(&a, &e).unwrap().is_duplicate());
+    assert!(bus.publish(&a, &e).unwrap().delivered().is_some());
 }
 
 #[test]
@@ -297,8 +311,8 @@ fn doctor_reports_then_fixes_by_quarantine() {
     // Only the stray file under bus/ is left to a human.
     let after = bus.doctor(DoctorMode::Check).unwrap();
     assert_eq!(after.findings.len(), 1, "{:?}", after.findings);
-    assert_eq!(bus.pending(&a).unwrap().events(), [good]);
-    assert!(bus.pending(&a).unwrap().unreadable().is_empty());
+    assert_eq!(bus.pending(&a).unwrap().events, [good]);
+    assert!(bus.pending(&a).unwrap().unreadable.is_empty());
     assert_eq!(
         std::fs::read_dir(queue.as_path().join(".quarantine"))
             .unwrap()
@@ -491,4 +505,11 @@ fn ack_cleans_up_a_copy_left_in_both_places() {
     .unwrap();
     assert_eq!(bus.ack_event(&a, &e).unwrap(), AckOutcome::AlreadyAcked);
     assert!(bus.pending(&a).unwrap().is_empty());
+}
+
+/// Returns a retention that keeps all but what `limit` sets.
+fn retention(limit: impl FnOnce(&mut Retention)) -> Retention {
+    let mut r = Retention::default();
+    limit(&mut r);
+    r
 }

@@ -50,7 +50,7 @@ proptest! {
                     let p = Priority::ALL[priority];
                     let e = NewEvent::new("src", ["a", "m", "z"][kind]).priority(p);
                     let e = bus.publish(&a, &e).unwrap().delivered().unwrap().clone();
-                    published.push((p, e.id().clone(), e));
+                    published.push((p, e.id.clone(), e));
                 }
                 Op::Ack { pick, by_id } => {
                     if published.is_empty() {
@@ -73,11 +73,11 @@ proptest! {
                 .collect();
             expected.sort();
             let pending = bus.pending(&a).unwrap();
-            prop_assert!(pending.unreadable().is_empty());
+            prop_assert!(pending.unreadable.is_empty());
             let got: Vec<_> = pending
-                .events()
+                .events
                 .iter()
-                .map(|e| (e.priority(), e.id().clone()))
+                .map(|e| (e.priority, e.id.clone()))
                 .collect();
             prop_assert_eq!(got, expected);
         }

@@ -26,15 +26,14 @@ fn an_offline_agent_has_a_queue_that_accumulates() {
     let _ = bus.publish(&a, &NewEvent::new("mayor", "task")).unwrap();
     assert!(bus.is_available(&a).unwrap());
     assert_eq!(bus.presence(&a).unwrap(), ReadOutcome::Missing);
-    assert_eq!(bus.pending(&a).unwrap().len(), 1);
+    assert_eq!(bus.pending(&a).unwrap().events.len(), 1);
 }
 
 /// A bus on `t` whose presence goes stale after 60 s.
 fn stale_after_a_minute(t: &chipset_testkit::TempState) -> Bus {
-    Bus::with_config(
-        t.state.clone(),
-        BusConfig::default().with_presence_stale_after(Duration::from_secs(60)),
-    )
+    let mut config = BusConfig::default();
+    config.presence_stale_after = Duration::from_secs(60);
+    Bus::with_config(t.state.clone(), config)
 }
 
 #[test]
@@ -49,7 +48,7 @@ fn start_returns_pending_in_order_and_registers_presence() {
         .publish(&a, &NewEvent::new("m", "crit").priority(Priority::Critical))
         .unwrap();
     let s = bus.start(&a).unwrap();
-    let kinds: Vec<_> = s.pending.events().iter().map(|e| e.kind()).collect();
+    let kinds: Vec<_> = s.pending.events.iter().map(|e| &e.kind).collect();
     assert_eq!(kinds, ["crit", "low"]);
     assert_eq!(s.previous, ReadOutcome::Missing);
     assert_eq!(s.presence.pid, std::process::id());
@@ -62,8 +61,8 @@ fn start_returns_pending_in_order_and_registers_presence() {
     assert!(stale(&bus, &a));
     assert_eq!(bus.presence(&a).unwrap().value(), Some(s.presence.clone()));
     let _ = bus.publish(&a, &NewEvent::new("m", "more")).unwrap();
-    assert_eq!(bus.pending(&a).unwrap().len(), 3);
-    let e = bus.pending(&a).unwrap().into_events().remove(0);
+    assert_eq!(bus.pending(&a).unwrap().events.len(), 3);
+    let e = bus.pending(&a).unwrap().events.remove(0);
     assert_eq!(bus.ack_event(&a, &e).unwrap(), AckOutcome::Acked);
 
     let beat = bus.heartbeat(&a).unwrap();
@@ -74,7 +73,7 @@ fn start_returns_pending_in_order_and_registers_presence() {
     // A restart sees the previous session and its stale or live presence.
     let again = bus.start(&a).unwrap();
     assert!(matches!(&again.previous, ReadOutcome::Value(p) if bus.is_live(p)));
-    assert_eq!(again.pending.len(), 2);
+    assert_eq!(again.pending.events.len(), 2);
 }
 
 fn clock_now(bus: &Bus) -> chipset_store::Timestamp {

@@ -54,16 +54,16 @@ fn crash_publisher(bus: &Bus, limit: u64, mut out: impl FnMut(&str)) {
             .priority(p)
             .payload(json!({ "i": i, "pad": "x".repeat((i as usize * 53) % 2000) }));
         let published = bus.publish(&agent("hub"), &e).unwrap();
-        out(&format!("done {}", published.delivered().unwrap().id()));
+        out(&format!("done {}", published.delivered().unwrap().id));
     }
 }
 
 /// Acknowledges everything pending, saying `acked {id}` after each.
 fn crash_acker(bus: &Bus, mut out: impl FnMut(&str)) {
     let hub = agent("hub");
-    for e in bus.pending(&hub).unwrap().into_events() {
+    for e in bus.pending(&hub).unwrap().events {
         assert_eq!(bus.ack_event(&hub, &e).unwrap(), AckOutcome::Acked);
-        out(&format!("acked {}", e.id()));
+        out(&format!("acked {}", e.id));
     }
 }
 
@@ -99,7 +99,7 @@ fn child_entry() {
     let bus = Bus::new(t.state.clone());
     let hub = agent("hub");
     publish_many(&bus, "p", 4);
-    assert_eq!(bus.pending(&hub).unwrap().len(), 4);
+    assert_eq!(bus.pending(&hub).unwrap().events.len(), 4);
     assert_eq!(publish_keyed(&bus, "a"), "delivered");
     assert_eq!(publish_keyed(&bus, "b"), "duplicate");
     let mut done = Vec::new();
@@ -139,13 +139,13 @@ fn eight_processes_publish_2000_events_all_present_in_order() {
     }
     let bus = Bus::new(t.state.clone());
     let pending = bus.pending(&agent("hub")).unwrap();
-    assert!(pending.unreadable().is_empty());
-    assert_eq!(pending.len(), 2000);
+    assert!(pending.unreadable.is_empty());
+    assert_eq!(pending.events.len(), 2000);
     // Priority first, then id (time) within a priority.
     let keys: Vec<_> = pending
-        .events()
+        .events
         .iter()
-        .map(|e| (e.priority(), e.id().clone()))
+        .map(|e| (e.priority, e.id.clone()))
         .collect();
     let mut sorted = keys.clone();
     sorted.sort();
@@ -153,11 +153,11 @@ fn eight_processes_publish_2000_events_all_present_in_order() {
     // Every (publisher, seq) once, and each publisher's own order kept within a priority.
     let mut last: BTreeMap<(String, Priority), u64> = BTreeMap::new();
     let mut all = BTreeSet::new();
-    for e in pending.events() {
-        let seq = e.payload()["seq"].as_u64().unwrap();
-        assert!(all.insert((e.source().to_owned(), seq)));
-        let prev = last.insert((e.source().to_owned(), e.priority()), seq);
-        assert!(prev.is_none_or(|p| p < seq), "{} out of order", e.source());
+    for e in pending.events {
+        let seq = e.payload["seq"].as_u64().unwrap();
+        assert!(all.insert((e.source.to_owned(), seq)));
+        let prev = last.insert((e.source.to_owned(), e.priority), seq);
+        assert!(prev.is_none_or(|p| p < seq), "{} out of order", e.source);
     }
     assert_eq!(all.len(), 2000);
     // 250 per publisher cycling over four priorities: 63, 63, 62, 62 each.
@@ -205,7 +205,7 @@ fn eight_processes_same_key_exactly_one_delivered() {
         "{said:?}"
     );
     let bus = Bus::new(t.state.clone());
-    assert_eq!(bus.pending(&agent("hub")).unwrap().len(), 1);
+    assert_eq!(bus.pending(&agent("hub")).unwrap().events.len(), 1);
 }
 
 #[test]
@@ -220,10 +220,7 @@ fn waiter_in_another_process_wakes_on_publish() {
         .publish(&agent("hub"), &NewEvent::new("worker", "task-done"))
         .unwrap();
     let woke = next_with(&rx, "woke");
-    assert_eq!(
-        woke,
-        format!("woke {}", published.delivered().unwrap().id())
-    );
+    assert_eq!(woke, format!("woke {}", published.delivered().unwrap().id));
     assert!(rx.iter().all(|l| l != "timeout"));
     kit::wait_ok(&mut child, Duration::from_secs(30));
 }
@@ -266,7 +263,7 @@ fn ids_after(rx: &mpsc::Receiver<String>, prefix: &str) -> Vec<EventId> {
 /// writer may leave a dot-temp, which no reader looks at).
 fn assert_whole(bus: &Bus) {
     let hub = agent("hub");
-    assert!(bus.pending(&hub).unwrap().unreadable().is_empty());
+    assert!(bus.pending(&hub).unwrap().unreadable.is_empty());
     let report = bus.doctor(DoctorMode::Check).unwrap();
     assert!(report.is_clean(), "{:?}", report.findings);
     let dir = bus.processed_dir(&hub);
@@ -354,7 +351,7 @@ fn sigkill_mid_ack_keeps_every_event_in_exactly_one_place() {
         assert_whole(&bus);
     }
     // What the killed ackers left is still pending, in order, and can be acked.
-    for e in bus.pending(&hub).unwrap().into_events() {
+    for e in bus.pending(&hub).unwrap().events {
         assert_eq!(bus.ack_event(&hub, &e).unwrap(), AckOutcome::Acked);
     }
     assert_eq!(bus.processed(&hub).unwrap().len(), 300);

@@ -149,7 +149,7 @@ fn cases() -> Vec<Case> {
                 // A second event with the key is a duplicate once the first applied.
                 match b.publish(&agent("bob"), &event(OTHER).dedup_key("k1"))? {
                     Published::Duplicate { .. } => Ok(()),
-                    Published::Delivered(e) => panic!("dedup let {} through", e.id()),
+                    Published::Delivered(e) => panic!("dedup let {} through", e.id),
                 }
             },
             applied: |b| {
@@ -266,10 +266,10 @@ fn every_power_cut_in_publish_and_ack_reads_clean_and_keeps_what_returned() {
             for who in ["bob", "carol"] {
                 let pending = back.pending(&agent(who)).unwrap();
                 assert!(
-                    pending.unreadable().is_empty(),
+                    pending.unreadable.is_empty(),
                     "{}: cut {i}: {:?}",
                     case.name,
-                    pending.unreadable()
+                    pending.unreadable
                 );
             }
             if cut.returned.iter().any(|r| r == case.name) {

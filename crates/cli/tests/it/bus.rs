@@ -125,7 +125,7 @@ fn wait_blocks_until_an_event_arrives() {
     assert_eq!(doc["timed_out"], false);
     assert_eq!(
         doc["events"][0]["id"].as_str(),
-        Some(published.delivered().unwrap().id().as_str())
+        Some(published.delivered().unwrap().id.as_str())
     );
 }
 

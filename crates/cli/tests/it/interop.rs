@@ -130,8 +130,8 @@ fn the_libraries_read_what_the_command_line_wrote() {
     let queued = Bus::new(state.clone())
         .pending(&agent("supervisor"))
         .unwrap();
-    assert_eq!(queued.events()[0].id().as_str(), event);
-    assert_eq!(queued.events()[0].payload()["n"], 1);
+    assert_eq!(queued.events[0].id.as_str(), event);
+    assert_eq!(queued.events[0].payload["n"], 1);
 
     let reminders = Reminders::new(state, KindRegistry::preset());
     let open = reminders.list_open(&ReminderFilter::default()).unwrap();
@@ -230,7 +230,7 @@ fn the_command_line_reads_what_the_libraries_wrote() {
             .is_empty()
     );
 
-    let id = published.delivered().unwrap().id().to_string();
+    let id = published.delivered().unwrap().id.to_string();
     let pending = env.ok(&["--json", "bus", "pending", "supervisor"]).json();
     assert_eq!(pending["events"][0]["id"], id.as_str());
     env.ok(&["bus", "ack", "supervisor", &id]);

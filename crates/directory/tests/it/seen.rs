@@ -123,7 +123,7 @@ fn acks_are_seen_from_the_processed_folder() {
     let bus = Bus::new(e.state.clone());
     e.dir.register(&a, &Registration::new()).unwrap();
     let _ = bus.publish(&a, &NewEvent::new("mayor", "go")).unwrap();
-    let event = bus.pending(&a).unwrap().into_events().remove(0);
+    let event = bus.pending(&a).unwrap().events.remove(0);
     let before = std::time::SystemTime::now();
     let _ = bus.ack_event(&a, &event).unwrap();
     let s = e.dir.whois(&a).unwrap().last_seen;

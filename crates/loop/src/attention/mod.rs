@@ -275,23 +275,23 @@ impl Attention {
 
     fn bus_entry(&self, agent: &AgentId) -> Result<Option<Entry>> {
         let pending = self.bus.pending(agent)?;
-        let count = pending.len() + pending.unreadable().len();
+        let count = pending.events.len() + pending.unreadable.len();
         // The queue lists critical first, oldest first within a priority.
-        if let Some(e) = pending.events().first() {
+        if let Some(e) = pending.events.first() {
             return Ok(Some(Entry {
                 kind: WorkKind::Bus,
                 count,
                 top: Item {
-                    id: e.id().to_string(),
-                    from: Some(e.source().to_owned()),
-                    priority: Some(e.priority().as_str().to_owned()),
-                    at: Some(e.created_at()),
-                    summary: format!("{} {} from {}", e.priority().as_str(), e.kind(), e.source()),
+                    id: e.id.to_string(),
+                    from: Some(e.source.to_owned()),
+                    priority: Some(e.priority.as_str().to_owned()),
+                    at: Some(e.created_at),
+                    summary: format!("{} {} from {}", e.priority.as_str(), e.kind, e.source),
                     unreadable: false,
                 },
             }));
         }
-        Ok(pending.unreadable().first().map(|bad| Entry {
+        Ok(pending.unreadable.first().map(|bad| Entry {
             kind: WorkKind::Bus,
             count,
             top: Item {

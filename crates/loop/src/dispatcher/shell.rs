@@ -69,25 +69,25 @@ impl Dispatcher {
     pub(super) fn read_bus(&self, now: Timestamp, actions: &mut Vec<DispatchAction>) -> Result<()> {
         let bus = &self.channels.bus;
         let pending = bus.pending(&self.me)?;
-        for bad in pending.unreadable() {
+        for bad in pending.unreadable {
             actions.push(DispatchAction::Unreadable {
                 path: bad.path.clone(),
                 reason: format!("{:?}", bad.problem),
             });
         }
-        for event in pending.events() {
-            if event.kind() != WORK_COMPLETED_EVENT && event.kind() != HEALTH_ESCALATION {
+        for event in pending.events {
+            if event.kind != WORK_COMPLETED_EVENT && event.kind != HEALTH_ESCALATION {
                 continue;
             }
-            match LoopMessage::from_payload(event.payload()) {
+            match LoopMessage::from_payload(&event.payload) {
                 Some(message) => self.on_message(&message, now, actions)?,
                 // Reported like an unreadable mail, so nothing vanishes silently.
                 None => actions.push(DispatchAction::Unreadable {
                     path: bus.queue_dir(&self.me).as_path().join(event.file_name()),
-                    reason: format!("{} event whose payload is not a loop message", event.kind()),
+                    reason: format!("{} event whose payload is not a loop message", event.kind),
                 }),
             }
-            let _ = bus.ack_event(&self.me, event)?;
+            let _ = bus.ack_event(&self.me, &event)?;
         }
         Ok(())
     }

@@ -358,7 +358,7 @@ fn a_brief_watch_returns_each_change() {
     let first = watch.next(PATIENT).unwrap().unwrap();
     assert_eq!(first.kinds(), vec![WorkKind::Bus]);
     let bus = Bus::new(tmp.state.clone());
-    let event = bus.pending(&alpha).unwrap().into_events().remove(0);
+    let event = bus.pending(&alpha).unwrap().events.remove(0);
     assert_eq!(
         bus.ack_event(&alpha, &event).unwrap(),
         chipset_bus::AckOutcome::Acked

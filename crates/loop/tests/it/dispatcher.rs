@@ -89,7 +89,7 @@ fn work_goes_to_idle_agents_in_pool_order_with_mail_and_a_wake_up() {
     assert_eq!(inbox.len(), 1);
     assert_eq!(inbox[0].subject(), WORK_ASSIGNMENT);
     let wake = Bus::new(s.state()).pending(&agent("w2")).unwrap();
-    assert_eq!(wake.events()[0].kind(), WORK_ASSIGNED_EVENT);
+    assert_eq!(wake.events[0].kind, WORK_ASSIGNED_EVENT);
     let entry = d.entry(&bead("b3")).unwrap().unwrap();
     assert_eq!(entry.state, BeadState::Queued);
 
@@ -585,7 +585,7 @@ fn other_events_on_the_dispatchers_queue_are_left_alone() {
     d.submit(bead("b1"), "t").unwrap();
     assert_eq!(names(&d.tick().unwrap()), ["assigned b1 w1"]);
     let pending = bus.pending(&agent("mayor")).unwrap();
-    let kinds: Vec<_> = pending.events().iter().map(|e| e.kind()).collect();
+    let kinds: Vec<_> = pending.events.iter().map(|e| &e.kind).collect();
     assert_eq!(kinds, ["other-kind"]);
 }
 

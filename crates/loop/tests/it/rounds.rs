@@ -152,7 +152,7 @@ fn pending_replies_that_do_not_shrink_across_two_rounds_escalate_as_a_stalemate(
     assert!(round.executor_done().is_err(), "final");
     // The escalation woke the human.
     let pending = Bus::new(s.state()).pending(&agent("human")).unwrap();
-    assert_eq!(pending.events()[0].kind(), ROUND_ESCALATION_EVENT);
+    assert_eq!(pending.events[0].kind, ROUND_ESCALATION_EVENT);
 }
 
 #[test]
@@ -258,11 +258,11 @@ fn reopening_an_escalated_round_announces_it_again_once() {
     let round = rounds(&s).open(&t).unwrap();
     assert_eq!(round.phase(), Phase::Escalated);
     let pending = bus.pending(&agent("human")).unwrap();
-    assert_eq!(pending.len(), 1);
-    assert_eq!(pending.events()[0].kind(), ROUND_ESCALATION_EVENT);
+    assert_eq!(pending.events.len(), 1);
+    assert_eq!(pending.events[0].kind, ROUND_ESCALATION_EVENT);
     // Opening it again does not wake the human twice.
     rounds(&s).open(&t).unwrap();
-    assert_eq!(bus.pending(&agent("human")).unwrap().len(), 1);
+    assert_eq!(bus.pending(&agent("human")).unwrap().events.len(), 1);
 }
 
 /// A rounds handle reports its config, and lists and reads back the

@@ -107,9 +107,9 @@ fn silent_agent_gets_health_check_then_stall_warning_then_exactly_one_escalation
 
     // The dispatcher is woken by a critical bus event.
     let pending = Bus::new(s.state()).pending(&agent("mayor")).unwrap();
-    assert_eq!(pending.len(), 1);
-    assert_eq!(pending.events()[0].kind(), HEALTH_ESCALATION);
-    assert_eq!(pending.events()[0].priority(), BusPriority::Critical);
+    assert_eq!(pending.events.len(), 1);
+    assert_eq!(pending.events[0].kind, HEALTH_ESCALATION);
+    assert_eq!(pending.events[0].priority, BusPriority::Critical);
 
     // Hours later, still silent: never a second escalation for this incident.
     for _ in 0..20 {

@@ -103,8 +103,8 @@ fn gupp_runs_the_work_completes_the_hook_and_reports_it() {
     assert_eq!(assignment, a);
     assert_eq!(summary, "README section added");
     let pending = Bus::new(s.state()).pending(&agent("mayor")).unwrap();
-    assert_eq!(pending.events()[0].kind(), WORK_COMPLETED_EVENT);
-    assert_eq!(pending.events()[0].priority(), BusPriority::High);
+    assert_eq!(pending.events[0].kind, WORK_COMPLETED_EVENT);
+    assert_eq!(pending.events[0].priority, BusPriority::High);
 
     // Next time round: the completed work waits for the dispatcher's clear.
     assert!(matches!(
@@ -490,11 +490,7 @@ fn run_until_tidies_only_the_assignments_wakeup_and_mail() {
         .unwrap();
     let kinds = |bus: &Bus| -> Vec<String> {
         let pending = bus.pending(&me).unwrap();
-        pending
-            .events()
-            .iter()
-            .map(|e| e.kind().to_owned())
-            .collect()
+        pending.events.iter().map(|e| e.kind.to_owned()).collect()
     };
     assert!(kinds(&bus).contains(&chipset_loop::WORK_ASSIGNED_EVENT.to_owned()));
     assert!(

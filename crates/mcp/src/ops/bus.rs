@@ -17,21 +17,21 @@ pub(crate) fn events(
     limit: usize,
     timed_out: Option<bool>,
 ) -> Reply {
-    let all = pending.events();
+    let all = &pending.events;
     let shown = &all[..all.len().min(limit)];
     let mut text = String::new();
     for e in shown {
-        let payload = match e.payload() {
+        let payload = match &e.payload {
             Value::Null => String::new(),
             v => format!(" {v}"),
         };
         text.push_str(&format!(
             "{} {} {} {} at {}{payload}\n",
-            e.id(),
-            e.priority().as_str(),
-            e.source(),
-            e.kind(),
-            e.created_at()
+            e.id,
+            e.priority.as_str(),
+            e.source,
+            e.kind,
+            e.created_at
         ));
     }
     if shown.len() < all.len() {
@@ -47,17 +47,17 @@ pub(crate) fn events(
             _ => format!("no pending events for {agent}\n"),
         };
     }
-    let failure = pending.unreadable().first().map(|first| {
+    let failure = pending.unreadable.first().map(|first| {
         Failure::unreadable_queue(
             agent,
-            pending.unreadable().len(),
+            pending.unreadable.len(),
             &first.path,
             &first.problem.to_string(),
         )
     });
     let view = Events {
         events: shown.to_vec(),
-        unreadable: pending.unreadable().iter().map(BadEntry::from).collect(),
+        unreadable: pending.unreadable.iter().map(BadEntry::from).collect(),
         total: Some(all.len()),
         timed_out,
     };
@@ -81,7 +81,7 @@ pub(crate) fn bus_publish(ctx: &Ctx, p: BusPublish) -> Outcome {
     }
     let view = Published::from(Bus::new(ctx.state.clone()).publish(&to, &event)?);
     let text = match &view {
-        Published::Delivered { event } => format!("published {} to {to}\n", event.id()),
+        Published::Delivered { event } => format!("published {} to {to}\n", event.id),
         Published::Duplicate {
             key,
             original,
