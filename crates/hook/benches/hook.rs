@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use chipset_hook::BeadId;
 use chipset_hook::{HookStatus, Hooks};
-use chipset_store::{AgentId, DEFAULT_READ_CAP, ManualClock, StateDir, StateOptions, Timestamp};
+use chipset_store::{AgentId, ManualClock, StateDir, StateOptions, Timestamp};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 const T0: i64 = 1_772_706_600_000;
@@ -33,7 +33,6 @@ fn open(dir: &Path) -> (Hooks, ManualClock) {
         dir,
         StateOptions {
             clock: Arc::new(clock.clone()),
-            read_cap: DEFAULT_READ_CAP,
             ..StateOptions::default()
         },
     )

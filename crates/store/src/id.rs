@@ -3,11 +3,11 @@
 use crate::error::{Error, Result};
 
 /// The longest id accepted, in bytes.
-pub const MAX_ID_LEN: usize = 128;
+pub(crate) const MAX_ID_LEN: usize = 128;
 
 /// Checks that `value` is safe to use as one path segment.
 ///
-/// The rules, checked in this order: not empty; at most [`MAX_ID_LEN`] bytes;
+/// The rules, checked in this order: not empty; at most 128 bytes;
 /// not `.` or `..`; no leading `.` (that would hide it, and names starting with
 /// a dot are reserved for temp, lock and quarantine files); no `/` or `\`; no
 /// NUL; no other control character.

@@ -411,7 +411,7 @@ pub use canonical::to_canonical_json;
 pub use canonical::to_canonical_line;
 pub use error::{Error, MaybeCommitted, Result};
 pub use escape::{EscapeAlphabet, escape_name, fnv1a_64, unescape_name};
-pub use id::{AgentId, MAX_ID_LEN, TaskId, validate_segment};
+pub use id::{AgentId, TaskId, validate_segment};
 pub use lock::{Decision, Lock, LockGuard};
 pub use locked::Locked;
 #[cfg(feature = "testing")]
@@ -419,7 +419,7 @@ pub use log::MAX_LINE;
 pub use log::{BadLine, JsonLog, LogContents, LogRepair, TornTail};
 pub use path::{Segment, StatePath};
 pub use quarantine::Observed;
-pub use read::{CorruptReason, Corruption, DEFAULT_READ_CAP, ReadOutcome, Unsupported, parse_json};
+pub use read::{CorruptReason, Corruption, ReadOutcome, Unsupported, parse_json};
 pub use repair::{Action, Defect, DoctorMode, Finding, Report, Tally};
 pub use scratch::ScratchFile;
 pub use sortable::SortableId;

@@ -84,7 +84,7 @@ impl StatePath {
     }
 
     /// Returns this path with `{id}{suffix}` joined, `id` being a validated
-    /// id (at most [`MAX_ID_LEN`](crate::MAX_ID_LEN) bytes, one safe
+    /// id (at most 128 bytes, one safe
     /// segment) and `suffix` a fixed ending such as `".json"` or `""`:
     /// infallible, since the two together are always one safe segment.
     ///

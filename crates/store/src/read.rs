@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use crate::error::{Error, Result};
 
 /// The default cap on a state file's size: 1 MiB.
-pub const DEFAULT_READ_CAP: u64 = 1024 * 1024;
+pub(crate) const DEFAULT_READ_CAP: u64 = 1024 * 1024;
 
 /// What a typed read found.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -41,7 +41,7 @@ pub const QUARANTINE_DIR: &str = ".quarantine";
 pub struct StateOptions {
     /// Where time comes from.
     pub clock: Arc<dyn Clock>,
-    /// The largest state file a typed read accepts.
+    /// The largest state file a typed read accepts. Default 1 MiB.
     pub read_cap: u64,
     /// The I/O seam every change goes through ([`RealIo`] by default): the
     /// hook for test doubles that fail the Nth call or record every call
