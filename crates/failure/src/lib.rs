@@ -315,7 +315,10 @@ impl From<chipset_mail::Error> for Failure {
             | E::RoundTooLarge { .. }
             | E::BodyTooLarge { .. }
             | E::MessageTooLarge { .. }
-            | E::UnknownRecipient { .. } => Class::Usage,
+            | E::UnknownRecipient { .. }
+            | E::EmptyGroup
+            | E::GroupTooLarge { .. }
+            | E::InvalidGroupId { .. } => Class::Usage,
             _ => Class::Refused,
         };
         Failure::from_error(class, &e).unknown_if(e.is_outcome_unknown())

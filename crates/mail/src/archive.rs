@@ -71,7 +71,7 @@ impl Mail {
         };
         let message = found.message;
         let mut unindexed = None;
-        if message.needs_reply() && !self.indexed_reply(id)? {
+        if message.needs_reply() && !self.indexed_reply(id)? && !self.answered_by_group(&message)? {
             match self.unindexed_reply(&message)? {
                 Some(response) => unindexed = Some(response),
                 None => return Err(Error::ArchiveWithoutReply { id: id.clone() }),

@@ -97,10 +97,15 @@ pub struct NewMessage {
     pub(crate) in_reply_to: Option<MessageId>,
     pub(crate) priority: MailPriority,
     pub(crate) id: Option<MessageId>,
+    /// The group the message is one copy of.
+    pub(crate) group: Option<crate::group::Group>,
+    /// True when `id` was just generated (a group's copy on a first send):
+    /// no earlier delivery can exist, so none is looked for.
+    pub(crate) fresh: bool,
 }
 
 impl NewMessage {
-    fn new(
+    pub(crate) fn new(
         kind: Kind,
         from: AgentId,
         to: AgentId,
@@ -119,6 +124,8 @@ impl NewMessage {
             in_reply_to: None,
             priority: MailPriority::Normal,
             id: None,
+            group: None,
+            fresh: false,
         }
     }
 
@@ -292,6 +299,7 @@ pub(crate) fn to_message(
         created_at,
         priority: draft.priority,
         schema: None,
+        group: draft.group.clone().map(Box::new),
     }
 }
 

@@ -78,6 +78,24 @@ pub enum Error {
         /// The refused recipient.
         agent: AgentId,
     },
+    /// A group message has no recipient but its sender.
+    #[error("the group has no recipient but the sender")]
+    EmptyGroup,
+    /// A group message has more recipients than [`MAX_GROUP`](crate::MAX_GROUP).
+    #[error("a group of {count} recipients is over the limit of {max}")]
+    GroupTooLarge {
+        /// How many were given.
+        count: usize,
+        /// The bound.
+        max: usize,
+    },
+    /// A chosen group id is not `{unix-ms}-{uuid}`, the form every copy's
+    /// id must keep for the seed's other readers.
+    #[error("invalid group id `{id}`: must be `{{unix-ms}}-{{uuid}}`")]
+    InvalidGroupId {
+        /// The refused id.
+        id: MessageId,
+    },
     /// No message has this id (in any inbox, the archive, the by-task or orphan archive).
     #[error("message `{id}` does not exist")]
     NotFound {

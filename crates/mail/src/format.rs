@@ -126,7 +126,13 @@ pub struct Message {
     /// The format a foreign writer declares (`"schema": "message.v1"`, as
     /// nubos-pilot names its schema); chipset writes none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) schema: Option<String>,
+    // A boxed str, not a String: a message stays small enough to sit
+    // unboxed in the enums that carry one.
+    pub(crate) schema: Option<Box<str>>,
+    /// The group this message is one copy of (an extension the seed's
+    /// readers ignore; absent for a message to one agent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) group: Option<Box<crate::group::Group>>,
 }
 
 /// The message format this version reads: nubos-pilot's name for the seed's schema.
@@ -148,7 +154,7 @@ pub(crate) fn parse_message(path: &Path, bytes: &[u8]) -> ReadOutcome<Message> {
     let unsupported = |what: String| ReadOutcome::Unsupported(Unsupported::new(path, what));
     match parse_json::<Message>(path, bytes) {
         ReadOutcome::Value(m) => match &m.schema {
-            Some(schema) if schema != MESSAGE_SCHEMA => {
+            Some(schema) if &**schema != MESSAGE_SCHEMA => {
                 unsupported(format!("message schema `{schema}`"))
             }
             _ => ReadOutcome::Value(m),
@@ -209,7 +215,7 @@ fn empty_as_none<'de, D: Deserializer<'de>>(d: D) -> Result<Option<MessageId>, D
 impl Message {
     /// Returns true when `other` is this message sent again: every field the
     /// sender chose is equal (id, from, to, task, round, kind, subject, body,
-    /// `expects_reply`, `in_reply_to`, priority). `created_at` is not
+    /// `expects_reply`, `in_reply_to`, priority, group). `created_at` is not
     /// compared (a retry is stamped anew), nor the declared `schema` (a
     /// format label, not content). This is what "the same content" means for
     /// a retry with [`NewMessage::with_id`](crate::NewMessage::with_id).
@@ -225,6 +231,7 @@ impl Message {
             && self.expects_reply == other.expects_reply
             && self.in_reply_to == other.in_reply_to
             && self.priority == other.priority
+            && self.group == other.group
     }
 
     /// Returns the id (`{unix-ms}-{uuid-v4}` when written by chipset).
@@ -294,6 +301,11 @@ impl Message {
     /// Returns the priority (normal when the file has none).
     pub fn priority(&self) -> MailPriority {
         self.priority
+    }
+
+    /// Returns the group this message is one copy of, if any.
+    pub fn group(&self) -> Option<&crate::group::Group> {
+        self.group.as_deref()
     }
 }
 

@@ -282,6 +282,8 @@ impl Mail {
                 out.retain(|q| !found.contains_key(&q.id));
             }
         }
+        // A copy of an `any` group leaves once another copy is answered.
+        self.settle_groups(&mut out)?;
         out.sort_by(|a, b| a.id.cmp(&b.id));
         Ok(out)
     }

@@ -295,6 +295,7 @@ impl Mail {
         let message = to_message(draft, id, task, self.state.now());
         let mut first = None;
         if draft.id.is_some()
+            && !draft.fresh
             && let Some(found) = self.find(&message.id)?
         {
             if !found.message.same_content(&message) {
@@ -311,7 +312,7 @@ impl Mail {
             parent,
             bytes,
             first,
-            chosen: draft.id.is_some(),
+            chosen: draft.id.is_some() && !draft.fresh,
         })
     }
 

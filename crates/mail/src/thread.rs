@@ -226,6 +226,7 @@ mod tests {
             created_at: Timestamp::EPOCH,
             priority: MailPriority::Normal,
             schema: None,
+            group: None,
         }
     }
 

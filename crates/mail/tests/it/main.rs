@@ -11,6 +11,7 @@ mod foreign;
 mod formats;
 mod gate;
 mod gate_cache;
+mod group;
 mod model;
 mod ops;
 mod outsiders;

@@ -1,0 +1,472 @@
+//! Group mail: one message to several agents, an ordinary copy in each
+//! recipient's inbox, tied together by the `group` field; and the gate's
+//! rule for a request to a group ([`ExpectsReply`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::str::FromStr;
+
+use chipset_store::{AgentId, SortableId, TaskId};
+use serde::{Deserialize, Serialize};
+
+use crate::MessageId;
+use crate::draft::NewMessage;
+use crate::error::{Error, Result};
+use crate::format::{Kind, MailPriority, Message};
+use crate::mail::Mail;
+
+/// The most recipients one group message has (after the sender is left out).
+pub const MAX_GROUP: usize = 4096;
+
+/// When a request to a group stops holding up its task.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExpectsReply {
+    /// Every recipient must answer its copy (the default): each copy is an
+    /// ordinary request in the gate.
+    #[default]
+    All,
+    /// One answer from any recipient answers the group: the other copies
+    /// leave the gate (and may be archived without a reply) once a response
+    /// to one copy exists.
+    Any,
+}
+
+impl ExpectsReply {
+    /// Returns the name as written on disk (`all`, `any`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExpectsReply::All => "all",
+            ExpectsReply::Any => "any",
+        }
+    }
+}
+
+impl fmt::Display for ExpectsReply {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for ExpectsReply {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "all" => Ok(ExpectsReply::All),
+            "any" => Ok(ExpectsReply::Any),
+            other => Err(format!("`{other}` is neither `all` nor `any`")),
+        }
+    }
+}
+
+/// The `group` field of a group message's copy: the group's id, every
+/// recipient (sorted), and for a request the gate's rule.
+///
+/// Written as an object (`{"expects": "any", "id": …, "to": […]}`) that the
+/// seed's other readers ignore, as they ignore every field they do not know.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Group {
+    pub(crate) id: MessageId,
+    pub(crate) to: Vec<AgentId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) expects: Option<ExpectsReply>,
+}
+
+impl Group {
+    /// Returns the group's id (what `--id` names; no file has it).
+    pub fn id(&self) -> &MessageId {
+        &self.id
+    }
+
+    /// Returns every recipient, sorted.
+    pub fn to(&self) -> &[AgentId] {
+        &self.to
+    }
+
+    /// Returns the gate's rule, for a request.
+    pub fn expects(&self) -> Option<ExpectsReply> {
+        self.expects
+    }
+
+    /// Returns the id of `agent`'s copy: the group id's millisecond part and
+    /// a UUID (version 4 form) made from a hash of the group id and the
+    /// agent, so a retry finds the copies it already delivered, and the id
+    /// keeps the seed's `{unix-ms}-{uuid}` form that other readers require.
+    pub fn copy_id(&self, agent: &AgentId) -> MessageId {
+        copy_id(&self.id, agent)
+    }
+
+    /// Returns true when `message` is really this group's copy for its
+    /// addressee (a `group` field that does not fit its message is ignored).
+    fn holds(&self, message: &Message) -> bool {
+        self.to.binary_search(&message.to).is_ok() && self.copy_id(&message.to) == message.id
+    }
+}
+
+fn copy_id(group: &MessageId, agent: &AgentId) -> MessageId {
+    let ms = group.as_str().split_once('-').map_or("0", |(ms, _)| ms);
+    // FNV-1a, 128 bits: stable across versions and platforms, unlike std's hasher.
+    let mut h: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;
+    for b in group
+        .as_str()
+        .bytes()
+        .chain([0])
+        .chain(agent.as_str().bytes())
+    {
+        h ^= u128::from(b);
+        h = h.wrapping_mul(0x0000_0000_0100_0000_0000_0000_0000_013b);
+    }
+    // FNV's last bytes reach only the low and the top bits: a finalizer
+    // that mixes every bit into every other (murmur3's) spreads them.
+    let (mut hi, mut lo) = ((h >> 64) as u64, h as u64);
+    lo = fmix64(lo ^ hi.rotate_left(32));
+    hi = fmix64(hi ^ lo);
+    let h = (u128::from(hi) << 64) | u128::from(lo);
+    let uuid = (h & !(0xf << 76) & !(0b11 << 62)) | (0x4 << 76) | (0b10 << 62);
+    let text = format!(
+        "{ms}-{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        uuid >> 96,
+        (uuid >> 80) & 0xffff,
+        (uuid >> 64) & 0xffff,
+        (uuid >> 48) & 0xffff,
+        uuid & 0xffff_ffff_ffff
+    );
+    MessageId::new(text).expect("digits, hyphens and hex are one safe segment")
+}
+
+/// murmur3's 64-bit finalizer.
+fn fmix64(mut k: u64) -> u64 {
+    k ^= k >> 33;
+    k = k.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    k ^= k >> 33;
+    k = k.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    k ^ (k >> 33)
+}
+
+/// A message to a group: what a sender asks for; [`Mail::send_group`] makes
+/// one copy per recipient.
+///
+/// ```
+/// use chipset_mail::{ExpectsReply, GroupMessage, Mail};
+/// use chipset_store::{AgentId, StateDir, TaskId};
+///
+/// let tmp = tempfile::tempdir()?;
+/// let mail = Mail::new(StateDir::open(tmp.path())?);
+/// let lead = AgentId::new("lead")?;
+/// let team = ["ann", "bob", "lead"].map(|a| AgentId::new(a).unwrap());
+/// let draft = GroupMessage::request(lead, team, TaskId::new("t1")?, "ship-it", "ok to ship?")
+///     .with_expects(ExpectsReply::Any);
+/// let sent = mail.send_group(&draft)?;
+/// assert_eq!(sent.messages.len(), 2, "the sender is left out");
+/// assert_eq!(mail.pending_replies(&TaskId::new("t1")?)?.len(), 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupMessage {
+    kind: Kind,
+    from: AgentId,
+    to: Vec<AgentId>,
+    task: TaskId,
+    subject: String,
+    body: String,
+    round: Option<u64>,
+    priority: MailPriority,
+    expects: ExpectsReply,
+    id: Option<MessageId>,
+}
+
+impl GroupMessage {
+    fn new(
+        kind: Kind,
+        from: AgentId,
+        to: impl IntoIterator<Item = AgentId>,
+        task: TaskId,
+        subject: impl Into<String>,
+        body: impl Into<String>,
+    ) -> Self {
+        GroupMessage {
+            kind,
+            from,
+            to: to.into_iter().collect(),
+            task,
+            subject: subject.into(),
+            body: body.into(),
+            round: None,
+            priority: MailPriority::Normal,
+            expects: ExpectsReply::All,
+            id: None,
+        }
+    }
+
+    /// Returns a request to every agent of `to` (answered as
+    /// [`GroupMessage::with_expects`] says; every recipient by default).
+    pub fn request(
+        from: AgentId,
+        to: impl IntoIterator<Item = AgentId>,
+        task: TaskId,
+        subject: impl Into<String>,
+        body: impl Into<String>,
+    ) -> Self {
+        Self::new(Kind::Request, from, to, task, subject, body)
+    }
+
+    /// Returns a notification to every agent of `to`.
+    pub fn notify(
+        from: AgentId,
+        to: impl IntoIterator<Item = AgentId>,
+        task: TaskId,
+        subject: impl Into<String>,
+        body: impl Into<String>,
+    ) -> Self {
+        Self::new(Kind::Notify, from, to, task, subject, body)
+    }
+
+    /// Returns the draft with the gate's rule for a request set (a
+    /// notification expects no reply and ignores it).
+    #[must_use]
+    pub fn with_expects(mut self, expects: ExpectsReply) -> Self {
+        self.expects = expects;
+        self
+    }
+
+    /// Returns the draft with its round set.
+    #[must_use]
+    pub fn with_round(mut self, round: u64) -> Self {
+        self.round = Some(round);
+        self
+    }
+
+    /// Returns the draft with its priority set.
+    #[must_use]
+    pub fn with_priority(mut self, priority: MailPriority) -> Self {
+        self.priority = priority;
+        self
+    }
+
+    /// Sends under a caller-chosen group id (`{unix-ms}-{uuid}`), which
+    /// makes the whole group safe to retry: see [`Mail::send_group`].
+    #[must_use]
+    pub fn with_id(mut self, id: MessageId) -> Self {
+        self.id = Some(id);
+        self
+    }
+}
+
+/// What [`Mail::send_group`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GroupSent {
+    /// The group's id.
+    pub id: MessageId,
+    /// Each recipient's copy, by recipient name (first deliveries included
+    /// on a retry).
+    pub messages: Vec<Message>,
+    /// True when the sender was among the recipients and was left out.
+    pub sender_skipped: bool,
+}
+
+impl Mail {
+    /// Sends one message to several agents: a copy, an ordinary seed
+    /// message with its own id, in each recipient's inbox, every copy
+    /// carrying the same `group` field (the group id, all recipients, and
+    /// for a request the [`ExpectsReply`] rule). The sender is left out of
+    /// its own group; duplicates count once.
+    ///
+    /// The copies are sent as one [`Mail::send_batch`]: each copy's publish
+    /// is its own commit point, and the batch shares the syncs. Each copy's
+    /// id is derived from the group id and its recipient
+    /// ([`Group::copy_id`]), so with a chosen id ([`GroupMessage::with_id`])
+    /// a retry after a failure or a crash in the middle of the fan-out
+    /// returns the copies already delivered, writes only the missing ones,
+    /// and never a second copy. A retry adopts the recipients the first
+    /// attempt recorded in a delivered copy, so a group resolved from a
+    /// list that changed in between still completes as first sent.
+    ///
+    /// # Errors
+    ///
+    /// Refusals, with nothing written: [`Error::EmptyGroup`] (no recipient
+    /// but the sender), [`Error::GroupTooLarge`], [`Error::InvalidGroupId`],
+    /// and every refusal of [`Mail::send`] for any copy.
+    /// [`Error::OutcomeUnknown`] names the **group** id when copies may
+    /// have been delivered: send again with it.
+    pub fn send_group(&self, draft: &GroupMessage) -> Result<GroupSent> {
+        let mut to: BTreeSet<AgentId> = draft.to.iter().cloned().collect();
+        let sender_skipped = to.remove(&draft.from);
+        if to.is_empty() {
+            return Err(Error::EmptyGroup);
+        }
+        if to.len() > MAX_GROUP {
+            return Err(Error::GroupTooLarge {
+                count: to.len(),
+                max: MAX_GROUP,
+            });
+        }
+        let (id, fresh) = match &draft.id {
+            Some(id) => {
+                SortableId::parse(id.as_str())
+                    .map_err(|_| Error::InvalidGroupId { id: id.clone() })?;
+                (id.clone(), false)
+            }
+            None => (
+                MessageId::from(SortableId::generate(self.state.clock().as_ref())),
+                true,
+            ),
+        };
+        if !fresh && let Some(first) = self.first_attempt(&id, &to)? {
+            to = first.to.into_iter().collect();
+        }
+        let group = Group {
+            id,
+            to: to.into_iter().collect(),
+            expects: (draft.kind == Kind::Request).then_some(draft.expects),
+        };
+        let drafts: Vec<NewMessage> = group
+            .to
+            .iter()
+            .map(|agent| {
+                let mut d = NewMessage::new(
+                    draft.kind,
+                    draft.from.clone(),
+                    agent.clone(),
+                    Some(draft.task.clone()),
+                    draft.subject.clone(),
+                    draft.body.clone(),
+                );
+                d.round = draft.round;
+                d.priority = draft.priority;
+                d.id = Some(group.copy_id(agent));
+                d.fresh = fresh;
+                d.group = Some(group.clone());
+                d
+            })
+            .collect();
+        match self.send_batch(&drafts) {
+            Ok(messages) => {
+                tracing::debug!(id = %group.id, copies = messages.len(), "sent to a group");
+                Ok(GroupSent {
+                    id: group.id,
+                    messages,
+                    sender_skipped,
+                })
+            }
+            Err(Error::OutcomeUnknown { source, .. }) => Err(Error::OutcomeUnknown {
+                ids: vec![group.id],
+                source,
+            }),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Returns the group a first attempt with this id recorded in a copy it
+    /// delivered to one of `to`, if any.
+    fn first_attempt(&self, id: &MessageId, to: &BTreeSet<AgentId>) -> Result<Option<Group>> {
+        for agent in to {
+            if let Some(found) = self.find(&copy_id(id, agent))?
+                && let Some(group) = found.message.group
+                && group.id == *id
+            {
+                return Ok(Some(*group));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Returns true when `request` is a copy of an [`ExpectsReply::Any`]
+    /// group and a response to another copy exists. Fails closed: only a
+    /// response found counts, never a copy that is missing.
+    pub(crate) fn answered_by_group(&self, request: &Message) -> Result<bool> {
+        self.group_answered(request, &BTreeSet::new())
+    }
+
+    fn group_answered(&self, request: &Message, open: &BTreeSet<&MessageId>) -> Result<bool> {
+        let Some(group) = &request.group else {
+            return Ok(false);
+        };
+        if group.expects != Some(ExpectsReply::Any) || !group.holds(request) {
+            return Ok(false);
+        }
+        for agent in &group.to {
+            let sibling = group.copy_id(agent);
+            // A copy still open has no response (the gate just looked).
+            if sibling == request.id || open.contains(&sibling) {
+                continue;
+            }
+            if self.has_reply(&sibling)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// The gate's group rule: takes off `pending` the copies of
+    /// [`ExpectsReply::Any`] groups one of whose copies has a response.
+    /// Looks once per group, at the copies not themselves pending.
+    pub(crate) fn settle_groups(&self, pending: &mut Vec<Message>) -> Result<()> {
+        if pending.iter().all(|q| q.group.is_none()) {
+            return Ok(());
+        }
+        let open: BTreeSet<&MessageId> = pending.iter().map(|q| &q.id).collect();
+        let mut answered: BTreeMap<MessageId, bool> = BTreeMap::new();
+        for q in pending.iter() {
+            let Some(group) = &q.group else { continue };
+            if answered.contains_key(&group.id) {
+                continue;
+            }
+            let verdict = self.group_answered(q, &open)?;
+            if verdict || group.holds(q) {
+                answered.insert(group.id.clone(), verdict);
+            }
+        }
+        pending.retain(|q| {
+            !matches!(&q.group, Some(g) if g.expects == Some(ExpectsReply::Any)
+                && g.holds(q)
+                && answered.get(&g.id).copied().unwrap_or(false))
+        });
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A copy's id keeps the seed's form (nubos-pilot's `ID_RE`) and the
+    /// group's millisecond, differs per agent, and never changes.
+    #[test]
+    fn copy_ids_are_stable_seed_ids() {
+        let g = MessageId::new("1795408569000-7a703292-f1d1-4900-b635-8fd9f1df7f88").unwrap();
+        let a = copy_id(&g, &AgentId::new("ann").unwrap());
+        let b = copy_id(&g, &AgentId::new("bob").unwrap());
+        assert_ne!(a, b);
+        assert_eq!(a, copy_id(&g, &AgentId::new("ann").unwrap()));
+        for id in [&a, &b] {
+            let s = SortableId::parse(id.as_str()).unwrap();
+            assert_eq!(s.unix_ms(), 1_795_408_569_000);
+            let uuid = id.as_str().split_once('-').unwrap().1;
+            assert!(
+                uuid.bytes()
+                    .all(|c| c == b'-' || c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
+            );
+            assert_eq!(uuid.as_bytes()[14], b'4', "version 4 form: {uuid}");
+        }
+        // Every part of the UUID depends on the agent (a weak hash left
+        // the middle groups equal across a group's copies).
+        let parts: Vec<Vec<String>> = ["a1", "a2", "a3", "a4"]
+            .iter()
+            .map(|n| {
+                let id = copy_id(&g, &AgentId::new(*n).unwrap());
+                id.as_str().split('-').map(str::to_owned).collect()
+            })
+            .collect();
+        for i in 1..6 {
+            let distinct: BTreeSet<&String> = parts.iter().map(|p| &p[i]).collect();
+            assert!(distinct.len() > 1, "part {i} is the same for every agent");
+        }
+        // Pinned: another derivation would make a retry after an upgrade
+        // send second copies.
+        assert_eq!(
+            a.as_str(),
+            "1795408569000-a6b9f848-aa9c-427b-ad1e-e9b77866bea9"
+        );
+    }
+}
