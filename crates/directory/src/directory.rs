@@ -263,7 +263,11 @@ impl Directory {
 }
 
 /// A profile whose `name` is not its file's agent is corrupt.
-fn classify(agent: &AgentId, path: &StatePath, read: ReadOutcome<Profile>) -> ReadOutcome<Profile> {
+pub(crate) fn classify(
+    agent: &AgentId,
+    path: &StatePath,
+    read: ReadOutcome<Profile>,
+) -> ReadOutcome<Profile> {
     read.and_then(|p| {
         if &p.name == agent {
             ReadOutcome::Value(p)

@@ -69,6 +69,36 @@ pub enum Error {
         /// The file and the value.
         unsupported: Unsupported,
     },
+    /// A `--to` list that cannot be parsed (an empty item, a bad agent
+    /// name, a list name that is not a role such as `@../x`).
+    #[error("invalid recipients `{value}`: {reason}")]
+    InvalidRecipients {
+        /// The item (or the whole text) refused.
+        value: String,
+        /// Why.
+        reason: String,
+    },
+    /// `all` names every agent (`@all`): no list may be called it.
+    #[error("`all` is reserved for `@all`: choose another list name")]
+    ReservedList,
+    /// A recipient has no profile (register it first).
+    #[error("unknown agent `{agent}`: it is not registered (`chipset agent register {agent}`)")]
+    UnknownAgent {
+        /// The agent.
+        agent: AgentId,
+    },
+    /// No agent is on the list.
+    #[error("list `@{list}` is empty: no agent holds the role `{list}`")]
+    EmptyList {
+        /// The list.
+        list: crate::Role,
+    },
+    /// The recipients name nobody but the sender.
+    #[error("no recipient but the sender `{sender}`")]
+    NoOtherAgent {
+        /// The sender.
+        sender: AgentId,
+    },
     /// A filesystem operation failed; it names the operation and the path.
     #[error(transparent)]
     Store(#[from] chipset_store::Error),
@@ -81,7 +111,9 @@ pub enum Error {
 }
 
 impl Error {
-    /// Returns true for bad input: nothing was read or written.
+    /// Returns true for bad input: nothing was written (a recipient list
+    /// naming an unknown agent, an empty list or nobody but the sender is
+    /// found out by reading the profiles).
     pub fn is_usage(&self) -> bool {
         matches!(
             self,
@@ -89,6 +121,11 @@ impl Error {
                 | Error::TooManyRoles { .. }
                 | Error::TooLong { .. }
                 | Error::ControlCharacter { .. }
+                | Error::InvalidRecipients { .. }
+                | Error::ReservedList
+                | Error::UnknownAgent { .. }
+                | Error::EmptyList { .. }
+                | Error::NoOtherAgent { .. }
         )
     }
 
