@@ -56,6 +56,23 @@ pub(crate) enum AgentCommand {
         /// The agent.
         agent: AgentId,
     },
+    /// Put agents on a list (`--to @LIST` mails them all): the list is a
+    /// role in each profile. The agents must be registered.
+    ListAdd {
+        /// The list (a-z, 0-9, `-`, `_`; not `all`).
+        list: Role,
+        /// The agents.
+        #[arg(required = true)]
+        agents: Vec<AgentId>,
+    },
+    /// Take agents off a list.
+    ListRemove {
+        /// The list.
+        list: Role,
+        /// The agents.
+        #[arg(required = true)]
+        agents: Vec<AgentId>,
+    },
 }
 
 /// Runs one agent command.
@@ -95,6 +112,8 @@ pub(crate) fn run(ctx: &Ctx, command: AgentCommand) -> Result<Output> {
             let view = AgentProfile::of(&info.profile, Some(info.last_seen));
             Ok(Output::new(whois_text(ctx, &view), output::json(&view)))
         }
+        AgentCommand::ListAdd { list, agents } => change_list(&directory, &list, &agents, true),
+        AgentCommand::ListRemove { list, agents } => change_list(&directory, &list, &agents, false),
         AgentCommand::List { role, seen_within } => {
             let mut filter = Filter::default();
             filter.role = role;
@@ -110,6 +129,50 @@ pub(crate) fn run(ctx: &Ctx, command: AgentCommand) -> Result<Output> {
             Ok(Output::new(list_text(ctx, &view), output::json(&view)).with_failure(failure))
         }
     }
+}
+
+/// `agent list-add|list-remove`: prints the list's members after the change.
+fn change_list(
+    directory: &Directory,
+    list: &Role,
+    agents: &[AgentId],
+    add: bool,
+) -> Result<Output> {
+    let done = if add {
+        directory.list_add(list, agents)?
+    } else {
+        directory.list_remove(list, agents)?
+    };
+    let changed = done
+        .iter()
+        .filter(|d| !matches!(d, Registered::Unchanged(_)))
+        .count();
+    let members = directory.members(list)?;
+    let names: Vec<String> = members.iter().map(ToString::to_string).collect();
+    let text = format!(
+        "{} {} @{list}; members: {}\n",
+        output::plural(changed, "agent"),
+        if add { "added to" } else { "removed from" },
+        if names.is_empty() {
+            "none".to_owned()
+        } else {
+            names.join(", ")
+        }
+    );
+    let view = ListMembers {
+        list: list.to_string(),
+        changed,
+        members,
+    };
+    Ok(Output::new(text, output::json(&view)))
+}
+
+/// The JSON of `agent list-add|list-remove`.
+#[derive(serde::Serialize)]
+struct ListMembers {
+    list: String,
+    changed: usize,
+    members: Vec<AgentId>,
 }
 
 /// Parses `--roles a,b`; an empty list clears the roles.

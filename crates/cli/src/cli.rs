@@ -14,7 +14,7 @@ use chipset_store::AgentId;
 use clap::{Args, Parser, Subcommand};
 
 pub(crate) use self::bus::{BusCommand, ControlCommand};
-pub(crate) use self::mail::{MailCommand, MailKind, MailSend, Since};
+pub(crate) use self::mail::{MailCommand, MailExpects, MailKind, MailSend, Since};
 pub(crate) use self::remind::RemindCommand;
 
 /// The `chipset` command line.

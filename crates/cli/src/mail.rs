@@ -4,16 +4,17 @@ use std::fmt::Write as _;
 use std::io::Read as _;
 use std::time::Duration;
 
+use chipset::directory::Directory;
 use chipset_mail::MessageId;
-use chipset_mail::{InboxFilter, Kind, Mail, MailPriority, Message, NewMessage};
+use chipset_mail::{GroupMessage, InboxFilter, Kind, Mail, MailPriority, Message, NewMessage};
 use chipset_mcp::view::Archived;
 use chipset_store::DoctorMode;
 
 use crate::Ctx;
-use crate::cli::{MailCommand, MailKind, MailSend, Since};
+use crate::cli::{MailCommand, MailExpects, MailKind, MailSend, Since};
 use crate::error::{CliError, Result};
 use crate::output::{self, Cell, Output, Paint, Table, Tone};
-use crate::view::{MailDoctor, MailFinding, Swept};
+use crate::view::{GroupSentView, MailDoctor, MailFinding, Swept};
 
 /// Runs one mail command, on the mail folder `ctx.mail_folder` names when
 /// it is set (`--mail-dir`, or a `.nubos-pilot/messages` found), else on
@@ -25,6 +26,11 @@ pub(crate) fn run(ctx: &Ctx, command: MailCommand) -> Result<Output> {
         Mail::new(ctx.state.clone())
     };
     match command {
+        MailCommand::Send(args)
+            if args.to.single().is_none() || args.expects_reply == Some(MailExpects::Any) =>
+        {
+            send_group(ctx, &mail, args)
+        }
         MailCommand::Send(args) => {
             let message = mail.send(&draft(args)?)?;
             Ok(Output::new(
@@ -185,7 +191,11 @@ fn draft(args: MailSend) -> Result<NewMessage> {
         priority,
         id,
     } = args;
-    if expects_reply && kind != MailKind::Request {
+    let to = to
+        .single()
+        .cloned()
+        .expect("a group is sent by `send_group`");
+    if expects_reply.is_some() && kind != MailKind::Request {
         return Err(CliError::usage(format!(
             "--expects-reply is for --kind request only: a {} expects no reply",
             Kind::from(kind).as_str()
@@ -230,6 +240,71 @@ fn draft(args: MailSend) -> Result<NewMessage> {
         draft = draft.with_id(id);
     }
     Ok(draft)
+}
+
+/// `chipset mail send --to a,b|@list|@all`: resolves the recipients in
+/// the directory and sends one copy to each (see [`Mail::send_group`]).
+/// Prints the group id (what `--id` retries with), then each copy's id and
+/// recipient.
+fn send_group(ctx: &Ctx, mail: &Mail, args: MailSend) -> Result<Output> {
+    let MailSend {
+        from,
+        to,
+        kind,
+        subject,
+        body,
+        body_file,
+        task,
+        expects_reply,
+        round,
+        in_reply_to,
+        priority,
+        id,
+    } = args;
+    if ctx.mail_folder {
+        return Err(CliError::usage(
+            "group mail (`--to a,b`, `@list`, `@all`) needs a chipset state root: \
+             its agents and lists are in the directory",
+        ));
+    }
+    let kind_name = Kind::from(kind).as_str();
+    if kind == MailKind::Response || in_reply_to.is_some() {
+        return Err(CliError::usage(format!(
+            "a {kind_name} to a group cannot answer a message: --in-reply-to and responses \
+             name one agent in --to"
+        )));
+    }
+    if expects_reply.is_some() && kind != MailKind::Request {
+        return Err(CliError::usage(format!(
+            "--expects-reply is for --kind request only: a {kind_name} expects no reply"
+        )));
+    }
+    let task = task.ok_or_else(|| CliError::usage(format!("--kind {kind_name} needs --task T")))?;
+    let body = read_body(body, body_file)?;
+    let agents = Directory::new(ctx.state.clone()).resolve(&to, &from)?;
+    let mut draft = if kind == MailKind::Request {
+        GroupMessage::request(from, agents, task, subject, body)
+    } else {
+        GroupMessage::notify(from, agents, task, subject, body)
+    };
+    if let Some(expects) = expects_reply {
+        draft = draft.with_expects(expects.into());
+    }
+    if let Some(round) = round {
+        draft = draft.with_round(round);
+    }
+    if let Some(priority) = priority {
+        draft = draft.with_priority(priority.into());
+    }
+    if let Some(id) = id {
+        draft = draft.with_id(id);
+    }
+    let sent = mail.send_group(&draft)?;
+    let mut text = format!("{}\n", sent.id);
+    for m in &sent.messages {
+        let _ = writeln!(text, "{} {}", m.id(), m.to());
+    }
+    Ok(Output::new(text, output::json(&GroupSentView::of(&sent))))
 }
 
 /// The most `--body-file` reads: far above any body mail accepts (its own

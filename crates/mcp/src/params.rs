@@ -52,7 +52,8 @@ where
 /// An id as the libraries take it: one path segment, no leading dot.
 const ID: &str = r"^[^./\\][^/\\]*$";
 /// An agent that mail can address: letters, digits, `_` and `-`.
-const MAIL_AGENT: &str = "^[A-Za-z0-9_-]+$";
+/// `mail_send`'s `to`: agents and `@lists`, comma-separated.
+const MAIL_TO: &str = "^@?[A-Za-z0-9_-]+( *, *@?[A-Za-z0-9_-]+)*$";
 /// A kebab-case subject.
 const SUBJECT: &str = "^[a-z0-9]+(-[a-z0-9]+)*$";
 
@@ -147,6 +148,23 @@ impl From<MailKind> for chipset_mail::Kind {
     }
 }
 
+/// When a request to a group is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum MailExpects {
+    All,
+    Any,
+}
+
+impl From<MailExpects> for chipset_mail::ExpectsReply {
+    fn from(e: MailExpects) -> Self {
+        match e {
+            MailExpects::All => chipset_mail::ExpectsReply::All,
+            MailExpects::Any => chipset_mail::ExpectsReply::Any,
+        }
+    }
+}
+
 /// A mail priority.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -170,11 +188,16 @@ impl From<MailPriority> for chipset_mail::MailPriority {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct MailSend {
-    /// The addressee agent.
-    #[schemars(pattern(MAIL_AGENT), length(max = 128))]
+    /// The addressee agent, or a group: agents and lists comma-separated
+    /// (`a,b`, `@list` for the agents on a list, `@all` for every registered
+    /// agent but this one); each gets its own copy.
+    #[schemars(pattern(MAIL_TO), length(max = 4096))]
     pub(crate) to: String,
     /// request (expects a reply), response (answers in_reply_to) or notify.
     pub(crate) kind: MailKind,
+    /// For a request to a group: pending until `all` recipients answer
+    /// [default] or until `any` one does.
+    pub(crate) expects_reply: Option<MailExpects>,
     /// A kebab-case topic.
     #[schemars(pattern(SUBJECT), length(max = 128))]
     pub(crate) subject: String,

@@ -262,9 +262,9 @@ impl Server {
 
     #[tool(
         title = "Send a message",
-        description = "Send a message from this agent; returns the new message.",
+        description = "Send a message from this agent; returns the new message. `to` may name a group (`a,b`, `@list`, `@all`): each recipient gets its own copy, and the result lists them under the group id.",
         annotations(destructive_hint = false, idempotent_hint = false, open_world_hint = false),
-        output_schema = schema::output::<view::MessageRecord>()
+        output_schema = schema::output::<view::SentRecord>()
     )]
     async fn mail_send(
         &self,

@@ -11,7 +11,10 @@
 //! Both front ends build these; none of them is read back, so they borrow
 //! nothing and own what they show.
 
+mod group;
 mod records;
+
+pub use group::{GroupCopy, GroupSentView};
 
 /// The `status` tool's schema (the view is the library's `chipset::AgentReport`).
 pub(crate) use records::AgentReport;
@@ -551,7 +554,7 @@ pub struct McpServer {
 
 pub(crate) use records::{
     Assignment as AssignmentRecord, Brief as BriefRecord, Hook as HookRecord,
-    Message as MessageRecord, Reminder as ReminderRecord,
+    Message as MessageRecord, Reminder as ReminderRecord, Sent as SentRecord,
 };
 
 /// One agent of the directory: `agent whois`, `agent register`,

@@ -88,9 +88,12 @@ pub(crate) struct MailSend {
     /// The sender.
     #[arg(long, value_name = "A")]
     pub(crate) from: AgentId,
-    /// The addressee.
-    #[arg(long, value_name = "B")]
-    pub(crate) to: AgentId,
+    /// The addressee, or a group: agents and lists, comma-separated
+    /// (`a,b,c`, `@list` for the agents on a list, `@all` for every
+    /// registered agent but the sender). A group gets one copy per agent,
+    /// each in its inbox; its names must be registered.
+    #[arg(long, value_name = "B|A,B|@LIST|@all")]
+    pub(crate) to: chipset::directory::Recipients,
     /// request (expects a reply), response (answers --in-reply-to) or notify.
     #[arg(long, value_name = "KIND")]
     pub(crate) kind: MailKind,
@@ -106,10 +109,18 @@ pub(crate) struct MailSend {
     /// The task (required for request and notify; a response takes its request's).
     #[arg(long, visible_alias = "phase", value_name = "T")]
     pub(crate) task: Option<TaskId>,
-    /// Accepted for nubos-pilot's scripts: a request expects a reply anyway
-    /// (refused with the other kinds, which cannot).
-    #[arg(long)]
-    pub(crate) expects_reply: bool,
+    /// For a request to a group: pending until `all` recipients answer
+    /// (the default) or until `any` one does. Without a value, accepted for
+    /// nubos-pilot's scripts: a request expects a reply anyway (refused with
+    /// the other kinds, which cannot).
+    #[arg(
+        long,
+        value_name = "all|any",
+        num_args = 0..=1,
+        require_equals = false,
+        default_missing_value = "all"
+    )]
+    pub(crate) expects_reply: Option<MailExpects>,
     /// The round within the task, 0 to 2^53 [default: none, written `null`].
     #[arg(long, value_name = "N")]
     pub(crate) round: Option<u64>,
@@ -125,6 +136,24 @@ pub(crate) struct MailSend {
     /// wherever the message went since; other content is refused.
     #[arg(long, value_name = "ID")]
     pub(crate) id: Option<MessageId>,
+}
+
+/// `--expects-reply all|any`, as typed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum MailExpects {
+    /// Every recipient answers.
+    All,
+    /// Any one recipient answers.
+    Any,
+}
+
+impl From<MailExpects> for chipset_mail::ExpectsReply {
+    fn from(e: MailExpects) -> Self {
+        match e {
+            MailExpects::All => chipset_mail::ExpectsReply::All,
+            MailExpects::Any => chipset_mail::ExpectsReply::Any,
+        }
+    }
 }
 
 /// A mail kind, as typed.

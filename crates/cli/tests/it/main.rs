@@ -16,6 +16,7 @@ mod doctor;
 mod exit;
 mod fresh;
 mod global;
+mod group;
 mod hook;
 mod interop;
 mod lease;

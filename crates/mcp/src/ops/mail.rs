@@ -4,15 +4,17 @@
 
 use std::time::Duration;
 
+use chipset::directory::{Directory, Recipients};
 use chipset_failure::Failure;
-use chipset_mail::{InboxFilter, Mail, Message, MessageId, NewMessage};
-use chipset_store::{AgentId, Timestamp};
+use chipset_mail::{GroupMessage, InboxFilter, Mail, Message, MessageId, NewMessage};
+use chipset_store::Timestamp;
 
 use super::{Ctx, Outcome, Reply, id};
 use crate::params::{
-    MailArchive, MailInbox, MailKind, MailPending, MailRead, MailSend, MailThread, limit,
+    MailArchive, MailExpects, MailInbox, MailKind, MailPending, MailRead, MailSend, MailThread,
+    limit,
 };
-use crate::view::{Archived, MailListing, MessageHead};
+use crate::view::{Archived, GroupSentView, MailListing, MessageHead};
 
 /// Renders at most `limit` of `messages` (all of which matched), with their
 /// bodies when `bodies` is set; `more` says how to see the rest.
@@ -57,7 +59,16 @@ fn listing(messages: &[Message], limit: usize, bodies: bool, empty: String, more
 }
 
 pub(crate) fn mail_send(ctx: &Ctx, p: MailSend) -> Outcome {
-    let to: AgentId = id(&p.to)?;
+    let recipients: Recipients =
+        p.to.parse()
+            .map_err(|e: chipset::directory::Error| Failure::from(e))?;
+    let Some(to) = recipients
+        .single()
+        .filter(|_| p.expects_reply != Some(MailExpects::Any))
+        .cloned()
+    else {
+        return mail_send_group(ctx, p, &recipients);
+    };
     let task = p.task.as_deref().map(id).transpose()?;
     let parent = p.in_reply_to.as_deref().map(id).transpose()?;
     let from = ctx.agent.clone();
@@ -100,6 +111,46 @@ pub(crate) fn mail_send(ctx: &Ctx, p: MailSend) -> Outcome {
     Ok(Reply::new(
         format!("sent {} to {}\n", message.id(), message.to()),
         &message,
+    ))
+}
+
+/// `mail_send` to a group: one copy per recipient, resolved in the directory.
+fn mail_send_group(ctx: &Ctx, p: MailSend, to: &Recipients) -> Outcome {
+    let kind = chipset_mail::Kind::from(p.kind).as_str();
+    if p.kind == MailKind::Response || p.in_reply_to.is_some() {
+        return Err(Failure::usage(format!(
+            "a {kind} to a group cannot answer a message: in_reply_to and responses name one agent in `to`"
+        )));
+    }
+    if p.expects_reply.is_some() && p.kind != MailKind::Request {
+        return Err(Failure::usage(format!(
+            "expects_reply is for a request only: a {kind} expects no reply"
+        )));
+    }
+    let Some(task) = p.task.as_deref().map(id).transpose()? else {
+        return Err(Failure::usage(format!("a {kind} needs a task")));
+    };
+    let agents = Directory::new(ctx.state.clone()).resolve(to, &ctx.agent)?;
+    let from = ctx.agent.clone();
+    let mut draft = if p.kind == MailKind::Request {
+        GroupMessage::request(from, agents, task, p.subject, p.body)
+    } else {
+        GroupMessage::notify(from, agents, task, p.subject, p.body)
+    };
+    if let Some(expects) = p.expects_reply {
+        draft = draft.with_expects(expects.into());
+    }
+    if let Some(round) = p.round {
+        draft = draft.with_round(round);
+    }
+    if let Some(priority) = p.priority {
+        draft = draft.with_priority(priority.into());
+    }
+    let sent = Mail::new(ctx.state.clone()).send_group(&draft)?;
+    let names: Vec<String> = sent.messages.iter().map(|m| m.to().to_string()).collect();
+    Ok(Reply::new(
+        format!("sent {} to {}\n", sent.id, names.join(", ")),
+        GroupSentView::of(&sent),
     ))
 }
 

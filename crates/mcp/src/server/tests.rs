@@ -339,7 +339,12 @@ fn input_schemas_carry_the_constraints_the_server_enforces() {
     let props = &send.input_schema["properties"];
     assert_eq!(props["subject"]["pattern"], "^[a-z0-9]+(-[a-z0-9]+)*$");
     assert_eq!(props["subject"]["maxLength"], 128);
-    assert_eq!(props["to"]["pattern"], "^[A-Za-z0-9_-]+$");
+    // One seed agent name, or a group of them and `@lists` (issue 28).
+    assert_eq!(
+        props["to"]["pattern"],
+        "^@?[A-Za-z0-9_-]+( *, *@?[A-Za-z0-9_-]+)*$"
+    );
+    assert!(props.get("expects_reply").is_some());
     let inbox = tools.iter().find(|t| t.name == "mail_inbox").unwrap();
     let limit = &inbox.input_schema["properties"]["limit"];
     assert_eq!(

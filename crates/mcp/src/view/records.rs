@@ -66,6 +66,15 @@ pub(crate) struct Message {
     body: String,
 }
 
+/// What `mail_send` returns: the message, or for several recipients the
+/// group sent.
+#[derive(JsonSchema)]
+#[serde(untagged)]
+pub(crate) enum Sent {
+    One(Message),
+    Group(super::GroupSentView),
+}
+
 /// A bus event.
 #[derive(JsonSchema)]
 pub(crate) struct Event {

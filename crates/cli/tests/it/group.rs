@@ -1,0 +1,221 @@
+//! Group mail from a shell and over MCP (issue 28): `--to a,b`, `@list`,
+//! `@all`, `--expects-reply all|any`, lists kept with `agent list-add`,
+//! and the refusals that send nothing.
+
+use serde_json::json;
+
+use crate::Env;
+use crate::mcp::{call, ok, refused, runtime, stdio};
+
+fn team(env: &mut Env) {
+    for a in ["lead", "ann", "bob", "cid"] {
+        env.ok(&["agent", "register", a]);
+    }
+}
+
+fn send(to: &str, kind: &str, extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "mail",
+        "send",
+        "--from",
+        "lead",
+        "--to",
+        to,
+        "--kind",
+        kind,
+        "--task",
+        "t1",
+        "--subject",
+        "ship-it",
+        "--body",
+        "ok?",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    args.extend(extra.iter().map(|s| (*s).to_owned()));
+    args
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+fn copies(doc: &serde_json::Value) -> Vec<(String, String)> {
+    doc["copies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["id"].as_str().unwrap().to_owned(),
+                c["to"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_list_request_with_any_is_answered_by_one() {
+    let mut env = Env::new();
+    team(&mut env);
+    let added = env.ok(&["agent", "list-add", "reviewers", "ann", "bob", "lead"]);
+    assert!(
+        added.stdout.contains("members: ann, bob, lead"),
+        "{}",
+        added.stdout
+    );
+    let again = env
+        .ok(&["--json", "agent", "list-add", "reviewers", "ann"])
+        .json();
+    assert_eq!(again["changed"], 0, "adding again changes nothing");
+    let args = send("@reviewers", "request", &["--expects-reply", "any"]);
+    let sent = env
+        .ok(&[&["--json"], strs(&args).as_slice()].concat())
+        .json();
+    assert_eq!(sent["sender_skipped"], true);
+    assert_eq!(sent["expects_reply"], "any");
+    let copies = copies(&sent);
+    let to: Vec<&str> = copies.iter().map(|(_, to)| to.as_str()).collect();
+    assert_eq!(to, ["ann", "bob"]);
+    let pending = env.ok(&["--json", "mail", "pending", "t1"]).json();
+    assert_eq!(pending.as_array().map_or(0, Vec::len), 2, "{pending}");
+    env.ok(&[
+        "mail",
+        "send",
+        "--from",
+        "bob",
+        "--to",
+        "lead",
+        "--kind",
+        "response",
+        "--in-reply-to",
+        &copies[1].0,
+        "--subject",
+        "ship-it",
+        "--body",
+        "yes",
+    ]);
+    let pending = env.ok(&["--json", "mail", "pending", "t1"]).json();
+    assert_eq!(pending.as_array().map_or(0, Vec::len), 0, "{pending}");
+    env.ok(&["mail", "archive", &copies[0].0]);
+    env.ok(&["agent", "list-remove", "reviewers", "bob"]);
+    let list = env
+        .ok(&["--json", "agent", "list", "--role", "reviewers"])
+        .json();
+    assert_eq!(list["total"], 2);
+}
+
+#[test]
+fn all_and_names_need_every_answer_and_a_retry_sends_nothing_twice() {
+    let mut env = Env::new();
+    team(&mut env);
+    let id = "1772706900123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab";
+    let args = send("@all", "request", &["--id", id]);
+    let first = env.ok(&strs(&args));
+    let lines: Vec<&str> = first.stdout.lines().collect();
+    assert_eq!(lines[0], id, "the group id comes first");
+    assert_eq!(lines.len(), 4, "{}", first.stdout);
+    let again = env.ok(&strs(&args));
+    assert_eq!(
+        again.stdout, first.stdout,
+        "a retry returns the first delivery"
+    );
+    for who in ["ann", "bob", "cid"] {
+        let inbox = env.ok(&["--json", "mail", "inbox", who]).json();
+        assert_eq!(inbox.as_array().unwrap().len(), 1, "{who}: {inbox}");
+    }
+    let names = send("ann,bob", "notify", &[]);
+    let sent = env
+        .ok(&[&["--json"], strs(&names).as_slice()].concat())
+        .json();
+    assert_eq!(sent["sender_skipped"], false);
+    assert!(sent.get("expects_reply").is_none());
+    assert_eq!(copies(&sent).len(), 2);
+}
+
+#[test]
+fn bad_recipients_are_refused_and_send_nothing() {
+    let mut env = Env::new();
+    env.ok(&["agent", "register", "lead"]);
+    let alone = env.fails(2, &strs(&send("@all", "notify", &[])));
+    assert!(
+        alone.stderr.contains("no recipient but the sender `lead`"),
+        "{}",
+        alone.stderr
+    );
+    team(&mut env);
+    for (to, says) in [
+        ("ann,zed", "unknown agent `zed`"),
+        ("@../x", "not a list name"),
+        ("@a/b", "not a list name"),
+        ("@qa", "list `@qa` is empty"),
+        ("ann,,bob", "empty item"),
+    ] {
+        let run = env.fails(2, &strs(&send(to, "notify", &[])));
+        assert!(run.stderr.contains(says), "{to}: {}", run.stderr);
+    }
+    let response = env.fails(
+        2,
+        &strs(&send("ann,bob", "response", &["--in-reply-to", "1-x"])),
+    );
+    assert!(
+        response.stderr.contains("cannot answer"),
+        "{}",
+        response.stderr
+    );
+    let notify_any = env.fails(
+        2,
+        &strs(&send("ann,bob", "notify", &["--expects-reply", "any"])),
+    );
+    assert!(
+        notify_any.stderr.contains("request only"),
+        "{}",
+        notify_any.stderr
+    );
+    let reserved = env.fails(2, &["agent", "list-add", "all", "ann"]);
+    assert!(reserved.stderr.contains("reserved"), "{}", reserved.stderr);
+    let stranger = env.fails(1, &["agent", "list-add", "qa", "ann", "zed"]);
+    assert!(
+        stranger.stderr.contains("`zed` is not registered"),
+        "{}",
+        stranger.stderr
+    );
+    let qa = env.ok(&["--json", "agent", "list", "--role", "qa"]).json();
+    assert_eq!(qa["total"], 0, "nothing was added");
+    assert!(!env.root().join("mail/inbox").exists(), "nothing was sent");
+}
+
+#[test]
+fn mcp_mail_send_takes_a_group() {
+    let mut env = Env::new();
+    team(&mut env);
+    env.ok(&["agent", "list-add", "qa", "ann", "cid"]);
+    runtime().block_on(async {
+        let c = stdio(&env, "lead").await;
+        let r = call(
+            &c,
+            "mail_send",
+            json!({"to": "@qa, bob", "kind": "request", "task": "t1", "subject": "ship-it",
+                   "body": "ok?", "expects_reply": "any"}),
+        )
+        .await;
+        let doc = ok(&r);
+        assert_eq!(doc["expects_reply"], "any");
+        assert_eq!(copies(doc).len(), 3);
+        let one = call(
+            &c,
+            "mail_send",
+            json!({"to": "ann", "kind": "notify", "task": "t1", "subject": "s", "body": "b"}),
+        )
+        .await;
+        assert_eq!(ok(&one)["to"], "ann", "one agent is an ordinary message");
+        let bad = call(
+            &c,
+            "mail_send",
+            json!({"to": "@qa,zed", "kind": "notify", "task": "t1", "subject": "s", "body": "b"}),
+        )
+        .await;
+        assert!(refused(&bad).contains("unknown agent `zed`"));
+        c.cancel().await.unwrap();
+    });
+}
