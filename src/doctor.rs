@@ -20,7 +20,7 @@ pub struct Checkup {
     /// The mode the doctors ran in.
     pub mode: DoctorMode,
     /// One per channel, in this order: `hooks`, `nudge`, `reminders`,
-    /// `mail`, `bus`, `loop`.
+    /// `mail`, `bus`, `loop`, `leases`, `directory`.
     pub areas: Vec<Area>,
     /// With [`DoctorMode::Check`], the stale temp files outside `bus/`
     /// (whose doctor reports its own).
@@ -34,7 +34,8 @@ pub struct Checkup {
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct Area {
-    /// The channel's name: `hooks`, `nudge`, `reminders`, `mail`, `bus`, `loop`.
+    /// The channel's name: `hooks`, `nudge`, `reminders`, `mail`, `bus`,
+    /// `loop`, `leases`, `directory`.
     pub name: &'static str,
     /// Its report; an error when it could not finish (an unreadable
     /// directory, a lock path that is a directory). The other areas still ran.
@@ -60,6 +61,8 @@ impl Chipset {
             area("mail", self.mail().doctor(mode)),
             area("bus", self.bus().doctor(mode)),
             area("loop", self.loop_state().doctor(mode)),
+            area("leases", self.leases().doctor(mode)),
+            area("directory", self.directory().doctor(mode)),
         ];
         self.temps(mode, areas)
     }

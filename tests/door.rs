@@ -156,7 +156,16 @@ fn the_doctor_checks_every_channel_and_fixes_into_one_report() {
     let names: Vec<&str> = check.areas.iter().map(|a| a.name).collect();
     assert_eq!(
         names,
-        ["hooks", "nudge", "reminders", "mail", "bus", "loop"]
+        [
+            "hooks",
+            "nudge",
+            "reminders",
+            "mail",
+            "bus",
+            "loop",
+            "leases",
+            "directory"
+        ]
     );
     let areas: Vec<&str> = check.findings().map(|(area, _)| area).collect();
     assert_eq!(areas, ["hooks", "loop"]);

@@ -91,6 +91,7 @@
 #![forbid(unsafe_code)]
 
 mod directory;
+mod doctor;
 mod error;
 mod lists;
 mod profile;

@@ -1,0 +1,79 @@
+//! The directory's doctor: every file of `agents/` is a readable profile
+//! of the agent its name says.
+
+use chipset_store::{AgentId, Defect, DoctorMode, Finding, ReadOutcome, Report, parse_json};
+
+use crate::directory::{Directory, classify};
+use crate::profile::Profile;
+
+impl Directory {
+    /// Checks every profile. A corrupt one (unparsable, or naming another
+    /// agent) is `directory-profile-corrupt`, which
+    /// [`DoctorMode::Fix`] moves aside into the store's quarantine (the
+    /// agent registers again); a profile holding a value this version does
+    /// not know is `directory-profile-unsupported` and a name that is not
+    /// `{agent}.json` is `directory-stray`: both are left for a person.
+    ///
+    /// # Errors
+    ///
+    /// [`chipset_store::Error`] when `agents/` cannot be listed or a file
+    /// cannot be read or moved.
+    pub fn doctor(&self, mode: DoctorMode) -> chipset_store::Result<Report> {
+        let mut report = Report::new(mode);
+        let names = match self.state.stat(&self.dir)? {
+            Some(_) => self.state.list(&self.dir)?,
+            None => Vec::new(),
+        };
+        for name in names {
+            let agent = name
+                .strip_suffix(".json")
+                .and_then(|stem| AgentId::new(stem).ok());
+            let Some(agent) = agent else {
+                let line = format!("`agents/{name}` is not a profile (`{{agent}}.json`)");
+                report
+                    .findings
+                    .push(Finding::new("directory-stray", Defect::Stray, line));
+                continue;
+            };
+            let path = self.path(&agent);
+            report.scanned += 1;
+            match classify(&agent, &path, self.state.read_json::<Profile>(&path)?) {
+                ReadOutcome::Value(_) | ReadOutcome::Missing => {}
+                ReadOutcome::Corrupt(corruption) => {
+                    let line = format!("`{}`: {}", path.display(), corruption.reason);
+                    let mut finding = Finding::new(
+                        "directory-profile-corrupt",
+                        Defect::Corrupt(corruption.reason),
+                        line,
+                    )
+                    .at(&path)
+                    .fixable();
+                    if mode == DoctorMode::Fix {
+                        let lock = self.state.lock_for(&path)?;
+                        let cap = self.state.read_cap();
+                        let action = self.state.quarantine_checked(&path, Some(&lock), |seen| {
+                            seen.read(&path, cap, |b| {
+                                classify(&agent, &path, parse_json::<Profile>(&path, b))
+                            })
+                            .is_corrupt()
+                        })?;
+                        finding = finding.with(action);
+                    }
+                    report.findings.push(finding);
+                }
+                ReadOutcome::Unsupported(unsupported) => {
+                    let line = format!("`{}`: {}", path.display(), unsupported.what);
+                    report.findings.push(
+                        Finding::new(
+                            "directory-profile-unsupported",
+                            Defect::Unsupported(unsupported.what),
+                            line,
+                        )
+                        .at(&path),
+                    );
+                }
+            }
+        }
+        Ok(report)
+    }
+}
