@@ -7,6 +7,8 @@
     reason = "tests plant, corrupt and inspect files as another program would, outside the store's API"
 )]
 
+mod doctor;
+mod model;
 mod procs;
 mod register;
 mod seen;

@@ -1,12 +1,15 @@
 //! Real processes: registrations that race on one profile lose no field,
-//! and a SIGKILL mid-registration leaves every profile readable.
+//! a SIGKILL mid-registration (or mid list change) leaves every profile
+//! readable, and a group send killed mid-fan-out is completed once by a
+//! retry with its id.
 
 use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
-use chipset_directory::{Directory, Registration};
-use chipset_store::{AgentId, ReadOutcome, StateDir};
+use chipset_directory::{Directory, Recipients, Registration, Role};
+use chipset_mail::{GroupMessage, Mail, MessageId};
+use chipset_store::{AgentId, ReadOutcome, StateDir, TaskId};
 use chipset_testkit as kit;
 
 const ENTRY: &str = "procs::child_entry";
@@ -22,12 +25,46 @@ fn change(field: &str, value: String) -> Registration {
     r
 }
 
+const GROUP: &str = "1772706900123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab";
+
+fn group_send(dir: &Directory, root: &Path) -> chipset_mail::GroupSent {
+    let lead = AgentId::new("lead").unwrap();
+    let all: Recipients = "@all".parse().unwrap();
+    let to = dir.resolve(&all, &lead).unwrap();
+    let draft = GroupMessage::notify(lead, to, TaskId::new("t1").unwrap(), "shipped", "v1.2")
+        .with_id(MessageId::new(GROUP).unwrap());
+    Mail::new(StateDir::open(root).unwrap())
+        .send_group(&draft)
+        .unwrap()
+}
+
 #[test]
 fn child_entry() {
     let Some(role) = kit::child_role() else {
         return;
     };
     let dir = Directory::new(StateDir::open(role.arg(0)).unwrap());
+    if role.arg(1) == "group" {
+        kit::say("dir> ", "ready");
+        group_send(&dir, Path::new(role.arg(0)));
+        return;
+    }
+    if role.arg(1) == "lists" {
+        let agents = ["a", "b", "c"].map(|n| AgentId::new(n).unwrap());
+        let rounds: u64 = role.parse(2);
+        for n in 0..rounds {
+            let list = Role::new(format!("l{}", n % 20)).unwrap();
+            if n % 2 == 0 {
+                dir.list_add(&list, &agents).unwrap();
+            } else {
+                dir.list_remove(&list, &agents[..2]).unwrap();
+            }
+            if n == 0 {
+                kit::say("dir> ", "ready");
+            }
+        }
+        return;
+    }
     let field = role.arg(1).to_owned();
     let rounds: u64 = role.parse(2);
     let agents = ["a", "b", "c"].map(|n| AgentId::new(n).unwrap());
@@ -99,5 +136,63 @@ fn sigkill_mid_registration_leaves_every_profile_readable() {
         let roster = dir.list(&Default::default()).unwrap();
         assert!(roster.corrupt.is_empty(), "{:?}", roster.corrupt);
         assert!(!roster.agents.is_empty());
+    }
+}
+
+#[test]
+fn sigkill_mid_list_changes_leaves_every_profile_readable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = Directory::new(StateDir::open(tmp.path()).unwrap());
+    for a in ["a", "b", "c"] {
+        dir.register(&AgentId::new(a).unwrap(), &Registration::new())
+            .unwrap();
+    }
+    for round in 0..3u64 {
+        let mut child = started(&args(tmp.path(), "lists", 1_000_000), "lists");
+        let ready = kit::own_lines(&mut child, "dir> ").any(|l| l == "ready");
+        assert!(ready, "the child started");
+        std::thread::sleep(Duration::from_millis(5 + round * 11));
+        kit::kill9(&mut child);
+        let roster = dir.list(&Default::default()).unwrap();
+        assert!(roster.corrupt.is_empty(), "{:?}", roster.corrupt);
+        assert_eq!(roster.agents.len(), 3);
+    }
+}
+
+/// A group send to 120 agents killed at a random point of its fan-out;
+/// the retry with the group id leaves exactly one copy in every inbox.
+#[test]
+fn a_group_send_killed_mid_fan_out_is_completed_once_by_a_retry() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = Directory::new(StateDir::open(tmp.path()).unwrap());
+    let names: Vec<String> = (0..120).map(|i| format!("agent-{i:03}")).collect();
+    for n in names.iter().map(String::as_str).chain(["lead"]) {
+        dir.register(&AgentId::new(n).unwrap(), &Registration::new())
+            .unwrap();
+    }
+    let seed = kit::Jitter::seed_from_time();
+    let mut rng = kit::Jitter::new(seed);
+    let mut child = started(&args(tmp.path(), "group", 0), "group");
+    let ready = kit::own_lines(&mut child, "dir> ").any(|l| l == "ready");
+    assert!(ready, "the child started");
+    std::thread::sleep(Duration::from_millis(rng.below(40)));
+    kit::kill9(&mut child);
+    let delivered = names
+        .iter()
+        .filter(|n| tmp.path().join("mail/inbox").join(n).exists())
+        .count();
+    let sent = group_send(&dir, tmp.path());
+    assert_eq!(
+        sent.messages.len(),
+        120,
+        "seed {seed}, {delivered} delivered before the kill"
+    );
+    for n in &names {
+        let files: Vec<_> = std::fs::read_dir(tmp.path().join("mail/inbox").join(n))
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+            .collect();
+        assert_eq!(files.len(), 1, "{n}: seed {seed}");
     }
 }
