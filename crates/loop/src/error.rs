@@ -38,6 +38,9 @@ pub enum Error {
     /// holder's item).
     #[error(transparent)]
     Pool(#[from] chipset_pool::Error),
+    /// Reading the lease table (for a brief) failed.
+    #[error(transparent)]
+    Lease(#[from] chipset_lease::Error),
     /// A loop file (`loop/…`) is there but unreadable; `doctor` moves it aside.
     #[error("loop state is corrupt: {0}")]
     Corrupt(Corruption),

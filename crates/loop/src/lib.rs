@@ -235,7 +235,8 @@ mod witness;
 mod worker;
 
 pub use attention::{
-    Attention, AttentionConfig, Brief, BriefWatch, Entry, Item, REMINDER_AGENT_FIELD, WorkKind,
+    Attention, AttentionConfig, Brief, BriefWatch, Entry, Item, LEASE_EXPIRY_WARNING,
+    REMINDER_AGENT_FIELD, WorkKind,
 };
 pub use channels::Channels;
 pub use dispatcher::{DispatchAction, Dispatcher, DispatcherConfig, IgnoreReason, Ledger};

@@ -23,6 +23,10 @@ pub enum WorkKind {
     /// Open reminders (or snoozed ones now due) naming the agent in
     /// `metadata.agent` ([`REMINDER_AGENT_FIELD`](crate::REMINDER_AGENT_FIELD)).
     Reminder,
+    /// The agent's own live leases that expire within
+    /// [`LEASE_EXPIRY_WARNING`](crate::LEASE_EXPIRY_WARNING): renew or
+    /// release them.
+    Lease,
 }
 
 impl WorkKind {
@@ -34,6 +38,7 @@ impl WorkKind {
             WorkKind::Mail => "mail",
             WorkKind::Bus => "bus",
             WorkKind::Reminder => "reminder",
+            WorkKind::Lease => "lease",
         }
     }
 }

@@ -20,8 +20,10 @@ use crate::error::Result;
 pub const REMINDER_AGENT_FIELD: &str = "agent";
 
 mod brief;
+mod lease;
 
 pub use brief::{Brief, Entry, Item, WorkKind};
+pub use lease::LEASE_EXPIRY_WARNING;
 
 /// How [`Attention`] waits.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -112,6 +114,7 @@ impl Attention {
         entries.extend(self.mail_entry(agent)?);
         entries.extend(self.bus_entry(agent)?);
         entries.extend(self.reminder_entry(agent)?);
+        entries.extend(self.lease_entry(agent)?);
         Ok(Brief {
             agent: agent.clone(),
             entries,
@@ -128,6 +131,7 @@ impl Attention {
             WatchTarget::dir(self.bus.queue_dir(agent)),
             WatchTarget::tree(open),
             WatchTarget::tree(snoozed),
+            WatchTarget::dir(self.hooks.state().channel(chipset_lease::LEASE_CHANNEL)),
         ]
     }
 

@@ -253,7 +253,8 @@ fn an_attention_reports_its_config() {
 
 /// A wait watches each place that can change the brief: the hook file, the
 /// agent's nudge folder, inbox and queue, and the reminders' open and
-/// snoozed trees (a reminder for the agent may sit in any folder below).
+/// snoozed trees (a reminder for the agent may sit in any folder below),
+/// and the lease table's folder (its leases about to expire).
 #[test]
 fn an_agent_is_watched_where_its_brief_can_change() {
     let tmp = TempState::new();
@@ -282,6 +283,7 @@ fn an_agent_is_watched_where_its_brief_can_change() {
             ("bus/alpha/queue".to_owned(), "dir"),
             ("reminders/open".to_owned(), "tree"),
             ("reminders/snoozed".to_owned(), "tree"),
+            ("leases".to_owned(), "dir"),
         ]
     );
 }
