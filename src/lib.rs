@@ -105,5 +105,6 @@ pub use doctor::{Area, Checkup, STALE_TEMP_AGE};
 pub use door::{Chipset, Config};
 pub use error::{Error, Result};
 pub use status::{
-    AgentLine, AgentReport, BusLine, HookLine, NudgeLine, PresenceLine, ReminderCounts, Status,
+    AgentLine, AgentReport, BusLine, HookLine, NudgeLine, PresenceLine, ProfileLine,
+    ReminderCounts, Status,
 };

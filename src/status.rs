@@ -68,6 +68,35 @@ pub struct AgentLine {
     pub inbox: usize,
     /// Its bus queue; `None` when it has no bus directory.
     pub bus: Option<BusLine>,
+    /// What its directory profile says; `None` when it is not registered
+    /// (or its profile is unreadable: `chipset doctor` reports that).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<ProfileLine>,
+}
+
+/// An agent's directory profile in a [`Status`]: its roles (the lists it
+/// is on), program and model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct ProfileLine {
+    /// Its roles, sorted.
+    pub roles: Vec<chipset_directory::Role>,
+    /// The program driving it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
+    /// The model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+impl ProfileLine {
+    fn of(p: &chipset_directory::Profile) -> Self {
+        ProfileLine {
+            roles: p.roles.clone(),
+            program: p.program.clone(),
+            model: p.model.clone(),
+        }
+    }
 }
 
 /// An agent's hook in a [`Status`].
@@ -189,11 +218,19 @@ impl Chipset {
             .map(|s| (s.agent.clone(), s))
             .collect();
         let reminders = self.reminder_counts()?;
+        let profiles: BTreeMap<AgentId, ProfileLine> = self
+            .directory()
+            .profiles()
+            .map_err(directory_error)?
+            .iter()
+            .map(|p| (p.name.clone(), ProfileLine::of(p)))
+            .collect();
         let agents: BTreeSet<&AgentId> = hooks
             .keys()
             .chain(&nudge_agents)
             .chain(inbox.keys())
             .chain(bus.keys())
+            .chain(profiles.keys())
             .collect();
         let agents = agents
             .into_iter()
@@ -212,6 +249,7 @@ impl Chipset {
                 bus: bus
                     .get(agent)
                     .map(|s| BusLine::of(&s.counts, &s.presence, s.live)),
+                profile: profiles.get(agent).cloned(),
             })
             .collect();
         let leases = self.leases().live()?;
@@ -246,6 +284,10 @@ impl Chipset {
                 nudge: Some(nudge),
                 inbox: self.mail().inbox_len(agent)?,
                 bus: Some(BusLine::of(&counts, &presence, live)),
+                profile: match self.directory().read(agent).map_err(directory_error)? {
+                    ReadOutcome::Value(p) => Some(ProfileLine::of(&p)),
+                    _ => None,
+                },
             },
             reminders: self.reminder_counts()?,
             pool: self.pool().counts()?,
@@ -386,4 +428,18 @@ fn chain(error: &dyn StdError) -> String {
         source = e.source();
     }
     text
+}
+
+/// The directory's errors while reading profiles are store errors (the
+/// root's [`Error`](crate::Error) has no directory variant).
+fn directory_error(e: chipset_directory::Error) -> crate::Error {
+    match e {
+        chipset_directory::Error::Store(s) => s.into(),
+        other => chipset_store::Error::Io {
+            op: "read the agent directory",
+            path: std::path::PathBuf::from("agents"),
+            source: std::io::Error::other(other.to_string()),
+        }
+        .into(),
+    }
 }

@@ -145,7 +145,7 @@ impl Directory {
     /// read (fail closed: a group is never sent short of an agent);
     /// [`Error::Store`].
     pub fn resolve(&self, to: &Recipients, sender: &AgentId) -> Result<Vec<AgentId>> {
-        let profiles = self.profiles()?;
+        let profiles = self.all_profiles()?;
         let mut out = BTreeSet::new();
         for target in to.targets() {
             match target {
@@ -287,18 +287,40 @@ impl Directory {
         })
     }
 
-    /// Reads every profile, failing on any that cannot be read.
-    pub(crate) fn profiles(&self) -> Result<Vec<Profile>> {
-        let names = match self.state.stat(&self.dir)? {
+    /// Returns every readable profile, sorted by name, without computing
+    /// last-seen: one listing of `agents/` and one bounded read per
+    /// profile. Profiles that cannot be read are left out (the doctor and
+    /// [`Directory::list`] report them). For views such as `status`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when `agents/` cannot be listed or a file opened.
+    pub fn profiles(&self) -> Result<Vec<Profile>> {
+        let mut out = Vec::new();
+        for name in self.names()? {
+            if let Some(agent) = profile_agent(&name)
+                && let ReadOutcome::Value(p) = self.read(&agent)?
+            {
+                out.push(p);
+            }
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    fn names(&self) -> Result<Vec<String>> {
+        Ok(match self.state.stat(&self.dir)? {
             Some(_) => self.state.list(&self.dir)?,
             None => Vec::new(),
-        };
+        })
+    }
+
+    /// Reads every profile, failing on any that cannot be read.
+    fn all_profiles(&self) -> Result<Vec<Profile>> {
+        let names = self.names()?;
         let mut out = Vec::with_capacity(names.len());
         for name in names {
-            let Some(agent) = name
-                .strip_suffix(".json")
-                .and_then(|stem| AgentId::new(stem).ok())
-            else {
+            let Some(agent) = profile_agent(&name) else {
                 continue; // Not a profile (the doctor reports it).
             };
             match self.read(&agent)? {
@@ -322,6 +344,12 @@ impl Directory {
         }
         Ok(out)
     }
+}
+
+/// The agent a file name of `agents/` is the profile of, if it is one.
+fn profile_agent(name: &str) -> Option<AgentId> {
+    name.strip_suffix(".json")
+        .and_then(|stem| AgentId::new(stem).ok())
 }
 
 #[cfg(test)]

@@ -219,3 +219,26 @@ fn mcp_mail_send_takes_a_group() {
         c.cancel().await.unwrap();
     });
 }
+
+/// `status` shows registered agents with their lists (roles), program and
+/// model, even an agent with no other file yet.
+#[test]
+fn status_shows_the_directory() {
+    let mut env = Env::new();
+    env.ok(&[
+        "agent",
+        "register",
+        "ann",
+        "--roles",
+        "qa",
+        "--program",
+        "codex",
+    ]);
+    let status = env.ok(&["--json", "status"]).json();
+    let agents = status["agents"].as_array().unwrap();
+    assert_eq!(agents.len(), 1, "{status}");
+    assert_eq!(agents[0]["agent"], "ann");
+    assert_eq!(agents[0]["profile"]["roles"], json!(["qa"]));
+    assert_eq!(agents[0]["profile"]["program"], "codex");
+    assert!(agents[0]["profile"].get("model").is_none());
+}
