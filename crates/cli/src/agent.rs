@@ -6,7 +6,7 @@
 //! computed from the activity chipset already records.
 
 use chipset::directory::{Directory, Filter, Registered, Registration, Role};
-use chipset_mcp::view::{AgentListing, AgentProfile};
+use chipset_mcp::view::{AgentListing, AgentProfile, ListMembers};
 use chipset_store::AgentId;
 use clap::Subcommand;
 
@@ -165,14 +165,6 @@ fn change_list(
         members,
     };
     Ok(Output::new(text, output::json(&view)))
-}
-
-/// The JSON of `agent list-add|list-remove`.
-#[derive(serde::Serialize)]
-struct ListMembers {
-    list: String,
-    changed: usize,
-    members: Vec<AgentId>,
 }
 
 /// Parses `--roles a,b`; an empty list clears the roles.

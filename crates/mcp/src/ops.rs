@@ -24,7 +24,7 @@ use chipset_store::{AgentId, StateDir};
 use serde::Serialize;
 use serde_json::Value;
 
-pub(crate) use self::agent::{agent_list, agent_whois};
+pub(crate) use self::agent::{agent_list, agent_list_add, agent_list_remove, agent_whois};
 pub(crate) use self::attention::{brief, waited};
 pub(crate) use self::bus::{bus_ack, bus_pending, bus_publish, events};
 pub(crate) use self::hook::{hook_assign, hook_clear, hook_complete, hook_pickup, hook_touch};

@@ -572,6 +572,18 @@ pub(crate) struct AgentWhois {
     pub(crate) name: Option<String>,
 }
 
+/// `agent_list_add` and `agent_list_remove`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AgentListChange {
+    /// The list (a role: a-z, 0-9, `-`, `_`; not `all`).
+    #[schemars(pattern(ROLE), length(min = 1, max = 64))]
+    pub(crate) list: String,
+    /// The agents to put on it or take off it (registered ones).
+    #[schemars(length(min = 1, max = 256))]
+    pub(crate) agents: Vec<String>,
+}
+
 /// `agent_list`.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -216,6 +216,27 @@ fn mcp_mail_send_takes_a_group() {
         )
         .await;
         assert!(refused(&bad).contains("unknown agent `zed`"));
+        let added = call(
+            &c,
+            "agent_list_add",
+            json!({"list": "ops", "agents": ["bob", "cid"]}),
+        )
+        .await;
+        assert_eq!(ok(&added)["members"], json!(["bob", "cid"]));
+        let removed = call(
+            &c,
+            "agent_list_remove",
+            json!({"list": "ops", "agents": ["bob"]}),
+        )
+        .await;
+        assert_eq!(ok(&removed)["members"], json!(["cid"]));
+        let reserved = call(
+            &c,
+            "agent_list_add",
+            json!({"list": "all", "agents": ["bob"]}),
+        )
+        .await;
+        assert!(refused(&reserved).contains("reserved"));
         c.cancel().await.unwrap();
     });
 }

@@ -13,8 +13,10 @@ use crate::Env;
 pub(crate) type Client = RunningService<RoleClient, ()>;
 
 /// Every tool the server must offer.
-pub(crate) const TOOLS: [&str; 34] = [
+pub(crate) const TOOLS: [&str; 36] = [
     "agent_list",
+    "agent_list_add",
+    "agent_list_remove",
     "agent_whois",
     "brief",
     "bus_ack",

@@ -8,8 +8,8 @@ use chipset_failure::{Failure, plural};
 use chipset_store::AgentId;
 
 use super::{Ctx, Outcome, Reply, id};
-use crate::params::{AgentList, AgentWhois, limit};
-use crate::view::{AgentListing, AgentProfile};
+use crate::params::{AgentList, AgentListChange, AgentWhois, limit};
+use crate::view::{AgentListing, AgentProfile, ListMembers};
 
 /// Returns one line for `p`: name, roles, what it runs, last seen.
 pub(crate) fn line(p: &AgentProfile) -> String {
@@ -84,4 +84,52 @@ pub(crate) fn agent_list(ctx: &Ctx, p: AgentList) -> Outcome {
     let mut reply = Reply::new(text, view);
     reply.failure = failure;
     Ok(reply)
+}
+
+pub(crate) fn agent_list_add(ctx: &Ctx, p: AgentListChange) -> Outcome {
+    change_list(ctx, p, true)
+}
+
+pub(crate) fn agent_list_remove(ctx: &Ctx, p: AgentListChange) -> Outcome {
+    change_list(ctx, p, false)
+}
+
+/// Puts agents on a list or takes them off, and shows its members after.
+fn change_list(ctx: &Ctx, p: AgentListChange, add: bool) -> Outcome {
+    let list = Role::new(p.list).map_err(Failure::from)?;
+    let agents = p
+        .agents
+        .iter()
+        .map(|a| id(a))
+        .collect::<Result<Vec<AgentId>, Failure>>()?;
+    let directory = Directory::new(ctx.state.clone());
+    let done = if add {
+        directory.list_add(&list, &agents)?
+    } else {
+        directory.list_remove(&list, &agents)?
+    };
+    let changed = done
+        .iter()
+        .filter(|d| !matches!(d, chipset::directory::Registered::Unchanged(_)))
+        .count();
+    let members = directory.members(&list)?;
+    let names: Vec<String> = members.iter().map(ToString::to_string).collect();
+    let text = format!(
+        "{} {} @{list}; members: {}\n",
+        plural(changed, "agent"),
+        if add { "added to" } else { "removed from" },
+        if names.is_empty() {
+            "none".to_owned()
+        } else {
+            names.join(", ")
+        }
+    );
+    Ok(Reply::new(
+        text,
+        ListMembers {
+            list: list.to_string(),
+            changed,
+            members,
+        },
+    ))
 }

@@ -6,7 +6,7 @@ use rmcp::{ErrorData, tool, tool_router};
 
 use super::Server;
 use crate::ops;
-use crate::params::{AgentList, AgentWhois};
+use crate::params::{AgentList, AgentListChange, AgentWhois};
 use crate::schema::{self, Parameters};
 use crate::view;
 
@@ -36,5 +36,31 @@ impl Server {
         Parameters(p): Parameters<AgentList>,
     ) -> Result<CallToolResult, ErrorData> {
         self.run_with(p, ops::agent_list).await
+    }
+
+    #[tool(
+        title = "Put agents on a list",
+        description = "Put registered agents on a list (`@list` in mail_send's `to` mails them all): the list is a role in each profile. Adding an agent already on it changes nothing. Returns the members.",
+        annotations(destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+        output_schema = schema::output::<view::ListMembers>()
+    )]
+    async fn agent_list_add(
+        &self,
+        Parameters(p): Parameters<AgentListChange>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run_with(p, ops::agent_list_add).await
+    }
+
+    #[tool(
+        title = "Take agents off a list",
+        description = "Take agents off a list. An agent not on it is left alone. Returns the members.",
+        annotations(destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+        output_schema = schema::output::<view::ListMembers>()
+    )]
+    async fn agent_list_remove(
+        &self,
+        Parameters(p): Parameters<AgentListChange>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run_with(p, ops::agent_list_remove).await
     }
 }

@@ -59,6 +59,8 @@ fn call(ctx: &Ctx, name: &str, v: Value) -> Outcome {
         "work_ready" => ops::work_ready(ctx, parse(a)?),
         "work_claim" => ops::work_claim(ctx, parse(a)?),
         "work_release" => ops::work_release(ctx, parse(a)?),
+        "agent_list_add" => ops::agent_list_add(ctx, parse(a)?),
+        "agent_list_remove" => ops::agent_list_remove(ctx, parse(a)?),
         "wait" => block(watch::wait(&Arc::new(ctx.clone()), parse(a), pending())),
         other => panic!("no tool {other}"),
     }
@@ -281,6 +283,18 @@ fn every_result_matches_its_tools_output_schema() {
     );
     assert_eq!(listed["total"], 1);
     assert_eq!(t.ok(false, "agent_list", json!({"limit": 1}))["total"], 2);
+    let added = t.ok(
+        false,
+        "agent_list_add",
+        json!({"list": "ops", "agents": ["b"]}),
+    );
+    assert_eq!(added["members"], json!(["b"]));
+    let removed = t.ok(
+        false,
+        "agent_list_remove",
+        json!({"list": "ops", "agents": ["b"]}),
+    );
+    assert_eq!(removed["changed"], 1);
 
     let pool = chipset::pool::Pool::new(t.a.state.clone());
     let item = chipset::pool::NewItem::new("pooled")

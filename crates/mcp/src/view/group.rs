@@ -66,3 +66,15 @@ impl GroupSentView {
         }
     }
 }
+
+/// A list after `agent list-add|list-remove` and `agent_list_add|remove`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ListMembers {
+    /// The list.
+    pub list: String,
+    /// How many agents' profiles changed (0 for a retry).
+    pub changed: usize,
+    /// Its members now, sorted.
+    #[schemars(with = "Vec<String>")]
+    pub members: Vec<AgentId>,
+}
