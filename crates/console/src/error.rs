@@ -1,0 +1,42 @@
+//! The console's error.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// A specialized result for the console.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What went wrong showing or serving the team.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The state root was removed (or replaced by something that is not a
+    /// directory) while the view ran.
+    #[error("state root `{}` no longer exists", path.display())]
+    RootGone {
+        /// The root.
+        path: PathBuf,
+    },
+    /// The store failed (setting up the watch).
+    #[error(transparent)]
+    Store(#[from] chipset::store::Error),
+    /// The thread that watches the state root could not be started.
+    #[error("failed to start the thread that watches the state root")]
+    Spawn(#[source] std::io::Error),
+    /// The dashboard's address or token is not usable (a non-loopback
+    /// address without a token).
+    #[error(transparent)]
+    Http(#[from] chipset_mcp::Error),
+    /// The dashboard could not bind its address.
+    #[error("failed to bind the dashboard to {addr}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The dashboard stopped serving.
+    #[error("the dashboard stopped: {0}")]
+    Serve(String),
+}

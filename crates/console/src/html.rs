@@ -1,0 +1,241 @@
+//! The dashboard's HTML: the same views as `chipset top`, server-rendered,
+//! with a few inline lines of script that take the server-sent updates.
+//! Every text from the state is escaped; nothing is fetched from outside.
+
+use std::fmt::Write as _;
+
+use crate::detail::Detail;
+use crate::model::{Mark, Snapshot, View};
+use crate::screen::Screen;
+
+const STYLE: &str = "body{font:14px/1.4 ui-monospace,monospace;margin:0;background:#111;color:#ddd}\
+header{padding:.4em 1em;background:#222}header b{color:#fff}\
+nav a{display:inline-block;padding:.3em .8em;color:#9cf;text-decoration:none}\
+nav a.on{background:#9cf;color:#111}\
+main{padding:0 1em}table{border-collapse:collapse;width:100%}\
+th{text-align:left;border-bottom:1px solid #555;padding:.2em .6em}\
+td{padding:.15em .6em;white-space:nowrap;max-width:40em;overflow:hidden;text-overflow:ellipsis}\
+tr.warn td{color:#fc6}tr.alert td{color:#f66}tr.sel td{background:#334}\
+td a{color:inherit}.problem{color:#f66}.summary{color:#aaa;margin:.5em 0}\
+pre{background:#1a1a1a;padding:.6em;white-space:pre-wrap}form{display:inline}\
+input{background:#222;color:#ddd;border:1px solid #555;font:inherit}";
+
+/// Returns the whole page for `screen` over `snapshot`, with `detail` for
+/// the selected row; `version` is the snapshot's number, which the page
+/// hands back when it asks for updates (so none is missed in between).
+pub fn page(snapshot: &Snapshot, screen: &Screen, detail: Option<&Detail>, version: u64) -> String {
+    let mut out = String::with_capacity(16 * 1024);
+    let view = screen.view.name();
+    let _ = write!(
+        out,
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width\">\
+         <title>chipset · {}</title><link rel=\"icon\" href=\"data:,\">\
+         <style>{STYLE}</style></head><body>\
+         <header><b>chipset</b> {}</header><div id=\"live\">",
+        esc(screen.view.title()),
+        esc(&snapshot.root.display().to_string()),
+    );
+    out.push_str(&fragment(snapshot, screen, detail, None));
+    let query = query(screen.view, screen.filter(), None);
+    let _ = write!(
+        out,
+        "</div><script>\"use strict\";(function(){{\
+         var es=new EventSource(\"/events{}v={version}\");\
+         es.addEventListener(\"update\",function(e){{\
+         document.getElementById(\"live\").innerHTML=e.data;}});}})();\
+         </script><!-- view {view} --></body></html>",
+        js_query(&query, screen.selected_key(snapshot).as_deref()),
+    );
+    out
+}
+
+/// Returns the part of the page that updates: the tabs, the search, the
+/// table and the detail pane; `error` (the root gone) on top.
+pub(crate) fn fragment(
+    snapshot: &Snapshot,
+    screen: &Screen,
+    detail: Option<&Detail>,
+    error: Option<&str>,
+) -> String {
+    let mut out = String::with_capacity(16 * 1024);
+    if let Some(e) = error {
+        let _ = write!(
+            out,
+            "<p class=\"problem\">error: {} (showing the last view)</p>",
+            esc(e)
+        );
+    }
+    out.push_str("<nav>");
+    for v in View::ALL {
+        let _ = write!(
+            out,
+            "<a href=\"/{}\" class=\"{}\" accesskey=\"{}\">{} {}</a>",
+            query(v, "", None),
+            if v == screen.view { "on" } else { "" },
+            v.key(),
+            v.title(),
+            snapshot.table(v).rows.len(),
+        );
+    }
+    let _ = write!(
+        out,
+        "<form action=\"/\"><input type=\"hidden\" name=\"view\" value=\"{}\">\
+         <input name=\"q\" placeholder=\"search this view\" value=\"{}\"></form>\
+         <span class=\"summary\"> updated {}</span></nav><main>",
+        screen.view.name(),
+        esc(screen.filter()),
+        snapshot.at
+    );
+    let table = snapshot.table(screen.view);
+    let _ = write!(out, "<p class=\"summary\">{}</p>", esc(&table.summary));
+    for p in &table.problems {
+        let _ = write!(out, "<p class=\"problem\">! {}</p>", esc(p));
+    }
+    out.push_str("<table><thead><tr>");
+    for c in screen.view.columns() {
+        let _ = write!(out, "<th>{}</th>", esc(c));
+    }
+    out.push_str("</tr></thead><tbody>");
+    let rows = table.filtered(screen.filter());
+    let selected = screen.selected_key(snapshot);
+    for r in &rows {
+        let class = match r.mark {
+            Mark::Alert => "alert",
+            Mark::Warn => "warn",
+            _ => "",
+        };
+        let sel = if selected.as_deref() == Some(r.key.as_str()) && detail.is_some() {
+            " sel"
+        } else {
+            ""
+        };
+        let _ = write!(
+            out,
+            "<tr class=\"{class}{sel}\" data-key=\"{}\">",
+            esc(&r.key)
+        );
+        let href = query(screen.view, screen.filter(), Some(&r.key));
+        for (i, c) in r.cells.iter().enumerate() {
+            if i == 0 {
+                let _ = write!(out, "<td><a href=\"/{href}\">{}</a></td>", esc(c));
+            } else {
+                let _ = write!(out, "<td>{}</td>", esc(c));
+            }
+        }
+        out.push_str("</tr>");
+    }
+    if rows.is_empty() {
+        out.push_str("<tr><td><i>(nothing here)</i></td></tr>");
+    }
+    out.push_str("</tbody></table>");
+    if let Some(d) = detail {
+        let _ = write!(out, "<h3>{}</h3><pre>", esc(&d.title));
+        for l in &d.lines {
+            out.push_str(&esc(l));
+            out.push('\n');
+        }
+        out.push_str("</pre>");
+    }
+    out.push_str("</main>");
+    out
+}
+
+/// Returns `?view=…&q=…&row=…` for a link.
+fn query(view: View, filter: &str, row: Option<&str>) -> String {
+    let mut q = format!("?view={}", view.name());
+    if !filter.is_empty() {
+        let _ = write!(q, "&amp;q={}", percent(filter));
+    }
+    if let Some(r) = row {
+        let _ = write!(q, "&amp;row={}", percent(r));
+    }
+    q
+}
+
+/// Returns the query for the update stream inside the script (no HTML
+/// escapes there; the values are percent-encoded, so no quote survives).
+fn js_query(query: &str, row: Option<&str>) -> String {
+    let mut q = query.replace("&amp;", "&");
+    if let Some(r) = row
+        && !q.contains("&row=")
+    {
+        let _ = write!(q, "&row={}", percent(r));
+    }
+    q.push('&');
+    q
+}
+
+/// Escapes text for HTML content and attribute values.
+pub(crate) fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Percent-encodes everything but unreserved characters.
+pub(crate) fn percent(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(b));
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+/// Decodes a query value (`+` is a space); malformed escapes stay as they are.
+pub(crate) fn unpercent(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push(h * 16 + l);
+                    i += 2;
+                }
+                _ => out.push(b'%'),
+            },
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn hex(b: u8) -> Option<u8> {
+    char::from(b)
+        .to_digit(16)
+        .and_then(|d| u8::try_from(d).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_is_escaped_and_encoded() {
+        assert_eq!(
+            esc("<script>\"x\"&'"),
+            "&lt;script&gt;&quot;x&quot;&amp;&#39;"
+        );
+        assert_eq!(percent("a b/../é"), "a%20b%2F..%2F%C3%A9");
+        assert_eq!(unpercent("a%20b+c%2F..%2F%C3%A9"), "a b c/../é");
+        assert_eq!(unpercent("100%"), "100%");
+        assert_eq!(unpercent("%zz%4"), "%zz%4");
+    }
+}

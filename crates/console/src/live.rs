@@ -1,0 +1,92 @@
+//! Live updates: a thread that watches the whole state root (the store's
+//! [`Watcher`]: directory notifications, with the rescan as the safety net)
+//! and says when to read it again. Nothing polls faster than the rescan,
+//! and an idle team wakes it once per rescan only.
+
+use std::path::Path;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use chipset::store::{StateDir, WatchConfig, WatchTarget, WatchWake, Watcher};
+
+use crate::error::{Error, Result};
+
+/// The default time between rescans: the safety net when a notification is
+/// lost, and the one wake-up an idle view pays.
+pub const DEFAULT_RESCAN: Duration = Duration::from_secs(10);
+
+/// The least time between two wake-ups: a burst of writes (a dispatcher
+/// assigning a hundred hooks) is read once or twice, not a hundred times.
+const MIN_GAP: Duration = Duration::from_millis(100);
+
+/// Why [`watch`] called back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Change {
+    /// A notification: something changed.
+    Changed,
+    /// The rescan interval passed (or notifications were lost).
+    Rescan,
+}
+
+/// Starts a thread that calls `wake` whenever something under the state
+/// root changes and at every rescan, until `wake` returns false.
+///
+/// Changes to the mail's gate cache (`mail/.gate/`, which reading the open
+/// requests writes) and to lock files are not reported, so that reading
+/// the state does not wake the reader.
+///
+/// # Errors
+///
+/// [`Error::Store`](crate::Error::Store) when the watch cannot be set up.
+pub fn watch(
+    state: &StateDir,
+    rescan: Duration,
+    mut wake: impl FnMut(Change) -> bool + Send + 'static,
+) -> Result<JoinHandle<()>> {
+    let config = WatchConfig::new(true, rescan);
+    let mut watcher = Watcher::new(state, [WatchTarget::tree(state.root_path())], config)?;
+    let root = state.root().to_owned();
+    std::thread::Builder::new()
+        .name("chipset-console-watch".to_owned())
+        .spawn(move || {
+            loop {
+                let change = match watcher.wait(Duration::from_secs(3600)) {
+                    WatchWake::Changed(paths) if paths.iter().any(|p| counts(&root, p)) => {
+                        Change::Changed
+                    }
+                    WatchWake::Changed(_) | WatchWake::TimedOut => continue,
+                    WatchWake::Rescan => Change::Rescan,
+                };
+                if !wake(change) {
+                    return;
+                }
+                std::thread::sleep(MIN_GAP);
+            }
+        })
+        .map_err(Error::Spawn)
+}
+
+/// Returns true when a change at `path` can change what the views show.
+fn counts(root: &Path, path: &Path) -> bool {
+    let Ok(rel) = path.strip_prefix(root) else {
+        return true;
+    };
+    let gate = rel.starts_with("mail/.gate");
+    let lock = rel.extension().is_some_and(|e| e == "lock" || e == "tmp");
+    !(gate || lock)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_gate_cache_and_locks_do_not_count() {
+        let root = Path::new("/s");
+        assert!(counts(root, Path::new("/s/hooks/a.json")));
+        assert!(counts(root, Path::new("/s/mail/inbox/a/1.json")));
+        assert!(!counts(root, Path::new("/s/mail/.gate/task/t.json")));
+        assert!(!counts(root, Path::new("/s/hooks/a.json.lock")));
+    }
+}

@@ -1,0 +1,1 @@
+//! The dashboard over HTTP: pages, updates, and bad requests.

@@ -1,0 +1,173 @@
+//! Each view drawn into ratatui's `TestBackend` from the fixed team, and
+//! the keys that move between them.
+
+use chipset_console::{Effect, Error, Key, Screen, Snapshot, View, detail, draw};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+
+use crate::team::team;
+
+fn frame(screen: &Screen, snapshot: &Snapshot) -> TestBackend {
+    let mut terminal = Terminal::new(TestBackend::new(110, 34)).unwrap();
+    terminal.draw(|f| draw(f, screen, snapshot)).unwrap();
+    terminal.backend().clone()
+}
+
+fn snapshot_of(team: &crate::team::Team) -> Snapshot {
+    let mut s = Snapshot::load(&team.chipset).unwrap();
+    // The temporary folder's name changes from run to run.
+    s.root = "/work/team/.chipset/state".into();
+    s
+}
+
+fn settings() -> insta::Settings {
+    let mut settings = insta::Settings::clone_current();
+    // Reminder ids are random (uuid v4).
+    settings.add_filter(
+        r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}",
+        "[uuid]",
+    );
+    settings
+}
+
+#[test]
+fn every_view_draws_from_a_fixed_state_and_clock() {
+    let team = team();
+    let snapshot = snapshot_of(&team);
+    let _guard = settings().bind_to_scope();
+    for view in View::ALL {
+        let mut screen = Screen::new(view);
+        screen.detail = screen
+            .selected_key(&snapshot)
+            .map(|k| detail(&team.chipset, &snapshot, view, &k));
+        insta::assert_snapshot!(view.name(), frame(&screen, &snapshot));
+    }
+}
+
+#[test]
+fn the_stalled_agent_is_marked_and_the_gate_speaks() {
+    let team = team();
+    let s = snapshot_of(&team);
+    let agents = s.table(View::Agents);
+    let alpha = agents
+        .rows
+        .iter()
+        .find(|r| r.key == "polecat-alpha")
+        .unwrap();
+    assert!(
+        alpha.cells.iter().any(|c| c.contains("STALLED")),
+        "{alpha:?}"
+    );
+    let beta = agents
+        .rows
+        .iter()
+        .find(|r| r.key == "polecat-beta")
+        .unwrap();
+    assert!(
+        !beta.cells.iter().any(|c| c.contains("STALLED")),
+        "{beta:?}"
+    );
+    let requests = s.table(View::Requests);
+    assert_eq!(requests.rows.len(), 1);
+    assert!(
+        requests.summary.contains("block the commit of 1 tasks"),
+        "{}",
+        requests.summary
+    );
+}
+
+#[test]
+fn keys_switch_views_search_and_select() {
+    let team = team();
+    let s = snapshot_of(&team);
+    let mut screen = Screen::default();
+    assert_eq!(screen.selected_key(&s).as_deref(), Some("polecat-alpha"));
+    assert_eq!(screen.press(Key::Down, &s), Effect::Select);
+    assert_eq!(screen.selected_key(&s).as_deref(), Some("polecat-beta"));
+    assert_eq!(
+        screen.press(Key::Down, &s),
+        Effect::Redraw,
+        "the last row stays"
+    );
+    assert_eq!(screen.press(Key::Home, &s), Effect::Select);
+    for c in "/beta".chars() {
+        screen.press(Key::Char(c), &s);
+    }
+    assert!(screen.searching);
+    assert_eq!(screen.press(Key::Enter, &s), Effect::Select);
+    assert_eq!(screen.selected_key(&s).as_deref(), Some("polecat-beta"));
+    insta::assert_snapshot!("agents_searched", frame(&screen, &s));
+    // `q` while not typing quits; a view key switches and keeps each search.
+    assert_eq!(screen.press(Key::Char('l'), &s), Effect::Select);
+    assert_eq!(screen.view, View::Leases);
+    assert_eq!(screen.filter(), "");
+    screen.press(Key::Char('a'), &s);
+    assert_eq!(screen.filter(), "beta");
+    assert_eq!(screen.press(Key::Esc, &s), Effect::Select);
+    assert_eq!(screen.filter(), "");
+    assert_eq!(screen.press(Key::Tab, &s), Effect::Select);
+    assert_eq!(screen.view, View::Requests);
+    assert_eq!(screen.press(Key::BackTab, &s), Effect::Select);
+    assert_eq!(screen.view, View::Agents);
+    assert_eq!(screen.press(Key::Char('q'), &s), Effect::Quit);
+    assert_eq!(screen.press(Key::Interrupt, &s), Effect::Quit);
+}
+
+#[test]
+fn a_search_that_matches_nothing_says_so_and_selects_nothing() {
+    let team = team();
+    let s = snapshot_of(&team);
+    let mut screen = Screen::default();
+    screen.set_filter("no-such-agent".repeat(800));
+    assert_eq!(screen.selected_key(&s), None);
+    let text = chipset_console::text(&screen, &s, 80, 20);
+    assert!(text.contains("(nothing here)"), "{text}");
+}
+
+#[test]
+fn a_vanished_root_is_an_error_not_an_empty_team() {
+    let team = team();
+    let root = team.chipset.state().root().to_owned();
+    std::fs::remove_dir_all(&root).unwrap();
+    let err = Snapshot::load(&team.chipset).unwrap_err();
+    assert!(matches!(err, Error::RootGone { .. }), "{err:?}");
+    assert!(err.to_string().contains("no longer exists"), "{err}");
+    // The last view is drawn with the error on its last line.
+    let mut screen = Screen::default();
+    screen.error = Some(err.to_string());
+    let last = Snapshot::load(&crate::team::team().chipset).unwrap();
+    let text = chipset_console::text(&screen, &last, 100, 20);
+    assert!(
+        text.lines().last().unwrap().contains("error: state root"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_detail_refuses_keys_that_are_not_ids() {
+    let team = team();
+    let s = snapshot_of(&team);
+    for view in View::ALL {
+        let d = detail(&team.chipset, &s, view, "../../etc/passwd");
+        let text = d.lines.join("\n");
+        assert!(!text.contains("root:"), "{text}");
+    }
+    let d = detail(&team.chipset, &s, View::Agents, "../../etc/passwd");
+    assert_eq!(d.title, "nothing to show");
+}
+
+#[test]
+fn a_request_shows_its_thread() {
+    let team = team();
+    let s = snapshot_of(&team);
+    let key = &s.table(View::Requests).rows[0].key;
+    let d = detail(&team.chipset, &s, View::Requests, key);
+    assert!(
+        d.lines[0].contains("critic → polecat-alpha: review-parser"),
+        "{d:?}"
+    );
+    assert!(
+        d.lines[1].contains("The error path drops the span."),
+        "{d:?}"
+    );
+}
