@@ -113,6 +113,11 @@ pub(crate) enum Command {
     },
     /// One screen: every agent's hook, nudge, inbox and bus, and open reminders.
     Status,
+    /// The live operator view: agents, requests, bus, reminders, leases
+    /// (keys a r b m l, / to search, q to quit).
+    Top(TopArgs),
+    /// Serve the same views as a read-only web dashboard with live updates.
+    Serve(ServeArgs),
     /// Find (and with --fix repair) corrupt files, stale temps, orphaned mail.
     Doctor(DoctorArgs),
     /// Serve the agent-facing operations as MCP tools, acting as one agent
@@ -143,6 +148,40 @@ pub(crate) struct McpArgs {
     /// first line of this file.
     #[arg(long, value_name = "PATH", requires = "http")]
     pub(crate) token_file: Option<PathBuf>,
+}
+
+/// `chipset top`.
+#[derive(Debug, Args)]
+pub(crate) struct TopArgs {
+    /// The view to start on: agents, requests, bus, reminders or leases.
+    #[arg(long, value_name = "VIEW", value_parser = crate::top::parse_view)]
+    pub(crate) view: Option<chipset_console::View>,
+    /// Time between full rescans, the safety net behind the directory
+    /// notifications (a number with ms, s, m or h).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
+    pub(crate) rescan: Duration,
+    /// Print one frame of WIDTHxHEIGHT as text and exit (no terminal needed).
+    #[arg(long, value_name = "WIDTHxHEIGHT", value_parser = crate::top::parse_size)]
+    pub(crate) once: Option<(u16, u16)>,
+}
+
+/// `chipset serve`.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Serve at http://ADDR/; loopback addresses only, unless a token is given.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8377")]
+    pub(crate) addr: std::net::SocketAddr,
+    /// Require the token read from this environment variable (as
+    /// `Authorization: Bearer <token>`, or opened once as /?token=<token>).
+    #[arg(long, value_name = "VAR", conflicts_with = "token_file")]
+    pub(crate) token_env: Option<String>,
+    /// Require the token read from the first line of this file.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) token_file: Option<PathBuf>,
+    /// Time between full rescans, the safety net behind the directory
+    /// notifications (a number with ms, s, m or h).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
+    pub(crate) rescan: Duration,
 }
 
 /// `chipset hook ...`.
@@ -331,6 +370,8 @@ impl Command {
             // The tools read as well as write (`mail_pending` is a commit
             // gate): a mistyped root must not serve as an empty one.
             Command::Status | Command::Doctor(_) | Command::Mcp(_) => true,
+            // Views: a mistyped root must not show as an empty, idle team.
+            Command::Top(_) | Command::Serve(_) => true,
         }
     }
 }

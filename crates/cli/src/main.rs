@@ -24,6 +24,8 @@
 //! chipset [--root DIR] [--json] status
 //! chipset [--root DIR] [--json] doctor [--fix]
 //! chipset [--root DIR] mcp --agent AGENT [--http ADDR] [--token-env VAR | --token-file PATH]
+//! chipset [--root DIR] top [--view VIEW] [--rescan DURATION] [--once WIDTHxHEIGHT]
+//! chipset [--root DIR] serve [--addr ADDR] [--token-env VAR | --token-file PATH]
 //! ```
 //!
 //! # The state root
@@ -117,7 +119,9 @@ mod mcp;
 mod nudge;
 mod output;
 mod remind;
+mod serve;
 mod status;
+mod top;
 mod view;
 mod witness;
 mod work;
@@ -279,6 +283,8 @@ fn run(cli: Cli) -> Result<Output> {
         Command::Status => status::run(&ctx),
         Command::Doctor(args) => doctor::run(&ctx, &args),
         Command::Mcp(args) => mcp::run(ctx, args),
+        Command::Top(args) => top::run(&ctx, &args),
+        Command::Serve(args) => serve::run(&ctx, &args),
     }
 }
 

@@ -29,6 +29,7 @@ mod nudge;
 mod peers;
 mod remind;
 mod status;
+mod top;
 mod witness;
 
 use std::collections::BTreeMap;

@@ -1,0 +1,164 @@
+//! `chipset top`: the live operator view in the terminal, over
+//! [`chipset_console`]'s model and drawing. This file owns the terminal:
+//! raw mode, the alternate screen, the keys, and the loop that redraws on
+//! a key or a change under the root.
+//!
+//! Nothing polls: one thread blocks reading keys, the console's watch
+//! thread blocks on directory notifications (and wakes once per rescan),
+//! and the loop blocks on both. An idle `top` wakes once per `--rescan`.
+
+use std::sync::mpsc;
+
+use chipset::Chipset;
+use chipset_console::{Effect, Key, Screen, Snapshot, View};
+use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+
+use crate::Ctx;
+use crate::cli::TopArgs;
+use crate::error::{CliError, Result};
+use crate::output::Output;
+
+/// What wakes the loop.
+enum Wake {
+    Key(Key),
+    Redraw,
+    Change,
+    /// The terminal's input ended (or failed): leave.
+    InputGone(String),
+}
+
+/// Runs `chipset top`.
+pub(crate) fn run(ctx: &Ctx, args: &TopArgs) -> Result<Output> {
+    let chipset = Chipset::from_state(ctx.state.clone());
+    let mut snapshot = Snapshot::load(&chipset).map_err(|e| CliError::refused(e.to_string()))?;
+    let mut screen = Screen::new(args.view.unwrap_or(View::Agents));
+    reload_detail(&chipset, &snapshot, &mut screen);
+    if let Some((width, height)) = args.once {
+        let text = chipset_console::text(&screen, &snapshot, width, height);
+        return Ok(Output::new(text, serde_json::Value::Null));
+    }
+    let (tx, rx) = mpsc::channel();
+    let changes = tx.clone();
+    // Started before the terminal is taken, so a failure prints plainly.
+    let _watch = chipset_console::watch(chipset.state(), args.rescan, move |_| {
+        changes.send(Wake::Change).is_ok()
+    })
+    .map_err(|e| CliError::refused(e.to_string()))?;
+    std::thread::Builder::new()
+        .name("chipset-top-keys".to_owned())
+        .spawn(move || read_keys(&tx))
+        .map_err(|e| CliError::refused(format!("failed to start the key reader: {e}")))?;
+    let mut terminal = ratatui::init();
+    let outcome = (|| -> std::io::Result<Option<String>> {
+        loop {
+            terminal.draw(|f| chipset_console::draw(f, &screen, &snapshot))?;
+            let Ok(wake) = rx.recv() else {
+                return Ok(None);
+            };
+            let mut changed = false;
+            let mut effect = Effect::Redraw;
+            // Take everything that is waiting: a burst of changes is read once.
+            for wake in std::iter::once(wake).chain(rx.try_iter()) {
+                match wake {
+                    Wake::Key(k) => match screen.press(k, &snapshot) {
+                        Effect::Quit => return Ok(None),
+                        Effect::Select => effect = Effect::Select,
+                        _ => {}
+                    },
+                    Wake::Redraw => {}
+                    Wake::Change => changed = true,
+                    Wake::InputGone(why) => return Ok(Some(why)),
+                }
+            }
+            if changed {
+                match Snapshot::load(&chipset) {
+                    Ok(s) => {
+                        snapshot = s;
+                        screen.error = None;
+                    }
+                    // Keep showing the last view, with the error on the last line.
+                    Err(e) => screen.error = Some(e.to_string()),
+                }
+            }
+            if (changed && screen.error.is_none()) || effect == Effect::Select {
+                reload_detail(&chipset, &snapshot, &mut screen);
+            }
+        }
+    })();
+    ratatui::restore();
+    match outcome {
+        Ok(None) => Ok(Output::new("", serde_json::Value::Null)),
+        Ok(Some(why)) => Err(CliError::refused(format!(
+            "the terminal's input ended: {why}"
+        ))),
+        Err(e) => Err(CliError::refused(format!(
+            "failed to draw on the terminal: {e}"
+        ))),
+    }
+}
+
+fn reload_detail(chipset: &Chipset, snapshot: &Snapshot, screen: &mut Screen) {
+    screen.detail = screen
+        .selected_key(snapshot)
+        .map(|key| chipset_console::detail(chipset, snapshot, screen.view, &key));
+}
+
+/// Reads keys until the loop is gone; blocks in between (no polling).
+fn read_keys(tx: &mpsc::Sender<Wake>) {
+    loop {
+        let wake = match event::read() {
+            Ok(Event::Key(k)) if k.kind != KeyEventKind::Release => {
+                let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
+                let key = match k.code {
+                    KeyCode::Char('c') if ctrl => Key::Interrupt,
+                    KeyCode::Char(c) => Key::Char(c),
+                    KeyCode::Up => Key::Up,
+                    KeyCode::Down => Key::Down,
+                    KeyCode::PageUp => Key::PageUp,
+                    KeyCode::PageDown => Key::PageDown,
+                    KeyCode::Home => Key::Home,
+                    KeyCode::End => Key::End,
+                    KeyCode::Enter => Key::Enter,
+                    KeyCode::Esc => Key::Esc,
+                    KeyCode::Backspace => Key::Backspace,
+                    KeyCode::Tab => Key::Tab,
+                    KeyCode::BackTab => Key::BackTab,
+                    _ => continue,
+                };
+                Wake::Key(key)
+            }
+            Ok(Event::Resize(..)) => Wake::Redraw,
+            Ok(_) => continue,
+            Err(e) => {
+                let _ = tx.send(Wake::InputGone(e.to_string()));
+                return;
+            }
+        };
+        if tx.send(wake).is_err() {
+            return;
+        }
+    }
+}
+
+/// Parses `WIDTHxHEIGHT` for `--once`.
+pub(crate) fn parse_size(text: &str) -> std::result::Result<(u16, u16), String> {
+    let (w, h) = text
+        .split_once('x')
+        .ok_or_else(|| format!("not a size: {text:?} (such as 120x40)"))?;
+    let w: u16 = w.parse().map_err(|_| format!("not a width: {w:?}"))?;
+    let h: u16 = h.parse().map_err(|_| format!("not a height: {h:?}"))?;
+    if !(20..=1000).contains(&w) || !(8..=1000).contains(&h) {
+        return Err(format!("{text}: from 20x8 to 1000x1000"));
+    }
+    Ok((w, h))
+}
+
+/// Parses a view name for `--view`.
+pub(crate) fn parse_view(text: &str) -> std::result::Result<View, String> {
+    View::from_name(text).ok_or_else(|| {
+        format!(
+            "unknown view {text:?}: use one of {}",
+            View::ALL.map(View::name).join(", ")
+        )
+    })
+}

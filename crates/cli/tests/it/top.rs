@@ -1,0 +1,147 @@
+//! `chipset top` in a real terminal: the binary runs in `tmux`, keys go
+//! in by `send-keys`, the screen comes out by `capture-pane`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::Env;
+
+/// A tmux server of its own (its socket in a temporary folder), killed
+/// when dropped.
+struct Tmux {
+    socket: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Tmux {
+    /// Starts `chipset --root ROOT top ARGS` in a 140x40 session.
+    fn start(root: &Path, args: &[&str]) -> Tmux {
+        let dir = tempfile::tempdir().unwrap();
+        let tmux = Tmux {
+            socket: dir.path().join("tmux.sock"),
+            _dir: dir,
+        };
+        let mut cmd = tmux.command();
+        cmd.args(["new-session", "-d", "-s", "top", "-x", "140", "-y", "40", "--"])
+            .arg("env")
+            .arg("NO_COLOR=1")
+            .arg(env!("CARGO_BIN_EXE_chipset"))
+            .arg("--root")
+            .arg(root)
+            .arg("top")
+            .args(args);
+        let out = cmd
+            .output()
+            .expect("tmux runs (apt-get install tmux: the top test needs it)");
+        assert!(out.status.success(), "tmux: {out:?}");
+        tmux
+    }
+
+    fn command(&self) -> Command {
+        let mut cmd = Command::new("tmux");
+        cmd.arg("-S").arg(&self.socket).env_remove("TMUX");
+        cmd
+    }
+
+    fn screen(&self) -> String {
+        let out = self
+            .command()
+            .args(["capture-pane", "-p", "-t", "top"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let status = self
+            .command()
+            .args(["send-keys", "-t", "top"])
+            .args(keys)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// Waits up to `limit` for the screen to satisfy `ok`; returns how long
+    /// it took, or panics with the last screen.
+    fn until(&self, limit: Duration, what: &str, ok: impl Fn(&str) -> bool) -> Duration {
+        let start = Instant::now();
+        loop {
+            let screen = self.screen();
+            if ok(&screen) {
+                return start.elapsed();
+            }
+            assert!(
+                start.elapsed() < limit,
+                "not within {limit:?}: {what}; the screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+
+    fn alive(&self) -> bool {
+        self.command()
+            .args(["has-session", "-t", "top"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.command().arg("kill-server").output();
+    }
+}
+
+#[test]
+fn an_agent_assigned_from_outside_appears_within_two_seconds() {
+    let env = Env::new();
+    env.run(&["hook", "assign", "polecat-alpha", "--bead", "bd-1", "--title", "First"]);
+    let tmux = Tmux::start(env.root(), &[]);
+    let started = tmux.until(Duration::from_secs(5), "top starts", |s| {
+        s.contains("chipset top") && s.contains("polecat-alpha")
+    });
+    eprintln!("top drew its first screen after {started:?}");
+    let run = env.run(&["hook", "assign", "polecat-zulu", "--bead", "bd-2", "--title", "Second"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let seen = tmux.until(Duration::from_secs(2), "the new agent shows", |s| {
+        s.contains("polecat-zulu")
+    });
+    eprintln!("the new agent showed after {seen:?}");
+
+    // One key per view; `/` searches within it.
+    tmux.keys(&["r"]);
+    tmux.until(Duration::from_secs(2), "the requests view", |s| {
+        s.contains("no open requests: every commit gate passes")
+    });
+    tmux.keys(&["a", "/", "z", "u", "l", "u", "Enter"]);
+    tmux.until(Duration::from_secs(2), "the search keeps zulu only", |s| {
+        s.contains("1 of 2 match /zulu") && !s.contains("polecat-alpha")
+    });
+    tmux.keys(&["q"]);
+    let start = Instant::now();
+    while tmux.alive() {
+        assert!(start.elapsed() < Duration::from_secs(2), "q quits top");
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+#[test]
+fn a_vanished_root_keeps_the_last_view_with_an_error_line() {
+    let env = Env::new();
+    env.run(&["hook", "assign", "polecat-alpha", "--bead", "bd-1", "--title", "First"]);
+    let tmux = Tmux::start(env.root(), &["--rescan", "1s"]);
+    tmux.until(Duration::from_secs(5), "top starts", |s| s.contains("polecat-alpha"));
+    std::fs::remove_dir_all(env.root()).unwrap();
+    tmux.until(Duration::from_secs(5), "the error line", |s| {
+        s.contains("error: state root") && s.contains("no longer exists") && s.contains("polecat-alpha")
+    });
+    assert!(tmux.alive(), "top keeps running");
+    tmux.keys(&["q"]);
+    let start = Instant::now();
+    while tmux.alive() {
+        assert!(start.elapsed() < Duration::from_secs(2), "q quits top");
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
