@@ -307,6 +307,14 @@ impl Watcher {
         if ev.need_rescan() {
             return true;
         }
+        // Opening, reading and closing a file unwritten change nothing
+        // (notify reports opens on Linux): a reader must not wake
+        // watchers, itself included.
+        if let notify::EventKind::Access(access) = ev.kind
+            && access != notify::event::AccessKind::Close(notify::event::AccessMode::Write)
+        {
+            return false;
+        }
         let removed = matches!(ev.kind, notify::EventKind::Remove(_));
         for path in ev.paths {
             let mut relevant = false;
@@ -474,6 +482,28 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let state = StateDir::open(tmp.path()).unwrap();
         (tmp, state)
+    }
+
+    /// Regression: reads woke every watcher of their folder (notify
+    /// reports opens), so a live view that reads on a wake woke itself.
+    #[test]
+    fn opening_or_reading_a_file_wakes_no_one() {
+        use notify::event::{AccessKind, AccessMode};
+        let (_tmp, state) = open();
+        let dir = state.channel_dir(Channel::new("bus")).unwrap();
+        let file = dir.join("a.json").unwrap();
+        let (mut w, feed) = fed(&state, [WatchTarget::dir(&dir)]);
+        for kind in [
+            AccessKind::Open(AccessMode::Read),
+            AccessKind::Read,
+            AccessKind::Close(AccessMode::Read),
+        ] {
+            feed.send(event(EventKind::Access(kind), &file)).unwrap();
+        }
+        assert_eq!(w.wait(Duration::from_millis(200)), WatchWake::TimedOut);
+        let written = AccessKind::Close(AccessMode::Write);
+        feed.send(event(EventKind::Access(written), &file)).unwrap();
+        assert_eq!(w.wait(GUARD), WatchWake::Changed(vec![file.to_path_buf()]));
     }
 
     #[test]
