@@ -10,7 +10,7 @@
 use std::sync::mpsc;
 
 use chipset::Chipset;
-use chipset_console::{Effect, Key, Screen, Snapshot, View};
+use chipset_console::{Effect, Key, Loader, Screen, Snapshot, View};
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 
 use crate::Ctx;
@@ -22,7 +22,7 @@ use crate::output::Output;
 enum Wake {
     Key(Key),
     Redraw,
-    Change,
+    Loaded(Box<std::result::Result<Snapshot, String>>),
     /// The terminal's input ended (or failed): leave.
     InputGone(String),
 }
@@ -30,7 +30,14 @@ enum Wake {
 /// Runs `chipset top`.
 pub(crate) fn run(ctx: &Ctx, args: &TopArgs) -> Result<Output> {
     let chipset = Chipset::from_state(ctx.state.clone());
-    let mut snapshot = Snapshot::load(&chipset).map_err(|e| CliError::refused(e.to_string()))?;
+    let loader = Loader::new();
+    // The first frame leaves out the open requests when a live view
+    // follows: their first read costs what all mail costs.
+    let first = match args.once {
+        Some(_) => loader.load(&chipset),
+        None => loader.load_quick(&chipset),
+    };
+    let mut snapshot = first.map_err(|e| CliError::refused(e.to_string()))?;
     let mut screen = Screen::new(args.view.unwrap_or(View::Agents));
     reload_detail(&chipset, &snapshot, &mut screen);
     if let Some((width, height)) = args.once {
@@ -40,8 +47,11 @@ pub(crate) fn run(ctx: &Ctx, args: &TopArgs) -> Result<Output> {
     let (tx, rx) = mpsc::channel();
     let changes = tx.clone();
     // Started before the terminal is taken, so a failure prints plainly.
+    let reader = chipset.clone();
+    // The reads run on the watch thread: a slow one never blocks the keys.
     let _watch = chipset_console::watch(chipset.state(), args.rescan, move |_| {
-        changes.send(Wake::Change).is_ok()
+        let loaded = loader.load(&reader).map_err(|e| e.to_string());
+        changes.send(Wake::Loaded(Box::new(loaded))).is_ok()
     })
     .map_err(|e| CliError::refused(e.to_string()))?;
     std::thread::Builder::new()
@@ -55,7 +65,7 @@ pub(crate) fn run(ctx: &Ctx, args: &TopArgs) -> Result<Output> {
             let Ok(wake) = rx.recv() else {
                 return Ok(None);
             };
-            let mut changed = false;
+            let mut loaded = None;
             let mut effect = Effect::Redraw;
             // Take everything that is waiting: a burst of changes is read once.
             for wake in std::iter::once(wake).chain(rx.try_iter()) {
@@ -66,19 +76,19 @@ pub(crate) fn run(ctx: &Ctx, args: &TopArgs) -> Result<Output> {
                         _ => {}
                     },
                     Wake::Redraw => {}
-                    Wake::Change => changed = true,
+                    Wake::Loaded(l) => loaded = Some(*l),
                     Wake::InputGone(why) => return Ok(Some(why)),
                 }
             }
-            if changed {
-                match Snapshot::load(&chipset) {
-                    Ok(s) => {
-                        snapshot = s;
-                        screen.error = None;
-                    }
-                    // Keep showing the last view, with the error on the last line.
-                    Err(e) => screen.error = Some(e.to_string()),
+            let changed = loaded.is_some();
+            match loaded {
+                Some(Ok(s)) => {
+                    snapshot = s;
+                    screen.error = None;
                 }
+                // Keep showing the last view, with the error on the last line.
+                Some(Err(e)) => screen.error = Some(e),
+                None => {}
             }
             if (changed && screen.error.is_none()) || effect == Effect::Select {
                 reload_detail(&chipset, &snapshot, &mut screen);

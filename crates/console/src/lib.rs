@@ -59,6 +59,7 @@ mod html;
 mod live;
 mod model;
 mod render;
+mod requests;
 mod screen;
 mod serve;
 
@@ -66,7 +67,7 @@ pub use detail::{Detail, detail};
 pub use error::{Error, Result};
 pub use html::page;
 pub use live::{Change, DEFAULT_RESCAN, watch};
-pub use model::{Mark, Row, STALL_AFTER, Snapshot, Table, View, short_age};
+pub use model::{Loader, Mark, Row, STALL_AFTER, Snapshot, Table, View, short_age};
 pub use render::{draw, text};
 pub use screen::{Effect, Key, Screen};
 pub use serve::{ServeOptions, run, serve};

@@ -29,8 +29,10 @@ pub enum Change {
     Rescan,
 }
 
-/// Starts a thread that calls `wake` whenever something under the state
-/// root changes and at every rescan, until `wake` returns false.
+/// Starts a thread that calls `wake` once at once, then whenever
+/// something under the state root changes and at every rescan, until
+/// `wake` returns false. `wake` runs on that thread: it may read the
+/// state there (a slow read delays the next wake-up, never the caller).
 ///
 /// Changes to the mail's gate cache (`mail/.gate/`, which reading the open
 /// requests writes) and to lock files are not reported, so that reading
@@ -50,6 +52,10 @@ pub fn watch(
     std::thread::Builder::new()
         .name("chipset-console-watch".to_owned())
         .spawn(move || {
+            // A first look at once: the caller may have drawn a quick frame.
+            if !wake(Change::Rescan) {
+                return;
+            }
             loop {
                 let change = match watcher.wait(Duration::from_secs(3600)) {
                     WatchWake::Changed(paths) if paths.iter().any(|p| counts(&root, p)) => {

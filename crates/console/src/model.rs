@@ -5,17 +5,19 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use chipset::bus::Priority;
 use chipset::directory::{AgentInfo, Filter};
 use chipset::hook::HookStatus;
-use chipset::mail::{InboxFilter, Kind, Message};
+use chipset::mail::Message;
 use chipset::nudge::ReminderFilter;
-use chipset::store::{AgentId, TaskId, Timestamp};
+use chipset::store::{AgentId, Timestamp};
 use chipset::{Chipset, HookLine, NudgeLine, PresenceLine};
 
 use crate::error::{Error, Result};
+use crate::requests::Requests;
 
 /// A pending or active hook untouched this long is marked stalled: the
 /// witness's default stall threshold.
@@ -201,6 +203,36 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// Reads every view from `chipset`'s state root, as a fresh
+    /// [`Loader`] does.
+    ///
+    /// # Errors
+    ///
+    /// As [`Loader::load`].
+    pub fn load(chipset: &Chipset) -> Result<Snapshot> {
+        Loader::new().load(chipset)
+    }
+
+    /// Returns `view`'s table.
+    pub fn table(&self, view: View) -> &Table {
+        &self.tables[view.index()]
+    }
+}
+
+/// Reads [`Snapshot`]s, remembering between reads what lets the next one
+/// read only what changed (the inboxes and the commit gates, see the open
+/// requests view). Keep one per live view.
+#[derive(Debug, Default)]
+pub struct Loader {
+    requests: Mutex<Requests>,
+}
+
+impl Loader {
+    /// Returns a loader that remembers nothing yet.
+    pub fn new() -> Self {
+        Loader::default()
+    }
+
     /// Reads every view from `chipset`'s state root.
     ///
     /// A view whose listing fails shows the failure as a problem line; the
@@ -210,7 +242,22 @@ impl Snapshot {
     ///
     /// [`Error::RootGone`] when the state root no longer exists (a listing
     /// of a removed directory would read as an empty, healthy team).
-    pub fn load(chipset: &Chipset) -> Result<Snapshot> {
+    pub fn load(&self, chipset: &Chipset) -> Result<Snapshot> {
+        self.read(chipset, true)
+    }
+
+    /// Reads every view but the open requests, whose table says it is
+    /// being read: the quick first frame of a large state (reading every
+    /// inbox the first time costs what all mail costs).
+    ///
+    /// # Errors
+    ///
+    /// As [`Loader::load`].
+    pub fn load_quick(&self, chipset: &Chipset) -> Result<Snapshot> {
+        self.read(chipset, false)
+    }
+
+    fn read(&self, chipset: &Chipset, requests: bool) -> Result<Snapshot> {
         let root = chipset.state().root().to_owned();
         check_root(&root)?;
         let now = chipset.state().now();
@@ -241,7 +288,18 @@ impl Snapshot {
                 tables[4].problems.push(line);
             }
         }
-        tables[1] = requests(chipset, now);
+        tables[1] = if requests {
+            let mut cache = self
+                .requests
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            cache.table(chipset, now)
+        } else {
+            Table {
+                summary: "reading the inboxes…".to_owned(),
+                ..Table::default()
+            }
+        };
         tables[3] = reminders(chipset, now);
         // The root may have gone while it was read.
         check_root(&root)?;
@@ -250,11 +308,6 @@ impl Snapshot {
             at: now,
             tables,
         })
-    }
-
-    /// Returns `view`'s table.
-    pub fn table(&self, view: View) -> &Table {
-        &self.tables[view.index()]
     }
 }
 
@@ -436,68 +489,7 @@ fn leases(now: Timestamp, leases: &[chipset::lease::Lease]) -> Table {
     table
 }
 
-/// The open requests by task: every task with a request that needs a reply
-/// in some inbox, and what [`Mail::pending_replies`] (the commit gate)
-/// says for it.
-///
-/// [`Mail::pending_replies`]: chipset::mail::Mail::pending_replies
-fn requests(chipset: &Chipset, now: Timestamp) -> Table {
-    let mut table = Table::default();
-    let mail = chipset.mail();
-    let mut tasks: BTreeSet<TaskId> = BTreeSet::new();
-    match mail.agents() {
-        Ok(agents) => {
-            let filter = InboxFilter {
-                kind: Some(Kind::Request),
-                ..InboxFilter::default()
-            };
-            for agent in agents {
-                match mail.inbox(&agent, &filter) {
-                    Ok(messages) => tasks.extend(
-                        messages
-                            .iter()
-                            .filter(|m| m.needs_reply())
-                            .map(|m| m.task().clone()),
-                    ),
-                    Err(e) => table
-                        .problems
-                        .push(format!("inbox of {agent}: {}", chain(&e))),
-                }
-            }
-        }
-        Err(e) => table.problems.push(format!("mail: {}", chain(&e))),
-    }
-    let mut blocked = 0;
-    for task in &tasks {
-        match mail.pending_replies(task) {
-            Ok(open) => {
-                if !open.is_empty() {
-                    blocked += 1;
-                }
-                for m in open {
-                    table.rows.push(request_row(now, &m));
-                }
-            }
-            // The gate fails closed: so does the view.
-            Err(e) => table.problems.push(format!(
-                "task {task}: gate closed, unreadable: {}",
-                chain(&e)
-            )),
-        }
-    }
-    table.summary = if blocked == 0 {
-        "no open requests: every commit gate passes".to_owned()
-    } else {
-        format!(
-            "{} open requests block the commit of {} tasks",
-            table.rows.len(),
-            blocked
-        )
-    };
-    table
-}
-
-fn request_row(now: Timestamp, m: &Message) -> Row {
+pub(crate) fn request_row(now: Timestamp, m: &Message) -> Row {
     Row::new(
         m.id().to_string(),
         vec![

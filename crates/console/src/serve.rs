@@ -32,7 +32,7 @@ use crate::detail::{Detail, detail};
 use crate::error::{Error, Result};
 use crate::html::{fragment, page, unpercent};
 use crate::live;
-use crate::model::{Snapshot, View, chain};
+use crate::model::{Loader, Snapshot, View, chain};
 use crate::screen::Screen;
 
 /// The cookie that carries the token after a visit to `/?token=…`.
@@ -104,7 +104,7 @@ pub async fn serve(
     .check()?;
     let first = {
         let c = chipset.clone();
-        tokio::task::spawn_blocking(move || Snapshot::load(&c))
+        tokio::task::spawn_blocking(move || Loader::new().load_quick(&c))
             .await
             .map_err(|e| Error::Serve(e.to_string()))??
     };
@@ -114,9 +114,10 @@ pub async fn serve(
         error: None,
     }));
     let reader = chipset.clone();
+    let loader = Loader::new();
     let _watch = live::watch(chipset.state(), options.rescan, move |_| {
         let last = Arc::clone(&tx.borrow());
-        let next = match Snapshot::load(&reader) {
+        let next = match loader.load(&reader) {
             Ok(snapshot) if snapshot == last.snapshot && last.error.is_none() => return true,
             Ok(snapshot) => Loaded {
                 snapshot,
@@ -230,10 +231,7 @@ impl Ask {
 
     /// Returns the screen asked for, or a 400 for an unknown view or a row
     /// key that is not an id of that view.
-    fn screen(
-        &self,
-        snapshot: &Snapshot,
-    ) -> std::result::Result<(Screen, Option<String>), String> {
+    fn screen(&self, snapshot: &Snapshot) -> std::result::Result<(Screen, Option<String>), String> {
         let view = match self.view.as_deref() {
             None | Some("") => View::Agents,
             Some(name) => View::from_name(name).ok_or_else(|| {

@@ -23,14 +23,24 @@ impl Tmux {
             _dir: dir,
         };
         let mut cmd = tmux.command();
-        cmd.args(["new-session", "-d", "-s", "top", "-x", "140", "-y", "40", "--"])
-            .arg("env")
-            .arg("NO_COLOR=1")
-            .arg(env!("CARGO_BIN_EXE_chipset"))
-            .arg("--root")
-            .arg(root)
-            .arg("top")
-            .args(args);
+        cmd.args([
+            "new-session",
+            "-d",
+            "-s",
+            "top",
+            "-x",
+            "140",
+            "-y",
+            "40",
+            "--",
+        ])
+        .arg("env")
+        .arg("NO_COLOR=1")
+        .arg(env!("CARGO_BIN_EXE_chipset"))
+        .arg("--root")
+        .arg(root)
+        .arg("top")
+        .args(args);
         let out = cmd
             .output()
             .expect("tmux runs (apt-get install tmux: the top test needs it)");
@@ -97,13 +107,29 @@ impl Drop for Tmux {
 #[test]
 fn an_agent_assigned_from_outside_appears_within_two_seconds() {
     let env = Env::new();
-    env.run(&["hook", "assign", "polecat-alpha", "--bead", "bd-1", "--title", "First"]);
+    env.run(&[
+        "hook",
+        "assign",
+        "polecat-alpha",
+        "--bead",
+        "bd-1",
+        "--title",
+        "First",
+    ]);
     let tmux = Tmux::start(env.root(), &[]);
     let started = tmux.until(Duration::from_secs(5), "top starts", |s| {
         s.contains("chipset top") && s.contains("polecat-alpha")
     });
     eprintln!("top drew its first screen after {started:?}");
-    let run = env.run(&["hook", "assign", "polecat-zulu", "--bead", "bd-2", "--title", "Second"]);
+    let run = env.run(&[
+        "hook",
+        "assign",
+        "polecat-zulu",
+        "--bead",
+        "bd-2",
+        "--title",
+        "Second",
+    ]);
     assert_eq!(run.code, 0, "{run:?}");
     let seen = tmux.until(Duration::from_secs(2), "the new agent shows", |s| {
         s.contains("polecat-zulu")
@@ -130,12 +156,24 @@ fn an_agent_assigned_from_outside_appears_within_two_seconds() {
 #[test]
 fn a_vanished_root_keeps_the_last_view_with_an_error_line() {
     let env = Env::new();
-    env.run(&["hook", "assign", "polecat-alpha", "--bead", "bd-1", "--title", "First"]);
+    env.run(&[
+        "hook",
+        "assign",
+        "polecat-alpha",
+        "--bead",
+        "bd-1",
+        "--title",
+        "First",
+    ]);
     let tmux = Tmux::start(env.root(), &["--rescan", "1s"]);
-    tmux.until(Duration::from_secs(5), "top starts", |s| s.contains("polecat-alpha"));
+    tmux.until(Duration::from_secs(5), "top starts", |s| {
+        s.contains("polecat-alpha")
+    });
     std::fs::remove_dir_all(env.root()).unwrap();
     tmux.until(Duration::from_secs(5), "the error line", |s| {
-        s.contains("error: state root") && s.contains("no longer exists") && s.contains("polecat-alpha")
+        s.contains("error: state root")
+            && s.contains("no longer exists")
+            && s.contains("polecat-alpha")
     });
     assert!(tmux.alive(), "top keeps running");
     tmux.keys(&["q"]);

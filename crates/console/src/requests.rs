@@ -1,0 +1,180 @@
+//! The open requests by task, kept up to date at the cost of what changed.
+//!
+//! Which tasks have a request waiting comes from the inboxes; what waits
+//! in each is what the commit gate ([`Mail::pending_replies`]) says. Both
+//! are remembered between loads: an inbox is read again only when its
+//! directory's stamp (device, inode, times) changed, or is younger than
+//! [`RACY`] (two changes within one tick of the file system's clock leave
+//! one stamp, as the gate's own cache knows), and a task's gate is asked
+//! again only when a message of that task entered or left an inbox. So a
+//! rescan of an idle team costs a `stat` per inbox, not a read of every
+//! message.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use chipset::Chipset;
+use chipset::mail::{InboxFilter, Kind, Mail, Message, MessageId};
+use chipset::store::{AgentId, Stat, TaskId, Timestamp};
+
+use crate::model::{Table, chain, request_row};
+
+/// A directory stamp younger than this is not trusted to show every change.
+const RACY: Duration = Duration::from_secs(2);
+
+/// What one inbox held when it was last read.
+#[derive(Debug, Default)]
+struct Inbox {
+    stamp: Option<Stat>,
+    /// Each message's task, by id.
+    tasks: BTreeMap<MessageId, TaskId>,
+    /// The tasks of the requests that need a reply.
+    waiting: BTreeSet<TaskId>,
+}
+
+/// The inboxes and gates seen so far.
+#[derive(Debug, Default)]
+pub(crate) struct Requests {
+    /// The stamp of `archive/`: a response archived there by another
+    /// program changes no inbox, so every gate is asked again.
+    archive: Option<Stat>,
+    inboxes: BTreeMap<AgentId, Inbox>,
+    /// Each task's gate: its open requests, or why it cannot be read.
+    gates: BTreeMap<TaskId, Result<Vec<Message>, String>>,
+}
+
+impl Requests {
+    /// Brings the inboxes and gates up to date and returns the table.
+    pub(crate) fn table(&mut self, chipset: &Chipset, now: Timestamp) -> Table {
+        let mut table = Table::default();
+        let mail = chipset.mail();
+        let mut dirty: BTreeSet<TaskId> = BTreeSet::new();
+        let agents = match mail.agents() {
+            Ok(a) => a,
+            Err(e) => {
+                table.problems.push(format!("mail: {}", chain(&e)));
+                Vec::new()
+            }
+        };
+        let present: BTreeSet<&AgentId> = agents.iter().collect();
+        self.inboxes.retain(|agent, inbox| {
+            let keep = present.contains(agent);
+            if !keep {
+                dirty.extend(inbox.tasks.values().cloned());
+            }
+            keep
+        });
+        for agent in &agents {
+            if let Err(e) = self.refresh(mail, agent, &mut dirty) {
+                table.problems.push(format!("inbox of {agent}: {e}"));
+            }
+        }
+        let archive = mail
+            .dir()
+            .join("archive")
+            .and_then(|dir| mail.state().stat(&dir));
+        let archive_moved = match archive {
+            Ok(stamp) => {
+                let moved = stamp != self.archive || stamp.is_some_and(|s| !settled(&s));
+                self.archive = stamp;
+                moved
+            }
+            Err(e) => {
+                table.problems.push(format!("mail archive: {}", chain(&e)));
+                true
+            }
+        };
+        let waiting: BTreeSet<&TaskId> = self.inboxes.values().flat_map(|i| &i.waiting).collect();
+        self.gates.retain(|task, _| waiting.contains(task));
+        for task in waiting {
+            if archive_moved || dirty.contains(task) || !self.gates.contains_key(task) {
+                let gate = mail.pending_replies(task).map_err(|e| chain(&e));
+                self.gates.insert(task.clone(), gate);
+            }
+        }
+        let mut blocked = 0;
+        for (task, gate) in &self.gates {
+            match gate {
+                Ok(open) => {
+                    blocked += usize::from(!open.is_empty());
+                    table.rows.extend(open.iter().map(|m| request_row(now, m)));
+                }
+                // The gate fails closed: so does the view.
+                Err(e) => table
+                    .problems
+                    .push(format!("task {task}: gate closed, unreadable: {e}")),
+            }
+        }
+        table.summary = if blocked == 0 && table.problems.is_empty() {
+            "no open requests: every commit gate passes".to_owned()
+        } else {
+            format!(
+                "{} open requests block the commit of {} tasks",
+                table.rows.len(),
+                blocked
+            )
+        };
+        table
+    }
+
+    /// Reads `agent`'s inbox again if its stamp says it may have changed,
+    /// adding to `dirty` the tasks of the messages that came or went.
+    fn refresh(
+        &mut self,
+        mail: &Mail,
+        agent: &AgentId,
+        dirty: &mut BTreeSet<TaskId>,
+    ) -> Result<(), String> {
+        let stamp = mail
+            .state()
+            .stat(&mail.inbox_dir(agent))
+            .map_err(|e| chain(&e))?;
+        let known = self.inboxes.entry(agent.clone()).or_default();
+        if known.stamp.is_some() && known.stamp == stamp && stamp.is_some_and(|s| settled(&s)) {
+            return Ok(());
+        }
+        let messages = match mail.inbox(agent, &InboxFilter::default()) {
+            Ok(m) => m,
+            Err(e) => {
+                // Unreadable now: forget it, so the next load reads it again.
+                known.stamp = None;
+                dirty.extend(known.tasks.values().cloned());
+                return Err(chain(&e));
+            }
+        };
+        let mut tasks = BTreeMap::new();
+        let mut waiting = BTreeSet::new();
+        for m in &messages {
+            if !known.tasks.contains_key(m.id()) {
+                dirty.insert(m.task().clone());
+            }
+            if m.kind() == Kind::Request && m.needs_reply() {
+                waiting.insert(m.task().clone());
+            }
+            tasks.insert(m.id().clone(), m.task().clone());
+        }
+        for (id, task) in &known.tasks {
+            if !tasks.contains_key(id) {
+                dirty.insert(task.clone());
+            }
+        }
+        *known = Inbox {
+            stamp,
+            tasks,
+            waiting,
+        };
+        Ok(())
+    }
+}
+
+/// Returns true when `stat`'s change time is old enough to trust.
+fn settled(stat: &Stat) -> bool {
+    let (secs, nanos) = stat.mtime();
+    let Ok(secs) = u64::try_from(secs) else {
+        return false;
+    };
+    let at = UNIX_EPOCH + Duration::new(secs, u32::try_from(nanos).unwrap_or(0));
+    SystemTime::now()
+        .duration_since(at)
+        .is_ok_and(|age| age >= RACY)
+}
