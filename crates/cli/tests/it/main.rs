@@ -12,6 +12,7 @@ mod agent;
 mod attention;
 mod bus;
 mod coverage;
+mod dashboard;
 mod doctor;
 mod exit;
 mod fresh;

@@ -1,6 +1,11 @@
 //! `chipset top` in a real terminal: the binary runs in `tmux`, keys go
 //! in by `send-keys`, the screen comes out by `capture-pane`.
 
+#![allow(
+    clippy::print_stderr,
+    reason = "the test reports the latencies it measured"
+)]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};

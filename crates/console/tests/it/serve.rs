@@ -1,1 +1,222 @@
 //! The dashboard over HTTP: pages, updates, and bad requests.
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use chipset::Chipset;
+use chipset_console::{Error, ServeOptions, serve};
+use chipset_mcp::Token;
+
+use crate::team::{id, team};
+
+/// A dashboard on its own runtime, stopped when dropped.
+struct Dashboard {
+    addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Dashboard {
+    fn start(chipset: Chipset, token: Option<Token>) -> Dashboard {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Runtime::new().unwrap();
+            let mut options = ServeOptions::new("127.0.0.1:0".parse().unwrap(), token);
+            options.rescan = Duration::from_secs(30);
+            rt.block_on(serve(
+                chipset,
+                options,
+                move |bound| tx.send(bound).unwrap(),
+                async {
+                    let _ = stopped.await;
+                },
+            ))
+            .unwrap();
+        });
+        let addr = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+        Dashboard {
+            addr,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+
+    /// Sends one raw request; returns the status, the head and the body.
+    fn get(&self, target: &str, headers: &[&str]) -> (u16, String, String) {
+        self.request("GET", target, headers)
+    }
+
+    fn request(&self, method: &str, target: &str, headers: &[&str]) -> (u16, String, String) {
+        let mut s = TcpStream::connect(self.addr).unwrap();
+        let mut req = format!("{method} {target} HTTP/1.1\r\nConnection: close\r\n");
+        if !headers.iter().any(|h| h.starts_with("Host:")) {
+            req.push_str(&format!("Host: {}\r\n", self.addr));
+        }
+        for h in headers {
+            req.push_str(h);
+            req.push_str("\r\n");
+        }
+        req.push_str("\r\n");
+        s.write_all(req.as_bytes()).unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+        let status = head.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap();
+        (status, head.to_owned(), body.to_owned())
+    }
+}
+
+impl Drop for Dashboard {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[test]
+fn the_page_shows_every_view_and_a_change_is_pushed() {
+    let team = team();
+    let d = Dashboard::start(team.chipset.clone(), None);
+    let (status, head, body) = d.get("/", &[]);
+    assert_eq!(status, 200, "{head}");
+    assert!(
+        head.contains("content-security-policy: default-src 'none'"),
+        "{head}"
+    );
+    assert!(
+        body.contains("polecat-alpha") && body.contains("STALLED"),
+        "{body}"
+    );
+    assert!(body.contains("new EventSource"), "{body}");
+    assert!(
+        !body.contains("http://") && !body.contains("https://"),
+        "nothing from outside"
+    );
+    for view in ["requests", "bus", "reminders", "leases"] {
+        let (status, _, body) = d.get(&format!("/?view={view}"), &[]);
+        assert_eq!(status, 200);
+        assert!(body.contains("class=\"on\""), "{body}");
+    }
+    let (_, _, body) = d.get(
+        "/?view=requests&row=1772704860000-0b6c0e3a-8d1e-4c7e-9b51-2f0b8e7d1a01",
+        &[],
+    );
+    assert!(body.contains("The error path drops the span."), "{body}");
+    let (_, _, body) = d.get("/?view=agents&q=beta", &[]);
+    assert!(
+        body.contains("polecat-beta") && !body.contains(">polecat-alpha<"),
+        "{body}"
+    );
+
+    // The update stream: a hook assigned now is pushed within 2 s.
+    let mut s = TcpStream::connect(d.addr).unwrap();
+    write!(
+        s,
+        "GET /events?view=agents&v=0 HTTP/1.1\r\nHost: {}\r\n\r\n",
+        d.addr
+    )
+    .unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut reader = BufReader::new(s);
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    assert!(line.contains("200"), "{line}");
+    std::thread::sleep(Duration::from_millis(300));
+    let start = Instant::now();
+    team.chipset
+        .hooks()
+        .assign(
+            &id("polecat-zulu"),
+            "bd-9".parse().unwrap(),
+            "New work",
+            None,
+        )
+        .unwrap();
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).unwrap() == 0 {
+            panic!("the stream ended");
+        }
+        if line.starts_with("data:") && line.contains("polecat-zulu") {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "not pushed within 2 s"
+        );
+    }
+}
+
+#[test]
+fn bad_requests_get_a_clear_4xx_and_nothing_leaks() {
+    let team = team();
+    let d = Dashboard::start(team.chipset.clone(), None);
+    let cases: &[(&str, &str, &[&str], u16)] = &[
+        ("GET", "/../../etc/passwd", &[], 404),
+        ("GET", "/static/..%2F..%2Fetc%2Fpasswd", &[], 404),
+        ("GET", "/?view=../../etc/passwd", &[], 400),
+        ("GET", "/?view=agents&row=..%2F..%2Fetc%2Fpasswd", &[], 400),
+        ("GET", "/events?view=nope", &[], 400),
+        ("POST", "/", &[], 405),
+        ("GET", "/", &["Host: evil.example:8377"], 403),
+    ];
+    for (method, target, headers, want) in cases {
+        let (status, head, body) = d.request(method, target, headers);
+        assert_eq!(status, *want, "{method} {target}: {head}\n{body}");
+        assert!(!body.contains("root:"), "{body}");
+        assert!(!body.is_empty(), "{method} {target}: says why");
+    }
+    // A search of 10,000 characters is cut, not refused.
+    let (status, _, _) = d.get(&format!("/?q={}", "x".repeat(10_000)), &[]);
+    assert_eq!(status, 200);
+}
+
+#[test]
+fn a_token_is_required_when_set_and_traded_for_a_cookie() {
+    let team = team();
+    let token = Token::new("s3cret-token").unwrap();
+    let d = Dashboard::start(team.chipset.clone(), Some(token));
+    let (status, head, body) = d.get("/", &[]);
+    assert_eq!(status, 401, "{head}");
+    assert!(!body.contains("polecat"), "{body}");
+    let (status, _, body) = d.get("/", &["Authorization: Bearer wrong"]);
+    assert_eq!(status, 401);
+    assert!(!body.contains("s3cret"), "{body}");
+    let (status, _, _) = d.get("/?token=wrong", &[]);
+    assert_eq!(status, 401);
+    let (status, _, body) = d.get("/", &["Authorization: Bearer s3cret-token"]);
+    assert_eq!(status, 200);
+    assert!(body.contains("polecat-alpha"));
+    let (status, head, _) = d.get("/?view=bus&token=s3cret-token", &[]);
+    assert_eq!(status, 303, "{head}");
+    let head = head.to_lowercase();
+    assert!(head.contains("location: /?view=bus\r\n"), "{head}");
+    assert!(
+        head.contains("set-cookie: chipset-token=s3cret-token; httponly"),
+        "{head}"
+    );
+    let (status, _, _) = d.get("/", &["Cookie: chipset-token=s3cret-token"]);
+    assert_eq!(status, 200);
+}
+
+#[test]
+fn another_address_without_a_token_is_refused_before_binding() {
+    let team = team();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let options = ServeOptions::new("0.0.0.0:0".parse().unwrap(), None);
+    let err = rt
+        .block_on(serve(
+            team.chipset.clone(),
+            options,
+            |_| panic!("bound"),
+            async {},
+        ))
+        .unwrap_err();
+    assert!(matches!(err, Error::Http(_)), "{err:?}");
+}
