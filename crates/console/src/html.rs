@@ -20,6 +20,10 @@ td a{color:inherit}.problem{color:#f66}.summary{color:#aaa;margin:.5em 0}\
 pre{background:#1a1a1a;padding:.6em;white-space:pre-wrap}form{display:inline}\
 input{background:#222;color:#ddd;border:1px solid #555;font:inherit}";
 
+/// The most rows a page lists: a view of 10,000 open requests would be
+/// megabytes of HTML; the search narrows it.
+const MAX_ROWS: usize = 500;
+
 /// Returns the whole page for `screen` over `snapshot`, with `detail` for
 /// the selected row; `version` is the snapshot's number, which the page
 /// hands back when it asks for updates (so none is missed in between).
@@ -99,7 +103,7 @@ pub(crate) fn fragment(
     out.push_str("</tr></thead><tbody>");
     let rows = table.filtered(screen.filter());
     let selected = screen.selected_key(snapshot);
-    for r in &rows {
+    for r in rows.iter().take(MAX_ROWS) {
         let class = match r.mark {
             Mark::Alert => "alert",
             Mark::Warn => "warn",
@@ -127,6 +131,14 @@ pub(crate) fn fragment(
     }
     if rows.is_empty() {
         out.push_str("<tr><td><i>(nothing here)</i></td></tr>");
+    }
+    if rows.len() > MAX_ROWS {
+        let _ = write!(
+            out,
+            "<tr><td colspan=\"{}\"><i>… and {} more rows: search to narrow</i></td></tr>",
+            screen.view.columns().len(),
+            rows.len() - MAX_ROWS
+        );
     }
     out.push_str("</tbody></table>");
     if let Some(d) = detail {
