@@ -44,6 +44,11 @@ pub(crate) fn run(ctx: &Ctx, args: &TopArgs) -> Result<Output> {
         let text = chipset_console::text(&screen, &snapshot, width, height);
         return Ok(Output::new(text, serde_json::Value::Null));
     }
+    if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        return Err(CliError::refused(
+            "chipset top needs a terminal (--once WIDTHxHEIGHT prints one frame)",
+        ));
+    }
     let (tx, rx) = mpsc::channel();
     let changes = tx.clone();
     // Started before the terminal is taken, so a failure prints plainly.
@@ -58,7 +63,12 @@ pub(crate) fn run(ctx: &Ctx, args: &TopArgs) -> Result<Output> {
         .name("chipset-top-keys".to_owned())
         .spawn(move || read_keys(&tx))
         .map_err(|e| CliError::refused(format!("failed to start the key reader: {e}")))?;
-    let mut terminal = ratatui::init();
+    let mut terminal = ratatui::try_init().map_err(|e| {
+        ratatui::restore();
+        CliError::refused(format!(
+            "chipset top needs a terminal (--once WIDTHxHEIGHT prints one frame): {e}"
+        ))
+    })?;
     let outcome = (|| -> std::io::Result<Option<String>> {
         loop {
             terminal.draw(|f| chipset_console::draw(f, &screen, &snapshot))?;

@@ -175,10 +175,12 @@ fn a_vanished_root_keeps_the_last_view_with_an_error_line() {
         s.contains("polecat-alpha")
     });
     std::fs::remove_dir_all(env.root()).unwrap();
+    // A read may land midway through the removal and show what was left
+    // then: the last view is the last one read.
     tmux.until(Duration::from_secs(5), "the error line", |s| {
         s.contains("error: state root")
             && s.contains("no longer exists")
-            && s.contains("polecat-alpha")
+            && s.contains("chipset top")
     });
     assert!(tmux.alive(), "top keeps running");
     tmux.keys(&["q"]);
