@@ -262,8 +262,16 @@ impl Loader {
         check_root(&root)?;
         let now = chipset.state().now();
         let mut tables: [Table; 5] = Default::default();
+        // The agents with mail in their inbox: where requests can wait.
+        let mut inboxes: Vec<AgentId> = Vec::new();
         match chipset.status() {
             Ok(status) => {
+                inboxes = status
+                    .agents
+                    .iter()
+                    .filter(|l| l.inbox > 0)
+                    .map(|l| l.agent.clone())
+                    .collect();
                 let roster = chipset.directory().list(&Filter::default());
                 let (seen, mut problems) = match roster {
                     Ok(r) => {
@@ -293,7 +301,7 @@ impl Loader {
                 .requests
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            cache.table(chipset, now)
+            cache.table(chipset, now, &inboxes)
         } else {
             Table {
                 summary: "reading the inboxes…".to_owned(),

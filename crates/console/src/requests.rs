@@ -45,17 +45,11 @@ pub(crate) struct Requests {
 
 impl Requests {
     /// Brings the inboxes and gates up to date and returns the table.
-    pub(crate) fn table(&mut self, chipset: &Chipset, now: Timestamp) -> Table {
+    /// `agents` are those with messages in their inbox (from the status).
+    pub(crate) fn table(&mut self, chipset: &Chipset, now: Timestamp, agents: &[AgentId]) -> Table {
         let mut table = Table::default();
         let mail = chipset.mail();
         let mut dirty: BTreeSet<TaskId> = BTreeSet::new();
-        let agents = match mail.agents() {
-            Ok(a) => a,
-            Err(e) => {
-                table.problems.push(format!("mail: {}", chain(&e)));
-                Vec::new()
-            }
-        };
         let present: BTreeSet<&AgentId> = agents.iter().collect();
         self.inboxes.retain(|agent, inbox| {
             let keep = present.contains(agent);
@@ -64,7 +58,7 @@ impl Requests {
             }
             keep
         });
-        for agent in &agents {
+        for agent in agents {
             if let Err(e) = self.refresh(mail, agent, &mut dirty) {
                 table.problems.push(format!("inbox of {agent}: {e}"));
             }

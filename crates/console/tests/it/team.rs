@@ -83,7 +83,7 @@ pub(crate) fn team() -> Team {
             &alpha,
             NewNudge::new(
                 id("witness"),
-                NudgeType::from_name("stall_warning"),
+                NudgeType::from("stall_warning"),
                 "are you there?",
             ),
         )
