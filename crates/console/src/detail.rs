@@ -3,7 +3,6 @@
 //! when the row is selected.
 
 use chipset::Chipset;
-use chipset::hook::HookRead;
 use chipset::mail::{InboxFilter, MessageId};
 use chipset::nudge::ReminderId;
 use chipset::store::{AgentId, ReadOutcome, Timestamp};
@@ -84,27 +83,29 @@ fn refused(key: &str, e: &dyn std::error::Error) -> Detail {
 fn agent_detail(chipset: &Chipset, now: Timestamp, agent: &AgentId) -> Detail {
     let mut d = Detail::new(format!("agent {agent}"));
     match chipset.hooks().read(agent) {
-        Ok(HookRead::Value(h)) => {
+        Ok(ReadOutcome::Value(h)) => {
             d.line(format!(
                 "hook: {} (generation {}, last activity {} ago at {})",
-                h.status(),
-                h.generation(),
-                short_age(now.since(h.last_activity())),
-                h.last_activity()
+                h.state.status(),
+                h.generation,
+                short_age(now.since(h.last_activity)),
+                h.last_activity
             ));
-            if let Some(w) = h.work() {
-                d.line(format!("  bead {}: {}", w.bead_id(), w.title()));
+            if let Some(w) = h.state.work() {
+                d.line(format!("  bead {}: {}", w.bead_id, w.title));
                 d.line(format!(
                     "  assigned {} ago at {} by {}",
-                    short_age(now.since(w.assigned_at())),
-                    w.assigned_at(),
-                    w.assigned_by().map_or("-".to_owned(), ToString::to_string)
+                    short_age(now.since(w.assigned_at)),
+                    w.assigned_at,
+                    w.assigned_by
+                        .as_ref()
+                        .map_or("-".to_owned(), ToString::to_string)
                 ));
             }
         }
-        Ok(HookRead::Missing) => d.line("hook: none"),
-        Ok(HookRead::Corrupt(c)) => d.line(format!("hook: unreadable: {c}")),
-        Ok(HookRead::Unsupported(u)) => d.line(format!("hook: unsupported: {u}")),
+        Ok(ReadOutcome::Missing) => d.line("hook: none"),
+        Ok(ReadOutcome::Corrupt(c)) => d.line(format!("hook: unreadable: {c}")),
+        Ok(ReadOutcome::Unsupported(u)) => d.line(format!("hook: unsupported: {u}")),
         Err(e) => d.line(format!("hook: {}", chain(&e))),
     }
     match chipset.directory().whois(agent) {
@@ -150,9 +151,9 @@ fn agent_detail(chipset: &Chipset, now: Timestamp, agent: &AgentId) -> Detail {
 fn events(chipset: &Chipset, now: Timestamp, agent: &AgentId, d: &mut Detail) {
     match chipset.bus().pending(agent) {
         Ok(pending) => {
-            d.line(format!("bus: {} events pending", pending.len()));
-            for e in pending.events().iter().take(LIST_CAP) {
-                let mut payload = e.payload().to_string();
+            d.line(format!("bus: {} events pending", pending.events.len()));
+            for e in pending.events.iter().take(LIST_CAP) {
+                let mut payload = e.payload.to_string();
                 if payload.len() > 80 {
                     let cut = (0..=80).rev().find(|i| payload.is_char_boundary(*i));
                     payload.truncate(cut.unwrap_or(0));
@@ -160,13 +161,13 @@ fn events(chipset: &Chipset, now: Timestamp, agent: &AgentId, d: &mut Detail) {
                 }
                 d.line(format!(
                     "  {} {} from {} {} ago {payload}",
-                    e.priority().as_str(),
-                    e.kind(),
-                    e.source(),
-                    short_age(now.since(e.created_at()))
+                    e.priority.as_str(),
+                    e.kind,
+                    e.source,
+                    short_age(now.since(e.created_at))
                 ));
             }
-            for bad in pending.unreadable() {
+            for bad in &pending.unreadable {
                 d.line(format!("  unreadable: {bad:?}"));
             }
         }
