@@ -54,17 +54,7 @@ impl Chipset {
     /// [`Error::Store`] when the root cannot be listed for temp files. A
     /// channel's doctor that fails is an [`Area`] with an error instead.
     pub fn doctor(&self, mode: DoctorMode) -> Result<Checkup> {
-        let areas = vec![
-            area("hooks", self.hooks().doctor(mode)),
-            area("nudge", self.nudges().doctor(mode)),
-            area("reminders", self.reminders().doctor(mode)),
-            area("mail", self.mail().doctor(mode)),
-            area("bus", self.bus().doctor(mode)),
-            area("loop", self.loop_state().doctor(mode)),
-            area("leases", self.leases().doctor(mode)),
-            area("directory", self.directory().doctor(mode)),
-        ];
-        self.temps(mode, areas)
+        self.checkup(mode, None)
     }
 
     /// [`Chipset::doctor`], handing each finding to `sink` with its area's
@@ -87,17 +77,48 @@ impl Chipset {
         mode: DoctorMode,
         sink: &mut dyn FnMut(&'static str, Finding),
     ) -> Result<Checkup> {
-        let areas = vec![
-            handed("hooks", self.hooks().doctor(mode), sink),
-            handed("nudge", self.nudges().doctor(mode), sink),
-            handed("reminders", self.reminders().doctor(mode), sink),
-            area(
-                "mail",
-                self.mail().doctor_to(mode, &mut |f| sink("mail", f)),
-            ),
-            handed("bus", self.bus().doctor(mode), sink),
-            handed("loop", self.loop_state().doctor(mode), sink),
-        ];
+        self.checkup(mode, Some(sink))
+    }
+
+    /// Runs every area's doctor, keeping the findings or handing them to
+    /// `sink`; one list of areas for both.
+    fn checkup(
+        &self,
+        mode: DoctorMode,
+        mut sink: Option<&mut dyn FnMut(&'static str, Finding)>,
+    ) -> Result<Checkup> {
+        let mut areas = Vec::with_capacity(8);
+        keep(
+            &mut areas,
+            &mut sink,
+            area("hooks", self.hooks().doctor(mode)),
+        );
+        keep(
+            &mut areas,
+            &mut sink,
+            area("nudge", self.nudges().doctor(mode)),
+        );
+        let reminders = self.reminders().doctor(mode);
+        keep(&mut areas, &mut sink, area("reminders", reminders));
+        let mail = match sink.as_mut() {
+            // Mail hands its findings over as it reads them back.
+            Some(sink) => self.mail().doctor_to(mode, &mut |f| sink("mail", f)),
+            None => self.mail().doctor(mode),
+        };
+        keep(&mut areas, &mut sink, area("mail", mail));
+        keep(&mut areas, &mut sink, area("bus", self.bus().doctor(mode)));
+        keep(
+            &mut areas,
+            &mut sink,
+            area("loop", self.loop_state().doctor(mode)),
+        );
+        keep(
+            &mut areas,
+            &mut sink,
+            area("leases", self.leases().doctor(mode)),
+        );
+        let directory = self.directory().doctor(mode);
+        keep(&mut areas, &mut sink, area("directory", directory));
         self.temps(mode, areas)
     }
 
@@ -131,17 +152,17 @@ fn area<E: Into<Error>>(name: &'static str, report: std::result::Result<Report, 
     }
 }
 
-/// The area of a doctor that kept its findings, handed over to `sink`.
-fn handed<E: Into<Error>>(
-    name: &'static str,
-    report: std::result::Result<Report, E>,
-    sink: &mut dyn FnMut(&'static str, Finding),
-) -> Area {
-    let mut area = area(name, report);
-    if let Ok(report) = &mut area.report {
-        report.pass_on_all(&mut |f| sink(name, f));
+/// Adds `area` to `areas`, first handing its findings to `sink` if there
+/// is one, so that findings reach the sink area by area.
+fn keep(
+    areas: &mut Vec<Area>,
+    sink: &mut Option<&mut dyn FnMut(&'static str, Finding)>,
+    mut area: Area,
+) {
+    if let (Some(sink), Ok(report)) = (sink.as_mut(), &mut area.report) {
+        report.pass_on_all(&mut |f| sink(area.name, f));
     }
-    area
+    areas.push(area);
 }
 
 impl Checkup {

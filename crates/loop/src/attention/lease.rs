@@ -76,7 +76,11 @@ mod tests {
         clock.advance(Duration::from_secs(26 * 60));
         let entry = attention.lease_entry(&me).unwrap().unwrap();
         assert_eq!((entry.kind, entry.count), (WorkKind::Lease, 1));
-        assert!(entry.top.summary.contains("src/auth/**"), "{}", entry.top.summary);
+        assert!(
+            entry.top.summary.contains("src/auth/**"),
+            "{}",
+            entry.top.summary
+        );
         let brief = attention.brief(&me).unwrap();
         assert!(brief.entries.iter().any(|e| e.kind == WorkKind::Lease));
         clock.advance(Duration::from_secs(5 * 60));
