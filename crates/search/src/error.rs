@@ -1,0 +1,91 @@
+//! The search's one error type.
+
+use std::path::PathBuf;
+
+/// A specialized result for search operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What went wrong in a search, a catch-up or a rebuild.
+///
+/// A query the index cannot answer (no words, too long, an unknown
+/// channel) is refused with a typed variant before anything is read. A
+/// damaged index is never an error a caller sees: it is rebuilt from the
+/// files and the query runs again.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The query holds no word to look for: only operators (`AND`, `OR`,
+    /// `NOT`, `-`), punctuation or quotes.
+    #[error("the query has no words to search for")]
+    NoWords,
+    /// The query is longer than [`MAX_QUERY_LEN`](crate::MAX_QUERY_LEN) bytes.
+    #[error("the query is {len} bytes long, over the {max}-byte limit")]
+    QueryTooLong {
+        /// Its length in bytes.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The query holds more than [`MAX_TERMS`](crate::MAX_TERMS) words.
+    #[error("the query has {count} words, over the limit of {max}")]
+    TooManyWords {
+        /// How many words it has.
+        count: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A channel filter that names no channel.
+    #[error("unknown channel `{name}`: expected mail, bus, hook or reminder")]
+    UnknownChannel {
+        /// The name given.
+        name: String,
+    },
+    /// A channel could not be read while catching up.
+    #[error("failed to read the {channel} channel: {message}")]
+    Channel {
+        /// Which channel.
+        channel: &'static str,
+        /// Why, as the channel said it.
+        message: String,
+    },
+    /// The store failed (a listing, a stat, a read).
+    #[error(transparent)]
+    Store(#[from] chipset_store::Error),
+    /// The index failed in a way a rebuild did not cure.
+    #[error("failed to {op} the search index `{}`: {source}", path.display())]
+    Index {
+        /// What was being done.
+        op: &'static str,
+        /// The index file.
+        path: PathBuf,
+        /// What SQLite said.
+        source: rusqlite::Error,
+    },
+    /// The index's folder could not be made or cleared.
+    #[error("failed to {op} `{}`: {source}", path.display())]
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// The path.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+macro_rules! channel_error {
+    ($($ty:path => $name:literal),* $(,)?) => {$(
+        impl From<$ty> for Error {
+            fn from(e: $ty) -> Self {
+                Error::Channel { channel: $name, message: e.to_string() }
+            }
+        }
+    )*};
+}
+
+channel_error! {
+    chipset_mail::Error => "mail",
+    chipset_bus::Error => "bus",
+    chipset_hook::Error => "hook",
+    chipset_nudge::Error => "reminder",
+}
