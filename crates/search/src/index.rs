@@ -55,10 +55,12 @@ pub(crate) fn open(path: Option<&std::path::Path>) -> rusqlite::Result<Connectio
         None => Connection::open_in_memory()?,
     };
     conn.busy_timeout(std::time::Duration::from_secs(30))?;
-    // WAL: a query never waits for a catch-up in another process. NORMAL:
-    // a power cut may lose the last catch-ups, never corrupt the file, and
-    // what it loses is read again from the channels.
-    conn.pragma_update(None, "journal_mode", "WAL")?;
+    // A rollback journal rather than a write-ahead log: every query starts
+    // with a write transaction (the catch-up) anyway, and a log beside the
+    // file could keep serving an index whose file was damaged or replaced.
+    // NORMAL: a crash rolls the last catch-up back, and what it loses is
+    // read again from the channels.
+    conn.pragma_update(None, "journal_mode", "DELETE")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
     if version == 0 {
@@ -85,7 +87,13 @@ pub(crate) fn is_damage(e: &rusqlite::Error) -> bool {
     match e {
         rusqlite::Error::SqliteFailure(f, _) => matches!(
             f.code,
-            C::DatabaseCorrupt | C::NotADatabase | C::CannotOpen | C::SystemIoFailure | C::ReadOnly
+            C::DatabaseCorrupt
+                | C::NotADatabase
+                | C::CannotOpen
+                | C::SystemIoFailure
+                | C::ReadOnly
+                // Our statements are fixed: SQLITE_ERROR is a missing table.
+                | C::Unknown
         ),
         rusqlite::Error::SqlInputError { .. } | rusqlite::Error::InvalidColumnType(..) => true,
         _ => false,
@@ -143,7 +151,11 @@ pub(crate) fn insert(tx: &Transaction<'_>, doc: &Doc) -> rusqlite::Result<bool> 
 }
 
 /// Replaces every doc of `place` with `docs`.
-pub(crate) fn replace_place(tx: &Transaction<'_>, place: &str, docs: &[Doc]) -> rusqlite::Result<()> {
+pub(crate) fn replace_place(
+    tx: &Transaction<'_>,
+    place: &str,
+    docs: &[Doc],
+) -> rusqlite::Result<()> {
     tx.execute(
         "DELETE FROM fts WHERE rowid IN (SELECT rowid FROM docs WHERE place = ?1)",
         [place],
@@ -157,7 +169,10 @@ pub(crate) fn replace_place(tx: &Transaction<'_>, place: &str, docs: &[Doc]) -> 
 
 /// Removes the docs and stamps of every place starting with `prefix`
 /// that `keep` refuses (a bus queue that is gone).
-pub(crate) fn places_with_prefix(tx: &Transaction<'_>, prefix: &str) -> rusqlite::Result<Vec<String>> {
+pub(crate) fn places_with_prefix(
+    tx: &Transaction<'_>,
+    prefix: &str,
+) -> rusqlite::Result<Vec<String>> {
     let mut stmt = tx.prepare("SELECT place FROM stamps WHERE place >= ?1 AND place < ?2")?;
     let end = format!("{prefix}\u{10FFFF}");
     let rows = stmt.query_map([prefix, end.as_str()], |r| r.get(0))?;

@@ -59,7 +59,7 @@
 //!
 //! The index is one SQLite file with an FTS5 table,
 //! `{root}/.index/search/index.sqlite3` ([`INDEX_DIR`], [`INDEX_FILE`]),
-//! in write-ahead-log mode. It is never the truth: every [`SearchIndex::search`]
+//! with a rollback journal. It is never the truth: every [`SearchIndex::search`]
 //! first catches it up from the files, in one write transaction:
 //!
 //! - mail: the manifest's lines since the last look (the `sent` events, in

@@ -335,9 +335,22 @@ mod tests {
     #[test]
     fn only_operators_is_no_words() {
         for text in [
-            "", "   ", "AND", "OR NOT", "-", "*", "\"\"", "( ) : ^ +", "NOT a", "-a -b", "- * \"\" AND OR",
+            "",
+            "   ",
+            "AND",
+            "OR NOT",
+            "-",
+            "*",
+            "\"\"",
+            "( ) : ^ +",
+            "NOT a",
+            "-a -b",
+            "- * \"\" AND OR",
         ] {
-            assert!(matches!(match_expression(text), Err(Error::NoWords)), "{text:?}");
+            assert!(
+                matches!(match_expression(text), Err(Error::NoWords)),
+                "{text:?}"
+            );
         }
     }
 
@@ -346,10 +359,16 @@ mod tests {
         let long = "a".repeat(10_000);
         assert!(matches!(
             match_expression(&long),
-            Err(Error::QueryTooLong { len: 10_000, max: MAX_QUERY_LEN })
+            Err(Error::QueryTooLong {
+                len: 10_000,
+                max: MAX_QUERY_LEN
+            })
         ));
         let many = "w ".repeat(MAX_TERMS + 1);
-        assert!(matches!(match_expression(&many), Err(Error::TooManyWords { .. })));
+        assert!(matches!(
+            match_expression(&many),
+            Err(Error::TooManyWords { .. })
+        ));
         assert!(match_expression(&"w ".repeat(MAX_TERMS)).is_ok());
     }
 
@@ -358,6 +377,9 @@ mod tests {
         for o in Origin::ALL {
             assert_eq!(o.as_str().parse::<Origin>().unwrap(), o);
         }
-        assert!(matches!("mails".parse::<Origin>(), Err(Error::UnknownChannel { .. })));
+        assert!(matches!(
+            "mails".parse::<Origin>(),
+            Err(Error::UnknownChannel { .. })
+        ));
     }
 }

@@ -218,9 +218,8 @@ impl SearchIndex {
             Ok(Some(_)) => {}
             Err(e) => return Some(e.to_string()),
         }
-        let result = index::open(Some(&self.path())).and_then(|c| {
-            c.query_row("PRAGMA quick_check", [], |r| r.get::<_, String>(0))
-        });
+        let result = index::open(Some(&self.path()))
+            .and_then(|c| c.query_row("PRAGMA quick_check", [], |r| r.get::<_, String>(0)));
         match result {
             Ok(ok) if ok == "ok" => None,
             Ok(other) => Some(other),
@@ -235,7 +234,12 @@ impl SearchIndex {
     }
 
     fn remove_files(&self) -> Result<()> {
-        for name in [INDEX_FILE, "index.sqlite3-wal", "index.sqlite3-shm", "index.sqlite3-journal"] {
+        for name in [
+            INDEX_FILE,
+            "index.sqlite3-wal",
+            "index.sqlite3-shm",
+            "index.sqlite3-journal",
+        ] {
             self.sources.state.remove_file(&self.file(name))?;
         }
         Ok(())
@@ -285,7 +289,9 @@ impl SearchIndex {
             return Ok((conn, true));
         }
         let existed = !clear && self.sources.state.stat(&self.file(INDEX_FILE))?.is_some();
-        if clear {
+        // Without its database, a write-ahead log left behind would be
+        // replayed into the new one: clear it too.
+        if !existed {
             self.remove_files()?;
         }
         let path = self.path();
@@ -294,7 +300,8 @@ impl SearchIndex {
             Err(e) if index::is_damage(&e) => {
                 tracing::warn!(path = %path.display(), error = %e, "search index unusable; rebuilding it");
                 self.remove_files()?;
-                let conn = index::open(Some(&path)).map_err(|source| self.index_error("create", source))?;
+                let conn = index::open(Some(&path))
+                    .map_err(|source| self.index_error("create", source))?;
                 Ok((conn, true))
             }
             Err(source) => Err(self.index_error("open", source)),
@@ -316,7 +323,9 @@ impl SearchIndex {
 fn catch_up(conn: &Connection, sources: &Sources) -> Result<usize> {
     let tx = rusqlite::Transaction::new_unchecked(conn, TransactionBehavior::Immediate)
         .map_err(|e| Error::from(Damage(e)))?;
-    let empty = index::stamp(&tx, "mail-manifest").map_err(|e| Error::from(Damage(e)))?.is_none();
+    let empty = index::stamp(&tx, "mail-manifest")
+        .map_err(|e| Error::from(Damage(e)))?
+        .is_none();
     let counts = sources.catch_up(&tx, empty)?;
     tx.commit().map_err(|e| Error::from(Damage(e)))?;
     Ok(counts.read)
@@ -351,7 +360,9 @@ fn run(conn: &Connection, expression: &str, query: &Query) -> Result<Vec<Hit>> {
     }
     sql.push_str(" ORDER BY score, d.at_ms DESC, d.ident LIMIT ?");
     args.push(Sql::Integer(i64::try_from(query.limit).unwrap_or(i64::MAX)));
-    let mut stmt = conn.prepare_cached(&sql).map_err(|e| Error::from(Damage(e)))?;
+    let mut stmt = conn
+        .prepare_cached(&sql)
+        .map_err(|e| Error::from(Damage(e)))?;
     let rows = stmt
         .query_map(params_from_iter(args), |r| {
             let origin: String = r.get(0)?;

@@ -75,7 +75,12 @@ fn stamp_of(state: &StateDir, dir: &StatePath) -> Result<Option<String>> {
 /// Compares `dir`'s stamp with the one kept for `place`: returns the new
 /// stamp to keep when the folder changed (or is unsettled), `None` when it
 /// is as it was.
-fn changed(tx: &Transaction<'_>, state: &StateDir, place: &str, dir: &StatePath) -> Result<Option<String>> {
+fn changed(
+    tx: &Transaction<'_>,
+    state: &StateDir,
+    place: &str,
+    dir: &StatePath,
+) -> Result<Option<String>> {
     let now = stamp_of(state, dir)?;
     let kept = index::stamp(tx, place).map_err(db)?;
     match now {
@@ -142,7 +147,13 @@ impl Sources {
         Ok(())
     }
 
-    fn keep_tail(&self, tx: &Transaction<'_>, log: &chipset_store::JsonLog, ino: u64, offset: u64) -> Result<()> {
+    fn keep_tail(
+        &self,
+        tx: &Transaction<'_>,
+        log: &chipset_store::JsonLog,
+        ino: u64,
+        offset: u64,
+    ) -> Result<()> {
         let tail = log
             .bytes_at(offset.saturating_sub(16), offset)?
             .unwrap_or_default();
@@ -153,7 +164,27 @@ impl Sources {
     /// Indexes the message a manifest record names (a `sent` event, in
     /// chipset's shape or nubos-pilot's), unless it is there already.
     fn mail_event(&self, tx: &Transaction<'_>, record: &Value, counts: &mut Counts) -> Result<()> {
-        if record.get("event").and_then(Value::as_str) != Some("sent") {
+        let event = record
+            .get("event")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if event == "task-swept" {
+            // A message can be swept before it was ever seen in its inbox
+            // (another program's file, with no `sent` line): list the folder.
+            let task = record.get("task").or_else(|| record.get("task_id"));
+            if let Some(folder) = task.and_then(Value::as_str).and_then(|t| {
+                self.mail
+                    .dir()
+                    .join("archive")
+                    .and_then(|a| a.join("by-task"))
+                    .and_then(|b| b.join(t))
+                    .ok()
+            }) {
+                self.folder(tx, &folder, counts)?;
+            }
+            return Ok(());
+        }
+        if !matches!(event, "sent" | "archived" | "orphaned") {
             return Ok(());
         }
         let Some(id) = record
@@ -225,7 +256,10 @@ impl Sources {
     /// Reads every `{id}.json` in `folder` that the index does not hold.
     fn folder(&self, tx: &Transaction<'_>, folder: &StatePath, counts: &mut Counts) -> Result<()> {
         for name in self.state.list(folder)? {
-            let Some(id) = name.strip_suffix(".json").and_then(|s| MessageId::new(s).ok()) else {
+            let Some(id) = name
+                .strip_suffix(".json")
+                .and_then(|s| MessageId::new(s).ok())
+            else {
                 continue;
             };
             if index::has(tx, &format!("mail/{id}")).map_err(db)? {
