@@ -84,7 +84,7 @@ fn queries(rng: &mut Rng) -> Vec<Query> {
             0 => Query::new(word(rng)),
             1 => Query::new(format!("{} {}", word(rng), word(rng))),
             2 => Query::new(word(rng)).from(format!("agent-{}", rng.below(AGENTS))),
-            3 => Query::new(format!("w{}*", rng.below(40))),
+            3 => Query::new(format!("w{}*", 100 + rng.below(300))),
             _ => Query::new(format!("{} OR {}", word(rng), word(rng))).kind("notify"),
         })
         .collect()

@@ -73,6 +73,20 @@ pub enum Error {
     },
 }
 
+impl Error {
+    /// Returns true when the query was at fault (no words, too long, too
+    /// many words, an unknown channel): nothing was read.
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            Error::NoWords
+                | Error::QueryTooLong { .. }
+                | Error::TooManyWords { .. }
+                | Error::UnknownChannel { .. }
+        )
+    }
+}
+
 macro_rules! channel_error {
     ($($ty:path => $name:literal),* $(,)?) => {$(
         impl From<$ty> for Error {

@@ -1,6 +1,8 @@
 //! The index itself: one SQLite file with an FTS5 table, its schema, and
 //! the few statements the catch-up and the query need.
 
+use std::collections::HashSet;
+
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use crate::query::Origin;
@@ -34,7 +36,8 @@ pub(crate) struct Doc {
     pub(crate) key: String,
     pub(crate) origin: Origin,
     /// The group a catch-up replaces at once (`hook`, `reminder`,
-    /// `bus/{agent}`) or `mail` (messages are only ever added).
+    /// `bus/{agent}`), or for a message `mail/{to}`: its addressee, whose
+    /// inbox a catch-up compares with it (messages are only ever added).
     pub(crate) place: String,
     /// The message, event or reminder id, or the hook's agent.
     pub(crate) ident: String,
@@ -114,6 +117,13 @@ pub(crate) fn set_stamp(tx: &Transaction<'_>, place: &str, stamp: &str) -> rusql
         [place, stamp],
     )?;
     Ok(())
+}
+
+/// Returns the idents of every doc of `place`.
+pub(crate) fn idents_of(tx: &Transaction<'_>, place: &str) -> rusqlite::Result<HashSet<String>> {
+    let mut stmt = tx.prepare_cached("SELECT ident FROM docs WHERE place = ?1")?;
+    let rows = stmt.query_map([place], |r| r.get(0))?;
+    rows.collect()
 }
 
 pub(crate) fn has(tx: &Transaction<'_>, key: &str) -> rusqlite::Result<bool> {

@@ -7,6 +7,7 @@
 //! (two changes within one tick of a coarse clock can share it), so such a
 //! folder is read again at the next look.
 
+use std::collections::HashSet;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use chipset_bus::{Bus, Event};
@@ -139,7 +140,7 @@ impl Sources {
                 let end = log.for_each::<serde::de::IgnoredAny>(|_| {})?.end_offset;
                 self.inboxes(tx, &dir, counts)?;
                 for folder in self.archive_folders(&dir)? {
-                    self.folder(tx, &folder, counts)?;
+                    self.folder(tx, &folder, None, counts)?;
                 }
                 self.keep_tail(tx, &log, ino, end)?;
             }
@@ -158,7 +159,12 @@ impl Sources {
             .bytes_at(offset.saturating_sub(16), offset)?
             .unwrap_or_default();
         let hex: String = tail.iter().map(|b| format!("{b:02x}")).collect();
-        index::set_stamp(tx, MANIFEST, &format!("{ino}:{offset}:{hex}")).map_err(db)
+        let stamp = format!("{ino}:{offset}:{hex}");
+        // Nothing new is no write: the catch-up then commits nothing.
+        if index::stamp(tx, MANIFEST).map_err(db)?.as_deref() == Some(stamp.as_str()) {
+            return Ok(());
+        }
+        index::set_stamp(tx, MANIFEST, &stamp).map_err(db)
     }
 
     /// Indexes the message a manifest record names (a `sent` event, in
@@ -180,7 +186,7 @@ impl Sources {
                     .and_then(|b| b.join(t))
                     .ok()
             }) {
-                self.folder(tx, &folder, counts)?;
+                self.folder(tx, &folder, None, counts)?;
             }
             return Ok(());
         }
@@ -233,7 +239,10 @@ impl Sources {
             };
             let place = format!("{INBOX_PREFIX}{agent}");
             if let Some(stamp) = changed(tx, &self.state, &place, &inbox)? {
-                self.folder(tx, &inbox, counts)?;
+                // What the index holds for this addressee, in one query
+                // rather than one per listed file.
+                let known = index::idents_of(tx, &format!("{MAIL}/{agent}")).map_err(db)?;
+                self.folder(tx, &inbox, Some(&known), counts)?;
                 index::set_stamp(tx, &place, &stamp).map_err(db)?;
             }
         }
@@ -253,13 +262,23 @@ impl Sources {
         Ok(out)
     }
 
-    /// Reads every `{id}.json` in `folder` that the index does not hold.
-    fn folder(&self, tx: &Transaction<'_>, folder: &StatePath, counts: &mut Counts) -> Result<()> {
+    /// Reads every `{id}.json` in `folder` that the index does not hold
+    /// (`known`: the ids it holds there, when the caller has them).
+    fn folder(
+        &self,
+        tx: &Transaction<'_>,
+        folder: &StatePath,
+        known: Option<&HashSet<String>>,
+        counts: &mut Counts,
+    ) -> Result<()> {
         for name in self.state.list(folder)? {
-            let Some(id) = name
-                .strip_suffix(".json")
-                .and_then(|s| MessageId::new(s).ok())
-            else {
+            let Some(stem) = name.strip_suffix(".json") else {
+                continue;
+            };
+            if known.is_some_and(|k| k.contains(stem)) {
+                continue;
+            }
+            let Ok(id) = MessageId::new(stem) else {
                 continue;
             };
             if index::has(tx, &format!("mail/{id}")).map_err(db)? {
@@ -418,7 +437,7 @@ pub(crate) fn message_doc(m: &Message) -> Doc {
     Doc {
         key: format!("mail/{}", m.id()),
         origin: Origin::Mail,
-        place: MAIL.to_owned(),
+        place: format!("{MAIL}/{}", m.to()),
         ident: m.id().to_string(),
         sender: Some(m.from().to_string()),
         recipient: Some(m.to().to_string()),
