@@ -149,6 +149,21 @@ impl SearchIndex {
         })
     }
 
+    /// Catches the index up with the files, then returns how many records
+    /// match `query` in all (its limit aside): for a listing that shows a
+    /// few hits and says how many there are.
+    ///
+    /// # Errors
+    ///
+    /// As [`SearchIndex::search`].
+    pub fn count(&self, query: &Query) -> Result<usize> {
+        let expression = match_expression(&query.text)?;
+        self.with_index(|conn, _| {
+            catch_up(conn, &self.sources)?;
+            count(conn, &expression, query)
+        })
+    }
+
     /// Catches the index up with the files without searching.
     ///
     /// # Errors
@@ -179,8 +194,11 @@ impl SearchIndex {
     }
 
     /// Checks the index ([`DoctorMode::Check`]: a damaged file is a
-    /// finding) or rebuilds it from the files ([`DoctorMode::Fix`]). The
-    /// index is a cache: a rebuild loses nothing.
+    /// finding) or, when there is one, rebuilds it from the files
+    /// ([`DoctorMode::Fix`]: this also picks up what a catch-up cannot see,
+    /// such as a message put straight into `archive/` by a program that
+    /// logs nothing). The index is a cache: a rebuild loses nothing, and a
+    /// root without an index is left without one (the next query builds it).
     ///
     /// # Errors
     ///
@@ -188,7 +206,8 @@ impl SearchIndex {
     pub fn doctor(&self, mode: DoctorMode) -> Result<Report> {
         let mut report = Report::new(mode);
         let damage = self.check();
-        if mode == DoctorMode::Fix {
+        let exists = self.sources.state.stat(&self.file(INDEX_FILE))?.is_some();
+        if mode == DoctorMode::Fix && exists {
             self.rebuild()?;
         }
         if let Some(why) = damage {
@@ -331,13 +350,9 @@ fn catch_up(conn: &Connection, sources: &Sources) -> Result<usize> {
     Ok(counts.read)
 }
 
-fn run(conn: &Connection, expression: &str, query: &Query) -> Result<Vec<Hit>> {
-    let mut sql = String::from(
-        "SELECT d.origin, d.ident, d.sender, d.recipient, d.task, d.kind, d.at_ms, fts.title,
-                snippet(fts, -1, '**', '**', '…', 16), bm25(fts, 4.0, 1.0) AS score
-         FROM fts JOIN docs d ON d.rowid = fts.rowid
-         WHERE fts MATCH ?",
-    );
+/// Returns the SQL after `SELECT … FROM` that matches `query`, and its arguments.
+fn matching(expression: &str, query: &Query) -> (String, Vec<Sql>) {
+    let mut sql = String::from("fts JOIN docs d ON d.rowid = fts.rowid WHERE fts MATCH ?");
     let mut args: Vec<Sql> = vec![Sql::Text(expression.to_owned())];
     for (column, value) in [
         ("d.sender", &query.from),
@@ -358,6 +373,26 @@ fn run(conn: &Connection, expression: &str, query: &Query) -> Result<Vec<Hit>> {
         sql.push_str(" AND d.at_ms >= ?");
         args.push(Sql::Integer(since.unix_ms()));
     }
+    (sql, args)
+}
+
+fn count(conn: &Connection, expression: &str, query: &Query) -> Result<usize> {
+    let (from, args) = matching(expression, query);
+    let sql = format!("SELECT count(*) FROM {from}");
+    let n: i64 = conn
+        .prepare_cached(&sql)
+        .and_then(|mut s| s.query_row(params_from_iter(args), |r| r.get(0)))
+        .map_err(|e| Error::from(Damage(e)))?;
+    Ok(usize::try_from(n).unwrap_or_default())
+}
+
+fn run(conn: &Connection, expression: &str, query: &Query) -> Result<Vec<Hit>> {
+    let (from, mut args) = matching(expression, query);
+    let mut sql = format!(
+        "SELECT d.origin, d.ident, d.sender, d.recipient, d.task, d.kind, d.at_ms, fts.title,
+                snippet(fts, -1, '**', '**', '…', 16), bm25(fts, 4.0, 1.0) AS score
+         FROM {from}"
+    );
     sql.push_str(" ORDER BY score, d.at_ms DESC, d.ident LIMIT ?");
     args.push(Sql::Integer(i64::try_from(query.limit).unwrap_or(i64::MAX)));
     let mut stmt = conn

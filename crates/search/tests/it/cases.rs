@@ -90,6 +90,13 @@ fn every_channel_is_searched_and_filtered() {
         search.search(&Query::new("pars*").limit(2)).unwrap().len(),
         2
     );
+    assert_eq!(search.count(&Query::new("pars*").limit(2)).unwrap(), 5);
+    assert_eq!(
+        search
+            .count(&Query::new("parser").channel(Origin::Mail))
+            .unwrap(),
+        2
+    );
     assert_eq!(
         search.search(&Query::new("\"parser fix\"")).unwrap().len(),
         1
