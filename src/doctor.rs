@@ -20,7 +20,8 @@ pub struct Checkup {
     /// The mode the doctors ran in.
     pub mode: DoctorMode,
     /// One per channel, in this order: `hooks`, `nudge`, `reminders`,
-    /// `mail`, `bus`, `loop`, `leases`, `directory`.
+    /// `mail`, `bus`, `loop`, `leases`, `directory`; then `search` when the
+    /// search index was damaged or could not be rebuilt.
     pub areas: Vec<Area>,
     /// With [`DoctorMode::Check`], the stale temp files outside `bus/`
     /// (whose doctor reports its own).
@@ -35,7 +36,7 @@ pub struct Checkup {
 #[non_exhaustive]
 pub struct Area {
     /// The channel's name: `hooks`, `nudge`, `reminders`, `mail`, `bus`,
-    /// `loop`, `leases`, `directory`.
+    /// `loop`, `leases`, `directory`, `search`.
     pub name: &'static str,
     /// Its report; an error when it could not finish (an unreadable
     /// directory, a lock path that is a directory). The other areas still ran.
@@ -119,7 +120,18 @@ impl Chipset {
         );
         let directory = self.directory().doctor(mode);
         keep(&mut areas, &mut sink, area("directory", directory));
+        if let Some(search) = self.search_doctor(mode) {
+            keep(&mut areas, &mut sink, area("search", search));
+        }
         self.temps(mode, areas)
+    }
+
+    /// The search index's doctor (a cache: checked, and with a fix rebuilt
+    /// from the files just repaired), or `None` when it has nothing to say:
+    /// its area is there only for a damaged index or a rebuild that failed.
+    fn search_doctor(&self, mode: DoctorMode) -> Option<chipset_search::Result<Report>> {
+        let search = self.search_index().doctor(mode);
+        (!matches!(&search, Ok(report) if report.is_clean())).then_some(search)
     }
 
     /// Looks for stale temp files (with Fix, removes them) and returns the checkup.

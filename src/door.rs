@@ -11,6 +11,7 @@ use chipset_loop::{Attention, AttentionConfig, LoopState};
 use chipset_mail::{Mail, MailConfig};
 use chipset_nudge::{KindRegistry, NudgeConfig, Nudges, ReminderConfig, Reminders};
 use chipset_pool::Pool;
+use chipset_search::{Hit, Query, SearchIndex};
 use chipset_store::{StateDir, StateOptions};
 
 use crate::error::Result;
@@ -88,6 +89,7 @@ struct Inner {
     directory: Directory,
     leases: Leases,
     pool: Pool,
+    search: SearchIndex,
 }
 
 impl Chipset {
@@ -137,6 +139,7 @@ impl Chipset {
         let directory = Directory::new(state.clone());
         let leases = Leases::new(state.clone());
         let pool = Pool::new(state.clone());
+        let search = SearchIndex::new(state.clone());
         Chipset {
             inner: Arc::new(Inner {
                 state,
@@ -149,6 +152,7 @@ impl Chipset {
                 directory,
                 leases,
                 pool,
+                search,
             }),
         }
     }
@@ -203,6 +207,32 @@ impl Chipset {
     /// Returns the work pool: items agents claim themselves onto their hook.
     pub fn pool(&self) -> &Pool {
         &self.inner.pool
+    }
+
+    /// Returns the hits for `query` across mail, bus events, hook titles and
+    /// reminders, best first, after catching the search index up with the
+    /// files (see [`crate::search`]).
+    ///
+    /// ```
+    /// let tmp = tempfile::tempdir()?;
+    /// let chipset = chipset::Chipset::open(tmp.path().join("state"))?;
+    /// chipset.hooks().assign(&"polecat".parse()?, "bead-1".parse()?, "Fix the flaky parser test", None)?;
+    /// let hits = chipset.search(&chipset::search::Query::new("flaky parser"))?;
+    /// assert_eq!(hits[0].id, "polecat");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`SearchIndex::search`]: a query with no words, too long or with
+    /// too many words is refused before anything is read.
+    pub fn search(&self, query: &Query) -> chipset_search::Result<Vec<Hit>> {
+        self.inner.search.search(query)
+    }
+
+    /// Returns the search index itself: to catch it up or rebuild it.
+    pub fn search_index(&self) -> &SearchIndex {
+        &self.inner.search
     }
 
     /// Returns the loops' persisted state (for counts and the doctor).

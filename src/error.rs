@@ -34,4 +34,7 @@ pub enum Error {
     /// The loop state failed.
     #[error(transparent)]
     Loop(#[from] chipset_loop::Error),
+    /// The search index failed.
+    #[error(transparent)]
+    Search(#[from] chipset_search::Error),
 }

@@ -56,6 +56,9 @@
 //! `chipset status` prints, and the MCP `status` tool returns for one
 //! agent); it serializes to the command line's `--json` form.
 //! [`Chipset::doctor`] runs every channel's doctor into one [`Checkup`].
+//! [`Chipset::search`] finds words across mail, bus events, hook titles and
+//! reminders ([`search`]: the index is a cache that every query first
+//! catches up from the files, and that the doctor rebuilds).
 //!
 //! # Waiting, sync and async
 //!
@@ -99,6 +102,7 @@ pub use chipset_loop as r#loop;
 pub use chipset_mail as mail;
 pub use chipset_nudge as nudge;
 pub use chipset_pool as pool;
+pub use chipset_search as search;
 pub use chipset_store as store;
 
 pub use doctor::{Area, Checkup, STALE_TEMP_AGE};

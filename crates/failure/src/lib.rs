@@ -266,6 +266,7 @@ impl From<chipset::Error> for Failure {
             chipset::Error::Bus(e) => e.into(),
             chipset::Error::Loop(e) => e.into(),
             chipset::Error::Pool(e) => e.into(),
+            chipset::Error::Search(e) => e.into(),
             other => Failure::from_error(Class::Refused, &other),
         }
     }
@@ -356,6 +357,16 @@ impl From<chipset_lease::Error> for Failure {
             _ => Class::Refused,
         };
         Failure::from_error(class, &e).unknown_if(e.is_outcome_unknown())
+    }
+}
+
+impl From<chipset::search::Error> for Failure {
+    fn from(e: chipset::search::Error) -> Self {
+        match e {
+            chipset::search::Error::Store(s) => s.into(),
+            other if other.is_usage() => Failure::from_error(Class::Usage, &other),
+            other => Failure::from_error(Class::Refused, &other),
+        }
     }
 }
 
