@@ -120,6 +120,9 @@ pub(crate) enum Command {
     Serve(ServeArgs),
     /// Find (and with --fix repair) corrupt files, stale temps, orphaned mail.
     Doctor(DoctorArgs),
+    /// Find words in every agent's mail, bus events, hook titles and
+    /// reminders: ranked hits with a snippet.
+    Search(crate::search::SearchArgs),
     /// Serve the agent-facing operations as MCP tools, acting as one agent
     /// (stdio, or streamable HTTP with --http).
     Mcp(McpArgs),
@@ -352,6 +355,9 @@ impl Command {
                     | RemindCommand::Metrics { .. }
             ),
             // A check on a mistyped root must not pass as "nothing leased".
+            // The index under the root is a cache it may write; a mistyped
+            // root must not search as an empty one.
+            Command::Search(_) => true,
             Command::Lease(c) => matches!(
                 c,
                 crate::lease::LeaseCommand::List { .. } | crate::lease::LeaseCommand::Check { .. }

@@ -23,6 +23,7 @@
 //! chipset [--root DIR] [--json] wait AGENT [--timeout SECONDS]
 //! chipset [--root DIR] [--json] status
 //! chipset [--root DIR] [--json] doctor [--fix]
+//! chipset [--root DIR] [--json] search WORDS... [--from A] [--to B] [--task T] [--kind K] [--channel C] [--since TIME|AGE] [--limit N]
 //! chipset [--root DIR] mcp --agent AGENT [--http ADDR] [--token-env VAR | --token-file PATH]
 //! chipset [--root DIR] top [--view VIEW] [--rescan DURATION] [--once WIDTHxHEIGHT]
 //! chipset [--root DIR] serve [--addr ADDR] [--token-env VAR | --token-file PATH]
@@ -119,6 +120,7 @@ mod mcp;
 mod nudge;
 mod output;
 mod remind;
+mod search;
 mod serve;
 mod status;
 mod top;
@@ -282,6 +284,7 @@ fn run(cli: Cli) -> Result<Output> {
         }
         Command::Status => status::run(&ctx),
         Command::Doctor(args) => doctor::run(&ctx, &args),
+        Command::Search(args) => search::run(&ctx, args),
         Command::Mcp(args) => mcp::run(ctx, args),
         Command::Top(args) => top::run(&ctx, &args),
         Command::Serve(args) => serve::run(&ctx, &args),

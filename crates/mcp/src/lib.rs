@@ -40,6 +40,7 @@
 //! | `work_ready`, `work_claim`, `work_release` | the work pool: ready items by priority and age; claim one onto this agent's hook (exactly once); give it back with a reason | `chipset work ready/claim/release` |
 //! | `status` | this agent's hook, nudge, inbox, bus and the open reminders | `chipset status` |
 //! | `agent_whois`, `agent_list` | an agent's profile and last seen; the registered agents by role and last seen | `chipset agent whois/list` |
+//! | `search` | words across every agent's mail, bus events, hook titles and reminders, ranked, with snippets | `chipset search` |
 //! | `brief` | what needs this agent now, one entry per kind of work | `chipset brief` |
 //! | `wait` | block until anything needs this agent, then the brief | `chipset wait` |
 //!

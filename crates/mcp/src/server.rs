@@ -50,9 +50,10 @@ impl Server {
     }
 
     /// Returns every tool: the channels' (below), the directory's
-    /// (`server/agent.rs`) and the work pool's (`server/work.rs`).
+    /// (`server/agent.rs`), the work pool's (`server/work.rs`) and search
+    /// (`server/search.rs`).
     fn tool_router() -> ToolRouter<Server> {
-        Self::channel_tools() + Self::agent_tools() + Self::work_tools()
+        Self::channel_tools() + Self::agent_tools() + Self::work_tools() + Self::search_tools()
     }
 
     /// Returns a server for a new session: the same agent and root, no
@@ -693,6 +694,7 @@ impl Drop for Server {
 }
 
 mod agent;
+mod search;
 #[cfg(test)]
 mod tests;
 mod work;

@@ -19,6 +19,8 @@ pub use group::{GroupCopy, GroupSentView, ListMembers};
 /// The `status` tool's schema (the view is the library's `chipset::AgentReport`).
 pub(crate) use records::AgentReport;
 
+pub use crate::ops::search::{SearchHit, SearchResults};
+
 pub use crate::ops::lease::{
     LeaseBlocked, LeaseCheck, LeaseGranted, LeaseListing, LeaseRecord, LeaseReleased, LeaseRenewed,
 };

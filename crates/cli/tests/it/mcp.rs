@@ -13,7 +13,7 @@ use crate::Env;
 pub(crate) type Client = RunningService<RoleClient, ()>;
 
 /// Every tool the server must offer.
-pub(crate) const TOOLS: [&str; 36] = [
+pub(crate) const TOOLS: [&str; 37] = [
     "agent_list",
     "agent_list_add",
     "agent_list_remove",
@@ -45,6 +45,7 @@ pub(crate) const TOOLS: [&str; 36] = [
     "remind_open",
     "remind_resolve",
     "remind_snooze",
+    "search",
     "status",
     "wait",
     "work_claim",

@@ -61,6 +61,7 @@ fn call(ctx: &Ctx, name: &str, v: Value) -> Outcome {
         "work_release" => ops::work_release(ctx, parse(a)?),
         "agent_list_add" => ops::agent_list_add(ctx, parse(a)?),
         "agent_list_remove" => ops::agent_list_remove(ctx, parse(a)?),
+        "search" => ops::search(ctx, parse(a)?),
         "wait" => block(watch::wait(&Arc::new(ctx.clone()), parse(a), pending())),
         other => panic!("no tool {other}"),
     }
@@ -315,6 +316,13 @@ fn every_result_matches_its_tools_output_schema() {
         json!({"id": "w-1", "reason": "later"}),
     );
     assert_eq!(released["item"]["released"]["reason"], "later");
+    let found = t.ok(
+        false,
+        "search",
+        json!({"query": "please", "by": "b", "limit": 5}),
+    );
+    assert_eq!(found["hits"][0]["title"], "review");
+    assert_eq!(found["total"], 1);
 
     // Every tool was checked.
     let all: BTreeSet<String> = t.tools.keys().cloned().collect();
