@@ -13,8 +13,8 @@ pub(crate) mod lease;
 mod mail;
 mod nudge;
 mod remind;
-pub(crate) mod work;
 pub(crate) mod search;
+pub(crate) mod work;
 
 use std::time::Duration;
 
@@ -35,8 +35,8 @@ pub(crate) use self::mail::{
 };
 pub(crate) use self::nudge::{nudge_read, nudge_respond, nudge_send};
 pub(crate) use self::remind::{remind_list, remind_open, remind_resolve, remind_snooze};
-pub(crate) use self::work::{work_claim, work_ready, work_release};
 pub(crate) use self::search::search;
+pub(crate) use self::work::{work_claim, work_ready, work_release};
 use crate::view::Noted;
 
 /// The tenant reminders belong to, as on the command line (one state root
