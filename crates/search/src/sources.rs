@@ -302,7 +302,7 @@ impl Sources {
             };
             let pending = self.bus.pending(agent)?;
             let docs: Vec<Doc> = pending
-                .events()
+                .events
                 .iter()
                 .map(|e| event_doc(agent.as_str(), e))
                 .collect();
@@ -326,29 +326,29 @@ impl Sources {
             return Ok(());
         };
         let mut docs = Vec::new();
-        for entry in self.hooks.list()? {
-            let ReadOutcome::Value(hook) = entry.read else {
+        for (agent, read) in self.hooks.list()? {
+            let ReadOutcome::Value(hook) = read else {
                 continue;
             };
-            let Some(work) = hook.work() else {
+            let Some(work) = hook.state.work() else {
                 continue;
             };
             let body = work
-                .extra()
+                .extra
                 .get("description")
                 .and_then(Value::as_str)
                 .unwrap_or_default();
             docs.push(Doc {
-                key: format!("hook/{}", entry.agent),
+                key: format!("hook/{agent}"),
                 origin: Origin::Hook,
                 place: HOOK.to_owned(),
-                ident: entry.agent.to_string(),
-                sender: work.assigned_by().map(ToString::to_string),
-                recipient: Some(entry.agent.to_string()),
-                task: Some(work.bead_id().to_string()),
-                kind: Some(hook.status().as_str().to_owned()),
-                at_ms: Some(work.assigned_at().unix_ms()),
-                title: work.title().to_owned(),
+                ident: agent.to_string(),
+                sender: work.assigned_by.as_ref().map(ToString::to_string),
+                recipient: Some(agent.to_string()),
+                task: Some(work.bead_id.to_string()),
+                kind: Some(hook.state.status().to_string()),
+                at_ms: Some(work.assigned_at.unix_ms()),
+                title: work.title.clone(),
                 body: body.to_owned(),
             });
         }
@@ -450,22 +450,22 @@ pub(crate) fn message_doc(m: &Message) -> Doc {
 }
 
 pub(crate) fn event_doc(agent: &str, e: &Event) -> Doc {
-    let body = match e.payload() {
+    let body = match &e.payload {
         Value::Null => String::new(),
         Value::String(s) => s.clone(),
         other => other.to_string(),
     };
     Doc {
-        key: format!("{BUS_PREFIX}{agent}/{}", e.id()),
+        key: format!("{BUS_PREFIX}{agent}/{}", e.id),
         origin: Origin::Bus,
         place: format!("{BUS_PREFIX}{agent}"),
-        ident: e.id().to_string(),
-        sender: Some(e.source().to_owned()),
+        ident: e.id.to_string(),
+        sender: Some(e.source.clone()),
         recipient: Some(agent.to_owned()),
         task: None,
-        kind: Some(e.kind().to_owned()),
-        at_ms: Some(e.created_at().unix_ms()),
-        title: e.kind().to_owned(),
+        kind: Some(e.kind.clone()),
+        at_ms: Some(e.created_at.unix_ms()),
+        title: e.kind.clone(),
         body,
     }
 }

@@ -86,38 +86,40 @@ fn records(state: &StateDir) -> Vec<Record> {
     }
     let bus = Bus::new(state.clone());
     for agent in bus.agents().unwrap() {
-        for e in bus.pending(&agent).unwrap().events() {
-            let payload = match e.payload() {
+        for e in bus.pending(&agent).unwrap().events {
+            let payload = match &e.payload {
                 serde_json::Value::Null => String::new(),
                 serde_json::Value::String(s) => s.clone(),
                 other => other.to_string(),
             };
             out.push(Record {
                 channel: Origin::Bus,
-                id: e.id().to_string(),
-                from: Some(e.source().to_owned()),
+                id: e.id.to_string(),
+                from: Some(e.source.clone()),
                 to: Some(agent.to_string()),
                 task: None,
-                kind: Some(e.kind().to_owned()),
-                at_ms: e.created_at().unix_ms(),
-                text: format!("{} {payload}", e.kind()),
+                kind: Some(e.kind.clone()),
+                at_ms: e.created_at.unix_ms(),
+                text: format!("{} {payload}", e.kind),
             });
         }
     }
-    for entry in Hooks::new(state.clone()).list().unwrap() {
-        let ReadOutcome::Value(hook) = entry.read else {
+    for (agent, read) in Hooks::new(state.clone()).list().unwrap() {
+        let ReadOutcome::Value(hook) = read else {
             continue;
         };
-        let Some(work) = hook.work() else { continue };
+        let Some(work) = hook.state.work() else {
+            continue;
+        };
         out.push(Record {
             channel: Origin::Hook,
-            id: entry.agent.to_string(),
-            from: work.assigned_by().map(ToString::to_string),
-            to: Some(entry.agent.to_string()),
-            task: Some(work.bead_id().to_string()),
-            kind: Some(hook.status().as_str().to_owned()),
-            at_ms: work.assigned_at().unix_ms(),
-            text: work.title().to_owned(),
+            id: agent.to_string(),
+            from: work.assigned_by.as_ref().map(ToString::to_string),
+            to: Some(agent.to_string()),
+            task: Some(work.bead_id.to_string()),
+            kind: Some(hook.state.status().to_string()),
+            at_ms: work.assigned_at.unix_ms(),
+            text: work.title.clone(),
         });
     }
     let reminders = Reminders::new(state.clone(), KindRegistry::preset());

@@ -277,9 +277,7 @@ fn a_settled_catch_up_reads_only_what_changed() {
     // An acknowledged event and a cleared hook leave the index.
     let bus = Bus::new(tmp.state.clone());
     let pending = bus.pending(&agent("mayor")).unwrap();
-    let _ = bus
-        .ack_event(&agent("mayor"), &pending.events()[0])
-        .unwrap();
+    let _ = bus.ack_event(&agent("mayor"), &pending.events[0]).unwrap();
     let hooks = Hooks::new(tmp.state.clone());
     crate::finish_hook(&hooks, &agent("polecat"));
     let left = search.search(&Query::new("parser")).unwrap();

@@ -148,7 +148,7 @@ fn run(ops: Vec<Op>) {
                 let a = agent(AGENTS[a]);
                 if bus.is_available(&a).unwrap() {
                     let pending = bus.pending(&a).unwrap();
-                    if let Some(e) = pending.events().get(nth) {
+                    if let Some(e) = pending.events.get(nth) {
                         let _ = bus.ack_event(&a, e).unwrap();
                     }
                 }
