@@ -172,28 +172,7 @@ impl Directory {
     /// be read.
     pub fn whois(&self, agent: &AgentId) -> Result<AgentInfo> {
         let op = "read";
-        let profile = match self.read(agent)? {
-            ReadOutcome::Value(p) => p,
-            ReadOutcome::Missing => {
-                return Err(Error::NotRegistered {
-                    agent: agent.clone(),
-                });
-            }
-            ReadOutcome::Corrupt(corruption) => {
-                return Err(Error::Corrupt {
-                    agent: agent.clone(),
-                    op,
-                    corruption,
-                });
-            }
-            ReadOutcome::Unsupported(unsupported) => {
-                return Err(Error::Unsupported {
-                    agent: agent.clone(),
-                    op,
-                    unsupported,
-                });
-            }
-        };
+        let profile = registered(agent, op, self.read(agent)?)?;
         let last_seen = self.seen(agent, profile.updated_at, &self.mail_tail()?)?;
         Ok(AgentInfo { profile, last_seen })
     }
@@ -263,6 +242,31 @@ impl Directory {
 }
 
 /// A profile whose `name` is not its file's agent is corrupt.
+/// Returns the profile `read` holds, or the error that says why there is
+/// none for `agent` (`op` names what was being done).
+pub(crate) fn registered(
+    agent: &AgentId,
+    op: &'static str,
+    read: ReadOutcome<Profile>,
+) -> Result<Profile> {
+    match read {
+        ReadOutcome::Value(p) => Ok(p),
+        ReadOutcome::Missing => Err(Error::NotRegistered {
+            agent: agent.clone(),
+        }),
+        ReadOutcome::Corrupt(corruption) => Err(Error::Corrupt {
+            agent: agent.clone(),
+            op,
+            corruption,
+        }),
+        ReadOutcome::Unsupported(unsupported) => Err(Error::Unsupported {
+            agent: agent.clone(),
+            op,
+            unsupported,
+        }),
+    }
+}
+
 pub(crate) fn classify(
     agent: &AgentId,
     path: &StatePath,

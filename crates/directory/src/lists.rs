@@ -9,7 +9,7 @@ use std::str::FromStr;
 
 use chipset_store::{AgentId, Decision, ReadOutcome};
 
-use crate::directory::{Directory, Registered, classify};
+use crate::directory::{Directory, Registered, classify, registered};
 use crate::error::{Error, Result};
 use crate::profile::{MAX_ROLES, Profile, Role};
 
@@ -243,28 +243,7 @@ impl Directory {
             "remove a list from"
         };
         self.state.update(&path, |read: ReadOutcome<Profile>| {
-            let old = match classify(agent, &path, read) {
-                ReadOutcome::Value(p) => p,
-                ReadOutcome::Missing => {
-                    return Err(Error::NotRegistered {
-                        agent: agent.clone(),
-                    });
-                }
-                ReadOutcome::Corrupt(corruption) => {
-                    return Err(Error::Corrupt {
-                        agent: agent.clone(),
-                        op,
-                        corruption,
-                    });
-                }
-                ReadOutcome::Unsupported(unsupported) => {
-                    return Err(Error::Unsupported {
-                        agent: agent.clone(),
-                        op,
-                        unsupported,
-                    });
-                }
-            };
+            let old = registered(agent, op, classify(agent, &path, read))?;
             let mut new = old.clone();
             if add {
                 if let Err(at) = new.roles.binary_search(list) {
