@@ -131,7 +131,7 @@ mod work;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use chipset_store::{DEFAULT_ROOT, StateDir, StateOptions};
+use chipset_store::{StateDir, StateOptions};
 use clap::Parser as _;
 
 use crate::cli::{Cli, Command};
@@ -219,7 +219,7 @@ pub(crate) fn locate(cli: &Cli) -> Result<(PathBuf, bool)> {
     };
     if let Ok(cwd) = std::env::current_dir() {
         for dir in cwd.ancestors() {
-            let state = dir.join(DEFAULT_ROOT);
+            let state = dir.join(StateDir::DEFAULT_ROOT);
             if is_dir(&state)? {
                 return Ok((state, false));
             }
@@ -229,7 +229,7 @@ pub(crate) fn locate(cli: &Cli) -> Result<(PathBuf, bool)> {
             }
         }
     }
-    Ok((PathBuf::from(DEFAULT_ROOT), false))
+    Ok((PathBuf::from(StateDir::DEFAULT_ROOT), false))
 }
 
 fn run(cli: Cli) -> Result<Output> {

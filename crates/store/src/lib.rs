@@ -28,7 +28,7 @@
 //!
 //! # The state root
 //!
-//! [`StateDir`] is the root (default [`DEFAULT_ROOT`], `.chipset/state`), with
+//! [`StateDir`] is the root (default [`StateDir::DEFAULT_ROOT`], `.chipset/state`), with
 //! one subdirectory per [`Channel`], created on demand. A channel is an
 //! opaque, validated name (`Channel::new("mail")`, checked when compiling):
 //! the store does not know which channels exist; each channel crate owns its
@@ -426,7 +426,7 @@ pub use sortable::SortableId;
 #[cfg(feature = "testing")]
 pub use stat::EntryKind;
 pub use stat::{Stat, read_outside, stat_outside};
-pub use state::{Channel, DEFAULT_ROOT, QUARANTINE_DIR, StateDir, StateOptions};
+pub use state::{Channel, StateDir, StateOptions};
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 pub use watch::{WatchConfig, WatchTarget, WatchWake, Watcher};
 

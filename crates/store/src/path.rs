@@ -140,7 +140,9 @@ impl StatePath {
             panic!("StatePath::join_hidden: {name:?} {rule}");
         }
         assert!(
-            name != crate::QUARANTINE_DIR && !name.ends_with(".lock") && !name.ends_with(".tmp"),
+            name != crate::state::QUARANTINE_DIR
+                && !name.ends_with(".lock")
+                && !name.ends_with(".tmp"),
             "StatePath::join_hidden: {name:?} is the store's own name"
         );
         StatePath {

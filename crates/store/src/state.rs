@@ -28,11 +28,8 @@ mod writes;
 
 pub use channel::Channel;
 
-/// The default state root, relative to the working directory.
-pub const DEFAULT_ROOT: &str = ".chipset/state";
-
-/// The name of the folder that [`StateDir::quarantine`] moves bad files into.
-pub const QUARANTINE_DIR: &str = ".quarantine";
+/// [`StateDir::QUARANTINE_DIR`], for the store's own modules.
+pub(crate) const QUARANTINE_DIR: &str = ".quarantine";
 
 /// How a [`StateDir`] is opened. Build it from the default
 /// (`StateOptions { clock, ..StateOptions::default() }`): the `testing`
@@ -99,6 +96,12 @@ struct Inner {
 }
 
 impl StateDir {
+    /// The default state root, relative to the working directory.
+    pub const DEFAULT_ROOT: &str = ".chipset/state";
+
+    /// The name of the folder that [`StateDir::quarantine`] moves bad files into.
+    pub const QUARANTINE_DIR: &str = QUARANTINE_DIR;
+
     /// Opens (creating if needed) the state root at `root`, on the system clock.
     ///
     /// # Errors

@@ -494,10 +494,7 @@ impl Mail {
         };
         if let Some(name) = names.into_iter().next() {
             return Err(Error::QuarantinedInbox {
-                path: inbox
-                    .as_path()
-                    .join(chipset_store::QUARANTINE_DIR)
-                    .join(name),
+                path: inbox.as_path().join(StateDir::QUARANTINE_DIR).join(name),
             });
         }
         Ok(true)
