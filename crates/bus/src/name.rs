@@ -1,6 +1,6 @@
 //! File names: events `{P}-{id}-{source}-{kind}.json`, de-duplication keys.
 
-use chipset_store::{EscapeAlphabet, escape_name, fnv1a_64};
+use chipset_store::{EscapeAlphabet, fnv1a_64};
 
 use crate::format::{EventId, Priority};
 
@@ -34,7 +34,7 @@ const KEY_IN_NAME: usize = 96;
 /// bytes: the store's escaper with its [`Portable`](EscapeAlphabet::Portable)
 /// alphabet.
 pub(crate) fn escape(text: &str, max: usize) -> String {
-    escape_name(text, EscapeAlphabet::Portable, max)
+    EscapeAlphabet::Portable.escape(text, max)
 }
 
 /// Returns an event's file name. A sorted listing of names is the processing

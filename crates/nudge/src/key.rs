@@ -1,6 +1,6 @@
 //! A reminder's idempotency key and how it becomes a file name.
 
-use chipset_store::{EscapeAlphabet, escape_name, unescape_name};
+use chipset_store::EscapeAlphabet;
 
 use crate::error::{Error, Result};
 
@@ -141,12 +141,12 @@ fn refuse(field: &'static str, value: &str, rule: Option<&'static str>) -> Resul
 /// other byte becomes `%XX` (upper-case hex). Reversible, and never a
 /// dot-name, a separator, or `..`.
 pub(crate) fn escape(source_id: &str) -> String {
-    escape_name(source_id, EscapeAlphabet::Readable, usize::MAX)
+    EscapeAlphabet::Readable.escape(source_id, usize::MAX)
 }
 
 /// Reverses [`escape`] on an index file name (with or without `.json`).
 pub(crate) fn unescape(name: &str) -> Option<String> {
-    unescape_name(name.strip_suffix(".json").unwrap_or(name))
+    EscapeAlphabet::unescape(name.strip_suffix(".json").unwrap_or(name))
 }
 
 #[cfg(test)]

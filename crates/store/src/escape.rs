@@ -3,9 +3,9 @@
 
 use std::fmt::Write as _;
 
-/// Which characters [`escape_name`] keeps as they are. Every other byte
+/// Which characters [`EscapeAlphabet::escape`] keeps as they are. Every other byte
 /// becomes `%XX` (upper-case hex). Both alphabets keep `%` out, so the
-/// escaping is reversible ([`unescape_name`]), and neither can produce a
+/// escaping is reversible ([`EscapeAlphabet::unescape`]), and neither can produce a
 /// separator, a control character, a leading dot or `..`.
 ///
 /// There are two because two file-name contracts already use them, and a
@@ -38,62 +38,62 @@ impl EscapeAlphabet {
             EscapeAlphabet::Readable => portable || !c.is_ascii() || (c == '.' && !first),
         }
     }
-}
 
-/// Percent-escapes `text` into a file-name segment: what `alphabet` keeps
-/// stays, every other byte becomes `%XX` (upper-case hex). The result is at
-/// most `max` bytes (`usize::MAX` for no bound): it stops before the first
-/// kept character or `%XX` that would not fit, so an escape is never cut,
-/// though the bytes of one escaped character may be (a cut name is for
-/// matching, not for [`unescape_name`]).
-///
-/// ```
-/// use chipset_store::{EscapeAlphabet, escape_name, unescape_name};
-///
-/// assert_eq!(escape_name("a/b.c é", EscapeAlphabet::Portable, usize::MAX), "a%2Fb%2Ec%20%C3%A9");
-/// assert_eq!(escape_name(".a/b.c é", EscapeAlphabet::Readable, usize::MAX), "%2Ea%2Fb.c%20é");
-/// assert_eq!(escape_name("/////", EscapeAlphabet::Portable, 8), "%2F%2F");
-/// assert_eq!(unescape_name("%2Ea%2Fb.c%20é").as_deref(), Some(".a/b.c é"));
-/// ```
-pub fn escape_name(text: &str, alphabet: EscapeAlphabet, max: usize) -> String {
-    let mut out = String::with_capacity(text.len().min(max));
-    for (i, c) in text.char_indices() {
-        if alphabet.keeps(c, i == 0) {
-            if out.len().saturating_add(c.len_utf8()) > max {
-                break;
-            }
-            out.push(c);
-        } else {
-            let mut buf = [0u8; 4];
-            for b in c.encode_utf8(&mut buf).bytes() {
-                if out.len().saturating_add(3) > max {
-                    return out;
+    /// Percent-escapes `text` into a file-name segment: what `alphabet` keeps
+    /// stays, every other byte becomes `%XX` (upper-case hex). The result is at
+    /// most `max` bytes (`usize::MAX` for no bound): it stops before the first
+    /// kept character or `%XX` that would not fit, so an escape is never cut,
+    /// though the bytes of one escaped character may be (a cut name is for
+    /// matching, not for [`EscapeAlphabet::unescape`]).
+    ///
+    /// ```
+    /// use chipset_store::EscapeAlphabet::{self, Portable, Readable};
+    ///
+    /// assert_eq!(Portable.escape("a/b.c é", usize::MAX), "a%2Fb%2Ec%20%C3%A9");
+    /// assert_eq!(Readable.escape(".a/b.c é", usize::MAX), "%2Ea%2Fb.c%20é");
+    /// assert_eq!(Portable.escape("/////", 8), "%2F%2F");
+    /// assert_eq!(EscapeAlphabet::unescape("%2Ea%2Fb.c%20é").as_deref(), Some(".a/b.c é"));
+    /// ```
+    pub fn escape(self, text: &str, max: usize) -> String {
+        let mut out = String::with_capacity(text.len().min(max));
+        for (i, c) in text.char_indices() {
+            if self.keeps(c, i == 0) {
+                if out.len().saturating_add(c.len_utf8()) > max {
+                    break;
                 }
-                let _ = write!(out, "%{b:02X}");
+                out.push(c);
+            } else {
+                let mut buf = [0u8; 4];
+                for b in c.encode_utf8(&mut buf).bytes() {
+                    if out.len().saturating_add(3) > max {
+                        return out;
+                    }
+                    let _ = write!(out, "%{b:02X}");
+                }
             }
         }
+        out
     }
-    out
-}
 
-/// Reverses [`escape_name`] (either alphabet): every `%XX` becomes its
-/// byte. `None` when an escape is cut or not hex, or the bytes are not
-/// UTF-8.
-pub fn unescape_name(name: &str) -> Option<String> {
-    let bytes = name.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = name.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
+    /// Reverses [`EscapeAlphabet::escape`] (either alphabet): every `%XX` becomes its
+    /// byte. `None` when an escape is cut or not hex, or the bytes are not
+    /// UTF-8.
+    pub fn unescape(name: &str) -> Option<String> {
+        let bytes = name.as_bytes();
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut i = 0;
+        while i < bytes.len() {
+            if bytes[i] == b'%' {
+                let hex = name.get(i + 1..i + 3)?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 3;
+            } else {
+                out.push(bytes[i]);
+                i += 1;
+            }
         }
+        String::from_utf8(out).ok()
     }
-    String::from_utf8(out).ok()
 }
 
 /// FNV-1a, 64 bits, over `bytes`: stable across processes, builds and
@@ -118,6 +118,14 @@ mod tests {
     use super::*;
 
     const ALL: usize = usize::MAX;
+
+    fn escape_name(text: &str, alphabet: EscapeAlphabet, max: usize) -> String {
+        alphabet.escape(text, max)
+    }
+
+    fn unescape_name(name: &str) -> Option<String> {
+        EscapeAlphabet::unescape(name)
+    }
 
     /// Both alphabets are file-name contracts: pinned as literals
     /// (computed outside this code).

@@ -71,8 +71,8 @@
 //!
 //! Free text that must become a file name (a reminder's source id, a bus
 //! event's source and kind, a de-duplication key) goes through one
-//! percent-escaper, [`escape_name`], with one of two [`EscapeAlphabet`]s
-//! (why two: see there), reversed by [`unescape_name`]; a value that must
+//! percent-escaper, [`EscapeAlphabet::escape`], with one of two alphabets
+//! (why two: see there), reversed by [`EscapeAlphabet::unescape`]; a value that must
 //! hash alike in every process and version (a lock stripe, a cut name) uses
 //! [`fnv1a_64`]. Both are contracts between processes and versions: the
 //! channels pin their outputs as literals in tests.
@@ -410,7 +410,7 @@ pub use canonical::to_canonical_json;
 #[cfg(feature = "testing")]
 pub use canonical::to_canonical_line;
 pub use error::{Error, MaybeCommitted, Result};
-pub use escape::{EscapeAlphabet, escape_name, fnv1a_64, unescape_name};
+pub use escape::{EscapeAlphabet, fnv1a_64};
 pub use id::{AgentId, TaskId, validate_segment};
 pub use lock::{Decision, Lock, LockGuard};
 pub use locked::Locked;
