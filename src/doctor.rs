@@ -61,7 +61,7 @@ impl Chipset {
     /// [`Chipset::doctor`], handing each finding to `sink` with its area's
     /// name (area by area, in the order [`Checkup::areas`] lists them)
     /// instead of keeping it: the areas' reports count what they handed
-    /// over ([`Report::passed_on`]) and hold none, so that a state with a
+    /// over (their counts, such as [`Report::open`], cover them) and hold none, so that a state with a
     /// finding per message (a lost mail manifest) is checked in memory
     /// that does not grow with them. The mail doctor, whose findings can be
     /// that many, hands them over as it reads them back from its scratch

@@ -40,15 +40,16 @@ impl Mail {
     /// fails; findings already repaired stay repaired.
     pub fn doctor(&self, mode: DoctorMode) -> Result<Report> {
         let mut findings = Vec::new();
-        let mut report = self.doctor_to(mode, &mut |f| findings.push(f))?;
+        let passed = self.doctor_to(mode, &mut |f| findings.push(f))?;
+        let mut report = Report::new(mode);
+        report.scanned = passed.scanned;
         report.findings = findings;
-        report.passed_on = chipset_store::Tally::default();
         Ok(report)
     }
 
     /// [`Mail::doctor`], handing each finding to `sink` (in the same
     /// order) instead of keeping it: the report counts them
-    /// ([`Report::passed_on`]) and holds none. Its memory does not grow
+    /// (its counts, such as [`Report::open`], cover them) and holds none. Its memory does not grow
     /// with the number of findings (one per message when the manifest was
     /// lost), as it does not with the number of messages.
     ///

@@ -420,7 +420,7 @@ pub use log::{BadLine, JsonLog, LogContents, LogRepair, TornTail};
 pub use path::{Segment, StatePath};
 pub use quarantine::Observed;
 pub use read::{CorruptReason, Corruption, ReadOutcome, Unsupported, parse_json};
-pub use repair::{Action, Defect, DoctorMode, Finding, Report, Tally};
+pub use repair::{Action, Defect, DoctorMode, Finding, Report};
 pub use scratch::ScratchFile;
 pub use sortable::SortableId;
 #[cfg(feature = "testing")]

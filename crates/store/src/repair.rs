@@ -1,6 +1,6 @@
 //! The repair framework every channel's doctor shares: one [`Finding`], one
-//! [`Action`], one [`Report`] (what every doctor returns, with the
-//! [`Tally`] of the findings it handed over), one [`DoctorMode`]. The one
+//! [`Action`], one [`Report`] (what every doctor returns, with the counts
+//! of the findings it handed over), one [`DoctorMode`]. The one
 //! way a bad file is moved aside is
 //! [`StateDir::quarantine_checked`](crate::StateDir::quarantine_checked).
 
@@ -258,7 +258,7 @@ impl fmt::Display for Finding {
 ///
 /// A doctor either holds its findings (`findings`) or, run with a sink
 /// (say [`Report::pass_on`]), hands each one over as it goes and keeps
-/// only their counts (`passed_on`), so that its memory does not grow with
+/// only their counts, so that its memory does not grow with
 /// the number of findings. The counting methods (`is_clean`, `open`, …)
 /// cover both.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -271,28 +271,27 @@ pub struct Report {
     /// Everything it found and kept, in the order the doctor documents.
     pub findings: Vec<Finding>,
     /// What it found and handed to a sink instead of keeping, counted.
-    pub passed_on: Tally,
+    pub(crate) passed_on: Tally,
 }
 
 /// Counts of findings a doctor handed over instead of keeping.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub struct Tally {
+pub(crate) struct Tally {
     /// How many.
-    pub found: usize,
+    found: usize,
     /// How many a fix changed nothing about (still there).
-    pub open: usize,
+    open: usize,
     /// How many fixable ones a fix changed nothing about.
-    pub unrepaired: usize,
+    unrepaired: usize,
     /// How many are in flight.
-    pub in_flight: usize,
+    in_flight: usize,
     /// The longest wait among those in flight.
-    pub wait: Duration,
+    wait: Duration,
 }
 
 impl Tally {
     /// Counts one more finding.
-    pub fn add(&mut self, finding: &Finding) {
+    fn add(&mut self, finding: &Finding) {
         let fixed = finding.is_fixed();
         self.found += 1;
         self.open += usize::from(!fixed);
@@ -303,6 +302,7 @@ impl Tally {
         }
     }
 
+    #[cfg(test)]
     fn merge(&mut self, other: Tally) {
         self.found += other.found;
         self.open += other.open;
@@ -367,7 +367,8 @@ impl Report {
     }
 
     /// Appends another report's count and findings.
-    pub fn merge(&mut self, other: Report) {
+    #[cfg(test)]
+    pub(crate) fn merge(&mut self, other: Report) {
         self.scanned += other.scanned;
         self.findings.extend(other.findings);
         self.passed_on.merge(other.passed_on);
