@@ -195,7 +195,7 @@ impl Bus {
         let mut entries: Vec<(QueueEntry, u64, Option<Timestamp>)> = Vec::new();
         for entry in self.entries(&self.processed_dir(agent))? {
             let path = dir.join(entry.name())?;
-            let Some(len) = self.state().stat(&path)?.map(|m| m.len()) else {
+            let Some(len) = self.state().stat(&path)?.map(|m| m.len) else {
                 continue;
             };
             // Age is the event's created_at on the bus clock, so the file is

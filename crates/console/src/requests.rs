@@ -163,7 +163,7 @@ impl Requests {
 
 /// Returns true when `stat`'s change time is old enough to trust.
 fn settled(stat: &Stat) -> bool {
-    let (secs, nanos) = stat.mtime();
+    let (secs, nanos) = stat.mtime;
     let Ok(secs) = u64::try_from(secs) else {
         return false;
     };

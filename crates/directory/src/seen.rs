@@ -92,7 +92,7 @@ impl Directory {
         let Some(stat) = self.state.stat(&path)? else {
             return Ok(out);
         };
-        let len = stat.len();
+        let len = stat.len;
         let start = len.saturating_sub(MANIFEST_TAIL);
         let Some(bytes) = self.state.log_reader(&path)?.bytes_at(start, len)? else {
             return Ok(out);

@@ -167,10 +167,10 @@ impl Mail {
             // Not a regular file (the doctor reports it): list as before.
             return Ok(Caught::default());
         }
-        let (dev, ino, len) = (meta.dev(), meta.ino(), meta.len());
+        let (dev, ino, len) = (meta.dev, meta.ino, meta.len);
         let path = self.tail_path();
         let log = self.manifest()?;
-        let times = (meta.mtime(), meta.ctime());
+        let times = (meta.mtime, meta.ctime);
         let loaded = crate::gate::load::<TailFile>(&self.state, &path).filter(|t| {
             (t.v == 1 || t.v == VERSION) && t.dev == dev && t.ino == ino && t.offset <= len
         });

@@ -57,8 +57,8 @@ fn stamp_of(state: &StateDir, dir: &StatePath) -> Result<Option<String>> {
     let Some(stat) = state.stat(dir)? else {
         return Ok(Some("absent".to_owned()));
     };
-    let (ms, mn) = stat.mtime();
-    let (cs, cn) = stat.ctime();
+    let (ms, mn) = stat.mtime;
+    let (cs, cn) = stat.ctime;
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
@@ -68,8 +68,7 @@ fn stamp_of(state: &StateDir, dir: &StatePath) -> Result<Option<String>> {
     }
     Ok(Some(format!(
         "{}:{}:{ms}.{mn}:{cs}.{cn}",
-        stat.dev(),
-        stat.ino()
+        stat.dev, stat.ino
     )))
 }
 
@@ -115,7 +114,7 @@ impl Sources {
         let manifest = dir.join("manifest.jsonl")?;
         let log = self.state.log_reader(&manifest)?;
         let kept = index::stamp(tx, MANIFEST).map_err(db)?;
-        let ino = self.state.stat(&manifest)?.map_or(0, |s| s.ino());
+        let ino = self.state.stat(&manifest)?.map_or(0, |s| s.ino);
         // Where the tail is, if the manifest is still the one it was read from.
         let from = match (full, kept.as_deref().and_then(parse_tail)) {
             (false, Some((kept_ino, offset, tail))) if kept_ino == ino => {

@@ -36,7 +36,8 @@ pub enum EntryKind {
     Other,
 }
 
-/// What a stat found at a path: its kind, size, identity and times.
+/// What a stat found at a path: its kind ([`Stat::is_file`],
+/// [`Stat::is_dir`]), size, identity and times.
 ///
 /// The times are `(seconds, nanoseconds)` since the Unix epoch, as the
 /// kernel keeps them; a directory's mtime and ctime change with every
@@ -44,11 +45,16 @@ pub enum EntryKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Stat {
     kind: EntryKind,
-    len: u64,
-    dev: u64,
-    ino: u64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
+    /// The size in bytes.
+    pub len: u64,
+    /// The device number.
+    pub dev: u64,
+    /// The inode number.
+    pub ino: u64,
+    /// The last modification time as `(seconds, nanoseconds)`.
+    pub mtime: (i64, i64),
+    /// The last status change time as `(seconds, nanoseconds)`.
+    pub ctime: (i64, i64),
 }
 
 impl Stat {
@@ -90,36 +96,6 @@ impl Stat {
     /// Returns true for a directory.
     pub fn is_dir(&self) -> bool {
         self.kind == EntryKind::Dir
-    }
-
-    /// Returns the size in bytes.
-    pub fn len(&self) -> u64 {
-        self.len
-    }
-
-    /// Returns true when the size is zero.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Returns the device number.
-    pub fn dev(&self) -> u64 {
-        self.dev
-    }
-
-    /// Returns the inode number.
-    pub fn ino(&self) -> u64 {
-        self.ino
-    }
-
-    /// Returns the last modification time as `(seconds, nanoseconds)`.
-    pub fn mtime(&self) -> (i64, i64) {
-        self.mtime
-    }
-
-    /// Returns the last status change time as `(seconds, nanoseconds)`.
-    pub fn ctime(&self) -> (i64, i64) {
-        self.ctime
     }
 
     /// Returns the last modification time, or `None` when it is before the
@@ -221,7 +197,7 @@ mod tests {
         fs::write(&file, "abc").unwrap();
         let s = stat_outside(&file).unwrap().unwrap();
         assert!(s.is_file() && !s.is_dir());
-        assert_eq!(s.len(), 3);
+        assert_eq!(s.len, 3);
         assert!(stat_outside(tmp.path()).unwrap().unwrap().is_dir());
         assert_eq!(stat_outside(&tmp.path().join("none")).unwrap(), None);
         // A file where a directory should be: nothing can be there.
@@ -259,23 +235,20 @@ mod tests {
             .unwrap();
         let meta = fs::symlink_metadata(&file).unwrap();
         let s = stat_outside(&file).unwrap().unwrap();
-        assert_eq!(
-            (s.kind(), s.len(), s.is_empty()),
-            (EntryKind::File, 3, false)
-        );
-        assert_eq!((s.dev(), s.ino()), (meta.dev(), meta.ino()));
-        assert_eq!(s.mtime(), (1_700_000_000, 123_456_789));
+        assert_eq!((s.kind(), s.len, s.len == 0), (EntryKind::File, 3, false));
+        assert_eq!((s.dev, s.ino), (meta.dev(), meta.ino()));
+        assert_eq!(s.mtime, (1_700_000_000, 123_456_789));
         assert_eq!(s.modified(), Some(when));
-        assert_eq!(s.ctime(), (meta.ctime(), meta.ctime_nsec()));
-        assert!(s.ctime().0 > 1_700_000_000, "{:?}", s.ctime());
+        assert_eq!(s.ctime, (meta.ctime(), meta.ctime_nsec()));
+        assert!(s.ctime.0 > 1_700_000_000, "{:?}", s.ctime);
 
         let empty = tmp.path().join("e");
         fs::write(&empty, "").unwrap();
         let e = stat_outside(&empty).unwrap().unwrap();
-        assert_eq!((e.len(), e.is_empty()), (0, true));
+        assert_eq!((e.len, e.len == 0), (0, true));
         // Two entries on one filesystem: same device, different inodes.
-        assert_eq!(e.dev(), s.dev());
-        assert_ne!(e.ino(), s.ino());
+        assert_eq!(e.dev, s.dev);
+        assert_ne!(e.ino, s.ino);
     }
 
     /// A mtime before the Unix epoch has no `SystemTime` here: `None`, not
@@ -294,7 +267,7 @@ mod tests {
             .set_times(FileTimes::new().set_modified(before))
             .unwrap();
         let s = stat_outside(&file).unwrap().unwrap();
-        assert_eq!(s.mtime(), (-86_400, 0));
+        assert_eq!(s.mtime, (-86_400, 0));
         assert_eq!(s.modified(), None);
     }
 
@@ -322,7 +295,7 @@ mod tests {
         let s = stat_outside(tmp.path()).unwrap().unwrap();
         let m = s.modified().unwrap();
         let d = m.duration_since(UNIX_EPOCH).unwrap();
-        assert_eq!(d.as_secs() as i64, s.mtime().0);
-        assert_eq!(i64::from(d.subsec_nanos()), s.mtime().1);
+        assert_eq!(d.as_secs() as i64, s.mtime.0);
+        assert_eq!(i64::from(d.subsec_nanos()), s.mtime.1);
     }
 }

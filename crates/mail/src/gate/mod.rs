@@ -160,10 +160,10 @@ impl Stamp {
 impl From<&chipset_store::Stat> for Stamp {
     fn from(meta: &chipset_store::Stat) -> Self {
         Stamp {
-            dev: meta.dev(),
-            ino: meta.ino(),
-            mtime: meta.mtime(),
-            ctime: meta.ctime(),
+            dev: meta.dev,
+            ino: meta.ino,
+            mtime: meta.mtime,
+            ctime: meta.ctime,
         }
     }
 }
@@ -543,7 +543,7 @@ impl Mail {
             // to be told apart, and whenever its size or times differ.
             // Gone since the listing: read as a new file (and skipped).
             let file = meta.as_ref().map(Stamp::from);
-            let size = meta.as_ref().map(chipset_store::Stat::len);
+            let size = meta.as_ref().map(|m| m.len);
             if let (Some(file), Some(size)) = (file, size)
                 && file.settled(now)
                 && let Some(entry) = known.get(&name).filter(|e| {

@@ -198,7 +198,7 @@ impl TaskFiles<'_> {
             }
             match meta {
                 // Listed when the slice was: the slice knows it if it is the task's.
-                Some(meta) if meta.ctime() < then.ctime => {
+                Some(meta) if meta.ctime < then.ctime => {
                     if let Some(facts) = old.files.get(&name) {
                         files.insert(name, facts.clone());
                     } else if let Some(parent) = old.others.get(&name) {

@@ -56,7 +56,7 @@ fn a_message_of_exactly_the_read_cap_is_sent_and_read_back() {
             .inbox_dir(&agent("b"))
             .join(format!("{}.json", m.id()))
             .unwrap();
-        mail.state().stat(&path).unwrap().unwrap().len()
+        mail.state().stat(&path).unwrap().unwrap().len
     };
     // Every field but the body has the same length in each note.
     let probe = mail.send(&note("x".to_owned())).unwrap();

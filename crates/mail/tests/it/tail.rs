@@ -479,7 +479,7 @@ fn a_folder_changed_exactly_the_slack_before_a_request_is_listed() {
     m.state()
         .write_bytes(&path, &serde_json::to_vec(&json).unwrap())
         .unwrap();
-    let (s, ns) = m.state().stat(&inbox).unwrap().unwrap().mtime();
+    let (s, ns) = m.state().stat(&inbox).unwrap().unwrap().mtime;
     let changed = s * 1_000 + ns / 1_000_000;
     f.clock
         .set(chipset_store::Timestamp::from_unix_ms(changed + 2_000));

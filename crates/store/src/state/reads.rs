@@ -385,7 +385,7 @@ mod tests {
 
         for stat in [StateDir::stat_at, StateDir::stat_checked] {
             let file = stat(&state, &hooks.join_static("a.json")).unwrap().unwrap();
-            assert!(file.is_file() && file.len() == 2, "{file:?}");
+            assert!(file.is_file() && file.len == 2, "{file:?}");
             assert!(stat(&state, &hooks).unwrap().unwrap().is_dir());
             // A symlink is there (and not followed): its own kind.
             let link = stat(&state, &hooks.join_static("link.json")).unwrap();

@@ -630,7 +630,7 @@ fn list_stats_gives_each_listed_name_its_own_stat_without_following_links() {
             "{name}"
         );
     }
-    assert_eq!(stat(1).len(), 5);
+    assert_eq!(stat(1).len, 5);
     assert!(stat(1).is_file() && !stat(2).is_file() && !stat(3).is_file());
     // A symlinked directory is refused, as by `list`.
     symlink(&dir, t.state.root().join("alias")).unwrap();

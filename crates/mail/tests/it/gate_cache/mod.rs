@@ -290,7 +290,7 @@ fn task_cache(mail: &Mail, t: &str) -> (StatePath, serde_json::Value) {
 
 /// The inode of the file at `path`: a file replaced (written again) has a new one.
 fn ino(mail: &Mail, path: &StatePath) -> u64 {
-    mail.state().stat(path).unwrap().unwrap().ino()
+    mail.state().stat(path).unwrap().unwrap().ino
 }
 
 /// Writes `v` over the task cache at `path`, as another writer would.
