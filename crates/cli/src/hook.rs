@@ -205,7 +205,8 @@ pub(crate) fn status_cell(status: HookStatus) -> Cell {
         HookStatus::Empty => Tone::Dim,
         HookStatus::Pending => Tone::Warn,
         HookStatus::Active => Tone::Good,
-        HookStatus::Completed => Tone::Plain,
+        // Completed, or a status this version does not know.
+        _ => Tone::Plain,
     };
     Cell::toned(status.to_string(), tone)
 }

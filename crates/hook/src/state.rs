@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 /// The four lifecycle states, as written in the file's `status` field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum HookStatus {
     /// No work assigned; the agent is idle.
     Empty,
@@ -93,6 +94,7 @@ impl WorkItem {
 /// Where a hook is in its lifecycle. Every state but [`HookState::Empty`]
 /// carries its work item, so "pending without work" cannot be written down.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum HookState {
     /// No work.
     Empty,

@@ -20,6 +20,7 @@ use crate::transition::{Actor, HookEvent, already_applied, transition};
 /// step that finds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[must_use]
+#[non_exhaustive]
 pub enum Pickup {
     /// Nothing is assigned.
     Idle,

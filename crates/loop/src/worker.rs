@@ -232,6 +232,11 @@ impl Worker {
             }
             Pickup::Started(a) => (a, false),
             Pickup::Resumed(a) => (a, true),
+            // A pickup this version does not know: nothing it can execute.
+            _ => {
+                let _ = self.answer_nudges()?;
+                return Ok(WorkOutcome::Idle);
+            }
         };
         tracing::info!(agent = %self.me, bead = %assignment.work.bead_id, resumed, "work picked up");
         let mut handle = WorkHandle {

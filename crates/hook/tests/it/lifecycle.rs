@@ -360,6 +360,7 @@ fn tally(hooks: &Hooks) -> (usize, usize, usize, usize, usize, usize) {
             (Some(HookStatus::Pending), _) => t.1 += 1,
             (Some(HookStatus::Active), _) => t.2 += 1,
             (Some(HookStatus::Completed), _) => t.3 += 1,
+            (Some(other), _) => panic!("a status this test does not know: {other}"),
             (None, ReadOutcome::Unsupported(_)) => t.5 += 1,
             (None, _) => t.4 += 1,
         }

@@ -97,6 +97,7 @@ fn role_cycler(hooks: &Hooks, agent: &AgentId, steps: u64, out: &mut dyn FnMut(S
             (HookStatus::Active, Some(a)) => hooks.touch(&a).unwrap().generation,
             (HookStatus::Completed, Some(a)) => hooks.clear(&a).unwrap().generation,
             (status, None) => panic!("{status} hook without work"),
+            (status, Some(_)) => panic!("a status this test does not know: {status}"),
         };
         out(format!("gen {after}"));
     }

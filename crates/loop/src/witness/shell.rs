@@ -391,7 +391,8 @@ impl Witness {
 fn watched(hook: &Hook) -> Option<Assignment> {
     match hook.state {
         HookState::Pending(_) | HookState::Active(_) => hook.assignment(),
-        HookState::Empty | HookState::Completed(_) => None,
+        // Empty, completed, or a state this version does not know.
+        _ => None,
     }
 }
 

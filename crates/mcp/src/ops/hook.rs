@@ -16,6 +16,8 @@ pub(crate) fn hook_pickup(ctx: &Ctx) -> Outcome {
         Pickup::Started(a) => (PickupOutcome::Started, Some(a)),
         Pickup::Resumed(a) => (PickupOutcome::Resumed, Some(a)),
         Pickup::AwaitingClear(a) => (PickupOutcome::AwaitingClear, Some(a)),
+        // A pickup this version does not know: nothing to execute.
+        _ => (PickupOutcome::Idle, None),
     };
     let text = match &assignment {
         None => format!("no work for {}\n", ctx.agent),
