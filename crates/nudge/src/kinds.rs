@@ -24,10 +24,10 @@ pub(crate) mod preset {
 }
 
 /// One kind: its canonical source type, the verbs that auto-resolve it, and
-/// the actions offered when a writer gives none. Built with [`KindSpec::new`];
-/// [`KindRegistry::register`] checks the fields.
+/// the actions offered when a writer gives none: plain data, started with
+/// [`KindSpec::new`] and its fields set directly; [`KindRegistry::register`]
+/// checks them.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub struct KindSpec {
     /// The kind's name.
     pub name: String,
@@ -52,24 +52,6 @@ impl KindSpec {
         }
     }
 
-    /// Returns this kind, also auto-resolved by `verb`.
-    #[must_use]
-    pub fn resolved_by(mut self, verb: impl Into<String>) -> Self {
-        self.resolving_verbs.push(verb.into());
-        self
-    }
-
-    /// Returns this kind with `actions` offered when a writer gives none.
-    #[must_use]
-    pub fn with_actions<I, S>(mut self, actions: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        self.default_actions = actions.into_iter().map(Into::into).collect();
-        self
-    }
-
     /// Returns true when `verb` auto-resolves this kind.
     pub(crate) fn is_resolved_by(&self, verb: &str) -> bool {
         self.resolving_verbs.iter().any(|v| v == verb)
@@ -82,7 +64,10 @@ impl KindSpec {
 /// ```
 /// use chipset_nudge::{KindRegistry, KindSpec};
 /// let mut kinds = KindRegistry::preset();
-/// kinds.register(KindSpec::new("review_pending", "review").resolved_by("review.close"))?;
+/// kinds.register(KindSpec {
+///     resolving_verbs: vec!["review.close".to_owned()],
+///     ..KindSpec::new("review_pending", "review")
+/// })?;
 /// assert_eq!(kinds.get("wrap_session").unwrap().resolving_verbs, ["prism_wrap"]);
 /// assert_eq!(kinds.kinds().count(), 7);
 /// # Ok::<(), chipset_nudge::Error>(())
@@ -101,27 +86,53 @@ impl KindRegistry {
     /// Returns the seed's six kinds (§4.1) with their source types, resolving
     /// verbs and actions.
     pub fn preset() -> Self {
-        let std_actions = |first: &str| [first, "ignore", "snooze"].map(str::to_owned);
+        let spec = |name: &str, source_type: &str, verbs: &[&str], actions: &[&str]| KindSpec {
+            resolving_verbs: verbs.iter().map(|&v| v.to_owned()).collect(),
+            default_actions: actions.iter().map(|&a| a.to_owned()).collect(),
+            ..KindSpec::new(name, source_type)
+        };
+        let std_actions = |first| [first, "ignore", "snooze"];
         let specs = [
-            KindSpec::new(preset::WRAP_SESSION, "session")
-                .resolved_by("prism_wrap")
-                .with_actions(["wrap", "continue", "ignore", "snooze"]),
-            KindSpec::new(preset::SPEC_DRAFT, "spec")
-                .resolved_by("prism_spec.update")
-                .with_actions(std_actions("update")),
-            KindSpec::new(preset::ADR_PROPOSED, "adr")
-                .resolved_by("prism_decide.update")
-                .with_actions(std_actions("decide")),
-            KindSpec::new(preset::WIP_UNSEALED, "wip_state")
-                .resolved_by("prism_seal")
-                .with_actions(std_actions("seal")),
-            KindSpec::new(preset::INVITE_PENDING, "invite")
-                .resolved_by("prism_accept_invite")
-                .resolved_by("prism_invite.decline")
-                .resolved_by("prism_invite.expire")
-                .with_actions(std_actions("follow_up")),
-            KindSpec::new(preset::HANDOFF_PENDING, "handoff")
-                .with_actions(std_actions("acknowledge")),
+            spec(
+                preset::WRAP_SESSION,
+                "session",
+                &["prism_wrap"],
+                &["wrap", "continue", "ignore", "snooze"],
+            ),
+            spec(
+                preset::SPEC_DRAFT,
+                "spec",
+                &["prism_spec.update"],
+                &std_actions("update"),
+            ),
+            spec(
+                preset::ADR_PROPOSED,
+                "adr",
+                &["prism_decide.update"],
+                &std_actions("decide"),
+            ),
+            spec(
+                preset::WIP_UNSEALED,
+                "wip_state",
+                &["prism_seal"],
+                &std_actions("seal"),
+            ),
+            spec(
+                preset::INVITE_PENDING,
+                "invite",
+                &[
+                    "prism_accept_invite",
+                    "prism_invite.decline",
+                    "prism_invite.expire",
+                ],
+                &std_actions("follow_up"),
+            ),
+            spec(
+                preset::HANDOFF_PENDING,
+                "handoff",
+                &[],
+                &std_actions("acknowledge"),
+            ),
         ];
         let mut registry = KindRegistry::new();
         for spec in specs {
@@ -239,7 +250,10 @@ mod tests {
             })
         ));
         assert!(matches!(
-            r.register(KindSpec::new("ok", "x").resolved_by("")),
+            r.register(KindSpec {
+                resolving_verbs: vec![String::new()],
+                ..KindSpec::new("ok", "x")
+            }),
             Err(Error::InvalidField {
                 field: "resolving verb",
                 ..

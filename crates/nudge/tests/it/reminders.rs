@@ -218,7 +218,10 @@ fn custom_registry_is_closed() {
     let (t, _clock) = manual_state();
     let mut kinds = KindRegistry::new();
     kinds
-        .register(KindSpec::new("review_pending", "review").resolved_by("review.close"))
+        .register(KindSpec {
+            resolving_verbs: vec!["review.close".to_owned()],
+            ..KindSpec::new("review_pending", "review")
+        })
         .unwrap();
     let r = Reminders::new(t.state.clone(), kinds);
     let key = ReminderKey::new("review_pending", "review", "pr-7").unwrap();
