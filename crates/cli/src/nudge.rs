@@ -98,20 +98,20 @@ fn read(ctx: &Ctx, nudges: &Nudges, agent: &AgentId) -> Result<Output> {
 
 fn respond(nudges: &Nudges, agent: &AgentId, message: String) -> Result<Output> {
     let incoming = CliError::nudge_to_answer(agent, nudges.read_latest(agent)?)?;
-    let responded = nudges.respond(agent, &incoming, message)?;
+    let delivery = nudges.respond(agent, &incoming, message)?;
     nudges.mark_processed(agent, &incoming)?;
     let text = format!(
         "answered {} from {} ({})\n",
         incoming.kind,
         incoming.from,
-        nudge_id(&responded.response)
+        nudge_id(delivery.nudge())
     );
-    let held = responded.delivery.is_held();
+    let held = delivery.is_held();
     let from = incoming.from.clone();
     let view = NudgeAnswered {
-        delivery: responded.delivery.outcome().to_owned(),
+        delivery: delivery.outcome().to_owned(),
         answered: incoming,
-        response: responded.response,
+        response: delivery.nudge().clone(),
     };
     let out = Output::new(text, output::json(&view));
     Ok(if held {

@@ -200,17 +200,17 @@ impl Nudge {
 
 /// What a recipient has processed: `nudge/{agent}/processed.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProcessedRecord {
+pub(crate) struct ProcessedRecord {
     /// The last nudge processed, as it was read.
-    pub last: Nudge,
+    pub(crate) last: Nudge,
     /// When it was marked processed.
-    pub processed_at: Timestamp,
+    pub(crate) processed_at: Timestamp,
     /// How many nudges this agent has marked processed in all.
-    pub count: u64,
+    pub(crate) count: u64,
     /// Fields written by another program that this version does not know,
     /// kept when the record is rewritten.
     #[serde(flatten)]
-    pub extra: Map<String, Value>,
+    pub(crate) extra: Map<String, Value>,
 }
 
 /// A reminder's severity (seed §4: `info | nudge`, default `nudge`).

@@ -172,13 +172,6 @@
 
 mod doctor;
 mod error;
-#[cfg_attr(
-    not(feature = "testing"),
-    allow(
-        unreachable_pub,
-        reason = "`ProcessedRecord` is public only to tests, under `testing`"
-    )
-)]
 mod format;
 mod key;
 mod kinds;
@@ -188,8 +181,6 @@ mod signals;
 mod transition;
 
 pub use error::{Error, Result};
-#[cfg(feature = "testing")]
-pub use format::ProcessedRecord;
 pub use format::{Nudge, NudgeId, NudgeType, Reminder, ReminderId, Resolution, Severity, Urgency};
 pub use key::ReminderKey;
 pub use kinds::{KindRegistry, KindSpec};
@@ -198,8 +189,9 @@ pub use reminders::{
     Listing, ManualResolution, NewReminder, Opened, ReminderConfig, ReminderFilter, Reminders,
 };
 pub use signals::{
-    Delivery, NewNudge, NudgeConfig, NudgeStatus, Nudges, Received, Responded, ResponseStatus,
-    Responses,
+    Delivery, NewNudge, NudgeConfig, Nudges, Received,
+    respond::{ResponseStatus, Responses},
+    scan::NudgeStatus,
 };
 
 /// The nudges' directory under the state root, `nudge/`.

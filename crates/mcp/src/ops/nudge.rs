@@ -72,9 +72,9 @@ pub(crate) fn respond(
     message: String,
 ) -> Result<(NudgeAnswered, Option<String>), Failure> {
     let incoming = Failure::nudge_to_answer(agent, nudges.read_latest(agent)?)?;
-    let responded = nudges.respond(agent, &incoming, message)?;
+    let delivery = nudges.respond(agent, &incoming, message)?;
     nudges.mark_processed(agent, &incoming)?;
-    let note = responded.delivery.is_held().then(|| {
+    let note = delivery.is_held().then(|| {
         format!(
             "`{}` has an unprocessed abort, so the answer is in its responses/{agent}.json \
              but not in its latest.json",
@@ -82,9 +82,9 @@ pub(crate) fn respond(
         )
     });
     let view = NudgeAnswered {
-        delivery: responded.delivery.outcome().to_owned(),
+        delivery: delivery.outcome().to_owned(),
         answered: incoming,
-        response: responded.response,
+        response: delivery.nudge().clone(),
     };
     Ok((view, note))
 }

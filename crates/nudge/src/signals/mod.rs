@@ -1,10 +1,7 @@
 //! Latest-wins signals: sending and receiving (the I/O shell).
 
-mod respond;
-mod scan;
-
-pub use respond::{Responded, ResponseStatus, Responses};
-pub use scan::NudgeStatus;
+pub(crate) mod respond;
+pub(crate) mod scan;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -162,6 +159,17 @@ impl Delivery {
         }
     }
 
+    /// Returns the nudge this send was about: the one written, or for
+    /// [`Delivery::Held`] the one handed back.
+    pub fn nudge(&self) -> &Nudge {
+        match self {
+            Delivery::Delivered { sent }
+            | Delivery::Replaced { sent, .. }
+            | Delivery::RepairedCorrupt { sent, .. } => sent,
+            Delivery::Held { unsent, .. } => unsent,
+        }
+    }
+
     /// Returns true when the nudge was not written.
     pub fn is_held(&self) -> bool {
         matches!(self, Delivery::Held { .. })
@@ -211,13 +219,6 @@ impl Received {
         match self {
             Received::New(n) | Received::Unsure { nudge: n, .. } => Some(n),
             Received::Seen(_) => None,
-        }
-    }
-
-    /// Returns the nudge, processed or not.
-    pub fn nudge(&self) -> &Nudge {
-        match self {
-            Received::Seen(n) | Received::New(n) | Received::Unsure { nudge: n, .. } => n,
         }
     }
 }
@@ -415,16 +416,6 @@ impl Nudges {
     }
 
     /// Reads `agent`'s processed record.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Store`] on I/O failure.
-    #[cfg(feature = "testing")]
-    pub fn processed(&self, agent: &AgentId) -> Result<ReadOutcome<ProcessedRecord>> {
-        self.read_processed(agent)
-    }
-
-    /// [`Nudges::processed`], for the receive path.
     pub(super) fn read_processed(&self, agent: &AgentId) -> Result<ReadOutcome<ProcessedRecord>> {
         Ok(self.state.read_json(&self.processed_path(agent))?)
     }

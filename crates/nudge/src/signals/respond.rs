@@ -9,15 +9,6 @@ use super::{Delivery, Nudges, RESPONSES_DIR};
 use crate::error::{Error, Result};
 use crate::format::{Nudge, NudgeType};
 
-/// What [`Nudges::respond`] did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Responded {
-    /// The response, as recorded in `responses/{responder}.json`.
-    pub response: Nudge,
-    /// What happened to its copy in the sender's `latest.json`.
-    pub delivery: Delivery,
-}
-
 /// The answers a sender has received.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Responses {
@@ -58,7 +49,9 @@ impl Nudges {
     /// `nudge/{sender}/responses/{responder}.json`, one file per responder,
     /// so many agents answering one sender at once lose nothing, even when
     /// their copies in `latest.json` replace each other (or are held behind
-    /// an abort). The record is written first.
+    /// an abort). The record is written first. Returns what happened to the
+    /// copy in the sender's `latest.json`; [`Delivery::nudge`] is the
+    /// response as recorded.
     ///
     /// **Commit point:** the rename of the response record. Responding again
     /// to the same nudge (it has an id) with the same message is a retry:
@@ -77,7 +70,7 @@ impl Nudges {
         responder: &AgentId,
         incoming: &Nudge,
         message: impl Into<String>,
-    ) -> Result<Responded> {
+    ) -> Result<Delivery> {
         let sender = AgentId::new(incoming.from.as_str()).map_err(|_| Error::InvalidSender {
             from: incoming.from.clone(),
         })?;
@@ -115,16 +108,15 @@ impl Nudges {
             }
             Ok::<_, Error>(Decision::Write(response.clone(), response.clone()))
         })?;
-        let delivery = if response.id.is_some() {
-            self.deliver_once(&sender, response.clone())
+        if response.id.is_some() {
+            self.deliver_once(&sender, response)
         } else {
-            self.deliver(&sender, response.clone())
+            self.deliver(&sender, response)
         }
         .map_err(|e| Error::ResponseNotDelivered {
             sender: sender.clone(),
             source: Box::new(e),
-        })?;
-        Ok(Responded { response, delivery })
+        })
     }
 
     /// Returns who answered `sender` at or after `since`: the latest answer of

@@ -59,7 +59,7 @@ fn response_and_processed_golden() {
     nudges.mark_processed(&polecat, &incoming).unwrap();
     let redact = |s: String| {
         s.replace(incoming.id.as_ref().unwrap().as_str(), "<NUDGE-ID>")
-            .replace(r.response.id.as_ref().unwrap().as_str(), "<RESPONSE-ID>")
+            .replace(r.nudge().id.as_ref().unwrap().as_str(), "<RESPONSE-ID>")
     };
     insta::assert_snapshot!(
         "response_record",

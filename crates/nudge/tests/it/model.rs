@@ -117,13 +117,13 @@ proptest! {
                         // Answer whoever sent it (the mayor, or a responder).
                         let Ok(to) = chipset_store::AgentId::new(n.from.as_str()) else { continue };
                         let r = nudges.respond(&agent(&name(who)), &n, "ok").unwrap();
-                        let rid = r.response.id.clone().unwrap().into_string();
+                        let rid = r.nudge().id.clone().unwrap().into_string();
                         if let Some(idx) = (0..AGENTS).find(|i| name(*i) == to.as_str()) {
                             let m = &mut model[idx];
                             m.responders.insert(name(who), rid.clone());
                             let pending = m.latest.clone().filter(|(id, ..)| m.processed.as_ref() != Some(id));
                             let held = pending.is_some_and(|(_, k, _)| k == "abort");
-                            prop_assert_eq!(r.delivery.is_held(), held);
+                            prop_assert_eq!(r.is_held(), held);
                             if !held {
                                 m.latest = Some((rid, "nudge_response".into(), name(who)));
                             }

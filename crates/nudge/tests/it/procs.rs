@@ -57,7 +57,7 @@ fn run_role(name: &str, root: &Path, i: usize, extra: &str) -> Value {
             };
             let r = nudges.respond(&me, &incoming, "working").unwrap();
             nudges.mark_processed(&me, &incoming).unwrap();
-            json!({"responded": r.response.id.unwrap().as_str()})
+            json!({"responded": r.nudge().id.clone().unwrap().as_str()})
         }
         // Open the same reminder key.
         "open" => {

@@ -414,7 +414,7 @@ fn resolving_snoozing_and_responding_again_are_successes_that_change_nothing() {
         .nudges
         .respond(&agent("polecat"), &incoming, "yes")
         .unwrap();
-    assert_eq!(once.response, twice.response);
+    assert_eq!(once.nudge(), twice.nudge());
     // Once processed, neither a send nor a respond retry delivers it again.
     let answer = latest(&w, "witness").unwrap();
     w.nudges.mark_processed(&agent("witness"), &answer).unwrap();
