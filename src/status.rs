@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::error::Error as StdError;
 use std::time::Duration;
 
-use chipset_bus::{AgentStatus, Counts, Presence, Priority};
+use chipset_bus::{AgentStatus, Priority};
 use chipset_hook::{BeadId, Hook, HookStatus};
 use chipset_nudge::{NudgeType, Received};
 use chipset_pool::PoolCounts;
@@ -246,9 +246,7 @@ impl Chipset {
                         Err(e) => NudgeLine::Failed(chain(&e)),
                     }),
                 inbox: inbox.get(agent).copied().unwrap_or(0),
-                bus: bus
-                    .get(agent)
-                    .map(|s| BusLine::of(&s.counts, &s.presence, s.live)),
+                bus: bus.get(agent).map(BusLine::of),
                 profile: profiles.get(agent).cloned(),
             })
             .collect();
@@ -274,16 +272,14 @@ impl Chipset {
         let now = self.state().now();
         let hook = HookLine::of(now, &self.hooks().read(agent)?);
         let nudge = NudgeLine::of(&self.nudges().receive(agent)?);
-        let counts = self.bus().counts(agent)?;
-        let presence = self.bus().presence(agent)?;
-        let live = matches!(&presence, ReadOutcome::Value(p) if self.bus().is_live(p));
+        let bus = self.bus().agent_status(agent)?;
         Ok(AgentReport {
             line: AgentLine {
                 agent: agent.clone(),
                 hook,
                 nudge: Some(nudge),
                 inbox: self.mail().inbox_len(agent)?,
-                bus: Some(BusLine::of(&counts, &presence, live)),
+                bus: Some(BusLine::of(&bus)),
                 profile: match self.directory().read(agent).map_err(directory_error)? {
                     ReadOutcome::Value(p) => Some(ProfileLine::of(&p)),
                     _ => None,
@@ -387,14 +383,15 @@ impl Serialize for NudgeLine {
 }
 
 impl BusLine {
-    fn of(counts: &Counts, presence: &ReadOutcome<Presence>, live: bool) -> Self {
+    fn of(status: &AgentStatus) -> Self {
+        let (presence, live) = (&status.presence, status.live);
         BusLine {
-            pending: counts.pending_total(),
+            pending: status.pending_total(),
             by_priority: Priority::ALL
                 .iter()
-                .map(|p| (p.as_str(), counts.pending_at(*p)))
+                .map(|p| (p.as_str(), status.pending_at(*p)))
                 .collect(),
-            unreadable_names: counts.foreign,
+            unreadable_names: status.foreign,
             presence: match presence {
                 ReadOutcome::Missing => PresenceLine::Absent,
                 ReadOutcome::Value(_) if live => PresenceLine::Live,

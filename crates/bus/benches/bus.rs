@@ -11,7 +11,7 @@
 //!   processes share. A median of separate samples is printed too.
 //! - `pending/bus_10k` vs `pending/raw_read_10k`: reading a queue of 10,000
 //!   events, against listing, sorting, reading and parsing the files by hand;
-//!   `pending/counts_10k` is the listing-only status count.
+//!   `pending/counts_10k` is one agent's status line: two listings and its presence file.
 
 #![allow(
     clippy::disallowed_methods,
@@ -273,7 +273,7 @@ fn bench_pending(c: &mut Criterion) {
         b.iter(|| bus.pending(a).expect("pending").events.len());
     });
     g.bench_with_input(BenchmarkId::new("counts", N), &agent, |b, a| {
-        b.iter(|| bus.counts(a).expect("counts").pending_total());
+        b.iter(|| bus.agent_status(a).expect("status").pending_total());
     });
     g.finish();
 }

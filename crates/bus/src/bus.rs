@@ -12,8 +12,8 @@ use crate::control;
 use crate::dedup::{self, Verdict};
 use crate::error::{Error, Result};
 use crate::format::{
-    ControlCommand, ControlLine, DedupRecord, Event, EventId, NagState, NewEvent, Presence,
-    Registry,
+    ControlCommand, ControlLine, ControlOp, DedupRecord, Event, EventId, NagState, NewEvent,
+    Presence, Registry, Resource,
 };
 use crate::nag;
 use crate::name::{self, QueueEntry};

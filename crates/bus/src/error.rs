@@ -89,14 +89,6 @@ pub enum Error {
 }
 
 impl Error {
-    /// Returns the id of the event that may have been published, for [`Error::OutcomeUnknown`].
-    pub fn unknown_outcome_id(&self) -> Option<&EventId> {
-        match self {
-            Error::OutcomeUnknown { id, .. } | Error::PartlyPublished { id, .. } => Some(id),
-            _ => None,
-        }
-    }
-
     pub(crate) fn invalid(field: &'static str, value: &str, rule: &'static str) -> Self {
         Error::InvalidField {
             field,
@@ -121,10 +113,9 @@ impl chipset_store::MaybeCommitted for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chipset_store::{ManualClock, Timestamp};
+    use chipset_store::{ManualClock, MaybeCommitted, Timestamp};
 
-    /// A failure past the commit point names the event that may be out; a
-    /// refusal names none.
+    /// A failure past the commit point names the event that may be out.
     #[test]
     fn an_unknown_outcome_names_its_event() {
         let id = EventId::generate(&ManualClock::new(Timestamp::from_unix_ms(1_000)));
@@ -137,13 +128,16 @@ mod tests {
             id: id.clone(),
             source: unknown(),
         };
-        assert_eq!(e.unknown_outcome_id(), Some(&id));
+        assert!(matches!(&e, Error::OutcomeUnknown { id: named, .. } if *named == id));
+        assert!(e.is_outcome_unknown());
         let partly = Error::PartlyPublished {
             id: id.clone(),
             delivered: vec![AgentId::new("a").unwrap()],
             source: Box::new(Error::Store(unknown())),
         };
-        assert_eq!(partly.unknown_outcome_id(), Some(&id));
-        assert_eq!(Error::Store(unknown()).unknown_outcome_id(), None);
+        assert!(matches!(&partly, Error::PartlyPublished { id: named, .. } if *named == id));
+        assert!(partly.is_outcome_unknown());
+        // The store's own unknown outcome is one too, though it names no event.
+        assert!(Error::Store(unknown()).is_outcome_unknown());
     }
 }

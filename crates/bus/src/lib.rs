@@ -182,7 +182,7 @@
 //!
 //! # Upkeep
 //!
-//! [`Bus::counts`] and [`Bus::status`] count pending events per priority from
+//! [`Bus::agent_status`] and [`Bus::status`] count pending events per priority from
 //! directory listings alone, for a status screen. [`Bus::prune`] removes
 //! processed events beyond a [`Retention`]. [`Bus::doctor`] finds corrupt or
 //! misnamed event files, corrupt state files, torn control logs, bad control
@@ -226,6 +226,13 @@ mod error;
 mod format;
 mod maintain;
 mod nag;
+#[cfg_attr(
+    not(feature = "testing"),
+    allow(
+        unreachable_pub,
+        reason = "`QueueEntry` is public only to tests, under `testing`"
+    )
+)]
 mod name;
 mod wait;
 #[cfg(feature = "tokio")]
@@ -235,10 +242,11 @@ pub use bus::{AckOutcome, Applied, BadFile, Bus, Pending, Problem, Published, St
 pub use config::{BusConfig, NagPolicy, NagRule, Occasion, Retention, WakeMode};
 pub use error::{Error, Result};
 pub use format::{
-    ControlCommand, ControlOp, Event, EventId, NewEvent, Presence, Priority, Registered, Registry,
-    Resource,
+    Event, EventId, NewEvent, Priority,
+    agent::{ControlOp, Presence, Registered, Registry, Resource},
 };
-pub use maintain::{AgentStatus, Counts, Pruned};
+pub use maintain::{AgentStatus, Pruned};
+#[cfg(feature = "testing")]
 pub use name::QueueEntry;
 pub use wait::{Waiter, Wake};
 #[cfg(feature = "tokio")]

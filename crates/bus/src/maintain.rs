@@ -17,18 +17,26 @@ use crate::error::{Error, Result};
 use crate::format::{ControlLine, DedupRecord, NagState, Presence, Priority, Registry};
 use crate::name::QueueEntry;
 
-/// Cheap counts for one agent, from directory listings alone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Counts {
+/// One agent's line on a status screen: its counts, from directory
+/// listings alone, and its presence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentStatus {
+    /// The agent.
+    pub agent: AgentId,
     /// Unacknowledged events per priority, indexed by [`Priority::digit`].
     pub pending: [usize; 4],
     /// Files in the queue whose names are not event names.
     pub foreign: usize,
     /// Acknowledged events kept in the processed area.
     pub processed: usize,
+    /// Its presence file, as read.
+    pub presence: ReadOutcome<Presence>,
+    /// Whether the presence was live ([`Bus::is_live`]) when the status
+    /// was taken.
+    pub live: bool,
 }
 
-impl Counts {
+impl AgentStatus {
     /// Returns the unacknowledged events of `priority`.
     pub fn pending_at(&self, priority: Priority) -> usize {
         self.pending[usize::from(priority.digit())]
@@ -38,20 +46,6 @@ impl Counts {
     pub fn pending_total(&self) -> usize {
         self.pending.iter().sum()
     }
-}
-
-/// One agent's line on a status screen.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AgentStatus {
-    /// The agent.
-    pub agent: AgentId,
-    /// Its counts.
-    pub counts: Counts,
-    /// Its presence file, as read.
-    pub presence: ReadOutcome<Presence>,
-    /// Whether the presence was live ([`Bus::is_live`]) when the status
-    /// was taken.
-    pub live: bool,
 }
 
 /// What [`Bus::prune`] removed.
@@ -144,40 +138,43 @@ impl Bus {
             .collect())
     }
 
-    /// Returns `agent`'s counts from two directory listings (no file is read).
+    /// Returns `agent`'s counts, from two directory listings (no event file
+    /// is read), and its presence.
     ///
     /// # Errors
     ///
-    /// [`Error::Store`] when a directory cannot be listed.
-    pub fn counts(&self, agent: &AgentId) -> Result<Counts> {
-        let mut counts = Counts::default();
+    /// [`Error::Store`] when a directory cannot be listed or the presence
+    /// cannot be read.
+    pub fn agent_status(&self, agent: &AgentId) -> Result<AgentStatus> {
+        let mut pending = [0; 4];
+        let mut foreign = 0;
         for name in self.state().list(&self.queue_dir(agent))? {
             match QueueEntry::parse(&name) {
-                Some(e) => counts.pending[usize::from(e.priority().digit())] += 1,
-                None => counts.foreign += 1,
+                Some(e) => pending[usize::from(e.priority().digit())] += 1,
+                None => foreign += 1,
             }
         }
-        counts.processed = self.state().list(&self.processed_dir(agent))?.len();
-        Ok(counts)
+        let processed = self.state().list(&self.processed_dir(agent))?.len();
+        let presence = self.presence(agent)?;
+        Ok(AgentStatus {
+            agent: agent.clone(),
+            pending,
+            foreign,
+            processed,
+            live: matches!(&presence, ReadOutcome::Value(p) if self.is_live(p)),
+            presence,
+        })
     }
 
-    /// Returns every agent's counts and presence, for a status screen.
+    /// Returns every agent's [`Bus::agent_status`], for a status screen.
     ///
     /// # Errors
     ///
-    /// As [`Bus::counts`] and [`Bus::presence`].
+    /// As [`Bus::agent_status`].
     pub fn status(&self) -> Result<Vec<AgentStatus>> {
         self.agents()?
             .into_iter()
-            .map(|agent| {
-                let presence = self.presence(&agent)?;
-                Ok(AgentStatus {
-                    counts: self.counts(&agent)?,
-                    live: matches!(&presence, ReadOutcome::Value(p) if self.is_live(p)),
-                    presence,
-                    agent,
-                })
-            })
+            .map(|agent| self.agent_status(&agent))
             .collect()
     }
 

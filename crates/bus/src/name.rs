@@ -111,6 +111,11 @@ impl QueueEntry {
     pub fn id(&self) -> &EventId {
         &self.id
     }
+
+    /// Returns the event id, dropping the rest.
+    pub(crate) fn into_id(self) -> EventId {
+        self.id
+    }
 }
 
 #[cfg(test)]

@@ -5,6 +5,8 @@ use std::time::{Duration, Instant};
 
 use chipset_store::{AgentId, StatePath, WatchConfig, WatchTarget, Watcher};
 
+use crate::format::EventId;
+
 use crate::bus::Bus;
 use crate::config::WakeMode;
 use crate::error::Result;
@@ -14,8 +16,9 @@ use crate::name::QueueEntry;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[must_use]
 pub enum Wake {
-    /// Events arrived that this waiter had not reported before, in processing order.
-    Arrived(Vec<QueueEntry>),
+    /// Events arrived that this waiter had not reported before: their ids,
+    /// in processing order (read them with [`Bus::pending`]).
+    Arrived(Vec<EventId>),
     /// The timeout passed with no new event.
     TimedOut,
 }
@@ -93,6 +96,15 @@ impl Waiter {
     ///
     /// [`Error::Store`](crate::Error::Store) when the queue cannot be listed.
     pub fn wait(&mut self, timeout: Duration) -> Result<Wake> {
+        Ok(match self.wait_entries(timeout)? {
+            Some(entries) => Wake::Arrived(entries.into_iter().map(QueueEntry::into_id).collect()),
+            None => Wake::TimedOut,
+        })
+    }
+
+    /// As [`Waiter::wait`], with the arrivals as queue entries, sorted in
+    /// processing order; `None` when the timeout passed.
+    pub(crate) fn wait_entries(&mut self, timeout: Duration) -> Result<Option<Vec<QueueEntry>>> {
         // No deadline: a timeout too large for an `Instant` waits for ever.
         let deadline = Instant::now().checked_add(timeout);
         let mut arrived = BTreeSet::new();
@@ -115,10 +127,10 @@ impl Waiter {
                     .filter_map(|n| QueueEntry::parse(n))
                     .collect();
                 entries.sort();
-                return Ok(Wake::Arrived(entries));
+                return Ok(Some(entries));
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Ok(Wake::TimedOut);
+                return Ok(None);
             }
         }
     }

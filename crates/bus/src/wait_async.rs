@@ -154,9 +154,9 @@ fn serve(mut waiter: Waiter, requests: &std_mpsc::Receiver<Request>) {
                 break Ok(());
             }
             let left = deadline.map_or(SLICE, |d| d.saturating_duration_since(Instant::now()));
-            match waiter.wait(left.min(SLICE)) {
-                Ok(Wake::Arrived(entries)) => kept.extend(entries),
-                Ok(Wake::TimedOut) => {
+            match waiter.wait_entries(left.min(SLICE)) {
+                Ok(Some(entries)) => kept.extend(entries),
+                Ok(None) => {
                     if deadline.is_some_and(|d| Instant::now() >= d) {
                         break Ok(());
                     }
@@ -164,17 +164,18 @@ fn serve(mut waiter: Waiter, requests: &std_mpsc::Receiver<Request>) {
                 Err(e) => break Err(e),
             }
         };
+        kept.sort();
+        let arrived = outcome.is_ok() && !kept.is_empty();
         let wake = outcome.map(|()| {
             if kept.is_empty() {
                 Wake::TimedOut
             } else {
-                kept.sort();
-                Wake::Arrived(std::mem::take(&mut kept))
+                Wake::Arrived(kept.iter().map(|e| e.id().clone()).collect())
             }
         });
-        // A request dropped meanwhile hands its arrivals back.
-        if let Err(Ok(Wake::Arrived(entries))) = reply.send(wake) {
-            kept = entries;
+        // A request dropped meanwhile leaves its arrivals for the next one.
+        if reply.send(wake).is_ok() && arrived {
+            kept.clear();
         }
     }
 }

@@ -8,7 +8,9 @@
 
 use std::time::{Duration, Instant};
 
-use chipset_bus::{BadFile, Bus, Event, NewEvent, Occasion, Pending, Presence, Resource, Wake};
+use chipset_bus::{
+    BadFile, Bus, ControlOp, Event, NewEvent, Occasion, Pending, Presence, Resource, Wake,
+};
 use chipset_mcp::view::{Acked, BadEntry, Events, Published};
 use chipset_store::{AgentId, ReadOutcome};
 use serde_json::Value;
@@ -107,19 +109,11 @@ pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
             })
         }
         BusCommand::Control(command) => {
-            let (args, command) = match command {
-                ControlCommand::Register(a) => {
-                    let c =
-                        chipset_bus::ControlCommand::register(Resource::new(&a.kind, &a.target));
-                    (a, c)
-                }
-                ControlCommand::Unregister(a) => {
-                    let c =
-                        chipset_bus::ControlCommand::unregister(Resource::new(&a.kind, &a.target));
-                    (a, c)
-                }
+            let (args, op) = match command {
+                ControlCommand::Register(a) => (a, ControlOp::Register),
+                ControlCommand::Unregister(a) => (a, ControlOp::Unregister),
             };
-            bus.control(&args.agent, &command)?;
+            bus.control(&args.agent, op, &Resource::new(&args.kind, &args.target))?;
             let applied = bus.apply_control(&args.agent)?;
             let mut table = Table::new(&["KIND", "TARGET"]);
             for r in &applied.registry.resources {

@@ -94,20 +94,24 @@ impl Bus {
         self.state.now().since(presence.last_seen) <= self.config.presence_stale_after
     }
 
-    /// Appends `command` to `agent`'s control log (`bus/{agent}/control.jsonl`),
-    /// durably. The log is never truncated.
+    /// Appends the command `op` on `resource` to `agent`'s control log
+    /// (`bus/{agent}/control.jsonl`), durably. The log is never truncated;
+    /// [`Bus::apply_control`] applies it to the registry.
     ///
     /// # Errors
     ///
     /// [`Error::InvalidField`] for a bad resource; [`Error::Store`] when the append fails.
-    pub fn control(&self, agent: &AgentId, command: &ControlCommand) -> Result<()> {
-        command.resource.check()?;
+    pub fn control(&self, agent: &AgentId, op: ControlOp, resource: &Resource) -> Result<()> {
+        resource.check()?;
         let log = self
             .state
             .log(&self.agent_dir(agent).join_static(CONTROL))?;
         log.append(&ControlLine {
             at: self.state.now(),
-            command: command.clone(),
+            command: ControlCommand {
+                op,
+                resource: resource.clone(),
+            },
         })?;
         Ok(())
     }

@@ -79,30 +79,12 @@ impl Resource {
 
 /// One command for the agent's wrapper: register or unregister a resource.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ControlCommand {
+pub(crate) struct ControlCommand {
     /// What to do.
-    pub op: ControlOp,
+    pub(crate) op: ControlOp,
     /// To which resource.
     #[serde(flatten)]
-    pub resource: Resource,
-}
-
-impl ControlCommand {
-    /// Returns a command registering `resource`.
-    pub fn register(resource: Resource) -> Self {
-        ControlCommand {
-            op: ControlOp::Register,
-            resource,
-        }
-    }
-
-    /// Returns a command unregistering `resource`.
-    pub fn unregister(resource: Resource) -> Self {
-        ControlCommand {
-            op: ControlOp::Unregister,
-            resource,
-        }
-    }
+    pub(crate) resource: Resource,
 }
 
 /// One line of `bus/{agent}/control.jsonl`: a command and when it was written.

@@ -2,11 +2,11 @@
 //! presence, control lines, the registry and the reminder state in
 //! `agent.rs`. Golden files in the integration tests pin these shapes.
 
-mod agent;
+pub(crate) mod agent;
 
-pub(crate) use agent::ControlLine;
-pub(crate) use agent::NagState;
-pub use agent::{ControlCommand, ControlOp, Presence, Registered, Registry, Resource};
+pub(crate) use agent::{
+    ControlCommand, ControlLine, ControlOp, NagState, Presence, Registered, Registry, Resource,
+};
 
 use std::fmt;
 use std::str::FromStr;
@@ -25,6 +25,7 @@ use crate::name;
 /// Ordered by processing order: `Critical < High < Normal < Low`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Priority {
     /// The sender is blocked and cannot proceed (a worker needs input). File digit `0`.
     Critical,

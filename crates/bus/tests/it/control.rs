@@ -1,6 +1,6 @@
 //! The control inbox and the registry.
 
-use chipset_bus::{ControlCommand, Problem, Resource};
+use chipset_bus::{ControlOp, Problem, Resource};
 
 use crate::{agent, manual};
 
@@ -10,10 +10,8 @@ fn commands_are_applied_forward_from_the_stored_offset() {
     let a = agent("mayor");
     let debug = Resource::new("chat", ".nbs/chat/debug.chat");
     let hub = Resource::new("queue", "witness");
-    bus.control(&a, &ControlCommand::register(debug.clone()))
-        .unwrap();
-    bus.control(&a, &ControlCommand::register(hub.clone()))
-        .unwrap();
+    bus.control(&a, ControlOp::Register, &debug).unwrap();
+    bus.control(&a, ControlOp::Register, &hub).unwrap();
     let applied = bus.apply_control(&a).unwrap();
     assert_eq!(applied.applied, 2);
     assert!(applied.registry.contains(&debug) && applied.registry.contains(&hub));
@@ -23,8 +21,7 @@ fn commands_are_applied_forward_from_the_stored_offset() {
     assert_eq!(again.applied, 0);
     assert_eq!(again.registry, applied.registry);
 
-    bus.control(&a, &ControlCommand::unregister(debug.clone()))
-        .unwrap();
+    bus.control(&a, ControlOp::Unregister, &debug).unwrap();
     let after = bus.apply_control(&a).unwrap();
     assert_eq!(after.applied, 1);
     assert!(!after.registry.contains(&debug));
@@ -41,13 +38,10 @@ fn a_crash_before_the_registry_write_reapplies_to_the_same_registry() {
     let (_t, _clock, bus) = manual();
     let a = agent("mayor");
     let r = Resource::new("chat", "a.chat");
-    bus.control(&a, &ControlCommand::register(r.clone()))
-        .unwrap();
+    bus.control(&a, ControlOp::Register, &r).unwrap();
     let first = bus.apply_control(&a).unwrap().registry;
-    bus.control(&a, &ControlCommand::unregister(r.clone()))
-        .unwrap();
-    bus.control(&a, &ControlCommand::register(r.clone()))
-        .unwrap();
+    bus.control(&a, ControlOp::Unregister, &r).unwrap();
+    bus.control(&a, ControlOp::Register, &r).unwrap();
     // Simulate a crash that lost the last registry write: put the old one back.
     let path = bus
         .state()
@@ -66,8 +60,7 @@ fn a_corrupt_registry_is_rebuilt_from_the_whole_log() {
     let (_t, _clock, bus) = manual();
     let a = agent("mayor");
     let r = Resource::new("chat", "a.chat");
-    bus.control(&a, &ControlCommand::register(r.clone()))
-        .unwrap();
+    bus.control(&a, ControlOp::Register, &r).unwrap();
     let good = bus.apply_control(&a).unwrap().registry;
     let path = bus
         .state()
@@ -84,13 +77,12 @@ fn bad_lines_are_reported_and_skipped() {
     let (_t, _clock, bus) = manual();
     let a = agent("mayor");
     let r = Resource::new("chat", "a.chat");
-    bus.control(&a, &ControlCommand::register(r.clone()))
-        .unwrap();
+    bus.control(&a, ControlOp::Register, &r).unwrap();
     let log = bus.queue_dir(&a).parent().unwrap().join("control.jsonl");
     let mut text = std::fs::read_to_string(&log).unwrap();
     text.push_str("{\"op\":\"explode\"}\n");
     std::fs::write(&log, text).unwrap();
-    bus.control(&a, &ControlCommand::register(Resource::new("queue", "w")))
+    bus.control(&a, ControlOp::Register, &Resource::new("queue", "w"))
         .unwrap();
     let applied = bus.apply_control(&a).unwrap();
     assert_eq!(applied.applied, 2);
@@ -100,7 +92,7 @@ fn bad_lines_are_reported_and_skipped() {
         Problem::BadLogLine { .. }
     ));
     assert!(
-        bus.control(&a, &ControlCommand::register(Resource::new("chat", "")))
+        bus.control(&a, ControlOp::Register, &Resource::new("chat", ""))
             .is_err()
     );
 }
@@ -113,11 +105,8 @@ fn the_doctor_repairs_bad_lines_and_moves_a_directory_log_aside() {
     use chipset_store::{Action, DoctorMode};
     let (_t, _clock, bus) = manual();
     let a = agent("mayor");
-    bus.control(
-        &a,
-        &ControlCommand::register(Resource::new("chat", "a.chat")),
-    )
-    .unwrap();
+    bus.control(&a, ControlOp::Register, &Resource::new("chat", "a.chat"))
+        .unwrap();
     let log = bus.queue_dir(&a).parent().unwrap().join("control.jsonl");
     let mut text = std::fs::read_to_string(&log).unwrap();
     text.push_str("not json\n");
@@ -125,7 +114,7 @@ fn the_doctor_repairs_bad_lines_and_moves_a_directory_log_aside() {
     std::fs::write(&log, &text).unwrap();
     assert_eq!(bus.apply_control(&a).unwrap().applied, 1);
     std::fs::write(&log, text).unwrap();
-    bus.control(&a, &ControlCommand::register(Resource::new("queue", "w")))
+    bus.control(&a, ControlOp::Register, &Resource::new("queue", "w"))
         .unwrap();
     let report = bus.doctor(DoctorMode::Fix).unwrap();
     assert_eq!(report.findings.len(), 1, "{:?}", report.findings);
@@ -157,9 +146,6 @@ fn the_doctor_repairs_bad_lines_and_moves_a_directory_log_aside() {
         [Action::Quarantined { to: Some(_), .. }]
     ));
     assert!(bus.doctor(DoctorMode::Check).unwrap().findings.is_empty());
-    bus.control(
-        &b,
-        &ControlCommand::register(Resource::new("chat", "b.chat")),
-    )
-    .unwrap();
+    bus.control(&b, ControlOp::Register, &Resource::new("chat", "b.chat"))
+        .unwrap();
 }

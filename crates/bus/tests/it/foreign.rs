@@ -5,9 +5,7 @@
 use std::fs;
 use std::time::Duration;
 
-use chipset_bus::{
-    Bus, BusConfig, ControlCommand, NewEvent, Occasion, Priority, Problem, Resource,
-};
+use chipset_bus::{Bus, BusConfig, ControlOp, NewEvent, Occasion, Priority, Problem, Resource};
 use chipset_store::{AgentId, DoctorMode, StatePath};
 use serde_json::{Value, json};
 
@@ -99,18 +97,12 @@ fn presence_registry_and_nag_state_keep_extra_fields() {
     assert_eq!(p.extra["host"], "box-1");
     assert_eq!(json_of(&dir.join("presence.json"))["host"], "box-1");
 
-    bus.control(
-        &a,
-        &ControlCommand::register(Resource::new("chat", "a.chat")),
-    )
-    .unwrap();
+    bus.control(&a, ControlOp::Register, &Resource::new("chat", "a.chat"))
+        .unwrap();
     bus.apply_control(&a).unwrap();
     add(&dir.join("registry.json"), "owner", json!("wrapper-2"));
-    bus.control(
-        &a,
-        &ControlCommand::register(Resource::new("chat", "b.chat")),
-    )
-    .unwrap();
+    bus.control(&a, ControlOp::Register, &Resource::new("chat", "b.chat"))
+        .unwrap();
     let applied = bus.apply_control(&a).unwrap();
     assert_eq!(applied.applied, 1);
     let registry = json_of(&dir.join("registry.json"));

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use chipset_bus::{ControlCommand, NewEvent, Occasion, Priority, Resource};
+use chipset_bus::{ControlOp, NewEvent, Occasion, Priority, Resource};
 use serde_json::json;
 
 use crate::{agent, manual};
@@ -61,12 +61,14 @@ fn presence_control_registry_and_nag_files() {
     );
     bus.control(
         &a,
-        &ControlCommand::register(Resource::new("chat", ".nbs/chat/debug.chat")),
+        ControlOp::Register,
+        &Resource::new("chat", ".nbs/chat/debug.chat"),
     )
     .unwrap();
     bus.control(
         &a,
-        &ControlCommand::unregister(Resource::new("queue", "witness")),
+        ControlOp::Unregister,
+        &Resource::new("queue", "witness"),
     )
     .unwrap();
     let _ = bus.apply_control(&a).unwrap();

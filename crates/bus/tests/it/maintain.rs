@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use chipset_bus::{AckOutcome, Bus, ControlCommand, NewEvent, Priority, Resource, Retention};
+use chipset_bus::{AckOutcome, Bus, ControlOp, NewEvent, Priority, Resource, Retention};
 use chipset_store::{Action, DoctorMode, IoBackend, RealIo, StateOptions};
 use chipset_testkit::TempState;
 
@@ -30,19 +30,19 @@ fn counts_and_status_come_from_listings() {
     let status = bus.status().unwrap();
     assert_eq!(status.len(), 2);
     assert_eq!(status[0].agent, agent("a"));
-    assert_eq!(status[0].counts.pending, [1, 0, 0, 1]);
-    assert_eq!(status[0].counts.processed, 1);
-    assert_eq!(status[0].counts.foreign, 0);
-    assert_eq!(status[0].counts.pending_at(Priority::Critical), 1);
-    assert_eq!(status[0].counts.pending_at(Priority::High), 0);
-    assert_eq!(status[0].counts.pending_at(Priority::Low), 1);
-    assert_eq!(status[0].counts.pending_total(), 2);
+    assert_eq!(status[0].pending, [1, 0, 0, 1]);
+    assert_eq!(status[0].processed, 1);
+    assert_eq!(status[0].foreign, 0);
+    assert_eq!(status[0].pending_at(Priority::Critical), 1);
+    assert_eq!(status[0].pending_at(Priority::High), 0);
+    assert_eq!(status[0].pending_at(Priority::Low), 1);
+    assert_eq!(status[0].pending_total(), 2);
     assert_eq!(status[1].agent, agent("b"));
-    assert_eq!(status[1].counts.pending, [0, 1, 0, 0]);
-    assert_eq!(status[1].counts.foreign, 1);
-    assert_eq!(status[1].counts.processed, 0);
-    assert_eq!(status[1].counts.pending_total(), 1);
-    assert_eq!(bus.counts(&agent("b")).unwrap(), status[1].counts);
+    assert_eq!(status[1].pending, [0, 1, 0, 0]);
+    assert_eq!(status[1].foreign, 1);
+    assert_eq!(status[1].processed, 0);
+    assert_eq!(status[1].pending_total(), 1);
+    assert_eq!(bus.agent_status(&agent("b")).unwrap(), status[1]);
     assert!(status[1].live);
     assert!(!status[0].live);
 }
@@ -229,7 +229,7 @@ fn doctor_reports_then_fixes_by_quarantine() {
     )
     .unwrap();
     std::fs::write(dir.join("presence.json"), b"[]").unwrap();
-    bus.control(&a, &ControlCommand::register(Resource::new("chat", "x")))
+    bus.control(&a, ControlOp::Register, &Resource::new("chat", "x"))
         .unwrap();
     let mut log = std::fs::read(dir.join("control.jsonl")).unwrap();
     let whole = log.len();

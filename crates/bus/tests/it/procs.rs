@@ -84,7 +84,7 @@ fn child_entry() {
                 let mut waiter = bus.waiter(&agent("hub")).unwrap();
                 say(&format!("ready notified={}", waiter.is_notified()));
                 match waiter.wait(Duration::from_secs(60)).unwrap() {
-                    Wake::Arrived(entries) => say(&format!("woke {}", entries[0].id())),
+                    Wake::Arrived(ids) => say(&format!("woke {}", ids[0])),
                     Wake::TimedOut => say("timeout"),
                 }
             }
@@ -162,7 +162,7 @@ fn eight_processes_publish_2000_events_all_present_in_order() {
     assert_eq!(all.len(), 2000);
     // 250 per publisher cycling over four priorities: 63, 63, 62, 62 each.
     assert_eq!(
-        bus.counts(&agent("hub")).unwrap().pending,
+        bus.agent_status(&agent("hub")).unwrap().pending,
         [504, 504, 496, 496]
     );
 }

@@ -40,7 +40,7 @@ fn a_waiter_wakes_when_another_thread_publishes() {
     match wake {
         Wake::Arrived(entries) => {
             assert_eq!(entries.len(), 1);
-            assert_eq!(*entries[0].id(), published.delivered().unwrap().id);
+            assert_eq!(entries[0], published.delivered().unwrap().id);
         }
         Wake::TimedOut => panic!("not woken"),
     }
@@ -80,7 +80,7 @@ fn events_published_before_wait_are_not_missed_and_not_repeated() {
         }
     }
     assert_eq!(got.len(), 2);
-    assert!(got.iter().all(|e| *e.id() != old.delivered().unwrap().id));
+    assert!(got.iter().all(|id| *id != old.delivered().unwrap().id));
     // Nothing new: a short wait times out, whatever rescans happen meanwhile.
     assert_eq!(
         waiter.wait(Duration::from_millis(1200)).unwrap(),
