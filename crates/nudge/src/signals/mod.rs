@@ -149,16 +149,6 @@ impl Delivery {
         }
     }
 
-    /// Returns the nudge written, or `None` when held.
-    pub fn sent(&self) -> Option<&Nudge> {
-        match self {
-            Delivery::Delivered { sent }
-            | Delivery::Replaced { sent, .. }
-            | Delivery::RepairedCorrupt { sent, .. } => Some(sent),
-            Delivery::Held { .. } => None,
-        }
-    }
-
     /// Returns the nudge this send was about: the one written, or for
     /// [`Delivery::Held`] the one handed back.
     pub fn nudge(&self) -> &Nudge {

@@ -12,6 +12,7 @@ use chipset_nudge::{
 use chipset_store::{Defect, DoctorMode, ReadOutcome, Timestamp};
 use serde_json::{Value, json};
 
+use crate::support::DeliveryExt;
 use crate::support::{NudgePaths, ReminderPaths};
 use crate::support::{agent, manual_state};
 

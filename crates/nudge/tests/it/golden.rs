@@ -7,6 +7,7 @@ use chipset_nudge::{
 use chipset_store::{ReadOutcome, Timestamp};
 use serde_json::Value;
 
+use crate::support::DeliveryExt;
 use crate::support::{NudgePaths, ReminderPaths, preset};
 use crate::support::{agent, manual_state};
 

@@ -10,6 +10,7 @@ use chipset_nudge::{
 use chipset_store::{Clock, ReadOutcome, StateDir};
 use proptest::prelude::*;
 
+use crate::support::DeliveryExt;
 use crate::support::ReceivedExt;
 use crate::support::preset;
 use crate::support::{agent, manual_no_sync};

@@ -18,6 +18,7 @@ use chipset_store::{
 };
 use chipset_testkit::{EIO, ENOSPC, Fault, FaultIo, RecordIo, visible};
 
+use crate::support::DeliveryExt;
 use crate::support::preset;
 use crate::support::{T0, agent};
 

@@ -5,6 +5,7 @@ use std::time::Duration;
 use chipset_nudge::{Delivery, NewNudge, NudgeConfig, NudgeType, Nudges, Received, ResponseStatus};
 use chipset_store::{Action, Clock, Defect, DoctorMode, ReadOutcome, StateDir};
 
+use crate::support::DeliveryExt;
 use crate::support::ReceivedExt;
 use crate::support::{NudgePaths, responders};
 use crate::support::{agent, manual_state, temps_under};

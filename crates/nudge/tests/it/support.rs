@@ -1,7 +1,7 @@
 //! Shared helpers.
 
 use chipset_nudge::{
-    Nudges, REMINDERS_CHANNEL, Received, ReminderId, ReminderKey, Reminders, Responses,
+    Delivery, Nudges, REMINDERS_CHANNEL, Received, ReminderId, ReminderKey, Reminders, Responses,
 };
 use chipset_store::{AgentId, ManualClock, StatePath};
 use chipset_testkit::TempState;
@@ -36,6 +36,19 @@ pub(crate) fn temps_under(dir: &std::path::Path) -> Vec<String> {
         }
     }
     out
+}
+
+/// The nudge a send wrote, `None` when it was held: [`Delivery::nudge`]
+/// unless [`Delivery::is_held`].
+pub(crate) trait DeliveryExt {
+    /// The nudge written, or `None` when held.
+    fn sent(&self) -> Option<&chipset_nudge::Nudge>;
+}
+
+impl DeliveryExt for Delivery {
+    fn sent(&self) -> Option<&chipset_nudge::Nudge> {
+        (!self.is_held()).then(|| self.nudge())
+    }
 }
 
 /// The nudge to act on and the reader's doubt, looked up through the read
