@@ -242,7 +242,7 @@ fn bench_pending(c: &mut Criterion) {
             "id": id.as_str(), "source": "worker-1", "kind": "tick",
             "priority": p.as_str(), "created_at": created.to_string(), "payload": payload(),
         });
-        let name = format!("{}-{id}-worker-1-tick.json", p.digit());
+        let name = format!("{}-{id}-worker-1-tick.json", i % 4);
         fs::write(
             queue.as_path().join(name),
             chipset_store::to_canonical_json(&body).expect("json"),

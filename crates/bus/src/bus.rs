@@ -211,25 +211,25 @@ impl Bus {
 
     // ----- reading -----
 
-    /// Returns `agent`'s queue by name alone (nothing is read): in processing
-    /// order, skipping names that are not event names.
+    /// Returns the names of `agent`'s queued event files (nothing is read):
+    /// in processing order, skipping names that are not event names.
     ///
     /// # Errors
     ///
     /// [`Error::Store`] when the directory cannot be listed.
     #[cfg(feature = "testing")]
-    pub fn queued(&self, agent: &AgentId) -> Result<Vec<QueueEntry>> {
-        self.entries(&self.queue_dir(agent))
+    pub fn queued(&self, agent: &AgentId) -> Result<Vec<String>> {
+        Ok(names(self.entries(&self.queue_dir(agent))?))
     }
 
-    /// Returns `agent`'s processed area by name alone, in name order.
+    /// Returns the names of `agent`'s processed event files, in name order.
     ///
     /// # Errors
     ///
     /// [`Error::Store`] when the directory cannot be listed.
     #[cfg(feature = "testing")]
-    pub fn processed(&self, agent: &AgentId) -> Result<Vec<QueueEntry>> {
-        self.entries(&self.processed_dir(agent))
+    pub fn processed(&self, agent: &AgentId) -> Result<Vec<String>> {
+        Ok(names(self.entries(&self.processed_dir(agent))?))
     }
 
     pub(crate) fn entries(&self, dir: &StatePath) -> Result<Vec<QueueEntry>> {
@@ -427,4 +427,10 @@ pub(crate) fn remove_acked_copy(
         return Ok(false);
     }
     Ok(state.remove_file(queued)?)
+}
+
+/// The file names of `entries`, in their order.
+#[cfg(feature = "testing")]
+fn names(entries: Vec<QueueEntry>) -> Vec<String> {
+    entries.into_iter().map(|e| e.name().to_owned()).collect()
 }

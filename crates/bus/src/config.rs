@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use chipset_store::WatchConfig;
+
 use crate::format::Priority;
 
 /// A bus's settings. Every field has a default ([`BusConfig::default`]).
@@ -15,12 +17,12 @@ pub struct BusConfig {
     /// When unacknowledged events are due for a reminder.
     pub nag: NagPolicy,
     /// How a [`Waiter`](crate::Waiter) learns of new events: directory
-    /// notifications, or rescans only. Default [`WakeMode::Notify`].
-    pub wake_mode: WakeMode,
-    /// How often a [`Waiter`](crate::Waiter) lists the queue whatever the
-    /// notifications say: the safety net, and the latency bound when
-    /// notifications fail. Default 1 s.
-    pub rescan_interval: Duration,
+    /// notifications (inotify on Linux; falling back to rescans alone when
+    /// they are unavailable) or rescans only, and how often it lists the
+    /// queue whatever the notifications say: the safety net, and the
+    /// latency bound when notifications fail. Default: notifications, and a
+    /// rescan every second.
+    pub watch: WatchConfig,
     /// Temp files older than this are stale for [`Bus::doctor`](crate::Bus::doctor). Default 10 min.
     pub stale_temp_age: Duration,
 }
@@ -31,22 +33,10 @@ impl Default for BusConfig {
             dedup_window: Duration::from_secs(60),
             presence_stale_after: Duration::from_secs(120),
             nag: NagPolicy::default(),
-            wake_mode: WakeMode::Notify,
-            rescan_interval: Duration::from_secs(1),
+            watch: WatchConfig::default(),
             stale_temp_age: Duration::from_secs(600),
         }
     }
-}
-
-/// How a waiter is woken.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum WakeMode {
-    /// Directory notifications (inotify on Linux) plus periodic rescans;
-    /// falls back to rescans alone when notifications are unavailable.
-    Notify,
-    /// Periodic rescans only.
-    Rescan,
 }
 
 /// When an unacknowledged event of one priority is due for a reminder.

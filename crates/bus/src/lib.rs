@@ -103,9 +103,10 @@
 //! agent or a timeout passes. It is woken by directory notifications
 //! (inotify on Linux, through chipset-store's
 //! [`Watcher`](chipset_store::Watcher)) and also lists the queue every
-//! [`BusConfig::rescan_interval`] (1 s by default): the rescan is the
-//! safety net when a notification is lost, and the only mechanism where
-//! notifications are unavailable ([`WakeMode::Rescan`]).
+//! rescan interval of [`BusConfig::watch`] (1 s by default): the rescan is
+//! the safety net when a notification is lost, and the only mechanism where
+//! notifications are unavailable or turned off
+//! ([`WatchConfig::notify`](chipset_store::WatchConfig::notify)).
 //!
 //! With the `tokio` cargo feature (off by default), `Bus::waiter_async`
 //! gives an `AsyncWaiter`: the same waiter on a thread of its own, whose
@@ -226,28 +227,19 @@ mod error;
 mod format;
 mod maintain;
 mod nag;
-#[cfg_attr(
-    not(feature = "testing"),
-    allow(
-        unreachable_pub,
-        reason = "`QueueEntry` is public only to tests, under `testing`"
-    )
-)]
 mod name;
 mod wait;
 #[cfg(feature = "tokio")]
 mod wait_async;
 
 pub use bus::{AckOutcome, Applied, BadFile, Bus, Pending, Problem, Published, Startup};
-pub use config::{BusConfig, NagPolicy, NagRule, Occasion, Retention, WakeMode};
+pub use config::{BusConfig, NagPolicy, NagRule, Occasion, Retention};
 pub use error::{Error, Result};
 pub use format::{
     Event, EventId, NewEvent, Priority,
     agent::{ControlOp, Presence, Registered, Registry, Resource},
 };
 pub use maintain::{AgentStatus, Pruned};
-#[cfg(feature = "testing")]
-pub use name::QueueEntry;
 pub use wait::{Waiter, Wake};
 #[cfg(feature = "tokio")]
 pub use wait_async::AsyncWaiter;

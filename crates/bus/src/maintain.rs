@@ -23,7 +23,8 @@ use crate::name::QueueEntry;
 pub struct AgentStatus {
     /// The agent.
     pub agent: AgentId,
-    /// Unacknowledged events per priority, indexed by [`Priority::digit`].
+    /// Unacknowledged events per priority, in the order of [`Priority::ALL`]
+    /// (critical first; see [`AgentStatus::pending_at`]).
     pub pending: [usize; 4],
     /// Files in the queue whose names are not event names.
     pub foreign: usize,

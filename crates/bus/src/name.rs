@@ -70,7 +70,7 @@ pub(crate) fn dedup_file_name(key: &str) -> String {
 /// One file in a queue or processed directory, known by its name alone
 /// (nothing was read): cheap to list for counts and wake-ups.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct QueueEntry {
+pub(crate) struct QueueEntry {
     name: String,
     priority: Priority,
     id: EventId,
@@ -78,7 +78,7 @@ pub struct QueueEntry {
 
 impl QueueEntry {
     /// Parses an event file name; `None` for anything else.
-    pub fn parse(name: &str) -> Option<Self> {
+    pub(crate) fn parse(name: &str) -> Option<Self> {
         let stem = name.strip_suffix(".json")?;
         let digit = stem.as_bytes().first()?.checked_sub(b'0')?;
         let priority = Priority::from_digit(digit)?;
@@ -98,17 +98,17 @@ impl QueueEntry {
     }
 
     /// Returns the file name.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.name
     }
 
     /// Returns the priority encoded in the name.
-    pub fn priority(&self) -> Priority {
+    pub(crate) fn priority(&self) -> Priority {
         self.priority
     }
 
     /// Returns the event id encoded in the name.
-    pub fn id(&self) -> &EventId {
+    pub(crate) fn id(&self) -> &EventId {
         &self.id
     }
 

@@ -3,12 +3,11 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use chipset_store::{AgentId, StatePath, WatchConfig, WatchTarget, Watcher};
+use chipset_store::{AgentId, StatePath, WatchTarget, Watcher};
 
 use crate::format::EventId;
 
 use crate::bus::Bus;
-use crate::config::WakeMode;
 use crate::error::Result;
 use crate::name::QueueEntry;
 
@@ -27,7 +26,7 @@ pub enum Wake {
 ///
 /// Made by [`Bus::waiter`]. It watches the agent's queue directory for new
 /// entries through a store [`Watcher`] (inotify on Linux) and also lists the queue
-/// every [`BusConfig::rescan_interval`](crate::BusConfig::rescan_interval),
+/// rescan interval of [`BusConfig::watch`](crate::BusConfig::watch),
 /// so an event whose notification was lost (a full inotify queue, a
 /// filesystem that does not notify, a watch that could not be set up) is
 /// still found by the next rescan. "New" means: in the queue now, and not
@@ -57,8 +56,7 @@ impl Bus {
     /// error: the waiter falls back to rescans and logs a warning.
     pub fn waiter(&self, agent: &AgentId) -> Result<Waiter> {
         let dir = self.ensure_queue(agent)?;
-        let bus = self.config();
-        let config = WatchConfig::new(bus.wake_mode == WakeMode::Notify, bus.rescan_interval);
+        let config = self.config().watch;
         // Watch first, list second: nothing published in between is missed.
         let watcher = Watcher::new(self.state(), [WatchTarget::dir(dir.clone())], config)?;
         let seen = self.state().list(&dir)?.into_iter().collect();

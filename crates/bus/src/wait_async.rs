@@ -90,11 +90,6 @@ impl Waiter {
 }
 
 impl AsyncWaiter {
-    /// Returns the agent waited for.
-    pub fn agent(&self) -> &AgentId {
-        &self.agent
-    }
-
     /// Returns true when directory notifications are in use (false: rescans only).
     pub fn is_notified(&self) -> bool {
         self.notified

@@ -47,7 +47,7 @@ impl Priority {
     ];
 
     /// Returns the digit that starts the event's file name (`0` critical … `3` low).
-    pub fn digit(self) -> u8 {
+    pub(crate) fn digit(self) -> u8 {
         match self {
             Priority::Critical => 0,
             Priority::High => 1,

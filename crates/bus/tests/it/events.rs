@@ -7,6 +7,8 @@ use serde_json::json;
 
 use crate::{agent, manual};
 
+use crate::EventName;
+
 #[test]
 fn pending_is_priority_then_age_and_reading_never_acks() {
     let (_t, clock, bus) = manual();
@@ -100,7 +102,7 @@ fn ack_moves_to_processed_and_twice_is_harmless() {
     assert!(bus.pending(&a).unwrap().is_empty());
     let processed = bus.processed(&a).unwrap();
     assert_eq!(processed.len(), 1);
-    assert_eq!(*processed[0].id(), e.id);
+    assert_eq!(processed[0].id(), e.id);
     assert_eq!(processed[0].name(), e.file_name());
 }
 

@@ -11,6 +11,8 @@ use serde_json::{Value, json};
 
 use crate::{agent, manual};
 
+use crate::EventName;
+
 fn json_of(path: &std::path::Path) -> Value {
     serde_json::from_slice(&fs::read(path).unwrap()).unwrap()
 }

@@ -25,6 +25,26 @@ use chipset_testkit::TempState;
 
 pub(crate) use chipset_testkit::agent;
 
+/// An event file name from [`Bus::queued`] or [`Bus::processed`], read as
+/// the crate docs' layout gives it: `{P}-{id}-{source}-{kind}.json`, the id
+/// being `{13 digits}-{uuid}`.
+pub(crate) trait EventName {
+    /// The file name.
+    fn name(&self) -> &str;
+    /// The event id in the name.
+    fn id(&self) -> chipset_bus::EventId;
+}
+
+impl EventName for String {
+    fn name(&self) -> &str {
+        self
+    }
+
+    fn id(&self) -> chipset_bus::EventId {
+        chipset_bus::EventId::parse(&self[2..2 + 13 + 1 + 36]).expect("an event file name")
+    }
+}
+
 /// A fresh state root on a manual clock, with a bus on it.
 pub(crate) fn manual() -> (TempState, ManualClock, Bus) {
     let (t, clock) = TempState::manual();

@@ -8,6 +8,8 @@ use chipset_testkit::TempState;
 
 use crate::{agent, manual};
 
+use crate::EventName;
+
 fn publish(bus: &Bus, to: &str, p: Priority) -> chipset_bus::Event {
     bus.publish(&agent(to), &NewEvent::new("w", "k").priority(p))
         .unwrap()

@@ -16,6 +16,8 @@ use serde_json::json;
 
 use crate::agent;
 
+use crate::EventName;
+
 const ENTRY: &str = "procs::child_entry";
 
 fn say(line: &str) {

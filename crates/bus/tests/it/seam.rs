@@ -11,6 +11,8 @@ use serde_json::json;
 
 use crate::agent;
 
+use crate::EventName;
+
 const ID: &str = "1772706900123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab";
 const OTHER: &str = "1772706900124-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ac";
 
@@ -22,8 +24,7 @@ fn event(id: &str) -> NewEvent {
 
 /// Where the event with `id` is: (copies in the queue, copies processed).
 fn copies(bus: &Bus, who: &AgentId, id: &str) -> (usize, usize) {
-    let count =
-        |v: Vec<chipset_bus::QueueEntry>| v.iter().filter(|e| e.id().as_str() == id).count();
+    let count = |v: Vec<String>| v.iter().filter(|e| e.id().as_str() == id).count();
     (
         count(bus.queued(who).unwrap()),
         count(bus.processed(who).unwrap()),

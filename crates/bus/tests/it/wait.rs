@@ -3,23 +3,23 @@
 use std::thread;
 use std::time::Duration;
 
-use chipset_bus::{Bus, BusConfig, NewEvent, Priority, Wake, WakeMode};
+use chipset_bus::{Bus, BusConfig, NewEvent, Priority, Wake};
 use chipset_testkit::TempState;
 
 use crate::agent;
 
-fn bus_with(mode: WakeMode, rescan: Duration) -> (TempState, Bus) {
+fn bus_with(notify: bool, rescan: Duration) -> (TempState, Bus) {
     let t = TempState::new();
     let mut config = BusConfig::default();
-    config.wake_mode = mode;
-    config.rescan_interval = rescan;
+    config.watch.notify = notify;
+    config.watch.rescan_interval = rescan;
     let bus = Bus::with_config(t.state.clone(), config);
     (t, bus)
 }
 
 #[test]
 fn a_waiter_wakes_when_another_thread_publishes() {
-    let (_t, bus) = bus_with(WakeMode::Notify, Duration::from_secs(30));
+    let (_t, bus) = bus_with(true, Duration::from_secs(30));
     let a = agent("mayor");
     // The queue does not exist yet: the waiter makes it.
     assert!(!bus.is_available(&a).unwrap());
@@ -48,7 +48,7 @@ fn a_waiter_wakes_when_another_thread_publishes() {
 
 #[test]
 fn rescans_alone_find_events() {
-    let (_t, bus) = bus_with(WakeMode::Rescan, Duration::from_millis(20));
+    let (_t, bus) = bus_with(false, Duration::from_millis(20));
     let a = agent("mayor");
     let mut waiter = bus.waiter(&a).unwrap();
     assert!(!waiter.is_notified());
@@ -61,7 +61,7 @@ fn rescans_alone_find_events() {
 
 #[test]
 fn events_published_before_wait_are_not_missed_and_not_repeated() {
-    let (_t, bus) = bus_with(WakeMode::Notify, Duration::from_secs(1));
+    let (_t, bus) = bus_with(true, Duration::from_secs(1));
     let a = agent("mayor");
     let old = bus.publish(&a, &NewEvent::new("w", "old")).unwrap();
     let mut waiter = bus.waiter(&a).unwrap();
@@ -90,7 +90,7 @@ fn events_published_before_wait_are_not_missed_and_not_repeated() {
 
 #[test]
 fn acknowledging_does_not_wake_a_waiter() {
-    let (_t, bus) = bus_with(WakeMode::Notify, Duration::from_millis(100));
+    let (_t, bus) = bus_with(true, Duration::from_millis(100));
     let a = agent("mayor");
     let e = bus.publish(&a, &NewEvent::new("w", "x")).unwrap();
     let mut waiter = bus.waiter(&a).unwrap();
