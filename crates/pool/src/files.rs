@@ -14,6 +14,19 @@ use crate::store::{Pool, Scan, json};
 use crate::transition::Hold;
 use crate::{POOL_CHANNEL, TABLE_CAP};
 
+/// The fewest records the log holds before a done, release or claim folds
+/// it into the table.
+pub(crate) const LOG_FOLD_MIN: usize = 16;
+
+/// How many records the log may hold before a change folds it into the
+/// table: a quarter of the items, and at least [`LOG_FOLD_MIN`]. A fold
+/// rewrites the table, so its cost per recorded change stays that of a
+/// few entries, and a load never parses a log longer than a quarter of
+/// the table.
+pub(crate) fn fold_at(items: usize) -> usize {
+    (items / 4).max(LOG_FOLD_MIN)
+}
+
 impl Pool {
     /// Returns what `agent`'s hook holds, if anything.
     pub(crate) fn hold_of(&self, agent: &AgentId, op: &'static str) -> Result<Option<Hold>> {
@@ -131,11 +144,42 @@ impl Pool {
         Ok((table, log.records.len()))
     }
 
-    /// Appends `records` to the log, with one write and one sync.
-    pub(crate) fn append(&self, records: &[Record]) -> Result<()> {
-        if !records.is_empty() {
-            self.state.log(&self.log_path())?.append_batch(records)?;
+    /// Records `records`, already applied to `table` (which is the table
+    /// and log as loaded under the pool's lock, with every change made
+    /// since): appends them to the log with one write and one sync, or,
+    /// once the log would hold [`fold_at`] records or more, folds it: writes
+    /// `table` (the commit point) and empties the log. `logged` is how many
+    /// records the log holds, kept up to date.
+    ///
+    /// Folding here, and not only at a post, bounds the log in a pool that
+    /// only sees claims, releases and dones. A crash between the table's
+    /// rename and the log's emptying leaves records the table holds
+    /// already; applying them again changes nothing.
+    pub(crate) fn record(
+        &self,
+        table: &Table,
+        logged: &mut usize,
+        records: &[Record],
+    ) -> Result<()> {
+        if records.is_empty() {
+            return Ok(());
         }
+        if *logged + records.len() >= fold_at(table.items.len()) {
+            match self.write_table(table) {
+                Ok(()) => {
+                    self.state.write_bytes(&self.log_path(), b"")?;
+                    tracing::debug!(records = *logged + records.len(), "pool log folded");
+                    *logged = 0;
+                    return Ok(());
+                }
+                // The done and release records make the table grow: at
+                // the cap, keep logging rather than refuse the change.
+                Err(Error::TableFull { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.state.log(&self.log_path())?.append_batch(records)?;
+        *logged += records.len();
         Ok(())
     }
 

@@ -100,7 +100,9 @@
 //!   written, one canonical line each (`id` with `done`, or with
 //!   `released` and `releases`, the count after it). Readers apply it to
 //!   the table; applying a line twice changes nothing. A post folds it into
-//!   the table it writes, then empties it;
+//!   the table it writes, then empties it; so does a claim, release or done
+//!   that would bring it to a quarter of the items (at least 16 records),
+//!   so the log stays short in a pool that only sees claims and dones;
 //! - `pool/.table.json.lock`: the pool's kernel lock, held by every change.
 //!
 //! Every write is a durable replace, publish or append of the store. A
@@ -109,7 +111,10 @@
 //! which a retry of the post replaces. A claim's one write is the hook
 //! assignment. A release appends its reason to the log, then empties the
 //! hook (commit point); [`Pool::done`] appends the done (commit point),
-//! then clears the hook. A process killed at any point leaves every file
+//! then clears the hook. When a change folds the log, its record is the
+//! rewritten table instead of the append (then the log is emptied; a crash
+//! between leaves records the table already holds, which apply again
+//! without changing anything). A process killed at any point leaves every file
 //! whole (a torn last log line is an append that never committed), every
 //! item on at most one hook, and a pool that the next call finishes
 //! converging. A bad line inside the log fails every operation closed.

@@ -30,7 +30,7 @@ impl Pool {
     pub fn release(&self, agent: &AgentId, id: &ItemId, reason: &str) -> Result<Settled> {
         check_reason(reason)?;
         let _guard = self.lock()?;
-        let (table, _) = self.load("release work")?;
+        let (table, logged) = self.load("release work")?;
         let entry = Index::new(&table)
             .get(id)
             .cloned()
@@ -44,7 +44,7 @@ impl Pool {
             if hold.status == HookStatus::Completed {
                 return Err(Error::AlreadyDone { id: id.clone() });
             }
-            let entry = self.give_back(table, &hold.assignment, agent, reason)?;
+            let entry = self.give_back(table, logged, &hold.assignment, agent, reason)?;
             return Ok(Settled {
                 entry,
                 existing: false,
@@ -78,7 +78,7 @@ impl Pool {
     pub fn done(&self, agent: &AgentId, id: &ItemId) -> Result<Settled> {
         const OP: &str = "finish work";
         let _guard = self.lock()?;
-        let (mut table, _) = self.load(OP)?;
+        let (mut table, mut logged) = self.load(OP)?;
         let Some(n) = Index::new(&table).position(id) else {
             return Err(Error::NotFound { id: id.clone() });
         };
@@ -91,12 +91,13 @@ impl Pool {
                         at: self.state.now(),
                     };
                     table.items[n].done = Some(done.clone());
-                    self.append(&[Record {
+                    let record = Record {
                         id: id.clone(),
                         done: Some(done),
                         released: None,
                         releases: None,
-                    }])?;
+                    };
+                    self.record(&table, &mut logged, &[record])?;
                 }
                 self.retire(&hold)?;
                 tracing::debug!(item = %id, %agent, "work done");
@@ -127,7 +128,7 @@ impl Pool {
     ) -> Result<Option<Entry>> {
         check_reason(reason)?;
         let _guard = self.lock()?;
-        let (table, _) = self.load("return stalled work")?;
+        let (table, logged) = self.load("return stalled work")?;
         let id = ItemId::of_bead(&held.work.bead_id);
         match Index::new(&table).get(&id) {
             Some(e) if e.done.is_none() => {}
@@ -138,7 +139,7 @@ impl Pool {
                 if hold.assignment.same_fence(held) && hold.status != HookStatus::Completed => {}
             _ => return Ok(None),
         }
-        let entry = self.give_back(table, held, by, reason)?;
+        let entry = self.give_back(table, logged, held, by, reason)?;
         tracing::info!(item = %id, holder = %held.agent, %by, "stalled work returned to the pool");
         Ok(Some(entry))
     }
@@ -149,6 +150,7 @@ impl Pool {
     pub(crate) fn give_back(
         &self,
         mut table: Table,
+        mut logged: usize,
         held: &Assignment,
         by: &AgentId,
         reason: &str,
@@ -174,7 +176,7 @@ impl Pool {
                 releases: Some(table.items[n].releases + 1),
             };
             record.apply(&mut table.items[n]);
-            self.append(std::slice::from_ref(&record))?;
+            self.record(&table, &mut logged, std::slice::from_ref(&record))?;
         }
         match self.hooks.reassign(held) {
             Ok(_) => {}

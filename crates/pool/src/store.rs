@@ -403,7 +403,7 @@ impl Pool {
         const OP: &str = "claim work";
         let _guard = self.lock()?;
         let now = self.state.now();
-        let (mut table, _) = self.load(OP)?;
+        let (mut table, mut logged) = self.load(OP)?;
         let (mut holds, by_agent) = self.holds(OP)?;
         let mut records = record_completed(&mut table, &holds, now);
         let mut finished = None;
@@ -424,7 +424,7 @@ impl Pool {
                     });
                 }
                 let entry = entry.clone();
-                self.append(&records)?;
+                self.record(&table, &mut logged, &records)?;
                 return Ok(Some(Claimed {
                     entry,
                     assignment: mine.assignment.clone(),
@@ -445,12 +445,12 @@ impl Pool {
                     releases: None,
                 });
             }
-            self.append(&std::mem::take(&mut records))?;
+            self.record(&table, &mut logged, &std::mem::take(&mut records))?;
             self.retire(mine)?;
             holds.remove(&id);
             finished = Some(id);
         }
-        self.append(&records)?;
+        self.record(&table, &mut logged, &records)?;
         let view = View {
             index: Index::new(&table),
             holds: &holds,

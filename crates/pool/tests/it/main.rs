@@ -9,6 +9,7 @@
 mod input;
 mod lifecycle;
 mod procs;
+mod upkeep;
 
 use chipset_hook::Hooks;
 use chipset_pool::{ItemId, NewItem, Pool};

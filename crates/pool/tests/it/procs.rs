@@ -218,6 +218,15 @@ fn sigkill_at_any_point_leaves_every_item_readable_and_on_at_most_one_hook() {
             claimed <= 1,
             "round {round}: one agent holds at most one item"
         );
+        // Claims, releases and dones fold the log too: it stays under a
+        // quarter of the items (at least 16), a torn last line included.
+        let log = fs::read_to_string(t.state.root().join("pool/log.jsonl")).unwrap_or_default();
+        let bound = (list.len() / 4).max(16);
+        assert!(
+            log.lines().count() <= bound,
+            "round {round}: {} log lines over {bound}",
+            log.lines().count()
+        );
     }
     // The pool converges: the dead agent's item is returned as a witness
     // would, and another agent drains the rest.
