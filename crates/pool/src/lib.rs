@@ -150,7 +150,7 @@ mod transition;
 pub use error::{Error, Result};
 pub use format::{DoneRecord, Entry, Item, POOL_FORMAT, ReleaseRecord};
 pub use id::ItemId;
-pub use store::{Claimed, Pool, PoolCounts, Posted, Settled};
+pub use store::{Claimable, Claimed, Pool, PoolCounts, Posted, Settled};
 pub use transition::{Listed, NewItem, ReadyFilter, WorkState};
 
 /// The pool's directory under the state root: `pool/`.

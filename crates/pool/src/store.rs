@@ -90,6 +90,18 @@ impl PoolCounts {
     }
 }
 
+/// What one agent could claim now: [`Pool::claimable`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Claimable {
+    /// The ready items the filter keeps, most urgent first, then oldest.
+    pub ready: Vec<Entry>,
+    /// When the first deferred item the filter keeps becomes ready (its
+    /// `not_before`): no file changes then, so a wait for new work needs
+    /// this deadline.
+    pub next_ready_at: Option<chipset_store::Timestamp>,
+}
+
 /// What reading every hook found.
 pub(crate) struct Scan {
     /// What each hook holds, by item.
@@ -323,6 +335,49 @@ impl Pool {
                 state: WorkState::Ready,
             })
             .collect())
+    }
+
+    /// Returns what `agent` could claim now with `filter`, or `None` when
+    /// a claim would take nothing new: its hook holds work pending or
+    /// active, or completed work that is not a pool item (a claim is
+    /// refused until it is cleared). A hook that is missing, empty or holds
+    /// a completed pool item (which the claim records done) is free.
+    ///
+    /// For an agent's brief: reads the table, the log and every hook, and
+    /// writes nothing.
+    ///
+    /// # Errors
+    ///
+    /// As [`Pool::list`].
+    pub fn claimable(&self, agent: &AgentId, filter: &ReadyFilter) -> Result<Option<Claimable>> {
+        const OP: &str = "list claimable work";
+        let (table, _) = self.load(OP)?;
+        let (holds, by_agent) = self.holds(OP)?;
+        let view = View {
+            index: Index::new(&table),
+            holds: &holds,
+            now: self.state.now(),
+        };
+        if let Some(mine) = by_agent.get(agent) {
+            let id = ItemId::of_bead(&mine.assignment.work.bead_id);
+            if mine.status != HookStatus::Completed || view.index.get(&id).is_none() {
+                return Ok(None);
+            }
+        }
+        let next_ready_at = table
+            .items
+            .iter()
+            .filter(|e| filter.keeps(e))
+            .filter_map(|e| match view.state(e) {
+                WorkState::Deferred { until } => Some(until),
+                _ => None,
+            })
+            .min();
+        let ready = view.ready(filter).into_iter().cloned().collect();
+        Ok(Some(Claimable {
+            ready,
+            next_ready_at,
+        }))
     }
 
     /// Returns how many items are in each state, for a status screen.

@@ -358,7 +358,9 @@ pub struct Listed {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReadyFilter {
     labels: Vec<String>,
-    role: Option<String>,
+    /// `None`: every item; `Some(roles)`: items for one of `roles` or for
+    /// no role.
+    roles: Option<Vec<String>>,
 }
 
 impl ReadyFilter {
@@ -379,15 +381,27 @@ impl ReadyFilter {
     /// items for no role. Without a role, every item is kept.
     #[must_use]
     pub fn with_role(mut self, role: impl Into<String>) -> Self {
-        self.role = Some(role.into());
+        self.roles.get_or_insert_with(Vec::new).push(role.into());
+        self
+    }
+
+    /// Returns this filter for an agent holding `roles` (its directory
+    /// profile's): items for one of them and items for no role. Unlike a
+    /// filter without a role, an agent holding none is kept to the items
+    /// for no role.
+    #[must_use]
+    pub fn with_roles<S: Into<String>>(mut self, roles: impl IntoIterator<Item = S>) -> Self {
+        self.roles
+            .get_or_insert_with(Vec::new)
+            .extend(roles.into_iter().map(Into::into));
         self
     }
 
     /// Returns true when `entry` passes.
     pub fn keeps(&self, entry: &Entry) -> bool {
         self.labels.iter().all(|l| entry.labels.contains(l))
-            && match (&self.role, &entry.role) {
-                (Some(want), Some(has)) => want == has,
+            && match (&self.roles, &entry.role) {
+                (Some(want), Some(has)) => want.contains(has),
                 _ => true,
             }
     }
@@ -651,5 +665,17 @@ mod tests {
         assert!(!ReadyFilter::new().with_role("qa").keeps(&e));
         assert!(ReadyFilter::new().with_role("dev").keeps(&e));
         assert!(ReadyFilter::new().keeps(&e));
+        assert!(ReadyFilter::new().with_roles(["qa", "dev"]).keeps(&e));
+        assert!(
+            !ReadyFilter::new()
+                .with_roles(Vec::<String>::new())
+                .keeps(&e)
+        );
+        e.role = None;
+        assert!(
+            ReadyFilter::new()
+                .with_roles(Vec::<String>::new())
+                .keeps(&e)
+        );
     }
 }
