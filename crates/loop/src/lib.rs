@@ -149,6 +149,8 @@
 //! | mail | the inbox holds messages (unread = not archived) | urgent first, then oldest |
 //! | bus | the queue holds unacknowledged events | critical first, then oldest |
 //! | reminder | an open reminder (or a snoozed one now due) has `metadata.agent` = the agent | `nudge` severity before `info`, then oldest |
+//! | lease | a live lease of the agent's expires within [`LEASE_EXPIRY_WARNING`] | soonest to expire |
+//! | pool | the hook is free (missing, empty, or a completed pool item) and ready pool items are for no role or one of the agent's roles in the directory | the three most urgent, then oldest |
 //!
 //! A file that is there but unreadable is an item too ([`Item::unreadable`]),
 //! never "nothing". A reminder that names no agent wakes no one (reminders
@@ -160,7 +162,9 @@
 //! directory, inbox, bus queue and the reminder indexes: inotify wakes it
 //! within milliseconds, and a rescan every
 //! [`WatchConfig::rescan_interval`](chipset_store::WatchConfig::rescan_interval)
-//! (1 s by default) catches what a lost notification would miss.
+//! (1 s by default) catches what a lost notification would miss. What
+//! changes with no file changing (a lease drifting into its warning
+//! window, a deferred pool item becoming ready) wakes it at that instant.
 //! [`Attention::watch`] gives a [`BriefWatch`] whose
 //! [`next`](BriefWatch::next) returns each new brief as it changes. With
 //! the `tokio` cargo feature (off by default) each has an async form that

@@ -27,6 +27,10 @@ pub enum WorkKind {
     /// [`LEASE_EXPIRY_WARNING`](crate::LEASE_EXPIRY_WARNING): renew or
     /// release them.
     Lease,
+    /// Ready items in the work pool the agent could claim now: its hook is
+    /// free (missing, empty, or holding a completed pool item) and they are
+    /// for no role or for one of its roles in the directory.
+    Pool,
 }
 
 impl WorkKind {
@@ -39,6 +43,7 @@ impl WorkKind {
             WorkKind::Bus => "bus",
             WorkKind::Reminder => "reminder",
             WorkKind::Lease => "lease",
+            WorkKind::Pool => "pool",
         }
     }
 }
@@ -81,10 +86,16 @@ pub struct Entry {
     pub count: usize,
     /// The most urgent of them.
     pub top: Item,
+    /// The next most urgent after `top`, for a kind that names a few (the
+    /// pool: three items in all).
+    /// Left out of the JSON when empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub more: Vec<Item>,
 }
 
 impl fmt::Display for Entry {
-    /// One line: `mail (2): urgent request from mayor: review-plan [id]`.
+    /// One line: `mail (2): urgent request from mayor: review-plan [id]`,
+    /// then one indented line for each of [`Entry::more`].
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
@@ -93,7 +104,11 @@ impl fmt::Display for Entry {
             self.count,
             self.top.summary,
             self.top.id
-        )
+        )?;
+        for item in &self.more {
+            write!(f, "\n  {} [{}]", item.summary, item.id)?;
+        }
+        Ok(())
     }
 }
 

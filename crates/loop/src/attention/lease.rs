@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use chipset_lease::Leases;
-use chipset_store::AgentId;
+use chipset_store::{AgentId, Timestamp};
 
 use super::{Attention, Entry, Item, WorkKind, unreadable, unsupported};
 use crate::error::Result;
@@ -15,26 +15,41 @@ use crate::error::Result;
 pub const LEASE_EXPIRY_WARNING: Duration = Duration::from_secs(5 * 60);
 
 impl Attention {
-    pub(super) fn lease_entry(&self, agent: &AgentId) -> Result<Option<Entry>> {
+    /// Returns the lease entry of `agent`'s brief, and when it next changes
+    /// with no file changing: the soonest of the agent's live leases
+    /// drifting into the warning window, or leaving it by expiring.
+    pub(super) fn lease_entry(
+        &self,
+        agent: &AgentId,
+    ) -> Result<(Option<Entry>, Option<Timestamp>)> {
         let leases = Leases::new(self.hooks.state().clone());
         let now = self.hooks.state().now();
         let mut soon = match leases.live() {
             Ok(all) => all,
             Err(chipset_lease::Error::Corrupt { corruption, .. }) => {
-                return Ok(Some(unreadable(WorkKind::Lease, 1, &corruption)));
+                return Ok((Some(unreadable(WorkKind::Lease, 1, &corruption)), None));
             }
             Err(chipset_lease::Error::Unsupported { unsupported: u, .. }) => {
-                return Ok(Some(unsupported(WorkKind::Lease, 1, &u)));
+                return Ok((Some(unsupported(WorkKind::Lease, 1, &u)), None));
             }
             Err(e) => return Err(e.into()),
         };
-        soon.retain(|l| &l.holder == agent && l.expires_at.since(now) <= LEASE_EXPIRY_WARNING);
+        soon.retain(|l| &l.holder == agent);
+        let next = soon
+            .iter()
+            .map(|l| {
+                let warn = l.expires_at - LEASE_EXPIRY_WARNING;
+                if warn > now { warn } else { l.expires_at }
+            })
+            .filter(|at| *at > now)
+            .min();
+        soon.retain(|l| l.expires_at.since(now) <= LEASE_EXPIRY_WARNING);
         soon.sort_by_key(|l| l.expires_at);
         let Some(first) = soon.first() else {
-            return Ok(None);
+            return Ok((None, next));
         };
         let paths: Vec<String> = first.paths.iter().map(ToString::to_string).collect();
-        Ok(Some(Entry {
+        let entry = Entry {
             kind: WorkKind::Lease,
             count: soon.len(),
             top: Item {
@@ -49,7 +64,9 @@ impl Attention {
                 ),
                 unreadable: false,
             },
-        }))
+            more: Vec::new(),
+        };
+        Ok((Some(entry), next))
     }
 }
 
@@ -72,9 +89,20 @@ mod tests {
             .with_ttl(Duration::from_secs(60));
         leases.acquire(&other).unwrap();
         let attention = Attention::from_state(&t.state);
-        assert!(attention.lease_entry(&me).unwrap().is_none());
+        let expires = t.state.now() + Duration::from_secs(30 * 60);
+        let (entry, next) = attention.lease_entry(&me).unwrap();
+        assert!(entry.is_none());
+        // No file changes when the lease drifts into the window: the wait
+        // needs this deadline.
+        assert_eq!(next, Some(expires - LEASE_EXPIRY_WARNING));
         clock.advance(Duration::from_secs(26 * 60));
-        let entry = attention.lease_entry(&me).unwrap().unwrap();
+        let (entry, next) = attention.lease_entry(&me).unwrap();
+        let entry = entry.unwrap();
+        assert_eq!(
+            next,
+            Some(expires),
+            "then it changes when the lease expires"
+        );
         assert_eq!((entry.kind, entry.count), (WorkKind::Lease, 1));
         assert!(
             entry.top.summary.contains("src/auth/**"),
@@ -84,6 +112,6 @@ mod tests {
         let brief = attention.brief(&me).unwrap();
         assert!(brief.entries.iter().any(|e| e.kind == WorkKind::Lease));
         clock.advance(Duration::from_secs(5 * 60));
-        assert!(attention.lease_entry(&me).unwrap().is_none(), "expired");
+        assert_eq!(attention.lease_entry(&me).unwrap(), (None, None), "expired");
     }
 }

@@ -7,7 +7,9 @@ use chipset_bus::Bus;
 use chipset_hook::{HookStatus, Hooks};
 use chipset_mail::{InboxFilter, Mail, Message};
 use chipset_nudge::{KindRegistry, Nudge, Nudges, Received, Reminder, ReminderFilter, Reminders};
-use chipset_store::{AgentId, ReadOutcome, StateDir, WatchConfig, WatchTarget, WatchWake, Watcher};
+use chipset_store::{
+    AgentId, ReadOutcome, StateDir, Timestamp, WatchConfig, WatchTarget, WatchWake, Watcher,
+};
 
 use crate::error::Result;
 
@@ -21,6 +23,7 @@ pub const REMINDER_AGENT_FIELD: &str = "agent";
 
 mod brief;
 mod lease;
+mod pool;
 
 pub use brief::{Brief, Entry, Item, WorkKind};
 pub use lease::LEASE_EXPIRY_WARNING;
@@ -108,31 +111,69 @@ impl Attention {
     /// be opened. A file that is there but unreadable is not an error: it
     /// is an item with [`Item::unreadable`] set, never "nothing there".
     pub fn brief(&self, agent: &AgentId) -> Result<Brief> {
+        Ok(self.look(agent, self.pool_present())?.brief)
+    }
+
+    /// Reads `agent`'s brief, and when it next changes with no file
+    /// changing. `pool` says whether the pool's directory exists (one
+    /// `stat`, made by the caller): without it the pool costs nothing more.
+    fn look(&self, agent: &AgentId, pool: bool) -> Result<Look> {
         let mut entries = Vec::new();
         entries.extend(self.hook_entry(agent)?);
         entries.extend(self.nudge_entry(agent)?);
         entries.extend(self.mail_entry(agent)?);
         entries.extend(self.bus_entry(agent)?);
         entries.extend(self.reminder_entry(agent)?);
-        entries.extend(self.lease_entry(agent)?);
-        Ok(Brief {
-            agent: agent.clone(),
-            entries,
+        let (lease, lease_at) = self.lease_entry(agent)?;
+        entries.extend(lease);
+        let (work, work_at) = if pool {
+            self.pool_entry(agent)?
+        } else {
+            (None, None)
+        };
+        entries.extend(work);
+        let wake_at = match (lease_at, work_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        Ok(Look {
+            brief: Brief {
+                agent: agent.clone(),
+                entries,
+            },
+            wake_at,
         })
     }
 
-    /// Returns the places whose changes can change `agent`'s brief.
+    /// Returns the places whose changes can change `agent`'s brief. Once
+    /// the pool's directory exists they take in the pool, every hook (a
+    /// completed dependency makes an item ready) and the agent's directory
+    /// profile (its roles choose the items); a wait watching without the
+    /// pool watches again when it appears.
     pub fn targets(&self, agent: &AgentId) -> Vec<WatchTarget> {
+        self.targets_with(agent, self.pool_present())
+    }
+
+    fn targets_with(&self, agent: &AgentId, pool: bool) -> Vec<WatchTarget> {
         let [open, snoozed] = self.reminders.index_dirs();
-        vec![
+        let state = self.hooks.state();
+        let mut targets = vec![
             WatchTarget::file(self.hooks.path(agent)),
             WatchTarget::dir(self.nudges.agent_dir(agent)),
             WatchTarget::dir(self.mail.inbox_dir(agent)),
             WatchTarget::dir(self.bus.queue_dir(agent)),
             WatchTarget::tree(open),
             WatchTarget::tree(snoozed),
-            WatchTarget::dir(self.hooks.state().channel(chipset_lease::LEASE_CHANNEL)),
-        ]
+            WatchTarget::dir(state.channel(chipset_lease::LEASE_CHANNEL)),
+            WatchTarget::dir(self.pool_dir()),
+        ];
+        if pool {
+            targets.push(WatchTarget::dir(self.hooks.dir()));
+            targets.push(WatchTarget::file(
+                chipset_directory::Directory::new(state.clone()).path(agent),
+            ));
+        }
+        targets
     }
 
     /// Returns a watch on `agent`'s brief: [`BriefWatch::next`] blocks until
@@ -143,13 +184,40 @@ impl Attention {
     /// [`Error::Store`](crate::Error::Store) when a directory on the way to
     /// one of the agent's places is a symlink or not a directory.
     pub fn watch(&self, agent: &AgentId) -> Result<BriefWatch> {
-        let watcher = Watcher::new(self.hooks.state(), self.targets(agent), self.config.watch)?;
+        let pool = self.pool_present();
+        let watcher = self.watcher(agent, pool)?;
         Ok(BriefWatch {
             attention: self.clone(),
             agent: agent.clone(),
             watcher,
+            pool,
             last: None,
         })
+    }
+
+    fn watcher(&self, agent: &AgentId, pool: bool) -> Result<Watcher> {
+        Ok(Watcher::new(
+            self.hooks.state(),
+            self.targets_with(agent, pool),
+            self.config.watch,
+        )?)
+    }
+
+    /// How long the next wait of the watcher may last: what is left of
+    /// `deadline`, and no later than `wake_at`, when the brief changes with
+    /// no file changing (a lease drifting into its warning window, a
+    /// deferred item becoming ready).
+    fn slice(&self, deadline: Deadline, wake_at: Option<Timestamp>) -> Duration {
+        let left = deadline.left();
+        match wake_at {
+            // At least a millisecond: timestamps are in milliseconds, and a
+            // wait of zero would spin until the clock ticks.
+            Some(at) => left.min(
+                at.since(self.hooks.state().now())
+                    .max(Duration::from_millis(1)),
+            ),
+            None => left,
+        }
     }
 
     /// Returns as soon as something needs `agent` (at once if something
@@ -169,14 +237,21 @@ impl Attention {
 
     fn wait_until(&self, agent: &AgentId, deadline: Deadline) -> Result<Brief> {
         // Watch first, read second: nothing changed in between is missed.
-        let mut watcher = Watcher::new(self.hooks.state(), self.targets(agent), self.config.watch)?;
+        let mut pool = self.pool_present();
+        let mut watcher = self.watcher(agent, pool)?;
         loop {
-            let brief = self.brief(agent)?;
-            if !brief.is_empty() {
-                return Ok(brief);
+            let look = self.look(agent, pool)?;
+            if !look.brief.is_empty() {
+                return Ok(look.brief);
             }
-            if watcher.wait(deadline.left()) == WatchWake::TimedOut && deadline.passed() {
+            let wake = watcher.wait(self.slice(deadline, look.wake_at));
+            if wake == WatchWake::TimedOut && deadline.passed() {
                 return self.brief(agent);
+            }
+            // The pool appeared: watch it (and the hooks) before reading.
+            if !pool && self.pool_present() {
+                pool = true;
+                watcher = self.watcher(agent, pool)?;
             }
         }
     }
@@ -204,6 +279,7 @@ impl Attention {
                     kind: WorkKind::Hook,
                     count: 1,
                     top,
+                    more: Vec::new(),
                 })
             }
             ReadOutcome::Value(_) => None,
@@ -237,6 +313,7 @@ impl Attention {
                 ),
                 unreadable: false,
             },
+            more: Vec::new(),
         };
         Ok(match self.nudges.receive(agent)? {
             ReadOutcome::Value(Received::New(n) | Received::Unsure { nudge: n, .. }) => {
@@ -274,6 +351,7 @@ impl Attention {
             kind: WorkKind::Mail,
             count: messages.len(),
             top: mail_item(top),
+            more: Vec::new(),
         }))
     }
 
@@ -293,6 +371,7 @@ impl Attention {
                     summary: format!("{} {} from {}", e.priority.as_str(), e.kind, e.source),
                     unreadable: false,
                 },
+                more: Vec::new(),
             }));
         }
         Ok(pending.unreadable.first().map(|bad| Entry {
@@ -311,6 +390,7 @@ impl Attention {
                 },
                 unreadable: true,
             },
+            more: Vec::new(),
         }))
     }
 
@@ -357,6 +437,7 @@ impl Attention {
                 ),
                 unreadable: false,
             },
+            more: Vec::new(),
         }))
     }
 }
@@ -417,6 +498,7 @@ fn bad_file(kind: WorkKind, count: usize, path: &std::path::Path, summary: Strin
             summary,
             unreadable: true,
         },
+        more: Vec::new(),
     }
 }
 
@@ -456,12 +538,20 @@ impl Deadline {
     }
 }
 
+/// A brief, and when it next changes with no file changing.
+struct Look {
+    brief: Brief,
+    wake_at: Option<Timestamp>,
+}
+
 /// A watch on one agent's brief, made by [`Attention::watch`].
 #[derive(Debug)]
 pub struct BriefWatch {
     attention: Attention,
     agent: AgentId,
     watcher: Watcher,
+    /// Whether the watcher watches the pool (its directory existed).
+    pool: bool,
     last: Option<Brief>,
 }
 
@@ -492,7 +582,7 @@ impl BriefWatch {
 
     fn next_until(&mut self, deadline: Deadline) -> Result<Option<Brief>> {
         loop {
-            let brief = self.attention.brief(&self.agent)?;
+            let Look { brief, wake_at } = self.attention.look(&self.agent, self.pool)?;
             let changed = match &self.last {
                 None => !brief.is_empty(),
                 Some(last) => *last != brief,
@@ -504,8 +594,13 @@ impl BriefWatch {
             if self.last.is_none() {
                 self.last = Some(brief);
             }
-            if self.watcher.wait(deadline.left()) == WatchWake::TimedOut && deadline.passed() {
+            let wake = self.watcher.wait(self.attention.slice(deadline, wake_at));
+            if wake == WatchWake::TimedOut && deadline.passed() {
                 return Ok(None);
+            }
+            if !self.pool && self.attention.pool_present() {
+                self.pool = true;
+                self.watcher = self.attention.watcher(&self.agent, true)?;
             }
         }
     }

@@ -254,7 +254,8 @@ fn an_attention_reports_its_config() {
 /// A wait watches each place that can change the brief: the hook file, the
 /// agent's nudge folder, inbox and queue, and the reminders' open and
 /// snoozed trees (a reminder for the agent may sit in any folder below),
-/// and the lease table's folder (its leases about to expire).
+/// the lease table's folder (its leases about to expire) and the pool's
+/// folder (whose appearance adds every hook and the agent's profile).
 #[test]
 fn an_agent_is_watched_where_its_brief_can_change() {
     let tmp = TempState::new();
@@ -284,6 +285,7 @@ fn an_agent_is_watched_where_its_brief_can_change() {
             ("reminders/open".to_owned(), "tree"),
             ("reminders/snoozed".to_owned(), "tree"),
             ("leases".to_owned(), "dir"),
+            ("pool".to_owned(), "dir"),
         ]
     );
 }
