@@ -200,3 +200,56 @@ fn wait_returns_on_each_channel() {
         assert_eq!(doc["entries"][0]["kind"], kind);
     }
 }
+
+/// Ready pool work shows in the brief of an agent whose hook is free (the
+/// three most urgent), a wait wakes when it is posted, and a claim puts it
+/// on the hook instead.
+#[test]
+fn brief_and_wait_show_claimable_pool_work() {
+    let mut env = Env::new();
+    let child = env
+        .command(&["--json", "wait", "alpha", "--timeout", "120"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    thread::sleep(Duration::from_millis(200));
+    let post = |env: &mut Env, id: &str, priority: &str, title: &str| {
+        env.ok(&[
+            "work",
+            "post",
+            "--agent",
+            "lead",
+            "--id",
+            id,
+            "--priority",
+            priority,
+            title,
+        ]);
+    };
+    post(&mut env, "schema", "1", "Design the schema");
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["timed_out"], false);
+    assert_eq!(doc["entries"][0]["kind"], "pool");
+    assert_eq!(doc["entries"][0]["top"]["id"], "schema");
+    post(&mut env, "api", "2", "Write the API");
+    post(&mut env, "docs", "3", "Document it");
+    post(&mut env, "ci", "0", "Fix CI");
+    env.take();
+    assert_eq!(
+        env.ok(&["brief", "alpha"]).stdout,
+        "pool (4): ready to claim: P0 Fix CI [ci]\n  P1 Design the schema [schema]\n  P2 Write the API [api]\n"
+    );
+    let doc = env.ok(&["--json", "brief", "alpha"]).json();
+    assert_eq!(doc["entries"][0]["count"], 4);
+    assert_eq!(doc["entries"][0]["more"].as_array().unwrap().len(), 2);
+    env.ok(&["work", "claim", "--agent", "alpha"]);
+    let brief = env.ok(&["brief", "alpha"]).stdout;
+    assert!(
+        brief.starts_with("hook (1): pending work: Fix CI"),
+        "{brief}"
+    );
+    assert!(!brief.contains("pool"), "{brief}");
+}

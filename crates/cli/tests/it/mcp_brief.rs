@@ -82,6 +82,21 @@ fn brief_and_wait_follow_every_channel() {
             .map(|e| e["kind"].as_str().unwrap())
             .collect();
         assert_eq!(kinds, ["hook", "reminder"]);
+
+        // Ready pool work wakes the wait of an agent whose hook is free.
+        let b = stdio(&env, "b").await;
+        let waiting = call(&b, "wait", json!({"timeout_seconds": 60}));
+        let lead = async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let run = env.run(&["work", "post", "--agent", "lead", "--id", "w1", "Ship it"]);
+            assert_eq!(run.code, 0);
+        };
+        let (r, ()) = tokio::join!(waiting, lead);
+        assert_eq!(ok(&r)["entries"][0]["kind"], "pool");
+        assert_eq!(ok(&r)["entries"][0]["top"]["id"], "w1");
+        let r = call(&b, "brief", json!({})).await;
+        assert_eq!(text(&r), "pool (1): ready to claim: P2 Ship it [w1]\n");
+        b.cancel().await.unwrap();
         let r = call(&c, "wait", json!({"timeout_seconds": 5000})).await;
         assert_eq!(refused(&r), "timeout_seconds must be between 0 and 3600, not 5000");
         c.cancel().await.unwrap();
