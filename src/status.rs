@@ -75,7 +75,8 @@ pub struct AgentLine {
 }
 
 /// An agent's directory profile in a [`Status`]: its roles (the lists it
-/// is on), program and model.
+/// is on), program, model, host, current task, and when chipset last saw
+/// it active.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct ProfileLine {
@@ -87,14 +88,28 @@ pub struct ProfileLine {
     /// The model.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The host it runs on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// What it says it is working on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+    /// Its latest activity chipset saw (`at`, `source`), computed from
+    /// files other channels write; `None` in [`Chipset::agent_status`],
+    /// which reads only the agent's own files.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_seen: Option<chipset_directory::Seen>,
 }
 
 impl ProfileLine {
-    fn of(p: &chipset_directory::Profile) -> Self {
+    fn of(p: &chipset_directory::Profile, last_seen: Option<chipset_directory::Seen>) -> Self {
         ProfileLine {
             roles: p.roles.clone(),
             program: p.program.clone(),
             model: p.model.clone(),
+            host: p.host.clone(),
+            task: p.task.clone(),
+            last_seen,
         }
     }
 }
@@ -220,10 +235,16 @@ impl Chipset {
         let reminders = self.reminder_counts()?;
         let profiles: BTreeMap<AgentId, ProfileLine> = self
             .directory()
-            .profiles()
+            .list(&chipset_directory::Filter::default())
             .map_err(directory_error)?
+            .agents
             .iter()
-            .map(|p| (p.name.clone(), ProfileLine::of(p)))
+            .map(|i| {
+                (
+                    i.profile.name.clone(),
+                    ProfileLine::of(&i.profile, Some(i.last_seen)),
+                )
+            })
             .collect();
         let agents: BTreeSet<&AgentId> = hooks
             .keys()
@@ -281,7 +302,7 @@ impl Chipset {
                 inbox: self.mail().inbox_len(agent)?,
                 bus: Some(BusLine::of(&bus)),
                 profile: match self.directory().read(agent).map_err(directory_error)? {
-                    ReadOutcome::Value(p) => Some(ProfileLine::of(&p)),
+                    ReadOutcome::Value(p) => Some(ProfileLine::of(&p, None)),
                     _ => None,
                 },
             },

@@ -34,6 +34,7 @@ fn render(ctx: &Ctx, status: &Status) -> String {
     } else {
         table.render(ctx.paint)
     };
+    text.push_str(&profiles(ctx, status));
     let reminders = &status.reminders;
     let by_kind: Vec<String> = reminders
         .by_kind
@@ -73,6 +74,47 @@ fn render(ctx: &Ctx, status: &Status) -> String {
         ));
     }
     text
+}
+
+/// The registered agents' profiles, as `chipset agent list` shows them:
+/// a second table under the first, only when an agent is registered, so
+/// that the first stays within 80 columns.
+fn profiles(ctx: &Ctx, status: &Status) -> String {
+    let mut table = Table::new(&[
+        "PROFILE", "ROLES", "PROGRAM", "MODEL", "HOST", "SEEN", "TASK",
+    ]);
+    let dim = |v: &Option<String>| {
+        v.as_ref()
+            .map_or_else(|| Cell::toned("-", Tone::Dim), |v| Cell::plain(v.clone()))
+    };
+    for line in &status.agents {
+        let Some(p) = &line.profile else { continue };
+        let roles: Vec<&str> = p.roles.iter().map(|r| r.as_str()).collect();
+        let seen = p.last_seen.as_ref().map_or_else(
+            || Cell::toned("-", Tone::Dim),
+            |s| {
+                Cell::plain(format!(
+                    "{} ago ({})",
+                    output::age(ctx.state.now(), s.at),
+                    s.source.as_str()
+                ))
+            },
+        );
+        table.row(vec![
+            line.agent.to_string().into(),
+            dim(&(!roles.is_empty()).then(|| roles.join(","))),
+            dim(&p.program),
+            dim(&p.model),
+            dim(&p.host),
+            seen,
+            dim(&p.task),
+        ]);
+    }
+    if table.is_empty() {
+        String::new()
+    } else {
+        table.render(ctx.paint)
+    }
 }
 
 fn hook(line: &HookLine) -> Vec<Cell> {

@@ -213,3 +213,59 @@ fn doctor_fails_while_problems_need_a_person() {
     assert_eq!(json.json()["remaining"], 1);
     snap!("doctor_stray", env.take());
 }
+
+/// A registered agent's profile (roles, program, model, host, last seen,
+/// task) shows in the text of `status`, not only in its JSON, as a second
+/// table that an unregistered team never sees.
+#[test]
+fn status_text_shows_the_profiles() {
+    let mut env = Env::new();
+    env.ok(&[
+        "agent",
+        "register",
+        "ann",
+        "--roles",
+        "qa,dev",
+        "--program",
+        "codex",
+        "--model",
+        "gpt-5",
+        "--host",
+        "box-1",
+        "--task",
+        "auth refactor",
+    ]);
+    env.ok(&["agent", "register", "bob"]);
+    env.ok(&["hook", "assign", "cy", "--bead", "gt-1", "--title", "t"]);
+    let text = env.ok(&["status"]).stdout;
+    let lines: Vec<&str> = text.lines().collect();
+    // The agents' table (header, ann, bob, cy), the profiles' table
+    // (header, ann, bob), the reminders.
+    assert_eq!(lines.len(), 8, "{text}");
+    assert!(
+        lines[4].starts_with("PROFILE  ROLES   PROGRAM  MODEL  HOST"),
+        "{text}"
+    );
+    let ann = lines[5];
+    for part in [
+        "ann",
+        "dev,qa",
+        "codex",
+        "gpt-5",
+        "box-1",
+        "ago (registered)",
+    ] {
+        assert!(ann.contains(part), "{part}: {ann}");
+    }
+    assert!(ann.ends_with("auth refactor"), "{ann}");
+    assert!(lines[6].starts_with("bob      -"), "{}", lines[6]);
+    let json = env.ok(&["--json", "status"]).json();
+    let profile = &json["agents"][0]["profile"];
+    assert_eq!(profile["host"], "box-1");
+    assert_eq!(profile["task"], "auth refactor");
+    assert_eq!(profile["last_seen"]["source"], "registered");
+    assert!(
+        json["agents"][2].get("profile").is_none(),
+        "cy is not registered"
+    );
+}
