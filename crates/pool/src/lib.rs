@@ -119,6 +119,17 @@
 //! item on at most one hook, and a pool that the next call finishes
 //! converging. A bad line inside the log fails every operation closed.
 //!
+//! # Doctor
+//!
+//! [`Pool::doctor`] checks, under the pool's lock, that the table and the
+//! log read, that the item files agree with the table (none missing,
+//! changed or orphaned by a post cut short) and that no hook holds an
+//! item twice or after it was done. With a fix it rebuilds a corrupt or
+//! lost table from the item files, the log and the hooks, folds a log
+//! with a bad line into the table and moves it aside, moves orphans aside
+//! and clears hooks still holding done items; `chipset doctor` runs it as
+//! its `pool` area.
+//!
 //! # Retries
 //!
 //! A post with the caller's id and the same content returns the first
@@ -139,6 +150,7 @@
 
 #![forbid(unsafe_code)]
 
+mod doctor;
 mod error;
 mod files;
 mod format;
