@@ -20,8 +20,8 @@ pub struct Checkup {
     /// The mode the doctors ran in.
     pub mode: DoctorMode,
     /// One per channel, in this order: `hooks`, `nudge`, `reminders`,
-    /// `mail`, `bus`, `loop`, `leases`, `directory`; then `search` when the
-    /// search index was damaged or could not be rebuilt.
+    /// `mail`, `bus`, `loop`, `leases`, `directory`, `pool`; then `search`
+    /// when the search index was damaged or could not be rebuilt.
     pub areas: Vec<Area>,
     /// With [`DoctorMode::Check`], the stale temp files outside `bus/`
     /// (whose doctor reports its own).
@@ -36,7 +36,7 @@ pub struct Checkup {
 #[non_exhaustive]
 pub struct Area {
     /// The channel's name: `hooks`, `nudge`, `reminders`, `mail`, `bus`,
-    /// `loop`, `leases`, `directory`, `search`.
+    /// `loop`, `leases`, `directory`, `pool`, `search`.
     pub name: &'static str,
     /// Its report; an error when it could not finish (an unreadable
     /// directory, a lock path that is a directory). The other areas still ran.
@@ -88,7 +88,7 @@ impl Chipset {
         mode: DoctorMode,
         mut sink: Option<&mut dyn FnMut(&'static str, Finding)>,
     ) -> Result<Checkup> {
-        let mut areas = Vec::with_capacity(8);
+        let mut areas = Vec::with_capacity(10);
         keep(
             &mut areas,
             &mut sink,
@@ -120,6 +120,12 @@ impl Chipset {
         );
         let directory = self.directory().doctor(mode);
         keep(&mut areas, &mut sink, area("directory", directory));
+        // After the hooks: a pool item on a repaired hook counts as it is now.
+        keep(
+            &mut areas,
+            &mut sink,
+            area("pool", self.pool().doctor(mode)),
+        );
         if let Some(search) = self.search_doctor(mode) {
             keep(&mut areas, &mut sink, area("search", search));
         }

@@ -164,7 +164,8 @@ fn the_doctor_checks_every_channel_and_fixes_into_one_report() {
             "bus",
             "loop",
             "leases",
-            "directory"
+            "directory",
+            "pool"
         ]
     );
     let areas: Vec<&str> = check.findings().map(|(area, _)| area).collect();

@@ -269,3 +269,29 @@ fn status_text_shows_the_profiles() {
         "cy is not registered"
     );
 }
+
+/// `chipset doctor` checks the work pool as its `pool` area; `--fix`
+/// rebuilds a corrupt table from the item files and says so.
+#[test]
+fn doctor_rebuilds_a_corrupt_pool_table() {
+    let mut env = Env::new();
+    env.ok(&["work", "post", "--agent", "lead", "--id", "a", "First"]);
+    env.ok(&["work", "post", "--agent", "lead", "--id", "b", "Second"]);
+    env.ok(&["work", "claim", "--agent", "alice", "a"]);
+    fs::write(env.root().join("pool/table.json"), "{").unwrap();
+    let failed = env.run(&["work", "ready"]);
+    assert_ne!(failed.code, 0, "the pool fails closed");
+    let check = env.run(&["doctor"]);
+    assert_eq!(check.code, 1, "{check:?}");
+    assert!(check.stdout.contains("pool"), "{}", check.stdout);
+    let fix = env.ok(&["doctor", "--fix"]);
+    assert!(
+        fix.stdout.contains("rebuilt the table from 2 item files"),
+        "{}",
+        fix.stdout
+    );
+    let list = env.ok(&["work", "list"]).stdout;
+    assert!(list.contains("a P2 [claimed by alice"), "{list}");
+    assert!(list.contains("b P2 [ready]"), "{list}");
+    env.ok(&["doctor"]);
+}
