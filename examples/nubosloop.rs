@@ -81,14 +81,14 @@ impl Agents {
             mail.send(&NewMessage::response(
                 self.executor.clone(),
                 self.critic.clone(),
-                r.id().clone(),
-                r.subject(),
+                r.id.clone(),
+                r.subject.clone(),
                 answer,
             ))?;
             say(
                 round,
                 "executor",
-                format!("answers {}: \"{answer}\"", r.subject()),
+                format!("answers {}: \"{answer}\"", r.subject),
             );
         }
         Ok(())
@@ -215,7 +215,7 @@ fn main() -> Result<()> {
             swept.moved
         ),
     );
-    let where_now = mail.locate(question.id())?;
+    let where_now = mail.locate(&question.id)?;
 
     // Task two: the answer does not satisfy the critic, who asks again.
     let task2 = TaskId::new("M005-S007-T0002")?;

@@ -22,7 +22,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ask = NewMessage::request(cat.clone(), mayor.clone(), task.clone(), "scope", "Usage?");
     let ask = mail.send(&ask)?;
     let before = mail.pending_replies(&task)?.len();
-    let yes = NewMessage::response(mayor.clone(), cat.clone(), ask.id().clone(), "scope", "yes");
+    let yes = NewMessage::response(mayor.clone(), cat.clone(), ask.id.clone(), "scope", "yes");
     mail.send(&yes)?;
     let after = mail.pending_replies(&task)?.len();
     println!("the gate: {before} request pending, {after} once answered");

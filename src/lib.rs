@@ -24,7 +24,7 @@
 //! // The agent asks; its task may not commit until the mayor answers.
 //! let ask = chipset.mail().send(&NewMessage::request(polecat.clone(), mayor.clone(), task.clone(), "which-section", "Usage or Install?"))?;
 //! assert_eq!(chipset.mail().pending_replies(&task)?.len(), 1);
-//! chipset.mail().send(&NewMessage::response(mayor.clone(), polecat.clone(), ask.id().clone(), "which-section", "Usage"))?;
+//! chipset.mail().send(&NewMessage::response(mayor.clone(), polecat.clone(), ask.id.clone(), "which-section", "Usage"))?;
 //! assert!(chipset.mail().pending_replies(&task)?.is_empty()); // the gate clears
 //!
 //! // The agent tells the mayor, who wakes; then the agent completes.

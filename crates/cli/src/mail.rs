@@ -34,7 +34,7 @@ pub(crate) fn run(ctx: &Ctx, command: MailCommand) -> Result<Output> {
         MailCommand::Send(args) => {
             let message = mail.send(&draft(args)?)?;
             Ok(Output::new(
-                format!("{}\n", message.id()),
+                format!("{}\n", message.id),
                 output::json(&message),
             ))
         }
@@ -59,7 +59,7 @@ pub(crate) fn run(ctx: &Ctx, command: MailCommand) -> Result<Output> {
             };
             let mut messages = mail.inbox(&agent, &filter)?;
             if let Some(after) = after {
-                messages.retain(|m| *m.id() > after);
+                messages.retain(|m| m.id > after);
             }
             let empty = format!("no messages for {agent}\n");
             Ok(listing(ctx.paint, &messages, true, &empty))
@@ -288,21 +288,19 @@ fn send_group(ctx: &Ctx, mail: &Mail, args: MailSend) -> Result<Output> {
         GroupMessage::notify(from, agents, task, subject, body)
     };
     if let Some(expects) = expects_reply {
-        draft = draft.with_expects(expects.into());
+        draft.expects = expects.into();
     }
-    if let Some(round) = round {
-        draft = draft.with_round(round);
-    }
+    draft.round = round;
     if let Some(priority) = priority {
-        draft = draft.with_priority(priority.into());
+        draft.priority = priority.into();
     }
     if let Some(id) = id {
-        draft = draft.with_id(id);
+        draft.id = Some(id);
     }
     let sent = mail.send_group(&draft)?;
     let mut text = format!("{}\n", sent.id);
     for m in &sent.messages {
-        let _ = writeln!(text, "{} {}", m.id(), m.to());
+        let _ = writeln!(text, "{} {}", m.id, m.to);
     }
     Ok(Output::new(text, output::json(&GroupSentView::of(&sent))))
 }
@@ -352,22 +350,22 @@ fn listing(paint: Paint, messages: &[Message], bodies: bool, empty: &str) -> Out
         } else {
             Tone::Plain
         };
-        let priority_tone = match m.priority() {
+        let priority_tone = match m.priority {
             MailPriority::Urgent => Tone::Bad,
             MailPriority::Low => Tone::Dim,
             _ => Tone::Plain,
         };
         table.row(vec![
-            m.id().to_string().into(),
-            Cell::toned(m.kind().as_str(), kind_tone),
-            m.from().to_string().into(),
-            m.to().to_string().into(),
+            m.id.to_string().into(),
+            Cell::toned(m.kind.as_str(), kind_tone),
+            m.from.to_string().into(),
+            m.to.to_string().into(),
             m.task().to_string().into(),
-            m.round()
+            m.round
                 .map_or_else(|| "-".to_owned(), |r| r.to_string())
                 .into(),
-            Cell::toned(m.priority().as_str(), priority_tone),
-            m.subject().into(),
+            Cell::toned(m.priority.as_str(), priority_tone),
+            m.subject.clone().into(),
         ]);
     }
     let rendered = table.render(paint);
@@ -376,7 +374,7 @@ fn listing(paint: Paint, messages: &[Message], bodies: bool, empty: &str) -> Out
         text.push_str(line);
         text.push('\n');
         if bodies && i > 0 {
-            for body_line in messages[i - 1].body().lines() {
+            for body_line in messages[i - 1].body.lines() {
                 text.push_str("    ");
                 text.push_str(body_line);
                 text.push('\n');

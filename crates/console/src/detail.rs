@@ -134,11 +134,11 @@ fn agent_detail(chipset: &Chipset, now: Timestamp, agent: &AgentId) -> Detail {
             for m in messages.iter().rev().take(LIST_CAP) {
                 d.line(format!(
                     "  {} ago {} from {} [{}] {}",
-                    short_age(now.since(m.created_at())),
-                    m.kind(),
-                    m.from(),
+                    short_age(now.since(m.created_at)),
+                    m.kind,
+                    m.from,
                     m.task(),
-                    m.subject()
+                    m.subject
                 ));
             }
         }
@@ -192,16 +192,16 @@ fn thread_detail(chipset: &Chipset, now: Timestamp, id: &MessageId) -> Detail {
     match chipset.mail().thread(id) {
         Ok(messages) => {
             for m in messages {
-                let here = if m.id() == id { "▶" } else { " " };
+                let here = if m.id == *id { "▶" } else { " " };
                 d.line(format!(
                     "{here} {} ago {} {} → {}: {}",
-                    short_age(now.since(m.created_at())),
-                    m.kind(),
-                    m.from(),
-                    m.to(),
-                    m.subject()
+                    short_age(now.since(m.created_at)),
+                    m.kind,
+                    m.from,
+                    m.to,
+                    m.subject
                 ));
-                for body in m.body().lines().take(4) {
+                for body in m.body.lines().take(4) {
                     d.line(format!("    {body}"));
                 }
             }

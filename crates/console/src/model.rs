@@ -499,14 +499,14 @@ fn leases(now: Timestamp, leases: &[chipset::lease::Lease]) -> Table {
 
 pub(crate) fn request_row(now: Timestamp, m: &Message) -> Row {
     Row::new(
-        m.id().to_string(),
+        m.id.to_string(),
         vec![
             m.task().to_string(),
-            m.from().to_string(),
-            m.to().to_string(),
-            short_age(now.since(m.created_at())),
-            m.subject().to_owned(),
-            m.id().to_string(),
+            m.from.to_string(),
+            m.to.to_string(),
+            short_age(now.since(m.created_at)),
+            m.subject.to_owned(),
+            m.id.to_string(),
         ],
         Mark::Warn,
     )

@@ -139,13 +139,13 @@ impl Requests {
         let mut tasks = BTreeMap::new();
         let mut waiting = BTreeSet::new();
         for m in &messages {
-            if !known.tasks.contains_key(m.id()) {
+            if !known.tasks.contains_key(&m.id) {
                 dirty.insert(m.task().clone());
             }
-            if m.kind() == Kind::Request && m.needs_reply() {
+            if m.kind == Kind::Request && m.needs_reply() {
                 waiting.insert(m.task().clone());
             }
-            tasks.insert(m.id().clone(), m.task().clone());
+            tasks.insert(m.id.clone(), m.task().clone());
         }
         for (id, task) in &known.tasks {
             if !tasks.contains_key(id) {

@@ -109,7 +109,7 @@ impl Channels {
                     .inbox(to, &chipset_mail::InboxFilter::default())
                     .unwrap()
                 {
-                    let _ = self.mail.archive(m.id()).unwrap();
+                    let _ = self.mail.archive(&m.id).unwrap();
                 }
             }
             WorkKind::Bus => {

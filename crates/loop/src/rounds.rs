@@ -310,8 +310,8 @@ impl Round {
                 replies: pending
                     .iter()
                     .map(|m| PendingReply {
-                        id: m.id().clone(),
-                        subject: m.subject().to_owned(),
+                        id: m.id.clone(),
+                        subject: m.subject.to_owned(),
                     })
                     .collect(),
             },

@@ -359,7 +359,7 @@ impl Worker {
             COMPLETION_REPORT,
             message.to_body(),
         );
-        let report = self.channels.mail.send(&draft)?.id().clone();
+        let report = self.channels.mail.send(&draft)?.id.clone();
         let event = NewEvent::new(self.me.as_str(), WORK_COMPLETED_EVENT)
             .priority(BusPriority::High)
             .payload(message.to_payload())
@@ -390,9 +390,9 @@ impl Worker {
         };
         match self.channels.mail.inbox(&self.me, &filter) {
             Ok(messages) => {
-                for m in messages.iter().filter(|m| m.subject() == WORK_ASSIGNMENT) {
-                    if let Err(e) = self.channels.mail.archive(m.id()) {
-                        tracing::warn!(id = %m.id(), error = %e, "could not archive the work assignment");
+                for m in messages.iter().filter(|m| m.subject == WORK_ASSIGNMENT) {
+                    if let Err(e) = self.channels.mail.archive(&m.id) {
+                        tracing::warn!(id = %m.id, error = %e, "could not archive the work assignment");
                     }
                 }
             }

@@ -80,10 +80,10 @@ impl Template {
         let tmp = tempfile::tempdir().unwrap();
         let mail = Mail::new(StateDir::open(tmp.path()).unwrap());
         let m = mail.send(&note(0)).unwrap();
-        let path = mail.path_of(m.id(), &Location::Inbox(m.to().clone()));
+        let path = mail.path_of(&m.id, &Location::Inbox(m.to.clone()));
         Template {
             bytes: fs::read_to_string(path).unwrap(),
-            id: m.id().to_string(),
+            id: m.id.to_string(),
         }
     }
 
@@ -149,7 +149,7 @@ fn just(mut op: impl FnMut()) -> impl FnMut(Step) {
 fn archive_one(mail: &Mail) -> impl FnMut(Step) + '_ {
     let mut pending: Option<MessageId> = None;
     move |step| match step {
-        Step::Prepare => pending = Some(mail.send(&note(0)).unwrap().id().clone()),
+        Step::Prepare => pending = Some(mail.send(&note(0)).unwrap().id.clone()),
         Step::Run => {
             let id = pending.take().expect("prepared");
             assert!(matches!(
@@ -330,12 +330,12 @@ fn archive_root(dir: &Path, n: usize, template: &Template) -> (Mail, MessageId) 
     mail.send(&NewMessage::response(
         agent("np-executor"),
         agent("np-critic"),
-        q.id().clone(),
+        q.id.clone(),
         "dead-code",
         "!",
     ))
     .unwrap();
-    (mail, q.id().clone())
+    (mail, q.id.clone())
 }
 
 fn archive(c: &mut Criterion) {
@@ -385,7 +385,7 @@ fn archive(c: &mut Criterion) {
             "?",
         ))
         .unwrap()
-        .id()
+        .id
         .clone()
     };
     let open = |mail: &Mail| open_in(mail, "M005-S007-T0002");

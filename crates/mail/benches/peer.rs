@@ -250,7 +250,7 @@ fn archive_scenario(work: &Path, nubos: &mut Nubos, rounds: usize, seq: &mut usi
                         *seq += 1;
                         let sent = mail.send(&note(*seq)).unwrap();
                         let t = Instant::now();
-                        let archived = mail.archive(sent.id()).unwrap();
+                        let archived = mail.archive(&sent.id).unwrap();
                         c += t.elapsed().as_secs_f64() * 1e6;
                         assert!(matches!(
                             archived,

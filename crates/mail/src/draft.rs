@@ -81,8 +81,8 @@ impl InboxFilter {
 ///     .with_priority(MailPriority::Urgent);
 /// let tmp = tempfile::tempdir()?;
 /// let sent = Mail::new(StateDir::open(tmp.path())?).send(&draft)?;
-/// assert!(sent.expects_reply());
-/// assert_eq!((sent.round(), sent.priority()), (Some(2), MailPriority::Urgent));
+/// assert!(sent.expects_reply);
+/// assert_eq!((sent.round, sent.priority), (Some(2), MailPriority::Urgent));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -354,11 +354,7 @@ mod tests {
         assert_eq!(d.priority, MailPriority::Urgent);
         assert!(d.expects_reply());
         let sent = to_message(&d, id.clone(), task("t1"), Timestamp::EPOCH);
-        assert_eq!(
-            sent.priority(),
-            MailPriority::Urgent,
-            "the message keeps it"
-        );
+        assert_eq!(sent.priority, MailPriority::Urgent, "the message keeps it");
         let n = NewMessage::notify(agent("critic"), agent("exec"), task("t1"), "s", "b");
         assert_eq!((n.round, &n.id, &n.in_reply_to), (None, &None, &None));
         assert!(!n.expects_reply());

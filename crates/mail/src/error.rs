@@ -81,7 +81,7 @@ pub enum Error {
     /// A group message has no recipient but its sender.
     #[error("the group has no recipient but the sender")]
     EmptyGroup,
-    /// A group message has more recipients than [`MAX_GROUP`](crate::MAX_GROUP).
+    /// A group message has more recipients than 4096, the most one group has.
     #[error("a group of {count} recipients is over the limit of {max}")]
     GroupTooLarge {
         /// How many were given.

@@ -108,21 +108,33 @@ impl fmt::Display for MailPriority {
 /// a file that fails is corrupt, never skipped.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Message {
-    pub(crate) id: MessageId,
-    pub(crate) from: AgentId,
-    pub(crate) to: AgentId,
+    /// The id (`{unix-ms}-{uuid-v4}` when written by chipset).
+    pub id: MessageId,
+    /// The sender.
+    pub from: AgentId,
+    /// The addressee.
+    pub to: AgentId,
     pub(crate) phase: TaskId,
+    /// The round within the task, or `None` when the message has no round
+    /// (`"round": null`, or no `round` field).
     #[serde(default, deserialize_with = "round_or_null")]
-    pub(crate) round: Option<u64>,
-    pub(crate) kind: Kind,
-    pub(crate) subject: String,
-    pub(crate) body: String,
-    pub(crate) expects_reply: bool,
+    pub round: Option<u64>,
+    /// The kind.
+    pub kind: Kind,
+    /// The kebab-case subject.
+    pub subject: String,
+    /// The body.
+    pub body: String,
+    /// The `expects_reply` field as written (see [`Message::needs_reply`]).
+    pub expects_reply: bool,
+    /// The message this one replies to.
     #[serde(default, deserialize_with = "empty_as_none")]
-    pub(crate) in_reply_to: Option<MessageId>,
-    pub(crate) created_at: Timestamp,
+    pub in_reply_to: Option<MessageId>,
+    /// When it was sent.
+    pub created_at: Timestamp,
+    /// The priority (normal when the file has none).
     #[serde(default)]
-    pub(crate) priority: MailPriority,
+    pub priority: MailPriority,
     /// The format a foreign writer declares (`"schema": "message.v1"`, as
     /// nubos-pilot names its schema); chipset writes none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -234,50 +246,9 @@ impl Message {
             && self.group == other.group
     }
 
-    /// Returns the id (`{unix-ms}-{uuid-v4}` when written by chipset).
-    pub fn id(&self) -> &MessageId {
-        &self.id
-    }
-
-    /// Returns the sender.
-    pub fn from(&self) -> &AgentId {
-        &self.from
-    }
-
-    /// Returns the addressee.
-    pub fn to(&self) -> &AgentId {
-        &self.to
-    }
-
     /// Returns the task the message belongs to (the seed calls it `phase`).
     pub fn task(&self) -> &TaskId {
         &self.phase
-    }
-
-    /// Returns the round within the task, or `None` when the message has no
-    /// round (`"round": null`, or no `round` field).
-    pub fn round(&self) -> Option<u64> {
-        self.round
-    }
-
-    /// Returns the kind.
-    pub fn kind(&self) -> Kind {
-        self.kind
-    }
-
-    /// Returns the kebab-case subject.
-    pub fn subject(&self) -> &str {
-        &self.subject
-    }
-
-    /// Returns the body.
-    pub fn body(&self) -> &str {
-        &self.body
-    }
-
-    /// Returns the `expects_reply` field as written.
-    pub fn expects_reply(&self) -> bool {
-        self.expects_reply
     }
 
     /// Returns true when the message holds up its task until answered: it
@@ -286,21 +257,6 @@ impl Message {
     /// itself is taken the cautious way.)
     pub fn needs_reply(&self) -> bool {
         self.expects_reply || self.kind == Kind::Request
-    }
-
-    /// Returns the message this one replies to.
-    pub fn in_reply_to(&self) -> Option<&MessageId> {
-        self.in_reply_to.as_ref()
-    }
-
-    /// Returns when it was sent.
-    pub fn created_at(&self) -> Timestamp {
-        self.created_at
-    }
-
-    /// Returns the priority (normal when the file has none).
-    pub fn priority(&self) -> MailPriority {
-        self.priority
     }
 
     /// Returns the group this message is one copy of, if any.
@@ -557,10 +513,10 @@ mod tests {
             "subject":"x","body":"","expects_reply":false,"in_reply_to":"",
             "created_at":"2026-05-08T10:00:00+02:00","extra":1}"#;
         let m: Message = serde_json::from_str(json).unwrap();
-        assert_eq!(m.in_reply_to(), None);
-        assert_eq!(m.round(), None);
-        assert_eq!(m.priority(), MailPriority::Normal);
-        assert_eq!(m.created_at().to_string(), "2026-05-08T08:00:00.000Z");
+        assert_eq!(m.in_reply_to, None);
+        assert_eq!(m.round, None);
+        assert_eq!(m.priority, MailPriority::Normal);
+        assert_eq!(m.created_at.to_string(), "2026-05-08T08:00:00.000Z");
     }
 
     #[track_caller]
@@ -570,7 +526,7 @@ mod tests {
             "to":"b","phase":"t","kind":"notify","subject":"x","body":"","expects_reply":false}}"#
         );
         serde_json::from_str::<Message>(&json)
-            .map(|m| m.round())
+            .map(|m| m.round)
             .map_err(|e| e.to_string())
     }
 

@@ -16,7 +16,7 @@ use crate::format::{Kind, MailPriority, Message};
 use crate::mail::Mail;
 
 /// The most recipients one group message has (after the sender is left out).
-pub const MAX_GROUP: usize = 4096;
+pub(crate) const MAX_GROUP: usize = 4096;
 
 /// When a request to a group stops holding up its task.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -65,29 +65,18 @@ impl FromStr for ExpectsReply {
 /// Written as an object (`{"expects": "any", "id": …, "to": […]}`) that the
 /// seed's other readers ignore, as they ignore every field they do not know.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Group {
-    pub(crate) id: MessageId,
-    pub(crate) to: Vec<AgentId>,
+    /// The group's id (what `--id` names; no file has it).
+    pub id: MessageId,
+    /// Every recipient, sorted.
+    pub to: Vec<AgentId>,
+    /// The gate's rule, for a request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) expects: Option<ExpectsReply>,
+    pub expects: Option<ExpectsReply>,
 }
 
 impl Group {
-    /// Returns the group's id (what `--id` names; no file has it).
-    pub fn id(&self) -> &MessageId {
-        &self.id
-    }
-
-    /// Returns every recipient, sorted.
-    pub fn to(&self) -> &[AgentId] {
-        &self.to
-    }
-
-    /// Returns the gate's rule, for a request.
-    pub fn expects(&self) -> Option<ExpectsReply> {
-        self.expects
-    }
-
     /// Returns the id of `agent`'s copy: the group id's millisecond part and
     /// a UUID (version 4 form) made from a hash of the group id and the
     /// agent, so a retry finds the copies it already delivered, and the id
@@ -154,8 +143,8 @@ fn fmix64(mut k: u64) -> u64 {
 /// let mail = Mail::new(StateDir::open(tmp.path())?);
 /// let lead = AgentId::new("lead")?;
 /// let team = ["ann", "bob", "lead"].map(|a| AgentId::new(a).unwrap());
-/// let draft = GroupMessage::request(lead, team, TaskId::new("t1")?, "ship-it", "ok to ship?")
-///     .with_expects(ExpectsReply::Any);
+/// let mut draft = GroupMessage::request(lead, team, TaskId::new("t1")?, "ship-it", "ok to ship?");
+/// draft.expects = ExpectsReply::Any;
 /// let sent = mail.send_group(&draft)?;
 /// assert_eq!(sent.messages.len(), 2, "the sender is left out");
 /// assert_eq!(mail.pending_replies(&TaskId::new("t1")?)?.len(), 2);
@@ -164,15 +153,26 @@ fn fmix64(mut k: u64) -> u64 {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupMessage {
     kind: Kind,
-    from: AgentId,
-    to: Vec<AgentId>,
-    task: TaskId,
-    subject: String,
-    body: String,
-    round: Option<u64>,
-    priority: MailPriority,
-    expects: ExpectsReply,
-    id: Option<MessageId>,
+    /// The sender (left out of its own group).
+    pub from: AgentId,
+    /// The recipients (duplicates count once).
+    pub to: Vec<AgentId>,
+    /// The task.
+    pub task: TaskId,
+    /// The kebab-case subject.
+    pub subject: String,
+    /// The body.
+    pub body: String,
+    /// The round within the task (none by default).
+    pub round: Option<u64>,
+    /// The priority (normal by default).
+    pub priority: MailPriority,
+    /// For a request, when it stops holding up its task (every recipient
+    /// must answer by default); a notification ignores it.
+    pub expects: ExpectsReply,
+    /// A caller-chosen group id (`{unix-ms}-{uuid}`), which makes the whole
+    /// group safe to retry: see [`Mail::send_group`]. A fresh one by default.
+    pub id: Option<MessageId>,
 }
 
 impl GroupMessage {
@@ -199,7 +199,7 @@ impl GroupMessage {
     }
 
     /// Returns a request to every agent of `to` (answered as
-    /// [`GroupMessage::with_expects`] says; every recipient by default).
+    /// [`GroupMessage::expects`] says; every recipient by default).
     pub fn request(
         from: AgentId,
         to: impl IntoIterator<Item = AgentId>,
@@ -219,36 +219,6 @@ impl GroupMessage {
         body: impl Into<String>,
     ) -> Self {
         Self::new(Kind::Notify, from, to, task, subject, body)
-    }
-
-    /// Returns the draft with the gate's rule for a request set (a
-    /// notification expects no reply and ignores it).
-    #[must_use]
-    pub fn with_expects(mut self, expects: ExpectsReply) -> Self {
-        self.expects = expects;
-        self
-    }
-
-    /// Returns the draft with its round set.
-    #[must_use]
-    pub fn with_round(mut self, round: u64) -> Self {
-        self.round = Some(round);
-        self
-    }
-
-    /// Returns the draft with its priority set.
-    #[must_use]
-    pub fn with_priority(mut self, priority: MailPriority) -> Self {
-        self.priority = priority;
-        self
-    }
-
-    /// Sends under a caller-chosen group id (`{unix-ms}-{uuid}`), which
-    /// makes the whole group safe to retry: see [`Mail::send_group`].
-    #[must_use]
-    pub fn with_id(mut self, id: MessageId) -> Self {
-        self.id = Some(id);
-        self
     }
 }
 
@@ -275,7 +245,7 @@ impl Mail {
     /// The copies are sent as one [`Mail::send_batch`]: each copy's publish
     /// is its own commit point, and the batch shares the syncs. Each copy's
     /// id is derived from the group id and its recipient
-    /// ([`Group::copy_id`]), so with a chosen id ([`GroupMessage::with_id`])
+    /// ([`Group::copy_id`]), so with a chosen id ([`GroupMessage::id`])
     /// a retry after a failure or a crash in the middle of the fan-out
     /// returns the copies already delivered, writes only the missing ones,
     /// and never a second copy. A retry adopts the recipients the first

@@ -22,18 +22,18 @@
 //!         "did you intend to delete FoobarService?").with_round(2),
 //! )?;
 //! assert_eq!(mail.pending_replies(&task)?.len(), 1);
-//! assert!(matches!(mail.archive(question.id()), Err(Error::ArchiveWithoutReply { .. })));
+//! assert!(matches!(mail.archive(&question.id), Err(Error::ArchiveWithoutReply { .. })));
 //!
 //! // The executor reads its inbox and answers; answering archives the request.
 //! let inbox = mail.inbox(&executor, &InboxFilter::default())?;
-//! assert_eq!(inbox[0].subject(), "dead-code");
+//! assert_eq!(inbox[0].subject, "dead-code");
 //! let answer = mail.send(&NewMessage::response(executor.clone(), critic.clone(),
-//!     question.id().clone(), "dead-code", "yes: it was unused"))?;
+//!     question.id.clone(), "dead-code", "yes: it was unused"))?;
 //! assert!(mail.pending_replies(&task)?.is_empty());
-//! assert_eq!(mail.thread(answer.id())?.len(), 2);
+//! assert_eq!(mail.thread(&answer.id)?.len(), 2);
 //!
 //! // The critic archives the answer; after the commit the task's mail is swept.
-//! assert!(matches!(mail.archive(answer.id())?, ArchiveOutcome::Archived(_)));
+//! assert!(matches!(mail.archive(&answer.id)?, ArchiveOutcome::Archived(_)));
 //! assert_eq!(mail.sweep_task_on_commit(&task)?.moved, 2);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -399,7 +399,7 @@ pub use doctor::OrphanReason;
 pub use draft::{InboxFilter, MailConfig, NewMessage};
 pub use error::{Error, Result};
 pub use format::{Kind, MailPriority, ManifestEvent, Message};
-pub use group::{ExpectsReply, Group, GroupMessage, GroupSent, MAX_GROUP};
+pub use group::{ExpectsReply, Group, GroupMessage, GroupSent};
 pub use id::MessageId;
 pub use layout::Location;
 pub use mail::{ArchiveOutcome, Found, Mail, MailCounts, Manifest, SweepReport};

@@ -228,7 +228,7 @@ impl Mail {
     /// let mail = Mail::in_folder(StateDir::open(&folder)?);
     /// let sent = mail.send(&NewMessage::notify("np-orchestrator".parse()?, "np-executor".parse()?,
     ///     "M005-S007-T0002".parse()?, "round-started", "go"))?;
-    /// assert!(folder.join("inbox/np-executor").join(format!("{}.json", sent.id())).is_file());
+    /// assert!(folder.join("inbox/np-executor").join(format!("{}.json", sent.id)).is_file());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn in_folder(state: StateDir) -> Self {

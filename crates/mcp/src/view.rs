@@ -282,18 +282,18 @@ impl MessageHead {
     /// Returns the head of `m`, with its body when `body` is set.
     pub fn of(m: &Message, body: bool) -> Self {
         MessageHead {
-            id: m.id().clone(),
-            kind: m.kind().as_str().to_owned(),
-            from: m.from().clone(),
-            to: m.to().clone(),
+            id: m.id.clone(),
+            kind: m.kind.as_str().to_owned(),
+            from: m.from.clone(),
+            to: m.to.clone(),
             phase: m.task().clone(),
-            round: m.round(),
-            priority: m.priority().as_str().to_owned(),
-            subject: m.subject().to_owned(),
-            in_reply_to: m.in_reply_to().cloned(),
-            created_at: m.created_at(),
-            body_chars: m.body().chars().count(),
-            body: body.then(|| m.body().to_owned()),
+            round: m.round,
+            priority: m.priority.as_str().to_owned(),
+            subject: m.subject.to_owned(),
+            in_reply_to: m.in_reply_to.clone(),
+            created_at: m.created_at,
+            body_chars: m.body.chars().count(),
+            body: body.then(|| m.body.to_owned()),
         }
     }
 }

@@ -429,22 +429,22 @@ fn read_message(state: &StateDir, folder: &StatePath, name: &str) -> Result<Opti
     let Ok(m) = serde_json::from_slice::<Message>(&bytes) else {
         return Ok(None);
     };
-    Ok((name.strip_suffix(".json") == Some(m.id().as_str())).then_some(m))
+    Ok((name.strip_suffix(".json") == Some(m.id.as_str())).then_some(m))
 }
 
 pub(crate) fn message_doc(m: &Message) -> Doc {
     Doc {
-        key: format!("mail/{}", m.id()),
+        key: format!("mail/{}", m.id),
         origin: Origin::Mail,
-        place: format!("{MAIL}/{}", m.to()),
-        ident: m.id().to_string(),
-        sender: Some(m.from().to_string()),
-        recipient: Some(m.to().to_string()),
+        place: format!("{MAIL}/{}", m.to),
+        ident: m.id.to_string(),
+        sender: Some(m.from.to_string()),
+        recipient: Some(m.to.to_string()),
         task: Some(m.task().to_string()),
-        kind: Some(m.kind().as_str().to_owned()),
-        at_ms: Some(m.created_at().unix_ms()),
-        title: m.subject().to_owned(),
-        body: m.body().to_owned(),
+        kind: Some(m.kind.as_str().to_owned()),
+        at_ms: Some(m.created_at.unix_ms()),
+        title: m.subject.to_owned(),
+        body: m.body.to_owned(),
     }
 }
 

@@ -125,7 +125,7 @@ fn the_libraries_read_what_the_command_line_wrote() {
         .pending_replies(&TaskId::new("T1").unwrap())
         .unwrap();
     assert_eq!(pending.len(), 1);
-    assert_eq!(pending[0].id().as_str(), request);
+    assert_eq!(pending[0].id.as_str(), request);
 
     let queued = Bus::new(state.clone())
         .pending(&agent("supervisor"))
@@ -202,7 +202,7 @@ fn the_command_line_reads_what_the_libraries_wrote() {
     ));
 
     let inbox = env.ok(&["--json", "mail", "inbox", "np-executor"]).json();
-    assert_eq!(inbox[0]["id"], request.id().as_str());
+    assert_eq!(inbox[0]["id"], request.id.as_str());
     env.ok(&[
         "mail",
         "send",
@@ -217,11 +217,11 @@ fn the_command_line_reads_what_the_libraries_wrote() {
         "--body",
         "unused",
         "--in-reply-to",
-        request.id().as_str(),
+        request.id.as_str(),
     ]);
     let mail = Mail::new(state.clone());
     assert!(
-        mail.has_reply(&MessageId::new(request.id().as_str()).unwrap())
+        mail.has_reply(&MessageId::new(request.id.as_str()).unwrap())
             .unwrap()
     );
     assert!(

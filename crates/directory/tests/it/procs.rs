@@ -31,8 +31,8 @@ fn group_send(dir: &Directory, root: &Path) -> chipset_mail::GroupSent {
     let lead = AgentId::new("lead").unwrap();
     let all: Recipients = "@all".parse().unwrap();
     let to = dir.resolve(&all, &lead).unwrap();
-    let draft = GroupMessage::notify(lead, to, TaskId::new("t1").unwrap(), "shipped", "v1.2")
-        .with_id(MessageId::new(GROUP).unwrap());
+    let mut draft = GroupMessage::notify(lead, to, TaskId::new("t1").unwrap(), "shipped", "v1.2");
+    draft.id = Some(MessageId::new(GROUP).unwrap());
     Mail::new(StateDir::open(root).unwrap())
         .send_group(&draft)
         .unwrap()

@@ -79,7 +79,7 @@ fn sends_and_archives_are_seen_from_the_manifest_tail() {
         Source::Registered
     );
     e.clock.advance(Duration::from_secs(30));
-    let _ = mail.archive(sent.id()).unwrap();
+    let _ = mail.archive(&sent.id).unwrap();
     let s = e.dir.whois(&b).unwrap().last_seen;
     assert_eq!((s.at, s.source), (e.state.now(), Source::Archived));
 }

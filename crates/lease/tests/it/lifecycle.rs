@@ -181,8 +181,8 @@ fn a_forced_release_needs_a_reason_and_mails_the_holder() {
     let mail = chipset_mail::Mail::new(s.tmp.state.clone());
     let inbox = mail.inbox(&a, &InboxFilter::default()).unwrap();
     assert_eq!(inbox.len(), 1);
-    assert_eq!(inbox[0].subject(), "lease-force-released");
-    assert!(inbox[0].body().contains("alice crashed"));
+    assert_eq!(inbox[0].subject, "lease-force-released");
+    assert!(inbox[0].body.contains("alice crashed"));
     // A retry finds nothing to release and sends nothing more.
     assert_eq!(
         s.leases.force_release(&b, l.token, "again").unwrap(),

@@ -343,7 +343,7 @@ impl Attention {
         // Urgent first, then oldest (ids sort by time).
         let Some(top) = messages
             .iter()
-            .min_by(|a, b| (a.priority(), a.id().as_str()).cmp(&(b.priority(), b.id().as_str())))
+            .min_by(|a, b| (a.priority, a.id.as_str()).cmp(&(b.priority, b.id.as_str())))
         else {
             return Ok(None);
         };
@@ -451,16 +451,16 @@ fn severity_name(r: &Reminder) -> String {
 
 fn mail_item(m: &Message) -> Item {
     Item {
-        id: m.id().to_string(),
-        from: Some(m.from().to_string()),
-        priority: Some(m.priority().as_str().to_owned()),
-        at: Some(m.created_at()),
+        id: m.id.to_string(),
+        from: Some(m.from.to_string()),
+        priority: Some(m.priority.as_str().to_owned()),
+        at: Some(m.created_at),
         summary: format!(
             "{} {} from {}: {}",
-            m.priority().as_str(),
-            m.kind().as_str(),
-            m.from(),
-            m.subject()
+            m.priority.as_str(),
+            m.kind.as_str(),
+            m.from,
+            m.subject
         ),
         unreadable: false,
     }

@@ -40,16 +40,16 @@ impl Dispatcher {
             Err(e) => return Err(e.into()),
         };
         for m in inbox {
-            if m.subject() != COMPLETION_REPORT && m.subject() != HEALTH_ESCALATION {
+            if m.subject != COMPLETION_REPORT && m.subject != HEALTH_ESCALATION {
                 continue;
             }
-            match LoopMessage::from_body(m.body()) {
+            match LoopMessage::from_body(&m.body) {
                 Some(message) => self.on_message(&message, now, actions)?,
                 None => actions.push(DispatchAction::Unreadable {
                     path: mail
-                        .path_of(m.id(), &chipset_mail::Location::Inbox(self.me.clone()))
+                        .path_of(&m.id, &chipset_mail::Location::Inbox(self.me.clone()))
                         .into_path_buf(),
-                    reason: format!("{} mail whose body is not a loop message", m.subject()),
+                    reason: format!("{} mail whose body is not a loop message", m.subject),
                 }),
             }
             self.archive(&m);
@@ -58,11 +58,11 @@ impl Dispatcher {
     }
 
     fn archive(&self, m: &Message) {
-        if m.kind() == Kind::Request {
+        if m.kind == Kind::Request {
             return;
         }
-        if let Err(e) = self.channels.mail.archive(m.id()) {
-            tracing::warn!(id = %m.id(), error = %e, "could not archive a handled message");
+        if let Err(e) = self.channels.mail.archive(&m.id) {
+            tracing::warn!(id = %m.id, error = %e, "could not archive a handled message");
         }
     }
 
@@ -378,7 +378,7 @@ impl Dispatcher {
             draft = draft.with_id(id.clone());
         }
         match self.channels.mail.send(&draft) {
-            Ok(m) => Ok(m.id().clone()),
+            Ok(m) => Ok(m.id.clone()),
             Err(chipset_mail::Error::IdTaken { id, .. }) => Ok(id),
             Err(e) => Err(e.into()),
         }

@@ -87,7 +87,7 @@ fn work_goes_to_idle_agents_in_pool_order_with_mail_and_a_wake_up() {
     assert!(d.tick().unwrap().is_empty(), "no idle agent for b3");
     let inbox = s.inbox(&agent("w1"));
     assert_eq!(inbox.len(), 1);
-    assert_eq!(inbox[0].subject(), WORK_ASSIGNMENT);
+    assert_eq!(inbox[0].subject, WORK_ASSIGNMENT);
     let wake = Bus::new(s.state()).pending(&agent("w2")).unwrap();
     assert_eq!(wake.events[0].kind, WORK_ASSIGNED_EVENT);
     let entry = d.entry(&bead("b3")).unwrap().unwrap();
@@ -392,7 +392,7 @@ fn a_dispatcher_killed_after_the_assignment_mail_does_not_send_it_twice() {
     set_state(
         &s,
         "b1",
-        serde_json::json!({"state": "assigning", "agent": "w1", "mail": mail.id()}),
+        serde_json::json!({"state": "assigning", "agent": "w1", "mail": mail.id}),
     );
     drop(first);
     let second = dispatcher(&s, &["w1"]);

@@ -111,10 +111,10 @@ fn loop_files_and_messages() {
         file(&s, "witness/incidents/polecat-alpha.json")
     );
     let escalation = &s.inbox(&agent("mayor"))[0];
-    insta::assert_snapshot!("health_escalation", escalation.body());
-    let message = LoopMessage::from_body(escalation.body()).unwrap();
+    insta::assert_snapshot!("health_escalation", escalation.body);
+    let message = LoopMessage::from_body(&escalation.body).unwrap();
     assert_eq!(message.subject(), HEALTH_ESCALATION);
-    assert_eq!(escalation.subject(), HEALTH_ESCALATION);
+    assert_eq!(escalation.subject, HEALTH_ESCALATION);
 
     d.tick().unwrap();
     insta::assert_snapshot!("agents", file(&s, "dispatcher/agents.json"));
@@ -132,10 +132,10 @@ fn loop_files_and_messages() {
         panic!()
     };
     let report = s.mail.find(&report).unwrap().unwrap().message;
-    insta::assert_snapshot!("completion_report", report.body());
-    let message = LoopMessage::from_body(report.body()).unwrap();
+    insta::assert_snapshot!("completion_report", report.body);
+    let message = LoopMessage::from_body(&report.body).unwrap();
     assert_eq!(message.subject(), COMPLETION_REPORT);
-    assert_eq!(report.subject(), COMPLETION_REPORT);
+    assert_eq!(report.subject, COMPLETION_REPORT);
     s.advance(1);
     d.tick().unwrap();
     insta::assert_snapshot!("ledger_done", file(&s, "dispatcher/beads/gt-abc12.json"));

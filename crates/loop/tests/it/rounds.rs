@@ -42,8 +42,8 @@ fn answer(s: &Setup, request: &chipset_mail::Message) {
         .send(&NewMessage::response(
             agent("np-executor"),
             agent("np-critic"),
-            request.id().clone(),
-            request.subject(),
+            request.id.clone(),
+            request.subject.clone(),
             "because",
         ))
         .unwrap();
@@ -80,7 +80,7 @@ fn the_commit_gate_blocks_until_the_answer_arrives_then_commits_and_sweeps() {
     assert_eq!(swept.moved, 2, "the question and its answer");
     assert_eq!(round.phase(), Phase::Committed);
     assert!(matches!(
-        s.mail.locate(question.id()).unwrap(),
+        s.mail.locate(&question.id).unwrap(),
         Some(Location::ByTask(_))
     ));
     assert_eq!(round.checkpoint().history.len(), 2);

@@ -87,11 +87,11 @@ fn silent_agent_gets_health_check_then_stall_warning_then_exactly_one_escalation
     let inbox = s.inbox(&agent("mayor"));
     assert_eq!(inbox.len(), 1);
     let m = &inbox[0];
-    assert_eq!(m.subject(), HEALTH_ESCALATION);
-    assert_eq!(m.kind(), Kind::Notify);
-    assert_eq!(m.priority(), MailPriority::Urgent);
+    assert_eq!(m.subject, HEALTH_ESCALATION);
+    assert_eq!(m.kind, Kind::Notify);
+    assert_eq!(m.priority, MailPriority::Urgent);
     assert_eq!(m.task().as_str(), "gt-abc12");
-    let Some(LoopMessage::HealthEscalation { assignment, .. }) = LoopMessage::from_body(m.body())
+    let Some(LoopMessage::HealthEscalation { assignment, .. }) = LoopMessage::from_body(&m.body)
     else {
         panic!("escalation body")
     };
@@ -102,7 +102,7 @@ fn silent_agent_gets_health_check_then_stall_warning_then_exactly_one_escalation
     else {
         panic!()
     };
-    assert_eq!(mail, m.id());
+    assert_eq!(mail, &m.id);
     assert!(!recovered);
 
     // The dispatcher is woken by a critical bus event.
@@ -358,7 +358,7 @@ fn a_witness_killed_after_its_escalation_mail_does_not_send_it_again() {
         )
         .unwrap();
     // ... and the dispatcher even archived it already.
-    let _ = s.mail.archive(sent.id()).unwrap();
+    let _ = s.mail.archive(&sent.id).unwrap();
     drop(first);
 
     let second = witness(&s, config());

@@ -90,13 +90,13 @@ fn gupp_runs_the_work_completes_the_hook_and_reports_it() {
 
     let inbox = s.inbox(&agent("mayor"));
     assert_eq!(inbox.len(), 1);
-    assert_eq!(inbox[0].id(), &report);
-    assert_eq!(inbox[0].subject(), COMPLETION_REPORT);
+    assert_eq!(inbox[0].id, report);
+    assert_eq!(inbox[0].subject, COMPLETION_REPORT);
     let Some(LoopMessage::CompletionReport {
         assignment,
         summary,
         ..
-    }) = LoopMessage::from_body(inbox[0].body())
+    }) = LoopMessage::from_body(&inbox[0].body)
     else {
         panic!()
     };
@@ -496,7 +496,7 @@ fn run_until_tidies_only_the_assignments_wakeup_and_mail() {
     assert!(
         s.inbox(&me)
             .iter()
-            .any(|m| m.subject() == chipset_loop::WORK_ASSIGNMENT)
+            .any(|m| m.subject == chipset_loop::WORK_ASSIGNMENT)
     );
     let mut context = Vec::new();
     let mut said_stop = false;
@@ -513,15 +513,15 @@ fn run_until_tidies_only_the_assignments_wakeup_and_mail() {
             },
         )
         .unwrap();
-    let subjects: Vec<_> = context.iter().map(|m| m.subject().to_owned()).collect();
+    let subjects: Vec<_> = context.iter().map(|m| m.subject.to_owned()).collect();
     assert_eq!(
         subjects,
         [chipset_loop::WORK_ASSIGNMENT, "fyi"],
         "the work's mail, in send order"
     );
     assert_eq!(kinds(&bus), ["other-kind"]);
-    let inbox: Vec<_> = s.inbox(&me).iter().map(|m| m.id().clone()).collect();
-    assert_eq!(inbox, [note.id().clone()]);
+    let inbox: Vec<_> = s.inbox(&me).into_iter().map(|m| m.id).collect();
+    assert_eq!(inbox, [note.id]);
 }
 
 /// A non-stale error ends `run_until` after `until` has seen it.

@@ -30,7 +30,7 @@ fn troubled(root: &Path) -> Mail {
             mail.send(&NewMessage::response(
                 e.clone(),
                 c.clone(),
-                q.id().clone(),
+                q.id.clone(),
                 "a",
                 "",
             ))
@@ -53,7 +53,7 @@ fn troubled(root: &Path) -> Mail {
     let inbox_e = mail.inbox_dir(&e);
     let archive = mail.dir().as_path().join("archive");
     // A duplicate: an archived request copied back into its inbox.
-    let answered = requests[0].id();
+    let answered = &requests[0].id;
     std::fs::copy(
         archive.join(format!("{answered}.json")),
         inbox_e.as_path().join(format!("{answered}.json")),
@@ -64,7 +64,7 @@ fn troubled(root: &Path) -> Mail {
         mail.dir()
             .as_path()
             .join("replies")
-            .join(requests[2].id().as_str()),
+            .join(requests[2].id.as_str()),
     )
     .unwrap();
     // A manifest without its first lines: messages without `sent` events.
@@ -140,7 +140,7 @@ fn a_finding_per_message_is_handed_over_without_being_held() {
     let mut sent = Vec::new();
     for i in 0..300 {
         let m = NewMessage::notify(c.clone(), e.clone(), t.clone(), "n", format!("{i}"));
-        sent.push(mail.send(&m).unwrap().id().clone());
+        sent.push(mail.send(&m).unwrap().id.clone());
     }
     std::fs::remove_file(mail.manifest_path()).unwrap();
     let mut got = Vec::new();

@@ -229,32 +229,32 @@ fn check(f: &Foreign) -> Result<(), TestCaseError> {
     let listed = mail.inbox(&to, &InboxFilter::default()).unwrap();
     prop_assert_eq!(listed.len(), 1);
     let m = &listed[0];
-    prop_assert_eq!(m.id(), &id);
-    prop_assert_eq!(m.from().as_str(), f.from.as_str());
+    prop_assert_eq!(&m.id, &id);
+    prop_assert_eq!(m.from.as_str(), f.from.as_str());
     prop_assert_eq!(m.task(), &phase);
-    prop_assert_eq!(m.kind().as_str(), f.kind);
-    prop_assert_eq!(m.subject(), f.subject.as_str());
-    prop_assert_eq!(m.body(), f.body.as_str());
-    prop_assert_eq!(m.expects_reply(), f.expects_reply);
+    prop_assert_eq!(m.kind.as_str(), f.kind);
+    prop_assert_eq!(&m.subject, f.subject.as_str());
+    prop_assert_eq!(&m.body, f.body.as_str());
+    prop_assert_eq!(m.expects_reply, f.expects_reply);
     let round = match f.round {
         Field::Value(r) => Some(r),
         _ => None,
     };
-    prop_assert_eq!(m.round(), round);
+    prop_assert_eq!(m.round, round);
     let parent = match &f.in_reply_to {
         Field::Value(p) if !p.is_empty() => Some(mid(p)),
         _ => None,
     };
-    prop_assert_eq!(m.in_reply_to(), parent.as_ref());
-    prop_assert_eq!(m.created_at().unix_ms(), f.expected_ms());
+    prop_assert_eq!(m.in_reply_to.as_ref(), parent.as_ref());
+    prop_assert_eq!(m.created_at.unix_ms(), f.expected_ms());
 
     // Lookup by id, thread, the gate, the doctor's scan.
     let found = mail.find(&id).unwrap().unwrap();
     prop_assert_eq!(&found.location, &Location::Inbox(to.clone()));
     prop_assert_eq!(&found.message, m);
-    prop_assert!(mail.thread(&id).unwrap().iter().any(|t| t.id() == &id));
+    prop_assert!(mail.thread(&id).unwrap().iter().any(|t| t.id == id));
     let pending = mail.pending_replies(&phase).unwrap();
-    prop_assert_eq!(pending.iter().any(|p| p.id() == &id), f.needs_reply());
+    prop_assert_eq!(pending.iter().any(|p| p.id == id), f.needs_reply());
     let report = mail.doctor(DoctorMode::Check).unwrap();
     prop_assert_eq!(report.scanned, 1);
     prop_assert!(
@@ -286,7 +286,7 @@ fn check(f: &Foreign) -> Result<(), TestCaseError> {
         std::fs::read_to_string(folder.join("archive").join(&name)).unwrap(),
         bytes.clone()
     );
-    prop_assert!(mail.thread(&id).unwrap().iter().any(|t| t.id() == &id));
+    prop_assert!(mail.thread(&id).unwrap().iter().any(|t| t.id == id));
     prop_assert_eq!(mail.sweep_task_on_commit(&phase).unwrap().moved, 1);
     let swept = folder.join("archive/by-task").join(&f.phase).join(&name);
     prop_assert_eq!(std::fs::read_to_string(swept).unwrap(), bytes);

@@ -42,20 +42,19 @@ fn message_file_golden() {
         .send(&NewMessage::response(
             agent("np-executor"),
             agent("np-critic"),
-            q.id().clone(),
+            q.id.clone(),
             "filament-resource-policy-missing",
             "yes",
         ))
         .unwrap();
-    let text =
-        std::fs::read_to_string(f.mail.path_of(r.id(), &Location::Inbox(agent("np-critic"))))
-            .unwrap();
+    let text = std::fs::read_to_string(f.mail.path_of(&r.id, &Location::Inbox(agent("np-critic"))))
+        .unwrap();
     insta::assert_snapshot!(
         "response_file",
-        redact(&text, &[r.id().as_str(), q.id().as_str()])
+        redact(&text, &[r.id.as_str(), q.id.as_str()])
     );
-    let text = std::fs::read_to_string(f.mail.path_of(q.id(), &Location::Archive)).unwrap();
-    insta::assert_snapshot!("request_file", redact(&text, &[q.id().as_str()]));
+    let text = std::fs::read_to_string(f.mail.path_of(&q.id, &Location::Archive)).unwrap();
+    insta::assert_snapshot!("request_file", redact(&text, &[q.id.as_str()]));
 }
 
 #[test]
@@ -75,13 +74,13 @@ fn manifest_events_golden() {
         .send(&NewMessage::response(
             agent("exec"),
             agent("critic"),
-            q.id().clone(),
+            q.id.clone(),
             "dead-code",
             "!",
         ))
         .unwrap();
     assert!(matches!(
-        m.archive(a.id()).unwrap(),
+        m.archive(&a.id).unwrap(),
         ArchiveOutcome::Archived(_)
     ));
     m.sweep_task_on_commit(&task("t1")).unwrap();
@@ -93,7 +92,7 @@ fn manifest_events_golden() {
         .unwrap();
     // A message that another program published without a `sent` event.
     let foreign = r#"{"id":"1772706900999-00000000-0000-4000-8000-000000000001","from":"np-critic","to":"exec","phase":"t2","round":0,"kind":"notify","subject":"x","body":"","expects_reply":false,"in_reply_to":null,"created_at":"2026-03-05T10:35:00.999Z"}"#;
-    let dir = m.path_of(late.id(), &Location::Inbox(agent("exec")));
+    let dir = m.path_of(&late.id, &Location::Inbox(agent("exec")));
     std::fs::write(
         dir.with_file_name("1772706900999-00000000-0000-4000-8000-000000000001.json"),
         foreign,
@@ -103,10 +102,7 @@ fn manifest_events_golden() {
     let text = std::fs::read_to_string(m.manifest_path()).unwrap();
     insta::assert_snapshot!(
         "manifest_events",
-        redact(
-            &text,
-            &[q.id().as_str(), a.id().as_str(), late.id().as_str()]
-        )
+        redact(&text, &[q.id.as_str(), a.id.as_str(), late.id.as_str()])
     );
     // Every line reads back as a typed event.
     let manifest = m.read_manifest().unwrap();
@@ -147,18 +143,18 @@ fn seed_example_is_listed_archived_and_threaded() {
         .unwrap();
     assert_eq!(listed.len(), 1);
     let msg = &listed[0];
-    assert_eq!(msg.id(), &id);
-    assert_eq!(msg.from(), &agent("np-critic"));
-    assert_eq!(msg.to(), &agent("np-executor"));
+    assert_eq!(msg.id, id);
+    assert_eq!(msg.from, agent("np-critic"));
+    assert_eq!(msg.to, agent("np-executor"));
     assert_eq!(msg.task(), &task("M005-S007-T0002"));
-    assert_eq!(msg.round(), Some(2));
-    assert_eq!(msg.kind(), Kind::Request);
-    assert_eq!(msg.subject(), "filament-resource-policy-missing");
-    assert_eq!(msg.body(), "...");
-    assert!(msg.expects_reply());
-    assert_eq!(msg.in_reply_to(), None);
-    assert_eq!(msg.created_at().to_string(), "2026-05-08T09:15:00.000Z");
-    assert_eq!(msg.priority(), MailPriority::Normal);
+    assert_eq!(msg.round, Some(2));
+    assert_eq!(msg.kind, Kind::Request);
+    assert_eq!(msg.subject, "filament-resource-policy-missing");
+    assert_eq!(msg.body, "...");
+    assert!(msg.expects_reply);
+    assert_eq!(msg.in_reply_to, None);
+    assert_eq!(msg.created_at.to_string(), "2026-05-08T09:15:00.000Z");
+    assert_eq!(msg.priority, MailPriority::Normal);
     assert_eq!(m.pending_replies(&task("M005-S007-T0002")).unwrap(), listed);
     assert!(matches!(
         m.archive(&id),
@@ -175,7 +171,7 @@ fn seed_example_is_listed_archived_and_threaded() {
         .thread(&id)
         .unwrap()
         .iter()
-        .map(|x| x.id().clone())
+        .map(|x| x.id.clone())
         .collect();
     assert_eq!(thread, [id.clone(), resp.clone()]);
     assert_eq!(m.thread(&resp).unwrap().len(), 2);
@@ -224,7 +220,7 @@ fn our_file_has_the_seed_fields_and_types() {
         ))
         .unwrap();
     let v: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(f.mail.path_of(n.id(), &Location::Inbox(agent("b")))).unwrap(),
+        &std::fs::read(f.mail.path_of(&n.id, &Location::Inbox(agent("b")))).unwrap(),
     )
     .unwrap();
     let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();

@@ -30,13 +30,13 @@ fn check_gate_fails(corrupt: &str, name: &str, what: &str) {
         ))
         .unwrap();
     assert_eq!(m.pending_replies(&task("t1")).unwrap().len(), 2);
-    let dir = m.path_of(good.id(), &Location::Inbox(agent("exec")));
+    let dir = m.path_of(&good.id, &Location::Inbox(agent("exec")));
     let dir = dir.parent().unwrap();
     let path = if name.is_empty() {
-        m.path_of(victim.id(), &Location::Inbox(agent("exec")))
+        m.path_of(&victim.id, &Location::Inbox(agent("exec")))
             .into_path_buf()
     } else {
-        std::fs::remove_file(m.path_of(victim.id(), &Location::Inbox(agent("exec")))).unwrap();
+        std::fs::remove_file(m.path_of(&victim.id, &Location::Inbox(agent("exec")))).unwrap();
         dir.join(name)
     };
     std::fs::write(&path, corrupt).unwrap();
@@ -162,7 +162,7 @@ fn corrupt_file_in_another_inbox_still_blocks() {
             "",
         ))
         .unwrap();
-    let path = m.path_of(note.id(), &Location::Inbox(agent("bystander")));
+    let path = m.path_of(&note.id, &Location::Inbox(agent("bystander")));
     std::fs::write(&path, b"\xff\xfe").unwrap();
     // Its task cannot be known, so it might be one of t1's requests.
     let err = m.pending_replies(&task("t1")).unwrap_err();
@@ -185,13 +185,13 @@ fn corrupt_request_cannot_be_archived() {
             "",
         ))
         .unwrap();
-    std::fs::write(m.path_of(q.id(), &Location::Inbox(agent("exec"))), "{").unwrap();
-    assert!(matches!(m.archive(q.id()), Err(Error::Corrupt(_))));
+    std::fs::write(m.path_of(&q.id, &Location::Inbox(agent("exec"))), "{").unwrap();
+    assert!(matches!(m.archive(&q.id), Err(Error::Corrupt(_))));
     assert!(matches!(
         m.send(&NewMessage::response(
             agent("exec"),
             agent("critic"),
-            q.id().clone(),
+            q.id.clone(),
             "a",
             ""
         )),
@@ -212,7 +212,7 @@ fn symlinked_message_blocks_the_gate_and_is_quarantined() {
             "",
         ))
         .unwrap();
-    let path = m.path_of(q.id(), &Location::Inbox(agent("exec")));
+    let path = m.path_of(&q.id, &Location::Inbox(agent("exec")));
     let elsewhere = f.tmp.scratch("elsewhere.json");
     std::fs::rename(&path, &elsewhere).unwrap();
     std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
@@ -248,7 +248,7 @@ fn unknown_kinds_and_schemas_are_unsupported_and_never_quarantined() {
                 "?",
             ))
             .unwrap();
-        let path = m.path_of(q.id(), &Location::Inbox(agent("exec")));
+        let path = m.path_of(&q.id, &Location::Inbox(agent("exec")));
         let mut v: serde_json::Value =
             serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
         v[field] = serde_json::from_str(value).unwrap();
@@ -265,8 +265,8 @@ fn unknown_kinds_and_schemas_are_unsupported_and_never_quarantined() {
             m.inbox(&agent("exec"), &InboxFilter::default())
                 .unwrap_err(),
         );
-        is_unsupported(m.find(q.id()).unwrap_err());
-        is_unsupported(m.archive(q.id()).unwrap_err());
+        is_unsupported(m.find(&q.id).unwrap_err());
+        is_unsupported(m.archive(&q.id).unwrap_err());
         is_unsupported(m.sweep_task_on_commit(&task("t1")).unwrap_err());
 
         let report = m.doctor(DoctorMode::Fix).unwrap();

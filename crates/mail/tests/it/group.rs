@@ -19,9 +19,11 @@ fn team() -> Vec<AgentId> {
 }
 
 fn ask(expects: ExpectsReply) -> GroupMessage {
-    GroupMessage::request(agent("lead"), team(), task("t1"), "ship-it", "ok to ship?")
-        .with_expects(expects)
-        .with_id(mid(GROUP))
+    let mut draft =
+        GroupMessage::request(agent("lead"), team(), task("t1"), "ship-it", "ok to ship?");
+    draft.expects = expects;
+    draft.id = Some(mid(GROUP));
+    draft
 }
 
 fn answer(mail: &Mail, copy: &MessageId, from: &str) {
@@ -55,21 +57,18 @@ fn each_recipient_gets_one_copy_and_the_sender_none() {
     let sent = f.mail.send_group(&ask(ExpectsReply::All)).unwrap();
     assert_eq!(sent.id, mid(GROUP));
     assert!(sent.sender_skipped);
-    let to: Vec<&str> = sent.messages.iter().map(|m| m.to().as_str()).collect();
+    let to: Vec<&str> = sent.messages.iter().map(|m| m.to.as_str()).collect();
     assert_eq!(to, ["ann", "bob", "cid"]);
     let root = f.tmp.state.root();
     for m in &sent.messages {
-        assert_eq!(
-            inbox_files(root, m.to().as_str()),
-            [format!("{}.json", m.id())]
-        );
+        assert_eq!(inbox_files(root, m.to.as_str()), [format!("{}.json", m.id)]);
         let g = m.group().unwrap();
-        assert_eq!((g.id(), g.to().len()), (&mid(GROUP), 3));
-        assert_eq!(g.copy_id(m.to()), *m.id());
-        assert_eq!(g.expects(), Some(ExpectsReply::All));
-        let listed = f.mail.inbox(m.to(), &Default::default()).unwrap();
+        assert_eq!((&g.id, g.to.len()), (&mid(GROUP), 3));
+        assert_eq!(g.copy_id(&m.to), m.id);
+        assert_eq!(g.expects, Some(ExpectsReply::All));
+        let listed = f.mail.inbox(&m.to, &Default::default()).unwrap();
         assert_eq!(listed.len(), 1);
-        assert_eq!(listed[0].subject(), "ship-it");
+        assert_eq!(listed[0].subject, "ship-it");
     }
     assert!(inbox_files(root, "lead").is_empty());
 }
@@ -80,16 +79,16 @@ fn all_holds_the_gate_until_every_recipient_answers() {
     let f = fixture();
     let sent = f.mail.send_group(&ask(ExpectsReply::All)).unwrap();
     assert_eq!(f.mail.pending_replies(&task("t1")).unwrap().len(), 3);
-    answer(&f.mail, sent.messages[0].id(), "ann");
-    answer(&f.mail, sent.messages[1].id(), "bob");
+    answer(&f.mail, &sent.messages[0].id, "ann");
+    answer(&f.mail, &sent.messages[1].id, "bob");
     let open = f.mail.pending_replies(&task("t1")).unwrap();
     assert_eq!(open.len(), 1);
-    assert_eq!(open[0].to(), &agent("cid"));
+    assert_eq!(open[0].to, agent("cid"));
     assert!(matches!(
-        f.mail.archive(sent.messages[2].id()),
+        f.mail.archive(&sent.messages[2].id),
         Err(Error::ArchiveWithoutReply { .. })
     ));
-    answer(&f.mail, sent.messages[2].id(), "cid");
+    answer(&f.mail, &sent.messages[2].id, "cid");
     assert!(f.mail.pending_replies(&task("t1")).unwrap().is_empty());
 }
 
@@ -101,13 +100,13 @@ fn any_opens_the_gate_at_the_first_answer() {
     let sent = f.mail.send_group(&ask(ExpectsReply::Any)).unwrap();
     assert_eq!(f.mail.pending_replies(&task("t1")).unwrap().len(), 3);
     assert!(matches!(
-        f.mail.archive(sent.messages[0].id()),
+        f.mail.archive(&sent.messages[0].id),
         Err(Error::ArchiveWithoutReply { .. })
     ));
-    answer(&f.mail, sent.messages[1].id(), "bob");
+    answer(&f.mail, &sent.messages[1].id, "bob");
     assert!(f.mail.pending_replies(&task("t1")).unwrap().is_empty());
     assert!(matches!(
-        f.mail.archive(sent.messages[0].id()).unwrap(),
+        f.mail.archive(&sent.messages[0].id).unwrap(),
         chipset_mail::ArchiveOutcome::Archived(_)
     ));
     // Another task's ordinary request is not touched by the group's rule.
@@ -129,12 +128,12 @@ fn any_opens_the_gate_at_the_first_answer() {
 fn a_forged_group_field_keeps_its_request_pending() {
     let f = fixture();
     let sent = f.mail.send_group(&ask(ExpectsReply::Any)).unwrap();
-    answer(&f.mail, sent.messages[1].id(), "bob");
+    answer(&f.mail, &sent.messages[1].id, "bob");
     // A request planted by another program claiming the group.
     let path = f.tmp.state.root().join("mail/inbox/ann");
     let forged = "1772706900999-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ff";
     let mut json: serde_json::Value = serde_json::from_slice(
-        &fs::read(path.join(format!("{}.json", sent.messages[0].id()))).unwrap(),
+        &fs::read(path.join(format!("{}.json", sent.messages[0].id))).unwrap(),
     )
     .unwrap();
     json["id"] = forged.into();
@@ -145,7 +144,7 @@ fn a_forged_group_field_keeps_its_request_pending() {
     .unwrap();
     let open = f.mail.pending_replies(&task("t1")).unwrap();
     assert_eq!(open.len(), 1, "{open:?}");
-    assert_eq!(open[0].id().as_str(), forged);
+    assert_eq!(open[0].id.as_str(), forged);
 }
 
 fn open(root: &Path, fault: Arc<FaultIo>) -> Mail {
@@ -199,25 +198,25 @@ fn a_retry_completes_the_group_as_first_sent() {
             f.tmp
                 .state
                 .root()
-                .join(format!("mail/inbox/{}/{}.json", m.to(), m.id())),
+                .join(format!("mail/inbox/{}/{}.json", m.to, m.id)),
         )
         .unwrap();
     }
-    let grown = GroupMessage::request(
+    let mut grown = GroupMessage::request(
         agent("lead"),
         ["ann", "bob", "dan"].map(agent),
         task("t1"),
         "ship-it",
         "ok to ship?",
-    )
-    .with_id(mid(GROUP));
+    );
+    grown.id = Some(mid(GROUP));
     let again = f.mail.send_group(&grown).unwrap();
-    let to: Vec<&str> = again.messages.iter().map(|m| m.to().as_str()).collect();
+    let to: Vec<&str> = again.messages.iter().map(|m| m.to.as_str()).collect();
     assert_eq!(to, ["ann", "bob", "cid"]);
     assert!(inbox_files(f.tmp.state.root(), "dan").is_empty());
     // Other content under the same group id is refused.
-    let other = GroupMessage::request(agent("lead"), team(), task("t1"), "ship-it", "changed")
-        .with_id(mid(GROUP));
+    let mut other = GroupMessage::request(agent("lead"), team(), task("t1"), "ship-it", "changed");
+    other.id = Some(mid(GROUP));
     assert!(matches!(
         f.mail.send_group(&other),
         Err(Error::IdTaken { .. })
@@ -232,8 +231,8 @@ fn bad_groups_are_refused() {
     assert!(matches!(f.mail.send_group(&alone), Err(Error::EmptyGroup)));
     let nobody = GroupMessage::notify(agent("lead"), [], task("t1"), "s", "b");
     assert!(matches!(f.mail.send_group(&nobody), Err(Error::EmptyGroup)));
-    let bad_id = GroupMessage::notify(agent("lead"), team(), task("t1"), "s", "b")
-        .with_id(mid("not-a-sortable-id"));
+    let mut bad_id = GroupMessage::notify(agent("lead"), team(), task("t1"), "s", "b");
+    bad_id.id = Some(mid("not-a-sortable-id"));
     assert!(matches!(
         f.mail.send_group(&bad_id),
         Err(Error::InvalidGroupId { .. })
@@ -258,7 +257,7 @@ fn a_copy_is_an_ordinary_seed_message() {
         .tmp
         .state
         .root()
-        .join(format!("mail/inbox/ann/{}.json", m.id()));
+        .join(format!("mail/inbox/ann/{}.json", m.id));
     let json: serde_json::Value = serde_json::from_slice(&fs::read(path).unwrap()).unwrap();
     let id = json["id"].as_str().unwrap();
     let (ms, uuid) = id.split_once('-').unwrap();

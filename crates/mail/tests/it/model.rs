@@ -239,7 +239,7 @@ fn run(ops: Vec<Op>) {
                             }
                         }
                         model.msgs.push(Msg {
-                            id: m.id().clone(),
+                            id: m.id.clone(),
                             from,
                             to,
                             task: task_index,
@@ -260,7 +260,7 @@ fn run(ops: Vec<Op>) {
                 let sent = mail.send_batch(&drafts).unwrap();
                 for ((f, to, t), m) in items.into_iter().zip(sent) {
                     model.msgs.push(Msg {
-                        id: m.id().clone(),
+                        id: m.id.clone(),
                         from: f,
                         to,
                         task: t,
@@ -280,7 +280,7 @@ fn run(ops: Vec<Op>) {
                     }
                     Loc::Inbox(_) => {
                         assert!(
-                            matches!(got.unwrap(), ArchiveOutcome::Archived(ref x) if x.id() == &m.id)
+                            matches!(got.unwrap(), ArchiveOutcome::Archived(ref x) if x.id == m.id)
                         );
                         m.loc = Loc::Archive;
                     }
@@ -311,7 +311,7 @@ fn run(ops: Vec<Op>) {
                     .inbox(&agent(a), &filter)
                     .unwrap()
                     .iter()
-                    .map(|m| m.id().clone())
+                    .map(|m| m.id.clone())
                     .collect();
                 let want: Vec<MessageId> = model
                     .msgs
@@ -330,7 +330,7 @@ fn run(ops: Vec<Op>) {
                     .pending_replies(&task(t))
                     .unwrap()
                     .iter()
-                    .map(|m| m.id().clone())
+                    .map(|m| m.id.clone())
                     .collect();
                 let want: Vec<MessageId> = model
                     .msgs
@@ -348,7 +348,7 @@ fn run(ops: Vec<Op>) {
                     .thread(&model.msgs[i].id)
                     .unwrap()
                     .iter()
-                    .map(|m| m.id().clone())
+                    .map(|m| m.id.clone())
                     .collect();
                 assert_eq!(got, model.thread(i));
             }
@@ -360,7 +360,7 @@ fn run(ops: Vec<Op>) {
                 );
                 let found = mail.find(&m.id).unwrap().unwrap();
                 assert_eq!(
-                    (found.message.from(), found.message.to()),
+                    (&found.message.from, &found.message.to),
                     (&agent(m.from), &agent(m.to))
                 );
             }

@@ -25,18 +25,18 @@ fn send_publishes_whole_file_and_sent_event() {
                 .with_priority(MailPriority::Low),
         )
         .unwrap();
-    let path = f.mail.path_of(m.id(), &Location::Inbox(agent("b")));
+    let path = f.mail.path_of(&m.id, &Location::Inbox(agent("b")));
     let on_disk: chipset_mail::Message =
         serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     assert_eq!(on_disk, m);
-    assert_eq!(m.round(), Some(3));
-    assert!(!m.expects_reply());
-    assert_eq!(m.created_at().unix_ms(), crate::T0);
+    assert_eq!(m.round, Some(3));
+    assert!(!m.expects_reply);
+    assert_eq!(m.created_at.unix_ms(), crate::T0);
     let manifest = f.mail.read_manifest().unwrap();
     assert_eq!(manifest.events.len(), 1);
-    assert!(matches!(&manifest.events[0], ManifestEvent::Sent { id, .. } if id == m.id()));
+    assert!(matches!(&manifest.events[0], ManifestEvent::Sent { id, .. } if *id == m.id));
     assert_eq!(
-        f.mail.locate(m.id()).unwrap(),
+        f.mail.locate(&m.id).unwrap(),
         Some(Location::Inbox(agent("b")))
     );
 }
@@ -54,7 +54,7 @@ fn a_message_of_exactly_the_read_cap_is_sent_and_read_back() {
     let size = |m: &chipset_mail::Message| {
         let path = mail
             .inbox_dir(&agent("b"))
-            .join(format!("{}.json", m.id()))
+            .join(format!("{}.json", m.id))
             .unwrap();
         mail.state().stat(&path).unwrap().unwrap().len
     };
@@ -63,7 +63,7 @@ fn a_message_of_exactly_the_read_cap_is_sent_and_read_back() {
     let fill = usize::try_from(600 - size(&probe)).unwrap() + 1;
     let full = mail.send(&note("x".repeat(fill))).unwrap();
     assert_eq!(size(&full), 600);
-    assert_eq!(mail.find(full.id()).unwrap().unwrap().message, full);
+    assert_eq!(mail.find(&full.id).unwrap().unwrap().message, full);
     let err = mail.send(&note("x".repeat(fill + 1))).unwrap_err();
     assert!(
         matches!(
@@ -151,8 +151,8 @@ fn the_default_body_limit_is_256_kib() {
     let sent = f.mail.send(&draft(262_144)).unwrap();
     let inbox = f.mail.inbox(&agent("b"), &all()).unwrap();
     assert_eq!(inbox.len(), 1);
-    assert_eq!(inbox[0].id(), sent.id());
-    assert_eq!(inbox[0].body().len(), 262_144);
+    assert_eq!(inbox[0].id, sent.id);
+    assert_eq!(inbox[0].body.len(), 262_144);
 }
 
 #[test]
@@ -177,30 +177,30 @@ fn response_rules_and_side_effect() {
             "",
         ))
         .unwrap();
-    assert!(req.expects_reply() && req.needs_reply());
-    assert!(!m.has_reply(req.id()).unwrap());
+    assert!(req.expects_reply && req.needs_reply());
+    assert!(!m.has_reply(&req.id).unwrap());
     assert!(matches!(
-        m.archive(req.id()),
+        m.archive(&req.id),
         Err(Error::ArchiveWithoutReply { .. })
     ));
 
     let refused = [
         (
-            NewMessage::response(agent("critic"), agent("exec"), req.id().clone(), "a", ""),
+            NewMessage::response(agent("critic"), agent("exec"), req.id.clone(), "a", ""),
             "is addressed to `exec`",
         ),
         (
-            NewMessage::response(agent("exec"), agent("critic"), req.id().clone(), "a", "")
+            NewMessage::response(agent("exec"), agent("critic"), req.id.clone(), "a", "")
                 .with_task(task("t2")),
             "of task `t1`",
         ),
         (
-            NewMessage::response(agent("exec"), agent("critic"), note.id().clone(), "a", ""),
+            NewMessage::response(agent("exec"), agent("critic"), note.id.clone(), "a", ""),
             "is a notify that expects no reply",
         ),
         (
             NewMessage::notify(agent("exec"), agent("critic"), task("t2"), "a", "")
-                .replying_to(req.id().clone()),
+                .replying_to(req.id.clone()),
             "of task `t1`",
         ),
     ];
@@ -214,22 +214,22 @@ fn response_rules_and_side_effect() {
         .send(&NewMessage::response(
             agent("exec"),
             agent("critic"),
-            req.id().clone(),
+            req.id.clone(),
             "dead-code",
             "yes",
         ))
         .unwrap();
     assert_eq!(answer.task(), &task("t1"));
-    assert!(!answer.expects_reply());
-    assert!(m.has_reply(req.id()).unwrap());
-    assert_eq!(m.locate(req.id()).unwrap(), Some(Location::Archive));
+    assert!(!answer.expects_reply);
+    assert!(m.has_reply(&req.id).unwrap());
+    assert_eq!(m.locate(&req.id).unwrap(), Some(Location::Archive));
     assert_eq!(
-        m.archive(req.id()).unwrap(),
+        m.archive(&req.id).unwrap(),
         ArchiveOutcome::AlreadyArchived(Location::Archive)
     );
     let events = m.read_manifest().unwrap().events;
     assert!(events.iter().any(|e| matches!(e,
-        ManifestEvent::Archived { id, reply: Some(r), .. } if id == req.id() && r == answer.id())));
+        ManifestEvent::Archived { id, reply: Some(r), .. } if *id == req.id && *r == answer.id)));
     assert!(m.pending_replies(&task("t1")).unwrap().is_empty());
 }
 
@@ -247,11 +247,11 @@ fn archive_outcomes() {
         ))
         .unwrap();
     assert_eq!(
-        m.archive(n.id()).unwrap(),
+        m.archive(&n.id).unwrap(),
         ArchiveOutcome::Archived(n.clone())
     );
     assert_eq!(
-        m.archive(n.id()).unwrap(),
+        m.archive(&n.id).unwrap(),
         ArchiveOutcome::AlreadyArchived(Location::Archive)
     );
     assert!(matches!(
@@ -260,7 +260,7 @@ fn archive_outcomes() {
     ));
     m.sweep_task_on_commit(&task("t")).unwrap();
     assert_eq!(
-        m.archive(n.id()).unwrap(),
+        m.archive(&n.id).unwrap(),
         ArchiveOutcome::AlreadyArchived(Location::ByTask(task("t")))
     );
 }
@@ -300,7 +300,7 @@ fn inbox_filters_in_id_order() {
         m.inbox(&agent("b"), &filter)
             .unwrap()
             .iter()
-            .map(|x| x.body().to_owned())
+            .map(|x| x.body.to_owned())
             .collect()
     };
     assert_eq!(bodies(InboxFilter::default()), ["0", "1", "2", "3"]);
@@ -315,7 +315,7 @@ fn inbox_filters_in_id_order() {
     };
     assert_eq!(bodies(task_filter), ["0", "2"]);
     let since = InboxFilter {
-        since: Some(sent[2].created_at()),
+        since: Some(sent[2].created_at),
         ..InboxFilter::default()
     };
     assert_eq!(bodies(since), ["2", "3"]);
@@ -340,7 +340,7 @@ fn thread_spans_inbox_archive_and_by_task() {
         .send(&NewMessage::response(
             agent("exec"),
             agent("critic"),
-            q1.id().clone(),
+            q1.id.clone(),
             "scope-creep",
             "a1",
         ))
@@ -354,20 +354,20 @@ fn thread_spans_inbox_archive_and_by_task() {
                 "scope-creep",
                 "q2",
             )
-            .replying_to(a1.id().clone()),
+            .replying_to(a1.id.clone()),
         )
         .unwrap();
     let side = m
         .send(
             &NewMessage::notify(agent("critic"), agent("lead"), task("t1"), "fyi", "side")
-                .replying_to(q1.id().clone()),
+                .replying_to(q1.id.clone()),
         )
         .unwrap();
     let a2 = m
         .send(&NewMessage::response(
             agent("exec"),
             agent("critic"),
-            q2.id().clone(),
+            q2.id.clone(),
             "scope-creep",
             "a2",
         ))
@@ -381,23 +381,23 @@ fn thread_spans_inbox_archive_and_by_task() {
     ))
     .unwrap();
     assert!(matches!(
-        m.archive(a1.id()).unwrap(),
+        m.archive(&a1.id).unwrap(),
         ArchiveOutcome::Archived(_)
     ));
     // Causal order: parents first, otherwise send order.
     let expected = ["q1", "a1", "q2", "side", "a2"];
     let bodies =
-        |v: Vec<chipset_mail::Message>| v.iter().map(|x| x.body().to_owned()).collect::<Vec<_>>();
-    for id in [q1.id(), a1.id(), q2.id(), side.id(), a2.id()] {
+        |v: Vec<chipset_mail::Message>| v.iter().map(|x| x.body.to_owned()).collect::<Vec<_>>();
+    for id in [&q1.id, &a1.id, &q2.id, &side.id, &a2.id] {
         assert_eq!(bodies(m.thread(id).unwrap()), expected);
     }
     // Sweep half of it away: the thread still reads the same.
     assert!(matches!(
-        m.archive(a2.id()).unwrap(),
+        m.archive(&a2.id).unwrap(),
         ArchiveOutcome::Archived(_)
     ));
     m.sweep_task_on_commit(&task("t1")).unwrap();
-    for id in [q1.id(), a2.id()] {
+    for id in [&q1.id, &a2.id] {
         assert_eq!(bodies(m.thread(id).unwrap()), expected);
     }
     assert!(matches!(
@@ -436,11 +436,11 @@ fn pending_replies_is_the_commit_gate() {
     ))
     .unwrap();
     let pending = m.pending_replies(&task("t1")).unwrap();
-    assert_eq!(pending.iter().map(|p| p.id()).collect::<Vec<_>>(), [q.id()]);
+    assert_eq!(pending.iter().map(|p| &p.id).collect::<Vec<_>>(), [&q.id]);
     m.send(&NewMessage::response(
         agent("exec"),
         agent("critic"),
-        q.id().clone(),
+        q.id.clone(),
         "a",
         "",
     ))
@@ -480,17 +480,14 @@ fn sweep_moves_task_and_is_rerunnable() {
         ))
         .unwrap();
     assert!(matches!(
-        m.archive(a.id()).unwrap(),
+        m.archive(&a.id).unwrap(),
         ArchiveOutcome::Archived(_)
     ));
     let r = m.sweep_task_on_commit(&task("t1")).unwrap();
     assert_eq!((r.moved, r.total), (2, 2));
+    assert_eq!(m.locate(&a.id).unwrap(), Some(Location::ByTask(task("t1"))));
     assert_eq!(
-        m.locate(a.id()).unwrap(),
-        Some(Location::ByTask(task("t1")))
-    );
-    assert_eq!(
-        m.locate(other.id()).unwrap(),
+        m.locate(&other.id).unwrap(),
         Some(Location::Inbox(agent("b")))
     );
     let again = m.sweep_task_on_commit(&task("t1")).unwrap();
@@ -539,7 +536,7 @@ fn batch_send_is_all_or_nothing_on_refusal() {
     drafts.push(NewMessage::response(
         agent("exec"),
         agent("critic"),
-        q.id().clone(),
+        q.id.clone(),
         "a",
         "",
     ));
@@ -563,11 +560,11 @@ fn batch_send_is_all_or_nothing_on_refusal() {
 
     let sent = m.send_batch(&drafts).unwrap();
     assert_eq!(sent.len(), 51);
-    assert!(sent.windows(2).all(|w| w[0].id() < w[1].id()));
+    assert!(sent.windows(2).all(|w| w[0].id < w[1].id));
     let total: usize = m.counts().unwrap().inbox.values().sum();
     assert_eq!(total, 51, "50 notes + the answer; the request was archived");
-    assert!(m.has_reply(q.id()).unwrap());
-    assert_eq!(m.locate(q.id()).unwrap(), Some(Location::Archive));
+    assert!(m.has_reply(&q.id).unwrap());
+    assert_eq!(m.locate(&q.id).unwrap(), Some(Location::Archive));
     let events = m.read_manifest().unwrap().events;
     let sent_events = events
         .iter()
@@ -590,7 +587,7 @@ fn racing_archivers_one_wins() {
                 "",
             ))
             .unwrap()
-            .id()
+            .id
             .clone()
         })
         .collect();
@@ -629,7 +626,7 @@ fn chosen_id_makes_a_resend_idempotent_wherever_the_message_went() {
     )
     .with_id(id.clone());
     let sent = m.send(&draft).unwrap();
-    assert_eq!(sent.id(), &id);
+    assert_eq!(sent.id, id);
 
     // The sender crashed and sends again: the first delivery, nothing written.
     let before = m.read_manifest().unwrap().events.len();

@@ -55,9 +55,9 @@ fn a_valid_nubos_message_of_over_a_mib_is_read() {
         .mail
         .inbox(&agent("np-executor"), &InboxFilter::default())
         .unwrap();
-    let ids: Vec<&str> = listed.iter().map(|m| m.id().as_str()).collect();
+    let ids: Vec<&str> = listed.iter().map(|m| m.id.as_str()).collect();
     assert_eq!(ids, [OPEN, BIG]);
-    assert_eq!(listed[1].body().len(), 200 * 1024);
+    assert_eq!(listed[1].body.len(), 200 * 1024);
     let pending = n.mail.pending_replies(&task(TASK)).unwrap();
     assert_eq!(pending.len(), 2);
     assert_eq!(n.mail.find(&mid(BIG)).unwrap().unwrap().message, listed[1]);
@@ -82,7 +82,7 @@ fn a_file_over_the_read_cap_is_skipped_reported_and_keeps_the_gate_closed() {
         .inbox(&agent("np-executor"), &InboxFilter::default())
         .unwrap();
     assert_eq!(listed.len(), 1);
-    assert_eq!(listed[0].id().as_str(), OPEN);
+    assert_eq!(listed[0].id.as_str(), OPEN);
     let err = n.mail.pending_replies(&task(TASK)).unwrap_err();
     assert!(
         matches!(err, Error::Corrupt(ref c) if c.path == path),
@@ -248,7 +248,7 @@ fn doctor_fix_says_the_seed_archives_an_answered_request() {
         before[&Path::new("inbox/np-executor").join(format!("{ANSWERED}.json"))]
     );
     assert_eq!(
-        n.mail.find(&mid(ANSWERED)).unwrap().unwrap().message.kind(),
+        n.mail.find(&mid(ANSWERED)).unwrap().unwrap().message.kind,
         Kind::Request
     );
 }

@@ -103,7 +103,7 @@ pub(crate) fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
 }
 
 fn ids(messages: &[chipset_mail::Message]) -> Vec<&str> {
-    messages.iter().map(|m| m.id().as_str()).collect()
+    messages.iter().map(|m| m.id.as_str()).collect()
 }
 
 #[test]
@@ -114,16 +114,16 @@ fn the_nubos_folder_reads_in_place() {
         .inbox(&agent("np-executor"), &InboxFilter::default())
         .unwrap();
     assert_eq!(ids(&open), [OPEN]);
-    assert_eq!(open[0].round(), None);
-    assert_eq!(open[0].kind(), Kind::Request);
-    assert_eq!(open[0].subject(), "dead-code");
-    assert_eq!(open[0].in_reply_to(), None);
+    assert_eq!(open[0].round, None);
+    assert_eq!(open[0].kind, Kind::Request);
+    assert_eq!(open[0].subject, "dead-code");
+    assert_eq!(open[0].in_reply_to, None);
     let answers = m
         .inbox(&agent("np-critic"), &InboxFilter::default())
         .unwrap();
     assert_eq!(ids(&answers), [RESPONSE]);
-    assert_eq!(answers[0].round(), Some(2));
-    assert_eq!(answers[0].in_reply_to(), Some(&mid(ANSWERED)));
+    assert_eq!(answers[0].round, Some(2));
+    assert_eq!(answers[0].in_reply_to, Some(mid(ANSWERED)));
 
     for (id, location) in [
         (OPEN, Location::Inbox(agent("np-executor"))),
@@ -215,8 +215,8 @@ fn archive_answer_and_sweep_the_nubos_folder() {
     assert_eq!(m.locate(&mid(OPEN)).unwrap(), Some(Location::Archive));
     assert!(m.pending_replies(&task(TASK)).unwrap().is_empty());
     assert_eq!(
-        ids(&m.thread(answer.id()).unwrap()),
-        [OPEN, answer.id().as_str()]
+        ids(&m.thread(&answer.id).unwrap()),
+        [OPEN, answer.id.as_str()]
     );
 
     let swept = m.sweep_task_on_commit(&task(TASK)).unwrap();
@@ -472,7 +472,7 @@ fn a_folder_chipset_writes_has_nubos_message_v1_fields_and_types() {
     m.send(&NewMessage::response(
         agent("np-executor"),
         agent("np-critic"),
-        q.id().clone(),
+        q.id.clone(),
         "dead-code",
         "ümlaut \"quoted\"\nnew line",
     ))
@@ -593,6 +593,6 @@ fn names_outside_the_schema_are_refused_on_send_and_read_from_disk() {
         .mail
         .inbox(&agent("np-executor"), &InboxFilter::default())
         .unwrap();
-    assert_eq!(inbox[0].from().as_str(), "np.critic");
+    assert_eq!(inbox[0].from.as_str(), "np.critic");
     assert_eq!(ids(&n.mail.pending_replies(&task(TASK)).unwrap()), [OPEN]);
 }

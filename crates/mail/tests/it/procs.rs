@@ -25,7 +25,7 @@ fn sender(root: &Path, from: &str, n: u64, out: &mut dyn Write) {
         let draft =
             NewMessage::notify(agent(from), agent(INBOX), task("t1"), "load", i.to_string());
         let m = mail.send(&draft).unwrap();
-        writeln!(out, "sent {}", m.id()).unwrap();
+        writeln!(out, "sent {}", m.id).unwrap();
         out.flush().unwrap();
     }
 }
@@ -134,7 +134,7 @@ fn inbox_ids(mail: &Mail) -> Vec<MessageId> {
     mail.inbox(&agent(INBOX), &InboxFilter::default())
         .unwrap()
         .into_iter()
-        .map(|m| m.id().clone())
+        .map(|m| m.id.clone())
         .collect()
 }
 
@@ -183,9 +183,9 @@ fn eight_senders_one_inbox_exactly_once() {
     let mut per_sender: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
     for m in mail.inbox(&agent(INBOX), &InboxFilter::default()).unwrap() {
         per_sender
-            .entry(m.from().to_string())
+            .entry(m.from.to_string())
             .or_default()
-            .insert(m.body().parse().unwrap());
+            .insert(m.body.parse().unwrap());
     }
     assert_eq!(per_sender.len(), 8);
     assert!(
@@ -295,7 +295,7 @@ fn two_processes_archive_each_message_once() {
         .send_batch(&drafts)
         .unwrap()
         .iter()
-        .map(|m| m.id().to_string())
+        .map(|m| m.id.to_string())
         .collect();
     let ids_file = tmp.scratch("ids");
     std::fs::write(&ids_file, ids.join("\n")).unwrap();

@@ -119,7 +119,7 @@ fn cases() -> Vec<Case> {
             setup: |m| drop(m.send(&request()).unwrap()),
             run: |m| {
                 let sent = m.send(&response())?;
-                assert_eq!(sent.id(), &mid(ID));
+                assert_eq!(sent.id, mid(ID));
                 Ok(())
             },
             applied: |m| {
@@ -362,7 +362,7 @@ fn a_message_id_in_outcome_unknown_is_the_one_to_retry_with() {
     assert!(err.to_string().contains(ID), "{err}");
     fault.disarm();
     let again = mail.send(&notify(ID, "bob")).unwrap();
-    assert_eq!(again.id(), &mid(ID));
+    assert_eq!(again.id, mid(ID));
     assert_eq!(copies(tmp.path(), ID), 1);
 }
 
@@ -667,8 +667,8 @@ fn a_send_that_loses_the_race_to_the_same_message_returns_the_first_delivery() {
         assert_eq!(&read(&mail), winner);
         if *same_content {
             let sent = sent.unwrap();
-            assert_eq!(sent.id().as_str(), ID);
-            assert_eq!(sent.body(), "hello");
+            assert_eq!(sent.id.as_str(), ID);
+            assert_eq!(sent.body, "hello");
         } else {
             match sent {
                 Err(Error::IdTaken { id, .. }) => assert_eq!(id.as_str(), ID),

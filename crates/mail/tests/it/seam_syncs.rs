@@ -84,13 +84,13 @@ fn archiving_a_notify_costs_the_moves_syncs_only() {
         let mail = open(tmp.path(), fault.clone());
         let first = mail.send(&note(0)).unwrap();
         assert!(matches!(
-            mail.archive(first.id()).unwrap(),
+            mail.archive(&first.id).unwrap(),
             ArchiveOutcome::Archived(_)
         ));
         let sent = mail.send(&note(1)).unwrap();
         let before = fault.calls().len();
         assert!(matches!(
-            mail.archive(sent.id()).unwrap(),
+            mail.archive(&sent.id).unwrap(),
             ArchiveOutcome::Archived(_)
         ));
         let calls = fault.calls()[before..].to_vec();
@@ -145,12 +145,12 @@ fn every_returned_send_survives_every_power_cut_in(order: SyncOrder) {
         let m = mail.send(&note(i)).unwrap();
         let label = format!("send {i}");
         rec.mark(&label);
-        sent.push((label, m.id().clone()));
+        sent.push((label, m.id.clone()));
     }
     let batch = mail.send_batch(&[note(3), note(4)]).unwrap();
     rec.mark("batch");
     for m in &batch {
-        sent.push(("batch".to_owned(), m.id().clone()));
+        sent.push(("batch".to_owned(), m.id.clone()));
     }
     let states = rec.crash_states();
     assert!(states.len() > 2, "{} states", states.len());
@@ -205,9 +205,9 @@ fn every_returned_send_survives_every_power_cut_in(order: SyncOrder) {
             .collect();
         for m in back.inbox(&agent("exec"), &Default::default()).unwrap() {
             assert!(
-                recorded.contains(m.id()),
+                recorded.contains(&m.id),
                 "cut {i}: no sent event for {}",
-                m.id()
+                m.id
             );
         }
         let again = back.doctor(DoctorMode::Check).unwrap();

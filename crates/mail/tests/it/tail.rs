@@ -36,7 +36,7 @@ fn request(m: &Mail, subject: &str) -> Message {
 /// increasing across the whole test process, whatever a manual clock says).
 fn nubos_response(request: &Message, n: u8) -> (MessageId, Vec<u8>) {
     let sent: i64 = request
-        .id()
+        .id
         .as_str()
         .split('-')
         .next()
@@ -47,8 +47,8 @@ fn nubos_response(request: &Message, n: u8) -> (MessageId, Vec<u8>) {
     let id = format!("{ms}-9b3e0c1a-5d2f-4e1b-8a6c-0123456789{n:02x}");
     let json = serde_json::json!({
         "id": id, "from": "exec", "to": "critic", "phase": "t1", "round": null,
-        "kind": "response", "subject": request.subject(), "body": "because",
-        "expects_reply": false, "in_reply_to": request.id().as_str(),
+        "kind": "response", "subject": request.subject, "body": "because",
+        "expects_reply": false, "in_reply_to": request.id.as_str(),
         "created_at": chipset_store::Timestamp::from_unix_ms(ms).to_string(),
     });
     (mid(&id), serde_json::to_vec_pretty(&json).unwrap())
@@ -88,7 +88,7 @@ fn sent_event(id: &MessageId, request: &Message) -> serde_json::Value {
     serde_json::json!({
         "event": "sent", "id": id.as_str(), "from": "exec", "to": "critic",
         "kind": "response", "phase": "t1", "round": null,
-        "in_reply_to": request.id().as_str(), "expects_reply": false,
+        "in_reply_to": request.id.as_str(), "expects_reply": false,
         "created_at": "2026-03-05T10:39:00.000Z", "run_id": "r-1",
     })
 }
@@ -105,7 +105,7 @@ fn tail_path(m: &Mail) -> chipset_store::StatePath {
 /// past the slack so that requests sent from now on are covered by it.
 fn begin_tail(f: &Fixture) {
     let first = request(&f.mail, "first");
-    assert!(!f.mail.has_reply(first.id()).unwrap());
+    assert!(!f.mail.has_reply(&first.id).unwrap());
     let tail = f.mail.state().stat(&tail_path(&f.mail)).unwrap();
     assert!(tail.is_some_and(|t| t.is_file()));
     f.clock.advance(Duration::from_secs(10));
@@ -127,37 +127,37 @@ fn a_logged_foreign_archive_answers_without_listing_the_archive() {
     archive_foreign(m, &sid, &bytes, false);
 
     // The logged one is found through the manifest, at once.
-    assert!(m.has_reply(logged.id()).unwrap());
+    assert!(m.has_reply(&logged.id).unwrap());
     // The one with no `archived` event is not (its `sent` event says
     // nothing of where it is now): `archive/` is not listed for a request
     // the tail covers (the safe side: it stays pending).
-    assert!(!m.has_reply(silent.id()).unwrap());
+    assert!(!m.has_reply(&silent.id).unwrap());
     let pending = m.pending_replies(&task("t1")).unwrap();
-    let ids: Vec<&MessageId> = pending.iter().map(|p| p.id()).collect();
+    let ids: Vec<&MessageId> = pending.iter().map(|p| &p.id).collect();
     assert!(
-        ids.contains(&silent.id()) && !ids.contains(&logged.id()),
+        ids.contains(&&silent.id) && !ids.contains(&&logged.id),
         "{ids:?}"
     );
     assert!(matches!(
-        m.archive(logged.id()).unwrap(),
+        m.archive(&logged.id).unwrap(),
         ArchiveOutcome::Archived(_)
     ));
     // The tail entered the response in the reply index: the next look is the fast one.
     assert!(
         m.dir()
             .as_path()
-            .join(format!("replies/{}/response-{rid}.json", logged.id()))
+            .join(format!("replies/{}/response-{rid}.json", logged.id))
             .is_file()
     );
 
     // The doctor completes what the silent writer left out; then it answers.
     m.doctor(DoctorMode::Fix).unwrap();
-    assert!(m.has_reply(silent.id()).unwrap());
+    assert!(m.has_reply(&silent.id).unwrap());
     assert!(
         m.pending_replies(&task("t1"))
             .unwrap()
             .iter()
-            .all(|p| p.id() != silent.id())
+            .all(|p| p.id != silent.id)
     );
 }
 
@@ -170,12 +170,12 @@ fn a_request_older_than_the_tail_is_looked_for_by_listing() {
     // Archived with no event, after the tail began: only a listing finds it.
     let (id, bytes) = nubos_response(&old, 3);
     archive_foreign(m, &id, &bytes, false);
-    assert!(m.has_reply(old.id()).unwrap());
+    assert!(m.has_reply(&old.id).unwrap());
     assert!(
         !m.pending_replies(&task("t1"))
             .unwrap()
             .iter()
-            .any(|p| p.id() == old.id())
+            .any(|p| p.id == old.id)
     );
 }
 
@@ -199,14 +199,14 @@ fn a_replaced_manifest_or_a_broken_tail_file_begins_again() {
     // the request, so the request is looked for by listing and found.
     let (id, bytes) = nubos_response(&q, 4);
     archive_foreign(m, &id, &bytes, false);
-    assert!(m.has_reply(q.id()).unwrap());
+    assert!(m.has_reply(&q.id).unwrap());
 
     // A tail file that does not parse is ignored and written afresh.
     let tail = m.dir().as_path().join(".gate/archive-tail.json");
     fs::write(&tail, b"{not json").unwrap();
     f.clock.advance(Duration::from_secs(10));
     let r = request(m, "broken");
-    assert!(!m.has_reply(r.id()).unwrap());
+    assert!(!m.has_reply(&r.id).unwrap());
     let text = fs::read_to_string(&tail).unwrap();
     assert!(
         text.starts_with('{') && text.contains("\"since\""),
@@ -216,7 +216,7 @@ fn a_replaced_manifest_or_a_broken_tail_file_begins_again() {
     let s = request(m, "after");
     let (id, bytes) = nubos_response(&s, 5);
     archive_foreign(m, &id, &bytes, true);
-    assert!(m.has_reply(s.id()).unwrap());
+    assert!(m.has_reply(&s.id).unwrap());
 }
 
 /// A response that does not fit its request (another author) answers nothing,
@@ -232,7 +232,7 @@ fn a_logged_response_that_does_not_fit_answers_nothing() {
         .unwrap()
         .replace("\"from\": \"exec\"", "\"from\": \"intruder\"");
     archive_foreign(m, &id, bytes.as_bytes(), true);
-    assert!(!m.has_reply(q.id()).unwrap());
+    assert!(!m.has_reply(&q.id).unwrap());
     // Nor does a file whose message is not the one its name (and the event)
     // says: a fitting response, copied under another id.
     let (copy, _) = nubos_response(&q, 9);
@@ -241,13 +241,8 @@ fn a_logged_response_that_does_not_fit_answers_nothing() {
         .unwrap()
         .replace(id.as_str(), copy.as_str());
     archive_foreign(m, &id, bytes.as_bytes(), true);
-    assert!(!m.has_reply(q.id()).unwrap());
-    assert!(
-        !m.dir()
-            .as_path()
-            .join(format!("replies/{}", q.id()))
-            .exists()
-    );
+    assert!(!m.has_reply(&q.id).unwrap());
+    assert!(!m.dir().as_path().join(format!("replies/{}", q.id)).exists());
 }
 
 /// Past a tail that recorded the manifest's times at its end, a manifest
@@ -259,10 +254,10 @@ fn a_manifest_rewritten_in_place_past_a_settled_tail_begins_it_again() {
     let m = &f.mail;
     begin_tail(&f);
     let q = request(m, "rewritten");
-    assert!(!m.has_reply(q.id()).unwrap());
+    assert!(!m.has_reply(&q.id).unwrap());
     // Once the manifest has settled, the tail records its times at its end.
     std::thread::sleep(Duration::from_millis(2_200));
-    assert!(!m.has_reply(q.id()).unwrap());
+    assert!(!m.has_reply(&q.id).unwrap());
     let tail = m.dir().as_path().join(".gate/archive-tail.json");
     let v: serde_json::Value = serde_json::from_slice(&fs::read(&tail).unwrap()).unwrap();
     assert_eq!(v["v"], 2);
@@ -282,7 +277,7 @@ fn a_manifest_rewritten_in_place_past_a_settled_tail_begins_it_again() {
     // the tail allows because it began again after the request was sent.
     let (id, bytes) = nubos_response(&q, 7);
     archive_foreign(m, &id, &bytes, false);
-    assert!(m.has_reply(q.id()).unwrap());
+    assert!(m.has_reply(&q.id).unwrap());
 }
 
 /// A reader that cannot write (a read-only mount: every create, open for
@@ -321,14 +316,14 @@ fn a_reader_that_cannot_write_counts_a_logged_foreign_archive() {
     let state = StateDir::open_existing_with(m.state().root(), options).unwrap();
     let reader = Mail::with_config(state, no_grace());
     let pending = reader.pending_replies(&task("t1")).unwrap();
-    assert!(pending.iter().all(|p| p.id() != logged.id()), "{pending:?}");
-    assert!(reader.has_reply(logged.id()).unwrap());
+    assert!(pending.iter().all(|p| p.id != logged.id), "{pending:?}");
+    assert!(reader.has_reply(&logged.id).unwrap());
     assert!(
         io.injected() > 0,
         "the reader wrote nothing, or never tried"
     );
     // Nothing was entered: the reply index does not know the response yet.
-    let replies = m.dir().join("replies").unwrap().join_id(logged.id(), "");
+    let replies = m.dir().join("replies").unwrap().join_id(&logged.id, "");
     assert_eq!(m.state().list(&replies).unwrap(), Vec::<String>::new());
 }
 
@@ -344,7 +339,7 @@ fn a_request_the_reply_index_answers_needs_no_tail() {
         .send(&NewMessage::response(
             agent("exec"),
             agent("critic"),
-            q.id().clone(),
+            q.id.clone(),
             "re",
             "because",
         ))
@@ -352,12 +347,12 @@ fn a_request_the_reply_index_answers_needs_no_tail() {
     // The request back in its inbox (as if the response's sender had
     // crashed before moving it), the response archived: only the reply
     // index knows of the answer.
-    let name = format!("{}.json", q.id());
+    let name = format!("{}.json", q.id);
     let archived = m.dir().join("archive").unwrap().join(&name).unwrap();
     let inbox = m.inbox_dir(&agent("exec")).join(&name).unwrap();
     m.state().move_noclobber(&archived, &inbox).unwrap();
     assert!(matches!(
-        m.archive(r.id()).unwrap(),
+        m.archive(&r.id).unwrap(),
         ArchiveOutcome::Archived(_)
     ));
     let tail = tail_path(m);
@@ -408,10 +403,10 @@ fn a_tail_file_of_another_version_is_begun_again() {
             .unwrap();
     };
     write(&tail);
-    assert!(!m.has_reply(q.id()).unwrap(), "the tail was not trusted");
+    assert!(!m.has_reply(&q.id).unwrap(), "the tail was not trusted");
     tail["v"] = serde_json::json!(3);
     write(&tail);
-    assert!(m.has_reply(q.id()).unwrap());
+    assert!(m.has_reply(&q.id).unwrap());
 }
 
 /// Once the tail has read to the manifest's end with the manifest settled,
@@ -427,9 +422,9 @@ fn a_settled_tail_at_the_end_does_not_open_the_manifest() {
     let open = request(m, "open");
     // Longer than the two seconds a manifest's times must be old to trust.
     std::thread::sleep(Duration::from_millis(2_200));
-    assert!(m.has_reply(q.id()).unwrap());
+    assert!(m.has_reply(&q.id).unwrap());
     let watch = crate::watch_opens(m.dir().as_path());
-    assert!(!m.has_reply(open.id()).unwrap());
+    assert!(!m.has_reply(&open.id).unwrap());
     let opened = crate::opened(&watch);
     assert!(!opened.iter().any(|n| n == "manifest.jsonl"), "{opened:?}");
 }
@@ -442,17 +437,17 @@ fn a_request_at_the_edge_of_the_tail_is_looked_for_by_listing() {
     let f = fixture_with(no_grace());
     let m = &f.mail;
     let first = request(m, "first");
-    assert!(!m.has_reply(first.id()).unwrap());
+    assert!(!m.has_reply(&first.id).unwrap());
     f.clock.advance(Duration::from_secs(2));
     let edge = request(m, "edge");
     let (rid, bytes) = nubos_response(&edge, 11);
     archive_foreign(m, &rid, &bytes, false);
-    assert!(m.has_reply(edge.id()).unwrap());
+    assert!(m.has_reply(&edge.id).unwrap());
     f.clock.advance(Duration::from_millis(1));
     let later = request(m, "later");
     let (rid, bytes) = nubos_response(&later, 12);
     archive_foreign(m, &rid, &bytes, false);
-    assert!(!m.has_reply(later.id()).unwrap());
+    assert!(!m.has_reply(&later.id).unwrap());
 }
 
 /// The reply fallback skips a folder unchanged since (with the slack) a

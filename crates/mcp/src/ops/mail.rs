@@ -24,18 +24,18 @@ fn listing(messages: &[Message], limit: usize, bodies: bool, empty: String, more
     for m in shown {
         text.push_str(&format!(
             "{} {} {}→{} task {} round {} {} {} ({} chars)\n",
-            m.id(),
-            m.kind().as_str(),
-            m.from(),
-            m.to(),
+            m.id,
+            m.kind.as_str(),
+            m.from,
+            m.to,
             m.task(),
-            m.round().map_or_else(|| "-".to_owned(), |r| r.to_string()),
-            m.priority().as_str(),
-            m.subject(),
-            m.body().chars().count()
+            m.round.map_or_else(|| "-".to_owned(), |r| r.to_string()),
+            m.priority.as_str(),
+            m.subject,
+            m.body.chars().count()
         ));
         if bodies {
-            for line in m.body().lines() {
+            for line in m.body.lines() {
                 text.push_str("    ");
                 text.push_str(line);
                 text.push('\n');
@@ -109,7 +109,7 @@ pub(crate) fn mail_send(ctx: &Ctx, p: MailSend) -> Outcome {
     }
     let message = Mail::new(ctx.state.clone()).send(&draft)?;
     Ok(Reply::new(
-        format!("sent {} to {}\n", message.id(), message.to()),
+        format!("sent {} to {}\n", message.id, message.to),
         &message,
     ))
 }
@@ -138,16 +138,14 @@ fn mail_send_group(ctx: &Ctx, p: MailSend, to: &Recipients) -> Outcome {
         GroupMessage::notify(from, agents, task, p.subject, p.body)
     };
     if let Some(expects) = p.expects_reply {
-        draft = draft.with_expects(expects.into());
+        draft.expects = expects.into();
     }
-    if let Some(round) = p.round {
-        draft = draft.with_round(round);
-    }
+    draft.round = p.round;
     if let Some(priority) = p.priority {
-        draft = draft.with_priority(priority.into());
+        draft.priority = priority.into();
     }
     let sent = Mail::new(ctx.state.clone()).send_group(&draft)?;
-    let names: Vec<String> = sent.messages.iter().map(|m| m.to().to_string()).collect();
+    let names: Vec<String> = sent.messages.iter().map(|m| m.to.to_string()).collect();
     Ok(Reply::new(
         format!("sent {} to {}\n", sent.id, names.join(", ")),
         GroupSentView::of(&sent),
@@ -186,7 +184,7 @@ pub(crate) fn mail_inbox(ctx: &Ctx, p: MailInbox) -> Outcome {
     };
     let mut messages = Mail::new(ctx.state.clone()).inbox(&ctx.agent, &filter)?;
     if let Some(Since::Id(after)) = &start {
-        messages.retain(|m| m.id() > after);
+        messages.retain(|m| m.id > *after);
     }
     Ok(listing(
         &messages,
@@ -209,13 +207,13 @@ pub(crate) fn mail_read(ctx: &Ctx, p: MailRead) -> Outcome {
     let m = &found.message;
     let text = format!(
         "{} {} {}→{} task {} {}\n{}\n",
-        m.id(),
-        m.kind().as_str(),
-        m.from(),
-        m.to(),
+        m.id,
+        m.kind.as_str(),
+        m.from,
+        m.to,
         m.task(),
-        m.subject(),
-        m.body()
+        m.subject,
+        m.body
     );
     Ok(Reply::new(text, m))
 }
@@ -225,12 +223,11 @@ pub(crate) fn mail_archive(ctx: &Ctx, p: MailArchive) -> Outcome {
     let mail = Mail::new(ctx.state.clone());
     // Archiving is the addressee's act: an agent files its own messages only.
     if let Some(found) = mail.find(&message_id)?
-        && found.message.to() != &ctx.agent
+        && found.message.to != ctx.agent
     {
         return Err(Failure::refused(format!(
             "cannot archive {message_id}: it is addressed to `{}`, not to `{}`",
-            found.message.to(),
-            ctx.agent
+            found.message.to, ctx.agent
         )));
     }
     let view = Archived::from(mail.archive(&message_id)?);

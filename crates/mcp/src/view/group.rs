@@ -47,19 +47,19 @@ impl GroupSentView {
         let first = sent.messages.first();
         GroupSentView {
             group: sent.id.clone(),
-            kind: first.map_or("", |m| m.kind().as_str()).to_owned(),
-            from: first.map(|m| m.from().clone()).expect("a group has a copy"),
+            kind: first.map_or("", |m| m.kind.as_str()).to_owned(),
+            from: first.map(|m| m.from.clone()).expect("a group has a copy"),
             task: first.map(|m| m.task().clone()).expect("a group has a copy"),
             expects_reply: first
                 .and_then(|m| m.group())
-                .and_then(|g| g.expects())
+                .and_then(|g| g.expects)
                 .map(|e| e.as_str().to_owned()),
             copies: sent
                 .messages
                 .iter()
                 .map(|m| GroupCopy {
-                    id: m.id().clone(),
-                    to: m.to().clone(),
+                    id: m.id.clone(),
+                    to: m.to.clone(),
                 })
                 .collect(),
             sender_skipped: sent.sender_skipped,

@@ -46,18 +46,18 @@ fn messages(dir: &Path, out: &mut Vec<Record>) {
         let Ok(m) = serde_json::from_slice::<Message>(&bytes) else {
             continue;
         };
-        if path.file_stem().and_then(|s| s.to_str()) != Some(m.id().as_str()) {
+        if path.file_stem().and_then(|s| s.to_str()) != Some(m.id.as_str()) {
             continue;
         }
         out.push(Record {
             channel: Origin::Mail,
-            id: m.id().to_string(),
-            from: Some(m.from().to_string()),
-            to: Some(m.to().to_string()),
+            id: m.id.to_string(),
+            from: Some(m.from.to_string()),
+            to: Some(m.to.to_string()),
             task: Some(m.task().to_string()),
-            kind: Some(m.kind().as_str().to_owned()),
-            at_ms: m.created_at().unix_ms(),
-            text: format!("{} {}", m.subject(), m.body()),
+            kind: Some(m.kind.as_str().to_owned()),
+            at_ms: m.created_at.unix_ms(),
+            text: format!("{} {}", m.subject, m.body),
         });
     }
 }

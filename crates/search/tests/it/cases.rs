@@ -270,9 +270,9 @@ fn a_settled_catch_up_reads_only_what_changed() {
         .unwrap();
     let got = search.search(&Query::new("regression")).unwrap();
     assert_eq!(got.len(), 1);
-    assert_eq!(got[0].id, m.id().as_str());
+    assert_eq!(got[0].id, m.id.as_str());
     // Archiving moves the file; the message stays found.
-    let _ = mail.archive(m.id()).unwrap();
+    let _ = mail.archive(&m.id).unwrap();
     assert_eq!(search.search(&Query::new("regression")).unwrap().len(), 1);
     // An acknowledged event and a cleared hook leave the index.
     let bus = Bus::new(tmp.state.clone());

@@ -117,7 +117,7 @@ fn run(ops: Vec<Op>) {
                         text(&body, " "),
                     ))
                     .unwrap();
-                sent.push(m.id().clone());
+                sent.push(m.id.clone());
             }
             Op::Archive(n) => {
                 if let Some(id) = sent.get(n) {

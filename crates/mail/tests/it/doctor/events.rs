@@ -34,17 +34,17 @@ fn published_without_sent_event_is_reconciled() {
         crate::seen(&report),
         [(
             "messaging-missing-sent-event",
-            Some(lost.id().to_string()),
+            Some(lost.id.to_string()),
             format!(
                 "messaging-missing-sent-event: message `{}` in inbox/b has no `sent` event",
-                lost.id()
+                lost.id
             )
         )]
     );
     assert_eq!(
         report.findings[0].path,
         Some(
-            m.path_of(lost.id(), &Location::Inbox(agent("b")))
+            m.path_of(&lost.id, &Location::Inbox(agent("b")))
                 .into_path_buf()
         )
     );
@@ -52,7 +52,7 @@ fn published_without_sent_event_is_reconciled() {
     assert!(codes(m, DoctorMode::Check).is_empty());
     let events = m.read_manifest().unwrap().events;
     assert!(events.iter().any(|e| matches!(e,
-        ManifestEvent::Sent { id, reconciled: true, .. } if id == lost.id())));
+        ManifestEvent::Sent { id, reconciled: true, .. } if *id == lost.id)));
 }
 
 /// Right after a crash between the publish and the manifest append, the
@@ -83,7 +83,7 @@ fn young_messages_are_in_flight_not_clean() {
             (f.code, f.subject.as_deref(), &f.fault),
             (
                 "messaging-in-flight",
-                Some(sent.id().as_str()),
+                Some(sent.id.as_str()),
                 &Defect::InFlight {
                     check_after: Duration::from_secs(7)
                 }
@@ -92,7 +92,7 @@ fn young_messages_are_in_flight_not_clean() {
         assert_eq!(
             f.path,
             Some(
-                m.path_of(sent.id(), &Location::Inbox(agent("b")))
+                m.path_of(&sent.id, &Location::Inbox(agent("b")))
                     .into_path_buf()
             )
         );
@@ -217,7 +217,7 @@ fn an_archived_message_without_its_archived_event_gets_one_reconciled() {
         ))
         .unwrap();
     assert!(matches!(
-        m.archive(kept.id()).unwrap(),
+        m.archive(&kept.id).unwrap(),
         ArchiveOutcome::Archived(_)
     ));
     let swept = m
@@ -230,7 +230,7 @@ fn an_archived_message_without_its_archived_event_gets_one_reconciled() {
         ))
         .unwrap();
     assert!(matches!(
-        m.archive(swept.id()).unwrap(),
+        m.archive(&swept.id).unwrap(),
         ArchiveOutcome::Archived(_)
     ));
     m.sweep_task_on_commit(&task("u")).unwrap();
@@ -249,9 +249,9 @@ fn an_archived_message_without_its_archived_event_gets_one_reconciled() {
         .collect();
     found.sort();
     let mut want = vec![
-        ("messaging-missing-archived-event", kept.id().to_string()),
-        ("messaging-missing-sent-event", kept.id().to_string()),
-        ("messaging-missing-sent-event", swept.id().to_string()),
+        ("messaging-missing-archived-event", kept.id.to_string()),
+        ("messaging-missing-sent-event", kept.id.to_string()),
+        ("messaging-missing-sent-event", swept.id.to_string()),
         ("messaging-missing-swept-event", "u".to_owned()),
     ];
     want.sort();
@@ -275,9 +275,9 @@ fn an_archived_message_without_its_archived_event_gets_one_reconciled() {
             ..
         }
     ));
-    assert_eq!(names.pop(), Some(("archived", Some(kept.id()))));
+    assert_eq!(names.pop(), Some(("archived", Some(&kept.id))));
     names.sort();
-    let mut sent = vec![("sent", Some(kept.id())), ("sent", Some(swept.id()))];
+    let mut sent = vec![("sent", Some(&kept.id)), ("sent", Some(&swept.id))];
     sent.sort();
     assert_eq!(names, sent);
     assert!(matches!(
@@ -314,7 +314,7 @@ fn a_by_task_folder_without_its_swept_event_is_judged_by_its_newest_message() {
             ))
             .unwrap();
         assert!(matches!(
-            m.archive(s.id()).unwrap(),
+            m.archive(&s.id).unwrap(),
             ArchiveOutcome::Archived(_)
         ));
         sent.push(s);
@@ -338,7 +338,7 @@ fn a_by_task_folder_without_its_swept_event_is_judged_by_its_newest_message() {
         (finding.code, finding.subject.as_deref(), &finding.fault),
         (
             "messaging-in-flight",
-            Some(sent[2].id().as_str()),
+            Some(sent[2].id.as_str()),
             &Defect::InFlight {
                 check_after: Duration::from_secs(7)
             }

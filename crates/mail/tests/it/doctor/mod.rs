@@ -44,7 +44,7 @@ fn clean_state_is_clean() {
     m.send(&NewMessage::response(
         agent("e"),
         agent("c"),
-        q.id().clone(),
+        q.id.clone(),
         "a",
         "",
     ))
@@ -67,10 +67,10 @@ fn duplicate_copy_is_quarantined() {
             "",
         ))
         .unwrap();
-    let inbox_path = m.path_of(n.id(), &Location::Inbox(agent("b")));
+    let inbox_path = m.path_of(&n.id, &Location::Inbox(agent("b")));
     let bytes = std::fs::read(&inbox_path).unwrap();
     assert!(matches!(
-        m.archive(n.id()).unwrap(),
+        m.archive(&n.id).unwrap(),
         ArchiveOutcome::Archived(_)
     ));
     // A crash mid-move can leave the file visible in both directories.
@@ -100,10 +100,10 @@ fn duplicate_copy_is_quarantined() {
         crate::seen(&report),
         [(
             "messaging-duplicate-message",
-            Some(n.id().to_string()),
+            Some(n.id.to_string()),
             format!(
                 "messaging-duplicate-message: message `{}` is in archive and inbox/b",
-                n.id()
+                n.id
             )
         )]
     );
@@ -137,8 +137,8 @@ fn a_duplicate_at_the_same_stage_keeps_the_copy_met_first() {
             "",
         ))
         .unwrap();
-    let kept = m.path_of(n.id(), &Location::Inbox(agent("a")));
-    let extra = m.path_of(n.id(), &Location::Inbox(agent("b")));
+    let kept = m.path_of(&n.id, &Location::Inbox(agent("a")));
+    let extra = m.path_of(&n.id, &Location::Inbox(agent("b")));
     let bytes = m.state().read_bytes(&kept).unwrap().value().unwrap();
     m.state().write_bytes(&extra, &bytes).unwrap();
 
@@ -147,10 +147,10 @@ fn a_duplicate_at_the_same_stage_keeps_the_copy_met_first() {
         crate::seen(&report),
         [(
             "messaging-duplicate-message",
-            Some(n.id().to_string()),
+            Some(n.id.to_string()),
             format!(
                 "messaging-duplicate-message: message `{}` is in inbox/a and inbox/b",
-                n.id()
+                n.id
             )
         )]
     );
@@ -180,7 +180,7 @@ fn lost_reply_index_entry_is_rebuilt() {
         .send(&NewMessage::response(
             agent("e"),
             agent("c"),
-            q.id().clone(),
+            q.id.clone(),
             "a",
             "",
         ))
@@ -188,18 +188,17 @@ fn lost_reply_index_entry_is_rebuilt() {
     // As if the crash came between publishing the response and indexing it.
     std::fs::remove_dir_all(m.dir().as_path().join("replies")).unwrap();
     // The response file answers the request even without its index entry.
-    assert!(m.has_reply(q.id()).unwrap());
+    assert!(m.has_reply(&q.id).unwrap());
     let report = m.doctor(DoctorMode::Fix).unwrap();
     assert!(crate::seen(&report).contains(&(
         "messaging-missing-reply-index",
-        Some(a.id().to_string()),
+        Some(a.id.to_string()),
         format!(
             "messaging-missing-reply-index: response `{}` to `{}` is not in the reply index",
-            a.id(),
-            q.id()
+            a.id, q.id
         )
     )));
-    assert!(m.has_reply(q.id()).unwrap());
+    assert!(m.has_reply(&q.id).unwrap());
     assert!(codes(m, DoctorMode::Check).is_empty());
 }
 
@@ -269,10 +268,10 @@ fn orphans_by_each_definition() {
     // A message for an agent that has left the registry, written before it left.
     let gone_dir = m.dir().as_path().join("inbox/gone");
     std::fs::create_dir_all(&gone_dir).unwrap();
-    let stray_text = std::fs::read_to_string(m.path_of(fresh.id(), &Location::Inbox(agent("e"))))
+    let stray_text = std::fs::read_to_string(m.path_of(&fresh.id, &Location::Inbox(agent("e"))))
         .unwrap()
         .replace(
-            fresh.id().as_str(),
+            fresh.id.as_str(),
             "1772714100123-00000000-0000-4000-8000-00000000000a",
         )
         .replace("\"to\": \"e\"", "\"to\": \"gone\"");
@@ -301,8 +300,8 @@ fn orphans_by_each_definition() {
         .collect();
     orphans.sort();
     let mut expected = vec![
-        (old.id().to_string(), OrphanReason::Stale),
-        (late.id().to_string(), OrphanReason::TaskSwept),
+        (old.id.to_string(), OrphanReason::Stale),
+        (late.id.to_string(), OrphanReason::TaskSwept),
         (
             "1772714100123-00000000-0000-4000-8000-00000000000a".to_owned(),
             OrphanReason::UnknownRecipient,
@@ -310,9 +309,9 @@ fn orphans_by_each_definition() {
     ];
     expected.sort();
     assert_eq!(orphans, expected, "{report:?}");
-    assert_eq!(m.locate(old.id()).unwrap(), Some(Location::Orphan));
+    assert_eq!(m.locate(&old.id).unwrap(), Some(Location::Orphan));
     assert_eq!(
-        m.locate(fresh.id()).unwrap(),
+        m.locate(&fresh.id).unwrap(),
         Some(Location::Inbox(agent("e")))
     );
     assert_eq!(m.counts().unwrap().orphaned, 3);
@@ -389,7 +388,7 @@ fn a_response_from_the_wrong_agent_does_not_answer_the_request() {
     let foreign = serde_json::json!({
         "id": id, "from": "intruder", "to": "critic", "phase": "t1", "round": 0,
         "kind": "response", "subject": "q", "body": "because",
-        "expects_reply": false, "in_reply_to": request.id().as_str(),
+        "expects_reply": false, "in_reply_to": request.id.as_str(),
         "created_at": "2026-03-05T10:35:00.001Z"
     });
     let path = m
@@ -408,7 +407,7 @@ fn a_response_from_the_wrong_agent_does_not_answer_the_request() {
             .any(|f| f.code == "messaging-mismatched-response"
                 && f.fault == Defect::Conflict
                 && f.subject.as_deref() == Some(id)
-                && f.message.contains(&format!("request `{}`", request.id()))),
+                && f.message.contains(&format!("request `{}`", request.id))),
         "{report:?}"
     );
     assert!(
@@ -417,11 +416,11 @@ fn a_response_from_the_wrong_agent_does_not_answer_the_request() {
             .iter()
             .any(|f| f.code == "messaging-answered-request-in-inbox")
     );
-    assert!(!m.has_reply(request.id()).unwrap());
+    assert!(!m.has_reply(&request.id).unwrap());
     let pending = m.pending_replies(&task("t1")).unwrap();
     assert_eq!(
-        pending.iter().map(|p| p.id()).collect::<Vec<_>>(),
-        [request.id()]
+        pending.iter().map(|p| &p.id).collect::<Vec<_>>(),
+        [&request.id]
     );
 }
 
@@ -507,8 +506,8 @@ fn a_duplicate_tie_follows_the_scan_not_the_order_names_were_first_seen() {
             "",
         ))
         .unwrap();
-    let kept = m.path_of(n.id(), &Location::Inbox(agent("b")));
-    let extra = m.path_of(n.id(), &Location::Inbox(agent("c")));
+    let kept = m.path_of(&n.id, &Location::Inbox(agent("b")));
+    let extra = m.path_of(&n.id, &Location::Inbox(agent("c")));
     let bytes = m.state().read_bytes(&kept).unwrap().value().unwrap();
     m.state().write_bytes(&extra, &bytes).unwrap();
 

@@ -62,7 +62,7 @@ fn busy(mail: &Mail) -> Vec<MessageId> {
                 format!("question {i}"),
             ))
             .unwrap();
-        ids.push(m.id().clone());
+        ids.push(m.id.clone());
     }
     for i in 0..5 {
         mail.send(&NewMessage::notify(
@@ -93,7 +93,7 @@ fn pending_ids(mail: &Mail) -> Vec<MessageId> {
     mail.pending_replies(&task("t1"))
         .unwrap()
         .into_iter()
-        .map(|m| m.id().clone())
+        .map(|m| m.id.clone())
         .collect()
 }
 

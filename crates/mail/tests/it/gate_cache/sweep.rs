@@ -58,7 +58,7 @@ fn a_cached_sweep_still_moves_the_rest_past_a_corrupt_file_and_names_it() {
             "another task",
         ))
         .unwrap()
-        .id()
+        .id
         .clone();
     warm(m);
     let bad = m
@@ -112,7 +112,7 @@ fn the_cached_thread_finds_a_reply_written_since_the_cache_was_built() {
         .thread(&ids[0])
         .unwrap()
         .into_iter()
-        .map(|m| m.id().clone())
+        .map(|m| m.id.clone())
         .collect();
     assert_eq!(thread, [ids[0].clone(), reply.clone(), archived.clone()]);
     // And again from the cache, unchanged.
@@ -135,7 +135,7 @@ fn a_sweep_after_another_changed_its_inboxes_moves_exactly_its_own_mail() {
                 format!("t3 note {i}"),
             ))
             .unwrap()
-            .id()
+            .id
             .clone()
         })
         .collect();
@@ -323,7 +323,7 @@ fn a_thread_reads_only_what_entered_an_inbox_since_the_gate_listed_it() {
     // first request, which was there when the gate listed the inbox. (The
     // start is the last entry before that listing: its ctime is the stamp's,
     // so it could have entered just after the listing, and is read again.)
-    let mut want = vec![format!("{}.json", ids[1]), format!("{}.json", new.id())];
+    let mut want = vec![format!("{}.json", ids[1]), format!("{}.json", new.id)];
     want.sort();
     assert_eq!(opened(&exec), want);
     // That listing was too recent to trust its stamp: the next walk lists

@@ -71,7 +71,7 @@ fn the_gate_keeps_open_requests_in_its_cache_and_never_trusts_bad_bytes() {
         .pending_replies(&task("t1"))
         .unwrap()
         .into_iter()
-        .map(|q| q.id().clone())
+        .map(|q| q.id.clone())
         .collect();
     assert_eq!(left, sorted(vec![ids[1].clone(), foreign_id]));
 }
@@ -101,7 +101,7 @@ fn a_warm_walk_reads_only_the_new_file_of_a_changed_inbox() {
             "more mail",
         ))
         .unwrap();
-    let name = format!("{}.json", new.id());
+    let name = format!("{}.json", new.id);
     opened(&watch);
     assert_eq!(pending_ids(m), ids);
     assert_eq!(opened(&watch), vec![name]);
@@ -257,7 +257,7 @@ fn a_gate_right_after_the_sends_reads_each_request_once() {
                     format!("question {i}"),
                 ))
                 .unwrap();
-            format!("{}.json", q.id())
+            format!("{}.json", q.id)
         })
         .collect();
     sent.sort();
