@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use chipset::hook::BeadId;
 use chipset::r#loop::{
-    AttemptOutcome, COMPLETION_REPORT, Channels, DispatchAction, Dispatcher, DispatcherConfig,
-    HEALTH_ESCALATION, Witness, WitnessAction, WitnessConfig, WorkOutcome, Worker, WorkerConfig,
+    AttemptOutcome, Channels, DispatchAction, Dispatcher, DispatcherConfig, Topic, Witness,
+    WitnessAction, WitnessConfig, WorkOutcome, Worker, WorkerConfig,
 };
 use chipset::mail::{Mail, ManifestEvent};
 use chipset::store::{AgentId, StateDir, Timestamp};
@@ -104,11 +104,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Every loop works through these handles: swap in a `Mail` or `Bus` with
     // its own config (`with_mail`, `with_bus`) and all three loops use it.
     let channels = Channels::new(state.clone());
-    let dispatcher = Dispatcher::with_channels(
+    let dispatcher = Dispatcher::new(
         channels.clone(),
         mayor.clone(),
         workers.clone(),
-        DispatcherConfig::default().with_poll_every(Duration::from_millis(100)),
+        DispatcherConfig {
+            poll_every: Duration::from_millis(100),
+        },
     );
     for (bead, title) in beads {
         dispatcher.submit(BeadId::new(bead)?, title)?;
@@ -120,10 +122,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         channels.clone(),
         id("witness"),
         mayor.clone(),
-        WitnessConfig::default()
-            .with_stall_threshold(Duration::from_millis(500))
-            .with_interval(Duration::from_millis(300))
-            .with_grace(Duration::from_millis(200)),
+        WitnessConfig {
+            stall_threshold: Duration::from_millis(500),
+            nudge: chipset::nudge::NudgeConfig {
+                default_interval: Duration::from_millis(300),
+                ..chipset::nudge::NudgeConfig::default()
+            },
+            grace: Duration::from_millis(200),
+        },
     );
 
     let mut threads = Vec::new();
@@ -172,18 +178,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Three workers. Charlie hangs as soon as it starts.
     for (n, me) in workers.iter().enumerate() {
         let (tl, done) = (timeline.clone(), all_done.clone());
-        let worker = Worker::with_channels(
+        let worker = Worker::new(
             channels.clone(),
             me.clone(),
             mayor.clone(),
-            WorkerConfig::default()
-                .with_touch_every(Duration::from_millis(100))
-                .with_poll_every(Duration::from_millis(100)),
+            WorkerConfig {
+                touch_every: Duration::from_millis(100),
+                poll_every: Duration::from_millis(100),
+            },
         );
         let hangs = *me == hanging;
         let steps = 3 + 2 * n;
+        let name = me.to_string();
         threads.push(thread::spawn(move || -> chipset::r#loop::Result<()> {
-            let name = worker.id().to_string();
             worker.run_until(
                 |work| {
                     let bead = work.assignment().work.bead_id.clone();
@@ -251,7 +258,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "{:<8} {:<20} {:<6} {}",
             entry.bead_id,
             entry.title,
-            entry.state.name(),
+            entry.state,
             attempts.join(", ")
         );
     }
@@ -264,7 +271,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .filter(|e| matches!(e, ManifestEvent::Sent { subject: s, .. } if s == subject))
             .count())
     };
-    let (escalations, reports) = (sent(HEALTH_ESCALATION)?, sent(COMPLETION_REPORT)?);
+    let (escalations, reports) = (
+        sent(Topic::HealthEscalation.as_str())?,
+        sent(Topic::CompletionReport.as_str())?,
+    );
     println!();
     println!("health escalations sent: {escalations}; completion reports sent: {reports}");
     println!("state directory: {}", state.root().display());

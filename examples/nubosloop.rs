@@ -20,8 +20,7 @@ use std::path::PathBuf;
 
 use chipset::bus::Bus;
 use chipset::r#loop::{
-    Blocker, CriticReport, EscalationReason, Phase, ROUND_ESCALATION_EVENT, Round, Rounds,
-    RoundsConfig, Routing,
+    Blocker, CriticReport, EscalationReason, Phase, Round, Rounds, RoundsConfig, Routing, Topic,
 };
 use chipset::mail::{InboxFilter, Location, Mail, Message, NewMessage};
 use chipset::store::{AgentId, StateDir, TaskId};
@@ -156,7 +155,10 @@ fn main() -> Result<()> {
     println!("state directory: {}", state.root().display());
     let mail = Mail::new(state.clone());
     let human = AgentId::new("human")?;
-    let config = RoundsConfig::default().with_escalate_to(human.clone());
+    let config = RoundsConfig {
+        escalate_to: Some(human.clone()),
+        ..RoundsConfig::default()
+    };
     let agents = Agents {
         critic: AgentId::new("np-critic")?,
         executor: AgentId::new("np-executor")?,
@@ -181,7 +183,7 @@ fn main() -> Result<()> {
         "critic",
         "verification passed (exit 0), no findings",
     );
-    round.critic_done(CriticReport::clean())?;
+    round.critic_done(CriticReport::default())?;
     route(&mut round)?;
     drop((round, rounds));
 
@@ -204,7 +206,7 @@ fn main() -> Result<()> {
         "critic",
         "verification passed (exit 0), no findings",
     );
-    round.critic_done(CriticReport::clean())?;
+    round.critic_done(CriticReport::default())?;
     let first = route(&mut round)?;
     let swept = round.committed()?;
     say(
@@ -230,7 +232,7 @@ fn main() -> Result<()> {
         "scope-creep",
         "why does this touch the billing module?",
     )?;
-    round.critic_done(CriticReport::clean())?;
+    round.critic_done(CriticReport::default())?;
     route(&mut round)?;
     agents.answer_all(&mail, &round, "it needed a small refactor")?;
     round.executor_done()?;
@@ -240,7 +242,7 @@ fn main() -> Result<()> {
         "scope-creep",
         "the refactor is out of scope: please revert it",
     )?;
-    round.critic_done(CriticReport::clean())?;
+    round.critic_done(CriticReport::default())?;
     let second = route(&mut round)?;
     let woken = Bus::new(state.clone()).pending(&human)?;
     for event in &woken.events {
@@ -285,7 +287,7 @@ fn main() -> Result<()> {
         && woken
             .events
             .iter()
-            .any(|e| e.kind == ROUND_ESCALATION_EVENT);
+            .any(|e| e.kind == Topic::RoundEscalation.as_str());
     if !ok {
         return Err("unexpected outcome: see above".into());
     }

@@ -51,7 +51,10 @@ macro_rules! uses {
         assert_eq!(BUS_CHANNEL.as_str(), "bus");
     }};
     (r#loop) => {{
-        let finding = CriticFinding::new("style", "long line");
+        let finding = CriticFinding {
+            category: "style".into(),
+            detail: "long line".into(),
+        };
         assert_eq!(finding.category, "style");
         assert_eq!(LOOP_CHANNEL.as_str(), "loop");
     }};

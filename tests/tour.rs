@@ -16,8 +16,8 @@ use chipset::bus::Bus;
 use chipset::hook::BeadId;
 use chipset::hook::Pickup;
 use chipset::r#loop::{
-    AttemptOutcome, COMPLETION_REPORT, Dispatcher, DispatcherConfig, HEALTH_ESCALATION, Witness,
-    WitnessAction, WitnessConfig, WorkOutcome, Worker, WorkerConfig,
+    AttemptOutcome, Dispatcher, DispatcherConfig, Topic, Witness, WitnessAction, WitnessConfig,
+    WorkOutcome, Worker, WorkerConfig,
 };
 use chipset::mail::{Mail, ManifestEvent};
 use chipset::store::{AgentId, ManualClock, StateDir, StateOptions, Timestamp};
@@ -52,10 +52,14 @@ fn the_gastown_story_through_the_facade() {
         state.clone(),
         id("witness"),
         mayor.clone(),
-        WitnessConfig::default()
-            .with_stall_threshold(Duration::from_secs(300))
-            .with_interval(Duration::from_secs(60))
-            .with_grace(Duration::ZERO),
+        WitnessConfig {
+            stall_threshold: Duration::from_secs(300),
+            nudge: chipset::nudge::NudgeConfig {
+                default_interval: Duration::from_secs(60),
+                ..chipset::nudge::NudgeConfig::default()
+            },
+            grace: Duration::ZERO,
+        },
     );
     let worker = |who: &AgentId| {
         Worker::new(
@@ -122,8 +126,8 @@ fn the_gastown_story_through_the_facade() {
             .filter(|e| matches!(e, ManifestEvent::Sent { subject: s, .. } if s == subject))
             .count()
     };
-    assert_eq!(sent(HEALTH_ESCALATION), 1);
-    assert_eq!(sent(COMPLETION_REPORT), 2);
+    assert_eq!(sent(Topic::HealthEscalation.as_str()), 1);
+    assert_eq!(sent(Topic::CompletionReport.as_str()), 2);
     // The dispatcher consumed its wake-ups: nothing is left for it on the bus.
     assert!(Bus::new(state.clone()).pending(&mayor).unwrap().is_empty());
 }

@@ -126,3 +126,10 @@ impl Channels {
         }
     }
 }
+
+impl From<StateDir> for Channels {
+    /// Returns the channels of `state`, each with its default config.
+    fn from(state: StateDir) -> Self {
+        Channels::new(state)
+    }
+}

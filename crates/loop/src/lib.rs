@@ -14,9 +14,9 @@
 //! [`ManualClock`](chipset_store::ManualClock), hours of loop time pass in
 //! milliseconds.
 //!
-//! The loops work through [`Channels`]: `Witness::new(state, …)` uses every
-//! channel's default config, and `with_channels` takes the handles you
-//! configured (a [`MailConfig`](chipset_mail::MailConfig), a
+//! The loops work through [`Channels`]: `Dispatcher::new(state, …)` uses
+//! every channel's default config, and `Dispatcher::new(channels, …)` (or
+//! `Witness::with_channels`) takes the handles you configured (a [`MailConfig`](chipset_mail::MailConfig), a
 //! [`BusConfig`](chipset_bus::BusConfig)).
 //!
 //! ```
@@ -76,7 +76,7 @@
 //! grace period after an assignment, and a restarted witness takes no step
 //! within the grace period of its start (agents restarting with it get time
 //! to touch their hooks). The nudge interval is per agent
-//! ([`WitnessConfig::with_agent_interval`], default 60 s). Each tick's
+//! ([`WitnessConfig::nudge`], default 60 s). Each tick's
 //! step is decided by a pure rule, then carried out in order: the nudge or
 //! escalation to send, the record to write, the action to report.
 //!
@@ -187,8 +187,8 @@
 //! types are the contract, pinned by snapshot tests. The loops' mail and bus
 //! events carry a JSON message (tagged by `type`: `work_assignment`,
 //! `completion_report`, `health_escalation`) in the mail body or event
-//! payload; mail subjects are [`WORK_ASSIGNMENT`], [`COMPLETION_REPORT`]
-//! and [`HEALTH_ESCALATION`], each on the bead's task (`phase` = bead id).
+//! payload; mail subjects and bus event kinds are the [`Topic`]s, each mail
+//! on the bead's task (`phase` = bead id).
 //!
 //! # Durability and concurrency
 //!
@@ -223,13 +223,6 @@ mod channels;
 mod dispatcher;
 mod error;
 mod files;
-#[cfg_attr(
-    not(feature = "testing"),
-    allow(
-        unreachable_pub,
-        reason = "the loops' records are public only to tests, under `testing`"
-    )
-)]
 mod format;
 mod rounds;
 mod scan;
@@ -245,13 +238,10 @@ pub use attention::{
 pub use channels::Channels;
 pub use dispatcher::{DispatchAction, Dispatcher, DispatcherConfig, IgnoreReason, Ledger};
 pub use error::{Error, Result};
-#[cfg(feature = "testing")]
-pub use format::{AgentBook, Incident, LoopMessage, Step, Suspension};
 pub use format::{
-    Attempt, AttemptOutcome, BeadState, Blocker, COMPLETION_REPORT, CriticFinding, CriticReport,
-    EscalationReason, Evidence, Gate, HEALTH_ESCALATION, IncidentKey, LedgerEntry, PendingReply,
-    Phase, ROUND_ESCALATION_EVENT, RoundCheckpoint, RoundRecord, Routing, WORK_ASSIGNED_EVENT,
-    WORK_ASSIGNMENT, WORK_COMPLETED_EVENT,
+    Attempt, AttemptOutcome, BeadState, Blocker, CriticFinding, CriticReport, EscalationReason,
+    Evidence, Gate, IncidentKey, LedgerEntry, PendingReply, Phase, RoundCheckpoint, RoundRecord,
+    Routing, Topic,
 };
 pub use rounds::{Round, Rounds, RoundsConfig};
 pub use scan::{LoopCounts, LoopState};

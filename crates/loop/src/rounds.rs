@@ -38,22 +38,6 @@ impl Default for RoundsConfig {
     }
 }
 
-impl RoundsConfig {
-    /// Returns this config with the round limit set.
-    #[must_use]
-    pub fn with_max_rounds(mut self, max_rounds: u32) -> Self {
-        self.max_rounds = max_rounds;
-        self
-    }
-
-    /// Returns this config waking `agent` on escalations.
-    #[must_use]
-    pub fn with_escalate_to(mut self, agent: AgentId) -> Self {
-        self.escalate_to = Some(agent);
-        self
-    }
-}
-
 /// Decides where a round goes: the pure routing rule of seed 002.
 ///
 /// - Commit when the verification passed, there are no findings and the
@@ -147,11 +131,6 @@ impl Rounds {
         }
     }
 
-    /// Returns the config.
-    pub fn config(&self) -> &RoundsConfig {
-        &self.config
-    }
-
     /// Reads `task`'s checkpoint.
     ///
     /// # Errors
@@ -159,22 +138,6 @@ impl Rounds {
     /// [`Error::Corrupt`] when it is unreadable; [`Error::Store`].
     pub fn checkpoint(&self, task: &TaskId) -> Result<Option<RoundCheckpoint>> {
         self.files.read(&self.files.round(task))
-    }
-
-    /// Returns every task with a checkpoint, sorted.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Store`].
-    #[cfg(feature = "testing")]
-    pub fn tasks(&self) -> Result<Vec<TaskId>> {
-        Ok(self
-            .files
-            .state
-            .list(&self.files.rounds_dir())?
-            .iter()
-            .filter_map(|n| n.strip_suffix(".json").and_then(|t| TaskId::new(t).ok()))
-            .collect())
     }
 
     /// Opens `task`'s round: resumes from its checkpoint (a killed
@@ -465,7 +428,7 @@ mod tests {
             gates in proptest::collection::vec(arb_gate(), 1..6),
             max_rounds in 1u32..6,
         ) {
-            let report = CriticReport::new(code, (0..findings).map(|i| CriticFinding::new("style", format!("f{i}"))).collect());
+            let report = CriticReport { verify_exit_code: code, findings: (0..findings).map(|i| CriticFinding { category: "style".to_owned(), detail: format!("f{i}") }).collect() };
             let mut history = Vec::new();
             for (i, gate) in gates.iter().enumerate() {
                 let round = u32::try_from(i).unwrap() + 1;

@@ -9,7 +9,7 @@ use chipset_hook::{Assignment, Pickup};
 use chipset_mail::MessageId;
 use chipset_mail::{InboxFilter, Kind, Message, NewMessage};
 use chipset_nudge::{Nudge, NudgeType, Received};
-use chipset_store::{AgentId, ReadOutcome, StateDir, Timestamp};
+use chipset_store::{AgentId, ReadOutcome, Timestamp};
 
 use crate::channels::Channels;
 use crate::error::{Error, Result};
@@ -42,22 +42,6 @@ impl Default for WorkerConfig {
             touch_every: DEFAULT_TOUCH_EVERY,
             poll_every: DEFAULT_POLL_EVERY,
         }
-    }
-}
-
-impl WorkerConfig {
-    /// Returns this config with the touch pace set.
-    #[must_use]
-    pub fn with_touch_every(mut self, every: Duration) -> Self {
-        self.touch_every = every;
-        self
-    }
-
-    /// Returns this config with the poll pace set.
-    #[must_use]
-    pub fn with_poll_every(mut self, every: Duration) -> Self {
-        self.poll_every = every;
-        self
     }
 }
 
@@ -156,39 +140,25 @@ pub struct Worker {
 }
 
 impl Worker {
-    /// Returns the work loop of agent `me`, reporting to `dispatcher`, on
-    /// the channels of `state` with their default configs. A convenience
-    /// for [`Worker::with_channels`].
-    pub fn new(state: StateDir, me: AgentId, dispatcher: AgentId, config: WorkerConfig) -> Self {
-        Worker::with_channels(Channels::new(state), me, dispatcher, config)
-    }
-
     /// Returns the work loop of agent `me`, reporting to `dispatcher`,
-    /// working through `channels` (so their configs apply: the completion
-    /// report goes through its [`Mail`](chipset_mail::Mail), the wake-ups
-    /// through its [`Bus`](chipset_bus::Bus)).
-    pub fn with_channels(
-        channels: Channels,
+    /// working through `channels`: a [`StateDir`](chipset_store::StateDir) for every channel with
+    /// its default config, or [`Channels`] you configured (so their configs
+    /// apply: the completion report goes through its
+    /// [`Mail`](chipset_mail::Mail), the wake-ups through its
+    /// [`Bus`](chipset_bus::Bus)).
+    pub fn new(
+        channels: impl Into<Channels>,
         me: AgentId,
         dispatcher: AgentId,
         config: WorkerConfig,
     ) -> Self {
+        let channels = channels.into();
         Worker {
             me,
             dispatcher,
             config,
             channels,
         }
-    }
-
-    /// Returns the agent's id.
-    pub fn id(&self) -> &AgentId {
-        &self.me
-    }
-
-    /// Returns the config.
-    pub fn config(&self) -> &WorkerConfig {
-        &self.config
     }
 
     /// Reads and answers the agent's nudge while it holds no work (or

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use chipset_hook::BeadId;
 use chipset_mail::MessageId;
-use chipset_store::{AgentId, Corruption, StateDir, Timestamp};
+use chipset_store::{AgentId, Corruption, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::channels::Channels;
@@ -52,15 +52,6 @@ impl Default for DispatcherConfig {
         DispatcherConfig {
             poll_every: DEFAULT_DISPATCH_POLL,
         }
-    }
-}
-
-impl DispatcherConfig {
-    /// Returns this config with the poll pace set.
-    #[must_use]
-    pub fn with_poll_every(mut self, every: Duration) -> Self {
-        self.poll_every = every;
-        self
     }
 }
 
@@ -181,27 +172,18 @@ pub struct Dispatcher {
 
 impl Dispatcher {
     /// Returns the dispatcher `me` over the agents of `pool` (assigned in
-    /// that order of preference), on the channels of `state` with their
-    /// default configs. A convenience for [`Dispatcher::with_channels`].
-    pub fn new(
-        state: StateDir,
-        me: AgentId,
-        pool: impl IntoIterator<Item = AgentId>,
-        config: DispatcherConfig,
-    ) -> Self {
-        Dispatcher::with_channels(Channels::new(state), me, pool, config)
-    }
-
-    /// Returns the dispatcher `me` over the agents of `pool`, working
-    /// through `channels` (so their configs apply: assignment mail goes
-    /// through its [`Mail`](chipset_mail::Mail), wake-ups and its own
+    /// that order of preference), working through `channels`: a
+    /// [`StateDir`](chipset_store::StateDir) for every channel with its default config, or
+    /// [`Channels`] you configured (so their configs apply: assignment mail
+    /// goes through its [`Mail`](chipset_mail::Mail), wake-ups and its own
     /// queue through its [`Bus`](chipset_bus::Bus)).
-    pub fn with_channels(
-        channels: Channels,
+    pub fn new(
+        channels: impl Into<Channels>,
         me: AgentId,
         pool: impl IntoIterator<Item = AgentId>,
         config: DispatcherConfig,
     ) -> Self {
+        let channels = channels.into();
         Dispatcher {
             me,
             pool: pool.into_iter().collect(),
@@ -210,16 +192,6 @@ impl Dispatcher {
             channels,
             finished: Arc::default(),
         }
-    }
-
-    /// Returns the dispatcher's agent id.
-    pub fn id(&self) -> &AgentId {
-        &self.me
-    }
-
-    /// Returns the agent pool.
-    pub fn pool(&self) -> &[AgentId] {
-        &self.pool
     }
 
     /// Adds a work item to the ledger, queued. It is assigned by a later
@@ -283,16 +255,6 @@ impl Dispatcher {
             .entries
             .sort_by(|a, b| (a.submitted_at, &a.bead_id).cmp(&(b.submitted_at, &b.bead_id)));
         Ok(ledger)
-    }
-
-    /// Returns the agents given no new work (escalated as silent).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Corrupt`]; [`Error::Store`].
-    #[cfg(feature = "testing")]
-    pub fn suspended(&self) -> Result<AgentBook> {
-        self.read_suspended()
     }
 
     /// Reads the agents given no new work, for the assignment path.

@@ -10,18 +10,54 @@ use chipset_mail::MessageId;
 use chipset_store::{AgentId, Timestamp};
 use serde::{Deserialize, Serialize};
 
-/// Mail subject of a dispatcher's work assignment.
-pub const WORK_ASSIGNMENT: &str = "work-assignment";
-/// Mail subject of an agent's completion report.
-pub const COMPLETION_REPORT: &str = "completion-report";
-/// Mail subject (and bus event kind) of a witness's health escalation.
-pub const HEALTH_ESCALATION: &str = "health-escalation";
-/// Bus event kind that wakes an agent when work is assigned to it.
-pub const WORK_ASSIGNED_EVENT: &str = "work-assigned";
-/// Bus event kind that wakes the dispatcher when work is completed.
-pub const WORK_COMPLETED_EVENT: &str = "work-completed";
-/// Bus event kind published when a round escalates.
-pub const ROUND_ESCALATION_EVENT: &str = "round-escalation";
+/// A mail subject or bus event kind the loops send, each on the bead's
+/// task (`phase` = bead id) for mail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Topic {
+    /// Mail subject of a dispatcher's work assignment, `work-assignment`.
+    WorkAssignment,
+    /// Mail subject of an agent's completion report, `completion-report`.
+    CompletionReport,
+    /// Mail subject (and bus event kind) of a witness's health escalation,
+    /// `health-escalation`.
+    HealthEscalation,
+    /// Bus event kind that wakes an agent when work is assigned to it,
+    /// `work-assigned`.
+    WorkAssigned,
+    /// Bus event kind that wakes the dispatcher when work is completed,
+    /// `work-completed`.
+    WorkCompleted,
+    /// Bus event kind published when a round escalates, `round-escalation`.
+    RoundEscalation,
+}
+
+impl Topic {
+    /// Returns the subject or kind as written.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Topic::WorkAssignment => WORK_ASSIGNMENT,
+            Topic::CompletionReport => COMPLETION_REPORT,
+            Topic::HealthEscalation => HEALTH_ESCALATION,
+            Topic::WorkAssigned => WORK_ASSIGNED_EVENT,
+            Topic::WorkCompleted => WORK_COMPLETED_EVENT,
+            Topic::RoundEscalation => ROUND_ESCALATION_EVENT,
+        }
+    }
+}
+
+impl fmt::Display for Topic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+pub(crate) const WORK_ASSIGNMENT: &str = "work-assignment";
+pub(crate) const COMPLETION_REPORT: &str = "completion-report";
+pub(crate) const HEALTH_ESCALATION: &str = "health-escalation";
+pub(crate) const WORK_ASSIGNED_EVENT: &str = "work-assigned";
+pub(crate) const WORK_COMPLETED_EVENT: &str = "work-completed";
+pub(crate) const ROUND_ESCALATION_EVENT: &str = "round-escalation";
 
 /// What the loops say to each other: the JSON body of their mail and the
 /// payload of their bus events, tagged by `type` (the seeds' snake-case names).
@@ -32,7 +68,7 @@ pub const ROUND_ESCALATION_EVENT: &str = "round-escalation";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
-pub enum LoopMessage {
+pub(crate) enum LoopMessage {
     /// Dispatcher to agent: this work is on your hook.
     WorkAssignment {
         /// The assignment.
@@ -64,7 +100,7 @@ pub enum LoopMessage {
 
 impl LoopMessage {
     /// Returns the assignment the message is about.
-    pub fn assignment(&self) -> &Assignment {
+    pub(crate) fn assignment(&self) -> &Assignment {
         match self {
             LoopMessage::WorkAssignment { assignment }
             | LoopMessage::CompletionReport { assignment, .. }
@@ -72,24 +108,14 @@ impl LoopMessage {
         }
     }
 
-    /// Returns the mail subject this message travels under.
-    #[cfg(feature = "testing")]
-    pub fn subject(&self) -> &'static str {
-        match self {
-            LoopMessage::WorkAssignment { .. } => WORK_ASSIGNMENT,
-            LoopMessage::CompletionReport { .. } => COMPLETION_REPORT,
-            LoopMessage::HealthEscalation { .. } => HEALTH_ESCALATION,
-        }
-    }
-
     /// Returns the body as canonical JSON text.
-    pub fn to_body(&self) -> String {
+    pub(crate) fn to_body(&self) -> String {
         let bytes = chipset_store::to_canonical_json(self).expect("loop messages serialize");
         String::from_utf8(bytes).expect("canonical JSON is UTF-8")
     }
 
     /// Parses a mail body or bus payload; `None` when it is not a loop message.
-    pub fn from_body(body: &str) -> Option<Self> {
+    pub(crate) fn from_body(body: &str) -> Option<Self> {
         serde_json::from_str(body).ok()
     }
 
@@ -160,7 +186,7 @@ impl fmt::Display for Evidence {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "step", rename_all = "snake_case")]
 #[non_exhaustive]
-pub enum Step {
+pub(crate) enum Step {
     /// A `health_check` was sent; waiting for a sign of life.
     Checking {
         /// When it was sent.
@@ -208,8 +234,8 @@ pub enum Step {
 
 impl Step {
     /// Returns the step's name as written in `step`.
-    #[cfg(feature = "testing")]
-    pub fn name(&self) -> &'static str {
+    #[cfg(test)]
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             Step::Checking { .. } => "checking",
             Step::Warned { .. } => "warned",
@@ -251,7 +277,7 @@ impl Step {
 /// record of an older assignment is replaced when a new incident opens.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
-pub struct Incident {
+pub(crate) struct Incident {
     /// The assignment the incident is about (its key: agent, bead, generation).
     pub assignment: Assignment,
     /// The hook's `last_activity` when the incident opened.
@@ -361,7 +387,7 @@ pub enum BeadState {
 
 impl BeadState {
     /// Returns the state's name as written in `state`.
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             BeadState::Queued => "queued",
             BeadState::Assigning { .. } => "assigning",
@@ -369,6 +395,12 @@ impl BeadState {
             BeadState::Reassigning { .. } => "reassigning",
             BeadState::Done { .. } => "done",
         }
+    }
+}
+
+impl fmt::Display for BeadState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.name())
     }
 }
 
@@ -418,7 +450,7 @@ impl LedgerEntry {
 /// Agents the dispatcher gives no new work: `loop/dispatcher/agents.json`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
-pub struct AgentBook {
+pub(crate) struct AgentBook {
     /// Suspended agents: escalated as silent, until reinstated.
     pub suspended: std::collections::BTreeMap<AgentId, Suspension>,
 }
@@ -426,7 +458,7 @@ pub struct AgentBook {
 /// Why and since when an agent is suspended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
-pub struct Suspension {
+pub(crate) struct Suspension {
     /// When.
     pub since: Timestamp,
     /// The bead it went silent on.

@@ -28,7 +28,7 @@ pub enum Phase {
 
 impl Phase {
     /// Returns the name as written on disk.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Phase::Executor => "executor",
             Phase::Critic => "critic",
@@ -40,7 +40,8 @@ impl Phase {
     }
 
     /// Returns true for the final phases.
-    pub fn is_final(self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_final(self) -> bool {
         matches!(self, Phase::Committed | Phase::Escalated)
     }
 }
@@ -60,18 +61,9 @@ pub struct CriticFinding {
     pub detail: String,
 }
 
-impl CriticFinding {
-    /// Returns a finding.
-    pub fn new(category: impl Into<String>, detail: impl Into<String>) -> Self {
-        CriticFinding {
-            category: category.into(),
-            detail: detail.into(),
-        }
-    }
-}
-
-/// What the critic reported for one round.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// What the critic reported for one round; the default is a clean report
+/// (a passing verification and no findings).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CriticReport {
     /// The verification's exit code (0: passed).
     pub verify_exit_code: i32,
@@ -80,22 +72,6 @@ pub struct CriticReport {
 }
 
 impl CriticReport {
-    /// Returns a report with a passing verification and no findings.
-    pub fn clean() -> Self {
-        CriticReport {
-            verify_exit_code: 0,
-            findings: Vec::new(),
-        }
-    }
-
-    /// Returns a report with this verification exit code and findings.
-    pub fn new(verify_exit_code: i32, findings: Vec<CriticFinding>) -> Self {
-        CriticReport {
-            verify_exit_code,
-            findings,
-        }
-    }
-
     /// Returns true when the verification passed.
     pub(crate) fn verified(&self) -> bool {
         self.verify_exit_code == 0
@@ -133,7 +109,7 @@ pub enum Gate {
 
 impl Gate {
     /// Returns the number of pending replies, when known.
-    pub fn pending(&self) -> Option<usize> {
+    pub(crate) fn pending(&self) -> Option<usize> {
         match self {
             Gate::Clear => Some(0),
             Gate::Pending { replies } => Some(replies.len()),

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use chipset_mail::MessageId;
 use chipset_nudge::NudgeConfig;
-use chipset_store::{AgentId, Timestamp};
+use chipset_store::Timestamp;
 use serde::{Deserialize, Serialize};
 
 use crate::format::{Evidence, IncidentKey};
@@ -57,36 +57,6 @@ impl Default for WitnessConfig {
             nudge: NudgeConfig::default(),
             grace: DEFAULT_GRACE,
         }
-    }
-}
-
-impl WitnessConfig {
-    /// Returns this config with the stall threshold set.
-    #[must_use]
-    pub fn with_stall_threshold(mut self, threshold: Duration) -> Self {
-        self.stall_threshold = threshold;
-        self
-    }
-
-    /// Returns this config with the default nudge interval set.
-    #[must_use]
-    pub fn with_interval(mut self, interval: Duration) -> Self {
-        self.nudge.default_interval = interval;
-        self
-    }
-
-    /// Returns this config with `agent`'s nudge interval set.
-    #[must_use]
-    pub fn with_agent_interval(mut self, agent: AgentId, interval: Duration) -> Self {
-        self.nudge = self.nudge.with_interval(agent, interval);
-        self
-    }
-
-    /// Returns this config with the grace period set.
-    #[must_use]
-    pub fn with_grace(mut self, grace: Duration) -> Self {
-        self.grace = grace;
-        self
     }
 }
 

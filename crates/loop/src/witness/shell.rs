@@ -68,49 +68,6 @@ impl Witness {
         }
     }
 
-    /// Returns the witness's agent id (the `from` of its nudges and mail).
-    pub fn id(&self) -> &AgentId {
-        &self.me
-    }
-
-    /// Returns the config.
-    pub fn config(&self) -> &WitnessConfig {
-        &self.config
-    }
-
-    /// Reads `agent`'s incident record.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Corrupt`](crate::Error::Corrupt) when it is unreadable; [`Error::Store`](crate::Error::Store).
-    #[cfg(feature = "testing")]
-    pub fn incident(&self, agent: &AgentId) -> Result<Option<Incident>> {
-        self.files.read(&self.files.incident(agent))
-    }
-
-    /// Returns every incident record, by agent.
-    ///
-    /// # Errors
-    ///
-    /// As [`Witness::incident`].
-    #[cfg(feature = "testing")]
-    pub fn incidents(&self) -> Result<Vec<Incident>> {
-        let dir = self.files.incidents_dir();
-        let mut out = Vec::new();
-        for name in self.files.state.list(&dir)? {
-            let Some(agent) = name
-                .strip_suffix(".json")
-                .and_then(|a| AgentId::new(a).ok())
-            else {
-                continue;
-            };
-            if let Some(i) = self.incident(&agent)? {
-                out.push(i);
-            }
-        }
-        Ok(out)
-    }
-
     /// Looks at every hook once, at the state clock's now, and takes the
     /// steps that are due. Returns what it did; the actions are also appended
     /// to `loop/witness/log.jsonl`.

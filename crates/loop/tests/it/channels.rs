@@ -52,10 +52,14 @@ fn the_witness_escalates_through_the_callers_mail() {
     let channels = Channels::new(s.state())
         .with_mail(Mail::with_config(s.state(), only(&["polecat-alpha"])))
         .unwrap();
-    let config = WitnessConfig::default()
-        .with_stall_threshold(secs(300))
-        .with_interval(secs(60))
-        .with_grace(secs(0));
+    let config = WitnessConfig {
+        stall_threshold: secs(300),
+        nudge: chipset_nudge::NudgeConfig {
+            default_interval: secs(60),
+            ..chipset_nudge::NudgeConfig::default()
+        },
+        grace: secs(0),
+    };
     let w = Witness::with_channels(channels, agent("witness"), agent("mayor"), config);
     for kind in ["health_check", "stall_warning"] {
         s.advance(301);
@@ -71,7 +75,10 @@ fn the_witness_escalates_through_the_callers_mail() {
         ),
         "{err:?}"
     );
-    assert!(s.sent(chipset_loop::HEALTH_ESCALATION).is_empty());
+    assert!(
+        s.sent(chipset_loop::Topic::HealthEscalation.as_str())
+            .is_empty()
+    );
 }
 
 #[test]
@@ -83,7 +90,7 @@ fn the_worker_reports_through_the_callers_mail() {
     let channels = Channels::new(s.state())
         .with_mail(Mail::with_config(s.state(), only(&["polecat-alpha"])))
         .unwrap();
-    let worker = Worker::with_channels(
+    let worker = Worker::new(
         channels,
         agent("polecat-alpha"),
         agent("mayor"),
@@ -97,7 +104,10 @@ fn the_worker_reports_through_the_callers_mail() {
         ),
         "{err:?}"
     );
-    assert!(s.sent(chipset_loop::COMPLETION_REPORT).is_empty());
+    assert!(
+        s.sent(chipset_loop::Topic::CompletionReport.as_str())
+            .is_empty()
+    );
     // The work itself completed on the hook before the report was refused.
     assert!(matches!(
         s.hooks.pickup(&agent("polecat-alpha")).unwrap(),
@@ -112,7 +122,7 @@ fn the_dispatcher_assigns_through_the_callers_mail() {
     let channels = Channels::new(s.state())
         .with_mail(Mail::with_config(s.state(), only(&["mayor"])))
         .unwrap();
-    let d = chipset_loop::Dispatcher::with_channels(
+    let d = chipset_loop::Dispatcher::new(
         channels,
         agent("mayor"),
         [agent("polecat-alpha")],
@@ -127,7 +137,10 @@ fn the_dispatcher_assigns_through_the_callers_mail() {
         ),
         "{err:?}"
     );
-    assert!(s.sent(chipset_loop::WORK_ASSIGNMENT).is_empty());
+    assert!(
+        s.sent(chipset_loop::Topic::WorkAssignment.as_str())
+            .is_empty()
+    );
     // The intent was written first: a default dispatcher finishes the assignment.
     let plain = chipset_loop::Dispatcher::new(
         s.state(),
@@ -140,5 +153,8 @@ fn the_dispatcher_assigns_through_the_callers_mail() {
         actions.is_empty(),
         "adopted silently, as after a crash: {actions:?}"
     );
-    assert_eq!(s.sent(chipset_loop::WORK_ASSIGNMENT).len(), 1);
+    assert_eq!(
+        s.sent(chipset_loop::Topic::WorkAssignment.as_str()).len(),
+        1
+    );
 }

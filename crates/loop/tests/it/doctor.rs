@@ -28,14 +28,17 @@ fn counts_follow_the_loops() {
         s.state(),
         agent("witness"),
         agent("mayor"),
-        WitnessConfig::default().with_grace(secs(0)),
+        WitnessConfig {
+            grace: secs(0),
+            ..WitnessConfig::default()
+        },
     );
     s.advance(301);
     w.tick().unwrap();
     let rounds = Rounds::new(s.mail.clone(), RoundsConfig::default());
     let mut r = rounds.open(&TaskId::new("T1").unwrap()).unwrap();
     r.executor_done().unwrap();
-    r.critic_done(CriticReport::clean()).unwrap();
+    r.critic_done(CriticReport::default()).unwrap();
     r.route().unwrap();
     r.committed().unwrap();
     rounds.open(&TaskId::new("T2").unwrap()).unwrap();

@@ -59,10 +59,36 @@ impl Setup {
             .collect()
     }
 
+    /// Returns the loop file `loop/{rel}` as JSON.
+    pub(crate) fn loop_json(&self, rel: &str) -> serde_json::Value {
+        let path = self.tmp.state.root().join("loop").join(rel);
+        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+    }
+
     /// Returns the messages in `agent`'s inbox.
     pub(crate) fn inbox(&self, agent: &AgentId) -> Vec<chipset_mail::Message> {
         self.mail.inbox(agent, &InboxFilter::default()).unwrap()
     }
+}
+
+/// Returns the body of a `health_escalation` about `a`, as a witness
+/// writes it (every time the assignment's).
+pub(crate) fn escalation_body(a: &chipset_hook::Assignment) -> String {
+    let t = a.work.assigned_at;
+    let body = serde_json::json!({
+        "type": "health_escalation",
+        "assignment": a,
+        "last_activity": t,
+        "health_check_at": t,
+        "stall_warning_at": t,
+        "escalated_at": t,
+    });
+    String::from_utf8(chipset_store::to_canonical_json(&body).unwrap()).unwrap()
+}
+
+/// Returns a mail body or bus payload as JSON.
+pub(crate) fn body_json(body: &str) -> serde_json::Value {
+    serde_json::from_str(body).unwrap()
 }
 
 pub(crate) fn setup() -> Setup {

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use chipset_hook::{HookStatus, Hooks};
 use chipset_loop::{
-    AttemptOutcome, COMPLETION_REPORT, Dispatcher, DispatcherConfig, HEALTH_ESCALATION, Witness,
-    WitnessConfig, WorkOutcome, Worker, WorkerConfig,
+    AttemptOutcome, Dispatcher, DispatcherConfig, Topic, Witness, WitnessConfig, WorkOutcome,
+    Worker, WorkerConfig,
 };
 use chipset_mail::{Mail, ManifestEvent};
 use chipset_store::{StateDir, StateOptions};
@@ -22,9 +22,10 @@ const ENTRY: &str = "procs::worker_entry";
 /// Runs a worker until it completes one work item, spending `work_ms` on
 /// it with checkpoints. Says `working {bead}` on stdout when it starts.
 fn run_worker(state: StateDir, me: &str, work_ms: u64) -> WorkOutcome {
-    let config = WorkerConfig::default()
-        .with_touch_every(Duration::from_millis(50))
-        .with_poll_every(Duration::from_millis(50));
+    let config = WorkerConfig {
+        touch_every: Duration::from_millis(50),
+        poll_every: Duration::from_millis(50),
+    };
     let worker = Worker::new(state, agent(me), agent("mayor"), config);
     let mut done = None;
     worker
@@ -154,10 +155,14 @@ fn a_worker_killed_mid_work_is_escalated_and_its_work_completed_once_by_another(
         state.clone(),
         agent("witness"),
         agent("mayor"),
-        WitnessConfig::default()
-            .with_stall_threshold(Duration::from_millis(300))
-            .with_interval(Duration::from_millis(200))
-            .with_grace(Duration::ZERO),
+        WitnessConfig {
+            stall_threshold: Duration::from_millis(300),
+            nudge: chipset_nudge::NudgeConfig {
+                default_interval: Duration::from_millis(200),
+                ..chipset_nudge::NudgeConfig::default()
+            },
+            grace: Duration::ZERO,
+        },
     );
     // A witness or worker that never acts fails here, not by timeout.
     let deadline = Instant::now() + kit::PATIENT;
@@ -188,8 +193,8 @@ fn a_worker_killed_mid_work_is_escalated_and_its_work_completed_once_by_another(
         ]
     );
     let mail = Mail::new(state.clone());
-    assert_eq!(sent(&mail, HEALTH_ESCALATION), 1);
-    assert_eq!(sent(&mail, COMPLETION_REPORT), 1);
+    assert_eq!(sent(&mail, Topic::HealthEscalation.as_str()), 1);
+    assert_eq!(sent(&mail, Topic::CompletionReport.as_str()), 1);
     for who in ["victim", "rescuer"] {
         assert_eq!(
             HookStatus::of(&hooks.read(&agent(who)).unwrap()),

@@ -3,8 +3,8 @@
 
 use chipset_bus::Bus;
 use chipset_loop::{
-    Blocker, CriticFinding, CriticReport, EscalationReason, Gate, Phase, ROUND_ESCALATION_EVENT,
-    Rounds, RoundsConfig, Routing,
+    Blocker, CriticFinding, CriticReport, EscalationReason, Gate, Phase, Rounds, RoundsConfig,
+    Routing, Topic,
 };
 use chipset_mail::{InboxFilter, Location, NewMessage};
 use chipset_store::TaskId;
@@ -18,7 +18,10 @@ fn task(t: &str) -> TaskId {
 fn rounds(s: &Setup) -> Rounds {
     Rounds::new(
         s.mail.clone(),
-        RoundsConfig::default().with_escalate_to(agent("human")),
+        RoundsConfig {
+            escalate_to: Some(agent("human")),
+            ..RoundsConfig::default()
+        },
     )
 }
 
@@ -59,7 +62,7 @@ fn the_commit_gate_blocks_until_the_answer_arrives_then_commits_and_sweeps() {
 
     round.executor_done().unwrap();
     let question = ask(&s, t.as_str(), "dead-code", 1);
-    round.critic_done(CriticReport::clean()).unwrap();
+    round.critic_done(CriticReport::default()).unwrap();
     let routing = round.route().unwrap();
     assert_eq!(
         routing,
@@ -73,7 +76,7 @@ fn the_commit_gate_blocks_until_the_answer_arrives_then_commits_and_sweeps() {
 
     answer(&s, &question);
     round.executor_done().unwrap();
-    round.critic_done(CriticReport::clean()).unwrap();
+    round.critic_done(CriticReport::default()).unwrap();
     assert_eq!(round.route().unwrap(), Routing::Commit);
     assert_eq!(round.phase(), Phase::Committing);
     let swept = round.committed().unwrap();
@@ -105,7 +108,7 @@ fn an_unreadable_gate_blocks_the_commit() {
     assert!(s.mail.pending_replies(&t).is_err());
     let mut round = r.open(&t).unwrap();
     round.executor_done().unwrap();
-    round.critic_done(CriticReport::clean()).unwrap();
+    round.critic_done(CriticReport::default()).unwrap();
     let routing = round.route().unwrap();
     let Routing::AnotherRound { blockers } = routing else {
         panic!("{routing:?}")
@@ -125,7 +128,7 @@ fn pending_replies_that_do_not_shrink_across_two_rounds_escalate_as_a_stalemate(
     let mut round = r.open(&t).unwrap();
     round.executor_done().unwrap();
     let q1 = ask(&s, "T2", "scope-creep", 1);
-    round.critic_done(CriticReport::clean()).unwrap();
+    round.critic_done(CriticReport::default()).unwrap();
     assert!(matches!(
         round.route().unwrap(),
         Routing::AnotherRound { .. }
@@ -135,7 +138,7 @@ fn pending_replies_that_do_not_shrink_across_two_rounds_escalate_as_a_stalemate(
     answer(&s, &q1);
     round.executor_done().unwrap();
     ask(&s, "T2", "scope-creep", 2);
-    round.critic_done(CriticReport::clean()).unwrap();
+    round.critic_done(CriticReport::default()).unwrap();
     let routing = round.route().unwrap();
     let Routing::Escalate { reason, .. } = &routing else {
         panic!("{routing:?}")
@@ -152,15 +155,27 @@ fn pending_replies_that_do_not_shrink_across_two_rounds_escalate_as_a_stalemate(
     assert!(round.executor_done().is_err(), "final");
     // The escalation woke the human.
     let pending = Bus::new(s.state()).pending(&agent("human")).unwrap();
-    assert_eq!(pending.events[0].kind, ROUND_ESCALATION_EVENT);
+    assert_eq!(pending.events[0].kind, Topic::RoundEscalation.as_str());
 }
 
 #[test]
 fn too_many_rounds_escalate() {
     let s = setup();
-    let r = Rounds::new(s.mail.clone(), RoundsConfig::default().with_max_rounds(2));
+    let r = Rounds::new(
+        s.mail.clone(),
+        RoundsConfig {
+            max_rounds: 2,
+            ..RoundsConfig::default()
+        },
+    );
     let mut round = r.open(&task("T3")).unwrap();
-    let failing = CriticReport::new(1, vec![CriticFinding::new("missing-test", "no test for X")]);
+    let failing = CriticReport {
+        verify_exit_code: 1,
+        findings: vec![CriticFinding {
+            category: "missing-test".into(),
+            detail: "no test for X".into(),
+        }],
+    };
     round.executor_done().unwrap();
     round.critic_done(failing.clone()).unwrap();
     assert!(
@@ -185,7 +200,7 @@ fn a_killed_orchestrator_resumes_where_it_was() {
         let r = rounds(&s);
         let mut round = r.open(&t).unwrap();
         round.executor_done().unwrap();
-        round.critic_done(CriticReport::clean()).unwrap();
+        round.critic_done(CriticReport::default()).unwrap();
         assert_eq!(round.route().unwrap(), Routing::Commit);
         // Killed after routing, before the commit and the sweep.
     }
@@ -216,7 +231,7 @@ fn a_killed_orchestrator_resumes_where_it_was() {
     drop(other);
     let mut other = r.open(&task("T5")).unwrap();
     assert_eq!(other.phase(), Phase::Critic);
-    other.critic_done(CriticReport::clean()).unwrap();
+    other.critic_done(CriticReport::default()).unwrap();
     assert_eq!(other.route().unwrap(), Routing::Commit);
 }
 
@@ -244,12 +259,12 @@ fn reopening_an_escalated_round_announces_it_again_once() {
     let mut round = silent.open(&t).unwrap();
     round.executor_done().unwrap();
     let q1 = ask(&s, "T9", "scope-creep", 1);
-    round.critic_done(CriticReport::clean()).unwrap();
+    round.critic_done(CriticReport::default()).unwrap();
     round.route().unwrap();
     answer(&s, &q1);
     round.executor_done().unwrap();
     ask(&s, "T9", "scope-creep", 2);
-    round.critic_done(CriticReport::clean()).unwrap();
+    round.critic_done(CriticReport::default()).unwrap();
     assert!(matches!(round.route().unwrap(), Routing::Escalate { .. }));
     let bus = Bus::new(s.state());
     assert!(bus.pending(&agent("human")).unwrap().is_empty());
@@ -259,24 +274,35 @@ fn reopening_an_escalated_round_announces_it_again_once() {
     assert_eq!(round.phase(), Phase::Escalated);
     let pending = bus.pending(&agent("human")).unwrap();
     assert_eq!(pending.events.len(), 1);
-    assert_eq!(pending.events[0].kind, ROUND_ESCALATION_EVENT);
+    assert_eq!(pending.events[0].kind, Topic::RoundEscalation.as_str());
     // Opening it again does not wake the human twice.
     rounds(&s).open(&t).unwrap();
     assert_eq!(bus.pending(&agent("human")).unwrap().events.len(), 1);
 }
 
-/// A rounds handle reports its config, and lists and reads back the
-/// checkpoint of each task it opened.
+/// A rounds handle writes one checkpoint per task it opened, and reads each
+/// back.
 #[test]
-fn rounds_report_their_config_tasks_and_checkpoints() {
+fn rounds_write_and_read_back_the_checkpoint_of_each_task() {
     let s = setup();
     let r = rounds(&s);
-    assert_eq!(r.config().escalate_to, Some(agent("human")));
-    assert_eq!(r.tasks().unwrap(), Vec::<TaskId>::new());
+    let tasks = || {
+        let mut names: Vec<String> = std::fs::read_dir(s.tmp.state.root().join("loop/rounds"))
+            .map(|d| {
+                d.map(|e| e.unwrap().file_name().into_string().unwrap())
+                    .collect()
+            })
+            .unwrap_or_default();
+        // Each checkpoint has a lock file beside it (`.t1.json.lock`).
+        names.retain(|n| !n.starts_with('.'));
+        names.sort();
+        names
+    };
+    assert_eq!(tasks(), Vec::<String>::new());
     assert_eq!(r.checkpoint(&task("t2")).unwrap(), None);
     let two = r.open(&task("t2")).unwrap();
     let one = r.open(&task("t1")).unwrap();
-    assert_eq!(r.tasks().unwrap(), [task("t1"), task("t2")]);
+    assert_eq!(tasks(), ["t1.json", "t2.json"]);
     assert_eq!(
         r.checkpoint(&task("t1")).unwrap().as_ref(),
         Some(one.checkpoint())

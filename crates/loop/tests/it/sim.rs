@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use chipset_hook::Pickup;
 use chipset_loop::{
-    AttemptOutcome, COMPLETION_REPORT, DispatchAction, Dispatcher, DispatcherConfig,
-    HEALTH_ESCALATION, Witness, WitnessAction, WitnessConfig, WorkOutcome, Worker, WorkerConfig,
+    AttemptOutcome, DispatchAction, Dispatcher, DispatcherConfig, Topic, Witness, WitnessAction,
+    WitnessConfig, WorkOutcome, Worker, WorkerConfig,
 };
 
 use crate::{agent, bead, secs, setup, setup_no_sync};
@@ -31,14 +31,21 @@ fn every_bead_is_done_exactly_once_though_a_worker_hangs_and_the_loops_restart_e
     let workers: BTreeMap<&str, Worker> = ["w1", "w3"]
         .into_iter()
         .map(|w| {
-            let config = WorkerConfig::default().with_touch_every(secs(10));
+            let config = WorkerConfig {
+                touch_every: secs(10),
+                ..WorkerConfig::default()
+            };
             (w, Worker::new(s.state(), agent(w), agent("mayor"), config))
         })
         .collect();
-    let witness_config = WitnessConfig::default()
-        .with_stall_threshold(secs(300))
-        .with_interval(secs(60))
-        .with_grace(secs(0));
+    let witness_config = WitnessConfig {
+        stall_threshold: secs(300),
+        nudge: chipset_nudge::NudgeConfig {
+            default_interval: secs(60),
+            ..chipset_nudge::NudgeConfig::default()
+        },
+        grace: secs(0),
+    };
 
     let mut hung: Option<chipset_hook::Assignment> = None;
     let mut dispatched = Vec::new();
@@ -110,7 +117,7 @@ fn every_bead_is_done_exactly_once_though_a_worker_hangs_and_the_loops_restart_e
         assert_ne!(e.completed_by(), Some(&agent("w2")));
     }
     assert_eq!(completed, 6);
-    assert_eq!(s.sent(COMPLETION_REPORT).len(), 6);
+    assert_eq!(s.sent(Topic::CompletionReport.as_str()).len(), 6);
     assert_eq!(
         dispatched
             .iter()
@@ -124,7 +131,7 @@ fn every_bead_is_done_exactly_once_though_a_worker_hangs_and_the_loops_restart_e
     let entry = d.entry(&hung.work.bead_id).unwrap().unwrap();
     assert_eq!(entry.attempts[0].agent, agent("w2"));
     assert_eq!(entry.attempts[0].outcome, AttemptOutcome::Reassigned);
-    assert_eq!(s.sent(HEALTH_ESCALATION).len(), 1);
+    assert_eq!(s.sent(Topic::HealthEscalation.as_str()).len(), 1);
     assert_eq!(
         witnessed
             .iter()
@@ -132,7 +139,7 @@ fn every_bead_is_done_exactly_once_though_a_worker_hangs_and_the_loops_restart_e
             .count(),
         1
     );
-    assert!(d.suspended().unwrap().suspended.contains_key(&agent("w2")));
+    assert!(s.loop_json("dispatcher/agents.json")["suspended"]["w2"].is_object());
     // It wakes up at last: its completion is refused.
     assert!(s.hooks.complete(&hung).unwrap_err().is_stale());
 }
@@ -171,10 +178,7 @@ proptest::proptest! {
         let s = setup_no_sync();
         let pool = ["w1", "w2", "w3"];
         let new_dispatcher = || Dispatcher::new(s.state(), agent("mayor"), pool.map(agent), DispatcherConfig::default());
-        let witness_config = WitnessConfig::default()
-            .with_stall_threshold(secs(300))
-            .with_interval(secs(60))
-            .with_grace(secs(0));
+        let witness_config = WitnessConfig { stall_threshold: secs(300), nudge: chipset_nudge::NudgeConfig { default_interval: secs(60), ..chipset_nudge::NudgeConfig::default() }, grace: secs(0) };
         let new_witness = || Witness::new(s.state(), agent("witness"), agent("mayor"), witness_config.clone());
         {
             let d = new_dispatcher();
@@ -184,7 +188,7 @@ proptest::proptest! {
         }
         let workers: Vec<Worker> = pool
             .iter()
-            .map(|w| Worker::new(s.state(), agent(w), agent("mayor"), WorkerConfig::default().with_touch_every(secs(10))))
+            .map(|w| Worker::new(s.state(), agent(w), agent("mayor"), WorkerConfig { touch_every: secs(10), ..WorkerConfig::default() }))
             .collect();
         let mut hung = [false; 3];
         let (mut d, mut w) = (new_dispatcher(), new_witness());
@@ -250,7 +254,7 @@ proptest::proptest! {
             completions += wins;
         }
         proptest::prop_assert_eq!(completions, 4);
-        proptest::prop_assert_eq!(s.sent(COMPLETION_REPORT).len(), 4);
+        proptest::prop_assert_eq!(s.sent(Topic::CompletionReport.as_str()).len(), 4);
         // Every hung worker lost its work through an escalation (a resting one may too).
         for (i, name) in pool.iter().enumerate() {
             if hung[i] {
@@ -260,7 +264,7 @@ proptest::proptest! {
                 proptest::prop_assert!(taken, "{} hung and kept its work", name);
             }
         }
-        let escalations = s.sent(HEALTH_ESCALATION).len();
+        let escalations = s.sent(Topic::HealthEscalation.as_str()).len();
         let reassigned: usize = ledger.entries.iter().map(|e| e.attempts.iter().filter(|t| t.outcome == AttemptOutcome::Reassigned).count()).sum();
         // An escalation whose agent completed just in time is accepted as a completion.
         proptest::prop_assert!(escalations >= reassigned, "{} escalations, {} reassigned", escalations, reassigned);

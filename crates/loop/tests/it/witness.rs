@@ -3,20 +3,22 @@
 
 use chipset_bus::{Bus, Priority as BusPriority};
 use chipset_hook::Pickup;
-use chipset_loop::{
-    Evidence, HEALTH_ESCALATION, LoopMessage, Step, Witness, WitnessAction, WitnessConfig,
-};
+use chipset_loop::{Evidence, Topic, Witness, WitnessAction, WitnessConfig};
 use chipset_mail::{Kind, MailPriority};
 use chipset_nudge::{NudgeType, Received};
 use chipset_store::{AgentId, ReadOutcome};
 
-use crate::{Setup, agent, bead, secs, setup};
+use crate::{Setup, agent, bead, body_json, escalation_body, secs, setup};
 
 fn config() -> WitnessConfig {
-    WitnessConfig::default()
-        .with_stall_threshold(secs(300))
-        .with_interval(secs(60))
-        .with_grace(secs(0))
+    WitnessConfig {
+        stall_threshold: secs(300),
+        nudge: chipset_nudge::NudgeConfig {
+            default_interval: secs(60),
+            ..chipset_nudge::NudgeConfig::default()
+        },
+        grace: secs(0),
+    }
 }
 
 fn witness(s: &Setup, config: WitnessConfig) -> Witness {
@@ -87,15 +89,13 @@ fn silent_agent_gets_health_check_then_stall_warning_then_exactly_one_escalation
     let inbox = s.inbox(&agent("mayor"));
     assert_eq!(inbox.len(), 1);
     let m = &inbox[0];
-    assert_eq!(m.subject, HEALTH_ESCALATION);
+    assert_eq!(m.subject, Topic::HealthEscalation.as_str());
     assert_eq!(m.kind, Kind::Notify);
     assert_eq!(m.priority, MailPriority::Urgent);
     assert_eq!(m.task().as_str(), "gt-abc12");
-    let Some(LoopMessage::HealthEscalation { assignment, .. }) = LoopMessage::from_body(&m.body)
-    else {
-        panic!("escalation body")
-    };
-    assert_eq!(assignment, a);
+    let body = body_json(&m.body);
+    assert_eq!(body["type"], "health_escalation");
+    assert_eq!(body["assignment"], serde_json::to_value(&a).unwrap());
     let WitnessAction::Escalated {
         mail, recovered, ..
     } = &actions[0]
@@ -108,7 +108,7 @@ fn silent_agent_gets_health_check_then_stall_warning_then_exactly_one_escalation
     // The dispatcher is woken by a critical bus event.
     let pending = Bus::new(s.state()).pending(&agent("mayor")).unwrap();
     assert_eq!(pending.events.len(), 1);
-    assert_eq!(pending.events[0].kind, HEALTH_ESCALATION);
+    assert_eq!(pending.events[0].kind, Topic::HealthEscalation.as_str());
     assert_eq!(pending.events[0].priority, BusPriority::Critical);
 
     // Hours later, still silent: never a second escalation for this incident.
@@ -116,11 +116,14 @@ fn silent_agent_gets_health_check_then_stall_warning_then_exactly_one_escalation
         s.advance(600);
         assert!(w.tick().unwrap().is_empty());
     }
-    assert_eq!(s.sent(HEALTH_ESCALATION).len(), 1);
-    let incident = w.incident(&alpha).unwrap().unwrap();
-    assert!(matches!(incident.step, Step::Escalated { .. }));
-    assert_eq!(w.incidents().unwrap(), [incident]);
-    assert_eq!(w.config(), &config());
+    assert_eq!(s.sent(Topic::HealthEscalation.as_str()).len(), 1);
+    let incident = s.loop_json(&format!("witness/incidents/{alpha}.json"));
+    assert_eq!(incident["step"], "escalated");
+    let incidents = std::fs::read_dir(s.tmp.state.root().join("loop/witness/incidents")).unwrap();
+    let records = incidents
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| !n.starts_with('.'));
+    assert_eq!(records.collect::<Vec<_>>(), ["polecat-alpha.json"]);
 }
 
 /// Issue 28: a stalled holder's pool item returns to the pool, once, with
@@ -159,7 +162,7 @@ fn a_stalled_holders_pool_item_returns_to_the_pool_with_the_escalation() {
         s.advance(600);
         w.tick().unwrap();
     }
-    assert_eq!(s.sent(HEALTH_ESCALATION).len(), 1);
+    assert_eq!(s.sent(Topic::HealthEscalation.as_str()).len(), 1);
     assert_eq!(pool.get(&id).unwrap().entry.releases, 1);
 }
 
@@ -199,7 +202,7 @@ fn an_answer_resolves_the_incident_and_the_next_quiet_spell_is_measured_from_it(
     assert!(w.tick().unwrap().is_empty());
     s.advance(2);
     assert_eq!(kinds(&w.tick().unwrap()), ["health_check"]);
-    assert!(s.sent(HEALTH_ESCALATION).is_empty());
+    assert!(s.sent(Topic::HealthEscalation.as_str()).is_empty());
 }
 
 #[test]
@@ -241,7 +244,13 @@ fn a_pending_hook_never_picked_up_is_escalated_too() {
 #[test]
 fn no_incident_opens_within_the_grace_period_after_an_assignment() {
     let s = setup();
-    let w = witness(&s, config().with_grace(secs(600)));
+    let w = witness(
+        &s,
+        WitnessConfig {
+            grace: secs(600),
+            ..config()
+        },
+    );
     s.advance(1000); // the witness's own start grace is over
     active(&s, "polecat-alpha", "gt-abc12");
     s.advance(400);
@@ -254,7 +263,13 @@ fn no_incident_opens_within_the_grace_period_after_an_assignment() {
 fn a_restarted_witness_neither_repeats_nor_forgets_an_incident() {
     let s = setup();
     active(&s, "polecat-alpha", "gt-abc12");
-    let first = witness(&s, config().with_grace(secs(30)));
+    let first = witness(
+        &s,
+        WitnessConfig {
+            grace: secs(30),
+            ..config()
+        },
+    );
     s.advance(301);
     assert_eq!(kinds(&first.tick().unwrap()), ["health_check"]);
     s.advance(60);
@@ -264,7 +279,13 @@ fn a_restarted_witness_neither_repeats_nor_forgets_an_incident() {
     // A new witness process: it does not send the health check or the
     // warning again, and it waits out its start grace before escalating.
     s.advance(10);
-    let second = witness(&s, config().with_grace(secs(120)));
+    let second = witness(
+        &s,
+        WitnessConfig {
+            grace: secs(120),
+            ..config()
+        },
+    );
     let actions = second.tick().unwrap();
     assert!(actions.is_empty(), "{actions:?}");
     s.advance(50); // the warning's interval is over, the restart grace not yet
@@ -280,7 +301,7 @@ fn a_restarted_witness_neither_repeats_nor_forgets_an_incident() {
         s.advance(600);
         assert!(third.tick().unwrap().is_empty());
     }
-    assert_eq!(s.sent(HEALTH_ESCALATION).len(), 1);
+    assert_eq!(s.sent(Topic::HealthEscalation.as_str()).len(), 1);
 }
 
 /// Rewrites `agent`'s incident record as "escalating" with a chosen mail id
@@ -322,7 +343,7 @@ fn a_witness_killed_before_its_escalation_mail_sends_it_on_restart() {
         panic!("{actions:?}")
     };
     assert_eq!(mail, &id);
-    assert_eq!(s.sent(HEALTH_ESCALATION), [id]);
+    assert_eq!(s.sent(Topic::HealthEscalation.as_str()), [id]);
     assert!(second.tick().unwrap().is_empty());
 }
 
@@ -337,13 +358,7 @@ fn a_witness_killed_after_its_escalation_mail_does_not_send_it_again() {
     first.tick().unwrap();
     let id = make_escalating(&s, "polecat-alpha");
     // The predecessor's mail went out under the persisted id ...
-    let body = LoopMessage::HealthEscalation {
-        assignment: a.clone(),
-        last_activity: a.work.assigned_at,
-        health_check_at: a.work.assigned_at,
-        stall_warning_at: a.work.assigned_at,
-        escalated_at: a.work.assigned_at,
-    };
+    let body = escalation_body(&a);
     let sent = s
         .mail
         .send(
@@ -351,8 +366,8 @@ fn a_witness_killed_after_its_escalation_mail_does_not_send_it_again() {
                 agent("witness"),
                 agent("mayor"),
                 "gt-abc12".parse().unwrap(),
-                HEALTH_ESCALATION,
-                body.to_body(),
+                Topic::HealthEscalation.as_str(),
+                body.clone(),
             )
             .with_id(id.clone()),
         )
@@ -374,9 +389,13 @@ fn a_witness_killed_after_its_escalation_mail_does_not_send_it_again() {
         panic!("{actions:?}")
     };
     assert_eq!(mail, &id);
-    assert_eq!(s.sent(HEALTH_ESCALATION).len(), 1, "not sent again");
-    let incident = second.incident(&agent("polecat-alpha")).unwrap().unwrap();
-    assert!(matches!(incident.step, Step::Escalated { .. }));
+    assert_eq!(
+        s.sent(Topic::HealthEscalation.as_str()).len(),
+        1,
+        "not sent again"
+    );
+    let incident = s.loop_json("witness/incidents/polecat-alpha.json");
+    assert_eq!(incident["step"], "escalated");
 }
 
 #[test]
@@ -384,10 +403,11 @@ fn per_agent_intervals_apply() {
     let s = setup();
     active(&s, "polecat-alpha", "gt-a");
     active(&s, "polecat-slow", "gt-b");
-    let w = witness(
-        &s,
-        config().with_agent_interval(agent("polecat-slow"), secs(600)),
-    );
+    let w = witness(&s, {
+        let mut c = config();
+        c.nudge = c.nudge.with_interval(agent("polecat-slow"), secs(600));
+        c
+    });
     s.advance(301);
     assert_eq!(kinds(&w.tick().unwrap()), ["health_check", "health_check"]);
     s.advance(60);
@@ -464,7 +484,7 @@ fn an_incident_closes_when_the_hook_moves_on() {
     assert_eq!(kinds(&actions), ["closed"]);
     s.advance(600);
     assert!(w.tick().unwrap().is_empty());
-    assert!(s.sent(HEALTH_ESCALATION).is_empty());
+    assert!(s.sent(Topic::HealthEscalation.as_str()).is_empty());
 }
 
 #[test]
@@ -491,7 +511,7 @@ fn two_witnesses_escalate_once() {
         all.extend(b.join().unwrap());
     });
     assert_eq!(kinds(&all), ["health_check", "stall_warning", "escalated"]);
-    assert_eq!(s.sent(HEALTH_ESCALATION).len(), 1);
+    assert_eq!(s.sent(Topic::HealthEscalation.as_str()).len(), 1);
 }
 
 #[test]

@@ -3,21 +3,21 @@
 
 use chipset_bus::{Bus, Priority as BusPriority};
 use chipset_hook::HookStatus;
-use chipset_loop::{
-    COMPLETION_REPORT, LoopMessage, Signal, Stop, WORK_COMPLETED_EVENT, WorkOutcome, Worker,
-    WorkerConfig,
-};
+use chipset_loop::{Signal, Stop, Topic, WorkOutcome, Worker, WorkerConfig};
 use chipset_nudge::{NewNudge, NudgeType, Received, ResponseStatus};
 use chipset_store::ReadOutcome;
 
-use crate::{Setup, agent, bead, secs, setup};
+use crate::{Setup, agent, bead, body_json, secs, setup};
 
 fn worker(s: &Setup, who: &str) -> Worker {
     Worker::new(
         s.state(),
         agent(who),
         agent("mayor"),
-        WorkerConfig::default().with_touch_every(secs(10)),
+        WorkerConfig {
+            touch_every: secs(10),
+            ..WorkerConfig::default()
+        },
     )
 }
 
@@ -27,9 +27,10 @@ fn quick_worker(s: &Setup, who: &str) -> Worker {
         s.state(),
         agent(who),
         agent("mayor"),
-        WorkerConfig::default()
-            .with_touch_every(secs(10))
-            .with_poll_every(std::time::Duration::from_millis(5)),
+        WorkerConfig {
+            touch_every: secs(10),
+            poll_every: std::time::Duration::from_millis(5),
+        },
     )
 }
 
@@ -91,19 +92,13 @@ fn gupp_runs_the_work_completes_the_hook_and_reports_it() {
     let inbox = s.inbox(&agent("mayor"));
     assert_eq!(inbox.len(), 1);
     assert_eq!(inbox[0].id, report);
-    assert_eq!(inbox[0].subject, COMPLETION_REPORT);
-    let Some(LoopMessage::CompletionReport {
-        assignment,
-        summary,
-        ..
-    }) = LoopMessage::from_body(&inbox[0].body)
-    else {
-        panic!()
-    };
-    assert_eq!(assignment, a);
-    assert_eq!(summary, "README section added");
+    assert_eq!(inbox[0].subject, Topic::CompletionReport.as_str());
+    let body = body_json(&inbox[0].body);
+    assert_eq!(body["type"], "completion_report");
+    assert_eq!(body["assignment"], serde_json::to_value(&a).unwrap());
+    assert_eq!(body["summary"], "README section added");
     let pending = Bus::new(s.state()).pending(&agent("mayor")).unwrap();
-    assert_eq!(pending.events[0].kind, WORK_COMPLETED_EVENT);
+    assert_eq!(pending.events[0].kind, Topic::WorkCompleted.as_str());
     assert_eq!(pending.events[0].priority, BusPriority::High);
 
     // Next time round: the completed work waits for the dispatcher's clear.
@@ -314,7 +309,7 @@ fn work_taken_away_cannot_be_completed_and_nothing_is_reported() {
     assert!(err.is_stale(), "{err}");
     assert!(matches!(err, chipset_loop::Error::Stale { .. }));
     assert!(s.inbox(&agent("mayor")).is_empty());
-    assert!(s.sent(COMPLETION_REPORT).is_empty());
+    assert!(s.sent(Topic::CompletionReport.as_str()).is_empty());
     assert_eq!(
         HookStatus::of(&s.hooks.read(&agent("polecat-alpha")).unwrap()),
         Some(HookStatus::Empty)
@@ -386,16 +381,6 @@ fn run_until_does_not_resume_aborted_work_while_the_hook_holds_it() {
         HookStatus::of(&s.hooks.read(&agent("polecat-alpha")).unwrap()),
         Some(HookStatus::Active)
     );
-}
-
-/// A worker reports the config it was made with.
-#[test]
-fn a_worker_reports_its_config() {
-    let s = setup();
-    let w = quick_worker(&s, "polecat-alpha");
-    assert_eq!(w.config().poll_every, std::time::Duration::from_millis(5));
-    assert_eq!(w.config().touch_every, secs(10));
-    assert_ne!(WorkerConfig::default().poll_every, w.config().poll_every);
 }
 
 /// After an abort, `run_until` idles only while the hook holds the aborted
@@ -492,11 +477,11 @@ fn run_until_tidies_only_the_assignments_wakeup_and_mail() {
         let pending = bus.pending(&me).unwrap();
         pending.events.iter().map(|e| e.kind.to_owned()).collect()
     };
-    assert!(kinds(&bus).contains(&chipset_loop::WORK_ASSIGNED_EVENT.to_owned()));
+    assert!(kinds(&bus).contains(&chipset_loop::Topic::WorkAssigned.as_str().to_owned()));
     assert!(
         s.inbox(&me)
             .iter()
-            .any(|m| m.subject == chipset_loop::WORK_ASSIGNMENT)
+            .any(|m| m.subject == chipset_loop::Topic::WorkAssignment.as_str())
     );
     let mut context = Vec::new();
     let mut said_stop = false;
@@ -516,7 +501,7 @@ fn run_until_tidies_only_the_assignments_wakeup_and_mail() {
     let subjects: Vec<_> = context.iter().map(|m| m.subject.to_owned()).collect();
     assert_eq!(
         subjects,
-        [chipset_loop::WORK_ASSIGNMENT, "fyi"],
+        [chipset_loop::Topic::WorkAssignment.as_str(), "fyi"],
         "the work's mail, in send order"
     );
     assert_eq!(kinds(&bus), ["other-kind"]);
@@ -560,7 +545,7 @@ fn a_completion_refused_for_a_corrupt_hook_is_not_stale() {
         })
         .unwrap_err();
     assert!(err.is_corrupt() && !err.is_stale(), "{err}");
-    assert!(s.sent(COMPLETION_REPORT).is_empty());
+    assert!(s.sent(Topic::CompletionReport.as_str()).is_empty());
 }
 
 /// A corrupt `latest.json` met at a checkpoint reaches the work as an
