@@ -28,7 +28,11 @@ use chipset::store::{AgentId, StateDir, TaskId};
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 fn say(round: &Round, role: &str, what: impl AsRef<str>) {
-    println!("  round {}  {role:<9} {}", round.number(), what.as_ref());
+    println!(
+        "  round {}  {role:<9} {}",
+        round.checkpoint().round,
+        what.as_ref()
+    );
 }
 
 struct Agents {
@@ -43,11 +47,11 @@ impl Agents {
             &NewMessage::request(
                 self.critic.clone(),
                 self.executor.clone(),
-                round.task().clone(),
+                round.checkpoint().task.clone(),
                 subject,
                 question,
             )
-            .with_round(u64::from(round.number())),
+            .with_round(u64::from(round.checkpoint().round)),
         )?;
         say(
             round,
@@ -63,7 +67,7 @@ impl Agents {
     /// The executor reads its inbox for the task and answers every request.
     fn answer_all(&self, mail: &Mail, round: &Round, answer: &str) -> Result<()> {
         let filter = InboxFilter {
-            task: Some(round.task().clone()),
+            task: Some(round.checkpoint().task.clone()),
             ..InboxFilter::default()
         };
         let requests: Vec<Message> = mail
@@ -96,7 +100,7 @@ impl Agents {
 
 fn route(round: &mut Round) -> Result<Routing> {
     let routing = round.route()?;
-    let number = round.number();
+    let number = round.checkpoint().round;
     match &routing {
         Routing::Commit => say(
             round,
@@ -195,8 +199,8 @@ fn main() -> Result<()> {
         "resume",
         format!(
             "checkpoint loop/rounds/{task1}.json: round {}, {} phase",
-            round.number(),
-            round.phase()
+            round.checkpoint().round,
+            round.checkpoint().phase
         ),
     );
     agents.answer_all(&mail, &round, "yes: it was unused")?;

@@ -212,22 +212,16 @@ pub struct Round {
 }
 
 impl Round {
-    /// Returns the task.
-    pub fn task(&self) -> &TaskId {
+    fn task(&self) -> &TaskId {
         &self.checkpoint.task
     }
 
-    /// Returns the current round number (from 1).
-    pub fn number(&self) -> u32 {
+    fn number(&self) -> u32 {
         self.checkpoint.round
     }
 
-    /// Returns the current phase.
-    pub fn phase(&self) -> Phase {
-        self.checkpoint.phase
-    }
-
-    /// Returns the checkpoint as last written.
+    /// Returns the checkpoint as last written: the task, the round number
+    /// (from 1), the phase and the history.
     pub fn checkpoint(&self) -> &RoundCheckpoint {
         &self.checkpoint
     }

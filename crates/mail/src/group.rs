@@ -32,19 +32,13 @@ pub enum ExpectsReply {
     Any,
 }
 
-impl ExpectsReply {
-    /// Returns the name as written on disk (`all`, `any`).
-    pub fn as_str(self) -> &'static str {
-        match self {
+impl fmt::Display for ExpectsReply {
+    /// Writes the name as written on disk (`all`, `any`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
             ExpectsReply::All => "all",
             ExpectsReply::Any => "any",
-        }
-    }
-}
-
-impl fmt::Display for ExpectsReply {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        })
     }
 }
 

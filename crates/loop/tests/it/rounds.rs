@@ -58,7 +58,10 @@ fn the_commit_gate_blocks_until_the_answer_arrives_then_commits_and_sweeps() {
     let r = rounds(&s);
     let t = task("M005-S007-T0002");
     let mut round = r.open(&t).unwrap();
-    assert_eq!((round.number(), round.phase()), (1, Phase::Executor));
+    assert_eq!(
+        (round.checkpoint().round, round.checkpoint().phase),
+        (1, Phase::Executor)
+    );
 
     round.executor_done().unwrap();
     let question = ask(&s, t.as_str(), "dead-code", 1);
@@ -72,16 +75,19 @@ fn the_commit_gate_blocks_until_the_answer_arrives_then_commits_and_sweeps() {
             }]
         }
     );
-    assert_eq!((round.number(), round.phase()), (2, Phase::Executor));
+    assert_eq!(
+        (round.checkpoint().round, round.checkpoint().phase),
+        (2, Phase::Executor)
+    );
 
     answer(&s, &question);
     round.executor_done().unwrap();
     round.critic_done(CriticReport::default()).unwrap();
     assert_eq!(round.route().unwrap(), Routing::Commit);
-    assert_eq!(round.phase(), Phase::Committing);
+    assert_eq!(round.checkpoint().phase, Phase::Committing);
     let swept = round.committed().unwrap();
     assert_eq!(swept.moved, 2, "the question and its answer");
-    assert_eq!(round.phase(), Phase::Committed);
+    assert_eq!(round.checkpoint().phase, Phase::Committed);
     assert!(matches!(
         s.mail.locate(&question.id).unwrap(),
         Some(Location::ByTask(_))
@@ -151,7 +157,7 @@ fn pending_replies_that_do_not_shrink_across_two_rounds_escalate_as_a_stalemate(
             pending_subjects: vec!["scope-creep".to_owned()]
         }
     );
-    assert_eq!(round.phase(), Phase::Escalated);
+    assert_eq!(round.checkpoint().phase, Phase::Escalated);
     assert!(round.executor_done().is_err(), "final");
     // The escalation woke the human.
     let pending = Bus::new(s.state()).pending(&agent("human")).unwrap();
@@ -215,8 +221,8 @@ fn a_killed_orchestrator_resumes_where_it_was() {
         .unwrap();
     let r = rounds(&s);
     let mut round = r.open(&t).unwrap();
-    assert_eq!(round.phase(), Phase::Committing);
-    assert_eq!(round.number(), 1);
+    assert_eq!(round.checkpoint().phase, Phase::Committing);
+    assert_eq!(round.checkpoint().round, 1);
     assert!(round.executor_done().is_err());
     assert_eq!(round.committed().unwrap().moved, 1);
     assert!(
@@ -230,7 +236,7 @@ fn a_killed_orchestrator_resumes_where_it_was() {
     other.executor_done().unwrap();
     drop(other);
     let mut other = r.open(&task("T5")).unwrap();
-    assert_eq!(other.phase(), Phase::Critic);
+    assert_eq!(other.checkpoint().phase, Phase::Critic);
     other.critic_done(CriticReport::default()).unwrap();
     assert_eq!(other.route().unwrap(), Routing::Commit);
 }
@@ -271,7 +277,7 @@ fn reopening_an_escalated_round_announces_it_again_once() {
 
     // The restarted orchestrator opens the round: the human is woken.
     let round = rounds(&s).open(&t).unwrap();
-    assert_eq!(round.phase(), Phase::Escalated);
+    assert_eq!(round.checkpoint().phase, Phase::Escalated);
     let pending = bus.pending(&agent("human")).unwrap();
     assert_eq!(pending.events.len(), 1);
     assert_eq!(pending.events[0].kind, Topic::RoundEscalation.as_str());

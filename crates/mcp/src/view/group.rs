@@ -53,7 +53,7 @@ impl GroupSentView {
             expects_reply: first
                 .and_then(|m| m.group())
                 .and_then(|g| g.expects)
-                .map(|e| e.as_str().to_owned()),
+                .map(|e| e.to_string()),
             copies: sent
                 .messages
                 .iter()
