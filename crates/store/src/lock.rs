@@ -63,11 +63,6 @@ impl Lock {
         }
     }
 
-    /// Returns the lock file's path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     fn open(&self) -> Result<File> {
         OpenOptions::new()
             .read(true)
@@ -201,7 +196,7 @@ mod tests {
         let state = StateDir::open(tmp.path()).unwrap();
         let dir = state.channel_dir(Channel::new("loop")).unwrap();
         let lock = state.lock_for(&dir.join_static("state.json")).unwrap();
-        assert_eq!(lock.path(), dir.as_path().join(".state.json.lock"));
+        assert_eq!(lock.path, dir.as_path().join(".state.json.lock"));
         let held = lock.exclusive().unwrap();
         assert!(lock.try_acquire(Mode::Exclusive).unwrap().is_none());
         assert!(lock.try_acquire(Mode::Shared).unwrap().is_none());
@@ -214,6 +209,6 @@ mod tests {
         drop((r1, r2));
         assert!(lock.try_acquire(Mode::Exclusive).unwrap().is_some());
         // The lock file is never removed or replaced.
-        assert!(lock.path().exists());
+        assert!(lock.path.exists());
     }
 }

@@ -77,11 +77,6 @@ impl<T> Locked<T> {
     pub fn take(&mut self) -> Option<T> {
         self.current.take()
     }
-
-    /// Returns the file's path.
-    pub fn path(&self) -> &StatePath {
-        &self.path
-    }
 }
 
 impl<T: Serialize> Locked<T> {
@@ -125,7 +120,7 @@ mod tests {
         assert!(lock.try_exclusive().unwrap().is_some(), "released on drop");
         let again = state.lock_json::<String>(&path).unwrap();
         assert_eq!(again.current().map(String::as_str), Some("one"));
-        assert_eq!(again.path(), &path);
+        assert_eq!(&again.path, &path);
     }
 
     #[test]

@@ -35,7 +35,7 @@ pub const MAX_LINE: usize = 1024 * 1024;
 
 /// An append-only log of JSON records, one canonical line each.
 ///
-/// Appends take the log's lock ([`JsonLog::lock`]), write each record as
+/// Appends take the log's lock (`.{name}.lock` beside it), write each record as
 /// part of one `write` of whole lines, and sync the data before returning.
 /// Readers take no lock: they return every whole record and report (never
 /// fail on) a torn last line left by a writer that crashed mid-write.
@@ -119,11 +119,6 @@ impl JsonLog {
     /// Returns the log file's path.
     pub fn path(&self) -> &Path {
         &self.path
-    }
-
-    /// Returns the lock that appends and recovery take.
-    pub fn lock(&self) -> &Lock {
-        &self.lock
     }
 
     /// Appends one record durably.

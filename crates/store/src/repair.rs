@@ -54,7 +54,8 @@ pub enum Defect {
 
 impl Defect {
     /// Returns a stable kebab-case label (`corrupt`, `in-flight`, …).
-    pub fn label(&self) -> &'static str {
+    #[cfg(test)]
+    pub(crate) fn label(&self) -> &'static str {
         match self {
             Defect::Corrupt(_) => "corrupt",
             Defect::Unsupported(_) => "unsupported",
@@ -69,7 +70,7 @@ impl Defect {
 
     /// Returns whether a fix can repair this class of fault: not unsupported
     /// files, stray names, conflicts or things in flight.
-    pub fn is_fixable(&self) -> bool {
+    pub(crate) fn is_fixable(&self) -> bool {
         !matches!(
             self,
             Defect::Unsupported(_) | Defect::Stray | Defect::InFlight { .. } | Defect::Conflict
@@ -169,7 +170,8 @@ pub struct Finding {
 
 impl Finding {
     /// Returns a finding of `fault` with the stable `code` and the human
-    /// line `message`; fixable as its fault's class is ([`Defect::is_fixable`]).
+    /// line `message`; fixable unless its fault is unsupported, stray, in
+    /// flight or a conflict.
     pub fn new(code: &'static str, fault: Defect, message: impl Into<String>) -> Self {
         Finding {
             code,

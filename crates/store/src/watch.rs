@@ -220,7 +220,8 @@ impl Watcher {
     }
 
     /// Returns the targets.
-    pub fn targets(&self) -> &[WatchTarget] {
+    #[cfg(test)]
+    pub(crate) fn targets(&self) -> &[WatchTarget] {
         &self.targets
     }
 
