@@ -143,12 +143,17 @@ impl Chipset {
     /// Looks for stale temp files (with Fix, removes them) and returns the checkup.
     fn temps(&self, mode: DoctorMode, areas: Vec<Area>) -> Result<Checkup> {
         let (stale_temps, removed_temps) = if mode == DoctorMode::Fix {
-            (Vec::new(), self.state().sweep_temps(STALE_TEMP_AGE)?)
+            (
+                Vec::new(),
+                self.state()
+                    .sweep_temps(&self.state().root_path(), STALE_TEMP_AGE)?
+                    .len(),
+            )
         } else {
             let bus = self.state().channel(chipset_bus::BUS_CHANNEL);
             let stale = self
                 .state()
-                .stale_temps(STALE_TEMP_AGE)?
+                .stale_temps(&self.state().root_path(), STALE_TEMP_AGE)?
                 .into_iter()
                 .filter(|p| !p.starts_with(&bus))
                 .collect();

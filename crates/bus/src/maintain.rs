@@ -489,13 +489,13 @@ impl Bus {
         // with Fix each finding is a temp it removed (one that vanished
         // meanwhile is no longer there to report).
         if report.mode == DoctorMode::Fix {
-            for path in self.state().sweep_temps_in(root, age)? {
+            for path in self.state().sweep_temps(root, age)? {
                 let f =
                     finding(&path, Problem::StaleTemp).with(Action::Removed("removed".to_owned()));
                 report.findings.push(f);
             }
         } else {
-            for path in self.state().stale_temps_in(root, age)? {
+            for path in self.state().stale_temps(root, age)? {
                 report.findings.push(finding(&path, Problem::StaleTemp));
             }
         }

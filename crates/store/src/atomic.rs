@@ -525,20 +525,3 @@ pub(crate) fn stale_temps(dir: &Path, max_age: Duration) -> Result<Vec<PathBuf>>
     found.sort();
     Ok(found)
 }
-
-/// Removes the temp files that [`stale_temps`] finds and returns how many
-/// it removed (one that vanished meanwhile is not counted).
-///
-/// # Errors
-///
-/// As [`stale_temps`], and [`Error::Io`] when a temp cannot be removed.
-pub(crate) fn sweep_temps_with(io: &dyn IoBackend, dir: &Path, max_age: Duration) -> Result<usize> {
-    let mut removed = 0;
-    for path in stale_temps(dir, max_age)? {
-        if remove_file_with(io, &path)? {
-            removed += 1;
-            tracing::debug!(path = %path.display(), "swept stale temp file");
-        }
-    }
-    Ok(removed)
-}

@@ -54,7 +54,7 @@
 //! [`StatePath::join_hidden`] (mail's `.gate`); a folder with a channel's
 //! layout at its top starts at [`StateDir::root_path`]. The store's own
 //! dot-names stay out of reach: stale temps are listed and removed with
-//! [`StateDir::stale_temps_in`] and [`StateDir::sweep_temps_in`], a
+//! [`StateDir::stale_temps`] and [`StateDir::sweep_temps`], a
 //! quarantine folder is read with [`StateDir::list_quarantine`], and the
 //! `PathBuf`s those (and [`StateDir::quarantine`]) return are for showing.
 //!

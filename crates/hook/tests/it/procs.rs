@@ -319,5 +319,7 @@ fn sigkill_mid_transitions_leaves_a_legal_hook() {
         "seed {seed}: the cycler never got going"
     );
     assert!(hooks.doctor(DoctorMode::Check).unwrap().is_clean());
-    t.state.sweep_temps(Duration::ZERO).unwrap();
+    t.state
+        .sweep_temps(&t.state.root_path(), Duration::ZERO)
+        .unwrap();
 }

@@ -273,29 +273,19 @@ impl StateDir {
         atomic::remove_file_with(self.backend(), path)
     }
 
-    /// Returns the stale temp files (older than `max_age`) anywhere under the
-    /// root, changing nothing: what [`StateDir::sweep_temps`] would remove.
-    /// The paths are for showing: a temp is a dot-name, the store's own,
-    /// which no [`StatePath`] can name; [`StateDir::sweep_temps`] removes them.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Io`] when a directory cannot be listed or an entry examined.
-    pub fn stale_temps(&self, max_age: Duration) -> Result<Vec<PathBuf>> {
-        atomic::stale_temps(&self.inner.root, max_age)
-    }
-
     /// Returns the stale temp files (older than `max_age`) under `dir`, a
-    /// directory inside the root, changing nothing: a channel's doctor
-    /// looks at its own tree only. The paths are for showing;
-    /// [`StateDir::sweep_temps_in`] removes them.
+    /// directory inside the root ([`StateDir::root_path`] for the whole
+    /// tree; a channel's doctor looks at its own tree only), changing
+    /// nothing: what [`StateDir::sweep_temps`] would remove. The paths are
+    /// for showing: a temp is a dot-name, the store's own, which no
+    /// [`StatePath`] can name.
     ///
     /// # Errors
     ///
     /// [`Error::OutsideRoot`], [`Error::Symlink`] or [`Error::NotADirectory`]
     /// for a bad path to `dir`; otherwise [`Error::Io`] when a directory cannot
     /// be listed or an entry examined.
-    pub fn stale_temps_in(&self, dir: &StatePath, max_age: Duration) -> Result<Vec<PathBuf>> {
+    pub fn stale_temps(&self, dir: &StatePath, max_age: Duration) -> Result<Vec<PathBuf>> {
         let dir = dir.as_path();
         if !self.dir_there(dir)? {
             return Ok(Vec::new());
@@ -304,31 +294,22 @@ impl StateDir {
     }
 
     /// Removes the stale temp files (older than `max_age`) under `dir`, a
-    /// directory inside the root, and returns the paths it removed (for
-    /// showing; one that vanished meanwhile is not among them): a channel's
-    /// doctor repairs its own tree only.
+    /// directory inside the root ([`StateDir::root_path`] for the whole
+    /// tree), and returns the paths it removed (for showing; one that
+    /// vanished meanwhile is not among them).
     ///
     /// # Errors
     ///
-    /// As [`StateDir::stale_temps_in`], and [`Error::Io`] when a temp
+    /// As [`StateDir::stale_temps`], and [`Error::Io`] when a temp
     /// cannot be removed.
-    pub fn sweep_temps_in(&self, dir: &StatePath, max_age: Duration) -> Result<Vec<PathBuf>> {
+    pub fn sweep_temps(&self, dir: &StatePath, max_age: Duration) -> Result<Vec<PathBuf>> {
         let mut removed = Vec::new();
-        for path in self.stale_temps_in(dir, max_age)? {
+        for path in self.stale_temps(dir, max_age)? {
             if atomic::remove_file_with(self.backend(), &path)? {
                 tracing::debug!(path = %path.display(), "swept stale temp file");
                 removed.push(path);
             }
         }
         Ok(removed)
-    }
-
-    /// Removes stale temp files (older than `max_age`) anywhere under the root.
-    ///
-    /// # Errors
-    ///
-    /// As [`StateDir::stale_temps`], and [`Error::Io`] when a temp cannot be removed.
-    pub fn sweep_temps(&self, max_age: Duration) -> Result<usize> {
-        atomic::sweep_temps_with(self.backend(), &self.inner.root, max_age)
     }
 }

@@ -254,14 +254,14 @@ fn sweep_in_a_channel_removes_its_stale_temps_only() {
     fs::write(&mine, "partial").unwrap();
     fs::write(&theirs, "partial").unwrap();
     let week = Duration::from_secs(7 * 24 * 3600);
-    assert!(t.state.sweep_temps_in(&hooks, week).unwrap().is_empty());
+    assert!(t.state.sweep_temps(&hooks, week).unwrap().is_empty());
     assert!(mine.exists(), "too young to sweep");
     assert_eq!(
-        t.state.stale_temps_in(&hooks, Duration::ZERO).unwrap(),
+        t.state.stale_temps(&hooks, Duration::ZERO).unwrap(),
         vec![mine.clone()]
     );
     assert_eq!(
-        t.state.sweep_temps_in(&hooks, Duration::ZERO).unwrap(),
+        t.state.sweep_temps(&hooks, Duration::ZERO).unwrap(),
         vec![mine.clone()]
     );
     assert!(!mine.exists());
@@ -272,7 +272,7 @@ fn sweep_in_a_channel_removes_its_stale_temps_only() {
     let missing = t.state.channel(Channel::new("bus"));
     assert!(
         t.state
-            .sweep_temps_in(&missing, Duration::ZERO)
+            .sweep_temps(&missing, Duration::ZERO)
             .unwrap()
             .is_empty()
     );
@@ -292,11 +292,20 @@ fn sweep_removes_only_stale_temps() {
     assert!(!is_temp_name("a.tmp"));
 
     assert_eq!(
-        t.state.sweep_temps(Duration::from_secs(3600)).unwrap(),
+        t.state
+            .sweep_temps(&t.state.root_path(), Duration::from_secs(3600))
+            .unwrap()
+            .len(),
         0,
         "too young"
     );
-    assert_eq!(t.state.sweep_temps(Duration::ZERO).unwrap(), 2);
+    assert_eq!(
+        t.state
+            .sweep_temps(&t.state.root_path(), Duration::ZERO)
+            .unwrap()
+            .len(),
+        2
+    );
     assert_eq!(names(&dir), [".a.json.lock", "a.json", "deep"]);
     assert!(names(&nested).is_empty());
 }
@@ -320,11 +329,11 @@ fn concurrent_sweeps_skip_the_temps_another_removed() {
         }
         let removed: Vec<usize> = std::thread::scope(|scope| {
             let sweepers: Vec<_> = (0..4)
-                .map(|_| scope.spawn(|| t.state.sweep_temps(Duration::ZERO)))
+                .map(|_| scope.spawn(|| t.state.sweep_temps(&t.state.root_path(), Duration::ZERO)))
                 .collect();
             sweepers
                 .into_iter()
-                .map(|s| s.join().unwrap().expect("a racing sweep succeeds"))
+                .map(|s| s.join().unwrap().expect("a racing sweep succeeds").len())
                 .collect()
         });
         assert_eq!(

@@ -236,7 +236,11 @@ fn sigkill_at_random_moments_never_leaves_a_partial_file() {
             assert_eq!(r.pad.len(), (r.n as usize * 37) % 3000, "{ctx}");
         }
     }
-    let swept = t.state.sweep_temps(Duration::ZERO).unwrap();
+    let swept = t
+        .state
+        .sweep_temps(&t.state.root_path(), Duration::ZERO)
+        .unwrap()
+        .len();
     let leftovers: Vec<String> = fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())

@@ -299,7 +299,13 @@ fn a_temp_left_behind_names_its_file() {
     assert_eq!(left.len(), 1, "{left:?}");
     let prefix = format!(".b.json.{}.", std::process::id());
     assert!(left[0].starts_with(&prefix), "{left:?}");
-    assert_eq!(state.sweep_temps(std::time::Duration::ZERO).unwrap(), 1);
+    assert_eq!(
+        state
+            .sweep_temps(&state.root_path(), std::time::Duration::ZERO)
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 /// `write_unsynced` replaces the file whole through a temp and a rename, and
