@@ -331,7 +331,7 @@ impl Bus {
                     }
                     EventRead::Event(_) => {
                         let done = processed.join(&name)?;
-                        if is_queue && self.state().entry_exists(&done)? {
+                        if is_queue && self.state().exists(&done)? {
                             let mut f = finding(&path, Problem::AckedCopyInQueue);
                             if fix && remove_acked_copy(self.state(), &path, &done)? {
                                 f = f.with(Action::Removed("removed".to_owned()));

@@ -217,7 +217,7 @@ impl LoopState {
 
     fn check_log(&self, path: &StatePath, report: &mut Report) -> Result<()> {
         let state = &self.files.state;
-        if !state.entry_exists(path)? {
+        if !state.exists(path)? {
             return Ok(());
         }
         report.scanned += 1;

@@ -91,26 +91,6 @@ impl StateDir {
         }
     }
 
-    /// Returns whether there is an entry (of any kind) at `path`, without
-    /// following a symlink or opening it: for a doctor that counts what it
-    /// scans. "Not there" is `false`; "there but not examinable" is an error.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::OutsideRoot`], [`Error::Symlink`] for a symlinked directory on
-    /// the way, [`Error::Io`] when `path` cannot be examined.
-    pub fn entry_exists(&self, path: &StatePath) -> Result<bool> {
-        let path = path.as_path();
-        if !self.parents_ok(path)? {
-            return Ok(false);
-        }
-        match fs::symlink_metadata(path) {
-            Ok(_) => Ok(true),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(Error::io("stat", path, e)),
-        }
-    }
-
     /// Moves `path` aside into `.quarantine/` beside it if it is still bad:
     /// reads it (without opening anything but a regular file), asks `is_bad`,
     /// takes `lock` (the lock its writers take; `None` for files no writer
@@ -289,7 +269,7 @@ mod tests {
         state.ensure_dir(&at(&state, "hooks")).unwrap();
         for err in [
             state.observe(&path).unwrap_err(),
-            state.entry_exists(&path).unwrap_err(),
+            state.exists(&path).unwrap_err(),
         ] {
             assert!(
                 matches!(&err, Error::Io { op: "stat", path: p, .. } if *p == *path),
@@ -299,17 +279,17 @@ mod tests {
     }
 
     #[test]
-    fn entry_exists_tells_there_from_not_there() {
+    fn exists_tells_there_from_not_there() {
         let (_d, state) = temp();
         let path = at(&state, "loop/dispatcher/log.jsonl");
-        assert!(!state.entry_exists(&path).unwrap());
+        assert!(!state.exists(&path).unwrap());
         // Its directory there, the log not yet.
         state.ensure_dir(&at(&state, "loop/dispatcher")).unwrap();
-        assert!(!state.entry_exists(&path).unwrap());
+        assert!(!state.exists(&path).unwrap());
         state.write_bytes(&path, b"").unwrap();
-        assert!(state.entry_exists(&path).unwrap());
+        assert!(state.exists(&path).unwrap());
         let dir = at(&state, "loop/dispatcher");
-        assert!(state.entry_exists(&dir).unwrap());
+        assert!(state.exists(&dir).unwrap());
     }
 
     #[test]
