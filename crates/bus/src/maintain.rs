@@ -5,7 +5,7 @@ use std::path::Path;
 
 use chipset_store::{
     Action, AgentId, CorruptReason, Defect, DoctorMode, Finding, Observed, ReadOutcome, Report,
-    StateDir, StatePath, Timestamp, parse_json,
+    StateDir, StatePath, Timestamp,
 };
 
 use crate::bus::{
@@ -88,7 +88,7 @@ impl fmt::Display for Problem {
 type Judge = fn(&Path, u64, &Observed) -> bool;
 
 fn is_corrupt<T: serde::de::DeserializeOwned>(path: &Path, cap: u64, seen: &Observed) -> bool {
-    seen.read(path, cap, |b| parse_json::<T>(path, b))
+    seen.read(path, cap, |b| ReadOutcome::<T>::from_json(path, b))
         .is_corrupt()
 }
 

@@ -1,7 +1,7 @@
 //! The directory's doctor: every file of `agents/` is a readable profile
 //! of the agent its name says.
 
-use chipset_store::{AgentId, Defect, DoctorMode, Finding, ReadOutcome, Report, parse_json};
+use chipset_store::{AgentId, Defect, DoctorMode, Finding, ReadOutcome, Report};
 
 use crate::directory::{Directory, classify};
 use crate::profile::Profile;
@@ -53,7 +53,7 @@ impl Directory {
                         let cap = self.state.read_cap();
                         let action = self.state.quarantine_checked(&path, Some(&lock), |seen| {
                             seen.read(&path, cap, |b| {
-                                classify(&agent, &path, parse_json::<Profile>(&path, b))
+                                classify(&agent, &path, ReadOutcome::<Profile>::from_json(&path, b))
                             })
                             .is_corrupt()
                         })?;

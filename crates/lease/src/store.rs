@@ -6,7 +6,7 @@ use std::time::Duration;
 use chipset_mail::{Mail, NewMessage};
 use chipset_store::{
     AgentId, Decision, Defect, DoctorMode, Finding, ReadOutcome, Report, StateDir, StatePath,
-    TaskId, Unsupported, parse_json, to_canonical_json,
+    TaskId, Unsupported, to_canonical_json,
 };
 
 use crate::LEASE_CHANNEL;
@@ -216,7 +216,7 @@ impl Leases {
                     let lock = self.state.lock_for(&path)?;
                     let cap = self.state.read_cap();
                     let action = self.state.quarantine_checked(&path, Some(&lock), |seen| {
-                        seen.read(&path, cap, |b| parse_json::<Table>(&path, b))
+                        seen.read(&path, cap, |b| ReadOutcome::<Table>::from_json(&path, b))
                             .is_corrupt()
                     })?;
                     let moved = matches!(action, chipset_store::Action::Quarantined { .. });

@@ -4,7 +4,6 @@ use std::path::Path;
 
 use chipset_store::{
     Action, Defect, DoctorMode, Finding, Observed, ReadOutcome, Report, StateDir, StatePath,
-    parse_json,
 };
 use serde::de::DeserializeOwned;
 
@@ -195,7 +194,8 @@ impl LoopState {
     ) -> Result<()> {
         let state = &self.files.state;
         let cap = state.read_cap();
-        let parse = |seen: &Observed| seen.read(path, cap, |b| parse_json::<T>(path, b));
+        let parse =
+            |seen: &Observed| seen.read(path, cap, |b| ReadOutcome::<T>::from_json(path, b));
         if *seen == Observed::Missing {
             return Ok(());
         }

@@ -6,7 +6,7 @@ use std::fmt;
 use std::path::Path;
 
 use crate::MessageId;
-use chipset_store::{AgentId, ReadOutcome, TaskId, Timestamp, Unsupported, parse_json};
+use chipset_store::{AgentId, ReadOutcome, TaskId, Timestamp, Unsupported};
 use serde::{Deserialize, Deserializer, Serialize};
 
 /// What a message is for (the seed's `kind`).
@@ -164,7 +164,7 @@ pub(crate) fn parse_message(path: &Path, bytes: &[u8]) -> ReadOutcome<Message> {
         schema: Option<serde_json::Value>,
     }
     let unsupported = |what: String| ReadOutcome::Unsupported(Unsupported::new(path, what));
-    match parse_json::<Message>(path, bytes) {
+    match ReadOutcome::<Message>::from_json(path, bytes) {
         ReadOutcome::Value(m) => match &m.schema {
             Some(schema) if &**schema != MESSAGE_SCHEMA => {
                 unsupported(format!("message schema `{schema}`"))

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use chipset_store::{
-    Action, Defect, DoctorMode, Finding, Lock, ReadOutcome, Report, StateDir, StatePath, parse_json,
+    Action, Defect, DoctorMode, Finding, Lock, ReadOutcome, Report, StateDir, StatePath,
 };
 use serde::de::DeserializeOwned;
 
@@ -58,7 +58,7 @@ impl Area {
 pub(crate) trait OnDisk: DeserializeOwned {
     /// Takes the bytes read from `path` as this type.
     fn parse(path: &Path, bytes: &[u8]) -> ReadOutcome<Self> {
-        parse_json(path, bytes)
+        ReadOutcome::from_json(path, bytes)
     }
 }
 

@@ -3,9 +3,7 @@
 
 use std::collections::HashMap;
 
-use chipset_store::{
-    AgentId, CorruptReason, Corruption, LockGuard, ReadOutcome, Unsupported, parse_json,
-};
+use chipset_store::{AgentId, CorruptReason, Corruption, LockGuard, ReadOutcome, Unsupported};
 
 use crate::error::{Error, Result};
 use crate::format::{Item, POOL_FORMAT, Record, Table};
@@ -193,7 +191,7 @@ impl Pool {
                 return Err(Error::Unsupported { op, unsupported });
             }
         };
-        match parse_json::<Table>(&path, &bytes) {
+        match ReadOutcome::<Table>::from_json(&path, &bytes) {
             ReadOutcome::Value(t) if t.format > POOL_FORMAT => Err(Error::Unsupported {
                 op,
                 unsupported: Unsupported::new(

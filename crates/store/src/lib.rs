@@ -179,7 +179,7 @@
 //! left alone.
 //!
 //! ```
-//! use chipset_store::{Action, Channel, DoctorMode, Defect, Finding, ReadOutcome, Report, StateDir, parse_json};
+//! use chipset_store::{Action, Channel, DoctorMode, Defect, Finding, ReadOutcome, Report, StateDir};
 //!
 //! let tmp = tempfile::tempdir()?;
 //! let state = StateDir::open(tmp.path())?;
@@ -191,7 +191,7 @@
 //! if let ReadOutcome::Corrupt(bad) = state.read_json::<serde_json::Value>(&path)? {
 //!     let lock = state.lock_for(&path)?;
 //!     let action = state.quarantine_checked(&path, Some(&lock), |seen| {
-//!         seen.read(&path, state.read_cap(), |b| parse_json::<serde_json::Value>(&path, b))
+//!         seen.read(&path, state.read_cap(), |b| ReadOutcome::<serde_json::Value>::from_json(&path, b))
 //!             .is_corrupt()
 //!     })?;
 //!     let line = format!("`{}`: {}", path.display(), bad.reason);
@@ -419,7 +419,7 @@ pub use log::MAX_LINE;
 pub use log::{BadLine, JsonLog, LogContents, LogRepair, TornTail};
 pub use path::{Segment, StatePath};
 pub use quarantine::Observed;
-pub use read::{CorruptReason, Corruption, ReadOutcome, Unsupported, parse_json};
+pub use read::{CorruptReason, Corruption, ReadOutcome, Unsupported};
 pub use repair::{Action, Defect, DoctorMode, Finding, Report};
 pub use scratch::ScratchFile;
 pub use sortable::SortableId;

@@ -72,6 +72,16 @@ impl<T> ReadOutcome<T> {
         }
     }
 
+    /// Parses `bytes`, already read from `path`, as JSON: the value, or
+    /// [`ReadOutcome::Corrupt`] with [`CorruptReason::Unparsable`] or
+    /// [`CorruptReason::WrongShape`] (`path` is for the report).
+    pub fn from_json(path: &Path, bytes: &[u8]) -> Self
+    where
+        T: DeserializeOwned,
+    {
+        parse_json(path, bytes)
+    }
+
     /// Returns true for [`ReadOutcome::Corrupt`] (and not for unsupported).
     pub fn is_corrupt(&self) -> bool {
         matches!(self, ReadOutcome::Corrupt(_))
@@ -225,7 +235,7 @@ pub(crate) fn read_json<T: DeserializeOwned>(path: &Path, cap: u64) -> Result<Re
 }
 
 /// Parses bytes already read from `path`, classifying failures.
-pub fn parse_json<T: DeserializeOwned>(path: &Path, bytes: &[u8]) -> ReadOutcome<T> {
+pub(crate) fn parse_json<T: DeserializeOwned>(path: &Path, bytes: &[u8]) -> ReadOutcome<T> {
     match serde_json::from_slice(bytes) {
         Ok(v) => ReadOutcome::Value(v),
         Err(e) => ReadOutcome::Corrupt(Corruption {

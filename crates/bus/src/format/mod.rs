@@ -403,7 +403,7 @@ pub(crate) fn read_event_json(
 ) -> chipset_store::Result<ReadOutcome<Event>> {
     Ok(state.read_bytes(path)?.and_then(|bytes| {
         // The common case parses once; only a file that fails is looked at again.
-        let read = chipset_store::parse_json::<Event>(path, &bytes);
+        let read = chipset_store::ReadOutcome::<Event>::from_json(path, &bytes);
         if !read.is_corrupt() {
             return read;
         }

@@ -245,7 +245,7 @@ pub(crate) fn read_reminder(
 /// Takes bytes read from `path` as a reminder, as [`read_reminder`] does.
 pub(crate) fn parse_reminder(path: &Path, bytes: &[u8]) -> ReadOutcome<Reminder> {
     // The common case parses once; only a file that fails is looked at again.
-    let read = chipset_store::parse_json::<Reminder>(path, bytes);
+    let read = chipset_store::ReadOutcome::<Reminder>::from_json(path, bytes);
     if !read.is_corrupt() {
         return read;
     }
