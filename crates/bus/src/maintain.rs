@@ -401,7 +401,7 @@ impl Bus {
         // with them).
         let repaired = match fix {
             true if !contents.bad_lines.is_empty() => {
-                let done = log.repair::<ControlLine>()?.map(|r| r.quarantined);
+                let done = log.repair::<ControlLine>()?;
                 if done.is_some() {
                     // The repair moved lines, so the registry's applied offset
                     // no longer points into the log: rebuild it from the start

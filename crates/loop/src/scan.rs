@@ -247,9 +247,7 @@ impl LoopState {
         // Bad lines move, byte for byte, to `.quarantine/` (every whole
         // record kept, in order; a torn tail goes with them).
         let moved = match fix {
-            true if !read.bad_lines.is_empty() => {
-                log.repair::<serde_json::Value>()?.map(|r| r.quarantined)
-            }
+            true if !read.bad_lines.is_empty() => log.repair::<serde_json::Value>()?,
             _ => None,
         };
         for bad in read.bad_lines {

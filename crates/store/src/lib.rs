@@ -416,7 +416,7 @@ pub use lock::{Decision, Lock, LockGuard};
 pub use locked::Locked;
 #[cfg(feature = "testing")]
 pub use log::MAX_LINE;
-pub use log::{BadLine, JsonLog, LogContents, LogRepair, TornTail};
+pub use log::{BadLine, JsonLog, LogContents, TornTail};
 pub use path::{Segment, StatePath};
 pub use quarantine::Observed;
 pub use read::{CorruptReason, Corruption, ReadOutcome, Unsupported};

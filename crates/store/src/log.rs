@@ -91,19 +91,6 @@ pub struct TornTail {
     pub len: u64,
 }
 
-/// What [`JsonLog::repair`] did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LogRepair {
-    /// Whole records kept, in their order.
-    pub kept: usize,
-    /// Bad lines (and a torn tail, counted as one) moved out.
-    pub moved: usize,
-    /// Bytes moved out.
-    pub moved_bytes: u64,
-    /// The quarantine file that holds them, in file order.
-    pub quarantined: PathBuf,
-}
-
 impl JsonLog {
     /// Returns the log at `path`, guarded by [`Lock::for_file`]`(path)`,
     /// changing it through `io`. Only the store makes one, after the

@@ -8,7 +8,8 @@ impl JsonLog {
     /// stays, in order, and every other line (bad JSON, the wrong shape, over
     /// 1 MiB) and a torn tail move, byte for byte and in order, to one
     /// file in `.quarantine/` beside the log (`{timestamp}-{name}`). Returns
-    /// `None` when there was nothing to repair (nothing is changed then).
+    /// that file's path (for showing), or `None` when there was nothing to
+    /// repair (nothing is changed then).
     ///
     /// This is the one change to an append-only log that is not an append:
     /// the log is durably replaced by a copy holding exactly its whole
@@ -20,7 +21,7 @@ impl JsonLog {
     /// As [`JsonLog::read`], and [`Error::Io`] or [`Error::Rename`] when a
     /// step before the commit point fails (the log is unchanged);
     /// [`Error::OutcomeUnknown`] when a sync after it fails.
-    pub fn repair<T: DeserializeOwned>(&self) -> Result<Option<LogRepair>> {
+    pub fn repair<T: DeserializeOwned>(&self) -> Result<Option<PathBuf>> {
         let _guard = self.lock.exclusive()?;
         let Some(file) = self.open_read()? else {
             return Ok(None);
@@ -99,12 +100,7 @@ impl JsonLog {
         sync_dir_with(io, dir).map_err(|e| e.after_commit(&self.path))?;
         let (kept, moved, moved_bytes) = report;
         tracing::warn!(path = %self.path.display(), kept, moved, moved_bytes, quarantined = %qpath.display(), "repaired log");
-        Ok(Some(LogRepair {
-            kept,
-            moved,
-            moved_bytes,
-            quarantined: qpath,
-        }))
+        Ok(Some(qpath))
     }
 
     /// Copies the log's whole records to `keep` and everything else to `bad`,
