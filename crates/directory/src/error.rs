@@ -1,6 +1,6 @@
 //! The crate's one error type.
 
-use chipset_store::{AgentId, Corruption, Unsupported};
+use chipset_store::{AgentId, Corruption, MaybeCommitted, Unsupported};
 
 /// A specialized result for directory operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,6 +1,6 @@
 //! The crate's one error type.
 
-use chipset_store::{AgentId, Corruption, Unsupported};
+use chipset_store::{AgentId, Corruption, MaybeCommitted, Unsupported};
 
 use crate::id::ItemId;
 use crate::transition::WorkState;

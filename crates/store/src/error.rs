@@ -171,12 +171,6 @@ impl Error {
         }
     }
 
-    /// Returns true for [`Error::OutcomeUnknown`]: the change may have
-    /// happened. The store's answer to [`MaybeCommitted`].
-    pub fn is_outcome_unknown(&self) -> bool {
-        matches!(self, Error::OutcomeUnknown { .. })
-    }
-
     /// Returns the I/O error kind underneath, if this is an I/O failure.
     #[cfg(test)]
     fn io_kind(&self) -> Option<io::ErrorKind> {
@@ -218,8 +212,10 @@ pub trait MaybeCommitted {
 }
 
 impl MaybeCommitted for Error {
+    /// Returns true for [`Error::OutcomeUnknown`]: the change may have
+    /// happened.
     fn is_outcome_unknown(&self) -> bool {
-        Error::is_outcome_unknown(self)
+        matches!(self, Error::OutcomeUnknown { .. })
     }
 }
 

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chipset_hook::{Assignment, Error, HookStatus, Hooks, Pickup};
-use chipset_store::ReadOutcome;
 use chipset_store::{ManualClock, RealIo, SharedIo, StateDir, StateOptions, Timestamp};
+use chipset_store::{MaybeCommitted, ReadOutcome};
 use chipset_testkit::{EIO, ENOSPC, Fault, FaultIo, RecordIo, visible};
 
 use crate::ReadExt;
