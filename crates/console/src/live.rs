@@ -46,7 +46,10 @@ pub fn watch(
     rescan: Duration,
     mut wake: impl FnMut(Change) -> bool + Send + 'static,
 ) -> Result<JoinHandle<()>> {
-    let config = WatchConfig::new(true, rescan);
+    let config = WatchConfig {
+        notify: true,
+        rescan_interval: rescan,
+    };
     let mut watcher = Watcher::new(state, [WatchTarget::tree(state.root_path())], config)?;
     let root = state.root().to_owned();
     std::thread::Builder::new()

@@ -84,9 +84,9 @@ impl WatchTarget {
     }
 }
 
-/// How a [`Watcher`] learns of changes.
+/// How a [`Watcher`] learns of changes: built as a literal,
+/// `WatchConfig { notify: false, ..WatchConfig::default() }`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
 pub struct WatchConfig {
     /// Use directory notifications (true, the default) or rescans only.
     pub notify: bool,
@@ -101,16 +101,6 @@ impl Default for WatchConfig {
         WatchConfig {
             notify: true,
             rescan_interval: Duration::from_secs(1),
-        }
-    }
-}
-
-impl WatchConfig {
-    /// Returns settings with notifications on or off and `rescan_interval`.
-    pub fn new(notify: bool, rescan_interval: Duration) -> Self {
-        WatchConfig {
-            notify,
-            rescan_interval,
         }
     }
 }
@@ -461,7 +451,15 @@ mod tests {
     const GUARD: Duration = Duration::from_secs(10);
 
     fn fed(state: &StateDir, targets: impl IntoIterator<Item = WatchTarget>) -> (Watcher, Feed) {
-        let mut w = Watcher::new(state, targets, WatchConfig::new(true, LONG)).unwrap();
+        let mut w = Watcher::new(
+            state,
+            targets,
+            WatchConfig {
+                notify: true,
+                rescan_interval: LONG,
+            },
+        )
+        .unwrap();
         let (tx, rx) = mpsc::channel();
         w.watch.as_mut().expect("notifications available").events = rx;
         (w, tx)

@@ -618,7 +618,10 @@ mod tests {
 
     /// Long enough that only a notification or a slice's end wakes a wait.
     fn notified() -> AttentionConfig {
-        AttentionConfig::new(WatchConfig::new(true, Duration::from_secs(600)))
+        AttentionConfig::new(WatchConfig {
+            notify: true,
+            rescan_interval: Duration::from_secs(600),
+        })
     }
 
     /// A deadline hands out what is left, at most a slice; it has passed

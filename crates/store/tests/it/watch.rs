@@ -15,7 +15,10 @@ const LONG: Duration = Duration::from_secs(600);
 const PATIENT: Duration = Duration::from_secs(30);
 
 fn notified() -> WatchConfig {
-    WatchConfig::new(true, LONG)
+    WatchConfig {
+        notify: true,
+        rescan_interval: LONG,
+    }
 }
 
 /// Waits until the watcher reports a change at `path` (a rescan is not
@@ -113,7 +116,10 @@ fn a_tree_target_sees_new_subdirectories() {
 fn without_notifications_the_rescan_wakes() {
     let tmp = TempState::new();
     let dir = tmp.state.channel_dir(Channel::new("nudge")).unwrap();
-    let config = WatchConfig::new(false, Duration::from_millis(20));
+    let config = WatchConfig {
+        notify: false,
+        rescan_interval: Duration::from_millis(20),
+    };
     let mut w = Watcher::new(&tmp.state, [WatchTarget::dir(&dir)], config).unwrap();
     assert!(!w.is_notified());
     tmp.state
