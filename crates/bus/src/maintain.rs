@@ -4,8 +4,8 @@ use std::fmt;
 use std::path::Path;
 
 use chipset_store::{
-    Action, AgentId, CorruptReason, Defect, DoctorMode, Finding, Observed, ReadOutcome, Report,
-    StateDir, StatePath, Timestamp,
+    Action, AgentId, CorruptReason, Defect, DoctorMode, Finding, ReadOutcome, Report, StateDir,
+    StatePath, Timestamp,
 };
 
 use crate::bus::{
@@ -84,11 +84,12 @@ impl fmt::Display for Problem {
     }
 }
 
-/// Tells whether what is seen at a path (under a read cap) is corrupt.
-type Judge = fn(&Path, u64, &Observed) -> bool;
+/// Tells whether what is seen at a path (under the read cap) is corrupt.
+type Judge = fn(&Path, &ReadOutcome<Vec<u8>>) -> bool;
 
-fn is_corrupt<T: serde::de::DeserializeOwned>(path: &Path, cap: u64, seen: &Observed) -> bool {
-    seen.read(path, cap, |b| ReadOutcome::<T>::from_json(path, b))
+fn is_corrupt<T: serde::de::DeserializeOwned>(path: &Path, seen: &ReadOutcome<Vec<u8>>) -> bool {
+    seen.as_ref()
+        .and_then(|b| ReadOutcome::<T>::from_json(path, b))
         .is_corrupt()
 }
 
@@ -388,7 +389,8 @@ impl Bus {
                 if fix {
                     let lock = state.lock_for(&control)?;
                     f = f.with(state.quarantine_checked(&control, Some(&lock), |seen| {
-                        *seen == Observed::NotARegularFile
+                        matches!(seen, ReadOutcome::Corrupt(c)
+                            if c.reason == CorruptReason::NotARegularFile)
                     })?);
                 }
                 report.findings.push(f);
@@ -466,11 +468,9 @@ impl Bus {
                 let mut f = finding(&c.path, Problem::Corrupt(c.reason));
                 if report.mode == DoctorMode::Fix {
                     let lock = state.lock_for(path)?;
-                    let cap = state.read_cap();
-                    f = f
-                        .with(state.quarantine_checked(path, Some(&lock), |seen| {
-                            judge(path, cap, seen)
-                        })?);
+                    f = f.with(
+                        state.quarantine_checked(path, Some(&lock), |seen| judge(path, seen))?,
+                    );
                 }
                 report.findings.push(f);
             }

@@ -50,12 +50,16 @@ impl Directory {
                     .fixable();
                     if mode == DoctorMode::Fix {
                         let lock = self.state.lock_for(&path)?;
-                        let cap = self.state.read_cap();
                         let action = self.state.quarantine_checked(&path, Some(&lock), |seen| {
-                            seen.read(&path, cap, |b| {
-                                classify(&agent, &path, ReadOutcome::<Profile>::from_json(&path, b))
-                            })
-                            .is_corrupt()
+                            seen.as_ref()
+                                .and_then(|b| {
+                                    classify(
+                                        &agent,
+                                        &path,
+                                        ReadOutcome::<Profile>::from_json(&path, b),
+                                    )
+                                })
+                                .is_corrupt()
                         })?;
                         finding = finding.with(action);
                     }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use chipset_store::{
-    Action, AgentId, Corruption, Defect, DoctorMode, Finding, Observed, ReadOutcome, Report,
+    Action, AgentId, Corruption, Defect, DoctorMode, Finding, ReadOutcome, Report,
 };
 
 use crate::error::Result;
@@ -85,7 +85,7 @@ impl Hooks {
         // What was judged corrupt, so the store moves exactly that aside.
         let seen = self.state.observe(&path)?;
         let legible = match &seen {
-            Observed::Bytes(bytes) => serde_json::from_slice::<serde_json::Value>(bytes)
+            ReadOutcome::Value(bytes) => serde_json::from_slice::<serde_json::Value>(bytes)
                 .ok()
                 .and_then(|v| v.get("generation").and_then(serde_json::Value::as_u64)),
             _ => None,

@@ -214,9 +214,9 @@ impl Leases {
                 .fixable();
                 if mode == DoctorMode::Fix {
                     let lock = self.state.lock_for(&path)?;
-                    let cap = self.state.read_cap();
                     let action = self.state.quarantine_checked(&path, Some(&lock), |seen| {
-                        seen.read(&path, cap, |b| ReadOutcome::<Table>::from_json(&path, b))
+                        seen.as_ref()
+                            .and_then(|b| ReadOutcome::<Table>::from_json(&path, b))
                             .is_corrupt()
                     })?;
                     let moved = matches!(action, chipset_store::Action::Quarantined { .. });

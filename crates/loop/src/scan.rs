@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use chipset_store::{
-    Action, Defect, DoctorMode, Finding, Observed, ReadOutcome, Report, StateDir, StatePath,
+    Action, CorruptReason, Defect, DoctorMode, Finding, ReadOutcome, Report, StateDir, StatePath,
 };
 use serde::de::DeserializeOwned;
 
@@ -177,7 +177,12 @@ impl LoopState {
             };
             // One read: what is seen is both the stray check and the file.
             let seen = self.files.state.observe(&path)?;
-            if !matches!(seen, Observed::Bytes(_) | Observed::TooLarge { .. }) {
+            let regular = match &seen {
+                ReadOutcome::Value(_) => true,
+                ReadOutcome::Corrupt(c) => matches!(c.reason, CorruptReason::TooLarge { .. }),
+                _ => false,
+            };
+            if !regular {
                 stray(report, &path);
                 continue;
             }
@@ -189,14 +194,15 @@ impl LoopState {
     fn check_file<T: DeserializeOwned>(
         &self,
         path: &StatePath,
-        seen: &Observed,
+        seen: &ReadOutcome<Vec<u8>>,
         report: &mut Report,
     ) -> Result<()> {
         let state = &self.files.state;
-        let cap = state.read_cap();
-        let parse =
-            |seen: &Observed| seen.read(path, cap, |b| ReadOutcome::<T>::from_json(path, b));
-        if *seen == Observed::Missing {
+        let parse = |seen: &ReadOutcome<Vec<u8>>| {
+            seen.as_ref()
+                .and_then(|b| ReadOutcome::<T>::from_json(path, b))
+        };
+        if *seen == ReadOutcome::Missing {
             return Ok(());
         }
         report.scanned += 1;
@@ -236,7 +242,8 @@ impl LoopState {
                 if fix {
                     let lock = state.lock_for(path)?;
                     finding = finding.with(state.quarantine_checked(path, Some(&lock), |s| {
-                        *s == Observed::NotARegularFile
+                        matches!(s, ReadOutcome::Corrupt(c)
+                            if c.reason == CorruptReason::NotARegularFile)
                     })?);
                 }
                 report.findings.push(finding);

@@ -94,9 +94,8 @@ pub(crate) fn check_file<T: OnDisk>(
         ReadOutcome::Corrupt(c) => {
             let mut finding = area.finding(path, Defect::Corrupt(c.reason), "");
             if report.mode == DoctorMode::Fix {
-                let cap = state.read_cap();
                 let action = state.quarantine_checked(path, Some(lock), |seen| {
-                    seen.read(path, cap, |b| T::parse(path, b)).is_corrupt()
+                    seen.as_ref().and_then(|b| T::parse(path, b)).is_corrupt()
                 })?;
                 finding = finding.with(action);
             }

@@ -191,7 +191,8 @@
 //! if let ReadOutcome::Corrupt(bad) = state.read_json::<serde_json::Value>(&path)? {
 //!     let lock = state.lock_for(&path)?;
 //!     let action = state.quarantine_checked(&path, Some(&lock), |seen| {
-//!         seen.read(&path, state.read_cap(), |b| ReadOutcome::<serde_json::Value>::from_json(&path, b))
+//!         seen.as_ref()
+//!             .and_then(|b| ReadOutcome::<serde_json::Value>::from_json(&path, b))
 //!             .is_corrupt()
 //!     })?;
 //!     let line = format!("`{}`: {}", path.display(), bad.reason);
@@ -418,7 +419,6 @@ pub use locked::Locked;
 pub use log::MAX_LINE;
 pub use log::{BadLine, JsonLog, LogContents, TornTail};
 pub use path::{Segment, StatePath};
-pub use quarantine::Observed;
 pub use read::{CorruptReason, Corruption, ReadOutcome, Unsupported};
 pub use repair::{Action, Defect, DoctorMode, Finding, Report};
 pub use scratch::ScratchFile;

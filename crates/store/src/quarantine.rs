@@ -1,92 +1,57 @@
 //! Moving a bad file aside safely: what a doctor saw at a path
-//! ([`Observed`]) and the one checked move into `.quarantine/`
+//! ([`StateDir::observe`]) and the one checked move into `.quarantine/`
 //! ([`StateDir::quarantine_checked`]), which leaves alone a file a writer
 //! changed since it was judged.
 
 use std::fs;
 use std::io;
-use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::lock::Lock;
 use crate::path::StatePath;
-use crate::read::{CorruptReason, ReadOutcome};
+use crate::read::{CorruptReason, Corruption, ReadOutcome};
 use crate::repair::Action;
 use crate::state::StateDir;
 
-/// What [`StateDir::observe`] saw at a path: enough to tell, under the
-/// writers' lock, whether it is still the same.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Observed {
-    /// Nothing at the path.
-    Missing,
-    /// A directory, FIFO, socket, device or symlink: never opened.
-    NotARegularFile,
-    /// A regular file over the read cap, of this size (not read).
-    TooLarge {
-        /// Its size in bytes.
-        size: u64,
-    },
-    /// A regular file's bytes.
-    Bytes(Vec<u8>),
-}
-
-impl Observed {
-    /// Returns what a typed read of `path` makes of it: missing, corrupt
-    /// (not a regular file, too large for `cap`, or not what `parse` takes),
-    /// unsupported, or a value.
-    pub fn read<T>(
-        &self,
-        path: &Path,
-        cap: u64,
-        parse: impl FnOnce(&[u8]) -> ReadOutcome<T>,
-    ) -> ReadOutcome<T> {
-        let corrupt = |reason| {
-            ReadOutcome::Corrupt(crate::read::Corruption {
-                path: path.to_owned(),
-                reason,
-            })
-        };
-        match self {
-            Observed::Missing => ReadOutcome::Missing,
-            Observed::NotARegularFile => corrupt(CorruptReason::NotARegularFile),
-            Observed::TooLarge { size } => corrupt(CorruptReason::TooLarge { size: *size, cap }),
-            Observed::Bytes(b) => parse(b),
-        }
-    }
-}
-
 impl StateDir {
-    /// Returns what is at `path` without following a symlink and without
-    /// opening anything but a regular file: a FIFO, device or directory is
-    /// [`Observed::NotARegularFile`] (opening a FIFO or a device can block or
-    /// act), a file over the read cap is [`Observed::TooLarge`] (not read).
+    /// Returns what is at `path` as [`StateDir::read_bytes`] would, without
+    /// following a symlink and without opening anything but a regular file:
+    /// a FIFO, device, directory or symlink is corrupt with
+    /// [`CorruptReason::NotARegularFile`] (opening a FIFO or a device can
+    /// block or act), a file over the read cap is corrupt with
+    /// [`CorruptReason::TooLarge`] (not read). What a doctor judges, and
+    /// what [`StateDir::quarantine_unchanged`] compares.
     ///
     /// # Errors
     ///
     /// [`Error::OutsideRoot`], [`Error::Symlink`] for a symlinked directory on
     /// the way, [`Error::Io`] when `path` cannot be examined or read.
-    pub fn observe(&self, path: &StatePath) -> Result<Observed> {
+    pub fn observe(&self, path: &StatePath) -> Result<ReadOutcome<Vec<u8>>> {
         let at = path.as_path();
+        let not_regular = || {
+            ReadOutcome::Corrupt(Corruption {
+                path: at.to_owned(),
+                reason: CorruptReason::NotARegularFile,
+            })
+        };
         if !self.parents_ok(at)? {
-            return Ok(Observed::Missing);
+            return Ok(ReadOutcome::Missing);
         }
         match fs::symlink_metadata(at) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Observed::Missing),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(ReadOutcome::Missing),
             Err(e) => return Err(Error::io("stat", at, e)),
-            Ok(m) if !m.file_type().is_file() => return Ok(Observed::NotARegularFile),
+            Ok(m) if !m.file_type().is_file() => return Ok(not_regular()),
             Ok(_) => {}
         }
         match self.read_bytes(path) {
-            Ok(ReadOutcome::Value(bytes)) => Ok(Observed::Bytes(bytes)),
-            Ok(ReadOutcome::Missing) => Ok(Observed::Missing),
             Ok(ReadOutcome::Corrupt(c)) => Ok(match c.reason {
-                CorruptReason::TooLarge { size, .. } => Observed::TooLarge { size },
-                _ => Observed::NotARegularFile,
+                CorruptReason::TooLarge { .. } => ReadOutcome::Corrupt(c),
+                _ => not_regular(),
             }),
             Ok(ReadOutcome::Unsupported(_)) => unreachable!("a byte read is never unsupported"),
+            Ok(read) => Ok(read),
             // Replaced by a symlink since the stat.
-            Err(Error::Symlink { .. }) => Ok(Observed::NotARegularFile),
+            Err(Error::Symlink { .. }) => Ok(not_regular()),
             Err(e) => Err(e),
         }
     }
@@ -108,10 +73,10 @@ impl StateDir {
         &self,
         path: &StatePath,
         lock: Option<&Lock>,
-        is_bad: impl FnOnce(&Observed) -> bool,
+        is_bad: impl FnOnce(&ReadOutcome<Vec<u8>>) -> bool,
     ) -> Result<Action> {
         let seen = self.observe(path)?;
-        if seen == Observed::Missing {
+        if seen == ReadOutcome::Missing {
             return Ok(Action::LeftAlone("gone before the fix".to_owned()));
         }
         if !is_bad(&seen) {
@@ -129,9 +94,13 @@ impl StateDir {
     /// # Errors
     ///
     /// As [`StateDir::observe`] and [`StateDir::quarantine`].
-    pub fn quarantine_unchanged(&self, path: &StatePath, seen: &Observed) -> Result<Action> {
+    pub fn quarantine_unchanged(
+        &self,
+        path: &StatePath,
+        seen: &ReadOutcome<Vec<u8>>,
+    ) -> Result<Action> {
         let now = self.observe(path)?;
-        if now == Observed::Missing {
+        if now == ReadOutcome::Missing {
             return Ok(Action::LeftAlone("gone before the fix".to_owned()));
         }
         if &now != seen {
@@ -149,6 +118,8 @@ impl StateDir {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
     use crate::path::at;
     use crate::read::parse_json;
@@ -159,11 +130,14 @@ mod tests {
         (dir, state)
     }
 
-    fn corrupt_json(o: &Observed) -> bool {
-        o.read(Path::new("x"), 1024, |b| {
-            parse_json::<serde_json::Value>(Path::new("x"), b)
-        })
-        .is_corrupt()
+    fn corrupt_json(o: &ReadOutcome<Vec<u8>>) -> bool {
+        o.as_ref()
+            .and_then(|b| parse_json::<serde_json::Value>(Path::new("x"), b))
+            .is_corrupt()
+    }
+
+    fn not_regular(o: &ReadOutcome<Vec<u8>>) -> bool {
+        matches!(o, ReadOutcome::Corrupt(c) if c.reason == CorruptReason::NotARegularFile)
     }
 
     #[test]
@@ -179,7 +153,7 @@ mod tests {
             panic!("{action:?}");
         };
         assert_eq!(std::fs::read(to).unwrap(), b"{");
-        assert_eq!(state.observe(&path).unwrap(), Observed::Missing);
+        assert_eq!(state.observe(&path).unwrap(), ReadOutcome::Missing);
         assert!(action.to_string().starts_with("quarantined to `"));
     }
 
@@ -205,7 +179,7 @@ mod tests {
         assert!(!action.is_change());
         assert_eq!(
             state.observe(&path).unwrap(),
-            Observed::Bytes(b"{}".to_vec())
+            ReadOutcome::Value(b"{}".to_vec())
         );
     }
 
@@ -225,7 +199,7 @@ mod tests {
         );
         assert_eq!(
             state.observe(&path).unwrap(),
-            Observed::Bytes(b"{}".to_vec())
+            ReadOutcome::Value(b"{}".to_vec())
         );
     }
 
@@ -236,7 +210,7 @@ mod tests {
         let (_d, state) = temp();
         let dir = at(&state, "loop/witness.jsonl");
         state.ensure_dir(&dir).unwrap();
-        assert_eq!(state.observe(&dir).unwrap(), Observed::NotARegularFile);
+        assert!(not_regular(&state.observe(&dir).unwrap()));
         let fifo = at(&state, "loop/agents.json");
         rustix::fs::mkfifoat(
             rustix::fs::CWD,
@@ -244,18 +218,16 @@ mod tests {
             rustix::fs::Mode::from_raw_mode(0o600),
         )
         .unwrap();
-        assert_eq!(state.observe(&fifo).unwrap(), Observed::NotARegularFile);
-        let read = Observed::NotARegularFile.read(&fifo, 10, |_| ReadOutcome::Value(()));
-        assert!(read.is_corrupt());
+        let seen = state.observe(&fifo).unwrap();
+        assert!(not_regular(&seen));
+        assert!(seen.and_then(|_| ReadOutcome::Value(())).is_corrupt());
         for path in [&dir, &fifo] {
-            let action = state
-                .quarantine_checked(path, None, |o| *o == Observed::NotARegularFile)
-                .unwrap();
+            let action = state.quarantine_checked(path, None, not_regular).unwrap();
             assert!(
                 matches!(action, Action::Quarantined { to: Some(_), .. }),
                 "{action:?}"
             );
-            assert_eq!(state.observe(path).unwrap(), Observed::Missing);
+            assert_eq!(state.observe(path).unwrap(), ReadOutcome::Missing);
         }
     }
 
@@ -305,14 +277,10 @@ mod tests {
         .unwrap();
         let path = at(&state, "hooks/a.json");
         state.write_bytes(&path, b"123456").unwrap();
-        assert_eq!(
-            state.observe(&path).unwrap(),
-            Observed::TooLarge { size: 6 }
-        );
         let read = state
             .observe(&path)
             .unwrap()
-            .read(&path, 4, |_| ReadOutcome::Value(()));
+            .and_then(|_| ReadOutcome::Value(()));
         assert_eq!(
             read,
             ReadOutcome::Corrupt(crate::read::Corruption {

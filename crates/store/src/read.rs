@@ -56,6 +56,17 @@ impl<T> ReadOutcome<T> {
         }
     }
 
+    /// Returns the outcome with the value borrowed, to judge it without
+    /// giving it up.
+    pub fn as_ref(&self) -> ReadOutcome<&T> {
+        match self {
+            ReadOutcome::Missing => ReadOutcome::Missing,
+            ReadOutcome::Corrupt(c) => ReadOutcome::Corrupt(c.clone()),
+            ReadOutcome::Unsupported(u) => ReadOutcome::Unsupported(u.clone()),
+            ReadOutcome::Value(v) => ReadOutcome::Value(v),
+        }
+    }
+
     /// Maps the value.
     pub fn map<U>(self, f: impl FnOnce(T) -> U) -> ReadOutcome<U> {
         self.and_then(|v| ReadOutcome::Value(f(v)))
