@@ -467,7 +467,7 @@ impl Pool {
             let Some(n) = Index::new(&table).position(&id) else {
                 return Err(Error::HookBusy {
                     agent: agent.clone(),
-                    bead: id.into_string(),
+                    bead: String::from(id),
                 });
             };
             let entry = &table.items[n];
@@ -475,7 +475,7 @@ impl Pool {
                 if matches!(want, Want::Named(w) if *w != id) {
                     return Err(Error::HookBusy {
                         agent: agent.clone(),
-                        bead: id.into_string(),
+                        bead: String::from(id),
                     });
                 }
                 let entry = entry.clone();

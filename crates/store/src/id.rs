@@ -55,8 +55,8 @@ pub(crate) fn segment_rule(value: &str, max: usize) -> Option<&'static str> {
 
 /// Defines a validated string newtype that is safe as a path segment.
 ///
-/// The type gets `new`, `as_str`, `into_string`, `FromStr`, `Display`,
-/// `AsRef<str>`, ordering, hashing, serde support that validates on
+/// The type gets `new`, `as_str`, `FromStr`, `TryFrom<&str>`, `Display`,
+/// `AsRef<str>`, `From<Id> for String`, ordering, hashing, serde support that validates on
 /// deserialization, and [`Segment`](crate::Segment), so
 /// [`StatePath::join_id`](crate::StatePath::join_id) joins it infallibly. Channel crates use it for their own ids.
 ///
@@ -112,11 +112,6 @@ macro_rules! define_id {
             /// Returns the id as a string slice.
             pub fn as_str(&self) -> &str {
                 &self.0
-            }
-
-            /// Returns the owned string.
-            pub fn into_string(self) -> String {
-                self.0
             }
         }
 

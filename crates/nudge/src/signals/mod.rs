@@ -297,7 +297,7 @@ impl Nudges {
     pub fn send(&self, to: &AgentId, draft: NewNudge) -> Result<Delivery> {
         let chosen = draft.id.is_some();
         let nudge = Nudge {
-            from: draft.from.into_string(),
+            from: String::from(draft.from),
             kind: draft.kind,
             message: draft.message,
             timestamp: self.state.now(),

@@ -113,12 +113,12 @@ proptest! {
                     let Some(n) = got.to_process().cloned() else { continue };
                     if matches!(op, SigOp::Mark { .. }) {
                         nudges.mark_processed(&agent(&name(who)), &n).unwrap();
-                        model[who].processed = n.id.map(|i| i.into_string());
+                        model[who].processed = n.id.map(|i| i.to_string());
                     } else if matches!(op, SigOp::Respond { .. }) && n.from != name(who) {
                         // Answer whoever sent it (the mayor, or a responder).
                         let Ok(to) = chipset_store::AgentId::new(n.from.as_str()) else { continue };
                         let r = nudges.respond(&agent(&name(who)), &n, "ok").unwrap();
-                        let rid = r.nudge().id.clone().unwrap().into_string();
+                        let rid = r.nudge().id.clone().unwrap().to_string();
                         if let Some(idx) = (0..AGENTS).find(|i| name(*i) == to.as_str()) {
                             let m = &mut model[idx];
                             m.responders.insert(name(who), rid.clone());
@@ -144,7 +144,7 @@ proptest! {
                 .answered
                 .into_iter()
                 .filter(|n| n.from != "mayor")
-                .map(|n| (n.from, n.id.unwrap().into_string()))
+                .map(|n| (n.from, n.id.unwrap().to_string()))
                 .collect();
             prop_assert_eq!(&ids, &m.responders);
         }

@@ -145,7 +145,7 @@ fn eight_senders_leave_one_whole_nudge_and_a_clean_chain() {
     let ReadOutcome::Value(latest) = nudges.read_latest(&agent("target")).unwrap() else {
         panic!("latest.json is not one whole nudge")
     };
-    let last = latest.id.unwrap().into_string();
+    let last = latest.id.unwrap().to_string();
     assert!(sent.contains(&last));
     assert!(
         !previous.contains(&last.as_str()),
@@ -169,7 +169,7 @@ fn abort_survives_seven_concurrent_health_checks() {
         NudgeType::Abort,
         "whatever the order, the abort stays"
     );
-    let abort_id = latest.id.unwrap().into_string();
+    let abort_id = latest.id.unwrap().to_string();
     for v in &out {
         if let Some(p) = v["pending"].as_str() {
             assert_eq!(p, abort_id, "only the abort holds");

@@ -14,7 +14,7 @@ fn ready_ids(s: &crate::Setup, filter: &ReadyFilter) -> Vec<String> {
         .ready(filter)
         .unwrap()
         .into_iter()
-        .map(|l| l.entry.id.into_string())
+        .map(|l| String::from(l.entry.id))
         .collect()
 }
 
