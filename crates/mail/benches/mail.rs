@@ -93,7 +93,7 @@ impl Template {
 }
 
 fn fresh_id() -> String {
-    SortableId::generate(&SystemClock).into_string()
+    String::from(SortableId::generate(&SystemClock))
 }
 
 /// What a paired side is asked to do.

@@ -153,7 +153,7 @@ macro_rules! define_id {
         impl ::std::convert::From<$crate::SortableId> for $name {
             fn from(id: $crate::SortableId) -> Self {
                 // A sortable id is digits, hyphens and hex: always a safe segment.
-                Self(id.into_string())
+                Self(String::from(id))
             }
         }
 

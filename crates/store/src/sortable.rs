@@ -79,10 +79,11 @@ impl SortableId {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+}
 
-    /// Returns the owned string.
-    pub fn into_string(self) -> String {
-        self.0
+impl From<SortableId> for String {
+    fn from(id: SortableId) -> String {
+        id.0
     }
 }
 
@@ -263,7 +264,7 @@ mod tests {
         assert_eq!(id.unix_ms(), 1_730_000_000_123);
         assert_eq!(id.to_string(), text);
         assert_eq!(format!("{id:?}"), format!("{text:?}"));
-        assert_eq!(id.into_string(), text);
+        assert_eq!(String::from(id), text);
         // Nineteen digits (every i64 millisecond) parse.
         let max = "9223372036854775807-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab";
         assert_eq!(SortableId::parse(max).unwrap().unix_ms(), i64::MAX);

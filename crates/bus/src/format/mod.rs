@@ -109,7 +109,7 @@ pub struct EventId(String);
 impl EventId {
     /// Returns a new id, greater than every id this process made before.
     pub fn generate(clock: &dyn Clock) -> Self {
-        EventId(SortableId::generate(clock).into_string())
+        EventId(String::from(SortableId::generate(clock)))
     }
 
     /// Parses an id written by any writer that follows the format.

@@ -277,8 +277,10 @@ impl Reminders {
     }
 
     fn new_id(&self) -> ReminderId {
-        ReminderId::new(SortableId::generate(self.state.clock().as_ref()).into_string())
-            .expect("a sortable id is a valid segment")
+        ReminderId::new(String::from(SortableId::generate(
+            self.state.clock().as_ref(),
+        )))
+        .expect("a sortable id is a valid segment")
     }
 
     fn read(&self, path: &StatePath) -> Result<Option<Reminder>> {

@@ -495,7 +495,9 @@ impl Nudges {
     }
 
     fn new_id(&self) -> NudgeId {
-        NudgeId::new(SortableId::generate(self.state.clock().as_ref()).into_string())
-            .expect("a sortable id is a valid segment")
+        NudgeId::new(String::from(SortableId::generate(
+            self.state.clock().as_ref(),
+        )))
+        .expect("a sortable id is a valid segment")
     }
 }

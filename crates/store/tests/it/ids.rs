@@ -60,7 +60,7 @@ fn ids_from_many_threads_are_unique() {
             .map(|_| {
                 s.spawn(|| {
                     (0..5_000)
-                        .map(|_| SortableId::generate(&clock).into_string())
+                        .map(|_| String::from(SortableId::generate(&clock)))
                         .collect::<Vec<_>>()
                 })
             })
