@@ -81,7 +81,7 @@ fn states(s: &crate::Setup) -> Vec<(String, &'static str)> {
         .list()
         .unwrap()
         .into_iter()
-        .map(|l| (l.entry.id.into_string(), l.state.as_str()))
+        .map(|l| (String::from(l.entry.id), l.state.as_str()))
         .collect()
 }
 
