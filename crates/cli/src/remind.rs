@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use chipset_loop::REMINDER_AGENT_FIELD;
 use chipset_mcp::view::{self, ReminderOpened};
-use chipset_nudge::{KindRegistry, NewReminder, Reminder, ReminderFilter, ReminderKey, Reminders};
+use chipset_nudge::{KindRegistry, NewReminder, Reminder, ReminderFilter, Reminders};
 
 use crate::Ctx;
 use crate::cli::RemindCommand;
@@ -34,8 +34,14 @@ pub(crate) fn run(ctx: &Ctx, command: RemindCommand) -> Result<Output> {
             message,
             agent,
         } => {
-            let key = ReminderKey::new(kind, source_type, source_id)?;
-            let mut new = NewReminder::new(TENANT, None, &key, message);
+            let mut new = NewReminder {
+                tenant_id: TENANT.to_owned(),
+                kind,
+                source_type,
+                source_id,
+                message,
+                ..NewReminder::default()
+            };
             if let Some(agent) = agent {
                 new.metadata
                     .insert(REMINDER_AGENT_FIELD.to_owned(), agent.to_string().into());

@@ -24,8 +24,7 @@ use chipset_hook::Hooks;
 use chipset_loop::{Attention, AttentionConfig, REMINDER_AGENT_FIELD, WorkKind};
 use chipset_mail::{Mail, NewMessage as MailDraft};
 use chipset_nudge::{
-    KindRegistry, ManualResolution, NewNudge, NewReminder, NudgeType, Nudges, ReminderKey,
-    Reminders,
+    KindRegistry, ManualResolution, NewNudge, NewReminder, NudgeType, Nudges, Reminders,
 };
 use chipset_store::{AgentId, StateDir, TaskId, WatchConfig};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
@@ -81,8 +80,14 @@ impl Channels {
                 assert!(published.delivered().is_some());
             }
             WorkKind::Reminder => {
-                let key = ReminderKey::new("wrap_session", "session", format!("s{n}")).unwrap();
-                let mut new = NewReminder::new("default", None, &key, "bench");
+                let mut new = NewReminder {
+                    tenant_id: "default".into(),
+                    kind: "wrap_session".into(),
+                    source_type: "session".into(),
+                    source_id: format!("s{n}"),
+                    message: "bench".into(),
+                    ..NewReminder::default()
+                };
                 new.metadata
                     .insert(REMINDER_AGENT_FIELD.to_owned(), json!(to.as_str()));
                 assert!(self.reminders.open(new).unwrap().is_new());

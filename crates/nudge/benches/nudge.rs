@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use chipset_nudge::{
     KindRegistry, NewNudge, NewReminder, Nudge, NudgeType, Nudges, Reminder, ReminderFilter,
-    ReminderId, ReminderKey, Reminders, Resolution, Severity,
+    ReminderId, Reminders, Resolution, Severity,
 };
 use chipset_store::{AgentId, StateDir, Timestamp};
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -172,14 +172,16 @@ fn reminder_root(history: usize) -> (tempfile::TempDir, Reminders) {
     let state = StateDir::open(tmp.path().join("state")).unwrap();
     let reminders = Reminders::new(state.clone(), KindRegistry::preset());
     for i in 0..OPEN {
-        let key = ReminderKey::new("wrap_session", "session", format!("live-{i}")).unwrap();
         reminders
-            .open(NewReminder::new(
-                "tenant",
-                Some("project".into()),
-                &key,
-                "Wrap this session",
-            ))
+            .open(NewReminder {
+                tenant_id: "tenant".into(),
+                project_id: Some("project".into()),
+                kind: "wrap_session".into(),
+                source_type: "session".into(),
+                source_id: format!("live-{i}"),
+                message: "Wrap this session".into(),
+                ..NewReminder::default()
+            })
             .unwrap();
     }
     let dir: PathBuf = state.root().join("reminders").join("history");

@@ -15,7 +15,7 @@ pub(crate) const LOCK_STRIPES: u64 = 64;
 /// What makes a reminder unique while it is open or snoozed: (kind, source
 /// type, source id).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ReminderKey {
+pub(crate) struct ReminderKey {
     kind: String,
     source_type: String,
     source_id: String,
@@ -30,7 +30,7 @@ impl ReminderKey {
     /// [`Error::InvalidField`] for a bad kind or source type name (1 to 32 of
     /// `a-z`, `0-9`, `_`) or source id (at most 64 characters, no control
     /// characters, at most 200 bytes once escaped); [`Error::EmptySourceId`].
-    pub fn new(
+    pub(crate) fn new(
         kind: impl Into<String>,
         source_type: impl Into<String>,
         source_id: impl Into<String>,
@@ -47,18 +47,13 @@ impl ReminderKey {
     }
 
     /// Returns the kind.
-    pub fn kind(&self) -> &str {
+    pub(crate) fn kind(&self) -> &str {
         &self.kind
     }
 
     /// Returns the source type.
-    pub fn source_type(&self) -> &str {
+    pub(crate) fn source_type(&self) -> &str {
         &self.source_type
-    }
-
-    /// Returns the source id.
-    pub fn source_id(&self) -> &str {
-        &self.source_id
     }
 
     /// Returns the index file name: the escaped source id plus `.json`.

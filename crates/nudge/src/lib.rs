@@ -70,7 +70,7 @@
 //! column, written with `null` for unset ones. Kinds are a closed set the
 //! application registers ([`KindRegistry`], with the seed's six kinds as
 //! [`KindRegistry::preset`]). At most one reminder is open (or snoozed) per
-//! [`ReminderKey`] (kind, source type, source id).
+//! key: (kind, source type, source id).
 //!
 //! ```text
 //!  open ──auto_resolve / resolve──▶ history (auto_cleared | completed | ignored)
@@ -182,7 +182,6 @@ mod transition;
 
 pub use error::{Error, Result};
 pub use format::{Nudge, NudgeId, NudgeType, Reminder, ReminderId, Resolution, Severity, Urgency};
-pub use key::ReminderKey;
 pub use kinds::{KindRegistry, KindSpec};
 pub use metrics::ReminderMetrics;
 pub use reminders::{

@@ -8,7 +8,7 @@ use chipset_mail::MessageId;
 use chipset_mail::{Mail, NewMessage};
 use chipset_nudge::{
     KindRegistry, NewNudge, NewReminder, NudgeType, Nudges, Received, ReminderFilter, ReminderId,
-    ReminderKey, Reminders, Resolution,
+    Reminders, Resolution,
 };
 use chipset_store::{AgentId, ReadOutcome, TaskId};
 
@@ -172,9 +172,15 @@ fn the_command_line_reads_what_the_libraries_wrote() {
         )
         .unwrap();
     let reminders = Reminders::new(state.clone(), KindRegistry::preset());
-    let key = ReminderKey::new("wip_unsealed", "wip_state", "wip-9").unwrap();
     let opened = reminders
-        .open(NewReminder::new("default", None, &key, "seal it"))
+        .open(NewReminder {
+            tenant_id: "default".into(),
+            kind: "wip_unsealed".into(),
+            source_type: "wip_state".into(),
+            source_id: "wip-9".into(),
+            message: "seal it".into(),
+            ..NewReminder::default()
+        })
         .unwrap();
 
     let hook = env.ok(&["--json", "hook", "show", "polecat-alpha"]).json();

@@ -8,7 +8,7 @@ use chipset::bus::{NewEvent, Priority};
 use chipset::directory::{Registration, Role};
 use chipset::lease::{LeaseMode, LeaseRequest};
 use chipset::mail::{MessageId, NewMessage};
-use chipset::nudge::{NewNudge, NewReminder, NudgeType, ReminderKey};
+use chipset::nudge::{NewNudge, NewReminder, NudgeType};
 use chipset::store::{AgentId, ManualClock, StateDir, StateOptions, TaskId, Timestamp};
 
 pub(crate) fn id(name: &str) -> AgentId {
@@ -88,9 +88,15 @@ pub(crate) fn team() -> Team {
             ),
         )
         .unwrap();
-    let key = ReminderKey::new("wip_unsealed", "wip_state", "wip-7").unwrap();
     c.reminders()
-        .open(NewReminder::new("team", None, &key, "Seal the parser WIP"))
+        .open(NewReminder {
+            tenant_id: "team".into(),
+            kind: "wip_unsealed".into(),
+            source_type: "wip_state".into(),
+            source_id: "wip-7".into(),
+            message: "Seal the parser WIP".into(),
+            ..NewReminder::default()
+        })
         .unwrap();
     c.leases()
         .acquire(

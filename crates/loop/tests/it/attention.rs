@@ -9,7 +9,7 @@ use chipset_bus::{Bus, NewEvent, Priority as BusPriority};
 use chipset_hook::Hooks;
 use chipset_loop::{Attention, AttentionConfig, REMINDER_AGENT_FIELD, WorkKind};
 use chipset_mail::{Mail, MailPriority, NewMessage as MailDraft};
-use chipset_nudge::{KindRegistry, NewNudge, NewReminder, NudgeType, ReminderKey, Reminders};
+use chipset_nudge::{KindRegistry, NewNudge, NewReminder, NudgeType, Reminders};
 use chipset_store::{StateDir, StateOptions, TaskId, WatchConfig, WatchTarget};
 use chipset_testkit::{self as kit, PATIENT, TempState};
 use serde_json::json;
@@ -73,8 +73,14 @@ fn make_work(state: &StateDir, kind: WorkKind, who: &str) {
 }
 
 fn open_reminder(state: &StateDir, source: &str, for_agent: Option<&str>) {
-    let key = ReminderKey::new("wrap_session", "session", source).unwrap();
-    let mut new = NewReminder::new("default", None, &key, "Wrap this session");
+    let mut new = NewReminder {
+        tenant_id: "default".into(),
+        kind: "wrap_session".into(),
+        source_type: "session".into(),
+        source_id: source.into(),
+        message: "Wrap this session".into(),
+        ..NewReminder::default()
+    };
     if let Some(a) = for_agent {
         new.metadata
             .insert(REMINDER_AGENT_FIELD.to_owned(), json!(a));

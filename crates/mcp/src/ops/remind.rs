@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use chipset_failure::Failure;
 use chipset_loop::REMINDER_AGENT_FIELD;
-use chipset_nudge::{NewReminder, ReminderFilter, ReminderKey};
+use chipset_nudge::{NewReminder, ReminderFilter};
 use chipset_store::{AgentId, Timestamp};
 
 use super::{Ctx, Outcome, Reply, TENANT, id, reminders};
@@ -13,12 +13,18 @@ use crate::params::{RemindList, RemindOpen, RemindResolve, RemindSnooze, limit};
 use crate::view::{ReminderOpened, Reminders};
 
 pub(crate) fn remind_open(ctx: &Ctx, p: RemindOpen) -> Outcome {
-    let key = ReminderKey::new(p.kind, p.source_type, p.source_id)?;
     let to: AgentId = match &p.to {
         Some(to) => id(to)?,
         None => ctx.agent.clone(),
     };
-    let mut new = NewReminder::new(TENANT, None, &key, p.message);
+    let mut new = NewReminder {
+        tenant_id: TENANT.to_owned(),
+        kind: p.kind,
+        source_type: p.source_type,
+        source_id: p.source_id,
+        message: p.message,
+        ..NewReminder::default()
+    };
     new.metadata.insert(
         REMINDER_AGENT_FIELD.to_owned(),
         serde_json::Value::String(to.to_string()),

@@ -60,18 +60,37 @@ impl Default for ReminderConfig {
 }
 
 /// A reminder to open: what the writer supplies. The id, `created_at` and
-/// the resolution columns are filled in by [`Reminders::open`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// the resolution columns are filled in by [`Reminders::open`], which
+/// checks every field.
+///
+/// Plain data: set the fields, the rest from [`Default`] (severity
+/// `nudge`, the kind's default actions, no metadata).
+///
+/// ```
+/// use chipset_nudge::NewReminder;
+/// let new = NewReminder {
+///     tenant_id: "acme".into(),
+///     kind: "spec_draft".into(),
+///     source_type: "spec".into(),
+///     source_id: "parser-spec".into(),
+///     message: "Finish the parser spec".into(),
+///     ..NewReminder::default()
+/// };
+/// assert!(new.actions.is_empty());
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NewReminder {
     /// Organisation scope.
     pub tenant_id: String,
     /// Project scope; `None` for organisation-level reminders.
     pub project_id: Option<String>,
-    /// A registered kind.
+    /// A registered kind: with the source type and the source id, the key
+    /// of which at most one reminder is open (or snoozed) at a time.
     pub kind: String,
     /// The kind's canonical source type.
     pub source_type: String,
-    /// The entity it refers to.
+    /// The entity it refers to: at most 64 characters, no control
+    /// characters.
     pub source_id: String,
     /// Human-readable prompt.
     pub message: String,
@@ -81,29 +100,6 @@ pub struct NewReminder {
     pub severity: Severity,
     /// Kind-specific extras.
     pub metadata: Map<String, Value>,
-}
-
-impl NewReminder {
-    /// Returns a request with severity `nudge`, the kind's default actions
-    /// and no metadata.
-    pub fn new(
-        tenant_id: impl Into<String>,
-        project_id: Option<String>,
-        key: &ReminderKey,
-        message: impl Into<String>,
-    ) -> Self {
-        NewReminder {
-            tenant_id: tenant_id.into(),
-            project_id,
-            kind: key.kind().to_owned(),
-            source_type: key.source_type().to_owned(),
-            source_id: key.source_id().to_owned(),
-            message: message.into(),
-            actions: Vec::new(),
-            severity: Severity::Nudge,
-            metadata: Map::new(),
-        }
-    }
 }
 
 /// What [`Reminders::open`] found or made.
@@ -305,13 +301,15 @@ impl Reminders {
     /// [`Error::Corrupt`] when the key's file is unreadable (no duplicate is
     /// written over it); [`Error::Store`] on I/O failure.
     pub fn open(&self, new: NewReminder) -> Result<Opened> {
-        let spec = self.registry.check(&new.kind, &new.source_type)?;
-        check_severity(new.severity)?;
+        // The key first: a malformed name is refused as such, not as an
+        // unregistered kind.
         let key = ReminderKey::new(
             new.kind.as_str(),
             new.source_type.as_str(),
             new.source_id.as_str(),
         )?;
+        let spec = self.registry.check(&new.kind, &new.source_type)?;
+        check_severity(new.severity)?;
         check_text("tenant id", &new.tenant_id, 128)?;
         if let Some(p) = &new.project_id {
             check_text("project id", p, 128)?;

@@ -6,14 +6,15 @@ use std::fs;
 use std::time::Duration;
 
 use chipset_nudge::{
-    KindRegistry, ManualResolution, NewNudge, NewReminder, NudgeType, Nudges, Received,
-    ReminderFilter, ReminderKey, Reminders,
+    KindRegistry, ManualResolution, NewNudge, NudgeType, Nudges, Received, ReminderFilter,
+    Reminders,
 };
 use chipset_store::{Defect, DoctorMode, ReadOutcome, Timestamp};
 use serde_json::{Value, json};
 
 use crate::support::DeliveryExt;
 use crate::support::{NudgePaths, ReminderPaths};
+use crate::support::{ReminderKey, new_reminder};
 use crate::support::{agent, manual_state};
 
 fn json_of(path: &std::path::Path) -> Value {
@@ -100,7 +101,7 @@ fn a_response_records_extra_fields_are_read() {
 
 fn reminder(r: &Reminders, source: &str) -> chipset_nudge::Reminder {
     let key = ReminderKey::new("spec_draft", "spec", source).unwrap();
-    r.open(NewReminder::new("tenant", None, &key, "approve?"))
+    r.open(new_reminder("tenant", None, &key, "approve?"))
         .unwrap()
         .reminder()
         .clone()

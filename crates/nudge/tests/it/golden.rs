@@ -1,14 +1,14 @@
 //! On-disk formats: golden files, and compatibility with seed programs.
 
 use chipset_nudge::{
-    KindRegistry, ManualResolution, NewNudge, NewReminder, NudgeType, Nudges, Received,
-    ReminderKey, Reminders,
+    KindRegistry, ManualResolution, NewNudge, NudgeType, Nudges, Received, Reminders,
 };
 use chipset_store::{ReadOutcome, Timestamp};
 use serde_json::Value;
 
 use crate::support::DeliveryExt;
 use crate::support::{NudgePaths, ReminderPaths, preset};
+use crate::support::{ReminderKey, new_reminder};
 use crate::support::{agent, manual_state};
 
 /// The seed's example nudge, byte for byte as the seed document shows it.
@@ -81,7 +81,7 @@ fn reminder_golden() {
     let (t, clock) = manual_state();
     let reminders = Reminders::new(t.state.clone(), KindRegistry::preset());
     let key = ReminderKey::new(preset::WRAP_SESSION, "session", "sess/01").unwrap();
-    let mut new = NewReminder::new(
+    let mut new = new_reminder(
         "tenant-1",
         Some("project-1".into()),
         &key,

@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chipset_nudge::{
-    Delivery, Error, KindRegistry, ManualResolution, NewNudge, NewReminder, NudgeType, Nudges,
-    Opened, Received, ReminderFilter, ReminderId, ReminderKey, Reminders, Resolution,
+    Delivery, Error, KindRegistry, ManualResolution, NewNudge, NudgeType, Nudges, Opened, Received,
+    ReminderFilter, ReminderId, Reminders, Resolution,
 };
 use chipset_store::{Clock, ReadOutcome, StateDir};
 use proptest::prelude::*;
@@ -13,6 +13,7 @@ use proptest::prelude::*;
 use crate::support::DeliveryExt;
 use crate::support::ReceivedExt;
 use crate::support::preset;
+use crate::support::{ReminderKey, new_reminder};
 use crate::support::{agent, manual_no_sync};
 
 // ---------------------------------------------------------------- signals
@@ -208,7 +209,7 @@ proptest! {
         for op in ops {
             match op {
                 RemOp::Open(k) => {
-                    let got = r.open(NewReminder::new("t", None, &key(k), "m")).unwrap();
+                    let got = r.open(new_reminder("t", None, &key(k), "m")).unwrap();
                     match (live[k].clone(), got) {
                         (Live::None, Opened::New(x)) => { rows += 1; live[k] = Live::Open(x.id); }
                         (Live::Open(id), Opened::Existing(x)) => prop_assert_eq!(id, x.id),

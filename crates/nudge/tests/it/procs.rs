@@ -5,13 +5,14 @@ use std::path::Path;
 use std::time::Duration;
 
 use chipset_nudge::{
-    Delivery, KindRegistry, NewNudge, NewReminder, NudgeType, Nudges, Received, ReminderFilter,
-    ReminderKey, Reminders, ResponseStatus,
+    Delivery, KindRegistry, NewNudge, NudgeType, Nudges, Received, ReminderFilter, Reminders,
+    ResponseStatus,
 };
 use chipset_store::{AgentId, ReadOutcome, StateDir, Timestamp};
 use chipset_testkit::{self as kit, TempState};
 use serde_json::{Value, json};
 
+use crate::support::{ReminderKey, new_reminder};
 use crate::support::{agent, temps_under};
 use crate::support::{preset, responders};
 
@@ -64,7 +65,7 @@ fn run_role(name: &str, root: &Path, i: usize, extra: &str) -> Value {
             let reminders = Reminders::new(state, KindRegistry::preset());
             let key = ReminderKey::new(preset::WRAP_SESSION, "session", "sess-shared").unwrap();
             let o = reminders
-                .open(NewReminder::new("tenant", None, &key, format!("from {i}")))
+                .open(new_reminder("tenant", None, &key, format!("from {i}")))
                 .unwrap();
             json!({"new": o.is_new(), "id": o.reminder().id.as_str()})
         }

@@ -1,12 +1,12 @@
 //! Reminders that meet interrupted changes, corrupt files and the doctor.
 
 use chipset_nudge::{
-    Error, KindRegistry, ManualResolution, Reminder, ReminderFilter, ReminderKey, Reminders,
-    Resolution,
+    Error, KindRegistry, ManualResolution, Reminder, ReminderFilter, Reminders, Resolution,
 };
 use chipset_store::{Action, Defect, DoctorMode};
 
 use crate::reminders::{HOUR, half_resolved, new, open_ids};
+use crate::support::ReminderKey;
 use crate::support::{ReminderPaths, preset};
 use crate::support::{manual_state, temps_under};
 

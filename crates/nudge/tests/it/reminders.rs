@@ -4,11 +4,12 @@ use std::time::Duration;
 
 use chipset_nudge::{
     Error, KindRegistry, KindSpec, ManualResolution, NewReminder, Opened, Reminder, ReminderConfig,
-    ReminderFilter, ReminderKey, Reminders, Resolution, Severity,
+    ReminderFilter, Reminders, Resolution, Severity,
 };
 use chipset_store::Clock;
 use chipset_testkit::TempState;
 
+use crate::support::{ReminderKey, new_reminder};
 use crate::support::{ReminderPaths, preset};
 use crate::support::{manual_state, temps_under};
 
@@ -21,7 +22,7 @@ pub(crate) fn new(kind: &str, source_id: &str) -> NewReminder {
         .map_or("session", |k| k.source_type.as_str())
         .to_owned();
     let key = ReminderKey::new(kind, st, source_id).unwrap();
-    NewReminder::new(
+    new_reminder(
         "tenant",
         Some("project".into()),
         &key,
@@ -226,7 +227,7 @@ fn custom_registry_is_closed() {
     let r = Reminders::new(t.state.clone(), kinds);
     let key = ReminderKey::new("review_pending", "review", "pr-7").unwrap();
     assert!(
-        r.open(NewReminder::new("t", None, &key, "review"))
+        r.open(new_reminder("t", None, &key, "review"))
             .unwrap()
             .is_new()
     );

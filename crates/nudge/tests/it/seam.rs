@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use chipset_nudge::{
     Error, KindRegistry, ManualResolution, NewNudge, NewReminder, NudgeId, NudgeType, Nudges,
-    ReminderFilter, ReminderId, ReminderKey, Reminders, Resolution,
+    ReminderFilter, ReminderId, Reminders, Resolution,
 };
 use chipset_store::{
     ManualClock, MaybeCommitted, ReadOutcome, RealIo, SharedIo, StateDir, StateOptions, Timestamp,
@@ -19,6 +19,7 @@ use chipset_store::{
 use chipset_testkit::{EIO, ENOSPC, Fault, FaultIo, RecordIo, visible};
 
 use crate::support::DeliveryExt;
+use crate::support::ReminderKey;
 use crate::support::preset;
 use crate::support::{T0, agent};
 
@@ -55,7 +56,7 @@ fn key() -> ReminderKey {
 }
 
 fn new_reminder() -> NewReminder {
-    NewReminder::new("tenant", None, &key(), "draft the spec")
+    crate::support::new_reminder("tenant", None, &key(), "draft the spec")
 }
 
 fn health_check() -> NewNudge {

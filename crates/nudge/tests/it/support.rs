@@ -1,7 +1,7 @@
 //! Shared helpers.
 
 use chipset_nudge::{
-    Delivery, Nudges, REMINDERS_CHANNEL, Received, ReminderId, ReminderKey, Reminders, Responses,
+    Delivery, NewReminder, Nudges, REMINDERS_CHANNEL, Received, ReminderId, Reminders, Responses,
 };
 use chipset_store::{AgentId, ManualClock, StatePath};
 use chipset_testkit::TempState;
@@ -108,6 +108,62 @@ impl NudgePaths for Nudges {
         self.agent_dir(sender)
             .join_static("responses")
             .join_id(responder, ".json")
+    }
+}
+
+/// A reminder's key as these tests name it: (kind, source type, source id),
+/// the fields of a [`NewReminder`] that at most one open reminder shares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ReminderKey {
+    kind: String,
+    source_type: String,
+    source_id: String,
+}
+
+impl ReminderKey {
+    /// The key; the crate checks it when a reminder is opened, so this
+    /// cannot fail (a `Result` keeps the call sites' `unwrap`).
+    pub(crate) fn new(
+        kind: impl Into<String>,
+        source_type: impl Into<String>,
+        source_id: impl Into<String>,
+    ) -> Result<Self, std::convert::Infallible> {
+        Ok(ReminderKey {
+            kind: kind.into(),
+            source_type: source_type.into(),
+            source_id: source_id.into(),
+        })
+    }
+
+    pub(crate) fn kind(&self) -> &str {
+        &self.kind
+    }
+
+    pub(crate) fn source_type(&self) -> &str {
+        &self.source_type
+    }
+
+    pub(crate) fn source_id(&self) -> &str {
+        &self.source_id
+    }
+}
+
+/// A request to open the reminder of `key` for `tenant`, with the
+/// defaults of [`NewReminder`].
+pub(crate) fn new_reminder(
+    tenant: &str,
+    project: Option<String>,
+    key: &ReminderKey,
+    message: impl Into<String>,
+) -> NewReminder {
+    NewReminder {
+        tenant_id: tenant.to_owned(),
+        project_id: project,
+        kind: key.kind.clone(),
+        source_type: key.source_type.clone(),
+        source_id: key.source_id.clone(),
+        message: message.into(),
+        ..NewReminder::default()
     }
 }
 

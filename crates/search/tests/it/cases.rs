@@ -6,7 +6,7 @@ use std::time::Duration;
 use chipset_bus::{Bus, NewEvent};
 use chipset_hook::Hooks;
 use chipset_mail::{Mail, NewMessage};
-use chipset_nudge::{KindRegistry, NewReminder, ReminderKey, Reminders};
+use chipset_nudge::{KindRegistry, NewReminder, Reminders};
 use chipset_search::{Error, MAX_QUERY_LEN, Origin, Query, SearchIndex};
 use chipset_store::DoctorMode;
 use chipset_testkit::{TempState, agent, task};
@@ -48,14 +48,15 @@ fn team() -> (TempState, SearchIndex) {
             Some(&agent("mayor")),
         )
         .unwrap();
-    let key = ReminderKey::new("spec_draft", "spec", "parser-spec").unwrap();
     Reminders::new(tmp.state.clone(), KindRegistry::preset())
-        .open(NewReminder::new(
-            "acme",
-            None,
-            &key,
-            "Finish the parser spec",
-        ))
+        .open(NewReminder {
+            tenant_id: "acme".into(),
+            kind: "spec_draft".into(),
+            source_type: "spec".into(),
+            source_id: "parser-spec".into(),
+            message: "Finish the parser spec".into(),
+            ..NewReminder::default()
+        })
         .unwrap();
     let search = SearchIndex::new(tmp.state.clone());
     (tmp, search)

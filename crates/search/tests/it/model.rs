@@ -6,7 +6,7 @@
 use chipset_bus::{Bus, NewEvent};
 use chipset_hook::Hooks;
 use chipset_mail::{Mail, NewMessage};
-use chipset_nudge::{KindRegistry, NewReminder, ReminderKey, Reminders};
+use chipset_nudge::{KindRegistry, NewReminder, Reminders};
 use chipset_search::{Origin, Query, SearchIndex};
 use chipset_testkit::{TempState, agent, task};
 use proptest::prelude::*;
@@ -165,9 +165,15 @@ fn run(ops: Vec<Op>) {
                 crate::finish_hook(&hooks, &agent(AGENTS[a]));
             }
             Op::Remind { source, text: t } => {
-                let key = ReminderKey::new("spec_draft", "spec", format!("spec-{source}")).unwrap();
                 reminders
-                    .open(NewReminder::new("acme", None, &key, text(&t, " ")))
+                    .open(NewReminder {
+                        tenant_id: "acme".into(),
+                        kind: "spec_draft".into(),
+                        source_type: "spec".into(),
+                        source_id: format!("spec-{source}"),
+                        message: text(&t, " "),
+                        ..NewReminder::default()
+                    })
                     .unwrap();
             }
             Op::Search { words, filter, who } => {
