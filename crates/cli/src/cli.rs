@@ -113,8 +113,8 @@ pub(crate) enum Command {
     },
     /// One screen: every agent's hook, nudge, inbox and bus, and open reminders.
     Status,
-    /// The live operator view: agents, requests, bus, reminders, leases
-    /// (keys a r b m l, / to search, q to quit).
+    /// The live operator view: agents, requests, bus, reminders, leases,
+    /// work pool (keys a r b m l w, / to search, q to quit).
     Top(TopArgs),
     /// Serve the same views as a read-only web dashboard with live updates.
     Serve(ServeArgs),
@@ -156,7 +156,7 @@ pub(crate) struct McpArgs {
 /// `chipset top`.
 #[derive(Debug, Args)]
 pub(crate) struct TopArgs {
-    /// The view to start on: agents, requests, bus, reminders or leases.
+    /// The view to start on: agents, requests, bus, reminders, leases or pool.
     #[arg(long, value_name = "VIEW", value_parser = crate::top::parse_view)]
     pub(crate) view: Option<chipset_console::View>,
     /// Time between full rescans, the safety net behind the directory

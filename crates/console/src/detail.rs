@@ -1,10 +1,12 @@
 //! The detail pane: what is behind the selected row (an agent's hook and
-//! queues, a request's thread, an event queue, a reminder, a lease), read
+//! queues, a request's thread, an event queue, a reminder, a lease, a work
+//! item), read
 //! when the row is selected.
 
 use chipset::Chipset;
 use chipset::mail::{InboxFilter, MessageId};
 use chipset::nudge::ReminderId;
+use chipset::pool::ItemId;
 use chipset::store::{AgentId, ReadOutcome, Timestamp};
 
 use crate::model::{Snapshot, View, chain, short_age};
@@ -23,14 +25,14 @@ pub struct Detail {
 }
 
 impl Detail {
-    fn new(title: impl Into<String>) -> Self {
+    pub(crate) fn new(title: impl Into<String>) -> Self {
         Detail {
             title: title.into(),
             lines: Vec::new(),
         }
     }
 
-    fn line(&mut self, line: impl Into<String>) {
+    pub(crate) fn line(&mut self, line: impl Into<String>) {
         self.lines.push(line.into());
     }
 }
@@ -70,6 +72,10 @@ pub fn detail(chipset: &Chipset, snapshot: &Snapshot, view: View, key: &str) -> 
             }
             d
         }
+        View::Pool => match key.parse::<ItemId>() {
+            Ok(id) => crate::pool::detail(chipset, snapshot, &id),
+            Err(e) => refused(key, &e),
+        },
     }
 }
 
@@ -244,5 +250,6 @@ pub(crate) fn valid_key(view: View, key: &str) -> bool {
         View::Requests => key.parse::<MessageId>().is_ok(),
         View::Reminders => key.parse::<ReminderId>().is_ok(),
         View::Leases => key.parse::<u64>().is_ok(),
+        View::Pool => key.parse::<ItemId>().is_ok(),
     }
 }

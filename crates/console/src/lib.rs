@@ -21,15 +21,24 @@
 //!
 //! # The model
 //!
-//! [`Snapshot::load`] reads every [`View`] once through the front door
-//! ([`chipset::Chipset::status`], the agent directory, the commit gate of
-//! each task with an open request, the open reminders, the live leases)
-//! into a [`Table`] of text cells per view, with a [`Mark`] per row (a
-//! stalled agent, a corrupt file, a critical event) and a problem line for
-//! everything that could not be read: nothing unreadable is dropped in
-//! silence, and a task whose gate cannot be read says that its gate is
-//! closed. [`detail`] reads what is behind one row (an agent's hook, inbox
-//! and queue; a request's thread; a reminder) when it is selected.
+//! [`Snapshot::load`] reads every [`View`] once through the front door's
+//! channels (hooks, nudges, inbox counts, bus queues, the agent directory,
+//! the commit gate of each task with an open request, the open reminders,
+//! the leases, the work pool) into a [`Table`] of text cells per view, with
+//! a [`Mark`] per row (a stalled agent, a corrupt file, a critical event)
+//! and a problem line for everything that could not be read: nothing
+//! unreadable is dropped in silence, and a task whose gate cannot be read
+//! says that its gate is closed. [`detail`] reads what is behind one row
+//! (an agent's hook, inbox and queue; a request's thread; a reminder; a
+//! work item's body) when it is selected.
+//!
+//! A [`Loader`] kept between loads rereads only what changed: it stamps
+//! every directory under the root (and the two logs appended in place) and
+//! rereads an area (hooks, nudges, each inbox, the bus, reminders, the
+//! directory, leases, the pool) only when a stamp under it moved or is too
+//! young to trust. A load of an idle root is one `stat` per directory and
+//! no file read; the tables are rebuilt from what is kept, so the ages
+//! still move with the clock.
 //!
 //! # The screen
 //!
@@ -42,7 +51,7 @@
 //! [`watch`] runs the store's watcher over the whole root on a thread of
 //! its own and calls back on a change (notifications) or at each rescan
 //! (the safety net, [`DEFAULT_RESCAN`]): nothing polls faster than that,
-//! and an idle team costs one read of the state per rescan.
+//! and an idle team costs one look at the directory stamps per rescan.
 //!
 //! # The dashboard
 //!
@@ -58,10 +67,13 @@ mod error;
 mod html;
 mod live;
 mod model;
+mod pool;
+mod reads;
 mod render;
 mod requests;
 mod screen;
 mod serve;
+mod stamps;
 
 pub use detail::{Detail, detail};
 pub use error::{Error, Result};

@@ -1,6 +1,6 @@
 //! The operator's model: one [`Snapshot`] of the team, a table per
-//! [`View`], built from the front door ([`Chipset::status`] and the
-//! channels' listings). The terminal and the dashboard draw the same one.
+//! [`View`], built from the channels' listings as [`Reads`] keeps them. The
+//! terminal and the dashboard draw the same one.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -8,15 +8,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use chipset::bus::Priority;
-use chipset::directory::{AgentInfo, Filter};
+use chipset::Chipset;
+use chipset::bus::{AgentStatus, Priority};
+use chipset::directory::AgentInfo;
 use chipset::hook::HookStatus;
 use chipset::mail::Message;
-use chipset::nudge::ReminderFilter;
-use chipset::store::{AgentId, Timestamp};
-use chipset::{Chipset, HookLine, NudgeLine, PresenceLine};
+use chipset::nudge::Received;
+use chipset::store::{AgentId, ReadOutcome, Timestamp};
 
 use crate::error::{Error, Result};
+use crate::reads::{Area, Reads};
 use crate::requests::Requests;
 
 /// A pending or active hook untouched this long is marked stalled: the
@@ -37,19 +38,20 @@ pub enum View {
     Reminders,
     /// The live path leases.
     Leases,
-    // The work pool (`Chipset::pool()`) joins here when it lands: one
-    // variant, its key in `View::key`, its columns, and a `pool` loader
-    // beside `leases` below.
+    /// The work pool: items by state (claimed, ready, blocked, deferred,
+    /// done lately).
+    Pool,
 }
 
 impl View {
     /// Every view, in tab order.
-    pub const ALL: [View; 5] = [
+    pub const ALL: [View; 6] = [
         View::Agents,
         View::Requests,
         View::Queues,
         View::Reminders,
         View::Leases,
+        View::Pool,
     ];
 
     /// Returns the key that shows this view.
@@ -60,6 +62,7 @@ impl View {
             View::Queues => 'b',
             View::Reminders => 'm',
             View::Leases => 'l',
+            View::Pool => 'w',
         }
     }
 
@@ -71,6 +74,7 @@ impl View {
             View::Queues => "bus",
             View::Reminders => "reminders",
             View::Leases => "leases",
+            View::Pool => "pool",
         }
     }
 
@@ -92,6 +96,7 @@ impl View {
             View::Queues => "Bus",
             View::Reminders => "Reminders",
             View::Leases => "Leases",
+            View::Pool => "Pool",
         }
     }
 
@@ -115,6 +120,7 @@ impl View {
             ],
             View::Reminders => &["KIND", "SEVERITY", "SOURCE", "AGE", "MESSAGE", "ID"],
             View::Leases => &["TOKEN", "HOLDER", "MODE", "PATHS", "EXPIRES", "REASON"],
+            View::Pool => &["ITEM", "STATE", "PRI", "WHO", "SINCE", "TITLE", "NOTE"],
         }
     }
 
@@ -125,6 +131,7 @@ impl View {
             View::Queues => 2,
             View::Reminders => 3,
             View::Leases => 4,
+            View::Pool => 5,
         }
     }
 }
@@ -156,7 +163,7 @@ pub struct Row {
 }
 
 impl Row {
-    fn new(key: impl Into<String>, cells: Vec<String>, mark: Mark) -> Self {
+    pub(crate) fn new(key: impl Into<String>, cells: Vec<String>, mark: Mark) -> Self {
         Row {
             key: key.into(),
             cells,
@@ -199,7 +206,7 @@ pub struct Snapshot {
     pub root: PathBuf,
     /// When it was taken (the state's clock).
     pub at: Timestamp,
-    tables: [Table; 5],
+    tables: [Table; 6],
 }
 
 impl Snapshot {
@@ -220,10 +227,12 @@ impl Snapshot {
 }
 
 /// Reads [`Snapshot`]s, remembering between reads what lets the next one
-/// read only what changed (the inboxes and the commit gates, see the open
-/// requests view). Keep one per live view.
+/// read only what changed: each area's last read under the stamps of its
+/// directories, each inbox and commit gate (see the open requests view).
+/// Keep one per live view.
 #[derive(Debug, Default)]
 pub struct Loader {
+    reads: Mutex<Reads>,
     requests: Mutex<Requests>,
 }
 
@@ -261,54 +270,43 @@ impl Loader {
         let root = chipset.state().root().to_owned();
         check_root(&root)?;
         let now = chipset.state().now();
-        let mut tables: [Table; 5] = Default::default();
-        // The agents with mail in their inbox: where requests can wait.
-        let mut inboxes: Vec<AgentId> = Vec::new();
-        match chipset.status() {
-            Ok(status) => {
-                inboxes = status
-                    .agents
-                    .iter()
-                    .filter(|l| l.inbox > 0)
-                    .map(|l| l.agent.clone())
-                    .collect();
-                let roster = chipset.directory().list(&Filter::default());
-                let (seen, mut problems) = match roster {
-                    Ok(r) => {
-                        let problems = r
-                            .corrupt
-                            .iter()
-                            .map(|c| format!("unreadable profile: {c}"))
-                            .collect();
-                        (r.agents, problems)
-                    }
-                    Err(e) => (Vec::new(), vec![format!("agent directory: {}", chain(&e))]),
-                };
-                tables[0] = agents(now, &status, &seen);
-                tables[0].problems.append(&mut problems);
-                tables[2] = queues(&status);
-                tables[4] = leases(now, &status.leases);
-            }
-            Err(e) => {
-                let line = format!("status: {}", chain(&e));
-                tables[0].problems.push(line.clone());
-                tables[2].problems.push(line.clone());
-                tables[4].problems.push(line);
-            }
-        }
+        let mut reads = self
+            .reads
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let changed = reads.refresh(chipset, now);
+        let mut tables: [Table; 6] = Default::default();
+        tables[0] = agents(chipset, now, &reads);
+        tables[2] = queues(chipset, &reads);
+        tables[4] = match &reads.leases {
+            Some(Ok(all)) => leases(now, all),
+            Some(Err(e)) => problem(format!("leases: {e}")),
+            None => Table::default(),
+        };
         tables[1] = if requests {
+            // The agents with mail in their inbox: where requests can wait.
+            let inboxes: Vec<AgentId> = match &reads.inboxes {
+                Some(Ok(counts)) => counts
+                    .iter()
+                    .filter(|(_, n)| matches!(n, Ok(n) if *n > 0))
+                    .map(|(a, _)| a.clone())
+                    .collect(),
+                _ => Vec::new(),
+            };
             let mut cache = self
                 .requests
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            cache.table(chipset, now, &inboxes)
+            cache.table(chipset, now, &inboxes, &changed)
         } else {
             Table {
                 summary: "reading the inboxes…".to_owned(),
                 ..Table::default()
             }
         };
-        tables[3] = reminders(chipset, now);
+        tables[3] = reminders(now, &reads);
+        tables[5] = crate::pool::table(now, &reads);
+        drop(reads);
         // The root may have gone while it was read.
         check_root(&root)?;
         Ok(Snapshot {
@@ -316,6 +314,14 @@ impl Loader {
             at: now,
             tables,
         })
+    }
+}
+
+/// Returns a table that only says what could not be read.
+pub(crate) fn problem(line: String) -> Table {
+    Table {
+        problems: vec![line],
+        ..Table::default()
     }
 }
 
@@ -329,38 +335,62 @@ pub(crate) fn check_root(root: &Path) -> Result<()> {
     }
 }
 
-fn agents(now: Timestamp, status: &chipset::Status, seen: &[AgentInfo]) -> Table {
-    let seen: BTreeMap<&AgentId, &AgentInfo> = seen.iter().map(|i| (&i.profile.name, i)).collect();
-    let mut names: BTreeSet<&AgentId> = status.agents.iter().map(|l| &l.agent).collect();
-    names.extend(seen.keys().copied());
-    let lines: BTreeMap<&AgentId, &chipset::AgentLine> =
-        status.agents.iter().map(|l| (&l.agent, l)).collect();
+fn agents(chipset: &Chipset, now: Timestamp, reads: &Reads) -> Table {
     let mut table = Table::default();
+    let empty = BTreeMap::new();
+    let hooks = area(&reads.hooks, "hooks", &mut table.problems).unwrap_or(&empty);
+    let no_nudges = BTreeMap::new();
+    let nudges = area(&reads.nudges, "nudges", &mut table.problems).unwrap_or(&no_nudges);
+    let no_inboxes = BTreeMap::new();
+    let inboxes = area(&reads.inboxes, "mail", &mut table.problems).unwrap_or(&no_inboxes);
+    let bus: BTreeMap<&AgentId, BusLine> = area(&reads.bus, "bus", &mut table.problems)
+        .map(|all| {
+            all.iter()
+                .map(|s| (&s.agent, BusLine::of(chipset, s)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let seen: BTreeMap<&AgentId, &AgentInfo> = match &reads.roster {
+        Some(Ok(r)) => {
+            for c in &r.corrupt {
+                table.problems.push(format!("unreadable profile: {c}"));
+            }
+            r.agents.iter().map(|i| (&i.profile.name, i)).collect()
+        }
+        Some(Err(e)) => {
+            table.problems.push(format!("agent directory: {e}"));
+            BTreeMap::new()
+        }
+        None => BTreeMap::new(),
+    };
+    let mut names: BTreeSet<&AgentId> = hooks.keys().collect();
+    names.extend(nudges.keys());
+    names.extend(inboxes.keys());
+    names.extend(bus.keys());
+    names.extend(seen.keys().copied());
     let mut stalled = 0;
     for agent in names {
-        let line = lines.get(agent);
         let mut notes = Vec::new();
         let mut mark = Mark::Plain;
-        let (hook, bead, age) = match line.map(|l| &l.hook) {
-            None | Some(HookLine::None) => ("-".to_owned(), "-".to_owned(), "-".to_owned()),
-            Some(HookLine::Held {
-                status: s,
-                bead_id,
-                age,
-                ..
-            }) => {
-                if matches!(s, HookStatus::Pending | HookStatus::Active) && *age >= STALL_AFTER {
+        let (hook, bead, age) = match hooks.get(agent) {
+            None | Some(ReadOutcome::Missing) => ("-".to_owned(), "-".to_owned(), "-".to_owned()),
+            Some(ReadOutcome::Value(h)) => {
+                let s = h.state.status();
+                let age = now.since(h.last_activity);
+                if matches!(s, HookStatus::Pending | HookStatus::Active) && age >= STALL_AFTER {
                     notes.push("STALLED");
                     mark = Mark::Alert;
                     stalled += 1;
                 }
                 (
                     s.to_string(),
-                    bead_id.as_ref().map_or("-".to_owned(), ToString::to_string),
-                    short_age(*age),
+                    h.state
+                        .work()
+                        .map_or("-".to_owned(), |w| w.bead_id.to_string()),
+                    short_age(age),
                 )
             }
-            Some(HookLine::Corrupt(_)) => {
+            Some(ReadOutcome::Corrupt(_)) => {
                 notes.push("corrupt hook");
                 mark = Mark::Alert;
                 ("corrupt".to_owned(), "?".to_owned(), "-".to_owned())
@@ -378,23 +408,28 @@ fn agents(now: Timestamp, status: &chipset::Status, seen: &[AgentInfo]) -> Table
                 i.last_seen.source.as_str()
             )
         });
-        let nudge = match line.and_then(|l| l.nudge.as_ref()) {
-            None | Some(NudgeLine::None) => "-".to_owned(),
-            Some(NudgeLine::Pending { kind, from }) => {
+        let nudge = match nudges.get(agent) {
+            None => "-".to_owned(),
+            Some(Ok(ReadOutcome::Value(Received::New(n) | Received::Unsure { nudge: n, .. }))) => {
                 mark = mark.max_with(Mark::Warn);
-                format!("{kind} from {from}")
+                format!("{} from {}", n.kind, n.from)
             }
+            Some(Ok(ReadOutcome::Value(_) | ReadOutcome::Missing)) => "-".to_owned(),
             Some(_) => {
                 notes.push("unreadable nudge");
                 mark = Mark::Alert;
                 "?".to_owned()
             }
         };
-        let inbox = line.map_or(0, |l| l.inbox);
-        let bus = match line.and_then(|l| l.bus.as_ref()) {
+        let inbox = match inboxes.get(agent) {
+            Some(Ok(n)) => n.to_string(),
+            Some(Err(_)) => "?".to_owned(),
+            None => "0".to_owned(),
+        };
+        let bus = match bus.get(agent) {
             None => "-".to_owned(),
             Some(b) => {
-                if b.critical() > 0 {
+                if b.critical > 0 {
                     notes.push("critical");
                     mark = Mark::Alert;
                 }
@@ -410,24 +445,74 @@ fn agents(now: Timestamp, status: &chipset::Status, seen: &[AgentInfo]) -> Table
                 age,
                 last_seen,
                 nudge,
-                inbox.to_string(),
+                inbox,
                 bus,
                 notes.join(", "),
             ],
             mark,
         ));
     }
+    for (agent, n) in inboxes {
+        if let Err(e) = n {
+            table.problems.push(format!("inbox of {agent}: {e}"));
+        }
+    }
+    let open = match &reads.reminders {
+        Some(Ok((open, _))) => open.to_string(),
+        _ => "?".to_owned(),
+    };
     table.summary = format!(
         "{} agents, {} stalled, {} open reminders",
         table.rows.len(),
         stalled,
-        status.reminders.open
+        open
     );
     table
 }
 
+/// Returns an area's read, or `None` with a problem line when it failed.
+fn area<'a, T>(read: &'a Area<T>, what: &str, problems: &mut Vec<String>) -> Option<&'a T> {
+    match read {
+        Some(Ok(t)) => Some(t),
+        Some(Err(e)) => {
+            problems.push(format!("{what}: {e}"));
+            None
+        }
+        None => None,
+    }
+}
+
+/// One agent's bus queue, as the views show it.
+struct BusLine {
+    pending: usize,
+    critical: usize,
+    by_priority: Vec<usize>,
+    unreadable_names: usize,
+    presence: &'static str,
+}
+
+impl BusLine {
+    fn of(chipset: &Chipset, s: &AgentStatus) -> Self {
+        let by_priority: Vec<usize> = Priority::ALL.iter().map(|p| s.pending_at(*p)).collect();
+        BusLine {
+            pending: s.pending_total(),
+            critical: s.pending_at(Priority::Critical),
+            by_priority,
+            unreadable_names: s.foreign,
+            // Live or stale is the clock's: asked again at every load.
+            presence: match &s.presence {
+                ReadOutcome::Missing => "absent",
+                ReadOutcome::Value(p) if chipset.bus().is_live(p) => "live",
+                ReadOutcome::Value(_) => "stale",
+                ReadOutcome::Corrupt(_) => "unreadable",
+                ReadOutcome::Unsupported(_) => "unsupported",
+            },
+        }
+    }
+}
+
 impl Mark {
-    fn max_with(self, other: Mark) -> Mark {
+    pub(crate) fn max_with(self, other: Mark) -> Mark {
         match (self, other) {
             (Mark::Alert, _) | (_, Mark::Alert) => Mark::Alert,
             (Mark::Warn, _) | (_, Mark::Warn) => Mark::Warn,
@@ -436,41 +521,35 @@ impl Mark {
     }
 }
 
-fn queues(status: &chipset::Status) -> Table {
+fn queues(chipset: &Chipset, reads: &Reads) -> Table {
     let mut table = Table::default();
     let mut total = 0;
-    for line in &status.agents {
-        let Some(bus) = &line.bus else { continue };
+    let Some(all) = area(&reads.bus, "bus", &mut table.problems) else {
+        return table;
+    };
+    for status in all {
+        let bus = BusLine::of(chipset, status);
         total += bus.pending;
-        let count = |p: Priority| bus.by_priority.get(p.as_str()).copied().unwrap_or(0);
-        let presence = match bus.presence {
-            PresenceLine::Absent => "absent",
-            PresenceLine::Live => "live",
-            PresenceLine::Stale => "stale",
-            PresenceLine::Unreadable => "unreadable",
-            PresenceLine::Unsupported => "unsupported",
-            _ => "?",
-        };
         let mut mark = if bus.pending > 0 {
             Mark::Warn
         } else {
             Mark::Plain
         };
         let mut note = String::new();
-        if bus.critical() > 0 {
+        if bus.critical > 0 {
             mark = Mark::Alert;
         }
         if bus.unreadable_names > 0 {
             mark = Mark::Alert;
             note = format!("{} unreadable names", bus.unreadable_names);
         }
-        let mut cells = vec![line.agent.to_string(), presence.to_owned()];
-        cells.extend(Priority::ALL.iter().map(|p| count(*p).to_string()));
+        let mut cells = vec![status.agent.to_string(), bus.presence.to_owned()];
+        cells.extend(bus.by_priority.iter().map(ToString::to_string));
         cells.push(bus.pending.to_string());
         cells.push(note);
         table
             .rows
-            .push(Row::new(line.agent.to_string(), cells, mark));
+            .push(Row::new(status.agent.to_string(), cells, mark));
     }
     table.summary = format!("{} queues, {} events pending", table.rows.len(), total);
     table
@@ -478,7 +557,8 @@ fn queues(status: &chipset::Status) -> Table {
 
 fn leases(now: Timestamp, leases: &[chipset::lease::Lease]) -> Table {
     let mut table = Table::default();
-    for l in leases {
+    // Read once, shown while live: expiry is the clock's.
+    for l in leases.iter().filter(|l| l.is_live(now)) {
         let paths: Vec<String> = l.paths.iter().map(ToString::to_string).collect();
         table.rows.push(Row::new(
             l.token.to_string(),
@@ -512,10 +592,10 @@ pub(crate) fn request_row(now: Timestamp, m: &Message) -> Row {
     )
 }
 
-fn reminders(chipset: &Chipset, now: Timestamp) -> Table {
+fn reminders(now: Timestamp, reads: &Reads) -> Table {
     let mut table = Table::default();
-    match chipset.reminders().list_open(&ReminderFilter::default()) {
-        Ok(listing) => {
+    match &reads.reminders {
+        Some(Ok((_, listing))) => {
             for r in &listing.reminders {
                 table.rows.push(Row::new(
                     r.id.to_string(),
@@ -537,7 +617,8 @@ fn reminders(chipset: &Chipset, now: Timestamp) -> Table {
                 table.problems.push(format!("unsupported reminder: {u}"));
             }
         }
-        Err(e) => table.problems.push(format!("reminders: {}", chain(&e))),
+        Some(Err(e)) => table.problems.push(format!("reminders: {e}")),
+        None => {}
     }
     table.summary = format!("{} open reminders", table.rows.len());
     table

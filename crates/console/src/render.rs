@@ -163,10 +163,11 @@ fn foot_line(screen: &Screen, summary: &str) -> Line<'static> {
             Span::raw(format!("{}▏ (Enter keeps, Esc clears)", screen.filter())),
         ]);
     }
+    let keys: Vec<String> = View::ALL.iter().map(|v| v.key().to_string()).collect();
     Line::from(vec![
         Span::raw(format!(" {summary}  ")),
         Span::styled(
-            "↑↓ select  / search  a r b m l views  q quit",
+            format!("↑↓ select  / search  {} views  q quit", keys.join(" ")),
             Style::new().fg(Color::DarkGray),
         ),
     ])

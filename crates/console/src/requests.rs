@@ -4,23 +4,21 @@
 //! in each is what the commit gate ([`Mail::pending_replies`]) says. Both
 //! are remembered between loads: an inbox is read again only when its
 //! directory's stamp (device, inode, times) changed, or is younger than
-//! [`RACY`] (two changes within one tick of the file system's clock leave
+//! [`RACY`](crate::stamps::RACY) (two changes within one tick of the file system's clock leave
 //! one stamp, as the gate's own cache knows), and a task's gate is asked
-//! again only when a message of that task entered or left an inbox. So a
-//! rescan of an idle team costs a `stat` per inbox, not a read of every
-//! message.
+//! again only when a message of that task entered or left an inbox. And
+//! when the loader's stamps say nothing under `mail/` moved, none of this
+//! is asked: a rescan of an idle team reads no message.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use chipset::Chipset;
 use chipset::mail::{InboxFilter, Kind, Mail, Message, MessageId};
 use chipset::store::{AgentId, Stat, TaskId, Timestamp};
 
 use crate::model::{Table, chain, request_row};
-
-/// A directory stamp younger than this is not trusted to show every change.
-const RACY: Duration = Duration::from_secs(2);
+use crate::stamps::Changed;
 
 /// What one inbox held when it was last read.
 #[derive(Debug, Default)]
@@ -41,51 +39,32 @@ pub(crate) struct Requests {
     inboxes: BTreeMap<AgentId, Inbox>,
     /// Each task's gate: its open requests, or why it cannot be read.
     gates: BTreeMap<TaskId, Result<Vec<Message>, String>>,
+    /// What the last read could not read.
+    problems: Vec<String>,
+    /// False until the first read.
+    loaded: bool,
 }
 
 impl Requests {
     /// Brings the inboxes and gates up to date and returns the table.
-    /// `agents` are those with messages in their inbox (from the status).
-    pub(crate) fn table(&mut self, chipset: &Chipset, now: Timestamp, agents: &[AgentId]) -> Table {
-        let mut table = Table::default();
-        let mail = chipset.mail();
-        let mut dirty: BTreeSet<TaskId> = BTreeSet::new();
-        let present: BTreeSet<&AgentId> = agents.iter().collect();
-        self.inboxes.retain(|agent, inbox| {
-            let keep = present.contains(agent);
-            if !keep {
-                dirty.extend(inbox.tasks.values().cloned());
-            }
-            keep
-        });
-        for agent in agents {
-            if let Err(e) = self.refresh(mail, agent, &mut dirty) {
-                table.problems.push(format!("inbox of {agent}: {e}"));
-            }
+    /// `agents` are those with messages in their inbox. When nothing under
+    /// `mail/` `changed` since the last call, nothing is read: the rows are
+    /// built again from what is kept.
+    pub(crate) fn table(
+        &mut self,
+        chipset: &Chipset,
+        now: Timestamp,
+        agents: &[AgentId],
+        changed: &Changed,
+    ) -> Table {
+        if !self.loaded || changed.under("mail") {
+            self.problems = self.read(chipset, agents);
+            self.loaded = true;
         }
-        let archive = mail
-            .dir()
-            .join("archive")
-            .and_then(|dir| mail.state().stat(&dir));
-        let archive_moved = match archive {
-            Ok(stamp) => {
-                let moved = stamp != self.archive || stamp.is_some_and(|s| !settled(&s));
-                self.archive = stamp;
-                moved
-            }
-            Err(e) => {
-                table.problems.push(format!("mail archive: {}", chain(&e)));
-                true
-            }
+        let mut table = Table {
+            problems: self.problems.clone(),
+            ..Table::default()
         };
-        let waiting: BTreeSet<&TaskId> = self.inboxes.values().flat_map(|i| &i.waiting).collect();
-        self.gates.retain(|task, _| waiting.contains(task));
-        for task in waiting {
-            if archive_moved || dirty.contains(task) || !self.gates.contains_key(task) {
-                let gate = mail.pending_replies(task).map_err(|e| chain(&e));
-                self.gates.insert(task.clone(), gate);
-            }
-        }
         let mut blocked = 0;
         for (task, gate) in &self.gates {
             match gate {
@@ -109,6 +88,51 @@ impl Requests {
             )
         };
         table
+    }
+
+    /// Reads the inboxes that may have changed and asks again the gates
+    /// they concern; returns what could not be read.
+    fn read(&mut self, chipset: &Chipset, agents: &[AgentId]) -> Vec<String> {
+        let mut problems = Vec::new();
+        let mail = chipset.mail();
+        let mut dirty: BTreeSet<TaskId> = BTreeSet::new();
+        let present: BTreeSet<&AgentId> = agents.iter().collect();
+        self.inboxes.retain(|agent, inbox| {
+            let keep = present.contains(agent);
+            if !keep {
+                dirty.extend(inbox.tasks.values().cloned());
+            }
+            keep
+        });
+        for agent in agents {
+            if let Err(e) = self.refresh(mail, agent, &mut dirty) {
+                problems.push(format!("inbox of {agent}: {e}"));
+            }
+        }
+        let archive = mail
+            .dir()
+            .join("archive")
+            .and_then(|dir| mail.state().stat(&dir));
+        let archive_moved = match archive {
+            Ok(stamp) => {
+                let moved = stamp != self.archive || stamp.is_some_and(|s| !settled(&s));
+                self.archive = stamp;
+                moved
+            }
+            Err(e) => {
+                problems.push(format!("mail archive: {}", chain(&e)));
+                true
+            }
+        };
+        let waiting: BTreeSet<&TaskId> = self.inboxes.values().flat_map(|i| &i.waiting).collect();
+        self.gates.retain(|task, _| waiting.contains(task));
+        for task in waiting {
+            if archive_moved || dirty.contains(task) || !self.gates.contains_key(task) {
+                let gate = mail.pending_replies(task).map_err(|e| chain(&e));
+                self.gates.insert(task.clone(), gate);
+            }
+        }
+        problems
     }
 
     /// Reads `agent`'s inbox again if its stamp says it may have changed,
@@ -161,14 +185,7 @@ impl Requests {
     }
 }
 
-/// Returns true when `stat`'s change time is old enough to trust.
+/// Returns true when `stat`'s modification time is old enough to trust.
 fn settled(stat: &Stat) -> bool {
-    let (secs, nanos) = stat.mtime;
-    let Ok(secs) = u64::try_from(secs) else {
-        return false;
-    };
-    let at = UNIX_EPOCH + Duration::new(secs, u32::try_from(nanos).unwrap_or(0));
-    SystemTime::now()
-        .duration_since(at)
-        .is_ok_and(|age| age >= RACY)
+    crate::stamps::settled(stat, SystemTime::now())
 }

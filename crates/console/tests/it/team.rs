@@ -1,4 +1,5 @@
-//! A small team on a manual clock: every view has rows, one agent stalls.
+//! A small team on a manual clock: every view has rows, one agent stalls,
+//! the pool holds an item in each state.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,6 +10,7 @@ use chipset::directory::{Registration, Role};
 use chipset::lease::{LeaseMode, LeaseRequest};
 use chipset::mail::{MessageId, NewMessage};
 use chipset::nudge::{NewNudge, NewReminder, NudgeType};
+use chipset::pool::{ItemId, NewItem};
 use chipset::store::{AgentId, ManualClock, StateDir, StateOptions, TaskId, Timestamp};
 
 pub(crate) fn id(name: &str) -> AgentId {
@@ -51,7 +53,42 @@ pub(crate) fn team() -> Team {
         )
         .unwrap();
     c.hooks().activate(&held).unwrap();
+    let lead = id("lead");
+    let item = |id: &str, title: &str| NewItem::new(title).with_id(ItemId::new(id).unwrap());
+    let pool = c.pool();
+    pool.post(&lead, &item("bd-099", "Pin the toolchain").with_priority(1))
+        .unwrap();
+    pool.post(
+        &lead,
+        &item("bd-102", "Bump dependencies")
+            .with_body("Cargo update, then the lock file.\nKeep MSRV.")
+            .with_labels(["deps"]),
+    )
+    .unwrap();
+    pool.post(
+        &lead,
+        &item("bd-103", "Write the changelog").with_priority(3),
+    )
+    .unwrap();
+    pool.post(
+        &lead,
+        &item("bd-104", "Release 0.2").with_depends_on([
+            ItemId::new("bd-102").unwrap(),
+            ItemId::new("bd-103").unwrap(),
+        ]),
+    )
+    .unwrap();
+    pool.post(
+        &lead,
+        &item("bd-105", "Rotate the keys")
+            .with_not_before(Timestamp::from_unix_ms(START + 2 * 86_400_000)),
+    )
+    .unwrap();
     clock.advance(Duration::from_secs(60));
+    // Beta works the most urgent item through its hook.
+    let pinned = pool.claim(&beta, &ItemId::new("bd-099").unwrap()).unwrap();
+    c.hooks().activate(&pinned.assignment).unwrap();
+    c.hooks().complete(&pinned.assignment).unwrap();
     let task = TaskId::new("T-7").unwrap();
     let request = NewMessage::request(
         critic.clone(),
@@ -106,14 +143,8 @@ pub(crate) fn team() -> Team {
         )
         .unwrap();
     clock.advance(Duration::from_secs(9 * 60));
-    c.hooks()
-        .assign(
-            &beta,
-            "bd-102".parse().unwrap(),
-            "Bump dependencies",
-            Some(&id("mayor")),
-        )
-        .unwrap();
+    // Its next claim records the first done and takes the next item.
+    pool.claim(&beta, &ItemId::new("bd-102").unwrap()).unwrap();
     Team {
         chipset: c,
         _tmp: tmp,

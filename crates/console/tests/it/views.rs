@@ -169,3 +169,53 @@ fn a_request_shows_its_thread() {
         "{d:?}"
     );
 }
+
+#[test]
+fn the_pool_lists_items_by_state_and_shows_an_item() {
+    let team = team();
+    let s = snapshot_of(&team);
+    let pool = s.table(View::Pool);
+    let states: Vec<(&str, &str)> = pool
+        .rows
+        .iter()
+        .map(|r| (r.key.as_str(), r.cells[1].as_str()))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("bd-102", "claimed (pending)"),
+            ("bd-103", "ready"),
+            ("bd-104", "blocked"),
+            ("bd-105", "deferred"),
+            ("bd-099", "done"),
+        ]
+    );
+    assert_eq!(pool.rows[0].cells[3], "polecat-beta", "claimed by whom");
+    assert!(pool.rows[2].cells[6].contains("bd-102, bd-103"), "{pool:?}");
+    let d = detail(&team.chipset, &s, View::Pool, "bd-102");
+    assert!(d.lines.iter().any(|l| l == "Keep MSRV."), "{d:?}");
+    let d = detail(&team.chipset, &s, View::Pool, "no-such-item");
+    assert!(d.lines.iter().any(|l| l.contains("no-such-item")), "{d:?}");
+}
+
+#[test]
+fn a_second_load_sees_what_changed_and_keeps_the_rest() {
+    let team = team();
+    let loader = chipset_console::Loader::new();
+    let first = loader.load(&team.chipset).unwrap();
+    let again = loader.load(&team.chipset).unwrap();
+    assert_eq!(first, again, "nothing changed");
+    let gamma = crate::team::id("polecat-gamma");
+    team.chipset
+        .pool()
+        .claim(&gamma, &"bd-103".parse().unwrap())
+        .unwrap();
+    let after = loader.load(&team.chipset).unwrap();
+    assert_eq!(after.table(View::Agents).rows.len(), 3, "a new hook");
+    let claimed = &after.table(View::Pool).rows[1];
+    assert_eq!(
+        (claimed.key.as_str(), claimed.cells[3].as_str()),
+        ("bd-103", "polecat-gamma")
+    );
+    assert_eq!(after.table(View::Requests), first.table(View::Requests));
+}

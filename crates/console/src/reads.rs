@@ -1,0 +1,137 @@
+//! What the views are built from, read area by area and kept between
+//! loads: a load rereads an area only when [`Stamps`] says something under
+//! it changed, and rebuilds every table from what it holds (the ages move
+//! with the clock, the files do not).
+
+use std::collections::BTreeMap;
+
+use chipset::Chipset;
+use chipset::bus::AgentStatus;
+use chipset::directory::{Filter, Roster};
+use chipset::hook::Hook;
+use chipset::lease::Lease;
+use chipset::nudge::{Listing, Received, ReminderFilter};
+use chipset::pool::{Listed, WorkState};
+use chipset::store::{AgentId, ReadOutcome, Timestamp};
+
+use crate::model::chain;
+use crate::stamps::{Changed, Stamps};
+
+/// One area's latest read, or why it failed.
+pub(crate) type Area<T> = Option<Result<T, String>>;
+
+/// An agent's nudge as read: absent from `nudge/`, read, or failed.
+pub(crate) type NudgeRead = Result<ReadOutcome<Received>, String>;
+
+/// Every area's latest read.
+#[derive(Debug, Default)]
+pub(crate) struct Reads {
+    stamps: Stamps,
+    /// `hooks/`.
+    pub(crate) hooks: Area<BTreeMap<AgentId, ReadOutcome<Hook>>>,
+    /// `nudge/`: each agent with a nudge directory.
+    pub(crate) nudges: Area<BTreeMap<AgentId, NudgeRead>>,
+    /// `mail/inbox/`: each inbox's message count.
+    pub(crate) inboxes: Area<BTreeMap<AgentId, Result<usize, String>>>,
+    /// `bus/`.
+    pub(crate) bus: Area<Vec<AgentStatus>>,
+    /// `reminders/`: the open count (by the index) and the open reminders.
+    pub(crate) reminders: Area<(usize, Listing)>,
+    /// `agents/` with what last seen reads (hooks, bus, the manifest).
+    pub(crate) roster: Area<Roster>,
+    /// `leases/`: every lease, live or not (expiry is the clock's).
+    pub(crate) leases: Area<Vec<Lease>>,
+    /// `pool/` with the hooks that hold its items.
+    pub(crate) pool: Area<Vec<Listed>>,
+}
+
+impl Reads {
+    /// Looks at the stamps and rereads each area that changed (every area
+    /// the first time). Returns what changed, for the readers that keep
+    /// finer caches of their own.
+    pub(crate) fn refresh(&mut self, chipset: &Chipset, now: Timestamp) -> Changed {
+        let changed = self.stamps.look(chipset.state());
+        let stale = |read: bool, paths: &[&str]| !read || paths.iter().any(|p| changed.under(p));
+        if stale(self.hooks.is_some(), &["hooks"]) {
+            self.hooks = Some(chipset.hooks().list().map_err(|e| chain(&e)));
+        }
+        if stale(self.nudges.is_some(), &["nudge"]) {
+            self.nudges = Some(read_nudges(chipset));
+        }
+        if stale(self.inboxes.is_some(), &["mail/inbox"]) {
+            let known = self.inboxes.take().and_then(Result::ok).unwrap_or_default();
+            self.inboxes = Some(read_inboxes(chipset, &changed, known));
+        }
+        if stale(self.bus.is_some(), &["bus"]) {
+            self.bus = Some(chipset.bus().status().map_err(|e| chain(&e)));
+        }
+        if stale(self.reminders.is_some(), &["reminders"]) {
+            let reminders = chipset.reminders();
+            self.reminders = Some(
+                reminders
+                    .open_counts()
+                    .map(|c| c.values().sum())
+                    .and_then(|open| Ok((open, reminders.list_open(&ReminderFilter::default())?)))
+                    .map_err(|e| chain(&e)),
+            );
+        }
+        let seen = ["agents", "bus", "hooks", "mail/manifest.jsonl"];
+        if stale(self.roster.is_some(), &seen) {
+            self.roster = Some(
+                chipset
+                    .directory()
+                    .list(&Filter::default())
+                    .map_err(|e| chain(&e)),
+            );
+        }
+        if stale(self.leases.is_some(), &["leases"]) {
+            self.leases = Some(chipset.leases().list().map_err(|e| chain(&e)));
+        }
+        // A deferred item becomes ready with the clock alone.
+        let due = matches!(&self.pool, Some(Ok(items)) if items.iter().any(
+            |l| matches!(l.state, WorkState::Deferred { until } if until <= now)
+        ));
+        if due || stale(self.pool.is_some(), &["pool", "hooks"]) {
+            self.pool = Some(chipset.pool().list().map_err(|e| chain(&e)));
+        }
+        changed
+    }
+}
+
+fn read_nudges(chipset: &Chipset) -> Result<BTreeMap<AgentId, NudgeRead>, String> {
+    let nudges = chipset.nudges();
+    let agents = nudges.agents().map_err(|e| chain(&e))?;
+    Ok(agents
+        .into_iter()
+        .map(|a| {
+            let read = nudges.receive(&a).map_err(|e| chain(&e));
+            (a, read)
+        })
+        .collect())
+}
+
+/// Counts each inbox again whose directory changed; keeps the others.
+fn read_inboxes(
+    chipset: &Chipset,
+    changed: &Changed,
+    mut known: BTreeMap<AgentId, Result<usize, String>>,
+) -> Result<BTreeMap<AgentId, Result<usize, String>>, String> {
+    let mail = chipset.mail();
+    let root = mail.dir().join("inbox").map_err(|e| chain(&e))?;
+    let names = mail.state().list(&root).map_err(|e| chain(&e))?;
+    let mut out = BTreeMap::new();
+    for name in names {
+        let agent = AgentId::new(name.as_str()).map_err(|_| {
+            format!(
+                "{}: not an agent inbox directory",
+                root.as_path().join(&name).display()
+            )
+        })?;
+        let count = match known.remove(&agent) {
+            Some(Ok(n)) if !changed.under(&format!("mail/inbox/{agent}")) => Ok(n),
+            _ => mail.inbox_len(&agent).map_err(|e| chain(&e)),
+        };
+        out.insert(agent, count);
+    }
+    Ok(out)
+}
