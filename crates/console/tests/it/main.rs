@@ -7,6 +7,7 @@
     reason = "tests remove the state root and drive the binary as another program would"
 )]
 
+mod peers;
 mod serve;
 mod team;
 mod views;

@@ -1,0 +1,78 @@
+//! The views over files other programs wrote: the peer fixtures (nubos-pilot's
+//! mail folder, Tibsfox's hooks) under a chipset root.
+
+use std::path::Path;
+
+use chipset::Chipset;
+use chipset_console::{Screen, Snapshot, View, detail};
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn every_view_draws_the_peer_fixtures() {
+    let peers = chipset_testkit::peer_fixtures();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("state");
+    copy_dir(&peers.join("nubos-pilot/messages"), &root.join("mail"));
+    std::fs::create_dir_all(root.join("hooks")).unwrap();
+    std::fs::copy(
+        peers.join("tibsfox/hooks/active.json"),
+        root.join("hooks/polecat-alpha.json"),
+    )
+    .unwrap();
+    let chipset = Chipset::open(&root).unwrap();
+    let snapshot = Snapshot::load(&chipset).unwrap();
+    let agents = snapshot.table(View::Agents);
+    assert!(agents.problems.is_empty(), "{:?}", agents.problems);
+    let names: Vec<&str> = agents.rows.iter().map(|r| r.key.as_str()).collect();
+    for agent in ["np-critic", "np-executor", "polecat-alpha"] {
+        assert!(names.contains(&agent), "{agent} missing: {names:?}");
+    }
+    let requests = snapshot.table(View::Requests);
+    assert!(requests.problems.is_empty(), "{:?}", requests.problems);
+    for view in View::ALL {
+        let mut screen = Screen::new(view);
+        screen.detail = screen
+            .selected_key(&snapshot)
+            .map(|k| detail(&chipset, &snapshot, view, &k));
+        let text = chipset_console::text(&screen, &snapshot, 120, 30);
+        assert!(text.contains(view.title()), "{text}");
+        assert!(!text.contains("! "), "a problem line:\n{text}");
+    }
+}
+
+#[test]
+fn a_hook_that_names_another_agent_closes_the_pool_view() {
+    let peers = chipset_testkit::peer_fixtures();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("state");
+    std::fs::create_dir_all(root.join("hooks")).unwrap();
+    // Its `agentId` is polecat-alpha: not a legal hook of `stranger`, and it
+    // might hold a pool item, so the pool says it cannot tell.
+    std::fs::copy(
+        peers.join("tibsfox/hooks/active.json"),
+        root.join("hooks/stranger.json"),
+    )
+    .unwrap();
+    let chipset = Chipset::open(&root).unwrap();
+    let snapshot = Snapshot::load(&chipset).unwrap();
+    let pool = snapshot.table(View::Pool);
+    assert!(pool.rows.is_empty());
+    assert!(
+        pool.problems.iter().any(|p| p.contains("is corrupt")),
+        "{pool:?}"
+    );
+    let stranger = &snapshot.table(View::Agents).rows[0];
+    assert_eq!(stranger.cells[1], "corrupt");
+}
