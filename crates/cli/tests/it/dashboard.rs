@@ -2,7 +2,8 @@
 //! through chromedriver's WebDriver protocol (plain JSON over HTTP, spoken
 //! here over a `TcpStream`: one test needs no HTTP client crate). The page
 //! shows the agents of the peer fixtures, then a message sent by `chipset
-//! mail send` within 2 s without a reload, with no console error.
+//! mail send` within 2 s without a reload, with no console error; and in
+//! the work pool's view an item posted by `chipset work post`, the same way.
 //!
 //! With `CHIPSET_DASHBOARD_SCREENSHOT=PATH` it also saves a PNG of the page
 //! there (`scripts/screenshot.sh` refreshes `docs/images/dashboard.png`).
@@ -287,6 +288,48 @@ fn the_dashboard_shows_a_fixture_state_and_a_new_message_live() {
         let png = browser.cmd("GET", "screenshot", None);
         std::fs::write(path, base64(png.as_str().unwrap())).unwrap();
     }
+
+    // The work pool's view: an item posted from a shell shows live.
+    browser.cmd(
+        "POST",
+        "url",
+        Some(&json!({"url": format!("http://{addr}/?view=pool")})),
+    );
+    browser.script("window.chipsetMarker = 43; return null;");
+    let run = env.run(&[
+        "work",
+        "post",
+        "--agent",
+        "np-critic",
+        "--id",
+        "w-browser",
+        "--priority",
+        "1",
+        "Seen in the pool",
+    ]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let posted = Instant::now();
+    loop {
+        let text = browser.script("return document.getElementById('live').innerText;");
+        let text = text.as_str().unwrap();
+        if text.contains("Seen in the pool") {
+            assert!(
+                text.contains("w-browser") && text.contains("ready"),
+                "{text}"
+            );
+            break;
+        }
+        assert!(
+            posted.elapsed() < Duration::from_secs(2),
+            "the posted item is not shown within 2 s:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    eprintln!("the posted item showed after {:?}", posted.elapsed());
+    let marker = browser.script("return window.chipsetMarker;");
+    assert_eq!(marker, json!(43), "the page was not reloaded");
+    let errors = browser.console_errors();
+    assert!(errors.is_empty(), "console errors: {errors:?}");
 }
 
 /// Decodes standard base64 (WebDriver's screenshots).

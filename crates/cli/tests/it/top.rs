@@ -150,6 +150,21 @@ fn an_agent_assigned_from_outside_appears_within_two_seconds() {
     tmux.until(Duration::from_secs(2), "the search keeps zulu only", |s| {
         s.contains("1 of 2 match /zulu") && !s.contains("polecat-alpha")
     });
+    // The work pool's view: an item posted from outside shows there too.
+    tmux.keys(&["w"]);
+    let run = env.run(&[
+        "work",
+        "post",
+        "--agent",
+        "lead",
+        "--id",
+        "w-tmux",
+        "Seen in top",
+    ]);
+    assert_eq!(run.code, 0, "{run:?}");
+    tmux.until(Duration::from_secs(2), "the posted item shows", |s| {
+        s.contains("w-tmux") && s.contains("Seen in top") && s.contains("1 ready")
+    });
     tmux.keys(&["q"]);
     let start = Instant::now();
     while tmux.alive() {
