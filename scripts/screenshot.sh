@@ -2,7 +2,8 @@
 # Refreshes the pictures of the live views in docs/images/:
 # - dashboard.png: the browser test's page (`chipset serve` over the peer
 #   fixtures, headless chromium), saved by the test itself;
-# - top.txt: one frame of `chipset top` over a small demo team.
+# - top.txt and top-pool.txt: one frame of `chipset top` over a small
+#   demo team, on the agents view and on the work pool's.
 # Needs chromium and chromium-driver (apt-get install chromium chromium-driver).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,5 +33,15 @@ c nudge send --from witness --to polecat-alpha --type stall_warning --message "a
 c remind open --kind wip_unsealed --source-type wip_state --source-id wip-7 \
     --message "Seal the parser WIP" --agent polecat-alpha
 c lease acquire --agent polecat-alpha --reason "rewrite the parser" "src/parser/**"
-"$chipset" --root "$demo/state" top --once 120x30 | sed "s|$demo|/project/.chipset|" > "$out/top.txt"
-echo "refreshed $out/dashboard.png and $out/top.txt"
+c work post --agent mayor --id w-changelog --priority 1 --label docs "Write the changelog" \
+    --body "One line per change since 0.1, in Keep a Changelog form."
+c work post --agent mayor --id w-release --depends-on w-changelog "Release 0.2"
+c work post --agent mayor --id w-keys --defer 48h "Rotate the signing keys"
+c work post --agent mayor --id w-ci --priority 0 "Fix the flaky CI job"
+c work claim --agent polecat-gamma w-ci
+frame() {
+    "$chipset" --root "$demo/state" top --once 120x30 "$@" | sed "s|$demo|/project/.chipset|"
+}
+frame > "$out/top.txt"
+frame --view pool > "$out/top-pool.txt"
+echo "refreshed $out/dashboard.png, $out/top.txt and $out/top-pool.txt"
