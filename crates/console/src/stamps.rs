@@ -25,6 +25,17 @@ pub(crate) const RACY: Duration = Duration::from_secs(2);
 /// pool's log (dones and releases).
 const APPENDED: [&str; 2] = ["mail/manifest.jsonl", "pool/log.jsonl"];
 
+/// Returns true for a directory whose subdirectories no view reads, and
+/// which may hold many files: its stamp is kept, its listing is not read
+/// (an inbox, an event queue, the mail archive, which the open requests
+/// stamp themselves).
+fn leaf(rel: &str) -> bool {
+    let depth = rel.matches('/').count();
+    rel == "mail/archive"
+        || (rel.starts_with("mail/inbox/") && depth == 2)
+        || (rel.starts_with("bus/") && depth >= 2)
+}
+
 /// The most directories followed: a tree larger than this is cut, and
 /// the areas below the cut count as changed at every look.
 const MAX_DIRS: usize = 100_000;
@@ -126,7 +137,9 @@ impl Stamps {
                 _ => {
                     changed.paths.insert(rel.clone());
                     match stamp {
-                        Some(s) if s.is_dir() => state.list_dirs(&path).unwrap_or_default(),
+                        Some(s) if s.is_dir() && !leaf(&rel) => {
+                            state.list_dirs(&path).unwrap_or_default()
+                        }
                         _ => Vec::new(),
                     }
                 }
@@ -184,6 +197,16 @@ mod tests {
             paths: paths.iter().map(|p| (*p).to_owned()).collect(),
             everything: false,
         }
+    }
+
+    #[test]
+    fn inboxes_queues_and_the_archive_are_not_listed() {
+        assert!(leaf("mail/inbox/alice"));
+        assert!(leaf("mail/archive"));
+        assert!(leaf("bus/alice/queue"));
+        assert!(!leaf("mail/inbox"));
+        assert!(!leaf("bus/alice"));
+        assert!(!leaf("hooks"));
     }
 
     #[test]
