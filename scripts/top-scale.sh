@@ -13,7 +13,8 @@
 # 2. idle: the CPU time of that running `top` over CHIPSET_TOP_IDLE_SECS
 #    (default 60) seconds, from /proc/PID/stat, once it has settled;
 # 3. `chipset top --once 120x40`: one frame with everything read;
-# 4. the bench's in-process figures (first frame, full first load, idle
+# 4. `chipset serve`: the dashboard's first page warm (curl, median of 7);
+# 5. the bench's in-process figures (first frame, full first load, idle
 #    rescan, a load after one change).
 #
 # Needs tmux. The figures are wall clock on whatever else the machine runs.
@@ -54,5 +55,18 @@ t kill-server
 
 TIMEFORMAT="top --once 120x40: %R s wall, %U s user, %S s system"
 time "$chipset" --root "$state" top --once 120x40 >/dev/null
+
+# The dashboard's first page, warm: seven requests after its first load.
+log=$(mktemp)
+"$chipset" --root "$state" serve --addr 127.0.0.1:0 2>"$log" &
+serve=$!
+trap 't kill-server 2>/dev/null || true; kill $serve 2>/dev/null || true; rm -f "$log"' EXIT
+until grep -q 'dashboard at' "$log"; do sleep 0.05; done
+url=$(sed -n 's/.*dashboard at \(http[^ ]*\).*/\1/p' "$log" | head -n 1)
+curl -s -o /dev/null "$url" # the first, cold
+for _ in 1 2 3 4 5 6 7; do
+    curl -s -o /dev/null -w '%{time_total}\n' "$url"
+done | sort -n | awk '{a[NR]=$1} END {printf "dashboard: first page warm, median of 7: %.1f ms (max %.1f ms)\n", a[4]*1000, a[7]*1000}'
+kill "$serve"
 
 CHIPSET_TOP_STATE="$dir" cargo bench -q -p chipset-console --bench top
