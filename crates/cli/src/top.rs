@@ -51,24 +51,41 @@ pub(crate) fn run(ctx: &Ctx, args: &TopArgs) -> Result<Output> {
     }
     let (tx, rx) = mpsc::channel();
     let changes = tx.clone();
-    // Started before the terminal is taken, so a failure prints plainly.
-    let reader = chipset.clone();
-    // The reads run on the watch thread: a slow one never blocks the keys.
-    let _watch = chipset_console::watch(chipset.state(), args.rescan, move |_| {
-        let loaded = loader.load(&reader).map_err(|e| e.to_string());
-        changes.send(Wake::Loaded(Box::new(loaded))).is_ok()
-    })
-    .map_err(|e| CliError::refused(e.to_string()))?;
-    std::thread::Builder::new()
-        .name("chipset-top-keys".to_owned())
-        .spawn(move || read_keys(&tx))
-        .map_err(|e| CliError::refused(format!("failed to start the key reader: {e}")))?;
     let mut terminal = ratatui::try_init().map_err(|e| {
         ratatui::restore();
         CliError::refused(format!(
             "chipset top needs a terminal (--once WIDTHxHEIGHT prints one frame): {e}"
         ))
     })?;
+    // The first frame comes before the watch is set up: on a large root,
+    // setting up the notifications walks every directory. A failure after
+    // it gives the terminal back first, so it prints plainly.
+    let started = terminal
+        .draw(|f| chipset_console::draw(f, &screen, &snapshot))
+        .map_err(|e| format!("failed to draw on the terminal: {e}"))
+        .and_then(|_| {
+            let reader = chipset.clone();
+            // The reads run on the watch thread: a slow one never blocks the keys.
+            chipset_console::watch(chipset.state(), args.rescan, move |_| {
+                let loaded = loader.load(&reader).map_err(|e| e.to_string());
+                changes.send(Wake::Loaded(Box::new(loaded))).is_ok()
+            })
+            .map_err(|e| e.to_string())
+        })
+        .and_then(|watch| {
+            std::thread::Builder::new()
+                .name("chipset-top-keys".to_owned())
+                .spawn(move || read_keys(&tx))
+                .map(|_| watch)
+                .map_err(|e| format!("failed to start the key reader: {e}"))
+        });
+    let _watch = match started {
+        Ok(watch) => watch,
+        Err(e) => {
+            ratatui::restore();
+            return Err(CliError::refused(e));
+        }
+    };
     let outcome = (|| -> std::io::Result<Option<String>> {
         loop {
             terminal.draw(|f| chipset_console::draw(f, &screen, &snapshot))?;
