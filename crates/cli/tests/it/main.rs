@@ -32,6 +32,7 @@ mod remind;
 mod status;
 mod top;
 mod witness;
+mod work;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

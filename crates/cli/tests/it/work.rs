@@ -1,0 +1,172 @@
+//! `chipset work ...`: the work pool end to end from a shell, with its
+//! conflicting, retried and refused cases.
+
+use crate::Env;
+
+/// Posts `id` titled `title` by `lead`, with `extra` arguments.
+fn post(env: &mut Env, id: &str, title: &str, extra: &[&str]) {
+    let mut args = vec!["work", "post", "--agent", "lead", "--id", id];
+    args.extend_from_slice(extra);
+    args.push(title);
+    env.ok(&args);
+}
+
+#[test]
+fn post_ready_claim_release_and_done_from_a_shell() {
+    let mut env = Env::new();
+    post(
+        &mut env,
+        "schema",
+        "Design the schema",
+        &["--priority", "1"],
+    );
+    post(
+        &mut env,
+        "api",
+        "Write the API",
+        &["--depends-on", "schema"],
+    );
+    post(
+        &mut env,
+        "docs",
+        "Document it",
+        &["--defer", "2h", "--label", "docs"],
+    );
+    assert_eq!(
+        env.ok(&["work", "ready"]).stdout,
+        "schema P1 [ready] Design the schema\n"
+    );
+    // A retried post with the same content is a success that changes nothing.
+    let again = env.ok(&[
+        "--json",
+        "work",
+        "post",
+        "--agent",
+        "lead",
+        "--id",
+        "schema",
+        "--priority",
+        "1",
+        "Design the schema",
+    ]);
+    assert_eq!(again.json()["existing"], true);
+    let claimed = env
+        .ok(&["--json", "work", "claim", "--agent", "alice"])
+        .json();
+    assert_eq!(claimed["item"]["id"], "schema");
+    assert_eq!(claimed["existing"], false);
+    // Conflicting: another agent's claim of the claimed item is refused.
+    let taken = env.fails(1, &["work", "claim", "--agent", "bob", "schema"]);
+    assert!(
+        taken.stderr.contains("claimed by `alice`"),
+        "{}",
+        taken.stderr
+    );
+    assert_eq!(
+        env.ok(&["work", "claim", "--agent", "bob"]).stdout,
+        "nothing ready\n"
+    );
+    // Retried: claiming again returns the held item.
+    let retry = env
+        .ok(&["--json", "work", "claim", "--agent", "alice"])
+        .json();
+    assert_eq!(
+        (retry["item"]["id"].as_str(), retry["existing"].as_bool()),
+        (Some("schema"), Some(true))
+    );
+    // Only the holder releases, with a reason; a release again is a success.
+    let not_mine = env.fails(
+        1,
+        &[
+            "work", "release", "--agent", "bob", "--reason", "x", "schema",
+        ],
+    );
+    assert!(
+        not_mine.stderr.contains("`alice` holds it"),
+        "{}",
+        not_mine.stderr
+    );
+    env.ok(&[
+        "work",
+        "release",
+        "--agent",
+        "alice",
+        "--reason",
+        "needs input",
+        "schema",
+    ]);
+    let again = env.ok(&[
+        "--json",
+        "work",
+        "release",
+        "--agent",
+        "alice",
+        "--reason",
+        "needs input",
+        "schema",
+    ]);
+    assert_eq!(again.json()["existing"], true);
+    // Bob takes it and finishes it; done again is a success; the
+    // dependent item is ready.
+    env.ok(&["work", "claim", "--agent", "bob"]);
+    env.ok(&["work", "done", "--agent", "bob", "schema"]);
+    let again = env.ok(&["--json", "work", "done", "--agent", "bob", "schema"]);
+    assert_eq!(again.json()["existing"], true);
+    let done = env.fails(1, &["work", "claim", "--agent", "carol", "schema"]);
+    assert!(done.stderr.contains("is done"), "{}", done.stderr);
+    assert_eq!(
+        env.ok(&["work", "ready"]).stdout,
+        "api P2 [ready] Write the API\n"
+    );
+    let list = env.ok(&["--json", "work", "list", "--open"]).json();
+    assert_eq!(list["total"], 2);
+    let state = env.ok(&["--json", "status"]).json();
+    assert_eq!(state["pool"]["ready"], 1);
+    assert_eq!(state["pool"]["deferred"], 1);
+    assert_eq!(state["pool"]["done"], 1);
+}
+
+/// Bad input is refused with exit 2 and writes nothing.
+#[test]
+fn bad_work_input_is_refused_and_changes_nothing() {
+    let mut env = Env::new();
+    post(&mut env, "a", "First", &[]);
+    for args in [
+        &["work", "post", "--agent", "lead", "--priority", "5", "x"][..],
+        &[
+            "work",
+            "post",
+            "--agent",
+            "lead",
+            "--depends-on",
+            "nope",
+            "x",
+        ],
+        &[
+            "work",
+            "post",
+            "--agent",
+            "lead",
+            "--id",
+            "b",
+            "--depends-on",
+            "b",
+            "x",
+        ],
+        &["work", "post", "--agent", "lead", "--id", "../b", "x"],
+        &["work", "post", "--agent", "lead", "--label", "a b", "x"],
+        &["work", "post", "--agent", "lead", "  "],
+        &[
+            "work",
+            "post",
+            "--agent",
+            "lead",
+            "--id",
+            "a",
+            "Other content",
+        ],
+        &["work", "release", "--agent", "lead", "--reason", "", "a"],
+    ] {
+        env.fails(2, args);
+    }
+}
