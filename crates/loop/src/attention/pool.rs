@@ -86,7 +86,7 @@ fn item(e: &PoolEntry) -> Item {
 /// `P1 Design the schema` (and its role, when it has one).
 fn line(e: &PoolEntry) -> String {
     match &e.role {
-        Some(role) => format!("P{} {} (for {role})", e.priority, e.title),
+        Some(role) => format!("P{} {} (role {role})", e.priority, e.title),
         None => format!("P{} {}", e.priority, e.title),
     }
 }
@@ -234,7 +234,7 @@ mod tests {
         let entry = pool_kinds(&brief).unwrap();
         assert_eq!(
             entry.top.summary,
-            "ready to claim: P2 review (for reviewer)"
+            "ready to claim: P2 review (role reviewer)"
         );
         post(&t.state, NewItem::new("anyone").with_id(id("n")));
         assert_eq!(
