@@ -2,6 +2,7 @@
 //! hook is free, filtered by its roles in the directory.
 
 use chipset_directory::Directory;
+use chipset_hook::HookStatus;
 use chipset_pool::{Entry as PoolEntry, Pool, ReadyFilter};
 use chipset_store::{AgentId, ReadOutcome, StatePath, Timestamp};
 
@@ -34,6 +35,15 @@ impl Attention {
     /// for no role, and items for a role its directory profile holds.
     pub(super) fn pool_entry(&self, agent: &AgentId) -> Result<(Option<Entry>, Option<Timestamp>)> {
         let state = self.hooks.state();
+        // Work pending or active on the hook (the common case while an
+        // agent works): nothing to claim, and nothing more to read. A
+        // corrupt hook is the hook entry's line; its claims would fail.
+        match self.hooks.read(agent)? {
+            ReadOutcome::Value(h)
+                if matches!(h.state.status(), HookStatus::Empty | HookStatus::Completed) => {}
+            ReadOutcome::Missing => {}
+            _ => return Ok((None, None)),
+        }
         let roles: Vec<String> = match Directory::new(state.clone()).read(agent) {
             Ok(ReadOutcome::Value(profile)) => profile
                 .roles
