@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# A throwaway PostgreSQL cluster on 127.0.0.1 for chipset-backend's tests
+# (issue 30).
+#
+#   scripts/pg-test-cluster.sh start     # prints the URL on stdout
+#   scripts/pg-test-cluster.sh restart [DIR]
+#   scripts/pg-test-cluster.sh stop [DIR] # stops it and removes DIR
+#
+# `start` makes a cluster in a new temporary folder (or $PG_TEST_DIR),
+# listening only on 127.0.0.1 at a free port (or $PG_TEST_PORT), with
+# password authentication over TCP (scram-sha-256) so the tests can check
+# a wrong password, and prints `postgres://chipset:PASSWORD@127.0.0.1:PORT/chipset`.
+# The folder is written to stderr and to $TMPDIR/chipset-pg-test-cluster.last,
+# which `restart` and `stop` use when no DIR is given.
+#
+# PostgreSQL refuses to run as root: as root the server runs as the
+# `postgres` user (runuser), which Debian's package creates; as anyone
+# else it runs as that user. The binaries are found on PATH or in the
+# newest /usr/lib/postgresql/*/bin.
+set -euo pipefail
+
+last="${TMPDIR:-/tmp}/chipset-pg-test-cluster.last"
+
+find_bin() {
+    local name=$1 dir
+    for dir in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+        if [ -x "$dir/$name" ]; then
+            echo "$dir/$name"
+            return
+        fi
+    done
+    if command -v "$name" >/dev/null 2>&1; then
+        command -v "$name"
+        return
+    fi
+    echo "pg-test-cluster: $name not found (apt-get install postgresql)" >&2
+    exit 1
+}
+
+# Runs a command as the cluster's owner.
+as_owner() {
+    if [ "$(id -u)" = 0 ]; then
+        runuser -u postgres -- "$@"
+    else
+        "$@"
+    fi
+}
+
+free_port() {
+    local port
+    for port in $(seq 15432 15531); do
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+            echo "$port"
+            return
+        fi
+    done
+    echo "pg-test-cluster: no free port in 15432-15531" >&2
+    exit 1
+}
+
+start() {
+    local dir=${PG_TEST_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/chipset-pg.XXXXXX")}
+    local port=${PG_TEST_PORT:-$(free_port)}
+    local password
+    password=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    mkdir -p "$dir"
+    chmod 0755 "$dir"
+    printf '%s\n' "$password" >"$dir/pwfile"
+    if [ "$(id -u)" = 0 ]; then
+        chown -R postgres "$dir"
+    fi
+    as_owner "$(find_bin initdb)" -D "$dir/data" -U chipset --pwfile="$dir/pwfile" \
+        --auth-local=trust --auth-host=scram-sha-256 -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 ||
+        { cat "$dir/initdb.log" >&2; exit 1; }
+    rm -f "$dir/pwfile"
+    as_owner "$(find_bin pg_ctl)" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+        -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir -c max_connections=200" \
+        start >/dev/null || { cat "$dir/server.log" >&2; exit 1; }
+    as_owner "$(find_bin psql)" -h "$dir" -p "$port" -U chipset -d postgres -q \
+        -c "CREATE DATABASE chipset" >/dev/null
+    printf '%s\n' "$dir" >"$last"
+    printf '%s\n' "$port" >"$dir/port"
+    echo "pg-test-cluster: cluster in $dir" >&2
+    echo "postgres://chipset:$password@127.0.0.1:$port/chipset"
+}
+
+dir_arg() {
+    local dir=${1:-}
+    if [ -z "$dir" ] && [ -f "$last" ]; then
+        dir=$(cat "$last")
+    fi
+    if [ -z "$dir" ] || [ ! -d "$dir/data" ]; then
+        echo "pg-test-cluster: no cluster folder (give DIR)" >&2
+        exit 1
+    fi
+    echo "$dir"
+}
+
+restart() {
+    local dir
+    dir=$(dir_arg "${1:-}")
+    as_owner "$(find_bin pg_ctl)" -D "$dir/data" -l "$dir/server.log" -w -t 60 -m fast restart >/dev/null
+}
+
+stop() {
+    local dir
+    dir=$(dir_arg "${1:-}") || exit 0
+    as_owner "$(find_bin pg_ctl)" -D "$dir/data" -w -t 60 -m fast stop >/dev/null 2>&1 || true
+    rm -rf "$dir"
+    if [ -f "$last" ] && [ "$(cat "$last")" = "$dir" ]; then
+        rm -f "$last"
+    fi
+}
+
+case "${1:-}" in
+start) start ;;
+restart) restart "${2:-}" ;;
+stop) stop "${2:-}" ;;
+*)
+    echo "usage: $0 start | restart [DIR] | stop [DIR]" >&2
+    exit 2
+    ;;
+esac
