@@ -1,0 +1,269 @@
+//! The trait every backend implements, and the values it passes.
+
+use std::fmt;
+use std::time::Duration;
+
+use chipset_store::Timestamp;
+
+use crate::error::{Error, Result};
+use crate::key::{Dir, Key};
+
+/// The largest value or log record accepted, in bytes (1 MiB): the read cap
+/// of chipset-store's typed reads, so a value written through the seam is
+/// always readable by the channels. Larger is [`Error::TooLarge`].
+pub const MAX_VALUE: usize = 1 << 20;
+
+/// Which version of a value a read saw: the token a compare-and-swap
+/// ([`Backend::replace`], [`Backend::remove`]) is made against.
+///
+/// Opaque, and comparable only with versions of the same backend. On a
+/// directory it is a 64-bit digest of the file's bytes (a file has no
+/// other field to carry it, and files stay byte for byte what the channels
+/// write), so the swap succeeds when the bytes are the ones read; every
+/// chipset value that changes meaning carries a generation or id, so equal
+/// bytes are the same state. On PostgreSQL it is the `version` column,
+/// drawn from one sequence: it never repeats, even after a delete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Version(pub(crate) u64);
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:016x}", self.0)
+    }
+}
+
+/// A value and the version it was read at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Versioned {
+    /// The bytes, exactly as written.
+    pub value: Vec<u8>,
+    /// The version to swap against.
+    pub version: Version,
+}
+
+/// What [`Backend::create`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
+pub enum Created {
+    /// This call created the value: of racing creators, exactly one sees this.
+    New(Version),
+    /// The key already held a value, returned as it is now. When it holds
+    /// the bytes this call tried to write, the call is a retry of a create
+    /// that applied: see [`Created::is_retry_of`].
+    Existing(Versioned),
+}
+
+impl Created {
+    /// Returns whether the key now holds `value`: a new create, or a retry
+    /// of one that applied (the idempotent-retry rule: same key, same
+    /// content, the first attempt's success).
+    pub fn is_retry_of(&self, value: &[u8]) -> bool {
+        match self {
+            Created::New(_) => true,
+            Created::Existing(v) => v.value == value,
+        }
+    }
+}
+
+/// Where a log reader is: a byte offset on a directory, a sequence number
+/// on PostgreSQL. Start at [`LogPos::START`]; continue at
+/// [`LogRead::next`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LogPos(pub(crate) u64);
+
+impl LogPos {
+    /// The start of every log.
+    pub const START: LogPos = LogPos(0);
+}
+
+/// What [`Backend::read_log`] returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogRead {
+    /// The records from the position asked for, in append order, each one
+    /// JSON value serialized compactly with sorted keys.
+    pub records: Vec<Vec<u8>>,
+    /// Where the next read continues.
+    pub next: LogPos,
+}
+
+/// What a [`Wait::wait`] returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub enum Wake {
+    /// Something changed in a watched folder: read again.
+    Changed,
+    /// No notification came within the rescan interval (the safety net for
+    /// a lost one): read again.
+    Rescan,
+    /// The timeout passed.
+    TimedOut,
+}
+
+/// A wait for changes in some folders, from [`Backend::watch`].
+pub trait Wait: fmt::Debug + Send {
+    /// Blocks until something changes in a watched folder, a rescan is
+    /// due, or `timeout` passes. It only says when to look: read the state
+    /// again after every wake.
+    ///
+    /// # Errors
+    ///
+    /// A backend error that the wait cannot recover from (on PostgreSQL a
+    /// lost connection is reconnected and reported as [`Wake::Rescan`]).
+    fn wait(&mut self, timeout: Duration) -> Result<Wake>;
+}
+
+/// A held lock from [`Backend::lock`], released on drop (and by the
+/// kernel or the server when its holder dies).
+#[must_use = "the lock is released when the guard is dropped"]
+pub struct LockGuard {
+    pub(crate) _inner: Box<dyn Send>,
+}
+
+impl fmt::Debug for LockGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("LockGuard")
+    }
+}
+
+/// The operations every chipset channel performs on its state, on a
+/// directory ([`FsBackend`](crate::FsBackend)) or on PostgreSQL
+/// (`PgBackend`, feature `postgres`). See the crate docs for which channel
+/// needs which, and `docs/backend.md` for how each maps to files and rows.
+///
+/// Synchronous, like the rest of the workspace: every channel's I/O layer
+/// is a locked read-decide-write on the caller's thread.
+///
+/// # Retrying
+///
+/// Any error may be retried; [`Error::OutcomeUnknown`] must be, with the
+/// same key and value. A create that applied answers [`Created::Existing`]
+/// with the same bytes ([`Created::is_retry_of`]); a replace that applied
+/// answers [`Error::Conflict`] holding its own write
+/// ([`Error::already_holds`] gives the version it made); a remove of a key
+/// already gone answers `Ok`. Compare-and-swap stays strict: a conflict is
+/// never turned into a success behind the caller's back.
+pub trait Backend: fmt::Debug + Send + Sync {
+    /// Returns the time on the backend's clock: the injected clock of a
+    /// directory, the server's clock on PostgreSQL (so leases, presence
+    /// and stall judgements agree across hosts).
+    ///
+    /// # Errors
+    ///
+    /// A server error on PostgreSQL.
+    fn now(&self) -> Result<Timestamp>;
+
+    /// Reads `key`: `None` when nothing is there.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupt`] when something is there but cannot be read as a
+    /// value (never "nothing there"); an I/O or server error.
+    fn read(&self, key: &Key) -> Result<Option<Versioned>>;
+
+    /// Creates `key` holding `value` unless it holds something: of racing
+    /// creators exactly one gets [`Created::New`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::TooLarge`]; [`Error::OutcomeUnknown`]; an I/O or server error
+    /// (nothing created).
+    fn create(&self, key: &Key, value: &[u8]) -> Result<Created>;
+
+    /// Replaces `key`'s value with `value` if it is still at `expected`,
+    /// and returns the new version.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Conflict`] when it is at another version (nothing written;
+    /// the error holds what is there);
+    /// [`Error::NotFound`] when nothing is there; [`Error::TooLarge`];
+    /// [`Error::OutcomeUnknown`]; an I/O or server error.
+    fn replace(&self, key: &Key, expected: Version, value: &[u8]) -> Result<Version>;
+
+    /// Writes `value` at `key` whatever is there (latest wins: a nudge's
+    /// `latest.json`), and returns the new version.
+    ///
+    /// # Errors
+    ///
+    /// As [`Backend::replace`], without the conflict.
+    fn put(&self, key: &Key, value: &[u8]) -> Result<Version>;
+
+    /// Removes `key` if it is still at `expected`. Removing a key that
+    /// holds nothing succeeds (a retry of a remove that applied).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Conflict`] when it is at another version; an I/O or server error.
+    fn remove(&self, key: &Key, expected: Version) -> Result<()>;
+
+    /// Lists the names that hold a value in `dir`, in byte order. Folders
+    /// below it are not listed.
+    ///
+    /// # Errors
+    ///
+    /// An I/O or server error.
+    fn list(&self, dir: &Dir) -> Result<Vec<String>>;
+
+    /// Appends `records` (each one JSON value) to the log `log`, durably
+    /// and in order, all together: no reader sees some without the rest,
+    /// and concurrent appends never interleave within a batch.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadRecord`]; [`Error::TooLarge`];
+    /// [`Error::OutcomeUnknown`] (the records may be there; a log is
+    /// at-least-once under it, so records carry their own ids); an I/O or
+    /// server error (nothing appended).
+    fn append(&self, log: &Key, records: &[&[u8]]) -> Result<()>;
+
+    /// Reads the log `log` from `from`, in append order.
+    ///
+    /// # Errors
+    ///
+    /// An I/O or server error.
+    fn read_log(&self, log: &Key, from: LogPos) -> Result<LogRead>;
+
+    /// Takes the exclusive lock of `key`, blocking until it is free. The
+    /// lock is advisory: it excludes other holders of the same lock, not
+    /// writers that do not take it.
+    ///
+    /// # Errors
+    ///
+    /// An I/O or server error.
+    fn lock(&self, key: &Key) -> Result<LockGuard>;
+
+    /// Returns a wait for changes in `dirs`, woken by any write through
+    /// any handle on the same state (any process, any host for PostgreSQL).
+    ///
+    /// # Errors
+    ///
+    /// An I/O or server error.
+    fn watch(&self, dirs: &[Dir], rescan: Duration) -> Result<Box<dyn Wait>>;
+}
+
+/// Refuses a value over [`MAX_VALUE`] before anything is written.
+pub(crate) fn check_size(key: &Key, len: usize) -> Result<()> {
+    if len > MAX_VALUE {
+        return Err(Error::TooLarge {
+            key: key.to_string(),
+            len,
+            max: MAX_VALUE,
+        });
+    }
+    Ok(())
+}
+
+/// Parses a log record and returns its canonical compact form (sorted keys,
+/// numbers exact), the bytes both backends keep and return.
+pub(crate) fn canonical_record(log: &Key, record: &[u8]) -> Result<Vec<u8>> {
+    check_size(log, record.len())?;
+    let value: serde_json::Value =
+        serde_json::from_slice(record).map_err(|e| Error::BadRecord {
+            key: log.to_string(),
+            why: e.to_string(),
+        })?;
+    serde_json::to_vec(&value).map_err(|e| Error::BadRecord {
+        key: log.to_string(),
+        why: e.to_string(),
+    })
+}

@@ -1,0 +1,95 @@
+//! A TCP proxy that can cut a connection at commit: it forwards the next
+//! request to the server, drops the server's answer, and closes both
+//! sides, so the statement commits and the client never learns it.
+
+#![allow(clippy::disallowed_methods, reason = "a test proxy, on loopback only")]
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::Duration;
+
+pub(crate) struct Proxy {
+    pub(crate) port: u16,
+    cut_next: Arc<AtomicBool>,
+}
+
+impl Proxy {
+    /// Listens on 127.0.0.1 at a free port and forwards to `upstream`.
+    pub(crate) fn start(upstream: SocketAddr) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let cut_next = Arc::new(AtomicBool::new(false));
+        let cut = Arc::clone(&cut_next);
+        thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { return };
+                let Ok(server) = TcpStream::connect(upstream) else {
+                    continue;
+                };
+                pipe(client, server, Arc::clone(&cut));
+            }
+        });
+        Proxy { port, cut_next }
+    }
+
+    /// Cuts the connection that sends the next request, after the server
+    /// has it and before the client hears back.
+    pub(crate) fn cut_at_next_request(&self) {
+        self.cut_next.store(true, Ordering::SeqCst);
+    }
+}
+
+fn pipe(client: TcpStream, server: TcpStream, cut_next: Arc<AtomicBool>) {
+    let cutting = Arc::new(AtomicBool::new(false));
+    let (mut c_read, mut s_write) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+    let (mut s_read, mut c_write) = (server, client);
+    let cut_c2s = Arc::clone(&cutting);
+    thread::spawn(move || {
+        let mut buf = vec![0; 64 * 1024];
+        loop {
+            let n = match c_read.read(&mut buf) {
+                Ok(0) | Err(_) => {
+                    let _ = s_write.shutdown(Shutdown::Write);
+                    return;
+                }
+                Ok(n) => n,
+            };
+            let cut = cut_next.swap(false, Ordering::SeqCst);
+            if cut {
+                cut_c2s.store(true, Ordering::SeqCst);
+            }
+            if s_write.write_all(&buf[..n]).is_err() {
+                return;
+            }
+            if cut {
+                // Give the server time to run and commit the statement,
+                // then cut both sides; its answer was never forwarded.
+                thread::sleep(Duration::from_millis(300));
+                let _ = c_read.shutdown(Shutdown::Both);
+                let _ = s_write.shutdown(Shutdown::Both);
+                return;
+            }
+        }
+    });
+    thread::spawn(move || {
+        let mut buf = vec![0; 64 * 1024];
+        loop {
+            let n = match s_read.read(&mut buf) {
+                Ok(0) | Err(_) => {
+                    let _ = c_write.shutdown(Shutdown::Write);
+                    return;
+                }
+                Ok(n) => n,
+            };
+            if cutting.load(Ordering::SeqCst) {
+                continue;
+            }
+            if c_write.write_all(&buf[..n]).is_err() {
+                return;
+            }
+        }
+    });
+}
