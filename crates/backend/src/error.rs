@@ -53,7 +53,15 @@ pub enum Error {
         /// The value and version there now (`None`: nothing is there).
         current: Option<Versioned>,
     },
-    /// A replace of a key that holds nothing.
+    /// A move whose destination already holds a value; nothing moved.
+    #[error("`{key}` already holds a value")]
+    Exists {
+        /// The destination.
+        key: String,
+        /// What it holds (`None`: it was removed since).
+        current: Option<Versioned>,
+    },
+    /// A replace or move of a key that holds nothing.
     #[error("`{key}` holds nothing to replace")]
     NotFound {
         /// The key.

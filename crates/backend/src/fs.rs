@@ -25,6 +25,7 @@ use crate::seam::{
 /// | [`read`](Backend::read) | one read of the file (capped at 1 MiB) |
 /// | [`create`](Backend::create) | [`StateDir::create_new`]: synced temp, no-replace rename, directory sync |
 /// | [`replace`](Backend::replace), [`put`](Backend::put), [`remove`](Backend::remove) | under the file's lock (`.{name}.lock`): read, compare, [`StateDir::write_bytes`] or [`StateDir::remove_file`] |
+/// | [`move_new`](Backend::move_new) | under the source's lock: read, compare, [`StateDir::move_noclobber`] |
 /// | [`append`](Backend::append) | [`JsonLog::append_batch`](chipset_store::JsonLog::append_batch): one write of whole lines, then a data sync |
 /// | [`lock`](Backend::lock) | the file's lock, released by the kernel when its holder dies |
 /// | [`watch`](Backend::watch) | [`Watcher`]: inotify, with the periodic rescan as the safety net |
@@ -176,6 +177,34 @@ impl Backend for FsBackend {
                 key: key.to_string(),
                 current: Some(now),
             }),
+        }
+    }
+
+    fn move_new(&self, from: &Key, expected: Version, to: &Key) -> Result<Version> {
+        let from_path = self.path(from)?;
+        let to_path = self.path(to)?;
+        let _guard = self.locked(from, &from_path)?;
+        let Some(now) = self.read_at(from, &from_path)? else {
+            return Err(Error::NotFound {
+                key: from.to_string(),
+            });
+        };
+        if now.version != expected {
+            return Err(Error::Conflict {
+                key: from.to_string(),
+                current: Some(now),
+            });
+        }
+        match self.state.move_noclobber(&from_path, &to_path) {
+            Ok(()) => Ok(now.version),
+            Err(chipset_store::Error::AlreadyExists { .. }) => Err(Error::Exists {
+                key: to.to_string(),
+                current: self.read_at(to, &to_path)?,
+            }),
+            Err(chipset_store::Error::NotFound { .. }) => Err(Error::NotFound {
+                key: from.to_string(),
+            }),
+            Err(e) => Err(Error::store("move", from, e)),
         }
     }
 

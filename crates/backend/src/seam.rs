@@ -196,6 +196,24 @@ pub trait Backend: fmt::Debug + Send + Sync {
     /// [`Error::Conflict`] when it is at another version; an I/O or server error.
     fn remove(&self, key: &Key, expected: Version) -> Result<()>;
 
+    /// Moves the value at `from`, if it is still at `expected`, to `to`,
+    /// which must hold nothing (mail's archive, the bus's
+    /// acknowledgement), and returns its version at `to`. Of racing movers
+    /// exactly one succeeds; a reader sees the value in one place, never
+    /// in neither.
+    ///
+    /// A retry of a move that applied finds `from` empty
+    /// ([`Error::NotFound`]) and its value at `to`: the caller's read of
+    /// `to` is the first attempt's success.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotFound`] when `from` holds nothing; [`Error::Conflict`]
+    /// when it is at another version; [`Error::Exists`] when `to` holds a
+    /// value (nothing moved); [`Error::OutcomeUnknown`]; an I/O or server
+    /// error.
+    fn move_new(&self, from: &Key, expected: Version, to: &Key) -> Result<Version>;
+
     /// Lists the names that hold a value in `dir`, in byte order. Folders
     /// below it are not listed.
     ///

@@ -65,6 +65,7 @@ impl PgOptions {
 /// | [`replace`](Backend::replace) | `UPDATE … WHERE version = $expected` |
 /// | [`put`](Backend::put) | `INSERT … ON CONFLICT DO UPDATE` |
 /// | [`remove`](Backend::remove) | `DELETE … WHERE version = $expected` |
+/// | [`move_new`](Backend::move_new) | `DELETE … WHERE version = $expected` and `INSERT` of the destination, in one statement |
 /// | [`append`](Backend::append) | the log's head row locked and moved on, its records inserted, in one statement |
 /// | [`lock`](Backend::lock) | `pg_advisory_lock` on a pooled session, released with it |
 /// | [`watch`](Backend::watch) | `LISTEN chipset` on its own connection, with the rescan as the safety net |
@@ -157,6 +158,18 @@ fn lock_id(what: &str, schema: &str) -> i64 {
     i64::from_ne_bytes(fnv1a_64(text.bytes()).to_ne_bytes())
 }
 
+/// Whether a statement was refused for a duplicate primary key (a move's
+/// destination created concurrently): nothing changed.
+fn is_unique_violation(e: &Error) -> bool {
+    let Error::Server { source, .. } = e else {
+        return false;
+    };
+    source
+        .downcast_ref::<postgres::Error>()
+        .and_then(postgres::Error::code)
+        .is_some_and(|c| *c == postgres::error::SqlState::UNIQUE_VIOLATION)
+}
+
 fn version(v: i64) -> Version {
     Version(u64::from_ne_bytes(v.to_ne_bytes()))
 }
@@ -190,6 +203,20 @@ SELECT version, pg_notify($4, $5) FROM up";
 const REMOVE: &str = "WITH del AS (
     DELETE FROM chipset_entries WHERE dir = $1 AND name = $2 AND version = $3 RETURNING version)
 SELECT version, pg_notify($4, $5) FROM del";
+
+// The source leaves only if the destination is inserted: a destination
+// that appears concurrently fails the insert on the primary key, and the
+// whole statement with it.
+const MOVE: &str = "WITH src AS (
+    DELETE FROM chipset_entries
+    WHERE dir = $1 AND name = $2 AND version = $3
+    AND NOT EXISTS (SELECT 1 FROM chipset_entries WHERE dir = $4 AND name = $5)
+    RETURNING value),
+ins AS (
+    INSERT INTO chipset_entries (dir, name, value, version)
+    SELECT $4, $5, value, nextval('chipset_versions') FROM src
+    RETURNING version)
+SELECT version, pg_notify($6, $7), pg_notify($6, $8) FROM ins";
 
 const LIST: &str = "SELECT name FROM chipset_entries WHERE dir = $1 ORDER BY name";
 
@@ -296,6 +323,51 @@ impl Backend for PgBackend {
                 key: key.to_string(),
                 current: Some(now),
             }),
+        }
+    }
+
+    fn move_new(&self, from: &Key, expected: Version, to: &Key) -> Result<Version> {
+        let (from_dir, to_dir) = (from.dir().as_text(), to.dir().as_text());
+        let (from_payload, to_payload) = (self.payload(from.dir()), self.payload(to.dir()));
+        loop {
+            let params: [&(dyn postgres::types::ToSql + Sync); 8] = [
+                &from_dir,
+                &from.name(),
+                &raw(expected),
+                &to_dir,
+                &to.name(),
+                &NOTIFY_CHANNEL,
+                &from_payload,
+                &to_payload,
+            ];
+            match self.run("move", from, true, MOVE, &params) {
+                Ok(rows) if !rows.is_empty() => return Ok(version(rows[0].get(0))),
+                Ok(_) => {}
+                Err(e) if is_unique_violation(&e) => {}
+                Err(e) => return Err(e),
+            }
+            match self.read(from)? {
+                None => {
+                    return Err(Error::NotFound {
+                        key: from.to_string(),
+                    });
+                }
+                Some(now) if now.version != expected => {
+                    return Err(Error::Conflict {
+                        key: from.to_string(),
+                        current: Some(now),
+                    });
+                }
+                Some(_) => {
+                    if let Some(there) = self.read(to)? {
+                        return Err(Error::Exists {
+                            key: to.to_string(),
+                            current: Some(there),
+                        });
+                    }
+                    // The destination was removed meanwhile: try again.
+                }
+            }
         }
     }
 

@@ -26,6 +26,7 @@ both!(
     names_that_look_like_sql_are_names,
     bad_records_append_nothing,
     clock_is_near_the_system_clock,
+    moves_never_overwrite_and_one_mover_wins,
 );
 
 fn read_create_replace_remove(fx: &Fx) {
@@ -443,4 +444,60 @@ fn clock_is_near_the_system_clock(fx: &Fx) {
     assert!(skew < 5_000, "skew {skew} ms");
     let later = fx.b.now().unwrap();
     assert!(later >= theirs);
+}
+
+fn moves_never_overwrite_and_one_mover_wins(fx: &Fx) {
+    let b = &fx.b;
+    let from = key("mail/inbox/erin", "m1.json");
+    let to = key("mail/archive", "m1.json");
+    let Created::New(v) = b.create(&from, b"request\n").unwrap() else {
+        panic!()
+    };
+    // A stale version and a taken destination move nothing.
+    let taken = key("mail/archive", "taken.json");
+    let _ = b.create(&taken, b"other\n").unwrap();
+    let err = b.move_new(&from, v, &taken).unwrap_err();
+    assert!(
+        matches!(&err, Error::Exists { current: Some(now), .. } if now.value == b"other\n"),
+        "{err}"
+    );
+    let v2 = b.replace(&from, v, b"request v2\n").unwrap();
+    assert!(matches!(
+        b.move_new(&from, v, &to),
+        Err(Error::Conflict { .. })
+    ));
+    assert_eq!(b.read(&from).unwrap().unwrap().value, b"request v2\n");
+    assert_eq!(b.read(&to).unwrap(), None);
+    // Racing movers to several destinations: exactly one wins.
+    let n = 8;
+    let barrier = Arc::new(Barrier::new(n));
+    let handles: Vec<_> = (0..n)
+        .map(|i| {
+            let b = fx.reopen();
+            let (from, barrier) = (from.clone(), Arc::clone(&barrier));
+            thread::spawn(move || {
+                let to = key("mail/archive", &format!("race-{i}.json"));
+                barrier.wait();
+                b.move_new(&from, v2, &to).map(|_| to)
+            })
+        })
+        .collect();
+    let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let won: Vec<_> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+    assert_eq!(won.len(), 1, "{results:?}");
+    for r in &results {
+        if let Err(e) = r {
+            assert!(matches!(e, Error::NotFound { .. }), "{e}");
+        }
+    }
+    assert_eq!(b.read(&from).unwrap(), None);
+    assert_eq!(b.read(won[0]).unwrap().unwrap().value, b"request v2\n");
+    let archived = b.list(&dir("mail/archive")).unwrap();
+    assert_eq!(archived.len(), 2, "{archived:?}");
+    // The retry of a move that applied: the source is gone, the value is there.
+    assert!(matches!(
+        b.move_new(&from, v2, won[0]),
+        Err(Error::NotFound { .. })
+    ));
+    assert_eq!(b.read(won[0]).unwrap().unwrap().value, b"request v2\n");
 }
