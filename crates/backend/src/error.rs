@@ -69,12 +69,12 @@ pub enum Error {
     },
     /// A value there but unreadable (a corrupt file, something that is not
     /// a file). Never "nothing there": the caller decides.
-    #[error("`{key}` is unreadable: {why}")]
+    #[error("`{key}` is unreadable: {reason}")]
     Corrupt {
         /// The key.
         key: String,
-        /// Why.
-        why: String,
+        /// Why, as the store says it of a file.
+        reason: chipset_store::CorruptReason,
     },
     /// The change may or may not have been committed: a sync after the
     /// commit point failed, or the connection was lost while the server

@@ -5,8 +5,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use chipset_store::{
-    ReadOutcome, StateDir, StatePath, Timestamp, WatchConfig, WatchTarget, WatchWake, Watcher,
-    fnv1a_64,
+    CorruptReason, ReadOutcome, StateDir, StatePath, Timestamp, WatchConfig, WatchTarget,
+    WatchWake, Watcher, fnv1a_64,
 };
 
 use crate::error::{Error, Result};
@@ -82,11 +82,12 @@ impl FsBackend {
             })),
             Ok(ReadOutcome::Corrupt(c)) => Err(Error::Corrupt {
                 key: key.to_string(),
-                why: c.reason.to_string(),
+                reason: c.reason,
             }),
+            // A byte read never judges a value; kept for completeness.
             Ok(ReadOutcome::Unsupported(u)) => Err(Error::Corrupt {
                 key: key.to_string(),
-                why: u.to_string(),
+                reason: CorruptReason::WrongShape(u.to_string()),
             }),
             Err(e) => Err(Error::store("read", key, e)),
         }
@@ -258,9 +259,10 @@ impl Backend for FsBackend {
             .read_from::<serde_json::Value>(from.0)
             .map_err(|e| Error::store("read log", log, e))?;
         if let Some(bad) = contents.bad_lines.first() {
+            tracing::warn!(log = %log, offset = bad.offset, reason = %bad.reason, "bad line in a log");
             return Err(Error::Corrupt {
                 key: log.to_string(),
-                why: format!("line at byte {}: {}", bad.offset, bad.reason),
+                reason: bad.reason.clone(),
             });
         }
         let records = contents

@@ -114,6 +114,11 @@ pub enum Error {
     /// A filesystem operation failed; it names the operation and the path.
     #[error(transparent)]
     Store(#[from] chipset_store::Error),
+    /// The storage backend failed (a PostgreSQL server, through
+    /// [`Hooks::with_backend`](crate::Hooks::with_backend)); on a directory
+    /// failures stay [`Error::Store`].
+    #[error(transparent)]
+    Backend(chipset_backend::Error),
 }
 
 impl Error {

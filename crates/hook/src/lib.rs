@@ -50,7 +50,7 @@
 //! | [`reassign`](Hooks::reassign) | a dispatcher | pending, active | empty (reported as a reassignment) |
 //!
 //! The rules are one pure function of (hook, event, actor, now), applied
-//! under the hook's lock.
+//! with a compare-and-swap on the hook.
 //! The typed [`Hook`] cannot be pending, active or completed without its
 //! [`WorkItem`]. Everything else (skipping a step, a second assignment, an
 //! agent acting on another agent's hook, a dispatcher completing work) is a
@@ -127,10 +127,15 @@
 //!
 //! # Durability and concurrency
 //!
-//! Each change is one locked read-modify-write through
-//! [`StateDir::update`](chipset_store::StateDir::update): lock, read, apply
-//! the transition, durable replace (temp file, fsync, rename, directory
-//! fsync), unlock. Changes to one hook are therefore linearizable across
+//! Each change is one compare-and-swap on the storage seam
+//! (`chipset_backend::Backend`, issue 30): read the hook and its version,
+//! apply the transition, write it only if the hook is still at that
+//! version (else read and decide again). On a directory a missing hook is
+//! created with the store's no-clobber publish, and an existing one is
+//! replaced under its lock (read, compare, durable replace: temp file,
+//! fsync, rename, directory fsync), so the files are what they always
+//! were; [`Hooks::with_backend`] puts the same transitions on PostgreSQL.
+//! Changes to one hook are therefore linearizable across
 //! processes: of eight dispatchers assigning at once, one wins and seven get
 //! [`Error::AlreadyAssigned`]. A crash at any moment leaves the old
 //! or the new hook, both legal. A change that alters nothing (two touches in
@@ -138,8 +143,9 @@
 //!
 //! # Commit points and retries
 //!
-//! Every transition has one commit point: the rename of the new hook file,
-//! under the hook's lock. A failure before it changes nothing a reader sees
+//! Every transition has one commit point: the rename of the new hook file
+//! (the no-clobber publish of the first, the replace under the hook's lock
+//! of the others). A failure before it changes nothing a reader sees
 //! (the first write to an agent's hook may leave `hooks/` holding only the
 //! dot-named lock file, which is never removed); a failed directory sync
 //! after it is the store's [`OutcomeUnknown`](chipset_store::Error::OutcomeUnknown)

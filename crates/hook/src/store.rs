@@ -2,11 +2,13 @@
 //! the hook's lock.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::BeadId;
+use chipset_backend::{Backend, Created, FsBackend};
 use chipset_store::{
     AgentId, Channel, CorruptReason, Corruption, Decision, ReadOutcome, StateDir, StatePath,
-    Timestamp, Unsupported,
+    Timestamp, Unsupported, parse_json, to_canonical_json,
 };
 
 use crate::error::{Error, Result};
@@ -62,20 +64,46 @@ pub(crate) const HOOK_CHANNEL: Channel = Channel::new("hooks");
 
 /// The hooks of every agent under one state root: `hooks/{agent}.json`.
 ///
-/// Cheap to clone. Every change is a locked read-modify-write
-/// ([`StateDir::update`]) that applies the pure transition rules; changes to
-/// one hook are therefore linearizable across threads and processes.
+/// Cheap to clone. Every change reads the hook, applies the pure
+/// transition rules, and writes the result with a compare-and-swap on the
+/// storage seam (`chipset_backend::Backend`): a create of a missing hook,
+/// a swap at the version read otherwise, read again and decided again when
+/// another writer came first. Changes to one hook are therefore
+/// linearizable across threads, processes and (on PostgreSQL) hosts. On a
+/// directory the swap is the store's durable replace under the hook's lock
+/// (`.{agent}.json.lock`), so the files are what they always were.
 #[derive(Debug, Clone)]
 pub struct Hooks {
     pub(crate) state: StateDir,
     pub(crate) dir: StatePath,
+    seam: Arc<dyn Backend>,
 }
 
 impl Hooks {
     /// Returns the hooks under `state`. Creates nothing until the first write.
     pub fn new(state: StateDir) -> Self {
+        let seam = Arc::new(FsBackend::new(state.clone()));
+        Self::with_backend(state, seam)
+    }
+
+    /// Returns the hooks whose reads and transitions go through `backend`
+    /// (a PostgreSQL server, issue 30), with `state` as the local root that
+    /// the scans, the doctor and watchers still use until they move onto
+    /// the seam too.
+    pub fn with_backend(state: StateDir, backend: Arc<dyn Backend>) -> Self {
         let dir = state.channel(HOOK_CHANNEL);
-        Hooks { state, dir }
+        Hooks {
+            state,
+            dir,
+            seam: backend,
+        }
+    }
+
+    /// Returns `agent`'s hook on the seam: `hooks/{agent}.json`.
+    fn key(&self, agent: &AgentId) -> chipset_backend::Key {
+        chipset_backend::Dir::new(HOOK_CHANNEL.as_str())
+            .and_then(|d| d.key(&format!("{agent}.json")))
+            .expect("a validated agent id is a valid name")
     }
 
     /// Returns the state root.
@@ -102,12 +130,23 @@ impl Hooks {
     /// [`ReadOutcome::Unsupported`], not errors.
     pub fn read(&self, agent: &AgentId) -> Result<ReadOutcome<Hook>> {
         let path = self.path(agent);
-        match self.state.read_json::<HookFile>(&path) {
-            Ok(read) => Ok(classify(agent, &path, read)),
-            Err(e) => match symlink_corruption(&path, e) {
-                Ok(c) => Ok(ReadOutcome::Corrupt(c)),
-                Err(e) => Err(e.into()),
-            },
+        match self.read_raw(agent, &path) {
+            Ok((read, _)) => Ok(classify(agent, &path, read)),
+            Err(Failure::Corrupt(c)) => Ok(ReadOutcome::Corrupt(c)),
+            Err(Failure::Error(e)) => Err(e),
+        }
+    }
+
+    /// Reads `agent`'s hook file on the seam, with the version to swap at.
+    fn read_raw(
+        &self,
+        agent: &AgentId,
+        path: &Path,
+    ) -> Result<(ReadOutcome<HookFile>, Option<chipset_backend::Version>), Failure> {
+        match self.seam.read(&self.key(agent)) {
+            Ok(None) => Ok((ReadOutcome::Missing, None)),
+            Ok(Some(v)) => Ok((parse_json::<HookFile>(path, &v.value), Some(v.version))),
+            Err(e) => Err(failure(path, e)),
         }
     }
 
@@ -173,7 +212,8 @@ impl Hooks {
     /// once active (a retry) returns the hook unchanged.
     ///
     /// **Commit point** (of every hook transition): the rename of the new
-    /// hook file under the hook's lock. A failure before it changes nothing;
+    /// hook file (a no-clobber publish for the first, a replace under the
+    /// hook's lock after). A failure before it changes nothing;
     /// a failed sync after it is the store's
     /// [`OutcomeUnknown`](chipset_store::Error::OutcomeUnknown), and the
     /// retry with the same assignment is then a success that changes nothing.
@@ -346,21 +386,33 @@ impl Hooks {
         })
     }
 
-    /// Runs `decide` on the current hook (missing = [`Hook::missing`]) under
-    /// the hook's lock; a corrupt or unsupported file never reaches it.
+    /// Runs `decide` on the current hook (missing = [`Hook::missing`]) and
+    /// writes its decision with a compare-and-swap at the version read; when
+    /// another writer came first, reads and decides again. A corrupt or
+    /// unsupported file never reaches `decide`.
     pub(crate) fn locked<R>(
         &self,
         agent: &AgentId,
         op: &'static str,
-        decide: impl FnOnce(Hook, Timestamp) -> Result<Decision<Hook, R>>,
+        mut decide: impl FnMut(Hook, Timestamp) -> Result<Decision<Hook, R>>,
     ) -> Result<R> {
         let path = self.path(agent);
+        let key = self.key(agent);
         let corrupt = |corruption| Error::Corrupt {
             agent: agent.clone(),
             op,
             corruption,
         };
-        let result = self.state.update(&path, |read: ReadOutcome<HookFile>| {
+        let fail = |f: Failure| match f {
+            Failure::Corrupt(c) => corrupt(c),
+            Failure::Error(e) => e,
+        };
+        // A symlinked directory on the way is the store refusing the path,
+        // not a corrupt hook (which repair would move aside): checked
+        // before the read, which cannot tell the two apart.
+        self.state.check_parents(&path)?;
+        loop {
+            let (read, version) = self.read_raw(agent, &path).map_err(fail)?;
             let hook = match classify(agent, &path, read) {
                 ReadOutcome::Missing => Hook::missing(agent.clone()),
                 ReadOutcome::Value(hook) => hook,
@@ -373,18 +425,78 @@ impl Hooks {
                     });
                 }
             };
-            // Time is read under the lock, so successive changes see it in order.
-            Ok(match decide(hook, self.state.now())? {
-                Decision::Write(hook, r) => Decision::Write(HookFile::from(&hook), r),
-                Decision::Keep(r) => Decision::Keep(r),
-            })
-        });
-        match result {
-            Err(Error::Store(e)) => {
-                Err(symlink_corruption(&path, e).map_or_else(Error::from, corrupt))
+            // Time is read after the hook: a change that commits was decided
+            // on the newest hook, at a time no earlier than the one before.
+            let now = self.seam.now().map_err(|e| fail(failure(&path, e)))?;
+            let (after, r) = match decide(hook, now)? {
+                Decision::Keep(r) => return Ok(r),
+                Decision::Write(after, r) => (after, r),
+            };
+            let bytes = to_canonical_json(&HookFile::from(&after)).map_err(|source| {
+                chipset_store::Error::Serialize {
+                    path: path.to_path_buf(),
+                    source,
+                }
+            })?;
+            let written = match version {
+                None => self
+                    .seam
+                    .create(&key, &bytes)
+                    .map(|c| matches!(c, Created::New(_))),
+                Some(v) => match self.seam.replace(&key, v, &bytes) {
+                    Ok(_) => Ok(true),
+                    Err(
+                        chipset_backend::Error::Conflict { .. }
+                        | chipset_backend::Error::NotFound { .. },
+                    ) => Ok(false),
+                    Err(e) => Err(e),
+                },
+            };
+            match written {
+                Ok(true) => return Ok(r),
+                Ok(false) => tracing::debug!(%agent, op, "hook changed under us; deciding again"),
+                Err(e) => return Err(fail(failure(&path, e))),
             }
-            other => other,
         }
+    }
+}
+
+/// A seam failure, as the hook reports it.
+enum Failure {
+    /// The hook is there but unreadable (a symlink, a FIFO, over the cap).
+    Corrupt(Corruption),
+    /// Anything else.
+    Error(Error),
+}
+
+/// Turns a seam error into the hook's: a directory's failures stay the
+/// store's errors ([`Error::Store`], an unknown outcome included), a
+/// symlink or unreadable file is a corrupt hook, and a server's failures
+/// are [`Error::Backend`].
+fn failure(path: &Path, e: chipset_backend::Error) -> Failure {
+    let store = match e {
+        chipset_backend::Error::Store { source, .. } => source,
+        chipset_backend::Error::Corrupt { reason, .. } => {
+            return Failure::Corrupt(Corruption {
+                path: path.to_owned(),
+                reason,
+            });
+        }
+        chipset_backend::Error::OutcomeUnknown { op, key, source } => {
+            match source.downcast::<chipset_store::Error>() {
+                Ok(store) => *store,
+                Err(source) => {
+                    return Failure::Error(Error::Backend(
+                        chipset_backend::Error::OutcomeUnknown { op, key, source },
+                    ));
+                }
+            }
+        }
+        other => return Failure::Error(Error::Backend(other)),
+    };
+    match symlink_corruption(path, store) {
+        Ok(c) => Failure::Corrupt(c),
+        Err(e) => Failure::Error(e.into()),
     }
 }
 
