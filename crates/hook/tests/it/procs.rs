@@ -1,12 +1,16 @@
 //! Real processes: eight dispatchers racing for one hook, an agent touching
 //! while the dispatcher takes its work away, and SIGKILL mid-transition.
+//! The races run on a directory and, when `CHIPSET_TEST_PG` names a server,
+//! on PostgreSQL (issue 30) from the same bodies.
 
 use std::fs;
 use std::path::Path;
 use std::process::Child;
+use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
+use chipset_backend::{PgBackend, PgOptions};
 use chipset_hook::{Error, HookStatus, Hooks, Pickup};
 use chipset_store::DoctorMode;
 use chipset_store::ReadOutcome;
@@ -103,10 +107,87 @@ fn role_cycler(hooks: &Hooks, agent: &AgentId, steps: u64, out: &mut dyn FnMut(S
     }
 }
 
+/// Where a test's hooks live: a state root, and on PostgreSQL a server and
+/// a schema of the test's own (the root then holds no hooks).
+struct Place {
+    t: TempState,
+    pg: Option<(String, String)>,
+}
+
+impl Place {
+    fn fs() -> Place {
+        Place {
+            t: TempState::new(),
+            pg: None,
+        }
+    }
+
+    /// Returns a place on the server `CHIPSET_TEST_PG` names, or says that
+    /// the PostgreSQL half is skipped.
+    fn pg(test: &str) -> Option<Place> {
+        let Some(url) = std::env::var("CHIPSET_TEST_PG")
+            .ok()
+            .filter(|u| !u.is_empty())
+        else {
+            #[allow(clippy::print_stderr, reason = "a skipped half must say so")]
+            {
+                eprintln!("{test}: SKIPPED on PostgreSQL: CHIPSET_TEST_PG is not set");
+            }
+            return None;
+        };
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos();
+        let schema = format!("hook_{}_{nanos}", std::process::id());
+        Some(Place {
+            t: TempState::new(),
+            pg: Some((url, schema)),
+        })
+    }
+
+    /// Says how a child opens the same hooks.
+    fn spec(&self) -> String {
+        let root = self.t.state.root().to_str().unwrap().to_owned();
+        match &self.pg {
+            None => root,
+            Some((url, schema)) => format!("pg\t{url}\t{schema}\t{root}"),
+        }
+    }
+
+    fn hooks(&self) -> Hooks {
+        hooks_of(&self.spec())
+    }
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        if let Some((url, schema)) = &self.pg
+            && let Ok(mut c) = postgres::Client::connect(url, postgres::NoTls)
+        {
+            // The schema's name is ours: lower-case letters, digits and `_`.
+            let _ = c.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
+        }
+    }
+}
+
+/// Opens the hooks a [`Place::spec`] names.
+fn hooks_of(spec: &str) -> Hooks {
+    let parts: Vec<&str> = spec.split('\t').collect();
+    match parts.as_slice() {
+        [root] => Hooks::new(StateDir::open(root).unwrap()),
+        ["pg", url, schema, root] => {
+            let backend = PgBackend::open_with(url, PgOptions::with_schema(*schema)).unwrap();
+            Hooks::with_backend(StateDir::open(root).unwrap(), Arc::new(backend))
+        }
+        _ => panic!("bad place {spec}"),
+    }
+}
+
 #[test]
 fn child_entry() {
     if let Some(role) = kit::child_role() {
-        let hooks = Hooks::new(StateDir::open(role.arg(0)).unwrap());
+        let hooks = hooks_of(role.arg(0));
         let agent = AgentId::new(role.arg(1)).unwrap();
         let mut out = |line: String| print(&line);
         match role.name.as_str() {
@@ -156,14 +237,22 @@ fn child_entry() {
     assert!(matches!(hooks.read(&a).unwrap(), ReadOutcome::Value(_)));
 }
 
-fn root_of(t: &TempState) -> String {
-    t.state.root().to_str().unwrap().to_owned()
+#[test]
+fn eight_dispatchers_at_once_one_wins_seven_are_refused() {
+    dispatchers_race(&Place::fs(), 8);
 }
 
 #[test]
-fn eight_dispatchers_at_once_one_wins_seven_are_refused() {
-    let t = TempState::new();
-    let hooks = Hooks::new(t.state.clone());
+fn twelve_dispatchers_on_postgres_one_wins_eleven_are_refused() {
+    if let Some(place) = Place::pg("twelve_dispatchers_on_postgres") {
+        dispatchers_race(&place, 12);
+    }
+}
+
+/// `n` dispatcher processes assign one hook at once, twice: exactly one wins.
+fn dispatchers_race(place: &Place, n: usize) {
+    let t = &place.t;
+    let hooks = place.hooks();
     let a = agent("polecat");
     for round in 0..2 {
         if round == 1 {
@@ -172,10 +261,10 @@ fn eight_dispatchers_at_once_one_wins_seven_are_refused() {
             hooks.reassign(&held).unwrap();
         }
         let go = t.scratch(&format!("go-{round}"));
-        let mut children: Vec<Child> = (0..8)
+        let mut children: Vec<Child> = (0..n)
             .map(|i| {
                 let args = [
-                    root_of(&t),
+                    place.spec(),
                     a.to_string(),
                     format!("r{round}-b{i}"),
                     go.to_str().unwrap().into(),
@@ -199,7 +288,7 @@ fn eight_dispatchers_at_once_one_wins_seven_are_refused() {
         let refused = format!("refused pending {winner}");
         assert_eq!(
             lines.iter().filter(|l| **l == refused).count(),
-            7,
+            n - 1,
             "round {round}: {lines:?}"
         );
         let held = hooks.current(&a).unwrap().unwrap();
@@ -215,15 +304,14 @@ fn eight_dispatchers_at_once_one_wins_seven_are_refused() {
 /// An agent touches in a loop; the dispatcher takes the work away (and,
 /// with `then_assign`, hands the hook new work at once). The agent's touches
 /// turn stale and the hook is never active again.
-fn touch_race(then_assign: bool) {
-    let t = TempState::new();
-    let hooks = Hooks::new(t.state.clone());
+fn touch_race(place: &Place, then_assign: bool) {
+    let hooks = place.hooks();
     let a = agent("polecat");
     hooks.assign(&a, bead("old"), "t", None).unwrap();
     let mut child = kit::spawn(
         ENTRY,
         "toucher",
-        &[root_of(&t), a.to_string(), "100000000".into()],
+        &[place.spec(), a.to_string(), "100000000".into()],
     );
     let mut lines = own_lines(&mut child);
     assert_eq!(lines.next().unwrap(), "started");
@@ -264,28 +352,57 @@ fn touch_race(then_assign: bool) {
 
 #[test]
 fn late_touches_never_revive_a_hook_taken_away() {
-    touch_race(false);
+    touch_race(&Place::fs(), false);
 }
 
 #[test]
 fn late_touches_never_touch_the_next_assignment() {
-    touch_race(true);
+    touch_race(&Place::fs(), true);
+}
+
+#[test]
+fn late_touches_on_postgres_never_revive_a_hook_taken_away() {
+    if let Some(place) = Place::pg("late_touches_on_postgres_never_revive") {
+        touch_race(&place, false);
+    }
+}
+
+#[test]
+fn late_touches_on_postgres_never_touch_the_next_assignment() {
+    if let Some(place) = Place::pg("late_touches_on_postgres_never_touch_the_next") {
+        touch_race(&place, true);
+    }
 }
 
 #[test]
 fn sigkill_mid_transitions_leaves_a_legal_hook() {
+    sigkill_race(&Place::fs());
+}
+
+#[test]
+fn sigkill_mid_transitions_on_postgres_leaves_a_legal_hook() {
+    if let Some(place) = Place::pg("sigkill_mid_transitions_on_postgres") {
+        sigkill_race(&place);
+    }
+}
+
+/// A cycler process killed at random moments, 30 times: the hook is
+/// always legal and its generation never goes back.
+fn sigkill_race(place: &Place) {
     let seed = Jitter::seed_from_time();
     let mut jitter = Jitter::new(seed);
-    let t = TempState::new();
-    let hooks = Hooks::new(t.state.clone());
+    let t = &place.t;
+    let hooks = place.hooks();
     let a = agent("polecat");
     let mut acknowledged = 0u64;
     let mut last_generation = 0u64;
     for round in 0..30 {
-        let mut child = kit::spawn(ENTRY, "cycler", &[root_of(&t), a.to_string()]);
+        let mut child = kit::spawn(ENTRY, "cycler", &[place.spec(), a.to_string()]);
         let lines = own_lines(&mut child);
         let reader = thread::spawn(move || lines.collect::<Vec<String>>());
-        thread::sleep(Duration::from_millis(20 + jitter.below(60)));
+        // A child on PostgreSQL connects first: give it time to cycle.
+        let start = if place.pg.is_some() { 300 } else { 20 };
+        thread::sleep(Duration::from_millis(start + jitter.below(60)));
         kit::kill9(&mut child);
         for line in reader.join().unwrap() {
             acknowledged = line.strip_prefix("gen ").unwrap().parse().unwrap();
@@ -308,18 +425,23 @@ fn sigkill_mid_transitions_leaves_a_legal_hook() {
             ReadOutcome::Corrupt(c) => panic!("{ctx}: {c}"),
             ReadOutcome::Unsupported(u) => panic!("{ctx}: {u}"),
         }
-        let names = t.state.list(hooks.dir()).unwrap();
-        assert!(
-            names.iter().all(|n| n == "polecat.json"),
-            "{ctx}: {names:?}"
-        );
+        if place.pg.is_none() {
+            let names = t.state.list(hooks.dir()).unwrap();
+            assert!(
+                names.iter().all(|n| n == "polecat.json"),
+                "{ctx}: {names:?}"
+            );
+        }
     }
     assert!(
         last_generation > 0,
         "seed {seed}: the cycler never got going"
     );
-    assert!(hooks.doctor(DoctorMode::Check).unwrap().is_clean());
-    t.state
-        .sweep_temps(&t.state.root_path(), Duration::ZERO)
-        .unwrap();
+    if place.pg.is_none() {
+        // The doctor and the temp sweep are the directory's (not yet on the seam).
+        assert!(hooks.doctor(DoctorMode::Check).unwrap().is_clean());
+        t.state
+            .sweep_temps(&t.state.root_path(), Duration::ZERO)
+            .unwrap();
+    }
 }
