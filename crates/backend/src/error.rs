@@ -176,7 +176,7 @@ impl Error {
 
     /// Wraps a store error: its outcome-unknown stays one.
     pub(crate) fn store(op: &'static str, key: impl ToString, e: chipset_store::Error) -> Self {
-        if e.is_outcome_unknown() {
+        if chipset_store::MaybeCommitted::is_outcome_unknown(&e) {
             Error::OutcomeUnknown {
                 op,
                 key: key.to_string(),

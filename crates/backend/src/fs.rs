@@ -289,14 +289,21 @@ impl Backend for FsBackend {
             .iter()
             .map(|d| self.dir_path(d).map(WatchTarget::dir))
             .collect::<Result<Vec<_>>>()?;
-        let watcher =
-            Watcher::new(&self.state, targets, WatchConfig::new(true, rescan)).map_err(|e| {
-                Error::store(
-                    "watch",
-                    dirs.first().map_or(String::new(), |d| d.to_string()),
-                    e,
-                )
-            })?;
+        let watcher = Watcher::new(
+            &self.state,
+            targets,
+            WatchConfig {
+                notify: true,
+                rescan_interval: rescan,
+            },
+        )
+        .map_err(|e| {
+            Error::store(
+                "watch",
+                dirs.first().map_or(String::new(), |d| d.to_string()),
+                e,
+            )
+        })?;
         Ok(Box::new(FsWait { watcher }))
     }
 }

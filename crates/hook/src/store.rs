@@ -8,7 +8,7 @@ use crate::BeadId;
 use chipset_backend::{Backend, Created, FsBackend};
 use chipset_store::{
     AgentId, Channel, CorruptReason, Corruption, Decision, ReadOutcome, StateDir, StatePath,
-    Timestamp, Unsupported, parse_json, to_canonical_json,
+    Timestamp, Unsupported, to_canonical_json,
 };
 
 use crate::error::{Error, Result};
@@ -145,7 +145,7 @@ impl Hooks {
     ) -> Result<(ReadOutcome<HookFile>, Option<chipset_backend::Version>), Failure> {
         match self.seam.read(&self.key(agent)) {
             Ok(None) => Ok((ReadOutcome::Missing, None)),
-            Ok(Some(v)) => Ok((parse_json::<HookFile>(path, &v.value), Some(v.version))),
+            Ok(Some(v)) => Ok((parse_hook_file(path, &v.value), Some(v.version))),
             Err(e) => Err(failure(path, e)),
         }
     }
@@ -458,6 +458,21 @@ impl Hooks {
                 Err(e) => return Err(fail(failure(&path, e))),
             }
         }
+    }
+}
+
+/// Parses a hook file's bytes as the store's typed reads do: a syntax
+/// error is unparsable, valid JSON of another shape is the wrong shape.
+fn parse_hook_file(path: &Path, bytes: &[u8]) -> ReadOutcome<HookFile> {
+    match serde_json::from_slice(bytes) {
+        Ok(file) => ReadOutcome::Value(file),
+        Err(e) => ReadOutcome::Corrupt(Corruption {
+            path: path.to_owned(),
+            reason: match e.classify() {
+                serde_json::error::Category::Data => CorruptReason::WrongShape(e.to_string()),
+                _ => CorruptReason::Unparsable(e.to_string()),
+            },
+        }),
     }
 }
 
