@@ -126,3 +126,13 @@ fn a_section_ends_at_the_next_heading() {
         ["judge.rs", "tests.rs", "lib.rs"]
     );
 }
+
+/// Issue 27: a map a newcomer reads in one sitting. Figures and logs
+/// belong in `docs/results/`, not here.
+#[test]
+fn the_map_stays_under_twenty_thousand_characters() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let map = fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let chars = map.chars().count();
+    assert!(chars <= 20_000, "ARCHITECTURE.md has {chars} characters");
+}
