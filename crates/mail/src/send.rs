@@ -101,6 +101,7 @@ impl Mail {
             Err(e) => return Err(e.into()),
         }
         tracing::debug!(id = %message.id, to = %message.to, kind = %message.kind, "sent message");
+        self.record_sent([(&message, p.bytes.as_slice())]);
         self.follow_up(&[(message.clone(), p.parent)], true);
         Ok(message)
     }
@@ -168,6 +169,13 @@ impl Mail {
                 collision.get_or_insert_with(|| path.clone().into_path_buf());
             }
         }
+        self.record_sent(
+            fresh
+                .iter()
+                .zip(&outcomes)
+                .filter(|(_, outcome)| **outcome == chipset_store::Created::New)
+                .map(|(p, _)| (&p.message, p.bytes.as_slice())),
+        );
         self.follow_up(&sent, true);
         if let Some(path) = collision {
             return Err(Error::IdCollision { path });

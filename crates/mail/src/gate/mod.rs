@@ -24,6 +24,12 @@
 //!   replies among them, the gate returns the open requests (reading a
 //!   request's file only when its inbox changed since its bytes were kept).
 //!
+//! - `.gate/sent/{agent}.jsonl`: the sent journal (see `sent.rs`): each
+//!   send appends the file it published (its identity, size and times
+//!   after the publish, and its message), so that a listing right after
+//!   the sends takes those files from their senders' records instead of
+//!   reading them back; a file no record matches is read.
+//!
 //! # What the cache relies on (directory stamps)
 //!
 //! A directory's stamp is its device, inode number, mtime and ctime. Every
@@ -313,7 +319,7 @@ pub(crate) struct TaskFiles<'m> {
     /// The task's open requests this walk read while listing an inbox, by
     /// inbox and name, with their bytes: [`TaskFiles::request`] takes them
     /// from here instead of reading their files again.
-    read: BTreeMap<(AgentId, String), (Message, Vec<u8>)>,
+    read: BTreeMap<(AgentId, String), ReadRequest>,
 }
 
 /// Reads a cache file; anything but a whole, parsable file (missing, over
@@ -516,6 +522,7 @@ impl Mail {
         skip: &[&str],
         stamp: Stamp,
         settled: bool,
+        inbox: Option<&AgentId>,
     ) -> Result<Listed> {
         let path = cache;
         let old = load::<InboxCache>(&self.state, path).filter(|c| c.v == VERSION);
@@ -532,9 +539,14 @@ impl Mail {
         let mut files = BTreeMap::new();
         let mut read = BTreeMap::new();
         let mut read_any = false;
+        // The inbox's sent journal, loaded at the first file the folder
+        // cache cannot vouch for.
+        let mut journal: Option<BTreeMap<String, sent::Record>> = None;
+        let mut from_journal = false;
         let now = SystemTime::now();
+        let listing = self.state.list_stats(dir)?;
         // One `statx` per entry, relative to the listed directory.
-        for (name, meta) in self.state.list_stats(dir)? {
+        for (name, meta) in listing {
             if skip.contains(&name.as_str()) || never_a_message(&name) {
                 continue;
             }
@@ -556,9 +568,27 @@ impl Mail {
                 files.insert(name, entry.clone());
                 continue;
             }
-            read_any = true;
-            let Some((message, bytes)) = read_entry_bytes(&self.state, dir, &name)? else {
-                continue;
+            // What its sender recorded, when the record is this very file
+            // (see `sent.rs`); otherwise the file is read.
+            let vouched = match (inbox, meta.as_ref()) {
+                (Some(agent), Some(meta)) => journal
+                    .get_or_insert_with(|| self.sent_records(agent))
+                    .remove(&name)
+                    .and_then(|r| r.into_message(&name, meta)),
+                _ => None,
+            };
+            let (message, bytes) = match vouched {
+                Some(message) => {
+                    from_journal = true;
+                    (message, None)
+                }
+                None => {
+                    read_any = true;
+                    match read_entry_bytes(&self.state, dir, &name)? {
+                        Some((message, bytes)) => (message, Some(bytes)),
+                        None => continue,
+                    }
+                }
             };
             // Stamped before the read: a file replaced meanwhile is read again
             // next time. Without a stamp the entry can never be reused.
@@ -590,6 +620,9 @@ impl Mail {
         // of removed files cost it nothing: the write (and the writeback a
         // replacing rename starts, which a sweep's syncs then wait for) is
         // skipped.
+        // Files taken from the journal are taken from it again while the
+        // stamp is racy: only a settled listing needs writing for them, and
+        // it empties the journal, whose every file the folder cache now holds.
         if read_any || settled {
             self.store_cache(
                 path,
@@ -600,6 +633,12 @@ impl Mail {
                     files: &files,
                 },
             );
+        }
+        if settled
+            && let Some(agent) = inbox
+            && (from_journal || journal.is_some_and(|j| !j.is_empty()))
+        {
+            self.clear_sent(agent);
         }
         Ok(Listed { files, read })
     }
@@ -612,8 +651,12 @@ struct Listed {
     /// The requests that need a reply among the files it read (not taken
     /// from the folder cache): the message, checked as the gate checks it,
     /// and the bytes it was read from.
-    read: BTreeMap<String, (Message, Vec<u8>)>,
+    read: BTreeMap<String, ReadRequest>,
 }
+
+/// An open request a listing took: the message, and the bytes it was read
+/// from (`None` when it came from its sender's record, `sent.rs`).
+type ReadRequest = (Message, Option<Vec<u8>>);
 
 /// `t` as Unix milliseconds (0 before the epoch).
 fn unix_ms(t: SystemTime) -> u64 {
@@ -621,38 +664,8 @@ fn unix_ms(t: SystemTime) -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
+mod sent;
 mod task;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn at(s: i64, ns: i64) -> Stamp {
-        Stamp {
-            dev: 1,
-            ino: 2,
-            mtime: (s, ns),
-            ctime: (s, ns),
-        }
-    }
-
-    /// A stamp is settled once both its times are [`RACY`] (two seconds)
-    /// behind the clock, to the nanosecond.
-    #[test]
-    fn a_stamp_settles_two_seconds_after_its_last_change() {
-        let now = UNIX_EPOCH + Duration::new(100, 600_000_000);
-        assert!(at(98, 600_000_000).settled(now));
-        assert!(at(98, 500_000_000).settled(now));
-        assert!(!at(98, 600_000_001).settled(now));
-        assert!(!at(99, 0).settled(now));
-        // The newer of the two times counts.
-        let mut changed = at(90, 0);
-        changed.ctime = (99, 0);
-        assert!(!changed.settled(now));
-        changed.ctime = (90, 0);
-        changed.mtime = (99, 0);
-        assert!(!changed.settled(now));
-        // A clock before the epoch trusts nothing.
-        assert!(!at(-10, 0).settled(UNIX_EPOCH - Duration::from_secs(1)));
-    }
-}
+mod tests;

@@ -2,6 +2,7 @@
 //! gate, the sweep and the thread take from each inbox and `archive/`.
 
 use super::*;
+use chipset_store::to_canonical_json;
 
 impl TaskFiles<'_> {
     /// As [`TaskFiles::folder_at`] for `gate` ([`Look::Gate`]) or not
@@ -44,6 +45,10 @@ impl TaskFiles<'_> {
     ) -> Result<Option<Vec<TaskFile>>> {
         let gate = look == Look::Gate;
         let mail = self.mail;
+        let inbox = match folder {
+            Folder::Inbox(agent) => Some(agent),
+            Folder::Archive => None,
+        };
         let (dir, cache_path, skip): (StatePath, StatePath, &[&str]) = match folder {
             Folder::Inbox(agent) => (mail.layout.inbox(agent), mail.inbox_cache_path(agent), &[]),
             Folder::Archive => (
@@ -106,7 +111,7 @@ impl TaskFiles<'_> {
                     }
                     None => {
                         let mut listed =
-                            mail.folder_files(&cache_path, &dir, skip, stamp, settled)?;
+                            mail.folder_files(&cache_path, &dir, skip, stamp, settled, inbox)?;
                         for (name, e) in listed.files {
                             if e.task != self.cache.task {
                                 continue;
@@ -292,15 +297,18 @@ impl TaskFiles<'_> {
         let read = match read {
             Some(read) => read,
             None => match read_entry_bytes(&self.mail.state, &inbox, name)? {
-                Some(read) => read,
+                Some((message, bytes)) => (message, Some(bytes)),
                 None => return Ok(None),
             },
         };
         let (message, bytes) = read;
         // Only a slice this walk confirmed or listed is here; one that holds
-        // for its stamp keeps the bytes while that stamp holds.
+        // for its stamp keeps the bytes while that stamp holds (a message
+        // taken from its sender's record is kept as its canonical JSON, which
+        // is what its sender wrote).
         if let Some(slice) = slice
             && slice.stamp.is_some()
+            && let Some(bytes) = bytes.or_else(|| to_canonical_json(&message).ok())
             && let Ok(text) = String::from_utf8(bytes)
         {
             slice.requests.insert(name.to_owned(), text);

@@ -14,6 +14,7 @@ use chipset_store::StatePath;
 
 use crate::{agent, fixture, opened, task, watch_opens};
 
+mod sent;
 mod sweep;
 mod task;
 
@@ -336,4 +337,11 @@ fn empty_exec_slice(v: &mut serde_json::Value) {
 /// `mail/.gate/inbox/`: the folder caches of the inboxes.
 fn inbox_caches(mail: &Mail) -> StatePath {
     mail.dir().join_hidden(".gate").join("inbox").unwrap()
+}
+
+/// Removes every sent journal (`mail/.gate/sent/`): the files sent so far
+/// are then, to the gate, as files another program wrote.
+fn forget_records(mail: &Mail) {
+    let dir = mail.dir().join_hidden(".gate").join("sent").unwrap();
+    std::fs::remove_dir_all(dir.as_path()).unwrap();
 }
