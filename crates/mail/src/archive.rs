@@ -1,11 +1,11 @@
 //! Moving messages forward: archive, and the sweep of a committed task.
 
-use chipset_store::{ReadOutcome, TaskId};
+use chipset_store::{ReadOutcome, TaskId, to_canonical_json};
 
 use crate::MessageId;
 
 use crate::error::{Error, Result};
-use crate::format::ManifestEvent;
+use crate::format::{ManifestEvent, Message, ReplyMarker};
 use crate::gate::{Folder, Look};
 use crate::layout::{BY_TASK, Location, ORPHAN, id_of};
 use crate::mail::{ArchiveOutcome, Mail, Moved, SweepReport};
@@ -79,9 +79,13 @@ impl Mail {
         }
         match self.move_message(id, &found.location, &Location::Archive)? {
             Moved::Done => {
-                // Enter the response in the index, so the next look is the fast one.
+                // Enter the response in the index, so the next look is the
+                // fast one. Unsynced: the index is a cache (the response
+                // file decides), and an entry a power cut loses is the
+                // doctor's `messaging-missing-reply-index`, as for any
+                // response another program wrote.
                 if let Some(response) = unindexed
-                    && let Err(e) = self.link_replies(&[response])
+                    && let Err(e) = self.link_reply_unsynced(&response)
                 {
                     tracing::warn!(%id, error = %e, "archived, but the reply index was not updated");
                 }
@@ -239,5 +243,29 @@ impl Mail {
         }
         walk.finish(&agents);
         Ok(corrupt)
+    }
+
+    /// Enters one response in the reply index without syncing anything (a
+    /// marker that exists already is written again with the same bytes).
+    fn link_reply_unsynced(&self, response: &Message) -> Result<()> {
+        let Some(parent) = &response.in_reply_to else {
+            return Ok(());
+        };
+        let marker = ReplyMarker {
+            id: response.id.clone(),
+            kind: response.kind,
+            to: response.to.clone(),
+            parent: parent.clone(),
+        };
+        let path = self
+            .layout
+            .reply_marker(parent, response.kind, &response.id);
+        let bytes =
+            to_canonical_json(&marker).map_err(|source| chipset_store::Error::Serialize {
+                path: path.clone().into_path_buf(),
+                source,
+            })?;
+        self.state.write_unsynced(&path, &bytes)?;
+        Ok(())
     }
 }

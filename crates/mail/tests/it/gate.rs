@@ -292,3 +292,69 @@ fn unknown_kinds_and_schemas_are_unsupported_and_never_quarantined() {
         is_unsupported(m.pending_replies(&task("t1")).unwrap_err());
     }
 }
+
+/// Archiving a request answered by a response another program wrote
+/// enters the response in the reply index without a sync: the index is a
+/// cache, and the move's directory syncs are the only flushes (issue 31:
+/// the index entry was a durable publish, as costly as the move).
+#[test]
+fn archiving_a_request_a_foreign_response_answered_syncs_only_directories() {
+    use chipset_store::{StateOptions, SyncOrder};
+    use chipset_testkit::{EIO, Fault, FaultIo, IoOp, TempState};
+    let fault = FaultIo::with_order(Fault::nth(0, EIO), SyncOrder::FileThenDir);
+    // On the manual clock, as every other test of the binary: the id
+    // generator is process-wide, and ids from the real clock would sort
+    // after the fixed ids other tests write.
+    let (tmp, _clock) = TempState::manual_with(StateOptions {
+        io: fault.clone(),
+        ..StateOptions::default()
+    });
+    let state = tmp.state.clone();
+    let mail = chipset_mail::Mail::new(state);
+    let q = mail
+        .send(&NewMessage::request(
+            agent("critic"),
+            agent("exec"),
+            task("t1"),
+            "why",
+            "question",
+        ))
+        .unwrap();
+    let id = format!(
+        "{}-7a703292-f1d1-4900-b635-8fd9f1df7f88",
+        4_102_444_800_000u64
+    );
+    let json = format!(
+        r#"{{"id": "{id}", "from": "exec", "to": "critic", "phase": "t1", "round": null,
+  "kind": "response", "subject": "why", "body": "because", "expects_reply": false,
+  "in_reply_to": "{}", "created_at": "2026-03-05T10:36:39.000Z"}}
+"#,
+        q.id
+    );
+    let path = mail
+        .inbox_dir(&agent("critic"))
+        .join(format!("{id}.json"))
+        .unwrap();
+    mail.state().create_new(&path, json.as_bytes()).unwrap();
+    let before = fault.calls().len();
+    assert!(matches!(
+        mail.archive(&q.id).unwrap(),
+        chipset_mail::ArchiveOutcome::Archived(_)
+    ));
+    let calls = fault.calls()[before..].to_vec();
+    let flushes: Vec<IoOp> = calls
+        .iter()
+        .copied()
+        .filter(|c| matches!(c, IoOp::Sync | IoOp::WriteBack))
+        .collect();
+    assert_eq!(flushes, Vec::<IoOp>::new(), "{calls:?}");
+    // And the response is in the index: the next look is the fast one.
+    assert!(mail.has_reply(&q.id).unwrap());
+    let marker = mail
+        .dir()
+        .join("replies")
+        .unwrap()
+        .join(q.id.as_str())
+        .unwrap();
+    assert_eq!(mail.state().list(&marker).unwrap().len(), 1);
+}
