@@ -11,6 +11,10 @@
 //                        `<microseconds> <count>`)
 //   notify <project>     one untimed send; answers its id
 //   archive <project> <id>   archive of <id>
+//   replies <project> <n>   n requests from np-critic to np-executor, each
+//                        answered by a response (untimed; answers `ok`)
+//   answered <project>   one request and its response (untimed); answers
+//                        the request's id
 //
 // The same message as the chipset side: a notify from np-critic to
 // np-executor for task M005-S007-T0002, round 2, a one-line body.
@@ -63,6 +67,32 @@ function requests(project, n, task) {
   return Number((process.hrtime.bigint() - start) / 1000n);
 }
 
+function exchange(project, task) {
+  fs.mkdirSync(path.join(project, '.nubos-pilot'), { recursive: true });
+  seq += 1;
+  const q = messaging.send({
+    from: 'np-critic',
+    to: 'np-executor',
+    kind: 'request',
+    subject: 'weak-assertion',
+    body: `finding ${seq}: the assertion in tests/foo.rs:42 cannot fail`,
+    phase: task,
+    round: 2,
+    expects_reply: true,
+  }, project);
+  messaging.send({
+    from: 'np-executor',
+    to: 'np-critic',
+    kind: 'response',
+    subject: 'weak-assertion',
+    body: `fixed ${seq}`,
+    phase: task,
+    round: 2,
+    in_reply_to: q.id,
+  }, project);
+  return q.id;
+}
+
 function timed(f) {
   const start = process.hrtime.bigint();
   const out = f();
@@ -92,6 +122,11 @@ rl.on('line', (line) => {
       round: 2,
     }, project);
     process.stdout.write(`${sent.id}\n`);
+  } else if (cmd === 'replies') {
+    for (let i = 0; i < Number(n); i++) exchange(project, 'M005-S007-T0004');
+    process.stdout.write('ok\n');
+  } else if (cmd === 'answered') {
+    process.stdout.write(`${exchange(project, 'M005-S007-T0004')}\n`);
   } else if (cmd === 'archive') {
     const [us] = timed(() => messaging.archive(n, project));
     process.stdout.write(`${us}\n`);
