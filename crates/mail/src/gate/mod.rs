@@ -319,7 +319,7 @@ pub(crate) struct TaskFiles<'m> {
     /// The task's open requests this walk read while listing an inbox, by
     /// inbox and name, with their bytes: [`TaskFiles::request`] takes them
     /// from here instead of reading their files again.
-    read: BTreeMap<(AgentId, String), ReadRequest>,
+    read: BTreeMap<AgentId, BTreeMap<String, ReadRequest>>,
 }
 
 /// Reads a cache file; anything but a whole, parsable file (missing, over

@@ -112,14 +112,13 @@ impl TaskFiles<'_> {
                     None => {
                         let mut listed =
                             mail.folder_files(&cache_path, &dir, skip, stamp, settled, inbox)?;
+                        let mut read = BTreeMap::new();
                         for (name, e) in listed.files {
                             if e.task != self.cache.task {
                                 continue;
                             }
-                            if let Folder::Inbox(agent) = folder
-                                && let Some(read) = listed.read.remove(&name)
-                            {
-                                self.read.insert((agent.clone(), name.clone()), read);
+                            if let Some(request) = listed.read.remove(&name) {
+                                read.insert(name.clone(), request);
                             }
                             match e.facts {
                                 Some(facts) => {
@@ -129,6 +128,11 @@ impl TaskFiles<'_> {
                                     slice.others.insert(name, e.parent);
                                 }
                             }
+                        }
+                        if let Some(agent) = inbox
+                            && !read.is_empty()
+                        {
+                            self.read.entry(agent.clone()).or_default().extend(read);
                         }
                     }
                 }
@@ -282,13 +286,14 @@ impl TaskFiles<'_> {
     /// [`Mail::pending_replies`] does) and kept in the slice; `None` when it
     /// left the inbox since the listing.
     pub(super) fn request(&mut self, agent: &AgentId, name: &str) -> Result<Option<Message>> {
-        let inbox = self.mail.layout.inbox(agent);
-        let read = self.read.remove(&(agent.clone(), name.to_owned()));
+        let read = self.read.get_mut(agent).and_then(|r| r.remove(name));
         let slice = self.cache.inboxes.get_mut(agent);
         if let Some(bytes) = slice.as_ref().and_then(|s| s.requests.get(name))
             && let Some(id) = id_of(name)
-            && let ReadOutcome::Value(m) =
-                parse_message(&inbox.join_id(&id, ".json"), bytes.as_bytes())
+            && let ReadOutcome::Value(m) = parse_message(
+                &self.mail.layout.inbox(agent).join_id(&id, ".json"),
+                bytes.as_bytes(),
+            )
             && m.id == id
         {
             return Ok(Some(m));
@@ -296,10 +301,13 @@ impl TaskFiles<'_> {
         // Read by this walk's listing of the inbox, or read now.
         let read = match read {
             Some(read) => read,
-            None => match read_entry_bytes(&self.mail.state, &inbox, name)? {
-                Some((message, bytes)) => (message, Some(bytes)),
-                None => return Ok(None),
-            },
+            None => {
+                let inbox = self.mail.layout.inbox(agent);
+                match read_entry_bytes(&self.mail.state, &inbox, name)? {
+                    Some((message, bytes)) => (message, Some(bytes)),
+                    None => return Ok(None),
+                }
+            }
         };
         let (message, bytes) = read;
         // Only a slice this walk confirmed or listed is here; one that holds
