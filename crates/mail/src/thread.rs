@@ -60,9 +60,9 @@ impl Mail {
     ///
     /// Replies are found through the reply index, and among the messages of
     /// the thread's tasks (the start message's and its ancestors') in the
-    /// inboxes, and those newer than the root in `archive/` and the task's
-    /// by-task archive (so a reply written or archived by another program is
-    /// found before the doctor has indexed it). The inboxes and `archive/`
+    /// inboxes, `archive/` and the task's by-task archive (so a reply
+    /// written or archived by another program, whatever its clock, is found
+    /// before the doctor has indexed it). The inboxes and `archive/`
     /// are read through the gate cache: the cost is the task's own mail.
     ///
     /// # Errors
@@ -122,9 +122,11 @@ impl Mail {
                     }
                 }
             }
-            // Replies another program archived: only files newer than the
-            // root can be below it. Unreadable ones are the doctor's to
-            // report (a folder the cache cannot take is read whole).
+            // Replies another program archived, among the task's files
+            // (another program's clock may run behind ours, so a reply's id
+            // need not sort after the root's). Unreadable ones are the
+            // doctor's to report. A folder the cache cannot take is listed
+            // whole, and then only ids newer than the root are read.
             let archived: Option<Vec<String>> = match walk.folder(&Folder::Archive, false) {
                 Ok(files) => Some(
                     files
@@ -146,6 +148,7 @@ impl Mail {
                     .state
                     .list(&archive)?
                     .into_iter()
+                    .filter(|n| id_of(n).is_some_and(|id| id > root.id))
                     .map(|n| (archive.clone(), n))
                     .collect(),
             };
@@ -156,9 +159,7 @@ impl Mail {
                     .map(|n| (by_task.clone(), n)),
             );
             for (dir, name) in candidates {
-                let Some(id) = id_of(&name).filter(|id| *id > root.id) else {
-                    continue;
-                };
+                let Some(id) = id_of(&name) else { continue };
                 let path = dir.join_id(&id, ".json");
                 if let Ok(ReadOutcome::Value(m)) = read_message(&self.state, &path)
                     && m.id == id

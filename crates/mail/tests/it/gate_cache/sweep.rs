@@ -119,6 +119,41 @@ fn the_cached_thread_finds_a_reply_written_since_the_cache_was_built() {
     assert_eq!(m.thread(&reply).unwrap().len(), 3);
 }
 
+/// Another program's clock may run behind ours: its reply, archived, has an
+/// id that sorts before the request it answers, and the thread still finds
+/// it (it used to look in `archive/` only for ids newer than the root).
+#[test]
+fn the_cached_thread_finds_an_archived_reply_from_a_clock_running_behind() {
+    let f = fixture();
+    let m = &f.mail;
+    let ids = busy(m);
+    warm(m);
+    settle();
+    let id = "1000000000001-7a703292-f1d1-4900-b635-8fd9f1df7f88";
+    let json = format!(
+        r#"{{"id": "{id}", "from": "np-exec", "to": "critic", "phase": "t1", "round": null,
+  "kind": "notify", "subject": "note", "body": "b", "expects_reply": false,
+  "in_reply_to": "{}", "created_at": "2001-09-09T01:46:40.001Z"}}
+"#,
+        ids[0]
+    );
+    let path = m
+        .dir()
+        .join("archive")
+        .unwrap()
+        .join(format!("{id}.json"))
+        .unwrap();
+    m.state().write_bytes(&path, json.as_bytes()).unwrap();
+    settle();
+    let thread: Vec<MessageId> = m
+        .thread(&ids[0])
+        .unwrap()
+        .into_iter()
+        .map(|m| m.id.clone())
+        .collect();
+    assert_eq!(thread, [ids[0].clone(), MessageId::new(id).unwrap()]);
+}
+
 #[test]
 fn a_sweep_after_another_changed_its_inboxes_moves_exactly_its_own_mail() {
     let f = fixture();
