@@ -22,7 +22,8 @@ use crate::output::Output;
 enum Wake {
     Key(Key),
     Redraw,
-    Loaded(Box<std::result::Result<Snapshot, String>>),
+    /// A load, and whether it found anything changed under the root.
+    Loaded(Box<std::result::Result<Snapshot, String>>, bool),
     /// The terminal's input ended (or failed): leave.
     InputGone(String),
 }
@@ -68,7 +69,8 @@ pub(crate) fn run(ctx: &Ctx, args: &TopArgs) -> Result<Output> {
             // The reads run on the watch thread: a slow one never blocks the keys.
             chipset_console::watch(chipset.state(), args.rescan, move |_| {
                 let loaded = loader.load(&reader).map_err(|e| e.to_string());
-                changes.send(Wake::Loaded(Box::new(loaded))).is_ok()
+                let fresh = loader.changed();
+                changes.send(Wake::Loaded(Box::new(loaded), fresh)).is_ok()
             })
             .map_err(|e| e.to_string())
         })
@@ -93,6 +95,7 @@ pub(crate) fn run(ctx: &Ctx, args: &TopArgs) -> Result<Output> {
                 return Ok(None);
             };
             let mut loaded = None;
+            let mut fresh = false;
             let mut effect = Effect::Redraw;
             // Take everything that is waiting: a burst of changes is read once.
             for wake in std::iter::once(wake).chain(rx.try_iter()) {
@@ -103,11 +106,13 @@ pub(crate) fn run(ctx: &Ctx, args: &TopArgs) -> Result<Output> {
                         _ => {}
                     },
                     Wake::Redraw => {}
-                    Wake::Loaded(l) => loaded = Some(*l),
+                    Wake::Loaded(l, f) => {
+                        loaded = Some(*l);
+                        fresh |= f;
+                    }
                     Wake::InputGone(why) => return Ok(Some(why)),
                 }
             }
-            let changed = loaded.is_some();
             match loaded {
                 Some(Ok(s)) => {
                     snapshot = s;
@@ -117,7 +122,9 @@ pub(crate) fn run(ctx: &Ctx, args: &TopArgs) -> Result<Output> {
                 Some(Err(e)) => screen.error = Some(e),
                 None => {}
             }
-            if (changed && screen.error.is_none()) || effect == Effect::Select {
+            // The detail (an agent's whole inbox, say) is read again only
+            // when something changed: an idle rescan reads no file.
+            if (fresh && screen.error.is_none()) || effect == Effect::Select {
                 reload_detail(&chipset, &snapshot, &mut screen);
             }
         }

@@ -234,12 +234,22 @@ impl Snapshot {
 pub struct Loader {
     reads: Mutex<Reads>,
     requests: Mutex<Requests>,
+    /// Whether the last load found anything changed.
+    changed: std::sync::atomic::AtomicBool,
 }
 
 impl Loader {
     /// Returns a loader that remembers nothing yet.
     pub fn new() -> Self {
         Loader::default()
+    }
+
+    /// Returns true when the last load found something changed under the
+    /// root since the load before (always after the first): false means it
+    /// read no file, and what is behind a row (a [`crate::detail`]) need
+    /// not be read again either.
+    pub fn changed(&self) -> bool {
+        self.changed.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Reads every view from `chipset`'s state root.
@@ -275,6 +285,8 @@ impl Loader {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let changed = reads.refresh(chipset, now);
+        self.changed
+            .store(!changed.is_empty(), std::sync::atomic::Ordering::Relaxed);
         let mut tables: [Table; 6] = Default::default();
         tables[0] = agents(chipset, now, &reads);
         tables[2] = queues(chipset, &reads);

@@ -86,7 +86,6 @@ impl Changed {
     }
 
     /// Returns true when nothing changed.
-    #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
         !self.everything && self.paths.is_empty()
     }

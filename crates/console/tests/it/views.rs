@@ -203,14 +203,20 @@ fn a_second_load_sees_what_changed_and_keeps_the_rest() {
     let team = team();
     let loader = chipset_console::Loader::new();
     let first = loader.load(&team.chipset).unwrap();
+    assert!(loader.changed(), "the first load reads everything");
     let again = loader.load(&team.chipset).unwrap();
     assert_eq!(first, again, "nothing changed");
+    // Once every stamp is old enough to trust, a load reads no file.
+    std::thread::sleep(std::time::Duration::from_millis(2_100));
+    let _ = loader.load(&team.chipset).unwrap();
+    assert!(!loader.changed(), "an idle root");
     let gamma = crate::team::id("polecat-gamma");
     team.chipset
         .pool()
         .claim(&gamma, &"bd-103".parse().unwrap())
         .unwrap();
     let after = loader.load(&team.chipset).unwrap();
+    assert!(loader.changed());
     assert_eq!(after.table(View::Agents).rows.len(), 3, "a new hook");
     let claimed = &after.table(View::Pool).rows[1];
     assert_eq!(
