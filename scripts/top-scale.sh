@@ -31,7 +31,7 @@ echo "state: $state ($(df --output=fstype "$state" | tail -n 1 | tr -d ' '))"
 
 sock=$(mktemp -u /tmp/top-scale.XXXXXX)
 t() { tmux -S "$sock" "$@"; }
-trap 't kill-server 2>/dev/null || true' EXIT
+trap 't kill-server 2>/dev/null || true; rm -f "$sock"' EXIT
 now() { date +%s.%N; }
 screen() { t capture-pane -p -t top; }
 
@@ -60,7 +60,7 @@ time "$chipset" --root "$state" top --once 120x40 >/dev/null
 log=$(mktemp)
 "$chipset" --root "$state" serve --addr 127.0.0.1:0 2>"$log" &
 serve=$!
-trap 't kill-server 2>/dev/null || true; kill $serve 2>/dev/null || true; rm -f "$log"' EXIT
+trap 't kill-server 2>/dev/null || true; rm -f "$sock"; kill $serve 2>/dev/null || true; rm -f "$log"' EXIT
 until grep -q 'dashboard at' "$log"; do sleep 0.05; done
 url=$(sed -n 's/.*dashboard at \(http[^ ]*\).*/\1/p' "$log" | head -n 1)
 curl -s -o /dev/null "$url" # the first, cold
