@@ -116,9 +116,10 @@ pub enum Error {
     Store(#[from] chipset_store::Error),
     /// The storage backend failed (a PostgreSQL server, through
     /// [`Hooks::with_backend`](crate::Hooks::with_backend)); on a directory
-    /// failures stay [`Error::Store`].
+    /// failures stay [`Error::Store`]. Boxed: the backend's error carries
+    /// the value it found, and every hook result would pay for its size.
     #[error(transparent)]
-    Backend(chipset_backend::Error),
+    Backend(Box<chipset_backend::Error>),
 }
 
 impl Error {

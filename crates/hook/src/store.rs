@@ -501,13 +501,13 @@ fn failure(path: &Path, e: chipset_backend::Error) -> Failure {
             match source.downcast::<chipset_store::Error>() {
                 Ok(store) => *store,
                 Err(source) => {
-                    return Failure::Error(Error::Backend(
+                    return Failure::Error(Error::Backend(Box::new(
                         chipset_backend::Error::OutcomeUnknown { op, key, source },
-                    ));
+                    )));
                 }
             }
         }
-        other => return Failure::Error(Error::Backend(other)),
+        other => return Failure::Error(Error::Backend(Box::new(other))),
     };
     match symlink_corruption(path, store) {
         Ok(c) => Failure::Corrupt(c),
