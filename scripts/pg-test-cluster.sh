@@ -7,9 +7,11 @@
 #   scripts/pg-test-cluster.sh stop [DIR] # stops it and removes DIR
 #
 # `start` makes a cluster in a new temporary folder (or $PG_TEST_DIR),
-# listening only on 127.0.0.1 at a free port (or $PG_TEST_PORT), with
+# listening only on 127.0.0.1 (or the one address $PG_TEST_LISTEN, which
+# then also admits clients on the networks it is directly on: the
+# network-namespace test's veth) at a free port (or $PG_TEST_PORT), with
 # password authentication over TCP (scram-sha-256) so the tests can check
-# a wrong password, and prints `postgres://chipset:PASSWORD@127.0.0.1:PORT/chipset`.
+# a wrong password, and prints `postgres://chipset:PASSWORD@ADDRESS:PORT/chipset`.
 # The folder is written to stderr and to $TMPDIR/chipset-pg-test-cluster.last,
 # which `restart` and `stop` use when no DIR is given.
 #
@@ -46,10 +48,12 @@ as_owner() {
     fi
 }
 
+listen=${PG_TEST_LISTEN:-127.0.0.1}
+
 free_port() {
     local port
     for port in $(seq 15432 15531); do
-        if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+        if ! (exec 3<>"/dev/tcp/$listen/$port") 2>/dev/null; then
             echo "$port"
             return
         fi
@@ -73,15 +77,18 @@ start() {
         --auth-local=trust --auth-host=scram-sha-256 -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 ||
         { cat "$dir/initdb.log" >&2; exit 1; }
     rm -f "$dir/pwfile"
+    if [ "$listen" != 127.0.0.1 ]; then
+        echo "host all all samenet scram-sha-256" >>"$dir/data/pg_hba.conf"
+    fi
     as_owner "$(find_bin pg_ctl)" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-        -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir -c max_connections=200" \
+        -o "-c listen_addresses=$listen -c port=$port -c unix_socket_directories=$dir -c max_connections=200" \
         start >/dev/null || { cat "$dir/server.log" >&2; exit 1; }
     as_owner "$(find_bin psql)" -h "$dir" -p "$port" -U chipset -d postgres -q \
         -c "CREATE DATABASE chipset" >/dev/null
     printf '%s\n' "$dir" >"$last"
     printf '%s\n' "$port" >"$dir/port"
     echo "pg-test-cluster: cluster in $dir" >&2
-    echo "postgres://chipset:$password@127.0.0.1:$port/chipset"
+    echo "postgres://chipset:$password@$listen:$port/chipset"
 }
 
 dir_arg() {

@@ -10,64 +10,10 @@ use std::time::Duration;
 use chipset_backend::{Backend, Created, Error, LogPos, PgBackend, PgOptions};
 use chipset_testkit as kit;
 
+use crate::cluster::OwnCluster;
 use crate::proxy::Proxy;
 use crate::server::host_port;
 use crate::support::{Fx, MARK, dir, key, pg_url};
-
-const SCRIPT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../scripts/pg-test-cluster.sh"
-);
-
-/// A cluster of the test's own (the shared one must not restart under the
-/// other tests), stopped and removed on drop.
-struct OwnCluster {
-    dir: tempfile::TempDir,
-    url: String,
-}
-
-impl OwnCluster {
-    /// Starts one with the script, or says why not (no PostgreSQL binaries).
-    fn start() -> Option<OwnCluster> {
-        let dir = tempfile::tempdir().unwrap();
-        let out = std::process::Command::new("bash")
-            .args([SCRIPT, "start"])
-            .env("PG_TEST_DIR", dir.path().join("pg"))
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        if !out.status.success() && stderr.contains("not found") {
-            #[allow(clippy::print_stderr, reason = "a skipped test must say so")]
-            {
-                eprintln!(
-                    "SKIPPED: no PostgreSQL binaries to start a cluster to restart: {stderr}"
-                );
-            }
-            return None;
-        }
-        assert!(out.status.success(), "cluster start failed: {stderr}");
-        let url = String::from_utf8(out.stdout).unwrap().trim().to_owned();
-        Some(OwnCluster { dir, url })
-    }
-
-    fn restart(&self) {
-        let pg = self.dir.path().join("pg");
-        let status = std::process::Command::new("bash")
-            .args([SCRIPT, "restart", pg.to_str().unwrap()])
-            .status()
-            .unwrap();
-        assert!(status.success(), "restart failed");
-    }
-}
-
-impl Drop for OwnCluster {
-    fn drop(&mut self) {
-        let pg = self.dir.path().join("pg");
-        let _ = std::process::Command::new("bash")
-            .args([SCRIPT, "stop", pg.to_str().unwrap()])
-            .status();
-    }
-}
 
 /// Whether an error is one a client may see while the server restarts.
 fn restart_error(e: &Error) -> bool {
@@ -82,7 +28,7 @@ fn a_restart_mid_stream_loses_and_duplicates_nothing() {
     if pg_url("a_restart_mid_stream_loses_and_duplicates_nothing").is_none() {
         return;
     }
-    let Some(cluster) = OwnCluster::start() else {
+    let Some(cluster) = OwnCluster::start(None) else {
         return;
     };
     let b: Arc<dyn Backend> = Arc::new(PgBackend::open(&cluster.url).unwrap());

@@ -3,8 +3,10 @@
 //! fault tests. PostgreSQL runs happen when `CHIPSET_TEST_PG` names a
 //! server (a URL); without it those tests say so and pass.
 
+mod cluster;
 mod conformance;
 mod faults;
+mod netns;
 mod proxy;
 mod server;
 mod support;
