@@ -18,6 +18,11 @@ pub enum Error {
     /// A filesystem operation failed.
     #[error(transparent)]
     Store(#[from] chipset_store::Error),
+    /// The storage backend failed (a PostgreSQL server, through
+    /// [`Nudges::with_backend`](crate::Nudges::with_backend)); on a
+    /// directory failures stay [`Error::Store`].
+    #[error(transparent)]
+    Backend(chipset_backend::Error),
     /// A file this operation depends on is there but unreadable; repair it
     /// with a doctor (which quarantines it) and retry.
     #[error(transparent)]
@@ -116,6 +121,7 @@ impl chipset_store::MaybeCommitted for Error {
         match self {
             Error::ResponseNotDelivered { .. } => true,
             Error::Store(e) => e.is_outcome_unknown(),
+            Error::Backend(e) => e.is_outcome_unknown(),
             _ => false,
         }
     }

@@ -2,12 +2,17 @@
 
 pub(crate) mod respond;
 pub(crate) mod scan;
+mod seam;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
+use chipset_backend::{Backend, FsBackend};
 use chipset_store::{AgentId, Corruption, Decision, ReadOutcome, SortableId, StateDir, StatePath};
+
+use self::seam::Current;
 
 use crate::error::{Error, Result};
 use crate::format::{Nudge, NudgeId, NudgeType, ProcessedRecord};
@@ -215,11 +220,18 @@ impl Received {
 
 /// The signal channel: `nudge/{agent}/latest.json` and its companions.
 ///
-/// Cheap to clone. See the crate docs for the protocol.
+/// Cheap to clone. See the crate docs for the protocol. Every read and
+/// write of a signal goes through the storage seam
+/// (`chipset_backend::Backend`, issue 30): on a directory the files are
+/// what they always were; [`Nudges::with_backend`] puts them on PostgreSQL.
 #[derive(Debug, Clone)]
 pub struct Nudges {
     state: StateDir,
     config: NudgeConfig,
+    seam: Arc<dyn Backend>,
+    /// Whether the seam is the directory `state` (its corrupt files go to
+    /// the store's `.quarantine/`).
+    local: bool,
 }
 
 impl Nudges {
@@ -230,7 +242,27 @@ impl Nudges {
 
     /// Returns the channel on `state` with `config`.
     pub fn with_config(state: StateDir, config: NudgeConfig) -> Self {
-        Nudges { state, config }
+        let seam = Arc::new(FsBackend::new(state.clone()));
+        Nudges {
+            state,
+            config,
+            seam,
+            local: true,
+        }
+    }
+
+    /// Returns the channel whose signals (`latest.json`, the processed
+    /// record, the responses) live on `backend`, a PostgreSQL server
+    /// (issue 30), with `state` as the local root that the scans
+    /// ([`Nudges::agents`], [`Nudges::status`]), the doctor and the
+    /// reminders still use until they move onto the seam too.
+    pub fn with_backend(state: StateDir, config: NudgeConfig, backend: Arc<dyn Backend>) -> Self {
+        Nudges {
+            state,
+            config,
+            seam: backend,
+            local: false,
+        }
     }
 
     /// Returns the state root.
@@ -300,7 +332,7 @@ impl Nudges {
             from: String::from(draft.from),
             kind: draft.kind,
             message: draft.message,
-            timestamp: self.state.now(),
+            timestamp: self.now()?,
             requires_response: draft.requires_response,
             id: Some(draft.id.unwrap_or_else(|| self.new_id())),
             in_reply_to: None,
@@ -325,28 +357,25 @@ impl Nudges {
                 && first.in_reply_to == nudge.in_reply_to
         };
         let latest = self.latest_path(to);
-        let processed = self.processed_path(to);
-        let earlier = self.state.update(&latest, |current: ReadOutcome<Nudge>| {
-            let first = match current {
-                ReadOutcome::Value(n) if n.id == nudge.id => Some(n),
-                _ => match self.state.read_json::<ProcessedRecord>(&processed)?.value() {
-                    Some(r) if r.last.id == nudge.id => Some(r.last),
-                    _ => None,
-                },
-            };
-            Ok::<_, Error>(match first {
-                Some(first) if same(&first) => Decision::Keep(Some(Ok(first))),
-                Some(_) => Decision::Keep(Some(Err(()))),
-                None => Decision::Keep(None),
-            })
-        })?;
+        let first = match self.read_value::<Nudge>(&self.seam_key(to, &[], LATEST_FILE), &latest)? {
+            ReadOutcome::Value(n) if n.id == nudge.id => Some(n),
+            _ => match self.read_processed(to)?.value() {
+                Some(r) if r.last.id == nudge.id => Some(r.last),
+                _ => None,
+            },
+        };
+        let earlier = match first {
+            Some(first) if same(&first) => Some(Ok(first)),
+            Some(_) => Some(Err(())),
+            None => None,
+        };
         match earlier {
             Some(Ok(sent)) => Ok(Delivery::Delivered { sent }),
             Some(Err(())) => Err(Error::IdConflict {
                 id: nudge.id.clone().expect("a chosen id"),
             }),
-            // Not there: deliver it (the precedence rule decides, under the
-            // lock again; a racing retry of the same id replaces it with itself).
+            // Not there: deliver it (the precedence rule decides, with a
+            // swap; a racing retry of the same id replaces it with itself).
             None => self.deliver(to, nudge),
         }
     }
@@ -359,38 +388,37 @@ impl Nudges {
     /// As [`Nudges::send`].
     pub fn deliver(&self, to: &AgentId, nudge: Nudge) -> Result<Delivery> {
         let latest = self.latest_path(to);
-        let processed = self.processed_path(to);
-        self.state.update(&latest, |current: ReadOutcome<Nudge>| {
+        let key = self.seam_key(to, &[], LATEST_FILE);
+        self.swap(&key, &latest, |current: Current<Nudge>| {
             let pending = match current {
-                ReadOutcome::Missing => None,
-                ReadOutcome::Value(n) => Some(n),
+                Current::Missing => None,
+                Current::Value(n) => Some(n),
                 // A nudge this version cannot rank is not replaced blindly.
-                ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
-                ReadOutcome::Corrupt(_) => {
-                    let quarantined = self.state.quarantine(&latest)?;
+                Current::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
+                Current::Quarantined(quarantined) => {
                     let sent = nudge.clone();
                     return Ok(Decision::Write(
-                        nudge,
+                        nudge.clone(),
                         Delivery::RepairedCorrupt { sent, quarantined },
                     ));
                 }
             };
             let record = match &pending {
-                Some(_) => self.state.read_json::<ProcessedRecord>(&processed)?.value(),
+                Some(_) => self.read_processed(to)?.value(),
                 None => None,
             };
-            Ok::<_, Error>(match precedence(pending, record.as_ref(), &nudge.kind) {
+            Ok(match precedence(pending, record.as_ref(), &nudge.kind) {
                 Verdict::Deliver => {
                     let sent = nudge.clone();
-                    Decision::Write(nudge, Delivery::Delivered { sent })
+                    Decision::Write(nudge.clone(), Delivery::Delivered { sent })
                 }
                 Verdict::Replace(previous) => {
                     let sent = nudge.clone();
-                    Decision::Write(nudge, Delivery::Replaced { sent, previous })
+                    Decision::Write(nudge.clone(), Delivery::Replaced { sent, previous })
                 }
                 Verdict::Hold(pending) => Decision::Keep(Delivery::Held {
                     pending,
-                    unsent: nudge,
+                    unsent: nudge.clone(),
                 }),
             })
         })
@@ -402,12 +430,18 @@ impl Nudges {
     ///
     /// [`Error::Store`] on I/O failure.
     pub fn read_latest(&self, agent: &AgentId) -> Result<ReadOutcome<Nudge>> {
-        Ok(self.state.read_json(&self.latest_path(agent))?)
+        self.read_value(
+            &self.seam_key(agent, &[], LATEST_FILE),
+            &self.latest_path(agent),
+        )
     }
 
     /// Reads `agent`'s processed record.
     pub(super) fn read_processed(&self, agent: &AgentId) -> Result<ReadOutcome<ProcessedRecord>> {
-        Ok(self.state.read_json(&self.processed_path(agent))?)
+        self.read_value(
+            &self.seam_key(agent, &[], PROCESSED_FILE),
+            &self.processed_path(agent),
+        )
     }
 
     /// Polls `agent`'s nudge: what is there, and whether it was processed.
@@ -468,30 +502,26 @@ impl Nudges {
     /// [`Error::Store`] on I/O failure.
     pub fn mark_processed(&self, agent: &AgentId, nudge: &Nudge) -> Result<()> {
         let path = self.processed_path(agent);
-        let now = self.state.now();
-        self.state
-            .update(&path, |current: ReadOutcome<ProcessedRecord>| {
-                // The record's own fields from another writer stay with it.
-                let (count, extra) = match current {
-                    ReadOutcome::Value(r) if r.last.is_same(nudge) => {
-                        return Ok(Decision::Keep(()));
-                    }
-                    ReadOutcome::Value(r) => (r.count + 1, r.extra),
-                    ReadOutcome::Missing => (1, serde_json::Map::new()),
-                    ReadOutcome::Corrupt(_) => {
-                        self.state.quarantine(&path)?;
-                        (1, serde_json::Map::new())
-                    }
-                    ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
-                };
-                let record = ProcessedRecord {
-                    last: nudge.clone(),
-                    processed_at: now,
-                    count,
-                    extra,
-                };
-                Ok::<_, Error>(Decision::Write(record, ()))
-            })
+        let key = self.seam_key(agent, &[], PROCESSED_FILE);
+        let now = self.now()?;
+        self.swap(&key, &path, |current: Current<ProcessedRecord>| {
+            // The record's own fields from another writer stay with it.
+            let (count, extra) = match current {
+                Current::Value(r) if r.last.is_same(nudge) => {
+                    return Ok(Decision::Keep(()));
+                }
+                Current::Value(r) => (r.count + 1, r.extra),
+                Current::Missing | Current::Quarantined(_) => (1, serde_json::Map::new()),
+                Current::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
+            };
+            let record = ProcessedRecord {
+                last: nudge.clone(),
+                processed_at: now,
+                count,
+                extra,
+            };
+            Ok(Decision::Write(record, ()))
+        })
     }
 
     fn new_id(&self) -> NudgeId {

@@ -5,6 +5,7 @@ use chipset_store::{AgentId, Corruption, Decision, ReadOutcome, Timestamp, Unsup
 
 use std::collections::BTreeMap;
 
+use super::seam::Current;
 use super::{Delivery, Nudges, RESPONSES_DIR};
 use crate::error::{Error, Result};
 use crate::format::{Nudge, NudgeType};
@@ -78,17 +79,18 @@ impl Nudges {
             from: responder.as_str().to_owned(),
             kind: NudgeType::NudgeResponse,
             message: message.into(),
-            timestamp: self.state.now(),
+            timestamp: self.now()?,
             requires_response: false,
             id: Some(self.new_id()),
             in_reply_to: incoming.id.clone(),
             extra: serde_json::Map::new(),
         };
         let record = self.response_path(&sender, responder);
-        let response = self.state.update(&record, |current: ReadOutcome<Nudge>| {
+        let key = self.seam_key(&sender, &[RESPONSES_DIR], &format!("{responder}.json"));
+        let response = self.swap(&key, &record, |current: Current<Nudge>| {
             match current {
                 // A retry: this answer to this nudge is recorded already.
-                ReadOutcome::Value(old)
+                Current::Value(old)
                     if incoming.id.is_some()
                         && old.in_reply_to == incoming.id
                         && old.message == response.message
@@ -97,16 +99,13 @@ impl Nudges {
                     return Ok(Decision::Keep(old));
                 }
                 // A newer answer from another process of the same responder stays.
-                ReadOutcome::Value(old) if old.timestamp > response.timestamp => {
+                Current::Value(old) if old.timestamp > response.timestamp => {
                     return Ok(Decision::Keep(response.clone()));
                 }
-                ReadOutcome::Corrupt(_) => {
-                    self.state.quarantine(&record)?;
-                }
-                ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
+                Current::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
                 _ => {}
             }
-            Ok::<_, Error>(Decision::Write(response.clone(), response.clone()))
+            Ok(Decision::Write(response.clone(), response.clone()))
         })?;
         if response.id.is_some() {
             self.deliver_once(&sender, response)
@@ -128,6 +127,7 @@ impl Nudges {
     /// [`Error::Store`] on I/O failure.
     pub fn responses_since(&self, sender: &AgentId, since: Timestamp) -> Result<Responses> {
         let dir = self.agent_dir(sender).join_static(RESPONSES_DIR);
+        let seam_dir = self.seam_dir(sender, &[RESPONSES_DIR]);
         let mut newest: BTreeMap<String, Nudge> = BTreeMap::new();
         let mut out = Responses::default();
         let keep = |n: Nudge, newest: &mut BTreeMap<String, Nudge>| {
@@ -141,7 +141,7 @@ impl Nudges {
                 }
             }
         };
-        for name in self.state.list(&dir)? {
+        for name in self.list_at(&seam_dir, &dir)? {
             // A name that is not one safe segment was not written by a
             // responder (whose file is named by its id): skipped, as a
             // name without `.json` is.
@@ -152,7 +152,10 @@ impl Nudges {
             else {
                 continue;
             };
-            match self.state.read_json::<Nudge>(&path)? {
+            let Ok(key) = seam_dir.key(&name) else {
+                continue;
+            };
+            match self.read_value::<Nudge>(&key, &path)? {
                 ReadOutcome::Value(n) => keep(n, &mut newest),
                 ReadOutcome::Corrupt(c) => out.corrupt.push(c),
                 ReadOutcome::Unsupported(u) => out.unsupported.push(u),
@@ -185,15 +188,14 @@ impl Nudges {
     ) -> Result<ResponseStatus> {
         let answered =
             |n: Nudge| (n.timestamp >= sent_at && n.from == recipient.as_str()).then_some(n);
-        let mut found = match self
-            .state
-            .read_json::<Nudge>(&self.response_path(sender, recipient))?
-        {
-            ReadOutcome::Value(n) => answered(n),
-            ReadOutcome::Missing => None,
-            ReadOutcome::Corrupt(c) => return Err(Error::Corrupt(c)),
-            ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
-        };
+        let key = self.seam_key(sender, &[RESPONSES_DIR], &format!("{recipient}.json"));
+        let mut found =
+            match self.read_value::<Nudge>(&key, &self.response_path(sender, recipient))? {
+                ReadOutcome::Value(n) => answered(n),
+                ReadOutcome::Missing => None,
+                ReadOutcome::Corrupt(c) => return Err(Error::Corrupt(c)),
+                ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
+            };
         if found.is_none()
             && let ReadOutcome::Value(n) = self.read_latest(sender)?
             && n.kind == NudgeType::NudgeResponse
@@ -206,7 +208,7 @@ impl Nudges {
                 at: response.timestamp,
                 response,
             },
-            None if self.state.now() >= deadline => ResponseStatus::Overdue { deadline },
+            None if self.now()? >= deadline => ResponseStatus::Overdue { deadline },
             None => ResponseStatus::Waiting { deadline },
         })
     }
