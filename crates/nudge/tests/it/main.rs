@@ -9,6 +9,7 @@
 mod foreign;
 mod golden;
 mod model;
+mod place;
 mod procs;
 mod reminder_repair;
 mod reminders;

@@ -4,12 +4,13 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chipset_nudge::{
-    Delivery, Error, KindRegistry, ManualResolution, NewNudge, NudgeType, Nudges, Opened, Received,
+    Delivery, Error, KindRegistry, ManualResolution, NewNudge, NudgeType, Opened, Received,
     ReminderFilter, ReminderId, Reminders, Resolution,
 };
 use chipset_store::{Clock, ReadOutcome, StateDir};
 use proptest::prelude::*;
 
+use crate::place::Place;
 use crate::support::DeliveryExt;
 use crate::support::ReceivedExt;
 use crate::support::preset;
@@ -66,90 +67,123 @@ proptest! {
 
     #[test]
     fn signals_match_the_model(ops in proptest::collection::vec(sig_op(), 1..40)) {
-        let (t, clock) = manual_no_sync();
-        let mut nudges = Nudges::new(t.state.clone());
-        let mut model: Vec<SigModel> = vec![SigModel::default(); AGENTS];
-        let sender = agent("mayor");
-        for op in ops {
-            match op {
-                SigOp::Send { to, kind } => {
-                    let kind_name = KINDS[kind];
-                    let d = nudges
-                        .send(&agent(&name(to)), NewNudge::new(sender.clone(), NudgeType::from(kind_name), "m"))
-                        .unwrap();
-                    let m = &mut model[to];
-                    let pending = m.latest.clone().filter(|(id, ..)| m.processed.as_ref() != Some(id));
-                    match (&pending, &d) {
-                        (None, Delivery::Delivered { .. }) => {}
-                        (Some((pid, pkind, _)), Delivery::Held { pending, .. }) => {
-                            prop_assert_eq!(pkind.as_str(), "abort");
-                            prop_assert_ne!(kind_name, "abort");
-                            prop_assert_eq!(pending.id.as_ref().unwrap().as_str(), pid.as_str());
-                        }
-                        (Some((pid, pkind, _)), Delivery::Replaced { previous, .. }) => {
-                            prop_assert!(pkind != "abort" || kind_name == "abort");
-                            prop_assert_eq!(previous.id.as_ref().unwrap().as_str(), pid.as_str());
-                        }
-                        (p, d) => prop_assert!(false, "model {:?} vs {:?}", p, d),
-                    }
-                    if let Some(sent) = d.sent() {
-                        m.latest = Some((sent.id.as_ref().unwrap().to_string(), kind_name.to_owned(), "mayor".to_owned()));
-                    }
-                }
-                SigOp::Receive { who } | SigOp::Mark { who } | SigOp::Respond { who } => {
-                    let got = nudges.receive(&agent(&name(who))).unwrap();
-                    let m = &model[who];
-                    match (&m.latest, &got) {
-                        (None, ReadOutcome::Missing) => {}
-                        (Some((id, ..)), ReadOutcome::Value(Received::Seen(n))) => {
-                            prop_assert_eq!(m.processed.as_ref(), Some(id));
-                            prop_assert_eq!(n.id.as_ref().unwrap().as_str(), id.as_str());
-                        }
-                        (Some((id, ..)), ReadOutcome::Value(Received::New(n))) => {
-                            prop_assert_ne!(m.processed.as_ref(), Some(id));
-                            prop_assert_eq!(n.id.as_ref().unwrap().as_str(), id.as_str());
-                        }
-                        (l, g) => prop_assert!(false, "model {:?} vs {:?}", l, g),
-                    }
-                    let Some(n) = got.to_process().cloned() else { continue };
-                    if matches!(op, SigOp::Mark { .. }) {
-                        nudges.mark_processed(&agent(&name(who)), &n).unwrap();
-                        model[who].processed = n.id.map(|i| i.to_string());
-                    } else if matches!(op, SigOp::Respond { .. }) && n.from != name(who) {
-                        // Answer whoever sent it (the mayor, or a responder).
-                        let Ok(to) = chipset_store::AgentId::new(n.from.as_str()) else { continue };
-                        let r = nudges.respond(&agent(&name(who)), &n, "ok").unwrap();
-                        let rid = r.nudge().id.clone().unwrap().to_string();
-                        if let Some(idx) = (0..AGENTS).find(|i| name(*i) == to.as_str()) {
-                            let m = &mut model[idx];
-                            m.responders.insert(name(who), rid.clone());
-                            let pending = m.latest.clone().filter(|(id, ..)| m.processed.as_ref() != Some(id));
-                            let held = pending.is_some_and(|(_, k, _)| k == "abort");
-                            prop_assert_eq!(r.is_held(), held);
-                            if !held {
-                                m.latest = Some((rid, "nudge_response".into(), name(who)));
-                            }
-                        }
-                    }
-                }
-                SigOp::Restart => {
-                    nudges = Nudges::new(StateDir::open(t.state.root()).unwrap());
-                }
-                SigOp::Tick => clock.advance(Duration::from_millis(1)),
-            }
-        }
-        // Every answer is visible to its addressee.
-        for (i, m) in model.iter().enumerate() {
-            let got = nudges.responses_since(&agent(&name(i)), chipset_store::Timestamp::EPOCH).unwrap();
-            let ids: BTreeMap<String, String> = got
-                .answered
-                .into_iter()
-                .filter(|n| n.from != "mayor")
-                .map(|n| (n.from, n.id.unwrap().to_string()))
-                .collect();
-            prop_assert_eq!(&ids, &m.responders);
+        signals_model(&Place::fs(), ops)?;
+    }
+
+    #[test]
+    fn signals_match_the_model_on_postgres(ops in proptest::collection::vec(sig_op(), 1..40)) {
+        // A fresh schema per case, as a fresh directory per case above.
+        if let Some(place) = Place::pg("signals_match_the_model_on_postgres") {
+            signals_model(&place, ops)?;
         }
     }
+}
+
+/// Runs `ops` on the signals at `place` and checks each against the model.
+fn signals_model(place: &Place, ops: Vec<SigOp>) -> Result<(), TestCaseError> {
+    let (t, clock) = manual_no_sync();
+    let mut nudges = place.nudges(t.state.clone());
+    let mut model: Vec<SigModel> = vec![SigModel::default(); AGENTS];
+    let sender = agent("mayor");
+    for op in ops {
+        match op {
+            SigOp::Send { to, kind } => {
+                let kind_name = KINDS[kind];
+                let d = nudges
+                    .send(
+                        &agent(&name(to)),
+                        NewNudge::new(sender.clone(), NudgeType::from(kind_name), "m"),
+                    )
+                    .unwrap();
+                let m = &mut model[to];
+                let pending = m
+                    .latest
+                    .clone()
+                    .filter(|(id, ..)| m.processed.as_ref() != Some(id));
+                match (&pending, &d) {
+                    (None, Delivery::Delivered { .. }) => {}
+                    (Some((pid, pkind, _)), Delivery::Held { pending, .. }) => {
+                        prop_assert_eq!(pkind.as_str(), "abort");
+                        prop_assert_ne!(kind_name, "abort");
+                        prop_assert_eq!(pending.id.as_ref().unwrap().as_str(), pid.as_str());
+                    }
+                    (Some((pid, pkind, _)), Delivery::Replaced { previous, .. }) => {
+                        prop_assert!(pkind != "abort" || kind_name == "abort");
+                        prop_assert_eq!(previous.id.as_ref().unwrap().as_str(), pid.as_str());
+                    }
+                    (p, d) => prop_assert!(false, "model {:?} vs {:?}", p, d),
+                }
+                if let Some(sent) = d.sent() {
+                    m.latest = Some((
+                        sent.id.as_ref().unwrap().to_string(),
+                        kind_name.to_owned(),
+                        "mayor".to_owned(),
+                    ));
+                }
+            }
+            SigOp::Receive { who } | SigOp::Mark { who } | SigOp::Respond { who } => {
+                let got = nudges.receive(&agent(&name(who))).unwrap();
+                let m = &model[who];
+                match (&m.latest, &got) {
+                    (None, ReadOutcome::Missing) => {}
+                    (Some((id, ..)), ReadOutcome::Value(Received::Seen(n))) => {
+                        prop_assert_eq!(m.processed.as_ref(), Some(id));
+                        prop_assert_eq!(n.id.as_ref().unwrap().as_str(), id.as_str());
+                    }
+                    (Some((id, ..)), ReadOutcome::Value(Received::New(n))) => {
+                        prop_assert_ne!(m.processed.as_ref(), Some(id));
+                        prop_assert_eq!(n.id.as_ref().unwrap().as_str(), id.as_str());
+                    }
+                    (l, g) => prop_assert!(false, "model {:?} vs {:?}", l, g),
+                }
+                let Some(n) = got.to_process().cloned() else {
+                    continue;
+                };
+                if matches!(op, SigOp::Mark { .. }) {
+                    nudges.mark_processed(&agent(&name(who)), &n).unwrap();
+                    model[who].processed = n.id.map(|i| i.to_string());
+                } else if matches!(op, SigOp::Respond { .. }) && n.from != name(who) {
+                    // Answer whoever sent it (the mayor, or a responder).
+                    let Ok(to) = chipset_store::AgentId::new(n.from.as_str()) else {
+                        continue;
+                    };
+                    let r = nudges.respond(&agent(&name(who)), &n, "ok").unwrap();
+                    let rid = r.nudge().id.clone().unwrap().to_string();
+                    if let Some(idx) = (0..AGENTS).find(|i| name(*i) == to.as_str()) {
+                        let m = &mut model[idx];
+                        m.responders.insert(name(who), rid.clone());
+                        let pending = m
+                            .latest
+                            .clone()
+                            .filter(|(id, ..)| m.processed.as_ref() != Some(id));
+                        let held = pending.is_some_and(|(_, k, _)| k == "abort");
+                        prop_assert_eq!(r.is_held(), held);
+                        if !held {
+                            m.latest = Some((rid, "nudge_response".into(), name(who)));
+                        }
+                    }
+                }
+            }
+            SigOp::Restart => {
+                nudges = place.nudges(StateDir::open(t.state.root()).unwrap());
+            }
+            SigOp::Tick => clock.advance(Duration::from_millis(1)),
+        }
+    }
+    // Every answer is visible to its addressee.
+    for (i, m) in model.iter().enumerate() {
+        let got = nudges
+            .responses_since(&agent(&name(i)), chipset_store::Timestamp::EPOCH)
+            .unwrap();
+        let ids: BTreeMap<String, String> = got
+            .answered
+            .into_iter()
+            .filter(|n| n.from != "mayor")
+            .map(|n| (n.from, n.id.unwrap().to_string()))
+            .collect();
+        prop_assert_eq!(&ids, &m.responders);
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------- reminders

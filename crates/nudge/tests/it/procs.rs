@@ -1,17 +1,20 @@
-//! Many processes at once: senders, responders, reminder openers.
+//! Many processes at once: senders, responders, reminder openers. The
+//! signals' races run on a directory and, when `CHIPSET_TEST_PG` names a
+//! server, on PostgreSQL (issue 30) from the same bodies.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
 use chipset_nudge::{
-    Delivery, KindRegistry, NewNudge, NudgeType, Nudges, Received, ReminderFilter, Reminders,
+    Delivery, KindRegistry, NewNudge, NudgeType, Received, ReminderFilter, Reminders,
     ResponseStatus,
 };
-use chipset_store::{AgentId, ReadOutcome, StateDir, Timestamp};
+use chipset_store::{AgentId, ReadOutcome, Timestamp};
 use chipset_testkit::{self as kit, TempState};
 use serde_json::{Value, json};
 
+use crate::place::{Place, nudges_of};
 use crate::support::{ReminderKey, new_reminder};
 use crate::support::{agent, temps_under};
 use crate::support::{preset, responders};
@@ -19,13 +22,13 @@ use crate::support::{preset, responders};
 const ENTRY: &str = "procs::child_entry";
 const PROCS: usize = 8;
 
-/// Runs one role and returns the line it reports.
-fn run_role(name: &str, root: &Path, i: usize, extra: &str) -> Value {
-    let state = StateDir::open(root).unwrap();
+/// Runs one role on the place `spec` names ([`Place::spec`]) and returns
+/// the line it reports.
+fn run_role(name: &str, spec: &str, i: usize, extra: &str) -> Value {
+    let (nudges, state) = nudges_of(spec);
     match name {
         // Send to `target`: a health check, or an abort when `extra` names this sender.
         "send" => {
-            let nudges = Nudges::new(state);
             let kind = if extra == i.to_string() {
                 NudgeType::Abort
             } else {
@@ -51,7 +54,6 @@ fn run_role(name: &str, root: &Path, i: usize, extra: &str) -> Value {
         }
         // Answer the witness's nudge in this agent's latest.json.
         "respond" => {
-            let nudges = Nudges::new(state);
             let me = agent(&format!("agent-{i}"));
             let ReadOutcome::Value(Received::New(incoming)) = nudges.receive(&me).unwrap() else {
                 panic!("no nudge")
@@ -78,18 +80,13 @@ fn run_role(name: &str, root: &Path, i: usize, extra: &str) -> Value {
 fn child_entry() {
     if let Some(role) = kit::child_role() {
         kit::wait_for_file(Path::new(role.arg(1)));
-        let out = run_role(
-            &role.name,
-            Path::new(role.arg(0)),
-            role.parse(2),
-            role.arg(3),
-        );
+        let out = run_role(&role.name, role.arg(0), role.parse(2), role.arg(3));
         println!("{out}");
         return;
     }
     // Not a child: run each role in-process once and check the result.
     let t = TempState::new();
-    let root = t.state.root();
+    let root = t.state.root().to_str().unwrap();
     assert_eq!(run_role("send", root, 0, "-")["previous"], Value::Null);
     let second = run_role("send", root, 1, "-");
     assert!(second["previous"].is_string());
@@ -98,10 +95,11 @@ fn child_entry() {
     assert_eq!(run_role("open", root, 1, "")["id"], o["id"]);
 }
 
-/// Starts `PROCS` children in `role`, releases them at once, returns their lines.
-fn race(t: &TempState, role: &str, extra: &str) -> Vec<Value> {
+/// Starts `PROCS` children in `role` on `place`, releases them at once,
+/// returns their lines.
+fn race(t: &TempState, place: &Place, role: &str, extra: &str) -> Vec<Value> {
     let start = t.scratch(&format!("start-{role}"));
-    let root = t.state.root().to_string_lossy().into_owned();
+    let root = place.spec(t.state.root());
     let mut children: Vec<_> = (0..PROCS)
         .map(|i| {
             let args = [
@@ -130,19 +128,31 @@ fn race(t: &TempState, role: &str, extra: &str) -> Vec<Value> {
 
 #[test]
 fn eight_senders_leave_one_whole_nudge_and_a_clean_chain() {
+    senders_race(&Place::fs());
+}
+
+#[test]
+fn eight_senders_on_postgres_leave_one_whole_nudge_and_a_clean_chain() {
+    if let Some(place) = Place::pg("eight_senders_on_postgres") {
+        senders_race(&place);
+    }
+}
+
+/// Eight senders at once: one whole nudge, and the replacements one chain.
+fn senders_race(place: &Place) {
     let t = TempState::new();
-    let out = race(&t, "send", "none");
+    let out = race(&t, place, "send", "none");
     let sent: BTreeSet<String> = out
         .iter()
         .map(|v| v["sent"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(sent.len(), PROCS);
-    // Serialized by the lock: exactly one saw nothing, and every other saw a
+    // Serialized by the swap: exactly one saw nothing, and every other saw a
     // distinct earlier one, so the replacements form one chain.
     let previous: Vec<_> = out.iter().filter_map(|v| v["previous"].as_str()).collect();
     assert_eq!(previous.len(), PROCS - 1);
     assert_eq!(previous.iter().collect::<BTreeSet<_>>().len(), PROCS - 1);
-    let nudges = Nudges::new(t.state.clone());
+    let nudges = place.nudges(t.state.clone());
     let ReadOutcome::Value(latest) = nudges.read_latest(&agent("target")).unwrap() else {
         panic!("latest.json is not one whole nudge")
     };
@@ -153,13 +163,29 @@ fn eight_senders_leave_one_whole_nudge_and_a_clean_chain() {
         "the survivor was replaced by no one"
     );
     assert!(temps_under(t.state.root()).is_empty());
+    if place.is_pg() {
+        // Nothing went through the local root.
+        assert!(t.state.list_dirs(&t.state.root_path()).unwrap().is_empty());
+    }
 }
 
 #[test]
 fn abort_survives_seven_concurrent_health_checks() {
+    abort_race(&Place::fs());
+}
+
+#[test]
+fn abort_survives_seven_concurrent_health_checks_on_postgres() {
+    if let Some(place) = Place::pg("abort_survives_seven_on_postgres") {
+        abort_race(&place);
+    }
+}
+
+/// An abort among seven health checks, all at once: the abort stays.
+fn abort_race(place: &Place) {
     let t = TempState::new();
-    let out = race(&t, "send", "3");
-    let nudges = Nudges::new(t.state.clone());
+    let out = race(&t, place, "send", "3");
+    let nudges = place.nudges(t.state.clone());
     let latest = nudges
         .read_latest(&agent("target"))
         .unwrap()
@@ -180,16 +206,31 @@ fn abort_survives_seven_concurrent_health_checks() {
 
 #[test]
 fn eight_responders_are_all_visible_to_the_witness() {
+    responders_race(&Place::fs());
+}
+
+#[test]
+fn eight_responders_on_postgres_are_all_visible_to_the_witness() {
+    if let Some(place) = Place::pg("eight_responders_on_postgres") {
+        responders_race(&place);
+    }
+}
+
+/// Eight agents answer one witness at once: every answer is visible.
+fn responders_race(place: &Place) {
     let t = TempState::new();
-    let nudges = Nudges::new(t.state.clone());
+    let nudges = place.nudges(t.state.clone());
     let witness = agent("witness");
-    let t0: Timestamp = t.state.now();
+    // The backend's clock (the server's on PostgreSQL) stamps the sends.
+    let mut t0: Option<Timestamp> = None;
     for i in 0..PROCS {
         let d =
             NewNudge::new(witness.clone(), NudgeType::HealthCheck, "working?").requiring_response();
-        nudges.send(&agent(&format!("agent-{i}")), d).unwrap();
+        let sent = nudges.send(&agent(&format!("agent-{i}")), d).unwrap();
+        t0.get_or_insert(sent.nudge().timestamp);
     }
-    let out = race(&t, "respond", "");
+    let t0 = t0.unwrap();
+    let out = race(&t, place, "respond", "");
     assert_eq!(out.len(), PROCS);
     let responses = nudges.responses_since(&witness, t0).unwrap();
     assert!(responses.corrupt.is_empty());
@@ -211,7 +252,7 @@ fn eight_responders_are_all_visible_to_the_witness() {
 #[test]
 fn eight_openers_leave_exactly_one_open_reminder() {
     let t = TempState::new();
-    let out = race(&t, "open", "");
+    let out = race(&t, &Place::fs(), "open", "");
     let new = out.iter().filter(|v| v["new"] == true).count();
     assert_eq!(new, 1, "{out:?}");
     let ids: BTreeSet<_> = out
