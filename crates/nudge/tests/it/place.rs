@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use chipset_backend::{PgBackend, PgOptions};
+use chipset_backend::{Backend, Dir, FsBackend, Key, PgBackend, PgOptions};
 use chipset_nudge::{NudgeConfig, Nudges};
 use chipset_store::StateDir;
 
@@ -71,6 +71,28 @@ impl Place {
             Some((url, schema)) => open_pg(state, url, schema),
         }
     }
+
+    /// Returns a backend handle on this place, to plant and inspect values
+    /// as another program would (`state` is the directory's root).
+    pub(crate) fn backend(&self, state: &StateDir) -> Arc<dyn Backend> {
+        match &self.pg {
+            None => Arc::new(FsBackend::new(state.clone())),
+            Some((url, schema)) => {
+                Arc::new(PgBackend::open_with(url, PgOptions::with_schema(schema)).unwrap())
+            }
+        }
+    }
+}
+
+/// Returns the seam key for a `/`-separated name such as `nudge/a/latest.json`.
+pub(crate) fn key(text: &str) -> Key {
+    let mut parts: Vec<&str> = text.split('/').collect();
+    let name = parts.pop().unwrap();
+    let mut dir = Dir::new(parts[0]).unwrap();
+    for p in &parts[1..] {
+        dir = dir.join(p).unwrap();
+    }
+    dir.key(name).unwrap()
 }
 
 fn open_pg(state: StateDir, url: &str, schema: &str) -> Nudges {
