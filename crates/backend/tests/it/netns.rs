@@ -3,7 +3,8 @@
 //! its own (they share no files that matter), reach one PostgreSQL server
 //! on the host side of a veth pair. A hook assigned from one namespace is
 //! seen from the other, its fencing holds there, and the wake-ups
-//! (`LISTEN/NOTIFY`, through `Backend::watch`) cross both ways.
+//! (`LISTEN/NOTIFY`, through `Backend::watch`) cross both ways, and so
+//! does a nudge and its answer (the nudge's signals on the same server).
 //!
 //! Runs when `CHIPSET_TEST_PG` names a server (so PostgreSQL is installed)
 //! and the process is root (CI is): it starts a cluster of its own on the
@@ -24,6 +25,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use chipset_backend::{Backend, Dir, PgBackend, Wake};
 use chipset_hook::{Error as HookError, HookStatus, Hooks, Pickup};
+use chipset_nudge::{NewNudge, NudgeConfig, NudgeType, Nudges};
 use chipset_store::{AgentId, ReadOutcome, StateDir};
 use chipset_testkit as kit;
 
@@ -194,13 +196,18 @@ fn open(url: &str, root: &str) -> (Arc<dyn Backend>, Hooks) {
 /// there within a minute.
 fn wait_for(w: &mut dyn chipset_backend::Wait, hooks: &Hooks, want: HookStatus) {
     let agent = polecat();
-    loop {
-        if HookStatus::of(&hooks.read(&agent).unwrap()) == Some(want) {
-            return;
-        }
+    wait_until(w, &format!("a hook {want}"), || {
+        HookStatus::of(&hooks.read(&agent).unwrap()) == Some(want)
+    });
+}
+
+/// Waits for notifications until `done` holds; every wake must be a
+/// notification.
+fn wait_until(w: &mut dyn chipset_backend::Wait, what: &str, mut done: impl FnMut() -> bool) {
+    while !done() {
         match w.wait(Duration::from_secs(60)).unwrap() {
             Wake::Changed => {}
-            other => panic!("waiting for {want}: {other:?}, not a notification"),
+            other => panic!("waiting for {what}: {other:?}, not a notification"),
         }
     }
 }
@@ -211,10 +218,22 @@ fn act(role: &kit::Role) {
     let (backend, hooks) = open(url, root);
     let net = std::fs::read_link("/proc/self/ns/net").unwrap();
     say(&format!("net {}", net.display()));
-    let mut w = backend
-        .watch(&[Dir::new("hooks").unwrap()], RESCAN)
-        .unwrap();
     let agent = polecat();
+    let mayor = AgentId::new("mayor").unwrap();
+    let nudges = Nudges::with_backend(
+        StateDir::open(root).unwrap(),
+        NudgeConfig::default(),
+        Arc::clone(&backend),
+    );
+    // Each side also watches its nudge folder: the agent its own, the
+    // dispatcher the answers it gets.
+    let inbox = match role.name.as_str() {
+        "ns-agent" => Dir::new("nudge").and_then(|d| d.join("polecat")),
+        _ => Dir::new("nudge").and_then(|d| d.join("mayor")?.join("responses")),
+    };
+    let mut w = backend
+        .watch(&[Dir::new("hooks").unwrap(), inbox.unwrap()], RESCAN)
+        .unwrap();
     match role.name.as_str() {
         "ns-agent" => {
             say("watching");
@@ -237,10 +256,23 @@ fn act(role: &kit::Role) {
                     other => panic!("{what} with a taken assignment: {other:?}"),
                 }
             }
+            // A nudge crosses too: read it, mark it, answer it.
+            let mut nudge = None;
+            wait_until(w.as_mut(), "a nudge", || {
+                nudge = nudges
+                    .receive(&agent)
+                    .unwrap()
+                    .value()
+                    .and_then(|r| r.to_process().cloned());
+                nudge.is_some()
+            });
+            let nudge = nudge.unwrap();
+            say(&format!("nudged {}", nudge.message));
+            nudges.respond(&agent, &nudge, "here").unwrap();
+            nudges.mark_processed(&agent, &nudge).unwrap();
         }
         "ns-dispatcher" => {
             kit::wait_for_file(Path::new(role.arg(2)));
-            let mayor = AgentId::new("mayor").unwrap();
             let t = micros_now();
             let held = hooks
                 .assign(&agent, kit::bead("b1"), "cross-host", Some(&mayor))
@@ -266,6 +298,15 @@ fn act(role: &kit::Role) {
             let held = hooks.current(&agent).unwrap().unwrap();
             let taken = hooks.reassign(&held).unwrap();
             say(&format!("reassigned {}", taken.hook.generation));
+            let draft = NewNudge::new(mayor.clone(), NudgeType::HealthCheck, "still there?")
+                .requiring_response();
+            let sent = nudges.send(&agent, draft).unwrap().nudge().clone();
+            // The answer crosses back.
+            wait_until(w.as_mut(), "an answer", || {
+                let got = nudges.responses_since(&mayor, sent.timestamp).unwrap();
+                got.answered.iter().any(|n| n.from == "polecat")
+            });
+            say("answered");
         }
         other => panic!("unknown role {other}"),
     }
@@ -334,14 +375,19 @@ fn a_hook_and_its_wake_ups_cross_between_two_network_namespaces() {
     );
     assert_eq!(
         dispatched[2..],
-        ["refused active b1", "reassigned 2"],
+        ["refused active b1", "reassigned 2", "answered"],
         "{dispatched:?}"
     );
     let woke: Vec<&str> = agent_said[0].split(' ').collect();
     assert_eq!(woke[0], "woke", "{agent_said:?}");
     assert_eq!(
         agent_said[1..],
-        ["started 1", "touch stale", "complete stale"],
+        [
+            "started 1",
+            "touch stale",
+            "complete stale",
+            "nudged still there?"
+        ],
         "{agent_said:?}"
     );
     let us = |s: &str| s.parse::<i128>().unwrap();
