@@ -20,9 +20,11 @@ pub enum Error {
     Store(#[from] chipset_store::Error),
     /// The storage backend failed (a PostgreSQL server, through
     /// [`Nudges::with_backend`](crate::Nudges::with_backend)); on a
-    /// directory failures stay [`Error::Store`].
+    /// directory failures stay [`Error::Store`]. Boxed: the backend's
+    /// error carries the value it found, and every result would pay for
+    /// its size.
     #[error(transparent)]
-    Backend(chipset_backend::Error),
+    Backend(Box<chipset_backend::Error>),
     /// A file this operation depends on is there but unreadable; repair it
     /// with a doctor (which quarantines it) and retry.
     #[error(transparent)]

@@ -239,11 +239,13 @@ pub(crate) fn seam_error(path: &Path, e: chipset_backend::Error) -> Error {
         chipset_backend::Error::OutcomeUnknown { op, key, source } => {
             match source.downcast::<chipset_store::Error>() {
                 Ok(store) => Error::Store(*store),
-                Err(source) => {
-                    Error::Backend(chipset_backend::Error::OutcomeUnknown { op, key, source })
-                }
+                Err(source) => Error::Backend(Box::new(chipset_backend::Error::OutcomeUnknown {
+                    op,
+                    key,
+                    source,
+                })),
             }
         }
-        other => Error::Backend(other),
+        other => Error::Backend(Box::new(other)),
     }
 }
