@@ -29,7 +29,7 @@ pub(crate) fn due(
         let is_due = match policy.rule(event.priority) {
             NagRule::Every(interval) => {
                 let since = last.unwrap_or(event.created_at);
-                now >= since.add(interval)
+                now >= since + interval
             }
             NagRule::AtPoll => occasion == Occasion::Poll,
             NagRule::AtPollWhenQuiet => occasion == Occasion::Poll && one_priority,
@@ -67,7 +67,7 @@ mod tests {
         let high = event(&clock, Priority::High);
         let pending = vec![crit.clone(), high.clone()];
         let policy = NagPolicy::default();
-        let at = |s: u64| clock.now().add(Duration::from_secs(s));
+        let at = |s: u64| clock.now() + Duration::from_secs(s);
 
         let (d, s1) = due(
             &pending,

@@ -48,7 +48,7 @@ pub(crate) fn run(ctx: &Ctx, command: MailCommand) -> Result<Output> {
             let agent = agent.or(agent_opt).expect("clap requires one of them");
             let (since, after) = match since {
                 // Strictly after, as nubos-pilot compares: times have milliseconds.
-                Some(Since::Time(t)) => (Some(t.add(Duration::from_millis(1))), None),
+                Some(Since::Time(t)) => (Some(t + Duration::from_millis(1)), None),
                 Some(Since::Id(id)) => (None, Some(id)),
                 None => (None, None),
             };

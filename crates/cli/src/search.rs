@@ -72,7 +72,7 @@ fn since(text: &str, now: Timestamp) -> Result<Timestamp> {
         _ => 0,
     };
     match n.parse::<u64>() {
-        Ok(n) if scale > 0 => Ok(now.sub(Duration::from_secs(n.saturating_mul(scale)))),
+        Ok(n) if scale > 0 => Ok(now - Duration::from_secs(n.saturating_mul(scale))),
         _ => Err(CliError::usage(format!(
             "--since `{text}` is neither an RFC 3339 time nor an age such as 30m, 2h or 7d"
         ))),

@@ -129,7 +129,7 @@ pub(crate) fn run(ctx: &Ctx, command: WorkCommand) -> Result<Output> {
             if let Some(id) = id {
                 item = item.with_id(id);
             }
-            if let Some(at) = not_before.or_else(|| defer.map(|d| ctx.state.now().add(d))) {
+            if let Some(at) = not_before.or_else(|| defer.map(|d| ctx.state.now() + d)) {
                 item = item.with_not_before(at);
             }
             if let Some(role) = role {

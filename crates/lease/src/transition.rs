@@ -173,7 +173,7 @@ pub(crate) fn acquire(
         reason: req.reason.clone(),
         acquired_at: now,
         renewed_at: now,
-        expires_at: now.add(req.ttl),
+        expires_at: now + req.ttl,
     };
     let conflicts = conflicts(table, &lease, now);
     if !conflicts.is_empty() {
@@ -234,7 +234,7 @@ pub(crate) fn renew(
     }
     let mut renewed = lease.clone();
     renewed.renewed_at = now;
-    renewed.expires_at = now.add(ttl);
+    renewed.expires_at = now + ttl;
     let mut next = table.clone();
     for l in &mut next.leases {
         if l.token == token {

@@ -119,7 +119,7 @@ impl Mail {
             // slack for clocks) cannot hold one, and is not listed. A wrong
             // skip could only keep a request pending, never open the gate.
             if let (Some(sent), Some(changed)) = (sent, modified(&self.state, dir)?)
-                && changed.add(MTIME_SLACK) < sent
+                && changed + MTIME_SLACK < sent
             {
                 continue;
             }

@@ -138,8 +138,7 @@ impl Caught {
     /// True when a request sent at `sent` can only have been answered from
     /// `archive/` after the tail began.
     pub(crate) fn covers(&self, sent: Timestamp) -> bool {
-        self.since
-            .is_some_and(|since| since.add(MTIME_SLACK) < sent)
+        self.since.is_some_and(|since| since + MTIME_SLACK < sent)
     }
 }
 

@@ -60,26 +60,6 @@ impl Timestamp {
         })?))
     }
 
-    /// Returns this instant moved forward by `d`, saturating. (`t + d` does the same.)
-    #[must_use]
-    #[allow(
-        clippy::should_implement_trait,
-        reason = "the operator is implemented too; the method needs no trait import"
-    )]
-    pub fn add(self, d: Duration) -> Self {
-        Timestamp(self.0.saturating_add(duration_ms(d)))
-    }
-
-    /// Returns this instant moved back by `d`, saturating. (`t - d` does the same.)
-    #[must_use]
-    #[allow(
-        clippy::should_implement_trait,
-        reason = "the operator is implemented too; the method needs no trait import"
-    )]
-    pub fn sub(self, d: Duration) -> Self {
-        Timestamp(self.0.saturating_sub(duration_ms(d)))
-    }
-
     /// Returns how long after `earlier` this instant is, or zero if it is not later.
     pub fn since(self, earlier: Timestamp) -> Duration {
         Duration::from_millis(u64::try_from(self.0.saturating_sub(earlier.0)).unwrap_or(0))
@@ -100,17 +80,19 @@ impl Timestamp {
     }
 }
 
+/// Moves the instant forward by a duration, saturating.
 impl std::ops::Add<Duration> for Timestamp {
     type Output = Timestamp;
     fn add(self, d: Duration) -> Timestamp {
-        Timestamp::add(self, d)
+        Timestamp(self.0.saturating_add(duration_ms(d)))
     }
 }
 
+/// Moves the instant back by a duration, saturating.
 impl std::ops::Sub<Duration> for Timestamp {
     type Output = Timestamp;
     fn sub(self, d: Duration) -> Timestamp {
-        Timestamp::sub(self, d)
+        Timestamp(self.0.saturating_sub(duration_ms(d)))
     }
 }
 

@@ -116,7 +116,7 @@ fn renew_and_release_check_the_holder_and_release_is_retry_safe() {
     let before = s.tmp.state.now();
     s.clock.advance(Duration::from_secs(10));
     let r = s.leases.renew(&a, l.token, Duration::from_secs(5)).unwrap();
-    assert_eq!(r.expires_at, before.add(Duration::from_secs(15)));
+    assert_eq!(r.expires_at, before + Duration::from_secs(15));
     assert!(matches!(
         s.leases.release(&a, l.token).unwrap(),
         Released::Released(_)

@@ -285,7 +285,7 @@ pub(crate) fn judge(
         witness: j.witness.clone(),
         updated_at: j.now,
     };
-    let restart_over = j.started_at.add(j.grace);
+    let restart_over = j.started_at + j.grace;
     // A sign of life at or after `since`: an answer first, then a touch.
     let alive = |since: Timestamp| -> Option<Next> {
         let (evidence, at) = match j.answered_at {
@@ -328,7 +328,7 @@ pub(crate) fn judge(
                 _ => Timestamp::EPOCH,
             };
             let quiet_since = hook.last_activity.max(alive_at);
-            let not_before = assignment.work.assigned_at.add(j.grace).max(restart_over);
+            let not_before = (assignment.work.assigned_at + j.grace).max(restart_over);
             if j.now.since(quiet_since) > j.stall_threshold && j.now >= not_before {
                 // A new incident: opened now, from the hook as it is.
                 let record = Incident {
@@ -345,7 +345,7 @@ pub(crate) fn judge(
         }
         Some((_, Step::Checking { health_check_at })) => {
             alive(*health_check_at).unwrap_or_else(|| {
-                if j.now >= health_check_at.add(j.interval).max(restart_over) {
+                if j.now >= (*health_check_at + j.interval).max(restart_over) {
                     let record = incident(Step::Warned {
                         health_check_at: *health_check_at,
                         stall_warning_at: j.now,
@@ -363,7 +363,7 @@ pub(crate) fn judge(
                 stall_warning_at,
             },
         )) => alive(*health_check_at).unwrap_or_else(|| {
-            if j.now >= stall_warning_at.add(j.interval).max(restart_over) {
+            if j.now >= (*stall_warning_at + j.interval).max(restart_over) {
                 Next::Escalate(Escalation {
                     warned: incident(Step::Warned {
                         health_check_at: *health_check_at,

@@ -177,7 +177,7 @@ pub(crate) fn mail_inbox(ctx: &Ctx, p: MailInbox) -> Outcome {
         kind: p.kind.map(chipset_mail::Kind::from),
         // Strictly after, as the command line's `--since`: times have milliseconds.
         since: match &start {
-            Some(Since::Time(t)) => Some(t.add(Duration::from_millis(1))),
+            Some(Since::Time(t)) => Some(*t + Duration::from_millis(1)),
             _ => None,
         },
         task: p.task.as_deref().map(id).transpose()?,

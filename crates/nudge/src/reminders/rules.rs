@@ -44,7 +44,7 @@ impl Change {
         r.resolution = Some(self.resolution);
         r.resolved_by_verb = Some(self.verb.clone());
         r.resolution_note = self.note.clone();
-        r.snooze_until = self.snooze_for.map(|d| now.add(d));
+        r.snooze_until = self.snooze_for.map(|d| now + d);
         r
     }
 }

@@ -202,7 +202,7 @@ impl Nudges {
         {
             found = answered(n);
         }
-        let deadline = sent_at.add(self.config.interval_for(recipient));
+        let deadline = sent_at + self.config.interval_for(recipient);
         Ok(match found {
             Some(response) => ResponseStatus::Answered {
                 at: response.timestamp,

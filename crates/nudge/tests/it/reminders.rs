@@ -100,7 +100,7 @@ fn six_kinds_through_their_lifecycle() {
         let c = r.open(new(kind, "e-1")).unwrap();
         let snoozed = r.snooze(&c.reminder().id, HOUR, None).unwrap();
         assert_eq!(snoozed.resolution, Some(Resolution::Snoozed));
-        assert_eq!(snoozed.snooze_until, Some(clock.now().add(HOUR)));
+        assert_eq!(snoozed.snooze_until, Some(clock.now() + HOUR));
         assert!(open_ids(&r).is_empty(), "{kind}: snoozed shows as open");
         assert!(matches!(
             r.open(new(kind, "e-1")).unwrap(),

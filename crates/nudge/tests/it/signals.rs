@@ -311,7 +311,7 @@ fn responses_and_status_on_a_manual_clock() {
     let ResponseStatus::Overdue { deadline } = n.response_status(&w, &slow, t0).unwrap() else {
         panic!()
     };
-    assert_eq!(deadline, t0.add(Duration::from_secs(60)));
+    assert_eq!(deadline, t0 + Duration::from_secs(60));
     // An answer older than the nudge does not count for it.
     let later = clock.now();
     assert!(matches!(
@@ -344,11 +344,11 @@ fn the_response_record_keeps_the_newest_answer() {
     let second = ask(&n, &p, "still ok?");
     n.respond(&p, &second, "second answer").unwrap();
     assert_eq!(latest(&n), "second answer");
-    clock.set(t0.add(Duration::from_secs(30)));
+    clock.set(t0 + Duration::from_secs(30));
     n.respond(&p, &first, "a late answer from behind").unwrap();
     assert_eq!(latest(&n), "second answer");
     // Two answers stamped the same instant: the later call's stays.
-    clock.set(t0.add(Duration::from_secs(60)));
+    clock.set(t0 + Duration::from_secs(60));
     n.respond(&p, &second, "second answer, amended").unwrap();
     assert_eq!(latest(&n), "second answer, amended");
 }

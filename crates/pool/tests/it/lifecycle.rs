@@ -32,7 +32,7 @@ fn ready_orders_by_priority_then_age_and_hides_blocked_and_deferred() {
             &item("d").with_depends_on([id("b")]).with_priority(0),
         )
         .unwrap();
-    let later = s.tmp.state.now().add(Duration::from_secs(60));
+    let later = s.tmp.state.now() + Duration::from_secs(60);
     s.pool
         .post(&lead, &item("e").with_not_before(later).with_priority(0))
         .unwrap();
