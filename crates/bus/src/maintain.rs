@@ -317,7 +317,7 @@ impl Bus {
                         let mut f = finding(&path, problem);
                         if !unsupported {
                             // A foreign name in a queue is moved aside like a bad event.
-                            f = f.fixable();
+                            f = f.fixable(true);
                             if fix {
                                 // Event files are never rewritten (published
                                 // no-clobber, acknowledged by a move): no lock.

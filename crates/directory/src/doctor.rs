@@ -47,7 +47,7 @@ impl Directory {
                         line,
                     )
                     .at(&path)
-                    .fixable();
+                    .fixable(true);
                     if mode == DoctorMode::Fix {
                         let lock = self.state.lock_for(&path)?;
                         let action = self.state.quarantine_checked(&path, Some(&lock), |seen| {

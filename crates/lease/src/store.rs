@@ -211,7 +211,7 @@ impl Leases {
                     line,
                 )
                 .at(&path)
-                .fixable();
+                .fixable(true);
                 if mode == DoctorMode::Fix {
                     let lock = self.state.lock_for(&path)?;
                     let action = self.state.quarantine_checked(&path, Some(&lock), |seen| {

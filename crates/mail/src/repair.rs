@@ -211,7 +211,7 @@ impl Mail {
         };
         let mut out = chipset_store::Finding::new(f.code(), fault, f.to_string());
         if !f.is_fixable() {
-            out = out.unfixable();
+            out = out.fixable(false);
         }
         if let Some(path) = path {
             out = out.at(path);

@@ -231,7 +231,7 @@ impl Pool {
                     Defect::Missing,
                     format!("the table names `{}` but its file is missing", entry.id),
                 )
-                .unfixable(),
+                .fixable(false),
                 Some(ReadOutcome::Value(item)) if item.format > POOL_FORMAT => Finding::new(
                     "pool-item-unsupported",
                     Defect::Unsupported(format!("pool item format {}", item.format)),
@@ -248,7 +248,7 @@ impl Pool {
                     Defect::Corrupt(c.reason.clone()),
                     format!("`{}`: {}", path.display(), c.reason),
                 )
-                .unfixable(),
+                .fixable(false),
                 Some(ReadOutcome::Unsupported(u)) => Finding::new(
                     "pool-item-unsupported",
                     Defect::Unsupported(u.what.clone()),

@@ -145,7 +145,7 @@ impl fmt::Display for Action {
 
 /// One thing a doctor found, and what its fix did about it.
 ///
-/// Built with [`Finding::new`] and the `at`, `about`, `unfixable` and `with`
+/// Built with [`Finding::new`] and the `at`, `about`, `fixable` and `with`
 /// methods; read through the fields.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -198,18 +198,13 @@ impl Finding {
         self
     }
 
-    /// Returns the finding marked as one no fix repairs, though its class could be.
+    /// Returns the finding with whether [`DoctorMode::Fix`] repairs it set
+    /// against its class: `false` for one no fix repairs though its class
+    /// could be, `true` for one a fix repairs though its class usually is
+    /// not (a foreign name in a bus queue is moved aside).
     #[must_use]
-    pub fn unfixable(mut self) -> Self {
-        self.fixable = false;
-        self
-    }
-
-    /// Returns the finding marked as one a fix repairs, though its class
-    /// is not one that usually is (a foreign name in a bus queue is moved aside).
-    #[must_use]
-    pub fn fixable(mut self) -> Self {
-        self.fixable = true;
+    pub fn fixable(mut self, fixable: bool) -> Self {
+        self.fixable = fixable;
         self
     }
 
@@ -512,8 +507,8 @@ mod tests {
         assert!(!fixable(Defect::InFlight {
             check_after: Duration::ZERO
         }));
-        assert!(!Finding::new("c", Defect::Stale, "m").unfixable().fixable);
-        assert!(Finding::new("c", Defect::Stray, "m").fixable().fixable);
+        assert!(!Finding::new("c", Defect::Stale, "m").fixable(false).fixable);
+        assert!(Finding::new("c", Defect::Stray, "m").fixable(true).fixable);
         let mut report = Report::new(DoctorMode::Check);
         report.findings.push(Finding::new(
             "c",

@@ -96,7 +96,7 @@ impl Reminders {
                     let mut finding = area.finding(&path, Defect::Unfinished, what);
                     if dir != OPEN_DIR {
                         // Nothing is safe to do: a person decides.
-                        finding = finding.unfixable();
+                        finding = finding.fixable(false);
                     } else if mode == DoctorMode::Fix {
                         let _guard = self.lock_key(&key)?;
                         self.settle(&key)?;
