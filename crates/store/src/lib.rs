@@ -423,8 +423,6 @@ pub use read::{CorruptReason, Corruption, ReadOutcome, Unsupported};
 pub use repair::{Action, Defect, DoctorMode, Finding, Report};
 pub use scratch::ScratchFile;
 pub use sortable::SortableId;
-#[cfg(feature = "testing")]
-pub use stat::EntryKind;
 pub use stat::{Stat, read_outside, stat_outside};
 pub use state::{Channel, StateDir, StateOptions};
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};

@@ -21,11 +21,7 @@ use crate::error::{Error, Result};
 /// What kind of entry a path names (a symlink is not followed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-#[cfg_attr(
-    not(feature = "testing"),
-    allow(unreachable_pub, reason = "public only with `testing`, for the tests")
-)]
-pub enum EntryKind {
+pub(crate) enum EntryKind {
     /// A regular file.
     File,
     /// A directory.
@@ -80,11 +76,8 @@ impl Stat {
     }
 
     /// Returns the kind of entry.
-    #[cfg_attr(
-        not(feature = "testing"),
-        allow(unreachable_pub, reason = "public only with `testing`, for the tests")
-    )]
-    pub fn kind(&self) -> EntryKind {
+    #[cfg(test)]
+    pub(crate) fn kind(&self) -> EntryKind {
         self.kind
     }
 
@@ -215,6 +208,41 @@ mod tests {
         assert_eq!(over.to_string(), "larger than the 3-byte limit");
         let missing = read_outside(&tmp.path().join("none"), 3).unwrap_err();
         assert_eq!(missing.kind(), io::ErrorKind::NotFound);
+    }
+
+    /// `exists` is true for an entry of every kind, a dangling symlink
+    /// included (it is there; it is not followed), and false only when nothing
+    /// is; `stat` tells the kinds apart.
+    #[test]
+    fn exists_and_stat_see_every_kind_of_entry() {
+        use crate::{Channel, StateDir};
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::open(tmp.path().join("state")).unwrap();
+        let dir = state.channel_dir(Channel::new("hooks")).unwrap();
+        fs::write(dir.join_static("file"), "{}").unwrap();
+        fs::create_dir(dir.join_static("dir")).unwrap();
+        std::os::unix::fs::symlink(tmp.path().join("nowhere"), dir.join_static("dangling"))
+            .unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            dir.join_static("fifo").as_path(),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap();
+        for (name, kind) in [
+            ("file", EntryKind::File),
+            ("dir", EntryKind::Dir),
+            ("dangling", EntryKind::Symlink),
+            ("fifo", EntryKind::Other),
+        ] {
+            let path = dir.join(name).unwrap();
+            assert!(state.exists(&path).unwrap(), "{name}");
+            assert_eq!(state.stat(&path).unwrap().map(|s| s.kind()), Some(kind));
+        }
+        assert!(!state.exists(&dir.join_static("missing")).unwrap());
+        assert_eq!(state.stat(&dir.join_static("missing")).unwrap(), None);
     }
 
     /// Every field of a [`Stat`] is the one the kernel reports for that

@@ -389,7 +389,10 @@ mod tests {
             assert!(stat(&state, &hooks).unwrap().unwrap().is_dir());
             // A symlink is there (and not followed): its own kind.
             let link = stat(&state, &hooks.join_static("link.json")).unwrap();
-            assert_eq!(link.map(|s| s.kind()), Some(crate::EntryKind::Symlink));
+            assert_eq!(
+                link.map(|s| s.kind()),
+                Some(crate::stat::EntryKind::Symlink)
+            );
             assert_eq!(
                 stat(&state, &hooks.join_static("missing.json")).unwrap(),
                 None

@@ -460,32 +460,6 @@ fn a_directory_or_fifo_at_a_log_or_lock_path_is_typed() {
     not_a_file(lock.exclusive().unwrap_err()).unwrap();
 }
 
-/// `exists` is true for an entry of every kind, a dangling symlink
-/// included (it is there; it is not followed), and false only when nothing
-/// is; `stat` tells the kinds apart.
-#[test]
-fn exists_and_stat_see_every_kind_of_entry() {
-    use chipset_store::EntryKind;
-    let t = TempState::new();
-    let dir = t.state.channel_dir(Channel::new("hooks")).unwrap();
-    fs::write(dir.join_static("file"), "{}").unwrap();
-    fs::create_dir(dir.join_static("dir")).unwrap();
-    symlink(t.scratch("nowhere"), dir.join_static("dangling")).unwrap();
-    mkfifo(&dir.join_static("fifo"));
-    for (name, kind) in [
-        ("file", EntryKind::File),
-        ("dir", EntryKind::Dir),
-        ("dangling", EntryKind::Symlink),
-        ("fifo", EntryKind::Other),
-    ] {
-        let path = dir.join(name).unwrap();
-        assert!(t.state.exists(&path).unwrap(), "{name}");
-        assert_eq!(t.state.stat(&path).unwrap().map(|s| s.kind()), Some(kind));
-    }
-    assert!(!t.state.exists(&dir.join_static("missing")).unwrap());
-    assert_eq!(t.state.stat(&dir.join_static("missing")).unwrap(), None);
-}
-
 fn mkfifo(path: &Path) {
     rustix::fs::mknodat(
         rustix::fs::CWD,
