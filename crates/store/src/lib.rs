@@ -415,8 +415,6 @@ pub use escape::{EscapeAlphabet, fnv1a_64};
 pub use id::{AgentId, TaskId, validate_segment};
 pub use lock::{Decision, Lock, LockGuard};
 pub use locked::Locked;
-#[cfg(feature = "testing")]
-pub use log::MAX_LINE;
 pub use log::{BadLine, JsonLog, LogContents, TornTail};
 pub use path::{Segment, StatePath};
 pub use read::{CorruptReason, Corruption, ReadOutcome, Unsupported};

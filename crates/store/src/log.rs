@@ -26,12 +26,7 @@ fn parent(path: &Path) -> &Path {
 }
 
 /// The longest line a reader accepts as a record: 1 MiB. Longer lines are reported as bad.
-/// Public only with `testing`.
-#[cfg_attr(
-    not(feature = "testing"),
-    allow(unreachable_pub, reason = "public only with `testing`, for the tests")
-)]
-pub const MAX_LINE: usize = 1024 * 1024;
+pub(crate) const MAX_LINE: usize = 1024 * 1024;
 
 /// An append-only log of JSON records, one canonical line each.
 ///

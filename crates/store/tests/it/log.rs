@@ -194,11 +194,15 @@ fn a_failed_append_removes_only_a_log_it_created() {
     assert_eq!(fs::read(log.path()).unwrap(), b"", "another's empty log");
 }
 
+/// The longest line a reader accepts as a record, as the crate docs
+/// state it: 1 MiB.
+const MAX_LINE: usize = 1024 * 1024;
+
 /// A log with a record, a bad line longer than a reader keeps (over
 /// `MAX_LINE`), and another record.
 fn log_with_an_overlong_line(t: &TempState, log: &JsonLog) -> (Vec<u8>, Vec<u8>) {
     fs::create_dir_all(t.state.root().join("bus")).unwrap();
-    let mut long = vec![b'x'; chipset_store::MAX_LINE + 10];
+    let mut long = vec![b'x'; MAX_LINE + 10];
     long.push(b'\n');
     let mut bytes = b"{\"n\":1}\n".to_vec();
     bytes.extend_from_slice(&long);
@@ -223,8 +227,8 @@ fn repair_moves_an_overlong_line_whole_and_counts_its_bytes() {
     assert_eq!(
         bad.reason,
         chipset_store::CorruptReason::TooLarge {
-            size: chipset_store::MAX_LINE as u64 + 10,
-            cap: chipset_store::MAX_LINE as u64,
+            size: MAX_LINE as u64 + 10,
+            cap: MAX_LINE as u64,
         }
     );
     // Under a watchdog: a copy that never gets past a chunk never ends.
@@ -337,7 +341,7 @@ fn a_record_of_max_line_bytes_is_read_and_one_more_is_too_large() {
     fs::create_dir_all(t.state.root().join("bus")).unwrap();
     // `"ppp…"`: a JSON string of `len` bytes, quotes included.
     let string = |len: usize| format!("\"{}\"\n", "p".repeat(len - 2));
-    let max = chipset_store::MAX_LINE;
+    let max = MAX_LINE;
     let mut bytes = string(300 * 1024).into_bytes();
     bytes.extend_from_slice(string(max).as_bytes());
     let over = bytes.len() as u64;
@@ -484,7 +488,7 @@ fn an_oversized_line_is_reported_and_the_rest_still_reads() {
     let log = t.state.log(&dir.join_static("manifest.jsonl")).unwrap();
     log.append(&json!({"n": 1})).unwrap();
     let mut bytes = fs::read(log.path()).unwrap();
-    let big = chipset_store::MAX_LINE * 3;
+    let big = MAX_LINE * 3;
     bytes.extend(std::iter::repeat_n(b'x', big));
     bytes.push(b'\n');
     fs::write(log.path(), &bytes).unwrap();
@@ -496,7 +500,7 @@ fn an_oversized_line_is_reported_and_the_rest_still_reads() {
         read.bad_lines[0].reason,
         CorruptReason::TooLarge {
             size: big as u64,
-            cap: chipset_store::MAX_LINE as u64
+            cap: MAX_LINE as u64
         }
     );
     // An unterminated one is a torn tail of its full length, read in bounded memory.
