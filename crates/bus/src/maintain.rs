@@ -430,12 +430,12 @@ impl Bus {
             }
             report.findings.push(f);
         }
-        if let Some(torn) = contents.torn_tail {
+        if let Some(len) = contents.torn_tail {
             let mut f = finding(
                 log.path(),
                 Problem::TornLogTail {
-                    offset: torn.offset,
-                    len: torn.len,
+                    offset: contents.end_offset,
+                    len,
                 },
             );
             if let Some(to) = &repaired {

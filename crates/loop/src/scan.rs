@@ -270,12 +270,12 @@ impl LoopState {
             }
             report.findings.push(finding);
         }
-        if let Some(torn) = read.torn_tail {
+        if let Some(len) = read.torn_tail {
             let line = format!(
                 "`{}`: torn last line at byte {} ({} bytes)",
                 path.display(),
-                torn.offset,
-                torn.len
+                read.end_offset,
+                len
             );
             let mut finding = Finding::new("loop-torn-log", Defect::Unfinished, line).at(path);
             if moved.is_some() || (fix && log.recover()?.is_some()) {

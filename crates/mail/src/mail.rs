@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 
 use chipset_store::{
     AgentId, BadLine, CorruptReason, Corruption, JsonLog, ReadOutcome, StateDir, StatePath, TaskId,
-    TornTail,
 };
 
 use crate::MessageId;
@@ -83,8 +82,9 @@ pub struct Manifest {
     pub foreign: Vec<serde_json::Value>,
     /// Whole lines that are not JSON.
     pub bad_lines: Vec<BadLine>,
-    /// An unterminated last line (a crash mid-append).
-    pub torn_tail: Option<TornTail>,
+    /// The length of an unterminated last line, which ends the file (a
+    /// crash mid-append).
+    pub torn_tail: Option<u64>,
 }
 
 /// The largest message file mail reads: 16 MiB, or the state root's read

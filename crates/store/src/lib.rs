@@ -415,7 +415,7 @@ pub use escape::{EscapeAlphabet, fnv1a_64};
 pub use id::{AgentId, TaskId, validate_segment};
 pub use lock::{Decision, Lock, LockGuard};
 pub use locked::Locked;
-pub use log::{BadLine, JsonLog, LogContents, TornTail};
+pub use log::{BadLine, JsonLog, LogContents};
 pub use path::{Segment, StatePath};
 pub use read::{CorruptReason, Corruption, ReadOutcome, Unsupported};
 pub use repair::{Action, Defect, DoctorMode, Finding, Report};

@@ -61,8 +61,9 @@ pub struct LogContents<T> {
     pub records: Vec<T>,
     /// Whole lines that did not parse as a record (reported, not dropped silently).
     pub bad_lines: Vec<BadLine>,
-    /// An unterminated last line: a write cut short by a crash.
-    pub torn_tail: Option<TornTail>,
+    /// The length of an unterminated last line, a write cut short by a
+    /// crash; it starts at `end_offset`.
+    pub torn_tail: Option<u64>,
     /// The byte offset just past the last whole line: where the next
     /// [`JsonLog::read_from`] should start.
     pub end_offset: u64,
@@ -75,15 +76,6 @@ pub struct BadLine {
     pub offset: u64,
     /// Why it was refused.
     pub reason: CorruptReason,
-}
-
-/// An unterminated last line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TornTail {
-    /// Where it starts.
-    pub offset: u64,
-    /// How many bytes it has.
-    pub len: u64,
 }
 
 impl JsonLog {
@@ -421,10 +413,7 @@ impl JsonLog {
         while let Some(line) = lines.next().map_err(|e| Error::io("read", &self.path, e))? {
             match line.kind::<T>() {
                 LineKind::Torn => {
-                    contents.torn_tail = Some(TornTail {
-                        offset: line.start,
-                        len: line.len,
-                    });
+                    contents.torn_tail = Some(line.len);
                     break;
                 }
                 LineKind::Blank => {}
@@ -439,12 +428,13 @@ impl JsonLog {
         Ok(contents)
     }
 
-    /// Truncates a torn tail, under the log's lock, and syncs. Returns what was cut.
+    /// Truncates a torn tail, under the log's lock, and syncs. Returns how
+    /// many bytes were cut (the log now ends at its last newline).
     ///
     /// # Errors
     ///
     /// [`Error::Io`] when the log cannot be read, truncated or synced.
-    pub fn recover(&self) -> Result<Option<TornTail>> {
+    pub fn recover(&self) -> Result<Option<u64>> {
         let _guard = self.lock.exclusive()?;
         let Some(file) = self.open_read()? else {
             return Ok(None);
@@ -467,12 +457,9 @@ impl JsonLog {
         self.io
             .sync_data(&file, &self.path)
             .map_err(|e| Error::io("sync", &self.path, e).after_commit(&self.path))?;
-        let torn = TornTail {
-            offset: keep,
-            len: len - keep,
-        };
-        tracing::warn!(path = %self.path.display(), offset = keep, len = torn.len, "truncated torn log tail");
-        Ok(Some(torn))
+        let cut = len - keep;
+        tracing::warn!(path = %self.path.display(), offset = keep, len = cut, "truncated torn log tail");
+        Ok(Some(cut))
     }
 }
 

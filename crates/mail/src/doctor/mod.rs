@@ -375,7 +375,8 @@ enum ManifestTag {
 struct ManifestStatus {
     /// Tasks of `task-swept` events.
     swept: BTreeSet<String>,
-    torn: Option<chipset_store::TornTail>,
+    /// A torn last line: where it starts and its length.
+    torn: Option<(u64, u64)>,
     bad: Vec<chipset_store::BadLine>,
     not_a_file: Option<chipset_store::Corruption>,
 }

@@ -119,11 +119,8 @@ impl Mail {
                 reason: c.reason.clone(),
             });
         }
-        if let Some(torn) = manifest.torn {
-            findings.push(Finding::TornManifestTail {
-                offset: torn.offset,
-                len: torn.len,
-            });
+        if let Some((offset, len)) = manifest.torn {
+            findings.push(Finding::TornManifestTail { offset, len });
         }
         for bad in &manifest.bad {
             findings.push(Finding::BadManifestLine {

@@ -215,7 +215,7 @@ impl Mail {
         };
         Ok(ManifestStatus {
             swept,
-            torn: contents.torn_tail,
+            torn: contents.torn_tail.map(|len| (contents.end_offset, len)),
             bad: contents.bad_lines,
             not_a_file: None,
         })
