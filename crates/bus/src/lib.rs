@@ -189,7 +189,7 @@
 //! misnamed event files, corrupt state files, torn control logs, bad control
 //! lines, a directory or FIFO where the control log belongs, and stale
 //! temps (removed by the store's
-//! [`StateDir::sweep_temps_in`](chipset_store::StateDir::sweep_temps_in)), and with [`DoctorMode::Fix`](chipset_store::DoctorMode::Fix)
+//! [`StateDir::sweep_temps`](chipset_store::StateDir::sweep_temps)), and with [`DoctorMode::Fix`](chipset_store::DoctorMode::Fix)
 //! quarantines or removes them (bad lines move to `.quarantine/` with every
 //! whole command kept, and the registry is rebuilt from the repaired log).
 //! [`Bus::doctor`] returns the store's one
