@@ -408,8 +408,6 @@ pub use atomic::is_temp_name;
 #[cfg(feature = "testing")]
 pub use backend::{IoBackend, RealIo, SharedIo, SyncOrder};
 pub use canonical::to_canonical_json;
-#[cfg(feature = "testing")]
-pub use canonical::to_canonical_line;
 pub use error::{Error, MaybeCommitted, Result};
 pub use escape::{EscapeAlphabet, fnv1a_64};
 pub use id::{AgentId, TaskId, validate_segment};

@@ -6,7 +6,6 @@
     reason = "tests plant, corrupt and inspect files as another program would, outside the store's API"
 )]
 
-mod canonical;
 mod files;
 mod ids;
 mod log;
