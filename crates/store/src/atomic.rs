@@ -471,11 +471,7 @@ pub(crate) fn remove_file_with(io: &dyn IoBackend, path: &Path) -> Result<bool> 
 }
 
 /// Returns true for names this crate gives its temp files.
-#[cfg_attr(
-    not(feature = "testing"),
-    allow(unreachable_pub, reason = "public only with `testing`, for the tests")
-)]
-pub fn is_temp_name(name: &str) -> bool {
+pub(crate) fn is_temp_name(name: &str) -> bool {
     name.starts_with('.') && name.ends_with(TEMP_SUFFIX)
 }
 
@@ -524,4 +520,16 @@ pub(crate) fn stale_temps(dir: &Path, max_age: Duration) -> Result<Vec<PathBuf>>
     }
     found.sort();
     Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_temp_name;
+
+    /// A temp name is a dot-name ending `.tmp`; a plain `.tmp` file is not one.
+    #[test]
+    fn temp_names_are_dot_names_ending_tmp() {
+        assert!(is_temp_name(".a.json.1.2.deadbeef.tmp"));
+        assert!(!is_temp_name("a.tmp"));
+    }
 }

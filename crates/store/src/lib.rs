@@ -404,8 +404,6 @@ mod watch;
 
 pub use atomic::Created;
 #[cfg(feature = "testing")]
-pub use atomic::is_temp_name;
-#[cfg(feature = "testing")]
 pub use backend::{IoBackend, RealIo, SharedIo, SyncOrder};
 pub use canonical::to_canonical_json;
 pub use error::{Error, MaybeCommitted, Result};

@@ -30,7 +30,7 @@ pub(crate) fn temps_under(dir: &std::path::Path) -> Vec<String> {
             let name = e.file_name().to_string_lossy().into_owned();
             if e.file_type().unwrap().is_dir() {
                 stack.push(e.path());
-            } else if chipset_store::is_temp_name(&name) {
+            } else if name.starts_with('.') && name.ends_with(".tmp") {
                 out.push(name);
             }
         }

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::thread;
 use std::time::Duration;
 
-use chipset_store::{Channel, Decision, Error, ReadOutcome, StateDir, StatePath, is_temp_name};
+use chipset_store::{Channel, Decision, Error, ReadOutcome, StateDir, StatePath};
 use chipset_testkit::{self as kit, Jitter, TempState};
 use serde::{Deserialize, Serialize};
 
@@ -241,11 +241,7 @@ fn sigkill_at_random_moments_never_leaves_a_partial_file() {
         .sweep_temps(&t.state.root_path(), Duration::ZERO)
         .unwrap()
         .len();
-    let leftovers: Vec<String> = fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|n| is_temp_name(n))
-        .collect();
+    let leftovers = t.state.stale_temps(&dir, Duration::ZERO).unwrap();
     assert!(
         leftovers.is_empty(),
         "temps left after sweep: {leftovers:?} (swept {swept})"

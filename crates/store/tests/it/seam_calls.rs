@@ -291,10 +291,11 @@ fn a_temp_left_behind_names_its_file() {
     assert_eq!(fault.injected(), 2, "the rename and the unlink failed");
     fault.disarm();
     assert_eq!(fs::read(path.as_path()).unwrap(), b"b\n");
-    let left: Vec<String> = fs::read_dir(tmp.path().join("inbox"))
+    let left: Vec<String> = state
+        .stale_temps(&sp(&state, "inbox"), std::time::Duration::ZERO)
         .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|n| chipset_store::is_temp_name(n))
+        .iter()
+        .map(|p| p.file_name().unwrap().to_str().unwrap().to_owned())
         .collect();
     assert_eq!(left.len(), 1, "{left:?}");
     let prefix = format!(".b.json.{}.", std::process::id());
@@ -380,11 +381,9 @@ fn only_an_unsupported_rename_falls_back_to_a_link() {
             fs::read(path.as_path()).ok(),
             published.then(|| b"b\n".to_vec())
         );
-        let names: Vec<String> = fs::read_dir(tmp.path().join("inbox"))
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .filter(|n| chipset_store::is_temp_name(n))
-            .collect();
+        let names = state
+            .stale_temps(&sp(&state, "inbox"), std::time::Duration::ZERO)
+            .unwrap();
         assert!(names.is_empty(), "errno {errno}: temps left {names:?}");
     }
 }
