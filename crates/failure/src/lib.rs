@@ -284,8 +284,7 @@ impl From<chipset_hook::Error> for Failure {
             chipset_hook::Error::Store(s) => store_class(s),
             _ => Class::Refused,
         };
-        let unknown = matches!(&e, chipset_hook::Error::Store(s) if s.is_outcome_unknown());
-        Failure::from_error(class, &e).unknown_if(unknown)
+        Failure::from_error(class, &e).unknown_if(e.is_outcome_unknown())
     }
 }
 

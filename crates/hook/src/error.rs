@@ -122,6 +122,19 @@ pub enum Error {
     Backend(Box<chipset_backend::Error>),
 }
 
+impl chipset_store::MaybeCommitted for Error {
+    /// Returns true when the transition may have been made: the store's or
+    /// the backend's outcome is unknown, and a retry with the same request
+    /// or assignment returns the first result.
+    fn is_outcome_unknown(&self) -> bool {
+        match self {
+            Error::Store(e) => e.is_outcome_unknown(),
+            Error::Backend(e) => e.is_outcome_unknown(),
+            _ => false,
+        }
+    }
+}
+
 impl Error {
     /// Returns true when the hook's rules refused the operation (the first
     /// five variants); the hook was readable and nothing was written.
@@ -166,5 +179,28 @@ impl std::fmt::Display for Found<'_> {
                 self.0, a.work.bead_id, a.generation, a.work.assigned_at
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chipset_store::MaybeCommitted;
+
+    use super::Error;
+
+    /// A backend commit whose answer was lost is an unknown outcome, as the
+    /// store's is; any other backend failure is not.
+    #[test]
+    fn a_lost_backend_commit_is_an_unknown_outcome() {
+        let lost = chipset_backend::Error::OutcomeUnknown {
+            op: "replace",
+            key: "hooks/alice.json".to_owned(),
+            source: "connection closed".into(),
+        };
+        assert!(Error::Backend(Box::new(lost)).is_outcome_unknown());
+        let refused = chipset_backend::Error::NotFound {
+            key: "hooks/alice.json".to_owned(),
+        };
+        assert!(!Error::Backend(Box::new(refused)).is_outcome_unknown());
     }
 }

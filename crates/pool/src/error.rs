@@ -139,7 +139,7 @@ impl Error {
     pub fn is_outcome_unknown(&self) -> bool {
         match self {
             Error::Store(e) => e.is_outcome_unknown(),
-            Error::Hook(chipset_hook::Error::Store(e)) => e.is_outcome_unknown(),
+            Error::Hook(e) => e.is_outcome_unknown(),
             _ => false,
         }
     }
