@@ -58,51 +58,17 @@
 
 use std::cell::Cell;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use chipset_mail::{InboxFilter, Mail, NewMessage};
 use chipset_store::DoctorMode;
 use chipset_store::{AgentId, StateDir, TaskId};
+use chipset_testkit::scale::{MailWriter, agent_name, message_id, message_json};
 
 const AGENTS: usize = 200;
 const TASKS: usize = 1_000;
 const TARGET: &str = "M900-S001-T0001";
-const BASE_MS: u64 = 1_772_706_900_000;
-
-fn agent_name(i: usize) -> String {
-    format!("agent-{i:03}")
-}
-
-fn id(n: usize) -> String {
-    format!("{}-{:08x}-0000-4000-8000-{:012x}", BASE_MS + n as u64, n, n)
-}
-
-fn message(n: usize, from: &str, to: &str, task: &str, kind: &str) -> String {
-    let expects = kind == "request";
-    let ms = BASE_MS + n as u64;
-    let secs = ms / 1000;
-    let created = format!(
-        "2026-03-05T{:02}:{:02}:{:02}.{:03}Z",
-        (secs / 3600) % 24,
-        (secs / 60) % 60,
-        secs % 60,
-        ms % 1000
-    );
-    format!(
-        "{{\n  \"body\": \"finding {n}: the assertion in tests/foo.rs:42 cannot fail\",\n  \"created_at\": \"{created}\",\n  \"expects_reply\": {expects},\n  \"from\": \"{from}\",\n  \"id\": \"{id}\",\n  \"in_reply_to\": null,\n  \"kind\": \"{kind}\",\n  \"phase\": \"{task}\",\n  \"priority\": \"normal\",\n  \"round\": 2,\n  \"subject\": \"weak-assertion\",\n  \"to\": \"{to}\"\n}}\n",
-        id = id(n)
-    )
-}
-
-fn sent_line(n: usize, from: &str, to: &str, task: &str, kind: &str) -> String {
-    format!(
-        "{{\"at\":\"2026-03-05T10:35:00.123Z\",\"event\":\"sent\",\"from\":\"{from}\",\"id\":\"{}\",\"in_reply_to\":null,\"kind\":\"{kind}\",\"priority\":\"normal\",\"round\":2,\"subject\":\"weak-assertion\",\"task\":\"{task}\",\"to\":\"{to}\"}}\n",
-        id(n)
-    )
-}
-
 /// Writes a state root with `others` messages besides the target task's 10
 /// requests, unless a complete one is there already.
 fn build(root: &Path, others: usize) -> PathBuf {
@@ -113,31 +79,13 @@ fn build(root: &Path, others: usize) -> PathBuf {
     }
     let _ = fs::remove_dir_all(root);
     let started = Instant::now();
-    let mail = state.join("mail");
-    for a in 0..AGENTS {
-        fs::create_dir_all(mail.join("inbox").join(agent_name(a))).unwrap();
-    }
-    let mut manifest =
-        std::io::BufWriter::new(fs::File::create(mail.join("manifest.jsonl")).unwrap());
-    let mut put = |n: usize, from: &str, to: &str, task: &str, kind: &str| {
-        let path = mail.join("inbox").join(to).join(format!("{}.json", id(n)));
-        fs::write(path, message(n, from, to, task, kind)).unwrap();
-        manifest
-            .write_all(sent_line(n, from, to, task, kind).as_bytes())
-            .unwrap();
-    };
-    for n in 0..others {
-        let to = agent_name(n % AGENTS);
-        let from = agent_name((n + 7) % AGENTS);
-        let task = format!("M001-S001-T{:04}", n % TASKS);
-        let kind = if n % 10 == 0 { "request" } else { "notify" };
-        put(n, &from, &to, &task, kind);
-    }
+    let mut mail = MailWriter::create(&state, AGENTS);
+    mail.spread(AGENTS, TASKS, others);
     for r in 0..10 {
         let to = agent_name(r * 17 % AGENTS);
-        put(others + r, "agent-critic", &to, TARGET, "request");
+        mail.put(others + r, "agent-critic", &to, TARGET, "request");
     }
-    manifest.flush().unwrap();
+    mail.finish();
     fs::write(&done, b"").unwrap();
     eprintln!(
         "built {} in {:.1} s",
@@ -235,8 +183,8 @@ impl Sweeps {
                 let path = state
                     .join("mail/inbox")
                     .join(&to)
-                    .join(format!("{}.json", id(n)));
-                fs::write(path, message(n, "agent-critic", &to, &task, kind)).unwrap();
+                    .join(format!("{}.json", message_id(n)));
+                fs::write(path, message_json(n, "agent-critic", &to, &task, kind)).unwrap();
             }
             let task = TaskId::new(task).unwrap();
             mail.pending_replies(&task).unwrap();
@@ -281,7 +229,7 @@ impl Sweeps {
 }
 
 fn thread(mail: &Mail, others: usize) {
-    let root = chipset_mail::MessageId::new(id(others)).unwrap();
+    let root = chipset_mail::MessageId::new(message_id(others)).unwrap();
     assert_eq!(mail.thread(&root).unwrap().len(), 1);
 }
 
@@ -420,7 +368,7 @@ fn child(op: &str) {
 fn sequential(n: usize) {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("target/scale/seq")
-        .join(format!("{}-{}", std::process::id(), BASE_MS));
+        .join(std::process::id().to_string());
     let _ = fs::remove_dir_all(&dir);
     let mail = mail_at(&dir);
     let t = Instant::now();

@@ -29,7 +29,6 @@
 #![allow(clippy::print_stdout, reason = "a benchmark reports its figures")]
 
 use std::fs;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -39,46 +38,11 @@ use chipset::directory::Registration;
 use chipset::pool::{ItemId, NewItem};
 use chipset::store::AgentId;
 use chipset_console::{Loader, Screen, View};
+use chipset_testkit::scale::{MailWriter, agent_name};
 
 const AGENTS: usize = 200;
 const TASKS: usize = 1_000;
 const ITEMS: usize = 60;
-const BASE_MS: u64 = 1_772_706_900_000;
-
-fn agent_name(i: usize) -> String {
-    format!("agent-{i:03}")
-}
-
-fn id(n: usize) -> String {
-    format!("{}-{:08x}-0000-4000-8000-{:012x}", BASE_MS + n as u64, n, n)
-}
-
-/// One message file, as `benches/scale.rs` writes it.
-fn message(n: usize, from: &str, to: &str, task: &str, kind: &str) -> String {
-    let expects = kind == "request";
-    let ms = BASE_MS + n as u64;
-    let secs = ms / 1000;
-    let created = format!(
-        "2026-03-05T{:02}:{:02}:{:02}.{:03}Z",
-        (secs / 3600) % 24,
-        (secs / 60) % 60,
-        secs % 60,
-        ms % 1000
-    );
-    format!(
-        "{{\n  \"body\": \"finding {n}: the assertion in tests/foo.rs:42 cannot fail\",\n  \"created_at\": \"{created}\",\n  \"expects_reply\": {expects},\n  \"from\": \"{from}\",\n  \"id\": \"{id}\",\n  \"in_reply_to\": null,\n  \"kind\": \"{kind}\",\n  \"phase\": \"{task}\",\n  \"priority\": \"normal\",\n  \"round\": 2,\n  \"subject\": \"weak-assertion\",\n  \"to\": \"{to}\"\n}}\n",
-        id = id(n)
-    )
-}
-
-/// Its manifest line, as `benches/scale.rs` writes it.
-fn sent_line(n: usize, from: &str, to: &str, task: &str, kind: &str) -> String {
-    format!(
-        "{{\"at\":\"2026-03-05T10:35:00.123Z\",\"event\":\"sent\",\"from\":\"{from}\",\"id\":\"{}\",\"in_reply_to\":null,\"kind\":\"{kind}\",\"priority\":\"normal\",\"round\":2,\"subject\":\"weak-assertion\",\"task\":\"{task}\",\"to\":\"{to}\"}}\n",
-        id(n)
-    )
-}
-
 /// Builds the state under `base` unless a complete one is there; returns
 /// its root.
 fn build(base: &Path, messages: usize) -> PathBuf {
@@ -89,24 +53,9 @@ fn build(base: &Path, messages: usize) -> PathBuf {
     }
     let _ = fs::remove_dir_all(base);
     let started = Instant::now();
-    let mail = state.join("mail");
-    for a in 0..AGENTS {
-        fs::create_dir_all(mail.join("inbox").join(agent_name(a))).unwrap();
-    }
-    let mut manifest =
-        std::io::BufWriter::new(fs::File::create(mail.join("manifest.jsonl")).unwrap());
-    for n in 0..messages {
-        let to = agent_name(n % AGENTS);
-        let from = agent_name((n + 7) % AGENTS);
-        let task = format!("M001-S001-T{:04}", n % TASKS);
-        let kind = if n % 10 == 0 { "request" } else { "notify" };
-        let path = mail.join("inbox").join(&to).join(format!("{}.json", id(n)));
-        fs::write(path, message(n, &from, &to, &task, kind)).unwrap();
-        manifest
-            .write_all(sent_line(n, &from, &to, &task, kind).as_bytes())
-            .unwrap();
-    }
-    manifest.flush().unwrap();
+    let mut mail = MailWriter::create(&state, AGENTS);
+    mail.spread(AGENTS, TASKS, messages);
+    mail.finish();
     let c = Chipset::open(&state).unwrap();
     let lead = AgentId::new("lead").unwrap();
     let items: Vec<NewItem> = (0..ITEMS)

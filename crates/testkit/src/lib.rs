@@ -51,6 +51,7 @@ use chipset_store::{AgentId, ManualClock, StateDir, StateOptions, StatePath, Tas
 mod fault;
 mod nosync;
 mod record;
+pub mod scale;
 
 pub use fault::{EEXIST, EIO, ENOENT, ENOSPC, EOPNOTSUPP, Fault, FaultIo, IoOp};
 pub use nosync::NoSyncIo;
