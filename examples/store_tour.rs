@@ -25,7 +25,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .join("state"),
     };
     let state = StateDir::open(&root)?;
-    let dir = state.channel_dir(chipset::r#loop::LOOP_CHANNEL)?;
+    let dir = state.channel_dir(chipset::store::Channel::new("loop"))?;
     println!("state directory: {}", state.root().display());
 
     // Eight threads, 25 locked increments each: none is lost.

@@ -150,7 +150,7 @@ impl Chipset {
                     .len(),
             )
         } else {
-            let bus = self.state().channel(chipset_bus::BUS_CHANNEL);
+            let bus = self.state().channel(chipset_bus::Bus::CHANNEL);
             let stale = self
                 .state()
                 .stale_temps(&self.state().root_path(), STALE_TEMP_AGE)?

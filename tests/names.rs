@@ -25,8 +25,7 @@ macro_rules! uses {
         let nudge = NewNudge::new(from, chipset::nudge::NudgeType::HealthCheck, "working?")
             .requiring_response();
         assert!(nudge.requires_response);
-        assert_eq!(NUDGE_CHANNEL.as_str(), "nudge");
-        assert_eq!(REMINDERS_CHANNEL.as_str(), "reminders");
+        assert_eq!(Reminders::CHANNEL.as_str(), "reminders");
     }};
     (mail) => {{
         let id = |name| chipset::store::AgentId::new(name).unwrap();
@@ -39,7 +38,6 @@ macro_rules! uses {
         )
         .with_priority(MailPriority::Urgent);
         assert!(format!("{draft:?}").contains("Urgent"));
-        assert_eq!(MAIL_CHANNEL.as_str(), "mail");
         assert_eq!(MessageId::new("1-x").unwrap().as_str(), "1-x");
     }};
     (bus) => {{
@@ -48,7 +46,7 @@ macro_rules! uses {
         let kinds = |events: &[Event]| events.iter().map(|e| e.kind.to_owned()).collect::<Vec<_>>();
         assert!(kinds(&[]).is_empty());
         assert_ne!(Wake::TimedOut, Wake::Arrived(Vec::new()));
-        assert_eq!(BUS_CHANNEL.as_str(), "bus");
+        assert_eq!(Bus::CHANNEL.as_str(), "bus");
     }};
     (r#loop) => {{
         let finding = CriticFinding {
@@ -56,7 +54,6 @@ macro_rules! uses {
             detail: "long line".into(),
         };
         assert_eq!(finding.category, "style");
-        assert_eq!(LOOP_CHANNEL.as_str(), "loop");
     }};
 }
 

@@ -5,8 +5,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use chipset_store::{
-    CorruptReason, ReadOutcome, StateDir, StatePath, Timestamp, WatchConfig, WatchTarget,
-    WatchWake, Watcher, fnv1a_64,
+    CorruptReason, EscapeAlphabet, ReadOutcome, StateDir, StatePath, Timestamp, WatchConfig,
+    WatchTarget, WatchWake, Watcher,
 };
 
 use crate::error::{Error, Result};
@@ -103,7 +103,7 @@ impl FsBackend {
 
 /// A file's version: the digest of its bytes (see [`Version`]).
 fn digest(bytes: &[u8]) -> Version {
-    Version(fnv1a_64(bytes.iter().copied()))
+    Version(EscapeAlphabet::fnv1a_64(bytes.iter().copied()))
 }
 
 impl Backend for FsBackend {

@@ -102,8 +102,8 @@ fn bench_publish(c: &mut Criterion) {
         .payload(payload());
     // Same size of file as the bus writes.
     let sample = bus.publish(&agent, &event).expect("publish");
-    let bytes =
-        chipset_store::to_canonical_json(sample.delivered().expect("delivered")).expect("json");
+    let bytes = chipset_store::StateDir::to_canonical_json(sample.delivered().expect("delivered"))
+        .expect("json");
     let raw_dir = tmp.path().join("raw");
     fs::create_dir(&raw_dir).expect("raw dir");
 
@@ -245,7 +245,7 @@ fn bench_pending(c: &mut Criterion) {
         let name = format!("{}-{id}-worker-1-tick.json", i % 4);
         fs::write(
             queue.as_path().join(name),
-            chipset_store::to_canonical_json(&body).expect("json"),
+            chipset_store::StateDir::to_canonical_json(&body).expect("json"),
         )
         .expect("write");
     }

@@ -190,7 +190,7 @@ impl Bus {
     }
 
     pub(crate) fn root(&self) -> StatePath {
-        self.state.channel(crate::BUS_CHANNEL)
+        self.state.channel(crate::Bus::CHANNEL)
     }
 
     pub(crate) fn agent_dir(&self, agent: &AgentId) -> StatePath {

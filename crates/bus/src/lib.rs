@@ -244,5 +244,7 @@ pub use wait::{Waiter, Wake};
 #[cfg(feature = "tokio")]
 pub use wait_async::AsyncWaiter;
 
-/// The bus's directory under the state root, `bus/`.
-pub const BUS_CHANNEL: chipset_store::Channel = chipset_store::Channel::new("bus");
+impl Bus {
+    /// The bus's directory under the state root, `bus/`.
+    pub const CHANNEL: chipset_store::Channel = chipset_store::Channel::new("bus");
+}

@@ -1,6 +1,6 @@
 //! File names: events `{P}-{id}-{source}-{kind}.json`, de-duplication keys.
 
-use chipset_store::{EscapeAlphabet, fnv1a_64};
+use chipset_store::EscapeAlphabet;
 
 use crate::format::{EventId, Priority};
 
@@ -63,7 +63,7 @@ pub(crate) fn dedup_file_name(key: &str) -> String {
     if full.len() <= KEY_IN_NAME {
         return format!("{full}.json");
     }
-    let hash = fnv1a_64(key.bytes());
+    let hash = EscapeAlphabet::fnv1a_64(key.bytes());
     format!("{}~{hash:016x}.json", &full[..64])
 }
 

@@ -17,8 +17,8 @@ const PLACEHOLDER: &str = "AGENT";
 /// Runs `chipset init [--agent AGENT]`.
 pub(crate) fn run(cli: &Cli, agent: Option<&AgentId>) -> Result<Output> {
     let (root, _) = crate::locate(cli)?;
-    let existed = chipset_store::stat_outside(&root)?.is_some_and(|s| s.is_dir());
-    if !existed && chipset_store::stat_outside(&root)?.is_some() {
+    let existed = chipset_store::StateDir::stat_outside(&root)?.is_some_and(|s| s.is_dir());
+    if !existed && chipset_store::StateDir::stat_outside(&root)?.is_some() {
         return Err(CliError::refused(format!(
             "`{}` exists and is not a directory",
             root.display()

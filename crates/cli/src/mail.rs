@@ -322,7 +322,7 @@ fn read_body(body: Option<String>, file: Option<std::path::PathBuf>) -> Result<S
             Ok(text)
         }
         (Some(text), None) => Ok(text),
-        (None, Some(path)) => chipset_store::read_outside(&path, BODY_FILE_CAP)
+        (None, Some(path)) => chipset_store::StateDir::read_outside(&path, BODY_FILE_CAP)
             .and_then(|bytes| {
                 String::from_utf8(bytes)
                     .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))

@@ -215,7 +215,7 @@ pub(crate) fn locate(cli: &Cli) -> Result<(PathBuf, bool)> {
     // A folder that cannot be looked at stops the search with an error:
     // "unreadable" is not "absent", and looking past it could pick another root.
     let is_dir = |path: &std::path::Path| -> Result<bool> {
-        Ok(chipset_store::stat_outside(path)?.is_some_and(|s| s.is_dir()))
+        Ok(chipset_store::StateDir::stat_outside(path)?.is_some_and(|s| s.is_dir()))
     };
     if let Ok(cwd) = std::env::current_dir() {
         for dir in cwd.ancestors() {

@@ -339,7 +339,7 @@ pub(crate) fn problem(line: String) -> Table {
 
 /// Refuses a root that is gone or is no longer a directory.
 pub(crate) fn check_root(root: &Path) -> Result<()> {
-    match chipset::store::stat_outside(root) {
+    match chipset::store::StateDir::stat_outside(root) {
         Ok(Some(m)) if m.is_dir() => Ok(()),
         _ => Err(Error::RootGone {
             path: root.to_owned(),

@@ -106,4 +106,4 @@ pub use profile::{
 pub use seen::{MANIFEST_TAIL, Seen, Source};
 
 /// The directory's channel: `agents/` under the state root.
-pub const DIRECTORY_CHANNEL: chipset_store::Channel = chipset_store::Channel::new("agents");
+pub(crate) const DIRECTORY_CHANNEL: chipset_store::Channel = chipset_store::Channel::new("agents");

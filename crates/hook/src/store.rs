@@ -8,7 +8,7 @@ use crate::BeadId;
 use chipset_backend::{Backend, Created, FsBackend};
 use chipset_store::{
     AgentId, Channel, CorruptReason, Corruption, Decision, ReadOutcome, StateDir, StatePath,
-    Timestamp, Unsupported, to_canonical_json,
+    Timestamp, Unsupported,
 };
 
 use crate::error::{Error, Result};
@@ -432,7 +432,7 @@ impl Hooks {
                 Decision::Keep(r) => return Ok(r),
                 Decision::Write(after, r) => (after, r),
             };
-            let bytes = to_canonical_json(&HookFile::from(&after)).map_err(|source| {
+            let bytes = StateDir::to_canonical_json(&HookFile::from(&after)).map_err(|source| {
                 chipset_store::Error::Serialize {
                     path: path.to_path_buf(),
                     source,

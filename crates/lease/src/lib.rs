@@ -104,8 +104,10 @@ pub use pattern::{LeasePath, MAX_PATTERN_LEN};
 pub use store::Leases;
 pub use transition::{Acquired, Blocked, LeaseRequest, Released};
 
-/// The lease channel's directory under the state root: `leases/`.
-pub const LEASE_CHANNEL: chipset_store::Channel = chipset_store::Channel::new("leases");
+impl Leases {
+    /// The lease channel's directory under the state root: `leases/`.
+    pub const CHANNEL: chipset_store::Channel = chipset_store::Channel::new("leases");
+}
 
 /// The TTL of a lease whose request names none: 30 minutes.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(30 * 60);

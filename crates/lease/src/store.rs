@@ -6,10 +6,9 @@ use std::time::Duration;
 use chipset_mail::{Mail, NewMessage};
 use chipset_store::{
     AgentId, Decision, Defect, DoctorMode, Finding, ReadOutcome, Report, StateDir, StatePath,
-    TaskId, Unsupported, to_canonical_json,
+    TaskId, Unsupported,
 };
 
-use crate::LEASE_CHANNEL;
 use crate::error::Error;
 use crate::format::{Lease, TABLE_FORMAT, Table};
 use crate::pattern::LeasePath;
@@ -40,7 +39,7 @@ impl Leases {
     }
 
     fn table_path(&self) -> Result<StatePath, Error> {
-        Ok(self.state.channel(LEASE_CHANNEL).join(TABLE_FILE)?)
+        Ok(self.state.channel(Leases::CHANNEL).join(TABLE_FILE)?)
     }
 
     /// Grants `req`, or refuses it with [`Error::Conflict`] listing
@@ -276,7 +275,7 @@ impl Leases {
         op: &'static str,
         decide: impl FnOnce(&Table) -> Result<(Option<Table>, R), Error>,
     ) -> Result<R, Error> {
-        self.state.channel_dir(LEASE_CHANNEL)?;
+        self.state.channel_dir(Leases::CHANNEL)?;
         let cap = self.state.read_cap();
         let path = self.table_path()?;
         self.state.update(&path, |current: ReadOutcome<Table>| {
@@ -285,7 +284,7 @@ impl Leases {
             let Some(next) = next else {
                 return Ok(Decision::Keep(answer));
             };
-            let size = to_canonical_json(&next).map_or(usize::MAX, |b| b.len());
+            let size = StateDir::to_canonical_json(&next).map_or(usize::MAX, |b| b.len());
             if u64::try_from(size).unwrap_or(u64::MAX) > cap {
                 return Err(Error::TableFull { size, cap });
             }

@@ -251,4 +251,13 @@ pub use witness::{Witness, WitnessAction, WitnessConfig};
 pub use worker::{Signal, Stop, WorkHandle, WorkOutcome, Worker, WorkerConfig};
 
 /// The loops' directory under the state root, `loop/`.
-pub const LOOP_CHANNEL: chipset_store::Channel = chipset_store::Channel::new("loop");
+pub(crate) const LOOP_CHANNEL: chipset_store::Channel = chipset_store::Channel::new("loop");
+
+#[cfg(test)]
+mod tests {
+    /// The directory name is where earlier versions left the loops' files.
+    #[test]
+    fn channel_directory_keeps_its_name() {
+        assert_eq!(super::LOOP_CHANNEL.as_str(), "loop");
+    }
+}

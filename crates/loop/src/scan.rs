@@ -165,8 +165,9 @@ impl LoopState {
         for name in self.files.state.list(dir)? {
             let valid_name = name
                 .strip_suffix(".json")
-                .is_some_and(|stem| chipset_store::validate_segment("loop file", stem).is_ok());
-            // A valid loop file name is always one safe segment; any other
+                .is_some_and(|stem| chipset_store::TaskId::new(stem).is_ok());
+            // A valid loop file name (its stem passes the id rules, the
+            // same for every id type) is always one safe segment; any other
             // name is a stray, reported by its display path.
             let path = match dir.join(&name) {
                 Ok(path) if valid_name => path,

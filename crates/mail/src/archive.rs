@@ -1,6 +1,6 @@
 //! Moving messages forward: archive, and the sweep of a committed task.
 
-use chipset_store::{ReadOutcome, TaskId, to_canonical_json};
+use chipset_store::{ReadOutcome, TaskId};
 
 use crate::MessageId;
 
@@ -260,11 +260,12 @@ impl Mail {
         let path = self
             .layout
             .reply_marker(parent, response.kind, &response.id);
-        let bytes =
-            to_canonical_json(&marker).map_err(|source| chipset_store::Error::Serialize {
+        let bytes = chipset_store::StateDir::to_canonical_json(&marker).map_err(|source| {
+            chipset_store::Error::Serialize {
                 path: path.clone().into_path_buf(),
                 source,
-            })?;
+            }
+        })?;
         self.state.write_unsynced(&path, &bytes)?;
         Ok(())
     }

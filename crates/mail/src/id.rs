@@ -3,6 +3,6 @@
 chipset_store::define_id! {
     /// A message id, normally `{unix-ms}-{uuid-v4}` (made from a
     /// [`SortableId`](chipset_store::SortableId)). Validated as one safe path
-    /// segment ([`chipset_store::validate_segment`]).
+    /// segment ([`chipset_store::define_id!`]).
     pub struct MessageId("message id");
 }

@@ -405,4 +405,13 @@ pub use layout::Location;
 pub use mail::{ArchiveOutcome, Found, Mail, MailCounts, Manifest, SweepReport};
 
 /// The mail's directory under the state root, `mail/`.
-pub const MAIL_CHANNEL: chipset_store::Channel = chipset_store::Channel::new("mail");
+pub(crate) const MAIL_CHANNEL: chipset_store::Channel = chipset_store::Channel::new("mail");
+
+#[cfg(test)]
+mod tests {
+    /// The directory name is the seed's layout, which other programs read.
+    #[test]
+    fn channel_directory_keeps_its_name() {
+        assert_eq!(super::MAIL_CHANNEL.as_str(), "mail");
+    }
+}

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use chipset_store::{SortableId, StatePath, to_canonical_json};
+use chipset_store::{SortableId, StatePath};
 
 use crate::MessageId;
 
@@ -325,14 +325,15 @@ impl Mail {
     }
 
     fn encode(&self, message: &Message) -> Result<Vec<u8>> {
-        let bytes =
-            to_canonical_json(message).map_err(|source| chipset_store::Error::Serialize {
+        let bytes = chipset_store::StateDir::to_canonical_json(message).map_err(|source| {
+            chipset_store::Error::Serialize {
                 path: self
                     .layout
                     .file(&Location::Inbox(message.to.clone()), &message.id)
                     .into_path_buf(),
                 source,
-            })?;
+            }
+        })?;
         if bytes.len() as u64 > self.state.read_cap() {
             return Err(Error::MessageTooLarge {
                 size: bytes.len(),
@@ -357,11 +358,12 @@ impl Mail {
                 parent: parent.clone(),
             };
             let path = self.layout.reply_marker(parent, m.kind, &m.id);
-            let bytes =
-                to_canonical_json(&marker).map_err(|source| chipset_store::Error::Serialize {
+            let bytes = chipset_store::StateDir::to_canonical_json(&marker).map_err(|source| {
+                chipset_store::Error::Serialize {
                     path: path.clone().into_path_buf(),
                     source,
-                })?;
+                }
+            })?;
             items.push((path, bytes));
         }
         match items.len() {

@@ -72,7 +72,7 @@ impl Token {
     /// [`Error::TokenFile`] when it cannot be read; [`Error::BadToken`].
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let text = chipset_store::read_outside(path, TOKEN_FILE_CAP)
+        let text = chipset_store::StateDir::read_outside(path, TOKEN_FILE_CAP)
             .and_then(|bytes| {
                 String::from_utf8(bytes)
                     .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))

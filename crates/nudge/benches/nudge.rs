@@ -81,7 +81,7 @@ fn signals(c: &mut Criterion) {
     let nudges = Nudges::new(state);
     let polecat = agent("polecat-alpha");
     let sent = nudges.send(&polecat, draft()).unwrap();
-    let bytes = chipset_store::to_canonical_json(sent.nudge()).unwrap();
+    let bytes = chipset_store::StateDir::to_canonical_json(sent.nudge()).unwrap();
     let dir = nudges.agent_dir(&polecat);
     let raw_target = dir.as_path().join("raw.json");
     raw_replace(&dir, &raw_target, &bytes);
@@ -214,7 +214,7 @@ fn reminder_root(history: usize) -> (tempfile::TempDir, Reminders) {
         };
         fs::write(
             dir.join(format!("{id}.json")),
-            chipset_store::to_canonical_json(&r).unwrap(),
+            chipset_store::StateDir::to_canonical_json(&r).unwrap(),
         )
         .unwrap();
     }

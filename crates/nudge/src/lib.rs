@@ -194,7 +194,19 @@ pub use signals::{
 };
 
 /// The nudges' directory under the state root, `nudge/`.
-pub const NUDGE_CHANNEL: chipset_store::Channel = chipset_store::Channel::new("nudge");
+pub(crate) const NUDGE_CHANNEL: chipset_store::Channel = chipset_store::Channel::new("nudge");
 
-/// The reminders' directory under the state root, `reminders/`.
-pub const REMINDERS_CHANNEL: chipset_store::Channel = chipset_store::Channel::new("reminders");
+impl Reminders {
+    /// The reminders' directory under the state root, `reminders/`.
+    pub const CHANNEL: chipset_store::Channel = chipset_store::Channel::new("reminders");
+}
+
+#[cfg(test)]
+mod tests {
+    /// The directory names are the on-disk contract other programs read.
+    #[test]
+    fn channel_directories_keep_their_names() {
+        assert_eq!(super::NUDGE_CHANNEL.as_str(), "nudge");
+        assert_eq!(super::Reminders::CHANNEL.as_str(), "reminders");
+    }
+}

@@ -6,7 +6,6 @@ use std::collections::{BTreeMap, HashMap};
 use chipset_hook::HookStatus;
 use chipset_store::{Action, AgentId, Defect, DoctorMode, Finding, ReadOutcome, Report};
 
-use crate::POOL_CHANNEL;
 use crate::error::{Error, Result};
 use crate::format::{Entry, Item, POOL_FORMAT, Record, Table};
 use crate::id::ItemId;
@@ -60,7 +59,7 @@ impl Pool {
         let mut report = Report::new(mode);
         if self
             .state
-            .stat(&self.state.channel(POOL_CHANNEL))?
+            .stat(&self.state.channel(Pool::CHANNEL))?
             .is_none()
         {
             return Ok(report);
@@ -119,7 +118,7 @@ impl Pool {
     /// Lists `items/`: the readable names by id with what each file holds;
     /// stray names are findings.
     fn item_files(&self, report: &mut Report) -> Result<BTreeMap<ItemId, ReadOutcome<Item>>> {
-        let dir = self.state.channel(POOL_CHANNEL).join_static("items");
+        let dir = self.state.channel(Pool::CHANNEL).join_static("items");
         let mut items = BTreeMap::new();
         let names = match self.state.stat(&dir)? {
             Some(_) => self.state.list(&dir)?,

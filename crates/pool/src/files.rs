@@ -5,12 +5,12 @@ use std::collections::HashMap;
 
 use chipset_store::{AgentId, CorruptReason, Corruption, LockGuard, ReadOutcome, Unsupported};
 
+use crate::TABLE_CAP;
 use crate::error::{Error, Result};
 use crate::format::{Item, POOL_FORMAT, Record, Table};
 use crate::id::ItemId;
 use crate::store::{Pool, Scan, json};
 use crate::transition::Hold;
-use crate::{POOL_CHANNEL, TABLE_CAP};
 
 /// The fewest records the log holds before a done, release or claim folds
 /// it into the table.
@@ -107,7 +107,7 @@ impl Pool {
     }
 
     pub(crate) fn lock(&self) -> Result<LockGuard> {
-        self.state.channel_dir(POOL_CHANNEL)?;
+        self.state.channel_dir(Pool::CHANNEL)?;
         Ok(self.state.lock_for(&self.table_path())?.exclusive()?)
     }
 

@@ -2,7 +2,7 @@
 
 chipset_store::define_id! {
     /// A work item id such as `w-3f2a9c1b7d4e`: one safe path segment
-    /// ([`chipset_store::validate_segment`]). A claimed item goes on its
+    /// ([`chipset_store::define_id!`]). A claimed item goes on its
     /// claimer's hook under the same id, as the hook's bead id.
     pub struct ItemId("item id");
 }

@@ -165,8 +165,10 @@ pub use id::ItemId;
 pub use store::{Claimable, Claimed, Pool, PoolCounts, Posted, Settled};
 pub use transition::{Listed, NewItem, ReadyFilter, WorkState};
 
-/// The pool's directory under the state root: `pool/`.
-pub const POOL_CHANNEL: chipset_store::Channel = chipset_store::Channel::new("pool");
+impl Pool {
+    /// The pool's directory under the state root: `pool/`.
+    pub const CHANNEL: chipset_store::Channel = chipset_store::Channel::new("pool");
+}
 
 /// The priority of an item whose request names none.
 pub const DEFAULT_PRIORITY: u8 = 2;

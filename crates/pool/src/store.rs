@@ -4,9 +4,8 @@
 use std::collections::{HashMap, HashSet};
 
 use chipset_hook::{Assignment, HookStatus, Hooks};
-use chipset_store::{AgentId, Created, StateDir, StatePath, to_canonical_json};
+use chipset_store::{AgentId, Created, StateDir, StatePath};
 
-use crate::POOL_CHANNEL;
 use crate::error::{Error, Result};
 use crate::format::{DoneRecord, Entry, Item, Record};
 use crate::id::ItemId;
@@ -144,16 +143,16 @@ impl Pool {
     }
 
     pub(crate) fn table_path(&self) -> StatePath {
-        self.state.channel(POOL_CHANNEL).join_static("table.json")
+        self.state.channel(Pool::CHANNEL).join_static("table.json")
     }
 
     pub(crate) fn log_path(&self) -> StatePath {
-        self.state.channel(POOL_CHANNEL).join_static("log.jsonl")
+        self.state.channel(Pool::CHANNEL).join_static("log.jsonl")
     }
 
     pub(crate) fn item_path(&self, id: &ItemId) -> StatePath {
         self.state
-            .channel(POOL_CHANNEL)
+            .channel(Pool::CHANNEL)
             .join_static("items")
             .join_id(id, ".json")
     }
@@ -236,7 +235,7 @@ impl Pool {
             files.push((path.clone(), json(&path, item)?));
         }
         self.state
-            .ensure_dir(&self.state.channel(POOL_CHANNEL).join_static("items"))?;
+            .ensure_dir(&self.state.channel(Pool::CHANNEL).join_static("items"))?;
         let created = self.state.create_new_batch(&files)?;
         for ((path, bytes), created) in files.iter().zip(created) {
             // A file no table names: left by a post that crashed before its
@@ -547,7 +546,7 @@ impl Pool {
 }
 
 pub(crate) fn json<T: serde::Serialize>(path: &StatePath, value: &T) -> Result<Vec<u8>> {
-    to_canonical_json(value).map_err(|source| {
+    StateDir::to_canonical_json(value).map_err(|source| {
         Error::Store(chipset_store::Error::Serialize {
             path: path.to_path_buf(),
             source,

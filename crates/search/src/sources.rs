@@ -361,7 +361,7 @@ impl Sources {
     fn reminders(&self, tx: &Transaction<'_>, counts: &mut Counts) -> Result<()> {
         // Open and snoozed reminders are files two folders down; resolved
         // ones are in `history/`. Any change changes one of these stamps.
-        let root = self.state.channel(chipset_nudge::REMINDERS_CHANNEL);
+        let root = self.state.channel(chipset_nudge::Reminders::CHANNEL);
         let mut dirs = vec![root.join("history")?];
         for area in ["open", "snoozed"] {
             let area = root.join(area)?;

@@ -6,31 +6,43 @@ use std::sync::OnceLock;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-/// Serializes `value` as canonical JSON.
-///
-/// The bytes are: object keys sorted by their UTF-8 bytes at every depth;
-/// two-space indentation with `"key": value` and one entry per line; empty
-/// arrays and objects as `[]` and `{}`; strings escaped as `serde_json`
-/// escapes them (`"`, `\`, and control characters; everything else,
-/// non-ASCII included, as raw UTF-8); and exactly one trailing newline.
-/// Structs serialize with sorted keys too, whatever their field order.
-///
-/// ```
-/// #[derive(serde::Serialize)]
-/// struct Nudge { r#type: &'static str, from: &'static str }
-/// let bytes = chipset_store::to_canonical_json(&Nudge { r#type: "abort", from: "mayor" })?;
-/// assert_eq!(bytes, b"{\n  \"from\": \"mayor\",\n  \"type\": \"abort\"\n}\n");
-/// # Ok::<(), serde_json::Error>(())
-/// ```
+/// Serializes `value` as canonical JSON: the body of
+/// [`StateDir::to_canonical_json`](crate::StateDir::to_canonical_json).
 ///
 /// # Errors
 ///
-/// Whatever `serde_json` refuses: a map key that is not a string, a number,
-/// a bool or a char, a non-finite float.
-pub fn to_canonical_json<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<Vec<u8>> {
+/// Whatever `serde_json` refuses.
+pub(crate) fn to_canonical_json<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<Vec<u8>> {
     let mut out = serde_json::to_vec_pretty(&canonical_value(value)?)?;
     out.push(b'\n');
     Ok(out)
+}
+
+impl crate::StateDir {
+    /// Serializes `value` as canonical JSON.
+    ///
+    /// The bytes are: object keys sorted by their UTF-8 bytes at every depth;
+    /// two-space indentation with `"key": value` and one entry per line; empty
+    /// arrays and objects as `[]` and `{}`; strings escaped as `serde_json`
+    /// escapes them (`"`, `\`, and control characters; everything else,
+    /// non-ASCII included, as raw UTF-8); and exactly one trailing newline.
+    /// Structs serialize with sorted keys too, whatever their field order.
+    ///
+    /// ```
+    /// #[derive(serde::Serialize)]
+    /// struct Nudge { r#type: &'static str, from: &'static str }
+    /// let bytes = chipset_store::StateDir::to_canonical_json(&Nudge { r#type: "abort", from: "mayor" })?;
+    /// assert_eq!(bytes, b"{\n  \"from\": \"mayor\",\n  \"type\": \"abort\"\n}\n");
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// Whatever `serde_json` refuses: a map key that is not a string, a number,
+    /// a bool or a char, a non-finite float.
+    pub fn to_canonical_json<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<Vec<u8>> {
+        to_canonical_json(value)
+    }
 }
 
 /// Serializes `value` as one canonical JSONL line: sorted keys, no whitespace

@@ -96,19 +96,21 @@ impl EscapeAlphabet {
     }
 }
 
-/// FNV-1a, 64 bits, over `bytes`: stable across processes, builds and
-/// platforms (unlike std's hashers), for values other processes and
-/// versions must compute alike (nudge's lock stripe, bus's cut dedup names).
-/// Not a defence against chosen collisions: its users keep the full value
-/// beside the hash and check it.
-///
-/// ```
-/// assert_eq!(chipset_store::fnv1a_64(*b"foobar"), 0x8594_4171_f739_67e8);
-/// ```
-pub fn fnv1a_64(bytes: impl IntoIterator<Item = u8>) -> u64 {
-    bytes.into_iter().fold(0xcbf2_9ce4_8422_2325, |h: u64, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
+impl EscapeAlphabet {
+    /// FNV-1a, 64 bits, over `bytes`: stable across processes, builds and
+    /// platforms (unlike std's hashers), for values other processes and
+    /// versions must compute alike (nudge's lock stripe, bus's cut dedup names).
+    /// Not a defence against chosen collisions: its users keep the full value
+    /// beside the hash and check it.
+    ///
+    /// ```
+    /// assert_eq!(chipset_store::EscapeAlphabet::fnv1a_64(*b"foobar"), 0x8594_4171_f739_67e8);
+    /// ```
+    pub fn fnv1a_64(bytes: impl IntoIterator<Item = u8>) -> u64 {
+        bytes.into_iter().fold(0xcbf2_9ce4_8422_2325, |h: u64, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        })
+    }
 }
 
 #[cfg(test)]
@@ -170,10 +172,13 @@ mod tests {
 
     #[test]
     fn fnv_reference_vectors() {
-        assert_eq!(fnv1a_64(*b""), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(fnv1a_64(*b"a"), 0xaf63_dc4c_8601_ec8c);
-        assert_eq!(fnv1a_64(*b"foobar"), 0x8594_4171_f739_67e8);
-        assert_eq!(fnv1a_64("k".repeat(97).bytes()), 0xd5ff_6937_fd62_842a);
+        assert_eq!(EscapeAlphabet::fnv1a_64(*b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(EscapeAlphabet::fnv1a_64(*b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(EscapeAlphabet::fnv1a_64(*b"foobar"), 0x8594_4171_f739_67e8);
+        assert_eq!(
+            EscapeAlphabet::fnv1a_64("k".repeat(97).bytes()),
+            0xd5ff_6937_fd62_842a
+        );
     }
 
     /// A decode ends on any name (under a watchdog: an index that does not

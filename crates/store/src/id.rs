@@ -5,12 +5,8 @@ use crate::error::{Error, Result};
 /// The longest id accepted, in bytes.
 pub(crate) const MAX_ID_LEN: usize = 128;
 
-/// Checks that `value` is safe to use as one path segment.
-///
-/// The rules, checked in this order: not empty; at most 128 bytes;
-/// not `.` or `..`; no leading `.` (that would hide it, and names starting with
-/// a dot are reserved for temp, lock and quarantine files); no `/` or `\`; no
-/// NUL; no other control character.
+/// Checks that `value` is safe to use as one path segment, by the rules
+/// [`define_id!`](crate::define_id) lists: what every id's `new` calls.
 ///
 /// # Errors
 ///
@@ -60,6 +56,13 @@ pub(crate) fn segment_rule(value: &str, max: usize) -> Option<&'static str> {
 /// deserialization, and [`Segment`](crate::Segment), so
 /// [`StatePath::join_id`](crate::StatePath::join_id) joins it infallibly. Channel crates use it for their own ids.
 ///
+/// `new` checks, in this order: not empty; at most 128 bytes; not `.` or
+/// `..`; no leading `.` (that would hide it, and names starting with a dot
+/// are reserved for temp, lock and quarantine files); no `/` or `\`; no
+/// NUL; no other control character. A value that breaks one is
+/// [`Error::InvalidId`](crate::Error::InvalidId), naming the kind, the
+/// value and the rule.
+///
 /// ```
 /// chipset_store::define_id! {
 ///     /// A reminder id.
@@ -105,7 +108,7 @@ macro_rules! define_id {
             /// [`Error::InvalidId`]($crate::Error::InvalidId) when the value is not a safe path segment.
             pub fn new(value: impl Into<String>) -> $crate::Result<Self> {
                 let value = value.into();
-                $crate::validate_segment($kind, &value)?;
+                $crate::__private::validate_segment($kind, &value)?;
                 Ok(Self(value))
             }
 

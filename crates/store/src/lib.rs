@@ -32,9 +32,8 @@
 //! one subdirectory per [`Channel`], created on demand. A channel is an
 //! opaque, validated name (`Channel::new("mail")`, checked when compiling):
 //! the store does not know which channels exist; each channel crate owns its
-//! constant (`chipset_mail::MAIL_CHANNEL` is `mail/`). Names starting with a
-//! dot are the
-//! store's own: temp files (`.{name}.{pid}.{n}.{salt}.tmp`), lock files
+//! name (`chipset_bus::Bus::CHANNEL` is `bus/`). Names starting with a dot
+//! are the store's own: temp files (`.{name}.{pid}.{n}.{salt}.tmp`), lock files
 //! (`.{name}.lock`) and `.quarantine/` folders. Listings skip them.
 //!
 //! # Paths under the root
@@ -61,7 +60,7 @@
 //! # Ids and time
 //!
 //! Everything that becomes a path segment is a validated newtype: see
-//! [`validate_segment`] for the rules. The store declares the two every
+//! [`define_id!`] for the rules. The store declares the two every
 //! channel keys on, [`AgentId`] and [`TaskId`]; an id one channel owns is
 //! declared in that crate in one line with [`define_id!`]
 //! (`chipset_hook::BeadId`, `chipset_mail::MessageId`). [`SortableId`] makes `{unix-ms}-{uuid-v4}`
@@ -74,7 +73,7 @@
 //! percent-escaper, [`EscapeAlphabet::escape`], with one of two alphabets
 //! (why two: see there), reversed by [`EscapeAlphabet::unescape`]; a value that must
 //! hash alike in every process and version (a lock stripe, a cut name) uses
-//! [`fnv1a_64`]. Both are contracts between processes and versions: the
+//! [`EscapeAlphabet::fnv1a_64`]. Both are contracts between processes and versions: the
 //! channels pin their outputs as literals in tests.
 //!
 //! # Writing
@@ -122,7 +121,7 @@
 //! Ids are chosen by the caller where a retry must be recognised (a message
 //! or event id), so a retry carries the same id as the attempt it repeats.
 //!
-//! JSON is written canonically ([`to_canonical_json`]): sorted keys at every
+//! JSON is written canonically ([`StateDir::to_canonical_json`]): sorted keys at every
 //! depth, two-space indent, one trailing newline.
 //!
 //! # Reading
@@ -345,7 +344,7 @@
 //! only this crate allows them. Other crates reach files through
 //! [`StateDir`] (inside the root) or, for a file a user names on the
 //! command line (a message body, a token, where to look for a root),
-//! [`read_outside`] and [`stat_outside`], which follow symlinks as any
+//! [`StateDir::read_outside`] and [`StateDir::stat_outside`], which follow symlinks as any
 //! program reading a user's file does. A test or bench that must plant or
 //! read a file raw says why in an `allow`.
 //!
@@ -405,10 +404,9 @@ mod watch;
 pub use atomic::Created;
 #[cfg(feature = "testing")]
 pub use backend::{IoBackend, RealIo, SharedIo, SyncOrder};
-pub use canonical::to_canonical_json;
 pub use error::{Error, MaybeCommitted, Result};
-pub use escape::{EscapeAlphabet, fnv1a_64};
-pub use id::{AgentId, TaskId, validate_segment};
+pub use escape::EscapeAlphabet;
+pub use id::{AgentId, TaskId};
 pub use lock::{Decision, Lock, LockGuard};
 pub use locked::Locked;
 pub use log::{BadLine, JsonLog, LogContents};
@@ -417,7 +415,7 @@ pub use read::{CorruptReason, Corruption, ReadOutcome, Unsupported};
 pub use repair::{Action, Defect, DoctorMode, Finding, Report};
 pub use scratch::ScratchFile;
 pub use sortable::SortableId;
-pub use stat::{Stat, read_outside, stat_outside};
+pub use stat::Stat;
 pub use state::{Channel, StateDir, StateOptions};
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 pub use watch::{WatchConfig, WatchTarget, WatchWake, Watcher};
@@ -425,6 +423,8 @@ pub use watch::{WatchConfig, WatchTarget, WatchWake, Watcher};
 #[doc(hidden)]
 pub mod __private {
     pub use serde;
+
+    pub use crate::id::validate_segment;
 
     /// Seals [`Segment`](crate::Segment): only the store and its
     /// `define_id!` implement it.

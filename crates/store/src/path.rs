@@ -16,7 +16,7 @@ pub(crate) const MAX_NAME_LEN: usize = 255;
 /// ([`StateDir::channel`](crate::StateDir::channel)) and
 /// the single segments joined to it with [`StatePath::join`] or
 /// [`StatePath::join_id`], each checked by the rules of
-/// [`validate_segment`](crate::validate_segment) (not empty, no `/` or `\`,
+/// an id ([`define_id!`](crate::define_id)) (not empty, no `/` or `\`,
 /// not `.` or `..`, no leading `.`, no control character; at most
 /// 255 bytes). There is no other way to make one (besides
 /// [`StateDir::root_path`](crate::StateDir::root_path), the root itself,

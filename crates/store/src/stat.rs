@@ -5,7 +5,8 @@
 //! [`StateDir::exists`](crate::StateDir::exists) answer "is something
 //! there, and what" with the root and symlink checks of every other
 //! method, and keep "not there" (`Ok(None)`, `Ok(false)`) apart from "could
-//! not look" (an error). Outside it, [`stat_outside`] and [`read_outside`]
+//! not look" (an error). Outside it, [`StateDir::stat_outside`](crate::StateDir::stat_outside)
+//! and [`StateDir::read_outside`](crate::StateDir::read_outside)
 //! are for paths a user names (a body file, a token file, where to look
 //! for a state root); they follow symlinks, as any program reading a
 //! user's file does.
@@ -122,50 +123,53 @@ pub(crate) fn none_if_not_found<T>(result: io::Result<T>) -> io::Result<Option<T
     }
 }
 
-/// Stats `path`, a path outside the state root that a user named,
-/// following symlinks. Returns `None` when nothing is there (or a file
-/// stands where a directory on the way should be).
-///
-/// # Errors
-///
-/// [`Error::Io`] when the path cannot be looked at (permission denied, an
-/// I/O error): "unreadable" is never "absent".
-pub fn stat_outside(path: &Path) -> Result<Option<Stat>> {
-    match fs::metadata(path) {
-        Ok(meta) => Ok(Some(Stat::from_metadata(&meta))),
-        Err(e) if is_absent(&e) => Ok(None),
-        Err(e) => Err(Error::io("stat", path, e)),
+impl crate::StateDir {
+    /// Stats `path`, a path outside the state root that a user named,
+    /// following symlinks. Returns `None` when nothing is there (or a file
+    /// stands where a directory on the way should be).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] when the path cannot be looked at (permission denied, an
+    /// I/O error): "unreadable" is never "absent".
+    pub fn stat_outside(path: &Path) -> Result<Option<Stat>> {
+        match fs::metadata(path) {
+            Ok(meta) => Ok(Some(Stat::from_metadata(&meta))),
+            Err(e) if is_absent(&e) => Ok(None),
+            Err(e) => Err(Error::io("stat", path, e)),
+        }
     }
-}
 
-/// Reads at most `cap` bytes of a file outside the state root that a user
-/// named (a message body, a token), following symlinks. Anything readable
-/// is accepted, a FIFO or `/dev/stdin` included, since such a file is the
-/// user's input, not state.
-///
-/// Returns a plain [`io::Error`] so the caller can say which of its inputs
-/// failed: a missing file is [`io::ErrorKind::NotFound`], one over the cap
-/// [`io::ErrorKind::FileTooLarge`].
-///
-/// # Errors
-///
-/// As above, and whatever opening or reading the file returns.
-pub fn read_outside(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
-    let file = File::open(path)?;
-    let mut buf = Vec::new();
-    file.take(cap.saturating_add(1)).read_to_end(&mut buf)?;
-    if buf.len() as u64 > cap {
-        return Err(io::Error::new(
-            io::ErrorKind::FileTooLarge,
-            format!("larger than the {cap}-byte limit"),
-        ));
+    /// Reads at most `cap` bytes of a file outside the state root that a user
+    /// named (a message body, a token), following symlinks. Anything readable
+    /// is accepted, a FIFO or `/dev/stdin` included, since such a file is the
+    /// user's input, not state.
+    ///
+    /// Returns a plain [`io::Error`] so the caller can say which of its inputs
+    /// failed: a missing file is [`io::ErrorKind::NotFound`], one over the cap
+    /// [`io::ErrorKind::FileTooLarge`].
+    ///
+    /// # Errors
+    ///
+    /// As above, and whatever opening or reading the file returns.
+    pub fn read_outside(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
+        let file = File::open(path)?;
+        let mut buf = Vec::new();
+        file.take(cap.saturating_add(1)).read_to_end(&mut buf)?;
+        if buf.len() as u64 > cap {
+            return Err(io::Error::new(
+                io::ErrorKind::FileTooLarge,
+                format!("larger than the {cap}-byte limit"),
+            ));
+        }
+        Ok(buf)
     }
-    Ok(buf)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::StateDir;
 
     /// "Not found" is `None`; every other failure stays an error of its
     /// own kind, so "could not look" is never taken for "not there".
@@ -188,13 +192,21 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let file = tmp.path().join("f");
         fs::write(&file, "abc").unwrap();
-        let s = stat_outside(&file).unwrap().unwrap();
+        let s = StateDir::stat_outside(&file).unwrap().unwrap();
         assert!(s.is_file() && !s.is_dir());
         assert_eq!(s.len, 3);
-        assert!(stat_outside(tmp.path()).unwrap().unwrap().is_dir());
-        assert_eq!(stat_outside(&tmp.path().join("none")).unwrap(), None);
+        assert!(
+            StateDir::stat_outside(tmp.path())
+                .unwrap()
+                .unwrap()
+                .is_dir()
+        );
+        assert_eq!(
+            StateDir::stat_outside(&tmp.path().join("none")).unwrap(),
+            None
+        );
         // A file where a directory should be: nothing can be there.
-        assert_eq!(stat_outside(&file.join("below")).unwrap(), None);
+        assert_eq!(StateDir::stat_outside(&file.join("below")).unwrap(), None);
     }
 
     #[test]
@@ -202,11 +214,11 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let file = tmp.path().join("f");
         fs::write(&file, "abcd").unwrap();
-        assert_eq!(read_outside(&file, 4).unwrap(), b"abcd");
-        let over = read_outside(&file, 3).unwrap_err();
+        assert_eq!(StateDir::read_outside(&file, 4).unwrap(), b"abcd");
+        let over = StateDir::read_outside(&file, 3).unwrap_err();
         assert_eq!(over.kind(), io::ErrorKind::FileTooLarge);
         assert_eq!(over.to_string(), "larger than the 3-byte limit");
-        let missing = read_outside(&tmp.path().join("none"), 3).unwrap_err();
+        let missing = StateDir::read_outside(&tmp.path().join("none"), 3).unwrap_err();
         assert_eq!(missing.kind(), io::ErrorKind::NotFound);
     }
 
@@ -262,7 +274,7 @@ mod tests {
             .set_times(FileTimes::new().set_modified(when))
             .unwrap();
         let meta = fs::symlink_metadata(&file).unwrap();
-        let s = stat_outside(&file).unwrap().unwrap();
+        let s = StateDir::stat_outside(&file).unwrap().unwrap();
         assert_eq!((s.kind(), s.len, s.len == 0), (EntryKind::File, 3, false));
         assert_eq!((s.dev, s.ino), (meta.dev(), meta.ino()));
         assert_eq!(s.mtime, (1_700_000_000, 123_456_789));
@@ -272,7 +284,7 @@ mod tests {
 
         let empty = tmp.path().join("e");
         fs::write(&empty, "").unwrap();
-        let e = stat_outside(&empty).unwrap().unwrap();
+        let e = StateDir::stat_outside(&empty).unwrap().unwrap();
         assert_eq!((e.len, e.len == 0), (0, true));
         // Two entries on one filesystem: same device, different inodes.
         assert_eq!(e.dev, s.dev);
@@ -294,7 +306,7 @@ mod tests {
             .unwrap()
             .set_times(FileTimes::new().set_modified(before))
             .unwrap();
-        let s = stat_outside(&file).unwrap().unwrap();
+        let s = StateDir::stat_outside(&file).unwrap().unwrap();
         assert_eq!(s.mtime, (-86_400, 0));
         assert_eq!(s.modified(), None);
     }
@@ -305,7 +317,7 @@ mod tests {
     fn stat_outside_tells_unreadable_from_absent() {
         let tmp = tempfile::tempdir().unwrap();
         let long = tmp.path().join("n".repeat(256));
-        match stat_outside(&long) {
+        match StateDir::stat_outside(&long) {
             Err(Error::Io { op, path, source }) => {
                 assert_eq!((op, &path), ("stat", &long));
                 assert_eq!(
@@ -320,7 +332,7 @@ mod tests {
     #[test]
     fn modified_is_the_mtime() {
         let tmp = tempfile::tempdir().unwrap();
-        let s = stat_outside(tmp.path()).unwrap().unwrap();
+        let s = StateDir::stat_outside(tmp.path()).unwrap().unwrap();
         let m = s.modified().unwrap();
         let d = m.duration_since(UNIX_EPOCH).unwrap();
         assert_eq!(d.as_secs() as i64, s.mtime.0);

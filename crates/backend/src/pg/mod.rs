@@ -8,7 +8,7 @@ mod wake;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chipset_store::{Timestamp, fnv1a_64};
+use chipset_store::{EscapeAlphabet, Timestamp};
 
 use crate::error::{Error, Result};
 use crate::key::{Dir, Key};
@@ -155,7 +155,7 @@ impl PgBackend {
 /// share one lock (more exclusion, never less).
 fn lock_id(what: &str, schema: &str) -> i64 {
     let text = format!("{schema}\0{what}");
-    i64::from_ne_bytes(fnv1a_64(text.bytes()).to_ne_bytes())
+    i64::from_ne_bytes(EscapeAlphabet::fnv1a_64(text.bytes()).to_ne_bytes())
 }
 
 /// Whether a statement was refused for a duplicate primary key (a move's

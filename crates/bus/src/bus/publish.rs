@@ -77,7 +77,7 @@ impl Bus {
         let mut items = Vec::with_capacity(unique.len());
         for a in &unique {
             let path = self.queue_dir(a).join(&name)?;
-            let bytes = chipset_store::to_canonical_json(&built).map_err(|source| {
+            let bytes = chipset_store::StateDir::to_canonical_json(&built).map_err(|source| {
                 chipset_store::Error::Serialize {
                     path: path.clone().into_path_buf(),
                     source,
@@ -147,12 +147,13 @@ impl Bus {
         let mut items = Vec::with_capacity(fresh.len());
         for &i in &fresh {
             let path = dir.join(built[i].file_name())?;
-            let bytes = chipset_store::to_canonical_json(&built[i]).map_err(|source| {
-                chipset_store::Error::Serialize {
-                    path: path.clone().into_path_buf(),
-                    source,
-                }
-            })?;
+            let bytes =
+                chipset_store::StateDir::to_canonical_json(&built[i]).map_err(|source| {
+                    chipset_store::Error::Serialize {
+                        path: path.clone().into_path_buf(),
+                        source,
+                    }
+                })?;
             items.push((path, bytes));
         }
         if !items.is_empty() {

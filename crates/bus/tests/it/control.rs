@@ -45,7 +45,7 @@ fn a_crash_before_the_registry_write_reapplies_to_the_same_registry() {
     // Simulate a crash that lost the last registry write: put the old one back.
     let path = bus
         .state()
-        .channel(chipset_bus::BUS_CHANNEL)
+        .channel(chipset_bus::Bus::CHANNEL)
         .join_id(&a, "")
         .join_static("registry.json");
     let after = bus.apply_control(&a).unwrap().registry;
@@ -64,7 +64,7 @@ fn a_corrupt_registry_is_rebuilt_from_the_whole_log() {
     let good = bus.apply_control(&a).unwrap().registry;
     let path = bus
         .state()
-        .channel(chipset_bus::BUS_CHANNEL)
+        .channel(chipset_bus::Bus::CHANNEL)
         .join_id(&a, "")
         .join_static("registry.json");
     std::fs::write(&path, b"nonsense").unwrap();

@@ -101,7 +101,7 @@ fn a_heartbeat_over_a_corrupt_or_foreign_presence_registers_afresh() {
     let (t, clock, bus) = manual();
     let a = agent("worker-1");
     let first = bus.start(&a).unwrap().presence;
-    let dir = t.state.channel(chipset_bus::BUS_CHANNEL).join_id(&a, "");
+    let dir = t.state.channel(chipset_bus::Bus::CHANNEL).join_id(&a, "");
     let path = dir.join_static("presence.json");
     t.state.write_bytes(&path, b"{").unwrap();
     assert!(!t.state.has_quarantine(&dir).unwrap());

@@ -555,7 +555,7 @@ fn check_files(hooks: &Hooks, m: &Model, ctx: &str) {
                 assert_eq!(got, want, "{ctx}: {name}");
                 assert_eq!(
                     bytes,
-                    chipset_store::to_canonical_json(&got).unwrap(),
+                    chipset_store::StateDir::to_canonical_json(&got).unwrap(),
                     "{ctx}: not canonical"
                 );
             }

@@ -164,7 +164,7 @@ impl Attention {
             WatchTarget::dir(self.bus.queue_dir(agent)),
             WatchTarget::tree(open),
             WatchTarget::tree(snoozed),
-            WatchTarget::dir(state.channel(chipset_lease::LEASE_CHANNEL)),
+            WatchTarget::dir(state.channel(chipset_lease::Leases::CHANNEL)),
             WatchTarget::dir(self.pool_dir()),
         ];
         if pool {

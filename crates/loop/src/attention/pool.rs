@@ -17,7 +17,7 @@ impl Attention {
     /// Returns the pool's directory, whose existence says whether anyone
     /// ever used the pool.
     pub(super) fn pool_dir(&self) -> StatePath {
-        self.hooks.state().channel(chipset_pool::POOL_CHANNEL)
+        self.hooks.state().channel(chipset_pool::Pool::CHANNEL)
     }
 
     /// Returns true when the pool's directory exists: one `stat`, the

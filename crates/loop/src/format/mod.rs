@@ -110,7 +110,8 @@ impl LoopMessage {
 
     /// Returns the body as canonical JSON text.
     pub(crate) fn to_body(&self) -> String {
-        let bytes = chipset_store::to_canonical_json(self).expect("loop messages serialize");
+        let bytes =
+            chipset_store::StateDir::to_canonical_json(self).expect("loop messages serialize");
         String::from_utf8(bytes).expect("canonical JSON is UTF-8")
     }
 

@@ -528,7 +528,7 @@ fn a_reminder_entry_names_its_severity_and_counts_what_cannot_be_read() {
     // reminders/open/{kind}/{source_type}/{source_id}.json (the nudge crate's layout).
     let open_path = |source_id: &str| {
         tmp.state
-            .channel(chipset_nudge::REMINDERS_CHANNEL)
+            .channel(chipset_nudge::Reminders::CHANNEL)
             .join_static("open")
             .join_static("wrap_session")
             .join_static("session")

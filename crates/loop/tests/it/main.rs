@@ -83,7 +83,7 @@ pub(crate) fn escalation_body(a: &chipset_hook::Assignment) -> String {
         "stall_warning_at": t,
         "escalated_at": t,
     });
-    String::from_utf8(chipset_store::to_canonical_json(&body).unwrap()).unwrap()
+    String::from_utf8(chipset_store::StateDir::to_canonical_json(&body).unwrap()).unwrap()
 }
 
 /// Returns a mail body or bus payload as JSON.

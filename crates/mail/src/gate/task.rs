@@ -2,7 +2,6 @@
 //! gate, the sweep and the thread take from each inbox and `archive/`.
 
 use super::*;
-use chipset_store::to_canonical_json;
 
 impl TaskFiles<'_> {
     /// As [`TaskFiles::folder_at`] for `gate` ([`Look::Gate`]) or not
@@ -316,7 +315,8 @@ impl TaskFiles<'_> {
         // is what its sender wrote).
         if let Some(slice) = slice
             && slice.stamp.is_some()
-            && let Some(bytes) = bytes.or_else(|| to_canonical_json(&message).ok())
+            && let Some(bytes) =
+                bytes.or_else(|| chipset_store::StateDir::to_canonical_json(&message).ok())
             && let Ok(text) = String::from_utf8(bytes)
         {
             slice.requests.insert(name.to_owned(), text);

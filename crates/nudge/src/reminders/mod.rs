@@ -212,7 +212,7 @@ impl Reminders {
     }
 
     fn root(&self) -> StatePath {
-        self.state.channel(crate::REMINDERS_CHANNEL)
+        self.state.channel(crate::Reminders::CHANNEL)
     }
 
     /// Returns where the key's reminder lives while open.

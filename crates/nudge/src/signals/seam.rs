@@ -15,7 +15,6 @@ use std::path::{Path, PathBuf};
 use chipset_backend::{Created, Dir, Key, Version};
 use chipset_store::{
     AgentId, CorruptReason, Corruption, Decision, ReadOutcome, StatePath, Timestamp, Unsupported,
-    to_canonical_json,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -135,7 +134,7 @@ impl Nudges {
                 Decision::Keep(r) => return Ok(r),
                 Decision::Write(value, r) => (value, r),
             };
-            let bytes = to_canonical_json(&value).map_err(|source| {
+            let bytes = chipset_store::StateDir::to_canonical_json(&value).map_err(|source| {
                 Error::Store(chipset_store::Error::Serialize {
                     path: path.as_path().to_owned(),
                     source,

@@ -1,8 +1,6 @@
 //! Shared helpers.
 
-use chipset_nudge::{
-    Delivery, NewReminder, Nudges, REMINDERS_CHANNEL, Received, ReminderId, Reminders, Responses,
-};
+use chipset_nudge::{Delivery, NewReminder, Nudges, Received, ReminderId, Reminders, Responses};
 use chipset_store::{AgentId, ManualClock, StatePath};
 use chipset_testkit::TempState;
 
@@ -180,7 +178,7 @@ pub(crate) trait ReminderPaths {
 
 fn index_path(r: &Reminders, area: &str, key: &ReminderKey) -> StatePath {
     r.state()
-        .channel(REMINDERS_CHANNEL)
+        .channel(Reminders::CHANNEL)
         .join(area)
         .and_then(|p| p.join(key.kind()))
         .and_then(|p| p.join(key.source_type()))
@@ -215,7 +213,7 @@ impl ReminderPaths for Reminders {
 
     fn history_path(&self, id: &ReminderId) -> StatePath {
         self.state()
-            .channel(REMINDERS_CHANNEL)
+            .channel(Reminders::CHANNEL)
             .join_static("history")
             .join_id(id, ".json")
     }

@@ -7,9 +7,9 @@ use crate::error::{Error, Result};
 /// A channel's subdirectory of the state root: an opaque, validated name.
 ///
 /// The store does not know which channels exist: each channel crate owns
-/// its constant (`chipset_mail::MAIL_CHANNEL`, `chipset_bus::BUS_CHANNEL`,
-/// …), and whoever needs every channel (the facade's `chipset::CHANNELS`)
-/// lists them. A name is 1 to 32 bytes of lowercase ASCII
+/// its name, as an associated constant where other crates need it
+/// (`chipset_bus::Bus::CHANNEL`, `chipset_nudge::Reminders::CHANNEL`, …)
+/// and privately where only it does. A name is 1 to 32 bytes of lowercase ASCII
 /// letters, digits, `-` and `_`, starting with a letter: always one safe
 /// directory name.
 ///

@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use chipset_store::{AgentId, ManualClock, SortableId, Timestamp, validate_segment};
+use chipset_store::{AgentId, ManualClock, SortableId, Timestamp};
 use proptest::prelude::*;
 
 /// The rules, stated independently of the implementation.
@@ -19,7 +19,7 @@ proptest! {
 
     #[test]
     fn validation_matches_the_rules(s in "(\\PC|[/\\\\.\\x00\\n\\x7f]){0,140}") {
-        prop_assert_eq!(validate_segment("agent id", &s).is_ok(), model_accepts(&s), "{:?}", s);
+        prop_assert_eq!(AgentId::new(s.clone()).is_ok(), model_accepts(&s), "{:?}", s);
     }
 
     #[test]
