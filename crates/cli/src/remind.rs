@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use chipset_loop::REMINDER_AGENT_FIELD;
+use chipset_loop::Attention;
 use chipset_mcp::view::{self, ReminderOpened};
 use chipset_nudge::{KindRegistry, NewReminder, Reminder, ReminderFilter, Reminders};
 
@@ -43,8 +43,10 @@ pub(crate) fn run(ctx: &Ctx, command: RemindCommand) -> Result<Output> {
                 ..NewReminder::default()
             };
             if let Some(agent) = agent {
-                new.metadata
-                    .insert(REMINDER_AGENT_FIELD.to_owned(), agent.to_string().into());
+                new.metadata.insert(
+                    Attention::REMINDER_AGENT_FIELD.to_owned(),
+                    agent.to_string().into(),
+                );
             }
             let (view, note) = ReminderOpened::of(reminders.open(new)?);
             let out = Output::new(format!("{}\n", view.reminder.id), output::json(&view));

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use chipset_bus::{Bus, NewEvent};
 use chipset_hook::BeadId;
 use chipset_hook::Hooks;
-use chipset_loop::{Attention, AttentionConfig, REMINDER_AGENT_FIELD, WorkKind};
+use chipset_loop::{Attention, AttentionConfig, WorkKind};
 use chipset_mail::{Mail, NewMessage as MailDraft};
 use chipset_nudge::{
     KindRegistry, ManualResolution, NewNudge, NewReminder, NudgeType, Nudges, Reminders,
@@ -88,8 +88,10 @@ impl Channels {
                     message: "bench".into(),
                     ..NewReminder::default()
                 };
-                new.metadata
-                    .insert(REMINDER_AGENT_FIELD.to_owned(), json!(to.as_str()));
+                new.metadata.insert(
+                    Attention::REMINDER_AGENT_FIELD.to_owned(),
+                    json!(to.as_str()),
+                );
                 assert!(self.reminders.open(new).unwrap().is_new());
             }
             _ => unreachable!("every kind is listed"),

@@ -149,12 +149,12 @@
 //! | mail | the inbox holds messages (unread = not archived) | urgent first, then oldest |
 //! | bus | the queue holds unacknowledged events | critical first, then oldest |
 //! | reminder | an open reminder (or a snoozed one now due) has `metadata.agent` = the agent | `nudge` severity before `info`, then oldest |
-//! | lease | a live lease of the agent's expires within [`LEASE_EXPIRY_WARNING`] | soonest to expire |
+//! | lease | a live lease of the agent's expires within five minutes | soonest to expire |
 //! | pool | the hook is free (missing, empty, or a completed pool item) and ready pool items are for no role or one of the agent's roles in the directory | the three most urgent, then oldest |
 //!
 //! A file that is there but unreadable is an item too ([`Item::unreadable`]),
 //! never "nothing". A reminder that names no agent wakes no one (reminders
-//! are scoped to a tenant, not an agent): see [`REMINDER_AGENT_FIELD`].
+//! are scoped to a tenant, not an agent): see [`Attention::REMINDER_AGENT_FIELD`].
 //!
 //! [`Attention::wait`] returns as soon as the brief is not empty (at once
 //! if it is not empty already), or an empty brief on timeout. It uses a
@@ -231,10 +231,7 @@ mod stream;
 mod witness;
 mod worker;
 
-pub use attention::{
-    Attention, AttentionConfig, Brief, BriefWatch, Entry, Item, LEASE_EXPIRY_WARNING,
-    REMINDER_AGENT_FIELD, WorkKind,
-};
+pub use attention::{Attention, AttentionConfig, Brief, BriefWatch, Entry, Item, WorkKind};
 pub use channels::Channels;
 pub use dispatcher::{DispatchAction, Dispatcher, DispatcherConfig, IgnoreReason, Ledger};
 pub use error::{Error, Result};

@@ -21,11 +21,10 @@ pub enum WorkKind {
     /// Unacknowledged events in the agent's bus queue.
     Bus,
     /// Open reminders (or snoozed ones now due) naming the agent in
-    /// `metadata.agent` ([`REMINDER_AGENT_FIELD`](crate::REMINDER_AGENT_FIELD)).
+    /// `metadata.agent` ([`Attention::REMINDER_AGENT_FIELD`](crate::Attention::REMINDER_AGENT_FIELD)).
     Reminder,
-    /// The agent's own live leases that expire within
-    /// [`LEASE_EXPIRY_WARNING`](crate::LEASE_EXPIRY_WARNING): renew or
-    /// release them.
+    /// The agent's own live leases that expire within five minutes: renew
+    /// or release them.
     Lease,
     /// Ready items in the work pool the agent could claim now: its hook is
     /// free (missing, empty, or holding a completed pool item) and they are

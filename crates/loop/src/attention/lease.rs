@@ -12,7 +12,7 @@ use super::{Attention, Entry, Item, WorkKind, unreadable, unsupported};
 use crate::error::Result;
 
 /// How close to its expiry a live lease of the agent's shows in its brief.
-pub const LEASE_EXPIRY_WARNING: Duration = Duration::from_secs(5 * 60);
+pub(crate) const LEASE_EXPIRY_WARNING: Duration = Duration::from_secs(5 * 60);
 
 impl Attention {
     /// Returns the lease entry of `agent`'s brief, and when it next changes

@@ -13,20 +13,11 @@ use chipset_store::{
 
 use crate::error::Result;
 
-/// The metadata field of a reminder that names the agent it is for
-/// (`"metadata": {"agent": "polecat-alpha"}`).
-///
-/// Reminders are scoped to a tenant and a project in the seed, not to an
-/// agent; one that names no agent is everyone's and no one's, so it is
-/// listed by `remind list` and the status screen but wakes no agent.
-pub const REMINDER_AGENT_FIELD: &str = "agent";
-
 mod brief;
 mod lease;
 mod pool;
 
 pub use brief::{Brief, Entry, Item, WorkKind};
-pub use lease::LEASE_EXPIRY_WARNING;
 
 /// How [`Attention`] waits.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -60,6 +51,14 @@ pub struct Attention {
 }
 
 impl Attention {
+    /// The metadata field of a reminder that names the agent it is for
+    /// (`"metadata": {"agent": "polecat-alpha"}`).
+    ///
+    /// Reminders are scoped to a tenant and a project in the seed, not to an
+    /// agent; one that names no agent is everyone's and no one's, so it is
+    /// listed by `remind list` and the status screen but wakes no agent.
+    pub const REMINDER_AGENT_FIELD: &str = "agent";
+
     /// Returns attention over these channel handles (which should share one
     /// state root).
     pub fn new(hooks: Hooks, nudges: Nudges, mail: Mail, bus: Bus, reminders: Reminders) -> Self {
@@ -401,7 +400,7 @@ impl Attention {
             .iter()
             .filter(|r| {
                 r.metadata
-                    .get(REMINDER_AGENT_FIELD)
+                    .get(Self::REMINDER_AGENT_FIELD)
                     .and_then(|v| v.as_str())
                     == Some(agent.as_str())
             })

@@ -368,7 +368,7 @@ mod tests {
     fn a_wait_wakes_when_a_lease_drifts_into_its_warning_window() {
         let t = TempState::new();
         let me = agent("alice");
-        let ttl = crate::LEASE_EXPIRY_WARNING + Duration::from_millis(1500);
+        let ttl = crate::attention::lease::LEASE_EXPIRY_WARNING + Duration::from_millis(1500);
         let window = t.state.now() + Duration::from_millis(1500);
         let req = LeaseRequest::new(me.clone(), LeaseMode::Exclusive, ["src/**"]).with_ttl(ttl);
         Leases::new(t.state.clone()).acquire(&req).unwrap();

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use chipset_bus::{Bus, NewEvent, Priority as BusPriority};
 use chipset_hook::Hooks;
-use chipset_loop::{Attention, AttentionConfig, REMINDER_AGENT_FIELD, WorkKind};
+use chipset_loop::{Attention, AttentionConfig, WorkKind};
 use chipset_mail::{Mail, MailPriority, NewMessage as MailDraft};
 use chipset_nudge::{KindRegistry, NewNudge, NewReminder, NudgeType, Reminders};
 use chipset_store::{StateDir, StateOptions, TaskId, WatchConfig, WatchTarget};
@@ -83,7 +83,7 @@ fn open_reminder(state: &StateDir, source: &str, for_agent: Option<&str>) {
     };
     if let Some(a) = for_agent {
         new.metadata
-            .insert(REMINDER_AGENT_FIELD.to_owned(), json!(a));
+            .insert(Attention::REMINDER_AGENT_FIELD.to_owned(), json!(a));
     }
     Reminders::new(state.clone(), KindRegistry::preset())
         .open(new)

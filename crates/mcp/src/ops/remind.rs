@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use chipset_failure::Failure;
-use chipset_loop::REMINDER_AGENT_FIELD;
+use chipset_loop::Attention;
 use chipset_nudge::{NewReminder, ReminderFilter};
 use chipset_store::{AgentId, Timestamp};
 
@@ -26,7 +26,7 @@ pub(crate) fn remind_open(ctx: &Ctx, p: RemindOpen) -> Outcome {
         ..NewReminder::default()
     };
     new.metadata.insert(
-        REMINDER_AGENT_FIELD.to_owned(),
+        Attention::REMINDER_AGENT_FIELD.to_owned(),
         serde_json::Value::String(to.to_string()),
     );
     let (view, note) = ReminderOpened::of(reminders(ctx).open(new)?);
