@@ -28,11 +28,7 @@ use chipset::store::{AgentId, StateDir, TaskId};
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 fn say(round: &Round, role: &str, what: impl AsRef<str>) {
-    println!(
-        "  round {}  {role:<9} {}",
-        round.checkpoint().round,
-        what.as_ref()
-    );
+    println!("  round {}  {role:<9} {}", round.number(), what.as_ref());
 }
 
 struct Agents {
@@ -47,11 +43,11 @@ impl Agents {
             &NewMessage::request(
                 self.critic.clone(),
                 self.executor.clone(),
-                round.checkpoint().task.clone(),
+                round.task().clone(),
                 subject,
                 question,
             )
-            .with_round(u64::from(round.checkpoint().round)),
+            .with_round(u64::from(round.number())),
         )?;
         say(
             round,
@@ -67,7 +63,7 @@ impl Agents {
     /// The executor reads its inbox for the task and answers every request.
     fn answer_all(&self, mail: &Mail, round: &Round, answer: &str) -> Result<()> {
         let filter = InboxFilter {
-            task: Some(round.checkpoint().task.clone()),
+            task: Some(round.task().clone()),
             ..InboxFilter::default()
         };
         let requests: Vec<Message> = mail
@@ -100,7 +96,7 @@ impl Agents {
 
 fn route(round: &mut Round) -> Result<Routing> {
     let routing = round.route()?;
-    let number = round.checkpoint().round;
+    let number = round.number();
     match &routing {
         Routing::Commit => say(
             round,
@@ -199,8 +195,8 @@ fn main() -> Result<()> {
         "resume",
         format!(
             "checkpoint loop/rounds/{task1}.json: round {}, {} phase",
-            round.checkpoint().round,
-            round.checkpoint().phase
+            round.number(),
+            round.phase()
         ),
     );
     agents.answer_all(&mail, &round, "yes: it was unused")?;
@@ -259,28 +255,16 @@ fn main() -> Result<()> {
     }
 
     // The outcome, checked.
-    let one = rounds
-        .checkpoint(&task1)?
-        .ok_or("task one has no checkpoint")?;
-    let two = rounds
-        .checkpoint(&task2)?
-        .ok_or("task two has no checkpoint")?;
+    let one = rounds.get(&task1)?.ok_or("task one has no checkpoint")?;
+    let two = rounds.get(&task2)?.ok_or("task two has no checkpoint")?;
     println!();
-    println!(
-        "{task1}: {} after {} round(s)",
-        one.phase,
-        one.history.len()
-    );
-    println!(
-        "{task2}: {} after {} round(s)",
-        two.phase,
-        two.history.len()
-    );
+    println!("{task1}: {} after {} round(s)", one.phase(), one.number());
+    println!("{task2}: {} after {} round(s)", two.phase(), two.number());
     let ok = first == Routing::Commit
-        && one.phase == Phase::Committed
+        && one.phase() == Phase::Committed
         && swept.moved == 2
         && matches!(where_now, Some(Location::ByTask(_)))
-        && two.phase == Phase::Escalated
+        && two.phase() == Phase::Escalated
         && matches!(
             second,
             Routing::Escalate {

@@ -131,7 +131,7 @@
 //! ([`Round::route`]).
 //! Commit needs a passing verification, no findings and an empty
 //! [`Mail::pending_replies`](chipset_mail::Mail::pending_replies); an error
-//! reading the gate blocks the commit ([`Gate::Unreadable`]). Replies
+//! reading the gate blocks the commit ([`Blocker::GateUnreadable`]). Replies
 //! pending in two consecutive rounds without shrinking escalate as a
 //! stalemate; so does reaching [`RoundsConfig::max_rounds`].
 //! [`Round::committed`] sweeps the task's mail into the by-task archive.
@@ -180,7 +180,7 @@
 //! loop/dispatcher/beads/{bead}.json     the ledger: one LedgerEntry per work item
 //! loop/dispatcher/agents.json           suspended agents (AgentBook)
 //! loop/dispatcher/log.jsonl             every DispatchAction, appended per tick
-//! loop/rounds/{task}.json               a task's RoundCheckpoint
+//! loop/rounds/{task}.json               a task's round checkpoint
 //! ```
 //!
 //! Files are canonical JSON (sorted keys); the record
@@ -237,8 +237,7 @@ pub use dispatcher::{DispatchAction, Dispatcher, DispatcherConfig, IgnoreReason,
 pub use error::{Error, Result};
 pub use format::{
     Attempt, AttemptOutcome, BeadState, Blocker, CriticFinding, CriticReport, EscalationReason,
-    Evidence, Gate, IncidentKey, LedgerEntry, PendingReply, Phase, RoundCheckpoint, RoundRecord,
-    Routing, Topic,
+    Evidence, IncidentKey, LedgerEntry, Phase, Routing, Topic,
 };
 pub use rounds::{Round, Rounds, RoundsConfig};
 pub use scan::{LoopCounts, LoopState};

@@ -131,13 +131,18 @@ impl Rounds {
         }
     }
 
-    /// Reads `task`'s checkpoint.
+    /// Reads `task`'s round as last checkpointed, without opening one:
+    /// `None` when the task has none.
     ///
     /// # Errors
     ///
     /// [`Error::Corrupt`] when it is unreadable; [`Error::Store`].
-    pub fn checkpoint(&self, task: &TaskId) -> Result<Option<RoundCheckpoint>> {
-        self.files.read(&self.files.round(task))
+    pub fn get(&self, task: &TaskId) -> Result<Option<Round>> {
+        let checkpoint: Option<RoundCheckpoint> = self.files.read(&self.files.round(task))?;
+        Ok(checkpoint.map(|checkpoint| Round {
+            rounds: self.clone(),
+            checkpoint,
+        }))
     }
 
     /// Opens `task`'s round: resumes from its checkpoint (a killed
@@ -211,19 +216,36 @@ pub struct Round {
     checkpoint: RoundCheckpoint,
 }
 
+/// Two handles are equal when they hold the same checkpoint.
+impl PartialEq for Round {
+    fn eq(&self, other: &Round) -> bool {
+        self.checkpoint == other.checkpoint
+    }
+}
+
+impl Eq for Round {}
+
 impl Round {
-    fn task(&self) -> &TaskId {
+    /// Returns the task.
+    pub fn task(&self) -> &TaskId {
         &self.checkpoint.task
     }
 
-    fn number(&self) -> u32 {
+    /// Returns the current round's number, from 1. A task that committed
+    /// or escalated keeps the number of its last round, which is also how
+    /// many rounds were routed.
+    pub fn number(&self) -> u32 {
         self.checkpoint.round
     }
 
-    /// Returns the checkpoint as last written: the task, the round number
-    /// (from 1), the phase and the history.
-    pub fn checkpoint(&self) -> &RoundCheckpoint {
-        &self.checkpoint
+    /// Returns the phase, as last checkpointed.
+    pub fn phase(&self) -> Phase {
+        self.checkpoint.phase
+    }
+
+    /// Returns how many messages the commit's sweep moved, once committed.
+    pub fn swept(&self) -> Option<usize> {
+        self.checkpoint.swept
     }
 
     /// Records that the executor finished its work: executor → critic.
@@ -259,7 +281,7 @@ impl Round {
     /// # Errors
     ///
     /// As [`Round::executor_done`]. A gate that cannot be read is not an
-    /// error: it is [`Gate::Unreadable`], and blocks the commit.
+    /// error: it is a [`Blocker::GateUnreadable`], and blocks the commit.
     pub fn route(&mut self) -> Result<Routing> {
         let gate = match self.rounds.mail.pending_replies(self.task()) {
             Ok(pending) if pending.is_empty() => Gate::Clear,

@@ -468,10 +468,8 @@ pub(crate) struct Suspension {
 
 mod rounds;
 
-pub use rounds::{
-    Blocker, CriticFinding, CriticReport, EscalationReason, Gate, PendingReply, Phase,
-    RoundCheckpoint, RoundRecord, Routing,
-};
+pub use rounds::{Blocker, CriticFinding, CriticReport, EscalationReason, Phase, Routing};
+pub(crate) use rounds::{Gate, PendingReply, RoundCheckpoint, RoundRecord};
 
 #[cfg(test)]
 mod tests {

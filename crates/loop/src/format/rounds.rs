@@ -80,7 +80,7 @@ impl CriticReport {
 
 /// One request still waiting for a reply, as the gate saw it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PendingReply {
+pub(crate) struct PendingReply {
     /// The request.
     pub id: MessageId,
     /// Its subject.
@@ -91,7 +91,7 @@ pub struct PendingReply {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "gate", rename_all = "snake_case")]
 #[non_exhaustive]
-pub enum Gate {
+pub(crate) enum Gate {
     /// No request of the task is waiting for a reply.
     Clear,
     /// These requests are waiting.
@@ -191,7 +191,7 @@ pub enum Routing {
 /// The record of one routed round.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
-pub struct RoundRecord {
+pub(crate) struct RoundRecord {
     /// The round number (from 1).
     pub round: u32,
     /// What the critic reported.
@@ -208,7 +208,7 @@ pub struct RoundRecord {
 /// A round's checkpoint: `loop/rounds/{task}.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
-pub struct RoundCheckpoint {
+pub(crate) struct RoundCheckpoint {
     /// The task.
     pub task: TaskId,
     /// The current round (from 1).
