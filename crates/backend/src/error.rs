@@ -53,10 +53,11 @@ pub enum Error {
         /// The value and version there now (`None`: nothing is there).
         current: Option<Versioned>,
     },
-    /// A move whose destination already holds a value; nothing moved.
+    /// A move whose destination already holds a value, or a create step of
+    /// a transaction whose key holds one; nothing moved or created.
     #[error("`{key}` already holds a value")]
     Exists {
-        /// The destination.
+        /// The destination, or the key created.
         key: String,
         /// What it holds (`None`: it was removed since).
         current: Option<Versioned>,

@@ -64,6 +64,7 @@ mod key;
 #[cfg(feature = "postgres")]
 mod pg;
 mod seam;
+mod txn;
 
 pub use error::{Error, Result, Source};
 pub use fs::FsBackend;
@@ -73,3 +74,4 @@ pub use pg::{PgBackend, PgOptions, SCHEMA_VERSION};
 pub use seam::{
     Backend, Created, LockGuard, LogPos, LogRead, MAX_VALUE, Version, Versioned, Wait, Wake,
 };
+pub use txn::Step;

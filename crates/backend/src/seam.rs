@@ -7,6 +7,7 @@ use chipset_store::Timestamp;
 
 use crate::error::{Error, Result};
 use crate::key::{Dir, Key};
+use crate::txn::Step;
 
 /// The largest value or log record accepted, in bytes (1 MiB): the read cap
 /// of chipset-store's typed reads, so a value written through the seam is
@@ -257,6 +258,43 @@ pub trait Backend: fmt::Debug + Send + Sync {
     ///
     /// An I/O or server error.
     fn watch(&self, dirs: &[Dir], rescan: Duration) -> Result<Box<dyn Wait>>;
+
+    /// Reads every value in `dir`, in byte order of their names (what
+    /// [`Backend::list`] and a [`Backend::read`] of each return, a value
+    /// removed in between left out). On PostgreSQL one statement; on a
+    /// directory a listing and a read per file.
+    ///
+    /// # Errors
+    ///
+    /// As [`Backend::list`] and [`Backend::read`].
+    fn read_all(&self, dir: &Dir) -> Result<Vec<(String, Versioned)>> {
+        crate::txn::one_by_one(self, dir)
+    }
+
+    /// Applies `steps` together and returns, per step, the version it left
+    /// (`None` for a remove or an append).
+    ///
+    /// On PostgreSQL the steps are one transaction: all of them or none,
+    /// and a reader sees none of them before all of them. On a directory
+    /// they run in order and stop at the first failure, the steps before it
+    /// staying done (a directory has no multi-file transaction): a caller
+    /// orders its steps so that every prefix is a safe state.
+    ///
+    /// A retry after [`Error::OutcomeUnknown`] is recognised by a first
+    /// [`Step::Create`] of a fresh key: when the transaction applied, the
+    /// retry fails with [`Error::Exists`] holding the caller's own value.
+    ///
+    /// # Errors
+    ///
+    /// The first failing step's error, as its single operation reports it
+    /// ([`Error::Conflict`], [`Error::NotFound`], [`Error::Exists`] for a
+    /// create or a move's destination, [`Error::TooLarge`],
+    /// [`Error::BadRecord`]), nothing of the transaction applied on
+    /// PostgreSQL; [`Error::OutcomeUnknown`] when the commit's answer was
+    /// lost; an I/O or server error.
+    fn transact(&self, steps: &[Step<'_>]) -> Result<Vec<Option<Version>>> {
+        crate::txn::in_order(self, steps)
+    }
 }
 
 /// Refuses a value over [`MAX_VALUE`] before anything is written.

@@ -3,6 +3,7 @@
 mod config;
 mod conn;
 mod schema;
+mod txn;
 mod wake;
 
 use std::sync::Arc;
@@ -429,6 +430,14 @@ impl Backend for PgBackend {
             payloads,
             rescan,
         )?))
+    }
+
+    fn read_all(&self, dir: &Dir) -> Result<Vec<(String, Versioned)>> {
+        self.read_all_rows(dir)
+    }
+
+    fn transact(&self, steps: &[crate::Step<'_>]) -> Result<Vec<Option<Version>>> {
+        self.transact_steps(steps)
     }
 }
 

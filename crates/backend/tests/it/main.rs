@@ -10,6 +10,7 @@ mod netns;
 mod proxy;
 mod server;
 mod support;
+mod transact;
 
 /// The entry of every child process the tests start (see
 /// `chipset_testkit::spawn`): acts out its role, or checks that it is not

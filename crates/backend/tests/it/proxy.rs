@@ -1,19 +1,22 @@
 //! A TCP proxy that can cut a connection at commit: it forwards the next
 //! request to the server, drops the server's answer, and closes both
-//! sides, so the statement commits and the client never learns it.
+//! sides, so the statement commits and the client never learns it. Or
+//! it cuts the request that carries a given text (a transaction's
+//! `COMMIT`). chipset-mail's tests use it too (`#[path]`).
 
 #![allow(clippy::disallowed_methods, reason = "a test proxy, on loopback only")]
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
 pub(crate) struct Proxy {
     pub(crate) port: u16,
     cut_next: Arc<AtomicBool>,
+    cut_on: Arc<Mutex<Option<Vec<u8>>>>,
 }
 
 impl Proxy {
@@ -22,27 +25,51 @@ impl Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let cut_next = Arc::new(AtomicBool::new(false));
-        let cut = Arc::clone(&cut_next);
+        let cut_on = Arc::new(Mutex::new(None));
+        let cut = (Arc::clone(&cut_next), Arc::clone(&cut_on));
         thread::spawn(move || {
             for client in listener.incoming() {
                 let Ok(client) = client else { return };
                 let Ok(server) = TcpStream::connect(upstream) else {
                     continue;
                 };
-                pipe(client, server, Arc::clone(&cut));
+                pipe(client, server, Arc::clone(&cut.0), Arc::clone(&cut.1));
             }
         });
-        Proxy { port, cut_next }
+        Proxy {
+            port,
+            cut_next,
+            cut_on,
+        }
+    }
+
+    /// Cuts the connection that sends the next request carrying `text`
+    /// (such as a transaction's `COMMIT`), as [`Proxy::cut_at_next_request`].
+    #[allow(
+        dead_code,
+        reason = "used by some of the crates that include this file"
+    )]
+    pub(crate) fn cut_at_request_with(&self, text: &str) {
+        *self.cut_on.lock().unwrap() = Some(text.as_bytes().to_vec());
     }
 
     /// Cuts the connection that sends the next request, after the server
     /// has it and before the client hears back.
+    #[allow(
+        dead_code,
+        reason = "used by some of the crates that include this file"
+    )]
     pub(crate) fn cut_at_next_request(&self) {
         self.cut_next.store(true, Ordering::SeqCst);
     }
 }
 
-fn pipe(client: TcpStream, server: TcpStream, cut_next: Arc<AtomicBool>) {
+fn pipe(
+    client: TcpStream,
+    server: TcpStream,
+    cut_next: Arc<AtomicBool>,
+    cut_on: Arc<Mutex<Option<Vec<u8>>>>,
+) {
     let cutting = Arc::new(AtomicBool::new(false));
     let (mut c_read, mut s_write) = (client.try_clone().unwrap(), server.try_clone().unwrap());
     let (mut s_read, mut c_write) = (server, client);
@@ -57,7 +84,17 @@ fn pipe(client: TcpStream, server: TcpStream, cut_next: Arc<AtomicBool>) {
                 }
                 Ok(n) => n,
             };
-            let cut = cut_next.swap(false, Ordering::SeqCst);
+            let mut cut = cut_next.swap(false, Ordering::SeqCst);
+            {
+                let mut on = cut_on.lock().unwrap();
+                if on
+                    .as_ref()
+                    .is_some_and(|t| buf[..n].windows(t.len()).any(|w| w == t.as_slice()))
+                {
+                    *on = None;
+                    cut = true;
+                }
+            }
             if cut {
                 cut_c2s.store(true, Ordering::SeqCst);
             }
