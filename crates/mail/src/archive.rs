@@ -63,6 +63,9 @@ impl Mail {
     /// [`chipset_store::Error::OutcomeUnknown`], when the move's sync failed
     /// (the message may be archived: archive again).
     pub fn archive(&self, id: &MessageId) -> Result<ArchiveOutcome> {
+        if let Some(server) = self.server() {
+            return server.archive(id);
+        }
         let found = self
             .find(id)?
             .ok_or_else(|| Error::NotFound { id: id.clone() })?;
@@ -143,6 +146,9 @@ impl Mail {
     /// [`chipset_store::Error::OutcomeUnknown`], the first move may have
     /// happened).
     pub fn sweep_task_on_commit(&self, task: &TaskId) -> Result<SweepReport> {
+        if let Some(server) = self.server() {
+            return server.sweep_task_on_commit(task);
+        }
         let mut moved = 0;
         let partly = |moved: usize, e: Error| {
             if moved == 0 {

@@ -207,6 +207,38 @@ pub enum Error {
         #[source]
         source: Box<Error>,
     },
+    /// The storage backend failed, for mail on a server
+    /// ([`Mail::with_backend`](crate::Mail::with_backend)); on a directory
+    /// failures stay [`Error::Store`]. When the backend's error is an
+    /// unknown outcome (the connection was lost at commit), the messages
+    /// `ids` may have been sent, all of them or none: retry with the same
+    /// ids ([`NewMessage::with_id`](crate::NewMessage::with_id)) and the
+    /// first delivery is returned. Boxed: the backend's error carries the
+    /// value it found.
+    #[error("{}{source}", unknown_prefix(ids, source))]
+    Backend {
+        /// The messages a send was writing (empty for other operations).
+        ids: Vec<MessageId>,
+        /// The backend's error.
+        #[source]
+        source: Box<chipset_backend::Error>,
+    },
+    /// An operation mail does not offer on a server yet
+    /// ([`Mail::with_backend`](crate::Mail::with_backend)): nothing was read
+    /// or changed.
+    #[error("mail cannot {op} on a server backend yet")]
+    NotOnServer {
+        /// The operation.
+        op: &'static str,
+    },
+}
+
+fn unknown_prefix(ids: &[MessageId], source: &chipset_backend::Error) -> String {
+    if source.is_outcome_unknown() && !ids.is_empty() {
+        format!("message {} may have been sent: ", join(ids))
+    } else {
+        String::new()
+    }
 }
 
 fn join(ids: &[MessageId]) -> String {
@@ -241,6 +273,7 @@ impl chipset_store::MaybeCommitted for Error {
         match self {
             Error::OutcomeUnknown { .. } | Error::PartlySwept { .. } => true,
             Error::Store(e) => e.is_outcome_unknown(),
+            Error::Backend { source, .. } => source.is_outcome_unknown(),
             _ => false,
         }
     }

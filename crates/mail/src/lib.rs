@@ -391,6 +391,7 @@ mod read;
 mod repair;
 mod replies;
 mod send;
+mod server;
 mod spill;
 mod tail;
 mod thread;

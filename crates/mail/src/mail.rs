@@ -28,6 +28,9 @@ pub struct Mail {
     pub(crate) state: StateDir,
     pub(crate) config: MailConfig,
     pub(crate) layout: Layout,
+    /// The server mail lives on ([`Mail::with_backend`]); `None` on a
+    /// directory, which keeps its own tuned paths.
+    pub(crate) seam: Option<std::sync::Arc<dyn chipset_backend::Backend>>,
 }
 
 /// A message and where it is.
@@ -209,6 +212,7 @@ impl Mail {
             state,
             config,
             layout,
+            seam: None,
         }
     }
 
@@ -237,6 +241,7 @@ impl Mail {
             state,
             config: MailConfig::default(),
             layout,
+            seam: None,
         }
     }
 
@@ -306,6 +311,9 @@ impl Mail {
     ///
     /// [`Error::Store`](crate::Error::Store) when a directory cannot be listed or stat fails.
     pub fn locate(&self, id: &MessageId) -> Result<Option<Location>> {
+        if let Some(server) = self.server() {
+            return Ok(server.find(id)?.map(|f| f.location));
+        }
         self.locate_with(id, None)
     }
 
@@ -351,6 +359,9 @@ impl Mail {
     }
 
     pub(crate) fn find_with(&self, id: &MessageId, task: Option<&TaskId>) -> Result<Option<Found>> {
+        if let Some(server) = self.server() {
+            return server.find(id);
+        }
         // A message moves at most twice, so it settles within a few rounds.
         for _ in 0..4 {
             let Some(location) = self.locate_with(id, task)? else {

@@ -32,6 +32,9 @@ impl Mail {
     /// skipped. [`Error::Store`](crate::Error::Store) when the inbox
     /// cannot be listed.
     pub fn inbox(&self, agent: &AgentId, filter: &InboxFilter) -> Result<Vec<Message>> {
+        if let Some(server) = self.server() {
+            return server.inbox(agent, filter);
+        }
         let mut out = Vec::new();
         for (_, read) in self.scan(&self.layout.inbox(agent), &[])? {
             match read {
@@ -57,6 +60,9 @@ impl Mail {
     ///
     /// [`Error::Store`](crate::Error::Store) when the inbox cannot be listed.
     pub fn inbox_len(&self, agent: &AgentId) -> Result<usize> {
+        if let Some(server) = self.server() {
+            return server.inbox_len(agent);
+        }
         self.count_messages(&self.layout.inbox(agent))
     }
 
@@ -79,6 +85,9 @@ impl Mail {
     /// [`Error::Store`](crate::Error::Store) when a directory cannot be listed;
     /// [`Error::Corrupt`](crate::Error::Corrupt) for a stray entry in `inbox/`.
     pub fn counts(&self) -> Result<MailCounts> {
+        if self.seam.is_some() {
+            return Err(crate::Error::NotOnServer { op: "count" });
+        }
         let mut inbox = BTreeMap::new();
         for agent in self.agents()? {
             let n = self.inbox_len(&agent)?;
@@ -106,6 +115,9 @@ impl Mail {
     ///
     /// [`Error::Store`](crate::Error::Store) when it cannot be read.
     pub fn read_manifest(&self) -> Result<Manifest> {
+        if let Some(server) = self.server() {
+            return server.read_manifest();
+        }
         let contents = self
             .state
             .log_reader(&self.layout.manifest())?

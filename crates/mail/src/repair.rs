@@ -66,6 +66,11 @@ impl Mail {
         mode: DoctorMode,
         sink: &mut dyn FnMut(chipset_store::Finding),
     ) -> Result<Report> {
+        if self.seam.is_some() {
+            return Err(crate::Error::NotOnServer {
+                op: "run the doctor",
+            });
+        }
         let mut report = Report::new(mode);
         let scan = self.scan_doctor(mode, &mut |f| {
             let finding = self.finding(mode, f);

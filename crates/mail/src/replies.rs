@@ -46,6 +46,9 @@ impl Mail {
     /// Unreadable files among the candidates are passed over: they can only
     /// make a request look unanswered (the safe side; the doctor reports them).
     pub fn has_reply(&self, id: &MessageId) -> Result<bool> {
+        if let Some(server) = self.server() {
+            return server.has_reply(id);
+        }
         if self.indexed_reply(id)? {
             return Ok(true);
         }
@@ -231,6 +234,9 @@ impl Mail {
     /// must not turn a blocked gate into an open one); and
     /// [`Error::Store`](crate::Error::Store) when an inbox cannot be read. Never a shorter list.
     pub fn pending_replies(&self, task: &TaskId) -> Result<Vec<Message>> {
+        if let Some(server) = self.server() {
+            return server.pending_replies(task);
+        }
         let mut files = self.gate_files(task)?;
         // A request whose response exists is answered, whoever wrote the
         // response and whether or not the request was moved yet.

@@ -66,6 +66,9 @@ impl Mail {
     /// happened but its directory sync failed: the message may be delivered,
     /// so retry with the same id.
     pub fn send(&self, draft: &NewMessage) -> Result<Message> {
+        if let Some(server) = self.server() {
+            return server.send(draft);
+        }
         let p = self.prepare(draft)?;
         if let Some(first) = p.first {
             // A retry of a send that applied: finish its follow-up, if missing.
@@ -126,6 +129,9 @@ impl Mail {
     /// failure before any file is published leaves nothing visible; a failure
     /// after one is [`Error::OutcomeUnknown`] naming the batch's new ids.
     pub fn send_batch(&self, drafts: &[NewMessage]) -> Result<Vec<Message>> {
+        if let Some(server) = self.server() {
+            return server.send_batch(drafts);
+        }
         let mut prepared = Vec::with_capacity(drafts.len());
         let mut chosen = std::collections::BTreeSet::new();
         for draft in drafts {

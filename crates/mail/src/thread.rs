@@ -70,6 +70,9 @@ impl Mail {
     /// [`Error::NotFound`] when `id` does not exist; [`Error::Corrupt`]
     /// when a file on the way, or in an inbox, is unreadable.
     pub fn thread(&self, id: &MessageId) -> Result<Vec<Message>> {
+        if let Some(server) = self.server() {
+            return server.thread(id);
+        }
         let start = self
             .find(id)?
             .ok_or_else(|| Error::NotFound { id: id.clone() })?;

@@ -16,6 +16,7 @@ mod model;
 mod ops;
 mod outsiders;
 mod peers;
+mod place;
 mod procs;
 mod seam;
 mod seam_syncs;
@@ -87,10 +88,11 @@ pub(crate) fn fixture_with(config: MailConfig) -> Fixture {
     Fixture { tmp, clock, mail }
 }
 
-/// As [`fixture_with`], on a store that skips its syncs: for the model tests.
-pub(crate) fn fixture_no_sync(config: MailConfig) -> Fixture {
+/// As [`fixture_with`], on a store that skips its syncs, with mail on
+/// `place` (the directory or a server): for the model tests.
+pub(crate) fn fixture_no_sync(place: &place::Place, config: MailConfig) -> Fixture {
     let (tmp, clock) = TempState::manual_no_sync();
-    let mail = Mail::with_config(tmp.state.clone(), config);
+    let mail = place.mail(tmp.state.clone(), config);
     Fixture { tmp, clock, mail }
 }
 

@@ -1,6 +1,6 @@
 //! Model-based property test: random sequences of every operation against a
 //! plain in-memory model of where each message is and which requests have
-//! replies.
+//! replies, on a directory and (with `CHIPSET_TEST_PG`) on PostgreSQL.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -11,6 +11,7 @@ use chipset_store::DoctorMode;
 use chipset_store::{AgentId, TaskId};
 use proptest::prelude::*;
 
+use crate::place::Place;
 use crate::{Fixture, fixture_no_sync};
 
 const AGENTS: u8 = 3;
@@ -172,15 +173,18 @@ fn err_name(e: &Error) -> &'static str {
     }
 }
 
-fn run(ops: Vec<Op>) {
+fn run(place: &Place, ops: Vec<Op>) {
     let Fixture {
         mail,
         clock,
         tmp: _tmp,
-    } = fixture_no_sync(MailConfig {
-        in_flight_grace: Duration::ZERO,
-        ..MailConfig::default()
-    });
+    } = fixture_no_sync(
+        place,
+        MailConfig {
+            in_flight_grace: Duration::ZERO,
+            ..MailConfig::default()
+        },
+    );
     let mut model = Model::default();
     for op in ops {
         clock.advance(Duration::from_millis(1));
@@ -381,6 +385,13 @@ fn run(ops: Vec<Op>) {
                 let got = mail.sweep_task_on_commit(&task(t)).unwrap();
                 assert_eq!((got.moved, got.total), (moved, total));
             }
+            Op::Doctor(_) if place.is_pg() => {
+                // Not on a server yet: refused, nothing changed.
+                assert!(matches!(
+                    mail.doctor(DoctorMode::Check),
+                    Err(Error::NotOnServer { .. })
+                ));
+            }
             Op::Doctor(fix) => {
                 let mode = if fix {
                     DoctorMode::Fix
@@ -432,84 +443,110 @@ proptest! {
 
     #[test]
     fn mail_matches_model(ops in proptest::collection::vec(op(), 1..40)) {
-        run(ops);
+        run(&Place::fs(), ops);
+    }
+}
+
+proptest! {
+    // Fewer cases: each is a fresh schema and round trips to the server.
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn mail_matches_model_on_postgres(ops in proptest::collection::vec(op(), 1..40)) {
+        if let Some(place) = Place::pg("mail_matches_model_on_postgres") {
+            run(&place, ops);
+        }
     }
 }
 
 #[test]
 fn model_catches_a_known_sequence() {
+    known_sequence(&Place::fs());
+}
+
+#[test]
+fn model_catches_a_known_sequence_on_postgres() {
+    if let Some(place) = Place::pg("model_catches_a_known_sequence_on_postgres") {
+        known_sequence(&place);
+    }
+}
+
+fn known_sequence(place: &Place) {
     // A fixed sequence exercising every branch, so the model's own logic is pinned.
-    run(vec![
-        Op::Send {
-            kind: Kind::Request,
-            from: 0,
-            to: 1,
-            task: 0,
-            parent: None,
-            explicit_task: false,
-        },
-        Op::Archive(0),
-        Op::Send {
-            kind: Kind::Response,
-            from: 0,
-            to: 0,
-            task: 0,
-            parent: Some(0),
-            explicit_task: false,
-        },
-        Op::Send {
-            kind: Kind::Response,
-            from: 1,
-            to: 0,
-            task: 1,
-            parent: Some(0),
-            explicit_task: true,
-        },
-        Op::Send {
-            kind: Kind::Response,
-            from: 1,
-            to: 0,
-            task: 0,
-            parent: Some(0),
-            explicit_task: false,
-        },
-        Op::Send {
-            kind: Kind::Notify,
-            from: 0,
-            to: 1,
-            task: 1,
-            parent: Some(1),
-            explicit_task: true,
-        },
-        Op::Send {
-            kind: Kind::Request,
-            from: 0,
-            to: 1,
-            task: 0,
-            parent: Some(1),
-            explicit_task: true,
-        },
-        Op::Thread(2),
-        Op::HasReply(0),
-        Op::Pending(0),
-        Op::Sweep(0),
-        Op::Send {
-            kind: Kind::Notify,
-            from: 2,
-            to: 1,
-            task: 0,
-            parent: None,
-            explicit_task: true,
-        },
-        Op::Doctor(false),
-        Op::Doctor(true),
-        Op::Locate(3),
-        Op::Inbox {
-            agent: 1,
-            kind: None,
-            task: None,
-        },
-        Op::Batch(vec![(0, 1, 1), (1, 2, 1)]),
-        Op::Archive(4),
-    ]);
+    run(
+        place,
+        vec![
+            Op::Send {
+                kind: Kind::Request,
+                from: 0,
+                to: 1,
+                task: 0,
+                parent: None,
+                explicit_task: false,
+            },
+            Op::Archive(0),
+            Op::Send {
+                kind: Kind::Response,
+                from: 0,
+                to: 0,
+                task: 0,
+                parent: Some(0),
+                explicit_task: false,
+            },
+            Op::Send {
+                kind: Kind::Response,
+                from: 1,
+                to: 0,
+                task: 1,
+                parent: Some(0),
+                explicit_task: true,
+            },
+            Op::Send {
+                kind: Kind::Response,
+                from: 1,
+                to: 0,
+                task: 0,
+                parent: Some(0),
+                explicit_task: false,
+            },
+            Op::Send {
+                kind: Kind::Notify,
+                from: 0,
+                to: 1,
+                task: 1,
+                parent: Some(1),
+                explicit_task: true,
+            },
+            Op::Send {
+                kind: Kind::Request,
+                from: 0,
+                to: 1,
+                task: 0,
+                parent: Some(1),
+                explicit_task: true,
+            },
+            Op::Thread(2),
+            Op::HasReply(0),
+            Op::Pending(0),
+            Op::Sweep(0),
+            Op::Send {
+                kind: Kind::Notify,
+                from: 2,
+                to: 1,
+                task: 0,
+                parent: None,
+                explicit_task: true,
+            },
+            Op::Doctor(false),
+            Op::Doctor(true),
+            Op::Locate(3),
+            Op::Inbox {
+                agent: 1,
+                kind: None,
+                task: None,
+            },
+            Op::Batch(vec![(0, 1, 1), (1, 2, 1)]),
+            Op::Archive(4),
+        ],
+    );
 }

@@ -1,5 +1,7 @@
 //! Many processes at once, and processes killed mid-send: the test binary
-//! re-runs itself as the children (see `chipset-testkit`).
+//! re-runs itself as the children (see `chipset-testkit`). Each race runs
+//! on a directory and, as its `…_on_postgres` twin, on PostgreSQL
+//! (`CHIPSET_TEST_PG`), from the same body.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -9,9 +11,10 @@ use std::time::Duration;
 
 use chipset_mail::MessageId;
 use chipset_mail::{ArchiveOutcome, InboxFilter, Mail, MailConfig, ManifestEvent, NewMessage};
-use chipset_store::{DoctorMode, SortableId, StateDir};
+use chipset_store::{DoctorMode, SortableId};
 use chipset_testkit::{self as kit, Jitter, TempState};
 
+use crate::place::{Place, mail_of};
 use crate::{agent, task};
 
 const ENTRY: &str = "procs::child_entry";
@@ -19,8 +22,8 @@ const INBOX: &str = "np-executor";
 
 /// Sends `n` notifications from `from` to the shared inbox, printing each id
 /// only after `send` returned.
-fn sender(root: &Path, from: &str, n: u64, out: &mut dyn Write) {
-    let mail = Mail::new(StateDir::open(root).unwrap());
+fn sender(spec: &str, from: &str, n: u64, out: &mut dyn Write) {
+    let mail = mail_of(spec, MailConfig::default());
     for i in 0..n {
         let draft =
             NewMessage::notify(agent(from), agent(INBOX), task("t1"), "load", i.to_string());
@@ -31,8 +34,8 @@ fn sender(root: &Path, from: &str, n: u64, out: &mut dyn Write) {
 }
 
 /// Archives every id in `ids_file`, printing `archived ID` or `already ID`.
-fn archiver(root: &Path, ids_file: &Path, out: &mut dyn Write) {
-    let mail = Mail::new(StateDir::open(root).unwrap());
+fn archiver(spec: &str, ids_file: &Path, out: &mut dyn Write) {
+    let mail = mail_of(spec, MailConfig::default());
     for line in std::fs::read_to_string(ids_file).unwrap().lines() {
         let id = MessageId::new(line).unwrap();
         let word = match mail.archive(&id).unwrap() {
@@ -47,7 +50,7 @@ fn archiver(root: &Path, ids_file: &Path, out: &mut dyn Write) {
 #[test]
 fn child_entry() {
     if let Some(role) = kit::child_role() {
-        let root = Path::new(role.arg(0));
+        let root = role.arg(0);
         kit::wait_for_file(Path::new(role.arg(1)));
         let mut out = std::io::stdout().lock();
         match role.name.as_str() {
@@ -59,7 +62,7 @@ fn child_entry() {
     }
     // Not a child: run both roles in-process on tiny inputs.
     let tmp = TempState::new();
-    let root = tmp.state.root().to_owned();
+    let root = tmp.state.root().to_str().unwrap().to_owned();
     let mut sent = Vec::new();
     sender(&root, "np-critic", 3, &mut sent);
     let ids = String::from_utf8(sent).unwrap();
@@ -94,9 +97,9 @@ struct Children {
     readers: Vec<thread::JoinHandle<Vec<String>>>,
 }
 
-fn spawn_all(tmp: &TempState, role: &str, args: &[Vec<String>]) -> Children {
+fn spawn_all(place: &Place, tmp: &TempState, role: &str, args: &[Vec<String>]) -> Children {
     let start = tmp.scratch("start");
-    let root = tmp.state.root().display().to_string();
+    let root = place.spec(tmp.state.root());
     let mut procs = Vec::new();
     let mut readers = Vec::new();
     for extra in args {
@@ -152,11 +155,24 @@ fn sent_ids(mail: &Mail) -> Vec<MessageId> {
 
 #[test]
 fn eight_senders_one_inbox_exactly_once() {
+    eight_senders(&Place::fs());
+}
+
+/// 8 processes x 250 sends on PostgreSQL: every send acknowledged once,
+/// nothing lost or duplicated.
+#[test]
+fn eight_senders_one_inbox_exactly_once_on_postgres() {
+    if let Some(place) = Place::pg("eight_senders_one_inbox_exactly_once_on_postgres") {
+        eight_senders(&place);
+    }
+}
+
+fn eight_senders(place: &Place) {
     let tmp = TempState::new();
     let args: Vec<Vec<String>> = (0..8)
         .map(|i| vec![format!("sender-{i}"), "250".into()])
         .collect();
-    let mut children = spawn_all(&tmp, "sender", &args);
+    let mut children = spawn_all(place, &tmp, "sender", &args);
     for c in &mut children.procs {
         kit::wait_ok(c, Duration::from_secs(120));
     }
@@ -168,7 +184,7 @@ fn eight_senders_one_inbox_exactly_once() {
         .collect();
     assert_eq!(reported.len(), 2000);
 
-    let mail = Mail::new(tmp.state.clone());
+    let mail = place.mail(tmp.state.clone(), MailConfig::default());
     let inbox = inbox_ids(&mail);
     assert_eq!(inbox.len(), 2000);
     let unique: BTreeSet<&MessageId> = inbox.iter().collect();
@@ -193,20 +209,44 @@ fn eight_senders_one_inbox_exactly_once() {
             .values()
             .all(|b| b.len() == 250 && b.last() == Some(&249))
     );
-    assert!(mail.doctor(DoctorMode::Check).unwrap().is_clean());
+    if !place.is_pg() {
+        assert!(mail.doctor(DoctorMode::Check).unwrap().is_clean());
+    }
 }
 
 #[test]
 fn killed_senders_lose_nothing_they_reported() {
+    killed_senders(&Place::fs());
+}
+
+/// Senders killed with SIGKILL mid-transaction: nothing half-done.
+#[test]
+fn killed_senders_lose_nothing_they_reported_on_postgres() {
+    if let Some(place) = Place::pg("killed_senders_lose_nothing_they_reported_on_postgres") {
+        killed_senders(&place);
+    }
+}
+
+fn killed_senders(place: &Place) {
     let seed = Jitter::seed_from_time();
     let mut jitter = Jitter::new(seed);
     let tmp = TempState::new();
     let args: Vec<Vec<String>> = (0..4)
         .map(|i| vec![format!("victim-{i}"), "1000000".into()])
         .collect();
-    let mut children = spawn_all(&tmp, "sender", &args);
+    // On a server the schema is made before the children start, and each
+    // child connects first: give them that time before the kills.
+    let mail = place.mail(
+        tmp.state.clone(),
+        MailConfig {
+            in_flight_grace: Duration::ZERO,
+            ..MailConfig::default()
+        },
+    );
+    let connect = if place.is_pg() { 300 } else { 0 };
+    let mut children = spawn_all(place, &tmp, "sender", &args);
     for c in &mut children.procs {
-        thread::sleep(Duration::from_millis(30 + jitter.below(300)));
+        thread::sleep(Duration::from_millis(connect + 30 + jitter.below(300)));
         kit::kill9(c);
     }
     let reported: Vec<String> = children
@@ -220,13 +260,6 @@ fn killed_senders_lose_nothing_they_reported() {
         "seed {seed}: senders got nothing done"
     );
 
-    let mail = Mail::with_config(
-        tmp.state.clone(),
-        MailConfig {
-            in_flight_grace: Duration::ZERO,
-            ..MailConfig::default()
-        },
-    );
     // Every file under a real name is a whole message (inbox fails on any other).
     let inbox = inbox_ids(&mail);
     let delivered: BTreeSet<&str> = inbox.iter().map(MessageId::as_str).collect();
@@ -252,6 +285,11 @@ fn killed_senders_lose_nothing_they_reported() {
         "seed {seed}: {:?}",
         manifest.foreign
     );
+    if place.is_pg() {
+        // One transaction per send: the message and its event together.
+        assert_eq!(logged, delivered, "seed {seed}");
+        return;
+    }
     let names = mail
         .state()
         .list(&mail.dir().join_static("inbox").join_static(INBOX))
@@ -278,8 +316,19 @@ fn killed_senders_lose_nothing_they_reported() {
 
 #[test]
 fn two_processes_archive_each_message_once() {
+    three_archivers(&Place::fs());
+}
+
+#[test]
+fn two_processes_archive_each_message_once_on_postgres() {
+    if let Some(place) = Place::pg("two_processes_archive_each_message_once_on_postgres") {
+        three_archivers(&place);
+    }
+}
+
+fn three_archivers(place: &Place) {
     let tmp = TempState::new();
-    let mail = Mail::new(tmp.state.clone());
+    let mail = place.mail(tmp.state.clone(), MailConfig::default());
     let drafts: Vec<NewMessage> = (0..150)
         .map(|i| {
             NewMessage::notify(
@@ -300,7 +349,7 @@ fn two_processes_archive_each_message_once() {
     let ids_file = tmp.scratch("ids");
     std::fs::write(&ids_file, ids.join("\n")).unwrap();
     let arg = vec![ids_file.display().to_string()];
-    let mut children = spawn_all(&tmp, "archiver", &[arg.clone(), arg.clone(), arg]);
+    let mut children = spawn_all(place, &tmp, "archiver", &[arg.clone(), arg.clone(), arg]);
     for c in &mut children.procs {
         kit::wait_ok(c, Duration::from_secs(120));
     }
@@ -324,5 +373,9 @@ fn two_processes_archive_each_message_once() {
         .filter(|e| crate::event_name(e) == "archived")
         .count();
     assert_eq!(archived, 150);
-    assert_eq!(mail.counts().unwrap().archived, 150);
+    if place.is_pg() {
+        assert_eq!(mail.inbox_len(&agent(INBOX)).unwrap(), 0);
+    } else {
+        assert_eq!(mail.counts().unwrap().archived, 150);
+    }
 }
