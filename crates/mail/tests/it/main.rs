@@ -20,6 +20,7 @@ mod place;
 mod procs;
 mod seam;
 mod seam_syncs;
+mod server;
 mod tail;
 
 use chipset_mail::MessageId;

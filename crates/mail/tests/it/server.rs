@@ -1,0 +1,381 @@
+//! Mail's guarantees where a server differs from a directory (issue 30):
+//! the retry rules and refusals on both backends from the same bodies; the
+//! gate failing closed across two clients, and a send cut at its commit,
+//! on PostgreSQL.
+
+use std::net::ToSocketAddrs;
+
+use chipset_backend::{PgBackend, PgOptions};
+use chipset_mail::{
+    ArchiveOutcome, Error, ExpectsReply, GroupMessage, InboxFilter, Location, Mail, MailConfig,
+    ManifestEvent, MessageId, NewMessage,
+};
+use chipset_store::{MaybeCommitted, TaskId};
+use chipset_testkit::TempState;
+
+use crate::place::Place;
+use crate::{agent, mid, task};
+
+#[path = "../../../backend/tests/it/proxy.rs"]
+mod proxy;
+
+const ID: &str = "1772706900123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab";
+const ID2: &str = "1772706900124-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab";
+const GROUP: &str = "1772706900125-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab";
+
+/// Runs each body on a directory (`fs::NAME`) and on PostgreSQL
+/// (`pg::NAME`, when `CHIPSET_TEST_PG` names a server).
+macro_rules! both {
+    ($($name:ident),* $(,)?) => {
+        mod fs {
+            use crate::place::Place;
+            $(
+                #[test]
+                fn $name() {
+                    super::$name(&Place::fs());
+                }
+            )*
+        }
+        mod pg {
+            use crate::place::Place;
+            $(
+                #[test]
+                fn $name() {
+                    if let Some(place) = Place::pg(stringify!($name)) {
+                        super::$name(&place);
+                    }
+                }
+            )*
+        }
+    };
+}
+
+both!(
+    a_retry_with_the_same_id_returns_the_first_delivery,
+    other_content_under_a_taken_id_is_refused,
+    a_response_retried_archives_its_request_once,
+    bad_input_is_refused_and_changes_nothing,
+    group_any_rule_settles_the_gate,
+    sweep_moves_the_task_and_clears_its_gate,
+);
+
+fn open(place: &Place) -> (TempState, Mail) {
+    let tmp = TempState::new();
+    let mail = place.mail(tmp.state.clone(), MailConfig::default());
+    (tmp, mail)
+}
+
+fn request(id: &str) -> NewMessage {
+    NewMessage::request(
+        agent("critic"),
+        agent("exec"),
+        task("t1"),
+        "dead-code",
+        "did you mean it?",
+    )
+    .with_id(mid(id))
+}
+
+fn sent_events(mail: &Mail, id: &MessageId) -> usize {
+    mail.read_manifest()
+        .unwrap()
+        .events
+        .iter()
+        .filter(|e| matches!(e, ManifestEvent::Sent { id: x, .. } if x == id))
+        .count()
+}
+
+fn ids(messages: &[chipset_mail::Message]) -> Vec<&str> {
+    messages.iter().map(|m| m.id.as_str()).collect()
+}
+
+fn a_retry_with_the_same_id_returns_the_first_delivery(place: &Place) {
+    let (_tmp, mail) = open(place);
+    let first = mail.send(&request(ID)).unwrap();
+    let again = mail.send(&request(ID)).unwrap();
+    assert_eq!(again, first, "the first delivery, created_at included");
+    // Still the first after it moved on.
+    mail.send(&NewMessage::response(
+        agent("exec"),
+        agent("critic"),
+        first.id.clone(),
+        "dead-code",
+        "yes",
+    ))
+    .unwrap();
+    assert_eq!(mail.send(&request(ID)).unwrap(), first);
+    assert_eq!(mail.locate(&first.id).unwrap(), Some(Location::Archive));
+    assert_eq!(sent_events(&mail, &first.id), 1);
+    assert_eq!(mail.inbox_len(&agent("exec")).unwrap(), 0);
+    // A batch retried whole sends nothing twice.
+    let batch: Vec<NewMessage> = [ID2, GROUP]
+        .iter()
+        .map(|id| {
+            NewMessage::notify(agent("a"), agent("b"), task("t1"), "note", "n").with_id(mid(id))
+        })
+        .collect();
+    let one = mail.send_batch(&batch).unwrap();
+    assert_eq!(mail.send_batch(&batch).unwrap(), one);
+    assert_eq!(mail.inbox_len(&agent("b")).unwrap(), 2);
+}
+
+fn other_content_under_a_taken_id_is_refused(place: &Place) {
+    let (_tmp, mail) = open(place);
+    mail.send(&request(ID)).unwrap();
+    let other = NewMessage::request(agent("critic"), agent("exec"), task("t1"), "x", "other")
+        .with_id(mid(ID));
+    assert!(matches!(
+        mail.send(&other),
+        Err(Error::IdTaken {
+            location: Location::Inbox(_),
+            ..
+        })
+    ));
+    assert_eq!(mail.inbox_len(&agent("exec")).unwrap(), 1);
+}
+
+fn a_response_retried_archives_its_request_once(place: &Place) {
+    let (_tmp, mail) = open(place);
+    let q = mail.send(&request(ID)).unwrap();
+    assert_eq!(ids(&mail.pending_replies(&task("t1")).unwrap()), [ID]);
+    let answer = NewMessage::response(
+        agent("exec"),
+        agent("critic"),
+        q.id.clone(),
+        "dead-code",
+        "yes",
+    )
+    .with_id(mid(ID2));
+    let a = mail.send(&answer).unwrap();
+    assert!(mail.pending_replies(&task("t1")).unwrap().is_empty());
+    assert_eq!(mail.send(&answer).unwrap(), a);
+    let archived = mail
+        .read_manifest()
+        .unwrap()
+        .events
+        .iter()
+        .filter(|e| matches!(e, ManifestEvent::Archived { id, .. } if *id == q.id))
+        .count();
+    assert_eq!(archived, 1);
+    assert!(mail.has_reply(&q.id).unwrap());
+    assert_eq!(ids(&mail.thread(&a.id).unwrap()), [ID, ID2]);
+    assert_eq!(
+        mail.archive(&q.id).unwrap(),
+        ArchiveOutcome::AlreadyArchived(Location::Archive)
+    );
+    // The critic archives the answer; archiving again changes nothing.
+    assert!(matches!(
+        mail.archive(&a.id).unwrap(),
+        ArchiveOutcome::Archived(_)
+    ));
+    assert_eq!(
+        mail.archive(&a.id).unwrap(),
+        ArchiveOutcome::AlreadyArchived(Location::Archive)
+    );
+}
+
+fn bad_input_is_refused_and_changes_nothing(place: &Place) {
+    let (_tmp, mail) = open(place);
+    let big = "x".repeat(1 << 20);
+    let draft = NewMessage::notify(agent("a"), agent("b"), task("t1"), "big", big);
+    assert!(matches!(mail.send(&draft), Err(Error::BodyTooLarge { .. })));
+    // Every value is a parameter: text that would be SQL is text.
+    let sql = "x'); DROP TABLE chipset_entries; --";
+    let m = mail
+        .send(&NewMessage::request(
+            agent("a"),
+            agent("b"),
+            TaskId::new("t1").unwrap(),
+            "sql",
+            sql,
+        ))
+        .unwrap();
+    assert_eq!(mail.find(&m.id).unwrap().unwrap().message.body, sql);
+    let q = mail.send(&request(ID)).unwrap();
+    assert!(matches!(
+        mail.archive(&q.id),
+        Err(Error::ArchiveWithoutReply { .. })
+    ));
+    let not_mine =
+        NewMessage::response(agent("a"), agent("critic"), q.id.clone(), "dead-code", "no");
+    assert!(matches!(
+        mail.send(&not_mine),
+        Err(Error::NotAddressee { .. })
+    ));
+    let orphan = NewMessage::response(agent("exec"), agent("critic"), mid(ID2), "dead-code", "no");
+    assert!(matches!(
+        mail.send(&orphan),
+        Err(Error::ParentNotFound { .. })
+    ));
+    assert_eq!(ids(&mail.pending_replies(&task("t1")).unwrap()).len(), 2);
+    assert_eq!(
+        mail.inbox(&agent("b"), &InboxFilter::default())
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+fn group_any_rule_settles_the_gate(place: &Place) {
+    let (_tmp, mail) = open(place);
+    let mut draft = GroupMessage::request(
+        agent("lead"),
+        ["ann", "bob", "cid"].map(agent),
+        task("t1"),
+        "ship-it",
+        "ok to ship?",
+    );
+    draft.expects = ExpectsReply::Any;
+    draft.id = Some(mid(GROUP));
+    let sent = mail.send_group(&draft).unwrap();
+    assert_eq!(sent.messages.len(), 3);
+    assert_eq!(mail.send_group(&draft).unwrap().messages, sent.messages);
+    assert_eq!(mail.pending_replies(&task("t1")).unwrap().len(), 3);
+    let bob = sent.messages.iter().find(|m| m.to == agent("bob")).unwrap();
+    mail.send(&NewMessage::response(
+        agent("bob"),
+        agent("lead"),
+        bob.id.clone(),
+        "ship-it",
+        "yes",
+    ))
+    .unwrap();
+    assert!(mail.pending_replies(&task("t1")).unwrap().is_empty());
+}
+
+fn sweep_moves_the_task_and_clears_its_gate(place: &Place) {
+    let (_tmp, mail) = open(place);
+    let q = mail.send(&request(ID)).unwrap();
+    let n = mail
+        .send(&NewMessage::notify(
+            agent("a"),
+            agent("b"),
+            task("t1"),
+            "note",
+            "n",
+        ))
+        .unwrap();
+    assert!(matches!(
+        mail.archive(&n.id).unwrap(),
+        ArchiveOutcome::Archived(_)
+    ));
+    mail.send(&NewMessage::notify(
+        agent("a"),
+        agent("b"),
+        task("t2"),
+        "note",
+        "n",
+    ))
+    .unwrap();
+    let report = mail.sweep_task_on_commit(&task("t1")).unwrap();
+    assert_eq!((report.moved, report.total), (2, 2));
+    assert_eq!(
+        mail.locate(&q.id).unwrap(),
+        Some(Location::ByTask(task("t1")))
+    );
+    assert!(mail.pending_replies(&task("t1")).unwrap().is_empty());
+    assert_eq!(mail.inbox_len(&agent("b")).unwrap(), 1);
+    let again = mail.sweep_task_on_commit(&task("t1")).unwrap();
+    assert_eq!((again.moved, again.total), (0, 2));
+}
+
+/// Two clients, each with its own connections: a request is in the other
+/// client's gate the moment its send returns, and out of it the moment the
+/// response's send returns. Never a stale open gate.
+#[test]
+fn the_gate_fails_closed_across_two_clients_on_postgres() {
+    let Some(place) = Place::pg("the_gate_fails_closed_across_two_clients_on_postgres") else {
+        return;
+    };
+    let (tmp_a, tmp_b) = (TempState::new(), TempState::new());
+    let a = place.mail(tmp_a.state.clone(), MailConfig::default());
+    let b = place.mail(tmp_b.state.clone(), MailConfig::default());
+    let t = task("t1");
+    for i in 0..100 {
+        let q = a
+            .send(&NewMessage::request(
+                agent("critic"),
+                agent("exec"),
+                t.clone(),
+                "check",
+                i.to_string(),
+            ))
+            .unwrap();
+        let pending = b.pending_replies(&t).unwrap();
+        assert_eq!(ids(&pending), [q.id.as_str()], "round {i}");
+        b.send(&NewMessage::response(
+            agent("exec"),
+            agent("critic"),
+            q.id.clone(),
+            "check",
+            "ok",
+        ))
+        .unwrap();
+        assert!(a.pending_replies(&t).unwrap().is_empty(), "round {i}");
+    }
+}
+
+/// A send whose connection is cut at its COMMIT: the outcome is unknown,
+/// the message is committed (whole: in the gate and the manifest), and the
+/// retry with the same id returns the first delivery and writes nothing.
+#[test]
+fn a_send_cut_at_commit_is_unknown_and_the_retry_returns_the_first_on_postgres() {
+    let test = "a_send_cut_at_commit_is_unknown_and_the_retry_returns_the_first_on_postgres";
+    let Some(place) = Place::pg(test) else {
+        return;
+    };
+    let (url, schema) = place.server().unwrap();
+    let c: postgres::Config = url.parse().unwrap();
+    let host = match &c.get_hosts()[0] {
+        postgres::config::Host::Tcp(h) => h.clone(),
+        postgres::config::Host::Unix(p) => panic!("a TCP host, not {}", p.display()),
+    };
+    let port = c.get_ports().first().copied().unwrap_or(5432);
+    let upstream = (host.as_str(), port)
+        .to_socket_addrs()
+        .unwrap()
+        .next()
+        .unwrap();
+    let proxy = proxy::Proxy::start(upstream);
+    let password = String::from_utf8(c.get_password().unwrap().to_vec()).unwrap();
+    let via = format!(
+        "postgres://{}:{password}@127.0.0.1:{}/{}",
+        c.get_user().unwrap(),
+        proxy.port,
+        c.get_dbname().unwrap()
+    );
+    let mut options = PgOptions::with_schema(schema);
+    options.max_idle = 1;
+    let tmp = TempState::new();
+    let cut = Mail::with_backend(
+        tmp.state.clone(),
+        MailConfig::default(),
+        std::sync::Arc::new(PgBackend::open_with(&via, options).unwrap()),
+    );
+    let tmp_other = TempState::new();
+    let other = place.mail(tmp_other.state.clone(), MailConfig::default());
+
+    proxy.cut_at_request_with("COMMIT");
+    let err = cut.send(&request(ID)).unwrap_err();
+    assert!(err.is_outcome_unknown(), "{err}");
+    assert!(err.to_string().contains(ID), "{err}");
+    // Committed, all of it: another client's gate holds it.
+    let pending = other.pending_replies(&task("t1")).unwrap();
+    assert_eq!(ids(&pending), [ID]);
+    let first = pending[0].clone();
+    let retry = cut.send(&request(ID)).unwrap();
+    assert_eq!(retry, first);
+    assert_eq!(sent_events(&other, &first.id), 1);
+
+    // A response cut at commit: the request is archived once.
+    let answer = NewMessage::response(agent("exec"), agent("critic"), mid(ID), "dead-code", "yes")
+        .with_id(mid(ID2));
+    proxy.cut_at_request_with("COMMIT");
+    let err = cut.send(&answer).unwrap_err();
+    assert!(err.is_outcome_unknown(), "{err}");
+    assert!(other.pending_replies(&task("t1")).unwrap().is_empty());
+    let a = cut.send(&answer).unwrap();
+    assert_eq!(other.find(&a.id).unwrap().unwrap().message, a);
+    let manifest = other.read_manifest().unwrap();
+    assert_eq!(manifest.events.len(), 3, "{:?}", manifest.events);
+}
