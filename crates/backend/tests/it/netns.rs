@@ -4,7 +4,10 @@
 //! on the host side of a veth pair. A hook assigned from one namespace is
 //! seen from the other, its fencing holds there, and the wake-ups
 //! (`LISTEN/NOTIFY`, through `Backend::watch`) cross both ways, and so
-//! does a nudge and its answer (the nudge's signals on the same server).
+//! does a nudge and its answer (the nudge's signals on the same server),
+//! and mail's commit gate: a request sent in one namespace holds the task
+//! in the other's `pending_replies`, and the answer sent there opens it
+//! in the first.
 //!
 //! Runs when `CHIPSET_TEST_PG` names a server (so PostgreSQL is installed)
 //! and the process is root (CI is): it starts a cluster of its own on the
@@ -25,8 +28,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use chipset_backend::{Backend, Dir, PgBackend, Wake};
 use chipset_hook::{Error as HookError, HookStatus, Hooks, Pickup};
+use chipset_mail::{Mail, MailConfig, Message, NewMessage};
 use chipset_nudge::{NewNudge, NudgeConfig, NudgeType, Nudges};
-use chipset_store::{AgentId, ReadOutcome, StateDir};
+use chipset_store::{AgentId, ReadOutcome, StateDir, TaskId};
 use chipset_testkit as kit;
 
 use crate::cluster::OwnCluster;
@@ -231,9 +235,25 @@ fn act(role: &kit::Role) {
         "ns-agent" => Dir::new("nudge").and_then(|d| d.join("polecat")),
         _ => Dir::new("nudge").and_then(|d| d.join("mayor")?.join("responses")),
     };
+    // And its mail inbox.
+    let me = if role.name == "ns-agent" {
+        "polecat"
+    } else {
+        "mayor"
+    };
+    let mailbox = Dir::new("mail").and_then(|d| d.join("inbox")?.join(me));
     let mut w = backend
-        .watch(&[Dir::new("hooks").unwrap(), inbox.unwrap()], RESCAN)
+        .watch(
+            &[Dir::new("hooks").unwrap(), inbox.unwrap(), mailbox.unwrap()],
+            RESCAN,
+        )
         .unwrap();
+    let mail = Mail::with_backend(
+        StateDir::open(root).unwrap(),
+        MailConfig::default(),
+        Arc::clone(&backend),
+    );
+    let task = TaskId::new("cross-host").unwrap();
     match role.name.as_str() {
         "ns-agent" => {
             say("watching");
@@ -270,6 +290,22 @@ fn act(role: &kit::Role) {
             say(&format!("nudged {}", nudge.message));
             nudges.respond(&agent, &nudge, "here").unwrap();
             nudges.mark_processed(&agent, &nudge).unwrap();
+            // Mail's gate crosses: the request sent over there holds the
+            // task here, and the answer sent here opens it there.
+            let mut pending: Vec<Message> = Vec::new();
+            wait_until(w.as_mut(), "a request", || {
+                pending = mail.pending_replies(&task).unwrap();
+                !pending.is_empty()
+            });
+            say(&format!("gate holds {}", pending.len()));
+            let answer = NewMessage::response(
+                agent.clone(),
+                mayor.clone(),
+                pending[0].id.clone(),
+                "ready-to-commit",
+                "yes",
+            );
+            mail.send(&answer).unwrap();
         }
         "ns-dispatcher" => {
             kit::wait_for_file(Path::new(role.arg(2)));
@@ -307,6 +343,19 @@ fn act(role: &kit::Role) {
                 got.answered.iter().any(|n| n.from == "polecat")
             });
             say("answered");
+            let request = NewMessage::request(
+                mayor.clone(),
+                agent.clone(),
+                task.clone(),
+                "ready-to-commit",
+                "may the task commit?",
+            );
+            let q = mail.send(&request).unwrap();
+            assert_eq!(mail.pending_replies(&task).unwrap(), [q]);
+            wait_until(w.as_mut(), "a response", || {
+                mail.pending_replies(&task).unwrap().is_empty()
+            });
+            say("gate opened");
         }
         other => panic!("unknown role {other}"),
     }
@@ -375,7 +424,12 @@ fn a_hook_and_its_wake_ups_cross_between_two_network_namespaces() {
     );
     assert_eq!(
         dispatched[2..],
-        ["refused active b1", "reassigned 2", "answered"],
+        [
+            "refused active b1",
+            "reassigned 2",
+            "answered",
+            "gate opened"
+        ],
         "{dispatched:?}"
     );
     let woke: Vec<&str> = agent_said[0].split(' ').collect();
@@ -386,7 +440,8 @@ fn a_hook_and_its_wake_ups_cross_between_two_network_namespaces() {
             "started 1",
             "touch stale",
             "complete stale",
-            "nudged still there?"
+            "nudged still there?",
+            "gate holds 1"
         ],
         "{agent_said:?}"
     );
