@@ -370,10 +370,30 @@
 //! [`Mail::counts`] counts directory entries as they are listed and holds
 //! none.
 //!
+//! # On a server
+//!
+//! [`Mail::with_backend`] puts the channel on a storage backend such as
+//! PostgreSQL (`chipset_backend::PgBackend`, issue 30), for a team whose
+//! agents share no disk. The operations and their contracts are the same,
+//! on the server's terms: each send, batch, archive or sweep is one
+//! transaction (the message, its index rows, the archive of the request a
+//! response answers, its manifest events), so a send that returns is
+//! committed and its request is in [`Mail::pending_replies`] on every
+//! client at once, which reads one folder of open requests kept in the
+//! same transactions. A send whose commit's answer was lost is
+//! [`Error::Backend`] with an unknown outcome
+//! ([`MaybeCommitted::is_outcome_unknown`](chipset_store::MaybeCommitted::is_outcome_unknown)):
+//! retried with the same id it returns the first delivery. Times come
+//! from the server's clock. [`Mail::counts`] and [`Mail::doctor`] are not
+//! offered there yet ([`Error::NotOnServer`]). The directory keeps its own
+//! code paths (the gate cache, the sent journal, the archive tail), and its
+//! files are the seed's, byte for byte.
+//!
 //! # Errors
 //!
 //! One enum, [`Error`]: refusals are typed variants that change nothing;
-//! filesystem failures carry the store's error with the path and operation.
+//! filesystem failures carry the store's error with the path and operation;
+//! a server's failures carry the backend's ([`Error::Backend`]).
 
 #![forbid(unsafe_code)]
 
