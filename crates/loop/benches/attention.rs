@@ -148,10 +148,12 @@ enum Seen {
 /// A thread watching `agent`'s brief, saying when it changes.
 fn start_waiter(state: &StateDir, agent: &AgentId) -> (mpsc::Receiver<Seen>, Arc<AtomicBool>) {
     // A rescan interval far beyond a sample: every wake-up timed here is a notification.
-    let config = AttentionConfig::new(WatchConfig {
-        notify: true,
-        rescan_interval: Duration::from_secs(600),
-    });
+    let config = AttentionConfig {
+        watch: WatchConfig {
+            notify: true,
+            rescan_interval: Duration::from_secs(600),
+        },
+    };
     let mut watch = Attention::from_state(state)
         .with_config(config)
         .watch(agent)

@@ -19,19 +19,13 @@ mod pool;
 
 pub use brief::{Brief, Entry, Item, WorkKind};
 
-/// How [`Attention`] waits.
+/// How [`Attention`] waits: built as a literal,
+/// `AttentionConfig { watch, ..AttentionConfig::default() }`, as the
+/// other loops' configs are.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
 pub struct AttentionConfig {
     /// Notifications and the rescan interval of the watcher.
     pub watch: WatchConfig,
-}
-
-impl AttentionConfig {
-    /// Returns settings with `watch`.
-    pub fn new(watch: WatchConfig) -> Self {
-        AttentionConfig { watch }
-    }
 }
 
 /// Every channel at once, from one agent's point of view: what needs it
@@ -617,10 +611,12 @@ mod tests {
 
     /// Long enough that only a notification or a slice's end wakes a wait.
     fn notified() -> AttentionConfig {
-        AttentionConfig::new(WatchConfig {
-            notify: true,
-            rescan_interval: Duration::from_secs(600),
-        })
+        AttentionConfig {
+            watch: WatchConfig {
+                notify: true,
+                rescan_interval: Duration::from_secs(600),
+            },
+        }
     }
 
     /// A deadline hands out what is left, at most a slice; it has passed

@@ -137,10 +137,12 @@ mod tests {
     /// Only a notification (or the time-driven deadline) wakes a wait: a
     /// rescan comes after ten minutes.
     fn notified() -> AttentionConfig {
-        AttentionConfig::new(WatchConfig {
-            notify: true,
-            rescan_interval: Duration::from_secs(600),
-        })
+        AttentionConfig {
+            watch: WatchConfig {
+                notify: true,
+                rescan_interval: Duration::from_secs(600),
+            },
+        }
     }
 
     fn id(s: &str) -> ItemId {

@@ -20,10 +20,12 @@ use crate::{agent, bead};
 const LONG: Duration = Duration::from_secs(600);
 
 fn notified() -> AttentionConfig {
-    AttentionConfig::new(WatchConfig {
-        notify: true,
-        rescan_interval: LONG,
-    })
+    AttentionConfig {
+        watch: WatchConfig {
+            notify: true,
+            rescan_interval: LONG,
+        },
+    }
 }
 
 /// Makes one kind of work for `who`, as another agent would.
@@ -343,10 +345,12 @@ fn wait_returns_at_once_when_work_is_there_and_empty_on_timeout() {
 #[test]
 fn the_rescan_catches_what_no_notification_reports() {
     let tmp = TempState::new();
-    let config = AttentionConfig::new(WatchConfig {
-        notify: false,
-        rescan_interval: Duration::from_millis(20),
-    });
+    let config = AttentionConfig {
+        watch: WatchConfig {
+            notify: false,
+            rescan_interval: Duration::from_millis(20),
+        },
+    };
     let attention = Attention::from_state(&tmp.state).with_config(config);
     let waiter = {
         let attention = attention.clone();
