@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use chipset_backend::Backend;
+
 use chipset_store::{
     AgentId, CorruptReason, Decision, LogContents, ReadOutcome, StateDir, StatePath, Timestamp,
 };
@@ -20,6 +22,11 @@ use crate::name::{self, QueueEntry};
 
 mod agent;
 mod publish;
+mod seam;
+mod seam_agent;
+mod seam_publish;
+
+pub(crate) use seam::seam_error;
 
 pub(crate) const QUEUE: &str = "queue";
 pub(crate) const PROCESSED: &str = "processed";
@@ -33,10 +40,17 @@ pub(crate) const NAG: &str = "nag.json";
 ///
 /// Cheap to clone; clones share the root and the settings. Every method is
 /// safe to call from many processes at once.
+///
+/// [`Bus::with_backend`] puts the queues, de-duplication records, presence,
+/// control log, registry and reminder state on a storage backend (a
+/// PostgreSQL server, issue 30) instead of files under the root.
 #[derive(Debug, Clone)]
 pub struct Bus {
     state: StateDir,
     config: Arc<BusConfig>,
+    /// The backend the agents' state lives on, when it is not the
+    /// directory `state` (whose tuned file code is kept as it was).
+    seam: Option<Arc<dyn Backend>>,
 }
 
 /// What a publish did for one recipient.
@@ -176,6 +190,23 @@ impl Bus {
         Bus {
             state,
             config: Arc::new(config),
+            seam: None,
+        }
+    }
+
+    /// Returns a bus whose agents' state lives on `backend`, a PostgreSQL
+    /// server (issue 30): publishing (de-duplicated exactly once across
+    /// hosts, under the key's lock on the server), reading, acknowledging,
+    /// presence, control, the registry, reminders and wake-ups
+    /// ([`Bus::waiter`] listens for the server's notifications, with the
+    /// rescan kept). Times are the server's clock. `state` is the local
+    /// root that the upkeep ([`Bus::status`], [`Bus::prune`],
+    /// [`Bus::doctor`]) still uses until it moves onto the seam too.
+    pub fn with_backend(state: StateDir, config: BusConfig, backend: Arc<dyn Backend>) -> Self {
+        Bus {
+            state,
+            config: Arc::new(config),
+            seam: Some(backend),
         }
     }
 
@@ -187,6 +218,11 @@ impl Bus {
     /// Returns the settings.
     pub fn config(&self) -> &BusConfig {
         &self.config
+    }
+
+    /// Returns the backend of [`Bus::with_backend`], if any.
+    pub(crate) fn seam(&self) -> Option<&dyn Backend> {
+        self.seam.as_deref()
     }
 
     pub(crate) fn root(&self) -> StatePath {
@@ -219,6 +255,9 @@ impl Bus {
     /// [`Error::Store`] when the directory cannot be listed.
     #[cfg(feature = "testing")]
     pub fn queued(&self, agent: &AgentId) -> Result<Vec<String>> {
+        if let Some(seam) = &self.seam {
+            return self.seam_names(seam.as_ref(), agent, QUEUE);
+        }
         Ok(names(self.entries(&self.queue_dir(agent))?))
     }
 
@@ -229,6 +268,9 @@ impl Bus {
     /// [`Error::Store`] when the directory cannot be listed.
     #[cfg(feature = "testing")]
     pub fn processed(&self, agent: &AgentId) -> Result<Vec<String>> {
+        if let Some(seam) = &self.seam {
+            return self.seam_names(seam.as_ref(), agent, PROCESSED);
+        }
         Ok(names(self.entries(&self.processed_dir(agent))?))
     }
 
@@ -250,6 +292,9 @@ impl Bus {
     /// [`Error::Store`] when the queue cannot be listed or a file cannot be
     /// read. A corrupt file is not an error: it is in [`Pending::unreadable`].
     pub fn pending(&self, agent: &AgentId) -> Result<Pending> {
+        if let Some(seam) = &self.seam {
+            return self.seam_pending(seam.as_ref(), agent);
+        }
         let dir = self.queue_dir(agent);
         let mut pending = Pending::default();
         for name in self.state.list(&dir)? {
@@ -283,6 +328,9 @@ impl Bus {
     ///
     /// [`Error::Store`] when a directory on the way is a symlink or unreadable.
     pub fn is_available(&self, agent: &AgentId) -> Result<bool> {
+        if let Some(seam) = &self.seam {
+            return self.seam_is_available(seam.as_ref(), agent);
+        }
         let dir = self.queue_dir(agent);
         if !self.state.check_parents(&dir)? {
             return Ok(false);
@@ -298,6 +346,10 @@ impl Bus {
     /// [`Error::Store`] when it cannot be created.
     pub fn ensure_queue(&self, agent: &AgentId) -> Result<StatePath> {
         let dir = self.queue_dir(agent);
+        if let Some(seam) = &self.seam {
+            self.seam_ensure_queue(seam.as_ref(), agent)?;
+            return Ok(dir);
+        }
         self.state.ensure_dir(&dir)?;
         Ok(dir)
     }
@@ -315,6 +367,9 @@ impl Bus {
     /// [`Error::UnknownEvent`] when the event is in neither place;
     /// [`Error::Store`] when the move fails.
     pub fn ack(&self, agent: &AgentId, id: &EventId) -> Result<AckOutcome> {
+        if let Some(seam) = &self.seam {
+            return self.seam_ack(seam.as_ref(), agent, id);
+        }
         let find = |entries: Vec<QueueEntry>| {
             entries
                 .into_iter()
@@ -343,6 +398,12 @@ impl Bus {
     ///
     /// As [`Bus::ack`].
     pub fn ack_event(&self, agent: &AgentId, event: &Event) -> Result<AckOutcome> {
+        if let Some(seam) = &self.seam {
+            return match self.seam_ack_name(seam.as_ref(), agent, &event.file_name())? {
+                Some(outcome) => Ok(outcome),
+                None => self.seam_ack(seam.as_ref(), agent, &event.id),
+            };
+        }
         match self.ack_name(agent, &event.file_name())? {
             Some(outcome) => Ok(outcome),
             None => self.ack(agent, &event.id),

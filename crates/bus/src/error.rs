@@ -57,10 +57,17 @@ pub enum Error {
     OutcomeUnknown {
         /// The id of the event that may be delivered.
         id: EventId,
-        /// The store's [`chipset_store::Error::OutcomeUnknown`].
+        /// What failed: on a directory the store's
+        /// [`chipset_store::Error::OutcomeUnknown`], on a server the
+        /// backend's (the connection lost while the server committed).
         #[source]
-        source: chipset_store::Error,
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
     },
+    /// The backend of [`Bus::with_backend`](crate::Bus::with_backend) (a
+    /// PostgreSQL server) failed; boxed, as a conflict error carries the
+    /// value it found.
+    #[error(transparent)]
+    Backend(Box<chipset_backend::Error>),
     /// A publish to several recipients delivered to some of them, then
     /// failed: those copies stay. Retry with the same id
     /// ([`NewEvent::with_id`](crate::NewEvent::with_id)): the delivered copies
@@ -105,6 +112,7 @@ impl chipset_store::MaybeCommitted for Error {
         match self {
             Error::OutcomeUnknown { .. } | Error::PartlyPublished { .. } => true,
             Error::Store(e) => e.is_outcome_unknown(),
+            Error::Backend(e) => e.is_outcome_unknown(),
             _ => false,
         }
     }
@@ -126,7 +134,7 @@ mod tests {
         };
         let e = Error::OutcomeUnknown {
             id: id.clone(),
-            source: unknown(),
+            source: Box::new(unknown()),
         };
         assert!(matches!(&e, Error::OutcomeUnknown { id: named, .. } if *named == id));
         assert!(e.is_outcome_unknown());

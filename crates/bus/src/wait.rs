@@ -3,6 +3,7 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use chipset_backend::{Dir, Wait};
 use chipset_store::{AgentId, StatePath, WatchTarget, Watcher};
 
 use crate::format::EventId;
@@ -36,13 +37,26 @@ pub enum Wake {
 /// [`Bus::pending`], handle and acknowledge, then [`Waiter::wait`]; an event
 /// published after the waiter was made is always reported, even if it came
 /// before `wait` was called.
+///
+/// On a server ([`Bus::with_backend`]) the waiter listens for the server's
+/// notifications (PostgreSQL's `LISTEN`, sent when a publish commits, by
+/// any client on any host) and lists the queue at every rescan, as here.
 #[derive(Debug)]
 pub struct Waiter {
     bus: Bus,
     agent: AgentId,
     dir: StatePath,
     seen: BTreeSet<String>,
-    watcher: Watcher,
+    watch: Watch,
+}
+
+/// What a waiter waits on.
+#[derive(Debug)]
+enum Watch {
+    /// The queue directory's notifications.
+    Local(Watcher),
+    /// The backend's notifications for the queue's folder.
+    Seam { dir: Dir, wait: Box<dyn Wait> },
 }
 
 impl Bus {
@@ -57,6 +71,25 @@ impl Bus {
     pub fn waiter(&self, agent: &AgentId) -> Result<Waiter> {
         let dir = self.ensure_queue(agent)?;
         let config = self.config().watch;
+        if let Some(seam) = self.seam() {
+            let folder = self.seam_dir(agent, Some(crate::bus::QUEUE));
+            // Listen first, list second: nothing published in between is missed.
+            let wait = seam
+                .watch(std::slice::from_ref(&folder), config.rescan_interval)
+                .map_err(crate::bus::seam_error)?;
+            let seen = seam
+                .list(&folder)
+                .map_err(crate::bus::seam_error)?
+                .into_iter()
+                .collect();
+            return Ok(Waiter {
+                bus: self.clone(),
+                agent: agent.clone(),
+                dir,
+                seen,
+                watch: Watch::Seam { dir: folder, wait },
+            });
+        }
         // Watch first, list second: nothing published in between is missed.
         let watcher = Watcher::new(self.state(), [WatchTarget::dir(dir.clone())], config)?;
         let seen = self.state().list(&dir)?.into_iter().collect();
@@ -65,7 +98,7 @@ impl Bus {
             agent: agent.clone(),
             dir,
             seen,
-            watcher,
+            watch: Watch::Local(watcher),
         })
     }
 }
@@ -78,7 +111,10 @@ impl Waiter {
 
     /// Returns true when directory notifications are in use (false: rescans only).
     pub fn is_notified(&self) -> bool {
-        self.watcher.is_notified()
+        match &self.watch {
+            Watch::Local(watcher) => watcher.is_notified(),
+            Watch::Seam { .. } => true,
+        }
     }
 
     /// Returns the bus the waiter reads.
@@ -110,14 +146,26 @@ impl Waiter {
             let left = deadline.map_or(Duration::from_secs(3600), |d| {
                 d.saturating_duration_since(Instant::now())
             });
-            match self.watcher.wait(left) {
-                chipset_store::WatchWake::Changed(paths) => {
-                    for path in paths {
-                        self.note(&path, &mut arrived)?;
+            match &mut self.watch {
+                Watch::Local(watcher) => match watcher.wait(left) {
+                    chipset_store::WatchWake::Changed(paths) => {
+                        for path in paths {
+                            self.note(&path, &mut arrived)?;
+                        }
+                    }
+                    chipset_store::WatchWake::Rescan => self.rescan(&mut arrived)?,
+                    chipset_store::WatchWake::TimedOut => {}
+                },
+                Watch::Seam { wait, .. } => {
+                    match wait.wait(left).map_err(crate::bus::seam_error)? {
+                        // A notification names the folder, not the value:
+                        // list it, as a rescan does.
+                        chipset_backend::Wake::Changed | chipset_backend::Wake::Rescan => {
+                            self.rescan(&mut arrived)?;
+                        }
+                        chipset_backend::Wake::TimedOut => {}
                     }
                 }
-                chipset_store::WatchWake::Rescan => self.rescan(&mut arrived)?,
-                chipset_store::WatchWake::TimedOut => {}
             }
             if !arrived.is_empty() {
                 let mut entries: Vec<QueueEntry> = arrived
@@ -155,7 +203,16 @@ impl Waiter {
     }
 
     fn rescan(&mut self, arrived: &mut BTreeSet<String>) -> Result<()> {
-        let now: BTreeSet<String> = self.bus.state().list(&self.dir)?.into_iter().collect();
+        let now: BTreeSet<String> = match &self.watch {
+            Watch::Local(_) => self.bus.state().list(&self.dir)?.into_iter().collect(),
+            Watch::Seam { dir, .. } => {
+                let seam = self.bus.seam().expect("a seam waiter's bus has a seam");
+                seam.list(dir)
+                    .map_err(crate::bus::seam_error)?
+                    .into_iter()
+                    .collect()
+            }
+        };
         for name in now.difference(&self.seen) {
             if QueueEntry::parse(name).is_some() {
                 arrived.insert(name.clone());

@@ -12,6 +12,9 @@ impl Bus {
     ///
     /// [`Error::Store`] when the queue or presence cannot be read or written.
     pub fn start(&self, agent: &AgentId) -> Result<Startup> {
+        if let Some(seam) = &self.seam {
+            return self.seam_start(seam.as_ref(), agent);
+        }
         self.ensure_queue(agent)?;
         let pending = self.pending(agent)?;
         let path = self.agent_dir(agent).join_static(PRESENCE);
@@ -45,6 +48,9 @@ impl Bus {
     ///
     /// [`Error::Store`] when presence cannot be written.
     pub fn heartbeat(&self, agent: &AgentId) -> Result<Presence> {
+        if let Some(seam) = &self.seam {
+            return self.seam_heartbeat(seam.as_ref(), agent);
+        }
         let path = self.agent_dir(agent).join_static(PRESENCE);
         let pid = std::process::id();
         self.state.update(&path, |cur: ReadOutcome<Presence>| {
@@ -83,6 +89,10 @@ impl Bus {
     ///
     /// [`Error::Store`] when it cannot be read.
     pub fn presence(&self, agent: &AgentId) -> Result<ReadOutcome<Presence>> {
+        if let Some(seam) = &self.seam {
+            let key = self.seam_key(agent, None, PRESENCE)?;
+            return Ok(self.seam_read::<Presence>(seam.as_ref(), &key)?.0);
+        }
         let path = self.agent_dir(agent).join_static(PRESENCE);
         Ok(self.state.read_json::<Presence>(&path)?)
     }
@@ -90,8 +100,33 @@ impl Bus {
     /// Returns true when `presence` was seen within
     /// [`BusConfig::presence_stale_after`] of now. A stale agent may be
     /// busy, crashed or gone; presence never deletes or blocks its queue.
+    ///
+    /// Now is the backend's clock: on a server ([`Bus::with_backend`]) the
+    /// server's, so hosts whose clocks differ agree. A server that cannot
+    /// say the time makes every presence stale (a warning is logged):
+    /// staleness only ever prompts a look, never a deletion.
     pub fn is_live(&self, presence: &Presence) -> bool {
-        self.state.now().since(presence.last_seen) <= self.config.presence_stale_after
+        let now = match self.now() {
+            Ok(now) => now,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the backend's clock; judging presence stale");
+                return false;
+            }
+        };
+        now.since(presence.last_seen) <= self.config.presence_stale_after
+    }
+
+    /// Returns the time every judgement of this bus uses: the state's
+    /// clock on a directory, the server's clock on a server.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Backend`] when the server cannot be asked.
+    pub fn now(&self) -> Result<Timestamp> {
+        match &self.seam {
+            Some(seam) => self.seam_now(seam.as_ref()),
+            None => Ok(self.state.now()),
+        }
     }
 
     /// Appends the command `op` on `resource` to `agent`'s control log
@@ -103,6 +138,9 @@ impl Bus {
     /// [`Error::InvalidField`] for a bad resource; [`Error::Store`] when the append fails.
     pub fn control(&self, agent: &AgentId, op: ControlOp, resource: &Resource) -> Result<()> {
         resource.check()?;
+        if let Some(seam) = &self.seam {
+            return self.seam_control(seam.as_ref(), agent, op, resource);
+        }
         let log = self
             .state
             .log(&self.agent_dir(agent).join_static(CONTROL))?;
@@ -127,6 +165,9 @@ impl Bus {
     ///
     /// [`Error::Store`] when the log or registry cannot be read or written.
     pub fn apply_control(&self, agent: &AgentId) -> Result<Applied> {
+        if let Some(seam) = &self.seam {
+            return self.seam_apply_control(seam.as_ref(), agent);
+        }
         let dir = self.agent_dir(agent);
         let log = self.state.log(&dir.join_static(CONTROL))?;
         let registry = dir.join_static(REGISTRY);
@@ -180,6 +221,11 @@ impl Bus {
     ///
     /// [`Error::Store`] when it cannot be read or is corrupt.
     pub fn registry(&self, agent: &AgentId) -> Result<Registry> {
+        if let Some(seam) = &self.seam {
+            let key = self.seam_key(agent, None, REGISTRY)?;
+            let (read, _) = self.seam_read::<Registry>(seam.as_ref(), &key)?;
+            return Ok(read.into_result()?.unwrap_or_default());
+        }
         let path = self.agent_dir(agent).join_static(REGISTRY);
         Ok(self
             .state
@@ -196,6 +242,9 @@ impl Bus {
     ///
     /// [`Error::Store`] when the queue or the reminder state cannot be read or written.
     pub fn due_reminders(&self, agent: &AgentId, occasion: Occasion) -> Result<Vec<Event>> {
+        if let Some(seam) = &self.seam {
+            return self.seam_due_reminders(seam.as_ref(), agent, occasion);
+        }
         let events = self.pending(agent)?.events;
         let path = self.agent_dir(agent).join_static(NAG);
         let indices = self.state.update(&path, |cur: ReadOutcome<NagState>| {

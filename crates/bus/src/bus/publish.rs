@@ -56,7 +56,9 @@ impl Bus {
             }
         }
         let built = event.build(self.state.clock().as_ref())?;
-        if event.key().is_some() || event.chosen_id().is_some() {
+        // On a server each copy is one statement; the shared syncs below
+        // are the directory's.
+        if event.key().is_some() || event.chosen_id().is_some() || self.seam.is_some() {
             let mut out: Vec<(AgentId, Published)> = Vec::with_capacity(unique.len());
             for a in unique {
                 match self.publish_built(a, event, built.clone()) {
@@ -88,7 +90,7 @@ impl Bus {
         self.state.create_new_batch(&items).map_err(|e| match e {
             source @ chipset_store::Error::OutcomeUnknown { .. } => Error::OutcomeUnknown {
                 id: built.id.clone(),
-                source,
+                source: Box::new(source),
             },
             e => e.into(),
         })?;
@@ -129,6 +131,15 @@ impl Bus {
             .iter()
             .map(|e| e.build(clock))
             .collect::<Result<_>>()?;
+        if self.seam.is_some() {
+            // One statement (one commit) per event on a server; chosen ids
+            // already published are returned as first delivered.
+            return events
+                .iter()
+                .zip(built)
+                .map(|(event, b)| self.publish_built(agent, event, b))
+                .collect();
+        }
         let mut out: Vec<Option<Published>> = vec![None; events.len()];
         let mut fresh: Vec<usize> = Vec::new();
         for (i, (event, b)) in events.iter().zip(&built).enumerate() {
@@ -160,7 +171,7 @@ impl Bus {
             let outcomes = self.state.create_new_batch(&items).map_err(|e| match e {
                 source @ chipset_store::Error::OutcomeUnknown { .. } => Error::OutcomeUnknown {
                     id: built[fresh[0]].id.clone(),
-                    source,
+                    source: Box::new(source),
                 },
                 e => e.into(),
             })?;
@@ -192,6 +203,9 @@ impl Bus {
     }
 
     fn publish_built(&self, agent: &AgentId, event: &NewEvent, built: Event) -> Result<Published> {
+        if let Some(seam) = &self.seam {
+            return self.seam_publish_built(seam.as_ref(), agent, event, built);
+        }
         let chosen = event.chosen_id().is_some();
         let Some(key) = event.key() else {
             if chosen && let Some(first) = self.find_published(agent, &built)? {
@@ -272,7 +286,10 @@ impl Bus {
                 // the id: a retry with it returns the event and writes the record.
                 (Some(_), Error::Store(source)) => {
                     tracing::warn!(path = %record_path.display(), id = %id, "published, but the de-duplication record was not written");
-                    Error::OutcomeUnknown { id, source }
+                    Error::OutcomeUnknown {
+                        id,
+                        source: Box::new(source),
+                    }
                 }
                 (_, e) => e,
             })
@@ -299,7 +316,7 @@ impl Bus {
             Err(source @ chipset_store::Error::OutcomeUnknown { .. }) => {
                 Err(Error::OutcomeUnknown {
                     id: built.id.clone(),
-                    source,
+                    source: Box::new(source),
                 })
             }
             Err(e) => Err(e.into()),

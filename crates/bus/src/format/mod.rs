@@ -401,25 +401,31 @@ pub(crate) fn read_event_json(
     state: &chipset_store::StateDir,
     path: &chipset_store::StatePath,
 ) -> chipset_store::Result<ReadOutcome<Event>> {
-    Ok(state.read_bytes(path)?.and_then(|bytes| {
-        // The common case parses once; only a file that fails is looked at again.
-        let read = chipset_store::ReadOutcome::<Event>::from_json(path, &bytes);
-        if !read.is_corrupt() {
-            return read;
-        }
-        match serde_json::from_slice::<Value>(&bytes) {
-            Ok(value) => match value.get("priority") {
-                Some(Value::String(p)) if !Priority::ALL.iter().any(|k| k.as_str() == p) => {
-                    ReadOutcome::Unsupported(Unsupported::new(
-                        path,
-                        format!("bus event priority `{p}`"),
-                    ))
-                }
-                _ => read,
-            },
-            Err(_) => read,
-        }
-    }))
+    Ok(state
+        .read_bytes(path)?
+        .and_then(|bytes| parse_event(path.as_path(), &bytes)))
+}
+
+/// Parses an event's bytes, named `path` in what it reports: as
+/// [`read_event_json`], for a value read through the storage seam too.
+pub(crate) fn parse_event(path: &std::path::Path, bytes: &[u8]) -> ReadOutcome<Event> {
+    // The common case parses once; only a file that fails is looked at again.
+    let read = chipset_store::ReadOutcome::<Event>::from_json(path, bytes);
+    if !read.is_corrupt() {
+        return read;
+    }
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(value) => match value.get("priority") {
+            Some(Value::String(p)) if !Priority::ALL.iter().any(|k| k.as_str() == p) => {
+                ReadOutcome::Unsupported(Unsupported::new(
+                    path,
+                    format!("bus event priority `{p}`"),
+                ))
+            }
+            _ => read,
+        },
+        Err(_) => read,
+    }
 }
 
 #[cfg(test)]

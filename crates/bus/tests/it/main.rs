@@ -13,8 +13,13 @@ mod foreign;
 mod formats;
 mod maintain;
 mod model;
+mod place;
 mod presence;
 mod procs;
+mod server;
+// The backend's TCP proxy that cuts a connection at commit.
+#[path = "../../../backend/tests/it/proxy.rs"]
+mod proxy;
 mod reminders;
 mod seam;
 mod wait;

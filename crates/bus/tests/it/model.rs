@@ -1,5 +1,7 @@
 //! Property test: `pending` is always exactly the unacknowledged set, in
-//! priority-then-age order, compared with a plain in-memory model.
+//! priority-then-age order, compared with a plain in-memory model, on a
+//! directory and, when `CHIPSET_TEST_PG` names a server, on PostgreSQL
+//! (issue 30) from the same body.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -7,6 +9,7 @@ use std::time::Duration;
 use chipset_bus::{AckOutcome, EventId, NewEvent, Priority};
 use proptest::prelude::*;
 
+use crate::place::Place;
 use crate::{agent, manual_no_sync};
 
 #[derive(Debug, Clone)]
@@ -38,14 +41,40 @@ proptest! {
 
     #[test]
     fn pending_matches_the_model(ops in prop::collection::vec(op(), 1..24)) {
-        let (_t, clock, bus) = manual_no_sync();
+        pending_model(&Place::fs(), ops)?;
+    }
+}
+
+proptest! {
+    // Fewer cases on a server: each opens a fresh schema (a migration).
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn pending_matches_the_model_on_postgres(ops in prop::collection::vec(op(), 1..24)) {
+        // A fresh schema per case, as a fresh directory per case above.
+        if let Some(place) = Place::pg("pending_matches_the_model_on_postgres") {
+            pending_model(&place, ops)?;
+        }
+    }
+}
+
+/// The model's body: on a server the ids still follow the manual clock
+/// (they are the publisher's), so the expected order is the same.
+fn pending_model(place: &Place, ops: Vec<Op>) -> Result<(), TestCaseError> {
+    {
+        let (t, clock, _) = manual_no_sync();
+        let bus = place.bus(t.state.clone());
         let a = agent("model");
         // The model: every published event, and which are acknowledged.
         let mut published: Vec<(Priority, EventId, chipset_bus::Event)> = Vec::new();
         let mut acked: BTreeSet<EventId> = BTreeSet::new();
         for op in ops {
             match op {
-                Op::Publish { priority, kind, advance_ms } => {
+                Op::Publish {
+                    priority,
+                    kind,
+                    advance_ms,
+                } => {
                     clock.advance(Duration::from_millis(advance_ms));
                     let p = Priority::ALL[priority];
                     let e = NewEvent::new("src", ["a", "m", "z"][kind]).priority(p);
@@ -62,7 +91,11 @@ proptest! {
                     } else {
                         AckOutcome::AlreadyAcked
                     };
-                    let got = if by_id { bus.ack(&a, id) } else { bus.ack_event(&a, e) };
+                    let got = if by_id {
+                        bus.ack(&a, id)
+                    } else {
+                        bus.ack_event(&a, e)
+                    };
                     prop_assert_eq!(got.unwrap(), expected);
                 }
             }
@@ -82,4 +115,5 @@ proptest! {
             prop_assert_eq!(got, expected);
         }
     }
+    Ok(())
 }

@@ -1,5 +1,8 @@
 //! Real processes: concurrent publishers, a de-duplication race, a waiter
-//! woken from another process, and SIGKILL mid-publish and mid-ack.
+//! woken from another process, and SIGKILL mid-publish and mid-ack. Each
+//! runs on a directory and, when `CHIPSET_TEST_PG` names a server, on
+//! PostgreSQL (issue 30) from the same body: there every process is a
+//! client of its own, as agents on several hosts are.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -10,11 +13,11 @@ use std::time::Duration;
 
 use chipset_bus::{AckOutcome, Bus, EventId, NewEvent, Priority, Published, Wake};
 use chipset_store::DoctorMode;
-use chipset_store::StateDir;
 use chipset_testkit::{self as kit, Jitter, TempState};
 use serde_json::json;
 
 use crate::agent;
+use crate::place::{Place, bus_of};
 
 use crate::EventName;
 
@@ -72,7 +75,7 @@ fn crash_acker(bus: &Bus, mut out: impl FnMut(&str)) {
 #[test]
 fn child_entry() {
     if let Some(role) = kit::child_role() {
-        let bus = Bus::new(StateDir::open(role.arg(0)).unwrap());
+        let (bus, _state) = bus_of(role.arg(0));
         match role.name.as_str() {
             "publish" => {
                 kit::wait_for_file(Path::new(role.arg(1)));
@@ -113,12 +116,39 @@ fn child_entry() {
     assert!(bus.pending(&hub).unwrap().is_empty());
 }
 
-fn root_arg(t: &TempState) -> String {
-    t.state.root().to_string_lossy().into_owned()
+/// Runs `body` on a directory and, when a server is named, on PostgreSQL.
+macro_rules! both {
+    ($($name:ident => $body:ident;)*) => {
+        mod fs {
+            $(
+                #[test]
+                fn $name() {
+                    super::$body(&super::Place::fs());
+                }
+            )*
+        }
+        mod pg {
+            $(
+                #[test]
+                fn $name() {
+                    if let Some(place) = super::Place::pg(concat!("procs::pg::", stringify!($name))) {
+                        super::$body(&place);
+                    }
+                }
+            )*
+        }
+    };
 }
 
-#[test]
-fn eight_processes_publish_2000_events_all_present_in_order() {
+both! {
+    eight_processes_publish_2000_events_all_present_in_order => publish_2000;
+    eight_processes_same_key_exactly_one_delivered => same_key_once;
+    waiter_in_another_process_wakes_on_publish => waiter_wakes;
+    sigkill_mid_publish_loses_nothing_reported_done => sigkill_mid_publish;
+    sigkill_mid_ack_keeps_every_event_in_exactly_one_place => sigkill_mid_ack;
+}
+
+fn publish_2000(place: &Place) {
     let t = TempState::new();
     let go = t.scratch("go");
     let mut children: Vec<_> = (0..8)
@@ -127,7 +157,7 @@ fn eight_processes_publish_2000_events_all_present_in_order() {
                 ENTRY,
                 "publish",
                 &[
-                    root_arg(&t),
+                    place.spec(t.state.root()),
                     go.to_string_lossy().into_owned(),
                     format!("pub-{i}"),
                     "250".into(),
@@ -139,10 +169,14 @@ fn eight_processes_publish_2000_events_all_present_in_order() {
     for c in &mut children {
         kit::wait_ok(c, Duration::from_secs(120));
     }
-    let bus = Bus::new(t.state.clone());
+    let bus = place.bus(t.state.clone());
     let pending = bus.pending(&agent("hub")).unwrap();
     assert!(pending.unreadable.is_empty());
     assert_eq!(pending.events.len(), 2000);
+    let mut per_priority = [0; 4];
+    for e in &pending.events {
+        per_priority[Priority::ALL.iter().position(|p| *p == e.priority).unwrap()] += 1;
+    }
     // Priority first, then id (time) within a priority.
     let keys: Vec<_> = pending
         .events
@@ -163,14 +197,19 @@ fn eight_processes_publish_2000_events_all_present_in_order() {
     }
     assert_eq!(all.len(), 2000);
     // 250 per publisher cycling over four priorities: 63, 63, 62, 62 each.
-    assert_eq!(
-        bus.agent_status(&agent("hub")).unwrap().pending,
-        [504, 504, 496, 496]
-    );
+    assert_eq!(per_priority, [504, 504, 496, 496]);
+    if !place.is_pg() {
+        // The status counts from the listing alone (a directory's upkeep).
+        assert_eq!(
+            bus.agent_status(&agent("hub")).unwrap().pending,
+            [504, 504, 496, 496]
+        );
+    }
 }
 
-#[test]
-fn eight_processes_same_key_exactly_one_delivered() {
+/// Eight processes publish one key at once; on PostgreSQL each is a client
+/// of its own, so this is the de-duplication exactly once across hosts.
+fn same_key_once(place: &Place) {
     let t = TempState::new();
     let go = t.scratch("go");
     let mut children: Vec<_> = (0..8)
@@ -179,7 +218,7 @@ fn eight_processes_same_key_exactly_one_delivered() {
                 ENTRY,
                 "keyed",
                 &[
-                    root_arg(&t),
+                    place.spec(t.state.root()),
                     go.to_string_lossy().into_owned(),
                     format!("watcher-{i}"),
                 ],
@@ -206,18 +245,18 @@ fn eight_processes_same_key_exactly_one_delivered() {
         7,
         "{said:?}"
     );
-    let bus = Bus::new(t.state.clone());
+    let bus = place.bus(t.state.clone());
     assert_eq!(bus.pending(&agent("hub")).unwrap().events.len(), 1);
 }
 
-#[test]
-fn waiter_in_another_process_wakes_on_publish() {
+/// On PostgreSQL the wake is the server's notification, sent at commit.
+fn waiter_wakes(place: &Place) {
     let t = TempState::new();
-    let mut child = kit::spawn(ENTRY, "waiter", &[root_arg(&t)]);
+    let mut child = kit::spawn(ENTRY, "waiter", &[place.spec(t.state.root())]);
     let rx = collect(&mut child);
     let ready = next_with(&rx, "ready");
     assert!(ready.starts_with("ready notified="), "{ready}");
-    let bus = Bus::new(t.state.clone());
+    let bus = place.bus(t.state.clone());
     let published = bus
         .publish(&agent("hub"), &NewEvent::new("worker", "task-done"))
         .unwrap();
@@ -262,10 +301,14 @@ fn ids_after(rx: &mpsc::Receiver<String>, prefix: &str) -> Vec<EventId> {
 
 /// Checks there is nothing partial: every queued and processed file reads
 /// as an event, and the doctor finds nothing (stale temps aside: a killed
-/// writer may leave a dot-temp, which no reader looks at).
-fn assert_whole(bus: &Bus) {
+/// writer may leave a dot-temp, which no reader looks at). On a server
+/// every value is one committed statement; the queue is read back.
+fn assert_whole(place: &Place, bus: &Bus) {
     let hub = agent("hub");
     assert!(bus.pending(&hub).unwrap().unreadable.is_empty());
+    if place.is_pg() {
+        return;
+    }
     let report = bus.doctor(DoctorMode::Check).unwrap();
     assert!(report.is_clean(), "{:?}", report.findings);
     let dir = bus.processed_dir(&hub);
@@ -278,15 +321,14 @@ fn assert_whole(bus: &Bus) {
     }
 }
 
-#[test]
-fn sigkill_mid_publish_loses_nothing_reported_done() {
+fn sigkill_mid_publish(place: &Place) {
     let seed = Jitter::seed_from_time();
     let mut jitter = Jitter::new(seed);
     let t = TempState::new();
-    let bus = Bus::new(t.state.clone());
+    let bus = place.bus(t.state.clone());
     let mut reported = BTreeSet::new();
     for round in 0..3 {
-        let mut child = kit::spawn(ENTRY, "crash-publish", &[root_arg(&t)]);
+        let mut child = kit::spawn(ENTRY, "crash-publish", &[place.spec(t.state.root())]);
         let rx = collect(&mut child);
         // Let it get going, then kill it at a random moment.
         let first = next_with(&rx, "done ");
@@ -305,16 +347,15 @@ fn sigkill_mid_publish_loses_nothing_reported_done() {
             missing.is_empty(),
             "seed {seed} round {round}: lost {missing:?}"
         );
-        assert_whole(&bus);
+        assert_whole(place, &bus);
     }
 }
 
-#[test]
-fn sigkill_mid_ack_keeps_every_event_in_exactly_one_place() {
+fn sigkill_mid_ack(place: &Place) {
     let seed = Jitter::seed_from_time();
     let mut jitter = Jitter::new(seed);
     let t = TempState::new();
-    let bus = Bus::new(t.state.clone());
+    let bus = place.bus(t.state.clone());
     let hub = agent("hub");
     let mut published = BTreeSet::new();
     crash_publisher(&bus, 300, |l| {
@@ -322,7 +363,7 @@ fn sigkill_mid_ack_keeps_every_event_in_exactly_one_place() {
     });
     let mut acked = BTreeSet::new();
     for round in 0..3 {
-        let mut child = kit::spawn(ENTRY, "crash-ack", &[root_arg(&t)]);
+        let mut child = kit::spawn(ENTRY, "crash-ack", &[place.spec(t.state.root())]);
         let rx = collect(&mut child);
         // The last round may find nothing left to acknowledge.
         while let Ok(line) = rx.recv_timeout(Duration::from_secs(60)) {
@@ -350,7 +391,7 @@ fn sigkill_mid_ack_keeps_every_event_in_exactly_one_place() {
         let union: BTreeSet<_> = queued.union(&processed).cloned().collect();
         assert_eq!(union, published, "seed {seed} round {round}");
         assert!(acked.is_subset(&processed), "seed {seed} round {round}");
-        assert_whole(&bus);
+        assert_whole(place, &bus);
     }
     // What the killed ackers left is still pending, in order, and can be acked.
     for e in bus.pending(&hub).unwrap().events {
