@@ -24,7 +24,7 @@ impl Reminders {
     /// could not be read: a corrupt snoozed reminder may be due, so a listing
     /// must say so rather than look clean.
     pub(super) fn sweep_snoozes_reporting(&self) -> Result<(Vec<Reminder>, Vec<Corruption>)> {
-        let now = self.state.now();
+        let now = self.now()?;
         let mut reopened = Vec::new();
         let mut corrupt = Vec::new();
         for path in self.index_files(SNOOZED_DIR, None)? {
@@ -86,7 +86,7 @@ impl Reminders {
                     continue;
                 }
                 let unfinished = if dir == OPEN_DIR {
-                    (!r.is_open() || self.state.exists(&self.snoozed_path(&key))?)
+                    (!r.is_open() || self.exists_at(&self.snoozed_path(&key))?)
                         .then_some("resolved or superseded record still in the index")
                 } else {
                     (r.resolution != Some(Resolution::Snoozed))

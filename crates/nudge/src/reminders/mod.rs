@@ -9,14 +9,15 @@
 //!   reminders a filter keeps and in what order).
 //! - `query.rs`: the read side (listings, lookups by id, counts, metrics)
 //!   and the index scans the write path and the doctor share.
+//! - `seam.rs`: where the records live, the state root's files or a
+//!   storage backend ([`Reminders::with_backend`], issue 30).
 
 use chipset_store::StatePath;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chipset_store::{
-    Corruption, Lock, LockGuard, ReadOutcome, SortableId, StateDir, Timestamp, Unsupported,
-};
+use chipset_backend::Backend;
+use chipset_store::{Corruption, Lock, ReadOutcome, SortableId, StateDir, Timestamp, Unsupported};
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
@@ -27,10 +28,12 @@ use crate::kinds::{KindRegistry, check_severity};
 mod maintain;
 mod query;
 mod rules;
+mod seam;
 
 use query::Located;
-pub(crate) use query::{parse_reminder, read_reminder};
+pub(crate) use query::parse_reminder;
 use rules::{Change, is_due, reopened};
+use seam::{Moved, StripeGuard};
 
 /// `reminders/open/{kind}/{source_type}/{escaped source id}.json`: open reminders.
 pub(crate) const OPEN_DIR: &str = "open";
@@ -179,6 +182,9 @@ pub struct Reminders {
     state: StateDir,
     registry: Arc<KindRegistry>,
     config: ReminderConfig,
+    /// The backend the records live on, when it is not the directory
+    /// `state` (whose files are written as they always were).
+    seam: Option<Arc<dyn Backend>>,
 }
 
 impl Reminders {
@@ -193,6 +199,28 @@ impl Reminders {
             state,
             registry: Arc::new(registry),
             config,
+            seam: None,
+        }
+    }
+
+    /// Returns the channel whose records (the open and snoozed indexes and
+    /// the history) live on `backend`, a PostgreSQL server (issue 30): the
+    /// same rules, each change under the key's stripe lock, which is the
+    /// server's lock; due times on the server's clock. `state` is the
+    /// local root the doctor still uses until it moves onto the seam too.
+    /// An index walk lists the registered kinds' folders (a server has no
+    /// folders to list).
+    pub fn with_backend(
+        state: StateDir,
+        registry: KindRegistry,
+        config: ReminderConfig,
+        backend: Arc<dyn Backend>,
+    ) -> Self {
+        Reminders {
+            state,
+            registry: Arc::new(registry),
+            config,
+            seam: Some(backend),
         }
     }
 
@@ -252,16 +280,19 @@ impl Reminders {
         ]
     }
 
-    fn stripe_lock(&self, stripe: u64) -> Result<Lock> {
-        let name = self
+    fn stripe_path(&self, stripe: u64) -> Result<StatePath> {
+        Ok(self
             .root()
             .join_static(LOCKS_DIR)
-            .join(format!("stripe-{stripe:02}"))?;
-        Ok(self.state.lock_for(&name)?)
+            .join(format!("stripe-{stripe:02}"))?)
     }
 
-    fn lock_key(&self, key: &ReminderKey) -> Result<LockGuard> {
-        Ok(self.stripe_lock(key.stripe())?.exclusive()?)
+    fn stripe_lock(&self, stripe: u64) -> Result<Lock> {
+        Ok(self.state.lock_for(&self.stripe_path(stripe)?)?)
+    }
+
+    fn lock_key(&self, key: &ReminderKey) -> Result<StripeGuard> {
+        self.lock_stripe(key.stripe())
     }
 
     fn key_of(r: &Reminder) -> Result<ReminderKey> {
@@ -280,7 +311,7 @@ impl Reminders {
     }
 
     fn read(&self, path: &StatePath) -> Result<Option<Reminder>> {
-        match read_reminder(&self.state, path)? {
+        match self.read_at(path)? {
             ReadOutcome::Missing => Ok(None),
             ReadOutcome::Value(r) => Ok(Some(r)),
             ReadOutcome::Corrupt(c) => Err(Error::Corrupt(c)),
@@ -321,7 +352,7 @@ impl Reminders {
         };
         let _guard = self.lock_key(&key)?;
         self.settle(&key)?;
-        let now = self.state.now();
+        let now = self.now()?;
         if let Some(snoozed) = self.read(&self.snoozed_path(&key))? {
             if is_due(&snoozed, now) {
                 return Ok(Opened::Existing(self.reopen_locked(&key, &snoozed, now)?));
@@ -351,16 +382,15 @@ impl Reminders {
             metadata: new.metadata,
             extra: Map::new(),
         };
-        match self.state.create_new_json(&path, &reminder) {
-            Ok(()) => Ok(Opened::New(reminder)),
-            // Only a writer that bypassed the lock can get here; its reminder wins.
-            Err(chipset_store::Error::AlreadyExists { .. }) => match self.read(&path)? {
-                Some(existing) => Ok(Opened::Existing(existing)),
-                None => Err(Error::Store(chipset_store::Error::AlreadyExists {
-                    path: path.into_path_buf(),
-                })),
-            },
-            Err(e) => Err(e.into()),
+        if self.create_at(&path, &reminder)? {
+            return Ok(Opened::New(reminder));
+        }
+        // Only a writer that bypassed the lock can get here; its reminder wins.
+        match self.read(&path)? {
+            Some(existing) => Ok(Opened::Existing(existing)),
+            None => Err(Error::Store(chipset_store::Error::AlreadyExists {
+                path: path.into_path_buf(),
+            })),
         }
     }
 
@@ -555,7 +585,7 @@ impl Reminders {
         change: &Change,
     ) -> Result<Option<Reminder>> {
         self.settle(key)?;
-        let now = self.state.now();
+        let now = self.now()?;
         let wanted = |r: &Reminder| expected.is_none_or(|id| *id == r.id);
         let open_path = self.open_path(key);
         if let Some(open) = self.read(&open_path)? {
@@ -567,7 +597,7 @@ impl Reminders {
             // (the commit point), then moves out of the index. `settle`
             // finishes the second if a crash or failure comes between them,
             // so its failure here does not fail the change.
-            self.state.write_json(&open_path, &resolved)?;
+            self.write_at(&open_path, &resolved)?;
             self.settle_after_commit(key);
             return Ok(Some(resolved));
         }
@@ -581,7 +611,7 @@ impl Reminders {
                 return Ok(Some(snoozed));
             }
             let resolved = change.apply(reopened(&snoozed, self.new_id(), now), now);
-            self.state.create_new_json(&open_path, &resolved)?;
+            self.create_new(&open_path, &resolved)?;
             self.settle_after_commit(key);
             return Ok(Some(resolved));
         }
@@ -596,7 +626,7 @@ impl Reminders {
         now: Timestamp,
     ) -> Result<Reminder> {
         let fresh = reopened(snoozed, self.new_id(), now);
-        self.state.create_new_json(&self.open_path(key), &fresh)?;
+        self.create_new(&self.open_path(key), &fresh)?;
         self.settle(key)?;
         tracing::debug!(from = %snoozed.id, to = %fresh.id, "reopened snoozed reminder");
         Ok(fresh)
@@ -641,16 +671,29 @@ impl Reminders {
     /// directory move that a crash left visible in both places), the leftover
     /// is quarantined rather than deleted.
     fn retire(&self, from: &StatePath, to: &StatePath) -> Result<()> {
-        match self.state.move_noclobber(from, to) {
-            Ok(()) => Ok(()),
-            Err(chipset_store::Error::AlreadyExists { .. })
+        match self.move_at(from, to)? {
+            Moved::Done => Ok(()),
+            Moved::DestinationExists
                 if self.read(to)?.is_some() && self.read(to)? == self.read(from)? =>
             {
-                let aside = self.state.quarantine(from)?;
+                let aside = self.quarantine_at(from)?;
                 tracing::warn!(from = %from.display(), to = %aside.display(), "moved aside a duplicate reminder record");
                 Ok(())
             }
-            Err(e) => Err(e.into()),
+            Moved::DestinationExists => Err(Error::Store(chipset_store::Error::AlreadyExists {
+                path: to.as_path().to_owned(),
+            })),
         }
+    }
+
+    /// Creates `r` at `path`, which must hold nothing (the store's
+    /// `AlreadyExists` otherwise, as a no-clobber create reports it).
+    fn create_new(&self, path: &StatePath, r: &Reminder) -> Result<()> {
+        if self.create_at(path, r)? {
+            return Ok(());
+        }
+        Err(Error::Store(chipset_store::Error::AlreadyExists {
+            path: path.as_path().to_owned(),
+        }))
     }
 }

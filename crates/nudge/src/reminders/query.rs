@@ -43,7 +43,7 @@ impl Reminders {
                 .filter(|c| kind_dir.as_ref().is_none_or(|d| c.path.starts_with(d))),
         );
         for path in self.index_files(OPEN_DIR, filter.kind.as_deref())? {
-            match read_reminder(&self.state, &path)? {
+            match self.read_at(&path)? {
                 ReadOutcome::Value(r) if r.is_open() => {
                     if filter.matches(&r) {
                         listing.reminders.push(r);
@@ -99,7 +99,7 @@ impl Reminders {
         files.extend(self.history_files()?);
         let mut seen = std::collections::BTreeSet::new();
         for path in files {
-            match read_reminder(&self.state, &path)? {
+            match self.read_at(&path)? {
                 ReadOutcome::Value(r) => {
                     // A record caught mid-move is read once.
                     if filter.matches(&r) && seen.insert(r.id.clone()) {
@@ -178,7 +178,7 @@ impl Reminders {
     /// [`Error::Store`] on I/O failure.
     pub fn metrics(&self, since: Option<Timestamp>) -> Result<ReminderMetrics> {
         let all = self.all(&ReminderFilter::default())?;
-        Ok(metrics::compute(&all.reminders, self.state.now(), since))
+        Ok(metrics::compute(&all.reminders, self.now()?, since))
     }
 
     /// Returns the files of an index area (`open` or `snoozed`), optionally
@@ -191,16 +191,16 @@ impl Reminders {
         let top = self.root().join_static(area);
         let kinds = match kind {
             Some(k) => vec![k.to_owned()],
-            None => self.state.list(&top)?,
+            None => self.folders_at(&top, None)?,
         };
         let mut out = Vec::new();
         // A name that is not one safe segment holds no reminder: every
         // index path is made of a checked key's parts.
         for kind in kinds {
             let Ok(kdir) = top.join(&kind) else { continue };
-            for st in self.state.list(&kdir)? {
+            for st in self.folders_at(&kdir, Some(&kind))? {
                 let Ok(sdir) = kdir.join(&st) else { continue };
-                for name in self.state.list(&sdir)? {
+                for name in self.list_at(&sdir)? {
                     if name.ends_with(".json")
                         && let Ok(path) = sdir.join(name)
                     {
@@ -215,8 +215,7 @@ impl Reminders {
     pub(super) fn history_files(&self) -> Result<Vec<StatePath>> {
         let dir = self.root().join_static(HISTORY_DIR);
         Ok(self
-            .state
-            .list(&dir)?
+            .list_at(&dir)?
             .into_iter()
             .filter(|n| n.ends_with(".json"))
             .filter_map(|n| dir.join(n).ok())

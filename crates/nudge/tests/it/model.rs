@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chipset_nudge::{
-    Delivery, Error, KindRegistry, ManualResolution, NewNudge, NudgeType, Opened, Received,
-    ReminderFilter, ReminderId, Reminders, Resolution,
+    Delivery, Error, ManualResolution, NewNudge, NudgeType, Opened, Received, ReminderFilter,
+    ReminderId, Resolution,
 };
 use chipset_store::{Clock, ReadOutcome, StateDir};
 use proptest::prelude::*;
@@ -235,8 +235,29 @@ proptest! {
 
     #[test]
     fn reminders_match_the_model(ops in proptest::collection::vec(rem_op(), 1..30)) {
+        reminders_model(&Place::fs(), ops)?;
+    }
+}
+
+proptest! {
+    // Fewer cases on a server: each opens a fresh schema (a migration).
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn reminders_match_the_model_on_postgres(ops in proptest::collection::vec(rem_op(), 1..30)) {
+        if let Some(place) = Place::pg("reminders_match_the_model_on_postgres") {
+            reminders_model(&place, ops)?;
+        }
+    }
+}
+
+/// The reminders' model. On a server the time is the server's clock,
+/// which a test cannot move: the model's clock stays put there (no
+/// `Advance`), so a snooze is never due, on both sides.
+fn reminders_model(place: &Place, ops: Vec<RemOp>) -> Result<(), TestCaseError> {
+    {
         let (t, clock) = manual_no_sync();
-        let r = Reminders::new(t.state.clone(), KindRegistry::preset());
+        let r = place.reminders(t.state.clone());
         let mut live: Vec<Live> = vec![Live::None; KEYS];
         let mut rows = 0usize;
         let now = |c: &chipset_store::ManualClock| c.now().unix_ms();
@@ -245,10 +266,19 @@ proptest! {
                 RemOp::Open(k) => {
                     let got = r.open(new_reminder("t", None, &key(k), "m")).unwrap();
                     match (live[k].clone(), got) {
-                        (Live::None, Opened::New(x)) => { rows += 1; live[k] = Live::Open(x.id); }
+                        (Live::None, Opened::New(x)) => {
+                            rows += 1;
+                            live[k] = Live::Open(x.id);
+                        }
                         (Live::Open(id), Opened::Existing(x)) => prop_assert_eq!(id, x.id),
-                        (Live::Snoozed(id, until, _), Opened::Snoozed(x)) if until > now(&clock) => prop_assert_eq!(id, x.id),
-                        (Live::Snoozed(id, until, _), Opened::Existing(x)) if until <= now(&clock) => {
+                        (Live::Snoozed(id, until, _), Opened::Snoozed(x))
+                            if until > now(&clock) =>
+                        {
+                            prop_assert_eq!(id, x.id)
+                        }
+                        (Live::Snoozed(id, until, _), Opened::Existing(x))
+                            if until <= now(&clock) =>
+                        {
                             prop_assert_eq!(x.reopened_from(), Some(id.as_str()));
                             rows += 1;
                             live[k] = Live::Open(x.id);
@@ -258,7 +288,12 @@ proptest! {
                 }
                 RemOp::Auto(k) => {
                     let key = key(k);
-                    let got = r.auto_resolve(key.kind(), key.source_type(), key.source_id(), "prism_wrap");
+                    let got = r.auto_resolve(
+                        key.kind(),
+                        key.source_type(),
+                        key.source_id(),
+                        "prism_wrap",
+                    );
                     if k == 3 {
                         let refused = matches!(got, Err(Error::NotAResolvingVerb { .. }));
                         prop_assert!(refused, "handoff has no resolving verb: {:?}", got);
@@ -278,8 +313,14 @@ proptest! {
                 }
                 RemOp::Resolve(k, _) | RemOp::Snooze(k, _) if matches!(live[k], Live::None) => {}
                 RemOp::Resolve(k, completed) => {
-                    let (Live::Open(id) | Live::Snoozed(id, ..)) = live[k].clone() else { unreachable!() };
-                    let how = if completed { ManualResolution::Completed } else { ManualResolution::Ignored };
+                    let (Live::Open(id) | Live::Snoozed(id, ..)) = live[k].clone() else {
+                        unreachable!()
+                    };
+                    let how = if completed {
+                        ManualResolution::Completed
+                    } else {
+                        ManualResolution::Ignored
+                    };
                     let got = r.resolve(&id, how, None).unwrap();
                     prop_assert_eq!(got.resolution, Some(Resolution::from(how)));
                     if matches!(live[k], Live::Snoozed(..)) {
@@ -289,22 +330,30 @@ proptest! {
                     live[k] = Live::None;
                 }
                 // Snoozing again for as long, before it is due: a retry, nothing changes.
-                RemOp::Snooze(k, hours)
-                    if matches!(&live[k], Live::Snoozed(_, until, h) if *h == hours && *until > now(&clock)) =>
+                RemOp::Snooze(k, hours) if matches!(&live[k], Live::Snoozed(_, until, h) if *h == hours && *until > now(&clock)) =>
                 {
-                    let Live::Snoozed(id, ..) = live[k].clone() else { unreachable!() };
-                    let got = r.snooze(&id, Duration::from_secs(hours * 3600), None).unwrap();
+                    let Live::Snoozed(id, ..) = live[k].clone() else {
+                        unreachable!()
+                    };
+                    let got = r
+                        .snooze(&id, Duration::from_secs(hours * 3600), None)
+                        .unwrap();
                     prop_assert_eq!(got.id, id);
                 }
                 RemOp::Snooze(k, hours) => {
-                    let (Live::Open(id) | Live::Snoozed(id, ..)) = live[k].clone() else { unreachable!() };
-                    let got = r.snooze(&id, Duration::from_secs(hours * 3600), None).unwrap();
+                    let (Live::Open(id) | Live::Snoozed(id, ..)) = live[k].clone() else {
+                        unreachable!()
+                    };
+                    let got = r
+                        .snooze(&id, Duration::from_secs(hours * 3600), None)
+                        .unwrap();
                     if matches!(live[k], Live::Snoozed(..)) {
                         prop_assert_eq!(got.reopened_from(), Some(id.as_str()));
                         rows += 1;
                     }
                     live[k] = Live::Snoozed(got.id, now(&clock) + hours as i64 * HOUR_MS, hours);
                 }
+                RemOp::Advance(_) if place.is_pg() => {}
                 RemOp::Advance(hours) => clock.advance(Duration::from_secs(hours * 3600)),
                 RemOp::List => {
                     let listing = r.list_open(&ReminderFilter::default()).unwrap();
@@ -313,14 +362,24 @@ proptest! {
                         if let Live::Snoozed(id, until, _) = l.clone()
                             && until <= now(&clock)
                         {
-                            let x = listing.reminders.iter().find(|x| x.source_id == key(k).source_id()).unwrap();
+                            let x = listing
+                                .reminders
+                                .iter()
+                                .find(|x| x.source_id == key(k).source_id())
+                                .unwrap();
                             prop_assert_eq!(x.reopened_from(), Some(id.as_str()));
                             rows += 1;
                             *l = Live::Open(x.id.clone());
                         }
                     }
                     let mut got: Vec<_> = listing.reminders.iter().map(|x| x.id.clone()).collect();
-                    let mut want: Vec<_> = live.iter().filter_map(|l| match l { Live::Open(id) => Some(id.clone()), _ => None }).collect();
+                    let mut want: Vec<_> = live
+                        .iter()
+                        .filter_map(|l| match l {
+                            Live::Open(id) => Some(id.clone()),
+                            _ => None,
+                        })
+                        .collect();
                     got.sort();
                     want.sort();
                     prop_assert_eq!(got, want);
@@ -331,6 +390,10 @@ proptest! {
         let all = r.all(&ReminderFilter::default()).unwrap();
         prop_assert_eq!(all.reminders.len(), rows);
         let open = all.reminders.iter().filter(|x| x.is_open()).count();
-        prop_assert_eq!(open, live.iter().filter(|l| matches!(l, Live::Open(_))).count());
+        prop_assert_eq!(
+            open,
+            live.iter().filter(|l| matches!(l, Live::Open(_))).count()
+        );
     }
+    Ok(())
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use chipset_backend::{Backend, Dir, FsBackend, Key, PgBackend, PgOptions};
-use chipset_nudge::{NudgeConfig, Nudges};
+use chipset_nudge::{KindRegistry, NudgeConfig, Nudges, ReminderConfig, Reminders};
 use chipset_store::StateDir;
 
 /// The variable that names the PostgreSQL server for the tests.
@@ -72,6 +72,15 @@ impl Place {
         }
     }
 
+    /// Returns the reminders on this place (the preset kinds), with
+    /// `state` as the local root.
+    pub(crate) fn reminders(&self, state: StateDir) -> Reminders {
+        match &self.pg {
+            None => Reminders::new(state, KindRegistry::preset()),
+            Some((url, schema)) => open_reminders(state, url, schema),
+        }
+    }
+
     /// Returns a backend handle on this place, to plant and inspect values
     /// as another program would (`state` is the directory's root).
     pub(crate) fn backend(&self, state: &StateDir) -> Arc<dyn Backend> {
@@ -98,6 +107,26 @@ pub(crate) fn key(text: &str) -> Key {
 fn open_pg(state: StateDir, url: &str, schema: &str) -> Nudges {
     let backend = PgBackend::open_with(url, PgOptions::with_schema(schema)).unwrap();
     Nudges::with_backend(state, NudgeConfig::default(), Arc::new(backend))
+}
+
+fn open_reminders(state: StateDir, url: &str, schema: &str) -> Reminders {
+    let backend = PgBackend::open_with(url, PgOptions::with_schema(schema)).unwrap();
+    Reminders::with_backend(
+        state,
+        KindRegistry::preset(),
+        ReminderConfig::default(),
+        Arc::new(backend),
+    )
+}
+
+/// Opens the reminders a [`Place::spec`] names.
+pub(crate) fn reminders_of(spec: &str) -> Reminders {
+    let parts: Vec<&str> = spec.split('\t').collect();
+    match parts.as_slice() {
+        [root] => Reminders::new(StateDir::open(root).unwrap(), KindRegistry::preset()),
+        ["pg", url, schema, root] => open_reminders(StateDir::open(root).unwrap(), url, schema),
+        _ => panic!("bad place {spec}"),
+    }
 }
 
 /// Opens the signals a [`Place::spec`] names, and its local root.

@@ -6,15 +6,12 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
-use chipset_nudge::{
-    Delivery, KindRegistry, NewNudge, NudgeType, Received, ReminderFilter, Reminders,
-    ResponseStatus,
-};
+use chipset_nudge::{Delivery, NewNudge, NudgeType, Received, ReminderFilter, ResponseStatus};
 use chipset_store::{AgentId, ReadOutcome, Timestamp};
 use chipset_testkit::{self as kit, TempState};
 use serde_json::{Value, json};
 
-use crate::place::{Place, nudges_of};
+use crate::place::{Place, nudges_of, reminders_of};
 use crate::support::{ReminderKey, new_reminder};
 use crate::support::{agent, temps_under};
 use crate::support::{preset, responders};
@@ -64,7 +61,8 @@ fn run_role(name: &str, spec: &str, i: usize, extra: &str) -> Value {
         }
         // Open the same reminder key.
         "open" => {
-            let reminders = Reminders::new(state, KindRegistry::preset());
+            drop(state);
+            let reminders = reminders_of(spec);
             let key = ReminderKey::new(preset::WRAP_SESSION, "session", "sess-shared").unwrap();
             let o = reminders
                 .open(new_reminder("tenant", None, &key, format!("from {i}")))
@@ -251,8 +249,20 @@ fn responders_race(place: &Place) {
 
 #[test]
 fn eight_openers_leave_exactly_one_open_reminder() {
+    openers_race(&Place::fs());
+}
+
+#[test]
+fn eight_openers_on_postgres_leave_exactly_one_open_reminder() {
+    if let Some(place) = Place::pg("eight_openers_on_postgres_leave_exactly_one_open_reminder") {
+        openers_race(&place);
+    }
+}
+
+/// On PostgreSQL the key's stripe lock is the server's: eight clients.
+fn openers_race(place: &Place) {
     let t = TempState::new();
-    let out = race(&t, &Place::fs(), "open", "");
+    let out = race(&t, place, "open", "");
     let new = out.iter().filter(|v| v["new"] == true).count();
     assert_eq!(new, 1, "{out:?}");
     let ids: BTreeSet<_> = out
@@ -260,7 +270,7 @@ fn eight_openers_leave_exactly_one_open_reminder() {
         .map(|v| v["id"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(ids.len(), 1, "every opener got the same reminder");
-    let reminders = Reminders::new(t.state.clone(), KindRegistry::preset());
+    let reminders = place.reminders(t.state.clone());
     let listing = reminders.list_open(&ReminderFilter::default()).unwrap();
     assert_eq!(listing.reminders.len(), 1);
     assert_eq!(
