@@ -12,6 +12,10 @@
 //! - `pending/bus_10k` vs `pending/raw_read_10k`: reading a queue of 10,000
 //!   events, against listing, sorting, reading and parsing the files by hand;
 //!   `pending/counts_10k` is one agent's status line: two listings and its presence file.
+//! - On PostgreSQL (issue 30), when `CHIPSET_TEST_PG` names a server: the
+//!   median and p99 of a publish (plain and keyed, `Bus::with_backend`)
+//!   and of a publish to the wake-up of a waiter on another client
+//!   (LISTEN/NOTIFY), printed beside criterion's figures.
 
 #![allow(
     clippy::disallowed_methods,
@@ -27,10 +31,12 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use chipset_bus::{Bus, EventId, NewEvent, Priority, Wake};
+use chipset_backend::{Backend, PgBackend, PgOptions};
+use chipset_bus::{Bus, BusConfig, EventId, NewEvent, Priority, Wake};
 use chipset_store::{AgentId, StateDir, SystemClock};
 use criterion::{BenchmarkId, Criterion};
 use serde_json::json;
@@ -287,5 +293,75 @@ fn main() {
     bench_publish(&mut c);
     bench_wake(&mut c);
     bench_pending(&mut c);
+    bench_server();
     c.final_summary();
+}
+
+/// Median and p99 of `samples`, in microseconds.
+fn spread(samples: &mut [Duration]) -> (f64, f64) {
+    samples.sort_unstable();
+    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
+    (at(0.5).as_secs_f64() * 1e6, at(0.99).as_secs_f64() * 1e6)
+}
+
+/// The bus on PostgreSQL: publish, keyed publish, and publish to wake on
+/// another client, each timed alone, in a schema of its own.
+fn bench_server() {
+    let Some(url) = std::env::var("CHIPSET_TEST_PG")
+        .ok()
+        .filter(|u| !u.is_empty())
+    else {
+        eprintln!("server: skipped (CHIPSET_TEST_PG is not set)");
+        return;
+    };
+    let schema = format!("bench_bus_{}", std::process::id());
+    let open = || -> Arc<dyn Backend> {
+        Arc::new(PgBackend::open_with(&url, PgOptions::with_schema(&schema)).expect("server"))
+    };
+    let tmp = tempfile::tempdir_in(std::env::temp_dir()).expect("tempdir");
+    let state = StateDir::open(tmp.path().join("state")).expect("state");
+    let mut config = BusConfig::default();
+    // A wake within the run is a notification, never the rescan.
+    config.watch.rescan_interval = Duration::from_secs(120);
+    let bus = Bus::with_backend(state.clone(), config.clone(), open());
+    let waiting = Bus::with_backend(state, config, open());
+    let agent = AgentId::new("bench").expect("agent");
+    let event = NewEvent::new("worker-1", "task-done")
+        .priority(Priority::High)
+        .payload(payload());
+    let _ = bus.publish(&agent, &event).expect("warm");
+    let mut plain = Vec::new();
+    let mut keyed = Vec::new();
+    for i in 0..300 {
+        let t = Instant::now();
+        let _ = bus.publish(&agent, &event).expect("publish");
+        plain.push(t.elapsed());
+        let e = event.clone().dedup_key(format!("key-{i}"));
+        let t = Instant::now();
+        let _ = bus.publish(&agent, &e).expect("publish");
+        keyed.push(t.elapsed());
+    }
+    let listener = AgentId::new("listener").expect("agent");
+    let mut waiter = waiting.waiter(&listener).expect("waiter");
+    let mut wake = Vec::new();
+    for _ in 0..200 {
+        let t = Instant::now();
+        let _ = bus.publish(&listener, &event).expect("publish");
+        match waiter.wait(Duration::from_secs(30)).expect("wait") {
+            Wake::Arrived(_) => wake.push(t.elapsed()),
+            Wake::TimedOut => panic!("no wake-up"),
+        }
+    }
+    for (what, samples) in [
+        ("publish", &mut plain),
+        ("publish with a key", &mut keyed),
+        ("publish to wake (another client)", &mut wake),
+    ] {
+        let (median, p99) = spread(samples);
+        eprintln!("server: {what}: median {median:.0} us, p99 {p99:.0} us");
+    }
+    if let Ok(mut c) = postgres::Client::connect(&url, postgres::NoTls) {
+        // The schema's name is ours: lower-case letters, digits and `_`.
+        let _ = c.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
+    }
 }
