@@ -181,6 +181,21 @@
 //! rest. A failed keyed publish may leave the key's `dedup/` directory,
 //! holding only its lock file (lock files are never removed).
 //!
+//! # On a server
+//!
+//! [`Bus::with_backend`] puts the same queues on a `chipset_backend`
+//! backend, a PostgreSQL server, for agents on several hosts: the keys
+//! mirror the files above and hold the same bytes. A publish is one
+//! create; a keyed publish is judged under the key's lock, which on a
+//! server is the server's advisory lock, so of many clients on many hosts
+//! exactly one delivers; acknowledging is one no-clobber move; presence,
+//! `created_at`, de-duplication windows and reminders use the server's
+//! clock ([`Bus::now`]); a [`Waiter`] is woken by the server's
+//! notifications, with the rescan kept. A publish cut at commit is
+//! [`Error::OutcomeUnknown`] with the event's id, whose retry returns the
+//! first delivery. The upkeep below ([`Bus::status`], [`Bus::prune`],
+//! [`Bus::doctor`]) still reads the local root.
+//!
 //! # Upkeep
 //!
 //! [`Bus::agent_status`] and [`Bus::status`] count pending events per priority from
