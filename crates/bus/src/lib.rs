@@ -187,8 +187,10 @@
 //! backend, a PostgreSQL server, for agents on several hosts: the keys
 //! mirror the files above and hold the same bytes. A publish is one
 //! create; a keyed publish is judged under the key's lock, which on a
-//! server is the server's advisory lock, so of many clients on many hosts
-//! exactly one delivers; acknowledging is one no-clobber move; presence,
+//! server is the server's advisory lock, and the event and the key's
+//! record are one transaction whose record step is a swap at the version
+//! judged, so of many clients on many hosts exactly one delivers and no
+//! publish is half done; acknowledging is one no-clobber move; presence,
 //! `created_at`, de-duplication windows and reminders use the server's
 //! clock ([`Bus::now`]); a [`Waiter`] is woken by the server's
 //! notifications, with the rescan kept. A publish cut at commit is

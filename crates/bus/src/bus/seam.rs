@@ -138,9 +138,9 @@ impl Bus {
 
     /// Reads one event value and checks it against its name.
     pub(crate) fn seam_read_event(&self, seam: &dyn Backend, key: &Key) -> Result<EventRead> {
-        let Some(entry) = QueueEntry::parse(key.name()) else {
+        if QueueEntry::parse(key.name()).is_none() {
             return Ok(EventRead::Bad(Problem::ForeignName));
-        };
+        }
         let bytes = match seam.read(key) {
             Ok(None) => return Ok(EventRead::Gone),
             Ok(Some(v)) => v.value,
@@ -149,7 +149,15 @@ impl Bus {
             }
             Err(e) => return Err(seam_error(e)),
         };
-        Ok(match parse_event(&key_path(key), &bytes) {
+        Ok(self.parse_event_at(key, &bytes))
+    }
+
+    /// Takes the bytes read at `key` as an event checked against its name.
+    fn parse_event_at(&self, key: &Key, bytes: &[u8]) -> EventRead {
+        let Some(entry) = QueueEntry::parse(key.name()) else {
+            return EventRead::Bad(Problem::ForeignName);
+        };
+        match parse_event(&key_path(key), bytes) {
             ReadOutcome::Missing => EventRead::Gone,
             ReadOutcome::Corrupt(c) => EventRead::Bad(Problem::Corrupt(c.reason)),
             ReadOutcome::Unsupported(u) => EventRead::Bad(Problem::Unsupported(u.what)),
@@ -157,23 +165,40 @@ impl Bus {
                 EventRead::Bad(Problem::NameMismatch)
             }
             ReadOutcome::Value(e) => EventRead::Event(e),
-        })
+        }
     }
 
-    /// [`Bus::pending`] on the seam: one ordered listing, then each value.
+    /// [`Bus::pending`] on the seam: the queue's values in one read (one
+    /// statement on a server), in name order, each checked against its
+    /// name. A backend that cannot read one of them whole (a directory's
+    /// unreadable file) is read value by value, so it is reported, not fatal.
     pub(crate) fn seam_pending(&self, seam: &dyn Backend, agent: &AgentId) -> Result<Pending> {
         let dir = self.seam_dir(agent, Some(QUEUE));
         let mut pending = Pending::default();
-        for name in seam.list(&dir).map_err(seam_error)? {
-            let key = dir.key(&name).map_err(seam_error)?;
-            match self.seam_read_event(seam, &key)? {
-                EventRead::Gone => {}
-                EventRead::Event(e) => pending.events.push(e),
-                EventRead::Bad(problem) => pending.unreadable.push(BadFile {
-                    path: key_path(&key),
-                    problem,
-                }),
+        let mut note = |key: Key, read: EventRead| match read {
+            EventRead::Gone => {}
+            EventRead::Event(e) => pending.events.push(e),
+            EventRead::Bad(problem) => pending.unreadable.push(BadFile {
+                path: key_path(&key),
+                problem,
+            }),
+        };
+        match seam.read_all(&dir) {
+            Ok(values) => {
+                for (name, v) in values {
+                    let key = dir.key(&name).map_err(seam_error)?;
+                    let read = self.parse_event_at(&key, &v.value);
+                    note(key, read);
+                }
             }
+            Err(chipset_backend::Error::Corrupt { .. }) => {
+                for name in seam.list(&dir).map_err(seam_error)? {
+                    let key = dir.key(&name).map_err(seam_error)?;
+                    let read = self.seam_read_event(seam, &key)?;
+                    note(key, read);
+                }
+            }
+            Err(e) => return Err(seam_error(e)),
         }
         Ok(pending)
     }

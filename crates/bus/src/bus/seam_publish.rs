@@ -1,9 +1,11 @@
 //! Publishing on the storage seam: one create per event, and for a keyed
-//! publish the check, the create and the key's record under the key's
-//! lock, which on PostgreSQL is a session advisory lock on the server, so
-//! of many clients on many hosts publishing one key exactly one delivers.
+//! publish the check under the key's lock (on PostgreSQL a session
+//! advisory lock on the server), then the event and the key's record in
+//! one transaction whose record step is a swap at the version judged: of
+//! many clients on many hosts publishing one key exactly one delivers,
+//! and a publish is never half done.
 
-use chipset_backend::{Backend, Created};
+use chipset_backend::{Backend, Created, Step};
 
 use super::seam::{key_path, seam_error};
 use super::*;
@@ -36,85 +38,137 @@ impl Bus {
         // path's `StateDir::update` takes; on a server an advisory lock,
         // released by the server if this client dies holding it.
         let _guard = seam.lock(&record_key).map_err(seam_error)?;
-        let (last, version) = loop {
-            match self.seam_read::<DedupRecord>(seam, &record_key)? {
-                (ReadOutcome::Corrupt(bad), _) => {
-                    // Delivering a possible duplicate beats dropping an event.
-                    tracing::warn!(path = %bad.path.display(), reason = %bad.reason, "corrupt de-duplication record");
-                    self.seam_quarantine(seam, &record_key)?;
-                }
-                // A record this version cannot judge is neither overwritten nor guessed at.
-                (ReadOutcome::Unsupported(u), _) => {
-                    return Err(chipset_store::Error::from(u).into());
-                }
-                (ReadOutcome::Value(r), v) => break (Some(r), v),
-                (ReadOutcome::Missing, _) => break (None, None),
-            }
+        let record_bytes = |record: &DedupRecord| -> Result<Vec<u8>> {
+            Ok(
+                chipset_store::StateDir::to_canonical_json(record).map_err(|source| {
+                    chipset_store::Error::Serialize {
+                        path: key_path(&record_key),
+                        source,
+                    }
+                })?,
+            )
         };
-        let write_record = |record: &DedupRecord| -> Result<()> {
-            let bytes = chipset_store::StateDir::to_canonical_json(record).map_err(|source| {
+        loop {
+            let (last, version) = loop {
+                match self.seam_read::<DedupRecord>(seam, &record_key)? {
+                    (ReadOutcome::Corrupt(bad), _) => {
+                        // Delivering a possible duplicate beats dropping an event.
+                        tracing::warn!(path = %bad.path.display(), reason = %bad.reason, "corrupt de-duplication record");
+                        self.seam_quarantine(seam, &record_key)?;
+                    }
+                    // A record this version cannot judge is neither overwritten nor guessed at.
+                    (ReadOutcome::Unsupported(u), _) => {
+                        return Err(chipset_store::Error::from(u).into());
+                    }
+                    (ReadOutcome::Value(r), v) => break (Some(r), v),
+                    (ReadOutcome::Missing, _) => break (None, None),
+                }
+            };
+            // A retry of a publish that applied: return the first delivery,
+            // and finish its record if it is missing (only an event
+            // published before its key's record existed lacks one).
+            if chosen && let Some(first) = self.seam_find_published(seam, agent, &built)? {
+                if !matches!(&last, Some(r) if r.key == key) {
+                    let bytes = record_bytes(&DedupRecord {
+                        key: key.to_owned(),
+                        accepted_at: first.created_at,
+                        event_id: first.id.clone(),
+                        window_ms,
+                    })?;
+                    match version {
+                        Some(v) => seam.replace(&record_key, v, &bytes).map(|_| ()),
+                        None => seam.create(&record_key, &bytes).map(|_| ()),
+                    }
+                    .map_err(seam_error)?;
+                }
+                return Ok(Published::Delivered(first));
+            }
+            // Time is read under the lock, so racing publishers are judged in lock order.
+            let now = self.seam_now(seam)?;
+            if let Verdict::Duplicate {
+                original,
+                accepted_at,
+            } = dedup::judge(last.as_ref(), key, now, window)
+            {
+                return Ok(Published::Duplicate {
+                    key: key.to_owned(),
+                    original,
+                    accepted_at,
+                });
+            }
+            built.created_at = now;
+            let record = record_bytes(&DedupRecord {
+                key: key.to_owned(),
+                accepted_at: now,
+                event_id: built.id.clone(),
+                window_ms,
+            })?;
+            let event_key = self.seam_key(agent, Some(QUEUE), &built.file_name())?;
+            let event_bytes = self.event_bytes(&event_key, &built)?;
+            let record_step = match version {
+                Some(expected) => Step::Replace {
+                    key: &record_key,
+                    expected,
+                    value: &record,
+                },
+                None => Step::Create {
+                    key: &record_key,
+                    value: &record,
+                },
+            };
+            let steps = [
+                Step::Create {
+                    key: &event_key,
+                    value: &event_bytes,
+                },
+                record_step,
+            ];
+            match seam.transact(&steps) {
+                Ok(_) => return Ok(Published::Delivered(built)),
+                // The event's id is taken: only a caller-chosen id can collide.
+                Err(chipset_backend::Error::Exists { key: taken, .. })
+                    if taken == event_key.to_string() =>
+                {
+                    return match self.seam_find_published(seam, agent, &built)? {
+                        Some(first) => Ok(Published::Delivered(first)),
+                        None => Err(Error::IdConflict {
+                            agent: agent.clone(),
+                            id: built.id.clone(),
+                            path: key_path(&event_key),
+                        }),
+                    };
+                }
+                // The record changed since it was judged (a publish whose
+                // commit landed after its client let the lock go): nothing
+                // was applied; judge again.
+                Err(
+                    chipset_backend::Error::Conflict { .. }
+                    | chipset_backend::Error::Exists { .. }
+                    | chipset_backend::Error::NotFound { .. },
+                ) => {
+                    tracing::debug!(key = %record_key, "de-duplication record changed; judging again");
+                }
+                Err(e) if e.is_outcome_unknown() => {
+                    return Err(Error::OutcomeUnknown {
+                        id: built.id.clone(),
+                        source: Box::new(e),
+                    });
+                }
+                Err(e) => return Err(seam_error(e)),
+            }
+        }
+    }
+
+    /// The bytes of `built` as its file holds them.
+    fn event_bytes(&self, key: &chipset_backend::Key, built: &Event) -> Result<Vec<u8>> {
+        Ok(
+            chipset_store::StateDir::to_canonical_json(built).map_err(|source| {
                 chipset_store::Error::Serialize {
-                    path: key_path(&record_key),
+                    path: key_path(key),
                     source,
                 }
-            })?;
-            // Under the key's lock nobody else writes the record: a swap
-            // at the version read, or a create when there was none.
-            match version {
-                Some(v) => seam.replace(&record_key, v, &bytes).map(|_| ()),
-                None => seam.create(&record_key, &bytes).map(|_| ()),
-            }
-            .map_err(seam_error)
-        };
-        // A retry of a publish that applied: return the first delivery,
-        // and finish its follow-up (the key's record) if it is missing.
-        if chosen && let Some(first) = self.seam_find_published(seam, agent, &built)? {
-            if !matches!(&last, Some(r) if r.key == key) {
-                write_record(&DedupRecord {
-                    key: key.to_owned(),
-                    accepted_at: first.created_at,
-                    event_id: first.id.clone(),
-                    window_ms,
-                })?;
-            }
-            return Ok(Published::Delivered(first));
-        }
-        // Time is read under the lock, so racing publishers are judged in lock order.
-        let now = self.seam_now(seam)?;
-        match dedup::judge(last.as_ref(), key, now, window) {
-            Verdict::Duplicate {
-                original,
-                accepted_at,
-            } => Ok(Published::Duplicate {
-                key: key.to_owned(),
-                original,
-                accepted_at,
-            }),
-            Verdict::Accept => {
-                // Publish first, record second: a crash between the two
-                // can let one duplicate through, never lose the event.
-                built.created_at = now;
-                let id = built.id.clone();
-                let built = self.seam_create_event(seam, agent, built)?;
-                let record = DedupRecord {
-                    key: key.to_owned(),
-                    accepted_at: now,
-                    event_id: built.id.clone(),
-                    window_ms,
-                };
-                write_record(&record).map_err(|e| {
-                    // Published (its commit point passed), but the record
-                    // was not written: say so with the id, whose retry
-                    // returns the event and writes the record.
-                    tracing::warn!(key = %record_key, id = %id, "published, but the de-duplication record was not written");
-                    Error::OutcomeUnknown {
-                        id,
-                        source: Box::new(e),
-                    }
-                })?;
-                Ok(Published::Delivered(built))
-            }
-        }
+            })?,
+        )
     }
 
     /// Publishes `built` into `agent`'s queue on the seam: one create, the
@@ -126,12 +180,7 @@ impl Bus {
         built: Event,
     ) -> Result<Event> {
         let key = self.seam_key(agent, Some(QUEUE), &built.file_name())?;
-        let bytes = chipset_store::StateDir::to_canonical_json(&built).map_err(|source| {
-            chipset_store::Error::Serialize {
-                path: key_path(&key),
-                source,
-            }
-        })?;
+        let bytes = self.event_bytes(&key, &built)?;
         match seam.create(&key, &bytes) {
             Ok(Created::New(_)) => Ok(built),
             // Only a caller-chosen id can collide (generated ids are unique).

@@ -11,7 +11,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use chipset_backend::{
-    Backend, Created, Dir, Key, LockGuard, LogPos, LogRead, PgBackend, PgOptions, Version,
+    Backend, Created, Dir, Key, LockGuard, LogPos, LogRead, PgBackend, PgOptions, Step, Version,
     Versioned, Wait,
 };
 use chipset_bus::{AckOutcome, Bus, BusConfig, Error, EventId, NewEvent, Published, Wake};
@@ -72,10 +72,12 @@ fn eight_clients_publish_one_key_one_event_on_postgres() {
 const CUT_NOTHING: u8 = 0;
 const CUT_CREATE: u8 = 1;
 const CUT_MOVE: u8 = 2;
+const CUT_COMMIT: u8 = 3;
 
-/// A server backend whose next queue create or move is cut at commit by
-/// the proxy it talks through: the statement reaches the server and
-/// commits, and the answer never comes back.
+/// A server backend whose next queue create or move, or next
+/// transaction's `COMMIT`, is cut by the proxy it talks through: the
+/// statement reaches the server and commits, and the answer never comes
+/// back.
 #[derive(Debug)]
 struct CutAtCommit {
     inner: PgBackend,
@@ -145,6 +147,19 @@ impl Backend for CutAtCommit {
     }
     fn watch(&self, dirs: &[Dir], rescan: Duration) -> chipset_backend::Result<Box<dyn Wait>> {
         self.inner.watch(dirs, rescan)
+    }
+    fn read_all(&self, dir: &Dir) -> chipset_backend::Result<Vec<(String, Versioned)>> {
+        self.inner.read_all(dir)
+    }
+    fn transact(&self, steps: &[Step<'_>]) -> chipset_backend::Result<Vec<Option<Version>>> {
+        if self
+            .armed
+            .compare_exchange(CUT_COMMIT, CUT_NOTHING, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            self.proxy.cut_at_request_with("COMMIT");
+        }
+        self.inner.transact(steps)
     }
 }
 
@@ -239,16 +254,18 @@ fn a_publish_and_an_ack_cut_at_commit_are_unknown_and_the_retries_answer_first()
         AckOutcome::AlreadyAcked
     );
 
-    // A keyed publish cut at its event's commit: the retry delivers it
-    // once, and the key then holds within its window.
+    // A keyed publish (the event and its key's record, one transaction)
+    // cut at its COMMIT: unknown; both committed; the retry returns the
+    // first delivery, and the key then holds within its window.
     let keyed = with_id("mention").dedup_key("debug.chat#7");
     warm();
-    cut.arm(CUT_CREATE);
+    cut.arm(CUT_COMMIT);
     let err = bus.publish(&hub, &keyed).unwrap_err();
     assert!(err.is_outcome_unknown(), "{err}");
+    let pending = other.pending(&hub).unwrap().events;
+    assert_eq!(pending.len(), 1);
     let first = bus.publish(&hub, &keyed).unwrap();
     let first = first.delivered().unwrap();
-    let pending = other.pending(&hub).unwrap().events;
     assert_eq!(pending, vec![first.clone()]);
     let again = other
         .publish(
@@ -331,4 +348,106 @@ fn a_waiter_on_another_client_is_woken_by_the_servers_notification() {
             lags[lags.len() - 1]
         );
     }
+}
+
+/// A server backend that, before the next transaction, accepts the key
+/// `debug.chat#9` for `hub` itself: what a publisher on another host whose
+/// commit landed after it let the key's lock go looks like.
+#[derive(Debug)]
+struct Interloper {
+    inner: PgBackend,
+    armed: std::sync::atomic::AtomicBool,
+    original: EventId,
+}
+
+impl Backend for Interloper {
+    fn now(&self) -> chipset_backend::Result<Timestamp> {
+        self.inner.now()
+    }
+    fn read(&self, key: &Key) -> chipset_backend::Result<Option<Versioned>> {
+        self.inner.read(key)
+    }
+    fn create(&self, key: &Key, value: &[u8]) -> chipset_backend::Result<Created> {
+        self.inner.create(key, value)
+    }
+    fn replace(&self, key: &Key, v: Version, value: &[u8]) -> chipset_backend::Result<Version> {
+        self.inner.replace(key, v, value)
+    }
+    fn put(&self, key: &Key, value: &[u8]) -> chipset_backend::Result<Version> {
+        self.inner.put(key, value)
+    }
+    fn remove(&self, key: &Key, v: Version) -> chipset_backend::Result<()> {
+        self.inner.remove(key, v)
+    }
+    fn move_new(&self, from: &Key, v: Version, to: &Key) -> chipset_backend::Result<Version> {
+        self.inner.move_new(from, v, to)
+    }
+    fn list(&self, dir: &Dir) -> chipset_backend::Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+    fn append(&self, log: &Key, records: &[&[u8]]) -> chipset_backend::Result<()> {
+        self.inner.append(log, records)
+    }
+    fn read_log(&self, log: &Key, from: LogPos) -> chipset_backend::Result<LogRead> {
+        self.inner.read_log(log, from)
+    }
+    fn lock(&self, key: &Key) -> chipset_backend::Result<LockGuard> {
+        self.inner.lock(key)
+    }
+    fn watch(&self, dirs: &[Dir], rescan: Duration) -> chipset_backend::Result<Box<dyn Wait>> {
+        self.inner.watch(dirs, rescan)
+    }
+    fn read_all(&self, dir: &Dir) -> chipset_backend::Result<Vec<(String, Versioned)>> {
+        self.inner.read_all(dir)
+    }
+    fn transact(&self, steps: &[Step<'_>]) -> chipset_backend::Result<Vec<Option<Version>>> {
+        if self.armed.swap(false, Ordering::SeqCst) {
+            let record = json!({
+                "accepted_at": self.inner.now()?,
+                "event_id": self.original,
+                "key": "debug.chat#9",
+                "window_ms": 60_000,
+            });
+            let bytes = chipset_store::StateDir::to_canonical_json(&record).unwrap();
+            let key = Dir::new("bus")
+                .and_then(|d| d.join("hub"))
+                .and_then(|d| d.join("dedup"))
+                .and_then(|d| d.key("debug%2Echat%239.json"))
+                .unwrap();
+            let _ = self.inner.put(&key, &bytes)?;
+        }
+        self.inner.transact(steps)
+    }
+}
+
+/// Regression for a keyed publish as two writes: a record accepted by
+/// another client after this one judged the key makes its transaction
+/// (the event and the record's swap) apply nothing, and it judges again.
+#[test]
+fn a_key_accepted_meanwhile_rolls_the_publish_back_and_it_is_a_duplicate() {
+    let test = "a_key_accepted_meanwhile_rolls_the_publish_back_and_it_is_a_duplicate";
+    let Some(place) = Place::pg(test) else {
+        return;
+    };
+    let (url, schema) = place.server().unwrap();
+    let t = TempState::new();
+    let original = EventId::generate(&SystemClock);
+    let interloper = Arc::new(Interloper {
+        inner: PgBackend::open_with(url, PgOptions::with_schema(schema)).unwrap(),
+        armed: std::sync::atomic::AtomicBool::new(true),
+        original: original.clone(),
+    });
+    let bus = Bus::with_backend(t.state.clone(), BusConfig::default(), interloper);
+    let hub = agent("hub");
+    let got = bus
+        .publish(
+            &hub,
+            &NewEvent::new("watcher", "mention").dedup_key("debug.chat#9"),
+        )
+        .unwrap();
+    assert!(
+        matches!(&got, Published::Duplicate { original: o, .. } if *o == original),
+        "{got:?}"
+    );
+    assert!(bus.pending(&hub).unwrap().is_empty());
 }
