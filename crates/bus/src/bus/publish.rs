@@ -131,14 +131,9 @@ impl Bus {
             .iter()
             .map(|e| e.build(clock))
             .collect::<Result<_>>()?;
-        if self.seam.is_some() {
-            // One statement (one commit) per event on a server; chosen ids
-            // already published are returned as first delivered.
-            return events
-                .iter()
-                .zip(built)
-                .map(|(event, b)| self.publish_built(agent, event, b))
-                .collect();
+        if let Some(seam) = &self.seam {
+            // On a server the events without a key are one transaction.
+            return self.seam_publish_batch(seam.as_ref(), agent, events, built);
         }
         let mut out: Vec<Option<Published>> = vec![None; events.len()];
         let mut fresh: Vec<usize> = Vec::new();

@@ -159,6 +159,72 @@ impl Bus {
         }
     }
 
+    /// [`Bus::publish_batch`] on the seam: the events without a key that
+    /// are not already published are created in one transaction (one
+    /// commit, all or none); the keyed ones follow, one by one, as
+    /// [`Bus::publish`] judges them.
+    pub(crate) fn seam_publish_batch(
+        &self,
+        seam: &dyn Backend,
+        agent: &AgentId,
+        events: &[NewEvent],
+        built: Vec<Event>,
+    ) -> Result<Vec<Published>> {
+        let now = self.seam_now(seam)?;
+        let mut out: Vec<Option<Published>> = vec![None; events.len()];
+        let mut fresh: Vec<(usize, Event, chipset_backend::Key, Vec<u8>)> = Vec::new();
+        for (i, (event, b)) in events.iter().zip(&built).enumerate() {
+            if event.key().is_some() {
+                continue;
+            }
+            if event.chosen_id().is_some()
+                && let Some(first) = self.seam_find_published(seam, agent, b)?
+            {
+                out[i] = Some(Published::Delivered(first));
+                continue;
+            }
+            let mut b = b.clone();
+            b.created_at = now;
+            let key = self.seam_key(agent, Some(QUEUE), &b.file_name())?;
+            let bytes = self.event_bytes(&key, &b)?;
+            fresh.push((i, b, key, bytes));
+        }
+        if !fresh.is_empty() {
+            let steps: Vec<Step<'_>> = fresh
+                .iter()
+                .map(|(_, _, key, value)| Step::Create { key, value })
+                .collect();
+            match seam.transact(&steps) {
+                Ok(_) => {
+                    for (i, b, _, _) in &fresh {
+                        out[*i] = Some(Published::Delivered(b.clone()));
+                    }
+                }
+                // A chosen id published meanwhile: nothing was applied;
+                // each is published on its own, the taken one recognised.
+                Err(chipset_backend::Error::Exists { .. }) => {
+                    for (i, b, _, _) in &fresh {
+                        let first = self.seam_create_event(seam, agent, b.clone())?;
+                        out[*i] = Some(Published::Delivered(first));
+                    }
+                }
+                Err(e) if e.is_outcome_unknown() => {
+                    return Err(Error::OutcomeUnknown {
+                        id: fresh[0].1.id.clone(),
+                        source: Box::new(e),
+                    });
+                }
+                Err(e) => return Err(seam_error(e)),
+            }
+        }
+        for (i, (event, b)) in events.iter().zip(built).enumerate() {
+            if event.key().is_some() {
+                out[i] = Some(self.seam_publish_built(seam, agent, event, b)?);
+            }
+        }
+        Ok(out.into_iter().flatten().collect())
+    }
+
     /// The bytes of `built` as its file holds them.
     fn event_bytes(&self, key: &chipset_backend::Key, built: &Event) -> Result<Vec<u8>> {
         Ok(

@@ -451,3 +451,47 @@ fn a_key_accepted_meanwhile_rolls_the_publish_back_and_it_is_a_duplicate() {
     );
     assert!(bus.pending(&hub).unwrap().is_empty());
 }
+
+/// A batch of 100 with chosen ids and one keyed event: every event
+/// delivered once, in order; the same batch again publishes nothing new
+/// (on a server the unkeyed events are one transaction).
+fn batch_and_its_retry(place: &Place) {
+    let t = TempState::new();
+    let bus = place.bus(t.state.clone());
+    let hub = agent("hub");
+    let mut batch: Vec<NewEvent> = (0..100)
+        .map(|i| {
+            NewEvent::new("batcher", "tick")
+                .with_id(EventId::generate(&SystemClock))
+                .payload(json!({ "i": i }))
+        })
+        .collect();
+    batch.push(NewEvent::new("batcher", "mention").dedup_key("batch#1"));
+    let first = bus.publish_batch(&hub, &batch).unwrap();
+    assert_eq!(first.len(), 101);
+    assert!(first.iter().all(|p| p.delivered().is_some()));
+    let again = bus.publish_batch(&hub, &batch).unwrap();
+    assert_eq!(again[..100], first[..100]);
+    assert!(matches!(again[100], Published::Duplicate { .. }));
+    let pending = bus.pending(&hub).unwrap().events;
+    assert_eq!(pending.len(), 101);
+    let ticks: Vec<_> = pending
+        .iter()
+        .filter(|e| e.kind == "tick")
+        .map(|e| e.payload["i"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ticks, (0..100).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_batch_is_delivered_once_and_its_retry_adds_nothing() {
+    batch_and_its_retry(&Place::fs());
+}
+
+#[test]
+fn a_batch_is_delivered_once_and_its_retry_adds_nothing_on_postgres() {
+    let test = "a_batch_is_delivered_once_and_its_retry_adds_nothing_on_postgres";
+    if let Some(place) = Place::pg(test) {
+        batch_and_its_retry(&place);
+    }
+}
