@@ -150,13 +150,13 @@ impl Bus {
     pub fn agent_status(&self, agent: &AgentId) -> Result<AgentStatus> {
         let mut pending = [0; 4];
         let mut foreign = 0;
-        for name in self.state().list(&self.queue_dir(agent))? {
+        for name in self.folder_names(agent, crate::bus::QUEUE)? {
             match QueueEntry::parse(&name) {
                 Some(e) => pending[usize::from(e.priority().digit())] += 1,
                 None => foreign += 1,
             }
         }
-        let processed = self.state().list(&self.processed_dir(agent))?.len();
+        let processed = self.folder_names(agent, crate::bus::PROCESSED)?.len();
         let presence = self.presence(agent)?;
         Ok(AgentStatus {
             agent: agent.clone(),

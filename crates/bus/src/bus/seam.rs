@@ -110,6 +110,24 @@ impl Bus {
         }
     }
 
+    /// Lists the names in `agent`'s `folder` (`queue`, `processed`): the
+    /// directory's entries, or the seam's keys (so [`Bus::agent_status`]
+    /// counts on a server too).
+    pub(crate) fn folder_names(
+        &self,
+        agent: &AgentId,
+        folder: &'static str,
+    ) -> Result<Vec<String>> {
+        match &self.seam {
+            None => Ok(self
+                .state
+                .list(&self.agent_dir(agent).join_static(folder))?),
+            Some(seam) => seam
+                .list(&self.seam_dir(agent, Some(folder)))
+                .map_err(seam_error),
+        }
+    }
+
     /// Lists the event names in `bus/{agent}/{folder}`, in processing order.
     pub(crate) fn seam_entries(
         &self,
