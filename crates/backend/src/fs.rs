@@ -306,6 +306,17 @@ impl Backend for FsBackend {
         })?;
         Ok(Box::new(FsWait { watcher }))
     }
+
+    fn list_dirs(&self, dir: &Dir) -> Result<Vec<String>> {
+        let path = self.dir_path(dir)?;
+        self.state
+            .list_dirs(&path)
+            .map_err(|e| Error::store("list folders of", dir, e))
+    }
+
+    fn local_state(&self) -> Option<&StateDir> {
+        Some(&self.state)
+    }
 }
 
 #[derive(Debug)]

@@ -295,6 +295,24 @@ pub trait Backend: fmt::Debug + Send + Sync {
     fn transact(&self, steps: &[Step<'_>]) -> Result<Vec<Option<Version>>> {
         crate::txn::in_order(self, steps)
     }
+
+    /// Lists the folders directly below `dir` that hold a value (at any
+    /// depth below), in byte order: an agent's folder under `nudge/`.
+    /// On a directory every real folder not starting with a dot (an empty
+    /// one too); on PostgreSQL, where a folder exists only through its
+    /// values, the first segment below `dir` of every row's `dir`.
+    ///
+    /// # Errors
+    ///
+    /// An I/O or server error.
+    fn list_dirs(&self, dir: &Dir) -> Result<Vec<String>>;
+
+    /// Returns the state root when this backend is a local directory, so a
+    /// channel keeps the file-only parts of its work there (a doctor's
+    /// quarantine, stale temporary files); `None` on a server.
+    fn local_state(&self) -> Option<&chipset_store::StateDir> {
+        None
+    }
 }
 
 /// Refuses a value over [`MAX_VALUE`] before anything is written.

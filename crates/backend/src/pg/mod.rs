@@ -221,6 +221,12 @@ SELECT version, pg_notify($6, $7), pg_notify($6, $8) FROM ins";
 
 const LIST: &str = "SELECT name FROM chipset_entries WHERE dir = $1 ORDER BY name";
 
+// The prefix is compared as text, never as a LIKE pattern: a name may hold
+// `%` or `_`. COLLATE "C" sorts by bytes, as a listing does.
+const LIST_DIRS: &str =
+    "SELECT DISTINCT split_part(substr(dir, length($1) + 1), '/', 1) COLLATE \"C\" AS sub
+    FROM chipset_entries WHERE left(dir, length($1)) = $1 ORDER BY sub";
+
 // The head row's lock, held to commit, orders appends: sequence numbers
 // are handed out in commit order, so a reader never sees a gap that a
 // slower transaction fills later.
@@ -438,6 +444,12 @@ impl Backend for PgBackend {
 
     fn transact(&self, steps: &[crate::Step<'_>]) -> Result<Vec<Option<Version>>> {
         self.transact_steps(steps)
+    }
+
+    fn list_dirs(&self, dir: &Dir) -> Result<Vec<String>> {
+        let prefix = format!("{}/", dir.as_text());
+        let rows = self.run("list folders of", dir, false, LIST_DIRS, &[&prefix])?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 }
 

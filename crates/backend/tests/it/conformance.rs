@@ -19,6 +19,7 @@ both!(
     retries_answer_as_the_first_attempt,
     appends_are_ordered_and_whole,
     listing_is_in_byte_order,
+    folders_are_listed_in_byte_order,
     lock_excludes_threads_and_handles,
     lock_dies_with_its_holder,
     write_on_one_handle_wakes_another,
@@ -284,6 +285,29 @@ fn listing_is_in_byte_order(fx: &Fx) {
     want.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
     assert_eq!(fx.b.list(&dir("bus/alice")).unwrap(), want);
     assert!(fx.b.list(&dir("bus/nobody")).unwrap().is_empty());
+}
+
+fn folders_are_listed_in_byte_order(fx: &Fx) {
+    // Folders below `nudge/` holding a value at some depth; names that
+    // would be LIKE patterns (`_`, `%`) match only themselves.
+    for (d, n) in [
+        ("nudge/bob", "latest.json"),
+        ("nudge/Alice/nudges", "n1.json"),
+        ("nudge/a_b", "latest.json"),
+        ("nudge/a%b/deep/er", "x.json"),
+        ("nudgeX/carol", "latest.json"),
+        ("nudge_/dave", "latest.json"),
+    ] {
+        let _ = fx.b.create(&key(d, n), b"{}").unwrap();
+    }
+    // A value directly in `nudge/` is not a folder.
+    let _ = fx.b.create(&key("nudge", "top.json"), b"{}").unwrap();
+    let mut want = vec!["Alice", "a%b", "a_b", "bob"];
+    want.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    assert_eq!(fx.b.list_dirs(&dir("nudge")).unwrap(), want);
+    assert_eq!(fx.b.list_dirs(&dir("nudge/a%b")).unwrap(), ["deep"]);
+    assert!(fx.b.list_dirs(&dir("nudge/bob")).unwrap().is_empty());
+    assert!(fx.b.list_dirs(&dir("nobody")).unwrap().is_empty());
 }
 
 fn lock_excludes_threads_and_handles(fx: &Fx) {
