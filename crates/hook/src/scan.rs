@@ -43,12 +43,17 @@ impl Hooks {
     /// Returns every hook file with what it holds, by agent (never
     /// [`ReadOutcome::Missing`] unless a file vanished between listing and
     /// reading). Corrupt files are listed as [`ReadOutcome::Corrupt`], never skipped; names that
-    /// are not `{agent}.json` are skipped (see [`Hooks::doctor`]).
+    /// are not `{agent}.json` are skipped (see [`Hooks::doctor`]). On a
+    /// server the rows of `hooks/`, read in one statement.
     ///
     /// # Errors
     ///
-    /// [`Error::Store`](crate::Error::Store) when the directory or a file cannot be read.
+    /// [`Error::Store`](crate::Error::Store) when the directory or a file cannot be read;
+    /// [`Error::Backend`](crate::Error::Backend) on a server.
     pub fn list(&self) -> Result<BTreeMap<AgentId, ReadOutcome<Hook>>> {
+        if self.seam.local_state().is_none() {
+            return Ok(self.rows()?.hooks.into_iter().collect());
+        }
         let (agents, _) = self.scan()?;
         agents
             .into_iter()
@@ -120,11 +125,18 @@ impl Hooks {
     /// only reported. The findings are in path order; each names its agent
     /// as its subject.
     ///
+    /// On a server the rows of `hooks/` are checked for the same three
+    /// findings and only reported, in either mode: nothing is moved or
+    /// deleted there.
+    ///
     /// # Errors
     ///
     /// [`Error::Store`](crate::Error::Store) when a file cannot be read,
-    /// moved or written.
+    /// moved or written; [`Error::Backend`](crate::Error::Backend) on a server.
     pub fn doctor(&self, mode: DoctorMode) -> Result<Report> {
+        if self.seam.local_state().is_none() {
+            return self.doctor_rows(mode);
+        }
         let (agents, strays) = self.scan()?;
         let mut report = Report::new(mode);
         report.scanned = agents.len();
@@ -177,5 +189,6 @@ impl Hooks {
     }
 }
 
+mod rows;
 #[cfg(test)]
 mod tests;

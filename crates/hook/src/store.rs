@@ -76,7 +76,7 @@ pub(crate) const HOOK_CHANNEL: Channel = Channel::new("hooks");
 pub struct Hooks {
     pub(crate) state: StateDir,
     pub(crate) dir: StatePath,
-    seam: Arc<dyn Backend>,
+    pub(crate) seam: Arc<dyn Backend>,
 }
 
 impl Hooks {
@@ -87,9 +87,9 @@ impl Hooks {
     }
 
     /// Returns the hooks whose reads and transitions go through `backend`
-    /// (a PostgreSQL server, issue 30), with `state` as the local root that
-    /// the scans, the doctor and watchers still use until they move onto
-    /// the seam too.
+    /// (a PostgreSQL server, issue 30). The listing, the doctor and
+    /// [`Hooks::watch`] go through it too; `state` is the local root that
+    /// only a directory backend's repairs use.
     pub fn with_backend(state: StateDir, backend: Arc<dyn Backend>) -> Self {
         let dir = state.channel(HOOK_CHANNEL);
         Hooks {
@@ -100,7 +100,7 @@ impl Hooks {
     }
 
     /// Returns `agent`'s hook on the seam: `hooks/{agent}.json`.
-    fn key(&self, agent: &AgentId) -> chipset_backend::Key {
+    pub(crate) fn key(&self, agent: &AgentId) -> chipset_backend::Key {
         chipset_backend::Dir::new(HOOK_CHANNEL.as_str())
             .and_then(|d| d.key(&format!("{agent}.json")))
             .expect("a validated agent id is a valid name")
@@ -463,7 +463,7 @@ impl Hooks {
 
 /// Parses a hook file's bytes as the store's typed reads do: a syntax
 /// error is unparsable, valid JSON of another shape is the wrong shape.
-fn parse_hook_file(path: &Path, bytes: &[u8]) -> ReadOutcome<HookFile> {
+pub(crate) fn parse_hook_file(path: &Path, bytes: &[u8]) -> ReadOutcome<HookFile> {
     match serde_json::from_slice(bytes) {
         Ok(file) => ReadOutcome::Value(file),
         Err(e) => ReadOutcome::Corrupt(Corruption {

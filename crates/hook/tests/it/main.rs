@@ -10,6 +10,7 @@ mod files;
 mod foreign;
 mod lifecycle;
 mod procs;
+mod rows;
 mod seam;
 
 use chipset_hook::{Hook, HookStatus, Hooks};
