@@ -1,6 +1,7 @@
 //! Latest-wins signals: sending and receiving (the I/O shell).
 
 pub(crate) mod respond;
+mod rows;
 pub(crate) mod scan;
 mod seam;
 
@@ -253,9 +254,9 @@ impl Nudges {
 
     /// Returns the channel whose signals (`latest.json`, the processed
     /// record, the responses) live on `backend`, a PostgreSQL server
-    /// (issue 30), with `state` as the local root that the scans
-    /// ([`Nudges::agents`], [`Nudges::status`]), the doctor and the
-    /// reminders still use until they move onto the seam too.
+    /// (issue 30). The scans ([`Nudges::agents`], [`Nudges::status`]), the
+    /// doctor and [`Nudges::watch`] go through it too; `state` is the
+    /// local root that the reminders still use.
     pub fn with_backend(state: StateDir, config: NudgeConfig, backend: Arc<dyn Backend>) -> Self {
         Nudges {
             state,

@@ -26,11 +26,15 @@ pub struct NudgeStatus {
 impl Nudges {
     /// Returns the agents that have a nudge directory, sorted. Plain files and
     /// names that are not valid agent ids are skipped (the doctor reports them).
+    /// On a server, the agents with a value under `nudge/{agent}/`.
     ///
     /// # Errors
     ///
     /// [`Error::Store`] on I/O failure.
     pub fn agents(&self) -> Result<Vec<AgentId>> {
+        if !self.local {
+            return self.agents_on_seam();
+        }
         let dir = self.state.channel(crate::NUDGE_CHANNEL);
         Ok(self
             .state
@@ -76,12 +80,17 @@ impl Nudges {
     /// records; reports unreadable files and stray names, and with
     /// [`DoctorMode::Fix`] quarantines the unreadable ones (through the
     /// store's checked quarantine, under their locks). Findings are coded
-    /// `nudge-corrupt`, `nudge-unsupported` and `nudge-stray`.
+    /// `nudge-corrupt`, `nudge-unsupported` and `nudge-stray`. On a server
+    /// the rows are checked the same way, and fixing moves a corrupt value
+    /// into the folder `quarantine` beside it (nothing is deleted).
     ///
     /// # Errors
     ///
     /// [`Error::Store`] on I/O failure.
     pub fn doctor(&self, mode: DoctorMode) -> Result<Report> {
+        if !self.local {
+            return self.doctor_rows(mode);
+        }
         let mut report = Report::new(mode);
         let area = doctor::Area::Nudge;
         let root = self.state.channel(crate::NUDGE_CHANNEL);

@@ -37,7 +37,7 @@ pub(crate) enum Current<T> {
 
 /// The folder a quarantined value goes to on a server (a directory uses
 /// the store's `.quarantine/`).
-const QUARANTINE: &str = "quarantine";
+pub(super) const QUARANTINE: &str = "quarantine";
 
 impl Nudges {
     /// Returns the key of `nudge/{agent}/{folders…}/{name}` on the seam.
@@ -166,7 +166,7 @@ impl Nudges {
     /// still unreadable: on a directory into the store's `.quarantine/`, on
     /// a server into the folder `quarantine` beside it. Returns where it
     /// went, or `None` when it was no longer there or no longer unreadable.
-    fn quarantine_at<T: DeserializeOwned>(
+    pub(super) fn quarantine_at<T: DeserializeOwned>(
         &self,
         key: &Key,
         path: &StatePath,

@@ -1,8 +1,12 @@
 //! Signal behaviours checked on both backends from one body (issue 30):
 //! the directory, and PostgreSQL when `CHIPSET_TEST_PG` names a server.
 
-use chipset_nudge::{Delivery, NewNudge, NudgeType, Received};
-use chipset_store::ReadOutcome;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use chipset_backend::Wake;
+use chipset_nudge::{Delivery, NewNudge, NudgeStatus, NudgeType, Received};
+use chipset_store::{DoctorMode, ReadOutcome};
 use chipset_testkit::TempState;
 
 use crate::place::{Place, key};
@@ -35,6 +39,9 @@ macro_rules! both {
 both!(
     a_send_moves_a_corrupt_latest_aside_and_keeps_its_bytes,
     a_corrupt_processed_record_means_unsure_and_marking_moves_it_aside,
+    agents_and_status_count_every_agent,
+    doctor_reports_bad_values_and_fix_moves_them_aside,
+    a_wait_wakes_when_a_nudge_arrives_from_another_handle,
 );
 
 fn a_send_moves_a_corrupt_latest_aside_and_keeps_its_bytes(place: &Place) {
@@ -83,4 +90,130 @@ fn a_corrupt_processed_record_means_unsure_and_marking_moves_it_aside(place: &Pl
         n.receive(&p).unwrap(),
         ReadOutcome::Value(Received::Seen(_))
     ));
+}
+
+fn agents_and_status_count_every_agent(place: &Place) {
+    let t = TempState::new();
+    let (n, b) = (place.nudges(t.state.clone()), place.backend(&t.state));
+    assert!(n.agents().unwrap().is_empty());
+    assert_eq!(n.status().unwrap(), NudgeStatus::default());
+    let (a, c, d) = (agent("alpha"), agent("charlie"), agent("delta"));
+    let hi = |kind| NewNudge::new(agent("mayor"), kind, "hi");
+    n.send(&a, hi(NudgeType::HealthCheck)).unwrap();
+    assert!(n.read_and_mark(&a).unwrap().value().is_some());
+    n.send(&agent("bravo"), hi(NudgeType::Abort)).unwrap();
+    let _ = b
+        .put(&key("nudge/charlie/latest.json"), b"garbage")
+        .unwrap();
+    n.send(&d, hi(NudgeType::SyncRequest)).unwrap();
+    // A folder of another agent's name only through its responses.
+    let _ = b
+        .put(&key("nudge/echo/responses/alpha.json"), b"{}")
+        .unwrap();
+    let mut want = vec![a, agent("bravo"), c, d, agent("echo")];
+    want.sort();
+    // Another handle sees the same agents and counts.
+    let other = place.nudges(t.state.clone());
+    assert_eq!(other.agents().unwrap(), want);
+    let s = other.status().unwrap();
+    assert_eq!(
+        (s.agents, s.unprocessed, s.pending_aborts, s.corrupt),
+        (5, 2, 1, 1),
+        "{s:?}"
+    );
+}
+
+fn doctor_reports_bad_values_and_fix_moves_them_aside(place: &Place) {
+    let t = TempState::new();
+    let (n, b) = (place.nudges(t.state.clone()), place.backend(&t.state));
+    let a = agent("alpha");
+    let draft = NewNudge::new(agent("mayor"), NudgeType::HealthCheck, "hi");
+    n.send(&a, draft).unwrap();
+    let _ = b
+        .put(&key("nudge/charlie/latest.json"), b"garbage")
+        .unwrap();
+    let _ = b
+        .put(&key("nudge/alpha/processed.json"), b"[1, 2]")
+        .unwrap();
+    let _ = b
+        .put(&key("nudge/alpha/responses/bravo.json"), b"{\"from\": ")
+        .unwrap();
+    let _ = b
+        .put(&key("nudge/alpha/responses/notes.txt"), b"mine")
+        .unwrap();
+    let codes = |mode| {
+        let report = n.doctor(mode).unwrap();
+        let mut codes: Vec<(&str, bool)> = report
+            .findings
+            .iter()
+            .map(|f| (f.code, f.actions.is_empty()))
+            .collect();
+        codes.sort_unstable();
+        (report.scanned, codes)
+    };
+    let (scanned, found) = codes(DoctorMode::Check);
+    // Two files per agent and one response.
+    assert_eq!(scanned, 5);
+    assert_eq!(
+        found,
+        [
+            ("nudge-corrupt", true),
+            ("nudge-corrupt", true),
+            ("nudge-corrupt", true),
+            ("nudge-stray", true),
+        ]
+    );
+    // A check changed nothing.
+    assert!(matches!(
+        n.read_latest(&agent("charlie")).unwrap(),
+        ReadOutcome::Corrupt(_)
+    ));
+    let (_, fixed) = codes(DoctorMode::Fix);
+    assert_eq!(
+        fixed,
+        [
+            ("nudge-corrupt", false),
+            ("nudge-corrupt", false),
+            ("nudge-corrupt", false),
+            ("nudge-stray", true),
+        ]
+    );
+    // Moved aside, never deleted; the nudge to alpha is still there.
+    assert!(matches!(
+        n.read_latest(&agent("charlie")).unwrap(),
+        ReadOutcome::Missing
+    ));
+    assert!(matches!(
+        n.receive(&a).unwrap(),
+        ReadOutcome::Value(Received::New(_))
+    ));
+    let (_, after) = codes(DoctorMode::Check);
+    assert_eq!(after, [("nudge-stray", true)]);
+}
+
+fn a_wait_wakes_when_a_nudge_arrives_from_another_handle(place: &Place) {
+    let t = TempState::new();
+    let n = place.nudges(t.state.clone());
+    let p = agent("polecat-alpha");
+    let mut wait = n.watch(&p, Duration::from_secs(30)).unwrap();
+    let other = place.nudges(t.state.clone());
+    let to = p.clone();
+    let sender = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(100));
+        let draft = NewNudge::new(agent("mayor"), NudgeType::Abort, "stop");
+        other.send(&to, draft).unwrap();
+    });
+    let start = Instant::now();
+    let mut woke = None;
+    while start.elapsed() < Duration::from_secs(10) {
+        if wait.wait(Duration::from_secs(10)).unwrap() == Wake::Changed
+            && matches!(n.receive(&p).unwrap(), ReadOutcome::Value(Received::New(_)))
+        {
+            woke = Some(start.elapsed());
+            break;
+        }
+    }
+    sender.join().unwrap();
+    let woke = woke.expect("the send from another handle wakes the wait");
+    assert!(woke < Duration::from_secs(5), "woke after {woke:?}");
 }
