@@ -384,8 +384,9 @@
 //! [`Error::Backend`] with an unknown outcome
 //! ([`MaybeCommitted::is_outcome_unknown`](chipset_store::MaybeCommitted::is_outcome_unknown)):
 //! retried with the same id it returns the first delivery. Times come
-//! from the server's clock. [`Mail::counts`] and [`Mail::doctor`] are not
-//! offered there yet ([`Error::NotOnServer`]). The directory keeps its own
+//! from the server's clock. [`Mail::counts`] counts the rows there,
+//! [`Mail::doctor`] checks them and only reports, and [`Mail::watch_inbox`]
+//! wakes on a delivery from any host. The directory keeps its own
 //! code paths (the gate cache, the sent journal, the archive tail), and its
 //! files are the seed's, byte for byte.
 //!

@@ -85,8 +85,8 @@ impl Mail {
     /// [`Error::Store`](crate::Error::Store) when a directory cannot be listed;
     /// [`Error::Corrupt`](crate::Error::Corrupt) for a stray entry in `inbox/`.
     pub fn counts(&self) -> Result<MailCounts> {
-        if self.seam.is_some() {
-            return Err(crate::Error::NotOnServer { op: "count" });
+        if let Some(server) = self.server() {
+            return server.counts();
         }
         let mut inbox = BTreeMap::new();
         for agent in self.agents()? {

@@ -66,10 +66,8 @@ impl Mail {
         mode: DoctorMode,
         sink: &mut dyn FnMut(chipset_store::Finding),
     ) -> Result<Report> {
-        if self.seam.is_some() {
-            return Err(crate::Error::NotOnServer {
-                op: "run the doctor",
-            });
+        if let Some(server) = self.server() {
+            return server.doctor_to(mode, sink);
         }
         let mut report = Report::new(mode);
         let scan = self.scan_doctor(mode, &mut |f| {

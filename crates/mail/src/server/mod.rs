@@ -31,6 +31,7 @@
 //! first attempt's and the first delivery is returned.
 
 mod gate;
+mod scan;
 mod send;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -83,9 +84,10 @@ impl Mail {
     /// [`Mail::pending_replies`] keep their contracts; each change is one
     /// transaction, so "acknowledged" means committed and a request is
     /// visible to every client's gate when its send returns. Times
-    /// (`created_at`, events) come from the server's clock. Not offered
-    /// on a server yet: [`Mail::counts`] and [`Mail::doctor`]
-    /// ([`Error::NotOnServer`]).
+    /// (`created_at`, events) come from the server's clock.
+    /// [`Mail::counts`] counts the rows, [`Mail::doctor`] checks them and
+    /// reports (never changes) what is wrong, and [`Mail::watch_inbox`]
+    /// waits on an inbox through the server's notifications.
     ///
     /// This is for servers: on a directory use [`Mail::new`], whose files
     /// are the seed's (a backend on a directory would hold mail in the

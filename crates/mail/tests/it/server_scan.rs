@@ -1,0 +1,170 @@
+//! The counts, the doctor and the inbox wait (issue 30), from the same
+//! bodies on a directory and, when `CHIPSET_TEST_PG` names a server, on
+//! PostgreSQL; and what the server's doctor finds in a bad row and must
+//! never do (change it).
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use chipset_backend::{Dir, Wake};
+use chipset_mail::{ArchiveOutcome, Mail, MailConfig, NewMessage};
+use chipset_store::DoctorMode;
+use chipset_testkit::TempState;
+
+use crate::place::{Place, backend};
+use crate::{agent, task};
+
+macro_rules! both {
+    ($($name:ident),* $(,)?) => {
+        mod fs {
+            use crate::place::Place;
+            $(
+                #[test]
+                fn $name() {
+                    super::$name(&Place::fs());
+                }
+            )*
+        }
+        mod pg {
+            use crate::place::Place;
+            $(
+                #[test]
+                fn $name() {
+                    if let Some(place) = Place::pg(stringify!($name)) {
+                        super::$name(&place);
+                    }
+                }
+            )*
+        }
+    };
+}
+
+both!(
+    counts_count_the_inboxes_the_archive_and_the_swept_tasks,
+    doctor_on_clean_mail_finds_nothing,
+    an_inbox_wait_wakes_on_a_delivery_from_another_handle,
+);
+
+fn open(place: &Place) -> (TempState, Mail) {
+    let tmp = TempState::new();
+    let mail = place.mail(tmp.state.clone(), MailConfig::default());
+    (tmp, mail)
+}
+
+fn note(to: &str, t: &str) -> NewMessage {
+    NewMessage::notify(agent("a"), agent(to), task(t), "note", "n")
+}
+
+fn counts_count_the_inboxes_the_archive_and_the_swept_tasks(place: &Place) {
+    let (tmp, mail) = open(place);
+    let zero = mail.counts().unwrap();
+    assert!(zero.inbox.is_empty());
+    assert_eq!((zero.archived, zero.orphaned, zero.swept_tasks), (0, 0, 0));
+    mail.send(&NewMessage::request(
+        agent("critic"),
+        agent("exec"),
+        task("t1"),
+        "dead-code",
+        "did you mean it?",
+    ))
+    .unwrap();
+    mail.send(&note("b", "t1")).unwrap();
+    mail.send(&note("b", "t2")).unwrap();
+    let n3 = mail.send(&note("b", "t2")).unwrap();
+    assert!(matches!(
+        mail.archive(&n3.id).unwrap(),
+        ArchiveOutcome::Archived(_)
+    ));
+    // Another handle counts the same.
+    let other = place.mail(tmp.state.clone(), MailConfig::default());
+    let c = other.counts().unwrap();
+    let inbox: Vec<_> = c.inbox.iter().map(|(a, n)| (a.as_str(), *n)).collect();
+    assert_eq!(inbox, [("b", 2), ("exec", 1)]);
+    assert_eq!((c.archived, c.orphaned, c.swept_tasks), (1, 0, 0));
+    mail.sweep_task_on_commit(&task("t2")).unwrap();
+    let c = other.counts().unwrap();
+    let inbox: Vec<_> = c.inbox.iter().map(|(a, n)| (a.as_str(), *n)).collect();
+    assert_eq!(inbox, [("b", 1), ("exec", 1)]);
+    assert_eq!((c.archived, c.orphaned, c.swept_tasks), (0, 0, 1));
+}
+
+fn doctor_on_clean_mail_finds_nothing(place: &Place) {
+    let (_tmp, mail) = open(place);
+    mail.send(&note("b", "t1")).unwrap();
+    let n = mail.send(&note("b", "t2")).unwrap();
+    let _ = mail.archive(&n.id).unwrap();
+    mail.sweep_task_on_commit(&task("t2")).unwrap();
+    for mode in [DoctorMode::Check, DoctorMode::Fix] {
+        let report = mail.doctor(mode).unwrap();
+        assert!(report.is_clean(), "{report:?}");
+        assert_eq!(report.scanned, 2, "{report:?}");
+    }
+}
+
+fn an_inbox_wait_wakes_on_a_delivery_from_another_handle(place: &Place) {
+    let (tmp, mail) = open(place);
+    let mut wait = mail
+        .watch_inbox(&agent("b"), Duration::from_secs(30))
+        .unwrap();
+    let other = place.mail(tmp.state.clone(), MailConfig::default());
+    let sender = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(100));
+        other.send(&note("b", "t1")).unwrap();
+    });
+    let start = Instant::now();
+    let mut woke = None;
+    while start.elapsed() < Duration::from_secs(10) {
+        if wait.wait(Duration::from_secs(10)).unwrap() == Wake::Changed
+            && mail.inbox_len(&agent("b")).unwrap() == 1
+        {
+            woke = Some(start.elapsed());
+            break;
+        }
+    }
+    sender.join().unwrap();
+    let woke = woke.expect("the delivery from another handle wakes the wait");
+    assert!(woke < Duration::from_secs(5), "woke after {woke:?}");
+}
+
+/// On a server the doctor reads every message row: a value that does not
+/// parse and a name that is not a message's are reported, in either mode,
+/// and nothing is changed (a server keeps no quarantine).
+#[test]
+fn server_doctor_reports_bad_rows_and_changes_nothing() {
+    let Some(place) = Place::pg("server_doctor_reports_bad_rows_and_changes_nothing") else {
+        return;
+    };
+    let (_tmp, mail) = open(&place);
+    mail.send(&note("exec", "t1")).unwrap();
+    let (url, schema) = place.server().unwrap();
+    let b = backend(url, schema);
+    let inbox = Dir::new("mail")
+        .and_then(|d| d.join("inbox"))
+        .and_then(|d| d.join("exec"))
+        .unwrap();
+    let bad = inbox
+        .key("1772706900123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab.json")
+        .unwrap();
+    let bytes: &[u8] = b"{\"id\": \"1772706900123-9b3e";
+    let _ = b.put(&bad, bytes).unwrap();
+    let _ = b.put(&inbox.key("notes.txt").unwrap(), b"mine").unwrap();
+    for mode in [DoctorMode::Check, DoctorMode::Fix] {
+        let report = mail.doctor(mode).unwrap();
+        let found: Vec<(&str, bool, bool)> = report
+            .findings
+            .iter()
+            .map(|f| (f.code, f.fixable, f.actions.is_empty()))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("messaging-corrupt-file", false, true),
+                ("messaging-stray-file", false, true),
+            ],
+            "{report:?}"
+        );
+        assert_eq!(report.scanned, 2, "{report:?}");
+    }
+    assert_eq!(b.read(&bad).unwrap().unwrap().value, bytes);
+    assert_eq!(mail.counts().unwrap().inbox[&agent("exec")], 2);
+}
