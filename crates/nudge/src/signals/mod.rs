@@ -255,8 +255,9 @@ impl Nudges {
     /// Returns the channel whose signals (`latest.json`, the processed
     /// record, the responses) live on `backend`, a PostgreSQL server
     /// (issue 30). The scans ([`Nudges::agents`], [`Nudges::status`]), the
-    /// doctor and [`Nudges::watch`] go through it too; `state` is the
-    /// local root that the reminders still use.
+    /// doctor and [`Nudges::watch`] go through it too; `state` gives the
+    /// clock that makes nudge ids (the reminders have their own
+    /// [`Reminders::with_backend`](crate::Reminders::with_backend)).
     pub fn with_backend(state: StateDir, config: NudgeConfig, backend: Arc<dyn Backend>) -> Self {
         Nudges {
             state,
