@@ -1,9 +1,12 @@
 //! The channel handles a loop works through, all on one state root.
 
-use chipset_bus::Bus;
+use std::sync::Arc;
+
+use chipset_backend::Backend;
+use chipset_bus::{Bus, BusConfig};
 use chipset_hook::Hooks;
-use chipset_mail::Mail;
-use chipset_nudge::Nudges;
+use chipset_mail::{Mail, MailConfig};
+use chipset_nudge::{NudgeConfig, Nudges};
 use chipset_store::StateDir;
 
 use crate::error::{Error, Result};
@@ -44,6 +47,9 @@ pub struct Channels {
     pub(crate) nudges: Nudges,
     pub(crate) mail: Mail,
     pub(crate) bus: Bus,
+    /// The server the channels and the loops' own records are on; `None`:
+    /// the state root's files.
+    pub(crate) seam: Option<Arc<dyn Backend>>,
 }
 
 impl Channels {
@@ -54,7 +60,46 @@ impl Channels {
             nudges: Nudges::new(state.clone()),
             mail: Mail::new(state.clone()),
             bus: Bus::new(state),
+            seam: None,
         }
+    }
+
+    /// Returns the channels on a server (issue 30), each with its default
+    /// config: the hooks, nudges, mail and bus through `backend`
+    /// ([`Hooks::with_backend`], [`Nudges::with_backend`],
+    /// [`Mail::with_backend`], [`Bus::with_backend`]), and so the records
+    /// of every loop built on them (`loop/witness/…`, `loop/dispatcher/…`,
+    /// `loop/rounds/…`): each a value on the server under the key its
+    /// file's path names, written with a create or a swap under the key's
+    /// lock (a session lock the server releases if the client dies), and
+    /// the logs appended in one statement. Times (ticks, ledger entries,
+    /// checkpoints) come from the backend's clock, the server's. `state`
+    /// is the local root: its clock makes ids, and what is not on the seam
+    /// yet (the pool the witness returns stalled work to, [`LoopState`](crate::LoopState)'s
+    /// counts and doctor) still uses it.
+    ///
+    /// This is for servers: on a directory use [`Channels::new`], whose
+    /// files are the seed's (mail on a directory backend would be in the
+    /// server's layout). Handles replaced with the setters must be on the
+    /// same backend.
+    pub fn with_backend(state: StateDir, backend: Arc<dyn Backend>) -> Self {
+        Channels {
+            hooks: Hooks::with_backend(state.clone(), Arc::clone(&backend)),
+            nudges: Nudges::with_backend(
+                state.clone(),
+                NudgeConfig::default(),
+                Arc::clone(&backend),
+            ),
+            mail: Mail::with_backend(state.clone(), MailConfig::default(), Arc::clone(&backend)),
+            bus: Bus::with_backend(state, BusConfig::default(), Arc::clone(&backend)),
+            seam: Some(backend),
+        }
+    }
+
+    /// Returns the loop records of these channels: on their server, or
+    /// the state root's files.
+    pub(crate) fn files(&self) -> crate::files::Files {
+        crate::files::Files::new(self.state().clone(), self.seam.clone())
     }
 
     /// Returns these channels with the hook handle replaced.

@@ -41,6 +41,11 @@ pub enum Error {
     /// Reading the lease table (for a brief) failed.
     #[error(transparent)]
     Lease(#[from] chipset_lease::Error),
+    /// A server's failure (issue 30) reading or writing a loop record:
+    /// unreachable, refused, or an unknown outcome
+    /// ([`chipset_backend::Error::is_outcome_unknown`]).
+    #[error(transparent)]
+    Backend(Box<chipset_backend::Error>),
     /// A loop file (`loop/…`) is there but unreadable; `doctor` moves it aside.
     #[error("loop state is corrupt: {0}")]
     Corrupt(Corruption),

@@ -1,8 +1,15 @@
-//! Paths under `loop/` and the read and lock helpers every loop file goes
-//! through (the lock is the store's [`Locked`]).
+//! Paths under `loop/` and the read, lock, write and append helpers every
+//! loop file goes through: the store's on a directory (the lock is the
+//! store's [`Locked`]), the backend's operations on a server.
 
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use chipset_backend::{Backend, Created, Dir, Key, LockGuard, Version};
 use chipset_hook::BeadId;
-use chipset_store::{AgentId, JsonLog, Locked, ReadOutcome, StateDir, StatePath, TaskId};
+use chipset_store::{
+    AgentId, JsonLog, Locked, ReadOutcome, StateDir, StatePath, TaskId, Timestamp,
+};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -15,17 +22,20 @@ pub(crate) const DISPATCHER_DIR: &str = "dispatcher";
 /// The round checkpoints' directory under `loop/`.
 pub(crate) const ROUNDS_DIR: &str = "rounds";
 
-/// The loop files of one state root.
+/// The loop files of one state root, or their rows on a server.
 #[derive(Debug, Clone)]
 pub(crate) struct Files {
     pub(crate) state: StateDir,
     root: StatePath,
+    /// The server the loop records live on; `None`: the state root's files.
+    seam: Option<Arc<dyn Backend>>,
 }
 
 impl Files {
-    pub(crate) fn new(state: StateDir) -> Self {
+    /// The loop files of `state`, on the server `seam` when given.
+    pub(crate) fn new(state: StateDir, seam: Option<Arc<dyn Backend>>) -> Self {
         let root = state.channel(crate::LOOP_CHANNEL);
-        Files { state, root }
+        Files { state, root, seam }
     }
 
     pub(crate) fn incidents_dir(&self) -> StatePath {
@@ -68,9 +78,25 @@ impl Files {
         self.rounds_dir().join_id(task, ".json")
     }
 
+    /// Returns the time every loop judgement uses: the state's clock on a
+    /// directory, the server's clock on a server.
+    pub(crate) fn now(&self) -> Result<Timestamp> {
+        match &self.seam {
+            None => Ok(self.state.now()),
+            Some(b) => b.now().map_err(backend),
+        }
+    }
+
     /// Reads a loop file: `None` when missing, [`Error::Corrupt`] when bad.
     pub(crate) fn read<T: DeserializeOwned>(&self, path: &StatePath) -> Result<Option<T>> {
-        match self.state.read_json::<T>(path)? {
+        let read = match &self.seam {
+            None => self.state.read_json::<T>(path)?,
+            Some(b) => match b.read(&self.key(path)?).map_err(|e| seam_error(path, e))? {
+                None => ReadOutcome::Missing,
+                Some(v) => ReadOutcome::from_json(path, &v.value),
+            },
+        };
+        match read {
             ReadOutcome::Missing => Ok(None),
             ReadOutcome::Value(v) => Ok(Some(v)),
             ReadOutcome::Corrupt(c) => Err(Error::Corrupt(c)),
@@ -78,24 +104,229 @@ impl Files {
         }
     }
 
-    /// Takes the file's lock and reads it ([`StateDir::lock_json`]), for a
-    /// sequence of durable writes under one lock. A corrupt file is
-    /// [`Error::Corrupt`], as [`Files::read`] reports it.
-    pub(crate) fn lock<T: DeserializeOwned>(&self, path: &StatePath) -> Result<Locked<T>> {
-        match self.state.lock_json(path) {
-            Err(chipset_store::Error::Corrupt(c)) => Err(Error::Corrupt(c)),
-            other => Ok(other?),
+    /// Lists the names of the values in a loop folder, in byte order (on a
+    /// directory: the store's listing, which skips dot-names).
+    pub(crate) fn list(&self, dir: &StatePath) -> Result<Vec<String>> {
+        match &self.seam {
+            None => Ok(self.state.list(dir)?),
+            Some(b) => b.list(&self.dir(dir)?).map_err(backend),
         }
     }
 
-    /// Appends records to a loop log (one write and one data sync).
+    /// Creates a loop file holding `value` if nothing is there: `false` when
+    /// something is.
+    pub(crate) fn create<T: Serialize>(&self, path: &StatePath, value: &T) -> Result<bool> {
+        match &self.seam {
+            None => match self.state.create_new_json(path, value) {
+                Ok(()) => Ok(true),
+                Err(chipset_store::Error::AlreadyExists { .. }) => Ok(false),
+                Err(e) => Err(e.into()),
+            },
+            Some(b) => {
+                let bytes = canonical(path, value)?;
+                match b.create(&self.key(path)?, &bytes).map_err(backend)? {
+                    Created::New(_) => Ok(true),
+                    Created::Existing(_) => Ok(false),
+                }
+            }
+        }
+    }
+
+    /// Takes the file's lock and reads it, for a sequence of durable writes
+    /// under one lock: on a directory [`StateDir::lock_json`], on a server
+    /// the key's lock ([`Backend::lock`], released if the holder dies) and
+    /// a versioned read. A corrupt file is [`Error::Corrupt`], as
+    /// [`Files::read`] reports it.
+    pub(crate) fn lock<T: DeserializeOwned>(&self, path: &StatePath) -> Result<Held<T>> {
+        let Some(b) = &self.seam else {
+            return match self.state.lock_json(path) {
+                Err(chipset_store::Error::Corrupt(c)) => Err(Error::Corrupt(c)),
+                other => Ok(Held(Inner::Dir(other?))),
+            };
+        };
+        let key = self.key(path)?;
+        let guard = b.lock(&key).map_err(backend)?;
+        let (current, version) = match b.read(&key).map_err(|e| seam_error(path, e))? {
+            None => (None, None),
+            Some(v) => match ReadOutcome::<T>::from_json(path, &v.value) {
+                ReadOutcome::Value(t) => (Some(t), Some(v.version)),
+                ReadOutcome::Missing => (None, None),
+                ReadOutcome::Corrupt(c) => return Err(Error::Corrupt(c)),
+                ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
+            },
+        };
+        Ok(Held(Inner::Server(Box::new(OnServer {
+            seam: Arc::clone(b),
+            path: path.as_path().to_owned(),
+            key,
+            current,
+            version,
+            _guard: guard,
+        }))))
+    }
+
+    /// Appends records to a loop log (one write and one data sync on a
+    /// directory; one statement on a server).
     pub(crate) fn append<T: Serialize>(&self, path: &StatePath, records: &[T]) -> Result<()> {
         if records.is_empty() {
             return Ok(());
         }
-        let log: JsonLog = self.state.log(path)?;
-        log.append_batch(records)?;
+        match &self.seam {
+            None => {
+                let log: JsonLog = self.state.log(path)?;
+                log.append_batch(records)?;
+            }
+            Some(b) => {
+                let lines = records
+                    .iter()
+                    .map(|r| canonical(path, r))
+                    .collect::<Result<Vec<_>>>()?;
+                let refs: Vec<&[u8]> = lines.iter().map(Vec::as_slice).collect();
+                b.append(&self.key(path)?, &refs).map_err(backend)?;
+            }
+        }
         Ok(())
+    }
+
+    /// Returns a loop folder on the seam: `loop/…` as the path is under
+    /// the state root.
+    fn dir(&self, path: &StatePath) -> Result<Dir> {
+        let parts = self.segments(path);
+        dir_of(&parts)
+    }
+
+    /// Returns a loop file's key on the seam: `loop/…/{name}`.
+    fn key(&self, path: &StatePath) -> Result<Key> {
+        let parts = self.segments(path);
+        let (name, folder) = parts.split_last().expect("a loop file has a name");
+        dir_of(folder)?.key(name).map_err(backend)
+    }
+
+    /// The segments of a loop path under the state root.
+    fn segments<'a>(&self, path: &'a StatePath) -> Vec<&'a str> {
+        path.as_path()
+            .strip_prefix(self.state.root())
+            .expect("loop paths are under the state root")
+            .iter()
+            .map(|s| s.to_str().expect("loop paths are UTF-8"))
+            .collect()
+    }
+}
+
+/// Returns the folder of these segments on the seam.
+fn dir_of(parts: &[&str]) -> Result<Dir> {
+    let (first, rest) = parts.split_first().expect("loop paths are under `loop/`");
+    rest.iter()
+        .try_fold(Dir::new(first).map_err(backend)?, |dir, part| {
+            dir.join(part)
+        })
+        .map_err(backend)
+}
+
+/// The canonical JSON a loop file holds (sorted keys), as the store writes it.
+fn canonical<T: Serialize>(path: &Path, value: &T) -> Result<Vec<u8>> {
+    StateDir::to_canonical_json(value).map_err(|source| {
+        Error::Store(chipset_store::Error::Serialize {
+            path: path.to_owned(),
+            source,
+        })
+    })
+}
+
+/// A server's failure as the loop's error.
+fn backend(e: chipset_backend::Error) -> Error {
+    Error::Backend(Box::new(e))
+}
+
+/// A server's failure reading `path`: an unreadable value is corrupt.
+fn seam_error(path: &StatePath, e: chipset_backend::Error) -> Error {
+    match e {
+        chipset_backend::Error::Corrupt { reason, .. } => {
+            Error::Corrupt(chipset_store::Corruption {
+                path: path.as_path().to_owned(),
+                reason,
+            })
+        }
+        other => backend(other),
+    }
+}
+
+/// A loop file held under its lock (see [`Files::lock`]): the value read
+/// when the lock was taken, then each value written since.
+#[derive(Debug)]
+#[must_use = "the lock is released when the `Held` is dropped"]
+pub(crate) struct Held<T>(Inner<T>);
+
+#[derive(Debug)]
+enum Inner<T> {
+    Dir(Locked<T>),
+    Server(Box<OnServer<T>>),
+}
+
+/// A loop value held under the server's lock, with the version to swap at.
+#[derive(Debug)]
+struct OnServer<T> {
+    seam: Arc<dyn Backend>,
+    path: PathBuf,
+    key: Key,
+    current: Option<T>,
+    /// The version of the value there; `None`: nothing is there.
+    version: Option<Version>,
+    _guard: LockGuard,
+}
+
+impl<T> Held<T> {
+    /// Returns the value: as read when the lock was taken, or as last
+    /// written; `None` when there was none (or it was taken).
+    pub(crate) fn current(&self) -> Option<&T> {
+        match &self.0 {
+            Inner::Dir(l) => l.current(),
+            Inner::Server(s) => s.current.as_ref(),
+        }
+    }
+
+    /// Takes the value out, leaving `None`; nothing changes until
+    /// [`Held::write`].
+    pub(crate) fn take(&mut self) -> Option<T> {
+        match &mut self.0 {
+            Inner::Dir(l) => l.take(),
+            Inner::Server(s) => s.current.take(),
+        }
+    }
+}
+
+impl<T: Serialize> Held<T> {
+    /// Durably writes `value` and keeps it as the current value: on a
+    /// directory the store's durable replace, on a server a create or a
+    /// swap at the version held (a swap that finds its own bytes there is
+    /// the retry of one that applied).
+    pub(crate) fn write(&mut self, value: T) -> Result<()> {
+        match &mut self.0 {
+            Inner::Dir(l) => Ok(l.write(value)?),
+            Inner::Server(s) => {
+                let bytes = canonical(&s.path, &value)?;
+                let written = match s.version {
+                    None => match s.seam.create(&s.key, &bytes).map_err(backend)? {
+                        Created::New(v) => v,
+                        Created::Existing(there) if there.value == bytes => there.version,
+                        Created::Existing(there) => s
+                            .seam
+                            .replace(&s.key, there.version, &bytes)
+                            .map_err(backend)?,
+                    },
+                    Some(expected) => match s.seam.replace(&s.key, expected, &bytes) {
+                        Ok(v) => v,
+                        Err(e) => match e.already_holds(&bytes) {
+                            Some(v) => v,
+                            None => return Err(backend(e)),
+                        },
+                    },
+                };
+                s.version = Some(written);
+                s.current = Some(value);
+                Ok(())
+            }
+        }
     }
 }
 

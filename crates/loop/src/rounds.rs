@@ -4,10 +4,11 @@
 
 use chipset_bus::{Bus, NewEvent, Priority as BusPriority};
 use chipset_mail::{Mail, SweepReport};
-use chipset_store::{AgentId, Locked, TaskId, Timestamp};
+use chipset_store::{AgentId, TaskId, Timestamp};
 
+use crate::channels::Channels;
 use crate::error::{Error, Result};
-use crate::files::Files;
+use crate::files::{Files, Held};
 use crate::format::{
     Blocker, CriticReport, EscalationReason, Gate, PendingReply, Phase, ROUND_ESCALATION_EVENT,
     RoundCheckpoint, RoundRecord, Routing,
@@ -124,9 +125,22 @@ impl Rounds {
     pub fn new(mail: Mail, config: RoundsConfig) -> Self {
         let state = mail.state().clone();
         Rounds {
-            files: Files::new(state.clone()),
+            files: Files::new(state.clone(), None),
             bus: Bus::new(state),
             mail,
+            config,
+        }
+    }
+
+    /// Returns the rounds working through `channels`: the gate and the
+    /// sweep through its mail, the escalation's wake-up through its bus,
+    /// and the checkpoints on its server when it is on one
+    /// ([`Channels::with_backend`]).
+    pub fn with_channels(channels: Channels, config: RoundsConfig) -> Self {
+        Rounds {
+            files: channels.files(),
+            bus: channels.bus,
+            mail: channels.mail,
             config,
         }
     }
@@ -158,7 +172,7 @@ impl Rounds {
         let checkpoint = match locked.current().cloned() {
             Some(c) => c,
             None => {
-                let now = self.files.state.now();
+                let now = self.files.now()?;
                 let c = RoundCheckpoint {
                     task: task.clone(),
                     round: 1,
@@ -196,7 +210,7 @@ impl Rounds {
         Ok(round)
     }
 
-    fn lock(&self, task: &TaskId) -> Result<Locked<RoundCheckpoint>> {
+    fn lock(&self, task: &TaskId) -> Result<Held<RoundCheckpoint>> {
         self.files.lock(&self.files.round(task))
     }
 }
@@ -397,7 +411,7 @@ impl Round {
                 task: self.checkpoint.task.clone(),
             });
         }
-        let now = self.rounds.files.state.now();
+        let now = self.rounds.files.now()?;
         let mut next = self.checkpoint.clone();
         let out = change(&mut next, now)?;
         next.updated_at = now;

@@ -50,7 +50,7 @@ impl LoopState {
     /// Returns the loop state of `state`.
     pub fn new(state: StateDir) -> Self {
         LoopState {
-            files: Files::new(state),
+            files: Files::new(state, None),
         }
     }
 

@@ -188,7 +188,7 @@ impl Dispatcher {
             me,
             pool: pool.into_iter().collect(),
             config,
-            files: Files::new(channels.state().clone()),
+            files: channels.files(),
             channels,
             finished: Arc::default(),
         }
@@ -202,7 +202,7 @@ impl Dispatcher {
     /// [`Error::AlreadySubmitted`] when the bead is in the ledger already
     /// (whatever its state: a bead is done at most once); [`Error::Store`].
     pub fn submit(&self, bead: BeadId, title: impl Into<String>) -> Result<LedgerEntry> {
-        let now = self.files.state.now();
+        let now = self.files.now()?;
         let entry = LedgerEntry {
             bead_id: bead.clone(),
             title: title.into(),
@@ -211,16 +211,10 @@ impl Dispatcher {
             attempts: Vec::new(),
             updated_at: now,
         };
-        match self
-            .files
-            .state
-            .create_new_json(&self.files.bead(&bead), &entry)
-        {
-            Ok(()) => Ok(entry),
-            Err(chipset_store::Error::AlreadyExists { .. }) => {
-                Err(Error::AlreadySubmitted { bead })
-            }
-            Err(e) => Err(e.into()),
+        if self.files.create(&self.files.bead(&bead), &entry)? {
+            Ok(entry)
+        } else {
+            Err(Error::AlreadySubmitted { bead })
         }
     }
 
@@ -240,7 +234,7 @@ impl Dispatcher {
     /// [`Error::Store`] when the directory cannot be listed.
     pub fn ledger(&self) -> Result<Ledger> {
         let mut ledger = Ledger::default();
-        for name in self.files.state.list(&self.files.beads_dir())? {
+        for name in self.files.list(&self.files.beads_dir())? {
             let Some(bead) = name.strip_suffix(".json").and_then(|b| BeadId::new(b).ok()) else {
                 continue;
             };
@@ -293,7 +287,7 @@ impl Dispatcher {
     /// Channel errors. Changes made before the error stay made and are
     /// consistent; the next tick goes on from them.
     pub fn tick(&self) -> Result<Vec<DispatchAction>> {
-        let now = self.files.state.now();
+        let now = self.files.now()?;
         let mut actions = Vec::new();
         self.read_mail(now, &mut actions)?;
         self.read_bus(now, &mut actions)?;

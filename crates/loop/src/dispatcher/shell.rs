@@ -10,7 +10,9 @@ use chipset_hook::HookStatus;
 use chipset_mail::MessageId;
 use chipset_mail::{InboxFilter, Kind, Message, NewMessage};
 use chipset_nudge::{NewNudge, NudgeType};
-use chipset_store::{AgentId, Locked, SortableId, Timestamp};
+use chipset_store::{AgentId, SortableId, Timestamp};
+
+use crate::files::Held;
 
 use super::transition::{ignored, unreadable};
 use super::{
@@ -134,7 +136,7 @@ impl Dispatcher {
         &self,
         bead: &BeadId,
         actions: &mut Vec<DispatchAction>,
-    ) -> Result<Option<Locked<LedgerEntry>>> {
+    ) -> Result<Option<Held<LedgerEntry>>> {
         match self.files.lock::<LedgerEntry>(&self.files.bead(bead)) {
             Ok(l) => Ok(Some(l)),
             Err(Error::Corrupt(c)) => {
@@ -150,7 +152,7 @@ impl Dispatcher {
     /// command's result is the next event. A missing entry is left alone.
     fn drive(
         &self,
-        locked: &mut Locked<LedgerEntry>,
+        locked: &mut Held<LedgerEntry>,
         mut event: LedgerEvent,
         now: Timestamp,
         actions: &mut Vec<DispatchAction>,
@@ -268,7 +270,7 @@ impl Dispatcher {
                 bead_id: bead.clone(),
             },
         );
-        Ok(locked.write(book)?)
+        locked.write(book)
     }
 
     /// Drives every unfinished entry through the sweep: finishes interrupted
@@ -385,7 +387,7 @@ impl Dispatcher {
     }
 }
 
-fn is_queued(locked: &Locked<LedgerEntry>) -> bool {
+fn is_queued(locked: &Held<LedgerEntry>) -> bool {
     matches!(locked.current().map(|e| &e.state), Some(BeadState::Queued))
 }
 

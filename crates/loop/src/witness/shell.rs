@@ -2,6 +2,7 @@
 //! incident lock, and carries out what the pure core ([`judge`], [`close`])
 //! decided.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chipset_bus::{NewEvent, Priority as BusPriority};
@@ -9,13 +10,13 @@ use chipset_hook::{Assignment, Hook, HookState};
 use chipset_mail::MessageId;
 use chipset_mail::{MailPriority, NewMessage};
 use chipset_nudge::{NewNudge, NudgeType, Received, ResponseStatus};
-use chipset_store::{AgentId, Locked, ReadOutcome, SortableId, StateDir, Timestamp};
+use chipset_store::{AgentId, ReadOutcome, SortableId, StateDir, Timestamp};
 
 use super::judge::{Finish, Judging, Next, answers_since, close, judge, same_assignment};
 use super::{WitnessAction, WitnessConfig};
 use crate::channels::Channels;
 use crate::error::Result;
-use crate::files::{Files, task_of};
+use crate::files::{Files, Held, task_of};
 use crate::format::{HEALTH_ESCALATION, Incident, LoopMessage};
 
 /// The witness: watches every pending and active hook, nudges quiet agents,
@@ -57,12 +58,15 @@ impl Witness {
         dispatcher: AgentId,
         config: WitnessConfig,
     ) -> Self {
-        let state = channels.state().clone();
+        let files = channels.files();
+        // On a server its clock; if it cannot say the time now, the local
+        // one (the grace period only delays the first steps).
+        let started_at = files.now().unwrap_or_else(|_| files.state.now());
         Witness {
             me,
             dispatcher,
-            started_at: state.now(),
-            files: Files::new(state),
+            started_at,
+            files,
             channels,
             config,
         }
@@ -84,7 +88,7 @@ impl Witness {
     /// [`Error::Corrupt`](crate::Error::Corrupt) when an incident record is unreadable (run the
     /// doctor); channel errors. Steps taken before the error stay taken.
     pub fn tick(&self) -> Result<Vec<WitnessAction>> {
-        let now = self.files.state.now();
+        let now = self.files.now()?;
         let mut actions = Vec::new();
         // Answers land in the witness's own `latest.json` too (seed 000); they
         // are read through the per-responder records, so mark them processed.
@@ -93,7 +97,7 @@ impl Witness {
         {
             self.channels.nudges.mark_processed(&self.me, &n)?;
         }
-        for (agent, read) in &self.channels.hooks.list()? {
+        for (agent, read) in &self.hooks()? {
             match read {
                 ReadOutcome::Corrupt(c) => actions.push(WitnessAction::Unreadable {
                     path: c.path.clone(),
@@ -116,6 +120,33 @@ impl Witness {
         }
         self.files.append(&self.files.witness_log(), &actions)?;
         Ok(actions)
+    }
+
+    /// Reads every agent's hook: [`Hooks::list`](chipset_hook::Hooks::list)
+    /// on a directory; on a server the names under `hooks/` there, each
+    /// read through the hook handle (the hook's own listing still scans
+    /// the local root).
+    fn hooks(&self) -> Result<BTreeMap<AgentId, ReadOutcome<Hook>>> {
+        let Some(seam) = &self.channels.seam else {
+            return Ok(self.channels.hooks.list()?);
+        };
+        let dir =
+            chipset_backend::Dir::new("hooks").map_err(|e| crate::Error::Backend(Box::new(e)))?;
+        let names = seam
+            .list(&dir)
+            .map_err(|e| crate::Error::Backend(Box::new(e)))?;
+        let mut hooks = BTreeMap::new();
+        for name in names {
+            let Some(agent) = name
+                .strip_suffix(".json")
+                .and_then(|a| AgentId::new(a).ok())
+            else {
+                continue;
+            };
+            let read = self.channels.hooks.read(&agent)?;
+            hooks.insert(agent, read);
+        }
+        Ok(hooks)
     }
 
     /// Ticks every `every` (real time) until `until` says stop. A blocking
@@ -230,7 +261,7 @@ impl Witness {
     /// Carries out a [`Next`] under the incident's lock, in its order.
     fn apply(
         &self,
-        locked: &mut Locked<Incident>,
+        locked: &mut Held<Incident>,
         next: Next,
         actions: &mut Vec<WitnessAction>,
     ) -> Result<()> {
@@ -275,7 +306,7 @@ impl Witness {
     /// incident as escalated, under the incident's lock.
     fn finish(
         &self,
-        locked: &mut Locked<Incident>,
+        locked: &mut Held<Incident>,
         finish: Finish,
         actions: &mut Vec<WitnessAction>,
     ) -> Result<()> {
