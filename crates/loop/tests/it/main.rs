@@ -6,6 +6,9 @@
     reason = "tests plant, corrupt and inspect files as another program would, outside the store's API"
 )]
 
+#[macro_use]
+mod place;
+
 mod attention;
 mod channels;
 mod dispatcher;
@@ -17,7 +20,10 @@ mod sim;
 mod witness;
 mod worker;
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use chipset_loop::Channels;
 
 use chipset_hook::Hooks;
 use chipset_mail::{InboxFilter, Mail, ManifestEvent};
@@ -29,6 +35,8 @@ pub(crate) use chipset_testkit::{agent, bead};
 
 /// A state root on a manual clock at [`chipset_testkit::T0`], with handles on the channels.
 pub(crate) struct Setup {
+    /// On PostgreSQL: the test's schema, dropped with the setup.
+    pub(crate) pg: Option<place::Schema>,
     pub(crate) tmp: TempState,
     pub(crate) clock: ManualClock,
     pub(crate) hooks: Hooks,
@@ -43,6 +51,92 @@ impl Setup {
 
     pub(crate) fn state(&self) -> chipset_store::StateDir {
         self.tmp.state.clone()
+    }
+
+    /// Returns the channels the loops work through: the state root's, or
+    /// the server's.
+    pub(crate) fn channels(&self) -> Channels {
+        match &self.pg {
+            None => Channels::new(self.state()),
+            Some(pg) => Channels::with_backend(self.state(), Arc::clone(&pg.backend)),
+        }
+    }
+
+    /// Returns the bus the loops use.
+    pub(crate) fn bus(&self) -> chipset_bus::Bus {
+        match &self.pg {
+            None => chipset_bus::Bus::new(self.state()),
+            Some(pg) => chipset_bus::Bus::with_backend(
+                self.state(),
+                chipset_bus::BusConfig::default(),
+                Arc::clone(&pg.backend),
+            ),
+        }
+    }
+
+    /// Returns the loop record `loop/{rel}` as its bytes, `None` when
+    /// there is none.
+    pub(crate) fn loop_bytes(&self, rel: &str) -> Option<Vec<u8>> {
+        match &self.pg {
+            None => std::fs::read(self.tmp.state.root().join("loop").join(rel)).ok(),
+            Some(pg) => pg.backend.read(&loop_key(rel)).unwrap().map(|v| v.value),
+        }
+    }
+
+    /// Writes the loop record `loop/{rel}` (a crash state, a corrupt value).
+    pub(crate) fn put_loop_bytes(&self, rel: &str, bytes: &[u8]) {
+        match &self.pg {
+            None => {
+                let path = self.tmp.at(&format!("loop/{rel}"));
+                self.tmp.state.write_bytes(&path, bytes).unwrap();
+            }
+            Some(pg) => {
+                let _ = pg.backend.put(&loop_key(rel), bytes).unwrap();
+            }
+        }
+    }
+
+    /// Returns the names of the records in the loop folder `loop/{rel}`.
+    pub(crate) fn loop_names(&self, rel: &str) -> Vec<String> {
+        match &self.pg {
+            None => {
+                let path = self.tmp.at(&format!("loop/{rel}"));
+                self.tmp.state.list(&path).unwrap()
+            }
+            Some(pg) => {
+                let mut dir = chipset_backend::Dir::new("loop").unwrap();
+                for part in rel.split('/') {
+                    dir = dir.join(part).unwrap();
+                }
+                pg.backend.list(&dir).unwrap()
+            }
+        }
+    }
+
+    /// Returns the records of the loop log `loop/{rel}`.
+    pub(crate) fn loop_log<T: serde::de::DeserializeOwned>(&self, rel: &str) -> Vec<T> {
+        match &self.pg {
+            None => {
+                let path = self.tmp.at(&format!("loop/{rel}"));
+                self.tmp
+                    .state
+                    .log(&path)
+                    .unwrap()
+                    .read::<T>()
+                    .unwrap()
+                    .records
+            }
+            Some(pg) => {
+                let read = pg
+                    .backend
+                    .read_log(&loop_key(rel), chipset_backend::LogPos::START)
+                    .unwrap();
+                read.records
+                    .iter()
+                    .map(|r| serde_json::from_slice(r).unwrap())
+                    .collect()
+            }
+        }
     }
 
     /// Returns the ids of the mail sent with `subject`, from the manifest.
@@ -61,8 +155,7 @@ impl Setup {
 
     /// Returns the loop file `loop/{rel}` as JSON.
     pub(crate) fn loop_json(&self, rel: &str) -> serde_json::Value {
-        let path = self.tmp.state.root().join("loop").join(rel);
-        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+        serde_json::from_slice(&self.loop_bytes(rel).expect("the loop record is there")).unwrap()
     }
 
     /// Returns the messages in `agent`'s inbox.
@@ -106,9 +199,43 @@ fn setup_on((tmp, clock): (TempState, ManualClock)) -> Setup {
         hooks: Hooks::new(state.clone()),
         nudges: Nudges::new(state.clone()),
         mail: Mail::new(state),
+        pg: None,
         tmp,
         clock,
     }
+}
+
+/// As [`setup`], with every channel and the loops' records on a schema of
+/// the test's own on the server `CHIPSET_TEST_PG` names (the manual clock
+/// in front of the server's); `None` when the variable is not set.
+pub(crate) fn setup_pg(test: &str) -> Option<Setup> {
+    let (tmp, clock) = TempState::manual();
+    let pg = place::Schema::open(test, clock.clone())?;
+    let state = tmp.state.clone();
+    let b = Arc::clone(&pg.backend);
+    Some(Setup {
+        hooks: Hooks::with_backend(state.clone(), Arc::clone(&b)),
+        nudges: Nudges::with_backend(
+            state.clone(),
+            chipset_nudge::NudgeConfig::default(),
+            Arc::clone(&b),
+        ),
+        mail: Mail::with_backend(state, chipset_mail::MailConfig::default(), b),
+        pg: Some(pg),
+        tmp,
+        clock,
+    })
+}
+
+/// The key of the loop record `loop/{rel}` on a server.
+fn loop_key(rel: &str) -> chipset_backend::Key {
+    let mut parts: Vec<&str> = rel.split('/').collect();
+    let name = parts.pop().unwrap();
+    let mut dir = chipset_backend::Dir::new("loop").unwrap();
+    for part in parts {
+        dir = dir.join(part).unwrap();
+    }
+    dir.key(name).unwrap()
 }
 
 pub(crate) fn secs(n: u64) -> Duration {

@@ -1,14 +1,33 @@
 //! The witness on a manual clock: nudges, signs of life, one escalation per
 //! incident, restarts, grace, per-agent intervals, corrupt hooks.
 
-use chipset_bus::{Bus, Priority as BusPriority};
+use std::sync::Arc;
+
+use chipset_bus::Priority as BusPriority;
 use chipset_hook::Pickup;
 use chipset_loop::{Evidence, Topic, Witness, WitnessAction, WitnessConfig};
 use chipset_mail::{Kind, MailPriority};
-use chipset_nudge::{NudgeType, Received};
+use chipset_nudge::{NudgeType, Nudges, Received};
 use chipset_store::{AgentId, ReadOutcome};
 
 use crate::{Setup, agent, bead, body_json, escalation_body, secs, setup};
+
+both!(
+    silent_agent_gets_health_check_then_stall_warning_then_exactly_one_escalation,
+    an_answer_resolves_the_incident_and_the_next_quiet_spell_is_measured_from_it,
+    a_touch_after_the_nudge_counts_as_alive,
+    a_pending_hook_never_picked_up_is_escalated_too,
+    no_incident_opens_within_the_grace_period_after_an_assignment,
+    a_restarted_witness_neither_repeats_nor_forgets_an_incident,
+    a_witness_killed_before_its_escalation_mail_sends_it_on_restart,
+    a_witness_killed_after_its_escalation_mail_does_not_send_it_again,
+    per_agent_intervals_apply,
+    a_corrupt_incident_record_skips_that_agent_only,
+    an_incident_closes_when_the_hook_moves_on,
+    two_witnesses_escalate_once,
+    the_witness_log_records_every_action,
+    run_until_ticks_until_told_to_stop,
+);
 
 fn config() -> WitnessConfig {
     WitnessConfig {
@@ -22,7 +41,19 @@ fn config() -> WitnessConfig {
 }
 
 fn witness(s: &Setup, config: WitnessConfig) -> Witness {
-    Witness::new(s.state(), agent("witness"), agent("mayor"), config)
+    witness_named(s, "witness", config)
+}
+
+/// A witness named `me` on the setup's place: on a directory through
+/// `Witness::new`, on a server through its channels (the nudge handle
+/// with `config.nudge`, as `Witness::new` makes it).
+fn witness_named(s: &Setup, me: &str, config: WitnessConfig) -> Witness {
+    let Some(pg) = &s.pg else {
+        return Witness::new(s.state(), agent(me), agent("mayor"), config);
+    };
+    let nudges = Nudges::with_backend(s.state(), config.nudge.clone(), Arc::clone(&pg.backend));
+    let channels = s.channels().with_nudges(nudges).unwrap();
+    Witness::with_channels(channels, agent(me), agent("mayor"), config)
 }
 
 /// Assigns `bead` to `who` and activates it.
@@ -58,9 +89,7 @@ fn latest_kind(s: &Setup, who: &AgentId) -> Option<NudgeType> {
     }
 }
 
-#[test]
-fn silent_agent_gets_health_check_then_stall_warning_then_exactly_one_escalation() {
-    let s = setup();
+fn silent_agent_gets_health_check_then_stall_warning_then_exactly_one_escalation(s: Setup) {
     let a = active(&s, "polecat-alpha", "gt-abc12");
     let w = witness(&s, config());
     let alpha = agent("polecat-alpha");
@@ -106,7 +135,7 @@ fn silent_agent_gets_health_check_then_stall_warning_then_exactly_one_escalation
     assert!(!recovered);
 
     // The dispatcher is woken by a critical bus event.
-    let pending = Bus::new(s.state()).pending(&agent("mayor")).unwrap();
+    let pending = s.bus().pending(&agent("mayor")).unwrap();
     assert_eq!(pending.events.len(), 1);
     assert_eq!(pending.events[0].kind, Topic::HealthEscalation.as_str());
     assert_eq!(pending.events[0].priority, BusPriority::Critical);
@@ -119,11 +148,7 @@ fn silent_agent_gets_health_check_then_stall_warning_then_exactly_one_escalation
     assert_eq!(s.sent(Topic::HealthEscalation.as_str()).len(), 1);
     let incident = s.loop_json(&format!("witness/incidents/{alpha}.json"));
     assert_eq!(incident["step"], "escalated");
-    let incidents = std::fs::read_dir(s.tmp.state.root().join("loop/witness/incidents")).unwrap();
-    let records = incidents
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|n| !n.starts_with('.'));
-    assert_eq!(records.collect::<Vec<_>>(), ["polecat-alpha.json"]);
+    assert_eq!(s.loop_names("witness/incidents"), ["polecat-alpha.json"]);
 }
 
 /// Issue 28: a stalled holder's pool item returns to the pool, once, with
@@ -166,9 +191,7 @@ fn a_stalled_holders_pool_item_returns_to_the_pool_with_the_escalation() {
     assert_eq!(pool.get(&id).unwrap().entry.releases, 1);
 }
 
-#[test]
-fn an_answer_resolves_the_incident_and_the_next_quiet_spell_is_measured_from_it() {
-    let s = setup();
+fn an_answer_resolves_the_incident_and_the_next_quiet_spell_is_measured_from_it(s: Setup) {
     active(&s, "polecat-alpha", "gt-abc12");
     let w = witness(&s, config());
     let alpha = agent("polecat-alpha");
@@ -205,9 +228,7 @@ fn an_answer_resolves_the_incident_and_the_next_quiet_spell_is_measured_from_it(
     assert!(s.sent(Topic::HealthEscalation.as_str()).is_empty());
 }
 
-#[test]
-fn a_touch_after_the_nudge_counts_as_alive() {
-    let s = setup();
+fn a_touch_after_the_nudge_counts_as_alive(s: Setup) {
     let a = active(&s, "polecat-alpha", "gt-abc12");
     let w = witness(&s, config());
     s.advance(301);
@@ -226,9 +247,7 @@ fn a_touch_after_the_nudge_counts_as_alive() {
     assert!(w.tick().unwrap().is_empty());
 }
 
-#[test]
-fn a_pending_hook_never_picked_up_is_escalated_too() {
-    let s = setup();
+fn a_pending_hook_never_picked_up_is_escalated_too(s: Setup) {
     s.hooks
         .assign(&agent("polecat-bravo"), bead("gt-x"), "t", None)
         .unwrap();
@@ -241,9 +260,7 @@ fn a_pending_hook_never_picked_up_is_escalated_too() {
     assert_eq!(kinds(&w.tick().unwrap()), ["escalated"]);
 }
 
-#[test]
-fn no_incident_opens_within_the_grace_period_after_an_assignment() {
-    let s = setup();
+fn no_incident_opens_within_the_grace_period_after_an_assignment(s: Setup) {
     let w = witness(
         &s,
         WitnessConfig {
@@ -259,9 +276,7 @@ fn no_incident_opens_within_the_grace_period_after_an_assignment() {
     assert_eq!(kinds(&w.tick().unwrap()), ["health_check"]);
 }
 
-#[test]
-fn a_restarted_witness_neither_repeats_nor_forgets_an_incident() {
-    let s = setup();
+fn a_restarted_witness_neither_repeats_nor_forgets_an_incident(s: Setup) {
     active(&s, "polecat-alpha", "gt-abc12");
     let first = witness(
         &s,
@@ -307,20 +322,21 @@ fn a_restarted_witness_neither_repeats_nor_forgets_an_incident() {
 /// Rewrites `agent`'s incident record as "escalating" with a chosen mail id
 /// (a witness killed between its intent and its mail), and returns the id.
 fn make_escalating(s: &Setup, who: &str) -> chipset_mail::MessageId {
-    let path = s.tmp.at(&format!("loop/witness/incidents/{who}.json"));
-    let mut v: serde_json::Value = s.tmp.state.read_json(&path).unwrap().value().unwrap();
+    let rel = format!("witness/incidents/{who}.json");
+    let mut v = s.loop_json(&rel);
     assert_eq!(v["step"], "warned");
     let id = chipset_mail::MessageId::from(chipset_store::SortableId::generate(&s.clock));
     v["step"] = "escalating".into();
     v["escalated_at"] = v["updated_at"].clone();
     v["mail"] = id.as_str().into();
-    s.tmp.state.write_json(&path, &v).unwrap();
+    s.put_loop_bytes(
+        &rel,
+        &chipset_store::StateDir::to_canonical_json(&v).unwrap(),
+    );
     id
 }
 
-#[test]
-fn a_witness_killed_before_its_escalation_mail_sends_it_on_restart() {
-    let s = setup();
+fn a_witness_killed_before_its_escalation_mail_sends_it_on_restart(s: Setup) {
     active(&s, "polecat-alpha", "gt-abc12");
     let first = witness(&s, config());
     s.advance(301);
@@ -347,9 +363,7 @@ fn a_witness_killed_before_its_escalation_mail_sends_it_on_restart() {
     assert!(second.tick().unwrap().is_empty());
 }
 
-#[test]
-fn a_witness_killed_after_its_escalation_mail_does_not_send_it_again() {
-    let s = setup();
+fn a_witness_killed_after_its_escalation_mail_does_not_send_it_again(s: Setup) {
     let a = active(&s, "polecat-alpha", "gt-abc12");
     let first = witness(&s, config());
     s.advance(301);
@@ -398,9 +412,7 @@ fn a_witness_killed_after_its_escalation_mail_does_not_send_it_again() {
     assert_eq!(incident["step"], "escalated");
 }
 
-#[test]
-fn per_agent_intervals_apply() {
-    let s = setup();
+fn per_agent_intervals_apply(s: Setup) {
     active(&s, "polecat-alpha", "gt-a");
     active(&s, "polecat-slow", "gt-b");
     let w = witness(&s, {
@@ -457,23 +469,18 @@ fn a_hook_in_an_unknown_status_is_reported_and_never_judged() {
     assert_eq!(std::fs::read_to_string(&path).unwrap(), paused);
 }
 
-#[test]
-fn a_corrupt_incident_record_skips_that_agent_only() {
-    let s = setup();
+fn a_corrupt_incident_record_skips_that_agent_only(s: Setup) {
     active(&s, "polecat-alpha", "gt-a");
     active(&s, "polecat-bravo", "gt-b");
     let w = witness(&s, config());
-    let path = s.tmp.at("loop/witness/incidents/polecat-alpha.json");
-    s.tmp.state.write_bytes(&path, b"{ torn").unwrap();
+    s.put_loop_bytes("witness/incidents/polecat-alpha.json", b"{ torn");
     s.advance(301);
     let actions = w.tick().unwrap();
     assert_eq!(kinds(&actions), ["unreadable", "health_check"]);
     assert_eq!(actions[1].key().unwrap().agent, agent("polecat-bravo"));
 }
 
-#[test]
-fn an_incident_closes_when_the_hook_moves_on() {
-    let s = setup();
+fn an_incident_closes_when_the_hook_moves_on(s: Setup) {
     let a = active(&s, "polecat-alpha", "gt-abc12");
     let w = witness(&s, config());
     s.advance(301);
@@ -487,12 +494,10 @@ fn an_incident_closes_when_the_hook_moves_on() {
     assert!(s.sent(Topic::HealthEscalation.as_str()).is_empty());
 }
 
-#[test]
-fn two_witnesses_escalate_once() {
-    let s = setup();
+fn two_witnesses_escalate_once(s: Setup) {
     active(&s, "polecat-alpha", "gt-abc12");
     let one = witness(&s, config());
-    let two = Witness::new(s.state(), agent("witness-2"), agent("mayor"), config());
+    let two = witness_named(&s, "witness-2", config());
     s.advance(301);
     let mut all = one.tick().unwrap();
     all.extend(two.tick().unwrap());
@@ -514,9 +519,7 @@ fn two_witnesses_escalate_once() {
     assert_eq!(s.sent(Topic::HealthEscalation.as_str()).len(), 1);
 }
 
-#[test]
-fn the_witness_log_records_every_action() {
-    let s = setup();
+fn the_witness_log_records_every_action(s: Setup) {
     active(&s, "polecat-alpha", "gt-abc12");
     let w = witness(&s, config());
     let mut all = Vec::new();
@@ -524,14 +527,8 @@ fn the_witness_log_records_every_action() {
         s.advance(301);
         all.extend(w.tick().unwrap());
     }
-    let log = s
-        .tmp
-        .state
-        .log(&s.tmp.at("loop/witness/log.jsonl"))
-        .unwrap()
-        .read::<WitnessAction>()
-        .unwrap();
-    assert_eq!(log.records, all);
+    let log: Vec<WitnessAction> = s.loop_log("witness/log.jsonl");
+    assert_eq!(log, all);
     assert_eq!(all.len(), 3);
 }
 
@@ -544,9 +541,7 @@ impl Setup {
 
 /// `run_until` ticks until its caller says stop: a silent agent gets its
 /// health check by the time it returns.
-#[test]
-fn run_until_ticks_until_told_to_stop() {
-    let s = setup();
+fn run_until_ticks_until_told_to_stop(s: Setup) {
     active(&s, "polecat-alpha", "gt-1");
     let w = witness(&s, config());
     s.advance(301);
