@@ -1,7 +1,6 @@
 //! The dispatcher on a manual clock: assignment, verified completion exactly
 //! once, reassignment after an escalation, and restarts mid-change.
 
-use chipset_bus::Bus;
 use chipset_hook::{Assignment, HookStatus, Pickup};
 use chipset_loop::{
     AttemptOutcome, BeadState, DispatchAction, Dispatcher, DispatcherConfig, Error, IgnoreReason,
@@ -10,11 +9,34 @@ use chipset_loop::{
 use chipset_nudge::NudgeType;
 use chipset_store::ReadOutcome;
 
-use crate::{Setup, agent, bead, escalation_body, secs, setup};
+use crate::{Setup, agent, bead, escalation_body, secs};
+
+both!(
+    work_goes_to_idle_agents_in_pool_order_with_mail_and_a_wake_up,
+    a_bead_is_submitted_once,
+    a_completion_is_verified_cleared_and_counted_once_whatever_the_repeats,
+    a_completed_hook_is_found_without_a_report,
+    a_take_away_that_fails_otherwise_is_an_error_not_a_completion,
+    an_escalation_takes_the_work_away_and_gives_it_to_an_idle_agent,
+    an_escalation_about_an_old_assignment_is_ignored,
+    work_cleared_by_someone_else_is_queued_again,
+    a_dispatcher_killed_after_the_hook_assign_adopts_it_on_restart,
+    a_dispatcher_killed_after_the_assignment_mail_does_not_send_it_twice,
+    a_dispatcher_killed_before_the_hook_assign_undoes_the_intent_on_restart,
+    a_dispatcher_killed_mid_reassignment_finishes_it_on_restart,
+    a_dispatcher_killed_between_done_and_the_clear_clears_on_restart,
+    a_restarted_dispatcher_handles_an_escalation_that_arrived_while_it_was_down,
+    a_corrupt_ledger_entry_is_reported_and_left_alone,
+    run_until_ticks_until_told_to_stop,
+    other_events_on_the_dispatchers_queue_are_left_alone,
+    a_take_away_of_work_already_moved_on_is_done,
+    an_agent_with_a_corrupt_hook_is_passed_over,
+    a_dispatcher_killed_after_the_clear_records_it_on_restart,
+);
 
 fn dispatcher(s: &Setup, pool: &[&str]) -> Dispatcher {
     Dispatcher::new(
-        s.state(),
+        s.channels(),
         agent("mayor"),
         pool.iter().map(|a| agent(a)),
         DispatcherConfig::default(),
@@ -23,7 +45,7 @@ fn dispatcher(s: &Setup, pool: &[&str]) -> Dispatcher {
 
 fn worker(s: &Setup, who: &str) -> Worker {
     Worker::new(
-        s.state(),
+        s.channels(),
         agent(who),
         agent("mayor"),
         WorkerConfig::default(),
@@ -31,10 +53,8 @@ fn worker(s: &Setup, who: &str) -> Worker {
 }
 
 fn witness(s: &Setup) -> Witness {
-    Witness::new(
-        s.state(),
-        agent("witness"),
-        agent("mayor"),
+    s.witness(
+        "witness",
         WitnessConfig {
             stall_threshold: secs(300),
             nudge: chipset_nudge::NudgeConfig {
@@ -75,9 +95,7 @@ fn done(w: &Worker) -> WorkOutcome {
     w.run_once(|_| Ok("done".to_owned())).unwrap()
 }
 
-#[test]
-fn work_goes_to_idle_agents_in_pool_order_with_mail_and_a_wake_up() {
-    let s = setup();
+fn work_goes_to_idle_agents_in_pool_order_with_mail_and_a_wake_up(s: Setup) {
     let d = dispatcher(&s, &["w1", "w2"]);
     for b in ["b1", "b2", "b3"] {
         s.advance(1);
@@ -91,7 +109,7 @@ fn work_goes_to_idle_agents_in_pool_order_with_mail_and_a_wake_up() {
     let inbox = s.inbox(&agent("w1"));
     assert_eq!(inbox.len(), 1);
     assert_eq!(inbox[0].subject, Topic::WorkAssignment.as_str());
-    let wake = Bus::new(s.state()).pending(&agent("w2")).unwrap();
+    let wake = s.bus().pending(&agent("w2")).unwrap();
     assert_eq!(wake.events[0].kind, Topic::WorkAssigned.as_str());
     let entry = d.entry(&bead("b3")).unwrap().unwrap();
     assert_eq!(entry.state, BeadState::Queued);
@@ -107,9 +125,7 @@ fn work_goes_to_idle_agents_in_pool_order_with_mail_and_a_wake_up() {
     );
 }
 
-#[test]
-fn a_bead_is_submitted_once() {
-    let s = setup();
+fn a_bead_is_submitted_once(s: Setup) {
     let d = dispatcher(&s, &["w1"]);
     d.submit(bead("b1"), "t").unwrap();
     assert!(matches!(
@@ -118,9 +134,7 @@ fn a_bead_is_submitted_once() {
     ));
 }
 
-#[test]
-fn a_completion_is_verified_cleared_and_counted_once_whatever_the_repeats() {
-    let s = setup();
+fn a_completion_is_verified_cleared_and_counted_once_whatever_the_repeats(s: Setup) {
     let d = dispatcher(&s, &["w1"]);
     d.submit(bead("b1"), "t").unwrap();
     d.tick().unwrap();
@@ -150,20 +164,13 @@ fn a_completion_is_verified_cleared_and_counted_once_whatever_the_repeats() {
             .location
             .is_archived()
     );
-    assert!(
-        Bus::new(s.state())
-            .pending(&agent("mayor"))
-            .unwrap()
-            .is_empty()
-    );
+    assert!(s.bus().pending(&agent("mayor")).unwrap().is_empty());
     for _ in 0..3 {
         assert!(d.tick().unwrap().is_empty());
     }
 }
 
-#[test]
-fn a_completed_hook_is_found_without_a_report() {
-    let s = setup();
+fn a_completed_hook_is_found_without_a_report(s: Setup) {
     let d = dispatcher(&s, &["w1"]);
     d.submit(bead("b1"), "t").unwrap();
     d.tick().unwrap();
@@ -202,14 +209,10 @@ fn assigned_then_silent(s: &Setup, d: &Dispatcher) -> Assignment {
 /// A take-away that fails for another reason than "already moved on" or
 /// "completed" (here: the hook file is corrupt) is an error of the tick,
 /// never taken for a completion: the work stays with its agent, open.
-#[test]
-fn a_take_away_that_fails_otherwise_is_an_error_not_a_completion() {
-    let s = setup();
+fn a_take_away_that_fails_otherwise_is_an_error_not_a_completion(s: Setup) {
     let d = dispatcher(&s, &["w1", "w2"]);
     assigned_then_silent(&s, &d);
-    s.state()
-        .write_bytes(&s.hooks.path(&agent("w1")), b"{oops")
-        .unwrap();
+    s.put_hook_bytes(&agent("w1"), b"{oops");
     let err = d.tick().unwrap_err();
     assert!(
         !matches!(err, Error::Hook(ref e) if e.is_refusal()),
@@ -225,9 +228,7 @@ fn a_take_away_that_fails_otherwise_is_an_error_not_a_completion() {
     );
 }
 
-#[test]
-fn an_escalation_takes_the_work_away_and_gives_it_to_an_idle_agent() {
-    let s = setup();
+fn an_escalation_takes_the_work_away_and_gives_it_to_an_idle_agent(s: Setup) {
     let d = dispatcher(&s, &["w1", "w2"]);
     let held = assigned_then_silent(&s, &d);
     let actions = d.tick().unwrap();
@@ -268,9 +269,7 @@ fn an_escalation_takes_the_work_away_and_gives_it_to_an_idle_agent() {
     assert_eq!(names(&d.tick().unwrap()), ["assigned b3 w1"]);
 }
 
-#[test]
-fn an_escalation_about_an_old_assignment_is_ignored() {
-    let s = setup();
+fn an_escalation_about_an_old_assignment_is_ignored(s: Setup) {
     let d = dispatcher(&s, &["w1"]);
     d.submit(bead("b1"), "t").unwrap();
     d.tick().unwrap();
@@ -307,9 +306,7 @@ fn an_escalation_about_an_old_assignment_is_ignored() {
     let _ = IgnoreReason::AlreadyDone;
 }
 
-#[test]
-fn work_cleared_by_someone_else_is_queued_again() {
-    let s = setup();
+fn work_cleared_by_someone_else_is_queued_again(s: Setup) {
     let d = dispatcher(&s, &["w1", "w2"]);
     d.submit(bead("b1"), "t").unwrap();
     d.tick().unwrap();
@@ -327,8 +324,8 @@ fn work_cleared_by_someone_else_is_queued_again() {
 
 /// Rewrites a ledger entry's state (a dispatcher killed between two steps).
 fn set_state(s: &Setup, b: &str, state: serde_json::Value) {
-    let path = s.tmp.at(&format!("loop/dispatcher/beads/{b}.json"));
-    let mut v: serde_json::Value = s.tmp.state.read_json(&path).unwrap().value().unwrap();
+    let rel = format!("dispatcher/beads/{b}.json");
+    let mut v = s.loop_json(&rel);
     let obj = v.as_object_mut().unwrap();
     for k in [
         "assignment",
@@ -343,12 +340,13 @@ fn set_state(s: &Setup, b: &str, state: serde_json::Value) {
     for (k, val) in state.as_object().unwrap() {
         obj.insert(k.clone(), val.clone());
     }
-    s.tmp.state.write_json(&path, &v).unwrap();
+    s.put_loop_bytes(
+        &rel,
+        &chipset_store::StateDir::to_canonical_json(&v).unwrap(),
+    );
 }
 
-#[test]
-fn a_dispatcher_killed_after_the_hook_assign_adopts_it_on_restart() {
-    let s = setup();
+fn a_dispatcher_killed_after_the_hook_assign_adopts_it_on_restart(s: Setup) {
     let first = dispatcher(&s, &["w1"]);
     first.submit(bead("b1"), "t").unwrap();
     // Killed after writing the intent and assigning the hook, before the mail.
@@ -378,9 +376,7 @@ fn a_dispatcher_killed_after_the_hook_assign_adopts_it_on_restart() {
     assert_eq!(entry.attempts.len(), 1);
 }
 
-#[test]
-fn a_dispatcher_killed_after_the_assignment_mail_does_not_send_it_twice() {
-    let s = setup();
+fn a_dispatcher_killed_after_the_assignment_mail_does_not_send_it_twice(s: Setup) {
     let first = dispatcher(&s, &["w1"]);
     first.submit(bead("b1"), "t").unwrap();
     first.tick().unwrap();
@@ -402,9 +398,7 @@ fn mail_id(s: &Setup) -> chipset_mail::MessageId {
     chipset_mail::MessageId::from(chipset_store::SortableId::generate(&s.clock))
 }
 
-#[test]
-fn a_dispatcher_killed_before_the_hook_assign_undoes_the_intent_on_restart() {
-    let s = setup();
+fn a_dispatcher_killed_before_the_hook_assign_undoes_the_intent_on_restart(s: Setup) {
     let first = dispatcher(&s, &["w1"]);
     first.submit(bead("b1"), "t").unwrap();
     set_state(
@@ -417,9 +411,7 @@ fn a_dispatcher_killed_before_the_hook_assign_undoes_the_intent_on_restart() {
     assert_eq!(names(&second.tick().unwrap()), ["assigned b1 w1"]);
 }
 
-#[test]
-fn a_dispatcher_killed_mid_reassignment_finishes_it_on_restart() {
-    let s = setup();
+fn a_dispatcher_killed_mid_reassignment_finishes_it_on_restart(s: Setup) {
     let first = dispatcher(&s, &["w1", "w2"]);
     first.submit(bead("b1"), "t").unwrap();
     first.tick().unwrap();
@@ -469,9 +461,7 @@ fn done_but_not_cleared(s: &Setup) -> Assignment {
     a
 }
 
-#[test]
-fn a_dispatcher_killed_between_done_and_the_clear_clears_on_restart() {
-    let s = setup();
+fn a_dispatcher_killed_between_done_and_the_clear_clears_on_restart(s: Setup) {
     done_but_not_cleared(&s);
     let second = dispatcher(&s, &["w1"]);
     assert!(
@@ -486,9 +476,7 @@ fn a_dispatcher_killed_between_done_and_the_clear_clears_on_restart() {
     assert!(matches!(entry.state, BeadState::Done { cleared: true, .. }));
 }
 
-#[test]
-fn a_restarted_dispatcher_handles_an_escalation_that_arrived_while_it_was_down() {
-    let s = setup();
+fn a_restarted_dispatcher_handles_an_escalation_that_arrived_while_it_was_down(s: Setup) {
     let first = dispatcher(&s, &["w1", "w2"]);
     first.submit(bead("b1"), "t").unwrap();
     first.tick().unwrap();
@@ -513,13 +501,10 @@ fn a_restarted_dispatcher_handles_an_escalation_that_arrived_while_it_was_down()
     assert_eq!(s.sent(Topic::HealthEscalation.as_str()).len(), 1);
 }
 
-#[test]
-fn a_corrupt_ledger_entry_is_reported_and_left_alone() {
-    let s = setup();
+fn a_corrupt_ledger_entry_is_reported_and_left_alone(s: Setup) {
     let d = dispatcher(&s, &["w1"]);
     d.submit(bead("b1"), "t").unwrap();
-    let path = s.tmp.at("loop/dispatcher/beads/b1.json");
-    s.tmp.state.write_bytes(&path, b"{ torn").unwrap();
+    s.put_loop_bytes("dispatcher/beads/b1.json", b"{ torn");
     assert_eq!(names(&d.tick().unwrap()), ["unreadable"]);
     assert_eq!(
         HookStatus::of(&s.hooks.read(&agent("w1")).unwrap()),
@@ -541,9 +526,7 @@ fn a_dispatcher_config_sets_the_pace() {
 
 /// `run_until` ticks until its caller says stop: the submitted bead is
 /// assigned by the time it returns.
-#[test]
-fn run_until_ticks_until_told_to_stop() {
-    let s = setup();
+fn run_until_ticks_until_told_to_stop(s: Setup) {
     let d = dispatcher(&s, &["polecat-alpha"]);
     d.submit(bead("gt-1"), "Add README section").unwrap();
     let mut seen = Vec::new();
@@ -565,11 +548,9 @@ fn run_until_ticks_until_told_to_stop() {
 
 /// Events on the dispatcher's queue other than completions and escalations
 /// are not its to read: they stay, unacknowledged and unreported.
-#[test]
-fn other_events_on_the_dispatchers_queue_are_left_alone() {
-    let s = setup();
+fn other_events_on_the_dispatchers_queue_are_left_alone(s: Setup) {
     let d = dispatcher(&s, &["w1"]);
-    let bus = Bus::new(s.state());
+    let bus = s.bus();
     let _ = bus
         .publish(
             &agent("mayor"),
@@ -585,9 +566,7 @@ fn other_events_on_the_dispatchers_queue_are_left_alone() {
 
 /// A take-away that finds the work already moved on (someone else took it
 /// back first) is done all the same: the bead goes to an idle agent.
-#[test]
-fn a_take_away_of_work_already_moved_on_is_done() {
-    let s = setup();
+fn a_take_away_of_work_already_moved_on_is_done(s: Setup) {
     let d = dispatcher(&s, &["w1", "w2"]);
     let held = assigned_then_silent(&s, &d);
     s.hooks.reassign(&held).unwrap();
@@ -601,22 +580,16 @@ fn a_take_away_of_work_already_moved_on_is_done() {
 
 /// An agent whose hook cannot take work (corrupt) is passed over for the
 /// next in the pool.
-#[test]
-fn an_agent_with_a_corrupt_hook_is_passed_over() {
-    let s = setup();
+fn an_agent_with_a_corrupt_hook_is_passed_over(s: Setup) {
     let d = dispatcher(&s, &["w1", "w2"]);
-    s.state()
-        .write_bytes(&s.hooks.path(&agent("w1")), b"{oops")
-        .unwrap();
+    s.put_hook_bytes(&agent("w1"), b"{oops");
     d.submit(bead("b1"), "t").unwrap();
     assert_eq!(names(&d.tick().unwrap()), ["assigned b1 w2"]);
 }
 
 /// A dispatcher killed after the clear but before recording it finds the
 /// hook already cleared on restart: the clear counts as done.
-#[test]
-fn a_dispatcher_killed_after_the_clear_records_it_on_restart() {
-    let s = setup();
+fn a_dispatcher_killed_after_the_clear_records_it_on_restart(s: Setup) {
     let a = done_but_not_cleared(&s);
     s.hooks.clear(&a).unwrap();
     let second = dispatcher(&s, &["w1"]);

@@ -23,7 +23,7 @@ mod worker;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chipset_loop::Channels;
+use chipset_loop::{Channels, Witness, WitnessConfig};
 
 use chipset_hook::Hooks;
 use chipset_mail::{InboxFilter, Mail, ManifestEvent};
@@ -59,6 +59,38 @@ impl Setup {
         match &self.pg {
             None => Channels::new(self.state()),
             Some(pg) => Channels::with_backend(self.state(), Arc::clone(&pg.backend)),
+        }
+    }
+
+    /// Returns a witness named `me` escalating to `mayor`: on a directory
+    /// through `Witness::new`, on a server through the channels (the
+    /// nudge handle with `config.nudge`, as `Witness::new` makes it).
+    pub(crate) fn witness(&self, me: &str, config: WitnessConfig) -> Witness {
+        let Some(pg) = &self.pg else {
+            return Witness::new(self.state(), agent(me), agent("mayor"), config);
+        };
+        let nudges =
+            Nudges::with_backend(self.state(), config.nudge.clone(), Arc::clone(&pg.backend));
+        let channels = self.channels().with_nudges(nudges).unwrap();
+        Witness::with_channels(channels, agent(me), agent("mayor"), config)
+    }
+
+    /// Writes `bytes` as `agent`'s hook, past the hook's API (a corrupt or
+    /// foreign hook).
+    pub(crate) fn put_hook_bytes(&self, who: &AgentId, bytes: &[u8]) {
+        match &self.pg {
+            None => self
+                .tmp
+                .state
+                .write_bytes(&self.hooks.path(who), bytes)
+                .unwrap(),
+            Some(pg) => {
+                let key = chipset_backend::Dir::new("hooks")
+                    .unwrap()
+                    .key(&format!("{who}.json"))
+                    .unwrap();
+                let _ = pg.backend.put(&key, bytes).unwrap();
+            }
         }
     }
 

@@ -1,18 +1,17 @@
 //! The witness on a manual clock: nudges, signs of life, one escalation per
 //! incident, restarts, grace, per-agent intervals, corrupt hooks.
 
-use std::sync::Arc;
-
 use chipset_bus::Priority as BusPriority;
 use chipset_hook::Pickup;
 use chipset_loop::{Evidence, Topic, Witness, WitnessAction, WitnessConfig};
 use chipset_mail::{Kind, MailPriority};
-use chipset_nudge::{NudgeType, Nudges, Received};
+use chipset_nudge::{NudgeType, Received};
 use chipset_store::{AgentId, ReadOutcome};
 
 use crate::{Setup, agent, bead, body_json, escalation_body, secs, setup};
 
 both!(
+    a_corrupt_hook_is_reported_and_never_judged,
     silent_agent_gets_health_check_then_stall_warning_then_exactly_one_escalation,
     an_answer_resolves_the_incident_and_the_next_quiet_spell_is_measured_from_it,
     a_touch_after_the_nudge_counts_as_alive,
@@ -44,16 +43,8 @@ fn witness(s: &Setup, config: WitnessConfig) -> Witness {
     witness_named(s, "witness", config)
 }
 
-/// A witness named `me` on the setup's place: on a directory through
-/// `Witness::new`, on a server through its channels (the nudge handle
-/// with `config.nudge`, as `Witness::new` makes it).
 fn witness_named(s: &Setup, me: &str, config: WitnessConfig) -> Witness {
-    let Some(pg) = &s.pg else {
-        return Witness::new(s.state(), agent(me), agent("mayor"), config);
-    };
-    let nudges = Nudges::with_backend(s.state(), config.nudge.clone(), Arc::clone(&pg.backend));
-    let channels = s.channels().with_nudges(nudges).unwrap();
-    Witness::with_channels(channels, agent(me), agent("mayor"), config)
+    s.witness(me, config)
 }
 
 /// Assigns `bead` to `who` and activates it.
@@ -439,11 +430,8 @@ fn per_agent_intervals_apply(s: Setup) {
     assert_eq!(actions[0].key().unwrap().agent, agent("polecat-slow"));
 }
 
-#[test]
-fn a_corrupt_hook_is_reported_and_never_judged() {
-    let s = setup();
-    let path = s.hooks.path(&agent("polecat-broken"));
-    s.tmp.state.write_bytes(&path, b"{ not json").unwrap();
+fn a_corrupt_hook_is_reported_and_never_judged(s: Setup) {
+    s.put_hook_bytes(&agent("polecat-broken"), b"{ not json");
     let w = witness(&s, config());
     s.advance(10_000);
     let actions = w.tick().unwrap();
