@@ -23,7 +23,7 @@ mod worker;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chipset_loop::{Channels, Witness, WitnessConfig};
+use chipset_loop::{Channels, Rounds, RoundsConfig, Witness, WitnessConfig};
 
 use chipset_hook::Hooks;
 use chipset_mail::{InboxFilter, Mail, ManifestEvent};
@@ -94,6 +94,15 @@ impl Setup {
         }
     }
 
+    /// Returns the rounds with `config`: on a directory through
+    /// `Rounds::new` on the setup's mail, on a server through the channels.
+    pub(crate) fn rounds(&self, config: RoundsConfig) -> Rounds {
+        match &self.pg {
+            None => Rounds::new(self.mail.clone(), config),
+            Some(_) => Rounds::with_channels(self.channels(), config),
+        }
+    }
+
     /// Returns the bus the loops use.
     pub(crate) fn bus(&self) -> chipset_bus::Bus {
         match &self.pg {
@@ -133,7 +142,8 @@ impl Setup {
         match &self.pg {
             None => {
                 let path = self.tmp.at(&format!("loop/{rel}"));
-                self.tmp.state.list(&path).unwrap()
+                // A folder no record was written to yet lists nothing.
+                self.tmp.state.list(&path).unwrap_or_default()
             }
             Some(pg) => {
                 let mut dir = chipset_backend::Dir::new("loop").unwrap();

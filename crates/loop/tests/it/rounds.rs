@@ -1,7 +1,6 @@
 //! Critic/executor rounds: the commit gate (fail closed), stalemate,
 //! the round limit, the sweep, and resuming after a kill.
 
-use chipset_bus::Bus;
 use chipset_loop::{
     Blocker, CriticFinding, CriticReport, EscalationReason, Phase, Rounds, RoundsConfig, Routing,
     Topic,
@@ -11,25 +10,31 @@ use chipset_store::TaskId;
 
 use crate::{Setup, agent, setup};
 
+both!(
+    the_commit_gate_blocks_until_the_answer_arrives_then_commits_and_sweeps,
+    pending_replies_that_do_not_shrink_across_two_rounds_escalate_as_a_stalemate,
+    too_many_rounds_escalate,
+    a_killed_orchestrator_resumes_where_it_was,
+    two_orchestrators_cannot_both_move_a_round,
+    reopening_an_escalated_round_announces_it_again_once,
+    rounds_write_and_read_back_the_checkpoint_of_each_task,
+);
+
 fn task(t: &str) -> TaskId {
     TaskId::new(t).unwrap()
 }
 
 fn rounds(s: &Setup) -> Rounds {
-    Rounds::new(
-        s.mail.clone(),
-        RoundsConfig {
-            escalate_to: Some(agent("human")),
-            ..RoundsConfig::default()
-        },
-    )
+    s.rounds(RoundsConfig {
+        escalate_to: Some(agent("human")),
+        ..RoundsConfig::default()
+    })
 }
 
 /// Returns `t`'s checkpoint file as JSON: the rounds' history is on disk,
 /// not in the API.
 fn checkpoint_file(s: &Setup, t: &TaskId) -> serde_json::Value {
-    let path = s.tmp.at(&format!("loop/rounds/{t}.json"));
-    s.tmp.state.read_json(&path).unwrap().value().unwrap()
+    s.loop_json(&format!("rounds/{t}.json"))
 }
 
 fn ask(s: &Setup, t: &str, subject: &str, round: u32) -> chipset_mail::Message {
@@ -59,9 +64,7 @@ fn answer(s: &Setup, request: &chipset_mail::Message) {
         .unwrap();
 }
 
-#[test]
-fn the_commit_gate_blocks_until_the_answer_arrives_then_commits_and_sweeps() {
-    let s = setup();
+fn the_commit_gate_blocks_until_the_answer_arrives_then_commits_and_sweeps(s: Setup) {
     let r = rounds(&s);
     let t = task("M005-S007-T0002");
     let mut round = r.open(&t).unwrap();
@@ -127,9 +130,7 @@ fn an_unreadable_gate_blocks_the_commit() {
     assert_eq!(checkpoint_file(&s, &t)["history"][0]["gate"], "unreadable");
 }
 
-#[test]
-fn pending_replies_that_do_not_shrink_across_two_rounds_escalate_as_a_stalemate() {
-    let s = setup();
+fn pending_replies_that_do_not_shrink_across_two_rounds_escalate_as_a_stalemate(s: Setup) {
     let r = rounds(&s);
     let t = task("T2");
     let mut round = r.open(&t).unwrap();
@@ -161,20 +162,15 @@ fn pending_replies_that_do_not_shrink_across_two_rounds_escalate_as_a_stalemate(
     assert_eq!(round.phase(), Phase::Escalated);
     assert!(round.executor_done().is_err(), "final");
     // The escalation woke the human.
-    let pending = Bus::new(s.state()).pending(&agent("human")).unwrap();
+    let pending = s.bus().pending(&agent("human")).unwrap();
     assert_eq!(pending.events[0].kind, Topic::RoundEscalation.as_str());
 }
 
-#[test]
-fn too_many_rounds_escalate() {
-    let s = setup();
-    let r = Rounds::new(
-        s.mail.clone(),
-        RoundsConfig {
-            max_rounds: 2,
-            ..RoundsConfig::default()
-        },
-    );
+fn too_many_rounds_escalate(s: Setup) {
+    let r = s.rounds(RoundsConfig {
+        max_rounds: 2,
+        ..RoundsConfig::default()
+    });
     let mut round = r.open(&task("T3")).unwrap();
     let failing = CriticReport {
         verify_exit_code: 1,
@@ -199,9 +195,7 @@ fn too_many_rounds_escalate() {
     ));
 }
 
-#[test]
-fn a_killed_orchestrator_resumes_where_it_was() {
-    let s = setup();
+fn a_killed_orchestrator_resumes_where_it_was(s: Setup) {
     let t = task("T4");
     {
         let r = rounds(&s);
@@ -242,9 +236,7 @@ fn a_killed_orchestrator_resumes_where_it_was() {
     assert_eq!(other.route().unwrap(), Routing::Commit);
 }
 
-#[test]
-fn two_orchestrators_cannot_both_move_a_round() {
-    let s = setup();
+fn two_orchestrators_cannot_both_move_a_round(s: Setup) {
     let r = rounds(&s);
     let mut one = r.open(&task("T6")).unwrap();
     let mut two = r.open(&task("T6")).unwrap();
@@ -257,12 +249,10 @@ fn two_orchestrators_cannot_both_move_a_round() {
 
 /// Regression: a crash between checkpointing an escalation and publishing its
 /// wake-up lost the wake-up for good; reopening the round now announces it.
-#[test]
-fn reopening_an_escalated_round_announces_it_again_once() {
-    let s = setup();
+fn reopening_an_escalated_round_announces_it_again_once(s: Setup) {
     let t = task("T9");
     // A process that escalates but never publishes: as if killed in between.
-    let silent = Rounds::new(s.mail.clone(), RoundsConfig::default());
+    let silent = s.rounds(RoundsConfig::default());
     let mut round = silent.open(&t).unwrap();
     round.executor_done().unwrap();
     let q1 = ask(&s, "T9", "scope-creep", 1);
@@ -273,7 +263,7 @@ fn reopening_an_escalated_round_announces_it_again_once() {
     ask(&s, "T9", "scope-creep", 2);
     round.critic_done(CriticReport::default()).unwrap();
     assert!(matches!(round.route().unwrap(), Routing::Escalate { .. }));
-    let bus = Bus::new(s.state());
+    let bus = s.bus();
     assert!(bus.pending(&agent("human")).unwrap().is_empty());
 
     // The restarted orchestrator opens the round: the human is woken.
@@ -289,22 +279,10 @@ fn reopening_an_escalated_round_announces_it_again_once() {
 
 /// A rounds handle writes one checkpoint per task it opened, and reads each
 /// back.
-#[test]
-fn rounds_write_and_read_back_the_checkpoint_of_each_task() {
-    let s = setup();
+fn rounds_write_and_read_back_the_checkpoint_of_each_task(s: Setup) {
     let r = rounds(&s);
-    let tasks = || {
-        let mut names: Vec<String> = std::fs::read_dir(s.tmp.state.root().join("loop/rounds"))
-            .map(|d| {
-                d.map(|e| e.unwrap().file_name().into_string().unwrap())
-                    .collect()
-            })
-            .unwrap_or_default();
-        // Each checkpoint has a lock file beside it (`.t1.json.lock`).
-        names.retain(|n| !n.starts_with('.'));
-        names.sort();
-        names
-    };
+    // The names of the checkpoints (not the lock files beside them).
+    let tasks = || s.loop_names("rounds");
     assert_eq!(tasks(), Vec::<String>::new());
     assert_eq!(r.get(&task("t2")).unwrap(), None);
     let two = r.open(&task("t2")).unwrap();
