@@ -9,9 +9,31 @@ use chipset_store::ReadOutcome;
 
 use crate::{Setup, agent, bead, body_json, secs, setup};
 
+both!(
+    idle_when_nothing_is_hooked,
+    gupp_runs_the_work_completes_the_hook_and_reports_it,
+    checkpoints_touch_the_hook_at_the_configured_pace,
+    health_checks_are_answered_while_working,
+    an_idle_agent_answers_health_checks_too,
+    an_abort_stops_the_work_cooperatively_and_reports_nothing,
+    an_abort_older_than_the_assignment_is_stale,
+    health_checks_stall_warnings_and_responses_are_no_signal_to_the_work,
+    priority_changes_and_sync_requests_reach_the_work_as_signals,
+    work_taken_away_cannot_be_completed_and_nothing_is_reported,
+    a_checkpoint_notices_the_work_was_taken_away,
+    a_failed_work_leaves_the_hook_active_and_is_resumed,
+    run_until_does_not_resume_aborted_work_while_the_hook_holds_it,
+    run_until_takes_up_new_work_hooked_after_an_abort,
+    run_until_goes_on_after_work_is_taken_away,
+    run_until_tidies_only_the_assignments_wakeup_and_mail,
+    run_until_ends_on_an_error_that_is_not_stale,
+    a_completion_refused_for_a_corrupt_hook_is_not_stale,
+    a_heartbeat_touches_the_hook_now,
+);
+
 fn worker(s: &Setup, who: &str) -> Worker {
     Worker::new(
-        s.state(),
+        s.channels(),
         agent(who),
         agent("mayor"),
         WorkerConfig {
@@ -24,7 +46,7 @@ fn worker(s: &Setup, who: &str) -> Worker {
 /// As [`worker`], polling every 5 ms: for the `run_until` tests.
 fn quick_worker(s: &Setup, who: &str) -> Worker {
     Worker::new(
-        s.state(),
+        s.channels(),
         agent(who),
         agent("mayor"),
         WorkerConfig {
@@ -48,17 +70,13 @@ fn nudge(s: &Setup, from: &str, to: &str, kind: NudgeType, requires: bool) {
     let _ = s.nudges.send(&agent(to), d).unwrap();
 }
 
-#[test]
-fn idle_when_nothing_is_hooked() {
-    let s = setup();
+fn idle_when_nothing_is_hooked(s: Setup) {
     let w = worker(&s, "polecat-alpha");
     let out = w.run_once(|_| panic!("no work to run")).unwrap();
     assert_eq!(out, WorkOutcome::Idle);
 }
 
-#[test]
-fn gupp_runs_the_work_completes_the_hook_and_reports_it() {
-    let s = setup();
+fn gupp_runs_the_work_completes_the_hook_and_reports_it(s: Setup) {
     let a = assign(&s, "polecat-alpha", "gt-abc12");
     let w = worker(&s, "polecat-alpha");
     let out = w
@@ -97,7 +115,7 @@ fn gupp_runs_the_work_completes_the_hook_and_reports_it() {
     assert_eq!(body["type"], "completion_report");
     assert_eq!(body["assignment"], serde_json::to_value(&a).unwrap());
     assert_eq!(body["summary"], "README section added");
-    let pending = Bus::new(s.state()).pending(&agent("mayor")).unwrap();
+    let pending = s.bus().pending(&agent("mayor")).unwrap();
     assert_eq!(pending.events[0].kind, Topic::WorkCompleted.as_str());
     assert_eq!(pending.events[0].priority, BusPriority::High);
 
@@ -108,9 +126,7 @@ fn gupp_runs_the_work_completes_the_hook_and_reports_it() {
     ));
 }
 
-#[test]
-fn checkpoints_touch_the_hook_at_the_configured_pace() {
-    let s = setup();
+fn checkpoints_touch_the_hook_at_the_configured_pace(s: Setup) {
     assign(&s, "polecat-alpha", "gt-abc12");
     let w = worker(&s, "polecat-alpha");
     let alpha = agent("polecat-alpha");
@@ -130,9 +146,7 @@ fn checkpoints_touch_the_hook_at_the_configured_pace() {
         .unwrap();
 }
 
-#[test]
-fn health_checks_are_answered_while_working() {
-    let s = setup();
+fn health_checks_are_answered_while_working(s: Setup) {
     assign(&s, "polecat-alpha", "gt-abc12");
     let w = worker(&s, "polecat-alpha");
     let sent_at = s.clock_now();
@@ -155,9 +169,7 @@ fn health_checks_are_answered_while_working() {
     ));
 }
 
-#[test]
-fn an_idle_agent_answers_health_checks_too() {
-    let s = setup();
+fn an_idle_agent_answers_health_checks_too(s: Setup) {
     let w = worker(&s, "polecat-alpha");
     let sent_at = s.clock_now();
     nudge(&s, "witness", "polecat-alpha", NudgeType::HealthCheck, true);
@@ -170,9 +182,7 @@ fn an_idle_agent_answers_health_checks_too() {
     ));
 }
 
-#[test]
-fn an_abort_stops_the_work_cooperatively_and_reports_nothing() {
-    let s = setup();
+fn an_abort_stops_the_work_cooperatively_and_reports_nothing(s: Setup) {
     assign(&s, "polecat-alpha", "gt-abc12");
     let w = worker(&s, "polecat-alpha");
     let mut steps = 0;
@@ -205,9 +215,7 @@ fn an_abort_stops_the_work_cooperatively_and_reports_nothing() {
     assert!(s.inbox(&agent("mayor")).is_empty());
 }
 
-#[test]
-fn an_abort_older_than_the_assignment_is_stale() {
-    let s = setup();
+fn an_abort_older_than_the_assignment_is_stale(s: Setup) {
     nudge(&s, "mayor", "polecat-alpha", NudgeType::Abort, false);
     s.advance(1);
     assign(&s, "polecat-alpha", "gt-abc12");
@@ -224,9 +232,7 @@ fn an_abort_older_than_the_assignment_is_stale() {
 
 /// Health checks, stall warnings and nudge responses are the loop's own
 /// business (answered or marked processed): no signal reaches the work.
-#[test]
-fn health_checks_stall_warnings_and_responses_are_no_signal_to_the_work() {
-    let s = setup();
+fn health_checks_stall_warnings_and_responses_are_no_signal_to_the_work(s: Setup) {
     assign(&s, "polecat-alpha", "gt-abc12");
     let w = worker(&s, "polecat-alpha");
     let out = w
@@ -255,9 +261,7 @@ fn health_checks_stall_warnings_and_responses_are_no_signal_to_the_work() {
     assert!(matches!(out, WorkOutcome::Completed { .. }));
 }
 
-#[test]
-fn priority_changes_and_sync_requests_reach_the_work_as_signals() {
-    let s = setup();
+fn priority_changes_and_sync_requests_reach_the_work_as_signals(s: Setup) {
     assign(&s, "polecat-alpha", "gt-abc12");
     let w = worker(&s, "polecat-alpha");
     let _ = w
@@ -294,9 +298,7 @@ fn priority_changes_and_sync_requests_reach_the_work_as_signals() {
     assert_eq!(answers.answered.len(), 1);
 }
 
-#[test]
-fn work_taken_away_cannot_be_completed_and_nothing_is_reported() {
-    let s = setup();
+fn work_taken_away_cannot_be_completed_and_nothing_is_reported(s: Setup) {
     let a = assign(&s, "polecat-alpha", "gt-abc12");
     let w = worker(&s, "polecat-alpha");
     let err = w
@@ -316,9 +318,7 @@ fn work_taken_away_cannot_be_completed_and_nothing_is_reported() {
     );
 }
 
-#[test]
-fn a_checkpoint_notices_the_work_was_taken_away() {
-    let s = setup();
+fn a_checkpoint_notices_the_work_was_taken_away(s: Setup) {
     let a = assign(&s, "polecat-alpha", "gt-abc12");
     let w = worker(&s, "polecat-alpha");
     let err = w
@@ -333,9 +333,7 @@ fn a_checkpoint_notices_the_work_was_taken_away() {
     assert!(err.is_stale());
 }
 
-#[test]
-fn a_failed_work_leaves_the_hook_active_and_is_resumed() {
-    let s = setup();
+fn a_failed_work_leaves_the_hook_active_and_is_resumed(s: Setup) {
     assign(&s, "polecat-alpha", "gt-abc12");
     let w = worker(&s, "polecat-alpha");
     let out = w
@@ -353,9 +351,7 @@ fn a_failed_work_leaves_the_hook_active_and_is_resumed() {
 
 /// Regression: after an abort left the hook active, `run_until` picked the
 /// same work up again at once and re-ran it.
-#[test]
-fn run_until_does_not_resume_aborted_work_while_the_hook_holds_it() {
-    let s = setup();
+fn run_until_does_not_resume_aborted_work_while_the_hook_holds_it(s: Setup) {
     assign(&s, "polecat-alpha", "gt-abc12");
     let w = quick_worker(&s, "polecat-alpha");
     let mut runs = 0;
@@ -385,9 +381,7 @@ fn run_until_does_not_resume_aborted_work_while_the_hook_holds_it() {
 
 /// After an abort, `run_until` idles only while the hook holds the aborted
 /// work: new work hooked in its place is picked up and done.
-#[test]
-fn run_until_takes_up_new_work_hooked_after_an_abort() {
-    let s = setup();
+fn run_until_takes_up_new_work_hooked_after_an_abort(s: Setup) {
     let aborted = assign(&s, "polecat-alpha", "gt-1");
     let w = quick_worker(&s, "polecat-alpha");
     let mut ran = Vec::new();
@@ -418,9 +412,7 @@ fn run_until_takes_up_new_work_hooked_after_an_abort() {
 
 /// Work taken away while it runs is no error of the loop: `run_until` goes
 /// back to the hook for the next work.
-#[test]
-fn run_until_goes_on_after_work_is_taken_away() {
-    let s = setup();
+fn run_until_goes_on_after_work_is_taken_away(s: Setup) {
     let first = assign(&s, "polecat-alpha", "gt-1");
     let w = quick_worker(&s, "polecat-alpha");
     let mut ran = Vec::new();
@@ -447,19 +439,17 @@ fn run_until_goes_on_after_work_is_taken_away() {
 /// Once the work is done, `run_until` has acknowledged the `work-assigned`
 /// wake-up and archived the `work-assignment` mail, and left the agent's
 /// other events and mail of the task alone.
-#[test]
-fn run_until_tidies_only_the_assignments_wakeup_and_mail() {
-    let s = setup();
+fn run_until_tidies_only_the_assignments_wakeup_and_mail(s: Setup) {
     let me = agent("polecat-alpha");
     let d = chipset_loop::Dispatcher::new(
-        s.state(),
+        s.channels(),
         agent("mayor"),
         [me.clone()],
         chipset_loop::DispatcherConfig::default(),
     );
     d.submit(bead("gt-1"), "some work").unwrap();
     d.tick().unwrap();
-    let bus = Bus::new(s.state());
+    let bus = s.bus();
     let _ = bus
         .publish(&me, &chipset_bus::NewEvent::new("mayor", "other-kind"))
         .unwrap();
@@ -510,12 +500,8 @@ fn run_until_tidies_only_the_assignments_wakeup_and_mail() {
 }
 
 /// A non-stale error ends `run_until` after `until` has seen it.
-#[test]
-fn run_until_ends_on_an_error_that_is_not_stale() {
-    let s = setup();
-    s.state()
-        .write_bytes(&s.hooks.path(&agent("polecat-alpha")), b"{not json")
-        .unwrap();
+fn run_until_ends_on_an_error_that_is_not_stale(s: Setup) {
+    s.put_hook_bytes(&agent("polecat-alpha"), b"{not json");
     let mut seen = 0;
     let err = quick_worker(&s, "polecat-alpha")
         .run_until(
@@ -532,15 +518,11 @@ fn run_until_ends_on_an_error_that_is_not_stale() {
 
 /// A completion the hook refuses for another reason than staleness (here a
 /// hook file gone corrupt under the work) is that error, not "taken away".
-#[test]
-fn a_completion_refused_for_a_corrupt_hook_is_not_stale() {
-    let s = setup();
+fn a_completion_refused_for_a_corrupt_hook_is_not_stale(s: Setup) {
     assign(&s, "polecat-alpha", "gt-1");
     let err = worker(&s, "polecat-alpha")
         .run_once(|_| {
-            s.state()
-                .write_bytes(&s.hooks.path(&agent("polecat-alpha")), b"{not json")
-                .unwrap();
+            s.put_hook_bytes(&agent("polecat-alpha"), b"{not json");
             Ok("done".to_owned())
         })
         .unwrap_err();
@@ -573,9 +555,7 @@ fn a_corrupt_nudge_reaches_the_work_as_an_unreadable_signal() {
 }
 
 /// A heartbeat touches the hook now, whatever the touch pace.
-#[test]
-fn a_heartbeat_touches_the_hook_now() {
-    let s = setup();
+fn a_heartbeat_touches_the_hook_now(s: Setup) {
     assign(&s, "polecat-alpha", "gt-1");
     let _ = worker(&s, "polecat-alpha")
         .run_once(|work| {
