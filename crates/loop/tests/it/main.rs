@@ -252,7 +252,7 @@ fn setup_on((tmp, clock): (TempState, ManualClock)) -> Setup {
 /// in front of the server's); `None` when the variable is not set.
 pub(crate) fn setup_pg(test: &str) -> Option<Setup> {
     let (tmp, clock) = TempState::manual();
-    let pg = place::Schema::open(test, clock.clone())?;
+    let pg = place::Schema::open(test, Some(clock.clone()))?;
     let state = tmp.state.clone();
     let b = Arc::clone(&pg.backend);
     Some(Setup {

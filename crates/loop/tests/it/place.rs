@@ -26,16 +26,18 @@ static SEQ: AtomicU32 = AtomicU32::new(0);
 
 /// A schema of the test's own on the server, dropped with it.
 pub(crate) struct Schema {
-    url: String,
-    name: String,
+    /// The server's URL.
+    pub(crate) url: String,
+    /// The schema's name.
+    pub(crate) name: String,
     pub(crate) backend: Arc<dyn Backend>,
 }
 
 impl Schema {
     /// A fresh schema on the server `CHIPSET_TEST_PG` names, its backend
-    /// on `clock`; `None` (saying that the PostgreSQL half is skipped)
-    /// when the variable is not set.
-    pub(crate) fn open(test: &str, clock: ManualClock) -> Option<Schema> {
+    /// on `clock` (`None`: the server's own clock); `None` (saying that
+    /// the PostgreSQL half is skipped) when the variable is not set.
+    pub(crate) fn open(test: &str, clock: Option<ManualClock>) -> Option<Schema> {
         let url = match std::env::var(PG_ENV) {
             Ok(url) if !url.is_empty() => url,
             _ => {
@@ -58,11 +60,11 @@ impl Schema {
         let mut options = PgOptions::with_schema(&name);
         options.max_idle = 2;
         let server: Arc<dyn Backend> = Arc::new(PgBackend::open_with(&url, options).unwrap());
-        Some(Schema {
-            url,
-            name,
-            backend: Arc::new(Clocked { server, clock }),
-        })
+        let backend: Arc<dyn Backend> = match clock {
+            Some(clock) => Arc::new(Clocked { server, clock }),
+            None => server,
+        };
+        Some(Schema { url, name, backend })
     }
 }
 
@@ -141,6 +143,12 @@ impl Backend for Clocked {
     fn local_state(&self) -> Option<&chipset_store::StateDir> {
         self.server.local_state()
     }
+}
+
+/// Returns a handle on the schema `name` of the server `url`, on the
+/// server's clock: a child process's view of a [`Schema`].
+pub(crate) fn server(url: &str, name: &str) -> Arc<dyn Backend> {
+    Arc::new(PgBackend::open_with(url, PgOptions::with_schema(name)).unwrap())
 }
 
 /// Runs each named body (`fn name(s: Setup)`) on a directory as

@@ -6,27 +6,29 @@ use std::io::Write;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
 use chipset_hook::{HookStatus, Hooks};
 use chipset_loop::{
-    AttemptOutcome, Dispatcher, DispatcherConfig, Topic, Witness, WitnessConfig, WorkOutcome,
-    Worker, WorkerConfig,
+    AttemptOutcome, Channels, Dispatcher, DispatcherConfig, Topic, Witness, WitnessConfig,
+    WorkOutcome, Worker, WorkerConfig,
 };
 use chipset_mail::{Mail, ManifestEvent};
 use chipset_store::{StateDir, StateOptions};
 use chipset_testkit::{self as kit, TempState};
 
-use crate::{agent, bead};
+use crate::{agent, bead, place};
 
 const ENTRY: &str = "procs::worker_entry";
 
 /// Runs a worker until it completes one work item, spending `work_ms` on
 /// it with checkpoints. Says `working {bead}` on stdout when it starts.
-fn run_worker(state: StateDir, me: &str, work_ms: u64) -> WorkOutcome {
+fn run_worker(channels: Channels, me: &str, work_ms: u64) -> WorkOutcome {
     let config = WorkerConfig {
         touch_every: Duration::from_millis(50),
         poll_every: Duration::from_millis(50),
     };
-    let worker = Worker::new(state, agent(me), agent("mayor"), config);
+    let worker = Worker::new(channels, agent(me), agent("mayor"), config);
     let mut done = None;
     worker
         .run_until(
@@ -59,7 +61,12 @@ fn worker_entry() {
     if let Some(role) = kit::child_role() {
         assert_eq!(role.name, "worker");
         let state = StateDir::open(role.arg(0)).unwrap();
-        let _ = run_worker(state, role.arg(1), role.parse(2));
+        // Arguments 3 and 4: the server and the schema, or empty.
+        let channels = match (role.arg(3), role.arg(4)) {
+            ("", _) => Channels::new(state),
+            (url, schema) => Channels::with_backend(state, place::server(url, schema)),
+        };
+        let _ = run_worker(channels, role.arg(1), role.parse(2));
         return;
     }
     // Not a child: the same role in-process, on a tiny input.
@@ -72,8 +79,8 @@ fn worker_entry() {
     );
     d.submit(bead("b1"), "tiny").unwrap();
     d.tick().unwrap();
-    let state = tmp.state.clone();
-    let out = thread::spawn(move || run_worker(state, "w1", 10))
+    let channels = Channels::new(tmp.state.clone());
+    let out = thread::spawn(move || run_worker(channels, "w1", 10))
         .join()
         .unwrap();
     assert!(matches!(out, WorkOutcome::Completed { .. }));
@@ -110,20 +117,86 @@ fn sent(mail: &Mail, subject: &str) -> usize {
         .count()
 }
 
-#[test]
-fn a_worker_killed_mid_work_is_escalated_and_its_work_completed_once_by_another() {
-    let tmp = TempState::with_options(StateOptions::default());
-    let state = tmp.state.clone();
+/// A race's place: the state root's files (real clock), or a schema of
+/// the test's own on the server (the server's clock).
+pub(crate) struct Race {
+    tmp: TempState,
+    pg: Option<place::Schema>,
+}
+
+impl Race {
+    fn channels(&self) -> Channels {
+        match &self.pg {
+            None => Channels::new(self.tmp.state.clone()),
+            Some(pg) => Channels::with_backend(self.tmp.state.clone(), Arc::clone(&pg.backend)),
+        }
+    }
+
+    fn hooks(&self) -> Hooks {
+        match &self.pg {
+            None => Hooks::new(self.tmp.state.clone()),
+            Some(pg) => Hooks::with_backend(self.tmp.state.clone(), Arc::clone(&pg.backend)),
+        }
+    }
+
+    fn mail(&self) -> Mail {
+        match &self.pg {
+            None => Mail::new(self.tmp.state.clone()),
+            Some(pg) => Mail::with_backend(
+                self.tmp.state.clone(),
+                chipset_mail::MailConfig::default(),
+                Arc::clone(&pg.backend),
+            ),
+        }
+    }
+
+    /// The child's arguments after its root, name and pace.
+    fn server_args(&self) -> [String; 2] {
+        match &self.pg {
+            None => [String::new(), String::new()],
+            Some(pg) => [pg.url.clone(), pg.name.clone()],
+        }
+    }
+}
+
+mod fs {
+    #[test]
+    fn a_worker_killed_mid_work_is_escalated_and_its_work_completed_once_by_another() {
+        super::killed_worker(super::Race {
+            tmp: super::TempState::with_options(super::StateOptions::default()),
+            pg: None,
+        });
+    }
+}
+
+mod pg {
+    #[test]
+    fn a_worker_killed_mid_work_is_escalated_and_its_work_completed_once_by_another() {
+        let test = "a_worker_killed_mid_work_is_escalated_and_its_work_completed_once_by_another";
+        if let Some(pg) = crate::place::Schema::open(test, None) {
+            super::killed_worker(super::Race {
+                tmp: super::TempState::with_options(super::StateOptions::default()),
+                pg: Some(pg),
+            });
+        }
+    }
+}
+
+/// A worker process killed with SIGKILL mid-work: the witness escalates,
+/// the dispatcher reassigns, another worker process completes it, once.
+fn killed_worker(race: Race) {
+    let state = race.tmp.state.clone();
     let root = state.root().display().to_string();
+    let [url, schema] = race.server_args();
     let d = Dispatcher::new(
-        state.clone(),
+        race.channels(),
         agent("mayor"),
         [agent("victim"), agent("rescuer")],
         DispatcherConfig::default(),
     );
     d.submit(bead("gt-abc12"), "Add README section").unwrap();
     d.tick().unwrap();
-    let hooks = Hooks::new(state.clone());
+    let hooks = race.hooks();
     let held = hooks
         .current(&agent("victim"))
         .unwrap()
@@ -133,7 +206,13 @@ fn a_worker_killed_mid_work_is_escalated_and_its_work_completed_once_by_another(
     let mut victim = Killed(kit::spawn(
         ENTRY,
         "worker",
-        &[root.clone(), "victim".into(), "60000".into()],
+        &[
+            root.clone(),
+            "victim".into(),
+            "60000".into(),
+            url.clone(),
+            schema.clone(),
+        ],
     ));
     let line = first_working(&mut kit::lines(&mut victim.0));
     assert_eq!(line, "working gt-abc12");
@@ -147,23 +226,30 @@ fn a_worker_killed_mid_work_is_escalated_and_its_work_completed_once_by_another(
     let mut rescuer = Killed(kit::spawn(
         ENTRY,
         "worker",
-        &[root, "rescuer".into(), "100".into()],
+        &[root, "rescuer".into(), "100".into(), url, schema],
     ));
     let mut rescuer_lines = kit::lines(&mut rescuer.0);
 
-    let witness = Witness::new(
-        state.clone(),
-        agent("witness"),
-        agent("mayor"),
-        WitnessConfig {
-            stall_threshold: Duration::from_millis(300),
-            nudge: chipset_nudge::NudgeConfig {
-                default_interval: Duration::from_millis(200),
-                ..chipset_nudge::NudgeConfig::default()
-            },
-            grace: Duration::ZERO,
+    let config = WitnessConfig {
+        stall_threshold: Duration::from_millis(300),
+        nudge: chipset_nudge::NudgeConfig {
+            default_interval: Duration::from_millis(200),
+            ..chipset_nudge::NudgeConfig::default()
         },
-    );
+        grace: Duration::ZERO,
+    };
+    let witness = match &race.pg {
+        None => Witness::new(state.clone(), agent("witness"), agent("mayor"), config),
+        Some(pg) => {
+            let nudges = chipset_nudge::Nudges::with_backend(
+                state.clone(),
+                config.nudge.clone(),
+                Arc::clone(&pg.backend),
+            );
+            let channels = race.channels().with_nudges(nudges).unwrap();
+            Witness::with_channels(channels, agent("witness"), agent("mayor"), config)
+        }
+    };
     // A witness or worker that never acts fails here, not by timeout.
     let deadline = Instant::now() + kit::PATIENT;
     loop {
@@ -192,7 +278,7 @@ fn a_worker_killed_mid_work_is_escalated_and_its_work_completed_once_by_another(
             ("rescuer".to_owned(), AttemptOutcome::Completed)
         ]
     );
-    let mail = Mail::new(state.clone());
+    let mail = race.mail();
     assert_eq!(sent(&mail, Topic::HealthEscalation.as_str()), 1);
     assert_eq!(sent(&mail, Topic::CompletionReport.as_str()), 1);
     for who in ["victim", "rescuer"] {
