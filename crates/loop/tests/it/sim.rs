@@ -6,20 +6,22 @@ use std::collections::BTreeMap;
 
 use chipset_hook::Pickup;
 use chipset_loop::{
-    AttemptOutcome, DispatchAction, Dispatcher, DispatcherConfig, Topic, Witness, WitnessAction,
+    AttemptOutcome, DispatchAction, Dispatcher, DispatcherConfig, Topic, WitnessAction,
     WitnessConfig, WorkOutcome, Worker, WorkerConfig,
 };
 
-use crate::{agent, bead, secs, setup, setup_no_sync};
+use crate::{Setup, agent, bead, secs, setup_no_sync, setup_pg};
 
-#[test]
-fn every_bead_is_done_exactly_once_though_a_worker_hangs_and_the_loops_restart_every_tick() {
-    let s = setup();
+both!(every_bead_is_done_exactly_once_though_a_worker_hangs_and_the_loops_restart_every_tick);
+
+fn every_bead_is_done_exactly_once_though_a_worker_hangs_and_the_loops_restart_every_tick(
+    s: Setup,
+) {
     let pool = ["w1", "w2", "w3"];
     let beads: Vec<String> = (1..=6).map(|i| format!("gt-{i:03}")).collect();
     {
         let d = Dispatcher::new(
-            s.state(),
+            s.channels(),
             agent("mayor"),
             pool.map(agent),
             DispatcherConfig::default(),
@@ -35,7 +37,10 @@ fn every_bead_is_done_exactly_once_though_a_worker_hangs_and_the_loops_restart_e
                 touch_every: secs(10),
                 ..WorkerConfig::default()
             };
-            (w, Worker::new(s.state(), agent(w), agent("mayor"), config))
+            (
+                w,
+                Worker::new(s.channels(), agent(w), agent("mayor"), config),
+            )
         })
         .collect();
     let witness_config = WitnessConfig {
@@ -56,17 +61,12 @@ fn every_bead_is_done_exactly_once_though_a_worker_hangs_and_the_loops_restart_e
         // Every tick is taken by a freshly started dispatcher and witness:
         // all they know is on disk.
         let d = Dispatcher::new(
-            s.state(),
+            s.channels(),
             agent("mayor"),
             pool.map(agent),
             DispatcherConfig::default(),
         );
-        let w = Witness::new(
-            s.state(),
-            agent("witness"),
-            agent("mayor"),
-            witness_config.clone(),
-        );
+        let w = s.witness("witness", witness_config.clone());
         dispatched.extend(d.tick().unwrap());
         witnessed.extend(w.tick().unwrap());
         dispatched.extend(d.tick().unwrap());
@@ -98,7 +98,7 @@ fn every_bead_is_done_exactly_once_though_a_worker_hangs_and_the_loops_restart_e
     }
 
     let d = Dispatcher::new(
-        s.state(),
+        s.channels(),
         agent("mayor"),
         pool.map(agent),
         DispatcherConfig::default(),
@@ -168,18 +168,65 @@ proptest::proptest! {
     /// completed twice, and once the live workers keep working, every bead
     /// is done.
     #[test]
-    fn random_schedules_complete_every_bead_exactly_once(
-        steps in proptest::collection::vec(
-            (proptest::collection::vec(arb_move(), 3), 10u64..200, proptest::bool::ANY),
-            5..30,
+    fn random_schedules_complete_every_bead_exactly_once(steps in arb_steps(), survivor in 0usize..3) {
+        random_schedule(setup_no_sync(), &steps, survivor)?;
+    }
+}
+
+proptest::proptest! {
+    // A fresh schema per case: fewer cases than on a directory.
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(6))]
+
+    /// As `random_schedules_complete_every_bead_exactly_once`, with every
+    /// channel and the loops' records on PostgreSQL (`CHIPSET_TEST_PG`).
+    #[test]
+    fn random_schedules_complete_every_bead_exactly_once_on_postgres(steps in arb_steps(), survivor in 0usize..3) {
+        if let Some(s) = setup_pg("random_schedules_complete_every_bead_exactly_once_on_postgres") {
+            random_schedule(s, &steps, survivor)?;
+        }
+    }
+}
+
+/// A schedule: each step the three workers' moves, the seconds that pass,
+/// and whether the dispatcher and the witness restart.
+type Steps = Vec<(Vec<Move>, u64, bool)>;
+
+fn arb_steps() -> impl proptest::strategy::Strategy<Value = Steps> {
+    proptest::collection::vec(
+        (
+            proptest::collection::vec(arb_move(), 3),
+            10u64..200,
+            proptest::bool::ANY,
         ),
-        survivor in 0usize..3,
-    ) {
-        let s = setup_no_sync();
+        5..30,
+    )
+}
+
+/// Runs one random schedule on `s`.
+fn random_schedule(
+    s: Setup,
+    steps: &Steps,
+    survivor: usize,
+) -> Result<(), proptest::test_runner::TestCaseError> {
+    {
         let pool = ["w1", "w2", "w3"];
-        let new_dispatcher = || Dispatcher::new(s.state(), agent("mayor"), pool.map(agent), DispatcherConfig::default());
-        let witness_config = WitnessConfig { stall_threshold: secs(300), nudge: chipset_nudge::NudgeConfig { default_interval: secs(60), ..chipset_nudge::NudgeConfig::default() }, grace: secs(0) };
-        let new_witness = || Witness::new(s.state(), agent("witness"), agent("mayor"), witness_config.clone());
+        let new_dispatcher = || {
+            Dispatcher::new(
+                s.channels(),
+                agent("mayor"),
+                pool.map(agent),
+                DispatcherConfig::default(),
+            )
+        };
+        let witness_config = WitnessConfig {
+            stall_threshold: secs(300),
+            nudge: chipset_nudge::NudgeConfig {
+                default_interval: secs(60),
+                ..chipset_nudge::NudgeConfig::default()
+            },
+            grace: secs(0),
+        };
+        let new_witness = || s.witness("witness", witness_config.clone());
         {
             let d = new_dispatcher();
             for i in 1..=4 {
@@ -188,7 +235,17 @@ proptest::proptest! {
         }
         let workers: Vec<Worker> = pool
             .iter()
-            .map(|w| Worker::new(s.state(), agent(w), agent("mayor"), WorkerConfig { touch_every: secs(10), ..WorkerConfig::default() }))
+            .map(|w| {
+                Worker::new(
+                    s.channels(),
+                    agent(w),
+                    agent("mayor"),
+                    WorkerConfig {
+                        touch_every: secs(10),
+                        ..WorkerConfig::default()
+                    },
+                )
+            })
             .collect();
         let mut hung = [false; 3];
         let (mut d, mut w) = (new_dispatcher(), new_witness());
@@ -204,7 +261,13 @@ proptest::proptest! {
                             work.checkpoint()?;
                             Ok("done".to_owned())
                         })
-                        .or_else(|e| if e.is_stale() { Ok(WorkOutcome::Idle) } else { Err(e) })
+                        .or_else(|e| {
+                            if e.is_stale() {
+                                Ok(WorkOutcome::Idle)
+                            } else {
+                                Err(e)
+                            }
+                        })
                         .unwrap();
                 }
                 Move::Hang => {
@@ -215,7 +278,7 @@ proptest::proptest! {
                 Move::Rest => {}
             }
         };
-        for (moves, advance, restart) in &steps {
+        for (moves, advance, restart) in steps {
             s.advance(*advance);
             if *restart {
                 d = new_dispatcher();
@@ -249,7 +312,11 @@ proptest::proptest! {
         let mut completions = 0;
         for e in &ledger.entries {
             proptest::prop_assert!(e.is_done(), "{:?}", e);
-            let wins = e.attempts.iter().filter(|t| t.outcome == AttemptOutcome::Completed).count();
+            let wins = e
+                .attempts
+                .iter()
+                .filter(|t| t.outcome == AttemptOutcome::Completed)
+                .count();
             proptest::prop_assert_eq!(wins, 1);
             completions += wins;
         }
@@ -259,14 +326,31 @@ proptest::proptest! {
         for (i, name) in pool.iter().enumerate() {
             if hung[i] {
                 let taken = ledger.entries.iter().any(|e| {
-                    e.attempts.iter().any(|t| t.agent.as_str() == *name && t.outcome == AttemptOutcome::Reassigned)
+                    e.attempts.iter().any(|t| {
+                        t.agent.as_str() == *name && t.outcome == AttemptOutcome::Reassigned
+                    })
                 });
                 proptest::prop_assert!(taken, "{} hung and kept its work", name);
             }
         }
         let escalations = s.sent(Topic::HealthEscalation.as_str()).len();
-        let reassigned: usize = ledger.entries.iter().map(|e| e.attempts.iter().filter(|t| t.outcome == AttemptOutcome::Reassigned).count()).sum();
+        let reassigned: usize = ledger
+            .entries
+            .iter()
+            .map(|e| {
+                e.attempts
+                    .iter()
+                    .filter(|t| t.outcome == AttemptOutcome::Reassigned)
+                    .count()
+            })
+            .sum();
         // An escalation whose agent completed just in time is accepted as a completion.
-        proptest::prop_assert!(escalations >= reassigned, "{} escalations, {} reassigned", escalations, reassigned);
+        proptest::prop_assert!(
+            escalations >= reassigned,
+            "{} escalations, {} reassigned",
+            escalations,
+            reassigned
+        );
     }
+    Ok(())
 }
