@@ -134,8 +134,8 @@ impl Files {
 
     /// Takes the file's lock and reads it, for a sequence of durable writes
     /// under one lock: on a directory [`StateDir::lock_json`], on a server
-    /// the key's lock ([`Backend::lock`], released if the holder dies) and
-    /// a versioned read. A corrupt file is [`Error::Corrupt`], as
+    /// the lock `{name}.lock` ([`Backend::lock`], released if the holder
+    /// dies) and a versioned read. A corrupt file is [`Error::Corrupt`], as
     /// [`Files::read`] reports it.
     pub(crate) fn lock<T: DeserializeOwned>(&self, path: &StatePath) -> Result<Held<T>> {
         let Some(b) = &self.seam else {
@@ -145,7 +145,15 @@ impl Files {
             };
         };
         let key = self.key(path)?;
-        let guard = b.lock(&key).map_err(backend)?;
+        // The lock is a key of its own, `{name}.lock` beside the value (on
+        // a server a session lock, never a row): a backend whose writes take
+        // the value's own lock, as a directory's does, would otherwise wait
+        // on the lock this holder took.
+        let lock = key
+            .dir()
+            .key(&format!("{}.lock", key.name()))
+            .map_err(backend)?;
+        let guard = b.lock(&lock).map_err(backend)?;
         let (current, version) = match b.read(&key).map_err(|e| seam_error(path, e))? {
             None => (None, None),
             Some(v) => match ReadOutcome::<T>::from_json(path, &v.value) {

@@ -158,3 +158,30 @@ fn the_dispatcher_assigns_through_the_callers_mail() {
         1
     );
 }
+
+/// Channels on a backend whose writes take the value's own lock (the
+/// directory's) work too: a loop holding a record's lock never waits on
+/// itself when it writes the record.
+#[test]
+fn loops_on_a_directory_backend_never_wait_on_their_own_lock() {
+    let s = setup();
+    let seam = std::sync::Arc::new(chipset_backend::FsBackend::new(s.state()));
+    let channels = Channels::with_backend(s.state(), seam);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let d = chipset_loop::Dispatcher::new(
+            channels,
+            agent("mayor"),
+            [agent("w1")],
+            chipset_loop::DispatcherConfig::default(),
+        );
+        d.submit(bead("b1"), "t").unwrap();
+        let assigned = d.tick().unwrap();
+        let _ = tx.send(assigned.len());
+    });
+    let assigned = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the tick ends");
+    assert_eq!(assigned, 1);
+    assert_eq!(s.loop_json("dispatcher/beads/b1.json")["state"], "assigned");
+}
