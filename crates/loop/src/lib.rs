@@ -210,6 +210,23 @@
 //! quarantines, through the store's checked quarantine) corrupt loop files and
 //! cuts torn log tails.
 //!
+//! # On a server
+//!
+//! [`Channels::with_backend`] puts the channels on a
+//! [`Backend`](chipset_backend::Backend) (a PostgreSQL server, issue 30),
+//! and the loops built on them keep their records there too: each file
+//! above is a value under the key its path names (`loop/witness/incidents/{agent}.json`,
+//! the logs `loop/witness/log.jsonl` and `loop/dispatcher/log.jsonl`),
+//! byte for byte the canonical JSON a directory holds. A step's lock is the
+//! key `{name}.lock` beside the record (a session lock on a server, released
+//! when the client dies), its writes are a create or a compare-and-swap at
+//! the version held, a tick's actions are one append, and every judgement's
+//! time is the backend's clock, the server's. On a directory
+//! ([`Channels::new`]) nothing of this runs: the store's calls and files are
+//! what they were. Still on the local root on a server: [`LoopState`]'s
+//! counts and doctor, [`Attention`], and the pool the witness returns a
+//! stalled holder's item to.
+//!
 //! # Errors
 //!
 //! One enum, [`Error`]: channel errors keep their crate's type; a loop file
