@@ -46,6 +46,13 @@ pub enum Error {
     /// ([`chipset_backend::Error::is_outcome_unknown`]).
     #[error(transparent)]
     Backend(Box<chipset_backend::Error>),
+    /// An operation not offered on a server backend yet; nothing was read
+    /// or changed.
+    #[error("the loop state cannot {op} on a server backend yet")]
+    NotOnServer {
+        /// The operation.
+        op: &'static str,
+    },
     /// A loop file (`loop/…`) is there but unreadable; `doctor` moves it aside.
     #[error("loop state is corrupt: {0}")]
     Corrupt(Corruption),

@@ -89,19 +89,36 @@ impl Files {
 
     /// Reads a loop file: `None` when missing, [`Error::Corrupt`] when bad.
     pub(crate) fn read<T: DeserializeOwned>(&self, path: &StatePath) -> Result<Option<T>> {
-        let read = match &self.seam {
-            None => self.state.read_json::<T>(path)?,
-            Some(b) => match b.read(&self.key(path)?).map_err(|e| seam_error(path, e))? {
-                None => ReadOutcome::Missing,
-                Some(v) => ReadOutcome::from_json(path, &v.value),
-            },
-        };
-        match read {
+        match self.read_outcome(path)? {
             ReadOutcome::Missing => Ok(None),
             ReadOutcome::Value(v) => Ok(Some(v)),
             ReadOutcome::Corrupt(c) => Err(Error::Corrupt(c)),
             ReadOutcome::Unsupported(u) => Err(chipset_store::Error::from(u).into()),
         }
+    }
+
+    /// Reads a loop file as the store classifies it: missing, a value,
+    /// corrupt or unsupported.
+    pub(crate) fn read_outcome<T: DeserializeOwned>(
+        &self,
+        path: &StatePath,
+    ) -> Result<ReadOutcome<T>> {
+        let Some(b) = &self.seam else {
+            return Ok(self.state.read_json::<T>(path)?);
+        };
+        match b.read(&self.key(path)?) {
+            Ok(None) => Ok(ReadOutcome::Missing),
+            Ok(Some(v)) => Ok(ReadOutcome::from_json(path, &v.value)),
+            Err(e) => match seam_error(path, e) {
+                Error::Corrupt(c) => Ok(ReadOutcome::Corrupt(c)),
+                other => Err(other),
+            },
+        }
+    }
+
+    /// Whether the records are on a server.
+    pub(crate) fn on_server(&self) -> bool {
+        self.seam.is_some()
     }
 
     /// Lists the names of the values in a loop folder, in byte order (on a

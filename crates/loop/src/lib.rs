@@ -223,9 +223,10 @@
 //! the version held, a tick's actions are one append, and every judgement's
 //! time is the backend's clock, the server's. On a directory
 //! ([`Channels::new`]) nothing of this runs: the store's calls and files are
-//! what they were. Still on the local root on a server: [`LoopState`]'s
-//! counts and doctor, [`Attention`], and the pool the witness returns a
-//! stalled holder's item to.
+//! what they were. [`LoopState::with_backend`] counts the records on a
+//! server; its doctor is not offered there yet ([`Error::NotOnServer`]).
+//! Still on the local root on a server: [`Attention`], and the pool the
+//! witness returns a stalled holder's item to.
 //!
 //! # Errors
 //!

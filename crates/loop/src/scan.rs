@@ -1,6 +1,9 @@
 //! Status counts and the doctor for the files under `loop/`.
 
 use std::path::Path;
+use std::sync::Arc;
+
+use chipset_backend::Backend;
 
 use chipset_store::{
     Action, CorruptReason, Defect, DoctorMode, Finding, ReadOutcome, Report, StateDir, StatePath,
@@ -54,6 +57,15 @@ impl LoopState {
         }
     }
 
+    /// Returns the loop state on a server (issue 30): the records the loops
+    /// on [`Channels::with_backend`](crate::Channels::with_backend) keep
+    /// there, for [`LoopState::counts`]. `state` is the local root.
+    pub fn with_backend(state: StateDir, backend: Arc<dyn Backend>) -> Self {
+        LoopState {
+            files: Files::new(state, Some(backend)),
+        }
+    }
+
     /// Counts incidents, ledger entries and rounds by state. Reads each loop
     /// file once (they are small); unreadable ones are counted as corrupt.
     ///
@@ -85,11 +97,7 @@ impl LoopState {
                 ReadOutcome::Missing => {}
             }
         }
-        match self
-            .files
-            .state
-            .read_json::<AgentBook>(&self.files.agents())?
-        {
+        match self.files.read_outcome::<AgentBook>(&self.files.agents())? {
             ReadOutcome::Value(b) => c.suspended_agents = b.suspended.len(),
             ReadOutcome::Corrupt(_) | ReadOutcome::Unsupported(_) => c.corrupt += 1,
             ReadOutcome::Missing => {}
@@ -119,8 +127,15 @@ impl LoopState {
     /// # Errors
     ///
     /// [`Error::Store`](crate::Error::Store) when a directory cannot be listed
-    /// or a repair step fails.
+    /// or a repair step fails; [`Error::NotOnServer`](crate::Error::NotOnServer)
+    /// on a server ([`LoopState::with_backend`]), where nothing is read or
+    /// changed.
     pub fn doctor(&self, mode: DoctorMode) -> Result<Report> {
+        if self.files.on_server() {
+            return Err(crate::Error::NotOnServer {
+                op: "run its doctor",
+            });
+        }
         let mut report = Report::new(mode);
         self.check_dir::<Incident>(&self.files.incidents_dir(), &mut report)?;
         self.check_dir::<LedgerEntry>(&self.files.beads_dir(), &mut report)?;
@@ -140,7 +155,7 @@ impl LoopState {
         dir: &StatePath,
     ) -> Result<Vec<(StatePath, ReadOutcome<T>)>> {
         let mut out = Vec::new();
-        for name in self.files.state.list(dir)? {
+        for name in self.files.list(dir)? {
             // A name chipset cannot have written is the doctor's (a stray).
             let Some(path) = name
                 .ends_with(".json")
@@ -149,7 +164,7 @@ impl LoopState {
             else {
                 continue;
             };
-            let read = self.files.state.read_json::<T>(&path)?;
+            let read = self.files.read_outcome::<T>(&path)?;
             out.push((path, read));
         }
         Ok(out)

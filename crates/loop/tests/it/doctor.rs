@@ -1,21 +1,23 @@
 //! Status counts and the doctor for `loop/`.
 
 use chipset_loop::{
-    CriticReport, Dispatcher, DispatcherConfig, LoopState, Rounds, RoundsConfig, Witness,
-    WitnessConfig,
+    CriticReport, Dispatcher, DispatcherConfig, LoopState, RoundsConfig, WitnessConfig,
 };
 use chipset_store::{Action, Defect, DoctorMode, TaskId};
 
-use crate::{agent, bead, secs, setup};
+use crate::{Setup, agent, bead, secs, setup};
 
-#[test]
-fn counts_follow_the_loops() {
-    let s = setup();
-    let loops = LoopState::new(s.state());
+both!(
+    counts_follow_the_loops,
+    counts_tally_each_state_of_each_loop_file
+);
+
+fn counts_follow_the_loops(s: Setup) {
+    let loops = s.loop_state();
     assert_eq!(loops.counts().unwrap(), Default::default());
 
     let d = Dispatcher::new(
-        s.state(),
+        s.channels(),
         agent("mayor"),
         [agent("w1")],
         DispatcherConfig::default(),
@@ -24,10 +26,8 @@ fn counts_follow_the_loops() {
     d.submit(bead("b2"), "t").unwrap();
     d.tick().unwrap();
     let _ = s.hooks.pickup(&agent("w1")).unwrap();
-    let w = Witness::new(
-        s.state(),
-        agent("witness"),
-        agent("mayor"),
+    let w = s.witness(
+        "witness",
         WitnessConfig {
             grace: secs(0),
             ..WitnessConfig::default()
@@ -35,7 +35,7 @@ fn counts_follow_the_loops() {
     );
     s.advance(301);
     w.tick().unwrap();
-    let rounds = Rounds::new(s.mail.clone(), RoundsConfig::default());
+    let rounds = s.rounds(RoundsConfig::default());
     let mut r = rounds.open(&TaskId::new("T1").unwrap()).unwrap();
     r.executor_done().unwrap();
     r.critic_done(CriticReport::default()).unwrap();
@@ -51,7 +51,9 @@ fn counts_follow_the_loops() {
         (1, 1, 0)
     );
     assert_eq!(c.corrupt, 0);
-    assert!(loops.doctor(DoctorMode::Check).unwrap().is_clean());
+    if s.pg.is_none() {
+        assert!(loops.doctor(DoctorMode::Check).unwrap().is_clean());
+    }
 }
 
 /// An assignment as the loop files hold it.
@@ -62,16 +64,10 @@ fn assignment(a: &str, b: &str) -> serde_json::Value {
     })
 }
 
-#[test]
-fn counts_tally_each_state_of_each_loop_file() {
+fn counts_tally_each_state_of_each_loop_file(s: Setup) {
     use serde_json::json;
-    let s = setup();
-    let at = |rel: &str| s.tmp.at(&format!("loop/{rel}"));
     let write = |rel: String, v: serde_json::Value| {
-        s.tmp
-            .state
-            .write_bytes(&at(&rel), v.to_string().as_bytes())
-            .unwrap();
+        s.put_loop_bytes(&rel, v.to_string().as_bytes());
     };
     let t = "2026-03-05T10:40:01.123Z";
     let mail = "1730000000123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab";
@@ -134,7 +130,7 @@ fn counts_tally_each_state_of_each_loop_file() {
         );
     }
 
-    let c = LoopState::new(s.state()).counts().unwrap();
+    let c = s.loop_state().counts().unwrap();
     assert_eq!(c.corrupt, 0, "{c:?}");
     // Checking, warned and escalating are open; escalated is counted apart;
     // resolved is neither.
@@ -148,7 +144,7 @@ fn counts_tally_each_state_of_each_loop_file() {
 
     // An unreadable agent book is counted as corrupt, not as no suspensions.
     write("dispatcher/agents.json".to_owned(), json!(["w3"]));
-    let c = LoopState::new(s.state()).counts().unwrap();
+    let c = s.loop_state().counts().unwrap();
     assert_eq!((c.suspended_agents, c.corrupt), (0, 1));
 }
 
@@ -252,4 +248,20 @@ fn the_doctor_counts_what_it_scanned_and_moves_bad_log_lines_and_a_log_that_is_a
     let again = loops.doctor(DoctorMode::Check).unwrap();
     assert!(again.is_clean(), "{again:?}");
     assert_eq!(again.scanned, 1, "the witness log is left");
+}
+
+/// On a server the loop doctor is not offered yet: it says so and changes
+/// nothing.
+#[test]
+fn the_doctor_is_not_offered_on_a_server_yet_on_postgres() {
+    let Some(s) = crate::setup_pg("the_doctor_is_not_offered_on_a_server_yet_on_postgres") else {
+        return;
+    };
+    s.put_loop_bytes("dispatcher/beads/b1.json", b"{ torn");
+    let err = s.loop_state().doctor(DoctorMode::Fix).unwrap_err();
+    assert!(
+        matches!(err, chipset_loop::Error::NotOnServer { .. }),
+        "{err:?}"
+    );
+    assert_eq!(s.loop_bytes("dispatcher/beads/b1.json").unwrap(), b"{ torn");
 }

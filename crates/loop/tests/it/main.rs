@@ -103,6 +103,16 @@ impl Setup {
         }
     }
 
+    /// Returns the loops' persisted state, on the setup's place.
+    pub(crate) fn loop_state(&self) -> chipset_loop::LoopState {
+        match &self.pg {
+            None => chipset_loop::LoopState::new(self.state()),
+            Some(pg) => {
+                chipset_loop::LoopState::with_backend(self.state(), Arc::clone(&pg.backend))
+            }
+        }
+    }
+
     /// Returns the bus the loops use.
     pub(crate) fn bus(&self) -> chipset_bus::Bus {
         match &self.pg {
