@@ -2,7 +2,6 @@
 //! incident lock, and carries out what the pure core ([`judge`], [`close`])
 //! decided.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chipset_bus::{NewEvent, Priority as BusPriority};
@@ -97,7 +96,7 @@ impl Witness {
         {
             self.channels.nudges.mark_processed(&self.me, &n)?;
         }
-        for (agent, read) in &self.hooks()? {
+        for (agent, read) in &self.channels.hooks.list()? {
             match read {
                 ReadOutcome::Corrupt(c) => actions.push(WitnessAction::Unreadable {
                     path: c.path.clone(),
@@ -120,33 +119,6 @@ impl Witness {
         }
         self.files.append(&self.files.witness_log(), &actions)?;
         Ok(actions)
-    }
-
-    /// Reads every agent's hook: [`Hooks::list`](chipset_hook::Hooks::list)
-    /// on a directory; on a server the names under `hooks/` there, each
-    /// read through the hook handle (the hook's own listing still scans
-    /// the local root).
-    fn hooks(&self) -> Result<BTreeMap<AgentId, ReadOutcome<Hook>>> {
-        let Some(seam) = &self.channels.seam else {
-            return Ok(self.channels.hooks.list()?);
-        };
-        let dir =
-            chipset_backend::Dir::new("hooks").map_err(|e| crate::Error::Backend(Box::new(e)))?;
-        let names = seam
-            .list(&dir)
-            .map_err(|e| crate::Error::Backend(Box::new(e)))?;
-        let mut hooks = BTreeMap::new();
-        for name in names {
-            let Some(agent) = name
-                .strip_suffix(".json")
-                .and_then(|a| AgentId::new(a).ok())
-            else {
-                continue;
-            };
-            let read = self.channels.hooks.read(&agent)?;
-            hooks.insert(agent, read);
-        }
-        Ok(hooks)
     }
 
     /// Ticks every `every` (real time) until `until` says stop. A blocking
