@@ -32,8 +32,11 @@ pub(crate) struct Files {
 }
 
 impl Files {
-    /// The loop files of `state`, on the server `seam` when given.
+    /// The loop files of `state`, on the server `seam` when given. A
+    /// backend that is a local directory ([`Backend::local_state`]) gets
+    /// the directory's own files and locks, byte for byte.
     pub(crate) fn new(state: StateDir, seam: Option<Arc<dyn Backend>>) -> Self {
+        let seam = seam.filter(|b| b.local_state().is_none());
         let root = state.channel(crate::LOOP_CHANNEL);
         Files { state, root, seam }
     }

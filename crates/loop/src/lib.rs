@@ -222,8 +222,8 @@
 //! when the client dies), its writes are a create or a compare-and-swap at
 //! the version held, a tick's actions are one append, and every judgement's
 //! time is the backend's clock, the server's. On a directory
-//! ([`Channels::new`]) nothing of this runs: the store's calls and files are
-//! what they were. [`LoopState::with_backend`] counts the records on a
+//! ([`Channels::new`], or a backend that is a local directory) nothing of
+//! this runs: the store's calls and files are what they were. [`LoopState::with_backend`] counts the records on a
 //! server; its doctor is not offered there yet ([`Error::NotOnServer`]).
 //! Still on the local root on a server: [`Attention`], and the pool the
 //! witness returns a stalled holder's item to.

@@ -159,9 +159,9 @@ fn the_dispatcher_assigns_through_the_callers_mail() {
     );
 }
 
-/// Channels on a backend whose writes take the value's own lock (the
-/// directory's) work too: a loop holding a record's lock never waits on
-/// itself when it writes the record.
+/// Channels on a directory backend work too: the loops' records are the
+/// directory's own files, and a loop holding a record's lock never waits
+/// on itself when it writes the record.
 #[test]
 fn loops_on_a_directory_backend_never_wait_on_their_own_lock() {
     let s = setup();
