@@ -136,6 +136,9 @@ impl Backend for CutAtCommit {
     fn list(&self, dir: &Dir) -> chipset_backend::Result<Vec<String>> {
         self.inner.list(dir)
     }
+    fn list_dirs(&self, dir: &Dir) -> chipset_backend::Result<Vec<String>> {
+        self.inner.list_dirs(dir)
+    }
     fn append(&self, log: &Key, records: &[&[u8]]) -> chipset_backend::Result<()> {
         self.inner.append(log, records)
     }
@@ -384,6 +387,9 @@ impl Backend for Interloper {
     }
     fn list(&self, dir: &Dir) -> chipset_backend::Result<Vec<String>> {
         self.inner.list(dir)
+    }
+    fn list_dirs(&self, dir: &Dir) -> chipset_backend::Result<Vec<String>> {
+        self.inner.list_dirs(dir)
     }
     fn append(&self, log: &Key, records: &[&[u8]]) -> chipset_backend::Result<()> {
         self.inner.append(log, records)
