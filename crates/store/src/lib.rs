@@ -325,6 +325,16 @@
 //! - A write whose final directory sync fails returns
 //!   [`Error::OutcomeUnknown`]: the change is visible but not known to be
 //!   durable. Callers retry by the idempotent-retry rule above.
+//! - [`StateDir::write_unsynced`] creates missing directories without a
+//!   sync, so after a power cut they may be gone with the cache files in
+//!   them. A durable write that later finds such a directory syncs the
+//!   directory, not its parent: on a journalled filesystem that sync
+//!   commits the directory's creation too (the journal commits in order),
+//!   but on ext4 without a journal the file may be lost with its directory.
+//!   Keep durable files out of directories that only caches make. (mail
+//!   makes its `.gate/` folders and the reply index's `replies/{id}/` this
+//!   way; the index is a cache of the response files, and a lost marker is
+//!   found again from them.)
 //! - A failure before a commit point removes the directories the operation
 //!   created, but that removal is not synced: after a power cut an empty
 //!   directory may come back. A log's directory is made by [`StateDir::log`],

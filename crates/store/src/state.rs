@@ -265,6 +265,21 @@ impl StateDir {
 
     /// As [`StateDir::ensure_dir`], returning the directories it created, top down.
     fn ensure_dir_tracked(&self, dir: &Path) -> Result<Vec<PathBuf>> {
+        self.make_dirs(dir, true)
+    }
+
+    /// Creates `dir` and its missing parents below the root as
+    /// [`StateDir::ensure_dir_tracked`] does; with `sync` false it syncs
+    /// nothing (for [`StateDir::write_unsynced`]: a directory only caches
+    /// live in, which a power cut may take away with them).
+    fn make_dirs(&self, dir: &Path, sync: bool) -> Result<Vec<PathBuf>> {
+        let sync_dir = |io: &dyn IoBackend, parent: &Path| {
+            if sync {
+                sync_dir_with(io, parent)
+            } else {
+                Ok(())
+            }
+        };
         let rel = self.relative(dir)?;
         let io = self.backend();
         let mut made = Vec::new();
@@ -277,12 +292,12 @@ impl StateDir {
                 Ok(false) => match io.create_dir(&cur) {
                     Ok(()) => {
                         made.push(cur.clone());
-                        sync_dir_with(io, &parent)
+                        sync_dir(io, &parent)
                     }
                     // Another process made it first: check what it made, and sync
                     // the parent in case that process died before it could.
                     Err(e) if e.kind() == io::ErrorKind::AlreadyExists => match is_real_dir(&cur) {
-                        Ok(true) => sync_dir_with(io, &parent),
+                        Ok(true) => sync_dir(io, &parent),
                         // Made and removed again meanwhile: not ours to guess at.
                         Ok(false) => Err(Error::NotADirectory { path: cur.clone() }),
                         Err(e) => Err(e),
@@ -318,8 +333,19 @@ impl StateDir {
         path: &Path,
         op: impl FnOnce(&dyn IoBackend) -> Result<R>,
     ) -> Result<R> {
+        self.with_parent_as(path, true, op)
+    }
+
+    /// [`StateDir::with_parent`], creating the missing directories without a
+    /// sync when `sync` is false.
+    fn with_parent_as<R>(
+        &self,
+        path: &Path,
+        sync: bool,
+        op: impl FnOnce(&dyn IoBackend) -> Result<R>,
+    ) -> Result<R> {
         let parent = path.parent().ok_or_else(|| self.outside(path))?;
-        let made = self.ensure_dir_tracked(parent)?;
+        let made = self.make_dirs(parent, sync)?;
         op(self.backend()).inspect_err(|e| {
             if !e.is_outcome_unknown() {
                 self.roll_back_dirs(&made);

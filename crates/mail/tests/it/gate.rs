@@ -336,6 +336,20 @@ fn archiving_a_request_a_foreign_response_answered_syncs_only_directories() {
         .join(format!("{id}.json"))
         .unwrap();
     mail.state().create_new(&path, json.as_bytes()).unwrap();
+    // `archive/` exists (its creation is synced, as every durable folder's).
+    let note = mail
+        .send(&NewMessage::notify(
+            agent("exec"),
+            agent("critic"),
+            task("t1"),
+            "fyi",
+            "note",
+        ))
+        .unwrap();
+    assert!(matches!(
+        mail.archive(&note.id).unwrap(),
+        chipset_mail::ArchiveOutcome::Archived(_)
+    ));
     let before = fault.calls().len();
     assert!(matches!(
         mail.archive(&q.id).unwrap(),
@@ -348,6 +362,13 @@ fn archiving_a_request_a_foreign_response_answered_syncs_only_directories() {
         .filter(|c| matches!(c, IoOp::Sync | IoOp::WriteBack))
         .collect();
     assert_eq!(flushes, Vec::<IoOp>::new(), "{calls:?}");
+    // The move's two (`archive/`, then the inbox); the index entry's new
+    // folder is made without one (the index is a cache).
+    assert_eq!(
+        calls.iter().filter(|c| **c == IoOp::SyncDir).count(),
+        2,
+        "{calls:?}"
+    );
     // And the response is in the index: the next look is the fast one.
     assert!(mail.has_reply(&q.id).unwrap());
     let marker = mail
@@ -357,4 +378,39 @@ fn archiving_a_request_a_foreign_response_answered_syncs_only_directories() {
         .join(q.id.as_str())
         .unwrap();
     assert_eq!(mail.state().list(&marker).unwrap().len(), 1);
+}
+
+/// The first gate of a fresh state makes the cache's folders
+/// (`mail/.gate/task/`, `mail/.gate/inbox/`) and writes its files without
+/// a single sync: they are caches (issue 31: the folders cost the first
+/// gate a directory sync each, and it was slower than the full scan).
+#[test]
+fn the_first_gate_of_a_fresh_state_syncs_nothing() {
+    use chipset_store::{StateOptions, SyncOrder};
+    use chipset_testkit::{EIO, Fault, FaultIo, IoOp, TempState};
+    let fault = FaultIo::with_order(Fault::nth(0, EIO), SyncOrder::FileThenDir);
+    let (tmp, _clock) = TempState::manual_with(StateOptions {
+        io: fault.clone(),
+        ..StateOptions::default()
+    });
+    let mail = chipset_mail::Mail::new(tmp.state.clone());
+    let drafts: Vec<NewMessage> = (0..3)
+        .map(|i| {
+            NewMessage::request(
+                agent("critic"),
+                agent("exec"),
+                task("t1"),
+                "why",
+                format!("question {i}"),
+            )
+        })
+        .collect();
+    mail.send_batch(&drafts).unwrap();
+    let before = fault.calls().len();
+    assert_eq!(mail.pending_replies(&task("t1")).unwrap().len(), 3);
+    let calls = fault.calls()[before..].to_vec();
+    assert!(calls.contains(&IoOp::Mkdir), "{calls:?}");
+    for sync in [IoOp::Sync, IoOp::SyncDir, IoOp::WriteBack] {
+        assert!(!calls.contains(&sync), "{sync:?} in {calls:?}");
+    }
 }

@@ -29,6 +29,12 @@ impl StateDir {
     /// file or the whole new one; after a power cut the file may be old,
     /// missing, empty or partly written.
     ///
+    /// Missing parent directories are created without a sync as well: after
+    /// a power cut they may be gone, with the file. A durable write that
+    /// later finds such a directory takes it as it is (see the crate docs,
+    /// Durability: keep durable files out of directories only caches make,
+    /// or accept that they share its fate).
+    ///
     /// # Errors
     ///
     /// As [`StateDir::ensure_dir`]; [`Error::Symlink`] when `path` is a
@@ -36,7 +42,9 @@ impl StateDir {
     /// unchanged).
     pub fn write_unsynced(&self, path: &StatePath, bytes: &[u8]) -> Result<()> {
         let path = path.as_path();
-        self.with_parent(path, |io| atomic::write_unsynced_with(io, path, bytes))
+        self.with_parent_as(path, false, |io| {
+            atomic::write_unsynced_with(io, path, bytes)
+        })
     }
 
     /// Durably replaces `path` with the canonical JSON of `value`.

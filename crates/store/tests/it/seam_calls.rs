@@ -352,6 +352,40 @@ fn an_unsynced_write_replaces_whole_and_syncs_nothing() {
     assert_eq!(fs::read(path.as_path()).unwrap(), b"two\n");
 }
 
+/// `write_unsynced` into folders that do not exist yet makes them, and
+/// syncs nothing for them either: they hold caches only, which a power cut
+/// may take away with them.
+#[test]
+fn an_unsynced_write_makes_its_folders_without_a_sync() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fault = FaultIo::new(Fault::nth(0, EIO));
+    let state = open(tmp.path(), fault.clone());
+    fault.set(Fault::nth(0, EIO));
+    let path = sp(&state, "mail/gate/task/t1.json");
+    state.write_unsynced(&path, b"one\n").unwrap();
+    assert_eq!(fs::read(path.as_path()).unwrap(), b"one\n");
+    let calls = fault.calls();
+    assert_eq!(
+        calls.iter().filter(|c| **c == IoOp::Mkdir).count(),
+        3,
+        "{calls:?}"
+    );
+    for sync in [IoOp::Sync, IoOp::SyncDir, IoOp::WriteBack] {
+        assert!(!calls.contains(&sync), "{sync:?} in {calls:?}");
+    }
+    // A durable write still syncs the folders it makes.
+    fault.set(Fault::nth(0, EIO));
+    state
+        .write_bytes(&sp(&state, "mail/durable/a.json"), b"a\n")
+        .unwrap();
+    let calls = fault.calls();
+    assert_eq!(
+        calls.iter().filter(|c| **c == IoOp::SyncDir).count(),
+        2,
+        "the new folder's parent, then the file's folder: {calls:?}"
+    );
+}
+
 /// Only a filesystem that lacks the no-replace rename (EOPNOTSUPP) gets the
 /// link-and-unlink fallback, which then publishes cleanly; any other failed
 /// rename is an error that publishes nothing, never retried as a link.
