@@ -1,7 +1,7 @@
 //! Replies and the commit gate: whether a request is answered, and the
 //! requests of a task still waiting for one.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use chipset_store::{ReadOutcome, StatePath, TaskId};
 
@@ -114,7 +114,8 @@ impl Mail {
         let Some(oldest) = requests.iter().map(|r| &r.id).min() else {
             return Ok(answered);
         };
-        let wanted: BTreeMap<&MessageId, &Message> = requests.iter().map(|r| (&r.id, *r)).collect();
+        // Built at the first candidate file: most folders hold none.
+        let mut wanted: Option<HashMap<&MessageId, &Message>> = None;
         let sent = requests.iter().map(|r| r.created_at).min();
         for dir in dirs {
             // A response is put into a folder after its request was sent,
@@ -141,6 +142,8 @@ impl Mail {
                     Ok(_) | Err(chipset_store::Error::Symlink { .. }) => continue,
                     Err(e) => return Err(e.into()),
                 };
+                let wanted =
+                    wanted.get_or_insert_with(|| requests.iter().map(|r| (&r.id, *r)).collect());
                 if !wanted
                     .keys()
                     .any(|w| contains(&bytes, w.as_str().as_bytes()))
@@ -181,7 +184,7 @@ impl Mail {
             }
             return Ok(out);
         }
-        let wanted: BTreeSet<&str> = requests.iter().map(|q| q.id.as_str()).collect();
+        let wanted: HashSet<&str> = requests.iter().map(|q| q.id.as_str()).collect();
         let mut present = Vec::new();
         self.state
             .for_each_name(&self.layout.replies_root(), |name| -> Result<()> {
@@ -250,17 +253,14 @@ impl Mail {
         // responses: (the request answered, the responder), looked up per
         // request, so the check costs the task's files once, not once per
         // request.
-        let responses: BTreeSet<(&MessageId, &chipset_store::AgentId)> = files
+        let responses: HashSet<(&MessageId, &chipset_store::AgentId)> = files
             .iter()
             .filter(|r| r.facts.kind == Kind::Response)
             .filter_map(|r| Some((r.facts.in_reply_to.as_ref()?, &r.facts.from)))
             .collect();
-        let answered: BTreeSet<MessageId> = out
-            .iter()
-            .filter(|q| responses.contains(&(&q.id, &q.to)))
-            .map(|q| q.id.clone())
-            .collect();
-        out.retain(|q| !answered.contains(&q.id));
+        if !responses.is_empty() {
+            out.retain(|q| !responses.contains(&(&q.id, &q.to)));
+        }
         let indexed = self.indexed_among(&out)?;
         out.retain(|q| !indexed.contains(&q.id));
         let mut caught = Caught::default();

@@ -96,7 +96,7 @@
 //! stat matches. Nothing here can make the gate open where the uncached gate
 //! would not: at worst the cache is not used.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::MessageId;
@@ -226,7 +226,7 @@ struct InboxCacheRef<'a> {
     v: u32,
     stamp: Stamp,
     settled: bool,
-    files: &'a BTreeMap<String, FileEntry>,
+    files: BTreeMap<&'a str, &'a FileEntry>,
 }
 
 /// One inbox's part of a task's cache.
@@ -319,7 +319,7 @@ pub(crate) struct TaskFiles<'m> {
     /// The task's open requests this walk read while listing an inbox, by
     /// inbox and name, with their bytes: [`TaskFiles::request`] takes them
     /// from here instead of reading their files again.
-    read: BTreeMap<AgentId, BTreeMap<String, ReadRequest>>,
+    read: BTreeMap<AgentId, HashMap<String, ReadRequest>>,
 }
 
 /// Reads a cache file; anything but a whole, parsable file (missing, over
@@ -529,22 +529,23 @@ impl Mail {
         let old = match old {
             Some(old) if settled && old.settled && old.stamp == stamp => {
                 return Ok(Listed {
-                    files: old.files,
-                    read: BTreeMap::new(),
+                    files: old.files.into_iter().collect(),
+                    read: HashMap::new(),
                 });
             }
             old => old,
         };
         let known = old.map(|c| c.files).unwrap_or_default();
-        let mut files = BTreeMap::new();
-        let mut read = BTreeMap::new();
+        let listing = self.state.list_stats(dir)?;
+        let entries = listing.len();
+        let mut files = Vec::with_capacity(entries);
+        let mut read = HashMap::new();
         let mut read_any = false;
         // The inbox's sent journal, loaded at the first file the folder
         // cache cannot vouch for.
-        let mut journal: Option<BTreeMap<String, sent::Record>> = None;
+        let mut journal: Option<HashMap<String, sent::Record>> = None;
         let mut from_journal = false;
         let now = SystemTime::now();
-        let listing = self.state.list_stats(dir)?;
         // One `statx` per entry, relative to the listed directory.
         for (name, meta) in listing {
             if skip.contains(&name.as_str()) || never_a_message(&name) {
@@ -565,14 +566,14 @@ impl Mail {
                         && e.ctime == file.ctime
                 })
             {
-                files.insert(name, entry.clone());
+                files.push((name, entry.clone()));
                 continue;
             }
             // What its sender recorded, when the record is this very file
             // (see `sent.rs`); otherwise the file is read.
             let vouched = match (inbox, meta.as_ref()) {
                 (Some(agent), Some(meta)) => journal
-                    .get_or_insert_with(|| self.sent_records(agent))
+                    .get_or_insert_with(|| self.sent_records(agent, entries))
                     .remove(&name)
                     .and_then(|r| r.into_message(&name, meta)),
                 _ => None,
@@ -598,21 +599,23 @@ impl Mail {
                 mtime: (i64::MIN, 0),
                 ctime: (i64::MIN, 0),
             });
-            files.insert(
-                name.clone(),
-                FileEntry {
-                    ino: file.ino,
-                    size: size.unwrap_or(u64::MAX),
-                    mtime: file.mtime,
-                    ctime: file.ctime,
-                    task: message.phase.clone(),
-                    facts: Facts::of(&message),
-                    parent: message.in_reply_to.clone(),
-                },
-            );
+            let entry = FileEntry {
+                ino: file.ino,
+                size: size.unwrap_or(u64::MAX),
+                mtime: file.mtime,
+                ctime: file.ctime,
+                task: message.phase.clone(),
+                facts: Facts::of(&message),
+                parent: message.in_reply_to.clone(),
+            };
             if message.needs_reply() {
-                read.insert(name, (message, bytes));
+                if read.capacity() == 0 {
+                    // Sized once: an inbox of open requests holds thousands.
+                    read.reserve(entries);
+                }
+                read.insert(name.clone(), (message, bytes));
             }
+            files.push((name, entry));
         }
         // Written when it saves the next reader something: reading the new
         // files again, or (settled) the listing itself. Under a racy stamp
@@ -630,7 +633,7 @@ impl Mail {
                     v: VERSION,
                     stamp,
                     settled,
-                    files: &files,
+                    files: files.iter().map(|(n, e)| (n.as_str(), e)).collect(),
                 },
             );
         }
@@ -646,12 +649,13 @@ impl Mail {
 
 /// What [`Mail::folder_files`] found in a folder.
 struct Listed {
-    /// Every message file, by name.
-    files: BTreeMap<String, FileEntry>,
+    /// Every message file with its name, in no particular order (each
+    /// name once).
+    files: Vec<(String, FileEntry)>,
     /// The requests that need a reply among the files it read (not taken
     /// from the folder cache): the message, checked as the gate checks it,
     /// and the bytes it was read from.
-    read: BTreeMap<String, ReadRequest>,
+    read: HashMap<String, ReadRequest>,
 }
 
 /// An open request a listing took: the message, and the bytes it was read

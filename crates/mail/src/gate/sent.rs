@@ -52,7 +52,7 @@
 //!
 //! [`RACY`]: super::RACY
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use chipset_store::{AgentId, Stat, StatePath};
 use serde::{Deserialize, Serialize};
@@ -155,10 +155,13 @@ impl Mail {
     }
 
     /// The records of `agent`'s journal, by name (the last record of a
-    /// name wins); empty when there is none or it cannot be read.
-    pub(crate) fn sent_records(&self, agent: &AgentId) -> BTreeMap<String, Record> {
+    /// name wins); empty when there is none or it cannot be read. Hashed:
+    /// a listing looks one up per entry, and names share long prefixes.
+    /// `entries` (the listing's size) sizes the map, so that a journal of
+    /// thousands of records is not moved at every growth.
+    pub(crate) fn sent_records(&self, agent: &AgentId, entries: usize) -> HashMap<String, Record> {
         let path = self.sent_journal_path(agent);
-        let mut out = BTreeMap::new();
+        let mut out = HashMap::with_capacity(entries);
         let read = self.state.log_reader(&path).and_then(|log| {
             log.for_each(|r: Record| {
                 out.insert(r.name.clone(), r);
@@ -166,7 +169,7 @@ impl Mail {
         });
         if let Err(error) = read {
             tracing::debug!(path = %path.display(), %error, "ignoring an unreadable sent journal");
-            return BTreeMap::new();
+            return HashMap::new();
         }
         out
     }

@@ -1,6 +1,8 @@
 //! The walk over one task's folders through its task cache: what the
 //! gate, the sweep and the thread take from each inbox and `archive/`.
 
+use std::collections::btree_map::Entry;
+
 use super::*;
 
 impl TaskFiles<'_> {
@@ -91,77 +93,75 @@ impl TaskFiles<'_> {
                     Folder::Inbox(_) if gate => mail.check_quarantine(&dir)?,
                     Folder::Inbox(_) => self.mail.state.has_quarantine(&dir)?,
                 };
-                let mut slice = Slice {
-                    stamp: settled.then_some(stamp),
-                    quarantine,
-                    files: BTreeMap::new(),
-                    others: BTreeMap::new(),
-                    listed: Some(stamp),
-                    requests: BTreeMap::new(),
-                };
                 let since = match slot {
                     Some(old) if !gate => self.since(old, &dir, skip, stamp)?,
                     _ => None,
                 };
-                match since {
-                    Some((files, others)) => {
-                        slice.files = files;
-                        slice.others = others;
-                    }
+                let (files, others) = match since {
+                    Some((files, others)) => (
+                        files.into_iter().collect::<Vec<_>>(),
+                        others.into_iter().collect::<Vec<_>>(),
+                    ),
                     None => {
-                        let mut listed =
+                        let listed =
                             mail.folder_files(&cache_path, &dir, skip, stamp, settled, inbox)?;
-                        let mut read = BTreeMap::new();
+                        let (mut files, mut others) = (Vec::new(), Vec::new());
                         for (name, e) in listed.files {
                             if e.task != self.cache.task {
                                 continue;
                             }
-                            if let Some(request) = listed.read.remove(&name) {
-                                read.insert(name.clone(), request);
-                            }
                             match e.facts {
-                                Some(facts) => {
-                                    slice.files.insert(name, facts);
-                                }
-                                None => {
-                                    slice.others.insert(name, e.parent);
-                                }
+                                Some(facts) => files.push((name, facts)),
+                                None => others.push((name, e.parent)),
                             }
                         }
+                        // The task's open requests among those read (each
+                        // file's task is its message's).
+                        let mut read = listed.read;
+                        read.retain(|_, (message, _)| message.phase == self.cache.task);
                         if let Some(agent) = inbox
                             && !read.is_empty()
                         {
-                            self.read.entry(agent.clone()).or_default().extend(read);
+                            match self.read.entry(agent.clone()) {
+                                Entry::Vacant(slot) => {
+                                    slot.insert(read);
+                                }
+                                Entry::Occupied(mut slot) => slot.get_mut().extend(read),
+                            }
                         }
+                        (files, others)
                     }
+                };
+                if !(settled || known) {
+                    // Not kept (a racy stamp the task never had a slice for):
+                    // no map is built. The gate's caller orders what it
+                    // returns; the others get the names in order, as from a
+                    // slice.
+                    return Ok(Some(task_files(files, others, look != Look::Gate)));
                 }
-                if settled || known {
-                    match folder {
-                        Folder::Inbox(agent) => {
-                            self.cache.inboxes.insert(agent.clone(), slice.clone());
-                        }
-                        Folder::Archive => self.cache.archive = Some(slice.clone()),
+                let slice = Slice {
+                    stamp: settled.then_some(stamp),
+                    quarantine,
+                    files: files.into_iter().collect(),
+                    others: others.into_iter().collect(),
+                    listed: Some(stamp),
+                    requests: BTreeMap::new(),
+                };
+                match folder {
+                    Folder::Inbox(agent) => {
+                        self.cache.inboxes.insert(agent.clone(), slice.clone());
                     }
-                    self.dirty = true;
+                    Folder::Archive => self.cache.archive = Some(slice.clone()),
                 }
+                self.dirty = true;
                 slice
             }
         };
-        let mut out: Vec<TaskFile> = slice
-            .files
-            .into_iter()
-            .map(|(name, facts)| TaskFile {
-                name,
-                parent: facts.in_reply_to.clone(),
-                facts: Some(facts),
-            })
-            .collect();
-        out.extend(slice.others.into_iter().map(|(name, parent)| TaskFile {
-            name,
-            facts: None,
-            parent,
-        }));
-        Ok(Some(out))
+        Ok(Some(task_files(
+            slice.files.into_iter().collect(),
+            slice.others.into_iter().collect(),
+            false,
+        )))
     }
 
     /// The task's files in `dir`, changed since the slice `old` was listed,
@@ -336,4 +336,30 @@ impl TaskFiles<'_> {
             self.mail.store_cache(&self.path, &self.cache);
         }
     }
+}
+
+/// A folder's files of the task as [`TaskFiles::folder_at`] returns them:
+/// the gate's files, then the others; with `sort`, each part by name (as a
+/// slice holds them).
+fn task_files(
+    mut files: Vec<(String, Facts)>,
+    mut others: Vec<(String, Option<MessageId>)>,
+    sort: bool,
+) -> Vec<TaskFile> {
+    if sort {
+        files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        others.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    }
+    let mut out: Vec<TaskFile> = Vec::with_capacity(files.len() + others.len());
+    out.extend(files.into_iter().map(|(name, facts)| TaskFile {
+        name,
+        parent: facts.in_reply_to.clone(),
+        facts: Some(facts),
+    }));
+    out.extend(others.into_iter().map(|(name, parent)| TaskFile {
+        name,
+        facts: None,
+        parent,
+    }));
+    out
 }
