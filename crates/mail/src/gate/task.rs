@@ -311,12 +311,13 @@ impl TaskFiles<'_> {
         let (message, bytes) = read;
         // Only a slice this walk confirmed or listed is here; one that holds
         // for its stamp keeps the bytes while that stamp holds (a message
-        // taken from its sender's record is kept as its canonical JSON, which
-        // is what its sender wrote).
+        // taken from its sender's record is kept as its JSON: the message
+        // its sender wrote, which `parse_message` reads back as it is; not
+        // the canonical form, whose sorting through a `Value` cost the first
+        // gate of a settled inbox of 10,000 requests a fifth of its time).
         if let Some(slice) = slice
             && slice.stamp.is_some()
-            && let Some(bytes) =
-                bytes.or_else(|| chipset_store::StateDir::to_canonical_json(&message).ok())
+            && let Some(bytes) = bytes.or_else(|| serde_json::to_vec(&message).ok())
             && let Ok(text) = String::from_utf8(bytes)
         {
             slice.requests.insert(name.to_owned(), text);
