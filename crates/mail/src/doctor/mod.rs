@@ -128,6 +128,9 @@ struct Scan<'a> {
     /// most two), held on disk beyond the budget like the rest: a state
     /// whose manifest was lost has one per message. See [`EventFinding`].
     events: Sorter<'a>,
+    /// With [`DoctorMode::Fix`], the manifest events to reconcile, held on
+    /// disk beyond the budget like the rest: see [`Reconcile`].
+    repairs: Sorter<'a>,
     /// Whether the repairs will run: only then are the ids they need kept.
     mode: DoctorMode,
     /// Directories scanned so far: a copy's place in the scan order.
@@ -139,6 +142,7 @@ impl<'a> Scan<'a> {
         let dir = mail.layout.mail();
         Scan {
             events: Sorter::new(&mail.state, dir, budget),
+            repairs: Sorter::new(&mail.state, dir, budget),
             mode,
             corrupt: Vec::new(),
             unsupported: Vec::new(),
@@ -275,6 +279,49 @@ impl EventFinding {
     }
 }
 
+/// A manifest event the fix reconciles, as the first pass spills it: `1`
+/// then `{id}\t{loc}` for a message without its `sent` event (rebuilt from
+/// the message, read again where the scan met it), `2` then
+/// `{id}\t{to}\t{task}` for one in `archive/` without its `archived`
+/// event. Read back sorted, every `sent` event comes before every
+/// `archived` one and each kind is in id order: the order they are
+/// appended in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Reconcile {
+    Sent { id: MessageId, loc: Loc },
+    Archived { id: MessageId, to: u32, task: u32 },
+}
+
+impl Reconcile {
+    fn push(&self, scan: &mut Scan<'_>) -> Result<()> {
+        let line = match self {
+            Reconcile::Sent { id, loc } => format!("1\t{id}\t{}", loc.encode()),
+            Reconcile::Archived { id, to, task } => format!("2\t{id}\t{to}\t{task}"),
+        };
+        scan.repairs.push(line.as_bytes())
+    }
+
+    /// Decodes one spilled line.
+    fn decode(line: &str) -> Option<Reconcile> {
+        let mut fields = line.split('\t');
+        let tag = fields.next()?;
+        let id = MessageId::new(fields.next()?).ok()?;
+        let out = match tag {
+            "1" => Reconcile::Sent {
+                id,
+                loc: Loc::decode(fields.next()?)?,
+            },
+            "2" => Reconcile::Archived {
+                id,
+                to: fields.next()?.parse().ok()?,
+                task: fields.next()?.parse().ok()?,
+            },
+            _ => return None,
+        };
+        fields.next().is_none().then_some(out)
+    }
+}
+
 /// Walks a sorted stream one key (the text before the first tab) at a time.
 struct Groups {
     sorted: Sorted,
@@ -335,9 +382,6 @@ struct ById {
     /// second pass).
     inbox: Vec<(MessageId, Finding)>,
     orphans: Vec<(AgentId, MessageId, TaskId, OrphanReason)>,
-    /// With [`DoctorMode::Fix`], the messages without a `sent` event.
-    unsent: Vec<MessageId>,
-    unarchived: Vec<(MessageId, AgentId, TaskId)>,
     /// Per by-task folder: its messages, and its newest one.
     by_task: BTreeMap<u32, (usize, MessageId, Seen)>,
 }

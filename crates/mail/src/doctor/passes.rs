@@ -115,8 +115,8 @@ impl Mail {
             }
 
             // The manifest's events: their findings are spilled (a state
-            // without its manifest has one per message), and the ids the
-            // repairs need are kept only when they will run.
+            // without its manifest has one per message), and so are the
+            // events the repairs reconcile, only when they will run.
             let archived = m.loc != Loc::Archive || archived_event;
             if !(sent && archived) {
                 let age = now.since(m.created_at);
@@ -128,17 +128,24 @@ impl Mail {
                     if !sent {
                         EventFinding::NoSent.push(scan, &id, m.loc, Default::default())?;
                         if fix {
-                            out.unsent.push(id.clone());
+                            let loc = m.loc;
+                            Reconcile::Sent {
+                                id: id.clone(),
+                                loc,
+                            }
+                            .push(scan)?;
                         }
                     }
                     if !archived {
                         EventFinding::NoArchived.push(scan, &id, m.loc, Default::default())?;
                         if fix {
-                            out.unarchived.push((
-                                id.clone(),
-                                scan.agents.get(m.to).clone(),
-                                scan.tasks.get(m.phase).clone(),
-                            ));
+                            let (to, task) = (m.to, m.phase);
+                            Reconcile::Archived {
+                                id: id.clone(),
+                                to,
+                                task,
+                            }
+                            .push(scan)?;
                         }
                     }
                 }

@@ -36,7 +36,13 @@ impl Mail {
     /// Memory does not grow with the number of messages: the scan sorts
     /// what it needs by message id, spilling sorted runs to a nameless
     /// scratch file in `mail/` beyond a fixed budget, and then looks at one
-    /// id at a time (see the crate docs, Repair and status).
+    /// id at a time (see the crate docs, Repair and status). With Fix, the
+    /// events it reconciles are spilled the same way, each message read
+    /// again where the scan met it when its event is built, and appended
+    /// [`REPAIR_CHUNK`] at a time: the chunks before the last without a
+    /// data sync, the last one synced (so when the doctor returns every
+    /// event is durable; a crash before may leave the first chunks, and the
+    /// next run reconciles the rest).
     ///
     /// # Errors
     ///
@@ -134,9 +140,12 @@ impl Mail {
             &mut scan.events,
             Sorter::new(&self.state, self.layout.mail(), 0),
         );
+        // With Fix, the events to reconcile: also on disk beyond the budget.
+        let repairs = std::mem::replace(
+            &mut scan.repairs,
+            Sorter::new(&self.state, self.layout.mail(), 0),
+        );
         let mut tail: Vec<Finding> = Vec::new();
-        let unsent = by_id.unsent;
-        let unarchived = by_id.unarchived;
         let messages = by_id.messages;
 
         // A by-task folder without a `task-swept` event: judged by its
@@ -218,23 +227,22 @@ impl Mail {
         } else if manifest.torn.is_some() {
             log.recover()?;
         }
-        // The scan kept no whole messages: read again the few a repair needs.
-        let whole = |ids: &mut dyn Iterator<Item = &MessageId>| -> Result<Vec<Message>> {
-            let mut out = Vec::new();
-            for id in ids {
+        // The scan kept no whole messages: read again the ones a repair
+        // needs, a chunk at a time.
+        for chunk in unlinked.chunks(REPAIR_CHUNK) {
+            let mut replies = Vec::with_capacity(chunk.len());
+            for id in chunk {
                 if let Some(found) = self.find(id)? {
-                    out.push(found.message);
+                    replies.push(found.message);
                 }
             }
-            Ok(out)
-        };
-        self.link_replies(&whole(&mut unlinked.iter())?)?;
-        let mut events = Vec::new();
-        let unsent = whole(&mut unsent.iter())?;
+            self.link_replies(&replies)?;
+        }
+        let mut moves = Vec::new();
         for (agent, id, task, reason) in orphans {
             let from = Location::Inbox(agent.clone());
             if let Moved::Done = self.move_message(&id, &from, &Location::Orphan)? {
-                events.push(ManifestEvent::Orphaned {
+                moves.push(ManifestEvent::Orphaned {
                     id,
                     agent,
                     task,
@@ -246,7 +254,7 @@ impl Mail {
         for (agent, id, task) in answered_requests {
             let from = Location::Inbox(agent.clone());
             if let Moved::Done = self.move_message(&id, &from, &Location::Archive)? {
-                events.push(ManifestEvent::Archived {
+                moves.push(ManifestEvent::Archived {
                     id,
                     agent,
                     task,
@@ -256,37 +264,59 @@ impl Mail {
                 });
             }
         }
-        // Reconciled `sent` events go first in time order of the messages.
-        let mut reconciled: Vec<ManifestEvent> = unsent
-            .iter()
-            .map(|m| ManifestEvent::sent(m, true))
-            .collect();
-        // Then the `archived` events of messages found in `archive/`
-        // without one (after their `sent`, as they were written).
-        reconciled.extend(unarchived.into_iter().map(|(id, agent, task)| {
-            ManifestEvent::Archived {
-                id,
-                agent,
-                task,
-                reply: None,
-                at: now,
-                reconciled: true,
-            }
-        }));
-        reconciled.extend(
-            unswept
-                .into_iter()
-                .map(|(task, total)| ManifestEvent::TaskSwept {
-                    task,
-                    count: 0,
-                    total,
+        // Reconciled `sent` events go first in time order of the messages,
+        // then the `archived` events of messages found in `archive/`
+        // without one (after their `sent`, as they were written): read
+        // back from the scan's scratch data, never all in memory.
+        let mut out = Appender::new(&log);
+        let mut repairs = repairs.finish()?;
+        while let Some(line) = repairs.next_line()? {
+            let line = scratch_text(line)?;
+            let event = match Reconcile::decode(&line).ok_or_else(bad_scratch)? {
+                Reconcile::Sent { id, loc } => match self.reread(&id, &scan.location(loc))? {
+                    Some(m) => ManifestEvent::sent(&m, true),
+                    None => continue,
+                },
+                Reconcile::Archived { id, to, task } => ManifestEvent::Archived {
+                    id,
+                    agent: scan.agents.get(to).clone(),
+                    task: scan.tasks.get(task).clone(),
+                    reply: None,
                     at: now,
                     reconciled: true,
-                }),
-        );
-        reconciled.append(&mut events);
-        log.append_batch(&reconciled)?;
+                },
+            };
+            out.push(event)?;
+        }
+        drop(repairs);
+        for (task, total) in unswept {
+            out.push(ManifestEvent::TaskSwept {
+                task,
+                count: 0,
+                total,
+                at: now,
+                reconciled: true,
+            })?;
+        }
+        for event in moves {
+            out.push(event)?;
+        }
+        out.finish()?;
         report(findings, tail, event_findings)
+    }
+
+    /// Reads the message `id` again where the scan met it, or, when a
+    /// repair (or an agent) moved it since, wherever it is now; `None` when
+    /// it is gone. One read where the scan saw it, not a search of every
+    /// inbox per message.
+    fn reread(&self, id: &MessageId, location: &Location) -> Result<Option<Message>> {
+        let path = self.layout.file(location, id);
+        match read_message(&self.state, &path)? {
+            ReadOutcome::Value(m) => Ok(Some(check_id(&path, id, m)?)),
+            ReadOutcome::Missing => Ok(self.find(id)?.map(|found| found.message)),
+            ReadOutcome::Corrupt(c) => Err(c.into()),
+            ReadOutcome::Unsupported(u) => Err(u.into()),
+        }
     }
 
     fn quarantine(&self, path: &StatePath) -> Result<()> {
@@ -294,6 +324,48 @@ impl Mail {
         // whole), so no writer's lock: the store moves it if it is still
         // what it read, and leaves it if it went away meanwhile.
         self.state.quarantine_checked(path, None, |_| true)?;
+        Ok(())
+    }
+}
+
+/// How many messages a repair reads again, or manifest events it appends,
+/// at a time.
+const REPAIR_CHUNK: usize = 512;
+
+/// Appends the fix's manifest events a chunk at a time: every chunk but
+/// the last without a data sync (the events are reconciled from the
+/// message files, which a later doctor run reconciles again if a power
+/// cut loses them), the last one synced, which makes the whole log
+/// durable. The lines are the ones one batch of them all would write, in
+/// the same order.
+struct Appender<'a> {
+    log: &'a chipset_store::JsonLog,
+    chunk: Vec<ManifestEvent>,
+}
+
+impl<'a> Appender<'a> {
+    fn new(log: &'a chipset_store::JsonLog) -> Self {
+        Appender {
+            log,
+            chunk: Vec::new(),
+        }
+    }
+
+    /// Adds one event, first appending the chunk when it is full (so that
+    /// the last chunk is never empty when anything was appended).
+    fn push(&mut self, event: ManifestEvent) -> Result<()> {
+        if self.chunk.len() >= REPAIR_CHUNK {
+            self.log.append_batch_unsynced(&self.chunk)?;
+            self.chunk.clear();
+        }
+        self.chunk.push(event);
+        Ok(())
+    }
+
+    /// Appends the last chunk, with a data sync that covers the chunks
+    /// before it.
+    fn finish(self) -> Result<()> {
+        self.log.append_batch(&self.chunk)?;
         Ok(())
     }
 }

@@ -11,6 +11,7 @@ use chipset_store::{Defect, DoctorMode};
 use crate::{agent, fixture, fixture_with, task};
 
 mod events;
+mod memory;
 
 fn codes(mail: &chipset_mail::Mail, mode: DoctorMode) -> Vec<&'static str> {
     let report = mail.doctor(mode).unwrap();
