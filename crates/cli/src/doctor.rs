@@ -27,6 +27,7 @@ use std::io::{self, Write};
 use std::time::Duration;
 
 use chipset::Chipset;
+use chipset_mail::Mail;
 use chipset_store::{DoctorMode, Report};
 use serde::ser::{Error as _, SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
@@ -36,7 +37,7 @@ use crate::Ctx;
 use crate::cli::DoctorArgs;
 use crate::error::{CliError, Result};
 use crate::output::{self, Cell, Output, Paint, Table, Tone};
-use crate::view::{DoctorReport, Finding};
+use crate::view::{DoctorReport, Finding, MailDoctor, MailFinding};
 
 mod rows;
 
@@ -161,6 +162,89 @@ pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
         } else {
             if total > 0 {
                 listing.text(out, paint)?;
+            }
+            out.write_all(summary.as_bytes())
+        }
+    })
+    .with_failure(failure))
+}
+
+/// Runs `chipset mail doctor [--fix]`: the mail library's doctor alone
+/// ([`Mail::doctor_to`]), for a mail folder that is not under a chipset
+/// state root, rendered as it comes as `chipset doctor` is. Fails (exit 1)
+/// when problems remain, as `chipset doctor` does.
+pub(crate) fn mail(mail: &Mail, fix: bool) -> Result<Output> {
+    let mode = if fix {
+        DoctorMode::Fix
+    } else {
+        DoctorMode::Check
+    };
+    // A row per finding: its code where `doctor` has an area, and an
+    // (empty) action when it was repaired.
+    let mut found = Rows::new(mail.state().clone(), rows::HELD);
+    let mut fixable = 0;
+    let report = mail.doctor_to(mode, &mut |f| {
+        fixable += usize::from(f.fixable);
+        found.push(Row {
+            area: f.code,
+            action: f.is_fixed().then(String::new),
+            problem: f.message,
+        });
+    })?;
+    let mut found = found.finish()?;
+    let (total, repaired) = (found.total(), found.fixed());
+    let open = total - repaired;
+    let mut summary = format!(
+        "{} scanned, {}",
+        output::plural(report.scanned, "message"),
+        output::plural(total, "problem")
+    );
+    if fix {
+        summary.push_str(&format!(", {repaired} repaired"));
+    }
+    summary.push('\n');
+    let head = output::json(&MailDoctor {
+        messages: report.scanned,
+        findings: Vec::new(),
+        remaining: open,
+    });
+    let in_flight = InFlight::of(&report);
+    let failure = (open > 0).then(|| {
+        CliError::refused(if fix || fixable == 0 {
+            format!(
+                "{} in the mail folder left for a person{}",
+                output::plural(open - in_flight.count, "problem"),
+                in_flight.note()
+            )
+        } else {
+            format!(
+                "{} found in the mail folder ({fixable} repairable with `chipset mail doctor --fix`){}",
+                output::plural(open, "problem"),
+                in_flight.note()
+            )
+        })
+    });
+    Ok(Output::streamed(move |out, json| {
+        if json {
+            Document::new(head, move |each| {
+                while let Some(row) = found.next()? {
+                    each(output::json(&MailFinding {
+                        code: row.area,
+                        problem: row.problem,
+                        repaired: row.action.is_some(),
+                    }))?;
+                }
+                Ok(())
+            })
+            .write(out)
+        } else {
+            while let Some(row) = found.next()? {
+                let repaired = if row.action.is_some() {
+                    " (repaired)"
+                } else {
+                    ""
+                };
+                writeln!(out, "{}{repaired}", row.problem)?;
             }
             out.write_all(summary.as_bytes())
         }

@@ -8,13 +8,12 @@ use chipset::directory::Directory;
 use chipset_mail::MessageId;
 use chipset_mail::{GroupMessage, InboxFilter, Kind, Mail, MailPriority, Message, NewMessage};
 use chipset_mcp::view::Archived;
-use chipset_store::DoctorMode;
 
 use crate::Ctx;
 use crate::cli::{MailCommand, MailExpects, MailKind, MailSend, Since};
 use crate::error::{CliError, Result};
 use crate::output::{self, Cell, Output, Paint, Table, Tone};
-use crate::view::{GroupSentView, MailDoctor, MailFinding, Swept};
+use crate::view::{GroupSentView, Swept};
 
 /// Runs one mail command, on the mail folder `ctx.mail_folder` names when
 /// it is set (`--mail-dir`, or a `.nubos-pilot/messages` found), else on
@@ -64,7 +63,7 @@ pub(crate) fn run(ctx: &Ctx, command: MailCommand) -> Result<Output> {
             let empty = format!("no messages for {agent}\n");
             Ok(listing(ctx.paint, &messages, true, &empty))
         }
-        MailCommand::Doctor(args) => doctor(&mail, args.fix),
+        MailCommand::Doctor(args) => crate::doctor::mail(&mail, args.fix),
         MailCommand::Archive { id, id_opt } => {
             let id = id.or(id_opt).expect("clap requires one of them");
             archive(&mail, &id)
@@ -105,73 +104,6 @@ fn archive(mail: &Mail, id: &MessageId) -> Result<Output> {
         }
     };
     Ok(Output::new(text, output::json(&view)))
-}
-
-/// `chipset mail doctor [--fix]`: the mail library's doctor alone, for a
-/// mail folder that is not under a chipset state root. Fails (exit 1) when
-/// problems remain, as `chipset doctor` does.
-fn doctor(mail: &Mail, fix: bool) -> Result<Output> {
-    let mode = if fix {
-        DoctorMode::Fix
-    } else {
-        DoctorMode::Check
-    };
-    let report = mail.doctor(mode)?;
-    let mut text = String::new();
-    let mut rows = Vec::new();
-    let (mut repaired, mut open) = (0, 0);
-    for f in &report.findings {
-        let fixed = f.is_fixed();
-        if fixed {
-            repaired += 1;
-        } else {
-            open += 1;
-        }
-        let _ = writeln!(
-            text,
-            "{}{}",
-            f.message,
-            if fixed { " (repaired)" } else { "" }
-        );
-        rows.push(MailFinding {
-            code: f.code,
-            problem: f.message.clone(),
-            repaired: fixed,
-        });
-    }
-    let _ = write!(
-        text,
-        "{} scanned, {}",
-        output::plural(report.scanned, "message"),
-        output::plural(report.findings.len(), "problem")
-    );
-    if fix {
-        let _ = write!(text, ", {repaired} repaired");
-    }
-    text.push('\n');
-    let doc = output::json(&MailDoctor {
-        messages: report.scanned,
-        findings: rows,
-        remaining: open,
-    });
-    let in_flight = crate::doctor::InFlight::of(&report);
-    let failure = (open > 0).then(|| {
-        let fixable = report.findings.iter().filter(|f| f.fixable).count();
-        CliError::refused(if fix || fixable == 0 {
-            format!(
-                "{} in the mail folder left for a person{}",
-                output::plural(open - in_flight.count, "problem"),
-                in_flight.note()
-            )
-        } else {
-            format!(
-                "{} found in the mail folder ({fixable} repairable with `chipset mail doctor --fix`){}",
-                output::plural(open, "problem"),
-                in_flight.note()
-            )
-        })
-    });
-    Ok(Output::new(text, doc).with_failure(failure))
 }
 
 /// Builds the library's draft from the arguments; the kind decides which

@@ -97,3 +97,81 @@ fn a_finding_per_message_is_printed_as_a_whole_report_is() {
         .collect();
     assert!(stray.is_empty(), "{stray:?}");
 }
+
+/// `chipset mail doctor` on the same state: its rows beyond the limit go
+/// through the scratch file too, and the output (text and JSON, check and
+/// fix) is the one a doctor that built it whole printed.
+#[test]
+fn mail_doctor_prints_a_finding_per_message_as_a_whole_report_is() {
+    let env = Env::new();
+    plant(&env);
+    let mut ids: Vec<String> = (0..MESSAGES).map(id).collect();
+    ids.sort();
+    let to = |id: &str| {
+        format!(
+            "agent-{}",
+            usize::from_str_radix(&id[14..22], 16).unwrap() % 3
+        )
+    };
+    let problem = |id: &str| {
+        format!(
+            "messaging-missing-sent-event: message `{id}` in inbox/{} has no `sent` event",
+            to(id)
+        )
+    };
+    let json = env.run(&["--json", "mail", "doctor"]);
+    assert_eq!(json.code, 1, "{}", json.stderr);
+    let doc = json.json();
+    assert!(
+        json.stdout == serde_json::to_string_pretty(&doc).unwrap() + "\n",
+        "the streamed document differs"
+    );
+    let findings = doc["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), MESSAGES);
+    for (f, id) in findings.iter().zip(&ids) {
+        assert_eq!(f["code"], "messaging-missing-sent-event");
+        assert_eq!(f["problem"], problem(id).as_str());
+        assert_eq!(f["repaired"], false);
+    }
+    assert_eq!(
+        (doc["messages"].clone(), doc["remaining"].clone()),
+        (MESSAGES.into(), MESSAGES.into())
+    );
+    assert!(
+        json.stderr.contains(&format!(
+            "{MESSAGES} problems found in the mail folder ({MESSAGES} repairable with `chipset mail doctor --fix`)"
+        )),
+        "{}",
+        json.stderr
+    );
+
+    let fixed = env.run(&["mail", "doctor", "--fix"]);
+    assert_eq!(fixed.code, 0, "{}", fixed.stderr);
+    let lines: Vec<&str> = fixed.stdout.lines().collect();
+    assert_eq!(lines.len(), MESSAGES + 1);
+    for (line, id) in lines.iter().zip(&ids) {
+        assert_eq!(*line, format!("{} (repaired)", problem(id)));
+    }
+    assert_eq!(
+        lines[MESSAGES],
+        format!("{MESSAGES} messages scanned, {MESSAGES} problems, {MESSAGES} repaired")
+    );
+    // Every event was appended, in id order.
+    let manifest = fs::read_to_string(env.root().join("mail/manifest.jsonl")).unwrap();
+    let appended: Vec<String> = manifest
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(appended, ids);
+    let text = env.run(&["mail", "doctor"]);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    assert_eq!(
+        text.stdout,
+        format!("{MESSAGES} messages scanned, 0 problems\n")
+    );
+}
