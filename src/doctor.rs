@@ -88,6 +88,7 @@ impl Chipset {
         mode: DoctorMode,
         mut sink: Option<&mut dyn FnMut(&'static str, Finding)>,
     ) -> Result<Checkup> {
+        self.require(crate::Part::Doctor)?;
         let mut areas = Vec::with_capacity(10);
         keep(
             &mut areas,

@@ -14,7 +14,9 @@ use chipset_pool::Pool;
 use chipset_search::{Hit, Query, SearchIndex};
 use chipset_store::{StateDir, StateOptions};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::root::{Root, ServerUrl};
+use crate::server::{Part, Server, ServerOptions};
 
 /// The handle a program keeps: every channel over one state root.
 ///
@@ -79,29 +81,41 @@ impl Default for Config {
 
 #[derive(Debug)]
 struct Inner {
+    /// The state root; on a server, the local folder for what is local by
+    /// nature (see [`ServerOptions::local`]).
     state: StateDir,
+    /// The server, when the state is on one.
+    server: Option<Server>,
     hooks: Hooks,
     nudges: Nudges,
-    reminders: Reminders,
-    mail: Mail,
-    bus: Bus,
-    attention: Attention,
-    directory: Directory,
-    leases: Leases,
-    pool: Pool,
-    search: SearchIndex,
+    reminders: Wired<Reminders>,
+    mail: Wired<Mail>,
+    bus: Wired<Bus>,
+    attention: Wired<Attention>,
+    directory: Wired<Directory>,
+    leases: Wired<Leases>,
+    pool: Wired<Pool>,
+    search: Wired<SearchIndex>,
 }
 
+/// A channel handle, or on a server the part that does not run there yet.
+type Wired<T> = std::result::Result<T, Part>;
+
 impl Chipset {
-    /// Opens the state root at `root` (creating it if needed) with the
-    /// default options: the system clock.
+    /// Opens the state at `root` with the default options: a directory
+    /// (created if needed, on the system clock), or a PostgreSQL server
+    /// when `root` is a `postgres://` or `postgresql://` URL or a libpq
+    /// `key=value` string (see [`Root`] and [`Chipset::open_server`]).
     ///
     /// # Errors
     ///
     /// [`Error::Store`](crate::Error::Store) when the root cannot be created
-    /// or resolved.
+    /// or resolved; for a server, as [`Chipset::open_server`].
     pub fn open(root: impl AsRef<Path>) -> Result<Self> {
-        Ok(Self::from_state(StateDir::open(root)?))
+        match Root::parse(root) {
+            Root::Dir(dir) => Ok(Self::from_state(StateDir::open(dir)?)),
+            Root::Server(url) => Self::open_server(&url, &ServerOptions::default()),
+        }
     }
 
     /// Opens the state root at `root` with `options` (say, a manual clock
@@ -114,6 +128,31 @@ impl Chipset {
         Ok(Self::from_state(StateDir::open_with(root, options)?))
     }
 
+    /// Opens the state on the PostgreSQL server `url` names, completed
+    /// from libpq's environment variables (`PGHOST`, `PGPASSWORD`,
+    /// `PGPASSFILE` or `~/.pgpass`, `PGSSLMODE`, `PGSSLROOTCERT`, …), and
+    /// creates or migrates chipset's tables there.
+    ///
+    /// The channels on the storage seam run on the server: the hooks and
+    /// the nudges' signals today. Until a part runs there, its accessor
+    /// refuses (see [`Chipset::require`]) rather than reading some local
+    /// folder. What is local by nature (caches, the search index) lives in
+    /// [`ServerOptions::local`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Backend`](crate::Error::Backend): settings that cannot be
+    /// used, a server that cannot be reached, a refused login, a schema
+    /// newer than this binary; [`Error::Store`](crate::Error::Store) when
+    /// the local folder cannot be created;
+    /// [`Error::NoServerSupport`](crate::Error::NoServerSupport) in a build
+    /// without the `postgres` feature.
+    pub fn open_server(url: &ServerUrl, options: &ServerOptions) -> Result<Self> {
+        let server = Server::open(url, options)?;
+        let state = StateDir::open(server.local_folder(options))?;
+        Ok(Self::wire(state, Some(server), Config::default()))
+    }
+
     /// Returns every channel over a state root already open, each with its
     /// default settings and the seed's preset reminder kinds.
     pub fn from_state(state: StateDir) -> Self {
@@ -123,26 +162,56 @@ impl Chipset {
     /// Returns every channel over a state root already open, set up as
     /// `config` says.
     pub fn with_config(state: StateDir, config: Config) -> Self {
-        let hooks = Hooks::new(state.clone());
-        let nudges = Nudges::with_config(state.clone(), config.nudges);
-        let reminders = Reminders::with_config(state.clone(), config.kinds, config.reminders);
-        let mail = Mail::with_config(state.clone(), config.mail);
-        let bus = Bus::with_config(state.clone(), config.bus);
-        let attention = Attention::new(
-            hooks.clone(),
-            nudges.clone(),
-            mail.clone(),
-            bus.clone(),
-            reminders.clone(),
-        )
-        .with_config(config.attention);
-        let directory = Directory::new(state.clone());
-        let leases = Leases::new(state.clone());
-        let pool = Pool::new(state.clone());
-        let search = SearchIndex::new(state.clone());
+        Self::wire(state, None, config)
+    }
+
+    /// Builds every channel, on the directory `state` or on `server`. The
+    /// one place that says which channel runs where: a channel on the
+    /// storage seam takes the server's backend; one that is not gets
+    /// [`on_directory`], which refuses it on a server.
+    fn wire(state: StateDir, server: Option<Server>, config: Config) -> Self {
+        let seam = server.as_ref().map(Server::backend);
+        let hooks = match &seam {
+            Some(backend) => Hooks::with_backend(state.clone(), Arc::clone(backend)),
+            None => Hooks::new(state.clone()),
+        };
+        let nudges = match &seam {
+            Some(backend) => {
+                Nudges::with_backend(state.clone(), config.nudges, Arc::clone(backend))
+            }
+            None => Nudges::with_config(state.clone(), config.nudges),
+        };
+        let local = seam.is_none();
+        let reminders = on_directory(local, Part::Reminders, || {
+            Reminders::with_config(state.clone(), config.kinds, config.reminders)
+        });
+        let mail = on_directory(local, Part::Mail, || {
+            Mail::with_config(state.clone(), config.mail)
+        });
+        let bus = on_directory(local, Part::Bus, || {
+            Bus::with_config(state.clone(), config.bus)
+        });
+        let attention = match (&mail, &bus, &reminders) {
+            (Ok(mail), Ok(bus), Ok(reminders)) => Ok(Attention::new(
+                hooks.clone(),
+                nudges.clone(),
+                mail.clone(),
+                bus.clone(),
+                reminders.clone(),
+            )
+            .with_config(config.attention)),
+            _ => Err(Part::Attention),
+        };
+        let directory = on_directory(local, Part::Directory, || Directory::new(state.clone()));
+        let leases = on_directory(local, Part::Leases, || Leases::new(state.clone()));
+        let pool = on_directory(local, Part::Pool, || Pool::new(state.clone()));
+        // The index is a cache of the channels' records, caught up from
+        // their files: on a server it needs a catch-up through the seam.
+        let search = on_directory(local, Part::Search, || SearchIndex::new(state.clone()));
         Chipset {
             inner: Arc::new(Inner {
                 state,
+                server,
                 hooks,
                 nudges,
                 reminders,
@@ -157,7 +226,65 @@ impl Chipset {
         }
     }
 
-    /// Returns the state root every channel shares.
+    /// Returns the server the state is on, `None` for a directory.
+    pub fn server(&self) -> Option<&ServerUrl> {
+        self.inner.server.as_ref().map(Server::url)
+    }
+
+    /// Returns whether `part` is available on this handle: always on a
+    /// directory; on a server, once the part runs there.
+    pub fn has(&self, part: Part) -> bool {
+        self.require(part).is_ok()
+    }
+
+    /// Checks that `part` is available on this handle, before calling its
+    /// accessor (which panics otherwise).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotOnServer`](crate::Error::NotOnServer) when the state is
+    /// on a server and `part` does not run there yet.
+    pub fn require(&self, part: Part) -> Result<()> {
+        let inner = &*self.inner;
+        let wired = match part {
+            Part::Hooks | Part::Nudges => true,
+            Part::Reminders => inner.reminders.is_ok(),
+            Part::Mail => inner.mail.is_ok(),
+            Part::Bus => inner.bus.is_ok(),
+            Part::Attention => inner.attention.is_ok(),
+            Part::Directory => inner.directory.is_ok(),
+            Part::Leases => inner.leases.is_ok(),
+            Part::Pool => inner.pool.is_ok(),
+            Part::Search => inner.search.is_ok(),
+            // Built from local scans of every channel.
+            Part::Loops | Part::Status | Part::Doctor => inner.server.is_none(),
+        };
+        match &inner.server {
+            Some(server) if !wired => Err(Error::NotOnServer {
+                part,
+                server: server.url().to_string(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Returns the wired handle, or panics naming the part (the accessors'
+    /// documented precondition; [`Chipset::require`] checks it).
+    #[track_caller]
+    fn wired<'a, T>(&self, slot: &'a Wired<T>) -> &'a T {
+        match slot {
+            Ok(handle) => handle,
+            Err(part) => panic!(
+                "{}",
+                self.require(*part)
+                    .err()
+                    .map_or_else(|| part.to_string(), |e| e.to_string())
+            ),
+        }
+    }
+
+    /// Returns the state root every channel shares; on a server, the local
+    /// folder of what is local by nature ([`ServerOptions::local`]).
     pub fn state(&self) -> &StateDir {
         &self.inner.state
     }
@@ -173,40 +300,82 @@ impl Chipset {
     }
 
     /// Returns the reminders for open obligations, with the preset kinds.
+    ///
+    /// # Panics
+    ///
+    /// On a server, until the reminders runs there: check with
+    /// [`Chipset::require`]`(Part::Reminders)`.
+    #[track_caller]
     pub fn reminders(&self) -> &Reminders {
-        &self.inner.reminders
+        self.wired(&self.inner.reminders)
     }
 
     /// Returns the mail: addressed, threaded messages.
+    ///
+    /// # Panics
+    ///
+    /// On a server, until mail runs there: check with
+    /// [`Chipset::require`]`(Part::Mail)`.
+    #[track_caller]
     pub fn mail(&self) -> &Mail {
-        &self.inner.mail
+        self.wired(&self.inner.mail)
     }
 
     /// Returns the bus: prioritised event queues.
+    ///
+    /// # Panics
+    ///
+    /// On a server, until the bus runs there: check with
+    /// [`Chipset::require`]`(Part::Bus)`.
+    #[track_caller]
     pub fn bus(&self) -> &Bus {
-        &self.inner.bus
+        self.wired(&self.inner.bus)
     }
 
     /// Returns attention: what needs an agent now across every channel,
     /// and the waits for it.
+    ///
+    /// # Panics
+    ///
+    /// On a server, until attention runs there: check with
+    /// [`Chipset::require`]`(Part::Attention)`.
+    #[track_caller]
     pub fn attention(&self) -> &Attention {
-        &self.inner.attention
+        self.wired(&self.inner.attention)
     }
 
     /// Returns the agent directory: profiles, roles and last seen.
+    ///
+    /// # Panics
+    ///
+    /// On a server, until the directory runs there: check with
+    /// [`Chipset::require`]`(Part::Directory)`.
+    #[track_caller]
     pub fn directory(&self) -> &Directory {
-        &self.inner.directory
+        self.wired(&self.inner.directory)
     }
 
     /// Returns the path leases: who may edit which files, and the check a
     /// pre-commit hook runs.
+    ///
+    /// # Panics
+    ///
+    /// On a server, until leases runs there: check with
+    /// [`Chipset::require`]`(Part::Leases)`.
+    #[track_caller]
     pub fn leases(&self) -> &Leases {
-        &self.inner.leases
+        self.wired(&self.inner.leases)
     }
 
     /// Returns the work pool: items agents claim themselves onto their hook.
+    ///
+    /// # Panics
+    ///
+    /// On a server, until the pool runs there: check with
+    /// [`Chipset::require`]`(Part::Pool)`.
+    #[track_caller]
     pub fn pool(&self) -> &Pool {
-        &self.inner.pool
+        self.wired(&self.inner.pool)
     }
 
     /// Returns the hits for `query` across mail, bus events, hook titles and
@@ -226,19 +395,45 @@ impl Chipset {
     ///
     /// As [`SearchIndex::search`]: a query with no words, too long or with
     /// too many words is refused before anything is read.
+    ///
+    /// # Panics
+    ///
+    /// On a server, until search runs there: check with
+    /// [`Chipset::require`]`(Part::Search)`.
+    #[track_caller]
     pub fn search(&self, query: &Query) -> chipset_search::Result<Vec<Hit>> {
-        self.inner.search.search(query)
+        self.search_index().search(query)
     }
 
     /// Returns the search index itself: to catch it up or rebuild it.
+    ///
+    /// # Panics
+    ///
+    /// As [`Chipset::search`].
+    #[track_caller]
     pub fn search_index(&self) -> &SearchIndex {
-        &self.inner.search
+        self.wired(&self.inner.search)
     }
 
     /// Returns the loops' persisted state (for counts and the doctor).
+    ///
+    /// # Panics
+    ///
+    /// On a server, until the loops' state runs there: check with
+    /// [`Chipset::require`]`(Part::Loops)`.
+    #[track_caller]
     pub fn loop_state(&self) -> LoopState {
+        if let Err(e) = self.require(Part::Loops) {
+            panic!("{e}");
+        }
         LoopState::new(self.inner.state.clone())
     }
+}
+
+/// Returns the handle `build` makes on a directory; on a server, `part`,
+/// which does not run there yet.
+fn on_directory<T>(local: bool, part: Part, build: impl FnOnce() -> T) -> Wired<T> {
+    if local { Ok(build()) } else { Err(part) }
 }
 
 #[cfg(test)]

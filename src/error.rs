@@ -37,4 +37,27 @@ pub enum Error {
     /// The search index failed.
     #[error(transparent)]
     Search(#[from] chipset_search::Error),
+    /// The storage backend failed: a server's settings, connection, login
+    /// or schema version.
+    #[error(transparent)]
+    Backend(#[from] chipset_backend::Error),
+    /// The state is on a server and this part does not run there yet:
+    /// nothing was read or written (it is never read from a local folder
+    /// instead).
+    #[error("{part} does not run on a PostgreSQL server yet (the state is on {server})")]
+    NotOnServer {
+        /// The part asked for.
+        part: crate::Part,
+        /// The server, without its password.
+        server: String,
+    },
+    /// The root names a server, and this build of chipset has no
+    /// PostgreSQL client (the `postgres` cargo feature).
+    #[error(
+        "cannot open {server}: this build of chipset has no PostgreSQL support (the `postgres` feature)"
+    )]
+    NoServerSupport {
+        /// The server, without its password.
+        server: String,
+    },
 }

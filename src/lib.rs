@@ -92,8 +92,11 @@
 mod doctor;
 mod door;
 mod error;
+mod root;
+mod server;
 mod status;
 
+pub use chipset_backend as backend;
 pub use chipset_bus as bus;
 pub use chipset_directory as directory;
 pub use chipset_hook as hook;
@@ -108,6 +111,8 @@ pub use chipset_store as store;
 pub use doctor::{Area, Checkup, STALE_TEMP_AGE};
 pub use door::{Chipset, Config};
 pub use error::{Error, Result};
+pub use root::{Root, ServerUrl};
+pub use server::{Part, ServerOptions};
 pub use status::{
     AgentLine, AgentReport, BusLine, HookLine, NudgeLine, PresenceLine, ProfileLine,
     ReminderCounts, Status,

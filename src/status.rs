@@ -222,6 +222,7 @@ impl Chipset {
     ///
     /// A channel's error when one of its listings fails.
     pub fn status(&self) -> Result<Status> {
+        self.require(crate::Part::Status)?;
         let now = self.state().now();
         let hooks: BTreeMap<AgentId, ReadOutcome<Hook>> = self.hooks().list()?;
         let nudge_agents: BTreeSet<AgentId> = self.nudges().agents()?.into_iter().collect();
@@ -290,6 +291,7 @@ impl Chipset {
     /// A channel's error when one of the agent's files or directories
     /// cannot be read.
     pub fn agent_status(&self, agent: &AgentId) -> Result<AgentReport> {
+        self.require(crate::Part::Status)?;
         let now = self.state().now();
         let hook = HookLine::of(now, &self.hooks().read(agent)?);
         let nudge = NudgeLine::of(&self.nudges().receive(agent)?);

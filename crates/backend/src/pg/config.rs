@@ -107,6 +107,14 @@ pub(crate) fn target(config: &Config) -> String {
     }
 }
 
+/// Returns `user@host:port/dbname`, without a password: what names one
+/// server's state (a local cache folder, a message).
+pub(crate) fn identity(config: &Config) -> String {
+    let user = config.get_user().unwrap_or_default();
+    let db = config.get_dbname().unwrap_or(user);
+    format!("{user}@{}/{db}", target(config))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

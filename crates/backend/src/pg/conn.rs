@@ -32,6 +32,7 @@ impl Conn {
 pub(crate) struct Pool {
     config: Config,
     pub(crate) target: String,
+    pub(crate) identity: String,
     idle: Mutex<Vec<Conn>>,
     max_idle: usize,
 }
@@ -48,9 +49,11 @@ impl fmt::Debug for Pool {
 impl Pool {
     pub(crate) fn new(config: Config, max_idle: usize) -> Self {
         let target = super::config::target(&config);
+        let identity = super::config::identity(&config);
         Pool {
             config,
             target,
+            identity,
             idle: Mutex::new(Vec::new()),
             max_idle,
         }

@@ -124,6 +124,12 @@ impl PgBackend {
         &self.schema
     }
 
+    /// Returns `user@host:port/dbname`: which server and database this is,
+    /// without the password (for messages and a local cache's name).
+    pub fn identity(&self) -> &str {
+        &self.pool.identity
+    }
+
     fn payload(&self, dir: &Dir) -> String {
         format!("{}:{}", self.schema, dir.as_text())
     }

@@ -1,0 +1,186 @@
+//! The front door on a PostgreSQL server (issue 30): `Chipset::open` with a
+//! URL puts the channels on the seam on the server, and refuses the parts
+//! that do not run there yet. The server half runs when `CHIPSET_TEST_PG`
+//! names a server; without it those tests say so and pass.
+
+use std::panic::AssertUnwindSafe;
+
+use chipset::nudge::{NewNudge, NudgeType};
+use chipset::store::AgentId;
+use chipset::{Chipset, Error, Part, Root, ServerOptions, ServerUrl};
+
+fn agent(name: &str) -> AgentId {
+    name.parse().unwrap()
+}
+
+/// Returns the test server's URL and a schema of the test's own, or says
+/// the test is skipped.
+fn server(test: &str) -> Option<(ServerUrl, String)> {
+    let Some(url) = std::env::var("CHIPSET_TEST_PG")
+        .ok()
+        .filter(|u| !u.is_empty())
+    else {
+        #[allow(clippy::print_stderr, reason = "a skipped test must say so")]
+        {
+            eprintln!("{test}: SKIPPED on PostgreSQL: CHIPSET_TEST_PG is not set");
+        }
+        return None;
+    };
+    let Root::Server(url) = Root::parse(&url) else {
+        panic!("CHIPSET_TEST_PG is not a server URL");
+    };
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    Some((url, format!("door_{}_{nanos}", std::process::id())))
+}
+
+fn drop_schema(url: &ServerUrl, schema: &str) {
+    if let Ok(mut c) = postgres::Client::connect(url.expose(), postgres::NoTls) {
+        // The schema's name is ours: lower-case letters, digits and `_`.
+        let _ = c.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
+    }
+}
+
+/// The password in a `postgres://user:password@…` URL.
+fn password_of(url: &ServerUrl) -> Option<&str> {
+    let rest = url.expose().split_once("://")?.1;
+    let userinfo = rest.split_once('@')?.0;
+    userinfo.split_once(':').map(|(_, p)| p)
+}
+
+fn open(url: &ServerUrl, schema: &str, local: &std::path::Path) -> Chipset {
+    let mut options = ServerOptions::default();
+    options.schema = Some(schema.to_owned());
+    options.local = Some(local.to_owned());
+    Chipset::open_server(url, &options).unwrap()
+}
+
+#[test]
+fn two_handles_on_one_server_share_hooks_and_nudges() {
+    let Some((url, schema)) = server("two_handles_on_one_server_share_hooks_and_nudges") else {
+        return;
+    };
+    let (a_dir, b_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (
+        open(&url, &schema, a_dir.path()),
+        open(&url, &schema, b_dir.path()),
+    );
+    assert!(a.server().is_some());
+    let (mayor, polecat) = (agent("mayor"), agent("polecat"));
+    a.hooks()
+        .assign(
+            &polecat,
+            "bd-1".parse().unwrap(),
+            "Fix the parser",
+            Some(&mayor),
+        )
+        .unwrap();
+    let work = b
+        .hooks()
+        .current(&polecat)
+        .unwrap()
+        .expect("the hook is on the server");
+    assert_eq!(work.work.bead_id.as_str(), "bd-1");
+    b.nudges()
+        .send(
+            &mayor,
+            NewNudge::new(polecat.clone(), NudgeType::HealthCheck, "still there?"),
+        )
+        .unwrap();
+    assert!(matches!(
+        a.nudges().read_latest(&mayor).unwrap(),
+        chipset::store::ReadOutcome::Value(_)
+    ));
+    // Nothing went to either local folder.
+    for dir in [a_dir.path(), b_dir.path()] {
+        for channel in ["hooks", "nudge"] {
+            let there = chipset::store::stat_outside(&dir.join(channel)).unwrap();
+            assert!(there.is_none(), "{channel} in {}", dir.display());
+        }
+    }
+    drop_schema(&url, &schema);
+}
+
+#[test]
+fn parts_not_on_the_server_are_refused_not_read_locally() {
+    let Some((url, schema)) = server("parts_not_on_the_server_are_refused_not_read_locally") else {
+        return;
+    };
+    let local = tempfile::tempdir().unwrap();
+    let door = open(&url, &schema, local.path());
+    assert!(door.has(Part::Hooks) && door.has(Part::Nudges));
+    for part in [
+        Part::Mail,
+        Part::Bus,
+        Part::Status,
+        Part::Doctor,
+        Part::Search,
+    ] {
+        match door.require(part) {
+            Err(Error::NotOnServer { part: p, server }) => {
+                assert_eq!(p, part);
+                assert!(server.starts_with("postgres"), "{server}");
+                if let Some(password) = password_of(&url) {
+                    assert!(!server.contains(password), "{server}");
+                }
+            }
+            other => panic!("{part:?}: {other:?}"),
+        }
+    }
+    let err = door.status().unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("does not run on a PostgreSQL server yet"),
+        "{err}"
+    );
+    // The accessor's precondition: a panic that names the part, never a
+    // handle over the local folder.
+    let panic =
+        std::panic::catch_unwind(AssertUnwindSafe(|| door.mail().config().max_body)).unwrap_err();
+    let text = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(
+        text.starts_with("mail does not run on a PostgreSQL server yet"),
+        "{text}"
+    );
+    drop_schema(&url, &schema);
+}
+
+#[test]
+fn an_unreachable_server_is_a_typed_error_without_the_password() {
+    let err =
+        Chipset::open("postgres://agent:s3cret-pw@127.0.0.1:1/team?connect_timeout=2").unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Backend(chipset::backend::Error::Unreachable { .. })
+        ),
+        "{err:?}"
+    );
+    let mut text = format!("{err} {err:?}");
+    let mut source = std::error::Error::source(&err);
+    while let Some(s) = source {
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    assert!(!text.contains("s3cret-pw"), "{text}");
+}
+
+#[test]
+fn a_directory_root_has_every_part() {
+    let tmp = tempfile::tempdir().unwrap();
+    let door = Chipset::open(tmp.path().join("state")).unwrap();
+    assert!(door.server().is_none());
+    for part in [
+        Part::Mail,
+        Part::Bus,
+        Part::Status,
+        Part::Doctor,
+        Part::Search,
+        Part::Loops,
+    ] {
+        door.require(part).unwrap();
+    }
+    assert!(door.mail().inbox_len(&agent("a")).unwrap() == 0);
+}
