@@ -77,7 +77,7 @@ pub(crate) enum AgentCommand {
 
 /// Runs one agent command.
 pub(crate) fn run(ctx: &Ctx, command: AgentCommand) -> Result<Output> {
-    let directory = Directory::new(ctx.state.clone());
+    let directory = ctx.chipset.directory().clone();
     match command {
         AgentCommand::Register {
             agent,

@@ -10,7 +10,6 @@
 
 use std::time::Duration;
 
-use chipset_loop::Attention;
 use chipset_mcp::view::Waited;
 use chipset_store::AgentId;
 
@@ -20,13 +19,16 @@ use crate::output::{self, Output};
 
 /// Runs `chipset brief AGENT`.
 pub(crate) fn brief(ctx: &Ctx, agent: &AgentId) -> Result<Output> {
-    let brief = Attention::from_state(&ctx.state).brief(agent)?;
+    let brief = ctx.chipset.attention().brief(agent)?;
     Ok(Output::new(brief.to_string(), output::json(&brief)))
 }
 
 /// Runs `chipset wait AGENT [--timeout S]`.
 pub(crate) fn wait(ctx: &Ctx, agent: &AgentId, timeout: Option<Duration>) -> Result<Output> {
-    let brief = Attention::from_state(&ctx.state).wait(agent, timeout.unwrap_or(Duration::MAX))?;
+    let brief = ctx
+        .chipset
+        .attention()
+        .wait(agent, timeout.unwrap_or(Duration::MAX))?;
     let text = brief.to_string();
     let view = Waited {
         timed_out: brief.is_empty(),

@@ -26,7 +26,7 @@ const WAIT_SLICE: Duration = Duration::from_secs(3600);
 
 /// Runs one bus command.
 pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
-    let bus = Bus::new(ctx.state.clone());
+    let bus = ctx.chipset.bus().clone();
     match command {
         BusCommand::Publish {
             to,

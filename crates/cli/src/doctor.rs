@@ -26,7 +26,6 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::time::Duration;
 
-use chipset::Chipset;
 use chipset_mail::Mail;
 use chipset_store::{DoctorMode, Report};
 use serde::ser::{Error as _, SerializeMap, SerializeSeq};
@@ -54,7 +53,7 @@ pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
     // Paths are shown relative to the state root.
     let root = format!("{}/", ctx.state.root().display());
     let mut found = Rows::new(ctx.state.clone(), rows::HELD);
-    let checkup = Chipset::from_state(ctx.state.clone()).doctor_to(mode, &mut |area, f| {
+    let checkup = ctx.chipset.clone().doctor_to(mode, &mut |area, f| {
         let action = f.fix_line().map(|a| a.replace(&root, ""));
         found.push(Row {
             area,

@@ -16,7 +16,7 @@ use crate::view::HookEntry;
 
 /// Runs one hook command.
 pub(crate) fn run(ctx: &Ctx, command: HookCommand) -> Result<Output> {
-    let hooks = Hooks::new(ctx.state.clone());
+    let hooks = ctx.chipset.hooks().clone();
     match command {
         HookCommand::Show { agent } => show(ctx, &hooks, &agent),
         HookCommand::List => list(ctx, &hooks),

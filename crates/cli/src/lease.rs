@@ -91,7 +91,7 @@ pub(crate) enum LeaseCommand {
 
 /// Runs one lease command.
 pub(crate) fn run(ctx: &Ctx, command: LeaseCommand) -> Result<Output> {
-    let leases = Leases::new(ctx.state.clone());
+    let leases = ctx.chipset.leases().clone();
     let now = || ctx.state.now();
     match command {
         LeaseCommand::Acquire {

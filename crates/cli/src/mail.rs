@@ -4,7 +4,6 @@ use std::fmt::Write as _;
 use std::io::Read as _;
 use std::time::Duration;
 
-use chipset::directory::Directory;
 use chipset_mail::MessageId;
 use chipset_mail::{GroupMessage, InboxFilter, Kind, Mail, MailPriority, Message, NewMessage};
 use chipset_mcp::view::Archived;
@@ -22,7 +21,7 @@ pub(crate) fn run(ctx: &Ctx, command: MailCommand) -> Result<Output> {
     let mail = if ctx.mail_folder {
         Mail::in_folder(ctx.state.clone())
     } else {
-        Mail::new(ctx.state.clone())
+        ctx.chipset.mail().clone()
     };
     match command {
         MailCommand::Send(args)
@@ -213,7 +212,7 @@ fn send_group(ctx: &Ctx, mail: &Mail, args: MailSend) -> Result<Output> {
     }
     let task = task.ok_or_else(|| CliError::usage(format!("--kind {kind_name} needs --task T")))?;
     let body = read_body(body, body_file)?;
-    let agents = Directory::new(ctx.state.clone()).resolve(&to, &from)?;
+    let agents = ctx.chipset.directory().clone().resolve(&to, &from)?;
     let mut draft = if kind == MailKind::Request {
         GroupMessage::request(from, agents, task, subject, body)
     } else {

@@ -131,10 +131,11 @@ mod work;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use chipset::{Chipset, Part, Root, ServerOptions, ServerUrl};
 use chipset_store::{StateDir, StateOptions};
 use clap::Parser as _;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Command, HookCommand};
 use crate::error::{CliError, Result};
 use crate::output::{Output, Paint};
 
@@ -147,8 +148,12 @@ const NUBOS_MESSAGES: &str = ".nubos-pilot/messages";
 /// What every command runs with: the opened state root and the colour choice.
 #[derive(Debug)]
 pub(crate) struct Ctx {
-    /// The state root, or for the mail commands on a mail folder, that folder.
+    /// The state root, or for the mail commands on a mail folder, that
+    /// folder; on a server, its local folder (caches only).
     pub(crate) state: StateDir,
+    /// Every channel, on the directory or the server: commands take their
+    /// channel from here.
+    pub(crate) chipset: Chipset,
     /// True when `state` is a mail folder (`--mail-dir`, or a
     /// `.nubos-pilot/messages` found) rather than a state root.
     pub(crate) mail_folder: bool,
@@ -235,34 +240,13 @@ pub(crate) fn locate(cli: &Cli) -> Result<(PathBuf, bool)> {
 fn run(cli: Cli) -> Result<Output> {
     let json = cli.json;
     let (root, mail_folder) = locate(&cli)?;
-    let state = if cli.command.reads_only() {
-        let opened =
-            StateDir::open_existing_with(&root, StateOptions::default()).map_err(|e| match e {
-                chipset_store::Error::NotFound { .. } if mail_folder => CliError::refused(format!(
-                    "mail folder `{}` does not exist (check --mail-dir)",
-                    root.display()
-                )),
-                chipset_store::Error::NotFound { .. } => CliError::refused(format!(
-                    "state root `{}` does not exist: `chipset init` creates it (or check --root \
-                 or {ROOT_ENV})",
-                    root.display()
-                )),
-                other => other.into(),
-            });
-        match (opened, &cli.command) {
-            // An MCP client sees the reason as the error of its handshake,
-            // not as a connection closed without a word.
-            (Err(failure), Command::Mcp(args)) if args.http.is_none() => {
-                let _ = chipset_mcp::refuse_stdio(failure.to_string());
-                return Err(failure);
-            }
-            (opened, _) => opened?,
-        }
-    } else {
-        StateDir::open(&root)?
+    let chipset = match Root::parse(&root) {
+        Root::Server(url) if !mail_folder => open_server(&cli, &url)?,
+        _ => Chipset::from_state(open_dir(&cli, &root, mail_folder)?),
     };
     let ctx = Ctx {
-        state,
+        state: chipset.state().clone(),
+        chipset,
         mail_folder,
         paint: Paint::detect(),
     };
@@ -289,6 +273,79 @@ fn run(cli: Cli) -> Result<Output> {
         Command::Top(args) => top::run(&ctx, &args),
         Command::Serve(args) => serve::run(&ctx, &args),
     }
+}
+
+/// Opens the state directory `root`: an existing one for the commands
+/// that only read, so a mistyped root never reads as an empty one.
+fn open_dir(cli: &Cli, root: &std::path::Path, mail_folder: bool) -> Result<StateDir> {
+    if !cli.command.reads_only() {
+        return Ok(StateDir::open(root)?);
+    }
+    let opened = StateDir::open_existing_with(root, StateOptions::default()).map_err(|e| match e {
+        chipset_store::Error::NotFound { .. } if mail_folder => CliError::refused(format!(
+            "mail folder `{}` does not exist (check --mail-dir)",
+            root.display()
+        )),
+        chipset_store::Error::NotFound { .. } => CliError::refused(format!(
+            "state root `{}` does not exist: `chipset init` creates it (or check --root \
+             or {ROOT_ENV})",
+            root.display()
+        )),
+        other => other.into(),
+    });
+    opened.map_err(|failure| refuse_mcp_stdio(cli, failure))
+}
+
+/// Opens the state on the server `url` (settings it leaves out from
+/// libpq's environment), and refuses a command whose part does not run on
+/// a server yet, before it reads or writes anything.
+fn open_server(cli: &Cli, url: &ServerUrl) -> Result<Chipset> {
+    let chipset = Chipset::open_server(url, &ServerOptions::default())
+        .map_err(|e| refuse_mcp_stdio(cli, e.into()))?;
+    if let Command::Hook(HookCommand::List) = &cli.command {
+        // The hooks' transitions run on the server; their listing is still
+        // a scan of the local files, which would read as "no hooks".
+        return Err(CliError::refused(format!(
+            "listing the hooks does not run on a PostgreSQL server yet (the state is on {url}): \
+             `hook show AGENT` does"
+        )));
+    }
+    if let Some(part) = part_of(&cli.command) {
+        chipset.require(part)?;
+    }
+    Ok(chipset)
+}
+
+/// Returns the part of chipset a command needs (`mcp` checks each tool's
+/// own when it is called).
+fn part_of(command: &Command) -> Option<Part> {
+    Some(match command {
+        Command::Hook(_) => Part::Hooks,
+        Command::Nudge(_) => Part::Nudges,
+        Command::Mail(_) => Part::Mail,
+        Command::Bus(_) => Part::Bus,
+        Command::Remind(_) => Part::Reminders,
+        Command::Lease(_) => Part::Leases,
+        Command::Agent(_) => Part::Directory,
+        Command::Work(_) => Part::Pool,
+        Command::Brief { .. } | Command::Wait { .. } => Part::Attention,
+        Command::Witness(_) => Part::Loops,
+        Command::Status | Command::Top(_) | Command::Serve(_) => Part::Status,
+        Command::Doctor(_) => Part::Doctor,
+        Command::Search(_) => Part::Search,
+        Command::Mcp(_) | Command::Completions { .. } | Command::Init { .. } => return None,
+    })
+}
+
+/// An MCP client on stdio sees why the server cannot start as the error
+/// of its handshake, not as a connection closed without a word.
+fn refuse_mcp_stdio(cli: &Cli, failure: CliError) -> CliError {
+    if let Command::Mcp(args) = &cli.command
+        && args.http.is_none()
+    {
+        let _ = chipset_mcp::refuse_stdio(failure.to_string());
+    }
+    failure
 }
 
 /// Prints clap's help and version as clap does; every other parse error

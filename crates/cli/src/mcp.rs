@@ -24,12 +24,15 @@ use crate::output::Output;
 pub(crate) fn run(ctx: Ctx, args: McpArgs) -> Result<Output> {
     // Registering is a retry when the profile exists (nothing is written);
     // a profile that cannot be registered (corrupt) must not stop the server.
-    let directory = chipset::directory::Directory::new(ctx.state.clone());
-    let fresh = chipset::directory::Registration::new();
-    if let Err(e) = directory.register(&args.agent, &fresh) {
-        let _ = writeln!(std::io::stderr(), "chipset: warning: {e}");
+    // On a server the directory may not run there yet: then nothing is
+    // registered (never in a local folder instead).
+    if ctx.chipset.has(chipset::Part::Directory) {
+        let fresh = chipset::directory::Registration::new();
+        if let Err(e) = ctx.chipset.directory().register(&args.agent, &fresh) {
+            let _ = writeln!(std::io::stderr(), "chipset: warning: {e}");
+        }
     }
-    let server = Server::new(ctx.state, args.agent);
+    let server = Server::on(ctx.chipset, args.agent);
     let outcome = match args.http {
         None => chipset_mcp::run_stdio(server),
         Some(addr) => {

@@ -11,7 +11,7 @@ use crate::output::{self, Output};
 
 /// Runs one nudge command.
 pub(crate) fn run(ctx: &Ctx, command: NudgeCommand) -> Result<Output> {
-    let nudges = Nudges::new(ctx.state.clone());
+    let nudges = ctx.chipset.nudges().clone();
     match command {
         NudgeCommand::Send {
             from,

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use chipset_loop::Attention;
 use chipset_mcp::view::{self, ReminderOpened};
-use chipset_nudge::{KindRegistry, NewReminder, Reminder, ReminderFilter, Reminders};
+use chipset_nudge::{NewReminder, Reminder, ReminderFilter, Reminders};
 
 use crate::Ctx;
 use crate::cli::RemindCommand;
@@ -20,7 +20,7 @@ pub(crate) const TENANT: &str = "default";
 
 /// Returns the reminder channel with the preset kinds.
 pub(crate) fn reminders(ctx: &Ctx) -> Reminders {
-    Reminders::new(ctx.state.clone(), KindRegistry::preset())
+    ctx.chipset.reminders().clone()
 }
 
 /// Runs one reminder command.

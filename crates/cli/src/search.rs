@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-use chipset::Chipset;
 use chipset::search::{Origin, Query};
 use chipset_mcp::view::SearchResults;
 use chipset_store::Timestamp;
@@ -81,7 +80,7 @@ fn since(text: &str, now: Timestamp) -> Result<Timestamp> {
 
 /// Runs `chipset search`.
 pub(crate) fn run(ctx: &Ctx, args: SearchArgs) -> Result<Output> {
-    let chipset = Chipset::from_state(ctx.state.clone());
+    let chipset = ctx.chipset.clone();
     let mut query = Query::new(args.words.join(" ")).limit(args.limit);
     query.from = args.from;
     query.to = args.to;

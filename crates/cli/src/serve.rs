@@ -8,7 +8,6 @@
 
 use std::io::Write as _;
 
-use chipset::Chipset;
 use chipset_console::ServeOptions;
 use chipset_failure::Class;
 use chipset_mcp::Token;
@@ -29,7 +28,7 @@ pub(crate) fn run(ctx: &Ctx, args: &ServeArgs) -> Result<Output> {
     .map_err(|e| CliError::from_error(Class::Usage, &e))?;
     let mut options = ServeOptions::new(args.addr, token);
     options.rescan = args.rescan;
-    let chipset = Chipset::from_state(ctx.state.clone());
+    let chipset = ctx.chipset.clone();
     chipset_console::run(chipset, options, |bound| {
         // A closed stderr is no reason to stop serving.
         let _ = writeln!(std::io::stderr(), "chipset: dashboard at http://{bound}/");

@@ -2,7 +2,7 @@
 //! view the library builds ([`Chipset::status`]), whose serialization is
 //! the `--json` form.
 
-use chipset::{BusLine, Chipset, HookLine, NudgeLine, Status};
+use chipset::{BusLine, HookLine, NudgeLine, Status};
 
 use crate::Ctx;
 use crate::error::Result;
@@ -11,7 +11,7 @@ use crate::output::{self, Cell, Output, Table, Tone};
 
 /// Runs `chipset status`.
 pub(crate) fn run(ctx: &Ctx) -> Result<Output> {
-    let status = Chipset::from_state(ctx.state.clone()).status()?;
+    let status = ctx.chipset.clone().status()?;
     let text = render(ctx, &status);
     let doc = serde_json::to_value(&status).unwrap_or_default();
     Ok(Output::new(text, doc))

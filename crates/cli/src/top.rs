@@ -30,7 +30,7 @@ enum Wake {
 
 /// Runs `chipset top`.
 pub(crate) fn run(ctx: &Ctx, args: &TopArgs) -> Result<Output> {
-    let chipset = Chipset::from_state(ctx.state.clone());
+    let chipset = ctx.chipset.clone();
     let loader = Loader::new();
     // The first frame leaves out the open requests when a live view
     // follows: their first read costs what all mail costs.

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use chipset::pool::{ItemId, NewItem, Pool};
+use chipset::pool::{ItemId, NewItem};
 use chipset_mcp::view::{WorkClaimed, WorkListing, WorkPosted, WorkRecord, WorkSettled, filter};
 use chipset_store::{AgentId, Timestamp};
 use clap::{ArgGroup, Subcommand};
@@ -107,7 +107,7 @@ fn parse_time(text: &str) -> std::result::Result<Timestamp, String> {
 
 /// Runs one work command.
 pub(crate) fn run(ctx: &Ctx, command: WorkCommand) -> Result<Output> {
-    let pool = Pool::new(ctx.state.clone());
+    let pool = ctx.chipset.pool().clone();
     match command {
         WorkCommand::Post {
             agent,

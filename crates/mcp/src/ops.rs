@@ -18,9 +18,17 @@ pub(crate) mod work;
 
 use std::time::Duration;
 
-use chipset::{Chipset, HookLine, NudgeLine};
+use chipset::bus::Bus;
+use chipset::directory::Directory;
+use chipset::hook::Hooks;
+use chipset::lease::Leases;
+use chipset::r#loop::Attention;
+use chipset::mail::Mail;
+use chipset::nudge::Nudges;
+use chipset::pool::Pool;
+use chipset::{Chipset, HookLine, NudgeLine, Part};
 use chipset_failure::{Failure, plural};
-use chipset_nudge::{KindRegistry, Reminders};
+use chipset_nudge::Reminders;
 use chipset_store::{AgentId, StateDir};
 use serde::Serialize;
 use serde_json::Value;
@@ -86,8 +94,72 @@ pub(crate) type Outcome = Result<Reply, Failure>;
 /// Who the tools act as, and where.
 #[derive(Debug, Clone)]
 pub(crate) struct Ctx {
+    /// The state root; on a server, its local folder (what is local by
+    /// nature: the clock's fallback, caches).
     pub(crate) state: StateDir,
     pub(crate) agent: AgentId,
+    /// Every channel, on a directory or a server: a tool takes its channel
+    /// from here, and on a server a part that does not run there yet is
+    /// refused ([`Chipset::require`]), never read from the local folder.
+    pub(crate) chipset: Chipset,
+}
+
+impl Ctx {
+    pub(crate) fn new(chipset: Chipset, agent: AgentId) -> Self {
+        Ctx {
+            state: chipset.state().clone(),
+            agent,
+            chipset,
+        }
+    }
+
+    /// Checks that `part` runs where the state is.
+    pub(crate) fn part(&self, part: Part) -> Result<(), Failure> {
+        self.chipset.require(part).map_err(Failure::from)
+    }
+
+    pub(crate) fn hooks(&self) -> Hooks {
+        self.chipset.hooks().clone()
+    }
+
+    pub(crate) fn nudges(&self) -> Nudges {
+        self.chipset.nudges().clone()
+    }
+
+    pub(crate) fn mail(&self) -> Result<Mail, Failure> {
+        self.part(Part::Mail)?;
+        Ok(self.chipset.mail().clone())
+    }
+
+    pub(crate) fn bus(&self) -> Result<Bus, Failure> {
+        self.part(Part::Bus)?;
+        Ok(self.chipset.bus().clone())
+    }
+
+    pub(crate) fn reminders(&self) -> Result<Reminders, Failure> {
+        self.part(Part::Reminders)?;
+        Ok(self.chipset.reminders().clone())
+    }
+
+    pub(crate) fn attention(&self) -> Result<Attention, Failure> {
+        self.part(Part::Attention)?;
+        Ok(self.chipset.attention().clone())
+    }
+
+    pub(crate) fn directory(&self) -> Result<Directory, Failure> {
+        self.part(Part::Directory)?;
+        Ok(self.chipset.directory().clone())
+    }
+
+    pub(crate) fn leases(&self) -> Result<Leases, Failure> {
+        self.part(Part::Leases)?;
+        Ok(self.chipset.leases().clone())
+    }
+
+    pub(crate) fn pool(&self) -> Result<Pool, Failure> {
+        self.part(Part::Pool)?;
+        Ok(self.chipset.pool().clone())
+    }
 }
 
 fn to_json<T: Serialize + ?Sized>(value: &T) -> Value {
@@ -109,17 +181,13 @@ pub(crate) fn timeout(secs: Option<f64>) -> Result<Duration, Failure> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-fn reminders(ctx: &Ctx) -> Reminders {
-    Reminders::new(ctx.state.clone(), KindRegistry::preset())
-}
-
 // --- status ---
 
 /// The agent's own line of `chipset status` ([`Chipset::agent_status`]):
 /// its hook, whether a nudge is waiting, its inbox and bus counts, and the
 /// open reminders.
 pub(crate) fn status(ctx: &Ctx) -> Outcome {
-    let report = Chipset::from_state(ctx.state.clone()).agent_status(&ctx.agent)?;
+    let report = ctx.chipset.agent_status(&ctx.agent)?;
     let line = &report.line;
     let hook_text = match &line.hook {
         HookLine::Held {

@@ -42,8 +42,15 @@ pub struct Server {
 impl Server {
     /// Returns a server whose tools act as `agent` on `state`.
     pub fn new(state: StateDir, agent: AgentId) -> Self {
+        Self::on(chipset::Chipset::from_state(state), agent)
+    }
+
+    /// Returns a server whose tools act as `agent` on `chipset`'s state, a
+    /// directory or a PostgreSQL server. On a server, a tool whose channel
+    /// does not run there yet answers with that refusal.
+    pub fn on(chipset: chipset::Chipset, agent: AgentId) -> Self {
         Server {
-            ctx: Arc::new(Ctx { state, agent }),
+            ctx: Arc::new(Ctx::new(chipset, agent)),
             tool_router: schema::compact(Self::tool_router()),
             subscriptions: Arc::default(),
         }

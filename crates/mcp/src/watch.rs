@@ -10,9 +10,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
-use chipset_bus::{Bus, Pending, Wake};
+use chipset_bus::{Pending, Wake};
 use chipset_failure::Failure;
-use chipset_loop::{Attention, Brief, BriefStream};
+use chipset_loop::{Brief, BriefStream};
 use rmcp::ErrorData;
 
 use crate::ops::{self, Ctx, Outcome};
@@ -29,7 +29,7 @@ pub(crate) async fn bus_wait(
     let p = p?;
     let deadline = Instant::now() + ops::timeout(p.timeout_seconds)?;
     let limit = limit(p.limit)?;
-    let mut waiter = Bus::new(ctx.state.clone()).waiter_async(&ctx.agent).await?;
+    let mut waiter = ctx.bus()?.waiter_async(&ctx.agent).await?;
     let mut pending = pending(ctx).await?;
     tokio::pin!(cancelled);
     while pending.is_empty() {
@@ -54,10 +54,9 @@ pub(crate) async fn bus_wait(
 /// Reads the agent's queue on the blocking pool.
 async fn pending(ctx: &Arc<Ctx>) -> Result<Pending, Failure> {
     let ctx = Arc::clone(ctx);
-    tokio::task::spawn_blocking(move || Bus::new(ctx.state.clone()).pending(&ctx.agent))
+    tokio::task::spawn_blocking(move || ctx.bus()?.pending(&ctx.agent).map_err(Failure::from))
         .await
         .map_err(|e| Failure::refused(format!("the queue read did not finish: {e}")))?
-        .map_err(Failure::from)
 }
 
 /// Returns as soon as anything needs this agent, as `chipset wait` does;
@@ -69,7 +68,7 @@ pub(crate) async fn wait(
     cancelled: impl Future<Output = ()>,
 ) -> Outcome {
     let timeout = ops::timeout(p?.timeout_seconds)?;
-    let attention = Attention::from_state(&ctx.state);
+    let attention = ctx.attention()?;
     tokio::select! {
         brief = attention.wait_async(&ctx.agent, timeout) => {
             let brief = brief?;
@@ -83,7 +82,10 @@ pub(crate) async fn wait(
 /// Returns the stream of the agent's briefs, with the current brief (the
 /// one a subscriber has, or can read) as its starting point.
 pub(crate) async fn briefs(ctx: &Arc<Ctx>) -> Result<(BriefStream, Brief), ErrorData> {
-    let (now, stream) = Attention::from_state(&ctx.state)
+    let attention = ctx
+        .attention()
+        .map_err(|e| ErrorData::invalid_request(e.to_string(), None))?;
+    let (now, stream) = attention
         .subscribe(&ctx.agent)
         .await
         .map_err(|e| ErrorData::internal_error(Failure::from(e).to_string(), None))?;

@@ -29,6 +29,7 @@ mod mcp_tools;
 mod nudge;
 mod peers;
 mod remind;
+mod server;
 mod status;
 mod top;
 mod witness;

@@ -1,7 +1,7 @@
 //! `brief` and `wait`: what needs this agent now, or as soon as anything
 //! does (the waiting itself is in [`crate::watch`]).
 
-use chipset_loop::{Attention, Brief};
+use chipset_loop::Brief;
 
 use super::{Ctx, Outcome, Reply};
 use crate::view::Waited;
@@ -19,7 +19,7 @@ fn text(brief: &Brief, timed_out: bool) -> String {
 
 /// What needs this agent now, across every channel ([`Attention::brief`]).
 pub(crate) fn brief(ctx: &Ctx) -> Outcome {
-    let brief = Attention::from_state(&ctx.state).brief(&ctx.agent)?;
+    let brief = ctx.attention()?.brief(&ctx.agent)?;
     Ok(Reply::new(text(&brief, false), &brief))
 }
 

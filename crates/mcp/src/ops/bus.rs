@@ -1,7 +1,7 @@
 //! The bus tools. `bus_pending` and `bus_wait` show at most `limit` events
 //! (20 unless asked), critical first; `total` counts them all.
 
-use chipset_bus::{Bus, NewEvent, Pending};
+use chipset_bus::{NewEvent, Pending};
 use chipset_failure::Failure;
 use chipset_store::AgentId;
 use serde_json::Value;
@@ -79,7 +79,7 @@ pub(crate) fn bus_publish(ctx: &Ctx, p: BusPublish) -> Outcome {
     if let Some(payload) = p.payload {
         event = event.payload(payload);
     }
-    let view = Published::from(Bus::new(ctx.state.clone()).publish(&to, &event)?);
+    let view = Published::from(ctx.bus()?.publish(&to, &event)?);
     let text = match &view {
         Published::Delivered { event } => format!("published {} to {to}\n", event.id),
         Published::Duplicate {
@@ -96,13 +96,13 @@ pub(crate) fn bus_publish(ctx: &Ctx, p: BusPublish) -> Outcome {
 
 pub(crate) fn bus_pending(ctx: &Ctx, p: BusPending) -> Outcome {
     let limit = limit(p.limit)?;
-    let pending = Bus::new(ctx.state.clone()).pending(&ctx.agent)?;
+    let pending = ctx.bus()?.pending(&ctx.agent)?;
     Ok(events(&ctx.agent, &pending, limit, None))
 }
 
 pub(crate) fn bus_ack(ctx: &Ctx, p: BusAck) -> Outcome {
     let event_id: chipset_bus::EventId = id(&p.event_id)?;
-    let outcome = Bus::new(ctx.state.clone()).ack(&ctx.agent, &event_id)?;
+    let outcome = ctx.bus()?.ack(&ctx.agent, &event_id)?;
     let view = Acked::of(&ctx.agent, &event_id, &outcome);
     let text = match outcome {
         chipset_bus::AckOutcome::Acked => format!("acked {event_id}\n"),

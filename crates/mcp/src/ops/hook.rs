@@ -10,7 +10,7 @@ use crate::params::{HookAssign, HookClear};
 use crate::view::{self, Cleared, PickupOutcome};
 
 pub(crate) fn hook_pickup(ctx: &Ctx) -> Outcome {
-    let pickup = Hooks::new(ctx.state.clone()).pickup(&ctx.agent)?;
+    let pickup = ctx.hooks().pickup(&ctx.agent)?;
     let (outcome, assignment) = match pickup {
         Pickup::Idle => (PickupOutcome::Idle, None),
         Pickup::Started(a) => (PickupOutcome::Started, Some(a)),
@@ -58,13 +58,13 @@ fn changed(hook: &Hook) -> Reply {
 }
 
 pub(crate) fn hook_touch(ctx: &Ctx) -> Outcome {
-    let hooks = Hooks::new(ctx.state.clone());
+    let hooks = ctx.hooks();
     let held = held(&hooks, &ctx.agent, "touch")?;
     Ok(changed(&hooks.touch(&held)?))
 }
 
 pub(crate) fn hook_complete(ctx: &Ctx) -> Outcome {
-    let hooks = Hooks::new(ctx.state.clone());
+    let hooks = ctx.hooks();
     let held = held(&hooks, &ctx.agent, "complete")?;
     Ok(changed(&hooks.complete(&held)?))
 }
@@ -74,7 +74,7 @@ pub(crate) fn hook_complete(ctx: &Ctx) -> Outcome {
 pub(crate) fn hook_assign(ctx: &Ctx, p: HookAssign) -> Outcome {
     let to: AgentId = id(&p.to)?;
     let bead: chipset_hook::BeadId = id(&p.bead)?;
-    let hooks = Hooks::new(ctx.state.clone());
+    let hooks = ctx.hooks();
     let assignment = hooks.assign(&to, bead, p.title, Some(&ctx.agent))?;
     let text = format!(
         "assigned {} to {to} (generation {})\n",
@@ -88,7 +88,7 @@ pub(crate) fn hook_assign(ctx: &Ctx, p: HookAssign) -> Outcome {
 /// the hook holds now.
 pub(crate) fn hook_clear(ctx: &Ctx, p: HookClear) -> Outcome {
     let to: AgentId = id(&p.to)?;
-    let hooks = Hooks::new(ctx.state.clone());
+    let hooks = ctx.hooks();
     if p.reassign.unwrap_or(false) {
         let held = held(&hooks, &to, "reassign")?;
         let done = hooks.reassign(&held)?;

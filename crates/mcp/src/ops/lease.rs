@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use chipset_failure::Failure;
-use chipset_lease::{Blocked, Lease, LeaseMode, LeaseRequest, Leases, Released};
+use chipset_lease::{Blocked, Lease, LeaseMode, LeaseRequest, Released};
 use chipset_store::Timestamp;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -150,10 +150,6 @@ impl LeaseBlocked {
     }
 }
 
-fn leases(ctx: &Ctx) -> Leases {
-    Leases::new(ctx.state.clone())
-}
-
 fn ttl(minutes: Option<f64>) -> Result<Option<Duration>, Failure> {
     minutes
         .map(|m| {
@@ -177,7 +173,7 @@ pub(crate) fn lease_acquire(ctx: &Ctx, p: LeaseAcquire) -> Outcome {
     if let Some(reason) = p.reason {
         req = req.with_reason(reason);
     }
-    let granted = leases(ctx).acquire(&req)?;
+    let granted = ctx.leases()?.acquire(&req)?;
     let lease = LeaseRecord::of(&granted.lease, ctx.state.now());
     let text = format!("{}\n", lease.line());
     Ok(Reply::new(
@@ -191,7 +187,7 @@ pub(crate) fn lease_acquire(ctx: &Ctx, p: LeaseAcquire) -> Outcome {
 
 pub(crate) fn lease_renew(ctx: &Ctx, p: LeaseRenew) -> Outcome {
     let ttl = ttl(p.ttl_minutes)?.unwrap_or(chipset_lease::DEFAULT_TTL);
-    let lease = leases(ctx).renew(&ctx.agent, p.token, ttl)?;
+    let lease = ctx.leases()?.renew(&ctx.agent, p.token, ttl)?;
     let lease = LeaseRecord::of(&lease, ctx.state.now());
     Ok(Reply::new(
         format!("{}\n", lease.line()),
@@ -203,9 +199,9 @@ pub(crate) fn lease_release(ctx: &Ctx, p: LeaseRelease) -> Outcome {
     let forced = p.force.unwrap_or(false);
     let released = if forced {
         let reason = p.reason.unwrap_or_default();
-        leases(ctx).force_release(&ctx.agent, p.token, &reason)?
+        ctx.leases()?.force_release(&ctx.agent, p.token, &reason)?
     } else {
-        leases(ctx).release(&ctx.agent, p.token)?
+        ctx.leases()?.release(&ctx.agent, p.token)?
     };
     let (view, text) = LeaseReleased::of(p.token, &released, forced, ctx.state.now());
     Ok(Reply::new(text, view))
@@ -214,7 +210,7 @@ pub(crate) fn lease_release(ctx: &Ctx, p: LeaseRelease) -> Outcome {
 pub(crate) fn lease_list(ctx: &Ctx, p: LeaseList) -> Outcome {
     let limit = crate::params::limit(p.limit)?;
     let now = ctx.state.now();
-    let mut all = leases(ctx).list()?;
+    let mut all = ctx.leases()?.list()?;
     all.retain(|l| p.all.unwrap_or(false) || l.is_live(now));
     let total = all.len();
     let records: Vec<LeaseRecord> = all

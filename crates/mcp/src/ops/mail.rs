@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
-use chipset::directory::{Directory, Recipients};
+use chipset::directory::Recipients;
 use chipset_failure::Failure;
-use chipset_mail::{GroupMessage, InboxFilter, Mail, Message, MessageId, NewMessage};
+use chipset_mail::{GroupMessage, InboxFilter, Message, MessageId, NewMessage};
 use chipset_store::Timestamp;
 
 use super::{Ctx, Outcome, Reply, id};
@@ -107,7 +107,7 @@ pub(crate) fn mail_send(ctx: &Ctx, p: MailSend) -> Outcome {
     if let Some(priority) = p.priority {
         draft = draft.with_priority(priority.into());
     }
-    let message = Mail::new(ctx.state.clone()).send(&draft)?;
+    let message = ctx.mail()?.send(&draft)?;
     Ok(Reply::new(
         format!("sent {} to {}\n", message.id, message.to),
         &message,
@@ -130,7 +130,7 @@ fn mail_send_group(ctx: &Ctx, p: MailSend, to: &Recipients) -> Outcome {
     let Some(task) = p.task.as_deref().map(id).transpose()? else {
         return Err(Failure::usage(format!("a {kind} needs a task")));
     };
-    let agents = Directory::new(ctx.state.clone()).resolve(to, &ctx.agent)?;
+    let agents = ctx.directory()?.resolve(to, &ctx.agent)?;
     let from = ctx.agent.clone();
     let mut draft = if p.kind == MailKind::Request {
         GroupMessage::request(from, agents, task, p.subject, p.body)
@@ -144,7 +144,7 @@ fn mail_send_group(ctx: &Ctx, p: MailSend, to: &Recipients) -> Outcome {
     if let Some(priority) = p.priority {
         draft.priority = priority.into();
     }
-    let sent = Mail::new(ctx.state.clone()).send_group(&draft)?;
+    let sent = ctx.mail()?.send_group(&draft)?;
     let names: Vec<String> = sent.messages.iter().map(|m| m.to.to_string()).collect();
     Ok(Reply::new(
         format!("sent {} to {}\n", sent.id, names.join(", ")),
@@ -182,7 +182,7 @@ pub(crate) fn mail_inbox(ctx: &Ctx, p: MailInbox) -> Outcome {
         },
         task: p.task.as_deref().map(id).transpose()?,
     };
-    let mut messages = Mail::new(ctx.state.clone()).inbox(&ctx.agent, &filter)?;
+    let mut messages = ctx.mail()?.inbox(&ctx.agent, &filter)?;
     if let Some(Since::Id(after)) = &start {
         messages.retain(|m| m.id > *after);
     }
@@ -197,13 +197,11 @@ pub(crate) fn mail_inbox(ctx: &Ctx, p: MailInbox) -> Outcome {
 
 pub(crate) fn mail_read(ctx: &Ctx, p: MailRead) -> Outcome {
     let message_id: MessageId = id(&p.id)?;
-    let found = Mail::new(ctx.state.clone())
-        .find(&message_id)?
-        .ok_or_else(|| {
-            Failure::refused(format!(
-                "no message {message_id} in any inbox or the archive"
-            ))
-        })?;
+    let found = ctx.mail()?.find(&message_id)?.ok_or_else(|| {
+        Failure::refused(format!(
+            "no message {message_id} in any inbox or the archive"
+        ))
+    })?;
     let m = &found.message;
     let text = format!(
         "{} {} {}→{} task {} {}\n{}\n",
@@ -220,7 +218,7 @@ pub(crate) fn mail_read(ctx: &Ctx, p: MailRead) -> Outcome {
 
 pub(crate) fn mail_archive(ctx: &Ctx, p: MailArchive) -> Outcome {
     let message_id: MessageId = id(&p.id)?;
-    let mail = Mail::new(ctx.state.clone());
+    let mail = ctx.mail()?;
     // Archiving is the addressee's act: an agent files its own messages only.
     if let Some(found) = mail.find(&message_id)?
         && found.message.to != ctx.agent
@@ -242,7 +240,7 @@ pub(crate) fn mail_archive(ctx: &Ctx, p: MailArchive) -> Outcome {
 
 pub(crate) fn mail_thread(ctx: &Ctx, p: MailThread) -> Outcome {
     let limit = limit(p.limit)?;
-    let messages = Mail::new(ctx.state.clone()).thread(&id(&p.id)?)?;
+    let messages = ctx.mail()?.thread(&id(&p.id)?)?;
     Ok(listing(
         &messages,
         limit,
@@ -255,7 +253,7 @@ pub(crate) fn mail_thread(ctx: &Ctx, p: MailThread) -> Outcome {
 pub(crate) fn mail_pending(ctx: &Ctx, p: MailPending) -> Outcome {
     let limit = limit(p.limit)?;
     let task: chipset_store::TaskId = id(&p.task)?;
-    let messages = Mail::new(ctx.state.clone()).pending_replies(&task)?;
+    let messages = ctx.mail()?.pending_replies(&task)?;
     Ok(listing(
         &messages,
         limit,

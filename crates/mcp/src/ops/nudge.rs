@@ -42,7 +42,7 @@ pub(crate) fn read(
 
 pub(crate) fn nudge_read(ctx: &Ctx) -> Outcome {
     let agent = &ctx.agent;
-    let (read, note) = read(&Nudges::new(ctx.state.clone()), agent)?;
+    let (read, note) = read(&ctx.nudges(), agent)?;
     let text = match &read.nudge {
         None => format!("no nudge for {agent}\n"),
         Some(nudge) => {
@@ -90,7 +90,7 @@ pub(crate) fn respond(
 }
 
 pub(crate) fn nudge_respond(ctx: &Ctx, p: NudgeRespond) -> Outcome {
-    let nudges = Nudges::new(ctx.state.clone());
+    let nudges = ctx.nudges();
     let message = p.message.unwrap_or_else(|| "Acknowledged".to_owned());
     let (view, note) = respond(&nudges, &ctx.agent, message)?;
     let text = format!(
@@ -115,7 +115,7 @@ pub(crate) fn nudge_send(ctx: &Ctx, p: NudgeSend) -> Outcome {
     if p.requires_response.unwrap_or(false) {
         draft = draft.requiring_response();
     }
-    let delivery = Nudges::new(ctx.state.clone()).send(&to, draft)?;
+    let delivery = ctx.nudges().send(&to, draft)?;
     let (view, note) = NudgeSent::of(&to, delivery)?;
     let text = format!("{} {} to {to}\n", view.outcome, nudge_id(&view.nudge));
     Ok(Reply::noted(text, view, note))

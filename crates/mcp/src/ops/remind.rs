@@ -8,7 +8,7 @@ use chipset_loop::Attention;
 use chipset_nudge::{NewReminder, ReminderFilter};
 use chipset_store::{AgentId, Timestamp};
 
-use super::{Ctx, Outcome, Reply, TENANT, id, reminders};
+use super::{Ctx, Outcome, Reply, TENANT, id};
 use crate::params::{RemindList, RemindOpen, RemindResolve, RemindSnooze, limit};
 use crate::view::{ReminderOpened, Reminders};
 
@@ -29,7 +29,7 @@ pub(crate) fn remind_open(ctx: &Ctx, p: RemindOpen) -> Outcome {
         Attention::REMINDER_AGENT_FIELD.to_owned(),
         serde_json::Value::String(to.to_string()),
     );
-    let (view, note) = ReminderOpened::of(reminders(ctx).open(new)?);
+    let (view, note) = ReminderOpened::of(ctx.reminders()?.open(new)?);
     let text = format!("{} {}\n", view.outcome, view.reminder.id);
     Ok(Reply::noted(text, view, note.map(str::to_owned)))
 }
@@ -48,7 +48,7 @@ pub(crate) fn remind_list(ctx: &Ctx, p: RemindList) -> Outcome {
                 .map_err(|e| Failure::usage(format!("`since`: expected an RFC 3339 time: {e}")))
         })
         .transpose()?;
-    let mut listing = reminders(ctx).list_open(&filter)?;
+    let mut listing = ctx.reminders()?.list_open(&filter)?;
     if let Some(since) = since {
         listing.reminders.retain(|r| r.created_at > since);
     }
@@ -87,7 +87,7 @@ pub(crate) fn remind_list(ctx: &Ctx, p: RemindList) -> Outcome {
 
 pub(crate) fn remind_resolve(ctx: &Ctx, p: RemindResolve) -> Outcome {
     let id: chipset_nudge::ReminderId = id(&p.id)?;
-    let r = reminders(ctx).resolve(&id, p.resolution.into(), p.note)?;
+    let r = ctx.reminders()?.resolve(&id, p.resolution.into(), p.note)?;
     let resolution = r.resolution.map_or("open", |res| res.as_str());
     let text = format!("resolved {id} ({resolution})\n");
     let note =
@@ -100,7 +100,9 @@ pub(crate) fn remind_snooze(ctx: &Ctx, p: RemindSnooze) -> Outcome {
     if p.hours == 0 {
         return Err(Failure::usage("hours must be at least 1"));
     }
-    let r = reminders(ctx).snooze(&id, Duration::from_secs(u64::from(p.hours) * 3600), None)?;
+    let r = ctx
+        .reminders()?
+        .snooze(&id, Duration::from_secs(u64::from(p.hours) * 3600), None)?;
     let until = r
         .snooze_until
         .map_or_else(String::new, |t| format!(" until {t}"));

@@ -2,7 +2,6 @@
 //! full-text search over mail, bus events, hook titles and reminders
 //! ([`chipset::search`]), ranked, with a snippet rather than a body.
 
-use chipset::Chipset;
 use chipset::search::{Hit, Origin, Query};
 use chipset_failure::Failure;
 use chipset_store::Timestamp;
@@ -176,7 +175,8 @@ pub(crate) fn search(ctx: &Ctx, p: SearchParams) -> Outcome {
     query.kind = p.kind;
     query.channel = p.channel.as_deref().map(parse_channel).transpose()?;
     query.since = p.since.as_deref().map(parse_time).transpose()?;
-    let chipset = Chipset::from_state(ctx.state.clone());
+    ctx.part(chipset::Part::Search)?;
+    let chipset = &ctx.chipset;
     let hits = chipset.search(&query)?;
     let total = chipset.search_index().count(&query)?;
     let view = SearchResults::of(&hits, total);

@@ -2,7 +2,7 @@
 //! their views, which the command line prints too (`chipset work …`).
 
 use chipset::pool::{
-    Claimed, Entry, ItemId, Listed, Pool, ReadyFilter, ReleaseRecord, Settled, WorkState,
+    Claimed, Entry, ItemId, Listed, ReadyFilter, ReleaseRecord, Settled, WorkState,
 };
 use chipset_failure::plural;
 use schemars::JsonSchema;
@@ -265,20 +265,16 @@ pub fn filter(labels: &[String], role: Option<&str>) -> ReadyFilter {
     f
 }
 
-fn pool(ctx: &Ctx) -> Pool {
-    Pool::new(ctx.state.clone())
-}
-
 pub(crate) fn work_ready(ctx: &Ctx, p: WorkReady) -> Outcome {
     let limit = crate::params::limit(p.limit)?;
     let labels: Vec<String> = p.label.into_iter().collect();
-    let ready = pool(ctx).ready(&filter(&labels, p.role.as_deref()))?;
+    let ready = ctx.pool()?.ready(&filter(&labels, p.role.as_deref()))?;
     let (view, text) = WorkListing::of(&ready, limit, "nothing ready");
     Ok(Reply::new(text, view))
 }
 
 pub(crate) fn work_claim(ctx: &Ctx, p: WorkClaim) -> Outcome {
-    let pool = pool(ctx);
+    let pool = ctx.pool()?;
     let claimed = match &p.id {
         Some(item) => Some(pool.claim(&ctx.agent, &id::<ItemId>(item)?)?),
         None => {
@@ -294,7 +290,9 @@ pub(crate) fn work_claim(ctx: &Ctx, p: WorkClaim) -> Outcome {
 }
 
 pub(crate) fn work_release(ctx: &Ctx, p: WorkRelease) -> Outcome {
-    let settled = pool(ctx).release(&ctx.agent, &id::<ItemId>(&p.id)?, &p.reason)?;
+    let settled = ctx
+        .pool()?
+        .release(&ctx.agent, &id::<ItemId>(&p.id)?, &p.reason)?;
     let (view, text) = WorkSettled::of(&settled, "released");
     let text = format!(
         "{text}{} so far\n",

@@ -90,9 +90,11 @@ impl Bench {
     fn new() -> Bench {
         let tmp = tempfile::tempdir().unwrap();
         let state = StateDir::open(tmp.path().join("state")).unwrap();
-        let ctx = |name: &str| Ctx {
-            state: state.clone(),
-            agent: AgentId::new(name).unwrap(),
+        let ctx = |name: &str| {
+            Ctx::new(
+                chipset::Chipset::from_state(state.clone()),
+                AgentId::new(name).unwrap(),
+            )
         };
         let by_name = |tools: Vec<Tool>| -> BTreeMap<String, Tool> {
             tools.into_iter().map(|t| (t.name.to_string(), t)).collect()

@@ -1,0 +1,114 @@
+//! `--root postgres://…` and `CHIPSET_ROOT` on a PostgreSQL server (issue
+//! 30): the hooks and nudges run there, the other commands are refused
+//! with exit 1 and change nothing, and a password is never printed. The
+//! server half runs when `CHIPSET_TEST_PG` names a server.
+
+use std::process::Command;
+
+/// The test server's URL split as `(url, url without password, password)`
+/// and a schema of the test's own, or `None` (the test says it skipped).
+fn server(test: &str) -> Option<(String, String, String, String)> {
+    let Some(url) = std::env::var("CHIPSET_TEST_PG")
+        .ok()
+        .filter(|u| !u.is_empty())
+    else {
+        #[allow(clippy::print_stderr, reason = "a skipped test must say so")]
+        {
+            eprintln!("{test}: SKIPPED on PostgreSQL: CHIPSET_TEST_PG is not set");
+        }
+        return None;
+    };
+    let (scheme, rest) = url.split_once("://").unwrap();
+    let (userinfo, host) = rest.split_once('@').unwrap();
+    let (user, password) = userinfo.split_once(':').unwrap();
+    let bare = format!("{scheme}://{user}@{host}");
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    let schema = format!("cli_{}_{nanos}", std::process::id());
+    Some((url.clone(), bare, password.to_owned(), schema))
+}
+
+fn chipset(cache: &std::path::Path, schema: &str, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_chipset"));
+    cmd.args(args)
+        .env_remove("CHIPSET_ROOT")
+        .env_remove("PGPASSWORD")
+        .env("CHIPSET_PG_SCHEMA", schema)
+        .env("XDG_CACHE_HOME", cache)
+        .env("NO_COLOR", "1");
+    cmd
+}
+
+fn run(cmd: &mut Command) -> (i32, String, String) {
+    let out = cmd.output().unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_server_root_runs_hooks_and_refuses_what_is_not_there_yet() {
+    let Some((url, bare, password, schema)) =
+        server("a_server_root_runs_hooks_and_refuses_what_is_not_there_yet")
+    else {
+        return;
+    };
+    let cache = tempfile::tempdir().unwrap();
+    let assign = [
+        "hook", "assign", "polecat", "--bead", "bd-1", "--title", "Fix it",
+    ];
+    let mut with_url = ["--root", url.as_str()].to_vec();
+    with_url.extend(assign);
+    let (code, out, err) = run(&mut chipset(cache.path(), &schema, &with_url));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("assigned bd-1 to polecat"), "{out}");
+    // The password from the environment, the root from CHIPSET_ROOT.
+    let (code, out, err) = run(chipset(
+        cache.path(),
+        &schema,
+        &["--json", "hook", "show", "polecat"],
+    )
+    .env("CHIPSET_ROOT", &bare)
+    .env("PGPASSWORD", &password));
+    assert_eq!(code, 0, "{err}");
+    let hook: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(hook["work_item"]["bead_id"], "bd-1");
+    // Not on the server yet: refused, exit 1, nothing printed on stdout.
+    for args in [
+        &["mail", "inbox", "polecat"][..],
+        &["status"],
+        &["hook", "list"],
+    ] {
+        let mut all = vec!["--root", url.as_str()];
+        all.extend(args);
+        let (code, out, err) = run(&mut chipset(cache.path(), &schema, &all));
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(out.is_empty(), "{out}");
+        assert!(
+            err.contains("does not run on a PostgreSQL server yet"),
+            "{err}"
+        );
+        assert!(!err.contains(&password), "{err}");
+    }
+    // A wrong password: refused, and neither password is printed.
+    let wrong = url.replace(&password, "not-the-pw-1234");
+    let (code, _, err) = run(&mut chipset(
+        cache.path(),
+        &schema,
+        &["--root", &wrong, "hook", "show", "polecat"],
+    ));
+    assert_eq!(code, 1);
+    assert!(err.contains("refused the login"), "{err}");
+    assert!(
+        !err.contains("not-the-pw-1234") && !err.contains(&password),
+        "{err}"
+    );
+    if let Ok(mut c) = postgres::Client::connect(&url, postgres::NoTls) {
+        // The schema's name is ours: lower-case letters, digits and `_`.
+        let _ = c.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
+    }
+}
