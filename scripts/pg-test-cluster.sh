@@ -15,6 +15,10 @@
 # The folder is written to stderr and to $TMPDIR/chipset-pg-test-cluster.last,
 # which `restart` and `stop` use when no DIR is given.
 #
+# With PG_TEST_TLS=1, `start` also turns TLS on: a throwaway CA and a
+# server certificate for `localhost` and 127.0.0.1 (made with openssl),
+# the CA at DIR/tls/root.crt for the clients' sslrootcert.
+#
 # PostgreSQL refuses to run as root: as root the server runs as the
 # `postgres` user (runuser), which Debian's package creates; as anyone
 # else it runs as that user. The binaries are found on PATH or in the
@@ -80,8 +84,13 @@ start() {
     if [ "$listen" != 127.0.0.1 ]; then
         echo "host all all samenet scram-sha-256" >>"$dir/data/pg_hba.conf"
     fi
+    local tls_opts=""
+    if [ "${PG_TEST_TLS:-}" = 1 ]; then
+        make_tls "$dir/tls"
+        tls_opts="-c ssl=on -c ssl_cert_file=$dir/tls/server.crt -c ssl_key_file=$dir/tls/server.key"
+    fi
     as_owner "$(find_bin pg_ctl)" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-        -o "-c listen_addresses=$listen -c port=$port -c unix_socket_directories=$dir -c max_connections=200" \
+        -o "-c listen_addresses=$listen -c port=$port -c unix_socket_directories=$dir -c max_connections=200 $tls_opts" \
         start >/dev/null || { cat "$dir/server.log" >&2; exit 1; }
     as_owner "$(find_bin psql)" -h "$dir" -p "$port" -U chipset -d postgres -q \
         -c "CREATE DATABASE chipset" >/dev/null
@@ -89,6 +98,25 @@ start() {
     printf '%s\n' "$port" >"$dir/port"
     echo "pg-test-cluster: cluster in $dir" >&2
     echo "postgres://chipset:$password@$listen:$port/chipset"
+}
+
+# Makes a CA (root.crt) and a server certificate signed by it for
+# localhost and 127.0.0.1 (server.crt, server.key) in $1.
+make_tls() {
+    local tls=$1
+    mkdir -p "$tls"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=chipset test CA" \
+        -keyout "$tls/root.key" -out "$tls/root.crt" >/dev/null 2>&1
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" \
+        -keyout "$tls/server.key" -out "$tls/server.csr" >/dev/null 2>&1
+    printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >"$tls/ext"
+    openssl x509 -req -in "$tls/server.csr" -CA "$tls/root.crt" -CAkey "$tls/root.key" \
+        -CAcreateserial -days 2 -extfile "$tls/ext" -out "$tls/server.crt" >/dev/null 2>&1
+    chmod 0600 "$tls/server.key"
+    chmod 0644 "$tls/root.crt"
+    if [ "$(id -u)" = 0 ]; then
+        chown -R postgres "$tls"
+    fi
 }
 
 dir_arg() {

@@ -2,6 +2,7 @@
 //! string, completed from the `PG*` environment variables, so a password
 //! never needs to be on a command line.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use postgres::Config;
@@ -13,17 +14,55 @@ use crate::error::{Error, Result};
 /// (`connect_timeout`) nor `PGCONNECT_TIMEOUT` says.
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How the client uses TLS: libpq's `sslmode`, with `sslrootcert`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Tls {
+    /// `disable`, `allow`, `prefer`, `require`, `verify-ca` or `verify-full`.
+    pub(crate) mode: String,
+    /// The CA certificate(s) to trust (PEM) for `verify-ca` and
+    /// `verify-full`; `None`: `~/.postgresql/root.crt` if there, else the
+    /// system's roots.
+    pub(crate) root_cert: Option<PathBuf>,
+}
+
+/// Connection settings: the client's, and TLS's.
+pub(crate) struct Settings {
+    pub(crate) config: Config,
+    pub(crate) tls: Tls,
+}
+
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the config: it holds the password.
+        f.debug_struct("Settings")
+            .field("target", &target(&self.config))
+            .field("tls", &self.tls)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The settings the client's own parser does not know, taken out of the
+/// connection string first.
+const OURS: &[&str] = &["sslmode", "sslrootcert", "passfile"];
+
 /// Parses `url` and fills what it leaves out from the environment, as
-/// libpq does: `PGHOST`, `PGPORT`, `PGUSER`, `PGPASSWORD`, `PGDATABASE`,
-/// `PGSSLMODE`, `PGCONNECT_TIMEOUT`, `PGAPPNAME`.
-pub(crate) fn resolve(url: &str, env: impl Fn(&str) -> Option<String>) -> Result<Config> {
+/// libpq does: `PGHOST`, `PGPORT`, `PGUSER`, `PGPASSWORD`, the password
+/// file (`passfile`, `PGPASSFILE`, `~/.pgpass`), `PGDATABASE`,
+/// `PGSSLMODE`, `PGSSLROOTCERT`, `PGCONNECT_TIMEOUT`, `PGAPPNAME`.
+pub(crate) fn resolve(url: &str, env: impl Fn(&str) -> Option<String>) -> Result<Settings> {
     let env = |k: &str| env(k).filter(|v| !v.is_empty());
-    let mut config: Config = if url.trim().is_empty() {
+    let (rest, ours) = take_ours(url);
+    let mut config: Config = if rest.trim().is_empty() {
         Config::new()
     } else {
-        url.parse().map_err(|e| Error::Config {
+        rest.parse().map_err(|e| Error::Config {
             why: format!("cannot parse the connection string: {e}"),
         })?
+    };
+    let get = |k: &str| {
+        ours.iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.clone())
     };
     if config.get_hosts().is_empty() {
         let hosts = env("PGHOST").unwrap_or_else(|| "localhost".to_owned());
@@ -59,28 +98,39 @@ pub(crate) fn resolve(url: &str, env: impl Fn(&str) -> Option<String>) -> Result
     {
         config.dbname(&db);
     }
-    if !url.contains("sslmode")
-        && let Some(mode) = env("PGSSLMODE")
+    if config.get_password().is_none()
+        && let Some(file) = super::pgpass::path(get("passfile").as_deref(), &env)
     {
-        config.ssl_mode(match mode.as_str() {
-            "disable" => SslMode::Disable,
-            "allow" | "prefer" => SslMode::Prefer,
-            "require" => SslMode::Require,
-            other => {
-                return Err(Error::Config {
-                    why: format!(
-                        "PGSSLMODE `{other}` is not supported (disable, prefer or require)"
-                    ),
-                });
-            }
-        });
+        let host = match config.get_hosts().first() {
+            Some(Host::Tcp(h)) => h.clone(),
+            _ => "localhost".to_owned(),
+        };
+        let port = config.get_ports().first().copied().unwrap_or(5432);
+        let user = config.get_user().unwrap_or_default().to_owned();
+        let db = config.get_dbname().unwrap_or(&user).to_owned();
+        if let Some(password) = super::pgpass::lookup(&file, &host, port, &db, &user) {
+            config.password(password);
+        }
     }
-    if config.get_ssl_mode() == SslMode::Require {
-        return Err(Error::Config {
-            why: "sslmode=require needs TLS, which this build of chipset does not include yet"
-                .to_owned(),
-        });
-    }
+    let mode = get("sslmode")
+        .or_else(|| env("PGSSLMODE"))
+        .unwrap_or_else(|| "prefer".to_owned());
+    config.ssl_mode(match mode.as_str() {
+        "disable" => SslMode::Disable,
+        "allow" | "prefer" => SslMode::Prefer,
+        "require" | "verify-ca" | "verify-full" => SslMode::Require,
+        other => {
+            return Err(Error::Config {
+                why: format!(
+                    "sslmode `{other}` is not one of disable, allow, prefer, require, verify-ca, \
+                     verify-full"
+                ),
+            });
+        }
+    });
+    let root_cert = get("sslrootcert")
+        .or_else(|| env("PGSSLROOTCERT"))
+        .map(PathBuf::from);
     if config.get_connect_timeout().is_none() {
         let timeout = match env("PGCONNECT_TIMEOUT") {
             Some(s) => Duration::from_secs(s.parse().map_err(|_| Error::Config {
@@ -94,7 +144,65 @@ pub(crate) fn resolve(url: &str, env: impl Fn(&str) -> Option<String>) -> Result
         let name = env("PGAPPNAME").unwrap_or_else(|| "chipset".to_owned());
         config.application_name(&name);
     }
-    Ok(config)
+    Ok(Settings {
+        config,
+        tls: Tls { mode, root_cert },
+    })
+}
+
+/// Takes `sslmode`, `sslrootcert` and `passfile` out of a URL's query or
+/// a `key=value` string, and returns the rest and them.
+fn take_ours(url: &str) -> (String, Vec<(String, String)>) {
+    let mut ours = Vec::new();
+    if url.contains("://") {
+        let Some((base, query)) = url.split_once('?') else {
+            return (url.to_owned(), ours);
+        };
+        let mut kept = Vec::new();
+        for pair in query.split('&') {
+            match pair.split_once('=') {
+                Some((k, v)) if OURS.contains(&k) => ours.push((k.to_owned(), unescape(v))),
+                _ => kept.push(pair),
+            }
+        }
+        let rest = if kept.is_empty() {
+            base.to_owned()
+        } else {
+            format!("{base}?{}", kept.join("&"))
+        };
+        return (rest, ours);
+    }
+    let mut kept = Vec::new();
+    for word in url.split_whitespace() {
+        match word.split_once('=') {
+            Some((k, v)) if OURS.contains(&k) => {
+                ours.push((k.to_owned(), v.trim_matches('\'').to_owned()));
+            }
+            _ => kept.push(word),
+        }
+    }
+    (kept.join(" "), ours)
+}
+
+/// Undoes a URL's percent-encoding.
+fn unescape(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && let Some(b) = text
+                .get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            out.push(b);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Returns `host:port` of the first host, for messages.
@@ -119,6 +227,54 @@ pub(crate) fn identity(config: &Config) -> String {
 mod tests {
     use super::*;
 
+    #[test]
+    fn tls_settings_follow_libpq() {
+        let s = resolve(
+            "postgres://u@h/d?sslmode=verify-full&sslrootcert=%2Fca%2Froot.crt&application_name=x",
+            env(&[]),
+        )
+        .unwrap();
+        assert_eq!(s.tls.mode, "verify-full");
+        assert_eq!(s.tls.root_cert, Some(PathBuf::from("/ca/root.crt")));
+        assert_eq!(s.config.get_ssl_mode(), SslMode::Require);
+        assert_eq!(s.config.get_application_name(), Some("x"));
+        let s = resolve(
+            "host=h sslmode=verify-ca dbname=d",
+            env(&[("PGSSLROOTCERT", "/r.crt")]),
+        )
+        .unwrap();
+        assert_eq!(s.tls.mode, "verify-ca");
+        assert_eq!(s.tls.root_cert, Some(PathBuf::from("/r.crt")));
+        assert_eq!(s.config.get_dbname(), Some("d"));
+        let s = resolve("postgres://u@h/d", env(&[("PGSSLMODE", "require")])).unwrap();
+        assert_eq!(s.tls.mode, "require");
+        let s = resolve(
+            "postgres://u@h/d?sslmode=disable",
+            env(&[("PGSSLMODE", "require")]),
+        )
+        .unwrap();
+        assert_eq!(s.config.get_ssl_mode(), SslMode::Disable);
+    }
+
+    #[test]
+    fn the_password_file_fills_a_missing_password() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("pass");
+        #[allow(clippy::disallowed_methods, reason = "the test plants the user's file")]
+        {
+            std::fs::write(&file, "h:5432:d:u:from-file\n").unwrap();
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        let path = file.to_str().unwrap().to_owned();
+        let vars = move |k: &str| (k == "PGPASSFILE").then(|| path.clone());
+        let c = resolve("postgres://u@h/d", &vars).unwrap().config;
+        assert_eq!(c.get_password(), Some(&b"from-file"[..]));
+        // The environment's password wins over the file, as in libpq.
+        let c = resolve("postgres://u:given@h/d", &vars).unwrap().config;
+        assert_eq!(c.get_password(), Some(&b"given"[..]));
+    }
+
     fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
         move |k| {
             pairs
@@ -138,7 +294,8 @@ mod tests {
                 ("PGPORT", "1"),
             ]),
         )
-        .unwrap();
+        .unwrap()
+        .config;
         assert_eq!(target(&c), "db.example:6543");
         assert_eq!(c.get_user(), Some("alice"));
         assert_eq!(c.get_password(), Some(&b"s3cret"[..]));
@@ -158,7 +315,8 @@ mod tests {
                 ("PGCONNECT_TIMEOUT", "3"),
             ]),
         )
-        .unwrap();
+        .unwrap()
+        .config;
         assert_eq!(target(&c), "h1:5433");
         assert_eq!(c.get_user(), Some("bob"));
         assert_eq!(c.get_dbname(), Some("d"));
@@ -167,7 +325,9 @@ mod tests {
 
     #[test]
     fn key_value_strings_parse_too() {
-        let c = resolve("host=/run/pg port=5999 user=u dbname=x", env(&[])).unwrap();
+        let c = resolve("host=/run/pg port=5999 user=u dbname=x", env(&[]))
+            .unwrap()
+            .config;
         assert_eq!(c.get_dbname(), Some("x"));
         assert_eq!(c.get_ports(), &[5999]);
     }
@@ -175,10 +335,9 @@ mod tests {
     #[test]
     fn unusable_settings_are_typed_errors() {
         for (url, vars) in [
-            ("postgres://u@h/d?sslmode=require", env(&[])),
-            ("", env(&[("PGSSLMODE", "require")])),
+            ("postgres://u@h/d?sslmode=sometimes", env(&[])),
+            ("", env(&[("PGSSLMODE", "maybe")])),
             ("", env(&[("PGPORT", "five")])),
-            ("postgres://u@h/d?sslmode=verify-full", env(&[])),
             ("not a url = =", env(&[])),
         ] {
             let err = resolve(url, vars).unwrap_err();

@@ -6,7 +6,8 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use postgres::error::SqlState;
-use postgres::{Client, Config, NoTls, Statement};
+use postgres::{Client, Config, Statement};
+use postgres_native_tls::MakeTlsConnector;
 
 use crate::error::{Error, Result};
 
@@ -31,6 +32,7 @@ impl Conn {
 /// Opens connections and keeps the idle ones.
 pub(crate) struct Pool {
     config: Config,
+    tls: MakeTlsConnector,
     pub(crate) target: String,
     pub(crate) identity: String,
     idle: Mutex<Vec<Conn>>,
@@ -47,11 +49,12 @@ impl fmt::Debug for Pool {
 }
 
 impl Pool {
-    pub(crate) fn new(config: Config, max_idle: usize) -> Self {
+    pub(crate) fn new(config: Config, tls: MakeTlsConnector, max_idle: usize) -> Self {
         let target = super::config::target(&config);
         let identity = super::config::identity(&config);
         Pool {
             config,
+            tls,
             target,
             identity,
             idle: Mutex::new(Vec::new()),
@@ -62,7 +65,7 @@ impl Pool {
     /// Opens a new client (not pooled): for a listener or a migration.
     pub(crate) fn connect(&self) -> Result<Client> {
         self.config
-            .connect(NoTls)
+            .connect(self.tls.clone())
             .map_err(|e| self.connect_error(e))
     }
 

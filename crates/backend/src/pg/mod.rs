@@ -2,7 +2,9 @@
 
 mod config;
 mod conn;
+mod pgpass;
 mod schema;
+mod tls;
 mod txn;
 mod wake;
 
@@ -83,7 +85,10 @@ pub struct PgBackend {
 impl PgBackend {
     /// Connects to the server `url` names (a `postgres://` URL or a libpq
     /// `key=value` string, completed from `PGHOST`, `PGPORT`, `PGUSER`,
-    /// `PGPASSWORD`, `PGDATABASE`, `PGSSLMODE`, `PGCONNECT_TIMEOUT`), and
+    /// `PGPASSWORD`, the password file (`passfile`, `PGPASSFILE`,
+    /// `~/.pgpass`, ignored unless 0600 or less), `PGDATABASE`,
+    /// `PGSSLMODE` (`disable` to `verify-full`), `PGSSLROOTCERT`,
+    /// `PGCONNECT_TIMEOUT`), and
     /// creates or migrates chipset's tables in the `public` schema.
     ///
     /// # Errors
@@ -102,14 +107,16 @@ impl PgBackend {
     /// As [`PgBackend::open`]; [`Error::InvalidName`] for a bad schema name.
     pub fn open_with(url: &str, options: PgOptions) -> Result<Self> {
         schema::check_schema(&options.schema)?;
-        let mut config = config::resolve(url, |k| std::env::var(k).ok())?;
+        let config::Settings { mut config, tls } = config::resolve(url, |k| std::env::var(k).ok())?;
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let tls = tls::connector(&tls, home.as_deref())?;
         let search_path = format!("-c search_path={}", options.schema);
         let opts = match config.get_options() {
             Some(o) => format!("{o} {search_path}"),
             None => search_path,
         };
         config.options(&opts);
-        let pool = Arc::new(Pool::new(config, options.max_idle));
+        let pool = Arc::new(Pool::new(config, tls, options.max_idle));
         let mut client = pool.connect()?;
         let lock = lock_id("migrate", &options.schema);
         schema::migrate(&mut client, &options.schema, lock)?;

@@ -19,12 +19,30 @@ impl OwnCluster {
     /// Starts one listening on `listen` (127.0.0.1 when `None`), or says
     /// why not (no PostgreSQL binaries).
     pub(crate) fn start(listen: Option<&str>) -> Option<OwnCluster> {
+        Self::start_with(listen, false)
+    }
+
+    /// Starts one on 127.0.0.1 with TLS on (the script's `PG_TEST_TLS`);
+    /// its CA is at [`OwnCluster::root_cert`].
+    pub(crate) fn start_tls() -> Option<OwnCluster> {
+        Self::start_with(None, true)
+    }
+
+    /// Returns the CA certificate of a cluster started with TLS.
+    pub(crate) fn root_cert(&self) -> std::path::PathBuf {
+        self.dir.path().join("pg").join("tls").join("root.crt")
+    }
+
+    fn start_with(listen: Option<&str>, tls: bool) -> Option<OwnCluster> {
         let dir = tempfile::tempdir().unwrap();
         let mut cmd = std::process::Command::new("bash");
         cmd.args([SCRIPT, "start"])
             .env("PG_TEST_DIR", dir.path().join("pg"));
         if let Some(listen) = listen {
             cmd.env("PG_TEST_LISTEN", listen);
+        }
+        if tls {
+            cmd.env("PG_TEST_TLS", "1");
         }
         let out = cmd.output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -10,6 +10,7 @@ mod netns;
 mod proxy;
 mod server;
 mod support;
+mod tls;
 mod transact;
 
 /// The entry of every child process the tests start (see

@@ -41,8 +41,15 @@ fn an_unreachable_server_is_a_typed_error() {
 
 #[test]
 fn settings_this_build_cannot_use_are_refused_before_connecting() {
-    let err = PgBackend::open("postgres://u@127.0.0.1:1/d?sslmode=require").unwrap_err();
+    let err = PgBackend::open("postgres://u@127.0.0.1:1/d?sslmode=sometimes").unwrap_err();
     assert!(matches!(err, Error::Config { .. }), "{err}");
+    let err =
+        PgBackend::open("postgres://u@127.0.0.1:1/d?sslmode=verify-full&sslrootcert=/nonexistent")
+            .unwrap_err();
+    assert!(
+        matches!(err, Error::Config { .. }) && err.to_string().contains("sslrootcert"),
+        "{err}"
+    );
     let err = PgBackend::open_with(
         "postgres://u@127.0.0.1:1/d",
         PgOptions::with_schema("Bad; DROP"),
