@@ -133,8 +133,8 @@ impl Chipset {
     /// `PGPASSFILE` or `~/.pgpass`, `PGSSLMODE`, `PGSSLROOTCERT`, …), and
     /// creates or migrates chipset's tables there.
     ///
-    /// The channels on the storage seam run on the server: the hooks and
-    /// the nudges' signals today. Until a part runs there, its accessor
+    /// The channels on the storage seam run on the server: the hooks, the
+    /// nudges, the reminders, mail, the bus and attention over them today. Until a part runs there, its accessor
     /// refuses (see [`Chipset::require`]) rather than reading some local
     /// folder. What is local by nature (caches, the search index) lives in
     /// [`ServerOptions::local`].
@@ -182,14 +182,22 @@ impl Chipset {
             None => Nudges::with_config(state.clone(), config.nudges),
         };
         let local = seam.is_none();
-        let reminders = on_directory(local, Part::Reminders, || {
-            Reminders::with_config(state.clone(), config.kinds, config.reminders)
+        let reminders = Ok(match &seam {
+            Some(backend) => Reminders::with_backend(
+                state.clone(),
+                config.kinds,
+                config.reminders,
+                Arc::clone(backend),
+            ),
+            None => Reminders::with_config(state.clone(), config.kinds, config.reminders),
         });
-        let mail = on_directory(local, Part::Mail, || {
-            Mail::with_config(state.clone(), config.mail)
+        let mail = Ok(match &seam {
+            Some(backend) => Mail::with_backend(state.clone(), config.mail, Arc::clone(backend)),
+            None => Mail::with_config(state.clone(), config.mail),
         });
-        let bus = on_directory(local, Part::Bus, || {
-            Bus::with_config(state.clone(), config.bus)
+        let bus = Ok(match &seam {
+            Some(backend) => Bus::with_backend(state.clone(), config.bus, Arc::clone(backend)),
+            None => Bus::with_config(state.clone(), config.bus),
         });
         let attention = match (&mail, &bus, &reminders) {
             (Ok(mail), Ok(bus), Ok(reminders)) => Ok(Attention::new(

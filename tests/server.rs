@@ -95,8 +95,8 @@ fn two_handles_on_one_server_share_hooks_and_nudges() {
     ));
     // Nothing went to either local folder.
     for dir in [a_dir.path(), b_dir.path()] {
-        for channel in ["hooks", "nudge"] {
-            let there = chipset::store::stat_outside(&dir.join(channel)).unwrap();
+        for channel in ["hooks", "nudge", "mail"] {
+            let there = chipset::store::StateDir::stat_outside(&dir.join(channel)).unwrap();
             assert!(there.is_none(), "{channel} in {}", dir.display());
         }
     }
@@ -111,9 +111,14 @@ fn parts_not_on_the_server_are_refused_not_read_locally() {
     let local = tempfile::tempdir().unwrap();
     let door = open(&url, &schema, local.path());
     assert!(door.has(Part::Hooks) && door.has(Part::Nudges));
+    for part in [Part::Mail, Part::Bus, Part::Reminders, Part::Attention] {
+        door.require(part).unwrap();
+    }
     for part in [
-        Part::Mail,
-        Part::Bus,
+        Part::Directory,
+        Part::Leases,
+        Part::Pool,
+        Part::Loops,
         Part::Status,
         Part::Doctor,
         Part::Search,
@@ -138,10 +143,10 @@ fn parts_not_on_the_server_are_refused_not_read_locally() {
     // The accessor's precondition: a panic that names the part, never a
     // handle over the local folder.
     let panic =
-        std::panic::catch_unwind(AssertUnwindSafe(|| door.mail().config().max_body)).unwrap_err();
+        std::panic::catch_unwind(AssertUnwindSafe(|| door.pool().counts().is_ok())).unwrap_err();
     let text = panic.downcast_ref::<String>().cloned().unwrap_or_default();
     assert!(
-        text.starts_with("mail does not run on a PostgreSQL server yet"),
+        text.starts_with("the work pool does not run on a PostgreSQL server yet"),
         "{text}"
     );
     drop_schema(&url, &schema);

@@ -38,7 +38,7 @@ pub(crate) fn lookup(
         );
         return None;
     }
-    let bytes = chipset_store::read_outside(path, MAX_PGPASS).ok()?;
+    let bytes = chipset_store::StateDir::read_outside(path, MAX_PGPASS).ok()?;
     find(&String::from_utf8_lossy(&bytes), host, port, dbname, user)
 }
 

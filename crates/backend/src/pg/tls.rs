@@ -26,7 +26,7 @@ pub(crate) fn connector(tls: &Tls, home: Option<&Path>) -> Result<MakeTlsConnect
         "verify-ca" | "verify-full" => {
             let root = tls.root_cert.clone().or_else(|| {
                 let default = home?.join(".postgresql").join("root.crt");
-                chipset_store::stat_outside(&default)
+                chipset_store::StateDir::stat_outside(&default)
                     .ok()
                     .flatten()
                     .map(|_| default)
@@ -59,8 +59,8 @@ fn certificates(path: &Path) -> Result<Vec<Certificate>> {
     let unreadable = |why: String| Error::Config {
         why: format!("cannot use sslrootcert `{}`: {why}", path.display()),
     };
-    let bytes =
-        chipset_store::read_outside(path, MAX_CERT).map_err(|e| unreadable(e.to_string()))?;
+    let bytes = chipset_store::StateDir::read_outside(path, MAX_CERT)
+        .map_err(|e| unreadable(e.to_string()))?;
     let text = String::from_utf8_lossy(&bytes);
     let mut certs = Vec::new();
     let end = "-----END CERTIFICATE-----";
