@@ -135,7 +135,7 @@ use chipset::{Chipset, Part, Root, ServerOptions, ServerUrl};
 use chipset_store::{StateDir, StateOptions};
 use clap::Parser as _;
 
-use crate::cli::{Cli, Command, HookCommand};
+use crate::cli::{Cli, Command};
 use crate::error::{CliError, Result};
 use crate::output::{Output, Paint};
 
@@ -302,14 +302,6 @@ fn open_dir(cli: &Cli, root: &std::path::Path, mail_folder: bool) -> Result<Stat
 fn open_server(cli: &Cli, url: &ServerUrl) -> Result<Chipset> {
     let chipset = Chipset::open_server(url, &ServerOptions::default())
         .map_err(|e| refuse_mcp_stdio(cli, e.into()))?;
-    if let Command::Hook(HookCommand::List) = &cli.command {
-        // The hooks' transitions run on the server; their listing is still
-        // a scan of the local files, which would read as "no hooks".
-        return Err(CliError::refused(format!(
-            "listing the hooks does not run on a PostgreSQL server yet (the state is on {url}): \
-             `hook show AGENT` does"
-        )));
-    }
     if let Some(part) = part_of(&cli.command) {
         chipset.require(part)?;
     }

@@ -78,7 +78,15 @@ fn a_server_root_runs_hooks_and_refuses_what_is_not_there_yet() {
     let hook: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(hook["work_item"]["bead_id"], "bd-1");
     // Not on the server yet: refused, exit 1, nothing printed on stdout.
-    for args in [&["agent", "list"][..], &["status"], &["hook", "list"]] {
+    // The hooks' listing is on the server too.
+    let (code, out, err) = run(&mut chipset(
+        cache.path(),
+        &schema,
+        &["--root", url.as_str(), "hook", "list"],
+    ));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("polecat"), "{out}");
+    for args in [&["agent", "list"][..], &["status"], &["search", "parser"]] {
         let mut all = vec!["--root", url.as_str()];
         all.extend(args);
         let (code, out, err) = run(&mut chipset(cache.path(), &schema, &all));
