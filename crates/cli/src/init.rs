@@ -17,6 +17,14 @@ const PLACEHOLDER: &str = "AGENT";
 /// Runs `chipset init [--agent AGENT]`.
 pub(crate) fn run(cli: &Cli, agent: Option<&AgentId>) -> Result<Output> {
     let (root, _) = crate::locate(cli)?;
+    if let chipset::Root::Server(url) = chipset::Root::parse(&root) {
+        // Never a folder named after the URL; the server's tables are
+        // created by the first command that opens it.
+        return Err(CliError::refused(format!(
+            "`chipset init` makes a state directory; {url} is a server, whose tables the \
+             first command on it creates"
+        )));
+    }
     let existed = chipset_store::StateDir::stat_outside(&root)?.is_some_and(|s| s.is_dir());
     if !existed && chipset_store::StateDir::stat_outside(&root)?.is_some() {
         return Err(CliError::refused(format!(

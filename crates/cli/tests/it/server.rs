@@ -116,3 +116,23 @@ fn a_server_root_runs_hooks_and_refuses_what_is_not_there_yet() {
         let _ = c.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
     }
 }
+
+/// `chipset init` on a server root once made a folder named after the URL.
+#[test]
+fn init_refuses_a_server_root_and_makes_no_folder() {
+    let cwd = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_chipset"))
+        .args(["init", "--root", "postgres://u:s3cret@127.0.0.1:1/d"])
+        .current_dir(cwd.path())
+        .env_remove("CHIPSET_ROOT")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("is a server") && !err.contains("s3cret"),
+        "{err}"
+    );
+    let made = chipset_store::StateDir::stat_outside(&cwd.path().join("postgres:")).unwrap();
+    assert!(made.is_none());
+}
