@@ -2,7 +2,8 @@
 //! request to the server, drops the server's answer, and closes both
 //! sides, so the statement commits and the client never learns it. Or
 //! it cuts the request that carries a given text (a transaction's
-//! `COMMIT`). chipset-mail's tests use it too (`#[path]`).
+//! `COMMIT`). chipset-mail's and chipset-lease's tests use it too
+//! (`#[path]`); [`Proxy::for_url`] builds the proxied URL for them.
 
 #![allow(clippy::disallowed_methods, reason = "a test proxy, on loopback only")]
 
@@ -41,6 +42,36 @@ impl Proxy {
             cut_next,
             cut_on,
         }
+    }
+
+    /// Starts a proxy to the server `url` names and returns it with the
+    /// URL that connects through it (same user, password and database).
+    #[allow(
+        dead_code,
+        reason = "used by some of the crates that include this file"
+    )]
+    pub(crate) fn for_url(url: &str) -> (Proxy, String) {
+        use std::net::ToSocketAddrs;
+        let c: postgres::Config = url.parse().unwrap();
+        let host = match &c.get_hosts()[0] {
+            postgres::config::Host::Tcp(h) => h.clone(),
+            postgres::config::Host::Unix(p) => panic!("a TCP host, not {}", p.display()),
+        };
+        let port = c.get_ports().first().copied().unwrap_or(5432);
+        let upstream = (host.as_str(), port)
+            .to_socket_addrs()
+            .unwrap()
+            .next()
+            .unwrap();
+        let proxy = Proxy::start(upstream);
+        let password = String::from_utf8(c.get_password().unwrap().to_vec()).unwrap();
+        let via = format!(
+            "postgres://{}:{password}@127.0.0.1:{}/{}",
+            c.get_user().unwrap(),
+            proxy.port,
+            c.get_dbname().unwrap()
+        );
+        (proxy, via)
     }
 
     /// Cuts the connection that sends the next request carrying `text`
