@@ -108,6 +108,12 @@ pub enum Error {
     /// A filesystem operation failed; it names the operation and the path.
     #[error(transparent)]
     Store(#[from] chipset_store::Error),
+    /// The storage backend failed (a PostgreSQL server, through
+    /// [`Leases::with_backend`](crate::Leases::with_backend)); on a
+    /// directory failures stay [`Error::Store`]. Boxed: the backend's error
+    /// carries the value it found.
+    #[error(transparent)]
+    Backend(Box<chipset_backend::Error>),
 }
 
 impl Error {
@@ -123,11 +129,18 @@ impl Error {
                 | Error::Reason(_)
         ) || matches!(self, Error::Store(chipset_store::Error::InvalidId { .. }))
     }
+}
 
+impl MaybeCommitted for Error {
     /// Returns true when a write may have been made but is not known to be
-    /// durable ([`chipset_store::Error::OutcomeUnknown`]): retrying is safe.
-    pub fn is_outcome_unknown(&self) -> bool {
-        matches!(self, Error::Store(e) if e.is_outcome_unknown())
+    /// committed (the store's or the backend's outcome is unknown): a retry
+    /// of the same request returns the first result.
+    fn is_outcome_unknown(&self) -> bool {
+        match self {
+            Error::Store(e) => e.is_outcome_unknown(),
+            Error::Backend(e) => e.is_outcome_unknown(),
+            _ => false,
+        }
     }
 }
 

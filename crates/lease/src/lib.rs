@@ -80,13 +80,27 @@
 //!
 //! One file, `leases/table.json` (canonical JSON: `format`, `next_token`,
 //! `leases` with `token`, `holder`, `mode`, `paths`, `reason`,
-//! `acquired_at`, `renewed_at`, `expires_at`), changed only by
-//! [`StateDir::update`](chipset_store::StateDir::update): a kernel lock on
-//! `leases/.table.json.lock`, then a durable replace. A process killed at
-//! any point leaves the old table or the new one, whole. A corrupt table is
-//! an error for every operation, [`Leases::check`] included: it never reads
-//! as "nothing leased". [`Leases::doctor`] reports it and, to fix, moves it into `leases/.quarantine/` and restarts
-//! the token counter above any token granted before.
+//! `acquired_at`, `renewed_at`, `expires_at`), changed only by a
+//! compare-and-swap on the storage seam (`chipset_backend::Backend`): read
+//! the table and its version, decide, then create it or replace it at that
+//! version, deciding again when another writer came first. On a directory
+//! the replace is the store's: a kernel lock on `leases/.table.json.lock`
+//! (the lock [`StateDir::update`](chipset_store::StateDir::update) takes),
+//! then a durable replace. A process killed at any point leaves the old
+//! table or the new one, whole. A corrupt table is an error for every
+//! operation, [`Leases::check`] included: it never reads as "nothing
+//! leased". [`Leases::doctor`] reports it and, to fix, moves it into
+//! `leases/.quarantine/` and restarts the token counter above any token
+//! granted before.
+//!
+//! # On a server
+//!
+//! [`Leases::with_backend`] puts the table on another backend: on
+//! PostgreSQL (issue 30) it is one row, swapped at its version, so grants
+//! stay linearizable and tokens monotonic across hosts, and every time a
+//! lease is judged by (grant, renewal, expiry, [`Leases::check`]) is the
+//! server's clock, not each host's. The doctor and the forced release's
+//! mail still use the local state root.
 
 #![forbid(unsafe_code)]
 

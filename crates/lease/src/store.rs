@@ -1,12 +1,14 @@
-//! The I/O layer: applies the pure transitions to `leases/table.json` under
-//! its lock.
+//! The I/O layer: applies the pure transitions to `leases/table.json` with
+//! a compare-and-swap on the storage seam.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use chipset_backend::{Backend, Created, FsBackend, Key, Version};
 use chipset_mail::{Mail, NewMessage};
 use chipset_store::{
-    AgentId, Decision, Defect, DoctorMode, Finding, ReadOutcome, Report, StateDir, StatePath,
-    TaskId, Unsupported,
+    AgentId, Corruption, Defect, DoctorMode, Finding, ReadOutcome, Report, StateDir, StatePath,
+    TaskId, Timestamp, Unsupported,
 };
 
 use crate::error::Error;
@@ -19,18 +21,39 @@ const TABLE_FILE: &str = "table.json";
 
 /// The path leases under one state root: `leases/table.json`.
 ///
-/// Cheap to clone. Every change is a locked read-modify-write
-/// ([`StateDir::update`]) of the one table, so grants are linearizable
-/// across threads and processes, and a reader always sees a whole table.
+/// Cheap to clone. Every change reads the table and its version on the
+/// storage seam (`chipset_backend::Backend`), decides with the pure
+/// transition rules at the backend's clock, and writes with a
+/// compare-and-swap at the version read (read and decided again when
+/// another writer came first). Grants are therefore linearizable across
+/// threads, processes and (on PostgreSQL) hosts, tokens come from the one
+/// counter in the table, and expiry is judged on one clock: the injected
+/// clock of a directory, the server's on PostgreSQL. On a directory the
+/// swap is the store's durable replace under `leases/.table.json.lock`, the
+/// lock [`StateDir::update`] takes, so the file is what it always was and
+/// a reader always sees a whole table.
 #[derive(Debug, Clone)]
 pub struct Leases {
     state: StateDir,
+    seam: Arc<dyn Backend>,
 }
 
 impl Leases {
     /// Returns the leases of `state`.
     pub fn new(state: StateDir) -> Self {
-        Leases { state }
+        let seam = Arc::new(FsBackend::new(state.clone()));
+        Self::with_backend(state, seam)
+    }
+
+    /// Returns the leases whose table lives on `backend` (a PostgreSQL
+    /// server, issue 30), with `state` as the local root that the doctor
+    /// and the forced release's mail still use until they move onto the
+    /// seam too.
+    pub fn with_backend(state: StateDir, backend: Arc<dyn Backend>) -> Self {
+        Leases {
+            state,
+            seam: backend,
+        }
     }
 
     /// Returns the state root.
@@ -40,6 +63,18 @@ impl Leases {
 
     fn table_path(&self) -> Result<StatePath, Error> {
         Ok(self.state.channel(Leases::CHANNEL).join(TABLE_FILE)?)
+    }
+
+    /// Returns the table's key on the seam: `leases/table.json`.
+    fn table_key() -> Key {
+        chipset_backend::Dir::new(Leases::CHANNEL.as_str())
+            .and_then(|d| d.key(TABLE_FILE))
+            .expect("a constant name is valid")
+    }
+
+    /// Returns the time on the backend's clock.
+    fn now(&self) -> Result<Timestamp, Error> {
+        self.seam.now().map_err(|e| self.seam_error(e))
     }
 
     /// Grants `req`, or refuses it with [`Error::Conflict`] listing
@@ -55,8 +90,7 @@ impl Leases {
     /// a corrupt or unsupported table; a store error.
     pub fn acquire(&self, req: &LeaseRequest) -> Result<Acquired, Error> {
         req.validate()?;
-        let now = self.state.now();
-        let acquired = self.apply("acquire a lease", |table| {
+        let acquired = self.apply("acquire a lease", |table, now| {
             transition::acquire(table, req, now)
         })?;
         tracing::debug!(token = acquired.lease.token, holder = %acquired.lease.holder, "lease acquired");
@@ -73,8 +107,7 @@ impl Leases {
     /// corrupt or unsupported table, a store error.
     pub fn renew(&self, agent: &AgentId, token: u64, ttl: Duration) -> Result<Lease, Error> {
         transition::check_ttl(ttl)?;
-        let now = self.state.now();
-        self.apply("renew a lease", |table| {
+        self.apply("renew a lease", |table, now| {
             transition::renew(table, agent, token, ttl, now).map(|(t, l)| (Some(t), l))
         })
     }
@@ -86,7 +119,7 @@ impl Leases {
     ///
     /// [`Error::NotHolder`], a corrupt or unsupported table, a store error.
     pub fn release(&self, agent: &AgentId, token: u64) -> Result<Released, Error> {
-        self.apply("release a lease", |table| {
+        self.apply("release a lease", |table, _| {
             transition::release(table, agent, token)
         })
     }
@@ -106,7 +139,7 @@ impl Leases {
             return Err(Error::Reason("a forced release needs a reason"));
         }
         check_reason(reason)?;
-        let released = self.apply("force-release a lease", |table| {
+        let released = self.apply("force-release a lease", |table, _| {
             Ok(transition::force_release(table, token))
         })?;
         let Released::Released(lease) = &released else {
@@ -156,8 +189,8 @@ impl Leases {
     ///
     /// As [`Leases::list`].
     pub fn live(&self) -> Result<Vec<Lease>, Error> {
-        let now = self.state.now();
         let mut all = self.list()?;
+        let now = self.now()?;
         all.retain(|l| l.is_live(now));
         Ok(all)
     }
@@ -182,7 +215,7 @@ impl Leases {
             .map(|p| LeasePath::normalise(p.as_ref()))
             .collect::<Result<Vec<_>, _>>()?;
         let table = self.read("check leases")?;
-        Ok(transition::check(&table, agent, &paths, self.state.now()))
+        Ok(transition::check(&table, agent, &paths, self.now()?))
     }
 
     /// Checks `leases/table.json`; with [`DoctorMode::Fix`], moves a
@@ -250,10 +283,8 @@ impl Leases {
     /// the next tokens at the current time in milliseconds, above any token
     /// a table could have handed out one grant at a time.
     fn restart_tokens(&self) -> Result<(), Error> {
-        let floor = u64::try_from(self.state.now().unix_ms())
-            .unwrap_or(1)
-            .max(1);
-        self.apply("restart the lease table", |table| {
+        let floor = u64::try_from(self.now()?.unix_ms()).unwrap_or(1).max(1);
+        self.apply("restart the lease table", |table, _| {
             if table.next_token >= floor {
                 return Ok((None, ()));
             }
@@ -264,32 +295,105 @@ impl Leases {
     }
 
     fn read(&self, op: &'static str) -> Result<Table, Error> {
-        let outcome = self.state.read_json::<Table>(&self.table_path()?)?;
+        let (outcome, _) = self.read_raw()?;
         Ok(decode(outcome, &self.table_path()?, op)?.unwrap_or_else(Table::empty))
     }
 
-    /// Applies `decide` to the table under its lock; writes the table it
-    /// returns, after checking it fits the read cap.
+    /// Reads the table on the seam, with the version to swap at.
+    fn read_raw(&self) -> Result<(ReadOutcome<Table>, Option<Version>), Error> {
+        let path = self.table_path()?;
+        match self.seam.read(&Self::table_key()) {
+            Ok(None) => Ok((ReadOutcome::Missing, None)),
+            Ok(Some(v)) => Ok((ReadOutcome::from_json(&path, &v.value), Some(v.version))),
+            Err(chipset_backend::Error::Corrupt { reason, .. }) => Ok((
+                ReadOutcome::Corrupt(Corruption {
+                    path: path.to_path_buf(),
+                    reason,
+                }),
+                None,
+            )),
+            Err(e) => Err(self.seam_error(e)),
+        }
+    }
+
+    /// Applies `decide` to the table read at the backend's clock, and writes
+    /// the table it returns (after checking it fits the read cap) with a
+    /// compare-and-swap at the version read: a create when there was none,
+    /// a replace otherwise. When another writer came first, reads and
+    /// decides again.
     fn apply<R>(
         &self,
         op: &'static str,
-        decide: impl FnOnce(&Table) -> Result<(Option<Table>, R), Error>,
+        mut decide: impl FnMut(&Table, Timestamp) -> Result<(Option<Table>, R), Error>,
     ) -> Result<R, Error> {
-        self.state.channel_dir(Leases::CHANNEL)?;
-        let cap = self.state.read_cap();
+        let cap = self
+            .state
+            .read_cap()
+            .min(u64::try_from(chipset_backend::MAX_VALUE).unwrap_or(u64::MAX));
         let path = self.table_path()?;
-        self.state.update(&path, |current: ReadOutcome<Table>| {
+        let key = Self::table_key();
+        loop {
+            let (current, version) = self.read_raw()?;
             let table = decode(current, &path, op)?.unwrap_or_else(Table::empty);
-            let (next, answer) = decide(&table)?;
+            // Time is read after the table: a change that commits was
+            // decided on the newest table, at a time no earlier than before.
+            let now = self.now()?;
+            let (next, answer) = decide(&table, now)?;
             let Some(next) = next else {
-                return Ok(Decision::Keep(answer));
+                return Ok(answer);
             };
-            let size = StateDir::to_canonical_json(&next).map_or(usize::MAX, |b| b.len());
-            if u64::try_from(size).unwrap_or(u64::MAX) > cap {
-                return Err(Error::TableFull { size, cap });
+            let bytes = StateDir::to_canonical_json(&next).map_err(|source| {
+                Error::Store(chipset_store::Error::Serialize {
+                    path: path.to_path_buf(),
+                    source,
+                })
+            })?;
+            if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > cap {
+                return Err(Error::TableFull {
+                    size: bytes.len(),
+                    cap,
+                });
             }
-            Ok(Decision::Write(next, answer))
-        })
+            let written = match version {
+                None => self
+                    .seam
+                    .create(&key, &bytes)
+                    .map(|c| matches!(c, Created::New(_))),
+                Some(v) => match self.seam.replace(&key, v, &bytes) {
+                    Ok(_) => Ok(true),
+                    Err(
+                        chipset_backend::Error::Conflict { .. }
+                        | chipset_backend::Error::NotFound { .. },
+                    ) => Ok(false),
+                    Err(e) => Err(e),
+                },
+            };
+            match written {
+                Ok(true) => return Ok(answer),
+                Ok(false) => tracing::debug!(op, "lease table changed under us; deciding again"),
+                Err(e) => return Err(self.seam_error(e)),
+            }
+        }
+    }
+
+    /// Turns a seam error into the lease's: a directory's failures stay the
+    /// store's errors ([`Error::Store`], an unknown outcome included), a
+    /// server's are [`Error::Backend`].
+    fn seam_error(&self, e: chipset_backend::Error) -> Error {
+        match e {
+            chipset_backend::Error::Store { source, .. } => Error::Store(source),
+            chipset_backend::Error::OutcomeUnknown { op, key, source } => match source
+                .downcast::<chipset_store::Error>(
+            ) {
+                Ok(store) => Error::Store(*store),
+                Err(source) => Error::Backend(Box::new(chipset_backend::Error::OutcomeUnknown {
+                    op,
+                    key,
+                    source,
+                })),
+            },
+            other => Error::Backend(Box::new(other)),
+        }
     }
 }
 

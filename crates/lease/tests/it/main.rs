@@ -9,7 +9,11 @@
 mod input;
 mod lifecycle;
 mod model;
+mod place;
 mod procs;
+#[path = "../../../backend/tests/it/proxy.rs"]
+mod proxy;
+mod server;
 
 use chipset_lease::{LeaseMode, LeaseRequest, Leases};
 use chipset_store::{AgentId, ManualClock};

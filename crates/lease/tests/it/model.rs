@@ -1,15 +1,19 @@
 //! Random sequences of acquires, renews, releases, forced releases and
 //! clock steps by three agents: after every step no two live leases of
 //! different agents conflict, tokens only increase, and a refused step
-//! changed nothing on disk.
+//! changed nothing on disk. The same body runs on PostgreSQL when
+//! `CHIPSET_TEST_PG` names a server; there time is the server's clock,
+//! which a test cannot step, so those sequences hold no clock steps
+//! (`the_server_clock_judges_expiry` covers expiry there).
 
 use std::time::Duration;
 
-use chipset_lease::{LeaseMode, LeaseRequest, Leases};
+use chipset_lease::{LeaseMode, LeaseRequest};
 use chipset_testkit::TempState;
 use proptest::prelude::*;
 
 use crate::agent;
+use crate::place::Place;
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -57,25 +61,59 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn table(t: &TempState) -> Option<Vec<u8>> {
-    std::fs::read(t.state.root().join("leases/table.json")).ok()
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
     #[test]
     fn grants_never_conflict_and_tokens_only_increase(ops in prop::collection::vec(op(), 1..40)) {
-        let (t, clock) = TempState::manual_no_sync();
-        let leases = Leases::new(t.state.clone());
+        grants_model(&Place::fs(), ops)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+    #[test]
+    fn grants_never_conflict_and_tokens_only_increase_on_postgres(
+        ops in prop::collection::vec(
+            op().prop_filter("the server's clock cannot be stepped", |o| !matches!(o, Op::Advance { .. })),
+            1..40,
+        )
+    ) {
+        // A fresh schema per case, as a fresh directory per case above.
+        if let Some(place) = Place::pg("grants_never_conflict_on_postgres") {
+            grants_model(&place, ops)?;
+        }
+    }
+}
+
+fn grants_model(place: &Place, ops: Vec<Op>) -> Result<(), TestCaseError> {
+    let (t, clock) = TempState::manual_no_sync();
+    let leases = place.leases(t.state.clone());
+    let backend = place.backend(&t.state);
+    let table = || place.table(backend.as_ref());
+    {
         let agents = [agent("a"), agent("b"), agent("c")];
         let mut seen_tokens: Vec<u64> = Vec::new();
         for op in ops {
-            let before = table(&t);
+            let before = table();
             let tokens: Vec<u64> = leases.list().unwrap().iter().map(|l| l.token).collect();
-            let pick = |nth: usize| tokens.get(nth % tokens.len().max(1)).copied().unwrap_or(999);
+            let pick = |nth: usize| {
+                tokens
+                    .get(nth % tokens.len().max(1))
+                    .copied()
+                    .unwrap_or(999)
+            };
             let refused = match &op {
-                Op::Acquire { who, paths, shared, ttl_s } => {
-                    let mode = if *shared { LeaseMode::Shared } else { LeaseMode::Exclusive };
+                Op::Acquire {
+                    who,
+                    paths,
+                    shared,
+                    ttl_s,
+                } => {
+                    let mode = if *shared {
+                        LeaseMode::Shared
+                    } else {
+                        LeaseMode::Exclusive
+                    };
                     let req = LeaseRequest::new(agents[*who].clone(), mode, paths)
                         .with_ttl(Duration::from_secs(*ttl_s));
                     match leases.acquire(&req) {
@@ -88,16 +126,20 @@ proptest! {
                         Err(_) => true,
                     }
                 }
-                Op::Renew { who, nth } => leases.renew(&agents[*who], pick(*nth), Duration::from_secs(60)).is_err(),
+                Op::Renew { who, nth } => leases
+                    .renew(&agents[*who], pick(*nth), Duration::from_secs(60))
+                    .is_err(),
                 Op::Release { who, nth } => leases.release(&agents[*who], pick(*nth)).is_err(),
-                Op::Force { who, nth } => leases.force_release(&agents[*who], pick(*nth), "gone").is_err(),
+                Op::Force { who, nth } => leases
+                    .force_release(&agents[*who], pick(*nth), "gone")
+                    .is_err(),
                 Op::Advance { secs } => {
                     clock.advance(Duration::from_secs(*secs));
                     false
                 }
             };
             if refused {
-                prop_assert_eq!(table(&t), before, "a refused {:?} changed the table", op);
+                prop_assert_eq!(table(), before, "a refused {:?} changed the table", op);
             }
             let live = leases.live().unwrap();
             for (i, x) in live.iter().enumerate() {
@@ -107,4 +149,5 @@ proptest! {
             }
         }
     }
+    Ok(())
 }

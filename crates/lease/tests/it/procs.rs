@@ -1,5 +1,7 @@
 //! Real processes: eight agents racing for one exclusive path, and SIGKILL
-//! while leases are granted and released.
+//! while leases are granted and released. Both run on a directory and,
+//! when `CHIPSET_TEST_PG` names a server, on PostgreSQL (issue 30) from the
+//! same bodies.
 
 use std::fs;
 use std::path::Path;
@@ -8,8 +10,10 @@ use std::thread;
 use std::time::Duration;
 
 use chipset_lease::{Error, LeaseMode, LeaseRequest, Leases};
-use chipset_store::{AgentId, StateDir};
+use chipset_store::AgentId;
 use chipset_testkit::{self as kit, TempState};
+
+use crate::place::{Place, leases_of};
 
 const ENTRY: &str = "procs::child_entry";
 
@@ -53,7 +57,7 @@ fn role_churn(leases: &Leases, me: &AgentId, steps: u64, out: &mut dyn FnMut(Str
 #[test]
 fn child_entry() {
     if let Some(role) = kit::child_role() {
-        let leases = Leases::new(StateDir::open(role.arg(0)).unwrap());
+        let leases = leases_of(role.arg(0));
         let me = AgentId::new(role.arg(1)).unwrap();
         let mut out = |line: String| print(&line);
         match role.name.as_str() {
@@ -77,18 +81,27 @@ fn child_entry() {
     assert_eq!(lines, ["won 1", "refused a", "churning"]);
 }
 
-fn root_of(t: &TempState) -> String {
-    t.state.root().to_str().unwrap().to_owned()
+#[test]
+fn eight_agents_at_once_exactly_one_wins_the_exclusive_path() {
+    eight_agents_race(&Place::fs());
 }
 
 #[test]
-fn eight_agents_at_once_exactly_one_wins_the_exclusive_path() {
+fn eight_agents_on_postgres_exactly_one_wins_the_exclusive_path() {
+    if let Some(place) = Place::pg("eight_agents_on_postgres") {
+        eight_agents_race(&place);
+    }
+}
+
+/// Eight agents lease one exclusive path at once: one wins with the first
+/// token, seven are refused naming the winner.
+fn eight_agents_race(place: &Place) {
     let t = TempState::new();
     let go = t.scratch("go");
     let mut children: Vec<Child> = (0..8)
         .map(|i| {
             let args = [
-                root_of(&t),
+                place.spec(t.state.root()),
                 format!("agent-{i}"),
                 go.to_str().unwrap().into(),
             ];
@@ -106,7 +119,7 @@ fn eight_agents_at_once_exactly_one_wins_the_exclusive_path() {
     }
     let won: Vec<&String> = lines.iter().filter(|l| l.starts_with("won ")).collect();
     assert_eq!(won, ["won 1"], "{lines:?}");
-    let leases = Leases::new(t.state.clone());
+    let leases = place.leases(t.state.clone());
     let live = leases.live().unwrap();
     assert_eq!(live.len(), 1);
     let refused = format!("refused {}", live[0].holder);
@@ -115,15 +128,36 @@ fn eight_agents_at_once_exactly_one_wins_the_exclusive_path() {
         7,
         "{lines:?}"
     );
+    if place.is_pg() {
+        // Nothing went through the local root.
+        assert!(!t.state.root().join("leases").exists());
+    }
 }
 
 #[test]
 fn sigkill_at_any_point_leaves_every_lease_readable() {
+    sigkill_churn(&Place::fs());
+}
+
+#[test]
+fn sigkill_on_postgres_at_any_point_leaves_every_lease_readable() {
+    if let Some(place) = Place::pg("sigkill_on_postgres") {
+        sigkill_churn(&place);
+    }
+}
+
+/// A churning process killed at random points: every lease still reads,
+/// tokens are unique, and the next grant's token is larger than any.
+fn sigkill_churn(place: &Place) {
     let t = TempState::new();
-    let leases = Leases::new(t.state.clone());
+    let leases = place.leases(t.state.clone());
     let mut jitter = kit::Jitter::new(kit::Jitter::seed_from_time());
     for round in 0..6 {
-        let mut child = kit::spawn(ENTRY, "churn", &[root_of(&t), "churner".to_owned()]);
+        let mut child = kit::spawn(
+            ENTRY,
+            "churn",
+            &[place.spec(t.state.root()), "churner".to_owned()],
+        );
         let mut lines = own_lines(&mut child);
         assert_eq!(lines.next().as_deref(), Some("churning"));
         thread::sleep(Duration::from_millis(5 + jitter.below(40)));
