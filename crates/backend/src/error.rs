@@ -153,13 +153,15 @@ pub enum Error {
     },
 }
 
-impl Error {
+impl chipset_store::MaybeCommitted for Error {
     /// Returns whether the change may have been committed
     /// ([`Error::OutcomeUnknown`]).
-    pub fn is_outcome_unknown(&self) -> bool {
+    fn is_outcome_unknown(&self) -> bool {
         matches!(self, Error::OutcomeUnknown { .. })
     }
+}
 
+impl Error {
     /// Returns the version when this is a [`Error::Conflict`] whose key
     /// holds `value` now: the retry of a replace that applied (after an
     /// [`Error::OutcomeUnknown`]) finds its own write there, and that is

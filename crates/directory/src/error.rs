@@ -129,14 +129,20 @@ impl Error {
         )
     }
 
-    /// Returns true when the change was made but not known to be durable:
-    /// registering again with the same fields is then a retry.
-    pub fn is_outcome_unknown(&self) -> bool {
-        matches!(self, Error::Store(s) if s.is_outcome_unknown())
-    }
-
     /// Returns true when a profile file is corrupt.
     pub fn is_corrupt(&self) -> bool {
         matches!(self, Error::Corrupt { .. })
+    }
+}
+
+impl MaybeCommitted for Error {
+    /// Returns true when the change may have been made but is not known to
+    /// be committed (the store's or the backend's outcome is unknown):
+    /// registering again with the same fields is then a retry.
+    fn is_outcome_unknown(&self) -> bool {
+        match self {
+            Error::Store(e) => e.is_outcome_unknown(),
+            _ => false,
+        }
     }
 }

@@ -234,7 +234,7 @@ pub enum Error {
 }
 
 fn unknown_prefix(ids: &[MessageId], source: &chipset_backend::Error) -> String {
-    if source.is_outcome_unknown() && !ids.is_empty() {
+    if chipset_store::MaybeCommitted::is_outcome_unknown(source) && !ids.is_empty() {
         format!("message {} may have been sent: ", join(ids))
     } else {
         String::new()

@@ -133,10 +133,13 @@ impl Error {
                 | Error::IdTaken { .. }
         ) || matches!(self, Error::Store(chipset_store::Error::InvalidId { .. }))
     }
+}
 
+impl MaybeCommitted for Error {
     /// Returns true when a write may have been made but is not known to be
-    /// durable: retrying with the same id is safe.
-    pub fn is_outcome_unknown(&self) -> bool {
+    /// committed (the store's, the hook's or the backend's outcome is
+    /// unknown): retrying with the same id is safe.
+    fn is_outcome_unknown(&self) -> bool {
         match self {
             Error::Store(e) => e.is_outcome_unknown(),
             Error::Hook(e) => e.is_outcome_unknown(),

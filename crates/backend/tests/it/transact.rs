@@ -7,6 +7,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 
 use chipset_backend::{Backend, Created, Error, LogPos, PgBackend, PgOptions, Step};
+use chipset_store::MaybeCommitted;
 
 use crate::proxy::Proxy;
 use crate::server::host_port;

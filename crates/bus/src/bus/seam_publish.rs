@@ -6,6 +6,7 @@
 //! and a publish is never half done.
 
 use chipset_backend::{Backend, Created, Step};
+use chipset_store::MaybeCommitted;
 
 use super::seam::{key_path, seam_error};
 use super::*;
