@@ -1,7 +1,10 @@
-//! The I/O layer: profiles in `agents/{agent}.json`, changed under each
-//! file's lock.
+//! The I/O layer: profiles in `agents/{agent}.json`, changed with a
+//! compare-and-swap on the storage seam.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use chipset_backend::{Backend, FsBackend};
 
 use chipset_bus::Bus;
 use chipset_hook::Hooks;
@@ -70,11 +73,18 @@ pub struct Roster {
 
 /// The agent directory under one state root: `agents/{agent}.json`.
 ///
-/// Cheap to clone. A registration is one locked read-modify-write
-/// ([`StateDir::update`]); reading never writes.
+/// Cheap to clone. A registration reads the profile and its version on
+/// the storage seam (`chipset_backend::Backend`), decides at the backend's
+/// clock, and writes with a compare-and-swap at that version (read and
+/// decided again when another writer came first), so registrations are
+/// linearizable across processes and (on PostgreSQL) hosts. On a directory
+/// the swap is the store's replace under `.{agent}.json.lock`, the lock
+/// [`StateDir::update`] takes, so the files are what they always were.
+/// Reading never writes.
 #[derive(Debug, Clone)]
 pub struct Directory {
     pub(crate) state: StateDir,
+    pub(crate) seam: Arc<dyn Backend>,
     pub(crate) dir: StatePath,
     pub(crate) hooks: Hooks,
     pub(crate) bus: Bus,
@@ -85,11 +95,21 @@ impl Directory {
     /// Returns the directory under `state`. Creates nothing until the first
     /// registration.
     pub fn new(state: StateDir) -> Self {
+        let seam = Arc::new(FsBackend::new(state.clone()));
+        Self::with_backend(state, seam)
+    }
+
+    /// Returns the directory whose profiles, and the hooks it reads for
+    /// last activity, live on `backend` (a PostgreSQL server, issue 30),
+    /// with `state` as the local root that the bus presence, the mail
+    /// manifest and the doctor still use until they move onto the seam.
+    pub fn with_backend(state: StateDir, backend: Arc<dyn Backend>) -> Self {
         Directory {
             dir: state.channel(crate::DIRECTORY_CHANNEL),
-            hooks: Hooks::new(state.clone()),
+            hooks: Hooks::with_backend(state.clone(), Arc::clone(&backend)),
             bus: Bus::new(state.clone()),
             manifest: Mail::new(state.clone()).manifest_path(),
+            seam: backend,
             state,
         }
     }
@@ -118,10 +138,9 @@ impl Directory {
     /// (nothing is overwritten); [`Error::Store`].
     pub fn register(&self, agent: &AgentId, change: &Registration) -> Result<Registered> {
         change.validate()?;
-        let path = self.path(agent);
         let op = "register";
-        self.state.update(&path, |read: ReadOutcome<Profile>| {
-            let old = match classify(agent, &path, read) {
+        self.swap(agent, |read, now| {
+            let old = match read {
                 ReadOutcome::Missing => None,
                 ReadOutcome::Value(p) => Some(p),
                 ReadOutcome::Corrupt(corruption) => {
@@ -139,7 +158,6 @@ impl Directory {
                     });
                 }
             };
-            let now = self.state.now();
             let mut new = change.apply(agent, old.as_ref(), now);
             Ok(match old {
                 None => Decision::Write(new.clone(), Registered::Created(new)),
@@ -160,7 +178,7 @@ impl Directory {
     /// [`ReadOutcome::Corrupt`], never missing.
     pub fn read(&self, agent: &AgentId) -> Result<ReadOutcome<Profile>> {
         let path = self.path(agent);
-        Ok(classify(agent, &path, self.state.read_json(&path)?))
+        Ok(self.read_versioned(agent, &path)?.0)
     }
 
     /// Returns `agent`'s profile and last activity.
@@ -190,12 +208,9 @@ impl Directory {
     /// be read at all.
     pub fn list(&self, filter: &Filter) -> Result<Roster> {
         let mut roster = Roster::default();
-        let names = match self.state.stat(&self.dir)? {
-            Some(_) => self.state.list(&self.dir)?,
-            None => Vec::new(),
-        };
+        let names = self.names()?;
         let tail = self.mail_tail()?;
-        let now = self.state.now();
+        let now = self.now()?;
         for name in names {
             let agent = name
                 .strip_suffix(".json")

@@ -108,6 +108,12 @@ pub enum Error {
     /// Reading the agent's bus presence failed.
     #[error(transparent)]
     Bus(#[from] chipset_bus::Error),
+    /// The storage backend failed (a PostgreSQL server, through
+    /// [`Directory::with_backend`](crate::Directory::with_backend)); on a
+    /// directory failures stay [`Error::Store`]. Boxed: the backend's error
+    /// carries the value it found.
+    #[error(transparent)]
+    Backend(Box<chipset_backend::Error>),
 }
 
 impl Error {
@@ -142,6 +148,8 @@ impl MaybeCommitted for Error {
     fn is_outcome_unknown(&self) -> bool {
         match self {
             Error::Store(e) => e.is_outcome_unknown(),
+            Error::Hook(e) => e.is_outcome_unknown(),
+            Error::Backend(e) => e.is_outcome_unknown(),
             _ => false,
         }
     }

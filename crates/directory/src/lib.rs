@@ -79,10 +79,19 @@
 //!
 //! # Durability and failures
 //!
-//! A registration is the store's locked read-modify-write: the profile is
-//! read under its kernel lock, and the new one is written to a synced temp
-//! file and renamed into place, then the folder is synced. A SIGKILL at any
-//! point leaves the old profile or the new one, never a torn file. A
+//! A registration is a compare-and-swap on the storage seam
+//! (`chipset_backend::Backend`): the profile is read with its version, the
+//! change decided at the backend's clock, and the new profile created or
+//! swapped in at that version (decided again when another writer came
+//! first). On a directory the swap is the store's: under the profile's
+//! kernel lock (`.{agent}.json.lock`), the new profile is written to a
+//! synced temp file and renamed into place, then the folder is synced. A
+//! SIGKILL at any point leaves the old profile or the new one, never a
+//! torn file. [`Directory::with_backend`] puts the profiles (and the hooks
+//! read for last activity) on a PostgreSQL server (issue 30): registrations
+//! are linearizable across hosts and `updated_at` is the server's clock;
+//! the bus presence, the acknowledgements folder, the mail manifest and
+//! the doctor still use the local state root. A
 //! corrupt profile is [`ReadOutcome::Corrupt`](chipset_store::ReadOutcome)
 //! from [`Directory::read`], an [`Error::Corrupt`] from `whois` and
 //! `register` (which never overwrites it), and listed in
@@ -95,6 +104,7 @@ mod doctor;
 mod error;
 mod lists;
 mod profile;
+mod seam;
 mod seen;
 
 pub use directory::{AgentInfo, Directory, Filter, Registered, Roster};

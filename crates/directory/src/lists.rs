@@ -9,7 +9,7 @@ use std::str::FromStr;
 
 use chipset_store::{AgentId, Decision, ReadOutcome};
 
-use crate::directory::{Directory, Registered, classify, registered};
+use crate::directory::{Directory, Registered, registered};
 use crate::error::{Error, Result};
 use crate::profile::{MAX_ROLES, Profile, Role};
 
@@ -236,14 +236,13 @@ impl Directory {
     }
 
     fn change_roles(&self, agent: &AgentId, list: &Role, add: bool) -> Result<Registered> {
-        let path = self.path(agent);
         let op = if add {
             "add a list to"
         } else {
             "remove a list from"
         };
-        self.state.update(&path, |read: ReadOutcome<Profile>| {
-            let old = registered(agent, op, classify(agent, &path, read))?;
+        self.swap(agent, |read, now| {
+            let old = registered(agent, op, read)?;
             let mut new = old.clone();
             if add {
                 if let Err(at) = new.roles.binary_search(list) {
@@ -261,7 +260,7 @@ impl Directory {
             if new == old {
                 return Ok(Decision::Keep(Registered::Unchanged(old)));
             }
-            new.updated_at = self.state.now();
+            new.updated_at = now;
             Ok(Decision::Write(new.clone(), Registered::Updated(new)))
         })
     }
@@ -285,13 +284,6 @@ impl Directory {
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)
-    }
-
-    fn names(&self) -> Result<Vec<String>> {
-        Ok(match self.state.stat(&self.dir)? {
-            Some(_) => self.state.list(&self.dir)?,
-            None => Vec::new(),
-        })
     }
 
     /// Reads every profile, failing on any that cannot be read.

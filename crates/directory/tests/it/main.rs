@@ -9,6 +9,7 @@
 
 mod doctor;
 mod model;
+mod place;
 mod procs;
 mod register;
 mod seen;

@@ -1,7 +1,8 @@
 //! Random register, list-add and list-remove sequences by four agents
 //! against a plain in-memory model: after every step each profile reads
 //! back what the model says, `Registered` says whether anything changed,
-//! and lists resolve to the model's members.
+//! and lists resolve to the model's members. The same body runs on
+//! PostgreSQL when `CHIPSET_TEST_PG` names a server.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -11,6 +12,7 @@ use chipset_testkit::TempState;
 use proptest::prelude::*;
 
 use crate::agent;
+use crate::place::Place;
 
 const AGENTS: [&str; 4] = ["a", "b", "c", "d"];
 const LISTS: [&str; 3] = ["qa", "dev", "ops"];
@@ -103,12 +105,35 @@ proptest! {
 
     #[test]
     fn profiles_and_lists_follow_the_model(ops in prop::collection::vec(op(), 1..30)) {
+        profiles_model(&Place::fs(), ops)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    #[test]
+    fn profiles_and_lists_follow_the_model_on_postgres(ops in prop::collection::vec(op(), 1..30)) {
+        // A fresh schema per case, as a fresh directory per case above.
+        if let Some(place) = Place::pg("profiles_and_lists_follow_the_model_on_postgres") {
+            profiles_model(&place, ops)?;
+        }
+    }
+}
+
+fn profiles_model(place: &Place, ops: Vec<Op>) -> Result<(), TestCaseError> {
+    {
         let (t, _clock) = TempState::manual_no_sync();
-        let dir = Directory::new(t.state.clone());
+        let dir = place.directory(t.state.clone());
         let mut model: BTreeMap<usize, Model> = BTreeMap::new();
         for op in ops {
             match op {
-                Op::Register { who, roles, model: m, note } => {
+                Op::Register {
+                    who,
+                    roles,
+                    model: m,
+                    note,
+                } => {
                     let mut r = Registration::new();
                     r.roles = roles.as_ref().map(|v| v.iter().map(|i| role(*i)).collect());
                     r.model = m.map(str::to_owned);
@@ -158,4 +183,5 @@ proptest! {
             check(&dir, &model);
         }
     }
+    Ok(())
 }

@@ -1,7 +1,9 @@
 //! Real processes: registrations that race on one profile lose no field,
 //! a SIGKILL mid-registration (or mid list change) leaves every profile
 //! readable, and a group send killed mid-fan-out is completed once by a
-//! retry with its id.
+//! retry with its id. The registration races run on a directory and, when
+//! `CHIPSET_TEST_PG` names a server, on PostgreSQL (issue 30) from the
+//! same bodies; the group send's mail is still the local root's.
 
 use std::io::Write;
 use std::path::Path;
@@ -11,6 +13,8 @@ use chipset_directory::{Directory, Recipients, Registration, Role};
 use chipset_mail::{GroupMessage, Mail, MessageId};
 use chipset_store::{AgentId, ReadOutcome, StateDir, TaskId};
 use chipset_testkit as kit;
+
+use crate::place::{Place, directory_of};
 
 const ENTRY: &str = "procs::child_entry";
 
@@ -43,10 +47,10 @@ fn child_entry() {
     let Some(role) = kit::child_role() else {
         return;
     };
-    let dir = Directory::new(StateDir::open(role.arg(0)).unwrap());
+    let (dir, state) = directory_of(role.arg(0));
     if role.arg(1) == "group" {
         kit::say("dir> ", "ready");
-        group_send(&dir, Path::new(role.arg(0)));
+        group_send(&dir, state.root());
         return;
     }
     if role.arg(1) == "lists" {
@@ -85,26 +89,34 @@ fn started(entry_args: &[String], field: &str) -> std::process::Child {
     kit::spawn(ENTRY, field, entry_args)
 }
 
-fn args(root: &Path, field: &str, rounds: u64) -> Vec<String> {
-    vec![
-        root.display().to_string(),
-        field.to_owned(),
-        rounds.to_string(),
-    ]
+fn args(place: &Place, root: &Path, field: &str, rounds: u64) -> Vec<String> {
+    vec![place.spec(root), field.to_owned(), rounds.to_string()]
 }
 
 #[test]
 fn racing_registrations_lose_no_field() {
+    registrations_race(&Place::fs());
+}
+
+#[test]
+fn racing_registrations_on_postgres_lose_no_field() {
+    if let Some(place) = Place::pg("racing_registrations_on_postgres") {
+        registrations_race(&place);
+    }
+}
+
+/// Four processes each register one field of the same three profiles.
+fn registrations_race(place: &Place) {
     let tmp = tempfile::tempdir().unwrap();
     let fields = ["program", "model", "host", "note"];
     let mut children: Vec<_> = fields
         .iter()
-        .map(|f| started(&args(tmp.path(), f, 30), f))
+        .map(|f| started(&args(place, tmp.path(), f, 30), f))
         .collect();
     for child in &mut children {
         kit::wait_ok(child, kit::PATIENT);
     }
-    let dir = Directory::new(StateDir::open(tmp.path()).unwrap());
+    let dir = place.directory(StateDir::open(tmp.path()).unwrap());
     // Each process's last write to `a` (round 27) is there: none was lost
     // to another process's read-modify-write.
     let ReadOutcome::Value(p) = dir.read(&AgentId::new("a").unwrap()).unwrap() else {
@@ -119,20 +131,36 @@ fn racing_registrations_lose_no_field() {
         let v = value.as_deref().unwrap_or_else(|| panic!("{field} lost"));
         assert!(v.starts_with(&format!("{field}-27-")), "{field}: {v}");
     }
+    if place.is_pg() {
+        // Nothing went through the local root.
+        assert!(!tmp.path().join("agents").exists());
+    }
 }
 
 #[test]
 fn sigkill_mid_registration_leaves_every_profile_readable() {
+    sigkill_registrations(&Place::fs());
+}
+
+#[test]
+fn sigkill_on_postgres_mid_registration_leaves_every_profile_readable() {
+    if let Some(place) = Place::pg("sigkill_on_postgres_mid_registration") {
+        sigkill_registrations(&place);
+    }
+}
+
+/// A registering process killed at four points: every profile reads.
+fn sigkill_registrations(place: &Place) {
     let tmp = tempfile::tempdir().unwrap();
     for round in 0..4u64 {
-        let mut child = started(&args(tmp.path(), "note", 1_000_000), "note");
+        let mut child = started(&args(place, tmp.path(), "note", 1_000_000), "note");
         let ready = kit::lines(&mut child)
             .map_while(Result::ok)
             .any(|l| l == "dir> ready");
         assert!(ready, "the child started");
         std::thread::sleep(Duration::from_millis(5 + round * 7));
         kit::kill9(&mut child);
-        let dir = Directory::new(StateDir::open(tmp.path()).unwrap());
+        let dir = place.directory(StateDir::open(tmp.path()).unwrap());
         let roster = dir.list(&Default::default()).unwrap();
         assert!(roster.corrupt.is_empty(), "{:?}", roster.corrupt);
         assert!(!roster.agents.is_empty());
@@ -141,14 +169,26 @@ fn sigkill_mid_registration_leaves_every_profile_readable() {
 
 #[test]
 fn sigkill_mid_list_changes_leaves_every_profile_readable() {
+    sigkill_list_changes(&Place::fs());
+}
+
+#[test]
+fn sigkill_on_postgres_mid_list_changes_leaves_every_profile_readable() {
+    if let Some(place) = Place::pg("sigkill_on_postgres_mid_list_changes") {
+        sigkill_list_changes(&place);
+    }
+}
+
+/// A process changing lists killed at three points: every profile reads.
+fn sigkill_list_changes(place: &Place) {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = Directory::new(StateDir::open(tmp.path()).unwrap());
+    let dir = place.directory(StateDir::open(tmp.path()).unwrap());
     for a in ["a", "b", "c"] {
         dir.register(&AgentId::new(a).unwrap(), &Registration::new())
             .unwrap();
     }
     for round in 0..3u64 {
-        let mut child = started(&args(tmp.path(), "lists", 1_000_000), "lists");
+        let mut child = started(&args(place, tmp.path(), "lists", 1_000_000), "lists");
         let ready = kit::own_lines(&mut child, "dir> ").any(|l| l == "ready");
         assert!(ready, "the child started");
         std::thread::sleep(Duration::from_millis(5 + round * 11));
@@ -172,7 +212,7 @@ fn a_group_send_killed_mid_fan_out_is_completed_once_by_a_retry() {
     }
     let seed = kit::Jitter::seed_from_time();
     let mut rng = kit::Jitter::new(seed);
-    let mut child = started(&args(tmp.path(), "group", 0), "group");
+    let mut child = started(&args(&Place::fs(), tmp.path(), "group", 0), "group");
     let ready = kit::own_lines(&mut child, "dir> ").any(|l| l == "ready");
     assert!(ready, "the child started");
     std::thread::sleep(Duration::from_millis(rng.below(40)));
