@@ -58,6 +58,7 @@
 
 #![forbid(unsafe_code)]
 
+mod claim;
 mod error;
 mod fs;
 mod key;
@@ -66,6 +67,7 @@ mod pg;
 mod seam;
 mod txn;
 
+pub use claim::{Claim, ClaimView, ClaimWrite, Claimed, Decide};
 pub use error::{Error, Result, Source};
 pub use fs::FsBackend;
 pub use key::{Dir, Key, MAX_SEGMENT};

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use chipset_store::Timestamp;
 
+use crate::claim::{Claim, Claimed, Decide};
 use crate::error::{Error, Result};
 use crate::key::{Dir, Key};
 use crate::txn::Step;
@@ -312,6 +313,45 @@ pub trait Backend: fmt::Debug + Send + Sync {
     /// quarantine, stale temporary files); `None` on a server.
     fn local_state(&self) -> Option<&chipset_store::StateDir> {
         None
+    }
+
+    /// Claims the first of `claim.candidates` (rows of `claim.dir`, in the
+    /// caller's order) that `decide` accepts, and makes the writes it
+    /// returns (the pool: a hook assignment), all in one step: of racing
+    /// claimers no two claim one row, and a row is claimed exactly when
+    /// its writes are made. `decide` sees the state through a
+    /// [`ClaimView`](crate::ClaimView) with the candidate locked, and
+    /// returns `None` to pass it over (claimed meanwhile). `None` when no
+    /// candidate was claimed.
+    ///
+    /// The default, which a directory uses, is the lock-based claim below;
+    /// a backend with row locks overrides it.
+    ///
+    /// On PostgreSQL it is one transaction: each candidate row is taken
+    /// with `SELECT … FOR UPDATE SKIP LOCKED` (a row another claimer holds
+    /// is skipped, never waited on), `decide` reads inside the transaction
+    /// (after the row lock, so it sees the commit of whoever held the row
+    /// before), and the writes and the commit follow. On a directory it
+    /// runs under the lock of `claim.lock`, and the writes are made in
+    /// order, each durable: a crash between two leaves the first, which
+    /// the caller's retry recognises (see
+    /// [`Claim::lock`](crate::Claim::lock)).
+    ///
+    /// # Retrying
+    ///
+    /// A claim whose commit was cut is [`Error::OutcomeUnknown`]: retry
+    /// it with the same claimer; its `decide` finds its own writes (the
+    /// claimer's hook holds the row) and answers as the first attempt did.
+    ///
+    /// # Errors
+    ///
+    /// What `decide` returns (nothing written); [`Error::Conflict`] when a
+    /// write's key is no longer at its expected version (nothing written on
+    /// PostgreSQL; on a directory the writes before it stand);
+    /// [`Error::TooLarge`]; [`Error::OutcomeUnknown`]; an I/O or server
+    /// error.
+    fn claim(&self, claim: &Claim<'_>, decide: &mut Decide<'_>) -> Result<Option<Claimed>> {
+        crate::claim::locked_claim(self, claim, decide)
     }
 }
 

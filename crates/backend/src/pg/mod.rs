@@ -1,5 +1,6 @@
 //! The PostgreSQL backend.
 
+mod claim;
 mod config;
 mod conn;
 mod pgpass;
@@ -463,6 +464,14 @@ impl Backend for PgBackend {
         let prefix = format!("{}/", dir.as_text());
         let rows = self.run("list folders of", dir, false, LIST_DIRS, &[&prefix])?;
         Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    fn claim(
+        &self,
+        claim: &crate::claim::Claim<'_>,
+        decide: &mut crate::claim::Decide<'_>,
+    ) -> Result<Option<crate::claim::Claimed>> {
+        self.claim_rows(claim, decide)
     }
 }
 

@@ -3,6 +3,7 @@
 //! fault tests. PostgreSQL runs happen when `CHIPSET_TEST_PG` names a
 //! server (a URL); without it those tests say so and pass.
 
+mod claim;
 mod cluster;
 mod conformance;
 mod faults;

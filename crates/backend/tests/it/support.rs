@@ -220,6 +220,7 @@ pub(crate) fn act(role: &kit::Role) {
                 b.append(&log, &refs).unwrap();
             }
         }
+        "claim" => crate::claim::act_claim(b.as_ref(), role),
         other => panic!("unknown role {other}"),
     }
 }
