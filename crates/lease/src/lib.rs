@@ -99,8 +99,9 @@
 //! PostgreSQL (issue 30) it is one row, swapped at its version, so grants
 //! stay linearizable and tokens monotonic across hosts, and every time a
 //! lease is judged by (grant, renewal, expiry, [`Leases::check`]) is the
-//! server's clock, not each host's. The doctor and the forced release's
-//! mail still use the local state root.
+//! server's clock, not each host's; a forced release's mail goes to the
+//! server too (`chipset_mail::Mail::with_backend`). The doctor still uses
+//! the local state root.
 
 #![forbid(unsafe_code)]
 

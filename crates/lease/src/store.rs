@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chipset_backend::{Backend, Created, FsBackend, Key, Version};
-use chipset_mail::{Mail, NewMessage};
+use chipset_mail::{Mail, MailConfig, NewMessage};
 use chipset_store::{
     AgentId, Corruption, Defect, DoctorMode, Finding, ReadOutcome, Report, StateDir, StatePath,
     TaskId, Timestamp, Unsupported,
@@ -36,23 +36,33 @@ const TABLE_FILE: &str = "table.json";
 pub struct Leases {
     state: StateDir,
     seam: Arc<dyn Backend>,
+    /// Where a forced release's notice goes: the same place as the table.
+    mail: Mail,
 }
 
 impl Leases {
     /// Returns the leases of `state`.
     pub fn new(state: StateDir) -> Self {
-        let seam = Arc::new(FsBackend::new(state.clone()));
-        Self::with_backend(state, seam)
+        Leases {
+            seam: Arc::new(FsBackend::new(state.clone())),
+            mail: Mail::new(state.clone()),
+            state,
+        }
     }
 
-    /// Returns the leases whose table lives on `backend` (a PostgreSQL
-    /// server, issue 30), with `state` as the local root that the doctor
-    /// and the forced release's mail still use until they move onto the
-    /// seam too.
+    /// Returns the leases whose table, and the mail a forced release
+    /// sends, live on `backend` (a PostgreSQL server, issue 30), with
+    /// `state` as the local root that the doctor still uses until it moves
+    /// onto the seam too.
+    ///
+    /// This is for servers: on a directory use [`Leases::new`], whose
+    /// forced-release mail is in the seed's files (mail on a backend keeps
+    /// the server's layout; see `chipset_mail::Mail::with_backend`).
     pub fn with_backend(state: StateDir, backend: Arc<dyn Backend>) -> Self {
         Leases {
-            state,
+            mail: Mail::with_backend(state.clone(), MailConfig::default(), Arc::clone(&backend)),
             seam: backend,
+            state,
         }
     }
 
@@ -164,7 +174,7 @@ impl Leases {
             "lease-force-released",
             body,
         );
-        if let Err(error) = Mail::new(self.state.clone()).send(&draft) {
+        if let Err(error) = self.mail.send(&draft) {
             return Err(Error::NoticeFailed {
                 released: Box::new(lease.clone()),
                 error,

@@ -67,7 +67,10 @@ impl Place {
 
     /// Returns the leases on this place, with `state` as the local root.
     pub(crate) fn leases(&self, state: StateDir) -> Leases {
-        Leases::with_backend(state.clone(), self.backend(&state))
+        match &self.pg {
+            None => Leases::new(state),
+            Some(_) => Leases::with_backend(state.clone(), self.backend(&state)),
+        }
     }
 
     /// Returns a backend handle on this place, to inspect values as

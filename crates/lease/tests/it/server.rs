@@ -99,3 +99,31 @@ fn an_acquire_cut_at_commit_is_unknown_and_the_retry_returns_the_lease() {
     assert!(again.existing);
     assert_eq!(again.lease, granted[0]);
 }
+
+/// A forced release on a server mails the holder on the server: a holder
+/// on another host (another local root) finds the notice in its inbox.
+#[test]
+fn a_forced_release_mails_the_holder_on_the_server() {
+    let Some(place) = Place::pg("a_forced_release_mails_the_holder_on_the_server") else {
+        return;
+    };
+    let (here, there) = (TempState::new(), TempState::new());
+    let (a, b) = (agent("alice"), agent("bob"));
+    let leases = place.leases(here.state.clone());
+    let held = leases.acquire(&exclusive(&a, &["src"])).unwrap().lease;
+    let _ = leases
+        .force_release(&b, held.token, "alice crashed")
+        .unwrap();
+    let mail = chipset_mail::Mail::with_backend(
+        there.state.clone(),
+        chipset_mail::MailConfig::default(),
+        place.backend(&there.state),
+    );
+    let inbox = mail
+        .inbox(&a, &chipset_mail::InboxFilter::default())
+        .unwrap();
+    assert_eq!(inbox.len(), 1);
+    assert_eq!(inbox[0].subject, "lease-force-released");
+    // Nothing went through either local root.
+    assert!(!here.state.root().join("mail").exists());
+}
