@@ -210,8 +210,14 @@ impl Chipset {
             .with_config(config.attention)),
             _ => Err(Part::Attention),
         };
-        let directory = on_directory(local, Part::Directory, || Directory::new(state.clone()));
-        let leases = on_directory(local, Part::Leases, || Leases::new(state.clone()));
+        let directory = Ok(match &seam {
+            Some(backend) => Directory::with_backend(state.clone(), Arc::clone(backend)),
+            None => Directory::new(state.clone()),
+        });
+        let leases = Ok(match &seam {
+            Some(backend) => Leases::with_backend(state.clone(), Arc::clone(backend)),
+            None => Leases::new(state.clone()),
+        });
         let pool = on_directory(local, Part::Pool, || Pool::new(state.clone()));
         // The index is a cache of the channels' records, caught up from
         // their files: on a server it needs a catch-up through the seam.
@@ -353,24 +359,12 @@ impl Chipset {
     }
 
     /// Returns the agent directory: profiles, roles and last seen.
-    ///
-    /// # Panics
-    ///
-    /// On a server, until the directory runs there: check with
-    /// [`Chipset::require`]`(Part::Directory)`.
-    #[track_caller]
     pub fn directory(&self) -> &Directory {
         self.wired(&self.inner.directory)
     }
 
     /// Returns the path leases: who may edit which files, and the check a
     /// pre-commit hook runs.
-    ///
-    /// # Panics
-    ///
-    /// On a server, until leases runs there: check with
-    /// [`Chipset::require`]`(Part::Leases)`.
-    #[track_caller]
     pub fn leases(&self) -> &Leases {
         self.wired(&self.inner.leases)
     }

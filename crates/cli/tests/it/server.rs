@@ -86,7 +86,7 @@ fn a_server_root_runs_hooks_and_refuses_what_is_not_there_yet() {
     ));
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("polecat"), "{out}");
-    for args in [&["agent", "list"][..], &["status"], &["search", "parser"]] {
+    for args in [&["work", "list"][..], &["status"], &["search", "parser"]] {
         let mut all = vec!["--root", url.as_str()];
         all.extend(args);
         let (code, out, err) = run(&mut chipset(cache.path(), &schema, &all));
