@@ -43,7 +43,7 @@ pub enum Error {
     Lease(#[from] chipset_lease::Error),
     /// A server's failure (issue 30) reading or writing a loop record:
     /// unreachable, refused, or an unknown outcome
-    /// ([`chipset_backend::Error::is_outcome_unknown`]).
+    /// ([`MaybeCommitted`](chipset_store::MaybeCommitted)).
     #[error(transparent)]
     Backend(Box<chipset_backend::Error>),
     /// An operation not offered on a server backend yet; nothing was read
@@ -134,6 +134,25 @@ impl From<Corruption> for Error {
     }
 }
 
+impl chipset_store::MaybeCommitted for Error {
+    /// Returns true when a step may have made its change but is not known
+    /// to have (a store's, a channel's or the server's outcome is unknown):
+    /// the loop's next step reads the record again, so retrying is safe.
+    fn is_outcome_unknown(&self) -> bool {
+        match self {
+            Error::Store(e) => e.is_outcome_unknown(),
+            Error::Hook(e) => e.is_outcome_unknown(),
+            Error::Nudge(e) => e.is_outcome_unknown(),
+            Error::Mail(e) => e.is_outcome_unknown(),
+            Error::Bus(e) => e.is_outcome_unknown(),
+            Error::Pool(e) => e.is_outcome_unknown(),
+            Error::Lease(e) => e.is_outcome_unknown(),
+            Error::Backend(e) => e.is_outcome_unknown(),
+            _ => false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use chipset_store::{AgentId, CorruptReason};
@@ -170,5 +189,31 @@ mod tests {
         };
         assert!(!refusal.is_corrupt());
         assert!(!refusal.is_stale());
+    }
+
+    #[test]
+    fn a_lost_commit_of_a_loop_record_or_a_channel_is_an_unknown_outcome() {
+        use chipset_store::MaybeCommitted as _;
+        let lost = chipset_backend::Error::OutcomeUnknown {
+            op: "replace",
+            key: "loop/witness/incidents/alice.json".to_owned(),
+            source: "connection closed".into(),
+        };
+        assert!(Error::Backend(Box::new(lost)).is_outcome_unknown());
+        let refused = chipset_backend::Error::NotFound {
+            key: "loop/witness/incidents/alice.json".to_owned(),
+        };
+        assert!(!Error::Backend(Box::new(refused)).is_outcome_unknown());
+        let hook_lost = chipset_backend::Error::OutcomeUnknown {
+            op: "replace",
+            key: "hooks/alice.json".to_owned(),
+            source: "connection closed".into(),
+        };
+        let hook = chipset_hook::Error::Backend(Box::new(hook_lost));
+        assert!(Error::Hook(hook).is_outcome_unknown());
+        assert!(
+            !Error::NotOnServer { op: "doctor" }.is_outcome_unknown(),
+            "a refusal changed nothing"
+        );
     }
 }
