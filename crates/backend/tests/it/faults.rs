@@ -1,7 +1,6 @@
 //! Faults at the seam on PostgreSQL: the server restarted mid-stream, a
 //! client killed mid-transaction, a connection cut at commit.
 
-use std::net::ToSocketAddrs;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
@@ -13,7 +12,6 @@ use chipset_testkit as kit;
 
 use crate::cluster::OwnCluster;
 use crate::proxy::Proxy;
-use crate::server::host_port;
 use crate::support::{Fx, MARK, dir, key, pg_url};
 
 /// Whether an error is one a client may see while the server restarts.
@@ -146,21 +144,7 @@ fn a_connection_cut_at_commit_is_unknown_and_the_retry_answers_first() {
         return;
     };
     let url = pg_url(test).unwrap();
-    let c: postgres::Config = url.parse().unwrap();
-    let (host, port) = host_port(&c);
-    let upstream = (host.as_str(), port)
-        .to_socket_addrs()
-        .unwrap()
-        .next()
-        .unwrap();
-    let proxy = Proxy::start(upstream);
-    let password = String::from_utf8(c.get_password().unwrap().to_vec()).unwrap();
-    let via = format!(
-        "postgres://{}:{password}@127.0.0.1:{}/{}",
-        c.get_user().unwrap(),
-        proxy.port,
-        c.get_dbname().unwrap()
-    );
+    let (proxy, via) = Proxy::for_url(&url);
     let schema = fx.spec().split('\t').nth(2).unwrap().to_owned();
     let mut options = PgOptions::with_schema(&schema);
     options.max_idle = 1;

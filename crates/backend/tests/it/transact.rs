@@ -2,7 +2,6 @@
 //! one read (`Backend::read_all`), on both backends from the same bodies;
 //! and a transaction cut at its commit, on PostgreSQL.
 
-use std::net::ToSocketAddrs;
 use std::sync::{Arc, Barrier};
 use std::thread;
 
@@ -10,7 +9,6 @@ use chipset_backend::{Backend, Created, Error, LogPos, PgBackend, PgOptions, Ste
 use chipset_store::MaybeCommitted;
 
 use crate::proxy::Proxy;
-use crate::server::host_port;
 use crate::support::{Fx, both, dir, key, pg_url};
 
 both!(
@@ -328,21 +326,7 @@ fn a_transaction_cut_at_commit_is_unknown_and_the_retry_answers_first() {
         return;
     };
     let url = pg_url(test).unwrap();
-    let c: postgres::Config = url.parse().unwrap();
-    let (host, port) = host_port(&c);
-    let upstream = (host.as_str(), port)
-        .to_socket_addrs()
-        .unwrap()
-        .next()
-        .unwrap();
-    let proxy = Proxy::start(upstream);
-    let password = String::from_utf8(c.get_password().unwrap().to_vec()).unwrap();
-    let via = format!(
-        "postgres://{}:{password}@127.0.0.1:{}/{}",
-        c.get_user().unwrap(),
-        proxy.port,
-        c.get_dbname().unwrap()
-    );
+    let (proxy, via) = Proxy::for_url(&url);
     let schema = fx.spec().split('\t').nth(2).unwrap().to_owned();
     let mut options = PgOptions::with_schema(&schema);
     options.max_idle = 1;
