@@ -65,6 +65,8 @@ mod key;
 #[cfg(feature = "postgres")]
 mod pg;
 mod seam;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod txn;
 
 pub use claim::{Claim, ClaimView, ClaimWrite, Claimed, Decide};

@@ -360,8 +360,5 @@ fn bench_server() {
         let (median, p99) = spread(samples);
         eprintln!("server: {what}: median {median:.0} us, p99 {p99:.0} us");
     }
-    if let Ok(mut c) = postgres::Client::connect(&url, postgres::NoTls) {
-        // The schema's name is ours: lower-case letters, digits and `_`.
-        let _ = c.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
-    }
+    chipset_backend::testing::drop_schema(&url, &schema);
 }

@@ -62,10 +62,8 @@ impl Side {
 
 impl Drop for Side {
     fn drop(&mut self) {
-        if let Side::Pg { url, schema } = self
-            && let Ok(mut c) = postgres::Client::connect(url, postgres::NoTls)
-        {
-            let _ = c.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
+        if let Side::Pg { url, schema } = self {
+            chipset_backend::testing::drop_schema(url, schema);
         }
     }
 }

@@ -12,8 +12,8 @@ use chipset_backend::{Backend, Claim, ClaimView, ClaimWrite, Claimed, Created, E
 use chipset_store::MaybeCommitted;
 use chipset_testkit as kit;
 
-use crate::proxy::Proxy;
 use crate::support::{Fx, MARK, both, dir, key};
+use chipset_backend::testing::Proxy;
 
 both!(
     claims_take_rows_in_order_and_pass_over_refused_ones,

@@ -11,8 +11,8 @@ use chipset_store::MaybeCommitted;
 use chipset_testkit as kit;
 
 use crate::cluster::OwnCluster;
-use crate::proxy::Proxy;
 use crate::support::{Fx, MARK, dir, key, pg_url};
+use chipset_backend::testing::Proxy;
 
 /// Whether an error is one a client may see while the server restarts.
 fn restart_error(e: &Error) -> bool {

@@ -8,7 +8,6 @@ mod cluster;
 mod conformance;
 mod faults;
 mod netns;
-mod proxy;
 mod server;
 mod support;
 mod tls;

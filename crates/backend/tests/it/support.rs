@@ -2,14 +2,13 @@
 //! or a fresh PostgreSQL schema), more handles on it, and the child roles.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use chipset_backend::testing::TestSchema;
 use chipset_backend::{Backend, Created, Dir, FsBackend, Key, PgBackend, PgOptions};
 use chipset_testkit as kit;
 
-/// The variable that names the PostgreSQL server for the tests.
-pub(crate) const PG_ENV: &str = "CHIPSET_TEST_PG";
+pub(crate) use chipset_backend::testing::{drop_schema, pg_url};
 
 /// A fresh state on one backend.
 pub(crate) struct Fx {
@@ -20,63 +19,17 @@ pub(crate) struct Fx {
 
 enum Place {
     Fs(tempfile::TempDir),
-    Pg { url: String, schema: String },
+    Pg(TestSchema),
 }
 
-/// Returns the server's URL, or says that the PostgreSQL half is skipped.
-pub(crate) fn pg_url(test: &str) -> Option<String> {
-    match std::env::var(PG_ENV) {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            #[allow(clippy::print_stderr, reason = "a skipped half must say so")]
-            {
-                eprintln!(
-                    "{test}: SKIPPED on PostgreSQL: {PG_ENV} is not set (filesystem half only)"
-                );
-            }
-            // Once per run, past the harness's capture (fd 2 itself), so a
-            // passing run never reads as PostgreSQL coverage.
-            static SAID: std::sync::Once = std::sync::Once::new();
-            SAID.call_once(|| {
-                use std::io::Write as _;
-                #[allow(
-                    clippy::disallowed_types,
-                    clippy::disallowed_methods,
-                    reason = "fd 2 itself, which the harness does not capture"
-                )]
-                let Ok(mut fd2) = std::fs::OpenOptions::new().append(true).open("/dev/stderr") else {
-                    return;
-                };
-                let _ = writeln!(
-                    fd2,
-                    "chipset-backend: {PG_ENV} is not set: the PostgreSQL tests pass WITHOUT running (filesystem half only)"
-                );
-            });
-            None
-        }
-    }
-}
-
-static SEQ: AtomicU32 = AtomicU32::new(0);
-
-/// Returns a schema name no other test (or earlier run) uses.
+/// Returns a schema name no other test (or earlier run) uses, on a server
+/// the caller already has: the test drops it.
 pub(crate) fn fresh_schema(test: &str) -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .subsec_nanos();
-    let mut name: String = test
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
-        .take(30)
-        .collect::<String>()
-        .to_ascii_lowercase();
-    name = format!(
-        "t_{name}_{}_{}_{nanos}",
-        std::process::id(),
-        SEQ.fetch_add(1, Ordering::Relaxed)
-    );
-    name
+    format!("t_{test}_{}_{nanos}", std::process::id())
 }
 
 impl Fx {
@@ -90,11 +43,10 @@ impl Fx {
     }
 
     pub(crate) fn pg(test: &str) -> Option<Fx> {
-        let url = pg_url(test)?;
-        let schema = fresh_schema(test);
-        let b = Arc::new(PgBackend::open_with(&url, PgOptions::with_schema(&schema)).unwrap());
+        let schema = TestSchema::fresh(test)?;
+        let b = schema.open();
         Some(Fx {
-            place: Place::Pg { url, schema },
+            place: Place::Pg(schema),
             b,
         })
     }
@@ -108,30 +60,7 @@ impl Fx {
     pub(crate) fn spec(&self) -> String {
         match &self.place {
             Place::Fs(tmp) => format!("fs\t{}", tmp.path().display()),
-            Place::Pg { url, schema } => format!("pg\t{url}\t{schema}"),
-        }
-    }
-}
-
-impl Drop for Fx {
-    fn drop(&mut self) {
-        if let Place::Pg { url, schema } = &self.place {
-            drop_schema(url, schema);
-        }
-    }
-}
-
-/// Removes a test's schema and everything in it.
-pub(crate) fn drop_schema(url: &str, schema: &str) {
-    if let Ok(mut c) = postgres::Client::connect(url, postgres::NoTls) {
-        let sql: Result<String, _> = c
-            .query_one(
-                "SELECT format('DROP SCHEMA IF EXISTS %I CASCADE', $1::text)",
-                &[&schema],
-            )
-            .map(|r| r.get(0));
-        if let Ok(sql) = sql {
-            let _ = c.batch_execute(&sql);
+            Place::Pg(s) => format!("pg\t{}\t{}", s.url(), s.name()),
         }
     }
 }

@@ -8,8 +8,8 @@ use std::thread;
 use chipset_backend::{Backend, Created, Error, LogPos, PgBackend, PgOptions, Step};
 use chipset_store::MaybeCommitted;
 
-use crate::proxy::Proxy;
 use crate::support::{Fx, both, dir, key, pg_url};
+use chipset_backend::testing::Proxy;
 
 both!(
     every_step_applies_in_order,

@@ -16,12 +16,9 @@ mod model;
 mod place;
 mod presence;
 mod procs;
-mod server;
-// The backend's TCP proxy that cuts a connection at commit.
-#[path = "../../../backend/tests/it/proxy.rs"]
-mod proxy;
 mod reminders;
 mod seam;
+mod server;
 mod wait;
 
 use chipset_bus::Bus;

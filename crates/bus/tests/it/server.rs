@@ -4,24 +4,20 @@
 //! server's notifications. Each runs when `CHIPSET_TEST_PG` names a server
 //! (the de-duplication race on a directory too, from the same body).
 
-use std::net::ToSocketAddrs;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use chipset_backend::{
-    Backend, Created, Dir, Key, LockGuard, LogPos, LogRead, PgBackend, PgOptions, Step, Version,
-    Versioned, Wait,
-};
+use chipset_backend::testing::{Intercept, Intercepted, Op, Proxy};
+use chipset_backend::{Backend, Dir, Key, PgBackend};
 use chipset_bus::{AckOutcome, Bus, BusConfig, Error, EventId, NewEvent, Published, Wake};
 use chipset_store::{Clock, MaybeCommitted, SystemClock, Timestamp};
 use chipset_testkit::TempState;
 use serde_json::json;
 
 use crate::agent;
-use crate::place::{Place, backend};
-use crate::proxy::Proxy;
+use crate::place::Place;
 
 /// How many clients race for one key.
 const CLIENTS: usize = 8;
@@ -74,95 +70,47 @@ const CUT_CREATE: u8 = 1;
 const CUT_MOVE: u8 = 2;
 const CUT_COMMIT: u8 = 3;
 
-/// A server backend whose next queue create or move, or next
-/// transaction's `COMMIT`, is cut by the proxy it talks through: the
-/// statement reaches the server and commits, and the answer never comes
-/// back.
+/// What sits in front of a server backend whose next queue create or
+/// move, or next transaction's `COMMIT`, is cut by the proxy it talks
+/// through: the statement reaches the server and commits, and the answer
+/// never comes back.
 #[derive(Debug)]
-struct CutAtCommit {
-    inner: PgBackend,
+struct Cut {
     proxy: Proxy,
     armed: AtomicU8,
 }
 
-impl CutAtCommit {
+type CutAtCommit = Intercepted<Cut>;
+
+impl Cut {
     fn arm(&self, what: u8) {
         self.armed.store(what, Ordering::SeqCst);
     }
 
+    /// Disarms and returns whether `what` was armed.
+    fn fire(&self, what: u8) -> bool {
+        self.armed
+            .compare_exchange(what, CUT_NOTHING, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    }
+
     fn cut_if(&self, what: u8, key: &Key) {
         let queue = key.dir().segments().last().map(String::as_str) == Some("queue");
-        if queue
-            && self
-                .armed
-                .compare_exchange(what, CUT_NOTHING, Ordering::SeqCst, Ordering::SeqCst)
-                .is_ok()
-        {
+        if queue && self.fire(what) {
             self.proxy.cut_at_next_request();
         }
     }
 }
 
-impl std::fmt::Debug for Proxy {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Proxy({})", self.port)
-    }
-}
-
-impl Backend for CutAtCommit {
-    fn now(&self) -> chipset_backend::Result<Timestamp> {
-        self.inner.now()
-    }
-    fn read(&self, key: &Key) -> chipset_backend::Result<Option<Versioned>> {
-        self.inner.read(key)
-    }
-    fn create(&self, key: &Key, value: &[u8]) -> chipset_backend::Result<Created> {
-        self.cut_if(CUT_CREATE, key);
-        self.inner.create(key, value)
-    }
-    fn replace(&self, key: &Key, v: Version, value: &[u8]) -> chipset_backend::Result<Version> {
-        self.inner.replace(key, v, value)
-    }
-    fn put(&self, key: &Key, value: &[u8]) -> chipset_backend::Result<Version> {
-        self.inner.put(key, value)
-    }
-    fn remove(&self, key: &Key, v: Version) -> chipset_backend::Result<()> {
-        self.inner.remove(key, v)
-    }
-    fn move_new(&self, from: &Key, v: Version, to: &Key) -> chipset_backend::Result<Version> {
-        self.cut_if(CUT_MOVE, from);
-        self.inner.move_new(from, v, to)
-    }
-    fn list(&self, dir: &Dir) -> chipset_backend::Result<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn list_dirs(&self, dir: &Dir) -> chipset_backend::Result<Vec<String>> {
-        self.inner.list_dirs(dir)
-    }
-    fn append(&self, log: &Key, records: &[&[u8]]) -> chipset_backend::Result<()> {
-        self.inner.append(log, records)
-    }
-    fn read_log(&self, log: &Key, from: LogPos) -> chipset_backend::Result<LogRead> {
-        self.inner.read_log(log, from)
-    }
-    fn lock(&self, key: &Key) -> chipset_backend::Result<LockGuard> {
-        self.inner.lock(key)
-    }
-    fn watch(&self, dirs: &[Dir], rescan: Duration) -> chipset_backend::Result<Box<dyn Wait>> {
-        self.inner.watch(dirs, rescan)
-    }
-    fn read_all(&self, dir: &Dir) -> chipset_backend::Result<Vec<(String, Versioned)>> {
-        self.inner.read_all(dir)
-    }
-    fn transact(&self, steps: &[Step<'_>]) -> chipset_backend::Result<Vec<Option<Version>>> {
-        if self
-            .armed
-            .compare_exchange(CUT_COMMIT, CUT_NOTHING, Ordering::SeqCst, Ordering::SeqCst)
-            .is_ok()
-        {
-            self.proxy.cut_at_request_with("COMMIT");
+impl Intercept for Cut {
+    fn before(&self, _inner: &dyn Backend, op: Op<'_>) -> chipset_backend::Result<()> {
+        match op {
+            Op::Create(key) => self.cut_if(CUT_CREATE, key),
+            Op::MoveNew(from, _) => self.cut_if(CUT_MOVE, from),
+            Op::Transact(_) if self.fire(CUT_COMMIT) => self.proxy.cut_at_request_with("COMMIT"),
+            _ => {}
         }
-        self.inner.transact(steps)
+        Ok(())
     }
 }
 
@@ -170,32 +118,16 @@ impl Backend for CutAtCommit {
 /// one pooled connection, so every statement after a warm-up is already
 /// prepared and a cut falls on an execution and its commit.
 fn cutting(place: &Place) -> Arc<CutAtCommit> {
-    let (url, schema) = place.server().unwrap();
-    let c: postgres::Config = url.parse().unwrap();
-    let host = match &c.get_hosts()[0] {
-        postgres::config::Host::Tcp(h) => h.clone(),
-        postgres::config::Host::Unix(p) => panic!("a TCP host, not {}", p.display()),
-    };
-    let port = c.get_ports().first().copied().unwrap_or(5432);
-    let upstream = (host.as_str(), port)
-        .to_socket_addrs()
-        .unwrap()
-        .next()
-        .unwrap();
-    let proxy = Proxy::start(upstream);
-    let password = String::from_utf8(c.get_password().unwrap().to_vec()).unwrap();
-    let via = format!(
-        "postgres://{}:{password}@127.0.0.1:{}/{}",
-        c.get_user().unwrap(),
-        proxy.port,
-        c.get_dbname().unwrap()
-    );
-    let mut options = PgOptions::with_schema(schema);
+    let schema = place.schema().unwrap();
+    let (proxy, via) = Proxy::for_url(schema.url());
+    let mut options = schema.options();
     options.max_idle = 1;
-    Arc::new(CutAtCommit {
-        inner: PgBackend::open_with(&via, options).unwrap(),
-        proxy,
-        armed: AtomicU8::new(CUT_NOTHING),
+    Arc::new(Intercepted {
+        inner: Arc::new(PgBackend::open_with(&via, options).unwrap()),
+        by: Cut {
+            proxy,
+            armed: AtomicU8::new(CUT_NOTHING),
+        },
     })
 }
 
@@ -232,7 +164,7 @@ fn a_publish_and_an_ack_cut_at_commit_are_unknown_and_the_retries_answer_first()
 
     // A publish cut at commit: unknown, with its id; it did commit.
     let draft = with_id("task-done");
-    cut.arm(CUT_CREATE);
+    cut.by.arm(CUT_CREATE);
     let err = bus.publish(&hub, &draft).unwrap_err();
     assert!(err.is_outcome_unknown(), "{err}");
     let Error::OutcomeUnknown { id, .. } = &err else {
@@ -248,7 +180,7 @@ fn a_publish_and_an_ack_cut_at_commit_are_unknown_and_the_retries_answer_first()
 
     // An acknowledgement cut at commit: unknown; the retry finds it done.
     warm();
-    cut.arm(CUT_MOVE);
+    cut.by.arm(CUT_MOVE);
     let err = bus.ack_event(&hub, &committed[0]).unwrap_err();
     assert!(err.is_outcome_unknown(), "{err}");
     assert!(other.pending(&hub).unwrap().is_empty());
@@ -262,7 +194,7 @@ fn a_publish_and_an_ack_cut_at_commit_are_unknown_and_the_retries_answer_first()
     // first delivery, and the key then holds within its window.
     let keyed = with_id("mention").dedup_key("debug.chat#7");
     warm();
-    cut.arm(CUT_COMMIT);
+    cut.by.arm(CUT_COMMIT);
     let err = bus.publish(&hub, &keyed).unwrap_err();
     assert!(err.is_outcome_unknown(), "{err}");
     let pending = other.pending(&hub).unwrap().events;
@@ -320,11 +252,10 @@ fn a_waiter_on_another_client_is_woken_by_the_servers_notification() {
         return;
     };
     let t = TempState::new();
-    let (url, schema) = place.server().unwrap();
     // The rescan is far away: a wake within the test is a notification.
     let mut config = BusConfig::default();
     config.watch.rescan_interval = Duration::from_secs(120);
-    let waiting = Bus::with_backend(t.state.clone(), config, backend(url, schema));
+    let waiting = Bus::with_backend(t.state.clone(), config, place.seam().unwrap());
     let publisher = place.bus(t.state.clone());
     let hub = agent("hub");
     let mut waiter = waiting.waiter(&hub).unwrap();
@@ -358,58 +289,15 @@ fn a_waiter_on_another_client_is_woken_by_the_servers_notification() {
 /// commit landed after it let the key's lock go looks like.
 #[derive(Debug)]
 struct Interloper {
-    inner: PgBackend,
     armed: std::sync::atomic::AtomicBool,
     original: EventId,
 }
 
-impl Backend for Interloper {
-    fn now(&self) -> chipset_backend::Result<Timestamp> {
-        self.inner.now()
-    }
-    fn read(&self, key: &Key) -> chipset_backend::Result<Option<Versioned>> {
-        self.inner.read(key)
-    }
-    fn create(&self, key: &Key, value: &[u8]) -> chipset_backend::Result<Created> {
-        self.inner.create(key, value)
-    }
-    fn replace(&self, key: &Key, v: Version, value: &[u8]) -> chipset_backend::Result<Version> {
-        self.inner.replace(key, v, value)
-    }
-    fn put(&self, key: &Key, value: &[u8]) -> chipset_backend::Result<Version> {
-        self.inner.put(key, value)
-    }
-    fn remove(&self, key: &Key, v: Version) -> chipset_backend::Result<()> {
-        self.inner.remove(key, v)
-    }
-    fn move_new(&self, from: &Key, v: Version, to: &Key) -> chipset_backend::Result<Version> {
-        self.inner.move_new(from, v, to)
-    }
-    fn list(&self, dir: &Dir) -> chipset_backend::Result<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn list_dirs(&self, dir: &Dir) -> chipset_backend::Result<Vec<String>> {
-        self.inner.list_dirs(dir)
-    }
-    fn append(&self, log: &Key, records: &[&[u8]]) -> chipset_backend::Result<()> {
-        self.inner.append(log, records)
-    }
-    fn read_log(&self, log: &Key, from: LogPos) -> chipset_backend::Result<LogRead> {
-        self.inner.read_log(log, from)
-    }
-    fn lock(&self, key: &Key) -> chipset_backend::Result<LockGuard> {
-        self.inner.lock(key)
-    }
-    fn watch(&self, dirs: &[Dir], rescan: Duration) -> chipset_backend::Result<Box<dyn Wait>> {
-        self.inner.watch(dirs, rescan)
-    }
-    fn read_all(&self, dir: &Dir) -> chipset_backend::Result<Vec<(String, Versioned)>> {
-        self.inner.read_all(dir)
-    }
-    fn transact(&self, steps: &[Step<'_>]) -> chipset_backend::Result<Vec<Option<Version>>> {
-        if self.armed.swap(false, Ordering::SeqCst) {
+impl Intercept for Interloper {
+    fn before(&self, inner: &dyn Backend, op: Op<'_>) -> chipset_backend::Result<()> {
+        if matches!(op, Op::Transact(_)) && self.armed.swap(false, Ordering::SeqCst) {
             let record = json!({
-                "accepted_at": self.inner.now()?,
+                "accepted_at": inner.now()?,
                 "event_id": self.original,
                 "key": "debug.chat#9",
                 "window_ms": 60_000,
@@ -420,9 +308,9 @@ impl Backend for Interloper {
                 .and_then(|d| d.join("dedup"))
                 .and_then(|d| d.key("debug%2Echat%239.json"))
                 .unwrap();
-            let _ = self.inner.put(&key, &bytes)?;
+            let _ = inner.put(&key, &bytes)?;
         }
-        self.inner.transact(steps)
+        Ok(())
     }
 }
 
@@ -435,13 +323,14 @@ fn a_key_accepted_meanwhile_rolls_the_publish_back_and_it_is_a_duplicate() {
     let Some(place) = Place::pg(test) else {
         return;
     };
-    let (url, schema) = place.server().unwrap();
     let t = TempState::new();
     let original = EventId::generate(&SystemClock);
-    let interloper = Arc::new(Interloper {
-        inner: PgBackend::open_with(url, PgOptions::with_schema(schema)).unwrap(),
-        armed: std::sync::atomic::AtomicBool::new(true),
-        original: original.clone(),
+    let interloper = Arc::new(Intercepted {
+        inner: place.seam().unwrap(),
+        by: Interloper {
+            armed: std::sync::atomic::AtomicBool::new(true),
+            original: original.clone(),
+        },
     });
     let bus = Bus::with_backend(t.state.clone(), BusConfig::default(), interloper);
     let hub = agent("hub");

@@ -1,114 +1,48 @@
 //! Where a test's directory's profiles live (issue 30): a state root, or a
-//! PostgreSQL server (`CHIPSET_TEST_PG`) and a schema of the test's own.
-//! The model and race tests take a place, so the same bodies run on both
-//! backends.
+//! PostgreSQL server (`CHIPSET_TEST_PG`) and a schema of the test's own
+//! ([`chipset_backend::testing::Place`]). The model and race tests take a
+//! place, so the same bodies run on both backends.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
-
-use chipset_backend::{Backend, FsBackend, PgBackend, PgOptions};
+use chipset_backend::testing::{self, open_spec};
 use chipset_directory::Directory;
 use chipset_store::StateDir;
 
-/// The variable that names the PostgreSQL server for the tests.
-const PG_ENV: &str = "CHIPSET_TEST_PG";
+/// The directory itself, or a server and a schema.
+pub(crate) struct Place(testing::Place);
 
-/// A backend for the directory: the directory itself, or a server and a schema.
-pub(crate) struct Place {
-    pg: Option<(String, String)>,
+impl std::ops::Deref for Place {
+    type Target = testing::Place;
+    fn deref(&self) -> &testing::Place {
+        &self.0
+    }
 }
-
-static SEQ: AtomicU32 = AtomicU32::new(0);
 
 impl Place {
     /// The state root's own directory.
     pub(crate) fn fs() -> Place {
-        Place { pg: None }
+        Place(testing::Place::fs())
     }
 
-    /// A fresh schema on the server `CHIPSET_TEST_PG` names, or `None`
-    /// (saying that the PostgreSQL half is skipped).
+    /// A fresh schema on the test server, or `None` (saying so).
     pub(crate) fn pg(test: &str) -> Option<Place> {
-        let Some(url) = std::env::var(PG_ENV).ok().filter(|u| !u.is_empty()) else {
-            #[allow(clippy::print_stderr, reason = "a skipped half must say so")]
-            {
-                eprintln!("{test}: SKIPPED on PostgreSQL: {PG_ENV} is not set");
-            }
-            return None;
-        };
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .subsec_nanos();
-        let schema = format!(
-            "directory_{}_{}_{nanos}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed)
-        );
-        Some(Place {
-            pg: Some((url, schema)),
-        })
+        testing::Place::pg(test).map(Place)
     }
 
-    /// Whether the profiles are on PostgreSQL.
-    pub(crate) fn is_pg(&self) -> bool {
-        self.pg.is_some()
-    }
-
-    /// Says how a child process opens the same directory, with `root` as its
-    /// local state root.
-    pub(crate) fn spec(&self, root: &std::path::Path) -> String {
-        let root = root.to_str().unwrap();
-        match &self.pg {
-            None => root.to_owned(),
-            Some((url, schema)) => format!("pg\t{url}\t{schema}\t{root}"),
-        }
-    }
-
-    /// Returns the directory on this place, with `state` as the local root.
+    /// Returns the directory on this place (through the seam on both, as
+    /// the model compares), with `state` as the local root.
     pub(crate) fn directory(&self, state: StateDir) -> Directory {
         Directory::with_backend(state.clone(), self.backend(&state))
     }
-
-    /// Returns a backend handle on this place, to inspect values as
-    /// another program would (`state` is the directory's root).
-    pub(crate) fn backend(&self, state: &StateDir) -> Arc<dyn Backend> {
-        match &self.pg {
-            None => Arc::new(FsBackend::new(state.clone())),
-            Some((url, schema)) => {
-                Arc::new(PgBackend::open_with(url, PgOptions::with_schema(schema)).unwrap())
-            }
-        }
-    }
 }
 
-/// Opens the directory a [`Place::spec`] names, and its local root.
+/// Opens the directory a [`Place::spec`](testing::Place::spec) names, and
+/// its local root.
 pub(crate) fn directory_of(spec: &str) -> (Directory, StateDir) {
-    let parts: Vec<&str> = spec.split('\t').collect();
-    match parts.as_slice() {
-        [root] => {
-            let state = StateDir::open(root).unwrap();
-            (Directory::new(state.clone()), state)
-        }
-        ["pg", url, schema, root] => {
-            let state = StateDir::open(root).unwrap();
-            let backend = PgBackend::open_with(url, PgOptions::with_schema(*schema)).unwrap();
-            (
-                Directory::with_backend(state.clone(), Arc::new(backend)),
-                state,
-            )
-        }
-        _ => panic!("bad place {spec}"),
-    }
-}
-
-impl Drop for Place {
-    fn drop(&mut self) {
-        if let Some((url, schema)) = &self.pg
-            && let Ok(mut c) = postgres::Client::connect(url, postgres::NoTls)
-        {
-            // The schema's name is ours: lower-case letters, digits and `_`.
-            let _ = c.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
-        }
-    }
+    let opened = open_spec(spec);
+    let state = opened.state.clone();
+    let directory = match opened.seam {
+        None => Directory::new(opened.state),
+        Some(seam) => Directory::with_backend(opened.state, seam),
+    };
+    (directory, state)
 }

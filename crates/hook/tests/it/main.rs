@@ -9,6 +9,7 @@
 mod files;
 mod foreign;
 mod lifecycle;
+mod place;
 mod procs;
 mod rows;
 mod seam;

@@ -6,18 +6,17 @@
 use std::fs;
 use std::path::Path;
 use std::process::Child;
-use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use chipset_backend::{PgBackend, PgOptions};
 use chipset_hook::{Error, HookStatus, Hooks, Pickup};
+use chipset_store::AgentId;
 use chipset_store::DoctorMode;
 use chipset_store::ReadOutcome;
-use chipset_store::{AgentId, StateDir};
 use chipset_testkit::{self as kit, Jitter, TempState};
 
 use crate::ReadExt;
+use crate::place::{Place, hooks_of};
 use crate::{agent, bead};
 
 const ENTRY: &str = "procs::child_entry";
@@ -104,83 +103,6 @@ fn role_cycler(hooks: &Hooks, agent: &AgentId, steps: u64, out: &mut dyn FnMut(S
             (status, Some(_)) => panic!("a status this test does not know: {status}"),
         };
         out(format!("gen {after}"));
-    }
-}
-
-/// Where a test's hooks live: a state root, and on PostgreSQL a server and
-/// a schema of the test's own (the root then holds no hooks).
-struct Place {
-    t: TempState,
-    pg: Option<(String, String)>,
-}
-
-impl Place {
-    fn fs() -> Place {
-        Place {
-            t: TempState::new(),
-            pg: None,
-        }
-    }
-
-    /// Returns a place on the server `CHIPSET_TEST_PG` names, or says that
-    /// the PostgreSQL half is skipped.
-    fn pg(test: &str) -> Option<Place> {
-        let Some(url) = std::env::var("CHIPSET_TEST_PG")
-            .ok()
-            .filter(|u| !u.is_empty())
-        else {
-            #[allow(clippy::print_stderr, reason = "a skipped half must say so")]
-            {
-                eprintln!("{test}: SKIPPED on PostgreSQL: CHIPSET_TEST_PG is not set");
-            }
-            return None;
-        };
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .subsec_nanos();
-        let schema = format!("hook_{}_{nanos}", std::process::id());
-        Some(Place {
-            t: TempState::new(),
-            pg: Some((url, schema)),
-        })
-    }
-
-    /// Says how a child opens the same hooks.
-    fn spec(&self) -> String {
-        let root = self.t.state.root().to_str().unwrap().to_owned();
-        match &self.pg {
-            None => root,
-            Some((url, schema)) => format!("pg\t{url}\t{schema}\t{root}"),
-        }
-    }
-
-    fn hooks(&self) -> Hooks {
-        hooks_of(&self.spec())
-    }
-}
-
-impl Drop for Place {
-    fn drop(&mut self) {
-        if let Some((url, schema)) = &self.pg
-            && let Ok(mut c) = postgres::Client::connect(url, postgres::NoTls)
-        {
-            // The schema's name is ours: lower-case letters, digits and `_`.
-            let _ = c.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
-        }
-    }
-}
-
-/// Opens the hooks a [`Place::spec`] names.
-fn hooks_of(spec: &str) -> Hooks {
-    let parts: Vec<&str> = spec.split('\t').collect();
-    match parts.as_slice() {
-        [root] => Hooks::new(StateDir::open(root).unwrap()),
-        ["pg", url, schema, root] => {
-            let backend = PgBackend::open_with(url, PgOptions::with_schema(*schema)).unwrap();
-            Hooks::with_backend(StateDir::open(root).unwrap(), Arc::new(backend))
-        }
-        _ => panic!("bad place {spec}"),
     }
 }
 
@@ -398,13 +320,19 @@ fn sigkill_race(place: &Place) {
     let mut last_generation = 0u64;
     for round in 0..30 {
         let mut child = kit::spawn(ENTRY, "cycler", &[place.spec(), a.to_string()]);
+        let (tx, rx) = std::sync::mpsc::channel();
         let lines = own_lines(&mut child);
-        let reader = thread::spawn(move || lines.collect::<Vec<String>>());
-        // A child on PostgreSQL connects first: give it time to cycle.
-        let start = if place.pg.is_some() { 300 } else { 20 };
-        thread::sleep(Duration::from_millis(start + jitter.below(60)));
+        let reader = thread::spawn(move || lines.for_each(|l| tx.send(l).unwrap_or(())));
+        let mut seen = Vec::new();
+        if place.is_pg() {
+            // A child on PostgreSQL connects first, which takes a while on
+            // a busy machine: the kill falls after its first transition.
+            seen.extend(rx.recv_timeout(Duration::from_secs(60)));
+        }
+        thread::sleep(Duration::from_millis(20 + jitter.below(60)));
         kit::kill9(&mut child);
-        for line in reader.join().unwrap() {
+        reader.join().unwrap();
+        for line in seen.into_iter().chain(rx.try_iter()) {
             acknowledged = line.strip_prefix("gen ").unwrap().parse().unwrap();
         }
         let ctx = format!("seed {seed} round {round}");
@@ -425,7 +353,7 @@ fn sigkill_race(place: &Place) {
             ReadOutcome::Corrupt(c) => panic!("{ctx}: {c}"),
             ReadOutcome::Unsupported(u) => panic!("{ctx}: {u}"),
         }
-        if place.pg.is_none() {
+        if !place.is_pg() {
             let names = t.state.list(hooks.dir()).unwrap();
             assert!(
                 names.iter().all(|n| n == "polecat.json"),
@@ -437,7 +365,7 @@ fn sigkill_race(place: &Place) {
         last_generation > 0,
         "seed {seed}: the cycler never got going"
     );
-    if place.pg.is_none() {
+    if !place.is_pg() {
         // The doctor and the temp sweep are the directory's (not yet on the seam).
         assert!(hooks.doctor(DoctorMode::Check).unwrap().is_clean());
         t.state

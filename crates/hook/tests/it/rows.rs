@@ -5,90 +5,16 @@
 //! corrupt value is directory-only and stays in `files.rs`, and what the
 //! server's doctor must never do (change a row) is checked here.
 
-use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use chipset_backend::{Backend, Dir, FsBackend, PgBackend, PgOptions, Wake};
-use chipset_hook::{HookStatus, Hooks};
-use chipset_store::{DoctorMode, ReadOutcome, StateDir};
-use chipset_testkit::TempState;
+use chipset_backend::{Dir, Wake};
+use chipset_hook::HookStatus;
+use chipset_store::{DoctorMode, ReadOutcome};
 
 use crate::ReadExt;
+use crate::place::Place;
 use crate::{agent, bead};
-
-/// Where a test's hooks live, and how to open another handle on them.
-struct Place {
-    t: TempState,
-    pg: Option<(String, String)>,
-}
-
-impl Place {
-    fn fs() -> Place {
-        Place {
-            t: TempState::new(),
-            pg: None,
-        }
-    }
-
-    fn pg(test: &str) -> Option<Place> {
-        let Some(url) = std::env::var("CHIPSET_TEST_PG")
-            .ok()
-            .filter(|u| !u.is_empty())
-        else {
-            #[allow(clippy::print_stderr, reason = "a skipped half must say so")]
-            {
-                eprintln!("{test}: SKIPPED on PostgreSQL: CHIPSET_TEST_PG is not set");
-            }
-            return None;
-        };
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .subsec_nanos();
-        Some(Place {
-            t: TempState::new(),
-            pg: Some((url, format!("hookrows_{}_{nanos}", std::process::id()))),
-        })
-    }
-
-    /// A new handle on the backend (on PostgreSQL its own connections).
-    fn backend(&self) -> Arc<dyn Backend> {
-        match &self.pg {
-            None => Arc::new(FsBackend::new(self.t.state.clone())),
-            Some((url, schema)) => Arc::new(
-                PgBackend::open_with(url, PgOptions::with_schema(schema.as_str())).unwrap(),
-            ),
-        }
-    }
-
-    /// A new handle on the hooks: on a directory what every caller opens
-    /// ([`Hooks::new`]), on a server through the backend.
-    fn hooks(&self) -> Hooks {
-        let state = StateDir::open(self.t.state.root()).unwrap();
-        match &self.pg {
-            None => Hooks::new(state),
-            Some(_) => Hooks::with_backend(state, self.backend()),
-        }
-    }
-
-    /// Writes `bytes` at `hooks/{name}` through the seam.
-    fn plant(&self, name: &str, bytes: &[u8]) {
-        let key = Dir::new("hooks").unwrap().key(name).unwrap();
-        let _ = self.backend().put(&key, bytes).unwrap();
-    }
-}
-
-impl Drop for Place {
-    fn drop(&mut self) {
-        if let Some((url, schema)) = &self.pg
-            && let Ok(mut c) = postgres::Client::connect(url, postgres::NoTls)
-        {
-            // The schema's name is ours: lower-case letters, digits and `_`.
-            let _ = c.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
-        }
-    }
-}
 
 macro_rules! both {
     ($($name:ident),* $(,)?) => {

@@ -11,8 +11,6 @@ mod lifecycle;
 mod model;
 mod place;
 mod procs;
-#[path = "../../../backend/tests/it/proxy.rs"]
-mod proxy;
 mod server;
 
 use chipset_lease::{LeaseMode, LeaseRequest, Leases};

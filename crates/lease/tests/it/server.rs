@@ -11,8 +11,8 @@ use chipset_store::MaybeCommitted;
 use chipset_testkit::TempState;
 
 use crate::place::Place;
-use crate::proxy::Proxy;
 use crate::{agent, exclusive};
+use chipset_backend::testing::Proxy;
 
 /// Expiry is the server's judgement: a client whose own clock is stuck
 /// years in the past still sees a lease expire, and the lease's times are

@@ -154,7 +154,7 @@ impl Race {
     fn server_args(&self) -> [String; 2] {
         match &self.pg {
             None => [String::new(), String::new()],
-            Some(pg) => [pg.url.clone(), pg.name.clone()],
+            Some(pg) => [pg.at.url().to_owned(), pg.at.name().to_owned()],
         }
     }
 }

@@ -3,9 +3,8 @@
 //! gate failing closed across two clients, and a send cut at its commit,
 //! on PostgreSQL.
 
-use std::net::ToSocketAddrs;
-
-use chipset_backend::{PgBackend, PgOptions};
+use chipset_backend::PgBackend;
+use chipset_backend::testing::Proxy;
 use chipset_mail::{
     ArchiveOutcome, Error, ExpectsReply, GroupMessage, InboxFilter, Location, Mail, MailConfig,
     ManifestEvent, MessageId, NewMessage,
@@ -15,9 +14,6 @@ use chipset_testkit::TempState;
 
 use crate::place::Place;
 use crate::{agent, mid, task};
-
-#[path = "../../../backend/tests/it/proxy.rs"]
-mod proxy;
 
 const ID: &str = "1772706900123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab";
 const ID2: &str = "1772706900124-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab";
@@ -324,27 +320,9 @@ fn a_send_cut_at_commit_is_unknown_and_the_retry_returns_the_first_on_postgres()
     let Some(place) = Place::pg(test) else {
         return;
     };
-    let (url, schema) = place.server().unwrap();
-    let c: postgres::Config = url.parse().unwrap();
-    let host = match &c.get_hosts()[0] {
-        postgres::config::Host::Tcp(h) => h.clone(),
-        postgres::config::Host::Unix(p) => panic!("a TCP host, not {}", p.display()),
-    };
-    let port = c.get_ports().first().copied().unwrap_or(5432);
-    let upstream = (host.as_str(), port)
-        .to_socket_addrs()
-        .unwrap()
-        .next()
-        .unwrap();
-    let proxy = proxy::Proxy::start(upstream);
-    let password = String::from_utf8(c.get_password().unwrap().to_vec()).unwrap();
-    let via = format!(
-        "postgres://{}:{password}@127.0.0.1:{}/{}",
-        c.get_user().unwrap(),
-        proxy.port,
-        c.get_dbname().unwrap()
-    );
-    let mut options = PgOptions::with_schema(schema);
+    let schema = place.schema().unwrap();
+    let (proxy, via) = Proxy::for_url(schema.url());
+    let mut options = schema.options();
     options.max_idle = 1;
     let tmp = TempState::new();
     let cut = Mail::with_backend(

@@ -11,7 +11,7 @@ use chipset_mail::{ArchiveOutcome, Mail, MailConfig, NewMessage};
 use chipset_store::DoctorMode;
 use chipset_testkit::TempState;
 
-use crate::place::{Place, backend};
+use crate::place::Place;
 use crate::{agent, task};
 
 macro_rules! both {
@@ -136,8 +136,7 @@ fn server_doctor_reports_bad_rows_and_changes_nothing() {
     };
     let (_tmp, mail) = open(&place);
     mail.send(&note("exec", "t1")).unwrap();
-    let (url, schema) = place.server().unwrap();
-    let b = backend(url, schema);
+    let b = place.seam().unwrap();
     let inbox = Dir::new("mail")
         .and_then(|d| d.join("inbox"))
         .and_then(|d| d.join("exec"))

@@ -1,94 +1,48 @@
 //! Where a test's signals live (issue 30): a state root, or a PostgreSQL
-//! server (`CHIPSET_TEST_PG`) and a schema of the test's own. The model
-//! and race tests take a place, so the same bodies run on both backends.
+//! server (`CHIPSET_TEST_PG`) and a schema of the test's own
+//! ([`chipset_backend::testing::Place`]). The model and race tests take a
+//! place, so the same bodies run on both backends.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
-
-use chipset_backend::{Backend, Dir, FsBackend, Key, PgBackend, PgOptions};
+use chipset_backend::testing::{self, open_spec};
+use chipset_backend::{Dir, Key};
 use chipset_nudge::{KindRegistry, NudgeConfig, Nudges, ReminderConfig, Reminders};
 use chipset_store::StateDir;
 
-/// The variable that names the PostgreSQL server for the tests.
-const PG_ENV: &str = "CHIPSET_TEST_PG";
+/// The directory itself, or a server and a schema.
+pub(crate) struct Place(testing::Place);
 
-/// A backend for the signals: the directory itself, or a server and a schema.
-pub(crate) struct Place {
-    pg: Option<(String, String)>,
+impl std::ops::Deref for Place {
+    type Target = testing::Place;
+    fn deref(&self) -> &testing::Place {
+        &self.0
+    }
 }
-
-static SEQ: AtomicU32 = AtomicU32::new(0);
 
 impl Place {
     /// The state root's own directory.
     pub(crate) fn fs() -> Place {
-        Place { pg: None }
+        Place(testing::Place::fs())
     }
 
-    /// A fresh schema on the server `CHIPSET_TEST_PG` names, or `None`
-    /// (saying that the PostgreSQL half is skipped).
+    /// A fresh schema on the test server, or `None` (saying so).
     pub(crate) fn pg(test: &str) -> Option<Place> {
-        let Some(url) = std::env::var(PG_ENV).ok().filter(|u| !u.is_empty()) else {
-            #[allow(clippy::print_stderr, reason = "a skipped half must say so")]
-            {
-                eprintln!("{test}: SKIPPED on PostgreSQL: {PG_ENV} is not set");
-            }
-            return None;
-        };
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .subsec_nanos();
-        let schema = format!(
-            "nudge_{}_{}_{nanos}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed)
-        );
-        Some(Place {
-            pg: Some((url, schema)),
-        })
-    }
-
-    /// Whether the signals are on PostgreSQL.
-    pub(crate) fn is_pg(&self) -> bool {
-        self.pg.is_some()
-    }
-
-    /// Says how a child process opens the same signals, with `root` as its
-    /// local state root.
-    pub(crate) fn spec(&self, root: &std::path::Path) -> String {
-        let root = root.to_str().unwrap();
-        match &self.pg {
-            None => root.to_owned(),
-            Some((url, schema)) => format!("pg\t{url}\t{schema}\t{root}"),
-        }
+        testing::Place::pg(test).map(Place)
     }
 
     /// Returns the signals on this place, with `state` as the local root.
     pub(crate) fn nudges(&self, state: StateDir) -> Nudges {
-        match &self.pg {
+        match self.seam() {
             None => Nudges::new(state),
-            Some((url, schema)) => open_pg(state, url, schema),
+            Some(seam) => Nudges::with_backend(state, NudgeConfig::default(), seam),
         }
     }
 
     /// Returns the reminders on this place (the preset kinds), with
     /// `state` as the local root.
     pub(crate) fn reminders(&self, state: StateDir) -> Reminders {
-        match &self.pg {
+        match self.seam() {
             None => Reminders::new(state, KindRegistry::preset()),
-            Some((url, schema)) => open_reminders(state, url, schema),
-        }
-    }
-
-    /// Returns a backend handle on this place, to plant and inspect values
-    /// as another program would (`state` is the directory's root).
-    pub(crate) fn backend(&self, state: &StateDir) -> Arc<dyn Backend> {
-        match &self.pg {
-            None => Arc::new(FsBackend::new(state.clone())),
-            Some((url, schema)) => {
-                Arc::new(PgBackend::open_with(url, PgOptions::with_schema(schema)).unwrap())
-            }
+            Some(seam) => server_reminders(state, seam),
         }
     }
 }
@@ -104,54 +58,35 @@ pub(crate) fn key(text: &str) -> Key {
     dir.key(name).unwrap()
 }
 
-fn open_pg(state: StateDir, url: &str, schema: &str) -> Nudges {
-    let backend = PgBackend::open_with(url, PgOptions::with_schema(schema)).unwrap();
-    Nudges::with_backend(state, NudgeConfig::default(), Arc::new(backend))
-}
-
-fn open_reminders(state: StateDir, url: &str, schema: &str) -> Reminders {
-    let backend = PgBackend::open_with(url, PgOptions::with_schema(schema)).unwrap();
+fn server_reminders(
+    state: StateDir,
+    seam: std::sync::Arc<dyn chipset_backend::Backend>,
+) -> Reminders {
     Reminders::with_backend(
         state,
         KindRegistry::preset(),
         ReminderConfig::default(),
-        Arc::new(backend),
+        seam,
     )
 }
 
-/// Opens the reminders a [`Place::spec`] names.
+/// Opens the reminders a [`Place::spec`](testing::Place::spec) names.
 pub(crate) fn reminders_of(spec: &str) -> Reminders {
-    let parts: Vec<&str> = spec.split('\t').collect();
-    match parts.as_slice() {
-        [root] => Reminders::new(StateDir::open(root).unwrap(), KindRegistry::preset()),
-        ["pg", url, schema, root] => open_reminders(StateDir::open(root).unwrap(), url, schema),
-        _ => panic!("bad place {spec}"),
+    let opened = open_spec(spec);
+    match opened.seam {
+        None => Reminders::new(opened.state, KindRegistry::preset()),
+        Some(seam) => server_reminders(opened.state, seam),
     }
 }
 
-/// Opens the signals a [`Place::spec`] names, and its local root.
+/// Opens the signals a [`Place::spec`](testing::Place::spec) names, and its
+/// local root.
 pub(crate) fn nudges_of(spec: &str) -> (Nudges, StateDir) {
-    let parts: Vec<&str> = spec.split('\t').collect();
-    match parts.as_slice() {
-        [root] => {
-            let state = StateDir::open(root).unwrap();
-            (Nudges::new(state.clone()), state)
-        }
-        ["pg", url, schema, root] => {
-            let state = StateDir::open(root).unwrap();
-            (open_pg(state.clone(), url, schema), state)
-        }
-        _ => panic!("bad place {spec}"),
-    }
-}
-
-impl Drop for Place {
-    fn drop(&mut self) {
-        if let Some((url, schema)) = &self.pg
-            && let Ok(mut c) = postgres::Client::connect(url, postgres::NoTls)
-        {
-            // The schema's name is ours: lower-case letters, digits and `_`.
-            let _ = c.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
-        }
-    }
+    let opened = open_spec(spec);
+    let state = opened.state.clone();
+    let nudges = match opened.seam {
+        None => Nudges::new(opened.state),
+        Some(seam) => Nudges::with_backend(opened.state, NudgeConfig::default(), seam),
+    };
+    (nudges, state)
 }

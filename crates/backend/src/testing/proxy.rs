@@ -2,8 +2,7 @@
 //! request to the server, drops the server's answer, and closes both
 //! sides, so the statement commits and the client never learns it. Or
 //! it cuts the request that carries a given text (a transaction's
-//! `COMMIT`). chipset-mail's and chipset-lease's tests use it too
-//! (`#[path]`); [`Proxy::for_url`] builds the proxied URL for them.
+//! `COMMIT`). [`Proxy::for_url`] builds the proxied URL.
 
 #![allow(clippy::disallowed_methods, reason = "a test proxy, on loopback only")]
 
@@ -14,17 +13,21 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-pub(crate) struct Proxy {
-    pub(crate) port: u16,
+/// A TCP proxy on 127.0.0.1 in front of a server, that cuts a
+/// connection when told.
+#[derive(Debug)]
+pub struct Proxy {
+    /// The port it listens on.
+    pub port: u16,
     cut_next: Arc<AtomicBool>,
     cut_on: Arc<Mutex<Option<Vec<u8>>>>,
 }
 
 impl Proxy {
     /// Listens on 127.0.0.1 at a free port and forwards to `upstream`.
-    pub(crate) fn start(upstream: SocketAddr) -> Proxy {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
+    pub fn start(upstream: SocketAddr) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a free port on 127.0.0.1");
+        let port = listener.local_addr().expect("the bound port").port();
         let cut_next = Arc::new(AtomicBool::new(false));
         let cut_on = Arc::new(Mutex::new(None));
         let cut = (Arc::clone(&cut_next), Arc::clone(&cut_on));
@@ -46,11 +49,7 @@ impl Proxy {
 
     /// Starts a proxy to the server `url` names and returns it with the
     /// URL that connects through it (same user, password and database).
-    #[allow(
-        dead_code,
-        reason = "used by some of the crates that include this file"
-    )]
-    pub(crate) fn for_url(url: &str) -> (Proxy, String) {
+    pub fn for_url(url: &str) -> (Proxy, String) {
         use std::net::ToSocketAddrs;
         let c: postgres::Config = url.parse().unwrap();
         let host = match &c.get_hosts()[0] {
@@ -76,21 +75,13 @@ impl Proxy {
 
     /// Cuts the connection that sends the next request carrying `text`
     /// (such as a transaction's `COMMIT`), as [`Proxy::cut_at_next_request`].
-    #[allow(
-        dead_code,
-        reason = "used by some of the crates that include this file"
-    )]
-    pub(crate) fn cut_at_request_with(&self, text: &str) {
+    pub fn cut_at_request_with(&self, text: &str) {
         *self.cut_on.lock().unwrap() = Some(text.as_bytes().to_vec());
     }
 
     /// Cuts the connection that sends the next request, after the server
     /// has it and before the client hears back.
-    #[allow(
-        dead_code,
-        reason = "used by some of the crates that include this file"
-    )]
-    pub(crate) fn cut_at_next_request(&self) {
+    pub fn cut_at_next_request(&self) {
         self.cut_next.store(true, Ordering::SeqCst);
     }
 }
