@@ -95,8 +95,7 @@ impl FsBackend {
 
     fn locked(&self, key: &Key, path: &StatePath) -> Result<chipset_store::LockGuard> {
         self.state
-            .lock_for(path)
-            .and_then(|lock| lock.exclusive())
+            .lock(path)
             .map_err(|e| Error::store("lock", key, e))
     }
 }

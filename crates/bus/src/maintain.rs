@@ -250,7 +250,7 @@ impl Bus {
             // doctor reports it.
             let Ok(path) = dir.join(&name) else { continue };
             // Under the key's lock, so a publish judging this key is not undone.
-            let _guard = self.state().lock_for(&path)?.exclusive()?;
+            let _guard = self.state().lock(&path)?;
             let old = match self.state().read_json::<DedupRecord>(&path)? {
                 ReadOutcome::Value(r) => now.since(r.accepted_at) > age,
                 // Corrupt records are the doctor's; missing ones are gone already.
@@ -387,8 +387,7 @@ impl Bus {
             Err(chipset_store::Error::Corrupt(c)) => {
                 let mut f = finding(&c.path, Problem::Corrupt(c.reason));
                 if fix {
-                    let lock = state.lock_for(&control)?;
-                    f = f.with(state.quarantine_checked(&control, Some(&lock), |seen| {
+                    f = f.with(state.quarantine_checked(&control, Some(&control), |seen| {
                         matches!(seen, ReadOutcome::Corrupt(c)
                             if c.reason == CorruptReason::NotARegularFile)
                     })?);
@@ -467,9 +466,8 @@ impl Bus {
             ReadOutcome::Corrupt(c) => {
                 let mut f = finding(&c.path, Problem::Corrupt(c.reason));
                 if report.mode == DoctorMode::Fix {
-                    let lock = state.lock_for(path)?;
                     f = f.with(
-                        state.quarantine_checked(path, Some(&lock), |seen| judge(path, seen))?,
+                        state.quarantine_checked(path, Some(path), |seen| judge(path, seen))?,
                     );
                 }
                 report.findings.push(f);

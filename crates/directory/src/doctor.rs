@@ -49,8 +49,7 @@ impl Directory {
                     .at(&path)
                     .fixable(true);
                     if mode == DoctorMode::Fix {
-                        let lock = self.state.lock_for(&path)?;
-                        let action = self.state.quarantine_checked(&path, Some(&lock), |seen| {
+                        let action = self.state.quarantine_checked(&path, Some(&path), |seen| {
                             seen.as_ref()
                                 .and_then(|b| {
                                     classify(

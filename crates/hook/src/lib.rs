@@ -172,7 +172,7 @@
 //! place, and reports stray files. The doctor is the store's one shape: it returns a
 //! [`Report`](chipset_store::Report) of [`Finding`](chipset_store::Finding)s
 //! coded `hook-corrupt`, `hook-unsupported` and `hook-stray`; the store's
-//! [`StateDir::quarantine_unchanged`](chipset_store::StateDir::quarantine_unchanged)
+//! [`StateDir::quarantine_checked`](chipset_store::StateDir::quarantine_checked)
 //! moves the file aside, under the hook's lock, only if it is still the
 //! bytes judged corrupt. [`Hooks::list`] reports corrupt hooks instead of
 //! skipping them.

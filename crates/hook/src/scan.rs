@@ -80,7 +80,7 @@ impl Hooks {
     /// [`Error::Store`](crate::Error::Store) when the lock, the move or the write fails.
     pub(crate) fn repair(&self, agent: &AgentId) -> Result<Option<Repaired>> {
         let path = self.path(agent);
-        let _guard = self.state.lock_for(&path)?.exclusive()?;
+        let _guard = self.state.lock(&path)?;
         let corruption = match self.read(agent)? {
             ReadOutcome::Corrupt(c) => c,
             ReadOutcome::Missing | ReadOutcome::Value(_) | ReadOutcome::Unsupported(_) => {
@@ -98,7 +98,9 @@ impl Hooks {
         let Action::Quarantined {
             to: Some(quarantined),
             ..
-        } = self.state.quarantine_unchanged(&path, &seen)?
+        } = self
+            .state
+            .quarantine_checked(&path, None, |now| now == &seen)?
         else {
             // Under the lock nothing else writes it; it changed between two
             // reads only if something outside chipset did, which is left alone.

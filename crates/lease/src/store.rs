@@ -255,8 +255,7 @@ impl Leases {
                 .at(&path)
                 .fixable(true);
                 if mode == DoctorMode::Fix {
-                    let lock = self.state.lock_for(&path)?;
-                    let action = self.state.quarantine_checked(&path, Some(&lock), |seen| {
+                    let action = self.state.quarantine_checked(&path, Some(&path), |seen| {
                         seen.as_ref()
                             .and_then(|b| ReadOutcome::<Table>::from_json(&path, b))
                             .is_corrupt()

@@ -229,9 +229,8 @@ impl LoopState {
         let mut finding = Finding::new("loop-corrupt", Defect::Corrupt(bad.reason), line).at(path);
         if report.mode == DoctorMode::Fix {
             // Re-checked under the lock: a writer may have replaced it meanwhile.
-            let lock = state.lock_for(path)?;
             finding = finding
-                .with(state.quarantine_checked(path, Some(&lock), |s| parse(s).is_corrupt())?);
+                .with(state.quarantine_checked(path, Some(path), |s| parse(s).is_corrupt())?);
         }
         report.findings.push(finding);
         Ok(())
@@ -256,8 +255,7 @@ impl LoopState {
                 let mut finding =
                     Finding::new("loop-corrupt", Defect::Corrupt(bad.reason), line).at(path);
                 if fix {
-                    let lock = state.lock_for(path)?;
-                    finding = finding.with(state.quarantine_checked(path, Some(&lock), |s| {
+                    finding = finding.with(state.quarantine_checked(path, Some(path), |s| {
                         matches!(s, ReadOutcome::Corrupt(c)
                             if c.reason == CorruptReason::NotARegularFile)
                     })?);

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use chipset_store::{
-    Action, Defect, DoctorMode, Finding, Lock, ReadOutcome, Report, StateDir, StatePath,
+    Action, Defect, DoctorMode, Finding, ReadOutcome, Report, StateDir, StatePath,
 };
 use serde::de::DeserializeOwned;
 
@@ -84,7 +84,7 @@ pub(crate) fn check_file<T: OnDisk>(
     state: &StateDir,
     area: Area,
     path: &StatePath,
-    lock: &Lock,
+    lock: &StatePath,
     report: &mut Report,
 ) -> Result<Option<T>> {
     report.scanned += 1;

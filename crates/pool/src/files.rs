@@ -108,7 +108,7 @@ impl Pool {
 
     pub(crate) fn lock(&self) -> Result<LockGuard> {
         self.state.channel_dir(Pool::CHANNEL)?;
-        Ok(self.state.lock_for(&self.table_path())?.exclusive()?)
+        Ok(self.state.lock(&self.table_path())?)
     }
 
     /// Reads the log, then the table, and applies the log to the table.

@@ -93,8 +93,8 @@
 //! | [`StateDir::move_noclobber`]: durable move between directories, never overwriting | the no-replace rename |
 //! | [`JsonLog::append`] / [`JsonLog::append_batch`]: single-write appends | the data sync after the write (a failure before it truncates the log back) |
 //! | [`JsonLog::append_batch_unsynced`]: a single-write append of records the caller can rebuild, durable with the log's next sync | the write |
-//! | [`StateDir::update`]: read-modify-write under a [`Lock`] | the rename of the new value |
-//! | [`StateDir::lock_json`] then [`Locked::write`]: a sequence of durable replaces under one [`Lock`] | the rename of each value |
+//! | [`StateDir::update`]: read-modify-write under a lock ([`StateDir::lock`]) | the rename of the new value |
+//! | [`StateDir::lock_json`] then [`Locked::write`]: a sequence of durable replaces under one lock | the rename of each value |
 //! | [`JsonLog::repair`]: whole records kept, the rest quarantined | the rename of the repaired copy |
 //!
 //! [`StateDir::update`] is one decision under the lock. A caller that writes,
@@ -188,8 +188,7 @@
 //! let mut report = Report::new(DoctorMode::Fix);
 //! report.scanned += 1;
 //! if let ReadOutcome::Corrupt(bad) = state.read_json::<serde_json::Value>(&path)? {
-//!     let lock = state.lock_for(&path)?;
-//!     let action = state.quarantine_checked(&path, Some(&lock), |seen| {
+//!     let action = state.quarantine_checked(&path, Some(&path), |seen| {
 //!         seen.as_ref()
 //!             .and_then(|b| ReadOutcome::<serde_json::Value>::from_json(&path, b))
 //!             .is_corrupt()
@@ -417,7 +416,7 @@ pub use backend::{IoBackend, RealIo, SharedIo, SyncOrder};
 pub use error::{Error, MaybeCommitted, Result};
 pub use escape::EscapeAlphabet;
 pub use id::{AgentId, TaskId};
-pub use lock::{Decision, Lock, LockGuard};
+pub use lock::{Decision, LockGuard};
 pub use locked::Locked;
 pub use log::{BadLine, JsonLog, LogContents};
 pub use path::{Segment, StatePath};

@@ -25,11 +25,12 @@ use crate::read::{ReadOutcome, read_json};
 /// the kernel releases them when the process dies. A crash never leaves a
 /// lock behind.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Lock {
+pub(crate) struct Lock {
     path: PathBuf,
 }
 
-/// A held lock, released on drop.
+/// A held exclusive lock ([`StateDir::lock`](crate::StateDir::lock)),
+/// released on drop.
 #[derive(Debug)]
 #[must_use = "the lock is released when the guard is dropped"]
 pub struct LockGuard {
@@ -124,7 +125,7 @@ impl Lock {
     ///
     /// [`Error::Io`] when the lock file cannot be opened or locked;
     /// [`Error::Symlink`] when it is a symlink.
-    pub fn exclusive(&self) -> Result<LockGuard> {
+    pub(crate) fn exclusive(&self) -> Result<LockGuard> {
         self.acquire(Mode::Exclusive)
     }
 

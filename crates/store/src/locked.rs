@@ -14,7 +14,7 @@ use crate::state::StateDir;
 /// Where [`StateDir::update`] is one read-modify-write, `Locked` is for a
 /// caller that writes, does something else (sends mail, appends to a log),
 /// and writes again, all under one lock so that no other writer of the
-/// file interleaves. The lock is [`StateDir::lock_for`](crate::StateDir::lock_for),
+/// file interleaves. The lock is [`StateDir::lock`](crate::StateDir::lock),
 /// the one [`StateDir::update`] takes, so the two exclude each other. It is
 /// released when the `Locked` is dropped, or by the kernel when the process
 /// dies.

@@ -7,7 +7,6 @@ use std::fs;
 use std::io;
 
 use crate::error::{Error, Result};
-use crate::lock::Lock;
 use crate::path::StatePath;
 use crate::read::{CorruptReason, Corruption, ReadOutcome};
 use crate::repair::Action;
@@ -20,7 +19,7 @@ impl StateDir {
     /// [`CorruptReason::NotARegularFile`] (opening a FIFO or a device can
     /// block or act), a file over the read cap is corrupt with
     /// [`CorruptReason::TooLarge`] (not read). What a doctor judges, and
-    /// what [`StateDir::quarantine_unchanged`] compares.
+    /// what [`StateDir::quarantine_checked`] compares.
     ///
     /// # Errors
     ///
@@ -58,21 +57,26 @@ impl StateDir {
 
     /// Moves `path` aside into `.quarantine/` beside it if it is still bad:
     /// reads it (without opening anything but a regular file), asks `is_bad`,
-    /// takes `lock` (the lock its writers take; `None` for files no writer
-    /// ever rewrites, such as no-clobber messages), reads it again, and moves
-    /// it only if it is byte for byte what was judged bad. A file that a
-    /// writer rewrote, or that went away, between the check and the fix is
-    /// left alone, and the returned [`Action::LeftAlone`] says so.
+    /// takes the lock of `lock` ([`StateDir::lock`]: `path` itself, or the
+    /// file whose lock its writers take; `None` for files no writer ever
+    /// rewrites, such as no-clobber messages, or when the caller holds the
+    /// lock already), reads it again, and moves it only if it is byte for
+    /// byte what was judged bad. A file that a writer rewrote, or that went
+    /// away, between the check and the fix is left alone, and the returned
+    /// [`Action::LeftAlone`] says so.
     ///
     /// This is the one way a doctor moves a file aside; nothing is deleted.
+    /// A caller that does more under the same lock (a hook is reset to
+    /// empty in the same critical section) holds it, passes `None`, and
+    /// judges "still exactly what I saw".
     ///
     /// # Errors
     ///
-    /// As [`StateDir::observe`], [`Lock::exclusive`] and [`StateDir::quarantine`].
+    /// As [`StateDir::observe`], [`StateDir::lock`] and [`StateDir::quarantine`].
     pub fn quarantine_checked(
         &self,
         path: &StatePath,
-        lock: Option<&Lock>,
+        lock: Option<&StatePath>,
         is_bad: impl FnOnce(&ReadOutcome<Vec<u8>>) -> bool,
     ) -> Result<Action> {
         let seen = self.observe(path)?;
@@ -82,19 +86,18 @@ impl StateDir {
         if !is_bad(&seen) {
             return Ok(Action::LeftAlone("no longer bad".to_owned()));
         }
-        let _guard = lock.map(Lock::exclusive).transpose()?;
+        let _guard = lock.map(|l| self.lock(l)).transpose()?;
         self.quarantine_unchanged(path, &seen)
     }
 
     /// Moves `path` aside if it is still exactly `seen` (the caller holds the
     /// lock its writers take, or no writer rewrites it). The second half of
-    /// [`StateDir::quarantine_checked`], for a caller that does more under
-    /// the same lock (a hook is reset to empty in the same critical section).
+    /// [`StateDir::quarantine_checked`].
     ///
     /// # Errors
     ///
     /// As [`StateDir::observe`] and [`StateDir::quarantine`].
-    pub fn quarantine_unchanged(
+    fn quarantine_unchanged(
         &self,
         path: &StatePath,
         seen: &ReadOutcome<Vec<u8>>,
@@ -145,9 +148,8 @@ mod tests {
         let (_d, state) = temp();
         let path = at(&state, "hooks/a.json");
         state.write_bytes(&path, b"{").unwrap();
-        let lock = state.lock_for(&path).unwrap();
         let action = state
-            .quarantine_checked(&path, Some(&lock), corrupt_json)
+            .quarantine_checked(&path, Some(&path), corrupt_json)
             .unwrap();
         let Action::Quarantined { to: Some(to), .. } = &action else {
             panic!("{action:?}");
@@ -164,9 +166,8 @@ mod tests {
         let (_d, state) = temp();
         let path = at(&state, "bus/a/presence.json");
         state.write_bytes(&path, b"{").unwrap();
-        let lock = state.lock_for(&path).unwrap();
         let action = state
-            .quarantine_checked(&path, Some(&lock), |seen| {
+            .quarantine_checked(&path, Some(&path), |seen| {
                 // A heartbeat rewrites the file after the check, before the lock.
                 state.write_bytes(&path, b"{}").unwrap();
                 corrupt_json(seen)

@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 use crate::atomic::{self, Created, move_entry, sync_dir_with};
 use crate::backend::{IoBackend, RealIo, SharedIo, SyncOrder};
 use crate::error::{Error, MaybeCommitted, Result};
-use crate::lock::{Decision, Lock, update_locked_with};
+use crate::lock::{Decision, Lock, LockGuard, update_locked_with};
 use crate::locked::Locked;
 use crate::log::JsonLog;
 use crate::path::StatePath;

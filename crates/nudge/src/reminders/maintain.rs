@@ -74,7 +74,7 @@ impl Reminders {
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
                 let stripe = path_key(&path).map_or(0, |k| k.stripe());
-                let lock = self.stripe_lock(stripe)?;
+                let lock = self.stripe_path(stripe)?;
                 let Some(r) =
                     doctor::check_file::<Reminder>(&self.state, area, &path, &lock, &mut report)?
                 else {
@@ -106,7 +106,7 @@ impl Reminders {
                 }
             }
         }
-        let lock = self.stripe_lock(0)?;
+        let lock = self.stripe_path(0)?;
         for path in self.history_files()? {
             doctor::check_file::<Reminder>(&self.state, area, &path, &lock, &mut report)?;
         }

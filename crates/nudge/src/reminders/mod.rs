@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chipset_backend::Backend;
-use chipset_store::{Corruption, Lock, ReadOutcome, SortableId, StateDir, Timestamp, Unsupported};
+use chipset_store::{Corruption, ReadOutcome, SortableId, StateDir, Timestamp, Unsupported};
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
@@ -285,10 +285,6 @@ impl Reminders {
             .root()
             .join_static(LOCKS_DIR)
             .join(format!("stripe-{stripe:02}"))?)
-    }
-
-    fn stripe_lock(&self, stripe: u64) -> Result<Lock> {
-        Ok(self.state.lock_for(&self.stripe_path(stripe)?)?)
     }
 
     fn lock_key(&self, key: &ReminderKey) -> Result<StripeGuard> {

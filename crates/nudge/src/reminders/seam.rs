@@ -252,7 +252,9 @@ impl Reminders {
     /// Takes the stripe lock `stripe`.
     pub(super) fn lock_stripe(&self, stripe: u64) -> Result<StripeGuard> {
         let Some(seam) = &self.seam else {
-            return Ok(StripeGuard::Local(self.stripe_lock(stripe)?.exclusive()?));
+            return Ok(StripeGuard::Local(
+                self.state.lock(&self.stripe_path(stripe)?)?,
+            ));
         };
         let path = self.stripe_path(stripe)?;
         let key = self.key(&path)?;

@@ -111,15 +111,14 @@ impl Nudges {
             }
             for file in [LATEST_FILE, PROCESSED_FILE] {
                 let path = dir.join_static(file);
-                let lock = self.state.lock_for(&path)?;
                 if file == LATEST_FILE {
-                    doctor::check_file::<Nudge>(&self.state, area, &path, &lock, &mut report)?;
+                    doctor::check_file::<Nudge>(&self.state, area, &path, &path, &mut report)?;
                 } else {
                     doctor::check_file::<ProcessedRecord>(
                         &self.state,
                         area,
                         &path,
-                        &lock,
+                        &path,
                         &mut report,
                     )?;
                 }
@@ -136,8 +135,7 @@ impl Nudges {
                     report.findings.push(area.stray(&path));
                     continue;
                 }
-                let lock = self.state.lock_for(&path)?;
-                doctor::check_file::<Nudge>(&self.state, area, &path, &lock, &mut report)?;
+                doctor::check_file::<Nudge>(&self.state, area, &path, &path, &mut report)?;
             }
         }
         Ok(report)

@@ -144,12 +144,30 @@ impl StateDir {
         self.with_parent(to, |io| atomic::move_noclobber_with(io, from, to))
     }
 
-    /// Returns the lock guarding `path` (`.{name}.lock` beside it), creating its directory.
+    /// Blocks until the exclusive lock guarding `path` is held, and returns
+    /// it, released on drop. The lock is `.{name}.lock` beside `path`, an
+    /// empty file that is never renamed or removed, so every process locks
+    /// the same inode; its directory is created first. It is the lock
+    /// [`StateDir::update`], [`StateDir::lock_json`] and
+    /// [`StateDir::quarantine_checked`] take: a writer that holds it can
+    /// change `path` in several steps with no other writer in between.
+    ///
+    /// Locks are `flock`-style advisory locks (std's `File::lock`): they
+    /// belong to the open file, so two holders in one process exclude each
+    /// other too, and the kernel releases them when the process dies. A
+    /// crash never leaves a lock behind.
     ///
     /// # Errors
     ///
-    /// As [`StateDir::ensure_dir`].
-    pub fn lock_for(&self, path: &StatePath) -> Result<Lock> {
+    /// As [`StateDir::ensure_dir`]; [`Error::Io`] when the lock file cannot
+    /// be opened or locked; [`Error::Symlink`] when it is a symlink.
+    pub fn lock(&self, path: &StatePath) -> Result<LockGuard> {
+        self.lock_for(path)?.exclusive()
+    }
+
+    /// Returns the lock guarding `path` (`.{name}.lock` beside it), not yet
+    /// taken, creating its directory.
+    pub(crate) fn lock_for(&self, path: &StatePath) -> Result<Lock> {
         let path = path.as_path();
         self.ensure_parent(path)?;
         Ok(Lock::beside(path))
@@ -186,7 +204,7 @@ impl StateDir {
     }
 
     /// Locked read-modify-write of `path`: `path` read as a `T`
-    /// under the exclusive lock of [`StateDir::lock_for`],
+    /// under the exclusive lock of [`StateDir::lock`],
     /// `decide` chooses, and the new
     /// value is written durably. When `decide` fails nothing is written.
     ///
@@ -204,7 +222,7 @@ impl StateDir {
         update_locked_with(self.backend(), path, self.inner.read_cap, decide)
     }
 
-    /// Takes the exclusive lock of `path` ([`StateDir::lock_for`], the one
+    /// Takes the exclusive lock of `path` ([`StateDir::lock`], the one
     /// [`StateDir::update`] takes), blocking until it is free, and reads
     /// `path` as a `T` under it: a [`Locked`] for a sequence of decisions
     /// and durable writes with no other writer in between. A missing file
@@ -214,10 +232,10 @@ impl StateDir {
     ///
     /// [`Error::Corrupt`] when the file is there but unreadable as a `T`
     /// (it is left as it is, for a doctor to move aside); otherwise as
-    /// [`StateDir::read_bytes`] and [`Lock::exclusive`]. On an error the
+    /// [`StateDir::read_bytes`] and [`StateDir::lock`]. On an error the
     /// lock is released.
     pub fn lock_json<T: DeserializeOwned>(&self, path: &StatePath) -> Result<Locked<T>> {
-        let guard = self.lock_for(path)?.exclusive()?;
+        let guard = self.lock(path)?;
         let current = match self.read_json::<T>(path)? {
             ReadOutcome::Missing => None,
             ReadOutcome::Value(value) => Some(value),
