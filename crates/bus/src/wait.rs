@@ -117,12 +117,6 @@ impl Waiter {
         }
     }
 
-    /// Returns the bus the waiter reads.
-    #[cfg(feature = "tokio")]
-    pub(crate) fn bus(&self) -> &Bus {
-        &self.bus
-    }
-
     /// Blocks until an event arrives that this waiter has not reported, or
     /// `timeout` passes. Returns at once when one arrived since the last call.
     ///

@@ -25,7 +25,7 @@ struct Request {
 /// The async form of [`Waiter`]: [`AsyncWaiter::wait`] is awaited instead
 /// of blocking, on any executor (the watching runs on a thread of its own).
 ///
-/// Made by [`Bus::waiter_async`] or [`Waiter::into_async`]. It reports what
+/// Made by [`Bus::waiter_async`]. It reports what
 /// the [`Waiter`] inside reports: an event published after the waiter was
 /// made is reported once, even if it came before `wait` was called.
 /// Dropping a `wait` future loses nothing: what arrived meanwhile is
@@ -62,27 +62,6 @@ impl Bus {
         let notified = ready.await.map_err(|_| gone(self, agent))??;
         Ok(AsyncWaiter {
             agent: agent.clone(),
-            notified,
-            requests,
-        })
-    }
-}
-
-impl Waiter {
-    /// Returns this waiter as an [`AsyncWaiter`], moved onto a thread of its
-    /// own; what it has seen stays seen.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Store`](crate::Error::Store) when the thread cannot be started.
-    pub fn into_async(self) -> Result<AsyncWaiter> {
-        let (requests, rx) = std_mpsc::channel();
-        let agent = self.agent().clone();
-        let notified = self.is_notified();
-        let bus = self.bus().clone();
-        spawn(&bus, &agent, move || serve(self, &rx))?;
-        Ok(AsyncWaiter {
-            agent,
             notified,
             requests,
         })

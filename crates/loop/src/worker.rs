@@ -169,7 +169,7 @@ impl Worker {
     /// # Errors
     ///
     /// Channel errors.
-    pub fn answer_nudges(&self) -> Result<Vec<ReadOutcome<Signal>>> {
+    fn answer_nudges(&self) -> Result<Vec<ReadOutcome<Signal>>> {
         let mut out = Vec::new();
         let _ = self.process_nudge(None, &mut out)?;
         Ok(out)

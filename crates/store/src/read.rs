@@ -99,7 +99,8 @@ impl<T> ReadOutcome<T> {
     }
 
     /// Returns true for [`ReadOutcome::Unsupported`].
-    pub fn is_unsupported(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_unsupported(&self) -> bool {
         matches!(self, ReadOutcome::Unsupported(_))
     }
 }
