@@ -7,8 +7,9 @@
 #
 # Environment: PEER_ROUNDS (default 5), PEER_FILL (default 10000), PEER_DIR
 # (where the projects are made; default the system temp directory),
-# PEER_ONLY (a comma-separated list of scenarios: gate, archive, answered,
-# sends), PEER_GATE (open requests in the gate scenario, default 10000),
+# PEER_ONLY (a comma-separated list of scenarios: gate, settled, archive,
+# answered, sends), PEER_GATE (open requests in the gate and settled
+# scenarios, default 10000),
 # PEER_GATE_ROUNDS (default 3), PEER_REPLIES (answered requests present in
 # the answered scenario, default 1000); crates/mail/benches/peer.rs says
 # what each scenario times. For a journalled ext4 figure, point PEER_DIR and

@@ -33,16 +33,25 @@
 //!   `Mail::inbox` of the same inbox (the full scan the cache replaces).
 //!   Goal (issue 31): ≥ 2.5× nubos, and never slower than the full scan.
 //!   The gate and the full scan take turns going first.
+//! - `settled`: the first gate of a task with `PEER_GATE` open requests
+//!   on a state written long ago (stamps settled; no folder or task cache
+//!   yet, as after a restart), on the state chipset's sends leave (with
+//!   their sent journal) and on one without `mail/.gate/` (as another
+//!   program leaves it), against `Mail::inbox` of the same files and
+//!   nubos's `pendingReplies` (sent once, untimed). Goal (issue 31): never
+//!   slower than the full scan.
 //! - `archive`: archiving a notify just sent, 50 per round. Goal (issue
 //!   31): ≥ 1.0.
 //! - `answered`: archiving a request answered by a response another
 //!   program wrote (nubos-pilot's form, straight into the requester's
 //!   inbox: no reply index entry), with `PEER_REPLIES` (default 1,000)
 //!   answered requests and their responses present, 10 per round (nubos:
-//!   its own request and response, then its `archive`). Goal (issue 31):
-//!   ≥ 40×.
+//!   its own request and response, then its `archive`). Twice: with the
+//!   response's `sent` event appended to the manifest after its file, as
+//!   nubos-pilot's `send` does, and without (a writer that died between
+//!   the two, or one that does not log). Goal (issue 31): ≥ 40×.
 //!
-//! `PEER_ONLY=gate,archive,answered` runs only the named scenarios
+//! `PEER_ONLY=gate,settled,archive,answered` runs only the named scenarios
 //! (`sends` names `fresh`, `batch` and `fill`).
 //!
 //! `batch` runs `send_batch` under each sync order this filesystem allows,
@@ -249,6 +258,95 @@ fn gate_scenario(work: &Path, nubos: &mut Nubos, n: usize, rounds: usize) {
     );
 }
 
+/// `settled`: the first gate of a task with `n` open requests on a state
+/// written long ago (every stamp settled, no folder or task cache yet: the
+/// first gate after a restart), against the full scan (`Mail::inbox`) of
+/// the same files and nubos's `pendingReplies`. Two chipset states: as its
+/// own sends leave them (with their sent journal), and as another program
+/// leaves them (`mail/.gate/` removed: every file is read). The gate and
+/// the scan take turns going first, each on a fresh copy of the state.
+fn settled_scenario(work: &Path, nubos: &mut Nubos, n: usize, rounds: usize) {
+    let task = TaskId::new("M005-S007-T0005").unwrap();
+    let executor = AgentId::new("np-executor").unwrap();
+    // [journal, foreign] x [gate, scan], and the gate run again at once.
+    let (mut gate, mut scan, mut again, mut peer) = ([0.0; 2], [0.0; 2], [0.0; 2], 0.0);
+    let n_root = work.join("settled-n");
+    nubos.ask(&format!("requests {} {n} {task}", n_root.display()));
+    for (v, foreign) in [false, true].into_iter().enumerate() {
+        for r in 0..rounds {
+            // Two states with the same files: one for the gate, one for the scan.
+            let roots: Vec<PathBuf> = (0..2)
+                .map(|k| work.join(format!("settled-c{v}-{r}-{k}")))
+                .collect();
+            for root in &roots {
+                let mail = mail_at(root, None);
+                let mut i = 0;
+                while i < n {
+                    let k = 100.min(n - i);
+                    let drafts: Vec<NewMessage> = (i..i + k).map(|j| request(j, &task)).collect();
+                    mail.send_batch(&drafts).unwrap();
+                    i += k;
+                }
+                if foreign {
+                    #[allow(
+                        clippy::disallowed_methods,
+                        reason = "plays a state no gate cache was made for"
+                    )]
+                    std::fs::remove_dir_all(root.join("mail").join(".gate")).unwrap();
+                }
+            }
+            // Past the gate cache's racy window (two seconds).
+            std::thread::sleep(std::time::Duration::from_millis(2_500));
+            let (g, s) = (mail_at(&roots[0], None), mail_at(&roots[1], None));
+            rotate(
+                r,
+                &mut [
+                    &mut || {
+                        let t = Instant::now();
+                        let pending = g.pending_replies(&task).unwrap();
+                        gate[v] += t.elapsed().as_secs_f64() * 1e6;
+                        assert_eq!(pending.len(), n);
+                        let t = Instant::now();
+                        let pending = g.pending_replies(&task).unwrap();
+                        again[v] += t.elapsed().as_secs_f64() * 1e6;
+                        assert_eq!(pending.len(), n);
+                    },
+                    &mut || {
+                        let t = Instant::now();
+                        let listed = s
+                            .inbox(&executor, &chipset_mail::InboxFilter::default())
+                            .unwrap();
+                        scan[v] += t.elapsed().as_secs_f64() * 1e6;
+                        assert_eq!(listed.len(), n);
+                    },
+                    &mut || {
+                        if v == 0 {
+                            let words = nubos.ask(&format!("pending {} {task}", n_root.display()));
+                            peer += Nubos::micros(&words);
+                        }
+                    },
+                ],
+            );
+            for root in &roots {
+                #[allow(clippy::disallowed_methods, reason = "a scratch state of the bench")]
+                std::fs::remove_dir_all(root).unwrap();
+            }
+        }
+    }
+    let ms = |t: f64| t / rounds as f64 / 1e3;
+    for (v, name) in ["journal", "foreign"].iter().enumerate() {
+        println!(
+            "settled {n} {name:<8} first gate {:>8.1} ms (again {:>8.1} ms)   inbox listing {:>8.1} ms   gate/scan {:.2}   nubos {:>8.1} ms   speed vs nubos {:.2}x",
+            ms(gate[v]),
+            ms(again[v]),
+            ms(scan[v]),
+            gate[v] / scan[v],
+            ms(peer),
+            peer / gate[v]
+        );
+    }
+}
+
 /// `archive`: archiving a notify just sent, chipset against nubos,
 /// alternating.
 fn archive_scenario(work: &Path, nubos: &mut Nubos, rounds: usize, seq: &mut usize) {
@@ -286,8 +384,10 @@ fn archive_scenario(work: &Path, nubos: &mut Nubos, rounds: usize, seq: &mut usi
 
 /// A response to `request` as another program writes it (nubos-pilot's
 /// shape), straight into the requester's inbox: no reply index entry, so
-/// archiving the request looks for it among the files.
-fn foreign_response(mail: &Mail, request: &chipset_mail::Message, seq: usize) {
+/// archiving the request looks for it among the files. With `event`, its
+/// `sent` event is appended to the manifest afterwards, as nubos-pilot's
+/// `send` does (seed 002: "each send() ... appends a sent event").
+fn foreign_response(mail: &Mail, request: &chipset_mail::Message, seq: usize, event: bool) {
     let ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -320,15 +420,29 @@ fn foreign_response(mail: &Mail, request: &chipset_mail::Message, seq: usize) {
         .join(format!("{id}.json"))
         .unwrap();
     mail.state().create_new(&path, json.as_bytes()).unwrap();
+    if event {
+        let sent = serde_json::json!({
+            "event": "sent", "id": id, "from": request.to.as_str(),
+            "to": request.from.as_str(), "kind": "response",
+            "phase": request.task().as_str(), "round": 2,
+            "in_reply_to": request.id.as_str(), "expects_reply": false,
+            "created_at": request.created_at.to_string(), "run_id": "bench",
+        });
+        mail.state()
+            .log(&mail.manifest_path())
+            .unwrap()
+            .append(&sent)
+            .unwrap();
+    }
 }
 
 /// `answered`: archiving a request answered by a response another program
 /// wrote, with `replies` answered requests (and their responses) present,
 /// chipset against nubos, alternating.
-fn answered_scenario(work: &Path, nubos: &mut Nubos, replies: usize, rounds: usize) {
+fn answered_scenario(work: &Path, nubos: &mut Nubos, replies: usize, rounds: usize, event: bool) {
     let task = TaskId::new("M005-S007-T0004").unwrap();
-    let mail = mail_at(&work.join("answered-c"), None);
-    let n_root = work.join("answered-n");
+    let mail = mail_at(&work.join(format!("answered-c-{event}")), None);
+    let n_root = work.join(format!("answered-n-{event}"));
     let mut i = 0;
     while i < replies {
         let k = 100.min(replies - i);
@@ -362,7 +476,7 @@ fn answered_scenario(work: &Path, nubos: &mut Nubos, replies: usize, rounds: usi
                     &mut || {
                         seq += 1;
                         let q = mail.send(&request(seq, &task)).unwrap();
-                        foreign_response(&mail, &q, seq);
+                        foreign_response(&mail, &q, seq, event);
                         let t = Instant::now();
                         let archived = mail.archive(&q.id).unwrap();
                         c += t.elapsed().as_secs_f64() * 1e6;
@@ -380,7 +494,17 @@ fn answered_scenario(work: &Path, nubos: &mut Nubos, replies: usize, rounds: usi
             );
         }
     }
-    report(&format!("answered {replies}"), c, peer, rounds * per_round);
+    let name = if event {
+        "with its sent event"
+    } else {
+        "no sent event"
+    };
+    report(
+        &format!("answered {replies} ({name})"),
+        c,
+        peer,
+        rounds * per_round,
+    );
 }
 
 fn env_usize(name: &str, default: usize) -> usize {
@@ -424,12 +548,18 @@ fn main() {
         let n = env_usize("PEER_GATE", 10_000);
         gate_scenario(work.path(), &mut nubos, n, env_usize("PEER_GATE_ROUNDS", 3));
     }
+    if selected("settled") {
+        let n = env_usize("PEER_GATE", 10_000);
+        settled_scenario(work.path(), &mut nubos, n, env_usize("PEER_GATE_ROUNDS", 3));
+    }
     if selected("archive") {
         archive_scenario(work.path(), &mut nubos, rounds, &mut seq);
     }
     if selected("answered") {
         let replies = env_usize("PEER_REPLIES", 1_000);
-        answered_scenario(work.path(), &mut nubos, replies, rounds);
+        for event in [true, false] {
+            answered_scenario(work.path(), &mut nubos, replies, rounds, event);
+        }
     }
     if !selected("sends") {
         return;
