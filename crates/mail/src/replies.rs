@@ -74,6 +74,11 @@ impl Mail {
         if let Some(response) = caught.responses.remove(&request.id) {
             return Ok(Some(response));
         }
+        // A response sent since the tail last looked is where its `sent`
+        // event says: read that file instead of listing the inbox.
+        if let Some(response) = self.sent_response(&caught, request)? {
+            return Ok(Some(response));
+        }
         // Another reader may have caught up since this one looked at the index.
         if self.indexed_reply(&request.id)? {
             return self.indexed_response(request);
@@ -128,10 +133,15 @@ impl Mail {
                 continue;
             }
             for name in self.state.list(dir)? {
-                let Some(id) = id_of(&name) else { continue };
-                if id <= *oldest {
+                // Compared as text before the id is parsed: ids order as
+                // their text does, and most names sort before the oldest.
+                if name
+                    .strip_suffix(".json")
+                    .is_none_or(|s| s <= oldest.as_str())
+                {
                     continue;
                 }
+                let Some(id) = id_of(&name) else { continue };
                 let path = dir.join_id(&id, ".json");
                 let bytes = match self
                     .state

@@ -65,7 +65,7 @@ use std::collections::BTreeMap;
 use std::time::SystemTime;
 
 use crate::MessageId;
-use chipset_store::{JsonLog, ReadOutcome, StatePath, Timestamp};
+use chipset_store::{AgentId, JsonLog, ReadOutcome, StatePath, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -116,6 +116,10 @@ struct Event {
     kind: Option<String>,
     /// chipset names the response whose sending archived a request.
     reply: Option<String>,
+    /// A `sent` event's addressee (its inbox).
+    to: Option<String>,
+    /// A `sent` event's parent: what a response answers.
+    in_reply_to: Option<String>,
 }
 
 /// What [`Mail::catch_up_archive`] found.
@@ -125,13 +129,19 @@ pub(crate) struct Caught {
     pub(crate) since: Option<Timestamp>,
     /// The responses found this time, by the request they answer.
     pub(crate) responses: BTreeMap<MessageId, Message>,
+    /// The responses whose `sent` events the tail read this time (seed
+    /// 002: every send appends one), by the request they name: the
+    /// addressee (whose inbox the file was published in) and the id. Only
+    /// where to look: a file is taken as an answer once it is read and
+    /// checked ([`Mail::sent_response`]).
+    pub(crate) sent: BTreeMap<MessageId, Vec<(AgentId, MessageId)>>,
 }
 
 impl Caught {
     fn since(since: Timestamp) -> Self {
         Caught {
             since: Some(since),
-            responses: BTreeMap::new(),
+            ..Caught::default()
         }
     }
 
@@ -214,9 +224,12 @@ impl Mail {
         // are passed over: the doctor reports them.
         let read = log.read_from::<Event>(tail.offset)?;
         let mut replies = Vec::new();
+        let mut sent: BTreeMap<MessageId, Vec<(AgentId, MessageId)>> = BTreeMap::new();
         for event in &read.records {
             if let Some(response) = self.archived_response(event)? {
                 replies.push(response);
+            } else if let Some((parent, to, id)) = sent_response_event(event) {
+                sent.entry(parent).or_default().push((to, id));
             }
         }
         let linked = match self.link_replies(&replies) {
@@ -239,7 +252,41 @@ impl Mail {
                 caught.responses.entry(parent).or_insert(response);
             }
         }
+        caught.sent = sent;
         Ok(caught)
+    }
+
+    /// Returns a response to `request` among the responses whose `sent`
+    /// events the tail just read ([`Caught::sent`]): the file named by the
+    /// event, read from its addressee's inbox and checked as the listing
+    /// checks a file (the id of its name, a response that fits the request:
+    /// [`answers`]). `None` when no event names the request or no file it
+    /// names is there and fits (the caller then lists the folders as
+    /// before), so an event can save a listing, never answer a request on
+    /// its own.
+    pub(crate) fn sent_response(
+        &self,
+        caught: &Caught,
+        request: &Message,
+    ) -> Result<Option<Message>> {
+        let Some(named) = caught.sent.get(&request.id) else {
+            return Ok(None);
+        };
+        for (to, id) in named {
+            if *to != request.from {
+                continue;
+            }
+            let path = self.layout.file(&Location::Inbox(to.clone()), id);
+            match read_message(&self.state, &path) {
+                Ok(ReadOutcome::Value(m)) if m.id == *id && answers(&m, request) => {
+                    return Ok(Some(m));
+                }
+                // Moved on, unreadable or not an answer: the listing decides.
+                Ok(_) | Err(Error::Store(chipset_store::Error::Symlink { .. })) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(None)
     }
 
     /// Returns the response an `archived` event moved into `archive/`, when
@@ -272,6 +319,19 @@ impl Mail {
             _ => None,
         })
     }
+}
+
+/// The request, addressee and id a `sent` event of a response names (any
+/// writer's: chipset's and nubos-pilot's both carry `to`, `kind` and
+/// `in_reply_to`), or `None` for any other event or a malformed one.
+fn sent_response_event(event: &Event) -> Option<(MessageId, AgentId, MessageId)> {
+    if event.event != "sent" || event.kind.as_deref() != Some("response") {
+        return None;
+    }
+    let parent = MessageId::new(event.in_reply_to.as_deref()?).ok()?;
+    let to = AgentId::new(event.to.as_deref()?).ok()?;
+    let id = MessageId::new(event.id.as_deref()?).ok()?;
+    Some((parent, to, id))
 }
 
 /// How many bytes before a tail's offset its mark holds.

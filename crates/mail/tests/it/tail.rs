@@ -482,3 +482,78 @@ fn a_folder_changed_exactly_the_slack_before_a_request_is_listed() {
     m.send(&draft.with_id(q.clone())).unwrap();
     assert!(m.has_reply(&q).unwrap());
 }
+
+/// Puts a response into the requester's inbox as nubos-pilot's `send` does:
+/// the file, then (when `logged`) its `sent` event.
+fn send_foreign(m: &Mail, request: &Message, n: u8, logged: bool) -> MessageId {
+    let (id, bytes) = nubos_response(request, n);
+    let inbox = m.inbox_dir(&agent("critic"));
+    fs::create_dir_all(inbox.as_path()).unwrap();
+    fs::write(inbox.as_path().join(format!("{id}.json")), bytes).unwrap();
+    if logged {
+        append_event(m, &sent_event(&id, request));
+    }
+    id
+}
+
+/// Archiving a request answered by a response another program sent (issue
+/// 31: the archive listed the requester's whole inbox to find it) takes
+/// the response from the place its `sent` event names: the requester's
+/// inbox is not listed, and the response enters the reply index.
+#[test]
+fn a_response_named_by_its_sent_event_is_found_without_a_listing() {
+    let f = fixture_with(no_grace());
+    let m = &f.mail;
+    begin_tail(&f);
+    let q = request(m, "asked");
+    let rid = send_foreign(m, &q, 4, true);
+    let inboxes = crate::watch_opens(&m.dir().as_path().join("inbox"));
+    assert!(matches!(
+        m.archive(&q.id).unwrap(),
+        ArchiveOutcome::Archived(_)
+    ));
+    let opened = crate::opened(&inboxes);
+    assert!(!opened.contains(&"critic".to_owned()), "listed: {opened:?}");
+    assert!(
+        m.dir()
+            .as_path()
+            .join(format!("replies/{}/response-{rid}.json", q.id))
+            .is_file()
+    );
+}
+
+/// A `sent` event only says where to look: an event whose file is not
+/// there, or is not an answer to the request (another task's), answers
+/// nothing; without an event the inbox is listed as before.
+#[test]
+fn a_sent_event_answers_only_through_a_file_that_fits() {
+    let f = fixture_with(no_grace());
+    let m = &f.mail;
+    begin_tail(&f);
+    // An event with no file.
+    let lost = request(m, "lost");
+    let (id, _) = nubos_response(&lost, 5);
+    append_event(m, &sent_event(&id, &lost));
+    assert!(matches!(
+        m.archive(&lost.id),
+        Err(chipset_mail::Error::ArchiveWithoutReply { .. })
+    ));
+    // An event whose file answers in another task.
+    let other = request(m, "other");
+    let (id, bytes) = nubos_response(&other, 6);
+    let mut json: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    json["phase"] = "t2".into();
+    let inbox = m.inbox_dir(&agent("critic"));
+    fs::create_dir_all(inbox.as_path()).unwrap();
+    fs::write(
+        inbox.as_path().join(format!("{id}.json")),
+        serde_json::to_vec_pretty(&json).unwrap(),
+    )
+    .unwrap();
+    append_event(m, &sent_event(&id, &other));
+    assert!(!m.has_reply(&other.id).unwrap());
+    // No event: the listing finds the file.
+    let silent = request(m, "silent");
+    send_foreign(m, &silent, 7, false);
+    assert!(m.has_reply(&silent.id).unwrap());
+}
