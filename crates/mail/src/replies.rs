@@ -29,7 +29,9 @@ impl Mail {
     /// once archived. What entered `archive/` is learnt from the manifest's
     /// `archived` events since the last look (the archive tail, see the
     /// crate docs), so `archive/` is listed only for a request older than
-    /// the tail. A folder whose mtime shows nothing entered it since
+    /// the tail. A response whose `sent` event the tail just read is read
+    /// from the file the event names before any folder is listed. A folder
+    /// whose mtime shows nothing entered it since
     /// the request was sent is not listed; of the others only files whose
     /// names sort after the request's id are read (a response is sent after
     /// its request), and a file counts

@@ -38,6 +38,13 @@
 //! the folder's mtime skips when nothing entered it since the request); such
 //! requests age out as their tasks commit.
 //!
+//! The same reading also notes the `sent` events of responses (seed 002:
+//! every send appends one, naming the addressee and the request answered).
+//! A miss of the index for a request one of them names reads that file from
+//! its addressee's inbox before listing anything; the file counts only when
+//! it passes the checks a listed file passes, so a missing, moved or
+//! unfitting file leaves the listing to decide, as without the event.
+//!
 //! # Where it would not hold, and what is done about it
 //!
 //! - **A writer that stops between its move and its event** (killed, or a
