@@ -18,11 +18,11 @@
 //! - `.gate/task/{task}.json`: per inbox and for `archive/`, the task's
 //!   files there (its gate files, requests that need a reply and responses,
 //!   with their facts; its other files with their parent), with the
-//!   directory's stamp they hold for, and the bytes of its open requests
+//!   directory's stamp they hold for, and its open requests themselves
 //!   (read under that stamp); and when the task's last gate began. The
 //!   sweep moves the task's files named there, the thread reads the
 //!   replies among them, the gate returns the open requests (reading a
-//!   request's file only when its inbox changed since its bytes were kept).
+//!   request's file only when its inbox changed since it was kept).
 //!
 //! - `.gate/sent/{agent}.jsonl`: the sent journal (see `sent.rs`): each
 //!   send appends the file it published (its identity, size and times
@@ -104,7 +104,7 @@ use chipset_store::{AgentId, ReadOutcome, StateDir, StatePath, TaskId};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::format::{Kind, Message, parse_message};
+use crate::format::{Kind, MESSAGE_SCHEMA, Message, parse_message};
 use crate::layout::{BY_TASK, ORPHAN, id_of, never_a_message};
 use crate::mail::{Mail, check_id, read_message_bytes, stray};
 
@@ -115,11 +115,14 @@ pub(crate) const GATE_DIR: &str = ".gate";
 /// task, every file of the task (not only the gate's) and `archive/`.
 const VERSION: u32 = 2;
 /// The format version of the task cache files. Version 3 added, per inbox,
-/// the bytes of the task's open requests ([`Slice::requests`]) and the time
-/// of the task's last gate ([`TaskCache::gated`]); a version 2 file is read
-/// as a version 3 file without them (its requests are read from their
-/// files, and the sweep lists what it cannot trust). Any other is ignored.
-const TASK_VERSION: u32 = 3;
+/// the task's open requests ([`Slice::requests`], their file's bytes as a
+/// string) and the time of the task's last gate ([`TaskCache::gated`]);
+/// version 4 keeps each open request as the message itself (an object,
+/// written and read in one pass, not a string to escape, unescape and
+/// parse again). A version 2 file is read as a version 4 file without
+/// them (its requests are read from their files, and the sweep lists
+/// what it cannot trust). Any other is ignored (and rebuilt).
+const TASK_VERSION: u32 = 4;
 /// How long after a task's gate the sweep trusts that an inbox which held
 /// none of the task's files then still holds none ([`Look::Sweep`]).
 pub(crate) const SWEEP_TRUST: Duration = Duration::from_secs(10 * 60);
@@ -246,11 +249,12 @@ struct Slice {
     /// (settled or not): every entry whose ctime is older was listed then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     listed: Option<Stamp>,
-    /// The bytes of the task's open requests among `files` (those that need
-    /// a reply), by name, as read from their files while `stamp` held: the
-    /// gate returns them without reading the files again while it holds.
+    /// The task's open requests among `files` (those that need a reply),
+    /// by name, as read from their files (or vouched for by their senders'
+    /// records) while `stamp` held: the gate returns them without reading
+    /// the files again while it holds.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    requests: BTreeMap<String, String>,
+    requests: BTreeMap<String, Message>,
 }
 
 /// `.gate/task/{task}.json`.
@@ -317,7 +321,7 @@ pub(crate) struct TaskFiles<'m> {
     cache: TaskCache,
     dirty: bool,
     /// The task's open requests this walk read while listing an inbox, by
-    /// inbox and name, with their bytes: [`TaskFiles::request`] takes them
+    /// inbox and name: [`TaskFiles::request`] takes them
     /// from here instead of reading their files again.
     read: BTreeMap<AgentId, HashMap<String, ReadRequest>>,
 }
@@ -348,15 +352,6 @@ pub(crate) fn load<T: for<'de> Deserialize<'de>>(state: &StateDir, path: &StateP
 /// name); `None` when it moved on since the listing. Names that do not end
 /// in `.json` are never read: the seed's readers skip them too.
 fn read_entry(state: &StateDir, dir: &StatePath, name: &str) -> Result<Option<Message>> {
-    Ok(read_entry_bytes(state, dir, name)?.map(|(message, _)| message))
-}
-
-/// [`read_entry`], with the bytes the message was read from.
-fn read_entry_bytes(
-    state: &StateDir,
-    dir: &StatePath,
-    name: &str,
-) -> Result<Option<(Message, Vec<u8>)>> {
     let Some(id) = id_of(name) else {
         return Err(Error::Corrupt(stray(
             dir.as_path().join(name),
@@ -374,7 +369,7 @@ fn read_entry_bytes(
         ReadOutcome::Missing => Ok(None),
         ReadOutcome::Corrupt(c) => Err(c.into()),
         ReadOutcome::Unsupported(u) => Err(u.into()),
-        ReadOutcome::Value(m) => Ok(Some((check_id(&path, &id, m)?, bytes))),
+        ReadOutcome::Value(m) => Ok(Some(check_id(&path, &id, m)?)),
     }
 }
 
@@ -513,7 +508,7 @@ impl Mail {
     /// `stamp` must have been taken before this call.
     ///
     /// The requests that need a reply among the files read (not taken from
-    /// the cache) come back whole in [`Listed::read`], with their bytes, so
+    /// the cache) come back whole in [`Listed::read`], so
     /// that the gate does not read them a second time.
     fn folder_files(
         &self,
@@ -578,15 +573,15 @@ impl Mail {
                     .and_then(|r| r.into_message(&name, meta)),
                 _ => None,
             };
-            let (message, bytes) = match vouched {
+            let message = match vouched {
                 Some(message) => {
                     from_journal = true;
-                    (message, None)
+                    message
                 }
                 None => {
                     read_any = true;
-                    match read_entry_bytes(&self.state, dir, &name)? {
-                        Some((message, bytes)) => (message, Some(bytes)),
+                    match read_entry(&self.state, dir, &name)? {
+                        Some(message) => message,
                         None => continue,
                     }
                 }
@@ -613,7 +608,7 @@ impl Mail {
                     // Sized once: an inbox of open requests holds thousands.
                     read.reserve(entries);
                 }
-                read.insert(name.clone(), (message, bytes));
+                read.insert(name.clone(), message);
             }
             files.push((name, entry));
         }
@@ -653,14 +648,13 @@ struct Listed {
     /// name once).
     files: Vec<(String, FileEntry)>,
     /// The requests that need a reply among the files it read (not taken
-    /// from the folder cache): the message, checked as the gate checks it,
-    /// and the bytes it was read from.
+    /// from the folder cache): the message, checked as the gate checks it.
     read: HashMap<String, ReadRequest>,
 }
 
-/// An open request a listing took: the message, and the bytes it was read
-/// from (`None` when it came from its sender's record, `sent.rs`).
-type ReadRequest = (Message, Option<Vec<u8>>);
+/// An open request a listing took (read from its file, or from its
+/// sender's record, `sent.rs`), checked as the gate checks it.
+type ReadRequest = Message;
 
 /// `t` as Unix milliseconds (0 before the epoch).
 fn unix_ms(t: SystemTime) -> u64 {

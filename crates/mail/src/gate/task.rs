@@ -118,7 +118,7 @@ impl TaskFiles<'_> {
                         // The task's open requests among those read (each
                         // file's task is its message's).
                         let mut read = listed.read;
-                        read.retain(|_, (message, _)| message.phase == self.cache.task);
+                        read.retain(|_, message| message.phase == self.cache.task);
                         if let Some(agent) = inbox
                             && !read.is_empty()
                         {
@@ -280,47 +280,38 @@ impl TaskFiles<'_> {
         }
     }
 
-    /// Returns the open request `name` of `agent`'s inbox, from its cached
-    /// bytes when its slice holds them, else read (failing closed as
+    /// Returns the open request `name` of `agent`'s inbox, from its slice
+    /// when the slice holds it, else read (failing closed as
     /// [`Mail::pending_replies`] does) and kept in the slice; `None` when it
     /// left the inbox since the listing.
     pub(super) fn request(&mut self, agent: &AgentId, name: &str) -> Result<Option<Message>> {
         let read = self.read.get_mut(agent).and_then(|r| r.remove(name));
         let slice = self.cache.inboxes.get_mut(agent);
-        if let Some(bytes) = slice.as_ref().and_then(|s| s.requests.get(name))
-            && let Some(id) = id_of(name)
-            && let ReadOutcome::Value(m) = parse_message(
-                &self.mail.layout.inbox(agent).join_id(&id, ".json"),
-                bytes.as_bytes(),
-            )
-            && m.id == id
+        // Kept by this version (the cache's format version says so), for
+        // this very name, in the schema this version reads.
+        if let Some(m) = slice.as_ref().and_then(|s| s.requests.get(name))
+            && id_of(name).is_some_and(|id| id == m.id)
+            && m.schema.as_deref().is_none_or(|s| s == MESSAGE_SCHEMA)
         {
-            return Ok(Some(m));
+            return Ok(Some(m.clone()));
         }
         // Read by this walk's listing of the inbox, or read now.
-        let read = match read {
-            Some(read) => read,
+        let message = match read {
+            Some(message) => message,
             None => {
                 let inbox = self.mail.layout.inbox(agent);
-                match read_entry_bytes(&self.mail.state, &inbox, name)? {
-                    Some((message, bytes)) => (message, Some(bytes)),
+                match read_entry(&self.mail.state, &inbox, name)? {
+                    Some(message) => message,
                     None => return Ok(None),
                 }
             }
         };
-        let (message, bytes) = read;
         // Only a slice this walk confirmed or listed is here; one that holds
-        // for its stamp keeps the bytes while that stamp holds (a message
-        // taken from its sender's record is kept as its JSON: the message
-        // its sender wrote, which `parse_message` reads back as it is; not
-        // the canonical form, whose sorting through a `Value` cost the first
-        // gate of a settled inbox of 10,000 requests a fifth of its time).
+        // for its stamp keeps the message while that stamp holds.
         if let Some(slice) = slice
             && slice.stamp.is_some()
-            && let Some(bytes) = bytes.or_else(|| serde_json::to_vec(&message).ok())
-            && let Ok(text) = String::from_utf8(bytes)
         {
-            slice.requests.insert(name.to_owned(), text);
+            slice.requests.insert(name.to_owned(), message.clone());
             self.dirty = true;
         }
         Ok(Some(message))

@@ -2,6 +2,7 @@
 //! and that a bad or foreign one is never trusted.
 
 use super::*;
+use chipset_mail::Message;
 
 #[test]
 fn the_gate_keeps_open_requests_in_its_cache_and_never_trusts_bad_bytes() {
@@ -27,25 +28,30 @@ fn the_gate_keeps_open_requests_in_its_cache_and_never_trusts_bad_bytes() {
         .collect();
     want.sort();
     assert_eq!(names, want.iter().collect::<Vec<_>>());
-    // The foreign file's own bytes, as written.
+    // The foreign file's message, as its file reads (an object, not a
+    // string of bytes to parse again: issue 31's first gate on a settled
+    // state).
     let foreign_name = format!("{foreign_id}.json");
-    assert_eq!(
-        requests[&foreign_name].as_str().unwrap(),
-        std::fs::read_to_string(&foreign_path).unwrap()
-    );
+    let kept: Message = serde_json::from_value(requests[&foreign_name].clone()).unwrap();
+    let read: Message = serde_json::from_slice(&std::fs::read(&foreign_path).unwrap()).unwrap();
+    assert_eq!(kept, read);
     // Served from the cache: the same messages as read from the files.
     assert_eq!(m.pending_replies(&task("t1")).unwrap(), expected);
 
-    // Bytes that do not parse, or that name another id, are not used: the
-    // file is read again, and the gate answers as before.
+    // A kept request that names another id is not used (its file is read
+    // again), and one that does not parse makes the cache unreadable (the
+    // files are read): the gate answers as before.
     let other = requests[&format!("{}.json", ids[0])].clone();
-    v["inboxes"]["exec"]["requests"][&foreign_name] = serde_json::json!("{not json");
     v["inboxes"]["exec"]["requests"][&format!("{}.json", ids[1])] = other;
     write_task_cache(m, &path, &v);
     assert_eq!(m.pending_replies(&task("t1")).unwrap(), expected);
+    let mut broken = v.clone();
+    broken["inboxes"]["exec"]["requests"][&foreign_name] = serde_json::json!("{not json");
+    write_task_cache(m, &path, &broken);
+    assert_eq!(m.pending_replies(&task("t1")).unwrap(), expected);
 
-    // A version 2 task cache (no bytes, no gate time) is read, then
-    // rewritten at version 3.
+    // A version 2 task cache (no requests, no gate time) is read, then
+    // rewritten at version 4.
     let mut old = v.clone();
     old["v"] = serde_json::json!(2);
     for slice in old["inboxes"].as_object_mut().unwrap().values_mut() {
@@ -55,7 +61,7 @@ fn the_gate_keeps_open_requests_in_its_cache_and_never_trusts_bad_bytes() {
     write_task_cache(m, &path, &old);
     assert_eq!(m.pending_replies(&task("t1")).unwrap(), expected);
     let (_, now) = task_cache(m, "t1");
-    assert_eq!(now["v"], 3);
+    assert_eq!(now["v"], 4);
     assert_eq!(
         now["inboxes"]["exec"]["requests"]
             .as_object()
@@ -155,7 +161,7 @@ fn a_gate_rewrites_its_task_cache_only_when_something_is_due() {
 }
 
 /// The gate answers from a task cache of its own format version only: the
-/// same emptied slice is trusted at version 3 and ignored at version 4 (a
+/// same emptied slice is trusted at version 4 and ignored at version 5 (a
 /// later format this reader cannot know the meaning of).
 #[test]
 fn a_task_cache_of_another_version_is_ignored() {
@@ -168,7 +174,7 @@ fn a_task_cache_of_another_version_is_ignored() {
     write_task_cache(m, &path, &v);
     // Trusted while the inbox's stamp holds: the cache is what answers.
     assert_eq!(pending_ids(m), Vec::<MessageId>::new());
-    v["v"] = serde_json::json!(4);
+    v["v"] = serde_json::json!(5);
     write_task_cache(m, &path, &v);
     assert_eq!(pending_ids(m), ids);
 }
