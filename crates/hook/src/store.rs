@@ -207,6 +207,75 @@ impl Hooks {
         Ok(hook.assignment().expect("an assigned hook holds work"))
     }
 
+    /// Returns what [`Hooks::assign`] would write over `current` (the
+    /// bytes of `agent`'s hook as read, `None` when it has none) at `now`:
+    /// the new hook's bytes and the assignment it holds. The bytes are
+    /// `None` when the hook holds this assignment already (a retry). For a
+    /// caller that makes the write itself, as one step of a larger one: the
+    /// work pool's claim on a server swaps the hook in the claim's
+    /// transaction, at the version it read.
+    ///
+    /// # Errors
+    ///
+    /// As [`Hooks::assign`]: [`Error::AlreadyAssigned`], [`Error::Corrupt`],
+    /// [`Error::Unsupported`].
+    pub fn plan_assign(
+        &self,
+        agent: &AgentId,
+        current: Option<&[u8]>,
+        work: (BeadId, String),
+        by: Option<&AgentId>,
+        now: Timestamp,
+    ) -> Result<(Option<Vec<u8>>, Assignment)> {
+        let op = "assign";
+        let path = self.path(agent);
+        let hook = match current.map(|b| classify(agent, &path, parse_hook_file(&path, b))) {
+            None | Some(ReadOutcome::Missing) => Hook::missing(agent.clone()),
+            Some(ReadOutcome::Value(hook)) => hook,
+            Some(ReadOutcome::Corrupt(corruption)) => {
+                return Err(Error::Corrupt {
+                    agent: agent.clone(),
+                    op,
+                    corruption,
+                });
+            }
+            Some(ReadOutcome::Unsupported(unsupported)) => {
+                return Err(Error::Unsupported {
+                    agent: agent.clone(),
+                    op,
+                    unsupported,
+                });
+            }
+        };
+        let (bead_id, title) = work;
+        let event = HookEvent::Assign { bead_id, title };
+        let actor = Actor::Dispatcher(by.cloned());
+        let after = match transition(&hook, &event, &actor, now) {
+            Ok(after) => after,
+            Err(
+                Error::AlreadyAssigned { .. }
+                | Error::WrongState { .. }
+                | Error::StaleAssignment { .. },
+            ) if already_applied(&hook, &event, &actor) => {
+                return Ok((
+                    None,
+                    hook.assignment().expect("an assigned hook holds work"),
+                ));
+            }
+            Err(e) => return Err(e),
+        };
+        let bytes = StateDir::to_canonical_json(&HookFile::from(&after)).map_err(|source| {
+            chipset_store::Error::Serialize {
+                path: path.to_path_buf(),
+                source,
+            }
+        })?;
+        Ok((
+            Some(bytes),
+            after.assignment().expect("an assigned hook holds work"),
+        ))
+    }
+
     /// Starts the held, pending assignment (the owning agent).
     /// [`Hooks::pickup`] finds and activates in one step. Activating again
     /// once active (a retry) returns the hook unchanged.
