@@ -56,6 +56,9 @@ impl Pool {
     /// A store error when a file cannot be read, written or moved; a
     /// corrupt hook is the hooks' doctor's finding, not an error here.
     pub fn doctor(&self, mode: DoctorMode) -> Result<Report> {
+        if let Some(seam) = &self.seam {
+            return self.doctor_on_server(seam.as_ref(), mode);
+        }
         let mut report = Report::new(mode);
         if self
             .state
@@ -214,7 +217,7 @@ impl Pool {
     }
 
     /// Checks each item file against the table.
-    fn check_items(
+    pub(crate) fn check_items(
         &self,
         fix: bool,
         table: &Table,
@@ -290,7 +293,7 @@ impl Pool {
     }
 
     /// Checks the hooks holding pool items: none twice, none done.
-    fn check_hooks(
+    pub(crate) fn check_hooks(
         &self,
         fix: bool,
         table: &Table,

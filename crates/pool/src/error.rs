@@ -119,6 +119,21 @@ pub enum Error {
     /// A filesystem operation failed; it names the operation and the path.
     #[error(transparent)]
     Store(#[from] chipset_store::Error),
+    /// The server of [`Pool::with_backend`](crate::Pool::with_backend)
+    /// failed, or its outcome is unknown (a cut commit: retry with the
+    /// same ids; see [`MaybeCommitted`]).
+    #[error(transparent)]
+    Backend(Box<chipset_backend::Error>),
+}
+
+impl From<chipset_backend::Error> for Error {
+    fn from(e: chipset_backend::Error) -> Self {
+        match e {
+            // A directory's failures stay the store's.
+            chipset_backend::Error::Store { source, .. } => Error::Store(source),
+            e => Error::Backend(Box::new(e)),
+        }
+    }
 }
 
 impl Error {
@@ -143,6 +158,7 @@ impl MaybeCommitted for Error {
         match self {
             Error::Store(e) => e.is_outcome_unknown(),
             Error::Hook(e) => e.is_outcome_unknown(),
+            Error::Backend(e) => e.is_outcome_unknown(),
             _ => false,
         }
     }

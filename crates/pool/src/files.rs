@@ -12,6 +12,14 @@ use crate::id::ItemId;
 use crate::store::{Pool, Scan, json};
 use crate::transition::Hold;
 
+/// The pool's lock, released on drop.
+pub(crate) enum Guard {
+    /// The kernel's lock of `pool/.table.json.lock`.
+    Store { _guard: LockGuard },
+    /// The server's lock of `pool/table.json`.
+    Seam { _guard: chipset_backend::LockGuard },
+}
+
 /// The fewest records the log holds before a done, release or claim folds
 /// it into the table.
 pub(crate) const LOG_FOLD_MIN: usize = 16;
@@ -106,9 +114,19 @@ impl Pool {
         })
     }
 
-    pub(crate) fn lock(&self) -> Result<LockGuard> {
+    /// Takes the pool's lock: the kernel's lock of `pool/.table.json.lock`
+    /// on a directory, the server's lock of `pool/table.json` on a server
+    /// (released by the server when the holder's session ends).
+    pub(crate) fn lock(&self) -> Result<Guard> {
+        if let Some(seam) = &self.seam {
+            return Ok(Guard::Seam {
+                _guard: seam.lock(&crate::server::table_key())?,
+            });
+        }
         self.state.channel_dir(Pool::CHANNEL)?;
-        Ok(self.state.lock(&self.table_path())?)
+        Ok(Guard::Store {
+            _guard: self.state.lock(&self.table_path())?,
+        })
     }
 
     /// Reads the log, then the table, and applies the log to the table.
@@ -117,6 +135,9 @@ impl Pool {
     /// the log writes the table first, so a reader sees every record in
     /// the log it read or in the table it reads after.
     pub(crate) fn load(&self, op: &'static str) -> Result<(Table, usize)> {
+        if let Some(seam) = &self.seam {
+            return Ok((crate::server::load_rows(seam.as_ref(), op)?, 0));
+        }
         let log = self.state.log_reader(&self.log_path())?.read::<Record>()?;
         if let Some(bad) = log.bad_lines.first() {
             return Err(Error::Corrupt {
@@ -161,6 +182,9 @@ impl Pool {
     ) -> Result<()> {
         if records.is_empty() {
             return Ok(());
+        }
+        if let Some(seam) = &self.seam {
+            return crate::server::record_rows(seam.as_ref(), records);
         }
         if *logged + records.len() >= fold_at(table.items.len()) {
             match self.write_table(table) {
@@ -220,7 +244,11 @@ impl Pool {
 
     pub(crate) fn read_item(&self, id: &ItemId, op: &'static str) -> Result<Item> {
         let path = self.item_path(id);
-        match self.state.read_json::<Item>(&path)? {
+        let read = match &self.seam {
+            Some(seam) => crate::server::read_item_row(seam.as_ref(), id, &path)?,
+            None => self.state.read_json::<Item>(&path)?,
+        };
+        match read {
             ReadOutcome::Value(item) if item.format > POOL_FORMAT => Err(Error::Unsupported {
                 op,
                 unsupported: Unsupported::new(

@@ -155,6 +155,7 @@ mod error;
 mod files;
 mod format;
 mod id;
+mod server;
 mod settle;
 mod store;
 mod transition;

@@ -88,7 +88,7 @@ impl Pool {
                 if !existing {
                     let done = DoneRecord {
                         by: agent.clone(),
-                        at: self.state.now(),
+                        at: self.now()?,
                     };
                     table.items[n].done = Some(done.clone());
                     let record = Record {
@@ -170,7 +170,7 @@ impl Pool {
                 released: Some(ReleaseRecord {
                     by: by.clone(),
                     holder: held.agent.clone(),
-                    at: self.state.now(),
+                    at: self.now()?,
                     reason: reason.to_owned(),
                 }),
                 releases: Some(table.items[n].releases + 1),

@@ -2,7 +2,9 @@
 //! the claimers' hooks.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
+use chipset_backend::Backend;
 use chipset_hook::{Assignment, HookStatus, Hooks};
 use chipset_store::{AgentId, Created, StateDir, StatePath};
 
@@ -112,7 +114,7 @@ pub(crate) struct Scan {
 }
 
 /// Which item a claim wants.
-enum Want<'a> {
+pub(crate) enum Want<'a> {
     Next(&'a ReadyFilter),
     Named(&'a ItemId),
 }
@@ -123,18 +125,60 @@ enum Want<'a> {
 /// Cheap to clone. Every change takes the pool's lock
 /// (`pool/.table.json.lock`, released by the kernel if the process dies),
 /// so posts, claims, releases and dones are linearizable across threads and
-/// processes. Reads take no lock.
+/// processes. Reads take no lock. On a server ([`Pool::with_backend`])
+/// each item is rows of its own and a claim locks only its item's row.
 #[derive(Debug, Clone)]
 pub struct Pool {
     pub(crate) state: StateDir,
     pub(crate) hooks: Hooks,
+    /// The server of [`Pool::with_backend`]; `None` on a directory.
+    pub(crate) seam: Option<Arc<dyn Backend>>,
 }
 
 impl Pool {
     /// Returns the pool of `state`. Creates nothing until the first post.
     pub fn new(state: StateDir) -> Self {
         let hooks = Hooks::new(state.clone());
-        Pool { state, hooks }
+        Pool {
+            state,
+            hooks,
+            seam: None,
+        }
+    }
+
+    /// Returns the pool on `backend`, its items claimed onto the hooks of
+    /// [`Hooks::with_backend`] on the same backend.
+    ///
+    /// On a directory backend (one with a local state) this is
+    /// [`Pool::new`] on that state: the files and their tuned code stay as
+    /// they are. On a server (PostgreSQL, issue 30) each item is two rows,
+    /// `pool/items/{id}.json` (the item, as its file) and
+    /// `pool/entries/{id}.json` (its table entry and `format`): no table
+    /// and no log. A claim is the backend's claim
+    /// (`SELECT … FOR UPDATE SKIP LOCKED` on the entry's row) with the
+    /// claimer's hook swapped in the same transaction; releases and dones
+    /// are swaps of the entry's row; posts take the server's lock of
+    /// `pool/table.json`; times are the server's clock. `state` is the
+    /// local root, unused on a server.
+    pub fn with_backend(state: StateDir, backend: Arc<dyn Backend>) -> Self {
+        if let Some(local) = backend.local_state() {
+            return Pool::new(local.clone());
+        }
+        let hooks = Hooks::with_backend(state.clone(), Arc::clone(&backend));
+        Pool {
+            state,
+            hooks,
+            seam: Some(backend),
+        }
+    }
+
+    /// Returns the time every judgement uses: the state's clock, or the
+    /// server's.
+    pub(crate) fn now(&self) -> Result<chipset_store::Timestamp> {
+        match &self.seam {
+            Some(seam) => Ok(seam.now()?),
+            None => Ok(self.state.now()),
+        }
     }
 
     /// Returns the state root.
@@ -196,7 +240,7 @@ impl Pool {
             }
         }
         let _guard = self.lock()?;
-        let now = self.state.now();
+        let now = self.now()?;
         let (mut table, logged) = self.load("post work")?;
         let index = Index::new(&table);
         let mut results: Vec<Option<Posted>> = Vec::with_capacity(items.len());
@@ -228,6 +272,9 @@ impl Pool {
         check_dependencies(&index, &fresh)?;
         if fresh.is_empty() {
             return Ok(results.into_iter().map(|r| r.expect("a retry")).collect());
+        }
+        if let Some(seam) = &self.seam {
+            return self.publish_rows(seam.as_ref(), by, &table, &fresh, results);
         }
         let mut files = Vec::with_capacity(fresh.len());
         for item in &fresh {
@@ -308,7 +355,7 @@ impl Pool {
         let view = View {
             index: Index::new(&table),
             holds: &holds,
-            now: self.state.now(),
+            now: self.now()?,
         };
         Ok(view.list())
     }
@@ -324,7 +371,7 @@ impl Pool {
         let view = View {
             index: Index::new(&table),
             holds: &holds,
-            now: self.state.now(),
+            now: self.now()?,
         };
         Ok(view
             .ready(filter)
@@ -355,7 +402,7 @@ impl Pool {
         let view = View {
             index: Index::new(&table),
             holds: &holds,
-            now: self.state.now(),
+            now: self.now()?,
         };
         if let Some(mine) = by_agent.get(agent) {
             let id = ItemId::of_bead(&mine.assignment.work.bead_id);
@@ -397,7 +444,7 @@ impl Pool {
         let view = View {
             index: Index::new(&table),
             holds: &holds,
-            now: self.state.now(),
+            now: self.now()?,
         };
         let mut counts = PoolCounts {
             unreadable_hooks: unreadable,
@@ -454,13 +501,37 @@ impl Pool {
     }
 
     fn claim_inner(&self, agent: &AgentId, want: Want<'_>) -> Result<Option<Claimed>> {
+        // On a directory the first try decides under the pool's lock; on a
+        // server a try whose snapshot went stale (its candidates taken
+        // meanwhile) is made again on a fresh one.
+        let mut finished = None;
+        for _ in 0..crate::server::ATTEMPTS {
+            if let Some(done) = self.claim_once(agent, &want, &mut finished)? {
+                return Ok(done);
+            }
+        }
+        Err(crate::server::contended(agent))
+    }
+
+    /// One try of a claim: `None` when a server's candidates were all
+    /// taken since the snapshot (try again). `finished` keeps the item a
+    /// try recorded done across tries.
+    fn claim_once(
+        &self,
+        agent: &AgentId,
+        want: &Want<'_>,
+        finished: &mut Option<ItemId>,
+    ) -> Result<Option<Option<Claimed>>> {
         const OP: &str = "claim work";
-        let _guard = self.lock()?;
-        let now = self.state.now();
+        // A server locks the claimed item's row instead.
+        let _guard = match self.seam {
+            None => Some(self.lock()?),
+            Some(_) => None,
+        };
+        let now = self.now()?;
         let (mut table, mut logged) = self.load(OP)?;
         let (mut holds, by_agent) = self.holds(OP)?;
         let mut records = record_completed(&mut table, &holds, now);
-        let mut finished = None;
         if let Some(mine) = by_agent.get(agent) {
             let id = ItemId::of_bead(&mine.assignment.work.bead_id);
             let Some(n) = Index::new(&table).position(&id) else {
@@ -471,7 +542,7 @@ impl Pool {
             };
             let entry = &table.items[n];
             if entry.done.is_none() && mine.status != HookStatus::Completed {
-                if matches!(want, Want::Named(w) if *w != id) {
+                if matches!(want, Want::Named(w) if **w != id) {
                     return Err(Error::HookBusy {
                         agent: agent.clone(),
                         bead: String::from(id),
@@ -479,12 +550,12 @@ impl Pool {
                 }
                 let entry = entry.clone();
                 self.record(&table, &mut logged, &records)?;
-                return Ok(Some(Claimed {
+                return Ok(Some(Some(Claimed {
                     entry,
                     assignment: mine.assignment.clone(),
                     existing: true,
                     finished: None,
-                }));
+                })));
             }
             if entry.done.is_none() {
                 let done = DoneRecord {
@@ -502,7 +573,7 @@ impl Pool {
             self.record(&table, &mut logged, &std::mem::take(&mut records))?;
             self.retire(mine)?;
             holds.remove(&id);
-            finished = Some(id);
+            *finished = Some(id);
         }
         self.record(&table, &mut logged, &records)?;
         let view = View {
@@ -511,37 +582,46 @@ impl Pool {
             now,
         };
         let entry = match want {
+            Want::Next(filter) if self.seam.is_some() => {
+                let candidates: Vec<Entry> = view.ready(filter).into_iter().cloned().collect();
+                return self.claim_first(agent, &candidates, finished);
+            }
             Want::Next(filter) => match view.next(filter) {
                 Some(e) => e.clone(),
-                None => return Ok(None),
+                None => return Ok(Some(None)),
             },
             Want::Named(id) => {
                 let entry = view
                     .index
                     .get(id)
-                    .ok_or_else(|| Error::NotFound { id: id.clone() })?;
+                    .ok_or_else(|| Error::NotFound { id: (*id).clone() })?;
                 match view.state(entry) {
                     WorkState::Ready => entry.clone(),
-                    WorkState::Done { .. } => return Err(Error::AlreadyDone { id: id.clone() }),
+                    WorkState::Done { .. } => {
+                        return Err(Error::AlreadyDone { id: (*id).clone() });
+                    }
                     state => {
                         return Err(Error::NotReady {
-                            id: id.clone(),
+                            id: (*id).clone(),
                             state,
                         });
                     }
                 }
             }
         };
+        if self.seam.is_some() {
+            return self.claim_first(agent, std::slice::from_ref(&entry), finished);
+        }
         let assignment =
             self.hooks
                 .assign(agent, entry.id.bead(), entry.title.clone(), Some(agent))?;
         tracing::debug!(item = %entry.id, %agent, "work claimed");
-        Ok(Some(Claimed {
+        Ok(Some(Some(Claimed {
             entry,
             assignment,
             existing: false,
-            finished,
-        }))
+            finished: finished.take(),
+        })))
     }
 }
 

@@ -1,12 +1,12 @@
-//! Bad input: a typed error, and nothing changed.
+//! Bad input: a typed error, and nothing changed, on both backends.
 
 use chipset_pool::{Error, ItemId, MAX_BODY, NewItem, ReadyFilter};
 
-use crate::{agent, id, item, setup, snapshot};
+use crate::place::Place;
+use crate::{agent, id, item, setup_on, snapshot};
 
-#[test]
-fn bad_posts_are_refused_and_change_nothing() {
-    let s = setup();
+fn bad_posts_are_refused_and_change_nothing(place: &Place) {
+    let s = setup_on(place);
     let lead = agent("lead");
     s.pool.post(&lead, &item("a")).unwrap();
     let before = snapshot(&s);
@@ -57,9 +57,8 @@ fn a_bad_id_is_refused_before_it_touches_a_path() {
     }
 }
 
-#[test]
-fn bad_claims_and_releases_change_nothing() {
-    let s = setup();
+fn bad_claims_and_releases_change_nothing(place: &Place) {
+    let s = setup_on(place);
     let (lead, alice) = (agent("lead"), agent("alice"));
     s.pool.post(&lead, &item("a")).unwrap();
     s.pool
@@ -92,3 +91,8 @@ fn bad_claims_and_releases_change_nothing() {
     assert!(s.pool.ready(&ReadyFilter::new()).is_ok());
     assert_eq!(snapshot(&s), before);
 }
+
+both!(
+    bad_posts_are_refused_and_change_nothing,
+    bad_claims_and_releases_change_nothing,
+);

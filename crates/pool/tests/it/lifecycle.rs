@@ -1,5 +1,6 @@
 //! Post, ready, claim, release and done, their retries, and the table's
-//! format.
+//! format. The bodies that plant no file and step no clock run on both
+//! backends (`fs::*`, `pg::*`).
 
 use std::time::Duration;
 
@@ -7,7 +8,10 @@ use chipset_hook::HookStatus;
 use chipset_pool::{Error, NewItem, ReadyFilter, WorkState};
 use chipset_store::ReadOutcome;
 
-use crate::{agent, id, item, setup};
+use chipset_backend::Dir;
+
+use crate::place::Place;
+use crate::{agent, id, item, setup, setup_on};
 
 fn ready_ids(s: &crate::Setup, filter: &ReadyFilter) -> Vec<String> {
     s.pool
@@ -51,9 +55,8 @@ fn ready_orders_by_priority_then_age_and_hides_blocked_and_deferred() {
     assert_eq!((counts.ready, counts.blocked, counts.total()), (4, 1, 5));
 }
 
-#[test]
-fn filters_keep_labels_and_the_role_or_no_role() {
-    let s = setup();
+fn filters_keep_labels_and_the_role_or_no_role(place: &Place) {
+    let s = setup_on(place);
     let lead = agent("lead");
     s.pool
         .post(&lead, &item("ui").with_labels(["ui", "bug"]))
@@ -82,9 +85,8 @@ fn filters_keep_labels_and_the_role_or_no_role() {
     assert_eq!(got.entry.id, id("ui"));
 }
 
-#[test]
-fn a_claim_is_on_the_hook_and_nowhere_else() {
-    let s = setup();
+fn a_claim_is_on_the_hook_and_nowhere_else(place: &Place) {
+    let s = setup_on(place);
     let (lead, alice, bob) = (agent("lead"), agent("alice"), agent("bob"));
     s.pool.post(&lead, &item("a")).unwrap();
     let claimed = s
@@ -131,9 +133,8 @@ fn a_claim_is_on_the_hook_and_nowhere_else() {
     assert!(named.existing);
 }
 
-#[test]
-fn a_completed_hook_marks_the_item_done_and_the_next_claim_records_it() {
-    let s = setup();
+fn a_completed_hook_marks_the_item_done_and_the_next_claim_records_it(place: &Place) {
+    let s = setup_on(place);
     let (lead, alice) = (agent("lead"), agent("alice"));
     s.pool.post(&lead, &item("a")).unwrap();
     s.pool
@@ -173,9 +174,8 @@ fn a_completed_hook_marks_the_item_done_and_the_next_claim_records_it() {
     assert_eq!(a_now.entry.done.unwrap().by, alice);
 }
 
-#[test]
-fn another_agents_claim_records_a_completed_item_too() {
-    let s = setup();
+fn another_agents_claim_records_a_completed_item_too(place: &Place) {
+    let s = setup_on(place);
     let (lead, alice, bob) = (agent("lead"), agent("alice"), agent("bob"));
     s.pool.post_many(&lead, &[item("a"), item("b")]).unwrap();
     let a = s
@@ -197,9 +197,8 @@ fn another_agents_claim_records_a_completed_item_too() {
     ));
 }
 
-#[test]
-fn done_finishes_from_any_hook_state_and_is_retry_safe() {
-    let s = setup();
+fn done_finishes_from_any_hook_state_and_is_retry_safe(place: &Place) {
+    let s = setup_on(place);
     let (lead, alice) = (agent("lead"), agent("alice"));
     s.pool.post(&lead, &item("a")).unwrap();
     s.pool.claim(&alice, &id("a")).unwrap();
@@ -218,9 +217,8 @@ fn done_finishes_from_any_hook_state_and_is_retry_safe() {
     ));
 }
 
-#[test]
-fn release_returns_the_item_with_its_reason_once() {
-    let s = setup();
+fn release_returns_the_item_with_its_reason_once(place: &Place) {
+    let s = setup_on(place);
     let (lead, alice, bob) = (agent("lead"), agent("alice"), agent("bob"));
     s.pool.post(&lead, &item("a")).unwrap();
     let a = s.pool.claim(&alice, &id("a")).unwrap();
@@ -259,9 +257,8 @@ fn release_returns_the_item_with_its_reason_once() {
     assert_eq!(b.entry.id, id("a"));
 }
 
-#[test]
-fn a_stalled_holders_item_returns_once() {
-    let s = setup();
+fn a_stalled_holders_item_returns_once(place: &Place) {
+    let s = setup_on(place);
     let (lead, alice, witness) = (agent("lead"), agent("alice"), agent("witness"));
     s.pool.post(&lead, &item("a")).unwrap();
     let a = s.pool.claim(&alice, &id("a")).unwrap();
@@ -280,9 +277,8 @@ fn a_stalled_holders_item_returns_once() {
     assert_eq!(ready_ids(&s, &ReadyFilter::new()), ["a"]);
 }
 
-#[test]
-fn a_post_retry_returns_the_first_result() {
-    let s = setup();
+fn a_post_retry_returns_the_first_result(place: &Place) {
+    let s = setup_on(place);
     let lead = agent("lead");
     let first = s.pool.post(&lead, &item("a").with_body("details")).unwrap();
     assert!(!first.existing);
@@ -301,9 +297,8 @@ fn a_post_retry_returns_the_first_result() {
     assert!(fresh.entry.id.as_str().starts_with("w-"));
 }
 
-#[test]
-fn a_claim_refuses_a_hook_holding_other_work() {
-    let s = setup();
+fn a_claim_refuses_a_hook_holding_other_work(place: &Place) {
+    let s = setup_on(place);
     let (lead, alice) = (agent("lead"), agent("alice"));
     s.pool.post(&lead, &item("a")).unwrap();
     s.hooks
@@ -322,13 +317,20 @@ fn a_claim_refuses_a_hook_holding_other_work() {
     assert_eq!(crate::snapshot(&s), before);
 }
 
-#[test]
-fn a_corrupt_hook_fails_claims_closed() {
-    let s = setup();
+fn a_corrupt_hook_fails_claims_closed(place: &Place) {
+    let s = setup_on(place);
     let lead = agent("lead");
     s.pool.post(&lead, &item("a")).unwrap();
-    std::fs::create_dir_all(s.tmp.state.root().join("hooks")).unwrap();
-    std::fs::write(s.tmp.state.root().join("hooks/ghost.json"), "{").unwrap();
+    match &s.backend {
+        Some(b) => {
+            let key = Dir::new("hooks").unwrap().key("ghost.json").unwrap();
+            b.put(&key, b"{").unwrap();
+        }
+        None => {
+            std::fs::create_dir_all(s.tmp.state.root().join("hooks")).unwrap();
+            std::fs::write(s.tmp.state.root().join("hooks/ghost.json"), "{").unwrap();
+        }
+    }
     assert!(matches!(
         s.pool.claim_next(&agent("alice"), &ReadyFilter::new()),
         Err(Error::Hook(e)) if e.is_corrupt()
@@ -381,3 +383,16 @@ fn the_files_are_pinned() {
     let table = std::fs::read_to_string(root.join("pool/table.json")).unwrap();
     assert!(table.contains("\"reason\": \"later\""), "{table}");
 }
+
+both!(
+    filters_keep_labels_and_the_role_or_no_role,
+    a_claim_is_on_the_hook_and_nowhere_else,
+    a_completed_hook_marks_the_item_done_and_the_next_claim_records_it,
+    another_agents_claim_records_a_completed_item_too,
+    done_finishes_from_any_hook_state_and_is_retry_safe,
+    release_returns_the_item_with_its_reason_once,
+    a_stalled_holders_item_returns_once,
+    a_post_retry_returns_the_first_result,
+    a_claim_refuses_a_hook_holding_other_work,
+    a_corrupt_hook_fails_claims_closed,
+);

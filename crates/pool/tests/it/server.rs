@@ -1,0 +1,1 @@
+//! The pool on a server only: none yet.
