@@ -12,6 +12,8 @@ mod place;
 mod input;
 mod lifecycle;
 mod procs;
+#[path = "../../../backend/tests/it/proxy.rs"]
+mod proxy;
 mod server;
 mod upkeep;
 

@@ -82,6 +82,11 @@ impl Place {
         self.pg.is_some()
     }
 
+    /// The server's URL and the schema, on PostgreSQL.
+    pub(crate) fn server(&self) -> Option<(&str, &str)> {
+        self.pg.as_ref().map(|(u, s)| (u.as_str(), s.as_str()))
+    }
+
     /// A new handle on the server, `None` on a directory.
     pub(crate) fn backend(&self) -> Option<Arc<dyn Backend>> {
         self.pg.as_ref().map(|(url, schema)| backend(url, schema))

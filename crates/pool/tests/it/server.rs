@@ -1,1 +1,202 @@
-//! The pool on a server only: none yet.
+//! The pool on PostgreSQL only (`CHIPSET_TEST_PG`): a claim cut at
+//! commit, items as rows, the server's clock, wake-ups across handles and
+//! the doctor on a server.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chipset_backend::{Dir, PgBackend, PgOptions, Wake};
+use chipset_hook::HookStatus;
+use chipset_pool::{NewItem, Pool, ReadyFilter, WorkState};
+use chipset_store::{DoctorMode, MaybeCommitted};
+use chipset_testkit::TempState;
+
+use crate::place::Place;
+use crate::proxy::Proxy;
+use crate::{agent, id, item};
+
+fn dir(text: &str) -> Dir {
+    let mut segments = text.split('/');
+    let mut d = Dir::new(segments.next().unwrap()).unwrap();
+    for s in segments {
+        d = d.join(s).unwrap();
+    }
+    d
+}
+
+/// A claim whose `COMMIT` is cut is an unknown outcome; it committed, and
+/// the claimer's retry returns it (`existing`) and writes nothing.
+#[test]
+fn a_claim_cut_at_commit_is_unknown_and_the_retry_returns_it() {
+    let Some(place) = Place::pg("a_claim_cut_at_commit_is_unknown_and_the_retry_returns_it") else {
+        return;
+    };
+    let (url, schema) = place.server().unwrap();
+    let (proxy, via) = Proxy::for_url(url);
+    let t = TempState::new();
+    let mut options = PgOptions::with_schema(schema);
+    options.max_idle = 1;
+    let cut = Pool::with_backend(
+        t.state.clone(),
+        Arc::new(PgBackend::open_with(&via, options).unwrap()),
+    );
+    let (direct, hooks) = place.open(&t.state);
+    let (lead, alice) = (agent("lead"), agent("alice"));
+    direct
+        .post_many(&lead, &[item("warm"), item("a"), item("b")])
+        .unwrap();
+    // Prepare every statement on the proxied connection first.
+    let warm = cut.claim(&alice, &id("warm")).unwrap();
+    cut.done(&alice, &warm.entry.id).unwrap();
+
+    proxy.cut_at_request_with("COMMIT");
+    let err = cut
+        .claim_next(&alice, &ReadyFilter::new())
+        .expect_err("the commit was cut");
+    assert!(err.is_outcome_unknown(), "{err}");
+    let held = hooks.current(&alice).unwrap().expect("the claim committed");
+    assert_eq!(held.work.bead_id.as_str(), "a");
+    let again = cut
+        .claim_next(&alice, &ReadyFilter::new())
+        .unwrap()
+        .unwrap();
+    assert!(again.existing);
+    assert_eq!((again.entry.id, again.assignment), (id("a"), held));
+    assert_eq!(direct.ready(&ReadyFilter::new()).unwrap().len(), 1);
+}
+
+/// On a server each item is two small rows: nothing grows with the pool
+/// (a directory's table holds every item), and there is no log.
+#[test]
+fn items_are_rows_and_no_value_grows_with_the_pool() {
+    let Some(place) = Place::pg("items_are_rows_and_no_value_grows_with_the_pool") else {
+        return;
+    };
+    let t = TempState::new();
+    let (pool, _) = place.open(&t.state);
+    let backend = place.backend().unwrap();
+    let lead = agent("lead");
+    for batch in 0..4 {
+        let items: Vec<NewItem> = (0..500)
+            .map(|n| {
+                item(&format!("i{batch}-{n:03}"))
+                    .with_labels(["bulk"])
+                    .with_priority(u8::try_from(n % 5).unwrap())
+            })
+            .collect();
+        pool.post_many(&lead, &items).unwrap();
+    }
+    for folder in ["pool/items", "pool/entries"] {
+        let rows = backend.read_all(&dir(folder)).unwrap();
+        assert_eq!(rows.len(), 2000, "{folder}");
+        let largest = rows.iter().map(|(_, v)| v.value.len()).max().unwrap();
+        assert!(largest < 1024, "{folder}: a row of {largest} bytes");
+    }
+    assert!(
+        backend.list(&dir("pool")).unwrap().is_empty(),
+        "no table, no log"
+    );
+    let first = pool
+        .claim_next(&agent("a"), &ReadyFilter::new())
+        .unwrap()
+        .unwrap();
+    assert_eq!(first.entry.id, id("i0-000"), "most urgent, then oldest");
+    assert_eq!(pool.counts().unwrap().ready, 1999);
+}
+
+/// Times are the server's: posts carry its clock, and a deferred item
+/// becomes ready when the server's clock passes `not_before`, whatever
+/// the client's (here a manual clock at T0, months behind) says.
+#[test]
+fn the_server_clock_judges_deferral_and_stamps_posts() {
+    let Some(place) = Place::pg("the_server_clock_judges_deferral_and_stamps_posts") else {
+        return;
+    };
+    let (t, _clock) = TempState::manual();
+    let (pool, _) = place.open(&t.state);
+    let server_now = place.backend().unwrap().now().unwrap();
+    let later = server_now + Duration::from_millis(1500);
+    let posted = pool
+        .post(&agent("lead"), &item("a").with_not_before(later))
+        .unwrap();
+    assert!(posted.entry.posted_at >= server_now, "the server's clock");
+    assert!(posted.entry.posted_at > t.state.now() + Duration::from_secs(86_400));
+    assert_eq!(
+        pool.get(&id("a")).unwrap().state,
+        WorkState::Deferred { until: later }
+    );
+    std::thread::sleep(Duration::from_millis(1600));
+    assert_eq!(pool.get(&id("a")).unwrap().state, WorkState::Ready);
+}
+
+/// A waiter on another handle (another host, for all it knows) wakes on
+/// a post and on a claim by the notification, not by its rescan.
+#[test]
+fn a_waiter_on_another_handle_wakes_on_a_post_and_a_claim() {
+    let Some(place) = Place::pg("a_waiter_on_another_handle_wakes_on_a_post_and_a_claim") else {
+        return;
+    };
+    let (here, there) = (TempState::new(), TempState::new());
+    let (pool, _) = place.open(&here.state);
+    let (watcher, _) = place.open(&there.state);
+    let mut wait = watcher.watch(Duration::from_secs(120)).unwrap();
+    let started = Instant::now();
+    pool.post(&agent("lead"), &item("a")).unwrap();
+    assert_eq!(wait.wait(Duration::from_secs(10)).unwrap(), Wake::Changed);
+    assert_eq!(watcher.ready(&ReadyFilter::new()).unwrap().len(), 1);
+    pool.claim_next(&agent("alice"), &ReadyFilter::new())
+        .unwrap()
+        .unwrap();
+    while wait.wait(Duration::from_secs(10)).unwrap() == Wake::Changed {
+        if watcher.ready(&ReadyFilter::new()).unwrap().is_empty() {
+            break;
+        }
+    }
+    assert!(matches!(
+        watcher.get(&id("a")).unwrap().state,
+        WorkState::Claimed {
+            hook: HookStatus::Pending,
+            ..
+        }
+    ));
+    assert!(started.elapsed() < Duration::from_secs(60));
+}
+
+/// The doctor on a server: a clean pool is clean; a hook still holding an
+/// item recorded done (a `done` cut between its two steps) is reported,
+/// and cleared with a fix.
+#[test]
+fn the_doctor_on_a_server_clears_a_done_item_from_its_hook() {
+    let Some(place) = Place::pg("the_doctor_on_a_server_clears_a_done_item_from_its_hook") else {
+        return;
+    };
+    let t = TempState::new();
+    let (pool, hooks) = place.open(&t.state);
+    let backend = place.backend().unwrap();
+    let alice = agent("alice");
+    pool.post_many(&agent("lead"), &[item("a"), item("b")])
+        .unwrap();
+    pool.claim(&alice, &id("a")).unwrap();
+    assert!(pool.doctor(DoctorMode::Check).unwrap().findings.is_empty());
+    // The first step of a `done`: the entry's row records it done.
+    let key = dir("pool/entries").key("a.json").unwrap();
+    let row = backend.read(&key).unwrap().unwrap();
+    let text = String::from_utf8(row.value).unwrap();
+    let done = text.replacen(
+        "\"depends_on\"",
+        "\"done\": {\"at\": \"2026-03-05T10:35:00.123Z\", \"by\": \"alice\"}, \"depends_on\"",
+        1,
+    );
+    backend.replace(&key, row.version, done.as_bytes()).unwrap();
+    let report = pool.doctor(DoctorMode::Check).unwrap();
+    let codes: Vec<&str> = report.findings.iter().map(|f| f.code).collect();
+    assert_eq!(codes, ["pool-done-on-hook"]);
+    pool.doctor(DoctorMode::Fix).unwrap();
+    assert_eq!(hooks.current(&alice).unwrap(), None);
+    assert!(pool.doctor(DoctorMode::Check).unwrap().findings.is_empty());
+    let next = pool
+        .claim_next(&alice, &ReadyFilter::new())
+        .unwrap()
+        .unwrap();
+    assert_eq!(next.entry.id, id("b"));
+}
