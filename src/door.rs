@@ -218,7 +218,10 @@ impl Chipset {
             Some(backend) => Leases::with_backend(state.clone(), Arc::clone(backend)),
             None => Leases::new(state.clone()),
         });
-        let pool = on_directory(local, Part::Pool, || Pool::new(state.clone()));
+        let pool = Ok(match &seam {
+            Some(backend) => Pool::with_backend(state.clone(), Arc::clone(backend)),
+            None => Pool::new(state.clone()),
+        });
         // The index is a cache of the channels' records, caught up from
         // their files: on a server it needs a catch-up through the seam.
         let search = on_directory(local, Part::Search, || SearchIndex::new(state.clone()));

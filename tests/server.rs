@@ -125,16 +125,11 @@ fn parts_not_on_the_server_are_refused_not_read_locally() {
         Part::Attention,
         Part::Directory,
         Part::Leases,
+        Part::Pool,
     ] {
         door.require(part).unwrap();
     }
-    for part in [
-        Part::Pool,
-        Part::Loops,
-        Part::Status,
-        Part::Doctor,
-        Part::Search,
-    ] {
+    for part in [Part::Loops, Part::Status, Part::Doctor, Part::Search] {
         match door.require(part) {
             Err(Error::NotOnServer { part: p, server }) => {
                 assert_eq!(p, part);
@@ -154,11 +149,13 @@ fn parts_not_on_the_server_are_refused_not_read_locally() {
     );
     // The accessor's precondition: a panic that names the part, never a
     // handle over the local folder.
-    let panic =
-        std::panic::catch_unwind(AssertUnwindSafe(|| door.pool().counts().is_ok())).unwrap_err();
+    let panic = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        let _ = door.search_index();
+    }))
+    .unwrap_err();
     let text = panic.downcast_ref::<String>().cloned().unwrap_or_default();
     assert!(
-        text.starts_with("the work pool does not run on a PostgreSQL server yet"),
+        text.starts_with("search does not run on a PostgreSQL server yet"),
         "{text}"
     );
     drop_schema(&url, &schema);
