@@ -129,7 +129,13 @@ pub(crate) fn run(ctx: &Ctx, command: WorkCommand) -> Result<Output> {
             if let Some(id) = id {
                 item = item.with_id(id);
             }
-            if let Some(at) = not_before.or_else(|| defer.map(|d| ctx.state.now() + d)) {
+            // Deferral is judged on the pool's clock (the server's on a server).
+            let at = match (not_before, defer) {
+                (Some(at), _) => Some(at),
+                (None, Some(d)) => Some(pool.now()? + d),
+                (None, None) => None,
+            };
+            if let Some(at) = at {
                 item = item.with_not_before(at);
             }
             if let Some(role) = role {

@@ -172,9 +172,15 @@ impl Pool {
         }
     }
 
-    /// Returns the time every judgement uses: the state's clock, or the
-    /// server's.
-    pub(crate) fn now(&self) -> Result<chipset_store::Timestamp> {
+    /// Returns the time the pool judges deferral by and stamps posts,
+    /// dones and releases with: the state's clock on a directory, the
+    /// server's on a server (so a `not_before` computed from it agrees
+    /// across hosts).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Backend`] when the server cannot say the time.
+    pub fn now(&self) -> Result<chipset_store::Timestamp> {
         match &self.seam {
             Some(seam) => Ok(seam.now()?),
             None => Ok(self.state.now()),

@@ -1,5 +1,5 @@
 //! `--root postgres://…` and `CHIPSET_ROOT` on a PostgreSQL server (issue
-//! 30): the hooks and nudges run there, the other commands are refused
+//! 30): the hooks, nudges and the work pool run there, the other commands are refused
 //! with exit 1 and change nothing, and a password is never printed. The
 //! server half runs when `CHIPSET_TEST_PG` names a server.
 
@@ -86,7 +86,32 @@ fn a_server_root_runs_hooks_and_refuses_what_is_not_there_yet() {
     ));
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("polecat"), "{out}");
-    for args in [&["work", "list"][..], &["status"], &["search", "parser"]] {
+    // The work pool is on the server too: posted, claimed onto a hook
+    // there, and listed.
+    for (args, says) in [
+        (
+            &[
+                "work",
+                "post",
+                "--agent",
+                "lead",
+                "--id",
+                "w-1",
+                "Fix the parser",
+            ][..],
+            "posted",
+        ),
+        (&["work", "claim", "--agent", "crew"], "w-1"),
+        (&["hook", "show", "crew"], "w-1"),
+        (&["work", "list"], "claimed"),
+    ] {
+        let mut all = vec!["--root", url.as_str()];
+        all.extend(args);
+        let (code, out, err) = run(&mut chipset(cache.path(), &schema, &all));
+        assert_eq!(code, 0, "{args:?}: {err}");
+        assert!(out.contains(says), "{args:?}: {out}");
+    }
+    for args in [&["status"][..], &["search", "parser"]] {
         let mut all = vec!["--root", url.as_str()];
         all.extend(args);
         let (code, out, err) = run(&mut chipset(cache.path(), &schema, &all));
