@@ -11,6 +11,7 @@ mod place;
 
 mod input;
 mod lifecycle;
+mod model;
 mod procs;
 #[path = "../../../backend/tests/it/proxy.rs"]
 mod proxy;
