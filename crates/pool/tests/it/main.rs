@@ -13,8 +13,6 @@ mod input;
 mod lifecycle;
 mod model;
 mod procs;
-#[path = "../../../backend/tests/it/proxy.rs"]
-mod proxy;
 mod server;
 mod upkeep;
 
@@ -51,7 +49,7 @@ pub(crate) fn setup_on(place: &place::Place) -> Setup {
         pool,
         hooks,
         clock,
-        backend: place.backend(),
+        backend: place.seam(),
     }
 }
 

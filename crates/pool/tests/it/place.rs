@@ -1,25 +1,25 @@
 //! Where a test's pool lives (issue 30): a state root, or a PostgreSQL
-//! server (`CHIPSET_TEST_PG`) and a schema of the test's own. The
-//! lifecycle and race tests take a place, so the same bodies run on both
-//! backends.
+//! server (`CHIPSET_TEST_PG`) and a schema of the test's own
+//! ([`chipset_backend::testing::Place`]). The lifecycle, model and race
+//! tests take a place, so the same bodies run on both backends.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 
-use chipset_backend::{Backend, Dir, PgBackend, PgOptions};
+use chipset_backend::testing::{self, open_spec};
+use chipset_backend::{Backend, Dir};
 use chipset_hook::Hooks;
 use chipset_pool::Pool;
 use chipset_store::StateDir;
 
-/// The variable that names the PostgreSQL server for the tests.
-const PG_ENV: &str = "CHIPSET_TEST_PG";
+/// The directory itself, or a server and a schema.
+pub(crate) struct Place(testing::Place);
 
-/// A backend for the pool: the directory itself, or a server and a schema.
-pub(crate) struct Place {
-    pg: Option<(String, String)>,
+impl std::ops::Deref for Place {
+    type Target = testing::Place;
+    fn deref(&self) -> &testing::Place {
+        &self.0
+    }
 }
-
-static SEQ: AtomicU32 = AtomicU32::new(0);
 
 /// Runs each named body (`fn name(place: &Place)`) twice: as
 /// `fs::name` on a directory and as `pg::name` on the server
@@ -50,93 +50,37 @@ macro_rules! both {
 impl Place {
     /// The state root's own directory.
     pub(crate) fn fs() -> Place {
-        Place { pg: None }
+        Place(testing::Place::fs())
     }
 
-    /// A fresh schema on the server `CHIPSET_TEST_PG` names, or `None`
-    /// (saying that the PostgreSQL half of `test` is skipped).
+    /// A fresh schema on the test server, or `None` (saying so).
     pub(crate) fn pg(test: &str) -> Option<Place> {
-        let Some(url) = std::env::var(PG_ENV).ok().filter(|u| !u.is_empty()) else {
-            #[allow(clippy::print_stderr, reason = "a skipped half must say so")]
-            {
-                eprintln!("{test}: SKIPPED on PostgreSQL: {PG_ENV} is not set");
-            }
-            return None;
-        };
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .subsec_nanos();
-        let schema = format!(
-            "pool_{}_{}_{nanos}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed)
-        );
-        Some(Place {
-            pg: Some((url, schema)),
-        })
-    }
-
-    /// Whether the pool is on PostgreSQL.
-    pub(crate) fn is_pg(&self) -> bool {
-        self.pg.is_some()
-    }
-
-    /// The server's URL and the schema, on PostgreSQL.
-    pub(crate) fn server(&self) -> Option<(&str, &str)> {
-        self.pg.as_ref().map(|(u, s)| (u.as_str(), s.as_str()))
-    }
-
-    /// A new handle on the server, `None` on a directory.
-    pub(crate) fn backend(&self) -> Option<Arc<dyn Backend>> {
-        self.pg.as_ref().map(|(url, schema)| backend(url, schema))
-    }
-
-    /// Says how a child process opens the same pool, with `root` as its
-    /// local state root.
-    pub(crate) fn spec(&self, root: &std::path::Path) -> String {
-        let root = root.to_str().unwrap();
-        match &self.pg {
-            None => root.to_owned(),
-            Some((url, schema)) => format!("pg\t{url}\t{schema}\t{root}"),
-        }
+        testing::Place::pg(test).map(Place)
     }
 
     /// The pool and the hooks on this place, with `state` as the local root.
     pub(crate) fn open(&self, state: &StateDir) -> (Pool, Hooks) {
-        match self.backend() {
-            None => (Pool::new(state.clone()), Hooks::new(state.clone())),
-            Some(b) => (
-                Pool::with_backend(state.clone(), Arc::clone(&b)),
-                Hooks::with_backend(state.clone(), b),
-            ),
-        }
+        on(state, self.seam())
     }
 }
 
-/// A new handle (its own connections) on `schema` at `url`.
-fn backend(url: &str, schema: &str) -> Arc<dyn Backend> {
-    Arc::new(PgBackend::open_with(url, PgOptions::with_schema(schema)).unwrap())
-}
-
-/// Opens the pool a [`Place::spec`] names, on `state` (the spec's root,
-/// opened by the caller with its own options).
-pub(crate) fn open_spec(spec: &str, state: &StateDir) -> (Pool, Hooks) {
-    let parts: Vec<&str> = spec.split('\t').collect();
-    match parts.as_slice() {
-        [_root] => (Pool::new(state.clone()), Hooks::new(state.clone())),
-        ["pg", url, schema, _root] => {
-            let b = backend(url, schema);
-            (
-                Pool::with_backend(state.clone(), Arc::clone(&b)),
-                Hooks::with_backend(state.clone(), b),
-            )
-        }
-        _ => panic!("bad place {spec}"),
+fn on(state: &StateDir, seam: Option<Arc<dyn Backend>>) -> (Pool, Hooks) {
+    match seam {
+        None => (Pool::new(state.clone()), Hooks::new(state.clone())),
+        Some(b) => (
+            Pool::with_backend(state.clone(), Arc::clone(&b)),
+            Hooks::with_backend(state.clone(), b),
+        ),
     }
 }
 
-/// The root a [`Place::spec`] names.
+/// Opens the pool a [`Place::spec`](testing::Place::spec) names, on
+/// `state` (the spec's root, opened by the caller with its own options).
+pub(crate) fn pool_of(spec: &str, state: &StateDir) -> (Pool, Hooks) {
+    on(state, open_spec(spec).seam)
+}
+
+/// The root a [`Place::spec`](testing::Place::spec) names.
 pub(crate) fn root_of_spec(spec: &str) -> &str {
     spec.rsplit('\t').next().unwrap()
 }
@@ -156,15 +100,4 @@ pub(crate) fn rows(backend: &dyn Backend) -> Vec<(String, Vec<u8>)> {
         }
     }
     out
-}
-
-impl Drop for Place {
-    fn drop(&mut self) {
-        if let Some((url, schema)) = &self.pg
-            && let Ok(mut c) = postgres::Client::connect(url, postgres::NoTls)
-        {
-            // The schema's name is ours: lower-case letters, digits and `_`.
-            let _ = c.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
-        }
-    }
 }

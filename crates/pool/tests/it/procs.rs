@@ -14,7 +14,7 @@ use chipset_pool::{ItemId, NewItem, Pool, ReadyFilter, WorkState};
 use chipset_store::{AgentId, ReadOutcome, StateDir, StateOptions};
 use chipset_testkit::{self as kit, TempState};
 
-use crate::place::{Place, open_spec, root_of_spec};
+use crate::place::{Place, pool_of, root_of_spec};
 
 const ENTRY: &str = "procs::child_entry";
 
@@ -65,7 +65,7 @@ fn role_churn(pool: &Pool, hooks: &Hooks, me: &AgentId, steps: u64, out: &mut dy
 fn child_entry() {
     if let Some(role) = kit::child_role() {
         let state = open(root_of_spec(role.arg(0)), role.name == "drain");
-        let (pool, hooks) = open_spec(role.arg(0), &state);
+        let (pool, hooks) = pool_of(role.arg(0), &state);
         let me = AgentId::new(role.arg(1)).unwrap();
         let mut out = |line: String| kit::say(MARK, &line);
         match role.name.as_str() {

@@ -5,14 +5,15 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use chipset_backend::{Dir, PgBackend, PgOptions, Wake};
+use chipset_backend::{Dir, PgBackend, Wake};
 use chipset_hook::HookStatus;
 use chipset_pool::{NewItem, Pool, ReadyFilter, WorkState};
 use chipset_store::{DoctorMode, MaybeCommitted};
 use chipset_testkit::TempState;
 
+use chipset_backend::testing::Proxy;
+
 use crate::place::Place;
-use crate::proxy::Proxy;
 use crate::{agent, id, item};
 
 fn dir(text: &str) -> Dir {
@@ -31,10 +32,10 @@ fn a_claim_cut_at_commit_is_unknown_and_the_retry_returns_it() {
     let Some(place) = Place::pg("a_claim_cut_at_commit_is_unknown_and_the_retry_returns_it") else {
         return;
     };
-    let (url, schema) = place.server().unwrap();
-    let (proxy, via) = Proxy::for_url(url);
+    let schema = place.schema().unwrap();
+    let (proxy, via) = Proxy::for_url(schema.url());
     let t = TempState::new();
-    let mut options = PgOptions::with_schema(schema);
+    let mut options = schema.options();
     options.max_idle = 1;
     let cut = Pool::with_backend(
         t.state.clone(),
@@ -74,7 +75,7 @@ fn items_are_rows_and_no_value_grows_with_the_pool() {
     };
     let t = TempState::new();
     let (pool, _) = place.open(&t.state);
-    let backend = place.backend().unwrap();
+    let backend = place.seam().unwrap();
     let lead = agent("lead");
     for batch in 0..4 {
         let items: Vec<NewItem> = (0..500)
@@ -114,7 +115,7 @@ fn the_server_clock_judges_deferral_and_stamps_posts() {
     };
     let (t, _clock) = TempState::manual();
     let (pool, _) = place.open(&t.state);
-    let server_now = place.backend().unwrap().now().unwrap();
+    let server_now = place.seam().unwrap().now().unwrap();
     let later = server_now + Duration::from_millis(1500);
     let posted = pool
         .post(&agent("lead"), &item("a").with_not_before(later))
@@ -172,7 +173,7 @@ fn the_doctor_on_a_server_clears_a_done_item_from_its_hook() {
     };
     let t = TempState::new();
     let (pool, hooks) = place.open(&t.state);
-    let backend = place.backend().unwrap();
+    let backend = place.seam().unwrap();
     let alice = agent("alice");
     pool.post_many(&agent("lead"), &[item("a"), item("b")])
         .unwrap();
