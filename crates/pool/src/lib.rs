@@ -119,6 +119,24 @@
 //! item on at most one hook, and a pool that the next call finishes
 //! converging. A bad line inside the log fails every operation closed.
 //!
+//! # On a server
+//!
+//! [`Pool::with_backend`] puts the pool on PostgreSQL (issue 30), its
+//! items claimed onto the hooks of `Hooks::with_backend` on the same
+//! server. There each item is two rows, `pool/items/{id}.json` (the item
+//! file's bytes) and `pool/entries/{id}.json` (its [`Entry`] and
+//! `format`): no table, no log, no value that grows with the pool. A
+//! claim is the backend's claim: the entry's row taken with
+//! `FOR UPDATE SKIP LOCKED`, the decision (the entry not done, no hook
+//! holding the item, the claimer's hook free) read inside the
+//! transaction, and the claimer's hook swapped in it, so claimers on
+//! different hosts never take one item and never wait on each other. A
+//! done or release is a compare-and-swap of the entry's row; a post
+//! creates its items' rows in one transaction under the server's lock of
+//! `pool/table.json`. Times are the server's clock ([`Pool::now`]), and
+//! [`Pool::watch`] wakes on any change through the server's
+//! notifications. On a directory backend `with_backend` is [`Pool::new`].
+//!
 //! # Doctor
 //!
 //! [`Pool::doctor`] checks, under the pool's lock, that the table and the

@@ -8,7 +8,7 @@ use chipset_hook::HookStatus;
 use chipset_pool::{Error, NewItem, ReadyFilter, WorkState};
 use chipset_store::ReadOutcome;
 
-use chipset_backend::Dir;
+use chipset_backend::{Dir, Wake};
 
 use crate::place::Place;
 use crate::{agent, id, item, setup, setup_on};
@@ -338,6 +338,28 @@ fn a_corrupt_hook_fails_claims_closed(place: &Place) {
     assert!(s.pool.ready(&ReadyFilter::new()).is_err());
 }
 
+/// A waiter on another handle (on a server, another host for all it
+/// knows) wakes on a post and on a claim: by inotify on a directory, by
+/// the notification on a server, never by its two-minute rescan.
+fn a_watch_wakes_on_a_post_and_a_claim(place: &Place) {
+    let t = chipset_testkit::TempState::new();
+    let (pool, _) = place.open(&t.state);
+    let (watcher, _) = place.open(&t.state);
+    let mut wait = watcher.watch(Duration::from_secs(120)).unwrap();
+    pool.post(&agent("lead"), &item("a")).unwrap();
+    assert_eq!(wait.wait(Duration::from_secs(10)).unwrap(), Wake::Changed);
+    assert_eq!(watcher.ready(&ReadyFilter::new()).unwrap().len(), 1);
+    pool.claim_next(&agent("alice"), &ReadyFilter::new())
+        .unwrap()
+        .unwrap();
+    while !matches!(
+        watcher.get(&id("a")).unwrap().state,
+        WorkState::Claimed { .. }
+    ) {
+        assert_eq!(wait.wait(Duration::from_secs(10)).unwrap(), Wake::Changed);
+    }
+}
+
 #[test]
 fn the_files_are_pinned() {
     let s = setup();
@@ -395,4 +417,5 @@ both!(
     a_post_retry_returns_the_first_result,
     a_claim_refuses_a_hook_holding_other_work,
     a_corrupt_hook_fails_claims_closed,
+    a_watch_wakes_on_a_post_and_a_claim,
 );

@@ -1,12 +1,10 @@
 //! The pool on PostgreSQL only (`CHIPSET_TEST_PG`): a claim cut at
-//! commit, items as rows, the server's clock, wake-ups across handles and
-//! the doctor on a server.
+//! commit, items as rows, the server's clock and the doctor on a server.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use chipset_backend::{Dir, PgBackend, Wake};
-use chipset_hook::HookStatus;
+use chipset_backend::{Dir, PgBackend};
 use chipset_pool::{NewItem, Pool, ReadyFilter, WorkState};
 use chipset_store::{DoctorMode, MaybeCommitted};
 use chipset_testkit::TempState;
@@ -128,39 +126,6 @@ fn the_server_clock_judges_deferral_and_stamps_posts() {
     );
     std::thread::sleep(Duration::from_millis(1600));
     assert_eq!(pool.get(&id("a")).unwrap().state, WorkState::Ready);
-}
-
-/// A waiter on another handle (another host, for all it knows) wakes on
-/// a post and on a claim by the notification, not by its rescan.
-#[test]
-fn a_waiter_on_another_handle_wakes_on_a_post_and_a_claim() {
-    let Some(place) = Place::pg("a_waiter_on_another_handle_wakes_on_a_post_and_a_claim") else {
-        return;
-    };
-    let (here, there) = (TempState::new(), TempState::new());
-    let (pool, _) = place.open(&here.state);
-    let (watcher, _) = place.open(&there.state);
-    let mut wait = watcher.watch(Duration::from_secs(120)).unwrap();
-    let started = Instant::now();
-    pool.post(&agent("lead"), &item("a")).unwrap();
-    assert_eq!(wait.wait(Duration::from_secs(10)).unwrap(), Wake::Changed);
-    assert_eq!(watcher.ready(&ReadyFilter::new()).unwrap().len(), 1);
-    pool.claim_next(&agent("alice"), &ReadyFilter::new())
-        .unwrap()
-        .unwrap();
-    while wait.wait(Duration::from_secs(10)).unwrap() == Wake::Changed {
-        if watcher.ready(&ReadyFilter::new()).unwrap().is_empty() {
-            break;
-        }
-    }
-    assert!(matches!(
-        watcher.get(&id("a")).unwrap().state,
-        WorkState::Claimed {
-            hook: HookStatus::Pending,
-            ..
-        }
-    ));
-    assert!(started.elapsed() < Duration::from_secs(60));
 }
 
 /// The doctor on a server: a clean pool is clean; a hook still holding an
