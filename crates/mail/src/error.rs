@@ -231,6 +231,14 @@ pub enum Error {
         /// The operation.
         op: &'static str,
     },
+    /// An operation mail offers only on a server
+    /// ([`Mail::import`](crate::Mail::import)): nothing was read or
+    /// changed.
+    #[error("mail can {op} only on a server backend")]
+    ServerOnly {
+        /// The operation.
+        op: &'static str,
+    },
 }
 
 fn unknown_prefix(ids: &[MessageId], source: &chipset_backend::Error) -> String {

@@ -45,8 +45,8 @@ use serde::{Deserialize, Serialize};
 use crate::MessageId;
 use crate::draft::MailConfig;
 use crate::error::{Error, Result};
-use crate::format::{Kind, ManifestEvent, Message, parse_message};
-use crate::layout::{Location, id_of, parse_marker};
+use crate::format::{Kind, ManifestEvent, Message, ReplyMarker, parse_message};
+use crate::layout::{Location, id_of, marker_name, parse_marker};
 use crate::mail::{Found, Mail, Manifest, check_id};
 use crate::thread::causal_order;
 
@@ -392,4 +392,126 @@ impl Server<'_> {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Op::Append(Self::manifest(), records))
     }
+}
+
+// ---- importing (`chipset migrate`): a message another state holds, its
+// bytes as they are, with the index rows a send would write beside it.
+
+/// What [`Mail::import`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Imported {
+    /// The message and its index rows were written.
+    New,
+    /// The message was already there with these bytes: nothing written.
+    Present,
+}
+
+impl Mail {
+    /// Puts on the server a message that another state holds at
+    /// `location`, its bytes exactly as given, with the rows a send writes
+    /// beside it (where it is, its task's row, its reply index entry when
+    /// it replies and the entry is missing, and, when `open`, its row in the
+    /// commit gate), all in one transaction. No manifest event is written:
+    /// the manifest is copied as a log. `open` is kept only for a message
+    /// in an inbox that needs a reply.
+    ///
+    /// Idempotent: a message already there with the same bytes is
+    /// [`Imported::Present`] and nothing is written, so a migration killed
+    /// at any point can be run again.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ServerOnly`] on a directory; [`Error::Corrupt`] when the
+    /// bytes are not a message or its id is not the one given;
+    /// [`Error::IdTaken`] when the id is on the server with other bytes or
+    /// elsewhere; [`Error::IdCollision`] when one of its rows holds
+    /// another value; [`Error::Backend`].
+    pub fn import(
+        &self,
+        location: &Location,
+        id: &crate::MessageId,
+        bytes: &[u8],
+        open: bool,
+    ) -> Result<Imported> {
+        match self.server() {
+            Some(server) => server.import(location, id, bytes, open),
+            None => Err(Error::ServerOnly { op: "import" }),
+        }
+    }
+}
+
+impl Server<'_> {
+    fn import(
+        &self,
+        location: &Location,
+        id: &crate::MessageId,
+        bytes: &[u8],
+        open: bool,
+    ) -> Result<Imported> {
+        let key = Self::file(location, id);
+        let path = PathBuf::from(key.to_string());
+        let m = check_id(&path, id, Self::parse(&key, bytes)?)?;
+        let record = IdRecord {
+            task: m.phase.clone(),
+            to: m.to.clone(),
+        };
+        let id_key = Self::id_key(id);
+        let record = serialize(&id_key, &record)?;
+        let mut ops = vec![
+            Op::Create(id_key.clone(), record.clone()),
+            Op::Create(key.clone(), bytes.to_vec()),
+            Op::Create(
+                Self::task_dir(&m.phase).key(&format!("{id}.json")).seam()?,
+                record,
+            ),
+        ];
+        if open && m.needs_reply() && matches!(location, Location::Inbox(_)) {
+            ops.push(Op::Create(Self::open_key(&m.phase, id), bytes.to_vec()));
+        }
+        if let Some(parent) = &m.in_reply_to {
+            let marker_key = Self::replies_dir(parent)
+                .key(&marker_name(m.kind, id))
+                .seam()?;
+            if self.b.read(&marker_key).seam()?.is_none() {
+                let marker = ReplyMarker {
+                    id: id.clone(),
+                    kind: m.kind,
+                    to: m.to.clone(),
+                    parent: parent.clone(),
+                };
+                let marker = serialize(&marker_key, &marker)?;
+                ops.push(Op::Create(marker_key, marker));
+            }
+        }
+        match self.apply(&ops) {
+            Ok(()) => Ok(Imported::New),
+            Err(chipset_backend::Error::Exists { key: at, .. }) if at == id_key.to_string() => {
+                match self.b.read(&key).seam()? {
+                    Some(v) if v.value == bytes => Ok(Imported::Present),
+                    _ => Err(Error::IdTaken {
+                        id: id.clone(),
+                        location: self
+                            .find(id)?
+                            .map_or_else(|| location.clone(), |f| f.location),
+                    }),
+                }
+            }
+            Err(chipset_backend::Error::Exists { key: at, .. }) => Err(Error::IdCollision {
+                path: PathBuf::from(at),
+            }),
+            Err(e) => Err(failure(e, vec![id.clone()])),
+        }
+    }
+}
+
+/// The canonical JSON of a row, its serialization error naming `key`.
+fn serialize<T: serde::Serialize>(key: &chipset_backend::Key, value: &T) -> Result<Vec<u8>> {
+    StateDir::to_canonical_json(value).map_err(|source| {
+        chipset_store::Error::Serialize {
+            path: PathBuf::from(key.to_string()),
+            source,
+        }
+        .into()
+    })
 }
