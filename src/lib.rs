@@ -92,6 +92,7 @@
 mod doctor;
 mod door;
 mod error;
+pub mod migrate;
 mod root;
 mod server;
 mod status;
