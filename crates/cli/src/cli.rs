@@ -106,6 +106,9 @@ pub(crate) enum Command {
         #[arg(long, value_name = "AGENT")]
         agent: Option<AgentId>,
     },
+    /// Copy a whole state to a PostgreSQL server or back to a directory
+    /// (idempotent: run it again to resume), then check the counts.
+    Migrate(crate::migrate::MigrateArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
         /// The shell.
@@ -372,6 +375,8 @@ impl Command {
                 crate::work::WorkCommand::Ready { .. } | crate::work::WorkCommand::List { .. }
             ),
             Command::Completions { .. } | Command::Init { .. } => false,
+            // Handled before any root is opened; its source must exist.
+            Command::Migrate(_) => true,
             Command::Brief { .. } | Command::Wait { .. } => true,
             // The tools read as well as write (`mail_pending` is a commit
             // gate): a mistyped root must not serve as an empty one.

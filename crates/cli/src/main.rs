@@ -19,6 +19,7 @@
 //! chipset [--root DIR] [--json] witness run --every DURATION
 //! chipset completions SHELL
 //! chipset [--root DIR] [--json] init [--agent AGENT]
+//! chipset [--json] migrate --to DIR|URL [--from DIR|URL] [--skip CHANNEL]...
 //! chipset [--root DIR] [--json] brief AGENT
 //! chipset [--root DIR] [--json] wait AGENT [--timeout SECONDS]
 //! chipset [--root DIR] [--json] status
@@ -117,6 +118,7 @@ mod init;
 mod lease;
 mod mail;
 mod mcp;
+mod migrate;
 mod nudge;
 mod output;
 mod remind;
@@ -177,6 +179,12 @@ fn main() -> ExitCode {
         clap_complete::generate(shell, &mut command, "chipset", &mut script);
         let text = String::from_utf8_lossy(&script).into_owned();
         return Output::new(text, serde_json::Value::Null).emit(false);
+    }
+    if let Command::Migrate(args) = &cli.command {
+        return match migrate::run(&cli, args) {
+            Ok(out) => out.emit(json),
+            Err(e) => output::fail(&e),
+        };
     }
     if let Command::Init { agent } = &cli.command {
         return match init::run(&cli, agent.as_ref()) {
@@ -263,7 +271,7 @@ fn run(cli: Cli) -> Result<Output> {
         Command::Wait { agent, timeout } => attention::wait(&ctx, &agent, timeout),
         Command::Witness(c) => witness::run(&ctx, c, json),
         // Handled in `main` before any root is opened.
-        Command::Completions { .. } | Command::Init { .. } => {
+        Command::Completions { .. } | Command::Init { .. } | Command::Migrate(_) => {
             Ok(Output::new("", serde_json::Value::Null))
         }
         Command::Status => status::run(&ctx),
@@ -325,7 +333,10 @@ fn part_of(command: &Command) -> Option<Part> {
         Command::Status | Command::Top(_) | Command::Serve(_) => Part::Status,
         Command::Doctor(_) => Part::Doctor,
         Command::Search(_) => Part::Search,
-        Command::Mcp(_) | Command::Completions { .. } | Command::Init { .. } => return None,
+        Command::Mcp(_)
+        | Command::Completions { .. }
+        | Command::Init { .. }
+        | Command::Migrate(_) => return None,
     })
 }
 

@@ -143,3 +143,16 @@ pub(crate) struct Stopped {
     pub(crate) ticks: u64,
     pub(crate) actions: u64,
 }
+
+/// `migrate`: what was copied per channel, and whether the counts match.
+#[derive(Debug, Serialize)]
+pub(crate) struct Migrated {
+    /// Every channel's count on the target equals the source's.
+    pub(crate) verified: bool,
+    /// Values and log records this run wrote (0: the target was complete).
+    pub(crate) written: u64,
+    /// The report: the two roots (without a password) and one line per
+    /// channel.
+    #[serde(flatten)]
+    pub(crate) report: chipset::migrate::Report,
+}

@@ -26,6 +26,7 @@ mod mcp;
 mod mcp_brief;
 mod mcp_http;
 mod mcp_tools;
+mod migrate;
 mod nudge;
 mod peers;
 mod remind;

@@ -1,0 +1,104 @@
+//! `chipset migrate`: moves a whole state between a directory and a
+//! PostgreSQL server ([`chipset::migrate`]), prints one line per channel,
+//! and exits 0 only when the target's counts equal the source's.
+
+use std::path::PathBuf;
+
+use chipset::Root;
+use chipset::migrate::{Migration, Report};
+use clap::Args;
+
+use crate::cli::Cli;
+use crate::error::{CliError, Result};
+use crate::output::{Cell, Output, Paint, Table, Tone};
+use crate::view::Migrated;
+
+/// `chipset migrate ...`.
+#[derive(Debug, Args)]
+pub(crate) struct MigrateArgs {
+    /// Where to copy to: a directory (created if needed) or a server
+    /// (`postgres://…`, or libpq `key=value` words; the password from
+    /// PGPASSWORD or ~/.pgpass, never needed here).
+    #[arg(long, value_name = "DIR|URL")]
+    pub(crate) to: PathBuf,
+    /// Where to copy from [default: the state root, found as every command
+    /// finds it: --root, $CHIPSET_ROOT, the nearest `.chipset/state`].
+    #[arg(long, value_name = "DIR|URL")]
+    pub(crate) from: Option<PathBuf>,
+    /// Leave this channel (a folder under the root: `pool`, `loop`, …)
+    /// out; may be repeated.
+    #[arg(long, value_name = "CHANNEL")]
+    pub(crate) skip: Vec<String>,
+}
+
+/// Runs `chipset migrate`.
+pub(crate) fn run(cli: &Cli, args: &MigrateArgs) -> Result<Output> {
+    let from = match &args.from {
+        Some(from) => from.clone(),
+        None => crate::locate(cli)?.0,
+    };
+    let mut migration = Migration::new(Root::parse(&from), Root::parse(&args.to));
+    for channel in &args.skip {
+        migration = migration.skip(channel.clone());
+    }
+    let report = migration.run().map_err(|e| CliError::refused(chain(&e)))?;
+    let text = render(&report, Paint::detect());
+    let failure = (!report.verified()).then(|| {
+        CliError::refused(format!(
+            "the counts on {} differ from the source's: run `chipset migrate` again, or look \
+             at the channels marked differ",
+            report.to
+        ))
+    });
+    let view = Migrated {
+        verified: report.verified(),
+        written: report.written(),
+        report,
+    };
+    Ok(Output::new(text, crate::output::json(&view)).with_failure(failure))
+}
+
+/// The error and its sources, joined by `: `.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+fn render(report: &Report, paint: Paint) -> String {
+    let mut table = Table::new(&["CHANNEL", "SOURCE", "WRITTEN", "PRESENT", "TARGET", "CHECK"]);
+    for line in &report.channels {
+        let check = if line.verified() {
+            Cell::toned("ok", Tone::Good)
+        } else {
+            Cell::toned("differ", Tone::Bad)
+        };
+        table.row(vec![
+            Cell::plain(line.channel.clone()),
+            Cell::plain(line.source.to_string()),
+            Cell::plain(line.written.to_string()),
+            Cell::plain(line.present.to_string()),
+            Cell::plain(line.target.to_string()),
+            check,
+        ]);
+    }
+    let mut text = table.render(paint);
+    let written = report.written();
+    text.push_str(&format!(
+        "{} -> {}: {} written{}\n",
+        report.from,
+        report.to,
+        written,
+        if written == 0 {
+            " (the target held everything)"
+        } else {
+            ""
+        }
+    ));
+    text
+}
