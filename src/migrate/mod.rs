@@ -288,7 +288,7 @@ pub enum MigrateError {
     },
     /// A side could not be opened (a bad folder, an unreachable server, a
     /// refused login, a newer schema, a build without PostgreSQL).
-    #[error("cannot open the {end} {root}: {source}")]
+    #[error("cannot open the {end} {root}")]
     Open {
         /// Which side.
         end: End,
@@ -335,7 +335,7 @@ pub enum MigrateError {
         key: String,
     },
     /// A side's storage failed.
-    #[error("the {end} failed: {source}")]
+    #[error("the {end} failed")]
     Backend {
         /// Which side.
         end: End,
@@ -344,10 +344,10 @@ pub enum MigrateError {
         source: chipset_backend::Error,
     },
     /// Mail refused a message on the target.
-    #[error("mail on the target refused a message: {0}")]
+    #[error("mail on the target refused a message")]
     Mail(#[source] chipset_mail::Error),
     /// The bus refused on the target.
-    #[error("the bus on the target failed: {0}")]
+    #[error("the bus on the target failed")]
     Bus(#[source] chipset_bus::Error),
 }
 
