@@ -483,12 +483,24 @@ fn the_pool_is_refused_on_a_server_unless_skipped() {
         "nothing written"
     );
     let report = Migration::new(dir(&a), pg)
-        .server_options(options)
+        .server_options(options.clone())
         .skip("pool")
         .run()
         .unwrap();
     assert_verified(&report);
     assert_eq!(on_server.hooks().list().unwrap().len(), 1);
+    // Back from a server that holds a pool: refused the same way.
+    on_server
+        .pool()
+        .post(&agent("mayor"), &chipset::pool::NewItem::new("Fix it"))
+        .unwrap();
+    let b = tmp.path().join("b");
+    let err = Migration::new(Root::Server(url), dir(&b))
+        .server_options(options)
+        .run()
+        .unwrap_err();
+    assert!(matches!(err, MigrateError::PoolNotOnServer { .. }), "{err}");
+    assert!(files(&b).is_empty(), "nothing written");
 }
 
 /// The child of the killed run: migrates and never returns on its own

@@ -49,7 +49,8 @@
 //! What is local by nature: dot-names (temporary files, lock files, the
 //! store's `.quarantine/`, the search index in `.index/`, mail's gate
 //! cache in `mail/.gate/`), which each side rebuilds. The pool is refused
-//! on a server (it does not run there yet) unless skipped.
+//! when a side is a server (its rows there are not its files) unless
+//! skipped.
 //!
 //! # A quiet source
 //!
@@ -176,7 +177,7 @@ impl Migration {
 
     /// The channels to copy: [`CHANNELS`] less the skipped ones, after
     /// checking that a source directory holds nothing else, and that the
-    /// pool is not asked of a server.
+    /// pool is not asked to or from a server.
     fn channels(&self, source: &Side, target: &Side) -> Result<Vec<String>, MigrateError> {
         for name in source.top_folders()? {
             if !CHANNELS.contains(&name.as_str()) && !self.skip.contains(&name) {
@@ -188,7 +189,10 @@ impl Migration {
             .filter(|c| !self.skip.contains(**c))
             .map(|c| (*c).to_owned())
             .collect();
-        if target.is_server() && channels.iter().any(|c| c == POOL) {
+        // A server keeps the pool as `items/` and `entries/` rows, a
+        // directory as `table.json` and `log.jsonl`: not a copy of values.
+        let server = source.is_server() || target.is_server();
+        if server && channels.iter().any(|c| c == POOL) {
             let pool = plan::read(source, POOL, true)?;
             if !pool.items.is_empty() {
                 return Err(MigrateError::PoolNotOnServer {
@@ -307,11 +311,12 @@ pub enum MigrateError {
         /// The folder.
         folder: String,
     },
-    /// The source holds a work pool and the target is a server, where the
-    /// pool does not run yet; nothing was written.
+    /// The source holds a work pool and a side is a server: a server
+    /// keeps the pool in rows of its own (`items/`, `entries/`) that
+    /// migrate does not write or read yet; nothing was written.
     #[error(
-        "the work pool (pool/, {count} values) does not run on a PostgreSQL server yet: \
-         pass --skip pool to move everything else"
+        "the work pool (pool/, {count} values) is not migrated to or from a PostgreSQL server \
+         yet: pass --skip pool to move everything else"
     )]
     PoolNotOnServer {
         /// How many pool values the source holds.
