@@ -24,6 +24,7 @@ mod agent;
 mod publish;
 mod seam;
 mod seam_agent;
+mod seam_maintain;
 mod seam_publish;
 
 pub(crate) use seam::seam_error;

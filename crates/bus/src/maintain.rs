@@ -104,7 +104,7 @@ fn listed_or_reported(dir: &StatePath, name: &str, report: &mut Report) -> Optio
 
 /// Returns the doctor's finding for a bad bus file: coded `bus-{kind}`,
 /// worded "`{path}`: {problem}".
-fn finding(path: &Path, problem: Problem) -> Finding {
+pub(crate) fn finding(path: &Path, problem: Problem) -> Finding {
     let line = format!("`{}`: {problem}", path.display());
     let (code, fault) = match problem {
         Problem::Corrupt(reason) => ("bus-corrupt", Defect::Corrupt(reason)),
@@ -125,12 +125,17 @@ fn finding(path: &Path, problem: Problem) -> Finding {
 }
 
 impl Bus {
-    /// Returns the agents that have a directory under `bus/`, sorted.
+    /// Returns the agents that have a directory under `bus/` (on a server,
+    /// a row below it), sorted.
     ///
     /// # Errors
     ///
-    /// [`Error::Store`] when `bus/` cannot be listed.
+    /// [`Error::Store`] when `bus/` cannot be listed; [`Error::Backend`] on
+    /// a server.
     pub fn agents(&self) -> Result<Vec<AgentId>> {
+        if let Some(seam) = self.server() {
+            return self.seam_agents(seam);
+        }
         let root = self.root();
         Ok(self
             .state()
@@ -182,13 +187,18 @@ impl Bus {
 
     /// Removes processed events of `agent` beyond `retention` (the oldest by
     /// publish time go first) and de-duplication records older than its
-    /// limit. Unacknowledged events are never touched.
+    /// limit. Unacknowledged events are never touched. On a server the
+    /// rows are judged the same way, on the server's clock, and each is
+    /// removed with a compare-and-swap at the version read.
     ///
     /// # Errors
     ///
     /// [`Error::Store`] when a directory cannot be listed; [`Error::Io`] when
-    /// a file cannot be removed.
+    /// a file cannot be removed; [`Error::Backend`] on a server.
     pub fn prune(&self, agent: &AgentId, retention: &Retention) -> Result<Pruned> {
+        if let Some(seam) = self.server() {
+            return self.seam_prune(seam, agent, retention);
+        }
         let now = self.state().now();
         let dir = self.processed_dir(agent);
         let mut entries: Vec<(QueueEntry, u64, Option<Timestamp>)> = Vec::new();
@@ -276,10 +286,22 @@ impl Bus {
     /// `bus-acked-copy`, `bus-stale-temp`, `bus-torn-log` and `bus-bad-line`;
     /// `scanned` counts the event files read.
     ///
+    /// On a server the rows get the same checks, read one at a time: a
+    /// repair moves a bad value into the folder `quarantine` beside it
+    /// (with a compare-and-swap at the version read, so a value rewritten
+    /// since is left alone) and removes an acknowledged event's queued copy
+    /// holding the same bytes. A server has no temp files or torn lines,
+    /// and its control log is never rewritten: a record there that is not
+    /// a command is reported, not fixable (the registry skips it).
+    ///
     /// # Errors
     ///
-    /// [`Error::Store`] or [`Error::Io`] when a scan or repair step fails.
+    /// [`Error::Store`] or [`Error::Io`] when a scan or repair step fails;
+    /// [`Error::Backend`] on a server.
     pub fn doctor(&self, mode: DoctorMode) -> Result<Report> {
+        if let Some(seam) = self.server() {
+            return self.seam_doctor(seam, mode);
+        }
         let mut report = Report::new(mode);
         let root = self.root();
         let dirs = self.state().list_dirs(&root)?;

@@ -19,6 +19,7 @@ mod procs;
 mod reminders;
 mod seam;
 mod server;
+mod server_doctor;
 mod wait;
 
 use chipset_bus::Bus;
