@@ -1,6 +1,6 @@
 //! Upkeep of the reminder indexes: the snooze sweep and the doctor.
 
-use chipset_store::{Corruption, Defect, DoctorMode, Report};
+use chipset_store::{Action, Corruption, Defect, DoctorMode, ReadOutcome, Report, StatePath};
 
 use super::rules::{is_due, path_key};
 use super::{OPEN_DIR, Reminders, SNOOZED_DIR};
@@ -61,9 +61,14 @@ impl Reminders {
     /// transitions. Findings are coded `reminder-corrupt`,
     /// `reminder-unsupported`, `reminder-stray` and `reminder-unfinished`.
     ///
+    /// On a server the rows get the same checks (the kinds scanned are the
+    /// registered ones, whose folders a server lists), and a repair moves
+    /// an unreadable record, still unreadable under its stripe's lock, into
+    /// the folder `quarantine` beside it: nothing is deleted.
+    ///
     /// # Errors
     ///
-    /// [`Error::Store`] on I/O failure.
+    /// [`Error::Store`] on I/O failure; [`Error::Backend`] on a server.
     pub fn doctor(&self, mode: DoctorMode) -> Result<Report> {
         let mut report = Report::new(mode);
         let area = doctor::Area::Reminders;
@@ -74,10 +79,7 @@ impl Reminders {
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
                 let stripe = path_key(&path).map_or(0, |k| k.stripe());
-                let lock = self.stripe_path(stripe)?;
-                let Some(r) =
-                    doctor::check_file::<Reminder>(&self.state, area, &path, &lock, &mut report)?
-                else {
+                let Some(r) = self.check_record(stripe, &path, &mut report)? else {
                     continue;
                 };
                 let key = Self::key_of(&r)?;
@@ -106,10 +108,54 @@ impl Reminders {
                 }
             }
         }
-        let lock = self.stripe_path(0)?;
         for path in self.history_files()? {
-            doctor::check_file::<Reminder>(&self.state, area, &path, &lock, &mut report)?;
+            self.check_record(0, &path, &mut report)?;
         }
         Ok(report)
+    }
+
+    /// Checks the record at `path`, whose writers take the stripe lock
+    /// `stripe`: counts it as scanned, reports it when it does not parse or
+    /// is newer, and moves a corrupt one aside when fixing (on a directory
+    /// through the store's checked quarantine; on a server, under the
+    /// stripe's lock and when it still does not parse, into the folder
+    /// `quarantine` beside it). Returns the record when it reads.
+    fn check_record(
+        &self,
+        stripe: u64,
+        path: &StatePath,
+        report: &mut Report,
+    ) -> Result<Option<Reminder>> {
+        let area = doctor::Area::Reminders;
+        if self.seam.is_none() {
+            let lock = self.stripe_path(stripe)?;
+            return doctor::check_file::<Reminder>(&self.state, area, path, &lock, report);
+        }
+        report.scanned += 1;
+        match self.read_at(path)? {
+            ReadOutcome::Missing => Ok(None),
+            ReadOutcome::Value(r) => Ok(Some(r)),
+            ReadOutcome::Corrupt(c) => {
+                let mut finding = area.finding(path, Defect::Corrupt(c.reason), "");
+                if report.mode == DoctorMode::Fix {
+                    let _guard = self.lock_stripe(stripe)?;
+                    // Under the lock its writers take: rewritten since, it stays.
+                    let action = match self.read_at(path)? {
+                        ReadOutcome::Corrupt(_) => Action::quarantined(self.quarantine_at(path)?),
+                        _ => Action::LeftAlone("changed since the check".to_owned()),
+                    };
+                    finding = finding.with(action);
+                }
+                report.findings.push(finding);
+                Ok(None)
+            }
+            // Well-formed but newer than this version: reported, never moved aside.
+            ReadOutcome::Unsupported(u) => {
+                report
+                    .findings
+                    .push(area.finding(path, Defect::Unsupported(u.what), ""));
+                Ok(None)
+            }
+        }
     }
 }

@@ -15,5 +15,6 @@ mod procs;
 mod reminder_repair;
 mod reminders;
 mod seam;
+mod server_doctor;
 mod signals;
 mod support;
