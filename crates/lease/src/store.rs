@@ -52,8 +52,7 @@ impl Leases {
 
     /// Returns the leases whose table, and the mail a forced release
     /// sends, live on `backend` (a PostgreSQL server, issue 30), with
-    /// `state` as the local root that the doctor still uses until it moves
-    /// onto the seam too.
+    /// `state` as the local root.
     ///
     /// This is for servers: on a directory use [`Leases::new`], whose
     /// forced-release mail is in the seed's files (mail on a backend keeps
@@ -234,13 +233,23 @@ impl Leases {
     /// tokens still only increase. The leases it held are gone. A table of
     /// a newer format is reported and left alone.
     ///
+    /// On a server the table's row is checked the same way, and the fix
+    /// moves a corrupt one into `leases/quarantine/{unix-ms}-table.json`
+    /// (with a compare-and-swap at the version read) before starting the
+    /// empty table on the server's clock.
+    ///
     /// # Errors
     ///
-    /// A store error reading or moving the table.
+    /// A store error reading or moving the table;
+    /// [`Error::Backend`] on a server.
     pub fn doctor(&self, mode: DoctorMode) -> Result<Report, Error> {
         let mut report = Report::new(mode);
         let path = self.table_path()?;
-        let outcome = self.state.read_json::<Table>(&path)?;
+        let local = self.seam.local_state().is_some();
+        let (outcome, version) = match local {
+            true => (self.state.read_json::<Table>(&path)?, None),
+            false => self.read_raw()?,
+        };
         if !matches!(outcome, ReadOutcome::Missing) {
             report.scanned = 1;
         }
@@ -255,11 +264,17 @@ impl Leases {
                 .at(&path)
                 .fixable(true);
                 if mode == DoctorMode::Fix {
-                    let action = self.state.quarantine_checked(&path, Some(&path), |seen| {
-                        seen.as_ref()
-                            .and_then(|b| ReadOutcome::<Table>::from_json(&path, b))
-                            .is_corrupt()
-                    })?;
+                    let action = match (local, version) {
+                        (true, _) => self.state.quarantine_checked(&path, Some(&path), |seen| {
+                            seen.as_ref()
+                                .and_then(|b| ReadOutcome::<Table>::from_json(&path, b))
+                                .is_corrupt()
+                        })?,
+                        (false, Some(version)) => self.quarantine_row(version)?,
+                        (false, None) => chipset_store::Action::LeftAlone(
+                            "the server cannot read it: a person decides".to_owned(),
+                        ),
+                    };
                     let moved = matches!(action, chipset_store::Action::Quarantined { .. });
                     finding = finding.with(action);
                     if moved {
@@ -286,6 +301,28 @@ impl Leases {
             _ => {}
         }
         Ok(report)
+    }
+
+    /// Moves the table row, if it is still at `version`, into
+    /// `leases/quarantine/{unix-ms}-table.json` (a server's quarantine:
+    /// nothing is deleted); a table rewritten since is left alone.
+    fn quarantine_row(&self, version: Version) -> Result<chipset_store::Action, Error> {
+        let from = Self::table_key();
+        let stamp = self.now()?.unix_ms();
+        let to = from
+            .dir()
+            .join("quarantine")
+            .and_then(|d| d.key(&format!("{stamp}-{TABLE_FILE}")))
+            .map_err(|e| self.seam_error(e))?;
+        match self.seam.move_new(&from, version, &to) {
+            Ok(_) => Ok(chipset_store::Action::quarantined(to.to_string())),
+            Err(
+                chipset_backend::Error::Conflict { .. } | chipset_backend::Error::NotFound { .. },
+            ) => Ok(chipset_store::Action::LeftAlone(
+                "rewritten since the check".to_owned(),
+            )),
+            Err(e) => Err(self.seam_error(e)),
+        }
     }
 
     /// After a corrupt table was moved aside, its counter is lost: start

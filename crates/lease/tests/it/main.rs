@@ -12,6 +12,7 @@ mod model;
 mod place;
 mod procs;
 mod server;
+mod server_doctor;
 
 use chipset_lease::{LeaseMode, LeaseRequest, Leases};
 use chipset_store::{AgentId, ManualClock};
