@@ -25,6 +25,9 @@ pub enum Error {
     /// The bus failed.
     #[error(transparent)]
     Bus(#[from] chipset_bus::Error),
+    /// The agent directory failed.
+    #[error(transparent)]
+    Directory(#[from] chipset_directory::Error),
     /// The path leases failed.
     #[error(transparent)]
     Lease(#[from] chipset_lease::Error),

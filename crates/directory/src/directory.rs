@@ -101,8 +101,8 @@ impl Directory {
 
     /// Returns the directory whose profiles, and the hooks it reads for
     /// last activity, live on `backend` (a PostgreSQL server, issue 30),
-    /// with `state` as the local root that the bus presence, the mail
-    /// manifest and the doctor still use until they move onto the seam.
+    /// with `state` as the local root that the bus presence and the mail
+    /// manifest still use until they move onto the seam.
     pub fn with_backend(state: StateDir, backend: Arc<dyn Backend>) -> Self {
         Directory {
             dir: state.channel(crate::DIRECTORY_CHANNEL),

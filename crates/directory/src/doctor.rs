@@ -1,9 +1,10 @@
 //! The directory's doctor: every file of `agents/` is a readable profile
 //! of the agent its name says.
 
-use chipset_store::{AgentId, Defect, DoctorMode, Finding, ReadOutcome, Report};
+use chipset_store::{Action, AgentId, Defect, DoctorMode, Finding, ReadOutcome, Report};
 
 use crate::directory::{Directory, classify};
+use crate::error::Result;
 use crate::profile::Profile;
 
 impl Directory {
@@ -14,11 +15,20 @@ impl Directory {
     /// not know is `directory-profile-unsupported` and a name that is not
     /// `{agent}.json` is `directory-stray`: both are left for a person.
     ///
+    /// On a server the rows of `agents/` get the same checks, and the fix
+    /// moves a corrupt profile into `agents/quarantine/{unix-ms}-{name}`
+    /// with a compare-and-swap at the version read (a profile rewritten
+    /// since is left alone): nothing is deleted.
+    ///
     /// # Errors
     ///
-    /// [`chipset_store::Error`] when `agents/` cannot be listed or a file
-    /// cannot be read or moved.
-    pub fn doctor(&self, mode: DoctorMode) -> chipset_store::Result<Report> {
+    /// [`Error::Store`](crate::Error::Store) when `agents/` cannot be
+    /// listed or a file cannot be read or moved;
+    /// [`Error::Backend`](crate::Error::Backend) on a server.
+    pub fn doctor(&self, mode: DoctorMode) -> Result<Report> {
+        if self.seam.local_state().is_none() {
+            return self.doctor_rows(mode);
+        }
         let mut report = Report::new(mode);
         let names = match self.state.stat(&self.dir)? {
             Some(_) => self.state.list(&self.dir)?,
@@ -73,6 +83,63 @@ impl Directory {
                             line,
                         )
                         .at(&path),
+                    );
+                }
+            }
+        }
+        Ok(report)
+    }
+
+    /// The doctor on a server: the same three findings on the rows.
+    fn doctor_rows(&self, mode: DoctorMode) -> Result<Report> {
+        let mut report = Report::new(mode);
+        for name in self.names()? {
+            let agent = name
+                .strip_suffix(".json")
+                .and_then(|stem| AgentId::new(stem).ok());
+            let Some(agent) = agent else {
+                let line =
+                    format!("`agents/{name}` on the server is not a profile (`{{agent}}.json`)");
+                report
+                    .findings
+                    .push(Finding::new("directory-stray", Defect::Stray, line));
+                continue;
+            };
+            let path = self.path(&agent);
+            let at = format!("agents/{name}");
+            report.scanned += 1;
+            match self.read_versioned(&agent, &path)? {
+                (ReadOutcome::Value(_) | ReadOutcome::Missing, _) => {}
+                (ReadOutcome::Corrupt(corruption), version) => {
+                    let line = format!("`{at}` on the server: {}", corruption.reason);
+                    let mut finding = Finding::new(
+                        "directory-profile-corrupt",
+                        Defect::Corrupt(corruption.reason),
+                        line,
+                    )
+                    .at(&at)
+                    .about(&agent)
+                    .fixable(true);
+                    if mode == DoctorMode::Fix {
+                        finding = finding.with(match version {
+                            Some(version) => self.quarantine_row(&agent, version)?,
+                            None => Action::LeftAlone(
+                                "the server cannot read it: a person decides".to_owned(),
+                            ),
+                        });
+                    }
+                    report.findings.push(finding);
+                }
+                (ReadOutcome::Unsupported(unsupported), _) => {
+                    let line = format!("`{at}` on the server: {}", unsupported.what);
+                    report.findings.push(
+                        Finding::new(
+                            "directory-profile-unsupported",
+                            Defect::Unsupported(unsupported.what),
+                            line,
+                        )
+                        .at(&at)
+                        .about(&agent),
                     );
                 }
             }

@@ -116,3 +116,34 @@ fn seam_error(e: chipset_backend::Error) -> Error {
         other => Error::Backend(Box::new(other)),
     }
 }
+
+impl Directory {
+    /// Moves `agent`'s profile row, if it is still at `version`, into
+    /// `agents/quarantine/{unix-ms}-{agent}.json` (a server's quarantine:
+    /// nothing is deleted); a profile rewritten since is left alone.
+    pub(crate) fn quarantine_row(
+        &self,
+        agent: &AgentId,
+        version: Version,
+    ) -> Result<chipset_store::Action> {
+        let from = Self::key(agent);
+        let stamp = self.now()?.unix_ms();
+        let to = from
+            .dir()
+            .join("quarantine")
+            .and_then(|d| d.key(&format!("{stamp}-{}", from.name())))
+            .map_err(seam_error)?;
+        match self.seam.move_new(&from, version, &to) {
+            Ok(_) => {
+                tracing::warn!(%agent, to = %to, "moved a corrupt profile aside");
+                Ok(chipset_store::Action::quarantined(to.to_string()))
+            }
+            Err(
+                chipset_backend::Error::Conflict { .. } | chipset_backend::Error::NotFound { .. },
+            ) => Ok(chipset_store::Action::LeftAlone(
+                "rewritten since the check".to_owned(),
+            )),
+            Err(e) => Err(seam_error(e)),
+        }
+    }
+}

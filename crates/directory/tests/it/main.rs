@@ -13,6 +13,7 @@ mod place;
 mod procs;
 mod register;
 mod seen;
+mod server_doctor;
 
 use std::sync::Arc;
 
