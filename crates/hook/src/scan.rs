@@ -128,8 +128,9 @@ impl Hooks {
     /// as its subject.
     ///
     /// On a server the rows of `hooks/` are checked for the same three
-    /// findings and only reported, in either mode: nothing is moved or
-    /// deleted there.
+    /// findings; with [`DoctorMode::Fix`] a corrupt row is moved into
+    /// `hooks/quarantine/` and replaced by an empty hook in one
+    /// transaction (nothing is deleted), the others only reported.
     ///
     /// # Errors
     ///

@@ -1,15 +1,16 @@
 //! The hooks on a server (PostgreSQL through the seam), where `hooks/` is
 //! rows, not files: the listing from one read of every row, the doctor's
-//! checks of the rows (reported, never changed) and the wake-ups.
+//! checks and repairs of the rows and the wake-ups.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use chipset_backend::{Dir, Wait};
-use chipset_store::{AgentId, Defect, DoctorMode, Finding, ReadOutcome, Report};
+use chipset_backend::{Dir, Step, Wait};
+use chipset_store::{Action, AgentId, Defect, DoctorMode, Finding, ReadOutcome, Report, StateDir};
 
 use crate::error::{Error, Result};
-use crate::state::Hook;
+use crate::format::HookFile;
+use crate::state::{Hook, HookState};
 use crate::store::{HOOK_CHANNEL, Hooks, classify, parse_hook_file};
 
 /// Every row of `hooks/`: the hooks by agent, and the names that are not
@@ -56,9 +57,10 @@ impl Hooks {
 
     /// The doctor on a server: checks every row of `hooks/` and reports
     /// the corrupt (`hook-corrupt`), unsupported (`hook-unsupported`) and
-    /// stray (`hook-stray`) ones. Nothing is changed, in either mode: a
-    /// server keeps no quarantine folder, so a corrupt row stays for an
-    /// operator (assigning refuses it; a reassign after a fix moves on).
+    /// stray (`hook-stray`) ones. With [`DoctorMode::Fix`] a corrupt row is
+    /// repaired as a corrupt file is on a directory, in one transaction:
+    /// moved into `hooks/quarantine/{unix-ms}-{name}` (nothing is deleted)
+    /// and replaced by an empty hook. The others are only reported.
     pub(super) fn doctor_rows(&self, mode: DoctorMode) -> Result<Report> {
         let rows = self.rows()?;
         let mut report = Report::new(mode);
@@ -68,7 +70,7 @@ impl Hooks {
             let finding = match read {
                 ReadOutcome::Corrupt(c) => {
                     let line = format!(
-                        "`{}` on the server: corrupt hook ({}) (left in place)",
+                        "`{}` on the server: corrupt hook ({})",
                         at.display(),
                         c.reason
                     );
@@ -84,10 +86,19 @@ impl Hooks {
                 }
                 ReadOutcome::Missing | ReadOutcome::Value(_) => continue,
             };
-            // Not fixable here: a server keeps no quarantine.
-            report
-                .findings
-                .push(finding.fixable(false).at(at).about(&agent));
+            let corrupt = matches!(finding.fault, Defect::Corrupt(_));
+            let mut finding = finding.fixable(corrupt).at(at).about(&agent);
+            if corrupt && mode == DoctorMode::Fix {
+                finding = match self.repair_row(&agent)? {
+                    Some(aside) => finding
+                        .with(Action::quarantined(aside))
+                        .with(Action::Rewrote("reset to empty".to_owned())),
+                    None => finding.with(Action::LeftAlone(
+                        "changed since the check: the next run looks again".to_owned(),
+                    )),
+                };
+            }
+            report.findings.push(finding);
         }
         for name in rows.strays {
             let at = PathBuf::from(format!("{}/{name}", HOOK_CHANNEL.as_str()));
@@ -98,6 +109,65 @@ impl Hooks {
         }
         report.sort_by_path();
         Ok(report)
+    }
+
+    /// Repairs `agent`'s corrupt row on a server: when it is still the
+    /// corrupt value (a compare-and-swap at the version read), moves it
+    /// into `hooks/quarantine/` and creates an empty hook whose generation
+    /// is at least the server's time in Unix milliseconds and above any
+    /// generation still legible in the bad value, in one transaction.
+    /// Returns where the bad value went; `None` when it changed meanwhile.
+    fn repair_row(&self, agent: &AgentId) -> Result<Option<PathBuf>> {
+        let key = self.key(agent);
+        let path = self.path(agent);
+        let Some(seen) = self.seam.read(&key).map_err(backend)? else {
+            return Ok(None);
+        };
+        if !classify(agent, &path, parse_hook_file(&path, &seen.value)).is_corrupt() {
+            return Ok(None);
+        }
+        let legible = serde_json::from_slice::<serde_json::Value>(&seen.value)
+            .ok()
+            .and_then(|v| v.get("generation").and_then(serde_json::Value::as_u64));
+        let now = self.seam.now().map_err(backend)?;
+        let generation = u64::try_from(now.unix_ms())
+            .unwrap_or(0)
+            .max(legible.map_or(0, |g| g.saturating_add(1)));
+        let hook = Hook::new(agent.clone(), HookState::Empty, now, generation);
+        let bytes = StateDir::to_canonical_json(&HookFile::from(&hook)).map_err(|source| {
+            chipset_store::Error::Serialize {
+                path: path.to_path_buf(),
+                source,
+            }
+        })?;
+        let aside = key
+            .dir()
+            .join("quarantine")
+            .and_then(|d| d.key(&format!("{}-{}", now.unix_ms(), key.name())))
+            .map_err(backend)?;
+        let steps = [
+            Step::MoveNew {
+                from: &key,
+                expected: seen.version,
+                to: &aside,
+            },
+            Step::Create {
+                key: &key,
+                value: &bytes,
+            },
+        ];
+        match self.seam.transact(&steps) {
+            Ok(_) => {
+                tracing::warn!(%agent, quarantined = %aside, "repaired corrupt hook row");
+                Ok(Some(PathBuf::from(aside.to_string())))
+            }
+            Err(
+                chipset_backend::Error::Conflict { .. }
+                | chipset_backend::Error::NotFound { .. }
+                | chipset_backend::Error::Exists { .. },
+            ) => Ok(None),
+            Err(e) => Err(backend(e)),
+        }
     }
 
     /// Returns a wait woken by any change to any hook, through any handle

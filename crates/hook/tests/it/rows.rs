@@ -2,15 +2,14 @@
 //! bodies on a directory and, when `CHIPSET_TEST_PG` names a server, on
 //! PostgreSQL (issue 30). Values are planted through the seam, never as
 //! files, so each body means the same on both; the doctor's fixing of a
-//! corrupt value is directory-only and stays in `files.rs`, and what the
-//! server's doctor must never do (change a row) is checked here.
+//! corrupt file stays in `files.rs`, and of a corrupt row is checked here.
 
 use std::thread;
 use std::time::{Duration, Instant};
 
 use chipset_backend::{Dir, Wake};
 use chipset_hook::HookStatus;
-use chipset_store::{DoctorMode, ReadOutcome};
+use chipset_store::DoctorMode;
 
 use crate::ReadExt;
 use crate::place::Place;
@@ -150,17 +149,28 @@ fn a_wait_wakes_on_a_change_from_another_handle(p: &Place) {
     assert!(woke < Duration::from_secs(5), "woke after {woke:?}");
 }
 
-/// On a server the doctor reports a corrupt row in either mode and never
-/// changes it: no quarantine there, the bytes stay for an operator.
+/// On a server the doctor's fix moves a corrupt row into
+/// `hooks/quarantine/` (byte for byte, never deleted) and resets the hook
+/// to empty, in one transaction, as it moves a corrupt file aside on a
+/// directory; nothing is written to the local root.
 #[test]
-fn server_doctor_fix_leaves_a_corrupt_row_in_place() {
-    let Some(p) = Place::pg("server_doctor_fix_leaves_a_corrupt_row_in_place") else {
+fn server_doctor_fix_moves_a_corrupt_row_aside() {
+    let Some(p) = Place::pg("server_doctor_fix_moves_a_corrupt_row_aside") else {
         return;
     };
     let h = p.hooks();
     let bytes = b"{\"agent_id\": \"c1\", \"sta";
     p.plant("c1.json", bytes);
     p.plant("c2.json", b"\xff\xfe not even utf-8");
+    let check = h.doctor(DoctorMode::Check).unwrap();
+    assert!(
+        check
+            .findings
+            .iter()
+            .all(|f| f.fixable && f.actions.is_empty())
+    );
+    let key = Dir::new("hooks").unwrap().key("c1.json").unwrap();
+    assert_eq!(p.backend().read(&key).unwrap().unwrap().value, bytes);
     let report = h.doctor(DoctorMode::Fix).unwrap();
     let corrupt: Vec<_> = report
         .findings
@@ -168,17 +178,18 @@ fn server_doctor_fix_leaves_a_corrupt_row_in_place() {
         .filter(|f| f.code == "hook-corrupt")
         .collect();
     assert_eq!(corrupt.len(), 2, "{report:?}");
-    assert!(
-        corrupt.iter().all(|f| f.actions.is_empty() && !f.fixable),
-        "{report:?}"
+    assert!(corrupt.iter().all(|f| f.is_fixed()), "{report:?}");
+    assert_eq!(
+        h.read(&agent("c1")).unwrap().status(),
+        Some(HookStatus::Empty)
     );
-    assert!(corrupt[0].message.contains("left in place"), "{report:?}");
-    let key = Dir::new("hooks").unwrap().key("c1.json").unwrap();
-    assert_eq!(p.backend().read(&key).unwrap().unwrap().value, bytes);
-    assert!(matches!(
-        h.read(&agent("c1")).unwrap(),
-        ReadOutcome::Corrupt(_)
-    ));
-    // Nothing was written to the local root either.
+    let aside = Dir::new("hooks").unwrap().join("quarantine").unwrap();
+    let names = p.backend().list(&aside).unwrap();
+    assert_eq!(names.len(), 2, "{names:?}");
+    let c1 = names.iter().find(|n| n.ends_with("-c1.json")).unwrap();
+    let kept = p.backend().read(&aside.key(c1).unwrap()).unwrap().unwrap();
+    assert_eq!(kept.value, bytes, "moved byte for byte");
+    assert!(h.doctor(DoctorMode::Check).unwrap().is_clean());
+    // Nothing was written to the local root.
     assert!(!p.t.state.root().join("hooks").exists());
 }
