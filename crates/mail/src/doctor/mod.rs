@@ -323,19 +323,19 @@ impl Reconcile {
 }
 
 /// Walks a sorted stream one key (the text before the first tab) at a time.
-struct Groups {
+pub(crate) struct Groups {
     sorted: Sorted,
     next: Option<String>,
 }
 
 impl Groups {
-    fn new(mut sorted: Sorted) -> Result<Self> {
+    pub(crate) fn new(mut sorted: Sorted) -> Result<Self> {
         let next = sorted.next_line()?.map(scratch_text).transpose()?;
         Ok(Groups { sorted, next })
     }
 
     /// The next key and the rest of each of its lines, in order.
-    fn next_group(&mut self) -> Result<Option<(String, Vec<String>)>> {
+    pub(crate) fn next_group(&mut self) -> Result<Option<(String, Vec<String>)>> {
         let Some(first) = self.next.take() else {
             return Ok(None);
         };

@@ -108,6 +108,10 @@ impl Server<'_> {
                     total += 1;
                     continue;
                 }
+                // The doctor's orphans stay where it put them, as on a directory.
+                if matches!(found.location, Location::Orphan) {
+                    continue;
+                }
                 ops.push(Op::Move(
                     Self::file(&found.location, &id),
                     version,

@@ -30,7 +30,9 @@
 //! retried with the same id, its first step (the id record) finds the
 //! first attempt's and the first delivery is returned.
 
+mod doctor;
 mod gate;
+mod repair;
 mod scan;
 mod send;
 
@@ -229,13 +231,15 @@ impl Server<'_> {
                 &format!("not an id record: {e}"),
             ))
         })?;
-        // A message moves forward only (inbox, archive, by-task), and it is
-        // looked for in that order, so one moving meanwhile is not missed;
-        // a few rounds settle a message that moved twice.
+        // A message moves forward only (inbox, archive or the doctor's
+        // orphans, by-task), and it is looked for in that order, so one
+        // moving meanwhile is not missed; a few rounds settle a message
+        // that moved twice.
         for _ in 0..4 {
             for location in [
                 Location::Inbox(record.to.clone()),
                 Location::Archive,
+                Location::Orphan,
                 Location::ByTask(record.task.clone()),
             ] {
                 let key = Self::file(&location, id);

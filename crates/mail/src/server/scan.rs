@@ -1,17 +1,15 @@
-//! Scans of mail on a server: the counts for a status screen, the
-//! doctor's checks of the rows (reported, never changed) and the wait on
-//! an inbox.
+//! Scans of mail on a server: the counts for a status screen and the wait
+//! on an inbox (the doctor is `doctor.rs`).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use chipset_backend::{Backend, Dir, FsBackend, Wait};
-use chipset_store::{AgentId, Defect, DoctorMode, Finding, Report};
+use chipset_store::AgentId;
 
 use super::{Seam, Server, dir};
 use crate::error::{Error, Result};
-use crate::layout::{ARCHIVE, BY_TASK, INBOX, Location, ORPHAN, id_of};
+use crate::layout::{ARCHIVE, BY_TASK, INBOX, Location, id_of};
 use crate::mail::{Mail, MailCounts};
 
 impl Server<'_> {
@@ -36,89 +34,6 @@ impl Server<'_> {
             swept_tasks: self.b.list_dirs(&dir(&[ARCHIVE, BY_TASK])).seam()?.len(),
         })
     }
-
-    /// The doctor of [`Mail::doctor_to`] on a server: every message row in
-    /// the inboxes, `archive/`, `archive/orphan/` and `archive/by-task/`
-    /// is parsed and its id checked against its name. A value that does not
-    /// parse (`messaging-corrupt-file`), one of a newer version
-    /// (`messaging-unsupported-file`) and a name that is not a message's
-    /// (`messaging-stray-file`) are reported, in either mode: nothing is
-    /// moved or deleted on a server, so none of them is fixable there.
-    pub(crate) fn doctor_to(
-        &self,
-        mode: DoctorMode,
-        sink: &mut dyn FnMut(Finding),
-    ) -> Result<Report> {
-        let mut report = Report::new(mode);
-        let mut findings = Vec::new();
-        let mut folders = Vec::new();
-        let inbox = dir(&[INBOX]);
-        for name in self.b.list_dirs(&inbox).seam()? {
-            match AgentId::new(name.as_str()) {
-                Ok(agent) => folders.push(Self::dir_of(&Location::Inbox(agent))),
-                Err(_) => findings.push(stray(&format!("{inbox}/{name}"))),
-            }
-        }
-        for name in self.b.list(&inbox).seam()? {
-            findings.push(stray(&format!("{inbox}/{name}")));
-        }
-        folders.push(Self::dir_of(&Location::Archive));
-        folders.push(dir(&[ARCHIVE, ORPHAN]));
-        let by_task = dir(&[ARCHIVE, BY_TASK]);
-        for task in self.b.list_dirs(&by_task).seam()? {
-            folders.push(by_task.join(&task).seam()?);
-        }
-        for folder in folders {
-            for (name, v) in self.b.read_all(&folder).seam()? {
-                if id_of(&name).is_none() {
-                    findings.push(stray(&format!("{folder}/{name}")));
-                    continue;
-                }
-                report.scanned += 1;
-                match Self::parse_named(&folder, &name, &v.value) {
-                    Ok(_) => {}
-                    Err(Error::Corrupt(c)) => {
-                        let line = format!(
-                            "`{}` on the server: corrupt message ({}) (left in place)",
-                            c.path.display(),
-                            c.reason
-                        );
-                        findings.push(
-                            Finding::new("messaging-corrupt-file", Defect::Corrupt(c.reason), line)
-                                .at(c.path),
-                        );
-                    }
-                    Err(Error::Unsupported(u)) => {
-                        let line = format!(
-                            "`{}` on the server: holds {}, unsupported by this version (left in place)",
-                            u.path.display(),
-                            u.what
-                        );
-                        findings.push(
-                            Finding::new(
-                                "messaging-unsupported-file",
-                                Defect::Unsupported(u.what),
-                                line,
-                            )
-                            .at(u.path),
-                        );
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
-        }
-        findings.sort_by(|a, b| a.path.cmp(&b.path));
-        for finding in findings {
-            report.pass_on(finding.fixable(false), sink);
-        }
-        Ok(report)
-    }
-}
-
-/// A name that is not a message's, where messages live (left alone).
-fn stray(at: &str) -> Finding {
-    let line = format!("`{at}` on the server: not a message (left alone)");
-    Finding::new("messaging-stray-file", Defect::Stray, line).at(PathBuf::from(at))
 }
 
 impl Mail {

@@ -21,6 +21,7 @@ mod procs;
 mod seam;
 mod seam_syncs;
 mod server;
+mod server_doctor;
 mod server_scan;
 mod tail;
 

@@ -1,12 +1,11 @@
 //! The counts, the doctor and the inbox wait (issue 30), from the same
 //! bodies on a directory and, when `CHIPSET_TEST_PG` names a server, on
-//! PostgreSQL; and what the server's doctor finds in a bad row and must
-//! never do (change it).
+//! PostgreSQL (the server's own doctor checks are `server_doctor.rs`).
 
 use std::thread;
 use std::time::{Duration, Instant};
 
-use chipset_backend::{Dir, Wake};
+use chipset_backend::Wake;
 use chipset_mail::{ArchiveOutcome, Mail, MailConfig, NewMessage};
 use chipset_store::DoctorMode;
 use chipset_testkit::TempState;
@@ -124,46 +123,4 @@ fn an_inbox_wait_wakes_on_a_delivery_from_another_handle(place: &Place) {
     sender.join().unwrap();
     let woke = woke.expect("the delivery from another handle wakes the wait");
     assert!(woke < Duration::from_secs(5), "woke after {woke:?}");
-}
-
-/// On a server the doctor reads every message row: a value that does not
-/// parse and a name that is not a message's are reported, in either mode,
-/// and nothing is changed (a server keeps no quarantine).
-#[test]
-fn server_doctor_reports_bad_rows_and_changes_nothing() {
-    let Some(place) = Place::pg("server_doctor_reports_bad_rows_and_changes_nothing") else {
-        return;
-    };
-    let (_tmp, mail) = open(&place);
-    mail.send(&note("exec", "t1")).unwrap();
-    let b = place.seam().unwrap();
-    let inbox = Dir::new("mail")
-        .and_then(|d| d.join("inbox"))
-        .and_then(|d| d.join("exec"))
-        .unwrap();
-    let bad = inbox
-        .key("1772706900123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab.json")
-        .unwrap();
-    let bytes: &[u8] = b"{\"id\": \"1772706900123-9b3e";
-    let _ = b.put(&bad, bytes).unwrap();
-    let _ = b.put(&inbox.key("notes.txt").unwrap(), b"mine").unwrap();
-    for mode in [DoctorMode::Check, DoctorMode::Fix] {
-        let report = mail.doctor(mode).unwrap();
-        let found: Vec<(&str, bool, bool)> = report
-            .findings
-            .iter()
-            .map(|f| (f.code, f.fixable, f.actions.is_empty()))
-            .collect();
-        assert_eq!(
-            found,
-            [
-                ("messaging-corrupt-file", false, true),
-                ("messaging-stray-file", false, true),
-            ],
-            "{report:?}"
-        );
-        assert_eq!(report.scanned, 2, "{report:?}");
-    }
-    assert_eq!(b.read(&bad).unwrap().unwrap().value, bytes);
-    assert_eq!(mail.counts().unwrap().inbox[&agent("exec")], 2);
 }
