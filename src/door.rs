@@ -274,7 +274,9 @@ impl Chipset {
             Part::Pool => inner.pool.is_ok(),
             Part::Search => inner.search.is_ok(),
             // Built from local scans of every channel.
-            Part::Loops | Part::Status | Part::Doctor => inner.server.is_none(),
+            // Every wired part's doctor runs on the server.
+            Part::Doctor => true,
+            Part::Loops | Part::Status => inner.server.is_none(),
         };
         match &inner.server {
             Some(server) if !wired => Err(Error::NotOnServer {

@@ -1,0 +1,120 @@
+//! The whole-state doctor on a PostgreSQL server (issue 30):
+//! `Chipset::doctor` runs every part that runs there on its rows, finds
+//! what was damaged through the backend, and `--fix` repairs it without
+//! touching the local folder. Runs when `CHIPSET_TEST_PG` names a server.
+
+#![cfg(feature = "postgres")]
+
+use chipset::backend::{Backend, Dir, PgBackend, PgOptions};
+use chipset::mail::NewMessage;
+use chipset::store::{AgentId, DoctorMode, TaskId};
+use chipset::{Chipset, Part, Root, ServerOptions};
+
+fn agent(name: &str) -> AgentId {
+    name.parse().unwrap()
+}
+
+fn task(name: &str) -> TaskId {
+    name.parse().unwrap()
+}
+
+#[test]
+fn the_whole_doctor_checks_and_fixes_the_rows_on_the_server() {
+    let Some(url) = std::env::var("CHIPSET_TEST_PG")
+        .ok()
+        .filter(|u| !u.is_empty())
+    else {
+        #[allow(clippy::print_stderr, reason = "a skipped test must say so")]
+        {
+            eprintln!("the_whole_doctor: SKIPPED on PostgreSQL: CHIPSET_TEST_PG is not set");
+        }
+        return;
+    };
+    let Root::Server(server) = Root::parse(&url) else {
+        panic!("CHIPSET_TEST_PG is not a server URL");
+    };
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    let schema = format!("doctor_{}_{nanos}", std::process::id());
+    let local = tempfile::tempdir().unwrap();
+    let mut options = ServerOptions::default();
+    options.schema = Some(schema.clone());
+    options.local = Some(local.path().to_owned());
+    let door = Chipset::open_server(&server, &options).unwrap();
+    door.require(Part::Doctor).unwrap();
+    let raw = PgBackend::open_with(&url, PgOptions::with_schema(schema.as_str())).unwrap();
+
+    // A clean state first: every wired part runs, and finds nothing.
+    let q = door
+        .mail()
+        .send(&NewMessage::request(
+            agent("critic"),
+            agent("exec"),
+            task("t1"),
+            "dead-code",
+            "?",
+        ))
+        .unwrap();
+    let clean = door.doctor(DoctorMode::Check).unwrap();
+    let names: Vec<&str> = clean.areas.iter().map(|a| a.name).collect();
+    assert_eq!(
+        names,
+        [
+            "hooks",
+            "nudge",
+            "reminders",
+            "mail",
+            "bus",
+            "leases",
+            "directory"
+        ],
+        "every part that runs on the server, none read locally"
+    );
+    assert!(clean.is_clean(), "{clean:#?}");
+
+    // Damage: a corrupt hook row, and the open row of an unanswered request.
+    let hooks = Dir::new("hooks").unwrap();
+    let _ = raw
+        .put(&hooks.key("polecat.json").unwrap(), b"{\"agent_id\": ")
+        .unwrap();
+    let open = Dir::new("mail")
+        .and_then(|d| d.join("open"))
+        .and_then(|d| d.join("t1"))
+        .and_then(|d| d.key(&format!("{}.json", q.id)))
+        .unwrap();
+    let v = raw.read(&open).unwrap().unwrap();
+    raw.remove(&open, v.version).unwrap();
+    assert!(door.mail().pending_replies(&task("t1")).unwrap().is_empty());
+
+    let mut streamed = Vec::new();
+    let check = door
+        .doctor_to(DoctorMode::Check, &mut |area, f| {
+            streamed.push((area, f.code))
+        })
+        .unwrap();
+    streamed.sort_unstable();
+    assert_eq!(
+        streamed,
+        [
+            ("hooks", "hook-corrupt"),
+            ("mail", "messaging-missing-open-row")
+        ]
+    );
+    assert_eq!(check.open(), 2);
+
+    let fixed = door.doctor(DoctorMode::Fix).unwrap();
+    assert!(fixed.findings().all(|(_, f)| f.is_fixed()), "{fixed:#?}");
+    assert_eq!(door.mail().pending_replies(&task("t1")).unwrap(), [q]);
+    assert!(door.doctor(DoctorMode::Check).unwrap().is_clean());
+    // Nothing of the channels went to the local folder.
+    for channel in ["hooks", "mail", "bus", "agents", "leases", "reminders"] {
+        let there = chipset::store::StateDir::stat_outside(&local.path().join(channel)).unwrap();
+        assert!(there.is_none(), "{channel}");
+    }
+    if let Ok(mut c) = postgres::Client::connect(&url, postgres::NoTls) {
+        // The schema's name is ours: lower-case letters, digits and `_`.
+        let _ = c.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
+    }
+}
