@@ -366,7 +366,10 @@ impl Server<'_> {
         let mode = report.mode;
         let id_key = Self::id_key(id);
         // Index rows of a message no copy of which is left.
-        let Some(kept) = g.copies.iter().max_by_key(|c| c.loc.stage()) else {
+        // The copy furthest along its lifecycle, the first met of equals.
+        let kept_at =
+            (0..g.copies.len()).max_by_key(|&i| (g.copies[i].loc.stage(), std::cmp::Reverse(i)));
+        let Some(kept) = kept_at.map(|i| &g.copies[i]) else {
             if !g.ids.is_empty() {
                 let f = stale(&id_key, "an id record of no message");
                 let f = self.fix(mode, f, || self.remove_row(&id_key))?;
@@ -390,12 +393,9 @@ impl Server<'_> {
             }
             return Ok(());
         };
-        let kept_stage = kept.loc.stage();
-        // Duplicates: the copy furthest along its lifecycle is kept.
-        let mut seen_kept = false;
-        for copy in &g.copies {
-            if copy.loc.stage() == kept_stage && !seen_kept {
-                seen_kept = true;
+        // Duplicates: every other copy is moved aside.
+        for (i, copy) in g.copies.iter().enumerate() {
+            if Some(i) == kept_at {
                 continue;
             }
             let key = Self::file(&copy.loc, id);
