@@ -68,7 +68,8 @@ fn the_whole_doctor_checks_and_fixes_the_rows_on_the_server() {
             "mail",
             "bus",
             "leases",
-            "directory"
+            "directory",
+            "pool"
         ],
         "every part that runs on the server, none read locally"
     );
