@@ -7,7 +7,7 @@ use chipset_bus::{Bus, BusConfig};
 use chipset_directory::Directory;
 use chipset_hook::Hooks;
 use chipset_lease::Leases;
-use chipset_loop::{Attention, AttentionConfig, LoopState};
+use chipset_loop::{Attention, AttentionConfig, Channels, LoopState};
 use chipset_mail::{Mail, MailConfig};
 use chipset_nudge::{KindRegistry, NudgeConfig, Nudges, ReminderConfig, Reminders};
 use chipset_pool::Pool;
@@ -92,6 +92,10 @@ struct Inner {
     mail: Wired<Mail>,
     bus: Wired<Bus>,
     attention: Wired<Attention>,
+    /// The loops' channel handles: the door's own, on the same backend.
+    channels: Channels,
+    /// The loops' persisted records.
+    loops: LoopState,
     directory: Wired<Directory>,
     leases: Wired<Leases>,
     pool: Wired<Pool>,
@@ -200,16 +204,41 @@ impl Chipset {
             None => Bus::with_config(state.clone(), config.bus),
         });
         let attention = match (&mail, &bus, &reminders) {
-            (Ok(mail), Ok(bus), Ok(reminders)) => Ok(Attention::new(
-                hooks.clone(),
-                nudges.clone(),
-                mail.clone(),
-                bus.clone(),
-                reminders.clone(),
-            )
-            .with_config(config.attention)),
+            (Ok(mail), Ok(bus), Ok(reminders)) => {
+                let attention = Attention::new(
+                    hooks.clone(),
+                    nudges.clone(),
+                    mail.clone(),
+                    bus.clone(),
+                    reminders.clone(),
+                )
+                .with_config(config.attention);
+                Ok(match &seam {
+                    Some(backend) => attention.with_backend(Arc::clone(backend)),
+                    None => attention,
+                })
+            }
             _ => Err(Part::Attention),
         };
+        let (channels, loops) = match &seam {
+            Some(backend) => (
+                Channels::with_backend(state.clone(), Arc::clone(backend)),
+                LoopState::with_backend(state.clone(), Arc::clone(backend)),
+            ),
+            None => (Channels::new(state.clone()), LoopState::new(state.clone())),
+        };
+        // The door's own handles, so a loop honours `config`: every one is
+        // on `state` (and on `seam`), which the setters check.
+        let channels = (|| {
+            let channels = channels
+                .with_hooks(hooks.clone())?
+                .with_nudges(nudges.clone())?;
+            match (&mail, &bus) {
+                (Ok(mail), Ok(bus)) => channels.with_mail(mail.clone())?.with_bus(bus.clone()),
+                _ => Ok(channels),
+            }
+        })()
+        .expect("the door's handles share one state root");
         let directory = Ok(match &seam {
             Some(backend) => Directory::with_backend(state.clone(), Arc::clone(backend)),
             None => Directory::new(state.clone()),
@@ -235,6 +264,8 @@ impl Chipset {
                 mail,
                 bus,
                 attention,
+                channels,
+                loops,
                 directory,
                 leases,
                 pool,
@@ -264,7 +295,7 @@ impl Chipset {
     pub fn require(&self, part: Part) -> Result<()> {
         let inner = &*self.inner;
         let wired = match part {
-            Part::Hooks | Part::Nudges => true,
+            Part::Hooks | Part::Nudges | Part::Loops => true,
             Part::Reminders => inner.reminders.is_ok(),
             Part::Mail => inner.mail.is_ok(),
             Part::Bus => inner.bus.is_ok(),
@@ -274,9 +305,9 @@ impl Chipset {
             Part::Pool => inner.pool.is_ok(),
             Part::Search => inner.search.is_ok(),
             // Built from local scans of every channel.
-            // Every wired part's doctor runs on the server.
-            Part::Doctor => true,
-            Part::Loops | Part::Status => inner.server.is_none(),
+            // Every wired part's doctor runs on the server; status is
+            // built from the channels' listings, each on the seam.
+            Part::Doctor | Part::Status => true,
         };
         match &inner.server {
             Some(server) if !wired => Err(Error::NotOnServer {
@@ -299,6 +330,15 @@ impl Chipset {
                     .err()
                     .map_or_else(|| part.to_string(), |e| e.to_string())
             ),
+        }
+    }
+
+    /// Returns the time views judge ages by: the state's clock on a
+    /// directory, the server's on a server (so every host agrees).
+    pub(crate) fn now(&self) -> Result<chipset_store::Timestamp> {
+        match &self.inner.server {
+            None => Ok(self.inner.state.now()),
+            Some(server) => Ok(server.backend().now()?),
         }
     }
 
@@ -422,18 +462,21 @@ impl Chipset {
         self.wired(&self.inner.search)
     }
 
-    /// Returns the loops' persisted state (for counts and the doctor).
-    ///
-    /// # Panics
-    ///
-    /// On a server, until the loops' state runs there: check with
-    /// [`Chipset::require`]`(Part::Loops)`.
-    #[track_caller]
+    /// Returns the loops' persisted state (for counts and the doctor): on
+    /// a server, the records the loops keep there
+    /// ([`LoopState::with_backend`]).
     pub fn loop_state(&self) -> LoopState {
-        if let Err(e) = self.require(Part::Loops) {
-            panic!("{e}");
-        }
-        LoopState::new(self.inner.state.clone())
+        self.inner.loops.clone()
+    }
+
+    /// Returns the channel handles a loop works through
+    /// ([`Witness::with_channels`](chipset_loop::Witness::with_channels),
+    /// `Dispatcher::new`, `Worker::new`, rounds): this door's own handles,
+    /// with its [`Config`], on the directory or the server, so the loops'
+    /// records live where the channels do
+    /// ([`Channels::with_backend`]).
+    pub fn channels(&self) -> Channels {
+        self.inner.channels.clone()
     }
 }
 

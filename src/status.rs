@@ -223,7 +223,7 @@ impl Chipset {
     /// A channel's error when one of its listings fails.
     pub fn status(&self) -> Result<Status> {
         self.require(crate::Part::Status)?;
-        let now = self.state().now();
+        let now = self.now()?;
         let hooks: BTreeMap<AgentId, ReadOutcome<Hook>> = self.hooks().list()?;
         let nudge_agents: BTreeSet<AgentId> = self.nudges().agents()?.into_iter().collect();
         let inbox = self.mail().counts()?.inbox;
@@ -273,7 +273,7 @@ impl Chipset {
             })
             .collect();
         let leases = self.leases().live()?;
-        let pool = self.pool().counts()?;
+        let pool = self.pool_counts()?;
         Ok(Status {
             agents,
             reminders,
@@ -292,7 +292,7 @@ impl Chipset {
     /// cannot be read.
     pub fn agent_status(&self, agent: &AgentId) -> Result<AgentReport> {
         self.require(crate::Part::Status)?;
-        let now = self.state().now();
+        let now = self.now()?;
         let hook = HookLine::of(now, &self.hooks().read(agent)?);
         let nudge = NudgeLine::of(&self.nudges().receive(agent)?);
         let bus = self.bus().agent_status(agent)?;
@@ -309,8 +309,17 @@ impl Chipset {
                 },
             },
             reminders: self.reminder_counts()?,
-            pool: self.pool().counts()?,
+            pool: self.pool_counts()?,
         })
+    }
+
+    /// Returns the pool's counts; none where the pool does not run (a
+    /// server, until it runs there): never a local folder's.
+    fn pool_counts(&self) -> Result<PoolCounts> {
+        if !self.has(crate::Part::Pool) {
+            return Ok(PoolCounts::default());
+        }
+        Ok(self.pool().counts()?)
     }
 
     fn reminder_counts(&self) -> Result<ReminderCounts> {

@@ -127,10 +127,12 @@ fn parts_not_on_the_server_are_refused_not_read_locally() {
         Part::Leases,
         Part::Pool,
         Part::Doctor,
+        Part::Loops,
+        Part::Status,
     ] {
         door.require(part).unwrap();
     }
-    for part in [Part::Loops, Part::Status, Part::Search] {
+    for part in [Part::Search] {
         match door.require(part) {
             Err(Error::NotOnServer { part: p, server }) => {
                 assert_eq!(p, part);
@@ -142,7 +144,7 @@ fn parts_not_on_the_server_are_refused_not_read_locally() {
             other => panic!("{part:?}: {other:?}"),
         }
     }
-    let err = door.status().unwrap_err();
+    let err = door.require(Part::Search).unwrap_err();
     assert!(
         err.to_string()
             .contains("does not run on a PostgreSQL server yet"),
@@ -198,4 +200,108 @@ fn a_directory_root_has_every_part() {
         door.require(part).unwrap();
     }
     assert!(door.mail().inbox_len(&agent("a")).unwrap() == 0);
+}
+
+/// The loops and the status view run on the server: a witness ticks
+/// through the door's channels on one handle, and another handle's status
+/// and loop counts see the team's state, with nothing in either local
+/// folder.
+#[test]
+fn status_and_the_loops_run_on_the_server() {
+    let Some((url, schema)) = server("status_and_the_loops_run_on_the_server") else {
+        return;
+    };
+    let (a_dir, b_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (
+        open(&url, &schema, a_dir.path()),
+        open(&url, &schema, b_dir.path()),
+    );
+    let (mayor, polecat) = (agent("mayor"), agent("polecat"));
+    a.hooks()
+        .assign(
+            &polecat,
+            "bd-1".parse().unwrap(),
+            "Fix the parser",
+            Some(&mayor),
+        )
+        .unwrap();
+    a.mail()
+        .send(&chipset::mail::NewMessage::notify(
+            mayor.clone(),
+            polecat.clone(),
+            "t1".parse().unwrap(),
+            "status-update",
+            "hello",
+        ))
+        .unwrap();
+    a.nudges()
+        .send(
+            &polecat,
+            NewNudge::new(mayor.clone(), NudgeType::HealthCheck, "still there?"),
+        )
+        .unwrap();
+    let mut registration = chipset::directory::Registration::default();
+    registration.program = Some("claude-code".into());
+    a.directory().register(&mayor, &registration).unwrap();
+    a.leases()
+        .acquire(&chipset::lease::LeaseRequest::new(
+            polecat.clone(),
+            chipset::lease::LeaseMode::Exclusive,
+            ["src/**"],
+        ))
+        .unwrap();
+    let witness = chipset::r#loop::Witness::with_channels(
+        a.channels(),
+        agent("witness"),
+        mayor.clone(),
+        chipset::r#loop::WitnessConfig::default(),
+    );
+    witness.tick().unwrap();
+
+    let status = b.status().unwrap();
+    let line = |who: &AgentId| {
+        status
+            .agents
+            .iter()
+            .find(|l| &l.agent == who)
+            .unwrap_or_else(|| panic!("no line for {who}: {status:?}"))
+    };
+    let p = line(&polecat);
+    assert!(
+        matches!(&p.hook, chipset::HookLine::Held { bead_id: Some(b), .. } if b.as_str() == "bd-1"),
+        "{p:?}"
+    );
+    assert_eq!(p.inbox, 1);
+    assert!(
+        matches!(p.nudge, Some(chipset::NudgeLine::Pending { .. })),
+        "{p:?}"
+    );
+    let m = line(&mayor);
+    assert_eq!(
+        m.profile.as_ref().unwrap().program.as_deref(),
+        Some("claude-code")
+    );
+    assert_eq!(status.leases.len(), 1);
+    let report = b.agent_status(&polecat).unwrap();
+    assert_eq!(report.line.inbox, 1);
+    // The loops' records are on the server: the other handle counts the
+    // dispatcher's queued bead.
+    let dispatcher = chipset::r#loop::Dispatcher::new(
+        a.channels(),
+        mayor.clone(),
+        [agent("alpha")],
+        chipset::r#loop::DispatcherConfig::default(),
+    );
+    dispatcher
+        .submit("bd-9".parse().unwrap(), "Write the docs")
+        .unwrap();
+    let counts = b.loop_state().counts().unwrap();
+    assert_eq!((counts.queued, counts.corrupt), (1, 0));
+    for dir in [a_dir.path(), b_dir.path()] {
+        for channel in ["hooks", "nudge", "mail", "bus", "loop", "leases", "agents"] {
+            let there = chipset::store::StateDir::stat_outside(&dir.join(channel)).unwrap();
+            assert!(there.is_none(), "{channel} in {}", dir.display());
+        }
+    }
+    drop_schema(&url, &schema);
 }

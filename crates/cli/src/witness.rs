@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use chipset_loop::{Channels, Witness, WitnessAction, WitnessConfig};
+use chipset_loop::{Witness, WitnessAction, WitnessConfig};
 
 use crate::Ctx;
 use crate::cli::WitnessCommand;
@@ -41,7 +41,7 @@ pub(crate) fn run(ctx: &Ctx, command: WitnessCommand, json: bool) -> Result<Outp
                 })?;
             }
             let witness = Witness::with_channels(
-                Channels::new(ctx.state.clone()),
+                ctx.chipset.channels(),
                 me.clone(),
                 dispatcher.clone(),
                 WitnessConfig::default(),

@@ -111,7 +111,24 @@ fn a_server_root_runs_hooks_and_refuses_what_is_not_there_yet() {
         assert_eq!(code, 0, "{args:?}: {err}");
         assert!(out.contains(says), "{args:?}: {out}");
     }
-    for args in [&["status"][..], &["search", "parser"]] {
+    // The status view is built from the server's rows.
+    let (code, out, err) = run(&mut chipset(
+        cache.path(),
+        &schema,
+        &["--root", url.as_str(), "--json", "status"],
+    ));
+    assert_eq!(code, 0, "{err}");
+    let status: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let polecat = status["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["agent"] == "polecat")
+        .unwrap_or_else(|| panic!("no line for polecat: {out}"));
+    assert_eq!(polecat["hook"]["bead_id"], "bd-1", "{out}");
+    assert_eq!(status["pool"]["claimed"], 1, "{out}");
+    witness_runs_and_stops(cache.path(), &schema, &url);
+    for args in [&["search", "parser"][..]] {
         let mut all = vec!["--root", url.as_str()];
         all.extend(args);
         let (code, out, err) = run(&mut chipset(cache.path(), &schema, &all));
@@ -140,6 +157,31 @@ fn a_server_root_runs_hooks_and_refuses_what_is_not_there_yet() {
         // The schema's name is ours: lower-case letters, digits and `_`.
         let _ = c.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
     }
+}
+
+/// `chipset witness run` ticks on the server (its records and the hooks
+/// it watches are there) and stops on SIGTERM with exit 0.
+fn witness_runs_and_stops(cache: &std::path::Path, schema: &str, url: &str) {
+    use std::io::{BufRead, BufReader};
+    let mut child = chipset(
+        cache,
+        schema,
+        &["--root", url, "witness", "run", "--every", "50ms"],
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    err.read_line(&mut first).unwrap();
+    assert!(first.contains("witness witness watching"), "{first}");
+    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("witness witness stopped after"), "{stdout}");
 }
 
 /// `chipset init` on a server root once made a folder named after the URL.

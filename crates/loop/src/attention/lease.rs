@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use chipset_lease::Leases;
 use chipset_store::{AgentId, Timestamp};
 
 use super::{Attention, Entry, Item, WorkKind, unreadable, unsupported};
@@ -22,8 +21,8 @@ impl Attention {
         &self,
         agent: &AgentId,
     ) -> Result<(Option<Entry>, Option<Timestamp>)> {
-        let leases = Leases::new(self.hooks.state().clone());
-        let now = self.hooks.state().now();
+        let leases = self.leases();
+        let now = self.now()?;
         let mut soon = match leases.live() {
             Ok(all) => all,
             Err(chipset_lease::Error::Corrupt { corruption, .. }) => {
@@ -73,7 +72,7 @@ impl Attention {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chipset_lease::{LeaseMode, LeaseRequest};
+    use chipset_lease::{LeaseMode, LeaseRequest, Leases};
     use chipset_testkit::{TempState, agent};
 
     /// A lease shows in its holder's brief only in its last minutes.

@@ -1,23 +1,26 @@
 //! What needs an agent now, across every channel, and a wait that returns
 //! as soon as anything does.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use chipset_backend::Backend;
 
 use chipset_bus::Bus;
 use chipset_hook::{HookStatus, Hooks};
 use chipset_mail::{InboxFilter, Mail, Message};
 use chipset_nudge::{KindRegistry, Nudge, Nudges, Received, Reminder, ReminderFilter, Reminders};
-use chipset_store::{
-    AgentId, ReadOutcome, StateDir, Timestamp, WatchConfig, WatchTarget, WatchWake, Watcher,
-};
+use chipset_store::{AgentId, ReadOutcome, StateDir, Timestamp, WatchConfig, WatchTarget};
 
 use crate::error::Result;
 
 mod brief;
 mod lease;
 mod pool;
+mod wake;
 
 pub use brief::{Brief, Entry, Item, WorkKind};
+use wake::Watch;
 
 /// How [`Attention`] waits: built as a literal,
 /// `AttentionConfig { watch, ..AttentionConfig::default() }`, as the
@@ -42,6 +45,9 @@ pub struct Attention {
     bus: Bus,
     reminders: Reminders,
     config: AttentionConfig,
+    /// The server the channels are on ([`Attention::with_backend`]);
+    /// `None`: the state root's files.
+    seam: Option<Arc<dyn Backend>>,
 }
 
 impl Attention {
@@ -63,6 +69,7 @@ impl Attention {
             bus,
             reminders,
             config: AttentionConfig::default(),
+            seam: None,
         }
     }
 
@@ -162,9 +169,7 @@ impl Attention {
         ];
         if pool {
             targets.push(WatchTarget::dir(self.hooks.dir()));
-            targets.push(WatchTarget::file(
-                chipset_directory::Directory::new(state.clone()).path(agent),
-            ));
+            targets.push(WatchTarget::file(self.directory().path(agent)));
         }
         targets
     }
@@ -188,12 +193,8 @@ impl Attention {
         })
     }
 
-    fn watcher(&self, agent: &AgentId, pool: bool) -> Result<Watcher> {
-        Ok(Watcher::new(
-            self.hooks.state(),
-            self.targets_with(agent, pool),
-            self.config.watch,
-        )?)
+    fn watcher(&self, agent: &AgentId, pool: bool) -> Result<Watch> {
+        self.watch_places(agent, pool)
     }
 
     /// How long the next wait of the watcher may last: what is left of
@@ -218,8 +219,9 @@ impl Attention {
     /// passes first (`Duration::MAX` waits for ever).
     ///
     /// Wakes within milliseconds of the change through directory
-    /// notifications, and within [`WatchConfig::rescan_interval`] when a
-    /// notification is lost.
+    /// notifications (on a server, its `LISTEN/NOTIFY`: see
+    /// [`Attention::with_backend`]), and within
+    /// [`WatchConfig::rescan_interval`] when a notification is lost.
     ///
     /// # Errors
     ///
@@ -237,8 +239,8 @@ impl Attention {
             if !look.brief.is_empty() {
                 return Ok(look.brief);
             }
-            let wake = watcher.wait(self.slice(deadline, look.wake_at));
-            if wake == WatchWake::TimedOut && deadline.passed() {
+            let timed_out = watcher.wait(self.slice(deadline, look.wake_at))?;
+            if timed_out && deadline.passed() {
                 return self.brief(agent);
             }
             // The pool appeared: watch it (and the hooks) before reading.
@@ -542,7 +544,7 @@ struct Look {
 pub struct BriefWatch {
     attention: Attention,
     agent: AgentId,
-    watcher: Watcher,
+    watcher: Watch,
     /// Whether the watcher watches the pool (its directory existed).
     pool: bool,
     last: Option<Brief>,
@@ -587,8 +589,8 @@ impl BriefWatch {
             if self.last.is_none() {
                 self.last = Some(brief);
             }
-            let wake = self.watcher.wait(self.attention.slice(deadline, wake_at));
-            if wake == WatchWake::TimedOut && deadline.passed() {
+            let timed_out = self.watcher.wait(self.attention.slice(deadline, wake_at))?;
+            if timed_out && deadline.passed() {
                 return Ok(None);
             }
             if !self.pool && self.attention.pool_present() {

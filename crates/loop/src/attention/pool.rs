@@ -1,7 +1,6 @@
 //! The brief's pool entry: ready work the agent could claim now, when its
 //! hook is free, filtered by its roles in the directory.
 
-use chipset_directory::Directory;
 use chipset_hook::HookStatus;
 use chipset_pool::{Entry as PoolEntry, Pool, ReadyFilter};
 use chipset_store::{AgentId, ReadOutcome, StatePath, Timestamp};
@@ -23,7 +22,9 @@ impl Attention {
     /// Returns true when the pool's directory exists: one `stat`, the
     /// whole cost of the pool for a root that never used it.
     pub(super) fn pool_present(&self) -> bool {
-        matches!(self.hooks.state().stat(&self.pool_dir()), Ok(Some(_)))
+        // The pool does not run on a server yet: a local folder's pool
+        // would be nobody's.
+        !self.on_server() && matches!(self.hooks.state().stat(&self.pool_dir()), Ok(Some(_)))
     }
 
     /// Returns the pool entry of `agent`'s brief and when the next deferred
@@ -44,7 +45,7 @@ impl Attention {
             ReadOutcome::Missing => {}
             _ => return Ok((None, None)),
         }
-        let roles: Vec<String> = match Directory::new(state.clone()).read(agent) {
+        let roles: Vec<String> = match self.directory().read(agent) {
             Ok(ReadOutcome::Value(profile)) => profile
                 .roles
                 .iter()
@@ -124,7 +125,7 @@ mod tests {
     use std::thread;
     use std::time::{Duration, Instant};
 
-    use chipset_directory::{Registration, Role};
+    use chipset_directory::{Directory, Registration, Role};
     use chipset_hook::Hooks;
     use chipset_lease::{LeaseMode, LeaseRequest, Leases};
     use chipset_pool::{ItemId, NewItem};

@@ -10,6 +10,7 @@
 mod place;
 
 mod attention;
+mod attention_seam;
 mod channels;
 mod dispatcher;
 mod doctor;
@@ -123,6 +124,44 @@ impl Setup {
                 Arc::clone(&pg.backend),
             ),
         }
+    }
+
+    /// Returns the reminders on the setup's place, with the preset kinds.
+    pub(crate) fn reminders(&self) -> chipset_nudge::Reminders {
+        let kinds = chipset_nudge::KindRegistry::preset();
+        match &self.pg {
+            None => chipset_nudge::Reminders::new(self.state(), kinds),
+            Some(pg) => chipset_nudge::Reminders::with_backend(
+                self.state(),
+                kinds,
+                chipset_nudge::ReminderConfig::default(),
+                Arc::clone(&pg.backend),
+            ),
+        }
+    }
+
+    /// Returns attention over the setup's channels: on a directory from
+    /// the state root, on a server `with_backend`.
+    pub(crate) fn attention(&self) -> chipset_loop::Attention {
+        let Some(pg) = &self.pg else {
+            return chipset_loop::Attention::from_state(&self.tmp.state);
+        };
+        chipset_loop::Attention::new(
+            self.hooks.clone(),
+            self.nudges.clone(),
+            self.mail.clone(),
+            self.bus(),
+            self.reminders(),
+        )
+        .with_backend(Arc::clone(&pg.backend))
+    }
+
+    /// Returns the backend of another client on the same place (another
+    /// connection on a server, on the server's clock), for the writers a
+    /// waiter must hear from; `None` on a directory, where another handle
+    /// on the root is one.
+    pub(crate) fn other_client(&self) -> Option<Arc<dyn chipset_backend::Backend>> {
+        self.pg.as_ref().map(|pg| place::server(pg.at.url(), pg.at.name()))
     }
 
     /// Returns the loop record `loop/{rel}` as its bytes, `None` when

@@ -1,0 +1,149 @@
+//! Where attention's places are and how a wait hears of their changes: the
+//! state root's files and their notifications on a directory; on a server
+//! (issue 30) the backend's folders, woken by its `LISTEN/NOTIFY`
+//! ([`Backend::watch`]), with the rescan kept as the safety net either way.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chipset_backend::{Backend, Dir, Wait, Wake};
+use chipset_directory::Directory;
+use chipset_lease::Leases;
+use chipset_store::{AgentId, StatePath, Timestamp, WatchWake, Watcher};
+
+use super::Attention;
+use crate::error::{Error, Result};
+
+/// A wait on the places of one agent's brief.
+#[derive(Debug)]
+pub(super) enum Watch {
+    /// The files' notifications (a directory).
+    Files(Watcher),
+    /// The backend's wake-ups for the folders of the agent's places.
+    Seam(Box<dyn Wait>),
+}
+
+impl Watch {
+    /// Blocks until a place may have changed, a rescan is due, or
+    /// `timeout` passes: true when it was the timeout.
+    pub(super) fn wait(&mut self, timeout: Duration) -> Result<bool> {
+        Ok(match self {
+            Watch::Files(w) => w.wait(timeout) == WatchWake::TimedOut,
+            Watch::Seam(w) => w.wait(timeout).map_err(backend)? == Wake::TimedOut,
+        })
+    }
+}
+
+impl Attention {
+    /// Returns this attention on the server its channels are on (issue
+    /// 30): the handles given to [`Attention::new`] must have been built
+    /// `with_backend` on `backend`. The leases and the directory profile it
+    /// reads are then the server's, its lease window is judged by the
+    /// server's clock, and its waits are woken by the server's
+    /// notifications (`LISTEN/NOTIFY`, from any host) on the folders of
+    /// the agent's places, with [`WatchConfig::rescan_interval`] as the
+    /// safety net. The work pool, which does not run on a server yet, is
+    /// left out of the brief.
+    ///
+    /// A backend that is a local directory
+    /// ([`Backend::local_state`]) changes nothing: attention reads and
+    /// watches the files, as without it.
+    ///
+    /// [`WatchConfig::rescan_interval`]: chipset_store::WatchConfig::rescan_interval
+    #[must_use]
+    pub fn with_backend(mut self, backend: Arc<dyn Backend>) -> Self {
+        self.seam = Some(backend).filter(|b| b.local_state().is_none());
+        self
+    }
+
+    /// Returns the path leases, on the server when attention is.
+    pub(super) fn leases(&self) -> Leases {
+        let state = self.hooks.state().clone();
+        match &self.seam {
+            Some(b) => Leases::with_backend(state, Arc::clone(b)),
+            None => Leases::new(state),
+        }
+    }
+
+    /// Returns the agent directory, on the server when attention is.
+    pub(super) fn directory(&self) -> Directory {
+        let state = self.hooks.state().clone();
+        match &self.seam {
+            Some(b) => Directory::with_backend(state, Arc::clone(b)),
+            None => Directory::new(state),
+        }
+    }
+
+    /// Returns the time a brief judges by: the state's clock, or the
+    /// server's.
+    pub(super) fn now(&self) -> Result<Timestamp> {
+        match &self.seam {
+            None => Ok(self.hooks.state().now()),
+            Some(b) => b.now().map_err(backend),
+        }
+    }
+
+    /// Whether attention is on a server.
+    pub(super) fn on_server(&self) -> bool {
+        self.seam.is_some()
+    }
+
+    /// Returns a wait on the places of `agent`'s brief (with the pool's
+    /// when `pool`): watch first, read second, so nothing changed in
+    /// between is missed.
+    pub(super) fn watch_places(&self, agent: &AgentId, pool: bool) -> Result<Watch> {
+        let Some(seam) = &self.seam else {
+            return Ok(Watch::Files(Watcher::new(
+                self.hooks.state(),
+                self.targets_with(agent, pool),
+                self.config.watch,
+            )?));
+        };
+        let dirs = self.seam_dirs(agent)?;
+        let rescan = self.config.watch.rescan_interval;
+        Ok(Watch::Seam(seam.watch(&dirs, rescan).map_err(backend)?))
+    }
+
+    /// Returns the folders on the server whose changes can change
+    /// `agent`'s brief: each is the path of the file (or folder) a
+    /// directory watches, as the channels name their keys. Every hook (the
+    /// server notifies per folder), the agent's nudge folder, inbox and
+    /// bus queue, each registered reminder kind's open and snoozed
+    /// folders, and the leases.
+    fn seam_dirs(&self, agent: &AgentId) -> Result<Vec<Dir>> {
+        let mut paths: Vec<StatePath> = vec![
+            self.hooks.dir().clone(),
+            self.nudges.agent_dir(agent),
+            self.mail.inbox_dir(agent),
+            self.bus.queue_dir(agent),
+            self.hooks.state().channel(chipset_lease::Leases::CHANNEL),
+        ];
+        for area in self.reminders.index_dirs() {
+            for kind in self.reminders.registry().kinds() {
+                paths.push(area.join(&kind.name)?.join(&kind.source_type)?);
+            }
+        }
+        paths.iter().map(|p| self.seam_dir(p)).collect()
+    }
+
+    /// Returns the folder on the seam of `path`, a folder under the state
+    /// root: its segments below the root.
+    fn seam_dir(&self, path: &StatePath) -> Result<Dir> {
+        let rel = path
+            .as_path()
+            .strip_prefix(self.hooks.state().root())
+            .expect("a channel's path is under its state root");
+        let mut parts = rel.iter().map(|s| s.to_str().unwrap_or_default());
+        let first = parts.next().expect("a channel's folder has a name");
+        parts
+            .try_fold(Dir::new(first).map_err(backend)?, |dir, part| {
+                dir.join(part)
+            })
+            .map_err(backend)
+    }
+}
+
+/// A server's failure as the loop's error.
+fn backend(e: chipset_backend::Error) -> Error {
+    Error::Backend(Box::new(e))
+}
