@@ -170,9 +170,8 @@ impl Chipset {
     }
 
     /// Builds every channel, on the directory `state` or on `server`. The
-    /// one place that says which channel runs where: a channel on the
-    /// storage seam takes the server's backend; one that is not gets
-    /// [`on_directory`], which refuses it on a server.
+    /// one place that says which channel runs where: every channel takes
+    /// the server's backend on a server.
     fn wire(state: StateDir, server: Option<Server>, config: Config) -> Self {
         let seam = server.as_ref().map(Server::backend);
         let hooks = match &seam {
@@ -185,7 +184,7 @@ impl Chipset {
             }
             None => Nudges::with_config(state.clone(), config.nudges),
         };
-        let local = seam.is_none();
+        let search_kinds = config.kinds.clone();
         let reminders = Ok(match &seam {
             Some(backend) => Reminders::with_backend(
                 state.clone(),
@@ -251,9 +250,14 @@ impl Chipset {
             Some(backend) => Pool::with_backend(state.clone(), Arc::clone(backend)),
             None => Pool::new(state.clone()),
         });
-        // The index is a cache of the channels' records, caught up from
-        // their files: on a server it needs a catch-up through the seam.
-        let search = on_directory(local, Part::Search, || SearchIndex::new(state.clone()));
+        // The index is a local cache of the channels' records, caught up
+        // from their files or the server's rows.
+        let search = Ok(match &seam {
+            Some(backend) => {
+                SearchIndex::with_backend(state.clone(), search_kinds, Arc::clone(backend))
+            }
+            None => SearchIndex::new(state.clone()),
+        });
         Chipset {
             inner: Arc::new(Inner {
                 state,
@@ -277,6 +281,15 @@ impl Chipset {
     /// Returns the server the state is on, `None` for a directory.
     pub fn server(&self) -> Option<&ServerUrl> {
         self.inner.server.as_ref().map(Server::url)
+    }
+
+    /// Returns the server's storage backend, `None` for a directory: for
+    /// a wait on folders across channels (a live view's
+    /// [`Backend::watch`](chipset_backend::Backend::watch)), or a tool
+    /// that reads the rows as they are. The channels' handles are the way
+    /// to change them: a write here skips their rules.
+    pub fn backend(&self) -> Option<Arc<dyn chipset_backend::Backend>> {
+        self.inner.server.as_ref().map(Server::backend)
     }
 
     /// Returns whether `part` is available on this handle: always on a
@@ -478,12 +491,6 @@ impl Chipset {
     pub fn channels(&self) -> Channels {
         self.inner.channels.clone()
     }
-}
-
-/// Returns the handle `build` makes on a directory; on a server, `part`,
-/// which does not run there yet.
-fn on_directory<T>(local: bool, part: Part, build: impl FnOnce() -> T) -> Wired<T> {
-    if local { Ok(build()) } else { Err(part) }
 }
 
 #[cfg(test)]

@@ -10,8 +10,6 @@
 
 #![cfg(feature = "postgres")]
 
-use std::panic::AssertUnwindSafe;
-
 use chipset::nudge::{NewNudge, NudgeType};
 use chipset::store::AgentId;
 use chipset::{Chipset, Error, Part, Root, ServerOptions, ServerUrl};
@@ -111,8 +109,8 @@ fn two_handles_on_one_server_share_hooks_and_nudges() {
 }
 
 #[test]
-fn parts_not_on_the_server_are_refused_not_read_locally() {
-    let Some((url, schema)) = server("parts_not_on_the_server_are_refused_not_read_locally") else {
+fn every_part_runs_on_the_server() {
+    let Some((url, schema)) = server("every_part_runs_on_the_server") else {
         return;
     };
     let local = tempfile::tempdir().unwrap();
@@ -129,38 +127,10 @@ fn parts_not_on_the_server_are_refused_not_read_locally() {
         Part::Doctor,
         Part::Loops,
         Part::Status,
+        Part::Search,
     ] {
         door.require(part).unwrap();
     }
-    for part in [Part::Search] {
-        match door.require(part) {
-            Err(Error::NotOnServer { part: p, server }) => {
-                assert_eq!(p, part);
-                assert!(server.starts_with("postgres"), "{server}");
-                if let Some(password) = password_of(&url) {
-                    assert!(!server.contains(password), "{server}");
-                }
-            }
-            other => panic!("{part:?}: {other:?}"),
-        }
-    }
-    let err = door.require(Part::Search).unwrap_err();
-    assert!(
-        err.to_string()
-            .contains("does not run on a PostgreSQL server yet"),
-        "{err}"
-    );
-    // The accessor's precondition: a panic that names the part, never a
-    // handle over the local folder.
-    let panic = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        let _ = door.search_index();
-    }))
-    .unwrap_err();
-    let text = panic.downcast_ref::<String>().cloned().unwrap_or_default();
-    assert!(
-        text.starts_with("search does not run on a PostgreSQL server yet"),
-        "{text}"
-    );
     drop_schema(&url, &schema);
 }
 
@@ -302,6 +272,73 @@ fn status_and_the_loops_run_on_the_server() {
             let there = chipset::store::StateDir::stat_outside(&dir.join(channel)).unwrap();
             assert!(there.is_none(), "{channel} in {}", dir.display());
         }
+    }
+    drop_schema(&url, &schema);
+}
+
+/// Search on a server: each handle's index is a cache in its own local
+/// folder, caught up from the server's rows; what one handle writes the
+/// other finds, and a change of the hooks is seen at the next query.
+#[test]
+fn search_finds_what_another_handle_wrote_on_the_server() {
+    let Some((url, schema)) = server("search_finds_what_another_handle_wrote_on_the_server") else {
+        return;
+    };
+    let (a_dir, b_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (
+        open(&url, &schema, a_dir.path()),
+        open(&url, &schema, b_dir.path()),
+    );
+    let query = |words: &str| chipset::search::Query::new(words);
+    let (mayor, polecat) = (agent("mayor"), agent("polecat"));
+    assert!(b.search(&query("parser")).unwrap().is_empty());
+    a.hooks()
+        .assign(
+            &polecat,
+            "bd-1".parse().unwrap(),
+            "Fix the flaky parser",
+            None,
+        )
+        .unwrap();
+    a.mail()
+        .send(&chipset::mail::NewMessage::notify(
+            mayor.clone(),
+            polecat.clone(),
+            "t1".parse().unwrap(),
+            "status-update",
+            "the lexer rewrite landed",
+        ))
+        .unwrap();
+    let published = a
+        .bus()
+        .publish(
+            &mayor,
+            &chipset::bus::NewEvent::new("polecat", "work-completed")
+                .payload(serde_json::json!({"note": "tokenizer benchmarks"})),
+        )
+        .unwrap();
+    assert!(published.delivered().is_some());
+    let hits = b.search(&query("parser")).unwrap();
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(hits[0].id, "polecat");
+    assert_eq!(b.search(&query("lexer")).unwrap().len(), 1);
+    assert_eq!(b.search(&query("tokenizer")).unwrap().len(), 1);
+    // A change on the server is seen at the next query.
+    a.mail()
+        .send(&chipset::mail::NewMessage::notify(
+            polecat.clone(),
+            mayor.clone(),
+            "t1".parse().unwrap(),
+            "status-update",
+            "the lexer tests pass",
+        ))
+        .unwrap();
+    assert_eq!(b.search(&query("lexer")).unwrap().len(), 2);
+    // The index is in the local folder, the channels are not.
+    assert!(b.search_index().path().starts_with(b_dir.path()));
+    for channel in ["hooks", "mail", "bus"] {
+        let there = chipset::store::StateDir::stat_outside(&b_dir.path().join(channel)).unwrap();
+        assert!(there.is_none(), "{channel}");
     }
     drop_schema(&url, &schema);
 }

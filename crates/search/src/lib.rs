@@ -104,6 +104,7 @@
 mod error;
 mod index;
 mod query;
+mod rows;
 mod search;
 mod sources;
 

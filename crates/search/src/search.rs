@@ -4,10 +4,10 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use chipset_bus::Bus;
+use chipset_bus::{Bus, BusConfig};
 use chipset_hook::Hooks;
-use chipset_mail::Mail;
-use chipset_nudge::{KindRegistry, Reminders};
+use chipset_mail::{Mail, MailConfig};
+use chipset_nudge::{KindRegistry, ReminderConfig, Reminders};
 use chipset_store::{
     CorruptReason, Defect, DoctorMode, Finding, Report, StateDir, StatePath, Timestamp,
 };
@@ -105,6 +105,44 @@ impl SearchIndex {
             hooks: Hooks::new(state.clone()),
             reminders: Reminders::new(state.clone(), KindRegistry::preset()),
             state,
+            seam: None,
+            read_to: Arc::default(),
+        };
+        SearchIndex {
+            sources,
+            conn: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    /// Returns the search over the channels on a server (issue 30), whose
+    /// index is a cache in `state`, the server's local folder: every query
+    /// first catches it up from the server's rows (the mail manifest, the
+    /// bus queues, the hooks, the reminders with `kinds`) rather than from
+    /// files. A backend that is a local directory
+    /// ([`Backend::local_state`](chipset_backend::Backend::local_state)) is
+    /// [`SearchIndex::new`] over its files.
+    pub fn with_backend(
+        state: StateDir,
+        kinds: KindRegistry,
+        backend: Arc<dyn chipset_backend::Backend>,
+    ) -> Self {
+        if backend.local_state().is_some() {
+            return Self::new(state);
+        }
+        let b = &backend;
+        let sources = Sources {
+            mail: Mail::with_backend(state.clone(), MailConfig::default(), Arc::clone(b)),
+            bus: Bus::with_backend(state.clone(), BusConfig::default(), Arc::clone(b)),
+            hooks: Hooks::with_backend(state.clone(), Arc::clone(b)),
+            reminders: Reminders::with_backend(
+                state.clone(),
+                kinds,
+                ReminderConfig::default(),
+                Arc::clone(b),
+            ),
+            state,
+            seam: Some(backend),
+            read_to: Arc::default(),
         };
         SearchIndex {
             sources,

@@ -8,13 +8,15 @@
 //! folder is read again at the next look.
 
 use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use chipset_backend::{Backend, LogPos};
 use chipset_bus::{Bus, Event};
-use chipset_hook::Hooks;
+use chipset_hook::{Hook, Hooks};
 use chipset_mail::{Mail, Message, MessageId};
 use chipset_nudge::{Reminder, ReminderFilter, Reminders};
-use chipset_store::{ReadOutcome, StateDir, StatePath};
+use chipset_store::{AgentId, ReadOutcome, StateDir, StatePath};
 use rusqlite::Transaction;
 use serde_json::Value;
 
@@ -29,10 +31,10 @@ pub(crate) const SETTLE: Duration = Duration::from_secs(2);
 const MESSAGE_CAP: u64 = 16 * 1024 * 1024;
 
 const MAIL: &str = "mail";
-const MANIFEST: &str = "mail-manifest";
-const HOOK: &str = "hook";
-const REMINDER: &str = "reminder";
-const BUS_PREFIX: &str = "bus/";
+pub(crate) const MANIFEST: &str = "mail-manifest";
+pub(crate) const HOOK: &str = "hook";
+pub(crate) const REMINDER: &str = "reminder";
+pub(crate) const BUS_PREFIX: &str = "bus/";
 const INBOX_PREFIX: &str = "inbox/";
 
 /// The channels a catch-up reads.
@@ -43,6 +45,10 @@ pub(crate) struct Sources {
     pub(crate) bus: Bus,
     pub(crate) hooks: Hooks,
     pub(crate) reminders: Reminders,
+    /// The server the channels are on; `None`: the state root's files.
+    pub(crate) seam: Option<Arc<dyn Backend>>,
+    /// On a server, where this handle's next read of the manifest starts.
+    pub(crate) read_to: Arc<Mutex<Option<LogPos>>>,
 }
 
 /// What one catch-up did, for the caller and the tests.
@@ -91,7 +97,7 @@ fn changed(
     }
 }
 
-fn db(e: rusqlite::Error) -> crate::Error {
+pub(crate) fn db(e: rusqlite::Error) -> crate::Error {
     crate::search::Damage(e).into()
 }
 
@@ -99,6 +105,9 @@ impl Sources {
     /// Brings every channel's docs up to date; `full` reads every message
     /// folder instead of the manifest's tail.
     pub(crate) fn catch_up(&self, tx: &Transaction<'_>, full: bool) -> Result<Counts> {
+        if let Some(seam) = &self.seam {
+            return self.catch_up_rows(seam, tx, full);
+        }
         let mut counts = Counts::default();
         self.mail(tx, full, &mut counts)?;
         self.bus(tx, &mut counts)?;
@@ -326,30 +335,9 @@ impl Sources {
         };
         let mut docs = Vec::new();
         for (agent, read) in self.hooks.list()? {
-            let ReadOutcome::Value(hook) = read else {
-                continue;
-            };
-            let Some(work) = hook.state.work() else {
-                continue;
-            };
-            let body = work
-                .extra
-                .get("description")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            docs.push(Doc {
-                key: format!("hook/{agent}"),
-                origin: Origin::Hook,
-                place: HOOK.to_owned(),
-                ident: agent.to_string(),
-                sender: work.assigned_by.as_ref().map(ToString::to_string),
-                recipient: Some(agent.to_string()),
-                task: Some(work.bead_id.to_string()),
-                kind: Some(hook.state.status().to_string()),
-                at_ms: Some(work.assigned_at.unix_ms()),
-                title: work.title.clone(),
-                body: body.to_owned(),
-            });
+            if let ReadOutcome::Value(hook) = read {
+                docs.extend(hook_doc(&agent, &hook));
+            }
         }
         counts.read += docs.len();
         index::replace_place(tx, HOOK, &docs).map_err(db)?;
@@ -397,6 +385,29 @@ impl Sources {
         index::replace_place(tx, REMINDER, &docs).map_err(db)?;
         index::set_stamp(tx, REMINDER, &stamp).map_err(db)
     }
+}
+
+/// Returns the doc of `agent`'s hook, `None` when it holds no work.
+pub(crate) fn hook_doc(agent: &AgentId, hook: &Hook) -> Option<Doc> {
+    let work = hook.state.work()?;
+    let body = work
+        .extra
+        .get("description")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    Some(Doc {
+        key: format!("hook/{agent}"),
+        origin: Origin::Hook,
+        place: HOOK.to_owned(),
+        ident: agent.to_string(),
+        sender: work.assigned_by.as_ref().map(ToString::to_string),
+        recipient: Some(agent.to_string()),
+        task: Some(work.bead_id.to_string()),
+        kind: Some(hook.state.status().to_string()),
+        at_ms: Some(work.assigned_at.unix_ms()),
+        title: work.title.clone(),
+        body: body.to_owned(),
+    })
 }
 
 /// Parses a kept manifest tail: `{inode}:{offset}:{hex of the bytes before it}`.

@@ -1,0 +1,205 @@
+//! The catch-up on a PostgreSQL server (issue 30): the index stays a
+//! local cache (in the server's local folder), read from the server's rows
+//! instead of files. A server has no folder stamps, so what changed is
+//! found from the rows themselves:
+//!
+//! - mail: the manifest log, from where this handle last read it (from
+//!   its start in a new process: the position is the backend's, not
+//!   kept in the index); each `sent`, `archived` or `orphaned` message not
+//!   yet indexed is found wherever it is now ([`Mail::find`]);
+//! - the bus: each agent's queue, read again when the names in it changed;
+//! - hooks and reminders: listed, and written into the index only when
+//!   what they say changed (a hash of their docs is the stamp).
+
+use std::sync::Arc;
+
+use chipset_backend::{Backend, Dir, LogPos};
+use chipset_mail::{Mail, MessageId};
+use chipset_nudge::ReminderFilter;
+use chipset_store::{AgentId, ReadOutcome};
+use rusqlite::Transaction;
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::index::{self, Doc};
+use crate::sources::{
+    BUS_PREFIX, Counts, HOOK, MANIFEST, REMINDER, Sources, db, event_doc, hook_doc, message_doc,
+    reminder_doc,
+};
+
+/// The manifest's key on the server: `mail/manifest.jsonl`.
+fn manifest_key() -> chipset_backend::Key {
+    Dir::new("mail")
+        .and_then(|d| d.key("manifest.jsonl"))
+        .expect("a constant name is valid")
+}
+
+/// A server's failure reading `channel`.
+fn failed(channel: &'static str, e: &chipset_backend::Error) -> Error {
+    Error::Channel {
+        channel,
+        message: e.to_string(),
+    }
+}
+
+impl Sources {
+    /// Brings every channel's docs up to date from the server's rows;
+    /// `full` reads the manifest from its start.
+    pub(crate) fn catch_up_rows(
+        &self,
+        seam: &Arc<dyn Backend>,
+        tx: &Transaction<'_>,
+        full: bool,
+    ) -> Result<Counts> {
+        let mut counts = Counts::default();
+        self.mail_rows(seam.as_ref(), tx, full, &mut counts)?;
+        self.bus_rows(seam.as_ref(), tx, &mut counts)?;
+        let mut hooks = Vec::new();
+        for (agent, read) in self.hooks.list()? {
+            if let ReadOutcome::Value(hook) = read {
+                hooks.extend(hook_doc(&agent, &hook));
+            }
+        }
+        replace_if_changed(tx, HOOK, &hooks, &mut counts)?;
+        let listing = self.reminders.all(&ReminderFilter::default())?;
+        let reminders: Vec<Doc> = listing.reminders.iter().map(reminder_doc).collect();
+        replace_if_changed(tx, REMINDER, &reminders, &mut counts)?;
+        Ok(counts)
+    }
+
+    fn mail_rows(
+        &self,
+        seam: &dyn Backend,
+        tx: &Transaction<'_>,
+        full: bool,
+        counts: &mut Counts,
+    ) -> Result<()> {
+        let mut read = self
+            .read_to
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let from = match *read {
+            Some(pos) if !full => pos,
+            _ => LogPos::START,
+        };
+        let log = seam
+            .read_log(&manifest_key(), from)
+            .map_err(|e| failed("mail", &e))?;
+        for record in &log.records {
+            let Ok(record) = serde_json::from_slice::<Value>(record) else {
+                continue;
+            };
+            self.message_of(&self.mail, tx, &record, counts)?;
+        }
+        // Where the next catch-up of this handle goes on; an index made
+        // anew (`full`) reads from the start again.
+        *read = Some(log.next);
+        if index::stamp(tx, MANIFEST).map_err(db)?.is_none() {
+            index::set_stamp(tx, MANIFEST, "server").map_err(db)?;
+        }
+        Ok(())
+    }
+
+    /// Indexes the message a manifest record names, unless it is there.
+    fn message_of(
+        &self,
+        mail: &Mail,
+        tx: &Transaction<'_>,
+        record: &Value,
+        counts: &mut Counts,
+    ) -> Result<()> {
+        let event = record.get("event").and_then(Value::as_str);
+        if !matches!(event, Some("sent" | "archived" | "orphaned")) {
+            return Ok(());
+        }
+        let Some(id) = record
+            .get("id")
+            .and_then(Value::as_str)
+            .and_then(|s| MessageId::new(s).ok())
+        else {
+            return Ok(());
+        };
+        if index::has(tx, &format!("mail/{id}")).map_err(db)? {
+            return Ok(());
+        }
+        match mail.find(&id) {
+            Ok(Some(found)) => {
+                if index::insert(tx, &message_doc(&found.message)).map_err(db)? {
+                    counts.read += 1;
+                }
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::debug!(%id, error = %e, "a sent message could not be read; left out of the index");
+            }
+        }
+        Ok(())
+    }
+
+    fn bus_rows(
+        &self,
+        seam: &dyn Backend,
+        tx: &Transaction<'_>,
+        counts: &mut Counts,
+    ) -> Result<()> {
+        let bus = Dir::new("bus").expect("a constant name is valid");
+        let agents: Vec<AgentId> = seam
+            .list_dirs(&bus)
+            .map_err(|e| failed("bus", &e))?
+            .into_iter()
+            .filter_map(|n| AgentId::new(n).ok())
+            .collect();
+        for agent in &agents {
+            let place = format!("{BUS_PREFIX}{agent}");
+            let queue = bus
+                .join(agent.as_str())
+                .and_then(|d| d.join("queue"))
+                .map_err(|e| failed("bus", &e))?;
+            let names = seam.list(&queue).map_err(|e| failed("bus", &e))?;
+            let stamp = format!("{:016x}", fnv1a(names.join("\n").as_bytes()));
+            if index::stamp(tx, &place).map_err(db)?.as_deref() == Some(stamp.as_str()) {
+                continue;
+            }
+            let pending = self.bus.pending(agent)?;
+            let docs: Vec<Doc> = pending
+                .events
+                .iter()
+                .map(|e| event_doc(agent.as_str(), e))
+                .collect();
+            counts.read += docs.len();
+            index::replace_place(tx, &place, &docs).map_err(db)?;
+            index::set_stamp(tx, &place, &stamp).map_err(db)?;
+        }
+        for place in index::places_with_prefix(tx, BUS_PREFIX).map_err(db)? {
+            let agent = &place[BUS_PREFIX.len()..];
+            if !agents.iter().any(|a| a.as_str() == agent) {
+                index::forget_place(tx, &place).map_err(db)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Replaces the docs of `place` with `docs` when they differ from what was
+/// indexed (a hash of them is the place's stamp).
+fn replace_if_changed(
+    tx: &Transaction<'_>,
+    place: &str,
+    docs: &[Doc],
+    counts: &mut Counts,
+) -> Result<()> {
+    let stamp = format!("{:016x}", fnv1a(format!("{docs:?}").as_bytes()));
+    if index::stamp(tx, place).map_err(db)?.as_deref() == Some(stamp.as_str()) {
+        return Ok(());
+    }
+    counts.read += docs.len();
+    index::replace_place(tx, place, docs).map_err(db)?;
+    index::set_stamp(tx, place, &stamp).map_err(db)
+}
+
+/// 64-bit FNV-1a: a stamp of what a listing said.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
