@@ -67,7 +67,7 @@ pub(crate) fn run(ctx: &Ctx, args: &TopArgs) -> Result<Output> {
         .and_then(|_| {
             let reader = chipset.clone();
             // The reads run on the watch thread: a slow one never blocks the keys.
-            chipset_console::watch(chipset.state(), args.rescan, move |_| {
+            chipset_console::watch_team(&chipset, args.rescan, move |_| {
                 let loaded = loader.load(&reader).map_err(|e| e.to_string());
                 let fresh = loader.changed();
                 changes.send(Wake::Loaded(Box::new(loaded), fresh)).is_ok()

@@ -52,6 +52,11 @@
 //! its own and calls back on a change (notifications) or at each rescan
 //! (the safety net, [`DEFAULT_RESCAN`]): nothing polls faster than that,
 //! and an idle team costs one look at the directory stamps per rescan.
+//! [`watch_team`] is the same for the state a [`Chipset`](chipset::Chipset)
+//! is on: on a PostgreSQL server it waits for the server's notifications
+//! (`LISTEN/NOTIFY`) of the team's folders, and a load there reads every
+//! area again (rows have no directory stamps; the pool's view says it does
+//! not run on a server until it does).
 //!
 //! # The dashboard
 //!
@@ -78,7 +83,7 @@ mod stamps;
 pub use detail::{Detail, detail};
 pub use error::{Error, Result};
 pub use html::page;
-pub use live::{Change, DEFAULT_RESCAN, watch};
+pub use live::{Change, DEFAULT_RESCAN, watch, watch_team};
 pub use model::{Loader, Mark, Row, STALL_AFTER, Snapshot, Table, View, short_age};
 pub use render::{draw, text};
 pub use screen::{Effect, Key, Screen};

@@ -7,7 +7,9 @@ use std::path::Path;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use chipset::store::{StateDir, WatchConfig, WatchTarget, WatchWake, Watcher};
+use chipset::Chipset;
+use chipset::backend::{Dir, Wake};
+use chipset::store::{AgentId, StateDir, StatePath, WatchConfig, WatchTarget, WatchWake, Watcher};
 
 use crate::error::{Error, Result};
 
@@ -74,6 +76,107 @@ pub fn watch(
             }
         })
         .map_err(Error::Spawn)
+}
+
+/// As [`watch`], for the state `chipset` is on: on a directory exactly
+/// [`watch`] over its root; on a PostgreSQL server the server's
+/// notifications (`LISTEN/NOTIFY`, from any host) of the team's shared
+/// folders (every hook, mail, the agent directory, the leases, each
+/// reminder kind's folders) and of the nudge and bus queue of each agent
+/// known when it starts, with the rescan as the safety net (an agent that
+/// first appears later is seen at the next notification or rescan).
+///
+/// # Errors
+///
+/// [`Error::Store`](crate::Error::Store) when the watch cannot be set up on
+/// a directory; [`Error::Serve`](crate::Error::Serve) naming the server's
+/// failure when it cannot listen.
+pub fn watch_team(
+    chipset: &Chipset,
+    rescan: Duration,
+    mut wake: impl FnMut(Change) -> bool + Send + 'static,
+) -> Result<JoinHandle<()>> {
+    let Some(backend) = chipset.backend() else {
+        return watch(chipset.state(), rescan, wake);
+    };
+    let dirs = team_dirs(chipset);
+    let mut wait = backend
+        .watch(&dirs, rescan)
+        .map_err(|e| Error::Serve(format!("cannot listen on the server: {e}")))?;
+    std::thread::Builder::new()
+        .name("chipset-console-watch".to_owned())
+        .spawn(move || {
+            if !wake(Change::Rescan) {
+                return;
+            }
+            loop {
+                let change = match wait.wait(Duration::from_secs(3600)) {
+                    Ok(Wake::Changed) => Change::Changed,
+                    Ok(Wake::TimedOut) => continue,
+                    // A failed wait is a rescan: the read says what is wrong.
+                    Ok(Wake::Rescan) | Err(_) => Change::Rescan,
+                };
+                if !wake(change) {
+                    return;
+                }
+                std::thread::sleep(MIN_GAP);
+            }
+        })
+        .map_err(Error::Spawn)
+}
+
+/// The folders on the server whose changes the views show (each the path
+/// of the files a directory holds, as the channels name their keys).
+fn team_dirs(chipset: &Chipset) -> Vec<Dir> {
+    let state = chipset.state();
+    let mut paths: Vec<StatePath> = vec![chipset.hooks().dir().clone()];
+    for channel in ["mail", "agents", "leases"] {
+        paths.extend(state.root_path().join(channel));
+    }
+    let mut agents: Vec<AgentId> = chipset
+        .hooks()
+        .list()
+        .map(|h| h.into_keys().collect())
+        .unwrap_or_default();
+    if chipset.has(chipset::Part::Reminders) {
+        let reminders = chipset.reminders();
+        for area in reminders.index_dirs() {
+            for kind in reminders.registry().kinds() {
+                paths.extend(
+                    area.join(&kind.name)
+                        .and_then(|p| p.join(&kind.source_type)),
+                );
+            }
+        }
+    }
+    if let Ok(more) = chipset.nudges().agents() {
+        agents.extend(more);
+    }
+    if chipset.has(chipset::Part::Bus)
+        && let Ok(more) = chipset.bus().agents()
+    {
+        agents.extend(more);
+    }
+    agents.sort();
+    agents.dedup();
+    for agent in &agents {
+        paths.push(chipset.nudges().agent_dir(agent));
+        if chipset.has(chipset::Part::Bus) {
+            paths.push(chipset.bus().queue_dir(agent));
+        }
+    }
+    paths.iter().filter_map(|p| seam_dir(state, p)).collect()
+}
+
+/// Returns the folder on the server of `path`, a folder under the root.
+fn seam_dir(state: &StateDir, path: &StatePath) -> Option<Dir> {
+    let rel = path.as_path().strip_prefix(state.root()).ok()?;
+    let mut parts = rel.iter().map(|s| s.to_str());
+    let mut dir = Dir::new(parts.next()??).ok()?;
+    for part in parts {
+        dir = dir.join(part?).ok()?;
+    }
+    Some(dir)
 }
 
 /// Returns true when a change at `path` can change what the views show.

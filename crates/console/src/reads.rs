@@ -50,7 +50,13 @@ impl Reads {
     /// the first time). Returns what changed, for the readers that keep
     /// finer caches of their own.
     pub(crate) fn refresh(&mut self, chipset: &Chipset, now: Timestamp) -> Changed {
-        let changed = self.stamps.look(chipset.state());
+        let on_server = chipset.server().is_some();
+        // A server's rows have no directory stamps: every area is read
+        // again at each load (a wake-up says when).
+        let changed = match on_server {
+            false => self.stamps.look(chipset.state()),
+            true => Changed::everything(),
+        };
         let stale = |read: bool, paths: &[&str]| !read || paths.iter().any(|p| changed.under(p));
         if stale(self.hooks.is_some(), &["hooks"]) {
             self.hooks = Some(chipset.hooks().list().map_err(|e| chain(&e)));
@@ -60,7 +66,15 @@ impl Reads {
         }
         if stale(self.inboxes.is_some(), &["mail/inbox"]) {
             let known = self.inboxes.take().and_then(Result::ok).unwrap_or_default();
-            self.inboxes = Some(read_inboxes(chipset, &changed, known));
+            self.inboxes = Some(match on_server {
+                false => read_inboxes(chipset, &changed, known),
+                // The server counts every inbox in one statement.
+                true => chipset
+                    .mail()
+                    .counts()
+                    .map(|c| c.inbox.into_iter().map(|(a, n)| (a, Ok(n))).collect())
+                    .map_err(|e| chain(&e)),
+            });
         }
         if stale(self.bus.is_some(), &["bus"]) {
             self.bus = Some(chipset.bus().status().map_err(|e| chain(&e)));
@@ -91,7 +105,10 @@ impl Reads {
         let due = matches!(&self.pool, Some(Ok(items)) if items.iter().any(
             |l| matches!(l.state, WorkState::Deferred { until } if until <= now)
         ));
-        if due || stale(self.pool.is_some(), &["pool", "hooks"]) {
+        if let Err(e) = chipset.require(chipset::Part::Pool) {
+            // Never a local folder's pool: the view says why it is empty.
+            self.pool = Some(Err(e.to_string()));
+        } else if due || stale(self.pool.is_some(), &["pool", "hooks"]) {
             self.pool = Some(chipset.pool().list().map_err(|e| chain(&e)));
         }
         changed

@@ -113,17 +113,19 @@ impl Requests {
             .dir()
             .join("archive")
             .and_then(|dir| mail.state().stat(&dir));
-        let archive_moved = match archive {
-            Ok(stamp) => {
-                let moved = stamp != self.archive || stamp.is_some_and(|s| !settled(&s));
-                self.archive = stamp;
-                moved
-            }
-            Err(e) => {
-                problems.push(format!("mail archive: {}", chain(&e)));
-                true
-            }
-        };
+        // A server's archive has no stamp: every gate is asked again.
+        let archive_moved = chipset.server().is_some()
+            || match archive {
+                Ok(stamp) => {
+                    let moved = stamp != self.archive || stamp.is_some_and(|s| !settled(&s));
+                    self.archive = stamp;
+                    moved
+                }
+                Err(e) => {
+                    problems.push(format!("mail archive: {}", chain(&e)));
+                    true
+                }
+            };
         let waiting: BTreeSet<&TaskId> = self.inboxes.values().flat_map(|i| &i.waiting).collect();
         self.gates.retain(|task, _| waiting.contains(task));
         for task in waiting {

@@ -115,7 +115,7 @@ pub async fn serve(
     }));
     let reader = chipset.clone();
     let loader = Loader::new();
-    let _watch = live::watch(chipset.state(), options.rescan, move |_| {
+    let _watch = live::watch_team(&chipset, options.rescan, move |_| {
         let last = Arc::clone(&tx.borrow());
         let next = match loader.load(&reader) {
             Ok(snapshot) if snapshot == last.snapshot && last.error.is_none() => return true,

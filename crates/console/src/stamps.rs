@@ -67,7 +67,6 @@ pub(crate) struct Changed {
 
 impl Changed {
     /// Returns a change set that says everything changed.
-    #[cfg(test)]
     pub(crate) fn everything() -> Self {
         Changed {
             paths: BTreeSet::new(),

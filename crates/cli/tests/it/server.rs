@@ -128,6 +128,14 @@ fn a_server_root_runs_hooks_and_refuses_what_is_not_there_yet() {
     assert_eq!(polecat["hook"]["bead_id"], "bd-1", "{out}");
     assert_eq!(status["pool"]["claimed"], 1, "{out}");
     witness_runs_and_stops(cache.path(), &schema, &url);
+    // `chipset top` draws the team read from the server.
+    let (code, out, err) = run(&mut chipset(
+        cache.path(),
+        &schema,
+        &["--root", url.as_str(), "top", "--once", "120x20"],
+    ));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("polecat") && out.contains("bd-1"), "{out}");
     // Search catches its local index up from the server's rows.
     let (code, out, err) = run(&mut chipset(
         cache.path(),

@@ -9,5 +9,6 @@
 
 mod peers;
 mod serve;
+mod server;
 mod team;
 mod views;
