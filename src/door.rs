@@ -138,7 +138,10 @@ impl Chipset {
     /// creates or migrates chipset's tables there.
     ///
     /// The channels on the storage seam run on the server: the hooks, the
-    /// nudges, the reminders, mail, the bus and attention over them today. Until a part runs there, its accessor
+    /// nudges, the reminders, mail, the bus, the leases and the agent
+    /// directory, and what is built over them (attention, the loops,
+    /// status, search). Until a part runs there (the pool, the
+    /// whole-state doctor), its accessor
     /// refuses (see [`Chipset::require`]) rather than reading some local
     /// folder. What is local by nature (caches, the search index) lives in
     /// [`ServerOptions::local`].
@@ -440,7 +443,8 @@ impl Chipset {
 
     /// Returns the hits for `query` across mail, bus events, hook titles and
     /// reminders, best first, after catching the search index up with the
-    /// files (see [`crate::search`]).
+    /// files, or on a server its rows (see [`crate::search`]; the index is
+    /// a cache in the local folder, [`ServerOptions::local`]).
     ///
     /// ```
     /// let tmp = tempfile::tempdir()?;

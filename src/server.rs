@@ -40,7 +40,8 @@ pub enum Part {
     Leases,
     /// [`Chipset::pool`](crate::Chipset::pool).
     Pool,
-    /// [`Chipset::loop_state`](crate::Chipset::loop_state).
+    /// [`Chipset::loop_state`](crate::Chipset::loop_state) and
+    /// [`Chipset::channels`](crate::Chipset::channels).
     Loops,
     /// [`Chipset::search`](crate::Chipset::search) and the index.
     Search,
