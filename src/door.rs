@@ -140,7 +140,7 @@ impl Chipset {
     /// The channels on the storage seam run on the server: the hooks, the
     /// nudges, the reminders, mail, the bus, the leases and the agent
     /// directory, and what is built over them (attention, the loops,
-    /// status, search). Until a part runs there (the pool, the
+    /// status, search) and the pool. Until a part runs there (the
     /// whole-state doctor), its accessor
     /// refuses (see [`Chipset::require`]) rather than reading some local
     /// folder. What is local by nature (caches, the search index) lives in
