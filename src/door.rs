@@ -140,10 +140,9 @@ impl Chipset {
     /// The channels on the storage seam run on the server: the hooks, the
     /// nudges, the reminders, mail, the bus, the leases and the agent
     /// directory, and what is built over them (attention, the loops,
-    /// status, search) and the pool. Until a part runs there (the
-    /// whole-state doctor), its accessor
-    /// refuses (see [`Chipset::require`]) rather than reading some local
-    /// folder. What is local by nature (caches, the search index) lives in
+    /// status, search, the doctor) and the pool. A part that did not run
+    /// there would be refused (see [`Chipset::require`]) rather than read
+    /// from some local folder. What is local by nature (caches, the search index) lives in
     /// [`ServerOptions::local`].
     ///
     /// # Errors

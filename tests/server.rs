@@ -48,13 +48,6 @@ fn drop_schema(url: &ServerUrl, schema: &str) {
     }
 }
 
-/// The password in a `postgres://user:password@…` URL.
-fn password_of(url: &ServerUrl) -> Option<&str> {
-    let rest = url.expose().split_once("://")?.1;
-    let userinfo = rest.split_once('@')?.0;
-    userinfo.split_once(':').map(|(_, p)| p)
-}
-
 fn open(url: &ServerUrl, schema: &str, local: &std::path::Path) -> Chipset {
     let mut options = ServerOptions::default();
     options.schema = Some(schema.to_owned());
