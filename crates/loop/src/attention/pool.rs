@@ -2,7 +2,7 @@
 //! hook is free, filtered by its roles in the directory.
 
 use chipset_hook::HookStatus;
-use chipset_pool::{Entry as PoolEntry, Pool, ReadyFilter};
+use chipset_pool::{Entry as PoolEntry, ReadyFilter};
 use chipset_store::{AgentId, ReadOutcome, StatePath, Timestamp};
 
 use super::{Attention, Entry, Item, WorkKind, unreadable, unsupported};
@@ -19,12 +19,14 @@ impl Attention {
         self.hooks.state().channel(chipset_pool::Pool::CHANNEL)
     }
 
-    /// Returns true when the pool's directory exists: one `stat`, the
-    /// whole cost of the pool for a root that never used it.
+    /// Returns true when the pool's directory exists (one `stat`, the
+    /// whole cost of the pool for a root that never used it), or on a
+    /// server when it holds an item.
     pub(super) fn pool_present(&self) -> bool {
-        // The pool does not run on a server yet: a local folder's pool
-        // would be nobody's.
-        !self.on_server() && matches!(self.hooks.state().stat(&self.pool_dir()), Ok(Some(_)))
+        if self.on_server() {
+            return self.pool_on_server();
+        }
+        matches!(self.hooks.state().stat(&self.pool_dir()), Ok(Some(_)))
     }
 
     /// Returns the pool entry of `agent`'s brief and when the next deferred
@@ -35,7 +37,6 @@ impl Attention {
     /// or holding a completed pool item) and ready items are for it: items
     /// for no role, and items for a role its directory profile holds.
     pub(super) fn pool_entry(&self, agent: &AgentId) -> Result<(Option<Entry>, Option<Timestamp>)> {
-        let state = self.hooks.state();
         // Work pending or active on the hook (the common case while an
         // agent works): nothing to claim, and nothing more to read. A
         // corrupt hook is the hook entry's line; its claims would fail.
@@ -58,7 +59,7 @@ impl Attention {
             Err(_) => Vec::new(),
         };
         let filter = ReadyFilter::new().with_roles(roles);
-        let claimable = match Pool::new(state.clone()).claimable(agent, &filter) {
+        let claimable = match self.pool().claimable(agent, &filter) {
             Ok(Some(c)) => c,
             Ok(None) => return Ok((None, None)),
             Err(e) => return bad_pool(e).map(|entry| (Some(entry), None)),
@@ -128,7 +129,7 @@ mod tests {
     use chipset_directory::{Directory, Registration, Role};
     use chipset_hook::Hooks;
     use chipset_lease::{LeaseMode, LeaseRequest, Leases};
-    use chipset_pool::{ItemId, NewItem};
+    use chipset_pool::{ItemId, NewItem, Pool};
     use chipset_store::{StateDir, WatchConfig};
     use chipset_testkit::{TempState, agent};
 

@@ -9,6 +9,7 @@ use std::time::Duration;
 use chipset_backend::{Backend, Dir, Wait, Wake};
 use chipset_directory::Directory;
 use chipset_lease::Leases;
+use chipset_pool::Pool;
 use chipset_store::{AgentId, StatePath, Timestamp, WatchWake, Watcher};
 
 use super::Attention;
@@ -42,8 +43,7 @@ impl Attention {
     /// server's clock, and its waits are woken by the server's
     /// notifications (`LISTEN/NOTIFY`, from any host) on the folders of
     /// the agent's places, with [`WatchConfig::rescan_interval`] as the
-    /// safety net. The work pool, which does not run on a server yet, is
-    /// left out of the brief.
+    /// safety net. The work pool is the server's too.
     ///
     /// A backend that is a local directory
     /// ([`Backend::local_state`]) changes nothing: attention reads and
@@ -72,6 +72,29 @@ impl Attention {
             Some(b) => Directory::with_backend(state, Arc::clone(b)),
             None => Directory::new(state),
         }
+    }
+
+    /// Returns the work pool, on the server when attention is.
+    pub(super) fn pool(&self) -> Pool {
+        let state = self.hooks.state().clone();
+        match &self.seam {
+            Some(b) => Pool::with_backend(state, Arc::clone(b)),
+            None => Pool::new(state),
+        }
+    }
+
+    /// Whether the server holds any pool item: one listing, the whole cost
+    /// of the pool for a team that never used it. A listing that fails
+    /// says yes, so the brief's pool entry reports the failure.
+    pub(super) fn pool_on_server(&self) -> bool {
+        let Some(b) = &self.seam else {
+            return false;
+        };
+        let entries = self.pool_dir().join("entries").map_err(Error::from);
+        entries
+            .and_then(|path| self.seam_dir(&path))
+            .and_then(|dir| b.list(&dir).map_err(backend))
+            .map_or(true, |names| !names.is_empty())
     }
 
     /// Returns the time a brief judges by: the state's clock, or the
@@ -109,7 +132,8 @@ impl Attention {
     /// directory watches, as the channels name their keys. Every hook (the
     /// server notifies per folder), the agent's nudge folder, inbox and
     /// bus queue, each registered reminder kind's open and snoozed
-    /// folders, and the leases.
+    /// folders, the leases, and the pool's entries (a post or a release
+    /// makes work claimable; a claim changes a hook).
     fn seam_dirs(&self, agent: &AgentId) -> Result<Vec<Dir>> {
         let mut paths: Vec<StatePath> = vec![
             self.hooks.dir().clone(),
@@ -117,6 +141,7 @@ impl Attention {
             self.mail.inbox_dir(agent),
             self.bus.queue_dir(agent),
             self.hooks.state().channel(chipset_lease::Leases::CHANNEL),
+            self.pool_dir().join("entries")?,
         ];
         for area in self.reminders.index_dirs() {
             for kind in self.reminders.registry().kinds() {

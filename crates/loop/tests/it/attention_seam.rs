@@ -12,6 +12,7 @@ use chipset_lease::{LeaseMode, LeaseRequest, Leases};
 use chipset_loop::{AttentionConfig, WorkKind};
 use chipset_mail::{Mail, MailConfig, NewMessage};
 use chipset_nudge::{NewNudge, NewReminder, NudgeType};
+use chipset_pool::{NewItem, Pool};
 use chipset_store::{TaskId, WatchConfig};
 use serde_json::json;
 
@@ -65,6 +66,7 @@ both!(
     a_wait_wakes_on_a_send_from_another_client,
     a_wait_wakes_on_a_publish_from_another_client,
     a_brief_reads_every_channel_on_its_place,
+    a_post_to_the_pool_wakes_a_wait_and_shows_as_ready_work,
 );
 
 /// A message sent by another client wakes a waiting agent within a
@@ -159,4 +161,29 @@ fn a_brief_reads_every_channel_on_its_place(s: Setup) {
     ] {
         assert!(kinds.contains(&kind), "{kind} missing from {kinds:?}");
     }
+}
+
+/// Work posted to the place's pool (by another client on a server) wakes
+/// an idle agent's wait and shows as ready work in its brief: the pool is
+/// the place's, never a local folder's.
+fn a_post_to_the_pool_wakes_a_wait_and_shows_as_ready_work(s: Setup) {
+    let pool = match s.other_client() {
+        None => Pool::new(s.state()),
+        Some(b) => Pool::with_backend(s.state(), b),
+    };
+    // The pool is in use before the wait starts.
+    pool.post(&agent("lead"), &NewItem::new("first")).unwrap();
+    let kinds = s.attention().brief(&agent("beta")).unwrap().kinds();
+    assert!(kinds.contains(&WorkKind::Pool), "{kinds:?}");
+    // Beta takes it, so gamma's brief is empty until the next post.
+    let claimed = pool
+        .claim_next(&agent("beta"), &chipset_pool::ReadyFilter::new())
+        .unwrap();
+    assert!(claimed.is_some());
+    assert!(s.attention().brief(&agent("gamma")).unwrap().is_empty());
+    let (kinds, took) = woken_by(&s, "gamma", || {
+        pool.post(&agent("lead"), &NewItem::new("second")).unwrap();
+    });
+    assert!(kinds.contains(&WorkKind::Pool), "{kinds:?}");
+    assert!(took < RESCAN / 4, "woke after {took:?}");
 }
