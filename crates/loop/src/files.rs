@@ -8,7 +8,7 @@ use std::sync::Arc;
 use chipset_backend::{Backend, Created, Dir, Key, LockGuard, Version};
 use chipset_hook::BeadId;
 use chipset_store::{
-    AgentId, JsonLog, Locked, ReadOutcome, StateDir, StatePath, TaskId, Timestamp,
+    Action, AgentId, JsonLog, Locked, ReadOutcome, StateDir, StatePath, TaskId, Timestamp,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -61,10 +61,12 @@ impl Files {
         self.beads_dir().join_id(bead, ".json")
     }
 
+    pub(crate) fn dispatcher_dir(&self) -> StatePath {
+        self.root.join_static(DISPATCHER_DIR)
+    }
+
     pub(crate) fn agents(&self) -> StatePath {
-        self.root
-            .join_static(DISPATCHER_DIR)
-            .join_static("agents.json")
+        self.dispatcher_dir().join_static("agents.json")
     }
 
     pub(crate) fn dispatcher_log(&self) -> StatePath {
@@ -116,6 +118,39 @@ impl Files {
                 Error::Corrupt(c) => Ok(ReadOutcome::Corrupt(c)),
                 other => Err(other),
             },
+        }
+    }
+
+    /// On a server: every value in the loop folder `dir`, with its version
+    /// and bytes, in byte order; `None` on a directory.
+    pub(crate) fn server_values(
+        &self,
+        dir: &StatePath,
+    ) -> Result<Option<Vec<(String, chipset_backend::Versioned)>>> {
+        let Some(b) = &self.seam else {
+            return Ok(None);
+        };
+        Ok(Some(b.read_all(&self.dir(dir)?).map_err(backend)?))
+    }
+
+    /// On a server: moves the value at `path`, if it is still at
+    /// `version`, into `quarantine/{unix-ms}-{name}` beside it (a server's
+    /// quarantine: nothing is deleted); one rewritten since is left alone.
+    pub(crate) fn quarantine_row(&self, path: &StatePath, version: Version) -> Result<Action> {
+        let b = self.seam.as_ref().expect("a server's quarantine");
+        let from = self.key(path)?;
+        let stamp = b.now().map_err(backend)?.unix_ms();
+        let to = from
+            .dir()
+            .join("quarantine")
+            .and_then(|d| d.key(&format!("{stamp}-{}", from.name())))
+            .map_err(backend)?;
+        match b.move_new(&from, version, &to) {
+            Ok(_) => Ok(Action::quarantined(to.to_string())),
+            Err(
+                chipset_backend::Error::Conflict { .. } | chipset_backend::Error::NotFound { .. },
+            ) => Ok(Action::LeftAlone("rewritten since the check".to_owned())),
+            Err(e) => Err(backend(e)),
         }
     }
 

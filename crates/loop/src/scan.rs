@@ -132,9 +132,7 @@ impl LoopState {
     /// changed.
     pub fn doctor(&self, mode: DoctorMode) -> Result<Report> {
         if self.files.on_server() {
-            return Err(crate::Error::NotOnServer {
-                op: "run its doctor",
-            });
+            return self.server_doctor(mode);
         }
         let mut report = Report::new(mode);
         self.check_dir::<Incident>(&self.files.incidents_dir(), &mut report)?;
@@ -148,6 +146,53 @@ impl LoopState {
         }
         report.sort_by_path();
         Ok(report)
+    }
+
+    /// The doctor on a server: the records (incidents, the ledger, the
+    /// dispatcher's book, round checkpoints) are rows, and one that does
+    /// not parse is reported and, with [`DoctorMode::Fix`], moved into
+    /// `quarantine/` beside it at the version read (nothing is deleted).
+    /// The logs are the server's, whose appends are whole records.
+    fn server_doctor(&self, mode: DoctorMode) -> Result<Report> {
+        let mut report = Report::new(mode);
+        self.check_rows::<Incident>(&self.files.incidents_dir(), None, &mut report)?;
+        self.check_rows::<LedgerEntry>(&self.files.beads_dir(), None, &mut report)?;
+        self.check_rows::<AgentBook>(
+            &self.files.dispatcher_dir(),
+            Some("agents.json"),
+            &mut report,
+        )?;
+        self.check_rows::<RoundCheckpoint>(&self.files.rounds_dir(), None, &mut report)?;
+        report.sort_by_path();
+        Ok(report)
+    }
+
+    /// Checks the rows of `dir` on a server (only `only` when given).
+    fn check_rows<T: DeserializeOwned>(
+        &self,
+        dir: &StatePath,
+        only: Option<&str>,
+        report: &mut Report,
+    ) -> Result<()> {
+        for (name, row) in self.files.server_values(dir)?.unwrap_or_default() {
+            if only.is_some_and(|only| only != name) {
+                continue;
+            }
+            // The seam's names are safe segments.
+            let path = dir.join(&name)?;
+            report.scanned += 1;
+            let ReadOutcome::Corrupt(bad) = ReadOutcome::<T>::from_json(&path, &row.value) else {
+                continue;
+            };
+            let line = format!("`{}`: corrupt loop file ({})", path.display(), bad.reason);
+            let mut finding =
+                Finding::new("loop-corrupt", Defect::Corrupt(bad.reason), line).at(&path);
+            if report.mode == DoctorMode::Fix {
+                finding = finding.with(self.files.quarantine_row(&path, row.version)?);
+            }
+            report.findings.push(finding);
+        }
+        Ok(())
     }
 
     fn read_dir<T: DeserializeOwned>(

@@ -250,18 +250,28 @@ fn the_doctor_counts_what_it_scanned_and_moves_bad_log_lines_and_a_log_that_is_a
     assert_eq!(again.scanned, 1, "the witness log is left");
 }
 
-/// On a server the loop doctor is not offered yet: it says so and changes
-/// nothing.
+/// On a server the loop doctor reads the rows: a corrupt record is
+/// reported and changed by nothing but the fix, which moves it into
+/// `quarantine/` beside it.
 #[test]
-fn the_doctor_is_not_offered_on_a_server_yet_on_postgres() {
-    let Some(s) = crate::setup_pg("the_doctor_is_not_offered_on_a_server_yet_on_postgres") else {
+fn the_doctor_moves_a_corrupt_row_aside_on_postgres() {
+    let Some(s) = crate::setup_pg("the_doctor_moves_a_corrupt_row_aside_on_postgres") else {
         return;
     };
     s.put_loop_bytes("dispatcher/beads/b1.json", b"{ torn");
-    let err = s.loop_state().doctor(DoctorMode::Fix).unwrap_err();
-    assert!(
-        matches!(err, chipset_loop::Error::NotOnServer { .. }),
-        "{err:?}"
-    );
+    s.put_loop_bytes("dispatcher/agents.json", b"[1");
+    let check = s.loop_state().doctor(DoctorMode::Check).unwrap();
+    assert_eq!(check.findings.len(), 2, "{check:?}");
     assert_eq!(s.loop_bytes("dispatcher/beads/b1.json").unwrap(), b"{ torn");
+    let fix = s.loop_state().doctor(DoctorMode::Fix).unwrap();
+    assert_eq!(fix.findings.len(), 2, "{fix:?}");
+    assert!(fix.findings.iter().all(|f| f.is_fixed()), "{fix:?}");
+    assert_eq!(s.loop_bytes("dispatcher/beads/b1.json"), None);
+    let aside = s.loop_names("dispatcher/beads/quarantine");
+    assert!(
+        aside.len() == 1 && aside[0].ends_with("-b1.json"),
+        "{aside:?}"
+    );
+    let again = s.loop_state().doctor(DoctorMode::Check).unwrap();
+    assert!(again.is_clean(), "{again:?}");
 }

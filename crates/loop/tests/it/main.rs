@@ -161,7 +161,9 @@ impl Setup {
     /// waiter must hear from; `None` on a directory, where another handle
     /// on the root is one.
     pub(crate) fn other_client(&self) -> Option<Arc<dyn chipset_backend::Backend>> {
-        self.pg.as_ref().map(|pg| place::server(pg.at.url(), pg.at.name()))
+        self.pg
+            .as_ref()
+            .map(|pg| place::server(pg.at.url(), pg.at.name()))
     }
 
     /// Returns the loop record `loop/{rel}` as its bytes, `None` when
