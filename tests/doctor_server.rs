@@ -5,10 +5,12 @@
 
 #![cfg(feature = "postgres")]
 
+use chipset::Part;
 use chipset::backend::{Backend, Dir, PgBackend, PgOptions};
 use chipset::mail::NewMessage;
 use chipset::store::{AgentId, DoctorMode, TaskId};
-use chipset::{Chipset, Part, Root, ServerOptions};
+
+mod pg;
 
 fn agent(name: &str) -> AgentId {
     name.parse().unwrap()
@@ -20,31 +22,15 @@ fn task(name: &str) -> TaskId {
 
 #[test]
 fn the_whole_doctor_checks_and_fixes_the_rows_on_the_server() {
-    let Some(url) = std::env::var("CHIPSET_TEST_PG")
-        .ok()
-        .filter(|u| !u.is_empty())
+    let Some(pg) = pg::Server::fresh("the_whole_doctor_checks_and_fixes_the_rows_on_the_server")
     else {
-        #[allow(clippy::print_stderr, reason = "a skipped test must say so")]
-        {
-            eprintln!("the_whole_doctor: SKIPPED on PostgreSQL: CHIPSET_TEST_PG is not set");
-        }
         return;
     };
-    let Root::Server(server) = Root::parse(&url) else {
-        panic!("CHIPSET_TEST_PG is not a server URL");
-    };
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    let schema = format!("doctor_{}_{nanos}", std::process::id());
     let local = tempfile::tempdir().unwrap();
-    let mut options = ServerOptions::default();
-    options.schema = Some(schema.clone());
-    options.local = Some(local.path().to_owned());
-    let door = Chipset::open_server(&server, &options).unwrap();
+    let door = pg.open(local.path());
     door.require(Part::Doctor).unwrap();
-    let raw = PgBackend::open_with(&url, PgOptions::with_schema(schema.as_str())).unwrap();
+    let raw =
+        PgBackend::open_with(pg.url.expose(), PgOptions::with_schema(pg.schema.as_str())).unwrap();
 
     // A clean state first: every wired part runs, and finds nothing.
     let q = door
@@ -67,6 +53,7 @@ fn the_whole_doctor_checks_and_fixes_the_rows_on_the_server() {
             "reminders",
             "mail",
             "bus",
+            "loop",
             "leases",
             "directory",
             "pool"
@@ -113,9 +100,5 @@ fn the_whole_doctor_checks_and_fixes_the_rows_on_the_server() {
     for channel in ["hooks", "mail", "bus", "agents", "leases", "reminders"] {
         let there = chipset::store::StateDir::stat_outside(&local.path().join(channel)).unwrap();
         assert!(there.is_none(), "{channel}");
-    }
-    if let Ok(mut c) = postgres::Client::connect(&url, postgres::NoTls) {
-        // The schema's name is ours: lower-case letters, digits and `_`.
-        let _ = c.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
     }
 }

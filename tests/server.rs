@@ -12,59 +12,21 @@
 
 use chipset::nudge::{NewNudge, NudgeType};
 use chipset::store::AgentId;
-use chipset::{Chipset, Error, Part, Root, ServerOptions, ServerUrl};
+use chipset::{Chipset, Error, Part};
+
+mod pg;
 
 fn agent(name: &str) -> AgentId {
     name.parse().unwrap()
 }
 
-/// Returns the test server's URL and a schema of the test's own, or says
-/// the test is skipped.
-fn server(test: &str) -> Option<(ServerUrl, String)> {
-    let Some(url) = std::env::var("CHIPSET_TEST_PG")
-        .ok()
-        .filter(|u| !u.is_empty())
-    else {
-        #[allow(clippy::print_stderr, reason = "a skipped test must say so")]
-        {
-            eprintln!("{test}: SKIPPED on PostgreSQL: CHIPSET_TEST_PG is not set");
-        }
-        return None;
-    };
-    let Root::Server(url) = Root::parse(&url) else {
-        panic!("CHIPSET_TEST_PG is not a server URL");
-    };
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    Some((url, format!("door_{}_{nanos}", std::process::id())))
-}
-
-fn drop_schema(url: &ServerUrl, schema: &str) {
-    if let Ok(mut c) = postgres::Client::connect(url.expose(), postgres::NoTls) {
-        // The schema's name is ours: lower-case letters, digits and `_`.
-        let _ = c.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
-    }
-}
-
-fn open(url: &ServerUrl, schema: &str, local: &std::path::Path) -> Chipset {
-    let mut options = ServerOptions::default();
-    options.schema = Some(schema.to_owned());
-    options.local = Some(local.to_owned());
-    Chipset::open_server(url, &options).unwrap()
-}
-
 #[test]
 fn two_handles_on_one_server_share_hooks_and_nudges() {
-    let Some((url, schema)) = server("two_handles_on_one_server_share_hooks_and_nudges") else {
+    let Some(pg) = pg::Server::fresh("two_handles_on_one_server_share_hooks_and_nudges") else {
         return;
     };
     let (a_dir, b_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (a, b) = (
-        open(&url, &schema, a_dir.path()),
-        open(&url, &schema, b_dir.path()),
-    );
+    let (a, b) = (pg.open(a_dir.path()), pg.open(b_dir.path()));
     assert!(a.server().is_some());
     let (mayor, polecat) = (agent("mayor"), agent("polecat"));
     a.hooks()
@@ -98,16 +60,15 @@ fn two_handles_on_one_server_share_hooks_and_nudges() {
             assert!(there.is_none(), "{channel} in {}", dir.display());
         }
     }
-    drop_schema(&url, &schema);
 }
 
 #[test]
 fn every_part_runs_on_the_server() {
-    let Some((url, schema)) = server("every_part_runs_on_the_server") else {
+    let Some(pg) = pg::Server::fresh("every_part_runs_on_the_server") else {
         return;
     };
     let local = tempfile::tempdir().unwrap();
-    let door = open(&url, &schema, local.path());
+    let door = pg.open(local.path());
     assert!(door.has(Part::Hooks) && door.has(Part::Nudges));
     for part in [
         Part::Mail,
@@ -124,7 +85,6 @@ fn every_part_runs_on_the_server() {
     ] {
         door.require(part).unwrap();
     }
-    drop_schema(&url, &schema);
 }
 
 #[test]
@@ -171,14 +131,11 @@ fn a_directory_root_has_every_part() {
 /// folder.
 #[test]
 fn status_and_the_loops_run_on_the_server() {
-    let Some((url, schema)) = server("status_and_the_loops_run_on_the_server") else {
+    let Some(pg) = pg::Server::fresh("status_and_the_loops_run_on_the_server") else {
         return;
     };
     let (a_dir, b_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (a, b) = (
-        open(&url, &schema, a_dir.path()),
-        open(&url, &schema, b_dir.path()),
-    );
+    let (a, b) = (pg.open(a_dir.path()), pg.open(b_dir.path()));
     let (mayor, polecat) = (agent("mayor"), agent("polecat"));
     a.hooks()
         .assign(
@@ -266,7 +223,6 @@ fn status_and_the_loops_run_on_the_server() {
             assert!(there.is_none(), "{channel} in {}", dir.display());
         }
     }
-    drop_schema(&url, &schema);
 }
 
 /// Search on a server: each handle's index is a cache in its own local
@@ -274,14 +230,11 @@ fn status_and_the_loops_run_on_the_server() {
 /// other finds, and a change of the hooks is seen at the next query.
 #[test]
 fn search_finds_what_another_handle_wrote_on_the_server() {
-    let Some((url, schema)) = server("search_finds_what_another_handle_wrote_on_the_server") else {
+    let Some(pg) = pg::Server::fresh("search_finds_what_another_handle_wrote_on_the_server") else {
         return;
     };
     let (a_dir, b_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (a, b) = (
-        open(&url, &schema, a_dir.path()),
-        open(&url, &schema, b_dir.path()),
-    );
+    let (a, b) = (pg.open(a_dir.path()), pg.open(b_dir.path()));
     let query = |words: &str| chipset::search::Query::new(words);
     let (mayor, polecat) = (agent("mayor"), agent("polecat"));
     assert!(b.search(&query("parser")).unwrap().is_empty());
@@ -333,5 +286,4 @@ fn search_finds_what_another_handle_wrote_on_the_server() {
         let there = chipset::store::StateDir::stat_outside(&b_dir.path().join(channel)).unwrap();
         assert!(there.is_none(), "{channel}");
     }
-    drop_schema(&url, &schema);
 }
