@@ -173,6 +173,7 @@ mod error;
 mod files;
 mod format;
 mod id;
+mod rows;
 mod server;
 mod settle;
 mod store;
@@ -181,6 +182,7 @@ mod transition;
 pub use error::{Error, Result};
 pub use format::{DoneRecord, Entry, Item, POOL_FORMAT, ReleaseRecord};
 pub use id::ItemId;
+pub use rows::{entry_row, table_file};
 pub use store::{Claimable, Claimed, Pool, PoolCounts, Posted, Settled};
 pub use transition::{Listed, NewItem, ReadyFilter, WorkState};
 

@@ -129,7 +129,12 @@ fn parse_row(key: &Key, bytes: &[u8], op: &'static str) -> Result<Entry> {
     }
 }
 
-fn row_bytes(key: &Key, entry: &Entry) -> Result<Vec<u8>> {
+/// The key of `id`'s entry row.
+pub(crate) fn entry_key(id: &ItemId) -> Result<Key> {
+    key(&entries_dir(), &format!("{id}.json"))
+}
+
+pub(crate) fn row_bytes(key: &Key, entry: &Entry) -> Result<Vec<u8>> {
     StateDir::to_canonical_json(&Row {
         format: POOL_FORMAT,
         entry: entry.clone(),
