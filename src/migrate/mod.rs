@@ -48,9 +48,9 @@
 //!
 //! What is local by nature: dot-names (temporary files, lock files, the
 //! store's `.quarantine/`, the search index in `.index/`, mail's gate
-//! cache in `mail/.gate/`), which each side rebuilds. The pool is refused
-//! when a side is a server (its rows there are not its files) unless
-//! skipped.
+//! cache in `mail/.gate/`), which each side rebuilds. Between a directory
+//! and a server, the pool's item files that no entry names (left by a
+//! post cut short) are not copied: they are not in the pool.
 //!
 //! # A quiet source
 //!
@@ -61,6 +61,7 @@
 mod bus;
 mod mail;
 mod plan;
+mod pool;
 mod side;
 
 use std::collections::BTreeSet;
@@ -87,7 +88,7 @@ pub const CHANNELS: &[&str] = &[
     POOL,
 ];
 
-/// The work pool's folder: refused on a server until the pool runs there.
+/// The work pool's folder: moved as rows to and from a server.
 const POOL: &str = "pool";
 
 /// A migration from one root to another. See the [module docs](self).
@@ -133,9 +134,9 @@ impl Migration {
     ///
     /// [`MigrateError::SameRoot`], [`MigrateError::NoSource`],
     /// [`MigrateError::Open`] before anything is read;
-    /// [`MigrateError::Unknown`], [`MigrateError::PoolNotOnServer`],
-    /// [`MigrateError::Corrupt`], [`MigrateError::Conflict`] from the
-    /// plan, before anything is written; [`MigrateError::Backend`] or
+    /// [`MigrateError::Unknown`], [`MigrateError::Corrupt`],
+    /// [`MigrateError::Conflict`], [`MigrateError::Pool`] from the plan,
+    /// before anything is written; [`MigrateError::Backend`] or
     /// [`MigrateError::Mail`] (the values before it are written: run again
     /// to continue).
     pub fn run(&self) -> Result<Report, MigrateError> {
@@ -146,10 +147,20 @@ impl Migration {
         }
         let source = Side::open(&self.from, &self.server, false)?;
         let target = Side::open(&self.to, &self.server, true)?;
-        let channels = self.channels(&source, &target)?;
+        let channels = self.channels(&source)?;
+        // A server keeps the pool as rows of its own, a directory as its
+        // files: read in the target's form (see `pool.rs`).
+        let pool_rows = source.is_server() || target.is_server();
+        let read = |side: &Side, channel: &str, counting: bool| {
+            if channel == POOL && pool_rows {
+                pool::read(side, target.is_server())
+            } else {
+                plan::read(side, channel, counting)
+            }
+        };
         let mut plans = Vec::with_capacity(channels.len());
         for channel in &channels {
-            let plan = plan::read(&source, channel, false)?;
+            let plan = read(&source, channel, false)?;
             let plan = plan::check(plan, &target)?;
             plans.push(plan);
         }
@@ -170,37 +181,24 @@ impl Migration {
             report.channels.push(line);
         }
         for line in &mut report.channels {
-            line.target = plan::read(&target, &line.channel, true)?.counted();
+            line.target = read(&target, &line.channel, true)?.counted();
         }
         Ok(report)
     }
 
     /// The channels to copy: [`CHANNELS`] less the skipped ones, after
-    /// checking that a source directory holds nothing else, and that the
-    /// pool is not asked to or from a server.
-    fn channels(&self, source: &Side, target: &Side) -> Result<Vec<String>, MigrateError> {
+    /// checking that a source directory holds nothing else.
+    fn channels(&self, source: &Side) -> Result<Vec<String>, MigrateError> {
         for name in source.top_folders()? {
             if !CHANNELS.contains(&name.as_str()) && !self.skip.contains(&name) {
                 return Err(MigrateError::Unknown { folder: name });
             }
         }
-        let channels: Vec<String> = CHANNELS
+        Ok(CHANNELS
             .iter()
             .filter(|c| !self.skip.contains(**c))
             .map(|c| (*c).to_owned())
-            .collect();
-        // A server keeps the pool as `items/` and `entries/` rows, a
-        // directory as `table.json` and `log.jsonl`: not a copy of values.
-        let server = source.is_server() || target.is_server();
-        if server && channels.iter().any(|c| c == POOL) {
-            let pool = plan::read(source, POOL, true)?;
-            if !pool.items.is_empty() {
-                return Err(MigrateError::PoolNotOnServer {
-                    count: pool.items.len(),
-                });
-            }
-        }
-        Ok(channels)
+            .collect())
     }
 }
 
@@ -311,16 +309,16 @@ pub enum MigrateError {
         /// The folder.
         folder: String,
     },
-    /// The source holds a work pool and a side is a server: a server
-    /// keeps the pool in rows of its own (`items/`, `entries/`) that
-    /// migrate does not write or read yet; nothing was written.
-    #[error(
-        "the work pool (pool/, {count} values) is not migrated to or from a PostgreSQL server \
-         yet: pass --skip pool to move everything else"
-    )]
-    PoolNotOnServer {
-        /// How many pool values the source holds.
-        count: usize,
+    /// The work pool on a side did not read (a corrupt table, log or
+    /// row: run `chipset doctor --fix` on it first), or its storage
+    /// failed; nothing of the pool was written.
+    #[error("the work pool on the {end} failed")]
+    Pool {
+        /// Which side.
+        end: End,
+        /// The pool's error.
+        #[source]
+        source: chipset_pool::Error,
     },
     /// A source value that cannot be read (a corrupt message): run `chipset
     /// doctor --fix` on the source first; nothing was written.

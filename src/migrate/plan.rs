@@ -31,6 +31,13 @@ pub(crate) enum Item {
         /// An unanswered request in an inbox: in the commit gate.
         open: bool,
     },
+    /// A directory's pool table (see `pool.rs`): a value, counted as the
+    /// entries it holds.
+    Table {
+        key: Key,
+        bytes: Vec<u8>,
+        entries: u64,
+    },
     /// A log's records, in order; each counted.
     Log { key: Key, records: Vec<Vec<u8>> },
     /// A bus agent whose queue exists (an empty folder on a directory, a
@@ -54,6 +61,7 @@ impl Item {
         match self {
             Item::Value { .. } | Item::Message { .. } | Item::Registry { .. } => 1,
             Item::Log { records, .. } => records.len() as u64,
+            Item::Table { entries, .. } => *entries,
             Item::Index { .. } | Item::Queue { .. } => 0,
         }
     }
@@ -72,6 +80,15 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
+    pub(crate) fn new(channel: &str, items: Vec<Item>) -> Plan {
+        Plan {
+            channel: channel.to_owned(),
+            there: vec![0; items.len()],
+            items,
+            present: 0,
+        }
+    }
+
     pub(crate) fn counted(&self) -> u64 {
         self.items.iter().map(Item::counted).sum()
     }
@@ -95,12 +112,7 @@ pub(crate) fn read(side: &Side, channel: &str, counting: bool) -> Result<Plan, M
             }
         }
     }
-    Ok(Plan {
-        channel: channel.to_owned(),
-        there: vec![0; items.len()],
-        items,
-        present: 0,
-    })
+    Ok(Plan::new(channel, items))
 }
 
 /// The logs a channel keeps on a server, where a log is not a value and
@@ -169,6 +181,15 @@ pub(crate) fn check(mut plan: Plan, target: &Side) -> Result<Plan, MigrateError>
             | Item::Message { key, bytes, .. } => match lookup(key)? {
                 None => 0,
                 Some(now) if now == *bytes => 1,
+                Some(_) => return Err(conflict(key)),
+            },
+            Item::Table {
+                key,
+                bytes,
+                entries,
+            } => match lookup(key)? {
+                None => 0,
+                Some(now) if now == *bytes => *entries,
                 Some(_) => return Err(conflict(key)),
             },
             Item::Log { key, records } => {
@@ -258,6 +279,14 @@ pub(crate) fn copy(plan: &Plan, target: &Side) -> Result<u64, MigrateError> {
             Item::Value { key, bytes } | Item::Index { key, bytes } if there == 0 => {
                 create(target, key, bytes)?;
                 written += 1;
+            }
+            Item::Table {
+                key,
+                bytes,
+                entries,
+            } if there == 0 => {
+                create(target, key, bytes)?;
+                written += entries;
             }
             Item::Message {
                 location,
