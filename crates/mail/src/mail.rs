@@ -116,6 +116,15 @@ pub(crate) fn read_message_bytes(
     Ok(state.read_bytes_capped(path, message_cap(state))?)
 }
 
+/// As [`read_message_bytes`], with the read file's [`chipset_store::Stat`]
+/// (from the `statx` the read takes anyway).
+pub(crate) fn read_message_bytes_stat(
+    state: &StateDir,
+    path: &StatePath,
+) -> Result<ReadOutcome<(Vec<u8>, chipset_store::Stat)>> {
+    Ok(state.read_bytes_capped_stat(path, message_cap(state))?)
+}
+
 /// Returns true for a file that is over [`MESSAGE_READ_CAP`].
 pub(crate) fn is_too_large(c: &Corruption) -> bool {
     matches!(c.reason, CorruptReason::TooLarge { .. })

@@ -207,6 +207,16 @@ pub(crate) fn read_bytes(path: &Path, cap: u64) -> Result<ReadOutcome<Vec<u8>>> 
 
 /// Reads an already opened file of at most `cap` bytes; `path` is for reports.
 pub(crate) fn read_open_file(file: File, path: &Path, cap: u64) -> Result<ReadOutcome<Vec<u8>>> {
+    Ok(read_open_file_stat(file, path, cap)?.map(|(bytes, _)| bytes))
+}
+
+/// As [`read_open_file`], also returning the [`Stat`] of the open file
+/// (taken before its bytes were read, from the same `statx`).
+pub(crate) fn read_open_file_stat(
+    file: File,
+    path: &Path,
+    cap: u64,
+) -> Result<ReadOutcome<(Vec<u8>, crate::Stat)>> {
     let meta = file.metadata().map_err(|e| Error::io("stat", path, e))?;
     let corrupt = |reason| {
         Ok(ReadOutcome::Corrupt(Corruption {
@@ -234,7 +244,7 @@ pub(crate) fn read_open_file(file: File, path: &Path, cap: u64) -> Result<ReadOu
             cap,
         });
     }
-    Ok(ReadOutcome::Value(buf))
+    Ok(ReadOutcome::Value((buf, crate::Stat::from_metadata(&meta))))
 }
 
 /// Reads and parses a JSON file of at most `cap` bytes.

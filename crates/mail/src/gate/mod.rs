@@ -106,7 +106,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::format::{Kind, MESSAGE_SCHEMA, Message, parse_message};
 use crate::layout::{BY_TASK, ORPHAN, id_of, never_a_message};
-use crate::mail::{Mail, check_id, read_message_bytes, stray};
+use crate::mail::{Mail, check_id, read_message_bytes_stat, stray};
 
 /// The cache's folder under `mail/` (a dot-name: listings skip it).
 pub(crate) const GATE_DIR: &str = ".gate";
@@ -352,6 +352,16 @@ pub(crate) fn load<T: for<'de> Deserialize<'de>>(state: &StateDir, path: &StateP
 /// name); `None` when it moved on since the listing. Names that do not end
 /// in `.json` are never read: the seed's readers skip them too.
 fn read_entry(state: &StateDir, dir: &StatePath, name: &str) -> Result<Option<Message>> {
+    Ok(read_entry_stat(state, dir, name)?.map(|(m, _)| m))
+}
+
+/// As [`read_entry`], with the stat of the file read (taken from the open
+/// file before its bytes were read: the identity of the very file read).
+fn read_entry_stat(
+    state: &StateDir,
+    dir: &StatePath,
+    name: &str,
+) -> Result<Option<(Message, chipset_store::Stat)>> {
     let Some(id) = id_of(name) else {
         return Err(Error::Corrupt(stray(
             dir.as_path().join(name),
@@ -359,17 +369,17 @@ fn read_entry(state: &StateDir, dir: &StatePath, name: &str) -> Result<Option<Me
         )));
     };
     let path = dir.join_id(&id, ".json");
-    let bytes = match read_message_bytes(state, &path)? {
+    let (bytes, stat) = match read_message_bytes_stat(state, &path)? {
         ReadOutcome::Missing => return Ok(None),
         ReadOutcome::Corrupt(c) => return Err(c.into()),
         ReadOutcome::Unsupported(u) => return Err(u.into()),
-        ReadOutcome::Value(bytes) => bytes,
+        ReadOutcome::Value(read) => read,
     };
     match parse_message(&path, &bytes) {
         ReadOutcome::Missing => Ok(None),
         ReadOutcome::Corrupt(c) => Err(c.into()),
         ReadOutcome::Unsupported(u) => Err(u.into()),
-        ReadOutcome::Value(m) => Ok(Some(check_id(&path, &id, m)?)),
+        ReadOutcome::Value(m) => Ok(Some((check_id(&path, &id, m)?, stat))),
     }
 }
 
@@ -531,17 +541,39 @@ impl Mail {
             old => old,
         };
         let known = old.map(|c| c.files).unwrap_or_default();
-        let listing = self.state.list_stats(dir)?;
+        // The inbox's sent journal, loaded at the first file the folder
+        // cache cannot vouch for.
+        let mut journal: Option<HashMap<String, sent::Record>> = None;
+        // With no folder cache and no sent record, every entry is read, and
+        // the read's own `statx` (of the open file) gives its stamp: the
+        // listing stats nothing (one `statx` per file less). Otherwise (a
+        // folder cache, or records to match) one `statx` per entry,
+        // relative to the listed directory.
+        let listing: Vec<(String, Option<chipset_store::Stat>)> = if known.is_empty() {
+            let names = self.state.list(dir)?;
+            let records = match inbox {
+                Some(agent) if !names.is_empty() => {
+                    let records = self.sent_records(agent, names.len());
+                    let any = !records.is_empty();
+                    journal = Some(records);
+                    any
+                }
+                _ => false,
+            };
+            if records {
+                self.state.list_stats(dir)?
+            } else {
+                names.into_iter().map(|name| (name, None)).collect()
+            }
+        } else {
+            self.state.list_stats(dir)?
+        };
         let entries = listing.len();
         let mut files = Vec::with_capacity(entries);
         let mut read = HashMap::new();
         let mut read_any = false;
-        // The inbox's sent journal, loaded at the first file the folder
-        // cache cannot vouch for.
-        let mut journal: Option<HashMap<String, sent::Record>> = None;
         let mut from_journal = false;
         let now = SystemTime::now();
-        // One `statx` per entry, relative to the listed directory.
         for (name, meta) in listing {
             if skip.contains(&name.as_str()) || never_a_message(&name) {
                 continue;
@@ -573,21 +605,25 @@ impl Mail {
                     .and_then(|r| r.into_message(&name, meta)),
                 _ => None,
             };
-            let message = match vouched {
+            let (message, file, size) = match vouched {
                 Some(message) => {
                     from_journal = true;
-                    message
+                    (message, file, size)
                 }
                 None => {
                     read_any = true;
-                    match read_entry(&self.state, dir, &name)? {
-                        Some(message) => message,
+                    // Stamped by the open file's `statx`, before its bytes
+                    // were read: the stamp is the file read, and a file
+                    // replaced or rewritten since is read again next time.
+                    match read_entry_stat(&self.state, dir, &name)? {
+                        Some((message, stat)) => {
+                            (message, Some(Stamp::from(&stat)), Some(stat.len))
+                        }
                         None => continue,
                     }
                 }
             };
-            // Stamped before the read: a file replaced meanwhile is read again
-            // next time. Without a stamp the entry can never be reused.
+            // Without a stamp the entry can never be reused.
             let file = file.unwrap_or(Stamp {
                 dev: 0,
                 ino: 0,

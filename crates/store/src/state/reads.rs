@@ -185,6 +185,26 @@ impl StateDir {
         }
     }
 
+    /// As [`StateDir::read_bytes_capped`], also returning the file's
+    /// [`Stat`], from the `statx` of the open file that the read takes
+    /// anyway (before its bytes are read): the identity of the very file
+    /// read, at no extra system call.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::read_bytes`].
+    pub fn read_bytes_capped_stat(
+        &self,
+        path: &StatePath,
+        cap: u64,
+    ) -> Result<ReadOutcome<(Vec<u8>, Stat)>> {
+        let path = path.as_path();
+        match self.open_beneath(path)? {
+            Some(file) => crate::read::read_open_file_stat(file, path, cap),
+            None => Ok(ReadOutcome::Missing),
+        }
+    }
+
     /// Reads and parses `path` as JSON (bounded by the read cap).
     ///
     /// # Errors
