@@ -469,12 +469,35 @@ impl Mail {
                 })
             }));
         }
-        for f in out.iter_mut().filter(|f| f.facts.needs_reply) {
-            f.message = walk.request(&f.agent, &f.name)?;
+        let mut kept = Vec::new();
+        for (i, f) in out.iter_mut().enumerate() {
+            if !f.facts.needs_reply {
+                continue;
+            }
+            match walk.request(&f.agent, &f.name)? {
+                task::Request::Gone => {}
+                task::Request::Read(message) => f.message = Some(*message),
+                task::Request::Kept => kept.push(i),
+            }
         }
         walk.gated(started);
         let agents: Vec<AgentId> = inboxes.into_iter().map(|(a, _)| a).collect();
-        walk.finish(&agents);
+        // The cache is written from the messages it keeps; they are then
+        // moved out of it into what the gate returns (no clone of each).
+        let mut cache = walk.finish_cache(&agents);
+        for i in kept {
+            let f = &mut out[i];
+            let message = cache
+                .inboxes
+                .get_mut(&f.agent)
+                .and_then(|s| s.requests.remove(&f.name));
+            f.message = match message {
+                Some(message) => Some(message),
+                // Never expected (a kept message stays in its slice); read
+                // it again rather than ever count it as gone.
+                None => read_entry(&self.state, &self.layout.inbox(&f.agent), &f.name)?,
+            };
+        }
         Ok(out)
     }
 

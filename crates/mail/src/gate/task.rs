@@ -284,7 +284,11 @@ impl TaskFiles<'_> {
     /// when the slice holds it, else read (failing closed as
     /// [`Mail::pending_replies`] does) and kept in the slice; `None` when it
     /// left the inbox since the listing.
-    pub(super) fn request(&mut self, agent: &AgentId, name: &str) -> Result<Option<Message>> {
+    ///
+    /// A message the slice keeps is not cloned: it comes back as
+    /// [`Request::Kept`], to be taken from the cache that
+    /// [`TaskFiles::finish_cache`] returns once it is written.
+    pub(super) fn request(&mut self, agent: &AgentId, name: &str) -> Result<Request> {
         let read = self.read.get_mut(agent).and_then(|r| r.remove(name));
         let slice = self.cache.inboxes.get_mut(agent);
         // Kept by this version (the cache's format version says so), for
@@ -293,7 +297,7 @@ impl TaskFiles<'_> {
             && id_of(name).is_some_and(|id| id == m.id)
             && m.schema.as_deref().is_none_or(|s| s == MESSAGE_SCHEMA)
         {
-            return Ok(Some(m.clone()));
+            return Ok(Request::Kept);
         }
         // Read by this walk's listing of the inbox, or read now.
         let message = match read {
@@ -302,7 +306,7 @@ impl TaskFiles<'_> {
                 let inbox = self.mail.layout.inbox(agent);
                 match read_entry(&self.mail.state, &inbox, name)? {
                     Some(message) => message,
-                    None => return Ok(None),
+                    None => return Ok(Request::Gone),
                 }
             }
         };
@@ -311,15 +315,22 @@ impl TaskFiles<'_> {
         if let Some(slice) = slice
             && slice.stamp.is_some()
         {
-            slice.requests.insert(name.to_owned(), message.clone());
+            slice.requests.insert(name.to_owned(), message);
             self.dirty = true;
+            return Ok(Request::Kept);
         }
-        Ok(Some(message))
+        Ok(Request::Read(Box::new(message)))
     }
 
     /// Writes the task's cache back when it changed, forgetting inboxes
     /// that are no longer among `agents`.
-    pub(crate) fn finish(mut self, agents: &[AgentId]) {
+    pub(crate) fn finish(self, agents: &[AgentId]) {
+        self.finish_cache(agents);
+    }
+
+    /// As [`TaskFiles::finish`], returning the cache (written or not): the
+    /// messages [`TaskFiles::request`] kept are taken from it.
+    pub(super) fn finish_cache(mut self, agents: &[AgentId]) -> TaskCache {
         let before = self.cache.inboxes.len();
         self.cache
             .inboxes
@@ -327,7 +338,19 @@ impl TaskFiles<'_> {
         if self.dirty || self.cache.inboxes.len() != before {
             self.mail.store_cache(&self.path, &self.cache);
         }
+        self.cache
     }
+}
+
+/// What [`TaskFiles::request`] found for an open request.
+pub(super) enum Request {
+    /// It left its inbox since the listing.
+    Gone,
+    /// Its inbox's slice keeps it: taken from the cache after it is
+    /// written ([`TaskFiles::finish_cache`]), not cloned.
+    Kept,
+    /// Read, and not kept (its slice holds for no stamp).
+    Read(Box<Message>),
 }
 
 /// A folder's files of the task as [`TaskFiles::folder_at`] returns them:
