@@ -104,9 +104,9 @@ use chipset_store::{AgentId, ReadOutcome, StateDir, StatePath, TaskId};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::format::{Kind, MESSAGE_SCHEMA, Message, parse_message};
+use crate::format::{Kind, MESSAGE_SCHEMA, Message};
 use crate::layout::{BY_TASK, ORPHAN, id_of, never_a_message};
-use crate::mail::{Mail, check_id, read_message_bytes_stat, stray};
+use crate::mail::{Mail, stray};
 
 /// The cache's folder under `mail/` (a dot-name: listings skip it).
 pub(crate) const GATE_DIR: &str = ".gate";
@@ -343,43 +343,6 @@ pub(crate) fn load<T: for<'de> Deserialize<'de>>(state: &StateDir, path: &StateP
             tracing::debug!(path = %path.display(), error = %e, "ignoring an unreadable gate cache file");
             None
         }
-    }
-}
-
-/// Reads the entry `name` of the folder `dir` as a message, failing closed
-/// as the uncached gate does (a `.json` name that is not `{id}.json`, an
-/// unreadable, oversized or unsupported file, an id that does not match its
-/// name); `None` when it moved on since the listing. Names that do not end
-/// in `.json` are never read: the seed's readers skip them too.
-fn read_entry(state: &StateDir, dir: &StatePath, name: &str) -> Result<Option<Message>> {
-    Ok(read_entry_stat(state, dir, name)?.map(|(m, _)| m))
-}
-
-/// As [`read_entry`], with the stat of the file read (taken from the open
-/// file before its bytes were read: the identity of the very file read).
-fn read_entry_stat(
-    state: &StateDir,
-    dir: &StatePath,
-    name: &str,
-) -> Result<Option<(Message, chipset_store::Stat)>> {
-    let Some(id) = id_of(name) else {
-        return Err(Error::Corrupt(stray(
-            dir.as_path().join(name),
-            "not a message file: expected `{id}.json`",
-        )));
-    };
-    let path = dir.join_id(&id, ".json");
-    let (bytes, stat) = match read_message_bytes_stat(state, &path)? {
-        ReadOutcome::Missing => return Ok(None),
-        ReadOutcome::Corrupt(c) => return Err(c.into()),
-        ReadOutcome::Unsupported(u) => return Err(u.into()),
-        ReadOutcome::Value(read) => read,
-    };
-    match parse_message(&path, &bytes) {
-        ReadOutcome::Missing => Ok(None),
-        ReadOutcome::Corrupt(c) => Err(c.into()),
-        ReadOutcome::Unsupported(u) => Err(u.into()),
-        ReadOutcome::Value(m) => Ok(Some((check_id(&path, &id, m)?, stat))),
     }
 }
 
@@ -721,8 +684,11 @@ fn unix_ms(t: SystemTime) -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
+mod entry;
 mod sent;
 mod task;
+
+use entry::{read_entry, read_entry_stat};
 
 #[cfg(test)]
 mod tests;
