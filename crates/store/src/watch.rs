@@ -351,28 +351,42 @@ impl Watcher {
             let Some((dir, mode)) = t.watch_dir() else {
                 continue;
             };
-            let (at, mode, arms) = if is_dir(dir) {
-                (dir.to_owned(), mode, true)
-            } else {
-                let Some(ancestor) = dir
-                    .ancestors()
-                    .skip(1)
-                    .take_while(|a| a.starts_with(&root))
-                    .find(|a| is_dir(a))
-                else {
-                    continue;
+            // Until the watch stands where the way stops: a directory on
+            // the way made after its ancestor was found and before that
+            // ancestor's watch was placed sent no notification, so after
+            // each watch the way is looked at again.
+            loop {
+                let (at, mode, arms) = if is_dir(dir) {
+                    (dir.to_owned(), mode, true)
+                } else {
+                    let Some(ancestor) = dir
+                        .ancestors()
+                        .skip(1)
+                        .take_while(|a| a.starts_with(&root))
+                        .find(|a| is_dir(a))
+                    else {
+                        break;
+                    };
+                    (ancestor.to_owned(), RecursiveMode::NonRecursive, false)
                 };
-                (ancestor.to_owned(), RecursiveMode::NonRecursive, false)
-            };
-            if !self.watched.contains(&at) || (arms && mode == RecursiveMode::Recursive) {
-                if let Err(e) = w.watcher.watch(&at, mode) {
-                    failed = Some((at, e));
+                let placed = !self.watched.contains(&at);
+                if placed || (arms && mode == RecursiveMode::Recursive) {
+                    if let Err(e) = w.watcher.watch(&at, mode) {
+                        failed = Some((at, e));
+                        break;
+                    }
+                    self.watched.insert(at);
+                }
+                if arms {
+                    self.armed.insert(i);
                     break;
                 }
-                self.watched.insert(at);
+                if !placed {
+                    break;
+                }
             }
-            if arms {
-                self.armed.insert(i);
+            if failed.is_some() {
+                break;
             }
         }
         if let Some((at, e)) = failed {
