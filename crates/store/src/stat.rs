@@ -34,7 +34,7 @@ pub(crate) enum EntryKind {
 }
 
 /// What a stat found at a path: its kind ([`Stat::is_file`],
-/// [`Stat::is_dir`]), size, identity and times.
+/// [`Stat::is_dir`]), size, identity, times and permission bits.
 ///
 /// The times are `(seconds, nanoseconds)` since the Unix epoch, as the
 /// kernel keeps them; a directory's mtime and ctime change with every
@@ -52,6 +52,8 @@ pub struct Stat {
     pub mtime: (i64, i64),
     /// The last status change time as `(seconds, nanoseconds)`.
     pub ctime: (i64, i64),
+    /// The permission bits (`st_mode & 0o7777`).
+    pub mode: u32,
 }
 
 impl Stat {
@@ -73,6 +75,7 @@ impl Stat {
             ino: meta.ino(),
             mtime: (meta.mtime(), meta.mtime_nsec()),
             ctime: (meta.ctime(), meta.ctime_nsec()),
+            mode: meta.mode() & 0o7777,
         }
     }
 
@@ -195,6 +198,11 @@ mod tests {
         let s = StateDir::stat_outside(&file).unwrap().unwrap();
         assert!(s.is_file() && !s.is_dir());
         assert_eq!(s.len, 3);
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            fs::set_permissions(&file, fs::Permissions::from_mode(0o640)).unwrap();
+        }
+        assert_eq!(StateDir::stat_outside(&file).unwrap().unwrap().mode, 0o640);
         assert!(
             StateDir::stat_outside(tmp.path())
                 .unwrap()

@@ -44,15 +44,9 @@ pub(crate) fn lookup(
 
 /// Returns whether the file's mode lets its group or others in, `None`
 /// when it is not there or not a file.
-#[allow(
-    clippy::disallowed_methods,
-    reason = "libpq's 0600 rule needs the mode, which the store's Stat does not carry"
-)]
 fn open_to_others(path: &Path) -> Option<bool> {
-    use std::os::unix::fs::PermissionsExt as _;
-    let meta = std::fs::metadata(path).ok()?;
-    meta.is_file()
-        .then(|| meta.permissions().mode() & 0o077 != 0)
+    let stat = chipset_store::StateDir::stat_outside(path).ok()??;
+    stat.is_file().then_some(stat.mode & 0o077 != 0)
 }
 
 /// Finds the first line of `text` that matches.
