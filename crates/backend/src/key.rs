@@ -99,6 +99,20 @@ impl Key {
     pub fn name(&self) -> &str {
         &self.name
     }
+
+    /// Returns where a doctor on a server moves this value when it cannot
+    /// be read: `quarantine/{unix-ms}-{name}` beside it, `at` being the
+    /// time of the move (the server's analogue of a directory's
+    /// `.quarantine/`; nothing is deleted).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`] only if the stamped name is too long for a segment.
+    pub fn quarantined_at(&self, at: chipset_store::Timestamp) -> Result<Key> {
+        self.dir
+            .join("quarantine")?
+            .key(&format!("{}-{}", at.unix_ms(), self.name))
+    }
 }
 
 impl fmt::Display for Key {

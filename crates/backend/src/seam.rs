@@ -315,6 +315,24 @@ pub trait Backend: fmt::Debug + Send + Sync {
         None
     }
 
+    /// Moves the value at `key`, if it is still at `expected`, to
+    /// [`Key::quarantined_at`] the time `at`: a doctor's fix for a value
+    /// that cannot be read, which deletes nothing. Returns where it went,
+    /// or `None` when the value was rewritten or removed since it was
+    /// judged (the next check looks again).
+    ///
+    /// # Errors
+    ///
+    /// As [`Backend::move_new`], but for a changed or missing value.
+    fn quarantine(&self, key: &Key, expected: Version, at: Timestamp) -> Result<Option<Key>> {
+        let to = key.quarantined_at(at)?;
+        match self.move_new(key, expected, &to) {
+            Ok(_) => Ok(Some(to)),
+            Err(Error::Conflict { .. } | Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Claims the first of `claim.candidates` (rows of `claim.dir`, in the
     /// caller's order) that `decide` accepts, and makes the writes it
     /// returns (the pool: a hook assignment), all in one step: of racing

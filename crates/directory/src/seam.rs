@@ -126,24 +126,16 @@ impl Directory {
         agent: &AgentId,
         version: Version,
     ) -> Result<chipset_store::Action> {
-        let from = Self::key(agent);
-        let stamp = self.now()?.unix_ms();
-        let to = from
-            .dir()
-            .join("quarantine")
-            .and_then(|d| d.key(&format!("{stamp}-{}", from.name())))
+        let aside = self
+            .seam
+            .quarantine(&Self::key(agent), version, self.now()?)
             .map_err(seam_error)?;
-        match self.seam.move_new(&from, version, &to) {
-            Ok(_) => {
+        Ok(match aside {
+            Some(to) => {
                 tracing::warn!(%agent, to = %to, "moved a corrupt profile aside");
-                Ok(chipset_store::Action::quarantined(to.to_string()))
+                chipset_store::Action::quarantined(to.to_string())
             }
-            Err(
-                chipset_backend::Error::Conflict { .. } | chipset_backend::Error::NotFound { .. },
-            ) => Ok(chipset_store::Action::LeftAlone(
-                "rewritten since the check".to_owned(),
-            )),
-            Err(e) => Err(seam_error(e)),
-        }
+            None => chipset_store::Action::LeftAlone("rewritten since the check".to_owned()),
+        })
     }
 }

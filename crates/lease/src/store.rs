@@ -307,22 +307,14 @@ impl Leases {
     /// `leases/quarantine/{unix-ms}-table.json` (a server's quarantine:
     /// nothing is deleted); a table rewritten since is left alone.
     fn quarantine_row(&self, version: Version) -> Result<chipset_store::Action, Error> {
-        let from = Self::table_key();
-        let stamp = self.now()?.unix_ms();
-        let to = from
-            .dir()
-            .join("quarantine")
-            .and_then(|d| d.key(&format!("{stamp}-{TABLE_FILE}")))
+        let aside = self
+            .seam
+            .quarantine(&Self::table_key(), version, self.now()?)
             .map_err(|e| self.seam_error(e))?;
-        match self.seam.move_new(&from, version, &to) {
-            Ok(_) => Ok(chipset_store::Action::quarantined(to.to_string())),
-            Err(
-                chipset_backend::Error::Conflict { .. } | chipset_backend::Error::NotFound { .. },
-            ) => Ok(chipset_store::Action::LeftAlone(
-                "rewritten since the check".to_owned(),
-            )),
-            Err(e) => Err(self.seam_error(e)),
-        }
+        Ok(match aside {
+            Some(to) => chipset_store::Action::quarantined(to.to_string()),
+            None => chipset_store::Action::LeftAlone("rewritten since the check".to_owned()),
+        })
     }
 
     /// After a corrupt table was moved aside, its counter is lost: start

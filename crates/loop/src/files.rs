@@ -138,20 +138,14 @@ impl Files {
     /// quarantine: nothing is deleted); one rewritten since is left alone.
     pub(crate) fn quarantine_row(&self, path: &StatePath, version: Version) -> Result<Action> {
         let b = self.seam.as_ref().expect("a server's quarantine");
-        let from = self.key(path)?;
-        let stamp = b.now().map_err(backend)?.unix_ms();
-        let to = from
-            .dir()
-            .join("quarantine")
-            .and_then(|d| d.key(&format!("{stamp}-{}", from.name())))
+        let now = b.now().map_err(backend)?;
+        let aside = b
+            .quarantine(&self.key(path)?, version, now)
             .map_err(backend)?;
-        match b.move_new(&from, version, &to) {
-            Ok(_) => Ok(Action::quarantined(to.to_string())),
-            Err(
-                chipset_backend::Error::Conflict { .. } | chipset_backend::Error::NotFound { .. },
-            ) => Ok(Action::LeftAlone("rewritten since the check".to_owned())),
-            Err(e) => Err(backend(e)),
-        }
+        Ok(match aside {
+            Some(to) => Action::quarantined(to.to_string()),
+            None => Action::LeftAlone("rewritten since the check".to_owned()),
+        })
     }
 
     /// Whether the records are on a server.

@@ -21,8 +21,6 @@ use crate::format::parse_event;
 
 /// The marker of an agent's queue on a server.
 pub(crate) const AVAILABLE: &str = "available.json";
-/// The folder, beside a value, that an unreadable one is moved to on a server.
-pub(crate) const QUARANTINE: &str = "quarantine";
 
 /// Turns a seam error into the bus's.
 pub(crate) fn seam_error(e: chipset_backend::Error) -> Error {
@@ -94,20 +92,13 @@ impl Bus {
         let Some(found) = seam.read(key).map_err(seam_error)? else {
             return Ok(false);
         };
-        let stamp = self.seam_now(seam)?.unix_ms();
-        let to = key
-            .dir()
-            .join(QUARANTINE)
-            .and_then(|d| d.key(&format!("{stamp}-{}", key.name())))
-            .map_err(seam_error)?;
+        let now = self.seam_now(seam)?;
+        let to = key.quarantined_at(now).map_err(seam_error)?;
         tracing::warn!(%key, to = %to, "moving an unreadable bus value aside");
-        match seam.move_new(key, found.version, &to) {
-            Ok(_) => Ok(true),
-            Err(
-                chipset_backend::Error::Conflict { .. } | chipset_backend::Error::NotFound { .. },
-            ) => Ok(false),
-            Err(e) => Err(seam_error(e)),
-        }
+        let aside = seam
+            .quarantine(key, found.version, now)
+            .map_err(seam_error)?;
+        Ok(aside.is_some())
     }
 
     /// Lists the names in `agent`'s `folder` (`queue`, `processed`): the

@@ -251,22 +251,19 @@ impl Bus {
         if !still_bad(self) {
             return Ok(Action::LeftAlone("changed since the check".to_owned()));
         }
-        let stamp = self.seam_now(seam)?.unix_ms();
-        let to = key
-            .dir()
-            .join(seam::QUARANTINE)
-            .and_then(|d| d.key(&format!("{stamp}-{}", key.name())))
-            .map_err(seam_error)?;
+        let now = self.seam_now(seam)?;
         let Some(found) = seam.read(key).map_err(seam_error)? else {
             return Ok(Action::LeftAlone("gone since the check".to_owned()));
         };
-        match seam.move_new(key, found.version, &to) {
-            Ok(_) => Ok(Action::quarantined(key_path(&to))),
-            Err(
-                chipset_backend::Error::Conflict { .. } | chipset_backend::Error::NotFound { .. },
-            ) => Ok(Action::LeftAlone("changed since the check".to_owned())),
-            Err(e) => Err(seam_error(e)),
-        }
+        Ok(
+            match seam
+                .quarantine(key, found.version, now)
+                .map_err(seam_error)?
+            {
+                Some(to) => Action::quarantined(key_path(&to)),
+                None => Action::LeftAlone("changed since the check".to_owned()),
+            },
+        )
     }
 
     /// Removes the queued copy of an event already processed when it holds

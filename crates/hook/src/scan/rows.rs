@@ -140,11 +140,7 @@ impl Hooks {
                 source,
             }
         })?;
-        let aside = key
-            .dir()
-            .join("quarantine")
-            .and_then(|d| d.key(&format!("{}-{}", now.unix_ms(), key.name())))
-            .map_err(backend)?;
+        let aside = key.quarantined_at(now).map_err(backend)?;
         let steps = [
             Step::MoveNew {
                 from: &key,

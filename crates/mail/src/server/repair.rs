@@ -2,7 +2,7 @@
 //! against the versions read just before it: a row changed since the
 //! check is left for the next run.
 
-use chipset_backend::{Dir, Key, Step};
+use chipset_backend::{Key, Step};
 use chipset_store::{Action, AgentId, DoctorMode, Finding};
 
 use super::doctor::{Copy, Group, at};
@@ -12,9 +12,6 @@ use crate::doctor::OrphanReason;
 use crate::error::Result;
 use crate::format::ManifestEvent;
 use crate::layout::Location;
-
-/// The folder, beside a row, that an unreadable one is moved to.
-const QUARANTINE: &str = "quarantine";
 
 impl Server<'_> {
     /// Applies `repair` with Fix and records what it did.
@@ -212,10 +209,7 @@ impl Server<'_> {
 
 /// `{dir}/quarantine/{unix-ms}-{name}`.
 fn aside_key(key: &Key, now: chipset_store::Timestamp) -> Result<Key> {
-    key.dir()
-        .join(QUARANTINE)
-        .and_then(|d: Dir| d.key(&format!("{}-{}", now.unix_ms(), key.name())))
-        .seam()
+    key.quarantined_at(now).seam()
 }
 
 pub(super) fn changed() -> Action {

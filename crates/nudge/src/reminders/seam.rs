@@ -38,9 +38,6 @@ pub(super) enum Moved {
     DestinationExists,
 }
 
-/// The folder beside a value that an unreadable one goes to on a server.
-const QUARANTINE: &str = "quarantine";
-
 /// Turns a seam error into the channel's: a directory's failures stay the
 /// store's errors, an unreadable value is [`Error::Corrupt`], a server's
 /// failures are [`Error::Backend`].
@@ -196,12 +193,7 @@ impl Reminders {
                 path: path.as_path().to_owned(),
             }));
         };
-        let stamp = self.now()?.unix_ms();
-        let to = key
-            .dir()
-            .join(QUARANTINE)
-            .and_then(|d| d.key(&format!("{stamp}-{}", key.name())))
-            .map_err(fail)?;
+        let to = key.quarantined_at(self.now()?).map_err(fail)?;
         seam.move_new(&key, found.version, &to).map_err(fail)?;
         Ok(PathBuf::from(to.to_string()))
     }

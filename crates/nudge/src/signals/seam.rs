@@ -193,19 +193,11 @@ impl Nudges {
             Some(v) if !self.local => v,
             _ => return self.state.quarantine(path).map(Some).map_err(Error::Store),
         };
-        let stamp = self.now()?.unix_ms();
-        let to = key
-            .dir()
-            .join(QUARANTINE)
-            .and_then(|d| d.key(&format!("{stamp}-{}", key.name())))
+        let aside = self
+            .seam
+            .quarantine(key, version, self.now()?)
             .map_err(fail)?;
-        match self.seam.move_new(key, version, &to) {
-            Ok(_) => Ok(Some(PathBuf::from(to.to_string()))),
-            Err(
-                chipset_backend::Error::Conflict { .. } | chipset_backend::Error::NotFound { .. },
-            ) => Ok(None),
-            Err(e) => Err(fail(e)),
-        }
+        Ok(aside.map(|to| PathBuf::from(to.to_string())))
     }
 }
 
