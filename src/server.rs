@@ -178,11 +178,10 @@ impl Server {
     }
 }
 
-/// 64-bit FNV-1a: a stable name for a server's local folder.
+/// A stable name for a server's local folder: the store's FNV-1a, the
+/// same in every process and build.
 fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
-    })
+    crate::store::EscapeAlphabet::fnv1a_64(bytes.iter().copied())
 }
 
 #[cfg(test)]

@@ -197,9 +197,7 @@ fn replace_if_changed(
     index::set_stamp(tx, place, &stamp).map_err(db)
 }
 
-/// 64-bit FNV-1a: a stamp of what a listing said.
+/// A stamp of what a listing said: the store's stable FNV-1a.
 fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
-    })
+    chipset_store::EscapeAlphabet::fnv1a_64(bytes.iter().copied())
 }
