@@ -463,11 +463,6 @@ impl WorkHandle<'_> {
         self.resumed
     }
 
-    /// Returns true once an `abort` has been seen: stop cooperatively.
-    pub fn should_stop(&self) -> bool {
-        self.stop.is_some()
-    }
-
     /// Returns (and forgets) the signals received so far: `priority_change`,
     /// `sync_request` and the like, in arrival order.
     pub fn take_signals(&mut self) -> Vec<ReadOutcome<Signal>> {

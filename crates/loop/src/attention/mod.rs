@@ -145,15 +145,11 @@ impl Attention {
         })
     }
 
-    /// Returns the places whose changes can change `agent`'s brief. Once
-    /// the pool's directory exists they take in the pool, every hook (a
-    /// completed dependency makes an item ready) and the agent's directory
-    /// profile (its roles choose the items); a wait watching without the
-    /// pool watches again when it appears.
-    pub fn targets(&self, agent: &AgentId) -> Vec<WatchTarget> {
-        self.targets_with(agent, self.pool_present())
-    }
-
+    /// Returns the places whose changes can change `agent`'s brief. With
+    /// `pool` (the pool's directory exists) they take in the pool, every
+    /// hook (a completed dependency makes an item ready) and the agent's
+    /// directory profile (its roles choose the items); a wait watching
+    /// without the pool watches again when it appears.
     fn targets_with(&self, agent: &AgentId, pool: bool) -> Vec<WatchTarget> {
         let [open, snoozed] = self.reminders.index_dirs();
         let state = self.hooks.state();

@@ -172,3 +172,51 @@ impl Attention {
 fn backend(e: chipset_backend::Error) -> Error {
     Error::Backend(Box::new(e))
 }
+
+#[cfg(test)]
+mod tests {
+    use chipset_store::WatchTarget;
+    use chipset_testkit::TempState;
+
+    use super::*;
+
+    /// A wait watches each place that can change the brief: the hook file, the
+    /// agent's nudge folder, inbox and queue, and the reminders' open and
+    /// snoozed trees (a reminder for the agent may sit in any folder below),
+    /// the lease table's folder (its leases about to expire) and the pool's
+    /// folder (whose appearance adds every hook and the agent's profile).
+    #[test]
+    fn an_agent_is_watched_where_its_brief_can_change() {
+        let tmp = TempState::new();
+        let attention = Attention::from_state(&tmp.state);
+        let alpha = AgentId::new("alpha").unwrap();
+        let watched: Vec<(String, &str)> = attention
+            .targets_with(&alpha, attention.pool_present())
+            .iter()
+            .map(|t| {
+                let path = t.path().strip_prefix(tmp.state.root()).unwrap();
+                let how = match t {
+                    WatchTarget::File(_) => "file",
+                    WatchTarget::Dir {
+                        recursive: true, ..
+                    } => "tree",
+                    _ => "dir",
+                };
+                (path.display().to_string(), how)
+            })
+            .collect();
+        assert_eq!(
+            watched,
+            [
+                ("hooks/alpha.json".to_owned(), "file"),
+                ("nudge/alpha".to_owned(), "dir"),
+                ("mail/inbox/alpha".to_owned(), "dir"),
+                ("bus/alpha/queue".to_owned(), "dir"),
+                ("reminders/open".to_owned(), "tree"),
+                ("reminders/snoozed".to_owned(), "tree"),
+                ("leases".to_owned(), "dir"),
+                ("pool".to_owned(), "dir"),
+            ]
+        );
+    }
+}

@@ -10,7 +10,7 @@ use chipset_hook::Hooks;
 use chipset_loop::{Attention, AttentionConfig, WorkKind};
 use chipset_mail::{Mail, MailPriority, NewMessage as MailDraft};
 use chipset_nudge::{KindRegistry, NewNudge, NewReminder, NudgeType, Reminders};
-use chipset_store::{StateDir, StateOptions, TaskId, WatchConfig, WatchTarget};
+use chipset_store::{StateDir, StateOptions, TaskId, WatchConfig};
 use chipset_testkit::{self as kit, PATIENT, TempState};
 use serde_json::json;
 
@@ -260,45 +260,6 @@ fn an_attention_reports_its_config() {
     let attention = Attention::from_state(&tmp.state).with_config(notified());
     assert_eq!(attention.config(), &notified());
     assert_ne!(notified(), AttentionConfig::default());
-}
-
-/// A wait watches each place that can change the brief: the hook file, the
-/// agent's nudge folder, inbox and queue, and the reminders' open and
-/// snoozed trees (a reminder for the agent may sit in any folder below),
-/// the lease table's folder (its leases about to expire) and the pool's
-/// folder (whose appearance adds every hook and the agent's profile).
-#[test]
-fn an_agent_is_watched_where_its_brief_can_change() {
-    let tmp = TempState::new();
-    let attention = Attention::from_state(&tmp.state);
-    let watched: Vec<(String, &str)> = attention
-        .targets(&agent("alpha"))
-        .iter()
-        .map(|t| {
-            let path = t.path().strip_prefix(tmp.state.root()).unwrap();
-            let how = match t {
-                WatchTarget::File(_) => "file",
-                WatchTarget::Dir {
-                    recursive: true, ..
-                } => "tree",
-                _ => "dir",
-            };
-            (path.display().to_string(), how)
-        })
-        .collect();
-    assert_eq!(
-        watched,
-        [
-            ("hooks/alpha.json".to_owned(), "file"),
-            ("nudge/alpha".to_owned(), "dir"),
-            ("mail/inbox/alpha".to_owned(), "dir"),
-            ("bus/alpha/queue".to_owned(), "dir"),
-            ("reminders/open".to_owned(), "tree"),
-            ("reminders/snoozed".to_owned(), "tree"),
-            ("leases".to_owned(), "dir"),
-            ("pool".to_owned(), "dir"),
-        ]
-    );
 }
 
 /// A change that needs nothing (the agent finishing its active work) wakes
