@@ -141,8 +141,7 @@ impl<'de> Deserialize<'de> for NudgeType {
 ///
 /// The recipient is the directory, never a field. Fields this version does
 /// not know are kept in [`Nudge::extra`] and written back with the nudge
-/// (into `processed.json`'s `last`, or when it is relayed); a new nudge
-/// starts without them.
+/// (into `processed.json`'s `last`); a new nudge starts without them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Nudge {
     /// The sender's agent id (seed field).

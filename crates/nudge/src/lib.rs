@@ -150,15 +150,15 @@
 //! [`StateDir::quarantine_checked`](chipset_store::StateDir::quarantine_checked),
 //! which re-reads under the writers' lock) and finish interrupted
 //! transitions. Both return the store's one
-//! [`Report`](chipset_store::Report) shape. [`Nudges::status`] and [`Reminders::open_counts`]
-//! are cheap counts for a status screen.
+//! [`Report`](chipset_store::Report) shape. [`Reminders::open_counts`]
+//! is a cheap count for a status screen.
 //!
 //! # Files written by other programs
 //!
 //! Fields this version does not know are kept and written back:
 //! [`Nudge::extra`] travels with the nudge it was read with (into
-//! `processed.json`'s `last`, or when relayed with [`Nudges::deliver`]; a new
-//! nudge or response starts without them), a processed record's own fields
+//! `processed.json`'s `last`; a new nudge or response starts without
+//! them), a processed record's own fields
 //! stay with it when it is rewritten, and [`Reminder::extra`] stays with
 //! the reminder through resolve, snooze and reopen. A nudge `type` this
 //! version does not know is not an error: the seed reads it as a routine
@@ -190,7 +190,6 @@ pub use reminders::{
 pub use signals::{
     Delivery, NewNudge, NudgeConfig, Nudges, Received,
     respond::{ResponseStatus, Responses},
-    scan::NudgeStatus,
 };
 
 /// The nudges' directory under the state root, `nudge/`.

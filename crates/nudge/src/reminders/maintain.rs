@@ -10,20 +10,10 @@ use crate::format::{Reminder, Resolution};
 
 impl Reminders {
     /// Reopens every snoozed reminder whose time has come (seed §6.3, on
-    /// read). [`Reminders::list_open`] calls it; returns the reopened ones.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Store`] on I/O failure. Unreadable snoozed files are skipped
-    /// here; [`Reminders::list_open`] reports them.
-    pub fn sweep_snoozes(&self) -> Result<Vec<Reminder>> {
-        Ok(self.sweep_snoozes_reporting()?.0)
-    }
-
-    /// As [`Reminders::sweep_snoozes`], also returning the snoozed files that
-    /// could not be read: a corrupt snoozed reminder may be due, so a listing
-    /// must say so rather than look clean.
-    pub(super) fn sweep_snoozes_reporting(&self) -> Result<(Vec<Reminder>, Vec<Corruption>)> {
+    /// read: [`Reminders::list_open`] calls it). Returns the reopened ones
+    /// and the snoozed files that could not be read: a corrupt snoozed
+    /// reminder may be due, so a listing must say so rather than look clean.
+    pub(super) fn sweep_snoozes(&self) -> Result<(Vec<Reminder>, Vec<Corruption>)> {
         let now = self.now()?;
         let mut reopened = Vec::new();
         let mut corrupt = Vec::new();

@@ -390,19 +390,6 @@ impl Reminders {
         }
     }
 
-    /// Opens a reminder for a writer whose own work must not fail because of
-    /// it (seed §5): any error is logged through `tracing` and `None` returned.
-    pub fn open_soft(&self, new: NewReminder) -> Option<Opened> {
-        let (kind, source_id) = (new.kind.clone(), new.source_id.clone());
-        match self.open(new) {
-            Ok(opened) => Some(opened),
-            Err(error) => {
-                tracing::warn!(%error, %kind, %source_id, "could not open reminder; carrying on");
-                None
-            }
-        }
-    }
-
     /// Auto-resolves the key's reminder when `verb` fires (seed §6.1):
     /// resolution `auto_cleared`, `resolved_by_verb` = `verb`. Only the
     /// reminder with exactly this (kind, source type, source id) is touched.

@@ -31,7 +31,7 @@ impl Reminders {
         {
             return Err(Error::UnknownKind { kind: kind.clone() });
         }
-        let (_, corrupt_snoozed) = self.sweep_snoozes_reporting()?;
+        let (_, corrupt_snoozed) = self.sweep_snoozes()?;
         let mut listing = Listing::default();
         let kind_dir = filter
             .kind

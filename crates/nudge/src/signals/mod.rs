@@ -254,7 +254,7 @@ impl Nudges {
 
     /// Returns the channel whose signals (`latest.json`, the processed
     /// record, the responses) live on `backend`, a PostgreSQL server
-    /// (issue 30). The scans ([`Nudges::agents`], [`Nudges::status`]), the
+    /// (issue 30). The scan of the agents ([`Nudges::agents`]), the
     /// doctor and [`Nudges::watch`] go through it too; `state` gives the
     /// clock that makes nudge ids (the reminders have their own
     /// [`Reminders::with_backend`](crate::Reminders::with_backend)).
@@ -383,12 +383,8 @@ impl Nudges {
     }
 
     /// Writes an already stamped nudge to `to`'s `latest.json`, with the same
-    /// precedence rule as [`Nudges::send`]. For relaying nudges made elsewhere.
-    ///
-    /// # Errors
-    ///
-    /// As [`Nudges::send`].
-    pub fn deliver(&self, to: &AgentId, nudge: Nudge) -> Result<Delivery> {
+    /// precedence rule as [`Nudges::send`].
+    pub(crate) fn deliver(&self, to: &AgentId, nudge: Nudge) -> Result<Delivery> {
         let latest = self.latest_path(to);
         let key = self.seam_key(to, &[], LATEST_FILE);
         self.swap(&key, &latest, |current: Current<Nudge>| {

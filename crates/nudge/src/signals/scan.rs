@@ -1,27 +1,11 @@
-//! Scans over every agent's nudges: the agents, status counts, the doctor.
+//! Scans over every agent's nudges: the agents, the doctor.
 
-use chipset_store::{AgentId, DoctorMode, ReadOutcome, Report};
+use chipset_store::{AgentId, DoctorMode, Report};
 
-use super::{LATEST_FILE, Nudges, PROCESSED_FILE, RESPONSES_DIR, Received};
+use super::{LATEST_FILE, Nudges, PROCESSED_FILE, RESPONSES_DIR};
 use crate::doctor;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::format::{Nudge, ProcessedRecord};
-
-/// Cheap counts for a status screen.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct NudgeStatus {
-    /// Agents with a nudge directory.
-    pub agents: usize,
-    /// Agents whose latest nudge is not processed yet.
-    pub unprocessed: usize,
-    /// Of those, how many are `abort`s.
-    pub pending_aborts: usize,
-    /// Unreadable `latest.json` or `processed.json` files.
-    pub corrupt: usize,
-    /// `latest.json` or `processed.json` files holding values this version
-    /// does not know.
-    pub unsupported: usize,
-}
 
 impl Nudges {
     /// Returns the agents that have a nudge directory, sorted. Plain files and
@@ -30,7 +14,7 @@ impl Nudges {
     ///
     /// # Errors
     ///
-    /// [`Error::Store`] on I/O failure.
+    /// [`Error::Store`](crate::Error::Store) on I/O failure.
     pub fn agents(&self) -> Result<Vec<AgentId>> {
         if !self.local {
             return self.agents_on_seam();
@@ -44,38 +28,6 @@ impl Nudges {
             .collect())
     }
 
-    /// Returns counts for a status screen; reads two small files per agent.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Store`] on I/O failure.
-    pub fn status(&self) -> Result<NudgeStatus> {
-        let mut s = NudgeStatus::default();
-        for agent in self.agents()? {
-            s.agents += 1;
-            match self.receive(&agent) {
-                Ok(ReadOutcome::Value(Received::New(n) | Received::Unsure { nudge: n, .. })) => {
-                    s.unprocessed += 1;
-                    if n.kind.urgency() == crate::Urgency::Terminal {
-                        s.pending_aborts += 1;
-                    }
-                }
-                Ok(ReadOutcome::Corrupt(_)) => s.corrupt += 1,
-                Ok(ReadOutcome::Unsupported(_)) => s.unsupported += 1,
-                Ok(ReadOutcome::Missing | ReadOutcome::Value(_)) => {}
-                // An unsupported processed record: counted below.
-                Err(Error::Store(chipset_store::Error::Unsupported(_))) => {}
-                Err(e) => return Err(e),
-            }
-            match self.read_processed(&agent)? {
-                ReadOutcome::Corrupt(_) => s.corrupt += 1,
-                ReadOutcome::Unsupported(_) => s.unsupported += 1,
-                ReadOutcome::Missing | ReadOutcome::Value(_) => {}
-            }
-        }
-        Ok(s)
-    }
-
     /// Scans every agent's `latest.json`, `processed.json` and response
     /// records; reports unreadable files and stray names, and with
     /// [`DoctorMode::Fix`] quarantines the unreadable ones (through the
@@ -86,7 +38,7 @@ impl Nudges {
     ///
     /// # Errors
     ///
-    /// [`Error::Store`] on I/O failure.
+    /// [`Error::Store`](crate::Error::Store) on I/O failure.
     pub fn doctor(&self, mode: DoctorMode) -> Result<Report> {
         if !self.local {
             return self.doctor_rows(mode);

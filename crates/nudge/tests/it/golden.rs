@@ -153,10 +153,10 @@ fn unknown_fields_and_types_are_tolerated() {
         panic!("not read")
     };
     assert_eq!(n.kind, NudgeType::Unknown("health_escalation".into()));
-    // Relayed unchanged: the unknown type is written back verbatim.
-    nudges.deliver(&agent("mayor"), n).unwrap();
-    let v: Value = serde_json::from_str(&read(&nudges.latest_path(&agent("mayor")))).unwrap();
-    assert_eq!(v["type"], "health_escalation");
+    // Marked processed: the unknown type is written back verbatim.
+    nudges.mark_processed(&polecat, &n).unwrap();
+    let v: Value = serde_json::from_str(&read(&nudges.processed_path(&polecat))).unwrap();
+    assert_eq!(v["last"]["type"], "health_escalation");
 }
 
 /// What we write is what a seed reader expects: the five fields with their

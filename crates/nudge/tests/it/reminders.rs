@@ -202,16 +202,12 @@ fn bad_requests_are_refused_with_typed_errors() {
         r.auto_resolve(preset::WRAP_SESSION, "session", "S", "prism_seal"),
         Err(Error::NotAResolvingVerb { .. })
     ));
-    // Nothing was written by any of them; failure-soft open logs and returns.
-    assert!(open_ids(&r).is_empty());
     let mut bad = new(preset::WRAP_SESSION, "S");
     bad.severity = Severity::Blocking;
-    assert!(r.open_soft(bad).is_none());
-    assert!(
-        r.open_soft(new(preset::WRAP_SESSION, "S"))
-            .unwrap()
-            .is_new()
-    );
+    assert!(matches!(r.open(bad), Err(Error::BlockingSeverity)));
+    // Nothing was written by any of them.
+    assert!(open_ids(&r).is_empty());
+    assert!(r.open(new(preset::WRAP_SESSION, "S")).unwrap().is_new());
 }
 
 #[test]

@@ -132,10 +132,10 @@ fn corrupt_latest_is_distinct_and_repaired() {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(&path, "{\"from\": \"mayor\", \"type\": \"ab").unwrap();
     assert!(matches!(n.receive(&p).unwrap(), ReadOutcome::Corrupt(_)));
-    assert_eq!(n.status().unwrap().corrupt, 1);
-    // A corrupt processed record counts too, once per file.
+    assert_eq!(n.doctor(DoctorMode::Check).unwrap().findings.len(), 1);
+    // A corrupt processed record is found too, once per file.
     t.state.write_bytes(&n.processed_path(&p), b"{").unwrap();
-    assert_eq!(n.status().unwrap().corrupt, 2);
+    assert_eq!(n.doctor(DoctorMode::Check).unwrap().findings.len(), 2);
     assert!(t.state.remove_file(&n.processed_path(&p)).unwrap());
     // The doctor reports it, and with Fix moves it aside.
     let report = n.doctor(DoctorMode::Check).unwrap();
@@ -404,7 +404,7 @@ fn draft_nudge() -> chipset_nudge::Nudge {
 }
 
 #[test]
-fn status_counts_and_no_temp_leftovers() {
+fn sends_and_marks_leave_no_temp_files() {
     let (t, _c) = manual_state();
     let n = Nudges::new(t.state.clone());
     n.send(&agent("a"), draft(NudgeType::Abort, "stop"))
@@ -418,16 +418,19 @@ fn status_counts_and_no_temp_leftovers() {
         .unwrap()
         .clone();
     n.mark_processed(&agent("b"), &b).unwrap();
-    let s = n.status().unwrap();
-    assert_eq!(
-        (s.agents, s.unprocessed, s.pending_aborts, s.corrupt),
-        (2, 1, 1, 0)
-    );
+    assert!(matches!(
+        n.receive(&agent("a")).unwrap(),
+        ReadOutcome::Value(Received::New(ref x)) if x.kind == NudgeType::Abort
+    ));
+    assert!(matches!(
+        n.receive(&agent("b")).unwrap(),
+        ReadOutcome::Value(Received::Seen(_))
+    ));
     assert!(temps_under(t.state.root()).is_empty());
 }
 
-/// Regression: a stray file under `nudge/` was listed as an agent, and the
-/// status of every agent failed on it.
+/// Regression: a stray file under `nudge/` was listed as an agent, and
+/// every scan over the agents failed on it.
 #[test]
 fn stray_files_are_not_agents() {
     let (t, _c) = manual_state();
@@ -439,9 +442,7 @@ fn stray_files_are_not_agents() {
     .unwrap();
     std::fs::write(t.state.root().join("nudge").join("stray.txt"), "x").unwrap();
     assert_eq!(n.agents().unwrap(), [agent("polecat-alpha")]);
-    let status = n.status().unwrap();
-    assert_eq!(status.agents, 1);
-    assert_eq!(status.unprocessed, 1);
+    assert_eq!(n.doctor(DoctorMode::Check).unwrap().findings.len(), 1);
 }
 
 /// Regression: a symlink in place of an agent's nudge directory made the
