@@ -75,7 +75,7 @@ impl Group {
     /// a UUID (version 4 form) made from a hash of the group id and the
     /// agent, so a retry finds the copies it already delivered, and the id
     /// keeps the seed's `{unix-ms}-{uuid}` form that other readers require.
-    pub fn copy_id(&self, agent: &AgentId) -> MessageId {
+    pub(crate) fn copy_id(&self, agent: &AgentId) -> MessageId {
         copy_id(&self.id, agent)
     }
 
@@ -238,8 +238,8 @@ impl Mail {
     ///
     /// The copies are sent as one [`Mail::send_batch`]: each copy's publish
     /// is its own commit point, and the batch shares the syncs. Each copy's
-    /// id is derived from the group id and its recipient
-    /// ([`Group::copy_id`]), so with a chosen id ([`GroupMessage::id`])
+    /// id is derived from the group id and its recipient (the group id's
+    /// millisecond and a hash of both), so with a chosen id ([`GroupMessage::id`])
     /// a retry after a failure or a crash in the middle of the fan-out
     /// returns the copies already delivered, writes only the missing ones,
     /// and never a second copy. A retry adopts the recipients the first
