@@ -112,6 +112,8 @@ impl Mail {
     /// Reads the files of `dirs` whose names sort after the oldest of
     /// `requests` and returns, per answered request, one response that fits
     /// it. A file is parsed only when it mentions one of the requests' ids.
+    /// The folders are looked at in order, and those left once every
+    /// request has a response are not listed.
     fn responses_among(
         &self,
         requests: &[&Message],
@@ -125,6 +127,12 @@ impl Mail {
         let mut wanted: Option<HashMap<&MessageId, &Message>> = None;
         let sent = requests.iter().map(|r| r.created_at).min();
         for dir in dirs {
+            // One response per request is all that is asked: once each has
+            // one, the folders left are not listed (for one request answered
+            // in its sender's inbox, `archive/` is never listed).
+            if answered.len() == requests.len() {
+                break;
+            }
             // A response is put into a folder after its request was sent,
             // which sets the folder's mtime; a folder unchanged since (with
             // slack for clocks) cannot hold one, and is not listed. A wrong

@@ -557,3 +557,45 @@ fn a_sent_event_answers_only_through_a_file_that_fits() {
     send_foreign(m, &silent, 7, false);
     assert!(m.has_reply(&silent.id).unwrap());
 }
+
+/// One response found is all a request needs: a request answered in its
+/// sender's inbox, older than the tail (so that `archive/` could hold its
+/// response), is answered without listing `archive/` (issue 31: the
+/// archive of a request answered without a `sent` event listed both).
+#[test]
+fn a_response_found_in_the_inbox_spares_the_archive_listing() {
+    let f = fixture_with(no_grace());
+    let m = &f.mail;
+    let q = request(m, "asked");
+    // `archive/` changed after the request was sent.
+    let other = request(m, "other");
+    assert!(matches!(
+        m.archive(&other.id).unwrap_err(),
+        chipset_mail::Error::ArchiveWithoutReply { .. }
+    ));
+    let note = m
+        .send(&NewMessage::notify(
+            agent("exec"),
+            agent("critic"),
+            task("t1"),
+            "fyi",
+            "x",
+        ))
+        .unwrap();
+    assert!(matches!(
+        m.archive(&note.id).unwrap(),
+        ArchiveOutcome::Archived(_)
+    ));
+    send_foreign(m, &q, 3, false);
+    let watch = crate::watch_opens(m.dir().as_path());
+    assert!(m.has_reply(&q.id).unwrap());
+    let opened = crate::opened(&watch);
+    assert!(
+        !opened.contains(&"archive".to_owned()),
+        "listed: {opened:?}"
+    );
+    // Without the response there, `archive/` is listed (and holds none).
+    let watch = crate::watch_opens(m.dir().as_path());
+    assert!(!m.has_reply(&other.id).unwrap());
+    assert!(crate::opened(&watch).contains(&"archive".to_owned()));
+}
