@@ -31,6 +31,8 @@ pub struct Mail {
     /// The server mail lives on ([`Mail::with_backend`]); `None` on a
     /// directory, which keeps its own tuned paths.
     pub(crate) seam: Option<std::sync::Arc<dyn chipset_backend::Backend>>,
+    /// How far this process has read the manifest for the archive tail.
+    pub(crate) tail: crate::tail::TailMemory,
 }
 
 /// A message and where it is.
@@ -222,6 +224,7 @@ impl Mail {
             config,
             layout,
             seam: None,
+            tail: crate::tail::TailMemory::default(),
         }
     }
 
@@ -251,6 +254,7 @@ impl Mail {
             config: MailConfig::default(),
             layout,
             seam: None,
+            tail: crate::tail::TailMemory::default(),
         }
     }
 

@@ -64,11 +64,29 @@
 //!   the gate cache): a new origin, as above. A stale file only makes a
 //!   reader read events again (entering a response twice changes nothing).
 //!
+//! # How often the file is written
+//!
+//! Rewriting the tail file on every look cost an archive a new inode and a
+//! rename in the journal commit of its move (issue 31: about a third of
+//! what an answered archive wrote to the disk). The process keeps the
+//! furthest tail it reached in memory ([`TailMemory`], shared by the clones
+//! of a [`Mail`]), and uses it where it goes further than the file from
+//! the same origin (same manifest, same `since`, its mark checked as the
+//! file's is). The file is written when the tail begins, when the look
+//! entered responses in the reply index (reading those events again would
+//! enter them again), when the tail reached a settled end (so that the
+//! next reader need not even open the manifest), and otherwise once it has
+//! moved [`PERSIST_AFTER`] bytes past the file. So another process (a
+//! command-line call) reads at most that many bytes of events again, and
+//! a lost memory (a crash) costs the same: nothing is answered from it
+//! that was not read and checked.
+//!
 //! Nothing here can answer a request that has no fitting response: the tail
 //! only adds index entries for responses it has read and checked against
 //! their request, as the fallback does.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
 use crate::MessageId;
@@ -85,6 +103,38 @@ use crate::mail::{MTIME_SLACK, Mail, answers, read_message};
 /// [`TailFile::at_end`]; a version 1 file is read as one without it, any
 /// other version starts afresh.
 const VERSION: u32 = 2;
+
+/// How far past the tail file the tail may move before the file is
+/// written again (see the module docs): about ten answered archives'
+/// events (a request's `sent`, its response's, and the `archived`).
+const PERSIST_AFTER: u64 = 8 * 1024;
+
+/// The furthest tail this process reached, which the file may lag (see
+/// the module docs). Shared by the clones of a [`Mail`].
+#[derive(Debug, Default, Clone)]
+pub(crate) struct TailMemory(Arc<Mutex<Option<TailFile>>>);
+
+impl TailMemory {
+    /// Returns what the process reached past `stored` from the same origin
+    /// (the same manifest inode and `since`, not past `len`), or `stored`.
+    fn further(&self, stored: TailFile, len: u64) -> TailFile {
+        let memory = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        match &*memory {
+            Some(m)
+                if (m.dev, m.ino, m.since) == (stored.dev, stored.ino, stored.since)
+                    && m.offset > stored.offset
+                    && m.offset <= len =>
+            {
+                m.clone()
+            }
+            _ => stored,
+        }
+    }
+
+    fn remember(&self, tail: &TailFile) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(tail.clone());
+    }
+}
 
 /// What `mail/.gate/archive-tail.json` holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -187,12 +237,20 @@ impl Mail {
         let path = self.tail_path();
         let log = self.manifest()?;
         let times = (meta.mtime, meta.ctime);
-        let loaded = crate::gate::load::<TailFile>(&self.state, &path).filter(|t| {
+        let stored = crate::gate::load::<TailFile>(&self.state, &path).filter(|t| {
             (t.v == 1 || t.v == VERSION) && t.dev == dev && t.ino == ino && t.offset <= len
         });
-        let loaded = match loaded {
+        // Where the file stands: the tail is written again when it has moved
+        // on enough from there (see the module docs).
+        let written = stored.as_ref().map(|t| (t.offset, t.at_end));
+        let loaded = match stored.map(|t| self.tail.further(t, len)) {
             // Unchanged since the tail was last at its end.
             Some(t) if t.offset == len && t.at_end == Some(times) => {
+                if written != Some((len, Some(times))) {
+                    // Reached in memory: the next reader need not open the
+                    // manifest either.
+                    self.store_cache(&path, &t);
+                }
                 return Ok(Caught::since(t.since));
             }
             Some(t) if mark(&log, t.offset)? == t.mark => Some(t),
@@ -215,6 +273,7 @@ impl Mail {
                         .then_some(times),
                 };
                 self.store_cache(&path, &tail);
+                self.tail.remember(&tail);
                 return Ok(Caught::since(tail.since));
             }
         };
@@ -224,6 +283,7 @@ impl Mail {
             if Stamp::from(&meta).settled(SystemTime::now()) {
                 tail.at_end = Some(times);
                 self.store_cache(&path, &tail);
+                self.tail.remember(&tail);
             }
             return Ok(caught);
         }
@@ -252,7 +312,11 @@ impl Mail {
             // The times were taken before the read: a write since has moved them.
             tail.at_end = (tail.offset == len && Stamp::from(&meta).settled(SystemTime::now()))
                 .then_some(times);
-            self.store_cache(&path, &tail);
+            let behind = written.map_or(u64::MAX, |(offset, _)| tail.offset.saturating_sub(offset));
+            if !replies.is_empty() || tail.at_end.is_some() || behind >= PERSIST_AFTER {
+                self.store_cache(&path, &tail);
+            }
+            self.tail.remember(&tail);
         }
         for response in replies {
             if let Some(parent) = response.in_reply_to.clone() {

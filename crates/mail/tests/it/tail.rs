@@ -558,6 +558,69 @@ fn a_sent_event_answers_only_through_a_file_that_fits() {
     assert!(m.has_reply(&silent.id).unwrap());
 }
 
+/// The tail file's inode (it is written by a rename).
+fn tail_ino(m: &Mail) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(tail_path(m).as_path()).unwrap().ino()
+}
+
+/// A look that moves the tail on only a little keeps it in memory (issue
+/// 31: rewriting the file made every answered archive's move commit a new
+/// inode): the file is written again once it has fallen far enough behind,
+/// not at every look, and another process reading from the older file
+/// still finds what was archived since.
+#[test]
+fn the_tail_file_is_written_when_it_falls_behind_not_at_every_look() {
+    let f = fixture_with(no_grace());
+    let m = &f.mail;
+    begin_tail(&f);
+    let first = tail_ino(m);
+    let q = request(m, "asked");
+    send_foreign(m, &q, 1, true);
+    assert!(matches!(
+        m.archive(&q.id).unwrap(),
+        ArchiveOutcome::Archived(_)
+    ));
+    assert_eq!(tail_ino(m), first, "the tail file was written again");
+
+    // Another program archives a response with its event: this process
+    // and another one (a mail of its own, reading the file, which is
+    // behind) both find it.
+    let logged = request(m, "logged");
+    let (rid, bytes) = nubos_response(&logged, 2);
+    archive_foreign(m, &rid, &bytes, true);
+    let other = Mail::with_config(m.state().clone(), no_grace());
+    assert!(other.has_reply(&logged.id).unwrap());
+    assert!(m.has_reply(&logged.id).unwrap());
+
+    // Many answered archives: the file follows, now and then.
+    let mut written = 0;
+    let mut ino = tail_ino(m);
+    for n in 0..40 {
+        let q = request(m, "more");
+        send_foreign(m, &q, 10 + n, true);
+        assert!(matches!(
+            m.archive(&q.id).unwrap(),
+            ArchiveOutcome::Archived(_)
+        ));
+        if tail_ino(m) != ino {
+            written += 1;
+            ino = tail_ino(m);
+        }
+    }
+    assert!(
+        (1..20).contains(&written),
+        "written {written} times in 40 looks"
+    );
+    let tail: serde_json::Value =
+        serde_json::from_slice(&fs::read(tail_path(m).as_path()).unwrap()).unwrap();
+    let len = fs::metadata(m.dir().as_path().join("manifest.jsonl"))
+        .unwrap()
+        .len();
+    let offset = tail["offset"].as_u64().unwrap();
+    assert!(offset + 8 * 1024 + 2_048 > len, "{offset} of {len}");
+}
+
 /// One response found is all a request needs: a request answered in its
 /// sender's inbox, older than the tail (so that `archive/` could hold its
 /// response), is answered without listing `archive/` (issue 31: the
