@@ -82,6 +82,11 @@ impl Mail {
         }
         match self.move_message(id, &found.location, &Location::Archive)? {
             Moved::Done => {
+                if message.kind != crate::format::Kind::Response {
+                    // Its `archived` event answers nothing: the tail need
+                    // not read its file.
+                    self.tail.archived(id);
+                }
                 // Enter the response in the index, so the next look is the
                 // fast one. Unsynced: the index is a cache (the response
                 // file decides), and an entry a power cut loses is the

@@ -85,7 +85,7 @@
 //! only adds index entries for responses it has read and checked against
 //! their request, as the fallback does.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
@@ -110,16 +110,33 @@ const VERSION: u32 = 2;
 const PERSIST_AFTER: u64 = 8 * 1024;
 
 /// The furthest tail this process reached, which the file may lag (see
-/// the module docs). Shared by the clones of a [`Mail`].
+/// the module docs), and the messages this process archived that are not
+/// responses (an `archived` event naming one needs no read of its file).
+/// Shared by the clones of a [`Mail`].
 #[derive(Debug, Default, Clone)]
-pub(crate) struct TailMemory(Arc<Mutex<Option<TailFile>>>);
+pub(crate) struct TailMemory(Arc<Mutex<Memory>>);
+
+#[derive(Debug, Default)]
+struct Memory {
+    tail: Option<TailFile>,
+    /// The last [`OWN`] messages this process archived that are not
+    /// responses, oldest first.
+    archived: VecDeque<MessageId>,
+}
+
+/// How many of its own archived messages a process remembers: more than
+/// one look ever reads past in a busy process.
+const OWN: usize = 64;
 
 impl TailMemory {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Memory> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Returns what the process reached past `stored` from the same origin
     /// (the same manifest inode and `since`, not past `len`), or `stored`.
     fn further(&self, stored: TailFile, len: u64) -> TailFile {
-        let memory = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        match &*memory {
+        match &self.lock().tail {
             Some(m)
                 if (m.dev, m.ino, m.since) == (stored.dev, stored.ino, stored.since)
                     && m.offset > stored.offset
@@ -132,7 +149,23 @@ impl TailMemory {
     }
 
     fn remember(&self, tail: &TailFile) {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(tail.clone());
+        self.lock().tail = Some(tail.clone());
+    }
+
+    /// Notes that this process moved `id`, a message that is not a
+    /// response, into `archive/` ([`Mail::archive`]).
+    pub(crate) fn archived(&self, id: &MessageId) {
+        let mut memory = self.lock();
+        if memory.archived.len() == OWN {
+            memory.archived.pop_front();
+        }
+        memory.archived.push_back(id.clone());
+    }
+
+    /// True when this process archived `id` and it is not a response: a
+    /// message keeps its kind, so its file in `archive/` answers nothing.
+    fn archived_here(&self, id: &MessageId) -> bool {
+        self.lock().archived.contains(id)
     }
 }
 
@@ -165,7 +198,7 @@ struct TailFile {
 
 /// One manifest line, as loosely as the tail needs it (any writer's events:
 /// chipset's and nubos-pilot's differ in their other fields).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, PartialEq, Eq, Deserialize)]
 struct Event {
     event: String,
     id: Option<String>,
@@ -243,39 +276,40 @@ impl Mail {
         // Where the file stands: the tail is written again when it has moved
         // on enough from there (see the module docs).
         let written = stored.as_ref().map(|t| (t.offset, t.at_end));
-        let loaded = match stored.map(|t| self.tail.further(t, len)) {
-            // Unchanged since the tail was last at its end.
-            Some(t) if t.offset == len && t.at_end == Some(times) => {
-                if written != Some((len, Some(times))) {
-                    // Reached in memory: the next reader need not open the
-                    // manifest either.
-                    self.store_cache(&path, &t);
-                }
-                return Ok(Caught::since(t.since));
+        let candidate = stored.map(|t| self.tail.further(t, len));
+        // Unchanged since the tail was last at its end.
+        if let Some(t) = &candidate
+            && t.offset == len
+            && t.at_end == Some(times)
+        {
+            if written != Some((len, Some(times))) {
+                // Reached in memory: the next reader need not open the
+                // manifest either.
+                self.store_cache(&path, t);
             }
-            Some(t) if mark(&log, t.offset)? == t.mark => Some(t),
-            _ => None,
+            return Ok(Caught::since(t.since));
+        }
+        let found = match candidate {
+            Some(t) => unseen(&log, &t, len)?.map(|u| (t, u)),
+            None => None,
         };
-        let mut tail = match loaded {
-            Some(t) => t,
-            None => {
-                // Begin: the length first, then the time, so that every event
-                // past the offset was appended after `since`.
-                let tail = TailFile {
-                    v: VERSION,
-                    dev,
-                    ino,
-                    since: self.state.now(),
-                    offset: len,
-                    mark: mark(&log, len)?,
-                    at_end: Stamp::from(&meta)
-                        .settled(SystemTime::now())
-                        .then_some(times),
-                };
-                self.store_cache(&path, &tail);
-                self.tail.remember(&tail);
-                return Ok(Caught::since(tail.since));
-            }
+        let Some((mut tail, unseen)) = found else {
+            // Begin: the length first, then the time, so that every event
+            // past the offset was appended after `since`.
+            let tail = TailFile {
+                v: VERSION,
+                dev,
+                ino,
+                since: self.state.now(),
+                offset: len,
+                mark: mark(&log, len)?,
+                at_end: Stamp::from(&meta)
+                    .settled(SystemTime::now())
+                    .then_some(times),
+            };
+            self.store_cache(&path, &tail);
+            self.tail.remember(&tail);
+            return Ok(Caught::since(tail.since));
         };
         tail.v = VERSION;
         let mut caught = Caught::since(tail.since);
@@ -287,12 +321,9 @@ impl Mail {
             }
             return Ok(caught);
         }
-        // Lines that are not events of this shape (bad lines, a torn tail)
-        // are passed over: the doctor reports them.
-        let read = log.read_from::<Event>(tail.offset)?;
         let mut replies = Vec::new();
         let mut sent: BTreeMap<MessageId, Vec<(AgentId, MessageId)>> = BTreeMap::new();
-        for event in &read.records {
+        for event in &unseen.events {
             if let Some(response) = self.archived_response(event)? {
                 replies.push(response);
             } else if let Some((parent, to, id)) = sent_response_event(event) {
@@ -307,8 +338,8 @@ impl Mail {
             }
         };
         if linked {
-            tail.offset = read.end_offset;
-            tail.mark = mark(&log, tail.offset)?;
+            tail.offset = unseen.end;
+            tail.mark = unseen.mark;
             // The times were taken before the read: a write since has moved them.
             tail.at_end = (tail.offset == len && Stamp::from(&meta).settled(SystemTime::now()))
                 .then_some(times);
@@ -372,6 +403,9 @@ impl Mail {
         let Ok(id) = MessageId::new(id) else {
             return Ok(None);
         };
+        if self.tail.archived_here(&id) {
+            return Ok(None);
+        }
         let path = self.layout.file(&Location::Archive, &id);
         // Moved on (swept with its task: the by-task folder is looked at),
         // unreadable or not a response: not an answer from here.
@@ -408,16 +442,150 @@ fn sent_response_event(event: &Event) -> Option<(MessageId, AgentId, MessageId)>
 /// How many bytes before a tail's offset its mark holds.
 const MARK_LEN: u64 = 64;
 
+/// Up to how many unread bytes the tail reads the manifest in one `pread`
+/// (its mark and the events after it); more is read line by line.
+const READ_AT_ONCE: u64 = 256 * 1024;
+
+/// What a look finds past the tail's offset.
+struct Unseen {
+    /// The events of the complete lines (lines that are not events of
+    /// this shape, bad lines and a torn last line, are passed over: the
+    /// doctor reports them).
+    events: Vec<Event>,
+    /// Where the last complete line ends.
+    end: u64,
+    /// The mark at `end`.
+    mark: String,
+}
+
+/// Reads the manifest past `tail`'s offset, up to `len`; `None` when the
+/// bytes before the offset are not the tail's mark (another manifest).
+/// Up to [`READ_AT_ONCE`] bytes are read in one go: the mark's bytes,
+/// the events and the new mark's bytes at once.
+fn unseen(log: &JsonLog, tail: &TailFile, len: u64) -> Result<Option<Unseen>> {
+    if len.saturating_sub(tail.offset) > READ_AT_ONCE {
+        unseen_by_lines(log, tail)
+    } else {
+        unseen_at_once(log, tail, len)
+    }
+}
+
+/// [`unseen`] through the log's line reader (memory bounded by a line).
+fn unseen_by_lines(log: &JsonLog, tail: &TailFile) -> Result<Option<Unseen>> {
+    if mark(log, tail.offset)? != tail.mark {
+        return Ok(None);
+    }
+    let read = log.read_from::<Event>(tail.offset)?;
+    Ok(Some(Unseen {
+        mark: mark(log, read.end_offset)?,
+        events: read.records,
+        end: read.end_offset,
+    }))
+}
+
+/// [`unseen`] in one read of the bytes from the mark's start to `len`.
+fn unseen_at_once(log: &JsonLog, tail: &TailFile, len: u64) -> Result<Option<Unseen>> {
+    let offset = tail.offset;
+    let start = offset.saturating_sub(MARK_LEN);
+    let bytes = log.bytes_at(start, len)?.unwrap_or_default();
+    let before = usize::try_from(offset - start).unwrap_or(usize::MAX);
+    if bytes.get(..before).is_none_or(|b| hex(b) != tail.mark) {
+        return Ok(None);
+    }
+    let mut events = Vec::new();
+    let mut at = before;
+    while let Some(n) = bytes[at..].iter().position(|&b| b == b'\n') {
+        let line = &bytes[at..at + n];
+        if let Ok(event) = serde_json::from_slice::<Event>(line) {
+            events.push(event);
+        }
+        at += n + 1;
+    }
+    let from = at.saturating_sub(usize::try_from(MARK_LEN).unwrap_or(usize::MAX));
+    Ok(Some(Unseen {
+        events,
+        end: start + at as u64,
+        mark: hex(&bytes[from..at]),
+    }))
+}
+
 /// Returns the manifest's bytes before `offset` (at most [`MARK_LEN`]), in
 /// hex; empty when the manifest is gone (which no mark of a tail matches,
 /// but the empty one of an empty manifest).
 fn mark(log: &JsonLog, offset: u64) -> Result<String> {
-    use std::fmt::Write as _;
     let bytes = log
         .bytes_at(offset.saturating_sub(MARK_LEN), offset)?
         .unwrap_or_default();
-    Ok(bytes.iter().fold(String::new(), |mut s, b| {
+    Ok(hex(&bytes))
+}
+
+/// `bytes` in hex, as a mark holds them.
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::new(), |mut s, b| {
         let _ = write!(s, "{b:02x}");
         s
-    }))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(id: &str) -> String {
+        format!("{{\"event\":\"archived\",\"id\":\"{id}\"}}\n")
+    }
+
+    /// Both ways of reading past the tail find the same events, end and
+    /// mark: complete lines only (a blank line and a bad one passed over, a
+    /// torn last line left for later), after a mark that matches.
+    #[test]
+    fn a_look_at_once_reads_what_the_line_reader_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = chipset_store::StateDir::open(dir.path()).unwrap();
+        let path = state.root_path().join("manifest.jsonl").unwrap();
+        let first = event("a");
+        state.write_bytes(&path, first.as_bytes()).unwrap();
+        let log = state.log(&path).unwrap();
+        let offset = first.len() as u64;
+        let tail = TailFile {
+            v: VERSION,
+            dev: 0,
+            ino: 0,
+            since: Timestamp::EPOCH,
+            offset,
+            mark: mark(&log, offset).unwrap(),
+            at_end: None,
+        };
+        let mut more = String::from("\nnot json\n");
+        for n in 0..100 {
+            more.push_str(&event(&format!("b{n}")));
+        }
+        more.push_str("{\"event\":\"sent\"");
+        let mut all = first.clone().into_bytes();
+        all.extend_from_slice(more.as_bytes());
+        state.write_bytes(&path, &all).unwrap();
+        let len = all.len() as u64;
+        let once = unseen_at_once(&log, &tail, len).unwrap().unwrap();
+        let lines = unseen_by_lines(&log, &tail).unwrap().unwrap();
+        assert_eq!(once.events.len(), 100);
+        assert_eq!(once.events[99].id.as_deref(), Some("b99"));
+        assert_eq!(once.end, len - "{\"event\":\"sent\"".len() as u64);
+        assert_eq!(once.mark, mark(&log, once.end).unwrap());
+        assert_eq!(
+            (&once.events, once.end, &once.mark),
+            (&lines.events, lines.end, &lines.mark)
+        );
+        // Nothing past the offset: the mark is checked, nothing read.
+        let none = unseen_at_once(&log, &tail, offset).unwrap().unwrap();
+        assert!(none.events.is_empty());
+        assert_eq!((none.end, &none.mark), (offset, &tail.mark));
+        // Another manifest (other bytes before the offset): no look.
+        let other = TailFile {
+            mark: "00".repeat(first.len()),
+            ..tail
+        };
+        assert!(unseen_at_once(&log, &other, len).unwrap().is_none());
+        assert!(unseen_by_lines(&log, &other).unwrap().is_none());
+    }
 }

@@ -662,3 +662,20 @@ fn a_response_found_in_the_inbox_spares_the_archive_listing() {
     assert!(!m.has_reply(&other.id).unwrap());
     assert!(crate::opened(&watch).contains(&"archive".to_owned()));
 }
+
+/// The `archived` event of a request this process archived answers
+/// nothing: the next look does not open that request's file again.
+#[test]
+fn a_look_does_not_read_what_this_process_archived_as_a_request() {
+    let f = fixture_with(no_grace());
+    let m = &f.mail;
+    begin_tail(&f);
+    let (q1, q2) = (request(m, "one"), request(m, "two"));
+    send_foreign(m, &q1, 1, true);
+    assert!(matches!(m.archive(&q1.id), Ok(ArchiveOutcome::Archived(_))));
+    send_foreign(m, &q2, 2, true);
+    let archive = crate::watch_opens(&m.dir().as_path().join("archive"));
+    assert!(matches!(m.archive(&q2.id), Ok(ArchiveOutcome::Archived(_))));
+    let opened = crate::opened(&archive);
+    assert!(!opened.contains(&format!("{}.json", q1.id)), "{opened:?}");
+}
