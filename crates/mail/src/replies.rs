@@ -142,15 +142,22 @@ impl Mail {
             {
                 continue;
             }
-            for name in self.state.list(dir)? {
-                // Compared as text before the id is parsed: ids order as
-                // their text does, and most names sort before the oldest.
+            // Compared as text before the id is parsed, and kept only when
+            // newer: ids order as their text does, and most names sort
+            // before the oldest request (nothing else is collected or
+            // sorted). Then read in id order, as a sorted listing gives them.
+            let mut newer = Vec::new();
+            self.state.for_each_name(dir, |name| -> Result<()> {
                 if name
                     .strip_suffix(".json")
-                    .is_none_or(|s| s <= oldest.as_str())
+                    .is_some_and(|s| s > oldest.as_str())
                 {
-                    continue;
+                    newer.push(name);
                 }
+                Ok(())
+            })?;
+            newer.sort_unstable();
+            for name in newer {
                 let Some(id) = id_of(&name) else { continue };
                 let path = dir.join_id(&id, ".json");
                 let bytes = match self
