@@ -37,7 +37,8 @@ impl Mail {
     /// its request), and a file counts
     /// only when it is a response that names the request, comes from its
     /// addressee and belongs to its task (what [`Mail::send`] would accept).
-    /// So a response written by another program, or by a chipset sender that
+    /// The folders are looked at in that order, and the search stops at
+    /// the first response found. So a response written by another program, or by a chipset sender that
     /// crashed before its index entry, counts at once, without
     /// [`Mail::doctor`].
     ///
