@@ -66,20 +66,19 @@
 //!
 //! # How often the file is written
 //!
-//! Rewriting the tail file on every look cost an archive a new inode and a
-//! rename in the journal commit of its move (issue 31: about a third of
-//! what an answered archive wrote to the disk). The process keeps the
+//! Rewriting the tail file on every look would put a new inode and a rename
+//! into the journal commit of every archive's move. The process keeps the
 //! furthest tail it reached in memory ([`TailMemory`], shared by the clones
-//! of a [`Mail`]), and uses it where it goes further than the file from
-//! the same origin (same manifest, same `since`, its mark checked as the
-//! file's is). The file is written when the tail begins, when the look
-//! entered responses in the reply index (reading those events again would
-//! enter them again), when the tail reached a settled end (so that the
-//! next reader need not even open the manifest), and otherwise once it has
-//! moved [`PERSIST_AFTER`] bytes past the file. So another process (a
-//! command-line call) reads at most that many bytes of events again, and
-//! a lost memory (a crash) costs the same: nothing is answered from it
-//! that was not read and checked.
+//! of a [`Mail`]), and uses it where it goes further than the file from the
+//! same origin (same manifest, same `since`, its mark checked as the file's
+//! is). The file is written when the tail begins, when the look entered
+//! responses in the reply index (reading those events again would enter
+//! them again), when the tail reached a settled end (so that the next
+//! reader need not even open the manifest), and otherwise once it has moved
+//! [`PERSIST_AFTER`] bytes past the file. So another process (a
+//! command-line call) reads at most that many bytes of events again, and a
+//! lost memory (a crash) costs the same: nothing is answered from it that
+//! was not read and checked.
 //!
 //! Nothing here can answer a request that has no fitting response: the tail
 //! only adds index entries for responses it has read and checked against
