@@ -12,7 +12,7 @@ use serde::Serialize;
 use crate::backend::{IoBackend, SharedIo, SyncOrder};
 use crate::canonical::to_canonical_json;
 use crate::error::{Error, Result};
-use crate::stat::none_if_not_found;
+use crate::stat::{Stat, none_if_not_found};
 use crate::sync_pool;
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -51,18 +51,19 @@ pub(crate) fn refuse_symlink(path: &Path) -> Result<()> {
 /// `.{target-name}.{pid}.{counter}.{random}.tmp`. On failure the temp is
 /// removed (or, if even that fails, left as a dot-file no reader looks at).
 pub(crate) fn write_temp(io: &dyn IoBackend, target: &Path, bytes: &[u8]) -> Result<PathBuf> {
-    write_temp_ordered(io, SyncOrder::FileThenDir, target, bytes)
+    write_temp_ordered(io, SyncOrder::FileThenDir, target, bytes).map(|(tmp, _)| tmp)
 }
 
 /// [`write_temp`] with the temp's data made durable as `order` says: synced
 /// ([`SyncOrder::FileThenDir`]) or written back, to be made durable by the
 /// directory sync that follows its publish ([`SyncOrder::WriteBackThenDir`]).
+/// Returns the temp's path and its still open descriptor.
 fn write_temp_ordered(
     io: &dyn IoBackend,
     order: SyncOrder,
     target: &Path,
     bytes: &[u8],
-) -> Result<PathBuf> {
+) -> Result<(PathBuf, File)> {
     let (tmp, file) = create_temp(io, target)?;
     let written = io
         .write_all(&file, &tmp, bytes)
@@ -72,7 +73,7 @@ fn write_temp_ordered(
         let _ = io.remove_file(&tmp);
         return Err(e);
     }
-    Ok(tmp)
+    Ok((tmp, file))
 }
 
 /// Makes a temp's data ready to publish under `order`: `fsync`, or a write-back
@@ -239,9 +240,40 @@ pub(crate) fn create_new_with(
     path: &Path,
     bytes: &[u8],
 ) -> Result<()> {
-    let tmp = write_temp_ordered(io, order, path, bytes)?;
+    create_new_stat_with(io, order, path, bytes, false).map(drop)
+}
+
+/// [`create_new_with`], and when `stat`, the published file's [`Stat`]:
+/// an `fstat` of the temp's descriptor after the publish (so it carries
+/// the times the publish gave the file), before the directory sync.
+/// `None` when not asked, or when that `fstat` failed (the file is
+/// published all the same).
+pub(crate) fn create_new_stat_with(
+    io: &dyn IoBackend,
+    order: SyncOrder,
+    path: &Path,
+    bytes: &[u8],
+    stat: bool,
+) -> Result<Option<Stat>> {
+    let (tmp, file) = write_temp_ordered(io, order, path, bytes)?;
+    // Closed before the publish unless its stat is wanted.
+    let kept = stat.then_some(file);
     publish_temp(io, &tmp, path)?;
-    sync_dir_with(io, parent(path)).map_err(|e| e.after_commit(path))
+    let meta = kept.and_then(|file| fstat_published(&file, path));
+    sync_dir_with(io, parent(path)).map_err(|e| e.after_commit(path))?;
+    Ok(meta)
+}
+
+/// The [`Stat`] of a file just published under `path` through its open
+/// descriptor; `None` (logged) when the `fstat` fails.
+fn fstat_published(file: &File, path: &Path) -> Option<Stat> {
+    match file.metadata() {
+        Ok(meta) => Some(Stat::from_metadata(&meta)),
+        Err(error) => {
+            tracing::debug!(path = %path.display(), %error, "could not stat a published file");
+            None
+        }
+    }
 }
 
 fn publish_temp(io: &dyn IoBackend, tmp: &Path, path: &Path) -> Result<()> {
@@ -307,6 +339,19 @@ pub(crate) fn create_new_batch_with<P: AsRef<Path>>(
     order: SyncOrder,
     items: &[(P, Vec<u8>)],
 ) -> Result<Vec<Created>> {
+    let outcomes = create_new_batch_stat_with(shared, order, items, false)?;
+    Ok(outcomes.into_iter().map(|(created, _)| created).collect())
+}
+
+/// [`create_new_batch_with`], and when `stat`, each published file's
+/// [`Stat`], as [`create_new_stat_with`] takes it (`None` for a file that
+/// was not published, or whose `fstat` failed).
+pub(crate) fn create_new_batch_stat_with<P: AsRef<Path>>(
+    shared: &SharedIo,
+    order: SyncOrder,
+    items: &[(P, Vec<u8>)],
+    stat: bool,
+) -> Result<Vec<(Created, Option<Stat>)>> {
     let io: &dyn IoBackend = &**shared;
     let mut temps: Vec<(PathBuf, File)> = Vec::with_capacity(items.len());
     let remove_all = |temps: &[(PathBuf, File)]| {
@@ -341,21 +386,26 @@ pub(crate) fn create_new_batch_with<P: AsRef<Path>>(
         remove_all(&temps);
         return Err(e);
     }
-    let temps: Vec<PathBuf> = temps.into_iter().map(|(t, _)| t).collect();
+    // Closed before the publish unless their stats are wanted.
+    let temps: Vec<(PathBuf, Option<File>)> = temps
+        .into_iter()
+        .map(|(t, f)| (t, stat.then_some(f)))
+        .collect();
     let mut outcomes = Vec::with_capacity(items.len());
     let mut dirs: Vec<PathBuf> = Vec::new();
     let mut first_published: Option<&Path> = None;
     let mut pending = items.iter().zip(&temps);
-    for ((path, _), tmp) in pending.by_ref() {
+    for ((path, _), (tmp, file)) in pending.by_ref() {
         let path = path.as_ref();
         match publish_temp(io, tmp, path) {
             Ok(()) => {
-                outcomes.push(Created::New);
+                let meta = file.as_ref().and_then(|f| fstat_published(f, path));
+                outcomes.push((Created::New, meta));
                 first_published.get_or_insert(path);
             }
-            Err(Error::AlreadyExists { .. }) => outcomes.push(Created::AlreadyExists),
+            Err(Error::AlreadyExists { .. }) => outcomes.push((Created::AlreadyExists, None)),
             Err(e) => {
-                for (_, t) in pending {
+                for (_, (t, _)) in pending {
                     let _ = io.remove_file(t);
                 }
                 return Err(match first_published {
@@ -369,6 +419,7 @@ pub(crate) fn create_new_batch_with<P: AsRef<Path>>(
             dirs.push(dir.to_owned());
         }
     }
+    drop(temps);
     // One more round: each directory once, concurrently.
     let shared = Arc::clone(shared);
     if let (_, Err(e)) = sync_pool::sync_all(dirs, move |dir| sync_dir_with(&*shared, dir)) {

@@ -101,6 +101,57 @@ impl StateDir {
     /// the same batch reports them [`Created::AlreadyExists`] and publishes the
     /// rest.
     pub fn create_new_batch(&self, items: &[(StatePath, Vec<u8>)]) -> Result<Vec<Created>> {
+        let made = self.ensure_batch_dirs(items)?;
+        atomic::create_new_batch_with(&self.inner.io, self.inner.sync_order, items).inspect_err(
+            |e| {
+                if !e.is_outcome_unknown() {
+                    self.roll_back_dirs(&made);
+                }
+            },
+        )
+    }
+
+    /// [`StateDir::create_new`], and the published file's [`Stat`] as the
+    /// publish left it: an `fstat` of the file's open descriptor after the
+    /// no-replace rename (one system call, no path walk), for a caller that
+    /// records what it published. `None` when that `fstat` failed: the file
+    /// is published all the same.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::create_new`].
+    pub fn create_new_stat(&self, path: &StatePath, bytes: &[u8]) -> Result<Option<Stat>> {
+        let path = path.as_path();
+        let order = self.inner.sync_order;
+        self.with_parent(path, |io| {
+            atomic::create_new_stat_with(io, order, path, bytes, true)
+        })
+    }
+
+    /// [`StateDir::create_new_batch`], and each published file's [`Stat`]
+    /// as [`StateDir::create_new_stat`] takes it (`None` for a file that
+    /// existed, or whose `fstat` failed).
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::create_new_batch`].
+    pub fn create_new_batch_stat(
+        &self,
+        items: &[(StatePath, Vec<u8>)],
+    ) -> Result<Vec<(Created, Option<Stat>)>> {
+        let made = self.ensure_batch_dirs(items)?;
+        atomic::create_new_batch_stat_with(&self.inner.io, self.inner.sync_order, items, true)
+            .inspect_err(|e| {
+                if !e.is_outcome_unknown() {
+                    self.roll_back_dirs(&made);
+                }
+            })
+    }
+
+    /// Makes every directory a batch publishes into (each once); returns the
+    /// directories it made, for a rollback. On failure those made are
+    /// removed again.
+    fn ensure_batch_dirs(&self, items: &[(StatePath, Vec<u8>)]) -> Result<Vec<PathBuf>> {
         let mut seen: Vec<&Path> = Vec::new();
         let mut made = Vec::new();
         for (path, _) in items {
@@ -117,13 +168,7 @@ impl StateDir {
                 seen.push(parent);
             }
         }
-        atomic::create_new_batch_with(&self.inner.io, self.inner.sync_order, items).inspect_err(
-            |e| {
-                if !e.is_outcome_unknown() {
-                    self.roll_back_dirs(&made);
-                }
-            },
-        )
+        Ok(made)
     }
 
     /// Durably moves `from` to `to` without replacing: both directories synced, the

@@ -11,6 +11,7 @@ mod ids;
 mod log;
 mod paths;
 mod procs;
+mod published;
 mod seam;
 mod seam_calls;
 mod watch;
