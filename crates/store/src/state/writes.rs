@@ -1,6 +1,9 @@
 //! [`StateDir`]'s changes: durable writes and publishes, moves, locked
-//! read-modify-write, logs, quarantine, removal and the stale-temp sweep.
+//! read-modify-write, logs, the lock-free cache append, quarantine, removal
+//! and the stale-temp sweep.
 //! Every one goes through the I/O seam and the root and symlink checks.
+
+use std::os::fd::AsFd;
 
 use super::*;
 
@@ -382,5 +385,147 @@ impl StateDir {
             }
         }
         Ok(removed)
+    }
+
+    /// Appends `bytes` (whole lines) to the cache file at `path` with one
+    /// `write` in append mode, **taking no lock and syncing nothing**, and
+    /// returns whether it did: nothing is written (`false`) when the file
+    /// already holds `max_len` bytes or more. For journals that a reader
+    /// checks record by record and skips when they do not parse or do not
+    /// match (mail's sent journal), never for a log of record
+    /// ([`StateDir::log`] locks, cuts torn tails and syncs).
+    ///
+    /// The file is opened with one `openat2(O_WRONLY | O_APPEND | O_CREAT |
+    /// O_NOFOLLOW, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` from the root's
+    /// descriptor (the root and symlink checks in the one call; where the
+    /// kernel lacks `openat2`, the directories are checked one by one), and
+    /// created when missing, with its directories (unsynced, as
+    /// [`StateDir::write_unsynced`] makes them). Appends of other writers
+    /// do not interleave with it (the kernel appends each `write` whole on a
+    /// local filesystem). A write cut short (a full disk, a power cut) may
+    /// leave a partial last line, which the next append turns into a bad
+    /// line: readers must skip both.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OutsideRoot`], [`Error::Symlink`] or
+    /// [`Error::NotADirectory`] for a bad path; [`Error::Corrupt`] when
+    /// something other than a regular file is at `path` (nothing written);
+    /// [`Error::Io`] when a step fails.
+    pub fn append_cache(&self, path: &StatePath, bytes: &[u8], max_len: u64) -> Result<bool> {
+        let path = path.as_path();
+        let file = match self.open_cache_append(path)? {
+            Some(file) => file,
+            None => {
+                let parent = path.parent().ok_or_else(|| self.outside(path))?;
+                self.make_dirs(parent, false)?;
+                self.open_cache_append(path)?
+                    .ok_or_else(|| Error::io("open", path, io::ErrorKind::NotFound.into()))?
+            }
+        };
+        let meta = file.metadata().map_err(|e| Error::io("stat", path, e))?;
+        if !meta.is_file() {
+            return Err(Error::Corrupt(crate::read::Corruption {
+                path: path.to_owned(),
+                reason: crate::read::CorruptReason::NotARegularFile,
+            }));
+        }
+        if meta.len() >= max_len {
+            return Ok(false);
+        }
+        self.backend()
+            .write_all(&file, path, bytes)
+            .map_err(|e| Error::io("append to", path, e))?;
+        Ok(true)
+    }
+
+    /// Opens `path` for appending, creating it; `None` when its directory
+    /// is missing.
+    fn open_cache_append(&self, path: &Path) -> Result<Option<File>> {
+        use rustix::fs::{Mode, OFlags, ResolveFlags};
+        use rustix::io::Errno;
+        let rel = self.relative(path)?;
+        let flags = OFlags::WRONLY
+            | OFlags::APPEND
+            | OFlags::CREATE
+            | OFlags::NOFOLLOW
+            | OFlags::NONBLOCK
+            | OFlags::CLOEXEC;
+        // The mode every file the store creates gets.
+        let mode = Mode::from_raw_mode(0o644);
+        let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS;
+        match rustix::fs::openat2(self.inner.root_fd.as_fd(), rel, flags, mode, resolve) {
+            Ok(fd) => Ok(Some(File::from(fd))),
+            Err(Errno::NOENT) => Ok(None),
+            Err(Errno::LOOP) => Err(Error::Symlink {
+                path: path.to_owned(),
+            }),
+            Err(Errno::NOTDIR) => Err(Error::NotADirectory {
+                path: path.to_owned(),
+            }),
+            Err(Errno::ISDIR | Errno::NXIO) => Err(Error::Corrupt(crate::read::Corruption {
+                path: path.to_owned(),
+                reason: crate::read::CorruptReason::NotARegularFile,
+            })),
+            Err(Errno::XDEV) => Err(self.outside(path)),
+            // No openat2 here, or a retry-worthy race: take the slow, checked path.
+            Err(Errno::NOSYS | Errno::PERM | Errno::AGAIN | Errno::INVAL) => {
+                self.open_cache_append_checked(path)
+            }
+            Err(e) => Err(Error::io("open", path, e.into())),
+        }
+    }
+
+    /// The fallback of [`StateDir::open_cache_append`]: checks each
+    /// directory, then opens the file without following a symlink there.
+    fn open_cache_append_checked(&self, path: &Path) -> Result<Option<File>> {
+        if !self.parents_ok(path)? {
+            return Ok(None);
+        }
+        let io = self.backend();
+        let opened = match io.open_append(path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => match io.create_new(path, true) {
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => io.open_append(path),
+                other => other,
+            },
+            other => other,
+        };
+        match opened {
+            Ok(file) => Ok(Some(file)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::open_nofollow("open", path, e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::symlink;
+
+    use super::*;
+
+    /// Where the kernel lacks `openat2`: the file is created or opened for
+    /// appending, a missing directory is `None`, a symlink is refused.
+    #[test]
+    fn the_checked_fallback_opens_as_openat2_does() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::open(tmp.path()).unwrap();
+        let dir = state.root().join("gate");
+        let path = dir.join("a.jsonl");
+        assert!(state.open_cache_append_checked(&path).unwrap().is_none());
+        fs::create_dir(&dir).unwrap();
+        for line in ["1\n", "2\n"] {
+            let file = state.open_cache_append_checked(&path).unwrap().unwrap();
+            state
+                .backend()
+                .write_all(&file, &path, line.as_bytes())
+                .unwrap();
+        }
+        assert_eq!(fs::read_to_string(&path).unwrap(), "1\n2\n");
+        symlink(&path, dir.join("link.jsonl")).unwrap();
+        assert!(matches!(
+            state.open_cache_append_checked(&dir.join("link.jsonl")),
+            Err(Error::Symlink { .. })
+        ));
     }
 }

@@ -1,9 +1,11 @@
 //! What a publish reports of the file it made (`create_new_stat`,
-//! `create_new_batch_stat`).
+//! `create_new_batch_stat`), and the lock-free cache append
+//! (`append_cache`).
 
 use std::fs;
+use std::os::unix::fs::symlink;
 
-use chipset_store::{Created, Error, Stat};
+use chipset_store::{CorruptReason, Created, Error, Stat};
 use chipset_testkit::TempState;
 
 /// The facts a later reader's `stat` sees of the same file.
@@ -52,4 +54,49 @@ fn a_batch_reports_the_stat_of_each_file_it_published() {
         same(meta, &t.state.stat(path).unwrap().unwrap());
     }
     assert_eq!(fs::read_to_string(a.join_static("1.json")).unwrap(), "1\n");
+}
+
+#[test]
+fn a_cache_append_creates_appends_and_stops_at_its_bound() {
+    let t = TempState::new();
+    let path = t.at("mail/gate/sent").join_static("a.jsonl");
+    assert!(t.state.append_cache(&path, b"{\"n\":1}\n", 16).unwrap());
+    assert!(t.state.append_cache(&path, b"{\"n\":2}\n", 16).unwrap());
+    // 16 bytes now: at the bound, nothing more is written.
+    assert!(!t.state.append_cache(&path, b"{\"n\":3}\n", 16).unwrap());
+    assert_eq!(fs::read_to_string(&path).unwrap(), "{\"n\":1}\n{\"n\":2}\n");
+}
+
+#[test]
+fn a_cache_append_refuses_a_symlink_or_a_directory() {
+    let t = TempState::new();
+    let dir = t.at("mail/gate/sent");
+    let target = t.scratch("elsewhere.jsonl");
+    fs::write(&target, "").unwrap();
+    t.state.ensure_dir(&dir).unwrap();
+    symlink(&target, dir.join_static("link.jsonl")).unwrap();
+    assert!(matches!(
+        t.state
+            .append_cache(&dir.join_static("link.jsonl"), b"x\n", 1024),
+        Err(Error::Symlink { .. })
+    ));
+    assert_eq!(fs::read_to_string(&target).unwrap(), "");
+    fs::create_dir(dir.join_static("d.jsonl")).unwrap();
+    match t
+        .state
+        .append_cache(&dir.join_static("d.jsonl"), b"x\n", 1024)
+    {
+        Err(Error::Corrupt(c)) => assert_eq!(c.reason, CorruptReason::NotARegularFile),
+        other => panic!("expected a corrupt entry, got {other:?}"),
+    }
+    // A symlinked directory on the way is refused too.
+    let real = t.scratch("real");
+    fs::create_dir(&real).unwrap();
+    symlink(&real, t.state.root().join("mail/gate/linked")).unwrap();
+    let through = t.at("mail/gate/linked").join_static("a.jsonl");
+    assert!(matches!(
+        t.state.append_cache(&through, b"x\n", 1024),
+        Err(Error::Symlink { .. })
+    ));
+    assert!(fs::read_dir(&real).unwrap().next().is_none());
 }
