@@ -185,7 +185,10 @@ impl JsonLog {
         })
     }
 
-    fn open_append(&self) -> Result<(File, bool)> {
+    /// Opens the log for appending, creating it; returns the file, whether
+    /// it was created, and its length (from the one `fstat` that checks it
+    /// is a regular file).
+    fn open_append(&self) -> Result<(File, bool, u64)> {
         let is_dir =
             |e: &io::Error| e.raw_os_error() == Some(rustix::io::Errno::ISDIR.raw_os_error());
         let opened = match self.io.open_append(&self.path) {
@@ -212,7 +215,7 @@ impl JsonLog {
         if !meta.is_file() {
             return Err(self.not_a_file());
         }
-        Ok((file, created))
+        Ok((file, created, meta.len()))
     }
 
     fn not_a_file(&self) -> Error {
@@ -228,11 +231,7 @@ impl JsonLog {
 
     fn append_bytes_with(&self, buf: Vec<u8>, sync: bool) -> Result<()> {
         let _guard = self.lock.exclusive()?;
-        let (file, created) = self.open_append()?;
-        let mut len = file
-            .metadata()
-            .map_err(|e| Error::io("stat", &self.path, e))?
-            .len();
+        let (file, created, mut len) = self.open_append()?;
         let mut last = [b'\n'];
         if len > 0 {
             file.read_exact_at(&mut last, len - 1)
