@@ -79,8 +79,8 @@ impl Mail {
         let path = self
             .layout
             .file(&Location::Inbox(message.to.clone()), &message.id);
-        match self.state.create_new(&path, &p.bytes) {
-            Ok(()) => {}
+        let meta = match self.state.create_new_stat(&path, &p.bytes) {
+            Ok(meta) => meta,
             Err(chipset_store::Error::AlreadyExists { path }) => {
                 if draft.id.is_none() {
                     return Err(Error::IdCollision { path });
@@ -102,9 +102,9 @@ impl Mail {
                 });
             }
             Err(e) => return Err(e.into()),
-        }
+        };
         tracing::debug!(id = %message.id, to = %message.to, kind = %message.kind, "sent message");
-        self.record_sent([(&message, p.bytes.as_slice())]);
+        self.record_sent([(&message, p.bytes.len(), meta)]);
         self.follow_up(&[(message.clone(), p.parent)], true);
         Ok(message)
     }
@@ -153,7 +153,7 @@ impl Mail {
                 (path, p.bytes.clone())
             })
             .collect();
-        let outcomes = match self.state.create_new_batch(&items) {
+        let outcomes = match self.state.create_new_batch_stat(&items) {
             Ok(outcomes) => outcomes,
             Err(source @ chipset_store::Error::OutcomeUnknown { .. }) => {
                 return Err(Error::OutcomeUnknown {
@@ -167,7 +167,7 @@ impl Mail {
         let mut collision = None;
         let mut raced = Vec::new();
         for ((p, outcome), (path, _)) in fresh.iter().zip(&outcomes).zip(&items) {
-            if *outcome == chipset_store::Created::New {
+            if outcome.0 == chipset_store::Created::New {
                 sent.push((p.message.clone(), p.parent.clone()));
             } else if p.chosen {
                 raced.push(p.message.clone());
@@ -178,9 +178,9 @@ impl Mail {
         self.record_sent(
             fresh
                 .iter()
-                .zip(&outcomes)
-                .filter(|(_, outcome)| **outcome == chipset_store::Created::New)
-                .map(|(p, _)| (&p.message, p.bytes.as_slice())),
+                .zip(outcomes)
+                .filter(|(_, (created, _))| *created == chipset_store::Created::New)
+                .map(|(p, (_, meta))| (&p.message, p.bytes.len(), meta)),
         );
         self.follow_up(&sent, true);
         if let Some(path) = collision {

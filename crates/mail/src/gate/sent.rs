@@ -15,10 +15,16 @@
 //!
 //! After a message file is published (its commit point), the sender
 //! appends one line to `.gate/sent/{agent}.jsonl` (the recipient's inbox):
-//! the file's name, device, inode, size, mtime and ctime as a `statx` saw
-//! them after the publish, and the message whose canonical JSON the file
-//! holds. Unsynced, like every gate cache file; nothing waits for it, and
-//! a failure is only logged.
+//! the file's name, device, inode, size, mtime and ctime as an `fstat` of
+//! the published file saw them right after its no-replace rename (the
+//! store's [`create_new_stat`](chipset_store::StateDir::create_new_stat)
+//! takes it through the descriptor it wrote with), and the message whose
+//! canonical JSON the file holds. The line is the record serialized as it
+//! stands (fields in declaration order); readers go by field name, so the
+//! sorted lines of earlier versions read the same. One `write` in append
+//! mode, with no lock and no sync
+//! ([`append_cache`](chipset_store::StateDir::append_cache)), like every
+//! gate cache file: nothing waits for it, and a failure is only logged.
 //!
 //! # What a reader takes on trust, and why it fails closed
 //!
@@ -34,7 +40,8 @@
 //!
 //! - a file another program wrote (nubos-pilot, a person) has no record;
 //! - a send that died (or failed) between its publish and its record left
-//!   no record, or a torn last line, which does not parse;
+//!   no record, or a torn last line, which does not parse (and turns the
+//!   next append into one bad line, which does not parse either);
 //! - a record whose file is gone is never looked at (the listing does not
 //!   name it), and one whose name now holds another file does not match it.
 //!
@@ -58,7 +65,7 @@ use chipset_store::{AgentId, Stat, StatePath};
 use serde::{Deserialize, Serialize};
 
 use crate::format::{MESSAGE_SCHEMA, Message};
-use crate::layout::{Location, id_of};
+use crate::layout::id_of;
 use crate::mail::Mail;
 
 /// A message larger than this is not recorded (its file is read).
@@ -66,8 +73,23 @@ pub(crate) const MAX_RECORDED: usize = 64 * 1024;
 /// A sender does not append to a journal larger than this.
 pub(crate) const MAX_JOURNAL: u64 = 32 * 1024 * 1024;
 
+/// One line of `.gate/sent/{agent}.jsonl` as a sender writes it: a
+/// [`Record`] borrowing what the send holds, serialized as it stands (in
+/// field order, not sorted: the journal is read by field name).
+#[derive(Serialize)]
+struct Line<'a> {
+    name: &'a str,
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+    message: &'a Message,
+}
+
 /// One line of `.gate/sent/{agent}.jsonl`: a published message file.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Deserialize)]
+#[cfg_attr(test, derive(Serialize))]
 pub(crate) struct Record {
     name: String,
     dev: u64,
@@ -110,45 +132,45 @@ impl Mail {
     }
 
     /// Records messages just published (past their commit point) in their
-    /// inboxes' journals. Never fails: a message not recorded is read.
-    pub(crate) fn record_sent<'a>(&self, sent: impl IntoIterator<Item = (&'a Message, &'a [u8])>) {
-        let mut by_inbox: BTreeMap<&AgentId, Vec<Record>> = BTreeMap::new();
-        for (m, bytes) in sent {
-            if bytes.len() > MAX_RECORDED {
-                continue;
-            }
-            let path = self.layout.file(&Location::Inbox(m.to.clone()), &m.id);
+    /// inboxes' journals: each with the size of its file's bytes and the
+    /// `statx` its publish took of it after the no-replace rename (see
+    /// [`StateDir::create_new_stat`](chipset_store::StateDir::create_new_stat)).
+    /// A message without one is not recorded. Never fails: a message not
+    /// recorded is read.
+    pub(crate) fn record_sent<'a>(
+        &self,
+        sent: impl IntoIterator<Item = (&'a Message, usize, Option<Stat>)>,
+    ) {
+        let mut by_inbox: BTreeMap<&AgentId, Vec<u8>> = BTreeMap::new();
+        for (m, len, meta) in sent {
             // Stat-ed after the publish: a later rename into its place or
             // write changes what a reader's listing sees, and the record no
             // longer matches.
-            let Ok(Some(meta)) = self.state.stat(&path) else {
-                continue;
-            };
-            if !meta.is_file() || meta.len != bytes.len() as u64 {
+            let Some(meta) = meta else { continue };
+            if len > MAX_RECORDED || !meta.is_file() || meta.len != len as u64 {
                 continue;
             }
-            by_inbox.entry(&m.to).or_default().push(Record {
-                name: format!("{}.json", m.id),
+            let name = format!("{}.json", m.id);
+            let line = by_inbox.entry(&m.to).or_default();
+            let record = Line {
+                name: &name,
                 dev: meta.dev,
                 ino: meta.ino,
                 size: meta.len,
                 mtime: meta.mtime,
                 ctime: meta.ctime,
-                message: m.clone(),
-            });
-        }
-        for (agent, records) in by_inbox {
-            let path = self.sent_journal_path(agent);
-            if let Ok(Some(meta)) = self.state.stat(&path)
-                && meta.len > MAX_JOURNAL
-            {
+                message: m,
+            };
+            let start = line.len();
+            if serde_json::to_writer(&mut *line, &record).is_err() {
+                line.truncate(start);
                 continue;
             }
-            let appended = self
-                .state
-                .log(&path)
-                .and_then(|log| log.append_batch_unsynced(&records));
-            if let Err(error) = appended {
+            line.push(b'\n');
+        }
+        for (agent, lines) in by_inbox {
+            let path = self.sent_journal_path(agent);
+            if let Err(error) = self.state.append_cache(&path, &lines, MAX_JOURNAL) {
                 tracing::debug!(path = %path.display(), %error, "could not record sent messages for the gate");
             }
         }
@@ -177,12 +199,97 @@ impl Mail {
     /// Empties `agent`'s journal (its folder cache now holds every file).
     ///
     /// It is left holding one blank line (which readers skip), not empty:
-    /// an append to an empty log syncs its directory (the log might be new),
-    /// a flush the next send would otherwise pay.
+    /// a sender of the previous version appends through the locked log,
+    /// which syncs the directory of an empty log (it might be new), a flush
+    /// its next send would otherwise pay.
     pub(crate) fn clear_sent(&self, agent: &AgentId) {
         let path = self.sent_journal_path(agent);
         if let Err(error) = self.state.write_unsynced(&path, b"\n") {
             tracing::debug!(path = %path.display(), %error, "could not empty a sent journal");
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the tests inspect and tear the journal as another program would, outside the store's API"
+)]
+mod tests {
+    use chipset_store::{StateDir, TaskId};
+
+    use super::*;
+    use crate::NewMessage;
+    use crate::layout::Location;
+
+    fn note(mail: &Mail, i: usize) -> Message {
+        let draft = NewMessage::notify(
+            AgentId::new("critic").unwrap(),
+            AgentId::new("exec").unwrap(),
+            TaskId::new("t1").unwrap(),
+            "fyi",
+            format!("note {i}"),
+        );
+        mail.send(&draft).unwrap()
+    }
+
+    /// The messages `exec`'s journal vouches for, checked against each
+    /// file's `stat` as a listing takes it, in send order.
+    fn vouched(mail: &Mail, sent: &[Message]) -> Vec<Option<Message>> {
+        let mut records = mail.sent_records(&AgentId::new("exec").unwrap(), sent.len());
+        sent.iter()
+            .map(|m| {
+                let name = format!("{}.json", m.id);
+                let path = mail.layout.file(&Location::Inbox(m.to.clone()), &m.id);
+                let meta = mail.state.stat(&path).unwrap().unwrap();
+                records.remove(&name)?.into_message(&name, &meta)
+            })
+            .collect()
+    }
+
+    /// A send writes its record unsorted (in field order); a journal
+    /// written by the previous version (one canonical, sorted line per
+    /// record, through the locked log) is read the same.
+    #[test]
+    fn a_journal_in_the_old_sorted_form_is_still_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mail = Mail::new(StateDir::open(tmp.path()).unwrap());
+        let sent = vec![note(&mail, 0), note(&mail, 1)];
+        let path = mail.sent_journal_path(&AgentId::new("exec").unwrap());
+        let text = std::fs::read_to_string(path.as_path()).unwrap();
+        assert!(text.starts_with("{\"name\":"), "{text}");
+        let expected: Vec<Option<Message>> = sent.iter().cloned().map(Some).collect();
+        assert_eq!(vouched(&mail, &sent), expected);
+
+        let records: Vec<Record> = mail
+            .sent_records(&AgentId::new("exec").unwrap(), 2)
+            .into_values()
+            .collect();
+        mail.clear_sent(&AgentId::new("exec").unwrap());
+        let log = mail.state.log(&path).unwrap();
+        log.append_batch_unsynced(&records).unwrap();
+        let text = std::fs::read_to_string(path.as_path()).unwrap();
+        assert!(
+            text.lines().skip(1).all(|l| l.starts_with("{\"ctime\":")),
+            "{text}"
+        );
+        assert_eq!(vouched(&mail, &sent), expected);
+    }
+
+    /// A line a crash cut short (no newline) swallows the next append into
+    /// one bad line: that send is not vouched for (its file is read), and
+    /// the sends after it are.
+    #[test]
+    fn a_torn_journal_line_costs_one_record_never_a_wrong_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mail = Mail::new(StateDir::open(tmp.path()).unwrap());
+        let first = note(&mail, 0);
+        let path = mail.sent_journal_path(&AgentId::new("exec").unwrap());
+        let text = std::fs::read_to_string(path.as_path()).unwrap();
+        let torn = &text[..text.len() / 2];
+        std::fs::write(path.as_path(), torn).unwrap();
+        let sent = vec![first, note(&mail, 1), note(&mail, 2)];
+        let got = vouched(&mail, &sent);
+        assert_eq!(got, [None, None, Some(sent[2].clone())]);
     }
 }
