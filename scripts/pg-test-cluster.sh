@@ -12,8 +12,10 @@
 # network-namespace test's veth) at a free port (or $PG_TEST_PORT), with
 # password authentication over TCP (scram-sha-256) so the tests can check
 # a wrong password, and prints `postgres://chipset:PASSWORD@ADDRESS:PORT/chipset`.
-# The folder is written to stderr and to $TMPDIR/chipset-pg-test-cluster.last,
-# which `restart` and `stop` use when no DIR is given.
+# The folder is written to stderr and to $TMPDIR/chipset-pg-test-cluster.last.
+# `restart` and `stop` without DIR use $PG_TEST_DIR, as `start` does, and
+# only without it the folder of the last `start` (which, with a shared
+# $TMPDIR, may be another user's cluster: give DIR or $PG_TEST_DIR).
 #
 # With PG_TEST_TLS=1, `start` also turns TLS on: a throwaway CA and a
 # server certificate for `localhost` and 127.0.0.1 (made with openssl),
@@ -119,13 +121,14 @@ make_tls() {
     fi
 }
 
+# The cluster folder: DIR, else $PG_TEST_DIR, else the last `start`'s.
 dir_arg() {
-    local dir=${1:-}
+    local dir=${1:-${PG_TEST_DIR:-}}
     if [ -z "$dir" ] && [ -f "$last" ]; then
         dir=$(cat "$last")
     fi
     if [ -z "$dir" ] || [ ! -d "$dir/data" ]; then
-        echo "pg-test-cluster: no cluster folder (give DIR)" >&2
+        echo "pg-test-cluster: no cluster folder (give DIR or set PG_TEST_DIR)" >&2
         exit 1
     fi
     echo "$dir"
@@ -153,6 +156,7 @@ restart) restart "${2:-}" ;;
 stop) stop "${2:-}" ;;
 *)
     echo "usage: $0 start | restart [DIR] | stop [DIR]" >&2
+    echo "  DIR defaults to \$PG_TEST_DIR (as for start), else the last started cluster" >&2
     exit 2
     ;;
 esac
