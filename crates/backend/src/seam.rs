@@ -190,6 +190,41 @@ pub trait Backend: fmt::Debug + Send + Sync {
     /// As [`Backend::replace`], without the conflict.
     fn put(&self, key: &Key, value: &[u8]) -> Result<Version>;
 
+    /// Writes `value` at `key` if the key is still as a read left it:
+    /// creates it when the read found nothing (`seen` is `None`), else
+    /// replaces it at `seen`. Returns the new version, or `None` when
+    /// another writer created, rewrote or removed the key since (nothing
+    /// written), and the caller reads again and decides again: the write
+    /// of an optimistic read-decide-write loop (a hook, a profile, the
+    /// lease table).
+    ///
+    /// A conflict is never taken for a success: a create that finds the
+    /// very bytes it meant to write (a retry of one that applied) answers
+    /// `None` too, and the caller's next read sees its own write.
+    ///
+    /// # Errors
+    ///
+    /// As [`Backend::create`] and [`Backend::replace`], but for a changed
+    /// or missing value.
+    fn create_or_replace(
+        &self,
+        key: &Key,
+        seen: Option<Version>,
+        value: &[u8],
+    ) -> Result<Option<Version>> {
+        match seen {
+            None => match self.create(key, value)? {
+                Created::New(v) => Ok(Some(v)),
+                Created::Existing(_) => Ok(None),
+            },
+            Some(v) => match self.replace(key, v, value) {
+                Ok(v) => Ok(Some(v)),
+                Err(Error::Conflict { .. } | Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(e),
+            },
+        }
+    }
+
     /// Removes `key` if it is still at `expected`. Removing a key that
     /// holds nothing succeeds (a retry of a remove that applied).
     ///

@@ -1,7 +1,7 @@
 //! The profiles on the storage seam: `agents/{agent}.json` read with its
 //! version and changed with a compare-and-swap, on a directory or a server.
 
-use chipset_backend::{Created, Dir, Key, Version};
+use chipset_backend::{Dir, Key, Version};
 use chipset_store::{AgentId, Corruption, Decision, ReadOutcome, StateDir, StatePath, Timestamp};
 
 use crate::directory::{Directory, classify};
@@ -74,23 +74,9 @@ impl Directory {
                     source,
                 })
             })?;
-            let written = match version {
-                None => self
-                    .seam
-                    .create(&key, &bytes)
-                    .map(|c| matches!(c, Created::New(_))),
-                Some(v) => match self.seam.replace(&key, v, &bytes) {
-                    Ok(_) => Ok(true),
-                    Err(
-                        chipset_backend::Error::Conflict { .. }
-                        | chipset_backend::Error::NotFound { .. },
-                    ) => Ok(false),
-                    Err(e) => Err(e),
-                },
-            };
-            match written {
-                Ok(true) => return Ok(answer),
-                Ok(false) => tracing::debug!(%agent, "profile changed under us; deciding again"),
+            match self.seam.create_or_replace(&key, version, &bytes) {
+                Ok(Some(_)) => return Ok(answer),
+                Ok(None) => tracing::debug!(%agent, "profile changed under us; deciding again"),
                 Err(e) => return Err(seam_error(e)),
             }
         }

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::BeadId;
-use chipset_backend::{Backend, Created, FsBackend};
+use chipset_backend::{Backend, FsBackend};
 use chipset_store::{
     AgentId, Channel, CorruptReason, Corruption, Decision, ReadOutcome, StateDir, StatePath,
     Timestamp, Unsupported,
@@ -507,23 +507,9 @@ impl Hooks {
                     source,
                 }
             })?;
-            let written = match version {
-                None => self
-                    .seam
-                    .create(&key, &bytes)
-                    .map(|c| matches!(c, Created::New(_))),
-                Some(v) => match self.seam.replace(&key, v, &bytes) {
-                    Ok(_) => Ok(true),
-                    Err(
-                        chipset_backend::Error::Conflict { .. }
-                        | chipset_backend::Error::NotFound { .. },
-                    ) => Ok(false),
-                    Err(e) => Err(e),
-                },
-            };
-            match written {
-                Ok(true) => return Ok(r),
-                Ok(false) => tracing::debug!(%agent, op, "hook changed under us; deciding again"),
+            match self.seam.create_or_replace(&key, version, &bytes) {
+                Ok(Some(_)) => return Ok(r),
+                Ok(None) => tracing::debug!(%agent, op, "hook changed under us; deciding again"),
                 Err(e) => return Err(fail(failure(&path, e))),
             }
         }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use chipset_backend::{Backend, Created, FsBackend, Key, Version};
+use chipset_backend::{Backend, FsBackend, Key, Version};
 use chipset_mail::{Mail, MailConfig, NewMessage};
 use chipset_store::{
     AgentId, Corruption, Defect, DoctorMode, Finding, ReadOutcome, Report, StateDir, StatePath,
@@ -392,23 +392,9 @@ impl Leases {
                     cap,
                 });
             }
-            let written = match version {
-                None => self
-                    .seam
-                    .create(&key, &bytes)
-                    .map(|c| matches!(c, Created::New(_))),
-                Some(v) => match self.seam.replace(&key, v, &bytes) {
-                    Ok(_) => Ok(true),
-                    Err(
-                        chipset_backend::Error::Conflict { .. }
-                        | chipset_backend::Error::NotFound { .. },
-                    ) => Ok(false),
-                    Err(e) => Err(e),
-                },
-            };
-            match written {
-                Ok(true) => return Ok(answer),
-                Ok(false) => tracing::debug!(op, "lease table changed under us; deciding again"),
+            match self.seam.create_or_replace(&key, version, &bytes) {
+                Ok(Some(_)) => return Ok(answer),
+                Ok(None) => tracing::debug!(op, "lease table changed under us; deciding again"),
                 Err(e) => return Err(self.seam_error(e)),
             }
         }

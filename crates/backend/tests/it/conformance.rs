@@ -28,6 +28,8 @@ both!(
     bad_records_append_nothing,
     clock_is_near_the_system_clock,
     moves_never_overwrite_and_one_mover_wins,
+    create_or_replace_writes_over_what_was_read,
+    create_or_replace_loops_lose_no_update,
 );
 
 fn read_create_replace_remove(fx: &Fx) {
@@ -524,4 +526,71 @@ fn moves_never_overwrite_and_one_mover_wins(fx: &Fx) {
         Err(Error::NotFound { .. })
     ));
     assert_eq!(b.read(won[0]).unwrap().unwrap().value, b"request v2\n");
+}
+
+fn create_or_replace_writes_over_what_was_read(fx: &Fx) {
+    let b = &fx.b;
+    let k = key("hooks", "carol.json");
+    // Nothing was read: a create.
+    let v1 = b.create_or_replace(&k, None, b"one\n").unwrap().unwrap();
+    assert_eq!(b.read(&k).unwrap().unwrap().version, v1);
+    // Something is there now: nothing written, even with the same bytes.
+    assert_eq!(b.create_or_replace(&k, None, b"one\n").unwrap(), None);
+    assert_eq!(b.create_or_replace(&k, None, b"other\n").unwrap(), None);
+    // The version read: a replace.
+    let v2 = b
+        .create_or_replace(&k, Some(v1), b"two\n")
+        .unwrap()
+        .unwrap();
+    assert_ne!(v1, v2);
+    // A stale version: nothing written.
+    assert_eq!(b.create_or_replace(&k, Some(v1), b"three\n").unwrap(), None);
+    let now = b.read(&k).unwrap().unwrap();
+    assert_eq!((now.value.as_slice(), now.version), (&b"two\n"[..], v2));
+    // Removed since the read: nothing written, nothing brought back.
+    b.remove(&k, v2).unwrap();
+    assert_eq!(b.create_or_replace(&k, Some(v2), b"four\n").unwrap(), None);
+    assert_eq!(b.read(&k).unwrap(), None);
+    // Any other error is the caller's.
+    let big = vec![b'x'; MAX_VALUE + 1];
+    assert!(matches!(
+        b.create_or_replace(&k, None, &big),
+        Err(Error::TooLarge { .. })
+    ));
+}
+
+fn create_or_replace_loops_lose_no_update(fx: &Fx) {
+    // Counters that start absent: every thread's first write may be the
+    // create, and each lost race reads and decides again.
+    let k = key("counters", "from-nothing.json");
+    let (threads, each) = (4, 10);
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let b = fx.reopen();
+            let k = k.clone();
+            thread::spawn(move || {
+                for _ in 0..each {
+                    loop {
+                        let read = b.read(&k).unwrap();
+                        let n: u64 = read.as_ref().map_or(0, |r| {
+                            std::str::from_utf8(&r.value).unwrap().parse().unwrap()
+                        });
+                        let seen = read.map(|r| r.version);
+                        let next = (n + 1).to_string();
+                        if b.create_or_replace(&k, seen, next.as_bytes())
+                            .unwrap()
+                            .is_some()
+                        {
+                            break;
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let n = fx.b.read(&k).unwrap().unwrap().value;
+    assert_eq!(n, (threads * each).to_string().as_bytes());
 }
