@@ -14,7 +14,6 @@
 use std::sync::Arc;
 
 use chipset_backend::{Backend, Dir, LogPos};
-use chipset_mail::{Mail, MessageId};
 use chipset_nudge::ReminderFilter;
 use chipset_store::{AgentId, ReadOutcome};
 use rusqlite::Transaction;
@@ -23,8 +22,7 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 use crate::index::{self, Doc};
 use crate::sources::{
-    BUS_PREFIX, Counts, HOOK, MANIFEST, REMINDER, Sources, db, event_doc, hook_doc, message_doc,
-    reminder_doc,
+    Counts, HOOK, MANIFEST, REMINDER, Sources, db, hook_doc, reminder_doc, unindexed_id,
 };
 
 /// The manifest's key on the server: `mail/manifest.jsonl`.
@@ -89,7 +87,7 @@ impl Sources {
             let Ok(record) = serde_json::from_slice::<Value>(record) else {
                 continue;
             };
-            self.message_of(&self.mail, tx, &record, counts)?;
+            self.message_of(tx, &record, counts)?;
         }
         // Where the next catch-up of this handle goes on; an index made
         // anew (`full`) reads from the start again.
@@ -101,39 +99,15 @@ impl Sources {
     }
 
     /// Indexes the message a manifest record names, unless it is there.
-    fn message_of(
-        &self,
-        mail: &Mail,
-        tx: &Transaction<'_>,
-        record: &Value,
-        counts: &mut Counts,
-    ) -> Result<()> {
+    fn message_of(&self, tx: &Transaction<'_>, record: &Value, counts: &mut Counts) -> Result<()> {
         let event = record.get("event").and_then(Value::as_str);
         if !matches!(event, Some("sent" | "archived" | "orphaned")) {
             return Ok(());
         }
-        let Some(id) = record
-            .get("id")
-            .and_then(Value::as_str)
-            .and_then(|s| MessageId::new(s).ok())
-        else {
-            return Ok(());
-        };
-        if index::has(tx, &format!("mail/{id}")).map_err(db)? {
-            return Ok(());
+        match unindexed_id(tx, record)? {
+            Some(id) => self.add_found(tx, &id, counts),
+            None => Ok(()),
         }
-        match mail.find(&id) {
-            Ok(Some(found)) => {
-                if index::insert(tx, &message_doc(&found.message)).map_err(db)? {
-                    counts.read += 1;
-                }
-            }
-            Ok(None) => {}
-            Err(e) => {
-                tracing::debug!(%id, error = %e, "a sent message could not be read; left out of the index");
-            }
-        }
-        Ok(())
     }
 
     fn bus_rows(
@@ -149,34 +123,18 @@ impl Sources {
             .into_iter()
             .filter_map(|n| AgentId::new(n).ok())
             .collect();
-        for agent in &agents {
-            let place = format!("{BUS_PREFIX}{agent}");
+        self.bus_queues(tx, &agents, counts, |agent, place| {
+            // A server has no folder stamps: a digest of the names in the
+            // queue says whether it changed.
             let queue = bus
                 .join(agent.as_str())
                 .and_then(|d| d.join("queue"))
                 .map_err(|e| failed("bus", &e))?;
             let names = seam.list(&queue).map_err(|e| failed("bus", &e))?;
             let stamp = format!("{:016x}", fnv1a(names.join("\n").as_bytes()));
-            if index::stamp(tx, &place).map_err(db)?.as_deref() == Some(stamp.as_str()) {
-                continue;
-            }
-            let pending = self.bus.pending(agent)?;
-            let docs: Vec<Doc> = pending
-                .events
-                .iter()
-                .map(|e| event_doc(agent.as_str(), e))
-                .collect();
-            counts.read += docs.len();
-            index::replace_place(tx, &place, &docs).map_err(db)?;
-            index::set_stamp(tx, &place, &stamp).map_err(db)?;
-        }
-        for place in index::places_with_prefix(tx, BUS_PREFIX).map_err(db)? {
-            let agent = &place[BUS_PREFIX.len()..];
-            if !agents.iter().any(|a| a.as_str() == agent) {
-                index::forget_place(tx, &place).map_err(db)?;
-            }
-        }
-        Ok(())
+            let kept = index::stamp(tx, place).map_err(db)?;
+            Ok((kept.as_deref() != Some(stamp.as_str())).then_some(stamp))
+        })
     }
 }
 

@@ -34,7 +34,7 @@ const MAIL: &str = "mail";
 pub(crate) const MANIFEST: &str = "mail-manifest";
 pub(crate) const HOOK: &str = "hook";
 pub(crate) const REMINDER: &str = "reminder";
-pub(crate) const BUS_PREFIX: &str = "bus/";
+const BUS_PREFIX: &str = "bus/";
 const INBOX_PREFIX: &str = "inbox/";
 
 /// The channels a catch-up reads.
@@ -201,16 +201,9 @@ impl Sources {
         if !matches!(event, "sent" | "archived" | "orphaned") {
             return Ok(());
         }
-        let Some(id) = record
-            .get("id")
-            .and_then(Value::as_str)
-            .and_then(|s| MessageId::new(s).ok())
-        else {
+        let Some(id) = unindexed_id(tx, record)? else {
             return Ok(());
         };
-        if index::has(tx, &format!("mail/{id}")).map_err(db)? {
-            return Ok(());
-        }
         let inbox = record
             .get("to")
             .and_then(Value::as_str)
@@ -221,7 +214,18 @@ impl Sources {
             return self.add_message(tx, &m, counts);
         }
         // Moved on since (archived, swept, orphaned): mail finds it.
-        match self.mail.find(&id) {
+        self.add_found(tx, &id, counts)
+    }
+
+    /// Indexes the message `id` wherever it is now ([`Mail::find`]); one
+    /// that cannot be read is left out.
+    pub(crate) fn add_found(
+        &self,
+        tx: &Transaction<'_>,
+        id: &MessageId,
+        counts: &mut Counts,
+    ) -> Result<()> {
+        match self.mail.find(id) {
             Ok(Some(found)) => self.add_message(tx, &found.message, counts),
             Ok(None) => Ok(()),
             Err(e) => {
@@ -303,9 +307,27 @@ impl Sources {
 
     fn bus(&self, tx: &Transaction<'_>, counts: &mut Counts) -> Result<()> {
         let agents = self.bus.agents()?;
-        for agent in &agents {
+        self.bus_queues(tx, &agents, counts, |agent, place| {
+            changed(tx, &self.state, place, &self.bus.queue_dir(agent))
+        })
+    }
+
+    /// Reads again the pending events of each of `agents` whose queue
+    /// changed, and forgets the queues of agents no longer there.
+    /// `changed` is the stamp source: given an agent and its place, it
+    /// returns the stamp to keep when the queue changed since the kept
+    /// one, `None` when it is as it was (a folder's stamp on a directory,
+    /// a digest of the queue's names on a server).
+    pub(crate) fn bus_queues(
+        &self,
+        tx: &Transaction<'_>,
+        agents: &[AgentId],
+        counts: &mut Counts,
+        mut changed: impl FnMut(&AgentId, &str) -> Result<Option<String>>,
+    ) -> Result<()> {
+        for agent in agents {
             let place = format!("{BUS_PREFIX}{agent}");
-            let Some(stamp) = changed(tx, &self.state, &place, &self.bus.queue_dir(agent))? else {
+            let Some(stamp) = changed(agent, &place)? else {
                 continue;
             };
             let pending = self.bus.pending(agent)?;
@@ -410,6 +432,22 @@ pub(crate) fn hook_doc(agent: &AgentId, hook: &Hook) -> Option<Doc> {
     })
 }
 
+/// Returns the message id a manifest record names, `None` when it names
+/// none or the index holds it already.
+pub(crate) fn unindexed_id(tx: &Transaction<'_>, record: &Value) -> Result<Option<MessageId>> {
+    let Some(id) = record
+        .get("id")
+        .and_then(Value::as_str)
+        .and_then(|s| MessageId::new(s).ok())
+    else {
+        return Ok(None);
+    };
+    if index::has(tx, &format!("mail/{id}")).map_err(db)? {
+        return Ok(None);
+    }
+    Ok(Some(id))
+}
+
 /// Parses a kept manifest tail: `{inode}:{offset}:{hex of the bytes before it}`.
 fn parse_tail(s: &str) -> Option<(u64, u64, Vec<u8>)> {
     let mut parts = s.splitn(3, ':');
@@ -443,7 +481,7 @@ fn read_message(state: &StateDir, folder: &StatePath, name: &str) -> Result<Opti
     Ok((name.strip_suffix(".json") == Some(m.id.as_str())).then_some(m))
 }
 
-pub(crate) fn message_doc(m: &Message) -> Doc {
+fn message_doc(m: &Message) -> Doc {
     Doc {
         key: format!("mail/{}", m.id),
         origin: Origin::Mail,
@@ -459,7 +497,7 @@ pub(crate) fn message_doc(m: &Message) -> Doc {
     }
 }
 
-pub(crate) fn event_doc(agent: &str, e: &Event) -> Doc {
+fn event_doc(agent: &str, e: &Event) -> Doc {
     let body = match &e.payload {
         Value::Null => String::new(),
         Value::String(s) => s.clone(),
