@@ -1,9 +1,10 @@
 //! Test support for the crates on the seam (feature `testing`): where a
 //! test's channel lives (a state root's own directory, or a fresh schema on
 //! the PostgreSQL server `CHIPSET_TEST_PG` names), how a child process
-//! opens the same place, a backend a test puts in front of another to
-//! watch or disturb its operations ([`Intercepted`]), and a TCP proxy that
-//! cuts a connection at commit ([`Proxy`]).
+//! opens the same place, a test crate's channel on either ([`Placed`]), a
+//! backend a test puts in front of another to watch or disturb its
+//! operations ([`Intercepted`]), and a TCP proxy that cuts a connection at
+//! commit ([`Proxy`]).
 //!
 //! ```no_run
 //! use chipset_backend::testing::{Place, open_spec};
@@ -198,6 +199,101 @@ impl Place {
             None => root.to_owned(),
             Some(s) => format!("pg\t{}\t{}\t{root}", s.url, s.name),
         }
+    }
+}
+
+/// A channel a test opens on a [`Place`], named by a marker type of the
+/// test crate's own (which can implement this trait for a channel type it
+/// does not own).
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use chipset_backend::testing::{Channel, Placed};
+/// use chipset_backend::{Backend, FsBackend};
+/// use chipset_store::StateDir;
+///
+/// /// The raw seam, as a channel would take it.
+/// struct Raw;
+/// impl Channel for Raw {
+///     type Handle = Arc<dyn Backend>;
+///     fn open(state: StateDir, seam: Option<Arc<dyn Backend>>) -> Arc<dyn Backend> {
+///         seam.unwrap_or_else(|| Arc::new(FsBackend::new(state)))
+///     }
+/// }
+/// type Place = Placed<Raw>;
+///
+/// let state = StateDir::open("/tmp/state")?;
+/// for place in [Some(Place::fs()), Place::pg("my_test")].into_iter().flatten() {
+///     let backend = place.open(&state);
+///     // A child opens the same with `Place::open_spec(&place.spec(root))`.
+/// #   let _ = backend;
+/// }
+/// # Ok::<(), chipset_store::Error>(())
+/// ```
+pub trait Channel {
+    /// What the test works with: the channel's handle (or handles).
+    type Handle;
+
+    /// Opens the handle with `state` as the local root: on the server's
+    /// backend `seam`, or (`None`) on the state root's own directory.
+    fn open(state: StateDir, seam: Option<Arc<dyn Backend>>) -> Self::Handle;
+}
+
+/// A [`Place`] that opens the channel `C`: dereferences to the place, so
+/// [`Place::spec`], [`Place::is_pg`] and the rest are at hand.
+pub struct Placed<C> {
+    place: Place,
+    channel: std::marker::PhantomData<fn() -> C>,
+}
+
+impl<C> fmt::Debug for Placed<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.place.fmt(f)
+    }
+}
+
+impl<C> std::ops::Deref for Placed<C> {
+    type Target = Place;
+    fn deref(&self) -> &Place {
+        &self.place
+    }
+}
+
+impl<C: Channel> Placed<C> {
+    fn at(place: Place) -> Self {
+        Placed {
+            place,
+            channel: std::marker::PhantomData,
+        }
+    }
+
+    /// The state root's own directory.
+    pub fn fs() -> Self {
+        Self::at(Place::fs())
+    }
+
+    /// A fresh schema on the test server, or `None` (saying that the
+    /// PostgreSQL half of `test` is skipped).
+    pub fn pg(test: &str) -> Option<Self> {
+        Place::pg(test).map(Self::at)
+    }
+
+    /// Opens the channel on this place, with `state` as the local root (on
+    /// PostgreSQL with connections of its own).
+    pub fn open(&self, state: &StateDir) -> C::Handle {
+        C::open(state.clone(), self.seam())
+    }
+
+    /// Opens the channel a [`Place::spec`] names, in a child process, and
+    /// returns it with its local root.
+    ///
+    /// # Panics
+    ///
+    /// As [`open_spec`].
+    pub fn open_spec(spec: &str) -> (C::Handle, StateDir) {
+        let opened = open_spec(spec);
+        let state = opened.state.clone();
+        (C::open(opened.state, opened.seam), state)
     }
 }
 

@@ -63,7 +63,7 @@ proptest! {
 fn pending_model(place: &Place, ops: Vec<Op>) -> Result<(), TestCaseError> {
     {
         let (t, clock, _) = manual_no_sync();
-        let bus = place.bus(t.state.clone());
+        let bus = place.open(&t.state);
         let a = agent("model");
         // The model: every published event, and which are acknowledged.
         let mut published: Vec<(Priority, EventId, chipset_bus::Event)> = Vec::new();

@@ -1,55 +1,27 @@
 //! Where a test's queues live (issue 30): a state root, or a PostgreSQL
 //! server (`CHIPSET_TEST_PG`) and a schema of the test's own
-//! ([`chipset_backend::testing::Place`]). The model and race tests take a
+//! ([`chipset_backend::testing::Placed`]). The model and race tests take a
 //! place, so the same bodies run on both backends.
 
-use chipset_backend::testing::{self, open_spec};
+use std::sync::Arc;
+
+use chipset_backend::Backend;
+use chipset_backend::testing::{Channel, Placed};
 use chipset_bus::{Bus, BusConfig};
 use chipset_store::StateDir;
 
-/// The directory itself, or a server and a schema.
-pub(crate) struct Place(testing::Place);
+/// The directory itself, or a server and a schema: `open` gives a bus.
+pub(crate) type Place = Placed<Queues>;
 
-impl std::ops::Deref for Place {
-    type Target = testing::Place;
-    fn deref(&self) -> &testing::Place {
-        &self.0
-    }
-}
+/// A bus with the default configuration.
+pub(crate) struct Queues;
 
-impl Place {
-    /// The state root's own directory.
-    pub(crate) fn fs() -> Place {
-        Place(testing::Place::fs())
-    }
-
-    /// A fresh schema on the test server, or `None` (saying so).
-    pub(crate) fn pg(test: &str) -> Option<Place> {
-        testing::Place::pg(test).map(Place)
-    }
-
-    /// Returns a bus on this place, with `state` as the local root.
-    pub(crate) fn bus(&self, state: StateDir) -> Bus {
-        self.bus_with(state, BusConfig::default())
-    }
-
-    /// As [`Place::bus`], with `config`.
-    pub(crate) fn bus_with(&self, state: StateDir, config: BusConfig) -> Bus {
-        match self.seam() {
-            None => Bus::with_config(state, config),
-            Some(seam) => Bus::with_backend(state, config, seam),
+impl Channel for Queues {
+    type Handle = Bus;
+    fn open(state: StateDir, seam: Option<Arc<dyn Backend>>) -> Bus {
+        match seam {
+            None => Bus::new(state),
+            Some(seam) => Bus::with_backend(state, BusConfig::default(), seam),
         }
     }
-}
-
-/// Opens the queues a [`Place::spec`](testing::Place::spec) names, and its
-/// local root.
-pub(crate) fn bus_of(spec: &str) -> (Bus, StateDir) {
-    let opened = open_spec(spec);
-    let state = opened.state.clone();
-    let bus = match opened.seam {
-        None => Bus::new(opened.state),
-        Some(seam) => Bus::with_backend(opened.state, BusConfig::default(), seam),
-    };
-    (bus, state)
 }

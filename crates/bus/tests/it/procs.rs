@@ -17,7 +17,7 @@ use chipset_testkit::{self as kit, Jitter, TempState};
 use serde_json::json;
 
 use crate::agent;
-use crate::place::{Place, bus_of};
+use crate::place::Place;
 
 use crate::EventName;
 
@@ -75,7 +75,7 @@ fn crash_acker(bus: &Bus, mut out: impl FnMut(&str)) {
 #[test]
 fn child_entry() {
     if let Some(role) = kit::child_role() {
-        let (bus, _state) = bus_of(role.arg(0));
+        let (bus, _state) = Place::open_spec(role.arg(0));
         match role.name.as_str() {
             "publish" => {
                 kit::wait_for_file(Path::new(role.arg(1)));
@@ -169,7 +169,7 @@ fn publish_2000(place: &Place) {
     for c in &mut children {
         kit::wait_ok(c, Duration::from_secs(120));
     }
-    let bus = place.bus(t.state.clone());
+    let bus = place.open(&t.state);
     let pending = bus.pending(&agent("hub")).unwrap();
     assert!(pending.unreadable.is_empty());
     assert_eq!(pending.events.len(), 2000);
@@ -243,7 +243,7 @@ fn same_key_once(place: &Place) {
         7,
         "{said:?}"
     );
-    let bus = place.bus(t.state.clone());
+    let bus = place.open(&t.state);
     assert_eq!(bus.pending(&agent("hub")).unwrap().events.len(), 1);
 }
 
@@ -254,7 +254,7 @@ fn waiter_wakes(place: &Place) {
     let rx = collect(&mut child);
     let ready = next_with(&rx, "ready");
     assert!(ready.starts_with("ready notified="), "{ready}");
-    let bus = place.bus(t.state.clone());
+    let bus = place.open(&t.state);
     let published = bus
         .publish(&agent("hub"), &NewEvent::new("worker", "task-done"))
         .unwrap();
@@ -323,7 +323,7 @@ fn sigkill_mid_publish(place: &Place) {
     let seed = Jitter::seed_from_time();
     let mut jitter = Jitter::new(seed);
     let t = TempState::new();
-    let bus = place.bus(t.state.clone());
+    let bus = place.open(&t.state);
     let mut reported = BTreeSet::new();
     for round in 0..3 {
         let mut child = kit::spawn(ENTRY, "crash-publish", &[place.spec(t.state.root())]);
@@ -373,7 +373,7 @@ fn sigkill_mid_ack(place: &Place) {
     let seed = Jitter::seed_from_time();
     let mut jitter = Jitter::new(seed);
     let t = TempState::new();
-    let bus = place.bus(t.state.clone());
+    let bus = place.open(&t.state);
     let hub = agent("hub");
     let mut published = BTreeSet::new();
     crash_publisher(&bus, 300, |l| {

@@ -29,7 +29,7 @@ fn clients_race_one_key(place: &Place) {
     let barrier = Arc::new(Barrier::new(CLIENTS));
     let handles: Vec<_> = (0..CLIENTS)
         .map(|i| {
-            let bus = place.bus(t.state.clone());
+            let bus = place.open(&t.state);
             let barrier = Arc::clone(&barrier);
             thread::spawn(move || {
                 let e = NewEvent::new(format!("watcher-{i}"), "chat-mention")
@@ -47,7 +47,7 @@ fn clients_race_one_key(place: &Place) {
             assert_eq!(*original, delivered[0].id);
         }
     }
-    let pending = place.bus(t.state.clone()).pending(&agent("hub")).unwrap();
+    let pending = place.open(&t.state).pending(&agent("hub")).unwrap();
     assert_eq!(pending.events.len(), 1);
     assert_eq!(pending.events[0].id, delivered[0].id);
 }
@@ -140,7 +140,7 @@ fn a_publish_and_an_ack_cut_at_commit_are_unknown_and_the_retries_answer_first()
     let t = TempState::new();
     let cut = cutting(&place);
     let bus = Bus::with_backend(t.state.clone(), BusConfig::default(), cut.clone());
-    let other = place.bus(t.state.clone());
+    let other = place.open(&t.state);
     let hub = agent("hub");
     let with_id = |kind: &str| {
         NewEvent::new("worker", kind)
@@ -222,7 +222,7 @@ fn presence_and_times_are_the_servers_clock() {
     // The local clock is stopped far in the past: whatever the bus stamps
     // or judges comes from the server.
     let (t, _clock) = TempState::manual();
-    let bus = place.bus(t.state.clone());
+    let bus = place.open(&t.state);
     let hub = agent("hub");
     let real = SystemClock.now().unix_ms();
     let near = |at: Timestamp| (at.unix_ms() - real).abs() < 60_000;
@@ -238,7 +238,7 @@ fn presence_and_times_are_the_servers_clock() {
         .clone();
     assert!(near(e.created_at));
     // Another client judges the same presence live on the same clock.
-    let other = place.bus(TempState::new().state.clone());
+    let other = place.open(&TempState::new().state);
     let seen = other.presence(&hub).unwrap().value().unwrap();
     assert!(other.is_live(&seen));
     assert!(other.is_available(&hub).unwrap());
@@ -256,7 +256,7 @@ fn a_waiter_on_another_client_is_woken_by_the_servers_notification() {
     let mut config = BusConfig::default();
     config.watch.rescan_interval = Duration::from_secs(120);
     let waiting = Bus::with_backend(t.state.clone(), config, place.seam().unwrap());
-    let publisher = place.bus(t.state.clone());
+    let publisher = place.open(&t.state);
     let hub = agent("hub");
     let mut waiter = waiting.waiter(&hub).unwrap();
     assert!(waiter.is_notified());
@@ -352,7 +352,7 @@ fn a_key_accepted_meanwhile_rolls_the_publish_back_and_it_is_a_duplicate() {
 /// (on a server the unkeyed events are one transaction).
 fn batch_and_its_retry(place: &Place) {
     let t = TempState::new();
-    let bus = place.bus(t.state.clone());
+    let bus = place.open(&t.state);
     let hub = agent("hub");
     let mut batch: Vec<NewEvent> = (0..100)
         .map(|i| {

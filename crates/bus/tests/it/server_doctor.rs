@@ -29,7 +29,7 @@ fn codes(report: &chipset_store::Report) -> Vec<&str> {
 /// server never rewrites.
 fn doctor_finds_and_fixes_damaged_values(place: &Place) {
     let t = TempState::new();
-    let bus = place.bus(t.state.clone());
+    let bus = place.open(&t.state);
     let raw = place.backend(&t.state);
     let hub = agent("hub");
     let _ = bus.start(&hub).unwrap();
@@ -133,7 +133,7 @@ fn doctor_finds_and_fixes_damaged_values_on_postgres() {
 /// the newest processed events: the same on both backends.
 fn status_and_prune(place: &Place) {
     let t = TempState::new();
-    let bus: Bus = place.bus(t.state.clone());
+    let bus: Bus = place.open(&t.state);
     let (a, b) = (agent("a"), agent("b"));
     for i in 0..4 {
         let e = bus

@@ -124,7 +124,7 @@ proptest! {
 fn profiles_model(place: &Place, ops: Vec<Op>) -> Result<(), TestCaseError> {
     {
         let (t, _clock) = TempState::manual_no_sync();
-        let dir = place.directory(t.state.clone());
+        let dir = place.open(&t.state);
         let mut model: BTreeMap<usize, Model> = BTreeMap::new();
         for op in ops {
             match op {

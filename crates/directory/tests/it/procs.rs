@@ -14,7 +14,7 @@ use chipset_mail::{GroupMessage, Mail, MessageId};
 use chipset_store::{AgentId, ReadOutcome, StateDir, TaskId};
 use chipset_testkit as kit;
 
-use crate::place::{Place, directory_of};
+use crate::place::Place;
 
 const ENTRY: &str = "procs::child_entry";
 
@@ -47,7 +47,7 @@ fn child_entry() {
     let Some(role) = kit::child_role() else {
         return;
     };
-    let (dir, state) = directory_of(role.arg(0));
+    let (dir, state) = Place::open_spec(role.arg(0));
     if role.arg(1) == "group" {
         kit::say("dir> ", "ready");
         group_send(&dir, state.root());
@@ -116,7 +116,7 @@ fn registrations_race(place: &Place) {
     for child in &mut children {
         kit::wait_ok(child, kit::PATIENT);
     }
-    let dir = place.directory(StateDir::open(tmp.path()).unwrap());
+    let dir = place.open(&StateDir::open(tmp.path()).unwrap());
     // Each process's last write to `a` (round 27) is there: none was lost
     // to another process's read-modify-write.
     let ReadOutcome::Value(p) = dir.read(&AgentId::new("a").unwrap()).unwrap() else {
@@ -160,7 +160,7 @@ fn sigkill_registrations(place: &Place) {
         assert!(ready, "the child started");
         std::thread::sleep(Duration::from_millis(5 + round * 7));
         kit::kill9(&mut child);
-        let dir = place.directory(StateDir::open(tmp.path()).unwrap());
+        let dir = place.open(&StateDir::open(tmp.path()).unwrap());
         let roster = dir.list(&Default::default()).unwrap();
         assert!(roster.corrupt.is_empty(), "{:?}", roster.corrupt);
         assert!(!roster.agents.is_empty());
@@ -182,7 +182,7 @@ fn sigkill_on_postgres_mid_list_changes_leaves_every_profile_readable() {
 /// A process changing lists killed at three points: every profile reads.
 fn sigkill_list_changes(place: &Place) {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = place.directory(StateDir::open(tmp.path()).unwrap());
+    let dir = place.open(&StateDir::open(tmp.path()).unwrap());
     for a in ["a", "b", "c"] {
         dir.register(&AgentId::new(a).unwrap(), &Registration::new())
             .unwrap();

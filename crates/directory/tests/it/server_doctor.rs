@@ -13,7 +13,7 @@ use crate::place::Place;
 
 fn corrupt_profile_is_moved_aside(place: &Place) {
     let t = TempState::new();
-    let dir = place.directory(t.state.clone());
+    let dir = place.open(&t.state);
     let raw = place.backend(&t.state);
     dir.register(&agent("a"), &Registration::new()).unwrap();
     dir.register(&agent("b"), &Registration::new()).unwrap();

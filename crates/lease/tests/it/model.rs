@@ -13,7 +13,7 @@ use chipset_testkit::TempState;
 use proptest::prelude::*;
 
 use crate::agent;
-use crate::place::Place;
+use crate::place::{Place, table};
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -87,9 +87,9 @@ proptest! {
 
 fn grants_model(place: &Place, ops: Vec<Op>) -> Result<(), TestCaseError> {
     let (t, clock) = TempState::manual_no_sync();
-    let leases = place.leases(t.state.clone());
+    let leases = place.open(&t.state);
     let backend = place.backend(&t.state);
-    let table = || place.table(backend.as_ref());
+    let table = || table(backend.as_ref());
     {
         let agents = [agent("a"), agent("b"), agent("c")];
         let mut seen_tokens: Vec<u64> = Vec::new();

@@ -13,7 +13,7 @@ use chipset_lease::{Error, LeaseMode, LeaseRequest, Leases};
 use chipset_store::AgentId;
 use chipset_testkit::{self as kit, TempState};
 
-use crate::place::{Place, leases_of};
+use crate::place::Place;
 
 const ENTRY: &str = "procs::child_entry";
 
@@ -57,7 +57,7 @@ fn role_churn(leases: &Leases, me: &AgentId, steps: u64, out: &mut dyn FnMut(Str
 #[test]
 fn child_entry() {
     if let Some(role) = kit::child_role() {
-        let leases = leases_of(role.arg(0));
+        let (leases, _) = Place::open_spec(role.arg(0));
         let me = AgentId::new(role.arg(1)).unwrap();
         let mut out = |line: String| print(&line);
         match role.name.as_str() {
@@ -119,7 +119,7 @@ fn eight_agents_race(place: &Place) {
     }
     let won: Vec<&String> = lines.iter().filter(|l| l.starts_with("won ")).collect();
     assert_eq!(won, ["won 1"], "{lines:?}");
-    let leases = place.leases(t.state.clone());
+    let leases = place.open(&t.state);
     let live = leases.live().unwrap();
     assert_eq!(live.len(), 1);
     let refused = format!("refused {}", live[0].holder);
@@ -150,7 +150,7 @@ fn sigkill_on_postgres_at_any_point_leaves_every_lease_readable() {
 /// tokens are unique, and the next grant's token is larger than any.
 fn sigkill_churn(place: &Place) {
     let t = TempState::new();
-    let leases = place.leases(t.state.clone());
+    let leases = place.open(&t.state);
     let mut jitter = kit::Jitter::new(kit::Jitter::seed_from_time());
     for round in 0..6 {
         let mut child = kit::spawn(

@@ -24,7 +24,7 @@ fn the_server_clock_judges_expiry() {
     };
     // The local clock stands still at the test kit's start time.
     let (t, _clock) = TempState::manual();
-    let leases = place.leases(t.state.clone());
+    let leases = place.open(&t.state);
     let (a, b) = (agent("alice"), agent("bob"));
     let wall = || {
         let d = std::time::SystemTime::now()
@@ -82,7 +82,7 @@ fn an_acquire_cut_at_commit_is_unknown_and_the_retry_returns_the_lease() {
         t.state.clone(),
         Arc::new(PgBackend::open_with(&via, options).unwrap()),
     );
-    let direct = place.leases(t.state.clone());
+    let direct = place.open(&t.state);
     let a = agent("alice");
     // Prepare every statement on the proxied connection first, so the cut
     // falls on the write's execution (and its commit).
@@ -109,7 +109,7 @@ fn a_forced_release_mails_the_holder_on_the_server() {
     };
     let (here, there) = (TempState::new(), TempState::new());
     let (a, b) = (agent("alice"), agent("bob"));
-    let leases = place.leases(here.state.clone());
+    let leases = place.open(&here.state);
     let held = leases.acquire(&exclusive(&a, &["src"])).unwrap().lease;
     let _ = leases
         .force_release(&b, held.token, "alice crashed")

@@ -8,12 +8,12 @@ use chipset_lease::Error;
 use chipset_store::{Action, DoctorMode};
 use chipset_testkit::TempState;
 
-use crate::place::Place;
+use crate::place::{Place, table};
 use crate::{agent, exclusive};
 
 fn corrupt_table_is_moved_aside(place: &Place) {
     let t = TempState::new();
-    let leases = place.leases(t.state.clone());
+    let leases = place.open(&t.state);
     let raw = place.backend(&t.state);
     let _ = leases
         .acquire(&exclusive(&agent("alice"), &["src"]))
@@ -30,7 +30,7 @@ fn corrupt_table_is_moved_aside(place: &Place) {
     let check = leases.doctor(DoctorMode::Check).unwrap();
     assert_eq!(check.findings.len(), 1, "{check:#?}");
     assert_eq!(check.findings[0].code, "lease-table-corrupt");
-    assert_eq!(place.table(raw.as_ref()).unwrap(), b"{ not json");
+    assert_eq!(table(raw.as_ref()).unwrap(), b"{ not json");
 
     let fixed = leases.doctor(DoctorMode::Fix).unwrap();
     assert_eq!(fixed.open(), 0, "{fixed:#?}");

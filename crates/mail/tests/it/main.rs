@@ -95,7 +95,7 @@ pub(crate) fn fixture_with(config: MailConfig) -> Fixture {
 /// `place` (the directory or a server): for the model tests.
 pub(crate) fn fixture_no_sync(place: &place::Place, config: MailConfig) -> Fixture {
     let (tmp, clock) = TempState::manual_no_sync();
-    let mail = place.mail(tmp.state.clone(), config);
+    let mail = place::mail_with(place, &tmp.state, config);
     Fixture { tmp, clock, mail }
 }
 

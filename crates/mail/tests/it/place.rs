@@ -1,48 +1,39 @@
 //! Where a test's mail lives (issue 30): a state root's directory, or a
 //! PostgreSQL server (`CHIPSET_TEST_PG`) and a schema of the test's own
-//! ([`chipset_backend::testing::Place`]). The model, property and race
+//! ([`chipset_backend::testing::Placed`]). The model, property and race
 //! tests take a place, so the same bodies run on both backends.
 
-use chipset_backend::testing::{self, open_spec};
+use std::sync::Arc;
+
+use chipset_backend::Backend;
+use chipset_backend::testing::{Channel, Placed};
 use chipset_mail::{Mail, MailConfig};
 use chipset_store::StateDir;
 
-/// The directory itself, or a server and a schema.
-pub(crate) struct Place(testing::Place);
+/// The directory itself (mail's tuned file paths), or a server and a
+/// schema: `open` gives the mail with the default configuration.
+pub(crate) type Place = Placed<MailChannel>;
 
-impl std::ops::Deref for Place {
-    type Target = testing::Place;
-    fn deref(&self) -> &testing::Place {
-        &self.0
-    }
-}
+/// The mail; its local root's clock makes the ids.
+pub(crate) struct MailChannel;
 
-impl Place {
-    /// The state root's own directory: mail's tuned file paths.
-    pub(crate) fn fs() -> Place {
-        Place(testing::Place::fs())
-    }
-
-    /// A fresh schema on the test server, or `None` (saying so).
-    pub(crate) fn pg(test: &str) -> Option<Place> {
-        testing::Place::pg(test).map(Place)
-    }
-
-    /// Returns the mail on this place, with `state` as the local root
-    /// (its clock makes the ids).
-    pub(crate) fn mail(&self, state: StateDir, config: MailConfig) -> Mail {
-        match self.seam() {
+impl MailChannel {
+    fn with(state: StateDir, seam: Option<Arc<dyn Backend>>, config: MailConfig) -> Mail {
+        match seam {
             None => Mail::with_config(state, config),
             Some(seam) => Mail::with_backend(state, config, seam),
         }
     }
 }
 
-/// Opens the mail a [`Place::spec`](testing::Place::spec) names.
-pub(crate) fn mail_of(spec: &str, config: MailConfig) -> Mail {
-    let opened = open_spec(spec);
-    match opened.seam {
-        None => Mail::with_config(opened.state, config),
-        Some(seam) => Mail::with_backend(opened.state, config, seam),
+impl Channel for MailChannel {
+    type Handle = Mail;
+    fn open(state: StateDir, seam: Option<Arc<dyn Backend>>) -> Mail {
+        MailChannel::with(state, seam, MailConfig::default())
     }
+}
+
+/// As [`Placed::open`], with `config`.
+pub(crate) fn mail_with(place: &Place, state: &StateDir, config: MailConfig) -> Mail {
+    MailChannel::with(state.clone(), place.seam(), config)
 }

@@ -14,7 +14,7 @@ use chipset_mail::{ArchiveOutcome, InboxFilter, Mail, MailConfig, ManifestEvent,
 use chipset_store::{DoctorMode, SortableId};
 use chipset_testkit::{self as kit, Jitter, TempState};
 
-use crate::place::{Place, mail_of};
+use crate::place::{Place, mail_with};
 use crate::{agent, task};
 
 const ENTRY: &str = "procs::child_entry";
@@ -23,7 +23,7 @@ const INBOX: &str = "np-executor";
 /// Sends `n` notifications from `from` to the shared inbox, printing each id
 /// only after `send` returned.
 fn sender(spec: &str, from: &str, n: u64, out: &mut dyn Write) {
-    let mail = mail_of(spec, MailConfig::default());
+    let (mail, _) = Place::open_spec(spec);
     for i in 0..n {
         let draft =
             NewMessage::notify(agent(from), agent(INBOX), task("t1"), "load", i.to_string());
@@ -35,7 +35,7 @@ fn sender(spec: &str, from: &str, n: u64, out: &mut dyn Write) {
 
 /// Archives every id in `ids_file`, printing `archived ID` or `already ID`.
 fn archiver(spec: &str, ids_file: &Path, out: &mut dyn Write) {
-    let mail = mail_of(spec, MailConfig::default());
+    let (mail, _) = Place::open_spec(spec);
     for line in std::fs::read_to_string(ids_file).unwrap().lines() {
         let id = MessageId::new(line).unwrap();
         let word = match mail.archive(&id).unwrap() {
@@ -184,7 +184,7 @@ fn eight_senders(place: &Place) {
         .collect();
     assert_eq!(reported.len(), 2000);
 
-    let mail = place.mail(tmp.state.clone(), MailConfig::default());
+    let mail = place.open(&tmp.state);
     let inbox = inbox_ids(&mail);
     assert_eq!(inbox.len(), 2000);
     let unique: BTreeSet<&MessageId> = inbox.iter().collect();
@@ -236,8 +236,9 @@ fn killed_senders(place: &Place) {
         .collect();
     // On a server the schema is made before the children start, and each
     // child connects first: give them that time before the kills.
-    let mail = place.mail(
-        tmp.state.clone(),
+    let mail = mail_with(
+        place,
+        &tmp.state,
         MailConfig {
             in_flight_grace: Duration::ZERO,
             ..MailConfig::default()
@@ -328,7 +329,7 @@ fn two_processes_archive_each_message_once_on_postgres() {
 
 fn three_archivers(place: &Place) {
     let tmp = TempState::new();
-    let mail = place.mail(tmp.state.clone(), MailConfig::default());
+    let mail = place.open(&tmp.state);
     let drafts: Vec<NewMessage> = (0..150)
         .map(|i| {
             NewMessage::notify(

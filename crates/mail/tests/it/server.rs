@@ -57,7 +57,7 @@ both!(
 
 fn open(place: &Place) -> (TempState, Mail) {
     let tmp = TempState::new();
-    let mail = place.mail(tmp.state.clone(), MailConfig::default());
+    let mail = place.open(&tmp.state);
     (tmp, mail)
 }
 
@@ -284,8 +284,8 @@ fn the_gate_fails_closed_across_two_clients_on_postgres() {
         return;
     };
     let (tmp_a, tmp_b) = (TempState::new(), TempState::new());
-    let a = place.mail(tmp_a.state.clone(), MailConfig::default());
-    let b = place.mail(tmp_b.state.clone(), MailConfig::default());
+    let a = place.open(&tmp_a.state);
+    let b = place.open(&tmp_b.state);
     let t = task("t1");
     for i in 0..100 {
         let q = a
@@ -331,7 +331,7 @@ fn a_send_cut_at_commit_is_unknown_and_the_retry_returns_the_first_on_postgres()
         std::sync::Arc::new(PgBackend::open_with(&via, options).unwrap()),
     );
     let tmp_other = TempState::new();
-    let other = place.mail(tmp_other.state.clone(), MailConfig::default());
+    let other = place.open(&tmp_other.state);
 
     proxy.cut_at_request_with("COMMIT");
     let err = cut.send(&request(ID)).unwrap_err();

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use chipset_backend::{Backend, Dir, Key};
-use chipset_mail::{Location, Mail, MailConfig, MessageId, NewMessage};
+use chipset_mail::{Location, Mail, MessageId, NewMessage};
 use chipset_store::{DoctorMode, Report};
 use chipset_testkit::TempState;
 
@@ -20,7 +20,7 @@ const OTHER: &str = "1772706900124-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab";
 fn server(test: &str) -> Option<(Place, TempState, Mail, Arc<dyn Backend>)> {
     let place = Place::pg(test)?;
     let tmp = TempState::new();
-    let mail = place.mail(tmp.state.clone(), MailConfig::default());
+    let mail = place.open(&tmp.state);
     let b = place.seam().unwrap();
     Some((place, tmp, mail, b))
 }

@@ -6,7 +6,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use chipset_backend::Wake;
-use chipset_mail::{ArchiveOutcome, Mail, MailConfig, NewMessage};
+use chipset_mail::{ArchiveOutcome, Mail, NewMessage};
 use chipset_store::DoctorMode;
 use chipset_testkit::TempState;
 
@@ -46,7 +46,7 @@ both!(
 
 fn open(place: &Place) -> (TempState, Mail) {
     let tmp = TempState::new();
-    let mail = place.mail(tmp.state.clone(), MailConfig::default());
+    let mail = place.open(&tmp.state);
     (tmp, mail)
 }
 
@@ -75,7 +75,7 @@ fn counts_count_the_inboxes_the_archive_and_the_swept_tasks(place: &Place) {
         ArchiveOutcome::Archived(_)
     ));
     // Another handle counts the same.
-    let other = place.mail(tmp.state.clone(), MailConfig::default());
+    let other = place.open(&tmp.state);
     let c = other.counts().unwrap();
     let inbox: Vec<_> = c.inbox.iter().map(|(a, n)| (a.as_str(), *n)).collect();
     assert_eq!(inbox, [("b", 2), ("exec", 1)]);
@@ -105,7 +105,7 @@ fn an_inbox_wait_wakes_on_a_delivery_from_another_handle(place: &Place) {
     let mut wait = mail
         .watch_inbox(&agent("b"), Duration::from_secs(30))
         .unwrap();
-    let other = place.mail(tmp.state.clone(), MailConfig::default());
+    let other = place.open(&tmp.state);
     let sender = thread::spawn(move || {
         thread::sleep(Duration::from_millis(100));
         other.send(&note("b", "t1")).unwrap();

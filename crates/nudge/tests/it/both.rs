@@ -46,7 +46,7 @@ both!(
 
 fn a_send_moves_a_corrupt_latest_aside_and_keeps_its_bytes(place: &Place) {
     let t = TempState::new();
-    let (n, b) = (place.nudges(t.state.clone()), place.backend(&t.state));
+    let (n, b) = (place.open(&t.state), place.backend(&t.state));
     let p = agent("polecat-alpha");
     let _ = b
         .put(&key("nudge/polecat-alpha/latest.json"), b"garbage")
@@ -74,7 +74,7 @@ fn a_send_moves_a_corrupt_latest_aside_and_keeps_its_bytes(place: &Place) {
 
 fn a_corrupt_processed_record_means_unsure_and_marking_moves_it_aside(place: &Place) {
     let t = TempState::new();
-    let (n, b) = (place.nudges(t.state.clone()), place.backend(&t.state));
+    let (n, b) = (place.open(&t.state), place.backend(&t.state));
     let p = agent("polecat-alpha");
     let draft = NewNudge::new(agent("mayor"), NudgeType::HealthCheck, "hi");
     n.send(&p, draft).unwrap();
@@ -94,7 +94,7 @@ fn a_corrupt_processed_record_means_unsure_and_marking_moves_it_aside(place: &Pl
 
 fn every_handle_lists_the_same_agents_and_nudges(place: &Place) {
     let t = TempState::new();
-    let (n, b) = (place.nudges(t.state.clone()), place.backend(&t.state));
+    let (n, b) = (place.open(&t.state), place.backend(&t.state));
     assert!(n.agents().unwrap().is_empty());
     let (a, c, d) = (agent("alpha"), agent("charlie"), agent("delta"));
     let hi = |kind| NewNudge::new(agent("mayor"), kind, "hi");
@@ -113,7 +113,7 @@ fn every_handle_lists_the_same_agents_and_nudges(place: &Place) {
     want.sort();
     // Another handle sees the same agents and nudges: two new (one an
     // abort), one unreadable.
-    let other = place.nudges(t.state.clone());
+    let other = place.open(&t.state);
     assert_eq!(other.agents().unwrap(), want);
     let read: Vec<_> = want.iter().map(|a| other.receive(a).unwrap()).collect();
     let new: Vec<&NudgeType> = read
@@ -134,7 +134,7 @@ fn every_handle_lists_the_same_agents_and_nudges(place: &Place) {
 
 fn doctor_reports_bad_values_and_fix_moves_them_aside(place: &Place) {
     let t = TempState::new();
-    let (n, b) = (place.nudges(t.state.clone()), place.backend(&t.state));
+    let (n, b) = (place.open(&t.state), place.backend(&t.state));
     let a = agent("alpha");
     let draft = NewNudge::new(agent("mayor"), NudgeType::HealthCheck, "hi");
     n.send(&a, draft).unwrap();
@@ -202,10 +202,10 @@ fn doctor_reports_bad_values_and_fix_moves_them_aside(place: &Place) {
 
 fn a_wait_wakes_when_a_nudge_arrives_from_another_handle(place: &Place) {
     let t = TempState::new();
-    let n = place.nudges(t.state.clone());
+    let n = place.open(&t.state);
     let p = agent("polecat-alpha");
     let mut wait = n.watch(&p, Duration::from_secs(30)).unwrap();
-    let other = place.nudges(t.state.clone());
+    let other = place.open(&t.state);
     let to = p.clone();
     let sender = thread::spawn(move || {
         thread::sleep(Duration::from_millis(100));

@@ -10,7 +10,7 @@ use chipset_nudge::{
 use chipset_store::{Clock, ReadOutcome, StateDir};
 use proptest::prelude::*;
 
-use crate::place::Place;
+use crate::place::{Place, ReminderPlace};
 use crate::support::DeliveryExt;
 use crate::support::ReceivedExt;
 use crate::support::preset;
@@ -82,7 +82,7 @@ proptest! {
 /// Runs `ops` on the signals at `place` and checks each against the model.
 fn signals_model(place: &Place, ops: Vec<SigOp>) -> Result<(), TestCaseError> {
     let (t, clock) = manual_no_sync();
-    let mut nudges = place.nudges(t.state.clone());
+    let mut nudges = place.open(&t.state);
     let mut model: Vec<SigModel> = vec![SigModel::default(); AGENTS];
     let sender = agent("mayor");
     for op in ops {
@@ -165,7 +165,7 @@ fn signals_model(place: &Place, ops: Vec<SigOp>) -> Result<(), TestCaseError> {
                 }
             }
             SigOp::Restart => {
-                nudges = place.nudges(StateDir::open(t.state.root()).unwrap());
+                nudges = place.open(&StateDir::open(t.state.root()).unwrap());
             }
             SigOp::Tick => clock.advance(Duration::from_millis(1)),
         }
@@ -235,7 +235,7 @@ proptest! {
 
     #[test]
     fn reminders_match_the_model(ops in proptest::collection::vec(rem_op(), 1..30)) {
-        reminders_model(&Place::fs(), ops)?;
+        reminders_model(&ReminderPlace::fs(), ops)?;
     }
 }
 
@@ -245,7 +245,7 @@ proptest! {
 
     #[test]
     fn reminders_match_the_model_on_postgres(ops in proptest::collection::vec(rem_op(), 1..30)) {
-        if let Some(place) = Place::pg("reminders_match_the_model_on_postgres") {
+        if let Some(place) = ReminderPlace::pg("reminders_match_the_model_on_postgres") {
             reminders_model(&place, ops)?;
         }
     }
@@ -254,10 +254,10 @@ proptest! {
 /// The reminders' model. On a server the time is the server's clock,
 /// which a test cannot move: the model's clock stays put there (no
 /// `Advance`), so a snooze is never due, on both sides.
-fn reminders_model(place: &Place, ops: Vec<RemOp>) -> Result<(), TestCaseError> {
+fn reminders_model(place: &ReminderPlace, ops: Vec<RemOp>) -> Result<(), TestCaseError> {
     {
         let (t, clock) = manual_no_sync();
-        let r = place.reminders(t.state.clone());
+        let r = place.open(&t.state);
         let mut live: Vec<Live> = vec![Live::None; KEYS];
         let mut rows = 0usize;
         let now = |c: &chipset_store::ManualClock| c.now().unix_ms();

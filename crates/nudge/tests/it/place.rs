@@ -1,48 +1,44 @@
-//! Where a test's signals live (issue 30): a state root, or a PostgreSQL
-//! server (`CHIPSET_TEST_PG`) and a schema of the test's own
-//! ([`chipset_backend::testing::Place`]). The model and race tests take a
+//! Where a test's signals and reminders live (issue 30): a state root, or
+//! a PostgreSQL server (`CHIPSET_TEST_PG`) and a schema of the test's own
+//! ([`chipset_backend::testing::Placed`]). The model and race tests take a
 //! place, so the same bodies run on both backends.
 
-use chipset_backend::testing::{self, open_spec};
-use chipset_backend::{Dir, Key};
+use std::sync::Arc;
+
+use chipset_backend::testing::{Channel, Placed};
+use chipset_backend::{Backend, Dir, Key};
 use chipset_nudge::{KindRegistry, NudgeConfig, Nudges, ReminderConfig, Reminders};
 use chipset_store::StateDir;
 
-/// The directory itself, or a server and a schema.
-pub(crate) struct Place(testing::Place);
+/// The directory itself, or a server and a schema: `open` gives the signals.
+pub(crate) type Place = Placed<SignalChannel>;
 
-impl std::ops::Deref for Place {
-    type Target = testing::Place;
-    fn deref(&self) -> &testing::Place {
-        &self.0
-    }
-}
+/// As [`Place`]: `open` gives the reminders (the preset kinds).
+pub(crate) type ReminderPlace = Placed<ReminderChannel>;
 
-impl Place {
-    /// The state root's own directory.
-    pub(crate) fn fs() -> Place {
-        Place(testing::Place::fs())
-    }
+/// The signals.
+pub(crate) struct SignalChannel;
 
-    /// A fresh schema on the test server, or `None` (saying so).
-    pub(crate) fn pg(test: &str) -> Option<Place> {
-        testing::Place::pg(test).map(Place)
-    }
-
-    /// Returns the signals on this place, with `state` as the local root.
-    pub(crate) fn nudges(&self, state: StateDir) -> Nudges {
-        match self.seam() {
+impl Channel for SignalChannel {
+    type Handle = Nudges;
+    fn open(state: StateDir, seam: Option<Arc<dyn Backend>>) -> Nudges {
+        match seam {
             None => Nudges::new(state),
             Some(seam) => Nudges::with_backend(state, NudgeConfig::default(), seam),
         }
     }
+}
 
-    /// Returns the reminders on this place (the preset kinds), with
-    /// `state` as the local root.
-    pub(crate) fn reminders(&self, state: StateDir) -> Reminders {
-        match self.seam() {
-            None => Reminders::new(state, KindRegistry::preset()),
-            Some(seam) => server_reminders(state, seam),
+/// The reminders, of the preset kinds.
+pub(crate) struct ReminderChannel;
+
+impl Channel for ReminderChannel {
+    type Handle = Reminders;
+    fn open(state: StateDir, seam: Option<Arc<dyn Backend>>) -> Reminders {
+        let kinds = KindRegistry::preset();
+        match seam {
+            None => Reminders::new(state, kinds),
+            Some(seam) => Reminders::with_backend(state, kinds, ReminderConfig::default(), seam),
         }
     }
 }
@@ -56,37 +52,4 @@ pub(crate) fn key(text: &str) -> Key {
         dir = dir.join(p).unwrap();
     }
     dir.key(name).unwrap()
-}
-
-fn server_reminders(
-    state: StateDir,
-    seam: std::sync::Arc<dyn chipset_backend::Backend>,
-) -> Reminders {
-    Reminders::with_backend(
-        state,
-        KindRegistry::preset(),
-        ReminderConfig::default(),
-        seam,
-    )
-}
-
-/// Opens the reminders a [`Place::spec`](testing::Place::spec) names.
-pub(crate) fn reminders_of(spec: &str) -> Reminders {
-    let opened = open_spec(spec);
-    match opened.seam {
-        None => Reminders::new(opened.state, KindRegistry::preset()),
-        Some(seam) => server_reminders(opened.state, seam),
-    }
-}
-
-/// Opens the signals a [`Place::spec`](testing::Place::spec) names, and its
-/// local root.
-pub(crate) fn nudges_of(spec: &str) -> (Nudges, StateDir) {
-    let opened = open_spec(spec);
-    let state = opened.state.clone();
-    let nudges = match opened.seam {
-        None => Nudges::new(opened.state),
-        Some(seam) => Nudges::with_backend(opened.state, NudgeConfig::default(), seam),
-    };
-    (nudges, state)
 }

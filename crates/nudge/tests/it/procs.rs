@@ -6,12 +6,13 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
+use chipset_backend::testing;
 use chipset_nudge::{Delivery, NewNudge, NudgeType, Received, ReminderFilter, ResponseStatus};
 use chipset_store::{AgentId, ReadOutcome, Timestamp};
 use chipset_testkit::{self as kit, TempState};
 use serde_json::{Value, json};
 
-use crate::place::{Place, nudges_of, reminders_of};
+use crate::place::{Place, ReminderPlace};
 use crate::support::{ReminderKey, new_reminder};
 use crate::support::{agent, temps_under};
 use crate::support::{preset, responders};
@@ -19,10 +20,10 @@ use crate::support::{preset, responders};
 const ENTRY: &str = "procs::child_entry";
 const PROCS: usize = 8;
 
-/// Runs one role on the place `spec` names ([`Place::spec`]) and returns
+/// Runs one role on the place `spec` names ([`testing::Place::spec`]) and returns
 /// the line it reports.
 fn run_role(name: &str, spec: &str, i: usize, extra: &str) -> Value {
-    let (nudges, state) = nudges_of(spec);
+    let (nudges, state) = Place::open_spec(spec);
     match name {
         // Send to `target`: a health check, or an abort when `extra` names this sender.
         "send" => {
@@ -62,7 +63,7 @@ fn run_role(name: &str, spec: &str, i: usize, extra: &str) -> Value {
         // Open the same reminder key.
         "open" => {
             drop(state);
-            let reminders = reminders_of(spec);
+            let (reminders, _) = ReminderPlace::open_spec(spec);
             let key = ReminderKey::new(preset::WRAP_SESSION, "session", "sess-shared").unwrap();
             let o = reminders
                 .open(new_reminder("tenant", None, &key, format!("from {i}")))
@@ -95,7 +96,7 @@ fn child_entry() {
 
 /// Starts `PROCS` children in `role` on `place`, releases them at once,
 /// returns their lines.
-fn race(t: &TempState, place: &Place, role: &str, extra: &str) -> Vec<Value> {
+fn race(t: &TempState, place: &testing::Place, role: &str, extra: &str) -> Vec<Value> {
     let start = t.scratch(&format!("start-{role}"));
     let root = place.spec(t.state.root());
     let mut children: Vec<_> = (0..PROCS)
@@ -150,7 +151,7 @@ fn senders_race(place: &Place) {
     let previous: Vec<_> = out.iter().filter_map(|v| v["previous"].as_str()).collect();
     assert_eq!(previous.len(), PROCS - 1);
     assert_eq!(previous.iter().collect::<BTreeSet<_>>().len(), PROCS - 1);
-    let nudges = place.nudges(t.state.clone());
+    let nudges = place.open(&t.state);
     let ReadOutcome::Value(latest) = nudges.read_latest(&agent("target")).unwrap() else {
         panic!("latest.json is not one whole nudge")
     };
@@ -183,7 +184,7 @@ fn abort_survives_seven_concurrent_health_checks_on_postgres() {
 fn abort_race(place: &Place) {
     let t = TempState::new();
     let out = race(&t, place, "send", "3");
-    let nudges = place.nudges(t.state.clone());
+    let nudges = place.open(&t.state);
     let latest = nudges
         .read_latest(&agent("target"))
         .unwrap()
@@ -217,7 +218,7 @@ fn eight_responders_on_postgres_are_all_visible_to_the_witness() {
 /// Eight agents answer one witness at once: every answer is visible.
 fn responders_race(place: &Place) {
     let t = TempState::new();
-    let nudges = place.nudges(t.state.clone());
+    let nudges = place.open(&t.state);
     let witness = agent("witness");
     // The backend's clock (the server's on PostgreSQL) stamps the sends.
     let mut t0: Option<Timestamp> = None;
@@ -249,18 +250,20 @@ fn responders_race(place: &Place) {
 
 #[test]
 fn eight_openers_leave_exactly_one_open_reminder() {
-    openers_race(&Place::fs());
+    openers_race(&ReminderPlace::fs());
 }
 
 #[test]
 fn eight_openers_on_postgres_leave_exactly_one_open_reminder() {
-    if let Some(place) = Place::pg("eight_openers_on_postgres_leave_exactly_one_open_reminder") {
+    if let Some(place) =
+        ReminderPlace::pg("eight_openers_on_postgres_leave_exactly_one_open_reminder")
+    {
         openers_race(&place);
     }
 }
 
 /// On PostgreSQL the key's stripe lock is the server's: eight clients.
-fn openers_race(place: &Place) {
+fn openers_race(place: &ReminderPlace) {
     let t = TempState::new();
     let out = race(&t, place, "open", "");
     let new = out.iter().filter(|v| v["new"] == true).count();
@@ -270,7 +273,7 @@ fn openers_race(place: &Place) {
         .map(|v| v["id"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(ids.len(), 1, "every opener got the same reminder");
-    let reminders = place.reminders(t.state.clone());
+    let reminders = place.open(&t.state);
     let listing = reminders.list_open(&ReminderFilter::default()).unwrap();
     assert_eq!(listing.reminders.len(), 1);
     assert_eq!(

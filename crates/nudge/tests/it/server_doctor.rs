@@ -5,7 +5,7 @@
 use chipset_backend::Dir;
 use chipset_nudge::KindRegistry;
 
-use crate::place::Place;
+use crate::place::ReminderPlace;
 use crate::support::{ReminderKey, preset};
 use chipset_store::{Action, DoctorMode};
 use chipset_testkit::TempState;
@@ -18,9 +18,9 @@ fn open_dir(st: &str) -> Dir {
         .unwrap()
 }
 
-fn corrupt_reminder_is_moved_aside(place: &Place) {
+fn corrupt_reminder_is_moved_aside(place: &ReminderPlace) {
     let t = TempState::new();
-    let reminders = place.reminders(t.state.clone());
+    let reminders = place.open(&t.state);
     let raw = place.backend(&t.state);
     let st = KindRegistry::preset()
         .get(preset::SPEC_DRAFT)
@@ -62,12 +62,12 @@ fn corrupt_reminder_is_moved_aside(place: &Place) {
 
 #[test]
 fn corrupt_reminder_is_moved_aside_on_a_directory() {
-    corrupt_reminder_is_moved_aside(&Place::fs());
+    corrupt_reminder_is_moved_aside(&ReminderPlace::fs());
 }
 
 #[test]
 fn corrupt_reminder_is_moved_aside_on_postgres() {
-    if let Some(place) = Place::pg("corrupt_reminder_is_moved_aside_on_postgres") {
+    if let Some(place) = ReminderPlace::pg("corrupt_reminder_is_moved_aside_on_postgres") {
         corrupt_reminder_is_moved_aside(&place);
     }
 }

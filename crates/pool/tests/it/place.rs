@@ -1,23 +1,33 @@
 //! Where a test's pool lives (issue 30): a state root, or a PostgreSQL
 //! server (`CHIPSET_TEST_PG`) and a schema of the test's own
-//! ([`chipset_backend::testing::Place`]). The lifecycle, model and race
+//! ([`chipset_backend::testing::Placed`]). The lifecycle, model and race
 //! tests take a place, so the same bodies run on both backends.
 
 use std::sync::Arc;
 
-use chipset_backend::testing::{self, open_spec};
+use chipset_backend::testing::{Channel, Placed, open_spec};
 use chipset_backend::{Backend, Dir};
 use chipset_hook::Hooks;
 use chipset_pool::Pool;
 use chipset_store::StateDir;
 
-/// The directory itself, or a server and a schema.
-pub(crate) struct Place(testing::Place);
+/// The directory itself, or a server and a schema: `open` gives the pool
+/// and the hooks.
+pub(crate) type Place = Placed<PoolChannel>;
 
-impl std::ops::Deref for Place {
-    type Target = testing::Place;
-    fn deref(&self) -> &testing::Place {
-        &self.0
+/// The pool and the hooks it claims onto.
+pub(crate) struct PoolChannel;
+
+impl Channel for PoolChannel {
+    type Handle = (Pool, Hooks);
+    fn open(state: StateDir, seam: Option<Arc<dyn Backend>>) -> (Pool, Hooks) {
+        match seam {
+            None => (Pool::new(state.clone()), Hooks::new(state)),
+            Some(b) => (
+                Pool::with_backend(state.clone(), Arc::clone(&b)),
+                Hooks::with_backend(state, b),
+            ),
+        }
     }
 }
 
@@ -47,40 +57,13 @@ macro_rules! both {
     };
 }
 
-impl Place {
-    /// The state root's own directory.
-    pub(crate) fn fs() -> Place {
-        Place(testing::Place::fs())
-    }
-
-    /// A fresh schema on the test server, or `None` (saying so).
-    pub(crate) fn pg(test: &str) -> Option<Place> {
-        testing::Place::pg(test).map(Place)
-    }
-
-    /// The pool and the hooks on this place, with `state` as the local root.
-    pub(crate) fn open(&self, state: &StateDir) -> (Pool, Hooks) {
-        on(state, self.seam())
-    }
-}
-
-fn on(state: &StateDir, seam: Option<Arc<dyn Backend>>) -> (Pool, Hooks) {
-    match seam {
-        None => (Pool::new(state.clone()), Hooks::new(state.clone())),
-        Some(b) => (
-            Pool::with_backend(state.clone(), Arc::clone(&b)),
-            Hooks::with_backend(state.clone(), b),
-        ),
-    }
-}
-
-/// Opens the pool a [`Place::spec`](testing::Place::spec) names, on
+/// Opens the pool a [`Place::spec`](chipset_backend::testing::Place::spec) names, on
 /// `state` (the spec's root, opened by the caller with its own options).
 pub(crate) fn pool_of(spec: &str, state: &StateDir) -> (Pool, Hooks) {
-    on(state, open_spec(spec).seam)
+    PoolChannel::open(state.clone(), open_spec(spec).seam)
 }
 
-/// The root a [`Place::spec`](testing::Place::spec) names.
+/// The root a [`Place::spec`](chipset_backend::testing::Place::spec) names.
 pub(crate) fn root_of_spec(spec: &str) -> &str {
     spec.rsplit('\t').next().unwrap()
 }
