@@ -20,23 +20,57 @@ fn agent(name: &str) -> AgentId {
     name.parse().unwrap()
 }
 
-#[test]
-fn two_handles_on_one_server_share_hooks_and_nudges() {
-    let Some(pg) = pg::Server::fresh("two_handles_on_one_server_share_hooks_and_nudges") else {
-        return;
-    };
+/// A handle on the server and its local folder.
+type Handle = (Chipset, tempfile::TempDir);
+
+/// Two handles on one fresh schema for `test`, each with a local folder of
+/// its own, or `None` (saying so) without a server. Bind the server
+/// first: it drops the schema last.
+fn two_handles(test: &str) -> Option<(pg::Server, Handle, Handle)> {
+    let pg = pg::Server::fresh(test)?;
     let (a_dir, b_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (a, b) = (pg.open(a_dir.path()), pg.open(b_dir.path()));
+    Some((pg, (a, a_dir), (b, b_dir)))
+}
+
+/// Hangs the bead `bd-1`, titled `title`, on `agent`'s hook.
+fn assign(door: &Chipset, agent: &AgentId, title: &str, by: Option<&AgentId>) {
+    door.hooks()
+        .assign(agent, "bd-1".parse().unwrap(), title, by)
+        .unwrap();
+}
+
+/// Sends a `status-update` note on task `t1`.
+fn note(door: &Chipset, from: &AgentId, to: &AgentId, body: &str) {
+    door.mail()
+        .send(&chipset::mail::NewMessage::notify(
+            from.clone(),
+            to.clone(),
+            "t1".parse().unwrap(),
+            "status-update",
+            body,
+        ))
+        .unwrap();
+}
+
+/// Asserts that none of `channels` went to the local folder `dir`.
+fn nothing_local(dir: &std::path::Path, channels: &[&str]) {
+    for channel in channels {
+        let there = chipset::store::StateDir::stat_outside(&dir.join(channel)).unwrap();
+        assert!(there.is_none(), "{channel} in {}", dir.display());
+    }
+}
+
+#[test]
+fn two_handles_on_one_server_share_hooks_and_nudges() {
+    let Some((_pg, (a, a_dir), (b, b_dir))) =
+        two_handles("two_handles_on_one_server_share_hooks_and_nudges")
+    else {
+        return;
+    };
     assert!(a.server().is_some());
     let (mayor, polecat) = (agent("mayor"), agent("polecat"));
-    a.hooks()
-        .assign(
-            &polecat,
-            "bd-1".parse().unwrap(),
-            "Fix the parser",
-            Some(&mayor),
-        )
-        .unwrap();
+    assign(&a, &polecat, "Fix the parser", Some(&mayor));
     let work = b
         .hooks()
         .current(&polecat)
@@ -55,10 +89,7 @@ fn two_handles_on_one_server_share_hooks_and_nudges() {
     ));
     // Nothing went to either local folder.
     for dir in [a_dir.path(), b_dir.path()] {
-        for channel in ["hooks", "nudge", "mail"] {
-            let there = chipset::store::StateDir::stat_outside(&dir.join(channel)).unwrap();
-            assert!(there.is_none(), "{channel} in {}", dir.display());
-        }
+        nothing_local(dir, &["hooks", "nudge", "mail"]);
     }
 }
 
@@ -131,29 +162,13 @@ fn a_directory_root_has_every_part() {
 /// folder.
 #[test]
 fn status_and_the_loops_run_on_the_server() {
-    let Some(pg) = pg::Server::fresh("status_and_the_loops_run_on_the_server") else {
+    let Some((_pg, (a, a_dir), (b, b_dir))) = two_handles("status_and_the_loops_run_on_the_server")
+    else {
         return;
     };
-    let (a_dir, b_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (a, b) = (pg.open(a_dir.path()), pg.open(b_dir.path()));
     let (mayor, polecat) = (agent("mayor"), agent("polecat"));
-    a.hooks()
-        .assign(
-            &polecat,
-            "bd-1".parse().unwrap(),
-            "Fix the parser",
-            Some(&mayor),
-        )
-        .unwrap();
-    a.mail()
-        .send(&chipset::mail::NewMessage::notify(
-            mayor.clone(),
-            polecat.clone(),
-            "t1".parse().unwrap(),
-            "status-update",
-            "hello",
-        ))
-        .unwrap();
+    assign(&a, &polecat, "Fix the parser", Some(&mayor));
+    note(&a, &mayor, &polecat, "hello");
     a.nudges()
         .send(
             &polecat,
@@ -218,10 +233,10 @@ fn status_and_the_loops_run_on_the_server() {
     let counts = b.loop_state().counts().unwrap();
     assert_eq!((counts.queued, counts.corrupt), (1, 0));
     for dir in [a_dir.path(), b_dir.path()] {
-        for channel in ["hooks", "nudge", "mail", "bus", "loop", "leases", "agents"] {
-            let there = chipset::store::StateDir::stat_outside(&dir.join(channel)).unwrap();
-            assert!(there.is_none(), "{channel} in {}", dir.display());
-        }
+        nothing_local(
+            dir,
+            &["hooks", "nudge", "mail", "bus", "loop", "leases", "agents"],
+        );
     }
 }
 
@@ -230,31 +245,16 @@ fn status_and_the_loops_run_on_the_server() {
 /// other finds, and a change of the hooks is seen at the next query.
 #[test]
 fn search_finds_what_another_handle_wrote_on_the_server() {
-    let Some(pg) = pg::Server::fresh("search_finds_what_another_handle_wrote_on_the_server") else {
+    let Some((_pg, (a, _a_dir), (b, b_dir))) =
+        two_handles("search_finds_what_another_handle_wrote_on_the_server")
+    else {
         return;
     };
-    let (a_dir, b_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (a, b) = (pg.open(a_dir.path()), pg.open(b_dir.path()));
     let query = |words: &str| chipset::search::Query::new(words);
     let (mayor, polecat) = (agent("mayor"), agent("polecat"));
     assert!(b.search(&query("parser")).unwrap().is_empty());
-    a.hooks()
-        .assign(
-            &polecat,
-            "bd-1".parse().unwrap(),
-            "Fix the flaky parser",
-            None,
-        )
-        .unwrap();
-    a.mail()
-        .send(&chipset::mail::NewMessage::notify(
-            mayor.clone(),
-            polecat.clone(),
-            "t1".parse().unwrap(),
-            "status-update",
-            "the lexer rewrite landed",
-        ))
-        .unwrap();
+    assign(&a, &polecat, "Fix the flaky parser", None);
+    note(&a, &mayor, &polecat, "the lexer rewrite landed");
     let published = a
         .bus()
         .publish(
@@ -270,20 +270,9 @@ fn search_finds_what_another_handle_wrote_on_the_server() {
     assert_eq!(b.search(&query("lexer")).unwrap().len(), 1);
     assert_eq!(b.search(&query("tokenizer")).unwrap().len(), 1);
     // A change on the server is seen at the next query.
-    a.mail()
-        .send(&chipset::mail::NewMessage::notify(
-            polecat.clone(),
-            mayor.clone(),
-            "t1".parse().unwrap(),
-            "status-update",
-            "the lexer tests pass",
-        ))
-        .unwrap();
+    note(&a, &polecat, &mayor, "the lexer tests pass");
     assert_eq!(b.search(&query("lexer")).unwrap().len(), 2);
     // The index is in the local folder, the channels are not.
     assert!(b.search_index().path().starts_with(b_dir.path()));
-    for channel in ["hooks", "mail", "bus"] {
-        let there = chipset::store::StateDir::stat_outside(&b_dir.path().join(channel)).unwrap();
-        assert!(there.is_none(), "{channel}");
-    }
+    nothing_local(b_dir.path(), &["hooks", "mail", "bus"]);
 }

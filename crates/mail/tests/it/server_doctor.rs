@@ -25,12 +25,17 @@ fn server(test: &str) -> Option<(Place, TempState, Mail, Arc<dyn Backend>)> {
     Some((place, tmp, mail, b))
 }
 
-fn key(dirs: &[&str], name: &str) -> Key {
+/// The folder `mail/{dirs…}`.
+fn dir(dirs: &[&str]) -> Dir {
     let mut d = Dir::new("mail").unwrap();
     for s in dirs {
         d = d.join(s).unwrap();
     }
-    d.key(name).unwrap()
+    d
+}
+
+fn key(dirs: &[&str], name: &str) -> Key {
+    dir(dirs).key(name).unwrap()
 }
 
 fn json(id: &MessageId) -> String {
@@ -42,6 +47,21 @@ fn remove(b: &dyn Backend, key: &Key) {
     b.remove(key, v.version).unwrap();
 }
 
+/// Writes a row that was not there, as a damaging program would.
+fn plant(b: &dyn Backend, key: &Key, bytes: &[u8]) {
+    let _ = b.create(key, bytes).unwrap();
+}
+
+/// The bytes of a row that is there.
+fn bytes_of(b: &dyn Backend, key: &Key) -> Vec<u8> {
+    b.read(key).unwrap().unwrap().value
+}
+
+/// A note from `a` to `exec` on task `t`.
+fn note(t: &str, subject: &str) -> NewMessage {
+    NewMessage::notify(agent("a"), agent("exec"), task(t), subject, "b")
+}
+
 fn request(t: &str) -> NewMessage {
     NewMessage::request(agent("critic"), agent("exec"), task(t), "dead-code", "?")
 }
@@ -50,6 +70,13 @@ fn codes(report: &Report) -> Vec<&'static str> {
     let mut codes: Vec<_> = report.findings.iter().map(|f| f.code).collect();
     codes.sort_unstable();
     codes
+}
+
+/// Checks, asserting the findings' codes (sorted), and returns the report.
+fn check_finds(mail: &Mail, expected: &[&str]) -> Report {
+    let check = mail.doctor(DoctorMode::Check).unwrap();
+    assert_eq!(codes(&check), expected, "{check:#?}");
+    check
 }
 
 /// Fixes, then checks that a second check finds nothing.
@@ -75,8 +102,7 @@ fn a_missing_open_row_is_found_and_the_fix_closes_the_gate() {
         mail.pending_replies(&task("t1")).unwrap().is_empty(),
         "without its row the gate fails open"
     );
-    let check = mail.doctor(DoctorMode::Check).unwrap();
-    assert_eq!(codes(&check), ["messaging-missing-open-row"], "{check:#?}");
+    let check = check_finds(&mail, &["messaging-missing-open-row"]);
     let finding = &check.findings[0];
     assert_eq!(finding.subject.as_deref(), Some(q.id.as_str()));
     assert!(finding.message.contains("fails open"), "{finding:?}");
@@ -95,36 +121,22 @@ fn missing_and_stale_index_rows_are_repaired() {
     let Some((_p, _t, mail, b)) = server("missing_and_stale_index_rows") else {
         return;
     };
-    let n = mail
-        .send(&NewMessage::notify(
-            agent("a"),
-            agent("exec"),
-            task("t1"),
-            "s",
-            "b",
-        ))
-        .unwrap();
+    let n = mail.send(&note("t1", "s")).unwrap();
     remove(b.as_ref(), &key(&["ids"], &json(&n.id)));
     remove(b.as_ref(), &key(&["task", "t1"], &json(&n.id)));
     let record = br#"{"task":"t1","to":"exec"}"#;
-    let _ = b
-        .create(&key(&["ids"], &format!("{OTHER}.json")), record)
-        .unwrap();
-    let _ = b
-        .create(&key(&["task", "t9"], &json(&n.id)), record)
-        .unwrap();
+    plant(b.as_ref(), &key(&["ids"], &format!("{OTHER}.json")), record);
+    plant(b.as_ref(), &key(&["task", "t9"], &json(&n.id)), record);
     assert_eq!(mail.find(&n.id).unwrap(), None, "no id record, not found");
 
-    let check = mail.doctor(DoctorMode::Check).unwrap();
-    assert_eq!(
-        codes(&check),
-        [
+    let check = check_finds(
+        &mail,
+        &[
             "messaging-missing-index",
             "messaging-missing-index",
             "messaging-stale-index",
             "messaging-stale-index",
         ],
-        "{check:#?}"
     );
     assert_eq!(check.scanned, 1);
     fix_until_clean(&mail);
@@ -157,45 +169,22 @@ fn stale_open_rows_are_removed_or_moved_aside() {
         "yes",
     ))
     .unwrap();
-    let archived = b
-        .read(&key(&["archive"], &json(&q.id)))
-        .unwrap()
-        .unwrap()
-        .value;
-    let _ = b
-        .create(&key(&["open", "t1"], &json(&q.id)), &archived)
-        .unwrap();
-    let _ = b
-        .create(
-            &key(&["open", "t1"], &format!("{OTHER}.json")),
-            b"{\"lost\": 1}",
-        )
-        .unwrap();
+    let archived = bytes_of(b.as_ref(), &key(&["archive"], &json(&q.id)));
+    plant(b.as_ref(), &key(&["open", "t1"], &json(&q.id)), &archived);
+    plant(
+        b.as_ref(),
+        &key(&["open", "t1"], &format!("{OTHER}.json")),
+        b"{\"lost\": 1}",
+    );
     assert!(
         mail.pending_replies(&task("t1")).is_err(),
         "the gate fails closed"
     );
 
-    let check = mail.doctor(DoctorMode::Check).unwrap();
-    assert_eq!(
-        codes(&check),
-        ["messaging-stale-index", "messaging-stale-index"],
-        "{check:#?}"
-    );
+    check_finds(&mail, &["messaging-stale-index", "messaging-stale-index"]);
     fix_until_clean(&mail);
     assert!(mail.pending_replies(&task("t1")).unwrap().is_empty());
-    let aside = b
-        .list(
-            &Dir::new("mail")
-                .unwrap()
-                .join("open")
-                .unwrap()
-                .join("t1")
-                .unwrap()
-                .join("quarantine")
-                .unwrap(),
-        )
-        .unwrap();
+    let aside = b.list(&dir(&["open", "t1", "quarantine"])).unwrap();
     assert_eq!(aside.len(), 1, "{aside:?}");
     assert!(aside[0].ends_with(&format!("{OTHER}.json")), "{aside:?}");
 }
@@ -208,24 +197,10 @@ fn duplicates_lost_reply_index_and_orphans_are_repaired() {
     let Some((_p, _t, mail, b)) = server("duplicates_lost_reply_index_and_orphans") else {
         return;
     };
-    let n = mail
-        .send(&NewMessage::notify(
-            agent("a"),
-            agent("exec"),
-            task("t1"),
-            "s",
-            "b",
-        ))
-        .unwrap();
+    let n = mail.send(&note("t1", "s")).unwrap();
     let _ = mail.archive(&n.id).unwrap();
-    let bytes = b
-        .read(&key(&["archive"], &json(&n.id)))
-        .unwrap()
-        .unwrap()
-        .value;
-    let _ = b
-        .create(&key(&["inbox", "exec"], &json(&n.id)), &bytes)
-        .unwrap();
+    let bytes = bytes_of(b.as_ref(), &key(&["archive"], &json(&n.id)));
+    plant(b.as_ref(), &key(&["inbox", "exec"], &json(&n.id)), &bytes);
 
     let q = mail.send(&request("t1")).unwrap();
     let r = mail
@@ -246,35 +221,17 @@ fn duplicates_lost_reply_index_and_orphans_are_repaired() {
     );
     assert!(!mail.has_reply(&q.id).unwrap());
 
-    let _ = mail
-        .send(&NewMessage::notify(
-            agent("a"),
-            agent("exec"),
-            task("t2"),
-            "s",
-            "b",
-        ))
-        .unwrap();
+    let _ = mail.send(&note("t2", "s")).unwrap();
     let _ = mail.sweep_task_on_commit(&task("t2")).unwrap();
-    let late = mail
-        .send(&NewMessage::notify(
-            agent("a"),
-            agent("exec"),
-            task("t2"),
-            "late",
-            "b",
-        ))
-        .unwrap();
+    let late = mail.send(&note("t2", "late")).unwrap();
 
-    let check = mail.doctor(DoctorMode::Check).unwrap();
-    assert_eq!(
-        codes(&check),
-        [
+    check_finds(
+        &mail,
+        &[
             "messaging-duplicate-message",
             "messaging-missing-reply-index",
             "messaging-orphan-inbox",
         ],
-        "{check:#?}"
     );
     fix_until_clean(&mail);
     assert_eq!(mail.inbox_len(&agent("exec")).unwrap(), 0);
@@ -299,14 +256,7 @@ fn bad_bytes_are_moved_aside_and_strays_left() {
     let Some((_p, _t, mail, b)) = server("bad_bytes_are_moved_aside") else {
         return;
     };
-    mail.send(&NewMessage::notify(
-        agent("a"),
-        agent("exec"),
-        task("t1"),
-        "s",
-        "b",
-    ))
-    .unwrap();
+    mail.send(&note("t1", "s")).unwrap();
     let bad = key(&["inbox", "exec"], &format!("{OTHER}.json"));
     let bytes: &[u8] = b"{\"id\": \"1772706900124-9b3e";
     let _ = b.put(&bad, bytes).unwrap();
@@ -323,28 +273,16 @@ fn bad_bytes_are_moved_aside_and_strays_left() {
         ],
         "{check:#?}"
     );
-    assert_eq!(
-        b.read(&bad).unwrap().unwrap().value,
-        bytes,
-        "checking moves nothing"
-    );
+    assert_eq!(bytes_of(b.as_ref(), &bad), bytes, "checking moves nothing");
     let fixed = mail.doctor(DoctorMode::Fix).unwrap();
     assert!(fixed.findings[0].is_fixed(), "{fixed:#?}");
     assert!(b.read(&bad).unwrap().is_none());
-    let aside_dir = Dir::new("mail")
-        .and_then(|d| d.join("inbox"))
-        .and_then(|d| d.join("exec"))
-        .and_then(|d| d.join("quarantine"))
-        .unwrap();
+    let aside_dir = dir(&["inbox", "exec", "quarantine"]);
     let aside = b.list(&aside_dir).unwrap();
     assert_eq!(aside.len(), 1);
-    let kept = b.read(&aside_dir.key(&aside[0]).unwrap()).unwrap().unwrap();
-    assert_eq!(kept.value, bytes, "moved, byte for byte");
+    let kept = bytes_of(b.as_ref(), &aside_dir.key(&aside[0]).unwrap());
+    assert_eq!(kept, bytes, "moved, byte for byte");
     assert_eq!(mail.inbox_len(&agent("exec")).unwrap(), 1);
-    let after = mail.doctor(DoctorMode::Check).unwrap();
-    assert_eq!(
-        codes(&after),
-        ["messaging-stray-file"],
-        "a stray stays for a person"
-    );
+    // A stray stays for a person.
+    check_finds(&mail, &["messaging-stray-file"]);
 }
