@@ -26,7 +26,7 @@ mod server_scan;
 mod tail;
 
 use chipset_mail::MessageId;
-use chipset_mail::{Mail, MailConfig, ManifestEvent};
+use chipset_mail::{Mail, MailConfig, ManifestEvent, NewMessage};
 use chipset_store::ManualClock;
 use chipset_testkit::TempState;
 
@@ -68,6 +68,27 @@ pub(crate) fn event_id(e: &ManifestEvent) -> Option<&MessageId> {
 
 pub(crate) fn mid(s: &str) -> MessageId {
     MessageId::new(s).unwrap()
+}
+
+/// A notification from `from` to `to` on task `t`, the ids by name.
+pub(crate) fn notify(from: &str, to: &str, t: &str, subject: &str, body: &str) -> NewMessage {
+    NewMessage::notify(agent(from), agent(to), task(t), subject, body)
+}
+
+/// A request from `from` to `to` on task `t`, the ids by name.
+pub(crate) fn request(from: &str, to: &str, t: &str, subject: &str, body: &str) -> NewMessage {
+    NewMessage::request(agent(from), agent(to), task(t), subject, body)
+}
+
+/// A response from `from` to `to` answering `id`, the agents by name.
+pub(crate) fn response(
+    from: &str,
+    to: &str,
+    id: &MessageId,
+    subject: &str,
+    body: &str,
+) -> NewMessage {
+    NewMessage::response(agent(from), agent(to), id.clone(), subject, body)
 }
 
 /// A fresh state root on a manual clock, and its mail channel.

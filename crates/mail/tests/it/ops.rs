@@ -8,7 +8,7 @@ use chipset_mail::{
 };
 use chipset_store::StateOptions;
 
-use crate::{agent, fixture, fixture_with, mid, task};
+use crate::{agent, fixture, fixture_with, mid, notify, request, response, task};
 
 fn all() -> InboxFilter {
     InboxFilter::default()
@@ -20,7 +20,7 @@ fn send_publishes_whole_file_and_sent_event() {
     let m = f
         .mail
         .send(
-            &NewMessage::notify(agent("a"), agent("b"), task("t1"), "style", "hello")
+            &notify("a", "b", "t1", "style", "hello")
                 .with_round(3)
                 .with_priority(MailPriority::Low),
         )
@@ -99,18 +99,12 @@ fn refusals_write_nothing() {
         ..MailConfig::default()
     });
     let cases: Vec<(NewMessage, &str)> = vec![
-        (
-            NewMessage::notify(agent("a"), agent("b"), task("t"), "Bad Subject", ""),
-            "invalid subject",
-        ),
+        (notify("a", "b", "t", "Bad Subject", ""), "invalid subject"),
         (
             NewMessage::notify(agent("a"), agent("b"), task("t"), "s", "x".repeat(11)),
             "body of 11 bytes",
         ),
-        (
-            NewMessage::notify(agent("a"), agent("zed"), task("t"), "s", ""),
-            "unknown recipient `zed`",
-        ),
+        (notify("a", "zed", "t", "s", ""), "unknown recipient `zed`"),
         (
             NewMessage::response(agent("b"), agent("a"), mid("1-missing"), "s", ""),
             "cannot reply to message `1-missing`",
@@ -160,23 +154,9 @@ fn response_rules_and_side_effect() {
     let f = fixture();
     let m = &f.mail;
     let req = m
-        .send(&NewMessage::request(
-            agent("critic"),
-            agent("exec"),
-            task("t1"),
-            "dead-code",
-            "?",
-        ))
+        .send(&request("critic", "exec", "t1", "dead-code", "?"))
         .unwrap();
-    let note = m
-        .send(&NewMessage::notify(
-            agent("critic"),
-            agent("exec"),
-            task("t1"),
-            "fyi",
-            "",
-        ))
-        .unwrap();
+    let note = m.send(&notify("critic", "exec", "t1", "fyi", "")).unwrap();
     assert!(req.expects_reply && req.needs_reply());
     assert!(!m.has_reply(&req.id).unwrap());
     assert!(matches!(
@@ -186,21 +166,19 @@ fn response_rules_and_side_effect() {
 
     let refused = [
         (
-            NewMessage::response(agent("critic"), agent("exec"), req.id.clone(), "a", ""),
+            response("critic", "exec", &req.id, "a", ""),
             "is addressed to `exec`",
         ),
         (
-            NewMessage::response(agent("exec"), agent("critic"), req.id.clone(), "a", "")
-                .with_task(task("t2")),
+            response("exec", "critic", &req.id, "a", "").with_task(task("t2")),
             "of task `t1`",
         ),
         (
-            NewMessage::response(agent("exec"), agent("critic"), note.id.clone(), "a", ""),
+            response("exec", "critic", &note.id, "a", ""),
             "is a notify that expects no reply",
         ),
         (
-            NewMessage::notify(agent("exec"), agent("critic"), task("t2"), "a", "")
-                .replying_to(req.id.clone()),
+            notify("exec", "critic", "t2", "a", "").replying_to(req.id.clone()),
             "of task `t1`",
         ),
     ];
@@ -211,13 +189,7 @@ fn response_rules_and_side_effect() {
     assert_eq!(m.inbox_len(&agent("critic")).unwrap(), 0);
 
     let answer = m
-        .send(&NewMessage::response(
-            agent("exec"),
-            agent("critic"),
-            req.id.clone(),
-            "dead-code",
-            "yes",
-        ))
+        .send(&response("exec", "critic", &req.id, "dead-code", "yes"))
         .unwrap();
     assert_eq!(answer.task(), &task("t1"));
     assert!(!answer.expects_reply);
@@ -237,15 +209,7 @@ fn response_rules_and_side_effect() {
 fn archive_outcomes() {
     let f = fixture();
     let m = &f.mail;
-    let n = m
-        .send(&NewMessage::notify(
-            agent("a"),
-            agent("b"),
-            task("t"),
-            "s",
-            "",
-        ))
-        .unwrap();
+    let n = m.send(&notify("a", "b", "t", "s", "")).unwrap();
     assert_eq!(
         m.archive(&n.id).unwrap(),
         ArchiveOutcome::Archived(n.clone())
@@ -288,14 +252,7 @@ fn inbox_filters_in_id_order() {
         };
         sent.push(m.send(&d).unwrap());
     }
-    m.send(&NewMessage::notify(
-        agent("a"),
-        agent("c"),
-        task("t1"),
-        "s",
-        "other inbox",
-    ))
-    .unwrap();
+    m.send(&notify("a", "c", "t1", "s", "other inbox")).unwrap();
     let bodies = |filter: InboxFilter| -> Vec<String> {
         m.inbox(&agent("b"), &filter)
             .unwrap()
@@ -328,58 +285,22 @@ fn thread_spans_inbox_archive_and_by_task() {
     let f = fixture();
     let m = &f.mail;
     let q1 = m
-        .send(&NewMessage::request(
-            agent("critic"),
-            agent("exec"),
-            task("t1"),
-            "scope-creep",
-            "q1",
-        ))
+        .send(&request("critic", "exec", "t1", "scope-creep", "q1"))
         .unwrap();
     let a1 = m
-        .send(&NewMessage::response(
-            agent("exec"),
-            agent("critic"),
-            q1.id.clone(),
-            "scope-creep",
-            "a1",
-        ))
+        .send(&response("exec", "critic", &q1.id, "scope-creep", "a1"))
         .unwrap();
     let q2 = m
-        .send(
-            &NewMessage::request(
-                agent("critic"),
-                agent("exec"),
-                task("t1"),
-                "scope-creep",
-                "q2",
-            )
-            .replying_to(a1.id.clone()),
-        )
+        .send(&request("critic", "exec", "t1", "scope-creep", "q2").replying_to(a1.id.clone()))
         .unwrap();
     let side = m
-        .send(
-            &NewMessage::notify(agent("critic"), agent("lead"), task("t1"), "fyi", "side")
-                .replying_to(q1.id.clone()),
-        )
+        .send(&notify("critic", "lead", "t1", "fyi", "side").replying_to(q1.id.clone()))
         .unwrap();
     let a2 = m
-        .send(&NewMessage::response(
-            agent("exec"),
-            agent("critic"),
-            q2.id.clone(),
-            "scope-creep",
-            "a2",
-        ))
+        .send(&response("exec", "critic", &q2.id, "scope-creep", "a2"))
         .unwrap();
-    m.send(&NewMessage::notify(
-        agent("critic"),
-        agent("exec"),
-        task("t1"),
-        "unrelated",
-        "",
-    ))
-    .unwrap();
+    m.send(&notify("critic", "exec", "t1", "unrelated", ""))
+        .unwrap();
     assert!(matches!(
         m.archive(&a1.id).unwrap(),
         ArchiveOutcome::Archived(_)
@@ -410,41 +331,12 @@ fn thread_spans_inbox_archive_and_by_task() {
 fn pending_replies_is_the_commit_gate() {
     let f = fixture();
     let m = &f.mail;
-    let q = m
-        .send(&NewMessage::request(
-            agent("critic"),
-            agent("exec"),
-            task("t1"),
-            "q",
-            "",
-        ))
-        .unwrap();
-    m.send(&NewMessage::request(
-        agent("critic"),
-        agent("exec"),
-        task("t2"),
-        "q",
-        "",
-    ))
-    .unwrap();
-    m.send(&NewMessage::notify(
-        agent("critic"),
-        agent("exec"),
-        task("t1"),
-        "n",
-        "",
-    ))
-    .unwrap();
+    let q = m.send(&request("critic", "exec", "t1", "q", "")).unwrap();
+    m.send(&request("critic", "exec", "t2", "q", "")).unwrap();
+    m.send(&notify("critic", "exec", "t1", "n", "")).unwrap();
     let pending = m.pending_replies(&task("t1")).unwrap();
     assert_eq!(pending.iter().map(|p| &p.id).collect::<Vec<_>>(), [&q.id]);
-    m.send(&NewMessage::response(
-        agent("exec"),
-        agent("critic"),
-        q.id.clone(),
-        "a",
-        "",
-    ))
-    .unwrap();
+    m.send(&response("exec", "critic", &q.id, "a", "")).unwrap();
     assert!(m.pending_replies(&task("t1")).unwrap().is_empty());
     assert_eq!(m.pending_replies(&task("t2")).unwrap().len(), 1);
 }
@@ -453,32 +345,9 @@ fn pending_replies_is_the_commit_gate() {
 fn sweep_moves_task_and_is_rerunnable() {
     let f = fixture();
     let m = &f.mail;
-    let a = m
-        .send(&NewMessage::notify(
-            agent("a"),
-            agent("b"),
-            task("t1"),
-            "s",
-            "",
-        ))
-        .unwrap();
-    m.send(&NewMessage::notify(
-        agent("a"),
-        agent("c"),
-        task("t1"),
-        "s",
-        "",
-    ))
-    .unwrap();
-    let other = m
-        .send(&NewMessage::notify(
-            agent("a"),
-            agent("b"),
-            task("t2"),
-            "s",
-            "",
-        ))
-        .unwrap();
+    let a = m.send(&notify("a", "b", "t1", "s", "")).unwrap();
+    m.send(&notify("a", "c", "t1", "s", "")).unwrap();
+    let other = m.send(&notify("a", "b", "t2", "s", "")).unwrap();
     assert!(matches!(
         m.archive(&a.id).unwrap(),
         ArchiveOutcome::Archived(_)
@@ -513,15 +382,7 @@ fn sweep_moves_task_and_is_rerunnable() {
 fn batch_send_is_all_or_nothing_on_refusal() {
     let f = fixture();
     let m = &f.mail;
-    let q = m
-        .send(&NewMessage::request(
-            agent("critic"),
-            agent("exec"),
-            task("t"),
-            "q",
-            "",
-        ))
-        .unwrap();
+    let q = m.send(&request("critic", "exec", "t", "q", "")).unwrap();
     let mut drafts: Vec<NewMessage> = (0..50)
         .map(|i| {
             NewMessage::notify(
@@ -533,21 +394,9 @@ fn batch_send_is_all_or_nothing_on_refusal() {
             )
         })
         .collect();
-    drafts.push(NewMessage::response(
-        agent("exec"),
-        agent("critic"),
-        q.id.clone(),
-        "a",
-        "",
-    ));
+    drafts.push(response("exec", "critic", &q.id, "a", ""));
     let mut bad = drafts.clone();
-    bad.push(NewMessage::notify(
-        agent("a"),
-        agent("b"),
-        task("t"),
-        "NOT OK",
-        "",
-    ));
+    bad.push(notify("a", "b", "t", "NOT OK", ""));
     assert!(m.send_batch(&bad).is_err());
     assert_eq!(m.read_manifest().unwrap().events.len(), 1);
     assert!(
@@ -578,18 +427,7 @@ fn racing_archivers_one_wins() {
     let f = fixture();
     let m = &f.mail;
     let ids: Vec<_> = (0..20)
-        .map(|_| {
-            m.send(&NewMessage::notify(
-                agent("a"),
-                agent("b"),
-                task("t"),
-                "s",
-                "",
-            ))
-            .unwrap()
-            .id
-            .clone()
-        })
+        .map(|_| m.send(&notify("a", "b", "t", "s", "")).unwrap().id.clone())
         .collect();
     for id in &ids {
         let outcomes: Vec<ArchiveOutcome> = std::thread::scope(|s| {
@@ -617,14 +455,7 @@ fn chosen_id_makes_a_resend_idempotent_wherever_the_message_went() {
     let f = fixture();
     let m = &f.mail;
     let id = mid("1730000000123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab");
-    let draft = NewMessage::notify(
-        agent("witness"),
-        agent("mayor"),
-        task("t"),
-        "health-escalation",
-        "silent",
-    )
-    .with_id(id.clone());
+    let draft = notify("witness", "mayor", "t", "health-escalation", "silent").with_id(id.clone());
     let sent = m.send(&draft).unwrap();
     assert_eq!(sent.id, id);
 
@@ -637,14 +468,8 @@ fn chosen_id_makes_a_resend_idempotent_wherever_the_message_went() {
         "the first delivery, its time included"
     );
     // The same id with other content is refused, wherever the first is.
-    let other_body = NewMessage::notify(
-        agent("witness"),
-        agent("mayor"),
-        task("t"),
-        "health-escalation",
-        "loud",
-    )
-    .with_id(id.clone());
+    let other_body =
+        notify("witness", "mayor", "t", "health-escalation", "loud").with_id(id.clone());
     match m.send(&other_body) {
         Err(Error::IdTaken {
             id: taken,
@@ -684,8 +509,7 @@ fn chosen_id_makes_a_resend_idempotent_wherever_the_message_went() {
 
     // A batch may not repeat a chosen id either, and then writes nothing.
     let other = mid("1730000000999-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab");
-    let twice =
-        NewMessage::notify(agent("a"), agent("b"), task("t"), "s", "").with_id(other.clone());
+    let twice = notify("a", "b", "t", "s", "").with_id(other.clone());
     assert!(matches!(
         m.send_batch(&[twice.clone(), twice]),
         Err(Error::IdTaken { .. })

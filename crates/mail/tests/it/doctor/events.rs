@@ -9,24 +9,9 @@ fn published_without_sent_event_is_reconciled() {
     // A crash between publishing and appending: simulate by cutting the manifest back.
     let f = fixture_with(no_grace());
     let m = &f.mail;
-    m.send(&NewMessage::notify(
-        agent("a"),
-        agent("b"),
-        task("t"),
-        "s",
-        "1",
-    ))
-    .unwrap();
+    m.send(&notify("a", "b", "t", "s", "1")).unwrap();
     let before = std::fs::read(m.manifest_path()).unwrap();
-    let lost = m
-        .send(&NewMessage::notify(
-            agent("a"),
-            agent("b"),
-            task("t"),
-            "s",
-            "2",
-        ))
-        .unwrap();
+    let lost = m.send(&notify("a", "b", "t", "s", "2")).unwrap();
     std::fs::write(m.manifest_path(), &before).unwrap();
 
     let report = m.doctor(DoctorMode::Check).unwrap();
@@ -63,15 +48,7 @@ fn published_without_sent_event_is_reconciled() {
 fn young_messages_are_in_flight_not_clean() {
     let f = fixture();
     let m = &f.mail;
-    let sent = m
-        .send(&NewMessage::notify(
-            agent("a"),
-            agent("b"),
-            task("t"),
-            "s",
-            "",
-        ))
-        .unwrap();
+    let sent = m.send(&notify("a", "b", "t", "s", "")).unwrap();
     std::fs::write(m.manifest_path(), b"").unwrap();
     f.clock.advance(Duration::from_secs(3));
     for mode in [DoctorMode::Check, DoctorMode::Fix] {
@@ -118,14 +95,7 @@ fn young_messages_are_in_flight_not_clean() {
 fn torn_and_bad_manifest_lines() {
     let f = fixture_with(no_grace());
     let m = &f.mail;
-    m.send(&NewMessage::notify(
-        agent("a"),
-        agent("b"),
-        task("t"),
-        "s",
-        "",
-    ))
-    .unwrap();
+    m.send(&notify("a", "b", "t", "s", "")).unwrap();
     let mut log = std::fs::OpenOptions::new()
         .append(true)
         .open(m.manifest_path())
@@ -148,14 +118,7 @@ fn torn_and_bad_manifest_lines() {
         .map(|e| std::fs::read(e.unwrap().path()).unwrap())
         .collect::<Vec<_>>();
     assert_eq!(quarantined, [b"not json\n{\"event\":\"se\n".to_vec()]);
-    m.send(&NewMessage::notify(
-        agent("a"),
-        agent("b"),
-        task("t"),
-        "s",
-        "",
-    ))
-    .unwrap();
+    m.send(&notify("a", "b", "t", "s", "")).unwrap();
     let manifest = m.read_manifest().unwrap();
     assert_eq!(manifest.events.len(), 2);
     assert!(manifest.torn_tail.is_none() && manifest.bad_lines.is_empty());
@@ -169,14 +132,7 @@ fn a_directory_or_fifo_manifest_is_reported_and_moved_aside() {
     for fifo in [false, true] {
         let f = fixture_with(no_grace());
         let m = &f.mail;
-        m.send(&NewMessage::notify(
-            agent("a"),
-            agent("b"),
-            task("t"),
-            "s",
-            "",
-        ))
-        .unwrap();
+        m.send(&notify("a", "b", "t", "s", "")).unwrap();
         let path = m.manifest_path();
         std::fs::remove_file(&path).unwrap();
         if fifo {
@@ -207,28 +163,12 @@ fn an_archived_message_without_its_archived_event_gets_one_reconciled() {
     // its folder the `task-swept`).
     let f = fixture_with(no_grace());
     let m = &f.mail;
-    let kept = m
-        .send(&NewMessage::notify(
-            agent("a"),
-            agent("b"),
-            task("t"),
-            "s",
-            "1",
-        ))
-        .unwrap();
+    let kept = m.send(&notify("a", "b", "t", "s", "1")).unwrap();
     assert!(matches!(
         m.archive(&kept.id).unwrap(),
         ArchiveOutcome::Archived(_)
     ));
-    let swept = m
-        .send(&NewMessage::notify(
-            agent("a"),
-            agent("b"),
-            task("u"),
-            "s",
-            "2",
-        ))
-        .unwrap();
+    let swept = m.send(&notify("a", "b", "u", "s", "2")).unwrap();
     assert!(matches!(
         m.archive(&swept.id).unwrap(),
         ArchiveOutcome::Archived(_)

@@ -8,7 +8,7 @@ use chipset_mail::{
 };
 use chipset_store::{Defect, DoctorMode};
 
-use crate::{agent, fixture, fixture_with, task};
+use crate::{agent, fixture, fixture_with, notify, request, response, task};
 
 mod events;
 mod memory;
@@ -33,23 +33,8 @@ fn clean_state_is_clean() {
     // The handle keeps the configuration it was opened with.
     assert_eq!(m.config(), &no_grace());
     assert!(m.doctor(DoctorMode::Check).unwrap().is_clean());
-    let q = m
-        .send(&NewMessage::request(
-            agent("c"),
-            agent("e"),
-            task("t"),
-            "q",
-            "",
-        ))
-        .unwrap();
-    m.send(&NewMessage::response(
-        agent("e"),
-        agent("c"),
-        q.id.clone(),
-        "a",
-        "",
-    ))
-    .unwrap();
+    let q = m.send(&request("c", "e", "t", "q", "")).unwrap();
+    m.send(&response("e", "c", &q.id, "a", "")).unwrap();
     let report = m.doctor(DoctorMode::Check).unwrap();
     assert!(report.is_clean(), "{report:?}");
     assert_eq!(report.scanned, 2);
@@ -59,15 +44,7 @@ fn clean_state_is_clean() {
 fn duplicate_copy_is_quarantined() {
     let f = fixture_with(no_grace());
     let m = &f.mail;
-    let n = m
-        .send(&NewMessage::notify(
-            agent("a"),
-            agent("b"),
-            task("t"),
-            "s",
-            "",
-        ))
-        .unwrap();
+    let n = m.send(&notify("a", "b", "t", "s", "")).unwrap();
     let inbox_path = m.path_of(&n.id, &Location::Inbox(agent("b")));
     let bytes = std::fs::read(&inbox_path).unwrap();
     assert!(matches!(
@@ -129,15 +106,7 @@ fn duplicate_copy_is_quarantined() {
 fn a_duplicate_at_the_same_stage_keeps_the_copy_met_first() {
     let f = fixture_with(no_grace());
     let m = &f.mail;
-    let n = m
-        .send(&NewMessage::notify(
-            agent("x"),
-            agent("a"),
-            task("t"),
-            "s",
-            "",
-        ))
-        .unwrap();
+    let n = m.send(&notify("x", "a", "t", "s", "")).unwrap();
     let kept = m.path_of(&n.id, &Location::Inbox(agent("a")));
     let extra = m.path_of(&n.id, &Location::Inbox(agent("b")));
     let bytes = m.state().read_bytes(&kept).unwrap().value().unwrap();
@@ -168,24 +137,8 @@ fn a_duplicate_at_the_same_stage_keeps_the_copy_met_first() {
 fn lost_reply_index_entry_is_rebuilt() {
     let f = fixture_with(no_grace());
     let m = &f.mail;
-    let q = m
-        .send(&NewMessage::request(
-            agent("c"),
-            agent("e"),
-            task("t"),
-            "q",
-            "",
-        ))
-        .unwrap();
-    let a = m
-        .send(&NewMessage::response(
-            agent("e"),
-            agent("c"),
-            q.id.clone(),
-            "a",
-            "",
-        ))
-        .unwrap();
+    let q = m.send(&request("c", "e", "t", "q", "")).unwrap();
+    let a = m.send(&response("e", "c", &q.id, "a", "")).unwrap();
     // As if the crash came between publishing the response and indexing it.
     std::fs::remove_dir_all(m.dir().as_path().join("replies")).unwrap();
     // The response file answers the request even without its index entry.
@@ -213,14 +166,7 @@ fn a_message_exactly_orphan_after_old_is_not_an_orphan() {
         ..MailConfig::default()
     });
     let m = &f.mail;
-    m.send(&NewMessage::notify(
-        agent("c"),
-        agent("e"),
-        task("t"),
-        "s",
-        "",
-    ))
-    .unwrap();
+    m.send(&notify("c", "e", "t", "s", "")).unwrap();
     f.clock.advance(Duration::from_secs(3600));
     let report = m.doctor(DoctorMode::Check).unwrap();
     assert!(report.is_clean(), "{report:?}");
@@ -237,35 +183,11 @@ fn orphans_by_each_definition() {
         ..MailConfig::default()
     });
     let m = &f.mail;
-    let old = m
-        .send(&NewMessage::request(
-            agent("c"),
-            agent("e"),
-            task("abandoned"),
-            "q",
-            "",
-        ))
-        .unwrap();
+    let old = m.send(&request("c", "e", "abandoned", "q", "")).unwrap();
     f.clock.advance(Duration::from_secs(7200));
     m.sweep_task_on_commit(&task("done")).unwrap();
-    let late = m
-        .send(&NewMessage::notify(
-            agent("c"),
-            agent("e"),
-            task("done"),
-            "late",
-            "",
-        ))
-        .unwrap();
-    let fresh = m
-        .send(&NewMessage::request(
-            agent("c"),
-            agent("e"),
-            task("live"),
-            "q",
-            "",
-        ))
-        .unwrap();
+    let late = m.send(&notify("c", "e", "done", "late", "")).unwrap();
+    let fresh = m.send(&request("c", "e", "live", "q", "")).unwrap();
     // A message for an agent that has left the registry, written before it left.
     let gone_dir = m.dir().as_path().join("inbox/gone");
     std::fs::create_dir_all(&gone_dir).unwrap();
@@ -337,14 +259,7 @@ fn orphans_by_each_definition() {
 fn stray_entries_are_quarantined_or_left() {
     let f = fixture_with(no_grace());
     let m = &f.mail;
-    m.send(&NewMessage::notify(
-        agent("a"),
-        agent("b"),
-        task("t"),
-        "s",
-        "",
-    ))
-    .unwrap();
+    m.send(&notify("a", "b", "t", "s", "")).unwrap();
     std::fs::write(m.dir().as_path().join("inbox/README"), "not an inbox").unwrap();
     std::fs::create_dir_all(m.dir().as_path().join("archive/by-task/t/sub")).unwrap();
     std::fs::create_dir_all(m.dir().as_path().join("replies/1-x")).unwrap();
@@ -376,13 +291,7 @@ fn a_response_from_the_wrong_agent_does_not_answer_the_request() {
     let f = fixture_with(no_grace());
     let m = &f.mail;
     let request = m
-        .send(&NewMessage::request(
-            agent("critic"),
-            agent("exec"),
-            task("t1"),
-            "q",
-            "why?",
-        ))
+        .send(&request("critic", "exec", "t1", "q", "why?"))
         .unwrap();
     // Another program writes a response from an intruder straight into the inbox.
     let id = "1772706900001-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab";
@@ -433,14 +342,7 @@ fn a_response_from_the_wrong_agent_does_not_answer_the_request() {
 fn a_file_named_like_a_task_or_reply_folder_is_a_stray() {
     let f = fixture_with(no_grace());
     let m = &f.mail;
-    m.send(&NewMessage::notify(
-        agent("a"),
-        agent("b"),
-        task("t"),
-        "s",
-        "",
-    ))
-    .unwrap();
+    m.send(&notify("a", "b", "t", "s", "")).unwrap();
     let root = m.dir().as_path().to_path_buf();
     for stray in ["archive/by-task/t9", "replies/1-x"] {
         let path = stray
@@ -490,23 +392,8 @@ fn a_file_named_like_a_task_or_reply_folder_is_a_stray() {
 fn a_duplicate_tie_follows_the_scan_not_the_order_names_were_first_seen() {
     let f = fixture_with(no_grace());
     let m = &f.mail;
-    m.send(&NewMessage::notify(
-        agent("c"),
-        agent("a"),
-        task("t"),
-        "s",
-        "",
-    ))
-    .unwrap();
-    let n = m
-        .send(&NewMessage::notify(
-            agent("x"),
-            agent("b"),
-            task("t"),
-            "s",
-            "",
-        ))
-        .unwrap();
+    m.send(&notify("c", "a", "t", "s", "")).unwrap();
+    let n = m.send(&notify("x", "b", "t", "s", "")).unwrap();
     let kept = m.path_of(&n.id, &Location::Inbox(agent("b")));
     let extra = m.path_of(&n.id, &Location::Inbox(agent("c")));
     let bytes = m.state().read_bytes(&kept).unwrap().value().unwrap();
