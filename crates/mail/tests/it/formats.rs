@@ -3,13 +3,11 @@
 
 use std::time::Duration;
 
-use chipset_mail::{
-    ArchiveOutcome, Error, InboxFilter, Kind, Location, MailConfig, MailPriority, NewMessage,
-};
+use chipset_mail::{ArchiveOutcome, Error, InboxFilter, Kind, Location, MailConfig, MailPriority};
 
 use chipset_store::DoctorMode;
 
-use crate::{agent, fixture, fixture_with, mid, task};
+use crate::{agent, fixture, fixture_with, mid, notify, request, response, task};
 
 /// Replaces every id in `text` with `<id-N>` in order of first appearance.
 fn redact(text: &str, ids: &[&str]) -> String {
@@ -26,10 +24,10 @@ fn message_file_golden() {
     let q = f
         .mail
         .send(
-            &NewMessage::request(
-                agent("np-critic"),
-                agent("np-executor"),
-                task("M005-S007-T0002"),
+            &request(
+                "np-critic",
+                "np-executor",
+                "M005-S007-T0002",
                 "filament-resource-policy-missing",
                 "did you intend to delete FoobarService?\n\"quoted\", ümlaut",
             )
@@ -39,10 +37,10 @@ fn message_file_golden() {
         .unwrap();
     let r = f
         .mail
-        .send(&NewMessage::response(
-            agent("np-executor"),
-            agent("np-critic"),
-            q.id.clone(),
+        .send(&response(
+            "np-executor",
+            "np-critic",
+            &q.id,
             "filament-resource-policy-missing",
             "yes",
         ))
@@ -65,19 +63,10 @@ fn manifest_events_golden() {
     });
     let m = &f.mail;
     let q = m
-        .send(
-            &NewMessage::request(agent("critic"), agent("exec"), task("t1"), "dead-code", "?")
-                .with_round(1),
-        )
+        .send(&request("critic", "exec", "t1", "dead-code", "?").with_round(1))
         .unwrap();
     let a = m
-        .send(&NewMessage::response(
-            agent("exec"),
-            agent("critic"),
-            q.id.clone(),
-            "dead-code",
-            "!",
-        ))
+        .send(&response("exec", "critic", &q.id, "dead-code", "!"))
         .unwrap();
     assert!(matches!(
         m.archive(&a.id).unwrap(),
@@ -85,10 +74,7 @@ fn manifest_events_golden() {
     ));
     m.sweep_task_on_commit(&task("t1")).unwrap();
     let late = m
-        .send(
-            &NewMessage::notify(agent("critic"), agent("exec"), task("t1"), "late", "")
-                .with_priority(MailPriority::Low),
-        )
+        .send(&notify("critic", "exec", "t1", "late", "").with_priority(MailPriority::Low))
         .unwrap();
     // A message that another program published without a `sent` event.
     let foreign = r#"{"id":"1772706900999-00000000-0000-4000-8000-000000000001","from":"np-critic","to":"exec","phase":"t2","round":0,"kind":"notify","subject":"x","body":"","expects_reply":false,"in_reply_to":null,"created_at":"2026-03-05T10:35:00.999Z"}"#;
@@ -209,16 +195,7 @@ fn seed_example_is_listed_archived_and_threaded() {
 #[test]
 fn our_file_has_the_seed_fields_and_types() {
     let f = fixture();
-    let n = f
-        .mail
-        .send(&NewMessage::notify(
-            agent("a"),
-            agent("b"),
-            task("t"),
-            "s",
-            "x",
-        ))
-        .unwrap();
+    let n = f.mail.send(&notify("a", "b", "t", "s", "x")).unwrap();
     let v: serde_json::Value = serde_json::from_slice(
         &std::fs::read(f.mail.path_of(&n.id, &Location::Inbox(agent("b")))).unwrap(),
     )

@@ -10,7 +10,7 @@ use chipset_mail::{Error, ExpectsReply, GroupMessage, Mail, MessageId, NewMessag
 use chipset_store::{AgentId, ManualClock, StateDir, StateOptions, Timestamp};
 use chipset_testkit::{EIO, Fault, FaultIo};
 
-use crate::{T0, agent, fixture, mid, task};
+use crate::{T0, agent, fixture, mid, request, task};
 
 const GROUP: &str = "1772706900123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab";
 
@@ -114,13 +114,7 @@ fn any_opens_the_gate_at_the_first_answer() {
     ));
     // Another task's ordinary request is not touched by the group's rule.
     f.mail
-        .send(&NewMessage::request(
-            agent("lead"),
-            agent("ann"),
-            task("t1"),
-            "other",
-            "?",
-        ))
+        .send(&request("lead", "ann", "t1", "other", "?"))
         .unwrap();
     assert_eq!(f.mail.pending_replies(&task("t1")).unwrap().len(), 1);
 }

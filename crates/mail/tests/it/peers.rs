@@ -13,7 +13,7 @@ use chipset_store::DoctorMode;
 use chipset_store::StateDir;
 use serde_json::Value;
 
-use crate::{agent, mid, task};
+use crate::{agent, mid, response, task};
 
 pub(crate) const TASK: &str = "M005-S007-T0002";
 /// The open request (round null), in `inbox/np-executor/`.
@@ -469,10 +469,10 @@ fn a_folder_chipset_writes_has_nubos_message_v1_fields_and_types() {
         .with_round(crate::MAX_ROUND),
     )
     .unwrap();
-    m.send(&NewMessage::response(
-        agent("np-executor"),
-        agent("np-critic"),
-        q.id.clone(),
+    m.send(&response(
+        "np-executor",
+        "np-critic",
+        &q.id,
         "dead-code",
         "ümlaut \"quoted\"\nnew line",
     ))

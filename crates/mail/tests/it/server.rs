@@ -13,7 +13,7 @@ use chipset_store::{MaybeCommitted, TaskId};
 use chipset_testkit::TempState;
 
 use crate::place::Place;
-use crate::{agent, mid, task};
+use crate::{agent, mid, notify, response, task};
 
 const ID: &str = "1772706900123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab";
 const ID2: &str = "1772706900124-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab";
@@ -62,14 +62,7 @@ fn open(place: &Place) -> (TempState, Mail) {
 }
 
 fn request(id: &str) -> NewMessage {
-    NewMessage::request(
-        agent("critic"),
-        agent("exec"),
-        task("t1"),
-        "dead-code",
-        "did you mean it?",
-    )
-    .with_id(mid(id))
+    crate::request("critic", "exec", "t1", "dead-code", "did you mean it?").with_id(mid(id))
 }
 
 fn sent_events(mail: &Mail, id: &MessageId) -> usize {
@@ -91,14 +84,8 @@ fn a_retry_with_the_same_id_returns_the_first_delivery(place: &Place) {
     let again = mail.send(&request(ID)).unwrap();
     assert_eq!(again, first, "the first delivery, created_at included");
     // Still the first after it moved on.
-    mail.send(&NewMessage::response(
-        agent("exec"),
-        agent("critic"),
-        first.id.clone(),
-        "dead-code",
-        "yes",
-    ))
-    .unwrap();
+    mail.send(&response("exec", "critic", &first.id, "dead-code", "yes"))
+        .unwrap();
     assert_eq!(mail.send(&request(ID)).unwrap(), first);
     assert_eq!(mail.locate(&first.id).unwrap(), Some(Location::Archive));
     assert_eq!(sent_events(&mail, &first.id), 1);
@@ -106,9 +93,7 @@ fn a_retry_with_the_same_id_returns_the_first_delivery(place: &Place) {
     // A batch retried whole sends nothing twice.
     let batch: Vec<NewMessage> = [ID2, GROUP]
         .iter()
-        .map(|id| {
-            NewMessage::notify(agent("a"), agent("b"), task("t1"), "note", "n").with_id(mid(id))
-        })
+        .map(|id| notify("a", "b", "t1", "note", "n").with_id(mid(id)))
         .collect();
     let one = mail.send_batch(&batch).unwrap();
     assert_eq!(mail.send_batch(&batch).unwrap(), one);
@@ -118,8 +103,7 @@ fn a_retry_with_the_same_id_returns_the_first_delivery(place: &Place) {
 fn other_content_under_a_taken_id_is_refused(place: &Place) {
     let (_tmp, mail) = open(place);
     mail.send(&request(ID)).unwrap();
-    let other = NewMessage::request(agent("critic"), agent("exec"), task("t1"), "x", "other")
-        .with_id(mid(ID));
+    let other = crate::request("critic", "exec", "t1", "x", "other").with_id(mid(ID));
     assert!(matches!(
         mail.send(&other),
         Err(Error::IdTaken {
@@ -134,14 +118,7 @@ fn a_response_retried_archives_its_request_once(place: &Place) {
     let (_tmp, mail) = open(place);
     let q = mail.send(&request(ID)).unwrap();
     assert_eq!(ids(&mail.pending_replies(&task("t1")).unwrap()), [ID]);
-    let answer = NewMessage::response(
-        agent("exec"),
-        agent("critic"),
-        q.id.clone(),
-        "dead-code",
-        "yes",
-    )
-    .with_id(mid(ID2));
+    let answer = response("exec", "critic", &q.id, "dead-code", "yes").with_id(mid(ID2));
     let a = mail.send(&answer).unwrap();
     assert!(mail.pending_replies(&task("t1")).unwrap().is_empty());
     assert_eq!(mail.send(&answer).unwrap(), a);
@@ -192,8 +169,7 @@ fn bad_input_is_refused_and_changes_nothing(place: &Place) {
         mail.archive(&q.id),
         Err(Error::ArchiveWithoutReply { .. })
     ));
-    let not_mine =
-        NewMessage::response(agent("a"), agent("critic"), q.id.clone(), "dead-code", "no");
+    let not_mine = response("a", "critic", &q.id, "dead-code", "no");
     assert!(matches!(
         mail.send(&not_mine),
         Err(Error::NotAddressee { .. })
@@ -228,41 +204,20 @@ fn group_any_rule_settles_the_gate(place: &Place) {
     assert_eq!(mail.send_group(&draft).unwrap().messages, sent.messages);
     assert_eq!(mail.pending_replies(&task("t1")).unwrap().len(), 3);
     let bob = sent.messages.iter().find(|m| m.to == agent("bob")).unwrap();
-    mail.send(&NewMessage::response(
-        agent("bob"),
-        agent("lead"),
-        bob.id.clone(),
-        "ship-it",
-        "yes",
-    ))
-    .unwrap();
+    mail.send(&response("bob", "lead", &bob.id, "ship-it", "yes"))
+        .unwrap();
     assert!(mail.pending_replies(&task("t1")).unwrap().is_empty());
 }
 
 fn sweep_moves_the_task_and_clears_its_gate(place: &Place) {
     let (_tmp, mail) = open(place);
     let q = mail.send(&request(ID)).unwrap();
-    let n = mail
-        .send(&NewMessage::notify(
-            agent("a"),
-            agent("b"),
-            task("t1"),
-            "note",
-            "n",
-        ))
-        .unwrap();
+    let n = mail.send(&notify("a", "b", "t1", "note", "n")).unwrap();
     assert!(matches!(
         mail.archive(&n.id).unwrap(),
         ArchiveOutcome::Archived(_)
     ));
-    mail.send(&NewMessage::notify(
-        agent("a"),
-        agent("b"),
-        task("t2"),
-        "note",
-        "n",
-    ))
-    .unwrap();
+    mail.send(&notify("a", "b", "t2", "note", "n")).unwrap();
     let report = mail.sweep_task_on_commit(&task("t1")).unwrap();
     assert_eq!((report.moved, report.total), (2, 2));
     assert_eq!(
@@ -299,14 +254,8 @@ fn the_gate_fails_closed_across_two_clients_on_postgres() {
             .unwrap();
         let pending = b.pending_replies(&t).unwrap();
         assert_eq!(ids(&pending), [q.id.as_str()], "round {i}");
-        b.send(&NewMessage::response(
-            agent("exec"),
-            agent("critic"),
-            q.id.clone(),
-            "check",
-            "ok",
-        ))
-        .unwrap();
+        b.send(&response("exec", "critic", &q.id, "check", "ok"))
+            .unwrap();
         assert!(a.pending_replies(&t).unwrap().is_empty(), "round {i}");
     }
 }

@@ -12,7 +12,7 @@ use chipset_store::{DoctorMode, Report};
 use chipset_testkit::TempState;
 
 use crate::place::Place;
-use crate::{agent, task};
+use crate::{agent, response, task};
 
 const OTHER: &str = "1772706900124-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab";
 
@@ -161,14 +161,8 @@ fn stale_open_rows_are_removed_or_moved_aside() {
         return;
     };
     let q = mail.send(&request("t1")).unwrap();
-    mail.send(&NewMessage::response(
-        agent("exec"),
-        agent("critic"),
-        q.id.clone(),
-        "dead-code",
-        "yes",
-    ))
-    .unwrap();
+    mail.send(&response("exec", "critic", &q.id, "dead-code", "yes"))
+        .unwrap();
     let archived = bytes_of(b.as_ref(), &key(&["archive"], &json(&q.id)));
     plant(b.as_ref(), &key(&["open", "t1"], &json(&q.id)), &archived);
     plant(
@@ -204,13 +198,7 @@ fn duplicates_lost_reply_index_and_orphans_are_repaired() {
 
     let q = mail.send(&request("t1")).unwrap();
     let r = mail
-        .send(&NewMessage::response(
-            agent("exec"),
-            agent("critic"),
-            q.id.clone(),
-            "dead-code",
-            "yes",
-        ))
+        .send(&response("exec", "critic", &q.id, "dead-code", "yes"))
         .unwrap();
     remove(
         b.as_ref(),

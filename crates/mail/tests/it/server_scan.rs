@@ -11,7 +11,7 @@ use chipset_store::DoctorMode;
 use chipset_testkit::TempState;
 
 use crate::place::Place;
-use crate::{agent, task};
+use crate::{agent, request, task};
 
 macro_rules! both {
     ($($name:ident),* $(,)?) => {
@@ -59,10 +59,10 @@ fn counts_count_the_inboxes_the_archive_and_the_swept_tasks(place: &Place) {
     let zero = mail.counts().unwrap();
     assert!(zero.inbox.is_empty());
     assert_eq!((zero.archived, zero.orphaned, zero.swept_tasks), (0, 0, 0));
-    mail.send(&NewMessage::request(
-        agent("critic"),
-        agent("exec"),
-        task("t1"),
+    mail.send(&request(
+        "critic",
+        "exec",
+        "t1",
         "dead-code",
         "did you mean it?",
     ))
