@@ -297,6 +297,47 @@ impl<C: Channel> Placed<C> {
     }
 }
 
+/// Runs each named test body twice: as `fs::name` on a directory and as
+/// `pg::name` on the server `CHIPSET_TEST_PG` names (skipped, saying so,
+/// without one). The first argument is a type, named by its path from the
+/// crate root, with `fs() -> Self` and `pg(test: &str) -> Option<Self>` (a
+/// [`Placed`], or a test's own fixture); each body is `fn name(place: &P)`.
+///
+/// ```
+/// use chipset_backend::testing::Place;
+///
+/// // In a test crate the place is its own, e.g. `crate::place::Place`.
+/// chipset_backend::both!(chipset_backend::testing::Place; knows_where_it_is);
+///
+/// fn knows_where_it_is(place: &Place) {
+///     assert_eq!(place.is_pg(), place.schema().is_some());
+/// }
+/// # fn main() {}
+/// ```
+#[macro_export]
+macro_rules! both {
+    ($place:ty; $($name:ident),* $(,)?) => {
+        mod fs {
+            $(
+                #[test]
+                fn $name() {
+                    super::$name(&<$place>::fs());
+                }
+            )*
+        }
+        mod pg {
+            $(
+                #[test]
+                fn $name() {
+                    if let Some(place) = <$place>::pg(stringify!($name)) {
+                        super::$name(&place);
+                    }
+                }
+            )*
+        }
+    };
+}
+
 /// What a [`Place::spec`] opens in a child process.
 #[derive(Debug)]
 pub struct Opened {

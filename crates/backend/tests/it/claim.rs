@@ -12,10 +12,11 @@ use chipset_backend::{Backend, Claim, ClaimView, ClaimWrite, Claimed, Created, E
 use chipset_store::MaybeCommitted;
 use chipset_testkit as kit;
 
-use crate::support::{Fx, MARK, both, dir, key};
+use crate::support::{Fx, MARK, dir, key};
 use chipset_backend::testing::Proxy;
 
-both!(
+chipset_backend::both!(
+    crate::support::Fx;
     claims_take_rows_in_order_and_pass_over_refused_ones,
     a_conflicting_claim_write_changes_nothing,
     claim_race_threads_take_each_row_once,

@@ -8,9 +8,10 @@ use std::time::{Duration, Instant};
 use chipset_backend::{Created, Error, LogPos, MAX_VALUE, Wake};
 use chipset_testkit as kit;
 
-use crate::support::{Fx, MARK, both, dir, key};
+use crate::support::{Fx, MARK, dir, key};
 
-both!(
+chipset_backend::both!(
+    crate::support::Fx;
     read_create_replace_remove,
     create_race_threads_one_winner,
     create_race_processes_one_winner,

@@ -75,32 +75,6 @@ pub(crate) fn open_spec(spec: &str) -> Arc<dyn Backend> {
     }
 }
 
-/// Runs the conformance bodies named on both backends: `fs::name` always,
-/// `pg::name` when `CHIPSET_TEST_PG` names a server.
-macro_rules! both {
-    ($($name:ident),* $(,)?) => {
-        mod fs {
-            $(
-                #[test]
-                fn $name() {
-                    super::$name(&crate::support::Fx::fs());
-                }
-            )*
-        }
-        mod pg {
-            $(
-                #[test]
-                fn $name() {
-                    if let Some(fx) = crate::support::Fx::pg(stringify!($name)) {
-                        super::$name(&fx);
-                    }
-                }
-            )*
-        }
-    };
-}
-pub(crate) use both;
-
 pub(crate) fn key(dir: &str, name: &str) -> Key {
     let mut parts = dir.split('/');
     let mut d = Dir::new(parts.next().unwrap()).unwrap();

@@ -8,10 +8,11 @@ use std::thread;
 use chipset_backend::{Backend, Created, Error, LogPos, PgBackend, PgOptions, Step};
 use chipset_store::MaybeCommitted;
 
-use crate::support::{Fx, both, dir, key, pg_url};
+use crate::support::{Fx, dir, key, pg_url};
 use chipset_backend::testing::Proxy;
 
-both!(
+chipset_backend::both!(
+    crate::support::Fx;
     every_step_applies_in_order,
     a_refused_first_step_applies_nothing,
     a_refused_later_step_is_atomic_on_a_server,

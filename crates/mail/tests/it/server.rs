@@ -19,34 +19,8 @@ const ID: &str = "1772706900123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab";
 const ID2: &str = "1772706900124-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab";
 const GROUP: &str = "1772706900125-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab";
 
-/// Runs each body on a directory (`fs::NAME`) and on PostgreSQL
-/// (`pg::NAME`, when `CHIPSET_TEST_PG` names a server).
-macro_rules! both {
-    ($($name:ident),* $(,)?) => {
-        mod fs {
-            use crate::place::Place;
-            $(
-                #[test]
-                fn $name() {
-                    super::$name(&Place::fs());
-                }
-            )*
-        }
-        mod pg {
-            use crate::place::Place;
-            $(
-                #[test]
-                fn $name() {
-                    if let Some(place) = Place::pg(stringify!($name)) {
-                        super::$name(&place);
-                    }
-                }
-            )*
-        }
-    };
-}
-
-both!(
+chipset_backend::both!(
+    crate::place::Place;
     a_retry_with_the_same_id_returns_the_first_delivery,
     other_content_under_a_taken_id_is_refused,
     a_response_retried_archives_its_request_once,

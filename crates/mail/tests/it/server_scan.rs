@@ -13,32 +13,8 @@ use chipset_testkit::TempState;
 use crate::place::Place;
 use crate::{agent, request, task};
 
-macro_rules! both {
-    ($($name:ident),* $(,)?) => {
-        mod fs {
-            use crate::place::Place;
-            $(
-                #[test]
-                fn $name() {
-                    super::$name(&Place::fs());
-                }
-            )*
-        }
-        mod pg {
-            use crate::place::Place;
-            $(
-                #[test]
-                fn $name() {
-                    if let Some(place) = Place::pg(stringify!($name)) {
-                        super::$name(&place);
-                    }
-                }
-            )*
-        }
-    };
-}
-
-both!(
+chipset_backend::both!(
+    crate::place::Place;
     counts_count_the_inboxes_the_archive_and_the_swept_tasks,
     doctor_on_clean_mail_finds_nothing,
     an_inbox_wait_wakes_on_a_delivery_from_another_handle,

@@ -12,31 +12,8 @@ use chipset_testkit::TempState;
 use crate::place::{Place, key};
 use crate::support::agent;
 
-/// Runs a body on the directory (`fs_NAME`) and on PostgreSQL (`pg_NAME`).
-macro_rules! both {
-    ($($name:ident),* $(,)?) => {
-        mod fs {
-            $(
-                #[test]
-                fn $name() {
-                    super::$name(&crate::place::Place::fs());
-                }
-            )*
-        }
-        mod pg {
-            $(
-                #[test]
-                fn $name() {
-                    if let Some(place) = crate::place::Place::pg(stringify!($name)) {
-                        super::$name(&place);
-                    }
-                }
-            )*
-        }
-    };
-}
-
-both!(
+chipset_backend::both!(
+    crate::place::Place;
     a_send_moves_a_corrupt_latest_aside_and_keeps_its_bytes,
     a_corrupt_processed_record_means_unsure_and_marking_moves_it_aside,
     every_handle_lists_the_same_agents_and_nudges,

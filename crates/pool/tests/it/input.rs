@@ -92,7 +92,8 @@ fn bad_claims_and_releases_change_nothing(place: &Place) {
     assert_eq!(snapshot(&s), before);
 }
 
-both!(
+chipset_backend::both!(
+    crate::place::Place;
     bad_posts_are_refused_and_change_nothing,
     bad_claims_and_releases_change_nothing,
 );

@@ -406,7 +406,8 @@ fn the_files_are_pinned() {
     assert!(table.contains("\"reason\": \"later\""), "{table}");
 }
 
-both!(
+chipset_backend::both!(
+    crate::place::Place;
     filters_keep_labels_and_the_role_or_no_role,
     a_claim_is_on_the_hook_and_nowhere_else,
     a_completed_hook_marks_the_item_done_and_the_next_claim_records_it,

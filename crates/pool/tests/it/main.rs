@@ -6,7 +6,6 @@
     reason = "tests plant, corrupt and inspect files as another program would, outside the store's API"
 )]
 
-#[macro_use]
 mod place;
 
 mod input;

@@ -31,32 +31,6 @@ impl Channel for PoolChannel {
     }
 }
 
-/// Runs each named body (`fn name(place: &Place)`) twice: as
-/// `fs::name` on a directory and as `pg::name` on the server
-/// `CHIPSET_TEST_PG` names (saying it was skipped without one).
-macro_rules! both {
-    ($($name:ident),* $(,)?) => {
-        mod fs {
-            $(
-                #[test]
-                fn $name() {
-                    super::$name(&$crate::place::Place::fs());
-                }
-            )*
-        }
-        mod pg {
-            $(
-                #[test]
-                fn $name() {
-                    if let Some(place) = $crate::place::Place::pg(stringify!($name)) {
-                        super::$name(&place);
-                    }
-                }
-            )*
-        }
-    };
-}
-
 /// Opens the pool a [`Place::spec`](chipset_backend::testing::Place::spec) names, on
 /// `state` (the spec's root, opened by the caller with its own options).
 pub(crate) fn pool_of(spec: &str, state: &StateDir) -> (Pool, Hooks) {

@@ -267,7 +267,8 @@ fn sigkill_at_any_point_leaves_every_item_readable_and_on_at_most_one_hook(place
     );
 }
 
-both!(
+chipset_backend::both!(
+    crate::place::Place;
     eight_agents_drain_a_thousand_items_each_claimed_exactly_once,
     sigkill_at_any_point_leaves_every_item_readable_and_on_at_most_one_hook,
 );
