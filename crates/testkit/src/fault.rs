@@ -1,11 +1,17 @@
-//! A backend that fails the Nth call.
+//! A backend that fails the Nth call, and the fault sweep every
+//! channel's seam tests run on it ([`sweep_faults`]).
 
+use std::collections::BTreeMap;
+use std::fmt;
 use std::fs::File;
 use std::io;
-use std::path::Path;
+use std::ops::AddAssign;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use chipset_store::{IoBackend, RealIo, SharedIo, SyncOrder};
+
+use crate::visible;
 
 /// Linux's "I/O error".
 pub const EIO: i32 = 5;
@@ -303,4 +309,147 @@ impl IoBackend for FaultIo {
             None => self.inner.remove_dir(path),
         }
     }
+}
+
+/// What a reader of a state root sees, as [`visible`] returns it.
+pub type Visible = BTreeMap<PathBuf, Option<Vec<u8>>>;
+
+/// What a [`sweep_faults`] counted, for the test's report.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Tally {
+    /// The faults injected: one a run.
+    pub injected: u64,
+    /// Runs that succeeded anyway (the failed call was one the operation
+    /// may do without, such as a best-effort cleanup).
+    pub ok: u64,
+    /// Runs that failed and changed nothing a reader sees.
+    pub unchanged: u64,
+    /// Runs that failed with an outcome the caller cannot know.
+    pub outcome_unknown: u64,
+}
+
+impl AddAssign for Tally {
+    fn add_assign(&mut self, other: Tally) {
+        self.injected += other.injected;
+        self.ok += other.ok;
+        self.unchanged += other.unchanged;
+        self.outcome_unknown += other.outcome_unknown;
+    }
+}
+
+impl fmt::Display for Tally {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "injected {}, ok {}, unchanged {}, outcome unknown {}",
+            self.injected, self.ok, self.unchanged, self.outcome_unknown
+        )
+    }
+}
+
+/// One retry-safe operation that [`sweep_faults`] runs, and its checks.
+pub trait FaultCase {
+    /// A fresh state with the case's setup done, and whatever the checks
+    /// need (a clock, what the setup returned).
+    type World;
+    /// The operation's error.
+    type Error: fmt::Display;
+
+    /// The case's name, in every message.
+    fn name(&self) -> &str;
+
+    /// Opens a fresh state at `root` on `io` and does the case's setup.
+    fn open(&self, root: &Path, io: SharedIo) -> Self::World;
+
+    /// Runs the operation.
+    ///
+    /// # Errors
+    ///
+    /// The operation's failure.
+    fn run(&self, world: &Self::World) -> Result<(), Self::Error>;
+
+    /// Returns whether the operation applied, exactly once.
+    fn applied(&self, world: &Self::World) -> bool;
+
+    /// Returns whether `error` says the outcome is unknown (a case may also
+    /// assert what such an error carries; `what` names the run).
+    fn is_outcome_unknown(&self, error: &Self::Error, what: &str) -> bool;
+
+    /// Takes out of `after` (what a reader sees under `root`) what a plain
+    /// failure may leave that changes nothing a reader sees (a folder
+    /// holding only a lock). By default nothing.
+    fn forgive(&self, root: &Path, before: &Visible, after: &mut Visible, what: &str) {
+        let _ = (root, before, after, what);
+    }
+
+    /// Runs between a faulted run and its retry. By default nothing.
+    fn before_retry(&self, world: &Self::World) {
+        let _ = world;
+    }
+
+    /// Checks the state after a retry applied. By default nothing.
+    fn after_retry(&self, world: &Self::World, what: &str) {
+        let _ = (world, what);
+    }
+}
+
+/// Runs `case` once on a clean [`FaultIo`] to count its calls, then, for
+/// EIO and ENOSPC and every call `n`, on a fresh state with the `n`th call
+/// failing. Each run must succeed having applied, fail with an unknown
+/// outcome, or fail having changed nothing a reader sees ([`visible`]);
+/// then the retry must succeed and apply exactly once.
+///
+/// # Panics
+///
+/// When a check fails: it is for tests.
+pub fn sweep_faults<C: FaultCase>(case: &C) -> Tally {
+    let name = case.name();
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let fault = FaultIo::passthrough();
+    let world = case.open(tmp.path(), fault.clone());
+    fault.set(Fault::nth(0, EIO));
+    case.run(&world)
+        .unwrap_or_else(|e| panic!("{name}: a clean run failed: {e}"));
+    assert!(case.applied(&world), "{name}: a clean run did not apply");
+    let calls = fault.counted();
+    assert!(calls > 2, "{name}: only {calls} calls");
+    let mut tally = Tally::default();
+    for errno in [EIO, ENOSPC] {
+        for n in 1..=calls {
+            let tmp = tempfile::tempdir().expect("a temporary directory");
+            let fault = FaultIo::passthrough();
+            let world = case.open(tmp.path(), fault.clone());
+            let before = visible(tmp.path());
+            fault.set(Fault::nth(n, errno));
+            let what = format!("{name} with errno {errno} at call {n}");
+            match case.run(&world) {
+                Ok(()) => {
+                    tally.ok += 1;
+                    assert!(case.applied(&world), "{what}: Ok but not applied");
+                }
+                Err(e) if case.is_outcome_unknown(&e, &what) => tally.outcome_unknown += 1,
+                Err(e) => {
+                    tally.unchanged += 1;
+                    let mut after = visible(tmp.path());
+                    case.forgive(tmp.path(), &before, &mut after, &what);
+                    assert_eq!(
+                        after, before,
+                        "{what}: failed ({e}) but changed what readers see"
+                    );
+                }
+            }
+            tally.injected += fault.injected();
+            fault.disarm();
+            case.before_retry(&world);
+            case.run(&world)
+                .unwrap_or_else(|e| panic!("{what}: retry: {e}"));
+            assert!(
+                case.applied(&world),
+                "{what}: the retry did not apply exactly once"
+            );
+            case.after_retry(&world, &what);
+        }
+    }
+    assert_eq!(tally.injected, 2 * calls, "{name}");
+    tally
 }

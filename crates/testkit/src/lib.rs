@@ -13,6 +13,9 @@
 //!   model tests that run thousands of operations and never cut the power.
 //! - [`visible`] snapshots what a reader of a state root sees, so a test can
 //!   assert that a failed operation changed nothing.
+//! - [`sweep_faults`] runs one retry-safe operation (a [`FaultCase`]) with
+//!   each of its I/O calls failing in turn, the sweep every channel's seam
+//!   tests share.
 //!
 //! A test binary re-runs itself as a child process: [`spawn`] starts the
 //! current executable with only one entry test selected and a role in the
@@ -53,7 +56,10 @@ mod nosync;
 mod record;
 pub mod scale;
 
-pub use fault::{EEXIST, EIO, ENOENT, ENOSPC, EOPNOTSUPP, Fault, FaultIo, IoOp};
+pub use fault::{
+    EEXIST, EIO, ENOENT, ENOSPC, EOPNOTSUPP, Fault, FaultCase, FaultIo, IoOp, Tally, Visible,
+    sweep_faults,
+};
 pub use nosync::NoSyncIo;
 pub use record::{CrashState, Entry, RecordIo};
 

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use chipset_bus::{AckOutcome, Bus, Error, EventId, NewEvent, Published};
 use chipset_store::{AgentId, MaybeCommitted, SharedIo, StateDir, StateOptions};
-use chipset_testkit::{EIO, ENOSPC, Fault, FaultIo, RecordIo, visible};
+use chipset_testkit::{EIO, Fault, FaultCase, FaultIo, RecordIo, Visible, sweep_faults};
 use serde_json::json;
 
 use crate::agent;
@@ -168,12 +168,41 @@ fn cases() -> Vec<Case> {
     ]
 }
 
-#[derive(Debug, Default)]
-struct Tally {
-    injected: u64,
-    ok: u64,
-    unchanged: u64,
-    outcome_unknown: u64,
+impl FaultCase for Case {
+    type World = Bus;
+    type Error = Error;
+
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn open(&self, root: &Path, io: SharedIo) -> Bus {
+        let bus = open(root, io);
+        (self.setup)(&bus);
+        bus
+    }
+
+    fn run(&self, bus: &Bus) -> Result<(), Error> {
+        (self.run)(bus)
+    }
+
+    fn applied(&self, bus: &Bus) -> bool {
+        (self.applied)(bus)
+    }
+
+    fn is_outcome_unknown(&self, e: &Error, _what: &str) -> bool {
+        e.is_outcome_unknown()
+    }
+
+    fn forgive(&self, _root: &Path, before: &Visible, after: &mut Visible, what: &str) {
+        for d in self.lock_dirs {
+            if !before.contains_key(Path::new(d))
+                && let Some(entry) = after.remove(Path::new(d))
+            {
+                assert!(entry.is_none(), "{what}: {d} is not a directory");
+            }
+        }
+    }
 }
 
 #[test]
@@ -183,64 +212,8 @@ struct Tally {
 )]
 fn every_fault_in_publish_ack_and_dedup_is_safe_to_retry() {
     for case in cases() {
-        let tmp = tempfile::tempdir().unwrap();
-        let fault = FaultIo::passthrough();
-        let bus = open(tmp.path(), fault.clone());
-        (case.setup)(&bus);
-        fault.set(Fault::nth(0, EIO));
-        (case.run)(&bus).unwrap();
-        assert!(
-            (case.applied)(&bus),
-            "{}: a clean run did not apply",
-            case.name
-        );
-        let calls = fault.counted();
-        let mut t = Tally::default();
-        for errno in [EIO, ENOSPC] {
-            for n in 1..=calls {
-                let tmp = tempfile::tempdir().unwrap();
-                let fault = FaultIo::passthrough();
-                let bus = open(tmp.path(), fault.clone());
-                (case.setup)(&bus);
-                let before = visible(bus.state().root());
-                fault.set(Fault::nth(n, errno));
-                let what = format!("{} with errno {errno} at call {n}", case.name);
-                match (case.run)(&bus) {
-                    Ok(()) => {
-                        t.ok += 1;
-                        assert!((case.applied)(&bus), "{what}: Ok but not applied");
-                    }
-                    Err(e) if e.is_outcome_unknown() => t.outcome_unknown += 1,
-                    Err(e) => {
-                        t.unchanged += 1;
-                        let mut after = visible(bus.state().root());
-                        for d in case.lock_dirs {
-                            if !before.contains_key(Path::new(d))
-                                && let Some(entry) = after.remove(Path::new(d))
-                            {
-                                assert!(entry.is_none(), "{what}: {d} is not a directory");
-                            }
-                        }
-                        assert_eq!(
-                            after, before,
-                            "{what}: failed ({e}) but changed what readers see"
-                        );
-                    }
-                }
-                t.injected += fault.injected();
-                fault.disarm();
-                (case.run)(&bus).unwrap_or_else(|e| panic!("{what}: retry: {e}"));
-                assert!(
-                    (case.applied)(&bus),
-                    "{what}: the retry did not apply exactly once"
-                );
-            }
-        }
-        assert_eq!(t.injected, 2 * calls, "{}", case.name);
-        eprintln!(
-            "bus fault {}: injected {}, ok {}, unchanged {}, outcome unknown {}",
-            case.name, t.injected, t.ok, t.unchanged, t.outcome_unknown
-        );
+        let t = sweep_faults(&case);
+        eprintln!("bus fault {}: {t}", case.name);
     }
 }
 

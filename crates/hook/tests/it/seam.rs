@@ -11,7 +11,7 @@ use std::time::Duration;
 use chipset_hook::{Assignment, Error, HookStatus, Hooks, Pickup};
 use chipset_store::{ManualClock, RealIo, SharedIo, StateDir, StateOptions, Timestamp};
 use chipset_store::{MaybeCommitted, ReadOutcome};
-use chipset_testkit::{EIO, ENOSPC, Fault, FaultIo, RecordIo, visible};
+use chipset_testkit::{FaultCase, RecordIo, Tally, Visible, sweep_faults};
 
 use crate::ReadExt;
 use crate::{T0, agent, bead};
@@ -135,12 +135,63 @@ fn generation(h: &Hooks) -> u64 {
         .map_or(0, |h| h.generation)
 }
 
-#[derive(Debug, Default)]
-struct Tally {
-    injected: u64,
-    ok: u64,
-    unchanged: u64,
-    outcome_unknown: u64,
+/// One case's fresh state: the hooks, their clock, the assignment the
+/// setup made, and the generation before the operation.
+struct World {
+    hooks: Hooks,
+    clock: ManualClock,
+    held: Option<Assignment>,
+    generation: u64,
+}
+
+impl FaultCase for Case {
+    type World = World;
+    type Error = Error;
+
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn open(&self, root: &Path, io: SharedIo) -> World {
+        let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
+        let hooks = open(root, io, &clock);
+        let held = prepare(&hooks, self.before);
+        let generation = generation(&hooks);
+        clock.advance(Duration::from_secs(1));
+        World {
+            hooks,
+            clock,
+            held,
+            generation,
+        }
+    }
+
+    fn run(&self, w: &World) -> Result<(), Error> {
+        (self.run)(&w.hooks, w.held.as_ref())
+    }
+
+    fn applied(&self, w: &World) -> bool {
+        applied(&w.hooks, self, w.generation)
+    }
+
+    fn is_outcome_unknown(&self, e: &Error, _what: &str) -> bool {
+        matches!(e, Error::Store(e) if e.is_outcome_unknown())
+    }
+
+    fn forgive(&self, _root: &Path, before: &Visible, after: &mut Visible, what: &str) {
+        // The hook's lock lives in `hooks/`, and a lock file is never
+        // removed: a failed first write may leave the directory, holding
+        // nothing but the (dot-named) lock.
+        if !before.contains_key(Path::new("hooks"))
+            && let Some(entry) = after.remove(Path::new("hooks"))
+        {
+            assert!(entry.is_none(), "{what}: `hooks` is not a directory");
+        }
+    }
+
+    fn before_retry(&self, w: &World) {
+        w.clock.advance(Duration::from_secs(1));
+    }
 }
 
 #[test]
@@ -151,73 +202,9 @@ struct Tally {
 fn every_fault_in_every_hook_transition_is_safe_to_retry() {
     let mut total = Tally::default();
     for case in cases() {
-        let tmp = tempfile::tempdir().unwrap();
-        let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
-        let fault = FaultIo::passthrough();
-        let hooks = open(tmp.path(), fault.clone(), &clock);
-        let held = prepare(&hooks, case.before);
-        let g = generation(&hooks);
-        clock.advance(Duration::from_secs(1));
-        fault.set(Fault::nth(0, EIO));
-        (case.run)(&hooks, held.as_ref()).unwrap();
-        assert!(applied(&hooks, &case, g), "{}: a clean run", case.name);
-        let calls = fault.counted();
-        assert!(calls > 2, "{}: only {calls} calls", case.name);
-        let mut t = Tally::default();
-        for errno in [EIO, ENOSPC] {
-            for n in 1..=calls {
-                let tmp = tempfile::tempdir().unwrap();
-                let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
-                let fault = FaultIo::passthrough();
-                let hooks = open(tmp.path(), fault.clone(), &clock);
-                let held = prepare(&hooks, case.before);
-                let g = generation(&hooks);
-                clock.advance(Duration::from_secs(1));
-                let before = visible(hooks.state().root());
-                fault.set(Fault::nth(n, errno));
-                let what = format!("{} with errno {errno} at call {n}", case.name);
-                match (case.run)(&hooks, held.as_ref()) {
-                    Ok(()) => {
-                        t.ok += 1;
-                        assert!(applied(&hooks, &case, g), "{what}: Ok but not applied");
-                    }
-                    Err(Error::Store(e)) if e.is_outcome_unknown() => t.outcome_unknown += 1,
-                    Err(e) => {
-                        t.unchanged += 1;
-                        let mut after = visible(hooks.state().root());
-                        // The hook's lock lives in `hooks/`, and a lock file is
-                        // never removed: a failed first write may leave the
-                        // directory, holding nothing but the (dot-named) lock.
-                        if !before.contains_key(Path::new("hooks"))
-                            && let Some(entry) = after.remove(Path::new("hooks"))
-                        {
-                            assert!(entry.is_none(), "{what}: `hooks` is not a directory");
-                        }
-                        assert_eq!(
-                            after, before,
-                            "{what}: failed ({e}) but changed what readers see"
-                        );
-                    }
-                }
-                t.injected += fault.injected();
-                fault.disarm();
-                clock.advance(Duration::from_secs(1));
-                (case.run)(&hooks, held.as_ref()).unwrap_or_else(|e| panic!("{what}: retry: {e}"));
-                assert!(
-                    applied(&hooks, &case, g),
-                    "{what}: the retry did not apply exactly once"
-                );
-            }
-        }
-        assert_eq!(t.injected, 2 * calls, "{}", case.name);
-        eprintln!(
-            "hook fault {}: injected {}, ok {}, unchanged {}, outcome unknown {}",
-            case.name, t.injected, t.ok, t.unchanged, t.outcome_unknown
-        );
-        total.injected += t.injected;
-        total.ok += t.ok;
-        total.unchanged += t.unchanged;
-        total.outcome_unknown += t.outcome_unknown;
+        let t = sweep_faults(&case);
+        eprintln!("hook fault {}: {t}", case.name);
+        total += t;
     }
     eprintln!("hook fault total: {total:?}");
 }

@@ -13,7 +13,7 @@ use chipset_mail::{ArchiveOutcome, Error, Mail, NewMessage};
 use chipset_store::{Defect, DoctorMode};
 use chipset_store::{IoBackend, MaybeCommitted};
 use chipset_store::{ManualClock, SharedIo, StateDir, StateOptions, SyncOrder, Timestamp};
-use chipset_testkit::{EIO, ENOSPC, Fault, FaultIo, IoOp, RecordIo, visible};
+use chipset_testkit::{EIO, Fault, FaultCase, FaultIo, IoOp, RecordIo, Tally, sweep_faults};
 
 use crate::{T0, agent, mid, task};
 
@@ -192,12 +192,40 @@ fn doctor_completes(m: &Mail, clock: &ManualClock, what: &str, power_cut: bool) 
     assert!(check.is_clean(), "{what}: {:?}", check.findings);
 }
 
-#[derive(Debug, Default)]
-struct Tally {
-    injected: u64,
-    ok: u64,
-    unchanged: u64,
-    outcome_unknown: u64,
+impl FaultCase for Case {
+    /// The mail and its clock, which the doctor's check moves on.
+    type World = (Mail, ManualClock);
+    type Error = Error;
+
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn open(&self, root: &Path, io: SharedIo) -> (Mail, ManualClock) {
+        let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
+        let mail = open(root, io, &clock);
+        (self.setup)(&mail);
+        (mail, clock)
+    }
+
+    fn run(&self, (mail, _): &(Mail, ManualClock)) -> Result<(), Error> {
+        (self.run)(mail)
+    }
+
+    fn applied(&self, (mail, _): &(Mail, ManualClock)) -> bool {
+        (self.applied)(mail)
+    }
+
+    fn is_outcome_unknown(&self, e: &Error, what: &str) -> bool {
+        if let Error::OutcomeUnknown { ids, .. } = e {
+            assert!(ids.contains(&mid(ID)), "{what}: {e}");
+        }
+        e.is_outcome_unknown()
+    }
+
+    fn after_retry(&self, (mail, clock): &(Mail, ManualClock), what: &str) {
+        doctor_completes(mail, clock, what, false);
+    }
 }
 
 #[test]
@@ -208,70 +236,9 @@ struct Tally {
 fn every_fault_in_send_archive_and_sweep_is_safe_to_retry() {
     let mut total = Tally::default();
     for case in cases() {
-        let tmp = tempfile::tempdir().unwrap();
-        let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
-        let fault = FaultIo::passthrough();
-        let mail = open(tmp.path(), fault.clone(), &clock);
-        (case.setup)(&mail);
-        fault.set(Fault::nth(0, EIO));
-        (case.run)(&mail).unwrap();
-        assert!(
-            (case.applied)(&mail),
-            "{}: a clean run did not apply",
-            case.name
-        );
-        let calls = fault.counted();
-        assert!(calls > 2, "{}: only {calls} calls", case.name);
-        let mut t = Tally::default();
-        for errno in [EIO, ENOSPC] {
-            for n in 1..=calls {
-                let tmp = tempfile::tempdir().unwrap();
-                let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
-                let fault = FaultIo::passthrough();
-                let mail = open(tmp.path(), fault.clone(), &clock);
-                (case.setup)(&mail);
-                let before = visible(mail.state().root());
-                fault.set(Fault::nth(n, errno));
-                let what = format!("{} with errno {errno} at call {n}", case.name);
-                match (case.run)(&mail) {
-                    Ok(()) => {
-                        t.ok += 1;
-                        assert!((case.applied)(&mail), "{what}: Ok but not applied");
-                    }
-                    Err(e) if e.is_outcome_unknown() => {
-                        t.outcome_unknown += 1;
-                        if let Error::OutcomeUnknown { ids, .. } = &e {
-                            assert!(ids.contains(&mid(ID)), "{what}: {e}");
-                        }
-                    }
-                    Err(e) => {
-                        t.unchanged += 1;
-                        assert_eq!(
-                            visible(mail.state().root()),
-                            before,
-                            "{what}: failed ({e}) but changed what readers see"
-                        );
-                    }
-                }
-                t.injected += fault.injected();
-                fault.disarm();
-                (case.run)(&mail).unwrap_or_else(|e| panic!("{what}: retry: {e}"));
-                assert!(
-                    (case.applied)(&mail),
-                    "{what}: the retry did not apply exactly once"
-                );
-                doctor_completes(&mail, &clock, &what, false);
-            }
-        }
-        assert_eq!(t.injected, 2 * calls, "{}", case.name);
-        eprintln!(
-            "mail fault {}: injected {}, ok {}, unchanged {}, outcome unknown {}",
-            case.name, t.injected, t.ok, t.unchanged, t.outcome_unknown
-        );
-        total.injected += t.injected;
-        total.ok += t.ok;
-        total.unchanged += t.unchanged;
-        total.outcome_unknown += t.outcome_unknown;
+        let t = sweep_faults(&case);
+        eprintln!("mail fault {}: {t}", case.name);
+        total += t;
     }
     eprintln!("mail fault total: {total:?}");
 }

@@ -16,7 +16,7 @@ use chipset_nudge::{
 use chipset_store::{
     ManualClock, MaybeCommitted, ReadOutcome, RealIo, SharedIo, StateDir, StateOptions, Timestamp,
 };
-use chipset_testkit::{EIO, ENOSPC, Fault, FaultIo, RecordIo, visible};
+use chipset_testkit::{FaultCase, RecordIo, Tally, Visible, sweep_faults};
 
 use crate::support::DeliveryExt;
 use crate::support::ReminderKey;
@@ -211,12 +211,37 @@ fn cases() -> Vec<Case> {
     ]
 }
 
-#[derive(Debug, Default)]
-struct Tally {
-    injected: u64,
-    ok: u64,
-    unchanged: u64,
-    outcome_unknown: u64,
+impl FaultCase for Case {
+    type World = World;
+    type Error = Error;
+
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn open(&self, root: &Path, io: SharedIo) -> World {
+        let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
+        let w = open(root, io, &clock);
+        (self.setup)(&w);
+        clock.advance(Duration::from_secs(1));
+        w
+    }
+
+    fn run(&self, w: &World) -> Result<(), Error> {
+        (self.run)(w)
+    }
+
+    fn applied(&self, w: &World) -> bool {
+        (self.applied)(w)
+    }
+
+    fn is_outcome_unknown(&self, e: &Error, _what: &str) -> bool {
+        e.is_outcome_unknown()
+    }
+
+    fn forgive(&self, root: &Path, before: &Visible, after: &mut Visible, _what: &str) {
+        after.retain(|p, entry| before.contains_key(p) || !(entry.is_none() && lock_only(root, p)));
+    }
 }
 
 #[test]
@@ -227,70 +252,9 @@ struct Tally {
 fn every_fault_in_nudges_and_reminders_is_safe_to_retry() {
     let mut total = Tally::default();
     for case in cases() {
-        let tmp = tempfile::tempdir().unwrap();
-        let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
-        let fault = FaultIo::passthrough();
-        let w = open(tmp.path(), fault.clone(), &clock);
-        (case.setup)(&w);
-        clock.advance(Duration::from_secs(1));
-        fault.set(Fault::nth(0, EIO));
-        (case.run)(&w).unwrap();
-        assert!(
-            (case.applied)(&w),
-            "{}: a clean run did not apply",
-            case.name
-        );
-        let calls = fault.counted();
-        assert!(calls > 2, "{}: only {calls} calls", case.name);
-        let mut t = Tally::default();
-        for errno in [EIO, ENOSPC] {
-            for n in 1..=calls {
-                let tmp = tempfile::tempdir().unwrap();
-                let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
-                let fault = FaultIo::passthrough();
-                let w = open(tmp.path(), fault.clone(), &clock);
-                (case.setup)(&w);
-                clock.advance(Duration::from_secs(1));
-                let root = tmp.path();
-                let before = visible(root);
-                fault.set(Fault::nth(n, errno));
-                let what = format!("{} with errno {errno} at call {n}", case.name);
-                match (case.run)(&w) {
-                    Ok(()) => {
-                        t.ok += 1;
-                        assert!((case.applied)(&w), "{what}: Ok but not applied");
-                    }
-                    Err(e) if e.is_outcome_unknown() => t.outcome_unknown += 1,
-                    Err(e) => {
-                        t.unchanged += 1;
-                        let mut after = visible(root);
-                        after.retain(|p, entry| {
-                            before.contains_key(p) || !(entry.is_none() && lock_only(root, p))
-                        });
-                        assert_eq!(
-                            after, before,
-                            "{what}: failed ({e}) but changed what readers see"
-                        );
-                    }
-                }
-                t.injected += fault.injected();
-                fault.disarm();
-                (case.run)(&w).unwrap_or_else(|e| panic!("{what}: retry: {e}"));
-                assert!(
-                    (case.applied)(&w),
-                    "{what}: the retry did not apply exactly once"
-                );
-            }
-        }
-        assert_eq!(t.injected, 2 * calls, "{}", case.name);
-        eprintln!(
-            "nudge fault {}: injected {}, ok {}, unchanged {}, outcome unknown {}",
-            case.name, t.injected, t.ok, t.unchanged, t.outcome_unknown
-        );
-        total.injected += t.injected;
-        total.ok += t.ok;
-        total.unchanged += t.unchanged;
-        total.outcome_unknown += t.outcome_unknown;
+        let t = sweep_faults(&case);
+        eprintln!("nudge fault {}: {t}", case.name);
+        total += t;
     }
     eprintln!("nudge fault total: {total:?}");
 }
