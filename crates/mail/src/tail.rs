@@ -293,6 +293,15 @@ impl Mail {
             None => None,
         };
         let Some((mut tail, unseen)) = found else {
+            // Begin only at the end of a line. Inside a torn last line, the
+            // next append may cut it and write an event whose first bytes
+            // match the torn ones: the mark would pass and the rest of the
+            // event be read as a bad line. Until a writer completes or cuts
+            // the line, requests are looked for by listing, as without a tail.
+            let end = mark(&log, len)?;
+            if !(end.is_empty() || end.ends_with("0a")) {
+                return Ok(Caught::default());
+            }
             // Begin: the length first, then the time, so that every event
             // past the offset was appended after `since`.
             let tail = TailFile {
@@ -301,7 +310,7 @@ impl Mail {
                 ino,
                 since: self.state.now(),
                 offset: len,
-                mark: mark(&log, len)?,
+                mark: end,
                 at_end: Stamp::from(&meta)
                     .settled(SystemTime::now())
                     .then_some(times),

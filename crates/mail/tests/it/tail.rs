@@ -679,3 +679,36 @@ fn a_look_does_not_read_what_this_process_archived_as_a_request() {
     let opened = crate::opened(&archive);
     assert!(!opened.contains(&format!("{}.json", q1.id)), "{opened:?}");
 }
+
+#[test]
+fn a_tail_never_begins_inside_a_torn_line() {
+    let f = fixture_with(no_grace());
+    let m = &f.mail;
+    let first = request(m, "first");
+    // A writer died mid-line: the manifest ends in a torn `{"`, the first
+    // bytes of every event line.
+    let manifest = m.dir().as_path().join("manifest.jsonl");
+    fs::OpenOptions::new()
+        .append(true)
+        .open(&manifest)
+        .unwrap()
+        .write_all(b"{\"")
+        .unwrap();
+    // The next append may cut the piece and write an event over it whose
+    // first bytes match: a tail begun there would read that event as a
+    // bad line. So none begins; the request is looked for by listing.
+    assert!(!m.has_reply(&first.id).unwrap());
+    assert!(m.state().stat(&tail_path(m)).unwrap().is_none());
+    let (rid, bytes) = nubos_response(&first, 1);
+    archive_foreign(m, &rid, &bytes, false);
+    assert!(m.has_reply(&first.id).unwrap());
+
+    // Once a writer has cut the piece, the tail begins at a line's end.
+    let second = request(m, "second");
+    assert!(!m.has_reply(&second.id).unwrap());
+    let tail: serde_json::Value =
+        serde_json::from_slice(&fs::read(tail_path(m).as_path()).unwrap()).unwrap();
+    let log = fs::read(&manifest).unwrap();
+    assert_eq!(tail["offset"], log.len() as u64);
+    assert_eq!(log.last(), Some(&b'\n'));
+}
