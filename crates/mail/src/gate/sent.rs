@@ -8,7 +8,7 @@
 //! round of sends every new file is inside that window, so a gate run then
 //! read all of them back (10,000 open requests: 10,000 files), costing more
 //! than the inbox listing the cache replaces. The sender knows what it
-//! wrote: the file's bytes, and (one `statx` after the publish) its inode,
+//! wrote: the file's bytes, and (one `fstat` after the publish) its inode,
 //! size and times.
 //!
 //! # What is recorded
@@ -133,7 +133,7 @@ impl Mail {
 
     /// Records messages just published (past their commit point) in their
     /// inboxes' journals: each with the size of its file's bytes and the
-    /// `statx` its publish took of it after the no-replace rename (see
+    /// `fstat` its publish took of it after the no-replace rename (see
     /// [`StateDir::create_new_stat`](chipset_store::StateDir::create_new_stat)).
     /// A message without one is not recorded. Never fails: a message not
     /// recorded is read.

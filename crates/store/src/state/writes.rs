@@ -400,11 +400,12 @@ impl StateDir {
     /// descriptor (the root and symlink checks in the one call; where the
     /// kernel lacks `openat2`, the directories are checked one by one), and
     /// created when missing, with its directories (unsynced, as
-    /// [`StateDir::write_unsynced`] makes them). Appends of other writers
-    /// do not interleave with it (the kernel appends each `write` whole on a
-    /// local filesystem). A write cut short (a full disk, a power cut) may
-    /// leave a partial last line, which the next append turns into a bad
-    /// line: readers must skip both.
+    /// [`StateDir::write_unsynced`] makes them). One `write` is not
+    /// interleaved with other writers' appends on a local filesystem; a
+    /// write cut short (a full disk, a power cut) may leave a partial line,
+    /// and the rest of a short write may land after another writer's
+    /// append. Either makes bad lines, never a wrong record that parses:
+    /// readers must skip lines that do not parse.
     ///
     /// # Errors
     ///
