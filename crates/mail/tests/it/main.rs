@@ -24,6 +24,7 @@ mod server;
 mod server_doctor;
 mod server_scan;
 mod tail;
+mod tail_file;
 
 use chipset_mail::MessageId;
 use chipset_mail::{Mail, MailConfig, ManifestEvent, NewMessage};

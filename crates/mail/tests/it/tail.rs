@@ -13,14 +13,14 @@ use chipset_store::DoctorMode;
 
 use crate::{Fixture, agent, fixture_with, mid, task};
 
-fn no_grace() -> MailConfig {
+pub(crate) fn no_grace() -> MailConfig {
     MailConfig {
         in_flight_grace: Duration::ZERO,
         ..MailConfig::default()
     }
 }
 
-fn request(m: &Mail, subject: &str) -> Message {
+pub(crate) fn request(m: &Mail, subject: &str) -> Message {
     m.send(&NewMessage::request(
         agent("critic"),
         agent("exec"),
@@ -34,7 +34,7 @@ fn request(m: &Mail, subject: &str) -> Message {
 /// A response to `request` as nubos-pilot writes it (its own key order,
 /// `"round": null`), a second after the request (by its id: ids are made
 /// increasing across the whole test process, whatever a manual clock says).
-fn nubos_response(request: &Message, n: u8) -> (MessageId, Vec<u8>) {
+pub(crate) fn nubos_response(request: &Message, n: u8) -> (MessageId, Vec<u8>) {
     let sent: i64 = request
         .id
         .as_str()
@@ -56,7 +56,7 @@ fn nubos_response(request: &Message, n: u8) -> (MessageId, Vec<u8>) {
 
 /// Puts a response straight into `archive/`, with nubos-pilot's `archived`
 /// event when `logged` (what its `archive()` appends after the move).
-fn archive_foreign(m: &Mail, id: &MessageId, bytes: &[u8], logged: bool) {
+pub(crate) fn archive_foreign(m: &Mail, id: &MessageId, bytes: &[u8], logged: bool) {
     let archive = m.dir().as_path().join("archive");
     fs::create_dir_all(&archive).unwrap();
     fs::write(archive.join(format!("{id}.json")), bytes).unwrap();
@@ -94,7 +94,7 @@ fn sent_event(id: &MessageId, request: &Message) -> serde_json::Value {
 }
 
 /// `mail/.gate/archive-tail.json`.
-fn tail_path(m: &Mail) -> chipset_store::StatePath {
+pub(crate) fn tail_path(m: &Mail) -> chipset_store::StatePath {
     m.dir()
         .join_hidden(".gate")
         .join("archive-tail.json")
@@ -103,7 +103,7 @@ fn tail_path(m: &Mail) -> chipset_store::StatePath {
 
 /// Begins the tail (any miss of the reply index does), then moves the clock
 /// past the slack so that requests sent from now on are covered by it.
-fn begin_tail(f: &Fixture) {
+pub(crate) fn begin_tail(f: &Fixture) {
     let first = request(&f.mail, "first");
     assert!(!f.mail.has_reply(&first.id).unwrap());
     let tail = f.mail.state().stat(&tail_path(&f.mail)).unwrap();
@@ -485,7 +485,7 @@ fn a_folder_changed_exactly_the_slack_before_a_request_is_listed() {
 
 /// Puts a response into the requester's inbox as nubos-pilot's `send` does:
 /// the file, then (when `logged`) its `sent` event.
-fn send_foreign(m: &Mail, request: &Message, n: u8, logged: bool) -> MessageId {
+pub(crate) fn send_foreign(m: &Mail, request: &Message, n: u8, logged: bool) -> MessageId {
     let (id, bytes) = nubos_response(request, n);
     let inbox = m.inbox_dir(&agent("critic"));
     fs::create_dir_all(inbox.as_path()).unwrap();
@@ -558,69 +558,6 @@ fn a_sent_event_answers_only_through_a_file_that_fits() {
     assert!(m.has_reply(&silent.id).unwrap());
 }
 
-/// The tail file's inode (it is written by a rename).
-fn tail_ino(m: &Mail) -> u64 {
-    use std::os::unix::fs::MetadataExt;
-    fs::metadata(tail_path(m).as_path()).unwrap().ino()
-}
-
-/// A look that moves the tail on only a little keeps it in memory (issue
-/// 31: rewriting the file made every answered archive's move commit a new
-/// inode): the file is written again once it has fallen far enough behind,
-/// not at every look, and another process reading from the older file
-/// still finds what was archived since.
-#[test]
-fn the_tail_file_is_written_when_it_falls_behind_not_at_every_look() {
-    let f = fixture_with(no_grace());
-    let m = &f.mail;
-    begin_tail(&f);
-    let first = tail_ino(m);
-    let q = request(m, "asked");
-    send_foreign(m, &q, 1, true);
-    assert!(matches!(
-        m.archive(&q.id).unwrap(),
-        ArchiveOutcome::Archived(_)
-    ));
-    assert_eq!(tail_ino(m), first, "the tail file was written again");
-
-    // Another program archives a response with its event: this process
-    // and another one (a mail of its own, reading the file, which is
-    // behind) both find it.
-    let logged = request(m, "logged");
-    let (rid, bytes) = nubos_response(&logged, 2);
-    archive_foreign(m, &rid, &bytes, true);
-    let other = Mail::with_config(m.state().clone(), no_grace());
-    assert!(other.has_reply(&logged.id).unwrap());
-    assert!(m.has_reply(&logged.id).unwrap());
-
-    // Many answered archives: the file follows, now and then.
-    let mut written = 0;
-    let mut ino = tail_ino(m);
-    for n in 0..40 {
-        let q = request(m, "more");
-        send_foreign(m, &q, 10 + n, true);
-        assert!(matches!(
-            m.archive(&q.id).unwrap(),
-            ArchiveOutcome::Archived(_)
-        ));
-        if tail_ino(m) != ino {
-            written += 1;
-            ino = tail_ino(m);
-        }
-    }
-    assert!(
-        (1..20).contains(&written),
-        "written {written} times in 40 looks"
-    );
-    let tail: serde_json::Value =
-        serde_json::from_slice(&fs::read(tail_path(m).as_path()).unwrap()).unwrap();
-    let len = fs::metadata(m.dir().as_path().join("manifest.jsonl"))
-        .unwrap()
-        .len();
-    let offset = tail["offset"].as_u64().unwrap();
-    assert!(offset + 8 * 1024 + 2_048 > len, "{offset} of {len}");
-}
-
 /// One response found is all a request needs: a request answered in its
 /// sender's inbox, older than the tail (so that `archive/` could hold its
 /// response), is answered without listing `archive/` (issue 31: the
@@ -678,37 +615,4 @@ fn a_look_does_not_read_what_this_process_archived_as_a_request() {
     assert!(matches!(m.archive(&q2.id), Ok(ArchiveOutcome::Archived(_))));
     let opened = crate::opened(&archive);
     assert!(!opened.contains(&format!("{}.json", q1.id)), "{opened:?}");
-}
-
-#[test]
-fn a_tail_never_begins_inside_a_torn_line() {
-    let f = fixture_with(no_grace());
-    let m = &f.mail;
-    let first = request(m, "first");
-    // A writer died mid-line: the manifest ends in a torn `{"`, the first
-    // bytes of every event line.
-    let manifest = m.dir().as_path().join("manifest.jsonl");
-    fs::OpenOptions::new()
-        .append(true)
-        .open(&manifest)
-        .unwrap()
-        .write_all(b"{\"")
-        .unwrap();
-    // The next append may cut the piece and write an event over it whose
-    // first bytes match: a tail begun there would read that event as a
-    // bad line. So none begins; the request is looked for by listing.
-    assert!(!m.has_reply(&first.id).unwrap());
-    assert!(m.state().stat(&tail_path(m)).unwrap().is_none());
-    let (rid, bytes) = nubos_response(&first, 1);
-    archive_foreign(m, &rid, &bytes, false);
-    assert!(m.has_reply(&first.id).unwrap());
-
-    // Once a writer has cut the piece, the tail begins at a line's end.
-    let second = request(m, "second");
-    assert!(!m.has_reply(&second.id).unwrap());
-    let tail: serde_json::Value =
-        serde_json::from_slice(&fs::read(tail_path(m).as_path()).unwrap()).unwrap();
-    let log = fs::read(&manifest).unwrap();
-    assert_eq!(tail["offset"], log.len() as u64);
-    assert_eq!(log.last(), Some(&b'\n'));
 }
