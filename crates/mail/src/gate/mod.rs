@@ -496,187 +496,7 @@ impl Mail {
         }
         Ok(true)
     }
-
-    /// Returns every message file of the folder `dir` (but the names in
-    /// `skip`) with its task, the gate's facts and its parent, listing it:
-    /// files known to the folder's cache at `cache` (same name, same inode,
-    /// size and times) are not read again, new ones are read and checked.
-    /// `stamp` must have been taken before this call.
-    ///
-    /// The requests that need a reply among the files read (not taken from
-    /// the cache) come back whole in [`Listed::read`], so
-    /// that the gate does not read them a second time.
-    fn folder_files(
-        &self,
-        cache: &StatePath,
-        dir: &StatePath,
-        skip: &[&str],
-        stamp: Stamp,
-        settled: bool,
-        inbox: Option<&AgentId>,
-    ) -> Result<Listed> {
-        let path = cache;
-        let old = load::<InboxCache>(&self.state, path).filter(|c| c.v == VERSION);
-        let old = match old {
-            Some(old) if settled && old.settled && old.stamp == stamp => {
-                return Ok(Listed {
-                    files: old.files.into_iter().collect(),
-                    read: HashMap::new(),
-                });
-            }
-            old => old,
-        };
-        let known = old.map(|c| c.files).unwrap_or_default();
-        // The inbox's sent journal, loaded at the first file the folder
-        // cache cannot vouch for.
-        let mut journal: Option<HashMap<String, sent::Record>> = None;
-        // With no folder cache and no sent record, every entry is read, and
-        // the read's own `statx` (of the open file) gives its stamp: the
-        // listing stats nothing (one `statx` per file less). Otherwise (a
-        // folder cache, or records to match) one `statx` per entry,
-        // relative to the listed directory.
-        let listing: Vec<(String, Option<chipset_store::Stat>)> = if known.is_empty() {
-            let names = self.state.list(dir)?;
-            let records = match inbox {
-                Some(agent) if !names.is_empty() => {
-                    let records = self.sent_records(agent, names.len());
-                    let any = !records.is_empty();
-                    journal = Some(records);
-                    any
-                }
-                _ => false,
-            };
-            if records {
-                self.state.list_stats(dir)?
-            } else {
-                names.into_iter().map(|name| (name, None)).collect()
-            }
-        } else {
-            self.state.list_stats(dir)?
-        };
-        let entries = listing.len();
-        let mut files = Vec::with_capacity(entries);
-        let mut read = HashMap::new();
-        let mut read_any = false;
-        let mut from_journal = false;
-        let now = SystemTime::now();
-        for (name, meta) in listing {
-            if skip.contains(&name.as_str()) || never_a_message(&name) {
-                continue;
-            }
-            // The file's own stamp: a file rewritten in place (which the
-            // seed forbids) is read again while its change is recent enough
-            // to be told apart, and whenever its size or times differ.
-            // Gone since the listing: read as a new file (and skipped).
-            let file = meta.as_ref().map(Stamp::from);
-            let size = meta.as_ref().map(|m| m.len);
-            if let (Some(file), Some(size)) = (file, size)
-                && file.settled(now)
-                && let Some(entry) = known.get(&name).filter(|e| {
-                    e.ino == file.ino
-                        && e.size == size
-                        && e.mtime == file.mtime
-                        && e.ctime == file.ctime
-                })
-            {
-                files.push((name, entry.clone()));
-                continue;
-            }
-            // What its sender recorded, when the record is this very file
-            // (see `sent.rs`); otherwise the file is read.
-            let vouched = match (inbox, meta.as_ref()) {
-                (Some(agent), Some(meta)) => journal
-                    .get_or_insert_with(|| self.sent_records(agent, entries))
-                    .remove(&name)
-                    .and_then(|r| r.into_message(&name, meta)),
-                _ => None,
-            };
-            let (message, file, size) = match vouched {
-                Some(message) => {
-                    from_journal = true;
-                    (message, file, size)
-                }
-                None => {
-                    read_any = true;
-                    // Stamped by the open file's `statx`, before its bytes
-                    // were read: the stamp is the file read, and a file
-                    // replaced or rewritten since is read again next time.
-                    match read_entry_stat(&self.state, dir, &name)? {
-                        Some((message, stat)) => {
-                            (message, Some(Stamp::from(&stat)), Some(stat.len))
-                        }
-                        None => continue,
-                    }
-                }
-            };
-            // Without a stamp the entry can never be reused.
-            let file = file.unwrap_or(Stamp {
-                dev: 0,
-                ino: 0,
-                mtime: (i64::MIN, 0),
-                ctime: (i64::MIN, 0),
-            });
-            let entry = FileEntry {
-                ino: file.ino,
-                size: size.unwrap_or(u64::MAX),
-                mtime: file.mtime,
-                ctime: file.ctime,
-                task: message.phase.clone(),
-                facts: Facts::of(&message),
-                parent: message.in_reply_to.clone(),
-            };
-            if message.needs_reply() {
-                if read.capacity() == 0 {
-                    // Sized once: an inbox of open requests holds thousands.
-                    read.reserve(entries);
-                }
-                read.insert(name.clone(), message);
-            }
-            files.push((name, entry));
-        }
-        // Written when it saves the next reader something: reading the new
-        // files again, or (settled) the listing itself. Under a racy stamp
-        // with only removals, the next reader lists anyway and the entries
-        // of removed files cost it nothing: the write (and the writeback a
-        // replacing rename starts, which a sweep's syncs then wait for) is
-        // skipped.
-        // Files taken from the journal are taken from it again while the
-        // stamp is racy: only a settled listing needs writing for them, and
-        // it empties the journal, whose every file the folder cache now holds.
-        if read_any || settled {
-            self.store_cache(
-                path,
-                &InboxCacheRef {
-                    v: VERSION,
-                    stamp,
-                    settled,
-                    files: files.iter().map(|(n, e)| (n.as_str(), e)).collect(),
-                },
-            );
-        }
-        if settled
-            && let Some(agent) = inbox
-            && (from_journal || journal.is_some_and(|j| !j.is_empty()))
-        {
-            self.clear_sent(agent);
-        }
-        Ok(Listed { files, read })
-    }
 }
-
-/// What [`Mail::folder_files`] found in a folder.
-struct Listed {
-    /// Every message file with its name, in no particular order (each
-    /// name once).
-    files: Vec<(String, FileEntry)>,
-    /// The requests that need a reply among the files it read (not taken
-    /// from the folder cache): the message, checked as the gate checks it.
-    read: HashMap<String, ReadRequest>,
-}
-
-/// An open request a listing took (read from its file, or from its
-/// sender's record, `sent.rs`), checked as the gate checks it.
-type ReadRequest = Message;
 
 /// `t` as Unix milliseconds (0 before the epoch).
 fn unix_ms(t: SystemTime) -> u64 {
@@ -685,10 +505,12 @@ fn unix_ms(t: SystemTime) -> u64 {
 }
 
 mod entry;
+mod folder;
 mod sent;
 mod task;
 
 use entry::{read_entry, read_entry_stat};
+use folder::ReadRequest;
 
 #[cfg(test)]
 mod tests;
