@@ -12,7 +12,7 @@ impl Mail {
     /// `stamp` must have been taken before this call.
     ///
     /// The requests that need a reply among the files read (not taken from
-    /// the cache) come back whole in [`Listed::read`], so
+    /// the cache) come back whole with their entry ([`Listed::files`]), so
     /// that the gate does not read them a second time.
     pub(super) fn folder_files(
         &self,
@@ -28,8 +28,7 @@ impl Mail {
         let old = match old {
             Some(old) if settled && old.settled && old.stamp == stamp => {
                 return Ok(Listed {
-                    files: old.files.into_iter().collect(),
-                    read: HashMap::new(),
+                    files: old.files.into_iter().map(|(n, e)| (n, e, None)).collect(),
                 });
             }
             old => old,
@@ -43,11 +42,18 @@ impl Mail {
         // listing stats nothing (one `statx` per file less). Otherwise (a
         // folder cache, or records to match) one `statx` per entry,
         // relative to the listed directory.
+        // The journal is read before the listing (when it holds more than
+        // the blank line an emptied one keeps), so that the folder is
+        // listed once: every record read was written before the listing's
+        // `statx` that it must match, as when it is read after.
         let listing: Vec<(String, Option<chipset_store::Stat>)> = if known.is_empty() {
-            let names = self.state.list(dir)?;
-            let records = match inbox {
-                Some(agent) if !names.is_empty() => {
-                    let records = self.sent_records(agent, names.len());
+            let records = match inbox.map(|agent| (agent, self.journal_len(agent))) {
+                Some((agent, len)) if len > 1 => {
+                    // Sized from the journal's length (a record is some
+                    // hundreds of bytes), so that thousands of records are
+                    // not moved at every growth of the map.
+                    let hint = usize::try_from(len / 256).unwrap_or(0);
+                    let records = self.sent_records(agent, hint);
                     let any = !records.is_empty();
                     journal = Some(records);
                     any
@@ -57,14 +63,17 @@ impl Mail {
             if records {
                 self.state.list_stats(dir)?
             } else {
-                names.into_iter().map(|name| (name, None)).collect()
+                self.state
+                    .list(dir)?
+                    .into_iter()
+                    .map(|name| (name, None))
+                    .collect()
             }
         } else {
             self.state.list_stats(dir)?
         };
         let entries = listing.len();
         let mut files = Vec::with_capacity(entries);
-        let mut read = HashMap::new();
         let mut read_any = false;
         let mut from_journal = false;
         let now = SystemTime::now();
@@ -87,7 +96,7 @@ impl Mail {
                         && e.ctime == file.ctime
                 })
             {
-                files.push((name, entry.clone()));
+                files.push((name, entry.clone(), None));
                 continue;
             }
             // What its sender recorded, when the record is this very file
@@ -133,14 +142,10 @@ impl Mail {
                 facts: Facts::of(&message),
                 parent: message.in_reply_to.clone(),
             };
-            if message.needs_reply() {
-                if read.capacity() == 0 {
-                    // Sized once: an inbox of open requests holds thousands.
-                    read.reserve(entries);
-                }
-                read.insert(name.clone(), message);
-            }
-            files.push((name, entry));
+            // An open request stays with its entry (the gate returns it);
+            // any other message is dropped here.
+            let message = message.needs_reply().then_some(message);
+            files.push((name, entry, message));
         }
         // Written when it saves the next reader something: reading the new
         // files again, or (settled) the listing itself. Under a racy stamp
@@ -158,7 +163,7 @@ impl Mail {
                     v: VERSION,
                     stamp,
                     settled,
-                    files: files.iter().map(|(n, e)| (n.as_str(), e)).collect(),
+                    files: Sorted(&files),
                 },
             );
         }
@@ -168,20 +173,40 @@ impl Mail {
         {
             self.clear_sent(agent);
         }
-        Ok(Listed { files, read })
+        Ok(Listed { files })
     }
 }
 
 /// What [`Mail::folder_files`] found in a folder.
 pub(super) struct Listed {
-    /// Every message file with its name, in no particular order (each
-    /// name once).
-    pub(super) files: Vec<(String, FileEntry)>,
-    /// The requests that need a reply among the files it read (not taken
-    /// from the folder cache): the message, checked as the gate checks it.
-    pub(super) read: HashMap<String, ReadRequest>,
+    /// Every message file with its name, sorted by name (each name once),
+    /// and, for the requests that need a reply among the files it read (not
+    /// taken from the folder cache), the message, checked as the gate
+    /// checks it (read from its file, or from its sender's record,
+    /// `sent.rs`).
+    pub(super) files: Vec<(String, FileEntry, Option<Message>)>,
 }
 
-/// An open request a listing took (read from its file, or from its
-/// sender's record, `sent.rs`), checked as the gate checks it.
-pub(super) type ReadRequest = Message;
+/// A listing's entries, sorted by name, written as the folder cache's
+/// `files` map (the same JSON as a `BTreeMap` of them) without building one.
+pub(super) struct Sorted<'a>(pub(super) &'a [(String, FileEntry, Option<Message>)]);
+
+impl Serialize for Sorted<'_> {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.iter().map(|(name, entry, _)| (name, entry)))
+    }
+}
+
+impl Mail {
+    /// The length of `agent`'s sent journal (0 when there is none or it
+    /// cannot be looked at: its files are then read).
+    fn journal_len(&self, agent: &AgentId) -> u64 {
+        match self.state.stat(&self.sent_journal_path(agent)) {
+            Ok(Some(meta)) if meta.is_file() => meta.len,
+            _ => 0,
+        }
+    }
+}

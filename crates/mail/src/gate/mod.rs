@@ -223,13 +223,14 @@ struct InboxCache {
     files: BTreeMap<String, FileEntry>,
 }
 
-/// [`InboxCache`] as it is written, borrowing its files (the same JSON).
+/// [`InboxCache`] as it is written, borrowing its files from a listing
+/// sorted by name (the same JSON).
 #[derive(Serialize)]
 struct InboxCacheRef<'a> {
     v: u32,
     stamp: Stamp,
     settled: bool,
-    files: BTreeMap<&'a str, &'a FileEntry>,
+    files: folder::Sorted<'a>,
 }
 
 /// One inbox's part of a task's cache.
@@ -305,6 +306,11 @@ pub(crate) struct TaskFile {
     pub(crate) facts: Option<Facts>,
     /// Its `in_reply_to`.
     pub(crate) parent: Option<MessageId>,
+    /// For a request that needs a reply which this walk read while listing
+    /// the folder (from its file or its sender's record): the message,
+    /// checked as the gate checks it, so that the gate does not read it a
+    /// second time.
+    pub(crate) message: Option<Message>,
 }
 
 /// Where a task's files were looked for.
@@ -320,10 +326,6 @@ pub(crate) struct TaskFiles<'m> {
     path: StatePath,
     cache: TaskCache,
     dirty: bool,
-    /// The task's open requests this walk read while listing an inbox, by
-    /// inbox and name: [`TaskFiles::request`] takes them
-    /// from here instead of reading their files again.
-    read: BTreeMap<AgentId, HashMap<String, ReadRequest>>,
 }
 
 /// Reads a cache file; anything but a whole, parsable file (missing, over
@@ -399,7 +401,6 @@ impl Mail {
             path,
             cache,
             dirty: false,
-            read: BTreeMap::new(),
         }
     }
 
@@ -428,32 +429,62 @@ impl Mail {
                     agent: agent.clone(),
                     name: f.name,
                     facts: f.facts?,
-                    message: None,
+                    message: f.message,
                 })
             }));
         }
-        let mut kept = Vec::new();
+        // Open requests whose message the cache keeps (moved out of it once
+        // it is written), and those read now that it is to keep (written
+        // from what the gate returns): no clone of either.
+        let (mut kept, mut keep) = (Vec::new(), Vec::new());
         for (i, f) in out.iter_mut().enumerate() {
             if !f.facts.needs_reply {
                 continue;
             }
-            match walk.request(&f.agent, &f.name)? {
+            match walk.request(&f.agent, &f.name, f.message.take())? {
                 task::Request::Gone => {}
-                task::Request::Read(message) => f.message = Some(*message),
                 task::Request::Kept => kept.push(i),
+                task::Request::Read { message, keep: k } => {
+                    f.message = Some(message);
+                    if k {
+                        keep.push(i);
+                    }
+                }
             }
         }
         walk.gated(started);
         let agents: Vec<AgentId> = inboxes.into_iter().map(|(a, _)| a).collect();
-        // The cache is written from the messages it keeps; they are then
-        // moved out of it into what the gate returns (no clone of each).
-        let mut cache = walk.finish_cache(&agents);
+        let new: Vec<(&AgentId, &str, &Message)> = keep
+            .iter()
+            .filter_map(|&i| {
+                let f = &out[i];
+                Some((&f.agent, f.name.as_str(), f.message.as_ref()?))
+            })
+            .collect();
+        let mut cache = walk.finish_cache(&agents, &new);
+        drop(new);
+        // Each inbox's kept messages, in name order as `out` lists them.
+        let mut from: Option<(
+            AgentId,
+            std::iter::Peekable<std::collections::btree_map::IntoIter<String, Message>>,
+        )> = None;
         for i in kept {
             let f = &mut out[i];
-            let message = cache
-                .inboxes
-                .get_mut(&f.agent)
-                .and_then(|s| s.requests.remove(&f.name));
+            if from.as_ref().is_none_or(|(a, _)| *a != f.agent) {
+                let requests = cache
+                    .inboxes
+                    .get_mut(&f.agent)
+                    .map(|s| std::mem::take(&mut s.requests))
+                    .unwrap_or_default();
+                from = Some((f.agent.clone(), requests.into_iter().peekable()));
+            }
+            let message = from.as_mut().and_then(|(_, requests)| {
+                while requests
+                    .next_if(|(n, _)| n.as_str() < f.name.as_str())
+                    .is_some()
+                {}
+                requests.next_if(|(n, _)| *n == f.name).map(|(_, m)| m)
+            });
             f.message = match message {
                 Some(message) => Some(message),
                 // Never expected (a kept message stays in its slice); read
@@ -510,7 +541,6 @@ mod sent;
 mod task;
 
 use entry::{read_entry, read_entry_stat};
-use folder::ReadRequest;
 
 #[cfg(test)]
 mod tests;

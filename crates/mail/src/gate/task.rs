@@ -1,8 +1,6 @@
 //! The walk over one task's folders through its task cache: what the
 //! gate, the sweep and the thread take from each inbox and `archive/`.
 
-use std::collections::btree_map::Entry;
-
 use super::*;
 
 impl TaskFiles<'_> {
@@ -73,19 +71,31 @@ impl TaskFiles<'_> {
             Folder::Archive => self.cache.archive.as_ref(),
         };
         let known = slot.is_some();
-        let cached = slot.filter(|s| settled && s.stamp == Some(stamp)).cloned();
-        let slice = match cached {
+        match slot.filter(|s| settled && s.stamp == Some(stamp)) {
             Some(slice) => {
                 if gate && slice.quarantine {
                     mail.check_quarantine(&dir)?;
                 }
-                slice
+                // The names and facts only (not the kept messages).
+                Ok(Some(task_files(
+                    slice
+                        .files
+                        .iter()
+                        .map(|(n, f)| (n.clone(), f.clone(), None))
+                        .collect(),
+                    slice
+                        .others
+                        .iter()
+                        .map(|(n, p)| (n.clone(), p.clone()))
+                        .collect(),
+                    false,
+                )))
             }
             None if look == Look::Sweep
                 && matches!(folder, Folder::Inbox(_))
                 && slot.is_some_and(|old| self.empty_at_gate(old, stamp)) =>
             {
-                return Ok(Some(Vec::new()));
+                Ok(Some(Vec::new()))
             }
             None => {
                 let quarantine = match folder {
@@ -99,69 +109,58 @@ impl TaskFiles<'_> {
                 };
                 let (files, others) = match since {
                     Some((files, others)) => (
-                        files.into_iter().collect::<Vec<_>>(),
+                        files
+                            .into_iter()
+                            .map(|(n, f)| (n, f, None))
+                            .collect::<Vec<_>>(),
                         others.into_iter().collect::<Vec<_>>(),
                     ),
                     None => {
                         let listed =
                             mail.folder_files(&cache_path, &dir, skip, stamp, settled, inbox)?;
                         let (mut files, mut others) = (Vec::new(), Vec::new());
-                        for (name, e) in listed.files {
+                        // Each file's task is its message's: the task's open
+                        // requests read by the listing come with their file.
+                        for (name, e, message) in listed.files {
                             if e.task != self.cache.task {
                                 continue;
                             }
                             match e.facts {
-                                Some(facts) => files.push((name, facts)),
+                                Some(facts) => files.push((name, facts, message)),
                                 None => others.push((name, e.parent)),
-                            }
-                        }
-                        // The task's open requests among those read (each
-                        // file's task is its message's).
-                        let mut read = listed.read;
-                        read.retain(|_, message| message.phase == self.cache.task);
-                        if let Some(agent) = inbox
-                            && !read.is_empty()
-                        {
-                            match self.read.entry(agent.clone()) {
-                                Entry::Vacant(slot) => {
-                                    slot.insert(read);
-                                }
-                                Entry::Occupied(mut slot) => slot.get_mut().extend(read),
                             }
                         }
                         (files, others)
                     }
                 };
-                if !(settled || known) {
-                    // Not kept (a racy stamp the task never had a slice for):
-                    // no map is built. The gate's caller orders what it
-                    // returns; the others get the names in order, as from a
-                    // slice.
-                    return Ok(Some(task_files(files, others, look != Look::Gate)));
-                }
-                let slice = Slice {
-                    stamp: settled.then_some(stamp),
-                    quarantine,
-                    files: files.into_iter().collect(),
-                    others: others.into_iter().collect(),
-                    listed: Some(stamp),
-                    requests: BTreeMap::new(),
-                };
-                match folder {
-                    Folder::Inbox(agent) => {
-                        self.cache.inboxes.insert(agent.clone(), slice.clone());
+                if settled || known {
+                    // The slice is built from clones of the names and facts;
+                    // what the walk returns keeps the originals (and the
+                    // messages read).
+                    let slice = Slice {
+                        stamp: settled.then_some(stamp),
+                        quarantine,
+                        files: files
+                            .iter()
+                            .map(|(n, f, _)| (n.clone(), f.clone()))
+                            .collect(),
+                        others: others.iter().cloned().collect(),
+                        listed: Some(stamp),
+                        requests: BTreeMap::new(),
+                    };
+                    match folder {
+                        Folder::Inbox(agent) => {
+                            self.cache.inboxes.insert(agent.clone(), slice);
+                        }
+                        Folder::Archive => self.cache.archive = Some(slice),
                     }
-                    Folder::Archive => self.cache.archive = Some(slice.clone()),
+                    self.dirty = true;
                 }
-                self.dirty = true;
-                slice
+                // Each part in name order, as from a slice (a listing is
+                // sorted by name; the gate's caller orders what it returns).
+                Ok(Some(task_files(files, others, look != Look::Gate)))
             }
-        };
-        Ok(Some(task_files(
-            slice.files.into_iter().collect(),
-            slice.others.into_iter().collect(),
-            false,
-        )))
+        }
     }
 
     /// The task's files in `dir`, changed since the slice `old` was listed,
@@ -281,26 +280,36 @@ impl TaskFiles<'_> {
     }
 
     /// Returns the open request `name` of `agent`'s inbox, from its slice
-    /// when the slice holds it, else read (failing closed as
-    /// [`Mail::pending_replies`] does) and kept in the slice; `None` when it
-    /// left the inbox since the listing.
+    /// when the slice holds it, else `listed` (the message this walk's
+    /// listing read) or read now (failing closed as
+    /// [`Mail::pending_replies`] does); [`Request::Gone`] when it left the
+    /// inbox since the listing.
     ///
     /// A message the slice keeps is not cloned: it comes back as
     /// [`Request::Kept`], to be taken from the cache that
-    /// [`TaskFiles::finish_cache`] returns once it is written.
-    pub(super) fn request(&mut self, agent: &AgentId, name: &str) -> Result<Request> {
-        let read = self.read.get_mut(agent).and_then(|r| r.remove(name));
+    /// [`TaskFiles::finish_cache`] returns once it is written. One read
+    /// that the slice is to keep comes back with `keep`: the caller hands
+    /// it to [`TaskFiles::finish_cache`], which writes it from a borrow.
+    pub(super) fn request(
+        &mut self,
+        agent: &AgentId,
+        name: &str,
+        listed: Option<Message>,
+    ) -> Result<Request> {
         let slice = self.cache.inboxes.get_mut(agent);
+        let mut stale = false;
         // Kept by this version (the cache's format version says so), for
         // this very name, in the schema this version reads.
-        if let Some(m) = slice.as_ref().and_then(|s| s.requests.get(name))
-            && id_of(name).is_some_and(|id| id == m.id)
-            && m.schema.as_deref().is_none_or(|s| s == MESSAGE_SCHEMA)
-        {
-            return Ok(Request::Kept);
+        if let Some(m) = slice.as_ref().and_then(|s| s.requests.get(name)) {
+            if id_of(name).is_some_and(|id| id == m.id)
+                && m.schema.as_deref().is_none_or(|s| s == MESSAGE_SCHEMA)
+            {
+                return Ok(Request::Kept);
+            }
+            stale = true;
         }
         // Read by this walk's listing of the inbox, or read now.
-        let message = match read {
+        let message = match listed {
             Some(message) => message,
             None => {
                 let inbox = self.mail.layout.inbox(agent);
@@ -311,53 +320,173 @@ impl TaskFiles<'_> {
             }
         };
         // Only a slice this walk confirmed or listed is here; one that holds
-        // for its stamp keeps the message while that stamp holds.
-        if let Some(slice) = slice
-            && slice.stamp.is_some()
-        {
-            slice.requests.insert(name.to_owned(), message);
+        // for its stamp keeps the message while that stamp holds (the one
+        // it kept for this name, which did not pass, is dropped).
+        let keep = match slice {
+            Some(slice) => {
+                if stale {
+                    slice.requests.remove(name);
+                    self.dirty = true;
+                }
+                slice.stamp.is_some()
+            }
+            None => false,
+        };
+        if keep {
             self.dirty = true;
-            return Ok(Request::Kept);
         }
-        Ok(Request::Read(Box::new(message)))
+        Ok(Request::Read { message, keep })
     }
 
     /// Writes the task's cache back when it changed, forgetting inboxes
     /// that are no longer among `agents`.
     pub(crate) fn finish(self, agents: &[AgentId]) {
-        self.finish_cache(agents);
+        self.finish_cache(agents, &[]);
     }
 
-    /// As [`TaskFiles::finish`], returning the cache (written or not): the
-    /// messages [`TaskFiles::request`] kept are taken from it.
-    pub(super) fn finish_cache(mut self, agents: &[AgentId]) -> TaskCache {
+    /// As [`TaskFiles::finish`], with the open requests `new` (inbox, name,
+    /// message) that [`TaskFiles::request`] read for a slice to keep,
+    /// written from these borrows; returns the cache (written or not): the
+    /// messages the slices kept already are taken from it.
+    pub(super) fn finish_cache(
+        mut self,
+        agents: &[AgentId],
+        new: &[(&AgentId, &str, &Message)],
+    ) -> TaskCache {
         let before = self.cache.inboxes.len();
         self.cache
             .inboxes
             .retain(|a, _| agents.binary_search(a).is_ok());
         if self.dirty || self.cache.inboxes.len() != before {
-            self.mail.store_cache(&self.path, &self.cache);
+            let mut by_inbox: BTreeMap<&AgentId, Vec<(&str, &Message)>> = BTreeMap::new();
+            for &(agent, name, message) in new {
+                by_inbox.entry(agent).or_default().push((name, message));
+            }
+            for requests in by_inbox.values_mut() {
+                requests.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            }
+            let cache = &self.cache;
+            let none = Vec::new();
+            self.mail.store_cache(
+                &self.path,
+                &TaskCacheRef {
+                    v: cache.v,
+                    task: &cache.task,
+                    inboxes: cache
+                        .inboxes
+                        .iter()
+                        .map(|(agent, s)| {
+                            let new = by_inbox.get(agent).unwrap_or(&none);
+                            (agent, SliceRef::new(s, new))
+                        })
+                        .collect(),
+                    archive: cache.archive.as_ref().map(|s| SliceRef::new(s, &none)),
+                    gated: cache.gated,
+                },
+            );
         }
         self.cache
     }
 }
 
+/// [`TaskCache`] as it is written: its slices borrowed, with the open
+/// requests read by this walk borrowed from what the gate returns (the
+/// same JSON).
+#[derive(Serialize)]
+struct TaskCacheRef<'a> {
+    v: u32,
+    task: &'a TaskId,
+    inboxes: BTreeMap<&'a AgentId, SliceRef<'a>>,
+    archive: Option<SliceRef<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gated: Option<u64>,
+}
+
+/// [`Slice`] as it is written (the same JSON): its `requests` are the
+/// ones it kept and the ones read by this walk, in name order.
+#[derive(Serialize)]
+struct SliceRef<'a> {
+    stamp: Option<Stamp>,
+    quarantine: bool,
+    files: &'a BTreeMap<String, Facts>,
+    others: &'a BTreeMap<String, Option<MessageId>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    listed: Option<Stamp>,
+    #[serde(skip_serializing_if = "Requests::is_empty")]
+    requests: Requests<'a>,
+}
+
+impl<'a> SliceRef<'a> {
+    fn new(slice: &'a Slice, new: &'a [(&'a str, &'a Message)]) -> Self {
+        SliceRef {
+            stamp: slice.stamp,
+            quarantine: slice.quarantine,
+            files: &slice.files,
+            others: &slice.others,
+            listed: slice.listed,
+            requests: Requests {
+                kept: &slice.requests,
+                new,
+            },
+        }
+    }
+}
+
+/// A slice's open requests as written: those it kept and those read by
+/// this walk (sorted by name; no name in both), merged in name order.
+struct Requests<'a> {
+    kept: &'a BTreeMap<String, Message>,
+    new: &'a [(&'a str, &'a Message)],
+}
+
+impl Requests<'_> {
+    fn is_empty(&self) -> bool {
+        self.kept.is_empty() && self.new.is_empty()
+    }
+}
+
+impl Serialize for Requests<'_> {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        let mut kept = self.kept.iter().map(|(n, m)| (n.as_str(), m)).peekable();
+        let mut new = self.new.iter().copied().peekable();
+        serializer.collect_map(std::iter::from_fn(|| match (kept.peek(), new.peek()) {
+            (Some(k), Some(n)) if k.0 < n.0 => kept.next(),
+            (Some(k), Some(n)) if k.0 == n.0 => {
+                // Never expected: the walk's read replaces what was kept.
+                kept.next();
+                new.next()
+            }
+            (_, Some(_)) => new.next(),
+            (Some(_), None) => kept.next(),
+            (None, None) => None,
+        }))
+    }
+}
+
 /// What [`TaskFiles::request`] found for an open request.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "returned once per request and moved at once, never stored"
+)]
 pub(super) enum Request {
     /// It left its inbox since the listing.
     Gone,
     /// Its inbox's slice keeps it: taken from the cache after it is
     /// written ([`TaskFiles::finish_cache`]), not cloned.
     Kept,
-    /// Read, and not kept (its slice holds for no stamp).
-    Read(Box<Message>),
+    /// Read (by this walk's listing, or now); `keep` when its slice holds
+    /// for a stamp and is to keep it ([`TaskFiles::finish_cache`]).
+    Read { message: Message, keep: bool },
 }
 
 /// A folder's files of the task as [`TaskFiles::folder_at`] returns them:
 /// the gate's files, then the others; with `sort`, each part by name (as a
 /// slice holds them).
 fn task_files(
-    mut files: Vec<(String, Facts)>,
+    mut files: Vec<(String, Facts, Option<Message>)>,
     mut others: Vec<(String, Option<MessageId>)>,
     sort: bool,
 ) -> Vec<TaskFile> {
@@ -366,15 +495,17 @@ fn task_files(
         others.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     }
     let mut out: Vec<TaskFile> = Vec::with_capacity(files.len() + others.len());
-    out.extend(files.into_iter().map(|(name, facts)| TaskFile {
+    out.extend(files.into_iter().map(|(name, facts, message)| TaskFile {
         name,
         parent: facts.in_reply_to.clone(),
         facts: Some(facts),
+        message,
     }));
     out.extend(others.into_iter().map(|(name, parent)| TaskFile {
         name,
         facts: None,
         parent,
+        message: None,
     }));
     out
 }

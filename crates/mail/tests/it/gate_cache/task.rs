@@ -277,3 +277,56 @@ fn a_gate_right_after_the_sends_reads_each_request_once() {
     assert_eq!(m.pending_replies(&task("t1")).unwrap().len(), 3);
     assert_eq!(opens(&exec), sent);
 }
+
+/// The first gate on a settled state that another program left (no
+/// `.gate/` at all) reads each open request once and keeps it in the task
+/// cache as its file reads (written from what the gate returns: issue 31's
+/// first settled gate), so that the next gate opens no message file. A
+/// kept request that does not pass its checks is read from its file and
+/// replaced by that message in the cache written next; the others stay
+/// as they were kept.
+#[test]
+fn a_first_settled_gate_keeps_what_it_read_and_replaces_what_does_not_pass() {
+    let f = fixture();
+    let m = &f.mail;
+    let ids = busy(m);
+    nubos_request(m, "exec", 7);
+    std::fs::remove_dir_all(m.dir().join_hidden(".gate").as_path()).unwrap();
+    settle();
+    let exec = watch_opens(m.inbox_dir(&agent("exec")).as_path());
+    let first = m.pending_replies(&task("t1")).unwrap();
+    let mut names: Vec<String> = first.iter().map(|q| format!("{}.json", q.id)).collect();
+    names.sort();
+    assert_eq!(names.len(), 3);
+    assert_eq!(opens(&exec), names);
+    let (path, v) = task_cache(m, "t1");
+    let requests = v["inboxes"]["exec"]["requests"]
+        .as_object()
+        .unwrap()
+        .clone();
+    assert_eq!(requests.len(), 3);
+    for q in &first {
+        let kept: Message =
+            serde_json::from_value(requests[&format!("{}.json", q.id)].clone()).unwrap();
+        assert_eq!(&kept, q);
+    }
+    // Served from the cache: no message file is opened.
+    assert_eq!(m.pending_replies(&task("t1")).unwrap(), first);
+    assert_eq!(opens(&exec), Vec::<String>::new());
+
+    // A kept request that names another id: its file is read, and the
+    // cache then keeps that file's message under its name.
+    let (a, b) = (format!("{}.json", ids[0]), format!("{}.json", ids[1]));
+    let mut tampered = v.clone();
+    tampered["inboxes"]["exec"]["requests"][&b] = requests[&a].clone();
+    write_task_cache(m, &path, &tampered);
+    assert_eq!(m.pending_replies(&task("t1")).unwrap(), first);
+    assert_eq!(opens(&exec), vec![b]);
+    let (_, now) = task_cache(m, "t1");
+    assert_eq!(
+        now["inboxes"]["exec"]["requests"],
+        serde_json::Value::Object(requests)
+    );
+    assert_eq!(m.pending_replies(&task("t1")).unwrap(), first);
+    assert_eq!(opens(&exec), Vec::<String>::new());
+}
