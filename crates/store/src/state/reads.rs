@@ -39,14 +39,33 @@ impl StateDir {
     /// does. Where the kernel lacks `openat2` (before Linux 5.6, or a sandbox
     /// that filters it) the directories are checked one by one instead.
     pub(super) fn open_beneath(&self, path: &Path) -> Result<Option<File>> {
-        use rustix::fs::{Mode, OFlags, ResolveFlags};
+        use rustix::fs::{Mode, OFlags};
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        self.openat2_beneath(path, flags, Mode::empty(), Self::open_checked)?
+            .map_err(|e| Error::io("open", path, e.into()))
+    }
+
+    /// Opens `path` with one `openat2(flags, RESOLVE_BENEATH |
+    /// RESOLVE_NO_SYMLINKS)` from the root's descriptor: `None` when it or a
+    /// directory on the way is missing, a typed error for a symlink, a file
+    /// where a directory should be or a path outside the root, and any
+    /// other failure's errno for the caller to judge. Where the kernel lacks
+    /// `openat2`, or on a race worth a retry, `fallback` opens it with the
+    /// directories checked one by one.
+    pub(super) fn openat2_beneath(
+        &self,
+        path: &Path,
+        flags: rustix::fs::OFlags,
+        mode: rustix::fs::Mode,
+        fallback: fn(&Self, &Path) -> Result<Option<File>>,
+    ) -> Result<std::result::Result<Option<File>, rustix::io::Errno>> {
+        use rustix::fs::ResolveFlags;
         use rustix::io::Errno;
         let rel = self.relative(path)?;
-        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
         let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS;
-        match rustix::fs::openat2(&self.inner.root_fd, rel, flags, Mode::empty(), resolve) {
-            Ok(fd) => Ok(Some(File::from(fd))),
-            Err(Errno::NOENT) => Ok(None),
+        match rustix::fs::openat2(&self.inner.root_fd, rel, flags, mode, resolve) {
+            Ok(fd) => Ok(Ok(Some(File::from(fd)))),
+            Err(Errno::NOENT) => Ok(Ok(None)),
             Err(Errno::LOOP) => Err(Error::Symlink {
                 path: path.to_owned(),
             }),
@@ -56,9 +75,9 @@ impl StateDir {
             Err(Errno::XDEV) => Err(self.outside(path)),
             // No openat2 here, or a retry-worthy race: take the slow, checked path.
             Err(Errno::NOSYS | Errno::PERM | Errno::AGAIN | Errno::INVAL) => {
-                self.open_checked(path)
+                fallback(self, path).map(Ok)
             }
-            Err(e) => Err(Error::io("open", path, e.into())),
+            Err(e) => Ok(Err(e)),
         }
     }
 

@@ -3,8 +3,6 @@
 //! and the stale-temp sweep.
 //! Every one goes through the I/O seam and the root and symlink checks.
 
-use std::os::fd::AsFd;
-
 use super::*;
 
 impl StateDir {
@@ -443,9 +441,7 @@ impl StateDir {
     /// Opens `path` for appending, creating it; `None` when its directory
     /// is missing.
     fn open_cache_append(&self, path: &Path) -> Result<Option<File>> {
-        use rustix::fs::{Mode, OFlags, ResolveFlags};
-        use rustix::io::Errno;
-        let rel = self.relative(path)?;
+        use rustix::fs::{Mode, OFlags};
         let flags = OFlags::WRONLY
             | OFlags::APPEND
             | OFlags::CREATE
@@ -454,24 +450,13 @@ impl StateDir {
             | OFlags::CLOEXEC;
         // The mode every file the store creates gets.
         let mode = Mode::from_raw_mode(0o644);
-        let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS;
-        match rustix::fs::openat2(self.inner.root_fd.as_fd(), rel, flags, mode, resolve) {
-            Ok(fd) => Ok(Some(File::from(fd))),
-            Err(Errno::NOENT) => Ok(None),
-            Err(Errno::LOOP) => Err(Error::Symlink {
-                path: path.to_owned(),
-            }),
-            Err(Errno::NOTDIR) => Err(Error::NotADirectory {
-                path: path.to_owned(),
-            }),
-            Err(Errno::ISDIR | Errno::NXIO) => Err(Error::Corrupt(crate::read::Corruption {
-                path: path.to_owned(),
-                reason: crate::read::CorruptReason::NotARegularFile,
-            })),
-            Err(Errno::XDEV) => Err(self.outside(path)),
-            // No openat2 here, or a retry-worthy race: take the slow, checked path.
-            Err(Errno::NOSYS | Errno::PERM | Errno::AGAIN | Errno::INVAL) => {
-                self.open_cache_append_checked(path)
+        match self.openat2_beneath(path, flags, mode, Self::open_cache_append_checked)? {
+            Ok(file) => Ok(file),
+            Err(rustix::io::Errno::ISDIR | rustix::io::Errno::NXIO) => {
+                Err(Error::Corrupt(crate::read::Corruption {
+                    path: path.to_owned(),
+                    reason: crate::read::CorruptReason::NotARegularFile,
+                }))
             }
             Err(e) => Err(Error::io("open", path, e.into())),
         }
