@@ -13,8 +13,12 @@ use crate::tail::{
 
 /// The tail file's inode (it is written by a rename).
 fn tail_ino(m: &Mail) -> u64 {
-    use std::os::unix::fs::MetadataExt;
-    fs::metadata(tail_path(m).as_path()).unwrap().ino()
+    m.state().stat(&tail_path(m)).unwrap().unwrap().ino
+}
+
+/// The tail file as it stands.
+fn tail_file(m: &Mail) -> serde_json::Value {
+    m.state().read_json(&tail_path(m)).unwrap().value().unwrap()
 }
 
 /// A look that moves the tail on only a little keeps it in memory
@@ -65,11 +69,8 @@ fn the_tail_file_is_written_when_it_falls_behind_not_at_every_look() {
         (1..20).contains(&written),
         "written {written} times in 40 looks"
     );
-    let tail: serde_json::Value =
-        serde_json::from_slice(&fs::read(tail_path(m).as_path()).unwrap()).unwrap();
-    let len = fs::metadata(m.dir().as_path().join("manifest.jsonl"))
-        .unwrap()
-        .len();
+    let tail = tail_file(m);
+    let len = m.state().stat(&m.manifest_path()).unwrap().unwrap().len;
     let offset = tail["offset"].as_u64().unwrap();
     assert!(offset + 8 * 1024 + 2_048 > len, "{offset} of {len}");
 }
@@ -80,11 +81,10 @@ fn a_tail_never_begins_inside_a_torn_line() {
     let m = &f.mail;
     let first = request(m, "first");
     // A writer died mid-line: the manifest ends in a torn `{"`, the first
-    // bytes of every event line.
-    let manifest = m.dir().as_path().join("manifest.jsonl");
+    // bytes of every event line, written as another program would.
     fs::OpenOptions::new()
         .append(true)
-        .open(&manifest)
+        .open(m.manifest_path().as_path())
         .unwrap()
         .write_all(b"{\"")
         .unwrap();
@@ -100,9 +100,13 @@ fn a_tail_never_begins_inside_a_torn_line() {
     // Once a writer has cut the piece, the tail begins at a line's end.
     let second = request(m, "second");
     assert!(!m.has_reply(&second.id).unwrap());
-    let tail: serde_json::Value =
-        serde_json::from_slice(&fs::read(tail_path(m).as_path()).unwrap()).unwrap();
-    let log = fs::read(&manifest).unwrap();
+    let tail = tail_file(m);
+    let log = m
+        .state()
+        .read_bytes(&m.manifest_path())
+        .unwrap()
+        .value()
+        .unwrap();
     assert_eq!(tail["offset"], log.len() as u64);
     assert_eq!(log.last(), Some(&b'\n'));
 }
