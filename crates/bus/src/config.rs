@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use chipset_store::WatchConfig;
+use chipset_store::{Timestamp, WatchConfig};
 
 use crate::format::Priority;
 
@@ -117,6 +117,31 @@ pub struct Retention {
     /// Remove de-duplication records accepted longer ago than this (choose
     /// it longer than any window in use, or the key will work again early).
     pub dedup_max_age: Option<Duration>,
+}
+
+impl Retention {
+    /// Whether prune removes the `index`th newest processed event, of
+    /// `len` bytes and published at `created` (unknown for an unreadable
+    /// one, which no age removes), when the newer events it keeps hold
+    /// `kept_bytes`.
+    pub(crate) fn drops(
+        &self,
+        index: usize,
+        kept_bytes: u64,
+        len: u64,
+        created: Option<Timestamp>,
+        now: Timestamp,
+    ) -> bool {
+        let too_many = self.max_count.is_some_and(|n| index >= n);
+        let too_big = self
+            .max_bytes
+            .is_some_and(|b| kept_bytes.saturating_add(len) > b);
+        let too_old = self
+            .max_age
+            .zip(created)
+            .is_some_and(|(age, at)| now.since(at) > age);
+        too_many || too_big || too_old
+    }
 }
 
 #[cfg(test)]

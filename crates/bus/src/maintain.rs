@@ -224,15 +224,7 @@ impl Bus {
         let mut pruned = Pruned::default();
         let mut kept_bytes = 0u64;
         for (i, (entry, len, created)) in entries.iter().enumerate() {
-            let too_many = retention.max_count.is_some_and(|n| i >= n);
-            let too_big = retention
-                .max_bytes
-                .is_some_and(|b| kept_bytes.saturating_add(*len) > b);
-            let too_old = retention
-                .max_age
-                .zip(*created)
-                .is_some_and(|(age, at)| now.since(at) > age);
-            if too_many || too_big || too_old {
+            if retention.drops(i, kept_bytes, *len, *created, now) {
                 if remove(self.state(), &dir.join(entry.name())?)? {
                     pruned.events += 1;
                     pruned.bytes += len;
