@@ -22,7 +22,9 @@ use chipset::migrate::{ChannelReport, MigrateError, Migration, Report};
 use chipset::nudge::{NewNudge, NewReminder, NudgeType};
 use chipset::pool::NewItem;
 use chipset::store::{AgentId, TaskId};
-use chipset::{Chipset, Root, ServerOptions, ServerUrl};
+use chipset::{Chipset, Root, ServerOptions};
+
+mod pg;
 
 fn agent(name: &str) -> AgentId {
     name.parse().unwrap()
@@ -30,47 +32,6 @@ fn agent(name: &str) -> AgentId {
 
 fn task(name: &str) -> TaskId {
     name.parse().unwrap()
-}
-
-/// Returns the test server's URL and a schema of the test's own, or says
-/// the test is skipped.
-fn server(test: &str) -> Option<(ServerUrl, ServerOptions)> {
-    let Some(url) = std::env::var("CHIPSET_TEST_PG")
-        .ok()
-        .filter(|u| !u.is_empty())
-    else {
-        #[allow(clippy::print_stderr, reason = "a skipped test must say so")]
-        {
-            eprintln!("{test}: SKIPPED on PostgreSQL: CHIPSET_TEST_PG is not set");
-        }
-        return None;
-    };
-    let Root::Server(url) = Root::parse(&url) else {
-        panic!("CHIPSET_TEST_PG is not a server URL");
-    };
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    let mut options = ServerOptions::default();
-    options.schema = Some(format!("migrate_{}_{nanos}", std::process::id()));
-    options.local = Some(std::env::temp_dir().join(format!("chipset-migrate-{nanos}")));
-    Some((url, options))
-}
-
-/// Drops the test's schema and local folder when the test ends.
-struct Cleanup(ServerUrl, ServerOptions);
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        if let Ok(mut c) = postgres::Client::connect(self.0.expose(), postgres::NoTls) {
-            let schema = self.1.schema.as_deref().unwrap();
-            let _ = c.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
-        }
-        if let Some(local) = &self.1.local {
-            let _ = std::fs::remove_dir_all(local);
-        }
-    }
 }
 
 fn dir(path: &Path) -> Root {
@@ -396,11 +357,14 @@ fn bad_roots_are_typed_errors() {
 
 #[test]
 fn a_state_goes_to_a_server_and_back_equal() {
-    let Some((url, options)) = server("a_state_goes_to_a_server_and_back_equal") else {
+    let Some(server) = pg::Server::fresh("a_state_goes_to_a_server_and_back_equal") else {
         return;
     };
-    let _cleanup = Cleanup(url.clone(), options.clone());
     let tmp = tempfile::tempdir().unwrap();
+    let (url, options) = (
+        server.url.clone(),
+        server.options(&tmp.path().join("local")),
+    );
     let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
     populate(&a);
     let pg = Root::Server(url.clone());
@@ -505,11 +469,14 @@ fn pool_line(report: &Report) -> &ChannelReport {
 
 #[test]
 fn a_pool_goes_to_a_server_and_back_with_its_states() {
-    let Some((url, options)) = server("a_pool_goes_to_a_server_and_back_with_its_states") else {
+    let Some(server) = pg::Server::fresh("a_pool_goes_to_a_server_and_back_with_its_states") else {
         return;
     };
-    let _cleanup = Cleanup(url.clone(), options.clone());
     let tmp = tempfile::tempdir().unwrap();
+    let (url, options) = (
+        server.url.clone(),
+        server.options(&tmp.path().join("local")),
+    );
     let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
     populate_pool(&a);
     let source = Chipset::open(&a).unwrap();
@@ -588,13 +555,16 @@ fn killed_child_entry() {
 
 #[test]
 fn a_run_killed_mid_way_completes_on_the_rerun_without_duplicates() {
-    let Some((url, options)) =
-        server("a_run_killed_mid_way_completes_on_the_rerun_without_duplicates")
+    let Some(server) =
+        pg::Server::fresh("a_run_killed_mid_way_completes_on_the_rerun_without_duplicates")
     else {
         return;
     };
-    let _cleanup = Cleanup(url.clone(), options.clone());
     let tmp = tempfile::tempdir().unwrap();
+    let (url, options) = (
+        server.url.clone(),
+        server.options(&tmp.path().join("local")),
+    );
     let a = tmp.path().join("a");
     populate(&a);
     populate_pool(&a);
