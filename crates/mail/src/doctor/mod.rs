@@ -360,7 +360,7 @@ fn scratch_text(bytes: Vec<u8>) -> Result<String> {
 }
 
 /// The doctor's own scratch data did not read back as written.
-fn bad_scratch() -> crate::Error {
+pub(crate) fn bad_scratch() -> crate::Error {
     chipset_store::Error::Io {
         op: "read scratch file",
         path: PathBuf::from("(scratch)"),

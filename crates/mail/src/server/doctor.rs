@@ -26,7 +26,7 @@ use chipset_store::{Action, AgentId, Defect, DoctorMode, Finding, Report, StateD
 use super::repair::changed;
 use super::{IdRecord, Seam, Server, dir, failure};
 use crate::MessageId;
-use crate::doctor::{Groups, OrphanReason};
+use crate::doctor::{Groups, OrphanReason, bad_scratch};
 use crate::error::{Error, Result};
 use crate::format::{Kind, ManifestEvent, ReplyMarker};
 use crate::layout::{ARCHIVE, BY_TASK, INBOX, Location, id_of, marker_name, parse_marker};
@@ -76,19 +76,6 @@ fn loc_of(text: &str) -> Option<Location> {
         None if text == "o" => Location::Orphan,
         _ => return None,
     })
-}
-
-/// The scan's own line did not read back as written.
-fn bad_scratch() -> Error {
-    chipset_store::Error::Io {
-        op: "read scratch file",
-        path: PathBuf::from("(scratch)"),
-        source: std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            "a scratch record did not read back as written",
-        ),
-    }
-    .into()
 }
 
 /// Decodes the lines of one id.
