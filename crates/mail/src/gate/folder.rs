@@ -2,6 +2,8 @@
 //! every message file with what the gate needs from it, reading only the
 //! files the cache (or the inbox's sent journal) cannot vouch for.
 
+use std::sync::Arc;
+
 use super::*;
 
 impl Mail {
@@ -12,8 +14,10 @@ impl Mail {
     /// `stamp` must have been taken before this call.
     ///
     /// The requests that need a reply among the files read (not taken from
-    /// the cache) come back whole with their entry ([`Listed::files`]), so
-    /// that the gate does not read them a second time.
+    /// the cache) come back whole beside their entry ([`Listed::messages`]),
+    /// so that the gate does not read them a second time. The folder cache,
+    /// when it is written, is written on a thread of its own
+    /// ([`Listed::writing`]).
     pub(super) fn folder_files(
         &self,
         cache: &StatePath,
@@ -27,8 +31,11 @@ impl Mail {
         let old = load::<InboxCache>(&self.state, path).filter(|c| c.v == VERSION);
         let old = match old {
             Some(old) if settled && old.settled && old.stamp == stamp => {
+                let files: Vec<(String, FileEntry)> = old.files.into_iter().collect();
                 return Ok(Listed {
-                    files: old.files.into_iter().map(|(n, e)| (n, e, None)).collect(),
+                    messages: files.iter().map(|_| None).collect(),
+                    files: Arc::new(files),
+                    writing: None,
                 });
             }
             old => old,
@@ -73,8 +80,10 @@ impl Mail {
             self.state.list_stats(dir)?
         };
         let entries = listing.len();
-        let mut files = Vec::with_capacity(entries);
-        let mut read_any = false;
+        // Each entry's fate is decided in listing order (taken from the
+        // folder cache, vouched for by the journal, or to read); the files
+        // to read are then read, on several threads when there are many.
+        let mut slots: Vec<(String, Slot)> = Vec::with_capacity(entries);
         let mut from_journal = false;
         let now = SystemTime::now();
         for (name, meta) in listing {
@@ -96,7 +105,7 @@ impl Mail {
                         && e.ctime == file.ctime
                 })
             {
-                files.push((name, entry.clone(), None));
+                slots.push((name, Slot::Ready(entry.clone(), None)));
                 continue;
             }
             // What its sender recorded, when the record is this very file
@@ -108,45 +117,43 @@ impl Mail {
                     .and_then(|r| r.into_message(&name, meta)),
                 _ => None,
             };
-            let (message, file, size) = match vouched {
+            let slot = match vouched {
                 Some(message) => {
                     from_journal = true;
-                    (message, file, size)
+                    let (entry, message) = entry_of(message, file, size);
+                    Slot::Ready(entry, message)
                 }
-                None => {
-                    read_any = true;
-                    // Stamped by the open file's `statx`, before its bytes
-                    // were read: the stamp is the file read, and a file
-                    // replaced or rewritten since is read again next time.
-                    match read_entry_stat(&self.state, dir, &name)? {
-                        Some((message, stat)) => {
-                            (message, Some(Stamp::from(&stat)), Some(stat.len))
-                        }
-                        None => continue,
-                    }
-                }
+                None => Slot::Read,
             };
-            // Without a stamp the entry can never be reused.
-            let file = file.unwrap_or(Stamp {
-                dev: 0,
-                ino: 0,
-                mtime: (i64::MIN, 0),
-                ctime: (i64::MIN, 0),
-            });
-            let entry = FileEntry {
-                ino: file.ino,
-                size: size.unwrap_or(u64::MAX),
-                mtime: file.mtime,
-                ctime: file.ctime,
-                task: message.phase.clone(),
-                facts: Facts::of(&message),
-                parent: message.in_reply_to.clone(),
-            };
-            // An open request stays with its entry (the gate returns it);
-            // any other message is dropped here.
-            let message = message.needs_reply().then_some(message);
-            files.push((name, entry, message));
+            slots.push((name, slot));
         }
+        // Stamped by the open file's `statx`, before its bytes were read:
+        // the stamp is the file read, and a file replaced or rewritten
+        // since is read again next time.
+        let names: Vec<&str> = slots
+            .iter()
+            .filter(|(_, slot)| matches!(slot, Slot::Read))
+            .map(|(name, _)| name.as_str())
+            .collect();
+        let read_any = !names.is_empty();
+        let mut read = reads::read_entries(&self.state, dir, &names, |message, stat| {
+            entry_of(message, Some(Stamp::from(&stat)), Some(stat.len))
+        })?
+        .into_iter();
+        let (mut files, mut messages) = (Vec::with_capacity(slots.len()), Vec::new());
+        for (name, slot) in slots {
+            let (entry, message) = match slot {
+                Slot::Ready(entry, message) => (entry, message),
+                // Gone since the listing: skipped.
+                Slot::Read => match read.next().flatten() {
+                    Some(read) => read,
+                    None => continue,
+                },
+            };
+            files.push((name, entry));
+            messages.push(message);
+        }
+        let files = Arc::new(files);
         // Written when it saves the next reader something: reading the new
         // files again, or (settled) the listing itself. Under a racy stamp
         // with only removals, the next reader lists anyway and the entries
@@ -156,47 +163,94 @@ impl Mail {
         // Files taken from the journal are taken from it again while the
         // stamp is racy: only a settled listing needs writing for them, and
         // it empties the journal, whose every file the folder cache now holds.
-        if read_any || settled {
-            self.store_cache(
-                path,
-                &InboxCacheRef {
-                    v: VERSION,
-                    stamp,
-                    settled,
-                    files: Sorted(&files),
-                },
-            );
-        }
-        if settled
-            && let Some(agent) = inbox
-            && (from_journal || journal.is_some_and(|j| !j.is_empty()))
-        {
-            self.clear_sent(agent);
-        }
-        Ok(Listed { files })
+        // Encoded and written on a thread of its own, while the caller goes
+        // on (see `reads.rs`).
+        let writing = (read_any || settled).then(|| {
+            let clear = match inbox {
+                Some(agent)
+                    if settled && (from_journal || journal.is_some_and(|j| !j.is_empty())) =>
+                {
+                    Some(self.sent_journal_path(agent))
+                }
+                _ => None,
+            };
+            reads::FolderWrite {
+                path: path.clone(),
+                stamp,
+                settled,
+                files: Arc::clone(&files),
+                clear,
+            }
+            .start(&self.state)
+        });
+        Ok(Listed {
+            files,
+            messages,
+            writing,
+        })
     }
+}
+
+/// What the sequential pass of [`Mail::folder_files`] decided for an entry.
+enum Slot {
+    /// Taken from the folder cache or the sent journal (with the message
+    /// when it is an open request).
+    Ready(FileEntry, Option<Message>),
+    /// To read from its file.
+    Read,
+}
+
+/// The folder cache's entry of `message`, read from a file with the stamp
+/// `file` and size `size` (without a stamp it can never be reused), with
+/// the message when it is an open request (the gate returns it); any other
+/// message is dropped here.
+fn entry_of(
+    message: Message,
+    file: Option<Stamp>,
+    size: Option<u64>,
+) -> (FileEntry, Option<Message>) {
+    let file = file.unwrap_or(Stamp {
+        dev: 0,
+        ino: 0,
+        mtime: (i64::MIN, 0),
+        ctime: (i64::MIN, 0),
+    });
+    let entry = FileEntry {
+        ino: file.ino,
+        size: size.unwrap_or(u64::MAX),
+        mtime: file.mtime,
+        ctime: file.ctime,
+        task: message.phase.clone(),
+        facts: Facts::of(&message),
+        parent: message.in_reply_to.clone(),
+    };
+    (entry, message.needs_reply().then_some(message))
 }
 
 /// What [`Mail::folder_files`] found in a folder.
 pub(super) struct Listed {
     /// Every message file with its name, sorted by name (each name once),
-    /// and, for the requests that need a reply among the files it read (not
-    /// taken from the folder cache), the message, checked as the gate
-    /// checks it (read from its file, or from its sender's record,
-    /// `sent.rs`).
-    pub(super) files: Vec<(String, FileEntry, Option<Message>)>,
+    /// shared with the thread that writes the folder cache.
+    pub(super) files: Arc<Vec<(String, FileEntry)>>,
+    /// For each of `files`, in the same order: for the requests that need a
+    /// reply among the files it read (not taken from the folder cache), the
+    /// message, checked as the gate checks it (read from its file, or from
+    /// its sender's record, `sent.rs`).
+    pub(super) messages: Vec<Option<Message>>,
+    /// The folder cache being written, when it is.
+    pub(super) writing: Option<reads::Writing>,
 }
 
 /// A listing's entries, sorted by name, written as the folder cache's
 /// `files` map (the same JSON as a `BTreeMap` of them) without building one.
-pub(super) struct Sorted<'a>(pub(super) &'a [(String, FileEntry, Option<Message>)]);
+pub(super) struct Sorted<'a>(pub(super) &'a [(String, FileEntry)]);
 
 impl Serialize for Sorted<'_> {
     fn serialize<S: serde::Serializer>(
         &self,
         serializer: S,
     ) -> std::result::Result<S::Ok, S::Error> {
-        serializer.collect_map(self.0.iter().map(|(name, entry, _)| (name, entry)))
+        serializer.collect_map(self.0.iter().map(|(name, entry)| (name, entry)))
     }
 }
 

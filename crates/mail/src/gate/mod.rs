@@ -326,6 +326,9 @@ pub(crate) struct TaskFiles<'m> {
     path: StatePath,
     cache: TaskCache,
     dirty: bool,
+    /// The folder caches this walk is writing on threads of their own
+    /// (joined when the walk ends).
+    writing: Vec<reads::Writing>,
 }
 
 /// Reads a cache file; anything but a whole, parsable file (missing, over
@@ -348,6 +351,21 @@ pub(crate) fn load<T: for<'de> Deserialize<'de>>(state: &StateDir, path: &StateP
     }
 }
 
+/// Writes a cache file of `state`; a failure only costs the next reader a
+/// listing.
+pub(crate) fn store_cache_in<T: Serialize>(state: &StateDir, path: &StatePath, value: &T) {
+    let written = serde_json::to_vec(value)
+        .map_err(|e| e.to_string())
+        .and_then(|bytes| {
+            state
+                .write_unsynced(path, &bytes)
+                .map_err(|e| e.to_string())
+        });
+    if let Err(error) = written {
+        tracing::debug!(path = %path.display(), %error, "could not write a gate cache file");
+    }
+}
+
 impl Mail {
     pub(crate) fn gate_dir(&self) -> StatePath {
         self.layout.mail().join_hidden(GATE_DIR)
@@ -367,16 +385,7 @@ impl Mail {
 
     /// Writes a cache file; a failure only costs the next reader a listing.
     pub(crate) fn store_cache<T: Serialize>(&self, path: &StatePath, value: &T) {
-        let written = serde_json::to_vec(value)
-            .map_err(|e| e.to_string())
-            .and_then(|bytes| {
-                self.state
-                    .write_unsynced(path, &bytes)
-                    .map_err(|e| e.to_string())
-            });
-        if let Err(error) = written {
-            tracing::debug!(path = %path.display(), %error, "could not write a gate cache file");
-        }
+        store_cache_in(&self.state, path, value);
     }
 
     /// Opens the cache of `task` for a walk over its folders
@@ -401,6 +410,7 @@ impl Mail {
             path,
             cache,
             dirty: false,
+            writing: Vec::new(),
         }
     }
 
@@ -537,10 +547,13 @@ fn unix_ms(t: SystemTime) -> u64 {
 
 mod entry;
 mod folder;
+mod reads;
 mod sent;
 mod task;
 
 use entry::{read_entry, read_entry_stat};
 
+#[cfg(test)]
+mod reads_tests;
 #[cfg(test)]
 mod tests;

@@ -61,7 +61,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use chipset_store::{AgentId, Stat, StatePath};
+use chipset_store::{AgentId, Stat, StateDir, StatePath};
 use serde::{Deserialize, Serialize};
 
 use crate::format::{MESSAGE_SCHEMA, Message};
@@ -195,18 +195,18 @@ impl Mail {
         }
         out
     }
+}
 
-    /// Empties `agent`'s journal (its folder cache now holds every file).
-    ///
-    /// It is left holding one blank line (which readers skip), not empty:
-    /// a sender of the previous version appends through the locked log,
-    /// which syncs the directory of an empty log (it might be new), a flush
-    /// its next send would otherwise pay.
-    pub(crate) fn clear_sent(&self, agent: &AgentId) {
-        let path = self.sent_journal_path(agent);
-        if let Err(error) = self.state.write_unsynced(&path, b"\n") {
-            tracing::debug!(path = %path.display(), %error, "could not empty a sent journal");
-        }
+/// Empties the sent journal at `path` (its folder cache now holds every
+/// file).
+///
+/// It is left holding one blank line (which readers skip), not empty:
+/// a sender of the previous version appends through the locked log,
+/// which syncs the directory of an empty log (it might be new), a flush
+/// its next send would otherwise pay.
+pub(super) fn clear_journal(state: &StateDir, path: &StatePath) {
+    if let Err(error) = state.write_unsynced(path, b"\n") {
+        tracing::debug!(path = %path.display(), %error, "could not empty a sent journal");
     }
 }
 
@@ -267,7 +267,7 @@ mod tests {
             .sent_records(&AgentId::new("exec").unwrap(), 2)
             .into_values()
             .collect();
-        mail.clear_sent(&AgentId::new("exec").unwrap());
+        clear_journal(&mail.state, &path);
         let log = mail.state.log(&path).unwrap();
         log.append_batch_unsynced(&records).unwrap();
         let text = journal(&mail, &path);

@@ -118,16 +118,20 @@ impl TaskFiles<'_> {
                     None => {
                         let listed =
                             mail.folder_files(&cache_path, &dir, skip, stamp, settled, inbox)?;
+                        // Written while the walk goes on; joined at its end.
+                        self.writing.extend(listed.writing);
                         let (mut files, mut others) = (Vec::new(), Vec::new());
                         // Each file's task is its message's: the task's open
                         // requests read by the listing come with their file.
-                        for (name, e, message) in listed.files {
+                        // The names and facts are cloned: the listing is
+                        // being written as the folder cache meanwhile.
+                        for ((name, e), message) in listed.files.iter().zip(listed.messages) {
                             if e.task != self.cache.task {
                                 continue;
                             }
-                            match e.facts {
-                                Some(facts) => files.push((name, facts, message)),
-                                None => others.push((name, e.parent)),
+                            match &e.facts {
+                                Some(facts) => files.push((name.clone(), facts.clone(), message)),
+                                None => others.push((name.clone(), e.parent.clone())),
                             }
                         }
                         (files, others)

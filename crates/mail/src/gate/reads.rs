@@ -1,0 +1,231 @@
+//! Reading the files of a folder that no cache vouches for, on several
+//! threads, and writing a folder's cache beside the rest of the gate.
+//!
+//! # Why threads
+//!
+//! The first gate of a state no cache was made for reads every file of the
+//! folder (an `openat2`, a `statx`, two `read`s and a `close` each, then a
+//! parse), as the scan does, and then writes the caches that spare the next
+//! gate all of it. On one thread it cannot cost less than the scan. Reads of
+//! different files share nothing but the open state root, so a folder's
+//! reads are split into contiguous runs read at once (at most
+//! [`MAX_READERS`] threads, and only from [`PARALLEL_READS`] files on, where
+//! the threads' start costs little beside the reads), and the folder cache
+//! is encoded and written on its own thread while the gate goes on.
+//!
+//! # Failing closed as one thread does
+//!
+//! Each run stops at its first failing file, and the runs' results are
+//! taken in listing order: the error returned is the one of the first
+//! failing file in listing order, the one the sequential read would have
+//! stopped at. A file gone since the listing is skipped, as before.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+
+use super::*;
+
+/// A folder with fewer files to read than this is read on the caller's
+/// thread alone.
+#[cfg_attr(test, allow(dead_code, reason = "the tests set their own"))]
+const PARALLEL_READS: usize = 256;
+/// The most threads that read one folder (the caller's included).
+const MAX_READERS: usize = 4;
+
+#[cfg(test)]
+thread_local! {
+    /// The threshold the gate's tests run with (lowered, so that small
+    /// folders take the parallel path; raised, to get the sequential one).
+    pub(super) static TEST_PARALLEL_READS: std::cell::Cell<usize> =
+        const { std::cell::Cell::new(8) };
+}
+
+/// How many threads read `n` files: one below the threshold, else
+/// `min(available_parallelism, MAX_READERS)` (in tests always
+/// [`MAX_READERS`], whatever the machine).
+fn readers(n: usize) -> usize {
+    #[cfg(test)]
+    {
+        if n < TEST_PARALLEL_READS.with(std::cell::Cell::get) {
+            1
+        } else {
+            MAX_READERS
+        }
+    }
+    #[cfg(not(test))]
+    {
+        if n < PARALLEL_READS {
+            1
+        } else {
+            std::thread::available_parallelism()
+                .map_or(1, std::num::NonZero::get)
+                .min(MAX_READERS)
+        }
+    }
+}
+
+/// Reads the entries `names` of the folder `dir` as [`read_entry_stat`]
+/// does, turning each message read with the stat of its file into a `T`
+/// with `each`; `None` for a file gone since the listing. In the order of
+/// `names`, on several threads when there are many.
+///
+/// # Errors
+///
+/// The error of the first entry of `names` that fails, as reading them in
+/// order would.
+pub(super) fn read_entries<T, F>(
+    state: &StateDir,
+    dir: &StatePath,
+    names: &[&str],
+    each: F,
+) -> Result<Vec<Option<T>>>
+where
+    T: Send,
+    F: Fn(Message, chipset_store::Stat) -> T + Sync,
+{
+    let threads = readers(names.len());
+    // The first run (by position) that failed: runs after it stop early,
+    // as what they read is never used.
+    let failed = AtomicUsize::new(usize::MAX);
+    let run = |k: usize, names: &[&str]| -> Result<Vec<Option<T>>> {
+        let mut out = Vec::with_capacity(names.len());
+        for name in names {
+            if failed.load(Ordering::Relaxed) < k {
+                break;
+            }
+            match read_entry_stat(state, dir, name) {
+                Ok(read) => out.push(read.map(|(m, stat)| each(m, stat))),
+                Err(e) => {
+                    failed.fetch_min(k, Ordering::Relaxed);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(out)
+    };
+    if threads <= 1 {
+        return run(0, names);
+    }
+    #[cfg(test)]
+    PARALLEL_ROUNDS.with(|n| n.set(n.get() + 1));
+    let size = names.len().div_ceil(threads);
+    let runs: Vec<&[&str]> = names.chunks(size).collect();
+    std::thread::scope(|scope| {
+        // Runs after the first on threads of their own (or here, after the
+        // first, where no thread can be started); the first one here.
+        let handles: Vec<_> = runs
+            .iter()
+            .enumerate()
+            .skip(1)
+            .map(|(k, names)| {
+                let run = &run;
+                std::thread::Builder::new()
+                    .name("chipset-read".into())
+                    .spawn_scoped(scope, move || run(k, names))
+                    .ok()
+            })
+            .collect();
+        let mut out = Vec::with_capacity(names.len());
+        out.extend(run(0, runs[0])?);
+        for (k, handle) in handles.into_iter().enumerate() {
+            let read = match handle {
+                Some(handle) => handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                None => run(k + 1, runs[k + 1]),
+            };
+            out.extend(read?);
+        }
+        Ok(out)
+    })
+}
+
+#[cfg(test)]
+thread_local! {
+    /// How many times this thread read a folder on several threads.
+    static PARALLEL_ROUNDS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// How many times this thread read a folder on several threads.
+#[cfg(test)]
+pub(super) fn parallel_rounds() -> usize {
+    PARALLEL_ROUNDS.with(std::cell::Cell::get)
+}
+
+/// A cache being written on a thread of its own: joined when dropped (so
+/// that a gate, sweep or thread returns only once its caches are written).
+/// A panic of the writer is resumed in the thread that drops it.
+pub(super) struct Writing(Option<JoinHandle<()>>);
+
+impl Drop for Writing {
+    fn drop(&mut self) {
+        if let Some(handle) = self.0.take()
+            && let Err(panic) = handle.join()
+            && !std::thread::panicking()
+        {
+            std::panic::resume_unwind(panic);
+        }
+    }
+}
+
+/// The listing of one folder to write as its cache, and what to do once
+/// it is written.
+pub(super) struct FolderWrite {
+    pub(super) path: StatePath,
+    pub(super) stamp: Stamp,
+    pub(super) settled: bool,
+    pub(super) files: Arc<Vec<(String, FileEntry)>>,
+    /// The sent journal to empty once the cache is written (its every file
+    /// is in it).
+    pub(super) clear: Option<StatePath>,
+}
+
+impl FolderWrite {
+    /// Encodes and writes the cache, then empties the journal; a failure
+    /// of either only costs the next reader (it is logged).
+    fn run(self, state: &StateDir) {
+        store_cache_in(
+            state,
+            &self.path,
+            &InboxCacheRef {
+                v: VERSION,
+                stamp: self.stamp,
+                settled: self.settled,
+                files: folder::Sorted(&self.files),
+            },
+        );
+        if let Some(path) = self.clear {
+            sent::clear_journal(state, &path);
+        }
+    }
+
+    /// Runs [`FolderWrite::run`] on a thread of its own (here, when no
+    /// thread can be started).
+    pub(super) fn start(self, state: &StateDir) -> Writing {
+        let job = Arc::new(Mutex::new(Some(self)));
+        let take = |job: &Mutex<Option<FolderWrite>>| {
+            job.lock().unwrap_or_else(PoisonError::into_inner).take()
+        };
+        let started = {
+            let (job, state) = (Arc::clone(&job), state.clone());
+            std::thread::Builder::new()
+                .name("chipset-gate-cache".into())
+                .spawn(move || {
+                    if let Some(write) = take(&job) {
+                        write.run(&state);
+                    }
+                })
+        };
+        match started {
+            Ok(handle) => Writing(Some(handle)),
+            Err(error) => {
+                tracing::debug!(%error, "writing a gate cache on the caller's thread");
+                if let Some(write) = take(&job) {
+                    write.run(state);
+                }
+                Writing(None)
+            }
+        }
+    }
+}

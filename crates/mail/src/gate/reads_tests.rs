@@ -1,0 +1,244 @@
+//! Reading a folder on several threads: what the gate returns, and how it
+//! fails, are what the one-thread read gives (`reads.rs`).
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the tests plant bad files and remove the gate cache as another program does"
+)]
+
+use chipset_store::StateDir;
+
+use super::reads::{TEST_PARALLEL_READS, parallel_rounds, read_entries};
+use super::*;
+use crate::NewMessage;
+
+/// Requests of the task in `exec`'s inbox (of which a few answered), with
+/// notifies and another task's requests between them.
+const REQUESTS: usize = 40;
+
+struct State {
+    _tmp: tempfile::TempDir,
+    mail: Mail,
+    task: TaskId,
+    exec: AgentId,
+    /// The open requests of the task, in id order.
+    open: Vec<MessageId>,
+}
+
+fn state() -> State {
+    let tmp = tempfile::tempdir().unwrap();
+    let mail = Mail::new(StateDir::open(tmp.path()).unwrap());
+    let (critic, exec) = (
+        AgentId::new("critic").unwrap(),
+        AgentId::new("exec").unwrap(),
+    );
+    let task = TaskId::new("t1").unwrap();
+    let drafts: Vec<NewMessage> = (0..REQUESTS)
+        .flat_map(|i| {
+            let mut drafts = vec![NewMessage::request(
+                critic.clone(),
+                exec.clone(),
+                task.clone(),
+                "q",
+                format!("question {i}"),
+            )];
+            if i % 7 == 0 {
+                drafts.push(NewMessage::notify(
+                    critic.clone(),
+                    exec.clone(),
+                    task.clone(),
+                    "fyi",
+                    format!("note {i}"),
+                ));
+                drafts.push(NewMessage::request(
+                    critic.clone(),
+                    exec.clone(),
+                    TaskId::new("t2").unwrap(),
+                    "q",
+                    format!("other {i}"),
+                ));
+            }
+            drafts
+        })
+        .collect();
+    let sent = mail.send_batch(&drafts).unwrap();
+    // A few answered (archived, their responses in the requester's inbox).
+    let mut open = Vec::new();
+    for (i, q) in sent
+        .iter()
+        .filter(|m| m.phase == task && m.needs_reply())
+        .enumerate()
+    {
+        if i % 9 == 0 {
+            let answer =
+                NewMessage::response(exec.clone(), critic.clone(), q.id.clone(), "a", "done");
+            mail.send(&answer).unwrap();
+        } else {
+            open.push(q.id.clone());
+        }
+    }
+    open.sort();
+    let state = State {
+        _tmp: tmp,
+        mail,
+        task,
+        exec,
+        open,
+    };
+    forget(&state);
+    state
+}
+
+/// Removes `mail/.gate/` (the caches and the sent journal), as another
+/// program's state has none: every file is read.
+fn forget(s: &State) {
+    let dir = s.mail.gate_dir();
+    if dir.as_path().exists() {
+        std::fs::remove_dir_all(dir.as_path()).unwrap();
+    }
+}
+
+/// The inbox's message files, in listing (name) order.
+fn files(s: &State) -> Vec<std::path::PathBuf> {
+    let dir = s.mail.layout.inbox(&s.exec);
+    s.mail
+        .state
+        .list(&dir)
+        .unwrap()
+        .into_iter()
+        .map(|n| dir.as_path().join(n))
+        .collect()
+}
+
+/// The gate of a state no cache was made for, with a folder read on one
+/// thread (`parallel` false) or several; and whether it was read on
+/// several.
+fn gate(s: &State, parallel: bool) -> (Result<Vec<Message>>, bool) {
+    forget(s);
+    TEST_PARALLEL_READS.with(|t| t.set(if parallel { 8 } else { usize::MAX }));
+    let before = parallel_rounds();
+    let out = s.mail.pending_replies(&s.task);
+    let rounds = parallel_rounds() - before;
+    TEST_PARALLEL_READS.with(|t| t.set(8));
+    (out, rounds > 0)
+}
+
+/// Over the threshold, the gate returns exactly what one thread returns
+/// (the same requests in the same order), and writes the same folder cache.
+#[test]
+fn a_folder_read_on_several_threads_gives_what_one_thread_gives() {
+    let s = state();
+    let cache = s.mail.inbox_cache_path(&s.exec);
+    let (one, parallel) = gate(&s, false);
+    assert!(!parallel);
+    let one = one.unwrap();
+    let one_cache = std::fs::read(cache.as_path()).unwrap();
+    let (many, parallel) = gate(&s, true);
+    assert!(parallel, "read on several threads");
+    let many = many.unwrap();
+    assert_eq!(many, one);
+    assert_eq!(std::fs::read(cache.as_path()).unwrap(), one_cache);
+    let mut ids: Vec<MessageId> = many.iter().map(|m| m.id.clone()).collect();
+    ids.sort();
+    assert_eq!(ids, s.open);
+    assert_eq!(ids.len(), REQUESTS - REQUESTS.div_ceil(9));
+}
+
+/// A bad file among many (at the start, in the middle, at the end of the
+/// listing; two of them) fails the gate closed with the error one thread
+/// gives: the same kind, naming the first bad file in listing order.
+#[test]
+fn a_bad_file_fails_the_threaded_read_as_it_fails_one_thread() {
+    let s = state();
+    let names = files(&s);
+    let n = names.len();
+    assert!(n > 40, "{n}");
+    let other = std::fs::read(&names[n / 3]).unwrap();
+    let unsupported = {
+        let mut v: serde_json::Value = serde_json::from_slice(&other).unwrap();
+        v["schema"] = "message.v2".into();
+        serde_json::to_vec(&v).unwrap()
+    };
+    let bad: [(&str, &[u8]); 3] = [
+        ("unreadable", b"{ not json"),
+        ("unsupported", &unsupported),
+        // Another message's bytes: its id is not the file's name.
+        ("stray", &other),
+    ];
+    for (what, bytes) in bad {
+        for at in [vec![0], vec![n / 2], vec![n - 1], vec![1, n - 2]] {
+            let kept: Vec<Vec<u8>> = at
+                .iter()
+                .map(|&k| std::fs::read(&names[k]).unwrap())
+                .collect();
+            for &k in &at {
+                std::fs::write(&names[k], bytes).unwrap();
+            }
+            let (one, _) = gate(&s, false);
+            let (many, parallel) = gate(&s, true);
+            assert!(parallel, "{what} at {at:?}");
+            let (one, many) = (one.unwrap_err(), many.unwrap_err());
+            assert_eq!(format!("{many:?}"), format!("{one:?}"), "{what} at {at:?}");
+            let path = match (many.corruption(), many.unsupported()) {
+                (Some(c), None) => c.path.clone(),
+                (None, Some(u)) => u.path.clone(),
+                _ => panic!("{what} at {at:?}: {many}"),
+            };
+            assert_eq!(path, names[at[0]], "{what} at {at:?}");
+            assert_eq!(many.unsupported().is_some(), what == "unsupported");
+            for (&k, bytes) in at.iter().zip(kept) {
+                std::fs::write(&names[k], bytes).unwrap();
+            }
+        }
+    }
+    // Restored: the gate opens again on several threads.
+    let (many, parallel) = gate(&s, true);
+    assert!(parallel);
+    many.unwrap();
+}
+
+/// A `.json` name that is not `{id}.json` among many fails the threaded read as
+/// it fails one thread, and a file gone between the listing and its read
+/// (at the start, in the middle, at the end) is skipped.
+#[test]
+fn a_file_gone_since_the_listing_is_skipped_by_every_thread() {
+    let s = state();
+    let dir = s.mail.layout.inbox(&s.exec);
+    let mut names = s.mail.state.list(&dir).unwrap();
+    let n = names.len();
+    let ids = |parallel: bool, names: &[String]| {
+        TEST_PARALLEL_READS.with(|t| t.set(if parallel { 8 } else { usize::MAX }));
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let before = parallel_rounds();
+        let read = read_entries(&s.mail.state, &dir, &names, |m, _| m.id);
+        assert_eq!(parallel_rounds() > before, parallel);
+        TEST_PARALLEL_READS.with(|t| t.set(8));
+        read
+    };
+    let all = ids(false, &names).unwrap();
+    assert!(all.iter().all(Option::is_some));
+    assert_eq!(ids(true, &names).unwrap(), all);
+
+    let gone = [0, n / 2, n - 1];
+    for &k in &gone {
+        std::fs::remove_file(dir.as_path().join(&names[k])).unwrap();
+    }
+    let many = ids(true, &names).unwrap();
+    assert_eq!(many, ids(false, &names).unwrap());
+    for (k, id) in many.iter().enumerate() {
+        assert_eq!(id.is_none(), gone.contains(&k), "{k}");
+        if id.is_some() {
+            assert_eq!(*id, all[k]);
+        }
+    }
+
+    names.insert(n / 2 + 3, "..json".to_owned());
+    let (one, many) = (
+        ids(false, &names).unwrap_err(),
+        ids(true, &names).unwrap_err(),
+    );
+    assert_eq!(format!("{many:?}"), format!("{one:?}"));
+    assert_eq!(
+        many.corruption().map(|c| c.path.clone()),
+        Some(dir.as_path().join("..json"))
+    );
+}
