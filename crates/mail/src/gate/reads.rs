@@ -1,5 +1,6 @@
-//! Reading the files of a folder that no cache vouches for, on several
-//! threads, and writing a folder's cache beside the rest of the gate.
+//! Reading the files of a folder that no cache vouches for (and parsing a
+//! sent journal's records) on several threads, and writing a folder's
+//! cache beside the rest of the gate.
 //!
 //! # Why threads
 //!
@@ -11,7 +12,9 @@
 //! reads are split into contiguous runs read at once (at most
 //! [`MAX_READERS`] threads, and only from [`PARALLEL_READS`] files on, where
 //! the threads' start costs little beside the reads), and the folder cache
-//! is encoded and written on its own thread while the gate goes on.
+//! is encoded and written on its own thread while the gate goes on. The
+//! same holds for the records of a sent journal (a gate right after
+//! 10,000 sends parses 10,000 of them): its lines are parsed in runs.
 //!
 //! # Failing closed as one thread does
 //!
@@ -58,9 +61,12 @@ fn readers(n: usize) -> usize {
         if n < PARALLEL_READS {
             1
         } else {
-            std::thread::available_parallelism()
-                .map_or(1, std::num::NonZero::get)
-                .min(MAX_READERS)
+            // Asked once: it reads the process's cgroup files.
+            static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+            let cpus = *CPUS.get_or_init(|| {
+                std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+            });
+            cpus.min(MAX_READERS)
         }
     }
 }
@@ -84,58 +90,87 @@ where
     T: Send,
     F: Fn(Message, chipset_store::Stat) -> T + Sync,
 {
-    let threads = readers(names.len());
-    // The first run (by position) that failed: runs after it stop early,
-    // as what they read is never used.
-    let failed = AtomicUsize::new(usize::MAX);
-    let run = |k: usize, names: &[&str]| -> Result<Vec<Option<T>>> {
-        let mut out = Vec::with_capacity(names.len());
-        for name in names {
-            if failed.load(Ordering::Relaxed) < k {
+    in_runs(names.len(), |range, stopped| {
+        let mut out = Vec::with_capacity(range.len());
+        for name in &names[range] {
+            if stopped() {
                 break;
             }
-            match read_entry_stat(state, dir, name) {
-                Ok(read) => out.push(read.map(|(m, stat)| each(m, stat))),
-                Err(e) => {
-                    failed.fetch_min(k, Ordering::Relaxed);
-                    return Err(e);
-                }
-            }
+            out.push(read_entry_stat(state, dir, name)?.map(|(m, stat)| each(m, stat)));
         }
         Ok(out)
-    };
+    })
+}
+
+/// Parses each of `lines` (a sent journal's whole, non-blank lines) as a
+/// record, `None` for one that does not parse; in order, on several
+/// threads when there are many.
+pub(super) fn parse_records(lines: &[&[u8]]) -> Vec<Option<sent::Record>> {
+    let parsed = in_runs(lines.len(), |range, _| {
+        Ok(lines[range]
+            .iter()
+            .map(|line| serde_json::from_slice(line).ok())
+            .collect())
+    });
+    // Nothing above fails.
+    parsed.unwrap_or_default()
+}
+
+/// Runs `run` over `0..n` in contiguous runs, on [`readers`]`(n)` threads
+/// (the caller's one of them), and returns what the runs return, in
+/// order; or the error of the first run (by position) that fails. `run`
+/// is handed its range and a test of whether an earlier run failed (what
+/// it returns then is never used: it may stop).
+fn in_runs<T, F>(n: usize, run: F) -> Result<Vec<T>>
+where
+    T: Send,
+    F: Fn(std::ops::Range<usize>, &dyn Fn() -> bool) -> Result<Vec<T>> + Sync,
+{
+    let threads = readers(n);
     if threads <= 1 {
-        return run(0, names);
+        return run(0..n, &|| false);
     }
     #[cfg(test)]
-    PARALLEL_ROUNDS.with(|n| n.set(n.get() + 1));
-    let size = names.len().div_ceil(threads);
-    let runs: Vec<&[&str]> = names.chunks(size).collect();
+    PARALLEL_ROUNDS.with(|c| c.set(c.get() + 1));
+    // The first run (by position) that failed.
+    let failed = AtomicUsize::new(usize::MAX);
+    let run_k = |k: usize, range: std::ops::Range<usize>| {
+        let out = run(range, &|| failed.load(Ordering::Relaxed) < k);
+        if out.is_err() {
+            failed.fetch_min(k, Ordering::Relaxed);
+        }
+        out
+    };
+    let size = n.div_ceil(threads);
+    let ranges: Vec<std::ops::Range<usize>> = (0..n)
+        .step_by(size)
+        .map(|at| at..n.min(at + size))
+        .collect();
     std::thread::scope(|scope| {
         // Runs after the first on threads of their own (or here, after the
         // first, where no thread can be started); the first one here.
-        let handles: Vec<_> = runs
+        let handles: Vec<_> = ranges
             .iter()
             .enumerate()
             .skip(1)
-            .map(|(k, names)| {
-                let run = &run;
+            .map(|(k, range)| {
+                let (run_k, range) = (&run_k, range.clone());
                 std::thread::Builder::new()
                     .name("chipset-read".into())
-                    .spawn_scoped(scope, move || run(k, names))
+                    .spawn_scoped(scope, move || run_k(k, range))
                     .ok()
             })
             .collect();
-        let mut out = Vec::with_capacity(names.len());
-        out.extend(run(0, runs[0])?);
-        for (k, handle) in handles.into_iter().enumerate() {
-            let read = match handle {
+        let mut out = Vec::with_capacity(n);
+        out.extend(run_k(0, ranges[0].clone())?);
+        for (k, handle) in (1..).zip(handles) {
+            let part = match handle {
                 Some(handle) => handle
                     .join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-                None => run(k + 1, runs[k + 1]),
+                None => run_k(k, ranges[k].clone()),
             };
-            out.extend(read?);
+            out.extend(part?);
         }
         Ok(out)
     })

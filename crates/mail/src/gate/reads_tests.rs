@@ -242,3 +242,59 @@ fn a_file_gone_since_the_listing_is_skipped_by_every_thread() {
         Some(dir.as_path().join("..json"))
     );
 }
+
+/// A sent journal with many records is parsed on several threads into
+/// the records the store's log reader takes from it, whatever lines a
+/// crash or another program left in it (bad, blank, torn at the end).
+#[test]
+fn a_journal_parsed_on_several_threads_gives_what_the_log_reader_gives() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mail = Mail::new(StateDir::open(tmp.path()).unwrap());
+    let exec = AgentId::new("exec").unwrap();
+    let drafts: Vec<NewMessage> = (0..30)
+        .map(|i| {
+            NewMessage::request(
+                AgentId::new("critic").unwrap(),
+                exec.clone(),
+                TaskId::new("t1").unwrap(),
+                "q",
+                format!("question {i}"),
+            )
+        })
+        .collect();
+    let path = mail.sent_journal_path(&exec);
+    let mut sent = mail.send_batch(&drafts[..15]).unwrap();
+    // A bad line, a blank one and one that names an earlier record's file
+    // again (the last one wins) among the records.
+    let text = String::from_utf8(std::fs::read(path.as_path()).unwrap()).unwrap();
+    let first = text.lines().next().unwrap().to_owned();
+    let mut text = text + "{\"name\": 3\n\n   \n" + &first + "\n";
+    mail.state.write_bytes(&path, text.as_bytes()).unwrap();
+    sent.extend(mail.send_batch(&drafts[15..]).unwrap());
+    text = String::from_utf8(std::fs::read(path.as_path()).unwrap()).unwrap();
+    // A line cut short by a crash at the end.
+    text.push_str(&first[..first.len() / 2]);
+    mail.state.write_bytes(&path, text.as_bytes()).unwrap();
+
+    let mut expected = std::collections::BTreeMap::new();
+    mail.state
+        .log_reader(&path)
+        .unwrap()
+        .for_each(|r: sent::Record| {
+            expected.insert(format!("{:?}", r.name()), format!("{r:?}"));
+        })
+        .unwrap();
+    assert_eq!(expected.len(), sent.len());
+    for parallel in [false, true] {
+        TEST_PARALLEL_READS.with(|t| t.set(if parallel { 8 } else { usize::MAX }));
+        let before = parallel_rounds();
+        let got: std::collections::BTreeMap<String, String> = mail
+            .sent_records(&exec, 0)
+            .into_iter()
+            .map(|(name, r)| (format!("{name:?}"), format!("{r:?}")))
+            .collect();
+        assert_eq!(parallel_rounds() > before, parallel);
+        assert_eq!(got, expected, "parallel: {parallel}");
+    }
+    TEST_PARALLEL_READS.with(|t| t.set(8));
+}

@@ -61,12 +61,14 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use chipset_store::{AgentId, Stat, StateDir, StatePath};
+use chipset_store::{AgentId, ReadOutcome, Stat, StateDir, StatePath};
 use serde::{Deserialize, Serialize};
 
 use crate::format::{MESSAGE_SCHEMA, Message};
 use crate::layout::id_of;
 use crate::mail::Mail;
+
+use super::reads;
 
 /// A message larger than this is not recorded (its file is read).
 pub(crate) const MAX_RECORDED: usize = 64 * 1024;
@@ -103,6 +105,12 @@ pub(crate) struct Record {
 }
 
 impl Record {
+    /// The name of the file it describes.
+    #[cfg(test)]
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
     /// The message the record vouches for when it describes the file
     /// `name` whose `statx` is `meta`: same identity, size and times, a
     /// message with the name's id, in the schema this version reads.
@@ -181,20 +189,49 @@ impl Mail {
     /// a listing looks one up per entry, and names share long prefixes.
     /// `entries` (the listing's size) sizes the map, so that a journal of
     /// thousands of records is not moved at every growth.
+    ///
+    /// Read whole, and its lines parsed on several threads when there are
+    /// many ([`reads::parse_records`]): what the store's log reader takes
+    /// from it, the same records (lines cut by a crash, blank, over the
+    /// log's line cap or that do not parse are skipped).
     pub(crate) fn sent_records(&self, agent: &AgentId, entries: usize) -> HashMap<String, Record> {
         let path = self.sent_journal_path(agent);
+        let bytes = match self.state.read_bytes_capped(&path, MAX_READ) {
+            Ok(ReadOutcome::Value(bytes)) => bytes,
+            Ok(ReadOutcome::Missing) => return HashMap::new(),
+            Ok(_) => {
+                tracing::debug!(path = %path.display(), "ignoring an unreadable sent journal");
+                return HashMap::new();
+            }
+            Err(error) => {
+                tracing::debug!(path = %path.display(), %error, "ignoring an unreadable sent journal");
+                return HashMap::new();
+            }
+        };
+        let lines = whole_lines(&bytes);
         let mut out = HashMap::with_capacity(entries);
-        let read = self.state.log_reader(&path).and_then(|log| {
-            log.for_each(|r: Record| {
-                out.insert(r.name.clone(), r);
-            })
-        });
-        if let Err(error) = read {
-            tracing::debug!(path = %path.display(), %error, "ignoring an unreadable sent journal");
-            return HashMap::new();
+        for record in reads::parse_records(&lines).into_iter().flatten() {
+            out.insert(record.name.clone(), record);
         }
         out
     }
+}
+
+/// The most of a journal that is read (far above [`MAX_JOURNAL`], which a
+/// sender stops appending at); a larger one is not read (its files are).
+const MAX_READ: u64 = 8 * MAX_JOURNAL;
+/// A line longer than this is skipped, as the store's log reader skips it.
+const MAX_LINE: usize = 1024 * 1024;
+
+/// The lines of a journal's `bytes` that may hold a record: each ended by
+/// a newline (the unterminated tail a crash cut short is not), without it,
+/// not blank and within [`MAX_LINE`].
+fn whole_lines(bytes: &[u8]) -> Vec<&[u8]> {
+    let mut lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+    // What follows the last newline: empty, or a torn line.
+    lines.pop();
+    lines.retain(|line| line.len() <= MAX_LINE && !line.iter().all(u8::is_ascii_whitespace));
+    lines
 }
 
 /// Empties the sent journal at `path` (its folder cache now holds every

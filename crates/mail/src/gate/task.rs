@@ -1,6 +1,8 @@
 //! The walk over one task's folders through its task cache: what the
 //! gate, the sweep and the thread take from each inbox and `archive/`.
 
+use std::sync::Arc;
+
 use super::*;
 
 impl TaskFiles<'_> {
@@ -123,15 +125,33 @@ impl TaskFiles<'_> {
                         let (mut files, mut others) = (Vec::new(), Vec::new());
                         // Each file's task is its message's: the task's open
                         // requests read by the listing come with their file.
-                        // The names and facts are cloned: the listing is
-                        // being written as the folder cache meanwhile.
-                        for ((name, e), message) in listed.files.iter().zip(listed.messages) {
-                            if e.task != self.cache.task {
-                                continue;
+                        let task = &self.cache.task;
+                        let mut push = |name, facts, parent, message| match facts {
+                            Some(facts) => files.push((name, facts, message)),
+                            None => others.push((name, parent)),
+                        };
+                        match Arc::try_unwrap(listed.files) {
+                            Ok(listing) => {
+                                for ((name, e), message) in listing.into_iter().zip(listed.messages)
+                                {
+                                    if e.task == *task {
+                                        push(name, e.facts, e.parent, message);
+                                    }
+                                }
                             }
-                            match &e.facts {
-                                Some(facts) => files.push((name.clone(), facts.clone(), message)),
-                                None => others.push((name.clone(), e.parent.clone())),
+                            // Being written as the folder cache meanwhile:
+                            // the names and facts are cloned.
+                            Err(listing) => {
+                                for ((name, e), message) in listing.iter().zip(listed.messages) {
+                                    if e.task == *task {
+                                        push(
+                                            name.clone(),
+                                            e.facts.clone(),
+                                            e.parent.clone(),
+                                            message,
+                                        );
+                                    }
+                                }
                             }
                         }
                         (files, others)
