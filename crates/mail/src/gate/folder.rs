@@ -43,7 +43,7 @@ impl Mail {
         let known = old.map(|c| c.files).unwrap_or_default();
         // The inbox's sent journal, loaded at the first file the folder
         // cache cannot vouch for.
-        let mut journal: Option<HashMap<String, sent::Record>> = None;
+        let mut journal: Option<sent::Journal> = None;
         // With no folder cache and no sent record, every entry is read, and
         // the read's own `statx` (of the open file) gives its stamp: the
         // listing stats nothing (one `statx` per file less). Otherwise (a
@@ -52,38 +52,45 @@ impl Mail {
         // The journal is read before the listing (when it holds more than
         // the blank line an emptied one keeps), so that the folder is
         // listed once: every record read was written before the listing's
-        // `statx` that it must match, as when it is read after.
+        // `statx` that it must match, as when it is read after. Its bytes
+        // are read first; its records are parsed while the folder is
+        // listed (a journal with a line that may hold a record is listed
+        // with a `statx` per entry, whether the line parses or not).
         let listing: Vec<(String, Option<chipset_store::Stat>)> = if known.is_empty() {
-            let records = match inbox.map(|agent| (agent, self.journal_len(agent))) {
-                Some((agent, len)) if len > 1 => {
-                    // Sized from the journal's length (a record is some
-                    // hundreds of bytes), so that thousands of records are
-                    // not moved at every growth of the map.
-                    let hint = usize::try_from(len / 256).unwrap_or(0);
-                    let records = self.sent_records(agent, hint);
-                    let any = !records.is_empty();
-                    journal = Some(records);
-                    any
-                }
-                _ => false,
+            let bytes = match inbox.map(|agent| (agent, self.journal_len(agent))) {
+                Some((agent, len)) if len > 1 => self.journal_bytes(agent),
+                _ => None,
             };
-            if records {
-                self.state.list_stats(dir)?
-            } else {
+            let lines = bytes.as_deref().map(sent::whole_lines).unwrap_or_default();
+            if lines.is_empty() {
+                journal = Some(sent::Journal::default());
                 self.state
                     .list(dir)?
                     .into_iter()
                     .map(|name| (name, None))
                     .collect()
+            } else {
+                // Sized from the journal's length (a record is some
+                // hundreds of bytes), so that thousands of records are not
+                // moved at every growth of the index.
+                let hint = bytes.as_ref().map_or(0, |b| b.len() / 256);
+                let (records, listing) = reads::beside(
+                    || sent::Journal::parse(&lines, hint),
+                    || self.state.list_stats(dir),
+                );
+                journal = Some(records);
+                listing?
             }
         } else {
             self.state.list_stats(dir)?
         };
         let entries = listing.len();
         // Each entry's fate is decided in listing order (taken from the
-        // folder cache, vouched for by the journal, or to read); the files
-        // to read are then read, on several threads when there are many.
-        let mut slots: Vec<(String, Slot)> = Vec::with_capacity(entries);
+        // folder cache, vouched for by the journal, or to read: no entry
+        // yet); the files to read are then read, on several threads when
+        // there are many, and their entries and messages put in place.
+        let mut files: Vec<(String, Option<FileEntry>)> = Vec::with_capacity(entries);
+        let mut messages: Vec<Option<Message>> = Vec::with_capacity(entries);
         let mut from_journal = false;
         let now = SystemTime::now();
         for (name, meta) in listing {
@@ -105,7 +112,8 @@ impl Mail {
                         && e.ctime == file.ctime
                 })
             {
-                slots.push((name, Slot::Ready(entry.clone(), None)));
+                files.push((name, Some(entry.clone())));
+                messages.push(None);
                 continue;
             }
             // What its sender recorded, when the record is this very file
@@ -117,42 +125,52 @@ impl Mail {
                     .and_then(|r| r.into_message(&name, meta)),
                 _ => None,
             };
-            let slot = match vouched {
+            match vouched {
                 Some(message) => {
                     from_journal = true;
                     let (entry, message) = entry_of(message, file, size);
-                    Slot::Ready(entry, message)
+                    files.push((name, Some(entry)));
+                    messages.push(message);
                 }
-                None => Slot::Read,
-            };
-            slots.push((name, slot));
+                None => {
+                    files.push((name, None));
+                    messages.push(None);
+                }
+            }
         }
         // Stamped by the open file's `statx`, before its bytes were read:
         // the stamp is the file read, and a file replaced or rewritten
         // since is read again next time.
-        let names: Vec<&str> = slots
+        let (at, names): (Vec<usize>, Vec<&str>) = files
             .iter()
-            .filter(|(_, slot)| matches!(slot, Slot::Read))
-            .map(|(name, _)| name.as_str())
-            .collect();
+            .enumerate()
+            .filter(|(_, (_, entry))| entry.is_none())
+            .map(|(i, (name, _))| (i, name.as_str()))
+            .unzip();
         let read_any = !names.is_empty();
-        let mut read = reads::read_entries(&self.state, dir, &names, |message, stat| {
+        let read = reads::read_entries(&self.state, dir, &names, |message, stat| {
             entry_of(message, Some(Stamp::from(&stat)), Some(stat.len))
-        })?
-        .into_iter();
-        let (mut files, mut messages) = (Vec::with_capacity(slots.len()), Vec::new());
-        for (name, slot) in slots {
-            let (entry, message) = match slot {
-                Slot::Ready(entry, message) => (entry, message),
-                // Gone since the listing: skipped.
-                Slot::Read => match read.next().flatten() {
-                    Some(read) => read,
-                    None => continue,
-                },
-            };
-            files.push((name, entry));
-            messages.push(message);
+        })?;
+        let mut gone = false;
+        for (i, read) in at.into_iter().zip(read) {
+            match read {
+                Some((entry, message)) => {
+                    files[i].1 = Some(entry);
+                    messages[i] = message;
+                }
+                None => gone = true,
+            }
         }
+        // Gone since the listing: skipped.
+        if gone {
+            let mut kept = files.iter().map(|(_, entry)| entry.is_some());
+            messages.retain(|_| kept.next().unwrap_or(false));
+        }
+        // In place (the same layout): no entry is moved to another buffer.
+        let files: Vec<(String, FileEntry)> = files
+            .into_iter()
+            .filter_map(|(name, entry)| Some((name, entry?)))
+            .collect();
         let files = Arc::new(files);
         // Written when it saves the next reader something: reading the new
         // files again, or (settled) the listing itself. Under a racy stamp
@@ -189,15 +207,6 @@ impl Mail {
             writing,
         })
     }
-}
-
-/// What the sequential pass of [`Mail::folder_files`] decided for an entry.
-enum Slot {
-    /// Taken from the folder cache or the sent journal (with the message
-    /// when it is an open request).
-    Ready(FileEntry, Option<Message>),
-    /// To read from its file.
-    Read,
 }
 
 /// The folder cache's entry of `message`, read from a file with the stamp

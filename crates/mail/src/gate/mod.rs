@@ -96,7 +96,7 @@
 //! stat matches. Nothing here can make the gate open where the uncached gate
 //! would not: at worst the cache is not used.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::MessageId;

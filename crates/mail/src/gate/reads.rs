@@ -116,6 +116,44 @@ pub(super) fn parse_records(lines: &[&[u8]]) -> Vec<Option<sent::Record>> {
     parsed.unwrap_or_default()
 }
 
+/// Runs `side` on a thread of its own while `main` runs here (both here,
+/// `side` first, when no thread can be started); returns both results.
+pub(super) fn beside<A, B>(side: impl FnOnce() -> A + Send, main: impl FnOnce() -> B) -> (A, B)
+where
+    A: Send,
+{
+    // The job stays here when the thread could not be started.
+    let side = Mutex::new(Some(side));
+    let take = || side.lock().unwrap_or_else(PoisonError::into_inner).take();
+    std::thread::scope(|scope| {
+        let started = std::thread::Builder::new()
+            .name("chipset-read".into())
+            .spawn_scoped(scope, || take().map(|side| side()));
+        match started {
+            Ok(handle) => {
+                let b = main();
+                let a = handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                match a {
+                    Some(a) => (a, b),
+                    // Never expected: the thread takes the job it started with.
+                    None => unreachable!("a started thread runs its job"),
+                }
+            }
+            Err(error) => {
+                tracing::debug!(%error, "running on the caller's thread");
+                let a = take().map(|side| side());
+                let b = main();
+                match a {
+                    Some(a) => (a, b),
+                    None => unreachable!("a thread that did not start took no job"),
+                }
+            }
+        }
+    })
+}
+
 /// Runs `run` over `0..n` in contiguous runs, on [`readers`]`(n)` threads
 /// (the caller's one of them), and returns what the runs return, in
 /// order; or the error of the first run (by position) that fails. `run`

@@ -290,6 +290,7 @@ fn a_journal_parsed_on_several_threads_gives_what_the_log_reader_gives() {
         let before = parallel_rounds();
         let got: std::collections::BTreeMap<String, String> = mail
             .sent_records(&exec, 0)
+            .into_map()
             .into_iter()
             .map(|(name, r)| (format!("{name:?}"), format!("{r:?}")))
             .collect();

@@ -187,33 +187,84 @@ impl Mail {
     /// The records of `agent`'s journal, by name (the last record of a
     /// name wins); empty when there is none or it cannot be read. Hashed:
     /// a listing looks one up per entry, and names share long prefixes.
-    /// `entries` (the listing's size) sizes the map, so that a journal of
-    /// thousands of records is not moved at every growth.
+    /// `entries` (the listing's size) sizes the index.
     ///
     /// Read whole, and its lines parsed on several threads when there are
     /// many ([`reads::parse_records`]): what the store's log reader takes
     /// from it, the same records (lines cut by a crash, blank, over the
     /// log's line cap or that do not parse are skipped).
-    pub(crate) fn sent_records(&self, agent: &AgentId, entries: usize) -> HashMap<String, Record> {
+    pub(crate) fn sent_records(&self, agent: &AgentId, entries: usize) -> Journal {
+        self.journal_bytes(agent)
+            .map_or_else(Journal::default, |bytes| {
+                Journal::parse(&whole_lines(&bytes), entries)
+            })
+    }
+
+    /// The bytes of `agent`'s journal; `None` when there is none or it
+    /// cannot be read.
+    pub(super) fn journal_bytes(&self, agent: &AgentId) -> Option<Vec<u8>> {
         let path = self.sent_journal_path(agent);
-        let bytes = match self.state.read_bytes_capped(&path, MAX_READ) {
-            Ok(ReadOutcome::Value(bytes)) => bytes,
-            Ok(ReadOutcome::Missing) => return HashMap::new(),
+        match self.state.read_bytes_capped(&path, MAX_READ) {
+            Ok(ReadOutcome::Value(bytes)) => Some(bytes),
+            Ok(ReadOutcome::Missing) => None,
             Ok(_) => {
                 tracing::debug!(path = %path.display(), "ignoring an unreadable sent journal");
-                return HashMap::new();
+                None
             }
             Err(error) => {
                 tracing::debug!(path = %path.display(), %error, "ignoring an unreadable sent journal");
-                return HashMap::new();
+                None
             }
-        };
-        let lines = whole_lines(&bytes);
-        let mut out = HashMap::with_capacity(entries);
-        for record in reads::parse_records(&lines).into_iter().flatten() {
-            out.insert(record.name.clone(), record);
         }
-        out
+    }
+}
+
+/// The records of a sent journal, by the name of the file each describes
+/// (the last record of a name wins). The records stay where they were
+/// parsed (in file order), indexed by name: none is moved until it is
+/// taken.
+#[derive(Debug, Default)]
+pub(crate) struct Journal {
+    records: Vec<Option<Record>>,
+    by_name: HashMap<String, usize>,
+}
+
+impl Journal {
+    /// The records of a journal's whole lines ([`whole_lines`]), parsed on
+    /// several threads when there are many; `entries` sizes the index.
+    pub(super) fn parse(lines: &[&[u8]], entries: usize) -> Journal {
+        let records = reads::parse_records(lines);
+        let mut by_name = HashMap::with_capacity(entries);
+        for (i, record) in records.iter().enumerate() {
+            if let Some(record) = record {
+                by_name.insert(record.name.clone(), i);
+            }
+        }
+        Journal { records, by_name }
+    }
+
+    /// Takes the record of the file `name` out, if there is one.
+    pub(crate) fn remove(&mut self, name: &str) -> Option<Record> {
+        let i = self.by_name.remove(name)?;
+        self.records.get_mut(i)?.take()
+    }
+
+    /// True when no record is left to take.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.by_name.is_empty()
+    }
+
+    /// The records left, by name.
+    #[cfg(test)]
+    pub(crate) fn into_map(mut self) -> HashMap<String, Record> {
+        let names: Vec<String> = self.by_name.keys().cloned().collect();
+        names
+            .into_iter()
+            .filter_map(|name| {
+                let record = self.remove(&name)?;
+                Some((name, record))
+            })
+            .collect()
     }
 }
 
@@ -226,7 +277,7 @@ const MAX_LINE: usize = 1024 * 1024;
 /// The lines of a journal's `bytes` that may hold a record: each ended by
 /// a newline (the unterminated tail a crash cut short is not), without it,
 /// not blank and within [`MAX_LINE`].
-fn whole_lines(bytes: &[u8]) -> Vec<&[u8]> {
+pub(super) fn whole_lines(bytes: &[u8]) -> Vec<&[u8]> {
     let mut lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
     // What follows the last newline: empty, or a torn line.
     lines.pop();
@@ -302,6 +353,7 @@ mod tests {
 
         let records: Vec<Record> = mail
             .sent_records(&AgentId::new("exec").unwrap(), 2)
+            .into_map()
             .into_values()
             .collect();
         clear_journal(&mail.state, &path);
