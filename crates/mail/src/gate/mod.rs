@@ -84,8 +84,10 @@
 //! # Self-healing
 //!
 //! Cache files are written with `write_unsynced` (a temp renamed into place,
-//! no sync): a reader sees a whole file, and after a power cut a cache file
-//! may be missing, old, empty or partly written. Every entry carries the
+//! no sync; a folder's cache on a thread of its own while the walk goes
+//! on, joined before the walk returns: `reads.rs`): a reader sees a whole
+//! file, and after a power cut a cache file may be missing, old, empty or
+//! partly written. Every entry carries the
 //! stamp it holds for and is used only when that stamp is the inbox's stamp
 //! now, so an old file is simply not used; a file that does not parse (or
 //! names another task, or another format version) is ignored and rebuilt.
