@@ -75,6 +75,7 @@ impl Mail {
                 // moved at every growth of the index.
                 let hint = bytes.as_ref().map_or(0, |b| b.len() / 256);
                 let (records, listing) = reads::beside(
+                    lines.len(),
                     || sent::Journal::parse(&lines, hint),
                     || self.state.list_stats(dir),
                 );

@@ -116,12 +116,21 @@ pub(super) fn parse_records(lines: &[&[u8]]) -> Vec<Option<sent::Record>> {
     parsed.unwrap_or_default()
 }
 
-/// Runs `side` on a thread of its own while `main` runs here (both here,
-/// `side` first, when no thread can be started); returns both results.
-pub(super) fn beside<A, B>(side: impl FnOnce() -> A + Send, main: impl FnOnce() -> B) -> (A, B)
+/// Runs `side`, for `n` items, on a thread of its own while `main` runs
+/// here, when `n` is as many as are read on several threads; else (or
+/// when no thread can be started) both here, `side` first. Returns both
+/// results.
+pub(super) fn beside<A, B>(
+    n: usize,
+    side: impl FnOnce() -> A + Send,
+    main: impl FnOnce() -> B,
+) -> (A, B)
 where
     A: Send,
 {
+    if readers(n) <= 1 {
+        return (side(), main());
+    }
     // The job stays here when the thread could not be started.
     let side = Mutex::new(Some(side));
     let take = || side.lock().unwrap_or_else(PoisonError::into_inner).take();
@@ -273,9 +282,15 @@ impl FolderWrite {
         }
     }
 
-    /// Runs [`FolderWrite::run`] on a thread of its own (here, when no
-    /// thread can be started).
+    /// Runs [`FolderWrite::run`] on a thread of its own for a listing as
+    /// large as one read on several threads; here for a smaller one (a
+    /// thread's start would cost about what its write saves), or when no
+    /// thread can be started.
     pub(super) fn start(self, state: &StateDir) -> Writing {
+        if readers(self.files.len()) <= 1 {
+            self.run(state);
+            return Writing(None);
+        }
         let job = Arc::new(Mutex::new(Some(self)));
         let take = |job: &Mutex<Option<FolderWrite>>| {
             job.lock().unwrap_or_else(PoisonError::into_inner).take()
