@@ -1,10 +1,5 @@
 //! Reading a folder on several threads: what the gate returns, and how it
 //! fails, are what the one-thread read gives (`reads.rs`).
-#![allow(
-    clippy::disallowed_methods,
-    reason = "the tests plant bad files and remove the gate cache as another program does"
-)]
-
 use chipset_store::StateDir;
 
 use super::reads::{TEST_PARALLEL_READS, parallel_rounds, read_entries};
@@ -90,23 +85,32 @@ fn state() -> State {
 
 /// Removes `mail/.gate/` (the caches and the sent journal), as another
 /// program's state has none: every file is read.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "removes the gate cache as another program's state lacks it; the store removes no tree"
+)]
 fn forget(s: &State) {
     let dir = s.mail.gate_dir();
-    if dir.as_path().exists() {
+    if s.mail.state.exists(&dir).unwrap() {
         std::fs::remove_dir_all(dir.as_path()).unwrap();
     }
 }
 
 /// The inbox's message files, in listing (name) order.
-fn files(s: &State) -> Vec<std::path::PathBuf> {
+fn files(s: &State) -> Vec<StatePath> {
     let dir = s.mail.layout.inbox(&s.exec);
     s.mail
         .state
         .list(&dir)
         .unwrap()
         .into_iter()
-        .map(|n| dir.as_path().join(n))
+        .map(|n| dir.join(n).unwrap())
         .collect()
+}
+
+/// The bytes of the file at `path`.
+fn bytes(s: &State, path: &StatePath) -> Vec<u8> {
+    s.mail.state.read_bytes(path).unwrap().value().unwrap()
 }
 
 /// The gate of a state no cache was made for, with a folder read on one
@@ -131,12 +135,12 @@ fn a_folder_read_on_several_threads_gives_what_one_thread_gives() {
     let (one, parallel) = gate(&s, false);
     assert!(!parallel);
     let one = one.unwrap();
-    let one_cache = std::fs::read(cache.as_path()).unwrap();
+    let one_cache = bytes(&s, &cache);
     let (many, parallel) = gate(&s, true);
     assert!(parallel, "read on several threads");
     let many = many.unwrap();
     assert_eq!(many, one);
-    assert_eq!(std::fs::read(cache.as_path()).unwrap(), one_cache);
+    assert_eq!(bytes(&s, &cache), one_cache);
     let mut ids: Vec<MessageId> = many.iter().map(|m| m.id.clone()).collect();
     ids.sort();
     assert_eq!(ids, s.open);
@@ -152,7 +156,7 @@ fn a_bad_file_fails_the_threaded_read_as_it_fails_one_thread() {
     let names = files(&s);
     let n = names.len();
     assert!(n > 40, "{n}");
-    let other = std::fs::read(&names[n / 3]).unwrap();
+    let other = bytes(&s, &names[n / 3]);
     let unsupported = {
         let mut v: serde_json::Value = serde_json::from_slice(&other).unwrap();
         v["schema"] = "message.v2".into();
@@ -164,14 +168,11 @@ fn a_bad_file_fails_the_threaded_read_as_it_fails_one_thread() {
         // Another message's bytes: its id is not the file's name.
         ("stray", &other),
     ];
-    for (what, bytes) in bad {
+    for (what, planted) in bad {
         for at in [vec![0], vec![n / 2], vec![n - 1], vec![1, n - 2]] {
-            let kept: Vec<Vec<u8>> = at
-                .iter()
-                .map(|&k| std::fs::read(&names[k]).unwrap())
-                .collect();
+            let kept: Vec<Vec<u8>> = at.iter().map(|&k| bytes(&s, &names[k])).collect();
             for &k in &at {
-                std::fs::write(&names[k], bytes).unwrap();
+                s.mail.state.write_bytes(&names[k], planted).unwrap();
             }
             let (one, _) = gate(&s, false);
             let (many, parallel) = gate(&s, true);
@@ -183,10 +184,10 @@ fn a_bad_file_fails_the_threaded_read_as_it_fails_one_thread() {
                 (None, Some(u)) => u.path.clone(),
                 _ => panic!("{what} at {at:?}: {many}"),
             };
-            assert_eq!(path, names[at[0]], "{what} at {at:?}");
+            assert_eq!(path, names[at[0]].as_path(), "{what} at {at:?}");
             assert_eq!(many.unsupported().is_some(), what == "unsupported");
-            for (&k, bytes) in at.iter().zip(kept) {
-                std::fs::write(&names[k], bytes).unwrap();
+            for (&k, kept) in at.iter().zip(kept) {
+                s.mail.state.write_bytes(&names[k], &kept).unwrap();
             }
         }
     }
@@ -220,7 +221,12 @@ fn a_file_gone_since_the_listing_is_skipped_by_every_thread() {
 
     let gone = [0, n / 2, n - 1];
     for &k in &gone {
-        std::fs::remove_file(dir.as_path().join(&names[k])).unwrap();
+        assert!(
+            s.mail
+                .state
+                .remove_file(&dir.join(&names[k]).unwrap())
+                .unwrap()
+        );
     }
     let many = ids(true, &names).unwrap();
     assert_eq!(many, ids(false, &names).unwrap());
@@ -266,12 +272,13 @@ fn a_journal_parsed_on_several_threads_gives_what_the_log_reader_gives() {
     let mut sent = mail.send_batch(&drafts[..15]).unwrap();
     // A bad line, a blank one and one that names an earlier record's file
     // again (the last one wins) among the records.
-    let text = String::from_utf8(std::fs::read(path.as_path()).unwrap()).unwrap();
+    let read = |path| mail.state.read_bytes(path).unwrap().value().unwrap();
+    let text = String::from_utf8(read(&path)).unwrap();
     let first = text.lines().next().unwrap().to_owned();
     let mut text = text + "{\"name\": 3\n\n   \n" + &first + "\n";
     mail.state.write_bytes(&path, text.as_bytes()).unwrap();
     sent.extend(mail.send_batch(&drafts[15..]).unwrap());
-    text = String::from_utf8(std::fs::read(path.as_path()).unwrap()).unwrap();
+    text = String::from_utf8(read(&path)).unwrap();
     // A line cut short by a crash at the end.
     text.push_str(&first[..first.len() / 2]);
     mail.state.write_bytes(&path, text.as_bytes()).unwrap();
