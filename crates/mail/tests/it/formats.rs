@@ -7,7 +7,7 @@ use chipset_mail::{ArchiveOutcome, Error, InboxFilter, Kind, Location, MailConfi
 
 use chipset_store::DoctorMode;
 
-use crate::{agent, fixture, fixture_with, mid, notify, request, response, task};
+use crate::{agent, fixture, fixture_with, manifest_bytes, mid, notify, request, response, task};
 
 /// Replaces every id in `text` with `<id-N>` in order of first appearance.
 fn redact(text: &str, ids: &[&str]) -> String {
@@ -85,7 +85,7 @@ fn manifest_events_golden() {
     )
     .unwrap();
     m.doctor(DoctorMode::Fix).unwrap();
-    let text = std::fs::read_to_string(m.manifest_path()).unwrap();
+    let text = String::from_utf8(manifest_bytes(m)).unwrap();
     insta::assert_snapshot!(
         "manifest_events",
         redact(&text, &[q.id.as_str(), a.id.as_str(), late.id.as_str()])

@@ -103,6 +103,15 @@ pub(crate) struct Fixture {
     pub(crate) mail: Mail,
 }
 
+/// The manifest's bytes as they stand.
+pub(crate) fn manifest_bytes(m: &Mail) -> Vec<u8> {
+    m.state()
+        .read_bytes(&m.manifest_path())
+        .unwrap()
+        .value()
+        .unwrap()
+}
+
 pub(crate) fn fixture() -> Fixture {
     fixture_with(MailConfig::default())
 }

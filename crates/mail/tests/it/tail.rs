@@ -11,7 +11,7 @@ use chipset_mail::MessageId;
 use chipset_mail::{ArchiveOutcome, Mail, MailConfig, Message, NewMessage};
 use chipset_store::DoctorMode;
 
-use crate::{Fixture, agent, fixture_with, mid, task};
+use crate::{Fixture, agent, fixture_with, manifest_bytes, mid, task};
 
 pub(crate) fn no_grace() -> MailConfig {
     MailConfig {
@@ -377,12 +377,7 @@ fn a_tail_file_of_another_version_is_begun_again() {
     archive_foreign(m, &rid, &bytes, false);
     // The tail moved to the manifest's end, as a reader that caught up
     // leaves it; it covers `q`.
-    let log = m
-        .state()
-        .read_bytes(&m.manifest_path())
-        .unwrap()
-        .value()
-        .unwrap();
+    let log = manifest_bytes(m);
     let mark: String = log[log.len() - 64..]
         .iter()
         .map(|b| format!("{b:02x}"))

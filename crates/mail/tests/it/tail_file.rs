@@ -6,10 +6,10 @@ use std::io::Write;
 
 use chipset_mail::{ArchiveOutcome, Mail};
 
-use crate::fixture_with;
 use crate::tail::{
     archive_foreign, begin_tail, no_grace, nubos_response, request, send_foreign, tail_path,
 };
+use crate::{fixture_with, manifest_bytes};
 
 /// The tail file's inode (it is written by a rename).
 fn tail_ino(m: &Mail) -> u64 {
@@ -101,12 +101,7 @@ fn a_tail_never_begins_inside_a_torn_line() {
     let second = request(m, "second");
     assert!(!m.has_reply(&second.id).unwrap());
     let tail = tail_file(m);
-    let log = m
-        .state()
-        .read_bytes(&m.manifest_path())
-        .unwrap()
-        .value()
-        .unwrap();
+    let log = manifest_bytes(m);
     assert_eq!(tail["offset"], log.len() as u64);
     assert_eq!(log.last(), Some(&b'\n'));
 }

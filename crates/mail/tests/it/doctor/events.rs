@@ -10,7 +10,7 @@ fn published_without_sent_event_is_reconciled() {
     let f = fixture_with(no_grace());
     let m = &f.mail;
     m.send(&notify("a", "b", "t", "s", "1")).unwrap();
-    let before = std::fs::read(m.manifest_path()).unwrap();
+    let before = manifest_bytes(m);
     let lost = m.send(&notify("a", "b", "t", "s", "2")).unwrap();
     std::fs::write(m.manifest_path(), &before).unwrap();
 
@@ -260,12 +260,7 @@ fn a_by_task_folder_without_its_swept_event_is_judged_by_its_newest_message() {
         sent.push(s);
     }
     // The sweep moved all three, then the process died before its event.
-    let before = m
-        .state()
-        .read_bytes(&m.manifest_path())
-        .unwrap()
-        .value()
-        .unwrap();
+    let before = manifest_bytes(m);
     m.sweep_task_on_commit(&task("u")).unwrap();
     m.state().write_bytes(&m.manifest_path(), &before).unwrap();
 

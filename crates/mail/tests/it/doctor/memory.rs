@@ -8,6 +8,8 @@ use std::cell::Cell;
 use chipset_mail::{Mail, MailConfig};
 use chipset_store::{DoctorMode, StateDir};
 
+use crate::manifest_bytes;
+
 /// The system allocator, counting the bytes each thread holds.
 struct Counting;
 
@@ -149,7 +151,7 @@ fn the_doctor_never_holds_every_message_body() {
         "the fix held {fix} bytes at its peak, over half of the {bodies} bytes of bodies"
     );
     // Every event was appended, and the next check is clean.
-    let manifest = std::fs::read_to_string(mail.manifest_path()).unwrap();
+    let manifest = String::from_utf8(manifest_bytes(&mail)).unwrap();
     assert_eq!(manifest.lines().count(), MESSAGES);
     assert!(mail.doctor(DoctorMode::Check).unwrap().is_clean());
 }

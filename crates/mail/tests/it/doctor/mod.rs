@@ -8,7 +8,7 @@ use chipset_mail::{
 };
 use chipset_store::{Defect, DoctorMode};
 
-use crate::{agent, fixture, fixture_with, notify, request, response, task};
+use crate::{agent, fixture, fixture_with, manifest_bytes, notify, request, response, task};
 
 mod events;
 mod memory;
