@@ -5,7 +5,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use chipset_backend::{Created, Error, LogPos, MAX_VALUE, Wake};
+use chipset_backend::{Backend, Created, Error, Key, LogPos, MAX_VALUE, Wake};
 use chipset_testkit as kit;
 
 use crate::support::{Fx, MARK, dir, key};
@@ -160,22 +160,35 @@ fn cas_conflicts_change_nothing(fx: &Fx) {
 fn cas_counter_loses_no_update(fx: &Fx) {
     let k = key("counters", "n.json");
     let _ = fx.b.create(&k, b"0").unwrap();
-    let (threads, each) = (6, 25);
+    race_increments(fx, &k, 6, 25, |b, k| {
+        let now = b.read(k).unwrap().unwrap();
+        let n: u64 = std::str::from_utf8(&now.value).unwrap().parse().unwrap();
+        match b.replace(k, now.version, (n + 1).to_string().as_bytes()) {
+            Ok(_) => true,
+            Err(Error::Conflict { .. }) => false,
+            Err(e) => panic!("{e}"),
+        }
+    });
+}
+
+/// Runs `threads` threads, each on its own handle, that each add one to
+/// the counter at `k` `each` times, retrying `try_increment` (true when
+/// its write won) until it wins; then the counter must hold every
+/// increment.
+fn race_increments(
+    fx: &Fx,
+    k: &Key,
+    threads: usize,
+    each: usize,
+    try_increment: fn(&dyn Backend, &Key) -> bool,
+) {
     let handles: Vec<_> = (0..threads)
         .map(|_| {
             let b = fx.reopen();
             let k = k.clone();
             thread::spawn(move || {
                 for _ in 0..each {
-                    loop {
-                        let now = b.read(&k).unwrap().unwrap();
-                        let n: u64 = std::str::from_utf8(&now.value).unwrap().parse().unwrap();
-                        match b.replace(&k, now.version, (n + 1).to_string().as_bytes()) {
-                            Ok(_) => break,
-                            Err(Error::Conflict { .. }) => continue,
-                            Err(e) => panic!("{e}"),
-                        }
-                    }
+                    while !try_increment(&*b, &k) {}
                 }
             })
         })
@@ -183,7 +196,7 @@ fn cas_counter_loses_no_update(fx: &Fx) {
     for h in handles {
         h.join().unwrap();
     }
-    let n = fx.b.read(&k).unwrap().unwrap().value;
+    let n = fx.b.read(k).unwrap().unwrap().value;
     assert_eq!(n, (threads * each).to_string().as_bytes());
 }
 
@@ -564,34 +577,14 @@ fn create_or_replace_loops_lose_no_update(fx: &Fx) {
     // Counters that start absent: every thread's first write may be the
     // create, and each lost race reads and decides again.
     let k = key("counters", "from-nothing.json");
-    let (threads, each) = (4, 10);
-    let handles: Vec<_> = (0..threads)
-        .map(|_| {
-            let b = fx.reopen();
-            let k = k.clone();
-            thread::spawn(move || {
-                for _ in 0..each {
-                    loop {
-                        let read = b.read(&k).unwrap();
-                        let n: u64 = read.as_ref().map_or(0, |r| {
-                            std::str::from_utf8(&r.value).unwrap().parse().unwrap()
-                        });
-                        let seen = read.map(|r| r.version);
-                        let next = (n + 1).to_string();
-                        if b.create_or_replace(&k, seen, next.as_bytes())
-                            .unwrap()
-                            .is_some()
-                        {
-                            break;
-                        }
-                    }
-                }
-            })
-        })
-        .collect();
-    for h in handles {
-        h.join().unwrap();
-    }
-    let n = fx.b.read(&k).unwrap().unwrap().value;
-    assert_eq!(n, (threads * each).to_string().as_bytes());
+    race_increments(fx, &k, 4, 10, |b, k| {
+        let read = b.read(k).unwrap();
+        let n: u64 = read.as_ref().map_or(0, |r| {
+            std::str::from_utf8(&r.value).unwrap().parse().unwrap()
+        });
+        let seen = read.map(|r| r.version);
+        b.create_or_replace(k, seen, (n + 1).to_string().as_bytes())
+            .unwrap()
+            .is_some()
+    });
 }
