@@ -182,6 +182,69 @@ pub(crate) fn write_unsynced_with(io: &dyn IoBackend, path: &Path, bytes: &[u8])
     Ok(())
 }
 
+/// As [`write_unsynced_with`], with the contents written by `fill` into a
+/// buffered writer of the temp file (no whole copy of them in memory).
+///
+/// # Errors
+///
+/// As [`write_unsynced_with`]; a failure of `fill` is an [`Error::Io`] on
+/// the temp file (`path` is unchanged).
+pub(crate) fn write_unsynced_from(
+    io: &dyn IoBackend,
+    path: &Path,
+    fill: &mut dyn FnMut(&mut dyn io::Write) -> io::Result<()>,
+) -> Result<()> {
+    refuse_symlink(path)?;
+    let (tmp, file) = create_temp(io, path)?;
+    let written = {
+        let mut out = io::BufWriter::with_capacity(
+            STREAM_BUFFER,
+            BackendWriter {
+                io,
+                file: &file,
+                path: &tmp,
+            },
+        );
+        fill(&mut out).and_then(|()| io::Write::flush(&mut out))
+    };
+    if let Err(e) = written {
+        let _ = io.remove_file(&tmp);
+        return Err(Error::io("write temp file", tmp, e));
+    }
+    drop(file);
+    if let Err(e) = io.rename(&tmp, path) {
+        let _ = io.remove_file(&tmp);
+        return Err(Error::Rename {
+            op: "rename",
+            from: tmp,
+            to: path.to_owned(),
+            source: e,
+        });
+    }
+    Ok(())
+}
+
+/// The buffer of [`write_unsynced_from`].
+const STREAM_BUFFER: usize = 128 * 1024;
+
+/// A file written through the backend, one `write_all` per buffer.
+struct BackendWriter<'a> {
+    io: &'a dyn IoBackend,
+    file: &'a File,
+    path: &'a Path,
+}
+
+impl io::Write for BackendWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.io.write_all(self.file, self.path, buf)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Returns the canonical JSON of `value`, meant for `path`.
 ///
 /// # Errors

@@ -356,13 +356,11 @@ pub(crate) fn load<T: for<'de> Deserialize<'de>>(state: &StateDir, path: &StateP
 /// Writes a cache file of `state`; a failure only costs the next reader a
 /// listing.
 pub(crate) fn store_cache_in<T: Serialize>(state: &StateDir, path: &StatePath, value: &T) {
-    let written = serde_json::to_vec(value)
-        .map_err(|e| e.to_string())
-        .and_then(|bytes| {
-            state
-                .write_unsynced(path, &bytes)
-                .map_err(|e| e.to_string())
-        });
+    // Encoded straight into the file: a cache of megabytes is never whole
+    // in memory (nor copied as its buffer grows).
+    let written = state.write_unsynced_from(path, |w| {
+        serde_json::to_writer(w, value).map_err(std::io::Error::other)
+    });
     if let Err(error) = written {
         tracing::debug!(path = %path.display(), %error, "could not write a gate cache file");
     }

@@ -48,6 +48,25 @@ impl StateDir {
         })
     }
 
+    /// As [`StateDir::write_unsynced`], with the contents written by
+    /// `fill` through a buffer into the temp file, never whole in memory
+    /// (a cache of megabytes encoded straight to its file).
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::write_unsynced`]; an error of `fill` is an
+    /// [`Error::Io`] on the temp file (`path` is unchanged).
+    pub fn write_unsynced_from(
+        &self,
+        path: &StatePath,
+        mut fill: impl FnMut(&mut dyn std::io::Write) -> std::io::Result<()>,
+    ) -> Result<()> {
+        let path = path.as_path();
+        self.with_parent_as(path, false, |io| {
+            atomic::write_unsynced_from(io, path, &mut fill)
+        })
+    }
+
     /// Durably replaces `path` with the canonical JSON of `value`.
     ///
     /// # Errors

@@ -352,6 +352,79 @@ fn an_unsynced_write_replaces_whole_and_syncs_nothing() {
     assert_eq!(fs::read(path.as_path()).unwrap(), b"two\n");
 }
 
+/// `write_unsynced_from` writes what its closure writes, a buffer at a
+/// time (not one write per call of the closure), syncs nothing, and leaves
+/// the old contents and no temp when the closure or a write fails.
+#[test]
+fn an_unsynced_stream_writes_in_buffers_and_a_failure_changes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fault = FaultIo::new(Fault::nth(0, EIO));
+    let state = open(tmp.path(), fault.clone());
+    let path = sp(&state, "mail/gate");
+    state.write_unsynced(&path, b"old\n").unwrap();
+    let line = [b'x'; 99];
+    let fill = |w: &mut dyn std::io::Write| -> std::io::Result<()> {
+        for _ in 0..3_000 {
+            w.write_all(&line)?;
+            w.write_all(b"\n")?;
+        }
+        Ok(())
+    };
+    fault.set(Fault::nth(0, EIO));
+    state.write_unsynced_from(&path, fill).unwrap();
+    let written = fs::read(path.as_path()).unwrap();
+    assert_eq!(written.len(), 300_000);
+    assert!(
+        written
+            .chunks(100)
+            .all(|l| l[..99] == line && l[99] == b'\n')
+    );
+    let calls = fault.calls();
+    let writes = calls.iter().filter(|c| **c == IoOp::Write).count();
+    assert!((2..=3).contains(&writes), "{writes} writes: {calls:?}");
+    for sync in [IoOp::Sync, IoOp::SyncDir, IoOp::WriteBack] {
+        assert!(!calls.contains(&sync), "{sync:?} in {calls:?}");
+    }
+    let only_gate = || {
+        let names: Vec<String> = fs::read_dir(tmp.path().join("mail"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names, ["gate"], "no temp left");
+    };
+
+    // The closure fails half-way: nothing changes.
+    let err = state
+        .write_unsynced_from(&path, |w| {
+            w.write_all(&[b'y'; 200_000])?;
+            Err(std::io::Error::other("encoding failed"))
+        })
+        .unwrap_err();
+    assert!(matches!(err, Error::Io { .. }), "{err}");
+    assert_eq!(fs::read(path.as_path()).unwrap(), written);
+    only_gate();
+
+    // The disk fills: nothing changes.
+    fault.set(Fault::first(IoOp::Write, ENOSPC));
+    let err = state.write_unsynced_from(&path, fill).unwrap_err();
+    assert_eq!(
+        io_kind(&err),
+        Some(std::io::ErrorKind::StorageFull),
+        "{err}"
+    );
+    assert_eq!(fs::read(path.as_path()).unwrap(), written);
+    only_gate();
+
+    fault.disarm();
+    let link = sp(&state, "mail/link");
+    std::os::unix::fs::symlink(path.as_path(), link.as_path()).unwrap();
+    assert!(matches!(
+        state.write_unsynced_from(&link, fill),
+        Err(Error::Symlink { .. })
+    ));
+    assert_eq!(fs::read(path.as_path()).unwrap(), written);
+}
+
 /// `write_unsynced` into folders that do not exist yet makes them, and
 /// syncs nothing for them either: they hold caches only, which a power cut
 /// may take away with them.
