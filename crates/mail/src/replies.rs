@@ -276,7 +276,10 @@ impl Mail {
         // are never pending.
         // Taken out of the files (not cloned): what follows needs only the
         // files' facts.
-        let mut out: Vec<Message> = files.iter_mut().filter_map(|f| f.message.take()).collect();
+        let mut out: Vec<Message> = files
+            .iter_mut()
+            .filter_map(|f| f.message.take().map(|m| *m))
+            .collect();
         // What `answers` checks, from the cached facts of the task's
         // responses: (the request answered, the responder), looked up per
         // request, so the check costs the task's files once, not once per

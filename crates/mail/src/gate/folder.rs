@@ -91,7 +91,7 @@ impl Mail {
         // yet); the files to read are then read, on several threads when
         // there are many, and their entries and messages put in place.
         let mut files: Vec<(String, Option<FileEntry>)> = Vec::with_capacity(entries);
-        let mut messages: Vec<Option<Message>> = Vec::with_capacity(entries);
+        let mut messages: Vec<Option<Box<Message>>> = Vec::with_capacity(entries);
         let mut from_journal = false;
         let now = SystemTime::now();
         for (name, meta) in listing {
@@ -218,7 +218,7 @@ fn entry_of(
     message: Message,
     file: Option<Stamp>,
     size: Option<u64>,
-) -> (FileEntry, Option<Message>) {
+) -> (FileEntry, Option<Box<Message>>) {
     let file = file.unwrap_or(Stamp {
         dev: 0,
         ino: 0,
@@ -234,7 +234,8 @@ fn entry_of(
         facts: Facts::of(&message),
         parent: message.in_reply_to.clone(),
     };
-    (entry, message.needs_reply().then_some(message))
+    let open = message.needs_reply();
+    (entry, open.then(|| Box::new(message)))
 }
 
 /// What [`Mail::folder_files`] found in a folder.
@@ -246,7 +247,7 @@ pub(super) struct Listed {
     /// reply among the files it read (not taken from the folder cache), the
     /// message, checked as the gate checks it (read from its file, or from
     /// its sender's record, `sent.rs`).
-    pub(super) messages: Vec<Option<Message>>,
+    pub(super) messages: Vec<Option<Box<Message>>>,
     /// The folder cache being written, when it is.
     pub(super) writing: Option<reads::Writing>,
 }

@@ -282,8 +282,9 @@ pub(crate) struct GateFile {
     pub(crate) name: String,
     pub(crate) facts: Facts,
     /// For a request that needs a reply: the message (`None` when it left
-    /// its inbox since the listing).
-    pub(crate) message: Option<Message>,
+    /// its inbox since the listing). Boxed: thousands of these move from
+    /// one list to the next.
+    pub(crate) message: Option<Box<Message>>,
 }
 
 /// Who walks a task's folders, and so what [`TaskFiles::folder_at`] may
@@ -312,7 +313,7 @@ pub(crate) struct TaskFile {
     /// the folder (from its file or its sender's record): the message,
     /// checked as the gate checks it, so that the gate does not read it a
     /// second time.
-    pub(crate) message: Option<Message>,
+    pub(crate) message: Option<Box<Message>>,
 }
 
 /// Where a task's files were looked for.
@@ -428,12 +429,13 @@ impl Mail {
         let started = unix_ms(SystemTime::now());
         let inboxes = self.inbox_stats()?;
         let mut walk = self.task_files(task);
-        let mut out = Vec::new();
+        let mut out: Vec<GateFile> = Vec::new();
         for (agent, stat) in &inboxes {
             let Some(files) = walk.folder_at(&Folder::Inbox(agent.clone()), Look::Gate, *stat)?
             else {
                 continue;
             };
+            out.reserve(files.len());
             out.extend(files.into_iter().filter_map(|f| {
                 Some(GateFile {
                     agent: agent.clone(),
@@ -468,7 +470,7 @@ impl Mail {
             .iter()
             .filter_map(|&i| {
                 let f = &out[i];
-                Some((&f.agent, f.name.as_str(), f.message.as_ref()?))
+                Some((&f.agent, f.name.as_str(), f.message.as_deref()?))
             })
             .collect();
         let mut cache = walk.finish_cache(&agents, &new);
@@ -496,10 +498,12 @@ impl Mail {
                 requests.next_if(|(n, _)| *n == f.name).map(|(_, m)| m)
             });
             f.message = match message {
-                Some(message) => Some(message),
+                Some(message) => Some(Box::new(message)),
                 // Never expected (a kept message stays in its slice); read
                 // it again rather than ever count it as gone.
-                None => read_entry(&self.state, &self.layout.inbox(&f.agent), &f.name)?,
+                None => {
+                    read_entry(&self.state, &self.layout.inbox(&f.agent), &f.name)?.map(Box::new)
+                }
             };
         }
         Ok(out)

@@ -122,7 +122,8 @@ impl TaskFiles<'_> {
                             mail.folder_files(&cache_path, &dir, skip, stamp, settled, inbox)?;
                         // Written while the walk goes on; joined at its end.
                         self.writing.extend(listed.writing);
-                        let (mut files, mut others) = (Vec::new(), Vec::new());
+                        let (mut files, mut others) =
+                            (Vec::with_capacity(listed.files.len()), Vec::new());
                         // Each file's task is its message's: the task's open
                         // requests read by the listing come with their file.
                         let task = &self.cache.task;
@@ -318,7 +319,7 @@ impl TaskFiles<'_> {
         &mut self,
         agent: &AgentId,
         name: &str,
-        listed: Option<Message>,
+        listed: Option<Box<Message>>,
     ) -> Result<Request> {
         let slice = self.cache.inboxes.get_mut(agent);
         let mut stale = false;
@@ -338,7 +339,7 @@ impl TaskFiles<'_> {
             None => {
                 let inbox = self.mail.layout.inbox(agent);
                 match read_entry(&self.mail.state, &inbox, name)? {
-                    Some(message) => message,
+                    Some(message) => Box::new(message),
                     None => return Ok(Request::Gone),
                 }
             }
@@ -491,10 +492,6 @@ impl Serialize for Requests<'_> {
 }
 
 /// What [`TaskFiles::request`] found for an open request.
-#[allow(
-    clippy::large_enum_variant,
-    reason = "returned once per request and moved at once, never stored"
-)]
 pub(super) enum Request {
     /// It left its inbox since the listing.
     Gone,
@@ -503,14 +500,14 @@ pub(super) enum Request {
     Kept,
     /// Read (by this walk's listing, or now); `keep` when its slice holds
     /// for a stamp and is to keep it ([`TaskFiles::finish_cache`]).
-    Read { message: Message, keep: bool },
+    Read { message: Box<Message>, keep: bool },
 }
 
 /// A folder's files of the task as [`TaskFiles::folder_at`] returns them:
 /// the gate's files, then the others; with `sort`, each part by name (as a
 /// slice holds them).
 fn task_files(
-    mut files: Vec<(String, Facts, Option<Message>)>,
+    mut files: Vec<(String, Facts, Option<Box<Message>>)>,
     mut others: Vec<(String, Option<MessageId>)>,
     sort: bool,
 ) -> Vec<TaskFile> {
