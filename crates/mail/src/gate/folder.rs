@@ -141,29 +141,22 @@ impl Mail {
         }
         // Stamped by the open file's `statx`, before its bytes were read:
         // the stamp is the file read, and a file replaced or rewritten
-        // since is read again next time.
-        let (at, names): (Vec<usize>, Vec<&str>) = files
-            .iter()
-            .enumerate()
-            .filter(|(_, (_, entry))| entry.is_none())
-            .map(|(i, (name, _))| (i, name.as_str()))
-            .unzip();
-        let read_any = !names.is_empty();
-        let read = reads::read_entries(&self.state, dir, &names, |message, stat| {
-            entry_of(message, Some(Stamp::from(&stat)), Some(stat.len))
-        })?;
-        let mut gone = false;
-        for (i, read) in at.into_iter().zip(read) {
-            match read {
-                Some((entry, message)) => {
-                    files[i].1 = Some(entry);
-                    messages[i] = message;
-                }
-                None => gone = true,
-            }
-        }
-        // Gone since the listing: skipped.
-        if gone {
+        // since is read again next time. Each entry and its message are
+        // put in their place by the thread that read them.
+        let read_any = files.iter().any(|(_, entry)| entry.is_none());
+        reads::read_missing(
+            &self.state,
+            dir,
+            &mut files,
+            &mut messages,
+            |message, stat, slot| {
+                let (entry, message) = entry_of(message, Some(Stamp::from(&stat)), Some(stat.len));
+                *slot = message;
+                entry
+            },
+        )?;
+        // Gone since the listing (still no entry): skipped.
+        if files.iter().any(|(_, entry)| entry.is_none()) {
             let mut kept = files.iter().map(|(_, entry)| entry.is_some());
             messages.retain(|_| kept.next().unwrap_or(false));
         }

@@ -71,34 +71,72 @@ fn readers(n: usize) -> usize {
     }
 }
 
-/// Reads the entries `names` of the folder `dir` as [`read_entry_stat`]
-/// does, turning each message read with the stat of its file into a `T`
-/// with `each`; `None` for a file gone since the listing. In the order of
-/// `names`, on several threads when there are many.
+/// Reads each entry of `files` that has none yet (a file no cache vouched
+/// for) as [`read_entry_stat`] does, and puts in its place what `each`
+/// makes of its message and the stat of its file, handed the entry's slot
+/// in `extra` (at the same position) for more; an entry gone since the
+/// listing keeps none. On several threads when there are many, each over
+/// a contiguous part of `files` with about as many files to read: nothing
+/// read is moved again.
 ///
 /// # Errors
 ///
-/// The error of the first entry of `names` that fails, as reading them in
-/// order would.
-pub(super) fn read_entries<T, F>(
+/// The error of the first entry of `files` (in order) that fails, as
+/// reading them in order would.
+pub(super) fn read_missing<E, X, F>(
     state: &StateDir,
     dir: &StatePath,
-    names: &[&str],
+    files: &mut [(String, Option<E>)],
+    extra: &mut [X],
     each: F,
-) -> Result<Vec<Option<T>>>
+) -> Result<()>
 where
-    T: Send,
-    F: Fn(Message, chipset_store::Stat) -> T + Sync,
+    E: Send,
+    X: Send,
+    F: Fn(Message, chipset_store::Stat, &mut X) -> E + Sync,
 {
-    in_runs(names.len(), |range, stopped| {
-        let mut out = Vec::with_capacity(range.len());
-        for name in &names[range] {
+    debug_assert_eq!(files.len(), extra.len());
+    let read_part = |files: &mut [(String, Option<E>)],
+                     extra: &mut [X],
+                     stopped: &dyn Fn() -> bool|
+     -> Result<()> {
+        for ((name, entry), slot) in files.iter_mut().zip(extra) {
+            if entry.is_some() {
+                continue;
+            }
             if stopped() {
                 break;
             }
-            out.push(read_entry_stat(state, dir, name)?.map(|(m, stat)| each(m, stat)));
+            if let Some((message, stat)) = read_entry_stat(state, dir, name)? {
+                *entry = Some(each(message, stat, slot));
+            }
         }
-        Ok(out)
+        Ok(())
+    };
+    let todo = files.iter().filter(|(_, entry)| entry.is_none()).count();
+    let threads = readers(todo);
+    if threads <= 1 {
+        return read_part(files, extra, &|| false);
+    }
+    // Cut after every `per`-th file to read.
+    let per = todo.div_ceil(threads);
+    let mut parts = Vec::with_capacity(threads);
+    let (mut files, mut extra) = (files, extra);
+    while parts.len() + 1 < threads {
+        let cut = files
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, entry))| entry.is_none())
+            .nth(per - 1)
+            .map_or(files.len(), |(i, _)| i + 1);
+        let (part, rest) = std::mem::take(&mut files).split_at_mut(cut);
+        let (part_extra, rest_extra) = std::mem::take(&mut extra).split_at_mut(cut);
+        parts.push((part, part_extra));
+        (files, extra) = (rest, rest_extra);
+    }
+    parts.push((files, extra));
+    in_parts(parts, |(files, extra), stopped| {
+        read_part(files, extra, stopped)
     })
 }
 
@@ -177,49 +215,80 @@ where
     if threads <= 1 {
         return run(0..n, &|| false);
     }
+    let size = n.div_ceil(threads);
+    let mut outs: Vec<Vec<T>> = (0..n).step_by(size).map(|_| Vec::new()).collect();
+    let parts: Vec<_> = (0..n)
+        .step_by(size)
+        .map(|at| at..n.min(at + size))
+        .zip(outs.iter_mut())
+        .collect();
+    in_parts(parts, |(range, out), stopped| {
+        *out = run(range, stopped)?;
+        Ok(())
+    })?;
+    let mut all = Vec::with_capacity(n);
+    for out in outs {
+        all.extend(out);
+    }
+    Ok(all)
+}
+
+/// Runs `run` on each of `parts` (the contiguous parts of one job, in
+/// order): the first on the caller's thread, the others on threads of
+/// their own (or on the caller's, after the first, where no thread can be
+/// started). Returns the error of the first part (by position) that
+/// fails. `run` is handed a test of whether an earlier part failed (it
+/// may then stop: its work is never used).
+fn in_parts<P, F>(parts: Vec<P>, run: F) -> Result<()>
+where
+    P: Send,
+    F: Fn(P, &dyn Fn() -> bool) -> Result<()> + Sync,
+{
     #[cfg(test)]
-    PARALLEL_ROUNDS.with(|c| c.set(c.get() + 1));
-    // The first run (by position) that failed.
+    if parts.len() > 1 {
+        PARALLEL_ROUNDS.with(|c| c.set(c.get() + 1));
+    }
+    // The first part (by position) that failed.
     let failed = AtomicUsize::new(usize::MAX);
-    let run_k = |k: usize, range: std::ops::Range<usize>| {
-        let out = run(range, &|| failed.load(Ordering::Relaxed) < k);
+    // Each part stays here until a thread (or the caller) takes it.
+    let jobs: Vec<Mutex<Option<P>>> = parts.into_iter().map(|p| Mutex::new(Some(p))).collect();
+    let run_k = |k: usize| {
+        let Some(part) = jobs[k]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        else {
+            return Ok(());
+        };
+        let out = run(part, &|| failed.load(Ordering::Relaxed) < k);
         if out.is_err() {
             failed.fetch_min(k, Ordering::Relaxed);
         }
         out
     };
-    let size = n.div_ceil(threads);
-    let ranges: Vec<std::ops::Range<usize>> = (0..n)
-        .step_by(size)
-        .map(|at| at..n.min(at + size))
-        .collect();
     std::thread::scope(|scope| {
-        // Runs after the first on threads of their own (or here, after the
-        // first, where no thread can be started); the first one here.
-        let handles: Vec<_> = ranges
-            .iter()
-            .enumerate()
-            .skip(1)
-            .map(|(k, range)| {
-                let (run_k, range) = (&run_k, range.clone());
+        let handles: Vec<_> = (1..jobs.len())
+            .map(|k| {
+                let run_k = &run_k;
                 std::thread::Builder::new()
                     .name("chipset-read".into())
-                    .spawn_scoped(scope, move || run_k(k, range))
+                    .spawn_scoped(scope, move || run_k(k))
                     .ok()
             })
             .collect();
-        let mut out = Vec::with_capacity(n);
-        out.extend(run_k(0, ranges[0].clone())?);
+        let mut result = run_k(0);
         for (k, handle) in (1..).zip(handles) {
             let part = match handle {
                 Some(handle) => handle
                     .join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-                None => run_k(k, ranges[k].clone()),
+                None => run_k(k),
             };
-            out.extend(part?);
+            if result.is_ok() {
+                result = part;
+            }
         }
-        Ok(out)
+        result
     })
 }
 

@@ -2,7 +2,7 @@
 //! fails, are what the one-thread read gives (`reads.rs`).
 use chipset_store::StateDir;
 
-use super::reads::{TEST_PARALLEL_READS, parallel_rounds, read_entries};
+use super::reads::{TEST_PARALLEL_READS, parallel_rounds, read_missing};
 use super::*;
 use crate::NewMessage;
 
@@ -208,12 +208,19 @@ fn a_file_gone_since_the_listing_is_skipped_by_every_thread() {
     let n = names.len();
     let ids = |parallel: bool, names: &[String]| {
         TEST_PARALLEL_READS.with(|t| t.set(if parallel { 8 } else { usize::MAX }));
-        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let mut files: Vec<(String, Option<MessageId>)> =
+            names.iter().map(|n| (n.clone(), None)).collect();
         let before = parallel_rounds();
-        let read = read_entries(&s.mail.state, &dir, &names, |m, _| m.id);
+        let read = read_missing(
+            &s.mail.state,
+            &dir,
+            &mut files,
+            &mut vec![(); names.len()],
+            |m, _, ()| m.id,
+        );
         assert_eq!(parallel_rounds() > before, parallel);
         TEST_PARALLEL_READS.with(|t| t.set(8));
-        read
+        read.map(|()| files.into_iter().map(|(_, id)| id).collect::<Vec<_>>())
     };
     let all = ids(false, &names).unwrap();
     assert!(all.iter().all(Option::is_some));
@@ -247,6 +254,57 @@ fn a_file_gone_since_the_listing_is_skipped_by_every_thread() {
         many.corruption().map(|c| c.path.clone()),
         Some(dir.as_path().join("..json"))
     );
+}
+
+/// Entries that already have one (vouched for by a cache or a journal)
+/// are neither read nor changed, on one thread or several: their files are
+/// planted unreadable here, and the read still succeeds. Every other entry
+/// is read in its place, with its slot of `extra` filled beside it.
+#[test]
+fn entries_that_have_one_are_not_read_again() {
+    let s = state();
+    let dir = s.mail.layout.inbox(&s.exec);
+    let names = s.mail.state.list(&dir).unwrap();
+    let n = names.len();
+    assert!(n > 40, "{n}");
+    for name in names.iter().step_by(3) {
+        s.mail
+            .state
+            .write_bytes(&dir.join(name).unwrap(), b"{ not json")
+            .unwrap();
+    }
+    for parallel in [false, true] {
+        TEST_PARALLEL_READS.with(|t| t.set(if parallel { 8 } else { usize::MAX }));
+        let mut files: Vec<(String, Option<String>)> = names
+            .iter()
+            .enumerate()
+            .map(|(k, name)| (name.clone(), (k % 3 == 0).then(|| "vouched".to_owned())))
+            .collect();
+        let mut sizes: Vec<Option<u64>> = vec![None; n];
+        let before = parallel_rounds();
+        read_missing(
+            &s.mail.state,
+            &dir,
+            &mut files,
+            &mut sizes,
+            |m, stat, size| {
+                *size = Some(stat.len);
+                m.id.to_string()
+            },
+        )
+        .unwrap();
+        assert_eq!(parallel_rounds() > before, parallel);
+        for (k, ((name, id), size)) in files.iter().zip(&sizes).enumerate() {
+            if k % 3 == 0 {
+                assert_eq!((id.as_deref(), *size), (Some("vouched"), None), "{k}");
+            } else {
+                assert_eq!(format!("{}.json", id.as_deref().unwrap()), *name, "{k}");
+                let stat = s.mail.state.stat(&dir.join(name).unwrap()).unwrap();
+                assert_eq!(*size, stat.map(|st| st.len), "{k}");
+            }
+        }
+    }
+    TEST_PARALLEL_READS.with(|t| t.set(8));
 }
 
 /// A sent journal with many records is parsed on several threads into
