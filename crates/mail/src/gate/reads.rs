@@ -18,8 +18,9 @@
 //!
 //! # Failing closed as one thread does
 //!
-//! Each run stops at its first failing file, and the runs' results are
-//! taken in listing order: the error returned is the one of the first
+//! Each run reads its own contiguous part of the listing and puts what it
+//! read in place, stopping at its first failing file; the runs' errors
+//! are taken in listing order: the error returned is the one of the first
 //! failing file in listing order, the one the sequential read would have
 //! stopped at. A file gone since the listing is skipped, as before.
 
