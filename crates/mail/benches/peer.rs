@@ -305,8 +305,12 @@ fn settled_scenario(work: &Path, nubos: &mut Nubos, n: usize, rounds: usize) {
                     std::fs::remove_dir_all(root.join("mail").join(".gate")).unwrap();
                 }
             }
-            // Past the gate cache's racy window (two seconds).
+            // Past the gate cache's racy window (two seconds), and written
+            // back, as a state written long ago is: the kernel's writeback
+            // of this round's 20,000 new files does not land in the middle
+            // of one of the timed reads.
             std::thread::sleep(std::time::Duration::from_millis(2_500));
+            settle_disk(work);
             let (g, s) = (mail_at(&roots[0], None), mail_at(&roots[1], None));
             rotate(
                 r,
