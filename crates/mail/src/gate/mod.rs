@@ -19,7 +19,8 @@
 //!   files there (its gate files, requests that need a reply and responses,
 //!   with their facts; its other files with their parent), with the
 //!   directory's stamp they hold for, and its open requests themselves
-//!   (read under that stamp); and when the task's last gate began. The
+//!   (read under that stamp; written once, as messages, not again among
+//!   the files); and when the task's last gate began. The
 //!   sweep moves the task's files named there, the thread reads the
 //!   replies among them, the gate returns the open requests (reading a
 //!   request's file only when its inbox changed since it was kept).
@@ -121,10 +122,13 @@ const VERSION: u32 = 2;
 /// string) and the time of the task's last gate ([`TaskCache::gated`]);
 /// version 4 keeps each open request as the message itself (an object,
 /// written and read in one pass, not a string to escape, unescape and
-/// parse again). A version 2 file is read as a version 4 file without
-/// them (its requests are read from their files, and the sweep lists
-/// what it cannot trust). Any other is ignored (and rebuilt).
-const TASK_VERSION: u32 = 4;
+/// parse again); version 5 leaves out of a slice's `files` the open
+/// requests its `requests` keep (their facts are their messages': put
+/// back when the file is read, [`Slice::restore_files`]). A version 4
+/// file is read as it is, and a version 2 file as one without requests
+/// (its requests are read from their files, and the sweep lists what it
+/// cannot trust). Any other is ignored (and rebuilt).
+const TASK_VERSION: u32 = 5;
 /// How long after a task's gate the sweep trusts that an inbox which held
 /// none of the task's files then still holds none ([`Look::Sweep`]).
 pub(crate) const SWEEP_TRUST: Duration = Duration::from_secs(10 * 60);
@@ -258,6 +262,21 @@ struct Slice {
     /// the files again while it holds.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     requests: BTreeMap<String, Message>,
+}
+
+impl Slice {
+    /// Puts back into `files` the open requests that `requests` keeps, with
+    /// their messages' facts (a task cache file leaves them out of `files`
+    /// since version 5).
+    fn restore_files(&mut self) {
+        for (name, message) in &self.requests {
+            if !self.files.contains_key(name)
+                && let Some(facts) = Facts::of(message)
+            {
+                self.files.insert(name.clone(), facts);
+            }
+        }
+    }
 }
 
 /// `.gate/task/{task}.json`.
@@ -394,10 +413,15 @@ impl Mail {
     pub(crate) fn task_files(&self, task: &TaskId) -> TaskFiles<'_> {
         let path = self.task_cache_path(task);
         let cache = load::<TaskCache>(&self.state, &path)
-            .filter(|c| (c.v == VERSION || c.v == TASK_VERSION) && c.task == *task)
-            .map(|c| TaskCache {
-                v: TASK_VERSION,
-                ..c
+            .filter(|c| matches!(c.v, VERSION | 4 | TASK_VERSION) && c.task == *task)
+            .map(|mut c| {
+                for slice in c.inboxes.values_mut().chain(c.archive.as_mut()) {
+                    slice.restore_files();
+                }
+                TaskCache {
+                    v: TASK_VERSION,
+                    ..c
+                }
             })
             .unwrap_or_else(|| TaskCache {
                 v: TASK_VERSION,

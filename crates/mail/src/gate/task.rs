@@ -428,12 +428,13 @@ struct TaskCacheRef<'a> {
 }
 
 /// [`Slice`] as it is written (the same JSON): its `requests` are the
-/// ones it kept and the ones read by this walk, in name order.
+/// ones it kept and the ones read by this walk, in name order, and its
+/// `files` all but those.
 #[derive(Serialize)]
 struct SliceRef<'a> {
     stamp: Option<Stamp>,
     quarantine: bool,
-    files: &'a BTreeMap<String, Facts>,
+    files: Files<'a>,
     others: &'a BTreeMap<String, Option<MessageId>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     listed: Option<Stamp>,
@@ -443,22 +444,27 @@ struct SliceRef<'a> {
 
 impl<'a> SliceRef<'a> {
     fn new(slice: &'a Slice, new: &'a [(&'a str, &'a Message)]) -> Self {
+        let requests = Requests {
+            kept: &slice.requests,
+            new,
+        };
         SliceRef {
             stamp: slice.stamp,
             quarantine: slice.quarantine,
-            files: &slice.files,
+            files: Files {
+                files: &slice.files,
+                requests,
+            },
             others: &slice.others,
             listed: slice.listed,
-            requests: Requests {
-                kept: &slice.requests,
-                new,
-            },
+            requests,
         }
     }
 }
 
 /// A slice's open requests as written: those it kept and those read by
 /// this walk (sorted by name; no name in both), merged in name order.
+#[derive(Clone, Copy)]
 struct Requests<'a> {
     kept: &'a BTreeMap<String, Message>,
     new: &'a [(&'a str, &'a Message)],
@@ -470,14 +476,12 @@ impl Requests<'_> {
     }
 }
 
-impl Serialize for Requests<'_> {
-    fn serialize<S: serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> std::result::Result<S::Ok, S::Error> {
+impl<'a> Requests<'a> {
+    /// The requests, by name.
+    fn merged(self) -> impl Iterator<Item = (&'a str, &'a Message)> {
         let mut kept = self.kept.iter().map(|(n, m)| (n.as_str(), m)).peekable();
         let mut new = self.new.iter().copied().peekable();
-        serializer.collect_map(std::iter::from_fn(|| match (kept.peek(), new.peek()) {
+        std::iter::from_fn(move || match (kept.peek(), new.peek()) {
             (Some(k), Some(n)) if k.0 < n.0 => kept.next(),
             (Some(k), Some(n)) if k.0 == n.0 => {
                 // Never expected: the walk's read replaces what was kept.
@@ -487,6 +491,35 @@ impl Serialize for Requests<'_> {
             (_, Some(_)) => new.next(),
             (Some(_), None) => kept.next(),
             (None, None) => None,
+        })
+    }
+}
+
+impl Serialize for Requests<'_> {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        serializer.collect_map(self.merged())
+    }
+}
+
+/// A slice's `files` as written: all but the open requests its `requests`
+/// keep (their facts are their messages', [`Slice::restore_files`]).
+struct Files<'a> {
+    files: &'a BTreeMap<String, Facts>,
+    requests: Requests<'a>,
+}
+
+impl Serialize for Files<'_> {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        let mut kept = self.requests.merged().map(|(name, _)| name).peekable();
+        serializer.collect_map(self.files.iter().filter(|(name, _)| {
+            while kept.next_if(|k| *k < name.as_str()).is_some() {}
+            kept.next_if(|k| *k == name.as_str()).is_none()
         }))
     }
 }

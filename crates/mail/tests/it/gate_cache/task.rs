@@ -50,10 +50,11 @@ fn the_gate_keeps_open_requests_in_its_cache_and_never_trusts_bad_bytes() {
     write_task_cache(m, &path, &broken);
     assert_eq!(m.pending_replies(&task("t1")).unwrap(), expected);
 
-    // A version 2 task cache (no requests, no gate time) is read, then
-    // rewritten at version 4.
+    // A version 2 task cache (no requests, no gate time; every open
+    // request among the files) is read, then rewritten at version 5.
     let mut old = v.clone();
     old["v"] = serde_json::json!(2);
+    requests_among_files(&mut old);
     for slice in old["inboxes"].as_object_mut().unwrap().values_mut() {
         slice.as_object_mut().unwrap().remove("requests");
     }
@@ -61,7 +62,7 @@ fn the_gate_keeps_open_requests_in_its_cache_and_never_trusts_bad_bytes() {
     write_task_cache(m, &path, &old);
     assert_eq!(m.pending_replies(&task("t1")).unwrap(), expected);
     let (_, now) = task_cache(m, "t1");
-    assert_eq!(now["v"], 4);
+    assert_eq!(now["v"], 5);
     assert_eq!(
         now["inboxes"]["exec"]["requests"]
             .as_object()
@@ -174,7 +175,7 @@ fn a_task_cache_of_another_version_is_ignored() {
     write_task_cache(m, &path, &v);
     // Trusted while the inbox's stamp holds: the cache is what answers.
     assert_eq!(pending_ids(m), Vec::<MessageId>::new());
-    v["v"] = serde_json::json!(5);
+    v["v"] = serde_json::json!(6);
     write_task_cache(m, &path, &v);
     assert_eq!(pending_ids(m), ids);
 }
@@ -206,6 +207,53 @@ fn a_cache_file_of_a_few_mebibytes_is_still_used() {
     let other = watch_opens(m.inbox_dir(&agent("other-0")).as_path());
     assert_eq!(pending_ids(m), ids);
     assert_eq!(opened(&other), Vec::<String>::new());
+}
+
+/// Each open request a slice keeps is written once, as its message, and
+/// not again among the slice's files (its facts are the message's). A
+/// version 4 file, which lists them among the files too, is still read:
+/// the gate answers from it without opening a message.
+#[test]
+fn a_kept_request_is_written_once_and_a_version_4_cache_is_still_read() {
+    let f = fixture();
+    let m = &f.mail;
+    let ids = busy(m);
+    assert_eq!(warm(m), ids);
+    let (path, v) = task_cache(m, "t1");
+    assert_eq!(v["v"], 5);
+    let slice = &v["inboxes"]["exec"];
+    let requests = slice["requests"].as_object().unwrap();
+    let mut kept: Vec<&String> = requests.keys().collect();
+    kept.sort();
+    let want: Vec<String> = ids.iter().map(|id| format!("{id}.json")).collect();
+    assert_eq!(kept, want.iter().collect::<Vec<_>>());
+    for name in &want {
+        assert!(slice["files"].get(name).is_none(), "{name} written twice");
+    }
+
+    let mut old = v.clone();
+    old["v"] = serde_json::json!(4);
+    requests_among_files(&mut old);
+    write_task_cache(m, &path, &old);
+    let exec = watch_opens(m.inbox_dir(&agent("exec")).as_path());
+    assert_eq!(pending_ids(m), ids);
+    assert_eq!(opened(&exec), Vec::<String>::new());
+}
+
+/// Lists each slice's kept requests among its files too, with their facts,
+/// as task cache versions before 5 did.
+fn requests_among_files(v: &mut serde_json::Value) {
+    for slice in v["inboxes"].as_object_mut().unwrap().values_mut() {
+        let requests = slice["requests"].as_object().cloned().unwrap_or_default();
+        for (name, message) in requests {
+            slice["files"][&name] = serde_json::json!({
+                "kind": "request",
+                "needs_reply": true,
+                "in_reply_to": null,
+                "from": message["from"],
+            });
+        }
+    }
 }
 
 /// A folder cache whose stamp still holds is taken whole: without its task
