@@ -163,23 +163,7 @@ pub(crate) fn write_atomic_with(io: &dyn IoBackend, path: &Path, bytes: &[u8]) -
 /// [`Error::Symlink`] when `path` is a symlink; [`Error::Io`] or
 /// [`Error::Rename`] when a step fails (`path` is unchanged).
 pub(crate) fn write_unsynced_with(io: &dyn IoBackend, path: &Path, bytes: &[u8]) -> Result<()> {
-    refuse_symlink(path)?;
-    let (tmp, file) = create_temp(io, path)?;
-    if let Err(e) = io.write_all(&file, &tmp, bytes) {
-        let _ = io.remove_file(&tmp);
-        return Err(Error::io("write temp file", tmp, e));
-    }
-    drop(file);
-    if let Err(e) = io.rename(&tmp, path) {
-        let _ = io.remove_file(&tmp);
-        return Err(Error::Rename {
-            op: "rename",
-            from: tmp,
-            to: path.to_owned(),
-            source: e,
-        });
-    }
-    Ok(())
+    replace_unsynced(io, path, |file, tmp| io.write_all(file, tmp, bytes))
 }
 
 /// As [`write_unsynced_with`], with the contents written by `fill` into a
@@ -194,20 +178,29 @@ pub(crate) fn write_unsynced_from(
     path: &Path,
     fill: &mut dyn FnMut(&mut dyn io::Write) -> io::Result<()>,
 ) -> Result<()> {
-    refuse_symlink(path)?;
-    let (tmp, file) = create_temp(io, path)?;
-    let written = {
+    replace_unsynced(io, path, |file, tmp| {
         let mut out = io::BufWriter::with_capacity(
             STREAM_BUFFER,
             BackendWriter {
                 io,
-                file: &file,
-                path: &tmp,
+                file,
+                path: tmp,
             },
         );
         fill(&mut out).and_then(|()| io::Write::flush(&mut out))
-    };
-    if let Err(e) = written {
+    })
+}
+
+/// Writes a temp file beside `path` with `write` and renames it over
+/// `path`, syncing nothing; a failed step removes the temp.
+fn replace_unsynced(
+    io: &dyn IoBackend,
+    path: &Path,
+    write: impl FnOnce(&File, &Path) -> io::Result<()>,
+) -> Result<()> {
+    refuse_symlink(path)?;
+    let (tmp, file) = create_temp(io, path)?;
+    if let Err(e) = write(&file, &tmp) {
         let _ = io.remove_file(&tmp);
         return Err(Error::io("write temp file", tmp, e));
     }
