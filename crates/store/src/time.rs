@@ -100,20 +100,45 @@ fn duration_ms(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
+impl Timestamp {
+    /// The text of this instant (`2026-03-05T10:35:00.123Z`, the year
+    /// clamped to 0-9999), written digit by digit: thousands of them go
+    /// into every large listing and cache, and `core::fmt` costs several
+    /// times as much.
+    fn text(self) -> Text {
+        let dt = self.datetime();
+        let mut out = *b"0000-00-00T00:00:00.000Z";
+        let mut put = |at: usize, width: usize, value: u32| {
+            let mut value = value;
+            for byte in out[at..at + width].iter_mut().rev() {
+                *byte = b'0' + (value % 10) as u8;
+                value /= 10;
+            }
+        };
+        put(0, 4, dt.year().clamp(0, 9999).unsigned_abs());
+        put(5, 2, u32::from(u8::from(dt.month())));
+        put(8, 2, u32::from(dt.day()));
+        put(11, 2, u32::from(dt.hour()));
+        put(14, 2, u32::from(dt.minute()));
+        put(17, 2, u32::from(dt.second()));
+        put(20, 3, u32::from(dt.millisecond()));
+        Text(out)
+    }
+}
+
+/// A [`Timestamp`]'s text: ASCII digits and separators only.
+struct Text([u8; 24]);
+
+impl Text {
+    fn as_str(&self) -> &str {
+        // Only ASCII is ever written into it.
+        std::str::from_utf8(&self.0).unwrap_or("0000-00-00T00:00:00.000Z")
+    }
+}
+
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let dt = self.datetime();
-        write!(
-            f,
-            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
-            dt.year().clamp(0, 9999),
-            u8::from(dt.month()),
-            dt.day(),
-            dt.hour(),
-            dt.minute(),
-            dt.second(),
-            dt.millisecond()
-        )
+        f.write_str(self.text().as_str())
     }
 }
 
@@ -132,7 +157,7 @@ impl std::str::FromStr for Timestamp {
 
 impl Serialize for Timestamp {
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.collect_str(self)
+        s.serialize_str(self.text().as_str())
     }
 }
 
@@ -273,6 +298,56 @@ mod tests {
             Timestamp::from_unix_ms(-1).to_string(),
             "1969-12-31T23:59:59.999Z"
         );
+    }
+
+    /// The text written digit by digit is what `core::fmt` wrote, for
+    /// instants across the whole range (years before 0 and after 9999
+    /// clamped as before), and it is what serializing writes.
+    #[test]
+    fn the_text_is_what_the_format_string_wrote() {
+        let old = |t: Timestamp| {
+            let dt = t.datetime();
+            format!(
+                "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+                dt.year().clamp(0, 9999),
+                u8::from(dt.month()),
+                dt.day(),
+                dt.hour(),
+                dt.minute(),
+                dt.second(),
+                dt.millisecond()
+            )
+        };
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut checked = 0;
+        for ms in [
+            i64::MIN,
+            -377_705_116_800_001,
+            -62_167_219_200_001,
+            -1,
+            0,
+            1,
+            253_402_300_799_999,
+            253_402_300_800_000,
+            i64::MAX,
+        ] {
+            let t = Timestamp::from_unix_ms(ms);
+            assert_eq!(t.to_string(), old(t), "{ms}");
+            checked += 1;
+        }
+        for _ in 0..20_000 {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            // Across +-10,000 years around the epoch.
+            let ms = (x >> 1) as i64 % 315_569_520_000_000;
+            let t = Timestamp::from_unix_ms(if x & 1 == 0 { ms } else { -ms });
+            assert_eq!(t.to_string(), old(t), "{}", t.unix_ms());
+            let json = serde_json::to_string(&t).unwrap();
+            assert_eq!(json, format!("\"{}\"", old(t)));
+            checked += 1;
+        }
+        assert_eq!(checked, 20_009);
     }
 
     #[test]
