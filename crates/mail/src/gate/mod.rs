@@ -270,15 +270,25 @@ struct Slice {
 impl Slice {
     /// Puts back into `files` the open requests that `requests` keeps, with
     /// their messages' facts (a task cache file leaves them out of `files`
-    /// since version 5).
-    fn restore_files(&mut self) {
+    /// since version 5). False when one is not a request that needs a
+    /// reply under its own name: its facts cannot be taken from it, and
+    /// without them the gate would not see its file, so the whole cache is
+    /// not used (a gate that lists and reads can only stay closed).
+    #[must_use]
+    fn restore_files(&mut self) -> bool {
         for (name, message) in &self.requests {
+            // Its own name is `{its id}.json` (compared as text: no id is
+            // parsed again for each of thousands).
+            if !message.needs_reply() || name.strip_suffix(".json") != Some(message.id.as_str()) {
+                return false;
+            }
             if !self.files.contains_key(name)
                 && let Some(facts) = Facts::of(message)
             {
                 self.files.insert(name.clone(), facts);
             }
         }
+        true
     }
 }
 
@@ -422,14 +432,15 @@ impl Mail {
         let path = self.task_cache_path(task);
         let cache = load::<TaskCache>(&self.state, &path)
             .filter(|c| matches!(c.v, VERSION | 4 | TASK_VERSION) && c.task == *task)
-            .map(|mut c| {
-                for slice in c.inboxes.values_mut().chain(c.archive.as_mut()) {
-                    slice.restore_files();
-                }
-                TaskCache {
-                    v: TASK_VERSION,
-                    ..c
-                }
+            .and_then(|mut c| {
+                c.inboxes
+                    .values_mut()
+                    .chain(c.archive.as_mut())
+                    .all(Slice::restore_files)
+                    .then_some(TaskCache {
+                        v: TASK_VERSION,
+                        ..c
+                    })
             })
             .unwrap_or_else(|| TaskCache {
                 v: TASK_VERSION,

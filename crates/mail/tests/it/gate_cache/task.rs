@@ -238,6 +238,27 @@ fn a_kept_request_is_written_once_and_a_version_4_cache_is_still_read() {
     let exec = watch_opens(m.inbox_dir(&agent("exec")).as_path());
     assert_eq!(pending_ids(m), ids);
     assert_eq!(opened(&exec), Vec::<String>::new());
+
+    // A kept message that is not a request needing a reply under its own
+    // name gives no facts to put back: the cache is not used (the files
+    // are read), and the request it stands for is still pending.
+    let other = format!("{}.json", ids[1]);
+    for damage in ["a notify", "another request's message"] {
+        let mut bad = v.clone();
+        let requests = bad["inboxes"]["exec"]["requests"].as_object_mut().unwrap();
+        if damage == "a notify" {
+            requests[&want[0]]["kind"] = serde_json::json!("notify");
+            requests[&want[0]]["expects_reply"] = serde_json::json!(false);
+        } else {
+            // Only under another name than its own.
+            let moved = requests.remove(&other).unwrap();
+            requests.insert(want[0].clone(), moved);
+        }
+        write_task_cache(m, &path, &bad);
+        let exec = watch_opens(m.inbox_dir(&agent("exec")).as_path());
+        assert_eq!(pending_ids(m), ids, "{damage}");
+        assert!(opened(&exec).contains(&want[0]), "{damage}: not read again");
+    }
 }
 
 /// Lists each slice's kept requests among its files too, with their facts,
@@ -330,9 +351,10 @@ fn a_gate_right_after_the_sends_reads_each_request_once() {
 /// `.gate/` at all) reads each open request once and keeps it in the task
 /// cache as its file reads (written from what the gate returns: issue 31's
 /// first settled gate), so that the next gate opens no message file. A
-/// kept request that does not pass its checks is read from its file and
-/// replaced by that message in the cache written next; the others stay
-/// as they were kept.
+/// kept request that does not pass its checks makes the task cache unused
+/// (its facts would come from it: task cache version 5): every open
+/// request is read from its file again, and the cache written next keeps
+/// each as its file reads.
 #[test]
 fn a_first_settled_gate_keeps_what_it_read_and_replaces_what_does_not_pass() {
     let f = fixture();
@@ -362,14 +384,14 @@ fn a_first_settled_gate_keeps_what_it_read_and_replaces_what_does_not_pass() {
     assert_eq!(m.pending_replies(&task("t1")).unwrap(), first);
     assert_eq!(opens(&exec), Vec::<String>::new());
 
-    // A kept request that names another id: its file is read, and the
-    // cache then keeps that file's message under its name.
+    // A kept request that names another id: the open requests' files are
+    // read, and the cache then keeps each file's message under its name.
     let (a, b) = (format!("{}.json", ids[0]), format!("{}.json", ids[1]));
     let mut tampered = v.clone();
     tampered["inboxes"]["exec"]["requests"][&b] = requests[&a].clone();
     write_task_cache(m, &path, &tampered);
     assert_eq!(m.pending_replies(&task("t1")).unwrap(), first);
-    assert_eq!(opens(&exec), vec![b]);
+    assert_eq!(opens(&exec), names);
     let (_, now) = task_cache(m, "t1");
     assert_eq!(
         now["inboxes"]["exec"]["requests"],
