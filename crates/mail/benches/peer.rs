@@ -76,14 +76,16 @@
 #![allow(clippy::print_stdout, reason = "a bench reports on stdout")]
 #![allow(missing_docs, reason = "a bench binary")]
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Instant;
 
 use chipset_mail::{Mail, NewMessage};
 use chipset_store::{AgentId, StateDir, StateOptions, SyncOrder, TaskId};
 use chipset_testkit::{EIO, Fault, FaultIo};
+
+#[path = "peer/nubos.rs"]
+mod nubos;
+use nubos::Nubos;
 
 /// Mail under `root` with the detected order (what `StateDir::open`
 /// gives), or a forced one.
@@ -113,65 +115,6 @@ fn note(i: usize) -> NewMessage {
         format!("finding {i}: the assertion in tests/foo.rs:42 cannot fail"),
     )
     .with_round(2)
-}
-
-struct Nubos {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-}
-
-impl Nubos {
-    fn start(dir: &str) -> Nubos {
-        let driver = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/peer/nubos-driver.cjs");
-        let mut child = Command::new("node")
-            .arg(driver)
-            .env("NUBOS_PILOT_DIR", dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start node with the nubos-pilot driver");
-        let stdin = child.stdin.take().expect("driver stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("driver stdout"));
-        Nubos {
-            child,
-            stdin,
-            stdout,
-        }
-    }
-
-    /// `n` sequential sends into `project`; returns the microseconds they took.
-    fn send(&mut self, project: &Path, n: usize) -> f64 {
-        writeln!(self.stdin, "send {} {n}", project.display()).expect("write to the driver");
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).expect("read the driver");
-        line.trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("the nubos driver answered {line:?}"))
-    }
-
-    /// Sends the driver one command and returns its answer's words.
-    fn ask(&mut self, command: &str) -> Vec<String> {
-        writeln!(self.stdin, "{command}").expect("write to the driver");
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).expect("read the driver");
-        line.split_whitespace().map(str::to_owned).collect()
-    }
-
-    /// Microseconds from the first word of an answer.
-    fn micros(words: &[String]) -> f64 {
-        words
-            .first()
-            .and_then(|w| w.parse().ok())
-            .unwrap_or_else(|| panic!("the nubos driver answered {words:?}"))
-    }
-}
-
-impl Drop for Nubos {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// `n` sequential chipset sends; returns the microseconds they took.
