@@ -141,22 +141,24 @@ pub(crate) fn watch_opens(dir: &std::path::Path) -> rustix::fd::OwnedFd {
 /// The names of the files opened in the watched directory since the watch
 /// began (the kernel queues the events at each open, so all are there).
 pub(crate) fn opened(fd: &rustix::fd::OwnedFd) -> Vec<String> {
+    let mut names = opens(fd);
+    names.dedup();
+    names
+}
+
+/// As [`opened`], with each open (a file opened twice is named twice).
+pub(crate) fn opens(fd: &rustix::fd::OwnedFd) -> Vec<String> {
     use rustix::fs::inotify;
     let mut buf = [std::mem::MaybeUninit::uninit(); 4096];
     let mut reader = inotify::Reader::new(fd, &mut buf);
     let mut names = Vec::new();
     loop {
         match reader.next() {
-            Ok(event) => {
-                if let Some(name) = event.file_name() {
-                    names.push(name.to_string_lossy().into_owned());
-                }
-            }
+            Ok(event) => names.extend(event.file_name().map(|n| n.to_string_lossy().into_owned())),
             Err(rustix::io::Errno::AGAIN) => break,
             Err(e) => panic!("reading inotify events: {e}"),
         }
     }
     names.sort();
-    names.dedup();
     names
 }

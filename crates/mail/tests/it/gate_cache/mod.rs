@@ -12,7 +12,7 @@ use chipset_mail::MessageId;
 use chipset_mail::{Mail, NewMessage};
 use chipset_store::StatePath;
 
-use crate::{agent, fixture, opened, task, watch_opens};
+use crate::{agent, fixture, opened, opens, task, watch_opens};
 
 mod sent;
 mod sweep;

@@ -299,23 +299,6 @@ fn a_settled_folder_cache_is_taken_whole_and_left_alone() {
     );
 }
 
-/// Each open at once, duplicates kept (`opened` folds them).
-fn opens(fd: &rustix::fd::OwnedFd) -> Vec<String> {
-    use rustix::fs::inotify;
-    let mut buf = [std::mem::MaybeUninit::uninit(); 4096];
-    let mut reader = inotify::Reader::new(fd, &mut buf);
-    let mut names = Vec::new();
-    loop {
-        match reader.next() {
-            Ok(event) => names.extend(event.file_name().map(|n| n.to_string_lossy().into_owned())),
-            Err(rustix::io::Errno::AGAIN) => break,
-            Err(e) => panic!("reading inotify events: {e}"),
-        }
-    }
-    names.sort();
-    names
-}
-
 /// Right after the sends (the inbox's stamp too young to trust), the gate
 /// reads each open request once: the listing's read serves the request
 /// too (issue 31: it was read a second time, which made the gate slower
