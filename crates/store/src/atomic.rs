@@ -163,20 +163,24 @@ pub(crate) fn write_atomic_with(io: &dyn IoBackend, path: &Path, bytes: &[u8]) -
 /// [`Error::Symlink`] when `path` is a symlink; [`Error::Io`] or
 /// [`Error::Rename`] when a step fails (`path` is unchanged).
 pub(crate) fn write_unsynced_with(io: &dyn IoBackend, path: &Path, bytes: &[u8]) -> Result<()> {
-    replace_unsynced(io, path, |file, tmp| io.write_all(file, tmp, bytes))
+    replace_unsynced(io, path, |file, tmp| {
+        io.write_all(file, tmp, bytes)
+            .map_err(|e| Error::io("write temp file", tmp, e))
+    })
 }
 
-/// As [`write_unsynced_with`], with the contents written by `fill` into a
-/// buffered writer of the temp file (no whole copy of them in memory).
+/// As [`write_unsynced_with`], with the compact JSON of `value` (as
+/// `serde_json` writes it, not the canonical form) encoded straight into
+/// the temp file through a buffer: never whole in memory.
 ///
 /// # Errors
 ///
-/// As [`write_unsynced_with`]; a failure of `fill` is an [`Error::Io`] on
-/// the temp file (`path` is unchanged).
-pub(crate) fn write_unsynced_from(
+/// As [`write_unsynced_with`], plus [`Error::Serialize`] when `value`
+/// fails to encode (`path` is unchanged).
+pub(crate) fn write_cache_json_with<T: Serialize + ?Sized>(
     io: &dyn IoBackend,
     path: &Path,
-    fill: &mut dyn FnMut(&mut dyn io::Write) -> io::Result<()>,
+    value: &T,
 ) -> Result<()> {
     replace_unsynced(io, path, |file, tmp| {
         let mut out = io::BufWriter::with_capacity(
@@ -187,7 +191,18 @@ pub(crate) fn write_unsynced_from(
                 path: tmp,
             },
         );
-        fill(&mut out).and_then(|()| io::Write::flush(&mut out))
+        match serde_json::to_writer(&mut out, value) {
+            Ok(()) => {}
+            // A write of the encoder's buffer failed: the disk's error.
+            Err(e) if e.is_io() => return Err(Error::io("write temp file", tmp, e.into())),
+            Err(source) => {
+                return Err(Error::Serialize {
+                    path: path.to_owned(),
+                    source,
+                });
+            }
+        }
+        io::Write::flush(&mut out).map_err(|e| Error::io("write temp file", tmp, e))
     })
 }
 
@@ -196,13 +211,13 @@ pub(crate) fn write_unsynced_from(
 fn replace_unsynced(
     io: &dyn IoBackend,
     path: &Path,
-    write: impl FnOnce(&File, &Path) -> io::Result<()>,
+    write: impl FnOnce(&File, &Path) -> Result<()>,
 ) -> Result<()> {
     refuse_symlink(path)?;
     let (tmp, file) = create_temp(io, path)?;
     if let Err(e) = write(&file, &tmp) {
         let _ = io.remove_file(&tmp);
-        return Err(Error::io("write temp file", tmp, e));
+        return Err(e);
     }
     drop(file);
     if let Err(e) = io.rename(&tmp, path) {
@@ -217,7 +232,7 @@ fn replace_unsynced(
     Ok(())
 }
 
-/// The buffer of [`write_unsynced_from`].
+/// The buffer of [`write_cache_json_with`].
 const STREAM_BUFFER: usize = 128 * 1024;
 
 /// A file written through the backend, one `write_all` per buffer.

@@ -89,7 +89,7 @@
 //! | [`StateDir::write_bytes`] / [`StateDir::write_json`]: durable replace | the rename over the target |
 //! | [`StateDir::create_new`] / [`StateDir::create_new_json`]: durable publish under a new name, never overwriting | the no-replace rename (or link) to the name |
 //! | [`StateDir::create_new_batch`]: many publishes sharing their syncs (two sync rounds per batch) | each file's own no-replace rename |
-//! | [`StateDir::write_unsynced`] / [`StateDir::write_unsynced_from`]: replace **without any sync**, for self-validating caches only (`_from` encodes into the file through a buffer) | the rename over the target |
+//! | [`StateDir::write_unsynced`] / [`StateDir::write_cache_json`]: replace **without any sync**, for self-validating caches only (`write_cache_json` encodes into the file through a buffer) | the rename over the target |
 //! | [`StateDir::move_noclobber`]: durable move between directories, never overwriting | the no-replace rename |
 //! | [`JsonLog::append`] / [`JsonLog::append_batch`]: single-write appends | the data sync after the write (a failure before it truncates the log back) |
 //! | [`JsonLog::append_batch_unsynced`]: a single-write append of records the caller can rebuild, durable with the log's next sync | the write |

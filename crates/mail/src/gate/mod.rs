@@ -137,9 +137,6 @@ pub(crate) const RACY: Duration = Duration::from_secs(2);
 /// How many entries new since a task's slice was listed are read directly
 /// ([`TaskFiles::since`]); with more, the folder cache is used.
 const SINCE_READS: usize = 32;
-/// The buffer a cache file is encoded into (as large as the store's own,
-/// so that a full one passes through it without a copy).
-const CACHE_BUFFER: usize = 128 * 1024;
 /// A cache file larger than this is ignored (and rebuilt).
 const MAX_CACHE_FILE: u64 = 256 * 1024 * 1024;
 
@@ -390,16 +387,8 @@ pub(crate) fn load<T: for<'de> Deserialize<'de>>(state: &StateDir, path: &StateP
 /// listing.
 pub(crate) fn store_cache_in<T: Serialize>(state: &StateDir, path: &StatePath, value: &T) {
     // Encoded straight into the file: a cache of megabytes is never whole
-    // in memory (nor copied as its buffer grows). The encoder's many small
-    // writes go into a buffer of a known type (a call through `dyn Write`
-    // each would cost more than the copy); whole buffers go on to the
-    // store's writer, which passes one as large as its own straight on.
-    let written = state.write_unsynced_from(path, |w| {
-        let mut w = std::io::BufWriter::with_capacity(CACHE_BUFFER, w);
-        serde_json::to_writer(&mut w, value).map_err(std::io::Error::other)?;
-        std::io::Write::flush(&mut w)
-    });
-    if let Err(error) = written {
+    // in memory (nor copied as its buffer grows).
+    if let Err(error) = state.write_cache_json(path, value) {
         tracing::debug!(path = %path.display(), %error, "could not write a gate cache file");
     }
 }

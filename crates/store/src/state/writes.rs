@@ -48,22 +48,24 @@ impl StateDir {
         })
     }
 
-    /// As [`StateDir::write_unsynced`], with the contents written by
-    /// `fill` through a buffer into the temp file, never whole in memory
-    /// (a cache of megabytes encoded straight to its file).
+    /// As [`StateDir::write_unsynced`], with the compact JSON of `value`
+    /// (as `serde_json` writes it, not the canonical form of
+    /// [`StateDir::write_json`]: a cache only its writer reads back),
+    /// encoded straight into the temp file through a buffer, never whole in
+    /// memory (a cache of megabytes).
     ///
     /// # Errors
     ///
-    /// As [`StateDir::write_unsynced`]; an error of `fill` is an
-    /// [`Error::Io`] on the temp file (`path` is unchanged).
-    pub fn write_unsynced_from(
+    /// As [`StateDir::write_unsynced`], plus [`Error::Serialize`] when
+    /// `value` fails to encode (`path` is unchanged).
+    pub fn write_cache_json<T: Serialize + ?Sized>(
         &self,
         path: &StatePath,
-        mut fill: impl FnMut(&mut dyn std::io::Write) -> std::io::Result<()>,
+        value: &T,
     ) -> Result<()> {
         let path = path.as_path();
         self.with_parent_as(path, false, |io| {
-            atomic::write_unsynced_from(io, path, &mut fill)
+            atomic::write_cache_json_with(io, path, value)
         })
     }
 

@@ -352,33 +352,35 @@ fn an_unsynced_write_replaces_whole_and_syncs_nothing() {
     assert_eq!(fs::read(path.as_path()).unwrap(), b"two\n");
 }
 
-/// `write_unsynced_from` writes what its closure writes, a buffer at a
-/// time (not one write per call of the closure), syncs nothing, and leaves
-/// the old contents and no temp when the closure or a write fails.
+/// A value's JSON that fails to encode half-way (after 200,000 bytes).
+struct FailsHalfWay;
+
+impl serde::Serialize for FailsHalfWay {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::{Error as _, SerializeSeq as _};
+        let mut seq = s.serialize_seq(None)?;
+        seq.serialize_element(&"y".repeat(200_000))?;
+        Err(S::Error::custom("encoding failed"))
+    }
+}
+
+/// `write_cache_json` writes a value's compact JSON a buffer at a time
+/// (not one write per piece the encoder writes), syncs nothing, and leaves
+/// the old contents and no temp when the encoding or a write fails.
 #[test]
-fn an_unsynced_stream_writes_in_buffers_and_a_failure_changes_nothing() {
+fn a_cache_json_is_written_in_buffers_and_a_failure_changes_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let fault = FaultIo::new(Fault::nth(0, EIO));
     let state = open(tmp.path(), fault.clone());
     let path = sp(&state, "mail/gate");
     state.write_unsynced(&path, b"old\n").unwrap();
-    let line = [b'x'; 99];
-    let fill = |w: &mut dyn std::io::Write| -> std::io::Result<()> {
-        for _ in 0..3_000 {
-            w.write_all(&line)?;
-            w.write_all(b"\n")?;
-        }
-        Ok(())
-    };
+    // About 300,000 bytes of JSON, in 6,000 pieces.
+    let value = vec!["x".repeat(96); 3_000];
     fault.set(Fault::nth(0, EIO));
-    state.write_unsynced_from(&path, fill).unwrap();
+    state.write_cache_json(&path, &value).unwrap();
     let written = fs::read(path.as_path()).unwrap();
-    assert_eq!(written.len(), 300_000);
-    assert!(
-        written
-            .chunks(100)
-            .all(|l| l[..99] == line && l[99] == b'\n')
-    );
+    assert_eq!(written, serde_json::to_vec(&value).unwrap());
+    assert!(written.len() > 290_000, "{}", written.len());
     let calls = fault.calls();
     let writes = calls.iter().filter(|c| **c == IoOp::Write).count();
     assert!((2..=3).contains(&writes), "{writes} writes: {calls:?}");
@@ -393,20 +395,15 @@ fn an_unsynced_stream_writes_in_buffers_and_a_failure_changes_nothing() {
         assert_eq!(names, ["gate"], "no temp left");
     };
 
-    // The closure fails half-way: nothing changes.
-    let err = state
-        .write_unsynced_from(&path, |w| {
-            w.write_all(&[b'y'; 200_000])?;
-            Err(std::io::Error::other("encoding failed"))
-        })
-        .unwrap_err();
-    assert!(matches!(err, Error::Io { .. }), "{err}");
+    // The encoding fails half-way: nothing changes.
+    let err = state.write_cache_json(&path, &FailsHalfWay).unwrap_err();
+    assert!(matches!(err, Error::Serialize { .. }), "{err}");
     assert_eq!(fs::read(path.as_path()).unwrap(), written);
     only_gate();
 
     // The disk fills: nothing changes.
     fault.set(Fault::first(IoOp::Write, ENOSPC));
-    let err = state.write_unsynced_from(&path, fill).unwrap_err();
+    let err = state.write_cache_json(&path, &value).unwrap_err();
     assert_eq!(
         io_kind(&err),
         Some(std::io::ErrorKind::StorageFull),
@@ -419,7 +416,7 @@ fn an_unsynced_stream_writes_in_buffers_and_a_failure_changes_nothing() {
     let link = sp(&state, "mail/link");
     std::os::unix::fs::symlink(path.as_path(), link.as_path()).unwrap();
     assert!(matches!(
-        state.write_unsynced_from(&link, fill),
+        state.write_cache_json(&link, &value),
         Err(Error::Symlink { .. })
     ));
     assert_eq!(fs::read(path.as_path()).unwrap(), written);
