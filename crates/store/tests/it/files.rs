@@ -12,16 +12,9 @@ use chipset_store::{
     Channel, CorruptReason, Created, Error, ReadOutcome, StateDir, StateOptions, StatePath,
 };
 use chipset_testkit::TempState;
-use serde_json::{Value, json};
 
-fn names(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .collect();
-    v.sort();
-    v
-}
+use crate::names;
+use serde_json::{Value, json};
 
 #[test]
 fn replace_leaves_one_whole_file_and_no_temps() {

@@ -15,3 +15,13 @@ mod published;
 mod seam;
 mod seam_calls;
 mod watch;
+
+/// The names in `dir`, sorted.
+pub(crate) fn names(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    v.sort();
+    v
+}

@@ -11,6 +11,7 @@ use chipset_testkit::state_path as sp;
 use chipset_testkit::{EEXIST, EIO, ENOENT, ENOSPC, EOPNOTSUPP, Fault, FaultIo, IoOp, RecordIo};
 use serde_json::{Value, json};
 
+use crate::names;
 use crate::seam::open;
 
 /// Returns the I/O error kind underneath a store error, if it is an I/O failure.
@@ -257,13 +258,9 @@ fn a_temp_name_already_taken_is_skipped_for_the_next() {
     );
     assert_eq!(fs::read(tmp.path().join("hooks/b.json")).unwrap(), b"{}\n");
     // No temp left behind.
-    let mut names: Vec<String> = fs::read_dir(tmp.path().join("hooks"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|n| !n.ends_with(".lock"))
-        .collect();
-    names.sort();
-    assert_eq!(names, ["a.json", "b.json"]);
+    let mut left = names(&tmp.path().join("hooks"));
+    left.retain(|n| !n.ends_with(".lock"));
+    assert_eq!(left, ["a.json", "b.json"]);
 }
 
 /// A temp file that outlives its publish (the fallback for a filesystem
@@ -309,6 +306,13 @@ fn a_temp_left_behind_names_its_file() {
     );
 }
 
+/// Asserts that none of `calls` syncs anything.
+fn assert_syncs_nothing(calls: &[IoOp]) {
+    for sync in [IoOp::Sync, IoOp::SyncDir, IoOp::WriteBack] {
+        assert!(!calls.contains(&sync), "{sync:?} in {calls:?}");
+    }
+}
+
 /// `write_unsynced` replaces the file whole through a temp and a rename, and
 /// syncs nothing; a failed write leaves the old contents and no temp; a
 /// symlink at the path is refused and left alone.
@@ -324,9 +328,7 @@ fn an_unsynced_write_replaces_whole_and_syncs_nothing() {
     assert_eq!(fs::read(path.as_path()).unwrap(), b"two\n");
     let calls = fault.calls();
     assert!(calls.contains(&IoOp::Rename), "{calls:?}");
-    for sync in [IoOp::Sync, IoOp::SyncDir, IoOp::WriteBack] {
-        assert!(!calls.contains(&sync), "{sync:?} in {calls:?}");
-    }
+    assert_syncs_nothing(&calls);
 
     fault.set(Fault::first(IoOp::Write, ENOSPC));
     let err = state.write_unsynced(&path, b"three\n").unwrap_err();
@@ -336,11 +338,7 @@ fn an_unsynced_write_replaces_whole_and_syncs_nothing() {
         "{err}"
     );
     assert_eq!(fs::read(path.as_path()).unwrap(), b"two\n");
-    let names: Vec<String> = fs::read_dir(tmp.path().join("mail"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .collect();
-    assert_eq!(names, ["gate"], "no temp left");
+    assert_eq!(names(&tmp.path().join("mail")), ["gate"], "no temp left");
 
     fault.disarm();
     let link = sp(&state, "mail/link");
@@ -384,16 +382,8 @@ fn a_cache_json_is_written_in_buffers_and_a_failure_changes_nothing() {
     let calls = fault.calls();
     let writes = calls.iter().filter(|c| **c == IoOp::Write).count();
     assert!((2..=3).contains(&writes), "{writes} writes: {calls:?}");
-    for sync in [IoOp::Sync, IoOp::SyncDir, IoOp::WriteBack] {
-        assert!(!calls.contains(&sync), "{sync:?} in {calls:?}");
-    }
-    let only_gate = || {
-        let names: Vec<String> = fs::read_dir(tmp.path().join("mail"))
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
-        assert_eq!(names, ["gate"], "no temp left");
-    };
+    assert_syncs_nothing(&calls);
+    let only_gate = || assert_eq!(names(&tmp.path().join("mail")), ["gate"], "no temp left");
 
     // The encoding fails half-way: nothing changes.
     let err = state.write_cache_json(&path, &FailsHalfWay).unwrap_err();
@@ -440,9 +430,7 @@ fn an_unsynced_write_makes_its_folders_without_a_sync() {
         3,
         "{calls:?}"
     );
-    for sync in [IoOp::Sync, IoOp::SyncDir, IoOp::WriteBack] {
-        assert!(!calls.contains(&sync), "{sync:?} in {calls:?}");
-    }
+    assert_syncs_nothing(&calls);
     // A durable write still syncs the folders it makes.
     fault.set(Fault::nth(0, EIO));
     state
