@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use chipset_backend::{Created, Dir, Key};
-use chipset_mail::{Imported, Location, Mail, MailConfig, MessageId};
+use chipset_mail::{Location, Mail, MailConfig, MessageId};
 use chipset_store::{AgentId, StateDir};
 
 use super::side::Side;
@@ -297,10 +297,10 @@ pub(crate) fn copy(plan: &Plan, target: &Side) -> Result<u64, MigrateError> {
             } if there == 0 => {
                 if target.is_server() {
                     let mail = server_mail.get_or_insert_with(mail);
-                    let imported = mail
+                    let wrote = mail
                         .import(location, id, bytes, *open)
                         .map_err(MigrateError::Mail)?;
-                    if imported == Imported::New {
+                    if wrote {
                         written += 1;
                     }
                 } else {

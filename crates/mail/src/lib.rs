@@ -425,7 +425,6 @@ pub use group::{ExpectsReply, Group, GroupMessage, GroupSent};
 pub use id::MessageId;
 pub use layout::Location;
 pub use mail::{ArchiveOutcome, Found, Mail, MailCounts, Manifest, SweepReport};
-pub use server::Imported;
 
 /// The mail's directory under the state root, `mail/`.
 pub(crate) const MAIL_CHANNEL: chipset_store::Channel = chipset_store::Channel::new("mail");

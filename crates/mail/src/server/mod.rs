@@ -401,16 +401,6 @@ impl Server<'_> {
 // ---- importing (`chipset migrate`): a message another state holds, its
 // bytes as they are, with the index rows a send would write beside it.
 
-/// What [`Mail::import`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Imported {
-    /// The message and its index rows were written.
-    New,
-    /// The message was already there with these bytes: nothing written.
-    Present,
-}
-
 impl Mail {
     /// Puts on the server a message that another state holds at
     /// `location`, its bytes exactly as given, with the rows a send writes
@@ -420,9 +410,9 @@ impl Mail {
     /// the manifest is copied as a log. `open` is kept only for a message
     /// in an inbox that needs a reply.
     ///
-    /// Idempotent: a message already there with the same bytes is
-    /// [`Imported::Present`] and nothing is written, so a migration killed
-    /// at any point can be run again.
+    /// Returns true when it wrote the message, false when the message was
+    /// already there with these bytes (then nothing is written): a
+    /// migration killed at any point can be run again.
     ///
     /// # Errors
     ///
@@ -437,7 +427,7 @@ impl Mail {
         id: &crate::MessageId,
         bytes: &[u8],
         open: bool,
-    ) -> Result<Imported> {
+    ) -> Result<bool> {
         match self.server() {
             Some(server) => server.import(location, id, bytes, open),
             None => Err(Error::ServerOnly { op: "import" }),
@@ -452,7 +442,7 @@ impl Server<'_> {
         id: &crate::MessageId,
         bytes: &[u8],
         open: bool,
-    ) -> Result<Imported> {
+    ) -> Result<bool> {
         let key = Self::file(location, id);
         let path = PathBuf::from(key.to_string());
         let m = check_id(&path, id, Self::parse(&key, bytes)?)?;
@@ -489,10 +479,10 @@ impl Server<'_> {
             }
         }
         match self.apply(&ops) {
-            Ok(()) => Ok(Imported::New),
+            Ok(()) => Ok(true),
             Err(chipset_backend::Error::Exists { key: at, .. }) if at == id_key.to_string() => {
                 match self.b.read(&key).seam()? {
-                    Some(v) if v.value == bytes => Ok(Imported::Present),
+                    Some(v) if v.value == bytes => Ok(false),
                     _ => Err(Error::IdTaken {
                         id: id.clone(),
                         location: self
