@@ -10,7 +10,7 @@
 //!   (the gate cache warmed and settled first). Goal: within 1.1× of the
 //!   small state warm, under 100 ms cold.
 //! - **inbox**: `Mail::inbox` of one agent (N / 200 messages; small: 1).
-//! - **status**: `Mail::counts`, what `chipset status` shows for mail.
+//! - **status**: `Mail::inbox_counts`, what `chipset status` shows for mail.
 //! - **doctor**: `Mail::doctor` in check mode, what `chipset doctor` runs.
 //! - **sweep**: `Mail::sweep_task_on_commit` of a task with 10 messages in
 //!   5 inboxes, its gate run and its folders settled first (as after a
@@ -112,7 +112,7 @@ fn inbox(mail: &Mail, agent: &str) {
 }
 
 fn status(mail: &Mail) {
-    std::hint::black_box(mail.counts().unwrap());
+    std::hint::black_box(mail.inbox_counts().unwrap());
 }
 
 fn doctor(mail: &Mail) {

@@ -226,7 +226,7 @@ impl Chipset {
         let now = self.now()?;
         let hooks: BTreeMap<AgentId, ReadOutcome<Hook>> = self.hooks().list()?;
         let nudge_agents: BTreeSet<AgentId> = self.nudges().agents()?.into_iter().collect();
-        let inbox = self.mail().counts()?.inbox;
+        let inbox = self.mail().inbox_counts()?;
         let bus: BTreeMap<AgentId, AgentStatus> = self
             .bus()
             .status()?

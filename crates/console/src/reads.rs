@@ -71,8 +71,8 @@ impl Reads {
                 // The server counts every inbox in one statement.
                 true => chipset
                     .mail()
-                    .counts()
-                    .map(|c| c.inbox.into_iter().map(|(a, n)| (a, Ok(n))).collect())
+                    .inbox_counts()
+                    .map(|c| c.into_iter().map(|(a, n)| (a, Ok(n))).collect())
                     .map_err(|e| chain(&e)),
             });
         }

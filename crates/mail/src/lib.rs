@@ -144,7 +144,7 @@
 //!   task's by-task archive newer than the thread's root.
 //! - [`Mail::sweep_task_on_commit`] reads the inboxes and `archive/` (the
 //!   archived messages of tasks not yet swept).
-//! - [`Mail::counts`] lists directories and reads no file.
+//! - [`Mail::inbox_counts`] lists directories and reads no file.
 //!
 //! # The gate cache
 //!
@@ -206,7 +206,7 @@
 //!   A folder the cache cannot take (it holds an unreadable or unsupported
 //!   file) is read whole, as without the cache, so every other message
 //!   still moves and the sweep then names the file.
-//! - [`Mail::counts`] lists directories and reads no file.
+//! - [`Mail::inbox_counts`] lists directories and reads no file.
 //!
 //! # The archive tail
 //!
@@ -350,7 +350,7 @@
 //! repaired yet (its sender or archiver may be appending), and not clean
 //! either (the report says when to check again). The doctor cannot tell
 //! when a message was moved into `archive/`, so it measures the grace from
-//! the message's `created_at` (see [`Mail::doctor`]). [`Mail::counts`] gives per-agent inbox counts cheaply.
+//! the message's `created_at` (see [`Mail::doctor`]). [`Mail::inbox_counts`] gives per-agent inbox counts cheaply.
 //!
 //! The doctor's memory does not grow with the number of messages. It reads
 //! every file once and writes one line per copy of a message (what its
@@ -367,7 +367,7 @@
 //! at a time (message folders are walked, never listed whole); a repair
 //! that needs a whole message reads it again, so its peak memory is about
 //! the two 8 MB sort buffers, whatever the number of messages.
-//! [`Mail::counts`] counts directory entries as they are listed and holds
+//! [`Mail::inbox_counts`] counts directory entries as they are listed and holds
 //! none.
 //!
 //! # On a server
@@ -384,7 +384,7 @@
 //! [`Error::Backend`] with an unknown outcome
 //! ([`MaybeCommitted::is_outcome_unknown`](chipset_store::MaybeCommitted::is_outcome_unknown)):
 //! retried with the same id it returns the first delivery. Times come
-//! from the server's clock. [`Mail::counts`] counts the rows there,
+//! from the server's clock. [`Mail::inbox_counts`] counts the rows there,
 //! [`Mail::doctor`] checks them and only reports, and [`Mail::watch_inbox`]
 //! wakes on a delivery from any host. The directory keeps its own
 //! code paths (the gate cache, the sent journal, the archive tail), and its
@@ -424,7 +424,7 @@ pub use format::{Kind, MailPriority, ManifestEvent, Message};
 pub use group::{ExpectsReply, Group, GroupMessage, GroupSent};
 pub use id::MessageId;
 pub use layout::Location;
-pub use mail::{ArchiveOutcome, Found, Mail, MailCounts, Manifest, SweepReport};
+pub use mail::{ArchiveOutcome, Found, Mail, Manifest, SweepReport};
 
 /// The mail's directory under the state root, `mail/`.
 pub(crate) const MAIL_CHANNEL: chipset_store::Channel = chipset_store::Channel::new("mail");

@@ -4,7 +4,6 @@
 //! `read.rs`, replies and the gate in `replies.rs`, the thread in
 //! `thread.rs`, archive and sweep in `archive.rs`.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use chipset_store::{
@@ -62,19 +61,6 @@ pub struct SweepReport {
     pub moved: usize,
     /// Messages in `archive/by-task/{task}/` after the run.
     pub total: usize,
-}
-
-/// Cheap counts for a status screen: directory listings only, no file is read.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct MailCounts {
-    /// Messages waiting in each agent's inbox (agents with an inbox directory).
-    pub inbox: BTreeMap<AgentId, usize>,
-    /// Messages in `archive/` (archived, task not yet swept).
-    pub archived: usize,
-    /// Messages in `archive/orphan/`.
-    pub orphaned: usize,
-    /// Tasks swept into `archive/by-task/`.
-    pub swept_tasks: usize,
 }
 
 /// What [`Mail::read_manifest`] found.

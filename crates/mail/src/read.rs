@@ -1,4 +1,4 @@
-//! Reading: one inbox, counts for a status screen, the manifest.
+//! Reading: one inbox, inbox counts for a status screen, the manifest.
 
 use std::collections::BTreeMap;
 
@@ -8,7 +8,7 @@ use crate::draft::InboxFilter;
 use crate::error::Result;
 use crate::format::{ManifestEvent, Message};
 use crate::layout::id_of;
-use crate::mail::{Mail, MailCounts, Manifest, is_too_large};
+use crate::mail::{Mail, Manifest, is_too_large};
 
 impl Mail {
     // ---- reading -------------------------------------------------------
@@ -78,35 +78,24 @@ impl Mail {
 
     // ---- status --------------------------------------------------------
 
-    /// Returns counts for a status screen, from directory listings only.
+    /// Returns how many message files each agent's inbox holds (every
+    /// agent with an inbox directory), from directory listings only: no
+    /// file is read. On a server, one statement counts them all.
     ///
     /// # Errors
     ///
     /// [`Error::Store`](crate::Error::Store) when a directory cannot be listed;
     /// [`Error::Corrupt`](crate::Error::Corrupt) for a stray entry in `inbox/`.
-    pub fn counts(&self) -> Result<MailCounts> {
+    pub fn inbox_counts(&self) -> Result<BTreeMap<AgentId, usize>> {
         if let Some(server) = self.server() {
-            return server.counts();
+            return server.inbox_counts();
         }
         let mut inbox = BTreeMap::new();
         for agent in self.agents()? {
             let n = self.inbox_len(&agent)?;
             inbox.insert(agent, n);
         }
-        Ok(MailCounts {
-            inbox,
-            archived: self.count_messages(&self.layout.archive_root())?,
-            orphaned: self.count_messages(&self.layout.orphan_root())?,
-            swept_tasks: {
-                let mut n = 0;
-                self.state
-                    .for_each_name(&self.layout.by_task_root(), |_| -> Result<()> {
-                        n += 1;
-                        Ok(())
-                    })?;
-                n
-            },
-        })
+        Ok(inbox)
     }
 
     /// Reads the manifest: every whole record, whatever a crash left.

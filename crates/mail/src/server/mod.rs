@@ -87,7 +87,7 @@ impl Mail {
     /// transaction, so "acknowledged" means committed and a request is
     /// visible to every client's gate when its send returns. Times
     /// (`created_at`, events) come from the server's clock.
-    /// [`Mail::counts`] counts the rows, [`Mail::doctor`] checks them and
+    /// [`Mail::inbox_counts`] counts the rows, [`Mail::doctor`] checks them and
     /// reports (never changes) what is wrong, and [`Mail::watch_inbox`]
     /// waits on an inbox through the server's notifications.
     ///

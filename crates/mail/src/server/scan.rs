@@ -4,17 +4,17 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use chipset_backend::{Backend, Dir, FsBackend, Wait};
+use chipset_backend::{Backend, FsBackend, Wait};
 use chipset_store::AgentId;
 
 use super::{Seam, Server, dir};
 use crate::error::{Error, Result};
-use crate::layout::{ARCHIVE, BY_TASK, INBOX, Location, id_of};
-use crate::mail::{Mail, MailCounts};
+use crate::layout::{INBOX, Location};
+use crate::mail::Mail;
 
 impl Server<'_> {
-    /// The counts of [`Mail::counts`], from listings of the rows.
-    pub(crate) fn counts(&self) -> Result<MailCounts> {
+    /// The counts of [`Mail::inbox_counts`], from listings of the rows.
+    pub(crate) fn inbox_counts(&self) -> Result<BTreeMap<AgentId, usize>> {
         let mut inbox = BTreeMap::new();
         for name in self.b.list_dirs(&dir(&[INBOX])).seam()? {
             // A folder that is not an agent's is the doctor's to report.
@@ -23,16 +23,7 @@ impl Server<'_> {
                 inbox.insert(agent, n);
             }
         }
-        let count = |d: &Dir| -> Result<usize> {
-            let names = self.b.list(d).seam()?;
-            Ok(names.iter().filter(|n| id_of(n).is_some()).count())
-        };
-        Ok(MailCounts {
-            inbox,
-            archived: count(&Self::dir_of(&Location::Archive))?,
-            orphaned: count(&Self::dir_of(&Location::Orphan))?,
-            swept_tasks: self.b.list_dirs(&dir(&[ARCHIVE, BY_TASK])).seam()?.len(),
-        })
+        Ok(inbox)
     }
 }
 

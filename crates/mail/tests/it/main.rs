@@ -130,6 +130,18 @@ pub(crate) fn fixture_no_sync(place: &place::Place, config: MailConfig) -> Fixtu
     Fixture { tmp, clock, mail }
 }
 
+/// Counts the message files (`*.json`) directly in `dir` (none when it is missing).
+pub(crate) fn message_files(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir).map_or(0, |entries| {
+        entries
+            .filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".json"))
+            })
+            .count()
+    })
+}
+
 /// Starts watching `dir` for opens of the files in it.
 pub(crate) fn watch_opens(dir: &std::path::Path) -> rustix::fd::OwnedFd {
     use rustix::fs::inotify;
