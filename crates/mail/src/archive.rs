@@ -67,7 +67,7 @@ impl Mail {
             return server.archive(id);
         }
         let found = self
-            .find(id)?
+            .found(id)?
             .ok_or_else(|| Error::NotFound { id: id.clone() })?;
         let Location::Inbox(agent) = &found.location else {
             return Ok(ArchiveOutcome::AlreadyArchived(found.location));

@@ -325,7 +325,7 @@ impl Mail {
     /// delivered to one of `to`, if any.
     fn first_attempt(&self, id: &MessageId, to: &BTreeSet<AgentId>) -> Result<Option<Group>> {
         for agent in to {
-            if let Some(found) = self.find(&copy_id(id, agent))?
+            if let Some(found) = self.found(&copy_id(id, agent))?
                 && let Some(group) = found.message.group
                 && group.id == *id
             {

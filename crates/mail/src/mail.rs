@@ -36,11 +36,11 @@ pub struct Mail {
 
 /// A message and where it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Found {
+pub(crate) struct Found {
     /// Where the file is.
-    pub location: Location,
+    pub(crate) location: Location,
     /// The message.
-    pub message: Message,
+    pub(crate) message: Message,
 }
 
 /// What [`Mail::archive`] did.
@@ -348,12 +348,18 @@ impl Mail {
         Ok(None)
     }
 
-    /// Returns the message `id` and where it is, or `None` when it is nowhere.
+    /// Returns the message `id` wherever it is, or `None` when it is
+    /// nowhere. It looks where [`Mail::locate`] looks, in the same order.
     ///
     /// # Errors
     ///
     /// [`Error::Corrupt`](crate::Error::Corrupt) when its file is unreadable; as [`Mail::locate`].
-    pub fn find(&self, id: &MessageId) -> Result<Option<Found>> {
+    pub fn find(&self, id: &MessageId) -> Result<Option<Message>> {
+        Ok(self.found(id)?.map(|found| found.message))
+    }
+
+    /// As [`Mail::find`], with where the message is.
+    pub(crate) fn found(&self, id: &MessageId) -> Result<Option<Found>> {
         self.find_with(id, None)
     }
 

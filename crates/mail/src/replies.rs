@@ -55,7 +55,7 @@ impl Mail {
         if self.indexed_reply(id)? {
             return Ok(true);
         }
-        match self.find(id)? {
+        match self.found(id)? {
             Some(found) => Ok(self.unindexed_reply(&found.message)?.is_some()),
             None => Ok(false),
         }

@@ -86,7 +86,7 @@ impl Mail {
                     return Err(Error::IdCollision { path });
                 }
                 // A concurrent send of the same chosen id won the race.
-                return match self.find(&message.id)? {
+                return match self.found(&message.id)? {
                     Some(found) if found.message.same_content(&message) => Ok(found.message),
                     Some(found) => Err(Error::IdTaken {
                         id: message.id,
@@ -190,7 +190,7 @@ impl Mail {
         // first delivery when its content is the same.
         let mut firsts: BTreeMap<MessageId, Message> = BTreeMap::new();
         for m in raced {
-            match self.find(&m.id)? {
+            match self.found(&m.id)? {
                 Some(found) if found.message.same_content(&m) => {
                     firsts.insert(m.id.clone(), found.message);
                 }
@@ -310,7 +310,7 @@ impl Mail {
         let mut first = None;
         if draft.id.is_some()
             && !draft.fresh
-            && let Some(found) = self.find(&message.id)?
+            && let Some(found) = self.found(&message.id)?
         {
             if !found.message.same_content(&message) {
                 return Err(Error::IdTaken {

@@ -427,7 +427,7 @@ impl Mail {
         let Some(parent) = response.in_reply_to.clone() else {
             return Ok(None);
         };
-        Ok(match self.find(&parent)? {
+        Ok(match self.found(&parent)? {
             Some(found) if answers(&response, &found.message) => Some(response),
             _ => None,
         })

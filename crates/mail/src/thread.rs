@@ -74,7 +74,7 @@ impl Mail {
             return server.thread(id);
         }
         let start = self
-            .find(id)?
+            .found(id)?
             .ok_or_else(|| Error::NotFound { id: id.clone() })?;
         let task = start.message.phase.clone();
         let mut nodes: BTreeMap<MessageId, Message> = BTreeMap::new();

@@ -226,7 +226,7 @@ impl Sources {
         counts: &mut Counts,
     ) -> Result<()> {
         match self.mail.find(id) {
-            Ok(Some(found)) => self.add_message(tx, &found.message, counts),
+            Ok(Some(message)) => self.add_message(tx, &message, counts),
             Ok(None) => Ok(()),
             Err(e) => {
                 tracing::debug!(%id, error = %e, "a sent message could not be read; left out of the index");

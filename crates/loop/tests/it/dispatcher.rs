@@ -156,14 +156,7 @@ fn a_completion_is_verified_cleared_and_counted_once_whatever_the_repeats(s: Set
     assert_eq!(entry.attempts[0].outcome, AttemptOutcome::Completed);
     // The report was archived, the wake-up acknowledged.
     assert!(s.inbox(&agent("mayor")).is_empty());
-    assert!(
-        s.mail
-            .find(&report)
-            .unwrap()
-            .unwrap()
-            .location
-            .is_archived()
-    );
+    assert!(s.mail.locate(&report).unwrap().unwrap().is_archived());
     assert!(s.bus().pending(&agent("mayor")).unwrap().is_empty());
     for _ in 0..3 {
         assert!(d.tick().unwrap().is_empty());

@@ -136,7 +136,7 @@ fn loop_files_and_messages() {
     else {
         panic!()
     };
-    let report = s.mail.find(&report).unwrap().unwrap().message;
+    let report = s.mail.find(&report).unwrap().unwrap();
     insta::assert_snapshot!("completion_report", report.body);
     assert_eq!(body_json(&report.body)["type"], "completion_report");
     assert_eq!(report.subject, Topic::CompletionReport.as_str());

@@ -232,7 +232,7 @@ impl Mail {
         for chunk in unlinked.chunks(REPAIR_CHUNK) {
             let mut replies = Vec::with_capacity(chunk.len());
             for id in chunk {
-                if let Some(found) = self.find(id)? {
+                if let Some(found) = self.found(id)? {
                     replies.push(found.message);
                 }
             }
@@ -313,7 +313,7 @@ impl Mail {
         let path = self.layout.file(location, id);
         match read_message(&self.state, &path)? {
             ReadOutcome::Value(m) => Ok(Some(check_id(&path, id, m)?)),
-            ReadOutcome::Missing => Ok(self.find(id)?.map(|found| found.message)),
+            ReadOutcome::Missing => Ok(self.found(id)?.map(|found| found.message)),
             ReadOutcome::Corrupt(c) => Err(c.into()),
             ReadOutcome::Unsupported(u) => Err(u.into()),
         }

@@ -363,10 +363,7 @@ fn run(place: &Place, ops: Vec<Op>) {
                     Some(Model::to_location(&m.loc))
                 );
                 let found = mail.find(&m.id).unwrap().unwrap();
-                assert_eq!(
-                    (&found.message.from, &found.message.to),
-                    (&agent(m.from), &agent(m.to))
-                );
+                assert_eq!((&found.from, &found.to), (&agent(m.from), &agent(m.to)));
             }
             Op::Sweep(t) => {
                 let mut moved = 0;

@@ -63,7 +63,7 @@ fn a_message_of_exactly_the_read_cap_is_sent_and_read_back() {
     let fill = usize::try_from(600 - size(&probe)).unwrap() + 1;
     let full = mail.send(&note("x".repeat(fill))).unwrap();
     assert_eq!(size(&full), 600);
-    assert_eq!(mail.find(&full.id).unwrap().unwrap().message, full);
+    assert_eq!(mail.find(&full.id).unwrap().unwrap(), full);
     let err = mail.send(&note("x".repeat(fill + 1))).unwrap_err();
     assert!(
         matches!(

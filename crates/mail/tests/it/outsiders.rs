@@ -60,7 +60,7 @@ fn a_valid_nubos_message_of_over_a_mib_is_read() {
     assert_eq!(listed[1].body.len(), 200 * 1024);
     let pending = n.mail.pending_replies(&task(TASK)).unwrap();
     assert_eq!(pending.len(), 2);
-    assert_eq!(n.mail.find(&mid(BIG)).unwrap().unwrap().message, listed[1]);
+    assert_eq!(n.mail.find(&mid(BIG)).unwrap().unwrap(), listed[1]);
     let report = n.mail.doctor(DoctorMode::Check).unwrap();
     assert!(finding(&report, "messaging-corrupt-file").is_empty());
     assert!(finding(&report, "messaging-oversized-file").is_empty());
@@ -248,7 +248,7 @@ fn doctor_fix_says_the_seed_archives_an_answered_request() {
         before[&Path::new("inbox/np-executor").join(format!("{ANSWERED}.json"))]
     );
     assert_eq!(
-        n.mail.find(&mid(ANSWERED)).unwrap().unwrap().message.kind,
+        n.mail.find(&mid(ANSWERED)).unwrap().unwrap().kind,
         Kind::Request
     );
 }

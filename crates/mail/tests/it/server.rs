@@ -137,7 +137,7 @@ fn bad_input_is_refused_and_changes_nothing(place: &Place) {
             sql,
         ))
         .unwrap();
-    assert_eq!(mail.find(&m.id).unwrap().unwrap().message.body, sql);
+    assert_eq!(mail.find(&m.id).unwrap().unwrap().body, sql);
     let q = mail.send(&request(ID)).unwrap();
     assert!(matches!(
         mail.archive(&q.id),
@@ -276,7 +276,7 @@ fn a_send_cut_at_commit_is_unknown_and_the_retry_returns_the_first_on_postgres()
     assert!(err.is_outcome_unknown(), "{err}");
     assert!(other.pending_replies(&task("t1")).unwrap().is_empty());
     let a = cut.send(&answer).unwrap();
-    assert_eq!(other.find(&a.id).unwrap().unwrap().message, a);
+    assert_eq!(other.find(&a.id).unwrap().unwrap(), a);
     let manifest = other.read_manifest().unwrap();
     assert_eq!(manifest.events.len(), 3, "{:?}", manifest.events);
 }

@@ -197,12 +197,11 @@ pub(crate) fn mail_inbox(ctx: &Ctx, p: MailInbox) -> Outcome {
 
 pub(crate) fn mail_read(ctx: &Ctx, p: MailRead) -> Outcome {
     let message_id: MessageId = id(&p.id)?;
-    let found = ctx.mail()?.find(&message_id)?.ok_or_else(|| {
+    let m = &ctx.mail()?.find(&message_id)?.ok_or_else(|| {
         Failure::refused(format!(
             "no message {message_id} in any inbox or the archive"
         ))
     })?;
-    let m = &found.message;
     let text = format!(
         "{} {} {}→{} task {} {}\n{}\n",
         m.id,
@@ -221,11 +220,11 @@ pub(crate) fn mail_archive(ctx: &Ctx, p: MailArchive) -> Outcome {
     let mail = ctx.mail()?;
     // Archiving is the addressee's act: an agent files its own messages only.
     if let Some(found) = mail.find(&message_id)?
-        && found.message.to != ctx.agent
+        && found.to != ctx.agent
     {
         return Err(Failure::refused(format!(
             "cannot archive {message_id}: it is addressed to `{}`, not to `{}`",
-            found.message.to, ctx.agent
+            found.to, ctx.agent
         )));
     }
     let view = Archived::from(mail.archive(&message_id)?);
