@@ -61,7 +61,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use chipset_mail::{InboxFilter, Mail, NewMessage};
+use chipset_mail::{Mail, NewMessage};
 use chipset_store::DoctorMode;
 use chipset_store::{AgentId, StateDir, TaskId};
 use chipset_testkit::scale::{MailWriter, agent_name, message_id, message_json};
@@ -105,10 +105,7 @@ fn gate(mail: &Mail) {
 }
 
 fn inbox(mail: &Mail, agent: &str) {
-    std::hint::black_box(
-        mail.inbox(&AgentId::new(agent).unwrap(), &InboxFilter::default())
-            .unwrap(),
-    );
+    std::hint::black_box(mail.inbox(&AgentId::new(agent).unwrap()).unwrap());
 }
 
 fn status(mail: &Mail) {

@@ -22,7 +22,7 @@ use chipset::bus::Bus;
 use chipset::r#loop::{
     Blocker, CriticReport, EscalationReason, Phase, Round, Rounds, RoundsConfig, Routing, Topic,
 };
-use chipset::mail::{InboxFilter, Location, Mail, Message, NewMessage};
+use chipset::mail::{Location, Mail, Message, NewMessage};
 use chipset::store::{AgentId, StateDir, TaskId};
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
@@ -62,14 +62,10 @@ impl Agents {
 
     /// The executor reads its inbox for the task and answers every request.
     fn answer_all(&self, mail: &Mail, round: &Round, answer: &str) -> Result<()> {
-        let filter = InboxFilter {
-            task: Some(round.task().clone()),
-            ..InboxFilter::default()
-        };
         let requests: Vec<Message> = mail
-            .inbox(&self.executor, &filter)?
+            .inbox(&self.executor)?
             .into_iter()
-            .filter(Message::needs_reply)
+            .filter(|m| m.task() == round.task() && m.needs_reply())
             .collect();
         say(
             round,

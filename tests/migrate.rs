@@ -238,7 +238,7 @@ fn observe(door: &Chipset) -> Vec<String> {
         ));
         let inbox: Vec<_> = door
             .mail()
-            .inbox(&a, &Default::default())
+            .inbox(&a)
             .unwrap()
             .into_iter()
             .map(|m| m.id)

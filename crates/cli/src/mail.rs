@@ -5,7 +5,7 @@ use std::io::Read as _;
 use std::time::Duration;
 
 use chipset_mail::MessageId;
-use chipset_mail::{GroupMessage, InboxFilter, Kind, Mail, MailPriority, Message, NewMessage};
+use chipset_mail::{GroupMessage, Kind, Mail, MailPriority, Message, NewMessage};
 use chipset_mcp::view::Archived;
 
 use crate::Ctx;
@@ -50,15 +50,14 @@ pub(crate) fn run(ctx: &Ctx, command: MailCommand) -> Result<Output> {
                 Some(Since::Id(id)) => (None, Some(id)),
                 None => (None, None),
             };
-            let filter = InboxFilter {
-                kind: kind.map(Kind::from),
-                since,
-                task,
-            };
-            let mut messages = mail.inbox(&agent, &filter)?;
-            if let Some(after) = after {
-                messages.retain(|m| m.id > after);
-            }
+            let kind = kind.map(Kind::from);
+            let mut messages = mail.inbox(&agent)?;
+            messages.retain(|m| {
+                kind.is_none_or(|k| m.kind == k)
+                    && since.is_none_or(|t| m.created_at >= t)
+                    && task.as_ref().is_none_or(|t| m.task() == t)
+                    && after.as_ref().is_none_or(|after| m.id > *after)
+            });
             let empty = format!("no messages for {agent}\n");
             Ok(listing(ctx.paint, &messages, true, &empty))
         }

@@ -4,7 +4,7 @@
 //! when the row is selected.
 
 use chipset::Chipset;
-use chipset::mail::{InboxFilter, MessageId};
+use chipset::mail::MessageId;
 use chipset::nudge::ReminderId;
 use chipset::pool::ItemId;
 use chipset::store::{AgentId, ReadOutcome, Timestamp};
@@ -134,7 +134,7 @@ fn agent_detail(chipset: &Chipset, now: Timestamp, agent: &AgentId) -> Detail {
         }
         Err(e) => d.line(format!("profile: {}", chain(&e))),
     }
-    match chipset.mail().inbox(agent, &InboxFilter::default()) {
+    match chipset.mail().inbox(agent) {
         Ok(messages) => {
             d.line(format!("inbox: {} messages", messages.len()));
             for m in messages.iter().rev().take(LIST_CAP) {

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::SystemTime;
 
 use chipset::Chipset;
-use chipset::mail::{InboxFilter, Kind, Mail, Message, MessageId};
+use chipset::mail::{Kind, Mail, Message, MessageId};
 use chipset::store::{AgentId, Stat, TaskId, Timestamp};
 
 use crate::model::{Table, chain, request_row};
@@ -153,7 +153,7 @@ impl Requests {
         if known.stamp.is_some() && known.stamp == stamp && stamp.is_some_and(|s| settled(&s)) {
             return Ok(());
         }
-        let messages = match mail.inbox(agent, &InboxFilter::default()) {
+        let messages = match mail.inbox(agent) {
             Ok(m) => m,
             Err(e) => {
                 // Unreadable now: forget it, so the next load reads it again.

@@ -111,11 +111,7 @@ impl Channels {
                 self.nudges.mark_processed(to, &n).unwrap();
             }
             WorkKind::Mail => {
-                for m in self
-                    .mail
-                    .inbox(to, &chipset_mail::InboxFilter::default())
-                    .unwrap()
-                {
+                for m in self.mail.inbox(to).unwrap() {
                     let _ = self.mail.archive(&m.id).unwrap();
                 }
             }

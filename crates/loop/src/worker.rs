@@ -7,7 +7,7 @@ use std::time::Duration;
 use chipset_bus::{NewEvent, Priority as BusPriority};
 use chipset_hook::{Assignment, Pickup};
 use chipset_mail::MessageId;
-use chipset_mail::{InboxFilter, Kind, Message, NewMessage};
+use chipset_mail::{Kind, Message, NewMessage};
 use chipset_nudge::{Nudge, NudgeType, Received};
 use chipset_store::{AgentId, ReadOutcome, Timestamp};
 
@@ -353,14 +353,11 @@ impl Worker {
         let Ok(task) = task_of(&a.work.bead_id) else {
             return;
         };
-        let filter = InboxFilter {
-            kind: Some(Kind::Notify),
-            since: None,
-            task: Some(task),
-        };
-        match self.channels.mail.inbox(&self.me, &filter) {
+        match self.channels.mail.inbox(&self.me) {
             Ok(messages) => {
-                for m in messages.iter().filter(|m| m.subject == WORK_ASSIGNMENT) {
+                for m in messages.iter().filter(|m| {
+                    m.kind == Kind::Notify && *m.task() == task && m.subject == WORK_ASSIGNMENT
+                }) {
                     if let Err(e) = self.channels.mail.archive(&m.id) {
                         tracing::warn!(id = %m.id, error = %e, "could not archive the work assignment");
                     }
@@ -503,12 +500,10 @@ impl WorkHandle<'_> {
     ///
     /// [`Error::Mail`], including a corrupt inbox file.
     pub fn context(&self) -> Result<Vec<Message>> {
-        let filter = InboxFilter {
-            kind: None,
-            since: None,
-            task: Some(task_of(&self.assignment.work.bead_id)?),
-        };
-        Ok(self.worker.channels.mail.inbox(&self.worker.me, &filter)?)
+        let task = task_of(&self.assignment.work.bead_id)?;
+        let mut messages = self.worker.channels.mail.inbox(&self.worker.me)?;
+        messages.retain(|m| *m.task() == task);
+        Ok(messages)
     }
 
     fn touch(&mut self) -> std::result::Result<(), Stop> {

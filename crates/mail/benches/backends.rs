@@ -29,7 +29,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use chipset_backend::{PgBackend, PgOptions};
-use chipset_mail::{InboxFilter, Mail, MailConfig, NewMessage};
+use chipset_mail::{Mail, MailConfig, NewMessage};
 use chipset_store::{AgentId, StateDir, TaskId};
 
 /// Where the mail lives.
@@ -147,10 +147,7 @@ fn run(side: &Side, fill: usize) -> Row {
         (0..5)
             .map(|_| {
                 let start = Instant::now();
-                let n = mail
-                    .inbox(&agent("big"), &InboxFilter::default())
-                    .unwrap()
-                    .len();
+                let n = mail.inbox(&agent("big")).unwrap().len();
                 assert_eq!(n, fill);
                 ms(start.elapsed())
             })

@@ -48,7 +48,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use chipset_mail::MessageId;
-use chipset_mail::{InboxFilter, Location, Mail, NewMessage};
+use chipset_mail::{Location, Mail, NewMessage};
 use chipset_store::{AgentId, SortableId, StateDir, SystemClock, TaskId};
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main};
@@ -276,10 +276,7 @@ fn inbox(c: &mut Criterion) {
         fs::write(dir.join(format!("{id}.json")), template.with_id(&id)).unwrap();
     }
     let who = agent("np-executor");
-    assert_eq!(
-        mail.inbox(&who, &InboxFilter::default()).unwrap().len(),
-        10_000
-    );
+    assert_eq!(mail.inbox(&who).unwrap().len(), 10_000);
 
     let mut g = c.benchmark_group("inbox_10k");
     g.sample_size(20);
@@ -291,7 +288,7 @@ fn inbox(c: &mut Criterion) {
             black_box(raw_inbox(&dir));
         }),
         just(|| {
-            black_box(mail.inbox(&who, &InboxFilter::default()).unwrap());
+            black_box(mail.inbox(&who).unwrap());
         }),
     );
     g.finish();

@@ -176,9 +176,7 @@ fn gate_scenario(work: &Path, nubos: &mut Nubos, n: usize, rounds: usize) {
                     };
                     let mut scan = || {
                         let t = Instant::now();
-                        let listed = mail
-                            .inbox(&executor, &chipset_mail::InboxFilter::default())
-                            .unwrap();
+                        let listed = mail.inbox(&executor).unwrap();
                         c_inbox += t.elapsed().as_secs_f64() * 1e6;
                         assert_eq!(listed.len(), n);
                     };
@@ -270,9 +268,7 @@ fn settled_scenario(work: &Path, nubos: &mut Nubos, n: usize, rounds: usize) {
                     },
                     &mut || {
                         let t = Instant::now();
-                        let listed = s
-                            .inbox(&executor, &chipset_mail::InboxFilter::default())
-                            .unwrap();
+                        let listed = s.inbox(&executor).unwrap();
                         scan[v] += t.elapsed().as_secs_f64() * 1e6;
                         assert_eq!(listed.len(), n);
                     },

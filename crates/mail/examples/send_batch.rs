@@ -45,7 +45,7 @@ fn main() {
         })
         .collect();
     let result = mail.send_batch(&drafts);
-    let inbox = mail.inbox(&to, &Default::default()).map(|m| m.len());
+    let inbox = mail.inbox(&to).map(|m| m.len());
     match result {
         Ok(sent) => println!("sent {} messages; the inbox holds {inbox:?}", sent.len()),
         Err(e) => {

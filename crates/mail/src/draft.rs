@@ -1,4 +1,4 @@
-//! Drafts (what a sender asks for), the configuration, the inbox filter,
+//! Drafts (what a sender asks for), the configuration,
 //! and the pure checks a draft must pass before anything touches the disk.
 
 use std::collections::BTreeSet;
@@ -44,27 +44,6 @@ impl Default for MailConfig {
             orphan_after: None,
             in_flight_grace: Duration::from_secs(10),
         }
-    }
-}
-
-/// Which inbox messages [`Mail::inbox`](crate::Mail::inbox) returns. The
-/// default returns them all.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct InboxFilter {
-    /// Only this kind.
-    pub kind: Option<Kind>,
-    /// Only messages created at or after this instant.
-    pub since: Option<Timestamp>,
-    /// Only this task's messages.
-    pub task: Option<TaskId>,
-}
-
-impl InboxFilter {
-    /// Returns true when `message` passes.
-    pub(crate) fn matches(&self, message: &Message) -> bool {
-        self.kind.is_none_or(|k| k == message.kind)
-            && self.since.is_none_or(|t| message.created_at >= t)
-            && self.task.as_ref().is_none_or(|t| *t == message.phase)
     }
 }
 
@@ -434,27 +413,5 @@ mod tests {
             check_parent(&follow_up, &req),
             Err(Error::TaskMismatch { .. })
         ));
-    }
-
-    #[test]
-    fn filter() {
-        let m = request();
-        assert!(InboxFilter::default().matches(&m));
-        let by_kind = InboxFilter {
-            kind: Some(Kind::Notify),
-            ..InboxFilter::default()
-        };
-        assert!(!by_kind.matches(&m));
-        let since = InboxFilter {
-            since: Some(Timestamp::from_unix_ms(1)),
-            ..InboxFilter::default()
-        };
-        assert!(!since.matches(&m));
-        let at = InboxFilter {
-            since: Some(Timestamp::EPOCH),
-            task: Some(task("t1")),
-            ..InboxFilter::default()
-        };
-        assert!(at.matches(&m));
     }
 }

@@ -8,7 +8,7 @@
 //! senders queue on.
 //!
 //! ```
-//! use chipset_mail::{ArchiveOutcome, NewMessage, InboxFilter, Mail, Error};
+//! use chipset_mail::{ArchiveOutcome, NewMessage, Mail, Error};
 //! use chipset_store::{AgentId, StateDir, TaskId};
 //!
 //! let tmp = tempfile::tempdir()?;
@@ -25,7 +25,7 @@
 //! assert!(matches!(mail.archive(&question.id), Err(Error::ArchiveWithoutReply { .. })));
 //!
 //! // The executor reads its inbox and answers; answering archives the request.
-//! let inbox = mail.inbox(&executor, &InboxFilter::default())?;
+//! let inbox = mail.inbox(&executor)?;
 //! assert_eq!(inbox[0].subject, "dead-code");
 //! let answer = mail.send(&NewMessage::response(executor.clone(), critic.clone(),
 //!     question.id.clone(), "dead-code", "yes: it was unused"))?;
@@ -418,7 +418,7 @@ mod tail;
 mod thread;
 
 pub use doctor::OrphanReason;
-pub use draft::{InboxFilter, MailConfig, NewMessage};
+pub use draft::{MailConfig, NewMessage};
 pub use error::{Error, Result};
 pub use format::{Kind, MailPriority, ManifestEvent, Message};
 pub use group::{ExpectsReply, Group, GroupMessage, GroupSent};

@@ -4,7 +4,6 @@ use std::collections::BTreeMap;
 
 use chipset_store::{AgentId, ReadOutcome, StatePath};
 
-use crate::draft::InboxFilter;
 use crate::error::Result;
 use crate::format::{ManifestEvent, Message};
 use crate::layout::id_of;
@@ -13,8 +12,9 @@ use crate::mail::{Mail, Manifest, is_too_large};
 impl Mail {
     // ---- reading -------------------------------------------------------
 
-    /// Returns the messages in `agent`'s inbox that pass `filter`, in id order
-    /// (send order). Reads only that inbox.
+    /// Returns the messages in `agent`'s inbox, in id order (send order).
+    /// Reads only that inbox, and every message in it: pick the ones you
+    /// want (a kind, a task, a time) from the result.
     ///
     /// Files another program left there that are not messages are skipped
     /// with a `tracing` warning, and [`Mail::doctor`] reports them: a name
@@ -31,18 +31,14 @@ impl Mail {
     /// holding a value this version does not know: such a file is never
     /// skipped. [`Error::Store`](crate::Error::Store) when the inbox
     /// cannot be listed.
-    pub fn inbox(&self, agent: &AgentId, filter: &InboxFilter) -> Result<Vec<Message>> {
+    pub fn inbox(&self, agent: &AgentId) -> Result<Vec<Message>> {
         if let Some(server) = self.server() {
-            return server.inbox(agent, filter);
+            return server.inbox(agent);
         }
         let mut out = Vec::new();
         for (_, read) in self.scan(&self.layout.inbox(agent), &[])? {
             match read {
-                ReadOutcome::Value(m) => {
-                    if filter.matches(&m) {
-                        out.push(m);
-                    }
-                }
+                ReadOutcome::Value(m) => out.push(m),
                 ReadOutcome::Corrupt(c) if is_too_large(&c) => {
                     tracing::warn!(path = %c.path.display(), reason = %c.reason, "skipping a file over the message read cap");
                 }

@@ -3,7 +3,6 @@
 use std::time::Duration;
 
 use chipset_lease::{Error, LeaseMode, Released};
-use chipset_mail::InboxFilter;
 
 use crate::{agent, exclusive, setup, shared, table_bytes};
 
@@ -179,7 +178,7 @@ fn a_forced_release_needs_a_reason_and_mails_the_holder() {
     assert!(matches!(r, Released::Released(_)));
     assert!(s.leases.list().unwrap().is_empty());
     let mail = chipset_mail::Mail::new(s.tmp.state.clone());
-    let inbox = mail.inbox(&a, &InboxFilter::default()).unwrap();
+    let inbox = mail.inbox(&a).unwrap();
     assert_eq!(inbox.len(), 1);
     assert_eq!(inbox[0].subject, "lease-force-released");
     assert!(inbox[0].body.contains("alice crashed"));
@@ -188,7 +187,7 @@ fn a_forced_release_needs_a_reason_and_mails_the_holder() {
         s.leases.force_release(&b, l.token, "again").unwrap(),
         Released::AlreadyGone
     );
-    assert_eq!(mail.inbox(&a, &InboxFilter::default()).unwrap().len(), 1);
+    assert_eq!(mail.inbox(&a).unwrap().len(), 1);
 }
 
 #[test]

@@ -119,9 +119,7 @@ fn a_forced_release_mails_the_holder_on_the_server() {
         chipset_mail::MailConfig::default(),
         place.backend(&there.state),
     );
-    let inbox = mail
-        .inbox(&a, &chipset_mail::InboxFilter::default())
-        .unwrap();
+    let inbox = mail.inbox(&a).unwrap();
     assert_eq!(inbox.len(), 1);
     assert_eq!(inbox[0].subject, "lease-force-released");
     // Nothing went through either local root.

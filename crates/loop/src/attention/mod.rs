@@ -8,7 +8,7 @@ use chipset_backend::Backend;
 
 use chipset_bus::Bus;
 use chipset_hook::{HookStatus, Hooks};
-use chipset_mail::{InboxFilter, Mail, Message};
+use chipset_mail::{Mail, Message};
 use chipset_nudge::{KindRegistry, Nudge, Nudges, Received, Reminder, ReminderFilter, Reminders};
 use chipset_store::{AgentId, ReadOutcome, StateDir, Timestamp, WatchConfig, WatchTarget};
 
@@ -317,7 +317,7 @@ impl Attention {
     }
 
     fn mail_entry(&self, agent: &AgentId) -> Result<Option<Entry>> {
-        let messages = match self.mail.inbox(agent, &InboxFilter::default()) {
+        let messages = match self.mail.inbox(agent) {
             Ok(m) => m,
             Err(chipset_mail::Error::Corrupt(c)) => {
                 let count = self.mail.inbox_len(agent)?.max(1);

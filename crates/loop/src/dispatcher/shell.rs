@@ -8,7 +8,7 @@ use chipset_bus::NewEvent;
 use chipset_hook::BeadId;
 use chipset_hook::HookStatus;
 use chipset_mail::MessageId;
-use chipset_mail::{InboxFilter, Kind, Message, NewMessage};
+use chipset_mail::{Kind, Message, NewMessage};
 use chipset_nudge::{NewNudge, NudgeType};
 use chipset_store::{AgentId, SortableId, Timestamp};
 
@@ -33,7 +33,7 @@ impl Dispatcher {
         actions: &mut Vec<DispatchAction>,
     ) -> Result<()> {
         let mail = &self.channels.mail;
-        let inbox = match mail.inbox(&self.me, &InboxFilter::default()) {
+        let inbox = match mail.inbox(&self.me) {
             Ok(inbox) => inbox,
             Err(chipset_mail::Error::Corrupt(c)) => {
                 actions.push(unreadable(&c));

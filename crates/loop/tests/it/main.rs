@@ -27,7 +27,7 @@ use std::time::Duration;
 use chipset_loop::{Channels, Rounds, RoundsConfig, Witness, WitnessConfig};
 
 use chipset_hook::Hooks;
-use chipset_mail::{InboxFilter, Mail, ManifestEvent};
+use chipset_mail::{Mail, ManifestEvent};
 use chipset_nudge::Nudges;
 use chipset_store::{AgentId, ManualClock};
 use chipset_testkit::TempState;
@@ -253,7 +253,7 @@ impl Setup {
 
     /// Returns the messages in `agent`'s inbox.
     pub(crate) fn inbox(&self, agent: &AgentId) -> Vec<chipset_mail::Message> {
-        self.mail.inbox(agent, &InboxFilter::default()).unwrap()
+        self.mail.inbox(agent).unwrap()
     }
 }
 

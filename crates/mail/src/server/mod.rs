@@ -257,17 +257,11 @@ impl Server<'_> {
         Ok(self.find_versioned(id)?.map(|(f, _)| f))
     }
 
-    pub(crate) fn inbox(
-        &self,
-        agent: &AgentId,
-        filter: &crate::InboxFilter,
-    ) -> Result<Vec<Message>> {
+    pub(crate) fn inbox(&self, agent: &AgentId) -> Result<Vec<Message>> {
         let folder = Self::dir_of(&Location::Inbox(agent.clone()));
         let mut out = Vec::new();
         for (name, v) in self.b.read_all(&folder).seam()? {
-            if let Some(m) = Self::parse_named(&folder, &name, &v.value)?
-                && filter.matches(&m)
-            {
+            if let Some(m) = Self::parse_named(&folder, &name, &v.value)? {
                 out.push(m);
             }
         }

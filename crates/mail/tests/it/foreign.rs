@@ -8,7 +8,7 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use chipset_mail::{ArchiveOutcome, Error, InboxFilter, Location, Mail};
+use chipset_mail::{ArchiveOutcome, Error, Location, Mail};
 
 use crate::MAX_ROUND;
 use chipset_store::{Defect, DoctorMode, StateDir, Timestamp};
@@ -226,7 +226,7 @@ fn check(f: &Foreign) -> Result<(), TestCaseError> {
     let (id, to, phase) = (mid(&f.id), agent(&f.to), task(&f.phase));
 
     // Inbox: every field as written.
-    let listed = mail.inbox(&to, &InboxFilter::default()).unwrap();
+    let listed = mail.inbox(&to).unwrap();
     prop_assert_eq!(listed.len(), 1);
     let m = &listed[0];
     prop_assert_eq!(&m.id, &id);

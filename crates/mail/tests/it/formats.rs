@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use chipset_mail::{ArchiveOutcome, Error, InboxFilter, Kind, Location, MailConfig, MailPriority};
+use chipset_mail::{ArchiveOutcome, Error, Kind, Location, MailConfig, MailPriority};
 
 use chipset_store::DoctorMode;
 
@@ -124,9 +124,7 @@ fn seed_example_is_listed_archived_and_threaded() {
     std::fs::create_dir_all(&inbox_dir).unwrap();
     std::fs::write(inbox_dir.join(format!("{id}.json")), SEED_EXAMPLE).unwrap();
 
-    let listed = m
-        .inbox(&agent("np-executor"), &InboxFilter::default())
-        .unwrap();
+    let listed = m.inbox(&agent("np-executor")).unwrap();
     assert_eq!(listed.len(), 1);
     let msg = &listed[0];
     assert_eq!(msg.id, id);

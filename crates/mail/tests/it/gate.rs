@@ -2,7 +2,7 @@
 //! is an error naming the file, never a shorter list. Pins the seed defect
 //! "a reader that skips unparsable files makes the gate pass".
 
-use chipset_mail::{Error, InboxFilter, Location, NewMessage};
+use chipset_mail::{Error, Location, NewMessage};
 use chipset_store::{Defect, DoctorMode};
 
 use crate::{agent, fixture, task};
@@ -44,8 +44,7 @@ fn check_gate_fails(corrupt: &str, name: &str, what: &str) {
     for result in [
         m.pending_replies(&task("t1")).map(|v| v.len()),
         m.pending_replies(&task("other-task")).map(|v| v.len()),
-        m.inbox(&agent("exec"), &InboxFilter::default())
-            .map(|v| v.len()),
+        m.inbox(&agent("exec")).map(|v| v.len()),
     ] {
         let err = result.expect_err(what);
         let c = err.corruption().unwrap_or_else(|| panic!("{what}: {err}"));
@@ -125,10 +124,7 @@ fn a_name_that_is_not_json_is_no_request() {
     std::fs::write(&notes, "whatever").unwrap();
     let pending = m.pending_replies(&task("t1")).unwrap();
     assert_eq!(pending, std::slice::from_ref(&open));
-    assert_eq!(
-        m.inbox(&agent("exec"), &InboxFilter::default()).unwrap(),
-        [open]
-    );
+    assert_eq!(m.inbox(&agent("exec")).unwrap(), [open]);
     let report = m.doctor(DoctorMode::Fix).unwrap();
     let [found] = &report.findings[..] else {
         panic!("{report:?}")
@@ -261,10 +257,7 @@ fn unknown_kinds_and_schemas_are_unsupported_and_never_quarantined() {
             assert_eq!((u.path.as_path(), u.what.as_str()), (path.as_path(), what));
         };
         is_unsupported(m.pending_replies(&task("t1")).unwrap_err());
-        is_unsupported(
-            m.inbox(&agent("exec"), &InboxFilter::default())
-                .unwrap_err(),
-        );
+        is_unsupported(m.inbox(&agent("exec")).unwrap_err());
         is_unsupported(m.find(&q.id).unwrap_err());
         is_unsupported(m.archive(&q.id).unwrap_err());
         is_unsupported(m.sweep_task_on_commit(&task("t1")).unwrap_err());

@@ -69,7 +69,7 @@ fn each_recipient_gets_one_copy_and_the_sender_none() {
         assert_ne!(m.id, g.id);
         assert_eq!(m.id.as_str()[..13], GROUP[..13]);
         assert_eq!(g.expects, Some(ExpectsReply::All));
-        let listed = f.mail.inbox(&m.to, &Default::default()).unwrap();
+        let listed = f.mail.inbox(&m.to).unwrap();
         assert_eq!(listed.len(), 1);
         assert_eq!(listed[0].subject, "ship-it");
     }

@@ -8,7 +8,7 @@
 use std::fs;
 use std::path::Path;
 
-use chipset_mail::{Error, InboxFilter, Kind};
+use chipset_mail::{Error, Kind};
 use chipset_store::{Action, DoctorMode, Report};
 use serde_json::json;
 
@@ -51,10 +51,7 @@ fn a_valid_nubos_message_of_over_a_mib_is_read() {
     let inbox = n.folder.join("inbox/np-executor");
     fs::write(inbox.join(format!("{BIG}.json")), &bytes).unwrap();
 
-    let listed = n
-        .mail
-        .inbox(&agent("np-executor"), &InboxFilter::default())
-        .unwrap();
+    let listed = n.mail.inbox(&agent("np-executor")).unwrap();
     let ids: Vec<&str> = listed.iter().map(|m| m.id.as_str()).collect();
     assert_eq!(ids, [OPEN, BIG]);
     assert_eq!(listed[1].body.len(), 200 * 1024);
@@ -77,10 +74,7 @@ fn a_file_over_the_read_cap_is_skipped_reported_and_keeps_the_gate_closed() {
     file.set_len(17 * 1024 * 1024).unwrap();
     drop(file);
 
-    let listed = n
-        .mail
-        .inbox(&agent("np-executor"), &InboxFilter::default())
-        .unwrap();
+    let listed = n.mail.inbox(&agent("np-executor")).unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].id.as_str(), OPEN);
     let err = n.mail.pending_replies(&task(TASK)).unwrap_err();
@@ -112,10 +106,7 @@ fn stray_names_are_skipped_by_listings_and_reported_by_the_doctor() {
     for name in strays {
         fs::write(inbox.join(name), b"not a message").unwrap();
     }
-    let listed = n
-        .mail
-        .inbox(&agent("np-executor"), &InboxFilter::default())
-        .unwrap();
+    let listed = n.mail.inbox(&agent("np-executor")).unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(n.mail.pending_replies(&task(TASK)).unwrap().len(), 1);
 
@@ -139,12 +130,7 @@ fn stray_names_are_skipped_by_listings_and_reported_by_the_doctor() {
     // The sweep moves the task's messages past them.
     let swept = n.mail.sweep_task_on_commit(&task(TASK)).unwrap();
     assert_eq!(swept.moved, 4);
-    assert!(
-        n.mail
-            .inbox(&agent("np-executor"), &InboxFilter::default())
-            .unwrap()
-            .is_empty()
-    );
+    assert!(n.mail.inbox(&agent("np-executor")).unwrap().is_empty());
 }
 
 /// A message under a name that is not its id may be a request the seed's
@@ -155,10 +141,7 @@ fn a_message_under_another_name_fails_closed_and_stays() {
     let n = nubos();
     let path = n.folder.join("inbox/np-executor/question.json");
     fs::write(&path, nubos_request(BIG, "did you mean it?")).unwrap();
-    let inbox = n
-        .mail
-        .inbox(&agent("np-executor"), &InboxFilter::default())
-        .unwrap_err();
+    let inbox = n.mail.inbox(&agent("np-executor")).unwrap_err();
     assert!(
         matches!(inbox, Error::Corrupt(ref c) if c.path == path),
         "{inbox}"

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use chipset_mail::{ArchiveOutcome, Error, InboxFilter, Kind, Location, Mail, NewMessage};
+use chipset_mail::{ArchiveOutcome, Error, Kind, Location, Mail, NewMessage};
 use chipset_store::DoctorMode;
 use chipset_store::StateDir;
 use serde_json::Value;
@@ -110,17 +110,13 @@ fn ids(messages: &[chipset_mail::Message]) -> Vec<&str> {
 fn the_nubos_folder_reads_in_place() {
     let n = nubos();
     let m = &n.mail;
-    let open = m
-        .inbox(&agent("np-executor"), &InboxFilter::default())
-        .unwrap();
+    let open = m.inbox(&agent("np-executor")).unwrap();
     assert_eq!(ids(&open), [OPEN]);
     assert_eq!(open[0].round, None);
     assert_eq!(open[0].kind, Kind::Request);
     assert_eq!(open[0].subject, "dead-code");
     assert_eq!(open[0].in_reply_to, None);
-    let answers = m
-        .inbox(&agent("np-critic"), &InboxFilter::default())
-        .unwrap();
+    let answers = m.inbox(&agent("np-critic")).unwrap();
     assert_eq!(ids(&answers), [RESPONSE]);
     assert_eq!(answers[0].round, Some(2));
     assert_eq!(answers[0].in_reply_to, Some(mid(ANSWERED)));
@@ -586,10 +582,7 @@ fn names_outside_the_schema_are_refused_on_send_and_read_from_disk() {
         .unwrap()
         .replace("\"from\": \"np-critic\"", "\"from\": \"np.critic\"");
     fs::write(&path, text).unwrap();
-    let inbox = n
-        .mail
-        .inbox(&agent("np-executor"), &InboxFilter::default())
-        .unwrap();
+    let inbox = n.mail.inbox(&agent("np-executor")).unwrap();
     assert_eq!(inbox[0].from.as_str(), "np.critic");
     assert_eq!(ids(&n.mail.pending_replies(&task(TASK)).unwrap()), [OPEN]);
 }

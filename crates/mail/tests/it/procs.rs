@@ -10,7 +10,7 @@ use std::thread;
 use std::time::Duration;
 
 use chipset_mail::MessageId;
-use chipset_mail::{ArchiveOutcome, InboxFilter, Mail, MailConfig, ManifestEvent, NewMessage};
+use chipset_mail::{ArchiveOutcome, Mail, MailConfig, ManifestEvent, NewMessage};
 use chipset_store::{DoctorMode, SortableId};
 use chipset_testkit::{self as kit, Jitter, TempState};
 
@@ -134,7 +134,7 @@ impl Children {
 }
 
 fn inbox_ids(mail: &Mail) -> Vec<MessageId> {
-    mail.inbox(&agent(INBOX), &InboxFilter::default())
+    mail.inbox(&agent(INBOX))
         .unwrap()
         .into_iter()
         .map(|m| m.id.clone())
@@ -197,7 +197,7 @@ fn eight_senders(place: &Place) {
     assert_eq!(sent.iter().collect::<BTreeSet<_>>(), unique);
     // Per sender, the bodies arrived complete: 0..250 each.
     let mut per_sender: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
-    for m in mail.inbox(&agent(INBOX), &InboxFilter::default()).unwrap() {
+    for m in mail.inbox(&agent(INBOX)).unwrap() {
         per_sender
             .entry(m.from.to_string())
             .or_default()

@@ -203,7 +203,7 @@ fn every_returned_send_survives_every_power_cut_in(order: SyncOrder) {
                 _ => None,
             })
             .collect();
-        for m in back.inbox(&agent("exec"), &Default::default()).unwrap() {
+        for m in back.inbox(&agent("exec")).unwrap() {
             assert!(
                 recorded.contains(&m.id),
                 "cut {i}: no sent event for {}",

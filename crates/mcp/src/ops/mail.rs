@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use chipset::directory::Recipients;
 use chipset_failure::Failure;
-use chipset_mail::{GroupMessage, InboxFilter, Message, MessageId, NewMessage};
+use chipset_mail::{GroupMessage, Message, MessageId, NewMessage};
 use chipset_store::Timestamp;
 
 use super::{Ctx, Outcome, Reply, id};
@@ -173,19 +173,19 @@ fn since(text: &str) -> Result<Since, Failure> {
 pub(crate) fn mail_inbox(ctx: &Ctx, p: MailInbox) -> Outcome {
     let limit = limit(p.limit)?;
     let start = p.since.as_deref().map(since).transpose()?;
-    let filter = InboxFilter {
-        kind: p.kind.map(chipset_mail::Kind::from),
-        // Strictly after, as the command line's `--since`: times have milliseconds.
-        since: match &start {
-            Some(Since::Time(t)) => Some(*t + Duration::from_millis(1)),
-            _ => None,
-        },
-        task: p.task.as_deref().map(id).transpose()?,
-    };
-    let mut messages = ctx.mail()?.inbox(&ctx.agent, &filter)?;
-    if let Some(Since::Id(after)) = &start {
-        messages.retain(|m| m.id > *after);
-    }
+    let kind = p.kind.map(chipset_mail::Kind::from);
+    let task: Option<chipset_store::TaskId> = p.task.as_deref().map(id).transpose()?;
+    let mut messages = ctx.mail()?.inbox(&ctx.agent)?;
+    messages.retain(|m| {
+        kind.is_none_or(|k| m.kind == k)
+            && task.as_ref().is_none_or(|t| m.task() == t)
+            && match &start {
+                // Strictly after, as the command line's `--since`: times have milliseconds.
+                Some(Since::Time(t)) => m.created_at >= *t + Duration::from_millis(1),
+                Some(Since::Id(after)) => m.id > *after,
+                None => true,
+            }
+    });
     Ok(listing(
         &messages,
         limit,

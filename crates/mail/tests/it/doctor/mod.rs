@@ -3,9 +3,7 @@
 use std::io::Write;
 use std::time::Duration;
 
-use chipset_mail::{
-    ArchiveOutcome, InboxFilter, Location, MailConfig, ManifestEvent, NewMessage, OrphanReason,
-};
+use chipset_mail::{ArchiveOutcome, Location, MailConfig, ManifestEvent, NewMessage, OrphanReason};
 use chipset_store::{Defect, DoctorMode};
 
 use crate::{agent, fixture, fixture_with, manifest_bytes, notify, request, response, task};
@@ -90,11 +88,7 @@ fn duplicate_copy_is_quarantined() {
         Some(inbox_path.as_path())
     );
     assert!(!inbox_path.exists());
-    assert!(
-        m.inbox(&agent("b"), &InboxFilter::default())
-            .unwrap()
-            .is_empty()
-    );
+    assert!(m.inbox(&agent("b")).unwrap().is_empty());
     assert!(codes(m, DoctorMode::Check).is_empty());
 }
 
@@ -129,7 +123,7 @@ fn a_duplicate_at_the_same_stage_keeps_the_copy_met_first() {
         Some(&extra.as_path().to_path_buf())
     );
     assert!(kept.exists() && !extra.exists());
-    assert_eq!(m.inbox(&agent("a"), &InboxFilter::default()).unwrap(), [n]);
+    assert_eq!(m.inbox(&agent("a")).unwrap(), [n]);
     assert!(codes(m, DoctorMode::Check).is_empty());
 }
 

@@ -55,9 +55,7 @@ fn a_gate_right_after_the_sends_opens_no_file_its_senders_recorded() {
     assert_eq!(opened(&exec), Vec::<String>::new());
     assert_eq!(pending_names(m), sent);
     // The same messages, field for field, as a listing of the files gives.
-    let listed = m
-        .inbox(&agent("exec"), &chipset_mail::InboxFilter::default())
-        .unwrap();
+    let listed = m.inbox(&agent("exec")).unwrap();
     let mut listed: Vec<_> = listed.into_iter().collect();
     listed.sort_by(|a, b| a.id.cmp(&b.id));
     assert_eq!(pending, listed);
