@@ -5,7 +5,7 @@ use std::io::Read as _;
 use std::time::Duration;
 
 use chipset_mail::MessageId;
-use chipset_mail::{GroupMessage, Kind, Mail, MailPriority, Message, NewMessage};
+use chipset_mail::{Kind, Mail, MailPriority, Message, NewMessage};
 use chipset_mcp::view::Archived;
 
 use crate::Ctx;
@@ -212,27 +212,31 @@ fn send_group(ctx: &Ctx, mail: &Mail, args: MailSend) -> Result<Output> {
     let task = task.ok_or_else(|| CliError::usage(format!("--kind {kind_name} needs --task T")))?;
     let body = read_body(body, body_file)?;
     let agents = ctx.chipset.directory().clone().resolve(&to, &from)?;
+    let sender_skipped = agents.contains(&from);
     let mut draft = if kind == MailKind::Request {
-        GroupMessage::request(from, agents, task, subject, body)
+        NewMessage::group_request(from, agents, task, subject, body)
     } else {
-        GroupMessage::notify(from, agents, task, subject, body)
+        NewMessage::group_notify(from, agents, task, subject, body)
     };
-    if let Some(expects) = expects_reply {
-        draft.expects = expects.into();
+    if expects_reply == Some(MailExpects::Any) {
+        draft = draft.answered_by_any();
     }
-    draft.round = round;
+    if let Some(round) = round {
+        draft = draft.with_round(round);
+    }
     if let Some(priority) = priority {
-        draft.priority = priority.into();
+        draft = draft.with_priority(priority.into());
     }
     if let Some(id) = id {
-        draft.id = Some(id);
+        draft = draft.with_id(id);
     }
-    let sent = mail.send_group(&draft)?;
-    let mut text = format!("{}\n", sent.id);
-    for m in &sent.messages {
+    let copies = mail.send_group(&draft)?;
+    let view = GroupSentView::of(&copies, sender_skipped);
+    let mut text = format!("{}\n", view.group);
+    for m in &copies {
         let _ = writeln!(text, "{} {}", m.id, m.to);
     }
-    Ok(Output::new(text, output::json(&GroupSentView::of(&sent))))
+    Ok(Output::new(text, output::json(&view)))
 }
 
 /// The most `--body-file` reads: far above any body mail accepts (its own

@@ -1,18 +1,16 @@
 //! Group mail: one message to several agents, an ordinary copy in each
 //! recipient's inbox, tied together by the `group` field; and the gate's
-//! rule for a request to a group ([`ExpectsReply`]).
+//! rule for a request to a group (every recipient answers, or any one).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
-use std::str::FromStr;
 
-use chipset_store::{AgentId, SortableId, TaskId};
+use chipset_store::{AgentId, SortableId};
 use serde::{Deserialize, Serialize};
 
 use crate::MessageId;
 use crate::draft::NewMessage;
 use crate::error::{Error, Result};
-use crate::format::{Kind, MailPriority, Message};
+use crate::format::{Kind, Message};
 use crate::mail::Mail;
 
 /// The most recipients one group message has (after the sender is left out).
@@ -21,7 +19,7 @@ pub(crate) const MAX_GROUP: usize = 4096;
 /// When a request to a group stops holding up its task.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum ExpectsReply {
+pub(crate) enum ExpectsReply {
     /// Every recipient must answer its copy (the default): each copy is an
     /// ordinary request in the gate.
     #[default]
@@ -32,29 +30,9 @@ pub enum ExpectsReply {
     Any,
 }
 
-impl fmt::Display for ExpectsReply {
-    /// Writes the name as written on disk (`all`, `any`).
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            ExpectsReply::All => "all",
-            ExpectsReply::Any => "any",
-        })
-    }
-}
-
-impl FromStr for ExpectsReply {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s {
-            "all" => Ok(ExpectsReply::All),
-            "any" => Ok(ExpectsReply::Any),
-            other => Err(format!("`{other}` is neither `all` nor `any`")),
-        }
-    }
-}
-
-/// The `group` field of a group message's copy: the group's id, every
-/// recipient (sorted), and for a request the gate's rule.
+/// The group a message is one copy of ([`Message::group`]): the group's
+/// id, every recipient (sorted), and for a request the gate's rule
+/// ([`Group::answered_by_any`]).
 ///
 /// Written as an object (`{"expects": "any", "id": …, "to": […]}`) that the
 /// seed's other readers ignore, as they ignore every field they do not know.
@@ -67,10 +45,17 @@ pub struct Group {
     pub to: Vec<AgentId>,
     /// The gate's rule, for a request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expects: Option<ExpectsReply>,
+    pub(crate) expects: Option<ExpectsReply>,
 }
 
 impl Group {
+    /// Returns `Some(true)` for a request one answer from any recipient
+    /// answers ([`NewMessage::answered_by_any`]), `Some(false)` for one
+    /// every recipient must answer, `None` for a notification.
+    pub fn answered_by_any(&self) -> Option<bool> {
+        self.expects.map(|e| e == ExpectsReply::Any)
+    }
+
     /// Returns the id of `agent`'s copy: the group id's millisecond part and
     /// a UUID (version 4 form) made from a hash of the group id and the
     /// agent, so a retry finds the copies it already delivered, and the id
@@ -126,120 +111,37 @@ fn fmix64(mut k: u64) -> u64 {
     k ^ (k >> 33)
 }
 
-/// A message to a group: what a sender asks for; [`Mail::send_group`] makes
-/// one copy per recipient.
-///
-/// ```
-/// use chipset_mail::{ExpectsReply, GroupMessage, Mail};
-/// use chipset_store::{AgentId, StateDir, TaskId};
-///
-/// let tmp = tempfile::tempdir()?;
-/// let mail = Mail::new(StateDir::open(tmp.path())?);
-/// let lead = AgentId::new("lead")?;
-/// let team = ["ann", "bob", "lead"].map(|a| AgentId::new(a).unwrap());
-/// let mut draft = GroupMessage::request(lead, team, TaskId::new("t1")?, "ship-it", "ok to ship?");
-/// draft.expects = ExpectsReply::Any;
-/// let sent = mail.send_group(&draft)?;
-/// assert_eq!(sent.messages.len(), 2, "the sender is left out");
-/// assert_eq!(mail.pending_replies(&TaskId::new("t1")?)?.len(), 2);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GroupMessage {
-    kind: Kind,
-    /// The sender (left out of its own group).
-    pub from: AgentId,
-    /// The recipients (duplicates count once).
-    pub to: Vec<AgentId>,
-    /// The task.
-    pub task: TaskId,
-    /// The kebab-case subject.
-    pub subject: String,
-    /// The body.
-    pub body: String,
-    /// The round within the task (none by default).
-    pub round: Option<u64>,
-    /// The priority (normal by default).
-    pub priority: MailPriority,
-    /// For a request, when it stops holding up its task (every recipient
-    /// must answer by default); a notification ignores it.
-    pub expects: ExpectsReply,
-    /// A caller-chosen group id (`{unix-ms}-{uuid}`), which makes the whole
-    /// group safe to retry: see [`Mail::send_group`]. A fresh one by default.
-    pub id: Option<MessageId>,
-}
-
-impl GroupMessage {
-    fn new(
-        kind: Kind,
-        from: AgentId,
-        to: impl IntoIterator<Item = AgentId>,
-        task: TaskId,
-        subject: impl Into<String>,
-        body: impl Into<String>,
-    ) -> Self {
-        GroupMessage {
-            kind,
-            from,
-            to: to.into_iter().collect(),
-            task,
-            subject: subject.into(),
-            body: body.into(),
-            round: None,
-            priority: MailPriority::Normal,
-            expects: ExpectsReply::All,
-            id: None,
-        }
-    }
-
-    /// Returns a request to every agent of `to` (answered as
-    /// [`GroupMessage::expects`] says; every recipient by default).
-    pub fn request(
-        from: AgentId,
-        to: impl IntoIterator<Item = AgentId>,
-        task: TaskId,
-        subject: impl Into<String>,
-        body: impl Into<String>,
-    ) -> Self {
-        Self::new(Kind::Request, from, to, task, subject, body)
-    }
-
-    /// Returns a notification to every agent of `to`.
-    pub fn notify(
-        from: AgentId,
-        to: impl IntoIterator<Item = AgentId>,
-        task: TaskId,
-        subject: impl Into<String>,
-        body: impl Into<String>,
-    ) -> Self {
-        Self::new(Kind::Notify, from, to, task, subject, body)
-    }
-}
-
-/// What [`Mail::send_group`] did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct GroupSent {
-    /// The group's id.
-    pub id: MessageId,
-    /// Each recipient's copy, by recipient name (first deliveries included
-    /// on a retry).
-    pub messages: Vec<Message>,
-    /// True when the sender was among the recipients and was left out.
-    pub sender_skipped: bool,
-}
-
 impl Mail {
-    /// Sends one message to several agents: a copy, an ordinary seed
-    /// message with its own id, in each recipient's inbox, every copy
-    /// carrying the same `group` field (the group id, all recipients, and
-    /// for a request the [`ExpectsReply`] rule). The sender is left out of
-    /// its own group; duplicates count once.
+    /// Sends a draft to a group ([`NewMessage::group_request`],
+    /// [`NewMessage::group_notify`]): a copy, an ordinary seed message with
+    /// its own id, in each recipient's inbox, every copy carrying the same
+    /// [`Group`] (the group id, all recipients, and for a request the
+    /// gate's rule). The sender is left out of its own group; duplicates
+    /// count once. Returns each recipient's copy, by recipient name (first
+    /// deliveries included on a retry); a copy's [`Message::group`] names
+    /// the group.
+    ///
+    /// ```
+    /// use chipset_mail::{Mail, NewMessage};
+    /// use chipset_store::{AgentId, StateDir, TaskId};
+    ///
+    /// let tmp = tempfile::tempdir()?;
+    /// let mail = Mail::new(StateDir::open(tmp.path())?);
+    /// let lead = AgentId::new("lead")?;
+    /// let team = ["ann", "bob", "lead"].map(|a| AgentId::new(a).unwrap());
+    /// let draft = NewMessage::group_request(lead, team, TaskId::new("t1")?, "ship-it", "ok to ship?")
+    ///     .answered_by_any();
+    /// let copies = mail.send_group(&draft)?;
+    /// assert_eq!(copies.len(), 2, "the sender is left out");
+    /// assert_eq!(copies[0].group().unwrap().answered_by_any(), Some(true));
+    /// assert_eq!(mail.pending_replies(&TaskId::new("t1")?)?.len(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// The copies are sent as one [`Mail::send_batch`]: each copy's publish
     /// is its own commit point, and the batch shares the syncs. Each copy's
     /// id is derived from the group id and its recipient (the group id's
-    /// millisecond and a hash of both), so with a chosen id ([`GroupMessage::id`])
+    /// millisecond and a hash of both), so with a chosen id ([`NewMessage::with_id`])
     /// a retry after a failure or a crash in the middle of the fan-out
     /// returns the copies already delivered, writes only the missing ones,
     /// and never a second copy. A retry adopts the recipients the first
@@ -253,9 +155,12 @@ impl Mail {
     /// and every refusal of [`Mail::send`] for any copy.
     /// [`Error::OutcomeUnknown`] names the **group** id when copies may
     /// have been delivered: send again with it.
-    pub fn send_group(&self, draft: &GroupMessage) -> Result<GroupSent> {
-        let mut to: BTreeSet<AgentId> = draft.to.iter().cloned().collect();
-        let sender_skipped = to.remove(&draft.from);
+    pub fn send_group(&self, draft: &NewMessage) -> Result<Vec<Message>> {
+        let Some(recipients) = &draft.recipients else {
+            return Err(Error::NotAGroupDraft);
+        };
+        let mut to: BTreeSet<AgentId> = recipients.iter().cloned().collect();
+        to.remove(&draft.from);
         if to.is_empty() {
             return Err(Error::EmptyGroup);
         }
@@ -288,16 +193,9 @@ impl Mail {
             .to
             .iter()
             .map(|agent| {
-                let mut d = NewMessage::new(
-                    draft.kind,
-                    draft.from.clone(),
-                    agent.clone(),
-                    Some(draft.task.clone()),
-                    draft.subject.clone(),
-                    draft.body.clone(),
-                );
-                d.round = draft.round;
-                d.priority = draft.priority;
+                let mut d = draft.clone();
+                d.recipients = None;
+                d.to = agent.clone();
                 d.id = Some(group.copy_id(agent));
                 d.fresh = fresh;
                 d.group = Some(group.clone());
@@ -307,11 +205,7 @@ impl Mail {
         match self.send_batch(&drafts) {
             Ok(messages) => {
                 tracing::debug!(id = %group.id, copies = messages.len(), "sent to a group");
-                Ok(GroupSent {
-                    id: group.id,
-                    messages,
-                    sender_skipped,
-                })
+                Ok(messages)
             }
             Err(Error::OutcomeUnknown { source, .. }) => Err(Error::OutcomeUnknown {
                 ids: vec![group.id],
@@ -335,8 +229,8 @@ impl Mail {
         Ok(None)
     }
 
-    /// Returns true when `request` is a copy of an [`ExpectsReply::Any`]
-    /// group and a response to another copy exists. Fails closed: only a
+    /// Returns true when `request` is a copy of a group one answer from
+    /// any recipient answers and a response to another copy exists. Fails closed: only a
     /// response found counts, never a copy that is missing.
     pub(crate) fn answered_by_group(&self, request: &Message) -> Result<bool> {
         self.group_answered(request, &BTreeSet::new())
@@ -362,8 +256,8 @@ impl Mail {
         Ok(false)
     }
 
-    /// The gate's group rule: takes off `pending` the copies of
-    /// [`ExpectsReply::Any`] groups one of whose copies has a response.
+    /// The gate's group rule: takes off `pending` the copies of groups
+    /// any one answer answers one of whose copies has a response.
     /// Looks once per group, at the copies not themselves pending.
     pub(crate) fn settle_groups(&self, pending: &mut Vec<Message>) -> Result<()> {
         if pending.iter().all(|q| q.group.is_none()) {

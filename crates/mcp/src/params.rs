@@ -156,15 +156,6 @@ pub(crate) enum MailExpects {
     Any,
 }
 
-impl From<MailExpects> for chipset_mail::ExpectsReply {
-    fn from(e: MailExpects) -> Self {
-        match e {
-            MailExpects::All => chipset_mail::ExpectsReply::All,
-            MailExpects::Any => chipset_mail::ExpectsReply::Any,
-        }
-    }
-}
-
 /// A mail priority.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]

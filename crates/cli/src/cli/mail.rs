@@ -147,15 +147,6 @@ pub(crate) enum MailExpects {
     Any,
 }
 
-impl From<MailExpects> for chipset_mail::ExpectsReply {
-    fn from(e: MailExpects) -> Self {
-        match e {
-            MailExpects::All => chipset_mail::ExpectsReply::All,
-            MailExpects::Any => chipset_mail::ExpectsReply::Any,
-        }
-    }
-}
-
 /// A mail kind, as typed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum MailKind {

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use chipset_directory::{Directory, Recipients, Registration, Role};
-use chipset_mail::{GroupMessage, Mail, MessageId};
+use chipset_mail::{Mail, MessageId, NewMessage};
 use chipset_store::{AgentId, ReadOutcome, StateDir, TaskId};
 use chipset_testkit as kit;
 
@@ -31,12 +31,12 @@ fn change(field: &str, value: String) -> Registration {
 
 const GROUP: &str = "1772706900123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab";
 
-fn group_send(dir: &Directory, root: &Path) -> chipset_mail::GroupSent {
+fn group_send(dir: &Directory, root: &Path) -> Vec<chipset_mail::Message> {
     let lead = AgentId::new("lead").unwrap();
     let all: Recipients = "@all".parse().unwrap();
     let to = dir.resolve(&all, &lead).unwrap();
-    let mut draft = GroupMessage::notify(lead, to, TaskId::new("t1").unwrap(), "shipped", "v1.2");
-    draft.id = Some(MessageId::new(GROUP).unwrap());
+    let draft = NewMessage::group_notify(lead, to, TaskId::new("t1").unwrap(), "shipped", "v1.2")
+        .with_id(MessageId::new(GROUP).unwrap());
     Mail::new(StateDir::open(root).unwrap())
         .send_group(&draft)
         .unwrap()
@@ -223,7 +223,7 @@ fn a_group_send_killed_mid_fan_out_is_completed_once_by_a_retry() {
         .count();
     let sent = group_send(&dir, tmp.path());
     assert_eq!(
-        sent.messages.len(),
+        sent.len(),
         120,
         "seed {seed}, {delivered} delivered before the kill"
     );

@@ -6,7 +6,7 @@ use std::fs;
 use std::path::Path;
 use std::sync::Arc;
 
-use chipset_mail::{Error, ExpectsReply, GroupMessage, Mail, MessageId, NewMessage};
+use chipset_mail::{Error, Mail, MessageId, NewMessage};
 use chipset_store::{AgentId, ManualClock, StateDir, StateOptions, Timestamp};
 use chipset_testkit::{EIO, Fault, FaultIo};
 
@@ -18,12 +18,12 @@ fn team() -> Vec<AgentId> {
     ["ann", "bob", "cid", "lead"].map(agent).to_vec()
 }
 
-fn ask(expects: ExpectsReply) -> GroupMessage {
-    let mut draft =
-        GroupMessage::request(agent("lead"), team(), task("t1"), "ship-it", "ok to ship?");
-    draft.expects = expects;
-    draft.id = Some(mid(GROUP));
-    draft
+/// A request to the team under the group id; `any`: one answer is enough.
+fn ask(any: bool) -> NewMessage {
+    let draft =
+        NewMessage::group_request(agent("lead"), team(), task("t1"), "ship-it", "ok to ship?")
+            .with_id(mid(GROUP));
+    if any { draft.answered_by_any() } else { draft }
 }
 
 fn answer(mail: &Mail, copy: &MessageId, from: &str) {
@@ -54,13 +54,16 @@ fn inbox_files(root: &Path, who: &str) -> Vec<String> {
 #[test]
 fn each_recipient_gets_one_copy_and_the_sender_none() {
     let f = fixture();
-    let sent = f.mail.send_group(&ask(ExpectsReply::All)).unwrap();
-    assert_eq!(sent.id, mid(GROUP));
-    assert!(sent.sender_skipped);
-    let to: Vec<&str> = sent.messages.iter().map(|m| m.to.as_str()).collect();
+    let sent = f.mail.send_group(&ask(false)).unwrap();
+    assert_eq!(sent[0].group().unwrap().id, mid(GROUP));
+    assert!(
+        sent.iter().all(|m| m.to != agent("lead")),
+        "the sender is left out"
+    );
+    let to: Vec<&str> = sent.iter().map(|m| m.to.as_str()).collect();
     assert_eq!(to, ["ann", "bob", "cid"]);
     let root = f.tmp.state.root();
-    for m in &sent.messages {
+    for m in &sent {
         assert_eq!(inbox_files(root, m.to.as_str()), [format!("{}.json", m.id)]);
         let g = m.group().unwrap();
         assert_eq!((&g.id, g.to.len()), (&mid(GROUP), 3));
@@ -68,7 +71,7 @@ fn each_recipient_gets_one_copy_and_the_sender_none() {
         // derivation is pinned by the crate's unit test).
         assert_ne!(m.id, g.id);
         assert_eq!(m.id.as_str()[..13], GROUP[..13]);
-        assert_eq!(g.expects, Some(ExpectsReply::All));
+        assert_eq!(g.answered_by_any(), Some(false));
         let listed = f.mail.inbox(&m.to).unwrap();
         assert_eq!(listed.len(), 1);
         assert_eq!(listed[0].subject, "ship-it");
@@ -80,18 +83,18 @@ fn each_recipient_gets_one_copy_and_the_sender_none() {
 #[test]
 fn all_holds_the_gate_until_every_recipient_answers() {
     let f = fixture();
-    let sent = f.mail.send_group(&ask(ExpectsReply::All)).unwrap();
+    let sent = f.mail.send_group(&ask(false)).unwrap();
     assert_eq!(f.mail.pending_replies(&task("t1")).unwrap().len(), 3);
-    answer(&f.mail, &sent.messages[0].id, "ann");
-    answer(&f.mail, &sent.messages[1].id, "bob");
+    answer(&f.mail, &sent[0].id, "ann");
+    answer(&f.mail, &sent[1].id, "bob");
     let open = f.mail.pending_replies(&task("t1")).unwrap();
     assert_eq!(open.len(), 1);
     assert_eq!(open[0].to, agent("cid"));
     assert!(matches!(
-        f.mail.archive(&sent.messages[2].id),
+        f.mail.archive(&sent[2].id),
         Err(Error::ArchiveWithoutReply { .. })
     ));
-    answer(&f.mail, &sent.messages[2].id, "cid");
+    answer(&f.mail, &sent[2].id, "cid");
     assert!(f.mail.pending_replies(&task("t1")).unwrap().is_empty());
 }
 
@@ -100,16 +103,16 @@ fn all_holds_the_gate_until_every_recipient_answers() {
 #[test]
 fn any_opens_the_gate_at_the_first_answer() {
     let f = fixture();
-    let sent = f.mail.send_group(&ask(ExpectsReply::Any)).unwrap();
+    let sent = f.mail.send_group(&ask(true)).unwrap();
     assert_eq!(f.mail.pending_replies(&task("t1")).unwrap().len(), 3);
     assert!(matches!(
-        f.mail.archive(&sent.messages[0].id),
+        f.mail.archive(&sent[0].id),
         Err(Error::ArchiveWithoutReply { .. })
     ));
-    answer(&f.mail, &sent.messages[1].id, "bob");
+    answer(&f.mail, &sent[1].id, "bob");
     assert!(f.mail.pending_replies(&task("t1")).unwrap().is_empty());
     assert!(matches!(
-        f.mail.archive(&sent.messages[0].id).unwrap(),
+        f.mail.archive(&sent[0].id).unwrap(),
         chipset_mail::ArchiveOutcome::Archived(_)
     ));
     // Another task's ordinary request is not touched by the group's rule.
@@ -124,15 +127,14 @@ fn any_opens_the_gate_at_the_first_answer() {
 #[test]
 fn a_forged_group_field_keeps_its_request_pending() {
     let f = fixture();
-    let sent = f.mail.send_group(&ask(ExpectsReply::Any)).unwrap();
-    answer(&f.mail, &sent.messages[1].id, "bob");
+    let sent = f.mail.send_group(&ask(true)).unwrap();
+    answer(&f.mail, &sent[1].id, "bob");
     // A request planted by another program claiming the group.
     let path = f.tmp.state.root().join("mail/inbox/ann");
     let forged = "1772706900999-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ff";
-    let mut json: serde_json::Value = serde_json::from_slice(
-        &fs::read(path.join(format!("{}.json", sent.messages[0].id))).unwrap(),
-    )
-    .unwrap();
+    let mut json: serde_json::Value =
+        serde_json::from_slice(&fs::read(path.join(format!("{}.json", sent[0].id))).unwrap())
+            .unwrap();
     json["id"] = forged.into();
     fs::write(
         path.join(format!("{forged}.json")),
@@ -160,7 +162,7 @@ fn a_retry_after_a_fault_anywhere_completes_the_group_once() {
     let probe = tempfile::tempdir().unwrap();
     let fault = FaultIo::passthrough();
     open(probe.path(), fault.clone())
-        .send_group(&ask(ExpectsReply::All))
+        .send_group(&ask(false))
         .unwrap();
     let calls = fault.counted();
     assert!(calls > 6, "{calls}");
@@ -169,13 +171,13 @@ fn a_retry_after_a_fault_anywhere_completes_the_group_once() {
         let fault = FaultIo::passthrough();
         let mail = open(tmp.path(), fault.clone());
         fault.set(Fault::nth(n, EIO));
-        let first = mail.send_group(&ask(ExpectsReply::All));
+        let first = mail.send_group(&ask(false));
         if let Err(Error::OutcomeUnknown { ids, .. }) = &first {
             assert_eq!(*ids, [mid(GROUP)], "call {n}");
         }
         fault.disarm();
-        let again = mail.send_group(&ask(ExpectsReply::All)).unwrap();
-        assert_eq!(again.messages.len(), 3, "call {n}");
+        let again = mail.send_group(&ask(false)).unwrap();
+        assert_eq!(again.len(), 3, "call {n}");
         for who in ["ann", "bob", "cid"] {
             assert_eq!(inbox_files(tmp.path(), who).len(), 1, "call {n}: {who}");
         }
@@ -188,9 +190,9 @@ fn a_retry_after_a_fault_anywhere_completes_the_group_once() {
 #[test]
 fn a_retry_completes_the_group_as_first_sent() {
     let f = fixture();
-    let three = f.mail.send_group(&ask(ExpectsReply::All)).unwrap();
+    let three = f.mail.send_group(&ask(false)).unwrap();
     // Only ann's copy survives, as if the fan-out stopped after it.
-    for m in &three.messages[1..] {
+    for m in &three[1..] {
         fs::remove_file(
             f.tmp
                 .state
@@ -199,21 +201,21 @@ fn a_retry_completes_the_group_as_first_sent() {
         )
         .unwrap();
     }
-    let mut grown = GroupMessage::request(
+    let grown = NewMessage::group_request(
         agent("lead"),
         ["ann", "bob", "dan"].map(agent),
         task("t1"),
         "ship-it",
         "ok to ship?",
-    );
-    grown.id = Some(mid(GROUP));
+    )
+    .with_id(mid(GROUP));
     let again = f.mail.send_group(&grown).unwrap();
-    let to: Vec<&str> = again.messages.iter().map(|m| m.to.as_str()).collect();
+    let to: Vec<&str> = again.iter().map(|m| m.to.as_str()).collect();
     assert_eq!(to, ["ann", "bob", "cid"]);
     assert!(inbox_files(f.tmp.state.root(), "dan").is_empty());
     // Other content under the same group id is refused.
-    let mut other = GroupMessage::request(agent("lead"), team(), task("t1"), "ship-it", "changed");
-    other.id = Some(mid(GROUP));
+    let other = NewMessage::group_request(agent("lead"), team(), task("t1"), "ship-it", "changed")
+        .with_id(mid(GROUP));
     assert!(matches!(
         f.mail.send_group(&other),
         Err(Error::IdTaken { .. })
@@ -224,20 +226,32 @@ fn a_retry_completes_the_group_as_first_sent() {
 #[test]
 fn bad_groups_are_refused() {
     let f = fixture();
-    let alone = GroupMessage::notify(agent("lead"), [agent("lead")], task("t1"), "s", "b");
+    let alone = NewMessage::group_notify(agent("lead"), [agent("lead")], task("t1"), "s", "b");
     assert!(matches!(f.mail.send_group(&alone), Err(Error::EmptyGroup)));
-    let nobody = GroupMessage::notify(agent("lead"), [], task("t1"), "s", "b");
+    let nobody = NewMessage::group_notify(agent("lead"), [], task("t1"), "s", "b");
     assert!(matches!(f.mail.send_group(&nobody), Err(Error::EmptyGroup)));
-    let mut bad_id = GroupMessage::notify(agent("lead"), team(), task("t1"), "s", "b");
-    bad_id.id = Some(mid("not-a-sortable-id"));
+    let bad_id = NewMessage::group_notify(agent("lead"), team(), task("t1"), "s", "b")
+        .with_id(mid("not-a-sortable-id"));
     assert!(matches!(
         f.mail.send_group(&bad_id),
         Err(Error::InvalidGroupId { .. })
     ));
-    let dotted = GroupMessage::notify(agent("lead"), [agent("np.x")], task("t1"), "s", "b");
+    let dotted = NewMessage::group_notify(agent("lead"), [agent("np.x")], task("t1"), "s", "b");
     assert!(matches!(
         f.mail.send_group(&dotted),
         Err(Error::InvalidAgentName { .. })
+    ));
+    // A draft to a group goes through send_group, and only such a draft.
+    let group = NewMessage::group_notify(agent("lead"), team(), task("t1"), "s", "b");
+    assert!(matches!(f.mail.send(&group), Err(Error::GroupDraft)));
+    assert!(matches!(
+        f.mail.send_batch(std::slice::from_ref(&group)),
+        Err(Error::GroupDraft)
+    ));
+    let one = NewMessage::notify(agent("lead"), agent("ann"), task("t1"), "s", "b");
+    assert!(matches!(
+        f.mail.send_group(&one),
+        Err(Error::NotAGroupDraft)
     ));
     assert!(!f.tmp.state.root().join("mail/inbox").exists());
 }
@@ -248,8 +262,8 @@ fn bad_groups_are_refused() {
 #[test]
 fn a_copy_is_an_ordinary_seed_message() {
     let f = fixture();
-    let sent = f.mail.send_group(&ask(ExpectsReply::Any)).unwrap();
-    let m = &sent.messages[0];
+    let sent = f.mail.send_group(&ask(true)).unwrap();
+    let m = &sent[0];
     let path = f
         .tmp
         .state

@@ -6,8 +6,7 @@
 use chipset_backend::PgBackend;
 use chipset_backend::testing::Proxy;
 use chipset_mail::{
-    ArchiveOutcome, Error, ExpectsReply, GroupMessage, Location, Mail, MailConfig, ManifestEvent,
-    MessageId, NewMessage,
+    ArchiveOutcome, Error, Location, Mail, MailConfig, ManifestEvent, MessageId, NewMessage,
 };
 use chipset_store::{MaybeCommitted, TaskId};
 use chipset_testkit::TempState;
@@ -159,20 +158,20 @@ fn bad_input_is_refused_and_changes_nothing(place: &Place) {
 
 fn group_any_rule_settles_the_gate(place: &Place) {
     let (_tmp, mail) = open(place);
-    let mut draft = GroupMessage::request(
+    let draft = NewMessage::group_request(
         agent("lead"),
         ["ann", "bob", "cid"].map(agent),
         task("t1"),
         "ship-it",
         "ok to ship?",
-    );
-    draft.expects = ExpectsReply::Any;
-    draft.id = Some(mid(GROUP));
+    )
+    .answered_by_any()
+    .with_id(mid(GROUP));
     let sent = mail.send_group(&draft).unwrap();
-    assert_eq!(sent.messages.len(), 3);
-    assert_eq!(mail.send_group(&draft).unwrap().messages, sent.messages);
+    assert_eq!(sent.len(), 3);
+    assert_eq!(mail.send_group(&draft).unwrap(), sent);
     assert_eq!(mail.pending_replies(&task("t1")).unwrap().len(), 3);
-    let bob = sent.messages.iter().find(|m| m.to == agent("bob")).unwrap();
+    let bob = sent.iter().find(|m| m.to == agent("bob")).unwrap();
     mail.send(&response("bob", "lead", &bob.id, "ship-it", "yes"))
         .unwrap();
     assert!(mail.pending_replies(&task("t1")).unwrap().is_empty());

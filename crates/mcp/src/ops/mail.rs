@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use chipset::directory::Recipients;
 use chipset_failure::Failure;
-use chipset_mail::{GroupMessage, Message, MessageId, NewMessage};
+use chipset_mail::{Message, MessageId, NewMessage};
 use chipset_store::Timestamp;
 
 use super::{Ctx, Outcome, Reply, id};
@@ -132,23 +132,27 @@ fn mail_send_group(ctx: &Ctx, p: MailSend, to: &Recipients) -> Outcome {
     };
     let agents = ctx.directory()?.resolve(to, &ctx.agent)?;
     let from = ctx.agent.clone();
+    let sender_skipped = agents.contains(&from);
     let mut draft = if p.kind == MailKind::Request {
-        GroupMessage::request(from, agents, task, p.subject, p.body)
+        NewMessage::group_request(from, agents, task, p.subject, p.body)
     } else {
-        GroupMessage::notify(from, agents, task, p.subject, p.body)
+        NewMessage::group_notify(from, agents, task, p.subject, p.body)
     };
-    if let Some(expects) = p.expects_reply {
-        draft.expects = expects.into();
+    if p.expects_reply == Some(MailExpects::Any) {
+        draft = draft.answered_by_any();
     }
-    draft.round = p.round;
+    if let Some(round) = p.round {
+        draft = draft.with_round(round);
+    }
     if let Some(priority) = p.priority {
-        draft.priority = priority.into();
+        draft = draft.with_priority(priority.into());
     }
-    let sent = ctx.mail()?.send_group(&draft)?;
-    let names: Vec<String> = sent.messages.iter().map(|m| m.to.to_string()).collect();
+    let copies = ctx.mail()?.send_group(&draft)?;
+    let view = GroupSentView::of(&copies, sender_skipped);
+    let names: Vec<String> = copies.iter().map(|m| m.to.to_string()).collect();
     Ok(Reply::new(
-        format!("sent {} to {}\n", sent.id, names.join(", ")),
-        GroupSentView::of(&sent),
+        format!("sent {} to {}\n", view.group, names.join(", ")),
+        view,
     ))
 }
 

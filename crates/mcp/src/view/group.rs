@@ -1,7 +1,7 @@
 //! The view of a group message sent: `mail send --to a,b` and `mail_send`
 //! with several recipients.
 
-use chipset_mail::{GroupSent, MessageId};
+use chipset_mail::{Message, MessageId};
 use chipset_store::{AgentId, TaskId};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -42,27 +42,28 @@ pub struct GroupSentView {
 }
 
 impl GroupSentView {
-    /// Returns the view of `sent`.
-    pub fn of(sent: &GroupSent) -> Self {
-        let first = sent.messages.first();
+    /// Returns the view of the `copies`
+    /// [`Mail::send_group`](chipset_mail::Mail::send_group) returned;
+    /// `sender_skipped` when the sender was among the recipients asked for.
+    pub fn of(copies: &[Message], sender_skipped: bool) -> Self {
+        let first = copies.first().expect("a group has a copy");
+        let group = first.group().expect("a group's copy names its group");
         GroupSentView {
-            group: sent.id.clone(),
-            kind: first.map_or("", |m| m.kind.as_str()).to_owned(),
-            from: first.map(|m| m.from.clone()).expect("a group has a copy"),
-            task: first.map(|m| m.task().clone()).expect("a group has a copy"),
-            expects_reply: first
-                .and_then(|m| m.group())
-                .and_then(|g| g.expects)
-                .map(|e| e.to_string()),
-            copies: sent
-                .messages
+            group: group.id.clone(),
+            kind: first.kind.as_str().to_owned(),
+            from: first.from.clone(),
+            task: first.task().clone(),
+            expects_reply: group
+                .answered_by_any()
+                .map(|any| if any { "any" } else { "all" }.to_owned()),
+            copies: copies
                 .iter()
                 .map(|m| GroupCopy {
                     id: m.id.clone(),
                     to: m.to.clone(),
                 })
                 .collect(),
-            sender_skipped: sent.sender_skipped,
+            sender_skipped,
         }
     }
 }
