@@ -266,7 +266,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let sent = |subject: &str| -> Result<usize, Box<dyn std::error::Error>> {
         Ok(mail
             .read_manifest()?
-            .events
             .iter()
             .filter(|e| matches!(e, ManifestEvent::Sent { subject: s, .. } if s == subject))
             .count())

@@ -121,7 +121,6 @@ fn the_gastown_story_through_the_facade() {
         Mail::new(state.clone())
             .read_manifest()
             .unwrap()
-            .events
             .iter()
             .filter(|e| matches!(e, ManifestEvent::Sent { subject: s, .. } if s == subject))
             .count()

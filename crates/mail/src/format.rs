@@ -347,6 +347,12 @@ pub enum ManifestEvent {
         /// When.
         at: Timestamp,
     },
+    /// A whole record of another shape, as it is: written by another
+    /// implementation of the seed (nubos-pilot logs its own events), or by
+    /// a newer version. [`Mail::read_manifest`](crate::Mail::read_manifest)
+    /// returns it; this crate never writes one.
+    #[serde(skip)]
+    Foreign(serde_json::Value),
 }
 
 impl ManifestEvent {

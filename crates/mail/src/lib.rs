@@ -424,7 +424,7 @@ pub use format::{Kind, MailPriority, ManifestEvent, Message};
 pub use group::Group;
 pub use id::MessageId;
 pub use layout::Location;
-pub use mail::{ArchiveOutcome, Mail, Manifest, SweepReport};
+pub use mail::{ArchiveOutcome, Mail, SweepReport};
 
 /// The mail's directory under the state root, `mail/`.
 pub(crate) const MAIL_CHANNEL: chipset_store::Channel = chipset_store::Channel::new("mail");

@@ -7,14 +7,14 @@
 use std::path::{Path, PathBuf};
 
 use chipset_store::{
-    AgentId, BadLine, CorruptReason, Corruption, JsonLog, ReadOutcome, StateDir, StatePath, TaskId,
+    AgentId, CorruptReason, Corruption, JsonLog, ReadOutcome, StateDir, StatePath, TaskId,
 };
 
 use crate::MessageId;
 
 use crate::draft::MailConfig;
 use crate::error::Result;
-use crate::format::{Kind, ManifestEvent, Message, parse_message};
+use crate::format::{Kind, Message, parse_message};
 use crate::layout::{Layout, Location, id_of};
 
 /// The mail channel of one state root: send, list, archive, thread, gate, sweep, repair.
@@ -61,21 +61,6 @@ pub struct SweepReport {
     pub moved: usize,
     /// Messages in `archive/by-task/{task}/` after the run.
     pub total: usize,
-}
-
-/// What [`Mail::read_manifest`] found.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Manifest {
-    /// The events this crate writes, in file order.
-    pub events: Vec<ManifestEvent>,
-    /// Whole JSON records of another shape (for example written by another
-    /// implementation of the seed), in file order.
-    pub foreign: Vec<serde_json::Value>,
-    /// Whole lines that are not JSON.
-    pub bad_lines: Vec<BadLine>,
-    /// The length of an unterminated last line, which ends the file (a
-    /// crash mid-append).
-    pub torn_tail: Option<u64>,
 }
 
 /// The largest message file mail reads: 16 MiB, or the state root's read

@@ -7,7 +7,7 @@ use chipset_store::{AgentId, ReadOutcome, StatePath};
 use crate::error::Result;
 use crate::format::{ManifestEvent, Message};
 use crate::layout::id_of;
-use crate::mail::{Mail, Manifest, is_too_large};
+use crate::mail::{Mail, is_too_large};
 
 impl Mail {
     // ---- reading -------------------------------------------------------
@@ -94,12 +94,15 @@ impl Mail {
         Ok(inbox)
     }
 
-    /// Reads the manifest: every whole record, whatever a crash left.
+    /// Reads the manifest: every whole record, in file order, a record of
+    /// another shape as [`ManifestEvent::Foreign`]. A line that is not JSON
+    /// and the torn last line a crash mid-append leaves are not records:
+    /// they are left out, and [`Mail::doctor`] reports (and repairs) them.
     ///
     /// # Errors
     ///
     /// [`Error::Store`](crate::Error::Store) when it cannot be read.
-    pub fn read_manifest(&self) -> Result<Manifest> {
+    pub fn read_manifest(&self) -> Result<Vec<ManifestEvent>> {
         if let Some(server) = self.server() {
             return server.read_manifest();
         }
@@ -107,19 +110,15 @@ impl Mail {
             .state
             .log_reader(&self.layout.manifest())?
             .read::<serde_json::Value>()?;
-        let mut events = Vec::with_capacity(contents.records.len());
-        let mut foreign = Vec::new();
-        for record in contents.records {
-            match serde_json::from_value::<ManifestEvent>(record.clone()) {
-                Ok(e) => events.push(e),
-                Err(_) => foreign.push(record),
-            }
-        }
-        Ok(Manifest {
-            events,
-            foreign,
-            bad_lines: contents.bad_lines,
-            torn_tail: contents.torn_tail,
-        })
+        Ok(contents.records.into_iter().map(event_of).collect())
+    }
+}
+
+/// Reads one whole manifest record: an event this crate writes, or
+/// [`ManifestEvent::Foreign`].
+pub(crate) fn event_of(record: serde_json::Value) -> ManifestEvent {
+    match serde_json::from_value::<ManifestEvent>(record.clone()) {
+        Ok(e) => e,
+        Err(_) => ManifestEvent::Foreign(record),
     }
 }

@@ -237,7 +237,6 @@ impl Setup {
         self.mail
             .read_manifest()
             .unwrap()
-            .events
             .into_iter()
             .filter_map(|e| match e {
                 ManifestEvent::Sent { id, subject: s, .. } if s == subject => Some(id),

@@ -111,7 +111,6 @@ fn first_working(lines: &mut impl Iterator<Item = std::io::Result<String>>) -> S
 fn sent(mail: &Mail, subject: &str) -> usize {
     mail.read_manifest()
         .unwrap()
-        .events
         .iter()
         .filter(|e| matches!(e, ManifestEvent::Sent { subject: s, .. } if s == subject))
         .count()

@@ -49,7 +49,7 @@ use crate::draft::MailConfig;
 use crate::error::{Error, Result};
 use crate::format::{Kind, ManifestEvent, Message, ReplyMarker, parse_message};
 use crate::layout::{Location, id_of, marker_name, parse_marker};
-use crate::mail::{Found, Mail, Manifest, check_id};
+use crate::mail::{Found, Mail, check_id};
 use crate::thread::causal_order;
 
 /// Mail's operations on a server.
@@ -326,24 +326,14 @@ impl Server<'_> {
         Ok(causal_order(thread.into_values().collect()))
     }
 
-    pub(crate) fn read_manifest(&self) -> Result<Manifest> {
+    pub(crate) fn read_manifest(&self) -> Result<Vec<ManifestEvent>> {
         let read = self.b.read_log(&Self::manifest(), LogPos::START).seam()?;
-        let mut events = Vec::with_capacity(read.records.len());
-        let mut foreign = Vec::new();
-        for record in read.records {
+        Ok(read
+            .records
+            .iter()
             // Every record is one JSON value (the seam checks it).
-            let value: serde_json::Value = serde_json::from_slice(&record).unwrap_or_default();
-            match serde_json::from_value::<ManifestEvent>(value.clone()) {
-                Ok(e) => events.push(e),
-                Err(_) => foreign.push(value),
-            }
-        }
-        Ok(Manifest {
-            events,
-            foreign,
-            bad_lines: Vec::new(),
-            torn_tail: None,
-        })
+            .map(|record| crate::read::event_of(serde_json::from_slice(record).unwrap_or_default()))
+            .collect())
     }
 
     // ---- changing ------------------------------------------------------

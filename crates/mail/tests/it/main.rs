@@ -130,6 +130,25 @@ pub(crate) fn fixture_no_sync(place: &place::Place, config: MailConfig) -> Fixtu
     Fixture { tmp, clock, mail }
 }
 
+/// Counts the records of another shape in a read manifest.
+pub(crate) fn foreign(events: &[chipset_mail::ManifestEvent]) -> usize {
+    events
+        .iter()
+        .filter(|e| matches!(e, chipset_mail::ManifestEvent::Foreign(_)))
+        .count()
+}
+
+/// Reads `m`'s manifest file as the store's log: its whole records, the
+/// lines that are not JSON and a torn tail (none for mail on a server,
+/// which keeps no manifest file).
+pub(crate) fn manifest_log(m: &Mail) -> chipset_store::LogContents<serde_json::Value> {
+    m.state()
+        .log_reader(&m.manifest_path())
+        .unwrap()
+        .read()
+        .unwrap()
+}
+
 /// Counts the message files (`*.json`) directly in `dir` (none when it is missing).
 pub(crate) fn message_files(dir: &std::path::Path) -> usize {
     std::fs::read_dir(dir).map_or(0, |entries| {

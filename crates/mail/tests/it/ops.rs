@@ -28,8 +28,8 @@ fn send_publishes_whole_file_and_sent_event() {
     assert!(!m.expects_reply);
     assert_eq!(m.created_at.unix_ms(), crate::T0);
     let manifest = f.mail.read_manifest().unwrap();
-    assert_eq!(manifest.events.len(), 1);
-    assert!(matches!(&manifest.events[0], ManifestEvent::Sent { id, .. } if *id == m.id));
+    assert_eq!(manifest.len(), 1);
+    assert!(matches!(&manifest[0], ManifestEvent::Sent { id, .. } if *id == m.id));
     assert_eq!(
         f.mail.locate(&m.id).unwrap(),
         Some(Location::Inbox(agent("b")))
@@ -110,7 +110,7 @@ fn refusals_write_nothing() {
         assert!(err.to_string().contains(message), "{err} !~ {message}");
     }
     assert!(f.mail.inbox_counts().unwrap().is_empty());
-    assert!(f.mail.read_manifest().unwrap().events.is_empty());
+    assert!(f.mail.read_manifest().unwrap().is_empty());
 }
 
 /// The default body limit is 256 KiB (262,144 bytes), a contract with the
@@ -135,7 +135,7 @@ fn the_default_body_limit_is_256_kib() {
         "{err}"
     );
     assert!(f.mail.inbox_counts().unwrap().is_empty());
-    assert!(f.mail.read_manifest().unwrap().events.is_empty());
+    assert!(f.mail.read_manifest().unwrap().is_empty());
 
     let sent = f.mail.send(&draft(262_144)).unwrap();
     let inbox = f.mail.inbox(&agent("b")).unwrap();
@@ -194,7 +194,7 @@ fn response_rules_and_side_effect() {
         m.archive(&req.id).unwrap(),
         ArchiveOutcome::AlreadyArchived(Location::Archive)
     );
-    let events = m.read_manifest().unwrap().events;
+    let events = m.read_manifest().unwrap();
     assert!(events.iter().any(|e| matches!(e,
         ManifestEvent::Archived { id, reply: Some(r), .. } if *id == req.id && *r == answer.id)));
     assert!(m.pending_replies(&task("t1")).unwrap().is_empty());
@@ -346,7 +346,6 @@ fn sweep_moves_task_and_is_rerunnable() {
     let swept: Vec<(usize, usize)> = m
         .read_manifest()
         .unwrap()
-        .events
         .iter()
         .filter_map(|e| match e {
             ManifestEvent::TaskSwept { count, total, .. } => Some((*count, *total)),
@@ -379,7 +378,7 @@ fn batch_send_is_all_or_nothing_on_refusal() {
     let mut bad = drafts.clone();
     bad.push(notify("a", "b", "t", "NOT OK", ""));
     assert!(m.send_batch(&bad).is_err());
-    assert_eq!(m.read_manifest().unwrap().events.len(), 1);
+    assert_eq!(m.read_manifest().unwrap().len(), 1);
     assert!(
         m.inbox_counts()
             .unwrap()
@@ -394,7 +393,7 @@ fn batch_send_is_all_or_nothing_on_refusal() {
     assert_eq!(total, 51, "50 notes + the answer; the request was archived");
     assert!(m.has_reply(&q.id).unwrap());
     assert_eq!(m.locate(&q.id).unwrap(), Some(Location::Archive));
-    let events = m.read_manifest().unwrap().events;
+    let events = m.read_manifest().unwrap();
     let sent_events = events
         .iter()
         .filter(|e| crate::event_name(e) == "sent")
@@ -423,7 +422,6 @@ fn racing_archivers_one_wins() {
     let archived = m
         .read_manifest()
         .unwrap()
-        .events
         .iter()
         .filter(|e| crate::event_name(e) == "archived")
         .count();
@@ -440,7 +438,7 @@ fn chosen_id_makes_a_resend_idempotent_wherever_the_message_went() {
     assert_eq!(sent.id, id);
 
     // The sender crashed and sends again: the first delivery, nothing written.
-    let before = m.read_manifest().unwrap().events.len();
+    let before = m.read_manifest().unwrap().len();
     f.clock.advance(std::time::Duration::from_secs(3));
     assert_eq!(
         m.send(&draft).unwrap(),
@@ -481,7 +479,7 @@ fn chosen_id_makes_a_resend_idempotent_wherever_the_message_went() {
     m.sweep_task_on_commit(&task("t")).unwrap();
     assert_eq!(m.send(&draft).unwrap(), sent);
     assert_eq!(
-        m.read_manifest().unwrap().events.len(),
+        m.read_manifest().unwrap().len(),
         before + 2,
         "only the archive and sweep events"
     );

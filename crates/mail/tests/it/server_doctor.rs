@@ -231,7 +231,7 @@ fn duplicates_lost_reply_index_and_orphans_are_repaired() {
             .is_some()
     );
     assert!(
-        mail.read_manifest().unwrap().events.iter().any(
+        mail.read_manifest().unwrap().iter().any(
             |e| matches!(e, chipset_mail::ManifestEvent::Orphaned { id, .. } if *id == late.id)
         )
     );

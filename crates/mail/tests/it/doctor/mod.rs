@@ -239,7 +239,6 @@ fn orphans_by_each_definition() {
     let orphaned = m
         .read_manifest()
         .unwrap()
-        .events
         .iter()
         .filter(|e| crate::event_name(e) == "orphaned")
         .count();
