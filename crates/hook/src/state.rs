@@ -131,7 +131,7 @@ impl HookState {
 ///
 /// The generation grows on every assignment and on every clear or
 /// reassignment, so an [`Assignment`] taken from an earlier cycle never
-/// matches the hook again (see [`Assignment::matches`]).
+/// matches the hook again (see [`Assignment::same_fence`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Hook {
@@ -204,13 +204,9 @@ pub struct Assignment {
 }
 
 impl Assignment {
-    /// Returns true when `hook` still holds this assignment: same agent, same
-    /// generation, same bead, same assignment time, in any non-empty state.
-    ///
-    /// The assignment time is part of the fence so that even a program that
-    /// rewrites the file without a `generation` (resetting it to 0) cannot
-    /// make an old assignment of the same bead match a new one.
-    pub fn matches(&self, hook: &Hook) -> bool {
+    /// Returns true when `hook` still holds this assignment, by
+    /// [`Assignment::same_fence`] with the hook's own (without building it).
+    pub(crate) fn matches(&self, hook: &Hook) -> bool {
         hook.state
             .work()
             .is_some_and(|work| self.fences(&hook.agent, hook.generation, work))
@@ -219,7 +215,13 @@ impl Assignment {
     /// Returns true when `other` is the same fence: the same agent,
     /// generation, bead and assignment time (the title and who assigned it
     /// are not part of it). This is the one definition of "the same
-    /// assignment" that every fenced operation uses.
+    /// assignment" that every fenced operation uses: a hook still holds
+    /// `held` when `hook.assignment()` is `Some(a)` with
+    /// `a.same_fence(&held)`.
+    ///
+    /// The assignment time is part of the fence so that even a program that
+    /// rewrites the file without a `generation` (resetting it to 0) cannot
+    /// make an old assignment of the same bead match a new one.
     pub fn same_fence(&self, other: &Assignment) -> bool {
         self.fences(&other.agent, other.generation, &other.work)
     }

@@ -225,7 +225,7 @@ fn next_generation(g: u64) -> u64 {
 ///    and complete for the agent that owns the hook
 ///    ([`Error::NotPermitted`], [`Error::NotOwner`]).
 /// 2. Fence: every event but assign names an [`Assignment`]; it must still
-///    be the hook's ([`Assignment::matches`]), else
+///    be the hook's ([`Assignment::same_fence`]), else
 ///    [`Error::StaleAssignment`].
 /// 3. State: assign needs empty ([`Error::AlreadyAssigned`]),
 ///    activate pending, touch and complete active, clear completed, reassign

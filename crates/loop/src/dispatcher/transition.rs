@@ -3,7 +3,7 @@
 //! shell must do (and feed back as the next event). Nothing here reads a
 //! file, a hook or a clock.
 
-use chipset_hook::{Assignment, HookStatus};
+use chipset_hook::{Assignment, Hook, HookStatus};
 use chipset_mail::MessageId;
 use chipset_store::{ReadOutcome, Timestamp};
 
@@ -172,7 +172,7 @@ pub(crate) fn ledger_transition(
         ) => match hook {
             ReadOutcome::Corrupt(c) => LedgerTransition::report(unreadable(c)),
             ReadOutcome::Unsupported(u) => LedgerTransition::report(unsupported(u)),
-            ReadOutcome::Value(h) if a.matches(h) => {
+            ReadOutcome::Value(h) if holds(h, a) => {
                 if h.state.status() == HookStatus::Completed {
                     LedgerTransition::then(LedgerCommand::Verify {
                         agent: a.agent.clone(),
@@ -215,7 +215,7 @@ pub(crate) fn ledger_transition(
             BeadState::Assigned { assignment: a, .. } | BeadState::Reassigning { taken: a },
             LedgerEvent::Verify { hook, completed_at },
         ) => match hook {
-            ReadOutcome::Value(h) if h.state.status() == HookStatus::Completed && a.matches(h) => {
+            ReadOutcome::Value(h) if h.state.status() == HookStatus::Completed && holds(h, a) => {
                 let mut done = changed(BeadState::Done {
                     assignment: a.clone(),
                     completed_at: completed_at.unwrap_or(h.last_activity),
@@ -378,4 +378,9 @@ pub(crate) fn ignored(kind: &str, a: &Assignment, reason: IgnoreReason) -> Dispa
         generation: a.generation,
         reason,
     }
+}
+
+/// Returns true when `hook` still holds `held`: its assignment has the same fence.
+fn holds(hook: &Hook, held: &Assignment) -> bool {
+    hook.assignment().is_some_and(|now| now.same_fence(held))
 }
