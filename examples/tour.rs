@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use chipset::Chipset;
-use chipset::bus::{NewEvent, Wake};
+use chipset::bus::NewEvent;
 use chipset::mail::NewMessage;
 use chipset::store::{AgentId, TaskId};
 
@@ -29,7 +29,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let mut waiter = bus.waiter(&mayor)?;
     let _ = bus.publish(&mayor, &NewEvent::new(cat.as_str(), "ready"))?;
-    let woke = matches!(waiter.wait(Duration::from_secs(5))?, Wake::Arrived(_));
+    let woke = !waiter.wait(Duration::from_secs(5))?.is_empty();
     println!("{mayor} woke to {cat}'s event: {woke}");
     hooks.complete(work)?;
     println!("{}", serde_json::to_string_pretty(&door.status()?)?);

@@ -8,7 +8,7 @@
 //! ```
 //! use std::time::Duration;
 //! use chipset::Chipset;
-//! use chipset::bus::{NewEvent, Wake};
+//! use chipset::bus::NewEvent;
 //! use chipset::hook::Pickup;
 //! use chipset::mail::NewMessage;
 //!
@@ -30,7 +30,7 @@
 //! // The agent tells the mayor, who wakes; then the agent completes.
 //! let mut waiter = chipset.bus().waiter(&mayor)?;
 //! chipset.bus().publish(&mayor, &NewEvent::new("polecat-alpha", "work-completed"))?;
-//! assert!(matches!(waiter.wait(Duration::from_secs(5))?, Wake::Arrived(_)));
+//! assert!(!waiter.wait(Duration::from_secs(5))?.is_empty());
 //! chipset.hooks().complete(&work)?;
 //! assert_eq!(chipset.status()?.agents.len(), 2);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -67,8 +67,8 @@
 //! [`BriefWatch::next`](chipset_loop::BriefWatch::next). With the
 //! `tokio` cargo feature each has an async form that never blocks a runtime
 //! thread (the watching runs on a thread of its own, so any executor
-//! works, including a current-thread runtime): `Bus::waiter_async` and
-//! `AsyncWaiter::wait`, `Attention::wait_async`, and `Attention::subscribe`
+//! works, including a current-thread runtime): `Waiter::wait_async` (and
+//! `Bus::waiter_async`), `Attention::wait_async`, and `Attention::subscribe`
 //! / `Attention::stream` for a `Stream` of briefs (`BriefStream`).
 //!
 //! # The crates

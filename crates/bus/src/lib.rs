@@ -8,7 +8,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use chipset_bus::{AckOutcome, Bus, NewEvent, Priority, Published, Wake};
+//! use chipset_bus::{AckOutcome, Bus, NewEvent, Priority, Published};
 //! use chipset_store::{AgentId, StateDir};
 //!
 //! let tmp = tempfile::tempdir()?;
@@ -28,7 +28,7 @@
 //! assert!(matches!(bus.publish(&supervisor, &mention)?, Published::Duplicate { .. }));
 //!
 //! // The supervisor wakes, reads in priority order and acknowledges.
-//! assert!(matches!(waiter.wait(Duration::from_secs(5))?, Wake::Arrived(_)));
+//! assert!(!waiter.wait(Duration::from_secs(5))?.is_empty());
 //! let pending = bus.pending(&supervisor)?;
 //! let kinds: Vec<_> = pending.events.iter().map(|e| e.kind.as_str()).collect();
 //! assert_eq!(kinds, ["needs-input", "chat-mention", "status"]);
@@ -108,9 +108,10 @@
 //! notifications are unavailable or turned off
 //! ([`WatchConfig::notify`](chipset_store::WatchConfig::notify)).
 //!
-//! With the `tokio` cargo feature (off by default), `Bus::waiter_async`
-//! gives an `AsyncWaiter`: the same waiter on a thread of its own, whose
-//! `wait` is awaited without blocking a runtime thread.
+//! With the `tokio` cargo feature (off by default), `Waiter::wait_async`
+//! is the same wait awaited without blocking a runtime thread (the
+//! watching moves to a thread of its own), and `Bus::waiter_async` makes a
+//! waiter without blocking.
 //!
 //! # File layout
 //!
@@ -257,9 +258,7 @@ pub use format::{
     agent::{ControlOp, Presence, Registered, Registry, Resource},
 };
 pub use maintain::{AgentStatus, Pruned};
-pub use wait::{Waiter, Wake};
-#[cfg(feature = "tokio")]
-pub use wait_async::AsyncWaiter;
+pub use wait::Waiter;
 
 impl Bus {
     /// The bus's directory under the state root, `bus/`.

@@ -12,22 +12,11 @@ use crate::bus::Bus;
 use crate::error::Result;
 use crate::name::QueueEntry;
 
-/// Why [`Waiter::wait`] returned.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[must_use]
-pub enum Wake {
-    /// Events arrived that this waiter had not reported before: their ids,
-    /// in processing order (read them with [`Bus::pending`]).
-    Arrived(Vec<EventId>),
-    /// The timeout passed with no new event.
-    TimedOut,
-}
-
-/// Blocks until a new event for one agent arrives or a timeout passes.
+/// Waits until new events for one agent arrive or a timeout passes.
 ///
 /// Made by [`Bus::waiter`]. It watches the agent's queue directory for new
 /// entries through a store [`Watcher`] (inotify on Linux) and also lists the queue
-/// rescan interval of [`BusConfig::watch`](crate::BusConfig::watch),
+/// every rescan interval of [`BusConfig::watch`](crate::BusConfig::watch),
 /// so an event whose notification was lost (a full inotify queue, a
 /// filesystem that does not notify, a watch that could not be set up) is
 /// still found by the next rescan. "New" means: in the queue now, and not
@@ -38,13 +27,36 @@ pub enum Wake {
 /// published after the waiter was made is always reported, even if it came
 /// before `wait` was called.
 ///
+/// With the `tokio` cargo feature, `Waiter::wait_async` waits the same way
+/// without blocking the calling thread (the watching moves to a thread of
+/// its own), and `Bus::waiter_async` makes a waiter without blocking either.
+///
 /// On a server ([`Bus::with_backend`]) the waiter listens for the server's
 /// notifications (PostgreSQL's `LISTEN`, sent when a publish commits, by
 /// any client on any host) and lists the queue at every rescan, as here.
 #[derive(Debug)]
 pub struct Waiter {
+    /// The agent waited for, named by the errors of a waiting thread.
+    #[cfg(feature = "tokio")]
+    pub(crate) agent: AgentId,
+    pub(crate) notified: bool,
+    pub(crate) at: At,
+}
+
+/// Where a waiter's watching happens.
+#[derive(Debug)]
+pub(crate) enum At {
+    /// On the caller's thread.
+    Here(Box<Watching>),
+    /// On a thread of its own, which serves each wait.
+    #[cfg(feature = "tokio")]
+    Thread(std::sync::mpsc::Sender<crate::wait_async::Request>),
+}
+
+/// The watching state of one waiter: what it has seen and what it waits on.
+#[derive(Debug)]
+pub(crate) struct Watching {
     bus: Bus,
-    agent: AgentId,
     dir: StatePath,
     seen: BTreeSet<String>,
     watch: Watch,
@@ -69,6 +81,17 @@ impl Bus {
     /// or listed. A notification watch that cannot be set up is not an
     /// error: the waiter falls back to rescans and logs a warning.
     pub fn waiter(&self, agent: &AgentId) -> Result<Waiter> {
+        let watching = self.watching(agent)?;
+        Ok(Waiter {
+            #[cfg(feature = "tokio")]
+            agent: agent.clone(),
+            notified: watching.is_notified(),
+            at: At::Here(Box::new(watching)),
+        })
+    }
+
+    /// Makes the queue if needed and starts watching it.
+    pub(crate) fn watching(&self, agent: &AgentId) -> Result<Watching> {
         let dir = self.ensure_queue(agent)?;
         let config = self.config().watch;
         if let Some(seam) = self.seam() {
@@ -82,9 +105,8 @@ impl Bus {
                 .map_err(crate::bus::seam_error)?
                 .into_iter()
                 .collect();
-            return Ok(Waiter {
+            return Ok(Watching {
                 bus: self.clone(),
-                agent: agent.clone(),
                 dir,
                 seen,
                 watch: Watch::Seam { dir: folder, wait },
@@ -93,9 +115,8 @@ impl Bus {
         // Watch first, list second: nothing published in between is missed.
         let watcher = Watcher::new(self.state(), [WatchTarget::dir(dir.clone())], config)?;
         let seen = self.state().list(&dir)?.into_iter().collect();
-        Ok(Waiter {
+        Ok(Watching {
             bus: self.clone(),
-            agent: agent.clone(),
             dir,
             seen,
             watch: Watch::Local(watcher),
@@ -104,34 +125,56 @@ impl Bus {
 }
 
 impl Waiter {
-    /// Returns the agent waited for.
-    pub fn agent(&self) -> &AgentId {
-        &self.agent
-    }
-
     /// Returns true when directory notifications are in use (false: rescans only).
     pub fn is_notified(&self) -> bool {
+        self.notified
+    }
+
+    /// Blocks until events arrive that this waiter has not reported, or
+    /// `timeout` passes, and returns their ids in processing order (read
+    /// the events with [`Bus::pending`]); none when the timeout passed.
+    /// Returns at once when some arrived since the last call.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`](crate::Error::Store) when the queue cannot be listed.
+    pub fn wait(&mut self, timeout: Duration) -> Result<Vec<EventId>> {
+        match &mut self.at {
+            At::Here(watching) => Ok(ids(watching.wait_entries(timeout)?)),
+            #[cfg(feature = "tokio")]
+            At::Thread(requests) => {
+                crate::wait_async::wait_blocking(requests, &self.agent, timeout)
+            }
+        }
+    }
+}
+
+/// The ids of `entries`, in their order; none for `None`.
+pub(crate) fn ids(entries: Option<Vec<QueueEntry>>) -> Vec<EventId> {
+    entries
+        .unwrap_or_default()
+        .into_iter()
+        .map(QueueEntry::into_id)
+        .collect()
+}
+
+impl Watching {
+    /// Returns the bus watched.
+    #[cfg(feature = "tokio")]
+    pub(crate) fn bus(&self) -> &Bus {
+        &self.bus
+    }
+
+    /// Returns true when directory notifications are in use.
+    pub(crate) fn is_notified(&self) -> bool {
         match &self.watch {
             Watch::Local(watcher) => watcher.is_notified(),
             Watch::Seam { .. } => true,
         }
     }
 
-    /// Blocks until an event arrives that this waiter has not reported, or
-    /// `timeout` passes. Returns at once when one arrived since the last call.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Store`](crate::Error::Store) when the queue cannot be listed.
-    pub fn wait(&mut self, timeout: Duration) -> Result<Wake> {
-        Ok(match self.wait_entries(timeout)? {
-            Some(entries) => Wake::Arrived(entries.into_iter().map(QueueEntry::into_id).collect()),
-            None => Wake::TimedOut,
-        })
-    }
-
-    /// As [`Waiter::wait`], with the arrivals as queue entries, sorted in
-    /// processing order; `None` when the timeout passed.
+    /// Waits as [`Waiter::wait`] does, with the arrivals as queue entries,
+    /// sorted in processing order; `None` when the timeout passed.
     pub(crate) fn wait_entries(&mut self, timeout: Duration) -> Result<Option<Vec<QueueEntry>>> {
         // No deadline: a timeout too large for an `Instant` waits for ever.
         let deadline = Instant::now().checked_add(timeout);

@@ -1,5 +1,6 @@
-//! The async face of wake-ups (feature `tokio`): a [`Waiter`] on a thread
-//! of its own, awaited without blocking a runtime thread.
+//! The async face of wake-ups (feature `tokio`): a [`Waiter`]'s watching
+//! on a thread of its own, so a wait is awaited without blocking a runtime
+//! thread.
 
 use std::sync::mpsc as std_mpsc;
 use std::time::{Duration, Instant};
@@ -9,94 +10,146 @@ use tokio::sync::oneshot;
 
 use crate::bus::Bus;
 use crate::error::Result;
+use crate::format::EventId;
 use crate::name::QueueEntry;
-use crate::wait::{Waiter, Wake};
+use crate::wait::{At, Waiter, Watching};
 
 /// How long the waiting thread blocks before it checks that the wait is
 /// still wanted: a cancelled wait's thread is free again within this.
 const SLICE: Duration = Duration::from_millis(200);
 
-/// One [`AsyncWaiter::wait`] call, handed to the waiting thread.
-struct Request {
+/// One wait, handed to the waiting thread.
+#[derive(Debug)]
+pub(crate) struct Request {
     timeout: Duration,
-    reply: oneshot::Sender<Result<Wake>>,
+    reply: Reply,
 }
 
-/// The async form of [`Waiter`]: [`AsyncWaiter::wait`] is awaited instead
-/// of blocking, on any executor (the watching runs on a thread of its own).
-///
-/// Made by [`Bus::waiter_async`]. It reports what
-/// the [`Waiter`] inside reports: an event published after the waiter was
-/// made is reported once, even if it came before `wait` was called.
-/// Dropping a `wait` future loses nothing: what arrived meanwhile is
-/// reported by the next `wait`. Dropping the waiter ends its thread.
+/// Where the answer to a wait goes.
 #[derive(Debug)]
-pub struct AsyncWaiter {
-    agent: AgentId,
-    notified: bool,
-    requests: std_mpsc::Sender<Request>,
+enum Reply {
+    /// To [`Waiter::wait`], which blocks for it.
+    Blocking(std_mpsc::Sender<Result<Vec<EventId>>>),
+    /// To [`Waiter::wait_async`], which may be dropped meanwhile.
+    Async(oneshot::Sender<Result<Vec<EventId>>>),
+}
+
+impl Reply {
+    /// Returns true when nobody waits for the answer any more.
+    fn is_closed(&self) -> bool {
+        match self {
+            Reply::Blocking(_) => false,
+            Reply::Async(tx) => tx.is_closed(),
+        }
+    }
+
+    /// Sends the answer; false when nobody took it.
+    fn send(self, answer: Result<Vec<EventId>>) -> bool {
+        match self {
+            Reply::Blocking(tx) => tx.send(answer).is_ok(),
+            Reply::Async(tx) => tx.send(answer).is_ok(),
+        }
+    }
 }
 
 impl Bus {
-    /// Returns an async waiter on `agent`'s queue (see [`Bus::waiter`]); the
-    /// queue is created and listed on the waiter's thread, not the caller's.
+    /// Returns a waiter on `agent`'s queue, as [`Bus::waiter`] does, without
+    /// blocking: the queue is created and listed on the waiter's thread,
+    /// not the caller's. Wait on it with [`Waiter::wait_async`].
     ///
     /// # Errors
     ///
     /// As [`Bus::waiter`]; [`Error::Store`](crate::Error::Store) when the
     /// thread cannot be started.
-    pub async fn waiter_async(&self, agent: &AgentId) -> Result<AsyncWaiter> {
+    pub async fn waiter_async(&self, agent: &AgentId) -> Result<Waiter> {
         let (started, ready) = oneshot::channel();
         let (requests, rx) = std_mpsc::channel();
         let bus = self.clone();
         let who = agent.clone();
-        spawn(self, agent, move || match bus.waiter(&who) {
-            Ok(waiter) => {
-                let _ = started.send(Ok(waiter.is_notified()));
-                serve(waiter, &rx);
+        spawn(self, agent, move || match bus.watching(&who) {
+            Ok(watching) => {
+                let _ = started.send(Ok(watching.is_notified()));
+                serve(watching, &rx);
             }
             Err(e) => {
                 let _ = started.send(Err(e));
             }
         })?;
         let notified = ready.await.map_err(|_| gone(self, agent))??;
-        Ok(AsyncWaiter {
+        Ok(Waiter {
             agent: agent.clone(),
             notified,
-            requests,
+            at: At::Thread(requests),
         })
     }
 }
 
-impl AsyncWaiter {
-    /// Returns true when directory notifications are in use (false: rescans only).
-    pub fn is_notified(&self) -> bool {
-        self.notified
-    }
-
-    /// Waits until an event arrives that this waiter has not reported, or
-    /// `timeout` passes, as [`Waiter::wait`] does, without blocking the
-    /// calling thread. Cancel-safe: an arrival is never lost to a dropped
-    /// future.
+impl Waiter {
+    /// Waits as [`Waiter::wait`] does without blocking the calling thread:
+    /// the first call moves the watching to a thread of its own, and each
+    /// wait is awaited. Cancel-safe: an arrival is never lost to a dropped
+    /// future, the next wait reports it. Dropping the waiter ends its thread.
     ///
     /// # Errors
     ///
     /// As [`Waiter::wait`]; [`Error::Store`](crate::Error::Store) when the
-    /// waiter's thread has stopped.
-    pub async fn wait(&mut self, timeout: Duration) -> Result<Wake> {
+    /// waiter's thread cannot be started or has stopped.
+    pub async fn wait_async(&mut self, timeout: Duration) -> Result<Vec<EventId>> {
         let (reply, rx) = oneshot::channel();
-        let stopped = |agent: &AgentId| {
-            crate::Error::Store(chipset_store::Error::io(
-                "wait for the events of",
-                agent.as_str(),
-                std::io::Error::other("the waiter thread has stopped"),
-            ))
-        };
-        if self.requests.send(Request { timeout, reply }).is_err() {
+        let requests = self.thread()?;
+        if requests
+            .send(Request {
+                timeout,
+                reply: Reply::Async(reply),
+            })
+            .is_err()
+        {
             return Err(stopped(&self.agent));
         }
         rx.await.map_err(|_| stopped(&self.agent))?
     }
+
+    /// Returns the sender of wait requests to this waiter's thread, moving
+    /// the watching there first when it is on the caller's.
+    fn thread(&mut self) -> Result<&std_mpsc::Sender<Request>> {
+        if let At::Here(_) = &self.at {
+            let (requests, rx) = std_mpsc::channel();
+            let At::Here(watching) = std::mem::replace(&mut self.at, At::Thread(requests)) else {
+                unreachable!("checked above");
+            };
+            let bus = watching.bus().clone();
+            spawn(&bus, &self.agent, move || serve(*watching, &rx))?;
+        }
+        match &self.at {
+            At::Thread(requests) => Ok(requests),
+            At::Here(_) => unreachable!("moved above"),
+        }
+    }
+}
+
+/// Hands one wait to the waiting thread and blocks for its answer.
+pub(crate) fn wait_blocking(
+    requests: &std_mpsc::Sender<Request>,
+    agent: &AgentId,
+    timeout: Duration,
+) -> Result<Vec<EventId>> {
+    let (reply, rx) = std_mpsc::channel();
+    let request = Request {
+        timeout,
+        reply: Reply::Blocking(reply),
+    };
+    if requests.send(request).is_err() {
+        return Err(stopped(agent));
+    }
+    rx.recv().map_err(|_| stopped(agent))?
+}
+
+fn stopped(agent: &AgentId) -> crate::Error {
+    crate::Error::Store(chipset_store::Error::io(
+        "wait for the events of",
+        agent.as_str(),
+        std::io::Error::other("the waiter thread has stopped"),
+    ))
 }
 
 fn spawn(bus: &Bus, agent: &AgentId, run: impl FnOnce() + Send + 'static) -> Result<()> {
@@ -117,9 +170,9 @@ fn gone(bus: &Bus, agent: &AgentId) -> crate::Error {
     ))
 }
 
-/// Serves wait requests until the [`AsyncWaiter`] is dropped. Arrivals a
+/// Serves wait requests until the [`Waiter`] is dropped. Arrivals a
 /// cancelled request could not take are kept for the next one.
-fn serve(mut waiter: Waiter, requests: &std_mpsc::Receiver<Request>) {
+fn serve(mut watching: Watching, requests: &std_mpsc::Receiver<Request>) {
     let mut kept: Vec<QueueEntry> = Vec::new();
     while let Ok(Request { timeout, reply }) = requests.recv() {
         let deadline = Instant::now().checked_add(timeout);
@@ -128,7 +181,7 @@ fn serve(mut waiter: Waiter, requests: &std_mpsc::Receiver<Request>) {
                 break Ok(());
             }
             let left = deadline.map_or(SLICE, |d| d.saturating_duration_since(Instant::now()));
-            match waiter.wait_entries(left.min(SLICE)) {
+            match watching.wait_entries(left.min(SLICE)) {
                 Ok(Some(entries)) => kept.extend(entries),
                 Ok(None) => {
                     if deadline.is_some_and(|d| Instant::now() >= d) {
@@ -140,15 +193,9 @@ fn serve(mut waiter: Waiter, requests: &std_mpsc::Receiver<Request>) {
         };
         kept.sort();
         let arrived = outcome.is_ok() && !kept.is_empty();
-        let wake = outcome.map(|()| {
-            if kept.is_empty() {
-                Wake::TimedOut
-            } else {
-                Wake::Arrived(kept.iter().map(|e| e.id().clone()).collect())
-            }
-        });
+        let answer = outcome.map(|()| kept.iter().map(|e| e.id().clone()).collect());
         // A request dropped meanwhile leaves its arrivals for the next one.
-        if reply.send(wake).is_ok() && arrived {
+        if reply.send(answer) && arrived {
             kept.clear();
         }
     }
@@ -177,17 +224,36 @@ mod tests {
             let mut waiter = bus.waiter_async(&a).await.unwrap();
             {
                 // Polled once, then dropped: the request is cancelled.
-                let wait = waiter.wait(Duration::from_secs(30));
+                let wait = waiter.wait_async(Duration::from_secs(30));
                 let mut wait = std::pin::pin!(wait);
                 let waker = std::task::Waker::noop();
                 let mut cx = std::task::Context::from_waker(waker);
                 assert!(wait.as_mut().poll(&mut cx).is_pending());
             }
             let _ = bus.publish(&a, &NewEvent::new("w", "k")).unwrap();
-            let wake = waiter.wait(Duration::from_secs(20)).await.unwrap();
-            assert!(matches!(wake, Wake::Arrived(e) if e.len() == 1));
-            let wake = waiter.wait(Duration::ZERO).await.unwrap();
-            assert_eq!(wake, Wake::TimedOut);
+            let arrived = waiter.wait_async(Duration::from_secs(20)).await.unwrap();
+            assert_eq!(arrived.len(), 1);
+            let arrived = waiter.wait_async(Duration::ZERO).await.unwrap();
+            assert_eq!(arrived, []);
         });
+    }
+
+    /// A waiter made to block can be awaited, and blocked on again after:
+    /// its watching moves to a thread once and reports each arrival once.
+    #[test]
+    fn a_blocking_waiter_is_awaited_and_blocked_on_again() {
+        let tmp = tempfile::tempdir().unwrap();
+        let bus = Bus::new(StateDir::open(tmp.path()).unwrap());
+        let a = AgentId::new("a").unwrap();
+        let mut waiter = bus.waiter(&a).unwrap();
+        let _ = bus.publish(&a, &NewEvent::new("w", "one")).unwrap();
+        let first = block_on(waiter.wait_async(Duration::from_secs(20))).unwrap();
+        assert_eq!(first.len(), 1);
+        assert!(matches!(waiter.at, At::Thread(_)));
+        let _ = bus.publish(&a, &NewEvent::new("w", "two")).unwrap();
+        let second = waiter.wait(Duration::from_secs(20)).unwrap();
+        assert_eq!(second.len(), 1);
+        assert_ne!(first, second);
+        assert_eq!(waiter.wait(Duration::ZERO).unwrap(), []);
     }
 }

@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use chipset_bus::{
-    BadFile, Bus, ControlOp, Event, NewEvent, Occasion, Pending, Presence, Resource, Wake,
+    BadFile, Bus, ControlOp, Event, NewEvent, Occasion, Pending, Presence, Resource,
 };
 use chipset_mcp::view::{Acked, BadEntry, Events, Published};
 use chipset_store::{AgentId, ReadOutcome};
@@ -177,12 +177,10 @@ fn wait(ctx: &Ctx, bus: &Bus, agent: &AgentId, timeout: Option<Duration>) -> Res
         let slice = deadline.map_or(WAIT_SLICE, |d| {
             d.saturating_duration_since(Instant::now()).min(WAIT_SLICE)
         });
-        match waiter.wait(slice)? {
-            Wake::Arrived(_) => pending = bus.pending(agent)?,
-            Wake::TimedOut if deadline.is_some_and(|d| Instant::now() >= d) => {
-                return Ok(listing(ctx, agent, &pending, Some(true)).0);
-            }
-            Wake::TimedOut => {}
+        if !waiter.wait(slice)?.is_empty() {
+            pending = bus.pending(agent)?;
+        } else if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(listing(ctx, agent, &pending, Some(true)).0);
         }
     }
     Ok(listing(ctx, agent, &pending, Some(false)).0)

@@ -1,16 +1,16 @@
 //! The waiting tools and resource-updated notifications, on the libraries'
-//! async forms (feature `tokio`): the bus's [`AsyncWaiter`], and
+//! async forms (feature `tokio`): the bus's [`Waiter::wait_async`], and
 //! [`Attention::wait_async`] and [`Attention::subscribe`]. Each watches on
 //! a thread of its own, so no runtime thread blocks and a cancelled call
 //! ends at once.
 //!
-//! [`AsyncWaiter`]: chipset_bus::AsyncWaiter
+//! [`Waiter::wait_async`]: chipset_bus::Waiter::wait_async
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
-use chipset_bus::{Pending, Wake};
+use chipset_bus::Pending;
 use chipset_failure::Failure;
 use chipset_loop::{Brief, BriefStream};
 use rmcp::ErrorData;
@@ -38,8 +38,8 @@ pub(crate) async fn bus_wait(
             return Ok(ops::events(&ctx.agent, &pending, limit, Some(true)));
         }
         tokio::select! {
-            wake = waiter.wait(left) => {
-                if let Wake::Arrived(_) = wake? {
+            arrived = waiter.wait_async(left) => {
+                if !arrived?.is_empty() {
                     pending = self::pending(ctx).await?;
                 }
             }

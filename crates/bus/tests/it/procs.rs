@@ -11,7 +11,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
-use chipset_bus::{AckOutcome, Bus, EventId, NewEvent, Priority, Published, Wake};
+use chipset_bus::{AckOutcome, Bus, EventId, NewEvent, Priority, Published};
 use chipset_store::DoctorMode;
 use chipset_testkit::{self as kit, Jitter, TempState};
 use serde_json::json;
@@ -88,9 +88,9 @@ fn child_entry() {
             "waiter" => {
                 let mut waiter = bus.waiter(&agent("hub")).unwrap();
                 say(&format!("ready notified={}", waiter.is_notified()));
-                match waiter.wait(Duration::from_secs(60)).unwrap() {
-                    Wake::Arrived(ids) => say(&format!("woke {}", ids[0])),
-                    Wake::TimedOut => say("timeout"),
+                match waiter.wait(Duration::from_secs(60)).unwrap().first() {
+                    Some(id) => say(&format!("woke {id}")),
+                    None => say("timeout"),
                 }
             }
             "crash-publish" => crash_publisher(&bus, u64::MAX, say),

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use chipset_backend::testing::{Intercept, Intercepted, Op, Proxy};
 use chipset_backend::{Backend, Dir, Key, PgBackend};
-use chipset_bus::{AckOutcome, Bus, BusConfig, Error, EventId, NewEvent, Published, Wake};
+use chipset_bus::{AckOutcome, Bus, BusConfig, Error, EventId, NewEvent, Published};
 use chipset_store::{Clock, MaybeCommitted, SystemClock, Timestamp};
 use chipset_testkit::TempState;
 use serde_json::json;
@@ -267,10 +267,8 @@ fn a_waiter_on_another_client_is_woken_by_the_servers_notification() {
             .publish(&hub, &NewEvent::new("w", "k").payload(json!(i)))
             .unwrap();
         let id = e.delivered().unwrap().id.clone();
-        match waiter.wait(Duration::from_secs(30)).unwrap() {
-            Wake::Arrived(ids) => assert_eq!(ids, vec![id]),
-            Wake::TimedOut => panic!("no wake-up for event {i}"),
-        }
+        let ids = waiter.wait(Duration::from_secs(30)).unwrap();
+        assert_eq!(ids, vec![id], "no wake-up for event {i}");
         lags.push(sent.elapsed());
     }
     lags.sort();
