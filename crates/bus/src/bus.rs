@@ -169,17 +169,6 @@ pub struct Startup {
     pub previous: ReadOutcome<Presence>,
 }
 
-/// What [`Bus::apply_control`] did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Applied {
-    /// The registry after applying.
-    pub registry: Registry,
-    /// How many commands were applied now.
-    pub applied: usize,
-    /// Lines that were not commands (skipped, never applied, still in the log).
-    pub bad_lines: Vec<BadFile>,
-}
-
 impl Bus {
     /// Returns a bus on `state` with the default settings.
     pub fn new(state: StateDir) -> Self {

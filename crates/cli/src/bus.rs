@@ -114,9 +114,9 @@ pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
                 ControlCommand::Unregister(a) => (a, ControlOp::Unregister),
             };
             bus.control(&args.agent, op, &Resource::new(&args.kind, &args.target))?;
-            let applied = bus.apply_control(&args.agent)?;
+            let registry = bus.apply_control(&args.agent)?;
             let mut table = Table::new(&["KIND", "TARGET"]);
-            for r in &applied.registry.resources {
+            for r in &registry.resources {
                 table.row(vec![
                     r.resource.kind.clone().into(),
                     r.resource.target.clone().into(),
@@ -127,7 +127,7 @@ pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
             } else {
                 table.render(ctx.paint)
             };
-            Ok(Output::new(text, output::json(&applied.registry)))
+            Ok(Output::new(text, output::json(&registry)))
         }
         BusCommand::Nag { agent, poll } => {
             let occasion = if poll {

@@ -160,11 +160,13 @@ impl Bus {
     /// old registry and offset, and applying again gives the same result.
     ///
     /// A corrupt registry is quarantined and rebuilt from the whole log.
+    /// A line that is not a command is skipped (never applied, still in the
+    /// log, logged as a warning); [`Bus::doctor`] reports and repairs it.
     ///
     /// # Errors
     ///
     /// [`Error::Store`] when the log or registry cannot be read or written.
-    pub fn apply_control(&self, agent: &AgentId) -> Result<Applied> {
+    pub fn apply_control(&self, agent: &AgentId) -> Result<Registry> {
         if let Some(seam) = &self.seam {
             return self.seam_apply_control(seam.as_ref(), agent);
         }
@@ -184,34 +186,14 @@ impl Bus {
                     ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
                 };
                 let read: LogContents<ControlLine> = log.read_from(registry.applied_offset)?;
-                let bad_lines = read
-                    .bad_lines
-                    .iter()
-                    .map(|b| BadFile {
-                        path: log.path().to_owned(),
-                        problem: Problem::BadLogLine {
-                            offset: b.offset,
-                            reason: b.reason.clone(),
-                        },
-                    })
-                    .collect();
-                if read.end_offset == registry.applied_offset {
-                    return Ok::<_, Error>(Decision::Keep(Applied {
-                        registry,
-                        applied: 0,
-                        bad_lines,
-                    }));
+                for b in &read.bad_lines {
+                    skipped(log.path(), b.offset, &b.reason);
                 }
-                let applied = read.records.len();
+                if read.end_offset == registry.applied_offset {
+                    return Ok::<_, Error>(Decision::Keep(registry));
+                }
                 let next = control::apply(registry, &read.records, read.end_offset);
-                Ok(Decision::Write(
-                    next.clone(),
-                    Applied {
-                        registry: next,
-                        applied,
-                        bad_lines,
-                    },
-                ))
+                Ok(Decision::Write(next.clone(), next))
             })
     }
 
@@ -273,4 +255,9 @@ impl Bus {
         })?;
         Ok(indices.into_iter().map(|i| events[i].clone()).collect())
     }
+}
+
+/// Warns of a control-log line that is not a command, skipped by an apply.
+pub(crate) fn skipped(log: &std::path::Path, offset: u64, reason: &CorruptReason) {
+    tracing::warn!(path = %log.display(), offset, %reason, "skipping a control line that is not a command; `doctor` repairs it");
 }

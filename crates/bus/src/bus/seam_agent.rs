@@ -143,7 +143,7 @@ impl Bus {
         &self,
         seam: &dyn Backend,
         agent: &AgentId,
-    ) -> Result<Applied> {
+    ) -> Result<Registry> {
         let log = self.seam_key(agent, None, CONTROL)?;
         let key = self.seam_key(agent, None, REGISTRY)?;
         self.seam_swap(seam, &key, |cur: ReadOutcome<Registry>| {
@@ -159,38 +159,23 @@ impl Bus {
             let read = seam.read_log(&log, LogPos::START).map_err(seam_error)?;
             let end = read.records.len() as u64;
             let mut lines = Vec::new();
-            let mut bad_lines = Vec::new();
             for (at, record) in read.records.iter().enumerate() {
                 let at = at as u64;
                 match serde_json::from_slice::<ControlLine>(record) {
                     Ok(line) if at >= registry.applied_offset => lines.push(line),
                     Ok(_) => {}
-                    Err(e) => bad_lines.push(BadFile {
-                        path: key_path(&log),
-                        problem: Problem::BadLogLine {
-                            offset: at,
-                            reason: CorruptReason::WrongShape(e.to_string()),
-                        },
-                    }),
+                    Err(e) => super::agent::skipped(
+                        &key_path(&log),
+                        at,
+                        &CorruptReason::WrongShape(e.to_string()),
+                    ),
                 }
             }
             if end <= registry.applied_offset {
-                return Ok(Decision::Keep(Applied {
-                    registry,
-                    applied: 0,
-                    bad_lines,
-                }));
+                return Ok(Decision::Keep(registry));
             }
-            let applied = lines.len();
             let next = control::apply(registry, &lines, end);
-            Ok(Decision::Write(
-                next.clone(),
-                Applied {
-                    registry: next,
-                    applied,
-                    bad_lines,
-                },
-            ))
+            Ok(Decision::Write(next.clone(), next))
         })
     }
 

@@ -1,6 +1,6 @@
 //! The control inbox and the registry.
 
-use chipset_bus::{ControlOp, Problem, Resource};
+use chipset_bus::{ControlOp, Resource};
 
 use crate::{agent, manual};
 
@@ -13,19 +13,18 @@ fn commands_are_applied_forward_from_the_stored_offset() {
     bus.control(&a, ControlOp::Register, &debug).unwrap();
     bus.control(&a, ControlOp::Register, &hub).unwrap();
     let applied = bus.apply_control(&a).unwrap();
-    assert_eq!(applied.applied, 2);
-    assert!(applied.registry.contains(&debug) && applied.registry.contains(&hub));
+    assert_eq!(applied.resources.len(), 2);
+    assert!(applied.contains(&debug) && applied.contains(&hub));
 
-    // Nothing new: nothing applied, same registry.
+    // Nothing new: nothing applied, the same registry and offset.
     let again = bus.apply_control(&a).unwrap();
-    assert_eq!(again.applied, 0);
-    assert_eq!(again.registry, applied.registry);
+    assert_eq!(again, applied);
 
     bus.control(&a, ControlOp::Unregister, &debug).unwrap();
     let after = bus.apply_control(&a).unwrap();
-    assert_eq!(after.applied, 1);
-    assert!(!after.registry.contains(&debug));
-    assert_eq!(bus.registry(&a).unwrap(), after.registry);
+    assert!(after.applied_offset > applied.applied_offset);
+    assert!(!after.contains(&debug) && after.contains(&hub));
+    assert_eq!(bus.registry(&a).unwrap(), after);
 
     // The log keeps every command: never truncated.
     let log =
@@ -39,7 +38,7 @@ fn a_crash_before_the_registry_write_reapplies_to_the_same_registry() {
     let a = agent("mayor");
     let r = Resource::new("chat", "a.chat");
     bus.control(&a, ControlOp::Register, &r).unwrap();
-    let first = bus.apply_control(&a).unwrap().registry;
+    let first = bus.apply_control(&a).unwrap();
     bus.control(&a, ControlOp::Unregister, &r).unwrap();
     bus.control(&a, ControlOp::Register, &r).unwrap();
     // Simulate a crash that lost the last registry write: put the old one back.
@@ -48,9 +47,9 @@ fn a_crash_before_the_registry_write_reapplies_to_the_same_registry() {
         .channel(chipset_bus::Bus::CHANNEL)
         .join_id(&a, "")
         .join_static("registry.json");
-    let after = bus.apply_control(&a).unwrap().registry;
+    let after = bus.apply_control(&a).unwrap();
     bus.state().write_json(&path, &first).unwrap();
-    let replayed = bus.apply_control(&a).unwrap().registry;
+    let replayed = bus.apply_control(&a).unwrap();
     assert_eq!(replayed.resources, after.resources);
     assert_eq!(replayed.applied_offset, after.applied_offset);
 }
@@ -61,7 +60,7 @@ fn a_corrupt_registry_is_rebuilt_from_the_whole_log() {
     let a = agent("mayor");
     let r = Resource::new("chat", "a.chat");
     bus.control(&a, ControlOp::Register, &r).unwrap();
-    let good = bus.apply_control(&a).unwrap().registry;
+    let good = bus.apply_control(&a).unwrap();
     let path = bus
         .state()
         .channel(chipset_bus::Bus::CHANNEL)
@@ -69,11 +68,11 @@ fn a_corrupt_registry_is_rebuilt_from_the_whole_log() {
         .join_static("registry.json");
     std::fs::write(&path, b"nonsense").unwrap();
     assert!(bus.registry(&a).is_err());
-    assert_eq!(bus.apply_control(&a).unwrap().registry, good);
+    assert_eq!(bus.apply_control(&a).unwrap(), good);
 }
 
 #[test]
-fn bad_lines_are_reported_and_skipped() {
+fn bad_lines_are_skipped_and_reported_by_the_doctor() {
     let (_t, _clock, bus) = manual();
     let a = agent("mayor");
     let r = Resource::new("chat", "a.chat");
@@ -85,12 +84,11 @@ fn bad_lines_are_reported_and_skipped() {
     bus.control(&a, ControlOp::Register, &Resource::new("queue", "w"))
         .unwrap();
     let applied = bus.apply_control(&a).unwrap();
-    assert_eq!(applied.applied, 2);
-    assert_eq!(applied.bad_lines.len(), 1);
-    assert!(matches!(
-        applied.bad_lines[0].problem,
-        Problem::BadLogLine { .. }
-    ));
+    assert_eq!(applied.resources.len(), 2);
+    assert!(applied.contains(&r) && applied.contains(&Resource::new("queue", "w")));
+    let report = bus.doctor(chipset_store::DoctorMode::Check).unwrap();
+    let codes: Vec<_> = report.findings.iter().map(|f| f.code).collect();
+    assert_eq!(codes, ["bus-bad-line"]);
     assert!(
         bus.control(&a, ControlOp::Register, &Resource::new("chat", ""))
             .is_err()
@@ -112,7 +110,8 @@ fn the_doctor_repairs_bad_lines_and_moves_a_directory_log_aside() {
     text.push_str("not json\n");
     // Applied up to past the bad line: the repair must not leave this offset stale.
     std::fs::write(&log, &text).unwrap();
-    assert_eq!(bus.apply_control(&a).unwrap().applied, 1);
+    let before = bus.apply_control(&a).unwrap();
+    assert_eq!(before.resources.len(), 1);
     std::fs::write(&log, text).unwrap();
     bus.control(&a, ControlOp::Register, &Resource::new("queue", "w"))
         .unwrap();
@@ -132,7 +131,8 @@ fn the_doctor_repairs_bad_lines_and_moves_a_directory_log_aside() {
         registry.contains(&Resource::new("chat", "a.chat")),
         "{registry:?}"
     );
-    assert_eq!(bus.apply_control(&a).unwrap().applied, 0);
+    // Nothing left to apply: the same registry and offset.
+    assert_eq!(bus.apply_control(&a).unwrap(), registry);
 
     let b = agent("witness");
     bus.ensure_queue(&b).unwrap();
