@@ -1,6 +1,6 @@
 //! The pure application of control commands to a registry.
 
-use crate::format::{ControlLine, ControlOp, Registered, Registry};
+use crate::format::{ControlLine, ControlOp, Registry};
 
 /// Applies `lines` (read from the registry's offset on) to `registry` and
 /// moves its offset to `end_offset`.
@@ -11,21 +11,16 @@ use crate::format::{ControlLine, ControlOp, Registered, Registry};
 pub(crate) fn apply(mut registry: Registry, lines: &[ControlLine], end_offset: u64) -> Registry {
     for line in lines {
         let resource = &line.command.resource;
-        let at = registry
-            .resources
-            .binary_search_by(|r| r.resource.cmp(resource));
-        match (line.command.op, at) {
-            (ControlOp::Register, Err(i)) => registry.resources.insert(
-                i,
-                Registered {
-                    resource: resource.clone(),
-                    registered_at: line.at,
-                },
-            ),
-            (ControlOp::Unregister, Ok(i)) => {
-                registry.resources.remove(i);
+        match line.command.op {
+            ControlOp::Register => {
+                registry
+                    .resources
+                    .entry(resource.clone())
+                    .or_insert(line.at);
             }
-            (ControlOp::Register, Ok(_)) | (ControlOp::Unregister, Err(_)) => {}
+            ControlOp::Unregister => {
+                registry.resources.remove(resource);
+            }
         }
     }
     registry.applied_offset = registry.applied_offset.max(end_offset);
@@ -49,10 +44,7 @@ mod tests {
     }
 
     fn targets(r: &Registry) -> Vec<&str> {
-        r.resources
-            .iter()
-            .map(|r| r.resource.target.as_str())
-            .collect()
+        r.resources.keys().map(|r| r.target.as_str()).collect()
     }
 
     #[test]
@@ -65,7 +57,8 @@ mod tests {
         ];
         let r = apply(Registry::default(), &lines, 40);
         assert_eq!(targets(&r), ["a", "b"]);
-        assert_eq!(r.resources[1].registered_at, Timestamp::from_unix_ms(1));
+        let b = Resource::new("chat", "b");
+        assert_eq!(r.resources[&b], Timestamp::from_unix_ms(1));
         assert_eq!(r.applied_offset, 40);
     }
 

@@ -255,7 +255,7 @@ pub use config::{BusConfig, NagPolicy, NagRule, Occasion, Retention};
 pub use error::{Error, Result};
 pub use format::{
     Event, EventId, NewEvent, Priority,
-    agent::{ControlOp, Presence, Registered, Registry, Resource},
+    agent::{ControlOp, Presence, Registry, Resource},
 };
 pub use maintain::{AgentStatus, Pruned};
 pub use wait::Waiter;

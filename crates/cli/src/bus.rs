@@ -116,11 +116,8 @@ pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
             bus.control(&args.agent, op, &Resource::new(&args.kind, &args.target))?;
             let registry = bus.apply_control(&args.agent)?;
             let mut table = Table::new(&["KIND", "TARGET"]);
-            for r in &registry.resources {
-                table.row(vec![
-                    r.resource.kind.clone().into(),
-                    r.resource.target.clone().into(),
-                ]);
+            for r in registry.resources.keys() {
+                table.row(vec![r.kind.clone().into(), r.target.clone().into()]);
             }
             let text = if table.is_empty() {
                 format!("no resources registered for {}\n", args.agent)

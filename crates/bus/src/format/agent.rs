@@ -97,16 +97,6 @@ pub(crate) struct ControlLine {
     pub(crate) command: ControlCommand,
 }
 
-/// A registered resource and when it was first registered.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Registered {
-    /// The resource.
-    #[serde(flatten)]
-    pub resource: Resource,
-    /// When the register command that added it was written.
-    pub registered_at: Timestamp,
-}
-
 /// The registry built from the control log: `bus/{agent}/registry.json`.
 ///
 /// It stores the log offset it has applied up to, and both are replaced in
@@ -115,18 +105,54 @@ pub struct Registered {
 pub struct Registry {
     /// The byte offset in `control.jsonl` up to which commands are applied.
     pub applied_offset: u64,
-    /// The registered resources, sorted by kind then target, each once.
-    pub resources: Vec<Registered>,
+    /// The registered resources, sorted by kind then target, each with
+    /// the time of the register command that added it. In the file, a
+    /// list of `{kind, target, registered_at}` in that order.
+    #[serde(with = "registered")]
+    pub resources: BTreeMap<Resource, Timestamp>,
     /// Fields another writer added that this version does not know, kept
     /// when the registry is rewritten.
     #[serde(flatten, default)]
     pub extra: Map<String, Value>,
 }
 
-impl Registry {
-    /// Returns true when `resource` is registered.
-    pub fn contains(&self, resource: &Resource) -> bool {
-        self.resources.iter().any(|r| &r.resource == resource)
+/// The registry's resources as the file lists them.
+mod registered {
+    use std::collections::BTreeMap;
+
+    use chipset_store::Timestamp;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::Resource;
+
+    /// One entry of the list.
+    #[derive(Serialize, Deserialize)]
+    struct Entry<R> {
+        #[serde(flatten)]
+        resource: R,
+        registered_at: Timestamp,
+    }
+
+    pub(super) fn serialize<S: Serializer>(
+        map: &BTreeMap<Resource, Timestamp>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.collect_seq(map.iter().map(|(resource, at)| Entry {
+            resource,
+            registered_at: *at,
+        }))
+    }
+
+    /// Reads the list; a resource listed twice (by another writer) keeps
+    /// its first time.
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<BTreeMap<Resource, Timestamp>, D::Error> {
+        let mut map = BTreeMap::new();
+        for e in Vec::<Entry<Resource>>::deserialize(d)? {
+            map.entry(e.resource).or_insert(e.registered_at);
+        }
+        Ok(map)
     }
 }
 

@@ -5,7 +5,7 @@
 pub(crate) mod agent;
 
 pub(crate) use agent::{
-    ControlCommand, ControlLine, ControlOp, NagState, Presence, Registered, Registry, Resource,
+    ControlCommand, ControlLine, ControlOp, NagState, Presence, Registry, Resource,
 };
 
 use std::fmt;

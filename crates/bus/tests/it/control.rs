@@ -14,7 +14,7 @@ fn commands_are_applied_forward_from_the_stored_offset() {
     bus.control(&a, ControlOp::Register, &hub).unwrap();
     let applied = bus.apply_control(&a).unwrap();
     assert_eq!(applied.resources.len(), 2);
-    assert!(applied.contains(&debug) && applied.contains(&hub));
+    assert!(applied.resources.contains_key(&debug) && applied.resources.contains_key(&hub));
 
     // Nothing new: nothing applied, the same registry and offset.
     let again = bus.apply_control(&a).unwrap();
@@ -23,7 +23,7 @@ fn commands_are_applied_forward_from_the_stored_offset() {
     bus.control(&a, ControlOp::Unregister, &debug).unwrap();
     let after = bus.apply_control(&a).unwrap();
     assert!(after.applied_offset > applied.applied_offset);
-    assert!(!after.contains(&debug) && after.contains(&hub));
+    assert!(!after.resources.contains_key(&debug) && after.resources.contains_key(&hub));
     assert_eq!(bus.registry(&a).unwrap(), after);
 
     // The log keeps every command: never truncated.
@@ -85,7 +85,10 @@ fn bad_lines_are_skipped_and_reported_by_the_doctor() {
         .unwrap();
     let applied = bus.apply_control(&a).unwrap();
     assert_eq!(applied.resources.len(), 2);
-    assert!(applied.contains(&r) && applied.contains(&Resource::new("queue", "w")));
+    assert!(
+        applied.resources.contains_key(&r)
+            && applied.resources.contains_key(&Resource::new("queue", "w"))
+    );
     let report = bus.doctor(chipset_store::DoctorMode::Check).unwrap();
     let codes: Vec<_> = report.findings.iter().map(|f| f.code).collect();
     assert_eq!(codes, ["bus-bad-line"]);
@@ -124,11 +127,15 @@ fn the_doctor_repairs_bad_lines_and_moves_a_directory_log_aside() {
     assert!(bus.doctor(DoctorMode::Check).unwrap().findings.is_empty());
     let registry = bus.registry(&a).unwrap();
     assert!(
-        registry.contains(&Resource::new("queue", "w")),
+        registry
+            .resources
+            .contains_key(&Resource::new("queue", "w")),
         "{registry:?}"
     );
     assert!(
-        registry.contains(&Resource::new("chat", "a.chat")),
+        registry
+            .resources
+            .contains_key(&Resource::new("chat", "a.chat")),
         "{registry:?}"
     );
     // Nothing left to apply: the same registry and offset.
