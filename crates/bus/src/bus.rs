@@ -189,9 +189,9 @@ impl Bus {
     /// hosts, under the key's lock on the server), reading, acknowledging,
     /// presence, control, the registry, reminders and wake-ups
     /// ([`Bus::waiter`] listens for the server's notifications, with the
-    /// rescan kept). Times are the server's clock. `state` is the local
-    /// root that the upkeep ([`Bus::status`], [`Bus::prune`],
-    /// [`Bus::doctor`]) still uses until it moves onto the seam too.
+    /// rescan kept), and the upkeep ([`Bus::status`], [`Bus::prune`],
+    /// [`Bus::doctor`]). Times are the server's clock. `state` is the
+    /// local root ([`Bus::state`]).
     pub fn with_backend(state: StateDir, config: BusConfig, backend: Arc<dyn Backend>) -> Self {
         Bus {
             state,

@@ -197,7 +197,7 @@
 //! notifications, with the rescan kept. A publish cut at commit is
 //! [`Error::OutcomeUnknown`] with the event's id, whose retry returns the
 //! first delivery. The upkeep below ([`Bus::status`], [`Bus::prune`],
-//! [`Bus::doctor`]) still reads the local root.
+//! [`Bus::doctor`]) reads the rows the same way.
 //!
 //! # Upkeep
 //!
