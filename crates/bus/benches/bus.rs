@@ -37,7 +37,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use chipset_backend::{Backend, PgBackend, PgOptions};
 use chipset_bus::{Bus, BusConfig, EventId, NewEvent, Priority};
-use chipset_store::{AgentId, StateDir, SystemClock};
+use chipset_store::{AgentId, Clock, StateDir, SystemClock};
 use criterion::{BenchmarkId, Criterion};
 use serde_json::json;
 
@@ -245,7 +245,7 @@ fn bench_pending(c: &mut Criterion) {
     for i in 0..N {
         let p = Priority::ALL[i % 4];
         let id = EventId::generate(&SystemClock);
-        let created = chipset_store::Timestamp::from_unix_ms(id.unix_ms());
+        let created = SystemClock.now();
         let body = json!({
             "id": id.as_str(), "source": "worker-1", "kind": "tick",
             "priority": p.as_str(), "created_at": created.to_string(), "payload": payload(),

@@ -99,8 +99,10 @@ impl FromStr for Priority {
 ///
 /// ```
 /// use chipset_bus::EventId;
-/// let id = EventId::parse("1730000000123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab")?;
-/// assert_eq!(id.unix_ms(), 1_730_000_000_123);
+/// let earlier = EventId::parse("1730000000123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab")?;
+/// let later: EventId = "1730000000124-0b3e0c1a-5d2f-4e1b-8a6c-0123456789ab".parse()?;
+/// assert!(earlier < later);
+/// assert!(EventId::parse("1730000000123").is_err());
 /// # Ok::<(), chipset_store::Error>(())
 /// ```
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -120,12 +122,6 @@ impl EventId {
     pub fn parse(text: &str) -> chipset_store::Result<Self> {
         SortableId::parse(text)?;
         Ok(EventId(text.to_owned()))
-    }
-
-    /// Returns the millisecond part.
-    pub fn unix_ms(&self) -> i64 {
-        // An EventId is only ever made from a valid SortableId.
-        SortableId::parse(&self.0).map_or(0, |id| id.unix_ms())
     }
 
     /// Returns the id as a string slice.
