@@ -48,7 +48,7 @@ pub(crate) const NAG: &str = "nag.json";
 #[derive(Debug, Clone)]
 pub struct Bus {
     state: StateDir,
-    config: Arc<BusConfig>,
+    pub(crate) config: Arc<BusConfig>,
     /// The backend the agents' state lives on, when it is not the
     /// directory `state` (whose tuned file code is kept as it was).
     seam: Option<Arc<dyn Backend>>,
@@ -203,11 +203,6 @@ impl Bus {
     /// Returns the state root.
     pub fn state(&self) -> &StateDir {
         &self.state
-    }
-
-    /// Returns the settings.
-    pub fn config(&self) -> &BusConfig {
-        &self.config
     }
 
     /// Returns the backend of [`Bus::with_backend`], if any.

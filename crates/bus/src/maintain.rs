@@ -496,7 +496,7 @@ impl Bus {
     }
 
     fn doctor_temps(&self, root: &StatePath, report: &mut Report) -> Result<()> {
-        let age = self.config().stale_temp_age;
+        let age = self.config.stale_temp_age;
         // A temp is a dot-name, the store's own, so the store removes them:
         // with Fix each finding is a temp it removed (one that vanished
         // meanwhile is no longer there to report).

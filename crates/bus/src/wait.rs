@@ -93,7 +93,7 @@ impl Bus {
     /// Makes the queue if needed and starts watching it.
     pub(crate) fn watching(&self, agent: &AgentId) -> Result<Watching> {
         let dir = self.ensure_queue(agent)?;
-        let config = self.config().watch;
+        let config = self.config.watch;
         if let Some(seam) = self.seam() {
             let folder = self.seam_dir(agent, Some(crate::bus::QUEUE));
             // Listen first, list second: nothing published in between is missed.
