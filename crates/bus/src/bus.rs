@@ -91,7 +91,9 @@ pub enum AckOutcome {
     AlreadyAcked,
 }
 
-/// Why a file in a bus directory is not usable.
+/// Why a file in a queue is not an event that can be read
+/// ([`Pending::unreadable`]). [`Bus::doctor`] reports these and the other
+/// faults of the bus's files as the store's findings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Problem {
@@ -104,25 +106,6 @@ pub enum Problem {
     ForeignName,
     /// An event whose id or priority differs from its file name's.
     NameMismatch,
-    /// An event in both the queue and the processed area (a crash between
-    /// the two directory syncs of an acknowledgement).
-    AckedCopyInQueue,
-    /// A temp file left by a crashed writer.
-    StaleTemp,
-    /// An unterminated last line in the control log (a crashed append).
-    TornLogTail {
-        /// Where it starts.
-        offset: u64,
-        /// Its length.
-        len: u64,
-    },
-    /// A whole line in the control log that is not a command; it is skipped.
-    BadLogLine {
-        /// Where it starts.
-        offset: u64,
-        /// Why it was refused.
-        reason: CorruptReason,
-    },
 }
 
 /// A file that is there but unusable.

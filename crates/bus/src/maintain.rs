@@ -72,12 +72,52 @@ impl fmt::Display for Problem {
             }
             Problem::ForeignName => f.write_str("not an event file name"),
             Problem::NameMismatch => f.write_str("its id or priority differs from its file name"),
-            Problem::AckedCopyInQueue => f.write_str("acknowledged, but a copy is still queued"),
-            Problem::StaleTemp => f.write_str("stale temp file"),
-            Problem::TornLogTail { offset, len } => {
+        }
+    }
+}
+
+/// What the doctor finds wrong with a bus file: a [`Problem`] a listing
+/// reports too, or a fault only the doctor looks for.
+pub(crate) enum Fault {
+    /// What a listing reports.
+    Read(Problem),
+    /// An event in both the queue and the processed area (a crash between
+    /// the two directory syncs of an acknowledgement).
+    AckedCopyInQueue,
+    /// A temp file left by a crashed writer.
+    StaleTemp,
+    /// An unterminated last line in the control log (a crashed append).
+    TornLogTail {
+        /// Where it starts.
+        offset: u64,
+        /// Its length.
+        len: u64,
+    },
+    /// A whole line in the control log that is not a command; it is skipped.
+    BadLogLine {
+        /// Where it starts.
+        offset: u64,
+        /// Why it was refused.
+        reason: CorruptReason,
+    },
+}
+
+impl From<Problem> for Fault {
+    fn from(problem: Problem) -> Self {
+        Fault::Read(problem)
+    }
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Fault::Read(problem) => problem.fmt(f),
+            Fault::AckedCopyInQueue => f.write_str("acknowledged, but a copy is still queued"),
+            Fault::StaleTemp => f.write_str("stale temp file"),
+            Fault::TornLogTail { offset, len } => {
                 write!(f, "torn last line ({len} bytes at offset {offset})")
             }
-            Problem::BadLogLine { offset, reason } => {
+            Fault::BadLogLine { offset, reason } => {
                 write!(f, "bad line at offset {offset}: {reason}")
             }
         }
@@ -104,22 +144,23 @@ fn listed_or_reported(dir: &StatePath, name: &str, report: &mut Report) -> Optio
 
 /// Returns the doctor's finding for a bad bus file: coded `bus-{kind}`,
 /// worded "`{path}`: {problem}".
-pub(crate) fn finding(path: &Path, problem: Problem) -> Finding {
-    let line = format!("`{}`: {problem}", path.display());
-    let (code, fault) = match problem {
-        Problem::Corrupt(reason) => ("bus-corrupt", Defect::Corrupt(reason)),
-        Problem::Unsupported(what) => ("bus-unsupported", Defect::Unsupported(what)),
-        Problem::ForeignName => ("bus-foreign-name", Defect::Stray),
-        Problem::NameMismatch => (
+pub(crate) fn finding(path: &Path, fault: impl Into<Fault>) -> Finding {
+    let fault = fault.into();
+    let line = format!("`{}`: {fault}", path.display());
+    let (code, fault) = match fault {
+        Fault::Read(Problem::Corrupt(reason)) => ("bus-corrupt", Defect::Corrupt(reason)),
+        Fault::Read(Problem::Unsupported(what)) => ("bus-unsupported", Defect::Unsupported(what)),
+        Fault::Read(Problem::ForeignName) => ("bus-foreign-name", Defect::Stray),
+        Fault::Read(Problem::NameMismatch) => (
             "bus-name-mismatch",
             Defect::Corrupt(CorruptReason::WrongShape(
                 "its id or priority differs from its file name".to_owned(),
             )),
         ),
-        Problem::AckedCopyInQueue => ("bus-acked-copy", Defect::Stale),
-        Problem::StaleTemp => ("bus-stale-temp", Defect::Stale),
-        Problem::TornLogTail { .. } => ("bus-torn-log", Defect::Unfinished),
-        Problem::BadLogLine { reason, .. } => ("bus-bad-line", Defect::Corrupt(reason)),
+        Fault::AckedCopyInQueue => ("bus-acked-copy", Defect::Stale),
+        Fault::StaleTemp => ("bus-stale-temp", Defect::Stale),
+        Fault::TornLogTail { .. } => ("bus-torn-log", Defect::Unfinished),
+        Fault::BadLogLine { reason, .. } => ("bus-bad-line", Defect::Corrupt(reason)),
     };
     Finding::new(code, fault, line).at(path)
 }
@@ -347,7 +388,7 @@ impl Bus {
                     EventRead::Event(_) => {
                         let done = processed.join(&name)?;
                         if is_queue && self.state().exists(&done)? {
-                            let mut f = finding(&path, Problem::AckedCopyInQueue);
+                            let mut f = finding(&path, Fault::AckedCopyInQueue);
                             if fix && remove_acked_copy(self.state(), &path, &done)? {
                                 f = f.with(Action::Removed("removed".to_owned()));
                             }
@@ -433,7 +474,7 @@ impl Bus {
         for bad in contents.bad_lines {
             let mut f = finding(
                 log.path(),
-                Problem::BadLogLine {
+                Fault::BadLogLine {
                     offset: bad.offset,
                     reason: bad.reason,
                 },
@@ -446,7 +487,7 @@ impl Bus {
         if let Some(len) = contents.torn_tail {
             let mut f = finding(
                 log.path(),
-                Problem::TornLogTail {
+                Fault::TornLogTail {
                     offset: contents.end_offset,
                     len,
                 },
@@ -503,12 +544,12 @@ impl Bus {
         if report.mode == DoctorMode::Fix {
             for path in self.state().sweep_temps(root, age)? {
                 let f =
-                    finding(&path, Problem::StaleTemp).with(Action::Removed("removed".to_owned()));
+                    finding(&path, Fault::StaleTemp).with(Action::Removed("removed".to_owned()));
                 report.findings.push(f);
             }
         } else {
             for path in self.state().stale_temps(root, age)? {
-                report.findings.push(finding(&path, Problem::StaleTemp));
+                report.findings.push(finding(&path, Fault::StaleTemp));
             }
         }
         Ok(())

@@ -14,7 +14,7 @@ use super::seam::{key_path, seam_error};
 use super::*;
 use crate::config::Retention;
 use crate::format::parse_event;
-use crate::maintain::{Pruned, finding};
+use crate::maintain::{Fault, Pruned, finding};
 
 impl Bus {
     /// Returns the server the bus runs on, `None` on a directory.
@@ -164,7 +164,7 @@ impl Bus {
                         if seam.read(&done).map_err(seam_error)?.is_none() {
                             continue;
                         }
-                        let mut f = finding(&key_path(&key), Problem::AckedCopyInQueue);
+                        let mut f = finding(&key_path(&key), Fault::AckedCopyInQueue);
                         if fix && self.seam_remove_acked_copy(seam, &key, &done)? {
                             f = f.with(Action::Removed("removed".to_owned()));
                         }
@@ -189,7 +189,7 @@ impl Bus {
         let read = seam.read_log(&control, LogPos::START).map_err(seam_error)?;
         for (at, record) in read.records.iter().enumerate() {
             if let Err(e) = serde_json::from_slice::<ControlLine>(record) {
-                let problem = Problem::BadLogLine {
+                let problem = Fault::BadLogLine {
                     offset: at as u64,
                     reason: CorruptReason::WrongShape(e.to_string()),
                 };
