@@ -1,5 +1,6 @@
 //! The bus handle: publishing, reading, acknowledging, presence, control, reminders.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -108,15 +109,6 @@ pub enum Problem {
     NameMismatch,
 }
 
-/// A file that is there but unusable.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BadFile {
-    /// The file.
-    pub path: PathBuf,
-    /// What is wrong with it.
-    pub problem: Problem,
-}
-
 /// An agent's unacknowledged events, in processing order, and the queue
 /// files that could not be read.
 ///
@@ -127,8 +119,9 @@ pub struct BadFile {
 pub struct Pending {
     /// The events: critical first, oldest first within a priority.
     pub events: Vec<Event>,
-    /// The queue files that could not be read (see [`Bus::doctor`]).
-    pub unreadable: Vec<BadFile>,
+    /// The queue files that could not be read, by path, and why (see
+    /// [`Bus::doctor`]).
+    pub unreadable: BTreeMap<PathBuf, Problem>,
 }
 
 impl Pending {
@@ -269,10 +262,7 @@ impl Bus {
             let path = match listed(&dir, &name) {
                 Ok(path) => path,
                 Err(path) => {
-                    pending.unreadable.push(BadFile {
-                        path,
-                        problem: Problem::ForeignName,
-                    });
+                    pending.unreadable.insert(path, Problem::ForeignName);
                     continue;
                 }
             };
@@ -280,10 +270,9 @@ impl Bus {
                 // Acknowledged between the listing and the read.
                 EventRead::Gone => {}
                 EventRead::Event(e) => pending.events.push(e),
-                EventRead::Bad(problem) => pending.unreadable.push(BadFile {
-                    path: path.into_path_buf(),
-                    problem,
-                }),
+                EventRead::Bad(problem) => {
+                    pending.unreadable.insert(path.into_path_buf(), problem);
+                }
             }
         }
         Ok(pending)

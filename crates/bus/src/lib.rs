@@ -250,7 +250,7 @@ mod wait;
 #[cfg(feature = "tokio")]
 mod wait_async;
 
-pub use bus::{AckOutcome, BadFile, Bus, Pending, Problem, Published, Startup};
+pub use bus::{AckOutcome, Bus, Pending, Problem, Published, Startup};
 pub use config::{BusConfig, NagPolicy, NagRule, Occasion, Retention};
 pub use error::{Error, Result};
 pub use format::{

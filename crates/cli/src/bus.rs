@@ -6,10 +6,12 @@
 //! otherwise blocks until one arrives or the timeout passes. A timeout is
 //! not a failure: it exits 0 with no text (`"timed_out": true` in JSON).
 
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use chipset_bus::{
-    BadFile, Bus, ControlOp, Event, NewEvent, Occasion, Pending, Presence, Resource,
+    Bus, ControlOp, Event, NewEvent, Occasion, Pending, Presence, Problem, Resource,
 };
 use chipset_mcp::view::{Acked, BadEntry, Events, Published};
 use chipset_store::{AgentId, ReadOutcome};
@@ -133,7 +135,7 @@ pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
                 Occasion::Pause
             };
             let due = bus.due_reminders(&agent, occasion)?;
-            let (mut out, _) = listing_of(ctx, &agent, &due, &[], None);
+            let (mut out, _) = listing_of(ctx, &agent, &due, &BTreeMap::new(), None);
             if due.is_empty() {
                 out.text = format!("nothing due for a reminder for {agent}\n");
             }
@@ -199,7 +201,7 @@ fn listing_of(
     ctx: &Ctx,
     agent: &AgentId,
     events: &[Event],
-    bad: &[BadFile],
+    bad: &BTreeMap<PathBuf, Problem>,
     timed_out: Option<bool>,
 ) -> (Output, Events) {
     let now = ctx.state.now();
@@ -235,8 +237,8 @@ fn listing_of(
         total: None,
         timed_out,
     };
-    let failure = bad.first().map(|first| {
-        CliError::unreadable_queue(agent, bad.len(), &first.path, &first.problem.to_string())
+    let failure = bad.first_key_value().map(|(path, problem)| {
+        CliError::unreadable_queue(agent, bad.len(), path, &problem.to_string())
     });
     let out = Output::new(text, output::json(&view)).with_failure(failure);
     (out, view)

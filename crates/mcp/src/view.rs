@@ -31,7 +31,7 @@ pub use crate::ops::work::{
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use chipset_bus::{BadFile, Event, EventId};
+use chipset_bus::{Event, EventId, Problem};
 use chipset_hook::{Assignment, Hook, HookStatus};
 use chipset_loop::Brief;
 use chipset_mail::{Message, MessageId};
@@ -385,11 +385,11 @@ pub struct BadEntry {
     pub problem: String,
 }
 
-impl From<&BadFile> for BadEntry {
-    fn from(b: &BadFile) -> Self {
+impl From<(&PathBuf, &Problem)> for BadEntry {
+    fn from((path, problem): (&PathBuf, &Problem)) -> Self {
         BadEntry {
-            path: b.path.clone(),
-            problem: b.problem.to_string(),
+            path: path.clone(),
+            problem: problem.to_string(),
         }
     }
 }

@@ -187,10 +187,9 @@ impl Bus {
         let mut note = |key: Key, read: EventRead| match read {
             EventRead::Gone => {}
             EventRead::Event(e) => pending.events.push(e),
-            EventRead::Bad(problem) => pending.unreadable.push(BadFile {
-                path: key_path(&key),
-                problem,
-            }),
+            EventRead::Bad(problem) => {
+                pending.unreadable.insert(key_path(&key), problem);
+            }
         };
         match seam.read_all(&dir) {
             Ok(values) => {

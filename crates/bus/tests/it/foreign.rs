@@ -59,8 +59,8 @@ fn an_unknown_priority_is_unsupported_and_left_in_place() {
     let pending = bus.pending(&a).unwrap();
     assert!(pending.events.is_empty());
     assert_eq!(
-        pending.unreadable[0].problem,
-        Problem::Unsupported("bus event priority `urgent`".into())
+        pending.unreadable.get(path.as_path()),
+        Some(&Problem::Unsupported("bus event priority `urgent`".into()))
     );
     let report = bus.doctor(DoctorMode::Fix).unwrap();
     assert_eq!(report.findings.len(), 1, "{report:?}");
@@ -80,7 +80,10 @@ fn a_broken_event_with_a_known_priority_is_corrupt() {
     let pending = bus.pending(&a).unwrap();
     assert!(pending.events.is_empty());
     assert!(
-        matches!(pending.unreadable[0].problem, Problem::Corrupt(_)),
+        matches!(
+            pending.unreadable.get(path.as_path()),
+            Some(Problem::Corrupt(_))
+        ),
         "{pending:?}"
     );
 }

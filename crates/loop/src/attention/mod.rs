@@ -365,24 +365,27 @@ impl Attention {
                 more: Vec::new(),
             }));
         }
-        Ok(pending.unreadable.first().map(|bad| Entry {
-            kind: WorkKind::Bus,
-            count,
-            top: Item {
-                id: bad.path.display().to_string(),
-                from: None,
-                priority: None,
-                at: None,
-                summary: match &bad.problem {
-                    chipset_bus::Problem::Corrupt(reason) => {
-                        format!("unreadable event file ({reason}); see `chipset doctor`")
-                    }
-                    other => format!("unusable event file ({other:?}); see `chipset doctor`"),
+        Ok(pending
+            .unreadable
+            .first_key_value()
+            .map(|(path, problem)| Entry {
+                kind: WorkKind::Bus,
+                count,
+                top: Item {
+                    id: path.display().to_string(),
+                    from: None,
+                    priority: None,
+                    at: None,
+                    summary: match problem {
+                        chipset_bus::Problem::Corrupt(reason) => {
+                            format!("unreadable event file ({reason}); see `chipset doctor`")
+                        }
+                        other => format!("unusable event file ({other:?}); see `chipset doctor`"),
+                    },
+                    unreadable: true,
                 },
-                unreadable: true,
-            },
-            more: Vec::new(),
-        }))
+                more: Vec::new(),
+            }))
     }
 
     fn reminder_entry(&self, agent: &AgentId) -> Result<Option<Entry>> {

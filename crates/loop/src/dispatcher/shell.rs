@@ -71,10 +71,10 @@ impl Dispatcher {
     pub(super) fn read_bus(&self, now: Timestamp, actions: &mut Vec<DispatchAction>) -> Result<()> {
         let bus = &self.channels.bus;
         let pending = bus.pending(&self.me)?;
-        for bad in pending.unreadable {
+        for (path, problem) in pending.unreadable {
             actions.push(DispatchAction::Unreadable {
-                path: bad.path.clone(),
-                reason: format!("{:?}", bad.problem),
+                path,
+                reason: format!("{problem:?}"),
             });
         }
         for event in pending.events {

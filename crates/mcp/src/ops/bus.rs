@@ -47,13 +47,8 @@ pub(crate) fn events(
             _ => format!("no pending events for {agent}\n"),
         };
     }
-    let failure = pending.unreadable.first().map(|first| {
-        Failure::unreadable_queue(
-            agent,
-            pending.unreadable.len(),
-            &first.path,
-            &first.problem.to_string(),
-        )
+    let failure = pending.unreadable.first_key_value().map(|(path, problem)| {
+        Failure::unreadable_queue(agent, pending.unreadable.len(), path, &problem.to_string())
     });
     let view = Events {
         events: shown.to_vec(),
