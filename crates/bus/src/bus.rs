@@ -82,16 +82,6 @@ impl Published {
     }
 }
 
-/// What an acknowledgement did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[must_use]
-pub enum AckOutcome {
-    /// The event moved from the queue to the processed area.
-    Acked,
-    /// It was in the processed area already; nothing changed.
-    AlreadyAcked,
-}
-
 /// Why a file in a queue is not an event that can be read
 /// ([`Pending::unreadable`]). [`Bus::doctor`] reports these and the other
 /// faults of the bus's files as the store's findings.
@@ -314,8 +304,9 @@ impl Bus {
     // ----- acknowledging -----
 
     /// Acknowledges `agent`'s event `id`: moves it from the queue to the
-    /// processed area. Acknowledging twice is harmless. Other recipients'
-    /// copies are untouched.
+    /// processed area, and returns true; returns false when it was there
+    /// already (acknowledging twice is harmless and changes nothing).
+    /// Other recipients' copies are untouched.
     ///
     /// This lists the queue to find the file; [`Bus::ack_event`] does not.
     ///
@@ -323,7 +314,7 @@ impl Bus {
     ///
     /// [`Error::UnknownEvent`] when the event is in neither place;
     /// [`Error::Store`] when the move fails.
-    pub fn ack(&self, agent: &AgentId, id: &EventId) -> Result<AckOutcome> {
+    pub fn ack(&self, agent: &AgentId, id: &EventId) -> Result<bool> {
         if let Some(seam) = &self.seam {
             return self.seam_ack(seam.as_ref(), agent, id);
         }
@@ -339,7 +330,7 @@ impl Bus {
             return Ok(outcome);
         }
         if find(self.entries(&self.processed_dir(agent))?).is_some() {
-            return Ok(AckOutcome::AlreadyAcked);
+            return Ok(false);
         }
         Err(Error::UnknownEvent {
             agent: agent.clone(),
@@ -354,7 +345,7 @@ impl Bus {
     /// # Errors
     ///
     /// As [`Bus::ack`].
-    pub fn ack_event(&self, agent: &AgentId, event: &Event) -> Result<AckOutcome> {
+    pub fn ack_event(&self, agent: &AgentId, event: &Event) -> Result<bool> {
         if let Some(seam) = &self.seam {
             return match self.seam_ack_name(seam.as_ref(), agent, &event.file_name())? {
                 Some(outcome) => Ok(outcome),
@@ -367,19 +358,20 @@ impl Bus {
         }
     }
 
-    /// Moves `name` from the queue to processed; `None` when it is in neither.
-    fn ack_name(&self, agent: &AgentId, name: &str) -> Result<Option<AckOutcome>> {
+    /// Moves `name` from the queue to processed: whether it moved now,
+    /// `None` when it is in neither place.
+    fn ack_name(&self, agent: &AgentId, name: &str) -> Result<Option<bool>> {
         let from = self.queue_dir(agent).join(name)?;
         let to = self.processed_dir(agent).join(name)?;
         match self.state.move_noclobber(&from, &to) {
-            Ok(()) => Ok(Some(AckOutcome::Acked)),
+            Ok(()) => Ok(Some(true)),
             Err(chipset_store::Error::NotFound { .. }) => {
                 let done = self.state.exists(&to)?;
-                Ok(done.then_some(AckOutcome::AlreadyAcked))
+                Ok(done.then_some(false))
             }
             Err(chipset_store::Error::AlreadyExists { .. }) => {
                 remove_acked_copy(&self.state, &from, &to)?;
-                Ok(Some(AckOutcome::AlreadyAcked))
+                Ok(Some(false))
             }
             Err(e) => Err(e.into()),
         }

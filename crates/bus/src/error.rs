@@ -13,7 +13,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Everything that can go wrong in `chipset-bus`.
 ///
 /// A duplicate publish is not an error (it is [`Published::Duplicate`](crate::Published::Duplicate)),
-/// and neither is acknowledging twice ([`AckOutcome::AlreadyAcked`](crate::AckOutcome::AlreadyAcked)).
+/// and neither is acknowledging twice ([`Bus::ack`](crate::Bus::ack) returns false).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {

@@ -8,7 +8,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use chipset_bus::{AckOutcome, Bus, NewEvent, Priority, Published};
+//! use chipset_bus::{Bus, NewEvent, Priority, Published};
 //! use chipset_store::{AgentId, StateDir};
 //!
 //! let tmp = tempfile::tempdir()?;
@@ -33,7 +33,7 @@
 //! let kinds: Vec<_> = pending.events.iter().map(|e| e.kind.as_str()).collect();
 //! assert_eq!(kinds, ["needs-input", "chat-mention", "status"]);
 //! for event in &pending.events {
-//!     assert_eq!(bus.ack_event(&supervisor, event)?, AckOutcome::Acked);
+//!     assert!(bus.ack_event(&supervisor, event)?, "acknowledged now");
 //! }
 //! assert!(bus.pending(&supervisor)?.is_empty());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -52,8 +52,8 @@
 //! oldest first within a priority. There is no cap anywhere, so a flood of
 //! low events never hides a critical one. Reading never acknowledges; only
 //! [`Bus::ack`] / [`Bus::ack_event`] do, which move the event to the
-//! processed area ([`AckOutcome::Acked`]); acknowledging again is
-//! [`AckOutcome::AlreadyAcked`].
+//! processed area and return true; acknowledging again changes nothing
+//! and returns false.
 //!
 //! # De-duplication
 //!
@@ -176,8 +176,8 @@
 //! rule: the same id and content return the first delivery as
 //! [`Published::Delivered`] (from the queue, or from the processed area once
 //! acknowledged) and finish a missing de-duplication record; the same id
-//! with other content is [`Error::IdConflict`]. Acknowledging again is
-//! [`AckOutcome::AlreadyAcked`]. A publish to several recipients that failed
+//! with other content is [`Error::IdConflict`]. Acknowledging again
+//! returns false. A publish to several recipients that failed
 //! after some copies is [`Error::PartlyPublished`]; the retry publishes the
 //! rest. A failed keyed publish may leave the key's `dedup/` directory,
 //! holding only its lock file (lock files are never removed).
@@ -250,7 +250,7 @@ mod wait;
 #[cfg(feature = "tokio")]
 mod wait_async;
 
-pub use bus::{AckOutcome, Bus, Pending, Problem, Published, Startup};
+pub use bus::{Bus, Pending, Problem, Published, Startup};
 pub use config::{BusConfig, NagPolicy, NagRule, Occasion, Retention};
 pub use error::{Error, Result};
 pub use format::{

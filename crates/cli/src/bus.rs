@@ -71,11 +71,11 @@ pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
             Ok(listing(ctx, &agent, &pending, None).0)
         }
         BusCommand::Ack { agent, event_id } => {
-            let outcome = bus.ack(&agent, &event_id)?;
-            let view = Acked::of(&agent, &event_id, &outcome);
-            let text = match outcome {
-                chipset_bus::AckOutcome::Acked => format!("acked {event_id}\n"),
-                _ => format!("{event_id} was acknowledged already\n"),
+            let acked = bus.ack(&agent, &event_id)?;
+            let view = Acked::of(&agent, &event_id, acked);
+            let text = match acked {
+                true => format!("acked {event_id}\n"),
+                false => format!("{event_id} was acknowledged already\n"),
             };
             Ok(Output::new(text, output::json(&view)))
         }

@@ -362,12 +362,13 @@ pub struct Acked {
 }
 
 impl Acked {
-    /// Returns the view of an acknowledgement of `id` in `agent`'s queue.
-    pub fn of(agent: &AgentId, id: &EventId, outcome: &chipset_bus::AckOutcome) -> Self {
+    /// Returns the view of an acknowledgement of `id` in `agent`'s queue,
+    /// `acked` now or already.
+    pub fn of(agent: &AgentId, id: &EventId, acked: bool) -> Self {
         Acked {
-            outcome: match outcome {
-                chipset_bus::AckOutcome::Acked => "acked",
-                _ => "already-acked",
+            outcome: match acked {
+                true => "acked",
+                false => "already-acked",
             }
             .to_owned(),
             agent: agent.clone(),

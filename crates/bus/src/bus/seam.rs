@@ -242,7 +242,7 @@ impl Bus {
         seam: &dyn Backend,
         agent: &AgentId,
         id: &EventId,
-    ) -> Result<AckOutcome> {
+    ) -> Result<bool> {
         let find = |entries: Vec<QueueEntry>| {
             entries
                 .into_iter()
@@ -255,7 +255,7 @@ impl Bus {
             return Ok(outcome);
         }
         if find(self.seam_entries(seam, agent, PROCESSED)?).is_some() {
-            return Ok(AckOutcome::AlreadyAcked);
+            return Ok(false);
         }
         Err(Error::UnknownEvent {
             agent: agent.clone(),
@@ -264,20 +264,20 @@ impl Bus {
     }
 
     /// Moves `name` from the queue to processed with the seam's no-clobber
-    /// move (one statement on a server); `None` when it is in neither.
-    /// A retry of a move whose outcome was unknown finds it processed:
-    /// [`AckOutcome::AlreadyAcked`].
+    /// move (one statement on a server): whether it moved now, `None`
+    /// when it is in neither place. A retry of a move whose outcome was
+    /// unknown finds it processed: false.
     pub(crate) fn seam_ack_name(
         &self,
         seam: &dyn Backend,
         agent: &AgentId,
         name: &str,
-    ) -> Result<Option<AckOutcome>> {
+    ) -> Result<Option<bool>> {
         let from = self.seam_key(agent, Some(QUEUE), name)?;
         let to = self.seam_key(agent, Some(PROCESSED), name)?;
-        let processed = || -> Result<Option<AckOutcome>> {
+        let processed = || -> Result<Option<bool>> {
             let there = seam.read(&to).map_err(seam_error)?.is_some();
-            Ok(there.then_some(AckOutcome::AlreadyAcked))
+            Ok(there.then_some(false))
         };
         loop {
             let found = match seam.read(&from) {
@@ -288,7 +288,7 @@ impl Bus {
                 Err(e) => return Err(seam_error(e)),
             };
             match seam.move_new(&from, found.version, &to) {
-                Ok(_) => return Ok(Some(AckOutcome::Acked)),
+                Ok(_) => return Ok(Some(true)),
                 Err(chipset_backend::Error::NotFound { .. }) => return processed(),
                 // An event's value never changes; read it again.
                 Err(chipset_backend::Error::Conflict { .. }) => continue,
@@ -301,7 +301,7 @@ impl Bus {
                     } else {
                         tracing::warn!(key = %from, "event in queue and processed with different contents; left alone");
                     }
-                    return Ok(Some(AckOutcome::AlreadyAcked));
+                    return Ok(Some(false));
                 }
                 Err(e) => return Err(seam_error(e)),
             }

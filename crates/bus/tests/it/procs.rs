@@ -11,7 +11,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
-use chipset_bus::{AckOutcome, Bus, EventId, NewEvent, Priority, Published};
+use chipset_bus::{Bus, EventId, NewEvent, Priority, Published};
 use chipset_store::DoctorMode;
 use chipset_testkit::{self as kit, Jitter, TempState};
 use serde_json::json;
@@ -67,7 +67,7 @@ fn crash_publisher(bus: &Bus, limit: u64, mut out: impl FnMut(&str)) {
 fn crash_acker(bus: &Bus, mut out: impl FnMut(&str)) {
     let hub = agent("hub");
     for e in bus.pending(&hub).unwrap().events {
-        assert_eq!(bus.ack_event(&hub, &e).unwrap(), AckOutcome::Acked);
+        assert!(bus.ack_event(&hub, &e).unwrap());
         out(&format!("acked {}", e.id));
     }
 }
@@ -402,7 +402,7 @@ fn sigkill_mid_ack(place: &Place) {
     }
     // What the killed ackers left is still pending, in order, and can be acked.
     for e in bus.pending(&hub).unwrap().events {
-        assert_eq!(bus.ack_event(&hub, &e).unwrap(), AckOutcome::Acked);
+        assert!(bus.ack_event(&hub, &e).unwrap());
     }
     assert_eq!(bus.processed(&hub).unwrap().len(), 300);
 }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use chipset_bus::{AckOutcome, Bus, NewEvent, Occasion, Priority};
+use chipset_bus::{Bus, NewEvent, Occasion, Priority};
 
 use crate::{agent, manual};
 
@@ -55,7 +55,7 @@ fn reminders_follow_priorities_and_survive_a_restart() {
     // Acknowledged events are never reminded; low comes once it is alone.
     for e in restarted.pending(&a).unwrap().events {
         if e.priority != Priority::Low {
-            assert_eq!(restarted.ack_event(&a, &e).unwrap(), AckOutcome::Acked);
+            assert!(restarted.ack_event(&a, &e).unwrap());
         }
     }
     clock.advance(Duration::from_secs(600));

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use chipset_backend::testing::{Intercept, Intercepted, Op, Proxy};
 use chipset_backend::{Backend, Dir, Key, PgBackend};
-use chipset_bus::{AckOutcome, Bus, BusConfig, Error, EventId, NewEvent, Published};
+use chipset_bus::{Bus, BusConfig, Error, EventId, NewEvent, Published};
 use chipset_store::{Clock, MaybeCommitted, SystemClock, Timestamp};
 use chipset_testkit::TempState;
 use serde_json::json;
@@ -158,7 +158,7 @@ fn a_publish_and_an_ack_cut_at_commit_are_unknown_and_the_retries_answer_first()
             .unwrap()
             .clone();
         let _ = bus.publish(&hub, &draft).unwrap();
-        assert_eq!(bus.ack_event(&hub, &w).unwrap(), AckOutcome::Acked);
+        assert!(bus.ack_event(&hub, &w).unwrap());
     };
     warm();
 
@@ -184,10 +184,7 @@ fn a_publish_and_an_ack_cut_at_commit_are_unknown_and_the_retries_answer_first()
     let err = bus.ack_event(&hub, &committed[0]).unwrap_err();
     assert!(err.is_outcome_unknown(), "{err}");
     assert!(other.pending(&hub).unwrap().is_empty());
-    assert_eq!(
-        bus.ack_event(&hub, &committed[0]).unwrap(),
-        AckOutcome::AlreadyAcked
-    );
+    assert!(!bus.ack_event(&hub, &committed[0]).unwrap());
 
     // A keyed publish (the event and its key's record, one transaction)
     // cut at its COMMIT: unknown; both committed; the retry returns the

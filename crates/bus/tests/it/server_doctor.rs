@@ -3,7 +3,7 @@
 //! (the directory's files, or the server's rows), then found and fixed.
 
 use chipset_backend::Dir;
-use chipset_bus::{AckOutcome, Bus, ControlOp, NewEvent, Resource, Retention};
+use chipset_bus::{Bus, ControlOp, NewEvent, Resource, Retention};
 use chipset_store::{Action, DoctorMode, ReadOutcome};
 use chipset_testkit::TempState;
 
@@ -38,7 +38,7 @@ fn doctor_finds_and_fixes_damaged_values(place: &Place) {
     let acked = acked.delivered().unwrap().clone();
     let names = bus.queued(&hub).unwrap();
     assert_eq!(names.len(), 2);
-    assert_eq!(bus.ack_event(&hub, &acked).unwrap(), AckOutcome::Acked);
+    assert!(bus.ack_event(&hub, &acked).unwrap());
     let bad_name = names
         .iter()
         .find(|n| n.contains(kept.delivered().unwrap().id.as_str()))
@@ -142,7 +142,7 @@ fn status_and_prune(place: &Place) {
             .delivered()
             .unwrap()
             .clone();
-        assert_eq!(bus.ack_event(&a, &e).unwrap(), AckOutcome::Acked);
+        assert!(bus.ack_event(&a, &e).unwrap());
     }
     let _ = bus.publish(&b, &NewEvent::new("w", "k")).unwrap();
     let status = bus.status().unwrap();

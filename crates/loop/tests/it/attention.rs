@@ -340,10 +340,7 @@ fn a_brief_watch_returns_each_change() {
     assert_eq!(first.kinds(), vec![WorkKind::Bus]);
     let bus = Bus::new(tmp.state.clone());
     let event = bus.pending(&alpha).unwrap().events.remove(0);
-    assert_eq!(
-        bus.ack_event(&alpha, &event).unwrap(),
-        chipset_bus::AckOutcome::Acked
-    );
+    assert!(bus.ack_event(&alpha, &event).unwrap(), "acknowledged now");
     let cleared = watch.next(PATIENT).unwrap().unwrap();
     assert!(cleared.is_empty());
 }

@@ -97,11 +97,11 @@ pub(crate) fn bus_pending(ctx: &Ctx, p: BusPending) -> Outcome {
 
 pub(crate) fn bus_ack(ctx: &Ctx, p: BusAck) -> Outcome {
     let event_id: chipset_bus::EventId = id(&p.event_id)?;
-    let outcome = ctx.bus()?.ack(&ctx.agent, &event_id)?;
-    let view = Acked::of(&ctx.agent, &event_id, &outcome);
-    let text = match outcome {
-        chipset_bus::AckOutcome::Acked => format!("acked {event_id}\n"),
-        _ => format!("{event_id} was acknowledged already\n"),
+    let acked = ctx.bus()?.ack(&ctx.agent, &event_id)?;
+    let view = Acked::of(&ctx.agent, &event_id, acked);
+    let text = match acked {
+        true => format!("acked {event_id}\n"),
+        false => format!("{event_id} was acknowledged already\n"),
     };
     Ok(Reply::new(text, view))
 }
