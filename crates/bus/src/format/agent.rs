@@ -165,3 +165,33 @@ pub(crate) struct NagState {
     #[serde(flatten, default)]
     pub(crate) extra: Map<String, Value>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The file lists the resources in kind-then-target order, and a
+    /// resource another writer listed twice keeps its first time.
+    #[test]
+    fn a_registry_file_lists_its_resources_in_order() {
+        let text = r#"{"applied_offset":7,"resources":[
+            {"kind":"queue","target":"w","registered_at":"2026-03-05T10:35:00.002Z"},
+            {"kind":"chat","target":"a","registered_at":"2026-03-05T10:35:00.001Z"},
+            {"kind":"queue","target":"w","registered_at":"2026-03-05T10:35:00.003Z"}]}"#;
+        let registry: Registry = serde_json::from_str(text).unwrap();
+        let w = Resource::new("queue", "w");
+        assert_eq!(
+            registry.resources[&w],
+            Timestamp::from_unix_ms(1_772_706_900_002)
+        );
+        let back = serde_json::to_value(&registry).unwrap();
+        let kinds: Vec<_> = back["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["kind"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["chat", "queue"]);
+        assert_eq!(back["applied_offset"], 7);
+    }
+}
