@@ -124,11 +124,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         mayor.clone(),
         WitnessConfig {
             stall_threshold: Duration::from_millis(500),
-            nudge: chipset::nudge::NudgeConfig {
-                default_interval: Duration::from_millis(300),
-                ..chipset::nudge::NudgeConfig::default()
-            },
+            nudge_interval: Duration::from_millis(300),
             grace: Duration::from_millis(200),
+            ..WitnessConfig::default()
         },
     );
 

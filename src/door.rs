@@ -9,7 +9,7 @@ use chipset_hook::Hooks;
 use chipset_lease::Leases;
 use chipset_loop::{Attention, AttentionConfig, Channels, LoopState};
 use chipset_mail::{Mail, MailConfig};
-use chipset_nudge::{KindRegistry, NudgeConfig, Nudges, ReminderConfig, Reminders};
+use chipset_nudge::{KindRegistry, Nudges, ReminderConfig, Reminders};
 use chipset_pool::Pool;
 use chipset_search::{Hit, Query, SearchIndex};
 use chipset_store::{StateDir, StateOptions};
@@ -52,8 +52,6 @@ pub struct Chipset {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Config {
-    /// The nudges' settings.
-    pub nudges: NudgeConfig,
     /// The reminders' settings.
     pub reminders: ReminderConfig,
     /// The reminder kinds that may be opened.
@@ -69,7 +67,6 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Config {
-            nudges: NudgeConfig::default(),
             reminders: ReminderConfig::default(),
             kinds: KindRegistry::preset(),
             mail: MailConfig::default(),
@@ -181,10 +178,8 @@ impl Chipset {
             None => Hooks::new(state.clone()),
         };
         let nudges = match &seam {
-            Some(backend) => {
-                Nudges::with_backend(state.clone(), config.nudges, Arc::clone(backend))
-            }
-            None => Nudges::with_config(state.clone(), config.nudges),
+            Some(backend) => Nudges::with_backend(state.clone(), Arc::clone(backend)),
+            None => Nudges::new(state.clone()),
         };
         let search_kinds = config.kinds.clone();
         let reminders = Ok(match &seam {

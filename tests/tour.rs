@@ -54,11 +54,9 @@ fn the_gastown_story_through_the_facade() {
         mayor.clone(),
         WitnessConfig {
             stall_threshold: Duration::from_secs(300),
-            nudge: chipset::nudge::NudgeConfig {
-                default_interval: Duration::from_secs(60),
-                ..chipset::nudge::NudgeConfig::default()
-            },
+            nudge_interval: Duration::from_secs(60),
             grace: Duration::ZERO,
+            ..WitnessConfig::default()
         },
     );
     let worker = |who: &AgentId| {

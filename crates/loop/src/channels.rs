@@ -6,7 +6,7 @@ use chipset_backend::Backend;
 use chipset_bus::{Bus, BusConfig};
 use chipset_hook::Hooks;
 use chipset_mail::{Mail, MailConfig};
-use chipset_nudge::{NudgeConfig, Nudges};
+use chipset_nudge::Nudges;
 use chipset_store::StateDir;
 
 use crate::error::{Error, Result};
@@ -85,11 +85,7 @@ impl Channels {
     pub fn with_backend(state: StateDir, backend: Arc<dyn Backend>) -> Self {
         Channels {
             hooks: Hooks::with_backend(state.clone(), Arc::clone(&backend)),
-            nudges: Nudges::with_backend(
-                state.clone(),
-                NudgeConfig::default(),
-                Arc::clone(&backend),
-            ),
+            nudges: Nudges::with_backend(state.clone(), Arc::clone(&backend)),
             mail: Mail::with_backend(state.clone(), MailConfig::default(), Arc::clone(&backend)),
             bus: Bus::with_backend(state, BusConfig::default(), Arc::clone(&backend)),
             seam: Some(backend),
@@ -113,10 +109,7 @@ impl Channels {
         Ok(self)
     }
 
-    /// Returns these channels with the nudge handle replaced (its
-    /// [`NudgeConfig`](chipset_nudge::NudgeConfig) decides when an answer is
-    /// overdue for [`Nudges::response_status`]; the witness judges with its
-    /// own [`WitnessConfig::nudge`](crate::WitnessConfig::nudge)).
+    /// Returns these channels with the nudge handle replaced.
     ///
     /// # Errors
     ///

@@ -68,7 +68,7 @@
 //! ```
 //!
 //! A sign of life is an answer to the witness (`nudge_response`, read
-//! through [`Nudges::response_status`](chipset_nudge::Nudges::response_status))
+//! through [`Nudges::response_from`](chipset_nudge::Nudges::response_from))
 //! or a touch of the hook at or after the health check. The escalation is
 //! one `health-escalation` mail to the dispatcher (kind notify, priority
 //! urgent, a JSON body tagged `health_escalation`) plus a critical bus event
@@ -76,7 +76,7 @@
 //! grace period after an assignment, and a restarted witness takes no step
 //! within the grace period of its start (agents restarting with it get time
 //! to touch their hooks). The nudge interval is per agent
-//! ([`WitnessConfig::nudge`], default 60 s). Each tick's
+//! ([`WitnessConfig::nudge_intervals`], default 60 s). Each tick's
 //! step is decided by a pure rule, then carried out in order: the nudge or
 //! escalation to send, the record to write, the action to report.
 //!

@@ -2,7 +2,7 @@
 //! persistent reminders for open obligations ([`Reminders`]).
 //!
 //! ```
-//! use chipset_nudge::{NewNudge, Nudges, NudgeType, Received, ResponseStatus};
+//! use chipset_nudge::{NewNudge, Nudges, NudgeType, Received};
 //! use chipset_store::{AgentId, ReadOutcome, StateDir};
 //!
 //! let tmp = tempfile::tempdir()?;
@@ -20,8 +20,8 @@
 //! assert!(matches!(nudges.receive(&polecat)?, ReadOutcome::Value(Received::Seen(_))));
 //!
 //! // The witness sees exactly who answered.
-//! let status = nudges.response_status(&witness, &polecat, sent_at)?;
-//! assert!(matches!(status, ResponseStatus::Answered { .. }));
+//! let answer = nudges.response_from(&witness, &polecat, sent_at)?;
+//! assert_eq!(answer.map(|a| a.message), Some("Working on gt-abc12".to_owned()));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -61,8 +61,9 @@
 //!   `responses/{responder}.json` beside it, one file per responder. So
 //!   [`Nudges::responses_since`] tells exactly which agents answered since a
 //!   given time, however many answered at once, and
-//!   [`Nudges::response_status`] says answered / waiting / overdue after the
-//!   recipient's nudge interval ([`NudgeConfig`], default 60 s).
+//!   [`Nudges::response_from`] reads one responder's answer. When to
+//!   escalate an unanswered nudge (the seed's nudge interval, 60 s) is
+//!   the sender's rule: `chipset-loop`'s witness keeps one per agent.
 //!
 //! # Reminders
 //!
@@ -187,10 +188,7 @@ pub use metrics::ReminderMetrics;
 pub use reminders::{
     Listing, ManualResolution, NewReminder, Opened, ReminderConfig, ReminderFilter, Reminders,
 };
-pub use signals::{
-    Delivery, NewNudge, NudgeConfig, Nudges, Received,
-    respond::{ResponseStatus, Responses},
-};
+pub use signals::{Delivery, NewNudge, Nudges, Received, respond::Responses};
 
 /// The nudges' directory under the state root, `nudge/`.
 pub(crate) const NUDGE_CHANNEL: chipset_store::Channel = chipset_store::Channel::new("nudge");

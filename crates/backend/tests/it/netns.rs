@@ -29,7 +29,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use chipset_backend::{Backend, Dir, PgBackend, Wake};
 use chipset_hook::{Error as HookError, HookStatus, Hooks, Pickup};
 use chipset_mail::{Mail, MailConfig, Message, NewMessage};
-use chipset_nudge::{NewNudge, NudgeConfig, NudgeType, Nudges};
+use chipset_nudge::{NewNudge, NudgeType, Nudges};
 use chipset_store::{AgentId, ReadOutcome, StateDir, TaskId};
 use chipset_testkit as kit;
 
@@ -224,11 +224,7 @@ fn act(role: &kit::Role) {
     say(&format!("net {}", net.display()));
     let agent = polecat();
     let mayor = AgentId::new("mayor").unwrap();
-    let nudges = Nudges::with_backend(
-        StateDir::open(root).unwrap(),
-        NudgeConfig::default(),
-        Arc::clone(&backend),
-    );
+    let nudges = Nudges::with_backend(StateDir::open(root).unwrap(), Arc::clone(&backend));
     // Each side also watches its nudge folder: the agent its own, the
     // dispatcher the answers it gets.
     let inbox = match role.name.as_str() {

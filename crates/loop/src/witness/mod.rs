@@ -8,12 +8,12 @@
 //! - `shell.rs`: [`Witness`], which reads the inputs, takes the incident
 //!   file's lock, judges again under it, and carries the `Next` out in order.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use chipset_mail::MessageId;
-use chipset_nudge::NudgeConfig;
-use chipset_store::Timestamp;
+use chipset_store::{AgentId, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::format::{Evidence, IncidentKey};
@@ -30,8 +30,20 @@ pub(crate) use judge::same_assignment;
 use judge::{Finish, Judging, Next, WitnessNudge, close, judge};
 pub use shell::Witness;
 
+impl WitnessConfig {
+    /// Returns the nudge interval for `agent`.
+    fn interval_for(&self, agent: &AgentId) -> Duration {
+        self.nudge_intervals
+            .get(agent)
+            .copied()
+            .unwrap_or(self.nudge_interval)
+    }
+}
+
 /// The default stall threshold: a pending or active hook untouched for 5 minutes is quiet.
 pub(crate) const DEFAULT_STALL_THRESHOLD: Duration = Duration::from_secs(300);
+/// The seed's default nudge interval: 60 seconds.
+pub(crate) const DEFAULT_NUDGE_INTERVAL: Duration = Duration::from_secs(60);
 /// The default grace period after an assignment or a witness restart: 60 seconds.
 pub(crate) const DEFAULT_GRACE: Duration = Duration::from_secs(60);
 
@@ -42,8 +54,11 @@ pub struct WitnessConfig {
     /// checks on its agent. Default 5 minutes.
     pub stall_threshold: Duration,
     /// The nudge interval: how long the witness waits for a sign of life
-    /// after each nudge, by agent (default 60 s, seed 000).
-    pub nudge: NudgeConfig,
+    /// after each nudge (default 60 s, seed 000), unless `nudge_intervals`
+    /// names the agent.
+    pub nudge_interval: Duration,
+    /// Per-agent nudge intervals.
+    pub nudge_intervals: BTreeMap<AgentId, Duration>,
     /// No incident opens within this time after the work was assigned, and
     /// a restarted witness takes no step within this time of its start.
     /// Default 60 s.
@@ -54,7 +69,8 @@ impl Default for WitnessConfig {
     fn default() -> Self {
         WitnessConfig {
             stall_threshold: DEFAULT_STALL_THRESHOLD,
-            nudge: NudgeConfig::default(),
+            nudge_interval: DEFAULT_NUDGE_INTERVAL,
+            nudge_intervals: BTreeMap::new(),
             grace: DEFAULT_GRACE,
         }
     }

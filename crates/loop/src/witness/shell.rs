@@ -8,7 +8,7 @@ use chipset_bus::{NewEvent, Priority as BusPriority};
 use chipset_hook::{Assignment, Hook, HookState};
 use chipset_mail::MessageId;
 use chipset_mail::{MailPriority, NewMessage};
-use chipset_nudge::{NewNudge, NudgeType, Received, ResponseStatus};
+use chipset_nudge::{NewNudge, NudgeType, Received};
 use chipset_store::{AgentId, ReadOutcome, SortableId, StateDir, Timestamp};
 
 use super::judge::{Finish, Judging, Next, answers_since, close, judge, same_assignment};
@@ -36,20 +36,17 @@ pub struct Witness {
 
 impl Witness {
     /// Returns a witness named `me` that escalates to `dispatcher`, on the
-    /// channels of `state` with their default configs (the nudge handle
-    /// with `config.nudge`). A convenience for
+    /// channels of `state` with their default configs. A convenience for
     /// [`Witness::with_channels`].
     pub fn new(state: StateDir, me: AgentId, dispatcher: AgentId, config: WitnessConfig) -> Self {
-        let mut channels = Channels::new(state.clone());
-        channels.nudges = chipset_nudge::Nudges::with_config(state, config.nudge.clone());
-        Witness::with_channels(channels, me, dispatcher, config)
+        Witness::with_channels(Channels::new(state), me, dispatcher, config)
     }
 
     /// Returns a witness named `me` that escalates to `dispatcher`, working
     /// through `channels` (so their configs apply: the escalation mail goes
     /// through its [`Mail`](chipset_mail::Mail), the wake-up through its
     /// [`Bus`](chipset_bus::Bus)). The nudge intervals it judges with are
-    /// `config.nudge`. Its start time (for the restart grace period) is now
+    /// `config`'s. Its start time (for the restart grace period) is now
     /// on the state's clock.
     pub fn with_channels(
         channels: Channels,
@@ -145,7 +142,7 @@ impl Witness {
         Judging {
             now,
             stall_threshold: self.config.stall_threshold,
-            interval: self.config.nudge.interval_for(agent),
+            interval: self.config.interval_for(agent),
             grace: self.config.grace,
             started_at: self.started_at,
             answered_at,
@@ -161,9 +158,8 @@ impl Witness {
         actions: &mut Vec<WitnessAction>,
     ) -> Result<Option<Timestamp>> {
         let Some(since) = since else { return Ok(None) };
-        match self.channels.nudges.response_status(&self.me, agent, since) {
-            Ok(ResponseStatus::Answered { at, .. }) => Ok(Some(at)),
-            Ok(_) => Ok(None),
+        match self.channels.nudges.response_from(&self.me, agent, since) {
+            Ok(answer) => Ok(answer.map(|a| a.timestamp)),
             Err(chipset_nudge::Error::Corrupt(c)) => {
                 actions.push(WitnessAction::Unreadable {
                     path: c.path.clone(),

@@ -54,11 +54,9 @@ fn the_witness_escalates_through_the_callers_mail() {
         .unwrap();
     let config = WitnessConfig {
         stall_threshold: secs(300),
-        nudge: chipset_nudge::NudgeConfig {
-            default_interval: secs(60),
-            ..chipset_nudge::NudgeConfig::default()
-        },
+        nudge_interval: secs(60),
         grace: secs(0),
+        ..WitnessConfig::default()
     };
     let w = Witness::with_channels(channels, agent("witness"), agent("mayor"), config);
     for kind in ["health_check", "stall_warning"] {

@@ -57,11 +57,9 @@ fn witness(s: &Setup) -> Witness {
         "witness",
         WitnessConfig {
             stall_threshold: secs(300),
-            nudge: chipset_nudge::NudgeConfig {
-                default_interval: secs(60),
-                ..chipset_nudge::NudgeConfig::default()
-            },
+            nudge_interval: secs(60),
             grace: secs(0),
+            ..WitnessConfig::default()
         },
     )
 }

@@ -64,16 +64,12 @@ impl Setup {
     }
 
     /// Returns a witness named `me` escalating to `mayor`: on a directory
-    /// through `Witness::new`, on a server through the channels (the
-    /// nudge handle with `config.nudge`, as `Witness::new` makes it).
+    /// through `Witness::new`, on a server through the channels.
     pub(crate) fn witness(&self, me: &str, config: WitnessConfig) -> Witness {
-        let Some(pg) = &self.pg else {
+        if self.pg.is_none() {
             return Witness::new(self.state(), agent(me), agent("mayor"), config);
-        };
-        let nudges =
-            Nudges::with_backend(self.state(), config.nudge.clone(), Arc::clone(&pg.backend));
-        let channels = self.channels().with_nudges(nudges).unwrap();
-        Witness::with_channels(channels, agent(me), agent("mayor"), config)
+        }
+        Witness::with_channels(self.channels(), agent(me), agent("mayor"), config)
     }
 
     /// Writes `bytes` as `agent`'s hook, past the hook's API (a corrupt or
@@ -307,11 +303,7 @@ pub(crate) fn setup_pg(test: &str) -> Option<Setup> {
     let b = Arc::clone(&pg.backend);
     Some(Setup {
         hooks: Hooks::with_backend(state.clone(), Arc::clone(&b)),
-        nudges: Nudges::with_backend(
-            state.clone(),
-            chipset_nudge::NudgeConfig::default(),
-            Arc::clone(&b),
-        ),
+        nudges: Nudges::with_backend(state.clone(), Arc::clone(&b)),
         mail: Mail::with_backend(state, chipset_mail::MailConfig::default(), b),
         pg: Some(pg),
         tmp,

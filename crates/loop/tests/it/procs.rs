@@ -231,22 +231,14 @@ fn killed_worker(race: Race) {
 
     let config = WitnessConfig {
         stall_threshold: Duration::from_millis(300),
-        nudge: chipset_nudge::NudgeConfig {
-            default_interval: Duration::from_millis(200),
-            ..chipset_nudge::NudgeConfig::default()
-        },
+        nudge_interval: Duration::from_millis(200),
         grace: Duration::ZERO,
+        ..WitnessConfig::default()
     };
     let witness = match &race.pg {
         None => Witness::new(state.clone(), agent("witness"), agent("mayor"), config),
-        Some(pg) => {
-            let nudges = chipset_nudge::Nudges::with_backend(
-                state.clone(),
-                config.nudge.clone(),
-                Arc::clone(&pg.backend),
-            );
-            let channels = race.channels().with_nudges(nudges).unwrap();
-            Witness::with_channels(channels, agent("witness"), agent("mayor"), config)
+        Some(_) => {
+            Witness::with_channels(race.channels(), agent("witness"), agent("mayor"), config)
         }
     };
     // A witness or worker that never acts fails here, not by timeout.

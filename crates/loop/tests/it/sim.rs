@@ -45,11 +45,9 @@ fn every_bead_is_done_exactly_once_though_a_worker_hangs_and_the_loops_restart_e
         .collect();
     let witness_config = WitnessConfig {
         stall_threshold: secs(300),
-        nudge: chipset_nudge::NudgeConfig {
-            default_interval: secs(60),
-            ..chipset_nudge::NudgeConfig::default()
-        },
+        nudge_interval: secs(60),
         grace: secs(0),
+        ..WitnessConfig::default()
     };
 
     let mut hung: Option<chipset_hook::Assignment> = None;
@@ -220,11 +218,9 @@ fn random_schedule(
         };
         let witness_config = WitnessConfig {
             stall_threshold: secs(300),
-            nudge: chipset_nudge::NudgeConfig {
-                default_interval: secs(60),
-                ..chipset_nudge::NudgeConfig::default()
-            },
+            nudge_interval: secs(60),
             grace: secs(0),
+            ..WitnessConfig::default()
         };
         let new_witness = || s.witness("witness", witness_config.clone());
         {

@@ -31,11 +31,9 @@ both!(
 fn config() -> WitnessConfig {
     WitnessConfig {
         stall_threshold: secs(300),
-        nudge: chipset_nudge::NudgeConfig {
-            default_interval: secs(60),
-            ..chipset_nudge::NudgeConfig::default()
-        },
+        nudge_interval: secs(60),
         grace: secs(0),
+        ..WitnessConfig::default()
     }
 }
 
@@ -408,7 +406,7 @@ fn per_agent_intervals_apply(s: Setup) {
     active(&s, "polecat-slow", "gt-b");
     let w = witness(&s, {
         let mut c = config();
-        c.nudge = c.nudge.with_interval(agent("polecat-slow"), secs(600));
+        c.nudge_intervals.insert(agent("polecat-slow"), secs(600));
         c
     });
     s.advance(301);

@@ -5,10 +5,8 @@ mod rows;
 pub(crate) mod scan;
 mod seam;
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use chipset_backend::{Backend, FsBackend};
 use chipset_store::{AgentId, Corruption, Decision, ReadOutcome, SortableId, StateDir, StatePath};
@@ -25,45 +23,6 @@ pub(crate) const LATEST_FILE: &str = "latest.json";
 pub(crate) const PROCESSED_FILE: &str = "processed.json";
 /// The directory, beside `latest.json`, of per-responder answers.
 pub(crate) const RESPONSES_DIR: &str = "responses";
-/// The seed's default nudge interval: 60 seconds.
-pub(crate) const DEFAULT_NUDGE_INTERVAL: Duration = Duration::from_secs(60);
-
-/// How senders judge answers: the nudge interval, per agent.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NudgeConfig {
-    /// How long a sender waits for an answer before it is overdue, unless
-    /// `intervals` names the recipient. Default 60 s.
-    pub default_interval: Duration,
-    /// Per-recipient intervals.
-    pub intervals: BTreeMap<AgentId, Duration>,
-}
-
-impl Default for NudgeConfig {
-    fn default() -> Self {
-        NudgeConfig {
-            default_interval: DEFAULT_NUDGE_INTERVAL,
-            intervals: BTreeMap::new(),
-        }
-    }
-}
-
-impl NudgeConfig {
-    /// Returns this config with `agent`'s interval set to `interval`.
-    #[must_use]
-    pub fn with_interval(mut self, agent: AgentId, interval: Duration) -> Self {
-        self.intervals.insert(agent, interval);
-        self
-    }
-
-    /// Returns the nudge interval for `agent`.
-    pub fn interval_for(&self, agent: &AgentId) -> Duration {
-        self.intervals
-            .get(agent)
-            .copied()
-            .unwrap_or(self.default_interval)
-    }
-}
-
 /// A nudge to send: the fields the sender chooses. The timestamp (and,
 /// unless the caller chooses one, the id) are filled in by [`Nudges::send`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -228,7 +187,6 @@ impl Received {
 #[derive(Debug, Clone)]
 pub struct Nudges {
     state: StateDir,
-    config: NudgeConfig,
     seam: Arc<dyn Backend>,
     /// Whether the seam is the directory `state` (its corrupt files go to
     /// the store's `.quarantine/`).
@@ -236,17 +194,11 @@ pub struct Nudges {
 }
 
 impl Nudges {
-    /// Returns the channel on `state` with the default config.
+    /// Returns the channel on `state`.
     pub fn new(state: StateDir) -> Self {
-        Self::with_config(state, NudgeConfig::default())
-    }
-
-    /// Returns the channel on `state` with `config`.
-    pub fn with_config(state: StateDir, config: NudgeConfig) -> Self {
         let seam = Arc::new(FsBackend::new(state.clone()));
         Nudges {
             state,
-            config,
             seam,
             local: true,
         }
@@ -258,10 +210,9 @@ impl Nudges {
     /// doctor and [`Nudges::watch`] go through it too; `state` gives the
     /// clock that makes nudge ids (the reminders have their own
     /// [`Reminders::with_backend`](crate::Reminders::with_backend)).
-    pub fn with_backend(state: StateDir, config: NudgeConfig, backend: Arc<dyn Backend>) -> Self {
+    pub fn with_backend(state: StateDir, backend: Arc<dyn Backend>) -> Self {
         Nudges {
             state,
-            config,
             seam: backend,
             local: false,
         }
@@ -270,11 +221,6 @@ impl Nudges {
     /// Returns the state root.
     pub fn state(&self) -> &StateDir {
         &self.state
-    }
-
-    /// Returns the config.
-    pub fn config(&self) -> &NudgeConfig {
-        &self.config
     }
 
     /// Returns `nudge/{agent}/`.

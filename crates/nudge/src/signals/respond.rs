@@ -21,29 +21,6 @@ pub struct Responses {
     pub unsupported: Vec<Unsupported>,
 }
 
-/// Whether a recipient answered a nudge sent at a given time.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ResponseStatus {
-    /// It answered at `at`.
-    Answered {
-        /// When the answer was written.
-        at: Timestamp,
-        /// The answer.
-        response: Nudge,
-    },
-    /// No answer yet, and the interval has not run out.
-    Waiting {
-        /// When it will be overdue.
-        deadline: Timestamp,
-    },
-    /// No answer, and the interval has run out: escalate.
-    Overdue {
-        /// When it became overdue.
-        deadline: Timestamp,
-    },
-}
-
 impl Nudges {
     /// Answers `incoming` as `responder`, per the seed: a `nudge_response`
     /// into the sender's `latest.json`. It is also recorded durably in
@@ -171,26 +148,28 @@ impl Nudges {
         Ok(out)
     }
 
-    /// For a nudge that `sender` sent to `recipient` at `sent_at`: answered
-    /// (an answer from `recipient` at or after `sent_at`), still waiting, or
-    /// overdue once the recipient's nudge interval
-    /// ([`NudgeConfig::interval_for`](crate::NudgeConfig::interval_for)) has passed on the clock.
+    /// Returns `responder`'s latest answer to `sender` at or after `since`
+    /// (for a nudge sent at `since`: whether it was answered), from its
+    /// response record or, for a seed program that wrote only there,
+    /// `sender`'s `latest.json`. `None` while no answer came: how long to
+    /// wait before escalating is the caller's nudge interval (the witness's
+    /// [`WitnessConfig`](https://docs.rs/chipset-loop) holds one per agent).
     ///
     /// # Errors
     ///
-    /// [`Error::Corrupt`] when `recipient`'s response record is unreadable
+    /// [`Error::Corrupt`] when `responder`'s response record is unreadable
     /// (it may hold the answer); [`Error::Store`] on I/O failure.
-    pub fn response_status(
+    pub fn response_from(
         &self,
         sender: &AgentId,
-        recipient: &AgentId,
-        sent_at: Timestamp,
-    ) -> Result<ResponseStatus> {
+        responder: &AgentId,
+        since: Timestamp,
+    ) -> Result<Option<Nudge>> {
         let answered =
-            |n: Nudge| (n.timestamp >= sent_at && n.from == recipient.as_str()).then_some(n);
-        let key = self.seam_key(sender, &[RESPONSES_DIR], &format!("{recipient}.json"));
+            |n: Nudge| (n.timestamp >= since && n.from == responder.as_str()).then_some(n);
+        let key = self.seam_key(sender, &[RESPONSES_DIR], &format!("{responder}.json"));
         let mut found =
-            match self.read_value::<Nudge>(&key, &self.response_path(sender, recipient))? {
+            match self.read_value::<Nudge>(&key, &self.response_path(sender, responder))? {
                 ReadOutcome::Value(n) => answered(n),
                 ReadOutcome::Missing => None,
                 ReadOutcome::Corrupt(c) => return Err(Error::Corrupt(c)),
@@ -202,14 +181,6 @@ impl Nudges {
         {
             found = answered(n);
         }
-        let deadline = sent_at + self.config.interval_for(recipient);
-        Ok(match found {
-            Some(response) => ResponseStatus::Answered {
-                at: response.timestamp,
-                response,
-            },
-            None if self.now()? >= deadline => ResponseStatus::Overdue { deadline },
-            None => ResponseStatus::Waiting { deadline },
-        })
+        Ok(found)
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use chipset_backend::testing::{Channel, Placed};
 use chipset_backend::{Backend, Dir, Key};
-use chipset_nudge::{KindRegistry, NudgeConfig, Nudges, ReminderConfig, Reminders};
+use chipset_nudge::{KindRegistry, Nudges, ReminderConfig, Reminders};
 use chipset_store::StateDir;
 
 /// The directory itself, or a server and a schema: `open` gives the signals.
@@ -24,7 +24,7 @@ impl Channel for SignalChannel {
     fn open(state: StateDir, seam: Option<Arc<dyn Backend>>) -> Nudges {
         match seam {
             None => Nudges::new(state),
-            Some(seam) => Nudges::with_backend(state, NudgeConfig::default(), seam),
+            Some(seam) => Nudges::with_backend(state, seam),
         }
     }
 }
