@@ -24,7 +24,7 @@ use chipset_hook::Hooks;
 use chipset_loop::{Attention, AttentionConfig, WorkKind};
 use chipset_mail::{Mail, NewMessage as MailDraft};
 use chipset_nudge::{
-    KindRegistry, ManualResolution, NewNudge, NewReminder, NudgeType, Nudges, Reminders,
+    KindRegistry, ManualResolution, NewNudge, NewReminder, NudgeType, Nudges, Opened, Reminders,
 };
 use chipset_store::{AgentId, StateDir, TaskId, WatchConfig};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
@@ -92,7 +92,7 @@ impl Channels {
                     Attention::REMINDER_AGENT_FIELD.to_owned(),
                     json!(to.as_str()),
                 );
-                assert!(self.reminders.open(new).unwrap().is_new());
+                assert!(matches!(self.reminders.open(new).unwrap(), Opened::New(_)));
             }
             _ => unreachable!("every kind is listed"),
         }

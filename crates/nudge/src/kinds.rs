@@ -59,7 +59,9 @@ impl KindSpec {
 }
 
 /// The kinds an application allows. Writers cannot invent kinds: opening a
-/// reminder of an unregistered kind is refused.
+/// reminder of an unregistered kind is refused. Start from the seed's
+/// kinds ([`KindRegistry::preset`]) or from none (`KindRegistry::default()`)
+/// and [`register`](KindRegistry::register) more.
 ///
 /// ```
 /// use chipset_nudge::{KindRegistry, KindSpec};
@@ -78,11 +80,6 @@ pub struct KindRegistry {
 }
 
 impl KindRegistry {
-    /// Returns an empty registry.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// Returns the seed's six kinds (§4.1) with their source types, resolving
     /// verbs and actions.
     pub fn preset() -> Self {
@@ -134,7 +131,7 @@ impl KindRegistry {
                 &std_actions("acknowledge"),
             ),
         ];
-        let mut registry = KindRegistry::new();
+        let mut registry = KindRegistry::default();
         for spec in specs {
             registry
                 .register(spec)
@@ -228,7 +225,7 @@ mod tests {
 
     #[test]
     fn a_new_registry_is_empty_until_a_kind_is_registered() {
-        let mut r = KindRegistry::new();
+        let mut r = KindRegistry::default();
         assert_eq!(r.kinds().count(), 0);
         r.register(KindSpec::new("ok", "x")).unwrap();
         assert_eq!(r.kinds().count(), 1);

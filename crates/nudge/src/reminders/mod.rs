@@ -125,11 +125,6 @@ impl Opened {
             Opened::New(r) | Opened::Existing(r) | Opened::Snoozed(r) => r,
         }
     }
-
-    /// Returns true when a new reminder was written for this request.
-    pub fn is_new(&self) -> bool {
-        matches!(self, Opened::New(_))
-    }
 }
 
 /// A manual resolution (seed §6.2).

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use chipset_backend::testing;
-use chipset_nudge::{Delivery, NewNudge, NudgeType, Received, ReminderFilter};
+use chipset_nudge::{Delivery, NewNudge, NudgeType, Opened, Received, ReminderFilter};
 use chipset_store::{AgentId, ReadOutcome, Timestamp};
 use chipset_testkit::{self as kit, TempState};
 use serde_json::{Value, json};
@@ -68,7 +68,7 @@ fn run_role(name: &str, spec: &str, i: usize, extra: &str) -> Value {
             let o = reminders
                 .open(new_reminder("tenant", None, &key, format!("from {i}")))
                 .unwrap();
-            json!({"new": o.is_new(), "id": o.reminder().id.as_str()})
+            json!({"new": matches!(o, Opened::New(_)), "id": o.reminder().id.as_str()})
         }
         other => panic!("unknown role {other}"),
     }

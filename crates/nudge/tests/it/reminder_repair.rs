@@ -1,7 +1,7 @@
 //! Reminders that meet interrupted changes, corrupt files and the doctor.
 
 use chipset_nudge::{
-    Error, KindRegistry, ManualResolution, Reminder, ReminderFilter, Reminders, Resolution,
+    Error, KindRegistry, ManualResolution, Opened, Reminder, ReminderFilter, Reminders, Resolution,
 };
 use chipset_store::{Action, Defect, DoctorMode};
 
@@ -76,7 +76,10 @@ fn interrupted_resolve_is_settled() {
     );
     assert!(r.doctor(DoctorMode::Check).unwrap().is_clean());
     // And a new open works.
-    assert!(r.open(new(preset::WRAP_SESSION, "S")).unwrap().is_new());
+    assert!(matches!(
+        r.open(new(preset::WRAP_SESSION, "S")).unwrap(),
+        Opened::New(_)
+    ));
 }
 
 /// An interrupted resolve whose history already holds a *different* record
@@ -178,7 +181,10 @@ fn corrupt_index_file_fails_closed() {
         report.findings[0].actions[..],
         [Action::Quarantined { to: Some(_), .. }]
     ));
-    assert!(r.open(new(preset::WRAP_SESSION, "S")).unwrap().is_new());
+    assert!(matches!(
+        r.open(new(preset::WRAP_SESSION, "S")).unwrap(),
+        Opened::New(_)
+    ));
 }
 
 #[test]

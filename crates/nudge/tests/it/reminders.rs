@@ -51,7 +51,7 @@ fn six_kinds_through_their_lifecycle() {
         let st = spec.source_type.as_str();
         // Write and idempotence.
         let a = r.open(new(kind, "e-1")).unwrap();
-        assert!(a.is_new(), "{kind}");
+        assert!(matches!(a, Opened::New(_)), "{kind}");
         assert_eq!(a.reminder().actions, spec.default_actions);
         let again = r.open(new(kind, "e-1")).unwrap();
         assert!(
@@ -82,7 +82,10 @@ fn six_kinds_through_their_lifecycle() {
         }
         // Manual resolution with a note.
         let b = r.open(new(kind, "e-1")).unwrap();
-        assert!(b.is_new(), "a resolved reminder does not block a new one");
+        assert!(
+            matches!(b, Opened::New(_)),
+            "a resolved reminder does not block a new one"
+        );
         let done = r
             .resolve(
                 &b.reminder().id,
@@ -207,13 +210,16 @@ fn bad_requests_are_refused_with_typed_errors() {
     assert!(matches!(r.open(bad), Err(Error::BlockingSeverity)));
     // Nothing was written by any of them.
     assert!(open_ids(&r).is_empty());
-    assert!(r.open(new(preset::WRAP_SESSION, "S")).unwrap().is_new());
+    assert!(matches!(
+        r.open(new(preset::WRAP_SESSION, "S")).unwrap(),
+        Opened::New(_)
+    ));
 }
 
 #[test]
 fn custom_registry_is_closed() {
     let (t, _clock) = manual_state();
-    let mut kinds = KindRegistry::new();
+    let mut kinds = KindRegistry::default();
     kinds
         .register(KindSpec {
             resolving_verbs: vec!["review.close".to_owned()],
@@ -222,11 +228,10 @@ fn custom_registry_is_closed() {
         .unwrap();
     let r = Reminders::new(t.state.clone(), kinds);
     let key = ReminderKey::new("review_pending", "review", "pr-7").unwrap();
-    assert!(
-        r.open(new_reminder("t", None, &key, "review"))
-            .unwrap()
-            .is_new()
-    );
+    assert!(matches!(
+        r.open(new_reminder("t", None, &key, "review")).unwrap(),
+        Opened::New(_)
+    ));
     assert!(matches!(
         r.open(new(preset::WRAP_SESSION, "S")),
         Err(Error::UnknownKind { .. })
@@ -307,7 +312,7 @@ fn a_handle_reports_its_own_config() {
     let default = Reminders::new(t.state.clone(), KindRegistry::preset());
     assert_eq!(default.config().manual_verb, "prism_nudge.resolve");
     assert_eq!(default.registry(), &KindRegistry::preset());
-    let mut kinds = KindRegistry::new();
+    let mut kinds = KindRegistry::default();
     kinds
         .register(chipset_nudge::KindSpec::new("review_due", "review"))
         .unwrap();
