@@ -223,17 +223,14 @@ impl Chipset {
             ),
             None => (Channels::new(state.clone()), LoopState::new(state.clone())),
         };
-        // The door's own handles, so a loop honours `config`: every one is
+        // The door's own mail and bus, so a loop honours `config`: each is
         // on `state` (and on `seam`), which the setters check.
-        let channels = (|| {
-            let channels = channels
-                .with_hooks(hooks.clone())?
-                .with_nudges(nudges.clone())?;
-            match (&mail, &bus) {
-                (Ok(mail), Ok(bus)) => channels.with_mail(mail.clone())?.with_bus(bus.clone()),
-                _ => Ok(channels),
-            }
-        })()
+        let channels = match (&mail, &bus) {
+            (Ok(mail), Ok(bus)) => channels
+                .with_mail(mail.clone())
+                .and_then(|c| c.with_bus(bus.clone())),
+            _ => Ok(channels),
+        }
         .expect("the door's handles share one state root");
         let directory = Ok(match &seam {
             Some(backend) => Directory::with_backend(state.clone(), Arc::clone(backend)),

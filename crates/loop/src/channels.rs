@@ -13,11 +13,13 @@ use crate::error::{Error, Result};
 
 /// The four channel handles a [`Witness`](crate::Witness),
 /// [`Dispatcher`](crate::Dispatcher) or [`Worker`](crate::Worker) works
-/// through. Build it from the handles you configured
-/// ([`Channels::with_mail`] for a [`MailConfig`](chipset_mail::MailConfig),
-/// [`Channels::with_bus`] for a [`BusConfig`](chipset_bus::BusConfig)), so
-/// the loop honours your configuration; [`Channels::new`] gives every
-/// channel its default config.
+/// through. [`Channels::new`] (or [`Channels::with_backend`]) makes them
+/// all, each with its default config; give it the mail and bus handles you
+/// configured ([`Channels::with_mail`] for a
+/// [`MailConfig`](chipset_mail::MailConfig), [`Channels::with_bus`] for a
+/// [`BusConfig`](chipset_bus::BusConfig)), so the loop honours your
+/// configuration. The hooks and nudges have no configuration: those
+/// [`Channels::new`] makes are the ones to use.
 ///
 /// Every handle must be on the same state root: the setters refuse one on
 /// another root with [`Error::MixedRoots`]. Cheap to clone.
@@ -96,28 +98,6 @@ impl Channels {
     /// the state root's files.
     pub(crate) fn files(&self) -> crate::files::Files {
         crate::files::Files::new(self.state().clone(), self.seam.clone())
-    }
-
-    /// Returns these channels with the hook handle replaced.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::MixedRoots`] when `hooks` is on another state root.
-    pub fn with_hooks(mut self, hooks: Hooks) -> Result<Self> {
-        self.check("hooks", hooks.state())?;
-        self.hooks = hooks;
-        Ok(self)
-    }
-
-    /// Returns these channels with the nudge handle replaced.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::MixedRoots`] when `nudges` is on another state root.
-    pub fn with_nudges(mut self, nudges: Nudges) -> Result<Self> {
-        self.check("nudges", nudges.state())?;
-        self.nudges = nudges;
-        Ok(self)
     }
 
     /// Returns these channels with the mail handle replaced (its

@@ -89,7 +89,7 @@ pub enum Error {
     /// loop's other handles ([`Channels`](crate::Channels)).
     #[error("the {channel} handle is on the state root `{found}`, not on the loop's root `{root}`")]
     MixedRoots {
-        /// Which handle: `hooks`, `nudges`, `mail` or `bus`.
+        /// Which handle: `mail` or `bus`.
         channel: &'static str,
         /// Its state root.
         found: PathBuf,

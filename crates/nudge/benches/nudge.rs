@@ -78,7 +78,7 @@ fn draft() -> NewNudge {
 fn signals(c: &mut Criterion) {
     let tmp = tempfile::tempdir().unwrap();
     let state = StateDir::open(tmp.path().join("state")).unwrap();
-    let nudges = Nudges::new(state);
+    let nudges = Nudges::new(state.clone());
     let polecat = agent("polecat-alpha");
     let sent = nudges.send(&polecat, draft()).unwrap();
     let bytes = chipset_store::StateDir::to_canonical_json(sent.nudge()).unwrap();
@@ -115,7 +115,7 @@ fn signals(c: &mut Criterion) {
     g.bench_function("raw_read", |b| b.iter(|| raw_read(&latest)));
     // The same plus what the store adds for principle 4 (no symlinks inside
     // the root): an lstat of each directory below the root, and O_NOFOLLOW.
-    let root = nudges.state().root().to_owned();
+    let root = state.root().to_owned();
     g.bench_function("raw_read_symlink_checked", |b| {
         b.iter(|| {
             let mut dir = root.clone();

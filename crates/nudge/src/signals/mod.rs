@@ -218,11 +218,6 @@ impl Nudges {
         }
     }
 
-    /// Returns the state root.
-    pub fn state(&self) -> &StateDir {
-        &self.state
-    }
-
     /// Returns `nudge/{agent}/`.
     pub fn agent_dir(&self, agent: &AgentId) -> StatePath {
         self.state.channel(crate::NUDGE_CHANNEL).join_id(agent, "")
