@@ -122,6 +122,7 @@ mod migrate;
 mod nudge;
 mod output;
 mod remind;
+mod remind_metrics;
 mod search;
 mod serve;
 mod status;

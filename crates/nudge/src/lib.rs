@@ -176,7 +176,6 @@ mod error;
 mod format;
 mod key;
 mod kinds;
-mod metrics;
 mod reminders;
 mod signals;
 mod transition;
@@ -184,7 +183,6 @@ mod transition;
 pub use error::{Error, Result};
 pub use format::{Nudge, NudgeId, NudgeType, Reminder, ReminderId, Resolution, Severity, Urgency};
 pub use kinds::{KindRegistry, KindSpec};
-pub use metrics::ReminderMetrics;
 pub use reminders::{
     Listing, ManualResolution, NewReminder, Opened, ReminderConfig, ReminderFilter, Reminders,
 };

@@ -7,7 +7,7 @@
 //! - `rules.rs`: the pure rules those changes follow (what a resolution
 //!   leaves, when a snooze is due, how a snoozed reminder reopens, which
 //!   reminders a filter keeps and in what order).
-//! - `query.rs`: the read side (listings, lookups by id, counts, metrics)
+//! - `query.rs`: the read side (listings, lookups by id, counts)
 //!   and the index scans the write path and the doctor share.
 //! - `seam.rs`: where the records live, the state root's files or a
 //!   storage backend ([`Reminders::with_backend`], issue 30).

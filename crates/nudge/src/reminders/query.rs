@@ -1,10 +1,10 @@
-//! The read side of the reminder channel: listings, lookups by id, counts
-//! and metrics, and the index scans the shell and the doctor share.
+//! The read side of the reminder channel: listings, lookups by id and
+//! counts, and the index scans the shell and the doctor share.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use chipset_store::{ReadOutcome, StateDir, StatePath, Timestamp, Unsupported};
+use chipset_store::{ReadOutcome, StateDir, StatePath, Unsupported};
 use serde_json::Value;
 
 use super::rules::sort;
@@ -12,7 +12,6 @@ use super::{HISTORY_DIR, Listing, OPEN_DIR, ReminderFilter, Reminders, SNOOZED_D
 use crate::error::{Error, Result};
 use crate::format::{Reminder, ReminderId};
 use crate::key::ReminderKey;
-use crate::metrics::{self, ReminderMetrics};
 
 impl Reminders {
     /// Lists the open reminders that match `filter`, oldest first, after
@@ -167,18 +166,6 @@ impl Reminders {
             Some(c) => Err(Error::Corrupt(c)),
             None => Ok(Located::Nowhere),
         }
-    }
-
-    /// Returns the seed's §10.3 metrics; counters count events at or after
-    /// `since` (the seed uses 30 days), gauges are for now. Reads the whole
-    /// history.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Store`] on I/O failure.
-    pub fn metrics(&self, since: Option<Timestamp>) -> Result<ReminderMetrics> {
-        let all = self.all(&ReminderFilter::default())?;
-        Ok(metrics::compute(&all.reminders, self.now()?, since))
     }
 
     /// Returns the files of an index area (`open` or `snoozed`), optionally

@@ -256,50 +256,6 @@ fn resolving_twice_and_unknown_ids() {
     ));
 }
 
-#[test]
-fn metrics_per_kind() {
-    let (t, clock) = manual_state();
-    let r = Reminders::new(t.state.clone(), KindRegistry::preset());
-    r.open(new(preset::WRAP_SESSION, "a")).unwrap();
-    clock.advance(HOUR);
-    r.open(new(preset::WRAP_SESSION, "b")).unwrap();
-    clock.advance(HOUR);
-    r.open(new(preset::WRAP_SESSION, "c")).unwrap();
-    let d = r.open(new(preset::SPEC_DRAFT, "d")).unwrap();
-    r.auto_resolve(preset::WRAP_SESSION, "session", "c", "prism_wrap")
-        .unwrap();
-    r.resolve(&d.reminder().id, ManualResolution::Ignored, None)
-        .unwrap();
-    let m = r.metrics(None).unwrap();
-    assert_eq!(m.opened["wrap_session"], 3);
-    assert_eq!(m.opened["spec_draft"], 1);
-    assert_eq!(m.resolved["wrap_session"][&Resolution::AutoCleared], 1);
-    assert_eq!(m.resolved["spec_draft"][&Resolution::Ignored], 1);
-    assert_eq!(m.open["wrap_session"], 2);
-    assert!(!m.open.contains_key("spec_draft"));
-    // Open ages 2 h and 1 h: median 1.5 h.
-    assert_eq!(m.median_open_age["wrap_session"], Duration::from_secs(5400));
-    let recent = r.metrics(Some(clock.now())).unwrap();
-    assert_eq!(recent.opened.get("wrap_session"), Some(&1));
-    assert_eq!(r.open_counts().unwrap()["wrap_session"], 2);
-}
-
-/// With an odd number of open reminders the median age is the middle one.
-#[test]
-fn the_median_open_age_of_an_odd_count_is_the_middle_one() {
-    for n in [1_u32, 3, 5] {
-        let (t, clock) = manual_state();
-        let r = Reminders::new(t.state.clone(), KindRegistry::preset());
-        for i in 0..n {
-            r.open(new(preset::WRAP_SESSION, &format!("s{i}"))).unwrap();
-            clock.advance(HOUR);
-        }
-        // Open ages n h, ..., 2 h, 1 h: the middle one is n / 2 + 1 h.
-        let m = r.metrics(None).unwrap();
-        assert_eq!(m.median_open_age["wrap_session"], (n / 2 + 1) * HOUR, "{n}");
-    }
-}
-
 /// The config a handle was made with is the one it reports.
 #[test]
 fn a_handle_reports_its_own_config() {
