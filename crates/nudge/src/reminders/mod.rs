@@ -229,11 +229,6 @@ impl Reminders {
         &self.registry
     }
 
-    /// Returns the config.
-    pub fn config(&self) -> &ReminderConfig {
-        &self.config
-    }
-
     fn root(&self) -> StatePath {
         self.state.channel(crate::Reminders::CHANNEL)
     }

@@ -1,7 +1,8 @@
 //! Reminders that meet interrupted changes, corrupt files and the doctor.
 
 use chipset_nudge::{
-    Error, KindRegistry, ManualResolution, Opened, Reminder, ReminderFilter, Reminders, Resolution,
+    Error, KindRegistry, ManualResolution, Opened, Reminder, ReminderConfig, ReminderFilter,
+    Reminders, Resolution,
 };
 use chipset_store::{Action, Defect, DoctorMode};
 
@@ -40,7 +41,7 @@ fn a_resolve_meeting_an_interrupted_one_finishes_it_then_answers_as_a_retry() {
         let (t, _clock) = manual_state();
         let r = Reminders::new(t.state.clone(), KindRegistry::preset());
         let (a, key, mut resolved) = half_resolved(&t, &r);
-        resolved.resolved_by_verb = Some(r.config().manual_verb.clone());
+        resolved.resolved_by_verb = Some(ReminderConfig::default().manual_verb);
         t.state.write_json(&r.open_path(&key), &resolved).unwrap();
         let got = r.resolve(&a.reminder().id, asked, None);
         if same {

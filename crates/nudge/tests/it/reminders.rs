@@ -256,17 +256,26 @@ fn resolving_twice_and_unknown_ids() {
     ));
 }
 
-/// The config a handle was made with is the one it reports.
+/// The config a handle was made with is the one it resolves by hand with.
 #[test]
-fn a_handle_reports_its_own_config() {
+fn a_handle_resolves_with_its_own_config() {
     let (t, _clock) = manual_state();
     let config = ReminderConfig {
         manual_verb: "orchestrator.close".to_owned(),
     };
-    let r = Reminders::with_config(t.state.clone(), KindRegistry::preset(), config.clone());
-    assert_eq!(r.config(), &config);
+    let by_hand = |r: &Reminders, source_id: &str| {
+        let a = r.open(new(preset::HANDOFF_PENDING, source_id)).unwrap();
+        r.resolve(&a.reminder().id, ManualResolution::Completed, None)
+            .unwrap()
+            .resolved_by_verb
+    };
+    let r = Reminders::with_config(t.state.clone(), KindRegistry::preset(), config);
+    assert_eq!(by_hand(&r, "h-1").as_deref(), Some("orchestrator.close"));
     let default = Reminders::new(t.state.clone(), KindRegistry::preset());
-    assert_eq!(default.config().manual_verb, "prism_nudge.resolve");
+    assert_eq!(
+        by_hand(&default, "h-2").as_deref(),
+        Some("prism_nudge.resolve")
+    );
     assert_eq!(default.registry(), &KindRegistry::preset());
     let mut kinds = KindRegistry::default();
     kinds
