@@ -141,7 +141,8 @@ fn hook(line: &HookLine) -> Vec<Cell> {
 fn nudge(line: Option<&NudgeLine>) -> Cell {
     match line {
         Some(NudgeLine::Pending { kind, .. }) => {
-            let tone = if kind.urgency() >= chipset_nudge::Urgency::Warning {
+            // An abort or a stall warning waiting: the top two urgencies.
+            let tone = if matches!(kind.as_str(), "abort" | "stall_warning") {
                 Tone::Bad
             } else {
                 Tone::Warn

@@ -22,10 +22,10 @@ chipset_store::define_id! {
     pub struct ReminderId("reminder id");
 }
 
-/// How urgent a nudge type is, lowest first (see [`NudgeType::urgency`]).
+/// How urgent a nudge type is, lowest first (see [`NudgeType::urgency`]):
+/// the rank behind the send's abort precedence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[non_exhaustive]
-pub enum Urgency {
+pub(crate) enum Urgency {
     /// `nudge_response`: an answer.
     Response,
     /// `health_check`, `priority_change`, `sync_request`, and types this version does not know.
@@ -93,7 +93,7 @@ impl NudgeType {
     /// `priority_change` = `sync_request` = unknown types > `nudge_response`.
     /// Only the top level holds: an unprocessed `abort` is replaced only by
     /// another `abort`.
-    pub fn urgency(&self) -> Urgency {
+    pub(crate) fn urgency(&self) -> Urgency {
         match NudgeType::from_name(self.as_str()) {
             NudgeType::Abort => Urgency::Terminal,
             NudgeType::StallWarning => Urgency::Warning,

@@ -49,7 +49,7 @@
 //!   nor misses the next.
 //! - **Abort precedence.** Urgency, highest first: `abort` >
 //!   `stall_warning` > `health_check` = `priority_change` = `sync_request` =
-//!   unknown types > `nudge_response` ([`NudgeType::urgency`]). Only the top
+//!   unknown types > `nudge_response`. Only the top
 //!   level holds: an `abort` the recipient has not processed is replaced only
 //!   by another `abort`; every other nudge is latest-wins. The check and the
 //!   write happen under the recipient's lock, and [`Nudges::send`] reports
@@ -181,7 +181,7 @@ mod signals;
 mod transition;
 
 pub use error::{Error, Result};
-pub use format::{Nudge, NudgeId, NudgeType, Reminder, ReminderId, Resolution, Severity, Urgency};
+pub use format::{Nudge, NudgeId, NudgeType, Reminder, ReminderId, Resolution, Severity};
 pub use kinds::{KindRegistry, KindSpec};
 pub use reminders::{
     Listing, ManualResolution, NewReminder, Opened, ReminderConfig, ReminderFilter, Reminders,

@@ -243,7 +243,7 @@ impl Nudges {
     /// Sends a nudge to `to`: stamps it with the time and, unless the draft
     /// has one ([`NewNudge::with_id`]), a fresh id, and durably replaces
     /// `to`'s `latest.json`, unless an unprocessed `abort` is there and this
-    /// is not an abort (see [`NudgeType::urgency`]).
+    /// is not an abort (see the crate docs' abort precedence).
     ///
     /// The check and the replace happen under the recipient's lock, so of
     /// many concurrent senders each sees the one before it, and the reader
