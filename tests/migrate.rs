@@ -285,7 +285,7 @@ fn observe(door: &Chipset) -> Vec<String> {
         .map(|a| format!("{:?}", a.profile))
         .collect();
     seen.push(format!("directory: {profiles:?}"));
-    let open = door.reminders().list_open(&Default::default()).unwrap();
+    let open = door.reminders().list(&Default::default()).unwrap();
     seen.push(format!("reminders open: {open:?}"));
     seen
 }

@@ -122,7 +122,6 @@ mod migrate;
 mod nudge;
 mod output;
 mod remind;
-mod remind_metrics;
 mod search;
 mod serve;
 mod status;

@@ -85,7 +85,7 @@ impl Reads {
                 reminders
                     .open_counts()
                     .map(|c| c.values().sum())
-                    .and_then(|open| Ok((open, reminders.list_open(&ReminderFilter::default())?)))
+                    .and_then(|open| Ok((open, reminders.list(&ReminderFilter::default())?)))
                     .map_err(|e| chain(&e)),
             );
         }

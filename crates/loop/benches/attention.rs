@@ -123,7 +123,7 @@ impl Channels {
             WorkKind::Reminder => {
                 let open = self
                     .reminders
-                    .list_open(&chipset_nudge::ReminderFilter::default())
+                    .list(&chipset_nudge::ReminderFilter::default())
                     .unwrap();
                 for r in open.reminders {
                     self.reminders

@@ -225,15 +225,11 @@ fn reminders(c: &mut Criterion) {
     let (_empty_tmp, empty) = reminder_root(0);
     let (_full_tmp, full) = reminder_root(HISTORY);
     let filter = ReminderFilter::default();
-    assert_eq!(empty.list_open(&filter).unwrap().reminders.len(), OPEN);
-    assert_eq!(full.list_open(&filter).unwrap().reminders.len(), OPEN);
+    assert_eq!(empty.list(&filter).unwrap().reminders.len(), OPEN);
+    assert_eq!(full.list(&filter).unwrap().reminders.len(), OPEN);
     let mut g = c.benchmark_group("reminders_list_open");
-    g.bench_function("no_history", |b| {
-        b.iter(|| empty.list_open(&filter).unwrap())
-    });
-    g.bench_function("history_100k", |b| {
-        b.iter(|| full.list_open(&filter).unwrap())
-    });
+    g.bench_function("no_history", |b| b.iter(|| empty.list(&filter).unwrap()));
+    g.bench_function("history_100k", |b| b.iter(|| full.list(&filter).unwrap()));
     g.finish();
 }
 

@@ -117,7 +117,7 @@
 //! opening one key exactly one creates it. Resolving is two durable steps
 //! (rewrite the index file as resolved, then move it to `history/` or
 //! `snoozed/`); a crash between them is finished by the next operation on
-//! the key, by [`Reminders::list_open`], or by the doctor.
+//! the key, by [`Reminders::list`], or by the doctor.
 //!
 //! # Commit points and retries
 //!

@@ -59,7 +59,10 @@ impl Sources {
             }
         }
         replace_if_changed(tx, HOOK, &hooks, &mut counts)?;
-        let listing = self.reminders.all(&ReminderFilter::default())?;
+        let listing = self.reminders.list(&ReminderFilter {
+            history: true,
+            ..ReminderFilter::default()
+        })?;
         let reminders: Vec<Doc> = listing.reminders.iter().map(reminder_doc).collect();
         replace_if_changed(tx, REMINDER, &reminders, &mut counts)?;
         Ok(counts)

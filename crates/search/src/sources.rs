@@ -401,7 +401,10 @@ impl Sources {
         if !stamp.is_empty() && kept.as_deref() == Some(stamp.as_str()) {
             return Ok(());
         }
-        let listing = self.reminders.all(&ReminderFilter::default())?;
+        let listing = self.reminders.list(&ReminderFilter {
+            history: true,
+            ..ReminderFilter::default()
+        })?;
         let docs: Vec<Doc> = listing.reminders.iter().map(reminder_doc).collect();
         counts.read += docs.len();
         index::replace_place(tx, REMINDER, &docs).map_err(db)?;

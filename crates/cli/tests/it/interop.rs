@@ -134,7 +134,7 @@ fn the_libraries_read_what_the_command_line_wrote() {
     assert_eq!(queued.events[0].payload["n"], 1);
 
     let reminders = Reminders::new(state, KindRegistry::preset());
-    let open = reminders.list_open(&ReminderFilter::default()).unwrap();
+    let open = reminders.list(&ReminderFilter::default()).unwrap();
     assert_eq!(open.reminders[0].id.as_str(), reminder);
 }
 

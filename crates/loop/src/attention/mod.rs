@@ -389,7 +389,7 @@ impl Attention {
     }
 
     fn reminder_entry(&self, agent: &AgentId) -> Result<Option<Entry>> {
-        let listing = self.reminders.list_open(&ReminderFilter::default())?;
+        let listing = self.reminders.list(&ReminderFilter::default())?;
         let mine: Vec<&Reminder> = listing
             .reminders
             .iter()

@@ -48,7 +48,7 @@ pub(crate) fn remind_list(ctx: &Ctx, p: RemindList) -> Outcome {
                 .map_err(|e| Failure::usage(format!("`since`: expected an RFC 3339 time: {e}")))
         })
         .transpose()?;
-    let mut listing = ctx.reminders()?.list_open(&filter)?;
+    let mut listing = ctx.reminders()?.list(&filter)?;
     if let Some(since) = since {
         listing.reminders.retain(|r| r.created_at > since);
     }

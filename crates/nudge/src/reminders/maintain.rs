@@ -10,7 +10,7 @@ use crate::format::{Reminder, Resolution};
 
 impl Reminders {
     /// Reopens every snoozed reminder whose time has come (seed §6.3, on
-    /// read: [`Reminders::list_open`] calls it). Returns the reopened ones
+    /// read: [`Reminders::list`] calls it). Returns the reopened ones
     /// and the snoozed files that could not be read: a corrupt snoozed
     /// reminder may be due, so a listing must say so rather than look clean.
     pub(super) fn sweep_snoozes(&self) -> Result<(Vec<Reminder>, Vec<Corruption>)> {

@@ -146,7 +146,8 @@ impl From<ManualResolution> for Resolution {
     }
 }
 
-/// Which reminders a listing returns; the default is all of them.
+/// Which reminders [`Reminders::list`] returns; the default is every open
+/// one.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReminderFilter {
     /// Only this tenant's.
@@ -155,6 +156,10 @@ pub struct ReminderFilter {
     pub project_id: Option<String>,
     /// Only this kind.
     pub kind: Option<String>,
+    /// Every reminder ever opened (open, snoozed and resolved), which reads
+    /// the whole history; `false` (the default): the open ones, which
+    /// reads only the open and snoozed indexes.
+    pub history: bool,
 }
 
 /// A listing: the readable reminders, and the files that could not be read.

@@ -14,21 +14,28 @@ use crate::format::{Reminder, ReminderId};
 use crate::key::ReminderKey;
 
 impl Reminders {
-    /// Lists the open reminders that match `filter`, oldest first, after
-    /// reopening due snoozes. Reads only the open and snoozed indexes: the
-    /// cost follows the number of open and snoozed reminders, not the history.
+    /// Lists the reminders that match `filter`, oldest first.
+    ///
+    /// By default the open ones, after reopening due snoozes: this reads
+    /// only the open and snoozed indexes, so the cost follows the number of
+    /// open and snoozed reminders, not the history. With
+    /// [`ReminderFilter::history`], every reminder ever opened (open,
+    /// snoozed and resolved), which reads the whole history.
     ///
     /// # Errors
     ///
     /// [`Error::UnknownKind`] when the filter names a kind the registry does
     /// not know (a typo would otherwise list nothing); [`Error::Store`] on I/O failure.
-    pub fn list_open(&self, filter: &ReminderFilter) -> Result<Listing> {
+    pub fn list(&self, filter: &ReminderFilter) -> Result<Listing> {
         if let Some(kind) = filter
             .kind
             .as_ref()
             .filter(|k| self.registry.get(k).is_none())
         {
             return Err(Error::UnknownKind { kind: kind.clone() });
+        }
+        if filter.history {
+            return self.history(filter);
         }
         let (_, corrupt_snoozed) = self.sweep_snoozes()?;
         let mut listing = Listing::default();
@@ -87,11 +94,7 @@ impl Reminders {
 
     /// Returns every reminder ever opened that matches `filter` (open,
     /// snoozed and resolved), oldest first. Reads the whole history.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Store`] on I/O failure.
-    pub fn all(&self, filter: &ReminderFilter) -> Result<Listing> {
+    fn history(&self, filter: &ReminderFilter) -> Result<Listing> {
         let mut listing = Listing::default();
         let mut files = self.index_files(OPEN_DIR, filter.kind.as_deref())?;
         files.extend(self.index_files(SNOOZED_DIR, filter.kind.as_deref())?);

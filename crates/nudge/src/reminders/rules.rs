@@ -195,6 +195,7 @@ mod tests {
                 tenant_id: tenant.map(Into::into),
                 project_id: project.map(Into::into),
                 kind: kind.map(Into::into),
+                history: false,
             };
         let mut r = open();
         r.project_id = Some("p".into());

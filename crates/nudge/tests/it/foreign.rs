@@ -117,7 +117,7 @@ fn a_reminders_extra_columns_survive_resolve_and_snooze() {
     assert_eq!(snoozed.extra["escalation_level"], 2);
     clock.advance(Duration::from_secs(120));
     // Listing reopens the due snooze.
-    let reopened = r.list_open(&ReminderFilter::default()).unwrap().reminders;
+    let reopened = r.list(&ReminderFilter::default()).unwrap().reminders;
     assert_eq!(reopened.len(), 1);
     assert_eq!(
         reopened[0].extra["escalation_level"], 2,
@@ -149,7 +149,7 @@ fn an_unknown_severity_or_resolution_is_unsupported_and_left_in_place() {
         write(&path, &v);
         let bytes = fs::read(&path).unwrap();
 
-        let listing = r.list_open(&ReminderFilter::default()).unwrap();
+        let listing = r.list(&ReminderFilter::default()).unwrap();
         assert!(listing.corrupt.is_empty(), "{listing:?}");
         let u = listing
             .unsupported

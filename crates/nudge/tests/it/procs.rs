@@ -271,11 +271,14 @@ fn openers_race(place: &ReminderPlace) {
         .collect();
     assert_eq!(ids.len(), 1, "every opener got the same reminder");
     let reminders = place.open(&t.state);
-    let listing = reminders.list_open(&ReminderFilter::default()).unwrap();
+    let listing = reminders.list(&ReminderFilter::default()).unwrap();
     assert_eq!(listing.reminders.len(), 1);
     assert_eq!(
         reminders
-            .all(&ReminderFilter::default())
+            .list(&ReminderFilter {
+                history: true,
+                ..ReminderFilter::default()
+            })
             .unwrap()
             .reminders
             .len(),

@@ -145,7 +145,7 @@ fn a_reopened_reminder_carries_no_resolution() {
     r.snooze(&a.reminder().id, HOUR, Some("after lunch".into()))
         .unwrap();
     clock.advance(HOUR);
-    let listed = r.list_open(&ReminderFilter::default()).unwrap().reminders;
+    let listed = r.list(&ReminderFilter::default()).unwrap().reminders;
     let reopened = &listed[0];
     assert_eq!(reopened.reopened_from(), Some(a.reminder().id.as_str()));
     assert_eq!(
@@ -171,7 +171,7 @@ fn corrupt_index_file_fails_closed() {
         r.open(new(preset::WRAP_SESSION, "S")),
         Err(Error::Corrupt(_))
     ));
-    let listing = r.list_open(&ReminderFilter::default()).unwrap();
+    let listing = r.list(&ReminderFilter::default()).unwrap();
     assert_eq!(
         listing.corrupt.len(),
         1,
@@ -202,13 +202,19 @@ fn reopen_chain_names_its_predecessor_each_time() {
         r.snooze(&id, HOUR, None).unwrap();
         clock.advance(HOUR);
         // Listing reopens the due snooze.
-        let reopened = r.list_open(&ReminderFilter::default()).unwrap().reminders;
+        let reopened = r.list(&ReminderFilter::default()).unwrap().reminders;
         assert_eq!(reopened.len(), 1);
         assert_eq!(reopened[0].reopened_from(), Some(id.as_str()));
         id = reopened[0].id.clone();
     }
     assert_eq!(
-        r.all(&ReminderFilter::default()).unwrap().reminders.len(),
+        r.list(&ReminderFilter {
+            history: true,
+            ..ReminderFilter::default()
+        })
+        .unwrap()
+        .reminders
+        .len(),
         4
     );
 }
@@ -223,18 +229,16 @@ fn listing_an_unregistered_kind_is_refused() {
         kind: Some("wrap_sesion".into()),
         ..ReminderFilter::default()
     };
-    assert!(
-        matches!(r.list_open(&filter), Err(Error::UnknownKind { kind }) if kind == "wrap_sesion")
-    );
+    assert!(matches!(r.list(&filter), Err(Error::UnknownKind { kind }) if kind == "wrap_sesion"));
     let filter = ReminderFilter {
         kind: Some(preset::WRAP_SESSION.into()),
         ..ReminderFilter::default()
     };
-    assert_eq!(r.list_open(&filter).unwrap().reminders.len(), 1);
+    assert_eq!(r.list(&filter).unwrap().reminders.len(), 1);
 }
 
 /// Regression: a corrupt snoozed reminder was skipped by the snooze sweep and
-/// not listed, so a due obligation vanished from `list_open` without a trace.
+/// not listed, so a due obligation vanished from `list` without a trace.
 #[test]
 fn a_corrupt_snoozed_reminder_is_reported_by_listings() {
     let (t, clock) = manual_state();
@@ -246,7 +250,7 @@ fn a_corrupt_snoozed_reminder_is_reported_by_listings() {
     std::fs::write(&path, "{\"id\":").unwrap();
     clock.advance(2 * HOUR);
 
-    let listing = r.list_open(&ReminderFilter::default()).unwrap();
+    let listing = r.list(&ReminderFilter::default()).unwrap();
     assert!(listing.reminders.is_empty());
     assert_eq!(listing.corrupt.len(), 1);
     assert_eq!(listing.corrupt[0].path, path);
@@ -255,19 +259,8 @@ fn a_corrupt_snoozed_reminder_is_reported_by_listings() {
         kind: Some(kind.into()),
         ..ReminderFilter::default()
     };
-    assert_eq!(
-        r.list_open(&of(preset::WRAP_SESSION))
-            .unwrap()
-            .corrupt
-            .len(),
-        1
-    );
-    assert!(
-        r.list_open(&of(preset::SPEC_DRAFT))
-            .unwrap()
-            .corrupt
-            .is_empty()
-    );
+    assert_eq!(r.list(&of(preset::WRAP_SESSION)).unwrap().corrupt.len(), 1);
+    assert!(r.list(&of(preset::SPEC_DRAFT)).unwrap().corrupt.is_empty());
 }
 
 /// Regression: looking a reminder up by id skipped unreadable index files, so

@@ -31,7 +31,7 @@ pub(crate) fn new(kind: &str, source_id: &str) -> NewReminder {
 }
 
 pub(crate) fn open_ids(r: &Reminders) -> Vec<String> {
-    r.list_open(&ReminderFilter::default())
+    r.list(&ReminderFilter::default())
         .unwrap()
         .reminders
         .into_iter()
@@ -110,7 +110,7 @@ fn six_kinds_through_their_lifecycle() {
             Opened::Snoozed(_)
         ));
         clock.advance(HOUR);
-        let listed = r.list_open(&ReminderFilter::default()).unwrap().reminders;
+        let listed = r.list(&ReminderFilter::default()).unwrap().reminders;
         assert_eq!(listed.len(), 1, "{kind}");
         let reopened = &listed[0];
         assert_ne!(reopened.id, c.reminder().id);
@@ -124,9 +124,10 @@ fn six_kinds_through_their_lifecycle() {
         // History retained: four rows for this kind, none open.
         let filter = ReminderFilter {
             kind: Some(kind.to_owned()),
+            history: true,
             ..Default::default()
         };
-        let all = r.all(&filter).unwrap().reminders;
+        let all = r.list(&filter).unwrap().reminders;
         assert_eq!(all.len(), 4, "{kind}");
         assert!(all.iter().all(|x| !x.is_open()));
         clock.advance(Duration::from_secs(1));
@@ -147,7 +148,7 @@ fn auto_resolve_touches_only_the_matching_key() {
         .unwrap();
     assert_eq!(done.unwrap().source_id, "X");
     let mut left: Vec<_> = r
-        .list_open(&ReminderFilter::default())
+        .list(&ReminderFilter::default())
         .unwrap()
         .reminders
         .into_iter()
@@ -180,7 +181,13 @@ fn auto_resolve_clears_a_snoozed_reminder() {
     clock.advance(2 * HOUR);
     assert!(open_ids(&r).is_empty());
     assert_eq!(
-        r.all(&ReminderFilter::default()).unwrap().reminders.len(),
+        r.list(&ReminderFilter {
+            history: true,
+            ..ReminderFilter::default()
+        })
+        .unwrap()
+        .reminders
+        .len(),
         2
     );
 }

@@ -65,7 +65,13 @@ fn health_check() -> NewNudge {
 
 /// The one reminder of the key, wherever it is.
 fn the_reminder(w: &World) -> Option<chipset_nudge::Reminder> {
-    let all = w.reminders.all(&ReminderFilter::default()).unwrap();
+    let all = w
+        .reminders
+        .list(&ReminderFilter {
+            history: true,
+            ..ReminderFilter::default()
+        })
+        .unwrap();
     assert!(all.corrupt.is_empty(), "{:?}", all.corrupt);
     let mut rows: Vec<_> = all
         .reminders

@@ -123,7 +123,14 @@ fn records(state: &StateDir) -> Vec<Record> {
         });
     }
     let reminders = Reminders::new(state.clone(), KindRegistry::preset());
-    for r in reminders.all(&ReminderFilter::default()).unwrap().reminders {
+    for r in reminders
+        .list(&ReminderFilter {
+            history: true,
+            ..ReminderFilter::default()
+        })
+        .unwrap()
+        .reminders
+    {
         out.push(Record {
             channel: Origin::Reminder,
             id: r.id.to_string(),
