@@ -87,9 +87,10 @@
 //! caller's closure runs with a [`WorkHandle`]. Its
 //! [`checkpoint`](WorkHandle::checkpoint) answers nudges that require it,
 //! touches the hook (fenced; at most every [`WorkerConfig::touch_every`]),
-//! hands `priority_change` and `sync_request` to the caller as [`Signal`]s
-//! (each the store's [`ReadOutcome`](chipset_store::ReadOutcome) of the
-//! agent's nudge file, so an unreadable one reaches the work too),
+//! hands `priority_change` and `sync_request` nudges to the caller
+//! ([`take_signals`](WorkHandle::take_signals), each the store's
+//! [`ReadOutcome`](chipset_store::ReadOutcome) of the agent's nudge file,
+//! so an unreadable one reaches the work too),
 //! and returns [`Stop::Aborted`] after an `abort` sent after the assignment
 //! (an older abort is stale and only marked processed) or
 //! [`Stop::TakenAway`] when the hook no longer holds the work. When the
@@ -262,7 +263,7 @@ pub use scan::{LoopCounts, LoopState};
 #[cfg(feature = "tokio")]
 pub use stream::BriefStream;
 pub use witness::{Witness, WitnessAction, WitnessConfig};
-pub use worker::{Signal, Stop, WorkHandle, WorkOutcome, Worker, WorkerConfig};
+pub use worker::{Stop, WorkHandle, WorkOutcome, Worker, WorkerConfig};
 
 /// The loops' directory under the state root, `loop/`.
 pub(crate) const LOOP_CHANNEL: chipset_store::Channel = chipset_store::Channel::new("loop");

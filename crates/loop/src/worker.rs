@@ -45,27 +45,6 @@ impl Default for WorkerConfig {
     }
 }
 
-/// A nudge that reaches the caller's work as a typed signal.
-///
-/// Signals come as the store's [`ReadOutcome`] of the agent's
-/// `latest.json`: [`ReadOutcome::Value`] for a nudge, and
-/// [`ReadOutcome::Corrupt`] or [`ReadOutcome::Unsupported`] when the file
-/// (or its `processed.json`) cannot be used, since a nudge (even an abort)
-/// may be behind it. Work goes on then (the hook's fence still stops a
-/// taken-away completion); the doctor repairs a corrupt file and leaves an
-/// unsupported one for the program that wrote it. No signal is
-/// [`ReadOutcome::Missing`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Signal {
-    /// `priority_change`: re-read the work item's priority.
-    PriorityChange(Nudge),
-    /// `sync_request`: synchronize state.
-    SyncRequest(Nudge),
-    /// A nudge type this version does not act on.
-    Other(Nudge),
-}
-
 /// Why the work must stop: what [`WorkHandle::checkpoint`] returns, and what
 /// the caller's work returns to stop early.
 #[derive(Debug)]
@@ -169,7 +148,7 @@ impl Worker {
     /// # Errors
     ///
     /// Channel errors.
-    fn answer_nudges(&self) -> Result<Vec<ReadOutcome<Signal>>> {
+    fn answer_nudges(&self) -> Result<Vec<ReadOutcome<Nudge>>> {
         let mut out = Vec::new();
         let _ = self.process_nudge(None, &mut out)?;
         Ok(out)
@@ -375,7 +354,7 @@ impl Worker {
     fn process_nudge(
         &self,
         current: Option<&Assignment>,
-        signals: &mut Vec<ReadOutcome<Signal>>,
+        signals: &mut Vec<ReadOutcome<Nudge>>,
     ) -> Result<(Option<NudgeType>, Option<Nudge>)> {
         let received = match self.channels.nudges.receive(&self.me) {
             // Whether the latest nudge was processed cannot be told.
@@ -404,14 +383,10 @@ impl Worker {
                 Some(a) if nudge.timestamp >= a.work.assigned_at => stop = Some(nudge.clone()),
                 _ => tracing::info!(agent = %self.me, "abort older than the current work: ignored"),
             },
-            NudgeType::PriorityChange => {
-                signals.push(ReadOutcome::Value(Signal::PriorityChange(nudge.clone())));
-            }
-            NudgeType::SyncRequest => {
-                signals.push(ReadOutcome::Value(Signal::SyncRequest(nudge.clone())));
-            }
             NudgeType::HealthCheck | NudgeType::StallWarning | NudgeType::NudgeResponse => {}
-            _ => signals.push(ReadOutcome::Value(Signal::Other(nudge.clone()))),
+            // `priority_change`, `sync_request` and types this version does
+            // not act on: the work's to act on.
+            _ => signals.push(ReadOutcome::Value(nudge.clone())),
         }
         if nudge.requires_response {
             let text = match (current, &stop) {
@@ -445,7 +420,7 @@ pub struct WorkHandle<'w> {
     resumed: bool,
     last_touch: Timestamp,
     stop: Option<Nudge>,
-    signals: VecDeque<ReadOutcome<Signal>>,
+    signals: VecDeque<ReadOutcome<Nudge>>,
 }
 
 impl WorkHandle<'_> {
@@ -460,9 +435,18 @@ impl WorkHandle<'_> {
         self.resumed
     }
 
-    /// Returns (and forgets) the signals received so far: `priority_change`,
-    /// `sync_request` and the like, in arrival order.
-    pub fn take_signals(&mut self) -> Vec<ReadOutcome<Signal>> {
+    /// Returns (and forgets) the signals received so far, in arrival
+    /// order: the nudges for the work to act on (`priority_change`,
+    /// `sync_request` and types the worker does not handle itself; an
+    /// `abort` stops the work instead), as the store's [`ReadOutcome`] of
+    /// the agent's `latest.json`. [`ReadOutcome::Corrupt`] or
+    /// [`ReadOutcome::Unsupported`] say the file (or its `processed.json`)
+    /// cannot be used, since a nudge (even an abort) may be behind it. Work
+    /// goes on then (the hook's fence still stops a taken-away
+    /// completion); the doctor repairs a corrupt file and leaves an
+    /// unsupported one for the program that wrote it. No signal is
+    /// [`ReadOutcome::Missing`].
+    pub fn take_signals(&mut self) -> Vec<ReadOutcome<Nudge>> {
         self.signals.drain(..).collect()
     }
 

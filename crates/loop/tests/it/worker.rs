@@ -3,7 +3,7 @@
 
 use chipset_bus::{Bus, Priority as BusPriority};
 use chipset_hook::HookStatus;
-use chipset_loop::{Signal, Stop, Topic, WorkOutcome, Worker, WorkerConfig};
+use chipset_loop::{Stop, Topic, WorkOutcome, Worker, WorkerConfig};
 use chipset_nudge::{NewNudge, NudgeType, Received};
 use chipset_store::ReadOutcome;
 
@@ -282,10 +282,11 @@ fn priority_changes_and_sync_requests_reach_the_work_as_signals(s: Setup) {
             assert!(matches!(
                 &signals[..],
                 [
-                    ReadOutcome::Value(Signal::PriorityChange(p)),
-                    ReadOutcome::Value(Signal::SyncRequest(q))
+                    ReadOutcome::Value(p),
+                    ReadOutcome::Value(q)
                 ]
-                    if p.from == "mayor" && q.from == "peer"
+                    if p.kind == NudgeType::PriorityChange && p.from == "mayor"
+                        && q.kind == NudgeType::SyncRequest && q.from == "peer"
             ));
             assert!(work.take_signals().is_empty());
             Ok(String::new())
