@@ -118,7 +118,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     // Short intervals so the story takes seconds: quiet after 500 ms, 300 ms per nudge.
-    let witness = Witness::with_channels(
+    let witness = Witness::new(
         channels.clone(),
         id("witness"),
         mayor.clone(),

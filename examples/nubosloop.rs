@@ -164,7 +164,7 @@ fn main() -> Result<()> {
     let task1 = TaskId::new("M005-S007-T0001")?;
     println!();
     println!("task {task1}");
-    let rounds = Rounds::new(mail.clone(), config.clone());
+    let rounds = Rounds::new(state.clone(), config.clone());
     let mut round = rounds.open(&task1)?;
     say(&round, "executor", "writes the change");
     round.executor_done()?;
@@ -184,7 +184,7 @@ fn main() -> Result<()> {
     drop((round, rounds));
 
     println!("  (the orchestrator is killed and restarted)");
-    let rounds = Rounds::new(mail.clone(), config.clone());
+    let rounds = Rounds::new(state.clone(), config.clone());
     let mut round = rounds.open(&task1)?;
     say(
         &round,

@@ -478,7 +478,7 @@ impl Chipset {
     }
 
     /// Returns the channel handles a loop works through
-    /// ([`Witness::with_channels`](chipset_loop::Witness::with_channels),
+    /// ([`Witness::new`](chipset_loop::Witness::new),
     /// `Dispatcher::new`, `Worker::new`, rounds): this door's own handles,
     /// with its [`Config`], on the directory or the server, so the loops'
     /// records live where the channels do

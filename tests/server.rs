@@ -185,7 +185,7 @@ fn status_and_the_loops_run_on_the_server() {
             ["src/**"],
         ))
         .unwrap();
-    let witness = chipset::r#loop::Witness::with_channels(
+    let witness = chipset::r#loop::Witness::new(
         a.channels(),
         agent("witness"),
         mayor.clone(),

@@ -40,7 +40,7 @@ pub(crate) fn run(ctx: &Ctx, command: WitnessCommand, json: bool) -> Result<Outp
                     CliError::refused(format!("cannot handle signal {signal}: {e}"))
                 })?;
             }
-            let witness = Witness::with_channels(
+            let witness = Witness::new(
                 ctx.chipset.channels(),
                 me.clone(),
                 dispatcher.clone(),

@@ -15,8 +15,8 @@
 //! milliseconds.
 //!
 //! The loops work through [`Channels`]: `Dispatcher::new(state, …)` uses
-//! every channel's default config, and `Dispatcher::new(channels, …)` (or
-//! `Witness::with_channels`) takes the handles you configured (a [`MailConfig`](chipset_mail::MailConfig), a
+//! every channel's default config, and `Dispatcher::new(channels, …)` (and
+//! `Witness::new`, `Worker::new`, `Rounds::new`) takes the handles you configured (a [`MailConfig`](chipset_mail::MailConfig), a
 //! [`BusConfig`](chipset_bus::BusConfig)).
 //!
 //! ```

@@ -120,23 +120,14 @@ pub struct Rounds {
 }
 
 impl Rounds {
-    /// Returns the rounds on `mail`'s state root (the gate and the sweep use
-    /// that mail channel and its config).
-    pub fn new(mail: Mail, config: RoundsConfig) -> Self {
-        let state = mail.state().clone();
-        Rounds {
-            files: Files::new(state.clone(), None),
-            bus: Bus::new(state),
-            mail,
-            config,
-        }
-    }
-
-    /// Returns the rounds working through `channels`: the gate and the
+    /// Returns the rounds working through `channels` (a
+    /// [`StateDir`](chipset_store::StateDir) for every channel with its
+    /// default config, or [`Channels`] you configured): the gate and the
     /// sweep through its mail, the escalation's wake-up through its bus,
     /// and the checkpoints on its server when it is on one
     /// ([`Channels::with_backend`]).
-    pub fn with_channels(channels: Channels, config: RoundsConfig) -> Self {
+    pub fn new(channels: impl Into<Channels>, config: RoundsConfig) -> Self {
+        let channels = channels.into();
         Rounds {
             files: channels.files(),
             bus: channels.bus,

@@ -9,7 +9,7 @@ use chipset_hook::{Assignment, Hook, HookState};
 use chipset_mail::MessageId;
 use chipset_mail::{MailPriority, NewMessage};
 use chipset_nudge::{NewNudge, NudgeType, Received};
-use chipset_store::{AgentId, ReadOutcome, SortableId, StateDir, Timestamp};
+use chipset_store::{AgentId, ReadOutcome, SortableId, Timestamp};
 
 use super::judge::{Finish, Judging, Next, answers_since, close, judge, same_assignment};
 use super::{WitnessAction, WitnessConfig};
@@ -35,25 +35,21 @@ pub struct Witness {
 }
 
 impl Witness {
-    /// Returns a witness named `me` that escalates to `dispatcher`, on the
-    /// channels of `state` with their default configs. A convenience for
-    /// [`Witness::with_channels`].
-    pub fn new(state: StateDir, me: AgentId, dispatcher: AgentId, config: WitnessConfig) -> Self {
-        Witness::with_channels(Channels::new(state), me, dispatcher, config)
-    }
-
     /// Returns a witness named `me` that escalates to `dispatcher`, working
-    /// through `channels` (so their configs apply: the escalation mail goes
+    /// through `channels`: a [`StateDir`](chipset_store::StateDir) for
+    /// every channel with its default config, or [`Channels`] you
+    /// configured (so their configs apply: the escalation mail goes
     /// through its [`Mail`](chipset_mail::Mail), the wake-up through its
     /// [`Bus`](chipset_bus::Bus)). The nudge intervals it judges with are
     /// `config`'s. Its start time (for the restart grace period) is now
     /// on the state's clock.
-    pub fn with_channels(
-        channels: Channels,
+    pub fn new(
+        channels: impl Into<Channels>,
         me: AgentId,
         dispatcher: AgentId,
         config: WitnessConfig,
     ) -> Self {
+        let channels = channels.into();
         let files = channels.files();
         // On a server its clock; if it cannot say the time now, the local
         // one (the grace period only delays the first steps).

@@ -58,7 +58,7 @@ fn the_witness_escalates_through_the_callers_mail() {
         grace: secs(0),
         ..WitnessConfig::default()
     };
-    let w = Witness::with_channels(channels, agent("witness"), agent("mayor"), config);
+    let w = Witness::new(channels, agent("witness"), agent("mayor"), config);
     for kind in ["health_check", "stall_warning"] {
         s.advance(301);
         let actions = w.tick().unwrap();

@@ -149,7 +149,7 @@ fn loop_files_and_messages() {
 fn round_checkpoint() {
     let s = setup();
     let task = TaskId::new("M005-S007-T0002").unwrap();
-    let rounds = Rounds::new(s.mail.clone(), RoundsConfig::default());
+    let rounds = Rounds::new(s.state(), RoundsConfig::default());
     let mut round = rounds.open(&task).unwrap();
     round.executor_done().unwrap();
     s.advance(30);

@@ -63,13 +63,10 @@ impl Setup {
         }
     }
 
-    /// Returns a witness named `me` escalating to `mayor`: on a directory
-    /// through `Witness::new`, on a server through the channels.
+    /// Returns a witness named `me` escalating to `mayor`, through the
+    /// setup's channels.
     pub(crate) fn witness(&self, me: &str, config: WitnessConfig) -> Witness {
-        if self.pg.is_none() {
-            return Witness::new(self.state(), agent(me), agent("mayor"), config);
-        }
-        Witness::with_channels(self.channels(), agent(me), agent("mayor"), config)
+        Witness::new(self.channels(), agent(me), agent("mayor"), config)
     }
 
     /// Writes `bytes` as `agent`'s hook, past the hook's API (a corrupt or
@@ -91,13 +88,9 @@ impl Setup {
         }
     }
 
-    /// Returns the rounds with `config`: on a directory through
-    /// `Rounds::new` on the setup's mail, on a server through the channels.
+    /// Returns the rounds with `config`, through the setup's channels.
     pub(crate) fn rounds(&self, config: RoundsConfig) -> Rounds {
-        match &self.pg {
-            None => Rounds::new(self.mail.clone(), config),
-            Some(_) => Rounds::with_channels(self.channels(), config),
-        }
+        Rounds::new(self.channels(), config)
     }
 
     /// Returns the loops' persisted state, on the setup's place.

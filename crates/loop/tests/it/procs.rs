@@ -235,12 +235,7 @@ fn killed_worker(race: Race) {
         grace: Duration::ZERO,
         ..WitnessConfig::default()
     };
-    let witness = match &race.pg {
-        None => Witness::new(state.clone(), agent("witness"), agent("mayor"), config),
-        Some(_) => {
-            Witness::with_channels(race.channels(), agent("witness"), agent("mayor"), config)
-        }
-    };
+    let witness = Witness::new(race.channels(), agent("witness"), agent("mayor"), config);
     // A witness or worker that never acts fails here, not by timeout.
     let deadline = Instant::now() + kit::PATIENT;
     loop {
