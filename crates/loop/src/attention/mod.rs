@@ -92,11 +92,6 @@ impl Attention {
         self
     }
 
-    /// Returns the settings.
-    pub fn config(&self) -> &AttentionConfig {
-        &self.config
-    }
-
     /// Returns the state root the channels share.
     #[cfg(feature = "tokio")]
     pub(crate) fn state_root(&self) -> &std::path::Path {
@@ -550,13 +545,10 @@ pub struct BriefWatch {
 }
 
 impl BriefWatch {
-    /// Returns the agent watched.
-    pub fn agent(&self) -> &AgentId {
-        &self.agent
-    }
-
-    /// Returns the brief last returned by [`BriefWatch::next`].
-    pub fn last(&self) -> Option<&Brief> {
+    /// Returns the brief last returned by [`BriefWatch::next`] (or, before
+    /// the first brief was returned, the empty one it found).
+    #[cfg(feature = "tokio")]
+    pub(crate) fn last(&self) -> Option<&Brief> {
         self.last.as_ref()
     }
 

@@ -253,15 +253,6 @@ fn an_entry_displays_as_one_line() {
     );
 }
 
-/// The settings an attention is given are the ones it reports.
-#[test]
-fn an_attention_reports_its_config() {
-    let tmp = TempState::new();
-    let attention = Attention::from_state(&tmp.state).with_config(notified());
-    assert_eq!(attention.config(), &notified());
-    assert_ne!(notified(), AttentionConfig::default());
-}
-
 /// A change that needs nothing (the agent finishing its active work) wakes
 /// the waiter, which looks, finds nothing, and waits on for real work.
 #[test]
@@ -509,15 +500,15 @@ fn a_reminder_entry_names_its_severity_and_counts_what_cannot_be_read() {
     assert_eq!(entry.count, 2, "{entry:?}");
 }
 
-/// A watch remembers the brief it last returned.
+/// A watch remembers the brief it last returned: the current brief comes
+/// at once, and the same brief is not returned again.
 #[test]
 fn a_watch_remembers_its_last_brief() {
     let tmp = TempState::new();
     make_work(&tmp.state, WorkKind::Mail, "alpha");
     let attention = Attention::from_state(&tmp.state).with_config(notified());
     let mut watch = attention.watch(&agent("alpha")).unwrap();
-    assert_eq!(watch.last(), None);
     let first = watch.next(PATIENT).unwrap().unwrap();
-    assert_eq!(watch.last(), Some(&first));
-    assert_eq!(watch.agent(), &agent("alpha"));
+    assert_eq!(first, attention.brief(&agent("alpha")).unwrap());
+    assert_eq!(watch.next(Duration::from_millis(50)).unwrap(), None);
 }
