@@ -199,30 +199,11 @@ impl Chipset {
             Some(backend) => Bus::with_backend(state.clone(), config.bus, Arc::clone(backend)),
             None => Bus::with_config(state.clone(), config.bus),
         });
-        let attention = match (&mail, &bus, &reminders) {
-            (Ok(mail), Ok(bus), Ok(reminders)) => {
-                let attention = Attention::new(
-                    hooks.clone(),
-                    nudges.clone(),
-                    mail.clone(),
-                    bus.clone(),
-                    reminders.clone(),
-                )
-                .with_config(config.attention);
-                Ok(match &seam {
-                    Some(backend) => attention.with_backend(Arc::clone(backend)),
-                    None => attention,
-                })
-            }
-            _ => Err(Part::Attention),
+        let channels = match &seam {
+            Some(backend) => Channels::with_backend(state.clone(), Arc::clone(backend)),
+            None => Channels::new(state.clone()),
         };
-        let (channels, loops) = match &seam {
-            Some(backend) => (
-                Channels::with_backend(state.clone(), Arc::clone(backend)),
-                LoopState::with_backend(state.clone(), Arc::clone(backend)),
-            ),
-            None => (Channels::new(state.clone()), LoopState::new(state.clone())),
-        };
+        let loops = LoopState::new(channels.clone());
         // The door's own mail and bus, so a loop honours `config`: each is
         // on `state` (and on `seam`), which the setters check.
         let channels = match (&mail, &bus) {
@@ -232,6 +213,13 @@ impl Chipset {
             _ => Ok(channels),
         }
         .expect("the door's handles share one state root");
+        let attention = match (&mail, &bus, &reminders) {
+            (Ok(_), Ok(_), Ok(reminders)) => {
+                Ok(Attention::new(channels.clone(), reminders.clone())
+                    .with_config(config.attention))
+            }
+            _ => Err(Part::Attention),
+        };
         let directory = Ok(match &seam {
             Some(backend) => Directory::with_backend(state.clone(), Arc::clone(backend)),
             None => Directory::new(state.clone()),
@@ -471,8 +459,7 @@ impl Chipset {
     }
 
     /// Returns the loops' persisted state (for counts and the doctor): on
-    /// a server, the records the loops keep there
-    /// ([`LoopState::with_backend`]).
+    /// a server, the records the loops keep there.
     pub fn loop_state(&self) -> LoopState {
         self.inner.loops.clone()
     }

@@ -224,10 +224,11 @@
 //! the version held, a tick's actions are one append, and every judgement's
 //! time is the backend's clock, the server's. On a directory
 //! ([`Channels::new`], or a backend that is a local directory) nothing of
-//! this runs: the store's calls and files are what they were. [`LoopState::with_backend`] counts the records on a
-//! server; its doctor is not offered there yet ([`Error::NotOnServer`]).
-//! Still on the local root on a server: [`Attention`], and the pool the
-//! witness returns a stalled holder's item to.
+//! this runs: the store's calls and files are what they were. A
+//! [`LoopState`] of such channels counts the records on the server; its doctor is not offered there yet ([`Error::NotOnServer`]).
+//! [`Attention`] on such channels is on the server too. Still on the
+//! local root on a server: the pool the witness returns a stalled
+//! holder's item to.
 //!
 //! # Errors
 //!

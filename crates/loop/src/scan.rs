@@ -1,15 +1,13 @@
 //! Status counts and the doctor for the files under `loop/`.
 
 use std::path::Path;
-use std::sync::Arc;
-
-use chipset_backend::Backend;
 
 use chipset_store::{
-    Action, CorruptReason, Defect, DoctorMode, Finding, ReadOutcome, Report, StateDir, StatePath,
+    Action, CorruptReason, Defect, DoctorMode, Finding, ReadOutcome, Report, StatePath,
 };
 use serde::de::DeserializeOwned;
 
+use crate::channels::Channels;
 use crate::error::Result;
 use crate::files::Files;
 use crate::format::{AgentBook, BeadState, Incident, LedgerEntry, Phase, RoundCheckpoint, Step};
@@ -50,19 +48,13 @@ pub struct LoopState {
 }
 
 impl LoopState {
-    /// Returns the loop state of `state`.
-    pub fn new(state: StateDir) -> Self {
+    /// Returns the records of the loops working through `channels`: a
+    /// [`StateDir`](chipset_store::StateDir)'s files, or, for
+    /// [`Channels::with_backend`](crate::Channels::with_backend), the
+    /// records the loops keep on that server (issue 30).
+    pub fn new(channels: impl Into<Channels>) -> Self {
         LoopState {
-            files: Files::new(state, None),
-        }
-    }
-
-    /// Returns the loop state on a server (issue 30): the records the loops
-    /// on [`Channels::with_backend`](crate::Channels::with_backend) keep
-    /// there, for [`LoopState::counts`]. `state` is the local root.
-    pub fn with_backend(state: StateDir, backend: Arc<dyn Backend>) -> Self {
-        LoopState {
-            files: Files::new(state, Some(backend)),
+            files: channels.into().files(),
         }
     }
 
@@ -128,7 +120,7 @@ impl LoopState {
     ///
     /// [`Error::Store`](crate::Error::Store) when a directory cannot be listed
     /// or a repair step fails; [`Error::NotOnServer`](crate::Error::NotOnServer)
-    /// on a server ([`LoopState::with_backend`]), where nothing is read or
+    /// on a server, where nothing is read or
     /// changed.
     pub fn doctor(&self, mode: DoctorMode) -> Result<Report> {
         if self.files.on_server() {

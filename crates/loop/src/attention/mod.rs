@@ -12,6 +12,7 @@ use chipset_mail::{Mail, Message};
 use chipset_nudge::{KindRegistry, Nudge, Nudges, Received, Reminder, ReminderFilter, Reminders};
 use chipset_store::{AgentId, ReadOutcome, StateDir, Timestamp, WatchConfig, WatchTarget};
 
+use crate::channels::Channels;
 use crate::error::Result;
 
 mod brief;
@@ -45,7 +46,7 @@ pub struct Attention {
     bus: Bus,
     reminders: Reminders,
     config: AttentionConfig,
-    /// The server the channels are on ([`Attention::with_backend`]);
+    /// The server the channels are on ([`Channels::with_backend`]);
     /// `None`: the state root's files.
     seam: Option<Arc<dyn Backend>>,
 }
@@ -59,17 +60,33 @@ impl Attention {
     /// listed by `remind list` and the status screen but wakes no agent.
     pub const REMINDER_AGENT_FIELD: &str = "agent";
 
-    /// Returns attention over these channel handles (which should share one
-    /// state root).
-    pub fn new(hooks: Hooks, nudges: Nudges, mail: Mail, bus: Bus, reminders: Reminders) -> Self {
+    /// Returns attention over `channels` (a [`StateDir`] for every channel
+    /// with its default config, or [`Channels`] you configured) and
+    /// `reminders`, which should share their state root.
+    ///
+    /// On channels on a server ([`Channels::with_backend`], issue 30)
+    /// attention is on that server too, and `reminders` must be built
+    /// `with_backend` on it as well. The leases and the directory profile
+    /// it reads are then the server's, its lease window is judged by the
+    /// server's clock, and its waits are woken by the server's
+    /// notifications (`LISTEN/NOTIFY`, from any host) on the folders of
+    /// the agent's places, with
+    /// [`WatchConfig::rescan_interval`](chipset_store::WatchConfig::rescan_interval)
+    /// as the safety net. The work pool is the server's too. A backend that
+    /// is a local directory
+    /// ([`Backend::local_state`](chipset_backend::Backend::local_state))
+    /// changes nothing: attention reads and watches the files, as on
+    /// [`Channels::new`].
+    pub fn new(channels: impl Into<Channels>, reminders: Reminders) -> Self {
+        let channels = channels.into();
         Attention {
-            hooks,
-            nudges,
-            mail,
-            bus,
+            seam: channels.seam.filter(|b| b.local_state().is_none()),
+            hooks: channels.hooks,
+            nudges: channels.nudges,
+            mail: channels.mail,
+            bus: channels.bus,
             reminders,
             config: AttentionConfig::default(),
-            seam: None,
         }
     }
 
@@ -77,10 +94,7 @@ impl Attention {
     /// settings and the seed's preset reminder kinds.
     pub fn from_state(state: &StateDir) -> Self {
         Self::new(
-            Hooks::new(state.clone()),
-            Nudges::new(state.clone()),
-            Mail::new(state.clone()),
-            Bus::new(state.clone()),
+            state.clone(),
             Reminders::new(state.clone(), KindRegistry::preset()),
         )
     }
@@ -211,7 +225,7 @@ impl Attention {
     ///
     /// Wakes within milliseconds of the change through directory
     /// notifications (on a server, its `LISTEN/NOTIFY`: see
-    /// [`Attention::with_backend`]), and within
+    /// [`Attention::new`]), and within
     /// [`WatchConfig::rescan_interval`] when a notification is lost.
     ///
     /// # Errors

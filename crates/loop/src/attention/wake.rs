@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use chipset_backend::{Backend, Dir, Wait, Wake};
+use chipset_backend::{Dir, Wait, Wake};
 use chipset_directory::Directory;
 use chipset_lease::Leases;
 use chipset_pool::Pool;
@@ -36,26 +36,6 @@ impl Watch {
 }
 
 impl Attention {
-    /// Returns this attention on the server its channels are on (issue
-    /// 30): the handles given to [`Attention::new`] must have been built
-    /// `with_backend` on `backend`. The leases and the directory profile it
-    /// reads are then the server's, its lease window is judged by the
-    /// server's clock, and its waits are woken by the server's
-    /// notifications (`LISTEN/NOTIFY`, from any host) on the folders of
-    /// the agent's places, with [`WatchConfig::rescan_interval`] as the
-    /// safety net. The work pool is the server's too.
-    ///
-    /// A backend that is a local directory
-    /// ([`Backend::local_state`]) changes nothing: attention reads and
-    /// watches the files, as without it.
-    ///
-    /// [`WatchConfig::rescan_interval`]: chipset_store::WatchConfig::rescan_interval
-    #[must_use]
-    pub fn with_backend(mut self, backend: Arc<dyn Backend>) -> Self {
-        self.seam = Some(backend).filter(|b| b.local_state().is_none());
-        self
-    }
-
     /// Returns the path leases, on the server when attention is.
     pub(super) fn leases(&self) -> Leases {
         let state = self.hooks.state().clone();

@@ -95,12 +95,7 @@ impl Setup {
 
     /// Returns the loops' persisted state, on the setup's place.
     pub(crate) fn loop_state(&self) -> chipset_loop::LoopState {
-        match &self.pg {
-            None => chipset_loop::LoopState::new(self.state()),
-            Some(pg) => {
-                chipset_loop::LoopState::with_backend(self.state(), Arc::clone(&pg.backend))
-            }
-        }
+        chipset_loop::LoopState::new(self.channels())
     }
 
     /// Returns the bus the loops use.
@@ -130,19 +125,12 @@ impl Setup {
     }
 
     /// Returns attention over the setup's channels: on a directory from
-    /// the state root, on a server `with_backend`.
+    /// the state root, on a server through its channels.
     pub(crate) fn attention(&self) -> chipset_loop::Attention {
-        let Some(pg) = &self.pg else {
+        if self.pg.is_none() {
             return chipset_loop::Attention::from_state(&self.tmp.state);
-        };
-        chipset_loop::Attention::new(
-            self.hooks.clone(),
-            self.nudges.clone(),
-            self.mail.clone(),
-            self.bus(),
-            self.reminders(),
-        )
-        .with_backend(Arc::clone(&pg.backend))
+        }
+        chipset_loop::Attention::new(self.channels(), self.reminders())
     }
 
     /// Returns the backend of another client on the same place (another
