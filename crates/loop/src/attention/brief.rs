@@ -33,8 +33,8 @@ pub enum WorkKind {
 }
 
 impl WorkKind {
-    /// Returns the name, as in JSON.
-    pub fn as_str(self) -> &'static str {
+    /// Returns the name, as in JSON (and as displayed).
+    fn as_str(self) -> &'static str {
         match self {
             WorkKind::Hook => "hook",
             WorkKind::Nudge => "nudge",
