@@ -248,11 +248,6 @@ impl Round {
         self.checkpoint.phase
     }
 
-    /// Returns how many messages the commit's sweep moved, once committed.
-    pub fn swept(&self) -> Option<usize> {
-        self.checkpoint.swept
-    }
-
     /// Records that the executor finished its work: executor → critic.
     ///
     /// # Errors
