@@ -142,7 +142,7 @@ fn nudge(line: Option<&NudgeLine>) -> Cell {
     match line {
         Some(NudgeLine::Pending { kind, .. }) => {
             // An abort or a stall warning waiting: the top two urgencies.
-            let tone = if matches!(kind.as_str(), "abort" | "stall_warning") {
+            let tone = if matches!(kind.to_string().as_str(), "abort" | "stall_warning") {
                 Tone::Bad
             } else {
                 Tone::Warn

@@ -74,8 +74,8 @@ impl NudgeType {
         }
     }
 
-    /// Returns the name as written in `type`.
-    pub fn as_str(&self) -> &str {
+    /// Returns the name as written in `type` (and as displayed).
+    pub(crate) fn as_str(&self) -> &str {
         match self {
             NudgeType::HealthCheck => "health_check",
             NudgeType::StallWarning => "stall_warning",

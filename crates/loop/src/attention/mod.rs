@@ -298,11 +298,11 @@ impl Attention {
                     .as_ref()
                     .map_or_else(|| n.timestamp.to_string(), ToString::to_string),
                 from: Some(n.from.clone()),
-                priority: Some(n.kind.as_str().to_owned()),
+                priority: Some(n.kind.to_string()),
                 at: Some(n.timestamp),
                 summary: format!(
                     "{} from {}{}: {}",
-                    n.kind.as_str(),
+                    n.kind,
                     n.from,
                     if n.requires_response {
                         " (answer required)"

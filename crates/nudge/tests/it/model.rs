@@ -103,7 +103,7 @@ fn signals_model(place: &Place, ops: Vec<SigOp>) -> Result<(), TestCaseError> {
                 match (&pending, &d) {
                     (None, Delivery::Delivered { .. }) => {}
                     (Some((pid, pkind, _)), Delivery::Held { pending, .. }) => {
-                        prop_assert_eq!(pkind.as_str(), "abort");
+                        prop_assert_eq!(pkind.to_string(), "abort");
                         prop_assert_ne!(kind_name, "abort");
                         prop_assert_eq!(pending.id.as_ref().unwrap().as_str(), pid.as_str());
                     }
