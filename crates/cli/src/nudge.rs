@@ -1,8 +1,8 @@
 //! `chipset nudge ...`: [`chipset_nudge::Nudges`] from a shell.
 
-use chipset_mcp::view::{NudgeAnswered, NudgeRead, NudgeSent, NudgeState};
-use chipset_nudge::{Delivery, NewNudge, Nudge, NudgeType, Nudges, Received};
-use chipset_store::{AgentId, ReadOutcome};
+use chipset_mcp::view::{NudgeAnswered, NudgeRead, NudgeSent};
+use chipset_nudge::{Delivery, NewNudge, Nudge, NudgeType, Nudges};
+use chipset_store::AgentId;
 
 use crate::Ctx;
 use crate::cli::NudgeCommand;
@@ -41,29 +41,14 @@ fn send(to: &AgentId, delivery: Delivery) -> Result<Output> {
 }
 
 fn read(ctx: &Ctx, nudges: &Nudges, agent: &AgentId) -> Result<Output> {
-    let received = nudges.read_and_mark(agent)?;
-    let note = match &received {
-        ReadOutcome::Value(r) => r.doubt(),
-        _ => None,
+    let (view, note) = NudgeRead::of(agent, nudges.read_and_mark(agent)?)?;
+    let Some(nudge) = view.nudge.clone() else {
+        return Ok(Output::new(
+            format!("no nudge for {agent}\n"),
+            output::json(&view),
+        ));
     };
-    let (state, nudge) = match received {
-        ReadOutcome::Missing => {
-            let view = NudgeRead {
-                state: NudgeState::Empty,
-                nudge: None,
-            };
-            return Ok(Output::new(
-                format!("no nudge for {agent}\n"),
-                output::json(&view),
-            ));
-        }
-        ReadOutcome::Value(Received::Seen(n)) => (NudgeState::Seen, n),
-        ReadOutcome::Value(Received::New(n) | Received::Unsure { nudge: n, .. }) => {
-            (NudgeState::New, n)
-        }
-        ReadOutcome::Corrupt(c) => return Err(CliError::nudge_unreadable(agent, &c)),
-        _ => return Err(CliError::nudge_not_read(agent)),
-    };
+    let state = view.state;
     let now = ctx.state.now();
     let mut pairs = vec![
         ("state", state.as_str().to_owned()),
@@ -108,11 +93,7 @@ fn respond(nudges: &Nudges, agent: &AgentId, message: String) -> Result<Output> 
     );
     let held = delivery.is_held();
     let from = incoming.from.clone();
-    let view = NudgeAnswered {
-        delivery: delivery.outcome().to_owned(),
-        answered: incoming,
-        response: delivery.nudge().clone(),
-    };
+    let view = NudgeAnswered::of(incoming, &delivery);
     let out = Output::new(text, output::json(&view));
     Ok(if held {
         out.with_note(format!(

@@ -167,52 +167,6 @@ pub struct NudgeSent {
     pub quarantined: Option<PathBuf>,
 }
 
-impl NudgeSent {
-    /// Returns the view of a delivery to `to` and its note (a nudge
-    /// replaced, an unreadable file moved aside).
-    ///
-    /// # Errors
-    ///
-    /// The refusal of a nudge held behind an unprocessed abort.
-    pub fn of(
-        to: &AgentId,
-        delivery: chipset_nudge::Delivery,
-    ) -> Result<(Self, Option<String>), chipset_failure::Failure> {
-        use chipset_failure::Failure;
-        use chipset_nudge::Delivery;
-        let outcome = delivery.outcome().to_owned();
-        let (nudge, previous, quarantined, note) = match delivery {
-            Delivery::Delivered { sent, .. } => (sent, None, None, None),
-            Delivery::Replaced { sent, previous, .. } => {
-                let note = format!(
-                    "replaced an unprocessed {} from `{}` (latest wins)",
-                    previous.kind, previous.from
-                );
-                (sent, Some(previous), None, Some(note))
-            }
-            Delivery::RepairedCorrupt {
-                sent, quarantined, ..
-            } => {
-                let note = format!(
-                    "the unreadable latest.json of `{to}` was moved aside to `{}`",
-                    quarantined.display()
-                );
-                (sent, None, Some(quarantined), Some(note))
-            }
-            Delivery::Held { pending, .. } => return Err(Failure::nudge_held(to, &pending.from)),
-            _ => return Err(Failure::nudge_not_sent(to)),
-        };
-        let view = NudgeSent {
-            outcome,
-            to: to.clone(),
-            nudge,
-            previous,
-            quarantined,
-        };
-        Ok((view, note))
-    }
-}
-
 /// `mail archive`, `mail_archive`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(tag = "outcome", rename_all = "kebab-case")]

@@ -1,8 +1,8 @@
 //! The nudge tools: read, respond, send.
 
 use chipset_failure::Failure;
-use chipset_nudge::{Nudge, NudgeType, Nudges, Received};
-use chipset_store::{AgentId, ReadOutcome};
+use chipset_nudge::{Nudge, NudgeType, Nudges};
+use chipset_store::AgentId;
 
 use super::{Ctx, Outcome, Reply, id};
 use crate::params::{NudgeRespond, NudgeSend};
@@ -23,21 +23,7 @@ pub(crate) fn read(
     nudges: &Nudges,
     agent: &AgentId,
 ) -> Result<(NudgeRead, Option<String>), Failure> {
-    let received = nudges.read_and_mark(agent)?;
-    let note = match &received {
-        ReadOutcome::Value(r) => r.doubt(),
-        _ => None,
-    };
-    let (state, nudge) = match received {
-        ReadOutcome::Missing => (NudgeState::Empty, None),
-        ReadOutcome::Value(Received::Seen(n)) => (NudgeState::Seen, Some(n)),
-        ReadOutcome::Value(Received::New(n) | Received::Unsure { nudge: n, .. }) => {
-            (NudgeState::New, Some(n))
-        }
-        ReadOutcome::Corrupt(c) => return Err(Failure::nudge_unreadable(agent, &c)),
-        _ => return Err(Failure::nudge_not_read(agent)),
-    };
-    Ok((NudgeRead { state, nudge }, note))
+    NudgeRead::of(agent, nudges.read_and_mark(agent)?)
 }
 
 pub(crate) fn nudge_read(ctx: &Ctx) -> Outcome {
@@ -81,12 +67,7 @@ pub(crate) fn respond(
             incoming.from
         )
     });
-    let view = NudgeAnswered {
-        delivery: delivery.outcome().to_owned(),
-        answered: incoming,
-        response: delivery.nudge().clone(),
-    };
-    Ok((view, note))
+    Ok((NudgeAnswered::of(incoming, &delivery), note))
 }
 
 pub(crate) fn nudge_respond(ctx: &Ctx, p: NudgeRespond) -> Outcome {
@@ -119,4 +100,161 @@ pub(crate) fn nudge_send(ctx: &Ctx, p: NudgeSend) -> Outcome {
     let (view, note) = NudgeSent::of(&to, delivery)?;
     let text = format!("{} {} to {to}\n", view.outcome, nudge_id(&view.nudge));
     Ok(Reply::noted(text, view, note))
+}
+
+impl NudgeRead {
+    /// Returns the view of `agent`'s nudge as read and marked
+    /// ([`Nudges::read_and_mark`](chipset_nudge::Nudges::read_and_mark)),
+    /// and a note when the read is in doubt.
+    ///
+    /// # Errors
+    ///
+    /// The refusal of an unreadable or unusable `latest.json`.
+    pub fn of(
+        agent: &AgentId,
+        read: chipset_store::ReadOutcome<chipset_nudge::Received>,
+    ) -> Result<(Self, Option<String>), chipset_failure::Failure> {
+        use chipset_failure::Failure;
+        use chipset_nudge::Received;
+        use chipset_store::ReadOutcome;
+        let (state, nudge, note) = match read {
+            ReadOutcome::Missing => (NudgeState::Empty, None, None),
+            ReadOutcome::Value(Received::Seen(n)) => (NudgeState::Seen, Some(n), None),
+            ReadOutcome::Value(Received::New(n)) => (NudgeState::New, Some(n), None),
+            ReadOutcome::Value(Received::Unsure { nudge, record }) => {
+                let note = format!(
+                    "the processed record was unreadable ({}) and was moved aside; \
+                     this nudge may have been seen before",
+                    record.reason
+                );
+                (NudgeState::New, Some(nudge), Some(note))
+            }
+            ReadOutcome::Corrupt(c) => return Err(Failure::nudge_unreadable(agent, &c)),
+            _ => return Err(Failure::nudge_not_read(agent)),
+        };
+        Ok((NudgeRead { state, nudge }, note))
+    }
+}
+
+impl NudgeAnswered {
+    /// Returns the view of the answer to `answered`, delivered as
+    /// `delivery` says.
+    pub fn of(answered: Nudge, delivery: &chipset_nudge::Delivery) -> Self {
+        NudgeAnswered {
+            answered,
+            response: delivery.nudge().clone(),
+            delivery: delivery_word(delivery).to_owned(),
+        }
+    }
+}
+
+/// What a send or an answer's delivery did, as one word: `delivered`,
+/// `replaced`, `held` or `repaired-corrupt`.
+fn delivery_word(delivery: &chipset_nudge::Delivery) -> &'static str {
+    use chipset_nudge::Delivery;
+    match delivery {
+        Delivery::Delivered { .. } => "delivered",
+        Delivery::Replaced { .. } => "replaced",
+        Delivery::Held { .. } => "held",
+        Delivery::RepairedCorrupt { .. } => "repaired-corrupt",
+        _ => "unknown",
+    }
+}
+
+impl NudgeSent {
+    /// Returns the view of a delivery to `to` and its note (a nudge
+    /// replaced, an unreadable file moved aside).
+    ///
+    /// # Errors
+    ///
+    /// The refusal of a nudge held behind an unprocessed abort.
+    pub fn of(
+        to: &AgentId,
+        delivery: chipset_nudge::Delivery,
+    ) -> Result<(Self, Option<String>), chipset_failure::Failure> {
+        use chipset_failure::Failure;
+        use chipset_nudge::Delivery;
+        let outcome = delivery_word(&delivery).to_owned();
+        let (nudge, previous, quarantined, note) = match delivery {
+            Delivery::Delivered { sent, .. } => (sent, None, None, None),
+            Delivery::Replaced { sent, previous, .. } => {
+                let note = format!(
+                    "replaced an unprocessed {} from `{}` (latest wins)",
+                    previous.kind, previous.from
+                );
+                (sent, Some(previous), None, Some(note))
+            }
+            Delivery::RepairedCorrupt {
+                sent, quarantined, ..
+            } => {
+                let note = format!(
+                    "the unreadable latest.json of `{to}` was moved aside to `{}`",
+                    quarantined.display()
+                );
+                (sent, None, Some(quarantined), Some(note))
+            }
+            Delivery::Held { pending, .. } => return Err(Failure::nudge_held(to, &pending.from)),
+            _ => return Err(Failure::nudge_not_sent(to)),
+        };
+        let view = NudgeSent {
+            outcome,
+            to: to.clone(),
+            nudge,
+            previous,
+            quarantined,
+        };
+        Ok((view, note))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chipset_nudge::{Delivery, NewNudge, NudgeType, Nudges};
+    use chipset_store::{AgentId, StateDir};
+
+    use super::delivery_word;
+    use crate::view::{NudgeRead, NudgeState};
+
+    fn agent(name: &str) -> AgentId {
+        AgentId::new(name).unwrap()
+    }
+
+    fn send(nudges: &Nudges, kind: NudgeType, message: &str) -> Delivery {
+        let draft = NewNudge::new(agent("mayor"), kind, message);
+        nudges.send(&agent("polecat-alpha"), draft).unwrap()
+    }
+
+    /// The one-word outcomes the CLI and MCP print are pinned: scripts match them.
+    #[test]
+    fn delivery_words_are_pinned() {
+        let tmp = tempfile::tempdir().unwrap();
+        let nudges = Nudges::new(StateDir::open(tmp.path()).unwrap());
+        let word = |kind, message| delivery_word(&send(&nudges, kind, message));
+        assert_eq!(word(NudgeType::HealthCheck, "a"), "delivered");
+        assert_eq!(word(NudgeType::Abort, "b"), "replaced");
+        assert_eq!(word(NudgeType::HealthCheck, "c"), "held");
+        let latest = tmp.path().join("nudge/polecat-alpha/latest.json");
+        #[allow(clippy::disallowed_methods, reason = "the test plants a foreign file")]
+        std::fs::write(latest, "garbage").unwrap();
+        assert_eq!(word(NudgeType::HealthCheck, "d"), "repaired-corrupt");
+    }
+
+    /// A nudge read over an unreadable processed record is new, with a
+    /// note that it may have been seen before; a plain read has no note.
+    #[test]
+    fn a_read_in_doubt_says_so() {
+        let tmp = tempfile::tempdir().unwrap();
+        let nudges = Nudges::new(StateDir::open(tmp.path()).unwrap());
+        let p = agent("polecat-alpha");
+        send(&nudges, NudgeType::HealthCheck, "ping");
+        let (read, note) = NudgeRead::of(&p, nudges.read_and_mark(&p).unwrap()).unwrap();
+        assert_eq!((read.state, note), (NudgeState::New, None));
+        let processed = tmp.path().join("nudge/polecat-alpha/processed.json");
+        #[allow(clippy::disallowed_methods, reason = "the test plants a foreign file")]
+        std::fs::write(processed, "{").unwrap();
+        let (read, note) = NudgeRead::of(&p, nudges.read_and_mark(&p).unwrap()).unwrap();
+        assert_eq!(read.state, NudgeState::New);
+        let note = note.unwrap();
+        assert!(note.contains("may have been seen before"), "{note}");
+    }
 }

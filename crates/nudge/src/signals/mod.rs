@@ -103,17 +103,6 @@ pub enum Delivery {
 }
 
 impl Delivery {
-    /// Returns what happened, as one word for output and logs:
-    /// `delivered`, `replaced`, `held` or `repaired-corrupt`.
-    pub fn outcome(&self) -> &'static str {
-        match self {
-            Delivery::Delivered { .. } => "delivered",
-            Delivery::Replaced { .. } => "replaced",
-            Delivery::Held { .. } => "held",
-            Delivery::RepairedCorrupt { .. } => "repaired-corrupt",
-        }
-    }
-
     /// Returns the nudge this send was about: the one written, or for
     /// [`Delivery::Held`] the one handed back.
     pub fn nudge(&self) -> &Nudge {
@@ -155,20 +144,6 @@ pub enum Received {
 }
 
 impl Received {
-    /// For [`Received::Unsure`], a line for the reader: the processed record
-    /// was unreadable (and is moved aside when the nudge is marked), so this
-    /// nudge may have been seen before.
-    pub fn doubt(&self) -> Option<String> {
-        match self {
-            Received::Unsure { record, .. } => Some(format!(
-                "the processed record was unreadable ({}) and was moved aside; \
-                 this nudge may have been seen before",
-                record.reason
-            )),
-            _ => None,
-        }
-    }
-
     /// Returns the nudge to act on: [`Received::New`] or [`Received::Unsure`].
     pub fn to_process(&self) -> Option<&Nudge> {
         match self {
@@ -416,7 +391,7 @@ impl Nudges {
     /// prompt: [`Nudges::receive`], then [`Nudges::mark_processed`] for a nudge
     /// to act on ([`Received::to_process`]), so it is shown as new once.
     /// Returns what [`Nudges::receive`] found; for [`Received::Unsure`]
-    /// [`Received::doubt`] says what to tell the reader.
+    /// tell the reader the nudge may have been seen before.
     ///
     /// # Errors
     ///

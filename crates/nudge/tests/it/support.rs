@@ -54,21 +54,12 @@ impl DeliveryExt for Delivery {
 pub(crate) trait ReceivedExt {
     /// [`Received::to_process`] of the value; `None` when there is none.
     fn to_process(&self) -> Option<&chipset_nudge::Nudge>;
-    /// [`Received::doubt`] of the value.
-    fn doubt(&self) -> Option<String>;
 }
 
 impl ReceivedExt for chipset_store::ReadOutcome<Received> {
     fn to_process(&self) -> Option<&chipset_nudge::Nudge> {
         match self {
             chipset_store::ReadOutcome::Value(r) => r.to_process(),
-            _ => None,
-        }
-    }
-
-    fn doubt(&self) -> Option<String> {
-        match self {
-            chipset_store::ReadOutcome::Value(r) => r.doubt(),
             _ => None,
         }
     }
