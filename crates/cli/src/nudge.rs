@@ -91,7 +91,7 @@ fn respond(nudges: &Nudges, agent: &AgentId, message: String) -> Result<Output> 
         incoming.from,
         nudge_id(delivery.nudge())
     );
-    let held = delivery.is_held();
+    let held = matches!(delivery, Delivery::Held { .. });
     let from = incoming.from.clone();
     let view = NudgeAnswered::of(incoming, &delivery);
     let out = Output::new(text, output::json(&view));

@@ -24,7 +24,8 @@ use chipset_hook::Hooks;
 use chipset_loop::{Attention, AttentionConfig, WorkKind};
 use chipset_mail::{Mail, NewMessage as MailDraft};
 use chipset_nudge::{
-    KindRegistry, ManualResolution, NewNudge, NewReminder, NudgeType, Nudges, Opened, Reminders,
+    Delivery, KindRegistry, ManualResolution, NewNudge, NewReminder, NudgeType, Nudges, Opened,
+    Reminders,
 };
 use chipset_store::{AgentId, StateDir, TaskId, WatchConfig};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
@@ -64,7 +65,10 @@ impl Channels {
             }
             WorkKind::Nudge => {
                 let draft = NewNudge::new(from, NudgeType::HealthCheck, format!("n{n}"));
-                assert!(!self.nudges.send(to, draft).unwrap().is_held());
+                assert!(!matches!(
+                    self.nudges.send(to, draft).unwrap(),
+                    Delivery::Held { .. }
+                ));
             }
             WorkKind::Mail => {
                 let task = TaskId::new("bench").unwrap();

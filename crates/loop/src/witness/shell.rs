@@ -8,7 +8,7 @@ use chipset_bus::{NewEvent, Priority as BusPriority};
 use chipset_hook::{Assignment, Hook, HookState};
 use chipset_mail::MessageId;
 use chipset_mail::{MailPriority, NewMessage};
-use chipset_nudge::{NewNudge, NudgeType, Received};
+use chipset_nudge::{Delivery, NewNudge, NudgeType, Received};
 use chipset_store::{AgentId, ReadOutcome, SortableId, Timestamp};
 
 use super::judge::{Finish, Judging, Next, answers_since, close, judge, same_assignment};
@@ -241,7 +241,8 @@ impl Witness {
             Next::Nudge(step) => {
                 let draft = NewNudge::new(self.me.clone(), step.nudge.kind(), step.text.clone())
                     .requiring_response();
-                let held = self.channels.nudges.send(step.agent(), draft)?.is_held();
+                let sent = self.channels.nudges.send(step.agent(), draft)?;
+                let held = matches!(sent, Delivery::Held { .. });
                 let action = step.action(held);
                 locked.write(step.record)?;
                 match &action {

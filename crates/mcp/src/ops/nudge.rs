@@ -1,7 +1,7 @@
 //! The nudge tools: read, respond, send.
 
 use chipset_failure::Failure;
-use chipset_nudge::{Nudge, NudgeType, Nudges};
+use chipset_nudge::{Delivery, Nudge, NudgeType, Nudges};
 use chipset_store::AgentId;
 
 use super::{Ctx, Outcome, Reply, id};
@@ -60,7 +60,7 @@ pub(crate) fn respond(
     let incoming = Failure::nudge_to_answer(agent, nudges.read_latest(agent)?)?;
     let delivery = nudges.respond(agent, &incoming, message)?;
     nudges.mark_processed(agent, &incoming)?;
-    let note = delivery.is_held().then(|| {
+    let note = matches!(delivery, Delivery::Held { .. }).then(|| {
         format!(
             "`{}` has an unprocessed abort, so the answer is in its responses/{agent}.json \
              but not in its latest.json",
@@ -139,7 +139,7 @@ impl NudgeRead {
 impl NudgeAnswered {
     /// Returns the view of the answer to `answered`, delivered as
     /// `delivery` says.
-    pub fn of(answered: Nudge, delivery: &chipset_nudge::Delivery) -> Self {
+    pub fn of(answered: Nudge, delivery: &Delivery) -> Self {
         NudgeAnswered {
             answered,
             response: delivery.nudge().clone(),
@@ -150,8 +150,7 @@ impl NudgeAnswered {
 
 /// What a send or an answer's delivery did, as one word: `delivered`,
 /// `replaced`, `held` or `repaired-corrupt`.
-fn delivery_word(delivery: &chipset_nudge::Delivery) -> &'static str {
-    use chipset_nudge::Delivery;
+fn delivery_word(delivery: &Delivery) -> &'static str {
     match delivery {
         Delivery::Delivered { .. } => "delivered",
         Delivery::Replaced { .. } => "replaced",
@@ -170,10 +169,9 @@ impl NudgeSent {
     /// The refusal of a nudge held behind an unprocessed abort.
     pub fn of(
         to: &AgentId,
-        delivery: chipset_nudge::Delivery,
+        delivery: Delivery,
     ) -> Result<(Self, Option<String>), chipset_failure::Failure> {
         use chipset_failure::Failure;
-        use chipset_nudge::Delivery;
         let outcome = delivery_word(&delivery).to_owned();
         let (nudge, previous, quarantined, note) = match delivery {
             Delivery::Delivered { sent, .. } => (sent, None, None, None),

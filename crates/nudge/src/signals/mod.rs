@@ -113,11 +113,6 @@ impl Delivery {
             Delivery::Held { unsent, .. } => unsent,
         }
     }
-
-    /// Returns true when the nudge was not written.
-    pub fn is_held(&self) -> bool {
-        matches!(self, Delivery::Held { .. })
-    }
 }
 
 /// Whether the nudge in an agent's `latest.json` was processed: the value

@@ -21,7 +21,7 @@ fn unprocessed_abort_holds_against_less_urgent() {
     let n = Nudges::new(t.state.clone());
     let p = agent("polecat-alpha");
     let abort = n.send(&p, draft(NudgeType::Abort, "stop")).unwrap();
-    assert!(!abort.is_held(), "{abort:?}");
+    assert!(!matches!(abort, Delivery::Held { .. }), "{abort:?}");
     let abort = abort.sent().unwrap().clone();
     for kind in [
         NudgeType::HealthCheck,
@@ -184,11 +184,10 @@ fn corrupt_processed_record_means_unsure_not_skip() {
     let r = n.receive(&p).unwrap();
     assert!(matches!(r, ReadOutcome::Value(Received::Unsure { .. })));
     // Sending treats it as unprocessed: the abort is held.
-    assert!(
-        n.send(&p, draft(NudgeType::HealthCheck, "x"))
-            .unwrap()
-            .is_held()
-    );
+    assert!(matches!(
+        n.send(&p, draft(NudgeType::HealthCheck, "x")).unwrap(),
+        Delivery::Held { .. }
+    ));
     n.mark_processed(&p, r.to_process().unwrap()).unwrap();
     assert!(matches!(
         n.receive(&p).unwrap(),

@@ -45,7 +45,7 @@ pub(crate) trait DeliveryExt {
 
 impl DeliveryExt for Delivery {
     fn sent(&self) -> Option<&chipset_nudge::Nudge> {
-        (!self.is_held()).then(|| self.nudge())
+        (!matches!(self, Delivery::Held { .. })).then(|| self.nudge())
     }
 }
 
