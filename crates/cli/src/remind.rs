@@ -143,7 +143,7 @@ pub(crate) fn run(ctx: &Ctx, command: RemindCommand) -> Result<Output> {
             let mut table = Table::new(&["ID", "KIND", "SOURCE", "CREATED", "STATE", "BY"]);
             for r in &listing.reminders {
                 let state = match (r.resolution, r.snooze_until) {
-                    (Some(res), _) => res.as_str().to_owned(),
+                    (Some(res), _) => res.to_string(),
                     (None, Some(until)) => format!("snoozed until {until}"),
                     (None, None) => "open".to_owned(),
                 };
@@ -194,7 +194,7 @@ pub(crate) fn run(ctx: &Ctx, command: RemindCommand) -> Result<Output> {
                 let by: Vec<String> = resolved
                     .into_iter()
                     .flatten()
-                    .map(|(res, n)| format!("{n} {}", res.as_str()))
+                    .map(|(res, n)| format!("{n} {res}"))
                     .collect();
                 let open = m.open.get(kind).copied().unwrap_or(0);
                 let age = m.median_open_age.get(kind);
@@ -218,7 +218,7 @@ pub(crate) fn run(ctx: &Ctx, command: RemindCommand) -> Result<Output> {
                         resolved: resolved
                             .into_iter()
                             .flatten()
-                            .map(|(res, n)| (res.as_str().to_owned(), *n))
+                            .map(|(res, n)| (res.to_string(), *n))
                             .collect(),
                         open,
                         median_open_age_ms: age
@@ -250,8 +250,9 @@ fn changed(r: &Reminder, text: String) -> Output {
     Output::new(text, output::json(r))
 }
 
-fn resolution_of(r: &Reminder) -> &'static str {
-    r.resolution.map_or("open", |res| res.as_str())
+fn resolution_of(r: &Reminder) -> String {
+    r.resolution
+        .map_or_else(|| "open".to_owned(), |res| res.to_string())
 }
 
 /// What `remind metrics` shows: counts and ages per kind, the seed's

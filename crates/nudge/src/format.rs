@@ -245,8 +245,8 @@ pub enum Resolution {
 }
 
 impl Resolution {
-    /// Returns the name as written in `resolution`.
-    pub fn as_str(self) -> &'static str {
+    /// Returns the name as written in `resolution` (and as displayed).
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Resolution::Completed => "completed",
             Resolution::Ignored => "ignored",

@@ -88,7 +88,9 @@ pub(crate) fn remind_list(ctx: &Ctx, p: RemindList) -> Outcome {
 pub(crate) fn remind_resolve(ctx: &Ctx, p: RemindResolve) -> Outcome {
     let id: chipset_nudge::ReminderId = id(&p.id)?;
     let r = ctx.reminders()?.resolve(&id, p.resolution.into(), p.note)?;
-    let resolution = r.resolution.map_or("open", |res| res.as_str());
+    let resolution = r
+        .resolution
+        .map_or_else(|| "open".to_owned(), |res| res.to_string());
     let text = format!("resolved {id} ({resolution})\n");
     let note =
         (r.id != id).then(|| format!("it was snoozed: recorded as {}, reopened from {id}", r.id));
