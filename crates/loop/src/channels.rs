@@ -77,8 +77,9 @@ impl Channels {
     /// the logs appended in one statement. Times (ticks, ledger entries,
     /// checkpoints) come from the backend's clock, the server's. `state`
     /// is the local root: its clock makes ids, and what is not on the seam
-    /// yet (the pool the witness returns stalled work to, [`LoopState`](crate::LoopState)'s
-    /// counts and doctor) still uses it.
+    /// yet (the pool the witness returns stalled work to) still uses it. A
+    /// [`LoopState`](crate::LoopState) of these channels counts the records
+    /// on the server.
     ///
     /// This is for servers: on a directory use [`Channels::new`], whose
     /// files are the seed's (mail on a directory backend would be in the
