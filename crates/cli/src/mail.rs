@@ -5,7 +5,7 @@ use std::io::Read as _;
 use std::time::Duration;
 
 use chipset_mail::MessageId;
-use chipset_mail::{Kind, Mail, MailPriority, Message, NewMessage};
+use chipset_mail::{Kind, Mail, MailPriority, Message, NewGroupMessage, NewMessage};
 use chipset_mcp::view::Archived;
 
 use crate::Ctx;
@@ -214,9 +214,9 @@ fn send_group(ctx: &Ctx, mail: &Mail, args: MailSend) -> Result<Output> {
     let agents = ctx.chipset.directory().clone().resolve(&to, &from)?;
     let sender_skipped = agents.contains(&from);
     let mut draft = if kind == MailKind::Request {
-        NewMessage::group_request(from, agents, task, subject, body)
+        NewGroupMessage::request(from, agents, task, subject, body)
     } else {
-        NewMessage::group_notify(from, agents, task, subject, body)
+        NewGroupMessage::notify(from, agents, task, subject, body)
     };
     if expects_reply == Some(MailExpects::Any) {
         draft = draft.answered_by_any();

@@ -11,7 +11,6 @@ use crate::error::{Error, Result};
 use crate::format::{
     Kind, MAX_ROUND, MailPriority, Message, validate_agent_name, validate_subject,
 };
-use crate::group::ExpectsReply;
 
 /// The default body limit: 256 KiB.
 pub(crate) const DEFAULT_MAX_BODY: usize = 256 * 1024;
@@ -82,10 +81,6 @@ pub struct NewMessage {
     /// True when `id` was just generated (a group's copy on a first send):
     /// no earlier delivery can exist, so none is looked for.
     pub(crate) fresh: bool,
-    /// Every recipient, for a draft to a group (then `to` is unused).
-    pub(crate) recipients: Option<Vec<AgentId>>,
-    /// For a request to a group, when it stops holding up its task.
-    pub(crate) expects: ExpectsReply,
 }
 
 impl NewMessage {
@@ -110,22 +105,7 @@ impl NewMessage {
             id: None,
             group: None,
             fresh: false,
-            recipients: None,
-            expects: ExpectsReply::All,
         }
-    }
-
-    fn to_group(
-        kind: Kind,
-        from: AgentId,
-        to: impl IntoIterator<Item = AgentId>,
-        task: TaskId,
-        subject: impl Into<String>,
-        body: impl Into<String>,
-    ) -> Self {
-        let mut d = Self::new(kind, from.clone(), from, Some(task), subject, body);
-        d.recipients = Some(to.into_iter().collect());
-        d
     }
 
     /// Returns a request: it expects a reply and holds up `task` until answered.
@@ -165,44 +145,6 @@ impl NewMessage {
         d
     }
 
-    /// Returns a request to every agent of `to` (the sender left out,
-    /// duplicates once), sent with [`Mail::send_group`](crate::Mail::send_group):
-    /// each recipient gets a copy, an ordinary request every recipient must
-    /// answer, unless [`NewMessage::answered_by_any`] says one answer is
-    /// enough.
-    pub fn group_request(
-        from: AgentId,
-        to: impl IntoIterator<Item = AgentId>,
-        task: TaskId,
-        subject: impl Into<String>,
-        body: impl Into<String>,
-    ) -> Self {
-        Self::to_group(Kind::Request, from, to, task, subject, body)
-    }
-
-    /// Returns a notification to every agent of `to`, sent with
-    /// [`Mail::send_group`](crate::Mail::send_group) as a copy to each.
-    pub fn group_notify(
-        from: AgentId,
-        to: impl IntoIterator<Item = AgentId>,
-        task: TaskId,
-        subject: impl Into<String>,
-        body: impl Into<String>,
-    ) -> Self {
-        Self::to_group(Kind::Notify, from, to, task, subject, body)
-    }
-
-    /// Returns the request to a group answered by one response from any
-    /// recipient: once one copy has a response, the other copies leave
-    /// [`Mail::pending_replies`](crate::Mail::pending_replies) (and may be
-    /// archived without a reply). A draft to one agent, or a notification,
-    /// ignores it.
-    #[must_use]
-    pub fn answered_by_any(mut self) -> Self {
-        self.expects = ExpectsReply::Any;
-        self
-    }
-
     /// Returns the draft with its round set. Without one, the message has
     /// no round (`"round": null`, as the seed's other writers put it).
     /// Sending refuses a round over 2^53, the largest integer every JSON
@@ -220,8 +162,8 @@ impl NewMessage {
         self
     }
 
-    /// Sends under a caller-chosen id instead of a fresh one (for a draft to
-    /// a group, the group's id), which makes the send safe to retry (after a failure, [`Error::OutcomeUnknown`](crate::Error::OutcomeUnknown)
+    /// Sends under a caller-chosen id instead of a fresh one, which makes the
+    /// send safe to retry (after a failure, [`Error::OutcomeUnknown`](crate::Error::OutcomeUnknown)
     /// included, or the caller's own crash): when a message with this id
     /// already exists anywhere (an inbox, the archive, a by-task archive or
     /// the orphans) with the same content
@@ -263,9 +205,6 @@ impl NewMessage {
 /// Checks what can be checked without the disk: names, subject, round, body
 /// size, recipient.
 pub(crate) fn check_draft(draft: &NewMessage, config: &MailConfig) -> Result<()> {
-    if draft.recipients.is_some() {
-        return Err(Error::GroupDraft);
-    }
     validate_agent_name("from", &draft.from)?;
     validate_agent_name("to", &draft.to)?;
     validate_subject(&draft.subject)?;

@@ -81,17 +81,6 @@ pub enum Error {
     /// A group message has no recipient but its sender.
     #[error("the group has no recipient but the sender")]
     EmptyGroup,
-    /// [`Mail::send`](crate::Mail::send) or
-    /// [`Mail::send_batch`](crate::Mail::send_batch) was given a draft to a
-    /// group: send it with [`Mail::send_group`](crate::Mail::send_group).
-    #[error("a draft to a group is sent with send_group, one copy per recipient")]
-    GroupDraft,
-    /// [`Mail::send_group`](crate::Mail::send_group) was given a draft to
-    /// one agent: make it with
-    /// [`NewMessage::group_request`](crate::NewMessage::group_request) or
-    /// [`NewMessage::group_notify`](crate::NewMessage::group_notify).
-    #[error("send_group sends a draft to a group (group_request or group_notify)")]
-    NotAGroupDraft,
     /// A group message has more recipients than 4096, the most one group has.
     #[error("a group of {count} recipients is over the limit of {max}")]
     GroupTooLarge {

@@ -6,7 +6,7 @@ use std::fs;
 use std::path::Path;
 use std::sync::Arc;
 
-use chipset_mail::{Error, Mail, MessageId, NewMessage};
+use chipset_mail::{Error, Mail, MessageId, NewGroupMessage, NewMessage};
 use chipset_store::{AgentId, ManualClock, StateDir, StateOptions, Timestamp};
 use chipset_testkit::{EIO, Fault, FaultIo};
 
@@ -19,9 +19,9 @@ fn team() -> Vec<AgentId> {
 }
 
 /// A request to the team under the group id; `any`: one answer is enough.
-fn ask(any: bool) -> NewMessage {
+fn ask(any: bool) -> NewGroupMessage {
     let draft =
-        NewMessage::group_request(agent("lead"), team(), task("t1"), "ship-it", "ok to ship?")
+        NewGroupMessage::request(agent("lead"), team(), task("t1"), "ship-it", "ok to ship?")
             .with_id(mid(GROUP));
     if any { draft.answered_by_any() } else { draft }
 }
@@ -201,7 +201,7 @@ fn a_retry_completes_the_group_as_first_sent() {
         )
         .unwrap();
     }
-    let grown = NewMessage::group_request(
+    let grown = NewGroupMessage::request(
         agent("lead"),
         ["ann", "bob", "dan"].map(agent),
         task("t1"),
@@ -214,7 +214,7 @@ fn a_retry_completes_the_group_as_first_sent() {
     assert_eq!(to, ["ann", "bob", "cid"]);
     assert!(inbox_files(f.tmp.state.root(), "dan").is_empty());
     // Other content under the same group id is refused.
-    let other = NewMessage::group_request(agent("lead"), team(), task("t1"), "ship-it", "changed")
+    let other = NewGroupMessage::request(agent("lead"), team(), task("t1"), "ship-it", "changed")
         .with_id(mid(GROUP));
     assert!(matches!(
         f.mail.send_group(&other),
@@ -226,32 +226,20 @@ fn a_retry_completes_the_group_as_first_sent() {
 #[test]
 fn bad_groups_are_refused() {
     let f = fixture();
-    let alone = NewMessage::group_notify(agent("lead"), [agent("lead")], task("t1"), "s", "b");
+    let alone = NewGroupMessage::notify(agent("lead"), [agent("lead")], task("t1"), "s", "b");
     assert!(matches!(f.mail.send_group(&alone), Err(Error::EmptyGroup)));
-    let nobody = NewMessage::group_notify(agent("lead"), [], task("t1"), "s", "b");
+    let nobody = NewGroupMessage::notify(agent("lead"), [], task("t1"), "s", "b");
     assert!(matches!(f.mail.send_group(&nobody), Err(Error::EmptyGroup)));
-    let bad_id = NewMessage::group_notify(agent("lead"), team(), task("t1"), "s", "b")
+    let bad_id = NewGroupMessage::notify(agent("lead"), team(), task("t1"), "s", "b")
         .with_id(mid("not-a-sortable-id"));
     assert!(matches!(
         f.mail.send_group(&bad_id),
         Err(Error::InvalidGroupId { .. })
     ));
-    let dotted = NewMessage::group_notify(agent("lead"), [agent("np.x")], task("t1"), "s", "b");
+    let dotted = NewGroupMessage::notify(agent("lead"), [agent("np.x")], task("t1"), "s", "b");
     assert!(matches!(
         f.mail.send_group(&dotted),
         Err(Error::InvalidAgentName { .. })
-    ));
-    // A draft to a group goes through send_group, and only such a draft.
-    let group = NewMessage::group_notify(agent("lead"), team(), task("t1"), "s", "b");
-    assert!(matches!(f.mail.send(&group), Err(Error::GroupDraft)));
-    assert!(matches!(
-        f.mail.send_batch(std::slice::from_ref(&group)),
-        Err(Error::GroupDraft)
-    ));
-    let one = NewMessage::notify(agent("lead"), agent("ann"), task("t1"), "s", "b");
-    assert!(matches!(
-        f.mail.send_group(&one),
-        Err(Error::NotAGroupDraft)
     ));
     assert!(!f.tmp.state.root().join("mail/inbox").exists());
 }

@@ -6,7 +6,8 @@
 use chipset_backend::PgBackend;
 use chipset_backend::testing::Proxy;
 use chipset_mail::{
-    ArchiveOutcome, Error, Location, Mail, MailConfig, ManifestEvent, MessageId, NewMessage,
+    ArchiveOutcome, Error, Location, Mail, MailConfig, ManifestEvent, MessageId, NewGroupMessage,
+    NewMessage,
 };
 use chipset_store::{MaybeCommitted, TaskId};
 use chipset_testkit::TempState;
@@ -156,7 +157,7 @@ fn bad_input_is_refused_and_changes_nothing(place: &Place) {
 
 fn group_any_rule_settles_the_gate(place: &Place) {
     let (_tmp, mail) = open(place);
-    let draft = NewMessage::group_request(
+    let draft = NewGroupMessage::request(
         agent("lead"),
         ["ann", "bob", "cid"].map(agent),
         task("t1"),

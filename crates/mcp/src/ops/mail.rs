@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use chipset::directory::Recipients;
 use chipset_failure::Failure;
-use chipset_mail::{Message, MessageId, NewMessage};
+use chipset_mail::{Message, MessageId, NewGroupMessage, NewMessage};
 use chipset_store::Timestamp;
 
 use super::{Ctx, Outcome, Reply, id};
@@ -134,9 +134,9 @@ fn mail_send_group(ctx: &Ctx, p: MailSend, to: &Recipients) -> Outcome {
     let from = ctx.agent.clone();
     let sender_skipped = agents.contains(&from);
     let mut draft = if p.kind == MailKind::Request {
-        NewMessage::group_request(from, agents, task, p.subject, p.body)
+        NewGroupMessage::request(from, agents, task, p.subject, p.body)
     } else {
-        NewMessage::group_notify(from, agents, task, p.subject, p.body)
+        NewGroupMessage::notify(from, agents, task, p.subject, p.body)
     };
     if p.expects_reply == Some(MailExpects::Any) {
         draft = draft.answered_by_any();
