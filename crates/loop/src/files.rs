@@ -1,6 +1,6 @@
 //! Paths under `loop/` and the read, lock, write and append helpers every
 //! loop file goes through: the store's on a directory (the lock is the
-//! store's [`Locked`]), the backend's operations on a server.
+//! store's [`StateDir::lock`]), the backend's operations on a server.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -8,7 +8,7 @@ use std::sync::Arc;
 use chipset_backend::{Backend, Created, Dir, Key, LockGuard, Version};
 use chipset_hook::BeadId;
 use chipset_store::{
-    Action, AgentId, JsonLog, Locked, ReadOutcome, StateDir, StatePath, TaskId, Timestamp,
+    Action, AgentId, JsonLog, ReadOutcome, StateDir, StatePath, TaskId, Timestamp,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -182,16 +182,25 @@ impl Files {
     }
 
     /// Takes the file's lock and reads it, for a sequence of durable writes
-    /// under one lock: on a directory [`StateDir::lock_json`], on a server
-    /// the lock `{name}.lock` ([`Backend::lock`], released if the holder
-    /// dies) and a versioned read. A corrupt file is [`Error::Corrupt`], as
-    /// [`Files::read`] reports it.
+    /// under one lock: on a directory [`StateDir::lock`] and a read under
+    /// it, on a server the lock `{name}.lock` ([`Backend::lock`], released
+    /// if the holder dies) and a versioned read. A corrupt file is
+    /// [`Error::Corrupt`], as [`Files::read`] reports it.
     pub(crate) fn lock<T: DeserializeOwned>(&self, path: &StatePath) -> Result<Held<T>> {
         let Some(b) = &self.seam else {
-            return match self.state.lock_json(path) {
-                Err(chipset_store::Error::Corrupt(c)) => Err(Error::Corrupt(c)),
-                other => Ok(Held(Inner::Dir(other?))),
+            let guard = self.state.lock(path)?;
+            let current = match self.state.read_json::<T>(path)? {
+                ReadOutcome::Missing => None,
+                ReadOutcome::Value(t) => Some(t),
+                ReadOutcome::Corrupt(c) => return Err(Error::Corrupt(c)),
+                ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
             };
+            return Ok(Held(Inner::Dir(OnDir {
+                state: self.state.clone(),
+                path: path.clone(),
+                current,
+                _guard: guard,
+            })));
         };
         let key = self.key(path)?;
         // The lock is a key of its own, `{name}.lock` beside the value (on
@@ -316,8 +325,17 @@ pub(crate) struct Held<T>(Inner<T>);
 
 #[derive(Debug)]
 enum Inner<T> {
-    Dir(Locked<T>),
+    Dir(OnDir<T>),
     Server(Box<OnServer<T>>),
+}
+
+/// A loop file held under the store's lock beside it.
+#[derive(Debug)]
+struct OnDir<T> {
+    state: StateDir,
+    path: StatePath,
+    current: Option<T>,
+    _guard: chipset_store::LockGuard,
 }
 
 /// A loop value held under the server's lock, with the version to swap at.
@@ -337,7 +355,7 @@ impl<T> Held<T> {
     /// written; `None` when there was none (or it was taken).
     pub(crate) fn current(&self) -> Option<&T> {
         match &self.0 {
-            Inner::Dir(l) => l.current(),
+            Inner::Dir(d) => d.current.as_ref(),
             Inner::Server(s) => s.current.as_ref(),
         }
     }
@@ -346,7 +364,7 @@ impl<T> Held<T> {
     /// [`Held::write`].
     pub(crate) fn take(&mut self) -> Option<T> {
         match &mut self.0 {
-            Inner::Dir(l) => l.take(),
+            Inner::Dir(d) => d.current.take(),
             Inner::Server(s) => s.current.take(),
         }
     }
@@ -359,7 +377,11 @@ impl<T: Serialize> Held<T> {
     /// the retry of one that applied).
     pub(crate) fn write(&mut self, value: T) -> Result<()> {
         match &mut self.0 {
-            Inner::Dir(l) => Ok(l.write(value)?),
+            Inner::Dir(d) => {
+                d.state.write_json(&d.path, &value)?;
+                d.current = Some(value);
+                Ok(())
+            }
             Inner::Server(s) => {
                 let bytes = canonical(&s.path, &value)?;
                 let written = match s.version {

@@ -94,17 +94,18 @@
 //! | [`JsonLog::append`] / [`JsonLog::append_batch`]: single-write appends | the data sync after the write (a failure before it truncates the log back) |
 //! | [`JsonLog::append_batch_unsynced`]: a single-write append of records the caller can rebuild, durable with the log's next sync | the write |
 //! | [`StateDir::update`]: read-modify-write under a lock ([`StateDir::lock`]) | the rename of the new value |
-//! | [`StateDir::lock_json`] then [`Locked::write`]: a sequence of durable replaces under one lock | the rename of each value |
+//! | [`StateDir::lock`] then [`StateDir::write_json`]s: a sequence of durable replaces under one lock | the rename of each value |
 //! | [`JsonLog::repair`]: whole records kept, the rest quarantined | the rename of the repaired copy |
 //!
 //! [`StateDir::update`] is one decision under the lock. A caller that writes,
 //! acts elsewhere (sends mail, appends to a log) and writes again, with no
-//! other writer in between, holds the file instead: [`StateDir::lock_json`]
-//! takes the same lock, reads the value (a corrupt file is an error, never
-//! "nothing there") and returns a [`Locked`], whose every [`Locked::write`]
-//! is a durable replace. A crash between two writes leaves the last one
-//! whole; the sequence is not a transaction, so each step is written so the
-//! next holder can finish or undo it.
+//! other writer in between, holds the file's lock instead: it takes
+//! [`StateDir::lock`] (the lock `update` takes), reads the value under it
+//! ([`StateDir::read_json`]; a corrupt file is never "nothing there") and
+//! makes each write a durable replace ([`StateDir::write_json`]) while it
+//! holds the guard. A crash between two writes leaves the last one whole;
+//! the sequence is not a transaction, so each step is written so the next
+//! holder can finish or undo it.
 //!
 //! # Retrying: the idempotent-retry rule
 //!
@@ -396,7 +397,6 @@ mod error;
 mod escape;
 mod id;
 mod lock;
-mod locked;
 mod log;
 mod path;
 mod quarantine;
@@ -417,7 +417,6 @@ pub use error::{Error, MaybeCommitted, Result};
 pub use escape::EscapeAlphabet;
 pub use id::{AgentId, TaskId};
 pub use lock::{Decision, LockGuard};
-pub use locked::Locked;
 pub use log::{BadLine, JsonLog, LogContents};
 pub use path::{Segment, StatePath};
 pub use read::{CorruptReason, Corruption, ReadOutcome, Unsupported};

@@ -13,8 +13,6 @@ use serde::de::DeserializeOwned;
 use crate::atomic::{to_json_bytes, write_atomic_with};
 use crate::backend::IoBackend;
 use crate::error::{Error, Result};
-#[cfg(test)]
-use crate::path::StatePath;
 use crate::read::{ReadOutcome, read_json};
 
 /// A lock file: an empty file that is only ever locked, never renamed,
@@ -48,15 +46,10 @@ enum Mode {
 }
 
 impl Lock {
-    /// Returns the lock that guards `data`: `.{name}.lock` in the same
-    /// directory. [`StateDir::lock_for`](crate::StateDir::lock_for) returns
-    /// the same lock and makes its directory first.
-    #[cfg(test)]
-    pub(crate) fn for_file(data: &StatePath) -> Self {
-        Self::beside(data)
-    }
-
-    /// [`Lock::for_file`] on a path the store checked or derived itself.
+    /// Returns the lock that guards `data`, a path the store checked or
+    /// derived itself: `.{name}.lock` in the same directory.
+    /// [`StateDir::lock_for`](crate::StateDir::lock_for) returns the same
+    /// lock and makes its directory first.
     pub(crate) fn beside(data: &Path) -> Self {
         let name = data
             .file_name()
@@ -152,7 +145,7 @@ pub enum Decision<T, R> {
 }
 
 /// Reads `path` as a `T`, lets `decide` choose, and writes the new value
-/// durably, all under the exclusive lock of [`Lock::for_file`]`(path)`.
+/// durably, all under the exclusive lock of [`Lock::beside`]`(path)`.
 ///
 /// Every process that changes `path` through this function is serialized, so
 /// no update is lost. `decide` sees missing and corrupt files as such.

@@ -14,7 +14,6 @@ use crate::atomic::{self, Created, move_entry, sync_dir_with};
 use crate::backend::{IoBackend, RealIo, SharedIo, SyncOrder};
 use crate::error::{Error, MaybeCommitted, Result};
 use crate::lock::{Decision, Lock, LockGuard, update_locked_with};
-use crate::locked::Locked;
 use crate::log::JsonLog;
 use crate::path::StatePath;
 use crate::read::{DEFAULT_READ_CAP, ReadOutcome, open_nofollow, parse_json, read_open_file};

@@ -215,9 +215,9 @@ impl StateDir {
     /// it, released on drop. The lock is `.{name}.lock` beside `path`, an
     /// empty file that is never renamed or removed, so every process locks
     /// the same inode; its directory is created first. It is the lock
-    /// [`StateDir::update`], [`StateDir::lock_json`] and
-    /// [`StateDir::quarantine_checked`] take: a writer that holds it can
-    /// change `path` in several steps with no other writer in between.
+    /// [`StateDir::update`] and [`StateDir::quarantine_checked`] take: a
+    /// writer that holds it can read `path` and change it in several steps
+    /// ([`StateDir::write_json`] each) with no other writer in between.
     ///
     /// Locks are `flock`-style advisory locks (std's `File::lock`): they
     /// belong to the open file, so two holders in one process exclude each
@@ -287,29 +287,6 @@ impl StateDir {
         let path = path.as_path();
         self.ensure_parent(path)?;
         update_locked_with(self.backend(), path, self.inner.read_cap, decide)
-    }
-
-    /// Takes the exclusive lock of `path` ([`StateDir::lock`], the one
-    /// [`StateDir::update`] takes), blocking until it is free, and reads
-    /// `path` as a `T` under it: a [`Locked`] for a sequence of decisions
-    /// and durable writes with no other writer in between. A missing file
-    /// is `current() == None`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Corrupt`] when the file is there but unreadable as a `T`
-    /// (it is left as it is, for a doctor to move aside); otherwise as
-    /// [`StateDir::read_bytes`] and [`StateDir::lock`]. On an error the
-    /// lock is released.
-    pub fn lock_json<T: DeserializeOwned>(&self, path: &StatePath) -> Result<Locked<T>> {
-        let guard = self.lock(path)?;
-        let current = match self.read_json::<T>(path)? {
-            ReadOutcome::Missing => None,
-            ReadOutcome::Value(value) => Some(value),
-            ReadOutcome::Corrupt(bad) => return Err(Error::Corrupt(bad)),
-            ReadOutcome::Unsupported(newer) => return Err(Error::Unsupported(newer)),
-        };
-        Ok(Locked::new(self.clone(), path.clone(), current, guard))
     }
 
     /// Moves a bad file (or symlink, or anything else) aside into
@@ -510,6 +487,84 @@ mod tests {
     use std::os::unix::fs::symlink;
 
     use super::*;
+
+    fn loop_file(name: &'static str) -> (tempfile::TempDir, StateDir, StatePath) {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::open(tmp.path()).unwrap();
+        let path = state
+            .channel_dir(Channel::new("loop"))
+            .unwrap()
+            .join_static(name);
+        (tmp, state, path)
+    }
+
+    /// The guard of [`StateDir::lock`] holds the lock `update` takes until
+    /// it is dropped.
+    #[test]
+    fn a_held_lock_excludes_update_until_dropped() {
+        let (_tmp, state, path) = loop_file("u.json");
+        let guard = state.lock(&path).unwrap();
+        state.write_json(&path, &1u64).unwrap();
+        let lock = state.lock_for(&path).unwrap();
+        assert!(lock.try_exclusive().unwrap().is_none(), "held");
+        drop(guard);
+        assert!(lock.try_exclusive().unwrap().is_some(), "released on drop");
+        state
+            .update(&path, |_: ReadOutcome<u64>| {
+                Ok::<_, Error>(Decision::Write(3, ()))
+            })
+            .unwrap();
+        assert_eq!(state.read_json::<u64>(&path).unwrap().value(), Some(3));
+        assert_eq!(fs::read_to_string(&path).unwrap(), "3\n");
+    }
+
+    /// Two writes under one held lock, from several threads: no other
+    /// writer lands between them, so no increment is lost and every pair
+    /// is seen whole (odd only inside a holder).
+    #[test]
+    fn no_writer_interleaves_between_writes_under_the_lock() {
+        let (_tmp, state, path) = loop_file("pairs.json");
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                scope.spawn(|| {
+                    for _ in 0..25 {
+                        let _guard = state.lock(&path).unwrap();
+                        let read = state.read_json::<u64>(&path).unwrap();
+                        let start = read.into_result().unwrap().unwrap_or(0);
+                        assert_eq!(start % 2, 0, "another holder's pair was cut");
+                        state.write_json(&path, &(start + 1)).unwrap();
+                        state.write_json(&path, &(start + 2)).unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(state.read_json::<u64>(&path).unwrap().value(), Some(200));
+    }
+
+    /// Under the lock a corrupt file reads as corrupt (never as nothing
+    /// there) and is left as it is; a symlink is refused.
+    #[test]
+    fn a_locked_read_refuses_corrupt_files_and_symlinks() {
+        let (tmp, state, path) = loop_file("bad.json");
+        fs::write(&path, "{").unwrap();
+        {
+            let _guard = state.lock(&path).unwrap();
+            assert!(matches!(
+                state.read_json::<u64>(&path).unwrap().into_result(),
+                Err(Error::Corrupt(c)) if path == c.path
+            ));
+        }
+        assert_eq!(fs::read_to_string(&path).unwrap(), "{");
+        fs::write(tmp.path().join("elsewhere.json"), "1\n").unwrap();
+        let link = path.parent().unwrap().join("link.json");
+        symlink(tmp.path().join("elsewhere.json"), &link).unwrap();
+        let link = state.channel(Channel::new("loop")).join_static("link.json");
+        let _guard = state.lock(&link).unwrap();
+        assert!(matches!(
+            state.read_json::<u64>(&link),
+            Err(Error::Symlink { .. })
+        ));
+    }
 
     /// Where the kernel lacks `openat2`: the file is created or opened for
     /// appending, a missing directory is `None`, a symlink is refused.
