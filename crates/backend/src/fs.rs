@@ -286,7 +286,7 @@ impl Backend for FsBackend {
     fn watch(&self, dirs: &[Dir], rescan: Duration) -> Result<Box<dyn Wait>> {
         let targets = dirs
             .iter()
-            .map(|d| self.dir_path(d).map(WatchTarget::dir))
+            .map(|d| self.dir_path(d).map(WatchTarget::Dir))
             .collect::<Result<Vec<_>>>()?;
         let watcher = Watcher::new(
             &self.state,

@@ -113,7 +113,7 @@ impl Bus {
             });
         }
         // Watch first, list second: nothing published in between is missed.
-        let watcher = Watcher::new(self.state(), [WatchTarget::dir(dir.clone())], config)?;
+        let watcher = Watcher::new(self.state(), [WatchTarget::Dir(dir.clone())], config)?;
         let seen = self.state().list(&dir)?.into_iter().collect();
         Ok(Watching {
             bus: self.clone(),

@@ -52,7 +52,7 @@ pub fn watch(
         notify: true,
         rescan_interval: rescan,
     };
-    let mut watcher = Watcher::new(state, [WatchTarget::tree(state.root_path())], config)?;
+    let mut watcher = Watcher::new(state, [WatchTarget::Tree(state.root_path())], config)?;
     let root = state.root().to_owned();
     std::thread::Builder::new()
         .name("chipset-console-watch".to_owned())

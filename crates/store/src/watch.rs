@@ -2,7 +2,6 @@
 //! with directory notifications (inotify, through `notify`) and a periodic
 //! rescan as the safety net.
 
-use std::borrow::Borrow;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, TryRecvError};
@@ -18,59 +17,29 @@ use crate::state::StateDir;
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[non_exhaustive]
 pub enum WatchTarget {
-    /// A directory: changes to its entries (and, when `recursive`, to
-    /// everything below it).
-    Dir {
-        /// The directory.
-        path: StatePath,
-        /// Whether subdirectories (also ones created later) are watched.
-        recursive: bool,
-    },
+    /// A directory: changes to its entries.
+    Dir(StatePath),
+    /// A directory and everything below it (subdirectories created later
+    /// too).
+    Tree(StatePath),
     /// One file: watched through its directory, and only its own changes
     /// (created, written, renamed into place, removed) are reported.
     File(StatePath),
 }
 
 impl WatchTarget {
-    /// Returns a target on the entries of `dir`.
-    pub fn dir(dir: impl Borrow<StatePath>) -> Self {
-        WatchTarget::Dir {
-            path: dir.borrow().clone(),
-            recursive: false,
-        }
-    }
-
-    /// Returns a target on everything below `dir`.
-    pub fn tree(dir: impl Borrow<StatePath>) -> Self {
-        WatchTarget::Dir {
-            path: dir.borrow().clone(),
-            recursive: true,
-        }
-    }
-
-    /// Returns a target on one file.
-    pub fn file(path: impl Borrow<StatePath>) -> Self {
-        WatchTarget::File(path.borrow().clone())
-    }
-
     /// Returns the path watched for.
     pub fn path(&self) -> &Path {
         match self {
-            WatchTarget::Dir { path, .. } | WatchTarget::File(path) => path,
+            WatchTarget::Dir(path) | WatchTarget::Tree(path) | WatchTarget::File(path) => path,
         }
     }
 
     /// The directory the notification watch is placed on, and how.
     fn watch_dir(&self) -> Option<(&Path, RecursiveMode)> {
         match self {
-            WatchTarget::Dir { path, recursive } => Some((
-                path,
-                if *recursive {
-                    RecursiveMode::Recursive
-                } else {
-                    RecursiveMode::NonRecursive
-                },
-            )),
+            WatchTarget::Dir(path) => Some((path, RecursiveMode::NonRecursive)),
+            WatchTarget::Tree(path) => Some((path, RecursiveMode::Recursive)),
             WatchTarget::File(path) => path.parent().map(|p| (p, RecursiveMode::NonRecursive)),
         }
     }
@@ -78,7 +47,7 @@ impl WatchTarget {
     /// Returns true when a change at `changed` concerns this target.
     fn concerns(&self, changed: &Path) -> bool {
         match self {
-            WatchTarget::Dir { path, .. } => changed.starts_with(path),
+            WatchTarget::Dir(path) | WatchTarget::Tree(path) => changed.starts_with(path),
             WatchTarget::File(path) => changed == path,
         }
     }
@@ -144,7 +113,7 @@ pub enum WatchWake {
 /// let tmp = tempfile::tempdir()?;
 /// let state = StateDir::open(tmp.path())?;
 /// let hook = state.channel(Channel::new("hooks")).join("polecat-alpha.json")?;
-/// let mut watcher = Watcher::new(&state, [WatchTarget::file(&hook)], WatchConfig::default())?;
+/// let mut watcher = Watcher::new(&state, [WatchTarget::File(hook.clone())], WatchConfig::default())?;
 /// state.write_json(&hook, &serde_json::json!({"status": "pending"}))?;
 /// // Notifications, or at the latest the rescan, report it.
 /// assert_ne!(watcher.wait(Duration::from_secs(10)), WatchWake::TimedOut);
@@ -505,7 +474,7 @@ mod tests {
         let (_tmp, state) = open();
         let dir = state.channel_dir(Channel::new("bus")).unwrap();
         let file = dir.join("a.json").unwrap();
-        let (mut w, feed) = fed(&state, [WatchTarget::dir(&dir)]);
+        let (mut w, feed) = fed(&state, [WatchTarget::Dir(dir.clone())]);
         for kind in [
             AccessKind::Open(AccessMode::Read),
             AccessKind::Read,
@@ -523,7 +492,7 @@ mod tests {
     fn an_overflow_or_an_error_asks_for_a_rescan() {
         let (_tmp, state) = open();
         let dir = state.channel_dir(Channel::new("bus")).unwrap();
-        let (mut w, feed) = fed(&state, [WatchTarget::dir(&dir)]);
+        let (mut w, feed) = fed(&state, [WatchTarget::Dir(dir.clone())]);
         feed.send(rescan_asked()).unwrap();
         assert_eq!(w.wait(GUARD), WatchWake::Rescan);
         feed.send(Err(notify::Error::generic("queue overflow")))
@@ -538,7 +507,7 @@ mod tests {
     fn a_rescan_asked_for_during_a_wait_wakes_it() {
         let (_tmp, state) = open();
         let dir = state.channel_dir(Channel::new("bus")).unwrap();
-        let (mut w, feed) = fed(&state, [WatchTarget::dir(&dir)]);
+        let (mut w, feed) = fed(&state, [WatchTarget::Dir(dir.clone())]);
         let feeder = thread::spawn(move || {
             thread::sleep(Duration::from_millis(200));
             feed.send(rescan_asked()).unwrap();
@@ -554,12 +523,12 @@ mod tests {
     fn notifications_that_end_fall_back_to_rescans() {
         let (_tmp, state) = open();
         let dir = state.channel_dir(Channel::new("bus")).unwrap();
-        let (mut w, feed) = fed(&state, [WatchTarget::dir(&dir)]);
+        let (mut w, feed) = fed(&state, [WatchTarget::Dir(dir.clone())]);
         drop(feed);
         assert_eq!(w.wait(GUARD), WatchWake::Rescan);
         assert!(!w.is_notified());
 
-        let (mut w, feed) = fed(&state, [WatchTarget::dir(&dir)]);
+        let (mut w, feed) = fed(&state, [WatchTarget::Dir(dir.clone())]);
         let feeder = thread::spawn(move || {
             thread::sleep(Duration::from_millis(200));
             drop(feed);
@@ -575,7 +544,7 @@ mod tests {
     fn only_the_way_to_a_target_not_there_yet_is_reported() {
         let (_tmp, state) = open();
         let inbox = state.root_path().join_static("mail").join_static("inbox");
-        let (mut w, feed) = fed(&state, [WatchTarget::dir(&inbox)]);
+        let (mut w, feed) = fed(&state, [WatchTarget::Dir(inbox.clone())]);
         let root = state.root().to_owned();
         feed.send(created(&root.join("other.json"))).unwrap();
         feed.send(created(&root.join("mail"))).unwrap();
@@ -590,7 +559,7 @@ mod tests {
         let (_tmp, state) = open();
         let hooks = state.channel_dir(Channel::new("hooks")).unwrap();
         let mine = hooks.join_static("alpha.json");
-        let (mut w, feed) = fed(&state, [WatchTarget::file(&mine)]);
+        let (mut w, feed) = fed(&state, [WatchTarget::File(mine.clone())]);
         assert!(w.armed.contains(&0));
         feed.send(event(
             EventKind::Remove(RemoveKind::File),
@@ -620,7 +589,7 @@ mod tests {
     fn a_rescan_rearms_a_directory_gone_unnoticed() {
         let (_tmp, state) = open();
         let queue = state.channel_dir(Channel::new("bus")).unwrap();
-        let (mut w, feed) = fed(&state, [WatchTarget::dir(&queue)]);
+        let (mut w, feed) = fed(&state, [WatchTarget::Dir(queue.clone())]);
         assert!(w.armed.contains(&0));
         std::fs::remove_dir(&queue).unwrap();
         feed.send(rescan_asked()).unwrap();
@@ -638,7 +607,10 @@ mod tests {
     fn a_watcher_shows_its_targets_and_its_watch() {
         let (_tmp, state) = open();
         let dir = state.channel_dir(Channel::new("bus")).unwrap();
-        let targets = [WatchTarget::dir(&dir), WatchTarget::tree(&dir)];
+        let targets = [
+            WatchTarget::Dir(dir.clone()),
+            WatchTarget::Tree(dir.clone()),
+        ];
         let (w, _feed) = fed(&state, targets.clone());
         assert_eq!(w.targets(), targets);
         assert!(format!("{w:?}").contains("watch: Some(Watch)"), "{w:?}");

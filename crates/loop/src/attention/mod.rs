@@ -163,18 +163,18 @@ impl Attention {
         let [open, snoozed] = self.reminders.index_dirs();
         let state = self.hooks.state();
         let mut targets = vec![
-            WatchTarget::file(self.hooks.path(agent)),
-            WatchTarget::dir(self.nudges.agent_dir(agent)),
-            WatchTarget::dir(self.mail.inbox_dir(agent)),
-            WatchTarget::dir(self.bus.queue_dir(agent)),
-            WatchTarget::tree(open),
-            WatchTarget::tree(snoozed),
-            WatchTarget::dir(state.channel(chipset_lease::Leases::CHANNEL)),
-            WatchTarget::dir(self.pool_dir()),
+            WatchTarget::File(self.hooks.path(agent)),
+            WatchTarget::Dir(self.nudges.agent_dir(agent)),
+            WatchTarget::Dir(self.mail.inbox_dir(agent)),
+            WatchTarget::Dir(self.bus.queue_dir(agent)),
+            WatchTarget::Tree(open),
+            WatchTarget::Tree(snoozed),
+            WatchTarget::Dir(state.channel(chipset_lease::Leases::CHANNEL)),
+            WatchTarget::Dir(self.pool_dir()),
         ];
         if pool {
-            targets.push(WatchTarget::dir(self.hooks.dir()));
-            targets.push(WatchTarget::file(self.directory().path(agent)));
+            targets.push(WatchTarget::Dir(self.hooks.dir().clone()));
+            targets.push(WatchTarget::File(self.directory().path(agent)));
         }
         targets
     }

@@ -177,9 +177,7 @@ mod tests {
                 let path = t.path().strip_prefix(tmp.state.root()).unwrap();
                 let how = match t {
                     WatchTarget::File(_) => "file",
-                    WatchTarget::Dir {
-                        recursive: true, ..
-                    } => "tree",
+                    WatchTarget::Tree(_) => "tree",
                     _ => "dir",
                 };
                 (path.display().to_string(), how)

@@ -40,7 +40,7 @@ fn a_file_target_reports_its_own_changes_only() {
     let hooks = tmp.state.channel_dir(Channel::new("hooks")).unwrap();
     let mine = hooks.join_static("alpha.json");
     let other = hooks.join_static("beta.json");
-    let mut w = Watcher::new(&tmp.state, [WatchTarget::file(&mine)], notified()).unwrap();
+    let mut w = Watcher::new(&tmp.state, [WatchTarget::File(mine.clone())], notified()).unwrap();
     assert!(w.is_notified());
     tmp.state.write_json(&other, &json!({"x": 1})).unwrap();
     tmp.state.write_json(&mine, &json!({"x": 1})).unwrap();
@@ -54,7 +54,7 @@ fn a_file_target_reports_its_own_changes_only() {
 fn nothing_changed_times_out() {
     let tmp = TempState::new();
     let dir = tmp.state.channel_dir(Channel::new("bus")).unwrap();
-    let mut w = Watcher::new(&tmp.state, [WatchTarget::dir(&dir)], notified()).unwrap();
+    let mut w = Watcher::new(&tmp.state, [WatchTarget::Dir(dir.clone())], notified()).unwrap();
     assert_eq!(w.wait(Duration::from_millis(30)), WatchWake::TimedOut);
 }
 
@@ -62,7 +62,7 @@ fn nothing_changed_times_out() {
 fn a_target_that_appears_later_is_watched_through_its_ancestor() {
     let tmp = TempState::new();
     let inbox = tmp.at("mail/inbox/alpha");
-    let mut w = Watcher::new(&tmp.state, [WatchTarget::dir(&inbox)], notified()).unwrap();
+    let mut w = Watcher::new(&tmp.state, [WatchTarget::Dir(inbox.clone())], notified()).unwrap();
     // Watching created nothing.
     assert!(!tmp.state.root().join("mail").exists());
     let msg = inbox.join_static("m1.json");
@@ -94,7 +94,7 @@ fn a_tree_target_sees_new_subdirectories() {
     let tmp = TempState::new();
     let open = tmp.at("reminders/open");
     tmp.state.ensure_dir(&open).unwrap();
-    let mut w = Watcher::new(&tmp.state, [WatchTarget::tree(&open)], notified()).unwrap();
+    let mut w = Watcher::new(&tmp.state, [WatchTarget::Tree(open.clone())], notified()).unwrap();
     let file = tmp.at("reminders/open/wrap_session/session/s1.json");
     tmp.state.write_json(&file, &json!({"r": 1})).unwrap();
     let mut seen = false;
@@ -120,7 +120,7 @@ fn without_notifications_the_rescan_wakes() {
         notify: false,
         rescan_interval: Duration::from_millis(20),
     };
-    let mut w = Watcher::new(&tmp.state, [WatchTarget::dir(&dir)], config).unwrap();
+    let mut w = Watcher::new(&tmp.state, [WatchTarget::Dir(dir.clone())], config).unwrap();
     assert!(!w.is_notified());
     tmp.state
         .write_json(&dir.join_static("x.json"), &json!({}))
@@ -135,7 +135,7 @@ fn a_directory_made_again_is_watched_again() {
     let tmp = TempState::new();
     let queue = tmp.at("bus/alpha/queue");
     tmp.state.ensure_dir(&queue).unwrap();
-    let mut w = Watcher::new(&tmp.state, [WatchTarget::dir(&queue)], notified()).unwrap();
+    let mut w = Watcher::new(&tmp.state, [WatchTarget::Dir(queue.clone())], notified()).unwrap();
     fs::remove_dir(&queue).unwrap();
     // The removal is reported (the target's directory went away).
     assert_ne!(w.wait(PATIENT), WatchWake::TimedOut);
@@ -156,7 +156,7 @@ fn targets_through_a_symlink_are_refused() {
     fs::create_dir(&elsewhere).unwrap();
     std::os::unix::fs::symlink(&elsewhere, tmp.state.root().join("mail")).unwrap();
     let inbox = tmp.at("mail/inbox");
-    let err = Watcher::new(&tmp.state, [WatchTarget::dir(&inbox)], notified()).unwrap_err();
+    let err = Watcher::new(&tmp.state, [WatchTarget::Dir(inbox.clone())], notified()).unwrap_err();
     assert!(matches!(err, chipset_store::Error::Symlink { .. }), "{err}");
 }
 
@@ -174,15 +174,18 @@ fn a_tree_shared_with_another_target_stays_recursive() {
             // Its directory is not there: watched through `open`.
             (
                 tmp.at("reminders/open/later/y.json"),
-                WatchTarget::tree(&open),
+                WatchTarget::Tree(open.clone()),
             )
         } else {
-            (tmp.at("reminders/open/y.json"), WatchTarget::tree(&open))
+            (
+                tmp.at("reminders/open/y.json"),
+                WatchTarget::Tree(open.clone()),
+            )
         };
         let targets = if file_first {
-            [WatchTarget::file(&file), tree]
+            [WatchTarget::File(file.clone()), tree]
         } else {
-            [tree, WatchTarget::file(&file)]
+            [tree, WatchTarget::File(file.clone())]
         };
         let mut w = Watcher::new(&tmp.state, targets, notified()).unwrap();
         let sub = tmp.at("reminders/open/new");
