@@ -210,7 +210,9 @@ fn keep(
     mut area: Area,
 ) {
     if let (Some(sink), Ok(report)) = (sink.as_mut(), &mut area.report) {
-        report.pass_on_all(&mut |f| sink(area.name, f));
+        for f in std::mem::take(&mut report.findings) {
+            report.pass_on(f, &mut |f| sink(area.name, f));
+        }
     }
     areas.push(area);
 }

@@ -326,15 +326,6 @@ impl Report {
         sink(finding);
     }
 
-    /// Hands every finding it keeps to `sink`, in order, counting them as
-    /// passed on: what a doctor that holds its findings does for a caller
-    /// that takes them one at a time.
-    pub fn pass_on_all(&mut self, sink: &mut dyn FnMut(Finding)) {
-        for finding in std::mem::take(&mut self.findings) {
-            self.pass_on(finding, sink);
-        }
-    }
-
     /// Returns true when nothing was found (a finding that was fixed still
     /// counts: the state was not clean when the doctor looked).
     pub fn is_clean(&self) -> bool {
@@ -484,7 +475,9 @@ mod tests {
         assert_eq!(passed.unrepaired(), kept.unrepaired());
         assert_eq!(passed.in_flight(), kept.in_flight());
         let mut again = Vec::new();
-        kept.pass_on_all(&mut |f| again.push(f));
+        for f in std::mem::take(&mut kept.findings) {
+            kept.pass_on(f, &mut |f| again.push(f));
+        }
         assert_eq!(again, found());
         assert_eq!(kept, passed);
         let mut both = Report::new(DoctorMode::Fix);
