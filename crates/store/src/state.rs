@@ -27,7 +27,8 @@ mod writes;
 
 pub use channel::Channel;
 
-/// [`StateDir::QUARANTINE_DIR`], for the store's own modules.
+/// The name of the folder that [`StateDir::quarantine`] moves bad files
+/// into, beside them: a dot-name of the store's own.
 pub(crate) const QUARANTINE_DIR: &str = ".quarantine";
 
 /// How a [`StateDir`] is opened. Build it from the default
@@ -97,9 +98,6 @@ struct Inner {
 impl StateDir {
     /// The default state root, relative to the working directory.
     pub const DEFAULT_ROOT: &str = ".chipset/state";
-
-    /// The name of the folder that [`StateDir::quarantine`] moves bad files into.
-    pub const QUARANTINE_DIR: &str = QUARANTINE_DIR;
 
     /// Opens (creating if needed) the state root at `root`, on the system clock.
     ///

@@ -563,13 +563,11 @@ impl Mail {
     /// holds a file (repair must not open the gate); returns whether the
     /// folder exists.
     fn check_quarantine(&self, inbox: &StatePath) -> Result<bool> {
-        let Some(names) = self.state.list_quarantine(inbox)? else {
+        let Some(moved) = self.state.list_quarantine(inbox)? else {
             return Ok(false);
         };
-        if let Some(name) = names.into_iter().next() {
-            return Err(Error::QuarantinedInbox {
-                path: inbox.as_path().join(StateDir::QUARANTINE_DIR).join(name),
-            });
+        if let Some(path) = moved.into_iter().next() {
+            return Err(Error::QuarantinedInbox { path });
         }
         Ok(true)
     }

@@ -269,22 +269,23 @@ impl StateDir {
         Ok(self.stat_at(&dir.as_path().join(QUARANTINE_DIR))?.is_some())
     }
 
-    /// Lists what [`StateDir::quarantine`] moved aside in `dir` (the names
-    /// in its `.quarantine/` folder, which no [`StatePath`] can name),
-    /// sorted, or `None` when there is no such folder: for a reader that
-    /// must not pass while a repair left something there (mail's commit
-    /// gate).
+    /// Lists what [`StateDir::quarantine`] moved aside in `dir` (the files
+    /// in its `.quarantine/` folder, which no [`StatePath`] can name), as
+    /// paths for showing, sorted, or `None` when there is no such folder:
+    /// for a reader that must not pass while a repair left something there
+    /// (mail's commit gate).
     ///
     /// # Errors
     ///
     /// As [`StateDir::list`]: [`Error::Symlink`] or [`Error::NotADirectory`]
     /// when `.quarantine` is a symlink or not a directory.
-    pub fn list_quarantine(&self, dir: &StatePath) -> Result<Option<Vec<String>>> {
+    pub fn list_quarantine(&self, dir: &StatePath) -> Result<Option<Vec<PathBuf>>> {
         let qdir = dir.as_path().join(QUARANTINE_DIR);
         if self.stat_at(&qdir)?.is_none() {
             return Ok(None);
         }
-        self.list_where(&qdir, |_| true).map(Some)
+        let names = self.list_where(&qdir, |_| true)?;
+        Ok(Some(names.into_iter().map(|n| qdir.join(n)).collect()))
     }
 
     /// Hands each name in `dir` that [`StateDir::list`] would list to
