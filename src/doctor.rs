@@ -169,21 +169,14 @@ impl Chipset {
 
     /// Looks for stale temp files (with Fix, removes them) and returns the checkup.
     fn temps(&self, mode: DoctorMode, areas: Vec<Area>) -> Result<Checkup> {
+        let temps = self
+            .state()
+            .sweep_temps(&self.state().root_path(), STALE_TEMP_AGE, mode)?;
         let (stale_temps, removed_temps) = if mode == DoctorMode::Fix {
-            (
-                Vec::new(),
-                self.state()
-                    .sweep_temps(&self.state().root_path(), STALE_TEMP_AGE)?
-                    .len(),
-            )
+            (Vec::new(), temps.len())
         } else {
             let bus = self.state().channel(chipset_bus::Bus::CHANNEL);
-            let stale = self
-                .state()
-                .stale_temps(&self.state().root_path(), STALE_TEMP_AGE)?
-                .into_iter()
-                .filter(|p| !p.starts_with(&bus))
-                .collect();
+            let stale = temps.into_iter().filter(|p| !p.starts_with(&bus)).collect();
             (stale, 0)
         };
         Ok(Checkup {

@@ -541,16 +541,12 @@ impl Bus {
         // A temp is a dot-name, the store's own, so the store removes them:
         // with Fix each finding is a temp it removed (one that vanished
         // meanwhile is no longer there to report).
-        if report.mode == DoctorMode::Fix {
-            for path in self.state().sweep_temps(root, age)? {
-                let f =
-                    finding(&path, Fault::StaleTemp).with(Action::Removed("removed".to_owned()));
-                report.findings.push(f);
+        for path in self.state().sweep_temps(root, age, report.mode)? {
+            let mut f = finding(&path, Fault::StaleTemp);
+            if report.mode == DoctorMode::Fix {
+                f = f.with(Action::Removed("removed".to_owned()));
             }
-        } else {
-            for path in self.state().stale_temps(root, age)? {
-                report.findings.push(finding(&path, Fault::StaleTemp));
-            }
+            report.findings.push(f);
         }
         Ok(())
     }

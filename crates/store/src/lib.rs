@@ -52,9 +52,9 @@
 //! built). A channel's own hidden folder is a dot-name constant joined with
 //! [`StatePath::join_hidden`] (mail's `.gate`); a folder with a channel's
 //! layout at its top starts at [`StateDir::root_path`]. The store's own
-//! dot-names stay out of reach: stale temps are listed and removed with
-//! [`StateDir::stale_temps`] and [`StateDir::sweep_temps`], a
-//! quarantine folder is read with [`StateDir::list_quarantine`], and the
+//! dot-names stay out of reach: stale temps are listed (with
+//! [`DoctorMode::Check`]) or removed (with [`DoctorMode::Fix`]) by
+//! [`StateDir::sweep_temps`], a quarantine folder is read with [`StateDir::list_quarantine`], and the
 //! `PathBuf`s those (and [`StateDir::quarantine`]) return are for showing.
 //!
 //! # Ids and time

@@ -17,6 +17,7 @@ use crate::lock::{Decision, Lock, LockGuard, update_locked_with};
 use crate::log::JsonLog;
 use crate::path::StatePath;
 use crate::read::{DEFAULT_READ_CAP, ReadOutcome, open_nofollow, parse_json, read_open_file};
+use crate::repair::DoctorMode;
 use crate::scratch::ScratchFile;
 use crate::stat::Stat;
 use crate::time::{Clock, SharedClock, SystemClock, Timestamp};

@@ -369,7 +369,7 @@ fn sigkill_race(place: &Place) {
         // The doctor and the temp sweep are the directory's (not yet on the seam).
         assert!(hooks.doctor(DoctorMode::Check).unwrap().is_clean());
         t.state
-            .sweep_temps(&t.state.root_path(), Duration::ZERO)
+            .sweep_temps(&t.state.root_path(), Duration::ZERO, DoctorMode::Fix)
             .unwrap();
     }
 }

@@ -345,36 +345,34 @@ impl StateDir {
 
     /// Returns the stale temp files (older than `max_age`) under `dir`, a
     /// directory inside the root ([`StateDir::root_path`] for the whole
-    /// tree; a channel's doctor looks at its own tree only), changing
-    /// nothing: what [`StateDir::sweep_temps`] would remove. The paths are
-    /// for showing: a temp is a dot-name, the store's own, which no
-    /// [`StatePath`] can name.
+    /// tree; a channel's doctor looks at its own tree only). With
+    /// [`DoctorMode::Check`] it changes nothing: the temps a fix would
+    /// remove. With [`DoctorMode::Fix`] it removes them and returns those
+    /// it removed (one that vanished meanwhile is not among them). The
+    /// paths are for showing: a temp is a dot-name, the store's own, which
+    /// no [`StatePath`] can name.
     ///
     /// # Errors
     ///
     /// [`Error::OutsideRoot`], [`Error::Symlink`] or [`Error::NotADirectory`]
     /// for a bad path to `dir`; otherwise [`Error::Io`] when a directory cannot
-    /// be listed or an entry examined.
-    pub fn stale_temps(&self, dir: &StatePath, max_age: Duration) -> Result<Vec<PathBuf>> {
+    /// be listed, an entry examined or (with Fix) a temp removed.
+    pub fn sweep_temps(
+        &self,
+        dir: &StatePath,
+        max_age: Duration,
+        mode: DoctorMode,
+    ) -> Result<Vec<PathBuf>> {
         let dir = dir.as_path();
         if !self.dir_there(dir)? {
             return Ok(Vec::new());
         }
-        atomic::stale_temps(dir, max_age)
-    }
-
-    /// Removes the stale temp files (older than `max_age`) under `dir`, a
-    /// directory inside the root ([`StateDir::root_path`] for the whole
-    /// tree), and returns the paths it removed (for showing; one that
-    /// vanished meanwhile is not among them).
-    ///
-    /// # Errors
-    ///
-    /// As [`StateDir::stale_temps`], and [`Error::Io`] when a temp
-    /// cannot be removed.
-    pub fn sweep_temps(&self, dir: &StatePath, max_age: Duration) -> Result<Vec<PathBuf>> {
+        let stale = atomic::stale_temps(dir, max_age)?;
+        if mode == DoctorMode::Check {
+            return Ok(stale);
+        }
         let mut removed = Vec::new();
-        for path in self.stale_temps(dir, max_age)? {
+        for path in stale {
             if atomic::remove_file_with(self.backend(), &path)? {
                 tracing::debug!(path = %path.display(), "swept stale temp file");
                 removed.push(path);

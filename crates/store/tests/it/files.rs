@@ -245,14 +245,23 @@ fn sweep_in_a_channel_removes_its_stale_temps_only() {
     fs::write(&mine, "partial").unwrap();
     fs::write(&theirs, "partial").unwrap();
     let week = Duration::from_secs(7 * 24 * 3600);
-    assert!(t.state.sweep_temps(&hooks, week).unwrap().is_empty());
+    assert!(
+        t.state
+            .sweep_temps(&hooks, week, chipset_store::DoctorMode::Fix)
+            .unwrap()
+            .is_empty()
+    );
     assert!(mine.exists(), "too young to sweep");
     assert_eq!(
-        t.state.stale_temps(&hooks, Duration::ZERO).unwrap(),
+        t.state
+            .sweep_temps(&hooks, Duration::ZERO, chipset_store::DoctorMode::Check)
+            .unwrap(),
         vec![mine.clone()]
     );
     assert_eq!(
-        t.state.sweep_temps(&hooks, Duration::ZERO).unwrap(),
+        t.state
+            .sweep_temps(&hooks, Duration::ZERO, chipset_store::DoctorMode::Fix)
+            .unwrap(),
         vec![mine.clone()]
     );
     assert!(!mine.exists());
@@ -263,7 +272,7 @@ fn sweep_in_a_channel_removes_its_stale_temps_only() {
     let missing = t.state.channel(Channel::new("bus"));
     assert!(
         t.state
-            .sweep_temps(&missing, Duration::ZERO)
+            .sweep_temps(&missing, Duration::ZERO, chipset_store::DoctorMode::Fix)
             .unwrap()
             .is_empty()
     );
@@ -282,7 +291,11 @@ fn sweep_removes_only_stale_temps() {
 
     assert_eq!(
         t.state
-            .sweep_temps(&t.state.root_path(), Duration::from_secs(3600))
+            .sweep_temps(
+                &t.state.root_path(),
+                Duration::from_secs(3600),
+                chipset_store::DoctorMode::Fix
+            )
             .unwrap()
             .len(),
         0,
@@ -290,7 +303,11 @@ fn sweep_removes_only_stale_temps() {
     );
     assert_eq!(
         t.state
-            .sweep_temps(&t.state.root_path(), Duration::ZERO)
+            .sweep_temps(
+                &t.state.root_path(),
+                Duration::ZERO,
+                chipset_store::DoctorMode::Fix
+            )
             .unwrap()
             .len(),
         2
@@ -318,7 +335,15 @@ fn concurrent_sweeps_skip_the_temps_another_removed() {
         }
         let removed: Vec<usize> = std::thread::scope(|scope| {
             let sweepers: Vec<_> = (0..4)
-                .map(|_| scope.spawn(|| t.state.sweep_temps(&t.state.root_path(), Duration::ZERO)))
+                .map(|_| {
+                    scope.spawn(|| {
+                        t.state.sweep_temps(
+                            &t.state.root_path(),
+                            Duration::ZERO,
+                            chipset_store::DoctorMode::Fix,
+                        )
+                    })
+                })
                 .collect();
             sweepers
                 .into_iter()

@@ -244,7 +244,11 @@ fn the_temp_walk_finds_none_in_a_missing_directory_and_fails_on_an_unlistable_on
     fs::remove_dir(&gone).unwrap();
     assert_eq!(
         state
-            .stale_temps(&state.root_path(), Duration::ZERO)
+            .sweep_temps(
+                &state.root_path(),
+                Duration::ZERO,
+                chipset_store::DoctorMode::Check
+            )
             .unwrap(),
         Vec::<std::path::PathBuf>::new()
     );
@@ -260,7 +264,11 @@ fn the_temp_walk_finds_none_in_a_missing_directory_and_fails_on_an_unlistable_on
     let deep = chain(&t.state.root().join("a"));
     chain(&t.scratch("b"));
     fs::rename(t.scratch("b"), deep.join("b")).unwrap();
-    match t.state.stale_temps(&t.state.root_path(), Duration::ZERO) {
+    match t.state.sweep_temps(
+        &t.state.root_path(),
+        Duration::ZERO,
+        chipset_store::DoctorMode::Check,
+    ) {
         Err(Error::Io { op, source, .. }) => {
             assert_eq!(op, "list directory");
             assert_eq!(
@@ -298,14 +306,15 @@ fn stale_temps_in_refuses_a_file_or_symlink_for_its_directory() {
     let dir = t.at("hooks/sub");
     assert!(
         t.state
-            .stale_temps(&dir, Duration::ZERO)
+            .sweep_temps(&dir, Duration::ZERO, chipset_store::DoctorMode::Check)
             .unwrap()
             .is_empty()
     );
     fs::create_dir_all(t.state.root().join("hooks")).unwrap();
     fs::write(dir.as_path(), "x").unwrap();
     assert!(matches!(
-        t.state.stale_temps(&dir, Duration::ZERO),
+        t.state
+            .sweep_temps(&dir, Duration::ZERO, chipset_store::DoctorMode::Check),
         Err(Error::NotADirectory { .. })
     ));
     fs::remove_file(dir.as_path()).unwrap();
@@ -314,7 +323,8 @@ fn stale_temps_in_refuses_a_file_or_symlink_for_its_directory() {
     fs::write(elsewhere.join(".a.json.tmp.1"), "x").unwrap();
     symlink(&elsewhere, dir.as_path()).unwrap();
     assert!(matches!(
-        t.state.stale_temps(&dir, Duration::ZERO),
+        t.state
+            .sweep_temps(&dir, Duration::ZERO, chipset_store::DoctorMode::Check),
         Err(Error::Symlink { .. })
     ));
 }

@@ -238,10 +238,17 @@ fn sigkill_at_random_moments_never_leaves_a_partial_file() {
     }
     let swept = t
         .state
-        .sweep_temps(&t.state.root_path(), Duration::ZERO)
+        .sweep_temps(
+            &t.state.root_path(),
+            Duration::ZERO,
+            chipset_store::DoctorMode::Fix,
+        )
         .unwrap()
         .len();
-    let leftovers = t.state.stale_temps(&dir, Duration::ZERO).unwrap();
+    let leftovers = t
+        .state
+        .sweep_temps(&dir, Duration::ZERO, chipset_store::DoctorMode::Check)
+        .unwrap();
     assert!(
         leftovers.is_empty(),
         "temps left after sweep: {leftovers:?} (swept {swept})"

@@ -289,7 +289,11 @@ fn a_temp_left_behind_names_its_file() {
     fault.disarm();
     assert_eq!(fs::read(path.as_path()).unwrap(), b"b\n");
     let left: Vec<String> = state
-        .stale_temps(&sp(&state, "inbox"), std::time::Duration::ZERO)
+        .sweep_temps(
+            &sp(&state, "inbox"),
+            std::time::Duration::ZERO,
+            chipset_store::DoctorMode::Check,
+        )
         .unwrap()
         .iter()
         .map(|p| p.file_name().unwrap().to_str().unwrap().to_owned())
@@ -299,7 +303,11 @@ fn a_temp_left_behind_names_its_file() {
     assert!(left[0].starts_with(&prefix), "{left:?}");
     assert_eq!(
         state
-            .sweep_temps(&state.root_path(), std::time::Duration::ZERO)
+            .sweep_temps(
+                &state.root_path(),
+                std::time::Duration::ZERO,
+                chipset_store::DoctorMode::Fix
+            )
             .unwrap()
             .len(),
         1
@@ -474,7 +482,11 @@ fn only_an_unsupported_rename_falls_back_to_a_link() {
             published.then(|| b"b\n".to_vec())
         );
         let names = state
-            .stale_temps(&sp(&state, "inbox"), std::time::Duration::ZERO)
+            .sweep_temps(
+                &sp(&state, "inbox"),
+                std::time::Duration::ZERO,
+                chipset_store::DoctorMode::Check,
+            )
             .unwrap();
         assert!(names.is_empty(), "errno {errno}: temps left {names:?}");
     }
