@@ -289,7 +289,11 @@ fn open_dir(cli: &Cli, root: &std::path::Path, mail_folder: bool) -> Result<Stat
     if !cli.command.reads_only() {
         return Ok(StateDir::open(root)?);
     }
-    let opened = StateDir::open_existing_with(root, StateOptions::default()).map_err(|e| match e {
+    let existing = StateOptions {
+        create: false,
+        ..StateOptions::default()
+    };
+    let opened = StateDir::open_with(root, existing).map_err(|e| match e {
         chipset_store::Error::NotFound { .. } if mail_folder => CliError::refused(format!(
             "mail folder `{}` does not exist (check --mail-dir)",
             root.display()

@@ -41,6 +41,11 @@ pub struct StateOptions {
     pub clock: Arc<dyn Clock>,
     /// The largest state file a typed read accepts. Default 1 MiB.
     pub read_cap: u64,
+    /// Whether [`StateDir::open_with`] creates a missing root (true, the
+    /// default). False for a reader, to which a mistyped root must not look
+    /// like an empty, healthy one: a missing root is then
+    /// [`Error::NotFound`].
+    pub create: bool,
     /// The I/O seam every change goes through ([`RealIo`] by default): the
     /// hook for test doubles that fail the Nth call or record every call
     /// to replay power cuts (`chipset-testkit`). Only with the `testing`
@@ -54,6 +59,7 @@ impl Default for StateOptions {
         StateOptions {
             clock: Arc::new(SystemClock),
             read_cap: DEFAULT_READ_CAP,
+            create: true,
             #[cfg(feature = "testing")]
             io: RealIo::shared(),
         }
@@ -109,27 +115,21 @@ impl StateDir {
         Self::open_with(root, StateOptions::default())
     }
 
-    /// Opens (creating if needed) the state root at `root` with `options`.
+    /// Opens the state root at `root` with `options`, creating it first
+    /// when it is missing and [`StateOptions::create`] is true.
     /// The root itself may be reached through a symlink; nothing below it is.
     ///
     /// # Errors
     ///
-    /// [`Error::Io`] when the root cannot be created or resolved.
+    /// [`Error::NotFound`] when there is no directory at `root` (and
+    /// `options.create` is false); [`Error::NotADirectory`] when something
+    /// else is there; [`Error::Io`] when the root cannot be created or
+    /// resolved.
     pub fn open_with(root: impl AsRef<Path>, options: StateOptions) -> Result<Self> {
         let root = root.as_ref();
-        fs::create_dir_all(root).map_err(|e| Error::io("create state root", root, e))?;
-        Self::open_existing_with(root, options)
-    }
-
-    /// Opens the state root at `root` only if it exists: for readers, to
-    /// which a mistyped root must not look like an empty, healthy one.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::NotFound`] when there is no directory at `root`;
-    /// [`Error::NotADirectory`] when something else is there; [`Error::Io`].
-    pub fn open_existing_with(root: impl AsRef<Path>, options: StateOptions) -> Result<Self> {
-        let root = root.as_ref();
+        if options.create {
+            fs::create_dir_all(root).map_err(|e| Error::io("create state root", root, e))?;
+        }
         match fs::metadata(root) {
             Ok(m) if m.is_dir() => {}
             Ok(_) => {
@@ -493,6 +493,14 @@ mod tests {
         assert_ne!(flags & 0o2_000_000, 0, "not O_CLOEXEC: {flags:o}");
     }
 
+    /// Options that open an existing root only.
+    fn existing() -> StateOptions {
+        StateOptions {
+            create: false,
+            ..StateOptions::default()
+        }
+    }
+
     /// A root that cannot be examined for another reason than "not there"
     /// (here: a file where a parent directory should be) is an I/O error,
     /// not "not found": the CLI tells a typo from a broken path by it.
@@ -500,16 +508,14 @@ mod tests {
     fn a_root_under_a_file_is_an_io_error_not_not_found() {
         let tmp = tempfile::tempdir().unwrap();
         fs::write(tmp.path().join("file"), "x").unwrap();
-        let err =
-            StateDir::open_existing_with(tmp.path().join("file/state"), StateOptions::default())
-                .unwrap_err();
+        let err = StateDir::open_with(tmp.path().join("file/state"), existing()).unwrap_err();
         assert!(
             matches!(&err, Error::Io { op: "open state root", source, .. }
                 if source.raw_os_error() == Some(rustix::io::Errno::NOTDIR.raw_os_error())),
             "{err:?}"
         );
         assert!(matches!(
-            StateDir::open_existing_with(tmp.path().join("missing"), StateOptions::default()),
+            StateDir::open_with(tmp.path().join("missing"), existing()),
             Err(Error::NotFound { .. })
         ));
     }

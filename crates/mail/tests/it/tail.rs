@@ -311,9 +311,10 @@ fn a_reader_that_cannot_write_counts_a_logged_foreign_archive() {
     let options = StateOptions {
         io: io.clone(),
         clock: std::sync::Arc::new(f.clock.clone()),
+        create: false,
         ..StateOptions::default()
     };
-    let state = StateDir::open_existing_with(m.state().root(), options).unwrap();
+    let state = StateDir::open_with(m.state().root(), options).unwrap();
     let reader = Mail::with_config(state, no_grace());
     let pending = reader.pending_replies(&task("t1")).unwrap();
     assert!(pending.iter().all(|p| p.id != logged.id), "{pending:?}");

@@ -419,7 +419,7 @@ fn remove_file_removes_entries_inside_the_root_only() {
 fn open_existing_refuses_a_missing_root_and_creates_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let missing = tmp.path().join("typo").join("state");
-    let err = StateDir::open_existing_with(&missing, StateOptions::default()).unwrap_err();
+    let err = StateDir::open_with(&missing, existing()).unwrap_err();
     assert!(
         matches!(&err, Error::NotFound { path } if *path == missing),
         "{err}"
@@ -427,11 +427,11 @@ fn open_existing_refuses_a_missing_root_and_creates_nothing() {
     assert!(!tmp.path().join("typo").exists());
     fs::write(tmp.path().join("file"), "").unwrap();
     assert!(matches!(
-        StateDir::open_existing_with(tmp.path().join("file"), StateOptions::default()),
+        StateDir::open_with(tmp.path().join("file"), existing()),
         Err(Error::NotADirectory { .. })
     ));
     StateDir::open(&missing).unwrap();
-    assert!(StateDir::open_existing_with(&missing, StateOptions::default()).is_ok());
+    assert!(StateDir::open_with(&missing, existing()).is_ok());
 }
 
 /// Issue 12: a directory or FIFO where a log belongs, or a directory where a
@@ -631,4 +631,12 @@ fn list_stats_gives_each_listed_name_its_own_stat_without_following_links() {
         t.state.list_stats(&t.at("alias")),
         Err(Error::Symlink { .. })
     ));
+}
+
+/// Options that open an existing root only.
+fn existing() -> StateOptions {
+    StateOptions {
+        create: false,
+        ..StateOptions::default()
+    }
 }
