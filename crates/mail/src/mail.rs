@@ -86,7 +86,9 @@ pub(crate) fn read_message_bytes(
     state: &StateDir,
     path: &StatePath,
 ) -> Result<ReadOutcome<Vec<u8>>> {
-    Ok(state.read_bytes_capped(path, message_cap(state))?)
+    Ok(state
+        .read_bytes_capped(path, message_cap(state))?
+        .map(|(bytes, _)| bytes))
 }
 
 /// As [`read_message_bytes`], with the read file's [`chipset_store::Stat`]
@@ -95,7 +97,7 @@ pub(crate) fn read_message_bytes_stat(
     state: &StateDir,
     path: &StatePath,
 ) -> Result<ReadOutcome<(Vec<u8>, chipset_store::Stat)>> {
-    Ok(state.read_bytes_capped_stat(path, message_cap(state))?)
+    Ok(state.read_bytes_capped(path, message_cap(state))?)
 }
 
 /// Returns true for a file that is over [`MESSAGE_READ_CAP`].

@@ -165,7 +165,7 @@ impl Mail {
                     .state
                     .read_bytes_capped(&path, message_cap(&self.state))
                 {
-                    Ok(ReadOutcome::Value(bytes)) => bytes,
+                    Ok(ReadOutcome::Value((bytes, _))) => bytes,
                     // Moved on, unreadable, or not a regular file: not an answer.
                     Ok(_) | Err(chipset_store::Error::Symlink { .. }) => continue,
                     Err(e) => return Err(e.into()),

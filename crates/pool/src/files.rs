@@ -209,7 +209,7 @@ impl Pool {
         let path = self.table_path();
         let bytes = match self.state.read_bytes_capped(&path, TABLE_CAP)? {
             ReadOutcome::Missing => return Ok(Table::empty()),
-            ReadOutcome::Value(bytes) => bytes,
+            ReadOutcome::Value((bytes, _)) => bytes,
             ReadOutcome::Corrupt(corruption) => return Err(Error::Corrupt { op, corruption }),
             ReadOutcome::Unsupported(unsupported) => {
                 return Err(Error::Unsupported { op, unsupported });

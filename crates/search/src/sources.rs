@@ -471,7 +471,7 @@ fn read_message(state: &StateDir, folder: &StatePath, name: &str) -> Result<Opti
         return Ok(None);
     };
     let bytes = match state.read_bytes_capped(&path, MESSAGE_CAP.max(state.read_cap())) {
-        Ok(ReadOutcome::Value(b)) => b,
+        Ok(ReadOutcome::Value((b, _))) => b,
         Ok(_) => return Ok(None),
         Err(e) => {
             tracing::debug!(path = %path.display(), error = %e, "unreadable message file left out of the index");

@@ -367,7 +367,7 @@ pub(crate) struct TaskFiles<'m> {
 /// the size limit, not a regular file, unreadable) is no cache, rebuilt.
 pub(crate) fn load<T: for<'de> Deserialize<'de>>(state: &StateDir, path: &StatePath) -> Option<T> {
     let bytes = match state.read_bytes_capped(path, MAX_CACHE_FILE) {
-        Ok(ReadOutcome::Value(bytes)) => bytes,
+        Ok(ReadOutcome::Value((bytes, _))) => bytes,
         Ok(_) => return None,
         Err(e) => {
             tracing::debug!(path = %path.display(), error = %e, "ignoring an unreadable gate cache file");

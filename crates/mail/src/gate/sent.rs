@@ -205,7 +205,7 @@ impl Mail {
     pub(super) fn journal_bytes(&self, agent: &AgentId) -> Option<Vec<u8>> {
         let path = self.sent_journal_path(agent);
         match self.state.read_bytes_capped(&path, MAX_READ) {
-            Ok(ReadOutcome::Value(bytes)) => Some(bytes),
+            Ok(ReadOutcome::Value((bytes, _))) => Some(bytes),
             Ok(ReadOutcome::Missing) => None,
             Ok(_) => {
                 tracing::debug!(path = %path.display(), "ignoring an unreadable sent journal");

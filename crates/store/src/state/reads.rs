@@ -190,29 +190,16 @@ impl StateDir {
     }
 
     /// Reads `path` as [`StateDir::read_bytes`] does, bounded by `cap`
-    /// instead of the read cap: for files that are larger by design (a
-    /// cache, an index).
-    ///
-    /// # Errors
-    ///
-    /// As [`StateDir::read_bytes`].
-    pub fn read_bytes_capped(&self, path: &StatePath, cap: u64) -> Result<ReadOutcome<Vec<u8>>> {
-        let path = path.as_path();
-        match self.open_beneath(path)? {
-            Some(file) => read_open_file(file, path, cap),
-            None => Ok(ReadOutcome::Missing),
-        }
-    }
-
-    /// As [`StateDir::read_bytes_capped`], also returning the file's
-    /// [`Stat`], from the `statx` of the open file that the read takes
-    /// anyway (before its bytes are read): the identity of the very file
+    /// instead of the read cap (for files that are larger by design: a
+    /// cache, an index, a message), and returns the file's [`Stat`] with
+    /// its bytes: from the `statx` of the open file that the read takes
+    /// anyway (before its bytes are read), the identity of the very file
     /// read, at no extra system call.
     ///
     /// # Errors
     ///
     /// As [`StateDir::read_bytes`].
-    pub fn read_bytes_capped_stat(
+    pub fn read_bytes_capped(
         &self,
         path: &StatePath,
         cap: u64,
