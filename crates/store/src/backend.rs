@@ -102,13 +102,6 @@ pub type SharedIo = Arc<dyn IoBackend>;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RealIo;
 
-impl RealIo {
-    /// Returns the real backend, shared.
-    pub fn shared() -> SharedIo {
-        Arc::new(RealIo)
-    }
-}
-
 impl IoBackend for RealIo {
     fn create_new(&self, path: &Path, append: bool) -> io::Result<File> {
         OpenOptions::new()

@@ -61,7 +61,7 @@ impl Default for StateOptions {
             read_cap: DEFAULT_READ_CAP,
             create: true,
             #[cfg(feature = "testing")]
-            io: RealIo::shared(),
+            io: Arc::new(RealIo),
         }
     }
 }
@@ -154,7 +154,7 @@ impl StateDir {
         #[cfg(feature = "testing")]
         let io = options.io;
         #[cfg(not(feature = "testing"))]
-        let io = RealIo::shared();
+        let io = Arc::new(RealIo);
         let sync_order = io.sync_order(&root);
         Ok(StateDir {
             inner: Arc::new(Inner {

@@ -136,7 +136,7 @@ impl FaultIo {
     /// knows commits in order, for [`SyncOrder::WriteBackThenDir`]).
     pub fn with_order(fault: Fault, order: SyncOrder) -> Arc<Self> {
         Arc::new(FaultIo {
-            inner: RealIo::shared(),
+            inner: std::sync::Arc::new(RealIo),
             order,
             state: Mutex::new(State {
                 fault,

@@ -220,7 +220,7 @@ fn every_power_cut_in_a_hook_transition_reads_clean_and_keeps_what_returned() {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("state");
         let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
-        let setup = open(&root, RealIo::shared(), &clock);
+        let setup = open(&root, std::sync::Arc::new(RealIo), &clock);
         let held = prepare(&setup, case.before);
         let g = generation(&setup);
         clock.advance(Duration::from_secs(1));
@@ -234,7 +234,7 @@ fn every_power_cut_in_a_hook_transition_reads_clean_and_keeps_what_returned() {
             let what = format!("{}: cut {i}", case.name);
             let dir = tmp.path().join(format!("cut{i}"));
             cut.materialize(&dir).unwrap();
-            let back = open(&dir, RealIo::shared(), &clock);
+            let back = open(&dir, std::sync::Arc::new(RealIo), &clock);
             let read = back.read(&agent("polecat")).unwrap();
             assert!(read.corruption().is_none(), "{what}: {read:?}");
             if cut.returned.iter().any(|r| r == case.name) {
@@ -261,7 +261,7 @@ fn every_power_cut_in_a_hook_transition_reads_clean_and_keeps_what_returned() {
 fn repeating_a_transition_that_applied_is_a_success_that_writes_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
-    let hooks = open(tmp.path(), RealIo::shared(), &clock);
+    let hooks = open(tmp.path(), std::sync::Arc::new(RealIo), &clock);
     let held = prepare(&hooks, Before::Pending).unwrap();
     let file = hooks.path(&agent("polecat"));
     let active = hooks.activate(&held).unwrap();
@@ -291,7 +291,7 @@ fn repeating_a_transition_that_applied_is_a_success_that_writes_nothing() {
 fn an_assign_repeated_with_the_same_request_returns_the_first_assignment() {
     let tmp = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
-    let hooks = open(tmp.path(), RealIo::shared(), &clock);
+    let hooks = open(tmp.path(), std::sync::Arc::new(RealIo), &clock);
     let (a, mayor) = (agent("polecat"), agent("mayor"));
     let assign = |b: &str, title: &str, by: Option<&_>| hooks.assign(&a, bead(b), title, by);
     let first = assign("gt-1", "fix it", Some(&mayor)).unwrap();

@@ -258,7 +258,11 @@ fn every_power_cut_in_send_archive_and_sweep_reads_clean_and_keeps_what_returned
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("state");
         let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
-        (case.setup)(&open(&root, chipset_store::RealIo::shared(), &clock));
+        (case.setup)(&open(
+            &root,
+            std::sync::Arc::new(chipset_store::RealIo),
+            &clock,
+        ));
         let rec = RecordIo::start_with_order(&root, order).unwrap();
         let mail = open(&root, rec.clone(), &clock);
         (case.run)(&mail).unwrap();
@@ -270,7 +274,7 @@ fn every_power_cut_in_send_archive_and_sweep_reads_clean_and_keeps_what_returned
             let dir = tmp.path().join(format!("cut{i}"));
             cut.materialize(&dir).unwrap();
             let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
-            let back = open(&dir, chipset_store::RealIo::shared(), &clock);
+            let back = open(&dir, std::sync::Arc::new(chipset_store::RealIo), &clock);
             // Reads without corruption: every file whole, the manifest whole
             // but for a torn tail a crash may leave.
             let report = back.doctor(DoctorMode::Check).unwrap();
@@ -593,7 +597,11 @@ fn a_send_that_loses_the_race_to_the_same_message_returns_the_first_delivery() {
     let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
     // The winner's bytes: the same draft sent at the same time elsewhere.
     let elsewhere = tempfile::tempdir().unwrap();
-    let first = open(elsewhere.path(), chipset_store::RealIo::shared(), &clock);
+    let first = open(
+        elsewhere.path(),
+        std::sync::Arc::new(chipset_store::RealIo),
+        &clock,
+    );
     first.send(&notify(ID, "bob")).unwrap();
     let name = format!("{ID}.json");
     let read = |mail: &Mail| {

@@ -276,7 +276,7 @@ fn every_power_cut_in_nudges_and_reminders_reads_clean_and_keeps_what_returned()
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("state");
         let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
-        (case.setup)(&open(&root, RealIo::shared(), &clock));
+        (case.setup)(&open(&root, std::sync::Arc::new(RealIo), &clock));
         clock.advance(Duration::from_secs(1));
         let rec = RecordIo::start(&root).unwrap();
         let w = open(&root, rec.clone(), &clock);
@@ -288,7 +288,7 @@ fn every_power_cut_in_nudges_and_reminders_reads_clean_and_keeps_what_returned()
             let what = format!("{}: cut {i}", case.name);
             let dir = tmp.path().join(format!("cut{i}"));
             cut.materialize(&dir).unwrap();
-            let back = open(&dir, RealIo::shared(), &clock);
+            let back = open(&dir, std::sync::Arc::new(RealIo), &clock);
             // Reads without corruption (the reminder helpers assert it too).
             for who in ["polecat", "witness"] {
                 assert!(
@@ -324,7 +324,7 @@ fn every_power_cut_in_nudges_and_reminders_reads_clean_and_keeps_what_returned()
 fn resolving_snoozing_and_responding_again_are_successes_that_change_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
-    let w = open(tmp.path(), RealIo::shared(), &clock);
+    let w = open(tmp.path(), std::sync::Arc::new(RealIo), &clock);
     // Resolve twice the same way: the same record; another way: refused.
     w.reminders.open(new_reminder()).unwrap();
     let id = reminder_id(&w);
@@ -408,7 +408,7 @@ fn resolving_snoozing_and_responding_again_are_successes_that_change_nothing() {
 fn resolving_a_snoozed_reminder_again_returns_the_record_that_resolved_it() {
     let tmp = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
-    let w = open(tmp.path(), RealIo::shared(), &clock);
+    let w = open(tmp.path(), std::sync::Arc::new(RealIo), &clock);
     let id = w
         .reminders
         .open(new_reminder())
