@@ -62,7 +62,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     log.append_batch(&events)?;
     println!(
         "log records: {}",
-        log.read::<serde_json::Value>()?.records.len()
+        log.read_from::<serde_json::Value>(0)?.records.len()
     );
     Ok(())
 }

@@ -109,7 +109,7 @@ impl Mail {
         let contents = self
             .state
             .log_reader(&self.layout.manifest())?
-            .read::<serde_json::Value>()?;
+            .read_from::<serde_json::Value>(0)?;
         Ok(contents.records.into_iter().map(event_of).collect())
     }
 }

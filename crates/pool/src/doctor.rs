@@ -195,7 +195,7 @@ impl Pool {
     /// the finding for its bad lines, if it has any.
     fn check_log(&self, report: &mut Report) -> Result<(Vec<Record>, Option<usize>)> {
         let path = self.log_path();
-        let log = self.state.log_reader(&path)?.read::<Record>()?;
+        let log = self.state.log_reader(&path)?.read_from::<Record>(0)?;
         let Some(bad) = log.bad_lines.first() else {
             return Ok((log.records, None));
         };

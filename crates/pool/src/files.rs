@@ -138,7 +138,10 @@ impl Pool {
         if let Some(seam) = &self.seam {
             return Ok((crate::server::load_rows(seam.as_ref(), op)?, 0));
         }
-        let log = self.state.log_reader(&self.log_path())?.read::<Record>()?;
+        let log = self
+            .state
+            .log_reader(&self.log_path())?
+            .read_from::<Record>(0)?;
         if let Some(bad) = log.bad_lines.first() {
             return Err(Error::Corrupt {
                 op,

@@ -42,7 +42,7 @@ pub(crate) const MAX_LINE: usize = 1024 * 1024;
 /// let log = state.log(&state.channel(Channel::new("bus")).join("events.jsonl")?)?;
 /// log.append(&serde_json::json!({"event": "sent", "id": 1}))?;
 /// log.append_batch(&[serde_json::json!({"id": 2}), serde_json::json!({"id": 3})])?;
-/// let read = log.read::<serde_json::Value>()?;
+/// let read = log.read_from::<serde_json::Value>(0)?;
 /// assert_eq!(read.records.len(), 3);
 /// assert!(read.torn_tail.is_none());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -330,7 +330,7 @@ impl JsonLog {
     ///
     /// # Errors
     ///
-    /// As [`JsonLog::read`].
+    /// As [`JsonLog::read_from`].
     pub fn bytes_at(&self, start: u64, end: u64) -> Result<Option<Vec<u8>>> {
         use std::os::unix::fs::FileExt;
         let Some(file) = self.open_read()? else {
@@ -351,7 +351,9 @@ impl JsonLog {
         Ok(Some(buf))
     }
 
-    /// Reads every record.
+    /// Reads the records from byte `offset` on: 0 for every record, or an
+    /// `end_offset` from an earlier read for those appended since. A
+    /// missing log reads as empty.
     ///
     /// Memory is bounded whatever the file holds: a line longer than
     /// 1 MiB is skipped (reported as a bad line) without being held.
@@ -361,16 +363,6 @@ impl JsonLog {
     /// [`Error::Symlink`] or [`Error::Io`]; [`Error::Corrupt`] (reason
     /// [`CorruptReason::NotARegularFile`]) when a directory, FIFO or device
     /// stands at the log's path. Bad lines and a torn tail are reported in the result.
-    pub fn read<T: DeserializeOwned>(&self) -> Result<LogContents<T>> {
-        self.read_from(0)
-    }
-
-    /// Reads the records from byte `offset` on (an `end_offset` from an earlier read).
-    /// A missing log reads as empty.
-    ///
-    /// # Errors
-    ///
-    /// As [`JsonLog::read`].
     pub fn read_from<T: DeserializeOwned>(&self, offset: u64) -> Result<LogContents<T>> {
         let mut records = Vec::new();
         let contents = self.for_each_from(offset, |r| records.push(r))?;
@@ -380,14 +372,14 @@ impl JsonLog {
         })
     }
 
-    /// Reads the log as [`JsonLog::read`] does, handing each record to
+    /// Reads the whole log as [`JsonLog::read_from`] does, handing each record to
     /// `each` in file order instead of collecting them: memory stays flat
     /// however long the log is. The result holds the bad lines, the torn
     /// tail and the end offset, and no records.
     ///
     /// # Errors
     ///
-    /// As [`JsonLog::read`].
+    /// As [`JsonLog::read_from`].
     pub fn for_each<T: DeserializeOwned>(&self, each: impl FnMut(T)) -> Result<LogContents<T>> {
         self.for_each_from(0, each)
     }

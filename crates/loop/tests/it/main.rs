@@ -192,7 +192,7 @@ impl Setup {
                     .state
                     .log(&path)
                     .unwrap()
-                    .read::<T>()
+                    .read_from::<T>(0)
                     .unwrap()
                     .records
             }

@@ -145,7 +145,7 @@ pub(crate) fn manifest_log(m: &Mail) -> chipset_store::LogContents<serde_json::V
     m.state()
         .log_reader(&m.manifest_path())
         .unwrap()
-        .read()
+        .read_from(0)
         .unwrap()
 }
 

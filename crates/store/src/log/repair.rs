@@ -18,7 +18,7 @@ impl JsonLog {
     ///
     /// # Errors
     ///
-    /// As [`JsonLog::read`], and [`Error::Io`] or [`Error::Rename`] when a
+    /// As [`JsonLog::read_from`], and [`Error::Io`] or [`Error::Rename`] when a
     /// step before the commit point fails (the log is unchanged);
     /// [`Error::OutcomeUnknown`] when a sync after it fails.
     pub fn repair<T: DeserializeOwned>(&self) -> Result<Option<PathBuf>> {

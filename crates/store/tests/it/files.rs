@@ -447,7 +447,7 @@ fn a_directory_or_fifo_at_a_log_or_lock_path_is_typed() {
     };
     let dlog = t.state.log(&dir.join_static("d.jsonl")).unwrap();
     fs::create_dir(dlog.path()).unwrap();
-    not_a_file(dlog.read::<Value>().unwrap_err()).unwrap();
+    not_a_file(dlog.read_from::<Value>(0).unwrap_err()).unwrap();
     not_a_file(dlog.append(&json!({})).unwrap_err()).unwrap();
     not_a_file(dlog.repair::<Value>().unwrap_err()).unwrap();
 
@@ -460,7 +460,7 @@ fn a_directory_or_fifo_at_a_log_or_lock_path_is_typed() {
         0,
     )
     .unwrap();
-    not_a_file(flog.read::<Value>().unwrap_err()).unwrap();
+    not_a_file(flog.read_from::<Value>(0).unwrap_err()).unwrap();
     not_a_file(flog.append(&json!({})).unwrap_err()).unwrap();
     // With repair, the doctor moves it aside; afterwards the log works.
     t.state.quarantine(&dir.join_static("f.jsonl")).unwrap();
@@ -581,7 +581,7 @@ fn walking_names_and_streaming_a_log_see_what_list_and_read_see() {
         .unwrap();
     let mut seen = Vec::new();
     let streamed = log.for_each::<Value>(|v| seen.push(v)).unwrap();
-    let read = log.read::<Value>().unwrap();
+    let read = log.read_from::<Value>(0).unwrap();
     assert_eq!(seen, read.records);
     assert!(streamed.records.is_empty());
     assert_eq!(streamed.bad_lines, read.bad_lines);

@@ -23,7 +23,7 @@ fn counted() -> (TempState, std::sync::Arc<FaultIo>, JsonLog) {
 }
 
 fn records(log: &JsonLog) -> Vec<Value> {
-    let read = log.read::<Value>().unwrap();
+    let read = log.read_from::<Value>(0).unwrap();
     assert!(read.bad_lines.is_empty() && read.torn_tail.is_none());
     read.records
 }
@@ -218,7 +218,7 @@ fn repair_moves_an_overlong_line_whole_and_counts_its_bytes() {
     let (t, _io, log) = counted();
     let (_, long) = log_with_an_overlong_line(&t, &log);
     // A reader reports it with its length (the newline not counted).
-    let read = log.read::<Value>().unwrap();
+    let read = log.read_from::<Value>(0).unwrap();
     assert_eq!(read.records, [json!({"n": 1}), json!({"n": 2})]);
     let [bad] = &read.bad_lines[..] else {
         panic!("{:?}", read.bad_lines)
@@ -348,7 +348,7 @@ fn a_record_of_max_line_bytes_is_read_and_one_more_is_too_large() {
     bytes.extend_from_slice(string(max + 1).as_bytes());
     fs::write(log.path(), &bytes).unwrap();
 
-    let read = log.read::<String>().unwrap();
+    let read = log.read_from::<String>(0).unwrap();
     let lengths: Vec<usize> = read.records.iter().map(|r| r.len() + 2).collect();
     assert_eq!(lengths, [300 * 1024, max]);
     let [bad] = &read.bad_lines[..] else {
@@ -424,7 +424,7 @@ fn log_reports_torn_tail_and_bad_lines_and_keeps_later_appends_whole() {
     let mut bytes = whole.clone();
     bytes.extend_from_slice(b"{\"n\":4");
     fs::write(log.path(), &bytes).unwrap();
-    let read = log.read::<Value>().unwrap();
+    let read = log.read_from::<Value>(0).unwrap();
     assert_eq!(
         read.records,
         [json!({"n":1}), json!({"n":2}), json!({"n":3})]
@@ -435,7 +435,7 @@ fn log_reports_torn_tail_and_bad_lines_and_keeps_later_appends_whole() {
     // A later append cuts the fragment (as `recover` does: it is the rest of
     // an append that never returned) and stays whole; no bad line is left.
     log.append(&json!({"n": 5})).unwrap();
-    let read = log.read::<Value>().unwrap();
+    let read = log.read_from::<Value>(0).unwrap();
     assert_eq!(read.records.last(), Some(&json!({"n": 5})));
     assert_eq!(read.records.len(), 4);
     assert!(read.bad_lines.is_empty(), "{:?}", read.bad_lines);
@@ -460,7 +460,10 @@ fn recover_truncates_only_the_torn_tail() {
     fs::write(log.path(), &bytes).unwrap();
     assert_eq!(log.recover().unwrap(), Some(4));
     assert_eq!(fs::read(log.path()).unwrap().len() as u64, clean);
-    assert_eq!(log.read::<Value>().unwrap().records, [json!({"n": 1})]);
+    assert_eq!(
+        log.read_from::<Value>(0).unwrap().records,
+        [json!({"n": 1})]
+    );
 }
 
 #[test]
@@ -491,7 +494,7 @@ fn an_oversized_line_is_reported_and_the_rest_still_reads() {
     bytes.push(b'\n');
     fs::write(log.path(), &bytes).unwrap();
     log.append(&json!({"n": 2})).unwrap();
-    let read = log.read::<Value>().unwrap();
+    let read = log.read_from::<Value>(0).unwrap();
     assert_eq!(read.records, [json!({"n": 1}), json!({"n": 2})]);
     assert_eq!(read.bad_lines.len(), 1);
     assert_eq!(
@@ -506,7 +509,7 @@ fn an_oversized_line_is_reported_and_the_rest_still_reads() {
     let end = bytes.len() as u64;
     bytes.extend(std::iter::repeat_n(b'y', big));
     fs::write(log.path(), &bytes).unwrap();
-    let read = log.read::<Value>().unwrap();
+    let read = log.read_from::<Value>(0).unwrap();
     assert_eq!((read.end_offset, read.torn_tail), (end, Some(big as u64)));
 }
 
@@ -531,11 +534,11 @@ fn repair_keeps_every_whole_record_and_quarantines_the_rest() {
     let mut bytes = fs::read(log.path()).unwrap();
     bytes.extend_from_slice(b"{\"n\":2,\nnot json\n{\"n\":3}\n{\"n\":");
     fs::write(log.path(), &bytes).unwrap();
-    let before = log.read::<Value>().unwrap();
+    let before = log.read_from::<Value>(0).unwrap();
     assert_eq!(before.bad_lines.len(), 2);
     let quarantined = log.repair::<Value>().unwrap().unwrap();
     assert_eq!(kept_and_moved(&log, &quarantined), (2, 3));
-    let after = log.read::<Value>().unwrap();
+    let after = log.read_from::<Value>(0).unwrap();
     assert_eq!(after.records, [json!({"n": 1}), json!({"n": 3})]);
     assert!(after.bad_lines.is_empty() && after.torn_tail.is_none());
     assert_eq!(
@@ -545,13 +548,13 @@ fn repair_keeps_every_whole_record_and_quarantines_the_rest() {
     assert!(quarantined.starts_with(dir.as_path().join(".quarantine")));
     // Appends carry on after it.
     log.append(&json!({"n": 4})).unwrap();
-    assert_eq!(log.read::<Value>().unwrap().records.len(), 3);
+    assert_eq!(log.read_from::<Value>(0).unwrap().records.len(), 3);
 }
 
 /// Returns how many records a repaired log holds and how many lines its
 /// quarantine file holds (one per bad line, a torn tail included).
 fn kept_and_moved(log: &chipset_store::JsonLog, quarantined: &std::path::Path) -> (usize, usize) {
-    let kept = log.read::<Value>().unwrap().records.len();
+    let kept = log.read_from::<Value>(0).unwrap().records.len();
     let moved = fs::read(quarantined)
         .unwrap()
         .iter()

@@ -95,7 +95,10 @@ fn symlinked_log_and_lock_are_refused() {
         log.append(&json!({"e": 1})),
         Err(Error::Symlink { .. })
     ));
-    assert!(matches!(log.read::<Value>(), Err(Error::Symlink { .. })));
+    assert!(matches!(
+        log.read_from::<Value>(0),
+        Err(Error::Symlink { .. })
+    ));
     assert_eq!(fs::read_to_string(&outside).unwrap(), "");
 
     symlink(&outside, dir.as_path().join(".x.json.lock")).unwrap();
@@ -153,7 +156,7 @@ fn logs_open_only_inside_the_root_and_the_reader_makes_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let missing = t.at("bus/a/control.jsonl");
     let reader = t.state.log_reader(&missing).unwrap();
-    let read = reader.read::<serde_json::Value>().unwrap();
+    let read = reader.read_from::<serde_json::Value>(0).unwrap();
     assert!(read.records.is_empty());
     assert!(!t.state.exists(&t.at("bus")).unwrap());
 
@@ -177,7 +180,14 @@ fn logs_open_only_inside_the_root_and_the_reader_makes_nothing() {
 
     let log = t.state.log(&missing).unwrap();
     log.append(&json!({"n": 1})).unwrap();
-    assert_eq!(reader.read::<serde_json::Value>().unwrap().records.len(), 1);
+    assert_eq!(
+        reader
+            .read_from::<serde_json::Value>(0)
+            .unwrap()
+            .records
+            .len(),
+        1
+    );
 }
 
 /// A directory in channel `deep` nested to just under PATH_MAX (4,096

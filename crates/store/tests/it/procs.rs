@@ -53,7 +53,7 @@ fn crash_writer(state: &StateDir, limit: u64, mut out: impl FnMut(&str)) {
         ReadOutcome::Unsupported(u) => panic!("value file unsupported at start: {u}"),
     };
     let in_log = log
-        .read::<Record>()
+        .read_from::<Record>(0)
         .unwrap()
         .records
         .iter()
@@ -216,7 +216,7 @@ fn sigkill_at_random_moments_never_leaves_a_partial_file() {
         }
         // The log yields only whole records, each acknowledged append among them.
         let log = t.state.log(&dir.join_static("log.jsonl")).unwrap();
-        let read = log.read::<Record>().unwrap();
+        let read = log.read_from::<Record>(0).unwrap();
         let numbers: Vec<u64> = read.records.iter().map(|r| r.n).collect();
         assert!(
             numbers.contains(&last_appended) || last_appended == 0,

@@ -49,7 +49,7 @@ fn log_ids(root: &Path, rel: &str) -> Vec<String> {
     let state = StateDir::open(root).unwrap();
     let path = sp(&state, rel);
     let log = state.log_reader(&path).unwrap();
-    let c = log.read::<Value>().unwrap();
+    let c = log.read_from::<Value>(0).unwrap();
     assert!(
         c.bad_lines.is_empty(),
         "bad lines in {}: {:?}",
@@ -74,7 +74,7 @@ fn create_idempotent(state: &StateDir, path: &StatePath, bytes: &[u8]) -> Result
 /// Appends the record with `id` unless the log has it already.
 fn append_idempotent(log: &JsonLog, ids: &[&str]) -> Result<(), Error> {
     let have: Vec<String> = log
-        .read::<Value>()?
+        .read_from::<Value>(0)?
         .records
         .iter()
         .filter_map(|r| r["id"].as_str().map(str::to_owned))
@@ -239,7 +239,7 @@ fn cases() -> Vec<Case> {
                 let c = state
                     .log_reader(&sp(&state, "mail/manifest.jsonl"))
                     .unwrap()
-                    .read::<Value>()
+                    .read_from::<Value>(0)
                     .unwrap();
                 c.bad_lines.is_empty() && c.torn_tail.is_none() && c.records.len() == 2
             },
@@ -463,7 +463,11 @@ fn check_reads_clean(state: &StateDir, dir: &Path, dirty: Option<&[u8]>) {
             if dirty.is_some() && bytes.as_deref() == dirty {
                 continue;
             }
-            let c = state.log_reader(&path).unwrap().read::<Value>().unwrap();
+            let c = state
+                .log_reader(&path)
+                .unwrap()
+                .read_from::<Value>(0)
+                .unwrap();
             assert!(c.bad_lines.is_empty(), "bad line in {}", rel.display());
         } else if rel.extension().is_some_and(|e| e == "json") {
             let r = state.read_json::<Value>(&path).unwrap();

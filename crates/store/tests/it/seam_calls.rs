@@ -116,7 +116,7 @@ fn full_disk(try_tmpfs: bool) -> bool {
             }
         }
         // After every attempt: no torn tail, no bad line, every acknowledged record.
-        let c = log.read::<Value>().unwrap();
+        let c = log.read_from::<Value>(0).unwrap();
         assert!(
             c.torn_tail.is_none() && c.bad_lines.is_empty(),
             "after append {i}: {c:?}"
@@ -144,7 +144,7 @@ fn full_disk(try_tmpfs: bool) -> bool {
     }
     log.append(&record(99)).unwrap();
     acked.push("99".into());
-    let c = log.read::<Value>().unwrap();
+    let c = log.read_from::<Value>(0).unwrap();
     assert!(c.torn_tail.is_none() && c.bad_lines.is_empty());
     let ids: Vec<String> = c
         .records
