@@ -106,7 +106,7 @@
 //! [`Mail::in_folder`], the root itself,
 //! [`StateDir::root_path`](chipset_store::StateDir::root_path)) and checked
 //! segments, so none can leave the root. `.gate/` is mail's own hidden
-//! folder ([`StatePath::join_hidden`](chipset_store::StatePath::join_hidden));
+//! folder ([`StatePath::join_static`](chipset_store::StatePath::join_static));
 //! an inbox's `.quarantine/` is the store's, read only through
 //! [`StateDir::list_quarantine`](chipset_store::StateDir::list_quarantine).
 //! A listed name that is not one safe segment is reported by the doctor as

@@ -159,7 +159,7 @@ impl SearchIndex {
         self.sources
             .state
             .root_path()
-            .join_hidden(".index")
+            .join_static(".index")
             .join_static("search")
     }
 

@@ -50,7 +50,7 @@
 //! path lies inside the root and that no directory on the way is a symlink
 //! (a directory can be replaced by a symlink after its `StatePath` was
 //! built). A channel's own hidden folder is a dot-name constant joined with
-//! [`StatePath::join_hidden`] (mail's `.gate`); a folder with a channel's
+//! [`StatePath::join_static`] (mail's `.gate`); a folder with a channel's
 //! layout at its top starts at [`StateDir::root_path`]. The store's own
 //! dot-names stay out of reach: stale temps are listed (with
 //! [`DoctorMode::Check`]) or removed (with [`DoctorMode::Fix`]) by

@@ -20,7 +20,8 @@ pub(crate) const MAX_NAME_LEN: usize = 255;
 /// not `.` or `..`, no leading `.`, no control character; at most
 /// 255 bytes). There is no other way to make one (besides
 /// [`StateDir::root_path`](crate::StateDir::root_path), the root itself,
-/// and [`StatePath::join_hidden`], a channel's own dot-name constant), so a
+/// and [`StatePath::join_static`], a constant of the caller's layout, which
+/// may be a channel's own dot-name), so a
 /// `StatePath` cannot name anything outside the root, or a store's own
 /// dot-file. Every [`StateDir`](crate::StateDir) method that takes a path
 /// takes a `&StatePath`; a bare [`Path`] does not compile:
@@ -105,46 +106,37 @@ impl StatePath {
     }
 
     /// Returns this path with `name`, a constant of the caller's layout
-    /// (`"witness"`, `"log.jsonl"`), joined: infallible, as the constant is
-    /// checked on every call and a bad one is a bug, not input.
-    ///
-    /// # Panics
-    ///
-    /// When `name` is not one safe path segment (the rules of
-    /// [`StatePath::join`]).
-    pub fn join_static(&self, name: &'static str) -> StatePath {
-        if let Some(rule) = segment_rule(name, MAX_NAME_LEN) {
-            panic!("StatePath::join_static: {name:?} {rule}");
-        }
-        StatePath {
-            path: self.path.join(name),
-        }
-    }
-
-    /// Returns this path with `name`, a dot-name constant of the caller's
-    /// layout (mail's `.gate` cache folder), joined: for a channel's own
-    /// hidden files, which listings skip and other programs ignore. The
-    /// store's own dot-names stay out of reach: `.quarantine` and names
+    /// (`"witness"`, `"log.jsonl"`, or a dot-name such as mail's `.gate`
+    /// cache folder, for a channel's own hidden files, which listings skip
+    /// and other programs ignore), joined: infallible, as the constant is
+    /// checked on every call and a bad one is a bug, not input. The
+    /// store's own dot-names stay out of reach: `.quarantine` and dot-names
     /// ending in `.lock` or `.tmp` are refused.
     ///
     /// # Panics
     ///
-    /// When `name` does not start with `.`, when the rest is not one safe
-    /// path segment (the rules of [`StatePath::join`]), or when it is one of
-    /// the store's own names: a bug in the caller, whose name is a constant.
-    pub fn join_hidden(&self, name: &'static str) -> StatePath {
-        let rest = name
-            .strip_prefix('.')
-            .unwrap_or_else(|| panic!("StatePath::join_hidden: {name:?} must start with `.`"));
-        if let Some(rule) = segment_rule(rest, MAX_NAME_LEN - 1) {
-            panic!("StatePath::join_hidden: {name:?} {rule}");
+    /// When `name` (after a leading `.`) is not one safe path segment (the
+    /// rules of [`StatePath::join`]), or when it is one of the store's own
+    /// dot-names: a bug in the caller, whose name is a constant.
+    pub fn join_static(&self, name: &'static str) -> StatePath {
+        match name.strip_prefix('.') {
+            None => {
+                if let Some(rule) = segment_rule(name, MAX_NAME_LEN) {
+                    panic!("StatePath::join_static: {name:?} {rule}");
+                }
+            }
+            Some(rest) => {
+                if let Some(rule) = segment_rule(rest, MAX_NAME_LEN - 1) {
+                    panic!("StatePath::join_static: {name:?} {rule}");
+                }
+                assert!(
+                    name != crate::state::QUARANTINE_DIR
+                        && !name.ends_with(".lock")
+                        && !name.ends_with(".tmp"),
+                    "StatePath::join_static: {name:?} is the store's own name"
+                );
+            }
         }
-        assert!(
-            name != crate::state::QUARANTINE_DIR
-                && !name.ends_with(".lock")
-                && !name.ends_with(".tmp"),
-            "StatePath::join_hidden: {name:?} is the store's own name"
-        );
         StatePath {
             path: self.path.join(name),
         }
@@ -280,19 +272,11 @@ mod tests {
             state.root().join("reviews/log.jsonl")
         );
         assert_eq!(
-            dir.join_hidden(".gate").as_path(),
+            dir.join_static(".gate").as_path(),
             state.root().join("reviews/.gate")
         );
-        for bad in [
-            ".quarantine",
-            ".x.lock",
-            ".x.tmp",
-            "gate",
-            "..",
-            ".a/b",
-            ".",
-        ] {
-            let joined = std::panic::catch_unwind(|| dir.join_hidden(bad));
+        for bad in [".quarantine", ".x.lock", ".x.tmp", "..", ".a/b", "."] {
+            let joined = std::panic::catch_unwind(|| dir.join_static(bad));
             assert!(joined.is_err(), "{bad:?} was accepted");
         }
         assert_eq!(state.root_path().as_path(), state.root());
@@ -306,7 +290,7 @@ mod tests {
         assert_eq!(hook.parent().unwrap(), dir.as_path());
     }
 
-    /// A name of `len` bytes, `'static` as `join_hidden` wants its constants.
+    /// A name of `len` bytes, `'static` as `join_static` wants its constants.
     fn leaked(name: String) -> &'static str {
         Box::leak(name.into_boxed_str())
     }
@@ -318,9 +302,9 @@ mod tests {
         let dir = state.channel(Channel::new("reviews"));
         // The dot counts: 255 bytes in all is Linux's NAME_MAX, one more is not.
         let longest = leaked(format!(".{}", "g".repeat(MAX_NAME_LEN - 1)));
-        assert_eq!(dir.join_hidden(longest).file_name().unwrap().len(), 255);
+        assert_eq!(dir.join_static(longest).file_name().unwrap().len(), 255);
         let too_long = leaked(format!(".{}", "g".repeat(MAX_NAME_LEN)));
-        let joined = std::panic::catch_unwind(|| dir.join_hidden(too_long));
+        let joined = std::panic::catch_unwind(|| dir.join_static(too_long));
         assert!(joined.is_err(), "a 256-byte hidden name was accepted");
     }
 

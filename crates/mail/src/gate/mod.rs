@@ -395,7 +395,7 @@ pub(crate) fn store_cache_in<T: Serialize>(state: &StateDir, path: &StatePath, v
 
 impl Mail {
     pub(crate) fn gate_dir(&self) -> StatePath {
-        self.layout.mail().join_hidden(GATE_DIR)
+        self.layout.mail().join_static(GATE_DIR)
     }
 
     fn inbox_cache_path(&self, agent: &AgentId) -> StatePath {

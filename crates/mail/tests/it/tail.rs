@@ -96,7 +96,7 @@ fn sent_event(id: &MessageId, request: &Message) -> serde_json::Value {
 /// `mail/.gate/archive-tail.json`.
 pub(crate) fn tail_path(m: &Mail) -> chipset_store::StatePath {
     m.dir()
-        .join_hidden(".gate")
+        .join_static(".gate")
         .join("archive-tail.json")
         .unwrap()
 }

@@ -275,7 +275,7 @@ fn foreign(
 /// `mail/.gate/task/{t}.json`: the gate's cache of task `t`.
 fn task_cache_path(mail: &Mail, t: &str) -> StatePath {
     mail.dir()
-        .join_hidden(".gate")
+        .join_static(".gate")
         .join("task")
         .unwrap()
         .join(format!("{t}.json"))
@@ -336,12 +336,12 @@ fn empty_exec_slice(v: &mut serde_json::Value) {
 
 /// `mail/.gate/inbox/`: the folder caches of the inboxes.
 fn inbox_caches(mail: &Mail) -> StatePath {
-    mail.dir().join_hidden(".gate").join("inbox").unwrap()
+    mail.dir().join_static(".gate").join("inbox").unwrap()
 }
 
 /// Removes every sent journal (`mail/.gate/sent/`): the files sent so far
 /// are then, to the gate, as files another program wrote.
 fn forget_records(mail: &Mail) {
-    let dir = mail.dir().join_hidden(".gate").join("sent").unwrap();
+    let dir = mail.dir().join_static(".gate").join("sent").unwrap();
     std::fs::remove_dir_all(dir.as_path()).unwrap();
 }

@@ -7,7 +7,7 @@ use super::*;
 /// `mail/.gate/sent/{to}.jsonl`: the journal of `to`'s inbox.
 fn journal(mail: &Mail, to: &str) -> PathBuf {
     mail.dir()
-        .join_hidden(".gate")
+        .join_static(".gate")
         .join("sent")
         .unwrap()
         .join(format!("{to}.jsonl"))

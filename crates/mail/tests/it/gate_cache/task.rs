@@ -344,7 +344,7 @@ fn a_first_settled_gate_keeps_what_it_read_and_replaces_what_does_not_pass() {
     let m = &f.mail;
     let ids = busy(m);
     nubos_request(m, "exec", 7);
-    std::fs::remove_dir_all(m.dir().join_hidden(".gate").as_path()).unwrap();
+    std::fs::remove_dir_all(m.dir().join_static(".gate").as_path()).unwrap();
     settle();
     let exec = watch_opens(m.inbox_dir(&agent("exec")).as_path());
     let first = m.pending_replies(&task("t1")).unwrap();
