@@ -221,7 +221,7 @@ impl Finding {
     }
 
     /// Returns how long to wait before checking again, for [`Defect::InFlight`].
-    pub fn check_after(&self) -> Option<Duration> {
+    fn check_after(&self) -> Option<Duration> {
         match self.fault {
             Defect::InFlight { check_after } => Some(check_after),
             _ => None,
