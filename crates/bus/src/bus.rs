@@ -366,7 +366,7 @@ impl Bus {
         match self.state.move_noclobber(&from, &to) {
             Ok(()) => Ok(Some(true)),
             Err(chipset_store::Error::NotFound { .. }) => {
-                let done = self.state.exists(&to)?;
+                let done = self.state.stat(&to)?.is_some();
                 Ok(done.then_some(false))
             }
             Err(chipset_store::Error::AlreadyExists { .. }) => {

@@ -387,7 +387,7 @@ impl Bus {
                     }
                     EventRead::Event(_) => {
                         let done = processed.join(&name)?;
-                        if is_queue && self.state().exists(&done)? {
+                        if is_queue && self.state().stat(&done)?.is_some() {
                             let mut f = finding(&path, Fault::AckedCopyInQueue);
                             if fix && remove_acked_copy(self.state(), &path, &done)? {
                                 f = f.with(Action::Removed("removed".to_owned()));

@@ -232,7 +232,7 @@ impl Watching {
         // The same notifications report events moved out (acknowledged):
         // only a name that is there now is an arrival.
         // A name that cannot be looked at is an error, not "moved out".
-        if self.bus.state().exists(&self.dir.join(name)?)? {
+        if self.bus.state().stat(&self.dir.join(name)?)?.is_some() {
             self.seen.insert(name.to_owned());
             arrived.insert(name.to_owned());
         }

@@ -275,7 +275,7 @@ impl LoopState {
 
     fn check_log(&self, path: &StatePath, report: &mut Report) -> Result<()> {
         let state = &self.files.state;
-        if !state.exists(path)? {
+        if state.stat(path)?.is_none() {
             return Ok(());
         }
         report.scanned += 1;

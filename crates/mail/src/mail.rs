@@ -163,7 +163,7 @@ pub(crate) fn stray(path: PathBuf, what: &str) -> Corruption {
 }
 
 pub(crate) fn exists(state: &StateDir, path: &StatePath) -> Result<bool> {
-    Ok(state.exists(path)?)
+    Ok(state.stat(path)?.is_some())
 }
 
 /// Checks that a parsed message is the one its file name says.

@@ -134,10 +134,11 @@
 //! ever deleted by repair.
 //!
 //! To ask what is at a path without reading it, [`StateDir::stat`] returns a
-//! [`Stat`] (kind, size, inode, times) or `None` when nothing is there, and
-//! [`StateDir::exists`] a bool; both go through the root and symlink checks
-//! of the reads, and both fail, rather than answer "not there", when the
-//! path cannot be looked at (permission denied, an I/O error).
+//! [`Stat`] (kind, size, inode, times) or `None` when nothing is there (of
+//! any kind: a symlink is there, not followed); it goes through the root
+//! and symlink checks of the reads, and fails, rather than answer "not
+//! there", when the path cannot be looked at (permission denied, an I/O
+//! error).
 //!
 //! *Unsupported* ([`Unsupported`]) is for a file that is exactly what it
 //! claims to be but holds a value this version does not know: a hook status,

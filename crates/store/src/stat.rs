@@ -1,11 +1,10 @@
 //! What is at a path, without reading it, and the two reads of files
 //! outside the state root that chipset needs.
 //!
-//! Inside the root, [`StateDir::stat`](crate::StateDir::stat) and
-//! [`StateDir::exists`](crate::StateDir::exists) answer "is something
-//! there, and what" with the root and symlink checks of every other
-//! method, and keep "not there" (`Ok(None)`, `Ok(false)`) apart from "could
-//! not look" (an error). Outside it, [`StateDir::stat_outside`](crate::StateDir::stat_outside)
+//! Inside the root, [`StateDir::stat`](crate::StateDir::stat) answers "is
+//! something there, and what" with the root and symlink checks of every
+//! other method, and keeps "not there" (`Ok(None)`) apart from "could not
+//! look" (an error). Outside it, [`StateDir::stat_outside`](crate::StateDir::stat_outside)
 //! and [`StateDir::read_outside`](crate::StateDir::read_outside)
 //! are for paths a user names (a body file, a token file, where to look
 //! for a state root); they follow symlinks, as any program reading a
@@ -230,11 +229,11 @@ mod tests {
         assert_eq!(missing.kind(), io::ErrorKind::NotFound);
     }
 
-    /// `exists` is true for an entry of every kind, a dangling symlink
-    /// included (it is there; it is not followed), and false only when nothing
-    /// is; `stat` tells the kinds apart.
+    /// `stat` finds an entry of every kind, a dangling symlink included (it
+    /// is there; it is not followed), tells the kinds apart, and is `None`
+    /// only when nothing is there.
     #[test]
-    fn exists_and_stat_see_every_kind_of_entry() {
+    fn stat_sees_every_kind_of_entry() {
         use crate::{Channel, StateDir};
         let tmp = tempfile::tempdir().unwrap();
         let state = StateDir::open(tmp.path().join("state")).unwrap();
@@ -258,10 +257,10 @@ mod tests {
             ("fifo", EntryKind::Other),
         ] {
             let path = dir.join(name).unwrap();
-            assert!(state.exists(&path).unwrap(), "{name}");
+            assert!(state.stat(&path).unwrap().is_some(), "{name}");
             assert_eq!(state.stat(&path).unwrap().map(|s| s.kind()), Some(kind));
         }
-        assert!(!state.exists(&dir.join_static("missing")).unwrap());
+        assert!(state.stat(&dir.join_static("missing")).unwrap().is_none());
         assert_eq!(state.stat(&dir.join_static("missing")).unwrap(), None);
     }
 

@@ -232,7 +232,7 @@ impl Reminders {
     /// Whether something is at `path`.
     pub(super) fn exists_at(&self, path: &StatePath) -> Result<bool> {
         let Some(seam) = &self.seam else {
-            return Ok(self.state.exists(path)?);
+            return Ok(self.state.stat(path)?.is_some());
         };
         match seam.read(&self.key(path)?) {
             Ok(v) => Ok(v.is_some()),

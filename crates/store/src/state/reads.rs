@@ -154,17 +154,6 @@ impl StateDir {
         Ok(meta.map(|m| Stat::from_metadata(&m)))
     }
 
-    /// Returns true when something (of any kind, a symlink included) is at
-    /// `path`, false when nothing is.
-    ///
-    /// # Errors
-    ///
-    /// As [`StateDir::stat`]: a path that cannot be looked at is an error,
-    /// never "not there".
-    pub fn exists(&self, path: &StatePath) -> Result<bool> {
-        Ok(self.stat(path)?.is_some())
-    }
-
     /// Reads `path` (bounded by the read cap). `path` is a [`StatePath`];
     /// a bare path does not compile:
     ///

@@ -75,10 +75,6 @@ fn symlinked_directory_is_refused() {
         t.state.stat(&t.at("mail/there.json")),
         Err(Error::Symlink { .. })
     ));
-    assert!(matches!(
-        t.state.exists(&t.at("mail/there.json")),
-        Err(Error::Symlink { .. })
-    ));
     fs::remove_file(elsewhere.join("there.json")).unwrap();
     assert!(fs::read_dir(&elsewhere).unwrap().next().is_none());
 }
@@ -158,7 +154,7 @@ fn logs_open_only_inside_the_root_and_the_reader_makes_nothing() {
     let reader = t.state.log_reader(&missing).unwrap();
     let read = reader.read_from::<serde_json::Value>(0).unwrap();
     assert!(read.records.is_empty());
-    assert!(!t.state.exists(&t.at("bus")).unwrap());
+    assert!(t.state.stat(&t.at("bus")).unwrap().is_none());
 
     for err in [
         t.state.log(&t.state.root_path()).unwrap_err(),
