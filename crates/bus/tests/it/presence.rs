@@ -104,11 +104,11 @@ fn a_heartbeat_over_a_corrupt_or_foreign_presence_registers_afresh() {
     let dir = t.state.channel(chipset_bus::Bus::CHANNEL).join_id(&a, "");
     let path = dir.join_static("presence.json");
     t.state.write_bytes(&path, b"{").unwrap();
-    assert!(t.state.list_quarantine(&dir).unwrap().is_none());
+    assert!(!t.state.has_quarantine(&dir).unwrap());
     clock.advance(Duration::from_secs(5));
     let beat = bus.heartbeat(&a).unwrap();
     assert!(
-        t.state.list_quarantine(&dir).unwrap().is_some(),
+        t.state.has_quarantine(&dir).unwrap(),
         "the corrupt file is kept aside"
     );
     assert_eq!(beat.started_at, clock_now(&bus));

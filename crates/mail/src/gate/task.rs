@@ -103,7 +103,7 @@ impl TaskFiles<'_> {
                 let quarantine = match folder {
                     Folder::Archive => false,
                     Folder::Inbox(_) if gate => mail.check_quarantine(&dir)?,
-                    Folder::Inbox(_) => self.mail.state.list_quarantine(&dir)?.is_some(),
+                    Folder::Inbox(_) => self.mail.state.has_quarantine(&dir)?,
                 };
                 let since = match slot {
                     Some(old) if !gate => self.since(old, &dir, skip, stamp)?,

@@ -576,9 +576,9 @@ fn a_corrupt_response_record_is_moved_aside_by_the_next_answer() {
     let record = n.response_path(&w, &p);
     t.state.write_bytes(&record, b"{\"from\": ").unwrap();
     let responses = n.agent_dir(&w).join("responses").unwrap();
-    assert!(t.state.list_quarantine(&responses).unwrap().is_none());
+    assert!(!t.state.has_quarantine(&responses).unwrap());
     let r = n.respond(&p, &asked, "yes").unwrap();
-    assert!(t.state.list_quarantine(&responses).unwrap().is_some());
+    assert!(t.state.has_quarantine(&responses).unwrap());
     assert_eq!(
         t.state.read_json::<chipset_nudge::Nudge>(&record).unwrap(),
         ReadOutcome::Value(r.nudge().clone())

@@ -234,11 +234,22 @@ impl StateDir {
         self.list_where(dir, |ft| ft.is_dir())
     }
 
+    /// Returns whether anything (of any kind) is at `.quarantine` in `dir`,
+    /// the folder [`StateDir::quarantine`] moves bad files into, which no
+    /// [`StatePath`] can name.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::stat`].
+    pub fn has_quarantine(&self, dir: &StatePath) -> Result<bool> {
+        Ok(self.stat_at(&dir.as_path().join(QUARANTINE_DIR))?.is_some())
+    }
+
     /// Lists what [`StateDir::quarantine`] moved aside in `dir` (the files
     /// in its `.quarantine/` folder, which no [`StatePath`] can name), as
     /// paths for showing, sorted, or `None` when there is no such folder:
     /// for a reader that must not pass while a repair left something there
-    /// (mail's commit gate), or that notes whether there is a quarantine.
+    /// (mail's commit gate).
     ///
     /// # Errors
     ///

@@ -218,13 +218,16 @@ fn move_is_no_clobber_and_exactly_once() {
 fn the_quarantine_folder_is_listed_without_a_state_path_to_it() {
     let t = TempState::new();
     let inbox = t.state.channel_dir(Channel::new("mail")).unwrap();
+    assert!(!t.state.has_quarantine(&inbox).unwrap());
     assert_eq!(t.state.list_quarantine(&inbox).unwrap(), None);
     let bad = inbox.join_static("bad.json");
     t.state.write_bytes(&bad, b"{").unwrap();
     let moved = t.state.quarantine(&bad).unwrap();
+    assert!(t.state.has_quarantine(&inbox).unwrap());
     assert_eq!(t.state.list_quarantine(&inbox).unwrap(), Some(vec![moved]));
     let other = t.state.channel_dir(Channel::new("bus")).unwrap();
     fs::write(other.as_path().join(".quarantine"), "not a folder").unwrap();
+    assert!(t.state.has_quarantine(&other).unwrap());
     assert!(matches!(
         t.state.list_quarantine(&other),
         Err(Error::NotADirectory { .. })
