@@ -111,14 +111,27 @@ impl Waiter {
 
     /// Returns the sender of wait requests to this waiter's thread, moving
     /// the watching there first when it is on the caller's.
+    ///
+    /// The thread starts before the watching leaves this waiter, so a
+    /// thread that cannot start leaves the waiter as it was, still able to
+    /// wait on the caller's thread.
     fn thread(&mut self) -> Result<&std_mpsc::Sender<Request>> {
-        if let At::Here(_) = &self.at {
+        if let At::Here(watching) = &self.at {
+            let bus = watching.bus().clone();
             let (requests, rx) = std_mpsc::channel();
+            let (hand, handed) = std_mpsc::channel::<Box<Watching>>();
+            spawn(&bus, &self.agent, move || {
+                // Ends without serving only when the waiter never hands
+                // the watching over, which it does right after the spawn.
+                if let Ok(watching) = handed.recv() {
+                    serve(*watching, &rx);
+                }
+            })?;
             let At::Here(watching) = std::mem::replace(&mut self.at, At::Thread(requests)) else {
                 unreachable!("checked above");
             };
-            let bus = watching.bus().clone();
-            spawn(&bus, &self.agent, move || serve(*watching, &rx))?;
+            // The thread is blocked on `handed`, so this send cannot fail.
+            let _ = hand.send(watching);
         }
         match &self.at {
             At::Thread(requests) => Ok(requests),
