@@ -151,6 +151,16 @@ fn listings_are_limited_and_bodies_are_read_one_at_a_time() {
             ids[20..].iter().map(String::as_str).collect::<Vec<_>>()
         );
 
+        // A kind and a task keep only their messages (all 25 are notes of t1).
+        for (filter, total) in [
+            (json!({"kind": "request"}), 0),
+            (json!({"kind": "notify", "task": "t1"}), 25),
+            (json!({"task": "t2"}), 0),
+        ] {
+            let r = call(&c, "mail_inbox", filter.clone()).await;
+            assert_eq!(ok(&r)["total"], total, "{filter}");
+        }
+
         let r = call(&c, "mail_inbox", json!({"limit": 1, "bodies": true})).await;
         assert_eq!(ok(&r)["messages"][0]["body"].as_str().unwrap().len(), 2000);
         let r = call(&c, "mail_read", json!({"id": ids[3]})).await;

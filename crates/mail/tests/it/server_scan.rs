@@ -6,7 +6,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use chipset_backend::Wake;
-use chipset_mail::{ArchiveOutcome, Mail, NewMessage};
+use chipset_mail::{ArchiveOutcome, Location, Mail, NewMessage};
 use chipset_store::DoctorMode;
 use chipset_testkit::TempState;
 
@@ -42,7 +42,7 @@ fn inbox_counts_count_every_inbox(place: &Place) {
     ))
     .unwrap();
     mail.send(&note("b", "t1")).unwrap();
-    mail.send(&note("b", "t2")).unwrap();
+    let n2 = mail.send(&note("b", "t2")).unwrap();
     let n3 = mail.send(&note("b", "t2")).unwrap();
     assert!(matches!(
         mail.archive(&n3.id).unwrap(),
@@ -53,10 +53,15 @@ fn inbox_counts_count_every_inbox(place: &Place) {
     let c = other.inbox_counts().unwrap();
     let inbox: Vec<_> = c.iter().map(|(a, n)| (a.as_str(), *n)).collect();
     assert_eq!(inbox, [("b", 2), ("exec", 1)]);
+    assert_eq!(other.locate(&n3.id).unwrap(), Some(Location::Archive));
     mail.sweep_task_on_commit(&task("t2")).unwrap();
     let c = other.inbox_counts().unwrap();
     let inbox: Vec<_> = c.iter().map(|(a, n)| (a.as_str(), *n)).collect();
     assert_eq!(inbox, [("b", 1), ("exec", 1)]);
+    // The archived note and the one left in the inbox went with their task.
+    let by_task = Some(Location::ByTask(task("t2")));
+    assert_eq!(other.locate(&n3.id).unwrap(), by_task);
+    assert_eq!(other.locate(&n2.id).unwrap(), by_task);
 }
 
 fn doctor_on_clean_mail_finds_nothing(place: &Place) {
