@@ -75,8 +75,9 @@
 //! so a waiting dispatcher wakes at once. No incident opens within the
 //! grace period after an assignment, and a restarted witness takes no step
 //! within the grace period of its start (agents restarting with it get time
-//! to touch their hooks). The nudge interval is per agent
-//! ([`WitnessConfig::nudge_intervals`], default 60 s). Each tick's
+//! to touch their hooks). The nudge interval is
+//! [`WitnessConfig::nudge_interval`] (default 60 s), or an agent's own in
+//! [`WitnessConfig::nudge_intervals`]. Each tick's
 //! step is decided by a pure rule, then carried out in order: the nudge or
 //! escalation to send, the record to write, the action to report.
 //!

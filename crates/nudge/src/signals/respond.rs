@@ -153,7 +153,8 @@ impl Nudges {
     /// response record or, for a seed program that wrote only there,
     /// `sender`'s `latest.json`. `None` while no answer came: how long to
     /// wait before escalating is the caller's nudge interval (the witness's
-    /// [`WitnessConfig`](https://docs.rs/chipset-loop) holds one per agent).
+    /// [`WitnessConfig`](https://docs.rs/chipset-loop/latest/chipset_loop/struct.WitnessConfig.html)
+    /// holds one per agent).
     ///
     /// # Errors
     ///
