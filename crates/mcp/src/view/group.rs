@@ -45,6 +45,11 @@ impl GroupSentView {
     /// Returns the view of the `copies`
     /// [`Mail::send_group`](chipset_mail::Mail::send_group) returned;
     /// `sender_skipped` when the sender was among the recipients asked for.
+    ///
+    /// # Panics
+    ///
+    /// When `copies` is empty or its first names no group: `send_group`
+    /// returns at least one copy, each naming its group.
     pub fn of(copies: &[Message], sender_skipped: bool) -> Self {
         let first = copies.first().expect("a group has a copy");
         let group = first.group().expect("a group's copy names its group");
