@@ -374,27 +374,15 @@ impl Attention {
                 more: Vec::new(),
             }));
         }
-        Ok(pending
-            .unreadable
-            .first_key_value()
-            .map(|(path, problem)| Entry {
-                kind: WorkKind::Bus,
-                count,
-                top: Item {
-                    id: path.display().to_string(),
-                    from: None,
-                    priority: None,
-                    at: None,
-                    summary: match problem {
-                        chipset_bus::Problem::Corrupt(reason) => {
-                            format!("unreadable event file ({reason}); see `chipset doctor`")
-                        }
-                        other => format!("unusable event file ({other:?}); see `chipset doctor`"),
-                    },
-                    unreadable: true,
-                },
-                more: Vec::new(),
-            }))
+        Ok(pending.unreadable.first_key_value().map(|(path, problem)| {
+            let summary = match problem {
+                chipset_bus::Problem::Corrupt(reason) => {
+                    format!("unreadable event file ({reason}); see `chipset doctor`")
+                }
+                other => format!("unusable event file ({other:?}); see `chipset doctor`"),
+            };
+            bad_file(WorkKind::Bus, count, path, summary)
+        }))
     }
 
     fn reminder_entry(&self, agent: &AgentId) -> Result<Option<Entry>> {
