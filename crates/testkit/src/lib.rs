@@ -505,3 +505,13 @@ pub fn visible(root: &Path) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
     }
     out
 }
+
+/// Returns how many of `report`'s fixable findings a fix changed nothing
+/// about (every fixable one, for a check).
+pub fn unrepaired(report: &chipset_store::Report) -> usize {
+    report
+        .findings
+        .iter()
+        .filter(|f| f.fixable && !f.is_fixed())
+        .count()
+}

@@ -10,6 +10,7 @@ use chipset_hook::{HookStatus, Hooks, Pickup};
 use chipset_store::ReadOutcome;
 use chipset_store::{AgentId, Timestamp};
 use chipset_store::{Defect, DoctorMode};
+use chipset_testkit::unrepaired;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
@@ -450,13 +451,4 @@ fn a_hook_both_programs_wrote_reads_the_newer_activity_and_clears() {
         (v["status"].as_str(), v["generation"].as_u64()),
         (Some("empty"), Some(3))
     );
-}
-
-/// The fixable findings a fix changed nothing about.
-fn unrepaired(report: &chipset_store::Report) -> usize {
-    report
-        .findings
-        .iter()
-        .filter(|f| f.fixable && !f.is_fixed())
-        .count()
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use chipset_hook::{Error, HookStatus, Hooks, Pickup};
 use chipset_store::{Action, CorruptReason, Defect, DoctorMode, ReadOutcome, Timestamp};
+use chipset_testkit::unrepaired;
 
 use crate::ReadExt;
 use crate::{T0, agent, bead, setup};
@@ -393,13 +394,4 @@ fn the_listing_holds_each_kind_of_hook_file_once() {
 
     assert_eq!(s.hooks.list().unwrap().len(), 9);
     assert_eq!(tally(&s.hooks), (1, 2, 3, 1, 1, 1));
-}
-
-/// The fixable findings a fix changed nothing about.
-fn unrepaired(report: &chipset_store::Report) -> usize {
-    report
-        .findings
-        .iter()
-        .filter(|f| f.fixable && !f.is_fixed())
-        .count()
 }

@@ -4,6 +4,7 @@ use chipset_loop::{
     CriticReport, Dispatcher, DispatcherConfig, LoopState, RoundsConfig, WitnessConfig,
 };
 use chipset_store::{Action, Defect, DoctorMode, TaskId};
+use chipset_testkit::unrepaired;
 
 use crate::{Setup, agent, bead, secs, setup};
 
@@ -274,13 +275,4 @@ fn the_doctor_moves_a_corrupt_row_aside_on_postgres() {
     );
     let again = s.loop_state().doctor(DoctorMode::Check).unwrap();
     assert!(again.is_clean(), "{again:?}");
-}
-
-/// The fixable findings a fix changed nothing about.
-fn unrepaired(report: &chipset_store::Report) -> usize {
-    report
-        .findings
-        .iter()
-        .filter(|f| f.fixable && !f.is_fixed())
-        .count()
 }
