@@ -149,16 +149,15 @@ pub(crate) fn manifest_log(m: &Mail) -> chipset_store::LogContents<serde_json::V
         .unwrap()
 }
 
-/// Counts the message files (`*.json`) directly in `dir` (none when it is missing).
-pub(crate) fn message_files(dir: &std::path::Path) -> usize {
-    std::fs::read_dir(dir).map_or(0, |entries| {
-        entries
-            .filter(|e| {
-                e.as_ref()
-                    .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".json"))
-            })
-            .count()
-    })
+/// Counts the message files (`*.json`) directly in `dir`, as the store
+/// lists it (none when it is missing).
+pub(crate) fn message_files(m: &Mail, dir: &chipset_store::StatePath) -> usize {
+    m.state()
+        .list(dir)
+        .unwrap()
+        .iter()
+        .filter(|name| name.ends_with(".json"))
+        .count()
 }
 
 /// Starts watching `dir` for opens of the files in it.

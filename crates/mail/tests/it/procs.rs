@@ -371,7 +371,7 @@ fn three_archivers(place: &Place) {
     if place.is_pg() {
         assert_eq!(mail.inbox_len(&agent(INBOX)).unwrap(), 0);
     } else {
-        let archived = crate::message_files(&mail.dir().as_path().join("archive"));
+        let archived = crate::message_files(&mail, &mail.dir().join_static("archive"));
         assert_eq!(archived, 150);
     }
 }

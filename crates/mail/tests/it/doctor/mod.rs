@@ -231,7 +231,7 @@ fn orphans_by_each_definition() {
         m.locate(&fresh.id).unwrap(),
         Some(Location::Inbox(agent("e")))
     );
-    let orphaned = crate::message_files(&m.dir().as_path().join("archive/orphan"));
+    let orphaned = crate::message_files(m, &m.dir().join_static("archive").join_static("orphan"));
     assert_eq!(orphaned, 3);
     // Orphaning takes the abandoned request out of the gate; the live one stays.
     assert!(m.pending_replies(&task("abandoned")).unwrap().is_empty());
