@@ -6,7 +6,7 @@ use chipset_nudge::{
 };
 use chipset_store::{Action, Defect, DoctorMode};
 
-use crate::reminders::{HOUR, half_resolved, new, open_ids};
+use crate::reminders::{HOUR, every_reminder, half_resolved, new, open_ids};
 use crate::support::ReminderKey;
 use crate::support::{ReminderPaths, preset};
 use crate::support::{manual_state, temps_under};
@@ -207,16 +207,7 @@ fn reopen_chain_names_its_predecessor_each_time() {
         assert_eq!(reopened[0].reopened_from(), Some(id.as_str()));
         id = reopened[0].id.clone();
     }
-    assert_eq!(
-        r.list(&ReminderFilter {
-            history: true,
-            ..ReminderFilter::default()
-        })
-        .unwrap()
-        .reminders
-        .len(),
-        4
-    );
+    assert_eq!(every_reminder(&r).len(), 4);
 }
 
 /// Regression: a kind filter with a typo listed nothing instead of saying so.

@@ -30,6 +30,16 @@ pub(crate) fn new(kind: &str, source_id: &str) -> NewReminder {
     )
 }
 
+/// Every reminder of the table, open or in the history.
+pub(crate) fn every_reminder(r: &Reminders) -> Vec<chipset_nudge::Reminder> {
+    r.list(&ReminderFilter {
+        history: true,
+        ..ReminderFilter::default()
+    })
+    .unwrap()
+    .reminders
+}
+
 pub(crate) fn open_ids(r: &Reminders) -> Vec<String> {
     r.list(&ReminderFilter::default())
         .unwrap()
@@ -180,16 +190,7 @@ fn auto_resolve_clears_a_snoozed_reminder() {
     assert_eq!(cleared.reopened_from(), Some(a.reminder().id.as_str()));
     clock.advance(2 * HOUR);
     assert!(open_ids(&r).is_empty());
-    assert_eq!(
-        r.list(&ReminderFilter {
-            history: true,
-            ..ReminderFilter::default()
-        })
-        .unwrap()
-        .reminders
-        .len(),
-        2
-    );
+    assert_eq!(every_reminder(&r).len(), 2);
 }
 
 #[test]
