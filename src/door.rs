@@ -330,7 +330,11 @@ impl Chipset {
 
     /// Returns the time views judge ages by: the state's clock on a
     /// directory, the server's on a server (so every host agrees).
-    pub(crate) fn now(&self) -> Result<chipset_store::Timestamp> {
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Backend`] when the server's clock cannot be read.
+    pub fn now(&self) -> Result<chipset_store::Timestamp> {
         match &self.inner.server {
             None => Ok(self.inner.state.now()),
             Some(server) => Ok(server.backend().now()?),

@@ -171,13 +171,7 @@ pub(crate) fn run(ctx: &Ctx, command: RemindCommand) -> Result<Output> {
             Ok(Output::new(text, doc).with_failure(failure))
         }
         RemindCommand::Metrics { since } => {
-            let now = match ctx.chipset.backend() {
-                Some(server) => server
-                    .now()
-                    .map_err(|e| chipset_nudge::Error::Backend(Box::new(e)))?,
-                None => ctx.state.now(),
-            };
-            let m = metrics(&reminders, now, since)?;
+            let m = metrics(&reminders, ctx.chipset.now()?, since)?;
             let mut kinds: Vec<&String> = m
                 .opened
                 .keys()
