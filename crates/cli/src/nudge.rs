@@ -34,24 +34,20 @@ pub(crate) fn run(ctx: &Ctx, command: NudgeCommand) -> Result<Output> {
 fn send(to: &AgentId, delivery: Delivery) -> Result<Output> {
     let (view, note) = NudgeSent::of(to, delivery)?;
     let out = Output::new(format!("{}\n", nudge_id(&view.nudge)), output::json(&view));
-    Ok(match note {
-        Some(note) => out.with_note(note),
-        None => out,
-    })
+    Ok(out.with_note_if(note))
 }
 
 fn read(ctx: &Ctx, nudges: &Nudges, agent: &AgentId) -> Result<Output> {
     let (view, note) = NudgeRead::of(agent, nudges.read_and_mark(agent)?)?;
-    let Some(nudge) = view.nudge.clone() else {
+    let Some(nudge) = &view.nudge else {
         return Ok(Output::new(
             format!("no nudge for {agent}\n"),
             output::json(&view),
         ));
     };
-    let state = view.state;
     let now = ctx.state.now();
     let mut pairs = vec![
-        ("state", state.as_str().to_owned()),
+        ("state", view.state.as_str().to_owned()),
         ("type", nudge.kind.to_string()),
         ("from", nudge.from.clone()),
         (
@@ -70,15 +66,8 @@ fn read(ctx: &Ctx, nudges: &Nudges, agent: &AgentId) -> Result<Output> {
     if let Some(id) = &nudge.id {
         pairs.push(("id", id.to_string()));
     }
-    let view = NudgeRead {
-        state,
-        nudge: Some(nudge),
-    };
     let out = Output::new(output::fields(&pairs), output::json(&view));
-    Ok(match note {
-        Some(note) => out.with_note(note),
-        None => out,
-    })
+    Ok(out.with_note_if(note))
 }
 
 fn respond(nudges: &Nudges, agent: &AgentId, message: String) -> Result<Output> {
@@ -91,18 +80,8 @@ fn respond(nudges: &Nudges, agent: &AgentId, message: String) -> Result<Output> 
         incoming.from,
         nudge_id(delivery.nudge())
     );
-    let held = matches!(delivery, Delivery::Held { .. });
-    let from = incoming.from.clone();
-    let view = NudgeAnswered::of(incoming, &delivery);
-    let out = Output::new(text, output::json(&view));
-    Ok(if held {
-        out.with_note(format!(
-            "`{from}` has an unprocessed abort, so the answer is in its responses/{agent}.json \
-             but not in its latest.json"
-        ))
-    } else {
-        out
-    })
+    let (view, note) = NudgeAnswered::of(agent, incoming, &delivery);
+    Ok(Output::new(text, output::json(&view)).with_note_if(note))
 }
 
 fn nudge_id(nudge: &Nudge) -> String {

@@ -73,6 +73,16 @@ impl Output {
         self
     }
 
+    /// Returns this output with `note` for stderr when there is one (the
+    /// notes the shared views return beside themselves).
+    #[must_use]
+    pub(crate) fn with_note_if(self, note: Option<impl Into<String>>) -> Self {
+        match note {
+            Some(note) => self.with_note(note),
+            None => self,
+        }
+    }
+
     /// Returns this output with a failure: the result is printed, then the
     /// failure's line on stderr, and the command exits with its code.
     #[must_use]

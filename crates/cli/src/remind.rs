@@ -52,10 +52,7 @@ pub(crate) fn run(ctx: &Ctx, command: RemindCommand) -> Result<Output> {
             }
             let (view, note) = ReminderOpened::of(reminders.open(new)?);
             let out = Output::new(format!("{}\n", view.reminder.id), output::json(&view));
-            Ok(match note {
-                Some(note) => out.with_note(note),
-                None => out,
-            })
+            Ok(out.with_note_if(note))
         }
         RemindCommand::List { kind } => {
             let filter = ReminderFilter {

@@ -1,8 +1,8 @@
 //! The nudge tools: read, respond, send.
 
 use chipset_failure::Failure;
-use chipset_nudge::{Delivery, Nudge, NudgeType, Nudges};
-use chipset_store::AgentId;
+use chipset_nudge::{Delivery, Nudge, NudgeType, Nudges, Received};
+use chipset_store::{AgentId, ReadOutcome};
 
 use super::{Ctx, Outcome, Reply, id};
 use crate::params::{NudgeRespond, NudgeSend};
@@ -60,14 +60,7 @@ pub(crate) fn respond(
     let incoming = Failure::nudge_to_answer(agent, nudges.read_latest(agent)?)?;
     let delivery = nudges.respond(agent, &incoming, message)?;
     nudges.mark_processed(agent, &incoming)?;
-    let note = matches!(delivery, Delivery::Held { .. }).then(|| {
-        format!(
-            "`{}` has an unprocessed abort, so the answer is in its responses/{agent}.json \
-             but not in its latest.json",
-            incoming.from
-        )
-    });
-    Ok((NudgeAnswered::of(incoming, &delivery), note))
+    Ok(NudgeAnswered::of(agent, incoming, &delivery))
 }
 
 pub(crate) fn nudge_respond(ctx: &Ctx, p: NudgeRespond) -> Outcome {
@@ -112,11 +105,8 @@ impl NudgeRead {
     /// The refusal of an unreadable or unusable `latest.json`.
     pub fn of(
         agent: &AgentId,
-        read: chipset_store::ReadOutcome<chipset_nudge::Received>,
-    ) -> Result<(Self, Option<String>), chipset_failure::Failure> {
-        use chipset_failure::Failure;
-        use chipset_nudge::Received;
-        use chipset_store::ReadOutcome;
+        read: ReadOutcome<Received>,
+    ) -> Result<(Self, Option<String>), Failure> {
         let (state, nudge, note) = match read {
             ReadOutcome::Missing => (NudgeState::Empty, None, None),
             ReadOutcome::Value(Received::Seen(n)) => (NudgeState::Seen, Some(n), None),
@@ -137,14 +127,23 @@ impl NudgeRead {
 }
 
 impl NudgeAnswered {
-    /// Returns the view of the answer to `answered`, delivered as
-    /// `delivery` says.
-    pub fn of(answered: Nudge, delivery: &Delivery) -> Self {
-        NudgeAnswered {
+    /// Returns the view of `agent`'s answer to `answered`, delivered as
+    /// `delivery` says, and a note when the answer was held behind the
+    /// asker's unprocessed abort.
+    pub fn of(agent: &AgentId, answered: Nudge, delivery: &Delivery) -> (Self, Option<String>) {
+        let note = matches!(delivery, Delivery::Held { .. }).then(|| {
+            format!(
+                "`{}` has an unprocessed abort, so the answer is in its responses/{agent}.json \
+                 but not in its latest.json",
+                answered.from
+            )
+        });
+        let view = NudgeAnswered {
             answered,
             response: delivery.nudge().clone(),
             delivery: delivery_word(delivery).to_owned(),
-        }
+        };
+        (view, note)
     }
 }
 
@@ -167,11 +166,7 @@ impl NudgeSent {
     /// # Errors
     ///
     /// The refusal of a nudge held behind an unprocessed abort.
-    pub fn of(
-        to: &AgentId,
-        delivery: Delivery,
-    ) -> Result<(Self, Option<String>), chipset_failure::Failure> {
-        use chipset_failure::Failure;
+    pub fn of(to: &AgentId, delivery: Delivery) -> Result<(Self, Option<String>), Failure> {
         let outcome = delivery_word(&delivery).to_owned();
         let (nudge, previous, quarantined, note) = match delivery {
             Delivery::Delivered { sent, .. } => (sent, None, None, None),
@@ -226,14 +221,16 @@ mod tests {
     #[test]
     fn delivery_words_are_pinned() {
         let tmp = tempfile::tempdir().unwrap();
-        let nudges = Nudges::new(StateDir::open(tmp.path()).unwrap());
+        let state = StateDir::open(tmp.path()).unwrap();
+        let nudges = Nudges::new(state.clone());
         let word = |kind, message| delivery_word(&send(&nudges, kind, message));
         assert_eq!(word(NudgeType::HealthCheck, "a"), "delivered");
         assert_eq!(word(NudgeType::Abort, "b"), "replaced");
         assert_eq!(word(NudgeType::HealthCheck, "c"), "held");
-        let latest = tmp.path().join("nudge/polecat-alpha/latest.json");
-        #[allow(clippy::disallowed_methods, reason = "the test plants a foreign file")]
-        std::fs::write(latest, "garbage").unwrap();
+        let latest = nudges
+            .agent_dir(&agent("polecat-alpha"))
+            .join_static("latest.json");
+        state.write_bytes(&latest, b"garbage").unwrap();
         assert_eq!(word(NudgeType::HealthCheck, "d"), "repaired-corrupt");
     }
 
@@ -242,14 +239,14 @@ mod tests {
     #[test]
     fn a_read_in_doubt_says_so() {
         let tmp = tempfile::tempdir().unwrap();
-        let nudges = Nudges::new(StateDir::open(tmp.path()).unwrap());
+        let state = StateDir::open(tmp.path()).unwrap();
+        let nudges = Nudges::new(state.clone());
         let p = agent("polecat-alpha");
         send(&nudges, NudgeType::HealthCheck, "ping");
         let (read, note) = NudgeRead::of(&p, nudges.read_and_mark(&p).unwrap()).unwrap();
         assert_eq!((read.state, note), (NudgeState::New, None));
-        let processed = tmp.path().join("nudge/polecat-alpha/processed.json");
-        #[allow(clippy::disallowed_methods, reason = "the test plants a foreign file")]
-        std::fs::write(processed, "{").unwrap();
+        let processed = nudges.agent_dir(&p).join_static("processed.json");
+        state.write_bytes(&processed, b"{").unwrap();
         let (read, note) = NudgeRead::of(&p, nudges.read_and_mark(&p).unwrap()).unwrap();
         assert_eq!(read.state, NudgeState::New);
         let note = note.unwrap();
