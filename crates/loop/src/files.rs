@@ -189,18 +189,16 @@ impl Files {
     pub(crate) fn lock<T: DeserializeOwned>(&self, path: &StatePath) -> Result<Held<T>> {
         let Some(b) = &self.seam else {
             let guard = self.state.lock(path)?;
-            let current = match self.state.read_json::<T>(path)? {
-                ReadOutcome::Missing => None,
-                ReadOutcome::Value(t) => Some(t),
-                ReadOutcome::Corrupt(c) => return Err(Error::Corrupt(c)),
-                ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
-            };
-            return Ok(Held(Inner::Dir(OnDir {
-                state: self.state.clone(),
-                path: path.clone(),
+            // On a directory, `read` is the store's read under the lock.
+            let current = self.read(path)?;
+            return Ok(Held {
                 current,
-                _guard: guard,
-            })));
+                at: At::Dir(OnDir {
+                    state: self.state.clone(),
+                    path: path.clone(),
+                    _guard: guard,
+                }),
+            });
         };
         let key = self.key(path)?;
         // The lock is a key of its own, `{name}.lock` beside the value (on
@@ -221,14 +219,16 @@ impl Files {
                 ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
             },
         };
-        Ok(Held(Inner::Server(Box::new(OnServer {
-            seam: Arc::clone(b),
-            path: path.as_path().to_owned(),
-            key,
+        Ok(Held {
             current,
-            version,
-            _guard: guard,
-        }))))
+            at: At::Server(Box::new(OnServer {
+                seam: Arc::clone(b),
+                path: path.as_path().to_owned(),
+                key,
+                version,
+                _guard: guard,
+            })),
+        })
     }
 
     /// Appends records to a loop log (one write and one data sync on a
@@ -321,30 +321,33 @@ fn seam_error(path: &StatePath, e: chipset_backend::Error) -> Error {
 /// when the lock was taken, then each value written since.
 #[derive(Debug)]
 #[must_use = "the lock is released when the `Held` is dropped"]
-pub(crate) struct Held<T>(Inner<T>);
+pub(crate) struct Held<T> {
+    /// The value as read when the lock was taken, or as last written.
+    current: Option<T>,
+    at: At,
+}
 
+/// Where a held loop file is, and its lock.
 #[derive(Debug)]
-enum Inner<T> {
-    Dir(OnDir<T>),
-    Server(Box<OnServer<T>>),
+enum At {
+    Dir(OnDir),
+    Server(Box<OnServer>),
 }
 
 /// A loop file held under the store's lock beside it.
 #[derive(Debug)]
-struct OnDir<T> {
+struct OnDir {
     state: StateDir,
     path: StatePath,
-    current: Option<T>,
     _guard: chipset_store::LockGuard,
 }
 
 /// A loop value held under the server's lock, with the version to swap at.
 #[derive(Debug)]
-struct OnServer<T> {
+struct OnServer {
     seam: Arc<dyn Backend>,
     path: PathBuf,
     key: Key,
-    current: Option<T>,
     /// The version of the value there; `None`: nothing is there.
     version: Option<Version>,
     _guard: LockGuard,
@@ -354,19 +357,13 @@ impl<T> Held<T> {
     /// Returns the value: as read when the lock was taken, or as last
     /// written; `None` when there was none (or it was taken).
     pub(crate) fn current(&self) -> Option<&T> {
-        match &self.0 {
-            Inner::Dir(d) => d.current.as_ref(),
-            Inner::Server(s) => s.current.as_ref(),
-        }
+        self.current.as_ref()
     }
 
     /// Takes the value out, leaving `None`; nothing changes until
     /// [`Held::write`].
     pub(crate) fn take(&mut self) -> Option<T> {
-        match &mut self.0 {
-            Inner::Dir(d) => d.current.take(),
-            Inner::Server(s) => s.current.take(),
-        }
+        self.current.take()
     }
 }
 
@@ -376,13 +373,9 @@ impl<T: Serialize> Held<T> {
     /// swap at the version held (a swap that finds its own bytes there is
     /// the retry of one that applied).
     pub(crate) fn write(&mut self, value: T) -> Result<()> {
-        match &mut self.0 {
-            Inner::Dir(d) => {
-                d.state.write_json(&d.path, &value)?;
-                d.current = Some(value);
-                Ok(())
-            }
-            Inner::Server(s) => {
+        match &mut self.at {
+            At::Dir(d) => d.state.write_json(&d.path, &value)?,
+            At::Server(s) => {
                 let bytes = canonical(&s.path, &value)?;
                 let written = match s.version {
                     None => match s.seam.create(&s.key, &bytes).map_err(backend)? {
@@ -402,10 +395,10 @@ impl<T: Serialize> Held<T> {
                     },
                 };
                 s.version = Some(written);
-                s.current = Some(value);
-                Ok(())
             }
         }
+        self.current = Some(value);
+        Ok(())
     }
 }
 
