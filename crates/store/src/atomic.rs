@@ -390,7 +390,8 @@ pub enum Created {
 /// temps are synced together (`fsync` of each, up to 64 at once, so the
 /// filesystem commits them in a few shared journal commits; or, where the
 /// filesystem commits in order, [`SyncOrder::WriteBackThenDir`], written
-/// back without a cache flush); then each is renamed into place without
+/// back without a cache flush: every write-back started, then each waited
+/// for); then each is renamed into place without
 /// replacing anything; then every distinct directory is synced,
 /// concurrently, once. Each file's data is durable no later than its name,
 /// exactly as with [`create_new_with`]; only the waiting is shared.
@@ -449,10 +450,28 @@ pub(crate) fn create_new_batch_stat_with<P: AsRef<Path>>(
     // One round: every temp's data and size are durable (or, under
     // `WriteBackThenDir`, written, and durable with the directory syncs)
     // before any rename.
-    let shared_io = Arc::clone(shared);
-    let (temps, settled) = sync_pool::sync_all(temps, move |(tmp, file)| {
-        settle(&*shared_io, order, file, tmp)
-    });
+    let (temps, settled) = match order {
+        // Every temp's writes are started, and then waited for in turn on
+        // this thread: they are in flight together, and no thread is woken
+        // per file.
+        SyncOrder::WriteBackThenDir => {
+            for (tmp, file) in &temps {
+                io.start_write_back(file, tmp);
+            }
+            let settled = temps
+                .iter()
+                .try_for_each(|(tmp, file)| settle(io, order, file, tmp));
+            (temps, settled)
+        }
+        // An `fsync` waits for a cache flush: many in flight at once share
+        // one (see `sync_pool`).
+        SyncOrder::FileThenDir => {
+            let shared_io = Arc::clone(shared);
+            sync_pool::sync_all(temps, move |(tmp, file)| {
+                settle(&*shared_io, order, file, tmp)
+            })
+        }
+    };
     if let Err(e) = settled {
         remove_all(&temps);
         return Err(e);

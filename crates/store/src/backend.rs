@@ -70,6 +70,15 @@ pub trait IoBackend: fmt::Debug + Send + Sync {
     fn write_back(&self, file: &File, path: &Path) -> io::Result<()> {
         self.sync_data(file, path)
     }
+    /// Starts writing `file`'s dirty data back to the disk without waiting
+    /// for it (`sync_file_range(WRITE)`), so that a batch's writes are in
+    /// flight together before [`IoBackend::write_back`] waits for each one.
+    /// Used only under [`SyncOrder::WriteBackThenDir`], and only a hint:
+    /// the default does nothing, and a failure is left for `write_back` to
+    /// meet and report.
+    fn start_write_back(&self, file: &File, path: &Path) {
+        let _ = (file, path);
+    }
     /// Says how new files under `root` are made durable (see [`SyncOrder`]).
     /// The default, [`SyncOrder::FileThenDir`], is right everywhere.
     fn sync_order(&self, root: &Path) -> SyncOrder {
@@ -135,7 +144,10 @@ impl IoBackend for RealIo {
     }
 
     fn write_back(&self, file: &File, _path: &Path) -> io::Result<()> {
-        match sync_file_range(file) {
+        let wait = libc::SYNC_FILE_RANGE_WAIT_BEFORE
+            | libc::SYNC_FILE_RANGE_WRITE
+            | libc::SYNC_FILE_RANGE_WAIT_AFTER;
+        match sync_file_range(file, wait) {
             // Not a Linux with sync_file_range, or a file it cannot take:
             // sync the data, which is stronger.
             Err(e)
@@ -148,6 +160,11 @@ impl IoBackend for RealIo {
             }
             r => r,
         }
+    }
+
+    fn start_write_back(&self, file: &File, _path: &Path) {
+        // A failure here is met again, and reported, by `write_back`.
+        let _ = sync_file_range(file, libc::SYNC_FILE_RANGE_WRITE);
     }
 
     fn sync_order(&self, root: &Path) -> SyncOrder {
@@ -194,15 +211,13 @@ impl IoBackend for RealIo {
     }
 }
 
-/// `sync_file_range(fd, 0, 0, WAIT_BEFORE | WRITE | WAIT_AFTER)`: writes
-/// every dirty page of `file` (allocating delayed blocks) and waits until
-/// the writes completed, without flushing the disk cache.
+/// `sync_file_range(fd, 0, 0, flags)` over the whole file, without
+/// flushing the disk cache. With `WAIT_BEFORE | WRITE | WAIT_AFTER` it
+/// writes every dirty page of `file` (allocating delayed blocks) and waits
+/// until the writes completed; with `WRITE` alone it starts them.
 #[allow(unsafe_code)]
-fn sync_file_range(file: &File) -> io::Result<()> {
+fn sync_file_range(file: &File, flags: libc::c_uint) -> io::Result<()> {
     use std::os::fd::AsRawFd;
-    let flags = libc::SYNC_FILE_RANGE_WAIT_BEFORE
-        | libc::SYNC_FILE_RANGE_WRITE
-        | libc::SYNC_FILE_RANGE_WAIT_AFTER;
     // SAFETY: the call takes a file descriptor and integers, no pointers;
     // the descriptor is borrowed from `file`, which is open for the call.
     let r = unsafe { libc::sync_file_range(file.as_raw_fd(), 0, 0, flags) };
@@ -331,7 +346,9 @@ mod tests {
             .open(&fifo)
             .unwrap();
         assert_eq!(
-            sync_file_range(&file).unwrap_err().raw_os_error(),
+            sync_file_range(&file, libc::SYNC_FILE_RANGE_WRITE)
+                .unwrap_err()
+                .raw_os_error(),
             Some(libc::ESPIPE)
         );
         assert_eq!(
@@ -351,9 +368,46 @@ mod tests {
     fn a_write_back_leaves_no_dirty_page() {
         let tmp = on_disk();
         let path = tmp.path().join("data");
-        let mut file = File::create_new(&path).unwrap();
-        // The kernel's flusher may write pages back on its own at any
-        // moment (a busy machine): write again until some are seen dirty.
+        let file = dirty_file(&path);
+        RealIo.write_back(&file, &path).unwrap();
+        let after = cachestat(&file);
+        assert_eq!((after.nr_dirty, after.nr_writeback), (0, 0), "{after:?}");
+        assert!(after.nr_cache > 0, "the pages are still cached: {after:?}");
+    }
+
+    /// `start_write_back` starts the writes of the file's dirty pages and
+    /// does not wait for them: afterwards none is dirty (each is written or
+    /// under write-back), and a file it cannot take is no error.
+    #[test]
+    fn a_started_write_back_leaves_no_page_dirty() {
+        let tmp = on_disk();
+        let path = tmp.path().join("data");
+        let file = dirty_file(&path);
+        RealIo.start_write_back(&file, &path);
+        let after = cachestat(&file);
+        assert_eq!(after.nr_dirty, 0, "{after:?}");
+        let fifo = tmp.path().join("fifo");
+        rustix::fs::mknodat(
+            CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let fifo_file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&fifo)
+            .unwrap();
+        RealIo.start_write_back(&fifo_file, &fifo);
+    }
+
+    /// A new file at `path` with pages in the page cache that are dirty.
+    /// The kernel's flusher may write pages back on its own at any moment
+    /// (a busy machine): it writes again until some are seen dirty.
+    fn dirty_file(path: &Path) -> File {
+        let mut file = File::create_new(path).unwrap();
         let mut before = CacheStat::default();
         for _ in 0..20 {
             file.write_all(&vec![7u8; 1 << 20]).unwrap();
@@ -366,10 +420,7 @@ mod tests {
             before.nr_dirty > 0,
             "written, not yet written back: {before:?}"
         );
-        RealIo.write_back(&file, &path).unwrap();
-        let after = cachestat(&file);
-        assert_eq!((after.nr_dirty, after.nr_writeback), (0, 0), "{after:?}");
-        assert!(after.nr_cache > 0, "the pages are still cached: {after:?}");
+        file
     }
 
     /// A temporary directory on a filesystem whose pages are written back:

@@ -285,7 +285,9 @@
 //!   journal in order and flush the disk cache before each commit block, so
 //!   the first commit that carries the new name comes after the data's
 //!   writes completed, flushes them, and commits the file's allocation and
-//!   size with it: the name is never durable without the whole data.
+//!   size with it: the name is never durable without the whole data. A
+//!   batch first starts every file's writes (`sync_file_range(WRITE)`),
+//!   then waits for each, so that they are in flight together.
 //!
 //! The order is detected with `statfs` (XFS; ext4 whose
 //! `/sys/fs/ext4/{device}/journal_task` names a journal thread) and falls
@@ -304,9 +306,10 @@
 //!
 //! **Batches.** [`StateDir::create_new_batch`] keeps every guarantee above
 //! for each file and shares the waiting: it writes every temp first, makes
-//! all of them durable in one round (an `fsync` or a write-back of each, up
-//! to 64 at a time on the store's sync threads, which a process starts on
-//! its first batch and keeps), then renames each into place, then syncs
+//! all of them durable in one round (an `fsync` of each, up to 64 at a time
+//! on the store's sync threads, which a process starts on its first batch
+//! and keeps; or every write-back started, then each waited for), then
+//! renames each into place, then syncs
 //! each distinct directory once, concurrently. A batch of N files in one
 //! directory costs two rounds of waiting, not N + 1. A failed sync in the
 //! first round removes every temp and returns a plain error: nothing is

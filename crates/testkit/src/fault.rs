@@ -39,6 +39,9 @@ pub enum IoOp {
     /// Writing a file's data back to the disk and waiting for it, without a
     /// cache flush (`sync_file_range`); see `SyncOrder::WriteBackThenDir`.
     WriteBack,
+    /// Starting a file's write-back without waiting for it (a hint that
+    /// cannot fail): recorded among the calls, never counted for a fault.
+    StartWriteBack,
     /// Syncing a directory's entries.
     SyncDir,
     /// Renaming, replacing or not ([`IoBackend::rename`], [`IoBackend::rename_noreplace`]).
@@ -55,12 +58,13 @@ pub enum IoOp {
 
 impl IoOp {
     /// Every kind.
-    pub const ALL: [IoOp; 11] = [
+    pub const ALL: [IoOp; 12] = [
         IoOp::Create,
         IoOp::Open,
         IoOp::Write,
         IoOp::Sync,
         IoOp::WriteBack,
+        IoOp::StartWriteBack,
         IoOp::SyncDir,
         IoOp::Rename,
         IoOp::Link,
@@ -248,6 +252,11 @@ impl IoBackend for FaultIo {
             Some(e) => Err(e),
             None => self.inner.write_back(file, path),
         }
+    }
+
+    fn start_write_back(&self, file: &File, path: &Path) {
+        self.lock().calls.push(IoOp::StartWriteBack);
+        self.inner.start_write_back(file, path);
     }
 
     fn sync_order(&self, _root: &Path) -> SyncOrder {

@@ -521,6 +521,12 @@ impl IoBackend for RecordIo {
         Ok(())
     }
 
+    /// Passed on, not recorded: a started write-back makes nothing
+    /// durable; the wait after it ([`IoBackend::write_back`]) is recorded.
+    fn start_write_back(&self, file: &File, path: &Path) {
+        RealIo.start_write_back(file, path);
+    }
+
     fn sync_order(&self, _root: &Path) -> SyncOrder {
         self.order
     }

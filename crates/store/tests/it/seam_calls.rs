@@ -563,9 +563,9 @@ fn a_failed_removal_is_an_error_not_absence() {
     assert!(!state.remove_file(&path).unwrap(), "and then not there");
 }
 
-/// A batch's files are synced together, every one of them even when one
-/// sync fails (the first failure is returned once all have finished), and
-/// then nothing is published.
+/// Under `FileThenDir` a batch's files are synced together, every one of
+/// them even when one sync fails (the first failure is returned once all
+/// have finished), and then nothing is published.
 #[test]
 fn a_batch_syncs_every_file_even_past_a_failed_one() {
     let tmp = tempfile::tempdir().unwrap();
@@ -587,6 +587,46 @@ fn a_batch_syncs_every_file_even_past_a_failed_one() {
     );
     assert!(!calls.contains(&IoOp::Rename), "{calls:?}");
     assert_eq!(fs::read_dir(dir.as_path()).unwrap().count(), 0);
+}
+
+/// Under `WriteBackThenDir` a batch starts every file's write-back before
+/// it waits for the first, so that the writes are in flight together; a
+/// failed wait still publishes nothing.
+#[test]
+fn a_batch_starts_every_write_back_before_it_waits_for_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fault = FaultIo::with_order(Fault::nth(0, EIO), SyncOrder::WriteBackThenDir);
+    let state = open(tmp.path(), fault.clone());
+    let dir = state.root_path().join_static("inbox");
+    state.ensure_dir(&dir).unwrap();
+    let items: Vec<(StatePath, Vec<u8>)> = (0..3)
+        .map(|i| (dir.join(format!("{i}.json")).unwrap(), b"{}".to_vec()))
+        .collect();
+    let write_backs = |calls: Vec<IoOp>| -> Vec<IoOp> {
+        calls
+            .into_iter()
+            .filter(|c| matches!(c, IoOp::StartWriteBack | IoOp::WriteBack))
+            .collect()
+    };
+    state.create_new_batch(&items[..2]).unwrap();
+    assert_eq!(
+        write_backs(fault.calls()),
+        [
+            IoOp::StartWriteBack,
+            IoOp::StartWriteBack,
+            IoOp::WriteBack,
+            IoOp::WriteBack
+        ]
+    );
+    fault.set(Fault::first(IoOp::WriteBack, EIO));
+    let err = state.create_new_batch(&items[2..]).unwrap_err();
+    assert!(!err.is_outcome_unknown(), "{err}");
+    assert!(
+        !fault.calls().contains(&IoOp::Rename),
+        "{:?}",
+        fault.calls()
+    );
+    assert_eq!(names(dir.as_path()), ["0.json", "1.json"]);
 }
 
 /// A directory the store must make for a new file and cannot: a failed
