@@ -330,21 +330,7 @@ mod tests {
     #[test]
     fn a_write_back_the_kernel_cannot_do_falls_back_to_a_data_sync() {
         let tmp = tempfile::tempdir().unwrap();
-        let fifo = tmp.path().join("fifo");
-        rustix::fs::mknodat(
-            CWD,
-            &fifo,
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
-        // Read and write: opening a FIFO so does not wait for a peer.
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&fifo)
-            .unwrap();
+        let (fifo, file) = fifo_in(tmp.path());
         assert_eq!(
             sync_file_range(&file, libc::SYNC_FILE_RANGE_WRITE)
                 .unwrap_err()
@@ -386,7 +372,14 @@ mod tests {
         RealIo.start_write_back(&file, &path);
         let after = cachestat(&file);
         assert_eq!(after.nr_dirty, 0, "{after:?}");
-        let fifo = tmp.path().join("fifo");
+        let (fifo, fifo_file) = fifo_in(tmp.path());
+        RealIo.start_write_back(&fifo_file, &fifo);
+    }
+
+    /// A FIFO made in `dir`, opened for reading and writing (so opening it
+    /// does not wait for a peer): a file `sync_file_range` cannot take.
+    fn fifo_in(dir: &Path) -> (std::path::PathBuf, File) {
+        let fifo = dir.join("fifo");
         rustix::fs::mknodat(
             CWD,
             &fifo,
@@ -395,12 +388,12 @@ mod tests {
             0,
         )
         .unwrap();
-        let fifo_file = OpenOptions::new()
+        let file = OpenOptions::new()
             .read(true)
             .write(true)
             .open(&fifo)
             .unwrap();
-        RealIo.start_write_back(&fifo_file, &fifo);
+        (fifo, file)
     }
 
     /// A new file at `path` with pages in the page cache that are dirty.

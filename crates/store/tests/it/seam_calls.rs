@@ -563,6 +563,16 @@ fn a_failed_removal_is_an_error_not_absence() {
     assert!(!state.remove_file(&path).unwrap(), "and then not there");
 }
 
+/// An `inbox/` folder, made, and a batch of three new files in it.
+fn three_new_files(state: &chipset_store::StateDir) -> (StatePath, Vec<(StatePath, Vec<u8>)>) {
+    let dir = state.root_path().join_static("inbox");
+    state.ensure_dir(&dir).unwrap();
+    let items = (0..3)
+        .map(|i| (dir.join(format!("{i}.json")).unwrap(), b"{}".to_vec()))
+        .collect();
+    (dir, items)
+}
+
 /// Under `FileThenDir` a batch's files are synced together, every one of
 /// them even when one sync fails (the first failure is returned once all
 /// have finished), and then nothing is published.
@@ -571,11 +581,7 @@ fn a_batch_syncs_every_file_even_past_a_failed_one() {
     let tmp = tempfile::tempdir().unwrap();
     let fault = FaultIo::new(Fault::nth(0, EIO));
     let state = open(tmp.path(), fault.clone());
-    let dir = state.root_path().join_static("inbox");
-    state.ensure_dir(&dir).unwrap();
-    let items: Vec<(StatePath, Vec<u8>)> = (0..3)
-        .map(|i| (dir.join(format!("{i}.json")).unwrap(), b"{}".to_vec()))
-        .collect();
+    let (dir, items) = three_new_files(&state);
     fault.set(Fault::first(IoOp::Sync, EIO));
     let err = state.create_new_batch(&items).unwrap_err();
     assert!(!err.is_outcome_unknown(), "{err}");
@@ -597,11 +603,7 @@ fn a_batch_starts_every_write_back_before_it_waits_for_one() {
     let tmp = tempfile::tempdir().unwrap();
     let fault = FaultIo::with_order(Fault::nth(0, EIO), SyncOrder::WriteBackThenDir);
     let state = open(tmp.path(), fault.clone());
-    let dir = state.root_path().join_static("inbox");
-    state.ensure_dir(&dir).unwrap();
-    let items: Vec<(StatePath, Vec<u8>)> = (0..3)
-        .map(|i| (dir.join(format!("{i}.json")).unwrap(), b"{}".to_vec()))
-        .collect();
+    let (dir, items) = three_new_files(&state);
     let write_backs = |calls: Vec<IoOp>| -> Vec<IoOp> {
         calls
             .into_iter()
