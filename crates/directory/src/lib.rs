@@ -90,8 +90,9 @@
 //! torn file. [`Directory::with_backend`] puts the profiles (and the hooks
 //! read for last activity) on a PostgreSQL server (issue 30): registrations
 //! are linearizable across hosts and `updated_at` is the server's clock;
-//! the bus presence, the acknowledgements folder, the mail manifest and
-//! the doctor still use the local state root. A
+//! the bus presence, the acknowledgements folder and the mail manifest
+//! are still read from the local state root, and the doctor checks the
+//! profiles' rows. A
 //! corrupt profile is [`ReadOutcome::Corrupt`](chipset_store::ReadOutcome)
 //! from [`Directory::read`], an [`Error::Corrupt`] from `whois` and
 //! `register` (which never overwrites it), and listed in

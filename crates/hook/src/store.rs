@@ -423,7 +423,8 @@ impl Hooks {
         self.apply_event(agent, event, actor)
     }
 
-    /// [`Hooks::apply`], for the typed methods.
+    /// Applies `event` by `actor` to `agent`'s hook: what the typed methods
+    /// (and the tests' `Hooks::apply`) run.
     fn apply_event(&self, agent: &AgentId, event: HookEvent, actor: &Actor) -> Result<Hook> {
         let op = event.op().as_str();
         self.change(agent, op, event, actor).map(|(_, after)| after)

@@ -12,6 +12,7 @@ pub const TABLE_FORMAT: u32 = 1;
 /// Whether a lease lets other agents lease overlapping paths.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum LeaseMode {
     /// No other agent may hold an overlapping lease of either mode.
     Exclusive,

@@ -100,8 +100,9 @@
 //! stay linearizable and tokens monotonic across hosts, and every time a
 //! lease is judged by (grant, renewal, expiry, [`Leases::check`]) is the
 //! server's clock, not each host's; a forced release's mail goes to the
-//! server too (`chipset_mail::Mail::with_backend`). The doctor still uses
-//! the local state root.
+//! server too (`chipset_mail::Mail::with_backend`). The doctor checks the
+//! table's row there, and a fix moves a corrupt one aside into
+//! `leases/quarantine/`.
 
 #![forbid(unsafe_code)]
 

@@ -226,7 +226,9 @@
 //! time is the backend's clock, the server's. On a directory
 //! ([`Channels::new`], or a backend that is a local directory) nothing of
 //! this runs: the store's calls and files are what they were. A
-//! [`LoopState`] of such channels counts the records on the server; its doctor is not offered there yet ([`Error::NotOnServer`]).
+//! [`LoopState`] of such channels counts the records on the server, and
+//! its doctor checks them there (a fix moves a corrupt one into
+//! `quarantine/` beside it).
 //! [`Attention`] on such channels is on the server too. Still on the
 //! local root on a server: the pool the witness returns a stalled
 //! holder's item to.

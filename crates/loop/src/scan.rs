@@ -116,12 +116,15 @@ impl LoopState {
     /// over; the report names each. Findings are coded `loop-corrupt`,
     /// `loop-stray`, `loop-torn-log` and `loop-bad-line`, in path order.
     ///
+    /// On a server the records' rows are checked (`loop-corrupt`), and a
+    /// fix moves a corrupt one into `quarantine/` beside it at the version
+    /// read; the logs there hold whole records only.
+    ///
     /// # Errors
     ///
     /// [`Error::Store`](crate::Error::Store) when a directory cannot be listed
-    /// or a repair step fails; [`Error::NotOnServer`](crate::Error::NotOnServer)
-    /// on a server, where nothing is read or
-    /// changed.
+    /// or a repair step fails; [`Error::Backend`](crate::Error::Backend)
+    /// when a server's rows cannot be read or moved.
     pub fn doctor(&self, mode: DoctorMode) -> Result<Report> {
         if self.files.on_server() {
             return self.server_doctor(mode);

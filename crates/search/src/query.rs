@@ -21,6 +21,7 @@ pub const DEFAULT_LIMIT: usize = 20;
 /// The channel a hit comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Origin {
     /// A mail message: its subject and body (inbox and archive).
     Mail,

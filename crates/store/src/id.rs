@@ -23,7 +23,7 @@ pub fn validate_segment(kind: &'static str, value: &str) -> Result<()> {
 }
 
 /// The rule `value` breaks as one path segment of at most `max` bytes
-/// ([`MAX_ID_LEN`] for an id, [`MAX_NAME_LEN`](crate::MAX_NAME_LEN) for a
+/// ([`MAX_ID_LEN`] for an id, [`MAX_NAME_LEN`](crate::path::MAX_NAME_LEN) for a
 /// [`StatePath`](crate::StatePath) name), if any.
 pub(crate) fn segment_rule(value: &str, max: usize) -> Option<&'static str> {
     if value.is_empty() {

@@ -79,7 +79,7 @@ pub struct BadLine {
 }
 
 impl JsonLog {
-    /// Returns the log at `path`, guarded by [`Lock::for_file`]`(path)`,
+    /// Returns the log at `path`, guarded by [`Lock::beside`]`(path)`,
     /// changing it through `io`. Only the store makes one, after the
     /// [`StateDir`](crate::StateDir) checked `path` (inside the root, no
     /// symlink on the way): [`StateDir::log`](crate::StateDir::log) and

@@ -176,7 +176,7 @@ fn named(op: &str) -> Option<Op> {
 /// Returns true when `event` by `actor` has already been applied to `hook`:
 /// what a retry of a transition that took effect finds. The store's
 /// idempotent-retry rule makes such a retry a success that changes nothing
-/// ([`Hooks::apply`](crate::Hooks::apply) and the typed methods call this
+/// (the typed methods of [`Hooks`](crate::Hooks) call this
 /// when [`transition`] refuses with [`Error::AlreadyAssigned`],
 /// [`Error::WrongState`] or [`Error::StaleAssignment`]).
 ///

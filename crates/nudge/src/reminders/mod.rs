@@ -206,8 +206,8 @@ impl Reminders {
     /// Returns the channel whose records (the open and snoozed indexes and
     /// the history) live on `backend`, a PostgreSQL server (issue 30): the
     /// same rules, each change under the key's stripe lock, which is the
-    /// server's lock; due times on the server's clock. `state` is the
-    /// local root the doctor still uses until it moves onto the seam too.
+    /// server's lock; due times on the server's clock; the doctor checks
+    /// the rows. `state` is the local root, whose clock makes ids.
     /// An index walk lists the registered kinds' folders (a server has no
     /// folders to list).
     pub fn with_backend(

@@ -37,7 +37,7 @@ pub(crate) fn temps_under(dir: &std::path::Path) -> Vec<String> {
 }
 
 /// The nudge a send wrote, `None` when it was held: [`Delivery::nudge`]
-/// unless [`Delivery::is_held`].
+/// unless the delivery is [`Delivery::Held`].
 pub(crate) trait DeliveryExt {
     /// The nudge written, or `None` when held.
     fn sent(&self) -> Option<&chipset_nudge::Nudge>;
@@ -49,8 +49,8 @@ impl DeliveryExt for Delivery {
     }
 }
 
-/// The nudge to act on and the reader's doubt, looked up through the read
-/// outcome that [`chipset_nudge::Nudges::receive`] returns.
+/// The nudge to act on, looked up through the read outcome that
+/// [`chipset_nudge::Nudges::receive`] returns.
 pub(crate) trait ReceivedExt {
     /// [`Received::to_process`] of the value; `None` when there is none.
     fn to_process(&self) -> Option<&chipset_nudge::Nudge>;
