@@ -46,13 +46,6 @@ pub enum Error {
     /// ([`MaybeCommitted`](chipset_store::MaybeCommitted)).
     #[error(transparent)]
     Backend(Box<chipset_backend::Error>),
-    /// An operation not offered on a server backend yet; nothing was read
-    /// or changed.
-    #[error("the loop state cannot {op} on a server backend yet")]
-    NotOnServer {
-        /// The operation.
-        op: &'static str,
-    },
     /// A loop file (`loop/…`) is there but unreadable; `doctor` moves it aside.
     #[error("loop state is corrupt: {0}")]
     Corrupt(Corruption),
@@ -211,9 +204,5 @@ mod tests {
         };
         let hook = chipset_hook::Error::Backend(Box::new(hook_lost));
         assert!(Error::Hook(hook).is_outcome_unknown());
-        assert!(
-            !Error::NotOnServer { op: "doctor" }.is_outcome_unknown(),
-            "a refusal changed nothing"
-        );
     }
 }

@@ -223,14 +223,6 @@ pub enum Error {
         #[source]
         source: Box<chipset_backend::Error>,
     },
-    /// An operation mail does not offer on a server yet
-    /// ([`Mail::with_backend`](crate::Mail::with_backend)): nothing was read
-    /// or changed.
-    #[error("mail cannot {op} on a server backend yet")]
-    NotOnServer {
-        /// The operation.
-        op: &'static str,
-    },
     /// An operation mail offers only on a server
     /// ([`Mail::import`](crate::Mail::import)): nothing was read or
     /// changed.
