@@ -265,7 +265,7 @@ class Checker:
         for f in obs['doctor']:
             if f in seen:
                 continue            # the guest's own state shows it: not the crash
-            if any(k in f for k in BY_DESIGN):
+            if any(k in f for k in BY_DESIGN) or SENT_IN_FLIGHT.search(f):
                 notes.append('doctor (by design): ' + f)
             elif (set(IDS.findall(f)) | set(SWEPT.findall(f))) & moving:
                 notes.append('doctor (follow-up of the op in flight): ' + f)
@@ -283,12 +283,14 @@ class Checker:
 # may show, or name an id whose files the op in flight changes (a follow-up
 # that mail's doctor completes); else it is a violation.
 # A torn manifest is by design too (a `sent` event's unsynced append; the
-# manifest check in judge() makes sure no synced record was lost). For its
-# first 10 s (`MailConfig::in_flight_grace`) an inbox message without its
-# `sent` event is reported "in flight" instead, with the same cause: a
-# crash point checked that soon after the guest's send shows that finding.
-BY_DESIGN = ('temp', 'missing-sent-event', 'torn-manifest',
-             'has no `sent` event yet')
+# manifest check in judge() makes sure no synced record was lost).
+BY_DESIGN = ('temp', 'missing-sent-event', 'torn-manifest')
+# For its first 10 s (`MailConfig::in_flight_grace`) an inbox message
+# without its `sent` event is reported "in flight" instead, with the same
+# cause: a crash point checked that soon after the guest's send shows that
+# finding. Only an inbox message's: in `archive/` the event awaited may be
+# a synced `archived`, and a by-task folder's is its synced `task-swept`.
+SENT_IN_FLIGHT = re.compile(r'message `[^`]+` in inbox/\S+ has no `sent` event yet')
 SWEPT = re.compile(r'archive/by-task/[\w.-]+')
 # Ops whose manifest append is synced before they return (mail's Durability
 # docs: a response's events, `archived`, `task-swept`): once one is acked,

@@ -174,7 +174,9 @@ pub(crate) enum Finding {
     /// the doctor again after `check_after`, when it is either settled or a
     /// [`Finding::MissingSentEvent`] (or [`Finding::MissingArchivedEvent`])
     /// that the fix appends. A message missing both is reported once, for
-    /// its `sent` event.
+    /// its `sent` event. The newest message of a by-task folder without its
+    /// `task-swept` event is reported so too, with `swept` set: its sweeper
+    /// may be appending that event.
     InFlight {
         /// The message.
         id: MessageId,
@@ -182,6 +184,9 @@ pub(crate) enum Finding {
         location: Location,
         /// How long until the grace period is over.
         check_after: std::time::Duration,
+        /// True when the event awaited is its by-task folder's
+        /// `task-swept`, not the message's own.
+        swept: bool,
     },
     /// A response (written by another program; `send` refuses these) whose
     /// request is unknown, expects no reply, is addressed to someone else, or
@@ -326,22 +331,28 @@ impl fmt::Display for Finding {
                 id,
                 location,
                 check_after,
-            } => write!(
-                f,
-                "message `{id}` in {location} has no {} event yet: in flight (its {} \
-                 may still be appending it), check again after {}s",
-                if *location == Location::Archive {
-                    "`sent` or `archived`"
+                swept,
+            } => {
+                let secs = check_after.as_secs().max(1);
+                if *swept {
+                    return write!(
+                        f,
+                        "{location} has no `task-swept` event yet, and its newest message \
+                         `{id}` is young: in flight (its sweeper may still be appending \
+                         it), check again after {secs}s"
+                    );
+                }
+                let (event, writer) = if *location == Location::Archive {
+                    ("`sent` or `archived`", "sender or archiver")
                 } else {
-                    "`sent`"
-                },
-                if *location == Location::Archive {
-                    "sender or archiver"
-                } else {
-                    "sender"
-                },
-                check_after.as_secs().max(1)
-            ),
+                    ("`sent`", "sender")
+                };
+                write!(
+                    f,
+                    "message `{id}` in {location} has no {event} event yet: in flight \
+                     (its {writer} may still be appending it), check again after {secs}s"
+                )
+            }
             Finding::MismatchedResponse { id, parent } => write!(
                 f,
                 "response `{id}` does not fit request `{parent}` (unknown, not a request, \

@@ -271,6 +271,7 @@ impl EventFinding {
                 id,
                 location,
                 check_after: std::time::Duration::from_nanos(nanos),
+                swept: false,
             },
             "1" => Finding::MissingSentEvent { id, location },
             "2" => Finding::MissingArchivedEvent { id, location },

@@ -174,6 +174,7 @@ impl Mail {
                     id: newest_id,
                     location: scan.location(newest.loc),
                     check_after: self.config.in_flight_grace - age,
+                    swept: true,
                 });
             }
         }

@@ -282,6 +282,13 @@ fn a_by_task_folder_without_its_swept_event_is_judged_by_its_newest_message() {
             }
         )
     );
+    // It names the event awaited: the folder's, not the message's own.
+    assert!(
+        finding
+            .message
+            .contains("archive/by-task/u has no `task-swept` event yet"),
+        "{finding}"
+    );
 
     // Past the grace: the folder lacks its event, and holds three.
     f.clock.advance(Duration::from_secs(7));
