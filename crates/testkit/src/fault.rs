@@ -24,7 +24,8 @@ pub const EEXIST: i32 = 17;
 /// Linux's "operation not supported".
 pub const EOPNOTSUPP: i32 = 95;
 
-/// The kinds of call an [`IoBackend`] makes, as a [`FaultIo`] counts them.
+/// The kinds of call an [`IoBackend`] makes, as a [`FaultIo`] records them
+/// (every kind but [`IoOp::StartWriteBack`] is also counted for a fault).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum IoOp {
@@ -81,6 +82,8 @@ pub struct Fault {
     /// 0 never fails.
     pub nth: u64,
     /// The kinds of call counted and failed; empty counts every kind.
+    /// [`IoOp::StartWriteBack`] is never counted, so naming it alone never
+    /// fails a call.
     pub kinds: Vec<IoOp>,
     /// The errno the failed call returns.
     pub errno: i32,

@@ -597,7 +597,7 @@ fn a_batch_syncs_every_file_even_past_a_failed_one() {
 
 /// Under `WriteBackThenDir` a batch starts every file's write-back before
 /// it waits for the first, so that the writes are in flight together; a
-/// failed wait still publishes nothing.
+/// wait that fails midway removes every temp and publishes nothing.
 #[test]
 fn a_batch_starts_every_write_back_before_it_waits_for_one() {
     let tmp = tempfile::tempdir().unwrap();
@@ -610,25 +610,36 @@ fn a_batch_starts_every_write_back_before_it_waits_for_one() {
             .filter(|c| matches!(c, IoOp::StartWriteBack | IoOp::WriteBack))
             .collect()
     };
-    state.create_new_batch(&items[..2]).unwrap();
+    state.create_new_batch(&items).unwrap();
+    use IoOp::{StartWriteBack as Start, WriteBack as Wait};
     assert_eq!(
         write_backs(fault.calls()),
-        [
-            IoOp::StartWriteBack,
-            IoOp::StartWriteBack,
-            IoOp::WriteBack,
-            IoOp::WriteBack
-        ]
+        [Start, Start, Start, Wait, Wait, Wait]
     );
-    fault.set(Fault::first(IoOp::WriteBack, EIO));
-    let err = state.create_new_batch(&items[2..]).unwrap_err();
+    // The second wait of the next batch fails: the temp waited for and the
+    // one not reached yet are removed with the failing one's.
+    let more: Vec<(StatePath, Vec<u8>)> = ["a", "b", "c"]
+        .iter()
+        .map(|n| (dir.join(format!("{n}.json")).unwrap(), b"{}".to_vec()))
+        .collect();
+    fault.set(Fault {
+        nth: 2,
+        kinds: vec![Wait],
+        errno: EIO,
+        sticky: false,
+    });
+    let err = state.create_new_batch(&more).unwrap_err();
     assert!(!err.is_outcome_unknown(), "{err}");
+    assert_eq!(
+        write_backs(fault.calls()),
+        [Start, Start, Start, Wait, Wait]
+    );
     assert!(
         !fault.calls().contains(&IoOp::Rename),
         "{:?}",
         fault.calls()
     );
-    assert_eq!(names(dir.as_path()), ["0.json", "1.json"]);
+    assert_eq!(names(dir.as_path()), ["0.json", "1.json", "2.json"]);
 }
 
 /// A directory the store must make for a new file and cannot: a failed
