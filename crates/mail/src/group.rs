@@ -346,9 +346,10 @@ impl Mail {
         Ok(None)
     }
 
-    /// Returns true when `request` is a copy of a group one answer from
-    /// any recipient answers and a response to another copy exists. Fails closed: only a
-    /// response found counts, never a copy that is missing.
+    /// Returns true when `request` is a copy of a request answered by any
+    /// one recipient ([`NewGroupMessage::answered_by_any`]) and another
+    /// copy has a response. Fails closed: only a response found counts,
+    /// never a copy that is missing.
     pub(crate) fn answered_by_group(&self, request: &Message) -> Result<bool> {
         self.group_answered(request, &BTreeSet::new())
     }
@@ -373,9 +374,10 @@ impl Mail {
         Ok(false)
     }
 
-    /// The gate's group rule: takes off `pending` the copies of groups
-    /// any one answer answers one of whose copies has a response.
-    /// Looks once per group, at the copies not themselves pending.
+    /// The gate's group rule: takes off `pending` each copy of a request
+    /// answered by any one recipient once another of its copies has a
+    /// response. Looks once per group, at the copies not themselves
+    /// pending.
     pub(crate) fn settle_groups(&self, pending: &mut Vec<Message>) -> Result<()> {
         if pending.iter().all(|q| q.group.is_none()) {
             return Ok(());
