@@ -233,10 +233,8 @@ pub(crate) fn read_open_file_stat(
             cap,
         });
     }
-    let mut buf = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
     // Read one byte past the cap in case the file grew since the stat.
-    file.take(cap.saturating_add(1))
-        .read_to_end(&mut buf)
+    let buf = read_sized(file, meta.len(), cap.saturating_add(1))
         .map_err(|e| Error::io("read", path, e))?;
     if buf.len() as u64 > cap {
         return corrupt(CorruptReason::TooLarge {
@@ -245,6 +243,41 @@ pub(crate) fn read_open_file_stat(
         });
     }
     Ok(ReadOutcome::Value((buf, crate::Stat::from_metadata(&meta))))
+}
+
+/// Reads `file` to its end, at most `limit` bytes, where its stat said it
+/// holds `expected` (less than `limit`).
+///
+/// The first `read` asks for one byte more than `expected`. When the bytes
+/// read reach `expected`, the read is done: those are all the bytes the file
+/// held when it was statted, and any more were written after. So a file
+/// read whole costs one `read`, not two (`read_to_end` reads until a `read`
+/// returns nothing, a system call per file that a listing of many files
+/// pays for each). A file that the first `read` shows has grown since the
+/// stat is read on, to `limit`.
+fn read_sized(mut file: impl Read, expected: u64, limit: u64) -> io::Result<Vec<u8>> {
+    let want = usize::try_from(expected.saturating_add(1).min(limit)).unwrap_or(usize::MAX);
+    let mut buf = vec![0; want];
+    let mut filled = 0;
+    while filled < want {
+        match file.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => {
+                filled += n;
+                if filled as u64 == expected {
+                    break;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(filled);
+    if filled == want {
+        // Grown since the stat: the rest, up to the limit.
+        file.take(limit - want as u64).read_to_end(&mut buf)?;
+    }
+    Ok(buf)
 }
 
 /// Reads and parses a JSON file of at most `cap` bytes.
@@ -352,5 +385,61 @@ mod tests {
         assert_eq!(missing, ReadOutcome::Missing);
         let good = parse_json::<String>(path, br#""active""#).and_then(|s| status(path, &s));
         assert_eq!(good, ReadOutcome::Value("active".to_owned()));
+    }
+
+    /// A reader over `bytes` that counts its `read` calls and returns at
+    /// most `chunk` bytes from each.
+    struct Counting<'a> {
+        bytes: &'a [u8],
+        chunk: usize,
+        reads: usize,
+    }
+
+    impl Read for Counting<'_> {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            self.reads += 1;
+            let n = out.len().min(self.chunk).min(self.bytes.len());
+            out[..n].copy_from_slice(&self.bytes[..n]);
+            self.bytes = &self.bytes[n..];
+            Ok(n)
+        }
+    }
+
+    fn sized(bytes: &[u8], chunk: usize, expected: u64, limit: u64) -> (Vec<u8>, usize) {
+        let mut r = Counting {
+            bytes,
+            chunk,
+            reads: 0,
+        };
+        let got = read_sized(&mut r, expected, limit).unwrap();
+        (got, r.reads)
+    }
+
+    /// A file of the size its stat gave is read with one `read`: no second
+    /// one to see the end (which `read_to_end` makes for every file).
+    #[test]
+    fn a_file_of_its_stat_size_is_read_in_one_read() {
+        assert_eq!(sized(b"[1,2]", usize::MAX, 5, 101), (b"[1,2]".to_vec(), 1));
+        assert_eq!(sized(b"", usize::MAX, 0, 101), (Vec::new(), 1));
+        // At the limit's edge: the file is the cap.
+        assert_eq!(sized(b"[1,2]", usize::MAX, 5, 6), (b"[1,2]".to_vec(), 1));
+        // A reader that returns less than asked goes on to the stat's size.
+        assert_eq!(sized(b"[1,2]", 2, 5, 101), (b"[1,2]".to_vec(), 3));
+    }
+
+    /// A file that grew or shrank since its stat is read to its end, and
+    /// never past the limit.
+    #[test]
+    fn a_file_that_changed_since_its_stat_is_read_to_its_end() {
+        let grown = b"[1,2,3,4,5,6]";
+        assert_eq!(sized(grown, usize::MAX, 5, 101).0, grown.to_vec());
+        // Read in pieces, the bytes the stat counted are the file as it was
+        // then (a file grows by appends; a published one never changes).
+        assert_eq!(sized(grown, 1, 5, 101).0, grown[..5].to_vec());
+        // Grown past the cap: read to the limit (cap + 1), no further.
+        assert_eq!(sized(grown, usize::MAX, 5, 9).0, grown[..9].to_vec());
+        assert_eq!(sized(grown, 3, 5, 6).0, grown[..6].to_vec());
+        let (shrunk, reads) = sized(b"[1]", usize::MAX, 5, 101);
+        assert_eq!((shrunk, reads), (b"[1]".to_vec(), 2));
     }
 }
