@@ -110,6 +110,20 @@ pub(crate) fn read_message(state: &StateDir, path: &StatePath) -> Result<ReadOut
     Ok(read_message_bytes(state, path)?.and_then(|bytes| parse_message(path, &bytes)))
 }
 
+/// Reads and parses the message file `name` of `folder` (at `path`, for
+/// reports), bounded by `cap` ([`message_cap`]): for a walk that reads
+/// every file of one folder.
+pub(crate) fn read_message_in(
+    folder: &chipset_store::Folder,
+    cap: u64,
+    name: &str,
+    path: &StatePath,
+) -> Result<ReadOutcome<Message>> {
+    Ok(folder
+        .read_bytes_capped(name, cap)?
+        .and_then(|(bytes, _)| parse_message(path, &bytes)))
+}
+
 /// What happened to one move.
 pub(crate) enum Moved {
     Done,
@@ -385,6 +399,14 @@ impl Mail {
     ) -> Result<Vec<(MessageId, ReadOutcome<Message>)>> {
         let names = self.state.list(dir)?;
         let mut out = Vec::with_capacity(names.len());
+        if names.is_empty() {
+            return Ok(out);
+        }
+        // Gone since the listing: so is every file in it.
+        let Some(folder) = self.state.folder(dir)? else {
+            return Ok(out);
+        };
+        let cap = message_cap(&self.state);
         for name in names {
             if skip.contains(&name.as_str()) {
                 continue;
@@ -395,9 +417,7 @@ impl Mail {
                 continue;
             };
             let path = dir.join_id(&id, ".json");
-            // The directory's parents were checked by the listing; the file
-            // itself is opened without following a symlink.
-            let read = match read_message(&self.state, &path)? {
+            let read = match read_message_in(&folder, cap, &name, &path)? {
                 ReadOutcome::Missing => continue,
                 ReadOutcome::Value(m) => match check_id(&path, &id, m) {
                     Ok(m) => ReadOutcome::Value(m),

@@ -159,6 +159,12 @@
 //! collecting its listing, and [`StateDir::scratch_file`] gives a reader a
 //! nameless, never-synced file for working data that outgrows memory (an
 //! external sort's runs): it vanishes with its handle, crash or not.
+//!
+//! A reader of every file in one directory (an inbox listing) opens it
+//! once with [`StateDir::folder`] and reads each file by name through the
+//! [`Folder`]: one `openat` relative to the open directory, a `statx`, one
+//! `read` and a `close` per file, with no path resolved from the root again.
+//!
 //! # Repair: one framework for every doctor
 //!
 //! Every channel's doctor has one shape: given a [`DoctorMode`]
@@ -428,7 +434,7 @@ pub use repair::{Action, Defect, DoctorMode, Finding, Report};
 pub use scratch::ScratchFile;
 pub use sortable::SortableId;
 pub use stat::Stat;
-pub use state::{Channel, StateDir, StateOptions};
+pub use state::{Channel, Folder, StateDir, StateOptions};
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 pub use watch::{WatchConfig, WatchTarget, WatchWake, Watcher};
 

@@ -57,7 +57,7 @@ pub struct StatePath {
 
 impl StatePath {
     /// The kind of value, as named in errors.
-    const KIND: &'static str = "path segment";
+    pub(crate) const KIND: &'static str = "path segment";
 
     /// Wraps a path the store built from its root and checked names.
     pub(crate) fn from_checked(path: PathBuf) -> StatePath {

@@ -23,10 +23,12 @@ use crate::stat::Stat;
 use crate::time::{Clock, SharedClock, SystemClock, Timestamp};
 
 mod channel;
+mod folder;
 mod reads;
 mod writes;
 
 pub use channel::Channel;
+pub use folder::Folder;
 
 /// The name of the folder that [`StateDir::quarantine`] moves bad files
 /// into, beside them: a dot-name of the store's own.

@@ -88,6 +88,10 @@ impl Mail {
         if !is_dir(&self.state, &dir)? {
             return Ok(()); // reported by the caller
         }
+        let Some(folder) = self.state.folder(&dir)? else {
+            return Ok(());
+        };
+        let cap = crate::mail::message_cap(&self.state);
         let index = scan.dirs;
         scan.dirs += 1;
         let loc = scan.loc(location);
@@ -106,7 +110,7 @@ impl Mail {
                 return Ok(());
             };
             let path = dir.join_id(&id, ".json");
-            let read = match read_message(&self.state, &path) {
+            let read = match crate::mail::read_message_in(&folder, cap, &name, &path) {
                 Err(crate::Error::Store(chipset_store::Error::Symlink { .. })) => {
                     corrupt.push((BadEntry::At(path), CorruptReason::NotARegularFile));
                     return Ok(());

@@ -1,7 +1,9 @@
 //! Reading one entry of a folder as a message, failing closed as the
 //! uncached gate does.
 
-use chipset_store::{ReadOutcome, StateDir, StatePath};
+use chipset_store::{Folder, ReadOutcome, StateDir, StatePath};
+
+use crate::id::MessageId;
 
 use crate::error::{Error, Result};
 use crate::format::{Message, parse_message};
@@ -14,16 +16,28 @@ use crate::mail::{check_id, read_message_bytes_stat, stray};
 /// name); `None` when it moved on since the listing. Names that do not end
 /// in `.json` are never read: the seed's readers skip them too.
 pub(super) fn read_entry(state: &StateDir, dir: &StatePath, name: &str) -> Result<Option<Message>> {
-    Ok(read_entry_stat(state, dir, name)?.map(|(m, _)| m))
+    let (id, path) = entry_path(dir, name)?;
+    let read = read_message_bytes_stat(state, &path)?;
+    Ok(entry_message(&path, &id, read)?.map(|(m, _)| m))
 }
 
-/// As [`read_entry`], with the stat of the file read (taken from the open
-/// file before its bytes were read: the identity of the very file read).
-pub(super) fn read_entry_stat(
-    state: &StateDir,
+/// As [`read_entry`], from `folder` (the folder `dir` opened, to read many
+/// of its files), with the stat of the file read (taken from the open file
+/// before its bytes were read: the identity of the very file read).
+pub(super) fn read_entry_in(
+    folder: &Folder,
+    cap: u64,
     dir: &StatePath,
     name: &str,
 ) -> Result<Option<(Message, chipset_store::Stat)>> {
+    let (id, path) = entry_path(dir, name)?;
+    let read = folder.read_bytes_capped(name, cap)?;
+    entry_message(&path, &id, read)
+}
+
+/// The id and path of the entry `name`, or the stray-file error of a name
+/// that is not `{id}.json`.
+fn entry_path(dir: &StatePath, name: &str) -> Result<(MessageId, StatePath)> {
     let Some(id) = id_of(name) else {
         return Err(Error::Corrupt(stray(
             dir.as_path().join(name),
@@ -31,16 +45,25 @@ pub(super) fn read_entry_stat(
         )));
     };
     let path = dir.join_id(&id, ".json");
-    let (bytes, stat) = match read_message_bytes_stat(state, &path)? {
+    Ok((id, path))
+}
+
+/// The message an entry's read found, failing closed.
+fn entry_message(
+    path: &StatePath,
+    id: &MessageId,
+    read: ReadOutcome<(Vec<u8>, chipset_store::Stat)>,
+) -> Result<Option<(Message, chipset_store::Stat)>> {
+    let (bytes, stat) = match read {
         ReadOutcome::Missing => return Ok(None),
         ReadOutcome::Corrupt(c) => return Err(c.into()),
         ReadOutcome::Unsupported(u) => return Err(u.into()),
         ReadOutcome::Value(read) => read,
     };
-    match parse_message(&path, &bytes) {
+    match parse_message(path, &bytes) {
         ReadOutcome::Missing => Ok(None),
         ReadOutcome::Corrupt(c) => Err(c.into()),
         ReadOutcome::Unsupported(u) => Err(u.into()),
-        ReadOutcome::Value(m) => Ok(Some((check_id(&path, &id, m)?, stat))),
+        ReadOutcome::Value(m) => Ok(Some((check_id(path, id, m)?, stat))),
     }
 }

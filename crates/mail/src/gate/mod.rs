@@ -109,7 +109,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::format::{Kind, MESSAGE_SCHEMA, Message};
 use crate::layout::{BY_TASK, ORPHAN, id_of, never_a_message};
-use crate::mail::{Mail, stray};
+use crate::mail::{Mail, message_cap, stray};
 
 /// The cache's folder under `mail/` (a dot-name: listings skip it).
 pub(crate) const GATE_DIR: &str = ".gate";
@@ -585,7 +585,7 @@ mod reads;
 mod sent;
 mod task;
 
-use entry::{read_entry, read_entry_stat};
+use entry::{read_entry, read_entry_in};
 
 #[cfg(test)]
 mod reads_tests;

@@ -5,8 +5,8 @@
 //! # Why threads
 //!
 //! The first gate of a state no cache was made for reads every file of the
-//! folder (an `openat2`, a `statx`, two `read`s and a `close` each, then a
-//! parse), as the scan does, and then writes the caches that spare the next
+//! folder (an `openat` relative to the open folder, a `statx`, a `read` and
+//! a `close` each, then a parse), as the scan does, and then writes the caches that spare the next
 //! gate all of it. On one thread it cannot cost less than the scan. Reads of
 //! different files share nothing but the open state root, so a folder's
 //! reads are split into contiguous runs read at once (at most
@@ -73,7 +73,7 @@ fn readers(n: usize) -> usize {
 }
 
 /// Reads each entry of `files` that has none yet (a file no cache vouched
-/// for) as [`read_entry_stat`] does, and puts in its place what `each`
+/// for) as [`read_entry_in`] does (from the folder `dir`, opened once), and puts in its place what `each`
 /// makes of its message and the stat of its file, handed the entry's slot
 /// in `extra` (at the same position) for more; an entry gone since the
 /// listing keeps none. On several threads when there are many, each over
@@ -97,6 +97,14 @@ where
     F: Fn(Message, chipset_store::Stat, &mut X) -> E + Sync,
 {
     debug_assert_eq!(files.len(), extra.len());
+    if files.iter().all(|(_, entry)| entry.is_some()) {
+        return Ok(());
+    }
+    // Gone since the listing: so is every file in it.
+    let Some(folder) = state.folder(dir)? else {
+        return Ok(());
+    };
+    let (folder, cap) = (&folder, message_cap(state));
     let read_part = |files: &mut [(String, Option<E>)],
                      extra: &mut [X],
                      stopped: &dyn Fn() -> bool|
@@ -108,7 +116,7 @@ where
             if stopped() {
                 break;
             }
-            if let Some((message, stat)) = read_entry_stat(state, dir, name)? {
+            if let Some((message, stat)) = read_entry_in(folder, cap, dir, name)? {
                 *entry = Some(each(message, stat, slot));
             }
         }

@@ -1,0 +1,307 @@
+//! [`Folder`]: one directory of the state, opened once to read many of its
+//! files by name.
+
+use std::fs::File;
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+
+use super::*;
+use crate::id::segment_rule;
+use crate::path::MAX_NAME_LEN;
+use crate::read::read_open_file_stat;
+
+/// A directory of the state, opened once (from
+/// [`StateDir::folder`]), to read many files in it by name: each read opens
+/// its one name relative to the open directory, with no path resolved from
+/// the root again. A listing that reads every file it lists
+/// (an inbox, say) reads them this way.
+///
+/// It holds the directory open, so every read is of the directory that was
+/// opened, even if another is renamed into its place meanwhile. It is
+/// `Send + Sync`: threads may read through one `Folder` at once.
+///
+/// ```
+/// use chipset_store::{Channel, ReadOutcome, StateDir};
+/// let tmp = tempfile::tempdir()?;
+/// let state = StateDir::open(tmp.path())?;
+/// let dir = state.channel(Channel::new("reviews"));
+/// state.write_json(&dir.join("r-1.json")?, &serde_json::json!({"ok": true}))?;
+///
+/// let folder = state.folder(&dir)?.expect("the directory is there");
+/// for name in state.list(&dir)? {
+///     if let ReadOutcome::Value((bytes, stat)) = folder.read_bytes_capped(&name, 4096)? {
+///         assert!(stat.is_file());
+///         let value: serde_json::Value = serde_json::from_slice(&bytes)?;
+///         assert_eq!(value["ok"], true);
+///     }
+/// }
+/// assert!(folder.read_bytes_capped("../r-1.json", 4096).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct Folder {
+    fd: OwnedFd,
+    path: PathBuf,
+}
+
+impl StateDir {
+    /// Opens the directory `dir` for reading many of its files by name
+    /// (see [`Folder`]), or `None` when there is no directory there. No
+    /// symlink below the root is followed, as for every read.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Symlink`] when `dir` or a directory on the way is a symlink;
+    /// [`Error::NotADirectory`] when something else stands there;
+    /// [`Error::Io`] when it cannot be opened.
+    pub fn folder(&self, dir: &StatePath) -> Result<Option<Folder>> {
+        use rustix::fs::{Mode, OFlags};
+        let path = dir.as_path();
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let file = match self.openat2_beneath(path, flags, Mode::empty(), Self::open_dir_checked) {
+            // `O_DIRECTORY` meets a symlink as "not a directory": say which.
+            Err(Error::NotADirectory { .. }) if is_symlink(path) => {
+                return Err(Error::Symlink {
+                    path: path.to_owned(),
+                });
+            }
+            other => other?.map_err(|e| Error::io("open directory", path, e.into()))?,
+        };
+        Ok(file.map(|f| Folder {
+            fd: OwnedFd::from(f),
+            path: path.to_owned(),
+        }))
+    }
+
+    /// The fallback of [`StateDir::folder`]: checks each directory on the
+    /// way, then opens the last without following it.
+    fn open_dir_checked(&self, path: &Path) -> Result<Option<File>> {
+        if !self.dir_there(path)? {
+            return Ok(None);
+        }
+        use rustix::fs::{Mode, OFlags};
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        match rustix::fs::open(path, flags, Mode::empty()) {
+            Ok(fd) => Ok(Some(File::from(fd))),
+            Err(rustix::io::Errno::NOENT) => Ok(None),
+            Err(rustix::io::Errno::NOTDIR) if is_symlink(path) => Err(Error::Symlink {
+                path: path.to_owned(),
+            }),
+            Err(rustix::io::Errno::NOTDIR) => Err(Error::NotADirectory {
+                path: path.to_owned(),
+            }),
+            Err(e) => Err(Error::open_nofollow("open directory", path, e.into())),
+        }
+    }
+}
+
+/// Whether `path` is a symlink itself (for naming a failed open's cause).
+fn is_symlink(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+}
+
+impl Folder {
+    /// Reads the file `name` in this folder as
+    /// [`StateDir::read_bytes_capped`] reads a path, bounded by `cap`, with
+    /// the file's [`Stat`]: `Missing` when no such name is there, a
+    /// `Corrupt` outcome for a file over `cap` or one that is not a regular
+    /// file.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidId`] (kind `path segment`) when `name` is not one
+    /// safe path segment, by the rules of [`StatePath::join`] (so never a
+    /// dot-name or a path); [`Error::Symlink`] when `name` is a symlink;
+    /// [`Error::Io`] for other failures.
+    pub fn read_bytes_capped(&self, name: &str, cap: u64) -> Result<ReadOutcome<(Vec<u8>, Stat)>> {
+        use rustix::fs::{Mode, OFlags};
+        if let Some(rule) = segment_rule(name, MAX_NAME_LEN) {
+            return Err(Error::InvalidId {
+                kind: StatePath::KIND,
+                value: name.to_owned(),
+                rule,
+            });
+        }
+        let path = self.path.join(name);
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        match rustix::fs::openat(&self.fd, name, flags, Mode::empty()) {
+            Ok(fd) => read_open_file_stat(File::from(fd), &path, cap),
+            Err(rustix::io::Errno::NOENT) => Ok(ReadOutcome::Missing),
+            Err(e) => Err(Error::open_nofollow("open", &path, e.into())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::symlink;
+
+    use super::super::tests::two_ways_fixture;
+    use super::*;
+    use crate::read::{CorruptReason, Corruption};
+
+    fn value(read: ReadOutcome<(Vec<u8>, Stat)>) -> Vec<u8> {
+        match read {
+            ReadOutcome::Value((bytes, stat)) => {
+                assert!(stat.is_file());
+                bytes
+            }
+            other => panic!("not a value: {other:?}"),
+        }
+    }
+
+    /// A folder reads its files by name as a read by path does: the bytes
+    /// and stat of a file, `Missing` for a name not there, a typed error for
+    /// a symlink, and a corrupt outcome for a file over the cap or not a
+    /// regular file (a FIFO does not block the read).
+    #[test]
+    fn a_folder_reads_its_files_by_name_as_a_path_read_does() {
+        let (_tmp, state, hooks) = two_ways_fixture();
+        let folder = state.folder(&hooks).unwrap().expect("the folder is there");
+        let read = folder.read_bytes_capped("a.json", 64).unwrap();
+        let by_path = state
+            .read_bytes_capped(&hooks.join("a.json").unwrap(), 64)
+            .unwrap();
+        assert_eq!(read, by_path);
+        assert_eq!(value(read), b"{}");
+        assert_eq!(
+            folder.read_bytes_capped("missing.json", 64).unwrap(),
+            ReadOutcome::Missing
+        );
+        assert!(matches!(
+            folder.read_bytes_capped("link.json", 64),
+            Err(Error::Symlink { path }) if path == hooks.join_static("link.json").as_path()
+        ));
+        assert_eq!(
+            folder.read_bytes_capped("a.json", 1).unwrap(),
+            ReadOutcome::Corrupt(Corruption {
+                path: hooks.join_static("a.json").into_path_buf(),
+                reason: CorruptReason::TooLarge { size: 2, cap: 1 },
+            })
+        );
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            hooks.join_static("fifo.json").as_path(),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        assert!(matches!(
+            folder.read_bytes_capped("fifo.json", 64).unwrap(),
+            ReadOutcome::Corrupt(Corruption {
+                reason: CorruptReason::NotARegularFile,
+                ..
+            })
+        ));
+    }
+
+    /// A name is one safe segment, by `StatePath::join`'s rules: never a
+    /// path, a parent, or a dot-name (the store's own temps, locks and
+    /// quarantine). Nothing is opened for one.
+    #[test]
+    fn a_folder_refuses_a_name_that_is_not_one_safe_segment() {
+        let (_tmp, state, hooks) = two_ways_fixture();
+        std::fs::write(state.root().join("top.json"), "{}").unwrap();
+        let quarantine = hooks.as_path().join(".quarantine");
+        std::fs::create_dir(&quarantine).unwrap();
+        std::fs::write(quarantine.join("q.json"), "{}").unwrap();
+        let folder = state.folder(&hooks).unwrap().unwrap();
+        for name in [
+            "",
+            ".",
+            "..",
+            "../top.json",
+            "sub/a.json",
+            ".quarantine",
+            ".a.json.1.tmp",
+            "a\u{7}.json",
+        ] {
+            match folder.read_bytes_capped(name, 64) {
+                Err(Error::InvalidId { kind, value, .. }) => {
+                    assert_eq!((kind, value.as_str()), ("path segment", name));
+                }
+                other => panic!("{name:?}: {other:?}"),
+            }
+        }
+    }
+
+    /// The folder is the directory that was opened: another renamed into
+    /// its place is not read through it. A missing directory has no folder;
+    /// a file or a symlink in its place is a typed error, on both ways of
+    /// opening it.
+    #[test]
+    fn a_folder_is_the_directory_it_opened() {
+        let (tmp, state, hooks) = two_ways_fixture();
+        let folder = state.folder(&hooks).unwrap().unwrap();
+        let moved = tmp.path().join("moved");
+        std::fs::rename(hooks.as_path(), &moved).unwrap();
+        std::fs::create_dir(hooks.as_path()).unwrap();
+        std::fs::write(hooks.join_static("b.json"), "[]").unwrap();
+        assert_eq!(
+            value(folder.read_bytes_capped("a.json", 64).unwrap()),
+            b"{}"
+        );
+        assert_eq!(
+            folder.read_bytes_capped("b.json", 64).unwrap(),
+            ReadOutcome::Missing
+        );
+
+        let nothing = hooks.join("nothing").unwrap();
+        let file = hooks.join("b.json").unwrap();
+        std::fs::create_dir(state.root().join("real")).unwrap();
+        symlink(state.root().join("real"), hooks.join_static("dirlink")).unwrap();
+        let link = hooks.join("dirlink").unwrap();
+        let inside_link = state.root_path().join("mail").unwrap();
+        assert!(state.folder(&nothing).unwrap().is_none());
+        assert!(matches!(
+            state.folder(&file),
+            Err(Error::NotADirectory { .. })
+        ));
+        let got = state.folder(&link);
+        assert!(matches!(got, Err(Error::Symlink { .. })), "{got:?}");
+        assert!(matches!(
+            state.folder(&inside_link),
+            Err(Error::Symlink { .. })
+        ));
+        assert!(state.open_dir_checked(nothing.as_path()).unwrap().is_none());
+        assert!(state.open_dir_checked(hooks.as_path()).unwrap().is_some());
+        assert!(matches!(
+            state.open_dir_checked(file.as_path()),
+            Err(Error::NotADirectory { .. })
+        ));
+        assert!(matches!(
+            state.open_dir_checked(link.as_path()),
+            Err(Error::Symlink { .. })
+        ));
+        assert!(matches!(
+            state.open_dir_checked(inside_link.as_path()),
+            Err(Error::Symlink { .. })
+        ));
+    }
+
+    /// One folder is read from several threads at once.
+    #[test]
+    fn a_folder_is_read_from_many_threads() {
+        let (_tmp, state, hooks) = two_ways_fixture();
+        for i in 0..16 {
+            std::fs::write(
+                hooks
+                    .join_static("a.json")
+                    .with_file_name(format!("f{i}.json")),
+                i.to_string(),
+            )
+            .unwrap();
+        }
+        let folder = state.folder(&hooks).unwrap().unwrap();
+        std::thread::scope(|s| {
+            for i in 0..16 {
+                let folder = &folder;
+                s.spawn(move || {
+                    let read = folder.read_bytes_capped(&format!("f{i}.json"), 64).unwrap();
+                    assert_eq!(value(read), i.to_string().into_bytes());
+                });
+            }
+        });
+    }
+}
