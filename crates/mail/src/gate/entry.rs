@@ -3,10 +3,9 @@
 
 use chipset_store::{Folder, ReadOutcome, StateDir, StatePath};
 
-use crate::id::MessageId;
-
 use crate::error::{Error, Result};
 use crate::format::{Message, parse_message};
+use crate::id::MessageId;
 use crate::layout::id_of;
 use crate::mail::{check_id, read_message_bytes_stat, stray};
 

@@ -6,15 +6,15 @@
 //!
 //! The first gate of a state no cache was made for reads every file of the
 //! folder (an `openat` relative to the open folder, a `statx`, a `read` and
-//! a `close` each, then a parse), as the scan does, and then writes the caches that spare the next
-//! gate all of it. On one thread it cannot cost less than the scan. Reads of
-//! different files share nothing but the open state root, so a folder's
-//! reads are split into contiguous runs read at once (at most
-//! [`MAX_READERS`] threads, and only from [`PARALLEL_READS`] files on, where
-//! the threads' start costs little beside the reads), and the folder cache
-//! is encoded and written on its own thread while the gate goes on. The
-//! same holds for the records of a sent journal (a gate right after
-//! 10,000 sends parses 10,000 of them): its lines are parsed in runs.
+//! a `close` each, then a parse), as the scan does, and then writes the
+//! caches that spare the next gate all of it. On one thread it cannot cost
+//! less than the scan. Reads of different files share nothing but the open
+//! folder, so a folder's reads are split into contiguous runs read at once
+//! (at most [`MAX_READERS`] threads, and only from [`PARALLEL_READS`] files
+//! on, where the threads' start costs little beside the reads), and the
+//! folder cache is encoded and written on its own thread while the gate
+//! goes on. The same holds for the records of a sent journal (a gate right
+//! after 10,000 sends parses 10,000 of them): its lines are parsed in runs.
 //!
 //! # Failing closed as one thread does
 //!
@@ -73,10 +73,10 @@ fn readers(n: usize) -> usize {
 }
 
 /// Reads each entry of `files` that has none yet (a file no cache vouched
-/// for) as [`read_entry_in`] does (from the folder `dir`, opened once), and puts in its place what `each`
-/// makes of its message and the stat of its file, handed the entry's slot
-/// in `extra` (at the same position) for more; an entry gone since the
-/// listing keeps none. On several threads when there are many, each over
+/// for) as [`read_entry_in`] does, from the folder `dir` opened once, and
+/// puts in its place what `each` makes of its message and the stat of its
+/// file, handed the entry's slot in `extra` (at the same position) for
+/// more; an entry gone since the listing keeps none. On several threads when there are many, each over
 /// a contiguous part of `files` with about as many files to read: nothing
 /// read is moved again.
 ///
