@@ -54,6 +54,11 @@
 //!   (`StateDir::move_noclobber`), the least an archive can cost; nubos's
 //!   time over it is the highest ratio the disk allows.
 //!
+//! - `inbox`: `Mail::inbox` of one inbox of `PEER_INBOX` (default 10,000)
+//!   messages that nubos-pilot's `send` wrote, against nubos-pilot's
+//!   `inbox` of the same files, `PEER_ROUNDS` rounds. To keep: 2.9x in
+//!   issue 31's measure.
+//!
 //! `PEER_ONLY=gate,settled,archive,answered` runs only the named scenarios
 //! (`sends` names `fresh`, `batch` and `fill`).
 //!
@@ -86,6 +91,8 @@ use chipset_testkit::{EIO, Fault, FaultIo};
 #[path = "peer/nubos.rs"]
 mod nubos;
 use nubos::Nubos;
+#[path = "peer/inbox.rs"]
+mod inbox;
 
 /// Mail under `root` with the detected order (what `StateDir::open`
 /// gives), or a forced one.
@@ -547,6 +554,11 @@ fn main() {
         settle_disk(work.path());
         let n = env_usize("PEER_GATE", 10_000);
         settled_scenario(work.path(), &mut nubos, n, env_usize("PEER_GATE_ROUNDS", 3));
+    }
+    if selected("inbox") {
+        settle_disk(work.path());
+        let n = env_usize("PEER_INBOX", 10_000);
+        inbox::inbox_scenario(work.path(), &mut nubos, n, rounds);
     }
     if selected("archive") {
         settle_disk(work.path());

@@ -10,6 +10,8 @@
 //   pending <project> <task>   pendingReplies of <task> (answers
 //                        `<microseconds> <count>`)
 //   notify <project>     one untimed send; answers its id
+//   inbox <project> <agent>   inbox of <agent> (answers
+//                        `<microseconds> <count>`)
 //   archive <project> <id>   archive of <id>
 //   replies <project> <n>   n requests from np-critic to np-executor, each
 //                        answered by a response (untimed; answers `ok`)
@@ -127,6 +129,9 @@ rl.on('line', (line) => {
     process.stdout.write('ok\n');
   } else if (cmd === 'answered') {
     process.stdout.write(`${exchange(project, 'M005-S007-T0004')}\n`);
+  } else if (cmd === 'inbox') {
+    const [us, out] = timed(() => messaging.inbox(n, {}, project));
+    process.stdout.write(`${us} ${out.length}\n`);
   } else if (cmd === 'archive') {
     const [us] = timed(() => messaging.archive(n, project));
     process.stdout.write(`${us}\n`);
