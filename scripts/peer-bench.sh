@@ -7,11 +7,12 @@
 #
 # Environment: PEER_ROUNDS (default 5), PEER_FILL (default 10000), PEER_DIR
 # (where the projects are made; default the system temp directory),
-# PEER_ONLY (a comma-separated list of scenarios: gate, settled, archive,
-# answered, sends), PEER_GATE (open requests in the gate and settled
-# scenarios, default 10000),
-# PEER_GATE_ROUNDS (default 3), PEER_REPLIES (answered requests present in
-# the answered scenario, default 1000); crates/mail/benches/peer.rs says
+# PEER_ONLY (a comma-separated list of scenarios: gate, settled, inbox,
+# archive, answered, sends), PEER_GATE (open requests in the gate and
+# settled scenarios, default 10000), PEER_INBOX (messages in the inbox
+# scenario, default 10000), PEER_GATE_ROUNDS (default 3), PEER_REPLIES
+# (answered requests present in the answered scenario, default 1000);
+# crates/mail/benches/peer.rs says
 # what each scenario times. For a journalled ext4 figure, point PEER_DIR and
 # TMPDIR at a loop-mounted image:
 #
