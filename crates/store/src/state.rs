@@ -243,6 +243,18 @@ impl StateDir {
         Ok(rel)
     }
 
+    /// `path` relative to the root, as the path argument of a call on the
+    /// root's descriptor: `.` for the root itself (an empty path is
+    /// `ENOENT` to the kernel).
+    pub(crate) fn beneath<'a>(&self, path: &'a Path) -> Result<&'a Path> {
+        let rel = self.relative(path)?;
+        Ok(if rel.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            rel
+        })
+    }
+
     fn outside(&self, path: &Path) -> Error {
         Error::OutsideRoot {
             path: path.to_owned(),

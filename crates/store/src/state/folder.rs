@@ -84,6 +84,7 @@ impl StateDir {
         match rustix::fs::open(path, flags, Mode::empty()) {
             Ok(fd) => Ok(Some(File::from(fd))),
             Err(rustix::io::Errno::NOENT) => Ok(None),
+            // `dir_there` refused a symlink already: this is one put there since.
             Err(rustix::io::Errno::NOTDIR) if is_symlink(path) => Err(Error::Symlink {
                 path: path.to_owned(),
             }),
@@ -187,8 +188,15 @@ mod tests {
             0,
         )
         .unwrap();
+        // On a thread, so a read that blocks on the FIFO fails the test
+        // instead of hanging it.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(folder.read_bytes_capped("fifo.json", 64).unwrap()));
+        let read = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the read of a FIFO blocked");
         assert!(matches!(
-            folder.read_bytes_capped("fifo.json", 64).unwrap(),
+            read,
             ReadOutcome::Corrupt(Corruption {
                 reason: CorruptReason::NotARegularFile,
                 ..
@@ -252,7 +260,10 @@ mod tests {
         std::fs::create_dir(state.root().join("real")).unwrap();
         symlink(state.root().join("real"), hooks.join_static("dirlink")).unwrap();
         let link = hooks.join("dirlink").unwrap();
-        let inside_link = state.root_path().join("mail").unwrap();
+        // `mail` is a symlink to the directory that holds the root: refused
+        // as the folder, and on the way to one.
+        let the_link = state.root_path().join("mail").unwrap();
+        let through_link = the_link.join("state").unwrap();
         assert!(state.folder(&nothing).unwrap().is_none());
         assert!(matches!(
             state.folder(&file),
@@ -260,10 +271,6 @@ mod tests {
         ));
         let got = state.folder(&link);
         assert!(matches!(got, Err(Error::Symlink { .. })), "{got:?}");
-        assert!(matches!(
-            state.folder(&inside_link),
-            Err(Error::Symlink { .. })
-        ));
         assert!(state.open_dir_checked(nothing.as_path()).unwrap().is_none());
         assert!(state.open_dir_checked(hooks.as_path()).unwrap().is_some());
         assert!(matches!(
@@ -274,10 +281,35 @@ mod tests {
             state.open_dir_checked(link.as_path()),
             Err(Error::Symlink { .. })
         ));
-        assert!(matches!(
-            state.open_dir_checked(inside_link.as_path()),
-            Err(Error::Symlink { .. })
-        ));
+        for via in [&the_link, &through_link] {
+            let got = state.folder(via);
+            assert!(
+                matches!(got, Err(Error::Symlink { .. })),
+                "{via:?}: {got:?}"
+            );
+            let got = state.open_dir_checked(via.as_path());
+            assert!(
+                matches!(got, Err(Error::Symlink { .. })),
+                "{via:?}: {got:?}"
+            );
+        }
+    }
+
+    /// The root is a folder too (a layout that keeps its files at the top,
+    /// as `Mail::in_folder` does), on both ways of opening it, and `stat`
+    /// sees it.
+    #[test]
+    fn the_root_is_a_folder() {
+        let (_tmp, state, _hooks) = two_ways_fixture();
+        std::fs::write(state.root().join("top.json"), "{}").unwrap();
+        let root = state.root_path();
+        let folder = state.folder(&root).unwrap().expect("the root is there");
+        assert_eq!(
+            value(folder.read_bytes_capped("top.json", 64).unwrap()),
+            b"{}"
+        );
+        assert!(state.open_dir_checked(root.as_path()).unwrap().is_some());
+        assert!(state.stat(&root).unwrap().is_some_and(|s| s.is_dir()));
     }
 
     /// One folder is read from several threads at once.

@@ -61,7 +61,7 @@ impl StateDir {
     ) -> Result<std::result::Result<Option<File>, rustix::io::Errno>> {
         use rustix::fs::ResolveFlags;
         use rustix::io::Errno;
-        let rel = self.relative(path)?;
+        let rel = self.beneath(path)?;
         let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS;
         match rustix::fs::openat2(&self.inner.root_fd, rel, flags, mode, resolve) {
             Ok(fd) => Ok(Ok(Some(File::from(fd)))),
@@ -114,7 +114,7 @@ impl StateDir {
     fn stat_at(&self, path: &Path) -> Result<Option<Stat>> {
         use rustix::fs::{Mode, OFlags, ResolveFlags};
         use rustix::io::Errno;
-        let rel = self.relative(path)?;
+        let rel = self.beneath(path)?;
         let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS;
         let fd = match rustix::fs::openat2(&self.inner.root_fd, rel, flags, Mode::empty(), resolve)
