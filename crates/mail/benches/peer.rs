@@ -59,7 +59,7 @@
 //!   `inbox` of the same files, `PEER_ROUNDS` rounds. To keep: 2.9x in
 //!   issue 31's measure.
 //!
-//! `PEER_ONLY=gate,settled,archive,answered` runs only the named scenarios
+//! `PEER_ONLY=gate,settled,inbox,archive,answered` runs only the named scenarios
 //! (`sends` names `fresh`, `batch` and `fill`).
 //!
 //! `batch` runs `send_batch` under each sync order this filesystem allows,

@@ -76,9 +76,9 @@ fn readers(n: usize) -> usize {
 /// for) as [`read_entry_in`] does, from the folder `dir` opened once, and
 /// puts in its place what `each` makes of its message and the stat of its
 /// file, handed the entry's slot in `extra` (at the same position) for
-/// more; an entry gone since the listing keeps none. On several threads when there are many, each over
-/// a contiguous part of `files` with about as many files to read: nothing
-/// read is moved again.
+/// more; an entry gone since the listing keeps none. On several threads
+/// when there are many, each over a contiguous part of `files` with about
+/// as many files to read: nothing read is moved again.
 ///
 /// # Errors
 ///

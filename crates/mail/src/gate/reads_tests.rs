@@ -364,3 +364,49 @@ fn a_journal_parsed_on_several_threads_gives_what_the_log_reader_gives() {
     }
     TEST_PARALLEL_READS.with(|t| t.set(8));
 }
+
+/// The folder is opened once, after the listing, and fails the read closed:
+/// a symlink put in the inbox's place is an error on one thread and on
+/// several (never "every file gone", which could pass the gate), and an
+/// inbox gone since the listing has every file gone, as reading each by
+/// its path would find.
+#[test]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "puts a symlink where the inbox was, which the store never makes"
+)]
+fn an_inbox_swapped_for_a_symlink_since_the_listing_fails_the_read() {
+    let s = state();
+    let dir = s.mail.layout.inbox(&s.exec);
+    let names = s.mail.state.list(&dir).unwrap();
+    let read = |parallel: bool| {
+        TEST_PARALLEL_READS.with(|t| t.set(if parallel { 8 } else { usize::MAX }));
+        let mut files: Vec<(String, Option<MessageId>)> =
+            names.iter().map(|n| (n.clone(), None)).collect();
+        let read = read_missing(
+            &s.mail.state,
+            &dir,
+            &mut files,
+            &mut vec![(); names.len()],
+            |m, _, ()| m.id,
+        );
+        TEST_PARALLEL_READS.with(|t| t.set(8));
+        read.map(|()| files.into_iter().filter_map(|(_, id)| id).count())
+    };
+    assert_eq!(read(false).unwrap(), names.len());
+
+    let moved = s._tmp.path().join("moved-inbox");
+    std::fs::rename(dir.as_path(), &moved).unwrap();
+    assert_eq!(read(false).unwrap(), 0);
+    assert_eq!(read(true).unwrap(), 0);
+
+    std::os::unix::fs::symlink(&moved, dir.as_path()).unwrap();
+    for parallel in [false, true] {
+        match read(parallel) {
+            Err(Error::Store(chipset_store::Error::Symlink { path })) => {
+                assert_eq!(path, dir.as_path());
+            }
+            other => panic!("parallel {parallel}: {other:?}"),
+        }
+    }
+}
