@@ -197,6 +197,32 @@ fn a_bad_file_fails_the_threaded_read_as_it_fails_one_thread() {
     many.unwrap();
 }
 
+/// Reads each of `names` in `dir` as the gate does (`read_missing`), on
+/// several threads or on one: each name's message id (`None`: gone since
+/// the listing), and whether the read took the threaded path.
+fn read_ids(
+    s: &State,
+    dir: &StatePath,
+    names: &[String],
+    parallel: bool,
+) -> (Result<Vec<Option<MessageId>>>, bool) {
+    TEST_PARALLEL_READS.with(|t| t.set(if parallel { 8 } else { usize::MAX }));
+    let mut files: Vec<(String, Option<MessageId>)> =
+        names.iter().map(|n| (n.clone(), None)).collect();
+    let before = parallel_rounds();
+    let read = read_missing(
+        &s.mail.state,
+        dir,
+        &mut files,
+        &mut vec![(); names.len()],
+        |m, _, ()| m.id,
+    );
+    let threaded = parallel_rounds() > before;
+    TEST_PARALLEL_READS.with(|t| t.set(8));
+    let ids = read.map(|()| files.into_iter().map(|(_, id)| id).collect());
+    (ids, threaded)
+}
+
 /// A `.json` name that is not `{id}.json` among many fails the threaded read as
 /// it fails one thread, and a file gone between the listing and its read
 /// (at the start, in the middle, at the end) is skipped.
@@ -207,20 +233,9 @@ fn a_file_gone_since_the_listing_is_skipped_by_every_thread() {
     let mut names = s.mail.state.list(&dir).unwrap();
     let n = names.len();
     let ids = |parallel: bool, names: &[String]| {
-        TEST_PARALLEL_READS.with(|t| t.set(if parallel { 8 } else { usize::MAX }));
-        let mut files: Vec<(String, Option<MessageId>)> =
-            names.iter().map(|n| (n.clone(), None)).collect();
-        let before = parallel_rounds();
-        let read = read_missing(
-            &s.mail.state,
-            &dir,
-            &mut files,
-            &mut vec![(); names.len()],
-            |m, _, ()| m.id,
-        );
-        assert_eq!(parallel_rounds() > before, parallel);
-        TEST_PARALLEL_READS.with(|t| t.set(8));
-        read.map(|()| files.into_iter().map(|(_, id)| id).collect::<Vec<_>>())
+        let (read, threaded) = read_ids(&s, &dir, names, parallel);
+        assert_eq!(threaded, parallel);
+        read
     };
     let all = ids(false, &names).unwrap();
     assert!(all.iter().all(Option::is_some));
@@ -380,18 +395,8 @@ fn an_inbox_swapped_for_a_symlink_since_the_listing_fails_the_read() {
     let dir = s.mail.layout.inbox(&s.exec);
     let names = s.mail.state.list(&dir).unwrap();
     let read = |parallel: bool| {
-        TEST_PARALLEL_READS.with(|t| t.set(if parallel { 8 } else { usize::MAX }));
-        let mut files: Vec<(String, Option<MessageId>)> =
-            names.iter().map(|n| (n.clone(), None)).collect();
-        let read = read_missing(
-            &s.mail.state,
-            &dir,
-            &mut files,
-            &mut vec![(); names.len()],
-            |m, _, ()| m.id,
-        );
-        TEST_PARALLEL_READS.with(|t| t.set(8));
-        read.map(|()| files.into_iter().filter_map(|(_, id)| id).count())
+        let (read, _) = read_ids(&s, &dir, &names, parallel);
+        read.map(|ids| ids.into_iter().flatten().count())
     };
     assert_eq!(read(false).unwrap(), names.len());
 
