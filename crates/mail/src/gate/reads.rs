@@ -97,7 +97,8 @@ where
     F: Fn(Message, chipset_store::Stat, &mut X) -> E + Sync,
 {
     debug_assert_eq!(files.len(), extra.len());
-    if files.iter().all(|(_, entry)| entry.is_some()) {
+    let todo = files.iter().filter(|(_, entry)| entry.is_none()).count();
+    if todo == 0 {
         return Ok(());
     }
     // Gone since the listing: so is every file in it.
@@ -122,7 +123,6 @@ where
         }
         Ok(())
     };
-    let todo = files.iter().filter(|(_, entry)| entry.is_none()).count();
     let threads = readers(todo);
     if threads <= 1 {
         return read_part(files, extra, &|| false);
