@@ -57,7 +57,7 @@ pub struct StatePath {
 
 impl StatePath {
     /// The kind of value, as named in errors.
-    pub(crate) const KIND: &'static str = "path segment";
+    const KIND: &'static str = "path segment";
 
     /// Wraps a path the store built from its root and checked names.
     pub(crate) fn from_checked(path: PathBuf) -> StatePath {
@@ -72,16 +72,27 @@ impl StatePath {
     /// safe path segment.
     pub fn join(&self, segment: impl AsRef<str>) -> Result<StatePath> {
         let segment = segment.as_ref();
-        if let Some(rule) = segment_rule(segment, MAX_NAME_LEN) {
-            return Err(Error::InvalidId {
-                kind: Self::KIND,
-                value: segment.to_owned(),
-                rule,
-            });
-        }
+        Self::check_segment(segment)?;
         Ok(StatePath {
             path: self.path.join(segment),
         })
+    }
+
+    /// Checks that `segment` is one safe path segment, as
+    /// [`StatePath::join`] does.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidId`] (kind `path segment`) when it is not.
+    pub(crate) fn check_segment(segment: &str) -> Result<()> {
+        match segment_rule(segment, MAX_NAME_LEN) {
+            Some(rule) => Err(Error::InvalidId {
+                kind: Self::KIND,
+                value: segment.to_owned(),
+                rule,
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Returns this path with `{id}{suffix}` joined, `id` being a validated

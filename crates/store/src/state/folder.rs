@@ -5,10 +5,15 @@ use std::fs::File;
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 
+use super::reads::READ_FLAGS;
 use super::*;
-use crate::id::segment_rule;
-use crate::path::MAX_NAME_LEN;
 use crate::read::read_open_file_stat;
+
+/// How a folder is opened: a directory, never through a symlink.
+const DIR_FLAGS: rustix::fs::OFlags = rustix::fs::OFlags::RDONLY
+    .union(rustix::fs::OFlags::DIRECTORY)
+    .union(rustix::fs::OFlags::NOFOLLOW)
+    .union(rustix::fs::OFlags::CLOEXEC);
 
 /// A directory of the state, opened once (from
 /// [`StateDir::folder`]), to read many files in it by name: each read opens
@@ -55,10 +60,9 @@ impl StateDir {
     /// [`Error::NotADirectory`] when something else stands there;
     /// [`Error::Io`] when it cannot be opened.
     pub fn folder(&self, dir: &StatePath) -> Result<Option<Folder>> {
-        use rustix::fs::{Mode, OFlags};
         let path = dir.as_path();
-        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let file = match self.openat2_beneath(path, flags, Mode::empty(), Self::open_dir_checked) {
+        let mode = rustix::fs::Mode::empty();
+        let file = match self.openat2_beneath(path, DIR_FLAGS, mode, Self::open_dir_checked) {
             // `O_DIRECTORY` meets a symlink as "not a directory": say which.
             Err(Error::NotADirectory { .. }) if is_symlink(path) => {
                 return Err(Error::Symlink {
@@ -79,9 +83,7 @@ impl StateDir {
         if !self.dir_there(path)? {
             return Ok(None);
         }
-        use rustix::fs::{Mode, OFlags};
-        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        match rustix::fs::open(path, flags, Mode::empty()) {
+        match rustix::fs::open(path, DIR_FLAGS, rustix::fs::Mode::empty()) {
             Ok(fd) => Ok(Some(File::from(fd))),
             Err(rustix::io::Errno::NOENT) => Ok(None),
             // `dir_there` refused a symlink already: this is one put there since.
@@ -115,17 +117,9 @@ impl Folder {
     /// dot-name or a path); [`Error::Symlink`] when `name` is a symlink;
     /// [`Error::Io`] for other failures.
     pub fn read_bytes_capped(&self, name: &str, cap: u64) -> Result<ReadOutcome<(Vec<u8>, Stat)>> {
-        use rustix::fs::{Mode, OFlags};
-        if let Some(rule) = segment_rule(name, MAX_NAME_LEN) {
-            return Err(Error::InvalidId {
-                kind: StatePath::KIND,
-                value: name.to_owned(),
-                rule,
-            });
-        }
+        StatePath::check_segment(name)?;
         let path = self.path.join(name);
-        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-        match rustix::fs::openat(&self.fd, name, flags, Mode::empty()) {
+        match rustix::fs::openat(&self.fd, name, READ_FLAGS, rustix::fs::Mode::empty()) {
             Ok(fd) => read_open_file_stat(File::from(fd), &path, cap),
             Err(rustix::io::Errno::NOENT) => Ok(ReadOutcome::Missing),
             Err(e) => Err(Error::open_nofollow("open", &path, e.into())),

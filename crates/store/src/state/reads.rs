@@ -5,6 +5,14 @@
 use super::*;
 use crate::stat::none_if_not_found;
 
+/// How a file is opened for reading: never through a symlink, and never
+/// waiting (`O_NONBLOCK`: a FIFO planted at a state path does not hang the
+/// open).
+pub(super) const READ_FLAGS: rustix::fs::OFlags = rustix::fs::OFlags::RDONLY
+    .union(rustix::fs::OFlags::NOFOLLOW)
+    .union(rustix::fs::OFlags::NONBLOCK)
+    .union(rustix::fs::OFlags::CLOEXEC);
+
 impl StateDir {
     /// Lists the names in `dir` with each entry's [`Stat`], as
     /// [`StateDir::list`] would list them (dot-names skipped, sorted by
@@ -39,9 +47,8 @@ impl StateDir {
     /// does. Where the kernel lacks `openat2` (before Linux 5.6, or a sandbox
     /// that filters it) the directories are checked one by one instead.
     pub(super) fn open_beneath(&self, path: &Path) -> Result<Option<File>> {
-        use rustix::fs::{Mode, OFlags};
-        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-        self.openat2_beneath(path, flags, Mode::empty(), Self::open_checked)?
+        let mode = rustix::fs::Mode::empty();
+        self.openat2_beneath(path, READ_FLAGS, mode, Self::open_checked)?
             .map_err(|e| Error::io("open", path, e.into()))
     }
 
