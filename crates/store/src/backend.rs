@@ -335,14 +335,7 @@ mod tests {
     fn a_write_back_the_kernel_cannot_do_falls_back_to_a_data_sync() {
         let tmp = tempfile::tempdir().unwrap();
         let fifo = tmp.path().join("fifo");
-        rustix::fs::mknodat(
-            CWD,
-            &fifo,
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
+        crate::test_support::make_fifo(&fifo);
         // Read and write: opening a FIFO so does not wait for a peer.
         let file = OpenOptions::new()
             .read(true)

@@ -420,6 +420,22 @@ mod sync_pool;
 mod time;
 mod watch;
 
+/// Helpers the store's unit tests share.
+#[cfg(test)]
+pub(crate) mod test_support {
+    /// Makes a FIFO at `path`: a file no read may block on.
+    pub(crate) fn make_fifo(path: impl AsRef<std::path::Path>) {
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            path.as_ref(),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+    }
+}
+
 pub use atomic::Created;
 #[cfg(feature = "testing")]
 pub use backend::{IoBackend, RealIo, SharedIo, SyncOrder};

@@ -242,14 +242,7 @@ mod tests {
         fs::create_dir(dir.join_static("dir")).unwrap();
         std::os::unix::fs::symlink(tmp.path().join("nowhere"), dir.join_static("dangling"))
             .unwrap();
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            dir.join_static("fifo").as_path(),
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o644),
-            0,
-        )
-        .unwrap();
+        crate::test_support::make_fifo(dir.join_static("fifo"));
         for (name, kind) in [
             ("file", EntryKind::File),
             ("dir", EntryKind::Dir),

@@ -174,14 +174,7 @@ mod tests {
                 reason: CorruptReason::TooLarge { size: 2, cap: 1 },
             })
         );
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            hooks.join_static("fifo.json").as_path(),
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
+        crate::test_support::make_fifo(hooks.join_static("fifo.json"));
         // On a thread, so a read that blocks on the FIFO fails the test
         // instead of hanging it.
         let (tx, rx) = std::sync::mpsc::channel();
