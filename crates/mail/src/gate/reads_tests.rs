@@ -400,12 +400,12 @@ fn an_inbox_swapped_for_a_symlink_since_the_listing_fails_the_read() {
     };
     assert_eq!(read(false).unwrap(), names.len());
 
-    let moved = s._tmp.path().join("moved-inbox");
-    std::fs::rename(dir.as_path(), &moved).unwrap();
+    let moved = s.mail.state.root_path().join("moved-inbox").unwrap();
+    s.mail.state.move_noclobber(&dir, &moved).unwrap();
     assert_eq!(read(false).unwrap(), 0);
     assert_eq!(read(true).unwrap(), 0);
 
-    std::os::unix::fs::symlink(&moved, dir.as_path()).unwrap();
+    std::os::unix::fs::symlink(moved.as_path(), dir.as_path()).unwrap();
     for parallel in [false, true] {
         match read(parallel) {
             Err(Error::Store(chipset_store::Error::Symlink { path })) => {
