@@ -111,17 +111,18 @@ pub(crate) fn read_message(state: &StateDir, path: &StatePath) -> Result<ReadOut
 }
 
 /// Reads and parses the message file `name` of `folder` (at `path`, for
-/// reports), bounded by `cap` ([`message_cap`]): for a walk that reads
-/// every file of one folder.
+/// reports), bounded by `cap` ([`message_cap`]), through `buf`: for a walk
+/// that reads every file of one folder, reusing one buffer.
 pub(crate) fn read_message_in(
     folder: &chipset_store::Folder,
     cap: u64,
     name: &str,
     path: &StatePath,
+    buf: &mut Vec<u8>,
 ) -> Result<ReadOutcome<Message>> {
     Ok(folder
-        .read_bytes_capped(name, cap)?
-        .and_then(|(bytes, _)| parse_message(path, &bytes)))
+        .read_into(name, cap, buf)?
+        .and_then(|()| parse_message(path, buf)))
 }
 
 /// What happened to one move.
@@ -407,6 +408,7 @@ impl Mail {
             return Ok(out);
         };
         let cap = message_cap(&self.state);
+        let mut buf = Vec::new();
         for name in names {
             if skip.contains(&name.as_str()) {
                 continue;
@@ -417,7 +419,7 @@ impl Mail {
                 continue;
             };
             let path = dir.join_id(&id, ".json");
-            let read = match read_message_in(&folder, cap, &name, &path)? {
+            let read = match read_message_in(&folder, cap, &name, &path, &mut buf)? {
                 ReadOutcome::Missing => continue,
                 ReadOutcome::Value(m) => match check_id(&path, &id, m) {
                     Ok(m) => ReadOutcome::Value(m),

@@ -164,6 +164,9 @@
 //! once with [`StateDir::folder`] and reads each file by name through the
 //! [`Folder`]: one `openat` relative to the open directory, a `statx`, one
 //! `read` and a `close` per file, with no path resolved from the root again.
+//! A reader that needs only the bytes uses [`Folder::read_into`], which
+//! reuses one buffer and skips the `statx` for a file that its first read
+//! shows whole: an `openat`, a `pread` and a `close`.
 //!
 //! # Repair: one framework for every doctor
 //!

@@ -245,6 +245,45 @@ pub(crate) fn read_open_file_stat(
     Ok(ReadOutcome::Value((buf, crate::Stat::from_metadata(&meta))))
 }
 
+/// How many bytes the first read of [`read_open_into`] asks for, before
+/// anything is known of the file's size: more than a message or a record
+/// holds, so that most files are read whole by that one read.
+const FIRST_READ: usize = 16 * 1024;
+
+/// Reads an already opened file of at most `cap` bytes into `buf`
+/// (emptied first), as [`read_open_file`] does, but without a `statx` where
+/// one read shows the whole file; `path` is for reports.
+///
+/// The first read is a `pread` at offset 0 into `buf`'s spare room (at
+/// least [`FIRST_READ`] bytes). When it returns fewer bytes than it asked
+/// for, and no more than `cap`, those are the whole file: a read of a
+/// regular file returns less than asked only at its end. A `pread` fails
+/// on a FIFO, a pipe or a socket (`ESPIPE`), and on a directory, so what
+/// one returned came from a regular file or from a device, which only root
+/// can make. Every other case (an empty file, a file the read filled, a
+/// failed read) is read again the way [`read_open_file`] reads, after a
+/// stat, so an oversized or non-regular file is corrupt as there.
+pub(crate) fn read_open_into(
+    fd: std::os::fd::OwnedFd,
+    path: &dyn Fn() -> PathBuf,
+    cap: u64,
+    buf: &mut Vec<u8>,
+) -> Result<ReadOutcome<()>> {
+    buf.clear();
+    buf.reserve(FIRST_READ);
+    let asked = buf.capacity();
+    if let Ok(n) = rustix::io::pread(&fd, rustix::buffer::spare_capacity(&mut *buf), 0)
+        && n > 0
+        && n < asked
+        && n as u64 <= cap
+    {
+        return Ok(ReadOutcome::Value(()));
+    }
+    buf.clear();
+    // `pread` left the file's offset at 0, so this reads from the start.
+    Ok(read_open_file(File::from(fd), &path(), cap)?.map(|bytes| buf.extend_from_slice(&bytes)))
+}
+
 /// Reads `file` to its end, at most `limit` bytes, where its stat said it
 /// holds `expected` (less than `limit`).
 ///

@@ -98,6 +98,7 @@ impl Mail {
         let mut corrupt = Vec::new();
         let mut unsupported = Vec::new();
         let mut left = Vec::new();
+        let mut buf = Vec::new();
         self.state.for_each_name(&dir, |name| -> Result<()> {
             if skip.contains(&name.as_str()) {
                 return Ok(());
@@ -110,7 +111,7 @@ impl Mail {
                 return Ok(());
             };
             let path = dir.join_id(&id, ".json");
-            let read = match crate::mail::read_message_in(&folder, cap, &name, &path) {
+            let read = match crate::mail::read_message_in(&folder, cap, &name, &path, &mut buf) {
                 Err(crate::Error::Store(chipset_store::Error::Symlink { .. })) => {
                     corrupt.push((BadEntry::At(path), CorruptReason::NotARegularFile));
                     return Ok(());

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use super::reads::READ_FLAGS;
 use super::*;
-use crate::read::read_open_file_stat;
+use crate::read::{read_open_file_stat, read_open_into};
 
 /// How a folder is opened: a directory, never through a symlink.
 const DIR_FLAGS: rustix::fs::OFlags = rustix::fs::OFlags::RDONLY
@@ -123,6 +123,53 @@ impl Folder {
             Ok(fd) => read_open_file_stat(File::from(fd), &path, cap),
             Err(rustix::io::Errno::NOENT) => Ok(ReadOutcome::Missing),
             Err(e) => Err(Error::open_nofollow("open", &path, e.into())),
+        }
+    }
+
+    /// Reads the file `name` in this folder into `buf` (emptied first), as
+    /// [`Folder::read_bytes_capped`] reads it, without the [`Stat`]: for a
+    /// walk that reads every file of a folder and needs only the bytes,
+    /// reusing one buffer. A file read whole by its first read is never
+    /// stat-ed, which spares a system call for each file of such a walk.
+    ///
+    /// That first read asks for 16 KiB or more, and when it returns less,
+    /// the bytes are the whole file: a read of a regular file returns less
+    /// than asked only at its end. Every Linux filesystem keeps that rule
+    /// but a FUSE filesystem mounted with `direct_io`, whose daemon may
+    /// return less; a file read there could come back cut short.
+    ///
+    /// `Value(())` means `buf` holds the file's bytes; after any other
+    /// outcome, or an error, it holds nothing.
+    ///
+    /// ```
+    /// use chipset_store::{Channel, ReadOutcome, StateDir};
+    /// let tmp = tempfile::tempdir()?;
+    /// let state = StateDir::open(tmp.path())?;
+    /// let dir = state.channel(Channel::new("reviews"));
+    /// state.write_json(&dir.join("r-1.json")?, &serde_json::json!({"ok": true}))?;
+    ///
+    /// let folder = state.folder(&dir)?.expect("the directory is there");
+    /// let mut buf = Vec::new();
+    /// for name in state.list(&dir)? {
+    ///     if let ReadOutcome::Value(()) = folder.read_into(&name, 4096, &mut buf)? {
+    ///         let value: serde_json::Value = serde_json::from_slice(&buf)?;
+    ///         assert_eq!(value["ok"], true);
+    ///     }
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`Folder::read_bytes_capped`].
+    pub fn read_into(&self, name: &str, cap: u64, buf: &mut Vec<u8>) -> Result<ReadOutcome<()>> {
+        buf.clear();
+        StatePath::check_segment(name)?;
+        let path = || self.path.join(name);
+        match rustix::fs::openat(&self.fd, name, READ_FLAGS, rustix::fs::Mode::empty()) {
+            Ok(fd) => read_open_into(fd, &path, cap, buf),
+            Err(rustix::io::Errno::NOENT) => Ok(ReadOutcome::Missing),
+            Err(e) => Err(Error::open_nofollow("open", &path(), e.into())),
         }
     }
 }
@@ -297,6 +344,127 @@ mod tests {
         );
         assert!(state.open_dir_checked(root.as_path()).unwrap().is_some());
         assert!(state.stat(&root).unwrap().is_some_and(|s| s.is_dir()));
+    }
+
+    /// What `read_into` found for `name`: the buffer's bytes for a value,
+    /// else the outcome (the buffer then empty).
+    fn read_into(folder: &Folder, name: &str, cap: u64, buf: &mut Vec<u8>) -> ReadOutcome<Vec<u8>> {
+        let read = folder.read_into(name, cap, buf).unwrap();
+        if !matches!(read, ReadOutcome::Value(())) {
+            assert!(buf.is_empty(), "{name}: {read:?} left {} bytes", buf.len());
+        }
+        read.map(|()| buf.clone())
+    }
+
+    /// `read_into` finds what `read_bytes_capped` finds, through one buffer
+    /// reused from file to file: a file's bytes (small, empty, and larger
+    /// than its first read, before and after a smaller one), `Missing`, a
+    /// typed error for a symlink, a file over the cap (within the first
+    /// read, and beyond it), and a directory or a FIFO as not a regular
+    /// file, even a FIFO that holds bytes (a `pread` of one fails), never
+    /// blocking. After anything but a value, the buffer holds nothing.
+    #[test]
+    fn read_into_finds_what_read_bytes_finds() {
+        let (_tmp, state, hooks) = two_ways_fixture();
+        let at = |name: &str| hooks.join_static("a.json").with_file_name(name);
+        let big: Vec<u8> = (0..40_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        std::fs::write(at("big.json"), &big).unwrap();
+        std::fs::write(at("empty.json"), "").unwrap();
+        std::fs::create_dir(at("dir.json")).unwrap();
+        crate::test_support::make_fifo(at("fifo.json"));
+        // Held open for writing (read-write: no reader is needed to open it
+        // so) with bytes in it, for as long as the test runs.
+        let writer = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(at("fifo.json"))
+            .unwrap();
+        std::io::Write::write_all(&mut &writer, b"{}").unwrap();
+        let folder = state.folder(&hooks).unwrap().unwrap();
+        let mut buf = b"left from before".to_vec();
+        for (name, cap) in [
+            ("a.json", 64),
+            ("big.json", 1 << 20),
+            ("a.json", 64),
+            ("empty.json", 64),
+            ("missing.json", 64),
+            ("a.json", 1),
+            ("big.json", 20_000),
+            ("dir.json", 64),
+        ] {
+            let by_bytes = folder.read_bytes_capped(name, cap).unwrap().map(|(b, _)| b);
+            assert_eq!(read_into(&folder, name, cap, &mut buf), by_bytes, "{name}");
+        }
+        assert_eq!(
+            read_into(&folder, "big.json", 1 << 20, &mut buf),
+            ReadOutcome::Value(big)
+        );
+        assert!(matches!(
+            folder.read_into("link.json", 64, &mut buf),
+            Err(Error::Symlink { .. })
+        ));
+        assert!(buf.is_empty());
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            tx.send(read_into(&folder, "fifo.json", 64, &mut buf))
+        });
+        let read = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the read of a FIFO blocked");
+        assert!(
+            matches!(
+                read,
+                ReadOutcome::Corrupt(Corruption {
+                    reason: CorruptReason::NotARegularFile,
+                    ..
+                })
+            ),
+            "{read:?}"
+        );
+        drop(writer);
+    }
+
+    /// The read system calls this thread has made (`syscr` of
+    /// `/proc/thread-self/io`), read twice around `f`: how many `f` made,
+    /// besides the first reading's own.
+    fn reads_around(f: impl FnOnce()) -> u64 {
+        let syscr = || {
+            let io = std::fs::read_to_string("/proc/thread-self/io").unwrap();
+            let line = io.lines().find(|l| l.starts_with("syscr:")).unwrap();
+            line["syscr:".len()..].trim().parse::<u64>().unwrap()
+        };
+        let before = syscr();
+        f();
+        syscr() - before
+    }
+
+    /// A file that one read shows whole is read by that one read and never
+    /// again: the stat and the read that `read_bytes_capped` makes are
+    /// skipped. An empty file, which that read cannot tell from a file
+    /// that is not a regular one, takes the second way, so the count tells
+    /// the ways apart.
+    #[test]
+    fn a_file_read_whole_by_one_read_is_read_once() {
+        let (_tmp, state, hooks) = two_ways_fixture();
+        let empty = hooks.join_static("a.json").with_file_name("empty.json");
+        std::fs::write(&empty, "").unwrap();
+        let folder = state.folder(&hooks).unwrap().unwrap();
+        let mut buf = Vec::new();
+        let none = reads_around(|| {});
+        let small = reads_around(|| {
+            assert_eq!(
+                read_into(&folder, "a.json", 64, &mut buf),
+                ReadOutcome::Value(b"{}".to_vec())
+            );
+        });
+        let empty = reads_around(|| {
+            assert_eq!(
+                read_into(&folder, "empty.json", 64, &mut buf),
+                ReadOutcome::Value(Vec::new())
+            );
+        });
+        assert_eq!((small - none, empty - none), (1, 2));
     }
 
     /// One folder is read from several threads at once.
