@@ -318,7 +318,8 @@ impl From<chipset_mail::Error> for Failure {
             | E::UnknownRecipient { .. }
             | E::EmptyGroup
             | E::GroupTooLarge { .. }
-            | E::InvalidGroupId { .. } => Class::Usage,
+            | E::InvalidGroupId { .. }
+            | E::InvalidMessageId { .. } => Class::Usage,
             _ => Class::Refused,
         };
         Failure::from_error(class, &e).unknown_if(e.is_outcome_unknown())

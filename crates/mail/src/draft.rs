@@ -172,7 +172,9 @@ impl NewMessage {
     /// writes no second copy; with other content it is refused with
     /// [`Error::IdTaken`](crate::Error::IdTaken) and writes nothing.
     /// Choose the id with [`SortableId::generate`](chipset_store::SortableId::generate)
-    /// and persist it before sending, so inboxes stay in time order.
+    /// and persist it before sending, so inboxes stay in time order. An id
+    /// not in the seed's form ([`MessageId::is_seed_form`]) is refused with
+    /// [`Error::InvalidMessageId`](crate::Error::InvalidMessageId).
     #[must_use]
     pub fn with_id(mut self, id: MessageId) -> Self {
         self.id = Some(id);
@@ -207,6 +209,9 @@ impl NewMessage {
 pub(crate) fn check_draft(draft: &NewMessage, config: &MailConfig) -> Result<()> {
     validate_agent_name("from", &draft.from)?;
     validate_agent_name("to", &draft.to)?;
+    if let Some(id) = draft.id.as_ref().filter(|id| !id.is_seed_form()) {
+        return Err(Error::InvalidMessageId { id: id.clone() });
+    }
     validate_subject(&draft.subject)?;
     if let Some(round) = draft.round
         && round > MAX_ROUND
@@ -377,6 +382,18 @@ mod tests {
             Err(Error::RoundTooLarge { .. })
         ));
         assert!(check_draft(&ok.clone().with_round(MAX_ROUND), &config).is_ok());
+        let seed_id = MessageId::new("1730000000123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab").unwrap();
+        assert!(check_draft(&ok.clone().with_id(seed_id), &config).is_ok());
+        for bad in ["garbage", "1730000000123-zzzz", "2026-11-28"] {
+            let chosen = ok.clone().with_id(MessageId::new(bad).unwrap());
+            assert!(
+                matches!(
+                    check_draft(&chosen, &config),
+                    Err(Error::InvalidMessageId { id }) if id.as_str() == bad
+                ),
+                "{bad}"
+            );
+        }
         let subject = NewMessage::notify(agent("a"), agent("exec"), task("t"), "Not Kebab", "");
         assert!(matches!(
             check_draft(&subject, &config),

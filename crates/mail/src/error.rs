@@ -89,6 +89,16 @@ pub enum Error {
         /// The bound.
         max: usize,
     },
+    /// A chosen message id is not in the seed's form
+    /// ([`MessageId::is_seed_form`]): other programs would not see the message.
+    #[error(
+        "invalid message id `{id}`: the seed's form is `{{unix-ms}}-{{uuid}}` with a lower-case \
+         UUID, so other programs would not see this message"
+    )]
+    InvalidMessageId {
+        /// The refused id.
+        id: MessageId,
+    },
     /// A chosen group id is not `{unix-ms}-{uuid}`, the form every copy's
     /// id must keep for the seed's other readers.
     #[error("invalid group id `{id}`: must be `{{unix-ms}}-{{uuid}}`")]

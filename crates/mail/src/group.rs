@@ -289,11 +289,8 @@ impl Mail {
             });
         }
         let (id, fresh) = match &draft.id {
-            Some(id) => {
-                SortableId::parse(id.as_str())
-                    .map_err(|_| Error::InvalidGroupId { id: id.clone() })?;
-                (id.clone(), false)
-            }
+            Some(id) if id.is_seed_form() => (id.clone(), false),
+            Some(id) => return Err(Error::InvalidGroupId { id: id.clone() }),
             None => (
                 MessageId::from(SortableId::generate(self.state.clock().as_ref())),
                 true,

@@ -217,7 +217,7 @@ pub(crate) struct MailInbox {
     /// Only this task's messages.
     #[schemars(pattern(ID), length(max = 128))]
     pub(crate) task: Option<String>,
-    /// Only messages after this one: a message id (the last one seen) or an RFC 3339 time.
+    /// Only messages after this one: a message id (`{unix-ms}-{uuid}`, the last one seen) or an RFC 3339 time with its offset.
     pub(crate) since: Option<String>,
     /// At most this many, oldest first [default: 20, at most 1000].
     #[serde(default, deserialize_with = "lenient_opt")]

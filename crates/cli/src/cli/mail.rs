@@ -27,8 +27,9 @@ pub(crate) enum MailCommand {
         /// Only this task's messages.
         #[arg(long, visible_alias = "phase", value_name = "T")]
         task: Option<TaskId>,
-        /// Only messages after this one: a message id (ids sort in send
-        /// order) or an RFC 3339 time (created strictly after it).
+        /// Only messages after this one: a message id in the seed's form
+        /// (`{unix-ms}-{uuid}`, which sorts in send order) or an RFC 3339
+        /// time with its offset (created strictly after it).
         #[arg(long, value_name = "ID|TIME", value_parser = parse_since)]
         since: Option<Since>,
     },
@@ -73,13 +74,22 @@ pub(crate) enum Since {
     Time(Timestamp),
 }
 
+/// An RFC 3339 time, or a message id in the seed's form (the only ids
+/// that sort in send order). Anything else is refused: taken as an id, a
+/// date or an age would compare as text and hide every message.
 fn parse_since(text: &str) -> Result<Since, String> {
     if let Ok(t) = Timestamp::parse(text) {
         return Ok(Since::Time(t));
     }
     MessageId::new(text)
+        .ok()
+        .filter(MessageId::is_seed_form)
         .map(Since::Id)
-        .map_err(|e| format!("neither a message id nor an RFC 3339 time: {e}"))
+        .ok_or_else(|| {
+            "neither an RFC 3339 time (2026-11-28T09:30:00Z) nor a message id \
+             ({unix-ms}-{uuid})"
+                .to_owned()
+        })
 }
 
 /// `chipset mail send ...`.
@@ -205,6 +215,17 @@ mod tests {
                 MessageId::new("1795408570001-af0bcc55-dbc3-4b45-a04f-312f26ea7034").unwrap()
             ))
         );
-        assert!(parse_since("../x").is_err());
+        // Neither a time nor an id that sorts: refused, not compared as
+        // text (which hid every message).
+        for bad in [
+            "../x",
+            "yesterday",
+            "2026-11-28",
+            "2026-11-28T00:00:00",
+            "2h",
+            "msg-42",
+        ] {
+            assert!(parse_since(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -206,6 +206,13 @@ fn mail_send_with_an_id_is_safe_to_retry_wherever_the_message_went() {
         refused.stderr
     );
     env.fails(2, &mail_send("hi", &["--id", "a/b"]));
+    // Not the seed's `{unix-ms}-{uuid}`: other programs would never see it.
+    let refused = env.fails(2, &mail_send("hi", &["--id", "garbage"]));
+    assert!(
+        refused.stderr.contains("invalid message id"),
+        "{}",
+        refused.stderr
+    );
     let inbox = env.ok(&["--json", "mail", "inbox", "bob"]).json();
     assert_eq!(inbox.as_array().map(Vec::len), Some(0), "{inbox}");
     let manifest = std::fs::read_to_string(env.root().join("mail/manifest.jsonl")).unwrap();

@@ -163,15 +163,22 @@ enum Since {
     Time(Timestamp),
 }
 
+/// As the command line's `--since`: an RFC 3339 time, or a message id in
+/// the seed's form (the only ids that sort in send order).
 fn since(text: &str) -> Result<Since, Failure> {
     if let Ok(t) = Timestamp::parse(text) {
         return Ok(Since::Time(t));
     }
-    MessageId::new(text).map(Since::Id).map_err(|e| {
-        Failure::usage(format!(
-            "`since`: expected a message id or an RFC 3339 time: {e}"
-        ))
-    })
+    MessageId::new(text)
+        .ok()
+        .filter(MessageId::is_seed_form)
+        .map(Since::Id)
+        .ok_or_else(|| {
+            Failure::usage(format!(
+                "`since`: `{text}` is neither an RFC 3339 time (2026-11-28T09:30:00Z) \
+                 nor a message id ({{unix-ms}}-{{uuid}})"
+            ))
+        })
 }
 
 pub(crate) fn mail_inbox(ctx: &Ctx, p: MailInbox) -> Outcome {

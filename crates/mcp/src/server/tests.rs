@@ -187,6 +187,17 @@ fn every_result_matches_its_tools_output_schema() {
     assert_eq!(first["messages"][0]["body"], "please");
     let rest = t.ok(false, "mail_inbox", json!({"since": id}));
     assert_eq!(rest["messages"][0]["id"], fyi.as_str());
+    // Neither a time nor an id that sorts: refused with the forms it takes,
+    // never an empty inbox.
+    for bad in ["2026-11-28", "yesterday", "msg-42"] {
+        match call(&t.a, "mail_inbox", json!({"since": bad})) {
+            Err(f) => assert!(
+                f.to_string().contains("neither an RFC 3339 time"),
+                "{bad}: {f}"
+            ),
+            Ok(reply) => panic!("{bad}: {}", reply.json),
+        }
+    }
     assert_eq!(
         t.ok(false, "mail_read", json!({"id": id}))["body"],
         "please"
