@@ -33,13 +33,21 @@ pub(crate) fn run(cli: &Cli, agent: Option<&AgentId>) -> Result<Output> {
         )));
     }
     StateDir::open(&root)?;
+    // Absolute: the same whichever way the root was found, and right from
+    // any folder the agent host starts the server in.
+    let root = std::path::absolute(&root).map_err(|e| {
+        CliError::refused(format!("cannot tell where `{}` is: {e}", root.display()))
+    })?;
     let mut args = vec!["mcp".to_owned(), "--agent".to_owned()];
     args.push(agent.map_or_else(|| PLACEHOLDER.to_owned(), ToString::to_string));
-    // A root given by --root travels with the snippet; one found from the
-    // current directory is found again by the server, started there.
-    if let Some(given) = &cli.root {
+    // A root given by --root or $CHIPSET_ROOT travels with the snippet, as
+    // the absolute path (a relative one would be taken from wherever the
+    // host starts the server, and the variable may not be set there). One
+    // found from the current directory is found again by the server,
+    // started in the project.
+    if crate::explicit_root(cli).is_some() {
         args.push("--root".to_owned());
-        args.push(given.display().to_string());
+        args.push(root.display().to_string());
     }
     let view = Initialized {
         root: root.clone(),

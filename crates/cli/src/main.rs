@@ -198,6 +198,17 @@ fn main() -> ExitCode {
     }
 }
 
+/// The root `--root` or `$CHIPSET_ROOT` names, if either does. The
+/// variable is read here rather than by clap, so that an empty one means
+/// unset.
+pub(crate) fn explicit_root(cli: &Cli) -> Option<PathBuf> {
+    cli.root.clone().or_else(|| {
+        std::env::var_os(ROOT_ENV)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    })
+}
+
 /// Returns the directory the command runs on, and whether it is a mail
 /// folder (the mail commands run in it in place) rather than a state root.
 ///
@@ -216,13 +227,7 @@ pub(crate) fn locate(cli: &Cli) -> Result<(PathBuf, bool)> {
         }
         return Ok((dir.clone(), true));
     }
-    // Read here rather than by clap, so that an empty variable means unset.
-    let explicit = cli.root.clone().or_else(|| {
-        std::env::var_os(ROOT_ENV)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    });
-    if let Some(root) = explicit {
+    if let Some(root) = explicit_root(cli) {
         return Ok((root, false));
     }
     // A folder that cannot be looked at stops the search with an error:

@@ -70,6 +70,10 @@ fn init_creates_the_root_and_prints_the_mcp_entry() {
         serde_json::json!({"command": "chipset", "args": ["mcp", "--agent", "polecat-alpha"]})
     );
     assert!(dir.join(".chipset/state").is_dir());
+    assert_eq!(
+        doc["root"],
+        dir.join(".chipset/state").display().to_string()
+    );
     assert_eq!(chipset(dir, &["status"]).status.code(), Some(0));
 
     // From a folder below, the root above is found, not made again.
@@ -80,6 +84,56 @@ fn init_creates_the_root_and_prints_the_mcp_entry() {
     assert!(text.starts_with("found the state root"), "{text}");
     assert!(text.contains("\"mcpServers\""), "{text}");
     assert!(!below.join(".chipset").exists());
+}
+
+/// A root named by `--root` or `$CHIPSET_ROOT` travels with the snippet,
+/// as its absolute path: the host may start the server in another folder,
+/// without the variable. A found root is absolute in `--json` too.
+#[test]
+fn init_names_a_given_root_by_its_absolute_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let sub = dir.join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let args_of = |out: std::process::Output| {
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (
+            doc["root"].clone(),
+            doc["mcp_json"]["mcpServers"]["chipset"]["args"].clone(),
+        )
+    };
+    let custom = dir.join("custom").display().to_string();
+    let by_env = Command::new(env!("CARGO_BIN_EXE_chipset"))
+        .current_dir(dir)
+        .args(["--json", "init", "--agent", "y"])
+        .env("CHIPSET_ROOT", "custom")
+        .output()
+        .unwrap();
+    assert_eq!(
+        args_of(by_env),
+        (
+            serde_json::json!(custom),
+            serde_json::json!(["mcp", "--agent", "y", "--root", custom])
+        )
+    );
+    let rel = dir.join("sub/../rel").display().to_string();
+    assert_eq!(
+        args_of(chipset(
+            &sub,
+            &["--json", "--root", "../rel", "init", "--agent", "z"]
+        )),
+        (
+            serde_json::json!(rel),
+            serde_json::json!(["mcp", "--agent", "z", "--root", rel])
+        )
+    );
+    assert!(dir.join("rel").is_dir() && dir.join("custom").is_dir());
 }
 
 #[test]
