@@ -246,6 +246,12 @@ impl Mail {
         }
     }
 
+    /// Whether this works in place on a folder of the seed's layout
+    /// ([`Mail::in_folder`]) rather than on `mail/` of a state root.
+    pub(crate) fn in_place(&self) -> bool {
+        *self.layout.mail() == self.state.root_path()
+    }
+
     /// Returns the state root.
     pub fn state(&self) -> &StateDir {
         &self.state

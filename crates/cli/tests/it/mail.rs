@@ -350,15 +350,15 @@ fn a_nubos_project_is_usable_in_place() {
         .ok(".", &["--json", "mail", "archive", "--id", ANSWERED])
         .json();
     assert_eq!(again["outcome"], "already-archived");
-    // The doctor finds only chipset's missing index entry; --fix moves nothing.
-    let check = p.run(".", &["mail", "doctor"], "");
-    assert_eq!(check.code, 1, "{check:?}");
-    p.ok(".", &["mail", "doctor", "--fix"]);
-    let after = crate::tree(&p.messages());
-    for (path, bytes) in &before {
-        assert_eq!(after.get(path), Some(bytes), "`{}` moved", path.display());
-    }
+    // The folder as nubos left it is clean (its response is not in chipset's
+    // reply index, which is no part of nubos's layout); --fix writes nothing.
     p.ok(".", &["mail", "doctor"]);
+    p.ok(".", &["mail", "doctor", "--fix"]);
+    assert_eq!(
+        crate::tree(&p.messages()),
+        before,
+        "the fix wrote or moved nothing"
+    );
     // Answer the open request from a script written for nubos: body on stdin.
     let answer = p
         .ok_with(

@@ -85,7 +85,10 @@ pub(crate) enum Finding {
         extra: Location,
     },
     /// A reply missing from the reply index (a crash after publishing it, or
-    /// written by another program). Fix: add the index entry.
+    /// written by another program). Not a finding in another program's
+    /// folder ([`Mail::in_folder`](crate::Mail::in_folder)), where the index
+    /// is chipset's cache and that program's replies are never in it. Fix:
+    /// add the index entry.
     MissingReplyMarker {
         /// The message replied to.
         parent: MessageId,
