@@ -59,6 +59,15 @@ pub enum Error {
         /// The token given.
         token: u64,
     },
+    /// No lease was ever granted this token (it is 0, or not yet reached by
+    /// the table's count): a mistyped token, never a lease that ended.
+    #[error("no lease {token} was ever granted (the next token is {next})")]
+    NeverGranted {
+        /// The token given.
+        token: u64,
+        /// The token the next grant gets.
+        next: u64,
+    },
     /// The lease is held by another agent.
     #[error("lease {token} is held by `{holder}`, not `{agent}`")]
     NotHolder {
@@ -127,6 +136,7 @@ impl Error {
                 | Error::TooManyPaths { .. }
                 | Error::Ttl { .. }
                 | Error::Reason(_)
+                | Error::NeverGranted { .. }
         ) || matches!(self, Error::Store(chipset_store::Error::InvalidId { .. }))
     }
 }

@@ -111,7 +111,8 @@ impl Leases {
     /// # Errors
     ///
     /// [`Error::Fenced`] when no lease holds the token any more (the
-    /// holder lost it), [`Error::NotHolder`], [`Error::Conflict`]
+    /// holder lost it), [`Error::NeverGranted`] for a token no grant has
+    /// given, [`Error::NotHolder`], [`Error::Conflict`]
     /// (an expired lease that another now overlaps), [`Error::Ttl`], a
     /// corrupt or unsupported table, a store error.
     pub fn renew(&self, agent: &AgentId, token: u64, ttl: Duration) -> Result<Lease, Error> {
@@ -122,11 +123,14 @@ impl Leases {
     }
 
     /// Releases the lease of `token`, held by `agent`. Releasing a token no
-    /// lease holds is a retry: [`Released::AlreadyGone`].
+    /// lease holds any more is a retry: [`Released::AlreadyGone`].
     ///
     /// # Errors
     ///
-    /// [`Error::NotHolder`], a corrupt or unsupported table, a store error.
+    /// [`Error::NeverGranted`] for a token no grant has given (a mistyped
+    /// one: it would otherwise read as released while the real lease goes
+    /// on blocking others); [`Error::NotHolder`], a corrupt or unsupported
+    /// table, a store error.
     pub fn release(&self, agent: &AgentId, token: u64) -> Result<Released, Error> {
         self.apply("release a lease", |table, _| {
             transition::release(table, agent, token)
@@ -141,6 +145,7 @@ impl Leases {
     /// # Errors
     ///
     /// [`Error::Reason`] when `reason` is empty or too long;
+    /// [`Error::NeverGranted`] for a token no grant has given;
     /// [`Error::NoticeFailed`] when the release was written but the
     /// mail failed; a corrupt or unsupported table; a store error.
     pub fn force_release(&self, by: &AgentId, token: u64, reason: &str) -> Result<Released, Error> {
@@ -149,7 +154,7 @@ impl Leases {
         }
         check_reason(reason)?;
         let released = self.apply("force-release a lease", |table, _| {
-            Ok(transition::force_release(table, token))
+            transition::force_release(table, token)
         })?;
         let Released::Released(lease) = &released else {
             return Ok(released);

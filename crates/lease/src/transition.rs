@@ -199,7 +199,7 @@ pub(crate) fn acquire(
 
 /// Finds the lease of `token` and checks that `agent` holds it.
 fn held<'t>(table: &'t Table, agent: &AgentId, token: u64) -> Result<Option<&'t Lease>, Error> {
-    let Some(lease) = table.leases.iter().find(|l| l.token == token) else {
+    let Some(lease) = recorded(table, token)? else {
         return Ok(None);
     };
     if &lease.holder != agent {
@@ -261,14 +261,26 @@ pub(crate) fn release(
 }
 
 /// Removes the lease of `token` whoever holds it.
-pub(crate) fn force_release(table: &Table, token: u64) -> (Option<Table>, Released) {
-    match table.leases.iter().find(|l| l.token == token) {
+pub(crate) fn force_release(table: &Table, token: u64) -> Result<(Option<Table>, Released), Error> {
+    Ok(match recorded(table, token)? {
         None => (None, Released::AlreadyGone),
         Some(lease) => (
             Some(without(table, token)),
             Released::Released(lease.clone()),
         ),
+    })
+}
+
+/// The lease of `token` in `table`, or `None` for one granted and gone
+/// since; [`Error::NeverGranted`] for a token no grant has given yet.
+fn recorded(table: &Table, token: u64) -> Result<Option<&Lease>, Error> {
+    if token == 0 || token >= table.next_token {
+        return Err(Error::NeverGranted {
+            token,
+            next: table.next_token,
+        });
     }
+    Ok(table.leases.iter().find(|l| l.token == token))
 }
 
 fn without(table: &Table, token: u64) -> Table {

@@ -71,6 +71,13 @@ fn acquire_conflict_renew_release_in_text_and_json() {
     assert_eq!(released["released"]["token"], 1);
     let again = env.ok(&["lease", "release", "--agent", "alice", "1"]);
     assert_eq!(again.stdout, "lease 1 was already released\n");
+    // A token never granted is a mistake, not a release.
+    let never = env.fails(2, &["lease", "release", "--agent", "alice", "4242"]);
+    assert!(
+        never.stderr.contains("no lease 4242 was ever granted"),
+        "{}",
+        never.stderr
+    );
     assert_eq!(env.ok(&["lease", "list"]).stdout, "no leases\n");
     // Fenced: a new grant gets a larger token, and the old one renews no more.
     let next = env

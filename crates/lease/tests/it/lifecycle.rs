@@ -130,6 +130,33 @@ fn renew_and_release_check_the_holder_and_release_is_retry_safe() {
     ));
 }
 
+/// A token no grant has given (a mistyped one) is refused by release,
+/// renew and a forced release, and changes nothing: it never reads as a
+/// lease released while the real one goes on blocking others.
+#[test]
+fn a_token_never_granted_is_refused_not_taken_as_released() {
+    let s = setup();
+    let a = agent("alice");
+    let l = s.leases.acquire(&exclusive(&a, &["x"])).unwrap().lease;
+    let table = s.tmp.state.root().join("leases/table.json");
+    let before = std::fs::read(&table).unwrap();
+    for token in [0, l.token + 1, 4242] {
+        let never = |r: Result<_, Error>| matches!(r, Err(Error::NeverGranted { token: t, next }) if t == token && next == l.token + 1);
+        assert!(never(s.leases.release(&a, token).map(drop)), "{token}");
+        assert!(
+            never(s.leases.renew(&a, token, Duration::from_secs(5)).map(drop)),
+            "{token}"
+        );
+        assert!(
+            never(s.leases.force_release(&a, token, "why").map(drop)),
+            "{token}"
+        );
+        assert!(Error::NeverGranted { token, next: 1 }.is_usage());
+    }
+    assert_eq!(std::fs::read(&table).unwrap(), before, "nothing written");
+    assert_eq!(s.leases.list().unwrap(), [l]);
+}
+
 #[test]
 fn a_retried_acquire_returns_the_same_lease() {
     let s = setup();
