@@ -53,7 +53,10 @@ pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
     // Paths are shown relative to the state root.
     let root = format!("{}/", ctx.state.root().display());
     let mut found = Rows::new(ctx.state.clone(), rows::HELD);
+    // What a fix would repair, of what a check finds.
+    let mut fixable = 0;
     let checkup = ctx.chipset.clone().doctor_to(mode, &mut |area, f| {
+        fixable += usize::from(f.fixable);
         let action = f.fix_line().map(|a| a.replace(&root, ""));
         found.push(Row {
             area,
@@ -97,6 +100,7 @@ pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
         places.push(Place::Failed(row));
     }
     // Without a fix: those outside `bus/`, whose doctor reports its own.
+    fixable += checkup.stale_temps.len();
     for path in checkup.stale_temps {
         let row = Row {
             area: "temps",
@@ -127,7 +131,7 @@ pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
         in_flight: in_flight.count,
     });
     let failure = (remaining > 0).then(|| {
-        CliError::refused(if fix {
+        CliError::refused(if fix || fixable == 0 {
             format!(
                 "{} remaining that --fix leaves to a person (see above){}",
                 output::plural(remaining - in_flight.count, "problem"),
@@ -135,7 +139,7 @@ pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
             )
         } else {
             format!(
-                "{} found; `chipset doctor --fix` repairs what it can{}",
+                "{} found ({fixable} repairable with `chipset doctor --fix`){}",
                 output::plural(remaining, "problem"),
                 in_flight.note()
             )

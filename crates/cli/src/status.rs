@@ -69,7 +69,7 @@ fn render(ctx: &Ctx, status: &Status) -> String {
             pool.done,
             match pool.unreadable_hooks {
                 0 => String::new(),
-                n => format!(" ({n} unreadable hooks: run `chipset doctor --fix`)"),
+                n => format!(" ({n} unreadable hooks: see `chipset doctor`)"),
             }
         ));
     }
