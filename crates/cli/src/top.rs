@@ -43,7 +43,12 @@ pub(crate) fn run(ctx: &Ctx, args: &TopArgs) -> Result<Output> {
     reload_detail(&chipset, &snapshot, &mut screen);
     if let Some((width, height)) = args.once {
         let text = chipset_console::text(&screen, &snapshot, width, height);
-        return Ok(Output::new(text, serde_json::Value::Null));
+        let frame = crate::view::TopFrame {
+            width,
+            height,
+            lines: text.lines().map(str::to_owned).collect(),
+        };
+        return Ok(Output::new(text, crate::output::json(&frame)));
     }
     if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
         return Err(CliError::refused(

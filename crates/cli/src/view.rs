@@ -156,3 +156,14 @@ pub(crate) struct Migrated {
     #[serde(flatten)]
     pub(crate) report: chipset::migrate::Report,
 }
+
+/// `top --once --json`: the one frame drawn, a line each.
+#[derive(Debug, Serialize)]
+pub(crate) struct TopFrame {
+    /// The frame's width, in columns.
+    pub(crate) width: u16,
+    /// The frame's height, in lines.
+    pub(crate) height: u16,
+    /// The frame, top to bottom, as the terminal would show it.
+    pub(crate) lines: Vec<String>,
+}

@@ -205,3 +205,34 @@ fn a_vanished_root_keeps_the_last_view_with_an_error_line() {
         std::thread::sleep(Duration::from_millis(25));
     }
 }
+
+/// `--once` with `--json` prints the frame as JSON, a line each (it printed
+/// `null`).
+#[test]
+fn one_frame_as_json_is_the_frame_a_line_each() {
+    let mut env = Env::new();
+    env.ok(&[
+        "hook", "assign", "polecat", "--bead", "bd-7", "--title", "T", "--by", "mayor",
+    ]);
+    let text = env.ok(&["top", "--once", "100x12"]).stdout;
+    let frame = env.ok(&["--json", "top", "--once", "100x12"]).json();
+    assert_eq!(
+        (frame["width"].as_u64(), frame["height"].as_u64()),
+        (Some(100), Some(12))
+    );
+    let lines: Vec<&str> = frame["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    // The same frame as the text, but for the time in the first line.
+    assert_eq!(lines.len(), 12, "{lines:?}");
+    assert_eq!(lines[1..], text.lines().skip(1).collect::<Vec<_>>());
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("polecat") && l.contains("bd-7")),
+        "{lines:?}"
+    );
+}
