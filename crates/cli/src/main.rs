@@ -291,6 +291,17 @@ fn run(cli: Cli) -> Result<Output> {
 /// Opens the state directory `root`: an existing one for the commands
 /// that only read, so a mistyped root never reads as an empty one.
 fn open_dir(cli: &Cli, root: &std::path::Path, mail_folder: bool) -> Result<StateDir> {
+    // Something else where the folder should be: say so, naming what was
+    // asked for, before any attempt to create it.
+    if StateDir::stat_outside(root)?.is_some_and(|s| !s.is_dir()) {
+        let what = if mail_folder {
+            "mail folder"
+        } else {
+            "state root"
+        };
+        let failure = CliError::refused(format!("{what} `{}` is not a directory", root.display()));
+        return Err(refuse_mcp_stdio(cli, failure));
+    }
     if !cli.command.reads_only() {
         return Ok(StateDir::open(root)?);
     }

@@ -83,19 +83,43 @@ fn a_root_that_cannot_be_opened_fails_with_one_line() {
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("is not a directory"), "{stderr}");
-    // A writing command tries to create it, and says so.
-    let out = chipset()
-        .arg("--root")
-        .arg(&file)
-        .args(ASSIGN)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(
-        stderr.starts_with("chipset: error: failed to create state root"),
-        "{stderr}"
+    // A writing command says the same, naming what it was given: a state
+    // root, or with --mail-dir a mail folder.
+    let send = [
+        "mail",
+        "send",
+        "--from",
+        "a",
+        "--to",
+        "b",
+        "--kind",
+        "notify",
+        "--task",
+        "t",
+        "--subject",
+        "s",
+        "--body",
+        "x",
+    ];
+    for (flag, args, what) in [
+        ("--root", ASSIGN, "state root"),
+        ("--mail-dir", &send[..], "mail folder"),
+    ] {
+        let out = chipset().arg(flag).arg(&file).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(
+            stderr,
+            format!(
+                "chipset: error: {what} `{}` is not a directory\n",
+                file.display()
+            )
+        );
+    }
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        b"",
+        "the file is left as it was"
     );
 }
 
