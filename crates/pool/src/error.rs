@@ -145,7 +145,6 @@ impl Error {
                 | Error::BodyTooLarge { .. }
                 | Error::UnknownDependency { .. }
                 | Error::Cycle { .. }
-                | Error::IdTaken { .. }
         ) || matches!(self, Error::Store(chipset_store::Error::InvalidId { .. }))
     }
 }

@@ -156,6 +156,14 @@ fn bad_work_input_is_refused_and_changes_nothing() {
         &["work", "post", "--agent", "lead", "--id", "../b", "x"],
         &["work", "post", "--agent", "lead", "--label", "a b", "x"],
         &["work", "post", "--agent", "lead", "  "],
+        &["work", "release", "--agent", "lead", "--reason", "", "a"],
+    ] {
+        env.fails(2, args);
+    }
+    // An id posted with other content is refused as mail's and the bus's
+    // are: exit 1, as every refusal.
+    let taken = env.fails(
+        1,
         &[
             "work",
             "post",
@@ -165,8 +173,6 @@ fn bad_work_input_is_refused_and_changes_nothing() {
             "a",
             "Other content",
         ],
-        &["work", "release", "--agent", "lead", "--reason", "", "a"],
-    ] {
-        env.fails(2, args);
-    }
+    );
+    assert!(taken.stderr.contains("other content"), "{}", taken.stderr);
 }
