@@ -16,6 +16,17 @@ fn chipset(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// The JSON a command that succeeded printed.
+fn ok_json(out: std::process::Output) -> serde_json::Value {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 #[test]
 fn a_closed_pipe_is_not_a_panic() {
     // Regression: `chipset completions bash | head -1` exited 101 with a backtrace.
@@ -56,14 +67,10 @@ fn init_creates_the_root_and_prints_the_mcp_entry() {
     let out = chipset(dir, &["brief", "a"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("`chipset init` creates it"));
 
-    let out = chipset(dir, &["--json", "init", "--agent", "polecat-alpha"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = ok_json(chipset(
+        dir,
+        &["--json", "init", "--agent", "polecat-alpha"],
+    ));
     assert_eq!(doc["created"], true);
     assert_eq!(
         doc["mcp_json"]["mcpServers"]["chipset"],
@@ -96,13 +103,7 @@ fn init_names_a_given_root_by_its_absolute_path() {
     let sub = dir.join("sub");
     std::fs::create_dir(&sub).unwrap();
     let args_of = |out: std::process::Output| {
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let doc = ok_json(out);
         (
             doc["root"].clone(),
             doc["mcp_json"]["mcpServers"]["chipset"]["args"].clone(),
