@@ -80,8 +80,10 @@ pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
             Ok(Output::new(text, output::json(&view)))
         }
         BusCommand::Wait { agent, timeout } => wait(ctx, &bus, &agent, timeout),
-        BusCommand::Start { agent } => {
-            let startup = bus.start(&agent)?;
+        BusCommand::Start { agent, pid } => {
+            // Never this command's own pid: it exits as soon as it prints.
+            let pid = pid.unwrap_or_else(std::os::unix::process::parent_id);
+            let startup = bus.start_as(&agent, pid)?;
             let (mut out, events) = listing(ctx, &agent, &startup.pending, None);
             let (word, prev) = presence_words(ctx, &bus, &startup.previous);
             let head = format!(

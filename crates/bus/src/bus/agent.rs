@@ -12,13 +12,24 @@ impl Bus {
     ///
     /// [`Error::Store`] when the queue or presence cannot be read or written.
     pub fn start(&self, agent: &AgentId) -> Result<Startup> {
+        self.start_as(agent, std::process::id())
+    }
+
+    /// As [`Bus::start`], for the agent process `pid` rather than this one:
+    /// for a short-lived command that starts the session of a longer-lived
+    /// agent (the `chipset bus start` command line records its caller's).
+    /// The agent's own [`Bus::heartbeat`] then keeps this presence.
+    ///
+    /// # Errors
+    ///
+    /// As [`Bus::start`].
+    pub fn start_as(&self, agent: &AgentId, pid: u32) -> Result<Startup> {
         if let Some(seam) = &self.seam {
-            return self.seam_start(seam.as_ref(), agent);
+            return self.seam_start(seam.as_ref(), agent, pid);
         }
         self.ensure_queue(agent)?;
         let pending = self.pending(agent)?;
         let path = self.agent_dir(agent).join_static(PRESENCE);
-        let pid = std::process::id();
         let (presence, previous) = self.state.update(&path, |cur: ReadOutcome<Presence>| {
             let now = self.state.now();
             let previous = cur;

@@ -65,12 +65,16 @@ impl Bus {
         }
     }
 
-    /// [`Bus::start`] on the seam.
-    pub(crate) fn seam_start(&self, seam: &dyn Backend, agent: &AgentId) -> Result<Startup> {
+    /// [`Bus::start_as`] on the seam.
+    pub(crate) fn seam_start(
+        &self,
+        seam: &dyn Backend,
+        agent: &AgentId,
+        pid: u32,
+    ) -> Result<Startup> {
         self.seam_ensure_queue(seam, agent)?;
         let pending = self.seam_pending(seam, agent)?;
         let key = self.seam_key(agent, None, PRESENCE)?;
-        let pid = std::process::id();
         let (presence, previous) =
             self.seam_swap(seam, &key, |previous: ReadOutcome<Presence>| {
                 let now = self.seam_now(seam)?;

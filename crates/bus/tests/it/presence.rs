@@ -76,6 +76,23 @@ fn start_returns_pending_in_order_and_registers_presence() {
     assert_eq!(again.pending.events.len(), 2);
 }
 
+/// A session started for another process (a command line starting its
+/// caller's) records that pid; that process's heartbeats keep it, and
+/// another's registers afresh.
+#[test]
+fn start_as_records_the_agent_process_given() {
+    let (_t, clock, bus) = manual();
+    let a = agent("worker-1");
+    let s = bus.start_as(&a, 4242).unwrap();
+    assert_eq!(s.presence.pid, 4242);
+    assert_eq!(bus.presence(&a).unwrap().value(), Some(s.presence.clone()));
+    assert!(live(&bus, &a));
+    clock.advance(Duration::from_secs(5));
+    let beat = bus.heartbeat(&a).unwrap();
+    assert_eq!(beat.pid, std::process::id(), "this process is not 4242");
+    assert_eq!(beat.started_at, clock_now(&bus));
+}
+
 fn clock_now(bus: &Bus) -> chipset_store::Timestamp {
     bus.state().now()
 }

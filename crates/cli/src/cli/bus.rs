@@ -62,6 +62,10 @@ pub(crate) enum BusCommand {
     Start {
         /// The agent.
         agent: AgentId,
+        /// The agent's process id, recorded as its presence [default: the
+        /// process that ran this command, such as the agent's shell].
+        #[arg(long, value_name = "PID")]
+        pid: Option<u32>,
     },
     /// Show an agent's presence: live, stale, absent or unreadable.
     Presence {

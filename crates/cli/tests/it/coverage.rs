@@ -47,7 +47,13 @@ fn bus_start_presence_control_nag() {
     );
     let doc = env.ok(&["--json", "bus", "presence", "alpha"]).json();
     assert_eq!(doc["state"], "live");
-    let started = env.ok(&["--json", "bus", "start", "alpha"]).json();
+    // The presence is the caller's (this test's), never the command's own,
+    // which exits at once; or the agent's, given as --pid.
+    assert_eq!(doc["presence"]["pid"], std::process::id());
+    let started = env
+        .ok(&["--json", "bus", "start", "alpha", "--pid", "4242"])
+        .json();
+    assert_eq!(started["presence"]["pid"], 4242);
     assert_eq!(started["previous"]["state"], "live");
     assert_eq!(started["events"].as_array().unwrap().len(), 2);
     // The control inbox: register twice is once; unregister removes.
