@@ -24,18 +24,29 @@ impl MessageId {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn is_seed_form(&self) -> bool {
-        let Some((ms, uuid)) = self.as_str().split_once('-') else {
-            return false;
-        };
-        !ms.is_empty()
-            && ms.len() <= 19
-            && ms.bytes().all(|b| b.is_ascii_digit())
-            && uuid.len() == 36
-            && uuid.bytes().enumerate().all(|(i, b)| match i {
-                8 | 13 | 18 | 23 => b == b'-',
-                _ => b.is_ascii_digit() || (b'a'..=b'f').contains(&b),
-            })
+        // At most 19 digits: the time must parse (milliseconds in an `i64`).
+        is_seed_id(self.as_str()) && self.as_str().find('-').is_some_and(|at| at <= 19)
     }
+}
+
+/// nubos-pilot's `ID_RE`,
+/// `^\d+-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`: the
+/// ids its reader lists (of any number of digits).
+pub(crate) fn is_seed_id(id: &str) -> bool {
+    let mut parts = id.split('-');
+    let digits = parts
+        .next()
+        .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()));
+    let hex = |n: usize| {
+        move |p: &str| p.len() == n && p.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    };
+    digits
+        && parts.next().is_some_and(hex(8))
+        && parts.next().is_some_and(hex(4))
+        && parts.next().is_some_and(hex(4))
+        && parts.next().is_some_and(hex(4))
+        && parts.next().is_some_and(hex(12))
+        && parts.next().is_none()
 }
 
 #[cfg(test)]

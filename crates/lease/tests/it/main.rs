@@ -43,5 +43,9 @@ pub(crate) fn shared(holder: &AgentId, paths: &[&str]) -> LeaseRequest {
 
 /// The table's bytes, to show that a refused operation changed nothing.
 pub(crate) fn table_bytes(s: &Setup) -> Option<Vec<u8>> {
-    std::fs::read(s.tmp.state.root().join("leases/table.json")).ok()
+    let state = &s.tmp.state;
+    let table = state
+        .channel(chipset_lease::Leases::CHANNEL)
+        .join_static("table.json");
+    state.read_bytes(&table).unwrap().value()
 }

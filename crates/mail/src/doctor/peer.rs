@@ -5,6 +5,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::id::is_seed_id;
+
 /// The largest body `message.v1` accepts, in UTF-8 bytes.
 const MAX_BODY_BYTES: usize = 262_144;
 
@@ -42,24 +44,6 @@ fn valid(m: &Map<String, Value>) -> bool {
         })
         && optional("expects_reply", &Value::is_boolean)
         && optional("in_reply_to", &|v| v.is_null() || v.is_string())
-}
-
-/// `^\d+-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`.
-fn is_seed_id(id: &str) -> bool {
-    let mut parts = id.split('-');
-    let digits = parts
-        .next()
-        .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()));
-    let hex = |n: usize| {
-        move |p: &str| p.len() == n && p.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-    };
-    digits
-        && parts.next().is_some_and(hex(8))
-        && parts.next().is_some_and(hex(4))
-        && parts.next().is_some_and(hex(4))
-        && parts.next().is_some_and(hex(4))
-        && parts.next().is_some_and(hex(12))
-        && parts.next().is_none()
 }
 
 #[cfg(test)]
