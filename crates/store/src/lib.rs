@@ -168,6 +168,15 @@
 //! reuses one buffer and skips the `statx` for a file that its first read
 //! shows whole: an `openat`, a `pread` and a `close`.
 //!
+//! Reads of files (by path or through a [`Folder`]) open them with
+//! `O_NOATIME`, so a read never writes the file's access time: under the
+//! default `relatime` mount option the first read of each new file would,
+//! a write of its inode for every new message a listing reads (a quarter
+//! of that listing's time on journalled ext4). The kernel grants the flag
+//! to the file's owner and to a process with `CAP_FOWNER`; the first open
+//! it refuses is made again without it, and that state's reads stop
+//! asking for it. Nothing in the state uses access times.
+//!
 //! # Repair: one framework for every doctor
 //!
 //! Every channel's doctor has one shape: given a [`DoctorMode`]

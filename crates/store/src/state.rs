@@ -102,6 +102,9 @@ struct Inner {
     io: SharedIo,
     /// How new files under the root are made durable, asked of `io` once.
     sync_order: SyncOrder,
+    /// Whether reads still open files with `O_NOATIME` (see
+    /// [`reads::Noatime`]); shared with every [`Folder`] opened here.
+    noatime: reads::Noatime,
 }
 
 impl StateDir {
@@ -166,6 +169,7 @@ impl StateDir {
                 read_cap: options.read_cap,
                 io,
                 sync_order,
+                noatime: reads::Noatime::default(),
             }),
         })
     }

@@ -5,7 +5,7 @@ use std::fs::File;
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 
-use super::reads::READ_FLAGS;
+use super::reads::Noatime;
 use super::*;
 use crate::read::{read_open_file_stat, read_open_into};
 
@@ -47,6 +47,7 @@ const DIR_FLAGS: rustix::fs::OFlags = rustix::fs::OFlags::RDONLY
 pub struct Folder {
     fd: OwnedFd,
     path: PathBuf,
+    noatime: Noatime,
 }
 
 impl StateDir {
@@ -74,6 +75,7 @@ impl StateDir {
         Ok(file.map(|f| Folder {
             fd: OwnedFd::from(f),
             path: path.to_owned(),
+            noatime: self.inner.noatime.clone(),
         }))
     }
 
@@ -104,6 +106,13 @@ fn is_symlink(path: &Path) -> bool {
 }
 
 impl Folder {
+    /// Opens `name` (a checked segment) in this folder for reading.
+    fn open(&self, name: &str) -> rustix::io::Result<OwnedFd> {
+        let mode = rustix::fs::Mode::empty();
+        self.noatime
+            .open(|flags| rustix::fs::openat(&self.fd, name, flags, mode))
+    }
+
     /// Reads the file `name` in this folder as
     /// [`StateDir::read_bytes_capped`] reads a path, bounded by `cap`, with
     /// the file's [`Stat`]: `Missing` when no such name is there, a
@@ -119,7 +128,7 @@ impl Folder {
     pub fn read_bytes_capped(&self, name: &str, cap: u64) -> Result<ReadOutcome<(Vec<u8>, Stat)>> {
         StatePath::check_segment(name)?;
         let path = self.path.join(name);
-        match rustix::fs::openat(&self.fd, name, READ_FLAGS, rustix::fs::Mode::empty()) {
+        match self.open(name) {
             Ok(fd) => read_open_file_stat(File::from(fd), &path, cap),
             Err(rustix::io::Errno::NOENT) => Ok(ReadOutcome::Missing),
             Err(e) => Err(Error::open_nofollow("open", &path, e.into())),
@@ -166,7 +175,7 @@ impl Folder {
         buf.clear();
         StatePath::check_segment(name)?;
         let path = || self.path.join(name);
-        match rustix::fs::openat(&self.fd, name, READ_FLAGS, rustix::fs::Mode::empty()) {
+        match self.open(name) {
             Ok(fd) => read_open_into(fd, &path, cap, buf),
             Err(rustix::io::Errno::NOENT) => Ok(ReadOutcome::Missing),
             Err(e) => Err(Error::open_nofollow("open", &path(), e.into())),

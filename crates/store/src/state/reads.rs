@@ -13,6 +13,55 @@ pub(super) const READ_FLAGS: rustix::fs::OFlags = rustix::fs::OFlags::RDONLY
     .union(rustix::fs::OFlags::NONBLOCK)
     .union(rustix::fs::OFlags::CLOEXEC);
 
+/// Whether reads open files with `O_NOATIME`: a read then never writes
+/// the file's access time. Under the default `relatime` mount option the
+/// first read of every new file would, which makes the first listing of
+/// new mail write (and, on a journalled filesystem, journal) one inode
+/// per message, about a quarter of what that listing costs. Nothing in
+/// the state uses access times.
+///
+/// The kernel allows the flag only to the file's owner (or a process with
+/// `CAP_FOWNER`). The first open it refuses (`EPERM`) is made again
+/// without it, and from then on no read of this state asks for it: a
+/// state shared between users costs one refused open, not one per file.
+/// Shared by a [`StateDir`], its clones and its [`Folder`]s.
+#[derive(Debug, Clone)]
+pub(super) struct Noatime(Arc<std::sync::atomic::AtomicBool>);
+
+impl Default for Noatime {
+    fn default() -> Self {
+        Noatime(Arc::new(std::sync::atomic::AtomicBool::new(true)))
+    }
+}
+
+impl Noatime {
+    /// Opens with `open`, given [`READ_FLAGS`] and `O_NOATIME` while the
+    /// flag is still asked for; on `EPERM` then, again without it, which it
+    /// is never asked for again.
+    pub(super) fn open<T>(
+        &self,
+        mut open: impl FnMut(rustix::fs::OFlags) -> std::result::Result<T, rustix::io::Errno>,
+    ) -> std::result::Result<T, rustix::io::Errno> {
+        if self.asked() {
+            match open(READ_FLAGS | rustix::fs::OFlags::NOATIME) {
+                Err(rustix::io::Errno::PERM) => self.refused(),
+                other => return other,
+            }
+        }
+        open(READ_FLAGS)
+    }
+
+    /// Whether reads still ask for `O_NOATIME`.
+    pub(super) fn asked(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// An open was refused for `O_NOATIME`: no read asks for it again.
+    pub(super) fn refused(&self) {
+        self.0.store(false, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 impl StateDir {
     /// Lists the names in `dir` with each entry's [`Stat`], as
     /// [`StateDir::list`] would list them (dot-names skipped, sorted by
@@ -47,8 +96,16 @@ impl StateDir {
     /// does. Where the kernel lacks `openat2` (before Linux 5.6, or a sandbox
     /// that filters it) the directories are checked one by one instead.
     pub(super) fn open_beneath(&self, path: &Path) -> Result<Option<File>> {
-        let mode = rustix::fs::Mode::empty();
-        self.openat2_beneath(path, READ_FLAGS, mode, Self::open_checked)?
+        use rustix::fs::{Mode, OFlags};
+        let noatime = &self.inner.noatime;
+        if noatime.asked() {
+            let flags = READ_FLAGS | OFlags::NOATIME;
+            match self.openat2_beneath(path, flags, Mode::empty(), Self::open_checked)? {
+                Err(rustix::io::Errno::PERM) => noatime.refused(),
+                other => return other.map_err(|e| Error::io("open", path, e.into())),
+            }
+        }
+        self.openat2_beneath(path, READ_FLAGS, Mode::empty(), Self::open_checked)?
             .map_err(|e| Error::io("open", path, e.into()))
     }
 
@@ -80,6 +137,9 @@ impl StateDir {
                 path: path.to_owned(),
             }),
             Err(Errno::XDEV) => Err(self.outside(path)),
+            // Refused for `O_NOATIME` (not the file's owner): the caller
+            // opens it again without (`Noatime::open`).
+            Err(Errno::PERM) if flags.contains(rustix::fs::OFlags::NOATIME) => Ok(Err(Errno::PERM)),
             // No openat2 here, or a retry-worthy race: take the slow, checked path.
             Err(Errno::NOSYS | Errno::PERM | Errno::AGAIN | Errno::INVAL) => {
                 fallback(self, path).map(Ok)
@@ -495,5 +555,103 @@ mod tests {
             }
             assert_eq!(fs::read_dir(dir).unwrap().count(), 0, "{errno:?}");
         }
+    }
+
+    /// Reads, by path and through a folder, open files with `O_NOATIME`
+    /// and leave their access time where it was. A plain read of a twin
+    /// file moves its access time (the mount updates access times, so the
+    /// check could fail).
+    #[test]
+    fn reads_leave_access_times_alone() {
+        use std::time::{Duration, UNIX_EPOCH};
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::open(tmp.path()).unwrap();
+        let dir = state.channel_dir(Channel::new("mail")).unwrap();
+        let long_ago = UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+        let atime = |name: &str| {
+            let meta = fs::metadata(dir.as_path().join(name)).unwrap();
+            meta.accessed().unwrap()
+        };
+        for name in ["ours.json", "plain.json"] {
+            let path = dir.as_path().join(name);
+            fs::write(&path, "{}").unwrap();
+            // Last read long before it was written: `relatime` would set
+            // the access time on the next read.
+            let times = fs::FileTimes::new().set_accessed(long_ago);
+            File::options()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_times(times)
+                .unwrap();
+            assert_eq!(atime(name), long_ago);
+        }
+        fs::read(dir.as_path().join("plain.json")).unwrap();
+        assert_ne!(
+            atime("plain.json"),
+            long_ago,
+            "a plain read set no access time here (a noatime mount?): nothing to tell apart"
+        );
+
+        let ours = dir.join_static("ours.json");
+        let file = state.open_beneath(ours.as_path()).unwrap().unwrap();
+        let flags = rustix::fs::fcntl_getfl(&file).unwrap();
+        assert!(flags.contains(rustix::fs::OFlags::NOATIME), "{flags:?}");
+        assert!(
+            state
+                .read_bytes_capped(&ours, 64)
+                .unwrap()
+                .value()
+                .is_some()
+        );
+        assert_eq!(atime("ours.json"), long_ago, "a read by path");
+        let folder = state.folder(&dir).unwrap().unwrap();
+        assert!(
+            folder
+                .read_bytes_capped("ours.json", 64)
+                .unwrap()
+                .value()
+                .is_some()
+        );
+        assert_eq!(atime("ours.json"), long_ago, "a read through a folder");
+        let mut buf = Vec::new();
+        assert!(
+            folder
+                .read_into("ours.json", 64, &mut buf)
+                .unwrap()
+                .value()
+                .is_some()
+        );
+        assert_eq!(atime("ours.json"), long_ago, "a read into a buffer");
+        assert!(state.inner.noatime.asked());
+    }
+
+    /// An open refused for `O_NOATIME` (`EPERM`: the file is not the
+    /// reader's own) is made again without it, and no later open asks for
+    /// it; any other failure is the open's, and the flag is still asked for.
+    #[test]
+    fn an_open_refused_for_noatime_is_made_again_without_it() {
+        use rustix::fs::OFlags;
+        let noatime = Noatime::default();
+        let twin = noatime.clone();
+        let mut asked = Vec::new();
+        let mut open = |flags: OFlags, refuse: Errno| {
+            asked.push(flags.contains(OFlags::NOATIME));
+            assert_eq!(flags - OFlags::NOATIME, READ_FLAGS);
+            if flags.contains(OFlags::NOATIME) {
+                Err(refuse)
+            } else {
+                Ok(())
+            }
+        };
+        assert_eq!(noatime.open(|f| open(f, Errno::NOENT)), Err(Errno::NOENT));
+        assert!(twin.asked());
+        assert_eq!(noatime.open(|f| open(f, Errno::PERM)), Ok(()));
+        assert!(
+            !twin.asked(),
+            "its clones (a state's folders) stop asking too"
+        );
+        assert_eq!(noatime.open(|f| open(f, Errno::PERM)), Ok(()));
+        assert_eq!(asked, [true, true, false, false]);
     }
 }
