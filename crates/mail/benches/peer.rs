@@ -57,7 +57,9 @@
 //! - `inbox`: `Mail::inbox` of one inbox of `PEER_INBOX` (default 10,000)
 //!   messages that nubos-pilot's `send` wrote, against nubos-pilot's
 //!   `inbox` of the same files, `PEER_ROUNDS` rounds. To keep: 2.9x in
-//!   issue 31's measure.
+//!   issue 31's measure. Then each side's first listing of the same files
+//!   as new mail (access times set back to modification times, as a file
+//!   just written has them: `relatime` writes them on the next read).
 //!
 //! `PEER_ONLY=gate,settled,inbox,archive,answered` runs only the named scenarios
 //! (`sends` names `fresh`, `batch` and `fill`).
