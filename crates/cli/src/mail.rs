@@ -12,7 +12,7 @@ use crate::Ctx;
 use crate::cli::{MailCommand, MailExpects, MailKind, MailSend, Since};
 use crate::error::{CliError, Result};
 use crate::output::{self, Cell, Output, Paint, Table, Tone};
-use crate::view::{GroupSentView, Swept};
+use crate::view::{GroupSentView, LEFT_OUT, Swept};
 
 /// Runs one mail command, on the mail folder `ctx.mail_folder` names when
 /// it is set (`--mail-dir`, or a `.nubos-pilot/messages` found), else on
@@ -211,7 +211,8 @@ fn send_group(ctx: &Ctx, mail: &Mail, args: MailSend) -> Result<Output> {
     }
     let task = task.ok_or_else(|| CliError::usage(format!("--kind {kind_name} needs --task T")))?;
     let body = read_body(body, body_file)?;
-    let agents = ctx.chipset.directory().clone().resolve(&to, &from)?;
+    let resolved = ctx.chipset.directory().clone().resolve(&to, &from)?;
+    let (agents, left_out) = (resolved.agents, resolved.left_out);
     let sender_skipped = agents.contains(&from);
     let mut draft = if kind == MailKind::Request {
         NewGroupMessage::request(from, agents, task, subject, body)
@@ -231,10 +232,13 @@ fn send_group(ctx: &Ctx, mail: &Mail, args: MailSend) -> Result<Output> {
         draft = draft.with_id(id);
     }
     let copies = mail.send_group(&draft)?;
-    let view = GroupSentView::of(&copies, sender_skipped);
+    let view = GroupSentView::of(&copies, sender_skipped, left_out);
     let mut text = format!("{}\n", view.group);
     for m in &copies {
         let _ = writeln!(text, "{} {}", m.id, m.to);
+    }
+    for agent in &view.left_out {
+        let _ = writeln!(text, "left out {agent}: {LEFT_OUT}");
     }
     Ok(Output::new(text, output::json(&view)))
 }

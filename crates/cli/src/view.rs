@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use chipset_bus::{Bus, Presence};
 use chipset_hook::Hook;
 use chipset_mcp::view::Events;
-pub(crate) use chipset_mcp::view::GroupSentView;
+pub(crate) use chipset_mcp::view::{GroupSentView, LEFT_OUT};
 use chipset_store::{AgentId, ReadOutcome, TaskId, Timestamp};
 use serde::Serialize;
 

@@ -110,7 +110,7 @@ mod seen;
 
 pub use directory::{AgentInfo, Directory, Filter, Registered, Roster};
 pub use error::{Error, Result};
-pub use lists::{ALL, Recipients, Target};
+pub use lists::{ALL, Recipients, Resolved, Target};
 pub use profile::{
     MAX_FIELD_LEN, MAX_NOTE_LEN, MAX_ROLE_LEN, MAX_ROLES, Profile, Registration, Role,
 };

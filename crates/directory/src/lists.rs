@@ -129,24 +129,49 @@ impl fmt::Display for Recipients {
     }
 }
 
+/// The agents a [`Recipients`] names, from [`Directory::resolve`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Resolved {
+    /// Who gets a copy: sorted, without repeats; the sender among them
+    /// when it is on a list or named (group mail leaves it out and says
+    /// so).
+    pub agents: Vec<AgentId>,
+    /// Members of a `@list` or of `@all` whose names mail cannot address
+    /// ([`Message::can_address`](chipset_mail::Message::can_address): the
+    /// seed allows only ASCII letters, digits, `_` and `-`), left out of
+    /// `agents`: sorted. An agent named on its own is never left out: the
+    /// send refuses its name.
+    pub left_out: Vec<AgentId>,
+}
+
 impl Directory {
-    /// Returns the agents `to` names, sorted and without repeats (`sender`
-    /// among them when it is on a list or named: group mail leaves it out
-    /// and says so). Reads every profile once (a listing of `agents/` and
-    /// one bounded read per profile); writes nothing.
+    /// Returns the agents `to` names (see [`Resolved`]). Reads every
+    /// profile once (a listing of `agents/` and one bounded read per
+    /// profile); writes nothing.
     ///
     /// # Errors
     ///
     /// [`Error::UnknownAgent`] naming an agent without a profile;
     /// [`Error::EmptyList`] for a `@list` no agent holds;
-    /// [`Error::NoOtherAgent`] when nobody but the sender is left (`@all`
-    /// alone in the directory, or a list of only the sender);
+    /// [`Error::NoOtherAgent`] when nobody mail can address but the
+    /// sender is left (`@all` alone in the directory, or a list of only
+    /// the sender);
     /// [`Error::Corrupt`] or [`Error::Unsupported`] when a profile cannot be
     /// read (fail closed: a group is never sent short of an agent);
     /// [`Error::Store`].
-    pub fn resolve(&self, to: &Recipients, sender: &AgentId) -> Result<Vec<AgentId>> {
+    pub fn resolve(&self, to: &Recipients, sender: &AgentId) -> Result<Resolved> {
         let profiles = self.all_profiles()?;
         let mut out = BTreeSet::new();
+        let mut left_out = BTreeSet::new();
+        let mut member = |agent: &AgentId| {
+            if chipset_mail::Message::can_address(agent) {
+                out.insert(agent.clone());
+            } else {
+                left_out.insert(agent.clone());
+            }
+        };
+        let mut named = Vec::new();
         for target in to.targets() {
             match target {
                 Target::Agent(agent) => {
@@ -155,27 +180,34 @@ impl Directory {
                             agent: agent.clone(),
                         });
                     }
-                    out.insert(agent.clone());
+                    named.push(agent.clone());
                 }
                 Target::List(list) => {
                     let mut any = false;
                     for p in profiles.iter().filter(|p| p.roles.contains(list)) {
                         any = true;
-                        out.insert(p.name.clone());
+                        member(&p.name);
                     }
                     if !any {
                         return Err(Error::EmptyList { list: list.clone() });
                     }
                 }
-                Target::All => out.extend(profiles.iter().map(|p| p.name.clone())),
+                Target::All => profiles.iter().for_each(|p| member(&p.name)),
             }
+        }
+        for agent in named {
+            left_out.remove(&agent);
+            out.insert(agent);
         }
         if out.iter().all(|a| a == sender) {
             return Err(Error::NoOtherAgent {
                 sender: sender.clone(),
             });
         }
-        Ok(out.into_iter().collect())
+        Ok(Resolved {
+            agents: out.into_iter().collect(),
+            left_out: left_out.into_iter().collect(),
+        })
     }
 
     /// Returns the members of `list`, sorted.

@@ -225,6 +225,27 @@ fn empty_as_none<'de, D: Deserializer<'de>>(d: D) -> Result<Option<MessageId>, D
 }
 
 impl Message {
+    /// Whether mail can address `agent`: the seed's message schema allows
+    /// only ASCII letters, digits, `_` and `-` in `from` and `to`
+    /// (`^[a-zA-Z0-9_-]+$`), narrower than an [`AgentId`]. A message
+    /// from or to any other name is refused on send
+    /// ([`Error::InvalidAgentName`](crate::Error::InvalidAgentName)); one
+    /// already on disk is read.
+    ///
+    /// ```
+    /// use chipset_mail::Message;
+    /// use chipset_store::AgentId;
+    /// assert!(Message::can_address(&"polecat-alpha".parse::<AgentId>()?));
+    /// assert!(!Message::can_address(&"Bob.Smith".parse::<AgentId>()?));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn can_address(agent: &AgentId) -> bool {
+        agent
+            .as_str()
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    }
+
     /// Returns true when `other` is this message sent again: every field the
     /// sender chose is equal (id, from, to, task, round, kind, subject, body,
     /// `expects_reply`, `in_reply_to`, priority, group). `created_at` is not
@@ -394,11 +415,7 @@ pub(crate) struct ReplyMarker {
 ///
 /// [`Error::InvalidAgentName`](crate::Error::InvalidAgentName).
 pub(crate) fn validate_agent_name(field: &'static str, agent: &AgentId) -> crate::Result<()> {
-    let ok = agent
-        .as_str()
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    if ok {
+    if Message::can_address(agent) {
         Ok(())
     } else {
         Err(crate::Error::InvalidAgentName {

@@ -14,7 +14,7 @@
 mod group;
 mod records;
 
-pub use group::{GroupCopy, GroupSentView, ListMembers};
+pub use group::{GroupCopy, GroupSentView, LEFT_OUT, ListMembers};
 
 /// The `status` tool's schema (the view is the library's `chipset::AgentReport`).
 pub(crate) use records::AgentReport;

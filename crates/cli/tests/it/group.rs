@@ -185,6 +185,61 @@ fn bad_recipients_are_refused_and_send_nothing() {
     assert!(!env.root().join("mail/inbox").exists(), "nothing was sent");
 }
 
+/// An agent registered under a name mail cannot address (the seed allows
+/// only ASCII letters, digits, `_` and `-`) gets no copy of `@all` or of a
+/// list, and the send says so, instead of failing for the whole team;
+/// named on its own, its name is refused as before.
+#[test]
+fn lists_leave_out_names_mail_cannot_address() {
+    let mut env = Env::new();
+    team(&mut env);
+    env.ok(&["agent", "register", "Bob.Smith", "--roles", "qa"]);
+    env.ok(&["agent", "list-add", "qa", "ann"]);
+    let all = env.ok(&strs(&send("@all", "notify", &[])));
+    assert!(
+        all.stdout
+            .contains("left out Bob.Smith: mail cannot address this name"),
+        "{}",
+        all.stdout
+    );
+    let qa = env
+        .ok(&[&["--json"], strs(&send("@qa", "notify", &[])).as_slice()].concat())
+        .json();
+    assert_eq!(qa["left_out"], json!(["Bob.Smith"]));
+    assert_eq!(copies(&qa).len(), 1, "{qa}");
+    for who in ["ann", "bob", "cid"] {
+        let inbox = env.ok(&["--json", "mail", "inbox", who]).json();
+        let want = if who == "ann" { 2 } else { 1 };
+        assert_eq!(inbox.as_array().unwrap().len(), want, "{who}: {inbox}");
+    }
+    let named = env.fails(2, &strs(&send("ann,Bob.Smith", "notify", &[])));
+    assert!(
+        named.stderr.contains("invalid to agent `Bob.Smith`"),
+        "{}",
+        named.stderr
+    );
+    let plain = env
+        .ok(&[
+            "--json",
+            "mail",
+            "send",
+            "--from",
+            "lead",
+            "--to",
+            "@all",
+            "--kind",
+            "notify",
+            "--task",
+            "t2",
+            "--subject",
+            "s",
+            "--body",
+            "b",
+        ])
+        .json();
+    assert_eq!(plain["left_out"], json!(["Bob.Smith"]));
+}
+
 #[test]
 fn mcp_mail_send_takes_a_group() {
     let mut env = Env::new();

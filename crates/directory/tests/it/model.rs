@@ -93,7 +93,7 @@ fn check(dir: &Directory, model: &BTreeMap<usize, Model>) {
             .collect();
         let to: Recipients = format!("@{list}").parse().unwrap();
         match dir.resolve(&to, &sender) {
-            Ok(got) => assert_eq!(got, members, "@{list}"),
+            Ok(got) => assert_eq!(got.agents, members, "@{list}"),
             Err(Error::EmptyList { .. }) => assert!(members.is_empty(), "@{list}"),
             Err(e) => panic!("@{list}: {e}"),
         }

@@ -34,7 +34,7 @@ const GROUP: &str = "1772706900123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab";
 fn group_send(dir: &Directory, root: &Path) -> Vec<chipset_mail::Message> {
     let lead = AgentId::new("lead").unwrap();
     let all: Recipients = "@all".parse().unwrap();
-    let to = dir.resolve(&all, &lead).unwrap();
+    let to = dir.resolve(&all, &lead).unwrap().agents;
     let draft = NewGroupMessage::notify(lead, to, TaskId::new("t1").unwrap(), "shipped", "v1.2")
         .with_id(MessageId::new(GROUP).unwrap());
     Mail::new(StateDir::open(root).unwrap())

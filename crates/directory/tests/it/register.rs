@@ -197,3 +197,39 @@ fn the_profile_file_is_pinned() {
         e.dir.path(&agent("alpha")).to_path_buf()
     );
 }
+
+/// `@all` and `@list` resolve to the members mail can address, and name
+/// the others; an agent named on its own is never left out (the send
+/// refuses its name); a list of only such names leaves nobody.
+#[test]
+fn lists_leave_out_names_mail_cannot_address() {
+    let e = env();
+    let qa = || {
+        let mut r = Registration::new();
+        r.roles = roles(&["qa"]);
+        r
+    };
+    for name in ["lead", "ann"] {
+        e.dir.register(&agent(name), &Registration::new()).unwrap();
+    }
+    for name in ["Bob.Smith", "ünï"] {
+        e.dir.register(&agent(name), &qa()).unwrap();
+    }
+    let lead = agent("lead");
+    let all = e.dir.resolve(&"@all".parse().unwrap(), &lead).unwrap();
+    assert_eq!(all.agents, [agent("ann"), lead.clone()]);
+    assert_eq!(all.left_out, [agent("Bob.Smith"), agent("ünï")]);
+    let named = e
+        .dir
+        .resolve(&"@all,Bob.Smith".parse().unwrap(), &lead)
+        .unwrap();
+    assert_eq!(
+        named.agents,
+        [agent("Bob.Smith"), agent("ann"), lead.clone()]
+    );
+    assert_eq!(named.left_out, [agent("ünï")]);
+    assert!(matches!(
+        e.dir.resolve(&"@qa".parse().unwrap(), &lead),
+        Err(Error::NoOtherAgent { .. })
+    ));
+}

@@ -14,7 +14,7 @@ use crate::params::{
     MailArchive, MailExpects, MailInbox, MailKind, MailPending, MailRead, MailSend, MailThread,
     limit,
 };
-use crate::view::{Archived, GroupSentView, MailListing, MessageHead};
+use crate::view::{Archived, GroupSentView, LEFT_OUT, MailListing, MessageHead};
 
 /// Renders at most `limit` of `messages` (all of which matched), with their
 /// bodies when `bodies` is set; `more` says how to see the rest.
@@ -130,7 +130,8 @@ fn mail_send_group(ctx: &Ctx, p: MailSend, to: &Recipients) -> Outcome {
     let Some(task) = p.task.as_deref().map(id).transpose()? else {
         return Err(Failure::usage(format!("a {kind} needs a task")));
     };
-    let agents = ctx.directory()?.resolve(to, &ctx.agent)?;
+    let resolved = ctx.directory()?.resolve(to, &ctx.agent)?;
+    let (agents, left_out) = (resolved.agents, resolved.left_out);
     let from = ctx.agent.clone();
     let sender_skipped = agents.contains(&from);
     let mut draft = if p.kind == MailKind::Request {
@@ -148,12 +149,13 @@ fn mail_send_group(ctx: &Ctx, p: MailSend, to: &Recipients) -> Outcome {
         draft = draft.with_priority(priority.into());
     }
     let copies = ctx.mail()?.send_group(&draft)?;
-    let view = GroupSentView::of(&copies, sender_skipped);
+    let view = GroupSentView::of(&copies, sender_skipped, left_out);
     let names: Vec<String> = copies.iter().map(|m| m.to.to_string()).collect();
-    Ok(Reply::new(
-        format!("sent {} to {}\n", view.group, names.join(", ")),
-        view,
-    ))
+    let mut text = format!("sent {} to {}\n", view.group, names.join(", "));
+    for agent in &view.left_out {
+        text.push_str(&format!("left out {agent}: {LEFT_OUT}\n"));
+    }
+    Ok(Reply::new(text, view))
 }
 
 /// Where a listing starts: after a message id (ids sort in send order) or

@@ -39,18 +39,27 @@ pub struct GroupSentView {
     pub copies: Vec<GroupCopy>,
     /// True when the sender was among the recipients and was left out.
     pub sender_skipped: bool,
+    /// Members of a `@list` or of `@all` that got no copy: mail cannot
+    /// address their names (see [`LEFT_OUT`]).
+    #[schemars(with = "Vec<String>")]
+    pub left_out: Vec<AgentId>,
 }
+
+/// Why a member of a list was left out of a group message.
+pub const LEFT_OUT: &str =
+    "mail cannot address this name (the seed allows only ASCII letters, digits, `_` and `-`)";
 
 impl GroupSentView {
     /// Returns the view of the `copies`
     /// [`Mail::send_group`](chipset_mail::Mail::send_group) returned;
-    /// `sender_skipped` when the sender was among the recipients asked for.
+    /// `sender_skipped` when the sender was among the recipients asked for;
+    /// `left_out`, the list members mail could not address.
     ///
     /// # Panics
     ///
     /// When `copies` is empty or its first names no group: `send_group`
     /// returns at least one copy, each naming its group.
-    pub fn of(copies: &[Message], sender_skipped: bool) -> Self {
+    pub fn of(copies: &[Message], sender_skipped: bool, left_out: Vec<AgentId>) -> Self {
         let first = copies.first().expect("a group has a copy");
         let group = first.group().expect("a group's copy names its group");
         GroupSentView {
@@ -69,6 +78,7 @@ impl GroupSentView {
                 })
                 .collect(),
             sender_skipped,
+            left_out,
         }
     }
 }
