@@ -218,16 +218,22 @@ pub(crate) enum HookCommand {
     Activate {
         /// The agent.
         agent: AgentId,
+        #[command(flatten)]
+        fence: HookFence,
     },
     /// Heartbeat on the active work the hook holds now (the agent).
     Touch {
         /// The agent.
         agent: AgentId,
+        #[command(flatten)]
+        fence: HookFence,
     },
     /// Finish the active work the hook holds now (the agent).
     Complete {
         /// The agent.
         agent: AgentId,
+        #[command(flatten)]
+        fence: HookFence,
     },
     /// Clear completed work (dispatcher); --reassign takes pending or active work away.
     Clear {
@@ -236,7 +242,23 @@ pub(crate) enum HookCommand {
         /// Take a pending or active hook away instead of clearing a completed one.
         #[arg(long)]
         reassign: bool,
+        #[command(flatten)]
+        fence: HookFence,
     },
+}
+
+/// Which assignment a hook command is meant for: without these it acts on
+/// whatever the hook holds now.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct HookFence {
+    /// Act only while the hook holds this bead: work taken away (or
+    /// replaced) since is refused (exit 1), and nothing changes.
+    #[arg(long, value_name = "ID")]
+    pub(crate) bead: Option<BeadId>,
+    /// Act only on the assignment of this generation (`hook assign` and
+    /// `hook show` print it): the same bead assigned again is another.
+    #[arg(long, value_name = "N")]
+    pub(crate) generation: Option<u64>,
 }
 
 /// `chipset nudge ...`.

@@ -1,15 +1,16 @@
 //! `chipset hook ...`: [`chipset_hook::Hooks`] from a shell.
 //!
 //! The agent-side commands (`activate`, `touch`, `complete`) and `clear` act
-//! on the assignment the hook holds now ([`Hooks::current`]); the library
-//! still fences the change on it, so a hook that changed in between refuses.
+//! on the assignment the hook holds now ([`Hooks::current`]), or with
+//! `--bead`/`--generation` only on the one they name; the library still
+//! fences the change on it, so a hook that changed in between refuses.
 
 use chipset_hook::{Hook, HookStatus, Hooks};
 use chipset_mcp::view::Reassigned;
 use chipset_store::{AgentId, ReadOutcome};
 
 use crate::Ctx;
-use crate::cli::HookCommand;
+use crate::cli::{HookCommand, HookFence};
 use crate::error::{CliError, Result};
 use crate::output::{self, Cell, Output, Table, Tone};
 use crate::view::HookEntry;
@@ -33,23 +34,24 @@ pub(crate) fn run(ctx: &Ctx, command: HookCommand) -> Result<Output> {
             );
             Ok(Output::new(text, output::json(&assignment)))
         }
-        HookCommand::Activate { agent } => {
-            let held = held(&hooks, &agent, "activate")?;
+        HookCommand::Activate { agent, fence } => {
+            let held = held(&hooks, &agent, "activate", &fence)?;
             Ok(changed(&hooks.activate(&held)?))
         }
-        HookCommand::Touch { agent } => {
-            let held = held(&hooks, &agent, "touch")?;
+        HookCommand::Touch { agent, fence } => {
+            let held = held(&hooks, &agent, "touch", &fence)?;
             Ok(changed(&hooks.touch(&held)?))
         }
-        HookCommand::Complete { agent } => {
-            let held = held(&hooks, &agent, "complete")?;
+        HookCommand::Complete { agent, fence } => {
+            let held = held(&hooks, &agent, "complete", &fence)?;
             Ok(changed(&hooks.complete(&held)?))
         }
         HookCommand::Clear {
             agent,
             reassign: false,
+            fence,
         } => {
-            let held = held(&hooks, &agent, "clear")?;
+            let held = held(&hooks, &agent, "clear", &fence)?;
             let hook = hooks.clear(&held)?;
             let text = format!("cleared {} from {agent}\n", held.work.bead_id);
             Ok(Output::new(text, output::json(&hook)))
@@ -57,8 +59,9 @@ pub(crate) fn run(ctx: &Ctx, command: HookCommand) -> Result<Output> {
         HookCommand::Clear {
             agent,
             reassign: true,
+            fence,
         } => {
-            let held = held(&hooks, &agent, "reassign")?;
+            let held = held(&hooks, &agent, "reassign", &fence)?;
             let done = hooks.reassign(&held)?;
             let text = format!(
                 "took {} ({}) away from {agent}\n",
@@ -69,11 +72,34 @@ pub(crate) fn run(ctx: &Ctx, command: HookCommand) -> Result<Output> {
     }
 }
 
-/// Returns the assignment `agent`'s hook holds now, or refuses `op` on an empty hook.
-fn held(hooks: &Hooks, agent: &AgentId, op: &str) -> Result<chipset_hook::Assignment> {
-    hooks
+/// Returns the assignment `agent`'s hook holds now, or refuses `op` on an
+/// empty hook, or on one that holds another bead or generation than
+/// `fence` names (the work was taken away or replaced since).
+fn held(
+    hooks: &Hooks,
+    agent: &AgentId,
+    op: &str,
+    fence: &HookFence,
+) -> Result<chipset_hook::Assignment> {
+    let held = hooks
         .current(agent)?
-        .ok_or_else(|| CliError::hook_empty(agent, op))
+        .ok_or_else(|| CliError::hook_empty(agent, op))?;
+    let bead_differs = fence.bead.as_ref().is_some_and(|b| *b != held.work.bead_id);
+    let generation_differs = fence.generation.is_some_and(|g| g != held.generation);
+    if bead_differs || generation_differs {
+        let asked = match (&fence.bead, fence.generation) {
+            (Some(b), Some(g)) => format!("`{b}` (generation {g})"),
+            (Some(b), None) => format!("`{b}`"),
+            (None, Some(g)) => format!("generation {g}"),
+            (None, None) => unreachable!("a difference needs a fence"),
+        };
+        return Err(CliError::refused(format!(
+            "cannot {op} {asked} on the hook of `{agent}`: it holds `{}` (generation {}) \
+             now, so that work was taken away or replaced; nothing changed",
+            held.work.bead_id, held.generation
+        )));
+    }
+    Ok(held)
 }
 
 fn changed(hook: &Hook) -> Output {

@@ -126,6 +126,84 @@ fn refusals_exit_1_and_change_nothing() {
     snap!("hook_refusals", env.take());
 }
 
+/// `--bead` and `--generation` fence an agent's command on the work it
+/// means: after the dispatcher took `b-1` away and assigned `b-2`, a
+/// stale `complete --bead b-1` is refused and changes nothing, where a
+/// bare `complete` would finish `b-2`; a retry of one that applied still
+/// succeeds.
+#[test]
+fn a_fenced_command_refuses_work_taken_away() {
+    let mut env = Env::new();
+    let assign = |env: &mut Env, bead: &str| {
+        let args = [
+            "hook", "assign", "f1", "--bead", bead, "--title", "job", "--by", "mayor",
+        ];
+        env.ok(&args);
+    };
+    assign(&mut env, "b-1");
+    env.ok(&[
+        "hook",
+        "activate",
+        "f1",
+        "--bead",
+        "b-1",
+        "--generation",
+        "1",
+    ]);
+    env.ok(&["hook", "clear", "f1", "--reassign", "--bead", "b-1"]);
+    assign(&mut env, "b-2");
+    let stale = env.fails(1, &["hook", "activate", "f1", "--bead", "b-1"]);
+    assert!(
+        stale.stderr.contains(
+            "cannot activate `b-1` on the hook of `f1`: it holds `b-2` (generation 3) now"
+        ),
+        "{}",
+        stale.stderr
+    );
+    env.ok(&["hook", "activate", "f1", "--bead", "b-2"]);
+    for args in [
+        &["hook", "touch", "f1", "--bead", "b-1"][..],
+        &["hook", "complete", "f1", "--bead", "b-1"],
+        &["hook", "complete", "f1", "--generation", "1"],
+        &[
+            "hook",
+            "complete",
+            "f1",
+            "--bead",
+            "b-2",
+            "--generation",
+            "2",
+        ],
+        &["hook", "clear", "f1", "--reassign", "--bead", "b-1"],
+    ] {
+        env.fails(1, args);
+        let show = env.ok(&["--json", "hook", "show", "f1"]).json();
+        assert_eq!(show["status"], "active", "{args:?} changed nothing");
+    }
+    env.ok(&[
+        "hook",
+        "complete",
+        "f1",
+        "--bead",
+        "b-2",
+        "--generation",
+        "3",
+    ]);
+    env.ok(&[
+        "hook",
+        "complete",
+        "f1",
+        "--bead",
+        "b-2",
+        "--generation",
+        "3",
+    ]);
+    env.fails(1, &["hook", "clear", "f1", "--bead", "b-1"]);
+    env.ok(&["hook", "clear", "f1", "--bead", "b-2"]);
+    env.fails(2, &["hook", "complete", "f1", "--generation", "x"]);
+    env.fails(2, &["hook", "complete", "f1", "--bead", "../b"]);
+}
+
 #[test]
 fn invalid_ids_and_arguments_exit_2() {
     let mut env = Env::new();
