@@ -282,6 +282,7 @@ impl From<chipset_hook::Error> for Failure {
     fn from(e: chipset_hook::Error) -> Self {
         let class = match &e {
             chipset_hook::Error::Store(s) => store_class(s),
+            chipset_hook::Error::InvalidTitle { .. } => Class::Usage,
             _ => Class::Refused,
         };
         Failure::from_error(class, &e).unknown_if(e.is_outcome_unknown())

@@ -111,6 +111,14 @@ pub enum Error {
         /// The file and the value this version does not know.
         unsupported: Unsupported,
     },
+    /// A title [`Hooks::assign`](crate::Hooks::assign) refuses: empty,
+    /// over [`MAX_TITLE`](crate::MAX_TITLE) bytes, or not one line
+    /// (control characters). Nothing was read or written.
+    #[error("invalid title: {reason}")]
+    InvalidTitle {
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A filesystem operation failed; it names the operation and the path.
     #[error(transparent)]
     Store(#[from] chipset_store::Error),

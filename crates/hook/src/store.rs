@@ -188,7 +188,9 @@ impl Hooks {
     ///
     /// # Errors
     ///
-    /// [`Error::AlreadyAssigned`]
+    /// [`Error::InvalidTitle`] for an empty title, one over
+    /// [`MAX_TITLE`](crate::MAX_TITLE) bytes or one with a control
+    /// character (a newline among them); [`Error::AlreadyAssigned`]
     /// when the hook holds other work (another bead, title or dispatcher);
     /// [`Error::Corrupt`]
     /// when the file is corrupt (repair it first); [`Error::Store`].
@@ -199,10 +201,9 @@ impl Hooks {
         title: impl Into<String>,
         by: Option<&AgentId>,
     ) -> Result<Assignment> {
-        let event = HookEvent::Assign {
-            bead_id,
-            title: title.into(),
-        };
+        let title = title.into();
+        check_title(&title)?;
+        let event = HookEvent::Assign { bead_id, title };
         let hook = self.apply_event(agent, event, &Actor::Dispatcher(by.cloned()))?;
         Ok(hook.assignment().expect("an assigned hook holds work"))
     }
@@ -217,7 +218,8 @@ impl Hooks {
     ///
     /// # Errors
     ///
-    /// As [`Hooks::assign`]: [`Error::AlreadyAssigned`], [`Error::Corrupt`],
+    /// As [`Hooks::assign`]: [`Error::InvalidTitle`],
+    /// [`Error::AlreadyAssigned`], [`Error::Corrupt`],
     /// [`Error::Unsupported`].
     pub fn plan_assign(
         &self,
@@ -227,6 +229,7 @@ impl Hooks {
         by: Option<&AgentId>,
         now: Timestamp,
     ) -> Result<(Option<Vec<u8>>, Assignment)> {
+        check_title(&work.1)?;
         let op = "assign";
         let path = self.path(agent);
         let hook = match current.map(|b| classify(agent, &path, parse_hook_file(&path, b))) {
@@ -622,3 +625,24 @@ pub(crate) fn symlink_corruption(
 
 #[cfg(test)]
 pub(crate) mod tests;
+
+/// Checks a title [`Hooks::assign`] writes: not blank, at most
+/// [`MAX_TITLE`](crate::MAX_TITLE) bytes, one line without control
+/// characters. A hook file another program wrote is read whatever its
+/// title.
+fn check_title(title: &str) -> Result<()> {
+    let reason = if title.trim().is_empty() {
+        "it must not be empty".to_owned()
+    } else if title.len() > crate::MAX_TITLE {
+        format!(
+            "it is {} bytes; at most {} are allowed",
+            title.len(),
+            crate::MAX_TITLE
+        )
+    } else if title.chars().any(char::is_control) {
+        "it must be one line without control characters".to_owned()
+    } else {
+        return Ok(());
+    };
+    Err(Error::InvalidTitle { reason })
+}

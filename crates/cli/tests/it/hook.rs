@@ -204,6 +204,20 @@ fn a_fenced_command_refuses_work_taken_away() {
     env.fails(2, &["hook", "complete", "f1", "--bead", "../b"]);
 }
 
+/// A title that is empty, not one line or over 1,024 bytes is a usage
+/// error (exit 2) that assigns nothing, as `work post` refuses it.
+#[test]
+fn assign_refuses_a_bad_title() {
+    let mut env = Env::new();
+    let long = "x".repeat(1025);
+    for title in ["", "multi\nline", long.as_str()] {
+        let run = env.fails(2, &["hook", "assign", "a", "--bead", "b", "--title", title]);
+        assert!(run.stderr.contains("invalid title"), "{}", run.stderr);
+        let show = env.ok(&["--json", "hook", "show", "a"]).json();
+        assert_eq!(show["status"], "empty");
+    }
+}
+
 #[test]
 fn invalid_ids_and_arguments_exit_2() {
     let mut env = Env::new();

@@ -47,6 +47,43 @@ fn clearing_writes_an_empty_hook_and_never_deletes_the_file() {
     );
 }
 
+/// Assign refuses a title that is empty, over `MAX_TITLE` bytes or not
+/// one line, as a typed error, before it reads or writes anything; a
+/// plan of the pool's claim refuses it the same way.
+#[test]
+fn assign_refuses_a_bad_title_and_writes_nothing() {
+    let s = setup();
+    let a = agent("a");
+    let long = "x".repeat(chipset_hook::MAX_TITLE + 1);
+    for (title, says) in [
+        ("", "must not be empty"),
+        ("  ", "must not be empty"),
+        ("multi\nline", "one line"),
+        ("tab\there", "one line"),
+        (long.as_str(), "at most 1024"),
+    ] {
+        let e = s.hooks.assign(&a, bead("b1"), title, None).unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidTitle { reason } if reason.contains(says)),
+            "{title:?}: {e}"
+        );
+        let plan = s
+            .hooks
+            .plan_assign(
+                &a,
+                None,
+                (bead("b1"), title.to_owned()),
+                None,
+                Timestamp::EPOCH,
+            )
+            .unwrap_err();
+        assert!(matches!(plan, Error::InvalidTitle { .. }), "{title:?}");
+        assert!(!s.hooks.path(&a).exists(), "{title:?} wrote nothing");
+    }
+    let fits = "é".repeat(chipset_hook::MAX_TITLE / 2);
+    s.hooks.assign(&a, bead("b1"), fits, None).unwrap();
+}
+
 #[test]
 fn one_work_item_per_agent() {
     let s = setup();
