@@ -74,12 +74,17 @@ pub enum Error {
         kind: String,
     },
     /// Auto-resolution by a verb that does not resolve that kind.
-    #[error("verb {verb:?} does not resolve reminder kind {kind:?}")]
+    #[error(
+        "verb {verb:?} does not resolve reminder kind {kind:?}; the verbs that do: {}",
+        resolving.join(", ")
+    )]
     NotAResolvingVerb {
         /// The kind.
         kind: String,
         /// The refused verb.
         verb: String,
+        /// The verbs that resolve the kind.
+        resolving: Vec<String>,
     },
     /// No reminder has this id.
     #[error("no reminder with id `{id}`")]

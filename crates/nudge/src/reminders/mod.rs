@@ -411,6 +411,7 @@ impl Reminders {
             return Err(Error::NotAResolvingVerb {
                 kind: kind.to_owned(),
                 verb: verb.to_owned(),
+                resolving: spec.resolving_verbs.clone(),
             });
         }
         let key = ReminderKey::new(kind, source_type, source_id)?;

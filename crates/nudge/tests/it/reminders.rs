@@ -209,10 +209,18 @@ fn bad_requests_are_refused_with_typed_errors() {
     let mut bad = new(preset::WRAP_SESSION, "S");
     bad.source_type = "spec".into();
     assert!(matches!(r.open(bad), Err(Error::SourceTypeMismatch { .. })));
-    assert!(matches!(
-        r.auto_resolve(preset::WRAP_SESSION, "session", "S", "prism_seal"),
-        Err(Error::NotAResolvingVerb { .. })
-    ));
+    let wrong = r
+        .auto_resolve(preset::WRAP_SESSION, "session", "S", "prism_seal")
+        .unwrap_err();
+    assert!(
+        matches!(&wrong, Error::NotAResolvingVerb { resolving, .. } if resolving == &["prism_wrap"]),
+        "{wrong:?}"
+    );
+    // The refusal names the verbs that would do.
+    assert!(
+        wrong.to_string().ends_with("the verbs that do: prism_wrap"),
+        "{wrong}"
+    );
     let mut bad = new(preset::WRAP_SESSION, "S");
     bad.severity = Severity::Blocking;
     assert!(matches!(r.open(bad), Err(Error::BlockingSeverity)));
