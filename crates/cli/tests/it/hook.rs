@@ -180,7 +180,8 @@ fn a_fenced_command_refuses_work_taken_away() {
         let show = env.ok(&["--json", "hook", "show", "f1"]).json();
         assert_eq!(show["status"], "active", "{args:?} changed nothing");
     }
-    env.ok(&[
+    // Fenced on the work it holds, and again: a retry that changes nothing.
+    let complete = [
         "hook",
         "complete",
         "f1",
@@ -188,16 +189,9 @@ fn a_fenced_command_refuses_work_taken_away() {
         "b-2",
         "--generation",
         "3",
-    ]);
-    env.ok(&[
-        "hook",
-        "complete",
-        "f1",
-        "--bead",
-        "b-2",
-        "--generation",
-        "3",
-    ]);
+    ];
+    env.ok(&complete);
+    env.ok(&complete);
     env.fails(1, &["hook", "clear", "f1", "--bead", "b-1"]);
     env.ok(&["hook", "clear", "f1", "--bead", "b-2"]);
     env.fails(2, &["hook", "complete", "f1", "--generation", "x"]);
