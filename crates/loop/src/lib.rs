@@ -151,7 +151,7 @@
 //! | mail | the inbox holds messages (unread = not archived) | urgent first, then oldest |
 //! | bus | the queue holds unacknowledged events | critical first, then oldest |
 //! | reminder | an open reminder (or a snoozed one now due) has `metadata.agent` = the agent | `nudge` severity before `info`, then oldest |
-//! | lease | a live lease of the agent's expires within five minutes | soonest to expire |
+//! | lease | a live lease of the agent's is in the last fifth of its term (at most five minutes) | soonest to expire |
 //! | pool | the hook is free (missing, empty, or a completed pool item) and ready pool items are for no role or one of the agent's roles in the directory | the three most urgent, then oldest |
 //!
 //! A file that is there but unreadable is an item too ([`Item::unreadable`]),

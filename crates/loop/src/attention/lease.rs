@@ -10,8 +10,18 @@ use chipset_store::{AgentId, Timestamp};
 use super::{Attention, Entry, Item, WorkKind, unreadable, unsupported};
 use crate::error::Result;
 
-/// How close to its expiry a live lease of the agent's shows in its brief.
+/// How close to its expiry a live lease of the agent's shows in its brief,
+/// at most: a shorter lease shows for the last fifth of its term
+/// ([`warning`]).
 pub(crate) const LEASE_EXPIRY_WARNING: Duration = Duration::from_secs(5 * 60);
+
+/// How close to its expiry `lease` shows in its holder's brief: the last
+/// fifth of its term (from its grant or last renewal), at most
+/// [`LEASE_EXPIRY_WARNING`]. A lease shorter than that window would show
+/// for its whole life, and a `wait` on it would never sleep.
+pub(crate) fn warning(lease: &chipset_lease::Lease) -> Duration {
+    (lease.expires_at.since(lease.renewed_at) / 5).min(LEASE_EXPIRY_WARNING)
+}
 
 impl Attention {
     /// Returns the lease entry of `agent`'s brief, and when it next changes
@@ -37,12 +47,12 @@ impl Attention {
         let next = soon
             .iter()
             .map(|l| {
-                let warn = l.expires_at - LEASE_EXPIRY_WARNING;
+                let warn = l.expires_at - warning(l);
                 if warn > now { warn } else { l.expires_at }
             })
             .filter(|at| *at > now)
             .min();
-        soon.retain(|l| l.expires_at.since(now) <= LEASE_EXPIRY_WARNING);
+        soon.retain(|l| l.expires_at.since(now) <= warning(l));
         soon.sort_by_key(|l| l.expires_at);
         let Some(first) = soon.first() else {
             return Ok((None, next));
@@ -112,5 +122,31 @@ mod tests {
         assert!(brief.entries.iter().any(|e| e.kind == WorkKind::Lease));
         clock.advance(Duration::from_secs(5 * 60));
         assert_eq!(attention.lease_entry(&me).unwrap(), (None, None), "expired");
+    }
+
+    /// A lease shorter than five minutes shows for the last fifth of its
+    /// term, not for its whole life (a `wait` on it would never sleep).
+    #[test]
+    fn a_short_lease_shows_for_the_last_fifth_of_its_term() {
+        let (t, clock) = TempState::manual();
+        let me = agent("polecat-alpha");
+        let req = LeaseRequest::new(me.clone(), LeaseMode::Exclusive, ["src/**"])
+            .with_ttl(Duration::from_secs(120));
+        let leases = Leases::new(t.state.clone());
+        let lease = leases.acquire(&req).unwrap().lease;
+        let attention = Attention::from_state(&t.state);
+        let expires = t.state.now() + Duration::from_secs(120);
+        let (entry, next) = attention.lease_entry(&me).unwrap();
+        assert!(entry.is_none(), "{entry:?}");
+        assert_eq!(next, Some(expires - Duration::from_secs(24)));
+        clock.advance(Duration::from_secs(95));
+        assert!(attention.lease_entry(&me).unwrap().0.is_none());
+        clock.advance(Duration::from_secs(1));
+        assert!(attention.lease_entry(&me).unwrap().0.is_some());
+        // Renewed for two minutes more: out of the window again.
+        leases
+            .renew(&me, lease.token, Duration::from_secs(120))
+            .unwrap();
+        assert!(attention.lease_entry(&me).unwrap().0.is_none());
     }
 }

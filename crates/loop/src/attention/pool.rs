@@ -366,14 +366,15 @@ mod tests {
         assert!(took < Duration::from_secs(30), "{took:?}");
     }
 
-    /// `wait` wakes when the agent's lease drifts into its last five
-    /// minutes, though no file changes and no rescan is due.
+    /// `wait` wakes when the agent's lease drifts into its warning window
+    /// (the last fifth of a short lease's term), though no file changes and
+    /// no rescan is due.
     #[test]
     fn a_wait_wakes_when_a_lease_drifts_into_its_warning_window() {
         let t = TempState::new();
         let me = agent("alice");
-        let ttl = crate::attention::lease::LEASE_EXPIRY_WARNING + Duration::from_millis(1500);
-        let window = t.state.now() + Duration::from_millis(1500);
+        let ttl = Duration::from_millis(2500);
+        let window = t.state.now() + Duration::from_millis(2000);
         let req = LeaseRequest::new(me.clone(), LeaseMode::Exclusive, ["src/**"]).with_ttl(ttl);
         Leases::new(t.state.clone()).acquire(&req).unwrap();
         let attention = Attention::from_state(&t.state).with_config(notified());
