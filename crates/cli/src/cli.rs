@@ -312,6 +312,18 @@ pub(crate) enum WitnessCommand {
         /// The dispatcher that receives escalations.
         #[arg(long, value_name = "D", default_value = "mayor")]
         dispatcher: AgentId,
+        /// How long a pending or active hook may go untouched before the
+        /// witness checks on its agent [default: 5m].
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        stall_after: Option<Duration>,
+        /// How long the witness waits for a sign of life after each nudge
+        /// [default: 60s].
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        nudge_interval: Option<Duration>,
+        /// No incident opens this soon after the work was assigned, nor any
+        /// step this soon after the witness starts [default: 60s].
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        grace: Option<Duration>,
     },
 }
 

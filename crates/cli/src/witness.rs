@@ -33,7 +33,17 @@ pub(crate) fn run(ctx: &Ctx, command: WitnessCommand, json: bool) -> Result<Outp
             every,
             me,
             dispatcher,
+            stall_after,
+            nudge_interval,
+            grace,
         } => {
+            let defaults = WitnessConfig::default();
+            let config = WitnessConfig {
+                stall_threshold: stall_after.unwrap_or(defaults.stall_threshold),
+                nudge_interval: nudge_interval.unwrap_or(defaults.nudge_interval),
+                grace: grace.unwrap_or(defaults.grace),
+                ..defaults
+            };
             let stop = Arc::new(AtomicBool::new(false));
             for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
                 signal_hook::flag::register(signal, Arc::clone(&stop)).map_err(|e| {
@@ -44,7 +54,7 @@ pub(crate) fn run(ctx: &Ctx, command: WitnessCommand, json: bool) -> Result<Outp
                 ctx.chipset.channels(),
                 me.clone(),
                 dispatcher.clone(),
-                WitnessConfig::default(),
+                config,
             );
             let mut ticks = 0u64;
             let mut actions = 0u64;

@@ -80,6 +80,48 @@ fn witness_run_stops_cleanly_on_sigterm_and_sigint() {
     snap!("witness_run", env.take());
 }
 
+/// `--stall-after`, `--nudge-interval` and `--grace` tune the witness: a
+/// hook quiet for a second is checked on within seconds, where the
+/// defaults (five minutes untouched, a minute's grace) would do nothing.
+#[test]
+fn witness_run_takes_its_thresholds() {
+    let mut env = Env::new();
+    env.ok(&["hook", "assign", "quiet", "--bead", "b-1", "--title", "job"]);
+    let args = [
+        "witness",
+        "run",
+        "--every",
+        "100ms",
+        "--stall-after",
+        "1s",
+        "--nudge-interval",
+        "1h",
+        "--grace",
+        "1ms",
+    ];
+    let mut child = env
+        .command(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("health_check") {
+        line.clear();
+        assert!(out.read_line(&mut line).unwrap() > 0, "the witness stopped");
+        assert!(started.elapsed().as_secs() < 60, "no check: {line}");
+    }
+    assert!(line.contains(r#""agent":"quiet""#), "{line}");
+    let pid = Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    kill_process(pid, Signal::TERM).unwrap();
+    assert!(child.wait().unwrap().success());
+    let nudge = env.ok(&["--json", "nudge", "read", "quiet"]).json();
+    assert_eq!(nudge["nudge"]["type"], "health_check", "{nudge}");
+    env.fails(2, &["witness", "run", "--every", "1s", "--grace", "soon"]);
+}
+
 #[test]
 fn witness_refusals() {
     let mut env = Env::new();
