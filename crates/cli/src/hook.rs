@@ -84,21 +84,7 @@ fn held(
     let held = hooks
         .current(agent)?
         .ok_or_else(|| CliError::hook_empty(agent, op))?;
-    let bead_differs = fence.bead.as_ref().is_some_and(|b| *b != held.work.bead_id);
-    let generation_differs = fence.generation.is_some_and(|g| g != held.generation);
-    if bead_differs || generation_differs {
-        let asked = match (&fence.bead, fence.generation) {
-            (Some(b), Some(g)) => format!("`{b}` (generation {g})"),
-            (Some(b), None) => format!("`{b}`"),
-            (None, Some(g)) => format!("generation {g}"),
-            (None, None) => unreachable!("a difference needs a fence"),
-        };
-        return Err(CliError::refused(format!(
-            "cannot {op} {asked} on the hook of `{agent}`: it holds `{}` (generation {}) \
-             now, so that work was taken away or replaced; nothing changed",
-            held.work.bead_id, held.generation
-        )));
-    }
+    CliError::check_fence(agent, op, &held, fence.bead.as_ref(), fence.generation)?;
     Ok(held)
 }
 

@@ -119,6 +119,39 @@ impl Failure {
         ))
     }
 
+    /// Refuses `op` on `held`, the assignment `agent`'s hook holds now,
+    /// when the caller named another bead or generation (`--bead`,
+    /// `--generation`; `bead`, `generation` over MCP): that work was taken
+    /// away or replaced since.
+    ///
+    /// # Errors
+    ///
+    /// A refusal naming what was asked for and what the hook holds.
+    pub fn check_fence(
+        agent: &AgentId,
+        op: &str,
+        held: &chipset_hook::Assignment,
+        bead: Option<&chipset_hook::BeadId>,
+        generation: Option<u64>,
+    ) -> Result<(), Self> {
+        let bead_differs = bead.is_some_and(|b| *b != held.work.bead_id);
+        let generation_differs = generation.is_some_and(|g| g != held.generation);
+        if !bead_differs && !generation_differs {
+            return Ok(());
+        }
+        let asked = match (bead, generation) {
+            (Some(b), Some(g)) => format!("`{b}` (generation {g})"),
+            (Some(b), None) => format!("`{b}`"),
+            (None, Some(g)) => format!("generation {g}"),
+            (None, None) => unreachable!("a difference needs a fence"),
+        };
+        Err(Failure::refused(format!(
+            "cannot {op} {asked} on the hook of `{agent}`: it holds `{}` (generation {}) now, \
+             so that work was taken away or replaced; nothing changed",
+            held.work.bead_id, held.generation
+        )))
+    }
+
     /// Refuses to show `agent`'s hook, whose file is unreadable.
     pub fn hook_unreadable(agent: &AgentId, corrupt: &Corruption) -> Self {
         Failure::refused(format!(

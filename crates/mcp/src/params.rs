@@ -39,7 +39,7 @@ where
     Lenient::<T>::deserialize(d)?.get()
 }
 
-fn lenient_opt<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+pub(crate) fn lenient_opt<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
 where
     D: Deserializer<'de>,
     T: FromStr + Deserialize<'de>,
@@ -99,7 +99,32 @@ pub(crate) struct HookClear {
     #[serde(default, deserialize_with = "lenient_opt")]
     #[schemars(with = "bool")]
     pub(crate) reassign: Option<bool>,
+    /// Only while the hook holds this bead: work taken away or replaced since is refused, nothing changed.
+    #[schemars(pattern(ID), length(max = 128))]
+    pub(crate) bead: Option<String>,
+    /// Only for the assignment of this generation (hook_pickup gives it).
+    #[serde(default, deserialize_with = "lenient_opt")]
+    #[schemars(with = "u64", range(min = 1))]
+    pub(crate) generation: Option<u64>,
 }
+
+/// `hook_touch` and `hook_complete`: the work they are meant for.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct HookWork {
+    /// Only while the hook holds this bead: work taken away or replaced since is refused, nothing changed.
+    #[schemars(pattern(ID), length(max = 128))]
+    pub(crate) bead: Option<String>,
+    /// Only for the assignment of this generation (hook_pickup gives it).
+    #[serde(default, deserialize_with = "lenient_opt")]
+    #[schemars(with = "u64", range(min = 1))]
+    pub(crate) generation: Option<u64>,
+}
+
+/// `hook_pickup`: no arguments.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NoArguments {}
 
 /// `nudge_respond`.
 #[derive(Debug, Deserialize, JsonSchema)]

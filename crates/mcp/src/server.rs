@@ -8,7 +8,7 @@ use chipset_failure::Failure;
 use chipset_store::{AgentId, StateDir};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
-    CallToolResult, ContentBlock, ListResourcesResult, PaginatedRequestParams,
+    CallToolResult, ContentBlock, Implementation, ListResourcesResult, PaginatedRequestParams,
     ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
     ResourceContents, ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig,
     SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
@@ -19,9 +19,9 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, tool, tool_handler, tool_router
 
 use crate::ops::{self, Ctx, Outcome};
 use crate::params::{
-    BusAck, BusPending, BusPublish, BusWait, HookAssign, HookClear, MailArchive, MailInbox,
-    MailPending, MailRead, MailSend, MailThread, NudgeRespond, NudgeSend, RemindList, RemindOpen,
-    RemindResolve, RemindSnooze, Wait,
+    BusAck, BusPending, BusPublish, BusWait, HookAssign, HookClear, HookWork, MailArchive,
+    MailInbox, MailPending, MailRead, MailSend, MailThread, NoArguments, NudgeRespond, NudgeSend,
+    RemindList, RemindOpen, RemindResolve, RemindSnooze, Wait,
 };
 use crate::schema::{self, Parameters};
 use crate::view::{self, Noted, Partial, Refusal};
@@ -186,28 +186,37 @@ impl Server {
         annotations(destructive_hint = false, idempotent_hint = true, open_world_hint = false),
         output_schema = schema::output::<view::Pickup>()
     )]
-    async fn hook_pickup(&self) -> Result<CallToolResult, ErrorData> {
-        self.run(ops::hook_pickup).await
+    async fn hook_pickup(
+        &self,
+        Parameters(p): Parameters<NoArguments>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run_with(p, ops::hook_pickup).await
     }
 
     #[tool(
         title = "Heartbeat on my work",
-        description = "Heartbeat on the active work this agent's hook holds.",
+        description = "Heartbeat on the active work this agent's hook holds (with bead or generation: only if it still holds that work).",
         annotations(destructive_hint = false, idempotent_hint = true, open_world_hint = false),
         output_schema = schema::output::<view::HookRecord>()
     )]
-    async fn hook_touch(&self) -> Result<CallToolResult, ErrorData> {
-        self.run(ops::hook_touch).await
+    async fn hook_touch(
+        &self,
+        Parameters(p): Parameters<HookWork>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run_with(p, ops::hook_touch).await
     }
 
     #[tool(
         title = "Complete my work",
-        description = "Finish the active work this agent's hook holds.",
+        description = "Finish the active work this agent's hook holds (with bead or generation: only if it still holds that work).",
         annotations(destructive_hint = false, idempotent_hint = true, open_world_hint = false),
         output_schema = schema::output::<view::HookRecord>()
     )]
-    async fn hook_complete(&self) -> Result<CallToolResult, ErrorData> {
-        self.run(ops::hook_complete).await
+    async fn hook_complete(
+        &self,
+        Parameters(p): Parameters<HookWork>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run_with(p, ops::hook_complete).await
     }
 
     #[tool(
@@ -502,14 +511,22 @@ impl ServerHandler for Server {
             .enable_resources()
             .enable_resources_subscribe()
             .build();
-        ServerConfig::new(capabilities).with_instructions(format!(
-            "chipset coordination tools acting as agent `{}`: hook (your work item), \
-             nudge (urgent signals), mail (threaded messages), bus (event queue), \
-             remind (open obligations), status, and brief/wait (what needs you). \
-             Subscribe to `{}` to be told when what needs you changes.",
-            self.ctx.agent,
-            self.brief_uri()
-        ))
+        // rmcp names itself unless told (`from_build_env` reads rmcp's own
+        // crate name and version).
+        let server = Implementation::new("chipset", env!("CARGO_PKG_VERSION"))
+            .with_title("chipset coordination");
+        ServerConfig::new(capabilities)
+            .with_server_info(server)
+            .with_instructions(format!(
+                "chipset coordination tools acting as agent `{}`: hook (your work item), \
+                 nudge (urgent signals), mail (threaded messages), bus (event queue), \
+                 remind (open obligations), lease (paths you edit), work (a shared pool \
+                 to claim from), agent (the directory and its lists), search, status, \
+                 and brief/wait (what needs you). Subscribe to `{}` to be told when \
+                 what needs you changes.",
+                self.ctx.agent,
+                self.brief_uri()
+            ))
     }
 
     async fn list_resources(

@@ -170,6 +170,18 @@ fn stdio_lists_every_tool_with_an_input_schema_and_no_caller_parameter() {
             .collect();
         required.sort_unstable();
         assert_eq!(required, ["body", "kind", "subject", "to"]);
+        // The server names itself (not the SDK it is built on), and its
+        // instructions name every family of tools.
+        let info = client.peer_info().expect("initialized");
+        let server = info.server_info.as_ref().expect("the server names itself");
+        assert_eq!(server.name, "chipset");
+        assert_eq!(server.version, env!("CARGO_PKG_VERSION"));
+        let said = info.instructions.as_deref().unwrap_or_default();
+        for family in [
+            "hook", "nudge", "mail", "bus", "remind", "lease", "work", "agent", "search",
+        ] {
+            assert!(said.contains(family), "{family} missing from {said:?}");
+        }
         client.cancel().await.unwrap();
     });
 }

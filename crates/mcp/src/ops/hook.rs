@@ -2,14 +2,14 @@
 //! `hook_complete`) and the dispatcher's (`hook_assign`, `hook_clear`).
 
 use chipset_failure::Failure;
-use chipset_hook::{Assignment, Hook, Hooks, Pickup};
+use chipset_hook::{Assignment, BeadId, Hook, Hooks, Pickup};
 use chipset_store::AgentId;
 
 use super::{Ctx, Outcome, Reply, id};
-use crate::params::{HookAssign, HookClear};
+use crate::params::{HookAssign, HookClear, HookWork, NoArguments};
 use crate::view::{self, Cleared, PickupOutcome};
 
-pub(crate) fn hook_pickup(ctx: &Ctx) -> Outcome {
+pub(crate) fn hook_pickup(ctx: &Ctx, _: NoArguments) -> Outcome {
     let pickup = ctx.hooks().pickup(&ctx.agent)?;
     let (outcome, assignment) = match pickup {
         Pickup::Idle => (PickupOutcome::Idle, None),
@@ -39,11 +39,21 @@ pub(crate) fn hook_pickup(ctx: &Ctx) -> Outcome {
 }
 
 /// Returns the assignment `agent`'s hook holds now, or refuses `op` on an
-/// empty hook: the change is fenced on it, as on the command line.
-fn held(hooks: &Hooks, agent: &AgentId, op: &str) -> Result<Assignment, Failure> {
-    hooks
+/// empty hook, or on one that holds another bead or generation than the
+/// caller named: the change is fenced on it, as on the command line.
+fn held(
+    hooks: &Hooks,
+    agent: &AgentId,
+    op: &str,
+    bead: Option<&str>,
+    generation: Option<u64>,
+) -> Result<Assignment, Failure> {
+    let bead: Option<BeadId> = bead.map(id).transpose()?;
+    let held = hooks
         .current(agent)?
-        .ok_or_else(|| Failure::hook_empty(agent, op))
+        .ok_or_else(|| Failure::hook_empty(agent, op))?;
+    Failure::check_fence(agent, op, &held, bead.as_ref(), generation)?;
+    Ok(held)
 }
 
 fn changed(hook: &Hook) -> Reply {
@@ -57,15 +67,21 @@ fn changed(hook: &Hook) -> Reply {
     )
 }
 
-pub(crate) fn hook_touch(ctx: &Ctx) -> Outcome {
+pub(crate) fn hook_touch(ctx: &Ctx, p: HookWork) -> Outcome {
     let hooks = ctx.hooks();
-    let held = held(&hooks, &ctx.agent, "touch")?;
+    let held = held(&hooks, &ctx.agent, "touch", p.bead.as_deref(), p.generation)?;
     Ok(changed(&hooks.touch(&held)?))
 }
 
-pub(crate) fn hook_complete(ctx: &Ctx) -> Outcome {
+pub(crate) fn hook_complete(ctx: &Ctx, p: HookWork) -> Outcome {
     let hooks = ctx.hooks();
-    let held = held(&hooks, &ctx.agent, "complete")?;
+    let held = held(
+        &hooks,
+        &ctx.agent,
+        "complete",
+        p.bead.as_deref(),
+        p.generation,
+    )?;
     Ok(changed(&hooks.complete(&held)?))
 }
 
@@ -90,7 +106,7 @@ pub(crate) fn hook_clear(ctx: &Ctx, p: HookClear) -> Outcome {
     let to: AgentId = id(&p.to)?;
     let hooks = ctx.hooks();
     if p.reassign.unwrap_or(false) {
-        let held = held(&hooks, &to, "reassign")?;
+        let held = held(&hooks, &to, "reassign", p.bead.as_deref(), p.generation)?;
         let done = hooks.reassign(&held)?;
         let text = format!(
             "took {} ({}) away from {to}\n",
@@ -98,7 +114,7 @@ pub(crate) fn hook_clear(ctx: &Ctx, p: HookClear) -> Outcome {
         );
         Ok(Reply::new(text, Cleared::Reassigned(done.into())))
     } else {
-        let held = held(&hooks, &to, "clear")?;
+        let held = held(&hooks, &to, "clear", p.bead.as_deref(), p.generation)?;
         let hook = hooks.clear(&held)?;
         Ok(Reply::new(
             format!("cleared {} from {to}\n", held.work.bead_id),

@@ -48,7 +48,8 @@ pub(crate) struct SearchParams {
     /// Only hits created at or after this time (RFC 3339).
     pub(crate) since: Option<String>,
     /// At most this many hits, best first [default: 10, at most 100].
-    #[schemars(range(min = 1, max = 100))]
+    #[serde(default, deserialize_with = "crate::params::lenient_opt")]
+    #[schemars(with = "u32", range(min = 1, max = 100))]
     pub(crate) limit: Option<u32>,
 }
 

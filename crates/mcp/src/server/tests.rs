@@ -26,9 +26,9 @@ fn args(v: Value) -> rmcp::model::JsonObject {
 fn call(ctx: &Ctx, name: &str, v: Value) -> Outcome {
     let a = args(v);
     match name {
-        "hook_pickup" => ops::hook_pickup(ctx),
-        "hook_touch" => ops::hook_touch(ctx),
-        "hook_complete" => ops::hook_complete(ctx),
+        "hook_pickup" => ops::hook_pickup(ctx, parse(a)?),
+        "hook_touch" => ops::hook_touch(ctx, parse(a)?),
+        "hook_complete" => ops::hook_complete(ctx, parse(a)?),
         "hook_assign" => ops::hook_assign(ctx, parse(a)?),
         "hook_clear" => ops::hook_clear(ctx, parse(a)?),
         "lease_acquire" => ops::lease_acquire(ctx, parse(a)?),
@@ -454,4 +454,63 @@ fn listings_are_limited() {
         refused.to_string(),
         "limit must be between 1 and 1000, not 0"
     );
+}
+
+/// `bead` and `generation` fence the hook tools on the work they mean: an
+/// agent still on `gt-1` after the dispatcher took it away and assigned
+/// `gt-2` is refused, and nothing changes; unknown arguments are refused
+/// by every hook tool, and an integer given as text is taken by `search`
+/// as by the others.
+#[test]
+fn hook_tools_are_fenced_on_the_work_they_mean() {
+    let mut t = Bench::new();
+    t.ok(
+        true,
+        "hook_assign",
+        json!({"to": "a", "bead": "gt-1", "title": "T"}),
+    );
+    t.ok(false, "hook_pickup", json!({}));
+    t.ok(
+        true,
+        "hook_clear",
+        json!({"to": "a", "reassign": true, "bead": "gt-1"}),
+    );
+    t.ok(
+        true,
+        "hook_assign",
+        json!({"to": "a", "bead": "gt-2", "title": "U"}),
+    );
+    t.ok(false, "hook_pickup", json!({}));
+    for (tool, args) in [
+        ("hook_complete", json!({"bead": "gt-1"})),
+        ("hook_touch", json!({"bead": "gt-1"})),
+        ("hook_complete", json!({"generation": 1})),
+        ("hook_complete", json!({"bead": "gt-2", "generation": "2"})),
+    ] {
+        let refused = call(&t.a, tool, args.clone()).unwrap_err().to_string();
+        assert!(
+            refused.contains("on the hook of `a`: it holds `gt-2` (generation 3) now"),
+            "{tool} {args}: {refused}"
+        );
+        assert_eq!(t.ok(false, "hook_pickup", json!({}))["outcome"], "resumed");
+    }
+    let done = t.ok(
+        false,
+        "hook_complete",
+        json!({"bead": "gt-2", "generation": "3"}),
+    );
+    assert_eq!(done["status"], "completed");
+    let stale = call(&t.b, "hook_clear", json!({"to": "a", "bead": "gt-1"})).unwrap_err();
+    assert!(
+        stale.to_string().contains("taken away or replaced"),
+        "{stale}"
+    );
+    for tool in ["hook_pickup", "hook_touch", "hook_complete"] {
+        let said = call(&t.a, tool, json!({"bogus": 1}))
+            .unwrap_err()
+            .to_string();
+        assert!(said.contains("unknown field `bogus`"), "{tool}: {said}");
+    }
+    let hits = t.ok(false, "search", json!({"query": "nothing", "limit": "3"}));
+    assert_eq!(hits["hits"], json!([]), "{hits}");
 }
