@@ -79,7 +79,15 @@ struct App {
     chipset: Chipset,
     loaded: watch::Receiver<Arc<Loaded>>,
     token: Option<Token>,
+    /// True once the server is shutting down: every page's event stream
+    /// ends then, since a graceful shutdown waits for every connection
+    /// and a stream never ends by itself.
+    stopping: watch::Receiver<bool>,
 }
+
+/// How long a shutdown waits for connections to finish before it returns
+/// anyway.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// Serves the dashboard of `chipset`'s state root: binds `options.addr`
 /// after the address rule, calls `on_listening` with the bound address,
@@ -143,10 +151,12 @@ pub async fn serve(
         addr: options.addr,
         source,
     })?;
+    let (stop, stopping) = watch::channel(false);
     let app = Arc::new(App {
         chipset,
         loaded: rx,
         token: options.token,
+        stopping: stopping.clone(),
     });
     let router = axum::Router::new()
         .route("/", get(index))
@@ -159,10 +169,24 @@ pub async fn serve(
         .with_state(app);
     tracing::info!(%bound, "serving the dashboard");
     on_listening(bound);
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
-        .map_err(|e| Error::Serve(e.to_string()))
+    let shutdown = async move {
+        shutdown.await;
+        tracing::info!("shutting down the dashboard");
+        // Ends every page's event stream.
+        let _ = stop.send(true);
+    };
+    let server = axum::serve(listener, router).with_graceful_shutdown(shutdown);
+    // A connection that outlives the grace (a stalled client) does not
+    // hold the process.
+    let mut stopped = stopping;
+    let deadline = async move {
+        let _ = stopped.wait_for(|s| *s).await;
+        tokio::time::sleep(SHUTDOWN_GRACE).await;
+    };
+    tokio::select! {
+        served = server => served.map_err(|e| Error::Serve(e.to_string())),
+        () = deadline => Ok(()),
+    }
 }
 
 /// Serves the dashboard as [`serve`] does, on a runtime of its own, until
@@ -296,6 +320,7 @@ async fn events(State(app): State<Arc<App>>, RawQuery(raw): RawQuery) -> Respons
         return bad(why);
     }
     let (tx, rx) = mpsc::channel::<Event>(2);
+    let mut stopping = app.stopping.clone();
     tokio::spawn(async move {
         // A change between the page and this request is sent at once.
         let mut current = (ask.version != Some(first.version)).then_some(first);
@@ -303,8 +328,14 @@ async fn events(State(app): State<Arc<App>>, RawQuery(raw): RawQuery) -> Respons
             let now = match current.take() {
                 Some(l) => l,
                 None => {
-                    if loaded.changed().await.is_err() {
-                        return;
+                    tokio::select! {
+                        changed = loaded.changed() => {
+                            if changed.is_err() {
+                                return;
+                            }
+                        }
+                        // The server is stopping: the stream ends.
+                        _ = stopping.wait_for(|s| *s) => return,
                     }
                     Arc::clone(&loaded.borrow_and_update())
                 }

@@ -361,3 +361,45 @@ fn base64(text: &str) -> Vec<u8> {
     }
     out
 }
+
+/// SIGTERM stops `serve` while a page's event stream is open: the stream
+/// ends and the process exits 0, where it waited for every page to close.
+#[test]
+fn serve_stops_on_sigterm_with_a_page_open() {
+    let env = Env::new();
+    let (mut server, addr) = serve(&env);
+    let mut page = TcpStream::connect(addr).unwrap();
+    write!(page, "GET /events?v=0 HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut page = BufReader::new(page);
+    let mut status = String::new();
+    page.read_line(&mut status).unwrap();
+    assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+    let pid = i32::try_from(server.0.id()).unwrap();
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(pid).unwrap(),
+        rustix::process::Signal::TERM,
+    )
+    .unwrap();
+    // Read to the stream's end, on a thread (keep-alive comments would
+    // hold a read timeout off forever): it ends with the server.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut rest = Vec::new();
+        let _ = tx.send(page.read_to_end(&mut rest).map(|_| ()));
+    });
+    rx.recv_timeout(Duration::from_secs(30))
+        .expect("the event stream did not end")
+        .unwrap();
+    let started = Instant::now();
+    let code = loop {
+        if let Some(status) = server.0.try_wait().unwrap() {
+            break status.code();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "serve did not exit"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(code, Some(0));
+}
