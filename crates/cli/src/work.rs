@@ -129,14 +129,12 @@ pub(crate) fn run(ctx: &Ctx, command: WorkCommand) -> Result<Output> {
             if let Some(id) = id {
                 item = item.with_id(id);
             }
-            // Deferral is judged on the pool's clock (the server's on a server).
-            let at = match (not_before, defer) {
-                (Some(at), _) => Some(at),
-                (None, Some(d)) => Some(pool.now()? + d),
-                (None, None) => None,
-            };
-            if let Some(at) = at {
-                item = item.with_not_before(at);
+            // A deferral counts from the post's time on the pool's clock (the
+            // server's on a server), so a retry matches the first post.
+            match (not_before, defer) {
+                (Some(at), _) => item = item.with_not_before(at),
+                (None, Some(d)) => item = item.with_defer(d),
+                (None, None) => {}
             }
             if let Some(role) = role {
                 item = item.with_role(role);

@@ -25,6 +25,8 @@ pub struct NewItem {
     pub(crate) priority: u8,
     pub(crate) depends_on: Vec<ItemId>,
     pub(crate) not_before: Option<Timestamp>,
+    /// A deferral from the post's own time ([`NewItem::with_defer`]).
+    pub(crate) defer: Option<std::time::Duration>,
     pub(crate) role: Option<String>,
 }
 
@@ -41,6 +43,7 @@ impl NewItem {
             priority: DEFAULT_PRIORITY,
             depends_on: Vec::new(),
             not_before: None,
+            defer: None,
             role: None,
         }
     }
@@ -85,6 +88,17 @@ impl NewItem {
     #[must_use]
     pub fn with_not_before(mut self, at: Timestamp) -> Self {
         self.not_before = Some(at);
+        self.defer = None;
+        self
+    }
+
+    /// Returns this request deferred by `by` from the time it is posted,
+    /// on the pool's clock: a retry of the post (same id and content) is
+    /// judged against the first post's time, so it matches the first.
+    #[must_use]
+    pub fn with_defer(mut self, by: std::time::Duration) -> Self {
+        self.defer = Some(by);
+        self.not_before = None;
         self
     }
 
@@ -177,7 +191,7 @@ impl NewItem {
             labels,
             priority: self.priority,
             depends_on,
-            not_before: self.not_before,
+            not_before: self.not_before.or_else(|| self.defer.map(|by| now + by)),
             role: self.role.clone(),
             posted_by: by.clone(),
             posted_at: now,

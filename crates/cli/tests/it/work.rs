@@ -50,6 +50,24 @@ fn post_ready_claim_release_and_done_from_a_shell() {
         "Design the schema",
     ]);
     assert_eq!(again.json()["existing"], true);
+    // So is a deferred one, a moment later: the deferral counts from the
+    // first post, not from the retry.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let deferred = [
+        "--json",
+        "work",
+        "post",
+        "--agent",
+        "lead",
+        "--id",
+        "docs",
+        "--defer",
+        "2h",
+        "--label",
+        "docs",
+        "Document it",
+    ];
+    assert_eq!(env.ok(&deferred).json()["existing"], true);
     let claimed = env
         .ok(&["--json", "work", "claim", "--agent", "alice"])
         .json();

@@ -292,6 +292,13 @@ fn a_post_retry_returns_the_first_result(place: &Place) {
     ));
     let full = s.pool.item(&id("a")).unwrap();
     assert_eq!(full.body, "details");
+    // A deferral counts from the first post, so its retry matches it.
+    let later = || item("b").with_defer(Duration::from_secs(3600));
+    s.pool.post(&lead, &later()).unwrap();
+    s.clock.advance(Duration::from_secs(1));
+    assert!(s.pool.post(&lead, &later()).unwrap().existing);
+    let b = s.pool.item(&id("b")).unwrap();
+    assert_eq!(b.not_before, Some(b.posted_at + Duration::from_secs(3600)));
     // Fresh ids are generated when none is given.
     let fresh = s.pool.post(&lead, &NewItem::new("anything")).unwrap();
     assert!(fresh.entry.id.as_str().starts_with("w-"));
