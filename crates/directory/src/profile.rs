@@ -152,7 +152,8 @@ impl Registration {
     ///
     /// # Errors
     ///
-    /// [`Error::TooManyRoles`], [`Error::TooLong`],
+    /// [`Error::TooManyRoles`], [`Error::ReservedList`] for a role named
+    /// `all` (the name `@all` takes), [`Error::TooLong`],
     /// [`Error::ControlCharacter`].
     pub fn validate(&self) -> Result<()> {
         if let Some(roles) = &self.roles
@@ -162,6 +163,14 @@ impl Registration {
                 count: roles.len(),
                 max: MAX_ROLES,
             });
+        }
+        // `@all` names every agent: no list (a role) may be called it.
+        if self
+            .roles
+            .as_ref()
+            .is_some_and(|roles| roles.iter().any(|r| r.as_str() == crate::ALL))
+        {
+            return Err(Error::ReservedList);
         }
         for (field, value) in [
             ("program", &self.program),

@@ -160,8 +160,19 @@ impl NewItem {
         for label in &self.labels {
             check_word("label", label)?;
         }
+        // A role no agent can hold would keep the item from every brief:
+        // the directory's rule (`a-z`, digits, `-`, `_`), and not `all`.
         if let Some(role) = &self.role {
-            check_word("role", role)?;
+            match chipset_directory::Role::new(role.as_str()) {
+                Err(chipset_directory::Error::InvalidRole { reason, .. }) => {
+                    return Err(invalid("role", format!("`{role}`: {reason}")));
+                }
+                Err(e) => return Err(invalid("role", format!("`{role}`: {e}"))),
+                Ok(_) if role == chipset_directory::ALL => {
+                    return Err(invalid("role", "`all` is reserved for `@all`"));
+                }
+                Ok(_) => {}
+            }
         }
         if self.depends_on.len() > MAX_DEPENDENCIES {
             return Err(invalid(

@@ -87,7 +87,12 @@ fn bad_input_is_typed_and_changes_nothing() {
         );
         r
     };
-    for bad in [long, control, many] {
+    let all = {
+        let mut r = Registration::new();
+        r.roles = roles(&["qa", "all"]);
+        r
+    };
+    for bad in [long, control, many, all] {
         let err = e.dir.register(&a, &bad).unwrap_err();
         assert!(err.is_usage(), "{err}");
     }

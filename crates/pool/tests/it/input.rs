@@ -53,7 +53,18 @@ fn bad_posts_are_refused_and_change_nothing(place: &Place) {
         s.pool.post_many(&lead, &cycle),
         Err(Error::Cycle { .. })
     ));
+    // A role no agent can hold (the directory's rule), and `all`.
+    for role in ["Reviewer", "../x", "a b", "all", ""] {
+        let said = s.pool.post(&lead, &item("r").with_role(role));
+        assert!(
+            matches!(&said, Err(Error::Invalid { field: "role", .. })),
+            "{role:?}: {said:?}"
+        );
+    }
     assert_eq!(snapshot(&s), before);
+    s.pool
+        .post(&lead, &item("r").with_role("code-review_2"))
+        .unwrap();
 }
 
 #[test]
