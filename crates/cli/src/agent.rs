@@ -47,7 +47,7 @@ pub(crate) enum AgentCommand {
         /// Only agents holding this role.
         #[arg(long, value_name = "ROLE")]
         role: Option<Role>,
-        /// Only agents seen within this long: a number with ms, s, m or h.
+        /// Only agents seen within this long: a number with ms, s, m, h or d.
         #[arg(long, value_name = "DURATION", value_parser = crate::cli::parse_duration)]
         seen_within: Option<std::time::Duration>,
     },

@@ -163,7 +163,7 @@ pub(crate) struct TopArgs {
     #[arg(long, value_name = "VIEW", value_parser = crate::top::parse_view)]
     pub(crate) view: Option<chipset_console::View>,
     /// Time between full rescans, the safety net behind the directory
-    /// notifications (a number with ms, s, m or h).
+    /// notifications (a number with ms, s, m, h or d).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
     pub(crate) rescan: Duration,
     /// Print one frame of WIDTHxHEIGHT as text and exit (no terminal needed).
@@ -185,7 +185,7 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "PATH")]
     pub(crate) token_file: Option<PathBuf>,
     /// Time between full rescans, the safety net behind the directory
-    /// notifications (a number with ms, s, m or h).
+    /// notifications (a number with ms, s, m, h or d).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
     pub(crate) rescan: Duration,
 }
@@ -303,7 +303,7 @@ pub(crate) enum NudgeCommand {
 pub(crate) enum WitnessCommand {
     /// Run witness ticks until SIGTERM or SIGINT, then exit 0; prints each action.
     Run {
-        /// Time between ticks: a number with ms, s, m or h (bare numbers are seconds).
+        /// Time between ticks: a number with ms, s, m, h or d (bare numbers are seconds).
         #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
         every: Duration,
         /// The witness's own agent id (it sends the nudges).
@@ -335,7 +335,7 @@ pub(crate) struct DoctorArgs {
     pub(crate) fix: bool,
 }
 
-/// Parses `500ms`, `30s`, `5m`, `1h` or a bare number of seconds; never zero.
+/// Parses `500ms`, `30s`, `5m`, `1h`, `7d` or a bare number of seconds; never zero.
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();
     let (number, unit) = match t.find(|c: char| c.is_ascii_alphabetic()) {
@@ -347,7 +347,8 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
         "s" => 1.0,
         "m" => 60.0,
         "h" => 3600.0,
-        _ => return Err(format!("unknown unit in {text:?}: use ms, s, m or h")),
+        "d" => 86_400.0,
+        _ => return Err(format!("unknown unit in {text:?}: use ms, s, m, h or d")),
     };
     let n: f64 = number
         .parse()
@@ -448,7 +449,8 @@ mod tests {
         assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
         assert_eq!(parse_duration("1.5h"), Ok(Duration::from_secs(5400)));
         assert!(parse_duration("0s").is_err());
-        assert!(parse_duration("5d").is_err());
+        assert_eq!(parse_duration("7d"), Ok(Duration::from_secs(7 * 86_400)));
+        assert!(parse_duration("5w").is_err());
         assert!(parse_duration("soon").is_err());
         assert!(parse_duration("-1s").is_err());
     }

@@ -115,10 +115,17 @@ pub(crate) fn run(ctx: &Ctx, command: LeaseCommand) -> Result<Output> {
                 lease,
                 existing: granted.existing,
             };
-            Ok(Output::new(
-                format!("{}\n", view.lease.line()),
-                output::json(&view),
-            ))
+            // A retry returns the lease as granted (its expiry included):
+            // say so, since another --ttl did not change it.
+            let text = if view.existing {
+                format!(
+                    "{}\nalready held: this lease, unchanged (renew it to move its expiry)\n",
+                    view.lease.line()
+                )
+            } else {
+                format!("{}\n", view.lease.line())
+            };
+            Ok(Output::new(text, output::json(&view)))
         }
         LeaseCommand::Renew { agent, token, ttl } => {
             let lease = leases.renew(&agent, token, ttl.unwrap_or(DEFAULT_TTL))?;

@@ -40,13 +40,24 @@ pub(crate) struct SearchArgs {
     /// (`90s`, `30m`, `2h`, `7d`).
     #[arg(long, value_name = "TIME|AGE")]
     pub(crate) since: Option<String>,
-    /// At most this many hits, best first.
-    #[arg(long, value_name = "N", default_value_t = chipset::search::DEFAULT_LIMIT)]
+    /// At most this many hits, best first (1 or more).
+    #[arg(long, value_name = "N", default_value_t = chipset::search::DEFAULT_LIMIT,
+          value_parser = parse_limit)]
     pub(crate) limit: usize,
     /// Throw the index away and build it again first (it is a cache; the
     /// doctor's --fix does this too).
     #[arg(long)]
     pub(crate) rebuild: bool,
+}
+
+/// Parses `--limit`: a count of hits, at least one (`0` would list nothing
+/// and say "no matches" where there are).
+fn parse_limit(text: &str) -> std::result::Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("a limit of 0 shows no hit: give 1 or more".to_owned()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("not a count: {text:?}")),
+    }
 }
 
 fn parse_channel(text: &str) -> std::result::Result<Origin, String> {

@@ -39,6 +39,14 @@ impl LeasePath {
     ///
     /// [`Error::InvalidPath`] for the patterns listed on the type.
     pub fn new(pattern: impl AsRef<str>) -> Result<Self, Error> {
+        // A line break would split the one line per lease that listings
+        // print; no file name a project keeps under review holds one.
+        if pattern.as_ref().chars().any(char::is_control) {
+            return Err(invalid(
+                pattern.as_ref(),
+                "contains a control character (a line break, a tab)".to_owned(),
+            ));
+        }
         let p = Self::normalise(pattern.as_ref())?;
         if p.is_glob() {
             let glob = GlobBuilder::new(&p.0).literal_separator(true).build();

@@ -130,7 +130,23 @@ pub(crate) fn check_reason(reason: &str) -> Result<(), Error> {
     if reason.len() > MAX_REASON {
         return Err(Error::Reason("longer than 1024 bytes"));
     }
+    if reason.chars().any(char::is_control) {
+        return Err(Error::Reason(
+            "holds a control character (a line break, a tab): it is shown on one line",
+        ));
+    }
     Ok(())
+}
+
+/// Whether two leases name the same patterns, in whatever order.
+fn same_paths(a: &[LeasePath], b: &[LeasePath]) -> bool {
+    fn sorted(p: &[LeasePath]) -> Vec<&LeasePath> {
+        let mut v: Vec<&LeasePath> = p.iter().collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+    sorted(a) == sorted(b)
 }
 
 /// Live leases of other holders that conflict with `lease`.
@@ -156,7 +172,7 @@ pub(crate) fn acquire(
         l.is_live(now)
             && l.holder == req.holder
             && l.mode == req.mode
-            && l.paths == paths
+            && same_paths(&l.paths, &paths)
             && l.reason == req.reason
     }) {
         let acquired = Acquired {

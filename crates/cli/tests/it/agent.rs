@@ -160,3 +160,30 @@ fn mcp_tools_whois_and_list() {
         c.cancel().await.unwrap();
     });
 }
+
+/// Durations take days wherever they are asked for, and `search --limit 0`
+/// (which listed nothing and said "no matches") is a usage error.
+#[test]
+fn durations_take_days_and_a_search_limit_is_one_or_more() {
+    let mut env = Env::new();
+    env.ok(&["agent", "register", "ann"]);
+    let seen = env
+        .ok(&["--json", "agent", "list", "--seen-within", "7d"])
+        .json();
+    assert_eq!(seen["total"], 1, "{seen}");
+    env.ok(&[
+        "hook",
+        "assign",
+        "ann",
+        "--bead",
+        "b-1",
+        "--title",
+        "fix the parser",
+    ]);
+    let zero = env.fails(2, &["search", "--limit", "0", "parser"]);
+    assert!(zero.stderr.contains("give 1 or more"), "{}", zero.stderr);
+    let one = env
+        .ok(&["--json", "search", "--limit", "1", "parser"])
+        .json();
+    assert_eq!(one["hits"].as_array().map(Vec::len), Some(1), "{one}");
+}

@@ -94,6 +94,50 @@ fn acquire_conflict_renew_release_in_text_and_json() {
     env.fails(1, &["lease", "renew", "--agent", "alice", "1"]);
 }
 
+/// A retry of an acquire (paths in any order, another --ttl) returns the
+/// lease held, and its text says so; a ttl in days is understood; a path
+/// or reason with a line break is refused before anything is written.
+#[test]
+fn a_retried_acquire_says_it_is_the_lease_held() {
+    let mut env = Env::new();
+    let first = env.ok(&["lease", "acquire", "--agent", "a", "--ttl", "1m", "x", "y"]);
+    assert!(!first.stdout.contains("already held"), "{}", first.stdout);
+    let again = env.ok(&[
+        "--json", "lease", "acquire", "--agent", "a", "--ttl", "2h", "y", "x",
+    ]);
+    let again = again.json();
+    assert_eq!(
+        (
+            again["existing"].as_bool(),
+            again["lease"]["token"].as_u64()
+        ),
+        (Some(true), Some(1))
+    );
+    let text = env.ok(&["lease", "acquire", "--agent", "a", "--ttl", "2h", "x", "y"]);
+    assert!(
+        text.stdout.contains("already held: this lease, unchanged"),
+        "{}",
+        text.stdout
+    );
+    env.ok(&["lease", "acquire", "--agent", "b", "--ttl", "7d", "docs"]);
+    let said = env.fails(2, &["lease", "acquire", "--agent", "c", "a\nb"]);
+    assert!(said.stderr.contains("control character"), "{}", said.stderr);
+    env.fails(
+        2,
+        &[
+            "lease",
+            "acquire",
+            "--agent",
+            "c",
+            "--reason",
+            "two\nlines",
+            "z",
+        ],
+    );
+    let list = env.ok(&["--json", "lease", "list"]).json();
+    assert_eq!(list["leases"].as_array().map(Vec::len), Some(2), "{list}");
+}
+
 #[test]
 fn check_names_the_holder_and_exits_one() {
     let mut env = Env::new();
