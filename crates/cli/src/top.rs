@@ -120,6 +120,10 @@ pub(crate) fn run(ctx: &Ctx, args: &TopArgs) -> Result<Output> {
             }
             match loaded {
                 Some(Ok(s)) => {
+                    // The selection stays on its row, wherever it moved.
+                    if screen.follow(&snapshot, &s) {
+                        effect = Effect::Select;
+                    }
                     snapshot = s;
                     screen.error = None;
                 }

@@ -27,7 +27,13 @@ const MAX_ROWS: usize = 500;
 /// Returns the whole page for `screen` over `snapshot`, with `detail` for
 /// the selected row; `version` is the snapshot's number, which the page
 /// hands back when it asks for updates (so none is missed in between).
-pub fn page(snapshot: &Snapshot, screen: &Screen, detail: Option<&Detail>, version: u64) -> String {
+pub fn page(
+    snapshot: &Snapshot,
+    screen: &Screen,
+    detail: Option<&Detail>,
+    version: u64,
+    row: Option<&str>,
+) -> String {
     let mut out = String::with_capacity(16 * 1024);
     let view = screen.view.name();
     let _ = write!(
@@ -36,11 +42,18 @@ pub fn page(snapshot: &Snapshot, screen: &Screen, detail: Option<&Detail>, versi
          <meta name=\"viewport\" content=\"width=device-width\">\
          <title>chipset · {}</title><link rel=\"icon\" href=\"data:,\">\
          <style>{STYLE}</style></head><body>\
-         <header><b>chipset</b> {}</header><div id=\"live\">",
+         <header><b>chipset</b> {} \
+         <form action=\"/\"><input type=\"hidden\" name=\"view\" value=\"{}\">\
+         <input name=\"q\" placeholder=\"search this view\" value=\"{}\"></form>\
+         </header><div id=\"live\">",
         esc(screen.view.title()),
         esc(&snapshot.root.display().to_string()),
+        screen.view.name(),
+        esc(screen.filter()),
     );
-    out.push_str(&fragment(snapshot, screen, detail, None));
+    // The search box is outside what the updates replace: what is typed
+    // in it, and its focus, survive them.
+    out.push_str(&fragment(snapshot, screen, detail, None, row));
     let query = query(screen.view, screen.filter(), None);
     let _ = write!(
         out,
@@ -49,18 +62,21 @@ pub fn page(snapshot: &Snapshot, screen: &Screen, detail: Option<&Detail>, versi
          es.addEventListener(\"update\",function(e){{\
          document.getElementById(\"live\").innerHTML=e.data;}});}})();\
          </script><!-- view {view} --></body></html>",
-        js_query(&query, screen.selected_key(snapshot).as_deref()),
+        js_query(&query, row),
     );
     out
 }
 
-/// Returns the part of the page that updates: the tabs, the search, the
-/// table and the detail pane; `error` (the root gone) on top.
+/// Returns the part of the page that updates: the tabs, the table and the
+/// detail pane of `row` (the row the page was opened for: marked in the
+/// table when it is there, never another in its place); `error` (the root
+/// gone) on top.
 pub(crate) fn fragment(
     snapshot: &Snapshot,
     screen: &Screen,
     detail: Option<&Detail>,
     error: Option<&str>,
+    row: Option<&str>,
 ) -> String {
     let mut out = String::with_capacity(16 * 1024);
     if let Some(e) = error {
@@ -84,11 +100,7 @@ pub(crate) fn fragment(
     }
     let _ = write!(
         out,
-        "<form action=\"/\"><input type=\"hidden\" name=\"view\" value=\"{}\">\
-         <input name=\"q\" placeholder=\"search this view\" value=\"{}\"></form>\
-         <span class=\"summary\"> updated {}</span></nav><main>",
-        screen.view.name(),
-        esc(screen.filter()),
+        "<span class=\"summary\"> updated {}</span></nav><main>",
         snapshot.at
     );
     let table = snapshot.table(screen.view);
@@ -102,14 +114,13 @@ pub(crate) fn fragment(
     }
     out.push_str("</tr></thead><tbody>");
     let rows = table.filtered(screen.filter());
-    let selected = screen.selected_key(snapshot);
     for r in rows.iter().take(MAX_ROWS) {
         let class = match r.mark {
             Mark::Alert => "alert",
             Mark::Warn => "warn",
             _ => "",
         };
-        let sel = if selected.as_deref() == Some(r.key.as_str()) && detail.is_some() {
+        let sel = if row == Some(r.key.as_str()) && detail.is_some() {
             " sel"
         } else {
             ""

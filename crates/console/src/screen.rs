@@ -116,6 +116,17 @@ impl Screen {
         }
     }
 
+    /// Keeps the selection on the same row (by its key) when the rows of
+    /// `old` become those of `new`: rows added or removed above it do not
+    /// move it to another. Returns true when that row is gone, so the row
+    /// now at its place is selected (its detail must be loaded again).
+    pub fn follow(&mut self, old: &Snapshot, new: &Snapshot) -> bool {
+        match self.selected_key(old) {
+            Some(key) => !self.select_key(new, &key),
+            None => false,
+        }
+    }
+
     /// Returns the key of the selected row, if any.
     pub fn selected_key(&self, snapshot: &Snapshot) -> Option<String> {
         let i = self.selected(snapshot)?;

@@ -205,24 +205,32 @@ pub fn run(
         .enable_all()
         .build()
         .map_err(|e| Error::Serve(format!("failed to start the runtime: {e}")))?
-        .block_on(serve(chipset, options, on_listening, terminated()))
+        .block_on(async {
+            // Installed before the address is announced: a signal sent as
+            // soon as it is (by a supervisor, a test) stops the server
+            // instead of killing it by the default action.
+            let stop = terminated()?;
+            serve(chipset, options, on_listening, stop).await
+        })
 }
 
-/// Completes on SIGINT or SIGTERM.
-async fn terminated() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            // Without a handler, SIGTERM keeps its default action.
-            Err(_) => std::future::pending::<()>().await,
-        }
+/// Installs the SIGINT and SIGTERM handlers now; the future completes on
+/// the first of them.
+fn terminated() -> Result<impl Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let handler = |kind: SignalKind| {
+        signal(kind).map_err(|e| Error::Serve(format!("cannot handle a signal: {e}")))
     };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = term => {}
-    }
+    let (mut term, mut int) = (
+        handler(SignalKind::terminate())?,
+        handler(SignalKind::interrupt())?,
+    );
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+    })
 }
 
 /// What a page asks for: `?view=…&q=…&row=…&v=…`.
@@ -284,13 +292,20 @@ async fn index(State(app): State<Arc<App>>, RawQuery(raw): RawQuery) -> Response
         Ok(s) => s,
         Err(why) => return bad(why),
     };
-    let detail = load_detail(&app, &loaded, screen.view, row).await;
-    let mut html = page(&loaded.snapshot, &screen, detail.as_ref(), loaded.version);
+    let detail = load_detail(&app, &loaded, screen.view, row.clone()).await;
+    let row = row.as_deref();
+    let mut html = page(
+        &loaded.snapshot,
+        &screen,
+        detail.as_ref(),
+        loaded.version,
+        row,
+    );
     if let Some(e) = &loaded.error {
         // The same line the updates carry, on a page loaded after the failure.
-        let line = fragment(&loaded.snapshot, &screen, detail.as_ref(), Some(e));
+        let line = fragment(&loaded.snapshot, &screen, detail.as_ref(), Some(e), row);
         html = html.replacen(
-            &fragment(&loaded.snapshot, &screen, detail.as_ref(), None),
+            &fragment(&loaded.snapshot, &screen, detail.as_ref(), None, row),
             &line,
             1,
         );
@@ -343,12 +358,13 @@ async fn events(State(app): State<Arc<App>>, RawQuery(raw): RawQuery) -> Respons
             let Ok((screen, row)) = ask.screen(&now.snapshot) else {
                 return;
             };
-            let detail = load_detail(&app, &now, screen.view, row).await;
+            let detail = load_detail(&app, &now, screen.view, row.clone()).await;
             let html = fragment(
                 &now.snapshot,
                 &screen,
                 detail.as_ref(),
                 now.error.as_deref(),
+                row.as_deref(),
             );
             if tx
                 .send(Event::default().event("update").data(html))

@@ -296,6 +296,11 @@ fn the_dashboard_shows_a_fixture_state_and_a_new_message_live() {
         Some(&json!({"url": format!("http://{addr}/?view=pool")})),
     );
     browser.script("window.chipsetMarker = 43; return null;");
+    // Half a search typed, with the focus in the box, as the update lands.
+    browser.script(
+        "var q = document.querySelector('input[name=q]'); q.focus(); q.value = 'Seen in'; \
+         return null;",
+    );
     let run = env.run(&[
         "work",
         "post",
@@ -328,6 +333,15 @@ fn the_dashboard_shows_a_fixture_state_and_a_new_message_live() {
     eprintln!("the posted item showed after {:?}", posted.elapsed());
     let marker = browser.script("return window.chipsetMarker;");
     assert_eq!(marker, json!(43), "the page was not reloaded");
+    let typed = browser.script(
+        "var q = document.querySelector('input[name=q]'); \
+         return [q.value, document.activeElement === q];",
+    );
+    assert_eq!(
+        typed,
+        json!(["Seen in", true]),
+        "the update wiped the search box"
+    );
     let errors = browser.console_errors();
     assert!(errors.is_empty(), "console errors: {errors:?}");
 }

@@ -220,3 +220,49 @@ fn another_address_without_a_token_is_refused_before_binding() {
         .unwrap_err();
     assert!(matches!(err, Error::Http(_)), "{err:?}");
 }
+
+/// The search box sits outside what the updates replace, and a page's
+/// update stream asks for the very row the page shows: none when it shows
+/// none, and a row not in the table stays that row (it never turns into
+/// the first row's detail).
+#[test]
+fn updates_keep_the_search_box_and_the_row_the_page_shows() {
+    let team = team();
+    let d = Dashboard::start(team.chipset.clone(), None);
+    let (_, _, body) = d.get("/", &[]);
+    let form = body.find("<form").expect("a search box");
+    let live = body.find("id=\"live\"").unwrap();
+    assert!(form < live, "the search box is outside #live");
+    let stream = |body: &str| {
+        let at = body.find("new EventSource(\"").unwrap() + "new EventSource(\"".len();
+        body[at..body[at..].find('"').unwrap() + at].to_owned()
+    };
+    assert!(!stream(&body).contains("row="), "{}", stream(&body));
+    let (_, _, body) = d.get("/?view=agents&row=nobody", &[]);
+    let url = stream(&body);
+    assert!(url.contains("row=nobody"), "{url}");
+    assert!(!body.contains("class=\" sel\""), "no other row is marked");
+
+    // The first update (the page's version is not the server's) shows the
+    // same row's detail, and carries no search box.
+    let mut s = TcpStream::connect(d.addr).unwrap();
+    write!(
+        s,
+        "GET /events?view=agents&row=nobody&v=999 HTTP/1.1\r\nHost: {}\r\n\r\n",
+        d.addr
+    )
+    .unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut reader = BufReader::new(s);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(reader.read_line(&mut line).unwrap() > 0, "the stream ended");
+        if line.starts_with("data:") && line.contains("<h3>") {
+            break;
+        }
+    }
+    assert!(line.contains("nobody"), "{line}");
+    assert!(!line.contains("polecat-alpha</h3>"), "{line}");
+    assert!(!line.contains("<form"), "{line}");
+}

@@ -225,3 +225,41 @@ fn a_second_load_sees_what_changed_and_keeps_the_rest() {
     );
     assert_eq!(after.table(View::Requests), first.table(View::Requests));
 }
+
+/// The selection follows its row, not its place: an agent added above the
+/// selected one leaves it selected; when the selected row goes, the row
+/// now at its place is selected and `follow` says so (its detail must be
+/// loaded again, never shown under the old row's name).
+#[test]
+fn the_selection_follows_its_row_across_loads() {
+    let team = team();
+    let before = snapshot_of(&team);
+    let mut screen = Screen::new(View::Agents);
+    let keys = |s: &Snapshot| -> Vec<String> {
+        s.table(View::Agents)
+            .rows
+            .iter()
+            .map(|r| r.key.clone())
+            .collect()
+    };
+    let second = keys(&before)[1].clone();
+    assert!(screen.select_key(&before, &second));
+    team.chipset
+        .hooks()
+        .assign(
+            &crate::team::id("aaa-new"),
+            "bd-900".parse().unwrap(),
+            "new",
+            None,
+        )
+        .unwrap();
+    let after = snapshot_of(&team);
+    assert_eq!(keys(&after)[0], "aaa-new", "a row above the selected one");
+    assert!(!screen.follow(&before, &after));
+    assert_eq!(screen.selected_key(&after), Some(second.clone()));
+    // The selected row gone (the state before it was added, loaded
+    // again): another is selected, and `follow` says so.
+    assert!(screen.select_key(&after, "aaa-new"));
+    assert!(screen.follow(&after, &before));
+    assert_eq!(screen.selected_key(&before), Some(keys(&before)[0].clone()));
+}
