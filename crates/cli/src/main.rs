@@ -284,7 +284,7 @@ fn run(cli: Cli) -> Result<Output> {
         Command::Search(args) => search::run(&ctx, args),
         Command::Mcp(args) => mcp::run(ctx, args),
         Command::Top(args) => top::run(&ctx, &args),
-        Command::Serve(args) => serve::run(&ctx, &args),
+        Command::Serve(args) => serve::run(&ctx, &args, json),
     }
 }
 

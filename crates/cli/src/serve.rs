@@ -4,7 +4,8 @@
 //! address, so `127.0.0.1:0` reports the port it got) and serves until
 //! SIGINT or SIGTERM. A non-loopback address without a token, or an
 //! unusable token, is a usage error (exit 2) before anything is bound:
-//! the MCP HTTP server's rule.
+//! the MCP HTTP server's rule. With `--json`, one JSON line on stdout
+//! says where it listens, and a JSON document when it stops.
 
 use std::io::Write as _;
 
@@ -17,8 +18,10 @@ use crate::cli::ServeArgs;
 use crate::error::{CliError, Result};
 use crate::output::Output;
 
-/// Runs `chipset serve`.
-pub(crate) fn run(ctx: &Ctx, args: &ServeArgs) -> Result<Output> {
+/// Runs `chipset serve`. With `--json` it also prints, on stdout, one
+/// line `{"addr", "url"}` once it is listening (the port `127.0.0.1:0`
+/// got), and `{"stopped": true, "addr"}` when a signal stopped it.
+pub(crate) fn run(ctx: &Ctx, args: &ServeArgs, json: bool) -> Result<Output> {
     let token = match (&args.token_env, &args.token_file) {
         (Some(var), _) => Some(Token::from_env(var)),
         (None, Some(path)) => Some(Token::from_file(path)),
@@ -29,16 +32,28 @@ pub(crate) fn run(ctx: &Ctx, args: &ServeArgs) -> Result<Output> {
     let mut options = ServeOptions::new(args.addr, token);
     options.rescan = args.rescan;
     let chipset = ctx.chipset.clone();
+    let mut addr = None;
     chipset_console::run(chipset, options, |bound| {
+        addr = Some(bound);
         // A closed stderr is no reason to stop serving.
         let _ = writeln!(std::io::stderr(), "chipset: dashboard at http://{bound}/");
+        if json {
+            let line = serde_json::json!({"addr": bound, "url": format!("http://{bound}/")});
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+        }
     })
-    .map_err(|e| {
-        let class = match &e {
-            chipset_console::Error::Http(h) if h.is_usage() => Class::Usage,
-            _ => Class::Refused,
-        };
-        CliError::from_error(class, &e)
+    .map_err(|e| match &e {
+        chipset_console::Error::Http(chipset_mcp::Error::NonLoopbackWithoutToken { addr }) => {
+            CliError::usage(format!(
+                "refusing to serve the dashboard on `{addr}` without a token: only loopback \
+                 addresses are served without one (use 127.0.0.1 or ::1, or give --token-env \
+                 or --token-file)"
+            ))
+        }
+        chipset_console::Error::Http(h) if h.is_usage() => CliError::from_error(Class::Usage, &e),
+        _ => CliError::from_error(Class::Refused, &e),
     })?;
-    Ok(Output::new("", serde_json::Value::Null))
+    let stopped = serde_json::json!({"stopped": true, "addr": addr});
+    Ok(Output::new("", stopped).compact())
 }

@@ -26,6 +26,8 @@ enum Wake {
     Loaded(Box<std::result::Result<Snapshot, String>>, bool),
     /// The terminal's input ended (or failed): leave.
     InputGone(String),
+    /// SIGTERM or SIGHUP: leave, giving the terminal back.
+    Stop,
 }
 
 /// Runs `chipset top`.
@@ -80,6 +82,7 @@ pub(crate) fn run(ctx: &Ctx, args: &TopArgs) -> Result<Output> {
             .map_err(|e| e.to_string())
         })
         .and_then(|watch| {
+            on_stop_signal(tx.clone())?;
             std::thread::Builder::new()
                 .name("chipset-top-keys".to_owned())
                 .spawn(move || read_keys(&tx))
@@ -116,6 +119,7 @@ pub(crate) fn run(ctx: &Ctx, args: &TopArgs) -> Result<Output> {
                         fresh |= f;
                     }
                     Wake::InputGone(why) => return Ok(Some(why)),
+                    Wake::Stop => return Ok(None),
                 }
             }
             match loaded {
@@ -140,7 +144,8 @@ pub(crate) fn run(ctx: &Ctx, args: &TopArgs) -> Result<Output> {
     })();
     ratatui::restore();
     match outcome {
-        Ok(None) => Ok(Output::new("", serde_json::Value::Null)),
+        // Nothing to print after an interactive view, in text or JSON.
+        Ok(None) => Ok(Output::streamed(|_, _| Ok(()))),
         Ok(Some(why)) => Err(CliError::refused(format!(
             "the terminal's input ended: {why}"
         ))),
@@ -154,6 +159,31 @@ fn reload_detail(chipset: &Chipset, snapshot: &Snapshot, screen: &mut Screen) {
     screen.detail = screen
         .selected_key(snapshot)
         .map(|key| chipset_console::detail(chipset, snapshot, screen.view, &key));
+}
+
+/// Sends [`Wake::Stop`] on SIGTERM or SIGHUP (a `kill`, a closed
+/// terminal window), so the view leaves the alternate screen and shows
+/// the cursor again, as `q` does, instead of dying in the middle of it.
+fn on_stop_signal(tx: mpsc::Sender<Wake>) -> std::result::Result<(), String> {
+    let (mut read, write) = std::os::unix::net::UnixStream::pair()
+        .map_err(|e| format!("failed to set up the signal handler: {e}"))?;
+    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+        let write = write
+            .try_clone()
+            .map_err(|e| format!("failed to set up the signal handler: {e}"))?;
+        signal_hook::low_level::pipe::register(signal, write)
+            .map_err(|e| format!("cannot handle signal {signal}: {e}"))?;
+    }
+    std::thread::Builder::new()
+        .name("chipset-top-signals".to_owned())
+        .spawn(move || {
+            let mut byte = [0u8; 1];
+            if std::io::Read::read(&mut read, &mut byte).is_ok_and(|n| n > 0) {
+                let _ = tx.send(Wake::Stop);
+            }
+        })
+        .map(|_| ())
+        .map_err(|e| format!("failed to start the signal handler: {e}"))
 }
 
 /// Reads keys until the loop is gone; blocks in between (no polling).

@@ -417,3 +417,43 @@ fn serve_stops_on_sigterm_with_a_page_open() {
     };
     assert_eq!(code, Some(0));
 }
+
+/// With `--json`, `serve` prints where it listens (the port `:0` got) as
+/// one JSON line, and a JSON document when a signal stops it; an address
+/// other hosts reach without a token is refused as the dashboard's.
+#[test]
+fn serve_in_json_says_where_it_listens() {
+    let env = Env::new();
+    let mut child = env
+        .command(&["--json", "serve", "--addr", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let listening: Value = serde_json::from_str(&line).unwrap();
+    let addr: SocketAddr = listening["addr"].as_str().unwrap().parse().unwrap();
+    assert_ne!(addr.port(), 0);
+    assert_eq!(listening["url"], format!("http://{addr}/"));
+    let server = Kill(child);
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(i32::try_from(server.0.id()).unwrap()).unwrap(),
+        rustix::process::Signal::TERM,
+    )
+    .unwrap();
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    let stopped: Value = serde_json::from_str(rest.trim()).unwrap();
+    assert_eq!(stopped, json!({"stopped": true, "addr": addr.to_string()}));
+    let refused = env.run(&["serve", "--addr", "0.0.0.0:0"]);
+    assert_eq!(refused.code, 2, "{refused:?}");
+    assert!(
+        refused
+            .stderr
+            .contains("refusing to serve the dashboard on `0.0.0.0:0`"),
+        "{}",
+        refused.stderr
+    );
+}

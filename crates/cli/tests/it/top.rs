@@ -95,6 +95,16 @@ impl Tmux {
         }
     }
 
+    /// Asks tmux for `format` (`#{alternate_on}`, …) about the pane.
+    fn display(&self, format: &str) -> String {
+        let out = self
+            .command()
+            .args(["display-message", "-p", "-t", "top", format])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
     fn alive(&self) -> bool {
         self.command()
             .args(["has-session", "-t", "top"])
@@ -234,5 +244,51 @@ fn one_frame_as_json_is_the_frame_a_line_each() {
             .iter()
             .any(|l| l.contains("polecat") && l.contains("bd-7")),
         "{lines:?}"
+    );
+}
+
+/// SIGTERM gives the terminal back as `q` does: the pane leaves the
+/// alternate screen and the process exits 0, where it died inside it.
+#[test]
+fn sigterm_leaves_the_terminal_as_it_found_it() {
+    let env = Env::new();
+    env.run(&[
+        "hook",
+        "assign",
+        "polecat-alpha",
+        "--bead",
+        "bd-1",
+        "--title",
+        "First",
+    ]);
+    let tmux = Tmux::start(env.root(), &[]);
+    let status = tmux
+        .command()
+        .args(["set-option", "-t", "top", "remain-on-exit", "on"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    tmux.until(Duration::from_secs(5), "top starts", |s| {
+        s.contains("polecat-alpha")
+    });
+    assert_eq!(tmux.display("#{alternate_on}"), "1");
+    let pid: i32 = tmux.display("#{pane_pid}").parse().unwrap();
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(pid).unwrap(),
+        rustix::process::Signal::TERM,
+    )
+    .unwrap();
+    let start = Instant::now();
+    while tmux.display("#{pane_dead}") != "1" {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "top did not exit"
+        );
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    assert_eq!(
+        tmux.display("#{alternate_on} #{pane_dead_status}"),
+        "0 0",
+        "left the alternate screen, exit 0"
     );
 }
