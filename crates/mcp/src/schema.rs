@@ -249,18 +249,70 @@ impl Checker<'_> {
                 ));
             }
         }
-        if let Some(bound) = s
+        // The bounds a number may take: the schema's `minimum` and
+        // `maximum`, else its unsigned format's.
+        let format = s
             .get("format")
             .and_then(Value::as_str)
-            .and_then(integer_bound)
+            .and_then(integer_bound);
+        let low = s.get("minimum").and_then(Value::as_f64);
+        let high = s.get("maximum").and_then(Value::as_f64);
+        if (format.is_some() || low.is_some() || high.is_some())
             && let Some(n) = number(value)
-            && !(0.0..=bound).contains(&n)
         {
-            return Err(format!(
-                "{}: expected an integer from 0 to {bound}, got {}",
-                field(at),
-                shown(value)
-            ));
+            let low = low.or(format.map(|_| 0.0));
+            let high = high.or(format.map(|(max, _)| max));
+            if low.is_some_and(|l| n < l) || high.is_some_and(|h| n > h) {
+                let kind = if format.is_some() {
+                    "an integer"
+                } else {
+                    "a number"
+                };
+                let text = |b: f64| match format {
+                    Some((max, text)) if b == max => text.to_owned(),
+                    _ => b.to_string(),
+                };
+                let range = match (low, high) {
+                    (Some(l), Some(h)) => format!("from {} to {}", text(l), text(h)),
+                    (Some(l), None) => format!("of at least {}", text(l)),
+                    (None, Some(h)) => format!("of at most {}", text(h)),
+                    (None, None) => unreachable!("a bound was broken"),
+                };
+                return Err(format!(
+                    "{}: expected {kind} {range}, got {}",
+                    field(at),
+                    shown(value)
+                ));
+            }
+        }
+        // Lengths, in characters, and counts of items.
+        for (key, short, what, len) in [
+            (
+                "minLength",
+                true,
+                "character",
+                value.as_str().map(|t| t.chars().count()),
+            ),
+            (
+                "maxLength",
+                false,
+                "character",
+                value.as_str().map(|t| t.chars().count()),
+            ),
+            ("minItems", true, "item", value.as_array().map(Vec::len)),
+            ("maxItems", false, "item", value.as_array().map(Vec::len)),
+        ] {
+            if let (Some(bound), Some(len)) = (s.get(key).and_then(Value::as_u64), len) {
+                let bound = usize::try_from(bound).unwrap_or(usize::MAX);
+                if (short && len < bound) || (!short && len > bound) {
+                    let most = if short { "at least" } else { "at most" };
+                    let plural = if bound == 1 { "" } else { "s" };
+                    return Err(format!(
+                        "{}: expected {most} {bound} {what}{plural}, got {len}",
+                        field(at)
+                    ));
+                }
+            }
         }
         if let Some(Value::Array(allowed)) = s.get("enum")
             && !allowed.contains(value)
@@ -398,15 +450,15 @@ impl Checker<'_> {
     }
 }
 
-/// The largest value of an unsigned integer format schemars writes.
-fn integer_bound(format: &str) -> Option<f64> {
+/// The largest value of an unsigned integer format schemars writes, and
+/// how a message names it (2^64 - 1 is not exact as a float).
+fn integer_bound(format: &str) -> Option<(f64, &'static str)> {
     match format {
-        "uint8" => Some(f64::from(u8::MAX)),
-        "uint16" => Some(f64::from(u16::MAX)),
-        "uint32" => Some(f64::from(u32::MAX)),
-        // 2^64 - 1 is not exact as a float; the bound is close enough to
-        // name in a message, and serde still refuses anything above it.
-        "uint64" | "uint" => Some(18_446_744_073_709_551_615.0),
+        "uint8" => Some((f64::from(u8::MAX), "255")),
+        "uint16" => Some((f64::from(u16::MAX), "65535")),
+        "uint32" => Some((f64::from(u32::MAX), "4294967295")),
+        // serde still refuses anything above 2^64 - 1 the float rounds to.
+        "uint64" | "uint" => Some((18_446_744_073_709_551_615.0, "18446744073709551615")),
         _ => None,
     }
 }

@@ -98,7 +98,7 @@ fn brief_and_wait_follow_every_channel() {
         assert_eq!(text(&r), "pool (1): ready to claim: P2 Ship it [w1]\n");
         b.cancel().await.unwrap();
         let r = call(&c, "wait", json!({"timeout_seconds": 5000})).await;
-        assert_eq!(refused(&r), "timeout_seconds must be between 0 and 3600, not 5000");
+        assert_eq!(refused(&r), "`timeout_seconds`: expected a number from 0 to 3600, got 5000");
         c.cancel().await.unwrap();
     });
 }

@@ -167,7 +167,10 @@ fn listings_are_limited_and_bodies_are_read_one_at_a_time() {
         assert_eq!(ok(&r)["id"], ids[3].as_str());
         assert_eq!(ok(&r)["body"].as_str().unwrap().len(), 2000);
         let r = call(&c, "mail_inbox", json!({"limit": 0})).await;
-        assert_eq!(refused(&r), "limit must be between 1 and 1000, not 0");
+        assert_eq!(
+            refused(&r),
+            "`limit`: expected an integer from 1 to 1000, got 0"
+        );
         c.cancel().await.unwrap();
     });
 }

@@ -153,8 +153,10 @@ impl LeaseBlocked {
 fn ttl(minutes: Option<f64>) -> Result<Option<Duration>, Failure> {
     minutes
         .map(|m| {
+            // The input schema holds it to 1 second ..= 7 days already; a
+            // value that slips past says so in minutes, never echoed whole.
             Duration::try_from_secs_f64(m * 60.0).map_err(|_| {
-                Failure::usage(format!("ttl_minutes must be a positive number, not {m}"))
+                Failure::usage("ttl_minutes must be from 0.0167 (one second) to 10080 (seven days)")
             })
         })
         .transpose()

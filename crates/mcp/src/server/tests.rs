@@ -452,7 +452,7 @@ fn listings_are_limited() {
     let refused = call(&t.a, "mail_inbox", json!({"limit": 0})).unwrap_err();
     assert_eq!(
         refused.to_string(),
-        "limit must be between 1 and 1000, not 0"
+        "`limit`: expected an integer from 1 to 1000, got 0"
     );
 }
 
@@ -513,4 +513,57 @@ fn hook_tools_are_fenced_on_the_work_they_mean() {
     }
     let hits = t.ok(false, "search", json!({"query": "nothing", "limit": "3"}));
     assert_eq!(hits["hits"], json!([]), "{hits}");
+}
+
+/// What an input schema states is what the server holds arguments to,
+/// and a refusal names the field and the real bounds, in the caller's
+/// units: never a type's whole range nor a float's rounding.
+#[test]
+fn schema_bounds_are_enforced_and_named() {
+    let mut t = Bench::new();
+    let refused = |t: &Bench, tool: &str, v: Value| call(&t.a, tool, v).unwrap_err().to_string();
+    for (tool, args, says) in [
+        (
+            "lease_list",
+            json!({"limit": -1}),
+            "`limit`: expected an integer from 1 to 1000, got -1",
+        ),
+        (
+            "search",
+            json!({"query": "x", "limit": -1}),
+            "`limit`: expected an integer from 1 to 100, got -1",
+        ),
+        (
+            "lease_renew",
+            json!({"token": -1}),
+            "`token`: expected an integer from 1 to 18446744073709551615, got -1",
+        ),
+        (
+            "lease_acquire",
+            json!({"paths": ["x"], "ttl_minutes": 0}),
+            "`ttl_minutes`: expected a number from 0.0167 to 10080, got 0",
+        ),
+        (
+            "lease_acquire",
+            json!({"paths": ["x"], "ttl_minutes": 1e308}),
+            "`ttl_minutes`: expected a number from 0.0167 to 10080, got 1e+308",
+        ),
+        (
+            "agent_list_add",
+            json!({"list": "qa", "agents": []}),
+            "`agents`: expected at least 1 item, got 0",
+        ),
+        (
+            "work_ready",
+            json!({"role": ""}),
+            "`role`: expected at least 1 character, got 0",
+        ),
+    ] {
+        assert_eq!(refused(&t, tool, args.clone()), says, "{tool} {args}");
+    }
+    t.ok(
+        false,
+        "lease_acquire",
+        json!({"paths": ["x"], "ttl_minutes": "0.5"}),
+    );
 }
