@@ -49,7 +49,12 @@
 //! `openWorldHint` is false) and an input schema (derived with `schemars`;
 //! unknown fields are refused; the constraints the libraries enforce, such
 //! as a kebab-case subject or an id that is one path segment, are in it as
-//! patterns). Numbers and flags are also taken as text (`"5"`, `"true"`), as
+//! patterns, and its bounds, lengths and item counts are enforced as
+//! stated). A read-only tool changes nothing any reader sees, but it may
+//! write a cache: `mail_pending` the gate's (`mail/.gate/`), `search` its
+//! index (`.index/search/`), `bus_wait` an agent's empty queue folder to
+//! watch. Each is derived from the state and rebuilt when missing, so the
+//! hint holds for what the tools answer. Numbers and flags are also taken as text (`"5"`, `"true"`), as
 //! some clients send every argument as a string (the MCP Inspector's
 //! `--tool-arg k=v`). A result carries the structured JSON
 //! (`structuredContent`, a typed [`view`], the library records in their

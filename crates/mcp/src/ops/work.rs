@@ -4,7 +4,7 @@
 use chipset::pool::{
     Claimed, Entry, ItemId, Listed, ReadyFilter, ReleaseRecord, Settled, WorkState,
 };
-use chipset_failure::plural;
+use chipset_failure::{Failure, plural};
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -276,6 +276,13 @@ pub(crate) fn work_ready(ctx: &Ctx, p: WorkReady) -> Outcome {
 pub(crate) fn work_claim(ctx: &Ctx, p: WorkClaim) -> Outcome {
     let pool = ctx.pool()?;
     let claimed = match &p.id {
+        // A label or role says which item to choose: with an id there is
+        // nothing to choose, and ignoring them would claim what they exclude.
+        Some(_) if p.label.is_some() || p.role.is_some() => {
+            return Err(Failure::usage(
+                "label and role choose among ready items: give them without id, or id alone",
+            ));
+        }
         Some(item) => Some(pool.claim(&ctx.agent, &id::<ItemId>(item)?)?),
         None => {
             let labels: Vec<String> = p.label.into_iter().collect();

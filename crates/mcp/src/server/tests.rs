@@ -566,4 +566,7 @@ fn schema_bounds_are_enforced_and_named() {
         "lease_acquire",
         json!({"paths": ["x"], "ttl_minutes": "0.5"}),
     );
+    // A claim by id does not silently drop the label that would exclude it.
+    let said = refused(&t, "work_claim", json!({"id": "w1", "label": "docs"}));
+    assert!(said.contains("give them without id"), "{said}");
 }
