@@ -104,6 +104,16 @@ impl LeasePath {
         self.0.contains(GLOB_META)
     }
 
+    /// Returns true when everything this pattern may cover lies under the
+    /// directory `dir` (a literal path): a lease on `src/auth/**` or on
+    /// `src/auth/a.rs` lies under `src`. What `lease check` of a directory
+    /// finds besides the patterns that cover the directory itself.
+    pub(crate) fn lies_under(&self, dir: &LeasePath) -> bool {
+        self.literal_prefix()
+            .strip_prefix(dir.0.as_str())
+            .is_some_and(|rest| rest.starts_with('/'))
+    }
+
     /// Returns everything before the first glob metacharacter (all of a
     /// literal path).
     pub fn literal_prefix(&self) -> &str {

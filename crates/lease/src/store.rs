@@ -209,10 +209,13 @@ impl Leases {
         Ok(all)
     }
 
-    /// Returns, for each of `paths` (concrete files relative to the project
-    /// root), every live exclusive lease of an agent other than `agent`
-    /// that covers it ([`LeasePath::covers`]). Empty means `agent` may
-    /// commit them. Shared leases never block.
+    /// Returns, for each of `paths` (relative to the project root), every
+    /// live exclusive lease of an agent other than `agent` that may hold
+    /// something there: one that covers the path ([`LeasePath::covers`]),
+    /// one that lies under it (a lease on `src/auth/**` for `src`, checked
+    /// before editing a directory), and for a glob, one that overlaps it
+    /// ([`LeasePath::overlaps`]). Empty means `agent` may edit and commit
+    /// them. Shared leases never block.
     ///
     /// # Errors
     ///

@@ -325,7 +325,16 @@ pub(crate) fn check(
             continue;
         }
         for pattern in &lease.paths {
-            for path in pattern.covered(paths) {
+            // A file the pattern covers; a directory it holds something
+            // under; a glob that may name a file it covers.
+            let around = paths.iter().filter(|p| {
+                if p.is_glob() {
+                    p.overlaps(pattern)
+                } else {
+                    pattern.lies_under(p)
+                }
+            });
+            for path in pattern.covered(paths).into_iter().chain(around) {
                 out.push(Blocked {
                     path: path.clone(),
                     lease: lease.clone(),

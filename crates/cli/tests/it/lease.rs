@@ -138,6 +138,31 @@ fn a_retried_acquire_says_it_is_the_lease_held() {
     assert_eq!(list["leases"].as_array().map(Vec::len), Some(2), "{list}");
 }
 
+/// A check of a directory, or of a glob, is not told "clear" while
+/// another agent holds files under it; files beside the lease are clear.
+#[test]
+fn a_check_of_a_directory_or_glob_sees_the_leases_under_it() {
+    let mut env = Env::new();
+    env.ok(&["lease", "acquire", "--agent", "alice", "src/auth/**"]);
+    for path in [
+        "src",
+        "src/",
+        "src/*",
+        "src/**/*.rs",
+        "src/auth",
+        "src/auth/a.rs",
+    ] {
+        let run = env.fails(1, &["lease", "check", "--agent", "bob", path]);
+        assert!(
+            run.stdout.contains("alice") || run.stderr.contains("alice"),
+            "{path}: {run:?}"
+        );
+    }
+    for path in ["src/main.rs", "docs", "src/authz", "docs/*.md"] {
+        env.ok(&["lease", "check", "--agent", "bob", path]);
+    }
+}
+
 #[test]
 fn check_names_the_holder_and_exits_one() {
     let mut env = Env::new();
