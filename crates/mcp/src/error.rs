@@ -74,3 +74,38 @@ impl Error {
 
 /// A specialized result for the server.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The error for a request rmcp could not parse: a method the server
+/// serves, sent with params of the wrong shape (`tools/call` with
+/// `"arguments": []`), reaches the handler as a custom request, and is
+/// invalid params (-32602) rather than a method not found (-32601).
+pub(crate) fn unparsed(method: &str) -> rmcp::ErrorData {
+    const SERVED: [&str; 9] = [
+        "initialize",
+        "ping",
+        "tools/list",
+        "tools/call",
+        "resources/list",
+        "resources/read",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "resources/templates/list",
+    ];
+    if method == "tools/call" {
+        rmcp::ErrorData::invalid_params(
+            "invalid params for tools/call: `name` must be a string and `arguments`, if given, an object",
+            None,
+        )
+    } else if SERVED.contains(&method) {
+        rmcp::ErrorData::invalid_params(
+            format!("invalid params for {method}: they do not have the method's form"),
+            None,
+        )
+    } else {
+        rmcp::ErrorData::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            method.to_owned(),
+            None,
+        )
+    }
+}

@@ -518,3 +518,40 @@ fn stdio_refusals_are_tool_errors_with_the_command_lines_message() {
     let inbox = env.run(&["--json", "mail", "inbox", "a"]).json();
     assert_eq!(inbox[0]["id"], request.as_str());
 }
+
+/// A `tools/call` whose `arguments` is not an object fails rmcp's parse;
+/// it is invalid params, not a method not found.
+#[test]
+fn stdio_tools_call_with_array_arguments_is_invalid_params() {
+    use std::io::{BufRead as _, BufReader, Write as _};
+    let env = Env::new();
+    let mut child = env
+        .command(&["mcp", "--agent", "a"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}});
+    let ready = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let bad = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "status", "arguments": []}});
+    for m in [&init, &ready, &bad] {
+        writeln!(stdin, "{m}").unwrap();
+    }
+    stdin.flush().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(first["result"]["serverInfo"]["name"], "chipset", "{first}");
+    let reply: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    drop(stdin);
+    child.kill().ok();
+    child.wait().unwrap();
+    assert_eq!(reply["id"], 2, "{reply}");
+    assert_eq!(reply["error"]["code"], -32602, "{reply}");
+    let said = reply["error"]["message"].as_str().unwrap();
+    assert!(said.contains("`arguments`"), "{said}");
+}

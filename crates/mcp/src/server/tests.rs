@@ -570,3 +570,12 @@ fn schema_bounds_are_enforced_and_named() {
     let said = refused(&t, "work_claim", json!({"id": "w1", "label": "docs"}));
     assert!(said.contains("give them without id"), "{said}");
 }
+
+#[test]
+fn a_served_method_with_malformed_params_is_invalid_params() {
+    let e = crate::error::unparsed("tools/call");
+    assert_eq!(e.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+    assert!(e.message.contains("`arguments`"), "{}", e.message);
+    let e = crate::error::unparsed("tools/frobnicate");
+    assert_eq!(e.code, rmcp::model::ErrorCode::METHOD_NOT_FOUND);
+}
