@@ -70,7 +70,10 @@ fn acquire_conflict_renew_release_in_text_and_json() {
         .json();
     assert_eq!(released["released"]["token"], 1);
     let again = env.ok(&["lease", "release", "--agent", "alice", "1"]);
-    assert_eq!(again.stdout, "lease 1 was already released\n");
+    assert_eq!(
+        again.stdout,
+        "lease 1 is no longer held (released or expired)\n"
+    );
     // A token never granted is a mistake, not a release.
     let never = env.fails(2, &["lease", "release", "--agent", "alice", "4242"]);
     assert!(

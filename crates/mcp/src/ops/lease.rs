@@ -100,7 +100,11 @@ impl LeaseReleased {
                 Some(LeaseRecord::of(l, now)),
                 format!("released lease {token}\n"),
             ),
-            Released::AlreadyGone => (None, format!("lease {token} was already released\n")),
+            // Released before, or expired and dropped by a later grant.
+            Released::AlreadyGone => (
+                None,
+                format!("lease {token} is no longer held (released or expired)\n"),
+            ),
         };
         let view = LeaseReleased {
             token,
