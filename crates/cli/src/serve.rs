@@ -16,7 +16,8 @@ use chipset_mcp::Token;
 use crate::Ctx;
 use crate::cli::ServeArgs;
 use crate::error::{CliError, Result};
-use crate::output::Output;
+use crate::output::{self, Output};
+use crate::view::Serving;
 
 /// Runs `chipset serve`. With `--json` it also prints, on stdout, one
 /// line `{"addr", "url"}` once it is listening (the port `127.0.0.1:0`
@@ -38,9 +39,13 @@ pub(crate) fn run(ctx: &Ctx, args: &ServeArgs, json: bool) -> Result<Output> {
         // A closed stderr is no reason to stop serving.
         let _ = writeln!(std::io::stderr(), "chipset: dashboard at http://{bound}/");
         if json {
-            let line = serde_json::json!({"addr": bound, "url": format!("http://{bound}/")});
+            let listening = Serving {
+                stopped: false,
+                addr: Some(bound),
+                url: Some(format!("http://{bound}/")),
+            };
             let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+            let _ = writeln!(out, "{}", output::json(&listening)).and_then(|()| out.flush());
         }
     })
     .map_err(|e| match &e {
@@ -54,6 +59,10 @@ pub(crate) fn run(ctx: &Ctx, args: &ServeArgs, json: bool) -> Result<Output> {
         chipset_console::Error::Http(h) if h.is_usage() => CliError::from_error(Class::Usage, &e),
         _ => CliError::from_error(Class::Refused, &e),
     })?;
-    let stopped = serde_json::json!({"stopped": true, "addr": addr});
-    Ok(Output::new("", stopped).compact())
+    let stopped = Serving {
+        stopped: true,
+        addr,
+        url: None,
+    };
+    Ok(Output::new("", output::json(&stopped)).compact())
 }

@@ -136,6 +136,17 @@ pub(crate) struct Metrics {
     pub(crate) kinds: BTreeMap<String, KindMetrics>,
 }
 
+/// `--json serve`: where it listens (printed once it does), and, with
+/// `stopped`, the document it ends with.
+#[derive(Debug, Serialize)]
+pub(crate) struct Serving {
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) stopped: bool,
+    pub(crate) addr: Option<std::net::SocketAddr>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) url: Option<String>,
+}
+
 /// The last line of `witness run`.
 #[derive(Debug, Serialize)]
 pub(crate) struct Stopped {
