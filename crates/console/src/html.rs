@@ -25,8 +25,10 @@ input{background:#222;color:#ddd;border:1px solid #555;font:inherit}";
 const MAX_ROWS: usize = 500;
 
 /// Returns the whole page for `screen` over `snapshot`, with `detail` for
-/// the selected row; `version` is the snapshot's number, which the page
-/// hands back when it asks for updates (so none is missed in between).
+/// `row`, the row the page was opened for (none: no detail pane; its
+/// updates ask for the same row); `version` is the snapshot's number,
+/// which the page hands back when it asks for updates (so none is missed
+/// in between). The search box sits outside the part updates replace.
 pub fn page(
     snapshot: &Snapshot,
     screen: &Screen,
