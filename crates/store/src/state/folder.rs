@@ -107,10 +107,10 @@ fn is_symlink(path: &Path) -> bool {
 
 impl Folder {
     /// Opens `name` (a checked segment) in this folder for reading.
-    fn open(&self, name: &str) -> rustix::io::Result<OwnedFd> {
+    fn open(&self, name: &str) -> Result<rustix::io::Result<OwnedFd>> {
         let mode = rustix::fs::Mode::empty();
         self.noatime
-            .open(|flags| rustix::fs::openat(&self.fd, name, flags, mode))
+            .open(|flags| Ok(rustix::fs::openat(&self.fd, name, flags, mode)))
     }
 
     /// Reads the file `name` in this folder as
@@ -128,7 +128,7 @@ impl Folder {
     pub fn read_bytes_capped(&self, name: &str, cap: u64) -> Result<ReadOutcome<(Vec<u8>, Stat)>> {
         StatePath::check_segment(name)?;
         let path = self.path.join(name);
-        match self.open(name) {
+        match self.open(name)? {
             Ok(fd) => read_open_file_stat(File::from(fd), &path, cap),
             Err(rustix::io::Errno::NOENT) => Ok(ReadOutcome::Missing),
             Err(e) => Err(Error::open_nofollow("open", &path, e.into())),
@@ -175,7 +175,7 @@ impl Folder {
         buf.clear();
         StatePath::check_segment(name)?;
         let path = || self.path.join(name);
-        match self.open(name) {
+        match self.open(name)? {
             Ok(fd) => read_open_into(fd, &path, cap, buf),
             Err(rustix::io::Errno::NOENT) => Ok(ReadOutcome::Missing),
             Err(e) => Err(Error::open_nofollow("open", &path(), e.into())),

@@ -37,28 +37,26 @@ impl Default for Noatime {
 impl Noatime {
     /// Opens with `open`, given [`READ_FLAGS`] and `O_NOATIME` while the
     /// flag is still asked for; on `EPERM` then, again without it, which it
-    /// is never asked for again.
+    /// is never asked for again. `open` answers the open's errno inside a
+    /// store result (a path's checks fail as typed errors first).
     pub(super) fn open<T>(
         &self,
-        mut open: impl FnMut(rustix::fs::OFlags) -> std::result::Result<T, rustix::io::Errno>,
-    ) -> std::result::Result<T, rustix::io::Errno> {
-        if self.asked() {
-            match open(READ_FLAGS | rustix::fs::OFlags::NOATIME) {
-                Err(rustix::io::Errno::PERM) => self.refused(),
-                other => return other,
+        mut open: impl FnMut(rustix::fs::OFlags) -> Result<std::result::Result<T, rustix::io::Errno>>,
+    ) -> Result<std::result::Result<T, rustix::io::Errno>> {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.0.load(Relaxed) {
+            match open(READ_FLAGS | rustix::fs::OFlags::NOATIME)? {
+                Err(rustix::io::Errno::PERM) => self.0.store(false, Relaxed),
+                other => return Ok(other),
             }
         }
         open(READ_FLAGS)
     }
 
     /// Whether reads still ask for `O_NOATIME`.
+    #[cfg(test)]
     pub(super) fn asked(&self) -> bool {
         self.0.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// An open was refused for `O_NOATIME`: no read asks for it again.
-    pub(super) fn refused(&self) {
-        self.0.store(false, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -96,16 +94,10 @@ impl StateDir {
     /// does. Where the kernel lacks `openat2` (before Linux 5.6, or a sandbox
     /// that filters it) the directories are checked one by one instead.
     pub(super) fn open_beneath(&self, path: &Path) -> Result<Option<File>> {
-        use rustix::fs::{Mode, OFlags};
-        let noatime = &self.inner.noatime;
-        if noatime.asked() {
-            let flags = READ_FLAGS | OFlags::NOATIME;
-            match self.openat2_beneath(path, flags, Mode::empty(), Self::open_checked)? {
-                Err(rustix::io::Errno::PERM) => noatime.refused(),
-                other => return other.map_err(|e| Error::io("open", path, e.into())),
-            }
-        }
-        self.openat2_beneath(path, READ_FLAGS, Mode::empty(), Self::open_checked)?
+        let mode = rustix::fs::Mode::empty();
+        self.inner
+            .noatime
+            .open(|flags| self.openat2_beneath(path, flags, mode, Self::open_checked))?
             .map_err(|e| Error::io("open", path, e.into()))
     }
 
@@ -638,20 +630,26 @@ mod tests {
         let mut open = |flags: OFlags, refuse: Errno| {
             asked.push(flags.contains(OFlags::NOATIME));
             assert_eq!(flags - OFlags::NOATIME, READ_FLAGS);
-            if flags.contains(OFlags::NOATIME) {
+            Ok(if flags.contains(OFlags::NOATIME) {
                 Err(refuse)
             } else {
                 Ok(())
-            }
+            })
         };
-        assert_eq!(noatime.open(|f| open(f, Errno::NOENT)), Err(Errno::NOENT));
+        let symlink = || Error::Symlink { path: "x".into() };
+        // A typed failure of the path's checks is the open's, not retried.
+        let typed = noatime.open(|_| Err::<std::result::Result<(), Errno>, _>(symlink()));
+        assert!(matches!(typed, Err(Error::Symlink { .. })), "{typed:?}");
         assert!(twin.asked());
-        assert_eq!(noatime.open(|f| open(f, Errno::PERM)), Ok(()));
+        let said = noatime.open(|f| open(f, Errno::NOENT)).unwrap();
+        assert_eq!(said, Err(Errno::NOENT));
+        assert!(twin.asked());
+        assert_eq!(noatime.open(|f| open(f, Errno::PERM)).unwrap(), Ok(()));
         assert!(
             !twin.asked(),
             "its clones (a state's folders) stop asking too"
         );
-        assert_eq!(noatime.open(|f| open(f, Errno::PERM)), Ok(()));
+        assert_eq!(noatime.open(|f| open(f, Errno::PERM)).unwrap(), Ok(()));
         assert_eq!(asked, [true, true, false, false]);
     }
 }
