@@ -48,16 +48,13 @@ pub(crate) fn run(ctx: &Ctx, args: &ServeArgs, json: bool) -> Result<Output> {
             let _ = writeln!(out, "{}", output::json(&listening)).and_then(|()| out.flush());
         }
     })
-    .map_err(|e| match &e {
-        chipset_console::Error::Http(chipset_mcp::Error::NonLoopbackWithoutToken { addr }) => {
-            CliError::usage(format!(
-                "refusing to serve the dashboard on `{addr}` without a token: only loopback \
-                 addresses are served without one (use 127.0.0.1 or ::1, or give --token-env \
-                 or --token-file)"
-            ))
-        }
-        chipset_console::Error::Http(h) if h.is_usage() => CliError::from_error(Class::Usage, &e),
-        _ => CliError::from_error(Class::Refused, &e),
+    .map_err(|e| {
+        let class = match &e {
+            chipset_console::Error::OpenWithoutToken { .. } => Class::Usage,
+            chipset_console::Error::Http(h) if h.is_usage() => Class::Usage,
+            _ => Class::Refused,
+        };
+        CliError::from_error(class, &e)
     })?;
     let stopped = Serving {
         stopped: true,

@@ -23,8 +23,18 @@ pub enum Error {
     /// The thread that watches the state root could not be started.
     #[error("failed to start the thread that watches the state root")]
     Spawn(#[source] std::io::Error),
-    /// The dashboard's address or token is not usable (a non-loopback
-    /// address without a token).
+    /// The dashboard was asked to serve an address other hosts reach,
+    /// with no token (the MCP HTTP server's rule, in the dashboard's words).
+    #[error(
+        "refusing to serve the dashboard on `{addr}` without a token: only loopback \
+         addresses are served without one (use 127.0.0.1 or ::1, or give --token-env \
+         or --token-file)"
+    )]
+    OpenWithoutToken {
+        /// The address asked for.
+        addr: SocketAddr,
+    },
+    /// The dashboard's token is not usable.
     #[error(transparent)]
     Http(#[from] chipset_mcp::Error),
     /// The dashboard could not bind its address.

@@ -95,7 +95,8 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 ///
 /// # Errors
 ///
-/// [`Error::Http`] for a non-loopback address without a token;
+/// [`Error::OpenWithoutToken`] for a non-loopback address without a
+/// token, [`Error::Http`] for an unusable one;
 /// [`Error::RootGone`] when the root is not there at the start;
 /// [`Error::Store`] when the watch cannot be set up; [`Error::Bind`];
 /// [`Error::Serve`].
@@ -109,7 +110,11 @@ pub async fn serve(
         addr: options.addr,
         token: options.token.clone(),
     }
-    .check()?;
+    .check()
+    .map_err(|e| match e {
+        chipset_mcp::Error::NonLoopbackWithoutToken { addr } => Error::OpenWithoutToken { addr },
+        other => Error::Http(other),
+    })?;
     let first = {
         let c = chipset.clone();
         tokio::task::spawn_blocking(move || Loader::new().load_quick(&c))

@@ -218,7 +218,14 @@ fn another_address_without_a_token_is_refused_before_binding() {
             async {},
         ))
         .unwrap_err();
-    assert!(matches!(err, Error::Http(_)), "{err:?}");
+    assert!(
+        matches!(err, Error::OpenWithoutToken { addr } if addr.port() == 0),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string()
+            .starts_with("refusing to serve the dashboard on `0.0.0.0:0`")
+    );
 }
 
 /// The search box sits outside what the updates replace, and a page's
