@@ -250,9 +250,7 @@ impl Directory {
     }
 
     fn change_list(&self, list: &Role, agents: &[AgentId], add: bool) -> Result<Vec<Registered>> {
-        if list.as_str() == ALL {
-            return Err(Error::ReservedList);
-        }
+        list.check_held()?;
         for agent in agents {
             if matches!(self.read(agent)?, ReadOutcome::Missing) {
                 return Err(Error::NotRegistered {

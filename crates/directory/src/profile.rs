@@ -54,6 +54,20 @@ impl Role {
         }
     }
 
+    /// Checks that an agent may hold this role (a list may be called it):
+    /// not `all`, the name `@all` takes. A stored profile naming it is
+    /// still read.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ReservedList`] for `all`.
+    pub fn check_held(&self) -> Result<()> {
+        if self.0 == crate::ALL {
+            return Err(Error::ReservedList);
+        }
+        Ok(())
+    }
+
     /// Returns the name.
     pub fn as_str(&self) -> &str {
         &self.0
@@ -164,13 +178,8 @@ impl Registration {
                 max: MAX_ROLES,
             });
         }
-        // `@all` names every agent: no list (a role) may be called it.
-        if self
-            .roles
-            .as_ref()
-            .is_some_and(|roles| roles.iter().any(|r| r.as_str() == crate::ALL))
-        {
-            return Err(Error::ReservedList);
+        for role in self.roles.iter().flatten() {
+            role.check_held()?;
         }
         for (field, value) in [
             ("program", &self.program),

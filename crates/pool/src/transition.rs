@@ -24,10 +24,17 @@ pub struct NewItem {
     pub(crate) labels: Vec<String>,
     pub(crate) priority: u8,
     pub(crate) depends_on: Vec<ItemId>,
-    pub(crate) not_before: Option<Timestamp>,
-    /// A deferral from the post's own time ([`NewItem::with_defer`]).
-    pub(crate) defer: Option<std::time::Duration>,
+    pub(crate) deferral: Option<Deferral>,
     pub(crate) role: Option<String>,
+}
+
+/// When an item becomes ready, as its poster said it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Deferral {
+    /// Not before this time ([`NewItem::with_not_before`]).
+    At(Timestamp),
+    /// This long after the post's own time ([`NewItem::with_defer`]).
+    After(std::time::Duration),
 }
 
 impl NewItem {
@@ -42,8 +49,7 @@ impl NewItem {
             labels: Vec::new(),
             priority: DEFAULT_PRIORITY,
             depends_on: Vec::new(),
-            not_before: None,
-            defer: None,
+            deferral: None,
             role: None,
         }
     }
@@ -87,8 +93,7 @@ impl NewItem {
     /// Returns this request deferred: not ready before `at`.
     #[must_use]
     pub fn with_not_before(mut self, at: Timestamp) -> Self {
-        self.not_before = Some(at);
-        self.defer = None;
+        self.deferral = Some(Deferral::At(at));
         self
     }
 
@@ -97,8 +102,7 @@ impl NewItem {
     /// judged against the first post's time, so it matches the first.
     #[must_use]
     pub fn with_defer(mut self, by: std::time::Duration) -> Self {
-        self.defer = Some(by);
-        self.not_before = None;
+        self.deferral = Some(Deferral::After(by));
         self
     }
 
@@ -161,18 +165,11 @@ impl NewItem {
             check_word("label", label)?;
         }
         // A role no agent can hold would keep the item from every brief:
-        // the directory's rule (`a-z`, digits, `-`, `_`), and not `all`.
+        // the directory's rules for a role an agent holds.
         if let Some(role) = &self.role {
-            match chipset_directory::Role::new(role.as_str()) {
-                Err(chipset_directory::Error::InvalidRole { reason, .. }) => {
-                    return Err(invalid("role", format!("`{role}`: {reason}")));
-                }
-                Err(e) => return Err(invalid("role", format!("`{role}`: {e}"))),
-                Ok(_) if role == chipset_directory::ALL => {
-                    return Err(invalid("role", "`all` is reserved for `@all`"));
-                }
-                Ok(_) => {}
-            }
+            chipset_directory::Role::new(role.as_str())
+                .and_then(|r| r.check_held())
+                .map_err(|e| invalid("role", e.to_string()))?;
         }
         if self.depends_on.len() > MAX_DEPENDENCIES {
             return Err(invalid(
@@ -202,7 +199,10 @@ impl NewItem {
             labels,
             priority: self.priority,
             depends_on,
-            not_before: self.not_before.or_else(|| self.defer.map(|by| now + by)),
+            not_before: self.deferral.map(|d| match d {
+                Deferral::At(at) => at,
+                Deferral::After(by) => now + by,
+            }),
             role: self.role.clone(),
             posted_by: by.clone(),
             posted_at: now,
