@@ -72,20 +72,15 @@ pub(crate) fn run(ctx: &Ctx, command: HookCommand) -> Result<Output> {
     }
 }
 
-/// Returns the assignment `agent`'s hook holds now, or refuses `op` on an
-/// empty hook, or on one that holds another bead or generation than
-/// `fence` names (the work was taken away or replaced since).
+/// Returns the assignment `agent`'s hook holds now for `op`, fenced on
+/// what `fence` names ([`CliError::held`]).
 fn held(
     hooks: &Hooks,
     agent: &AgentId,
     op: &str,
     fence: &HookFence,
 ) -> Result<chipset_hook::Assignment> {
-    let held = hooks
-        .current(agent)?
-        .ok_or_else(|| CliError::hook_empty(agent, op))?;
-    CliError::check_fence(agent, op, &held, fence.bead.as_ref(), fence.generation)?;
-    Ok(held)
+    CliError::held(hooks, agent, op, fence.bead.as_ref(), fence.generation)
 }
 
 fn changed(hook: &Hook) -> Output {

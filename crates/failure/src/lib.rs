@@ -119,25 +119,29 @@ impl Failure {
         ))
     }
 
-    /// Refuses `op` on `held`, the assignment `agent`'s hook holds now,
-    /// when the caller named another bead or generation (`--bead`,
-    /// `--generation`; `bead`, `generation` over MCP): that work was taken
-    /// away or replaced since.
+    /// Returns the assignment `agent`'s hook holds now, for `op` to act
+    /// on: refused when the hook is empty, or when the caller named another
+    /// bead or generation (`--bead`, `--generation`; `bead`, `generation`
+    /// over MCP), since that work was taken away or replaced.
     ///
     /// # Errors
     ///
-    /// A refusal naming what was asked for and what the hook holds.
-    pub fn check_fence(
+    /// A refusal naming what was asked for and what the hook holds; the
+    /// hook's own errors (a corrupt hook, a store failure).
+    pub fn held(
+        hooks: &chipset_hook::Hooks,
         agent: &AgentId,
         op: &str,
-        held: &chipset_hook::Assignment,
         bead: Option<&chipset_hook::BeadId>,
         generation: Option<u64>,
-    ) -> Result<(), Self> {
+    ) -> Result<chipset_hook::Assignment, Self> {
+        let held = hooks
+            .current(agent)?
+            .ok_or_else(|| Failure::hook_empty(agent, op))?;
         let bead_differs = bead.is_some_and(|b| *b != held.work.bead_id);
         let generation_differs = generation.is_some_and(|g| g != held.generation);
         if !bead_differs && !generation_differs {
-            return Ok(());
+            return Ok(held);
         }
         let asked = match (bead, generation) {
             (Some(b), Some(g)) => format!("`{b}` (generation {g})"),

@@ -38,9 +38,8 @@ pub(crate) fn hook_pickup(ctx: &Ctx, _: NoArguments) -> Outcome {
     ))
 }
 
-/// Returns the assignment `agent`'s hook holds now, or refuses `op` on an
-/// empty hook, or on one that holds another bead or generation than the
-/// caller named: the change is fenced on it, as on the command line.
+/// Returns the assignment `agent`'s hook holds now for `op`, fenced on
+/// the `bead` and `generation` the caller named ([`Failure::held`]).
 fn held(
     hooks: &Hooks,
     agent: &AgentId,
@@ -49,11 +48,7 @@ fn held(
     generation: Option<u64>,
 ) -> Result<Assignment, Failure> {
     let bead: Option<BeadId> = bead.map(id).transpose()?;
-    let held = hooks
-        .current(agent)?
-        .ok_or_else(|| Failure::hook_empty(agent, op))?;
-    Failure::check_fence(agent, op, &held, bead.as_ref(), generation)?;
-    Ok(held)
+    Failure::held(hooks, agent, op, bead.as_ref(), generation)
 }
 
 fn changed(hook: &Hook) -> Reply {
