@@ -119,10 +119,11 @@ impl Drop for Tmux {
     }
 }
 
-#[test]
-fn an_agent_assigned_from_outside_appears_within_two_seconds() {
+/// A state where `polecat-alpha`'s hook holds `bd-1`, what the views
+/// below start from.
+fn alpha_at_work() -> Env {
     let env = Env::new();
-    env.run(&[
+    let run = env.run(&[
         "hook",
         "assign",
         "polecat-alpha",
@@ -131,6 +132,13 @@ fn an_agent_assigned_from_outside_appears_within_two_seconds() {
         "--title",
         "First",
     ]);
+    assert_eq!(run.code, 0, "{run:?}");
+    env
+}
+
+#[test]
+fn an_agent_assigned_from_outside_appears_within_two_seconds() {
+    let env = alpha_at_work();
     let tmux = Tmux::start(env.root(), &[]);
     let started = tmux.until(Duration::from_secs(5), "top starts", |s| {
         s.contains("chipset top") && s.contains("polecat-alpha")
@@ -185,16 +193,7 @@ fn an_agent_assigned_from_outside_appears_within_two_seconds() {
 
 #[test]
 fn a_vanished_root_keeps_the_last_view_with_an_error_line() {
-    let env = Env::new();
-    env.run(&[
-        "hook",
-        "assign",
-        "polecat-alpha",
-        "--bead",
-        "bd-1",
-        "--title",
-        "First",
-    ]);
+    let env = alpha_at_work();
     let tmux = Tmux::start(env.root(), &["--rescan", "1s"]);
     tmux.until(Duration::from_secs(5), "top starts", |s| {
         s.contains("polecat-alpha")
@@ -251,16 +250,7 @@ fn one_frame_as_json_is_the_frame_a_line_each() {
 /// alternate screen and the process exits 0, where it died inside it.
 #[test]
 fn sigterm_leaves_the_terminal_as_it_found_it() {
-    let env = Env::new();
-    env.run(&[
-        "hook",
-        "assign",
-        "polecat-alpha",
-        "--bead",
-        "bd-1",
-        "--title",
-        "First",
-    ]);
+    let env = alpha_at_work();
     let tmux = Tmux::start(env.root(), &[]);
     let status = tmux
         .command()
