@@ -59,6 +59,9 @@ pub(crate) fn run(ctx: &Ctx, args: &TopArgs) -> Result<Output> {
     }
     let (tx, rx) = mpsc::channel();
     let changes = tx.clone();
+    // Installed before the first frame: a SIGTERM sent as soon as the view
+    // shows is handled, never left to the default action.
+    on_stop_signal(tx.clone()).map_err(CliError::refused)?;
     let mut terminal = ratatui::try_init().map_err(|e| {
         ratatui::restore();
         CliError::refused(format!(
@@ -82,7 +85,6 @@ pub(crate) fn run(ctx: &Ctx, args: &TopArgs) -> Result<Output> {
             .map_err(|e| e.to_string())
         })
         .and_then(|watch| {
-            on_stop_signal(tx.clone())?;
             std::thread::Builder::new()
                 .name("chipset-top-keys".to_owned())
                 .spawn(move || read_keys(&tx))
