@@ -226,9 +226,9 @@ impl Mail {
                     .collect(),
                 Err(Error::Corrupt(_) | Error::Unsupported(_)) => {
                     let mut ids = Vec::new();
-                    for (id, read) in self.scan(&self.layout.dir_of(&source), &[BY_TASK, ORPHAN])? {
+                    for read in self.scan(&self.layout.dir_of(&source), &[BY_TASK, ORPHAN])? {
                         match read {
-                            ReadOutcome::Value(m) if m.phase == *task => ids.push(id),
+                            ReadOutcome::Value(m) if m.phase == *task => ids.push(m.id),
                             ReadOutcome::Value(_) | ReadOutcome::Missing => {}
                             ReadOutcome::Corrupt(c) => {
                                 corrupt.get_or_insert(c.into());

@@ -15,7 +15,7 @@ use crate::MessageId;
 use crate::draft::MailConfig;
 use crate::error::Result;
 use crate::format::{Kind, Message, parse_message};
-use crate::layout::{Layout, Location, id_of};
+use crate::layout::{Layout, Location, message_stem};
 
 /// The mail channel of one state root: send, list, archive, thread, gate, sweep, repair.
 ///
@@ -194,6 +194,40 @@ pub(crate) fn check_id(
             path.to_owned(),
             &format!("the id field `{}` does not match the file name", message.id),
         ))
+    }
+}
+
+/// What the file `name` of the folder `dir`, whose id part is `stem`
+/// ([`message_stem`](crate::layout::message_stem)), holds, from what
+/// reading it found: the message its name says (its `id` is `stem`), or
+/// why it is not. The file's path is made only for a file that is not the
+/// message its name says: a folder of thousands of messages costs no path
+/// (nor id) per file.
+pub(crate) fn named_message(
+    dir: &Path,
+    name: &str,
+    stem: &str,
+    read: ReadOutcome<&[u8]>,
+) -> ReadOutcome<Message> {
+    // Reports name the file's path, set below (not made for every file).
+    let read = read.and_then(|bytes| parse_message(Path::new(""), bytes));
+    let path = || dir.join(name);
+    match read {
+        // Its id was checked as it was parsed.
+        ReadOutcome::Value(m) if m.id.as_str() == stem => ReadOutcome::Value(m),
+        ReadOutcome::Value(m) => ReadOutcome::Corrupt(stray(
+            path(),
+            &format!("the id field `{}` does not match the file name", m.id),
+        )),
+        ReadOutcome::Corrupt(mut c) => {
+            c.path = path();
+            ReadOutcome::Corrupt(c)
+        }
+        ReadOutcome::Unsupported(mut u) => {
+            u.path = path();
+            ReadOutcome::Unsupported(u)
+        }
+        ReadOutcome::Missing => ReadOutcome::Missing,
     }
 }
 
@@ -394,16 +428,12 @@ impl Mail {
         Ok(None)
     }
 
-    /// Reads every message in `dir`, in id order: each file's id and what
-    /// reading it found (never [`ReadOutcome::Missing`]: a file that
-    /// vanished between listing and reading moved on, and is left out).
-    /// Names that are not `{id}.json` cannot be the seed's messages: they
-    /// are skipped with a warning (the doctor reports them).
-    pub(crate) fn scan(
-        &self,
-        dir: &StatePath,
-        skip: &[&str],
-    ) -> Result<Vec<(MessageId, ReadOutcome<Message>)>> {
+    /// Reads every message in `dir`, in id order: what reading each file
+    /// found (never [`ReadOutcome::Missing`]: a file that vanished between
+    /// listing and reading moved on, and is left out). Names that are not
+    /// `{id}.json` cannot be the seed's messages: they are skipped with a
+    /// warning (the doctor reports them).
+    pub(crate) fn scan(&self, dir: &StatePath, skip: &[&str]) -> Result<Vec<ReadOutcome<Message>>> {
         let names = self.state.list(dir)?;
         let mut out = Vec::with_capacity(names.len());
         if names.is_empty() {
@@ -419,21 +449,18 @@ impl Mail {
             if skip.contains(&name.as_str()) {
                 continue;
             }
-            let Some(id) = id_of(&name) else {
+            // Never read: no program of the seed wrote it.
+            let Some(stem) = message_stem(&name) else {
                 let path = dir.as_path().join(&name);
                 tracing::warn!(path = %path.display(), "skipping a file that is not a message (`{{id}}.json`)");
                 continue;
             };
-            let path = dir.join_id(&id, ".json");
-            let read = match read_message_in(&folder, cap, &name, &path, &mut buf)? {
+            let read = folder.read_into(&name, cap, &mut buf)?;
+            let read = match named_message(dir.as_path(), &name, stem, read.map(|()| buf.as_slice())) {
                 ReadOutcome::Missing => continue,
-                ReadOutcome::Value(m) => match check_id(&path, &id, m) {
-                    Ok(m) => ReadOutcome::Value(m),
-                    Err(c) => ReadOutcome::Corrupt(c),
-                },
-                other => other,
+                read => read,
             };
-            out.push((id, read));
+            out.push(read);
         }
         Ok(out)
     }

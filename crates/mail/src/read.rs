@@ -36,7 +36,7 @@ impl Mail {
             return server.inbox(agent);
         }
         let mut out = Vec::new();
-        for (_, read) in self.scan(&self.layout.inbox(agent), &[])? {
+        for read in self.scan(&self.layout.inbox(agent), &[])? {
             match read {
                 ReadOutcome::Value(m) => out.push(m),
                 ReadOutcome::Corrupt(c) if is_too_large(&c) => {

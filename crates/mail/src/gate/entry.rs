@@ -4,10 +4,9 @@
 use chipset_store::{Folder, ReadOutcome, StateDir, StatePath};
 
 use crate::error::{Error, Result};
-use crate::format::{Message, parse_message};
-use crate::id::MessageId;
-use crate::layout::id_of;
-use crate::mail::{check_id, read_message_bytes_stat, stray};
+use crate::format::Message;
+use crate::layout::message_stem;
+use crate::mail::{named_message, read_message_bytes_stat, stray};
 
 /// Reads the entry `name` of the folder `dir` as a message, failing closed
 /// as the uncached gate does (a `.json` name that is not `{id}.json`, an
@@ -15,9 +14,10 @@ use crate::mail::{check_id, read_message_bytes_stat, stray};
 /// name); `None` when it moved on since the listing. Names that do not end
 /// in `.json` are never read: the seed's readers skip them too.
 pub(super) fn read_entry(state: &StateDir, dir: &StatePath, name: &str) -> Result<Option<Message>> {
-    let (id, path) = entry_path(dir, name)?;
+    let stem = message_stem(name).ok_or_else(|| not_a_message(dir, name))?;
+    let path = dir.join(name)?;
     let read = read_message_bytes_stat(state, &path)?;
-    Ok(entry_message(&path, &id, read)?.map(|(m, _)| m))
+    Ok(entry_message(dir, name, stem, read)?.map(|(m, _)| m))
 }
 
 /// As [`read_entry`], from `folder` (the folder `dir` opened, to read many
@@ -29,40 +29,37 @@ pub(super) fn read_entry_in(
     dir: &StatePath,
     name: &str,
 ) -> Result<Option<(Message, chipset_store::Stat)>> {
-    let (id, path) = entry_path(dir, name)?;
+    let stem = message_stem(name).ok_or_else(|| not_a_message(dir, name))?;
     let read = folder.read_bytes_capped(name, cap)?;
-    entry_message(&path, &id, read)
+    entry_message(dir, name, stem, read)
 }
 
-/// The id and path of the entry `name`, or the stray-file error of a name
-/// that is not `{id}.json`.
-fn entry_path(dir: &StatePath, name: &str) -> Result<(MessageId, StatePath)> {
-    let Some(id) = id_of(name) else {
-        return Err(Error::Corrupt(stray(
-            dir.as_path().join(name),
-            "not a message file: expected `{id}.json`",
-        )));
-    };
-    let path = dir.join_id(&id, ".json");
-    Ok((id, path))
+/// The stray-file error of a name that is not `{id}.json`.
+fn not_a_message(dir: &StatePath, name: &str) -> Error {
+    Error::Corrupt(stray(
+        dir.as_path().join(name),
+        "not a message file: expected `{id}.json`",
+    ))
 }
 
 /// The message an entry's read found, failing closed.
 fn entry_message(
-    path: &StatePath,
-    id: &MessageId,
+    dir: &StatePath,
+    name: &str,
+    stem: &str,
     read: ReadOutcome<(Vec<u8>, chipset_store::Stat)>,
 ) -> Result<Option<(Message, chipset_store::Stat)>> {
-    let (bytes, stat) = match read {
-        ReadOutcome::Missing => return Ok(None),
-        ReadOutcome::Corrupt(c) => return Err(c.into()),
-        ReadOutcome::Unsupported(u) => return Err(u.into()),
-        ReadOutcome::Value(read) => read,
-    };
-    match parse_message(path, &bytes) {
-        ReadOutcome::Missing => Ok(None),
-        ReadOutcome::Corrupt(c) => Err(c.into()),
-        ReadOutcome::Unsupported(u) => Err(u.into()),
-        ReadOutcome::Value(m) => Ok(Some((check_id(path, id, m)?, stat))),
+    let message = named_message(
+        dir.as_path(),
+        name,
+        stem,
+        read.as_ref().map(|(bytes, _)| bytes.as_slice()),
+    );
+    match (message, read) {
+        (ReadOutcome::Value(m), ReadOutcome::Value((_, stat))) => Ok(Some((m, stat))),
+        (ReadOutcome::Corrupt(c), _) => Err(c.into()),
+        (ReadOutcome::Unsupported(u), _) => Err(u.into()),
+        // Gone since the listing (a message comes only from bytes read).
+        _ => Ok(None),
     }
 }

@@ -133,6 +133,55 @@ fn stray_names_are_skipped_by_listings_and_reported_by_the_doctor() {
     assert!(n.mail.inbox(&agent("np-executor")).unwrap().is_empty());
 }
 
+/// Listings make a file's path only for a file that is not the message
+/// its name says: what they report still names the very file. A file that
+/// does not parse fails the inbox and the gate naming its path, and so
+/// does one holding a kind this version does not know; a `.json` name
+/// whose id is not valid is skipped by the inbox and fails the gate.
+#[test]
+fn what_a_listing_cannot_use_is_named_by_its_own_path() {
+    let n = nubos();
+    let inbox = n.folder.join("inbox/np-executor");
+    let broken = inbox.join(format!("{BIG}.json"));
+    fs::write(&broken, b"{\"id\":").unwrap();
+    for err in [
+        n.mail.inbox(&agent("np-executor")).unwrap_err(),
+        n.mail.pending_replies(&task(TASK)).unwrap_err(),
+    ] {
+        assert!(
+            matches!(err, Error::Corrupt(ref c) if c.path == broken),
+            "{err}"
+        );
+    }
+
+    let mut newer: serde_json::Value =
+        serde_json::from_slice(&nubos_request(BIG, "from a newer program")).unwrap();
+    newer["kind"] = json!("poll");
+    fs::write(&broken, serde_json::to_vec_pretty(&newer).unwrap()).unwrap();
+    for err in [
+        n.mail.inbox(&agent("np-executor")).unwrap_err(),
+        n.mail.pending_replies(&task(TASK)).unwrap_err(),
+    ] {
+        assert!(
+            matches!(err, Error::Unsupported(ref u) if u.path == broken),
+            "{err}"
+        );
+    }
+    fs::remove_file(&broken).unwrap();
+
+    // A control character: a file name, never an id.
+    let odd = inbox.join("odd\u{7}.json");
+    fs::write(&odd, nubos_request(BIG, "under an odd name")).unwrap();
+    let listed = n.mail.inbox(&agent("np-executor")).unwrap();
+    let ids: Vec<&str> = listed.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(ids, [OPEN]);
+    let err = n.mail.pending_replies(&task(TASK)).unwrap_err();
+    assert!(
+        matches!(err, Error::Corrupt(ref c) if c.path == odd),
+        "{err}"
+    );
+}
+
 /// A message under a name that is not its id may be a request the seed's
 /// reader counts (nubos-pilot lists every valid `*.json` file): the inbox
 /// and the gate fail closed on it, and the doctor leaves it for a person.
