@@ -456,10 +456,11 @@ impl Mail {
                 continue;
             };
             let read = folder.read_into(&name, cap, &mut buf)?;
-            let read = match named_message(dir.as_path(), &name, stem, read.map(|()| buf.as_slice())) {
-                ReadOutcome::Missing => continue,
-                read => read,
-            };
+            let read =
+                match named_message(dir.as_path(), &name, stem, read.map(|()| buf.as_slice())) {
+                    ReadOutcome::Missing => continue,
+                    read => read,
+                };
             out.push(read);
         }
         Ok(out)
