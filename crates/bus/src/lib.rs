@@ -157,8 +157,8 @@
 //! # Durability
 //!
 //! Every change goes through `chipset-store`: a publish is one no-clobber
-//! durable create (a synced temp, a rename that never overwrites, a
-//! directory sync), so a reader sees a whole event or none, and a publish
+//! durable create (the file written and synced, a rename or link that
+//! never overwrites, a directory sync), so a reader sees a whole event or none, and a publish
 //! that returned `Ok` survives a crash. An acknowledgement is one no-clobber
 //! durable move. The control log is appended with one synced write per
 //! command. Removing pruned files and the leftover queue copy of an event

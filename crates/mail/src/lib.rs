@@ -2,9 +2,9 @@
 //! pending-reply gate that fails closed (seed ADR-0015, "named-agent messaging").
 //!
 //! Every message is a file. Delivery works the way Maildir delivers: a
-//! message is written to a synced temp file and published into its
-//! recipient's inbox under a new name, so a reader never sees half a message
-//! and no message ever overwrites another. No daemon, no lock that all
+//! message is written in full before it is published into its recipient's
+//! inbox under a new name that never replaces another, so a reader never
+//! sees half a message and no message ever overwrites another. No daemon, no lock that all
 //! senders queue on.
 //!
 //! ```
@@ -234,7 +234,7 @@
 //! # Durability
 //!
 //! Every change goes through `chipset-store`: [`Mail::send`] publishes with a
-//! no-clobber rename after syncing the file, then syncs the directory, then
+//! no-clobber rename (or link) after syncing the file, then syncs the directory, then
 //! appends its `sent` event with one write and **no** data sync: two syncs
 //! per send. The event can be rebuilt
 //! from the message file, so its sync is shared with the next synced append

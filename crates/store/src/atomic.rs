@@ -15,6 +15,8 @@ use crate::error::{Error, Result};
 use crate::stat::{Stat, none_if_not_found};
 use crate::sync_pool;
 
+mod unnamed;
+
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// The suffix of every temp file this crate makes; [`StateDir::sweep_temps`](crate::StateDir::sweep_temps) removes
@@ -293,10 +295,11 @@ fn rename_noreplace(io: &dyn IoBackend, from: &Path, to: &Path) -> io::Result<Re
 /// Durably publishes `bytes` under `path`, which must not exist yet.
 ///
 /// The bytes go to a synced temp file first, which is then renamed into place
-/// without replacing anything, and the directory is synced: a reader sees the
-/// whole file or nothing.
+/// without replacing anything (under [`SyncOrder::WriteBackThenDir`], to a
+/// file with no name, linked into place: see `unnamed`), and the directory
+/// is synced: a reader sees the whole file or nothing.
 ///
-/// **Commit point:** the no-replace rename of the temp to `path`.
+/// **Commit point:** the no-replace rename (or link) to `path`.
 ///
 /// # Errors
 ///
@@ -326,6 +329,9 @@ pub(crate) fn create_new_stat_with(
     bytes: &[u8],
     stat: bool,
 ) -> Result<Option<Stat>> {
+    if let Some(file) = unnamed::create(io, order, path)? {
+        return unnamed::create_new_stat(io, order, file, path, bytes, stat);
+    }
     let (tmp, file) = write_temp_ordered(io, order, path, bytes)?;
     // Closed before the publish unless its stat is wanted.
     let kept = stat.then_some(file);
@@ -391,13 +397,13 @@ pub enum Created {
 /// filesystem commits them in a few shared journal commits; or, where the
 /// filesystem commits in order, [`SyncOrder::WriteBackThenDir`], written
 /// back without a cache flush: every write-back started, then each waited
-/// for); then each is renamed into place without
+/// for); then each is renamed (or, from no name, linked) into place without
 /// replacing anything; then every distinct directory is synced,
 /// concurrently, once. Each file's data is durable no later than its name,
 /// exactly as with [`create_new_with`]; only the waiting is shared.
 ///
-/// **Commit point:** each file's no-replace rename commits that file; the
-/// batch has none of its own.
+/// **Commit point:** each file's no-replace rename (or link) commits that
+/// file; the batch has none of its own.
 ///
 /// # Errors
 ///
@@ -425,61 +431,88 @@ pub(crate) fn create_new_batch_stat_with<P: AsRef<Path>>(
     stat: bool,
 ) -> Result<Vec<(Created, Option<Stat>)>> {
     let io: &dyn IoBackend = &**shared;
-    let mut temps: Vec<(PathBuf, File)> = Vec::with_capacity(items.len());
-    let remove_all = |temps: &[(PathBuf, File)]| {
-        for (t, _) in temps {
+    // Each file's temp: named (its path), or unnamed (`None`: see `unnamed`).
+    let mut temps: Vec<(Option<PathBuf>, File)> = Vec::with_capacity(items.len());
+    let remove_all = |temps: &[(Option<PathBuf>, File)]| {
+        for t in temps.iter().filter_map(|(t, _)| t.as_ref()) {
             let _ = io.remove_file(t);
         }
     };
     for (path, bytes) in items {
-        let (tmp, file) = match create_temp(io, path.as_ref()) {
+        let path = path.as_ref();
+        let made = match unnamed::create(io, order, path) {
+            Ok(Some(file)) => Ok((None, file)),
+            Ok(None) => create_temp(io, path).map(|(tmp, file)| (Some(tmp), file)),
+            Err(e) => Err(e),
+        };
+        let (tmp, file) = match made {
             Ok(t) => t,
             Err(e) => {
                 remove_all(&temps);
                 return Err(e);
             }
         };
-        let written = io.write_all(&file, &tmp, bytes);
+        let written = match &tmp {
+            Some(t) => io
+                .write_all(&file, t, bytes)
+                .map_err(|e| Error::io("write temp file", t, e)),
+            None => unnamed::write(io, &file, path, bytes),
+        };
         temps.push((tmp, file));
         if let Err(e) = written {
-            let tmp = temps[temps.len() - 1].0.clone();
             remove_all(&temps);
-            return Err(Error::io("write temp file", tmp, e));
+            return Err(e);
         }
     }
     // One round: every temp's data and size are durable (or, under
     // `WriteBackThenDir`, written, and durable with the directory syncs)
-    // before any rename.
+    // before any publish.
     let (temps, settled) = match order {
         // Every temp's writes are started, and then waited for in turn on
         // this thread: they are in flight together, and no thread is woken
         // per file.
         SyncOrder::WriteBackThenDir => {
-            for (tmp, file) in &temps {
-                io.start_write_back(file, tmp);
+            for ((tmp, file), (path, _)) in temps.iter().zip(items) {
+                io.start_write_back(file, tmp.as_deref().unwrap_or(path.as_ref()));
             }
             let settled = temps
                 .iter()
-                .try_for_each(|(tmp, file)| settle(io, order, file, tmp));
+                .zip(items)
+                .try_for_each(|((tmp, file), (path, _))| {
+                    settle(io, order, file, tmp.as_deref().unwrap_or(path.as_ref()))
+                });
             (temps, settled)
         }
         // An `fsync` waits for a cache flush: many in flight at once share
         // one (see `sync_pool`).
         SyncOrder::FileThenDir => {
             let shared_io = Arc::clone(shared);
-            sync_pool::sync_all(temps, move |(tmp, file)| {
-                settle(&*shared_io, order, file, tmp)
-            })
+            let shown: Vec<PathBuf> = temps
+                .iter()
+                .zip(items)
+                .map(|((tmp, _), (path, _))| {
+                    tmp.clone().unwrap_or_else(|| path.as_ref().to_owned())
+                })
+                .collect();
+            let (synced, settled) = sync_pool::sync_all(
+                temps.into_iter().zip(shown).collect(),
+                move |((_, file), shown)| settle(&*shared_io, order, file, shown),
+            );
+            (synced.into_iter().map(|(temp, _)| temp).collect(), settled)
         }
     };
     if let Err(e) = settled {
         remove_all(&temps);
         return Err(e);
     }
-    // Closed before the publish unless their stats are wanted.
-    let temps: Vec<(PathBuf, Option<File>)> = temps
+    // A named temp is closed before the publish unless its stat is
+    // wanted; an unnamed one is published through its descriptor.
+    let temps: Vec<(Option<PathBuf>, Option<File>)> = temps
         .into_iter()
-        .map(|(t, f)| (t, stat.then_some(f)))
+        .map(|(t, f)| {
+            let keep = stat || t.is_none();
+            (t, keep.then_some(f))
+        })
         .collect();
     let mut outcomes = Vec::with_capacity(items.len());
     let mut dirs: Vec<PathBuf> = Vec::new();
@@ -487,15 +520,23 @@ pub(crate) fn create_new_batch_stat_with<P: AsRef<Path>>(
     let mut pending = items.iter().zip(&temps);
     for ((path, _), (tmp, file)) in pending.by_ref() {
         let path = path.as_ref();
-        match publish_temp(io, tmp, path) {
+        let published = match (tmp, file) {
+            (Some(tmp), _) => publish_temp(io, tmp, path),
+            (None, Some(file)) => unnamed::publish(io, file, path),
+            (None, None) => unreachable!("an unnamed temp is kept open until its publish"),
+        };
+        match published {
             Ok(()) => {
-                let meta = file.as_ref().and_then(|f| fstat_published(f, path));
+                let meta = file
+                    .as_ref()
+                    .filter(|_| stat)
+                    .and_then(|f| fstat_published(f, path));
                 outcomes.push((Created::New, meta));
                 first_published.get_or_insert(path);
             }
             Err(Error::AlreadyExists { .. }) => outcomes.push((Created::AlreadyExists, None)),
             Err(e) => {
-                for (_, (t, _)) in pending {
+                for t in pending.filter_map(|(_, (t, _))| t.as_ref()) {
                     let _ = io.remove_file(t);
                 }
                 return Err(match first_published {

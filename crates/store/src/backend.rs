@@ -96,6 +96,26 @@ pub trait IoBackend: fmt::Debug + Send + Sync {
     fn rename_noreplace(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Links `to` to the file at `from`, never replacing `to`.
     fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Creates a file with no name in the directory `dir` (`O_TMPFILE`),
+    /// opened for reading and writing (mode 0644), for a new file's bytes
+    /// to be written and made durable before
+    /// [`IoBackend::link_unnamed`] gives it its name: nothing to remove
+    /// when a step before fails, and nothing left behind by a crash.
+    /// `Ok(None)` where no such file can be made here (the filesystem, or
+    /// `/proc/self/fd`, which the link goes through, is missing): the
+    /// store then writes a named temp file and renames it. The default
+    /// makes none.
+    fn create_unnamed(&self, dir: &Path) -> io::Result<Option<File>> {
+        let _ = dir;
+        Ok(None)
+    }
+    /// Gives `file`, made by [`IoBackend::create_unnamed`], the name `to`,
+    /// never replacing `to` (`ErrorKind::AlreadyExists`): the no-clobber
+    /// publish of a new file.
+    fn link_unnamed(&self, file: &File, to: &Path) -> io::Result<()> {
+        let _ = (file, to);
+        Err(io::ErrorKind::Unsupported.into())
+    }
     /// Creates the directory `path` (its parent must exist).
     fn create_dir(&self, path: &Path) -> io::Result<()>;
     /// Removes the directory entry `path` (not a directory).
@@ -195,6 +215,29 @@ impl IoBackend for RealIo {
         fs::hard_link(from, to)
     }
 
+    fn create_unnamed(&self, dir: &Path) -> io::Result<Option<File>> {
+        use rustix::fs::{Mode, OFlags};
+        if !proc_fds() {
+            return Ok(None);
+        }
+        let flags = OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC;
+        match rustix::fs::openat(CWD, dir, flags, Mode::from_raw_mode(0o644)) {
+            Ok(fd) => Ok(Some(File::from(fd))),
+            Err(e) if tmpfile_unsupported(e) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn link_unnamed(&self, file: &File, to: &Path) -> io::Result<()> {
+        use rustix::fs::AtFlags;
+        use std::os::fd::AsRawFd;
+        // The descriptor's magic link: `linkat` follows it to the unnamed
+        // file (`AT_EMPTY_PATH` would need `CAP_DAC_READ_SEARCH`).
+        let link = format!("/proc/self/fd/{}", file.as_raw_fd());
+        rustix::fs::linkat(CWD, link.as_str(), CWD, to, AtFlags::SYMLINK_FOLLOW)?;
+        Ok(())
+    }
+
     fn create_dir(&self, path: &Path) -> io::Result<()> {
         fs::create_dir(path)
     }
@@ -206,6 +249,21 @@ impl IoBackend for RealIo {
     fn remove_dir(&self, path: &Path) -> io::Result<()> {
         fs::remove_dir(path)
     }
+}
+
+/// Whether an `O_TMPFILE` open failed because this filesystem has none
+/// (`EOPNOTSUPP`), or the kernel predates it and takes the directory
+/// (`EISDIR`, `EINVAL`).
+pub(crate) fn tmpfile_unsupported(e: rustix::io::Errno) -> bool {
+    use rustix::io::Errno;
+    e == Errno::OPNOTSUPP || e == Errno::ISDIR || e == Errno::INVAL
+}
+
+/// Whether `/proc/self/fd` is there, through which
+/// [`RealIo::link_unnamed`] names an unnamed file (asked once).
+fn proc_fds() -> bool {
+    static THERE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *THERE.get_or_init(|| Path::new("/proc/self/fd").is_dir())
 }
 
 /// `sync_file_range`'s flags that write every dirty page and wait for the

@@ -284,7 +284,10 @@
 //! `testing` feature it is public (`IoBackend`, `StateOptions::io`), which
 //! is what lets tests fail the Nth call ([`Error::OutcomeUnknown`] or
 //! nothing visible, for every N) and replay every power cut these rules
-//! allow.
+//! allow. The recorder models named files only (it makes no file without
+//! a name, so the store renames named temps under it); files published
+//! from no name (below) are replayed at the block level, on a real kernel
+//! (`scripts/block-crash`).
 //!
 //! ## Publish orders: one flush or two
 //!
@@ -297,7 +300,7 @@
 //!   directory (the name durable). Two cache flushes. Before the call
 //!   returns the name may be durable or not; whenever it is, the data is.
 //! - **Write-back, then directory**, only on XFS and on ext4 with a
-//!   journal: write the temp, `sync_file_range(WAIT_BEFORE | WRITE |
+//!   journal: write the file, `sync_file_range(WAIT_BEFORE | WRITE |
 //!   WAIT_AFTER)` (data written to the disk, no cache flush), publish it,
 //!   `fsync` the directory. One cache flush. These filesystems commit their
 //!   journal in order and flush the disk cache before each commit block, so
@@ -305,7 +308,14 @@
 //!   writes completed, flushes them, and commits the file's allocation and
 //!   size with it: the name is never durable without the whole data. A
 //!   batch first starts every file's writes (`sync_file_range(WRITE)`),
-//!   then waits for each, so that they are in flight together.
+//!   then waits for each, so that they are in flight together. The file
+//!   is written with no name (`O_TMPFILE`) and published by one `linkat`,
+//!   which sets its link count and adds its name in one journal
+//!   transaction: the directory changes once per file, not three times (a
+//!   temp's name made, renamed and removed), and a failed step or a crash
+//!   leaves nothing behind (the kernel frees a file that never got a
+//!   name). Where `O_TMPFILE` or `/proc/self/fd` (which the link goes
+//!   through) is missing, a named temp is renamed instead.
 //!
 //! The order is detected with `statfs` (XFS; ext4 whose
 //! `/sys/fs/ext4/{device}/journal_task` names a journal thread) and falls
@@ -317,17 +327,18 @@
 //! moment; so the data must be flushed before the rename (else a power cut
 //! can leave the name on a partial file, which peers reading the seed
 //! layout would take as a message), and the name must be flushed before the
-//! call returns (else a returned send can vanish). Unnamed temps
-//! (`O_TMPFILE` and `linkat`) are not used: on ext4 without a journal the
-//! directory's sync can make the name durable before the inode's link
-//! count, which leaves a name `e2fsck` must repair.
+//! call returns (else a returned send can vanish). Files with no name
+//! (`O_TMPFILE` and `linkat`) are not used in this order: on ext4 without
+//! a journal the directory's sync can make the name durable before the
+//! inode's link count, which leaves a name `e2fsck` must repair. A named
+//! temp, synced before its rename, has its link count already.
 //!
 //! **Batches.** [`StateDir::create_new_batch`] keeps every guarantee above
 //! for each file and shares the waiting: it writes every temp first, makes
 //! all of them durable in one round (an `fsync` of each, up to 64 at a time
 //! on the store's sync threads, which a process starts on its first batch
 //! and keeps; or every write-back started, then each waited for), then
-//! renames each into place, then syncs
+//! publishes each (a rename, or a link), then syncs
 //! each distinct directory once, concurrently. A batch of N files in one
 //! directory costs two rounds of waiting, not N + 1. A failed sync in the
 //! first round removes every temp and returns a plain error: nothing is

@@ -29,7 +29,8 @@ pub const EOPNOTSUPP: i32 = 95;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum IoOp {
-    /// Creating a new file exclusively (a temp file, a new log).
+    /// Creating a new file exclusively (a temp file, a new log), or one with
+    /// no name (`O_TMPFILE`) for a new file's bytes.
     Create,
     /// Opening an existing file for appending or truncating.
     Open,
@@ -47,7 +48,7 @@ pub enum IoOp {
     SyncDir,
     /// Renaming, replacing or not ([`IoBackend::rename`], [`IoBackend::rename_noreplace`]).
     Rename,
-    /// Linking a second name to a file.
+    /// Linking a second name to a file, or its name to a file that has none.
     Link,
     /// Creating a directory.
     Mkdir,
@@ -298,6 +299,20 @@ impl IoBackend for FaultIo {
         match self.check(IoOp::Link) {
             Some(e) => Err(e),
             None => self.inner.hard_link(from, to),
+        }
+    }
+
+    fn create_unnamed(&self, dir: &Path) -> io::Result<Option<File>> {
+        match self.check(IoOp::Create) {
+            Some(e) => Err(e),
+            None => self.inner.create_unnamed(dir),
+        }
+    }
+
+    fn link_unnamed(&self, file: &File, to: &Path) -> io::Result<()> {
+        match self.check(IoOp::Link) {
+            Some(e) => Err(e),
+            None => self.inner.link_unnamed(file, to),
         }
     }
 

@@ -374,7 +374,7 @@ impl StateDir {
         match open_tmpfile(dir) {
             Ok(fd) => return Ok(ScratchFile::new(File::from(fd), dir)),
             // Not supported here: fall back to a named temp, unlinked at once.
-            Err(e) if tmpfile_unsupported(e) => {}
+            Err(e) if crate::backend::tmpfile_unsupported(e) => {}
             Err(e) => return Err(Error::io("create scratch file", dir, e.into())),
         }
         let (tmp, file) = atomic::create_temp(self.backend(), &dir.join("scratch"))?;
@@ -421,15 +421,6 @@ impl StateDir {
         }
         Ok(())
     }
-}
-
-/// True for the errors by which an `O_TMPFILE` open says the kernel or the
-/// filesystem does not support it (`EOPNOTSUPP`; `EISDIR` from kernels
-/// before 3.11, which do not know the flag; `EINVAL` from some
-/// filesystems): [`StateDir::scratch_file`] then falls back to a named temp.
-fn tmpfile_unsupported(e: rustix::io::Errno) -> bool {
-    use rustix::io::Errno;
-    e == Errno::OPNOTSUPP || e == Errno::ISDIR || e == Errno::INVAL
 }
 
 /// A listed entry's name, or `None` for a dot-name (hidden: locks, temps'

@@ -79,10 +79,12 @@ impl StateDir {
         self.write_bytes(path, &bytes)
     }
 
-    /// Durably publishes `bytes` under `path`, which must not exist: a synced temp,
-    /// renamed into place without replacing anything, then the directory synced.
-    /// **Commit point:** the no-replace rename to `path`; a failure before it
-    /// leaves nothing visible: no file, no temp a reader sees, no new directory.
+    /// Durably publishes `bytes` under `path`, which must not exist: the file
+    /// written and synced, renamed (or linked) into place without replacing
+    /// anything, then the directory synced.
+    /// **Commit point:** the no-replace rename (or link, see the crate docs,
+    /// Publish orders) to `path`; a failure before it leaves nothing
+    /// visible: no file, no temp a reader sees, no new directory.
     ///
     /// # Errors
     ///
@@ -108,10 +110,10 @@ impl StateDir {
         self.create_new(path, &bytes)
     }
 
-    /// Publishes many new files sharing the directory syncs: every temp
-    /// written, synced together, each renamed into place without replacing,
-    /// each directory synced once (see the crate docs, Batches); **commit
-    /// point:** each file's own no-replace rename.
+    /// Publishes many new files sharing the directory syncs: every file
+    /// written, synced together, each renamed (or linked) into place
+    /// without replacing, each directory synced once (see the crate docs,
+    /// Batches); **commit point:** each file's own no-replace publish.
     /// A failure before any file is published leaves no new directory.
     ///
     /// # Errors
@@ -135,7 +137,7 @@ impl StateDir {
 
     /// [`StateDir::create_new`], and the published file's [`Stat`] as the
     /// publish left it: an `fstat` of the file's open descriptor after the
-    /// no-replace rename (one system call, no path walk), for a caller that
+    /// no-replace publish (one system call, no path walk), for a caller that
     /// records what it published. `None` when that `fstat` failed: the file
     /// is published all the same.
     ///

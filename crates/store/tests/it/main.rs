@@ -14,6 +14,7 @@ mod procs;
 mod published;
 mod seam;
 mod seam_calls;
+mod unnamed;
 mod watch;
 
 /// The names in `dir`, sorted.
