@@ -314,8 +314,10 @@
 //!   transaction: the directory changes once per file, not three times (a
 //!   temp's name made, renamed and removed), and a failed step or a crash
 //!   leaves nothing behind (the kernel frees a file that never got a
-//!   name). Where `O_TMPFILE` or `/proc/self/fd` (which the link goes
-//!   through) is missing, a named temp is renamed instead.
+//!   name). The link is `linkat(AT_EMPTY_PATH)` where the kernel allows
+//!   it (Linux 6.10 and later, or `CAP_DAC_READ_SEARCH`), else through
+//!   the descriptor's `/proc/self/fd` link. Where `O_TMPFILE` or
+//!   `/proc/self/fd` is missing, a named temp is renamed instead.
 //!
 //! The order is detected with `statfs` (XFS; ext4 whose
 //! `/sys/fs/ext4/{device}/journal_task` names a journal thread) and falls

@@ -1,6 +1,8 @@
 //! New files published from a file with no name (`O_TMPFILE`): its bytes
 //! are written and made durable while no directory lists it, and one
-//! `linkat` gives it its name, never replacing one (the commit point).
+//! `linkat` gives it its name, never replacing one (the commit point):
+//! `AT_EMPTY_PATH` where the kernel allows it, else the descriptor's
+//! `/proc/self/fd` link ([`RealIo`](crate::RealIo)).
 //!
 //! Against a named temp file renamed into place, the directory changes
 //! once per file, not three times (the temp's entry made, then moved and
