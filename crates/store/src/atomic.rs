@@ -17,6 +17,8 @@ use crate::sync_pool;
 
 mod unnamed;
 
+use unnamed::Temp;
+
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// The suffix of every temp file this crate makes; [`StateDir::sweep_temps`](crate::StateDir::sweep_temps) removes
@@ -53,29 +55,16 @@ pub(crate) fn refuse_symlink(path: &Path) -> Result<()> {
 /// `.{target-name}.{pid}.{counter}.{random}.tmp`. On failure the temp is
 /// removed (or, if even that fails, left as a dot-file no reader looks at).
 pub(crate) fn write_temp(io: &dyn IoBackend, target: &Path, bytes: &[u8]) -> Result<PathBuf> {
-    write_temp_ordered(io, SyncOrder::FileThenDir, target, bytes).map(|(tmp, _)| tmp)
-}
-
-/// [`write_temp`] with the temp's data made durable as `order` says: synced
-/// ([`SyncOrder::FileThenDir`]) or written back, to be made durable by the
-/// directory sync that follows its publish ([`SyncOrder::WriteBackThenDir`]).
-/// Returns the temp's path and its still open descriptor.
-fn write_temp_ordered(
-    io: &dyn IoBackend,
-    order: SyncOrder,
-    target: &Path,
-    bytes: &[u8],
-) -> Result<(PathBuf, File)> {
     let (tmp, file) = create_temp(io, target)?;
     let written = io
         .write_all(&file, &tmp, bytes)
         .map_err(|e| Error::io("write temp file", &tmp, e))
-        .and_then(|()| settle(io, order, &file, &tmp));
+        .and_then(|()| settle(io, SyncOrder::FileThenDir, &file, &tmp));
     if let Err(e) = written {
         let _ = io.remove_file(&tmp);
         return Err(e);
     }
-    Ok((tmp, file))
+    Ok(tmp)
 }
 
 /// Makes a temp's data ready to publish under `order`: `fsync`, or a write-back
@@ -329,14 +318,20 @@ pub(crate) fn create_new_stat_with(
     bytes: &[u8],
     stat: bool,
 ) -> Result<Option<Stat>> {
-    if let Some(file) = unnamed::create(io, order, path)? {
-        return unnamed::create_new_stat(io, order, file, path, bytes, stat);
+    let (temp, file) = Temp::new(io, order, path)?;
+    let ready = temp
+        .write(io, &file, bytes)
+        .and_then(|()| settle(io, order, &file, temp.shown()));
+    if let Err(e) = ready {
+        temp.discard(io);
+        return Err(e);
     }
-    let (tmp, file) = write_temp_ordered(io, order, path, bytes)?;
-    // Closed before the publish unless its stat is wanted.
-    let kept = stat.then_some(file);
-    publish_temp(io, &tmp, path)?;
-    let meta = kept.and_then(|file| fstat_published(&file, path));
+    // A named temp is closed before the publish unless its stat is wanted.
+    let file = (stat || temp.publishes_through_file()).then_some(file);
+    temp.publish(io, file.as_ref(), path)?;
+    let meta = file
+        .filter(|_| stat)
+        .and_then(|f| fstat_published(&f, path));
     sync_dir_with(io, parent(path)).map_err(|e| e.after_commit(path))?;
     Ok(meta)
 }
@@ -431,36 +426,24 @@ pub(crate) fn create_new_batch_stat_with<P: AsRef<Path>>(
     stat: bool,
 ) -> Result<Vec<(Created, Option<Stat>)>> {
     let io: &dyn IoBackend = &**shared;
-    // Each file's temp: named (its path), or unnamed (`None`: see `unnamed`).
-    let mut temps: Vec<(Option<PathBuf>, File)> = Vec::with_capacity(items.len());
-    let remove_all = |temps: &[(Option<PathBuf>, File)]| {
-        for t in temps.iter().filter_map(|(t, _)| t.as_ref()) {
-            let _ = io.remove_file(t);
+    let mut temps: Vec<(Temp, File)> = Vec::with_capacity(items.len());
+    let discard_all = |temps: &[(Temp, File)]| {
+        for (temp, _) in temps {
+            temp.discard(io);
         }
     };
     for (path, bytes) in items {
-        let path = path.as_ref();
-        let made = match unnamed::create(io, order, path) {
-            Ok(Some(file)) => Ok((None, file)),
-            Ok(None) => create_temp(io, path).map(|(tmp, file)| (Some(tmp), file)),
-            Err(e) => Err(e),
-        };
-        let (tmp, file) = match made {
+        let (temp, file) = match Temp::new(io, order, path.as_ref()) {
             Ok(t) => t,
             Err(e) => {
-                remove_all(&temps);
+                discard_all(&temps);
                 return Err(e);
             }
         };
-        let written = match &tmp {
-            Some(t) => io
-                .write_all(&file, t, bytes)
-                .map_err(|e| Error::io("write temp file", t, e)),
-            None => unnamed::write(io, &file, path, bytes),
-        };
-        temps.push((tmp, file));
+        let written = temp.write(io, &file, bytes);
+        temps.push((temp, file));
         if let Err(e) = written {
-            remove_all(&temps);
+            discard_all(&temps);
             return Err(e);
         }
     }
@@ -472,60 +455,43 @@ pub(crate) fn create_new_batch_stat_with<P: AsRef<Path>>(
         // this thread: they are in flight together, and no thread is woken
         // per file.
         SyncOrder::WriteBackThenDir => {
-            for ((tmp, file), (path, _)) in temps.iter().zip(items) {
-                io.start_write_back(file, tmp.as_deref().unwrap_or(path.as_ref()));
+            for (temp, file) in &temps {
+                io.start_write_back(file, temp.shown());
             }
             let settled = temps
                 .iter()
-                .zip(items)
-                .try_for_each(|((tmp, file), (path, _))| {
-                    settle(io, order, file, tmp.as_deref().unwrap_or(path.as_ref()))
-                });
+                .try_for_each(|(temp, file)| settle(io, order, file, temp.shown()));
             (temps, settled)
         }
         // An `fsync` waits for a cache flush: many in flight at once share
         // one (see `sync_pool`).
         SyncOrder::FileThenDir => {
             let shared_io = Arc::clone(shared);
-            let shown: Vec<PathBuf> = temps
-                .iter()
-                .zip(items)
-                .map(|((tmp, _), (path, _))| {
-                    tmp.clone().unwrap_or_else(|| path.as_ref().to_owned())
-                })
-                .collect();
-            let (synced, settled) = sync_pool::sync_all(
-                temps.into_iter().zip(shown).collect(),
-                move |((_, file), shown)| settle(&*shared_io, order, file, shown),
-            );
-            (synced.into_iter().map(|(temp, _)| temp).collect(), settled)
+            sync_pool::sync_all(temps, move |(temp, file)| {
+                settle(&*shared_io, order, file, temp.shown())
+            })
         }
     };
     if let Err(e) = settled {
-        remove_all(&temps);
+        discard_all(&temps);
         return Err(e);
     }
     // A named temp is closed before the publish unless its stat is
-    // wanted; an unnamed one is published through its descriptor.
-    let temps: Vec<(Option<PathBuf>, Option<File>)> = temps
+    // wanted; one with no name is published through its descriptor.
+    let temps: Vec<(Temp, Option<File>)> = temps
         .into_iter()
-        .map(|(t, f)| {
-            let keep = stat || t.is_none();
-            (t, keep.then_some(f))
+        .map(|(temp, file)| {
+            let keep = stat || temp.publishes_through_file();
+            (temp, keep.then_some(file))
         })
         .collect();
     let mut outcomes = Vec::with_capacity(items.len());
     let mut dirs: Vec<PathBuf> = Vec::new();
     let mut first_published: Option<&Path> = None;
     let mut pending = items.iter().zip(&temps);
-    for ((path, _), (tmp, file)) in pending.by_ref() {
+    for ((path, _), (temp, file)) in pending.by_ref() {
         let path = path.as_ref();
-        let published = match (tmp, file) {
-            (Some(tmp), _) => publish_temp(io, tmp, path),
-            (None, Some(file)) => unnamed::publish(io, file, path),
-            (None, None) => unreachable!("an unnamed temp is kept open until its publish"),
-        };
-        match published {
+        match temp.publish(io, file.as_ref(), path) {
             Ok(()) => {
                 let meta = file
                     .as_ref()
@@ -536,8 +502,8 @@ pub(crate) fn create_new_batch_stat_with<P: AsRef<Path>>(
             }
             Err(Error::AlreadyExists { .. }) => outcomes.push((Created::AlreadyExists, None)),
             Err(e) => {
-                for t in pending.filter_map(|(_, (t, _))| t.as_ref()) {
-                    let _ = io.remove_file(t);
+                for (_, (temp, _)) in pending {
+                    temp.discard(io);
                 }
                 return Err(match first_published {
                     Some(p) => e.after_commit_rename(p),

@@ -18,20 +18,22 @@
 //! ([`IoBackend::create_unnamed`] answers `None`: a filesystem without
 //! `O_TMPFILE`, no `/proc`, or a test backend that models named files
 //! only), the store writes a named temp file and renames it.
+//!
+//! [`Temp`] is a new file's bytes before their publish, either way: the
+//! one course that a single new file and a batch both take.
 
 use std::fs::File;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use super::{fstat_published, parent, settle, sync_dir_with};
+use super::{create_temp, parent, publish_temp};
 use crate::backend::{IoBackend, SyncOrder};
 use crate::error::{Error, Result};
-use crate::stat::Stat;
 
 /// A file with no name in `path`'s directory, for `path`'s bytes; `None`
 /// where none can be made there, or `order` is not
 /// [`SyncOrder::WriteBackThenDir`].
-pub(super) fn create(io: &dyn IoBackend, order: SyncOrder, path: &Path) -> Result<Option<File>> {
+fn create(io: &dyn IoBackend, order: SyncOrder, path: &Path) -> Result<Option<File>> {
     if order != SyncOrder::WriteBackThenDir {
         return Ok(None);
     }
@@ -40,52 +42,86 @@ pub(super) fn create(io: &dyn IoBackend, order: SyncOrder, path: &Path) -> Resul
         .map_err(|e| Error::io("create unnamed file", dir, e))
 }
 
-/// Writes `bytes` to `file`, unnamed (reports name `path`, the name it is
-/// for).
-pub(super) fn write(io: &dyn IoBackend, file: &File, path: &Path, bytes: &[u8]) -> Result<()> {
-    io.write_all(file, path, bytes)
-        .map_err(|e| Error::io("write unnamed file", path, e))
+/// A new file's bytes before their publish, beside the file's target: a
+/// file with no name where one can be made ([`create`]), else a named
+/// temp.
+pub(super) enum Temp {
+    /// A named temp (`.{name}.{pid}.{n}.{salt}.tmp`): its path.
+    Named(PathBuf),
+    /// A file with no name: its target's path, what reports name.
+    Unnamed(PathBuf),
 }
 
-/// Gives the unnamed `file` the name `path`, never replacing one.
-/// **Commit point.**
-///
-/// # Errors
-///
-/// [`Error::AlreadyExists`] when `path` exists; [`Error::Io`] when the link
-/// fails (nothing is visible under `path`).
-pub(super) fn publish(io: &dyn IoBackend, file: &File, path: &Path) -> Result<()> {
-    io.link_unnamed(file, path).map_err(|e| {
-        if e.kind() == io::ErrorKind::AlreadyExists {
-            Error::AlreadyExists {
-                path: path.to_owned(),
-            }
-        } else {
-            Error::io("publish", path, e)
+impl Temp {
+    /// A new, empty temp for `path`'s bytes, and its descriptor.
+    pub(super) fn new(io: &dyn IoBackend, order: SyncOrder, path: &Path) -> Result<(Temp, File)> {
+        match create(io, order, path)? {
+            Some(file) => Ok((Temp::Unnamed(path.to_owned()), file)),
+            None => create_temp(io, path).map(|(tmp, file)| (Temp::Named(tmp), file)),
         }
-    })
-}
+    }
 
-/// [`create_new_stat_with`](super::create_new_stat_with) from the unnamed
-/// `file`: written and made ready as `order` says, published, stat-ed when
-/// `stat`, and its directory synced.
-pub(super) fn create_new_stat(
-    io: &dyn IoBackend,
-    order: SyncOrder,
-    file: File,
-    path: &Path,
-    bytes: &[u8],
-    stat: bool,
-) -> Result<Option<Stat>> {
-    write(io, &file, path, bytes)?;
-    settle(io, order, &file, path)?;
-    publish(io, &file, path)?;
-    let meta = if stat {
-        fstat_published(&file, path)
-    } else {
-        None
-    };
-    drop(file);
-    sync_dir_with(io, parent(path)).map_err(|e| e.after_commit(path))?;
-    Ok(meta)
+    /// What reports name: the named temp, or an unnamed file's target.
+    pub(super) fn shown(&self) -> &Path {
+        match self {
+            Temp::Named(path) | Temp::Unnamed(path) => path,
+        }
+    }
+
+    /// Writes `bytes` to `file`, this temp's descriptor.
+    pub(super) fn write(&self, io: &dyn IoBackend, file: &File, bytes: &[u8]) -> Result<()> {
+        let op = match self {
+            Temp::Named(_) => "write temp file",
+            Temp::Unnamed(_) => "write unnamed file",
+        };
+        io.write_all(file, self.shown(), bytes)
+            .map_err(|e| Error::io(op, self.shown(), e))
+    }
+
+    /// Removes a named temp after a failure (a file with no name goes with
+    /// its descriptor).
+    pub(super) fn discard(&self, io: &dyn IoBackend) {
+        if let Temp::Named(tmp) = self {
+            let _ = io.remove_file(tmp);
+        }
+    }
+
+    /// Whether the publish goes through the descriptor, which must then
+    /// stay open until it.
+    pub(super) fn publishes_through_file(&self) -> bool {
+        matches!(self, Temp::Unnamed(_))
+    }
+
+    /// Publishes the temp under `path`, never replacing a name: a rename,
+    /// or the link of `file` (open, as [`Temp::publishes_through_file`]
+    /// asks). **Commit point.** A named temp is removed when it fails.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AlreadyExists`] when `path` exists; [`Error::Rename`] or
+    /// [`Error::Io`] when the publish fails (nothing is visible under
+    /// `path`).
+    pub(super) fn publish(
+        &self,
+        io: &dyn IoBackend,
+        file: Option<&File>,
+        path: &Path,
+    ) -> Result<()> {
+        let file = match (self, file) {
+            (Temp::Named(tmp), _) => return publish_temp(io, tmp, path),
+            (Temp::Unnamed(_), Some(file)) => file,
+            (Temp::Unnamed(_), None) => {
+                unreachable!("a file with no name stays open until its publish")
+            }
+        };
+        io.link_unnamed(file, path).map_err(|e| {
+            if e.kind() == io::ErrorKind::AlreadyExists {
+                Error::AlreadyExists {
+                    path: path.to_owned(),
+                }
+            } else {
+                Error::io("publish", path, e)
+            }
+        })
+    }
 }
