@@ -80,6 +80,16 @@ pub trait IoBackend: fmt::Debug + Send + Sync {
     fn start_write_back(&self, file: &File, path: &Path) {
         let _ = (file, path);
     }
+    /// Whether a batch may make and write its new files' temps on two
+    /// threads at once (under [`SyncOrder::WriteBackThenDir`], from 16
+    /// files on): those [`IoBackend::create_unnamed`],
+    /// [`IoBackend::create_new`] and [`IoBackend::write_all`] calls then
+    /// come in no fixed order. The default, `false`, keeps every call on
+    /// the caller's thread in item order, as a backend that counts or
+    /// records calls needs; [`RealIo`] answers `true`.
+    fn concurrent_batch_writes(&self) -> bool {
+        false
+    }
     /// Says how new files under `root` are made durable (see [`SyncOrder`]).
     /// The default, [`SyncOrder::FileThenDir`], is right everywhere.
     fn sync_order(&self, root: &Path) -> SyncOrder {
@@ -183,6 +193,10 @@ impl IoBackend for RealIo {
     fn start_write_back(&self, file: &File, _path: &Path) {
         // A failure here is met again, and reported, by `write_back`.
         let _ = sync_file_range(file, libc::SYNC_FILE_RANGE_WRITE);
+    }
+
+    fn concurrent_batch_writes(&self) -> bool {
+        true
     }
 
     fn sync_order(&self, root: &Path) -> SyncOrder {

@@ -336,7 +336,10 @@
 //! temp, synced before its rename, has its link count already.
 //!
 //! **Batches.** [`StateDir::create_new_batch`] keeps every guarantee above
-//! for each file and shares the waiting: it writes every temp first, makes
+//! for each file and shares the waiting: it writes every temp first (from
+//! 16 files on, under the write-back order, on two threads: the caller's
+//! and one the process keeps; a failure is still the first failing
+//! file's, and removes every temp), makes
 //! all of them durable in one round (an `fsync` of each, up to 64 at a time
 //! on the store's sync threads, which a process starts on its first batch
 //! and keeps; or every write-back started, then each waited for), then

@@ -111,7 +111,9 @@ impl StateDir {
     }
 
     /// Publishes many new files sharing the directory syncs: every file
-    /// written, synced together, each renamed (or linked) into place
+    /// written (from 16 files on, on journalled ext4 or XFS with the real
+    /// backend, on the caller's thread and one helper),
+    /// synced together, each renamed (or linked) into place in item order
     /// without replacing, each directory synced once (see the crate docs,
     /// Batches); **commit point:** each file's own no-replace publish.
     /// A failure before any file is published leaves no new directory.

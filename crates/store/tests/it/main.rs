@@ -6,6 +6,7 @@
     reason = "tests plant, corrupt and inspect files as another program would, outside the store's API"
 )]
 
+mod batch_threads;
 mod files;
 mod ids;
 mod log;
