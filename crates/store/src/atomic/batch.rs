@@ -17,10 +17,9 @@
 //! slower (the block layer throttles the submissions, and the loop or
 //! disk worker that serves them wants the other processor).
 //!
-//! On journalled ext4 in a loop image on this repository's 2-core VM the
-//! phase took 0.73 to 0.87 ms for 100 files instead of 1.25 to 1.35 ms,
-//! and a mail batch of 100 40.0 to 44.2 µs a message instead of 44.6 to
-//! 46.7 (`docs/results/2026-11-29-batch-threads.md`). Under
+//! On journalled ext4 that phase of a batch of 100 takes a little over
+//! half as long, and a mail batch about 9% less a message
+//! (`docs/results/2026-11-29-batch-threads.md`). Under
 //! [`SyncOrder::FileThenDir`] each named temp's creation takes its
 //! directory's lock, and that order's waiting is on the sync pool's
 //! threads anyway: one thread writes.
@@ -46,9 +45,8 @@ use crate::sync_pool;
 /// The fewest files whose temps a batch writes on two threads. Handing
 /// work to the helper costs a copy of the items, two system calls and a
 /// wake-up (tens of microseconds with its start); one file's temp costs
-/// about 13 µs. At 16 files a batch gained a little (medians 69.9 to
-/// 79.8 µs a message against 77.2 to 83.0), at 32 more (50.3 to 57.6
-/// against 54.1 to 64.4).
+/// about 13 µs. From 16 files on a batch gains (more at 32; the figures
+/// are in `docs/results/2026-11-29-batch-threads.md`).
 pub(crate) const PARALLEL_MIN: usize = 16;
 
 /// What happened to one file of a batch.
@@ -334,8 +332,16 @@ fn write_temps_on_two_threads<P: AsRef<Path>>(
     }
     let mut temps = Vec::with_capacity(items.len());
     let mut first_error = None;
-    // In item order: the first error met is the first failing item's.
-    for written in slots.into_iter().flatten() {
+    // In item order: the first error met is the first failing item's. An
+    // item no thread wrote comes after a failure (it was not started),
+    // or, were the helper's answer ever lost, is written here: a temp
+    // never stands in for another item's.
+    for (slot, (path, bytes)) in slots.into_iter().zip(items) {
+        let written = match slot {
+            Some(written) => written,
+            None if first_error.is_some() => continue,
+            None => write_one(shared.as_ref(), order, path.as_ref(), bytes),
+        };
         match written {
             Ok(temp) => temps.push(temp),
             Err(e) => {
@@ -356,15 +362,14 @@ fn write_temps_on_two_threads<P: AsRef<Path>>(
 /// caller: started on the first large batch and kept, asleep between
 /// batches.
 ///
-/// Why kept, and why pinned: on this repository's 2-core VM, a thread
-/// started per batch, or a kept one merely woken, often ran on the
-/// caller's processor, after it or instead of it (a spawned thread began
-/// 1.0 to 1.4 ms late, when the caller had written every temp, in most
-/// batches sent right after single sends; the scheduler moves a waiting
-/// thread to an idle processor only at its next balancing tick). So each
+/// Why kept, and why pinned: a thread started per batch, or a kept one
+/// merely woken, often ran on the caller's processor, after it or instead
+/// of it (the scheduler moves a waiting thread to an idle processor only
+/// at its next balancing tick, by when the caller has written every
+/// temp). So each
 /// batch first allows the helper every processor the caller may use but
-/// the one it is on (`sched_setaffinity`): it then starts within about
-/// 40 µs and takes half the items. With no other processor allowed there
+/// the one it is on (`sched_setaffinity`): it then starts at once and
+/// takes about half the items. With no other processor allowed there
 /// is nothing to gain, and the caller writes every temp.
 mod helper {
     use std::panic::{self, AssertUnwindSafe};
