@@ -83,8 +83,10 @@ pub trait IoBackend: fmt::Debug + Send + Sync {
     /// Whether a batch may make and write its new files' temps on two
     /// threads at once (under [`SyncOrder::WriteBackThenDir`], from 16
     /// files on): those [`IoBackend::create_unnamed`],
-    /// [`IoBackend::create_new`] and [`IoBackend::write_all`] calls then
-    /// come in no fixed order. The default, `false`, keeps every call on
+    /// [`IoBackend::create_new`], [`IoBackend::write_all`] and (for a
+    /// failed write's named temp) [`IoBackend::remove_file`] calls then
+    /// come in no fixed order, and after a failure the other thread may
+    /// still make an item's temp (removed again before the batch returns). The default, `false`, keeps every call on
     /// the caller's thread in item order, as a backend that counts or
     /// records calls needs; [`RealIo`] answers `true`.
     fn concurrent_batch_writes(&self) -> bool {

@@ -24,10 +24,13 @@
 //! directory's lock, and that order's waiting is on the sync pool's
 //! threads anyway: one thread writes.
 //!
-//! Errors are as one thread would give them: an item is started only while
-//! no item before it has failed, the first failing item in item order
-//! decides the error, and every temp made, on either thread, is removed
-//! before any publish.
+//! Errors are as one thread would give them: every item before the first
+//! failing one (in item order) was written, that item's error is the
+//! one returned, and every temp made, on either thread, is removed before
+//! any publish. (An item after it may still be started, by the other
+//! thread before it sees the failure; its temp is removed too. A panic of
+//! the helper is resumed in the caller; a named temp the helper had made
+//! by then is left for the temp sweep, as any temp of a crashed writer.)
 
 use std::fs::File;
 use std::panic;
@@ -239,8 +242,9 @@ fn discard_all(io: &dyn IoBackend, temps: impl IntoIterator<Item = (Temp, File)>
     }
 }
 
-/// The items as the helper takes them: its own copy (it outlives no
-/// batch, but a kept thread cannot borrow), the shared counter, the
+/// The items as the helper takes them: its own copy (a kept thread
+/// cannot borrow; a job the helper never began is dropped when the helper
+/// reaches it in its queue), the shared counter, the
 /// lowest item that failed so far (none: `usize::MAX`), and whether the
 /// helper joined ([`JOINED`]) or came too late ([`CLOSED`]).
 struct Shared {
@@ -286,9 +290,10 @@ impl Shared {
 }
 
 /// [`write_temps`] on this thread and the kept helper ([`helper`]), each
-/// taking the next item from a shared counter. An item is started only
-/// while no item before it has failed, so, as on one thread, every item
-/// before the first failure was tried and succeeded. Where no helper
+/// taking the next item from a shared counter. A thread stops taking
+/// items once it sees a failure, and every item before the first failure
+/// was taken (the counter hands them out in order), so, as on one thread,
+/// each was tried and succeeded. Where no helper
 /// runs, or no other processor is allowed, this thread writes them all.
 fn write_temps_on_two_threads<P: AsRef<Path>>(
     shared: &SharedIo,

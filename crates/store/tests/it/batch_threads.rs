@@ -115,9 +115,11 @@ impl IoBackend for SplitIo {
 }
 
 /// How many threads a large batch writes on here: two, unless this
-/// process may run on one processor only (nothing to gain from a second).
+/// thread may run on one processor only (nothing to gain from a second).
+/// Counted as the store counts it, from the affinity mask (a CPU quota,
+/// which `available_parallelism` also counts, leaves the helper running).
 fn threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get().min(2))
+    rustix::thread::sched_getaffinity(None).map_or(1, |set| set.count().min(2) as usize)
 }
 
 fn bytes(i: usize) -> Vec<u8> {
