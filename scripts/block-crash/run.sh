@@ -11,14 +11,16 @@
 #            second or less: other orderings of the same writes)
 # env: BC_DIR (work folder, as setup.sh), SUBSETS (subset states per flush,
 #      default 4), SEED, REPLAY_ONLY=1 (check the last boot's log again),
-#      BC_PROFILE (release, or debug as setup.sh was given).
+#      BC_PROFILE (release, or debug as setup.sh was given), SMP (the
+#      guest's processors, default 1; 2 lets a batch write its temps on
+#      two threads, as on a user's machine).
 # Prints one summary line; details in the run folder.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd); REPO=$(cd "$HERE/../.." && pwd)
 W=${BC_DIR:-$REPO/target/block-crash}; W=$(cd "$W" && pwd)
 FS=$1 WL=$2 VAR=$3 ORD=${4:-plain}
 MARK=$((60 * 1024 * 1024))
-D=$W/runs/$FS-$WL-$VAR-$ORD
+D=$W/runs/$FS-$WL-$VAR-$ORD${SMP:+-smp$SMP}
 if [ -n "${REPLAY_ONLY:-}" ]; then cd "$D"; S=$(date +%s.%N); B=$S; else
 rm -rf "$D"; mkdir -p "$D"; cd "$D"
 truncate -s 64M base.img
@@ -27,7 +29,7 @@ elif [ "$FS" = ext4nj ]; then mkfs.ext4 -F -q -b 4096 -O ^has_journal base.img 5
 else TEST_DIR=1 TEST_DEV=1 QA_CHECK_FS=1 mkfs.xfs -q -f -d size=56m base.img; fi
 cp base.img disk.img; : > disk.log     # QEMU will not start without the log file
 S=$(date +%s.%N)
-timeout 900 nice -n 10 qemu-system-x86_64 -accel tcg -nographic -no-reboot -m 512 \
+timeout 900 nice -n 10 qemu-system-x86_64 -accel tcg -nographic -no-reboot -m 512 -smp "${SMP:-1}" \
   -kernel "$W/vmlinuz" -initrd "$W/initrd.img" \
   -append "console=ttyS0 panic=-1 quiet bc_fs=$FS bc_workload=$WL bc_variant=$VAR bc_order=$ORD bc_mark=$MARK" \
   -drive if=none,id=d0,driver=blklogwrites,file.driver=file,file.filename=disk.img,log.driver=file,log.filename=disk.log,log-sector-size=512 \
@@ -40,7 +42,7 @@ nice -n 5 python3 "$HERE/replay.py" --base base.img --log disk.log --console con
   --subsets "${SUBSETS:-4}" --seed "${SEED:-31}" --summary summary.json > replay.txt
 E=$(date +%s.%N)
 rm -rf "$D/work"
-python3 - "$D" "$FS" "$WL" "$VAR" "$ORD" "$S" "$B" "$E" <<'PY'
+python3 - "$D" "$FS" "$WL" "$VAR" "$ORD${SMP:+/smp$SMP}" "$S" "$B" "$E" <<'PY'
 import json, sys
 d, fs, wl, var, order, s, b, e = sys.argv[1:]
 j = json.load(open(d + '/summary.json')); st = j['stats']

@@ -9,9 +9,9 @@
 //!
 //! Arguments: the state root and how many notes (default 100); the batch
 //! is published in the order the store picks for the root's filesystem
-//! (printed first). Exit status 0 when the batch
-//! was sent, 1 when it failed (the error and what the inbox then holds are
-//! printed).
+//! (printed first). Exit status 0 when the batch was sent (then it says
+//! whether the store's batch helper thread ran), 1 when it failed (the
+//! error and what the inbox then holds are printed).
 
 #![allow(clippy::print_stdout, reason = "an example reports on stdout")]
 
@@ -47,7 +47,10 @@ fn main() {
     let result = mail.send_batch(&drafts);
     let inbox = mail.inbox(&to).map(|m| m.len());
     match result {
-        Ok(sent) => println!("sent {} messages; the inbox holds {inbox:?}", sent.len()),
+        Ok(sent) => {
+            println!("sent {} messages; the inbox holds {inbox:?}", sent.len());
+            println!("batch helper thread: {}", batch_helper());
+        }
         Err(e) => {
             let mut chain = e.to_string();
             let mut source = std::error::Error::source(&e);
@@ -59,4 +62,27 @@ fn main() {
             std::process::exit(1);
         }
     }
+}
+
+/// Whether the store's batch helper (`chipset-batch`, the thread that
+/// writes a large batch's temps beside the caller where another processor
+/// is allowed) runs in this process: `yes`, `no`, or why it is not known.
+fn batch_helper() -> String {
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "an example reads /proc, not the state"
+    )]
+    let tasks = std::fs::read_dir("/proc/self/task");
+    let Ok(tasks) = tasks else {
+        return "unknown (no /proc/self/task)".into();
+    };
+    let found = tasks.flatten().any(|task| {
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "an example reads /proc, not the state"
+        )]
+        let comm = std::fs::read_to_string(task.path().join("comm"));
+        comm.is_ok_and(|c| c.trim() == "chipset-batch")
+    });
+    if found { "yes" } else { "no" }.into()
 }
