@@ -13,10 +13,9 @@ use crate::canonical::to_canonical_json;
 use crate::error::{Error, Result};
 use crate::stat::{Stat, none_if_not_found};
 
-mod batch;
+pub(crate) mod batch;
 mod unnamed;
 
-pub use batch::Created;
 pub(crate) use batch::{create_new_batch_stat_with, create_new_batch_with};
 use unnamed::Temp;
 

@@ -464,7 +464,7 @@ pub(crate) mod test_support {
     }
 }
 
-pub use atomic::Created;
+pub use atomic::batch::Created;
 #[cfg(feature = "testing")]
 pub use backend::{IoBackend, RealIo, SharedIo, SyncOrder};
 pub use error::{Error, MaybeCommitted, Result};

@@ -10,7 +10,8 @@ use std::time::Duration;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::atomic::{self, Created, move_entry, sync_dir_with};
+use crate::Created;
+use crate::atomic::{self, move_entry, sync_dir_with};
 use crate::backend::{IoBackend, RealIo, SharedIo, SyncOrder};
 use crate::error::{Error, MaybeCommitted, Result};
 use crate::lock::{Decision, Lock, LockGuard, update_locked_with};
