@@ -30,7 +30,20 @@ struct SplitIo {
     /// instead of passing by luck of the scheduling.
     meet: bool,
     fail: Vec<(Vec<u8>, i32)>,
+    /// The write of the first bytes waits (5 s at most) until the write
+    /// of the second has failed: a later item fails first in time.
+    hold: Option<(Vec<u8>, Vec<u8>)>,
     writers: Mutex<HashSet<ThreadId>>,
+    /// The bytes whose writes failed, in the order they failed.
+    failed: Mutex<Vec<Vec<u8>>>,
+}
+
+/// Waits until `done` holds, 5 s at most.
+fn wait_until(done: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !done() && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 impl SplitIo {
@@ -52,11 +65,16 @@ impl IoBackend for SplitIo {
             .lock()
             .unwrap()
             .insert(std::thread::current().id());
-        let start = Instant::now();
-        while first && self.meet && self.writers() < 2 && start.elapsed() < Duration::from_secs(5) {
-            std::thread::sleep(Duration::from_millis(1));
+        if first && self.meet {
+            wait_until(|| self.writers() >= 2);
+        }
+        if let Some((held, until)) = &self.hold
+            && held == bytes
+        {
+            wait_until(|| self.failed.lock().unwrap().contains(until));
         }
         if let Some((_, errno)) = self.fail.iter().find(|(b, _)| b == bytes) {
+            self.failed.lock().unwrap().push(bytes.to_vec());
             return Err(io::Error::from_raw_os_error(*errno));
         }
         RealIo.write_all(file, path, bytes)
@@ -241,4 +259,71 @@ fn a_small_batch_writes_on_one_thread() {
     assert_eq!(outcomes, [Created::New; 15]);
     assert_eq!(io.writers(), 1);
     assert_eq!(names(dir.as_path()), all_names(15));
+}
+
+/// Item 17's write (ENOSPC) is held until item 18's (EIO) has failed, on
+/// the other thread: the error is still item 17's, the first in item
+/// order, not the first in time; nothing is published, no temp is left.
+#[test]
+fn the_first_failing_item_in_item_order_decides_not_the_first_in_time() {
+    for named in [false, true] {
+        let tmp = tempfile::tempdir().unwrap();
+        let io = Arc::new(SplitIo {
+            named,
+            meet: threads() == 2,
+            fail: vec![(bytes(17), ENOSPC), (bytes(18), EIO)],
+            hold: Some((bytes(17), bytes(18))),
+            ..SplitIo::default()
+        });
+        let state = open(tmp.path(), io.clone());
+        let dir = state.root_path().join_static("inbox");
+        state.ensure_dir(&dir).unwrap();
+        let err = state.create_new_batch(&batch(&dir, 40)).unwrap_err();
+        if threads() == 2 {
+            // Two threads: item 18 failed first, item 17 after it.
+            assert_eq!(
+                *io.failed.lock().unwrap(),
+                [bytes(18), bytes(17)],
+                "named {named}"
+            );
+        }
+        match &err {
+            Error::Io { path, source, .. } => {
+                assert_eq!(source.raw_os_error(), Some(ENOSPC), "named {named}: {err}");
+                let name = path.file_name().unwrap().to_str().unwrap();
+                assert!(name.contains("17.json"), "named {named}: {err}");
+            }
+            other => panic!("named {named}: {other:?}"),
+        }
+        assert!(names(dir.as_path()).is_empty(), "named {named}");
+    }
+}
+
+/// Two batches of 40 at once in one process share its one helper: both
+/// publish every file with its own bytes, and leave no temp.
+#[test]
+fn two_batches_at_once_share_the_helper_and_both_publish_everything() {
+    let tmp = tempfile::tempdir().unwrap();
+    let io = Arc::new(SplitIo::default());
+    let state = open(tmp.path(), io.clone());
+    let dirs: Vec<StatePath> = ["a", "b"]
+        .iter()
+        .map(|d| state.root_path().join(d).unwrap())
+        .collect();
+    std::thread::scope(|scope| {
+        for dir in &dirs {
+            let state = &state;
+            scope.spawn(move || {
+                let outcomes = state.create_new_batch(&batch(dir, 40)).unwrap();
+                assert_eq!(outcomes, [Created::New; 40]);
+            });
+        }
+    });
+    for dir in &dirs {
+        assert_eq!(names(dir.as_path()), all_names(40));
+        for i in 0..40 {
+            let path = dir.as_path().join(format!("{i:02}.json"));
+            assert_eq!(std::fs::read(path).unwrap(), bytes(i));
+        }
+    }
 }
