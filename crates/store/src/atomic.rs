@@ -318,11 +318,8 @@ pub(crate) fn create_new_stat_with(
     bytes: &[u8],
     stat: bool,
 ) -> Result<Option<Stat>> {
-    let (temp, file) = Temp::new(io, order, path)?;
-    let ready = temp
-        .write(io, &file, bytes)
-        .and_then(|()| settle(io, order, &file, temp.shown()));
-    if let Err(e) = ready {
+    let (temp, file) = Temp::written(io, order, path, bytes)?;
+    if let Err(e) = settle(io, order, &file, temp.shown()) {
         temp.discard(io);
         return Err(e);
     }

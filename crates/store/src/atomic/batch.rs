@@ -207,7 +207,7 @@ fn write_temps<P: AsRef<Path>>(
     }
     let mut temps: Vec<(Temp, File)> = Vec::with_capacity(items.len());
     for (path, bytes) in items {
-        match write_one(io, order, path.as_ref(), bytes) {
+        match Temp::written(io, order, path.as_ref(), bytes) {
             Ok(temp) => temps.push(temp),
             Err(e) => {
                 discard_all(io, temps);
@@ -216,23 +216,6 @@ fn write_temps<P: AsRef<Path>>(
         }
     }
     Ok(temps)
-}
-
-/// One item's temp, made and written; removed again if the write fails.
-fn write_one(
-    io: &dyn IoBackend,
-    order: SyncOrder,
-    path: &Path,
-    bytes: &[u8],
-) -> Result<(Temp, File)> {
-    let (temp, file) = Temp::new(io, order, path)?;
-    match temp.write(io, &file, bytes) {
-        Ok(()) => Ok((temp, file)),
-        Err(e) => {
-            temp.discard(io);
-            Err(e)
-        }
-    }
 }
 
 /// Removes the temps made (a file with no name goes with its descriptor).
@@ -280,7 +263,7 @@ impl Shared {
                 return done;
             }
             let (path, bytes) = &items[i];
-            let written = write_one(io, self.order, path.as_ref(), bytes);
+            let written = Temp::written(io, self.order, path.as_ref(), bytes);
             if written.is_err() {
                 self.failed.fetch_min(i, Ordering::Relaxed);
             }
@@ -345,7 +328,7 @@ fn write_temps_on_two_threads<P: AsRef<Path>>(
         let written = match slot {
             Some(written) => written,
             None if first_error.is_some() => continue,
-            None => write_one(shared.as_ref(), order, path.as_ref(), bytes),
+            None => Temp::written(shared.as_ref(), order, path.as_ref(), bytes),
         };
         match written {
             Ok(temp) => temps.push(temp),

@@ -53,11 +53,24 @@ pub(super) enum Temp {
 }
 
 impl Temp {
-    /// A new, empty temp for `path`'s bytes, and its descriptor.
-    pub(super) fn new(io: &dyn IoBackend, order: SyncOrder, path: &Path) -> Result<(Temp, File)> {
-        match create(io, order, path)? {
-            Some(file) => Ok((Temp::Unnamed(path.to_owned()), file)),
-            None => create_temp(io, path).map(|(tmp, file)| (Temp::Named(tmp), file)),
+    /// A new temp for `path` holding `bytes` (not yet synced), and its
+    /// descriptor; when the write fails, the temp is removed again.
+    pub(super) fn written(
+        io: &dyn IoBackend,
+        order: SyncOrder,
+        path: &Path,
+        bytes: &[u8],
+    ) -> Result<(Temp, File)> {
+        let (temp, file) = match create(io, order, path)? {
+            Some(file) => (Temp::Unnamed(path.to_owned()), file),
+            None => create_temp(io, path).map(|(tmp, file)| (Temp::Named(tmp), file))?,
+        };
+        match temp.write(io, &file, bytes) {
+            Ok(()) => Ok((temp, file)),
+            Err(e) => {
+                temp.discard(io);
+                Err(e)
+            }
         }
     }
 
@@ -69,7 +82,7 @@ impl Temp {
     }
 
     /// Writes `bytes` to `file`, this temp's descriptor.
-    pub(super) fn write(&self, io: &dyn IoBackend, file: &File, bytes: &[u8]) -> Result<()> {
+    fn write(&self, io: &dyn IoBackend, file: &File, bytes: &[u8]) -> Result<()> {
         let op = match self {
             Temp::Named(_) => "write temp file",
             Temp::Unnamed(_) => "write unnamed file",
