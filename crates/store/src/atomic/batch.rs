@@ -389,7 +389,6 @@ mod helper {
     /// Hands `work` to the helper, allowed every processor but this
     /// thread's; `None` when no helper can run beside this thread.
     pub(super) fn start(work: Arc<Shared>) -> Option<Receiver<Answer>> {
-        let helper = get()?;
         let mut others = sched::sched_getaffinity(None).ok()?;
         let here = sched::sched_getcpu();
         if here < sched::CpuSet::MAX_CPU {
@@ -398,6 +397,8 @@ mod helper {
         if others.count() == 0 {
             return None;
         }
+        // Started only once it can run beside this thread.
+        let helper = get()?;
         // Not pinned (a kernel that refuses): it may still get a processor.
         let _ = sched::sched_setaffinity(Some(helper.tid), &others);
         let (answer, answered) = mpsc::channel();
