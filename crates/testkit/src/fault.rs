@@ -210,21 +210,24 @@ impl FaultIo {
             None
         }
     }
+
+    /// Counts a call of `op`: its injected error, or what `call` (the
+    /// inner backend's call) returns.
+    fn checked<T>(&self, op: IoOp, call: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
+        match self.check(op) {
+            Some(e) => Err(e),
+            None => call(),
+        }
+    }
 }
 
 impl IoBackend for FaultIo {
     fn create_new(&self, path: &Path, append: bool) -> io::Result<File> {
-        match self.check(IoOp::Create) {
-            Some(e) => Err(e),
-            None => self.inner.create_new(path, append),
-        }
+        self.checked(IoOp::Create, || self.inner.create_new(path, append))
     }
 
     fn open_append(&self, path: &Path) -> io::Result<File> {
-        match self.check(IoOp::Open) {
-            Some(e) => Err(e),
-            None => self.inner.open_append(path),
-        }
+        self.checked(IoOp::Open, || self.inner.open_append(path))
     }
 
     fn write_all(&self, file: &File, path: &Path, bytes: &[u8]) -> io::Result<()> {
@@ -238,24 +241,15 @@ impl IoBackend for FaultIo {
     }
 
     fn sync_all(&self, file: &File, path: &Path) -> io::Result<()> {
-        match self.check(IoOp::Sync) {
-            Some(e) => Err(e),
-            None => self.inner.sync_all(file, path),
-        }
+        self.checked(IoOp::Sync, || self.inner.sync_all(file, path))
     }
 
     fn sync_data(&self, file: &File, path: &Path) -> io::Result<()> {
-        match self.check(IoOp::Sync) {
-            Some(e) => Err(e),
-            None => self.inner.sync_data(file, path),
-        }
+        self.checked(IoOp::Sync, || self.inner.sync_data(file, path))
     }
 
     fn write_back(&self, file: &File, path: &Path) -> io::Result<()> {
-        match self.check(IoOp::WriteBack) {
-            Some(e) => Err(e),
-            None => self.inner.write_back(file, path),
-        }
+        self.checked(IoOp::WriteBack, || self.inner.write_back(file, path))
     }
 
     fn start_write_back(&self, file: &File, path: &Path) {
@@ -268,73 +262,43 @@ impl IoBackend for FaultIo {
     }
 
     fn set_len(&self, file: &File, path: &Path, len: u64) -> io::Result<()> {
-        match self.check(IoOp::Truncate) {
-            Some(e) => Err(e),
-            None => self.inner.set_len(file, path, len),
-        }
+        self.checked(IoOp::Truncate, || self.inner.set_len(file, path, len))
     }
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        match self.check(IoOp::SyncDir) {
-            Some(e) => Err(e),
-            None => self.inner.sync_dir(dir),
-        }
+        self.checked(IoOp::SyncDir, || self.inner.sync_dir(dir))
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        match self.check(IoOp::Rename) {
-            Some(e) => Err(e),
-            None => self.inner.rename(from, to),
-        }
+        self.checked(IoOp::Rename, || self.inner.rename(from, to))
     }
 
     fn rename_noreplace(&self, from: &Path, to: &Path) -> io::Result<()> {
-        match self.check(IoOp::Rename) {
-            Some(e) => Err(e),
-            None => self.inner.rename_noreplace(from, to),
-        }
+        self.checked(IoOp::Rename, || self.inner.rename_noreplace(from, to))
     }
 
     fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
-        match self.check(IoOp::Link) {
-            Some(e) => Err(e),
-            None => self.inner.hard_link(from, to),
-        }
+        self.checked(IoOp::Link, || self.inner.hard_link(from, to))
     }
 
     fn create_unnamed(&self, dir: &Path) -> io::Result<Option<File>> {
-        match self.check(IoOp::Create) {
-            Some(e) => Err(e),
-            None => self.inner.create_unnamed(dir),
-        }
+        self.checked(IoOp::Create, || self.inner.create_unnamed(dir))
     }
 
     fn link_unnamed(&self, file: &File, to: &Path) -> io::Result<()> {
-        match self.check(IoOp::Link) {
-            Some(e) => Err(e),
-            None => self.inner.link_unnamed(file, to),
-        }
+        self.checked(IoOp::Link, || self.inner.link_unnamed(file, to))
     }
 
     fn create_dir(&self, path: &Path) -> io::Result<()> {
-        match self.check(IoOp::Mkdir) {
-            Some(e) => Err(e),
-            None => self.inner.create_dir(path),
-        }
+        self.checked(IoOp::Mkdir, || self.inner.create_dir(path))
     }
 
     fn remove_file(&self, path: &Path) -> io::Result<()> {
-        match self.check(IoOp::Remove) {
-            Some(e) => Err(e),
-            None => self.inner.remove_file(path),
-        }
+        self.checked(IoOp::Remove, || self.inner.remove_file(path))
     }
 
     fn remove_dir(&self, path: &Path) -> io::Result<()> {
-        match self.check(IoOp::Remove) {
-            Some(e) => Err(e),
-            None => self.inner.remove_dir(path),
-        }
+        self.checked(IoOp::Remove, || self.inner.remove_dir(path))
     }
 }
 
