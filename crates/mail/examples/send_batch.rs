@@ -16,7 +16,7 @@
 #![allow(clippy::print_stdout, reason = "an example reports on stdout")]
 
 use chipset_mail::{Mail, NewMessage};
-use chipset_store::{AgentId, StateDir, TaskId};
+use chipset_store::{AgentId, StateDir, SyncOrder, TaskId};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -30,7 +30,8 @@ fn main() {
         println!("cannot open {root}: {e}");
         std::process::exit(2);
     });
-    println!("order: {:?}", state.sync_order());
+    let order = state.sync_order();
+    println!("order: {order:?}");
     let mail = Mail::new(state);
     let to = AgentId::new("exec").expect("a valid agent id");
     let drafts: Vec<NewMessage> = (0..count)
@@ -44,12 +45,19 @@ fn main() {
             )
         })
         .collect();
+    let before = threads();
     let result = mail.send_batch(&drafts);
+    let helper = match (order, before, threads()) {
+        (SyncOrder::WriteBackThenDir, Some(before), Some(after)) if after > before => "yes",
+        (SyncOrder::WriteBackThenDir, Some(_), Some(_)) => "no",
+        (SyncOrder::WriteBackThenDir, ..) => "unknown (no /proc/self/status)",
+        _ => "no (this order writes on one thread)",
+    };
     let inbox = mail.inbox(&to).map(|m| m.len());
     match result {
         Ok(sent) => {
             println!("sent {} messages; the inbox holds {inbox:?}", sent.len());
-            println!("batch helper thread: {}", batch_helper());
+            println!("batch helper thread: {helper}");
         }
         Err(e) => {
             let mut chain = e.to_string();
@@ -64,25 +72,15 @@ fn main() {
     }
 }
 
-/// Whether the store's batch helper (`chipset-batch`, the thread that
-/// writes a large batch's temps beside the caller where another processor
-/// is allowed) runs in this process: `yes`, `no`, or why it is not known.
-fn batch_helper() -> String {
-    #[allow(
-        clippy::disallowed_methods,
-        reason = "an example reads /proc, not the state"
-    )]
-    let tasks = std::fs::read_dir("/proc/self/task");
-    let Ok(tasks) = tasks else {
-        return "unknown (no /proc/self/task)".into();
-    };
-    let found = tasks.flatten().any(|task| {
-        #[allow(
-            clippy::disallowed_methods,
-            reason = "an example reads /proc, not the state"
-        )]
-        let comm = std::fs::read_to_string(task.path().join("comm"));
-        comm.is_ok_and(|c| c.trim() == "chipset-batch")
-    });
-    if found { "yes" } else { "no" }.into()
+/// This process's threads, from `/proc/self/status` (`None` where it
+/// cannot be read): under `WriteBackThenDir` the one thread a batch of 16
+/// or more starts is the store's batch helper (`chipset-batch`, which
+/// writes temps beside the caller where another processor is allowed).
+fn threads() -> Option<usize> {
+    let status =
+        StateDir::read_outside(std::path::Path::new("/proc/self/status"), 64 * 1024).ok()?;
+    String::from_utf8_lossy(&status)
+        .lines()
+        .find_map(|line| line.strip_prefix("Threads:"))
+        .and_then(|n| n.trim().parse().ok())
 }
