@@ -125,19 +125,7 @@ impl JsonLog {
         T: Serialize + 'a,
         I: IntoIterator<Item = &'a T>,
     {
-        let mut buf = Vec::new();
-        let mut n = 0;
-        for r in records {
-            append_canonical_line(&mut buf, r).map_err(|source| Error::Serialize {
-                path: self.path.clone(),
-                source,
-            })?;
-            n += 1;
-        }
-        if n > 0 {
-            self.append_bytes(buf)?;
-        }
-        Ok(n)
+        self.append_lines(records, true)
     }
 
     /// Appends many records with one write and **no data sync**: for records
@@ -163,6 +151,17 @@ impl JsonLog {
         T: Serialize + 'a,
         I: IntoIterator<Item = &'a T>,
     {
+        self.append_lines(records, false)
+    }
+
+    /// Encodes `records` as one buffer of lines and appends it with one
+    /// write (and, when `sync`, one data sync); nothing is written for no
+    /// records, or when one cannot be encoded.
+    fn append_lines<'a, T, I>(&self, records: I, sync: bool) -> Result<usize>
+    where
+        T: Serialize + 'a,
+        I: IntoIterator<Item = &'a T>,
+    {
         let mut buf = Vec::new();
         let mut n = 0;
         for r in records {
@@ -173,7 +172,7 @@ impl JsonLog {
             n += 1;
         }
         if n > 0 {
-            self.append_bytes_with(buf, false)?;
+            self.append_bytes_with(buf, sync)?;
         }
         Ok(n)
     }
