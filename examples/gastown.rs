@@ -9,7 +9,8 @@
 //! the files can be read afterwards (`hooks/`, `nudge/`, `mail/`, `bus/`,
 //! `loop/`).
 
-#![allow(clippy::print_stdout, reason = "examples talk to the terminal")]
+#[macro_use]
+mod support;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -54,7 +55,7 @@ impl Timeline {
         events.sort();
         for (at, _, who, what) in events {
             let t = at.since(self.start).as_secs_f64();
-            println!("{t:>7.3}s  {who:<16} {what}");
+            say!("{t:>7.3}s  {who:<16} {what}");
         }
     }
 }
@@ -77,9 +78,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if !state.list(&state.root_path())?.is_empty() {
         return Err(format!("{} is not empty: give a fresh directory", root.display()).into());
     }
-    println!("state directory: {}", state.root().display());
-    println!("dispatcher, three workers and a witness at work (a few seconds)...");
-    println!();
+    say!("state directory: {}", state.root().display());
+    say!("dispatcher, three workers and a witness at work (a few seconds)...");
+    say!();
 
     let mayor = id("mayor");
     let workers = [
@@ -244,7 +245,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     timeline.print();
 
     // The outcome, checked.
-    println!();
+    say!();
     let ledger = dispatcher.ledger()?;
     for entry in &ledger.entries {
         let attempts: Vec<String> = entry
@@ -252,7 +253,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .iter()
             .map(|t| format!("{} {}", t.agent, t.outcome))
             .collect();
-        println!(
+        say!(
             "{:<8} {:<20} {:<6} {}",
             entry.bead_id,
             entry.title,
@@ -272,9 +273,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         sent(Topic::HealthEscalation.as_str())?,
         sent(Topic::CompletionReport.as_str())?,
     );
-    println!();
-    println!("health escalations sent: {escalations}; completion reports sent: {reports}");
-    println!("state directory: {}", state.root().display());
+    say!();
+    say!("health escalations sent: {escalations}; completion reports sent: {reports}");
+    say!("state directory: {}", state.root().display());
 
     let once = ledger.entries.iter().all(|e| {
         e.is_done()

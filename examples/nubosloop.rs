@@ -14,7 +14,8 @@
 //! the mail, manifest and loop state it prints the path of can be read
 //! afterwards.
 
-#![allow(clippy::print_stdout, reason = "examples talk to the terminal")]
+#[macro_use]
+mod support;
 
 use std::path::PathBuf;
 
@@ -28,7 +29,7 @@ use chipset::store::{AgentId, StateDir, TaskId};
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 fn say(round: &Round, role: &str, what: impl AsRef<str>) {
-    println!("  round {}  {role:<9} {}", round.number(), what.as_ref());
+    say!("  round {}  {role:<9} {}", round.number(), what.as_ref());
 }
 
 struct Agents {
@@ -101,7 +102,7 @@ fn route(round: &mut Round) -> Result<Routing> {
         ),
         Routing::AnotherRound { blockers } => {
             let why: Vec<String> = blockers.iter().map(describe).collect();
-            println!(
+            say!(
                 "  round {}  {:<9} commit blocked ({}): back to the executor",
                 number - 1,
                 "routing",
@@ -148,7 +149,7 @@ fn main() -> Result<()> {
             .join("state"),
     };
     let state = StateDir::open(&root)?;
-    println!("state directory: {}", state.root().display());
+    say!("state directory: {}", state.root().display());
     let mail = Mail::new(state.clone());
     let human = AgentId::new("human")?;
     let config = RoundsConfig {
@@ -162,8 +163,8 @@ fn main() -> Result<()> {
 
     // Task one: a question, a blocked gate, a restart, an answer, a commit.
     let task1 = TaskId::new("M005-S007-T0001")?;
-    println!();
-    println!("task {task1}");
+    say!();
+    say!("task {task1}");
     let rounds = Rounds::new(state.clone(), config.clone());
     let mut round = rounds.open(&task1)?;
     say(&round, "executor", "writes the change");
@@ -183,7 +184,7 @@ fn main() -> Result<()> {
     route(&mut round)?;
     drop((round, rounds));
 
-    println!("  (the orchestrator is killed and restarted)");
+    say!("  (the orchestrator is killed and restarted)");
     let rounds = Rounds::new(state.clone(), config.clone());
     let mut round = rounds.open(&task1)?;
     say(
@@ -217,8 +218,8 @@ fn main() -> Result<()> {
 
     // Task two: the answer does not satisfy the critic, who asks again.
     let task2 = TaskId::new("M005-S007-T0002")?;
-    println!();
-    println!("task {task2}");
+    say!();
+    say!("task {task2}");
     let mut round = rounds.open(&task2)?;
     say(&round, "executor", "writes the change");
     round.executor_done()?;
@@ -242,7 +243,7 @@ fn main() -> Result<()> {
     let second = route(&mut round)?;
     let woken = Bus::new(state.clone()).pending(&human)?;
     for event in &woken.events {
-        println!(
+        say!(
             "  {:<17} woken by a {} {} event",
             human.as_str(),
             event.priority,
@@ -253,9 +254,9 @@ fn main() -> Result<()> {
     // The outcome, checked.
     let one = rounds.get(&task1)?.ok_or("task one has no checkpoint")?;
     let two = rounds.get(&task2)?.ok_or("task two has no checkpoint")?;
-    println!();
-    println!("{task1}: {} after {} round(s)", one.phase(), one.number());
-    println!("{task2}: {} after {} round(s)", two.phase(), two.number());
+    say!();
+    say!("{task1}: {} after {} round(s)", one.phase(), one.number());
+    say!("{task2}: {} after {} round(s)", two.phase(), two.number());
     let ok = first == Routing::Commit
         && one.phase() == Phase::Committed
         && swept.moved == 2

@@ -6,7 +6,8 @@
 //! Without `--root`, a fresh temporary state directory is made and kept, so
 //! the files it prints the path of can be read afterwards.
 
-#![allow(clippy::print_stdout, reason = "examples talk to the terminal")]
+#[macro_use]
+mod support;
 
 use std::path::PathBuf;
 use std::thread;
@@ -26,7 +27,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let state = StateDir::open(&root)?;
     let dir = state.channel_dir(chipset::store::Channel::new("loop"))?;
-    println!("state directory: {}", state.root().display());
+    say!("state directory: {}", state.root().display());
 
     // Eight threads, 25 locked increments each: none is lost.
     let counter = dir.join_static("counter.json");
@@ -46,21 +47,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     });
     let total = state.read_json::<u64>(&counter)?.value();
-    println!("counter after 8 x 25 locked increments: {total:?}");
+    say!("counter after 8 x 25 locked increments: {total:?}");
 
     // A corrupt file is reported as corrupt, and repair moves it aside.
     let bad = dir.join_static("bad.json");
     state.write_bytes(&bad, b"{ not json")?;
     if let ReadOutcome::Corrupt(c) = state.read_json::<serde_json::Value>(&bad)? {
-        println!("read: {c}");
-        println!("quarantined to {}", state.quarantine(&bad)?.display());
+        say!("read: {c}");
+        say!("quarantined to {}", state.quarantine(&bad)?.display());
     }
 
     // An append-only log: batch appends share one data sync.
     let log = state.log(&dir.join_static("events.jsonl"))?;
     let events: Vec<_> = (1..=3).map(|n| json!({"event": "tick", "n": n})).collect();
     log.append_batch(&events)?;
-    println!(
+    say!(
         "log records: {}",
         log.read_from::<serde_json::Value>(0)?.records.len()
     );

@@ -1,7 +1,6 @@
 //! The front door in one story: `cargo run --example tour`.
-#![allow(clippy::print_stdout, reason = "examples talk to the terminal")]
 
-use std::time::Duration;
+use std::{fmt::Write as _, io::Write as _, time::Duration};
 
 use chipset::Chipset;
 use chipset::bus::NewEvent;
@@ -13,7 +12,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let door = Chipset::open(tmp.path().join("state"))?;
     let (hooks, mail, bus) = (door.hooks(), door.mail(), door.bus());
     let (mayor, cat): (AgentId, AgentId) = ("mayor".parse()?, "polecat-alpha".parse()?);
-    let task: TaskId = "gt-abc12".parse()?;
+    let (task, mut out): (TaskId, String) = ("gt-abc12".parse()?, String::new());
 
     hooks.assign(&cat, "gt-abc12".parse()?, "Add README", Some(&mayor))?;
     let pickup = hooks.pickup(&cat)?;
@@ -25,13 +24,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let yes = NewMessage::response(mayor.clone(), cat.clone(), ask.id.clone(), "scope", "yes");
     mail.send(&yes)?;
     let after = mail.pending_replies(&task)?.len();
-    println!("the gate: {before} request pending, {after} once answered");
+    writeln!(out, "gate: {before} request pending, {after} once answered")?;
 
     let mut waiter = bus.waiter(&mayor)?;
     let _ = bus.publish(&mayor, &NewEvent::new(cat.as_str(), "ready"))?;
     let woke = !waiter.wait(Duration::from_secs(5))?.is_empty();
-    println!("{mayor} woke to {cat}'s event: {woke}");
+    writeln!(out, "{mayor} woke to {cat}'s event: {woke}")?;
     hooks.complete(work)?;
-    println!("{}", serde_json::to_string_pretty(&door.status()?)?);
-    Ok(())
+    writeln!(out, "{}", serde_json::to_string_pretty(&door.status()?)?)?;
+    match std::io::stdout().write_all(out.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()), // a closed pipe (`| head`) is not a failure
+    }
 }

@@ -13,25 +13,46 @@
 //! whether the store's batch helper thread ran), 1 when it failed (the
 //! error and what the inbox then holds are printed).
 
-#![allow(clippy::print_stdout, reason = "an example reports on stdout")]
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::process::ExitCode;
 
 use chipset_mail::{Mail, NewMessage};
 use chipset_store::{AgentId, StateDir, SyncOrder, TaskId};
 
-fn main() {
+fn main() -> ExitCode {
+    let mut report = String::new();
+    let code = run(&mut report);
+    // Printed once the batch is over, so that a reader that has gone
+    // (`| head`) cannot stop it midway; a closed pipe is not a failure.
+    match std::io::stdout().write_all(report.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => ExitCode::from(1),
+        _ => ExitCode::from(code),
+    }
+}
+
+/// Sends the batch, saying what happened in `report`; returns the exit
+/// status.
+fn run(report: &mut String) -> u8 {
+    let mut say = |line: String| {
+        report.push_str(&line);
+        report.push('\n');
+    };
     let mut args = std::env::args().skip(1);
     let Some(root) = args.next() else {
-        println!("usage: send_batch STATE_ROOT [COUNT]");
-        std::process::exit(2);
+        say("usage: send_batch STATE_ROOT [COUNT]".into());
+        return 2;
     };
     let count: usize = args.next().and_then(|c| c.parse().ok()).unwrap_or(100);
-    let state = StateDir::open(&root);
-    let state = state.unwrap_or_else(|e| {
-        println!("cannot open {root}: {e}");
-        std::process::exit(2);
-    });
+    let state = match StateDir::open(&root) {
+        Ok(state) => state,
+        Err(e) => {
+            say(format!("cannot open {root}: {e}"));
+            return 2;
+        }
+    };
     let order = state.sync_order();
-    println!("order: {order:?}");
+    say(format!("order: {order:?}"));
     let mail = Mail::new(state);
     let to = AgentId::new("exec").expect("a valid agent id");
     let drafts: Vec<NewMessage> = (0..count)
@@ -56,18 +77,22 @@ fn main() {
     let inbox = mail.inbox(&to).map(|m| m.len());
     match result {
         Ok(sent) => {
-            println!("sent {} messages; the inbox holds {inbox:?}", sent.len());
-            println!("batch helper thread: {helper}");
+            say(format!(
+                "sent {} messages; the inbox holds {inbox:?}",
+                sent.len()
+            ));
+            say(format!("batch helper thread: {helper}"));
+            0
         }
         Err(e) => {
             let mut chain = e.to_string();
             let mut source = std::error::Error::source(&e);
             while let Some(s) = source {
-                chain.push_str(&format!(": {s}"));
+                let _ = write!(chain, ": {s}");
                 source = s.source();
             }
-            println!("failed: {chain}; the inbox holds {inbox:?}");
-            std::process::exit(1);
+            say(format!("failed: {chain}; the inbox holds {inbox:?}"));
+            1
         }
     }
 }

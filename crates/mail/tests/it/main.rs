@@ -7,6 +7,7 @@
 )]
 
 mod doctor;
+mod example;
 mod foreign;
 mod formats;
 mod gate;
