@@ -86,9 +86,10 @@ pub trait IoBackend: fmt::Debug + Send + Sync {
     /// [`IoBackend::create_new`], [`IoBackend::write_all`] and (for a
     /// failed write's named temp) [`IoBackend::remove_file`] calls then
     /// come in no fixed order, and after a failure the other thread may
-    /// still make an item's temp (removed again before the batch returns). The default, `false`, keeps every call on
-    /// the caller's thread in item order, as a backend that counts or
-    /// records calls needs; [`RealIo`] answers `true`.
+    /// still make an item's temp (removed again before the batch
+    /// returns). The default, `false`, keeps every call on the caller's
+    /// thread in item order, as a backend that counts or records calls
+    /// needs; [`RealIo`] answers `true`.
     fn concurrent_batch_writes(&self) -> bool {
         false
     }
