@@ -202,7 +202,7 @@ impl Mail {
     /// costs more than the listing once they outnumber [`LOOKUPS`]. Either
     /// way each folder is looked at once, after the call began, so the
     /// answer is what per-request lookups would give.
-    fn indexed_among(&self, requests: &[Message]) -> Result<BTreeSet<MessageId>> {
+    fn indexed_among(&self, requests: &[&Message]) -> Result<BTreeSet<MessageId>> {
         let mut out = BTreeSet::new();
         if requests.len() <= LOOKUPS {
             for q in requests {
@@ -229,6 +229,64 @@ impl Mail {
             }
         }
         Ok(out)
+    }
+
+    /// For each of `requests` (the open requests of `task` in its inboxes),
+    /// whether it is still waiting for a response: none among `responses`
+    /// (the task's responses in the inboxes: what they answer, and who sent
+    /// them), none in the reply index, and none in `archive/` or the task's
+    /// by-task archive.
+    fn still_open(
+        &self,
+        task: &TaskId,
+        requests: &[&Message],
+        responses: &[(MessageId, chipset_store::AgentId)],
+    ) -> Result<Vec<bool>> {
+        // Positions in `requests` of those not known to be answered yet.
+        let mut open: Vec<usize> = (0..requests.len()).collect();
+        let of = |open: &[usize]| -> Vec<&Message> { open.iter().map(|&i| requests[i]).collect() };
+        // A request whose response exists is answered, whoever wrote the
+        // response and whether or not the request was moved yet: looked up
+        // per request (what `answers` checks), so the check costs the task's
+        // files once, not once per request.
+        if !responses.is_empty() {
+            let responses: HashSet<(&MessageId, &chipset_store::AgentId)> = responses
+                .iter()
+                .map(|(parent, from)| (parent, from))
+                .collect();
+            open.retain(|&i| !responses.contains(&(&requests[i].id, &requests[i].to)));
+        }
+        let indexed = self.indexed_among(&of(&open))?;
+        open.retain(|&i| !indexed.contains(&requests[i].id));
+        let mut caught = Caught::default();
+        if !open.is_empty() {
+            // Responses archived since the tail last looked enter the index.
+            caught = self.catch_up_archive()?;
+            open.retain(|&i| !caught.responses.contains_key(&requests[i].id));
+            // Found by another reader that caught up since the index was
+            // looked at above.
+            let indexed = self.indexed_among(&of(&open))?;
+            open.retain(|&i| !indexed.contains(&requests[i].id));
+        }
+        if !open.is_empty() {
+            let found = self.responses_among(&of(&open), &[self.layout.by_task(task)])?;
+            open.retain(|&i| !found.contains_key(&requests[i].id));
+            // Only requests older than the tail can have a response in
+            // `archive/` that the tail did not see.
+            let old: Vec<&Message> = of(&open)
+                .into_iter()
+                .filter(|q| !caught.covers(q.created_at))
+                .collect();
+            if !old.is_empty() {
+                let found = self.responses_among(&old, &[self.layout.archive_root()])?;
+                open.retain(|&i| !found.contains_key(&requests[i].id));
+            }
+        }
+        let mut still = vec![false; requests.len()];
+        for i in open {
+            still[i] = true;
+        }
+        Ok(still)
     }
 
     /// Returns the replies the index knows for `parent`: kind and id, by id.
@@ -268,57 +326,15 @@ impl Mail {
         if let Some(server) = self.server() {
             return server.pending_replies(task);
         }
-        let mut files = self.gate_files(task)?;
-        // A request whose response exists is answered, whoever wrote the
-        // response and whether or not the request was moved yet.
-        // Each open request comes read and checked (failing closed), or
-        // `None` when it was archived since the listing: archived requests
-        // are never pending.
-        // Taken out of the files (not cloned): what follows needs only the
-        // files' facts.
-        let mut out: Vec<Message> = files
-            .iter_mut()
-            .filter_map(|f| f.message.take().map(|m| *m))
-            .collect();
-        // What `answers` checks, from the cached facts of the task's
-        // responses: (the request answered, the responder), looked up per
-        // request, so the check costs the task's files once, not once per
-        // request.
-        let responses: HashSet<(&MessageId, &chipset_store::AgentId)> = files
-            .iter()
-            .filter(|r| r.facts.kind == Kind::Response)
-            .filter_map(|r| Some((r.facts.in_reply_to.as_ref()?, &r.facts.from)))
-            .collect();
-        if !responses.is_empty() {
-            out.retain(|q| !responses.contains(&(&q.id, &q.to)));
-        }
-        let indexed = self.indexed_among(&out)?;
-        out.retain(|q| !indexed.contains(&q.id));
-        let mut caught = Caught::default();
-        if !out.is_empty() {
-            // Responses archived since the tail last looked enter the index.
-            caught = self.catch_up_archive()?;
-            out.retain(|q| !caught.responses.contains_key(&q.id));
-            // Found by another reader that caught up since the index was
-            // looked at above.
-            let indexed = self.indexed_among(&out)?;
-            out.retain(|q| !indexed.contains(&q.id));
-        }
-        if !out.is_empty() {
-            let all: Vec<&Message> = out.iter().collect();
-            let found = self.responses_among(&all, &[self.layout.by_task(task)])?;
-            out.retain(|q| !found.contains_key(&q.id));
-            // Only requests older than the tail can have a response in
-            // `archive/` that the tail did not see.
-            let old: Vec<&Message> = out
-                .iter()
-                .filter(|q| !caught.covers(q.created_at))
-                .collect();
-            if !old.is_empty() {
-                let found = self.responses_among(&old, &[self.layout.archive_root()])?;
-                out.retain(|q| !found.contains_key(&q.id));
-            }
-        }
+        // The open requests, each read and checked (failing closed), and
+        // which of them are still waiting, decided (while the gate's caches
+        // are written) by the task's responses in the inboxes, the reply
+        // index and the archives.
+        let (mut out, still) = self.gate_files(task, |requests, responses| {
+            self.still_open(task, requests, responses)
+        })?;
+        let mut still = still.into_iter();
+        out.retain(|_| still.next().unwrap_or(false));
         // A copy of an `any` group leaves once another copy is answered.
         self.settle_groups(&mut out)?;
         out.sort_by(|a, b| a.id.cmp(&b.id));

@@ -1,7 +1,11 @@
 //! Reading one entry of a folder as a message, failing closed as the
 //! uncached gate does.
 
+use std::time::SystemTime;
+
 use chipset_store::{Folder, ReadOutcome, StateDir, StatePath};
+
+use super::{Known, Stamp};
 
 use crate::error::{Error, Result};
 use crate::format::Message;
@@ -21,17 +25,54 @@ pub(super) fn read_entry(state: &StateDir, dir: &StatePath, name: &str) -> Resul
 }
 
 /// As [`read_entry`], from `folder` (the folder `dir` opened, to read many
-/// of its files), with the stat of the file read (taken from the open file
-/// before its bytes were read: the identity of the very file read).
+/// of its files), with what is known of the file read:
+///
+/// - with `unstat` `None`, its stat (taken from the open file before its
+///   bytes were read: the identity of the very file read);
+/// - with `unstat` `Some(at)`, a time before the read began, no stat (the
+///   read's `openat`, `read` and `close` only, through `buf`, one buffer
+///   for every file of a folder): its length and `at`.
 pub(super) fn read_entry_in(
     folder: &Folder,
     cap: u64,
     dir: &StatePath,
     name: &str,
-) -> Result<Option<(Message, chipset_store::Stat)>> {
+    buf: &mut Vec<u8>,
+    unstat: Option<SystemTime>,
+) -> Result<Option<(Message, Known)>> {
     let stem = message_stem(name).ok_or_else(|| not_a_message(dir, name))?;
-    let read = folder.read_bytes_capped(name, cap)?;
-    entry_message(dir, name, stem, read)
+    let Some(at) = unstat else {
+        let read = folder.read_bytes_capped(name, cap)?;
+        return Ok(entry_message(dir, name, stem, read)?.map(|(m, stat)| {
+            let known = Known::Stat {
+                stamp: Stamp::from(&stat),
+                size: stat.len,
+            };
+            (m, known)
+        }));
+    };
+    let read = folder.read_into(name, cap, buf)?;
+    let message = named_message(dir.as_path(), name, stem, read.map(|()| buf.as_slice()));
+    Ok(ok_message(message)?.map(|m| {
+        (
+            m,
+            Known::Read {
+                len: buf.len() as u64,
+                at,
+            },
+        )
+    }))
+}
+
+/// What a message's read found, failing closed; `None` when its file went
+/// away since the listing.
+fn ok_message(read: ReadOutcome<Message>) -> Result<Option<Message>> {
+    match read {
+        ReadOutcome::Value(m) => Ok(Some(m)),
+        ReadOutcome::Corrupt(c) => Err(c.into()),
+        ReadOutcome::Unsupported(u) => Err(u.into()),
+        ReadOutcome::Missing => Ok(None),
+    }
 }
 
 /// The stray-file error of a name that is not `{id}.json`.
@@ -55,10 +96,8 @@ fn entry_message(
         stem,
         read.as_ref().map(|(bytes, _)| bytes.as_slice()),
     );
-    match (message, read) {
-        (ReadOutcome::Value(m), ReadOutcome::Value((_, stat))) => Ok(Some((m, stat))),
-        (ReadOutcome::Corrupt(c), _) => Err(c.into()),
-        (ReadOutcome::Unsupported(u), _) => Err(u.into()),
+    match (ok_message(message)?, read) {
+        (Some(m), ReadOutcome::Value((_, stat))) => Ok(Some((m, stat))),
         // Gone since the listing (a message comes only from bytes read).
         _ => Ok(None),
     }

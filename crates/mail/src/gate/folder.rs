@@ -106,14 +106,9 @@ impl Mail {
             let size = meta.as_ref().map(|m| m.len);
             if let (Some(file), Some(size)) = (file, size)
                 && file.settled(now)
-                && let Some(entry) = known.get(&name).filter(|e| {
-                    e.ino == file.ino
-                        && e.size == size
-                        && e.mtime == file.mtime
-                        && e.ctime == file.ctime
-                })
+                && let Some(entry) = known.get(&name).and_then(|e| e.still(file, size))
             {
-                files.push((name, Some(entry.clone())));
+                files.push((name, Some(entry)));
                 messages.push(None);
                 continue;
             }
@@ -123,13 +118,23 @@ impl Mail {
                 (Some(agent), Some(meta)) => journal
                     .get_or_insert_with(|| self.sent_records(agent, entries))
                     .remove(&name)
-                    .and_then(|r| r.into_message(&name, meta)),
+                    .and_then(|r| r.into_message(&name, meta))
+                    .map(|message| {
+                        let stamp = Stamp::from(meta);
+                        (
+                            message,
+                            Known::Stat {
+                                stamp,
+                                size: meta.len,
+                            },
+                        )
+                    }),
                 _ => None,
             };
             match vouched {
-                Some(message) => {
+                Some((message, known)) => {
                     from_journal = true;
-                    let (entry, message) = entry_of(message, file, size);
+                    let (entry, message) = entry_of(message, known);
                     files.push((name, Some(entry)));
                     messages.push(message);
                 }
@@ -144,13 +149,20 @@ impl Mail {
         // since is read again next time. Each entry and its message are
         // put in their place by the thread that read them.
         let read_any = files.iter().any(|(_, entry)| entry.is_none());
+        // In a settled folder, every file entered it at least [`RACY`]
+        // before now: read without a stat, a file's entry holds once its
+        // stamp is seen at the next listing ([`FileEntry::still`]). In a
+        // racy one, the stat taken by the read is what lets the next
+        // listing reuse the entry once the file's stamp settles.
+        let unstat = settled.then(SystemTime::now);
         reads::read_missing(
             &self.state,
             dir,
             &mut files,
             &mut messages,
-            |message, stat, slot| {
-                let (entry, message) = entry_of(message, Some(Stamp::from(&stat)), Some(stat.len));
+            unstat,
+            |message, known, slot| {
+                let (entry, message) = entry_of(message, known);
                 *slot = message;
                 entry
             },
@@ -203,26 +215,20 @@ impl Mail {
     }
 }
 
-/// The folder cache's entry of `message`, read from a file with the stamp
-/// `file` and size `size` (without a stamp it can never be reused), with
-/// the message when it is an open request (the gate returns it); any other
-/// message is dropped here.
-fn entry_of(
-    message: Message,
-    file: Option<Stamp>,
-    size: Option<u64>,
-) -> (FileEntry, Option<Box<Message>>) {
-    let file = file.unwrap_or(Stamp {
-        dev: 0,
-        ino: 0,
-        mtime: (i64::MIN, 0),
-        ctime: (i64::MIN, 0),
-    });
+/// The folder cache's entry of `message`, read from a file of which
+/// `known` is known, with the message when it is an open request (the
+/// gate returns it); any other message is dropped here.
+fn entry_of(message: Message, known: Known) -> (FileEntry, Option<Box<Message>>) {
+    let (ino, size, mtime, ctime, read) = match known {
+        Known::Stat { stamp, size } => (stamp.ino, size, stamp.mtime, stamp.ctime, None),
+        Known::Read { len, at } => (0, len, NEVER, NEVER, Some(time_of(at))),
+    };
     let entry = FileEntry {
-        ino: file.ino,
-        size: size.unwrap_or(u64::MAX),
-        mtime: file.mtime,
-        ctime: file.ctime,
+        ino,
+        size,
+        mtime,
+        ctime,
+        read,
         task: message.phase.clone(),
         facts: Facts::of(&message),
         parent: message.in_reply_to.clone(),
@@ -235,7 +241,7 @@ fn entry_of(
 pub(super) struct Listed {
     /// Every message file with its name, sorted by name (each name once),
     /// shared with the thread that writes the folder cache.
-    pub(super) files: Arc<Vec<(String, FileEntry)>>,
+    pub(super) files: Listing,
     /// For each of `files`, in the same order: for the requests that need a
     /// reply among the files it read (not taken from the folder cache), the
     /// message, checked as the gate checks it (read from its file, or from

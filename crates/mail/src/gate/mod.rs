@@ -66,6 +66,22 @@
 //! - **Filesystems without directory timestamps** (some FUSE and network
 //!   mounts): chipset does not support them (see the store's Durability).
 //!
+//! # What a file's entry relies on
+//!
+//! A file's entry in a folder cache is reused, at a listing of its changed
+//! folder, only while the file is the one it was taken from: the same
+//! inode, size, mtime and ctime as when it was stat-ed. A settled folder's
+//! files are read without a stat (the scan's three calls per file, not
+//! four): such an entry keeps the length read and when the read began,
+//! and holds while the file has that length and both its times are
+//! [`RACY`] older than the read. Any change to a file, and its entering a
+//! folder, sets its ctime to the time of the change, which no program can
+//! set back; so a file that old was not changed since it was read. A
+//! clock stepped back by more than [`RACY`] after the read could hide a
+//! change of the same length to such a file (the seed forbids changing a
+//! message file at all); once seen at a listing, the entry holds by the
+//! file's stamp instead.
+//!
 //! # What the sweep takes on trust
 //!
 //! The sweep ([`Look::Sweep`]) does not list an inbox whose slice held none
@@ -86,7 +102,9 @@
 //!
 //! Cache files are written with `write_unsynced` (a temp renamed into place,
 //! no sync; a folder's cache on a thread of its own while the walk goes
-//! on, joined before the walk returns: `reads.rs`): a reader sees a whole
+//! on, and a gate's task cache on one while the gate looks for the
+//! requests' replies, both joined before the gate returns: `reads.rs`,
+//! `encode.rs`): a reader sees a whole
 //! file, and after a power cut a cache file may be missing, old, empty or
 //! partly written. Every entry carries the
 //! stamp it holds for and is used only when that stamp is the inbox's stamp
@@ -100,6 +118,7 @@
 //! would not: at worst the cache is not used.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::MessageId;
@@ -162,13 +181,30 @@ impl Stamp {
 
     /// True when both times are at least [`RACY`] before `now`.
     pub(crate) fn settled(&self, now: SystemTime) -> bool {
-        let Ok(now) = now.duration_since(UNIX_EPOCH) else {
-            return false;
-        };
-        let now_ns = i128::from(now.as_secs()) * 1_000_000_000 + i128::from(now.subsec_nanos());
+        self.settled_at(time_of(now))
+    }
+
+    /// True when both times are at least [`RACY`] before `at` (a time as
+    /// [`time_of`] gives it).
+    fn settled_at(&self, at: (i64, i64)) -> bool {
         let ns = |(s, n): (i64, i64)| i128::from(s) * 1_000_000_000 + i128::from(n);
         let newest = ns(self.mtime).max(ns(self.ctime));
-        now_ns - newest >= RACY.as_nanos() as i128
+        at != NEVER && ns(at) - newest >= RACY.as_nanos() as i128
+    }
+}
+
+/// A time no stamp is ever settled at (nor any file's times equal).
+const NEVER: (i64, i64) = (i64::MIN, 0);
+
+/// `t` as seconds and nanoseconds since the Unix epoch, as a stamp's times
+/// are kept ([`NEVER`] before the epoch).
+fn time_of(t: SystemTime) -> (i64, i64) {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => (
+            i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+            i64::from(d.subsec_nanos()),
+        ),
+        Err(_) => NEVER,
     }
 }
 
@@ -213,12 +249,62 @@ struct FileEntry {
     mtime: (i64, i64),
     ctime: (i64, i64),
     task: TaskId,
+    /// For an entry taken from a read without a stat (the first read of a
+    /// folder): when (system clock) the read began; its stamp is then
+    /// unknown ([`FileEntry::still`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    read: Option<(i64, i64)>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     facts: Option<Facts>,
     /// The message's `in_reply_to`, for every kind.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     parent: Option<MessageId>,
 }
+
+/// What is known of the file a message was taken from.
+pub(super) enum Known {
+    /// Its stamp and size, from a `statx` of it.
+    Stat { stamp: Stamp, size: u64 },
+    /// Its length, as read from it after `at` (no stat taken).
+    Read { len: u64, at: SystemTime },
+}
+
+impl FileEntry {
+    /// This entry, when it still holds for the file now under its name,
+    /// whose stamp is `file` and size `size`:
+    ///
+    /// - an entry taken with a stat holds while the file has the same
+    ///   inode, size, mtime and ctime;
+    /// - one taken from a read without a stat ([`FileEntry::read`]) holds
+    ///   when the file has the same size and both its times are at least
+    ///   [`RACY`] before the read began. Any change to a file, and its
+    ///   entering the folder (a create, rename or link), sets its ctime to
+    ///   the time of the change, which no program can set back: a file
+    ///   whose ctime is that much older than the read was not changed
+    ///   since it was read. The entry comes back with the file's stamp,
+    ///   held from then on as one taken with a stat.
+    fn still(&self, file: Stamp, size: u64) -> Option<FileEntry> {
+        if self.size != size {
+            return None;
+        }
+        match self.read {
+            None => (self.ino == file.ino && self.mtime == file.mtime && self.ctime == file.ctime)
+                .then(|| self.clone()),
+            Some(read) => file.settled_at(read).then(|| FileEntry {
+                ino: file.ino,
+                mtime: file.mtime,
+                ctime: file.ctime,
+                read: None,
+                ..self.clone()
+            }),
+        }
+    }
+}
+
+/// A folder's message files with their entries, sorted by name (each name
+/// once): what a listing found, shared with the thread that writes it as
+/// the folder's cache.
+type Listing = Arc<Vec<(String, FileEntry)>>;
 
 /// `.gate/inbox/{agent}.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -304,18 +390,6 @@ struct TaskCache {
     gated: Option<u64>,
 }
 
-/// A gate file of a task in an inbox.
-#[derive(Debug, Clone)]
-pub(crate) struct GateFile {
-    pub(crate) agent: AgentId,
-    pub(crate) name: String,
-    pub(crate) facts: Facts,
-    /// For a request that needs a reply: the message (`None` when it left
-    /// its inbox since the listing). Boxed: thousands of these move from
-    /// one list to the next.
-    pub(crate) message: Option<Box<Message>>,
-}
-
 /// Who walks a task's folders, and so what [`TaskFiles::folder_at`] may
 /// take on trust.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -361,6 +435,11 @@ pub(crate) struct TaskFiles<'m> {
     /// The folder caches this walk is writing on threads of their own
     /// (joined when the walk ends).
     writing: Vec<reads::Writing>,
+    /// Slices this walk listed whose files are still to be taken from the
+    /// folder's listing, shared with the thread writing its folder cache
+    /// ([`TaskFiles::fill`]): their `files` and `others` are empty until
+    /// then.
+    unfilled: Vec<(Folder, Listing)>,
 }
 
 /// Reads a cache file; anything but a whole, parsable file (missing, over
@@ -444,101 +523,84 @@ impl Mail {
             cache,
             dirty: false,
             writing: Vec::new(),
+            unfilled: Vec::new(),
         }
     }
 
-    /// Returns the gate files of `task` in every inbox (requests that need
-    /// a reply and responses), using the cache where the inbox's stamp says
-    /// it holds and listing (and reading the new files of) the others.
+    /// Returns the open requests of `task` in every inbox (those that need
+    /// a reply), with what `check` made of them and of the task's responses
+    /// in the inboxes (what each answers, and who sent it), using the cache
+    /// where an inbox's stamp says it holds and listing (and reading the
+    /// new files of) the others. `check` is handed the requests in the
+    /// order they are returned in.
     ///
     /// Fails closed as the uncached scan did: an inbox holding a file that
     /// is not a readable, supported message fails, whatever its task.
     ///
     /// The open requests come with their message: from the task cache while
     /// their inbox's stamp is the one they were read under, else read from
-    /// their files (and kept in the cache for the next gate).
-    pub(crate) fn gate_files(&self, task: &TaskId) -> Result<Vec<GateFile>> {
+    /// their files (and kept in the cache for the next gate). The task
+    /// cache, when it changed, is written on a thread of its own while
+    /// `check` runs.
+    pub(crate) fn gate_files<R>(
+        &self,
+        task: &TaskId,
+        check: impl FnOnce(&[&Message], &[(MessageId, AgentId)]) -> Result<R>,
+    ) -> Result<(Vec<Message>, R)> {
         let started = unix_ms(SystemTime::now());
         let inboxes = self.inbox_stats()?;
         let mut walk = self.task_files(task);
-        let mut out: Vec<GateFile> = Vec::new();
-        for (agent, stat) in &inboxes {
+        let mut open: Vec<task::Open> = Vec::new();
+        let mut responses: Vec<(MessageId, AgentId)> = Vec::new();
+        for (at, (agent, stat)) in inboxes.iter().enumerate() {
             let Some(files) = walk.folder_at(&Folder::Inbox(agent.clone()), Look::Gate, *stat)?
             else {
                 continue;
             };
-            out.reserve(files.len());
-            out.extend(files.into_iter().filter_map(|f| {
-                Some(GateFile {
-                    agent: agent.clone(),
-                    name: f.name,
-                    facts: f.facts?,
-                    message: f.message,
-                })
-            }));
-        }
-        // Open requests whose message the cache keeps (moved out of it once
-        // it is written), and those read now that it is to keep (written
-        // from what the gate returns): no clone of either.
-        let (mut kept, mut keep) = (Vec::new(), Vec::new());
-        for (i, f) in out.iter_mut().enumerate() {
-            if !f.facts.needs_reply {
-                continue;
-            }
-            match walk.request(&f.agent, &f.name, f.message.take())? {
-                task::Request::Gone => {}
-                task::Request::Kept => kept.push(i),
-                task::Request::Read { message, keep: k } => {
-                    f.message = Some(message);
-                    if k {
-                        keep.push(i);
-                    }
+            for f in files {
+                let Some(facts) = f.facts else {
+                    continue;
+                };
+                if facts.needs_reply {
+                    walk.request(at, agent, f.name, f.message, &mut open)?;
+                }
+                if facts.kind == Kind::Response
+                    && let Some(parent) = facts.in_reply_to
+                {
+                    responses.push((parent, facts.from));
                 }
             }
         }
         walk.gated(started);
         let agents: Vec<AgentId> = inboxes.into_iter().map(|(a, _)| a).collect();
-        let new: Vec<(&AgentId, &str, &Message)> = keep
-            .iter()
-            .filter_map(|&i| {
-                let f = &out[i];
-                Some((&f.agent, f.name.as_str(), f.message.as_deref()?))
-            })
-            .collect();
-        let mut cache = walk.finish_cache(&agents, &new);
-        drop(new);
-        // Each inbox's kept messages, in name order as `out` lists them.
-        let mut from: Option<(
-            AgentId,
-            std::iter::Peekable<std::collections::btree_map::IntoIter<String, Message>>,
-        )> = None;
-        for i in kept {
-            let f = &mut out[i];
-            if from.as_ref().is_none_or(|(a, _)| *a != f.agent) {
-                let requests = cache
-                    .inboxes
-                    .get_mut(&f.agent)
-                    .map(|s| std::mem::take(&mut s.requests))
-                    .unwrap_or_default();
-                from = Some((f.agent.clone(), requests.into_iter().peekable()));
-            }
-            let message = from.as_mut().and_then(|(_, requests)| {
-                while requests
-                    .next_if(|(n, _)| n.as_str() < f.name.as_str())
-                    .is_some()
-                {}
-                requests.next_if(|(n, _)| *n == f.name).map(|(_, m)| m)
-            });
-            f.message = match message {
-                Some(message) => Some(Box::new(message)),
-                // Never expected (a kept message stays in its slice); read
-                // it again rather than ever count it as gone.
-                None => {
-                    read_entry(&self.state, &self.layout.inbox(&f.agent), &f.name)?.map(Box::new)
-                }
-            };
-        }
-        Ok(out)
+        walk.take_kept(&agents, &mut open)?;
+        walk.prune(&agents);
+        // Every request has its message now.
+        let requests: Vec<&Message> = open.iter().filter_map(|o| o.message.as_deref()).collect();
+        let checked = if walk.dirty() {
+            let new: Vec<(&AgentId, &str, &Message)> = open
+                .iter()
+                .filter(|o| o.keep)
+                .filter_map(|o| Some((&agents[o.inbox], o.name.as_str(), o.message.as_deref()?)))
+                .collect();
+            // The walk goes with the write (letting it go joins the folder
+            // caches it is writing).
+            let new = &new;
+            let ((), checked) = reads::beside(
+                requests.len(),
+                move || walk.write(new),
+                || check(&requests, &responses),
+            );
+            checked
+        } else {
+            let checked = check(&requests, &responses);
+            // The folder caches being written are joined here.
+            drop(walk);
+            checked
+        };
+        drop(requests);
+        let requests = open.into_iter().filter_map(|o| o.message.map(|m| *m));
+        Ok((requests.collect(), checked?))
     }
 
     /// The agents with an inbox (as [`Mail::agents`]), each with the stat
@@ -579,6 +641,7 @@ fn unix_ms(t: SystemTime) -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
+mod encode;
 mod entry;
 mod folder;
 mod reads;

@@ -5,16 +5,18 @@
 //! # Why threads
 //!
 //! The first gate of a state no cache was made for reads every file of the
-//! folder (an `openat` relative to the open folder, a `statx`, a `read` and
-//! a `close` each, then a parse), as the scan does, and then writes the
-//! caches that spare the next gate all of it. On one thread it cannot cost
-//! less than the scan. Reads of different files share nothing but the open
-//! folder, so a folder's reads are split into contiguous runs read at once
-//! (at most [`MAX_READERS`] threads, and only from [`PARALLEL_READS`] files
-//! on, where the threads' start costs little beside the reads), and the
-//! folder cache is encoded and written on its own thread while the gate
-//! goes on. The same holds for the records of a sent journal (a gate right
-//! after 10,000 sends parses 10,000 of them): its lines are parsed in runs.
+//! folder (an `openat` relative to the open folder, a `read` and a `close`
+//! each, a `statx` too in a folder whose stamp is racy, then a parse), as
+//! the scan does, and then writes the caches that spare the next gate all
+//! of it. On one thread it cannot cost less than the scan. Reads of
+//! different files share nothing but the open folder, so a folder's reads
+//! are split into contiguous runs read at once (at most [`MAX_READERS`]
+//! threads, and only from [`PARALLEL_READS`] files on, where the threads'
+//! start costs little beside the reads), the folder cache is encoded and
+//! written on its own thread while the gate goes on, and the task cache
+//! on its own while the gate looks for replies ([`beside`]). The same
+//! holds for the records of a sent journal (a gate right after 10,000
+//! sends parses 10,000 of them): its lines are parsed in runs.
 //!
 //! # Failing closed as one thread does
 //!
@@ -89,12 +91,13 @@ pub(super) fn read_missing<E, X, F>(
     dir: &StatePath,
     files: &mut [(String, Option<E>)],
     extra: &mut [X],
+    unstat: Option<SystemTime>,
     each: F,
 ) -> Result<()>
 where
     E: Send,
     X: Send,
-    F: Fn(Message, chipset_store::Stat, &mut X) -> E + Sync,
+    F: Fn(Message, Known, &mut X) -> E + Sync,
 {
     debug_assert_eq!(files.len(), extra.len());
     let todo = files.iter().filter(|(_, entry)| entry.is_none()).count();
@@ -110,6 +113,8 @@ where
                      extra: &mut [X],
                      stopped: &dyn Fn() -> bool|
      -> Result<()> {
+        // One buffer per run, reused from file to file.
+        let mut buf = Vec::new();
         for ((name, entry), slot) in files.iter_mut().zip(extra) {
             if entry.is_some() {
                 continue;
@@ -117,8 +122,9 @@ where
             if stopped() {
                 break;
             }
-            if let Some((message, stat)) = read_entry_in(folder, cap, dir, name)? {
-                *entry = Some(each(message, stat, slot));
+            if let Some((message, known)) = read_entry_in(folder, cap, dir, name, &mut buf, unstat)?
+            {
+                *entry = Some(each(message, known, slot));
             }
         }
         Ok(())
@@ -335,15 +341,16 @@ pub(super) struct FolderWrite {
     pub(super) path: StatePath,
     pub(super) stamp: Stamp,
     pub(super) settled: bool,
-    pub(super) files: Arc<Vec<(String, FileEntry)>>,
+    pub(super) files: Listing,
     /// The sent journal to empty once the cache is written (its every file
     /// is in it).
     pub(super) clear: Option<StatePath>,
 }
 
 impl FolderWrite {
-    /// Encodes and writes the cache, then empties the journal; a failure
-    /// of either only costs the next reader (it is logged).
+    /// Encodes and writes the cache, lets go of the listing (the walk may
+    /// then take it whole: [`TaskFiles::fill`]), then empties the journal;
+    /// a failure of either only costs the next reader (it is logged).
     fn run(self, state: &StateDir) {
         store_cache_in(
             state,
@@ -355,6 +362,7 @@ impl FolderWrite {
                 files: folder::Sorted(&self.files),
             },
         );
+        drop(self.files);
         if let Some(path) = self.clear {
             sent::clear_journal(state, &path);
         }

@@ -215,6 +215,7 @@ fn read_ids(
         dir,
         &mut files,
         &mut vec![(); names.len()],
+        None,
         |m, _, ()| m.id,
     );
     let threaded = parallel_rounds() > before;
@@ -274,7 +275,9 @@ fn a_file_gone_since_the_listing_is_skipped_by_every_thread() {
 /// Entries that already have one (vouched for by a cache or a journal)
 /// are neither read nor changed, on one thread or several: their files are
 /// planted unreadable here, and the read still succeeds. Every other entry
-/// is read in its place, with its slot of `extra` filled beside it.
+/// is read in its place, with its slot of `extra` filled beside it, and
+/// with what is known of its file: its stat, or (read without one) its
+/// length and the time given.
 #[test]
 fn entries_that_have_one_are_not_read_again() {
     let s = state();
@@ -288,7 +291,13 @@ fn entries_that_have_one_are_not_read_again() {
             .write_bytes(&dir.join(name).unwrap(), b"{ not json")
             .unwrap();
     }
-    for parallel in [false, true] {
+    let at = SystemTime::now();
+    for (parallel, unstat) in [
+        (false, None),
+        (true, None),
+        (false, Some(at)),
+        (true, Some(at)),
+    ] {
         TEST_PARALLEL_READS.with(|t| t.set(if parallel { 8 } else { usize::MAX }));
         let mut files: Vec<(String, Option<String>)> = names
             .iter()
@@ -302,8 +311,23 @@ fn entries_that_have_one_are_not_read_again() {
             &dir,
             &mut files,
             &mut sizes,
-            |m, stat, size| {
-                *size = Some(stat.len);
+            unstat,
+            |m, known, size| {
+                *size = match known {
+                    Known::Stat { stamp, size } => {
+                        let stat = s
+                            .mail
+                            .state
+                            .stat(&dir.join(format!("{}.json", m.id)).unwrap());
+                        assert_eq!(Some(stamp), stat.unwrap().as_ref().map(Stamp::from));
+                        assert!(unstat.is_none());
+                        Some(size)
+                    }
+                    Known::Read { len, at: when } => {
+                        assert_eq!(unstat, Some(when));
+                        Some(len)
+                    }
+                };
                 m.id.to_string()
             },
         )
@@ -413,5 +437,32 @@ fn an_inbox_swapped_for_a_symlink_since_the_listing_fails_the_read() {
             }
             other => panic!("parallel {parallel}: {other:?}"),
         }
+    }
+}
+
+/// A walk that lists a settled folder and looks at it again finds the same
+/// files the second time. The slice it keeps for the folder is filled from
+/// the listing only when needed (the listing is shared with the thread
+/// that writes the folder cache), and a second look is such a need.
+#[test]
+fn a_folder_looked_at_twice_in_one_walk_gives_its_files_twice() {
+    let s = state();
+    std::thread::sleep(Duration::from_millis(2_200));
+    let folder = Folder::Inbox(s.exec.clone());
+    let names = |files: Vec<TaskFile>| {
+        let mut names: Vec<String> = files.into_iter().map(|f| f.name).collect();
+        names.sort();
+        names
+    };
+    for gate in [true, false] {
+        // A state no cache was made for.
+        if s.mail.state.stat(&s.mail.gate_dir()).unwrap().is_some() {
+            #[allow(clippy::disallowed_methods, reason = "a state no cache was made for")]
+            std::fs::remove_dir_all(s._tmp.path().join("mail").join(GATE_DIR)).unwrap();
+        }
+        let mut walk = s.mail.task_files(&s.task);
+        let first = names(walk.folder(&folder, gate).unwrap().unwrap());
+        assert!(first.len() > REQUESTS, "{}", first.len());
+        assert_eq!(names(walk.folder(&folder, gate).unwrap().unwrap()), first);
     }
 }

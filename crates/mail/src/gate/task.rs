@@ -1,8 +1,6 @@
 //! The walk over one task's folders through its task cache: what the
 //! gate, the sweep and the thread take from each inbox and `archive/`.
 
-use std::sync::Arc;
-
 use super::*;
 
 impl TaskFiles<'_> {
@@ -45,6 +43,9 @@ impl TaskFiles<'_> {
         stat: Option<chipset_store::Stat>,
     ) -> Result<Option<Vec<TaskFile>>> {
         let gate = look == Look::Gate;
+        if self.unfilled.iter().any(|(f, _)| f == folder) {
+            self.fill();
+        }
         let mail = self.mail;
         let inbox = match folder {
             Folder::Inbox(agent) => Some(agent),
@@ -109,6 +110,10 @@ impl TaskFiles<'_> {
                     Some(old) if !gate => self.since(old, &dir, skip, stamp)?,
                     _ => None,
                 };
+                // The folder's listing, when the folder cache is being
+                // written from it: the slice is filled from it once that
+                // write is over (without cloning its names and facts).
+                let mut shared = None;
                 let (files, others) = match since {
                     Some((files, others)) => (
                         files
@@ -153,23 +158,32 @@ impl TaskFiles<'_> {
                                         );
                                     }
                                 }
+                                shared = Some(listing);
                             }
                         }
                         (files, others)
                     }
                 };
                 if settled || known {
-                    // The slice is built from clones of the names and facts;
-                    // what the walk returns keeps the originals (and the
+                    // The slice's names and facts: taken from the listing
+                    // later when it is shared, else cloned from what the
+                    // walk returns (which keeps the originals, and the
                     // messages read).
+                    let (slice_files, slice_others) = match &shared {
+                        Some(_) => (BTreeMap::new(), BTreeMap::new()),
+                        None => (
+                            files
+                                .iter()
+                                .map(|(n, f, _)| (n.clone(), f.clone()))
+                                .collect(),
+                            others.iter().cloned().collect(),
+                        ),
+                    };
                     let slice = Slice {
                         stamp: settled.then_some(stamp),
                         quarantine,
-                        files: files
-                            .iter()
-                            .map(|(n, f, _)| (n.clone(), f.clone()))
-                            .collect(),
-                        others: others.iter().cloned().collect(),
+                        files: slice_files,
+                        others: slice_others,
                         listed: Some(stamp),
                         requests: BTreeMap::new(),
                     };
@@ -178,6 +192,9 @@ impl TaskFiles<'_> {
                             self.cache.inboxes.insert(agent.clone(), slice);
                         }
                         Folder::Archive => self.cache.archive = Some(slice),
+                    }
+                    if let Some(listing) = shared {
+                        self.unfilled.push((folder.clone(), listing));
                     }
                     self.dirty = true;
                 }
@@ -304,45 +321,46 @@ impl TaskFiles<'_> {
         }
     }
 
-    /// Returns the open request `name` of `agent`'s inbox, from its slice
-    /// when the slice holds it, else `listed` (the message this walk's
-    /// listing read) or read now (failing closed as
-    /// [`Mail::pending_replies`] does); [`Request::Gone`] when it left the
-    /// inbox since the listing.
-    ///
-    /// A message the slice keeps is not cloned: it comes back as
-    /// [`Request::Kept`], to be taken from the cache that
-    /// [`TaskFiles::finish_cache`] returns once it is written. One read
-    /// that the slice is to keep comes back with `keep`: the caller hands
-    /// it to [`TaskFiles::finish_cache`], which writes it from a borrow.
+    /// Adds to `open` the open request `name` of `agent`'s inbox (the
+    /// `inbox`-th of the walk's agents): kept by its slice (its message
+    /// taken from there by [`TaskFiles::take_kept`]), or `listed` (the
+    /// message this walk's listing read), or read now (failing closed as
+    /// [`Mail::pending_replies`] does); nothing when it left the inbox
+    /// since the listing. A message read for a slice that holds for its
+    /// stamp is to be kept there ([`Open::keep`]).
     pub(super) fn request(
         &mut self,
+        inbox: usize,
         agent: &AgentId,
-        name: &str,
+        name: String,
         listed: Option<Box<Message>>,
-    ) -> Result<Request> {
+        open: &mut Vec<Open>,
+    ) -> Result<()> {
         let slice = self.cache.inboxes.get_mut(agent);
         let mut stale = false;
         // Kept by this version (the cache's format version says so), for
         // this very name, in the schema this version reads.
-        if let Some(m) = slice.as_ref().and_then(|s| s.requests.get(name)) {
-            if id_of(name).is_some_and(|id| id == m.id)
+        if let Some(m) = slice.as_ref().and_then(|s| s.requests.get(&name)) {
+            if id_of(&name).is_some_and(|id| id == m.id)
                 && m.schema.as_deref().is_none_or(|s| s == MESSAGE_SCHEMA)
             {
-                return Ok(Request::Kept);
+                open.push(Open {
+                    inbox,
+                    name,
+                    message: None,
+                    keep: true,
+                });
+                return Ok(());
             }
             stale = true;
         }
         // Read by this walk's listing of the inbox, or read now.
         let message = match listed {
             Some(message) => message,
-            None => {
-                let inbox = self.mail.layout.inbox(agent);
-                match read_entry(&self.mail.state, &inbox, name)? {
-                    Some(message) => Box::new(message),
-                    None => return Ok(Request::Gone),
-                }
-            }
+            None => match read_entry(&self.mail.state, &self.mail.layout.inbox(agent), &name)? {
+                Some(message) => Box::new(message),
+                None => return Ok(()),
+            },
         };
         // Only a slice this walk confirmed or listed is here; one that holds
         // for its stamp keeps the message while that stamp holds (the one
@@ -350,7 +368,7 @@ impl TaskFiles<'_> {
         let keep = match slice {
             Some(slice) => {
                 if stale {
-                    slice.requests.remove(name);
+                    slice.requests.remove(&name);
                     self.dirty = true;
                 }
                 slice.stamp.is_some()
@@ -360,180 +378,185 @@ impl TaskFiles<'_> {
         if keep {
             self.dirty = true;
         }
-        Ok(Request::Read { message, keep })
+        open.push(Open {
+            inbox,
+            name,
+            message: Some(message),
+            keep,
+        });
+        Ok(())
     }
 
-    /// Writes the task's cache back when it changed, forgetting inboxes
-    /// that are no longer among `agents`.
-    pub(crate) fn finish(self, agents: &[AgentId]) {
-        self.finish_cache(agents, &[]);
+    /// Moves into `open` the messages its slices keep (for the requests
+    /// [`TaskFiles::request`] found kept), not cloned; `agents` are the
+    /// walk's agents. When the cache is written, they are written from
+    /// `open` again. A message its slice should keep and does not is read
+    /// again (never expected), and a request whose file is gone since is
+    /// dropped from `open`.
+    pub(super) fn take_kept(&mut self, agents: &[AgentId], open: &mut Vec<Open>) -> Result<()> {
+        if open.iter().all(|o| o.message.is_some()) {
+            return Ok(());
+        }
+        // Each inbox's kept messages, in name order as `open` lists them.
+        let mut from: Option<(
+            usize,
+            std::iter::Peekable<std::collections::btree_map::IntoIter<String, Message>>,
+        )> = None;
+        for o in open.iter_mut().filter(|o| o.message.is_none()) {
+            if from.as_ref().is_none_or(|(at, _)| *at != o.inbox) {
+                let requests = self
+                    .cache
+                    .inboxes
+                    .get_mut(&agents[o.inbox])
+                    .map(|s| std::mem::take(&mut s.requests))
+                    .unwrap_or_default();
+                from = Some((o.inbox, requests.into_iter().peekable()));
+            }
+            let message = from.as_mut().and_then(|(_, requests)| {
+                while requests
+                    .next_if(|(n, _)| n.as_str() < o.name.as_str())
+                    .is_some()
+                {}
+                requests.next_if(|(n, _)| *n == o.name).map(|(_, m)| m)
+            });
+            o.message = match message {
+                Some(message) => Some(Box::new(message)),
+                // Never expected (a kept message stays in its slice); read
+                // it again rather than ever count it as gone.
+                None => {
+                    let inbox = self.mail.layout.inbox(&agents[o.inbox]);
+                    read_entry(&self.mail.state, &inbox, &o.name)?.map(Box::new)
+                }
+            };
+        }
+        open.retain(|o| o.message.is_some());
+        Ok(())
     }
 
-    /// As [`TaskFiles::finish`], with the open requests `new` (inbox, name,
-    /// message) that [`TaskFiles::request`] read for a slice to keep,
-    /// written from these borrows; returns the cache (written or not): the
-    /// messages the slices kept already are taken from it.
-    pub(super) fn finish_cache(
-        mut self,
-        agents: &[AgentId],
-        new: &[(&AgentId, &str, &Message)],
-    ) -> TaskCache {
+    /// Fills the slices whose files are still to be taken from their
+    /// folder's listing: moved from it when the folder cache being written
+    /// from it is written (its writer lets go of it then), else cloned
+    /// (its writer is not waited for). Only a walk that lists a folder
+    /// again needs them (the cache is written from the listing itself).
+    fn fill(&mut self) {
+        let task = &self.cache.task;
+        for (folder, listing) in std::mem::take(&mut self.unfilled) {
+            let slice = match &folder {
+                Folder::Inbox(agent) => self.cache.inboxes.get_mut(agent),
+                Folder::Archive => self.cache.archive.as_mut(),
+            };
+            let Some(slice) = slice else {
+                continue;
+            };
+            let (mut files, mut others) = (Vec::new(), Vec::new());
+            let mut put = |name: String, facts: Option<Facts>, parent| match facts {
+                Some(facts) => files.push((name, facts)),
+                None => others.push((name, parent)),
+            };
+            match Arc::try_unwrap(listing) {
+                Ok(listing) => {
+                    for (name, e) in listing {
+                        if e.task == *task {
+                            put(name, e.facts, e.parent);
+                        }
+                    }
+                }
+                // Still being written: cloned.
+                Err(listing) => {
+                    for (name, e) in listing.iter() {
+                        if e.task == *task {
+                            put(name.clone(), e.facts.clone(), e.parent.clone());
+                        }
+                    }
+                }
+            }
+            // In name order, as the listing is: built in one pass.
+            slice.files = files.into_iter().collect();
+            slice.others = others.into_iter().collect();
+        }
+    }
+
+    /// Forgets the inboxes that are no longer among `agents` (sorted).
+    pub(super) fn prune(&mut self, agents: &[AgentId]) {
         let before = self.cache.inboxes.len();
         self.cache
             .inboxes
             .retain(|a, _| agents.binary_search(a).is_ok());
-        if self.dirty || self.cache.inboxes.len() != before {
-            let mut by_inbox: BTreeMap<&AgentId, Vec<(&str, &Message)>> = BTreeMap::new();
-            for &(agent, name, message) in new {
-                by_inbox.entry(agent).or_default().push((name, message));
-            }
-            for requests in by_inbox.values_mut() {
-                requests.sort_unstable_by(|a, b| a.0.cmp(b.0));
-            }
-            let cache = &self.cache;
-            let none = Vec::new();
-            self.mail.store_cache(
-                &self.path,
-                &TaskCacheRef {
-                    v: cache.v,
-                    task: &cache.task,
-                    inboxes: cache
-                        .inboxes
-                        .iter()
-                        .map(|(agent, s)| {
-                            let new = by_inbox.get(agent).unwrap_or(&none);
-                            (agent, SliceRef::new(s, new))
-                        })
-                        .collect(),
-                    archive: cache.archive.as_ref().map(|s| SliceRef::new(s, &none)),
-                    gated: cache.gated,
-                },
-            );
+        if self.cache.inboxes.len() != before {
+            self.dirty = true;
         }
-        self.cache
     }
-}
 
-/// [`TaskCache`] as it is written: its slices borrowed, with the open
-/// requests read by this walk borrowed from what the gate returns (the
-/// same JSON).
-#[derive(Serialize)]
-struct TaskCacheRef<'a> {
-    v: u32,
-    task: &'a TaskId,
-    inboxes: BTreeMap<&'a AgentId, SliceRef<'a>>,
-    archive: Option<SliceRef<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    gated: Option<u64>,
-}
+    /// Whether the task's cache changed since it was loaded.
+    pub(super) fn dirty(&self) -> bool {
+        self.dirty
+    }
 
-/// [`Slice`] as it is written (the same JSON): its `requests` are the
-/// ones it kept and the ones read by this walk, in name order, and its
-/// `files` all but those.
-#[derive(Serialize)]
-struct SliceRef<'a> {
-    stamp: Option<Stamp>,
-    quarantine: bool,
-    files: Files<'a>,
-    others: &'a BTreeMap<String, Option<MessageId>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    listed: Option<Stamp>,
-    #[serde(skip_serializing_if = "Requests::is_empty")]
-    requests: Requests<'a>,
-}
+    /// Writes the task's cache back when it changed, forgetting inboxes
+    /// that are no longer among `agents`.
+    pub(crate) fn finish(mut self, agents: &[AgentId]) {
+        self.prune(agents);
+        if self.dirty {
+            self.write(&[]);
+        }
+    }
 
-impl<'a> SliceRef<'a> {
-    fn new(slice: &'a Slice, new: &'a [(&'a str, &'a Message)]) -> Self {
-        let requests = Requests {
-            kept: &slice.requests,
-            new,
+    /// Writes the task's cache, with the open requests `new` (inbox, name,
+    /// message) that its slices are to keep beside the ones they kept,
+    /// written from these borrows (and the names of a slice not filled yet
+    /// from its folder's listing: [`TaskFiles::fill`]); then lets the walk
+    /// go (joining the folder caches it is writing).
+    pub(super) fn write(self, new: &[(&AgentId, &str, &Message)]) {
+        let mut by_inbox: BTreeMap<&AgentId, Vec<(&str, &Message)>> = BTreeMap::new();
+        for &(agent, name, message) in new {
+            by_inbox.entry(agent).or_default().push((name, message));
+        }
+        for requests in by_inbox.values_mut() {
+            requests.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        }
+        let cache = &self.cache;
+        let listing = |folder: &Folder| {
+            self.unfilled
+                .iter()
+                .find(|(f, _)| f == folder)
+                .map(|(_, listing)| listing.as_slice())
         };
-        SliceRef {
-            stamp: slice.stamp,
-            quarantine: slice.quarantine,
-            files: Files {
-                files: &slice.files,
-                requests,
+        let none = Vec::new();
+        self.mail.store_cache(
+            &self.path,
+            &encode::TaskCacheRef {
+                v: cache.v,
+                task: &cache.task,
+                inboxes: cache
+                    .inboxes
+                    .iter()
+                    .map(|(agent, s)| {
+                        let new = by_inbox.get(agent).unwrap_or(&none);
+                        let listing = listing(&Folder::Inbox(agent.clone()));
+                        (agent, encode::SliceRef::new(s, listing, &cache.task, new))
+                    })
+                    .collect(),
+                archive: cache.archive.as_ref().map(|s| {
+                    encode::SliceRef::new(s, listing(&Folder::Archive), &cache.task, &none)
+                }),
+                gated: cache.gated,
             },
-            others: &slice.others,
-            listed: slice.listed,
-            requests,
-        }
+        );
     }
 }
 
-/// A slice's open requests as written: those it kept and those read by
-/// this walk (sorted by name; no name in both), merged in name order.
-#[derive(Clone, Copy)]
-struct Requests<'a> {
-    kept: &'a BTreeMap<String, Message>,
-    new: &'a [(&'a str, &'a Message)],
-}
-
-impl Requests<'_> {
-    fn is_empty(&self) -> bool {
-        self.kept.is_empty() && self.new.is_empty()
-    }
-}
-
-impl<'a> Requests<'a> {
-    /// The requests, by name.
-    fn merged(self) -> impl Iterator<Item = (&'a str, &'a Message)> {
-        let mut kept = self.kept.iter().map(|(n, m)| (n.as_str(), m)).peekable();
-        let mut new = self.new.iter().copied().peekable();
-        std::iter::from_fn(move || match (kept.peek(), new.peek()) {
-            (Some(k), Some(n)) if k.0 < n.0 => kept.next(),
-            (Some(k), Some(n)) if k.0 == n.0 => {
-                // Never expected: the walk's read replaces what was kept.
-                kept.next();
-                new.next()
-            }
-            (_, Some(_)) => new.next(),
-            (Some(_), None) => kept.next(),
-            (None, None) => None,
-        })
-    }
-}
-
-impl Serialize for Requests<'_> {
-    fn serialize<S: serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> std::result::Result<S::Ok, S::Error> {
-        serializer.collect_map(self.merged())
-    }
-}
-
-/// A slice's `files` as written: all but the open requests its `requests`
-/// keep (their facts are their messages', [`Slice::restore_files`]).
-struct Files<'a> {
-    files: &'a BTreeMap<String, Facts>,
-    requests: Requests<'a>,
-}
-
-impl Serialize for Files<'_> {
-    fn serialize<S: serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> std::result::Result<S::Ok, S::Error> {
-        let mut kept = self.requests.merged().map(|(name, _)| name).peekable();
-        serializer.collect_map(self.files.iter().filter(|(name, _)| {
-            while kept.next_if(|k| *k < name.as_str()).is_some() {}
-            kept.next_if(|k| *k == name.as_str()).is_none()
-        }))
-    }
-}
-
-/// What [`TaskFiles::request`] found for an open request.
-pub(super) enum Request {
-    /// It left its inbox since the listing.
-    Gone,
-    /// Its inbox's slice keeps it: taken from the cache after it is
-    /// written ([`TaskFiles::finish_cache`]), not cloned.
-    Kept,
-    /// Read (by this walk's listing, or now); `keep` when its slice holds
-    /// for a stamp and is to keep it ([`TaskFiles::finish_cache`]).
-    Read { message: Box<Message>, keep: bool },
+/// An open request of the task that a gate found in an inbox.
+pub(super) struct Open {
+    /// Its inbox: the position of its agent among the walk's agents.
+    pub(super) inbox: usize,
+    /// Its file's name.
+    pub(super) name: String,
+    /// Its message (`None` while its slice keeps it: taken from there by
+    /// [`TaskFiles::take_kept`]). Boxed: thousands of these move from one
+    /// list to the next.
+    pub(super) message: Option<Box<Message>>,
+    /// Whether its slice keeps it when the cache is written.
+    pub(super) keep: bool,
 }
 
 /// A folder's files of the task as [`TaskFiles::folder_at`] returns them:

@@ -383,3 +383,80 @@ fn a_first_settled_gate_keeps_what_it_read_and_replaces_what_does_not_pass() {
     assert_eq!(m.pending_replies(&task("t1")).unwrap(), first);
     assert_eq!(opens(&exec), Vec::<String>::new());
 }
+
+/// The first gate on a settled state reads each file without a stat: the
+/// folder cache keeps, for each, the length read and when the read began.
+/// At the next listing (the inbox changed since), a file whose times are
+/// older than that read (by the racy window) is taken from the cache, and
+/// a file changed since (here rewritten in place, as long as it was) is
+/// read again (issue 31: the first settled gate took a `statx` per file
+/// more than the full scan, and was slower than it).
+#[test]
+fn a_first_settled_gate_reads_without_a_stat_and_rereads_what_changed_since() {
+    let f = fixture();
+    let m = &f.mail;
+    let ids = busy(m);
+    let notes: Vec<String> = (0..2)
+        .map(|i| {
+            let draft = NewMessage::notify(
+                agent("critic"),
+                agent("exec"),
+                task("t2"),
+                "fyi",
+                format!("note {i}"),
+            );
+            format!("{}.json", m.send(&draft).unwrap().id)
+        })
+        .collect();
+    std::fs::remove_dir_all(m.dir().join_static(".gate").as_path()).unwrap();
+    settle();
+    assert_eq!(pending_ids(m), ids);
+    let folder_cache = |name: &str| -> serde_json::Value {
+        let path = inbox_caches(m).join("exec.json").unwrap();
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(path.as_path()).unwrap()).unwrap();
+        v["files"][name].clone()
+    };
+    let inbox = m.inbox_dir(&agent("exec"));
+    for name in &notes {
+        let entry = folder_cache(name);
+        assert!(entry["read"].is_array(), "{name}: {entry}");
+        assert_eq!(entry["ino"], 0, "{name}: {entry}");
+        let len = std::fs::metadata(inbox.as_path().join(name)).unwrap().len();
+        assert_eq!(entry["size"], len, "{name}: {entry}");
+        assert_eq!(entry["task"], "t2", "{name}: {entry}");
+    }
+
+    // The first note moves to task `t3`, in place and as long as it was.
+    let path = inbox.as_path().join(&notes[0]);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let changed = text.replace("\"t2\"", "\"t3\"");
+    assert_ne!(changed, text);
+    std::fs::write(&path, &changed).unwrap();
+    // Long enough ago that its own stamp is settled too: only the read's
+    // time tells that it changed since.
+    settle();
+    let (c, _) = nubos_request(m, "exec", 3);
+    let exec = watch_opens(inbox.as_path());
+    assert_eq!(
+        pending_ids(m),
+        sorted(vec![ids[0].clone(), ids[1].clone(), c.clone()])
+    );
+    // The open requests are read for their messages (their inbox changed),
+    // the new request and the changed note for what they are; the other
+    // note is not opened.
+    let mut read: Vec<String> = ids
+        .iter()
+        .chain([&c])
+        .map(|id| format!("{id}.json"))
+        .collect();
+    read.push(notes[0].clone());
+    read.sort();
+    assert_eq!(opened(&exec), read);
+    assert_eq!(folder_cache(&notes[0])["task"], "t3");
+    // The entry that held now holds by the file's stamp.
+    let entry = folder_cache(&notes[1]);
+    assert!(entry.get("read").is_none(), "{entry}");
+    assert_ne!(entry["ino"], 0, "{entry}");
+    assert_eq!(entry["task"], "t2", "{entry}");
+}
