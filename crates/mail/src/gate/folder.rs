@@ -102,11 +102,10 @@ impl Mail {
             // seed forbids) is read again while its change is recent enough
             // to be told apart, and whenever its size or times differ.
             // Gone since the listing: read as a new file (and skipped).
-            let file = meta.as_ref().map(Stamp::from);
-            let size = meta.as_ref().map(|m| m.len);
-            if let (Some(file), Some(size)) = (file, size)
-                && file.settled(now)
-                && let Some(entry) = known.get(&name).and_then(|e| e.still(file, size))
+            let stat = meta.as_ref().map(|m| (Stamp::from(m), m.len));
+            if let Some((stamp, size)) = stat
+                && stamp.settled(now)
+                && let Some(entry) = known.get(&name).and_then(|e| e.still(stamp, size))
             {
                 files.push((name, Some(entry)));
                 messages.push(None);
@@ -114,21 +113,12 @@ impl Mail {
             }
             // What its sender recorded, when the record is this very file
             // (see `sent.rs`); otherwise the file is read.
-            let vouched = match (inbox, meta.as_ref()) {
-                (Some(agent), Some(meta)) => journal
+            let vouched = match (inbox, meta.as_ref(), stat) {
+                (Some(agent), Some(meta), Some((stamp, size))) => journal
                     .get_or_insert_with(|| self.sent_records(agent, entries))
                     .remove(&name)
                     .and_then(|r| r.into_message(&name, meta))
-                    .map(|message| {
-                        let stamp = Stamp::from(meta);
-                        (
-                            message,
-                            Known::Stat {
-                                stamp,
-                                size: meta.len,
-                            },
-                        )
-                    }),
+                    .map(|message| (message, Known::Stat { stamp, size })),
                 _ => None,
             };
             match vouched {

@@ -131,36 +131,15 @@ impl TaskFiles<'_> {
                             (Vec::with_capacity(listed.files.len()), Vec::new());
                         // Each file's task is its message's: the task's open
                         // requests read by the listing come with their file.
-                        let task = &self.cache.task;
-                        let mut push = |name, facts, parent, message| match facts {
-                            Some(facts) => files.push((name, facts, message)),
-                            None => others.push((name, parent)),
-                        };
-                        match Arc::try_unwrap(listed.files) {
-                            Ok(listing) => {
-                                for ((name, e), message) in listing.into_iter().zip(listed.messages)
-                                {
-                                    if e.task == *task {
-                                        push(name, e.facts, e.parent, message);
-                                    }
-                                }
-                            }
-                            // Being written as the folder cache meanwhile:
-                            // the names and facts are cloned.
-                            Err(listing) => {
-                                for ((name, e), message) in listing.iter().zip(listed.messages) {
-                                    if e.task == *task {
-                                        push(
-                                            name.clone(),
-                                            e.facts.clone(),
-                                            e.parent.clone(),
-                                            message,
-                                        );
-                                    }
-                                }
-                                shared = Some(listing);
-                            }
-                        }
+                        let mut messages = listed.messages;
+                        shared = task_entries(
+                            listed.files,
+                            &self.cache.task,
+                            |at, name, facts, parent| match facts {
+                                Some(facts) => files.push((name, facts, messages[at].take())),
+                                None => others.push((name, parent)),
+                            },
+                        );
                         (files, others)
                     }
                 };
@@ -449,27 +428,10 @@ impl TaskFiles<'_> {
                 continue;
             };
             let (mut files, mut others) = (Vec::new(), Vec::new());
-            let mut put = |name: String, facts: Option<Facts>, parent| match facts {
+            task_entries(listing, task, |_, name, facts, parent| match facts {
                 Some(facts) => files.push((name, facts)),
                 None => others.push((name, parent)),
-            };
-            match Arc::try_unwrap(listing) {
-                Ok(listing) => {
-                    for (name, e) in listing {
-                        if e.task == *task {
-                            put(name, e.facts, e.parent);
-                        }
-                    }
-                }
-                // Still being written: cloned.
-                Err(listing) => {
-                    for (name, e) in listing.iter() {
-                        if e.task == *task {
-                            put(name.clone(), e.facts.clone(), e.parent.clone());
-                        }
-                    }
-                }
-            }
+            });
             // In name order, as the listing is: built in one pass.
             slice.files = files.into_iter().collect();
             slice.others = others.into_iter().collect();
@@ -542,6 +504,36 @@ impl TaskFiles<'_> {
                 gated: cache.gated,
             },
         );
+    }
+}
+
+/// Hands `each` the files of `task` in `listing`, in its order, each with
+/// its position there, its name, its facts and its parent: moved out of
+/// the listing when nothing else holds it, else cloned (it is being
+/// written as the folder cache meanwhile). Returns the listing when it is
+/// shared.
+fn task_entries(
+    listing: Listing,
+    task: &TaskId,
+    mut each: impl FnMut(usize, String, Option<Facts>, Option<MessageId>),
+) -> Option<Listing> {
+    match Arc::try_unwrap(listing) {
+        Ok(entries) => {
+            for (at, (name, e)) in entries.into_iter().enumerate() {
+                if e.task == *task {
+                    each(at, name, e.facts, e.parent);
+                }
+            }
+            None
+        }
+        Err(listing) => {
+            for (at, (name, e)) in listing.iter().enumerate() {
+                if e.task == *task {
+                    each(at, name.clone(), e.facts.clone(), e.parent.clone());
+                }
+            }
+            Some(listing)
+        }
     }
 }
 
