@@ -78,6 +78,22 @@ fn busy(mail: &Mail) -> Vec<MessageId> {
     ids
 }
 
+/// `n` notifies from `critic` to `to` for task `t`, sent in turn.
+fn notes(mail: &Mail, to: &str, t: &str, n: usize) -> Vec<MessageId> {
+    (0..n)
+        .map(|i| {
+            let draft = NewMessage::notify(
+                agent("critic"),
+                agent(to),
+                task(t),
+                "fyi",
+                format!("{t} note {i}"),
+            );
+            mail.send(&draft).unwrap().id
+        })
+        .collect()
+}
+
 /// `exec` answers the request `id` (from `critic`).
 fn answer(mail: &Mail, id: &MessageId) {
     mail.send(&NewMessage::response(
@@ -337,6 +353,12 @@ fn empty_exec_slice(v: &mut serde_json::Value) {
 /// `mail/.gate/inbox/`: the folder caches of the inboxes.
 fn inbox_caches(mail: &Mail) -> StatePath {
     mail.dir().join_static(".gate").join("inbox").unwrap()
+}
+
+/// Removes the whole gate cache (`mail/.gate/`): the state is then one
+/// that another program left, which no cache was made for.
+fn forget_caches(mail: &Mail) {
+    std::fs::remove_dir_all(mail.dir().join_static(".gate").as_path()).unwrap();
 }
 
 /// Removes every sent journal (`mail/.gate/sent/`): the files sent so far

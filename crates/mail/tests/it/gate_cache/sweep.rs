@@ -160,20 +160,7 @@ fn a_sweep_after_another_changed_its_inboxes_moves_exactly_its_own_mail() {
     let m = &f.mail;
     let ids = busy(m);
     // Another task's mail in the same inbox as t1's requests.
-    let t3: Vec<MessageId> = (0..3)
-        .map(|i| {
-            m.send(&NewMessage::notify(
-                agent("critic"),
-                agent("exec"),
-                task("t3"),
-                "fyi",
-                format!("t3 note {i}"),
-            ))
-            .unwrap()
-            .id
-            .clone()
-        })
-        .collect();
+    let t3 = notes(m, "exec", "t3", 3);
     warm(m);
     m.pending_replies(&task("t3")).unwrap();
     // t3's sweep changes the inbox after t1's cache was taken, and another

@@ -344,7 +344,7 @@ fn a_first_settled_gate_keeps_what_it_read_and_replaces_what_does_not_pass() {
     let m = &f.mail;
     let ids = busy(m);
     nubos_request(m, "exec", 7);
-    std::fs::remove_dir_all(m.dir().join_static(".gate").as_path()).unwrap();
+    forget_caches(m);
     settle();
     let exec = watch_opens(m.inbox_dir(&agent("exec")).as_path());
     let first = m.pending_replies(&task("t1")).unwrap();
@@ -396,25 +396,17 @@ fn a_first_settled_gate_reads_without_a_stat_and_rereads_what_changed_since() {
     let f = fixture();
     let m = &f.mail;
     let ids = busy(m);
-    let notes: Vec<String> = (0..2)
-        .map(|i| {
-            let draft = NewMessage::notify(
-                agent("critic"),
-                agent("exec"),
-                task("t2"),
-                "fyi",
-                format!("note {i}"),
-            );
-            format!("{}.json", m.send(&draft).unwrap().id)
-        })
+    let notes: Vec<String> = notes(m, "exec", "t2", 2)
+        .iter()
+        .map(|id| format!("{id}.json"))
         .collect();
-    std::fs::remove_dir_all(m.dir().join_static(".gate").as_path()).unwrap();
+    forget_caches(m);
     settle();
     assert_eq!(pending_ids(m), ids);
     let folder_cache = |name: &str| -> serde_json::Value {
         let path = inbox_caches(m).join("exec.json").unwrap();
-        let v: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(path.as_path()).unwrap()).unwrap();
+        let bytes = m.state().read_bytes(&path).unwrap().value().unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
         v["files"][name].clone()
     };
     let inbox = m.inbox_dir(&agent("exec"));
@@ -422,17 +414,24 @@ fn a_first_settled_gate_reads_without_a_stat_and_rereads_what_changed_since() {
         let entry = folder_cache(name);
         assert!(entry["read"].is_array(), "{name}: {entry}");
         assert_eq!(entry["ino"], 0, "{name}: {entry}");
-        let len = std::fs::metadata(inbox.as_path().join(name)).unwrap().len();
+        let len = m
+            .state()
+            .stat(&inbox.join(name).unwrap())
+            .unwrap()
+            .unwrap()
+            .len;
         assert_eq!(entry["size"], len, "{name}: {entry}");
         assert_eq!(entry["task"], "t2", "{name}: {entry}");
     }
 
-    // The first note moves to task `t3`, in place and as long as it was.
-    let path = inbox.as_path().join(&notes[0]);
-    let text = std::fs::read_to_string(&path).unwrap();
+    // Another program moves the first note to task `t3`, rewriting it in
+    // place (which no `StateDir` call does) as long as it was.
+    let path = inbox.join(&notes[0]).unwrap();
+    let bytes = m.state().read_bytes(&path).unwrap().value().unwrap();
+    let text = String::from_utf8(bytes).unwrap();
     let changed = text.replace("\"t2\"", "\"t3\"");
     assert_ne!(changed, text);
-    std::fs::write(&path, &changed).unwrap();
+    std::fs::write(path.as_path(), &changed).unwrap();
     // Long enough ago that its own stamp is settled too: only the read's
     // time tells that it changed since.
     settle();
