@@ -11,6 +11,7 @@ use chipset_store::AgentId;
 use clap::Subcommand;
 
 use crate::Ctx;
+use crate::cli::Who;
 use crate::error::{CliError, Result};
 use crate::output::{self, Output, Table};
 
@@ -20,11 +21,11 @@ pub(crate) enum AgentCommand {
     /// Create or update an agent's profile (options not given are kept; an
     /// empty value clears one).
     Register {
-        /// The agent.
-        agent: AgentId,
+        #[command(flatten)]
+        who: Who,
         /// Its roles, comma-separated (a-z, 0-9, `-`, `_`), replacing the
         /// old list; '' clears them.
-        #[arg(long, value_name = "ROLE,...")]
+        #[arg(long, visible_alias = "role", value_name = "ROLE,...")]
         roles: Option<String>,
         /// The program driving it.
         #[arg(long, value_name = "NAME")]
@@ -53,13 +54,14 @@ pub(crate) enum AgentCommand {
     },
     /// Show one agent's profile and when it was last seen.
     Whois {
-        /// The agent.
-        agent: AgentId,
+        #[command(flatten)]
+        who: Who,
     },
     /// Put agents on a list (`--to @LIST` mails them all): the list is a
     /// role in each profile. The agents must be registered.
     ListAdd {
-        /// The list (a-z, 0-9, `-`, `_`; not `all`).
+        /// The list (a-z, 0-9, `-`, `_`; not `all`), with or without its `@`.
+        #[arg(value_parser = parse_list)]
         list: Role,
         /// The agents.
         #[arg(required = true)]
@@ -67,7 +69,8 @@ pub(crate) enum AgentCommand {
     },
     /// Take agents off a list.
     ListRemove {
-        /// The list.
+        /// The list, with or without its `@`.
+        #[arg(value_parser = parse_list)]
         list: Role,
         /// The agents.
         #[arg(required = true)]
@@ -80,7 +83,7 @@ pub(crate) fn run(ctx: &Ctx, command: AgentCommand) -> Result<Output> {
     let directory = ctx.chipset.directory().clone();
     match command {
         AgentCommand::Register {
-            agent,
+            who,
             roles,
             program,
             model,
@@ -88,6 +91,7 @@ pub(crate) fn run(ctx: &Ctx, command: AgentCommand) -> Result<Output> {
             task,
             note,
         } => {
+            let agent = who.agent();
             let mut change = Registration::new();
             change.roles = roles.as_deref().map(parse_roles).transpose()?;
             change.program = program;
@@ -107,8 +111,8 @@ pub(crate) fn run(ctx: &Ctx, command: AgentCommand) -> Result<Output> {
                 output::json(&view),
             ))
         }
-        AgentCommand::Whois { agent } => {
-            let info = directory.whois(&agent)?;
+        AgentCommand::Whois { who } => {
+            let info = directory.whois(&who.agent())?;
             let view = AgentProfile::of(&info.profile, Some(info.last_seen));
             Ok(Output::new(whois_text(ctx, &view), output::json(&view)))
         }
@@ -168,6 +172,12 @@ fn change_list(
 }
 
 /// Parses `--roles a,b`; an empty list clears the roles.
+/// Parses a list's name as `--to @LIST` and the listings write it, or
+/// bare.
+fn parse_list(text: &str) -> Result<Role> {
+    Ok(text.strip_prefix('@').unwrap_or(text).parse::<Role>()?)
+}
+
 fn parse_roles(text: &str) -> Result<Vec<Role>> {
     if text.is_empty() {
         return Ok(Vec::new());

@@ -66,7 +66,8 @@ pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
                 )),
             })
         }
-        BusCommand::Pending { agent } => {
+        BusCommand::Pending { who } => {
+            let agent = who.agent();
             let pending = bus.pending(&agent)?;
             Ok(listing(ctx, &agent, &pending, None).0)
         }
@@ -79,8 +80,9 @@ pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
             };
             Ok(Output::new(text, output::json(&view)))
         }
-        BusCommand::Wait { agent, timeout } => wait(ctx, &bus, &agent, timeout),
-        BusCommand::Start { agent, pid } => {
+        BusCommand::Wait { who, timeout } => wait(ctx, &bus, &who.agent(), timeout),
+        BusCommand::Start { who, pid } => {
+            let agent = who.agent();
             // Never this command's own pid: it exits as soon as it prints.
             let pid = pid.unwrap_or_else(std::os::unix::process::parent_id);
             let startup = bus.start_as(&agent, pid)?;
@@ -98,7 +100,8 @@ pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
             });
             Ok(out)
         }
-        BusCommand::Presence { agent } => {
+        BusCommand::Presence { who } => {
+            let agent = who.agent();
             let state = bus.presence(&agent)?;
             let (word, detail) = presence_words(ctx, &bus, &state);
             let out = Output::new(
@@ -117,20 +120,22 @@ pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
                 ControlCommand::Register(a) => (a, ControlOp::Register),
                 ControlCommand::Unregister(a) => (a, ControlOp::Unregister),
             };
-            bus.control(&args.agent, op, &Resource::new(&args.kind, &args.target))?;
-            let registry = bus.apply_control(&args.agent)?;
+            let agent = args.who.agent();
+            bus.control(&agent, op, &Resource::new(&args.kind, &args.target))?;
+            let registry = bus.apply_control(&agent)?;
             let mut table = Table::new(&["KIND", "TARGET"]);
             for r in registry.resources.keys() {
                 table.row(vec![r.kind.clone().into(), r.target.clone().into()]);
             }
             let text = if table.is_empty() {
-                format!("no resources registered for {}\n", args.agent)
+                format!("no resources registered for {agent}\n")
             } else {
                 table.render(ctx.paint)
             };
             Ok(Output::new(text, output::json(&registry)))
         }
-        BusCommand::Nag { agent, poll } => {
+        BusCommand::Nag { who, poll } => {
+            let agent = who.agent();
             let occasion = if poll {
                 Occasion::Poll
             } else {

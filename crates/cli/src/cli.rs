@@ -84,14 +84,14 @@ pub(crate) enum Command {
     Work(crate::work::WorkCommand),
     /// What needs an agent now, one line per kind of work; nothing when idle.
     Brief {
-        /// The agent.
-        agent: AgentId,
+        #[command(flatten)]
+        who: Who,
     },
     /// Block until something needs the agent, then print it like `brief`
     /// (nothing on timeout, exit 0).
     Wait {
-        /// The agent.
-        agent: AgentId,
+        #[command(flatten)]
+        who: Who,
         /// Give up after this many seconds [default: wait forever].
         #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
         timeout: Option<Duration>,
@@ -195,15 +195,15 @@ pub(crate) struct ServeArgs {
 pub(crate) enum HookCommand {
     /// Show one agent's hook.
     Show {
-        /// The agent.
-        agent: AgentId,
+        #[command(flatten)]
+        who: Who,
     },
     /// List every hook file.
     List,
     /// Assign work to an empty hook (dispatcher).
     Assign {
-        /// The agent.
-        agent: AgentId,
+        #[command(flatten)]
+        who: Who,
         /// The bead (work item) id.
         #[arg(long, value_name = "ID")]
         bead: BeadId,
@@ -216,29 +216,29 @@ pub(crate) enum HookCommand {
     },
     /// Start the pending work the hook holds now (the agent).
     Activate {
-        /// The agent.
-        agent: AgentId,
+        #[command(flatten)]
+        who: Who,
         #[command(flatten)]
         fence: HookFence,
     },
     /// Heartbeat on the active work the hook holds now (the agent).
     Touch {
-        /// The agent.
-        agent: AgentId,
+        #[command(flatten)]
+        who: Who,
         #[command(flatten)]
         fence: HookFence,
     },
     /// Finish the active work the hook holds now (the agent).
     Complete {
-        /// The agent.
-        agent: AgentId,
+        #[command(flatten)]
+        who: Who,
         #[command(flatten)]
         fence: HookFence,
     },
     /// Clear completed work (dispatcher); --reassign takes pending or active work away.
     Clear {
-        /// The agent.
-        agent: AgentId,
+        #[command(flatten)]
+        who: Who,
         /// Take a pending or active hook away instead of clearing a completed one.
         #[arg(long)]
         reassign: bool,
@@ -285,17 +285,43 @@ pub(crate) enum NudgeCommand {
     },
     /// Show an agent's latest nudge and mark a new one processed.
     Read {
-        /// The agent.
-        agent: AgentId,
+        #[command(flatten)]
+        who: Who,
     },
     /// Answer the agent's latest nudge (and mark it processed).
     Respond {
-        /// The agent answering.
-        agent: AgentId,
+        #[command(flatten)]
+        who: Who,
         /// The answer.
         #[arg(long, value_name = "TEXT", default_value = "Acknowledged")]
         message: String,
     },
+}
+
+/// The agent a command is about: by position (`chipset brief ann`) or, as
+/// the commands with other positional arguments and nubos-pilot's scripts
+/// take it, by `--agent ann`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct Who {
+    /// The agent.
+    #[arg(
+        value_name = "AGENT",
+        required_unless_present = "agent_opt",
+        conflicts_with = "agent_opt"
+    )]
+    agent: Option<AgentId>,
+    /// The agent, as an option (instead of AGENT).
+    #[arg(long = "agent", id = "agent_opt", value_name = "AGENT")]
+    agent_opt: Option<AgentId>,
+}
+
+impl Who {
+    /// Returns the agent named either way.
+    pub(crate) fn agent(self) -> AgentId {
+        self.agent
+            .or(self.agent_opt)
+            .expect("clap requires one of them")
+    }
 }
 
 /// `chipset witness ...`.

@@ -19,14 +19,15 @@ use crate::view::HookEntry;
 pub(crate) fn run(ctx: &Ctx, command: HookCommand) -> Result<Output> {
     let hooks = ctx.chipset.hooks().clone();
     match command {
-        HookCommand::Show { agent } => show(ctx, &hooks, &agent),
+        HookCommand::Show { who } => show(ctx, &hooks, &who.agent()),
         HookCommand::List => list(ctx, &hooks),
         HookCommand::Assign {
-            agent,
+            who,
             bead,
             title,
             by,
         } => {
+            let agent = who.agent();
             let assignment = hooks.assign(&agent, bead, title, by.as_ref())?;
             let text = format!(
                 "assigned {} to {agent} (generation {})\n",
@@ -34,33 +35,35 @@ pub(crate) fn run(ctx: &Ctx, command: HookCommand) -> Result<Output> {
             );
             Ok(Output::new(text, output::json(&assignment)))
         }
-        HookCommand::Activate { agent, fence } => {
-            let held = held(&hooks, &agent, "activate", &fence)?;
+        HookCommand::Activate { who, fence } => {
+            let held = held(&hooks, &who.agent(), "activate", &fence)?;
             Ok(changed(&hooks.activate(&held)?))
         }
-        HookCommand::Touch { agent, fence } => {
-            let held = held(&hooks, &agent, "touch", &fence)?;
+        HookCommand::Touch { who, fence } => {
+            let held = held(&hooks, &who.agent(), "touch", &fence)?;
             Ok(changed(&hooks.touch(&held)?))
         }
-        HookCommand::Complete { agent, fence } => {
-            let held = held(&hooks, &agent, "complete", &fence)?;
+        HookCommand::Complete { who, fence } => {
+            let held = held(&hooks, &who.agent(), "complete", &fence)?;
             Ok(changed(&hooks.complete(&held)?))
         }
         HookCommand::Clear {
-            agent,
+            who,
             reassign: false,
             fence,
         } => {
+            let agent = who.agent();
             let held = held(&hooks, &agent, "clear", &fence)?;
             let hook = hooks.clear(&held)?;
             let text = format!("cleared {} from {agent}\n", held.work.bead_id);
             Ok(Output::new(text, output::json(&hook)))
         }
         HookCommand::Clear {
-            agent,
+            who,
             reassign: true,
             fence,
         } => {
+            let agent = who.agent();
             let held = held(&hooks, &agent, "reassign", &fence)?;
             let done = hooks.reassign(&held)?;
             let text = format!(

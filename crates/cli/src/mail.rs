@@ -37,13 +37,12 @@ pub(crate) fn run(ctx: &Ctx, command: MailCommand) -> Result<Output> {
             ))
         }
         MailCommand::Inbox {
-            agent,
-            agent_opt,
+            who,
             kind,
             task,
             since,
         } => {
-            let agent = agent.or(agent_opt).expect("clap requires one of them");
+            let agent = who.agent();
             let (since, after) = match since {
                 // Strictly after, as nubos-pilot compares: times have milliseconds.
                 Some(Since::Time(t)) => (Some(t + Duration::from_millis(1)), None),

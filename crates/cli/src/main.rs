@@ -272,8 +272,8 @@ fn run(cli: Cli) -> Result<Output> {
         Command::Lease(c) => lease::run(&ctx, c),
         Command::Agent(c) => agent::run(&ctx, c),
         Command::Work(c) => work::run(&ctx, c),
-        Command::Brief { agent } => attention::brief(&ctx, &agent),
-        Command::Wait { agent, timeout } => attention::wait(&ctx, &agent, timeout),
+        Command::Brief { who } => attention::brief(&ctx, &who.agent()),
+        Command::Wait { who, timeout } => attention::wait(&ctx, &who.agent(), timeout),
         Command::Witness(c) => witness::run(&ctx, c, json),
         // Handled in `main` before any root is opened.
         Command::Completions { .. } | Command::Init { .. } | Command::Migrate(_) => {

@@ -578,6 +578,7 @@ mod tests {
 
 /// A role name: lower case letters, digits, `-` and `_`.
 const ROLE: &str = "^[a-z0-9][a-z0-9_-]*$";
+const LIST: &str = "^@?[a-z0-9][a-z0-9_-]*$";
 
 /// `agent_whois`.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -592,8 +593,9 @@ pub(crate) struct AgentWhois {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct AgentListChange {
-    /// The list (a role: a-z, 0-9, `-`, `_`; not `all`).
-    #[schemars(pattern(ROLE), length(min = 1, max = 64))]
+    /// The list (a role: a-z, 0-9, `-`, `_`; not `all`), with or without
+    /// its `@`.
+    #[schemars(pattern(LIST), length(min = 1, max = 65))]
     pub(crate) list: String,
     /// The agents to put on it or take off it (registered ones).
     #[schemars(length(min = 1, max = 256))]

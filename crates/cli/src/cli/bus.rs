@@ -6,7 +6,7 @@ use chipset_bus::EventId;
 use chipset_store::AgentId;
 use clap::{Args, Subcommand};
 
-use super::parse_seconds;
+use super::{Who, parse_seconds};
 
 /// `chipset bus ...`.
 #[derive(Debug, Subcommand)]
@@ -39,8 +39,8 @@ pub(crate) enum BusCommand {
     },
     /// List an agent's unacknowledged events, critical first.
     Pending {
-        /// The agent.
-        agent: AgentId,
+        #[command(flatten)]
+        who: Who,
     },
     /// Acknowledge an event.
     Ack {
@@ -51,8 +51,8 @@ pub(crate) enum BusCommand {
     },
     /// Block until the agent has pending events, then list them (nothing on timeout).
     Wait {
-        /// The agent.
-        agent: AgentId,
+        #[command(flatten)]
+        who: Who,
         /// Give up after this many seconds (exit 0, empty output) [default: wait forever].
         #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
         timeout: Option<Duration>,
@@ -60,8 +60,8 @@ pub(crate) enum BusCommand {
     /// Start a session (restart semantics): make the queue, list every
     /// pending event in processing order, register presence.
     Start {
-        /// The agent.
-        agent: AgentId,
+        #[command(flatten)]
+        who: Who,
         /// The agent's process id, recorded as its presence [default: the
         /// process that ran this command, such as the agent's shell].
         #[arg(long, value_name = "PID")]
@@ -69,8 +69,8 @@ pub(crate) enum BusCommand {
     },
     /// Show an agent's presence: live, stale, absent or unreadable.
     Presence {
-        /// The agent.
-        agent: AgentId,
+        #[command(flatten)]
+        who: Who,
     },
     /// The control inbox: register or unregister resources to watch.
     #[command(subcommand)]
@@ -78,8 +78,8 @@ pub(crate) enum BusCommand {
     /// List the pending events due for a reminder now, by the priority
     /// schedule (timed reminders are recorded, so they are not repeated early).
     Nag {
-        /// The agent.
-        agent: AgentId,
+        #[command(flatten)]
+        who: Who,
         /// A regular poll cycle (poll rules fire too) rather than a natural pause.
         #[arg(long)]
         poll: bool,
@@ -98,8 +98,8 @@ pub(crate) enum ControlCommand {
 /// The arguments of `bus control register|unregister`.
 #[derive(Debug, Args)]
 pub(crate) struct ControlArgs {
-    /// The agent.
-    pub(crate) agent: AgentId,
+    #[command(flatten)]
+    pub(crate) who: Who,
     /// What sort of resource (chat, queue, hub, ...).
     #[arg(long, value_name = "K")]
     pub(crate) kind: String,

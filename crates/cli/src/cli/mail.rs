@@ -6,7 +6,7 @@ use chipset_mail::MessageId;
 use chipset_store::{AgentId, TaskId, Timestamp};
 use clap::{Args, Subcommand, ValueEnum};
 
-use super::DoctorArgs;
+use super::{DoctorArgs, Who};
 
 /// `chipset mail ...`.
 #[derive(Debug, Subcommand)]
@@ -15,12 +15,8 @@ pub(crate) enum MailCommand {
     Send(MailSend),
     /// List an agent's inbox.
     Inbox {
-        /// The agent.
-        #[arg(required_unless_present = "agent_opt", conflicts_with = "agent_opt")]
-        agent: Option<AgentId>,
-        /// The agent (as nubos-pilot's `messages-inbox --agent A` takes it).
-        #[arg(long = "agent", id = "agent_opt", value_name = "A")]
-        agent_opt: Option<AgentId>,
+        #[command(flatten)]
+        who: Who,
         /// Only this kind.
         #[arg(long, value_name = "K")]
         kind: Option<MailKind>,

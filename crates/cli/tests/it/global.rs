@@ -2,6 +2,8 @@
 
 use std::process::Command;
 
+use serde_json::json;
+
 use crate::Env;
 
 fn chipset() -> Command {
@@ -227,4 +229,80 @@ fn colour_honours_no_color_and_clicolor_force() {
     assert!(!pending(&[]).contains('\x1b'), "a pipe is not a terminal");
     assert!(pending(&[("CLICOLOR_FORCE", "1")]).contains(red));
     assert!(!pending(&[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]).contains('\x1b'));
+}
+
+/// Every command whose one positional argument is the agent also takes it
+/// as `--agent`, as `work`, `lease` and nubos-pilot's scripts name it: one
+/// of the two, never both, never neither.
+#[test]
+fn an_agent_by_position_may_be_given_as_agent_instead() {
+    let mut env = Env::new();
+    let same = |env: &mut Env, args: &[&str]| {
+        let by_position = env.ok(&[&["--json"], args, &["ann"]].concat()).json();
+        let by_flag = env
+            .ok(&[&["--json"], args, &["--agent", "ann"]].concat())
+            .json();
+        assert_eq!(by_position, by_flag, "{args:?}");
+        by_flag
+    };
+    env.ok(&["agent", "register", "--agent", "ann", "--role", "qa"]);
+    assert_eq!(same(&mut env, &["agent", "whois"])["roles"], json!(["qa"]));
+
+    env.ok(&[
+        "hook", "assign", "--agent", "ann", "--bead", "b-1", "--title", "T",
+    ]);
+    assert_eq!(same(&mut env, &["hook", "show"])["status"], "pending");
+    for step in ["activate", "touch", "complete", "clear"] {
+        env.ok(&["hook", step, "--agent", "ann", "--bead", "b-1"]);
+    }
+    assert_eq!(same(&mut env, &["hook", "show"])["status"], "empty");
+
+    let nudge = ["nudge", "send", "--from", "bob", "--to", "ann"];
+    env.ok(&[&nudge[..], &["--type", "health_check", "--message", "m"]].concat());
+    let read = env
+        .ok(&["--json", "nudge", "read", "--agent", "ann"])
+        .json();
+    assert_eq!(read["nudge"]["message"], "m", "{read}");
+    env.ok(&["nudge", "respond", "--agent", "ann"]);
+
+    let event = [
+        "bus", "publish", "--to", "ann", "--source", "bob", "--kind", "k",
+    ];
+    env.ok(&event);
+    let pending = same(&mut env, &["bus", "pending"]);
+    assert_eq!(pending["events"].as_array().unwrap().len(), 1, "{pending}");
+    let waited = env.ok(&["bus", "wait", "--agent", "ann", "--timeout", "0"]);
+    assert!(waited.stdout.contains(" k"), "{}", waited.stdout);
+    env.ok(&["bus", "start", "--agent", "ann", "--pid", "1"]);
+    assert_eq!(same(&mut env, &["bus", "presence"])["presence"]["pid"], 1);
+    env.ok(&["bus", "nag", "--agent", "ann"]);
+    let control = ["bus", "control", "register", "--agent", "ann"];
+    env.ok(&[&control[..], &["--kind", "chat", "--target", "x"]].concat());
+
+    let mail = [
+        "mail", "send", "--from", "bob", "--to", "ann", "--kind", "notify",
+    ];
+    env.ok(&[
+        &mail[..],
+        &["--task", "t1", "--subject", "s", "--body", "b"],
+    ]
+    .concat());
+    assert_eq!(
+        same(&mut env, &["mail", "inbox"]).as_array().unwrap().len(),
+        1
+    );
+    let brief = env.ok(&["brief", "--agent", "ann"]);
+    assert_eq!(brief.stdout, env.ok(&["brief", "ann"]).stdout);
+    assert!(brief.stdout.contains("mail (1)"), "{}", brief.stdout);
+    let waited = env.ok(&["wait", "--agent", "ann", "--timeout", "0"]);
+    assert_eq!(waited.stdout, brief.stdout);
+
+    let both = env.fails(2, &["hook", "show", "ann", "--agent", "ann"]);
+    assert!(
+        both.stderr.contains("cannot be used with"),
+        "{}",
+        both.stderr
+    );
+    let neither = env.fails(2, &["brief"]);
+    assert!(neither.stderr.contains("<AGENT>"), "{}", neither.stderr);
 }

@@ -65,9 +65,12 @@ fn a_list_request_with_any_is_answered_by_one() {
         added.stdout
     );
     let again = env
-        .ok(&["--json", "agent", "list-add", "reviewers", "ann"])
+        .ok(&["--json", "agent", "list-add", "@reviewers", "ann"])
         .json();
-    assert_eq!(again["changed"], 0, "adding again changes nothing");
+    assert_eq!(
+        again["changed"], 0,
+        "adding again, as `@list`, changes nothing"
+    );
     let args = send("@reviewers", "request", &["--expects-reply", "any"]);
     let sent = env
         .ok(&[&["--json"], strs(&args).as_slice()].concat())
@@ -172,8 +175,12 @@ fn bad_recipients_are_refused_and_send_nothing() {
         "{}",
         notify_any.stderr
     );
-    let reserved = env.fails(2, &["agent", "list-add", "all", "ann"]);
-    assert!(reserved.stderr.contains("reserved"), "{}", reserved.stderr);
+    for all in ["all", "@all"] {
+        let reserved = env.fails(2, &["agent", "list-add", all, "ann"]);
+        assert!(reserved.stderr.contains("reserved"), "{}", reserved.stderr);
+    }
+    let twice = env.fails(2, &["agent", "list-add", "@@qa", "ann"]);
+    assert!(twice.stderr.contains("invalid role"), "{}", twice.stderr);
     let stranger = env.fails(1, &["agent", "list-add", "qa", "ann", "zed"]);
     assert!(
         stranger.stderr.contains("`zed` is not registered"),
@@ -281,7 +288,7 @@ fn mcp_mail_send_takes_a_group() {
         let removed = call(
             &c,
             "agent_list_remove",
-            json!({"list": "ops", "agents": ["bob"]}),
+            json!({"list": "@ops", "agents": ["bob"]}),
         )
         .await;
         assert_eq!(ok(&removed)["members"], json!(["cid"]));

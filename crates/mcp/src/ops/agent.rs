@@ -96,7 +96,8 @@ pub(crate) fn agent_list_remove(ctx: &Ctx, p: AgentListChange) -> Outcome {
 
 /// Puts agents on a list or takes them off, and shows its members after.
 fn change_list(ctx: &Ctx, p: AgentListChange, add: bool) -> Outcome {
-    let list = Role::new(p.list).map_err(Failure::from)?;
+    let name = p.list.strip_prefix('@').unwrap_or(&p.list);
+    let list = Role::new(name).map_err(Failure::from)?;
     let agents = p
         .agents
         .iter()
