@@ -47,23 +47,59 @@ pub enum SyncOrder {
 /// rename, link, mkdir, truncate and remove of the store goes through it.
 /// Reads, listings and lock files do not: they change nothing a reader sees.
 ///
-/// [`RealIo`] makes the real system calls. Tests substitute backends that
-/// fail the Nth call or record every call to replay power cuts
-/// (`chipset-testkit`'s `FaultIo` and `RecordIo`). Implementations must be
-/// thread-safe; the store calls them from any thread.
+/// [`RealIo`] makes the real system calls. The methods that make a call
+/// (create, open, write, sync, truncate, rename, link, mkdir, remove)
+/// default to the real one, so that a test backend overrides only what it
+/// changes. The methods that choose a faster path
+/// ([`IoBackend::sync_order`], [`IoBackend::concurrent_batch_writes`],
+/// [`IoBackend::create_unnamed`], and the write-back and link calls that
+/// go with them) default instead to the path every backend can take, as
+/// one that counts or records calls needs; [`RealIo`] turns them on.
+///
+/// Tests substitute backends that fail the Nth call or record every call
+/// to replay power cuts (`chipset-testkit`'s `FaultIo` and `RecordIo`).
+/// Such a backend overrides every method and denies
+/// `clippy::missing_trait_methods`, so that no call, not even one the
+/// trait gains later, passes it by. Implementations must be thread-safe;
+/// the store calls them from any thread.
 pub trait IoBackend: fmt::Debug + Send + Sync {
     /// Creates `path` exclusively (`O_CREAT | O_EXCL`, mode 0644), opened for
     /// reading and writing; `append` opens it in append mode.
-    fn create_new(&self, path: &Path, append: bool) -> io::Result<File>;
+    fn create_new(&self, path: &Path, append: bool) -> io::Result<File> {
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .append(append)
+            .create_new(true)
+            .mode(0o644)
+            .custom_flags(crate::read::nofollow_flags())
+            .open(path)
+    }
     /// Opens an existing `path` for reading and appending, without following
     /// a symlink and without blocking on a FIFO.
-    fn open_append(&self, path: &Path) -> io::Result<File>;
+    fn open_append(&self, path: &Path) -> io::Result<File> {
+        OpenOptions::new()
+            .read(true)
+            .append(true)
+            .custom_flags(crate::read::nofollow_flags())
+            .open(path)
+    }
     /// Writes all of `bytes` to `file` (at its position, or its end in append mode).
-    fn write_all(&self, file: &File, path: &Path, bytes: &[u8]) -> io::Result<()>;
+    fn write_all(&self, file: &File, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        let _ = path;
+        let mut file = file;
+        file.write_all(bytes)
+    }
     /// Syncs `file`'s data and metadata (`fsync`).
-    fn sync_all(&self, file: &File, path: &Path) -> io::Result<()>;
+    fn sync_all(&self, file: &File, path: &Path) -> io::Result<()> {
+        let _ = path;
+        file.sync_all()
+    }
     /// Syncs `file`'s data (`fdatasync`).
-    fn sync_data(&self, file: &File, path: &Path) -> io::Result<()>;
+    fn sync_data(&self, file: &File, path: &Path) -> io::Result<()> {
+        let _ = path;
+        file.sync_data()
+    }
     /// Writes `file`'s data back to the disk and waits for the writes, with
     /// no cache flush (`sync_file_range`); used only under
     /// [`SyncOrder::WriteBackThenDir`]. The default syncs the data, which
@@ -100,16 +136,34 @@ pub trait IoBackend: fmt::Debug + Send + Sync {
         SyncOrder::FileThenDir
     }
     /// Truncates (or extends) `file` to `len` bytes.
-    fn set_len(&self, file: &File, path: &Path, len: u64) -> io::Result<()>;
+    fn set_len(&self, file: &File, path: &Path, len: u64) -> io::Result<()> {
+        let _ = path;
+        file.set_len(len)
+    }
     /// Syncs the directory `dir`, making its entries durable.
-    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        File::open(dir)?.sync_all()
+    }
     /// Renames `from` to `to`, replacing `to`.
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        fs::rename(from, to)
+    }
     /// Renames `from` to `to` unless `to` exists (`ErrorKind::AlreadyExists`).
     /// Filesystems without `RENAME_NOREPLACE` answer `ErrorKind::Unsupported`.
-    fn rename_noreplace(&self, from: &Path, to: &Path) -> io::Result<()>;
+    fn rename_noreplace(&self, from: &Path, to: &Path) -> io::Result<()> {
+        use rustix::io::Errno;
+        match rustix::fs::renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE) {
+            Ok(()) => Ok(()),
+            Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => {
+                Err(io::Error::from(io::ErrorKind::Unsupported))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
     /// Links `to` to the file at `from`, never replacing `to`.
-    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()>;
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        fs::hard_link(from, to)
+    }
     /// Creates a file with no name in the directory `dir` (`O_TMPFILE`),
     /// opened for reading and writing (mode 0644), for a new file's bytes
     /// to be written and made durable before
@@ -131,52 +185,30 @@ pub trait IoBackend: fmt::Debug + Send + Sync {
         Err(io::ErrorKind::Unsupported.into())
     }
     /// Creates the directory `path` (its parent must exist).
-    fn create_dir(&self, path: &Path) -> io::Result<()>;
+    fn create_dir(&self, path: &Path) -> io::Result<()> {
+        fs::create_dir(path)
+    }
     /// Removes the directory entry `path` (not a directory).
-    fn remove_file(&self, path: &Path) -> io::Result<()>;
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        fs::remove_file(path)
+    }
     /// Removes the empty directory `path`.
-    fn remove_dir(&self, path: &Path) -> io::Result<()>;
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        fs::remove_dir(path)
+    }
 }
 
 /// A shared [`IoBackend`], as [`StateOptions`](crate::StateOptions) holds it.
 pub type SharedIo = Arc<dyn IoBackend>;
 
 /// The real system calls: what every [`StateDir`](crate::StateDir) uses unless told otherwise.
+/// [`IoBackend`]'s defaults, with the faster paths they leave off turned
+/// on: the detected [`SyncOrder`], write-back, files made with no name,
+/// and a batch's writes on two threads.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RealIo;
 
 impl IoBackend for RealIo {
-    fn create_new(&self, path: &Path, append: bool) -> io::Result<File> {
-        OpenOptions::new()
-            .read(true)
-            .write(true)
-            .append(append)
-            .create_new(true)
-            .mode(0o644)
-            .custom_flags(crate::read::nofollow_flags())
-            .open(path)
-    }
-
-    fn open_append(&self, path: &Path) -> io::Result<File> {
-        OpenOptions::new()
-            .read(true)
-            .append(true)
-            .custom_flags(crate::read::nofollow_flags())
-            .open(path)
-    }
-
-    fn write_all(&self, mut file: &File, _path: &Path, bytes: &[u8]) -> io::Result<()> {
-        file.write_all(bytes)
-    }
-
-    fn sync_all(&self, file: &File, _path: &Path) -> io::Result<()> {
-        file.sync_all()
-    }
-
-    fn sync_data(&self, file: &File, _path: &Path) -> io::Result<()> {
-        file.sync_data()
-    }
-
     fn write_back(&self, file: &File, _path: &Path) -> io::Result<()> {
         match sync_file_range(file, WRITE_AND_WAIT) {
             // Not a Linux with sync_file_range, or a file it cannot take:
@@ -206,33 +238,6 @@ impl IoBackend for RealIo {
         detect_sync_order(root)
     }
 
-    fn set_len(&self, file: &File, _path: &Path, len: u64) -> io::Result<()> {
-        file.set_len(len)
-    }
-
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        File::open(dir)?.sync_all()
-    }
-
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        fs::rename(from, to)
-    }
-
-    fn rename_noreplace(&self, from: &Path, to: &Path) -> io::Result<()> {
-        use rustix::io::Errno;
-        match rustix::fs::renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE) {
-            Ok(()) => Ok(()),
-            Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => {
-                Err(io::Error::from(io::ErrorKind::Unsupported))
-            }
-            Err(e) => Err(e.into()),
-        }
-    }
-
-    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
-        fs::hard_link(from, to)
-    }
-
     fn create_unnamed(&self, dir: &Path) -> io::Result<Option<File>> {
         use rustix::fs::{Mode, OFlags};
         if !proc_fds() {
@@ -250,18 +255,6 @@ impl IoBackend for RealIo {
         /// What this process learnt of `AT_EMPTY_PATH` ([`Flink`]).
         static FLINK: AtomicU8 = AtomicU8::new(Flink::UNKNOWN);
         link_learning(&FLINK, file, to, link_fd)
-    }
-
-    fn create_dir(&self, path: &Path) -> io::Result<()> {
-        fs::create_dir(path)
-    }
-
-    fn remove_file(&self, path: &Path) -> io::Result<()> {
-        fs::remove_file(path)
-    }
-
-    fn remove_dir(&self, path: &Path) -> io::Result<()> {
-        fs::remove_dir(path)
     }
 }
 
