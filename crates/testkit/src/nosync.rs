@@ -6,16 +6,18 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use chipset_store::{IoBackend, RealIo};
+use chipset_store::IoBackend;
 
 /// A backend that makes every change for real but skips the syncs
-/// (`fsync`, `fdatasync` and directory syncs), counting them instead.
+/// (`fsync`, `fdatasync` and directory syncs), counting them instead;
+/// every other call is [`IoBackend`]'s default.
 ///
-/// What a running process reads is the same as with [`RealIo`]: a sync only
-/// changes what survives a power cut. So model and property tests, which
-/// compare the store with an in-memory model over thousands of operations
-/// and never cut the power, run on it in a fraction of the time. Crash,
-/// power-cut and sync-counting tests keep [`RealIo`] or
+/// What a running process reads is the same as with
+/// [`RealIo`](chipset_store::RealIo): a sync only changes what survives a
+/// power cut. So model and property tests, which compare the store with an
+/// in-memory model over thousands of operations and never cut the power,
+/// run on it in a fraction of the time. Crash, power-cut and sync-counting
+/// tests keep [`RealIo`](chipset_store::RealIo) or
 /// [`RecordIo`](super::RecordIo): on this backend nothing is durable.
 #[derive(Debug, Default)]
 pub struct NoSyncIo {
@@ -41,18 +43,6 @@ impl NoSyncIo {
 }
 
 impl IoBackend for NoSyncIo {
-    fn create_new(&self, path: &Path, append: bool) -> io::Result<File> {
-        RealIo.create_new(path, append)
-    }
-
-    fn open_append(&self, path: &Path) -> io::Result<File> {
-        RealIo.open_append(path)
-    }
-
-    fn write_all(&self, file: &File, path: &Path, bytes: &[u8]) -> io::Result<()> {
-        RealIo.write_all(file, path, bytes)
-    }
-
     fn sync_all(&self, _file: &File, _path: &Path) -> io::Result<()> {
         self.skip()
     }
@@ -61,36 +51,8 @@ impl IoBackend for NoSyncIo {
         self.skip()
     }
 
-    fn set_len(&self, file: &File, path: &Path, len: u64) -> io::Result<()> {
-        RealIo.set_len(file, path, len)
-    }
-
     fn sync_dir(&self, _dir: &Path) -> io::Result<()> {
         self.skip()
-    }
-
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        RealIo.rename(from, to)
-    }
-
-    fn rename_noreplace(&self, from: &Path, to: &Path) -> io::Result<()> {
-        RealIo.rename_noreplace(from, to)
-    }
-
-    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
-        RealIo.hard_link(from, to)
-    }
-
-    fn create_dir(&self, path: &Path) -> io::Result<()> {
-        RealIo.create_dir(path)
-    }
-
-    fn remove_file(&self, path: &Path) -> io::Result<()> {
-        RealIo.remove_file(path)
-    }
-
-    fn remove_dir(&self, path: &Path) -> io::Result<()> {
-        RealIo.remove_dir(path)
     }
 }
 
