@@ -18,10 +18,11 @@ use chipset_testkit::{EIO, ENOSPC};
 use crate::names;
 use crate::seam::open;
 
-/// The real calls under `WriteBackThenDir`, with concurrent batch writes
-/// allowed. It records which threads wrote, fails the writes of the
-/// bytes in `fail` (with their errno), and, with `named`, makes no file
-/// without a name, so that batches write named temps.
+/// The real calls under `WriteBackThenDir`, with [`RealIo`]'s
+/// write-backs, files with no name and concurrent batch writes turned on.
+/// It records which threads wrote, fails the writes of the bytes in
+/// `fail` (with their errno), and, with `named`, makes no file without a
+/// name, so that batches write named temps.
 #[derive(Debug, Default)]
 struct SplitIo {
     named: bool,
@@ -53,12 +54,6 @@ impl SplitIo {
 }
 
 impl IoBackend for SplitIo {
-    fn create_new(&self, path: &Path, append: bool) -> io::Result<File> {
-        RealIo.create_new(path, append)
-    }
-    fn open_append(&self, path: &Path) -> io::Result<File> {
-        RealIo.open_append(path)
-    }
     fn write_all(&self, file: &File, path: &Path, bytes: &[u8]) -> io::Result<()> {
         let first = self
             .writers
@@ -79,12 +74,6 @@ impl IoBackend for SplitIo {
         }
         RealIo.write_all(file, path, bytes)
     }
-    fn sync_all(&self, file: &File, path: &Path) -> io::Result<()> {
-        RealIo.sync_all(file, path)
-    }
-    fn sync_data(&self, file: &File, path: &Path) -> io::Result<()> {
-        RealIo.sync_data(file, path)
-    }
     fn write_back(&self, file: &File, path: &Path) -> io::Result<()> {
         RealIo.write_back(file, path)
     }
@@ -97,21 +86,6 @@ impl IoBackend for SplitIo {
     fn sync_order(&self, _root: &Path) -> SyncOrder {
         SyncOrder::WriteBackThenDir
     }
-    fn set_len(&self, file: &File, path: &Path, len: u64) -> io::Result<()> {
-        RealIo.set_len(file, path, len)
-    }
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        RealIo.sync_dir(dir)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        RealIo.rename(from, to)
-    }
-    fn rename_noreplace(&self, from: &Path, to: &Path) -> io::Result<()> {
-        RealIo.rename_noreplace(from, to)
-    }
-    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
-        RealIo.hard_link(from, to)
-    }
     fn create_unnamed(&self, dir: &Path) -> io::Result<Option<File>> {
         if self.named {
             return Ok(None);
@@ -120,15 +94,6 @@ impl IoBackend for SplitIo {
     }
     fn link_unnamed(&self, file: &File, to: &Path) -> io::Result<()> {
         RealIo.link_unnamed(file, to)
-    }
-    fn create_dir(&self, path: &Path) -> io::Result<()> {
-        RealIo.create_dir(path)
-    }
-    fn remove_file(&self, path: &Path) -> io::Result<()> {
-        RealIo.remove_file(path)
-    }
-    fn remove_dir(&self, path: &Path) -> io::Result<()> {
-        RealIo.remove_dir(path)
     }
 }
 
