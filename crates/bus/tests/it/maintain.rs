@@ -389,37 +389,6 @@ impl RewriteOnQuarantine {
 }
 
 impl IoBackend for RewriteOnQuarantine {
-    fn create_new(&self, path: &std::path::Path, append: bool) -> std::io::Result<std::fs::File> {
-        RealIo.create_new(path, append)
-    }
-    fn open_append(&self, path: &std::path::Path) -> std::io::Result<std::fs::File> {
-        RealIo.open_append(path)
-    }
-    fn write_all(
-        &self,
-        file: &std::fs::File,
-        path: &std::path::Path,
-        bytes: &[u8],
-    ) -> std::io::Result<()> {
-        RealIo.write_all(file, path, bytes)
-    }
-    fn sync_all(&self, file: &std::fs::File, path: &std::path::Path) -> std::io::Result<()> {
-        RealIo.sync_all(file, path)
-    }
-    fn sync_data(&self, file: &std::fs::File, path: &std::path::Path) -> std::io::Result<()> {
-        RealIo.sync_data(file, path)
-    }
-    fn set_len(
-        &self,
-        file: &std::fs::File,
-        path: &std::path::Path,
-        len: u64,
-    ) -> std::io::Result<()> {
-        RealIo.set_len(file, path, len)
-    }
-    fn sync_dir(&self, dir: &std::path::Path) -> std::io::Result<()> {
-        RealIo.sync_dir(dir)
-    }
     fn rename(&self, from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
         RealIo.rename(from, to)?;
         self.fire(from);
@@ -433,18 +402,6 @@ impl IoBackend for RewriteOnQuarantine {
         RealIo.rename_noreplace(from, to)?;
         self.fire(from);
         Ok(())
-    }
-    fn hard_link(&self, from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
-        RealIo.hard_link(from, to)
-    }
-    fn create_dir(&self, path: &std::path::Path) -> std::io::Result<()> {
-        RealIo.create_dir(path)
-    }
-    fn remove_file(&self, path: &std::path::Path) -> std::io::Result<()> {
-        RealIo.remove_file(path)
-    }
-    fn remove_dir(&self, path: &std::path::Path) -> std::io::Result<()> {
-        RealIo.remove_dir(path)
     }
 }
 
