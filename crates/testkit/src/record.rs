@@ -222,6 +222,22 @@ impl RecordIo {
         Ok(())
     }
 
+    /// Renames `from` to `to` by `rename` (replacing or not), then records it.
+    fn record_rename(
+        &self,
+        from: &Path,
+        to: &Path,
+        rename: impl FnOnce() -> io::Result<()>,
+    ) -> io::Result<()> {
+        let meta = fs::symlink_metadata(from)?;
+        rename()?;
+        let mut log = self.lock();
+        let ino = Self::id_of(&mut log, &meta);
+        let (from, to) = (self.rel(from), self.rel(to));
+        log.events.push(Event::Rename { from, to, ino });
+        Ok(())
+    }
+
     /// Returns the states a power cut at any point of the recording could
     /// leave, without duplicates, under these rules (the crate docs'
     /// Durability section):
@@ -556,23 +572,11 @@ impl IoBackend for RecordIo {
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        let meta = fs::symlink_metadata(from)?;
-        RealIo.rename(from, to)?;
-        let mut log = self.lock();
-        let ino = Self::id_of(&mut log, &meta);
-        let (from, to) = (self.rel(from), self.rel(to));
-        log.events.push(Event::Rename { from, to, ino });
-        Ok(())
+        self.record_rename(from, to, || RealIo.rename(from, to))
     }
 
     fn rename_noreplace(&self, from: &Path, to: &Path) -> io::Result<()> {
-        let meta = fs::symlink_metadata(from)?;
-        RealIo.rename_noreplace(from, to)?;
-        let mut log = self.lock();
-        let ino = Self::id_of(&mut log, &meta);
-        let (from, to) = (self.rel(from), self.rel(to));
-        log.events.push(Event::Rename { from, to, ino });
-        Ok(())
+        self.record_rename(from, to, || RealIo.rename_noreplace(from, to))
     }
 
     fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
