@@ -83,6 +83,44 @@ pub(crate) fn open(path: Option<&std::path::Path>) -> rusqlite::Result<Connectio
     Ok(conn)
 }
 
+/// Returns why the index file at `path` is not a usable index, or `None`
+/// when it is one or is empty (a file the next query fills). Opens it
+/// read-only, so the check writes nothing and a full disk is not taken
+/// for damage; only a journal that a cut write left is rolled back first,
+/// as the next query would roll it back.
+pub(crate) fn damage(path: &std::path::Path) -> Option<String> {
+    use rusqlite::OpenFlags;
+    let looked = match examine(Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )) {
+        Err(rusqlite::Error::SqliteFailure(f, _))
+            if f.extended_code == rusqlite::ffi::SQLITE_READONLY_ROLLBACK =>
+        {
+            examine(Connection::open(path))
+        }
+        looked => looked,
+    };
+    looked.unwrap_or_else(|e| Some(e.to_string()))
+}
+
+/// [`damage`] on an open connection: `Err` when SQLite could not look.
+fn examine(conn: rusqlite::Result<Connection>) -> rusqlite::Result<Option<String>> {
+    let conn = conn?;
+    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))?;
+    if version == 0 && tables == 0 {
+        return Ok(None);
+    }
+    if version != SCHEMA_VERSION {
+        return Ok(Some(format!(
+            "index schema {version}, expected {SCHEMA_VERSION}"
+        )));
+    }
+    let check: String = conn.query_row("PRAGMA quick_check", [], |r| r.get(0))?;
+    Ok((check != "ok").then_some(check))
+}
+
 /// Returns true for an error that means the file is not a usable index
 /// (damaged, not a database, another version, unreadable): rebuild it.
 pub(crate) fn is_damage(e: &rusqlite::Error) -> bool {

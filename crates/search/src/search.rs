@@ -275,13 +275,7 @@ impl SearchIndex {
             Ok(Some(_)) => {}
             Err(e) => return Some(e.to_string()),
         }
-        let result = index::open(Some(&self.path()))
-            .and_then(|c| c.query_row("PRAGMA quick_check", [], |r| r.get::<_, String>(0)));
-        match result {
-            Ok(ok) if ok == "ok" => None,
-            Ok(other) => Some(other),
-            Err(e) => Some(e.to_string()),
-        }
+        index::damage(&self.path())
     }
 
     fn lock(&self) -> MutexGuard<'_, Option<Connection>> {

@@ -247,6 +247,58 @@ fn the_doctor_finds_a_damaged_index_and_rebuilds_it() {
     assert_eq!(keys(&search.search(&q).unwrap()), before);
 }
 
+/// The doctor's check opens the index read-only: it writes nothing, so an
+/// empty file (what a query that failed on a full disk leaves) is sound
+/// and stays empty, rather than taken for damage when the check cannot
+/// write the schema. A journal that a cut write left is rolled back, as
+/// the next query would, and is no damage either.
+#[test]
+fn the_doctors_check_writes_nothing_and_rolls_back_a_cut_write() {
+    let (_tmp, search) = team();
+    let q = Query::new("parser");
+    let before = keys(&search.search(&q).unwrap());
+    let sound = std::fs::read(search.path()).unwrap();
+
+    std::fs::write(search.path(), b"").unwrap();
+    assert!(search.doctor(DoctorMode::Check).unwrap().is_clean());
+    assert_eq!(
+        std::fs::metadata(search.path()).unwrap().len(),
+        0,
+        "untouched"
+    );
+
+    // A write cut mid-transaction: pages of the index changed on disk and
+    // their old contents in the journal beside it.
+    std::fs::write(search.path(), &sound).unwrap();
+    let journal = search.path().with_extension("sqlite3-journal");
+    let conn = rusqlite::Connection::open(search.path()).unwrap();
+    conn.execute_batch(
+        "PRAGMA journal_mode = DELETE; PRAGMA cache_size = 2; BEGIN IMMEDIATE;
+         DELETE FROM docs;
+         CREATE TABLE filler(x);
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000)
+         INSERT INTO filler SELECT printf('%0200d', i) FROM n;",
+    )
+    .unwrap();
+    let cut = (
+        std::fs::read(search.path()).unwrap(),
+        std::fs::read(&journal).unwrap(),
+    );
+    assert_ne!(
+        cut.0, sound,
+        "the transaction wrote pages before its commit"
+    );
+    conn.execute_batch("ROLLBACK").unwrap();
+    drop(conn);
+    std::fs::write(search.path(), &cut.0).unwrap();
+    std::fs::write(&journal, &cut.1).unwrap();
+
+    let fresh = SearchIndex::new(_tmp.state.clone());
+    assert!(fresh.doctor(DoctorMode::Check).unwrap().is_clean());
+    assert!(!journal.exists(), "rolled back");
+    assert_eq!(keys(&fresh.search(&q).unwrap()), before);
+}
+
 #[test]
 fn a_settled_catch_up_reads_only_what_changed() {
     let (tmp, search) = team();
