@@ -8,7 +8,7 @@ use crate::format::Lease;
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything a lease operation can fail with. Unless it says otherwise
-/// ([`Error::NoticeFailed`]), nothing was written.
+/// ([`Error::PartlyReleased`], an unknown outcome), nothing was written.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -105,14 +105,27 @@ pub enum Error {
         /// The file and what is unknown.
         unsupported: Unsupported,
     },
-    /// A forced release was written, but the mail telling its holder failed.
-    #[error("lease {} was released, but the mail telling `{}` failed", released.token, released.holder)]
+    /// A forced release could not mail its holder, so the lease was not
+    /// released (the notice may be out when `error`'s outcome is unknown):
+    /// retry the forced release.
+    #[error("lease {} was not released: the mail telling `{}` failed", lease.token, lease.holder)]
     NoticeFailed {
-        /// The lease that was released (written).
-        released: Box<Lease>,
+        /// The lease that was to be released.
+        lease: Box<Lease>,
         /// Why the mail failed.
         #[source]
         error: chipset_mail::Error,
+    },
+    /// A forced release mailed its holder, then failed to remove the lease
+    /// (it may be removed when `source`'s outcome is unknown): retry the
+    /// forced release, which finishes it without mailing again.
+    #[error("lease {} was not released, though `{}` was told it was: {source}", lease.token, lease.holder)]
+    PartlyReleased {
+        /// The lease that was to be released.
+        lease: Box<Lease>,
+        /// Why the release failed.
+        #[source]
+        source: Box<Error>,
     },
     /// A filesystem operation failed; it names the operation and the path.
     #[error(transparent)]
@@ -143,10 +156,13 @@ impl Error {
 
 impl MaybeCommitted for Error {
     /// Returns true when a write may have been made but is not known to be
-    /// committed (the store's or the backend's outcome is unknown): a retry
-    /// of the same request returns the first result.
+    /// committed (the store's or the backend's outcome is unknown), or a
+    /// forced release was partly done ([`Error::PartlyReleased`]): a retry
+    /// of the same request finishes it and returns the first result.
     fn is_outcome_unknown(&self) -> bool {
         match self {
+            Error::PartlyReleased { .. } => true,
+            Error::NoticeFailed { error, .. } => error.is_outcome_unknown(),
             Error::Store(e) => e.is_outcome_unknown(),
             Error::Backend(e) => e.is_outcome_unknown(),
             _ => false,

@@ -58,6 +58,15 @@
 //! lease with a reason; its holder gets a mail (`notify`, subject
 //! `lease-force-released`), which accumulates, unlike a latest-wins nudge.
 //!
+//! # Retries
+//!
+//! After any failure, an unknown outcome included, the same call again is
+//! safe and applies once: an acquire returns the lease the first attempt
+//! granted (same token, `existing`), a renew sets the expiry from its own
+//! time, a release answers [`Released::AlreadyGone`], and a forced release
+//! sends its notice (under an id the lease fixes, before the lease is
+//! removed) at most once, whoever finishes it.
+//!
 //! # Paths and globs
 //!
 //! See [`LeasePath`]: normalised, relative, never escaping the root. Two

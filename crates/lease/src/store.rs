@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chipset_backend::{Backend, FsBackend, Key, Version};
-use chipset_mail::{Mail, MailConfig, NewMessage};
+use chipset_mail::{Mail, MailConfig, MessageId, NewMessage};
 use chipset_store::{
     AgentId, Corruption, Defect, DoctorMode, Finding, ReadOutcome, Report, StateDir, StatePath,
     TaskId, Timestamp, Unsupported,
@@ -142,27 +142,52 @@ impl Leases {
     /// it and why (subject `lease-force-released`, task `lease-{token}`).
     /// Releasing one's own lease this way sends no mail.
     ///
+    /// The notice is sent first, under an id the lease fixes
+    /// (`{acquired-ms}-1ea5e000-f0ce-4000-…-{token in hex}`), then the
+    /// lease is removed: whatever fails, the holder is never left without
+    /// a notice of a release that happened. **Retry rule:** after any
+    /// failure, the same call is safe to repeat and finishes the release:
+    /// a notice already sent for the lease is not sent again (whoever sent
+    /// it), and a lease already removed answers [`Released::AlreadyGone`].
+    ///
     /// # Errors
     ///
     /// [`Error::Reason`] when `reason` is empty or too long;
     /// [`Error::NeverGranted`] for a token no grant has given;
-    /// [`Error::NoticeFailed`] when the release was written but the
-    /// mail failed; a corrupt or unsupported table; a store error.
+    /// [`Error::NoticeFailed`] when the mail failed (nothing was released);
+    /// [`Error::PartlyReleased`] when the notice went out but the release
+    /// failed (retry); a corrupt or unsupported table; a store error.
     pub fn force_release(&self, by: &AgentId, token: u64, reason: &str) -> Result<Released, Error> {
         if reason.trim().is_empty() {
             return Err(Error::Reason("a forced release needs a reason"));
         }
         check_reason(reason)?;
-        let released = self.apply("force-release a lease", |table, _| {
-            transition::force_release(table, token)
-        })?;
-        let Released::Released(lease) = &released else {
-            return Ok(released);
+        let op = "force-release a lease";
+        let (_, found) = transition::force_release(&self.read(op)?, token)?;
+        let notified = match &found {
+            Released::Released(lease) if &lease.holder != by => {
+                self.notify(by, lease, reason)?;
+                Some(lease)
+            }
+            _ => None,
         };
-        if &lease.holder == by {
-            return Ok(released);
+        let released = self.apply(op, |table, _| transition::force_release(table, token));
+        match (released, notified) {
+            (Err(e), Some(lease)) => Err(Error::PartlyReleased {
+                lease: Box::new(lease.clone()),
+                source: Box::new(e),
+            }),
+            (released, _) => released,
         }
-        tracing::info!(token, holder = %lease.holder, by = %by, "lease force-released");
+    }
+
+    /// Mails `lease`'s holder that `by` released it, under the lease's
+    /// notice id: a notice of this lease already sent (the same, or by
+    /// another attempt since its expiry moved or another agent forced it)
+    /// is not sent again.
+    fn notify(&self, by: &AgentId, lease: &Lease, reason: &str) -> Result<(), Error> {
+        let token = lease.token;
+        tracing::info!(token, holder = %lease.holder, by = %by, "lease force-release: telling the holder");
         let paths: Vec<&str> = lease.paths.iter().map(LeasePath::as_str).collect();
         let body = format!(
             "`{by}` released your {} lease {token} on {} (expiry {}): {reason}",
@@ -177,14 +202,19 @@ impl Leases {
             task,
             "lease-force-released",
             body,
-        );
-        if let Err(error) = self.mail.send(&draft) {
-            return Err(Error::NoticeFailed {
-                released: Box::new(lease.clone()),
+        )
+        .with_id(notice_id(lease)?);
+        match self.mail.send(&draft) {
+            Ok(_) => Ok(()),
+            Err(chipset_mail::Error::IdTaken { id, .. }) => {
+                tracing::info!(token, %id, "the lease's notice was sent before");
+                Ok(())
+            }
+            Err(error) => Err(Error::NoticeFailed {
+                lease: Box::new(lease.clone()),
                 error,
-            });
+            }),
         }
-        Ok(released)
     }
 
     /// Returns every recorded lease in token order, expired ones included
@@ -427,6 +457,21 @@ impl Leases {
             other => Error::Backend(Box::new(other)),
         }
     }
+}
+
+/// The id of the notice of `lease`'s forced release, in the seed's form
+/// (`{unix-ms}-{uuid}`): the grant's time, then a fixed prefix (`1ea5e`,
+/// `f0ce`: lease, force) and the token, so every attempt to force the
+/// lease names the same message, and no other message has it.
+fn notice_id(lease: &Lease) -> Result<MessageId, Error> {
+    let ms = lease.acquired_at.unix_ms().max(0);
+    let token = lease.token;
+    let id = format!(
+        "{ms:013}-1ea5e000-f0ce-4000-{:04x}-{:012x}",
+        token >> 48,
+        token & 0xffff_ffff_ffff
+    );
+    Ok(MessageId::new(id)?)
 }
 
 fn decode(

@@ -11,6 +11,7 @@ mod lifecycle;
 mod model;
 mod place;
 mod procs;
+mod seam;
 mod server;
 mod server_doctor;
 
