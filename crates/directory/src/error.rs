@@ -99,6 +99,18 @@ pub enum Error {
         /// The sender.
         sender: AgentId,
     },
+    /// A list change changed the profiles of `changed` (agents before the
+    /// one that failed), then failed: the same change again finishes it,
+    /// leaving those alone. An unknown outcome
+    /// ([`MaybeCommitted::is_outcome_unknown`]).
+    #[error("the list changed for {} of the agents, then: {source}", changed.len())]
+    PartlyChanged {
+        /// The agents whose profiles changed.
+        changed: Vec<AgentId>,
+        /// Why the next one failed.
+        #[source]
+        source: Box<Error>,
+    },
     /// A filesystem operation failed; it names the operation and the path.
     #[error(transparent)]
     Store(#[from] chipset_store::Error),
@@ -143,10 +155,12 @@ impl Error {
 
 impl MaybeCommitted for Error {
     /// Returns true when the change may have been made but is not known to
-    /// be committed (the store's or the backend's outcome is unknown):
-    /// registering again with the same fields is then a retry.
+    /// be committed (the store's or the backend's outcome is unknown), or
+    /// was made in part ([`Error::PartlyChanged`]): the same call again is
+    /// then a retry.
     fn is_outcome_unknown(&self) -> bool {
         match self {
+            Error::PartlyChanged { .. } => true,
             Error::Store(e) => e.is_outcome_unknown(),
             Error::Hook(e) => e.is_outcome_unknown(),
             Error::Backend(e) => e.is_outcome_unknown(),

@@ -226,15 +226,22 @@ impl Directory {
 
     /// Adds every agent of `agents` to `list` (gives it the role). Each
     /// profile changes under its own lock; an agent already on the list is
-    /// left alone, so a retry is safe.
+    /// left alone.
+    ///
+    /// **Retry rule:** every agent is checked before any profile is
+    /// written, so bad input changes nothing; a failure after some
+    /// profiles changed is [`Error::PartlyChanged`], an unknown outcome:
+    /// the same call again finishes the change and leaves the agents done
+    /// alone ([`Registered::Unchanged`]).
     ///
     /// # Errors
     ///
     /// Before anything is written: [`Error::ReservedList`] for `all`;
-    /// [`Error::NotRegistered`] naming an agent without a profile. Then, per
-    /// agent, [`Error::TooManyRoles`], [`Error::Corrupt`],
-    /// [`Error::Unsupported`], [`Error::Store`]: the agents before it were
-    /// added (add again to finish).
+    /// naming the first agent it applies to, [`Error::NotRegistered`],
+    /// [`Error::TooManyRoles`], [`Error::Corrupt`], [`Error::Unsupported`].
+    /// Then [`Error::PartlyChanged`] when a profile before the failing one
+    /// changed, else the failure itself ([`Error::Store`]; a profile that
+    /// another writer changed since the check may still be refused).
     pub fn list_add(&self, list: &Role, agents: &[AgentId]) -> Result<Vec<Registered>> {
         self.change_list(list, agents, true)
     }
@@ -252,15 +259,33 @@ impl Directory {
     fn change_list(&self, list: &Role, agents: &[AgentId], add: bool) -> Result<Vec<Registered>> {
         list.check_held()?;
         for agent in agents {
-            if matches!(self.read(agent)?, ReadOutcome::Missing) {
-                return Err(Error::NotRegistered {
-                    agent: agent.clone(),
+            let p = registered(agent, "change a list of", self.read(agent)?)?;
+            if add && !p.roles.contains(list) && p.roles.len() >= MAX_ROLES {
+                return Err(Error::TooManyRoles {
+                    count: p.roles.len() + 1,
+                    max: MAX_ROLES,
                 });
             }
         }
         let mut done = Vec::with_capacity(agents.len());
         for agent in agents {
-            done.push(self.change_roles(agent, list, add)?);
+            match self.change_roles(agent, list, add) {
+                Ok(r) => done.push(r),
+                Err(source) => {
+                    let changed: Vec<AgentId> = done
+                        .iter()
+                        .filter(|r| matches!(r, Registered::Updated(_)))
+                        .map(|r| r.profile().name.clone())
+                        .collect();
+                    if changed.is_empty() {
+                        return Err(source);
+                    }
+                    return Err(Error::PartlyChanged {
+                        changed,
+                        source: Box::new(source),
+                    });
+                }
+            }
         }
         Ok(done)
     }

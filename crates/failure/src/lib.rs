@@ -416,7 +416,11 @@ impl From<chipset::directory::Error> for Failure {
             E::Hook(h) => h.into(),
             E::Bus(b) => b.into(),
             other if other.is_usage() => Failure::from_error(Class::Usage, &other),
-            other => Failure::from_error(Class::Refused, &other),
+            // A list changed in part, or a server's unknown outcome.
+            other => {
+                let unknown = other.is_outcome_unknown();
+                Failure::from_error(Class::Refused, &other).unknown_if(unknown)
+            }
         }
     }
 }

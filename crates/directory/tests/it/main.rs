@@ -12,6 +12,7 @@ mod model;
 mod place;
 mod procs;
 mod register;
+mod seam;
 mod seen;
 mod server_doctor;
 
