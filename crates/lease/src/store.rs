@@ -143,7 +143,7 @@ impl Leases {
     /// Releasing one's own lease this way sends no mail.
     ///
     /// The notice is sent first, under an id the lease fixes
-    /// (`{acquired-ms}-1ea5e000-f0ce-4000-…-{token in hex}`), then the
+    /// (`{acquired-ms}-1ea5e000-f0ce-4000-8…-{token in hex}`), then the
     /// lease is removed: whatever fails, the holder is never left without
     /// a notice of a release that happened. **Retry rule:** after any
     /// failure, the same call is safe to repeat and finishes the release:
@@ -461,14 +461,15 @@ impl Leases {
 
 /// The id of the notice of `lease`'s forced release, in the seed's form
 /// (`{unix-ms}-{uuid}`): the grant's time, then a fixed prefix (`1ea5e`,
-/// `f0ce`: lease, force) and the token, so every attempt to force the
-/// lease names the same message, and no other message has it.
+/// `f0ce`: lease, force; the version and variant digits of a UUID v4)
+/// and the token, so every attempt to force the lease names the same
+/// message, and no other message has it.
 fn notice_id(lease: &Lease) -> Result<MessageId, Error> {
     let ms = lease.acquired_at.unix_ms().max(0);
     let token = lease.token;
     let id = format!(
-        "{ms:013}-1ea5e000-f0ce-4000-{:04x}-{:012x}",
-        token >> 48,
+        "{ms:013}-1ea5e000-f0ce-4000-8{:03x}-{:012x}",
+        (token >> 48) & 0xfff,
         token & 0xffff_ffff_ffff
     );
     Ok(MessageId::new(id)?)
