@@ -1,11 +1,11 @@
-//! Issue 12: bus publish, ack and de-duplication driven through the store's
-//! I/O seam: a fault at every call, and every power-cut state. Every failure
-//! is safe to retry with the same id.
+//! Issue 12: bus publish, ack, de-duplication, session start and control
+//! commands driven through the store's I/O seam: a fault at every call, and
+//! every power-cut state. Every failure is safe to retry with the same id.
 
 use std::path::Path;
 
-use chipset_bus::{Bus, Error, EventId, NewEvent, Published};
-use chipset_store::{AgentId, MaybeCommitted, SharedIo, StateDir, StateOptions};
+use chipset_bus::{Bus, ControlOp, Error, EventId, NewEvent, Published, Resource};
+use chipset_store::{AgentId, MaybeCommitted, ReadOutcome, SharedIo, StateDir, StateOptions};
 use chipset_testkit::{EIO, Fault, FaultCase, FaultIo, RecordIo, Visible, sweep_faults};
 use serde_json::json;
 
@@ -108,6 +108,9 @@ struct Case {
     /// Runs the operation, retry-safe; returns Err only for a failure.
     run: fn(&Bus) -> Result<(), Error>,
     applied: fn(&Bus) -> bool,
+    /// What a power cut may leave of an operation that returned, and what
+    /// a retry after any cut reaches.
+    whole: fn(&Bus) -> bool,
     /// Directories a failed attempt may leave (empty but for a lock file):
     /// the key's lock lives in `dedup/`, and a lock file is never removed.
     lock_dirs: &'static [&'static str],
@@ -120,6 +123,7 @@ fn cases() -> Vec<Case> {
             setup: |_| {},
             run: |b| b.publish(&agent("bob"), &event(ID)).map(drop),
             applied: |b| copies(b, &agent("bob"), ID) == (1, 0),
+            whole: event_whole,
             lock_dirs: &[],
         },
         Case {
@@ -127,6 +131,7 @@ fn cases() -> Vec<Case> {
             setup: |b| drop(b.ensure_queue(&agent("bob")).unwrap()),
             run: |b| b.publish(&agent("bob"), &event(ID)).map(drop),
             applied: |b| copies(b, &agent("bob"), ID) == (1, 0),
+            whole: event_whole,
             lock_dirs: &[],
         },
         Case {
@@ -139,6 +144,7 @@ fn cases() -> Vec<Case> {
             applied: |b| {
                 copies(b, &agent("bob"), ID) == (1, 0) && copies(b, &agent("carol"), ID) == (1, 0)
             },
+            whole: event_whole,
             lock_dirs: &[],
         },
         Case {
@@ -156,6 +162,7 @@ fn cases() -> Vec<Case> {
             applied: |b| {
                 copies(b, &agent("bob"), ID) == (1, 0) && copies(b, &agent("bob"), OTHER) == (0, 0)
             },
+            whole: event_whole,
             lock_dirs: &["bus", "bus/bob", "bus/bob/dedup"],
         },
         Case {
@@ -163,9 +170,71 @@ fn cases() -> Vec<Case> {
             setup: |b| drop(b.publish(&agent("bob"), &event(ID)).unwrap()),
             run: |b| b.ack(&agent("bob"), &EventId::parse(ID).unwrap()).map(drop),
             applied: |b| copies(b, &agent("bob"), ID) == (0, 1),
+            whole: event_whole,
+            lock_dirs: &[],
+        },
+        Case {
+            name: "start a session",
+            setup: |b| drop(b.publish(&agent("bob"), &event(ID)).unwrap()),
+            run: |b| {
+                let started = b.start_as(&agent("bob"), 4242)?;
+                assert_eq!(started.pending.events.len(), 1, "{started:?}");
+                Ok(())
+            },
+            applied: started,
+            whole: started,
+            lock_dirs: &[],
+        },
+        // A command appended again by a retry is the same command: applied,
+        // the registry holds the resource once, whatever the log repeats.
+        // (Applying is idempotent: the check applies what the log holds.)
+        Case {
+            name: "control register",
+            setup: |b| drop(b.ensure_queue(&agent("bob")).unwrap()),
+            run: |b| b.control(&agent("bob"), ControlOp::Register, &chat()),
+            applied: registered,
+            whole: registered,
+            lock_dirs: &[],
+        },
+        Case {
+            name: "apply control",
+            setup: |b| {
+                b.control(&agent("bob"), ControlOp::Register, &chat())
+                    .unwrap();
+            },
+            run: |b| b.apply_control(&agent("bob")).map(drop),
+            applied: registered,
+            whole: registered,
             lock_dirs: &[],
         },
     ]
+}
+
+/// The event is there once: a move may leave it in both places after a
+/// cut, never in neither.
+fn event_whole(b: &Bus) -> bool {
+    let (q, p) = copies(b, &agent("bob"), ID);
+    q + p >= 1 && q <= 1 && p <= 1
+}
+
+/// The session's presence is the pid given, and the event is still
+/// pending, once.
+fn started(b: &Bus) -> bool {
+    matches!(b.presence(&agent("bob")).unwrap(), ReadOutcome::Value(p) if p.pid == 4242)
+        && copies(b, &agent("bob"), ID) == (1, 0)
+}
+
+fn chat() -> Resource {
+    Resource::new("chat", "room-1")
+}
+
+/// Whether the registry, applied from the log as any reader applies it,
+/// holds the resource once. Applies through a bus of its own, on the real
+/// I/O: a check must not meet the fault the run is swept with.
+fn registered(b: &Bus) -> bool {
+    let own = Bus::new(StateDir::open(b.state().root()).unwrap());
+    let registry = own.apply_control(&agent("bob")).unwrap();
+    registry.resources.keys().eq([&chat()])
 }
 
 impl FaultCase for Case {
@@ -247,15 +316,16 @@ fn every_power_cut_in_publish_and_ack_reads_clean_and_keeps_what_returned() {
                 );
             }
             if cut.returned.iter().any(|r| r == case.name) {
-                // Kept: the event is there (a move may leave it in both places, never in neither).
-                let (q, p) = copies(&back, &agent("bob"), ID);
-                assert!(q + p >= 1, "{}: lost after returning (cut {i})", case.name);
+                assert!(
+                    (case.whole)(&back),
+                    "{}: lost after returning (cut {i})",
+                    case.name
+                );
             }
             (case.run)(&back).unwrap_or_else(|e| panic!("{}: retry after cut {i}: {e}", case.name));
-            let (q, p) = copies(&back, &agent("bob"), ID);
             assert!(
-                q + p >= 1 && q <= 1 && p <= 1,
-                "{}: cut {i}: {q} queued, {p} processed",
+                (case.whole)(&back),
+                "{}: cut {i}: not whole after the retry",
                 case.name
             );
         }

@@ -65,19 +65,7 @@ fn health_check() -> NewNudge {
 
 /// The one reminder of the key, wherever it is.
 fn the_reminder(w: &World) -> Option<chipset_nudge::Reminder> {
-    let all = w
-        .reminders
-        .list(&ReminderFilter {
-            history: true,
-            ..ReminderFilter::default()
-        })
-        .unwrap();
-    assert!(all.corrupt.is_empty(), "{:?}", all.corrupt);
-    let mut rows: Vec<_> = all
-        .reminders
-        .into_iter()
-        .filter(|r| r.source_id == "spec-1")
-        .collect();
+    let mut rows = records(w);
     assert!(rows.len() <= 1, "{rows:?}");
     rows.pop()
 }
@@ -214,7 +202,82 @@ fn cases() -> Vec<Case> {
             },
             applied: |w| the_reminder(w).is_some_and(|r| r.resolution == Some(Resolution::Snoozed)),
         },
+        Case {
+            name: "reminder auto-resolve",
+            setup: |w| drop(w.reminders.open(new_reminder()).unwrap()),
+            run: auto_resolve,
+            applied: auto_resolved,
+        },
+        Case {
+            name: "reminder auto-resolve while snoozed",
+            setup: |w| {
+                let id = w
+                    .reminders
+                    .open(new_reminder())
+                    .unwrap()
+                    .reminder()
+                    .id
+                    .clone();
+                drop(
+                    w.reminders
+                        .snooze(&id, Duration::from_secs(3600), None)
+                        .unwrap(),
+                );
+            },
+            run: auto_resolve,
+            // The snoozed record stays as it was, and one new record, naming
+            // it in `reopened_from`, is cleared: a retry makes no second one.
+            applied: |w| {
+                let rows = records(w);
+                rows.len() == 2
+                    && rows[0].resolution == Some(Resolution::Snoozed)
+                    && rows[1].resolution == Some(Resolution::AutoCleared)
+                    && rows[1].resolved_by_verb.as_deref() == Some("prism_spec.update")
+                    && rows[1].metadata.get("reopened_from")
+                        == Some(&serde_json::json!(rows[0].id.as_str()))
+            },
+        },
     ]
+}
+
+/// Every record of the key, open or in the history, oldest first.
+fn records(w: &World) -> Vec<chipset_nudge::Reminder> {
+    let all = w
+        .reminders
+        .list(&ReminderFilter {
+            history: true,
+            ..ReminderFilter::default()
+        })
+        .unwrap();
+    assert!(all.corrupt.is_empty(), "{:?}", all.corrupt);
+    let mut rows: Vec<_> = all
+        .reminders
+        .into_iter()
+        .filter(|r| r.source_id == "spec-1")
+        .collect();
+    rows.sort_by_key(|r| r.created_at);
+    rows
+}
+
+/// The spec's update clears its draft reminder (seed §6.1): a retry after
+/// a clear that applied finds nothing open and answers `None`.
+fn auto_resolve(w: &World) -> Result<(), Error> {
+    let k = key();
+    w.reminders
+        .auto_resolve(
+            k.kind(),
+            k.source_type(),
+            k.source_id(),
+            "prism_spec.update",
+        )
+        .map(drop)
+}
+
+fn auto_resolved(w: &World) -> bool {
+    the_reminder(w).is_some_and(|r| {
+        r.resolution == Some(Resolution::AutoCleared)
+            && r.resolved_by_verb.as_deref() == Some("prism_spec.update")
+    })
 }
 
 impl FaultCase for Case {
@@ -299,7 +362,7 @@ fn every_power_cut_in_nudges_and_reminders_reads_clean_and_keeps_what_returned()
                     "{what}"
                 );
             }
-            drop(the_reminder(&back));
+            drop(records(&back));
             if cut.returned.iter().any(|r| r == case.name) {
                 assert!((case.applied)(&back), "{what}: lost after returning");
             }
