@@ -112,6 +112,29 @@ pub enum Error {
         /// The file and what is unknown.
         unsupported: Unsupported,
     },
+    /// The operation made a durable change and then failed, or failed
+    /// past its commit point: its change may have been made, in whole or
+    /// in part (a post whose table's sync failed; a claim that recorded
+    /// done items or cleared the claimer's finished one, then could not
+    /// assign; a release that recorded its reason, then could not empty
+    /// the hook; a done recorded whose hook was not cleared). Retry the
+    /// same request, a post with these ids
+    /// ([`NewItem::with_id`](crate::NewItem::with_id), its generated ids
+    /// included): the retry returns what the first attempt did, says
+    /// `existing` when it had applied, and finishes what it left.
+    #[error("{op} {} may have taken effect: {source}", join(ids))]
+    OutcomeUnknown {
+        /// What was being done: `posting`, `claiming`, `releasing`,
+        /// `finishing` or `returning`.
+        op: &'static str,
+        /// The items it may have changed: a post's new items; the item a
+        /// claim may have taken (when it was chosen) and the finished item
+        /// it recorded; the item released, finished or returned.
+        ids: Vec<ItemId>,
+        /// What failed.
+        #[source]
+        source: Box<Error>,
+    },
     /// A hook could not be read or changed. A corrupt hook fails every
     /// claim: it might hold an item, and guessing could claim it twice.
     #[error(transparent)]
@@ -155,12 +178,38 @@ impl MaybeCommitted for Error {
     /// unknown): retrying with the same id is safe.
     fn is_outcome_unknown(&self) -> bool {
         match self {
+            Error::OutcomeUnknown { .. } => true,
             Error::Store(e) => e.is_outcome_unknown(),
             Error::Hook(e) => e.is_outcome_unknown(),
             Error::Backend(e) => e.is_outcome_unknown(),
             _ => false,
         }
     }
+}
+
+/// Returns `e` as [`Error::OutcomeUnknown`] of `op` on `ids` when the
+/// operation `wrote` a durable change before it failed, or when `e` says
+/// the outcome is unknown (to name the items); otherwise as it is.
+pub(crate) fn cut_short(op: &'static str, ids: &[ItemId], wrote: bool, e: Error) -> Error {
+    match e {
+        e @ Error::OutcomeUnknown { .. } => e,
+        e if wrote || e.is_outcome_unknown() => Error::OutcomeUnknown {
+            op,
+            ids: ids.to_vec(),
+            source: Box::new(e),
+        },
+        e => e,
+    }
+}
+
+fn join(ids: &[ItemId]) -> String {
+    if ids.is_empty() {
+        return "work".to_owned();
+    }
+    ids.iter()
+        .map(|i| format!("`{i}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn describe(state: &WorkState) -> String {

@@ -192,9 +192,10 @@ impl Pool {
         if *logged + records.len() >= fold_at(table.items.len()) {
             match self.write_table(table) {
                 Ok(()) => {
-                    self.state.write_bytes(&self.log_path(), b"")?;
                     tracing::debug!(records = *logged + records.len(), "pool log folded");
-                    *logged = 0;
+                    if self.empty_log() {
+                        *logged = 0;
+                    }
                     return Ok(());
                 }
                 // The done and release records make the table grow: at
@@ -206,6 +207,20 @@ impl Pool {
         self.state.log(&self.log_path())?.append_batch(records)?;
         *logged += records.len();
         Ok(())
+    }
+
+    /// Empties the log after the table that holds its records was
+    /// written (a fold); returns whether it did. A failure is logged, not
+    /// returned: the change is committed by then, the records left apply
+    /// again without changing anything, and the next fold empties the log.
+    pub(crate) fn empty_log(&self) -> bool {
+        match self.state.write_bytes(&self.log_path(), b"") {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(error = %e, "the pool log was folded but not emptied");
+                false
+            }
+        }
     }
 
     pub(crate) fn read_table(&self, op: &'static str) -> Result<Table> {

@@ -156,6 +156,20 @@
 //! pending or active returns that item ([`Claimed::existing`]). Release and
 //! done again after they applied return [`Settled::existing`].
 //!
+//! A failure is plain, and then nothing a reader sees changed (a post
+//! takes back the item files it wrote; a first write may leave `pool/`,
+//! `pool/items/` or `hooks/` holding only a lock file), or it is
+//! [`Error::OutcomeUnknown`] (`MaybeCommitted::is_outcome_unknown`, as
+//! for the store's and the hooks' unknown outcomes): it failed past a
+//! commit point, or after an earlier step wrote (a claim that recorded
+//! done items or cleared the claimer's finished one, a release that
+//! recorded its reason, a done whose hook was not cleared). Retry the
+//! same request: it returns what the first attempt did and finishes what
+//! it left. A post without an id is retried with the ids the error names
+//! ([`NewItem::with_id`]); without them it would post again. Emptying the
+//! log after a fold is follow-up: its failure is logged, not returned, as
+//! the records left apply again without changing anything.
+//!
 //! # Bounds and errors
 //!
 //! Titles up to [`MAX_TITLE`] bytes, bodies up to [`MAX_BODY`], at most
@@ -164,7 +178,8 @@
 //! table is read with a cap of [`TABLE_CAP`]. Bad input (an unknown
 //! dependency, a cycle, an empty title, a bad id, a too-large body, a
 //! claim of a done or claimed item, a release of another agent's item) is
-//! a typed [`Error`] and writes nothing.
+//! a typed [`Error`] and writes nothing: a claim decides before it
+//! records or clears anything.
 
 #![forbid(unsafe_code)]
 

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use chipset_hook::{Assignment, HookStatus};
 use chipset_store::{AgentId, Timestamp};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, cut_short};
 use crate::format::{DoneRecord, Entry, Record, ReleaseRecord, Table};
 use crate::id::ItemId;
 use crate::store::{Pool, Settled};
@@ -26,7 +26,9 @@ impl Pool {
     /// [`Error::Invalid`] for an empty or too long reason; [`Error::NotFound`];
     /// [`Error::AlreadyDone`] (done, or completed on the hook);
     /// [`Error::NotHolder`] when the item is not on `agent`'s hook; a corrupt
-    /// table or hook; a store error.
+    /// table or hook; a store error; [`Error::OutcomeUnknown`] when the
+    /// hook could not be emptied after the reason was recorded (release
+    /// again: it is not counted twice).
     pub fn release(&self, agent: &AgentId, id: &ItemId, reason: &str) -> Result<Settled> {
         check_reason(reason)?;
         let _guard = self.lock()?;
@@ -74,7 +76,9 @@ impl Pool {
     /// # Errors
     ///
     /// [`Error::NotFound`]; [`Error::NotHolder`] when the item is neither on
-    /// `agent`'s hook nor done; a corrupt table or hook; a store error.
+    /// `agent`'s hook nor done; a corrupt table or hook; a store error;
+    /// [`Error::OutcomeUnknown`] when the hook could not be cleared after
+    /// the done was recorded (`done` again clears it).
     pub fn done(&self, agent: &AgentId, id: &ItemId) -> Result<Settled> {
         const OP: &str = "finish work";
         let _guard = self.lock()?;
@@ -99,7 +103,11 @@ impl Pool {
                     };
                     self.record(&table, &mut logged, &[record])?;
                 }
-                self.retire(&hold)?;
+                // Past the commit point (unless a retry): a failure to
+                // clear the hook is an unknown outcome; `done` again
+                // clears it.
+                self.retire(&hold)
+                    .map_err(|e| cut_short("finishing", std::slice::from_ref(id), !existing, e))?;
                 tracing::debug!(item = %id, %agent, "work done");
             }
             _ if existing => {}
@@ -119,7 +127,8 @@ impl Pool {
     ///
     /// # Errors
     ///
-    /// [`Error::Invalid`] for an empty reason; a corrupt table or hook; a store error.
+    /// [`Error::Invalid`] for an empty reason; a corrupt table or hook; a
+    /// store error; [`Error::OutcomeUnknown`] as [`Pool::release`].
     pub fn return_stalled(
         &self,
         held: &Assignment,
@@ -157,6 +166,11 @@ impl Pool {
     ) -> Result<Entry> {
         let id = ItemId::of_bead(&held.work.bead_id);
         let n = Index::new(&table).position(&id).expect("checked");
+        let op = if by == &held.agent {
+            "releasing"
+        } else {
+            "returning"
+        };
         let recorded = table.items[n].released.as_ref().is_some_and(|r| {
             &r.by == by
                 && r.holder == held.agent
@@ -165,7 +179,7 @@ impl Pool {
         });
         if !recorded {
             let record = Record {
-                id,
+                id: id.clone(),
                 done: None,
                 released: Some(ReleaseRecord {
                     by: by.clone(),
@@ -178,33 +192,43 @@ impl Pool {
             record.apply(&mut table.items[n]);
             self.record(&table, &mut logged, std::slice::from_ref(&record))?;
         }
+        // Once this try recorded the release, a failure to empty the hook
+        // is an unknown outcome: the same request again empties it
+        // without counting the release twice.
         match self.hooks.reassign(held) {
             Ok(_) => {}
             Err(e) if e.is_stale() => {}
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(cut_short(op, &[id], !recorded, e.into())),
         }
         Ok(table.items.swap_remove(n))
     }
 
     /// Empties a hook holding a done item: activates and completes it if
-    /// need be, then clears it. A hook that moved on meanwhile is left alone.
+    /// need be, then clears it. A hook that moved on meanwhile is left
+    /// alone. A step failing after another changed the hook is
+    /// [`Error::OutcomeUnknown`].
     pub(crate) fn retire(&self, hold: &Hold) -> Result<()> {
         let a = &hold.assignment;
-        let steps = || -> chipset_hook::Result<()> {
-            if hold.status == HookStatus::Pending {
-                self.hooks.activate(a)?;
+        let mut changed = false;
+        let mut step = |s: &dyn Fn() -> chipset_hook::Result<chipset_hook::Hook>| match s() {
+            Ok(_) => {
+                changed = true;
+                Ok(true)
             }
-            if hold.status != HookStatus::Completed {
-                self.hooks.complete(a)?;
+            Err(e) if e.is_stale() => Ok(false),
+            Err(e) => {
+                let id = ItemId::of_bead(&a.work.bead_id);
+                Err(cut_short("finishing", &[id], changed, e.into()))
             }
-            self.hooks.clear(a)?;
-            Ok(())
         };
-        match steps() {
-            Ok(()) => Ok(()),
-            Err(e) if e.is_stale() => Ok(()),
-            Err(e) => Err(e.into()),
+        if hold.status == HookStatus::Pending && !step(&|| self.hooks.activate(a))? {
+            return Ok(());
         }
+        if hold.status != HookStatus::Completed && !step(&|| self.hooks.complete(a))? {
+            return Ok(());
+        }
+        step(&|| self.hooks.clear(a))?;
+        Ok(())
     }
 
     pub(crate) fn not_holder(&self, agent: &AgentId, id: &ItemId) -> Result<Error> {

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use chipset_backend::Backend;
 use chipset_hook::{Assignment, HookStatus, Hooks};
-use chipset_store::{AgentId, Created, StateDir, StatePath};
+use chipset_store::{AgentId, Created, MaybeCommitted, StateDir, StatePath};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, cut_short};
 use crate::format::{DoneRecord, Entry, Item, Record};
 use crate::id::ItemId;
 use crate::settle::record_completed;
@@ -224,14 +224,18 @@ impl Pool {
     ///
     /// **Commit point:** the rename of the new table. The item files are
     /// written first (a crash between leaves an item file that no table
-    /// names: not in the pool, and replaced by a retry of the post).
+    /// names: not in the pool, and replaced by a retry of the post; a
+    /// failure between removes them again).
     ///
     /// # Errors
     ///
     /// [`Error::Invalid`], [`Error::BodyTooLarge`] (checked before anything
     /// is read); [`Error::IdTaken`]; [`Error::UnknownDependency`];
     /// [`Error::Cycle`]; [`Error::TableFull`]; a corrupt or unsupported
-    /// table; a store error. On any error no item of the batch is posted.
+    /// table; a store error. On any of these no item of the batch is
+    /// posted. [`Error::OutcomeUnknown`], naming the new items' ids
+    /// (generated ones included), when they may have been posted: post
+    /// them again with those ids ([`NewItem::with_id`]).
     pub fn post_many(&self, by: &AgentId, items: &[NewItem]) -> Result<Vec<Posted>> {
         for item in items {
             item.validate()?;
@@ -279,8 +283,14 @@ impl Pool {
         if fresh.is_empty() {
             return Ok(results.into_iter().map(|r| r.expect("a retry")).collect());
         }
+        // An unknown outcome names the new items, generated ids included:
+        // the caller's retry gives them (`NewItem::with_id`).
+        let ids: Vec<ItemId> = fresh.iter().map(|i| i.id.clone()).collect();
+        let cut = |e: Error| cut_short("posting", &ids, false, e);
         if let Some(seam) = &self.seam {
-            return self.publish_rows(seam.as_ref(), by, &table, &fresh, results);
+            return self
+                .publish_rows(seam.as_ref(), by, &table, &fresh, results)
+                .map_err(cut);
         }
         let mut files = Vec::with_capacity(fresh.len());
         for item in &fresh {
@@ -289,14 +299,10 @@ impl Pool {
         }
         self.state
             .ensure_dir(&self.state.channel(Pool::CHANNEL).join_static("items"))?;
-        let created = self.state.create_new_batch(&files)?;
-        for ((path, bytes), created) in files.iter().zip(created) {
-            // A file no table names: left by a post that crashed before its
-            // commit point. It was never in the pool; this post replaces it.
-            if created == Created::AlreadyExists {
-                self.state.write_bytes(path, bytes)?;
-            }
-        }
+        let created = self
+            .state
+            .create_new_batch(&files)
+            .map_err(|e| cut(e.into()))?;
         let mut entries = Vec::with_capacity(fresh.len());
         for item in &fresh {
             let entry = Entry::of(item, table.next_seq);
@@ -304,12 +310,32 @@ impl Pool {
             table.items.push(entry.clone());
             entries.push(entry);
         }
+        let committed = files
+            .iter()
+            .zip(&created)
+            // A file no table names: left by a post that crashed before its
+            // commit point. It was never in the pool; this post replaces it.
+            .filter(|(_, c)| **c == Created::AlreadyExists)
+            .try_for_each(|((path, bytes), _)| Ok(self.state.write_bytes(path, bytes)?))
+            .and_then(|()| self.write_table(&table));
+        if let Err(e) = committed {
+            if !e.is_outcome_unknown() {
+                // Before the commit point: take back the files this post
+                // made, so that a failed post leaves nothing behind.
+                let made = files.iter().zip(&created);
+                for ((path, _), _) in made.filter(|(_, c)| **c == Created::New) {
+                    if let Err(e) = self.state.remove_file(path) {
+                        tracing::warn!(error = %e, "a failed post left its item file");
+                    }
+                }
+            }
+            return Err(cut(e));
+        }
         // The table now holds what the log recorded: start an empty log.
         // A crash in between leaves the log's records, which apply again
         // without changing anything.
-        self.write_table(&table)?;
         if logged > 0 {
-            self.state.write_bytes(&self.log_path(), b"")?;
+            self.empty_log();
         }
         tracing::debug!(count = entries.len(), %by, "work posted");
         let mut entries = entries.into_iter();
@@ -480,14 +506,19 @@ impl Pool {
     ///
     /// **Commit point:** the rename of `agent`'s hook file. The pool keeps no
     /// separate claim record: an item is claimed exactly when a hook holds
-    /// it, so a crash at any point leaves it on one hook or on none.
+    /// it, so a crash at any point leaves it on one hook or on none. The
+    /// claim is decided before anything is written: a refused claim
+    /// changes nothing. Then come the done records of completed items,
+    /// the claimer's finished item off its hook, and the assignment.
     ///
     /// # Errors
     ///
     /// [`Error::HookBusy`] when `agent`'s hook holds work that is not a
     /// pool item (or is the pool item's completed work awaiting another
     /// clear); [`Error::Hook`] when any hook is corrupt or unsupported;
-    /// a corrupt or unsupported table; a store error.
+    /// a corrupt or unsupported table; a store error;
+    /// [`Error::OutcomeUnknown`] when a step failed after an earlier one
+    /// wrote, or the assignment's outcome is unknown (claim again).
     pub fn claim_next(&self, agent: &AgentId, filter: &ReadyFilter) -> Result<Option<Claimed>> {
         self.claim_inner(agent, Want::Next(filter))
     }
@@ -516,7 +547,15 @@ impl Pool {
                 return Ok(done);
             }
         }
-        Err(crate::server::contended(agent))
+        // A try may have recorded the finished item before the others.
+        let ids: Vec<ItemId> = finished.into_iter().collect();
+        let wrote = !ids.is_empty();
+        Err(cut_short(
+            "claiming",
+            &ids,
+            wrote,
+            crate::server::contended(agent),
+        ))
     }
 
     /// One try of a claim: `None` when a server's candidates were all
@@ -538,6 +577,9 @@ impl Pool {
         let (mut table, mut logged) = self.load(OP)?;
         let (mut holds, by_agent) = self.holds(OP)?;
         let mut records = record_completed(&mut table, &holds, now);
+        // The claimer's finished item, to record done and take off its
+        // hook before the claim.
+        let mut retire = None;
         if let Some(mine) = by_agent.get(agent) {
             let id = ItemId::of_bead(&mine.assignment.work.bead_id);
             let Some(n) = Index::new(&table).position(&id) else {
@@ -576,33 +618,27 @@ impl Pool {
                     releases: None,
                 });
             }
-            self.record(&table, &mut logged, &std::mem::take(&mut records))?;
-            self.retire(mine)?;
             holds.remove(&id);
-            *finished = Some(id);
+            retire = Some((mine, id));
         }
-        self.record(&table, &mut logged, &records)?;
+        // Decide before writing anything: a refused claim changes nothing.
         let view = View {
             index: Index::new(&table),
             holds: &holds,
             now,
         };
-        let entry = match want {
+        let candidates: Vec<Entry> = match want {
             Want::Next(filter) if self.seam.is_some() => {
-                let candidates: Vec<Entry> = view.ready(filter).into_iter().cloned().collect();
-                return self.claim_first(agent, &candidates, finished);
+                view.ready(filter).into_iter().cloned().collect()
             }
-            Want::Next(filter) => match view.next(filter) {
-                Some(e) => e.clone(),
-                None => return Ok(Some(None)),
-            },
+            Want::Next(filter) => view.next(filter).into_iter().cloned().collect(),
             Want::Named(id) => {
                 let entry = view
                     .index
                     .get(id)
                     .ok_or_else(|| Error::NotFound { id: (*id).clone() })?;
                 match view.state(entry) {
-                    WorkState::Ready => entry.clone(),
+                    WorkState::Ready => vec![entry.clone()],
                     WorkState::Done { .. } => {
                         return Err(Error::AlreadyDone { id: (*id).clone() });
                     }
@@ -615,12 +651,32 @@ impl Pool {
                 }
             }
         };
-        if self.seam.is_some() {
-            return self.claim_first(agent, std::slice::from_ref(&entry), finished);
+        // The records, then the finished item off the hook, then the
+        // claim (its commit point). A failure after the first write is
+        // an unknown outcome: the claim again returns the item it took,
+        // or takes one.
+        let wrote = !records.is_empty();
+        self.record(&table, &mut logged, &records)?;
+        if let Some((mine, id)) = retire {
+            self.retire(mine)
+                .map_err(|e| cut_short("claiming", std::slice::from_ref(&id), wrote, e))?;
+            *finished = Some(id);
         }
-        let assignment =
-            self.hooks
-                .assign(agent, entry.id.bead(), entry.title.clone(), Some(agent))?;
+        let wrote = wrote || finished.is_some();
+        let mut ids: Vec<ItemId> = finished.iter().cloned().collect();
+        if self.seam.is_some() {
+            return self
+                .claim_first(agent, &candidates, finished)
+                .map_err(|e| cut_short("claiming", &ids, wrote, e));
+        }
+        let Some(entry) = candidates.into_iter().next() else {
+            return Ok(Some(None));
+        };
+        ids.insert(0, entry.id.clone());
+        let assignment = self
+            .hooks
+            .assign(agent, entry.id.bead(), entry.title.clone(), Some(agent))
+            .map_err(|e| cut_short("claiming", &ids, wrote, e.into()))?;
         tracing::debug!(item = %entry.id, %agent, "work claimed");
         Ok(Some(Some(Claimed {
             entry,

@@ -12,6 +12,8 @@ mod input;
 mod lifecycle;
 mod model;
 mod procs;
+mod seam;
+mod seam_cut;
 mod server;
 mod upkeep;
 
