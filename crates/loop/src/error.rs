@@ -56,7 +56,8 @@ pub enum Error {
         /// The assignment the agent held.
         assignment: Box<Assignment>,
     },
-    /// A work item submitted twice to the dispatcher.
+    /// A work item submitted to the dispatcher again under another title
+    /// (the same request again is its retry, and returns the entry).
     #[error("work item `{bead}` is already in the dispatcher ledger")]
     AlreadySubmitted {
         /// The bead.
@@ -89,6 +90,21 @@ pub enum Error {
         /// The loop's state root.
         root: PathBuf,
     },
+    /// A call of many steps (a tick, a round's route or commit) failed part
+    /// way, after a step of it had changed something: the steps taken stay
+    /// taken and consistent, and the retry (the next tick, the same call
+    /// again) goes on from them. Its outcome is unknown
+    /// ([`MaybeCommitted`](chipset_store::MaybeCommitted)); `source` is the
+    /// failure. A call that fails before changing anything returns the
+    /// failure itself.
+    #[error("the {op} failed part way, after changing state: {source}")]
+    PartlyDone {
+        /// The call: `dispatcher tick`, `witness tick`, `round route` or
+        /// `round commit`.
+        op: &'static str,
+        /// What failed.
+        source: Box<Error>,
+    },
     /// The round checkpoint on disk is not the one this handle holds: another
     /// orchestrator moved the round on. Reopen it.
     #[error("the round checkpoint of task `{task}` was changed by someone else; reopen the round")]
@@ -105,6 +121,7 @@ impl Error {
         match self {
             Error::Stale { .. } => true,
             Error::Hook(e) => e.is_stale(),
+            Error::PartlyDone { source, .. } => source.is_stale(),
             _ => false,
         }
     }
@@ -114,9 +131,77 @@ impl Error {
         match self {
             Error::Corrupt(_) => true,
             Error::Hook(e) => e.is_corrupt(),
+            Error::PartlyDone { source, .. } => source.is_corrupt(),
             Error::Mail(chipset_mail::Error::Corrupt(_)) => true,
             Error::Nudge(chipset_nudge::Error::Corrupt(_)) => true,
             _ => false,
+        }
+    }
+}
+
+impl Error {
+    /// Returns the error of a call of many steps that failed with `e`
+    /// after a step of it changed something: `e` when its outcome is
+    /// unknown already, else [`Error::PartlyDone`].
+    pub(crate) fn partly(op: &'static str, e: Error) -> Error {
+        use chipset_store::MaybeCommitted as _;
+        if e.is_outcome_unknown() {
+            e
+        } else {
+            Error::PartlyDone {
+                op,
+                source: Box::new(e),
+            }
+        }
+    }
+}
+
+/// The actions of a tick in progress, and whether a step of it changed
+/// something (a write, a send, a publish that returned).
+#[derive(Debug)]
+pub(crate) struct Tick<A> {
+    pub(crate) actions: Vec<A>,
+    changed: bool,
+}
+
+impl<A> Tick<A> {
+    pub(crate) fn new() -> Self {
+        Tick {
+            actions: Vec::new(),
+            changed: false,
+        }
+    }
+
+    pub(crate) fn push(&mut self, action: A) {
+        self.actions.push(action);
+    }
+
+    pub(crate) fn extend(&mut self, actions: impl IntoIterator<Item = A>) {
+        self.actions.extend(actions);
+    }
+
+    /// Notes that a step changed something.
+    pub(crate) fn changed(&mut self) {
+        self.changed = true;
+    }
+
+    /// Returns the error of a tick that failed with `e`: as it is when the
+    /// tick changed nothing, or when its outcome is unknown already;
+    /// otherwise [`Error::PartlyDone`], whose outcome is unknown (the steps
+    /// taken before the failure stay taken).
+    pub(crate) fn failed(&self, op: &'static str, e: Error) -> Error {
+        if self.changed {
+            Error::partly(op, e)
+        } else {
+            e
+        }
+    }
+
+    /// Returns the tick's actions, or its error as [`Tick::failed`] says.
+    pub(crate) fn finish(self, op: &'static str, result: Result<()>) -> Result<Vec<A>> {
+        match result {
+            Ok(()) => Ok(self.actions),
+            Err(e) => Err(self.failed(op, e)),
         }
     }
 }
@@ -141,6 +226,7 @@ impl chipset_store::MaybeCommitted for Error {
             Error::Pool(e) => e.is_outcome_unknown(),
             Error::Lease(e) => e.is_outcome_unknown(),
             Error::Backend(e) => e.is_outcome_unknown(),
+            Error::PartlyDone { .. } => true,
             _ => false,
         }
     }

@@ -204,8 +204,20 @@
 //! witness's escalation intent holds the id of its mail, sent with
 //! [`NewMessage::with_id`](chipset_mail::NewMessage::with_id): a restarted witness
 //! sends it again under that id, and the mail channel accepts the id once,
-//! so exactly one escalation exists per incident. The dispatcher's
-//! `assigning` intent holds the id of its `work-assignment` mail the same way.
+//! so exactly one escalation exists per incident; its wake-up goes on the
+//! bus under the same id, so a retry never wakes the dispatcher twice. The
+//! dispatcher's `assigning` intent holds the id of its `work-assignment`
+//! mail the same way, and the agent's `work-assigned` wake-up takes it too;
+//! both are sent before the ledger records the assignment, so a tick cut
+//! short anywhere is finished by the next one, each sent once.
+//!
+//! The retry of a failed tick is the next tick. A tick (or a round's
+//! `route` or `committed`) that fails after one of its steps changed
+//! something returns [`Error::PartlyDone`], an unknown outcome
+//! ([`MaybeCommitted`](chipset_store::MaybeCommitted)), never a plain
+//! failure. [`Dispatcher::submit`] of the same bead and title again
+//! returns the entry the ledger holds; a [`Round`] step called again on
+//! the same handle returns what it did, writing nothing.
 //!
 //! [`LoopState`] gives cheap counts for a status screen and a doctor that
 //! finds (and with [`DoctorMode::Fix`](chipset_store::DoctorMode::Fix)

@@ -2,9 +2,9 @@
 //! checkpoint, a fail-closed commit gate, stalemate escalation, and the
 //! sweep of the task's mail after the commit.
 
-use chipset_bus::{Bus, NewEvent, Priority as BusPriority};
+use chipset_bus::{Bus, EventId, NewEvent, Priority as BusPriority};
 use chipset_mail::{Mail, SweepReport};
-use chipset_store::{AgentId, TaskId, Timestamp};
+use chipset_store::{AgentId, EscapeAlphabet, TaskId, Timestamp};
 
 use crate::channels::Channels;
 use crate::error::{Error, Result};
@@ -147,6 +147,7 @@ impl Rounds {
         Ok(checkpoint.map(|checkpoint| Round {
             rounds: self.clone(),
             checkpoint,
+            last: None,
         }))
     }
 
@@ -182,6 +183,7 @@ impl Rounds {
         let round = Round {
             rounds: self.clone(),
             checkpoint,
+            last: None,
         };
         // A crash after checkpointing an escalation but before its wake-up
         // would lose the wake-up: announce again (de-duplicated on the bus).
@@ -215,10 +217,25 @@ impl Rounds {
 ///
 /// Every step checks the phase, and writes the checkpoint under its lock
 /// after checking that nobody else moved it on ([`Error::Conflict`]).
+///
+/// Retry rule: after a step fails, call it again on the same handle. If
+/// the failed attempt's checkpoint was written after all (an unknown
+/// outcome), the retry finds it and returns as that attempt would have
+/// (`route`: the same routing), writing nothing; otherwise it takes the
+/// step now. Calling a step again after it succeeded is the same: a
+/// success that writes nothing, while the checkpoint is still the one it
+/// wrote. So a `route` that escalated but failed to wake `escalate_to`
+/// announces again when called again, and `committed` sweeps again (the
+/// sweep is idempotent). After a crash, reopen the round
+/// ([`Rounds::open`]) and take the step its phase calls for.
 #[derive(Debug, Clone)]
 pub struct Round {
     rounds: Rounds,
     checkpoint: RoundCheckpoint,
+    /// This handle's last step: the phase it stepped from, and the
+    /// checkpoint it wrote or tried to write (a failed write may have
+    /// happened).
+    last: Option<(Phase, RoundCheckpoint)>,
 }
 
 /// Two handles are equal when they hold the same checkpoint.
@@ -254,10 +271,14 @@ impl Round {
     ///
     /// [`Error::WrongPhase`]; [`Error::Conflict`]; [`Error::Store`].
     pub fn executor_done(&mut self) -> Result<()> {
-        self.step(Phase::Executor, |c, _| {
-            c.phase = Phase::Critic;
-            Ok(())
-        })
+        self.step(
+            Phase::Executor,
+            |c, _| {
+                c.phase = Phase::Critic;
+                Ok(())
+            },
+            |_| (),
+        )
     }
 
     /// Records the critic's report: critic → routing.
@@ -266,11 +287,15 @@ impl Round {
     ///
     /// As [`Round::executor_done`].
     pub fn critic_done(&mut self, report: CriticReport) -> Result<()> {
-        self.step(Phase::Critic, |c, _| {
-            c.report = Some(report);
-            c.phase = Phase::Routing;
-            Ok(())
-        })
+        self.step(
+            Phase::Critic,
+            |c, _| {
+                c.report = Some(report);
+                c.phase = Phase::Routing;
+                Ok(())
+            },
+            |_| (),
+        )
     }
 
     /// Routes the round: reads the pending-replies gate (an error blocks the
@@ -282,6 +307,8 @@ impl Round {
     ///
     /// As [`Round::executor_done`]. A gate that cannot be read is not an
     /// error: it is a [`Blocker::GateUnreadable`], and blocks the commit.
+    /// [`Error::PartlyDone`] when the escalation was checkpointed but its
+    /// wake-up failed (call `route` again to announce it).
     pub fn route(&mut self) -> Result<Routing> {
         let gate = match self.rounds.mail.pending_replies(self.task()) {
             Ok(pending) if pending.is_empty() => Gate::Clear,
@@ -302,28 +329,38 @@ impl Round {
             }
         };
         let max_rounds = self.rounds.config.max_rounds;
-        let routing = self.step(Phase::Routing, |c, now| {
-            let report = c.report.take().expect("routing has the critic's report");
-            let routing = route(&report, &gate, &c.history, c.round, max_rounds);
-            c.history.push(RoundRecord {
-                round: c.round,
-                report,
-                gate,
-                routing: routing.clone(),
-                routed_at: now,
-            });
-            match &routing {
-                Routing::Commit => c.phase = Phase::Committing,
-                Routing::AnotherRound { .. } => {
-                    c.round += 1;
-                    c.phase = Phase::Executor;
+        let routing = self.step(
+            Phase::Routing,
+            |c, now| {
+                let report = c.report.take().expect("routing has the critic's report");
+                let routing = route(&report, &gate, &c.history, c.round, max_rounds);
+                c.history.push(RoundRecord {
+                    round: c.round,
+                    report,
+                    gate,
+                    routing: routing.clone(),
+                    routed_at: now,
+                });
+                match &routing {
+                    Routing::Commit => c.phase = Phase::Committing,
+                    Routing::AnotherRound { .. } => {
+                        c.round += 1;
+                        c.phase = Phase::Executor;
+                    }
+                    Routing::Escalate { .. } => c.phase = Phase::Escalated,
                 }
-                Routing::Escalate { .. } => c.phase = Phase::Escalated,
-            }
-            Ok(routing)
-        })?;
+                Ok(routing)
+            },
+            |c| {
+                let last = c.history.last().expect("a routed round is in the history");
+                last.routing.clone()
+            },
+        )?;
         if let Routing::Escalate { reason, .. } = &routing {
-            self.announce_escalation(reason)?;
+            // The checkpoint is written: a failed wake-up is a route done
+            // in part, which the same call again finishes.
+            self.announce_escalation(reason)
+                .map_err(|e| Error::partly("round route", e))?;
         }
         Ok(routing)
     }
@@ -347,29 +384,60 @@ impl Round {
         )
         .priority(BusPriority::Critical)
         .payload(payload)
-        .dedup_key(format!("{ROUND_ESCALATION_EVENT}/{}", self.task()));
+        .dedup_key(format!("{ROUND_ESCALATION_EVENT}/{}", self.task()))
+        .with_id(self.escalation_id()?);
         let _ = self.rounds.bus.publish(to, &event)?;
         Ok(())
     }
 
+    /// The id of the escalation's wake-up, the same for every announcement
+    /// of it (the key alone lets one through again when a publish failed
+    /// before recording it): `{unix-ms}-{uuid}` with the time the round
+    /// was routed, a fixed prefix (`e5ca1a7e`, `20d5`: escalate, rounds;
+    /// the version and variant digits of a UUID v4) and 60 bits of the
+    /// task's FNV-1a hash.
+    fn escalation_id(&self) -> Result<EventId> {
+        let routed = self.checkpoint.history.last().map(|r| r.routed_at);
+        let ms = routed
+            .unwrap_or(self.checkpoint.updated_at)
+            .unix_ms()
+            .max(0);
+        let h = EscapeAlphabet::fnv1a_64(self.task().as_str().bytes());
+        let id = format!(
+            "{ms:013}-e5ca1a7e-20d5-4000-8{:03x}-{:012x}",
+            (h >> 48) & 0xfff,
+            h & 0xffff_ffff_ffff
+        );
+        Ok(EventId::parse(&id)?)
+    }
+
     /// Records that the caller committed: sweeps the task's mail into
-    /// `mail/archive/by-task/{task}/` and marks the round committed. Safe to
-    /// call again after a crash (the sweep is idempotent).
+    /// `mail/archive/by-task/{task}/` and marks the round committed,
+    /// keeping how many messages that folder holds after the sweep. Safe to
+    /// call again after a failure or a crash (the sweep is idempotent, and
+    /// the count takes in what an earlier attempt moved).
     ///
     /// # Errors
     ///
     /// [`Error::WrongPhase`] unless committing; [`Error::Mail`] when the
-    /// sweep fails (the round stays committing; call again after repair).
+    /// sweep fails (the round stays committing; call again after repair);
+    /// [`Error::PartlyDone`] when marking it committed fails after the
+    /// sweep.
     pub fn committed(&mut self) -> Result<SweepReport> {
-        if self.checkpoint.phase != Phase::Committing {
-            return Err(self.wrong(Phase::Committing));
-        }
+        self.may_step(Phase::Committing)?;
         let report = self.rounds.mail.sweep_task_on_commit(self.task())?;
-        self.step(Phase::Committing, |c, _| {
-            c.phase = Phase::Committed;
-            c.swept = Some(report.moved);
-            Ok(())
-        })?;
+        // The sweep is done: a failure now is a commit done in part, which
+        // the same call again finishes.
+        self.step(
+            Phase::Committing,
+            |c, _| {
+                c.phase = Phase::Committed;
+                c.swept = Some(report.total);
+                Ok(())
+            },
+            |_| (),
+        )
+        .map_err(|e| Error::partly("round commit", e))?;
         Ok(report)
     }
 
@@ -381,18 +449,43 @@ impl Round {
         }
     }
 
+    /// Returns what this handle's last step from `expected` wrote or tried
+    /// to write.
+    fn mine(&self, expected: Phase) -> Option<&RoundCheckpoint> {
+        self.last
+            .as_ref()
+            .filter(|(from, _)| *from == expected)
+            .map(|(_, c)| c)
+    }
+
+    /// Checks that a step from `expected` may be taken: the round is in
+    /// that phase, or the step is this handle's last one, taken again.
+    fn may_step(&self, expected: Phase) -> Result<()> {
+        if self.checkpoint.phase == expected || self.mine(expected) == Some(&self.checkpoint) {
+            Ok(())
+        } else {
+            Err(self.wrong(expected))
+        }
+    }
+
     /// Applies `change` to the checkpoint in phase `expected`, under the
-    /// checkpoint's lock, and writes it.
+    /// checkpoint's lock, and writes it. When the checkpoint there is the
+    /// one this handle's last step from `expected` wrote (that step taken
+    /// again, or retried after a write that failed but happened), nothing
+    /// is written and `again` returns what the step returned.
     fn step<R>(
         &mut self,
         expected: Phase,
         change: impl FnOnce(&mut RoundCheckpoint, Timestamp) -> Result<R>,
+        again: impl FnOnce(&RoundCheckpoint) -> R,
     ) -> Result<R> {
-        if self.checkpoint.phase != expected {
-            return Err(self.wrong(expected));
-        }
+        self.may_step(expected)?;
         let mut locked = self.rounds.lock(&self.checkpoint.task)?;
-        if locked.current() != Some(&self.checkpoint) {
+        if let Some(written) = self.mine(expected).filter(|c| locked.current() == Some(*c)) {
+            self.checkpoint = written.clone();
+            return Ok(again(&self.checkpoint));
+        }
+        if self.checkpoint.phase != expected || locked.current() != Some(&self.checkpoint) {
             return Err(Error::Conflict {
                 task: self.checkpoint.task.clone(),
             });
@@ -401,6 +494,7 @@ impl Round {
         let mut next = self.checkpoint.clone();
         let out = change(&mut next, now)?;
         next.updated_at = now;
+        self.last = Some((expected, next.clone()));
         locked.write(next.clone())?;
         self.checkpoint = next;
         Ok(out)

@@ -77,8 +77,14 @@ pub(crate) enum LedgerEffect {
         /// Its id.
         mail: MessageId,
     },
-    /// Wake the agent with a `work-assigned` bus event.
-    Wake(Assignment),
+    /// Wake the agent with a `work-assigned` bus event, under the id of
+    /// the assignment's mail (a second publish of it is a no-op).
+    Wake {
+        /// The assignment.
+        assignment: Assignment,
+        /// The id of its `work-assignment` mail, which the event takes.
+        mail: MessageId,
+    },
     /// Give `agent` no new work (`agents.json`), if it is not suspended yet.
     Suspend {
         /// The silent agent.

@@ -21,6 +21,7 @@ use chipset_store::{AgentId, Corruption, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::channels::Channels;
+use crate::error::Tick;
 use crate::error::{Error, Result};
 use crate::files::Files;
 use crate::format::{AgentBook, BeadState, LedgerEntry};
@@ -197,10 +198,18 @@ impl Dispatcher {
     /// Adds a work item to the ledger, queued. It is assigned by a later
     /// [`Dispatcher::tick`].
     ///
+    /// Retry rule: the same request again (the same bead and title), after
+    /// a failure of unknown outcome or not, returns the entry the ledger
+    /// holds for it, as the attempt that created it wrote it and in
+    /// whatever state it is now, and writes nothing: a bead is in the
+    /// ledger once.
+    ///
     /// # Errors
     ///
     /// [`Error::AlreadySubmitted`] when the bead is in the ledger already
-    /// (whatever its state: a bead is done at most once); [`Error::Store`].
+    /// under another title (whatever its state: a bead is done at most
+    /// once); [`Error::Corrupt`] when its entry is unreadable;
+    /// [`Error::Store`].
     pub fn submit(&self, bead: BeadId, title: impl Into<String>) -> Result<LedgerEntry> {
         let now = self.files.now()?;
         let entry = LedgerEntry {
@@ -212,9 +221,11 @@ impl Dispatcher {
             updated_at: now,
         };
         if self.files.create(&self.files.bead(&bead), &entry)? {
-            Ok(entry)
-        } else {
-            Err(Error::AlreadySubmitted { bead })
+            return Ok(entry);
+        }
+        match self.entry(&bead)? {
+            Some(first) if first.title == entry.title => Ok(first),
+            _ => Err(Error::AlreadySubmitted { bead }),
         }
     }
 
@@ -282,19 +293,28 @@ impl Dispatcher {
     /// Every report, event and change is idempotent against the ledger, so
     /// a report seen twice (by mail and by bus) completes a bead once.
     ///
+    /// Retry rule: the retry of a tick that failed is the next tick, which
+    /// finishes what the failed one started and assigns, completes or
+    /// reassigns each bead once.
+    ///
     /// # Errors
     ///
     /// Channel errors. Changes made before the error stay made and are
-    /// consistent; the next tick goes on from them.
+    /// consistent; the next tick goes on from them. A tick that fails after
+    /// it changed something returns [`Error::PartlyDone`] (its outcome is
+    /// unknown), unless the failure says so already.
     pub fn tick(&self) -> Result<Vec<DispatchAction>> {
         let now = self.files.now()?;
-        let mut actions = Vec::new();
-        self.read_mail(now, &mut actions)?;
-        self.read_bus(now, &mut actions)?;
-        let queued = self.sweep(now, &mut actions)?;
-        self.assign_queued(queued, now, &mut actions)?;
-        self.files.append(&self.files.dispatcher_log(), &actions)?;
-        Ok(actions)
+        let mut tick = Tick::new();
+        let done = (|| {
+            self.read_mail(now, &mut tick)?;
+            self.read_bus(now, &mut tick)?;
+            let queued = self.sweep(now, &mut tick)?;
+            self.assign_queued(queued, now, &mut tick)?;
+            self.files
+                .append(&self.files.dispatcher_log(), &tick.actions)
+        })();
+        tick.finish("dispatcher tick", done)
     }
 
     /// Ticks until `until` says stop, waiting on the dispatcher's bus queue

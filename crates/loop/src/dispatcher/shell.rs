@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use chipset_bus::NewEvent;
+use chipset_bus::{EventId, NewEvent};
 use chipset_hook::BeadId;
 use chipset_hook::HookStatus;
 use chipset_mail::MessageId;
@@ -12,6 +12,7 @@ use chipset_mail::{Kind, Message, NewMessage};
 use chipset_nudge::{NewNudge, NudgeType};
 use chipset_store::{AgentId, SortableId, Timestamp};
 
+use crate::error::Tick;
 use crate::files::Held;
 
 use super::transition::{ignored, unreadable};
@@ -30,7 +31,7 @@ impl Dispatcher {
     pub(super) fn read_mail(
         &self,
         now: Timestamp,
-        actions: &mut Vec<DispatchAction>,
+        actions: &mut Tick<DispatchAction>,
     ) -> Result<()> {
         let mail = &self.channels.mail;
         let inbox = match mail.inbox(&self.me) {
@@ -54,21 +55,32 @@ impl Dispatcher {
                     reason: format!("{} mail whose body is not a loop message", m.subject),
                 }),
             }
-            self.archive(&m);
+            if self.archive(&m) {
+                actions.changed();
+            }
         }
         Ok(())
     }
 
-    fn archive(&self, m: &Message) {
+    /// Archives a handled message (best effort); returns whether it did.
+    fn archive(&self, m: &Message) -> bool {
         if m.kind == Kind::Request {
-            return;
+            return false;
         }
-        if let Err(e) = self.channels.mail.archive(&m.id) {
-            tracing::warn!(id = %m.id, error = %e, "could not archive a handled message");
+        match self.channels.mail.archive(&m.id) {
+            Ok(_) => true,
+            Err(e) => {
+                tracing::warn!(id = %m.id, error = %e, "could not archive a handled message");
+                false
+            }
         }
     }
 
-    pub(super) fn read_bus(&self, now: Timestamp, actions: &mut Vec<DispatchAction>) -> Result<()> {
+    pub(super) fn read_bus(
+        &self,
+        now: Timestamp,
+        actions: &mut Tick<DispatchAction>,
+    ) -> Result<()> {
         let bus = &self.channels.bus;
         let pending = bus.pending(&self.me)?;
         for (path, problem) in pending.unreadable {
@@ -90,6 +102,7 @@ impl Dispatcher {
                 }),
             }
             let _ = bus.ack_event(&self.me, &event)?;
+            actions.changed();
         }
         Ok(())
     }
@@ -98,7 +111,7 @@ impl Dispatcher {
         &self,
         message: &LoopMessage,
         now: Timestamp,
-        actions: &mut Vec<DispatchAction>,
+        actions: &mut Tick<DispatchAction>,
     ) -> Result<()> {
         let (kind, event) = match message {
             LoopMessage::CompletionReport {
@@ -135,7 +148,7 @@ impl Dispatcher {
     fn lock_entry(
         &self,
         bead: &BeadId,
-        actions: &mut Vec<DispatchAction>,
+        actions: &mut Tick<DispatchAction>,
     ) -> Result<Option<Held<LedgerEntry>>> {
         match self.files.lock::<LedgerEntry>(&self.files.bead(bead)) {
             Ok(l) => Ok(Some(l)),
@@ -155,7 +168,7 @@ impl Dispatcher {
         locked: &mut Held<LedgerEntry>,
         mut event: LedgerEvent,
         now: Timestamp,
-        actions: &mut Vec<DispatchAction>,
+        actions: &mut Tick<DispatchAction>,
     ) -> Result<()> {
         loop {
             let Some(entry) = locked.current() else {
@@ -164,13 +177,14 @@ impl Dispatcher {
             let t = ledger_transition(entry, &event, now);
             let (bead, title) = (entry.bead_id.clone(), entry.title.clone());
             for effect in t.before {
-                self.effect(effect, now)?;
+                self.effect(effect, now, actions)?;
             }
             if let Some(new) = t.entry {
                 locked.write(new)?;
+                actions.changed();
             }
             for effect in t.after {
-                self.effect(effect, now)?;
+                self.effect(effect, now, actions)?;
             }
             if let Some(action) = t.action {
                 trace(&action);
@@ -197,7 +211,10 @@ impl Dispatcher {
                         .hooks
                         .assign(&agent, bead, title, Some(&self.me))
                     {
-                        Ok(a) => LedgerEvent::Hooked(a),
+                        Ok(a) => {
+                            actions.changed();
+                            LedgerEvent::Hooked(a)
+                        }
                         Err(e) if e.is_refusal() || e.is_corrupt() => {
                             tracing::info!(%agent, error = %e, "agent not assignable; trying the next");
                             LedgerEvent::Refused
@@ -205,9 +222,16 @@ impl Dispatcher {
                         Err(e) => return Err(e.into()),
                     }
                 }
-                LedgerCommand::Mail(a) => LedgerEvent::Mailed(self.send_assignment(&a, None)?),
+                LedgerCommand::Mail(a) => {
+                    let id = self.send_assignment(&a, None)?;
+                    actions.changed();
+                    LedgerEvent::Mailed(id)
+                }
                 LedgerCommand::TakeAway(a) => match self.channels.hooks.reassign(&a) {
-                    Ok(_) => LedgerEvent::TookAway,
+                    Ok(_) => {
+                        actions.changed();
+                        LedgerEvent::TookAway
+                    }
                     Err(e) if e.is_stale() => LedgerEvent::TookAway,
                     Err(chipset_hook::Error::WrongState {
                         from: HookStatus::Completed,
@@ -216,8 +240,11 @@ impl Dispatcher {
                     Err(e) => return Err(e.into()),
                 },
                 LedgerCommand::Clear(a) => match self.channels.hooks.clear(&a) {
+                    Ok(_) => {
+                        actions.changed();
+                        LedgerEvent::Cleared
+                    }
                     // Already cleared (a restart after the clear), or moved on.
-                    Ok(_) => LedgerEvent::Cleared,
                     Err(e) if e.is_refusal() => LedgerEvent::Cleared,
                     Err(e) => return Err(e.into()),
                 },
@@ -225,18 +252,31 @@ impl Dispatcher {
         }
     }
 
-    fn effect(&self, effect: LedgerEffect, now: Timestamp) -> Result<()> {
+    /// Carries out an effect; one that writes notes the tick's change.
+    fn effect(
+        &self,
+        effect: LedgerEffect,
+        now: Timestamp,
+        actions: &mut Tick<DispatchAction>,
+    ) -> Result<()> {
+        let writes = !matches!(effect, LedgerEffect::Finished(_));
         match effect {
             LedgerEffect::SendAssignment { assignment, mail } => {
                 let _ = self.send_assignment(&assignment, Some(&mail))?;
             }
-            LedgerEffect::Wake(a) => {
-                let wake = NewEvent::new(self.me.as_str(), WORK_ASSIGNED_EVENT).payload(
-                    LoopMessage::WorkAssignment {
-                        assignment: a.clone(),
-                    }
-                    .to_payload(),
-                );
+            LedgerEffect::Wake {
+                assignment: a,
+                mail,
+            } => {
+                // Under the mail's id: a retry's publish returns the first.
+                let wake = NewEvent::new(self.me.as_str(), WORK_ASSIGNED_EVENT)
+                    .payload(
+                        LoopMessage::WorkAssignment {
+                            assignment: a.clone(),
+                        }
+                        .to_payload(),
+                    )
+                    .with_id(EventId::parse(mail.as_str())?);
                 let _ = self.channels.bus.publish(&a.agent, &wake)?;
             }
             LedgerEffect::Suspend { agent, bead_id } => self.suspend(&agent, &bead_id, now)?,
@@ -253,6 +293,9 @@ impl Dispatcher {
             LedgerEffect::Finished(bead) => {
                 self.finished.lock().expect("cache").insert(bead);
             }
+        }
+        if writes {
+            actions.changed();
         }
         Ok(())
     }
@@ -279,7 +322,7 @@ impl Dispatcher {
     pub(super) fn sweep(
         &self,
         now: Timestamp,
-        actions: &mut Vec<DispatchAction>,
+        actions: &mut Tick<DispatchAction>,
     ) -> Result<Vec<BeadId>> {
         let ledger = self.ledger()?;
         for c in &ledger.corrupt {
@@ -331,7 +374,7 @@ impl Dispatcher {
         &self,
         queued: Vec<BeadId>,
         now: Timestamp,
-        actions: &mut Vec<DispatchAction>,
+        actions: &mut Tick<DispatchAction>,
     ) -> Result<()> {
         if queued.is_empty() {
             return Ok(());

@@ -22,10 +22,10 @@ use crate::witness::same_assignment;
 /// ```text
 /// state        event                          entry written                     next
 /// queued       Choose{agent, mail}            assigning{agent, mail}            Assign(agent)
-/// assigning    Hooked(a)                      assigned{a, mail} (+attempt)      - (mail sent before, agent woken after)
+/// assigning    Hooked(a)                      assigned{a, mail} (+attempt)      - (mail sent, agent woken, before)
 /// assigning    Refused                        queued                            -
 /// assigning    Sweep                          -                                 Adopt(agent)
-/// assigning    Adopt(hook holds the bead)     assigned{a, mail} (+attempt)      Check(agent) (mail sent before)
+/// assigning    Adopt(hook holds the bead)     assigned{a, mail} (+attempt)      Check(agent) (mail, wake-up before)
 /// assigning    Adopt(anything else)           queued                            -
 /// assigned     Sweep                          -                                 Check(agent)
 /// assigned     Check(completed, matching)     -                                 Verify(agent)
@@ -122,12 +122,10 @@ pub(crate) fn ledger_transition(
             ..LedgerTransition::stay()
         },
         (BeadState::Assigning { mail, .. }, LedgerEvent::Hooked(a)) => LedgerTransition {
-            before: vec![LedgerEffect::SendAssignment {
-                assignment: a.clone(),
-                mail: mail.clone(),
-            }],
+            // Both under the intent's id, before the write: a retry (the
+            // adoption below) sends each once.
+            before: tell(a, mail),
             entry: Some(assigned(entry, a, mail, now)),
-            after: vec![LedgerEffect::Wake(a.clone())],
             action: Some(DispatchAction::Assigned {
                 bead_id: entry.bead_id.clone(),
                 agent: a.agent.clone(),
@@ -135,7 +133,7 @@ pub(crate) fn ledger_transition(
                 mail: mail.clone(),
                 at: now,
             }),
-            next: LedgerCommand::Stop,
+            ..LedgerTransition::stay()
         },
         (BeadState::Assigning { .. }, LedgerEvent::Refused) => {
             LedgerTransition::write(changed(BeadState::Queued))
@@ -150,10 +148,7 @@ pub(crate) fn ledger_transition(
             match held {
                 // Sent under the intent's id: once, even if it went out before the crash.
                 Some(a) => LedgerTransition {
-                    before: vec![LedgerEffect::SendAssignment {
-                        assignment: a.clone(),
-                        mail: mail.clone(),
-                    }],
+                    before: tell(&a, mail),
                     entry: Some(assigned(entry, &a, mail, now)),
                     next: LedgerCommand::Check(agent.clone()),
                     ..LedgerTransition::stay()
@@ -308,6 +303,21 @@ pub(crate) fn ledger_transition(
             | LedgerEvent::Cleared,
         ) => LedgerTransition::stay(),
     }
+}
+
+/// The effects that tell the agent of `a`: its `work-assignment` mail
+/// under `mail`, and its `work-assigned` wake-up under the same id.
+fn tell(a: &Assignment, mail: &MessageId) -> Vec<LedgerEffect> {
+    vec![
+        LedgerEffect::SendAssignment {
+            assignment: a.clone(),
+            mail: mail.clone(),
+        },
+        LedgerEffect::Wake {
+            assignment: a.clone(),
+            mail: mail.clone(),
+        },
+    ]
 }
 
 /// The entry assigned to `a`, with its `work-assignment` mail `mail` and a new open attempt.

@@ -224,7 +224,9 @@ pub(crate) struct RoundCheckpoint {
     pub started_at: Timestamp,
     /// When the checkpoint was last written.
     pub updated_at: Timestamp,
-    /// How many messages the commit's sweep moved, once committed.
+    /// How many messages the commit's sweep left in the task's
+    /// `archive/by-task/` folder, once committed (the folder's count, so a
+    /// commit retried after a failure counts what an earlier attempt moved).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub swept: Option<usize>,
 }

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use chipset_bus::{NewEvent, Priority as BusPriority};
+use chipset_bus::{EventId, NewEvent, Priority as BusPriority};
 use chipset_hook::{Assignment, Hook, HookState};
 use chipset_mail::MessageId;
 use chipset_mail::{MailPriority, NewMessage};
@@ -15,6 +15,7 @@ use super::judge::{Finish, Judging, Next, answers_since, close, judge, same_assi
 use super::{WitnessAction, WitnessConfig};
 use crate::channels::Channels;
 use crate::error::Result;
+use crate::error::Tick;
 use crate::files::{Files, Held, task_of};
 use crate::format::{HEALTH_ESCALATION, Incident, LoopMessage};
 
@@ -75,19 +76,34 @@ impl Witness {
     /// critical bus event. An answer or a touch after the first nudge
     /// resolves the incident. Corrupt hooks are reported, never judged.
     ///
+    /// Retry rule: the retry of a tick that failed is the next tick, which
+    /// finishes a step the failed one started (an escalation under the id
+    /// its intent holds) and sends each nudge and escalation of an
+    /// incident once.
+    ///
     /// # Errors
     ///
     /// [`Error::Corrupt`](crate::Error::Corrupt) when an incident record is unreadable (run the
-    /// doctor); channel errors. Steps taken before the error stay taken.
+    /// doctor); channel errors. Steps taken before the error stay taken, and a
+    /// tick that fails after it changed something returns
+    /// [`Error::PartlyDone`](crate::Error::PartlyDone) (its outcome is
+    /// unknown), unless the failure says so already.
     pub fn tick(&self) -> Result<Vec<WitnessAction>> {
         let now = self.files.now()?;
-        let mut actions = Vec::new();
+        let mut tick = Tick::new();
+        let done = self.look(now, &mut tick);
+        tick.finish("witness tick", done)
+    }
+
+    /// The steps of [`Witness::tick`], with the log's append.
+    fn look(&self, now: Timestamp, actions: &mut Tick<WitnessAction>) -> Result<()> {
         // Answers land in the witness's own `latest.json` too (seed 000); they
         // are read through the per-responder records, so mark them processed.
         if let ReadOutcome::Value(Received::New(n)) = self.channels.nudges.receive(&self.me)?
             && n.kind == NudgeType::NudgeResponse
         {
             self.channels.nudges.mark_processed(&self.me, &n)?;
+            actions.changed();
         }
         for (agent, read) in &self.channels.hooks.list()? {
             match read {
@@ -102,16 +118,16 @@ impl Witness {
                 }),
                 ReadOutcome::Value(hook) => {
                     let done = match watched(hook) {
-                        Some(assignment) => self.watch(hook, &assignment, now, &mut actions),
-                        None => self.close_if_open(agent, hook, now, &mut actions),
+                        Some(assignment) => self.watch(hook, &assignment, now, actions),
+                        None => self.close_if_open(agent, hook, now, actions),
                     };
-                    unreadable_record(done, &mut actions)?;
+                    unreadable_record(done, actions)?;
                 }
                 ReadOutcome::Missing => {}
             }
         }
-        self.files.append(&self.files.witness_log(), &actions)?;
-        Ok(actions)
+        self.files
+            .append(&self.files.witness_log(), &actions.actions)
     }
 
     /// Ticks every `every` (real time) until `until` says stop. A blocking
@@ -151,7 +167,7 @@ impl Witness {
         &self,
         agent: &AgentId,
         since: Option<Timestamp>,
-        actions: &mut Vec<WitnessAction>,
+        actions: &mut Tick<WitnessAction>,
     ) -> Result<Option<Timestamp>> {
         let Some(since) = since else { return Ok(None) };
         match self.channels.nudges.response_from(&self.me, agent, since) {
@@ -175,7 +191,7 @@ impl Witness {
         hook: &Hook,
         assignment: &Assignment,
         now: Timestamp,
-        actions: &mut Vec<WitnessAction>,
+        actions: &mut Tick<WitnessAction>,
     ) -> Result<Next> {
         let agent = &assignment.agent;
         let answered = self.answered(agent, answers_since(record, assignment), actions)?;
@@ -192,18 +208,18 @@ impl Witness {
         hook: &Hook,
         assignment: &Assignment,
         now: Timestamp,
-        actions: &mut Vec<WitnessAction>,
+        actions: &mut Tick<WitnessAction>,
     ) -> Result<()> {
         let agent = &assignment.agent;
         let path = self.files.incident(agent);
         // A first look without the lock: most hooks need nothing.
         let record: Option<Incident> = self.files.read(&path)?;
-        let mut scratch = Vec::new();
+        let mut scratch = Tick::new();
         if self
             .decide(record.as_ref(), hook, assignment, now, &mut scratch)?
             .is_wait()
         {
-            actions.extend(scratch);
+            actions.extend(scratch.actions);
             return Ok(());
         }
         // Decide again under the lock: another witness may have moved first,
@@ -227,12 +243,13 @@ impl Witness {
         &self,
         locked: &mut Held<Incident>,
         next: Next,
-        actions: &mut Vec<WitnessAction>,
+        actions: &mut Tick<WitnessAction>,
     ) -> Result<()> {
         match next {
             Next::Wait => {}
             Next::Record { record, action } => {
                 locked.write(record)?;
+                actions.changed();
                 if let WitnessAction::Alive { key, evidence, .. } = &action {
                     tracing::info!(%key, %evidence, "agent is alive");
                 }
@@ -242,6 +259,7 @@ impl Witness {
                 let draft = NewNudge::new(self.me.clone(), step.nudge.kind(), step.text.clone())
                     .requiring_response();
                 let sent = self.channels.nudges.send(step.agent(), draft)?;
+                actions.changed();
                 let held = matches!(sent, Delivery::Held { .. });
                 let action = step.action(held);
                 locked.write(step.record)?;
@@ -260,6 +278,7 @@ impl Witness {
                 let mail = MessageId::from(SortableId::generate(self.files.state.clock().as_ref()));
                 let (intent, finish) = escalation.intent(mail);
                 locked.write(intent)?;
+                actions.changed();
                 self.finish(locked, finish, actions)?;
             }
             Next::Finish(finish) => self.finish(locked, *finish, actions)?,
@@ -273,15 +292,20 @@ impl Witness {
         &self,
         locked: &mut Held<Incident>,
         finish: Finish,
-        actions: &mut Vec<WitnessAction>,
+        actions: &mut Tick<WitnessAction>,
     ) -> Result<()> {
         self.send_escalation(&finish.message, &finish.mail)?;
-        // The wake-up: de-duplicated, so a recovering witness does not wake twice.
+        actions.changed();
+        // The wake-up, under the mail's id: a recovering witness's publish
+        // returns the first (the key alone would let one through again
+        // when the first publish failed before recording it).
         let event = NewEvent::new(self.me.as_str(), HEALTH_ESCALATION)
             .priority(BusPriority::Critical)
             .payload(finish.message.to_payload())
-            .dedup_key(finish.dedup_key);
+            .dedup_key(finish.dedup_key)
+            .with_id(EventId::parse(finish.mail.as_str())?);
         let _ = self.channels.bus.publish(&self.dispatcher, &event)?;
+        actions.changed();
         // A stalled holder's pool item goes back to the pool with the one
         // escalation; a restarted witness finishing it finds it returned.
         let held = finish.message.assignment();
@@ -291,6 +315,7 @@ impl Witness {
             "holder stalled: escalated by the witness",
         )? {
             tracing::warn!(item = %item.id, holder = %held.agent, "stalled work returned to the pool");
+            actions.changed();
         }
         locked.write(finish.record)?;
         tracing::warn!(key = ?finish.action.key(), mail = %finish.mail, "agent silent: escalated to the dispatcher");
@@ -304,7 +329,7 @@ impl Witness {
         agent: &AgentId,
         hook: &Hook,
         now: Timestamp,
-        actions: &mut Vec<WitnessAction>,
+        actions: &mut Tick<WitnessAction>,
     ) -> Result<()> {
         let path = self.files.incident(agent);
         let record: Option<Incident> = self.files.read(&path)?;
@@ -352,7 +377,7 @@ fn watched(hook: &Hook) -> Option<Assignment> {
 /// Reports an unreadable incident record as an action and goes on with the
 /// other agents: that agent is not judged (it may have been escalated
 /// already) until the doctor moves the record aside.
-fn unreadable_record(result: Result<()>, actions: &mut Vec<WitnessAction>) -> Result<()> {
+fn unreadable_record(result: Result<()>, actions: &mut Tick<WitnessAction>) -> Result<()> {
     match result {
         Err(crate::Error::Corrupt(c)) => {
             actions.push(WitnessAction::Unreadable {

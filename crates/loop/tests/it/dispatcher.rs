@@ -123,13 +123,22 @@ fn work_goes_to_idle_agents_in_pool_order_with_mail_and_a_wake_up(s: Setup) {
     );
 }
 
+/// A bead is in the ledger once: the same request again is a retry that
+/// returns the first entry, whatever its state, and another title is
+/// refused.
 fn a_bead_is_submitted_once(s: Setup) {
     let d = dispatcher(&s, &["w1"]);
-    d.submit(bead("b1"), "t").unwrap();
+    let first = d.submit(bead("b1"), "t").unwrap();
+    s.advance(1);
+    assert_eq!(d.submit(bead("b1"), "t").unwrap(), first);
     assert!(matches!(
-        d.submit(bead("b1"), "t").unwrap_err(),
+        d.submit(bead("b1"), "another").unwrap_err(),
         Error::AlreadySubmitted { .. }
     ));
+    assert_eq!(names(&d.tick().unwrap()), ["assigned b1 w1"]);
+    let assigned = d.entry(&bead("b1")).unwrap().unwrap();
+    assert_eq!(d.submit(bead("b1"), "t").unwrap(), assigned);
+    assert_eq!(d.ledger().unwrap().entries, [assigned]);
 }
 
 fn a_completion_is_verified_cleared_and_counted_once_whatever_the_repeats(s: Setup) {

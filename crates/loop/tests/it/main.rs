@@ -17,6 +17,8 @@ mod doctor;
 mod formats;
 mod procs;
 mod rounds;
+mod seam;
+mod seam_rounds;
 mod sim;
 mod witness;
 mod worker;
