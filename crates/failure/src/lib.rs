@@ -382,8 +382,8 @@ impl From<chipset_loop::Error> for Failure {
             chipset_loop::Error::Store(s) => store_class(s),
             _ => Class::Refused,
         };
-        let unknown = matches!(&e, chipset_loop::Error::Store(s) if s.is_outcome_unknown());
-        Failure::from_error(class, &e).unknown_if(unknown)
+        // A store's unknown outcome, a channel's, or a tick cut part way.
+        Failure::from_error(class, &e).unknown_if(e.is_outcome_unknown())
     }
 }
 
@@ -460,6 +460,27 @@ mod tests {
         assert_eq!(e.class(), Class::OutcomeUnknown);
         assert_eq!(e.exit_status(), OUTCOME_UNKNOWN);
         assert!(e.to_string().contains("/q/1-x.json"), "{e}");
+    }
+
+    /// A loop call cut part way, after a step changed something, is an
+    /// unknown outcome, though the step that failed was refused.
+    #[test]
+    fn a_change_made_in_part_exits_3() {
+        let refused = || chipset_loop::Error::AlreadySubmitted {
+            bead: chipset_hook::BeadId::new("b-1").unwrap(),
+        };
+        assert_eq!(Failure::from(refused()).exit_status(), 1);
+        let tick = chipset_loop::Error::PartlyDone {
+            op: "dispatcher tick",
+            source: Box::new(refused()),
+        };
+        let e = Failure::from(tick);
+        assert_eq!(e.exit_status(), OUTCOME_UNKNOWN, "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("the dispatcher tick failed part way"),
+            "{e}"
+        );
     }
 
     #[test]
