@@ -454,3 +454,44 @@ pub fn sweep_faults<C: FaultCase>(case: &C) -> Tally {
     assert_eq!(tally.injected, 2 * calls, "{name}");
     tally
 }
+
+/// Runs [`sweep_faults`] on every case, prints each case's tally and the
+/// total on stderr (`{label} fault {case}: …`, shown with `--nocapture`),
+/// and returns the total.
+///
+/// # Panics
+///
+/// As [`sweep_faults`].
+#[allow(
+    clippy::print_stderr,
+    reason = "prints the figures for the report (shown with --nocapture)"
+)]
+pub fn sweep_each<C: FaultCase>(label: &str, cases: impl IntoIterator<Item = C>) -> Tally {
+    let mut total = Tally::default();
+    for case in cases {
+        let t = sweep_faults(&case);
+        eprintln!("{label} fault {}: {t}", case.name());
+        total += t;
+    }
+    eprintln!("{label} fault total: {total}");
+    total
+}
+
+/// Takes out of `after` the folders that a failed run made and that hold
+/// nothing but dot-named entries, at any depth: a lock file is never
+/// removed, and a folder holding only locks changes nothing a reader sees.
+/// For [`FaultCase::forgive`].
+pub fn forgive_lock_folders(root: &Path, before: &Visible, after: &mut Visible) {
+    after.retain(|p, entry| before.contains_key(p) || !(entry.is_none() && lock_only(root, p)));
+}
+
+/// Whether the folder `rel` under `root` holds only dot-named entries, or
+/// folders that do.
+fn lock_only(root: &Path, rel: &Path) -> bool {
+    std::fs::read_dir(root.join(rel)).is_ok_and(|entries| {
+        entries.flatten().all(|e| {
+            e.file_name().to_string_lossy().starts_with('.')
+                || lock_only(root, &rel.join(e.file_name()))
+        })
+    })
+}

@@ -58,7 +58,7 @@ pub mod scale;
 
 pub use fault::{
     EEXIST, EIO, ENOENT, ENOSPC, EOPNOTSUPP, Fault, FaultCase, FaultIo, IoOp, Tally, Visible,
-    sweep_faults,
+    forgive_lock_folders, sweep_each, sweep_faults,
 };
 pub use nosync::NoSyncIo;
 pub use record::{CrashState, Entry, RecordIo};

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use chipset_bus::{Bus, ControlOp, Error, EventId, NewEvent, Published, Resource};
 use chipset_store::{AgentId, MaybeCommitted, ReadOutcome, SharedIo, StateDir, StateOptions};
-use chipset_testkit::{EIO, Fault, FaultCase, FaultIo, RecordIo, Visible, sweep_faults};
+use chipset_testkit::{EIO, Fault, FaultCase, FaultIo, RecordIo, Visible, sweep_each};
 use serde_json::json;
 
 use crate::agent;
@@ -275,15 +275,8 @@ impl FaultCase for Case {
 }
 
 #[test]
-#[allow(
-    clippy::print_stderr,
-    reason = "prints the figures for the report (shown with --nocapture)"
-)]
 fn every_fault_in_publish_ack_and_dedup_is_safe_to_retry() {
-    for case in cases() {
-        let t = sweep_faults(&case);
-        eprintln!("bus fault {}: {t}", case.name);
-    }
+    sweep_each("bus", cases());
 }
 
 #[test]

@@ -22,7 +22,7 @@ use chipset_store::{
     DoctorMode, ManualClock, MaybeCommitted, ReadOutcome, RealIo, SharedIo, StateDir, StateOptions,
     Timestamp,
 };
-use chipset_testkit::{FaultCase, RecordIo, T0, Tally, Visible, sweep_faults};
+use chipset_testkit::{FaultCase, RecordIo, T0, Visible, forgive_lock_folders, sweep_each};
 
 use crate::agent;
 
@@ -102,17 +102,6 @@ fn profile(w: &World, who: &str) -> Option<Profile> {
 
 fn roles(p: &Profile) -> Vec<&str> {
     p.roles.iter().map(Role::as_str).collect()
-}
-
-/// Directories that hold only dot-named entries, or nothing (a lock file is
-/// never removed): a failed first write may leave them.
-fn lock_only(root: &Path, rel: &Path) -> bool {
-    fs::read_dir(root.join(rel)).is_ok_and(|entries| {
-        entries.flatten().all(|e| {
-            e.file_name().to_string_lossy().starts_with('.')
-                || lock_only(root, &rel.join(e.file_name()))
-        })
-    })
 }
 
 struct Case {
@@ -258,7 +247,7 @@ impl FaultCase for Case {
     }
 
     fn forgive(&self, root: &Path, before: &Visible, after: &mut Visible, _what: &str) {
-        after.retain(|p, entry| before.contains_key(p) || !(entry.is_none() && lock_only(root, p)));
+        forgive_lock_folders(root, before, after);
     }
 
     fn before_retry(&self, w: &World) {
@@ -273,18 +262,8 @@ impl FaultCase for Case {
 }
 
 #[test]
-#[allow(
-    clippy::print_stderr,
-    reason = "prints the figures for the report (shown with --nocapture)"
-)]
 fn every_fault_in_every_directory_write_is_safe_to_retry() {
-    let mut total = Tally::default();
-    for case in cases() {
-        let t = sweep_faults(&case);
-        eprintln!("directory fault {}: {t}", case.name);
-        total += t;
-    }
-    eprintln!("directory fault total: {total:?}");
+    sweep_each("directory", cases());
 }
 
 #[test]

@@ -11,7 +11,7 @@ use std::time::Duration;
 use chipset_hook::{Assignment, Error, HookStatus, Hooks, Pickup};
 use chipset_store::{ManualClock, RealIo, SharedIo, StateDir, StateOptions, Timestamp};
 use chipset_store::{MaybeCommitted, ReadOutcome};
-use chipset_testkit::{FaultCase, RecordIo, Tally, Visible, sweep_faults};
+use chipset_testkit::{FaultCase, RecordIo, Visible, sweep_each};
 
 use crate::ReadExt;
 use crate::{T0, agent, bead};
@@ -195,18 +195,8 @@ impl FaultCase for Case {
 }
 
 #[test]
-#[allow(
-    clippy::print_stderr,
-    reason = "prints the figures for the report (shown with --nocapture)"
-)]
 fn every_fault_in_every_hook_transition_is_safe_to_retry() {
-    let mut total = Tally::default();
-    for case in cases() {
-        let t = sweep_faults(&case);
-        eprintln!("hook fault {}: {t}", case.name);
-        total += t;
-    }
-    eprintln!("hook fault total: {total:?}");
+    sweep_each("hook", cases());
 }
 
 #[test]

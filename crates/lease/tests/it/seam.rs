@@ -18,7 +18,6 @@
 //!   `lease-force-released` notice; a retry neither fails nor mails again.
 
 use std::cell::RefCell;
-use std::fs;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,7 +27,7 @@ use chipset_mail::Mail;
 use chipset_store::{
     DoctorMode, ManualClock, MaybeCommitted, RealIo, SharedIo, StateDir, StateOptions, Timestamp,
 };
-use chipset_testkit::{FaultCase, RecordIo, T0, Tally, Visible, sweep_faults};
+use chipset_testkit::{FaultCase, RecordIo, T0, Visible, forgive_lock_folders, sweep_each};
 
 use crate::{agent, exclusive, shared};
 
@@ -99,17 +98,6 @@ fn notices(mail: &Mail, token: u64) -> usize {
         .iter()
         .filter(|m| m.subject == "lease-force-released" && m.task().as_str() == task)
         .count()
-}
-
-/// Directories that hold only dot-named entries, or nothing (a lock file is
-/// never removed): a failed first write may leave them.
-fn lock_only(root: &Path, rel: &Path) -> bool {
-    fs::read_dir(root.join(rel)).is_ok_and(|entries| {
-        entries.flatten().all(|e| {
-            e.file_name().to_string_lossy().starts_with('.')
-                || lock_only(root, &rel.join(e.file_name()))
-        })
-    })
 }
 
 struct Case {
@@ -351,7 +339,7 @@ impl FaultCase for Case {
     }
 
     fn forgive(&self, root: &Path, before: &Visible, after: &mut Visible, _what: &str) {
-        after.retain(|p, entry| before.contains_key(p) || !(entry.is_none() && lock_only(root, p)));
+        forgive_lock_folders(root, before, after);
     }
 
     fn before_retry(&self, w: &World) {
@@ -368,18 +356,8 @@ impl FaultCase for Case {
 }
 
 #[test]
-#[allow(
-    clippy::print_stderr,
-    reason = "prints the figures for the report (shown with --nocapture)"
-)]
 fn every_fault_in_every_lease_operation_is_safe_to_retry() {
-    let mut total = Tally::default();
-    for case in cases() {
-        let t = sweep_faults(&case);
-        eprintln!("lease fault {}: {t}", case.name);
-        total += t;
-    }
-    eprintln!("lease fault total: {total:?}");
+    sweep_each("lease", cases());
 }
 
 #[test]

@@ -49,7 +49,9 @@ use chipset_store::{
     Clock, Defect, DoctorMode, ManualClock, MaybeCommitted, ReadOutcome, RealIo, Report, SharedIo,
     StateDir, StateOptions, TaskId, Timestamp,
 };
-use chipset_testkit::{FaultCase, RecordIo, T0, Tally, Visible, state_path, sweep_faults};
+use chipset_testkit::{
+    FaultCase, RecordIo, T0, Visible, forgive_lock_folders, state_path, sweep_each,
+};
 
 use crate::{agent, bead, secs};
 
@@ -407,18 +409,6 @@ fn escalated_once(w: &World) -> bool {
         && wakes.len() == 1
 }
 
-/// Directories that hold only dot-named entries, or nothing (a lock file
-/// is never removed): a failed first write may leave them. Read with
-/// `std::fs`, past the store, as the harness's `visible` reads the tree.
-fn lock_only(root: &Path, rel: &Path) -> bool {
-    std::fs::read_dir(root.join(rel)).is_ok_and(|entries| {
-        entries.flatten().all(|e| {
-            e.file_name().to_string_lossy().starts_with('.')
-                || lock_only(root, &rel.join(e.file_name()))
-        })
-    })
-}
-
 /// No finding but those `allowed`, and none corrupt.
 fn only(report: &Report, allowed: &[&str], what: &str) {
     for f in &report.findings {
@@ -525,7 +515,7 @@ impl FaultCase for Case {
     }
 
     fn forgive(&self, root: &Path, before: &Visible, after: &mut Visible, _what: &str) {
-        after.retain(|p, entry| before.contains_key(p) || !(entry.is_none() && lock_only(root, p)));
+        forgive_lock_folders(root, before, after);
     }
 
     fn before_retry(&self, w: &World) {
@@ -539,18 +529,8 @@ impl FaultCase for Case {
 }
 
 /// Sweeps faults through each of `cases`, printing each tally.
-#[allow(
-    clippy::print_stderr,
-    reason = "prints the figures for the report (shown with --nocapture)"
-)]
 pub(crate) fn sweep(cases: Vec<Case>) {
-    let mut total = Tally::default();
-    for case in cases {
-        let t = sweep_faults(&case);
-        eprintln!("loop fault {}: {t}", case.name);
-        total += t;
-    }
-    eprintln!("loop fault total: {total:?}");
+    sweep_each("loop", cases);
 }
 
 /// Replays every power cut of each of `cases`: each state reads clean,

@@ -13,7 +13,7 @@ use chipset_mail::{ArchiveOutcome, Error, Mail, NewMessage};
 use chipset_store::{Defect, DoctorMode};
 use chipset_store::{IoBackend, MaybeCommitted, RealIo};
 use chipset_store::{ManualClock, SharedIo, StateDir, StateOptions, SyncOrder, Timestamp};
-use chipset_testkit::{EIO, Fault, FaultCase, FaultIo, IoOp, RecordIo, Tally, sweep_faults};
+use chipset_testkit::{EIO, Fault, FaultCase, FaultIo, IoOp, RecordIo, sweep_each};
 
 use crate::{T0, agent, mid, task};
 
@@ -229,18 +229,8 @@ impl FaultCase for Case {
 }
 
 #[test]
-#[allow(
-    clippy::print_stderr,
-    reason = "prints the figures for the report (shown with --nocapture)"
-)]
 fn every_fault_in_send_archive_and_sweep_is_safe_to_retry() {
-    let mut total = Tally::default();
-    for case in cases() {
-        let t = sweep_faults(&case);
-        eprintln!("mail fault {}: {t}", case.name);
-        total += t;
-    }
-    eprintln!("mail fault total: {total:?}");
+    sweep_each("mail", cases());
 }
 
 #[test]

@@ -4,7 +4,6 @@
 //! (nothing visible changed) or of unknown outcome, and a retry is then a
 //! success that applied once.
 
-use std::fs;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +15,7 @@ use chipset_nudge::{
 use chipset_store::{
     ManualClock, MaybeCommitted, ReadOutcome, RealIo, SharedIo, StateDir, StateOptions, Timestamp,
 };
-use chipset_testkit::{FaultCase, RecordIo, Tally, Visible, sweep_faults};
+use chipset_testkit::{FaultCase, RecordIo, Visible, forgive_lock_folders, sweep_each};
 
 use crate::support::DeliveryExt;
 use crate::support::ReminderKey;
@@ -72,17 +71,6 @@ fn the_reminder(w: &World) -> Option<chipset_nudge::Reminder> {
 
 fn reminder_id(w: &World) -> ReminderId {
     the_reminder(w).unwrap().id
-}
-
-/// Directories that hold only dot-named entries (a lock file is never
-/// removed): a failed first write may leave them.
-fn lock_only(root: &Path, rel: &Path) -> bool {
-    fs::read_dir(root.join(rel)).is_ok_and(|entries| {
-        entries.flatten().all(|e| {
-            e.file_name().to_string_lossy().starts_with('.')
-                || lock_only(root, &rel.join(e.file_name()))
-        })
-    })
 }
 
 struct Case {
@@ -309,23 +297,13 @@ impl FaultCase for Case {
     }
 
     fn forgive(&self, root: &Path, before: &Visible, after: &mut Visible, _what: &str) {
-        after.retain(|p, entry| before.contains_key(p) || !(entry.is_none() && lock_only(root, p)));
+        forgive_lock_folders(root, before, after);
     }
 }
 
 #[test]
-#[allow(
-    clippy::print_stderr,
-    reason = "prints the figures for the report (shown with --nocapture)"
-)]
 fn every_fault_in_nudges_and_reminders_is_safe_to_retry() {
-    let mut total = Tally::default();
-    for case in cases() {
-        let t = sweep_faults(&case);
-        eprintln!("nudge fault {}: {t}", case.name);
-        total += t;
-    }
-    eprintln!("nudge fault total: {total:?}");
+    sweep_each("nudge", cases());
 }
 
 #[test]

@@ -22,7 +22,6 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,7 +31,7 @@ use chipset_pool::{Claimed, Entry, Error, ItemId, NewItem, Pool, Posted, ReadyFi
 use chipset_pool::{Settled, WorkState};
 use chipset_store::{AgentId, ManualClock, MaybeCommitted, ReadOutcome, SharedIo};
 use chipset_store::{StateDir, StateOptions};
-use chipset_testkit::{FaultCase, NoSyncIo, Tally, Visible, sweep_faults};
+use chipset_testkit::{FaultCase, NoSyncIo, Visible, forgive_lock_folders, sweep_each};
 
 use crate::{agent, id, item};
 
@@ -458,17 +457,6 @@ pub(crate) fn answers(w: &World, got: &Got, what: &str) {
     }
 }
 
-/// Directories holding only dot-named entries (a lock file is never
-/// removed), or nothing: a failed first write may leave them.
-fn lock_only(root: &Path, rel: &Path) -> bool {
-    fs::read_dir(root.join(rel)).is_ok_and(|entries| {
-        entries.flatten().all(|e| {
-            e.file_name().to_string_lossy().starts_with('.')
-                || lock_only(root, &rel.join(e.file_name()))
-        })
-    })
-}
-
 impl FaultCase for Case {
     type World = World;
     type Error = Error;
@@ -508,7 +496,7 @@ impl FaultCase for Case {
     }
 
     fn forgive(&self, root: &Path, before: &Visible, after: &mut Visible, _what: &str) {
-        after.retain(|p, entry| before.contains_key(p) || !(entry.is_none() && lock_only(root, p)));
+        forgive_lock_folders(root, before, after);
     }
 
     fn before_retry(&self, w: &World) {
@@ -530,18 +518,8 @@ impl FaultCase for Case {
 }
 
 #[test]
-#[allow(
-    clippy::print_stderr,
-    reason = "prints the figures for the report (shown with --nocapture)"
-)]
 fn every_fault_in_every_pool_operation_is_safe_to_retry() {
-    let mut total = Tally::default();
-    for case in cases() {
-        let t = sweep_faults(&case);
-        eprintln!("pool fault {}: {t}", case.name);
-        total += t;
-    }
-    eprintln!("pool fault total: {total}");
+    sweep_each("pool", cases());
 }
 
 /// Regression: a claim by an agent whose hook held a finished item
