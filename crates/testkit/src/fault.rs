@@ -9,7 +9,7 @@ use std::ops::AddAssign;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use chipset_store::{IoBackend, RealIo, SharedIo, SyncOrder};
+use chipset_store::{IoBackend, MaybeCommitted, RealIo, SharedIo, SyncOrder};
 
 use crate::visible;
 
@@ -354,7 +354,7 @@ pub trait FaultCase {
     /// need (a clock, what the setup returned).
     type World;
     /// The operation's error.
-    type Error: fmt::Display;
+    type Error: fmt::Display + MaybeCommitted;
 
     /// The case's name, in every message.
     fn name(&self) -> &str;
@@ -373,8 +373,12 @@ pub trait FaultCase {
     fn applied(&self, world: &Self::World) -> bool;
 
     /// Returns whether `error` says the outcome is unknown (a case may also
-    /// assert what such an error carries; `what` names the run).
-    fn is_outcome_unknown(&self, error: &Self::Error, what: &str) -> bool;
+    /// assert what such an error carries; `what` names the run). By
+    /// default, what the error says of itself ([`MaybeCommitted`]).
+    fn is_outcome_unknown(&self, error: &Self::Error, what: &str) -> bool {
+        let _ = what;
+        error.is_outcome_unknown()
+    }
 
     /// Takes out of `after` (what a reader sees under `root`) what a plain
     /// failure may leave that changes nothing a reader sees (a folder

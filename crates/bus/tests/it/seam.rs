@@ -259,10 +259,6 @@ impl FaultCase for Case {
         (self.applied)(bus)
     }
 
-    fn is_outcome_unknown(&self, e: &Error, _what: &str) -> bool {
-        e.is_outcome_unknown()
-    }
-
     fn forgive(&self, _root: &Path, before: &Visible, after: &mut Visible, what: &str) {
         for d in self.lock_dirs {
             if !before.contains_key(Path::new(d))

@@ -334,10 +334,6 @@ impl FaultCase for Case {
         (self.applied)(w)
     }
 
-    fn is_outcome_unknown(&self, e: &Error, _what: &str) -> bool {
-        e.is_outcome_unknown()
-    }
-
     fn forgive(&self, root: &Path, before: &Visible, after: &mut Visible, _what: &str) {
         forgive_lock_folders(root, before, after);
     }

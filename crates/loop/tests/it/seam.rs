@@ -46,8 +46,8 @@ use chipset_loop::{
 use chipset_mail::Mail;
 use chipset_nudge::{NudgeType, Nudges};
 use chipset_store::{
-    Clock, Defect, DoctorMode, ManualClock, MaybeCommitted, ReadOutcome, RealIo, Report, SharedIo,
-    StateDir, StateOptions, TaskId, Timestamp,
+    Clock, Defect, DoctorMode, ManualClock, ReadOutcome, RealIo, Report, SharedIo, StateDir,
+    StateOptions, TaskId, Timestamp,
 };
 use chipset_testkit::{
     FaultCase, RecordIo, T0, Visible, forgive_lock_folders, state_path, sweep_each,
@@ -508,10 +508,6 @@ impl FaultCase for Case {
 
     fn applied(&self, w: &World) -> bool {
         (self.applied)(w)
-    }
-
-    fn is_outcome_unknown(&self, e: &Error, _what: &str) -> bool {
-        e.is_outcome_unknown()
     }
 
     fn forgive(&self, root: &Path, before: &Visible, after: &mut Visible, _what: &str) {

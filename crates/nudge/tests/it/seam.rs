@@ -13,7 +13,7 @@ use chipset_nudge::{
     ReminderFilter, ReminderId, Reminders, Resolution,
 };
 use chipset_store::{
-    ManualClock, MaybeCommitted, ReadOutcome, RealIo, SharedIo, StateDir, StateOptions, Timestamp,
+    ManualClock, ReadOutcome, RealIo, SharedIo, StateDir, StateOptions, Timestamp,
 };
 use chipset_testkit::{FaultCase, RecordIo, Visible, forgive_lock_folders, sweep_each};
 
@@ -290,10 +290,6 @@ impl FaultCase for Case {
 
     fn applied(&self, w: &World) -> bool {
         (self.applied)(w)
-    }
-
-    fn is_outcome_unknown(&self, e: &Error, _what: &str) -> bool {
-        e.is_outcome_unknown()
     }
 
     fn forgive(&self, root: &Path, before: &Visible, after: &mut Visible, _what: &str) {
