@@ -197,11 +197,31 @@ impl<A> Tick<A> {
         }
     }
 
-    /// Returns the tick's actions, or its error as [`Tick::failed`] says.
-    pub(crate) fn finish(self, op: &'static str, result: Result<()>) -> Result<Vec<A>> {
+    /// Logs the tick's actions with `log` and returns them, or its error
+    /// as [`Tick::failed`] says. A tick that failed after it changed
+    /// something still logs the actions it took (best effort: a failure to
+    /// log them is traced, and the tick's own error returned), so the log
+    /// misses none of them; one that changed nothing logs nothing.
+    pub(crate) fn finish(
+        self,
+        op: &'static str,
+        result: Result<()>,
+        log: impl FnOnce(&[A]) -> Result<()>,
+    ) -> Result<Vec<A>> {
         match result {
-            Ok(()) => Ok(self.actions),
-            Err(e) => Err(self.failed(op, e)),
+            Ok(()) => match log(&self.actions) {
+                Ok(()) => Ok(self.actions),
+                Err(e) => Err(self.failed(op, e)),
+            },
+            Err(e) => {
+                if self.changed
+                    && !self.actions.is_empty()
+                    && let Err(logged) = log(&self.actions)
+                {
+                    tracing::warn!(error = %logged, "{op}: could not log the actions it took");
+                }
+                Err(self.failed(op, e))
+            }
         }
     }
 }

@@ -215,7 +215,11 @@
 //! `route` or `committed`) that fails after one of its steps changed
 //! something returns [`Error::PartlyDone`], an unknown outcome
 //! ([`MaybeCommitted`](chipset_store::MaybeCommitted)), never a plain
-//! failure. [`Dispatcher::submit`] of the same bead and title again
+//! failure, and still appends the actions it finished to its log. The log
+//! is the record of what was done, not what the next tick goes on from
+//! (the ledger and the incidents are): the actions of a tick whose append
+//! failed, or that a crash cut before it, are not in it, and the next
+//! tick finishes their work without logging it again. [`Dispatcher::submit`] of the same bead and title again
 //! returns the entry the ledger holds; a [`Round`] step called again on
 //! the same handle returns what it did, writing nothing.
 //!

@@ -302,7 +302,9 @@ impl Dispatcher {
     /// Channel errors. Changes made before the error stay made and are
     /// consistent; the next tick goes on from them. A tick that fails after
     /// it changed something returns [`Error::PartlyDone`] (its outcome is
-    /// unknown), unless the failure says so already.
+    /// unknown), unless the failure says so already, and logs the actions
+    /// it took before the failure (best effort: the ledger, not the log,
+    /// is what the next tick goes on from).
     pub fn tick(&self) -> Result<Vec<DispatchAction>> {
         let now = self.files.now()?;
         let mut tick = Tick::new();
@@ -310,11 +312,11 @@ impl Dispatcher {
             self.read_mail(now, &mut tick)?;
             self.read_bus(now, &mut tick)?;
             let queued = self.sweep(now, &mut tick)?;
-            self.assign_queued(queued, now, &mut tick)?;
-            self.files
-                .append(&self.files.dispatcher_log(), &tick.actions)
+            self.assign_queued(queued, now, &mut tick)
         })();
-        tick.finish("dispatcher tick", done)
+        tick.finish("dispatcher tick", done, |actions| {
+            self.files.append(&self.files.dispatcher_log(), actions)
+        })
     }
 
     /// Ticks until `until` says stop, waiting on the dispatcher's bus queue

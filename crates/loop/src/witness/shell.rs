@@ -92,10 +92,12 @@ impl Witness {
         let now = self.files.now()?;
         let mut tick = Tick::new();
         let done = self.look(now, &mut tick);
-        tick.finish("witness tick", done)
+        tick.finish("witness tick", done, |actions| {
+            self.files.append(&self.files.witness_log(), actions)
+        })
     }
 
-    /// The steps of [`Witness::tick`], with the log's append.
+    /// The steps of [`Witness::tick`] (the tick appends their actions to the log).
     fn look(&self, now: Timestamp, actions: &mut Tick<WitnessAction>) -> Result<()> {
         // Answers land in the witness's own `latest.json` too (seed 000); they
         // are read through the per-responder records, so mark them processed.
@@ -126,8 +128,7 @@ impl Witness {
                 ReadOutcome::Missing => {}
             }
         }
-        self.files
-            .append(&self.files.witness_log(), &actions.actions)
+        Ok(())
     }
 
     /// Ticks every `every` (real time) until `until` says stop. A blocking

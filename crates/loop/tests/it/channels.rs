@@ -166,6 +166,57 @@ fn the_dispatcher_assigns_through_the_callers_mail() {
     );
 }
 
+/// A tick that fails part way logs the actions it took before the
+/// failure: here the first bead's assignment, whole, before the second
+/// agent's mail is refused.
+#[test]
+fn a_tick_that_fails_part_way_logs_what_it_did() {
+    let s = setup();
+    let channels = Channels::new(s.state())
+        .with_mail(Mail::with_config(
+            s.state(),
+            only(&["mayor", "polecat-alpha"]),
+        ))
+        .unwrap();
+    let d = chipset_loop::Dispatcher::new(
+        channels,
+        agent("mayor"),
+        [agent("polecat-alpha"), agent("polecat-beta")],
+        chipset_loop::DispatcherConfig::default(),
+    );
+    d.submit(bead("gt-1"), "first").unwrap();
+    s.advance(1);
+    d.submit(bead("gt-2"), "second").unwrap();
+    let err = d.tick().unwrap_err();
+    assert!(matches!(&err, Error::PartlyDone { .. }), "{err:?}");
+    let log = s
+        .state()
+        .log(&chipset_testkit::state_path(
+            &s.state(),
+            "loop/dispatcher/log.jsonl",
+        ))
+        .unwrap()
+        .read_from::<chipset_loop::DispatchAction>(0)
+        .unwrap();
+    assert!(log.bad_lines.is_empty(), "{:?}", log.bad_lines);
+    let assigned: Vec<(String, String)> = log
+        .records
+        .iter()
+        .filter_map(|a| match a {
+            chipset_loop::DispatchAction::Assigned { bead_id, agent, .. } => {
+                Some((bead_id.to_string(), agent.to_string()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(assigned.len(), 1, "{:?}", log.records);
+    assert_eq!(
+        s.sent(chipset_loop::Topic::WorkAssignment.as_str()).len(),
+        1,
+        "the one assignment that went out is the one logged"
+    );
+}
+
 /// Channels on a directory backend work too: the loops' records are the
 /// directory's own files, and a loop holding a record's lock never waits
 /// on itself when it writes the record.
