@@ -13,6 +13,8 @@
 //!   model tests that run thousands of operations and never cut the power.
 //! - [`visible`] snapshots what a reader of a state root sees, so a test can
 //!   assert that a failed operation changed nothing.
+//! - [`sweep_doctor`] and [`cut_doctor`] run a channel's repair with each
+//!   of its I/O calls failing in turn, and cut at every power-cut state.
 //! - [`sweep_faults`] runs one retry-safe operation (a [`FaultCase`]) with
 //!   each of its I/O calls failing in turn, the sweep every channel's seam
 //!   tests share.
@@ -51,11 +53,13 @@ use std::time::{Duration, Instant};
 
 use chipset_store::{AgentId, ManualClock, StateDir, StateOptions, StatePath, TaskId, Timestamp};
 
+mod doctor;
 mod fault;
 mod nosync;
 mod record;
 pub mod scale;
 
+pub use doctor::{DoctorCase, DoctorTally, cut_doctor, sweep_doctor};
 pub use fault::{
     EEXIST, EIO, ENOENT, ENOSPC, EOPNOTSUPP, Fault, FaultCase, FaultIo, IoOp, Tally, Visible,
     forgive_lock_folders, sweep_each, sweep_faults,

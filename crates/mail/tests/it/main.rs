@@ -7,6 +7,7 @@
 )]
 
 mod doctor;
+mod doctor_seam;
 mod example;
 mod foreign;
 mod formats;
