@@ -86,6 +86,12 @@ impl Pool {
             record_completed(&mut table, &scan.by_item, self.state.now());
         }
         if rebuilt || (fix && log_bad.is_some()) {
+            // The commit point: the table, with the log's records folded
+            // in. Only then is a bad log moved aside: moved first, a
+            // failure before the table was written lost its records (the
+            // next Fix found no log to fold). Until it is moved, a reader
+            // applies its records again, which changes nothing.
+            self.write_table(&table)?;
             if let Some(at) = log_bad {
                 let to = self.state.quarantine(&self.log_path())?;
                 let line = format!(
@@ -96,8 +102,6 @@ impl Pool {
                 finding.actions.push(Action::quarantined(to));
                 finding.actions.push(Action::Rewrote(line));
             }
-            // The commit point: the table, then an empty log.
-            self.write_table(&table)?;
             self.state.write_bytes(&self.log_path(), b"")?;
         }
         if rebuilt {
@@ -170,7 +174,12 @@ impl Pool {
                 )
                 .at(path.to_path_buf());
                 if fix {
-                    finding = finding.with(Action::quarantined(self.state.quarantine(&path)?));
+                    // A copy, not a move: the rebuilt table replaces it in
+                    // one write. Moved, a failure before that write left no
+                    // table, which readers take for an empty pool (and a
+                    // post then made the items orphans).
+                    let to = self.state.quarantine_copy(&path)?;
+                    finding = finding.with(Action::quarantined(to));
                 }
                 report.findings.push(finding);
                 Ok(Found::Rebuild)

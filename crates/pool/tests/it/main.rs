@@ -8,6 +8,7 @@
 
 mod place;
 
+mod doctor_seam;
 mod input;
 mod lifecycle;
 mod model;

@@ -331,6 +331,51 @@ impl StateDir {
         unreachable!("u32 suffixes exhausted")
     }
 
+    /// Copies the regular file at `path` durably into `.quarantine/` in its
+    /// directory, named as [`StateDir::quarantine`] names a moved file,
+    /// and returns the copy's path; the file stays where it is. For a
+    /// repair that then replaces the bad file with one atomic write: the
+    /// bad bytes are kept whether or not that write happens, and readers
+    /// never find the path empty between a move and the write. Anything
+    /// but a readable regular file (a FIFO, a directory, one over the read
+    /// cap) is moved aside as [`StateDir::quarantine`] moves it.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::observe`] and [`StateDir::quarantine`];
+    /// [`Error::OutcomeUnknown`] when the sync after the copy's publish fails.
+    pub fn quarantine_copy(&self, path: &StatePath) -> Result<PathBuf> {
+        let ReadOutcome::Value(bytes) = self.observe(path)? else {
+            return self.quarantine(path);
+        };
+        let path = path.as_path();
+        let dir = path.parent().ok_or_else(|| self.outside(path))?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .ok_or_else(|| self.outside(path))?;
+        let qdir = dir.join(QUARANTINE_DIR);
+        self.ensure_dir_tracked(&qdir)?;
+        let stamp = self.now().to_string().replace(':', "");
+        let order = self.inner.sync_order;
+        for n in 0u32.. {
+            let target = if n == 0 {
+                qdir.join(format!("{stamp}-{name}"))
+            } else {
+                qdir.join(format!("{stamp}-{name}.{n}"))
+            };
+            match atomic::create_new_with(self.backend(), order, &target, &bytes) {
+                Ok(()) => {
+                    tracing::warn!(from = %path.display(), to = %target.display(), "quarantined a copy");
+                    return Ok(target);
+                }
+                Err(Error::AlreadyExists { .. }) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        unreachable!("u32 suffixes exhausted")
+    }
+
     /// Removes the entry at `path` inside the root, unsynced (only where a removed file
     /// that comes back after a power cut is harmless and removed again), and
     /// returns whether there was one.
