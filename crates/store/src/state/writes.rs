@@ -304,31 +304,9 @@ impl StateDir {
     /// [`StateDir::move_noclobber`].
     pub fn quarantine(&self, path: &StatePath) -> Result<PathBuf> {
         let path = path.as_path();
-        self.parents_ok(path)?;
-        let dir = path.parent().ok_or_else(|| self.outside(path))?;
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .ok_or_else(|| self.outside(path))?;
-        let qdir = dir.join(QUARANTINE_DIR);
-        self.ensure_dir_tracked(&qdir)?;
-        let stamp = self.now().to_string().replace(':', "");
-        for n in 0u32.. {
-            let target = if n == 0 {
-                qdir.join(format!("{stamp}-{name}"))
-            } else {
-                qdir.join(format!("{stamp}-{name}.{n}"))
-            };
-            match move_entry(self.backend(), path, &target) {
-                Ok(()) => {
-                    tracing::warn!(from = %path.display(), to = %target.display(), "quarantined file");
-                    return Ok(target);
-                }
-                Err(Error::AlreadyExists { .. }) => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        unreachable!("u32 suffixes exhausted")
+        self.aside(path, "quarantined file", |target| {
+            move_entry(self.backend(), path, target)
+        })
     }
 
     /// Copies the regular file at `path` durably into `.quarantine/` in its
@@ -348,7 +326,22 @@ impl StateDir {
         let ReadOutcome::Value(bytes) = self.observe(path)? else {
             return self.quarantine(path);
         };
-        let path = path.as_path();
+        let order = self.inner.sync_order;
+        self.aside(path.as_path(), "quarantined a copy", |target| {
+            atomic::create_new_with(self.backend(), order, target, &bytes)
+        })
+    }
+
+    /// Puts `path`'s bytes aside with `place` at `.quarantine/{timestamp}-{name}`
+    /// in its directory (with a numeric suffix if that is taken), and
+    /// returns where.
+    fn aside(
+        &self,
+        path: &Path,
+        what: &str,
+        place: impl Fn(&Path) -> Result<()>,
+    ) -> Result<PathBuf> {
+        self.parents_ok(path)?;
         let dir = path.parent().ok_or_else(|| self.outside(path))?;
         let name = path
             .file_name()
@@ -357,16 +350,15 @@ impl StateDir {
         let qdir = dir.join(QUARANTINE_DIR);
         self.ensure_dir_tracked(&qdir)?;
         let stamp = self.now().to_string().replace(':', "");
-        let order = self.inner.sync_order;
         for n in 0u32.. {
             let target = if n == 0 {
                 qdir.join(format!("{stamp}-{name}"))
             } else {
                 qdir.join(format!("{stamp}-{name}.{n}"))
             };
-            match atomic::create_new_with(self.backend(), order, &target, &bytes) {
+            match place(&target) {
                 Ok(()) => {
-                    tracing::warn!(from = %path.display(), to = %target.display(), "quarantined a copy");
+                    tracing::warn!(from = %path.display(), to = %target.display(), "{what}");
                     return Ok(target);
                 }
                 Err(Error::AlreadyExists { .. }) => continue,

@@ -83,6 +83,45 @@ fn missing_corrupt_wrong_shape_and_oversize_are_distinct() {
     assert!(err.to_string().contains("torn.json"), "{err}");
 }
 
+/// A copy into quarantine keeps the file where it is, for a repair that
+/// replaces it in one write; a second copy in the same millisecond gets
+/// the next suffix, and anything but a regular file is moved instead.
+#[test]
+fn quarantine_copy_keeps_the_file_and_copies_its_bytes() {
+    let t = TempState::new();
+    let dir = t.state.channel_dir(Channel::new("pool")).unwrap();
+    let path = dir.join_static("table.json");
+    fs::write(&path, "{torn").unwrap();
+    let first = t.state.quarantine_copy(&path).unwrap();
+    let second = t.state.quarantine_copy(&path).unwrap();
+    assert_eq!(fs::read_to_string(&path).unwrap(), "{torn", "left in place");
+    assert_eq!(first.parent().unwrap(), dir.as_path().join(".quarantine"));
+    assert!(
+        first.to_str().unwrap().ends_with("-table.json"),
+        "{first:?}"
+    );
+    assert_ne!(first, second);
+    for copy in [&first, &second] {
+        assert_eq!(fs::read_to_string(copy).unwrap(), "{torn");
+    }
+    assert!(matches!(
+        t.state.quarantine_copy(&dir.join_static("missing.json")),
+        Err(Error::NotFound { .. })
+    ));
+    let outside = t.scratch("target");
+    fs::write(&outside, "elsewhere").unwrap();
+    let link = dir.join_static("link.json");
+    symlink(&outside, &link).unwrap();
+    let moved = t.state.quarantine_copy(&link).unwrap();
+    assert!(fs::symlink_metadata(&link).is_err(), "a symlink is moved");
+    assert!(
+        fs::symlink_metadata(&moved)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+}
+
 #[test]
 fn quarantine_moves_aside_and_deletes_nothing() {
     let t = TempState::new();
