@@ -83,8 +83,9 @@ impl Witness {
     ///
     /// # Errors
     ///
-    /// [`Error::Corrupt`](crate::Error::Corrupt) when an incident record is unreadable (run the
-    /// doctor); channel errors. Steps taken before the error stay taken, and a
+    /// Channel errors. An unreadable incident record (or hook) is not one:
+    /// it is reported as [`WitnessAction::Unreadable`] and that agent is
+    /// not judged (run the doctor). Steps taken before an error stay taken, and a
     /// tick that fails after it changed something returns
     /// [`Error::PartlyDone`](crate::Error::PartlyDone) (its outcome is
     /// unknown), unless the failure says so already.
