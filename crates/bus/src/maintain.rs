@@ -457,14 +457,18 @@ impl Bus {
         // with them).
         let repaired = match fix {
             true if !contents.bad_lines.is_empty() => {
+                // The repair moves lines, so the registry's applied offset
+                // will no longer point into the log: it is reset to the
+                // start (the registry is derived from the whole log) BEFORE
+                // the log shrinks, so a failure or power cut after the
+                // repair never leaves an offset past the log's end (from
+                // which later commands would be skipped, and which no later
+                // Fix would see), and again after it (an apply may have run
+                // in between), then rebuilt.
+                self.reset_registry(&registry)?;
                 let done = log.repair::<ControlLine>()?;
                 if done.is_some() {
-                    // The repair moved lines, so the registry's applied offset
-                    // no longer points into the log: rebuild it from the start
-                    // (the registry is derived from the whole log).
-                    state.update(&registry, |_: ReadOutcome<Registry>| {
-                        Ok::<_, Error>(chipset_store::Decision::Write(Registry::default(), ()))
-                    })?;
+                    self.reset_registry(&registry)?;
                     let _ = self.apply_control(agent)?;
                 }
                 done
@@ -501,6 +505,14 @@ impl Bus {
             report.findings.push(f);
         }
         Ok(())
+    }
+
+    /// Replaces the registry at `registry` with an empty one applied to
+    /// offset 0, which [`Bus::apply_control`] rebuilds from the whole log.
+    fn reset_registry(&self, registry: &StatePath) -> Result<()> {
+        self.state().update(registry, |_: ReadOutcome<Registry>| {
+            Ok::<_, Error>(chipset_store::Decision::Write(Registry::default(), ()))
+        })
     }
 
     /// Reports a state file written under its lock (presence, registry, nag

@@ -8,6 +8,7 @@
 
 mod control;
 mod dedup;
+mod doctor_seam;
 mod events;
 mod foreign;
 mod formats;
