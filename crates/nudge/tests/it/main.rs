@@ -7,6 +7,7 @@
 )]
 
 mod both;
+mod doctor_seam;
 mod foreign;
 mod golden;
 mod model;
