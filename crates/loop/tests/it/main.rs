@@ -14,6 +14,7 @@ mod attention_seam;
 mod channels;
 mod dispatcher;
 mod doctor;
+mod doctor_seam;
 mod formats;
 mod procs;
 mod rounds;
