@@ -265,11 +265,12 @@ impl Leases {
         Ok(transition::check(&table, agent, &paths, self.now()?))
     }
 
-    /// Checks `leases/table.json`; with [`DoctorMode::Fix`], moves a
-    /// corrupt table aside into `leases/.quarantine/` and starts an empty
-    /// one whose tokens continue from the current time in milliseconds, so
-    /// tokens still only increase. The leases it held are gone. A table of
-    /// a newer format is reported and left alone.
+    /// Checks `leases/table.json`; with [`DoctorMode::Fix`], copies a
+    /// corrupt table aside into `leases/.quarantine/` and replaces it, in
+    /// one atomic write, with an empty one whose tokens continue from the
+    /// current time in milliseconds, so tokens still only increase. The
+    /// leases it held are gone. A table of a newer format is reported and
+    /// left alone.
     ///
     /// On a server the table's row is checked the same way, and the fix
     /// moves a corrupt one into `leases/quarantine/{unix-ms}-table.json`
@@ -301,15 +302,14 @@ impl Leases {
                 )
                 .at(&path)
                 .fixable(true);
-                if mode == DoctorMode::Fix {
-                    let action = match (local, version) {
-                        (true, _) => self.state.quarantine_checked(&path, Some(&path), |seen| {
-                            seen.as_ref()
-                                .and_then(|b| ReadOutcome::<Table>::from_json(&path, b))
-                                .is_corrupt()
-                        })?,
-                        (false, Some(version)) => self.quarantine_row(version)?,
-                        (false, None) => chipset_store::Action::LeftAlone(
+                if mode == DoctorMode::Fix && local {
+                    for action in self.restart_local(&path)? {
+                        finding = finding.with(action);
+                    }
+                } else if mode == DoctorMode::Fix {
+                    let action = match version {
+                        Some(version) => self.quarantine_row(version)?,
+                        None => chipset_store::Action::LeftAlone(
                             "the server cannot read it: a person decides".to_owned(),
                         ),
                     };
@@ -341,6 +341,38 @@ impl Leases {
         Ok(report)
     }
 
+    /// On a directory: under the table's lock, copies a table still
+    /// corrupt into `leases/.quarantine/` and replaces it with an empty one
+    /// whose tokens start at [`Leases::token_floor`], in one atomic write.
+    ///
+    /// Never a move then a write: a failure between the two left no table,
+    /// which reads as an empty one granting token 1 again (a fencing token
+    /// already granted), and a later Fix found nothing to repair. Copied,
+    /// a failure leaves the corrupt table in place (failing closed) for a
+    /// later Fix, and its bytes in quarantine either way.
+    fn restart_local(&self, path: &StatePath) -> Result<Vec<chipset_store::Action>, Error> {
+        use chipset_store::{Action, Decision};
+        let floor = self.token_floor()?;
+        self.state.update(path, |outcome: ReadOutcome<Table>| {
+            let why = match outcome {
+                ReadOutcome::Corrupt(_) => None,
+                ReadOutcome::Missing => Some("gone before the fix"),
+                ReadOutcome::Value(_) | ReadOutcome::Unsupported(_) => Some("no longer bad"),
+            };
+            if let Some(why) = why {
+                return Ok(Decision::Keep(vec![Action::LeftAlone(why.to_owned())]));
+            }
+            let to = self.state.quarantine_copy(path)?;
+            let mut table = Table::empty();
+            table.next_token = floor;
+            let rewrote = "started an empty table with tokens above any granted before";
+            Ok::<_, Error>(Decision::Write(
+                table,
+                vec![Action::quarantined(to), Action::Rewrote(rewrote.to_owned())],
+            ))
+        })
+    }
+
     /// Moves the table row, if it is still at `version`, into
     /// `leases/quarantine/{unix-ms}-table.json` (a server's quarantine:
     /// nothing is deleted); a table rewritten since is left alone.
@@ -355,11 +387,18 @@ impl Leases {
         })
     }
 
+    /// The first token of a table restarted after its counter was lost:
+    /// the current time in milliseconds, above any token a table could
+    /// have handed out one grant at a time.
+    fn token_floor(&self) -> Result<u64, Error> {
+        Ok(u64::try_from(self.now()?.unix_ms()).unwrap_or(1).max(1))
+    }
+
     /// After a corrupt table was moved aside, its counter is lost: start
     /// the next tokens at the current time in milliseconds, above any token
     /// a table could have handed out one grant at a time.
     fn restart_tokens(&self) -> Result<(), Error> {
-        let floor = u64::try_from(self.now()?.unix_ms()).unwrap_or(1).max(1);
+        let floor = self.token_floor()?;
         self.apply("restart the lease table", |table, _| {
             if table.next_token >= floor {
                 return Ok((None, ()));
