@@ -8,6 +8,7 @@
 )]
 
 mod doctor;
+mod doctor_seam;
 mod model;
 mod place;
 mod procs;
