@@ -17,7 +17,7 @@ use crate::store::Hooks;
 pub(crate) struct Repaired {
     /// Why the file was corrupt.
     pub(crate) corruption: Corruption,
-    /// Where the bad file is now, in `hooks/.quarantine/`.
+    /// Where the bad bytes are kept, in `hooks/.quarantine/`.
     pub(crate) quarantined: PathBuf,
     /// The empty hook written in its place.
     pub(crate) hook: Hook,
@@ -64,16 +64,20 @@ impl Hooks {
             .collect()
     }
 
-    /// Repairs `agent`'s hook if it is corrupt: under the hook's lock, moves
-    /// the file into `hooks/.quarantine/` (nothing is deleted) and writes an
-    /// empty hook. A missing or legal hook is left alone (`Ok(None)`), and so
-    /// is an unsupported one: it is what it claims to be, only newer.
+    /// Repairs `agent`'s hook if it is corrupt: under the hook's lock, copies
+    /// the file into `hooks/.quarantine/` (nothing is deleted) and replaces
+    /// it with an empty hook in one atomic write. A missing or legal hook is
+    /// left alone (`Ok(None)`), and so is an unsupported one: it is what it
+    /// claims to be, only newer.
     ///
     /// The new generation is at least the repair time in Unix milliseconds
     /// (and above any generation still legible in the bad file), so no
-    /// assignment held from before the corruption can match again. A crash
-    /// between the move and the write leaves no file, which reads as an
-    /// empty hook; the quarantined copy is kept either way.
+    /// assignment held from before the corruption can match again. A
+    /// failure or crash before the write leaves the corrupt file in place
+    /// (refusing every transition) for a later repair, never no file: that
+    /// reads as an empty hook at generation 0, from which an assignment
+    /// held before could match again, and a later repair finds nothing to
+    /// do. The quarantined copy is kept either way.
     ///
     /// # Errors
     ///
@@ -95,17 +99,13 @@ impl Hooks {
                 .and_then(|v| v.get("generation").and_then(serde_json::Value::as_u64)),
             _ => None,
         };
-        let Action::Quarantined {
-            to: Some(quarantined),
-            ..
-        } = self
-            .state
-            .quarantine_checked(&path, None, |now| now == &seen)?
-        else {
-            // Under the lock nothing else writes it; it changed between two
-            // reads only if something outside chipset did, which is left alone.
+        if seen == ReadOutcome::Missing {
+            // Under the lock nothing else writes it; it went between two
+            // reads only if something outside chipset removed it.
             return Ok(None);
-        };
+        }
+        // A copy, not a move: the empty hook replaces the file in one write.
+        let quarantined = self.state.quarantine_copy(&path)?;
         let now = self.state.now();
         let generation = u64::try_from(now.unix_ms())
             .unwrap_or(0)
@@ -121,7 +121,7 @@ impl Hooks {
     }
 
     /// Checks every file in `hooks/`: corrupt hooks (`hook-corrupt`,
-    /// repaired with [`DoctorMode::Fix`]: moved into `hooks/.quarantine/`
+    /// repaired with [`DoctorMode::Fix`]: copied into `hooks/.quarantine/`
     /// and replaced by an empty hook), unsupported
     /// hooks (`hook-unsupported`) and stray names (`hook-stray`), which are
     /// only reported. The findings are in path order; each names its agent

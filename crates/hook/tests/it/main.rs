@@ -6,6 +6,7 @@
     reason = "tests plant, corrupt and inspect files as another program would, outside the store's API"
 )]
 
+mod doctor_seam;
 mod files;
 mod foreign;
 mod lifecycle;
