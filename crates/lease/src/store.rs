@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use chipset_backend::{Backend, FsBackend, Key, Version};
+use chipset_backend::{Backend, FsBackend, Key, Step, Version};
 use chipset_mail::{Mail, MailConfig, MessageId, NewMessage};
 use chipset_store::{
     AgentId, Corruption, Defect, DoctorMode, Finding, ReadOutcome, Report, StateDir, StatePath,
@@ -274,8 +274,8 @@ impl Leases {
     ///
     /// On a server the table's row is checked the same way, and the fix
     /// moves a corrupt one into `leases/quarantine/{unix-ms}-table.json`
-    /// (with a compare-and-swap at the version read) before starting the
-    /// empty table on the server's clock.
+    /// (with a compare-and-swap at the version read) and starts the empty
+    /// table on the server's clock, in one transaction.
     ///
     /// # Errors
     ///
@@ -307,20 +307,14 @@ impl Leases {
                         finding = finding.with(action);
                     }
                 } else if mode == DoctorMode::Fix {
-                    let action = match version {
-                        Some(version) => self.quarantine_row(version)?,
-                        None => chipset_store::Action::LeftAlone(
+                    let actions = match version {
+                        Some(version) => self.restart_row(version)?,
+                        None => vec![chipset_store::Action::LeftAlone(
                             "the server cannot read it: a person decides".to_owned(),
-                        ),
+                        )],
                     };
-                    let moved = matches!(action, chipset_store::Action::Quarantined { .. });
-                    finding = finding.with(action);
-                    if moved {
-                        self.restart_tokens()?;
-                        finding = finding.with(chipset_store::Action::Rewrote(
-                            "started an empty table with tokens above any granted before"
-                                .to_owned(),
-                        ));
+                    for action in actions {
+                        finding = finding.with(action);
                     }
                 }
                 report.findings.push(finding);
@@ -373,18 +367,53 @@ impl Leases {
         })
     }
 
-    /// Moves the table row, if it is still at `version`, into
+    /// On a server: moves the table row, if it is still at `version`, into
     /// `leases/quarantine/{unix-ms}-table.json` (a server's quarantine:
-    /// nothing is deleted); a table rewritten since is left alone.
-    fn quarantine_row(&self, version: Version) -> Result<chipset_store::Action, Error> {
-        let aside = self
-            .seam
-            .quarantine(&Self::table_key(), version, self.now()?)
-            .map_err(|e| self.seam_error(e))?;
-        Ok(match aside {
-            Some(to) => chipset_store::Action::quarantined(to.to_string()),
-            None => chipset_store::Action::LeftAlone("rewritten since the check".to_owned()),
-        })
+    /// nothing is deleted) and creates an empty table whose tokens start
+    /// at [`Leases::token_floor`], in one transaction, so the row is never
+    /// missing (which reads as an empty table granting token 1 again). A
+    /// table rewritten since is left alone.
+    fn restart_row(&self, version: Version) -> Result<Vec<chipset_store::Action>, Error> {
+        use chipset_store::Action;
+        let key = Self::table_key();
+        let path = self.table_path()?;
+        let now = self.now()?;
+        let mut table = Table::empty();
+        table.next_token = self.token_floor()?;
+        let bytes = StateDir::to_canonical_json(&table).map_err(|source| {
+            Error::Store(chipset_store::Error::Serialize {
+                path: path.to_path_buf(),
+                source,
+            })
+        })?;
+        let aside = key.quarantined_at(now).map_err(|e| self.seam_error(e))?;
+        let steps = [
+            Step::MoveNew {
+                from: &key,
+                expected: version,
+                to: &aside,
+            },
+            Step::Create {
+                key: &key,
+                value: &bytes,
+            },
+        ];
+        match self.seam.transact(&steps) {
+            Ok(_) => Ok(vec![
+                Action::quarantined(aside.to_string()),
+                Action::Rewrote(
+                    "started an empty table with tokens above any granted before".to_owned(),
+                ),
+            ]),
+            Err(
+                chipset_backend::Error::Conflict { .. }
+                | chipset_backend::Error::NotFound { .. }
+                | chipset_backend::Error::Exists { .. },
+            ) => Ok(vec![Action::LeftAlone(
+                "rewritten since the check".to_owned(),
+            )]),
+            Err(e) => Err(self.seam_error(e)),
+        }
     }
 
     /// The first token of a table restarted after its counter was lost:
@@ -392,21 +421,6 @@ impl Leases {
     /// have handed out one grant at a time.
     fn token_floor(&self) -> Result<u64, Error> {
         Ok(u64::try_from(self.now()?.unix_ms()).unwrap_or(1).max(1))
-    }
-
-    /// After a corrupt table was moved aside, its counter is lost: start
-    /// the next tokens at the current time in milliseconds, above any token
-    /// a table could have handed out one grant at a time.
-    fn restart_tokens(&self) -> Result<(), Error> {
-        let floor = self.token_floor()?;
-        self.apply("restart the lease table", |table, _| {
-            if table.next_token >= floor {
-                return Ok((None, ()));
-            }
-            let mut next = table.clone();
-            next.next_token = floor;
-            Ok((Some(next), ()))
-        })
     }
 
     fn read(&self, op: &'static str) -> Result<Table, Error> {
