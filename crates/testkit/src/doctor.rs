@@ -147,6 +147,10 @@ fn assert_finishes<C: DoctorCase>(case: &C, root: &Path, world: &C::World, what:
 /// # Panics
 ///
 /// When a check fails: it is for tests.
+#[allow(
+    clippy::print_stderr,
+    reason = "prints the figures for the report (shown with --nocapture)"
+)]
 pub fn sweep_doctor<C: DoctorCase>(case: &C) -> DoctorTally {
     let name = case.name();
     let tmp = tempfile::tempdir().expect("a temporary directory");
@@ -216,6 +220,7 @@ pub fn sweep_doctor<C: DoctorCase>(case: &C) -> DoctorTally {
             assert_finishes(case, &root, &world, &what);
         }
     }
+    eprintln!("{name} doctor fault: {tally}");
     tally
 }
 
@@ -227,6 +232,10 @@ pub fn sweep_doctor<C: DoctorCase>(case: &C) -> DoctorTally {
 /// # Panics
 ///
 /// When a check fails: it is for tests.
+#[allow(
+    clippy::print_stderr,
+    reason = "prints the figures for the report (shown with --nocapture)"
+)]
 pub fn cut_doctor<C: DoctorCase>(case: &C) -> usize {
     let name = case.name();
     let tmp = tempfile::tempdir().expect("a temporary directory");
@@ -247,5 +256,6 @@ pub fn cut_doctor<C: DoctorCase>(case: &C) -> usize {
         assert_no_loss(case, &dir, &world, &what);
         assert_finishes(case, &dir, &world, &what);
     }
+    eprintln!("{name} doctor power cut: {} states", states.len());
     states.len()
 }

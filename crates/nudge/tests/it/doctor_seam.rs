@@ -223,27 +223,15 @@ impl DoctorCase for Damaged {
 }
 
 #[test]
-#[allow(
-    clippy::print_stderr,
-    reason = "prints the figures for the report (shown with --nocapture)"
-)]
 fn every_fault_in_a_nudge_repair_keeps_the_data_and_a_later_fix_finishes() {
-    let tally = sweep_doctor(&Signals);
-    eprintln!("{} doctor fault: {tally}", Signals.name());
+    sweep_doctor(&Signals);
     let case = Damaged::default();
-    let tally = sweep_doctor(&case);
-    eprintln!("{} doctor fault: {tally}", case.name());
+    sweep_doctor(&case);
 }
 
 #[test]
-#[allow(
-    clippy::print_stderr,
-    reason = "prints the figures for the report (shown with --nocapture)"
-)]
 fn every_power_cut_in_a_nudge_repair_keeps_the_data_and_a_later_fix_finishes() {
-    let states = cut_doctor(&Signals);
-    eprintln!("{} doctor power cut: {states} states", Signals.name());
+    cut_doctor(&Signals);
     let case = Damaged::default();
-    let states = cut_doctor(&case);
-    eprintln!("{} doctor power cut: {states} states", case.name());
+    cut_doctor(&case);
 }
