@@ -19,6 +19,9 @@ use crate::transition::{self, Acquired, Blocked, LeaseRequest, Released, check_r
 /// The file name of the table in the channel's directory.
 const TABLE_FILE: &str = "table.json";
 
+/// What the doctor did when it replaced a corrupt table.
+const RESTARTED: &str = "started an empty table with tokens above any granted before";
+
 /// The path leases under one state root: `leases/table.json`.
 ///
 /// Cheap to clone. Every change reads the table and its version on the
@@ -359,10 +362,12 @@ impl Leases {
             let to = self.state.quarantine_copy(path)?;
             let mut table = Table::empty();
             table.next_token = floor;
-            let rewrote = "started an empty table with tokens above any granted before";
             Ok::<_, Error>(Decision::Write(
                 table,
-                vec![Action::quarantined(to), Action::Rewrote(rewrote.to_owned())],
+                vec![
+                    Action::quarantined(to),
+                    Action::Rewrote(RESTARTED.to_owned()),
+                ],
             ))
         })
     }
@@ -401,9 +406,7 @@ impl Leases {
         match self.seam.transact(&steps) {
             Ok(_) => Ok(vec![
                 Action::quarantined(aside.to_string()),
-                Action::Rewrote(
-                    "started an empty table with tokens above any granted before".to_owned(),
-                ),
+                Action::Rewrote(RESTARTED.to_owned()),
             ]),
             Err(
                 chipset_backend::Error::Conflict { .. }
