@@ -51,7 +51,9 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use chipset_store::{AgentId, ManualClock, StateDir, StateOptions, StatePath, TaskId, Timestamp};
+use chipset_store::{
+    AgentId, ManualClock, SharedIo, StateDir, StateOptions, StatePath, TaskId, Timestamp,
+};
 
 mod doctor;
 mod fault;
@@ -329,6 +331,25 @@ pub fn t0() -> Timestamp {
 /// Returns a manual clock stopped at [`T0`].
 pub fn manual_clock() -> ManualClock {
     ManualClock::new(t0())
+}
+
+/// Opens the state root at `root` on the I/O backend `io`, with a manual
+/// clock of its own stopped at [`T0`]: the state a seam sweep's case runs
+/// on, faulted or recorded.
+///
+/// # Panics
+///
+/// When the root cannot be opened.
+pub fn manual_state(root: &Path, io: SharedIo) -> StateDir {
+    StateDir::open_with(
+        root,
+        StateOptions {
+            io,
+            clock: Arc::new(manual_clock()),
+            ..StateOptions::default()
+        },
+    )
+    .expect("open the state root")
 }
 
 /// Returns the agent id `name`.

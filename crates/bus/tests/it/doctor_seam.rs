@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use chipset_bus::{Bus, ControlOp, Error, EventId, NewEvent, Priority, Resource};
-use chipset_store::{DoctorMode, RealIo, Report, SharedIo, StateDir, StateOptions};
-use chipset_testkit::{DoctorCase, cut_doctor, manual_clock, sweep_doctor};
+use chipset_store::{DoctorMode, RealIo, Report, SharedIo, StateDir, StatePath};
+use chipset_testkit::{DoctorCase, cut_doctor, manual_state, state_path, sweep_doctor};
 
 use crate::agent;
 
@@ -50,15 +50,7 @@ const TORN: &[u8] = b"{\"op\":\"reg";
 const TARGETS: [&str; 3] = ["x", "y", "z"];
 
 fn open(root: &Path, io: SharedIo) -> Bus {
-    let state = StateDir::open_with(
-        root,
-        StateOptions {
-            io,
-            clock: Arc::new(manual_clock()),
-            ..StateOptions::default()
-        },
-    )
-    .unwrap();
+    let state = manual_state(root, io);
     Bus::new(state)
 }
 
@@ -70,6 +62,16 @@ fn event(id: &str) -> NewEvent {
 
 /// The file of `id` (a normal event from `w` of kind `k`) in `a`'s
 /// queue, relative to the root: `{P}-{id}-{source}-{kind}.json`.
+/// The bytes of the file at `path`, which must be there.
+fn read(state: &StateDir, path: &StatePath) -> Vec<u8> {
+    state
+        .read_bytes(path)
+        .unwrap()
+        .into_result()
+        .unwrap()
+        .unwrap()
+}
+
 fn queued(id: &str) -> PathBuf {
     PathBuf::from(format!("bus/a/queue/2-{id}-w-k.json"))
 }
@@ -108,7 +110,11 @@ impl DoctorCase for Damage {
         register(&bus, TARGETS[0]);
         register(&bus, TARGETS[1]);
         bus.apply_control(&a).unwrap();
-        let dir = root.join("bus/a");
+        let state = bus.state();
+        let at = |rel: &str| state_path(state, &format!("bus/a/{rel}"));
+        let put = |rel: &str, bytes: &[u8]| state.write_bytes(&at(rel), bytes).unwrap();
+        let append =
+            |rel: &str, tail: &[u8]| put(rel, &[read(state, &at(rel)), tail.to_vec()].concat());
         match self {
             Damage::Files => {
                 register(&bus, TARGETS[2]);
@@ -116,36 +122,30 @@ impl DoctorCase for Damage {
                 let acked = bus.publish(&a, &event(ACKED)).unwrap();
                 let acked = acked.delivered().unwrap().clone();
                 assert!(bus.ack_event(&a, &acked).unwrap());
-                std::fs::copy(
-                    dir.join("processed").join(acked.file_name()),
-                    dir.join("queue").join(acked.file_name()),
-                )
-                .unwrap();
+                let done = read(state, &at(&format!("processed/{}", acked.file_name())));
+                put(&format!("queue/{}", acked.file_name()), &done);
                 assert!(
                     bus.publish(&a, &event(BROKEN))
                         .unwrap()
                         .delivered()
                         .is_some()
                 );
-                std::fs::write(root.join(queued(BROKEN)), BAD_EVENT).unwrap();
-                std::fs::write(dir.join("queue/README"), FOREIGN).unwrap();
-                std::fs::write(dir.join("presence.json"), BAD_PRESENCE).unwrap();
-                std::fs::write(dir.join("registry.json"), BAD_REGISTRY).unwrap();
-                std::fs::write(dir.join("nag.json"), BAD_NAG).unwrap();
-                std::fs::create_dir_all(dir.join("dedup")).unwrap();
-                std::fs::write(dir.join("dedup/key.json"), BAD_DEDUP).unwrap();
+                let broken = queued(BROKEN);
+                state
+                    .write_bytes(&state_path(state, broken.to_str().unwrap()), BAD_EVENT)
+                    .unwrap();
+                put("queue/README", FOREIGN);
+                put("presence.json", BAD_PRESENCE);
+                put("registry.json", BAD_REGISTRY);
+                put("nag.json", BAD_NAG);
+                put("dedup/key.json", BAD_DEDUP);
             }
             Damage::Log => {
-                let log = dir.join("control.jsonl");
-                let mut bytes = std::fs::read(&log).unwrap();
-                bytes.extend_from_slice(BAD_LINE);
-                std::fs::write(&log, bytes).unwrap();
+                append("control.jsonl", BAD_LINE);
                 register(&bus, TARGETS[2]);
                 // Applied to the end: the bad line skipped.
                 bus.apply_control(&a).unwrap();
-                let mut bytes = std::fs::read(&log).unwrap();
-                bytes.extend_from_slice(TORN);
-                std::fs::write(&log, bytes).unwrap();
+                append("control.jsonl", TORN);
             }
         }
     }
@@ -195,8 +195,7 @@ impl DoctorCase for Damage {
                 "{what}: the acknowledged event lost: {processed:?}"
             );
         }
-        let log = bus.state().root().join("bus/a/control.jsonl");
-        let bytes = std::fs::read(&log).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let bytes = read(bus.state(), &state_path(bus.state(), "bus/a/control.jsonl"));
         let targets: Vec<String> = bytes
             .split(|b| *b == b'\n')
             .filter_map(|l| serde_json::from_slice::<serde_json::Value>(l).ok())

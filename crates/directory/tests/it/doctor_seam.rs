@@ -26,9 +26,9 @@ const HEALTHY: [(&str, &str); 2] = [("ann", "reviews"), ("bo", "builds")];
 /// agent's profile (`dee.json` holds ann's bytes).
 struct Damaged;
 
-fn open(root: &Path, io: SharedIo) -> Directory {
+fn state(root: &Path, io: SharedIo) -> StateDir {
     let clock = ManualClock::new(Timestamp::parse("2026-03-05T10:00:00Z").unwrap());
-    let state = StateDir::open_with(
+    StateDir::open_with(
         root,
         StateOptions {
             io,
@@ -36,13 +36,23 @@ fn open(root: &Path, io: SharedIo) -> Directory {
             ..StateOptions::default()
         },
     )
-    .unwrap();
-    Directory::new(state)
+    .unwrap()
+}
+
+fn open(root: &Path, io: SharedIo) -> Directory {
+    Directory::new(state(root, io))
 }
 
 /// Ann's profile as planted: the bytes `dee.json` is given.
 fn ann_bytes(root: &Path) -> Vec<u8> {
-    std::fs::read(root.join("agents/ann.json")).unwrap()
+    let state = state(root, Arc::new(RealIo));
+    let ann = Directory::new(state.clone()).path(&agent("ann"));
+    state
+        .read_bytes(&ann)
+        .unwrap()
+        .into_result()
+        .unwrap()
+        .unwrap()
 }
 
 impl DoctorCase for Damaged {
@@ -54,15 +64,16 @@ impl DoctorCase for Damaged {
     }
 
     fn plant(&self, root: &Path) {
-        let dir = open(root, Arc::new(RealIo));
+        let state = state(root, Arc::new(RealIo));
+        let dir = Directory::new(state.clone());
         for (name, note) in HEALTHY {
             let mut change = Registration::new();
             change.note = Some(note.to_owned());
             dir.register(&agent(name), &change).unwrap();
         }
-        let agents = root.join("agents");
-        std::fs::write(agents.join("cy.json"), TORN).unwrap();
-        std::fs::write(agents.join("dee.json"), ann_bytes(root)).unwrap();
+        state.write_bytes(&dir.path(&agent("cy")), TORN).unwrap();
+        let ann = ann_bytes(root);
+        state.write_bytes(&dir.path(&agent("dee")), &ann).unwrap();
     }
 
     fn open(&self, root: &Path, io: SharedIo) -> Directory {

@@ -12,7 +12,6 @@
 //! no case here.
 
 use std::cell::RefCell;
-use std::fs;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -332,8 +331,11 @@ fn a_list_change_refused_for_one_agent_changes_no_profile() {
     dir.register(&agent("alpha"), &Registration::new()).unwrap();
     dir.register(&agent("beta"), &full).unwrap();
     dir.register(&agent("gamma"), &Registration::new()).unwrap();
-    fs::write(state.root().join("agents/gamma.json"), b"{\"name\": ").unwrap();
-    let alpha = fs::read(dir.path(&agent("alpha"))).unwrap();
+    state
+        .write_bytes(&dir.path(&agent("gamma")), b"{\"name\": ")
+        .unwrap();
+    let bytes = |who: &str| state.read_bytes(&dir.path(&agent(who))).unwrap();
+    let alpha = bytes("alpha");
     clock.advance(Duration::from_secs(1));
     let err = dir
         .list_add(&role("reviewer"), &[agent("alpha"), agent("beta")])
@@ -348,7 +350,7 @@ fn a_list_change_refused_for_one_agent_changes_no_profile() {
         .list_remove(&role("r0"), &[agent("beta"), agent("gamma")])
         .unwrap_err();
     assert!(err.is_corrupt(), "{err}");
-    assert_eq!(fs::read(dir.path(&agent("alpha"))).unwrap(), alpha);
+    assert_eq!(bytes("alpha"), alpha);
     assert_eq!(
         profile_roles(&dir, "beta").len(),
         chipset_directory::MAX_ROLES

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use chipset_hook::{Error, HookStatus, Hooks};
-use chipset_store::{DoctorMode, ReadOutcome, RealIo, Report, SharedIo, StateDir, StateOptions};
-use chipset_testkit::{DoctorCase, cut_doctor, manual_clock, sweep_doctor};
+use chipset_store::{DoctorMode, ReadOutcome, RealIo, Report, SharedIo};
+use chipset_testkit::{DoctorCase, cut_doctor, manual_state, sweep_doctor};
 
 use crate::{agent, bead};
 
@@ -27,15 +27,7 @@ struct Torn;
 const CY_HELD: u64 = 1;
 
 fn open(root: &Path, io: SharedIo) -> Hooks {
-    let state = StateDir::open_with(
-        root,
-        StateOptions {
-            io,
-            clock: Arc::new(manual_clock()),
-            ..StateOptions::default()
-        },
-    )
-    .unwrap();
+    let state = manual_state(root, io);
     Hooks::new(state)
 }
 
@@ -60,7 +52,10 @@ impl DoctorCase for Torn {
             .assign(&agent("cy"), bead("b-3"), "three", None)
             .unwrap();
         assert_eq!(cy.generation, CY_HELD);
-        std::fs::write(hooks.path(&agent("cy")).as_path(), TORN).unwrap();
+        hooks
+            .state()
+            .write_bytes(&hooks.path(&agent("cy")), TORN)
+            .unwrap();
     }
 
     fn open(&self, root: &Path, io: SharedIo) -> Hooks {

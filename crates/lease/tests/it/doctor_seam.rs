@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use chipset_lease::{Error, Leases, Released};
 use chipset_mail::Mail;
-use chipset_store::{DoctorMode, RealIo, Report, SharedIo, StateDir, StateOptions};
-use chipset_testkit::{DoctorCase, cut_doctor, manual_clock, sweep_doctor};
+use chipset_store::{DoctorMode, RealIo, Report, SharedIo};
+use chipset_testkit::{DoctorCase, cut_doctor, manual_state, state_path, sweep_doctor};
 
 use crate::{agent, exclusive};
 
@@ -32,15 +32,7 @@ struct World {
 }
 
 fn open(root: &Path, io: SharedIo) -> World {
-    let state = StateDir::open_with(
-        root,
-        StateOptions {
-            io,
-            clock: Arc::new(manual_clock()),
-            ..StateOptions::default()
-        },
-    )
-    .unwrap();
+    let state = manual_state(root, io);
     World {
         leases: Leases::new(state.clone()),
         mail: Mail::new(state),
@@ -67,7 +59,9 @@ impl DoctorCase for Torn {
             .leases
             .force_release(&agent("bob"), GRANTED, "carol crashed");
         assert!(matches!(forced, Ok(Released::Released(_))), "{forced:?}");
-        std::fs::write(root.join("leases/table.json"), BAD_TABLE).unwrap();
+        let state = w.leases.state();
+        let table = state_path(state, "leases/table.json");
+        state.write_bytes(&table, BAD_TABLE).unwrap();
     }
 
     fn open(&self, root: &Path, io: SharedIo) -> World {

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use chipset_loop::{Error, LoopState};
-use chipset_store::{DoctorMode, Report, SharedIo, StateDir, StateOptions};
-use chipset_testkit::{DoctorCase, cut_doctor, manual_clock, sweep_doctor};
+use chipset_store::{DoctorMode, RealIo, Report, SharedIo, StateDir};
+use chipset_testkit::{DoctorCase, cut_doctor, manual_state, state_path, sweep_doctor};
 use serde_json::json;
 
 const T: &str = "2026-03-05T10:40:01.123Z";
@@ -34,7 +34,7 @@ struct Damaged;
 /// The loops' state, and the root it is on.
 struct World {
     loops: LoopState,
-    root: PathBuf,
+    state: StateDir,
 }
 
 fn assignment(a: &str, b: &str) -> serde_json::Value {
@@ -45,9 +45,20 @@ fn assignment(a: &str, b: &str) -> serde_json::Value {
 }
 
 fn put(root: &Path, rel: &str, bytes: &[u8]) {
-    let path = root.join("loop").join(rel);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, bytes).unwrap();
+    let state = manual_state(root, Arc::new(RealIo));
+    let path = state_path(&state, &format!("loop/{rel}"));
+    state.write_bytes(&path, bytes).unwrap();
+}
+
+/// The bytes of the loop file `rel`.
+fn read(state: &StateDir, rel: &str) -> Vec<u8> {
+    let path = state_path(state, &format!("loop/{rel}"));
+    state
+        .read_bytes(&path)
+        .unwrap()
+        .into_result()
+        .unwrap()
+        .unwrap()
 }
 
 fn put_json(root: &Path, rel: &str, mut v: serde_json::Value, extra: serde_json::Value) {
@@ -131,18 +142,10 @@ impl DoctorCase for Damaged {
     }
 
     fn open(&self, root: &Path, io: SharedIo) -> World {
-        let state = StateDir::open_with(
-            root,
-            StateOptions {
-                io,
-                clock: Arc::new(manual_clock()),
-                ..StateOptions::default()
-            },
-        )
-        .unwrap();
+        let state = manual_state(root, io);
         World {
-            loops: LoopState::new(state),
-            root: root.to_owned(),
+            loops: LoopState::new(state.clone()),
+            state,
         }
     }
 
@@ -182,14 +185,13 @@ impl DoctorCase for Damaged {
             (1, 1),
             "{what}: a round lost: {c:?}"
         );
-        let root = w.root.join("loop");
-        let witness = std::fs::read(root.join("witness/log.jsonl")).unwrap();
+        let witness = read(&w.state, "witness/log.jsonl");
         let whole: Vec<&[u8]> = witness
             .split_inclusive(|b| *b == b'\n')
             .filter(|l| *l != BAD_LINE)
             .collect();
         assert_eq!(whole, WITNESS_LOG, "{what}: a witness log record lost");
-        let dispatcher = std::fs::read(root.join("dispatcher/log.jsonl")).unwrap();
+        let dispatcher = read(&w.state, "dispatcher/log.jsonl");
         assert!(
             dispatcher.starts_with(DISPATCHER_LOG),
             "{what}: the dispatcher log's record lost"

@@ -4,7 +4,6 @@
 //! files or a message, no report claims a fix a check finds undone, and a
 //! later Fix finishes the repair ([`chipset_testkit::sweep_doctor`]).
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -73,12 +72,12 @@ impl DoctorCase for Damaged {
                 .unwrap();
         }
         let bad = m.path_of(&mid(BAD_ID), &Location::Inbox(agent("b")));
-        std::fs::write(bad.as_path(), BAD_MESSAGE).unwrap();
-        let mut log = std::fs::OpenOptions::new()
-            .append(true)
-            .open(m.manifest_path())
-            .unwrap();
-        log.write_all(BAD_LINES).unwrap();
+        m.state().write_bytes(&bad, BAD_MESSAGE).unwrap();
+        let manifest = m.manifest_path();
+        let read = m.state().read_bytes(&manifest).unwrap();
+        let mut log = read.into_result().unwrap().unwrap();
+        log.extend_from_slice(BAD_LINES);
+        m.state().write_bytes(&manifest, &log).unwrap();
     }
 
     fn open(&self, root: &Path, io: SharedIo) -> Mail {

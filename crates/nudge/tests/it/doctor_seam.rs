@@ -12,8 +12,8 @@ use chipset_nudge::{
     Error, KindRegistry, ManualResolution, NewNudge, Nudge, NudgeType, Nudges, Reminder,
     ReminderId, Reminders, Resolution,
 };
-use chipset_store::{DoctorMode, RealIo, Report, SharedIo, StateDir, StateOptions, StatePath};
-use chipset_testkit::{DoctorCase, cut_doctor, manual_clock, sweep_doctor};
+use chipset_store::{DoctorMode, RealIo, Report, SharedIo, StateDir, StatePath};
+use chipset_testkit::{DoctorCase, cut_doctor, manual_state, sweep_doctor};
 
 use crate::reminders::{HOUR, new};
 use crate::support::{NudgePaths, ReminderKey, ReminderPaths, agent, preset};
@@ -25,21 +25,10 @@ const BAD_OPEN: &[u8] = b"{\"id\": \"open";
 const BAD_SNOOZED: &[u8] = b"{\"id\": \"snoozed";
 const BAD_HISTORY: &[u8] = b"{\"id\": \"history";
 
-fn state(root: &Path, io: SharedIo) -> StateDir {
-    StateDir::open_with(
-        root,
-        StateOptions {
-            io,
-            clock: Arc::new(manual_clock()),
-            ..StateOptions::default()
-        },
-    )
-    .unwrap()
-}
-
-fn rel(root: &Path, path: &StatePath) -> PathBuf {
+/// `path` relative to the state root (`StateDir::root`, resolved).
+fn rel(state: &StateDir, path: &StatePath) -> PathBuf {
     path.as_path()
-        .strip_prefix(std::fs::canonicalize(root).unwrap())
+        .strip_prefix(state.root())
         .unwrap()
         .to_owned()
 }
@@ -58,22 +47,22 @@ impl DoctorCase for Signals {
     }
 
     fn plant(&self, root: &Path) {
-        let n = Nudges::new(state(root, Arc::new(RealIo)));
+        let state = manual_state(root, Arc::new(RealIo));
+        let n = Nudges::new(state.clone());
         for to in ["b", "c", "d"] {
             let draft = NewNudge::new(agent("a"), NudgeType::HealthCheck, format!("to {to}"));
             n.send(&agent(to), draft).unwrap();
         }
         let c = n.read_latest(&agent("c")).unwrap().value().unwrap();
         n.mark_processed(&agent("c"), &c).unwrap();
-        std::fs::write(n.latest_path(&agent("b")).as_path(), BAD_LATEST).unwrap();
-        std::fs::write(n.processed_path(&agent("c")).as_path(), BAD_PROCESSED).unwrap();
-        let response = n.response_path(&agent("a"), &agent("b"));
-        std::fs::create_dir_all(response.as_path().parent().unwrap()).unwrap();
-        std::fs::write(response.as_path(), BAD_RESPONSE).unwrap();
+        let plant = |path: StatePath, bytes: &[u8]| state.write_bytes(&path, bytes).unwrap();
+        plant(n.latest_path(&agent("b")), BAD_LATEST);
+        plant(n.processed_path(&agent("c")), BAD_PROCESSED);
+        plant(n.response_path(&agent("a"), &agent("b")), BAD_RESPONSE);
     }
 
     fn open(&self, root: &Path, io: SharedIo) -> Nudges {
-        Nudges::new(state(root, io))
+        Nudges::new(manual_state(root, io))
     }
 
     fn doctor(&self, n: &Nudges, mode: DoctorMode) -> Result<Report, Error> {
@@ -122,7 +111,7 @@ fn key(id: &str) -> ReminderKey {
 }
 
 fn reminders(root: &Path, io: SharedIo) -> Reminders {
-    Reminders::new(state(root, io), KindRegistry::preset())
+    Reminders::new(manual_state(root, io), KindRegistry::preset())
 }
 
 impl DoctorCase for Damaged {
@@ -143,18 +132,22 @@ impl DoctorCase for Damaged {
         };
         let a = open("A");
         open("B");
-        std::fs::write(r.open_path(&key("B")).as_path(), BAD_OPEN).unwrap();
+        r.state()
+            .write_bytes(&r.open_path(&key("B")), BAD_OPEN)
+            .unwrap();
         let e = open("E");
         r.snooze(&e.id, HOUR, None).unwrap();
         let f = open("F");
         r.snooze(&f.id, HOUR, None).unwrap();
-        std::fs::write(r.snoozed_path(&key("F")).as_path(), BAD_SNOOZED).unwrap();
+        r.state()
+            .write_bytes(&r.snoozed_path(&key("F")), BAD_SNOOZED)
+            .unwrap();
         let h = open("H");
         r.resolve(&h.id, ManualResolution::Completed, None).unwrap();
         let i = open("I");
         r.resolve(&i.id, ManualResolution::Completed, None).unwrap();
         let history = r.history_path(&i.id);
-        std::fs::write(history.as_path(), BAD_HISTORY).unwrap();
+        r.state().write_bytes(&history, BAD_HISTORY).unwrap();
         // D: resolved, but still in the open index (a crash between steps).
         let d = open("D");
         let mut resolved = d.clone();
@@ -170,7 +163,7 @@ impl DoctorCase for Damaged {
                 (h.id, "history", Some(Resolution::Completed)),
                 (d.id, "D", Some(Resolution::Completed)),
             ],
-            history: rel(root, &history),
+            history: rel(r.state(), &history),
         };
     }
 

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use chipset_hook::Hooks;
 use chipset_pool::{Error, NewItem, Pool};
-use chipset_store::{DoctorMode, RealIo, Report, SharedIo, StateDir, StateOptions};
-use chipset_testkit::{DoctorCase, cut_doctor, manual_clock, sweep_doctor};
+use chipset_store::{DoctorMode, RealIo, Report, SharedIo};
+use chipset_testkit::{DoctorCase, cut_doctor, manual_state, state_path, sweep_doctor};
 
 use crate::{agent, id};
 
@@ -34,15 +34,7 @@ struct World {
 }
 
 fn open(root: &Path, io: SharedIo) -> World {
-    let state = StateDir::open_with(
-        root,
-        StateOptions {
-            io,
-            clock: Arc::new(manual_clock()),
-            ..StateOptions::default()
-        },
-    )
-    .unwrap();
+    let state = manual_state(root, io);
     World {
         pool: Pool::new(state.clone()),
         hooks: Hooks::new(state),
@@ -77,17 +69,31 @@ impl DoctorCase for Damage {
     }
 
     fn plant(&self, root: &Path) {
-        four(&open(root, Arc::new(RealIo)));
+        let w = open(root, Arc::new(RealIo));
+        four(&w);
+        let state = w.pool.state();
+        let at = |rel: &str| state_path(state, rel);
         match self {
             Damage::Log => {
-                let log = root.join("pool/log.jsonl");
+                let log = at("pool/log.jsonl");
                 let mut bytes = BAD_LINE.to_vec();
-                bytes.extend(std::fs::read(&log).unwrap());
-                std::fs::write(&log, bytes).unwrap();
+                bytes.extend(
+                    state
+                        .read_bytes(&log)
+                        .unwrap()
+                        .into_result()
+                        .unwrap()
+                        .unwrap(),
+                );
+                state.write_bytes(&log, &bytes).unwrap();
             }
             Damage::Table => {
-                std::fs::write(root.join("pool/table.json"), BAD_TABLE).unwrap();
-                std::fs::write(root.join("pool/items/zz.json"), ORPHAN).unwrap();
+                state
+                    .write_bytes(&at("pool/table.json"), BAD_TABLE)
+                    .unwrap();
+                state
+                    .write_bytes(&at("pool/items/zz.json"), ORPHAN)
+                    .unwrap();
             }
         }
     }
