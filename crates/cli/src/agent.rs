@@ -91,7 +91,7 @@ pub(crate) fn run(ctx: &Ctx, command: AgentCommand) -> Result<Output> {
             task,
             note,
         } => {
-            let agent = who.agent();
+            let agent = who.agent()?;
             let mut change = Registration::new();
             change.roles = roles.as_deref().map(parse_roles).transpose()?;
             change.program = program;
@@ -112,7 +112,7 @@ pub(crate) fn run(ctx: &Ctx, command: AgentCommand) -> Result<Output> {
             ))
         }
         AgentCommand::Whois { who } => {
-            let info = directory.whois(&who.agent())?;
+            let info = directory.whois(&who.agent()?)?;
             let view = AgentProfile::of(&info.profile, Some(info.last_seen));
             Ok(Output::new(whois_text(ctx, &view), output::json(&view)))
         }

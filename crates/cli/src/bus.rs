@@ -67,7 +67,7 @@ pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
             })
         }
         BusCommand::Pending { who } => {
-            let agent = who.agent();
+            let agent = who.agent()?;
             let pending = bus.pending(&agent)?;
             Ok(listing(ctx, &agent, &pending, None).0)
         }
@@ -80,9 +80,9 @@ pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
             };
             Ok(Output::new(text, output::json(&view)))
         }
-        BusCommand::Wait { who, timeout } => wait(ctx, &bus, &who.agent(), timeout),
+        BusCommand::Wait { who, timeout } => wait(ctx, &bus, &who.agent()?, timeout),
         BusCommand::Start { who, pid } => {
-            let agent = who.agent();
+            let agent = who.agent()?;
             // Never this command's own pid: it exits as soon as it prints.
             let pid = pid.unwrap_or_else(std::os::unix::process::parent_id);
             let startup = bus.start_as(&agent, pid)?;
@@ -101,7 +101,7 @@ pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
             Ok(out)
         }
         BusCommand::Presence { who } => {
-            let agent = who.agent();
+            let agent = who.agent()?;
             let state = bus.presence(&agent)?;
             let (word, detail) = presence_words(ctx, &bus, &state);
             let out = Output::new(
@@ -120,7 +120,7 @@ pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
                 ControlCommand::Register(a) => (a, ControlOp::Register),
                 ControlCommand::Unregister(a) => (a, ControlOp::Unregister),
             };
-            let agent = args.who.agent();
+            let agent = args.who.agent()?;
             bus.control(&agent, op, &Resource::new(&args.kind, &args.target))?;
             let registry = bus.apply_control(&agent)?;
             let mut table = Table::new(&["KIND", "TARGET"]);
@@ -135,7 +135,7 @@ pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
             Ok(Output::new(text, output::json(&registry)))
         }
         BusCommand::Nag { who, poll } => {
-            let agent = who.agent();
+            let agent = who.agent()?;
             let occasion = if poll {
                 Occasion::Poll
             } else {

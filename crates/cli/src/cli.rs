@@ -13,6 +13,8 @@ use chipset_hook::BeadId;
 use chipset_store::AgentId;
 use clap::{Args, Parser, Subcommand};
 
+use crate::error::CliError;
+
 pub(crate) use self::bus::{BusCommand, ControlCommand};
 pub(crate) use self::mail::{MailCommand, MailExpects, MailKind, MailSend, Since};
 pub(crate) use self::remind::RemindCommand;
@@ -103,7 +105,7 @@ pub(crate) enum Command {
     /// print the `.mcp.json` entry that serves it to an agent host.
     Init {
         /// The agent the MCP entry acts as [default: a placeholder, AGENT].
-        #[arg(long, value_name = "AGENT")]
+        #[arg(long, value_name = "AGENT", env = AGENT_ENV)]
         agent: Option<AgentId>,
     },
     /// Copy a whole state to a PostgreSQL server or back to a directory
@@ -135,7 +137,7 @@ pub(crate) enum Command {
 #[derive(Debug, Args)]
 pub(crate) struct McpArgs {
     /// The agent every tool acts as (sender, inbox owner, hook holder).
-    #[arg(long, value_name = "AGENT")]
+    #[arg(long, value_name = "AGENT", env = AGENT_ENV)]
     pub(crate) agent: AgentId,
     /// Serve streamable HTTP at http://ADDR/mcp instead of stdio; loopback
     /// addresses only, unless a token is given.
@@ -267,7 +269,7 @@ pub(crate) enum NudgeCommand {
     /// Send a nudge (latest wins; an unprocessed abort is replaced only by an abort).
     Send {
         /// The sender.
-        #[arg(long, value_name = "A")]
+        #[arg(long, value_name = "A", env = AGENT_ENV)]
         from: AgentId,
         /// The recipient.
         #[arg(long, value_name = "B")]
@@ -298,17 +300,17 @@ pub(crate) enum NudgeCommand {
     },
 }
 
-/// The agent a command is about: by position (`chipset brief ann`) or, as
+/// The environment variable that names the agent a command acts as or is
+/// about, when the command line does not: an agent host sets it once.
+pub(crate) const AGENT_ENV: &str = "CHIPSET_AGENT";
+
+/// The agent a command is about: by position (`chipset brief ann`), or, as
 /// the commands with other positional arguments and nubos-pilot's scripts
-/// take it, by `--agent ann`.
+/// take it, by `--agent ann`, else `$CHIPSET_AGENT`.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct Who {
-    /// The agent.
-    #[arg(
-        value_name = "AGENT",
-        required_unless_present = "agent_opt",
-        conflicts_with = "agent_opt"
-    )]
+    /// The agent [default: $CHIPSET_AGENT if set and not empty].
+    #[arg(value_name = "AGENT", conflicts_with = "agent_opt")]
     agent: Option<AgentId>,
     /// The agent, as an option (instead of AGENT).
     #[arg(long = "agent", id = "agent_opt", value_name = "AGENT")]
@@ -316,11 +318,24 @@ pub(crate) struct Who {
 }
 
 impl Who {
-    /// Returns the agent named either way.
-    pub(crate) fn agent(self) -> AgentId {
-        self.agent
-            .or(self.agent_opt)
-            .expect("clap requires one of them")
+    /// Returns the agent named either way, else the one `$CHIPSET_AGENT`
+    /// names.
+    ///
+    /// # Errors
+    ///
+    /// A usage error when none is named, or `$CHIPSET_AGENT` is not a valid
+    /// agent id.
+    pub(crate) fn agent(self) -> crate::error::Result<AgentId> {
+        if let Some(agent) = self.agent.or(self.agent_opt) {
+            return Ok(agent);
+        }
+        match std::env::var(AGENT_ENV) {
+            Ok(text) if !text.is_empty() => AgentId::new(text)
+                .map_err(|e| CliError::usage(format!("invalid ${AGENT_ENV}: {e}"))),
+            _ => Err(CliError::usage(format!(
+                "name the agent: AGENT, --agent AGENT, or ${AGENT_ENV}"
+            ))),
+        }
     }
 }
 

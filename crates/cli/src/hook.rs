@@ -19,7 +19,7 @@ use crate::view::HookEntry;
 pub(crate) fn run(ctx: &Ctx, command: HookCommand) -> Result<Output> {
     let hooks = ctx.chipset.hooks().clone();
     match command {
-        HookCommand::Show { who } => show(ctx, &hooks, &who.agent()),
+        HookCommand::Show { who } => show(ctx, &hooks, &who.agent()?),
         HookCommand::List => list(ctx, &hooks),
         HookCommand::Assign {
             who,
@@ -27,7 +27,7 @@ pub(crate) fn run(ctx: &Ctx, command: HookCommand) -> Result<Output> {
             title,
             by,
         } => {
-            let agent = who.agent();
+            let agent = who.agent()?;
             let assignment = hooks.assign(&agent, bead, title, by.as_ref())?;
             let text = format!(
                 "assigned {} to {agent} (generation {})\n",
@@ -36,15 +36,15 @@ pub(crate) fn run(ctx: &Ctx, command: HookCommand) -> Result<Output> {
             Ok(Output::new(text, output::json(&assignment)))
         }
         HookCommand::Activate { who, fence } => {
-            let held = held(&hooks, &who.agent(), "activate", &fence)?;
+            let held = held(&hooks, &who.agent()?, "activate", &fence)?;
             Ok(changed(&hooks.activate(&held)?))
         }
         HookCommand::Touch { who, fence } => {
-            let held = held(&hooks, &who.agent(), "touch", &fence)?;
+            let held = held(&hooks, &who.agent()?, "touch", &fence)?;
             Ok(changed(&hooks.touch(&held)?))
         }
         HookCommand::Complete { who, fence } => {
-            let held = held(&hooks, &who.agent(), "complete", &fence)?;
+            let held = held(&hooks, &who.agent()?, "complete", &fence)?;
             Ok(changed(&hooks.complete(&held)?))
         }
         HookCommand::Clear {
@@ -52,7 +52,7 @@ pub(crate) fn run(ctx: &Ctx, command: HookCommand) -> Result<Output> {
             reassign: false,
             fence,
         } => {
-            let agent = who.agent();
+            let agent = who.agent()?;
             let held = held(&hooks, &agent, "clear", &fence)?;
             let hook = hooks.clear(&held)?;
             let text = format!("cleared {} from {agent}\n", held.work.bead_id);
@@ -63,7 +63,7 @@ pub(crate) fn run(ctx: &Ctx, command: HookCommand) -> Result<Output> {
             reassign: true,
             fence,
         } => {
-            let agent = who.agent();
+            let agent = who.agent()?;
             let held = held(&hooks, &agent, "reassign", &fence)?;
             let done = hooks.reassign(&held)?;
             let text = format!(

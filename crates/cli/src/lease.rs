@@ -12,7 +12,7 @@ use chipset_store::AgentId;
 use clap::{ArgGroup, Subcommand};
 
 use crate::Ctx;
-use crate::cli::parse_duration;
+use crate::cli::{AGENT_ENV, parse_duration};
 use crate::error::{CliError, Result};
 use crate::output::{self, Output};
 
@@ -24,7 +24,7 @@ pub(crate) enum LeaseCommand {
     /// other agents overlap (each is named). Prints the fencing token.
     Acquire {
         /// The agent taking the lease.
-        #[arg(long)]
+        #[arg(long, env = AGENT_ENV)]
         agent: AgentId,
         /// Let other agents hold overlapping shared leases.
         #[arg(long)]
@@ -43,7 +43,7 @@ pub(crate) enum LeaseCommand {
     /// it is no longer held (released, forced, or expired and taken).
     Renew {
         /// The holder.
-        #[arg(long)]
+        #[arg(long, env = AGENT_ENV)]
         agent: AgentId,
         /// The lease's fencing token.
         token: u64,
@@ -56,7 +56,7 @@ pub(crate) enum LeaseCommand {
     /// abandoned lease, whose holder is mailed.
     Release {
         /// The holder, or with --force the agent releasing it.
-        #[arg(long)]
+        #[arg(long, env = AGENT_ENV)]
         agent: AgentId,
         /// The lease's fencing token.
         token: u64,
@@ -78,7 +78,7 @@ pub(crate) enum LeaseCommand {
     #[command(group(ArgGroup::new("what").required(true).args(["staged", "paths"])))]
     Check {
         /// The agent about to change the paths.
-        #[arg(long)]
+        #[arg(long, env = AGENT_ENV)]
         agent: AgentId,
         /// Check the files staged in git (`git diff --cached`), relative
         /// to the repository's top level.

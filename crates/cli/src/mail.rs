@@ -42,7 +42,7 @@ pub(crate) fn run(ctx: &Ctx, command: MailCommand) -> Result<Output> {
             task,
             since,
         } => {
-            let agent = who.agent();
+            let agent = who.agent()?;
             let (since, after) = match since {
                 // Strictly after, as nubos-pilot compares: times have milliseconds.
                 Some(Since::Time(t)) => (Some(t + Duration::from_millis(1)), None),

@@ -55,6 +55,14 @@
 //! refuses a missing root with exit status 1, so a mistyped root never reads
 //! as an empty, healthy one.
 //!
+//! # The agent
+//!
+//! A command about one agent names it by position (`chipset brief ann`) or
+//! as `--agent ann`; one acting as an agent names it as `--agent` or, to
+//! send, `--from`. Where the command line leaves it out, the
+//! `CHIPSET_AGENT` environment variable (when set and not empty) names it,
+//! so an agent host sets it once for every command its agent runs.
+//!
 //! # Output
 //!
 //! Text output is short and aligned, coloured as `anstream` decides for
@@ -272,8 +280,8 @@ fn run(cli: Cli) -> Result<Output> {
         Command::Lease(c) => lease::run(&ctx, c),
         Command::Agent(c) => agent::run(&ctx, c),
         Command::Work(c) => work::run(&ctx, c),
-        Command::Brief { who } => attention::brief(&ctx, &who.agent()),
-        Command::Wait { who, timeout } => attention::wait(&ctx, &who.agent(), timeout),
+        Command::Brief { who } => attention::brief(&ctx, &who.agent()?),
+        Command::Wait { who, timeout } => attention::wait(&ctx, &who.agent()?, timeout),
         Command::Witness(c) => witness::run(&ctx, c, json),
         // Handled in `main` before any root is opened.
         Command::Completions { .. } | Command::Init { .. } | Command::Migrate(_) => {

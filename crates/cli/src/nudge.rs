@@ -26,8 +26,8 @@ pub(crate) fn run(ctx: &Ctx, command: NudgeCommand) -> Result<Output> {
             }
             send(&to, nudges.send(&to, draft)?)
         }
-        NudgeCommand::Read { who } => read(ctx, &nudges, &who.agent()),
-        NudgeCommand::Respond { who, message } => respond(&nudges, &who.agent(), message),
+        NudgeCommand::Read { who } => read(ctx, &nudges, &who.agent()?),
+        NudgeCommand::Respond { who, message } => respond(&nudges, &who.agent()?, message),
     }
 }
 

@@ -8,7 +8,7 @@ use chipset_store::{AgentId, Timestamp};
 use clap::{ArgGroup, Subcommand};
 
 use crate::Ctx;
-use crate::cli::parse_duration;
+use crate::cli::{AGENT_ENV, parse_duration};
 use crate::error::Result;
 use crate::output::{self, Output};
 
@@ -20,7 +20,7 @@ pub(crate) enum WorkCommand {
     #[command(group(ArgGroup::new("when").args(["not_before", "defer"])))]
     Post {
         /// The agent posting it.
-        #[arg(long)]
+        #[arg(long, env = AGENT_ENV)]
         agent: AgentId,
         /// The item id [default: a fresh `w-…`].
         #[arg(long)]
@@ -31,8 +31,8 @@ pub(crate) enum WorkCommand {
         /// A label (repeat for more).
         #[arg(long = "label")]
         labels: Vec<String>,
-        /// 0 (most urgent) to 4.
-        #[arg(long, default_value_t = chipset::pool::DEFAULT_PRIORITY)]
+        /// 0 (most urgent) to 4, or P0 to P4 as the listings print it.
+        #[arg(long, default_value_t = chipset::pool::DEFAULT_PRIORITY, value_parser = parse_priority)]
         priority: u8,
         /// An item that must be done first (repeat for more).
         #[arg(long = "depends-on")]
@@ -63,7 +63,7 @@ pub(crate) enum WorkCommand {
     /// and the next claim records it done.
     Claim {
         /// The claimer.
-        #[arg(long)]
+        #[arg(long, env = AGENT_ENV)]
         agent: AgentId,
         /// Only items carrying this label (repeat: all of them).
         #[arg(long = "label")]
@@ -77,7 +77,7 @@ pub(crate) enum WorkCommand {
     /// Return an item on the agent's hook to the pool, with a reason.
     Release {
         /// The holder.
-        #[arg(long)]
+        #[arg(long, env = AGENT_ENV)]
         agent: AgentId,
         /// Why.
         #[arg(long)]
@@ -88,7 +88,7 @@ pub(crate) enum WorkCommand {
     /// Mark an item on the agent's hook done, and clear the hook.
     Done {
         /// The holder.
-        #[arg(long)]
+        #[arg(long, env = AGENT_ENV)]
         agent: AgentId,
         /// The item.
         id: ItemId,
@@ -99,6 +99,15 @@ pub(crate) enum WorkCommand {
         #[arg(long)]
         open: bool,
     },
+}
+
+/// Parses `--priority`: a number, or the listings' `P`-form of one. The
+/// pool checks the range, so every front end says the same thing.
+fn parse_priority(text: &str) -> std::result::Result<u8, String> {
+    let digits = text.strip_prefix(['P', 'p']).unwrap_or(text);
+    digits
+        .parse()
+        .map_err(|_| "not a priority: use 0 (most urgent) to 4, or P0 to P4".to_owned())
 }
 
 fn parse_time(text: &str) -> std::result::Result<Timestamp, String> {

@@ -92,7 +92,7 @@ fn parse_since(text: &str) -> Result<Since, String> {
 #[derive(Debug, Args)]
 pub(crate) struct MailSend {
     /// The sender.
-    #[arg(long, value_name = "A")]
+    #[arg(long, value_name = "A", env = super::AGENT_ENV)]
     pub(crate) from: AgentId,
     /// The addressee, or a group: agents and lists, comma-separated
     /// (`a,b,c`, `@list` for the agents on a list, `@all` for every

@@ -4,7 +4,7 @@ use std::process::Command;
 
 use serde_json::json;
 
-use crate::Env;
+use crate::{Env, Run, tree};
 
 fn chipset() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_chipset"));
@@ -304,5 +304,76 @@ fn an_agent_by_position_may_be_given_as_agent_instead() {
         both.stderr
     );
     let neither = env.fails(2, &["brief"]);
-    assert!(neither.stderr.contains("<AGENT>"), "{}", neither.stderr);
+    assert!(
+        neither.stderr.contains("name the agent"),
+        "{}",
+        neither.stderr
+    );
+}
+
+/// `$CHIPSET_AGENT` names the agent a command acts as or is about when the
+/// command line does not, as an agent host sets it once: by position, by
+/// `--agent` and as the sender (`--from`). What the command line names
+/// wins; an empty one is unset, an invalid one a usage error that changes
+/// nothing.
+#[test]
+fn chipset_agent_names_the_agent_the_command_line_leaves_out() {
+    let mut env = Env::new();
+    let ok = |run: Run| {
+        assert_eq!(run.code, 0, "{run:?}");
+        run
+    };
+    env.ok(&["agent", "register", "bob"]);
+    ok(env.run_as("ann", &["agent", "register"]));
+    let whois = ok(env.run_as("ann", &["--json", "agent", "whois"])).json();
+    assert_eq!(whois["name"], "ann", "{whois}");
+    let bob = ok(env.run_as("ann", &["--json", "agent", "whois", "bob"])).json();
+    assert_eq!(bob["name"], "bob", "the command line wins: {bob}");
+
+    let assign = ["hook", "assign", "--bead", "b-1", "--title", "T"];
+    ok(env.run_as("ann", &[&assign[..], &["--agent", "ann"]].concat()));
+    ok(env.run_as("ann", &["hook", "activate"]));
+    let hook = ok(env.run_as("ann", &["--json", "hook", "show"])).json();
+    assert_eq!(hook["status"], "active", "{hook}");
+
+    let lease = ok(env.run_as("ann", &["--json", "lease", "acquire", "src"])).json();
+    assert_eq!(lease["lease"]["holder"], "ann", "{lease}");
+    let post = ["--json", "work", "post", "Fix it", "--priority", "P1"];
+    let posted = ok(env.run_as("bob", &post)).json();
+    assert_eq!(posted["item"]["priority"], 1, "{posted}");
+
+    let send = [
+        "mail", "send", "--to", "bob", "--kind", "notify", "--task", "t1",
+    ];
+    ok(env.run_as(
+        "ann",
+        &[&send[..], &["--subject", "s", "--body", "b"]].concat(),
+    ));
+    let inbox = env.ok(&["--json", "mail", "inbox", "bob"]).json();
+    assert_eq!(inbox[0]["from"], "ann", "{inbox}");
+    let nudge = [
+        "nudge",
+        "send",
+        "--to",
+        "bob",
+        "--type",
+        "abort",
+        "--message",
+        "m",
+    ];
+    ok(env.run_as("ann", &nudge));
+    let read = ok(env.run_as("bob", &["--json", "nudge", "read"])).json();
+    assert_eq!(read["nudge"]["from"], "ann", "{read}");
+    let brief = ok(env.run_as("ann", &["brief"]));
+    assert_eq!(brief.stdout, env.ok(&["brief", "ann"]).stdout);
+
+    let before = tree(env.root());
+    for (agent, says) in [("", "name the agent"), ("a/b", "invalid $CHIPSET_AGENT")] {
+        let run = env.run_as(agent, &["hook", "show"]);
+        assert_eq!(run.code, 2, "{run:?}");
+        assert!(run.stderr.contains(says), "{agent:?}: {}", run.stderr);
+        let run = env.run_as(agent, &["lease", "acquire", "docs"]);
+        assert_eq!(run.code, 2, "{agent:?}: {run:?}");
+    }
+    assert_eq!(before, tree(env.root()), "a refused agent changed nothing");
 }

@@ -122,6 +122,7 @@ impl Env {
             .arg(&self.root)
             .args(args)
             .env_remove("CHIPSET_ROOT")
+            .env_remove("CHIPSET_AGENT")
             .env("NO_COLOR", "1");
         cmd
     }
@@ -129,6 +130,17 @@ impl Env {
     /// Runs the binary without recording it.
     pub(crate) fn run(&self, args: &[&str]) -> Run {
         let out = self.command(args).output().unwrap();
+        Run::from_output(&out, &self.root, &self.canonical)
+    }
+
+    /// Runs the binary with `$CHIPSET_AGENT` set to `agent`, without
+    /// recording it.
+    pub(crate) fn run_as(&self, agent: &str, args: &[&str]) -> Run {
+        let out = self
+            .command(args)
+            .env("CHIPSET_AGENT", agent)
+            .output()
+            .unwrap();
         Run::from_output(&out, &self.root, &self.canonical)
     }
 

@@ -178,6 +178,23 @@ fn bad_work_input_is_refused_and_changes_nothing() {
     ] {
         env.fails(2, args);
     }
+    for priority in ["high", "P", "P9", "300"] {
+        let bad = [
+            "work",
+            "post",
+            "--agent",
+            "lead",
+            "--priority",
+            priority,
+            "x",
+        ];
+        let run = env.fails(2, &bad);
+        assert!(
+            run.stderr.contains("priority"),
+            "{priority}: {}",
+            run.stderr
+        );
+    }
     // An id posted with other content is refused as mail's and the bus's
     // are: exit 1, as every refusal.
     let taken = env.fails(
