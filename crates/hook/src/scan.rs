@@ -105,7 +105,7 @@ impl Hooks {
             return Ok(None);
         }
         // A copy, not a move: the empty hook replaces the file in one write.
-        let quarantined = self.state.quarantine_copy(&path)?;
+        let quarantined = self.state.quarantine_copy(&path, self.state.read_cap())?;
         let now = self.state.now();
         let generation = u64::try_from(now.unix_ms())
             .unwrap_or(0)

@@ -359,7 +359,7 @@ impl Leases {
             if let Some(why) = why {
                 return Ok(Decision::Keep(vec![Action::LeftAlone(why.to_owned())]));
             }
-            let to = self.state.quarantine_copy(path)?;
+            let to = self.state.quarantine_copy(path, self.state.read_cap())?;
             let mut table = Table::empty();
             table.next_token = floor;
             Ok::<_, Error>(Decision::Write(

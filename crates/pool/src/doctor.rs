@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use chipset_hook::HookStatus;
 use chipset_store::{Action, AgentId, Defect, DoctorMode, Finding, ReadOutcome, Report};
 
+use crate::TABLE_CAP;
 use crate::error::{Error, Result};
 use crate::format::{Entry, Item, POOL_FORMAT, Record, Table};
 use crate::id::ItemId;
@@ -30,7 +31,7 @@ impl Pool {
     ///
     /// | code | what | fix |
     /// |---|---|---|
-    /// | `pool-table-corrupt` | `table.json` unreadable | moved aside; the table rebuilt |
+    /// | `pool-table-corrupt` | `table.json` unreadable | copied aside; the table rebuilt over it |
     /// | `pool-table-missing` | no table, but item files | the table rebuilt |
     /// | `pool-table-unsupported` | a newer table | none (nothing else is checked) |
     /// | `pool-log-corrupt` | a bad line inside `log.jsonl` | the readable lines folded into the table, the log moved aside |
@@ -148,7 +149,7 @@ impl Pool {
         Ok(items)
     }
 
-    /// Reads the table; a corrupt one is moved aside with a fix.
+    /// Reads the table; with a fix, a corrupt one is copied aside.
     fn check_table(&self, fix: bool, any_items: bool, report: &mut Report) -> Result<Found> {
         let path = self.table_path();
         let present = self.state.stat(&path)?.is_some();
@@ -178,7 +179,7 @@ impl Pool {
                     // one write. Moved, a failure before that write left no
                     // table, which readers take for an empty pool (and a
                     // post then made the items orphans).
-                    let to = self.state.quarantine_copy(&path)?;
+                    let to = self.state.quarantine_copy(&path, TABLE_CAP)?;
                     finding = finding.with(Action::quarantined(to));
                 }
                 report.findings.push(finding);

@@ -26,6 +26,16 @@ impl StateDir {
     /// [`Error::OutsideRoot`], [`Error::Symlink`] for a symlinked directory on
     /// the way, [`Error::Io`] when `path` cannot be examined or read.
     pub fn observe(&self, path: &StatePath) -> Result<ReadOutcome<Vec<u8>>> {
+        self.observe_capped(path, self.read_cap())
+    }
+
+    /// [`StateDir::observe`] with a cap of the caller's instead of the
+    /// store's read cap.
+    pub(crate) fn observe_capped(
+        &self,
+        path: &StatePath,
+        cap: u64,
+    ) -> Result<ReadOutcome<Vec<u8>>> {
         let at = path.as_path();
         let not_regular = || {
             ReadOutcome::Corrupt(Corruption {
@@ -42,7 +52,10 @@ impl StateDir {
             Ok(m) if !m.file_type().is_file() => return Ok(not_regular()),
             Ok(_) => {}
         }
-        match self.read_bytes(path) {
+        match self
+            .read_bytes_capped(path, cap)
+            .map(|r| r.map(|(bytes, _)| bytes))
+        {
             Ok(ReadOutcome::Corrupt(c)) => Ok(match c.reason {
                 CorruptReason::TooLarge { .. } => ReadOutcome::Corrupt(c),
                 _ => not_regular(),

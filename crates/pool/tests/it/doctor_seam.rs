@@ -19,14 +19,27 @@ use crate::{agent, id};
 enum Damage {
     /// A bad line at the head of the log: folded and moved aside.
     Log,
-    /// A torn table (moved aside, rebuilt) and an orphan item file (moved
-    /// aside).
+    /// A torn table (copied aside, rebuilt over it) and an orphan item
+    /// file (moved aside).
     Table,
+    /// A torn table larger than the store's read cap (a pool's table may
+    /// be up to 32 MiB): copied aside all the same, never moved, so no
+    /// failure leaves the pool without a table.
+    BigTable,
 }
 
 const BAD_LINE: &[u8] = b"not json\n";
 const BAD_TABLE: &[u8] = b"{\"format\": 1, \"items\": [";
 const ORPHAN: &[u8] = b"{\"not\": \"an item\"}";
+/// The size of [`Damage::BigTable`]'s table: over the store's read cap.
+const BIG: usize = 2 << 20;
+
+/// A torn table of [`BIG`] bytes.
+fn big_table() -> Vec<u8> {
+    let mut bytes = BAD_TABLE.to_vec();
+    bytes.resize(BIG, b' ');
+    bytes
+}
 
 struct World {
     pool: Pool,
@@ -65,6 +78,7 @@ impl DoctorCase for Damage {
         match self {
             Damage::Log => "pool log",
             Damage::Table => "pool table",
+            Damage::BigTable => "big pool table",
         }
     }
 
@@ -95,6 +109,12 @@ impl DoctorCase for Damage {
                     .write_bytes(&at("pool/items/zz.json"), ORPHAN)
                     .unwrap();
             }
+            Damage::BigTable => {
+                assert!(BIG as u64 > state.read_cap(), "over the read cap");
+                state
+                    .write_bytes(&at("pool/table.json"), &big_table())
+                    .unwrap();
+            }
         }
     }
 
@@ -113,6 +133,7 @@ impl DoctorCase for Damage {
                 ("pool/table.json".into(), BAD_TABLE.to_vec()),
                 ("pool/items/zz.json".into(), ORPHAN.to_vec()),
             ],
+            Damage::BigTable => vec![("pool/table.json".into(), big_table())],
         }
     }
 
@@ -148,14 +169,14 @@ impl DoctorCase for Damage {
 
 #[test]
 fn every_fault_in_a_pool_repair_keeps_the_data_and_a_later_fix_finishes() {
-    for case in [Damage::Log, Damage::Table] {
+    for case in [Damage::Log, Damage::Table, Damage::BigTable] {
         sweep_doctor(&case);
     }
 }
 
 #[test]
 fn every_power_cut_in_a_pool_repair_keeps_the_data_and_a_later_fix_finishes() {
-    for case in [Damage::Log, Damage::Table] {
+    for case in [Damage::Log, Damage::Table, Damage::BigTable] {
         cut_doctor(&case);
     }
 }

@@ -314,16 +314,18 @@ impl StateDir {
     /// and returns the copy's path; the file stays where it is. For a
     /// repair that then replaces the bad file with one atomic write: the
     /// bad bytes are kept whether or not that write happens, and readers
-    /// never find the path empty between a move and the write. Anything
-    /// but a readable regular file (a FIFO, a directory, one over the read
-    /// cap) is moved aside as [`StateDir::quarantine`] moves it.
+    /// never find the path empty between a move and the write. `cap` is
+    /// the most the caller's own reads take (a file up to it is copied,
+    /// whatever the store's read cap); anything but a readable regular
+    /// file (a FIFO, a directory, one over `cap`) is moved aside as
+    /// [`StateDir::quarantine`] moves it.
     ///
     /// # Errors
     ///
     /// As [`StateDir::observe`] and [`StateDir::quarantine`];
     /// [`Error::OutcomeUnknown`] when the sync after the copy's publish fails.
-    pub fn quarantine_copy(&self, path: &StatePath) -> Result<PathBuf> {
-        let ReadOutcome::Value(bytes) = self.observe(path)? else {
+    pub fn quarantine_copy(&self, path: &StatePath, cap: u64) -> Result<PathBuf> {
+        let ReadOutcome::Value(bytes) = self.observe_capped(path, cap)? else {
             return self.quarantine(path);
         };
         let order = self.inner.sync_order;

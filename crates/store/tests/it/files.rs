@@ -92,8 +92,9 @@ fn quarantine_copy_keeps_the_file_and_copies_its_bytes() {
     let dir = t.state.channel_dir(Channel::new("pool")).unwrap();
     let path = dir.join_static("table.json");
     fs::write(&path, "{torn").unwrap();
-    let first = t.state.quarantine_copy(&path).unwrap();
-    let second = t.state.quarantine_copy(&path).unwrap();
+    let cap = t.state.read_cap();
+    let first = t.state.quarantine_copy(&path, cap).unwrap();
+    let second = t.state.quarantine_copy(&path, cap).unwrap();
     assert_eq!(fs::read_to_string(&path).unwrap(), "{torn", "left in place");
     assert_eq!(first.parent().unwrap(), dir.as_path().join(".quarantine"));
     assert!(
@@ -105,14 +106,15 @@ fn quarantine_copy_keeps_the_file_and_copies_its_bytes() {
         assert_eq!(fs::read_to_string(copy).unwrap(), "{torn");
     }
     assert!(matches!(
-        t.state.quarantine_copy(&dir.join_static("missing.json")),
+        t.state
+            .quarantine_copy(&dir.join_static("missing.json"), cap),
         Err(Error::NotFound { .. })
     ));
     let outside = t.scratch("target");
     fs::write(&outside, "elsewhere").unwrap();
     let link = dir.join_static("link.json");
     symlink(&outside, &link).unwrap();
-    let moved = t.state.quarantine_copy(&link).unwrap();
+    let moved = t.state.quarantine_copy(&link, cap).unwrap();
     assert!(fs::symlink_metadata(&link).is_err(), "a symlink is moved");
     assert!(
         fs::symlink_metadata(&moved)
@@ -120,6 +122,27 @@ fn quarantine_copy_keeps_the_file_and_copies_its_bytes() {
             .file_type()
             .is_symlink()
     );
+}
+
+/// A file over the store's read cap but within the caller's (a pool table
+/// may be 32 MiB) is copied, not moved: moved, a failure before the
+/// repair's write would leave the path empty. Over the caller's cap it is
+/// moved, as garbage no reader of the caller's takes.
+#[test]
+fn quarantine_copy_copies_up_to_the_callers_cap() {
+    let t = TempState::new();
+    let dir = t.state.channel_dir(Channel::new("pool")).unwrap();
+    let path = dir.join_static("table.json");
+    let big = usize::try_from(t.state.read_cap()).unwrap() + 1;
+    let bytes = vec![b'{'; big];
+    fs::write(&path, &bytes).unwrap();
+    let cap = t.state.read_cap() * 2;
+    let copy = t.state.quarantine_copy(&path, cap).unwrap();
+    assert_eq!(fs::read(&path).unwrap(), bytes, "left in place");
+    assert_eq!(fs::read(&copy).unwrap(), bytes, "copied whole");
+    let moved = t.state.quarantine_copy(&path, cap / 4).unwrap();
+    assert!(fs::symlink_metadata(&path).is_err(), "over the cap: moved");
+    assert_eq!(fs::read(&moved).unwrap(), bytes);
 }
 
 #[test]
