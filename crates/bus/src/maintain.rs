@@ -4,8 +4,8 @@ use std::fmt;
 use std::path::Path;
 
 use chipset_store::{
-    Action, AgentId, CorruptReason, Defect, DoctorMode, Finding, ReadOutcome, Report, StateDir,
-    StatePath, Timestamp,
+    Action, AgentId, CorruptReason, Defect, DoctorMode, Finding, LogContents, ReadOutcome, Report,
+    StateDir, StatePath, Timestamp,
 };
 
 use crate::bus::{
@@ -13,7 +13,8 @@ use crate::bus::{
     remove_acked_copy,
 };
 use crate::config::Retention;
-use crate::error::{Error, Result};
+use crate::control;
+use crate::error::Result;
 use crate::format::{ControlLine, DedupRecord, NagState, Presence, Priority, Registry};
 use crate::name::QueueEntry;
 
@@ -458,18 +459,22 @@ impl Bus {
         let repaired = match fix {
             true if !contents.bad_lines.is_empty() => {
                 // The repair moves lines, so the registry's applied offset
-                // will no longer point into the log: it is reset to the
-                // start (the registry is derived from the whole log) BEFORE
-                // the log shrinks, so a failure or power cut after the
-                // repair never leaves an offset past the log's end (from
-                // which later commands would be skipped, and which no later
-                // Fix would see), and again after it (an apply may have run
-                // in between), then rebuilt.
-                self.reset_registry(&registry)?;
+                // will no longer point into the log: under the registry's
+                // lock (which every apply takes, so none runs in between),
+                // it is reset to the start (the registry is derived from
+                // the whole log) BEFORE the log shrinks, so a failure or
+                // power cut after the repair never leaves an offset past
+                // the log's end (from which later commands would be
+                // skipped, and which no later Fix would see); then it is
+                // rebuilt from the repaired log.
+                let _held = state.lock(&registry)?;
+                state.write_json(&registry, &Registry::default())?;
                 let done = log.repair::<ControlLine>()?;
                 if done.is_some() {
-                    self.reset_registry(&registry)?;
-                    let _ = self.apply_control(agent)?;
+                    let read: LogContents<ControlLine> = log.read_from(0)?;
+                    let rebuilt =
+                        control::apply(Registry::default(), &read.records, read.end_offset);
+                    state.write_json(&registry, &rebuilt)?;
                 }
                 done
             }
@@ -505,14 +510,6 @@ impl Bus {
             report.findings.push(f);
         }
         Ok(())
-    }
-
-    /// Replaces the registry at `registry` with an empty one applied to
-    /// offset 0, which [`Bus::apply_control`] rebuilds from the whole log.
-    fn reset_registry(&self, registry: &StatePath) -> Result<()> {
-        self.state().update(registry, |_: ReadOutcome<Registry>| {
-            Ok::<_, Error>(chipset_store::Decision::Write(Registry::default(), ()))
-        })
     }
 
     /// Reports a state file written under its lock (presence, registry, nag

@@ -156,3 +156,103 @@ fn the_doctor_repairs_bad_lines_and_moves_a_directory_log_aside() {
     bus.control(&b, ControlOp::Register, &Resource::new("chat", "b.chat"))
         .unwrap();
 }
+
+/// An I/O backend that, as the doctor's log repair is about to publish the
+/// shrunk `control.jsonl`, runs an apply of the registry on another thread
+/// (through a second, plain store) and waits a while for it, then fails the
+/// next publish of `registry.json` once: a power cut or a full disk right
+/// after the repair.
+#[derive(Debug)]
+struct ApplyDuringRepair {
+    root: std::path::PathBuf,
+    apply: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
+    applied_in_between: std::sync::atomic::AtomicBool,
+    fail_registry: std::sync::atomic::AtomicBool,
+}
+
+impl chipset_store::IoBackend for ApplyDuringRepair {
+    fn rename(&self, from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
+        use std::sync::atomic::Ordering::SeqCst;
+        if to.ends_with("control.jsonl") {
+            let root = self.root.clone();
+            let apply = std::thread::spawn(move || {
+                let bus = chipset_bus::Bus::new(chipset_store::StateDir::open(root).unwrap());
+                bus.apply_control(&agent("mayor")).unwrap();
+            });
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            self.applied_in_between.store(apply.is_finished(), SeqCst);
+            *self.apply.lock().unwrap() = Some(apply);
+            chipset_store::RealIo.rename(from, to)?;
+            self.fail_registry.store(true, SeqCst);
+            return Ok(());
+        }
+        if to.ends_with("registry.json") && self.fail_registry.swap(false, SeqCst) {
+            return Err(std::io::Error::from_raw_os_error(5));
+        }
+        chipset_store::RealIo.rename(from, to)
+    }
+}
+
+/// The doctor resets the registry, repairs the control log and rebuilds
+/// the registry under the registry's lock, which every apply takes. An
+/// apply let in between stored the unrepaired log's length, and a failure
+/// before the rebuild then left that offset past the repaired log's end:
+/// later commands were skipped, and no later Fix saw it.
+#[test]
+fn an_apply_waits_out_the_doctors_repair_of_the_control_log() {
+    use chipset_store::{DoctorMode, StateDir, StateOptions};
+    use std::sync::atomic::Ordering::SeqCst;
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("state");
+    let plain = chipset_bus::Bus::new(StateDir::open(&root).unwrap());
+    let a = agent("mayor");
+    plain
+        .control(&a, ControlOp::Register, &Resource::new("chat", "a.chat"))
+        .unwrap();
+    let log = plain.queue_dir(&a).parent().unwrap().join("control.jsonl");
+    let mut text = std::fs::read_to_string(&log).unwrap();
+    text.push_str("not json, and long enough to move the offset well past the end\n");
+    std::fs::write(&log, &text).unwrap();
+    let applied = plain.apply_control(&a).unwrap().applied_offset;
+    assert_eq!(applied, text.len() as u64);
+
+    let io = std::sync::Arc::new(ApplyDuringRepair {
+        root: root.clone(),
+        apply: std::sync::Mutex::new(None),
+        applied_in_between: false.into(),
+        fail_registry: false.into(),
+    });
+    let options = StateOptions {
+        io: io.clone(),
+        ..StateOptions::default()
+    };
+    let bus = chipset_bus::Bus::new(StateDir::open_with(&root, options).unwrap());
+    assert!(
+        bus.doctor(DoctorMode::Fix).is_err(),
+        "the rebuild's write fails"
+    );
+    let apply = io.apply.lock().unwrap().take().expect("the repair ran");
+    apply.join().unwrap();
+    assert!(
+        !io.applied_in_between.load(SeqCst),
+        "an apply ran in the middle of the repair"
+    );
+    let len = std::fs::metadata(&log).unwrap().len();
+    let registry = plain.registry(&a).unwrap();
+    assert!(len < text.len() as u64, "the bad line was moved out");
+    assert_eq!(registry.applied_offset, len, "{registry:?}");
+    assert!(
+        registry
+            .resources
+            .contains_key(&Resource::new("chat", "a.chat"))
+    );
+    plain
+        .control(&a, ControlOp::Register, &Resource::new("queue", "w"))
+        .unwrap();
+    let after = plain.apply_control(&a).unwrap();
+    assert!(
+        after.resources.contains_key(&Resource::new("queue", "w")),
+        "{after:?}"
+    );
+    assert!(plain.doctor(DoctorMode::Check).unwrap().is_clean());
+}
