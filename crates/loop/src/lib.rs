@@ -209,7 +209,12 @@
 //! dispatcher's `assigning` intent holds the id of its `work-assignment`
 //! mail the same way, and the agent's `work-assigned` wake-up takes it too;
 //! both are sent before the ledger records the assignment, so a tick cut
-//! short anywhere is finished by the next one, each sent once.
+//! short anywhere is finished by the next one, each sent once. The
+//! witness's health checks and stall warnings, the dispatcher's aborts and
+//! a round's escalation wake-up take ids fixed by what they are about (the
+//! assignment and the time it went quiet, was checked or was made; the
+//! task and the time it was routed): sent again by a later tick or call,
+//! each names the one the agent already got, which its channel keeps.
 //!
 //! The retry of a failed tick is the next tick. A tick (or a round's
 //! `route` or `committed`) that fails after one of its steps changed

@@ -4,14 +4,14 @@
 
 use chipset_bus::{Bus, EventId, NewEvent, Priority as BusPriority};
 use chipset_mail::{Mail, SweepReport};
-use chipset_store::{AgentId, EscapeAlphabet, TaskId, Timestamp};
+use chipset_store::{AgentId, TaskId, Timestamp};
 
 use crate::channels::Channels;
 use crate::error::{Error, Result};
 use crate::files::{Files, Held};
 use crate::format::{
     Blocker, CriticReport, EscalationReason, Gate, PendingReply, Phase, ROUND_ESCALATION_EVENT,
-    RoundCheckpoint, RoundRecord, Routing,
+    RoundCheckpoint, RoundRecord, Routing, fixed_id,
 };
 
 /// The default round limit: 5.
@@ -386,29 +386,28 @@ impl Round {
         .payload(payload)
         .dedup_key(format!("{ROUND_ESCALATION_EVENT}/{}", self.task()))
         .with_id(self.escalation_id()?);
-        let _ = self.rounds.bus.publish(to, &event)?;
-        Ok(())
+        match self.rounds.bus.publish(to, &event) {
+            // The id names this escalation's wake-up: one under it with
+            // other content (the rounds reopened with another orchestrator
+            // name or payload) is that wake-up, already announced.
+            Ok(_) | Err(chipset_bus::Error::IdConflict { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// The id of the escalation's wake-up, the same for every announcement
     /// of it (the key alone lets one through again when a publish failed
-    /// before recording it): `{unix-ms}-{uuid}` with the time the round
-    /// was routed, a fixed prefix (`e5ca1a7e`, `20d5`: escalate, rounds;
-    /// the version and variant digits of a UUID v4) and 60 bits of the
-    /// task's FNV-1a hash.
+    /// before recording it): a [`fixed_id`] at the time the round was
+    /// routed, with the prefix `e5ca1a7e-20d5` (escalate, rounds), keyed by
+    /// the task.
     fn escalation_id(&self) -> Result<EventId> {
         let routed = self.checkpoint.history.last().map(|r| r.routed_at);
-        let ms = routed
-            .unwrap_or(self.checkpoint.updated_at)
-            .unix_ms()
-            .max(0);
-        let h = EscapeAlphabet::fnv1a_64(self.task().as_str().bytes());
-        let id = format!(
-            "{ms:013}-e5ca1a7e-20d5-4000-8{:03x}-{:012x}",
-            (h >> 48) & 0xfff,
-            h & 0xffff_ffff_ffff
-        );
-        Ok(EventId::parse(&id)?)
+        let at = routed.unwrap_or(self.checkpoint.updated_at);
+        Ok(EventId::parse(&fixed_id(
+            at,
+            "e5ca1a7e-20d5",
+            self.task().as_str(),
+        ))?)
     }
 
     /// Records that the caller committed: sweeps the task's mail into

@@ -9,7 +9,7 @@ use chipset_hook::BeadId;
 use chipset_hook::HookStatus;
 use chipset_mail::MessageId;
 use chipset_mail::{Kind, Message, NewMessage};
-use chipset_nudge::{NewNudge, NudgeType};
+use chipset_nudge::{NewNudge, NudgeId, NudgeType};
 use chipset_store::{AgentId, SortableId, Timestamp};
 
 use crate::error::Tick;
@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::files::task_of;
 use crate::format::{
     AgentBook, BeadState, COMPLETION_REPORT, HEALTH_ESCALATION, LedgerEntry, LoopMessage,
-    Suspension, WORK_ASSIGNED_EVENT, WORK_ASSIGNMENT, WORK_COMPLETED_EVENT,
+    Suspension, WORK_ASSIGNED_EVENT, WORK_ASSIGNMENT, WORK_COMPLETED_EVENT, fixed_id,
 };
 
 impl Dispatcher {
@@ -285,7 +285,16 @@ impl Dispatcher {
                     "abort {} (generation {}): reassigned after a health escalation",
                     taken.work.bead_id, taken.generation
                 );
-                let abort = NewNudge::new(self.me.clone(), NudgeType::Abort, text);
+                // Under an id fixed by the assignment it takes away: a tick
+                // that sends it again after this one failed to record the
+                // reassignment names the same abort, delivered once.
+                let key = format!(
+                    "{}/{}/{}",
+                    taken.agent, taken.work.bead_id, taken.generation
+                );
+                let id = fixed_id(taken.work.assigned_at, "ab0a7000-0003", &key);
+                let abort = NewNudge::new(self.me.clone(), NudgeType::Abort, text)
+                    .with_id(NudgeId::new(id).map_err(chipset_nudge::Error::from)?);
                 if let Err(e) = self.channels.nudges.send(&taken.agent, abort) {
                     tracing::warn!(agent = %taken.agent, error = %e, "could not send the abort");
                 }

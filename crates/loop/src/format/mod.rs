@@ -272,6 +272,22 @@ impl Step {
     }
 }
 
+/// Returns an id fixed by what it names, for a message, event or nudge a
+/// loop may send again after a failure (a retry then names the same one,
+/// which its channel delivers once): `{unix-ms}-{uuid}` in the seed's form,
+/// with `at`'s milliseconds, `prefix` (the first two groups of the UUID,
+/// fixed per kind of send), the version and variant digits of a UUID v4,
+/// and 60 bits of the FNV-1a hash of `key`.
+pub(crate) fn fixed_id(at: Timestamp, prefix: &str, key: &str) -> String {
+    let h = chipset_store::EscapeAlphabet::fnv1a_64(key.bytes());
+    format!(
+        "{:013}-{prefix}-4000-8{:03x}-{:012x}",
+        at.unix_ms().max(0),
+        (h >> 48) & 0xfff,
+        h & 0xffff_ffff_ffff
+    )
+}
+
 /// A witness's record of one agent: `loop/witness/incidents/{agent}.json`.
 ///
 /// It holds the latest incident of the assignment on the agent's hook; a

@@ -11,7 +11,9 @@ use chipset_nudge::NudgeType;
 use chipset_store::{AgentId, Timestamp};
 
 use super::WitnessAction;
-use crate::format::{Evidence, HEALTH_ESCALATION, Incident, IncidentKey, LoopMessage, Step};
+use crate::format::{
+    Evidence, HEALTH_ESCALATION, Incident, IncidentKey, LoopMessage, Step, fixed_id,
+};
 
 /// The inputs of [`judge`] besides the record and the hook.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,9 +94,44 @@ pub(crate) struct NudgeStep {
     pub(crate) text: String,
     /// The incident record to write after the send.
     pub(crate) record: Incident,
+    /// What the nudge is about, the same on every tick that decides it
+    /// until it is recorded: for a health check when the agent went quiet,
+    /// for a stall warning when the health check went out.
+    pub(crate) since: Timestamp,
 }
 
 impl NudgeStep {
+    /// Returns the nudge's id, fixed by what it is about so that a tick
+    /// that sends it again (the first tick's record write failed, or a
+    /// crash cut it) names the same nudge, which the nudge channel then
+    /// delivers once: a [`fixed_id`] at the [`NudgeStep::since`] time with
+    /// the prefix `a1e7c4ec-0001` (alert check: health check) or `-0002`
+    /// (stall warning), keyed by the assignment (agent, bead, generation).
+    pub(crate) fn id(&self) -> String {
+        let a = &self.record.assignment;
+        let prefix = match self.nudge {
+            WitnessNudge::HealthCheck => "a1e7c4ec-0001",
+            WitnessNudge::StallWarning => "a1e7c4ec-0002",
+        };
+        let key = format!("{}/{}/{}", a.agent, a.work.bead_id, a.generation);
+        fixed_id(self.since, prefix, &key)
+    }
+
+    /// Returns the record with the nudge's time set to `at`, when the
+    /// nudge was first sent (an earlier tick's send that this one found
+    /// delivered): the answer window counts from the nudge the agent got.
+    pub(crate) fn record_sent_at(&self, at: Timestamp) -> Incident {
+        let mut record = self.record.clone();
+        match &mut record.step {
+            Step::Checking { health_check_at } => *health_check_at = at,
+            Step::Warned {
+                stall_warning_at, ..
+            } => *stall_warning_at = at,
+            _ => {}
+        }
+        record
+    }
+
     /// Returns the agent the nudge goes to.
     pub(crate) fn agent(&self) -> &AgentId {
         &self.record.assignment.agent
@@ -305,7 +342,7 @@ pub(crate) fn judge(
             },
         })
     };
-    let nudge = |nudge: WitnessNudge, record: Incident| {
+    let nudge = |nudge: WitnessNudge, record: Incident, since: Timestamp| {
         let bead = &assignment.work.bead_id;
         let text = match nudge {
             WitnessNudge::HealthCheck => {
@@ -319,6 +356,7 @@ pub(crate) fn judge(
             nudge,
             text,
             record,
+            since,
         })
     };
     match mine.map(|r| (r, &r.step)) {
@@ -338,7 +376,7 @@ pub(crate) fn judge(
                         health_check_at: j.now,
                     })
                 };
-                nudge(WitnessNudge::HealthCheck, record)
+                nudge(WitnessNudge::HealthCheck, record, quiet_since)
             } else {
                 Next::Wait
             }
@@ -350,7 +388,7 @@ pub(crate) fn judge(
                         health_check_at: *health_check_at,
                         stall_warning_at: j.now,
                     });
-                    nudge(WitnessNudge::StallWarning, record)
+                    nudge(WitnessNudge::StallWarning, record, *health_check_at)
                 } else {
                     Next::Wait
                 }

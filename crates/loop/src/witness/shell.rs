@@ -8,7 +8,7 @@ use chipset_bus::{EventId, NewEvent, Priority as BusPriority};
 use chipset_hook::{Assignment, Hook, HookState};
 use chipset_mail::MessageId;
 use chipset_mail::{MailPriority, NewMessage};
-use chipset_nudge::{Delivery, NewNudge, NudgeType, Received};
+use chipset_nudge::{Delivery, NewNudge, NudgeId, NudgeType, Received};
 use chipset_store::{AgentId, ReadOutcome, SortableId, Timestamp};
 
 use super::judge::{Finish, Judging, Next, answers_since, close, judge, same_assignment};
@@ -258,13 +258,22 @@ impl Witness {
                 actions.push(action);
             }
             Next::Nudge(step) => {
+                // Under an id fixed by what it is about: a tick that sends
+                // it again after this one failed to record it finds it
+                // delivered, and records the time the agent got it.
+                let id = NudgeId::new(step.id()).map_err(chipset_nudge::Error::from)?;
                 let draft = NewNudge::new(self.me.clone(), step.nudge.kind(), step.text.clone())
-                    .requiring_response();
+                    .requiring_response()
+                    .with_id(id);
                 let sent = self.channels.nudges.send(step.agent(), draft)?;
                 actions.changed();
                 let held = matches!(sent, Delivery::Held { .. });
                 let action = step.action(held);
-                locked.write(step.record)?;
+                let record = match held {
+                    true => step.record,
+                    false => step.record_sent_at(sent.nudge().timestamp),
+                };
+                locked.write(record)?;
                 match &action {
                     WitnessAction::HealthCheck { key, .. } => {
                         tracing::info!(%key, "hook quiet: health check sent");

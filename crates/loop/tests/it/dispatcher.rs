@@ -240,6 +240,14 @@ fn an_escalation_takes_the_work_away_and_gives_it_to_an_idle_agent(s: Setup) {
         panic!()
     };
     assert_eq!(n.kind, NudgeType::Abort);
+    // Under an id fixed by the assignment taken away (its assignment time,
+    // the abort's prefix): a tick that sends it again names the same one.
+    let id = n.id.as_ref().unwrap().as_str();
+    let at = held.work.assigned_at.unix_ms();
+    assert!(
+        id.starts_with(&format!("{at:013}-ab0a7000-0003-4000-8")),
+        "{id}"
+    );
     assert!(s.hooks.complete(&held).unwrap_err().is_stale());
 
     // w2 completes it: done once, by w2.

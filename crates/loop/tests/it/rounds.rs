@@ -265,8 +265,15 @@ fn reopening_an_escalated_round_announces_it_again_once(s: Setup) {
     let pending = bus.pending(&agent("human")).unwrap();
     assert_eq!(pending.events.len(), 1);
     assert_eq!(pending.events[0].kind, Topic::RoundEscalation.as_str());
-    // Opening it again does not wake the human twice.
+    // Opening it again does not wake the human twice, nor does an
+    // orchestrator under another name, whose announcement would differ.
     rounds(&s).open(&t).unwrap();
+    let renamed = s.rounds(RoundsConfig {
+        escalate_to: Some(agent("human")),
+        orchestrator: "conductor".to_owned(),
+        ..RoundsConfig::default()
+    });
+    assert_eq!(renamed.open(&t).unwrap().phase(), Phase::Escalated);
     assert_eq!(bus.pending(&agent("human")).unwrap().events.len(), 1);
 }
 

@@ -217,6 +217,48 @@ fn an_answer_resolves_the_incident_and_the_next_quiet_spell_is_measured_from_it(
     assert!(s.sent(Topic::HealthEscalation.as_str()).is_empty());
 }
 
+/// A tick whose health check went out but whose incident record was lost
+/// (its write failed, or a crash cut it) is retried by the next tick under
+/// the same nudge id: the agent, which already got and answered the check,
+/// gets no second one, and its answer counts.
+#[test]
+fn a_health_check_whose_record_was_lost_is_not_sent_again() {
+    let s = setup();
+    active(&s, "polecat-alpha", "gt-abc12");
+    let w = witness(&s, config());
+    let alpha = agent("polecat-alpha");
+    s.advance(301);
+    assert_eq!(kinds(&w.tick().unwrap()), ["health_check"]);
+    let state = s.state();
+    let record = chipset_testkit::state_path(&state, "loop/witness/incidents/polecat-alpha.json");
+    assert!(
+        state.remove_file(&record).unwrap(),
+        "the record was written"
+    );
+
+    s.advance(10);
+    let ReadOutcome::Value(Received::New(first)) = s.nudges.receive(&alpha).unwrap() else {
+        panic!("the health check is pending")
+    };
+    s.nudges.respond(&alpha, &first, "on it").unwrap();
+    s.nudges.mark_processed(&alpha, &first).unwrap();
+    s.advance(1);
+    assert_eq!(
+        kinds(&w.tick().unwrap()),
+        ["health_check"],
+        "recorded again"
+    );
+    assert!(
+        matches!(
+            s.nudges.receive(&alpha).unwrap(),
+            ReadOutcome::Value(Received::Seen(n)) if n.id == first.id
+        ),
+        "a second health check was sent"
+    );
+    s.advance(1);
+    assert_eq!(kinds(&w.tick().unwrap()), ["alive"], "the answer counts");
+}
+
 fn a_touch_after_the_nudge_counts_as_alive(s: Setup) {
     let a = active(&s, "polecat-alpha", "gt-abc12");
     let w = witness(&s, config());
