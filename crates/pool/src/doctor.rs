@@ -329,9 +329,10 @@ impl Pool {
                     .at(path.to_path_buf())
                     .about(&id);
                 if fix {
-                    self.retire(&hold)?;
-                    finding =
-                        finding.with(Action::Completed(format!("cleared the hook of `{agent}`")));
+                    finding = finding.with(match self.retire(&hold)? {
+                        true => Action::Completed(format!("cleared the hook of `{agent}`")),
+                        false => Action::LeftAlone("the hook moved on since the check".to_owned()),
+                    });
                 }
                 report.findings.push(finding);
             }

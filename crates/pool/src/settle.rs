@@ -106,7 +106,8 @@ impl Pool {
                 // Past the commit point (unless a retry): a failure to
                 // clear the hook is an unknown outcome; `done` again
                 // clears it.
-                self.retire(&hold)
+                let _ = self
+                    .retire(&hold)
                     .map_err(|e| cut_short("finishing", std::slice::from_ref(id), !existing, e))?;
                 tracing::debug!(item = %id, %agent, "work done");
             }
@@ -204,10 +205,10 @@ impl Pool {
     }
 
     /// Empties a hook holding a done item: activates and completes it if
-    /// need be, then clears it. A hook that moved on meanwhile is left
-    /// alone. A step failing after another changed the hook is
-    /// [`Error::OutcomeUnknown`].
-    pub(crate) fn retire(&self, hold: &Hold) -> Result<()> {
+    /// need be, then clears it, and returns true. A hook that moved on
+    /// meanwhile is left alone (false). A step failing after another
+    /// changed the hook is [`Error::OutcomeUnknown`].
+    pub(crate) fn retire(&self, hold: &Hold) -> Result<bool> {
         let a = &hold.assignment;
         let mut changed = false;
         let mut step = |s: &dyn Fn() -> chipset_hook::Result<chipset_hook::Hook>| match s() {
@@ -222,13 +223,12 @@ impl Pool {
             }
         };
         if hold.status == HookStatus::Pending && !step(&|| self.hooks.activate(a))? {
-            return Ok(());
+            return Ok(false);
         }
         if hold.status != HookStatus::Completed && !step(&|| self.hooks.complete(a))? {
-            return Ok(());
+            return Ok(false);
         }
-        step(&|| self.hooks.clear(a))?;
-        Ok(())
+        step(&|| self.hooks.clear(a))
     }
 
     pub(crate) fn not_holder(&self, agent: &AgentId, id: &ItemId) -> Result<Error> {

@@ -658,7 +658,8 @@ impl Pool {
         let wrote = !records.is_empty();
         self.record(&table, &mut logged, &records)?;
         if let Some((mine, id)) = retire {
-            self.retire(mine)
+            let _ = self
+                .retire(mine)
                 .map_err(|e| cut_short("claiming", std::slice::from_ref(&id), wrote, e))?;
             *finished = Some(id);
         }
