@@ -46,6 +46,9 @@
 //! roles and when each agent was last seen.
 //! [`Chipset::pool`] is the work pool ([`pool`]): items agents claim
 //! themselves, each exactly once, onto their hook.
+//! [`Chipset::leases`] are the path leases ([`lease`]): who may edit which
+//! files, refused with [`lease::Error::Conflict`] when another agent holds
+//! them.
 //! [`Chipset::open_with`] takes the store's options (a manual clock for a
 //! simulation), [`Chipset::with_config`] each channel's settings
 //! ([`Config`]). Ids parse from
@@ -69,14 +72,18 @@
 //! thread (the watching runs on a thread of its own, so any executor
 //! works, including a current-thread runtime): `Waiter::wait_async` (and
 //! `Bus::waiter_async`), `Attention::wait_async`, and `Attention::subscribe`
-//! / `Attention::stream` for a `Stream` of briefs (`BriefStream`).
+//! / `Attention::stream` for a `Stream` of briefs (`BriefStream`). They are
+//! in these docs when they are built with the feature
+//! (`cargo doc -p chipset --features tokio`).
 //!
 //! # The crates
 //!
-//! This facade re-exports each crate as a module: [`store`], [`hook`],
-//! [`nudge`], [`mail`], [`bus`] and [`r#loop`](chipset_loop) (`loop` is a
-//! keyword). Each stays usable alone, for a program that wants only mail.
-//! Every public name is unique across these modules, so any of them can be
+//! This facade re-exports each crate as a module: the channels [`store`],
+//! [`hook`], [`nudge`], [`mail`], [`bus`] and [`r#loop`](chipset_loop)
+//! (`loop` is a keyword), and beside them [`lease`], [`directory`],
+//! [`pool`], [`search`] and [`backend`] (the storage seam). Each stays
+//! usable alone, for a program that wants only mail. Every public name is
+//! unique across the six channel modules, so any of them can be
 //! glob-imported together (`use chipset::{mail::*, nudge::*, bus::*}`) and
 //! read without renames. The one deliberate exception is each crate's
 //! `Error` and `Result`: like `std::io::Result` and `std::fmt::Result`, they are named through
@@ -97,16 +104,30 @@ mod root;
 mod server;
 mod status;
 
+// Inlined: the facade's docs hold every module's pages under the paths a
+// program writes (`chipset::hook::Hooks`), and its links work in a
+// `cargo doc --no-deps -p chipset` that documents no other crate.
+#[doc(inline)]
 pub use chipset_backend as backend;
+#[doc(inline)]
 pub use chipset_bus as bus;
+#[doc(inline)]
 pub use chipset_directory as directory;
+#[doc(inline)]
 pub use chipset_hook as hook;
+#[doc(inline)]
 pub use chipset_lease as lease;
+#[doc(inline)]
 pub use chipset_loop as r#loop;
+#[doc(inline)]
 pub use chipset_mail as mail;
+#[doc(inline)]
 pub use chipset_nudge as nudge;
+#[doc(inline)]
 pub use chipset_pool as pool;
+#[doc(inline)]
 pub use chipset_search as search;
+#[doc(inline)]
 pub use chipset_store as store;
 
 pub use doctor::{Area, Checkup, STALE_TEMP_AGE};

@@ -136,3 +136,26 @@ fn the_map_stays_under_twenty_thousand_characters() {
     let chars = map.chars().count();
     assert!(chars <= 20_000, "ARCHITECTURE.md has {chars} characters");
 }
+
+/// The facade's docs hold every re-exported crate's pages: a newcomer's
+/// `cargo doc --no-deps -p chipset` documents no other crate, and a
+/// re-export that is not inlined is a bare `pub use` line there, its
+/// modules' links dead text.
+#[test]
+fn the_facade_inlines_every_crate_it_re_exports() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let lib = fs::read_to_string(root.join("src/lib.rs")).unwrap();
+    let lines: Vec<&str> = lib.lines().map(str::trim).collect();
+    let mut re_exports = 0;
+    for (i, line) in lines.iter().enumerate() {
+        if line.starts_with("pub use chipset_") && line.contains(" as ") {
+            re_exports += 1;
+            assert_eq!(
+                i.checked_sub(1).map(|p| lines[p]),
+                Some("#[doc(inline)]"),
+                "src/lib.rs: `{line}` is not inlined"
+            );
+        }
+    }
+    assert!(re_exports >= 11, "found only {re_exports} re-exports");
+}
