@@ -6,7 +6,29 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// What went wrong in an operation of [`Chipset`](crate::Chipset) itself
 /// (opening, [`status`](crate::Chipset::status),
 /// [`doctor`](crate::Chipset::doctor)): the failing channel's error, as it
-/// is. The channel handles return their own errors.
+/// is. The channel handles return their own errors, and each converts into
+/// this one (`From`), so a function over several channels can return
+/// [`chipset::Result`](crate::Result) and ask one question of whatever
+/// failed:
+/// [`is_outcome_unknown`](chipset_store::MaybeCommitted::is_outcome_unknown),
+/// retry or report.
+///
+/// ```
+/// use chipset::store::MaybeCommitted;
+///
+/// fn post_and_count(door: &chipset::Chipset, by: &chipset::store::AgentId) -> chipset::Result<usize> {
+///     door.pool().post(by, &chipset::pool::NewItem::new("Fix the parser"))?;
+///     Ok(door.mail().inbox_len(by)?)
+/// }
+///
+/// let tmp = tempfile::tempdir()?;
+/// let door = chipset::Chipset::open(tmp.path().join("state"))?;
+/// match post_and_count(&door, &"lead".parse()?) {
+///     Err(e) if e.is_outcome_unknown() => { /* the post may have landed: retry it */ }
+///     other => assert_eq!(other?, 0),
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -63,4 +85,68 @@ pub enum Error {
         /// The server, without its password.
         server: String,
     },
+}
+
+impl chipset_store::MaybeCommitted for Error {
+    /// Returns true when the failing channel's operation may have made its
+    /// change, as that channel's error answers it: retry the same request.
+    fn is_outcome_unknown(&self) -> bool {
+        match self {
+            Error::Store(e) => e.is_outcome_unknown(),
+            Error::Hook(e) => e.is_outcome_unknown(),
+            Error::Nudge(e) => e.is_outcome_unknown(),
+            Error::Mail(e) => e.is_outcome_unknown(),
+            Error::Bus(e) => e.is_outcome_unknown(),
+            Error::Directory(e) => e.is_outcome_unknown(),
+            Error::Lease(e) => e.is_outcome_unknown(),
+            Error::Pool(e) => e.is_outcome_unknown(),
+            Error::Loop(e) => e.is_outcome_unknown(),
+            Error::Backend(e) => e.is_outcome_unknown(),
+            // The index is a cache of the channels' records: its writes
+            // change no channel, whatever became of them.
+            Error::Search(_) | Error::NotOnServer { .. } | Error::NoServerSupport { .. } => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chipset_store::MaybeCommitted;
+
+    use super::*;
+
+    /// A channel's unknown outcome stays one through the front door's
+    /// error, whichever channel it came from; a plain failure does not
+    /// become one.
+    #[test]
+    fn a_channels_unknown_outcome_is_one_through_the_door() {
+        fn unknown() -> chipset_store::Error {
+            chipset_store::Error::OutcomeUnknown {
+                op: "publish",
+                path: "hooks/a.json".into(),
+                source: std::io::Error::other("fsync failed"),
+            }
+        }
+        fn plain() -> chipset_store::Error {
+            chipset_store::Error::NotFound {
+                path: "hooks/a.json".into(),
+            }
+        }
+        let cases: [(fn() -> chipset_store::Error, bool); 2] = [(unknown, true), (plain, false)];
+        for (store, expected) in cases {
+            let errors = [
+                Error::from(chipset_hook::Error::from(store())),
+                Error::from(chipset_mail::Error::from(store())),
+                Error::from(chipset_bus::Error::from(store())),
+                Error::from(chipset_pool::Error::from(store())),
+                Error::from(chipset_lease::Error::from(store())),
+                Error::from(store()),
+            ];
+            for e in errors {
+                assert_eq!(e.is_outcome_unknown(), expected, "{e:?}");
+            }
+        }
+        let search = chipset_search::Error::NoWords;
+        assert!(!Error::from(search).is_outcome_unknown());
+    }
 }
