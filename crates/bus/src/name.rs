@@ -23,6 +23,25 @@ impl TryFrom<String> for EventId {
     }
 }
 
+// And it reads as text as every other id does.
+impl AsRef<str> for EventId {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl std::borrow::Borrow<str> for EventId {
+    fn borrow(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl From<EventId> for String {
+    fn from(id: EventId) -> String {
+        id.as_str().to_owned()
+    }
+}
+
 /// The longest escaped source or kind kept in a file name, in bytes. The
 /// file's contents hold the full values; the name only has to be unique
 /// (the id makes it so) and readable.

@@ -94,6 +94,25 @@ impl TryFrom<String> for Role {
     }
 }
 
+impl TryFrom<&str> for Role {
+    type Error = Error;
+    fn try_from(s: &str) -> Result<Self> {
+        Role::new(s)
+    }
+}
+
+impl AsRef<str> for Role {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::borrow::Borrow<str> for Role {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
 impl From<Role> for String {
     fn from(r: Role) -> String {
         r.0
