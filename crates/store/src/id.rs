@@ -127,7 +127,7 @@ macro_rules! define_id {
             ///
             /// # Errors
             ///
-            /// [`Error::InvalidId`]($crate::Error::InvalidId) when the value is not a safe path segment.
+            /// [`Error::InvalidId`](chipset_store::Error::InvalidId) when the value is not a safe path segment.
             pub fn new(value: impl Into<String>) -> $crate::Result<Self> {
                 let value = value.into();
                 $crate::__private::validate_segment($kind, &value)?;

@@ -428,6 +428,11 @@
     reason = "the store is the one crate that touches the filesystem"
 )]
 
+// The crate's own name, for the docs `define_id!` writes: they link to
+// `chipset_store::Error::InvalidId`, which must resolve here as in every
+// crate that invokes the macro.
+extern crate self as chipset_store;
+
 mod atomic;
 mod backend;
 mod canonical;
