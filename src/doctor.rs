@@ -58,6 +58,19 @@ impl Chipset {
     /// left out, never checked in the local folder instead. The temp files
     /// looked for are the local folder's.
     ///
+    /// ```
+    /// use chipset::store::DoctorMode;
+    ///
+    /// let tmp = tempfile::tempdir()?;
+    /// let chipset = chipset::Chipset::open(tmp.path().join("state"))?;
+    /// let checkup = chipset.doctor(DoctorMode::Check)?;
+    /// for (area, finding) in checkup.findings() {
+    ///     println!("{area}: {finding:?}");
+    /// }
+    /// assert!(checkup.is_clean() && checkup.failures().next().is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     ///
     /// [`Error::Store`] when the root cannot be listed for temp files. A

@@ -403,17 +403,66 @@ impl Chipset {
     }
 
     /// Returns the agent directory: profiles, roles and last seen.
+    ///
+    /// ```
+    /// use chipset::directory::Registration;
+    ///
+    /// let tmp = tempfile::tempdir()?;
+    /// let chipset = chipset::Chipset::open(tmp.path().join("state"))?;
+    /// let ann = "ann".parse()?;
+    /// let mut me = Registration::new(); // `non_exhaustive`: set its fields
+    /// me.roles = Some(vec!["reviewers".parse()?]);
+    /// me.model = Some("opus-4".into());
+    /// chipset.directory().register(&ann, &me)?;
+    /// let who = chipset.directory().whois(&ann)?;
+    /// assert_eq!(who.profile.roles[0].as_str(), "reviewers");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn directory(&self) -> &Directory {
         self.wired(&self.inner.directory)
     }
 
     /// Returns the path leases: who may edit which files, and the check a
     /// pre-commit hook runs.
+    ///
+    /// ```
+    /// use chipset::lease::{Error, LeaseMode, LeaseRequest};
+    ///
+    /// let tmp = tempfile::tempdir()?;
+    /// let chipset = chipset::Chipset::open(tmp.path().join("state"))?;
+    /// let (ann, bob) = ("ann".parse()?, "bob".parse()?);
+    /// let mine = chipset.leases().acquire(&LeaseRequest::new(ann, LeaseMode::Exclusive, ["src/parser/**"]))?;
+    /// let theirs = LeaseRequest::new(bob, LeaseMode::Exclusive, ["src/parser/lexer.rs"]);
+    /// match chipset.leases().acquire(&theirs) {
+    ///     Err(Error::Conflict { conflicts }) => assert_eq!(conflicts[0].token, mine.lease.token),
+    ///     other => panic!("expected a conflict, got {other:?}"),
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn leases(&self) -> &Leases {
         self.wired(&self.inner.leases)
     }
 
     /// Returns the work pool: items agents claim themselves onto their hook.
+    ///
+    /// A claim puts the item on the claimer's hook, pending: the agent works
+    /// it through [`Chipset::hooks`] like any assignment, and
+    /// [`Pool::done`] (or its next claim) records it done.
+    ///
+    /// ```
+    /// use chipset::pool::{NewItem, ReadyFilter};
+    ///
+    /// let tmp = tempfile::tempdir()?;
+    /// let chipset = chipset::Chipset::open(tmp.path().join("state"))?;
+    /// let (lead, ann) = ("lead".parse()?, "ann".parse()?);
+    /// chipset.pool().post(&lead, &NewItem::new("Fix the flaky parser test"))?;
+    /// let claimed = chipset.pool().claim_next(&ann, &ReadyFilter::new())?.ok_or("none ready")?;
+    /// let pickup = chipset.hooks().pickup(&ann)?;
+    /// assert_eq!(pickup.work().map(|w| w.work.bead_id.as_str()), Some(claimed.entry.id.as_str()));
+    /// chipset.pool().done(&ann, &claimed.entry.id)?;
+    /// assert_eq!(chipset.pool().counts()?.done, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Panics
     ///
