@@ -66,13 +66,16 @@
 //! # Waiting, sync and async
 //!
 //! Every wait blocks the calling thread: [`bus::Waiter::wait`],
-//! [`Attention::wait`](chipset_loop::Attention::wait) and
-//! [`BriefWatch::next`](chipset_loop::BriefWatch::next). With the
+//! [`Attention::wait`](chipset_loop::Attention::wait),
+//! [`BriefWatch::next`](chipset_loop::BriefWatch::next), and the channels'
+//! watches (`Hooks::watch`, `Nudges::watch`, `Pool::watch`,
+//! `Mail::watch_inbox`, each a [`backend::Wait`]). With the
 //! `tokio` cargo feature each has an async form that never blocks a runtime
 //! thread (the watching runs on a thread of its own, so any executor
 //! works, including a current-thread runtime): `Waiter::wait_async` (and
-//! `Bus::waiter_async`), `Attention::wait_async`, and `Attention::subscribe`
-//! / `Attention::stream` for a `Stream` of briefs (`BriefStream`). They are
+//! `Bus::waiter_async`), `Attention::wait_async`, `Attention::subscribe`
+//! / `Attention::stream` for a `Stream` of briefs (`BriefStream`), and
+//! `backend::AsyncWait` around any watch. They are
 //! in these docs when they are built with the feature
 //! (`cargo doc -p chipset --features tokio`).
 //!

@@ -143,3 +143,40 @@ fn an_async_wait_returns_at_once_when_work_is_there_and_times_out_when_not() {
         );
     });
 }
+
+/// A channel's watch (here every hook's) awaited through
+/// `backend::AsyncWait`: woken by an assignment another thread makes while
+/// the runtime's one thread awaits it.
+#[test]
+fn a_hook_watch_awaited_wakes_for_an_assignment_from_another_thread() {
+    use chipset::backend::{AsyncWait, Wake};
+    let tmp = tempfile::tempdir().unwrap();
+    let door = Chipset::open(tmp.path()).unwrap();
+    door.hooks()
+        .assign(&agent("w1"), "b-0".parse().unwrap(), "T", None)
+        .unwrap();
+    let (go, handle) = publisher({
+        let door = door.clone();
+        move || {
+            door.hooks()
+                .assign(&agent("w2"), "b-1".parse().unwrap(), "T", None)
+                .unwrap();
+        }
+    });
+    let watch = door.hooks().watch(Duration::from_secs(600)).unwrap();
+    let mut wait = AsyncWait::new(watch).unwrap();
+    let wake = current_thread().block_on(async {
+        let idle = wait.wait(Duration::from_millis(50)).await.unwrap();
+        assert_eq!(idle, Wake::TimedOut, "nothing changed yet");
+        let woken = wait.wait(LIMIT);
+        let signal = async { go.send(()).unwrap() };
+        let (wake, ()) = tokio::join!(woken, signal);
+        wake.unwrap()
+    });
+    handle.join().unwrap();
+    assert_eq!(
+        wake,
+        Wake::Changed,
+        "timed out: the wait blocked the runtime"
+    );
+}

@@ -68,6 +68,8 @@ mod seam;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod txn;
+#[cfg(feature = "tokio")]
+mod wait_async;
 
 pub use claim::{Claim, ClaimView, ClaimWrite, Claimed, Decide};
 pub use error::{Error, Result, Source};
@@ -79,3 +81,5 @@ pub use seam::{
     Backend, Created, LockGuard, LogPos, LogRead, MAX_VALUE, Version, Versioned, Wait, Wake,
 };
 pub use txn::Step;
+#[cfg(feature = "tokio")]
+pub use wait_async::AsyncWait;
