@@ -14,6 +14,8 @@ use crate::bus::{
 };
 use crate::config::Retention;
 use crate::control;
+#[cfg(doc)]
+use crate::error::Error;
 use crate::error::Result;
 use crate::format::{ControlLine, DedupRecord, NagState, Presence, Priority, Registry};
 use crate::name::QueueEntry;
