@@ -57,7 +57,7 @@ fn populate(root: &Path) {
         .unwrap();
     let _ = door.hooks().pickup(&beta).unwrap();
     let ask = NewNudge::new(mayor.clone(), NudgeType::HealthCheck, "alive?");
-    door.nudges().send(&alpha, ask).unwrap();
+    door.nudges().send(&alpha, &ask).unwrap();
     let got = door.nudges().read_and_mark(&alpha).unwrap();
     let chipset::store::ReadOutcome::Value(chipset::nudge::Received::New(got)) = got else {
         panic!("{got:?}")
@@ -123,7 +123,7 @@ fn populate(root: &Path) {
         .control(&alpha, ControlOp::Register, &Resource::new("hub", "x"))
         .unwrap();
     door.reminders()
-        .open(NewReminder {
+        .open(&NewReminder {
             tenant_id: "acme".into(),
             kind: "spec_draft".into(),
             source_type: "spec".into(),

@@ -80,7 +80,7 @@ fn two_handles_on_one_server_share_hooks_and_nudges() {
     b.nudges()
         .send(
             &mayor,
-            NewNudge::new(polecat.clone(), NudgeType::HealthCheck, "still there?"),
+            &NewNudge::new(polecat.clone(), NudgeType::HealthCheck, "still there?"),
         )
         .unwrap();
     assert!(matches!(
@@ -172,7 +172,7 @@ fn status_and_the_loops_run_on_the_server() {
     a.nudges()
         .send(
             &polecat,
-            NewNudge::new(mayor.clone(), NudgeType::HealthCheck, "still there?"),
+            &NewNudge::new(mayor.clone(), NudgeType::HealthCheck, "still there?"),
         )
         .unwrap();
     let mut registration = chipset::directory::Registration::default();

@@ -24,7 +24,7 @@ pub(crate) fn run(ctx: &Ctx, command: NudgeCommand) -> Result<Output> {
             if requires_response {
                 draft = draft.requiring_response();
             }
-            send(&to, nudges.send(&to, draft)?)
+            send(&to, nudges.send(&to, &draft)?)
         }
         NudgeCommand::Read { who } => read(ctx, &nudges, &who.agent()?),
         NudgeCommand::Respond { who, message } => respond(&nudges, &who.agent()?, message),

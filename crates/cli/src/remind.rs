@@ -50,7 +50,7 @@ pub(crate) fn run(ctx: &Ctx, command: RemindCommand) -> Result<Output> {
                     agent.to_string().into(),
                 );
             }
-            let (view, note) = ReminderOpened::of(reminders.open(new)?);
+            let (view, note) = ReminderOpened::of(reminders.open(&new)?);
             let out = Output::new(format!("{}\n", view.reminder.id), output::json(&view));
             Ok(out.with_note_if(note))
         }
@@ -354,12 +354,12 @@ mod tests {
     fn metrics_per_kind() {
         let (t, clock) = TempState::manual();
         let r = Reminders::new(t.state.clone(), KindRegistry::preset());
-        r.open(new("wrap_session", "a")).unwrap();
+        r.open(&new("wrap_session", "a")).unwrap();
         clock.advance(HOUR);
-        r.open(new("wrap_session", "b")).unwrap();
+        r.open(&new("wrap_session", "b")).unwrap();
         clock.advance(HOUR);
-        r.open(new("wrap_session", "c")).unwrap();
-        let d = r.open(new("spec_draft", "d")).unwrap();
+        r.open(&new("wrap_session", "c")).unwrap();
+        let d = r.open(&new("spec_draft", "d")).unwrap();
         r.auto_resolve("wrap_session", "session", "c", "prism_wrap")
             .unwrap();
         r.resolve(&d.reminder().id, ManualResolution::Ignored, None)
@@ -385,7 +385,7 @@ mod tests {
             let (t, clock) = TempState::manual();
             let r = Reminders::new(t.state.clone(), KindRegistry::preset());
             for i in 0..n {
-                r.open(new("wrap_session", &format!("s{i}"))).unwrap();
+                r.open(&new("wrap_session", &format!("s{i}"))).unwrap();
                 clock.advance(HOUR);
             }
             // Open ages n h, ..., 2 h, 1 h: the middle one is n / 2 + 1 h.

@@ -66,7 +66,7 @@ impl Channels {
             WorkKind::Nudge => {
                 let draft = NewNudge::new(from, NudgeType::HealthCheck, format!("n{n}"));
                 assert!(!matches!(
-                    self.nudges.send(to, draft).unwrap(),
+                    self.nudges.send(to, &draft).unwrap(),
                     Delivery::Held { .. }
                 ));
             }
@@ -96,7 +96,7 @@ impl Channels {
                     Attention::REMINDER_AGENT_FIELD.to_owned(),
                     json!(to.as_str()),
                 );
-                assert!(matches!(self.reminders.open(new).unwrap(), Opened::New(_)));
+                assert!(matches!(self.reminders.open(&new).unwrap(), Opened::New(_)));
             }
             _ => unreachable!("every kind is listed"),
         }

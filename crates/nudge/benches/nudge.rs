@@ -80,7 +80,7 @@ fn signals(c: &mut Criterion) {
     let state = StateDir::open(tmp.path().join("state")).unwrap();
     let nudges = Nudges::new(state.clone());
     let polecat = agent("polecat-alpha");
-    let sent = nudges.send(&polecat, draft()).unwrap();
+    let sent = nudges.send(&polecat, &draft()).unwrap();
     let bytes = chipset_store::StateDir::to_canonical_json(sent.nudge()).unwrap();
     let dir = nudges.agent_dir(&polecat);
     let raw_target = dir.as_path().join("raw.json");
@@ -91,13 +91,13 @@ fn signals(c: &mut Criterion) {
         b.iter(|| raw_replace(&dir, &raw_target, &bytes))
     });
     g.bench_function("send", |b| {
-        b.iter(|| nudges.send(&polecat, draft()).unwrap())
+        b.iter(|| nudges.send(&polecat, &draft()).unwrap())
     });
     // The disk is shared and noisy: here each timed operation alternates with
     // an untimed one of the other kind, so both see the same background.
     let raw = || raw_replace(&dir, &raw_target, &bytes);
     let send = || {
-        nudges.send(&polecat, draft()).unwrap();
+        nudges.send(&polecat, &draft()).unwrap();
     };
     g.bench_function("raw_replace_paired", |b| {
         b.iter_custom(|n| paired(n, &raw, &send))
@@ -173,7 +173,7 @@ fn reminder_root(history: usize) -> (tempfile::TempDir, Reminders) {
     let reminders = Reminders::new(state.clone(), KindRegistry::preset());
     for i in 0..OPEN {
         reminders
-            .open(NewReminder {
+            .open(&NewReminder {
                 tenant_id: "tenant".into(),
                 project_id: Some("project".into()),
                 kind: "wrap_session".into(),

@@ -12,7 +12,7 @@
 //!
 //! // The witness asks; the polecat polls, answers, and marks the nudge processed.
 //! let draft = NewNudge::new(witness.clone(), NudgeType::HealthCheck, "Are you working?");
-//! let sent = nudges.send(&polecat, draft.requiring_response())?;
+//! let sent = nudges.send(&polecat, &draft.requiring_response())?;
 //! let sent_at = sent.nudge().timestamp;
 //! let ReadOutcome::Value(Received::New(nudge)) = nudges.receive(&polecat)? else { panic!("expected a nudge") };
 //! nudges.respond(&polecat, &nudge, "Working on gt-abc12")?;

@@ -332,7 +332,7 @@ fn act(role: &kit::Role) {
             say(&format!("reassigned {}", taken.hook.generation));
             let draft = NewNudge::new(mayor.clone(), NudgeType::HealthCheck, "still there?")
                 .requiring_response();
-            let sent = nudges.send(&agent, draft).unwrap().nudge().clone();
+            let sent = nudges.send(&agent, &draft).unwrap().nudge().clone();
             // The answer crosses back.
             wait_until(w.as_mut(), "an answer", || {
                 let got = nudges.responses_since(&mayor, sent.timestamp).unwrap();

@@ -153,7 +153,7 @@ fn the_command_line_reads_what_the_libraries_wrote() {
     Nudges::new(state.clone())
         .send(
             &agent("polecat-alpha"),
-            NewNudge::new(agent("witness"), NudgeType::Abort, "stop"),
+            &NewNudge::new(agent("witness"), NudgeType::Abort, "stop"),
         )
         .unwrap();
     let request = Mail::new(state.clone())
@@ -173,7 +173,7 @@ fn the_command_line_reads_what_the_libraries_wrote() {
         .unwrap();
     let reminders = Reminders::new(state.clone(), KindRegistry::preset());
     let opened = reminders
-        .open(NewReminder {
+        .open(&NewReminder {
             tenant_id: "default".into(),
             kind: "wip_unsealed".into(),
             source_type: "wip_state".into(),

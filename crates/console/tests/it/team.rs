@@ -118,7 +118,7 @@ pub(crate) fn team() -> Team {
     c.nudges()
         .send(
             &alpha,
-            NewNudge::new(
+            &NewNudge::new(
                 id("witness"),
                 NudgeType::from("stall_warning"),
                 "are you there?",
@@ -126,7 +126,7 @@ pub(crate) fn team() -> Team {
         )
         .unwrap();
     c.reminders()
-        .open(NewReminder {
+        .open(&NewReminder {
             tenant_id: "team".into(),
             kind: "wip_unsealed".into(),
             source_type: "wip_state".into(),

@@ -295,7 +295,7 @@ impl Dispatcher {
                 let id = fixed_id(taken.work.assigned_at, "ab0a7000-0003", &key);
                 let abort = NewNudge::new(self.me.clone(), NudgeType::Abort, text)
                     .with_id(NudgeId::new(id).map_err(chipset_nudge::Error::from)?);
-                if let Err(e) = self.channels.nudges.send(&taken.agent, abort) {
+                if let Err(e) = self.channels.nudges.send(&taken.agent, &abort) {
                     tracing::warn!(agent = %taken.agent, error = %e, "could not send the abort");
                 }
             }

@@ -265,7 +265,7 @@ impl Witness {
                 let draft = NewNudge::new(self.me.clone(), step.nudge.kind(), step.text.clone())
                     .requiring_response()
                     .with_id(id);
-                let sent = self.channels.nudges.send(step.agent(), draft)?;
+                let sent = self.channels.nudges.send(step.agent(), &draft)?;
                 actions.changed();
                 let held = matches!(sent, Delivery::Held { .. });
                 let action = step.action(held);

@@ -46,7 +46,7 @@ fn make_work(state: &StateDir, kind: WorkKind, who: &str) {
             chipset_nudge::Nudges::new(state.clone())
                 .send(
                     &to,
-                    NewNudge::new(agent("witness"), NudgeType::HealthCheck, "alive?"),
+                    &NewNudge::new(agent("witness"), NudgeType::HealthCheck, "alive?"),
                 )
                 .unwrap();
         }
@@ -88,7 +88,7 @@ fn open_reminder(state: &StateDir, source: &str, for_agent: Option<&str>) {
             .insert(Attention::REMINDER_AGENT_FIELD.to_owned(), json!(a));
     }
     Reminders::new(state.clone(), KindRegistry::preset())
-        .open(new)
+        .open(&new)
         .unwrap();
 }
 

@@ -113,7 +113,7 @@ fn a_brief_reads_every_channel_on_its_place(s: Setup) {
     s.nudges
         .send(
             &alpha,
-            NewNudge::new(agent("witness"), NudgeType::HealthCheck, "alive?"),
+            &NewNudge::new(agent("witness"), NudgeType::HealthCheck, "alive?"),
         )
         .unwrap();
     s.mail
@@ -142,7 +142,7 @@ fn a_brief_reads_every_channel_on_its_place(s: Setup) {
         chipset_loop::Attention::REMINDER_AGENT_FIELD.to_owned(),
         json!("alpha"),
     );
-    s.reminders().open(reminder).unwrap();
+    s.reminders().open(&reminder).unwrap();
     let leases = match &s.pg {
         None => Leases::new(s.state()),
         Some(pg) => Leases::with_backend(s.state(), Arc::clone(&pg.backend)),

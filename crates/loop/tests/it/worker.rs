@@ -67,7 +67,7 @@ fn nudge(s: &Setup, from: &str, to: &str, kind: NudgeType, requires: bool) {
     if requires {
         d = d.requiring_response();
     }
-    let _ = s.nudges.send(&agent(to), d).unwrap();
+    let _ = s.nudges.send(&agent(to), &d).unwrap();
 }
 
 fn idle_when_nothing_is_hooked(s: Setup) {

@@ -89,7 +89,7 @@ pub(crate) fn nudge_send(ctx: &Ctx, p: NudgeSend) -> Outcome {
     if p.requires_response.unwrap_or(false) {
         draft = draft.requiring_response();
     }
-    let delivery = ctx.nudges().send(&to, draft)?;
+    let delivery = ctx.nudges().send(&to, &draft)?;
     let (view, note) = NudgeSent::of(&to, delivery)?;
     let text = format!("{} {} to {to}\n", view.outcome, nudge_id(&view.nudge));
     Ok(Reply::noted(text, view, note))
@@ -214,7 +214,7 @@ mod tests {
 
     fn send(nudges: &Nudges, kind: NudgeType, message: &str) -> Delivery {
         let draft = NewNudge::new(agent("mayor"), kind, message);
-        nudges.send(&agent("polecat-alpha"), draft).unwrap()
+        nudges.send(&agent("polecat-alpha"), &draft).unwrap()
     }
 
     /// The one-word outcomes the CLI and MCP print are pinned: scripts match them.

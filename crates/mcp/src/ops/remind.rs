@@ -29,7 +29,7 @@ pub(crate) fn remind_open(ctx: &Ctx, p: RemindOpen) -> Outcome {
         Attention::REMINDER_AGENT_FIELD.to_owned(),
         serde_json::Value::String(to.to_string()),
     );
-    let (view, note) = ReminderOpened::of(ctx.reminders()?.open(new)?);
+    let (view, note) = ReminderOpened::of(ctx.reminders()?.open(&new)?);
     let text = format!("{} {}\n", view.outcome, view.reminder.id);
     Ok(Reply::noted(text, view, note.map(str::to_owned)))
 }

@@ -322,7 +322,7 @@ impl Reminders {
     /// [`Error::InvalidField`] for a bad request (nothing is written);
     /// [`Error::Corrupt`] when the key's file is unreadable (no duplicate is
     /// written over it); [`Error::Store`] on I/O failure.
-    pub fn open(&self, new: NewReminder) -> Result<Opened> {
+    pub fn open(&self, new: &NewReminder) -> Result<Opened> {
         // The key first: a malformed name is refused as such, not as an
         // unregistered kind.
         let key = ReminderKey::new(
@@ -339,7 +339,7 @@ impl Reminders {
         let actions = if new.actions.is_empty() {
             spec.default_actions.clone()
         } else {
-            new.actions
+            new.actions.clone()
         };
         let _guard = self.lock_key(&key)?;
         self.settle(&key)?;
@@ -356,12 +356,12 @@ impl Reminders {
         }
         let reminder = Reminder {
             id: self.new_id(),
-            tenant_id: new.tenant_id,
-            project_id: new.project_id,
-            kind: new.kind,
-            source_type: new.source_type,
-            source_id: new.source_id,
-            message: new.message,
+            tenant_id: new.tenant_id.clone(),
+            project_id: new.project_id.clone(),
+            kind: new.kind.clone(),
+            source_type: new.source_type.clone(),
+            source_id: new.source_id.clone(),
+            message: new.message.clone(),
             actions,
             severity: new.severity,
             created_at: now,
@@ -370,7 +370,7 @@ impl Reminders {
             resolution: None,
             resolution_note: None,
             snooze_until: None,
-            metadata: new.metadata,
+            metadata: new.metadata.clone(),
             extra: Map::new(),
         };
         if self.create_at(&path, &reminder)? {

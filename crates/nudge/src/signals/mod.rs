@@ -229,6 +229,25 @@ impl Nudges {
     /// nudge before it was processed is gone, and sending again delivers it
     /// again.
     ///
+    /// The draft is borrowed, so a caller keeps it, with its chosen id, and
+    /// sends the same draft again to retry:
+    ///
+    /// ```
+    /// use chipset_nudge::{NewNudge, NudgeId, NudgeType, Nudges};
+    /// use chipset_store::{AgentId, StateDir};
+    ///
+    /// let tmp = tempfile::tempdir()?;
+    /// let nudges = Nudges::new(StateDir::open(tmp.path())?);
+    /// let (witness, polecat) = (AgentId::new("witness")?, AgentId::new("polecat-alpha")?);
+    /// let draft = NewNudge::new(witness, NudgeType::HealthCheck, "Are you working?")
+    ///     .with_id(NudgeId::new("check-1")?);
+    /// let first = nudges.send(&polecat, &draft)?;
+    /// // The answer was lost (a timeout, a crash): send the same draft again.
+    /// let retry = nudges.send(&polecat, &draft)?;
+    /// assert_eq!(retry, first, "the first delivery, nothing written again");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// **Commit point:** the rename of the new `latest.json` under the
     /// recipient's lock; a failed sync after it is the store's
     /// [`OutcomeUnknown`](chipset_store::Error::OutcomeUnknown).
@@ -239,15 +258,15 @@ impl Nudges {
     /// nothing was written, unless only the final directory sync failed:
     /// the new nudge is then in place, so re-read before sending again);
     /// [`Error::IdConflict`] for a chosen id already used with other content.
-    pub fn send(&self, to: &AgentId, draft: NewNudge) -> Result<Delivery> {
+    pub fn send(&self, to: &AgentId, draft: &NewNudge) -> Result<Delivery> {
         let chosen = draft.id.is_some();
         let nudge = Nudge {
-            from: String::from(draft.from),
-            kind: draft.kind,
-            message: draft.message,
+            from: String::from(draft.from.clone()),
+            kind: draft.kind.clone(),
+            message: draft.message.clone(),
             timestamp: self.now()?,
             requires_response: draft.requires_response,
-            id: Some(draft.id.unwrap_or_else(|| self.new_id())),
+            id: Some(draft.id.clone().unwrap_or_else(|| self.new_id())),
             in_reply_to: None,
             extra: serde_json::Map::new(),
         };

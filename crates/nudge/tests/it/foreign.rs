@@ -65,7 +65,7 @@ fn a_nudges_extra_fields_survive_processing_and_relaying() {
     let d = nudges
         .send(
             &me,
-            NewNudge::new(agent("mayor"), NudgeType::SyncRequest, "sync"),
+            &NewNudge::new(agent("mayor"), NudgeType::SyncRequest, "sync"),
         )
         .unwrap();
     nudges.mark_processed(&me, d.sent().unwrap()).unwrap();
@@ -96,7 +96,7 @@ fn a_response_records_extra_fields_are_read() {
 
 fn reminder(r: &Reminders, source: &str) -> chipset_nudge::Reminder {
     let key = ReminderKey::new("spec_draft", "spec", source).unwrap();
-    r.open(new_reminder("tenant", None, &key, "approve?"))
+    r.open(&new_reminder("tenant", None, &key, "approve?"))
         .unwrap()
         .reminder()
         .clone()

@@ -31,7 +31,7 @@ fn sent_nudge_golden() {
     let d = nudges
         .send(
             &agent("polecat-alpha"),
-            NewNudge::new(
+            &NewNudge::new(
                 agent("witness-d3e4f"),
                 NudgeType::HealthCheck,
                 "You have hooked work (gt-abc12). Are you working on it?",
@@ -52,7 +52,7 @@ fn response_and_processed_golden() {
     let sent = nudges
         .send(
             &polecat,
-            NewNudge::new(witness.clone(), NudgeType::HealthCheck, "ok?").requiring_response(),
+            &NewNudge::new(witness.clone(), NudgeType::HealthCheck, "ok?").requiring_response(),
         )
         .unwrap();
     let incoming = sent.sent().unwrap().clone();
@@ -89,7 +89,7 @@ fn reminder_golden() {
     );
     new.metadata.insert("persona".into(), "Lola".into());
     new.metadata.insert("delta_count".into(), 3.into());
-    let opened = reminders.open(new).unwrap();
+    let opened = reminders.open(&new).unwrap();
     let id = opened.reminder().id.clone();
     let path = reminders.open_path(&key);
     assert!(
@@ -168,7 +168,7 @@ fn our_nudge_is_readable_by_seed_readers() {
     nudges
         .send(
             &agent("polecat-alpha"),
-            NewNudge::new(agent("mayor"), NudgeType::Abort, "stop"),
+            &NewNudge::new(agent("mayor"), NudgeType::Abort, "stop"),
         )
         .unwrap();
     let text = read(&nudges.latest_path(&agent("polecat-alpha")));
@@ -217,7 +217,7 @@ fn an_abort_with_an_unusable_extra_id_is_still_read_and_held() {
         let delivery = nudges
             .send(
                 &polecat,
-                NewNudge::new(agent("witness"), NudgeType::HealthCheck, "working?"),
+                &NewNudge::new(agent("witness"), NudgeType::HealthCheck, "working?"),
             )
             .unwrap();
         assert!(delivery.sent().is_none(), "id {id}: {delivery:?}");

@@ -92,7 +92,7 @@ fn signals_model(place: &Place, ops: Vec<SigOp>) -> Result<(), TestCaseError> {
                 let d = nudges
                     .send(
                         &agent(&name(to)),
-                        NewNudge::new(sender.clone(), NudgeType::from(kind_name), "m"),
+                        &NewNudge::new(sender.clone(), NudgeType::from(kind_name), "m"),
                     )
                     .unwrap();
                 let m = &mut model[to];
@@ -264,7 +264,7 @@ fn reminders_model(place: &ReminderPlace, ops: Vec<RemOp>) -> Result<(), TestCas
         for op in ops {
             match op {
                 RemOp::Open(k) => {
-                    let got = r.open(new_reminder("t", None, &key(k), "m")).unwrap();
+                    let got = r.open(&new_reminder("t", None, &key(k), "m")).unwrap();
                     match (live[k].clone(), got) {
                         (Live::None, Opened::New(x)) => {
                             rows += 1;

@@ -35,7 +35,7 @@ fn run_role(name: &str, spec: &str, i: usize, extra: &str) -> Value {
             let d = nudges
                 .send(
                     &agent("target"),
-                    NewNudge::new(agent(&format!("sender-{i}")), kind, format!("m-{i}")),
+                    &NewNudge::new(agent(&format!("sender-{i}")), kind, format!("m-{i}")),
                 )
                 .unwrap();
             let id = |n: &chipset_nudge::Nudge| json!(n.id.as_ref().unwrap().as_str());
@@ -66,7 +66,7 @@ fn run_role(name: &str, spec: &str, i: usize, extra: &str) -> Value {
             let (reminders, _) = ReminderPlace::open_spec(spec);
             let key = ReminderKey::new(preset::WRAP_SESSION, "session", "sess-shared").unwrap();
             let o = reminders
-                .open(new_reminder("tenant", None, &key, format!("from {i}")))
+                .open(&new_reminder("tenant", None, &key, format!("from {i}")))
                 .unwrap();
             json!({"new": matches!(o, Opened::New(_)), "id": o.reminder().id.as_str()})
         }
@@ -225,7 +225,7 @@ fn responders_race(place: &Place) {
     for i in 0..PROCS {
         let d =
             NewNudge::new(witness.clone(), NudgeType::HealthCheck, "working?").requiring_response();
-        let sent = nudges.send(&agent(&format!("agent-{i}")), d).unwrap();
+        let sent = nudges.send(&agent(&format!("agent-{i}")), &d).unwrap();
         t0.get_or_insert(sent.nudge().timestamp);
     }
     let t0 = t0.unwrap();

@@ -78,7 +78,7 @@ fn interrupted_resolve_is_settled() {
     assert!(r.doctor(DoctorMode::Check).unwrap().is_clean());
     // And a new open works.
     assert!(matches!(
-        r.open(new(preset::WRAP_SESSION, "S")).unwrap(),
+        r.open(&new(preset::WRAP_SESSION, "S")).unwrap(),
         Opened::New(_)
     ));
 }
@@ -141,7 +141,7 @@ fn the_same_record_in_the_history_is_a_duplicate_moved_aside() {
 fn a_reopened_reminder_carries_no_resolution() {
     let (t, clock) = manual_state();
     let r = Reminders::new(t.state.clone(), KindRegistry::preset());
-    let a = r.open(new(preset::WRAP_SESSION, "S")).unwrap();
+    let a = r.open(&new(preset::WRAP_SESSION, "S")).unwrap();
     r.snooze(&a.reminder().id, HOUR, Some("after lunch".into()))
         .unwrap();
     clock.advance(HOUR);
@@ -164,11 +164,11 @@ fn a_reopened_reminder_carries_no_resolution() {
 fn corrupt_index_file_fails_closed() {
     let (t, _clock) = manual_state();
     let r = Reminders::new(t.state.clone(), KindRegistry::preset());
-    r.open(new(preset::WRAP_SESSION, "S")).unwrap();
+    r.open(&new(preset::WRAP_SESSION, "S")).unwrap();
     let key = ReminderKey::new(preset::WRAP_SESSION, "session", "S").unwrap();
     std::fs::write(r.open_path(&key), "{oops").unwrap();
     assert!(matches!(
-        r.open(new(preset::WRAP_SESSION, "S")),
+        r.open(&new(preset::WRAP_SESSION, "S")),
         Err(Error::Corrupt(_))
     ));
     let listing = r.list(&ReminderFilter::default()).unwrap();
@@ -183,7 +183,7 @@ fn corrupt_index_file_fails_closed() {
         [Action::Quarantined { to: Some(_), .. }]
     ));
     assert!(matches!(
-        r.open(new(preset::WRAP_SESSION, "S")).unwrap(),
+        r.open(&new(preset::WRAP_SESSION, "S")).unwrap(),
         Opened::New(_)
     ));
 }
@@ -193,7 +193,7 @@ fn reopen_chain_names_its_predecessor_each_time() {
     let (t, clock) = manual_state();
     let r = Reminders::new(t.state.clone(), KindRegistry::preset());
     let mut id = r
-        .open(new(preset::WIP_UNSEALED, "w"))
+        .open(&new(preset::WIP_UNSEALED, "w"))
         .unwrap()
         .reminder()
         .id
@@ -215,7 +215,7 @@ fn reopen_chain_names_its_predecessor_each_time() {
 fn listing_an_unregistered_kind_is_refused() {
     let (t, _clock) = manual_state();
     let r = Reminders::new(t.state.clone(), KindRegistry::preset());
-    r.open(new(preset::WRAP_SESSION, "s-1")).unwrap();
+    r.open(&new(preset::WRAP_SESSION, "s-1")).unwrap();
     let filter = ReminderFilter {
         kind: Some("wrap_sesion".into()),
         ..ReminderFilter::default()
@@ -234,7 +234,7 @@ fn listing_an_unregistered_kind_is_refused() {
 fn a_corrupt_snoozed_reminder_is_reported_by_listings() {
     let (t, clock) = manual_state();
     let r = Reminders::new(t.state.clone(), KindRegistry::preset());
-    let opened = r.open(new(preset::WRAP_SESSION, "s-1")).unwrap();
+    let opened = r.open(&new(preset::WRAP_SESSION, "s-1")).unwrap();
     r.snooze(&opened.reminder().id, HOUR, None).unwrap();
     let key = ReminderKey::new(preset::WRAP_SESSION, "session", "s-1").unwrap();
     let path = r.snoozed_path(&key);
@@ -260,7 +260,7 @@ fn a_corrupt_snoozed_reminder_is_reported_by_listings() {
 fn lookups_by_id_report_corruption_instead_of_not_found() {
     let (t, _clock) = manual_state();
     let r = Reminders::new(t.state.clone(), KindRegistry::preset());
-    let opened = r.open(new(preset::SPEC_DRAFT, "spec-7")).unwrap();
+    let opened = r.open(&new(preset::SPEC_DRAFT, "spec-7")).unwrap();
     let id = opened.reminder().id.clone();
     let key = ReminderKey::new(preset::SPEC_DRAFT, "spec", "spec-7").unwrap();
     std::fs::write(r.open_path(&key), "{\"id\":").unwrap();
@@ -282,33 +282,33 @@ fn the_doctor_codes_words_and_counts_each_reminder_file() {
     let r = Reminders::new(t.state.clone(), KindRegistry::preset());
     let key = |id: &str| ReminderKey::new(preset::WRAP_SESSION, "session", id).unwrap();
     // A: open and good. B: its record copied under C's name (a stray).
-    r.open(new(preset::WRAP_SESSION, "A")).unwrap();
-    let b = r.open(new(preset::WRAP_SESSION, "B")).unwrap();
+    r.open(&new(preset::WRAP_SESSION, "A")).unwrap();
+    let b = r.open(&new(preset::WRAP_SESSION, "B")).unwrap();
     let stray = r.open_path(&key("C"));
     std::fs::copy(r.open_path(&key("B")), &stray).unwrap();
     // D: resolved, but still in the open index (a crash between the steps).
-    let d = r.open(new(preset::WRAP_SESSION, "D")).unwrap();
+    let d = r.open(&new(preset::WRAP_SESSION, "D")).unwrap();
     let mut resolved = d.reminder().clone();
     resolved.resolved_at = Some(resolved.created_at);
     resolved.resolution = Some(Resolution::Completed);
     let unfinished_open = r.open_path(&key("D"));
     t.state.write_json(&unfinished_open, &resolved).unwrap();
     // E: snoozed and good. F: in the snooze index, but not snoozed.
-    let e = r.open(new(preset::WRAP_SESSION, "E")).unwrap();
+    let e = r.open(&new(preset::WRAP_SESSION, "E")).unwrap();
     r.snooze(&e.reminder().id, HOUR, None).unwrap();
-    let f = r.open(new(preset::WRAP_SESSION, "F")).unwrap();
+    let f = r.open(&new(preset::WRAP_SESSION, "F")).unwrap();
     r.snooze(&f.reminder().id, HOUR, None).unwrap();
     let unsnoozed = r.snoozed_path(&key("F"));
     let mut not_snoozed = r.get(&f.reminder().id).unwrap().unwrap();
     not_snoozed.resolution = Some(Resolution::Completed);
     t.state.write_json(&unsnoozed, &not_snoozed).unwrap();
     // G: open, and also in the snooze index (superseded).
-    let g = r.open(new(preset::WRAP_SESSION, "G")).unwrap();
+    let g = r.open(&new(preset::WRAP_SESSION, "G")).unwrap();
     r.snooze(&g.reminder().id, HOUR, None).unwrap();
     let superseded = r.open_path(&key("G"));
     t.state.write_json(&superseded, g.reminder()).unwrap();
     // H: resolved into the history, then its history file torn.
-    let h = r.open(new(preset::WRAP_SESSION, "H")).unwrap();
+    let h = r.open(&new(preset::WRAP_SESSION, "H")).unwrap();
     r.resolve(&h.reminder().id, ManualResolution::Completed, None)
         .unwrap();
     let torn = r.history_path(&h.reminder().id);

@@ -60,10 +60,10 @@ fn six_kinds_through_their_lifecycle() {
         let kind = spec.name.as_str();
         let st = spec.source_type.as_str();
         // Write and idempotence.
-        let a = r.open(new(kind, "e-1")).unwrap();
+        let a = r.open(&new(kind, "e-1")).unwrap();
         assert!(matches!(a, Opened::New(_)), "{kind}");
         assert_eq!(a.reminder().actions, spec.default_actions);
-        let again = r.open(new(kind, "e-1")).unwrap();
+        let again = r.open(&new(kind, "e-1")).unwrap();
         assert!(
             matches!(&again, Opened::Existing(x) if x.id == a.reminder().id),
             "{kind}"
@@ -91,7 +91,7 @@ fn six_kinds_through_their_lifecycle() {
             }
         }
         // Manual resolution with a note.
-        let b = r.open(new(kind, "e-1")).unwrap();
+        let b = r.open(&new(kind, "e-1")).unwrap();
         assert!(
             matches!(b, Opened::New(_)),
             "a resolved reminder does not block a new one"
@@ -110,13 +110,13 @@ fn six_kinds_through_their_lifecycle() {
             Some("prism_nudge.resolve")
         );
         // Snooze, then re-open on read once due.
-        let c = r.open(new(kind, "e-1")).unwrap();
+        let c = r.open(&new(kind, "e-1")).unwrap();
         let snoozed = r.snooze(&c.reminder().id, HOUR, None).unwrap();
         assert_eq!(snoozed.resolution, Some(Resolution::Snoozed));
         assert_eq!(snoozed.snooze_until, Some(clock.now() + HOUR));
         assert!(open_ids(&r).is_empty(), "{kind}: snoozed shows as open");
         assert!(matches!(
-            r.open(new(kind, "e-1")).unwrap(),
+            r.open(&new(kind, "e-1")).unwrap(),
             Opened::Snoozed(_)
         ));
         clock.advance(HOUR);
@@ -150,9 +150,9 @@ fn six_kinds_through_their_lifecycle() {
 fn auto_resolve_touches_only_the_matching_key() {
     let (t, _clock) = manual_state();
     let r = Reminders::new(t.state.clone(), KindRegistry::preset());
-    r.open(new(preset::WRAP_SESSION, "X")).unwrap();
-    r.open(new(preset::WRAP_SESSION, "Y")).unwrap();
-    r.open(new(preset::SPEC_DRAFT, "X")).unwrap();
+    r.open(&new(preset::WRAP_SESSION, "X")).unwrap();
+    r.open(&new(preset::WRAP_SESSION, "Y")).unwrap();
+    r.open(&new(preset::SPEC_DRAFT, "X")).unwrap();
     let done = r
         .auto_resolve(preset::WRAP_SESSION, "session", "X", "prism_wrap")
         .unwrap();
@@ -180,7 +180,7 @@ fn auto_resolve_touches_only_the_matching_key() {
 fn auto_resolve_clears_a_snoozed_reminder() {
     let (t, clock) = manual_state();
     let r = Reminders::new(t.state.clone(), KindRegistry::preset());
-    let a = r.open(new(preset::WRAP_SESSION, "S")).unwrap();
+    let a = r.open(&new(preset::WRAP_SESSION, "S")).unwrap();
     r.snooze(&a.reminder().id, HOUR, None).unwrap();
     let cleared = r
         .auto_resolve(preset::WRAP_SESSION, "session", "S", "prism_wrap")
@@ -199,16 +199,19 @@ fn bad_requests_are_refused_with_typed_errors() {
     let r = Reminders::new(t.state.clone(), KindRegistry::preset());
     let mut bad = new(preset::WRAP_SESSION, "S");
     bad.kind = "made_up".into();
-    assert!(matches!(r.open(bad), Err(Error::UnknownKind { .. })));
+    assert!(matches!(r.open(&bad), Err(Error::UnknownKind { .. })));
     let mut bad = new(preset::WRAP_SESSION, "S");
     bad.severity = Severity::Blocking;
-    assert!(matches!(r.open(bad), Err(Error::BlockingSeverity)));
+    assert!(matches!(r.open(&bad), Err(Error::BlockingSeverity)));
     let mut bad = new(preset::WRAP_SESSION, "S");
     bad.source_id = String::new();
-    assert!(matches!(r.open(bad), Err(Error::EmptySourceId)));
+    assert!(matches!(r.open(&bad), Err(Error::EmptySourceId)));
     let mut bad = new(preset::WRAP_SESSION, "S");
     bad.source_type = "spec".into();
-    assert!(matches!(r.open(bad), Err(Error::SourceTypeMismatch { .. })));
+    assert!(matches!(
+        r.open(&bad),
+        Err(Error::SourceTypeMismatch { .. })
+    ));
     let wrong = r
         .auto_resolve(preset::WRAP_SESSION, "session", "S", "prism_seal")
         .unwrap_err();
@@ -223,11 +226,11 @@ fn bad_requests_are_refused_with_typed_errors() {
     );
     let mut bad = new(preset::WRAP_SESSION, "S");
     bad.severity = Severity::Blocking;
-    assert!(matches!(r.open(bad), Err(Error::BlockingSeverity)));
+    assert!(matches!(r.open(&bad), Err(Error::BlockingSeverity)));
     // Nothing was written by any of them.
     assert!(open_ids(&r).is_empty());
     assert!(matches!(
-        r.open(new(preset::WRAP_SESSION, "S")).unwrap(),
+        r.open(&new(preset::WRAP_SESSION, "S")).unwrap(),
         Opened::New(_)
     ));
 }
@@ -245,11 +248,11 @@ fn custom_registry_is_closed() {
     let r = Reminders::new(t.state.clone(), kinds);
     let key = ReminderKey::new("review_pending", "review", "pr-7").unwrap();
     assert!(matches!(
-        r.open(new_reminder("t", None, &key, "review")).unwrap(),
+        r.open(&new_reminder("t", None, &key, "review")).unwrap(),
         Opened::New(_)
     ));
     assert!(matches!(
-        r.open(new(preset::WRAP_SESSION, "S")),
+        r.open(&new(preset::WRAP_SESSION, "S")),
         Err(Error::UnknownKind { .. })
     ));
 }
@@ -258,7 +261,7 @@ fn custom_registry_is_closed() {
 fn resolving_twice_and_unknown_ids() {
     let (t, _clock) = manual_state();
     let r = Reminders::new(t.state.clone(), KindRegistry::preset());
-    let a = r.open(new(preset::HANDOFF_PENDING, "h")).unwrap();
+    let a = r.open(&new(preset::HANDOFF_PENDING, "h")).unwrap();
     r.resolve(&a.reminder().id, ManualResolution::Completed, None)
         .unwrap();
     let err = r
@@ -280,7 +283,7 @@ fn a_handle_resolves_with_its_own_config() {
         manual_verb: "orchestrator.close".to_owned(),
     };
     let by_hand = |r: &Reminders, source_id: &str| {
-        let a = r.open(new(preset::HANDOFF_PENDING, source_id)).unwrap();
+        let a = r.open(&new(preset::HANDOFF_PENDING, source_id)).unwrap();
         r.resolve(&a.reminder().id, ManualResolution::Completed, None)
             .unwrap()
             .resolved_by_verb
@@ -304,7 +307,7 @@ fn a_handle_resolves_with_its_own_config() {
 /// A reminder whose resolve stopped after its first durable step: the
 /// index file rewritten as resolved (completed), not yet moved on.
 pub(crate) fn half_resolved(t: &TempState, r: &Reminders) -> (Opened, ReminderKey, Reminder) {
-    let a = r.open(new(preset::WRAP_SESSION, "S")).unwrap();
+    let a = r.open(&new(preset::WRAP_SESSION, "S")).unwrap();
     let key = ReminderKey::new(preset::WRAP_SESSION, "session", "S").unwrap();
     let mut resolved = a.reminder().clone();
     resolved.resolved_at = Some(resolved.created_at);

@@ -98,7 +98,7 @@ fn cases() -> Vec<Case> {
             run: |w| {
                 let d = w.nudges.send(
                     &agent("polecat"),
-                    health_check().with_id(NudgeId::new(NID).unwrap()),
+                    &health_check().with_id(NudgeId::new(NID).unwrap()),
                 )?;
                 assert!(d.sent().is_some(), "{d:?}");
                 Ok(())
@@ -115,7 +115,7 @@ fn cases() -> Vec<Case> {
                     w.nudges
                         .send(
                             &agent("polecat"),
-                            health_check().with_id(NudgeId::new(NID).unwrap()),
+                            &health_check().with_id(NudgeId::new(NID).unwrap()),
                         )
                         .unwrap(),
                 )
@@ -144,7 +144,7 @@ fn cases() -> Vec<Case> {
                     w.nudges
                         .send(
                             &agent("polecat"),
-                            health_check().with_id(NudgeId::new(NID).unwrap()),
+                            &health_check().with_id(NudgeId::new(NID).unwrap()),
                         )
                         .unwrap(),
                 )
@@ -163,12 +163,12 @@ fn cases() -> Vec<Case> {
         Case {
             name: "reminder open",
             setup: |_| {},
-            run: |w| w.reminders.open(new_reminder()).map(drop),
+            run: |w| w.reminders.open(&new_reminder()).map(drop),
             applied: |w| the_reminder(w).is_some_and(|r| r.resolution.is_none()),
         },
         Case {
             name: "reminder resolve",
-            setup: |w| drop(w.reminders.open(new_reminder()).unwrap()),
+            setup: |w| drop(w.reminders.open(&new_reminder()).unwrap()),
             run: |w| {
                 let id = reminder_id(w);
                 w.reminders
@@ -181,7 +181,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "reminder snooze",
-            setup: |w| drop(w.reminders.open(new_reminder()).unwrap()),
+            setup: |w| drop(w.reminders.open(&new_reminder()).unwrap()),
             run: |w| {
                 let id = reminder_id(w);
                 w.reminders
@@ -192,7 +192,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "reminder auto-resolve",
-            setup: |w| drop(w.reminders.open(new_reminder()).unwrap()),
+            setup: |w| drop(w.reminders.open(&new_reminder()).unwrap()),
             run: auto_resolve,
             applied: auto_resolved,
         },
@@ -201,7 +201,7 @@ fn cases() -> Vec<Case> {
             setup: |w| {
                 let id = w
                     .reminders
-                    .open(new_reminder())
+                    .open(&new_reminder())
                     .unwrap()
                     .reminder()
                     .id
@@ -363,7 +363,7 @@ fn resolving_snoozing_and_responding_again_are_successes_that_change_nothing() {
     let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
     let w = open(tmp.path(), std::sync::Arc::new(RealIo), &clock);
     // Resolve twice the same way: the same record; another way: refused.
-    w.reminders.open(new_reminder()).unwrap();
+    w.reminders.open(&new_reminder()).unwrap();
     let id = reminder_id(&w);
     let done = w
         .reminders
@@ -381,7 +381,7 @@ fn resolving_snoozing_and_responding_again_are_successes_that_change_nothing() {
         Err(Error::AlreadyResolved { .. })
     ));
     // Snooze twice for as long: the same record, the same snooze_until.
-    let r = w.reminders.open(new_reminder()).unwrap();
+    let r = w.reminders.open(&new_reminder()).unwrap();
     let id = r.reminder().id.clone();
     let snoozed = w
         .reminders
@@ -396,20 +396,14 @@ fn resolving_snoozing_and_responding_again_are_successes_that_change_nothing() {
     );
     // A nudge sent twice with one id is delivered once; other content is refused.
     let nid = NudgeId::new(NID).unwrap();
-    let first = w
-        .nudges
-        .send(&agent("polecat"), health_check().with_id(nid.clone()))
-        .unwrap();
+    let chosen = health_check().with_id(nid.clone());
+    let first = w.nudges.send(&agent("polecat"), &chosen).unwrap();
     clock.advance(Duration::from_secs(5));
-    assert_eq!(
-        w.nudges
-            .send(&agent("polecat"), health_check().with_id(nid.clone()))
-            .unwrap(),
-        first
-    );
+    assert_eq!(w.nudges.send(&agent("polecat"), &chosen).unwrap(), first);
     let other = NewNudge::new(agent("witness"), NudgeType::HealthCheck, "other");
     assert!(matches!(
-        w.nudges.send(&agent("polecat"), other.with_id(nid.clone())),
+        w.nudges
+            .send(&agent("polecat"), &other.with_id(nid.clone())),
         Err(Error::IdConflict { .. })
     ));
     // Responding twice with the same message: one response, the same one.
@@ -448,7 +442,7 @@ fn resolving_a_snoozed_reminder_again_returns_the_record_that_resolved_it() {
     let w = open(tmp.path(), std::sync::Arc::new(RealIo), &clock);
     let id = w
         .reminders
-        .open(new_reminder())
+        .open(&new_reminder())
         .unwrap()
         .reminder()
         .id

@@ -29,7 +29,7 @@ fn corrupt_reminder_is_moved_aside(place: &ReminderPlace) {
         .clone();
     let key = ReminderKey::new(preset::SPEC_DRAFT, st.clone(), "spec-1").unwrap();
     let _ = reminders
-        .open(crate::support::new_reminder("tenant", None, &key, "draft"))
+        .open(&crate::support::new_reminder("tenant", None, &key, "draft"))
         .unwrap();
     assert!(reminders.doctor(DoctorMode::Check).unwrap().is_clean());
     let dir = open_dir(&st);

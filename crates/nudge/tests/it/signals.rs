@@ -20,7 +20,7 @@ fn unprocessed_abort_holds_against_less_urgent() {
     let (t, _c) = manual_state();
     let n = Nudges::new(t.state.clone());
     let p = agent("polecat-alpha");
-    let abort = n.send(&p, draft(NudgeType::Abort, "stop")).unwrap();
+    let abort = n.send(&p, &draft(NudgeType::Abort, "stop")).unwrap();
     assert!(!matches!(abort, Delivery::Held { .. }), "{abort:?}");
     let abort = abort.sent().unwrap().clone();
     for kind in [
@@ -31,7 +31,7 @@ fn unprocessed_abort_holds_against_less_urgent() {
         NudgeType::NudgeResponse,
         NudgeType::Unknown("x".into()),
     ] {
-        let d = n.send(&p, draft(kind.clone(), "later")).unwrap();
+        let d = n.send(&p, &draft(kind.clone(), "later")).unwrap();
         let Delivery::Held { pending, unsent } = d else {
             panic!("{kind} replaced a pending abort: {d:?}")
         };
@@ -43,12 +43,12 @@ fn unprocessed_abort_holds_against_less_urgent() {
         ReadOutcome::Value(abort.clone())
     );
     // Another abort replaces it, and reports the one it replaced.
-    let d = n.send(&p, draft(NudgeType::Abort, "stop again")).unwrap();
+    let d = n.send(&p, &draft(NudgeType::Abort, "stop again")).unwrap();
     assert!(matches!(&d, Delivery::Replaced { previous, .. } if *previous == abort));
     // Once processed, anything replaces it.
     let latest = d.sent().unwrap().clone();
     n.mark_processed(&p, &latest).unwrap();
-    let d = n.send(&p, draft(NudgeType::HealthCheck, "ok?")).unwrap();
+    let d = n.send(&p, &draft(NudgeType::HealthCheck, "ok?")).unwrap();
     assert!(matches!(d, Delivery::Delivered { .. }), "{d:?}");
 }
 
@@ -57,9 +57,9 @@ fn latest_wins_for_other_types_and_reports_the_loss() {
     let (t, _c) = manual_state();
     let n = Nudges::new(t.state.clone());
     let p = agent("polecat-alpha");
-    let first = n.send(&p, draft(NudgeType::PriorityChange, "p1")).unwrap();
+    let first = n.send(&p, &draft(NudgeType::PriorityChange, "p1")).unwrap();
     assert!(matches!(first, Delivery::Delivered { .. }));
-    let second = n.send(&p, draft(NudgeType::HealthCheck, "hc")).unwrap();
+    let second = n.send(&p, &draft(NudgeType::HealthCheck, "hc")).unwrap();
     let Delivery::Replaced { previous, .. } = second else {
         panic!("{second:?}")
     };
@@ -72,13 +72,13 @@ fn same_timestamp_nudges_are_told_apart() {
     let (t, _c) = manual_state();
     let n = Nudges::new(t.state.clone());
     let p = agent("polecat-alpha");
-    n.send(&p, draft(NudgeType::HealthCheck, "same")).unwrap();
+    n.send(&p, &draft(NudgeType::HealthCheck, "same")).unwrap();
     let ReadOutcome::Value(Received::New(a)) = n.receive(&p).unwrap() else {
         panic!()
     };
     n.mark_processed(&p, &a).unwrap();
     // The clock has not moved: same timestamp, same content.
-    n.send(&p, draft(NudgeType::HealthCheck, "same")).unwrap();
+    n.send(&p, &draft(NudgeType::HealthCheck, "same")).unwrap();
     let ReadOutcome::Value(Received::New(b)) = n.receive(&p).unwrap() else {
         panic!("second nudge in the same millisecond was skipped")
     };
@@ -92,7 +92,7 @@ fn restart_neither_reprocesses_nor_misses() {
     let p = agent("polecat-alpha");
     {
         let n = Nudges::new(t.state.clone());
-        n.send(&p, draft(NudgeType::SyncRequest, "sync")).unwrap();
+        n.send(&p, &draft(NudgeType::SyncRequest, "sync")).unwrap();
         let ReadOutcome::Value(Received::New(x)) = n.receive(&p).unwrap() else {
             panic!()
         };
@@ -109,7 +109,7 @@ fn restart_neither_reprocesses_nor_misses() {
         "reprocessed after restart"
     );
     clock.advance(Duration::from_secs(1));
-    n.send(&p, draft(NudgeType::HealthCheck, "new")).unwrap();
+    n.send(&p, &draft(NudgeType::HealthCheck, "new")).unwrap();
     let r = n.receive(&p).unwrap();
     assert_eq!(r.to_process().map(|x| x.message.as_str()), Some("new"));
     let rec: serde_json::Value = t
@@ -163,7 +163,7 @@ fn send_over_corrupt_latest_quarantines_it() {
     let path = n.latest_path(&p);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(&path, "garbage").unwrap();
-    let d = n.send(&p, draft(NudgeType::HealthCheck, "hi")).unwrap();
+    let d = n.send(&p, &draft(NudgeType::HealthCheck, "hi")).unwrap();
     let Delivery::RepairedCorrupt { quarantined, .. } = d else {
         panic!("{d:?}")
     };
@@ -179,13 +179,13 @@ fn corrupt_processed_record_means_unsure_not_skip() {
     let (t, _c) = manual_state();
     let n = Nudges::new(t.state.clone());
     let p = agent("polecat-alpha");
-    n.send(&p, draft(NudgeType::Abort, "stop")).unwrap();
+    n.send(&p, &draft(NudgeType::Abort, "stop")).unwrap();
     std::fs::write(n.processed_path(&p), "{").unwrap();
     let r = n.receive(&p).unwrap();
     assert!(matches!(r, ReadOutcome::Value(Received::Unsure { .. })));
     // Sending treats it as unprocessed: the abort is held.
     assert!(matches!(
-        n.send(&p, draft(NudgeType::HealthCheck, "x")).unwrap(),
+        n.send(&p, &draft(NudgeType::HealthCheck, "x")).unwrap(),
         Delivery::Held { .. }
     ));
     n.mark_processed(&p, r.to_process().unwrap()).unwrap();
@@ -203,7 +203,7 @@ fn read_and_mark_shows_a_nudge_new_once() {
     let n = Nudges::new(t.state.clone());
     let p = agent("polecat-alpha");
     assert_eq!(n.read_and_mark(&p).unwrap(), ReadOutcome::Missing);
-    n.send(&p, draft(NudgeType::HealthCheck, "ping")).unwrap();
+    n.send(&p, &draft(NudgeType::HealthCheck, "ping")).unwrap();
     let first = n.read_and_mark(&p).unwrap();
     assert!(
         matches!(&first, ReadOutcome::Value(Received::New(x)) if x.message == "ping"),
@@ -235,20 +235,20 @@ fn delivery_outcomes_are_pinned() {
     let n = Nudges::new(t.state.clone());
     let p = agent("polecat-alpha");
     assert!(matches!(
-        n.send(&p, draft(NudgeType::HealthCheck, "a")).unwrap(),
+        n.send(&p, &draft(NudgeType::HealthCheck, "a")).unwrap(),
         Delivery::Delivered { .. }
     ));
     assert!(matches!(
-        n.send(&p, draft(NudgeType::Abort, "b")).unwrap(),
+        n.send(&p, &draft(NudgeType::Abort, "b")).unwrap(),
         Delivery::Replaced { .. }
     ));
     assert!(matches!(
-        n.send(&p, draft(NudgeType::HealthCheck, "c")).unwrap(),
+        n.send(&p, &draft(NudgeType::HealthCheck, "c")).unwrap(),
         Delivery::Held { .. }
     ));
     std::fs::write(n.latest_path(&p), "garbage").unwrap();
     assert!(matches!(
-        n.send(&p, draft(NudgeType::HealthCheck, "d")).unwrap(),
+        n.send(&p, &draft(NudgeType::HealthCheck, "d")).unwrap(),
         Delivery::RepairedCorrupt { .. }
     ));
 }
@@ -263,7 +263,7 @@ fn responses_on_a_manual_clock() {
     for a in [&fast, &slow] {
         n.send(
             a,
-            NewNudge::new(w.clone(), NudgeType::HealthCheck, "ok?").requiring_response(),
+            &NewNudge::new(w.clone(), NudgeType::HealthCheck, "ok?").requiring_response(),
         )
         .unwrap();
     }
@@ -372,9 +372,9 @@ fn draft_nudge() -> chipset_nudge::Nudge {
 fn sends_and_marks_leave_no_temp_files() {
     let (t, _c) = manual_state();
     let n = Nudges::new(t.state.clone());
-    n.send(&agent("a"), draft(NudgeType::Abort, "stop"))
+    n.send(&agent("a"), &draft(NudgeType::Abort, "stop"))
         .unwrap();
-    n.send(&agent("b"), draft(NudgeType::HealthCheck, "hc"))
+    n.send(&agent("b"), &draft(NudgeType::HealthCheck, "hc"))
         .unwrap();
     let b = n
         .receive(&agent("b"))
@@ -402,7 +402,7 @@ fn stray_files_are_not_agents() {
     let n = Nudges::new(t.state.clone());
     n.send(
         &agent("polecat-alpha"),
-        draft(NudgeType::HealthCheck, "working?"),
+        &draft(NudgeType::HealthCheck, "working?"),
     )
     .unwrap();
     std::fs::write(t.state.root().join("nudge").join("stray.txt"), "x").unwrap();
@@ -418,7 +418,7 @@ fn the_doctor_reports_a_symlinked_agent_directory_and_goes_on() {
     let n = Nudges::new(t.state.clone());
     n.send(
         &agent("polecat-alpha"),
-        draft(NudgeType::HealthCheck, "working?"),
+        &draft(NudgeType::HealthCheck, "working?"),
     )
     .unwrap();
     std::fs::write(n.latest_path(&agent("polecat-alpha")), "{").unwrap();
@@ -459,9 +459,9 @@ fn the_doctor_codes_words_and_counts_each_signal_file() {
     let n = Nudges::new(t.state.clone());
     let alpha = agent("polecat-alpha");
     let bravo = agent("polecat-bravo");
-    n.send(&alpha, draft(NudgeType::HealthCheck, "working?"))
+    n.send(&alpha, &draft(NudgeType::HealthCheck, "working?"))
         .unwrap();
-    n.send(&bravo, draft(NudgeType::HealthCheck, "working?"))
+    n.send(&bravo, &draft(NudgeType::HealthCheck, "working?"))
         .unwrap();
     let corrupt = n.latest_path(&bravo);
     std::fs::write(&corrupt, "{").unwrap();
@@ -508,13 +508,14 @@ fn a_chosen_id_retry_is_found_in_the_processed_record() {
     let p = agent("polecat");
     let check = || draft(NudgeType::HealthCheck, "ok?").requiring_response();
     let id = |s: &str| chipset_nudge::NudgeId::new(s).unwrap();
-    let first = n.send(&p, check().with_id(id("n-1"))).unwrap();
+    let chosen = check().with_id(id("n-1"));
+    let first = n.send(&p, &chosen).unwrap();
     let first = first.sent().unwrap().clone();
     n.mark_processed(&p, &first).unwrap();
     clock.advance(Duration::from_secs(5));
-    let later = n.send(&p, draft(NudgeType::SyncRequest, "later")).unwrap();
+    let later = n.send(&p, &draft(NudgeType::SyncRequest, "later")).unwrap();
     let later = later.sent().unwrap().clone();
-    let retry = n.send(&p, check().with_id(id("n-1"))).unwrap();
+    let retry = n.send(&p, &chosen).unwrap();
     assert_eq!(
         retry,
         Delivery::Delivered {
@@ -524,10 +525,10 @@ fn a_chosen_id_retry_is_found_in_the_processed_record() {
     assert_eq!(n.read_latest(&p).unwrap(), ReadOutcome::Value(later));
     let other_message = draft(NudgeType::HealthCheck, "still ok?").requiring_response();
     assert!(matches!(
-        n.send(&p, other_message.with_id(id("n-1"))),
+        n.send(&p, &other_message.with_id(id("n-1"))),
         Err(chipset_nudge::Error::IdConflict { .. })
     ));
-    let fresh = n.send(&p, check().with_id(id("n-2"))).unwrap();
+    let fresh = n.send(&p, &check().with_id(id("n-2"))).unwrap();
     assert_eq!(fresh.sent().unwrap().id, Some(id("n-2")), "{fresh:?}");
     match n.read_latest(&p).unwrap() {
         ReadOutcome::Value(latest) => assert_eq!(latest.id, Some(id("n-2"))),
@@ -541,7 +542,7 @@ fn marking_a_nudge_processed_again_counts_it_once() {
     let (t, _c) = manual_state();
     let n = Nudges::new(t.state.clone());
     let p = agent("polecat");
-    let sent = n.send(&p, draft(NudgeType::HealthCheck, "ok?")).unwrap();
+    let sent = n.send(&p, &draft(NudgeType::HealthCheck, "ok?")).unwrap();
     let sent = sent.sent().unwrap().clone();
     n.mark_processed(&p, &sent).unwrap();
     n.mark_processed(&p, &sent).unwrap();
@@ -560,7 +561,7 @@ fn marking_a_nudge_processed_again_counts_it_once() {
 /// answer, and returns it as sent.
 fn ask(n: &Nudges, p: &chipset_store::AgentId, msg: &str) -> chipset_nudge::Nudge {
     let d = n
-        .send(p, draft(NudgeType::HealthCheck, msg).requiring_response())
+        .send(p, &draft(NudgeType::HealthCheck, msg).requiring_response())
         .unwrap();
     d.sent().unwrap().clone()
 }

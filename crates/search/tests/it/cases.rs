@@ -49,7 +49,7 @@ fn team() -> (TempState, SearchIndex) {
         )
         .unwrap();
     Reminders::new(tmp.state.clone(), KindRegistry::preset())
-        .open(NewReminder {
+        .open(&NewReminder {
             tenant_id: "acme".into(),
             kind: "spec_draft".into(),
             source_type: "spec".into(),

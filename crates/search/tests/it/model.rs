@@ -166,7 +166,7 @@ fn run(ops: Vec<Op>) {
             }
             Op::Remind { source, text: t } => {
                 reminders
-                    .open(NewReminder {
+                    .open(&NewReminder {
                         tenant_id: "acme".into(),
                         kind: "spec_draft".into(),
                         source_type: "spec".into(),
