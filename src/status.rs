@@ -236,8 +236,7 @@ impl Chipset {
         let reminders = self.reminder_counts()?;
         let profiles: BTreeMap<AgentId, ProfileLine> = self
             .directory()
-            .list(&chipset_directory::Filter::default())
-            .map_err(directory_error)?
+            .list(&chipset_directory::Filter::default())?
             .agents
             .iter()
             .map(|i| {
@@ -303,7 +302,7 @@ impl Chipset {
                 nudge: Some(nudge),
                 inbox: self.mail().inbox_len(agent)?,
                 bus: Some(BusLine::of(&bus)),
-                profile: match self.directory().read(agent).map_err(directory_error)? {
+                profile: match self.directory().read(agent)? {
                     ReadOutcome::Value(p) => Some(ProfileLine::of(&p, None)),
                     _ => None,
                 },
@@ -457,18 +456,4 @@ fn chain(error: &dyn StdError) -> String {
         source = e.source();
     }
     text
-}
-
-/// The directory's errors while reading profiles are store errors (the
-/// root's [`Error`](crate::Error) has no directory variant).
-fn directory_error(e: chipset_directory::Error) -> crate::Error {
-    match e {
-        chipset_directory::Error::Store(s) => s.into(),
-        other => chipset_store::Error::Io {
-            op: "read the agent directory",
-            path: std::path::PathBuf::from("agents"),
-            source: std::io::Error::other(other.to_string()),
-        }
-        .into(),
-    }
 }

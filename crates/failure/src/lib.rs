@@ -301,6 +301,7 @@ impl From<chipset::Error> for Failure {
             chipset::Error::Nudge(e) => e.into(),
             chipset::Error::Mail(e) => e.into(),
             chipset::Error::Bus(e) => e.into(),
+            chipset::Error::Directory(e) => e.into(),
             chipset::Error::Loop(e) => e.into(),
             chipset::Error::Pool(e) => e.into(),
             chipset::Error::Search(e) => e.into(),
@@ -460,6 +461,26 @@ mod tests {
         assert_eq!(e.class(), Class::OutcomeUnknown);
         assert_eq!(e.exit_status(), OUTCOME_UNKNOWN);
         assert!(e.to_string().contains("/q/1-x.json"), "{e}");
+    }
+
+    /// A directory error through the door is classed as the directory's
+    /// own: a store failure under it keeps its class and its unknown
+    /// outcome.
+    #[test]
+    fn a_directory_error_through_the_door_keeps_its_class() {
+        let door = |e: chipset_store::Error| {
+            Failure::from(chipset::Error::from(chipset::directory::Error::from(e)))
+        };
+        let bad = chipset_store::AgentId::new("a/b").unwrap_err();
+        assert_eq!(door(bad).exit_status(), 2);
+        let unknown = chipset_store::Error::OutcomeUnknown {
+            op: "sync directory",
+            path: "/agents/a.json".into(),
+            source: std::io::Error::from_raw_os_error(5),
+        };
+        let e = door(unknown);
+        assert_eq!(e.class(), Class::OutcomeUnknown);
+        assert!(e.to_string().contains("/agents/a.json"), "{e}");
     }
 
     /// A loop call cut part way, after a step changed something, is an
