@@ -13,6 +13,7 @@ mod log;
 mod paths;
 mod procs;
 mod published;
+mod quarantine;
 mod seam;
 mod seam_calls;
 mod unnamed;
