@@ -305,7 +305,13 @@ impl From<chipset::Error> for Failure {
             chipset::Error::Loop(e) => e.into(),
             chipset::Error::Pool(e) => e.into(),
             chipset::Error::Search(e) => e.into(),
-            other => Failure::from_error(Class::Refused, &other),
+            chipset::Error::Lease(e) => e.into(),
+            // The backend's own errors, and any the door adds: a refusal,
+            // or an unknown outcome as the door's error says.
+            other => {
+                let unknown = other.is_outcome_unknown();
+                Failure::from_error(Class::Refused, &other).unknown_if(unknown)
+            }
         }
     }
 }
@@ -461,6 +467,25 @@ mod tests {
         assert_eq!(e.class(), Class::OutcomeUnknown);
         assert_eq!(e.exit_status(), OUTCOME_UNKNOWN);
         assert!(e.to_string().contains("/q/1-x.json"), "{e}");
+    }
+
+    /// A lease's unknown outcome through the door exits 3 as it does
+    /// alone, and so does the backend's (a server's lost commit answer).
+    #[test]
+    fn a_lease_or_backend_unknown_outcome_through_the_door_exits_3() {
+        let unknown = || chipset_store::Error::OutcomeUnknown {
+            op: "sync directory",
+            path: "/leases/table.json".into(),
+            source: std::io::Error::from_raw_os_error(5),
+        };
+        let lease = chipset::Error::from(chipset::lease::Error::from(unknown()));
+        assert_eq!(Failure::from(lease).exit_status(), 3);
+        let backend = chipset::Error::from(chipset::backend::Error::OutcomeUnknown {
+            op: "commit",
+            key: "hooks/a".to_owned(),
+            source: Box::new(std::io::Error::other("lost")),
+        });
+        assert_eq!(Failure::from(backend).exit_status(), 3);
     }
 
     /// A directory error through the door is classed as the directory's
