@@ -11,14 +11,14 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use chipset_bus::{
-    Bus, ControlOp, Event, NewEvent, Occasion, Pending, Presence, Problem, Resource,
+    Bus, ControlOp, Event, EventId, NewEvent, Occasion, Pending, Presence, Problem, Resource,
 };
 use chipset_mcp::view::{Acked, BadEntry, Events, Published};
 use chipset_store::{AgentId, ReadOutcome};
 use serde_json::Value;
 
 use crate::Ctx;
-use crate::cli::{BusCommand, ControlCommand};
+use crate::cli::{BusCommand, ControlCommand, agent_or_env};
 use crate::error::{CliError, Result};
 use crate::output::{self, Cell, Output, Table, Tone};
 use crate::view::{PresenceView, Started};
@@ -71,7 +71,28 @@ pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
             let pending = bus.pending(&agent)?;
             Ok(listing(ctx, &agent, &pending, None).0)
         }
-        BusCommand::Ack { agent, event_id } => {
+        BusCommand::Ack {
+            first,
+            event_id,
+            agent_opt,
+        } => {
+            // `ack AGENT EVENT_ID`, or `ack EVENT_ID` with the agent from
+            // --agent or $CHIPSET_AGENT.
+            let (agent, event_id) = match event_id {
+                Some(_) if agent_opt.is_some() => {
+                    return Err(CliError::usage(
+                        "the agent twice: give AGENT or --agent, not both",
+                    ));
+                }
+                Some(event_id) => (
+                    AgentId::new(&first).map_err(|e| invalid("[AGENT]", &first, &e))?,
+                    EventId::parse(&event_id).map_err(|e| invalid("<EVENT_ID>", &event_id, &e))?,
+                ),
+                None => (
+                    agent_or_env(agent_opt)?,
+                    EventId::parse(&first).map_err(|e| invalid("<EVENT_ID>", &first, &e))?,
+                ),
+            };
             let acked = bus.ack(&agent, &event_id)?;
             let view = Acked::of(&agent, &event_id, acked);
             let text = match acked {
@@ -249,4 +270,12 @@ fn listing_of(
     });
     let out = Output::new(text, output::json(&view)).with_failure(failure);
     (out, view)
+}
+
+/// A usage error for an argument parsed after clap, worded as clap words
+/// its own.
+fn invalid(arg: &str, value: &str, e: &chipset_store::Error) -> CliError {
+    CliError::usage(format!(
+        "invalid value '{value}' for '{arg}': {e} (try --help)"
+    ))
 }

@@ -326,16 +326,27 @@ impl Who {
     /// A usage error when none is named, or `$CHIPSET_AGENT` is not a valid
     /// agent id.
     pub(crate) fn agent(self) -> crate::error::Result<AgentId> {
-        if let Some(agent) = self.agent.or(self.agent_opt) {
-            return Ok(agent);
+        agent_or_env(self.agent.or(self.agent_opt))
+    }
+}
+
+/// Returns `named`, else the agent `$CHIPSET_AGENT` names.
+///
+/// # Errors
+///
+/// A usage error when neither names one, or `$CHIPSET_AGENT` is not a
+/// valid agent id.
+pub(crate) fn agent_or_env(named: Option<AgentId>) -> crate::error::Result<AgentId> {
+    if let Some(agent) = named {
+        return Ok(agent);
+    }
+    match std::env::var(AGENT_ENV) {
+        Ok(text) if !text.is_empty() => {
+            AgentId::new(text).map_err(|e| CliError::usage(format!("invalid ${AGENT_ENV}: {e}")))
         }
-        match std::env::var(AGENT_ENV) {
-            Ok(text) if !text.is_empty() => AgentId::new(text)
-                .map_err(|e| CliError::usage(format!("invalid ${AGENT_ENV}: {e}"))),
-            _ => Err(CliError::usage(format!(
-                "name the agent: AGENT, --agent AGENT, or ${AGENT_ENV}"
-            ))),
-        }
+        _ => Err(CliError::usage(format!(
+            "name the agent: AGENT, --agent AGENT, or ${AGENT_ENV}"
+        ))),
     }
 }
 

@@ -42,12 +42,19 @@ pub(crate) enum BusCommand {
         #[command(flatten)]
         who: Who,
     },
-    /// Acknowledge an event.
+    /// Acknowledge an event: `bus ack [AGENT] EVENT_ID`; without AGENT,
+    /// the agent is `--agent` or $CHIPSET_AGENT.
+    #[command(override_usage = "chipset bus ack [OPTIONS] [AGENT] <EVENT_ID>")]
     Ack {
-        /// The agent.
-        agent: AgentId,
-        /// The event id.
-        event_id: EventId,
+        /// The agent, then the event id; or the event id alone.
+        #[arg(value_name = "AGENT|EVENT_ID")]
+        first: String,
+        /// The event id, after the agent.
+        #[arg(value_name = "EVENT_ID")]
+        event_id: Option<String>,
+        /// The agent, as an option (instead of AGENT).
+        #[arg(long = "agent", value_name = "AGENT")]
+        agent_opt: Option<AgentId>,
     },
     /// Block until the agent has pending events, then list them (nothing on timeout).
     Wait {

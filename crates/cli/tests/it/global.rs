@@ -367,6 +367,32 @@ fn chipset_agent_names_the_agent_the_command_line_leaves_out() {
     let brief = ok(env.run_as("ann", &["brief"]));
     assert_eq!(brief.stdout, env.ok(&["brief", "ann"]).stdout);
 
+    // `bus ack` takes the agent by position before the event id, or from
+    // --agent or the variable with the event id alone.
+    let publish = ["bus", "publish", "--to", "ann", "--source", "bob", "--kind"];
+    env.ok(&[&publish[..], &["k1"]].concat());
+    env.ok(&[&publish[..], &["k2"]].concat());
+    let pending = env.ok(&["--json", "bus", "pending", "ann"]).json();
+    let ids: Vec<String> = pending["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids.len(), 2, "{pending}");
+    let twice = env.fails(2, &["bus", "ack", "ann", &ids[0], "--agent", "ann"]);
+    assert!(twice.stderr.contains("the agent twice"), "{}", twice.stderr);
+    let nobody = env.fails(2, &["bus", "ack", &ids[0]]);
+    assert!(
+        nobody.stderr.contains("name the agent"),
+        "{}",
+        nobody.stderr
+    );
+    ok(env.run_as("ann", &["bus", "ack", &ids[0]]));
+    env.ok(&["bus", "ack", "ann", &ids[1]]);
+    let left = env.ok(&["--json", "bus", "pending", "ann"]).json();
+    assert_eq!(left["events"], json!([]), "{left}");
+
     let before = tree(env.root());
     for (agent, says) in [("", "name the agent"), ("a/b", "invalid $CHIPSET_AGENT")] {
         let run = env.run_as(agent, &["hook", "show"]);
