@@ -202,7 +202,8 @@ pub(crate) enum HookCommand {
     },
     /// List every hook file.
     List,
-    /// Assign work to an empty hook (dispatcher).
+    /// Assign work to an empty hook (dispatcher). The agent must be named:
+    /// $CHIPSET_AGENT is not used.
     Assign {
         #[command(flatten)]
         who: Who,
@@ -237,7 +238,8 @@ pub(crate) enum HookCommand {
         #[command(flatten)]
         fence: HookFence,
     },
-    /// Clear completed work (dispatcher); --reassign takes pending or active work away.
+    /// Clear completed work (dispatcher); --reassign takes pending or active
+    /// work away. The agent must be named: $CHIPSET_AGENT is not used.
     Clear {
         #[command(flatten)]
         who: Who,
@@ -327,6 +329,20 @@ impl Who {
     /// agent id.
     pub(crate) fn agent(self) -> crate::error::Result<AgentId> {
         agent_or_env(self.agent.or(self.agent_opt))
+    }
+
+    /// Returns the agent the command line names, never `$CHIPSET_AGENT`:
+    /// for a dispatcher's command on another agent's hook (`hook assign`,
+    /// `hook clear`), where a target left out must not fall back to the
+    /// caller itself.
+    ///
+    /// # Errors
+    ///
+    /// A usage error when the command line names none.
+    pub(crate) fn target(self) -> crate::error::Result<AgentId> {
+        self.agent.or(self.agent_opt).ok_or_else(|| {
+            CliError::usage("name the agent whose hook this changes: AGENT or --agent AGENT")
+        })
     }
 }
 

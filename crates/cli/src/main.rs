@@ -61,7 +61,9 @@
 //! as `--agent ann`; one acting as an agent names it as `--agent` or, to
 //! send, `--from`. Where the command line leaves it out, the
 //! `CHIPSET_AGENT` environment variable (when set and not empty) names it,
-//! so an agent host sets it once for every command its agent runs.
+//! so an agent host sets it once for every command its agent runs. A
+//! dispatcher's command on another agent's hook (`hook assign`, `hook
+//! clear`) never falls back to it: its target must be named.
 //!
 //! # Output
 //!

@@ -393,7 +393,23 @@ fn chipset_agent_names_the_agent_the_command_line_leaves_out() {
     let left = env.ok(&["--json", "bus", "pending", "ann"]).json();
     assert_eq!(left["events"], json!([]), "{left}");
 
+    // A dispatcher's command on another agent's hook never falls back to
+    // the caller: a target left out is refused, not taken as itself.
     let before = tree(env.root());
+    for args in [
+        &["hook", "assign", "--bead", "b-2", "--title", "T"][..],
+        &["hook", "clear"],
+        &["hook", "clear", "--reassign"],
+    ] {
+        let run = env.run_as("ann", args);
+        assert_eq!(run.code, 2, "{args:?}: {run:?}");
+        assert!(
+            run.stderr.contains("name the agent whose hook"),
+            "{}",
+            run.stderr
+        );
+    }
+    assert_eq!(before, tree(env.root()), "nothing changed");
     for (agent, says) in [("", "name the agent"), ("a/b", "invalid $CHIPSET_AGENT")] {
         let run = env.run_as(agent, &["hook", "show"]);
         assert_eq!(run.code, 2, "{run:?}");
