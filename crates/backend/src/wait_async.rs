@@ -13,10 +13,38 @@ use crate::seam::{Wait, Wake};
 /// soon it notices a dropped future or a dropped [`AsyncWait`].
 const SLICE: Duration = Duration::from_millis(100);
 
-/// One wait asked of the thread.
-struct Request {
-    timeout: Duration,
-    reply: oneshot::Sender<Result<Wake>>,
+/// What the thread is asked.
+enum Request {
+    /// One wait.
+    Wait {
+        timeout: Duration,
+        reply: oneshot::Sender<Result<Wake>>,
+    },
+    /// An answer a dropped future received but never read: kept for the
+    /// next wait.
+    Unread(Result<Wake>),
+}
+
+/// A wait's answer channel, which hands an answer that came but was never
+/// read (the future was dropped) back to the thread.
+struct Answer<'a> {
+    rx: Option<oneshot::Receiver<Result<Wake>>>,
+    requests: &'a mpsc::Sender<Request>,
+}
+
+impl Drop for Answer<'_> {
+    fn drop(&mut self) {
+        if let Some(mut rx) = self.rx.take() {
+            // Closed first: the thread can no longer send, so an answer is
+            // either here now or kept by the thread.
+            rx.close();
+            if let Ok(answer) = rx.try_recv()
+                && !matches!(answer, Ok(Wake::TimedOut))
+            {
+                let _ = self.requests.send(Request::Unread(answer));
+            }
+        }
+    }
 }
 
 /// The async form of a [`Wait`] (feature `tokio`), such as the watches of
@@ -26,9 +54,9 @@ struct Request {
 /// The blocking wait moves to a thread of its own, so awaiting
 /// [`AsyncWait::wait`] never blocks a runtime thread, and any executor
 /// works (a current-thread runtime too; no timer driver is needed).
-/// Cancel-safe: a wake that comes for a future already dropped is kept
-/// and returned by the next wait, so a change is never missed. Dropping
-/// the `AsyncWait` ends its thread soon after.
+/// Cancel-safe: a wake that comes for a future dropped before it read it
+/// is kept and returned by the next wait, so a change is never missed.
+/// Dropping the `AsyncWait` ends its thread soon after.
 ///
 /// ```
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -75,45 +103,76 @@ impl AsyncWait {
     /// (an earlier error ended it).
     pub async fn wait(&mut self, timeout: Duration) -> Result<Wake> {
         let (reply, rx) = oneshot::channel();
-        if self.requests.send(Request { timeout, reply }).is_err() {
+        if self
+            .requests
+            .send(Request::Wait { timeout, reply })
+            .is_err()
+        {
             return Err(stopped("it ended after an error"));
         }
-        rx.await.map_err(|_| stopped("it ended after an error"))?
+        let mut answer = Answer {
+            rx: Some(rx),
+            requests: &self.requests,
+        };
+        let read = answer.rx.as_mut().expect("just set").await;
+        answer.rx = None;
+        read.map_err(|_| stopped("it ended after an error"))?
     }
 }
 
 /// Answers each request with what `wait` returns, in slices, until the
-/// `AsyncWait` is dropped or the wait fails. A change or a rescan that no
-/// one is waiting for any more (the future was dropped) is kept for the
-/// next request.
+/// `AsyncWait` is dropped or the wait fails. A request whose future was
+/// dropped before its turn is skipped at once. A change, a rescan or an
+/// error that no one is waiting for any more (the future was dropped) is
+/// kept for the next request that is still waited on; after an error is
+/// handed over the thread ends.
 fn serve(mut wait: Box<dyn Wait>, requests: &mpsc::Receiver<Request>) {
-    let mut kept: Option<Wake> = None;
-    for Request { timeout, reply } in requests {
-        if let Some(wake) = kept.take() {
-            let _ = reply.send(Ok(wake));
-            continue;
-        }
-        let deadline = Instant::now().checked_add(timeout);
-        let answer = loop {
-            let left = deadline.map_or(SLICE, |d| d.saturating_duration_since(Instant::now()));
-            match wait.wait(left.min(SLICE)) {
-                Ok(Wake::TimedOut) if deadline.is_none_or(|d| Instant::now() < d) => {
-                    if reply.is_closed() {
-                        break None;
-                    }
-                }
-                answer => break Some(answer),
+    let mut kept: Option<Result<Wake>> = None;
+    for request in requests {
+        let (timeout, reply) = match request {
+            Request::Wait { timeout, reply } => (timeout, reply),
+            Request::Unread(answer) => {
+                kept.get_or_insert(answer);
+                continue;
             }
         };
-        let Some(answer) = answer else {
+        if reply.is_closed() {
             continue;
+        }
+        let answer = match kept.take() {
+            Some(answer) => answer,
+            None => match slices(wait.as_mut(), timeout, &reply) {
+                Some(answer) => answer,
+                None => continue,
+            },
         };
         let failed = answer.is_err();
-        if let Err(Ok(wake @ (Wake::Changed | Wake::Rescan))) = reply.send(answer) {
-            kept = Some(wake);
+        match reply.send(answer) {
+            Ok(()) if failed => return,
+            Ok(()) | Err(Ok(Wake::TimedOut)) => {}
+            Err(unheard) => kept = Some(unheard),
         }
-        if failed {
-            return;
+    }
+}
+
+/// Waits on `wait` for up to `timeout` in slices of at most [`SLICE`], and
+/// returns what it answered other than a timeout before the deadline;
+/// `None` when the request's future was dropped meanwhile.
+fn slices(
+    wait: &mut dyn Wait,
+    timeout: Duration,
+    reply: &oneshot::Sender<Result<Wake>>,
+) -> Option<Result<Wake>> {
+    let deadline = Instant::now().checked_add(timeout);
+    loop {
+        let left = deadline.map_or(SLICE, |d| d.saturating_duration_since(Instant::now()));
+        match wait.wait(left.min(SLICE)) {
+            Ok(Wake::TimedOut) if deadline.is_none_or(|d| Instant::now() < d) => {
+                if reply.is_closed() {
+                    return None;
+                }
+            }
+            answer => return Some(answer),
         }
     }
 }
@@ -178,6 +237,15 @@ mod tests {
             }
         });
         std::thread::sleep(Duration::from_millis(400));
+        // A second wait dropped before its answer is read leaves it kept.
+        runtime().block_on(async {
+            tokio::select! {
+                biased;
+                _ = wait.wait(Duration::from_secs(10)) => {}
+                () = std::future::ready(()) => {}
+            }
+        });
+        std::thread::sleep(Duration::from_millis(200));
         let next = runtime().block_on(wait.wait(Duration::from_millis(1)));
         assert_eq!(next.unwrap(), Wake::Changed);
         let after = runtime().block_on(wait.wait(Duration::from_millis(1)));
