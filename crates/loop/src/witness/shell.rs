@@ -265,13 +265,19 @@ impl Witness {
                 let draft = NewNudge::new(self.me.clone(), step.nudge.kind(), step.text.clone())
                     .requiring_response()
                     .with_id(id);
-                let sent = self.channels.nudges.send(step.agent(), &draft)?;
+                let sent = match self.channels.nudges.send(step.agent(), &draft) {
+                    Ok(sent) => Some(sent),
+                    // Another witness (or this one under another name) sent
+                    // this very nudge: it is out, from them.
+                    Err(chipset_nudge::Error::IdConflict { .. }) => None,
+                    Err(e) => return Err(e.into()),
+                };
                 actions.changed();
-                let held = matches!(sent, Delivery::Held { .. });
+                let held = matches!(sent, Some(Delivery::Held { .. }));
                 let action = step.action(held);
-                let record = match held {
-                    true => step.record,
-                    false => step.record_sent_at(sent.nudge().timestamp),
+                let record = match &sent {
+                    Some(sent) if !held => step.record_sent_at(sent.nudge().timestamp),
+                    _ => step.record,
                 };
                 locked.write(record)?;
                 match &action {

@@ -259,6 +259,32 @@ fn a_health_check_whose_record_was_lost_is_not_sent_again() {
     assert_eq!(kinds(&w.tick().unwrap()), ["alive"], "the answer counts");
 }
 
+/// A witness under another name that finds the first one's health check
+/// sent but not recorded (the first failed, or crashed, in between) takes
+/// it as sent instead of failing its tick on the nudge's id, and the
+/// incident goes on to its stall warning.
+#[test]
+fn another_witness_takes_a_health_check_it_did_not_send_as_sent() {
+    let s = setup();
+    active(&s, "polecat-alpha", "gt-abc12");
+    let first = witness(&s, config());
+    s.advance(301);
+    assert_eq!(kinds(&first.tick().unwrap()), ["health_check"]);
+    let state = s.state();
+    let record = chipset_testkit::state_path(&state, "loop/witness/incidents/polecat-alpha.json");
+    assert!(state.remove_file(&record).unwrap());
+
+    let second = witness_named(&s, "witness-2", config());
+    s.advance(1);
+    assert_eq!(kinds(&second.tick().unwrap()), ["health_check"]);
+    let ReadOutcome::Value(n) = s.nudges.read_latest(&agent("polecat-alpha")).unwrap() else {
+        panic!("the health check is there")
+    };
+    assert_eq!(n.from, "witness", "the first witness's check stands");
+    s.advance(61);
+    assert_eq!(kinds(&second.tick().unwrap()), ["stall_warning"]);
+}
+
 fn a_touch_after_the_nudge_counts_as_alive(s: Setup) {
     let a = active(&s, "polecat-alpha", "gt-abc12");
     let w = witness(&s, config());
