@@ -306,6 +306,33 @@ pub(crate) enum NudgeCommand {
 /// about, when the command line does not: an agent host sets it once.
 pub(crate) const AGENT_ENV: &str = "CHIPSET_AGENT";
 
+/// Parses the command line. An empty `$CHIPSET_AGENT` counts as unset, as
+/// an empty `$CHIPSET_ROOT` does: clap would pass it to the options that
+/// fall back to it as a value, an invalid agent id.
+///
+/// # Errors
+///
+/// clap's, for arguments it cannot take (and `--help`, `--version`).
+pub(crate) fn parse() -> Result<Cli, clap::Error> {
+    use clap::{CommandFactory, FromArgMatches};
+    let mut command = Cli::command();
+    if std::env::var_os(AGENT_ENV).is_some_and(|v| v.is_empty()) {
+        command = without_agent_env(command);
+    }
+    let mut matches = command.try_get_matches()?;
+    Cli::from_arg_matches_mut(&mut matches)
+}
+
+/// Returns `command` with no argument falling back to `$CHIPSET_AGENT`.
+fn without_agent_env(command: clap::Command) -> clap::Command {
+    command
+        .mut_args(|arg| match arg.get_env() {
+            Some(name) if name == AGENT_ENV => arg.env(None),
+            _ => arg,
+        })
+        .mut_subcommands(without_agent_env)
+}
+
 /// The agent a command is about: by position (`chipset brief ann`), or, as
 /// the commands with other positional arguments and nubos-pilot's scripts
 /// take it, by `--agent ann`, else `$CHIPSET_AGENT`.

@@ -145,7 +145,6 @@ use std::process::ExitCode;
 
 use chipset::{Chipset, Part, Root, ServerOptions, ServerUrl};
 use chipset_store::{StateDir, StateOptions};
-use clap::Parser as _;
 
 use crate::cli::{Cli, Command};
 use crate::error::{CliError, Result};
@@ -174,7 +173,7 @@ pub(crate) struct Ctx {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match cli::parse() {
         Ok(cli) => cli,
         Err(e) => return usage(&e),
     };

@@ -418,4 +418,10 @@ fn chipset_agent_names_the_agent_the_command_line_leaves_out() {
         assert_eq!(run.code, 2, "{agent:?}: {run:?}");
     }
     assert_eq!(before, tree(env.root()), "a refused agent changed nothing");
+    // Empty is unset for the options too: `init` prints its placeholder.
+    let init = env.run_as("", &["init"]);
+    assert_eq!(init.code, 0, "{init:?}");
+    assert!(init.stdout.contains("\"AGENT\""), "{}", init.stdout);
+    let named = env.run_as("ann", &["init"]);
+    assert!(named.stdout.contains("\"ann\""), "{}", named.stdout);
 }
