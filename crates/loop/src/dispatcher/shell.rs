@@ -23,8 +23,8 @@ use super::{
 use crate::error::{Error, Result};
 use crate::files::task_of;
 use crate::format::{
-    AgentBook, BeadState, COMPLETION_REPORT, HEALTH_ESCALATION, LedgerEntry, LoopMessage,
-    Suspension, WORK_ASSIGNED_EVENT, WORK_ASSIGNMENT, WORK_COMPLETED_EVENT, fixed_id,
+    AgentBook, BeadState, COMPLETION_REPORT, HEALTH_ESCALATION, IncidentKey, LedgerEntry,
+    LoopMessage, Suspension, WORK_ASSIGNED_EVENT, WORK_ASSIGNMENT, WORK_COMPLETED_EVENT, fixed_id,
 };
 
 impl Dispatcher {
@@ -288,10 +288,7 @@ impl Dispatcher {
                 // Under an id fixed by the assignment it takes away: a tick
                 // that sends it again after this one failed to record the
                 // reassignment names the same abort, delivered once.
-                let key = format!(
-                    "{}/{}/{}",
-                    taken.agent, taken.work.bead_id, taken.generation
-                );
+                let key = IncidentKey::of(&taken).to_string();
                 let id = fixed_id(taken.work.assigned_at, "ab0a7000-0003", &key);
                 let abort = NewNudge::new(self.me.clone(), NudgeType::Abort, text)
                     .with_id(NudgeId::new(id).map_err(chipset_nudge::Error::from)?);

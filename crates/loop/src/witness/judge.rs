@@ -108,13 +108,11 @@ impl NudgeStep {
     /// the prefix `a1e7c4ec-0001` (alert check: health check) or `-0002`
     /// (stall warning), keyed by the assignment (agent, bead, generation).
     pub(crate) fn id(&self) -> String {
-        let a = &self.record.assignment;
         let prefix = match self.nudge {
             WitnessNudge::HealthCheck => "a1e7c4ec-0001",
             WitnessNudge::StallWarning => "a1e7c4ec-0002",
         };
-        let key = format!("{}/{}/{}", a.agent, a.work.bead_id, a.generation);
-        fixed_id(self.since, prefix, &key)
+        fixed_id(self.since, prefix, &self.record.key().to_string())
     }
 
     /// Returns the record with the nudge's time set to `at`, when the
