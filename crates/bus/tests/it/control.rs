@@ -209,10 +209,11 @@ fn an_apply_waits_out_the_doctors_repair_of_the_control_log() {
     plain
         .control(&a, ControlOp::Register, &Resource::new("chat", "a.chat"))
         .unwrap();
-    let log = plain.queue_dir(&a).parent().unwrap().join("control.jsonl");
-    let mut text = std::fs::read_to_string(&log).unwrap();
-    text.push_str("not json, and long enough to move the offset well past the end\n");
-    std::fs::write(&log, &text).unwrap();
+    let state = plain.state();
+    let log = chipset_testkit::state_path(state, "bus/mayor/control.jsonl");
+    let mut text = state.read_bytes(&log).unwrap().value().unwrap();
+    text.extend_from_slice(b"not json, and long enough to move the offset well past the end\n");
+    state.write_bytes(&log, &text).unwrap();
     let applied = plain.apply_control(&a).unwrap().applied_offset;
     assert_eq!(applied, text.len() as u64);
 
@@ -237,7 +238,7 @@ fn an_apply_waits_out_the_doctors_repair_of_the_control_log() {
         !io.applied_in_between.load(SeqCst),
         "an apply ran in the middle of the repair"
     );
-    let len = std::fs::metadata(&log).unwrap().len();
+    let len = state.stat(&log).unwrap().unwrap().len;
     let registry = plain.registry(&a).unwrap();
     assert!(len < text.len() as u64, "the bad line was moved out");
     assert_eq!(registry.applied_offset, len, "{registry:?}");
