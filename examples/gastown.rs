@@ -25,6 +25,7 @@ use chipset::r#loop::{
 };
 use chipset::mail::{Mail, ManifestEvent};
 use chipset::store::{AgentId, StateDir, Timestamp};
+use chipset::{Classify, ErrorKind};
 
 /// One timeline event: when, in what order it was said, who, what.
 type Event = (Timestamp, usize, String, String);
@@ -225,7 +226,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                                 assignment.work.bead_id
                             ),
                         ),
-                        Err(e) if e.is_stale() => {
+                        Err(e) if e.kind() == ErrorKind::Stale => {
                             tl.say(&name, format!("late completion refused: {e}"));
                             return true;
                         }

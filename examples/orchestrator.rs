@@ -18,7 +18,7 @@ use chipset::lease::{LeaseMode, LeaseRequest};
 use chipset::mail::{NewGroupMessage, NewMessage};
 use chipset::pool::{NewItem, ReadyFilter};
 use chipset::search::Query;
-use chipset::store::{AgentId, DoctorMode, MaybeCommitted, TaskId};
+use chipset::store::{AgentId, Classify, DoctorMode, TaskId};
 
 fn main() -> Result<(), Box<dyn Error>> {
     let tmp = tempfile::tempdir()?;
@@ -141,7 +141,7 @@ fn main() -> Result<(), Box<dyn Error>> {
 /// Runs `op` again while its outcome is unknown (it may have made its
 /// change): each channel's retry with the same ids returns the first
 /// attempt's result.
-fn retry<T, E: MaybeCommitted>(mut op: impl FnMut() -> Result<T, E>) -> Result<T, E> {
+fn retry<T, E: Classify>(mut op: impl FnMut() -> Result<T, E>) -> Result<T, E> {
     let mut left = 3;
     loop {
         match op() {

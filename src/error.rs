@@ -9,12 +9,12 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// is. The channel handles return their own errors, and each converts into
 /// this one (`From`), so a function over several channels can return
 /// [`chipset::Result`](crate::Result) and ask one question of whatever
-/// failed:
-/// [`is_outcome_unknown`](chipset_store::MaybeCommitted::is_outcome_unknown),
-/// retry or report.
+/// failed, [`kind`](chipset_store::Classify::kind): fix the input, read
+/// again, repair, or retry
+/// ([`is_outcome_unknown`](chipset_store::Classify::is_outcome_unknown)).
 ///
 /// ```
-/// use chipset::store::MaybeCommitted;
+/// use chipset::Classify;
 ///
 /// fn post_and_count(door: &chipset::Chipset, by: &chipset::store::AgentId) -> chipset::Result<usize> {
 ///     door.pool().post(by, &chipset::pool::NewItem::new("Fix the parser"))?;
@@ -87,31 +87,33 @@ pub enum Error {
     },
 }
 
-impl chipset_store::MaybeCommitted for Error {
-    /// Returns true when the failing channel's operation may have made its
-    /// change, as that channel's error answers it: retry the same request.
-    fn is_outcome_unknown(&self) -> bool {
+impl chipset_store::Classify for Error {
+    /// Classifies the failure as the failing channel's error does. The
+    /// door's own refusals (a part not on a server, a build without
+    /// PostgreSQL) are [`ErrorKind::Refused`](chipset_store::ErrorKind::Refused).
+    fn kind(&self) -> chipset_store::ErrorKind {
         match self {
-            Error::Store(e) => e.is_outcome_unknown(),
-            Error::Hook(e) => e.is_outcome_unknown(),
-            Error::Nudge(e) => e.is_outcome_unknown(),
-            Error::Mail(e) => e.is_outcome_unknown(),
-            Error::Bus(e) => e.is_outcome_unknown(),
-            Error::Directory(e) => e.is_outcome_unknown(),
-            Error::Lease(e) => e.is_outcome_unknown(),
-            Error::Pool(e) => e.is_outcome_unknown(),
-            Error::Loop(e) => e.is_outcome_unknown(),
-            Error::Backend(e) => e.is_outcome_unknown(),
-            // The index is a cache of the channels' records: its writes
-            // change no channel, whatever became of them.
-            Error::Search(_) | Error::NotOnServer { .. } | Error::NoServerSupport { .. } => false,
+            Error::Store(e) => e.kind(),
+            Error::Hook(e) => e.kind(),
+            Error::Nudge(e) => e.kind(),
+            Error::Mail(e) => e.kind(),
+            Error::Bus(e) => e.kind(),
+            Error::Directory(e) => e.kind(),
+            Error::Lease(e) => e.kind(),
+            Error::Pool(e) => e.kind(),
+            Error::Loop(e) => e.kind(),
+            Error::Search(e) => e.kind(),
+            Error::Backend(e) => e.kind(),
+            Error::NotOnServer { .. } | Error::NoServerSupport { .. } => {
+                chipset_store::ErrorKind::Refused
+            }
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use chipset_store::MaybeCommitted;
+    use chipset_store::Classify;
 
     use super::*;
 

@@ -1,5 +1,7 @@
 //! The seam's one error type.
 
+use chipset_store::{Classify, ErrorKind};
+
 use crate::seam::{Version, Versioned};
 
 /// A boxed error from below the seam (the store, the PostgreSQL client).
@@ -153,11 +155,26 @@ pub enum Error {
     },
 }
 
-impl chipset_store::MaybeCommitted for Error {
-    /// Returns whether the change may have been committed
-    /// ([`Error::OutcomeUnknown`]).
-    fn is_outcome_unknown(&self) -> bool {
-        matches!(self, Error::OutcomeUnknown { .. })
+impl Classify for Error {
+    /// Classifies the failure; only [`Error::OutcomeUnknown`] may have
+    /// committed its change.
+    fn kind(&self) -> ErrorKind {
+        match self {
+            Error::InvalidName { .. }
+            | Error::TooLarge { .. }
+            | Error::BadRecord { .. }
+            | Error::Config { .. } => ErrorKind::Invalid,
+            Error::Conflict { .. } => ErrorKind::Stale,
+            Error::Exists { .. } => ErrorKind::Refused,
+            Error::NotFound { .. } => ErrorKind::NotFound,
+            Error::Corrupt { .. } => ErrorKind::Corrupt,
+            Error::SchemaTooNew { .. } => ErrorKind::Unsupported,
+            Error::OutcomeUnknown { .. } => ErrorKind::OutcomeUnknown,
+            Error::Store { source, .. } => source.kind(),
+            Error::Unreachable { .. } | Error::AuthFailed { .. } | Error::Server { .. } => {
+                ErrorKind::Io
+            }
+        }
     }
 }
 
@@ -179,7 +196,7 @@ impl Error {
 
     /// Wraps a store error: its outcome-unknown stays one.
     pub(crate) fn store(op: &'static str, key: impl ToString, e: chipset_store::Error) -> Self {
-        if chipset_store::MaybeCommitted::is_outcome_unknown(&e) {
+        if e.is_outcome_unknown() {
             Error::OutcomeUnknown {
                 op,
                 key: key.to_string(),

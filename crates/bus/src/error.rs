@@ -3,7 +3,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use chipset_store::AgentId;
+use chipset_store::{AgentId, Classify, ErrorKind};
 
 use crate::format::EventId;
 
@@ -105,15 +105,21 @@ impl Error {
     }
 }
 
-impl chipset_store::MaybeCommitted for Error {
-    /// Returns true when the operation may have taken effect
-    /// ([`Error::OutcomeUnknown`], [`Error::PartlyPublished`], or the store's).
-    fn is_outcome_unknown(&self) -> bool {
+impl Classify for Error {
+    /// Classifies the failure. Only an unknown outcome may have taken
+    /// effect ([`Error::OutcomeUnknown`], [`Error::PartlyPublished`], or
+    /// the store's or the backend's).
+    fn kind(&self) -> ErrorKind {
         match self {
-            Error::OutcomeUnknown { .. } | Error::PartlyPublished { .. } => true,
-            Error::Store(e) => e.is_outcome_unknown(),
-            Error::Backend(e) => e.is_outcome_unknown(),
-            _ => false,
+            Error::InvalidField { .. } => ErrorKind::Invalid,
+            Error::UnknownEvent { .. } => ErrorKind::NotFound,
+            Error::IdConflict { .. } => ErrorKind::Refused,
+            Error::OutcomeUnknown { .. } | Error::PartlyPublished { .. } => {
+                ErrorKind::OutcomeUnknown
+            }
+            Error::Io { .. } => ErrorKind::Io,
+            Error::Store(e) => e.kind(),
+            Error::Backend(e) => e.kind(),
         }
     }
 }
@@ -121,7 +127,7 @@ impl chipset_store::MaybeCommitted for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chipset_store::{ManualClock, MaybeCommitted, Timestamp};
+    use chipset_store::{ManualClock, Timestamp};
 
     /// A failure past the commit point names the event that may be out.
     #[test]

@@ -12,6 +12,7 @@
 
 use std::io::Write as _;
 
+use chipset::Classify as _;
 use chipset_failure::Class;
 use chipset_mcp::{HttpOptions, MCP_PATH, Server, Token};
 
@@ -58,10 +59,5 @@ pub(crate) fn run(ctx: Ctx, args: McpArgs) -> Result<Output> {
 }
 
 fn failure(e: chipset_mcp::Error) -> CliError {
-    let class = if e.is_usage() {
-        Class::Usage
-    } else {
-        Class::Refused
-    };
-    CliError::from_error(class, &e)
+    CliError::from_error(Class::of(e.kind()), &e)
 }

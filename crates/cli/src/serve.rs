@@ -9,6 +9,7 @@
 
 use std::io::Write as _;
 
+use chipset::Classify as _;
 use chipset_console::ServeOptions;
 use chipset_failure::Class;
 use chipset_mcp::Token;
@@ -48,14 +49,7 @@ pub(crate) fn run(ctx: &Ctx, args: &ServeArgs, json: bool) -> Result<Output> {
             let _ = writeln!(out, "{}", output::json(&listening)).and_then(|()| out.flush());
         }
     })
-    .map_err(|e| {
-        let class = match &e {
-            chipset_console::Error::OpenWithoutToken { .. } => Class::Usage,
-            chipset_console::Error::Http(h) if h.is_usage() => Class::Usage,
-            _ => Class::Refused,
-        };
-        CliError::from_error(class, &e)
-    })?;
+    .map_err(|e| CliError::from_error(Class::of(e.kind()), &e))?;
     let stopped = Serving {
         stopped: true,
         addr,

@@ -3,6 +3,8 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use chipset::{Classify, ErrorKind};
+
 /// A specialized result for the console.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -49,4 +51,20 @@ pub enum Error {
     /// The dashboard stopped serving.
     #[error("the dashboard stopped: {0}")]
     Serve(String),
+}
+
+impl Classify for Error {
+    /// Classifies the failure: a dashboard open to other hosts without a
+    /// token, or an unusable token, is bad input ([`ErrorKind::Invalid`]);
+    /// a root gone is [`ErrorKind::NotFound`]; the store's failures keep
+    /// their kind; the rest failed to start or serve ([`ErrorKind::Io`]).
+    fn kind(&self) -> ErrorKind {
+        match self {
+            Error::OpenWithoutToken { .. } => ErrorKind::Invalid,
+            Error::Http(e) => e.kind(),
+            Error::Store(e) => e.kind(),
+            Error::RootGone { .. } => ErrorKind::NotFound,
+            Error::Spawn(_) | Error::Bind { .. } | Error::Serve(_) => ErrorKind::Io,
+        }
+    }
 }

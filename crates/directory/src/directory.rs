@@ -133,7 +133,7 @@ impl Directory {
     ///
     /// # Errors
     ///
-    /// Bad input ([`Error::is_usage`]) before anything is read;
+    /// Bad input ([`ErrorKind::Invalid`](chipset_store::ErrorKind::Invalid)) before anything is read;
     /// [`Error::Corrupt`] or [`Error::Unsupported`] when the profile file is
     /// (nothing is overwritten); [`Error::Store`].
     pub fn register(&self, agent: &AgentId, change: &Registration) -> Result<Registered> {

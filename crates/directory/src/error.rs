@@ -1,6 +1,6 @@
 //! The crate's one error type.
 
-use chipset_store::{AgentId, Corruption, MaybeCommitted, Unsupported};
+use chipset_store::{AgentId, Classify, Corruption, ErrorKind, Unsupported};
 
 /// A specialized result for directory operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -102,7 +102,7 @@ pub enum Error {
     /// A list change changed the profiles of `changed` (agents before the
     /// one that failed), then failed: the same change again finishes it,
     /// leaving those alone. An unknown outcome
-    /// ([`MaybeCommitted::is_outcome_unknown`]).
+    /// ([`Classify::is_outcome_unknown`]).
     #[error("the list changed for {} of the agents, then: {source}", changed.len())]
     PartlyChanged {
         /// The agents whose profiles changed.
@@ -128,43 +128,30 @@ pub enum Error {
     Backend(Box<chipset_backend::Error>),
 }
 
-impl Error {
-    /// Returns true for bad input: nothing was written (a recipient list
-    /// naming an unknown agent, an empty list or nobody but the sender is
-    /// found out by reading the profiles).
-    pub fn is_usage(&self) -> bool {
-        matches!(
-            self,
-            Error::InvalidRole { .. }
-                | Error::TooManyRoles { .. }
-                | Error::TooLong { .. }
-                | Error::ControlCharacter { .. }
-                | Error::InvalidRecipients { .. }
-                | Error::ReservedList
-                | Error::UnknownAgent { .. }
-                | Error::EmptyList { .. }
-                | Error::NoOtherAgent { .. }
-        )
-    }
-
-    /// Returns true when a profile file is corrupt.
-    pub fn is_corrupt(&self) -> bool {
-        matches!(self, Error::Corrupt { .. })
-    }
-}
-
-impl MaybeCommitted for Error {
-    /// Returns true when the change may have been made but is not known to
-    /// be committed (the store's or the backend's outcome is unknown), or
-    /// was made in part ([`Error::PartlyChanged`]): the same call again is
-    /// then a retry.
-    fn is_outcome_unknown(&self) -> bool {
+impl Classify for Error {
+    /// Classifies the failure. The change may have been made but not be
+    /// known to be committed (the store's, a channel's or the backend's
+    /// outcome is unknown), or made in part ([`Error::PartlyChanged`]):
+    /// the same call again is then a retry.
+    fn kind(&self) -> ErrorKind {
         match self {
-            Error::PartlyChanged { .. } => true,
-            Error::Store(e) => e.is_outcome_unknown(),
-            Error::Hook(e) => e.is_outcome_unknown(),
-            Error::Backend(e) => e.is_outcome_unknown(),
-            _ => false,
+            Error::InvalidRole { .. }
+            | Error::TooManyRoles { .. }
+            | Error::TooLong { .. }
+            | Error::ControlCharacter { .. }
+            | Error::InvalidRecipients { .. }
+            | Error::ReservedList
+            | Error::UnknownAgent { .. }
+            | Error::EmptyList { .. }
+            | Error::NoOtherAgent { .. } => ErrorKind::Invalid,
+            Error::NotRegistered { .. } => ErrorKind::NotFound,
+            Error::Corrupt { .. } => ErrorKind::Corrupt,
+            Error::Unsupported { .. } => ErrorKind::Unsupported,
+            Error::PartlyChanged { .. } => ErrorKind::OutcomeUnknown,
+            Error::Store(e) => e.kind(),
+            Error::Hook(e) => e.kind(),
+            Error::Bus(e) => e.kind(),
+            Error::Backend(e) => e.kind(),
         }
     }
 }

@@ -40,7 +40,7 @@
 //! [`MAX_ROLES`] per profile. Text fields are bounded ([`MAX_FIELD_LEN`],
 //! [`MAX_NOTE_LEN`] for the note) and hold no control characters (the note
 //! may hold line breaks and tabs). Bad input is a typed error
-//! ([`Error::is_usage`]) and changes nothing.
+//! (of kind [`ErrorKind::Invalid`](chipset_store::ErrorKind::Invalid)) and changes nothing.
 //!
 //! # Last seen
 //!

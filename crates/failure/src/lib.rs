@@ -24,12 +24,15 @@
 //!
 //! # Classes
 //!
-//! A [`Failure`] is a [`Class::Usage`] error when the input was at fault (a
-//! malformed id, a subject that is not kebab-case, an unregistered reminder
-//! kind, a payload that is not JSON): the command line exits 2. Anything else
-//! is [`Class::Refused`]: a transition the state does not allow, an id that
-//! does not exist, a corrupt file where a clean one is needed, an I/O
-//! failure; the command line exits 1.
+//! A library error's class follows from its [`ErrorKind`] ([`Class::of`]).
+//! A [`Failure`] is a [`Class::Usage`] error when the input was at fault
+//! ([`ErrorKind::Invalid`]: a malformed id, a subject that is not
+//! kebab-case, an unregistered reminder kind, a payload that is not JSON):
+//! the command line exits 2. It is
+//! [`Class::OutcomeUnknown`] when the change may have been made: exit 3.
+//! Anything else is [`Class::Refused`]: a transition the state does not
+//! allow, an id that does not exist, a corrupt file where a clean one is
+//! needed, an I/O failure; the command line exits 1.
 //!
 //! # Messages
 //!
@@ -46,7 +49,7 @@ use std::error::Error as StdError;
 use std::fmt;
 use std::path::Path;
 
-use chipset_store::{AgentId, Corruption, MaybeCommitted, ReadOutcome};
+use chipset_store::{AgentId, Classify, Corruption, ErrorKind, ReadOutcome};
 
 /// The command line's exit status for [`Class::OutcomeUnknown`].
 pub const OUTCOME_UNKNOWN: u8 = 3;
@@ -63,6 +66,19 @@ pub enum Class {
     /// durable (its commit point's sync failed). A retry with the same id is
     /// safe; the message names what was written.
     OutcomeUnknown,
+}
+
+impl Class {
+    /// Returns the class of a failure of `kind`: [`Class::Usage`] for
+    /// [`ErrorKind::Invalid`], [`Class::OutcomeUnknown`] for
+    /// [`ErrorKind::OutcomeUnknown`], and [`Class::Refused`] for the rest.
+    pub fn of(kind: ErrorKind) -> Class {
+        match kind {
+            ErrorKind::Invalid => Class::Usage,
+            ErrorKind::OutcomeUnknown => Class::OutcomeUnknown,
+            _ => Class::Refused,
+        }
+    }
 }
 
 /// Why an operation failed, as one line and a [`Class`].
@@ -102,14 +118,6 @@ impl Failure {
             Class::Refused => 1,
             Class::OutcomeUnknown => OUTCOME_UNKNOWN,
         }
-    }
-
-    /// Returns `self` as [`Class::OutcomeUnknown`] when `unknown`.
-    fn unknown_if(mut self, unknown: bool) -> Self {
-        if unknown {
-            self.class = Class::OutcomeUnknown;
-        }
-        self
     }
 
     /// Refuses `op` (`touch`, `complete`, …) on `agent`'s hook, which holds no work.
@@ -284,166 +292,31 @@ fn chain(error: &dyn StdError) -> String {
     text
 }
 
-fn store_class(e: &chipset_store::Error) -> Class {
-    match e {
-        chipset_store::Error::InvalidId { .. } | chipset_store::Error::InvalidTimestamp { .. } => {
-            Class::Usage
-        }
-        _ => Class::Refused,
-    }
-}
-
-impl From<chipset::Error> for Failure {
-    fn from(e: chipset::Error) -> Self {
-        match e {
-            chipset::Error::Store(e) => e.into(),
-            chipset::Error::Hook(e) => e.into(),
-            chipset::Error::Nudge(e) => e.into(),
-            chipset::Error::Mail(e) => e.into(),
-            chipset::Error::Bus(e) => e.into(),
-            chipset::Error::Directory(e) => e.into(),
-            chipset::Error::Loop(e) => e.into(),
-            chipset::Error::Pool(e) => e.into(),
-            chipset::Error::Search(e) => e.into(),
-            chipset::Error::Lease(e) => e.into(),
-            // The backend's own errors, and any the door adds: a refusal,
-            // or an unknown outcome as the door's error says.
-            other => {
-                let unknown = other.is_outcome_unknown();
-                Failure::from_error(Class::Refused, &other).unknown_if(unknown)
+/// Each chipset error becomes a [`Failure`] of the class its
+/// [`kind`](Classify::kind) gives ([`Class::of`]).
+macro_rules! from_classified {
+    ($($error:ty),* $(,)?) => {$(
+        impl From<$error> for Failure {
+            fn from(e: $error) -> Self {
+                Failure::from_error(Class::of(e.kind()), &e)
             }
         }
-    }
+    )*};
 }
 
-impl From<chipset_store::Error> for Failure {
-    fn from(e: chipset_store::Error) -> Self {
-        Failure::from_error(store_class(&e), &e).unknown_if(e.is_outcome_unknown())
-    }
-}
-
-impl From<chipset_hook::Error> for Failure {
-    fn from(e: chipset_hook::Error) -> Self {
-        let class = match &e {
-            chipset_hook::Error::Store(s) => store_class(s),
-            chipset_hook::Error::InvalidTitle { .. } => Class::Usage,
-            _ => Class::Refused,
-        };
-        Failure::from_error(class, &e).unknown_if(e.is_outcome_unknown())
-    }
-}
-
-impl From<chipset_nudge::Error> for Failure {
-    fn from(e: chipset_nudge::Error) -> Self {
-        use chipset_nudge::Error as E;
-        let class = match &e {
-            E::Store(s) => store_class(s),
-            E::UnknownKind { .. }
-            | E::SourceTypeMismatch { .. }
-            | E::BlockingSeverity
-            | E::EmptySourceId
-            | E::InvalidField { .. }
-            | E::NotAResolvingVerb { .. } => Class::Usage,
-            _ => Class::Refused,
-        };
-        Failure::from_error(class, &e).unknown_if(e.is_outcome_unknown())
-    }
-}
-
-impl From<chipset_mail::Error> for Failure {
-    fn from(e: chipset_mail::Error) -> Self {
-        use chipset_mail::Error as E;
-        let class = match &e {
-            E::Store(s) => store_class(s),
-            E::InvalidSubject { .. }
-            | E::InvalidAgentName { .. }
-            | E::RoundTooLarge { .. }
-            | E::BodyTooLarge { .. }
-            | E::MessageTooLarge { .. }
-            | E::UnknownRecipient { .. }
-            | E::EmptyGroup
-            | E::GroupTooLarge { .. }
-            | E::InvalidGroupId { .. }
-            | E::InvalidMessageId { .. } => Class::Usage,
-            _ => Class::Refused,
-        };
-        Failure::from_error(class, &e).unknown_if(e.is_outcome_unknown())
-    }
-}
-
-impl From<chipset_bus::Error> for Failure {
-    fn from(e: chipset_bus::Error) -> Self {
-        use chipset_bus::Error as E;
-        let class = match &e {
-            E::Store(s) => store_class(s),
-            E::InvalidField { .. } => Class::Usage,
-            _ => Class::Refused,
-        };
-        Failure::from_error(class, &e).unknown_if(e.is_outcome_unknown())
-    }
-}
-
-impl From<chipset_loop::Error> for Failure {
-    fn from(e: chipset_loop::Error) -> Self {
-        let class = match &e {
-            chipset_loop::Error::Store(s) => store_class(s),
-            _ => Class::Refused,
-        };
-        // A store's unknown outcome, a channel's, or a tick cut part way.
-        Failure::from_error(class, &e).unknown_if(e.is_outcome_unknown())
-    }
-}
-
-impl From<chipset_lease::Error> for Failure {
-    fn from(e: chipset_lease::Error) -> Self {
-        let class = match &e {
-            chipset_lease::Error::Store(s) => store_class(s),
-            _ if e.is_usage() => Class::Usage,
-            _ => Class::Refused,
-        };
-        Failure::from_error(class, &e).unknown_if(e.is_outcome_unknown())
-    }
-}
-
-impl From<chipset::search::Error> for Failure {
-    fn from(e: chipset::search::Error) -> Self {
-        match e {
-            chipset::search::Error::Store(s) => s.into(),
-            other if other.is_usage() => Failure::from_error(Class::Usage, &other),
-            other => Failure::from_error(Class::Refused, &other),
-        }
-    }
-}
-
-impl From<chipset::directory::Error> for Failure {
-    fn from(e: chipset::directory::Error) -> Self {
-        use chipset::directory::Error as E;
-        match e {
-            E::Store(s) => s.into(),
-            E::Hook(h) => h.into(),
-            E::Bus(b) => b.into(),
-            other if other.is_usage() => Failure::from_error(Class::Usage, &other),
-            // A list changed in part, or a server's unknown outcome.
-            other => {
-                let unknown = other.is_outcome_unknown();
-                Failure::from_error(Class::Refused, &other).unknown_if(unknown)
-            }
-        }
-    }
-}
-
-impl From<chipset::pool::Error> for Failure {
-    fn from(e: chipset::pool::Error) -> Self {
-        use chipset::pool::Error as E;
-        let unknown = e.is_outcome_unknown();
-        match e {
-            E::Store(s) => s.into(),
-            E::Hook(h) => h.into(),
-            other if other.is_usage() => Failure::from_error(Class::Usage, &other),
-            other => Failure::from_error(Class::Refused, &other).unknown_if(unknown),
-        }
-    }
-}
+from_classified!(
+    chipset::Error,
+    chipset_store::Error,
+    chipset_hook::Error,
+    chipset_nudge::Error,
+    chipset_mail::Error,
+    chipset_bus::Error,
+    chipset_loop::Error,
+    chipset_lease::Error,
+    chipset::search::Error,
+    chipset::directory::Error,
+    chipset::pool::Error,
+);
 
 #[cfg(test)]
 mod tests {
@@ -467,6 +340,43 @@ mod tests {
         assert_eq!(e.class(), Class::OutcomeUnknown);
         assert_eq!(e.exit_status(), OUTCOME_UNKNOWN);
         assert!(e.to_string().contains("/q/1-x.json"), "{e}");
+    }
+
+    /// The class follows from the kind alone.
+    #[test]
+    fn the_class_follows_from_the_kind() {
+        assert_eq!(Class::of(ErrorKind::Invalid), Class::Usage);
+        assert_eq!(Class::of(ErrorKind::OutcomeUnknown), Class::OutcomeUnknown);
+        for kind in [
+            ErrorKind::NotFound,
+            ErrorKind::Refused,
+            ErrorKind::Stale,
+            ErrorKind::Corrupt,
+            ErrorKind::Unsupported,
+            ErrorKind::Io,
+        ] {
+            assert_eq!(Class::of(kind), Class::Refused, "{kind:?}");
+        }
+    }
+
+    /// The search index is a cache: its store's unknown outcome changed no
+    /// channel, so it exits 1. A directory error wrapping the bus's unknown
+    /// outcome is one, alone and through the door.
+    #[test]
+    fn a_wrapped_unknown_outcome_is_one_where_a_channel_changed() {
+        let unknown = || chipset_store::Error::OutcomeUnknown {
+            op: "sync directory",
+            path: "/x/1.json".into(),
+            source: std::io::Error::from_raw_os_error(5),
+        };
+        let search = chipset::search::Error::from(unknown());
+        assert_eq!(search.kind(), ErrorKind::Io);
+        assert_eq!(Failure::from(search).exit_status(), 1);
+        let directory = || chipset::directory::Error::from(chipset_bus::Error::from(unknown()));
+        assert!(directory().is_outcome_unknown());
+        assert_eq!(Failure::from(directory()).exit_status(), 3);
+        let door = chipset::Error::from(directory());
+        assert_eq!(Failure::from(door).exit_status(), 3);
     }
 
     /// A lease's unknown outcome through the door exits 3 as it does

@@ -1,6 +1,6 @@
 //! The crate's one error type.
 
-use chipset_store::{AgentId, Corruption, Unsupported};
+use chipset_store::{AgentId, Classify, Corruption, ErrorKind, Unsupported};
 
 use crate::state::{Assignment, HookStatus};
 use crate::transition::{needs, role_of};
@@ -11,8 +11,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Everything a hook operation can fail with. When one is returned, nothing
 /// was written.
 ///
-/// The first five variants are refusals by the hook's rules
-/// ([`Error::is_refusal`]); `op` names the operation tried (`"assign"`,
+/// The first five variants are refusals by the hook's rules (of kind
+/// [`ErrorKind::Refused`], or [`ErrorKind::Stale`] for a stale assignment,
+/// through [`Classify::kind`]); `op` names the operation tried (`"assign"`,
 /// `"activate"`, `"touch"`, `"complete"`, `"clear"`, `"reassign"`).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -130,47 +131,26 @@ pub enum Error {
     Backend(Box<chipset_backend::Error>),
 }
 
-impl chipset_store::MaybeCommitted for Error {
-    /// Returns true when the transition may have been made: the store's or
-    /// the backend's outcome is unknown, and a retry with the same request
-    /// or assignment returns the first result.
-    fn is_outcome_unknown(&self) -> bool {
+impl Classify for Error {
+    /// Classifies the failure: the hook's rules refused it
+    /// ([`ErrorKind::Refused`], or [`ErrorKind::Stale`] for
+    /// [`Error::StaleAssignment`]), a bad title, a corrupt or unsupported
+    /// hook file, or the store's or the backend's own kind. Only an
+    /// unknown outcome may have made the transition; a retry with the same
+    /// request or assignment returns the first result.
+    fn kind(&self) -> ErrorKind {
         match self {
-            Error::Store(e) => e.is_outcome_unknown(),
-            Error::Backend(e) => e.is_outcome_unknown(),
-            _ => false,
-        }
-    }
-}
-
-impl Error {
-    /// Returns true when the hook's rules refused the operation (the first
-    /// five variants); the hook was readable and nothing was written.
-    pub fn is_refusal(&self) -> bool {
-        matches!(
-            self,
             Error::AlreadyAssigned { .. }
-                | Error::NotPermitted { .. }
-                | Error::NotOwner { .. }
-                | Error::WrongState { .. }
-                | Error::StaleAssignment { .. }
-        )
-    }
-
-    /// Returns true when the assignment named was stale (cleared, reassigned
-    /// or replaced): [`Error::StaleAssignment`].
-    pub fn is_stale(&self) -> bool {
-        matches!(self, Error::StaleAssignment { .. })
-    }
-
-    /// Returns true when the hook file is corrupt.
-    pub fn is_corrupt(&self) -> bool {
-        matches!(self, Error::Corrupt { .. })
-    }
-
-    /// Returns true when the hook file holds a value this version does not know.
-    pub fn is_unsupported(&self) -> bool {
-        matches!(self, Error::Unsupported { .. })
+            | Error::NotPermitted { .. }
+            | Error::NotOwner { .. }
+            | Error::WrongState { .. } => ErrorKind::Refused,
+            Error::StaleAssignment { .. } => ErrorKind::Stale,
+            Error::Corrupt { .. } => ErrorKind::Corrupt,
+            Error::Unsupported { .. } => ErrorKind::Unsupported,
+            Error::InvalidTitle { .. } => ErrorKind::Invalid,
+            Error::Store(e) => e.kind(),
+            Error::Backend(e) => e.kind(),
+        }
     }
 }
 
@@ -192,7 +172,7 @@ impl std::fmt::Display for Found<'_> {
 
 #[cfg(test)]
 mod tests {
-    use chipset_store::MaybeCommitted;
+    use chipset_store::Classify;
 
     use super::Error;
 

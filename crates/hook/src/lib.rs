@@ -6,7 +6,7 @@
 //!
 //! ```
 //! use chipset_hook::{BeadId, HookStatus, Hooks, Pickup};
-//! use chipset_store::{AgentId, StateDir};
+//! use chipset_store::{AgentId, Classify, ErrorKind, StateDir};
 //!
 //! let tmp = tempfile::tempdir()?;
 //! let hooks = Hooks::new(StateDir::open(tmp.path())?);
@@ -27,7 +27,7 @@
 //! assert_eq!(HookStatus::of(&hooks.read(&agent)?), Some(HookStatus::Empty));
 //!
 //! // The agent's old assignment is now stale: a late touch changes nothing.
-//! assert!(hooks.touch(&work).unwrap_err().is_stale());
+//! assert_eq!(hooks.touch(&work).unwrap_err().kind(), ErrorKind::Stale);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -54,8 +54,10 @@
 //! The typed [`Hook`] cannot be pending, active or completed without its
 //! [`WorkItem`]. Everything else (skipping a step, a second assignment, an
 //! agent acting on another agent's hook, a dispatcher completing work) is a
-//! refusal ([`Error::is_refusal`]) that names the current state and who may
-//! do what.
+//! refusal that names the current state and who may do what: of kind
+//! [`ErrorKind::Refused`](chipset_store::ErrorKind::Refused), or
+//! [`ErrorKind::Stale`](chipset_store::ErrorKind::Stale) when the
+//! assignment named was replaced.
 //!
 //! # Fencing
 //!

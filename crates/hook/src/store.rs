@@ -420,7 +420,7 @@ impl Hooks {
     ///
     /// # Errors
     ///
-    /// A refusal ([`Error::is_refusal`]) when the rules refuse; [`Error::Corrupt`]; [`Error::Store`].
+    /// A refusal (of kind [`ErrorKind::Refused`](chipset_store::ErrorKind::Refused) or [`ErrorKind::Stale`](chipset_store::ErrorKind::Stale)) when the rules refuse; [`Error::Corrupt`]; [`Error::Store`].
     #[cfg(test)]
     pub(crate) fn apply(&self, agent: &AgentId, event: HookEvent, actor: &Actor) -> Result<Hook> {
         self.apply_event(agent, event, actor)

@@ -1,6 +1,6 @@
 //! The crate's one error type.
 
-use chipset_store::{AgentId, Corruption, MaybeCommitted, Unsupported};
+use chipset_store::{AgentId, Classify, Corruption, ErrorKind, Unsupported};
 
 use crate::format::Lease;
 
@@ -138,34 +138,33 @@ pub enum Error {
     Backend(Box<chipset_backend::Error>),
 }
 
-impl Error {
-    /// Returns true for bad input (a path, a count, a TTL, a reason): the
-    /// request can never succeed as it is.
-    pub fn is_usage(&self) -> bool {
-        matches!(
-            self,
-            Error::InvalidPath { .. }
-                | Error::NoPaths
-                | Error::TooManyPaths { .. }
-                | Error::Ttl { .. }
-                | Error::Reason(_)
-                | Error::NeverGranted { .. }
-        ) || matches!(self, Error::Store(chipset_store::Error::InvalidId { .. }))
-    }
-}
-
-impl MaybeCommitted for Error {
-    /// Returns true when a write may have been made but is not known to be
-    /// committed (the store's or the backend's outcome is unknown), or a
-    /// forced release was partly done ([`Error::PartlyReleased`]): a retry
-    /// of the same request finishes it and returns the first result.
-    fn is_outcome_unknown(&self) -> bool {
+impl Classify for Error {
+    /// Classifies the failure. A write may have been made but not be known
+    /// to be committed (the store's or the backend's outcome is unknown),
+    /// or a forced release was partly done ([`Error::PartlyReleased`]): a
+    /// retry of the same request finishes it and returns the first result.
+    fn kind(&self) -> ErrorKind {
         match self {
-            Error::PartlyReleased { .. } => true,
-            Error::NoticeFailed { error, .. } => error.is_outcome_unknown(),
-            Error::Store(e) => e.is_outcome_unknown(),
-            Error::Backend(e) => e.is_outcome_unknown(),
-            _ => false,
+            Error::InvalidPath { .. }
+            | Error::NoPaths
+            | Error::TooManyPaths { .. }
+            | Error::Ttl { .. }
+            | Error::Reason(_)
+            | Error::NeverGranted { .. } => ErrorKind::Invalid,
+            Error::Conflict { .. } | Error::NotHolder { .. } | Error::TableFull { .. } => {
+                ErrorKind::Refused
+            }
+            Error::Fenced { .. } => ErrorKind::Stale,
+            Error::Corrupt { .. } => ErrorKind::Corrupt,
+            Error::Unsupported { .. } => ErrorKind::Unsupported,
+            Error::PartlyReleased { .. } => ErrorKind::OutcomeUnknown,
+            // The caller's request was sound: the notice it needed failed.
+            Error::NoticeFailed { error, .. } => match error.kind() {
+                ErrorKind::Invalid => ErrorKind::Refused,
+                kind => kind,
+            },
+            Error::Store(e) => e.kind(),
+            Error::Backend(e) => e.kind(),
         }
     }
 }

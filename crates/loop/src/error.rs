@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use chipset_hook::Assignment;
 use chipset_hook::BeadId;
-use chipset_store::{Corruption, TaskId};
+use chipset_store::{Classify, Corruption, ErrorKind, TaskId};
 
 use crate::format::Phase;
 
@@ -43,7 +43,7 @@ pub enum Error {
     Lease(#[from] chipset_lease::Error),
     /// A server's failure (issue 30) reading or writing a loop record:
     /// unreachable, refused, or an unknown outcome
-    /// ([`MaybeCommitted`](chipset_store::MaybeCommitted)).
+    /// ([`Classify`](chipset_store::Classify)).
     #[error(transparent)]
     Backend(Box<chipset_backend::Error>),
     /// A loop file (`loop/…`) is there but unreadable; `doctor` moves it aside.
@@ -94,7 +94,7 @@ pub enum Error {
     /// way, after a step of it had changed something: the steps taken stay
     /// taken and consistent, and the retry (the next tick, the same call
     /// again) goes on from them. Its outcome is unknown
-    /// ([`MaybeCommitted`](chipset_store::MaybeCommitted)); `source` is the
+    /// ([`Classify`](chipset_store::Classify)); `source` is the
     /// failure. A call that fails before changing anything returns the
     /// failure itself.
     #[error("the {op} failed part way, after changing state: {source}")]
@@ -115,36 +115,11 @@ pub enum Error {
 }
 
 impl Error {
-    /// Returns true when the work was taken away ([`Error::Stale`], or a
-    /// stale-assignment refusal from the hook).
-    pub fn is_stale(&self) -> bool {
-        match self {
-            Error::Stale { .. } => true,
-            Error::Hook(e) => e.is_stale(),
-            Error::PartlyDone { source, .. } => source.is_stale(),
-            _ => false,
-        }
-    }
-
-    /// Returns true when a file is corrupt (a loop file or a hook).
-    pub fn is_corrupt(&self) -> bool {
-        match self {
-            Error::Corrupt(_) => true,
-            Error::Hook(e) => e.is_corrupt(),
-            Error::PartlyDone { source, .. } => source.is_corrupt(),
-            Error::Mail(chipset_mail::Error::Corrupt(_)) => true,
-            Error::Nudge(chipset_nudge::Error::Corrupt(_)) => true,
-            _ => false,
-        }
-    }
-}
-
-impl Error {
     /// Returns the error of a call of many steps that failed with `e`
     /// after a step of it changed something: `e` when its outcome is
     /// unknown already, else [`Error::PartlyDone`].
     pub(crate) fn partly(op: &'static str, e: Error) -> Error {
-        use chipset_store::MaybeCommitted as _;
+        use chipset_store::Classify as _;
         if e.is_outcome_unknown() {
             e
         } else {
@@ -232,22 +207,28 @@ impl From<Corruption> for Error {
     }
 }
 
-impl chipset_store::MaybeCommitted for Error {
-    /// Returns true when a step may have made its change but is not known
-    /// to have (a store's, a channel's or the server's outcome is unknown):
-    /// the loop's next step reads the record again, so retrying is safe.
-    fn is_outcome_unknown(&self) -> bool {
+impl Classify for Error {
+    /// Classifies the failure as the channel that failed does, or as the
+    /// loop's own. A call cut part way ([`Error::PartlyDone`]) may have
+    /// made its change, as may a store's, a channel's or the server's
+    /// unknown outcome: the loop's next step reads the record again, so
+    /// retrying is safe.
+    fn kind(&self) -> ErrorKind {
         match self {
-            Error::Store(e) => e.is_outcome_unknown(),
-            Error::Hook(e) => e.is_outcome_unknown(),
-            Error::Nudge(e) => e.is_outcome_unknown(),
-            Error::Mail(e) => e.is_outcome_unknown(),
-            Error::Bus(e) => e.is_outcome_unknown(),
-            Error::Pool(e) => e.is_outcome_unknown(),
-            Error::Lease(e) => e.is_outcome_unknown(),
-            Error::Backend(e) => e.is_outcome_unknown(),
-            Error::PartlyDone { .. } => true,
-            _ => false,
+            Error::Store(e) => e.kind(),
+            Error::Hook(e) => e.kind(),
+            Error::Nudge(e) => e.kind(),
+            Error::Mail(e) => e.kind(),
+            Error::Bus(e) => e.kind(),
+            Error::Pool(e) => e.kind(),
+            Error::Lease(e) => e.kind(),
+            Error::Backend(e) => e.kind(),
+            Error::Corrupt(_) => ErrorKind::Corrupt,
+            Error::Stale { .. } | Error::Conflict { .. } => ErrorKind::Stale,
+            Error::AlreadySubmitted { .. } | Error::WrongPhase { .. } => ErrorKind::Refused,
+            Error::UnknownBead { .. } => ErrorKind::NotFound,
+            Error::MixedRoots { .. } => ErrorKind::Invalid,
+            Error::PartlyDone { .. } => ErrorKind::OutcomeUnknown,
         }
     }
 }
@@ -265,10 +246,10 @@ mod tests {
         }
     }
 
-    /// Each channel's corrupt file is a corrupt error of the loop; a plain
-    /// refusal is neither corrupt nor stale.
+    /// Each channel's corrupt file is a corrupt error of the loop; the
+    /// loop's own refusals keep their kinds.
     #[test]
-    fn corrupt_and_stale_are_told_apart_from_a_refusal() {
+    fn a_channels_kind_is_the_loops() {
         let hook = chipset_hook::Error::Corrupt {
             agent: AgentId::new("alpha").unwrap(),
             op: "assign",
@@ -280,19 +261,35 @@ mod tests {
             Error::Mail(chipset_mail::Error::Corrupt(corruption())),
             Error::Nudge(chipset_nudge::Error::Corrupt(corruption())),
         ] {
-            assert!(corrupt.is_corrupt(), "{corrupt:?}");
-            assert!(!corrupt.is_stale(), "{corrupt:?}");
+            assert_eq!(corrupt.kind(), ErrorKind::Corrupt, "{corrupt:?}");
         }
-        let refusal = Error::Conflict {
-            task: TaskId::new("t1").unwrap(),
-        };
-        assert!(!refusal.is_corrupt());
-        assert!(!refusal.is_stale());
+        let bead = chipset_hook::BeadId::new("b-1").unwrap();
+        let task = TaskId::new("t1").unwrap();
+        let cases = [
+            (Error::Conflict { task: task.clone() }, ErrorKind::Stale),
+            (
+                Error::AlreadySubmitted { bead: bead.clone() },
+                ErrorKind::Refused,
+            ),
+            (Error::UnknownBead { bead }, ErrorKind::NotFound),
+            (
+                Error::WrongPhase {
+                    task,
+                    phase: Phase::Critic,
+                    expected: Phase::Executor,
+                },
+                ErrorKind::Refused,
+            ),
+        ];
+        for (e, kind) in cases {
+            assert_eq!(e.kind(), kind, "{e:?}");
+            assert!(!e.is_outcome_unknown(), "{e:?}");
+        }
     }
 
     #[test]
     fn a_lost_commit_of_a_loop_record_or_a_channel_is_an_unknown_outcome() {
-        use chipset_store::MaybeCommitted as _;
+        use chipset_store::Classify as _;
         let lost = chipset_backend::Error::OutcomeUnknown {
             op: "replace",
             key: "loop/witness/incidents/alice.json".to_owned(),

@@ -219,7 +219,7 @@
 //! The retry of a failed tick is the next tick. A tick (or a round's
 //! `route` or `committed`) that fails after one of its steps changed
 //! something returns [`Error::PartlyDone`], an unknown outcome
-//! ([`MaybeCommitted`](chipset_store::MaybeCommitted)), never a plain
+//! ([`Classify`](chipset_store::Classify)), never a plain
 //! failure, and still appends the actions it finished to its log. The log
 //! is the record of what was done, not what the next tick goes on from
 //! (the ledger and the incidents are): the actions of a tick whose append
@@ -258,7 +258,7 @@
 //!
 //! One enum, [`Error`]: channel errors keep their crate's type; a loop file
 //! that is unreadable is [`Error::Corrupt`]; taken-away work is
-//! [`Error::Stale`] ([`Error::is_stale`] also covers the hook's own refusal).
+//! [`Error::Stale`] (of kind [`ErrorKind::Stale`](chipset_store::ErrorKind::Stale), as is the hook's own refusal of a stale assignment).
 
 #![forbid(unsafe_code)]
 

@@ -64,12 +64,21 @@ pub enum Stop {
 
 impl From<Error> for Stop {
     fn from(e: Error) -> Self {
-        if e.is_stale() {
+        if taken_away(&e) {
             Stop::TakenAway
         } else {
             Stop::Error(Box::new(e))
         }
     }
+}
+
+/// Returns true when `e` says the work was taken away: the loop's
+/// [`Error::Stale`], or the hook's refusal of a stale assignment.
+fn taken_away(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Stale { .. } | Error::Hook(chipset_hook::Error::StaleAssignment { .. })
+    )
 }
 
 /// What one [`Worker::run_once`] did.
@@ -264,7 +273,7 @@ impl Worker {
             );
             let stop = until(&result);
             match result {
-                Err(e) if !e.is_stale() => return Err(e),
+                Err(e) if !taken_away(&e) => return Err(e),
                 _ if stop => return Ok(()),
                 _ => {}
             }
@@ -287,7 +296,7 @@ impl Worker {
     fn complete(&self, assignment: Assignment, summary: String) -> Result<WorkOutcome> {
         let hook = match self.channels.hooks.complete(&assignment) {
             Ok(h) => h,
-            Err(e) if e.is_stale() => {
+            Err(chipset_hook::Error::StaleAssignment { .. }) => {
                 tracing::warn!(agent = %self.me, bead = %assignment.work.bead_id, "completion refused: the work was taken away");
                 return Err(Error::Stale {
                     assignment: Box::new(assignment),

@@ -1,7 +1,7 @@
 //! The crate's one error enum.
 
 use crate::MessageId;
-use chipset_store::{AgentId, Corruption, TaskId, Unsupported};
+use chipset_store::{AgentId, Classify, Corruption, ErrorKind, TaskId, Unsupported};
 
 use crate::format::Kind;
 
@@ -244,7 +244,7 @@ pub enum Error {
 }
 
 fn unknown_prefix(ids: &[MessageId], source: &chipset_backend::Error) -> String {
-    if chipset_store::MaybeCommitted::is_outcome_unknown(source) && !ids.is_empty() {
+    if chipset_store::Classify::is_outcome_unknown(source) && !ids.is_empty() {
         format!("message {} may have been sent: ", join(ids))
     } else {
         String::new()
@@ -276,15 +276,36 @@ impl Error {
     }
 }
 
-impl chipset_store::MaybeCommitted for Error {
-    /// Returns true when the operation may have taken effect: retry it (a
-    /// send with the same ids) rather than report a plain failure.
-    fn is_outcome_unknown(&self) -> bool {
+impl Classify for Error {
+    /// Classifies the failure. Only an unknown outcome may have taken
+    /// effect: retry it (a send with the same ids) rather than report a
+    /// plain failure.
+    fn kind(&self) -> ErrorKind {
         match self {
-            Error::OutcomeUnknown { .. } | Error::PartlySwept { .. } => true,
-            Error::Store(e) => e.is_outcome_unknown(),
-            Error::Backend { source, .. } => source.is_outcome_unknown(),
-            _ => false,
+            Error::InvalidSubject { .. }
+            | Error::InvalidAgentName { .. }
+            | Error::RoundTooLarge { .. }
+            | Error::BodyTooLarge { .. }
+            | Error::MessageTooLarge { .. }
+            | Error::UnknownRecipient { .. }
+            | Error::EmptyGroup
+            | Error::GroupTooLarge { .. }
+            | Error::InvalidGroupId { .. }
+            | Error::InvalidMessageId { .. } => ErrorKind::Invalid,
+            Error::NotFound { .. } | Error::ParentNotFound { .. } => ErrorKind::NotFound,
+            Error::NotARequest { .. }
+            | Error::NotAddressee { .. }
+            | Error::TaskMismatch { .. }
+            | Error::ArchiveWithoutReply { .. }
+            | Error::IdCollision { .. }
+            | Error::QuarantinedInbox { .. }
+            | Error::IdTaken { .. }
+            | Error::ServerOnly { .. } => ErrorKind::Refused,
+            Error::Corrupt(_) => ErrorKind::Corrupt,
+            Error::Unsupported(_) => ErrorKind::Unsupported,
+            Error::OutcomeUnknown { .. } | Error::PartlySwept { .. } => ErrorKind::OutcomeUnknown,
+            Error::Store(e) => e.kind(),
+            Error::Backend { source, .. } => source.kind(),
         }
     }
 }
@@ -292,7 +313,7 @@ impl chipset_store::MaybeCommitted for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chipset_store::MaybeCommitted;
+    use chipset_store::Classify;
 
     fn store_unknown() -> chipset_store::Error {
         chipset_store::Error::OutcomeUnknown {

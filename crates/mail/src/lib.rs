@@ -285,7 +285,7 @@
 //! outcome is truly unknown (the sync of the publish itself failed) `send`
 //! returns [`Error::OutcomeUnknown`] carrying the id; a sweep that
 //! failed after moving some messages returns [`Error::PartlySwept`];
-//! [`MaybeCommitted::is_outcome_unknown`](chipset_store::MaybeCommitted::is_outcome_unknown)
+//! [`Classify::is_outcome_unknown`](chipset_store::Classify::is_outcome_unknown)
 //! tells both apart from plain failures.
 //!
 //! Retries follow the store's idempotent-retry rule. A send with a
@@ -382,7 +382,7 @@
 //! client at once, which reads one folder of open requests kept in the
 //! same transactions. A send whose commit's answer was lost is
 //! [`Error::Backend`] with an unknown outcome
-//! ([`MaybeCommitted::is_outcome_unknown`](chipset_store::MaybeCommitted::is_outcome_unknown)):
+//! ([`Classify::is_outcome_unknown`](chipset_store::Classify::is_outcome_unknown)):
 //! retried with the same id it returns the first delivery. Times come
 //! from the server's clock. [`Mail::inbox_counts`] counts the rows there,
 //! [`Mail::doctor`] checks them and only reports, and [`Mail::watch_inbox`]

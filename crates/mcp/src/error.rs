@@ -3,6 +3,8 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use chipset_store::ErrorKind;
+
 /// Why the server could not start, or stopped with a failure.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -58,17 +60,21 @@ pub enum Error {
     Serve(String),
 }
 
-impl Error {
-    /// Returns true when the configuration was at fault (the command line
-    /// exits 2): a non-loopback address without a token, or an unusable token.
-    pub fn is_usage(&self) -> bool {
-        matches!(
-            self,
+impl chipset_store::Classify for Error {
+    /// Classifies the failure: the configuration was at fault
+    /// ([`ErrorKind::Invalid`], the command line exits 2) for a non-loopback
+    /// address without a token or an unusable token; the rest failed to
+    /// listen or serve ([`ErrorKind::Io`]).
+    fn kind(&self) -> ErrorKind {
+        match self {
             Error::NonLoopbackWithoutToken { .. }
-                | Error::TokenEnv { .. }
-                | Error::TokenFile { .. }
-                | Error::BadToken { .. }
-        )
+            | Error::TokenEnv { .. }
+            | Error::TokenFile { .. }
+            | Error::BadToken { .. } => ErrorKind::Invalid,
+            Error::Bind { .. } | Error::Runtime(_) | Error::Initialize(_) | Error::Serve(_) => {
+                ErrorKind::Io
+            }
+        }
     }
 }
 

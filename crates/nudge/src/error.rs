@@ -1,6 +1,6 @@
 //! The crate's one error enum.
 
-use chipset_store::Corruption;
+use chipset_store::{Classify, Corruption, ErrorKind};
 
 use crate::format::Reminder;
 
@@ -120,16 +120,27 @@ pub enum Error {
     },
 }
 
-impl chipset_store::MaybeCommitted for Error {
-    /// Returns true when the operation may have taken effect: retry it
-    /// rather than report a plain failure ([`Error::ResponseNotDelivered`],
-    /// or the store's [`OutcomeUnknown`](chipset_store::Error::OutcomeUnknown)).
-    fn is_outcome_unknown(&self) -> bool {
+impl Classify for Error {
+    /// Classifies the failure. Only an unknown outcome may have taken
+    /// effect ([`Error::ResponseNotDelivered`], or the store's or the
+    /// backend's): retry it rather than report a plain failure.
+    fn kind(&self) -> ErrorKind {
         match self {
-            Error::ResponseNotDelivered { .. } => true,
-            Error::Store(e) => e.is_outcome_unknown(),
-            Error::Backend(e) => e.is_outcome_unknown(),
-            _ => false,
+            Error::UnknownKind { .. }
+            | Error::SourceTypeMismatch { .. }
+            | Error::BlockingSeverity
+            | Error::EmptySourceId
+            | Error::InvalidField { .. }
+            | Error::DuplicateKind { .. }
+            | Error::NotAResolvingVerb { .. } => ErrorKind::Invalid,
+            Error::ReminderNotFound { .. } => ErrorKind::NotFound,
+            Error::InvalidSender { .. }
+            | Error::AlreadyResolved { .. }
+            | Error::IdConflict { .. } => ErrorKind::Refused,
+            Error::Corrupt(_) => ErrorKind::Corrupt,
+            Error::ResponseNotDelivered { .. } => ErrorKind::OutcomeUnknown,
+            Error::Store(e) => e.kind(),
+            Error::Backend(e) => e.kind(),
         }
     }
 }
@@ -143,7 +154,7 @@ impl From<Corruption> for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chipset_store::MaybeCommitted;
+    use chipset_store::Classify;
 
     /// Only a failure after the commit point asks for a retry: a response
     /// recorded but not delivered, or the store's unknown outcome; a refusal

@@ -134,7 +134,7 @@
 //! lock file). A failed sync after it is the store's
 //! [`OutcomeUnknown`](chipset_store::Error::OutcomeUnknown); a respond whose
 //! delivery failed after its record is [`Error::ResponseNotDelivered`];
-//! [`MaybeCommitted::is_outcome_unknown`](chipset_store::MaybeCommitted::is_outcome_unknown)
+//! [`Classify::is_outcome_unknown`](chipset_store::Classify::is_outcome_unknown)
 //! tells both from plain failures. The move of
 //! a resolved reminder into `history/` or `snoozed/` is follow-up: its
 //! failure is logged, not returned, and the next operation on the key

@@ -1,6 +1,6 @@
 //! The crate's one error type.
 
-use chipset_store::{AgentId, Corruption, MaybeCommitted, Unsupported};
+use chipset_store::{AgentId, Classify, Corruption, ErrorKind, Unsupported};
 
 use crate::id::ItemId;
 use crate::transition::WorkState;
@@ -144,7 +144,7 @@ pub enum Error {
     Store(#[from] chipset_store::Error),
     /// The server of [`Pool::with_backend`](crate::Pool::with_backend)
     /// failed, or its outcome is unknown (a cut commit: retry with the
-    /// same ids; see [`MaybeCommitted`]).
+    /// same ids; see [`Classify`]).
     #[error(transparent)]
     Backend(Box<chipset_backend::Error>),
 }
@@ -159,30 +159,29 @@ impl From<chipset_backend::Error> for Error {
     }
 }
 
-impl Error {
-    /// Returns true for bad input: the request can never succeed as it is.
-    pub fn is_usage(&self) -> bool {
-        matches!(
-            self,
-            Error::Invalid { .. }
-                | Error::BodyTooLarge { .. }
-                | Error::UnknownDependency { .. }
-                | Error::Cycle { .. }
-        ) || matches!(self, Error::Store(chipset_store::Error::InvalidId { .. }))
-    }
-}
-
-impl MaybeCommitted for Error {
-    /// Returns true when a write may have been made but is not known to be
-    /// committed (the store's, the hook's or the backend's outcome is
-    /// unknown): retrying with the same id is safe.
-    fn is_outcome_unknown(&self) -> bool {
+impl Classify for Error {
+    /// Classifies the failure. A write may have been made but not be known
+    /// to be committed (the pool's, the store's, the hook's or the
+    /// backend's outcome is unknown): retrying with the same id is safe.
+    fn kind(&self) -> ErrorKind {
         match self {
-            Error::OutcomeUnknown { .. } => true,
-            Error::Store(e) => e.is_outcome_unknown(),
-            Error::Hook(e) => e.is_outcome_unknown(),
-            Error::Backend(e) => e.is_outcome_unknown(),
-            _ => false,
+            Error::Invalid { .. }
+            | Error::BodyTooLarge { .. }
+            | Error::UnknownDependency { .. }
+            | Error::Cycle { .. } => ErrorKind::Invalid,
+            Error::NotFound { .. } => ErrorKind::NotFound,
+            Error::IdTaken { .. }
+            | Error::AlreadyDone { .. }
+            | Error::NotReady { .. }
+            | Error::HookBusy { .. }
+            | Error::NotHolder { .. }
+            | Error::TableFull { .. } => ErrorKind::Refused,
+            Error::Corrupt { .. } => ErrorKind::Corrupt,
+            Error::Unsupported { .. } => ErrorKind::Unsupported,
+            Error::OutcomeUnknown { .. } => ErrorKind::OutcomeUnknown,
+            Error::Hook(e) => e.kind(),
+            Error::Store(e) => e.kind(),
+            Error::Backend(e) => e.kind(),
         }
     }
 }

@@ -159,7 +159,7 @@
 //! A failure is plain, and then nothing a reader sees changed (a post
 //! takes back the item files it wrote; a first write may leave `pool/`,
 //! `pool/items/` or `hooks/` holding only a lock file), or it is
-//! [`Error::OutcomeUnknown`] (`MaybeCommitted::is_outcome_unknown`, as
+//! [`Error::OutcomeUnknown`] (`Classify::is_outcome_unknown`, as
 //! for the store's and the hooks' unknown outcomes): it failed past a
 //! commit point, or after an earlier step wrote (a claim that recorded
 //! done items or cleared the claimer's finished one, a release that

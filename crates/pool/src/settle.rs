@@ -198,7 +198,7 @@ impl Pool {
         // without counting the release twice.
         match self.hooks.reassign(held) {
             Ok(_) => {}
-            Err(e) if e.is_stale() => {}
+            Err(chipset_hook::Error::StaleAssignment { .. }) => {}
             Err(e) => return Err(cut_short(op, &[id], !recorded, e.into())),
         }
         Ok(table.items.swap_remove(n))
@@ -216,7 +216,7 @@ impl Pool {
                 changed = true;
                 Ok(true)
             }
-            Err(e) if e.is_stale() => Ok(false),
+            Err(chipset_hook::Error::StaleAssignment { .. }) => Ok(false),
             Err(e) => {
                 let id = ItemId::of_bead(&a.work.bead_id);
                 Err(cut_short("finishing", &[id], changed, e.into()))

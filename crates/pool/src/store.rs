@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use chipset_backend::Backend;
 use chipset_hook::{Assignment, HookStatus, Hooks};
-use chipset_store::{AgentId, Created, MaybeCommitted, StateDir, StatePath};
+use chipset_store::{AgentId, Classify, Created, StateDir, StatePath};
 
 use crate::error::{Error, Result, cut_short};
 use crate::format::{DoneRecord, Entry, Item, Record};

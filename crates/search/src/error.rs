@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use chipset_store::{Classify, ErrorKind};
+
 /// A specialized result for search operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -73,17 +75,22 @@ pub enum Error {
     },
 }
 
-impl Error {
-    /// Returns true when the query was at fault (no words, too long, too
-    /// many words, an unknown channel): nothing was read.
-    pub fn is_usage(&self) -> bool {
-        matches!(
-            self,
+impl Classify for Error {
+    /// Classifies the failure. The index is a cache of the channels'
+    /// records, so no failure of it changes a channel: a store's unknown
+    /// outcome on the index is an I/O failure here.
+    fn kind(&self) -> ErrorKind {
+        match self {
             Error::NoWords
-                | Error::QueryTooLong { .. }
-                | Error::TooManyWords { .. }
-                | Error::UnknownChannel { .. }
-        )
+            | Error::QueryTooLong { .. }
+            | Error::TooManyWords { .. }
+            | Error::UnknownChannel { .. } => ErrorKind::Invalid,
+            Error::Store(e) => match e.kind() {
+                ErrorKind::OutcomeUnknown => ErrorKind::Io,
+                kind => kind,
+            },
+            Error::Channel { .. } | Error::Index { .. } | Error::Io { .. } => ErrorKind::Io,
+        }
     }
 }
 

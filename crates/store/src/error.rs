@@ -183,39 +183,98 @@ impl Error {
     }
 }
 
-/// The one outcome-unknown check, which every chipset error answers: did
-/// the operation fail after its commit point, so that its change may have
-/// happened (a sync after the commit failed, a batch was applied in part,
-/// a reply was recorded but not delivered)? Such a failure is not to be
-/// reported as a plain one: the caller retries with the same ids, which by
-/// the idempotent-retry rule returns the first attempt's outcome, or reads
-/// the state again.
+/// What kind of failure an error is: the one classification every
+/// chipset error gives, whichever crate it comes from ([`Classify::kind`]).
 ///
-/// The store's [`Error`] answers it for [`Error::OutcomeUnknown`]. A
-/// channel's error answers it for its own failures after a commit point
-/// and asks the store's error it wraps for the rest, so code that handles
-/// errors of several channels (a command line, a server) asks one question
-/// through one bound.
-///
-/// ```
-/// use chipset_store::{Error, MaybeCommitted};
-///
-/// fn exit_status(e: &impl MaybeCommitted) -> u8 {
-///     if e.is_outcome_unknown() { 3 } else { 1 }
-/// }
-/// let gone = Error::NotFound { path: "hooks/a.json".into() };
-/// assert_eq!(exit_status(&gone), 1);
-/// ```
-pub trait MaybeCommitted {
-    /// Returns true when the operation may have made its change.
-    fn is_outcome_unknown(&self) -> bool;
+/// A caller decides what to do from the kind alone: fix its input, read
+/// the state again, run the doctor, or retry the same request. Only
+/// [`ErrorKind::OutcomeUnknown`] may have changed anything; every other
+/// kind means nothing was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The input was at fault: a malformed id, an empty or over-long
+    /// field, an unregistered kind. Nothing was read or written; the same
+    /// input fails again.
+    Invalid,
+    /// What the operation names does not exist: no such message,
+    /// reminder, item or event.
+    NotFound,
+    /// The state's rules refused the operation: a transition the state
+    /// does not allow, an actor that may not, an id already taken by other
+    /// content.
+    Refused,
+    /// What the caller held was replaced or taken away in between (an
+    /// assignment, a lease's fencing token, a value read before a
+    /// compare-and-swap): read the state again.
+    Stale,
+    /// A file or row the operation needs is corrupt; the doctor
+    /// ([`DoctorMode::Fix`](crate::DoctorMode::Fix)) moves it aside.
+    Corrupt,
+    /// A file or row holds a value this version does not know (written by
+    /// a newer program); it is left alone.
+    Unsupported,
+    /// The operation passed its commit point and then failed: its change
+    /// may have happened. Retry the same request (same ids), which by the
+    /// idempotent-retry rule returns the first attempt's outcome, or read
+    /// the state again; never report it as a plain failure.
+    OutcomeUnknown,
+    /// The filesystem or the server failed (a permission, a full disk, a
+    /// connection) before the commit point; the same request may succeed
+    /// once the cause is gone.
+    Io,
 }
 
-impl MaybeCommitted for Error {
-    /// Returns true for [`Error::OutcomeUnknown`]: the change may have
-    /// happened.
+/// The one question every chipset error answers: what kind of failure it
+/// is ([`ErrorKind`]), so code that handles errors of several channels (a
+/// command line, a server, an orchestrator's retry loop) asks it through
+/// one bound.
+///
+/// A channel's error classifies its own variants and asks the error it
+/// wraps (the store's, another channel's, the server's) for the rest.
+///
+/// ```
+/// use chipset_store::{AgentId, Classify, Error, ErrorKind};
+///
+/// fn exit_status(e: &impl Classify) -> u8 {
+///     match e.kind() {
+///         ErrorKind::Invalid => 2,
+///         ErrorKind::OutcomeUnknown => 3,
+///         _ => 1,
+///     }
+/// }
+/// let gone = Error::NotFound { path: "hooks/a.json".into() };
+/// assert_eq!(gone.kind(), ErrorKind::NotFound);
+/// assert_eq!(exit_status(&gone), 1);
+/// assert_eq!(exit_status(&AgentId::new("a/b").unwrap_err()), 2);
+/// ```
+pub trait Classify {
+    /// Returns what kind of failure this is.
+    fn kind(&self) -> ErrorKind;
+
+    /// Returns true when the operation may have made its change
+    /// ([`ErrorKind::OutcomeUnknown`]).
     fn is_outcome_unknown(&self) -> bool {
-        matches!(self, Error::OutcomeUnknown { .. })
+        self.kind() == ErrorKind::OutcomeUnknown
+    }
+}
+
+impl Classify for Error {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            Error::InvalidId { .. } | Error::InvalidTimestamp { .. } | Error::Serialize { .. } => {
+                ErrorKind::Invalid
+            }
+            Error::NotFound { .. } => ErrorKind::NotFound,
+            Error::AlreadyExists { .. }
+            | Error::Symlink { .. }
+            | Error::NotADirectory { .. }
+            | Error::OutsideRoot { .. } => ErrorKind::Refused,
+            Error::Corrupt(_) => ErrorKind::Corrupt,
+            Error::Unsupported(_) => ErrorKind::Unsupported,
+            Error::OutcomeUnknown { .. } => ErrorKind::OutcomeUnknown,
+            Error::Io { .. } | Error::Rename { .. } => ErrorKind::Io,
+        }
     }
 }
 
@@ -260,5 +319,37 @@ mod tests {
             assert!(!plain.is_outcome_unknown(), "{plain:?}");
         }
         assert_eq!(synced.io_kind(), Some(eio().kind()));
+    }
+
+    /// Each failure has the kind a caller acts on: fix the input, report
+    /// a refusal, repair, or retry.
+    #[test]
+    fn each_failure_has_its_kind() {
+        let path = || PathBuf::from("/state/hooks/a.json");
+        let cases = [
+            (Error::io("open", path(), eio()), ErrorKind::Io),
+            (Error::AlreadyExists { path: path() }, ErrorKind::Refused),
+            (Error::NotFound { path: path() }, ErrorKind::NotFound),
+            (Error::Symlink { path: path() }, ErrorKind::Refused),
+            (
+                Error::InvalidTimestamp { value: "x".into() },
+                ErrorKind::Invalid,
+            ),
+            (
+                Error::Corrupt(Corruption {
+                    path: path(),
+                    reason: crate::CorruptReason::Unparsable("EOF".into()),
+                }),
+                ErrorKind::Corrupt,
+            ),
+            (
+                Error::io("sync", path(), eio()).after_commit(&path()),
+                ErrorKind::OutcomeUnknown,
+            ),
+        ];
+        for (e, kind) in cases {
+            assert_eq!(e.kind(), kind, "{e:?}");
+            assert_eq!(e.is_outcome_unknown(), kind == ErrorKind::OutcomeUnknown);
+        }
     }
 }

@@ -122,6 +122,11 @@
 //! Ids are chosen by the caller where a retry must be recognised (a message
 //! or event id), so a retry carries the same id as the attempt it repeats.
 //!
+//! Which failures to retry, and which to report, every chipset error says
+//! the same way, whichever crate it comes from: [`Classify::kind`] is an
+//! [`ErrorKind`] (bad input, not found, refused, stale, corrupt,
+//! unsupported, unknown outcome, I/O).
+//!
 //! JSON is written canonically ([`StateDir::to_canonical_json`]): sorted keys at every
 //! depth, two-space indent, one trailing newline.
 //!
@@ -472,7 +477,7 @@ pub(crate) mod test_support {
 pub use atomic::batch::Created;
 #[cfg(feature = "testing")]
 pub use backend::{IoBackend, RealIo, SharedIo, SyncOrder};
-pub use error::{Error, MaybeCommitted, Result};
+pub use error::{Classify, Error, ErrorKind, Result};
 pub use escape::EscapeAlphabet;
 pub use id::{AgentId, TaskId};
 pub use lock::{Decision, LockGuard};

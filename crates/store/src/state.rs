@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 use crate::Created;
 use crate::atomic::{self, move_entry, sync_dir_with};
 use crate::backend::{IoBackend, RealIo, SharedIo, SyncOrder};
-use crate::error::{Error, MaybeCommitted, Result};
+use crate::error::{Classify, Error, Result};
 use crate::lock::{Decision, Lock, LockGuard, update_locked_with};
 use crate::log::JsonLog;
 use crate::path::StatePath;

@@ -9,7 +9,7 @@ use std::ops::AddAssign;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use chipset_store::{IoBackend, MaybeCommitted, RealIo, SharedIo, SyncOrder};
+use chipset_store::{Classify, IoBackend, RealIo, SharedIo, SyncOrder};
 
 use crate::visible;
 
@@ -354,7 +354,7 @@ pub trait FaultCase {
     /// need (a clock, what the setup returned).
     type World;
     /// The operation's error.
-    type Error: fmt::Display + MaybeCommitted;
+    type Error: fmt::Display + Classify;
 
     /// The case's name, in every message.
     fn name(&self) -> &str;
@@ -374,7 +374,7 @@ pub trait FaultCase {
 
     /// Returns whether `error` says the outcome is unknown (a case may also
     /// assert what such an error carries; `what` names the run). By
-    /// default, what the error says of itself ([`MaybeCommitted`]).
+    /// default, what the error says of itself ([`Classify`]).
     fn is_outcome_unknown(&self, error: &Self::Error, what: &str) -> bool {
         let _ = what;
         error.is_outcome_unknown()

@@ -9,7 +9,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 
 use chipset_backend::{Backend, Claim, ClaimView, ClaimWrite, Claimed, Created, Error, Key};
-use chipset_store::MaybeCommitted;
+use chipset_store::Classify;
 use chipset_testkit as kit;
 
 use crate::support::{Fx, MARK, dir, key};

@@ -7,7 +7,7 @@ use std::thread;
 use std::time::Duration;
 
 use chipset_backend::{Backend, Created, Error, LogPos, PgBackend, PgOptions};
-use chipset_store::MaybeCommitted;
+use chipset_store::Classify;
 use chipset_testkit as kit;
 
 use crate::cluster::OwnCluster;

@@ -30,7 +30,7 @@ use chipset_backend::{Backend, Dir, PgBackend, Wake};
 use chipset_hook::{Error as HookError, HookStatus, Hooks, Pickup};
 use chipset_mail::{Mail, MailConfig, Message, NewMessage};
 use chipset_nudge::{NewNudge, NudgeType, Nudges};
-use chipset_store::{AgentId, ReadOutcome, StateDir, TaskId};
+use chipset_store::{AgentId, Classify, ErrorKind, ReadOutcome, StateDir, TaskId};
 use chipset_testkit as kit;
 
 use crate::cluster::OwnCluster;
@@ -268,7 +268,7 @@ fn act(role: &kit::Role) {
                 ("complete", hooks.complete(&held)),
             ] {
                 match r {
-                    Err(e) if e.is_stale() => say(&format!("{what} stale")),
+                    Err(e) if e.kind() == ErrorKind::Stale => say(&format!("{what} stale")),
                     other => panic!("{what} with a taken assignment: {other:?}"),
                 }
             }

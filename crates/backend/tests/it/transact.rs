@@ -6,7 +6,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 
 use chipset_backend::{Backend, Created, Error, LogPos, PgBackend, PgOptions, Step};
-use chipset_store::MaybeCommitted;
+use chipset_store::Classify;
 
 use crate::support::{Fx, dir, key, pg_url};
 use chipset_backend::testing::Proxy;

@@ -6,7 +6,7 @@
 //! and a publish is never half done.
 
 use chipset_backend::{Backend, Created, Step};
-use chipset_store::MaybeCommitted;
+use chipset_store::Classify;
 
 use super::seam::{key_path, seam_error};
 use super::*;

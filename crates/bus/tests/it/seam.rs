@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use chipset_bus::{Bus, ControlOp, Error, EventId, NewEvent, Published, Resource};
-use chipset_store::{AgentId, MaybeCommitted, ReadOutcome, SharedIo, StateDir, StateOptions};
+use chipset_store::{AgentId, Classify, ReadOutcome, SharedIo, StateDir, StateOptions};
 use chipset_testkit::{EIO, Fault, FaultCase, FaultIo, RecordIo, Visible, sweep_each};
 use serde_json::json;
 

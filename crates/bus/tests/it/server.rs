@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use chipset_backend::testing::{Intercept, Intercepted, Op, Proxy};
 use chipset_backend::{Backend, Dir, Key, PgBackend};
 use chipset_bus::{Bus, BusConfig, Error, EventId, NewEvent, Published};
-use chipset_store::{Clock, MaybeCommitted, SystemClock, Timestamp};
+use chipset_store::{Classify, Clock, SystemClock, Timestamp};
 use chipset_testkit::TempState;
 use serde_json::json;
 

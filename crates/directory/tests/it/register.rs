@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use chipset_directory::{Error, Filter, MAX_NOTE_LEN, Registered, Registration, Role};
-use chipset_store::ReadOutcome;
+use chipset_store::{Classify, ErrorKind, ReadOutcome};
 
 use crate::{agent, env};
 
@@ -94,7 +94,7 @@ fn bad_input_is_typed_and_changes_nothing() {
     };
     for bad in [long, control, many, all] {
         let err = e.dir.register(&a, &bad).unwrap_err();
-        assert!(err.is_usage(), "{err}");
+        assert_eq!(err.kind(), ErrorKind::Invalid, "{err}");
     }
     assert!(matches!(
         Role::new("../x").unwrap_err(),
@@ -117,14 +117,9 @@ fn a_corrupt_profile_is_reported_never_absent() {
     e.dir.register(&b, &Registration::new()).unwrap();
     std::fs::write(e.dir.path(&a), b"{\"name\": ").unwrap();
     assert!(e.dir.read(&a).unwrap().is_corrupt());
-    assert!(e.dir.whois(&a).unwrap_err().is_corrupt());
+    assert_eq!(e.dir.whois(&a).unwrap_err().kind(), ErrorKind::Corrupt);
     // Register refuses to overwrite it.
-    assert!(
-        e.dir
-            .register(&a, &Registration::new())
-            .unwrap_err()
-            .is_corrupt()
-    );
+    assert!(e.dir.register(&a, &Registration::new()).unwrap_err().kind() == ErrorKind::Corrupt);
     assert_eq!(std::fs::read(e.dir.path(&a)).unwrap(), b"{\"name\": ");
     let roster = e.dir.list(&Filter::default()).unwrap();
     assert_eq!(roster.agents.len(), 1);

@@ -18,8 +18,8 @@ use std::time::Duration;
 
 use chipset_directory::{Directory, Error, Filter, Profile, Registered, Registration, Role};
 use chipset_store::{
-    DoctorMode, ManualClock, MaybeCommitted, ReadOutcome, RealIo, SharedIo, StateDir, StateOptions,
-    Timestamp,
+    Classify, DoctorMode, ErrorKind, ManualClock, ReadOutcome, RealIo, SharedIo, StateDir,
+    StateOptions, Timestamp,
 };
 use chipset_testkit::{FaultCase, RecordIo, T0, Visible, forgive_lock_folders, sweep_each};
 
@@ -341,15 +341,15 @@ fn a_list_change_refused_for_one_agent_changes_no_profile() {
         .list_add(&role("reviewer"), &[agent("alpha"), agent("beta")])
         .unwrap_err();
     assert!(matches!(err, Error::TooManyRoles { .. }), "{err}");
-    assert!(err.is_usage() && !err.is_outcome_unknown(), "{err}");
+    assert_eq!(err.kind(), ErrorKind::Invalid, "{err}");
     let err = dir
         .list_add(&role("reviewer"), &[agent("alpha"), agent("gamma")])
         .unwrap_err();
-    assert!(err.is_corrupt(), "{err}");
+    assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
     let err = dir
         .list_remove(&role("r0"), &[agent("beta"), agent("gamma")])
         .unwrap_err();
-    assert!(err.is_corrupt(), "{err}");
+    assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
     assert_eq!(bytes("alpha"), alpha);
     assert_eq!(
         profile_roles(&dir, "beta").len(),
@@ -397,7 +397,7 @@ fn a_list_change_failing_part_way_is_partly_changed_and_the_retry_finishes_it() 
         matches!(&err, Error::PartlyChanged { changed, .. } if *changed == [agent("alpha")]),
         "{err}"
     );
-    assert!(err.is_outcome_unknown() && !err.is_usage(), "{err}");
+    assert_eq!(err.kind(), ErrorKind::OutcomeUnknown, "{err}");
     let members = dir.members(&role("reviewer")).unwrap();
     assert_eq!(members, [agent("alpha"), agent("gamma")]);
     let done = dir

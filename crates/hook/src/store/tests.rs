@@ -12,7 +12,7 @@
 use std::fs;
 use std::time::Duration;
 
-use chipset_store::{ManualClock, ReadOutcome, Timestamp};
+use chipset_store::{Classify, ErrorKind, ManualClock, ReadOutcome, Timestamp};
 use chipset_testkit::TempState;
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -401,7 +401,7 @@ fn fence_of(a: &Assignment) -> (String, u64, String, i64) {
 fn outcome<T>(r: Result<T, Error>) -> Outcome {
     match r {
         Ok(_) => Outcome::Done,
-        Err(e) if e.is_corrupt() => Outcome::Corrupt,
+        Err(e) if e.kind() == ErrorKind::Corrupt => Outcome::Corrupt,
         Err(Error::AlreadyAssigned { .. }) => Outcome::AlreadyAssigned,
         Err(Error::NotPermitted { .. }) => Outcome::NotPermitted,
         Err(Error::NotOwner { .. }) => Outcome::NotOwner,

@@ -236,7 +236,7 @@ fn next_generation(g: u64) -> u64 {
 ///
 /// # Errors
 ///
-/// A refusal ([`Error::is_refusal`]) naming the hook's state and who may do what.
+/// A refusal ([`ErrorKind::Refused`](chipset_store::ErrorKind::Refused), or [`ErrorKind::Stale`](chipset_store::ErrorKind::Stale)) naming the hook's state and who may do what.
 pub(crate) fn transition(
     hook: &Hook,
     event: &HookEvent,

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::HookStatus;
+use chipset_store::{Classify, ErrorKind};
 
 fn t(ms: i64) -> Timestamp {
     Timestamp::from_unix_ms(1_772_706_600_000 + ms)
@@ -89,7 +90,7 @@ fn exhaustive_table_with_the_right_actor_and_fence() {
                     assert_eq!(new.generation, 7 + u64::from(bump), "{op}");
                 }
                 (None, Err(e)) => match (h.state.status(), op) {
-                    (Empty, _) => assert!(e.is_stale(), "{op}: {e}"),
+                    (Empty, _) => assert_eq!(e.kind(), ErrorKind::Stale, "{op}: {e}"),
                     (_, Op::Assign) => {
                         assert!(matches!(e, Error::AlreadyAssigned { .. }), "{e}")
                     }
@@ -238,7 +239,7 @@ fn any_fence_field_mismatch_is_stale() {
     for held in variants {
         let e =
             transition(&h, &HookEvent::Touch(held), &Actor::Agent(agent("a")), t(2)).unwrap_err();
-        assert!(e.is_stale(), "{e}");
+        assert_eq!(e.kind(), ErrorKind::Stale, "{e}");
     }
     // The title and assigned_by are not part of the fence.
     let mut a = good;

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use chipset_hook::{HookStatus, Hooks, Pickup};
-use chipset_store::ReadOutcome;
 use chipset_store::{AgentId, Timestamp};
+use chipset_store::{Classify, ErrorKind, ReadOutcome};
 use chipset_store::{Defect, DoctorMode};
 use chipset_testkit::unrepaired;
 use proptest::prelude::*;
@@ -147,7 +147,11 @@ fn drive_to_a_new_cycle(
         assert_seed_form(&v);
         assert_eq!(v["work_item"], Value::Null, "{name}");
         // A late touch of the retired work is refused and writes nothing.
-        assert!(hooks.touch(&held).unwrap_err().is_stale(), "{name}");
+        assert_eq!(
+            hooks.touch(&held).unwrap_err().kind(),
+            ErrorKind::Stale,
+            "{name}"
+        );
     }
     assert_eq!(status(), HookStatus::Empty, "{name}");
     tick();
@@ -264,7 +268,7 @@ fn an_unknown_status_is_unsupported_refused_and_left_in_place() {
     assert!(read.corruption().is_none());
 
     let err = s.hooks.assign(&a, bead("b2"), "t", None).unwrap_err();
-    assert!(err.is_unsupported() && !err.is_corrupt(), "{err}");
+    assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
     assert_eq!(
         err.to_string(),
         format!(
@@ -273,8 +277,14 @@ fn an_unknown_status_is_unsupported_refused_and_left_in_place() {
             s.hooks.path(&a).display()
         )
     );
-    assert!(s.hooks.current(&a).unwrap_err().is_unsupported());
-    assert!(s.hooks.pickup(&a).unwrap_err().is_unsupported());
+    assert_eq!(
+        s.hooks.current(&a).unwrap_err().kind(),
+        ErrorKind::Unsupported
+    );
+    assert_eq!(
+        s.hooks.pickup(&a).unwrap_err().kind(),
+        ErrorKind::Unsupported
+    );
 
     let listed = s.hooks.list().unwrap();
     assert_eq!(listed.len(), 1);

@@ -6,7 +6,9 @@ use std::os::unix::fs::MetadataExt;
 use std::time::Duration;
 
 use chipset_hook::{Error, HookStatus, Hooks, Pickup};
-use chipset_store::{Action, CorruptReason, Defect, DoctorMode, ReadOutcome, Timestamp};
+use chipset_store::{
+    Action, Classify, CorruptReason, Defect, DoctorMode, ErrorKind, ReadOutcome, Timestamp,
+};
 use chipset_testkit::unrepaired;
 
 use crate::ReadExt;
@@ -121,10 +123,7 @@ fn no_skipping_and_the_explicit_takeaway() {
         );
         // A refusal by state is neither stale, corrupt nor unsupported: the
         // dispatcher reacts to each differently.
-        assert!(
-            !e.is_stale() && !e.is_corrupt() && !e.is_unsupported(),
-            "{e}"
-        );
+        assert_eq!(e.kind(), ErrorKind::Refused, "{e}");
     };
     wrong(
         s.hooks.complete(&held).unwrap_err(),
@@ -180,8 +179,7 @@ fn a_replaced_agent_can_neither_touch_nor_complete() {
         s.hooks.touch(&held).unwrap_err(),
         s.hooks.complete(&held).unwrap_err(),
     ] {
-        assert!(e.is_stale(), "{e}");
-        assert!(!e.is_corrupt() && !e.is_unsupported(), "{e}");
+        assert_eq!(e.kind(), ErrorKind::Stale, "{e}");
     }
     assert_eq!(
         fs::read(s.hooks.path(&a)).unwrap(),
@@ -205,7 +203,7 @@ fn a_replaced_agent_can_neither_touch_nor_complete() {
         )
     );
     let e = s.hooks.complete(&held).unwrap_err();
-    assert!(e.is_stale(), "{e}");
+    assert_eq!(e.kind(), ErrorKind::Stale, "{e}");
     assert_eq!(
         e.to_string(),
         format!(
@@ -288,12 +286,10 @@ fn corrupt_hooks_are_never_empty_and_refuse_every_transition() {
         assert_eq!(read.status(), None);
         let before = fs::symlink_metadata(s.hooks.path(&a)).unwrap().ino();
         let e = s.hooks.assign(&a, bead("b"), "t", None).unwrap_err();
-        assert!(e.is_corrupt(), "{name}: {e}");
-        assert!(!e.is_stale() && !e.is_unsupported(), "{name}: {e}");
-        assert!(!e.is_refusal(), "{name}: {e}");
+        assert_eq!(e.kind(), ErrorKind::Corrupt, "{name}: {e}");
         assert!(e.to_string().contains("a dispatcher must repair it"), "{e}");
-        assert!(s.hooks.pickup(&a).unwrap_err().is_corrupt());
-        assert!(s.hooks.current(&a).unwrap_err().is_corrupt());
+        assert_eq!(s.hooks.pickup(&a).unwrap_err().kind(), ErrorKind::Corrupt);
+        assert_eq!(s.hooks.current(&a).unwrap_err().kind(), ErrorKind::Corrupt);
         assert_eq!(
             fs::symlink_metadata(s.hooks.path(&a)).unwrap().ino(),
             before,
@@ -329,7 +325,7 @@ fn a_symlinked_hooks_directory_is_refused_and_not_taken_for_a_corrupt_hook() {
         .unwrap_err();
     // Only a symlink at the hook's own path is a corrupt hook (which repair
     // would move aside); a linked directory is the store refusing the path.
-    assert!(!e.is_corrupt(), "{e}");
+    assert!(e.kind() != ErrorKind::Corrupt, "{e}");
     assert!(
         matches!(&e, Error::Store(chipset_store::Error::Symlink { path }) if *path == s.hooks.dir().to_path_buf()),
         "{e:?}"

@@ -10,9 +10,9 @@ use std::thread;
 use std::time::Duration;
 
 use chipset_hook::{Error, HookStatus, Hooks, Pickup};
-use chipset_store::AgentId;
 use chipset_store::DoctorMode;
 use chipset_store::ReadOutcome;
+use chipset_store::{AgentId, Classify, ErrorKind};
 use chipset_testkit::{self as kit, Jitter, TempState};
 
 use crate::ReadExt;
@@ -59,7 +59,7 @@ fn role_toucher(hooks: &Hooks, agent: &AgentId, max: u64, out: &mut dyn FnMut(St
     for n in 0..max {
         match hooks.touch(&held) {
             Ok(hook) => assert_eq!(hook.state.status(), HookStatus::Active),
-            Err(e) if e.is_stale() => return out(format!("stale {n}")),
+            Err(e) if e.kind() == ErrorKind::Stale => return out(format!("stale {n}")),
             Err(e) => panic!("unexpected error: {e}"),
         }
         if n == 0 {

@@ -9,8 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chipset_hook::{Assignment, Error, HookStatus, Hooks, Pickup};
-use chipset_store::{ManualClock, RealIo, SharedIo, StateDir, StateOptions, Timestamp};
-use chipset_store::{MaybeCommitted, ReadOutcome};
+use chipset_store::ReadOutcome;
+use chipset_store::{
+    Classify, ErrorKind, ManualClock, RealIo, SharedIo, StateDir, StateOptions, Timestamp,
+};
 use chipset_testkit::{FaultCase, RecordIo, Visible, sweep_each};
 
 use crate::ReadExt;
@@ -270,8 +272,8 @@ fn repeating_a_transition_that_applied_is_a_success_that_writes_nothing() {
     assert_eq!((again.taken, again.was), (held.clone(), HookStatus::Empty));
     assert_eq!(fs::read(&file).unwrap(), bytes, "a repeated clear wrote");
     // Touch and complete of the cleared assignment are still stale.
-    assert!(hooks.touch(&held).unwrap_err().is_stale());
-    assert!(hooks.complete(&held).unwrap_err().is_stale());
+    assert_eq!(hooks.touch(&held).unwrap_err().kind(), ErrorKind::Stale);
+    assert_eq!(hooks.complete(&held).unwrap_err().kind(), ErrorKind::Stale);
 }
 
 /// Issue 31: `hook assign` retried after an outcome-unknown failure was

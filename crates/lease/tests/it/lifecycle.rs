@@ -5,6 +5,7 @@ use std::time::Duration;
 use chipset_lease::{Error, LeaseMode, Released};
 
 use crate::{agent, exclusive, setup, shared, table_bytes};
+use chipset_store::{Classify, ErrorKind};
 
 #[test]
 fn a_conflict_names_every_conflicting_lease_and_changes_nothing() {
@@ -151,7 +152,10 @@ fn a_token_never_granted_is_refused_not_taken_as_released() {
             never(s.leases.force_release(&a, token, "why").map(drop)),
             "{token}"
         );
-        assert!(Error::NeverGranted { token, next: 1 }.is_usage());
+        assert_eq!(
+            Error::NeverGranted { token, next: 1 }.kind(),
+            ErrorKind::Invalid
+        );
     }
     assert_eq!(table_bytes(&s), before, "nothing written");
     assert_eq!(s.leases.list().unwrap(), [l]);

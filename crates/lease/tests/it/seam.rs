@@ -25,7 +25,7 @@ use std::time::Duration;
 use chipset_lease::{Acquired, Error, Lease, LeaseMode, Leases, Released};
 use chipset_mail::Mail;
 use chipset_store::{
-    DoctorMode, ManualClock, MaybeCommitted, RealIo, SharedIo, StateDir, StateOptions, Timestamp,
+    Classify, DoctorMode, ManualClock, RealIo, SharedIo, StateDir, StateOptions, Timestamp,
 };
 use chipset_testkit::{FaultCase, RecordIo, T0, Visible, forgive_lock_folders, sweep_each};
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use chipset_backend::{PgBackend, PgOptions};
 use chipset_lease::{Error, Leases};
-use chipset_store::MaybeCommitted;
+use chipset_store::Classify;
 use chipset_testkit::TempState;
 
 use crate::place::Place;

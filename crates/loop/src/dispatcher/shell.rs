@@ -215,7 +215,10 @@ impl Dispatcher {
                             actions.changed();
                             LedgerEvent::Hooked(a)
                         }
-                        Err(e) if e.is_refusal() || e.is_corrupt() => {
+                        Err(e)
+                            if refused_by_rules(&e)
+                                || matches!(e, chipset_hook::Error::Corrupt { .. }) =>
+                        {
                             tracing::info!(%agent, error = %e, "agent not assignable; trying the next");
                             LedgerEvent::Refused
                         }
@@ -232,7 +235,7 @@ impl Dispatcher {
                         actions.changed();
                         LedgerEvent::TookAway
                     }
-                    Err(e) if e.is_stale() => LedgerEvent::TookAway,
+                    Err(chipset_hook::Error::StaleAssignment { .. }) => LedgerEvent::TookAway,
                     Err(chipset_hook::Error::WrongState {
                         from: HookStatus::Completed,
                         ..
@@ -245,7 +248,7 @@ impl Dispatcher {
                         LedgerEvent::Cleared
                     }
                     // Already cleared (a restart after the clear), or moved on.
-                    Err(e) if e.is_refusal() => LedgerEvent::Cleared,
+                    Err(e) if refused_by_rules(&e) => LedgerEvent::Cleared,
                     Err(e) => return Err(e.into()),
                 },
             };
@@ -456,4 +459,19 @@ fn trace(action: &DispatchAction) {
         }
         _ => {}
     }
+}
+
+/// Returns true when the hook's rules refused a step: the hook was
+/// readable and nothing was written (a failure to read or write it is not
+/// a refusal).
+fn refused_by_rules(e: &chipset_hook::Error) -> bool {
+    use chipset_hook::Error as E;
+    matches!(
+        e,
+        E::AlreadyAssigned { .. }
+            | E::NotPermitted { .. }
+            | E::NotOwner { .. }
+            | E::WrongState { .. }
+            | E::StaleAssignment { .. }
+    )
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use chipset_hook::Pickup;
 use chipset_loop::{Channels, Error, Witness, WitnessConfig, Worker, WorkerConfig};
 use chipset_mail::{Mail, MailConfig};
-use chipset_store::MaybeCommitted as _;
+use chipset_store::Classify as _;
 use chipset_testkit::TempState;
 
 use crate::{agent, bead, secs, setup};

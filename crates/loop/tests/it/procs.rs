@@ -14,7 +14,7 @@ use chipset_loop::{
     WorkOutcome, Worker, WorkerConfig,
 };
 use chipset_mail::{Mail, ManifestEvent};
-use chipset_store::{StateDir, StateOptions};
+use chipset_store::{Classify, ErrorKind, StateDir, StateOptions};
 use chipset_testkit::{self as kit, TempState};
 
 use crate::{agent, bead, place};
@@ -274,5 +274,5 @@ fn killed_worker(race: Race) {
         );
     }
     // Had the victim lived, its completion would be refused.
-    assert!(hooks.complete(&held).unwrap_err().is_stale());
+    assert_eq!(hooks.complete(&held).unwrap_err().kind(), ErrorKind::Stale);
 }

@@ -11,6 +11,7 @@ use chipset_loop::{
 };
 
 use crate::{Setup, agent, bead, secs, setup_no_sync, setup_pg};
+use chipset_store::{Classify, ErrorKind};
 
 both!(every_bead_is_done_exactly_once_though_a_worker_hangs_and_the_loops_restart_every_tick);
 
@@ -139,7 +140,10 @@ fn every_bead_is_done_exactly_once_though_a_worker_hangs_and_the_loops_restart_e
     );
     assert!(s.loop_json("dispatcher/agents.json")["suspended"]["w2"].is_object());
     // It wakes up at last: its completion is refused.
-    assert!(s.hooks.complete(&hung).unwrap_err().is_stale());
+    assert_eq!(
+        s.hooks.complete(&hung).unwrap_err().kind(),
+        ErrorKind::Stale
+    );
 }
 
 /// What one worker does at one step of a random schedule.
@@ -258,7 +262,7 @@ fn random_schedule(
                             Ok("done".to_owned())
                         })
                         .or_else(|e| {
-                            if e.is_stale() {
+                            if e.kind() == ErrorKind::Stale {
                                 Ok(WorkOutcome::Idle)
                             } else {
                                 Err(e)

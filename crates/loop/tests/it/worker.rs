@@ -5,7 +5,7 @@ use chipset_bus::{Bus, Priority as BusPriority};
 use chipset_hook::HookStatus;
 use chipset_loop::{Stop, Topic, WorkOutcome, Worker, WorkerConfig};
 use chipset_nudge::{NewNudge, NudgeType, Received};
-use chipset_store::ReadOutcome;
+use chipset_store::{Classify, ErrorKind, ReadOutcome};
 
 use crate::{Setup, agent, bead, body_json, secs, setup};
 
@@ -310,7 +310,7 @@ fn work_taken_away_cannot_be_completed_and_nothing_is_reported(s: Setup) {
             Ok("finished anyway".to_owned())
         })
         .unwrap_err();
-    assert!(err.is_stale(), "{err}");
+    assert_eq!(err.kind(), ErrorKind::Stale, "{err}");
     assert!(matches!(err, chipset_loop::Error::Stale { .. }));
     assert!(s.inbox(&agent("mayor")).is_empty());
     assert!(s.sent(Topic::CompletionReport.as_str()).is_empty());
@@ -332,7 +332,7 @@ fn a_checkpoint_notices_the_work_was_taken_away(s: Setup) {
             Err(stop)
         })
         .unwrap_err();
-    assert!(err.is_stale());
+    assert_eq!(err.kind(), ErrorKind::Stale);
 }
 
 fn a_failed_work_leaves_the_hook_active_and_is_resumed(s: Setup) {
@@ -429,7 +429,7 @@ fn run_until_goes_on_after_work_is_taken_away(s: Setup) {
             Ok("done".to_owned())
         },
         |result| {
-            stale += usize::from(matches!(result, Err(e) if e.is_stale()));
+            stale += usize::from(matches!(result, Err(e) if e.kind() == ErrorKind::Stale));
             matches!(result, Ok(WorkOutcome::Completed { .. }))
         },
     )
@@ -514,7 +514,7 @@ fn run_until_ends_on_an_error_that_is_not_stale(s: Setup) {
             },
         )
         .unwrap_err();
-    assert!(err.is_corrupt() && !err.is_stale(), "{err}");
+    assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
     assert_eq!(seen, 1);
 }
 
@@ -528,7 +528,7 @@ fn a_completion_refused_for_a_corrupt_hook_is_not_stale(s: Setup) {
             Ok("done".to_owned())
         })
         .unwrap_err();
-    assert!(err.is_corrupt() && !err.is_stale(), "{err}");
+    assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
     assert!(s.sent(Topic::CompletionReport.as_str()).is_empty());
 }
 

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use chipset_mail::MessageId;
 use chipset_mail::{ArchiveOutcome, Error, Mail, NewMessage};
+use chipset_store::{Classify, IoBackend, RealIo};
 use chipset_store::{Defect, DoctorMode};
-use chipset_store::{IoBackend, MaybeCommitted, RealIo};
 use chipset_store::{ManualClock, SharedIo, StateDir, StateOptions, SyncOrder, Timestamp};
 use chipset_testkit::{EIO, Fault, FaultCase, FaultIo, IoOp, RecordIo, sweep_each};
 

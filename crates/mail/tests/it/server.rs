@@ -9,7 +9,7 @@ use chipset_mail::{
     ArchiveOutcome, Error, Location, Mail, MailConfig, ManifestEvent, MessageId, NewGroupMessage,
     NewMessage,
 };
-use chipset_store::{MaybeCommitted, TaskId};
+use chipset_store::{Classify, TaskId};
 use chipset_testkit::TempState;
 
 use crate::place::Place;

@@ -4,6 +4,7 @@ use chipset_pool::{Error, ItemId, MAX_BODY, NewItem, ReadyFilter};
 
 use crate::place::Place;
 use crate::{agent, id, item, setup_on, snapshot};
+use chipset_store::{Classify, ErrorKind};
 
 fn bad_posts_are_refused_and_change_nothing(place: &Place) {
     let s = setup_on(place);
@@ -41,7 +42,7 @@ fn bad_posts_are_refused_and_change_nothing(place: &Place) {
     // or an event's id taken with other content is).
     let usage: Vec<bool> = refused
         .iter()
-        .map(|r| r.as_ref().unwrap_err().is_usage())
+        .map(|r| r.as_ref().unwrap_err().kind() == ErrorKind::Invalid)
         .collect();
     assert_eq!(usage, [true, true, true, true, true, false]);
     // A batch whose items form a cycle posts none of them.

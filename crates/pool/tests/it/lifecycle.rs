@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use chipset_hook::HookStatus;
 use chipset_pool::{Error, NewItem, ReadyFilter, WorkState};
-use chipset_store::ReadOutcome;
+use chipset_store::{Classify, ErrorKind, ReadOutcome};
 
 use chipset_backend::{Dir, Wake};
 
@@ -243,7 +243,10 @@ fn release_returns_the_item_with_its_reason_once(place: &Place) {
     assert_eq!(released.entry.releases, 1);
     assert_eq!(s.hooks.current(&alice).unwrap(), None);
     // Alice's old assignment is fenced off.
-    assert!(s.hooks.activate(&a.assignment).unwrap_err().is_stale());
+    assert_eq!(
+        s.hooks.activate(&a.assignment).unwrap_err().kind(),
+        ErrorKind::Stale
+    );
     // A retry is a success that changes nothing.
     let again = s.pool.release(&alice, &id("a"), "needs a design").unwrap();
     assert!(again.existing);
@@ -340,7 +343,7 @@ fn a_corrupt_hook_fails_claims_closed(place: &Place) {
     }
     assert!(matches!(
         s.pool.claim_next(&agent("alice"), &ReadyFilter::new()),
-        Err(Error::Hook(e)) if e.is_corrupt()
+        Err(Error::Hook(e)) if e.kind() == ErrorKind::Corrupt
     ));
     assert!(s.pool.ready(&ReadyFilter::new()).is_err());
 }

@@ -29,7 +29,7 @@ use std::time::Duration;
 use chipset_hook::{Assignment, HookStatus, Hooks};
 use chipset_pool::{Claimed, Entry, Error, ItemId, NewItem, Pool, Posted, ReadyFilter};
 use chipset_pool::{Settled, WorkState};
-use chipset_store::{AgentId, ManualClock, MaybeCommitted, ReadOutcome, SharedIo};
+use chipset_store::{AgentId, Classify, ManualClock, ReadOutcome, SharedIo};
 use chipset_store::{StateDir, StateOptions};
 use chipset_testkit::{FaultCase, NoSyncIo, Visible, forgive_lock_folders, sweep_each};
 

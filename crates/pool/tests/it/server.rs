@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use chipset_backend::{Dir, PgBackend};
 use chipset_pool::{NewItem, Pool, ReadyFilter, WorkState};
-use chipset_store::{DoctorMode, MaybeCommitted};
+use chipset_store::{Classify, DoctorMode};
 use chipset_testkit::TempState;
 
 use chipset_backend::testing::Proxy;

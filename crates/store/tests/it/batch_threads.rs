@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
-use chipset_store::{Created, Error, IoBackend, MaybeCommitted, RealIo, StatePath, SyncOrder};
+use chipset_store::{Classify, Created, Error, IoBackend, RealIo, StatePath, SyncOrder};
 use chipset_testkit::{EIO, ENOSPC};
 
 use crate::names;

@@ -6,7 +6,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use chipset_store::{Error, IoBackend, MaybeCommitted, StatePath, SyncOrder};
+use chipset_store::{Classify, Error, IoBackend, StatePath, SyncOrder};
 use chipset_testkit::state_path as sp;
 use chipset_testkit::{EEXIST, EIO, ENOENT, ENOSPC, EOPNOTSUPP, Fault, FaultIo, IoOp, RecordIo};
 use serde_json::{Value, json};

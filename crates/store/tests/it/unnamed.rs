@@ -6,7 +6,7 @@
 
 use std::fs;
 
-use chipset_store::{Created, Error, MaybeCommitted, StatePath, SyncOrder};
+use chipset_store::{Classify, Created, Error, StatePath, SyncOrder};
 use chipset_testkit::{EIO, ENOSPC, Fault, FaultIo, IoOp};
 
 use crate::names;
