@@ -206,7 +206,7 @@ pub(crate) enum HookCommand {
     /// $CHIPSET_AGENT is not used.
     Assign {
         #[command(flatten)]
-        who: Who,
+        who: Target,
         /// The bead (work item) id.
         #[arg(long, value_name = "ID")]
         bead: BeadId,
@@ -242,7 +242,7 @@ pub(crate) enum HookCommand {
     /// work away. The agent must be named: $CHIPSET_AGENT is not used.
     Clear {
         #[command(flatten)]
-        who: Who,
+        who: Target,
         /// Take a pending or active hook away instead of clearing a completed one.
         #[arg(long)]
         reassign: bool,
@@ -357,16 +357,28 @@ impl Who {
     pub(crate) fn agent(self) -> crate::error::Result<AgentId> {
         agent_or_env(self.agent.or(self.agent_opt))
     }
+}
 
-    /// Returns the agent the command line names, never `$CHIPSET_AGENT`:
-    /// for a dispatcher's command on another agent's hook (`hook assign`,
-    /// `hook clear`), where a target left out must not fall back to the
-    /// caller itself.
+/// The agent whose hook a dispatcher's command changes (`hook assign`,
+/// `hook clear`): by position or by `--agent`, never `$CHIPSET_AGENT`, so
+/// a target left out never falls back to the caller itself.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct Target {
+    /// The agent whose hook this changes ($CHIPSET_AGENT is not used).
+    #[arg(value_name = "AGENT", conflicts_with = "agent_opt")]
+    agent: Option<AgentId>,
+    /// The agent, as an option (instead of AGENT).
+    #[arg(long = "agent", id = "agent_opt", value_name = "AGENT")]
+    agent_opt: Option<AgentId>,
+}
+
+impl Target {
+    /// Returns the agent the command line names.
     ///
     /// # Errors
     ///
     /// A usage error when the command line names none.
-    pub(crate) fn target(self) -> crate::error::Result<AgentId> {
+    pub(crate) fn agent(self) -> crate::error::Result<AgentId> {
         self.agent.or(self.agent_opt).ok_or_else(|| {
             CliError::usage("name the agent whose hook this changes: AGENT or --agent AGENT")
         })

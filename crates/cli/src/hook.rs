@@ -27,7 +27,7 @@ pub(crate) fn run(ctx: &Ctx, command: HookCommand) -> Result<Output> {
             title,
             by,
         } => {
-            let agent = who.target()?;
+            let agent = who.agent()?;
             let assignment = hooks.assign(&agent, bead, title, by.as_ref())?;
             let text = format!(
                 "assigned {} to {agent} (generation {})\n",
@@ -52,7 +52,7 @@ pub(crate) fn run(ctx: &Ctx, command: HookCommand) -> Result<Output> {
             reassign: false,
             fence,
         } => {
-            let agent = who.target()?;
+            let agent = who.agent()?;
             let held = held(&hooks, &agent, "clear", &fence)?;
             let hook = hooks.clear(&held)?;
             let text = format!("cleared {} from {agent}\n", held.work.bead_id);
@@ -63,7 +63,7 @@ pub(crate) fn run(ctx: &Ctx, command: HookCommand) -> Result<Output> {
             reassign: true,
             fence,
         } => {
-            let agent = who.target()?;
+            let agent = who.agent()?;
             let held = held(&hooks, &agent, "reassign", &fence)?;
             let done = hooks.reassign(&held)?;
             let text = format!(

@@ -81,39 +81,48 @@ impl Class {
     }
 }
 
-/// Why an operation failed, as one line and a [`Class`].
+/// Why an operation failed, as one line and an [`ErrorKind`] (from which
+/// its [`Class`] follows).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {
-    class: Class,
+    kind: ErrorKind,
     message: String,
 }
 
 impl Failure {
     /// Returns a usage failure: an argument the operation cannot take.
     pub fn usage(message: impl Into<String>) -> Self {
-        Failure {
-            class: Class::Usage,
-            message: message.into(),
-        }
+        Failure::new(ErrorKind::Invalid, message)
     }
 
     /// Returns a refusal or other failure.
     pub fn refused(message: impl Into<String>) -> Self {
+        Failure::new(ErrorKind::Refused, message)
+    }
+
+    fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         Failure {
-            class: Class::Refused,
+            kind,
             message: message.into(),
         }
     }
 
+    /// Returns the failure's kind: the library error's own, or the kind a
+    /// shell's refusal names (a hook holding other work is stale, an
+    /// unreadable file corrupt).
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
     /// Returns the failure's class.
     pub fn class(&self) -> Class {
-        self.class
+        Class::of(self.kind)
     }
 
     /// Returns the command line's exit status for it: 2 for usage, 3 for
     /// an unknown outcome, 1 otherwise.
     pub fn exit_status(&self) -> u8 {
-        match self.class {
+        match self.class() {
             Class::Usage => 2,
             Class::Refused => 1,
             Class::OutcomeUnknown => OUTCOME_UNKNOWN,
@@ -157,18 +166,24 @@ impl Failure {
             (None, Some(g)) => format!("generation {g}"),
             (None, None) => unreachable!("a difference needs a fence"),
         };
-        Err(Failure::refused(format!(
-            "cannot {op} {asked} on the hook of `{agent}`: it holds `{}` (generation {}) now, \
+        Err(Failure::new(
+            ErrorKind::Stale,
+            format!(
+                "cannot {op} {asked} on the hook of `{agent}`: it holds `{}` (generation {}) now, \
              so that work was taken away or replaced; nothing changed",
-            held.work.bead_id, held.generation
-        )))
+                held.work.bead_id, held.generation
+            ),
+        ))
     }
 
     /// Refuses to show `agent`'s hook, whose file is unreadable.
     pub fn hook_unreadable(agent: &AgentId, corrupt: &Corruption) -> Self {
-        Failure::refused(format!(
-            "the hook of `{agent}` is unreadable: {corrupt}; `chipset doctor --fix` quarantines it"
-        ))
+        Failure::new(
+            ErrorKind::Corrupt,
+            format!(
+                "the hook of `{agent}` is unreadable: {corrupt}; `chipset doctor --fix` quarantines it"
+            ),
+        )
     }
 
     /// Refuses a nudge to `to`: an unprocessed abort from `pending_from` holds.
@@ -186,10 +201,13 @@ impl Failure {
 
     /// Refuses to read `agent`'s latest nudge, which is unreadable.
     pub fn nudge_unreadable(agent: &AgentId, corrupt: &Corruption) -> Self {
-        Failure::refused(format!(
-            "the latest nudge of `{agent}` is unreadable: {corrupt}; \
+        Failure::new(
+            ErrorKind::Corrupt,
+            format!(
+                "the latest nudge of `{agent}` is unreadable: {corrupt}; \
              `chipset doctor --fix` quarantines it"
-        ))
+            ),
+        )
     }
 
     /// Refuses to read `agent`'s nudge for a reason this version does not know.
@@ -199,7 +217,10 @@ impl Failure {
 
     /// Refuses an answer from `agent`, who has no nudge.
     pub fn no_nudge_to_answer(agent: &AgentId) -> Self {
-        Failure::refused(format!("`{agent}` has no nudge to answer"))
+        Failure::new(
+            ErrorKind::NotFound,
+            format!("`{agent}` has no nudge to answer"),
+        )
     }
 
     /// Returns the nudge `agent` is to answer, from what its `latest.json`
@@ -209,44 +230,56 @@ impl Failure {
         match latest {
             ReadOutcome::Missing => Err(Failure::no_nudge_to_answer(agent)),
             ReadOutcome::Corrupt(c) => Err(Failure::nudge_unanswerable(agent, &c)),
-            ReadOutcome::Unsupported(u) => Err(Failure::refused(format!("cannot answer: {u}"))),
+            ReadOutcome::Unsupported(u) => Err(Failure::new(
+                ErrorKind::Unsupported,
+                format!("cannot answer: {u}"),
+            )),
             ReadOutcome::Value(n) => Ok(n),
         }
     }
 
     /// Refuses an answer from `agent`, whose latest nudge is unreadable.
     pub fn nudge_unanswerable(agent: &AgentId, corrupt: &Corruption) -> Self {
-        Failure::refused(format!(
-            "cannot answer: the latest nudge of `{agent}` is unreadable: {corrupt}"
-        ))
+        Failure::new(
+            ErrorKind::Corrupt,
+            format!("cannot answer: the latest nudge of `{agent}` is unreadable: {corrupt}"),
+        )
     }
 
     /// Fails a listing of `agent`'s queue that met `count` unreadable files,
     /// the first at `first` with `problem`.
     pub fn unreadable_queue(agent: &AgentId, count: usize, first: &Path, problem: &str) -> Self {
-        Failure::refused(format!(
-            "{} in the queue of `{agent}` ({}: {problem}); `chipset doctor --fix` quarantines them",
-            plural(count, "unreadable file"),
-            first.display(),
-        ))
+        Failure::new(
+            ErrorKind::Corrupt,
+            format!(
+                "{} in the queue of `{agent}` ({}: {problem}); `chipset doctor --fix` quarantines them",
+                plural(count, "unreadable file"),
+                first.display(),
+            ),
+        )
     }
 
     /// Fails a listing of reminders that met `count` unreadable files, the
     /// first described by `first`.
     pub fn unreadable_reminders(count: usize, first: &dyn fmt::Display) -> Self {
-        Failure::refused(format!(
-            "{} ({first}); `chipset doctor --fix` quarantines them",
-            plural(count, "unreadable reminder file")
-        ))
+        Failure::new(
+            ErrorKind::Corrupt,
+            format!(
+                "{} ({first}); `chipset doctor --fix` quarantines them",
+                plural(count, "unreadable reminder file")
+            ),
+        )
     }
 
     /// Returns a failure of `class` whose message is `error` and its
     /// sources, for errors this crate has no `From` for.
     pub fn from_error(class: Class, error: &dyn StdError) -> Self {
-        Failure {
-            class,
-            message: chain(error),
-        }
+        let kind = match class {
+            Class::Usage => ErrorKind::Invalid,
+            Class::OutcomeUnknown => ErrorKind::OutcomeUnknown,
+            Class::Refused => ErrorKind::Refused,
+        };
+        Failure::new(kind, chain(error))
     }
 }
 
@@ -292,13 +325,13 @@ fn chain(error: &dyn StdError) -> String {
     text
 }
 
-/// Each chipset error becomes a [`Failure`] of the class its
-/// [`kind`](Classify::kind) gives ([`Class::of`]).
+/// Each chipset error becomes a [`Failure`] of its
+/// [`kind`](Classify::kind).
 macro_rules! from_classified {
     ($($error:ty),* $(,)?) => {$(
         impl From<$error> for Failure {
             fn from(e: $error) -> Self {
-                Failure::from_error(Class::of(e.kind()), &e)
+                Failure::new(e.kind(), chain(&e))
             }
         }
     )*};
@@ -357,6 +390,27 @@ mod tests {
         ] {
             assert_eq!(Class::of(kind), Class::Refused, "{kind:?}");
         }
+    }
+
+    /// A failure keeps the library error's kind, and a shell's refusal
+    /// names its own, so an MCP client can act on it.
+    #[test]
+    fn a_failure_keeps_its_kind() {
+        let missing = chipset_nudge::Error::ReminderNotFound { id: "x".into() };
+        assert_eq!(Failure::from(missing).kind(), ErrorKind::NotFound);
+        let agent = AgentId::new("a").unwrap();
+        let corrupt = Corruption {
+            path: "nudges/a/latest.json".into(),
+            reason: chipset_store::CorruptReason::Unparsable("EOF".into()),
+        };
+        let unreadable = Failure::nudge_unreadable(&agent, &corrupt);
+        assert_eq!(unreadable.kind(), ErrorKind::Corrupt);
+        assert_eq!(unreadable.exit_status(), 1);
+        assert_eq!(Failure::usage("bad").kind(), ErrorKind::Invalid);
+        assert_eq!(
+            Failure::hook_empty(&agent, "touch").kind(),
+            ErrorKind::Refused
+        );
     }
 
     /// The search index is a cache: its store's unknown outcome changed no

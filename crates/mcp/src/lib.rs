@@ -104,8 +104,11 @@
 //! error, so the agent sees why: its text is exactly the line the command
 //! line prints after `chipset: error: ` (both come from
 //! [`chipset_failure::Failure`]), and its structured content is
-//! `{"error": <that line>, "class": "usage" | "refused"}` (`usage` where the
-//! command line exits 2). A listing that met unreadable files returns what
+//! `{"error": <that line>, "class": "usage" | "refused", "kind": …}`
+//! (`usage` where the command line exits 2; `kind` is the failure's
+//! [`ErrorKind`](chipset_store::ErrorKind): `stale` when the work was
+//! taken away, `outcome_unknown` when the change may have been made and
+//! the same request, with the same ids, is to be retried). A listing that met unreadable files returns what
 //! it could read with `isError` set, as the command line prints the listing
 //! and fails. Arguments that do not match a tool's input schema (a missing
 //! field, an unknown one such as `agent`, a string where a number goes) are

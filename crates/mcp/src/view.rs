@@ -435,13 +435,20 @@ pub struct Noted<T> {
 }
 
 /// A refused operation: the line the command line prints after
-/// `chipset: error: `, and whether the input was at fault.
+/// `chipset: error: `, whether the input was at fault, and what kind of
+/// failure it is.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Refusal {
     /// The message.
     pub error: String,
     /// `usage` (the command line exits 2) or `refused`.
     pub class: String,
+    /// The failure's kind (`chipset_store::ErrorKind`): `invalid`,
+    /// `not_found`, `refused`, `stale` (the work or lease was taken away:
+    /// read again), `corrupt` (`doctor` repairs it), `unsupported`,
+    /// `outcome_unknown` (the change may have been made: retry the same
+    /// request, with the same ids) or `io`.
+    pub kind: String,
 }
 
 impl NudgeState {
@@ -465,6 +472,7 @@ impl Refusal {
                 _ => "refused",
             }
             .to_owned(),
+            kind: failure.kind().to_string(),
         }
     }
 }

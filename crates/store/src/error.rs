@@ -225,6 +225,23 @@ pub enum ErrorKind {
     Io,
 }
 
+impl std::fmt::Display for ErrorKind {
+    /// Writes the kind as one snake_case word (`not_found`,
+    /// `outcome_unknown`), as chipset's JSON results name it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ErrorKind::Invalid => "invalid",
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::Refused => "refused",
+            ErrorKind::Stale => "stale",
+            ErrorKind::Corrupt => "corrupt",
+            ErrorKind::Unsupported => "unsupported",
+            ErrorKind::OutcomeUnknown => "outcome_unknown",
+            ErrorKind::Io => "io",
+        })
+    }
+}
+
 /// The one question every chipset error answers: what kind of failure it
 /// is ([`ErrorKind`]), so code that handles errors of several channels (a
 /// command line, a server, an orchestrator's retry loop) asks it through

@@ -410,6 +410,12 @@ fn chipset_agent_names_the_agent_the_command_line_leaves_out() {
         );
     }
     assert_eq!(before, tree(env.root()), "nothing changed");
+    // Their help says so, and claims no default from the variable.
+    for command in ["assign", "clear"] {
+        let help = env.ok(&["hook", command, "--help"]).stdout;
+        assert!(help.contains("$CHIPSET_AGENT is not used"), "{help}");
+        assert!(!help.contains("default: $CHIPSET_AGENT"), "{help}");
+    }
     for (agent, says) in [("", "name the agent"), ("a/b", "invalid $CHIPSET_AGENT")] {
         let run = env.run_as(agent, &["hook", "show"]);
         assert_eq!(run.code, 2, "{run:?}");

@@ -447,6 +447,16 @@ fn stdio_refusals_are_tool_errors_with_the_command_lines_message() {
         let (code, line) = cli_error(&env, &["hook", "touch", "a"]);
         assert_eq!((code, refused(&r)), (1, line));
         assert_eq!(r.structured_content.as_ref().unwrap()["class"], "refused");
+        assert_eq!(r.structured_content.as_ref().unwrap()["kind"], "refused");
+
+        // Work named that the hook no longer holds: stale, so the agent
+        // knows to read its hook again.
+        let assigned = env.run(&["hook", "assign", "a", "--bead", "b-1", "--title", "T"]);
+        assert_eq!(assigned.code, 0, "{assigned:?}");
+        let r = call(&c, "hook_touch", json!({"bead": "b-0"})).await;
+        let (code, line) = cli_error(&env, &["hook", "touch", "a", "--bead", "b-0"]);
+        assert_eq!((code, refused(&r)), (1, line));
+        assert_eq!(r.structured_content.as_ref().unwrap()["kind"], "stale");
 
         // A request archived before it was answered.
         let r = call(&c, "mail_archive", json!({"id": request})).await;
@@ -473,6 +483,7 @@ fn stdio_refusals_are_tool_errors_with_the_command_lines_message() {
         );
         assert_eq!((code, refused(&r)), (2, line));
         assert_eq!(r.structured_content.as_ref().unwrap()["class"], "usage");
+        assert_eq!(r.structured_content.as_ref().unwrap()["kind"], "invalid");
 
         // An id that does not exist.
         let r = call(
@@ -486,11 +497,13 @@ fn stdio_refusals_are_tool_errors_with_the_command_lines_message() {
             &["remind", "resolve", "r-missing", "--resolution", "ignored"],
         );
         assert_eq!((code, refused(&r)), (1, line));
+        assert_eq!(r.structured_content.as_ref().unwrap()["kind"], "not_found");
 
         // A nudge with nothing to answer.
         let r = call(&c, "nudge_respond", json!({})).await;
         let (code, line) = cli_error(&env, &["nudge", "respond", "a"]);
         assert_eq!((code, refused(&r)), (1, line));
+        assert_eq!(r.structured_content.as_ref().unwrap()["kind"], "not_found");
 
         // Malformed ids are usage errors naming the id.
         let r = call(
