@@ -141,7 +141,7 @@
 //! # Attention: what needs an agent, and waiting for it
 //!
 //! [`Attention::brief`] reads every channel from one agent's point of view
-//! and returns a [`Brief`]: at most one [`Entry`] per [`WorkKind`], each
+//! and returns a [`Brief`]: at most one [`BriefEntry`] per [`WorkKind`], each
 //! with a count and the most urgent item. What counts:
 //!
 //! | kind | needs the agent when | most urgent |
@@ -154,7 +154,7 @@
 //! | lease | a live lease of the agent's is in the last fifth of its term (at most five minutes) | soonest to expire |
 //! | pool | the hook is free (missing, empty, or a completed pool item) and ready pool items are for no role or one of the agent's roles in the directory | the three most urgent, then oldest |
 //!
-//! A file that is there but unreadable is an item too ([`Item::unreadable`]),
+//! A file that is there but unreadable is an item too ([`BriefItem::unreadable`]),
 //! never "nothing". A reminder that names no agent wakes no one (reminders
 //! are scoped to a tenant, not an agent): see [`Attention::REMINDER_AGENT_FIELD`].
 //!
@@ -275,7 +275,9 @@ mod stream;
 mod witness;
 mod worker;
 
-pub use attention::{Attention, AttentionConfig, Brief, BriefWatch, Entry, Item, WorkKind};
+pub use attention::{
+    Attention, AttentionConfig, Brief, BriefEntry, BriefItem, BriefWatch, WorkKind,
+};
 pub use channels::Channels;
 pub use dispatcher::{DispatchAction, Dispatcher, DispatcherConfig, IgnoreReason, Ledger};
 pub use error::{Error, Result};

@@ -55,7 +55,7 @@ impl fmt::Display for WorkKind {
 
 /// One piece of work: the most urgent of its kind.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Item {
+pub struct BriefItem {
     /// Its id: bead, nudge, message, event or reminder id; the file's path
     /// when the file is unreadable.
     pub id: String,
@@ -78,23 +78,23 @@ pub struct Item {
 
 /// One kind of work that needs the agent: how much, and the most urgent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Entry {
+pub struct BriefEntry {
     /// The kind.
     pub kind: WorkKind,
     /// How many items of this kind need the agent.
     pub count: usize,
     /// The most urgent of them.
-    pub top: Item,
+    pub top: BriefItem,
     /// The next most urgent after `top`, for a kind that names a few (the
     /// pool: three items in all).
     /// Left out of the JSON when empty.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub more: Vec<Item>,
+    pub more: Vec<BriefItem>,
 }
 
-impl fmt::Display for Entry {
+impl fmt::Display for BriefEntry {
     /// One line: `mail (2): urgent request from mayor: review-plan [id]`,
-    /// then one indented line for each of [`Entry::more`].
+    /// then one indented line for each of [`BriefEntry::more`].
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
@@ -111,14 +111,14 @@ impl fmt::Display for Entry {
     }
 }
 
-/// What needs one agent now: at most one [`Entry`] per [`WorkKind`], in
+/// What needs one agent now: at most one [`BriefEntry`] per [`WorkKind`], in
 /// the order of the kinds. Empty when nothing does.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Brief {
     /// The agent.
     pub agent: AgentId,
     /// One entry per kind of work that needs the agent.
-    pub entries: Vec<Entry>,
+    pub entries: Vec<BriefEntry>,
 }
 
 impl Brief {
@@ -136,7 +136,7 @@ impl Brief {
     }
 
     /// Returns the entry of `kind`, if that kind needs the agent.
-    pub fn entry(&self, kind: WorkKind) -> Option<&Entry> {
+    pub fn entry(&self, kind: WorkKind) -> Option<&BriefEntry> {
         self.entries.iter().find(|e| e.kind == kind)
     }
 

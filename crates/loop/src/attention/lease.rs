@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use chipset_store::{AgentId, Timestamp};
 
-use super::{Attention, Entry, Item, WorkKind, unreadable, unsupported};
+use super::{Attention, BriefEntry, BriefItem, WorkKind, unreadable, unsupported};
 use crate::error::Result;
 
 /// How close to its expiry a live lease of the agent's shows in its brief,
@@ -30,7 +30,7 @@ impl Attention {
     pub(super) fn lease_entry(
         &self,
         agent: &AgentId,
-    ) -> Result<(Option<Entry>, Option<Timestamp>)> {
+    ) -> Result<(Option<BriefEntry>, Option<Timestamp>)> {
         let leases = self.leases();
         let now = self.now()?;
         let mut soon = match leases.live() {
@@ -58,10 +58,10 @@ impl Attention {
             return Ok((None, next));
         };
         let paths: Vec<String> = first.paths.iter().map(ToString::to_string).collect();
-        let entry = Entry {
+        let entry = BriefEntry {
             kind: WorkKind::Lease,
             count: soon.len(),
-            top: Item {
+            top: BriefItem {
                 id: first.token.to_string(),
                 from: None,
                 priority: Some(first.mode.as_str().to_owned()),

@@ -20,7 +20,7 @@ mod lease;
 mod pool;
 mod wake;
 
-pub use brief::{Brief, Entry, Item, WorkKind};
+pub use brief::{Brief, BriefEntry, BriefItem, WorkKind};
 use wake::Watch;
 
 /// How [`Attention`] waits: built as a literal,
@@ -118,7 +118,7 @@ impl Attention {
     ///
     /// A channel's error when a directory cannot be listed or a file cannot
     /// be opened. A file that is there but unreadable is not an error: it
-    /// is an item with [`Item::unreadable`] set, never "nothing there".
+    /// is an item with [`BriefItem::unreadable`] set, never "nothing there".
     pub fn brief(&self, agent: &AgentId) -> Result<Brief> {
         Ok(self.look(agent, self.pool_present())?.brief)
     }
@@ -256,7 +256,7 @@ impl Attention {
         }
     }
 
-    fn hook_entry(&self, agent: &AgentId) -> Result<Option<Entry>> {
+    fn hook_entry(&self, agent: &AgentId) -> Result<Option<BriefEntry>> {
         Ok(match self.hooks.read(agent)? {
             ReadOutcome::Missing => None,
             ReadOutcome::Value(h) if h.state.status() == HookStatus::Pending => {
@@ -266,7 +266,7 @@ impl Attention {
                         .as_ref()
                         .map(|b| format!(" (assigned by {b})"))
                         .unwrap_or_default();
-                    Item {
+                    BriefItem {
                         id: w.bead_id.to_string(),
                         from: w.assigned_by.as_ref().map(ToString::to_string),
                         priority: None,
@@ -275,7 +275,7 @@ impl Attention {
                         unreadable: false,
                     }
                 });
-                work.map(|top| Entry {
+                work.map(|top| BriefEntry {
                     kind: WorkKind::Hook,
                     count: 1,
                     top,
@@ -288,11 +288,11 @@ impl Attention {
         })
     }
 
-    fn nudge_entry(&self, agent: &AgentId) -> Result<Option<Entry>> {
-        let nudge = |n: &Nudge| Entry {
+    fn nudge_entry(&self, agent: &AgentId) -> Result<Option<BriefEntry>> {
+        let nudge = |n: &Nudge| BriefEntry {
             kind: WorkKind::Nudge,
             count: 1,
-            top: Item {
+            top: BriefItem {
                 id: n
                     .id
                     .as_ref()
@@ -325,7 +325,7 @@ impl Attention {
         })
     }
 
-    fn mail_entry(&self, agent: &AgentId) -> Result<Option<Entry>> {
+    fn mail_entry(&self, agent: &AgentId) -> Result<Option<BriefEntry>> {
         let messages = match self.mail.inbox(agent) {
             Ok(m) => m,
             Err(chipset_mail::Error::Corrupt(c)) => {
@@ -347,7 +347,7 @@ impl Attention {
         else {
             return Ok(None);
         };
-        Ok(Some(Entry {
+        Ok(Some(BriefEntry {
             kind: WorkKind::Mail,
             count: messages.len(),
             top: mail_item(top),
@@ -355,15 +355,15 @@ impl Attention {
         }))
     }
 
-    fn bus_entry(&self, agent: &AgentId) -> Result<Option<Entry>> {
+    fn bus_entry(&self, agent: &AgentId) -> Result<Option<BriefEntry>> {
         let pending = self.bus.pending(agent)?;
         let count = pending.events.len() + pending.unreadable.len();
         // The queue lists critical first, oldest first within a priority.
         if let Some(e) = pending.events.first() {
-            return Ok(Some(Entry {
+            return Ok(Some(BriefEntry {
                 kind: WorkKind::Bus,
                 count,
-                top: Item {
+                top: BriefItem {
                     id: e.id.to_string(),
                     from: Some(e.source.to_owned()),
                     priority: Some(e.priority.as_str().to_owned()),
@@ -385,7 +385,7 @@ impl Attention {
         }))
     }
 
-    fn reminder_entry(&self, agent: &AgentId) -> Result<Option<Entry>> {
+    fn reminder_entry(&self, agent: &AgentId) -> Result<Option<BriefEntry>> {
         let listing = self.reminders.list(&ReminderFilter::default())?;
         let mine: Vec<&Reminder> = listing
             .reminders
@@ -414,10 +414,10 @@ impl Attention {
                 },
             );
         };
-        Ok(Some(Entry {
+        Ok(Some(BriefEntry {
             kind: WorkKind::Reminder,
             count: mine.len(),
-            top: Item {
+            top: BriefItem {
                 id: top.id.to_string(),
                 from: None,
                 priority: Some(severity_name(top)),
@@ -440,8 +440,8 @@ fn severity_name(r: &Reminder) -> String {
         .unwrap_or_default()
 }
 
-fn mail_item(m: &Message) -> Item {
-    Item {
+fn mail_item(m: &Message) -> BriefItem {
+    BriefItem {
         id: m.id.to_string(),
         from: Some(m.from.to_string()),
         priority: Some(m.priority.as_str().to_owned()),
@@ -457,7 +457,7 @@ fn mail_item(m: &Message) -> Item {
     }
 }
 
-fn unreadable(kind: WorkKind, count: usize, c: &chipset_store::Corruption) -> Entry {
+fn unreadable(kind: WorkKind, count: usize, c: &chipset_store::Corruption) -> BriefEntry {
     bad_file(
         kind,
         count,
@@ -468,7 +468,7 @@ fn unreadable(kind: WorkKind, count: usize, c: &chipset_store::Corruption) -> En
 
 /// A file holding a value this version does not know: something may need
 /// the agent behind it, so it is an item, never nothing.
-fn unsupported(kind: WorkKind, count: usize, u: &chipset_store::Unsupported) -> Entry {
+fn unsupported(kind: WorkKind, count: usize, u: &chipset_store::Unsupported) -> BriefEntry {
     bad_file(
         kind,
         count,
@@ -477,11 +477,11 @@ fn unsupported(kind: WorkKind, count: usize, u: &chipset_store::Unsupported) -> 
     )
 }
 
-fn bad_file(kind: WorkKind, count: usize, path: &std::path::Path, summary: String) -> Entry {
-    Entry {
+fn bad_file(kind: WorkKind, count: usize, path: &std::path::Path, summary: String) -> BriefEntry {
+    BriefEntry {
         kind,
         count,
-        top: Item {
+        top: BriefItem {
             id: path.display().to_string(),
             from: None,
             priority: None,

@@ -5,7 +5,7 @@ use chipset_hook::HookStatus;
 use chipset_pool::{Entry as PoolEntry, ReadyFilter};
 use chipset_store::{AgentId, ReadOutcome, StatePath, Timestamp};
 
-use super::{Attention, Entry, Item, WorkKind, unreadable, unsupported};
+use super::{Attention, BriefEntry, BriefItem, WorkKind, unreadable, unsupported};
 use crate::error::Result;
 
 /// How many ready items a brief's pool entry names: the most urgent as its
@@ -36,7 +36,10 @@ impl Attention {
     /// The entry is there when the agent's hook is free (missing, empty,
     /// or holding a completed pool item) and ready items are for it: items
     /// for no role, and items for a role its directory profile holds.
-    pub(super) fn pool_entry(&self, agent: &AgentId) -> Result<(Option<Entry>, Option<Timestamp>)> {
+    pub(super) fn pool_entry(
+        &self,
+        agent: &AgentId,
+    ) -> Result<(Option<BriefEntry>, Option<Timestamp>)> {
         // Work pending or active on the hook (the common case while an
         // agent works): nothing to claim, and nothing more to read. A
         // corrupt hook is the hook entry's line; its claims would fail.
@@ -64,17 +67,17 @@ impl Attention {
             Ok(None) => return Ok((None, None)),
             Err(e) => return bad_pool(e).map(|entry| (Some(entry), None)),
         };
-        let entry = claimable.ready.split_first().map(|(top, rest)| Entry {
+        let entry = claimable.ready.split_first().map(|(top, rest)| BriefEntry {
             kind: WorkKind::Pool,
             count: claimable.ready.len(),
-            top: Item {
+            top: BriefItem {
                 summary: format!("ready to claim: {}", line(top)),
                 ..item(top)
             },
             more: rest
                 .iter()
                 .take(POOL_BRIEF_ITEMS - 1)
-                .map(|e| Item {
+                .map(|e| BriefItem {
                     summary: line(e),
                     ..item(e)
                 })
@@ -84,8 +87,8 @@ impl Attention {
     }
 }
 
-fn item(e: &PoolEntry) -> Item {
-    Item {
+fn item(e: &PoolEntry) -> BriefItem {
+    BriefItem {
         id: e.id.to_string(),
         from: None,
         priority: Some(format!("P{}", e.priority)),
@@ -106,7 +109,7 @@ fn line(e: &PoolEntry) -> String {
 /// A pool that cannot be listed: a corrupt table or log, or a hook that
 /// might hold an item (claims fail closed on it too). An entry, never
 /// "nothing ready"; other errors fail the brief.
-fn bad_pool(e: chipset_pool::Error) -> Result<Entry> {
+fn bad_pool(e: chipset_pool::Error) -> Result<BriefEntry> {
     use chipset_pool::Error as P;
     Ok(match e {
         P::Corrupt { corruption, .. }
@@ -157,7 +160,7 @@ mod tests {
             .unwrap();
     }
 
-    fn pool_kinds(brief: &crate::Brief) -> Option<&Entry> {
+    fn pool_kinds(brief: &crate::Brief) -> Option<&BriefEntry> {
         brief.entry(WorkKind::Pool)
     }
 
