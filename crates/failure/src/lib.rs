@@ -100,7 +100,10 @@ impl Failure {
         Failure::new(ErrorKind::Refused, message)
     }
 
-    fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+    /// Returns a failure of `kind`: for a shell's own refusal that is
+    /// neither bad input nor a plain refusal (nothing found, an unreadable
+    /// file).
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         Failure {
             kind,
             message: message.into(),

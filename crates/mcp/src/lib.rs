@@ -103,16 +103,21 @@
 //! A refused operation is a tool error (`isError: true`), not a protocol
 //! error, so the agent sees why: its text is exactly the line the command
 //! line prints after `chipset: error: ` (both come from
-//! [`chipset_failure::Failure`]), and its structured content is
-//! `{"error": <that line>, "class": "usage" | "refused", "kind": …}`
-//! (`usage` where the command line exits 2; `kind` is the failure's
-//! [`ErrorKind`](chipset_store::ErrorKind): `stale` when the work was
-//! taken away, `outcome_unknown` when the change may have been made and
-//! the same request, with the same ids, is to be retried). A listing that met unreadable files returns what
-//! it could read with `isError` set, as the command line prints the listing
-//! and fails. Arguments that do not match a tool's input schema (a missing
-//! field, an unknown one such as `agent`, a string where a number goes) are
-//! a `usage` error naming the field and the JSON type expected.
+//! [`chipset_failure::Failure`]). Its `_meta` holds, under `chipset/error`
+//! ([`ERROR_META`]), `{"error": <that line>, "class": "usage" | "refused",
+//! "kind": …}` (`usage` where the command line exits 2; `kind` is the
+//! failure's [`ErrorKind`](chipset_store::ErrorKind): `stale` when the
+//! work was taken away, `outcome_unknown` when the change may have been
+//! made and the same request, with the same ids, is to be retried). A
+//! failure has no structured content: that is checked against the tool's
+//! output schema, which describes success, and a validating client (the
+//! MCP Inspector, the TypeScript SDK) would show a schema error instead.
+//! A listing that met unreadable files returns what it could read as text
+//! and, beside the refusal, in `_meta`, with `isError` set, as the command
+//! line prints the listing and fails. Arguments that do not match a tool's
+//! input schema (a missing field, an unknown one such as `agent`, a string
+//! where a number goes) are a `usage` error naming the field and the JSON
+//! type expected.
 //!
 //! A server that cannot serve at all (`chipset mcp` without a state root)
 //! still answers: [`refuse_stdio`] sends the reason as the error of the
@@ -158,7 +163,7 @@ use rmcp::ServiceExt as _;
 pub use crate::error::{Error, Result};
 pub use crate::http::{HttpOptions, MCP_PATH, Token, serve_http};
 pub use crate::refuse::refuse_stdio;
-pub use crate::server::Server;
+pub use crate::server::{ERROR_META, Server};
 
 /// Serves `server` on stdin and stdout until the client hangs up.
 ///

@@ -141,39 +141,47 @@ impl Server {
     }
 }
 
+/// The `_meta` key of a failed result's document ([`Refusal`], beside what
+/// a failed listing could read).
+pub const ERROR_META: &str = "chipset/error";
+
 /// Returns the MCP tool result for an outcome: the structured view with a
-/// text rendering, and `isError` with the command line's one-line message
-/// for a failure ([`Refusal`], beside what a failed listing could read).
+/// text rendering, or, for a failure, `isError` with the command line's
+/// one-line message as text and the [`Refusal`] (beside what a failed
+/// listing could read) under `_meta` [`ERROR_META`]. A failure carries no
+/// structured content: clients validate it against the tool's output
+/// schema, which describes the success, and a validating client (the
+/// TypeScript SDK's) would show the agent a schema error instead of why
+/// the call failed.
 pub(crate) fn result(outcome: Outcome) -> CallToolResult {
-    match outcome {
+    let (content, doc) = match outcome {
         Ok(reply) => match reply.failure {
             None => {
                 let mut r = CallToolResult::structured(reply.json);
                 r.content = vec![ContentBlock::text(reply.text)];
-                r
+                return r;
             }
             Some(failure) => {
-                let refusal = Refusal::of(&failure);
                 let doc = serde_json::to_value(Partial {
                     result: reply.json,
-                    refusal,
-                })
-                .unwrap_or_default();
-                let mut r = CallToolResult::structured_error(doc);
-                r.content = vec![
+                    refusal: Refusal::of(&failure),
+                });
+                let content = vec![
                     ContentBlock::text(reply.text),
                     ContentBlock::text(failure.to_string()),
                 ];
-                r
+                (content, doc)
             }
         },
         Err(failure) => {
-            let doc = serde_json::to_value(Refusal::of(&failure)).unwrap_or_default();
-            let mut r = CallToolResult::structured_error(doc);
-            r.content = vec![ContentBlock::text(failure.to_string())];
-            r
+            let doc = serde_json::to_value(Refusal::of(&failure));
+            (vec![ContentBlock::text(failure.to_string())], doc)
         }
-    }
+    };
+    let mut meta = rmcp::model::MetaObject::new();
+    meta.0
+        .insert(ERROR_META.to_owned(), doc.unwrap_or_default());
+    CallToolResult::error(content).with_meta(Some(meta))
 }
 
 #[tool_router(router = channel_tools)]

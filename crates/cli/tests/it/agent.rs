@@ -121,7 +121,7 @@ fn mcp_start_registers_the_agent() {
 
 #[test]
 fn mcp_tools_whois_and_list() {
-    use crate::mcp::{call, cli_error, ok, refused, runtime, stdio};
+    use crate::mcp::{call, cli_error, ok, refusal, refused, runtime, stdio};
     use serde_json::json;
 
     let mut env = Env::new();
@@ -157,6 +157,9 @@ fn mcp_tools_whois_and_list() {
         fs::write(env.root().join("agents/c.json"), "{").unwrap();
         let r = call(&c, "agent_list", json!({})).await;
         assert!(refused(&r).contains("1 unreadable profile"), "{r:?}");
+        let doc = refusal(&r);
+        assert_eq!(doc["kind"], "corrupt", "{doc}");
+        assert!(doc["total"].as_u64().is_some_and(|n| n > 0), "{doc}");
         c.cancel().await.unwrap();
     });
 }

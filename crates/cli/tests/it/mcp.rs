@@ -103,15 +103,27 @@ pub(crate) fn ok(result: &CallToolResult) -> &Value {
         .expect("every tool returns structured content")
 }
 
-/// Returns the error line of a failed result, checking it is the structured
-/// `error` too.
-pub(crate) fn refused(result: &CallToolResult) -> String {
+/// Returns the document of a failed result (`_meta["chipset/error"]`),
+/// checking it carries no structured content: a validating client would
+/// check that against the tool's output schema, which describes success.
+pub(crate) fn refusal(result: &CallToolResult) -> &Value {
     assert_eq!(
         result.is_error,
         Some(true),
         "expected a tool error: {result:?}"
     );
-    let doc = result.structured_content.as_ref().unwrap();
+    assert_eq!(result.structured_content, None, "{result:?}");
+    result
+        .meta
+        .as_ref()
+        .and_then(|m| m.0.get("chipset/error"))
+        .expect("a failure's document under _meta")
+}
+
+/// Returns the error line of a failed result, checking it is the
+/// document's `error` too.
+pub(crate) fn refused(result: &CallToolResult) -> String {
+    let doc = refusal(result);
     let line = doc["error"].as_str().unwrap().to_owned();
     let last = result.content.last().unwrap().as_text().unwrap();
     assert_eq!(last.text, line, "the text names the same failure");
@@ -446,8 +458,8 @@ fn stdio_refusals_are_tool_errors_with_the_command_lines_message() {
         let r = call(&c, "hook_touch", json!({})).await;
         let (code, line) = cli_error(&env, &["hook", "touch", "a"]);
         assert_eq!((code, refused(&r)), (1, line));
-        assert_eq!(r.structured_content.as_ref().unwrap()["class"], "refused");
-        assert_eq!(r.structured_content.as_ref().unwrap()["kind"], "refused");
+        assert_eq!(refusal(&r)["class"], "refused");
+        assert_eq!(refusal(&r)["kind"], "refused");
 
         // Work named that the hook no longer holds: stale, so the agent
         // knows to read its hook again.
@@ -456,7 +468,7 @@ fn stdio_refusals_are_tool_errors_with_the_command_lines_message() {
         let r = call(&c, "hook_touch", json!({"bead": "b-0"})).await;
         let (code, line) = cli_error(&env, &["hook", "touch", "a", "--bead", "b-0"]);
         assert_eq!((code, refused(&r)), (1, line));
-        assert_eq!(r.structured_content.as_ref().unwrap()["kind"], "stale");
+        assert_eq!(refusal(&r)["kind"], "stale");
 
         // A request archived before it was answered.
         let r = call(&c, "mail_archive", json!({"id": request})).await;
@@ -482,8 +494,8 @@ fn stdio_refusals_are_tool_errors_with_the_command_lines_message() {
             ],
         );
         assert_eq!((code, refused(&r)), (2, line));
-        assert_eq!(r.structured_content.as_ref().unwrap()["class"], "usage");
-        assert_eq!(r.structured_content.as_ref().unwrap()["kind"], "invalid");
+        assert_eq!(refusal(&r)["class"], "usage");
+        assert_eq!(refusal(&r)["kind"], "invalid");
 
         // An id that does not exist.
         let r = call(
@@ -497,13 +509,13 @@ fn stdio_refusals_are_tool_errors_with_the_command_lines_message() {
             &["remind", "resolve", "r-missing", "--resolution", "ignored"],
         );
         assert_eq!((code, refused(&r)), (1, line));
-        assert_eq!(r.structured_content.as_ref().unwrap()["kind"], "not_found");
+        assert_eq!(refusal(&r)["kind"], "not_found");
 
         // A nudge with nothing to answer.
         let r = call(&c, "nudge_respond", json!({})).await;
         let (code, line) = cli_error(&env, &["nudge", "respond", "a"]);
         assert_eq!((code, refused(&r)), (1, line));
-        assert_eq!(r.structured_content.as_ref().unwrap()["kind"], "not_found");
+        assert_eq!(refusal(&r)["kind"], "not_found");
 
         // Malformed ids are usage errors naming the id.
         let r = call(
@@ -513,7 +525,7 @@ fn stdio_refusals_are_tool_errors_with_the_command_lines_message() {
         )
         .await;
         assert!(refused(&r).contains("../b"), "{r:?}");
-        assert_eq!(r.structured_content.as_ref().unwrap()["class"], "usage");
+        assert_eq!(refusal(&r)["class"], "usage");
 
         // a cannot file b's mail, nor pass a name to act as b.
         let r = call(&c, "mail_archive", json!({"id": to_b})).await;

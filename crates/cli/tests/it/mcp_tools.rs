@@ -8,7 +8,7 @@ use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
 
 use crate::Env;
-use crate::mcp::{call, cli_error, ok, refused, runtime, stdio, text};
+use crate::mcp::{call, cli_error, ok, refusal, refused, runtime, stdio, text};
 
 #[test]
 fn a_missing_root_reaches_the_client_as_the_handshakes_error() {
@@ -72,7 +72,7 @@ fn argument_errors_name_the_field_and_the_json_type() {
         let c = stdio(&env, "a").await;
         let r = call(&c, "remind_snooze", json!({"id": "r", "hours": {"n": 2}})).await;
         assert_eq!(refused(&r), "`hours`: expected an integer, got an object");
-        assert_eq!(r.structured_content.as_ref().unwrap()["class"], "usage");
+        assert_eq!(refusal(&r)["class"], "usage");
         let r = call(&c, "wait", json!({"timeout_seconds": "soon"})).await;
         assert_eq!(
             refused(&r),

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use chipset::directory::{Filter, Role};
 use chipset_failure::{Failure, plural};
-use chipset_store::AgentId;
+use chipset_store::{AgentId, ErrorKind};
 
 use super::{Ctx, Outcome, Reply, id};
 use crate::params::{AgentList, AgentListChange, AgentWhois, limit};
@@ -76,10 +76,13 @@ pub(crate) fn agent_list(ctx: &Ctx, p: AgentList) -> Outcome {
         text = "no agents\n".to_owned();
     }
     let failure = view.unreadable.first().map(|first| {
-        Failure::refused(format!(
-            "{} ({first}); move it aside, then register the agent again",
-            plural(view.unreadable.len(), "unreadable profile")
-        ))
+        Failure::new(
+            ErrorKind::Corrupt,
+            format!(
+                "{} ({first}); move it aside, then register the agent again",
+                plural(view.unreadable.len(), "unreadable profile")
+            ),
+        )
     });
     let mut reply = Reply::new(text, view);
     reply.failure = failure;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use chipset::directory::Recipients;
 use chipset_failure::Failure;
 use chipset_mail::{Message, MessageId, NewGroupMessage, NewMessage};
-use chipset_store::Timestamp;
+use chipset_store::{ErrorKind, Timestamp};
 
 use super::{Ctx, Outcome, Reply, id};
 use crate::params::{
@@ -211,9 +211,10 @@ pub(crate) fn mail_inbox(ctx: &Ctx, p: MailInbox) -> Outcome {
 pub(crate) fn mail_read(ctx: &Ctx, p: MailRead) -> Outcome {
     let message_id: MessageId = id(&p.id)?;
     let m = &ctx.mail()?.find(&message_id)?.ok_or_else(|| {
-        Failure::refused(format!(
-            "no message {message_id} in any inbox or the archive"
-        ))
+        Failure::new(
+            ErrorKind::NotFound,
+            format!("no message {message_id} in any inbox or the archive"),
+        )
     })?;
     let text = format!(
         "{} {} {}→{} task {} {}\n{}\n",
