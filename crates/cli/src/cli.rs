@@ -104,8 +104,8 @@ pub(crate) enum Command {
     /// Create the state root (where the other commands look for it) and
     /// print the `.mcp.json` entry that serves it to an agent host.
     Init {
-        /// The agent the MCP entry acts as [default: a placeholder, AGENT].
-        #[arg(long, value_name = "AGENT", env = AGENT_ENV)]
+        /// The agent the MCP entry acts as [default: $CHIPSET_AGENT if set and not empty, else a placeholder, AGENT].
+        #[arg(long, value_name = "AGENT", env = AGENT_ENV, hide_env = true)]
         agent: Option<AgentId>,
     },
     /// Copy a whole state to a PostgreSQL server or back to a directory
@@ -136,8 +136,8 @@ pub(crate) enum Command {
 /// `chipset mcp ...`.
 #[derive(Debug, Args)]
 pub(crate) struct McpArgs {
-    /// The agent every tool acts as (sender, inbox owner, hook holder).
-    #[arg(long, value_name = "AGENT", env = AGENT_ENV)]
+    /// The agent every tool acts as (sender, inbox owner, hook holder) [default: $CHIPSET_AGENT if set and not empty].
+    #[arg(long, value_name = "AGENT", env = AGENT_ENV, hide_env = true)]
     pub(crate) agent: AgentId,
     /// Serve streamable HTTP at http://ADDR/mcp instead of stdio; loopback
     /// addresses only, unless a token is given.
@@ -270,8 +270,8 @@ pub(crate) struct HookFence {
 pub(crate) enum NudgeCommand {
     /// Send a nudge (latest wins; an unprocessed abort is replaced only by an abort).
     Send {
-        /// The sender.
-        #[arg(long, value_name = "A", env = AGENT_ENV)]
+        /// The sender [default: $CHIPSET_AGENT if set and not empty].
+        #[arg(long, value_name = "A", env = AGENT_ENV, hide_env = true)]
         from: AgentId,
         /// The recipient.
         #[arg(long, value_name = "B")]

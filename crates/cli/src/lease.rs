@@ -23,8 +23,8 @@ pub(crate) enum LeaseCommand {
     /// unless --shared; refused, changing nothing, when live leases of
     /// other agents overlap (each is named). Prints the fencing token.
     Acquire {
-        /// The agent taking the lease.
-        #[arg(long, env = AGENT_ENV)]
+        /// The agent taking the lease [default: $CHIPSET_AGENT if set and not empty].
+        #[arg(long, env = AGENT_ENV, hide_env = true)]
         agent: AgentId,
         /// Let other agents hold overlapping shared leases.
         #[arg(long)]
@@ -42,8 +42,8 @@ pub(crate) enum LeaseCommand {
     /// Extend a lease held by the agent to now plus the TTL; refused when
     /// it is no longer held (released, forced, or expired and taken).
     Renew {
-        /// The holder.
-        #[arg(long, env = AGENT_ENV)]
+        /// The holder [default: $CHIPSET_AGENT if set and not empty].
+        #[arg(long, env = AGENT_ENV, hide_env = true)]
         agent: AgentId,
         /// The lease's fencing token.
         token: u64,
@@ -55,8 +55,8 @@ pub(crate) enum LeaseCommand {
     /// success); with --force and --reason, another agent's expired or
     /// abandoned lease, whose holder is mailed.
     Release {
-        /// The holder, or with --force the agent releasing it.
-        #[arg(long, env = AGENT_ENV)]
+        /// The holder, or with --force the agent releasing it [default: $CHIPSET_AGENT if set and not empty].
+        #[arg(long, env = AGENT_ENV, hide_env = true)]
         agent: AgentId,
         /// The lease's fencing token.
         token: u64,
@@ -77,8 +77,8 @@ pub(crate) enum LeaseCommand {
     /// another agent: the git pre-commit guard (`--staged`).
     #[command(group(ArgGroup::new("what").required(true).args(["staged", "paths"])))]
     Check {
-        /// The agent about to change the paths.
-        #[arg(long, env = AGENT_ENV)]
+        /// The agent about to change the paths [default: $CHIPSET_AGENT if set and not empty].
+        #[arg(long, env = AGENT_ENV, hide_env = true)]
         agent: AgentId,
         /// Check the files staged in git (`git diff --cached`), relative
         /// to the repository's top level.

@@ -19,8 +19,8 @@ pub(crate) enum WorkCommand {
     /// content is a retry that changes nothing.
     #[command(group(ArgGroup::new("when").args(["not_before", "defer"])))]
     Post {
-        /// The agent posting it.
-        #[arg(long, env = AGENT_ENV)]
+        /// The agent posting it [default: $CHIPSET_AGENT if set and not empty].
+        #[arg(long, env = AGENT_ENV, hide_env = true)]
         agent: AgentId,
         /// The item id [default: a fresh `w-…`].
         #[arg(long)]
@@ -62,8 +62,8 @@ pub(crate) enum WorkCommand {
     /// Then `chipset hook activate` starts it; `hook complete` finishes it,
     /// and the next claim records it done.
     Claim {
-        /// The claimer.
-        #[arg(long, env = AGENT_ENV)]
+        /// The claimer [default: $CHIPSET_AGENT if set and not empty].
+        #[arg(long, env = AGENT_ENV, hide_env = true)]
         agent: AgentId,
         /// Only items carrying this label (repeat: all of them).
         #[arg(long = "label")]
@@ -76,8 +76,8 @@ pub(crate) enum WorkCommand {
     },
     /// Return an item on the agent's hook to the pool, with a reason.
     Release {
-        /// The holder.
-        #[arg(long, env = AGENT_ENV)]
+        /// The holder [default: $CHIPSET_AGENT if set and not empty].
+        #[arg(long, env = AGENT_ENV, hide_env = true)]
         agent: AgentId,
         /// Why.
         #[arg(long)]
@@ -87,8 +87,8 @@ pub(crate) enum WorkCommand {
     },
     /// Mark an item on the agent's hook done, and clear the hook.
     Done {
-        /// The holder.
-        #[arg(long, env = AGENT_ENV)]
+        /// The holder [default: $CHIPSET_AGENT if set and not empty].
+        #[arg(long, env = AGENT_ENV, hide_env = true)]
         agent: AgentId,
         /// The item.
         id: ItemId,

@@ -410,11 +410,20 @@ fn chipset_agent_names_the_agent_the_command_line_leaves_out() {
         );
     }
     assert_eq!(before, tree(env.root()), "nothing changed");
-    // Their help says so, and claims no default from the variable.
+    // Their help says so, and claims no default from the variable; the
+    // commands that take it say so in the words `--root` uses.
     for command in ["assign", "clear"] {
         let help = env.ok(&["hook", command, "--help"]).stdout;
         assert!(help.contains("$CHIPSET_AGENT is not used"), "{help}");
         assert!(!help.contains("default: $CHIPSET_AGENT"), "{help}");
+    }
+    for command in [["work", "post"], ["lease", "acquire"], ["hook", "show"]] {
+        let help = env.ok(&[&command[..], &["--help"]].concat()).stdout;
+        assert!(
+            help.contains("[default: $CHIPSET_AGENT if set and not empty]"),
+            "{help}"
+        );
+        assert!(!help.contains("[env: "), "{help}");
     }
     for (agent, says) in [("", "name the agent"), ("a/b", "invalid $CHIPSET_AGENT")] {
         let run = env.run_as(agent, &["hook", "show"]);
