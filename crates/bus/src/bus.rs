@@ -7,7 +7,8 @@ use std::sync::Arc;
 use chipset_backend::Backend;
 
 use chipset_store::{
-    AgentId, CorruptReason, Decision, LogContents, ReadOutcome, StateDir, StatePath, Timestamp,
+    AgentId, CorruptReason, Corruption, Decision, LogContents, ReadOutcome, StateDir, StatePath,
+    Timestamp, Unsupported,
 };
 
 use crate::config::{BusConfig, Occasion};
@@ -97,6 +98,23 @@ pub enum Problem {
     ForeignName,
     /// An event whose id or priority differs from its file name's.
     NameMismatch,
+}
+
+impl Problem {
+    /// Returns the error of an operation that needs the event file at
+    /// `path` readable and found it with this problem: the store's
+    /// [`Corrupt`](chipset_store::Error::Corrupt) or
+    /// [`Unsupported`](chipset_store::Error::Unsupported).
+    pub(crate) fn error(self, path: PathBuf) -> Error {
+        let reason = match self {
+            Problem::Unsupported(what) => {
+                return chipset_store::Error::Unsupported(Unsupported::new(path, what)).into();
+            }
+            Problem::Corrupt(reason) => reason,
+            other => CorruptReason::WrongShape(other.to_string()),
+        };
+        chipset_store::Error::Corrupt(Corruption { path, reason }).into()
+    }
 }
 
 /// An agent's unacknowledged events, in processing order, and the queue

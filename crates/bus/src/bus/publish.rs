@@ -22,8 +22,11 @@ impl Bus {
     /// # Errors
     ///
     /// [`Error::InvalidField`] for a bad source, kind or key;
-    /// [`Error::IdConflict`] for a chosen id already used with other content;
-    /// [`Error::OutcomeUnknown`] (with the id) when the commit point passed
+    /// [`Error::IdConflict`] for a chosen id already used with other content
+    /// (an unreadable file under the id is the store's
+    /// [`Corrupt`](chipset_store::Error::Corrupt) or
+    /// [`Unsupported`](chipset_store::Error::Unsupported): what it holds is
+    /// not known); [`Error::OutcomeUnknown`] (with the id) when the commit point passed
     /// but a sync after it failed: the event may be delivered, so retry with
     /// the same id; [`Error::Store`] when the event cannot be written.
     pub fn publish(&self, agent: &AgentId, event: &NewEvent) -> Result<Published> {
@@ -334,7 +337,11 @@ impl Bus {
                     }
                     // Acknowledged between the listing and the read: look in processed.
                     EventRead::Gone => continue,
-                    _ => {
+                    // Unreadable: never taken for other content (a caller
+                    // that treats a conflict as "published before" would
+                    // lose its event when the doctor moves this aside).
+                    EventRead::Bad(problem) => return Err(problem.error(path.into_path_buf())),
+                    EventRead::Event(_) => {
                         return Err(Error::IdConflict {
                             agent: agent.clone(),
                             id: built.id.clone(),

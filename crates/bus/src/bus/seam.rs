@@ -327,7 +327,8 @@ impl Bus {
                         return Ok(Some(first));
                     }
                     EventRead::Gone => continue,
-                    _ => {
+                    EventRead::Bad(problem) => return Err(problem.error(key_path(&key))),
+                    EventRead::Event(_) => {
                         return Err(Error::IdConflict {
                             agent: agent.clone(),
                             id: built.id.clone(),

@@ -31,6 +31,30 @@ fn copies(bus: &Bus, who: &AgentId, id: &str) -> (usize, usize) {
     )
 }
 
+/// A chosen id whose event file is unreadable is neither the first
+/// delivery nor other content: the publish fails as corrupt (the doctor
+/// moves the file aside, and the retry then publishes), and a caller that
+/// treats a conflict as "published before" never takes it for one.
+#[test]
+fn a_chosen_id_over_an_unreadable_event_is_corrupt_not_a_conflict() {
+    let (_t, _clock, bus) = crate::manual();
+    let bob = agent("bob");
+    let _ = bus.publish(&bob, &event(ID)).unwrap();
+    let name = bus.queued(&bob).unwrap().remove(0);
+    let path = bus.queue_dir(&bob).join(&name).unwrap();
+    bus.state().write_bytes(&path, b"{oops").unwrap();
+    for again in [event(ID), event(ID).payload(json!({"m": 2}))] {
+        let err = bus.publish(&bob, &again).unwrap_err();
+        assert_eq!(err.kind(), chipset_store::ErrorKind::Corrupt, "{err}");
+        assert!(!matches!(err, Error::IdConflict { .. }), "{err}");
+    }
+    assert_eq!(
+        bus.state().read_bytes(&path).unwrap().value().unwrap(),
+        b"{oops",
+        "nothing changed"
+    );
+}
+
 #[test]
 fn publishing_again_with_the_same_id_returns_the_first_delivery() {
     let (_t, clock, bus) = crate::manual();
