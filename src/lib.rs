@@ -63,6 +63,17 @@
 //! reminders ([`search`]: the index is a cache that every query first
 //! catches up from the files, and that the doctor rebuilds).
 //!
+//! # Errors
+//!
+//! Each crate's `Error` says what failed and where, and every one of them,
+//! the door's own [`Error`] included, answers one question through one
+//! trait, [`Classify::kind`]: an [`ErrorKind`]. `Invalid` input is the
+//! caller's to fix; `NotFound`, `Refused` and `Stale` (the work or lease
+//! was taken away: read again) are answers; a `Corrupt` or `Unsupported`
+//! file waits for the doctor or a newer program; `Io` may pass. Only
+//! `OutcomeUnknown` may have made its change, and the same request, with
+//! the same ids, settles it: every write is safe to retry.
+//!
 //! # Waiting, sync and async
 //!
 //! Every wait blocks the calling thread: [`bus::Waiter::wait`],
