@@ -70,10 +70,16 @@ pub(crate) fn run(ctx: &Ctx, command: MailCommand) -> Result<Output> {
             let messages = mail.thread(&id)?;
             Ok(listing(ctx.paint, &messages, true, "empty thread\n"))
         }
-        MailCommand::Pending { task } => {
+        MailCommand::Pending { task, check } => {
             let messages = mail.pending_replies(&task)?;
             let empty = format!("no pending replies for {task}\n");
-            Ok(listing(ctx.paint, &messages, false, &empty))
+            let closed = (check && !messages.is_empty()).then(|| {
+                CliError::refused(format!(
+                    "the commit gate of {task} is closed: {} waiting for a reply",
+                    output::plural(messages.len(), "request")
+                ))
+            });
+            Ok(listing(ctx.paint, &messages, false, &empty).with_failure(closed))
         }
         MailCommand::Sweep { task } => {
             let report = mail.sweep_task_on_commit(&task)?;

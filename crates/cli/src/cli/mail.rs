@@ -51,6 +51,10 @@ pub(crate) enum MailCommand {
     Pending {
         /// The task.
         task: TaskId,
+        /// Exit 1 while any request waits (the gate is closed), for a
+        /// commit hook or a script.
+        #[arg(long)]
+        check: bool,
     },
     /// Move a committed task's messages into archive/by-task/.
     Sweep {

@@ -125,6 +125,24 @@ fn request_response_archive_sweep_in_json() {
     snap!("mail_json", env.take());
 }
 
+/// `mail pending --check` is the commit gate for a script: exit 1 while a
+/// request of the task waits, 0 once it is answered; the listing prints
+/// either way.
+#[test]
+fn pending_check_fails_while_the_gate_is_closed() {
+    let mut env = Env::new();
+    let id = env.ok(&request()).line();
+    let closed = env.fails(1, &["mail", "pending", "--check", TASK]);
+    assert!(closed.stdout.contains(&id), "{closed:?}");
+    assert!(
+        closed.stderr.contains("commit gate") && closed.stderr.contains("1 request"),
+        "{closed:?}"
+    );
+    env.ok(&response(&id));
+    let open = env.ok(&["mail", "pending", "--check", TASK]);
+    assert!(open.stdout.contains("no pending replies"), "{open:?}");
+}
+
 #[test]
 fn refusals() {
     let mut env = Env::new();
