@@ -49,6 +49,9 @@ pub enum Error {
         channel: &'static str,
         /// Why, as the channel said it.
         message: String,
+        /// The channel error's kind (an unknown outcome is none here: a
+        /// read changed nothing).
+        kind: ErrorKind,
     },
     /// The store failed (a listing, a stat, a read).
     #[error(transparent)]
@@ -89,7 +92,23 @@ impl Classify for Error {
                 ErrorKind::OutcomeUnknown => ErrorKind::Io,
                 kind => kind,
             },
-            Error::Channel { .. } | Error::Index { .. } | Error::Io { .. } => ErrorKind::Io,
+            Error::Channel { kind, .. } => *kind,
+            Error::Index { .. } | Error::Io { .. } => ErrorKind::Io,
+        }
+    }
+}
+
+impl Error {
+    /// Returns [`Error::Channel`] for `channel`'s failure `e`, of its kind.
+    pub(crate) fn channel(channel: &'static str, e: &(impl Classify + ToString)) -> Self {
+        let kind = match e.kind() {
+            ErrorKind::OutcomeUnknown => ErrorKind::Io,
+            kind => kind,
+        };
+        Error::Channel {
+            channel,
+            message: e.to_string(),
+            kind,
         }
     }
 }
@@ -98,7 +117,7 @@ macro_rules! channel_error {
     ($($ty:path => $name:literal),* $(,)?) => {$(
         impl From<$ty> for Error {
             fn from(e: $ty) -> Self {
-                Error::Channel { channel: $name, message: e.to_string() }
+                Error::channel($name, &e)
             }
         }
     )*};
@@ -109,4 +128,40 @@ channel_error! {
     chipset_bus::Error => "bus",
     chipset_hook::Error => "hook",
     chipset_nudge::Error => "reminder",
+}
+
+#[cfg(test)]
+mod tests {
+    use chipset_store::{CorruptReason, Corruption};
+
+    use super::*;
+
+    /// A channel that could not be read keeps its error's kind (a corrupt
+    /// file asks for the doctor), except an unknown outcome: reading
+    /// changed nothing.
+    #[test]
+    fn a_channels_failure_keeps_its_kind() {
+        let corrupt = chipset_mail::Error::Corrupt(Corruption {
+            path: "mail/inbox/a/1.json".into(),
+            reason: CorruptReason::Unparsable("EOF".into()),
+        });
+        let e = Error::from(corrupt);
+        assert!(
+            matches!(
+                e,
+                Error::Channel {
+                    channel: "mail",
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert_eq!(e.kind(), ErrorKind::Corrupt);
+        let unknown = chipset_bus::Error::from(chipset_store::Error::OutcomeUnknown {
+            op: "sync",
+            path: "bus/a".into(),
+            source: std::io::Error::from_raw_os_error(5),
+        });
+        assert_eq!(Error::from(unknown).kind(), ErrorKind::Io);
+    }
 }

@@ -34,10 +34,7 @@ fn manifest_key() -> chipset_backend::Key {
 
 /// A server's failure reading `channel`.
 fn failed(channel: &'static str, e: &chipset_backend::Error) -> Error {
-    Error::Channel {
-        channel,
-        message: e.to_string(),
-    }
+    Error::channel(channel, e)
 }
 
 impl Sources {
