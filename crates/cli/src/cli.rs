@@ -45,8 +45,8 @@ pub(crate) struct Cli {
     /// seed's layout (`inbox/`, `archive/`, `manifest.jsonl`), such as a
     /// nubos-pilot project's `.nubos-pilot/messages` [default: `mail/` under
     /// the state root; without --root or $CHIPSET_ROOT, the nearest
-    /// `.chipset/state` or `.nubos-pilot/messages` up from the current
-    /// directory].
+    /// `.chipset/state` up from the current directory, or a nubos-pilot
+    /// project's `.nubos-pilot/messages` if that is nearer].
     #[arg(long, global = true, value_name = "DIR")]
     pub(crate) mail_dir: Option<PathBuf>,
     /// Print one JSON document on stdout instead of text.

@@ -43,9 +43,10 @@
 //! The mail commands run on `mail/` under the root, or in place on any folder
 //! with the seed's layout given as `--mail-dir DIR` (for example a
 //! nubos-pilot project's `.nubos-pilot/messages`); without `--mail-dir`,
-//! `--root` or `CHIPSET_ROOT`, the walk up also stops at a
-//! `.nubos-pilot/messages` (at the same level `.chipset/state` wins), as
-//! nubos-pilot finds its own. `--mail-dir` with any other command is a usage
+//! `--root` or `CHIPSET_ROOT`, the walk up also stops at a nubos-pilot
+//! project (a `.nubos-pilot` folder) and runs them on its
+//! `.nubos-pilot/messages`, made on first use as nubos-pilot makes it (at
+//! the same level `.chipset/state` wins), as nubos-pilot finds its own. `--mail-dir` with any other command is a usage
 //! error. Arguments that nubos-pilot's `messages-*` scripts pass work as
 //! they do there: `--phase` (alias of `--task`), `--expects-reply`,
 //! `--body-file PATH`, `--body -` (stdin), `inbox --agent A`,
@@ -153,8 +154,13 @@ use crate::output::{Output, Paint};
 /// The environment variable naming the state root when `--root` is not given.
 const ROOT_ENV: &str = "CHIPSET_ROOT";
 
-/// Where a nubos-pilot project keeps its mail folder (seed 002's layout).
-const NUBOS_MESSAGES: &str = ".nubos-pilot/messages";
+/// The folder that marks a nubos-pilot project, as nubos-pilot finds its
+/// project root (the nearest one up from the current directory).
+const NUBOS_PROJECT: &str = ".nubos-pilot";
+
+/// Where a nubos-pilot project keeps its mail folder (seed 002's layout),
+/// under [`NUBOS_PROJECT`].
+const NUBOS_MESSAGES: &str = "messages";
 
 /// What every command runs with: the opened state root and the colour choice.
 #[derive(Debug)]
@@ -223,9 +229,10 @@ pub(crate) fn explicit_root(cli: &Cli) -> Option<PathBuf> {
 ///
 /// `--mail-dir` (mail commands only), else `--root`, else `$CHIPSET_ROOT`,
 /// else the nearest `.chipset/state` up from the current directory, or for
-/// the mail commands the nearest `.nubos-pilot/messages` if that is nearer
-/// (at the same level `.chipset/state` wins), else `.chipset/state` under
-/// the current directory.
+/// the mail commands the `.nubos-pilot/messages` of the nearest nubos-pilot
+/// project (a `.nubos-pilot` folder, with or without its `messages` yet) if
+/// that is nearer (at the same level `.chipset/state` wins), else
+/// `.chipset/state` under the current directory.
 pub(crate) fn locate(cli: &Cli) -> Result<(PathBuf, bool)> {
     let mail = matches!(cli.command, Command::Mail(_));
     if let Some(dir) = &cli.mail_dir {
@@ -250,9 +257,12 @@ pub(crate) fn locate(cli: &Cli) -> Result<(PathBuf, bool)> {
             if is_dir(&state)? {
                 return Ok((state, false));
             }
-            let messages = dir.join(NUBOS_MESSAGES);
-            if mail && is_dir(&messages)? {
-                return Ok((messages, true));
+            // nubos-pilot writes its mail under the project it finds by
+            // this folder; one found without `messages/` yet is its mail
+            // folder all the same, or the two programs would part ways.
+            let project = dir.join(NUBOS_PROJECT);
+            if mail && is_dir(&project)? {
+                return Ok((project.join(NUBOS_MESSAGES), true));
             }
         }
     }
@@ -311,7 +321,10 @@ fn open_dir(cli: &Cli, root: &std::path::Path, mail_folder: bool) -> Result<Stat
         let failure = CliError::refused(format!("{what} `{}` is not a directory", root.display()));
         return Err(refuse_mcp_stdio(cli, failure));
     }
-    if !cli.command.reads_only() {
+    // A nubos-pilot project's mail folder found by the walk up is there
+    // though nothing was sent yet: reading it is reading an empty one.
+    let found_project = mail_folder && cli.mail_dir.is_none();
+    if !cli.command.reads_only() || found_project {
         return Ok(StateDir::open(root)?);
     }
     let existing = StateOptions {

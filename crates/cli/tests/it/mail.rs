@@ -350,6 +350,65 @@ impl Project {
     }
 }
 
+/// A nubos-pilot project whose agents have sent nothing yet has
+/// `.nubos-pilot/` but no `messages/`: the mail commands still run on the
+/// folder nubos-pilot will use (reading it as empty, making it on the
+/// first send), never on a `.chipset/state` of their own, which nubos-pilot
+/// would never read and whose commit gate would miss its requests.
+#[test]
+fn a_nubos_project_without_messages_yet_gets_them_in_its_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = fs::canonicalize(tmp.path()).unwrap();
+    fs::create_dir_all(dir.join(".nubos-pilot")).unwrap();
+    fs::create_dir_all(dir.join("src")).unwrap();
+    let chipset = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_chipset"))
+            .args(args)
+            .current_dir(dir.join("src"))
+            .env_remove("CHIPSET_ROOT")
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (
+            out.status.code().unwrap(),
+            text(&out.stdout),
+            text(&out.stderr),
+        )
+    };
+    let (code, out, err) = chipset(&["mail", "pending", "--check", TASK]);
+    assert_eq!(
+        (code, out.trim()),
+        (0, format!("no pending replies for {TASK}").as_str()),
+        "{err}"
+    );
+    let (code, id, err) = chipset(&[
+        "mail",
+        "send",
+        "--from",
+        "np-critic",
+        "--to",
+        "np-executor",
+        "--kind",
+        "request",
+        "--phase",
+        TASK,
+        "--subject",
+        "dead-code",
+        "--body",
+        "why?",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let sent = dir.join(format!(
+        ".nubos-pilot/messages/inbox/np-executor/{}.json",
+        id.trim()
+    ));
+    assert!(sent.is_file(), "{sent:?}");
+    assert!(!dir.join(".chipset").exists() && !dir.join("src/.chipset").exists());
+    let (code, _, err) = chipset(&["mail", "pending", "--check", TASK]);
+    assert_eq!(code, 1, "{err}");
+}
+
 #[test]
 fn a_nubos_project_is_usable_in_place() {
     let mut p = Project::new();
