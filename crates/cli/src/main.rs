@@ -46,15 +46,17 @@
 //! `--root` or `CHIPSET_ROOT`, the walk up also stops at a nubos-pilot
 //! project (a `.nubos-pilot` folder) and runs them on its
 //! `.nubos-pilot/messages`, made on first use as nubos-pilot makes it (at
-//! the same level `.chipset/state` wins), as nubos-pilot finds its own. `--mail-dir` with any other command is a usage
-//! error. Arguments that nubos-pilot's `messages-*` scripts pass work as
-//! they do there: `--phase` (alias of `--task`), `--expects-reply`,
-//! `--body-file PATH`, `--body -` (stdin), `inbox --agent A`,
-//! `inbox --since ID|TIME`, `archive --id ID`, `thread --id ID`. A command
-//! that writes creates it if missing; a command that only reads (`show`,
-//! `list`, `inbox`, `thread`, `pending`, `read`, `wait`, `brief`, `status`, `doctor`)
-//! refuses a missing root with exit status 1, so a mistyped root never reads
-//! as an empty, healthy one.
+//! the same level `.chipset/state` wins), as nubos-pilot finds its own.
+//! `--mail-dir` with any other command is a usage error. Arguments that
+//! nubos-pilot's `messages-*` scripts pass work as they do there: `--phase`
+//! (alias of `--task`), `--expects-reply`, `--body-file PATH`, `--body -`
+//! (stdin), `inbox --agent A`, `inbox --since ID|TIME`, `archive --id ID`,
+//! `thread --id ID`. A command that writes creates it if missing; a command
+//! that only reads (`show`, `list`, `inbox`, `thread`, `pending`, `read`,
+//! `wait`, `brief`, `status`, `doctor`) refuses a missing root with exit
+//! status 1, so a mistyped root never reads as an empty, healthy one (a
+//! nubos-pilot project's `messages/` not made yet reads as empty: its
+//! project folder is there).
 //!
 //! # The agent
 //!
