@@ -400,9 +400,19 @@ fn sigkill_mid_ack(place: &Place) {
         assert!(acked.is_subset(&processed), "seed {seed} round {round}");
         assert_whole(place, &bus);
     }
-    // What the killed ackers left is still pending, in order, and can be acked.
+    // What the killed ackers left is still pending, in order, and can be
+    // acked. On a server the last killed acker's statement may still
+    // commit after the listing (see `placed`): an event it moved answers
+    // "already acknowledged", and is in the processed area.
     for e in bus.pending(&hub).unwrap().events {
-        assert!(bus.ack_event(&hub, &e).unwrap());
+        if !bus.ack_event(&hub, &e).unwrap() {
+            let (queued, processed) = placed(&bus);
+            assert!(
+                processed.contains(&e.id) && !queued.contains(&e.id),
+                "seed {seed}: {} was neither acked now nor before",
+                e.id
+            );
+        }
     }
     assert_eq!(bus.processed(&hub).unwrap().len(), 300);
 }
