@@ -237,17 +237,27 @@ mod tests {
             }
         });
         std::thread::sleep(Duration::from_millis(400));
-        // A second wait dropped before its answer is read leaves it kept.
-        runtime().block_on(async {
+        // A second wait dropped before its answer is read leaves it kept;
+        // one whose first poll already found the kept answer read it (the
+        // thread can answer within that poll). Either way the change is
+        // handed over exactly once.
+        let read_now = runtime().block_on(async {
             tokio::select! {
                 biased;
-                _ = wait.wait(Duration::from_secs(10)) => {}
-                () = std::future::ready(()) => {}
+                answer = wait.wait(Duration::from_secs(10)) => Some(answer.unwrap()),
+                () = std::future::ready(()) => None,
             }
         });
         std::thread::sleep(Duration::from_millis(200));
         let next = runtime().block_on(wait.wait(Duration::from_millis(1)));
-        assert_eq!(next.unwrap(), Wake::Changed);
+        let expected = match read_now {
+            Some(answer) => {
+                assert_eq!(answer, Wake::Changed);
+                Wake::TimedOut
+            }
+            None => Wake::Changed,
+        };
+        assert_eq!(next.unwrap(), expected, "read at once: {read_now:?}");
         let after = runtime().block_on(wait.wait(Duration::from_millis(1)));
         assert_eq!(after.unwrap(), Wake::TimedOut);
     }
