@@ -267,12 +267,17 @@ struct Project {
 
 impl Project {
     fn new() -> Project {
+        let p = Project::empty();
+        copy_dir(&peers().join("nubos-pilot/messages"), &p.messages());
+        p
+    }
+
+    /// A nubos-pilot project whose agents have sent no mail yet:
+    /// `.nubos-pilot/` without `messages/`.
+    fn empty() -> Project {
         let tmp = tempfile::tempdir().unwrap();
         let dir = fs::canonicalize(tmp.path()).unwrap().join("project");
-        copy_dir(
-            &peers().join("nubos-pilot/messages"),
-            &dir.join(".nubos-pilot/messages"),
-        );
+        fs::create_dir_all(dir.join(".nubos-pilot")).unwrap();
         fs::create_dir_all(dir.join("src/deep")).unwrap();
         Project {
             _tmp: tmp,
@@ -357,56 +362,15 @@ impl Project {
 /// would never read and whose commit gate would miss its requests.
 #[test]
 fn a_nubos_project_without_messages_yet_gets_them_in_its_folder() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = fs::canonicalize(tmp.path()).unwrap();
-    fs::create_dir_all(dir.join(".nubos-pilot")).unwrap();
-    fs::create_dir_all(dir.join("src")).unwrap();
-    let chipset = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_chipset"))
-            .args(args)
-            .current_dir(dir.join("src"))
-            .env_remove("CHIPSET_ROOT")
-            .env("NO_COLOR", "1")
-            .output()
-            .unwrap();
-        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-        (
-            out.status.code().unwrap(),
-            text(&out.stdout),
-            text(&out.stderr),
-        )
-    };
-    let (code, out, err) = chipset(&["mail", "pending", "--check", TASK]);
-    assert_eq!(
-        (code, out.trim()),
-        (0, format!("no pending replies for {TASK}").as_str()),
-        "{err}"
-    );
-    let (code, id, err) = chipset(&[
-        "mail",
-        "send",
-        "--from",
-        "np-critic",
-        "--to",
-        "np-executor",
-        "--kind",
-        "request",
-        "--phase",
-        TASK,
-        "--subject",
-        "dead-code",
-        "--body",
-        "why?",
-    ]);
-    assert_eq!(code, 0, "{err}");
-    let sent = dir.join(format!(
-        ".nubos-pilot/messages/inbox/np-executor/{}.json",
-        id.trim()
-    ));
+    let mut p = Project::empty();
+    let open = p.ok("src", &["mail", "pending", "--check", TASK]);
+    assert_eq!(open.stdout.trim(), format!("no pending replies for {TASK}"));
+    let id = p.ok("src", &request()).line();
+    let sent = p.messages().join(format!("inbox/np-executor/{id}.json"));
     assert!(sent.is_file(), "{sent:?}");
-    assert!(!dir.join(".chipset").exists() && !dir.join("src/.chipset").exists());
-    let (code, _, err) = chipset(&["mail", "pending", "--check", TASK]);
-    assert_eq!(code, 1, "{err}");
+    assert!(!p.dir.join(".chipset").exists() && !p.dir.join("src/.chipset").exists());
+    let closed = p.run("src", &["mail", "pending", "--check", TASK], "");
+    assert_eq!(closed.code, 1, "{closed:?}");
 }
 
 #[test]
