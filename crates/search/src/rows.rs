@@ -32,11 +32,6 @@ fn manifest_key() -> chipset_backend::Key {
         .expect("a constant name is valid")
 }
 
-/// A server's failure reading `channel`.
-fn failed(channel: &'static str, e: &chipset_backend::Error) -> Error {
-    Error::channel(channel, e)
-}
-
 impl Sources {
     /// Brings every channel's docs up to date from the server's rows;
     /// `full` reads the manifest from its start.
@@ -82,7 +77,7 @@ impl Sources {
         };
         let log = seam
             .read_log(&manifest_key(), from)
-            .map_err(|e| failed("mail", &e))?;
+            .map_err(|e| Error::channel("mail", &e))?;
         for record in &log.records {
             let Ok(record) = serde_json::from_slice::<Value>(record) else {
                 continue;
@@ -119,7 +114,7 @@ impl Sources {
         let bus = Dir::new("bus").expect("a constant name is valid");
         let agents: Vec<AgentId> = seam
             .list_dirs(&bus)
-            .map_err(|e| failed("bus", &e))?
+            .map_err(|e| Error::channel("bus", &e))?
             .into_iter()
             .filter_map(|n| AgentId::new(n).ok())
             .collect();
@@ -129,8 +124,8 @@ impl Sources {
             let queue = bus
                 .join(agent.as_str())
                 .and_then(|d| d.join("queue"))
-                .map_err(|e| failed("bus", &e))?;
-            let names = seam.list(&queue).map_err(|e| failed("bus", &e))?;
+                .map_err(|e| Error::channel("bus", &e))?;
+            let names = seam.list(&queue).map_err(|e| Error::channel("bus", &e))?;
             let stamp = format!("{:016x}", fnv1a(names.join("\n").as_bytes()));
             let kept = index::stamp(tx, place).map_err(db)?;
             Ok((kept.as_deref() != Some(stamp.as_str())).then_some(stamp))
