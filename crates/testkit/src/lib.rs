@@ -502,6 +502,25 @@ pub fn peer_fixtures() -> PathBuf {
         })
 }
 
+/// Copies the folder `from` to `to` with everything below it (say a peer
+/// fixture into a test's project), making `to` and its parents.
+///
+/// # Panics
+///
+/// When anything cannot be listed, made or copied: it is for tests.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("make the copy's folder");
+    for entry in std::fs::read_dir(from).expect("list the folder to copy") {
+        let entry = entry.expect("read a directory entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("stat an entry").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy a file");
+        }
+    }
+}
+
 /// Returns everything a reader sees under `root`: every path whose names do
 /// not start with a dot (temps, locks and quarantine are the store's), with
 /// a file's bytes or `None` for a directory.

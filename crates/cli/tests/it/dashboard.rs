@@ -204,24 +204,11 @@ fn serve(env: &Env) -> (Kill, SocketAddr) {
     (child, addr)
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
 #[test]
 fn the_dashboard_shows_a_fixture_state_and_a_new_message_live() {
     let env = Env::new();
     let peers = chipset_testkit::peer_fixtures();
-    copy_dir(
+    chipset_testkit::copy_dir(
         &peers.join("nubos-pilot/messages"),
         &env.root().join("mail"),
     );

@@ -5,7 +5,7 @@
 //! it was and every gate answering as its writer intended.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
@@ -27,19 +27,6 @@ const NUBOS_TASK: &str = "M005-S007-T0002";
 
 fn peers() -> PathBuf {
     chipset_testkit::peer_fixtures()
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 fn place_hook(env: &Env, fixture: &str) {
@@ -166,7 +153,10 @@ fn copy_every_fixture(env: &Env, hook: &str) {
             let folder = folder.unwrap().file_name().to_string_lossy().into_owned();
             match (name.as_str(), folder.as_str()) {
                 ("nubos-pilot", "messages") => {
-                    copy_dir(&peer.path().join("messages"), &env.root().join("mail"));
+                    chipset_testkit::copy_dir(
+                        &peer.path().join("messages"),
+                        &env.root().join("mail"),
+                    );
                 }
                 ("tibsfox", "hooks") => place_hook(env, hook),
                 other => panic!("fixture folder {other:?} has no place in a state root yet"),

@@ -1,30 +1,15 @@
 //! The views over files other programs wrote: the peer fixtures (nubos-pilot's
 //! mail folder, Tibsfox's hooks) under a chipset root.
 
-use std::path::Path;
-
 use chipset::Chipset;
 use chipset_console::{Screen, Snapshot, View, detail};
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
 
 #[test]
 fn every_view_draws_the_peer_fixtures() {
     let peers = chipset_testkit::peer_fixtures();
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("state");
-    copy_dir(&peers.join("nubos-pilot/messages"), &root.join("mail"));
+    chipset_testkit::copy_dir(&peers.join("nubos-pilot/messages"), &root.join("mail"));
     std::fs::create_dir_all(root.join("hooks")).unwrap();
     std::fs::copy(
         peers.join("tibsfox/hooks/active.json"),
