@@ -62,6 +62,29 @@ pub struct Config {
     pub bus: BusConfig,
     /// How attention watches.
     pub attention: AttentionConfig,
+    /// A folder of the seed's mail layout to keep mail in instead of
+    /// `mail/` under the state root: say a nubos-pilot project's
+    /// `.nubos-pilot/messages`, so that chipset and the project's other
+    /// programs share one mail store and one commit gate. Every part uses
+    /// it: [`Chipset::mail`], attention and the loops, a forced lease
+    /// release's notice, the directory's last activity, search, status
+    /// and the doctor. `None` (the default): `mail/` under the root. A
+    /// directory's setting: [`Chipset::open_server`] keeps mail on the
+    /// server.
+    ///
+    /// ```
+    /// use chipset::store::StateDir;
+    ///
+    /// let project = tempfile::tempdir()?;
+    /// let mut config = chipset::Config::default();
+    /// config.mail_folder = Some(StateDir::open(project.path().join(".nubos-pilot/messages"))?);
+    /// let state = StateDir::open(project.path().join(".chipset/state"))?;
+    /// let chipset = chipset::Chipset::with_config(state, config);
+    /// let task = "M005-S007-T0002".parse()?;
+    /// assert!(chipset.mail().pending_replies(&task)?.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub mail_folder: Option<StateDir>,
 }
 
 impl Default for Config {
@@ -72,6 +95,7 @@ impl Default for Config {
             mail: MailConfig::default(),
             bus: BusConfig::default(),
             attention: AttentionConfig::default(),
+            mail_folder: None,
         }
     }
 }
@@ -191,10 +215,13 @@ impl Chipset {
             ),
             None => Reminders::with_config(state.clone(), config.kinds, config.reminders),
         });
-        let mail = Ok(match &seam {
-            Some(backend) => Mail::with_backend(state.clone(), config.mail, Arc::clone(backend)),
-            None => Mail::with_config(state.clone(), config.mail),
-        });
+        let mail = match (&seam, config.mail_folder) {
+            (Some(backend), _) => {
+                Mail::with_backend(state.clone(), config.mail, Arc::clone(backend))
+            }
+            (None, Some(folder)) => Mail::in_folder(folder, config.mail),
+            (None, None) => Mail::with_config(state.clone(), config.mail),
+        };
         let bus = Ok(match &seam {
             Some(backend) => Bus::with_backend(state.clone(), config.bus, Arc::clone(backend)),
             None => Bus::with_config(state.clone(), config.bus),
@@ -203,31 +230,32 @@ impl Chipset {
             Some(backend) => Channels::with_backend(state.clone(), Arc::clone(backend)),
             None => Channels::new(state.clone()),
         };
-        let loops = LoopState::new(channels.clone());
         // The door's own mail and bus, so a loop honours `config`: each is
-        // on `state` (and on `seam`), which the setters check.
-        let channels = match (&mail, &bus) {
-            (Ok(mail), Ok(bus)) => channels
+        // on `state` (and on `seam`), or mail in its folder, which the
+        // setters check.
+        let channels = match &bus {
+            Ok(bus) => channels
                 .with_mail(mail.clone())
                 .and_then(|c| c.with_bus(bus.clone())),
             _ => Ok(channels),
         }
         .expect("the door's handles share one state root");
-        let attention = match (&mail, &bus, &reminders) {
-            (Ok(_), Ok(_), Ok(reminders)) => {
-                Ok(Attention::new(channels.clone(), reminders.clone())
-                    .with_config(config.attention))
-            }
-            _ => Err(Part::Attention),
-        };
+        let loops = LoopState::new(channels.clone());
+        let attention =
+            match (&bus, &reminders) {
+                (Ok(_), Ok(reminders)) => Ok(Attention::new(channels.clone(), reminders.clone())
+                    .with_config(config.attention)),
+                _ => Err(Part::Attention),
+            };
         let directory = Ok(match &seam {
             Some(backend) => Directory::with_backend(state.clone(), Arc::clone(backend)),
-            None => Directory::new(state.clone()),
+            None => Directory::new(state.clone()).with_mail(mail.clone()),
         });
         let leases = Ok(match &seam {
             Some(backend) => Leases::with_backend(state.clone(), Arc::clone(backend)),
             None => Leases::new(state.clone()),
-        });
+        }
+        .with_mail(mail.clone()));
         let pool = Ok(match &seam {
             Some(backend) => Pool::with_backend(state.clone(), Arc::clone(backend)),
             None => Pool::new(state.clone()),
@@ -238,7 +266,7 @@ impl Chipset {
             Some(backend) => {
                 SearchIndex::with_backend(state.clone(), search_kinds, Arc::clone(backend))
             }
-            None => SearchIndex::new(state.clone()),
+            None => SearchIndex::new(state.clone()).with_mail(mail.clone()),
         });
         Chipset {
             inner: Arc::new(Inner {
@@ -247,7 +275,7 @@ impl Chipset {
                 hooks,
                 nudges,
                 reminders,
-                mail,
+                mail: Ok(mail),
                 bus,
                 attention,
                 channels,

@@ -51,7 +51,8 @@
 //! them.
 //! [`Chipset::open_with`] takes the store's options (a manual clock for a
 //! simulation), [`Chipset::with_config`] each channel's settings
-//! ([`Config`]). Ids parse from
+//! ([`Config`]), and where mail is kept: [`Config::mail_folder`] shares a
+//! nubos-pilot project's `.nubos-pilot/messages` with every part. Ids parse from
 //! text with the same checks as their constructors
 //! (`"polecat-alpha".parse::<AgentId>()?`, or `AgentId::try_from(s)`).
 //!

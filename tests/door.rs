@@ -197,3 +197,105 @@ fn leases_through_the_door_show_in_its_status() {
         .unwrap();
     assert_eq!(blocked.len(), 1);
 }
+
+/// A nubos-pilot project's mail folder given as the door's mail folder is
+/// every part's mail: the fixture's open request closes the gate and
+/// shows in the brief, status, search and the directory's last activity;
+/// what chipset sends (a message, a forced lease release's notice) lands
+/// in the folder, a message another program writes there wakes a wait,
+/// the doctor checks the folder, and the state root gets no `mail/`.
+#[test]
+fn a_mail_folder_is_every_parts_mail() {
+    use chipset::directory::Registration;
+    use chipset::lease::{LeaseMode, LeaseRequest, Released};
+    use chipset::mail::{Mail, MailConfig};
+    use chipset::search::Query;
+    use chipset::store::StateDir;
+
+    let tmp = tempfile::tempdir().unwrap();
+    let folder = tmp.path().join(".nubos-pilot/messages");
+    chipset_testkit::copy_dir(
+        &chipset_testkit::peer_fixtures().join("nubos-pilot/messages"),
+        &folder,
+    );
+    let root = tmp.path().join(".chipset/state");
+    let mut config = chipset::Config::default();
+    config.mail_folder = Some(StateDir::open(&folder).unwrap());
+    let door = Chipset::with_config(StateDir::open(&root).unwrap(), config);
+    let (critic, executor) = (agent("np-critic"), agent("np-executor"));
+    let task = "M005-S007-T0002".parse().unwrap();
+
+    // The fixture's unanswered request: the gate, the brief, status, search.
+    assert_eq!(door.mail().pending_replies(&task).unwrap().len(), 1);
+    let brief = door.attention().brief(&executor).unwrap();
+    assert!(!brief.is_empty(), "{brief:?}");
+    let status = door.status().unwrap();
+    let line = status.agents.iter().find(|l| l.agent == executor).unwrap();
+    assert_eq!(line.inbox, 1);
+    let hits = door.search(&Query::new("FoobarService")).unwrap();
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    door.directory()
+        .register(&critic, &Registration::new())
+        .unwrap();
+    let status = door.status().unwrap();
+    let line = status.agents.iter().find(|l| l.agent == critic).unwrap();
+    let seen = line.profile.as_ref().and_then(|p| p.last_seen.as_ref());
+    assert!(
+        seen.is_some(),
+        "the manifest's sends are the critic's activity"
+    );
+
+    // What chipset sends lands in the folder.
+    let sent = door
+        .mail()
+        .send(&NewMessage::notify(
+            critic.clone(),
+            executor.clone(),
+            task.clone(),
+            "s",
+            "b",
+        ))
+        .unwrap();
+    let inbox = folder.join("inbox/np-executor");
+    assert!(inbox.join(format!("{}.json", sent.id)).is_file());
+    let req = LeaseRequest::new(executor.clone(), LeaseMode::Exclusive, ["src/**"]);
+    let lease = door.leases().acquire(&req).unwrap().lease;
+    let released = door.leases().force_release(&critic, lease.token, "stuck");
+    assert!(
+        matches!(released, Ok(Released::Released(_))),
+        "{released:?}"
+    );
+    let notices = door.mail().inbox(&executor).unwrap();
+    assert!(
+        notices.iter().any(|m| m.subject == "lease-force-released"),
+        "{notices:?}"
+    );
+
+    // Another program's message in the folder wakes a wait on the brief.
+    let empty = agent("np-orchestrator");
+    assert!(door.attention().brief(&empty).unwrap().is_empty());
+    let peer = Mail::in_folder(StateDir::open(&folder).unwrap(), MailConfig::default());
+    let writer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(200));
+        let note = NewMessage::notify(
+            agent("np-critic"),
+            agent("np-orchestrator"),
+            "M005-S007-T0002".parse().unwrap(),
+            "s",
+            "b",
+        );
+        peer.send(&note).unwrap();
+    });
+    let woke = door
+        .attention()
+        .wait(&empty, Duration::from_secs(30))
+        .unwrap();
+    writer.join().unwrap();
+    assert!(!woke.is_empty(), "the wait timed out");
+
+    assert!(door.doctor(DoctorMode::Check).unwrap().is_clean());
+    assert!(
+        !root.join("mail").exists(),
+        "the state root got its own mail"
+    );
+}

@@ -41,12 +41,11 @@ pub(crate) struct Cli {
     /// init` creates].
     #[arg(long, global = true, value_name = "DIR")]
     pub(crate) root: Option<PathBuf>,
-    /// Run the mail commands on this folder in place: any folder with the
-    /// seed's layout (`inbox/`, `archive/`, `manifest.jsonl`), such as a
-    /// nubos-pilot project's `.nubos-pilot/messages` [default: `mail/` under
-    /// the state root; without --root or $CHIPSET_ROOT, the nearest
-    /// `.chipset/state` up from the current directory, or a nubos-pilot
-    /// project's `.nubos-pilot/messages` if that is nearer].
+    /// Keep mail in this folder, in place: any folder with the seed's
+    /// layout (`inbox/`, `archive/`, `manifest.jsonl`), such as a
+    /// nubos-pilot project's `.nubos-pilot/messages`; every command uses it
+    /// [default: `mail/` under the state root; without --root or
+    /// $CHIPSET_ROOT, in a nubos-pilot project, its `.nubos-pilot/messages`].
     #[arg(long, global = true, value_name = "DIR")]
     pub(crate) mail_dir: Option<PathBuf>,
     /// Print one JSON document on stdout instead of text.

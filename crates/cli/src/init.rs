@@ -16,7 +16,8 @@ const PLACEHOLDER: &str = "AGENT";
 
 /// Runs `chipset init [--agent AGENT]`.
 pub(crate) fn run(cli: &Cli, agent: Option<&AgentId>) -> Result<Output> {
-    let (root, _) = crate::locate(cli)?;
+    let place = crate::locate(cli)?;
+    let root = place.root.clone().expect("init is not a mail command");
     if let chipset::Root::Server(url) = chipset::Root::parse(&root) {
         // Never a folder named after the URL; the server's tables are
         // created by the first command that opens it.
@@ -49,9 +50,22 @@ pub(crate) fn run(cli: &Cli, agent: Option<&AgentId>) -> Result<Output> {
         args.push("--root".to_owned());
         args.push(root.display().to_string());
     }
+    let mail_dir = match &place.mail {
+        Some(dir) => Some(std::path::absolute(dir).map_err(|e| {
+            CliError::refused(format!("cannot tell where `{}` is: {e}", dir.display()))
+        })?),
+        None => None,
+    };
+    // So is a mail folder given by --mail-dir; a nubos-pilot project's is
+    // found again as the root is.
+    if let (Some(dir), false) = (&mail_dir, place.found_project) {
+        args.push("--mail-dir".to_owned());
+        args.push(dir.display().to_string());
+    }
     let view = Initialized {
         root: root.clone(),
         created: !existed,
+        mail_dir: mail_dir.clone(),
         mcp_json: McpJson {
             mcp_servers: BTreeMap::from([(
                 "chipset".to_owned(),
@@ -64,8 +78,11 @@ pub(crate) fn run(cli: &Cli, agent: Option<&AgentId>) -> Result<Output> {
     };
     let snippet = serde_json::to_string_pretty(&view.mcp_json).unwrap_or_default();
     let what = if existed { "found" } else { "created" };
+    let mail = mail_dir.map_or_else(String::new, |dir| {
+        format!(", with mail kept in `{}`", dir.display())
+    });
     let mut text = format!(
-        "{what} the state root `{}`\n\nFor an agent host that reads `.mcp.json` (Claude Code, \
+        "{what} the state root `{}`{mail}\n\nFor an agent host that reads `.mcp.json` (Claude Code, \
          Cursor, …), add to the project's `.mcp.json`:\n\n{snippet}\n",
         root.display()
     );

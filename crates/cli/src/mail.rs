@@ -19,7 +19,7 @@ use crate::view::{GroupSentView, LEFT_OUT, Swept};
 /// `mail/` under the state root.
 pub(crate) fn run(ctx: &Ctx, command: MailCommand) -> Result<Output> {
     let mail = if ctx.mail_folder {
-        Mail::in_folder(ctx.state.clone())
+        Mail::in_folder(ctx.state.clone(), chipset_mail::MailConfig::default())
     } else {
         ctx.chipset.mail().clone()
     };

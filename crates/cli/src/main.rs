@@ -11,7 +11,7 @@
 //! ```text
 //! chipset [--root DIR] [--json] hook show|list|assign|activate|touch|complete|clear ...
 //! chipset [--root DIR] [--json] nudge send|read|respond ...
-//! chipset [--root DIR | --mail-dir DIR] [--json] mail send|inbox|archive|thread|pending|sweep|doctor ...
+//! chipset [--root DIR] [--mail-dir DIR] [--json] mail send|inbox|archive|thread|pending|sweep|doctor ...
 //! chipset [--root DIR] [--json] bus publish|pending|ack|wait|start|presence|nag ...
 //! chipset [--root DIR] [--json] bus control register|unregister ...
 //! chipset [--root DIR] [--json] remind open|list|resolve|snooze|clear|history|metrics ...
@@ -35,19 +35,26 @@
 //! `--root DIR`, else the `CHIPSET_ROOT` environment variable (when set and
 //! not empty), else the nearest `.chipset/state` found walking up from the
 //! current directory, else `.chipset/state` under the current directory.
+//! The walk up stops at a nubos-pilot project (a `.nubos-pilot` folder, as
+//! nubos-pilot finds its own): its root is the project's `.chipset/state`.
 //! `chipset init` creates it there (or where `--root` says) and prints the
 //! `.mcp.json` entry that serves it to an agent host; the read-only
 //! commands' error for a missing root says so. `chipset mcp` on stdio sends
 //! that error to its client as the answer to `initialize`.
 //!
-//! The mail commands run on `mail/` under the root, or in place on any folder
-//! with the seed's layout given as `--mail-dir DIR` (for example a
-//! nubos-pilot project's `.nubos-pilot/messages`); without `--mail-dir`,
-//! `--root` or `CHIPSET_ROOT`, the walk up also stops at a nubos-pilot
-//! project (a `.nubos-pilot` folder) and runs them on its
-//! `.nubos-pilot/messages`, made on first use as nubos-pilot makes it (at
-//! the same level `.chipset/state` wins), as nubos-pilot finds its own.
-//! `--mail-dir` with any other command is a usage error. Arguments that
+//! Mail is kept in `mail/` under the root, or in any folder with the
+//! seed's layout given as `--mail-dir DIR` (for example a nubos-pilot
+//! project's `.nubos-pilot/messages`); without `--mail-dir`, `--root` or
+//! `CHIPSET_ROOT`, in a nubos-pilot project it is the project's
+//! `.nubos-pilot/messages`, made on first use as nubos-pilot makes it. The
+//! folder is every command's mail (`mail`, `brief`, `wait`, `status`,
+//! `search`, `doctor`, `top`, `serve`, `mcp`, a forced lease release's
+//! notice), so chipset and nubos-pilot share one mail store and one commit
+//! gate. The mail commands need no state root there: in a project with no
+//! `.chipset/state` (or with `--mail-dir` and no `--root`) they run in the
+//! folder alone, all but group mail (its agents and lists are in the
+//! root's directory). `--mail-dir` with a server root is a usage error: a
+//! server keeps its own mail. Arguments that
 //! nubos-pilot's `messages-*` scripts pass work as they do there: `--phase`
 //! (alias of `--task`), `--expects-reply`, `--body-file PATH`, `--body -`
 //! (stdin), `inbox --agent A`, `inbox --since ID|TIME`, `archive --id ID`,
@@ -143,7 +150,7 @@ mod view;
 mod witness;
 mod work;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use chipset::{Chipset, Part, Root, ServerOptions, ServerUrl};
@@ -226,62 +233,136 @@ pub(crate) fn explicit_root(cli: &Cli) -> Option<PathBuf> {
     })
 }
 
-/// Returns the directory the command runs on, and whether it is a mail
-/// folder (the mail commands run in it in place) rather than a state root.
+/// Where a command runs: found by [`locate`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Place {
+    /// The state root; `None` for the mail commands on a mail folder alone
+    /// (no state root given or found), which run in it in place.
+    pub(crate) root: Option<PathBuf>,
+    /// The mail folder of the seed's layout kept outside the state root
+    /// (`--mail-dir`, or a nubos-pilot project's `.nubos-pilot/messages`).
+    pub(crate) mail: Option<PathBuf>,
+    /// True when the mail folder was found by the walk up (a nubos-pilot
+    /// project's, made on first use), not named by `--mail-dir`.
+    pub(crate) found_project: bool,
+}
+
+impl Place {
+    /// The state root, or the mail folder the mail commands run in alone.
+    pub(crate) fn dir(&self) -> &Path {
+        self.root
+            .as_deref()
+            .or(self.mail.as_deref())
+            .expect("a place has a root or a mail folder")
+    }
+}
+
+/// Returns where the command runs.
 ///
-/// `--mail-dir` (mail commands only), else `--root`, else `$CHIPSET_ROOT`,
-/// else the nearest `.chipset/state` up from the current directory, or for
-/// the mail commands the `.nubos-pilot/messages` of the nearest nubos-pilot
-/// project (a `.nubos-pilot` folder, with or without its `messages` yet) if
-/// that is nearer (at the same level `.chipset/state` wins), else
-/// `.chipset/state` under the current directory.
-pub(crate) fn locate(cli: &Cli) -> Result<(PathBuf, bool)> {
-    let mail = matches!(cli.command, Command::Mail(_));
+/// The state root: `--root`, else `$CHIPSET_ROOT`, else the nearest
+/// `.chipset/state` up from the current directory, stopping at a
+/// nubos-pilot project (a `.nubos-pilot` folder, as nubos-pilot finds its
+/// project), whose `.chipset/state` it is, else `.chipset/state` under the
+/// current directory.
+///
+/// The mail folder: `--mail-dir`; else, without `--root` or
+/// `$CHIPSET_ROOT`, that nubos-pilot project's `.nubos-pilot/messages`
+/// (with or without its `messages` yet), so that every command shares the
+/// project's mail. The mail commands on a mail folder with no state root
+/// (`--mail-dir` without `--root`, or a project with no `.chipset/state`)
+/// run in it alone.
+pub(crate) fn locate(cli: &Cli) -> Result<Place> {
+    let mail_command = matches!(cli.command, Command::Mail(_));
+    let explicit = explicit_root(cli);
     if let Some(dir) = &cli.mail_dir {
-        if !mail {
-            return Err(CliError::usage(
-                "--mail-dir applies to the mail commands only",
-            ));
-        }
-        return Ok((dir.clone(), true));
+        let root = match explicit {
+            Some(root) => Some(root),
+            None if mail_command => None,
+            None => Some(walk()?.0),
+        };
+        return Ok(Place {
+            root,
+            mail: Some(dir.clone()),
+            found_project: false,
+        });
     }
-    if let Some(root) = explicit_root(cli) {
-        return Ok((root, false));
+    if let Some(root) = explicit {
+        return Ok(Place {
+            root: Some(root),
+            mail: None,
+            found_project: false,
+        });
     }
-    // A folder that cannot be looked at stops the search with an error:
-    // "unreadable" is not "absent", and looking past it could pick another root.
-    let is_dir = |path: &std::path::Path| -> Result<bool> {
-        Ok(chipset_store::StateDir::stat_outside(path)?.is_some_and(|s| s.is_dir()))
+    let (root, project) = walk()?;
+    let mail = project.map(|p| p.join(NUBOS_PROJECT).join(NUBOS_MESSAGES));
+    // A project not set up for chipset yet: its mail alone for the mail
+    // commands; the state root it would have for the others.
+    let root = match (&mail, is_dir(&root)?) {
+        (Some(_), false) if mail_command => None,
+        _ => Some(root),
     };
+    Ok(Place {
+        root,
+        found_project: mail.is_some(),
+        mail,
+    })
+}
+
+/// Walks up from the current directory: returns the nearest
+/// `.chipset/state` (else `.chipset/state` under the current directory),
+/// or stops at the nearest nubos-pilot project and returns that project's
+/// folder too (its `.chipset/state` is the root).
+fn walk() -> Result<(PathBuf, Option<PathBuf>)> {
     if let Ok(cwd) = std::env::current_dir() {
         for dir in cwd.ancestors() {
             let state = dir.join(StateDir::DEFAULT_ROOT);
-            if is_dir(&state)? {
-                return Ok((state, false));
-            }
             // nubos-pilot writes its mail under the project it finds by
             // this folder; one found without `messages/` yet is its mail
             // folder all the same, or the two programs would part ways.
-            let project = dir.join(NUBOS_PROJECT);
-            if mail && is_dir(&project)? {
-                return Ok((project.join(NUBOS_MESSAGES), true));
+            if is_dir(&dir.join(NUBOS_PROJECT))? {
+                return Ok((state, Some(dir.to_owned())));
+            }
+            if is_dir(&state)? {
+                return Ok((state, None));
             }
         }
     }
-    Ok((PathBuf::from(StateDir::DEFAULT_ROOT), false))
+    Ok((PathBuf::from(StateDir::DEFAULT_ROOT), None))
+}
+
+/// Whether `path` is a directory. A folder that cannot be looked at is an
+/// error: "unreadable" is not "absent", and looking past it in a walk
+/// could pick another root.
+fn is_dir(path: &Path) -> Result<bool> {
+    Ok(StateDir::stat_outside(path)?.is_some_and(|s| s.is_dir()))
 }
 
 fn run(cli: Cli) -> Result<Output> {
     let json = cli.json;
-    let (root, mail_folder) = locate(&cli)?;
-    let chipset = match Root::parse(&root) {
-        Root::Server(url) if !mail_folder => open_server(&cli, &url)?,
-        _ => Chipset::from_state(open_dir(&cli, &root, mail_folder)?),
+    let place = locate(&cli)?;
+    let chipset = match (&place.root, &place.mail) {
+        (Some(root), mail) => match Root::parse(root) {
+            Root::Server(url) if mail.is_none() => open_server(&cli, &url)?,
+            Root::Server(url) => {
+                return Err(CliError::usage(format!(
+                    "--mail-dir keeps mail in a folder; on the server {url} mail is the \
+                     server's (leave --mail-dir out)"
+                )));
+            }
+            _ => {
+                let mut config = chipset::Config::default();
+                if let Some(folder) = mail {
+                    config.mail_folder = Some(open_dir(&cli, folder, true, place.found_project)?);
+                }
+                Chipset::with_config(open_dir(&cli, root, false, false)?, config)
+            }
+        },
+        (None, _) => Chipset::from_state(open_dir(&cli, place.dir(), true, place.found_project)?),
     };
     let ctx = Ctx {
         state: chipset.state().clone(),
         chipset,
-        mail_folder,
+        mail_folder: place.root.is_none(),
         paint: Paint::detect(),
     };
     match cli.command {
@@ -309,9 +390,12 @@ fn run(cli: Cli) -> Result<Output> {
     }
 }
 
-/// Opens the state directory `root`: an existing one for the commands
-/// that only read, so a mistyped root never reads as an empty one.
-fn open_dir(cli: &Cli, root: &std::path::Path, mail_folder: bool) -> Result<StateDir> {
+/// Opens the state directory `root`, or with `mail_folder` the mail
+/// folder `root`: an existing one for the commands that only read, so a
+/// mistyped root never reads as an empty one. A nubos-pilot project's mail
+/// folder found by the walk up (`found_project`) is there though nothing
+/// was sent yet: reading it is reading an empty one.
+fn open_dir(cli: &Cli, root: &Path, mail_folder: bool, found_project: bool) -> Result<StateDir> {
     // Something else where the folder should be: say so, naming what was
     // asked for, before any attempt to create it.
     if StateDir::stat_outside(root)?.is_some_and(|s| !s.is_dir()) {
@@ -323,9 +407,6 @@ fn open_dir(cli: &Cli, root: &std::path::Path, mail_folder: bool) -> Result<Stat
         let failure = CliError::refused(format!("{what} `{}` is not a directory", root.display()));
         return Err(refuse_mcp_stdio(cli, failure));
     }
-    // A nubos-pilot project's mail folder found by the walk up is there
-    // though nothing was sent yet: reading it is reading an empty one.
-    let found_project = mail_folder && cli.mail_dir.is_none();
     if !cli.command.reads_only() || found_project {
         return Ok(StateDir::open(root)?);
     }

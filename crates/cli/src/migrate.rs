@@ -35,7 +35,9 @@ pub(crate) struct MigrateArgs {
 pub(crate) fn run(cli: &Cli, args: &MigrateArgs) -> Result<Output> {
     let from = match &args.from {
         Some(from) => from.clone(),
-        None => crate::locate(cli)?.0,
+        None => crate::locate(cli)?
+            .root
+            .expect("migrate is not a mail command"),
     };
     let mut migration = Migration::new(Root::parse(&from), Root::parse(&args.to));
     for channel in &args.skip {

@@ -3,7 +3,7 @@
 //! and says when to read it again. Nothing polls faster than the rescan,
 //! and an idle team wakes it once per rescan only.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -46,6 +46,17 @@ pub enum Change {
 pub fn watch(
     state: &StateDir,
     rescan: Duration,
+    wake: impl FnMut(Change) -> bool + Send + 'static,
+) -> Result<JoinHandle<()>> {
+    watch_trees(state, None, rescan, wake)
+}
+
+/// As [`watch`], and over the mail folder `mail` too when mail is kept
+/// outside the root (its gate cache, `.gate/`, not reported either).
+fn watch_trees(
+    state: &StateDir,
+    mail: Option<&StateDir>,
+    rescan: Duration,
     mut wake: impl FnMut(Change) -> bool + Send + 'static,
 ) -> Result<JoinHandle<()>> {
     let config = WatchConfig {
@@ -53,7 +64,11 @@ pub fn watch(
         rescan_interval: rescan,
     };
     let mut watcher = Watcher::new(state, [WatchTarget::Tree(state.root_path())], config)?;
-    let root = state.root().to_owned();
+    let mut gates = vec![state.root().join("mail/.gate")];
+    if let Some(folder) = mail {
+        watcher.add(folder, [WatchTarget::Tree(folder.root_path())])?;
+        gates.push(folder.root().join(".gate"));
+    }
     std::thread::Builder::new()
         .name("chipset-console-watch".to_owned())
         .spawn(move || {
@@ -63,7 +78,7 @@ pub fn watch(
             }
             loop {
                 let change = match watcher.wait(Duration::from_secs(3600)) {
-                    WatchWake::Changed(paths) if paths.iter().any(|p| counts(&root, p)) => {
+                    WatchWake::Changed(paths) if paths.iter().any(|p| counts(&gates, p)) => {
                         Change::Changed
                     }
                     WatchWake::Changed(_) | WatchWake::TimedOut => continue,
@@ -78,8 +93,8 @@ pub fn watch(
         .map_err(Error::Spawn)
 }
 
-/// As [`watch`], for the state `chipset` is on: on a directory exactly
-/// [`watch`] over its root; on a PostgreSQL server the server's
+/// As [`watch`], for the state `chipset` is on: on a directory [`watch`]
+/// over its root and the mail folder kept outside it, if any; on a PostgreSQL server the server's
 /// notifications (`LISTEN/NOTIFY`, from any host) of the team's shared
 /// folders (every hook, mail, the agent directory, the leases, each
 /// reminder kind's folders) and of the nudge and bus queue of each agent
@@ -97,7 +112,8 @@ pub fn watch_team(
     mut wake: impl FnMut(Change) -> bool + Send + 'static,
 ) -> Result<JoinHandle<()>> {
     let Some(backend) = chipset.backend() else {
-        return watch(chipset.state(), rescan, wake);
+        let folder = crate::stamps::mail_folder(chipset);
+        return watch_trees(chipset.state(), folder, rescan, wake);
     };
     let dirs = team_dirs(chipset);
     let mut wait = backend
@@ -180,12 +196,9 @@ fn seam_dir(state: &StateDir, path: &StatePath) -> Option<Dir> {
 }
 
 /// Returns true when a change at `path` can change what the views show.
-fn counts(root: &Path, path: &Path) -> bool {
-    let Ok(rel) = path.strip_prefix(root) else {
-        return true;
-    };
-    let gate = rel.starts_with("mail/.gate");
-    let lock = rel.extension().is_some_and(|e| e == "lock" || e == "tmp");
+fn counts(gates: &[PathBuf], path: &Path) -> bool {
+    let gate = gates.iter().any(|g| path.starts_with(g));
+    let lock = path.extension().is_some_and(|e| e == "lock" || e == "tmp");
     !(gate || lock)
 }
 
@@ -195,10 +208,15 @@ mod tests {
 
     #[test]
     fn the_gate_cache_and_locks_do_not_count() {
-        let root = Path::new("/s");
-        assert!(counts(root, Path::new("/s/hooks/a.json")));
-        assert!(counts(root, Path::new("/s/mail/inbox/a/1.json")));
-        assert!(!counts(root, Path::new("/s/mail/.gate/task/t.json")));
-        assert!(!counts(root, Path::new("/s/hooks/a.json.lock")));
+        let gates = [
+            PathBuf::from("/s/mail/.gate"),
+            PathBuf::from("/n/messages/.gate"),
+        ];
+        assert!(counts(&gates, Path::new("/s/hooks/a.json")));
+        assert!(counts(&gates, Path::new("/s/mail/inbox/a/1.json")));
+        assert!(counts(&gates, Path::new("/n/messages/inbox/a/1.json")));
+        assert!(!counts(&gates, Path::new("/s/mail/.gate/task/t.json")));
+        assert!(!counts(&gates, Path::new("/n/messages/.gate/task/t.json")));
+        assert!(!counts(&gates, Path::new("/s/hooks/a.json.lock")));
     }
 }

@@ -54,7 +54,9 @@ impl Reads {
         // A server's rows have no directory stamps: every area is read
         // again at each load (a wake-up says when).
         let changed = match on_server {
-            false => self.stamps.look(chipset.state()),
+            false => self
+                .stamps
+                .look(chipset.state(), crate::stamps::mail_folder(chipset)),
             true => Changed::everything(),
         };
         let stale = |read: bool, paths: &[&str]| !read || paths.iter().any(|p| changed.under(p));

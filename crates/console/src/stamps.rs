@@ -15,6 +15,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use chipset::Chipset;
 use chipset::store::{Stat, StateDir, StatePath};
 
 /// A stamp younger than this is not trusted to show every change.
@@ -93,8 +94,11 @@ impl Changed {
 impl Stamps {
     /// Looks at every directory known (and at new ones) and returns what
     /// changed since the last look. A directory that cannot be looked at
-    /// counts as changed (the channel's own read then says why).
-    pub(crate) fn look(&mut self, state: &StateDir) -> Changed {
+    /// counts as changed (the channel's own read then says why). With a
+    /// `mail` folder kept outside the root, its tree is looked at as
+    /// `mail/` (see [`mail_folder`]).
+    pub(crate) fn look(&mut self, state: &StateDir, mail: Option<&StateDir>) -> Changed {
+        let places = Places { state, mail };
         let mut changed = Changed::default();
         if !self.looked {
             changed.everything = true;
@@ -108,15 +112,21 @@ impl Stamps {
                 changed.everything = true;
                 break;
             }
-            let Some(path) = state_path(state, &rel) else {
+            let Some((state, path)) = places.resolve(&rel) else {
                 changed.paths.insert(rel);
                 continue;
             };
-            if rel.is_empty() {
-                // The root has no stamp of its own here (a stat names a
-                // path below it); its few channel directories are listed.
-                let subdirs = state.list_dirs(&path).unwrap_or_default();
-                todo.extend(subdirs.iter().cloned());
+            if rel.is_empty() || path == state.root_path() {
+                // A root has no stamp of its own here (a stat names a
+                // path below it); its few directories are listed.
+                let mut subdirs = state.list_dirs(&path).unwrap_or_default();
+                if rel.is_empty() && mail.is_some() && !subdirs.iter().any(|d| d == "mail") {
+                    subdirs.push("mail".to_owned());
+                }
+                todo.extend(subdirs.iter().map(|d| match rel.as_str() {
+                    "" => d.clone(),
+                    _ => format!("{rel}/{d}"),
+                }));
                 next.insert(
                     rel,
                     Seen {
@@ -151,7 +161,9 @@ impl Stamps {
         }
         self.dirs = next;
         for file in APPENDED {
-            let stamp = state_path(state, file).and_then(|p| state.stat(&p).ok().flatten());
+            let stamp = places
+                .resolve(file)
+                .and_then(|(state, p)| state.stat(&p).ok().flatten());
             let known = self.files.insert(file, stamp);
             if known != Some(stamp) || stamp.is_some_and(|s| !settled(&s, now)) {
                 changed.paths.insert(file.to_owned());
@@ -161,14 +173,38 @@ impl Stamps {
     }
 }
 
-/// Returns the state path of `rel` (`/`-separated segments), if every
-/// segment is one a state path may hold.
-fn state_path(state: &StateDir, rel: &str) -> Option<StatePath> {
-    let mut path = state.root_path();
-    for segment in rel.split('/').filter(|s| !s.is_empty()) {
-        path = path.join(segment).ok()?;
+/// Returns the folder `chipset` keeps mail in when it is not `mail/` under
+/// the root (a folder of the seed's layout, `Config::mail_folder`).
+pub(crate) fn mail_folder(chipset: &Chipset) -> Option<&StateDir> {
+    let mail = chipset.mail().state();
+    (mail.root() != chipset.state().root()).then_some(mail)
+}
+
+/// Where a look reads: the state root, and mail in its own folder.
+struct Places<'a> {
+    state: &'a StateDir,
+    mail: Option<&'a StateDir>,
+}
+
+impl<'a> Places<'a> {
+    /// Returns the root holding `rel` (`/`-separated segments, relative to
+    /// the state root) and its path, if every segment is one a state path
+    /// may hold: `mail/…` is in the mail folder when there is one.
+    fn resolve(&self, rel: &str) -> Option<(&'a StateDir, StatePath)> {
+        let mut segments = rel.split('/').filter(|s| !s.is_empty()).peekable();
+        let state = match self.mail {
+            Some(folder) if segments.peek() == Some(&"mail") => {
+                segments.next();
+                folder
+            }
+            _ => self.state,
+        };
+        let mut path = state.root_path();
+        for segment in segments {
+            path = path.join(segment).ok()?;
+        }
+        Some((state, path))
     }
-    Some(path)
 }
 
 /// Returns true when `stat`'s modification time is old enough to trust.
@@ -227,22 +263,55 @@ mod tests {
         let hooks = tmp.path().join("hooks");
         std::fs::create_dir_all(hooks.join("deep")).unwrap();
         let mut stamps = Stamps::default();
-        assert!(stamps.look(&state).everything, "the first look sees all");
+        assert!(
+            stamps.look(&state, None).everything,
+            "the first look sees all"
+        );
         // Make the stamps old enough to trust.
         let old =
             std::fs::FileTimes::new().set_modified(SystemTime::now() - Duration::from_secs(60));
         for dir in [&hooks, &hooks.join("deep")] {
             std::fs::File::open(dir).unwrap().set_times(old).unwrap();
         }
-        let again = stamps.look(&state);
+        let again = stamps.look(&state, None);
         // The times were set after the first look: every stamp moved once.
         assert!(again.under("hooks/deep"), "{again:?}");
-        assert!(stamps.look(&state).is_empty(), "idle");
+        assert!(stamps.look(&state, None).is_empty(), "idle");
         std::fs::write(hooks.join("deep/a.json"), b"{}").unwrap();
-        let c = stamps.look(&state);
+        let c = stamps.look(&state, None);
         assert!(c.under("hooks/deep") && !c.under("mail"), "{c:?}");
         std::fs::remove_dir_all(hooks.join("deep")).unwrap();
-        let c = stamps.look(&state);
+        let c = stamps.look(&state, None);
         assert!(c.under("hooks/deep") && c.under("hooks"), "{c:?}");
+    }
+
+    /// A mail folder outside the root is looked at as `mail/`: a message
+    /// in one of its inboxes, or an event appended to its manifest, is a
+    /// change under `mail/inbox` or the manifest; the root's own `mail/`
+    /// is not read.
+    #[test]
+    fn a_mail_folder_outside_the_root_is_looked_at_as_mail() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::open(tmp.path().join("state")).unwrap();
+        let folder = StateDir::open(tmp.path().join("messages")).unwrap();
+        let inbox = folder.root().join("inbox/np-executor");
+        std::fs::create_dir_all(&inbox).unwrap();
+        std::fs::create_dir_all(state.root().join("mail/inbox/other")).unwrap();
+        let mut stamps = Stamps::default();
+        stamps.look(&state, Some(&folder));
+        let old =
+            std::fs::FileTimes::new().set_modified(SystemTime::now() - Duration::from_secs(60));
+        for dir in [folder.root().join("inbox"), inbox.clone()] {
+            std::fs::File::open(dir).unwrap().set_times(old).unwrap();
+        }
+        stamps.look(&state, Some(&folder));
+        assert!(stamps.look(&state, Some(&folder)).is_empty(), "idle");
+        std::fs::write(inbox.join("m.json"), b"{}").unwrap();
+        let c = stamps.look(&state, Some(&folder));
+        assert!(c.under("mail/inbox/np-executor"), "{c:?}");
+        assert!(!c.under("mail/inbox/other") && !c.under("hooks"), "{c:?}");
+        std::fs::write(folder.root().join("manifest.jsonl"), b"{}\n").unwrap();
+        let c = stamps.look(&state, Some(&folder));
+        assert!(c.under("mail/manifest.jsonl"), "{c:?}");
     }
 }

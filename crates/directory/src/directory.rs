@@ -88,7 +88,8 @@ pub struct Directory {
     pub(crate) dir: StatePath,
     pub(crate) hooks: Hooks,
     pub(crate) bus: Bus,
-    pub(crate) manifest: StatePath,
+    /// Whose manifest tells when an agent last sent or archived mail.
+    pub(crate) mail: Mail,
 }
 
 impl Directory {
@@ -108,10 +109,19 @@ impl Directory {
             dir: state.channel(crate::DIRECTORY_CHANNEL),
             hooks: Hooks::with_backend(state.clone(), Arc::clone(&backend)),
             bus: Bus::new(state.clone()),
-            manifest: Mail::new(state.clone()).manifest_path(),
+            mail: Mail::new(state.clone()),
             seam: backend,
             state,
         }
+    }
+
+    /// Returns this directory with agents' last mail activity read from
+    /// `mail`'s manifest: the mail handle the program uses, say a folder of
+    /// the seed's layout ([`Mail::in_folder`]) outside the state root.
+    #[must_use]
+    pub fn with_mail(mut self, mail: Mail) -> Self {
+        self.mail = mail;
+        self
     }
 
     /// Returns the `agents/` directory.

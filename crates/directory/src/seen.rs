@@ -88,13 +88,14 @@ impl Directory {
     /// torn last line, a foreign record).
     pub(crate) fn mail_tail(&self) -> Result<MailTail> {
         let mut out = MailTail::new();
-        let path = self.manifest.clone();
-        let Some(stat) = self.state.stat(&path)? else {
+        let path = self.mail.manifest_path();
+        let files = self.mail.state();
+        let Some(stat) = files.stat(&path)? else {
             return Ok(out);
         };
         let len = stat.len;
         let start = len.saturating_sub(MANIFEST_TAIL);
-        let Some(bytes) = self.state.log_reader(&path)?.bytes_at(start, len)? else {
+        let Some(bytes) = files.log_reader(&path)?.bytes_at(start, len)? else {
             return Ok(out);
         };
         let mut lines = bytes.split(|b| *b == b'\n');

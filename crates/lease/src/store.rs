@@ -68,6 +68,17 @@ impl Leases {
         }
     }
 
+    /// Returns these leases with a forced release's notice sent through
+    /// `mail`: the mail handle the program uses (its
+    /// [`MailConfig`](chipset_mail::MailConfig), or a folder of the seed's
+    /// layout such as a nubos-pilot project's, [`Mail::in_folder`]), so the
+    /// holder finds the notice where it reads its mail.
+    #[must_use]
+    pub fn with_mail(mut self, mail: Mail) -> Self {
+        self.mail = mail;
+        self
+    }
+
     /// Returns the state root.
     pub fn state(&self) -> &StateDir {
         &self.state

@@ -21,8 +21,9 @@ use crate::error::{Error, Result};
 /// configuration. The hooks and nudges have no configuration: those
 /// [`Channels::new`] makes are the ones to use.
 ///
-/// Every handle must be on the same state root: the setters refuse one on
-/// another root with [`Error::MixedRoots`]. Cheap to clone.
+/// Every handle must be on the same state root (mail may instead be a
+/// folder of the seed's layout, [`Channels::with_mail`]): the setters
+/// refuse one on another root with [`Error::MixedRoots`]. Cheap to clone.
 ///
 /// ```
 /// use chipset_bus::{Bus, BusConfig};
@@ -103,13 +104,21 @@ impl Channels {
 
     /// Returns these channels with the mail handle replaced (its
     /// [`MailConfig`](chipset_mail::MailConfig) applies to every mail the
-    /// loop sends and reads).
+    /// loop sends and reads). A mail folder of the seed's layout
+    /// ([`Mail::in_folder`], say a nubos-pilot project's
+    /// `.nubos-pilot/messages`) may be outside the state root: the loops
+    /// and attention then send, read and watch mail there.
     ///
     /// # Errors
     ///
-    /// [`Error::MixedRoots`] when `mail` is on another state root.
+    /// [`Error::MixedRoots`] when `mail` is `mail/` of another state root.
     pub fn with_mail(mut self, mail: Mail) -> Result<Self> {
-        self.check("mail", mail.state())?;
+        // A folder of the seed's layout (`Mail::in_folder`) may be
+        // anywhere: it is mail's own root, not a second state root.
+        let in_folder = mail.dir().as_path() == mail.state().root();
+        if !in_folder {
+            self.check("mail", mail.state())?;
+        }
         self.mail = mail;
         Ok(self)
     }

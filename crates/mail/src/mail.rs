@@ -250,30 +250,31 @@ impl Mail {
         }
     }
 
-    /// Returns the mail channel of a folder that has the seed's layout itself
-    /// (`inbox/`, `archive/`, `manifest.jsonl` directly inside), such as a
-    /// nubos-pilot project's `.nubos-pilot/messages`: open `state` at that
-    /// folder. Everything else is as with [`Mail::new`]; chipset's own
+    /// Returns the mail channel, with `config`, of a folder that has the
+    /// seed's layout itself (`inbox/`, `archive/`, `manifest.jsonl` directly
+    /// inside), such as a nubos-pilot project's `.nubos-pilot/messages`:
+    /// open `state` at that folder. Everything else is as with
+    /// [`Mail::with_config`]; chipset's own
     /// additions (`replies/`, `.quarantine/` folders, temp files) are
     /// dot-named or ignored by the seed's other programs.
     ///
     /// ```
-    /// use chipset_mail::{NewMessage, Mail};
+    /// use chipset_mail::{Mail, MailConfig, NewMessage};
     /// use chipset_store::StateDir;
     ///
     /// let project = tempfile::tempdir()?;
     /// let folder = project.path().join(".nubos-pilot/messages");
-    /// let mail = Mail::in_folder(StateDir::open(&folder)?);
+    /// let mail = Mail::in_folder(StateDir::open(&folder)?, MailConfig::default());
     /// let sent = mail.send(&NewMessage::notify("np-orchestrator".parse()?, "np-executor".parse()?,
     ///     "M005-S007-T0002".parse()?, "round-started", "go"))?;
     /// assert!(folder.join("inbox/np-executor").join(format!("{}.json", sent.id)).is_file());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn in_folder(state: StateDir) -> Self {
+    pub fn in_folder(state: StateDir, config: MailConfig) -> Self {
         let layout = Layout::new(state.root_path());
         Mail {
             state,
-            config: MailConfig::default(),
+            config,
             layout,
             seam: None,
             tail: crate::tail::TailMemory::default(),

@@ -496,6 +496,10 @@ pub struct Initialized {
     pub root: PathBuf,
     /// False when it existed already.
     pub created: bool,
+    /// Where mail is kept when not under the root: `--mail-dir`, or the
+    /// nubos-pilot project's `.nubos-pilot/messages` the root belongs to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mail_dir: Option<PathBuf>,
     /// What to put in a project's `.mcp.json`.
     pub mcp_json: McpJson,
 }

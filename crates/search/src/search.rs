@@ -150,6 +150,15 @@ impl SearchIndex {
         }
     }
 
+    /// Returns this search with mail read from `mail`: the mail handle the
+    /// program uses, say a folder of the seed's layout outside the state
+    /// root ([`Mail::in_folder`]). The index stays under the state root.
+    #[must_use]
+    pub fn with_mail(mut self, mail: Mail) -> Self {
+        self.sources.mail = mail;
+        self
+    }
+
     /// Returns the index file's path, `{root}/.index/search/index.sqlite3`.
     pub fn path(&self) -> PathBuf {
         self.file(INDEX_FILE).into_path_buf()

@@ -121,9 +121,9 @@ impl Sources {
     fn mail(&self, tx: &Transaction<'_>, full: bool, counts: &mut Counts) -> Result<()> {
         let dir = self.mail.dir().clone();
         let manifest = dir.join("manifest.jsonl")?;
-        let log = self.state.log_reader(&manifest)?;
+        let log = self.mail.state().log_reader(&manifest)?;
         let kept = index::stamp(tx, MANIFEST).map_err(db)?;
-        let ino = self.state.stat(&manifest)?.map_or(0, |s| s.ino);
+        let ino = self.mail.state().stat(&manifest)?.map_or(0, |s| s.ino);
         // Where the tail is, if the manifest is still the one it was read from.
         let from = match (full, kept.as_deref().and_then(parse_tail)) {
             (false, Some((kept_ino, offset, tail))) if kept_ino == ino => {
@@ -209,7 +209,7 @@ impl Sources {
             .and_then(Value::as_str)
             .and_then(|to| self.mail.dir().join("inbox").and_then(|p| p.join(to)).ok());
         if let Some(inbox) = inbox
-            && let Some(m) = read_message(&self.state, &inbox, &format!("{id}.json"))?
+            && let Some(m) = read_message(self.mail.state(), &inbox, &format!("{id}.json"))?
         {
             return self.add_message(tx, &m, counts);
         }
@@ -245,12 +245,12 @@ impl Sources {
     /// Lists every inbox whose stamp changed and reads the files not yet indexed.
     fn inboxes(&self, tx: &Transaction<'_>, dir: &StatePath, counts: &mut Counts) -> Result<()> {
         let root = dir.join("inbox")?;
-        for agent in self.state.list_dirs(&root)? {
+        for agent in self.mail.state().list_dirs(&root)? {
             let Ok(inbox) = root.join(&agent) else {
                 continue;
             };
             let place = format!("{INBOX_PREFIX}{agent}");
-            if let Some(stamp) = changed(tx, &self.state, &place, &inbox)? {
+            if let Some(stamp) = changed(tx, self.mail.state(), &place, &inbox)? {
                 // What the index holds for this addressee, in one query
                 // rather than one per listed file.
                 let known = index::idents_of(tx, &format!("{MAIL}/{agent}")).map_err(db)?;
@@ -266,7 +266,7 @@ impl Sources {
         let archive = dir.join("archive")?;
         let mut out = vec![archive.clone(), archive.join("orphan")?];
         let by_task = archive.join("by-task")?;
-        for task in self.state.list_dirs(&by_task)? {
+        for task in self.mail.state().list_dirs(&by_task)? {
             if let Ok(p) = by_task.join(&task) {
                 out.push(p);
             }
@@ -283,7 +283,7 @@ impl Sources {
         known: Option<&HashSet<String>>,
         counts: &mut Counts,
     ) -> Result<()> {
-        for name in self.state.list(folder)? {
+        for name in self.mail.state().list(folder)? {
             let Some(stem) = name.strip_suffix(".json") else {
                 continue;
             };
@@ -296,7 +296,7 @@ impl Sources {
             if index::has(tx, &format!("mail/{id}")).map_err(db)? {
                 continue;
             }
-            if let Some(m) = read_message(&self.state, folder, &name)? {
+            if let Some(m) = read_message(self.mail.state(), folder, &name)? {
                 self.add_message(tx, &m, counts)?;
             }
         }

@@ -121,8 +121,10 @@ pub enum WatchWake {
 /// ```
 #[derive(Debug)]
 pub struct Watcher {
-    state: StateDir,
     targets: Vec<WatchTarget>,
+    /// The state root of each target (same index): where the search for
+    /// its nearest existing ancestor stops.
+    roots: Vec<PathBuf>,
     /// The directories a notification watch is on.
     watched: BTreeSet<PathBuf>,
     /// The targets whose own directory is watched (the others wait for
@@ -160,22 +162,42 @@ impl Watcher {
         targets: impl IntoIterator<Item = WatchTarget>,
         config: WatchConfig,
     ) -> Result<Self> {
-        let targets: Vec<WatchTarget> = targets.into_iter().collect();
-        for t in &targets {
-            state.parents_ok(t.path())?;
-        }
         let watch = if config.notify { start() } else { None };
         let mut watcher = Watcher {
-            state: state.clone(),
-            targets,
+            targets: Vec::new(),
+            roots: Vec::new(),
             watched: BTreeSet::new(),
             armed: BTreeSet::new(),
             watch,
             rescan_interval: config.rescan_interval.max(Duration::from_millis(1)),
             last_scan: Instant::now(),
         };
-        watcher.arm();
+        watcher.add(state, targets)?;
         Ok(watcher)
+    }
+
+    /// Watches `targets` too, which must lie inside `state`'s root: a
+    /// root other than the first one's (say, a mail folder kept outside
+    /// the state root) is fine. Changes made from now on are reported.
+    ///
+    /// # Errors
+    ///
+    /// As [`Watcher::new`]; on an error no target is added.
+    pub fn add(
+        &mut self,
+        state: &StateDir,
+        targets: impl IntoIterator<Item = WatchTarget>,
+    ) -> Result<()> {
+        let targets: Vec<WatchTarget> = targets.into_iter().collect();
+        for t in &targets {
+            state.parents_ok(t.path())?;
+        }
+        for t in targets {
+            self.targets.push(t);
+            self.roots.push(state.root().to_owned());
+        }
+        self.arm();
+        Ok(())
     }
 
     /// Returns the targets.
@@ -311,12 +333,12 @@ impl Watcher {
         let Some(w) = &mut self.watch else {
             return;
         };
-        let root = self.state.root().to_owned();
         let mut failed = None;
         for (i, t) in self.targets.iter().enumerate() {
             if self.armed.contains(&i) {
                 continue;
             }
+            let root = &self.roots[i];
             let Some((dir, mode)) = t.watch_dir() else {
                 continue;
             };
@@ -331,7 +353,7 @@ impl Watcher {
                     let Some(ancestor) = dir
                         .ancestors()
                         .skip(1)
-                        .take_while(|a| a.starts_with(&root))
+                        .take_while(|a| a.starts_with(root))
                         .find(|a| is_dir(a))
                     else {
                         break;
@@ -614,5 +636,48 @@ mod tests {
         let (w, _feed) = fed(&state, targets.clone());
         assert_eq!(w.targets(), targets);
         assert!(format!("{w:?}").contains("watch: Some(Watch)"), "{w:?}");
+    }
+
+    /// A target added on a second root (a mail folder outside the state
+    /// root) is watched as one of the first root's: through its nearest
+    /// existing ancestor under its own root until it appears, then itself.
+    #[test]
+    fn a_target_on_another_root_is_watched_once_added() {
+        let (_tmp, state) = open();
+        let (_other_tmp, other) = open();
+        let mut w = Watcher::new(
+            &state,
+            [WatchTarget::Dir(state.channel(Channel::new("bus")))],
+            WatchConfig {
+                notify: true,
+                rescan_interval: LONG,
+            },
+        )
+        .unwrap();
+        let inbox = other.root_path().join("inbox").unwrap().join("a").unwrap();
+        // A target outside the root it is added with is refused, and left out.
+        let refused = w.add(&state, [WatchTarget::Dir(inbox.clone())]);
+        assert!(
+            matches!(refused, Err(crate::Error::OutsideRoot { .. })),
+            "{refused:?}"
+        );
+        assert_eq!(w.targets().len(), 1);
+        w.add(&other, [WatchTarget::Dir(inbox.clone())]).unwrap();
+        assert!(w.watched.contains(other.root()), "{w:?}");
+        other.ensure_dir(&inbox).unwrap();
+        assert_ne!(w.wait(GUARD), WatchWake::TimedOut);
+        // Armed on the inbox itself now: a message in it is reported.
+        let message = inbox.join("m-1.json").unwrap();
+        other.write_bytes(&message, b"{}").unwrap();
+        let deadline = Instant::now() + GUARD;
+        loop {
+            match w.wait(GUARD) {
+                WatchWake::Changed(paths) if paths.contains(&message.to_path_buf()) => break,
+                other => assert!(
+                    Instant::now() < deadline,
+                    "no wake for the message: {other:?}"
+                ),
+            }
+        }
     }
 }

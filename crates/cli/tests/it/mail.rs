@@ -4,9 +4,9 @@ use std::fs;
 
 use crate::{Env, Run, snap};
 
-const TASK: &str = "M005-S007-T0002";
+pub(crate) const TASK: &str = "M005-S007-T0002";
 
-fn request() -> Vec<&'static str> {
+pub(crate) fn request() -> Vec<&'static str> {
     vec![
         "mail",
         "send",
@@ -221,7 +221,7 @@ fn refusals() {
 // ---- nubos-pilot's scripts and folders -----------------------------------
 
 /// The nubos fixture's open request (round null) and answered request.
-const OPEN: &str = "1795408569995-7a703292-f1d1-4900-b635-8fd9f1df7f88";
+pub(crate) const OPEN: &str = "1795408569995-7a703292-f1d1-4900-b635-8fd9f1df7f88";
 const ANSWERED: &str = "1795408570001-af0bcc55-dbc3-4b45-a04f-312f26ea7034";
 const RESPONSE: &str = "1795408570002-ed4443a2-9829-4dff-88f9-08c209e1cd7d";
 
@@ -243,38 +243,25 @@ fn peers() -> std::path::PathBuf {
     dir
 }
 
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
 /// A nubos-pilot project (a copy of the fixture folder in
 /// `.nubos-pilot/messages`), commands run in it without `--root`, and a
 /// transcript.
-struct Project {
+pub(crate) struct Project {
     _tmp: tempfile::TempDir,
-    dir: std::path::PathBuf,
-    env: Env,
+    pub(crate) dir: std::path::PathBuf,
+    pub(crate) env: Env,
 }
 
 impl Project {
-    fn new() -> Project {
+    pub(crate) fn new() -> Project {
         let p = Project::empty();
-        copy_dir(&peers().join("nubos-pilot/messages"), &p.messages());
+        chipset_testkit::copy_dir(&peers().join("nubos-pilot/messages"), &p.messages());
         p
     }
 
     /// A nubos-pilot project whose agents have sent no mail yet:
     /// `.nubos-pilot/` without `messages/`.
-    fn empty() -> Project {
+    pub(crate) fn empty() -> Project {
         let tmp = tempfile::tempdir().unwrap();
         let dir = fs::canonicalize(tmp.path()).unwrap().join("project");
         fs::create_dir_all(dir.join(".nubos-pilot")).unwrap();
@@ -286,13 +273,13 @@ impl Project {
         }
     }
 
-    fn messages(&self) -> std::path::PathBuf {
+    pub(crate) fn messages(&self) -> std::path::PathBuf {
         self.dir.join(".nubos-pilot/messages")
     }
 
     /// Runs the binary in `cwd` (relative to the project) with no
     /// `--root` and no `CHIPSET_ROOT`, feeding `stdin`, and records it.
-    fn run(&mut self, cwd: &str, args: &[&str], stdin: &str) -> Run {
+    pub(crate) fn run(&mut self, cwd: &str, args: &[&str], stdin: &str) -> Run {
         use std::io::Write as _;
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_chipset"))
             .args(args)
@@ -329,18 +316,18 @@ impl Project {
         run
     }
 
-    fn ok(&mut self, cwd: &str, args: &[&str]) -> Run {
+    pub(crate) fn ok(&mut self, cwd: &str, args: &[&str]) -> Run {
         self.ok_with(cwd, args, "")
     }
 
-    fn ok_with(&mut self, cwd: &str, args: &[&str], stdin: &str) -> Run {
+    pub(crate) fn ok_with(&mut self, cwd: &str, args: &[&str], stdin: &str) -> Run {
         let run = self.run(cwd, args, stdin);
         assert_eq!(run.code, 0, "`{}` failed: {}", args.join(" "), run.stderr);
         run
     }
 
     /// Runs a command that must fail with `code` and change nothing in the project.
-    fn fails(&mut self, code: i32, cwd: &str, args: &[&str]) -> Run {
+    pub(crate) fn fails(&mut self, code: i32, cwd: &str, args: &[&str]) -> Run {
         let before = crate::tree(&self.dir);
         let run = self.run(cwd, args, "");
         assert_eq!(run.code, code, "`{}`: {run:?}", args.join(" "));
@@ -433,10 +420,9 @@ fn a_nubos_project_is_usable_in_place() {
     p.ok(".", &["mail", "pending", TASK]);
     let swept = p.ok(".", &["--json", "mail", "sweep", TASK]).json();
     assert_eq!(swept["moved"], 5);
-    // --mail-dir names the folder from anywhere; it is for mail commands only.
+    // --mail-dir names the folder from anywhere.
     let dir = p.messages().display().to_string();
     p.ok("/", &["--mail-dir", &dir, "mail", "inbox", "np-executor"]);
-    p.fails(2, ".", &["--mail-dir", &dir, "hook", "list"]);
     let missing = format!("{dir}/nowhere");
     p.fails(1, ".", &["--mail-dir", &missing, "mail", "pending", TASK]);
     snap!("mail_nubos_project", p.env.take());
@@ -557,7 +543,7 @@ fn the_arguments_nubos_scripts_pass() {
 #[test]
 fn doctor_fix_leaves_every_nubos_file_in_place() {
     let env = Env::new();
-    copy_dir(
+    chipset_testkit::copy_dir(
         &peers().join("nubos-pilot/messages"),
         &env.root().join("mail"),
     );

@@ -27,6 +27,7 @@ mod mcp_brief;
 mod mcp_http;
 mod mcp_tools;
 mod migrate;
+mod nubos;
 mod nudge;
 mod peers;
 mod remind;

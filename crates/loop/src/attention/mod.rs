@@ -159,13 +159,14 @@ impl Attention {
     /// hook (a completed dependency makes an item ready) and the agent's
     /// directory profile (its roles choose the items); a wait watching
     /// without the pool watches again when it appears.
+    /// The agent's inbox is not among them: [`Attention::mail_target`]
+    /// adds it, on the mail's own root.
     fn targets_with(&self, agent: &AgentId, pool: bool) -> Vec<WatchTarget> {
         let [open, snoozed] = self.reminders.index_dirs();
         let state = self.hooks.state();
         let mut targets = vec![
             WatchTarget::File(self.hooks.path(agent)),
             WatchTarget::Dir(self.nudges.agent_dir(agent)),
-            WatchTarget::Dir(self.mail.inbox_dir(agent)),
             WatchTarget::Dir(self.bus.queue_dir(agent)),
             WatchTarget::Tree(open),
             WatchTarget::Tree(snoozed),
@@ -177,6 +178,15 @@ impl Attention {
             targets.push(WatchTarget::File(self.directory().path(agent)));
         }
         targets
+    }
+
+    /// Returns the root of `agent`'s inbox and the target to watch it by:
+    /// the state root, or a mail folder outside it ([`Channels::with_mail`]).
+    fn mail_target(&self, agent: &AgentId) -> (&StateDir, WatchTarget) {
+        (
+            self.mail.state(),
+            WatchTarget::Dir(self.mail.inbox_dir(agent)),
+        )
     }
 
     /// Returns a watch on `agent`'s brief: [`BriefWatch::next`] blocks until

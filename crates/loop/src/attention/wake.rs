@@ -96,11 +96,14 @@ impl Attention {
     /// between is missed.
     pub(super) fn watch_places(&self, agent: &AgentId, pool: bool) -> Result<Watch> {
         let Some(seam) = &self.seam else {
-            return Ok(Watch::Files(Watcher::new(
+            let mut watcher = Watcher::new(
                 self.hooks.state(),
                 self.targets_with(agent, pool),
                 self.config.watch,
-            )?));
+            )?;
+            let (root, inbox) = self.mail_target(agent);
+            watcher.add(root, [inbox])?;
+            return Ok(Watch::Files(watcher));
         };
         let dirs = self.seam_dirs(agent)?;
         let rescan = self.config.watch.rescan_interval;
@@ -170,8 +173,9 @@ mod tests {
         let tmp = TempState::new();
         let attention = Attention::from_state(&tmp.state);
         let alpha = AgentId::new("alpha").unwrap();
-        let watched: Vec<(String, &str)> = attention
-            .targets_with(&alpha, attention.pool_present())
+        let mut targets = attention.targets_with(&alpha, attention.pool_present());
+        targets.push(attention.mail_target(&alpha).1);
+        let watched: Vec<(String, &str)> = targets
             .iter()
             .map(|t| {
                 let path = t.path().strip_prefix(tmp.state.root()).unwrap();
@@ -188,12 +192,12 @@ mod tests {
             [
                 ("hooks/alpha.json".to_owned(), "file"),
                 ("nudge/alpha".to_owned(), "dir"),
-                ("mail/inbox/alpha".to_owned(), "dir"),
                 ("bus/alpha/queue".to_owned(), "dir"),
                 ("reminders/open".to_owned(), "tree"),
                 ("reminders/snoozed".to_owned(), "tree"),
                 ("leases".to_owned(), "dir"),
                 ("pool".to_owned(), "dir"),
+                ("mail/inbox/alpha".to_owned(), "dir"),
             ]
         );
     }

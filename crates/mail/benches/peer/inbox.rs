@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use chipset_mail::Mail;
+use chipset_mail::{Mail, MailConfig};
 use chipset_store::{AgentId, StateDir};
 
 use super::{Nubos, rotate, settle_disk};
@@ -20,8 +20,10 @@ pub(crate) fn inbox_scenario(work: &Path, nubos: &mut Nubos, n: usize, rounds: u
     let project = work.join("inbox-n");
     nubos.send(&project, n);
     settle_disk(work);
-    let mail =
-        Mail::in_folder(StateDir::open(project.join(".nubos-pilot").join("messages")).unwrap());
+    let mail = Mail::in_folder(
+        StateDir::open(project.join(".nubos-pilot").join("messages")).unwrap(),
+        MailConfig::default(),
+    );
     let executor = AgentId::new("np-executor").unwrap();
     let ask = format!("inbox {} np-executor", project.display());
     let chipset_list = || {

@@ -8,7 +8,7 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use chipset_mail::{ArchiveOutcome, Error, Location, Mail};
+use chipset_mail::{ArchiveOutcome, Error, Location, Mail, MailConfig};
 
 use crate::MAX_ROUND;
 use chipset_store::{Defect, DoctorMode, StateDir, Timestamp};
@@ -216,7 +216,7 @@ impl Foreign {
 fn check(f: &Foreign) -> Result<(), TestCaseError> {
     let tmp = tempfile::tempdir().unwrap();
     let folder = tmp.path().join("messages");
-    let mail = Mail::in_folder(StateDir::open(&folder).unwrap());
+    let mail = Mail::in_folder(StateDir::open(&folder).unwrap(), MailConfig::default());
     let bytes = f.to_json();
     prop_assert!(serde_json::from_str::<Value>(&bytes).is_ok(), "{bytes}");
     let inbox = folder.join("inbox").join(&f.to);

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use chipset_mail::{ArchiveOutcome, Error, Kind, Location, Mail, NewMessage};
+use chipset_mail::{ArchiveOutcome, Error, Kind, Location, Mail, MailConfig, NewMessage};
 use chipset_store::DoctorMode;
 use chipset_store::StateDir;
 use serde_json::Value;
@@ -68,7 +68,7 @@ pub(crate) fn nubos() -> Nubos {
     let tmp = tempfile::tempdir().unwrap();
     let folder = tmp.path().join(".nubos-pilot/messages");
     copy_dir(&peers().join("nubos-pilot/messages"), &folder);
-    let mail = Mail::in_folder(StateDir::open(&folder).unwrap());
+    let mail = Mail::in_folder(StateDir::open(&folder).unwrap(), MailConfig::default());
     Nubos {
         _tmp: tmp,
         folder,
@@ -416,7 +416,7 @@ fn the_schema_check_rejects_what_nubos_rejects() {
 fn a_folder_chipset_writes_has_nubos_message_v1_fields_and_types() {
     let tmp = tempfile::tempdir().unwrap();
     let folder = tmp.path().join(".nubos-pilot/messages");
-    let m = Mail::in_folder(StateDir::open(&folder).unwrap());
+    let m = Mail::in_folder(StateDir::open(&folder).unwrap(), MailConfig::default());
     let q = m
         .send(&NewMessage::request(
             agent("np-critic"),

@@ -1,0 +1,168 @@
+//! A nubos-pilot project set up for chipset too (`chipset init` in it):
+//! every command, and the MCP server, keeps mail in the project's
+//! `.nubos-pilot/messages`, so chipset's agents and nubos-pilot's share
+//! one mail store and one commit gate.
+
+use serde_json::{Value, json};
+
+use crate::mail::{OPEN, Project, TASK, request};
+use crate::mcp::{call, ok, runtime};
+
+/// The messages in `doc`'s `copies` (group mail) or the one message.
+fn ids(doc: &Value) -> Vec<String> {
+    match doc["copies"].as_array() {
+        Some(copies) => copies
+            .iter()
+            .map(|c| c["id"].as_str().unwrap().to_owned())
+            .collect(),
+        None => vec![doc["id"].as_str().unwrap().to_owned()],
+    }
+}
+
+#[test]
+fn every_command_shares_a_nubos_projects_mail() {
+    let mut p = Project::new();
+    // Commands find the project as nubos-pilot does: its state root is
+    // the project's, wherever in it they run.
+    let missing = p.run("src", &["status"], "");
+    assert_eq!(missing.code, 1, "{missing:?}");
+    assert!(
+        missing.stderr.contains("[PROJECT]/.chipset/state"),
+        "{missing:?}"
+    );
+    let init = p
+        .ok("src/deep", &["--json", "init", "--agent", "np-executor"])
+        .json();
+    assert_eq!(init["mail_dir"], "[PROJECT]/.nubos-pilot/messages");
+    assert_eq!(
+        init["mcp_json"]["mcpServers"]["chipset"]["args"],
+        json!(["mcp", "--agent", "np-executor"])
+    );
+    let state = p.dir.join(".chipset/state");
+    assert!(state.is_dir() && !p.dir.join("src/deep/.chipset").exists());
+
+    // A request from chipset lands in nubos-pilot's folder, though
+    // `.chipset/state` is beside it now.
+    let id = p.ok("src", &request()).line();
+    assert!(
+        p.messages()
+            .join(format!("inbox/np-executor/{id}.json"))
+            .is_file()
+    );
+    let gate = p.run("src/deep", &["mail", "pending", "--check", TASK], "");
+    assert_eq!(gate.code, 1, "{gate:?}");
+
+    // Everything built over mail reads the folder: brief, status, search.
+    let brief = p.ok("src/deep", &["--json", "brief", "np-executor"]).json();
+    assert_eq!(brief["entries"][0]["kind"], "mail", "{brief}");
+    assert_eq!(brief["entries"][0]["count"], 2, "{brief}");
+    let status = p.ok(".", &["--json", "status"]).json();
+    let line = status["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["agent"] == "np-executor")
+        .unwrap();
+    assert_eq!(line["inbox"], 2, "{status}");
+    let hits = p.ok(".", &["--json", "search", "FoobarService"]).json();
+    assert_eq!(hits["total"], 2, "{hits}");
+
+    // Group mail needs the directory, which the state root beside the
+    // folder keeps: each copy is a message in nubos-pilot's layout.
+    for agent in ["np-critic", "np-executor", "np-orchestrator"] {
+        p.ok(".", &["agent", "register", agent]);
+    }
+    let group = [
+        "--json",
+        "mail",
+        "send",
+        "--from",
+        "np-critic",
+        "--to",
+        "np-executor,np-orchestrator",
+        "--kind",
+        "notify",
+        "--task",
+        TASK,
+        "--subject",
+        "round",
+        "--body",
+        "go",
+    ];
+    let sent = ids(&p.ok(".", &group).json());
+    assert_eq!(sent.len(), 2);
+    assert!(
+        p.messages()
+            .join(format!("inbox/np-orchestrator/{}.json", sent[1]))
+            .is_file()
+    );
+
+    // An agent host's MCP server, started in the project as `init` says,
+    // answers the open request in the folder; the gate sees the reply.
+    let rt = runtime();
+    rt.block_on(async {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_chipset"));
+        cmd.args(["mcp", "--agent", "np-executor"])
+            .current_dir(&p.dir)
+            .env_remove("CHIPSET_ROOT")
+            .env_remove("CHIPSET_AGENT");
+        let transport = rmcp::transport::TokioChildProcess::new(cmd).unwrap();
+        let client = rmcp::ServiceExt::serve((), transport).await.unwrap();
+        let inbox = call(&client, "mail_inbox", json!({})).await;
+        let listed: Vec<&str> = ok(&inbox)["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["id"].as_str().unwrap())
+            .collect();
+        assert!(
+            listed.contains(&OPEN) && listed.contains(&id.as_str()),
+            "{listed:?}"
+        );
+        let reply = json!({"to": "np-critic", "kind": "response", "subject": "dead-code",
+                           "body": "yes", "in_reply_to": OPEN});
+        let answer = call(&client, "mail_send", reply).await;
+        let answer = ok(&answer)["id"].as_str().unwrap().to_owned();
+        assert!(
+            p.messages()
+                .join(format!("inbox/np-critic/{answer}.json"))
+                .is_file()
+        );
+        client.cancel().await.unwrap();
+    });
+    let pending = p.ok(".", &["--json", "mail", "pending", TASK]).json();
+    assert_eq!(
+        ids_of(&pending),
+        [id.as_str()],
+        "only chipset's request is open"
+    );
+
+    p.ok(".", &["doctor"]);
+    assert!(
+        !state.join("mail").exists(),
+        "the state root got mail of its own"
+    );
+
+    // --mail-dir names the folder for any command, from anywhere; a server
+    // keeps its own mail, so the two together are a usage error.
+    let root = state.display().to_string();
+    let dir = p.messages().display().to_string();
+    let status = p
+        .ok(
+            "/",
+            &["--root", &root, "--mail-dir", &dir, "--json", "status"],
+        )
+        .json();
+    assert_eq!(status, p.ok(".", &["--json", "status"]).json());
+    let url = "postgres://nowhere.invalid/db";
+    p.fails(2, ".", &["--root", url, "--mail-dir", &dir, "status"]);
+}
+
+fn ids_of(messages: &Value) -> Vec<&str> {
+    messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect()
+}
