@@ -350,11 +350,14 @@ fn run(cli: Cli) -> Result<Output> {
                 )));
             }
             _ => {
+                // The root first: a missing one refuses the command
+                // before a project's mail folder is made.
+                let state = open_dir(&cli, root, false, false)?;
                 let mut config = chipset::Config::default();
                 if let Some(folder) = mail {
                     config.mail_folder = Some(open_dir(&cli, folder, true, place.found_project)?);
                 }
-                Chipset::with_config(open_dir(&cli, root, false, false)?, config)
+                Chipset::with_config(state, config)
             }
         },
         (None, _) => Chipset::from_state(open_dir(&cli, place.dir(), true, place.found_project)?),

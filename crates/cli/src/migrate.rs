@@ -26,19 +26,36 @@ pub(crate) struct MigrateArgs {
     #[arg(long, value_name = "DIR|URL")]
     pub(crate) from: Option<PathBuf>,
     /// Leave this channel (a folder under the root: `pool`, `loop`, …)
-    /// out; may be repeated.
+    /// out; may be repeated. Mail kept outside the root (a nubos-pilot
+    /// project's folder, --mail-dir) is never moved: such a state needs
+    /// `--skip mail`.
     #[arg(long, value_name = "CHANNEL")]
     pub(crate) skip: Vec<String>,
 }
 
 /// Runs `chipset migrate`.
 pub(crate) fn run(cli: &Cli, args: &MigrateArgs) -> Result<Output> {
+    let place = crate::locate(cli)?;
     let from = match &args.from {
         Some(from) => from.clone(),
-        None => crate::locate(cli)?
-            .root
-            .expect("migrate is not a mail command"),
+        None => place.root.expect("migrate is not a mail command"),
     };
+    // A mail folder outside the root (a nubos-pilot project's, or
+    // --mail-dir) is another program's too: moving its mail onto a server
+    // would take it from that program, so it stays, and says so first.
+    let mail_folder = match (&args.from, &cli.mail_dir) {
+        (None, _) => place.mail,
+        (Some(_), dir) => dir.clone(),
+    };
+    if let Some(dir) = mail_folder
+        && !args.skip.iter().any(|c| c == "mail")
+    {
+        return Err(CliError::refused(format!(
+            "mail is kept in `{}`, outside the state root, and a migration moves only the \
+             root: add `--skip mail` to move the rest and leave the mail there",
+            dir.display()
+        )));
+    }
     let mut migration = Migration::new(Root::parse(&from), Root::parse(&args.to));
     for channel in &args.skip {
         migration = migration.skip(channel.clone());

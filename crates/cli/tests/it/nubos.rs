@@ -143,6 +143,18 @@ fn every_command_shares_a_nubos_projects_mail() {
         "the state root got mail of its own"
     );
 
+    // A migration moves the state root only: it says so rather than leave
+    // the project's mail behind unasked, and moves the rest when told.
+    let target = tempfile::tempdir().unwrap();
+    let to = target.path().join("state").display().to_string();
+    let refused = p.fails(1, ".", &["migrate", "--to", &to]);
+    assert!(refused.stderr.contains("--skip mail"), "{refused:?}");
+    assert!(!target.path().join("state").exists());
+    let moved = p
+        .ok(".", &["--json", "migrate", "--to", &to, "--skip", "mail"])
+        .json();
+    assert_eq!(moved["verified"], true, "{moved}");
+
     // --mail-dir names the folder for any command, from anywhere; a server
     // keeps its own mail, so the two together are a usage error.
     let root = state.display().to_string();
@@ -165,4 +177,19 @@ fn ids_of(messages: &Value) -> Vec<&str> {
         .iter()
         .map(|m| m["id"].as_str().unwrap())
         .collect()
+}
+
+/// In a project not set up for chipset yet, a command that only reads
+/// the state root refuses and makes nothing, not even the project's mail
+/// folder; the mail commands still run in that folder alone.
+#[test]
+fn a_project_without_a_state_root_refuses_reads_and_makes_nothing() {
+    let mut p = Project::empty();
+    let refused = p.fails(1, "src", &["brief", "np-executor"]);
+    assert!(
+        refused.stderr.contains("`chipset init` creates it"),
+        "{refused:?}"
+    );
+    assert!(!p.messages().exists());
+    p.ok("src", &["mail", "inbox", "np-executor"]);
 }
