@@ -104,8 +104,9 @@
 //! error, so the agent sees why: its text is exactly the line the command
 //! line prints after `chipset: error: ` (both come from
 //! [`chipset_failure::Failure`]). Its `_meta` holds, under `chipset/error`
-//! ([`ERROR_META`]), `{"error": <that line>, "class": "usage" | "refused",
-//! "kind": …}` (`usage` where the command line exits 2; `kind` is the
+//! ([`ERROR_META`]), `{"error": <that line>, "class": "usage" |
+//! "outcome_unknown" | "refused", "kind": …}` (as the command line exits
+//! 2, 3 or 1; `kind` is the
 //! failure's [`ErrorKind`](chipset_store::ErrorKind): `stale` when the
 //! work was taken away, `outcome_unknown` when the change may have been
 //! made and the same request, with the same ids, is to be retried). A

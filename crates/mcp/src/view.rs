@@ -441,7 +441,9 @@ pub struct Noted<T> {
 pub struct Refusal {
     /// The message.
     pub error: String,
-    /// `usage` (the command line exits 2) or `refused`.
+    /// As the command line's exit status: `usage` (it exits 2),
+    /// `outcome_unknown` (3: the change may have been made; retry the same
+    /// request) or `refused` (1).
     pub class: String,
     /// The failure's kind (`chipset_store::ErrorKind`): `invalid`,
     /// `not_found`, `refused`, `stale` (the work or lease was taken away:
@@ -469,6 +471,7 @@ impl Refusal {
             error: failure.to_string(),
             class: match failure.class() {
                 chipset_failure::Class::Usage => "usage",
+                chipset_failure::Class::OutcomeUnknown => "outcome_unknown",
                 _ => "refused",
             }
             .to_owned(),
@@ -626,5 +629,33 @@ impl AgentListing {
             total: roster.agents.len(),
             unreadable,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chipset_failure::Failure;
+    use chipset_store::ErrorKind;
+
+    use super::Refusal;
+
+    /// A refusal's class is the command line's exit status by name, so a
+    /// client knows an unknown outcome (retry the same request) from a
+    /// refusal (nothing was done) without reading the finer kind.
+    #[test]
+    fn a_refusals_class_is_the_command_lines_exit_status() {
+        let class = |kind| Refusal::of(&Failure::new(kind, "m")).class;
+        assert_eq!(class(ErrorKind::Invalid), "usage");
+        assert_eq!(class(ErrorKind::OutcomeUnknown), "outcome_unknown");
+        for kind in [
+            ErrorKind::NotFound,
+            ErrorKind::Stale,
+            ErrorKind::Corrupt,
+            ErrorKind::Io,
+        ] {
+            assert_eq!(class(kind), "refused", "{kind}");
+        }
+        let unknown = Refusal::of(&Failure::new(ErrorKind::OutcomeUnknown, "m"));
+        assert_eq!(unknown.kind, "outcome_unknown");
     }
 }
