@@ -199,7 +199,7 @@ fn send_group(ctx: &Ctx, mail: &Mail, args: MailSend) -> Result<Output> {
     if ctx.mail_folder {
         return Err(CliError::usage(
             "group mail (`--to a,b`, `@list`, `@all`) needs a chipset state root: \
-             its agents and lists are in the directory",
+             its agents and lists are in the directory (`chipset init` makes one)",
         ));
     }
     let kind_name = Kind::from(kind).as_str();

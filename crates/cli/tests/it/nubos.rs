@@ -192,4 +192,25 @@ fn a_project_without_a_state_root_refuses_reads_and_makes_nothing() {
     );
     assert!(!p.messages().exists());
     p.ok("src", &["mail", "inbox", "np-executor"]);
+    let group = [
+        "mail",
+        "send",
+        "--from",
+        "np-critic",
+        "--to",
+        "np-executor,np-orchestrator",
+        "--kind",
+        "notify",
+        "--task",
+        TASK,
+        "--subject",
+        "s",
+        "--body",
+        "b",
+    ];
+    let refused = p.fails(2, "src", &group);
+    assert!(
+        refused.stderr.contains("`chipset init` makes one"),
+        "{refused:?}"
+    );
 }
