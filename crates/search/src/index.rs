@@ -232,3 +232,23 @@ pub(crate) fn forget_place(tx: &Transaction<'_>, place: &str) -> rusqlite::Resul
     tx.execute("DELETE FROM stamps WHERE place = ?1", [place])?;
     Ok(())
 }
+
+/// Removes every doc of `origin`, and the stamps of `stamps` and of every
+/// place under `{origin}/` (a channel read from another store since).
+pub(crate) fn forget_origin(
+    tx: &Transaction<'_>,
+    origin: Origin,
+    stamps: &str,
+) -> rusqlite::Result<()> {
+    let origin = origin.as_str();
+    tx.execute(
+        "DELETE FROM fts WHERE rowid IN (SELECT rowid FROM docs WHERE origin = ?1)",
+        [origin],
+    )?;
+    tx.execute("DELETE FROM docs WHERE origin = ?1", [origin])?;
+    for place in places_with_prefix(tx, &format!("{origin}/"))? {
+        tx.execute("DELETE FROM stamps WHERE place = ?1", [place])?;
+    }
+    tx.execute("DELETE FROM stamps WHERE place = ?1", [stamps])?;
+    Ok(())
+}

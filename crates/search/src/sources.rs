@@ -32,6 +32,8 @@ const MESSAGE_CAP: u64 = 16 * 1024 * 1024;
 
 const MAIL: &str = "mail";
 pub(crate) const MANIFEST: &str = "mail-manifest";
+/// The stamp naming the mail folder the index's messages come from.
+const MAIL_STORE: &str = "mail-store";
 pub(crate) const HOOK: &str = "hook";
 pub(crate) const REMINDER: &str = "reminder";
 const BUS_PREFIX: &str = "bus/";
@@ -118,7 +120,31 @@ impl Sources {
 
     // ---- mail ----------------------------------------------------------
 
+    /// Keeps the index to one mail store: when the mail read now is not
+    /// the one the index holds (a mail folder given, or taken away, since:
+    /// an index without the stamp holds the root's `mail/`), forgets every
+    /// message and returns true, to read every folder again.
+    fn mail_moved(&self, tx: &Transaction<'_>) -> Result<bool> {
+        let here = self.mail.dir().as_path().display().to_string();
+        let held = index::stamp(tx, MAIL_STORE).map_err(db)?;
+        if held.as_deref() == Some(here.as_str()) {
+            return Ok(false);
+        }
+        let root_mail = Mail::new(self.state.clone())
+            .dir()
+            .as_path()
+            .display()
+            .to_string();
+        let moved = held.unwrap_or(root_mail) != here;
+        if moved {
+            index::forget_origin(tx, Origin::Mail, MANIFEST).map_err(db)?;
+        }
+        index::set_stamp(tx, MAIL_STORE, &here).map_err(db)?;
+        Ok(moved)
+    }
+
     fn mail(&self, tx: &Transaction<'_>, full: bool, counts: &mut Counts) -> Result<()> {
+        let full = self.mail_moved(tx)? || full;
         let dir = self.mail.dir().clone();
         let manifest = dir.join("manifest.jsonl")?;
         let log = self.mail.state().log_reader(&manifest)?;

@@ -1,29 +1,16 @@
 //! Files the seed's other programs wrote (`shared/fixtures/peers/`):
 //! nubos-pilot's messages and manifest, Tibsfox's camelCase hooks.
 
-use std::path::Path;
-
+use chipset_mail::{Mail, MailConfig, NewMessage};
 use chipset_search::{Origin, Query, SearchIndex};
+use chipset_store::StateDir;
 use chipset_testkit::TempState;
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
 
 #[test]
 fn nubos_messages_and_tibsfox_hooks_are_found() {
     let peers = chipset_testkit::peer_fixtures();
     let tmp = TempState::new();
-    copy_dir(
+    chipset_testkit::copy_dir(
         &peers.join("nubos-pilot/messages"),
         &tmp.state.root().join("mail"),
     );
@@ -61,4 +48,50 @@ fn nubos_messages_and_tibsfox_hooks_are_found() {
     assert_eq!(hook[0].kind.as_deref(), Some("active"));
     // The work item's `description`, a field chipset does not write, is searched too.
     assert_eq!(search.search(&Query::new("paragraph")).unwrap().len(), 1);
+}
+
+/// The index holds one mail store's messages: searched with a nubos-pilot
+/// folder as its mail, it finds the folder's and not the root's own; back
+/// on the root's, the other way round.
+#[test]
+fn the_index_follows_the_mail_folder_it_is_given() {
+    let tmp = TempState::new();
+    let folder = tmp
+        .state
+        .root()
+        .parent()
+        .unwrap()
+        .join("project/.nubos-pilot/messages");
+    chipset_testkit::copy_dir(
+        &chipset_testkit::peer_fixtures().join("nubos-pilot/messages"),
+        &folder,
+    );
+    let own = Mail::new(tmp.state.clone());
+    let note = NewMessage::notify(
+        "mayor".parse().unwrap(),
+        "polecat-alpha".parse().unwrap(),
+        "gt-1".parse().unwrap(),
+        "zebrafish",
+        "only under the root",
+    );
+    own.send(&note).unwrap();
+    let folder_mail = Mail::in_folder(StateDir::open(&folder).unwrap(), MailConfig::default());
+    let count =
+        |search: &SearchIndex, words: &str| search.search(&Query::new(words)).unwrap().len();
+
+    let root = SearchIndex::new(tmp.state.clone());
+    assert_eq!(
+        (count(&root, "zebrafish"), count(&root, "foobarservice")),
+        (1, 0)
+    );
+    let shared = SearchIndex::new(tmp.state.clone()).with_mail(folder_mail);
+    assert_eq!(
+        (count(&shared, "zebrafish"), count(&shared, "foobarservice")),
+        (0, 1)
+    );
+    let root = SearchIndex::new(tmp.state.clone());
+    assert_eq!(
+        (count(&root, "zebrafish"), count(&root, "foobarservice")),
+        (1, 0)
+    );
 }
