@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use chipset_store::{DoctorMode, Finding, Report};
+use chipset_store::{Defect, DoctorMode, Finding, Report};
 
 use crate::Part;
 use crate::door::Chipset;
@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 pub const STALE_TEMP_AGE: Duration = Duration::from_secs(600);
 
 /// What [`Chipset::doctor`] found: one [`Area`] per channel, and the stale
-/// temp files under the whole root.
+/// temp files under the whole root (and a mail folder kept outside it).
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct Checkup {
@@ -128,11 +128,14 @@ impl Chipset {
             keep(&mut areas, &mut sink, area("reminders", reminders));
         }
         if self.has(Part::Mail) {
-            let mail = match sink.as_mut() {
+            let mut mail = match sink.as_mut() {
                 // Mail hands its findings over as it reads them back.
                 Some(sink) => self.mail().doctor_to(mode, &mut |f| sink("mail", f)),
                 None => self.mail().doctor(mode),
             };
+            if let Ok(report) = &mut mail {
+                report.findings.extend(self.unread_root_mail()?);
+            }
             keep(&mut areas, &mut sink, area("mail", mail));
         }
         if self.has(Part::Bus) {
@@ -180,11 +183,42 @@ impl Chipset {
         (!matches!(&search, Ok(report) if report.is_clean())).then_some(search)
     }
 
-    /// Looks for stale temp files (with Fix, removes them) and returns the checkup.
-    fn temps(&self, mode: DoctorMode, areas: Vec<Area>) -> Result<Checkup> {
-        let temps = self
+    /// With mail kept in a folder outside the root
+    /// ([`Config::mail_folder`](crate::Config::mail_folder)), mail under
+    /// the root's own `mail/` (sent there before) is read by nothing: a
+    /// finding for a person, who moves it or lets it be.
+    fn unread_root_mail(&self) -> Result<Option<Finding>> {
+        let Some(_) = self.mail_folder() else {
+            return Ok(None);
+        };
+        let own = chipset_mail::Mail::new(self.state().clone());
+        let logged = self
             .state()
-            .sweep_temps(&self.state().root_path(), STALE_TEMP_AGE, mode)?;
+            .stat(&own.manifest_path())?
+            .is_some_and(|s| s.len > 0);
+        let waiting: usize = own.inbox_counts()?.values().sum();
+        if !logged && waiting == 0 {
+            return Ok(None);
+        }
+        let folder = self.mail().dir().as_path().display();
+        let message = format!(
+            "mail under the state root is not read: mail is kept in `{folder}` \
+             ({waiting} message(s) waiting here); move what still matters there"
+        );
+        Ok(Some(
+            Finding::new("mail-elsewhere", Defect::Stray, message).at(own.dir().as_path()),
+        ))
+    }
+
+    /// Looks for stale temp files under the root and a mail folder kept
+    /// outside it (with Fix, removes them) and returns the checkup.
+    fn temps(&self, mode: DoctorMode, areas: Vec<Area>) -> Result<Checkup> {
+        let mut temps =
+            self.state()
+                .sweep_temps(&self.state().root_path(), STALE_TEMP_AGE, mode)?;
+        if let Some(folder) = self.mail_folder() {
+            temps.extend(folder.sweep_temps(&folder.root_path(), STALE_TEMP_AGE, mode)?);
+        }
         let (stale_temps, removed_temps) = if mode == DoctorMode::Fix {
             (Vec::new(), temps.len())
         } else {

@@ -396,6 +396,17 @@ impl Chipset {
         self.wired(&self.inner.reminders)
     }
 
+    /// Returns the folder mail is kept in when it is not `mail/` under the
+    /// state root ([`Config::mail_folder`]), `None` otherwise (always on a
+    /// server): for a tool that watches or checks mail's files itself.
+    pub fn mail_folder(&self) -> Option<&StateDir> {
+        let mail = match &self.inner.mail {
+            Ok(mail) if self.inner.server.is_none() => mail.state(),
+            _ => return None,
+        };
+        (mail.root() != self.inner.state.root()).then_some(mail)
+    }
+
     /// Returns the mail: addressed, threaded messages.
     ///
     /// # Panics

@@ -3,6 +3,7 @@
 
 #![allow(
     clippy::disallowed_methods,
+    clippy::disallowed_types,
     reason = "tests plant corrupt files as another program would, outside the store's API"
 )]
 
@@ -207,10 +208,12 @@ fn leases_through_the_door_show_in_its_status() {
 #[test]
 fn a_mail_folder_is_every_parts_mail() {
     use chipset::directory::Registration;
+    use chipset::directory::Source;
     use chipset::lease::{LeaseMode, LeaseRequest, Released};
     use chipset::mail::{Mail, MailConfig};
     use chipset::search::Query;
-    use chipset::store::StateDir;
+    use chipset::store::{Clock, ManualClock, StateDir, StateOptions, Timestamp};
+    use std::sync::Arc;
 
     let tmp = tempfile::tempdir().unwrap();
     let folder = tmp.path().join(".nubos-pilot/messages");
@@ -219,9 +222,22 @@ fn a_mail_folder_is_every_parts_mail() {
         &folder,
     );
     let root = tmp.path().join(".chipset/state");
+    // One manual clock: a send after a registration is later, not a tie.
+    let clock = Arc::new(ManualClock::new(Timestamp::from_unix_ms(1_795_500_000_000)));
+    let open = |dir: &std::path::Path| {
+        let clock: Arc<dyn Clock> = clock.clone();
+        StateDir::open_with(
+            dir,
+            StateOptions {
+                clock,
+                ..StateOptions::default()
+            },
+        )
+        .unwrap()
+    };
     let mut config = chipset::Config::default();
-    config.mail_folder = Some(StateDir::open(&folder).unwrap());
-    let door = Chipset::with_config(StateDir::open(&root).unwrap(), config);
+    config.mail_folder = Some(open(&folder));
+    let door = Chipset::with_config(open(&root), config);
     let (critic, executor) = (agent("np-critic"), agent("np-executor"));
     let task = "M005-S007-T0002".parse().unwrap();
 
@@ -237,15 +253,10 @@ fn a_mail_folder_is_every_parts_mail() {
     door.directory()
         .register(&critic, &Registration::new())
         .unwrap();
-    let status = door.status().unwrap();
-    let line = status.agents.iter().find(|l| l.agent == critic).unwrap();
-    let seen = line.profile.as_ref().and_then(|p| p.last_seen.as_ref());
-    assert!(
-        seen.is_some(),
-        "the manifest's sends are the critic's activity"
-    );
+    clock.advance(Duration::from_secs(1));
 
-    // What chipset sends lands in the folder.
+    // What chipset sends lands in the folder, and its manifest says when
+    // the critic was last active.
     let sent = door
         .mail()
         .send(&NewMessage::notify(
@@ -258,6 +269,13 @@ fn a_mail_folder_is_every_parts_mail() {
         .unwrap();
     let inbox = folder.join("inbox/np-executor");
     assert!(inbox.join(format!("{}.json", sent.id)).is_file());
+    let status = door.status().unwrap();
+    let line = status.agents.iter().find(|l| l.agent == critic).unwrap();
+    let seen = line.profile.as_ref().and_then(|p| p.last_seen.as_ref());
+    assert_eq!(
+        seen.map(|s| (s.at, s.source)),
+        Some((sent.created_at, Source::Sent))
+    );
     let req = LeaseRequest::new(executor.clone(), LeaseMode::Exclusive, ["src/**"]);
     let lease = door.leases().acquire(&req).unwrap().lease;
     let released = door.leases().force_release(&critic, lease.token, "stuck");
@@ -298,4 +316,43 @@ fn a_mail_folder_is_every_parts_mail() {
         !root.join("mail").exists(),
         "the state root got its own mail"
     );
+
+    // The doctor looks in the folder: a damaged message, a stale temp,
+    // and mail under the root that nothing reads any more.
+    let damaged = inbox.join("1795400000000-00000000-0000-4000-8000-000000000000.json");
+    std::fs::write(&damaged, "{").unwrap();
+    let temp = inbox.join(".x.json.1.2.deadbeef.tmp");
+    std::fs::write(&temp, "").unwrap();
+    let old = std::time::SystemTime::now() - Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&temp)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    let own = Mail::new(open(&root));
+    own.send(&NewMessage::notify(
+        critic.clone(),
+        executor.clone(),
+        task,
+        "s",
+        "b",
+    ))
+    .unwrap();
+    let check = door.doctor(DoctorMode::Check).unwrap();
+    let mail: Vec<(&str, Option<&std::path::Path>)> = check
+        .findings()
+        .filter(|(area, _)| *area == "mail")
+        .map(|(_, f)| (f.code, f.path.as_deref()))
+        .collect();
+    assert!(
+        mail.contains(&("mail-elsewhere", Some(root.join("mail").as_path()))),
+        "{mail:?}"
+    );
+    assert!(
+        mail.iter()
+            .any(|(_, path)| *path == Some(damaged.as_path())),
+        "{mail:?}"
+    );
+    assert_eq!(check.stale_temps, [temp], "{check:?}");
 }

@@ -37,15 +37,17 @@ pub(crate) use self::remind::RemindCommand;
 pub(crate) struct Cli {
     /// The state root [default: $CHIPSET_ROOT if set and not empty, else
     /// the nearest `.chipset/state` in the current directory or one above
-    /// it, else `.chipset/state` in the current directory, which `chipset
-    /// init` creates].
+    /// it, else the `.chipset/state` of the nubos-pilot project found on
+    /// the way, else `.chipset/state` in the current directory; `chipset
+    /// init` creates it].
     #[arg(long, global = true, value_name = "DIR")]
     pub(crate) root: Option<PathBuf>,
     /// Keep mail in this folder, in place: any folder with the seed's
     /// layout (`inbox/`, `archive/`, `manifest.jsonl`), such as a
     /// nubos-pilot project's `.nubos-pilot/messages`; every command uses it
     /// [default: `mail/` under the state root; without --root or
-    /// $CHIPSET_ROOT, in a nubos-pilot project, its `.nubos-pilot/messages`].
+    /// $CHIPSET_ROOT, in a nubos-pilot project at or below the state root,
+    /// its `.nubos-pilot/messages`].
     #[arg(long, global = true, value_name = "DIR")]
     pub(crate) mail_dir: Option<PathBuf>,
     /// Print one JSON document on stdout instead of text.

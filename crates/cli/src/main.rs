@@ -34,9 +34,9 @@
 //!
 //! `--root DIR`, else the `CHIPSET_ROOT` environment variable (when set and
 //! not empty), else the nearest `.chipset/state` found walking up from the
-//! current directory, else `.chipset/state` under the current directory.
-//! The walk up stops at a nubos-pilot project (a `.nubos-pilot` folder, as
-//! nubos-pilot finds its own): its root is the project's `.chipset/state`.
+//! current directory, else, in a nubos-pilot project (a `.nubos-pilot`
+//! folder found on the way, as nubos-pilot finds its own), the project's
+//! `.chipset/state`, else `.chipset/state` under the current directory.
 //! `chipset init` creates it there (or where `--root` says) and prints the
 //! `.mcp.json` entry that serves it to an agent host; the read-only
 //! commands' error for a missing root says so. `chipset mcp` on stdio sends
@@ -45,16 +45,17 @@
 //! Mail is kept in `mail/` under the root, or in any folder with the
 //! seed's layout given as `--mail-dir DIR` (for example a nubos-pilot
 //! project's `.nubos-pilot/messages`); without `--mail-dir`, `--root` or
-//! `CHIPSET_ROOT`, in a nubos-pilot project it is the project's
-//! `.nubos-pilot/messages`, made on first use as nubos-pilot makes it. The
+//! `CHIPSET_ROOT`, in a nubos-pilot project at or below the state root it
+//! is the project's `.nubos-pilot/messages`, made on first use as
+//! nubos-pilot makes it. The
 //! folder is every command's mail (`mail`, `brief`, `wait`, `status`,
 //! `search`, `doctor`, `top`, `serve`, `mcp`, a forced lease release's
 //! notice), so chipset and nubos-pilot share one mail store and one commit
-//! gate. The mail commands need no state root there: in a project with no
-//! `.chipset/state` (or with `--mail-dir` and no `--root`) they run in the
-//! folder alone, all but group mail (its agents and lists are in the
-//! root's directory). `--mail-dir` with a server root is a usage error: a
-//! server keeps its own mail. Arguments that
+//! gate. The mail commands need no state root there: with no
+//! `.chipset/state` found (or a server root with `--mail-dir`) they run in
+//! the folder alone, all but group mail (its agents and lists are in the
+//! root's directory). Any other command with `--mail-dir` and a server
+//! root is a usage error: a server keeps its own mail. Arguments that
 //! nubos-pilot's `messages-*` scripts pass work as they do there: `--phase`
 //! (alias of `--task`), `--expects-reply`, `--body-file PATH`, `--body -`
 //! (stdin), `inbox --agent A`, `inbox --since ID|TIME`, `archive --id ID`,
@@ -260,25 +261,33 @@ impl Place {
 /// Returns where the command runs.
 ///
 /// The state root: `--root`, else `$CHIPSET_ROOT`, else the nearest
-/// `.chipset/state` up from the current directory, stopping at a
-/// nubos-pilot project (a `.nubos-pilot` folder, as nubos-pilot finds its
-/// project), whose `.chipset/state` it is, else `.chipset/state` under the
-/// current directory.
+/// `.chipset/state` up from the current directory, else, in a nubos-pilot
+/// project (a `.nubos-pilot` folder found on the way, as nubos-pilot finds
+/// its project), the project's `.chipset/state`, else `.chipset/state`
+/// under the current directory.
 ///
 /// The mail folder: `--mail-dir`; else, without `--root` or
-/// `$CHIPSET_ROOT`, that nubos-pilot project's `.nubos-pilot/messages`
-/// (with or without its `messages` yet), so that every command shares the
-/// project's mail. The mail commands on a mail folder with no state root
-/// (`--mail-dir` without `--root`, or a project with no `.chipset/state`)
-/// run in it alone.
+/// `$CHIPSET_ROOT`, the `.nubos-pilot/messages` of a nubos-pilot project
+/// at or below the state root found (with or without its `messages` yet),
+/// so that every command shares the project's mail. The mail commands on
+/// a mail folder with no state root (none found, or a server's) run in it
+/// alone.
 pub(crate) fn locate(cli: &Cli) -> Result<Place> {
     let mail_command = matches!(cli.command, Command::Mail(_));
     let explicit = explicit_root(cli);
     if let Some(dir) = &cli.mail_dir {
         let root = match explicit {
+            // A server keeps its own mail: the mail commands run in the
+            // folder alone, as they would with no root.
+            Some(root) if mail_command && matches!(Root::parse(&root), Root::Server(_)) => None,
             Some(root) => Some(root),
-            None if mail_command => None,
-            None => Some(walk()?.0),
+            None => {
+                let walked = walk()?;
+                match walked.existing {
+                    None if mail_command => None,
+                    _ => Some(walked.root()),
+                }
+            }
         };
         return Ok(Place {
             root,
@@ -293,13 +302,16 @@ pub(crate) fn locate(cli: &Cli) -> Result<Place> {
             found_project: false,
         });
     }
-    let (root, project) = walk()?;
-    let mail = project.map(|p| p.join(NUBOS_PROJECT).join(NUBOS_MESSAGES));
+    let walked = walk()?;
+    let mail = walked
+        .project
+        .as_ref()
+        .map(|p| p.join(NUBOS_PROJECT).join(NUBOS_MESSAGES));
     // A project not set up for chipset yet: its mail alone for the mail
     // commands; the state root it would have for the others.
-    let root = match (&mail, is_dir(&root)?) {
-        (Some(_), false) if mail_command => None,
-        _ => Some(root),
+    let root = match (&mail, &walked.existing) {
+        (Some(_), None) if mail_command => None,
+        _ => Some(walked.root()),
     };
     Ok(Place {
         root,
@@ -308,26 +320,50 @@ pub(crate) fn locate(cli: &Cli) -> Result<Place> {
     })
 }
 
-/// Walks up from the current directory: returns the nearest
-/// `.chipset/state` (else `.chipset/state` under the current directory),
-/// or stops at the nearest nubos-pilot project and returns that project's
-/// folder too (its `.chipset/state` is the root).
-fn walk() -> Result<(PathBuf, Option<PathBuf>)> {
+/// What the walk up from the current directory found.
+struct Walked {
+    /// The nearest existing `.chipset/state`.
+    existing: Option<PathBuf>,
+    /// The nearest nubos-pilot project at or below it (the folder holding
+    /// `.nubos-pilot`).
+    project: Option<PathBuf>,
+}
+
+impl Walked {
+    /// The state root: the one found, else the project's, else
+    /// `.chipset/state` under the current directory.
+    fn root(&self) -> PathBuf {
+        match (&self.existing, &self.project) {
+            (Some(state), _) => state.clone(),
+            (None, Some(project)) => project.join(StateDir::DEFAULT_ROOT),
+            (None, None) => PathBuf::from(StateDir::DEFAULT_ROOT),
+        }
+    }
+}
+
+/// Walks up from the current directory to the nearest `.chipset/state`,
+/// noting the nearest nubos-pilot project on the way (or at its level).
+fn walk() -> Result<Walked> {
+    let mut walked = Walked {
+        existing: None,
+        project: None,
+    };
     if let Ok(cwd) = std::env::current_dir() {
         for dir in cwd.ancestors() {
-            let state = dir.join(StateDir::DEFAULT_ROOT);
             // nubos-pilot writes its mail under the project it finds by
             // this folder; one found without `messages/` yet is its mail
             // folder all the same, or the two programs would part ways.
-            if is_dir(&dir.join(NUBOS_PROJECT))? {
-                return Ok((state, Some(dir.to_owned())));
+            if walked.project.is_none() && is_dir(&dir.join(NUBOS_PROJECT))? {
+                walked.project = Some(dir.to_owned());
             }
+            let state = dir.join(StateDir::DEFAULT_ROOT);
             if is_dir(&state)? {
-                return Ok((state, None));
+                walked.existing = Some(state);
+                break;
             }
         }
     }
-    Ok((PathBuf::from(StateDir::DEFAULT_ROOT), None))
+    Ok(walked)
 }
 
 /// Whether `path` is a directory. A folder that cannot be looked at is an
@@ -345,16 +381,21 @@ fn run(cli: Cli) -> Result<Output> {
             Root::Server(url) if mail.is_none() => open_server(&cli, &url)?,
             Root::Server(url) => {
                 return Err(CliError::usage(format!(
-                    "--mail-dir keeps mail in a folder; on the server {url} mail is the \
-                     server's (leave --mail-dir out)"
+                    "--mail-dir keeps mail in a folder, and the root (--root or {ROOT_ENV}) \
+                     is the server {url}, which keeps its own mail: leave one out"
                 )));
             }
             _ => {
-                // The root first: a missing one refuses the command
-                // before a project's mail folder is made.
+                // Both are checked before either is made: a refusal
+                // writes nothing.
+                let folder = mail.as_deref();
+                check_dir(&cli, root, false, false)?;
+                if let Some(folder) = folder {
+                    check_dir(&cli, folder, true, place.found_project)?;
+                }
                 let state = open_dir(&cli, root, false, false)?;
                 let mut config = chipset::Config::default();
-                if let Some(folder) = mail {
+                if let Some(folder) = folder {
                     config.mail_folder = Some(open_dir(&cli, folder, true, place.found_project)?);
                 }
                 Chipset::with_config(state, config)
@@ -393,40 +434,58 @@ fn run(cli: Cli) -> Result<Output> {
     }
 }
 
-/// Opens the state directory `root`, or with `mail_folder` the mail
-/// folder `root`: an existing one for the commands that only read, so a
-/// mistyped root never reads as an empty one. A nubos-pilot project's mail
-/// folder found by the walk up (`found_project`) is there though nothing
-/// was sent yet: reading it is reading an empty one.
-fn open_dir(cli: &Cli, root: &Path, mail_folder: bool, found_project: bool) -> Result<StateDir> {
-    // Something else where the folder should be: say so, naming what was
-    // asked for, before any attempt to create it.
-    if StateDir::stat_outside(root)?.is_some_and(|s| !s.is_dir()) {
-        let what = if mail_folder {
-            "mail folder"
-        } else {
-            "state root"
-        };
-        let failure = CliError::refused(format!("{what} `{}` is not a directory", root.display()));
-        return Err(refuse_mcp_stdio(cli, failure));
+/// Refuses, before anything is made, a state root (or with
+/// `mail_folder`, a mail folder) that is something other than a
+/// directory, or that does not exist for a command that only reads (so a
+/// mistyped root never reads as an empty one). A nubos-pilot project's
+/// mail folder found by the walk up (`found_project`) may be missing: it
+/// is made on first use, and reading it is reading an empty one.
+fn check_dir(cli: &Cli, dir: &Path, mail_folder: bool, found_project: bool) -> Result<()> {
+    let what = if mail_folder {
+        "mail folder"
+    } else {
+        "state root"
+    };
+    let failure = match StateDir::stat_outside(dir)? {
+        Some(stat) if !stat.is_dir() => {
+            CliError::refused(format!("{what} `{}` is not a directory", dir.display()))
+        }
+        None if cli.command.reads_only() && !found_project => missing(dir, mail_folder),
+        _ => return Ok(()),
+    };
+    Err(refuse_mcp_stdio(cli, failure))
+}
+
+/// The refusal for a state root (or mail folder) that does not exist.
+fn missing(dir: &Path, mail_folder: bool) -> CliError {
+    if mail_folder {
+        CliError::refused(format!(
+            "mail folder `{}` does not exist (check --mail-dir)",
+            dir.display()
+        ))
+    } else {
+        CliError::refused(format!(
+            "state root `{}` does not exist: `chipset init` creates it (or check --root \
+             or {ROOT_ENV})",
+            dir.display()
+        ))
     }
+}
+
+/// Opens the state root `dir`, or with `mail_folder` the mail folder
+/// `dir`, as [`check_dir`] allows: made if missing for a command that
+/// writes, an existing one for a command that only reads.
+fn open_dir(cli: &Cli, dir: &Path, mail_folder: bool, found_project: bool) -> Result<StateDir> {
+    check_dir(cli, dir, mail_folder, found_project)?;
     if !cli.command.reads_only() || found_project {
-        return Ok(StateDir::open(root)?);
+        return Ok(StateDir::open(dir)?);
     }
     let existing = StateOptions {
         create: false,
         ..StateOptions::default()
     };
-    let opened = StateDir::open_with(root, existing).map_err(|e| match e {
-        chipset_store::Error::NotFound { .. } if mail_folder => CliError::refused(format!(
-            "mail folder `{}` does not exist (check --mail-dir)",
-            root.display()
-        )),
-        chipset_store::Error::NotFound { .. } => CliError::refused(format!(
-            "state root `{}` does not exist: `chipset init` creates it (or check --root \
-             or {ROOT_ENV})",
-            root.display()
-        )),
+    let opened = StateDir::open_with(dir, existing).map_err(|e| match e {
+        chipset_store::Error::NotFound { .. } => missing(dir, mail_folder),
         other => other.into(),
     });
     opened.map_err(|failure| refuse_mcp_stdio(cli, failure))

@@ -22,7 +22,8 @@ pub(crate) struct MigrateArgs {
     #[arg(long, value_name = "DIR|URL")]
     pub(crate) to: PathBuf,
     /// Where to copy from [default: the state root, found as every command
-    /// finds it: --root, $CHIPSET_ROOT, the nearest `.chipset/state`].
+    /// finds it: --root, $CHIPSET_ROOT, the nearest `.chipset/state`, a
+    /// nubos-pilot project's].
     #[arg(long, value_name = "DIR|URL")]
     pub(crate) from: Option<PathBuf>,
     /// Leave this channel (a folder under the root: `pool`, `loop`, …)
@@ -38,21 +39,24 @@ pub(crate) fn run(cli: &Cli, args: &MigrateArgs) -> Result<Output> {
     let place = crate::locate(cli)?;
     let from = match &args.from {
         Some(from) => from.clone(),
-        None => place.root.expect("migrate is not a mail command"),
+        None => place.root.clone().expect("migrate is not a mail command"),
     };
     // A mail folder outside the root (a nubos-pilot project's, or
     // --mail-dir) is another program's too: moving its mail onto a server
     // would take it from that program, so it stays, and says so first.
-    let mail_folder = match (&args.from, &cli.mail_dir) {
-        (None, _) => place.mail,
-        (Some(_), dir) => dir.clone(),
+    // `--from` naming the root found is that root, with its mail folder.
+    let same = |a: &std::path::Path, b: &std::path::Path| matches!((std::path::absolute(a), std::path::absolute(b)), (Ok(a), Ok(b)) if a == b);
+    let mail_folder = match (&args.from, place.root.as_deref()) {
+        (Some(from), Some(root)) if !same(from, root) => cli.mail_dir.clone(),
+        _ => place.mail,
     };
     if let Some(dir) = mail_folder
         && !args.skip.iter().any(|c| c == "mail")
     {
         return Err(CliError::refused(format!(
             "mail is kept in `{}`, outside the state root, and a migration moves only the \
-             root: add `--skip mail` to move the rest and leave the mail there",
+             root: add `--skip mail` to move the rest; the mail stays in that folder, \
+             where chipset on a server will not read it",
             dir.display()
         )));
     }

@@ -112,7 +112,7 @@ pub fn watch_team(
     mut wake: impl FnMut(Change) -> bool + Send + 'static,
 ) -> Result<JoinHandle<()>> {
     let Some(backend) = chipset.backend() else {
-        let folder = crate::stamps::mail_folder(chipset);
+        let folder = chipset.mail_folder();
         return watch_trees(chipset.state(), folder, rescan, wake);
     };
     let dirs = team_dirs(chipset);

@@ -54,9 +54,7 @@ impl Reads {
         // A server's rows have no directory stamps: every area is read
         // again at each load (a wake-up says when).
         let changed = match on_server {
-            false => self
-                .stamps
-                .look(chipset.state(), crate::stamps::mail_folder(chipset)),
+            false => self.stamps.look(chipset.state(), chipset.mail_folder()),
             true => Changed::everything(),
         };
         let stale = |read: bool, paths: &[&str]| !read || paths.iter().any(|p| changed.under(p));

@@ -15,7 +15,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use chipset::Chipset;
 use chipset::store::{Stat, StateDir, StatePath};
 
 /// A stamp younger than this is not trusted to show every change.
@@ -96,7 +95,7 @@ impl Stamps {
     /// changed since the last look. A directory that cannot be looked at
     /// counts as changed (the channel's own read then says why). With a
     /// `mail` folder kept outside the root, its tree is looked at as
-    /// `mail/` (see [`mail_folder`]).
+    /// `mail/` ([`Chipset::mail_folder`](chipset::Chipset::mail_folder)).
     pub(crate) fn look(&mut self, state: &StateDir, mail: Option<&StateDir>) -> Changed {
         let places = Places { state, mail };
         let mut changed = Changed::default();
@@ -171,13 +170,6 @@ impl Stamps {
         }
         changed
     }
-}
-
-/// Returns the folder `chipset` keeps mail in when it is not `mail/` under
-/// the root (a folder of the seed's layout, `Config::mail_folder`).
-pub(crate) fn mail_folder(chipset: &Chipset) -> Option<&StateDir> {
-    let mail = chipset.mail().state();
-    (mail.root() != chipset.state().root()).then_some(mail)
 }
 
 /// Where a look reads: the state root, and mail in its own folder.

@@ -3,6 +3,8 @@
 //! `.nubos-pilot/messages`, so chipset's agents and nubos-pilot's share
 //! one mail store and one commit gate.
 
+use std::fs;
+
 use serde_json::{Value, json};
 
 use crate::mail::{OPEN, Project, TASK, request};
@@ -149,6 +151,10 @@ fn every_command_shares_a_nubos_projects_mail() {
     let to = target.path().join("state").display().to_string();
     let refused = p.fails(1, ".", &["migrate", "--to", &to]);
     assert!(refused.stderr.contains("--skip mail"), "{refused:?}");
+    // So does `--from` naming the root that would be found.
+    let from = ["migrate", "--from", ".chipset/state", "--to", &to];
+    let named = p.fails(1, ".", &from);
+    assert!(named.stderr.contains("--skip mail"), "{named:?}");
     assert!(!target.path().join("state").exists());
     let moved = p
         .ok(".", &["--json", "migrate", "--to", &to, "--skip", "mail"])
@@ -212,5 +218,86 @@ fn a_project_without_a_state_root_refuses_reads_and_makes_nothing() {
     assert!(
         refused.stderr.contains("`chipset init` makes one"),
         "{refused:?}"
+    );
+}
+
+/// A nubos-pilot project inside a folder that has a chipset state root
+/// (a team's, above the project) uses that root, never a second one of
+/// its own, with the project's mail; `--mail-dir` with a mail command
+/// uses it too, so group mail works there.
+#[test]
+fn a_project_under_a_state_root_shares_that_root() {
+    let mut p = Project::new();
+    let team = p.dir.parent().unwrap().join(".chipset/state");
+    fs::create_dir_all(&team).unwrap();
+    for agent in ["np-critic", "np-executor", "np-orchestrator"] {
+        p.ok("src", &["agent", "register", agent]);
+    }
+    assert!(team.join("agents/np-critic.json").is_file());
+    assert!(!p.dir.join(".chipset").exists(), "a second root was made");
+    let group = [
+        "--json",
+        "mail",
+        "send",
+        "--from",
+        "np-critic",
+        "--to",
+        "np-executor,np-orchestrator",
+        "--kind",
+        "notify",
+        "--task",
+        TASK,
+        "--subject",
+        "s",
+        "--body",
+        "b",
+    ];
+    let sent = ids(&p.ok("src", &group).json());
+    assert!(
+        p.messages()
+            .join(format!("inbox/np-orchestrator/{}.json", sent[1]))
+            .is_file()
+    );
+    let dir = p.messages().display().to_string();
+    let named = [&["--mail-dir", dir.as_str()][..], &group].concat();
+    assert_eq!(ids(&p.ok("src", &named).json()).len(), 2);
+    assert!(!team.join("mail").exists());
+}
+
+/// Refusals write nothing: a `--mail-dir` that is a file refuses a
+/// command that writes before its state root is made; a server root from
+/// `$CHIPSET_ROOT` leaves the mail commands on `--mail-dir` alone, as
+/// they were, and refuses the others by name.
+#[test]
+fn mail_dir_refusals_make_nothing_and_name_the_server() {
+    let mut p = Project::empty();
+    fs::write(p.dir.join("afile"), "").unwrap();
+    let refused = p.fails(
+        1,
+        ".",
+        &["--mail-dir", "afile", "agent", "register", "np-critic"],
+    );
+    assert!(refused.stderr.contains("is not a directory"), "{refused:?}");
+    assert!(!p.dir.join(".chipset").exists());
+
+    let messages = p.messages();
+    fs::create_dir_all(&messages).unwrap();
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_chipset"))
+            .args(args)
+            .current_dir(&p.dir)
+            .env("CHIPSET_ROOT", "postgres://nowhere.invalid/db")
+            .output()
+            .unwrap()
+    };
+    let dir = messages.display().to_string();
+    let inbox = run(&["--mail-dir", &dir, "mail", "inbox", "np-executor"]);
+    assert_eq!(inbox.status.code(), Some(0), "{inbox:?}");
+    let status = run(&["--mail-dir", &dir, "status"]);
+    assert_eq!(status.status.code(), Some(2), "{status:?}");
+    let stderr = String::from_utf8_lossy(&status.stderr);
+    assert!(
+        stderr.contains("CHIPSET_ROOT") && stderr.contains("nowhere.invalid"),
+        "{stderr}"
     );
 }

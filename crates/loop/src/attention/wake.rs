@@ -43,6 +43,7 @@ impl Attention {
             Some(b) => Leases::with_backend(state, Arc::clone(b)),
             None => Leases::new(state),
         }
+        .with_mail(self.mail.clone())
     }
 
     /// Returns the agent directory, on the server when attention is.
@@ -50,7 +51,7 @@ impl Attention {
         let state = self.hooks.state().clone();
         match &self.seam {
             Some(b) => Directory::with_backend(state, Arc::clone(b)),
-            None => Directory::new(state),
+            None => Directory::new(state).with_mail(self.mail.clone()),
         }
     }
 
