@@ -133,8 +133,13 @@ impl Chipset {
                 Some(sink) => self.mail().doctor_to(mode, &mut |f| sink("mail", f)),
                 None => self.mail().doctor(mode),
             };
+            // A root mail/ that cannot be read fails the mail area, not
+            // the checkup.
             if let Ok(report) = &mut mail {
-                report.findings.extend(self.unread_root_mail()?);
+                match self.unread_root_mail() {
+                    Ok(finding) => report.findings.extend(finding),
+                    Err(e) => mail = Err(e),
+                }
             }
             keep(&mut areas, &mut sink, area("mail", mail));
         }
@@ -183,14 +188,25 @@ impl Chipset {
         (!matches!(&search, Ok(report) if report.is_clean())).then_some(search)
     }
 
-    /// With mail kept in a folder outside the root
-    /// ([`Config::mail_folder`](crate::Config::mail_folder)), mail under
-    /// the root's own `mail/` (sent there before) is read by nothing: a
-    /// finding for a person, who moves it or lets it be.
-    fn unread_root_mail(&self) -> Result<Option<Finding>> {
-        let Some(_) = self.mail_folder() else {
-            return Ok(None);
+    /// With mail kept in a folder beside the root (as a nubos-pilot
+    /// project's `.nubos-pilot/messages` is beside its `.chipset/state`),
+    /// mail under the root's own `mail/`, sent there before the folder was
+    /// used, is read by nothing: a finding for a person, who moves what
+    /// still matters and removes `mail/`. A folder elsewhere (a wider
+    /// folder's root above a project) says nothing: commands run outside
+    /// the project still use the root's mail.
+    fn unread_root_mail(&self) -> chipset_mail::Result<Option<Finding>> {
+        let grandparent = |p: &std::path::Path| {
+            p.parent()
+                .and_then(std::path::Path::parent)
+                .map(std::path::Path::to_owned)
         };
+        let beside = self.mail_folder().is_some_and(|folder| {
+            grandparent(folder.root()).is_some_and(|g| Some(g) == grandparent(self.state().root()))
+        });
+        if !beside {
+            return Ok(None);
+        }
         let own = chipset_mail::Mail::new(self.state().clone());
         let logged = self
             .state()
@@ -202,8 +218,9 @@ impl Chipset {
         }
         let folder = self.mail().dir().as_path().display();
         let message = format!(
-            "mail under the state root is not read: mail is kept in `{folder}` \
-             ({waiting} message(s) waiting here); move what still matters there"
+            "mail under the state root is not read: this project keeps its mail in \
+             `{folder}` ({waiting} message(s) waiting here); move what still matters there, \
+             then remove this `mail/`"
         );
         Ok(Some(
             Finding::new("mail-elsewhere", Defect::Stray, message).at(own.dir().as_path()),
@@ -216,7 +233,10 @@ impl Chipset {
         let mut temps =
             self.state()
                 .sweep_temps(&self.state().root_path(), STALE_TEMP_AGE, mode)?;
-        if let Some(folder) = self.mail_folder() {
+        // A folder under the root was swept with it.
+        if let Some(folder) = self.mail_folder()
+            && !folder.root().starts_with(self.state().root())
+        {
             temps.extend(folder.sweep_temps(&folder.root_path(), STALE_TEMP_AGE, mode)?);
         }
         let (stale_temps, removed_temps) = if mode == DoctorMode::Fix {

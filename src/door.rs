@@ -397,14 +397,16 @@ impl Chipset {
     }
 
     /// Returns the folder mail is kept in when it is not `mail/` under the
-    /// state root ([`Config::mail_folder`]), `None` otherwise (always on a
-    /// server): for a tool that watches or checks mail's files itself.
+    /// state root ([`Config::mail_folder`]), `None` otherwise (for a folder
+    /// that is that `mail/`, and always on a server): for a tool that
+    /// watches or checks mail's files itself.
     pub fn mail_folder(&self) -> Option<&StateDir> {
         let mail = match &self.inner.mail {
             Ok(mail) if self.inner.server.is_none() => mail.state(),
             _ => return None,
         };
-        (mail.root() != self.inner.state.root()).then_some(mail)
+        let root = self.inner.state.root();
+        (mail.root() != root && mail.root() != root.join("mail")).then_some(mail)
     }
 
     /// Returns the mail: addressed, threaded messages.

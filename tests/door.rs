@@ -356,3 +356,38 @@ fn a_mail_folder_is_every_parts_mail() {
     );
     assert_eq!(check.stale_temps, [temp], "{check:?}");
 }
+
+/// `mail-elsewhere` is for a folder beside the root (a project's): a
+/// folder that is the root's own `mail/` is no folder of its own, and one
+/// elsewhere (a project below a wider folder's root) leaves the root's
+/// mail to the commands run outside the project.
+#[test]
+fn only_a_folder_beside_the_root_leaves_its_mail_unread() {
+    use chipset::mail::Mail;
+    use chipset::store::StateDir;
+
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join(".chipset/state");
+    let note = NewMessage::notify(agent("a"), agent("b"), "t-1".parse().unwrap(), "s", "b");
+    Mail::new(StateDir::open(&root).unwrap())
+        .send(&note)
+        .unwrap();
+    let with_folder = |folder: &std::path::Path| {
+        let mut config = chipset::Config::default();
+        config.mail_folder = Some(StateDir::open(folder).unwrap());
+        Chipset::with_config(StateDir::open(&root).unwrap(), config)
+    };
+    let codes = |door: &Chipset| -> Vec<&'static str> {
+        let check = door.doctor(DoctorMode::Check).unwrap();
+        check.findings().map(|(_, f)| f.code).collect()
+    };
+    let own = with_folder(&root.join("mail"));
+    assert!(own.mail_folder().is_none());
+    assert_eq!(own.mail().inbox(&agent("b")).unwrap().len(), 1);
+    assert!(codes(&own).is_empty(), "{:?}", codes(&own));
+    let below = with_folder(&tmp.path().join("sub/project/.nubos-pilot/messages"));
+    assert!(below.mail_folder().is_some());
+    assert!(codes(&below).is_empty(), "{:?}", codes(&below));
+    let beside = with_folder(&tmp.path().join(".nubos-pilot/messages"));
+    assert_eq!(codes(&beside), ["mail-elsewhere"]);
+}

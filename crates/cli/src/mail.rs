@@ -24,11 +24,7 @@ pub(crate) fn run(ctx: &Ctx, command: MailCommand) -> Result<Output> {
         ctx.chipset.mail().clone()
     };
     match command {
-        MailCommand::Send(args)
-            if args.to.single().is_none() || args.expects_reply == Some(MailExpects::Any) =>
-        {
-            send_group(ctx, &mail, args)
-        }
+        MailCommand::Send(args) if is_group(&args) => send_group(ctx, &mail, args),
         MailCommand::Send(args) => {
             let message = mail.send(&draft(args)?)?;
             Ok(Output::new(
@@ -181,6 +177,25 @@ fn draft(args: MailSend) -> Result<NewMessage> {
 /// the directory and sends one copy to each (see [`Mail::send_group`]).
 /// Prints the group id (what `--id` retries with), then each copy's id and
 /// recipient.
+/// Whether `args` sends group mail: to several agents or a list, or
+/// expecting any one reply.
+fn is_group(args: &MailSend) -> bool {
+    args.to.single().is_none() || args.expects_reply == Some(MailExpects::Any)
+}
+
+/// Refuses, before any folder is opened, group mail where there is no
+/// state root (the mail commands on a mail folder alone): its agents and
+/// lists are in the root's directory.
+pub(crate) fn refuse_group_alone(command: &MailCommand) -> Result<()> {
+    match command {
+        MailCommand::Send(args) if is_group(args) => Err(CliError::usage(
+            "group mail (`--to a,b`, `@list`, `@all`) needs a chipset state root: \
+             its agents and lists are in the directory (`chipset init` makes one)",
+        )),
+        _ => Ok(()),
+    }
+}
+
 fn send_group(ctx: &Ctx, mail: &Mail, args: MailSend) -> Result<Output> {
     let MailSend {
         from,
@@ -196,12 +211,6 @@ fn send_group(ctx: &Ctx, mail: &Mail, args: MailSend) -> Result<Output> {
         priority,
         id,
     } = args;
-    if ctx.mail_folder {
-        return Err(CliError::usage(
-            "group mail (`--to a,b`, `@list`, `@all`) needs a chipset state root: \
-             its agents and lists are in the directory (`chipset init` makes one)",
-        ));
-    }
     let kind_name = Kind::from(kind).as_str();
     if kind == MailKind::Response || in_reply_to.is_some() {
         return Err(CliError::usage(format!(

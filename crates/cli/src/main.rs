@@ -166,11 +166,11 @@ const ROOT_ENV: &str = "CHIPSET_ROOT";
 
 /// The folder that marks a nubos-pilot project, as nubos-pilot finds its
 /// project root (the nearest one up from the current directory).
-const NUBOS_PROJECT: &str = ".nubos-pilot";
+pub(crate) const NUBOS_PROJECT: &str = ".nubos-pilot";
 
 /// Where a nubos-pilot project keeps its mail folder (seed 002's layout),
 /// under [`NUBOS_PROJECT`].
-const NUBOS_MESSAGES: &str = "messages";
+pub(crate) const NUBOS_MESSAGES: &str = "messages";
 
 /// What every command runs with: the opened state root and the colour choice.
 #[derive(Debug)]
@@ -401,7 +401,12 @@ fn run(cli: Cli) -> Result<Output> {
                 Chipset::with_config(state, config)
             }
         },
-        (None, _) => Chipset::from_state(open_dir(&cli, place.dir(), true, place.found_project)?),
+        (None, _) => {
+            if let Command::Mail(command) = &cli.command {
+                mail::refuse_group_alone(command)?;
+            }
+            Chipset::from_state(open_dir(&cli, place.dir(), true, place.found_project)?)
+        }
     };
     let ctx = Ctx {
         state: chipset.state().clone(),

@@ -2,10 +2,11 @@
 //! PostgreSQL server ([`chipset::migrate`]), prints one line per channel,
 //! and exits 0 only when the target's counts equal the source's.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use chipset::Root;
 use chipset::migrate::{Migration, Report};
+use chipset::store::StateDir;
 use clap::Args;
 
 use crate::cli::Cli;
@@ -34,6 +35,34 @@ pub(crate) struct MigrateArgs {
     pub(crate) skip: Vec<String>,
 }
 
+/// Whether `a` and `b` are one directory: the same device and inode when
+/// both exist (symlinks and `..` resolved), else the same absolute path.
+fn same_dir(a: &Path, b: &Path) -> Result<bool> {
+    Ok(
+        match (StateDir::stat_outside(a)?, StateDir::stat_outside(b)?) {
+            (Some(a), Some(b)) => (a.dev, a.ino) == (b.dev, b.ino),
+            _ => {
+                matches!((std::path::absolute(a), std::path::absolute(b)), (Ok(a), Ok(b)) if a == b)
+            }
+        },
+    )
+}
+
+/// The mail folder of the nubos-pilot project whose `.chipset/state` is
+/// `root`, if `root` is one: a `.nubos-pilot` folder beside `.chipset`.
+fn project_mail(root: &Path) -> Result<Option<PathBuf>> {
+    let Some(project) = root
+        .ends_with(StateDir::DEFAULT_ROOT)
+        .then(|| root.parent().and_then(Path::parent))
+        .flatten()
+    else {
+        return Ok(None);
+    };
+    let nubos = project.join(crate::NUBOS_PROJECT);
+    let is_project = StateDir::stat_outside(&nubos)?.is_some_and(|s| s.is_dir());
+    Ok(is_project.then(|| nubos.join(crate::NUBOS_MESSAGES)))
+}
+
 /// Runs `chipset migrate`.
 pub(crate) fn run(cli: &Cli, args: &MigrateArgs) -> Result<Output> {
     let place = crate::locate(cli)?;
@@ -44,10 +73,13 @@ pub(crate) fn run(cli: &Cli, args: &MigrateArgs) -> Result<Output> {
     // A mail folder outside the root (a nubos-pilot project's, or
     // --mail-dir) is another program's too: moving its mail onto a server
     // would take it from that program, so it stays, and says so first.
-    // `--from` naming the root found is that root, with its mail folder.
-    let same = |a: &std::path::Path, b: &std::path::Path| matches!((std::path::absolute(a), std::path::absolute(b)), (Ok(a), Ok(b)) if a == b);
+    // `--from` naming the root found (however spelt) is that root, with
+    // its mail folder; another nubos-pilot project's root, with that
+    // project's.
     let mail_folder = match (&args.from, place.root.as_deref()) {
-        (Some(from), Some(root)) if !same(from, root) => cli.mail_dir.clone(),
+        (Some(from), Some(root)) if !same_dir(from, root)? => {
+            cli.mail_dir.clone().or(project_mail(from)?)
+        }
         _ => place.mail,
     };
     if let Some(dir) = mail_folder

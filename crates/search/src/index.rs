@@ -233,12 +233,14 @@ pub(crate) fn forget_place(tx: &Transaction<'_>, place: &str) -> rusqlite::Resul
     Ok(())
 }
 
-/// Removes every doc of `origin`, and the stamps of `stamps` and of every
-/// place under `{origin}/` (a channel read from another store since).
+/// Removes every doc of `origin`, the stamp `stamp` and the stamps of
+/// every place starting with `prefix` (a channel read from another store
+/// since: none of its stamps says anything of the new one).
 pub(crate) fn forget_origin(
     tx: &Transaction<'_>,
     origin: Origin,
-    stamps: &str,
+    stamp: &str,
+    prefix: &str,
 ) -> rusqlite::Result<()> {
     let origin = origin.as_str();
     tx.execute(
@@ -246,9 +248,9 @@ pub(crate) fn forget_origin(
         [origin],
     )?;
     tx.execute("DELETE FROM docs WHERE origin = ?1", [origin])?;
-    for place in places_with_prefix(tx, &format!("{origin}/"))? {
+    for place in places_with_prefix(tx, prefix)? {
         tx.execute("DELETE FROM stamps WHERE place = ?1", [place])?;
     }
-    tx.execute("DELETE FROM stamps WHERE place = ?1", [stamps])?;
+    tx.execute("DELETE FROM stamps WHERE place = ?1", [stamp])?;
     Ok(())
 }

@@ -137,7 +137,7 @@ impl Sources {
             .to_string();
         let moved = held.unwrap_or(root_mail) != here;
         if moved {
-            index::forget_origin(tx, Origin::Mail, MANIFEST).map_err(db)?;
+            index::forget_origin(tx, Origin::Mail, MANIFEST, INBOX_PREFIX).map_err(db)?;
         }
         index::set_stamp(tx, MAIL_STORE, &here).map_err(db)?;
         Ok(moved)

@@ -151,9 +151,22 @@ fn every_command_shares_a_nubos_projects_mail() {
     let to = target.path().join("state").display().to_string();
     let refused = p.fails(1, ".", &["migrate", "--to", &to]);
     assert!(refused.stderr.contains("--skip mail"), "{refused:?}");
-    // So does `--from` naming the root that would be found.
-    let from = ["migrate", "--from", ".chipset/state", "--to", &to];
-    let named = p.fails(1, ".", &from);
+    // So does `--from` naming the root that would be found, however spelt,
+    // or from outside the project.
+    let spelt = format!(
+        "../{}/.chipset/state",
+        p.dir.file_name().unwrap().to_str().unwrap()
+    );
+    let named = p.fails(
+        1,
+        "src",
+        &["migrate", "--from", "../.chipset/state", "--to", &to],
+    );
+    assert!(named.stderr.contains("--skip mail"), "{named:?}");
+    let named = p.fails(1, ".", &["migrate", "--from", &spelt, "--to", &to]);
+    assert!(named.stderr.contains("--skip mail"), "{named:?}");
+    let outside = p.dir.join(".chipset/state").display().to_string();
+    let named = p.fails(1, "/", &["migrate", "--from", &outside, "--to", &to]);
     assert!(named.stderr.contains("--skip mail"), "{named:?}");
     assert!(!target.path().join("state").exists());
     let moved = p
@@ -196,8 +209,6 @@ fn a_project_without_a_state_root_refuses_reads_and_makes_nothing() {
         refused.stderr.contains("`chipset init` creates it"),
         "{refused:?}"
     );
-    assert!(!p.messages().exists());
-    p.ok("src", &["mail", "inbox", "np-executor"]);
     let group = [
         "mail",
         "send",
@@ -219,6 +230,8 @@ fn a_project_without_a_state_root_refuses_reads_and_makes_nothing() {
         refused.stderr.contains("`chipset init` makes one"),
         "{refused:?}"
     );
+    assert!(!p.messages().exists());
+    p.ok("src", &["mail", "inbox", "np-executor"]);
 }
 
 /// A nubos-pilot project inside a folder that has a chipset state root
