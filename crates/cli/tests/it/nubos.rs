@@ -10,6 +10,24 @@ use serde_json::{Value, json};
 use crate::mail::{OPEN, Project, TASK, request};
 use crate::mcp::{call, ok, runtime};
 
+/// A notify from the critic to two agents: group mail.
+const GROUP: [&str; 14] = [
+    "mail",
+    "send",
+    "--from",
+    "np-critic",
+    "--to",
+    "np-executor,np-orchestrator",
+    "--kind",
+    "notify",
+    "--task",
+    TASK,
+    "--subject",
+    "round",
+    "--body",
+    "go",
+];
+
 /// The messages in `doc`'s `copies` (group mail) or the one message.
 fn ids(doc: &Value) -> Vec<String> {
     match doc["copies"].as_array() {
@@ -74,23 +92,7 @@ fn every_command_shares_a_nubos_projects_mail() {
     for agent in ["np-critic", "np-executor", "np-orchestrator"] {
         p.ok(".", &["agent", "register", agent]);
     }
-    let group = [
-        "--json",
-        "mail",
-        "send",
-        "--from",
-        "np-critic",
-        "--to",
-        "np-executor,np-orchestrator",
-        "--kind",
-        "notify",
-        "--task",
-        TASK,
-        "--subject",
-        "round",
-        "--body",
-        "go",
-    ];
+    let group = [&["--json"][..], &GROUP].concat();
     let sent = ids(&p.ok(".", &group).json());
     assert_eq!(sent.len(), 2);
     assert!(
@@ -209,23 +211,7 @@ fn a_project_without_a_state_root_refuses_reads_and_makes_nothing() {
         refused.stderr.contains("`chipset init` creates it"),
         "{refused:?}"
     );
-    let group = [
-        "mail",
-        "send",
-        "--from",
-        "np-critic",
-        "--to",
-        "np-executor,np-orchestrator",
-        "--kind",
-        "notify",
-        "--task",
-        TASK,
-        "--subject",
-        "s",
-        "--body",
-        "b",
-    ];
-    let refused = p.fails(2, "src", &group);
+    let refused = p.fails(2, "src", &GROUP);
     assert!(
         refused.stderr.contains("`chipset init` makes one"),
         "{refused:?}"
@@ -248,23 +234,7 @@ fn a_project_under_a_state_root_shares_that_root() {
     }
     assert!(team.join("agents/np-critic.json").is_file());
     assert!(!p.dir.join(".chipset").exists(), "a second root was made");
-    let group = [
-        "--json",
-        "mail",
-        "send",
-        "--from",
-        "np-critic",
-        "--to",
-        "np-executor,np-orchestrator",
-        "--kind",
-        "notify",
-        "--task",
-        TASK,
-        "--subject",
-        "s",
-        "--body",
-        "b",
-    ];
+    let group = [&["--json"][..], &GROUP].concat();
     let sent = ids(&p.ok("src", &group).json());
     assert!(
         p.messages()
