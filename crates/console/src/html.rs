@@ -44,12 +44,16 @@ pub fn page(
          <meta name=\"viewport\" content=\"width=device-width\">\
          <title>chipset · {}</title><link rel=\"icon\" href=\"data:,\">\
          <style>{STYLE}</style></head><body>\
-         <header><b>chipset</b> {} \
+         <header><b>chipset</b> {}{} \
          <form action=\"/\"><input type=\"hidden\" name=\"view\" value=\"{}\">\
          <input name=\"q\" placeholder=\"search this view\" value=\"{}\"></form>\
          </header><div id=\"live\">",
         esc(screen.view.title()),
         esc(&snapshot.root.display().to_string()),
+        snapshot.mail.as_ref().map_or_else(String::new, |m| format!(
+            " · mail {}",
+            esc(&m.display().to_string())
+        )),
         screen.view.name(),
         esc(screen.filter()),
     );

@@ -204,6 +204,9 @@ impl Table {
 pub struct Snapshot {
     /// The state root.
     pub root: PathBuf,
+    /// The folder mail is kept in when it is not `mail/` under the root
+    /// (a nubos-pilot project's `.nubos-pilot/messages`).
+    pub mail: Option<PathBuf>,
     /// When it was taken (the state's clock).
     pub at: Timestamp,
     tables: [Table; 6],
@@ -323,6 +326,7 @@ impl Loader {
         check_root(&root)?;
         Ok(Snapshot {
             root,
+            mail: chipset.mail_folder().map(|f| f.root().to_owned()),
             at: now,
             tables,
         })

@@ -27,7 +27,15 @@ pub fn draw(frame: &mut Frame<'_>, screen: &Screen, snapshot: &Snapshot) {
     frame.render_widget(
         Line::from(vec![
             Span::styled(" chipset top ", Style::new().bold().reversed()),
-            Span::raw(format!(" {}  at {}", snapshot.root.display(), snapshot.at)),
+            Span::raw(format!(
+                " {}{}  at {}",
+                snapshot.root.display(),
+                snapshot
+                    .mail
+                    .as_ref()
+                    .map_or_else(String::new, |m| format!("  mail {}", m.display())),
+                snapshot.at
+            )),
         ]),
         head,
     );

@@ -37,6 +37,40 @@ fn every_view_draws_the_peer_fixtures() {
     }
 }
 
+/// A nubos-pilot project's folder as the door's mail: the views count its
+/// messages, and both headers say where mail is kept.
+#[test]
+fn the_views_read_and_name_a_mail_folder() {
+    use chipset::store::StateDir;
+    let tmp = tempfile::tempdir().unwrap();
+    let folder = tmp.path().join(".nubos-pilot/messages");
+    chipset_testkit::copy_dir(
+        &chipset_testkit::peer_fixtures().join("nubos-pilot/messages"),
+        &folder,
+    );
+    let mut config = chipset::Config::default();
+    config.mail_folder = Some(StateDir::open(&folder).unwrap());
+    let state = StateDir::open(tmp.path().join(".chipset/state")).unwrap();
+    let chipset = Chipset::with_config(state, config);
+    let snapshot = Snapshot::load(&chipset).unwrap();
+    let agents = snapshot.table(View::Agents);
+    let names: Vec<&str> = agents.rows.iter().map(|r| r.key.as_str()).collect();
+    assert!(names.contains(&"np-executor"), "{names:?}");
+    let screen = Screen::new(View::Agents);
+    let text = chipset_console::text(&screen, &snapshot, 200, 20);
+    let shown = folder.canonicalize().unwrap();
+    let header = text.lines().next().unwrap();
+    assert!(
+        header.contains(&format!("mail {}", shown.display())),
+        "{header}"
+    );
+    let page = chipset_console::page(&snapshot, &screen, None, 1, None);
+    assert!(
+        page.contains(&format!("mail {}", shown.display())),
+        "{page}"
+    );
+}
+
 #[test]
 fn a_hook_that_names_another_agent_closes_the_pool_view() {
     let peers = chipset_testkit::peer_fixtures();
