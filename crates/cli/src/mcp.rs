@@ -12,8 +12,6 @@
 
 use std::io::Write as _;
 
-use chipset::Classify as _;
-use chipset_failure::Class;
 use chipset_mcp::{HttpOptions, MCP_PATH, Server, Token};
 
 use crate::Ctx;
@@ -59,5 +57,5 @@ pub(crate) fn run(ctx: Ctx, args: McpArgs) -> Result<Output> {
 }
 
 fn failure(e: chipset_mcp::Error) -> CliError {
-    CliError::from_error(Class::of(e.kind()), &e)
+    CliError::classified(&e)
 }

@@ -9,7 +9,6 @@
 
 use std::io::Write as _;
 
-use chipset::Classify as _;
 use chipset_console::ServeOptions;
 use chipset_failure::Class;
 use chipset_mcp::Token;
@@ -49,7 +48,7 @@ pub(crate) fn run(ctx: &Ctx, args: &ServeArgs, json: bool) -> Result<Output> {
             let _ = writeln!(out, "{}", output::json(&listening)).and_then(|()| out.flush());
         }
     })
-    .map_err(|e| CliError::from_error(Class::of(e.kind()), &e))?;
+    .map_err(|e| CliError::classified(&e))?;
     let stopped = Serving {
         stopped: true,
         addr,

@@ -284,6 +284,13 @@ impl Failure {
         };
         Failure::new(kind, chain(error))
     }
+
+    /// Returns a failure of `error`'s own [`kind`](Classify::kind), whose
+    /// message is `error` and its sources: for a classified error of a
+    /// crate this one cannot depend on (the MCP server's, the console's).
+    pub fn classified<E: Classify + StdError>(error: &E) -> Self {
+        Failure::new(error.kind(), chain(error))
+    }
 }
 
 impl fmt::Display for Failure {
@@ -334,7 +341,7 @@ macro_rules! from_classified {
     ($($error:ty),* $(,)?) => {$(
         impl From<$error> for Failure {
             fn from(e: $error) -> Self {
-                Failure::new(e.kind(), chain(&e))
+                Failure::classified(&e)
             }
         }
     )*};
