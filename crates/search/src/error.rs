@@ -88,10 +88,7 @@ impl Classify for Error {
             | Error::QueryTooLong { .. }
             | Error::TooManyWords { .. }
             | Error::UnknownChannel { .. } => ErrorKind::Invalid,
-            Error::Store(e) => match e.kind() {
-                ErrorKind::OutcomeUnknown => ErrorKind::Io,
-                kind => kind,
-            },
+            Error::Store(e) => changed_nothing(e.kind()),
             Error::Channel { kind, .. } => *kind,
             Error::Index { .. } | Error::Io { .. } => ErrorKind::Io,
         }
@@ -101,15 +98,21 @@ impl Classify for Error {
 impl Error {
     /// Returns [`Error::Channel`] for `channel`'s failure `e`, of its kind.
     pub(crate) fn channel(channel: &'static str, e: &(impl Classify + ToString)) -> Self {
-        let kind = match e.kind() {
-            ErrorKind::OutcomeUnknown => ErrorKind::Io,
-            kind => kind,
-        };
         Error::Channel {
             channel,
             message: e.to_string(),
-            kind,
+            kind: changed_nothing(e.kind()),
         }
+    }
+}
+
+/// Returns `kind` for a failure that changed no channel: an unknown
+/// outcome (of a channel's read, or of the index, a cache) is an I/O
+/// failure here.
+fn changed_nothing(kind: ErrorKind) -> ErrorKind {
+    match kind {
+        ErrorKind::OutcomeUnknown => ErrorKind::Io,
+        kind => kind,
     }
 }
 
