@@ -45,7 +45,8 @@ pub(crate) struct Cli {
     /// Keep mail in this folder, in place: any folder with the seed's
     /// layout (`inbox/`, `archive/`, `manifest.jsonl`), such as a
     /// nubos-pilot project's `.nubos-pilot/messages`; every command uses it
-    /// (beside a server root only the mail commands, in it alone) [default: `mail/` under the state root; without --root or
+    /// (beside a server root only the mail commands, in it alone)
+    /// [default: `mail/` under the state root; without --root or
     /// $CHIPSET_ROOT, in a nubos-pilot project at or below the state root,
     /// its `.nubos-pilot/messages`].
     #[arg(long, global = true, value_name = "DIR")]

@@ -173,10 +173,6 @@ fn draft(args: MailSend) -> Result<NewMessage> {
     Ok(draft)
 }
 
-/// `chipset mail send --to a,b|@list|@all`: resolves the recipients in
-/// the directory and sends one copy to each (see [`Mail::send_group`]).
-/// Prints the group id (what `--id` retries with), then each copy's id and
-/// recipient.
 /// Whether `args` sends group mail: to several agents or a list, or
 /// expecting any one reply.
 fn is_group(args: &MailSend) -> bool {
@@ -196,6 +192,10 @@ pub(crate) fn refuse_group_alone(command: &MailCommand) -> Result<()> {
     }
 }
 
+/// `chipset mail send --to a,b|@list|@all`: resolves the recipients in
+/// the directory and sends one copy to each (see [`Mail::send_group`]).
+/// Prints the group id (what `--id` retries with), then each copy's id and
+/// recipient.
 fn send_group(ctx: &Ctx, mail: &Mail, args: MailSend) -> Result<Output> {
     let MailSend {
         from,

@@ -248,16 +248,6 @@ pub(crate) struct Place {
     pub(crate) found_project: bool,
 }
 
-impl Place {
-    /// The state root, or the mail folder the mail commands run in alone.
-    pub(crate) fn dir(&self) -> &Path {
-        self.root
-            .as_deref()
-            .or(self.mail.as_deref())
-            .expect("a place has a root or a mail folder")
-    }
-}
-
 /// Returns where the command runs.
 ///
 /// The state root: `--root`, else `$CHIPSET_ROOT`, else the nearest
@@ -369,7 +359,7 @@ fn walk() -> Result<Walked> {
 /// Whether `path` is a directory. A folder that cannot be looked at is an
 /// error: "unreadable" is not "absent", and looking past it in a walk
 /// could pick another root.
-fn is_dir(path: &Path) -> Result<bool> {
+pub(crate) fn is_dir(path: &Path) -> Result<bool> {
     Ok(StateDir::stat_outside(path)?.is_some_and(|s| s.is_dir()))
 }
 
@@ -401,12 +391,14 @@ fn run(cli: Cli) -> Result<Output> {
                 Chipset::with_config(state, config)
             }
         },
-        (None, _) => {
+        (None, Some(folder)) => {
             if let Command::Mail(command) = &cli.command {
                 mail::refuse_group_alone(command)?;
             }
-            Chipset::from_state(open_dir(&cli, place.dir(), true, place.found_project)?)
+            check_dir(&cli, folder, true, place.found_project)?;
+            Chipset::from_state(open_dir(&cli, folder, true, place.found_project)?)
         }
+        (None, None) => unreachable!("locate gives a state root or a mail folder"),
     };
     let ctx = Ctx {
         state: chipset.state().clone(),
@@ -478,10 +470,9 @@ fn missing(dir: &Path, mail_folder: bool) -> CliError {
 }
 
 /// Opens the state root `dir`, or with `mail_folder` the mail folder
-/// `dir`, as [`check_dir`] allows: made if missing for a command that
-/// writes, an existing one for a command that only reads.
+/// `dir`, once [`check_dir`] has allowed it: made if missing for a command
+/// that writes, an existing one for a command that only reads.
 fn open_dir(cli: &Cli, dir: &Path, mail_folder: bool, found_project: bool) -> Result<StateDir> {
-    check_dir(cli, dir, mail_folder, found_project)?;
     if !cli.command.reads_only() || found_project {
         return Ok(StateDir::open(dir)?);
     }

@@ -59,8 +59,7 @@ fn project_mail(root: &Path) -> Result<Option<PathBuf>> {
         return Ok(None);
     };
     let nubos = project.join(crate::NUBOS_PROJECT);
-    let is_project = StateDir::stat_outside(&nubos)?.is_some_and(|s| s.is_dir());
-    Ok(is_project.then(|| nubos.join(crate::NUBOS_MESSAGES)))
+    Ok(crate::is_dir(&nubos)?.then(|| nubos.join(crate::NUBOS_MESSAGES)))
 }
 
 /// Runs `chipset migrate`.
