@@ -43,19 +43,6 @@ pub(crate) fn peers() -> PathBuf {
     dir
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
 /// A nubos project holding a copy of the fixture folder, and chipset's
 /// mail over it in place.
 pub(crate) struct Nubos {
@@ -67,7 +54,7 @@ pub(crate) struct Nubos {
 pub(crate) fn nubos() -> Nubos {
     let tmp = tempfile::tempdir().unwrap();
     let folder = tmp.path().join(".nubos-pilot/messages");
-    copy_dir(&peers().join("nubos-pilot/messages"), &folder);
+    chipset_testkit::copy_dir(&peers().join("nubos-pilot/messages"), &folder);
     let mail = Mail::in_folder(StateDir::open(&folder).unwrap(), MailConfig::default());
     Nubos {
         _tmp: tmp,
