@@ -148,7 +148,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
                 let finished = d
                     .ledger()
-                    .map(|l| l.entries.iter().all(|e| e.is_done()))
+                    .map(|l| l.items.iter().all(|e| e.is_done()))
                     .unwrap_or(false);
                 if finished {
                     done.store(true, Ordering::SeqCst);
@@ -248,7 +248,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The outcome, checked.
     say!();
     let ledger = dispatcher.ledger()?;
-    for entry in &ledger.entries {
+    for entry in &ledger.items {
         let attempts: Vec<String> = entry
             .attempts
             .iter()
@@ -278,7 +278,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     say!("health escalations sent: {escalations}; completion reports sent: {reports}");
     say!("state directory: {}", state.root().display());
 
-    let once = ledger.entries.iter().all(|e| {
+    let once = ledger.items.iter().all(|e| {
         e.is_done()
             && e.attempts
                 .iter()
@@ -286,13 +286,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .count()
                 == 1
     });
-    let hung_reassigned = ledger.entries.iter().any(|e| {
+    let hung_reassigned = ledger.items.iter().any(|e| {
         e.attempts
             .iter()
             .any(|t| t.agent == hanging && t.outcome == AttemptOutcome::Reassigned)
             && e.completed_by() != Some(&hanging)
     });
-    if ledger.entries.len() != beads.len()
+    if ledger.items.len() != beads.len()
         || !once
         || !hung_reassigned
         || escalations != 1

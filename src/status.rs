@@ -237,7 +237,7 @@ impl Chipset {
         let profiles: BTreeMap<AgentId, ProfileLine> = self
             .directory()
             .list(&chipset_directory::Filter::default())?
-            .agents
+            .items
             .iter()
             .map(|i| {
                 (

@@ -280,7 +280,7 @@ fn observe(door: &Chipset) -> Vec<String> {
     seen.push(format!("leases: {:?}", door.leases().list().unwrap()));
     let roster = door.directory().list(&Default::default()).unwrap();
     let profiles: Vec<_> = roster
-        .agents
+        .items
         .iter()
         .map(|a| format!("{:?}", a.profile))
         .collect();

@@ -104,8 +104,8 @@ fn the_gastown_story_through_the_facade() {
     dispatcher.tick().unwrap();
 
     let ledger = dispatcher.ledger().unwrap();
-    assert_eq!(ledger.entries.len(), 2);
-    for entry in &ledger.entries {
+    assert_eq!(ledger.items.len(), 2);
+    for entry in &ledger.items {
         assert!(entry.is_done(), "{entry:?}");
         let completed: Vec<_> = entry
             .attempts

@@ -62,7 +62,7 @@ pub(crate) fn run(ctx: &Ctx, command: RemindCommand) -> Result<Output> {
             let listing = reminders.list(&filter)?;
             let now = ctx.state.now();
             let mut table = Table::new(&["ID", "KIND", "SOURCE", "AGE", "MESSAGE"]);
-            for r in &listing.reminders {
+            for r in &listing.items {
                 table.row(vec![
                     r.id.to_string().into(),
                     r.kind.clone().into(),
@@ -76,11 +76,8 @@ pub(crate) fn run(ctx: &Ctx, command: RemindCommand) -> Result<Output> {
             } else {
                 table.render(ctx.paint)
             };
-            let failure = listing
-                .corrupt
-                .first()
-                .map(|c| CliError::unreadable_reminders(listing.corrupt.len(), c));
-            let doc = listed(listing);
+            let failure = CliError::unreadable(&listing, "reminder");
+            let doc = output::json(&view::Reminders::of(&listing, None));
             Ok(Output::new(text, doc).with_failure(failure))
         }
         RemindCommand::Resolve {
@@ -138,7 +135,7 @@ pub(crate) fn run(ctx: &Ctx, command: RemindCommand) -> Result<Output> {
             };
             let listing = reminders.list(&filter)?;
             let mut table = Table::new(&["ID", "KIND", "SOURCE", "CREATED", "STATE", "BY"]);
-            for r in &listing.reminders {
+            for r in &listing.items {
                 let state = match (r.resolution, r.snooze_until) {
                     (Some(res), _) => res.to_string(),
                     (None, Some(until)) => format!("snoozed until {until}"),
@@ -158,13 +155,8 @@ pub(crate) fn run(ctx: &Ctx, command: RemindCommand) -> Result<Output> {
             } else {
                 table.render(ctx.paint)
             };
-            let failure = listing.corrupt.first().map(|c| {
-                CliError::refused(format!(
-                    "{} ({c}); `chipset doctor --fix` quarantines them",
-                    output::plural(listing.corrupt.len(), "unreadable reminder file")
-                ))
-            });
-            let doc = listed(listing);
+            let failure = CliError::unreadable(&listing, "reminder");
+            let doc = output::json(&view::Reminders::of(&listing, None));
             Ok(Output::new(text, doc).with_failure(failure))
         }
         RemindCommand::Metrics { since } => {
@@ -228,15 +220,6 @@ pub(crate) fn run(ctx: &Ctx, command: RemindCommand) -> Result<Output> {
     }
 }
 
-/// Returns the view of a reminder listing (no limit on the command line).
-fn listed(listing: chipset_nudge::Listing) -> serde_json::Value {
-    output::json(&view::Reminders {
-        unreadable: listing.corrupt.iter().map(ToString::to_string).collect(),
-        reminders: listing.reminders,
-        total: None,
-    })
-}
-
 fn changed(r: &Reminder, text: String) -> Output {
     Output::new(text, output::json(r))
 }
@@ -272,7 +255,7 @@ fn metrics(
         history: true,
         ..ReminderFilter::default()
     })?;
-    Ok(compute(&all.reminders, now, since))
+    Ok(compute(&all.items, now, since))
 }
 
 /// Computes the metrics over `records` at `now`; counters count events at or

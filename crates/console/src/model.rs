@@ -368,10 +368,10 @@ fn agents(chipset: &Chipset, now: Timestamp, reads: &Reads) -> Table {
         .unwrap_or_default();
     let seen: BTreeMap<&AgentId, &AgentInfo> = match &reads.roster {
         Some(Ok(r)) => {
-            for c in &r.corrupt {
-                table.problems.push(format!("unreadable profile: {c}"));
+            for bad in r.unreadable() {
+                table.problems.push(format!("unreadable profile: {bad}"));
             }
-            r.agents.iter().map(|i| (&i.profile.name, i)).collect()
+            r.items.iter().map(|i| (&i.profile.name, i)).collect()
         }
         Some(Err(e)) => {
             table.problems.push(format!("agent directory: {e}"));
@@ -612,7 +612,7 @@ fn reminders(now: Timestamp, reads: &Reads) -> Table {
     let mut table = Table::default();
     match &reads.reminders {
         Some(Ok((_, listing))) => {
-            for r in &listing.reminders {
+            for r in &listing.items {
                 table.rows.push(Row::new(
                     r.id.to_string(),
                     vec![

@@ -7,12 +7,12 @@ use std::collections::BTreeMap;
 
 use chipset::Chipset;
 use chipset::bus::AgentStatus;
-use chipset::directory::{Filter, Roster};
+use chipset::directory::{AgentInfo, Filter};
 use chipset::hook::Hook;
 use chipset::lease::Lease;
-use chipset::nudge::{Listing, Received, ReminderFilter};
+use chipset::nudge::{Received, Reminder, ReminderFilter};
 use chipset::pool::{Listed, WorkState};
-use chipset::store::{AgentId, ReadOutcome, Timestamp};
+use chipset::store::{AgentId, Listing, ReadOutcome, Timestamp};
 
 use crate::model::chain;
 use crate::stamps::{Changed, Stamps};
@@ -36,9 +36,9 @@ pub(crate) struct Reads {
     /// `bus/`.
     pub(crate) bus: Area<Vec<AgentStatus>>,
     /// `reminders/`: the open count (by the index) and the open reminders.
-    pub(crate) reminders: Area<(usize, Listing)>,
+    pub(crate) reminders: Area<(usize, Listing<Reminder>)>,
     /// `agents/` with what last seen reads (hooks, bus, the manifest).
-    pub(crate) roster: Area<Roster>,
+    pub(crate) roster: Area<Listing<AgentInfo>>,
     /// `leases/`: every lease, live or not (expiry is the clock's).
     pub(crate) leases: Area<Vec<Lease>>,
     /// `pool/` with the hooks that hold its items.

@@ -56,7 +56,7 @@ fn bench(c: &mut Criterion) {
     let tmp = tempfile::tempdir().unwrap();
     let directory = fixture(tmp.path());
     assert_eq!(
-        directory.list(&Filter::default()).unwrap().agents.len(),
+        directory.list(&Filter::default()).unwrap().items.len(),
         AGENTS
     );
     c.bench_function("list/200_agents", |b| {

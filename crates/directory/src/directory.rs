@@ -9,7 +9,7 @@ use chipset_backend::{Backend, FsBackend};
 use chipset_bus::Bus;
 use chipset_hook::Hooks;
 use chipset_mail::Mail;
-use chipset_store::{AgentId, Corruption, Decision, ReadOutcome, StateDir, StatePath, Unsupported};
+use chipset_store::{AgentId, Corruption, Decision, Listing, ReadOutcome, StateDir, StatePath};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
@@ -56,19 +56,6 @@ pub struct Filter {
     pub role: Option<Role>,
     /// Only agents seen within this long of now.
     pub seen_within: Option<Duration>,
-}
-
-/// What [`Directory::list`] found: the matching agents, and the profile
-/// files it could not read (never dropped in silence).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub struct Roster {
-    /// The matching agents, sorted by name.
-    pub agents: Vec<AgentInfo>,
-    /// Corrupt profiles (and foreign file names in `agents/`).
-    pub corrupt: Vec<Corruption>,
-    /// Profiles holding values this version does not know.
-    pub unsupported: Vec<Unsupported>,
 }
 
 /// The agent directory under one state root: `agents/{agent}.json`.
@@ -216,8 +203,8 @@ impl Directory {
     ///
     /// [`Error::Store`], [`Error::Hook`] or [`Error::Bus`] when a file cannot
     /// be read at all.
-    pub fn list(&self, filter: &Filter) -> Result<Roster> {
-        let mut roster = Roster::default();
+    pub fn list(&self, filter: &Filter) -> Result<Listing<AgentInfo>> {
+        let mut roster = Listing::default();
         let names = self.names()?;
         let tail = self.mail_tail()?;
         let now = self.now()?;
@@ -257,10 +244,10 @@ impl Directory {
             {
                 continue;
             }
-            roster.agents.push(AgentInfo { profile, last_seen });
+            roster.items.push(AgentInfo { profile, last_seen });
         }
         roster
-            .agents
+            .items
             .sort_by(|a, b| a.profile.name.cmp(&b.profile.name));
         Ok(roster)
     }

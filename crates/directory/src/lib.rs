@@ -22,7 +22,7 @@
 //! let mut reviewers = Filter::default();
 //! reviewers.role = Some(Role::new("reviewer")?);
 //! reviewers.seen_within = Some(std::time::Duration::from_secs(600));
-//! assert_eq!(directory.list(&reviewers)?.agents.len(), 1);
+//! assert_eq!(directory.list(&reviewers)?.items.len(), 1);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -96,7 +96,7 @@
 //! corrupt profile is [`ReadOutcome::Corrupt`](chipset_store::ReadOutcome)
 //! from [`Directory::read`], an [`Error::Corrupt`] from `whois` and
 //! `register` (which never overwrites it), and listed in
-//! [`Roster::corrupt`]: never read as absent.
+//! [`Listing::corrupt`](chipset_store::Listing::corrupt): never read as absent.
 
 #![forbid(unsafe_code)]
 
@@ -108,7 +108,7 @@ mod profile;
 mod seam;
 mod seen;
 
-pub use directory::{AgentInfo, Directory, Filter, Registered, Roster};
+pub use directory::{AgentInfo, Directory, Filter, Registered};
 pub use error::{Error, Result};
 pub use lists::{ALL, Recipients, Resolved, Target};
 pub use profile::{

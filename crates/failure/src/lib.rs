@@ -49,7 +49,7 @@ use std::error::Error as StdError;
 use std::fmt;
 use std::path::Path;
 
-use chipset_store::{AgentId, Classify, Corruption, ErrorKind, ReadOutcome};
+use chipset_store::{AgentId, Classify, Corruption, ErrorKind, Listing, ReadOutcome};
 
 /// The command line's exit status for [`Class::OutcomeUnknown`].
 pub const OUTCOME_UNKNOWN: u8 = 3;
@@ -262,16 +262,26 @@ impl Failure {
         )
     }
 
-    /// Fails a listing of reminders that met `count` unreadable files, the
-    /// first described by `first`.
-    pub fn unreadable_reminders(count: usize, first: &dyn fmt::Display) -> Self {
-        Failure::new(
-            ErrorKind::Corrupt,
-            format!(
-                "{} ({first}); `chipset doctor --fix` quarantines them",
-                plural(count, "unreadable reminder file")
-            ),
-        )
+    /// Fails a listing of `what` (a noun: "reminder") that met files it
+    /// could not read: `None` when it met none. Corrupt files make it
+    /// [`ErrorKind::Corrupt`], only unsupported ones
+    /// [`ErrorKind::Unsupported`]; the message names the first.
+    pub fn unreadable<T>(listing: &Listing<T>, what: &str) -> Option<Self> {
+        let first = listing.unreadable().next()?;
+        let count = listing.unreadable().count();
+        let (kind, fix) = if listing.corrupt.is_empty() {
+            (ErrorKind::Unsupported, "`chipset doctor` names them")
+        } else {
+            (
+                ErrorKind::Corrupt,
+                "`chipset doctor --fix` quarantines the corrupt ones",
+            )
+        };
+        let noun = format!("unreadable {what} file");
+        Some(Failure::new(
+            kind,
+            format!("{} ({first}); {fix}", plural(count, &noun)),
+        ))
     }
 
     /// Returns a failure of `class` whose message is `error` and its

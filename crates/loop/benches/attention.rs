@@ -129,7 +129,7 @@ impl Channels {
                     .reminders
                     .list(&chipset_nudge::ReminderFilter::default())
                     .unwrap();
-                for r in open.reminders {
+                for r in open.items {
                     self.reminders
                         .resolve(&r.id, ManualResolution::Completed, None)
                         .unwrap();

@@ -279,7 +279,7 @@ pub use attention::{
     Attention, AttentionConfig, Brief, BriefEntry, BriefItem, BriefWatch, WorkKind,
 };
 pub use channels::Channels;
-pub use dispatcher::{DispatchAction, Dispatcher, DispatcherConfig, IgnoreReason, Ledger};
+pub use dispatcher::{DispatchAction, Dispatcher, DispatcherConfig, IgnoreReason};
 pub use error::{Error, Result};
 pub use format::{
     Attempt, AttemptOutcome, BeadState, Blocker, CriticFinding, CriticReport, EscalationReason,

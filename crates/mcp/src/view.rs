@@ -31,12 +31,13 @@ pub use crate::ops::work::{
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use chipset::directory::AgentInfo;
 use chipset_bus::{Event, EventId, Problem};
 use chipset_hook::{Assignment, Hook, HookStatus};
 use chipset_loop::Brief;
 use chipset_mail::{Message, MessageId};
 use chipset_nudge::{Nudge, Reminder};
-use chipset_store::{AgentId, TaskId, Timestamp};
+use chipset_store::{AgentId, Listing, TaskId, Timestamp};
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -411,6 +412,24 @@ pub struct Reminders {
     pub total: Option<usize>,
 }
 
+impl Reminders {
+    /// Returns the view of `listing`: every reminder, or (MCP) at most
+    /// `limit` of them and how many there are.
+    pub fn of(listing: &Listing<Reminder>, limit: Option<usize>) -> Self {
+        let all = &listing.items;
+        Reminders {
+            reminders: all[..limit.map_or(all.len(), |l| l.min(all.len()))].to_vec(),
+            unreadable: unreadable(listing),
+            total: limit.map(|_| all.len()),
+        }
+    }
+}
+
+/// Returns why each file of `listing` could not be read, corrupt first.
+fn unreadable<T>(listing: &Listing<T>) -> Vec<String> {
+    listing.unreadable().map(ToString::to_string).collect()
+}
+
 /// `wait`: the brief, and whether the wait gave up first.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Waited {
@@ -612,22 +631,16 @@ pub struct AgentListing {
 
 impl AgentListing {
     /// Returns the view of `roster`, at most `limit` agents.
-    pub fn of(roster: &chipset::directory::Roster, limit: usize) -> Self {
-        let unreadable = roster
-            .corrupt
-            .iter()
-            .map(ToString::to_string)
-            .chain(roster.unsupported.iter().map(ToString::to_string))
-            .collect();
+    pub fn of(roster: &Listing<AgentInfo>, limit: usize) -> Self {
         AgentListing {
             agents: roster
-                .agents
+                .items
                 .iter()
                 .take(limit)
                 .map(|i| AgentProfile::of(&i.profile, Some(i.last_seen)))
                 .collect(),
-            total: roster.agents.len(),
-            unreadable,
+            total: roster.items.len(),
+            unreadable: unreadable(roster),
         }
     }
 }

@@ -225,8 +225,8 @@ fn reminders(c: &mut Criterion) {
     let (_empty_tmp, empty) = reminder_root(0);
     let (_full_tmp, full) = reminder_root(HISTORY);
     let filter = ReminderFilter::default();
-    assert_eq!(empty.list(&filter).unwrap().reminders.len(), OPEN);
-    assert_eq!(full.list(&filter).unwrap().reminders.len(), OPEN);
+    assert_eq!(empty.list(&filter).unwrap().items.len(), OPEN);
+    assert_eq!(full.list(&filter).unwrap().items.len(), OPEN);
     let mut g = c.benchmark_group("reminders_list_open");
     g.bench_function("no_history", |b| b.iter(|| empty.list(&filter).unwrap()));
     g.bench_function("history_100k", |b| b.iter(|| full.list(&filter).unwrap()));

@@ -144,7 +144,7 @@
 //! # Errors and repair
 //!
 //! One enum, [`Error`]. Unreadable files are reported, never taken as
-//! absent: [`ReadOutcome::Corrupt`](chipset_store::ReadOutcome::Corrupt), [`Listing::corrupt`], [`Error::Corrupt`].
+//! absent: [`ReadOutcome::Corrupt`](chipset_store::ReadOutcome::Corrupt), [`Listing::corrupt`](chipset_store::Listing::corrupt), [`Error::Corrupt`].
 //! [`Nudges::doctor`] and [`Reminders::doctor`] find them and, with
 //! [`DoctorMode::Fix`](chipset_store::DoctorMode::Fix), quarantine them
 //! (moved aside, never deleted, through the store's
@@ -165,7 +165,7 @@
 //! version does not know is not an error: the seed reads it as a routine
 //! nudge ([`NudgeType::Unknown`]). A reminder whose `severity` or
 //! `resolution` is outside the seed's values is unsupported: listed in
-//! [`Listing::unsupported`], refused by changes
+//! [`Listing::unsupported`](chipset_store::Listing::unsupported), refused by changes
 //! ([`chipset_store::Error::Unsupported`] inside [`Error::Store`]), reported
 //! by the doctor and never quarantined.
 
@@ -184,9 +184,9 @@ pub use error::{Error, Result};
 pub use format::{Nudge, NudgeId, NudgeType, Reminder, ReminderId, Resolution, Severity};
 pub use kinds::{KindRegistry, KindSpec};
 pub use reminders::{
-    Listing, ManualResolution, NewReminder, Opened, ReminderConfig, ReminderFilter, Reminders,
+    ManualResolution, NewReminder, Opened, ReminderConfig, ReminderFilter, Reminders,
 };
-pub use signals::{Delivery, NewNudge, Nudges, Received, respond::Responses};
+pub use signals::{Delivery, NewNudge, Nudges, Received};
 
 /// The nudges' directory under the state root, `nudge/`.
 pub(crate) const NUDGE_CHANNEL: chipset_store::Channel = chipset_store::Channel::new("nudge");

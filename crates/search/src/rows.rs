@@ -55,7 +55,7 @@ impl Sources {
             history: true,
             ..ReminderFilter::default()
         })?;
-        let reminders: Vec<Doc> = listing.reminders.iter().map(reminder_doc).collect();
+        let reminders: Vec<Doc> = listing.items.iter().map(reminder_doc).collect();
         replace_if_changed(tx, REMINDER, &reminders, &mut counts)?;
         Ok(counts)
     }

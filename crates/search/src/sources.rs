@@ -431,7 +431,7 @@ impl Sources {
             history: true,
             ..ReminderFilter::default()
         })?;
-        let docs: Vec<Doc> = listing.reminders.iter().map(reminder_doc).collect();
+        let docs: Vec<Doc> = listing.items.iter().map(reminder_doc).collect();
         counts.read += docs.len();
         index::replace_place(tx, REMINDER, &docs).map_err(db)?;
         index::set_stamp(tx, REMINDER, &stamp).map_err(db)

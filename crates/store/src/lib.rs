@@ -483,7 +483,7 @@ pub use id::{AgentId, TaskId};
 pub use lock::{Decision, LockGuard};
 pub use log::{BadLine, JsonLog, LogContents};
 pub use path::{Segment, StatePath};
-pub use read::{CorruptReason, Corruption, ReadOutcome, Unsupported};
+pub use read::{CorruptReason, Corruption, Listing, ReadOutcome, Unsupported};
 pub use repair::{Action, Defect, DoctorMode, Finding, Report};
 pub use scratch::ScratchFile;
 pub use sortable::SortableId;

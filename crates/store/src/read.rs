@@ -173,6 +173,57 @@ impl fmt::Display for CorruptReason {
     }
 }
 
+/// What a read of many files found: the values, and every file that
+/// could not be read as one, never dropped as if it were not there.
+///
+/// The one shape of every listing: reminders, responses, the dispatcher's
+/// ledger, the agent directory. A caller that reports a listing reports
+/// [`Listing::unreadable`], corrupt and unsupported files alike.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Listing<T> {
+    /// The values read, in the order the listing documents.
+    pub items: Vec<T>,
+    /// Files that could not be read (an item may hide behind each; the
+    /// doctor quarantines them).
+    pub corrupt: Vec<Corruption>,
+    /// Well-formed files holding values this version does not know (an
+    /// item may hide behind each too; repair leaves them in place).
+    pub unsupported: Vec<Unsupported>,
+}
+
+impl<T> Default for Listing<T> {
+    fn default() -> Self {
+        Listing {
+            items: Vec::new(),
+            corrupt: Vec::new(),
+            unsupported: Vec::new(),
+        }
+    }
+}
+
+impl<T> Listing<T> {
+    /// Adds what one read found: its value to [`Listing::items`], a corrupt
+    /// or unsupported file to its list; a missing file adds nothing.
+    pub fn push(&mut self, read: ReadOutcome<T>) {
+        match read {
+            ReadOutcome::Missing => {}
+            ReadOutcome::Corrupt(c) => self.corrupt.push(c),
+            ReadOutcome::Unsupported(u) => self.unsupported.push(u),
+            ReadOutcome::Value(v) => self.items.push(v),
+        }
+    }
+
+    /// Returns the files that could not be read, corrupt first, each as the
+    /// error that says which file and why.
+    pub fn unreadable(
+        &self,
+    ) -> impl Iterator<Item = &(dyn std::error::Error + Send + Sync + 'static)> {
+        let corrupt = self.corrupt.iter().map(|c| c as &_);
+        corrupt.chain(self.unsupported.iter().map(|u| u as &_))
+    }
+}
+
 pub(crate) fn nofollow_flags() -> i32 {
     // O_NONBLOCK keeps open() from hanging on a FIFO planted at a state path.
     (rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32
@@ -356,6 +407,20 @@ mod tests {
             "empty" | "active" => ReadOutcome::Value(s.to_owned()),
             other => ReadOutcome::Unsupported(Unsupported::new(path, format!("status `{other}`"))),
         }
+    }
+
+    #[test]
+    fn a_listing_keeps_every_file_it_could_not_read() {
+        let mut listing = Listing::default();
+        listing.push(status(Path::new("hooks/a.json"), "paused"));
+        listing.push(ReadOutcome::Missing);
+        listing.push(status(Path::new("hooks/b.json"), "active"));
+        listing.push(parse_json::<String>(Path::new("hooks/c.json"), b"{"));
+        assert_eq!(listing.items, ["active"]);
+        let unreadable: Vec<String> = listing.unreadable().map(|e| e.to_string()).collect();
+        assert_eq!(unreadable.len(), 2, "{unreadable:?}");
+        assert!(unreadable[0].starts_with("`hooks/c.json` is corrupt"));
+        assert!(unreadable[1].starts_with("`hooks/a.json` holds status `paused`"));
     }
 
     #[test]

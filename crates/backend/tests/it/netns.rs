@@ -336,7 +336,7 @@ fn act(role: &kit::Role) {
             // The answer crosses back.
             wait_until(w.as_mut(), "an answer", || {
                 let got = nudges.responses_since(&mayor, sent.timestamp).unwrap();
-                got.answered.iter().any(|n| n.from == "polecat")
+                got.items.iter().any(|n| n.from == "polecat")
             });
             say("answered");
             let request = NewMessage::request(

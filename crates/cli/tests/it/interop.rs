@@ -135,7 +135,7 @@ fn the_libraries_read_what_the_command_line_wrote() {
 
     let reminders = Reminders::new(state, KindRegistry::preset());
     let open = reminders.list(&ReminderFilter::default()).unwrap();
-    assert_eq!(open.reminders[0].id.as_str(), reminder);
+    assert_eq!(open.items[0].id.as_str(), reminder);
 }
 
 #[test]

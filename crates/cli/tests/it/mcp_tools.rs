@@ -229,3 +229,53 @@ fn the_dispatcher_assigns_and_clears_with_the_command_lines_fencing() {
         c.cancel().await.unwrap();
     });
 }
+
+/// `remind_list` meets a reminder file this version cannot read (a newer
+/// program's severity): the readable reminders and the unreadable file
+/// both reach the agent, as a failed result, never as fewer reminders.
+#[test]
+fn a_reminder_this_version_cannot_read_fails_remind_list() {
+    let env = Env::new();
+    let open = |id: &str| {
+        env.run(&[
+            "remind",
+            "open",
+            "--kind",
+            "spec_draft",
+            "--source-type",
+            "spec",
+            "--source-id",
+            id,
+            "--message",
+            "finish the spec",
+        ])
+        .line()
+    };
+    open("s1");
+    let kept = open("s2");
+    let file = env.root().join("reminders/open/spec_draft/spec/s1.json");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replace("\"nudge\"", "\"catastrophic\"")).unwrap();
+    runtime().block_on(async {
+        let c = stdio(&env, "a").await;
+        let r = call(&c, "remind_list", json!({})).await;
+        let doc = refusal(&r);
+        assert_eq!(doc["kind"], "unsupported", "{doc}");
+        assert_eq!(doc["reminders"][0]["id"], kept.as_str(), "{doc}");
+        assert_eq!(doc["total"], 1);
+        let unreadable = doc["unreadable"].as_array().unwrap();
+        assert_eq!(unreadable.len(), 1, "{doc}");
+        assert!(
+            unreadable[0]
+                .as_str()
+                .unwrap()
+                .contains("severity `catastrophic`")
+        );
+        assert!(
+            refused(&r).starts_with("1 unreadable reminder file ("),
+            "{}",
+            refused(&r)
+        );
+        c.cancel().await.unwrap();
+    });
+}

@@ -115,3 +115,44 @@ fn refusals() {
     env.fails(1, &["remind", "snooze", &id, "--hours", "1"]);
     snap!("remind_refusals", env.take());
 }
+
+/// A reminder file holding a value this version does not know (a newer
+/// program's severity) is never listed as nothing: `list` and `history`
+/// name it and fail, in text and in JSON, and leave it in place.
+#[test]
+fn a_reminder_this_version_cannot_read_fails_the_listing() {
+    let mut env = Env::new();
+    env.ok(&open("spec_draft", "spec", "s1"));
+    let kept = env.ok(&open("adr_proposed", "adr", "a1")).line();
+    let file = env.root().join("reminders/open/spec_draft/spec/s1.json");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let newer = text.replace("\"severity\": \"nudge\"", "\"severity\": \"catastrophic\"");
+    assert_ne!(newer, text, "the file names its severity");
+    std::fs::write(&file, &newer).unwrap();
+    for list in [&["remind", "list"][..], &["remind", "history"]] {
+        let run = env.fails(1, list);
+        assert!(run.stdout.contains(&kept), "{}", run.stdout);
+        assert!(
+            run.stderr
+                .contains("1 unreadable reminder file (`[ROOT]/reminders/open/spec_draft/spec/s1.json` holds reminder severity `catastrophic`"),
+            "{}",
+            run.stderr
+        );
+        assert!(
+            run.stderr.contains("`chipset doctor` names them"),
+            "{}",
+            run.stderr
+        );
+        let json = env.fails(1, &[&["--json"][..], list].concat()).json();
+        assert_eq!(json["reminders"][0]["id"], kept.as_str());
+        let unreadable = json["unreadable"].as_array().unwrap();
+        assert_eq!(unreadable.len(), 1, "{json}");
+        assert!(
+            unreadable[0]
+                .as_str()
+                .unwrap()
+                .contains("severity `catastrophic`")
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), newer);
+}

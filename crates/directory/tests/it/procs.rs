@@ -163,7 +163,7 @@ fn sigkill_registrations(place: &Place) {
         let dir = place.open(&StateDir::open(tmp.path()).unwrap());
         let roster = dir.list(&Default::default()).unwrap();
         assert!(roster.corrupt.is_empty(), "{:?}", roster.corrupt);
-        assert!(!roster.agents.is_empty());
+        assert!(!roster.items.is_empty());
     }
 }
 
@@ -195,7 +195,7 @@ fn sigkill_list_changes(place: &Place) {
         kit::kill9(&mut child);
         let roster = dir.list(&Default::default()).unwrap();
         assert!(roster.corrupt.is_empty(), "{:?}", roster.corrupt);
-        assert_eq!(roster.agents.len(), 3);
+        assert_eq!(roster.items.len(), 3);
     }
 }
 

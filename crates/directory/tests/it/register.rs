@@ -122,7 +122,7 @@ fn a_corrupt_profile_is_reported_never_absent() {
     assert!(e.dir.register(&a, &Registration::new()).unwrap_err().kind() == ErrorKind::Corrupt);
     assert_eq!(std::fs::read(e.dir.path(&a)).unwrap(), b"{\"name\": ");
     let roster = e.dir.list(&Filter::default()).unwrap();
-    assert_eq!(roster.agents.len(), 1);
+    assert_eq!(roster.items.len(), 1);
     assert_eq!(roster.corrupt.len(), 1);
     assert_eq!(roster.corrupt[0].path, e.dir.path(&a).to_path_buf());
     // Another agent's profile under this name is corrupt too.
@@ -154,7 +154,7 @@ fn list_filters_by_role_and_seen_within() {
         e.dir
             .list(f)
             .unwrap()
-            .agents
+            .items
             .iter()
             .map(|i| i.profile.name.to_string())
             .collect()

@@ -146,7 +146,7 @@ fn cases() -> Vec<Case> {
                         && p.note.as_deref() == Some("on the auth\nrewrite")
                         && p.registered_at == p.updated_at
                         && p.registered_at > w.set_up
-                }) && w.dir.list(&Filter::default()).unwrap().agents.len() == 1
+                }) && w.dir.list(&Filter::default()).unwrap().items.len() == 1
             },
         },
         Case {

@@ -398,7 +398,7 @@ impl Attention {
     fn reminder_entry(&self, agent: &AgentId) -> Result<Option<BriefEntry>> {
         let listing = self.reminders.list(&ReminderFilter::default())?;
         let mine: Vec<&Reminder> = listing
-            .reminders
+            .items
             .iter()
             .filter(|r| {
                 r.metadata

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use chipset_hook::BeadId;
 use chipset_mail::MessageId;
-use chipset_store::{AgentId, Corruption, Timestamp};
+use chipset_store::{AgentId, Listing, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::channels::Channels;
@@ -148,16 +148,6 @@ pub enum DispatchAction {
     },
 }
 
-/// The dispatcher ledger as read: entries by submission, and unreadable files.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Ledger {
-    /// Every readable entry, by submission time then bead.
-    pub entries: Vec<LedgerEntry>,
-    /// Entries that could not be read (never taken as absent).
-    pub corrupt: Vec<Corruption>,
-}
-
 /// The dispatcher: owns the assignment of work items to a pool of agents.
 ///
 /// Cheap to clone (clones share the cache of finished beads).
@@ -238,26 +228,28 @@ impl Dispatcher {
         self.files.read(&self.files.bead(bead))
     }
 
-    /// Reads the whole ledger.
+    /// Reads the whole ledger: every readable entry, by submission time
+    /// then bead, and the entries that could not be read (never taken as
+    /// absent).
     ///
     /// # Errors
     ///
     /// [`Error::Store`] when the directory cannot be listed.
-    pub fn ledger(&self) -> Result<Ledger> {
-        let mut ledger = Ledger::default();
+    pub fn ledger(&self) -> Result<Listing<LedgerEntry>> {
+        let mut ledger = Listing::default();
         for name in self.files.list(&self.files.beads_dir())? {
             let Some(bead) = name.strip_suffix(".json").and_then(|b| BeadId::new(b).ok()) else {
                 continue;
             };
             match self.entry(&bead) {
-                Ok(Some(e)) => ledger.entries.push(e),
+                Ok(Some(e)) => ledger.items.push(e),
                 Ok(None) => {}
                 Err(Error::Corrupt(c)) => ledger.corrupt.push(c),
                 Err(e) => return Err(e),
             }
         }
         ledger
-            .entries
+            .items
             .sort_by(|a, b| (a.submitted_at, &a.bead_id).cmp(&(b.submitted_at, &b.bead_id)));
         Ok(ledger)
     }

@@ -338,7 +338,7 @@ impl Dispatcher {
             actions.push(unreadable(c));
         }
         let mut queued = Vec::new();
-        for listed in ledger.entries {
+        for listed in ledger.items {
             if self
                 .finished
                 .lock()

@@ -138,7 +138,7 @@ fn a_bead_is_submitted_once(s: Setup) {
     assert_eq!(names(&d.tick().unwrap()), ["assigned b1 w1"]);
     let assigned = d.entry(&bead("b1")).unwrap().unwrap();
     assert_eq!(d.submit(bead("b1"), "t").unwrap(), assigned);
-    assert_eq!(d.ledger().unwrap().entries, [assigned]);
+    assert_eq!(d.ledger().unwrap().items, [assigned]);
 }
 
 fn a_completion_is_verified_cleared_and_counted_once_whatever_the_repeats(s: Setup) {

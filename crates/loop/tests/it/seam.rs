@@ -254,7 +254,7 @@ fn dispatcher_cases() -> Vec<Case> {
             applied: |w| {
                 let ledger = w.dispatcher.ledger().unwrap();
                 ledger.corrupt.is_empty()
-                    && matches!(&ledger.entries[..], [e] if e.bead_id == bead("b1")
+                    && matches!(&ledger.items[..], [e] if e.bead_id == bead("b1")
                         && e.title == "task b1"
                         && e.state == BeadState::Queued
                         && e.attempts.is_empty())

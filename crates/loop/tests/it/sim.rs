@@ -91,7 +91,7 @@ fn every_bead_is_done_exactly_once_though_a_worker_hangs_and_the_loops_restart_e
             }
         }
         let ledger = d.ledger().unwrap();
-        if ledger.entries.iter().all(|e| e.is_done()) {
+        if ledger.items.iter().all(|e| e.is_done()) {
             break;
         }
     }
@@ -103,9 +103,9 @@ fn every_bead_is_done_exactly_once_though_a_worker_hangs_and_the_loops_restart_e
         DispatcherConfig::default(),
     );
     let ledger = d.ledger().unwrap();
-    assert_eq!(ledger.entries.len(), 6);
+    assert_eq!(ledger.items.len(), 6);
     assert!(ledger.corrupt.is_empty());
-    for e in &ledger.entries {
+    for e in &ledger.items {
         assert!(e.is_done(), "{e:?}");
         let wins = e
             .attempts
@@ -304,13 +304,13 @@ fn random_schedule(
             for i in 0..3 {
                 act(i, &mut hung, Move::Work);
             }
-            if d.ledger().unwrap().entries.iter().all(|e| e.is_done()) {
+            if d.ledger().unwrap().items.iter().all(|e| e.is_done()) {
                 break;
             }
         }
         let ledger = d.ledger().unwrap();
         let mut completions = 0;
-        for e in &ledger.entries {
+        for e in &ledger.items {
             proptest::prop_assert!(e.is_done(), "{:?}", e);
             let wins = e
                 .attempts
@@ -325,7 +325,7 @@ fn random_schedule(
         // Every hung worker lost its work through an escalation (a resting one may too).
         for (i, name) in pool.iter().enumerate() {
             if hung[i] {
-                let taken = ledger.entries.iter().any(|e| {
+                let taken = ledger.items.iter().any(|e| {
                     e.attempts.iter().any(|t| {
                         t.agent.as_str() == *name && t.outcome == AttemptOutcome::Reassigned
                     })
@@ -335,7 +335,7 @@ fn random_schedule(
         }
         let escalations = s.sent(Topic::HealthEscalation.as_str()).len();
         let reassigned: usize = ledger
-            .entries
+            .items
             .iter()
             .map(|e| {
                 e.attempts

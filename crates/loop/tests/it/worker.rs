@@ -297,7 +297,7 @@ fn priority_changes_and_sync_requests_reach_the_work_as_signals(s: Setup) {
         .nudges
         .responses_since(&agent("peer"), chipset_store::Timestamp::EPOCH)
         .unwrap();
-    assert_eq!(answers.answered.len(), 1);
+    assert_eq!(answers.items.len(), 1);
 }
 
 fn work_taken_away_cannot_be_completed_and_nothing_is_reported(s: Setup) {

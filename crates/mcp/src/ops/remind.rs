@@ -50,36 +50,27 @@ pub(crate) fn remind_list(ctx: &Ctx, p: RemindList) -> Outcome {
         .transpose()?;
     let mut listing = ctx.reminders()?.list(&filter)?;
     if let Some(since) = since {
-        listing.reminders.retain(|r| r.created_at > since);
+        listing.items.retain(|r| r.created_at > since);
     }
-    let all = &listing.reminders;
-    let shown = &all[..all.len().min(limit)];
+    let view = Reminders::of(&listing, Some(limit));
     let mut text = String::new();
-    for r in shown {
+    for r in &view.reminders {
         text.push_str(&format!(
             "{} {} {}:{} since {}: {}\n",
             r.id, r.kind, r.source_type, r.source_id, r.created_at, r.message
         ));
     }
-    if shown.len() < all.len() {
+    let all = listing.items.len();
+    if view.reminders.len() < all {
         text.push_str(&format!(
-            "… {} more ({} open): pass a larger `limit`\n",
-            all.len() - shown.len(),
-            all.len()
+            "… {} more ({all} open): pass a larger `limit`\n",
+            all - view.reminders.len(),
         ));
     }
     if text.is_empty() {
         text = "no open reminders\n".to_owned();
     }
-    let failure = listing
-        .corrupt
-        .first()
-        .map(|c| Failure::unreadable_reminders(listing.corrupt.len(), c));
-    let view = Reminders {
-        reminders: shown.to_vec(),
-        unreadable: listing.corrupt.iter().map(ToString::to_string).collect(),
-        total: Some(all.len()),
-    };
+    let failure = Failure::unreadable(&listing, "reminder");
     let mut reply = Reply::new(text, view);
     reply.failure = failure;
     Ok(reply)

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chipset_backend::Backend;
-use chipset_store::{Corruption, ReadOutcome, SortableId, StateDir, Timestamp, Unsupported};
+use chipset_store::{ReadOutcome, SortableId, StateDir, Timestamp};
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
@@ -160,18 +160,6 @@ pub struct ReminderFilter {
     /// the whole history; `false` (the default): the open ones, which
     /// reads only the open and snoozed indexes.
     pub history: bool,
-}
-
-/// A listing: the readable reminders, and the files that could not be read.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Listing {
-    /// Reminders, oldest first.
-    pub reminders: Vec<Reminder>,
-    /// Unreadable files (an obligation may hide behind each; see the doctor).
-    pub corrupt: Vec<Corruption>,
-    /// Well-formed rows holding values this version does not know (an
-    /// obligation may hide behind each too; repair leaves them in place).
-    pub unsupported: Vec<Unsupported>,
 }
 
 /// The reminder channel under `reminders/`.

@@ -4,11 +4,11 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use chipset_store::{ReadOutcome, StateDir, StatePath, Unsupported};
+use chipset_store::{Listing, ReadOutcome, StateDir, StatePath, Unsupported};
 use serde_json::Value;
 
 use super::rules::sort;
-use super::{HISTORY_DIR, Listing, OPEN_DIR, ReminderFilter, Reminders, SNOOZED_DIR};
+use super::{HISTORY_DIR, OPEN_DIR, ReminderFilter, Reminders, SNOOZED_DIR};
 use crate::error::{Error, Result};
 use crate::format::{Reminder, ReminderId};
 use crate::key::ReminderKey;
@@ -26,7 +26,7 @@ impl Reminders {
     ///
     /// [`Error::UnknownKind`] when the filter names a kind the registry does
     /// not know (a typo would otherwise list nothing); [`Error::Store`] on I/O failure.
-    pub fn list(&self, filter: &ReminderFilter) -> Result<Listing> {
+    pub fn list(&self, filter: &ReminderFilter) -> Result<Listing<Reminder>> {
         if let Some(kind) = filter
             .kind
             .as_ref()
@@ -52,7 +52,7 @@ impl Reminders {
             match self.read_at(&path)? {
                 ReadOutcome::Value(r) if r.is_open() => {
                     if filter.matches(&r) {
-                        listing.reminders.push(r);
+                        listing.items.push(r);
                     }
                 }
                 ReadOutcome::Value(r) => {
@@ -61,12 +61,10 @@ impl Reminders {
                     let _guard = self.lock_key(&key)?;
                     self.settle(&key)?;
                 }
-                ReadOutcome::Corrupt(c) => listing.corrupt.push(c),
-                ReadOutcome::Unsupported(u) => listing.unsupported.push(u),
-                ReadOutcome::Missing => {}
+                other => listing.push(other),
             }
         }
-        sort(&mut listing.reminders);
+        sort(&mut listing.items);
         Ok(listing)
     }
 
@@ -94,7 +92,7 @@ impl Reminders {
 
     /// Returns every reminder ever opened that matches `filter` (open,
     /// snoozed and resolved), oldest first. Reads the whole history.
-    fn history(&self, filter: &ReminderFilter) -> Result<Listing> {
+    fn history(&self, filter: &ReminderFilter) -> Result<Listing<Reminder>> {
         let mut listing = Listing::default();
         let mut files = self.index_files(OPEN_DIR, filter.kind.as_deref())?;
         files.extend(self.index_files(SNOOZED_DIR, filter.kind.as_deref())?);
@@ -105,15 +103,13 @@ impl Reminders {
                 ReadOutcome::Value(r) => {
                     // A record caught mid-move is read once.
                     if filter.matches(&r) && seen.insert(r.id.clone()) {
-                        listing.reminders.push(r);
+                        listing.items.push(r);
                     }
                 }
-                ReadOutcome::Corrupt(c) => listing.corrupt.push(c),
-                ReadOutcome::Unsupported(u) => listing.unsupported.push(u),
-                ReadOutcome::Missing => {}
+                other => listing.push(other),
             }
         }
-        sort(&mut listing.reminders);
+        sort(&mut listing.items);
         Ok(listing)
     }
 

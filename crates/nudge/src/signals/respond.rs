@@ -1,7 +1,7 @@
 //! Answers: `nudge_response`s recorded per responder beside the sender's
 //! `latest.json`, and whether a recipient answered in time.
 
-use chipset_store::{AgentId, Corruption, Decision, ReadOutcome, Timestamp, Unsupported};
+use chipset_store::{AgentId, Decision, Listing, ReadOutcome, Timestamp};
 
 use std::collections::BTreeMap;
 
@@ -9,17 +9,6 @@ use super::seam::Current;
 use super::{Delivery, Nudges, RESPONSES_DIR};
 use crate::error::{Error, Result};
 use crate::format::{Nudge, NudgeType};
-
-/// The answers a sender has received.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Responses {
-    /// The latest answer of each responder, by responder id.
-    pub answered: Vec<Nudge>,
-    /// Response records that could not be read (a responder may be hidden behind each).
-    pub corrupt: Vec<Corruption>,
-    /// Response records holding values this version does not know (left in place).
-    pub unsupported: Vec<Unsupported>,
-}
 
 impl Nudges {
     /// Answers `incoming` as `responder`, per the seed: a `nudge_response`
@@ -102,11 +91,11 @@ impl Nudges {
     /// # Errors
     ///
     /// [`Error::Store`] on I/O failure.
-    pub fn responses_since(&self, sender: &AgentId, since: Timestamp) -> Result<Responses> {
+    pub fn responses_since(&self, sender: &AgentId, since: Timestamp) -> Result<Listing<Nudge>> {
         let dir = self.agent_dir(sender).join_static(RESPONSES_DIR);
         let seam_dir = self.seam_dir(sender, &[RESPONSES_DIR]);
         let mut newest: BTreeMap<String, Nudge> = BTreeMap::new();
-        let mut out = Responses::default();
+        let mut out = Listing::default();
         let keep = |n: Nudge, newest: &mut BTreeMap<String, Nudge>| {
             if n.timestamp < since {
                 return;
@@ -134,9 +123,7 @@ impl Nudges {
             };
             match self.read_value::<Nudge>(&key, &path)? {
                 ReadOutcome::Value(n) => keep(n, &mut newest),
-                ReadOutcome::Corrupt(c) => out.corrupt.push(c),
-                ReadOutcome::Unsupported(u) => out.unsupported.push(u),
-                ReadOutcome::Missing => {}
+                other => out.push(other),
             }
         }
         if let ReadOutcome::Value(n) = self.read_latest(sender)?
@@ -144,7 +131,7 @@ impl Nudges {
         {
             keep(n, &mut newest);
         }
-        out.answered = newest.into_values().collect();
+        out.items = newest.into_values().collect();
         Ok(out)
     }
 

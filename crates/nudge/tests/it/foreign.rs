@@ -89,8 +89,8 @@ fn a_response_records_extra_fields_are_read() {
                 "timestamp": "2026-03-05T10:36:00Z", "requires_response": false, "mood": "fine"}),
     );
     let got = nudges.responses_since(&witness, Timestamp::EPOCH).unwrap();
-    assert_eq!(got.answered.len(), 1, "{got:?}");
-    assert_eq!(got.answered[0].extra["mood"], "fine");
+    assert_eq!(got.items.len(), 1, "{got:?}");
+    assert_eq!(got.items[0].extra["mood"], "fine");
     assert!(got.corrupt.is_empty() && got.unsupported.is_empty());
 }
 
@@ -117,7 +117,7 @@ fn a_reminders_extra_columns_survive_resolve_and_snooze() {
     assert_eq!(snoozed.extra["escalation_level"], 2);
     clock.advance(Duration::from_secs(120));
     // Listing reopens the due snooze.
-    let reopened = r.list(&ReminderFilter::default()).unwrap().reminders;
+    let reopened = r.list(&ReminderFilter::default()).unwrap().items;
     assert_eq!(reopened.len(), 1);
     assert_eq!(
         reopened[0].extra["escalation_level"], 2,

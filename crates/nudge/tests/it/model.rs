@@ -176,7 +176,7 @@ fn signals_model(place: &Place, ops: Vec<SigOp>) -> Result<(), TestCaseError> {
             .responses_since(&agent(&name(i)), chipset_store::Timestamp::EPOCH)
             .unwrap();
         let ids: BTreeMap<String, String> = got
-            .answered
+            .items
             .into_iter()
             .filter(|n| n.from != "mayor")
             .map(|n| (n.from, n.id.unwrap().to_string()))
@@ -363,7 +363,7 @@ fn reminders_model(place: &ReminderPlace, ops: Vec<RemOp>) -> Result<(), TestCas
                             && until <= now(&clock)
                         {
                             let x = listing
-                                .reminders
+                                .items
                                 .iter()
                                 .find(|x| x.source_id == key(k).source_id())
                                 .unwrap();
@@ -372,7 +372,7 @@ fn reminders_model(place: &ReminderPlace, ops: Vec<RemOp>) -> Result<(), TestCas
                             *l = Live::Open(x.id.clone());
                         }
                     }
-                    let mut got: Vec<_> = listing.reminders.iter().map(|x| x.id.clone()).collect();
+                    let mut got: Vec<_> = listing.items.iter().map(|x| x.id.clone()).collect();
                     let mut want: Vec<_> = live
                         .iter()
                         .filter_map(|l| match l {
@@ -393,8 +393,8 @@ fn reminders_model(place: &ReminderPlace, ops: Vec<RemOp>) -> Result<(), TestCas
                 ..ReminderFilter::default()
             })
             .unwrap();
-        prop_assert_eq!(all.reminders.len(), rows);
-        let open = all.reminders.iter().filter(|x| x.is_open()).count();
+        prop_assert_eq!(all.items.len(), rows);
+        let open = all.items.iter().filter(|x| x.is_open()).count();
         prop_assert_eq!(
             open,
             live.iter().filter(|l| matches!(l, Live::Open(_))).count()

@@ -272,7 +272,7 @@ fn openers_race(place: &ReminderPlace) {
     assert_eq!(ids.len(), 1, "every opener got the same reminder");
     let reminders = place.open(&t.state);
     let listing = reminders.list(&ReminderFilter::default()).unwrap();
-    assert_eq!(listing.reminders.len(), 1);
+    assert_eq!(listing.items.len(), 1);
     assert_eq!(crate::reminders::every_reminder(&reminders).len(), 1);
     assert!(temps_under(t.state.root()).is_empty());
 }

@@ -145,7 +145,7 @@ fn a_reopened_reminder_carries_no_resolution() {
     r.snooze(&a.reminder().id, HOUR, Some("after lunch".into()))
         .unwrap();
     clock.advance(HOUR);
-    let listed = r.list(&ReminderFilter::default()).unwrap().reminders;
+    let listed = r.list(&ReminderFilter::default()).unwrap().items;
     let reopened = &listed[0];
     assert_eq!(reopened.reopened_from(), Some(a.reminder().id.as_str()));
     assert_eq!(
@@ -202,7 +202,7 @@ fn reopen_chain_names_its_predecessor_each_time() {
         r.snooze(&id, HOUR, None).unwrap();
         clock.advance(HOUR);
         // Listing reopens the due snooze.
-        let reopened = r.list(&ReminderFilter::default()).unwrap().reminders;
+        let reopened = r.list(&ReminderFilter::default()).unwrap().items;
         assert_eq!(reopened.len(), 1);
         assert_eq!(reopened[0].reopened_from(), Some(id.as_str()));
         id = reopened[0].id.clone();
@@ -225,7 +225,7 @@ fn listing_an_unregistered_kind_is_refused() {
         kind: Some(preset::WRAP_SESSION.into()),
         ..ReminderFilter::default()
     };
-    assert_eq!(r.list(&filter).unwrap().reminders.len(), 1);
+    assert_eq!(r.list(&filter).unwrap().items.len(), 1);
 }
 
 /// Regression: a corrupt snoozed reminder was skipped by the snooze sweep and
@@ -242,7 +242,7 @@ fn a_corrupt_snoozed_reminder_is_reported_by_listings() {
     clock.advance(2 * HOUR);
 
     let listing = r.list(&ReminderFilter::default()).unwrap();
-    assert!(listing.reminders.is_empty());
+    assert!(listing.items.is_empty());
     assert_eq!(listing.corrupt.len(), 1);
     assert_eq!(listing.corrupt[0].path, path);
     // A filter on the same kind reports it too; a filter on another kind does not.

@@ -37,13 +37,13 @@ pub(crate) fn every_reminder(r: &Reminders) -> Vec<chipset_nudge::Reminder> {
         ..ReminderFilter::default()
     })
     .unwrap()
-    .reminders
+    .items
 }
 
 pub(crate) fn open_ids(r: &Reminders) -> Vec<String> {
     r.list(&ReminderFilter::default())
         .unwrap()
-        .reminders
+        .items
         .into_iter()
         .map(|x| x.source_id)
         .collect()
@@ -120,7 +120,7 @@ fn six_kinds_through_their_lifecycle() {
             Opened::Snoozed(_)
         ));
         clock.advance(HOUR);
-        let listed = r.list(&ReminderFilter::default()).unwrap().reminders;
+        let listed = r.list(&ReminderFilter::default()).unwrap().items;
         assert_eq!(listed.len(), 1, "{kind}");
         let reopened = &listed[0];
         assert_ne!(reopened.id, c.reminder().id);
@@ -137,7 +137,7 @@ fn six_kinds_through_their_lifecycle() {
             history: true,
             ..Default::default()
         };
-        let all = r.list(&filter).unwrap().reminders;
+        let all = r.list(&filter).unwrap().items;
         assert_eq!(all.len(), 4, "{kind}");
         assert!(all.iter().all(|x| !x.is_open()));
         clock.advance(Duration::from_secs(1));
@@ -160,7 +160,7 @@ fn auto_resolve_touches_only_the_matching_key() {
     let mut left: Vec<_> = r
         .list(&ReminderFilter::default())
         .unwrap()
-        .reminders
+        .items
         .into_iter()
         .map(|x| (x.kind, x.source_id))
         .collect();

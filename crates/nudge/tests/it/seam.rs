@@ -132,7 +132,7 @@ fn cases() -> Vec<Case> {
                     .responses_since(&agent("witness"), Timestamp::from_unix_ms(0))
                     .unwrap();
                 let answer = latest(w, "witness");
-                record.answered.len() == 1
+                record.items.len() == 1
                     && answer
                         .is_some_and(|n| n.in_reply_to.as_ref().map(NudgeId::as_str) == Some(NID))
             },
@@ -239,7 +239,7 @@ fn records(w: &World) -> Vec<chipset_nudge::Reminder> {
         .unwrap();
     assert!(all.corrupt.is_empty(), "{:?}", all.corrupt);
     let mut rows: Vec<_> = all
-        .reminders
+        .items
         .into_iter()
         .filter(|r| r.source_id == "spec-1")
         .collect();

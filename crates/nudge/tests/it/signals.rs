@@ -284,7 +284,7 @@ fn responses_on_a_manual_clock() {
     assert_eq!(n.response_from(&w, &fast, later).unwrap(), None);
     let since = n.responses_since(&w, t0).unwrap();
     assert_eq!(responders(&since), ["fast"]);
-    assert!(n.responses_since(&w, later).unwrap().answered.is_empty());
+    assert!(n.responses_since(&w, later).unwrap().items.is_empty());
 }
 
 /// A responder's record holds its latest answer: a later answer replaces
@@ -298,7 +298,7 @@ fn the_response_record_keeps_the_newest_answer() {
     let (w, p) = (agent("mayor"), agent("polecat"));
     let t0 = clock.now();
     let latest = |n: &Nudges| {
-        let answered = n.responses_since(&w, t0).unwrap().answered;
+        let answered = n.responses_since(&w, t0).unwrap().items;
         assert_eq!(answered.len(), 1, "{answered:?}");
         answered[0].message.clone()
     };
@@ -608,7 +608,7 @@ fn the_newest_answer_of_a_responder_wins_and_since_is_inclusive() {
     });
     t.state.write_json(&n.latest_path(&w), &seed).unwrap();
     for since in [t0, at] {
-        let answered = n.responses_since(&w, since).unwrap().answered;
+        let answered = n.responses_since(&w, since).unwrap().items;
         assert_eq!(answered.len(), 1, "{answered:?}");
         assert_eq!(answered[0].message, "in latest.json");
         assert_eq!(answered[0].timestamp, at);

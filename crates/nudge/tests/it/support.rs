@@ -1,7 +1,7 @@
 //! Shared helpers.
 
-use chipset_nudge::{Delivery, NewReminder, Nudges, Received, ReminderId, Reminders, Responses};
-use chipset_store::{AgentId, ManualClock, StatePath};
+use chipset_nudge::{Delivery, NewReminder, Nudge, Nudges, Received, ReminderId, Reminders};
+use chipset_store::{AgentId, Listing, ManualClock, StatePath};
 use chipset_testkit::TempState;
 
 pub(crate) use chipset_testkit::{T0, agent};
@@ -210,7 +210,7 @@ impl ReminderPaths for Reminders {
     }
 }
 
-/// The responders' ids, in the order [`Responses::answered`] lists them.
-pub(crate) fn responders(responses: &Responses) -> Vec<&str> {
-    responses.answered.iter().map(|n| n.from.as_str()).collect()
+/// The responders' ids, in the order a listing of responses holds them.
+pub(crate) fn responders(responses: &Listing<Nudge>) -> Vec<&str> {
+    responses.items.iter().map(|n| n.from.as_str()).collect()
 }

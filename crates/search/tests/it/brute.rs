@@ -129,7 +129,7 @@ fn records(state: &StateDir) -> Vec<Record> {
             ..ReminderFilter::default()
         })
         .unwrap()
-        .reminders
+        .items
     {
         out.push(Record {
             channel: Origin::Reminder,
