@@ -51,7 +51,8 @@ pub(crate) struct Cli {
     /// its `.nubos-pilot/messages`].
     #[arg(long, global = true, value_name = "DIR")]
     pub(crate) mail_dir: Option<PathBuf>,
-    /// Print one JSON document on stdout instead of text.
+    /// Print one JSON document on stdout instead of text (a failure too:
+    /// its `error`, `class` and `kind`, on one line).
     #[arg(long, global = true)]
     pub(crate) json: bool,
     /// What to do.

@@ -208,18 +208,18 @@ fn main() -> ExitCode {
     if let Command::Migrate(args) = &cli.command {
         return match migrate::run(&cli, args) {
             Ok(out) => out.emit(json),
-            Err(e) => output::fail(&e),
+            Err(e) => output::fail(&e, json),
         };
     }
     if let Command::Init { agent } = &cli.command {
         return match init::run(&cli, agent.as_ref()) {
             Ok(out) => out.emit(json),
-            Err(e) => output::fail(&e),
+            Err(e) => output::fail(&e, json),
         };
     }
     match run(cli) {
         Ok(out) => out.emit(json),
-        Err(e) => output::fail(&e),
+        Err(e) => output::fail(&e, json),
     }
 }
 
@@ -549,7 +549,13 @@ fn usage(e: &clap::Error) -> ExitCode {
             let text = e.to_string();
             let first = text.split("\n\n").next().unwrap_or_default();
             let message = first.strip_prefix("error: ").unwrap_or(first);
-            output::fail(&CliError::usage(format!("{message} (try --help)")))
+            // The arguments did not parse, so `--json` is looked for as
+            // given (before any `--`).
+            let json = std::env::args_os()
+                .skip(1)
+                .take_while(|a| a != "--")
+                .any(|a| a == "--json");
+            output::fail(&CliError::usage(format!("{message} (try --help)")), json)
         }
     }
 }

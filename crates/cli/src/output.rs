@@ -143,13 +143,13 @@ impl Output {
             if let Some(note) = self.note {
                 say(&format!("chipset: note: {note}"));
             }
-            return fail(self.failure.as_ref().unwrap_or(&failure));
+            return fail(self.failure.as_ref().unwrap_or(&failure), false);
         }
         if let Some(note) = self.note {
             say(&format!("chipset: note: {note}"));
         }
         match self.failure {
-            Some(failure) => fail(&failure),
+            Some(failure) => fail(&failure, false),
             None => ExitCode::SUCCESS,
         }
     }
@@ -161,8 +161,19 @@ fn say(line: &str) {
     let _ = writeln!(io::stderr().lock(), "{line}");
 }
 
-/// Prints `error` as one line on stderr and returns its exit code.
-pub(crate) fn fail(error: &CliError) -> ExitCode {
+/// Prints `error` as one line on stderr and returns its exit code. With
+/// `--json` (`json`), it is also the command's one JSON document on
+/// stdout, on one line: its `error`, `class` and `kind`, as an MCP tool's
+/// failure gives them, so a program can tell a stale hook from a corrupt
+/// file (both exit 1).
+pub(crate) fn fail(error: &CliError, json: bool) -> ExitCode {
+    if json {
+        let mut doc = serde_json::to_string(&chipset_mcp::view::Refusal::of(error))
+            .unwrap_or_else(|_| "null".into());
+        doc.push('\n');
+        // A closed or broken stdout leaves the line on stderr, as ever.
+        let _ = io::stdout().lock().write_all(doc.as_bytes());
+    }
     say(&format!("chipset: error: {error}"));
     ExitCode::from(error.exit_status())
 }

@@ -189,11 +189,21 @@ fn help_exits_0_and_a_missing_subcommand_exits_2() {
     let env = Env::new();
     let run = env.run(&["--json", "frobnicate"]);
     assert_eq!(run.code, 2);
-    assert!(run.stdout.is_empty(), "no JSON for a usage error");
+    // With `--json`, a failure is also the one document on stdout, on one
+    // line: the MCP tools' `error`, `class` and `kind`.
+    assert_eq!(
+        run.stdout,
+        "{\"error\":\"unrecognized subcommand 'frobnicate' (try --help)\",\
+         \"class\":\"usage\",\"kind\":\"invalid\"}\n"
+    );
     assert_eq!(
         run.stderr,
         "chipset: error: unrecognized subcommand 'frobnicate' (try --help)\n"
     );
+    // A `--json` after `--` is a value, not the flag.
+    let run = env.run(&["hook", "show", "a", "--", "--json"]);
+    assert_eq!(run.code, 2);
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
 }
 
 /// Colour follows anstream's rules for stdout: none through a pipe (as

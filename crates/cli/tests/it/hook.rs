@@ -160,6 +160,13 @@ fn a_fenced_command_refuses_work_taken_away() {
         "{}",
         stale.stderr
     );
+    // With `--json`, the failure's kind tells a program to read the hook
+    // again, which exit 1 alone does not.
+    let stale = env.fails(1, &["--json", "hook", "activate", "f1", "--bead", "b-1"]);
+    let doc = stale.json();
+    assert_eq!(doc["kind"], "stale", "{doc}");
+    assert_eq!(doc["class"], "refused", "{doc}");
+    assert!(doc["error"].as_str().unwrap().contains("it holds `b-2`"));
     env.ok(&["hook", "activate", "f1", "--bead", "b-2"]);
     for args in [
         &["hook", "touch", "f1", "--bead", "b-1"][..],
