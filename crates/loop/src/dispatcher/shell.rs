@@ -15,7 +15,7 @@ use chipset_store::{AgentId, SortableId, Timestamp};
 use crate::error::Tick;
 use crate::files::Held;
 
-use super::transition::{ignored, unreadable};
+use super::transition::{ignored, unreadable, unsupported};
 use super::{
     DispatchAction, Dispatcher, IgnoreReason, LedgerCommand, LedgerEffect, LedgerEvent,
     ledger_transition,
@@ -36,11 +36,21 @@ impl Dispatcher {
         let mail = &self.channels.mail;
         let inbox = match mail.inbox(&self.me) {
             Ok(inbox) => inbox,
+            // Reported, and the tick goes on to its sweep: an unreadable
+            // inbox (corrupt, or a message this version does not know)
+            // holds back only the reports, until the doctor or a person
+            // moves the file.
             Err(chipset_mail::Error::Corrupt(c)) => {
                 actions.push(unreadable(&c));
                 return Ok(());
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => match e.unsupported() {
+                Some(u) => {
+                    actions.push(unsupported(u));
+                    return Ok(());
+                }
+                None => return Err(e.into()),
+            },
         };
         for m in inbox {
             if m.subject != COMPLETION_REPORT && m.subject != HEALTH_ESCALATION {

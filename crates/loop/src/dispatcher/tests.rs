@@ -179,6 +179,9 @@ fn events() -> Vec<(&'static str, LedgerEvent)> {
             LedgerEvent::Adopt(hook(HookState::Pending(work()), 1)),
         ),
         ("adopt_empty", LedgerEvent::Adopt(hook(HookState::Empty, 2))),
+        ("adopt_missing", LedgerEvent::Adopt(ReadOutcome::Missing)),
+        ("adopt_corrupt", LedgerEvent::Adopt(corrupt())),
+        ("adopt_unsupported", LedgerEvent::Adopt(unsupported())),
         (
             "check_completed",
             LedgerEvent::Check(hook(HookState::Completed(work()), 1)),
@@ -274,7 +277,8 @@ fn expected(state: &str, event: &str) -> (&'static str, &'static str, &'static s
         // Assigning.
         ("queued", "choose") => ("assigning", "assign", "-"),
         ("assigning", "hooked") => ("assigned", "stop", "assigned"),
-        ("assigning", "refused" | "adopt_empty") => ("queued", "stop", "-"),
+        ("assigning", "refused" | "adopt_empty" | "adopt_missing") => ("queued", "stop", "-"),
+        ("assigning", "adopt_corrupt" | "adopt_unsupported") => ("-", "stop", "unreadable"),
         ("assigning", "adopt_holds") => ("assigned", "check", "-"),
         // Checking an assignment.
         (_, "check_completed") if assigned => ("-", "verify", "-"),
@@ -324,7 +328,7 @@ fn exhaustive_table_of_states_and_events() {
             rows += 1;
         }
     }
-    assert_eq!(rows, 7 * 23);
+    assert_eq!(rows, 7 * 26);
 }
 
 fn step(state: &str, event: &str) -> (LedgerEntry, LedgerTransition) {

@@ -26,6 +26,7 @@ use crate::witness::same_assignment;
 /// assigning    Refused                        queued                            -
 /// assigning    Sweep                          -                                 Adopt(agent)
 /// assigning    Adopt(hook holds the bead)     assigned{a, mail} (+attempt)      Check(agent) (mail, wake-up before)
+/// assigning    Adopt(hook unreadable)         -                                 - (unreadable)
 /// assigning    Adopt(anything else)           queued                            -
 /// assigned     Sweep                          -                                 Check(agent)
 /// assigned     Check(completed, matching)     -                                 Verify(agent)
@@ -141,9 +142,14 @@ pub(crate) fn ledger_transition(
 
         // Resolving an assignment cut short by a crash.
         (BeadState::Assigning { agent, mail }, LedgerEvent::Adopt(hook)) => {
+            // An unreadable hook may hold the bead: reported, and adopted
+            // again at the next sweep, never requeued (which could hand
+            // the bead to a second agent).
             let held = match hook {
                 ReadOutcome::Value(h) => h.assignment().filter(|a| a.work.bead_id == entry.bead_id),
-                _ => None,
+                ReadOutcome::Missing => None,
+                ReadOutcome::Corrupt(c) => return LedgerTransition::report(unreadable(c)),
+                ReadOutcome::Unsupported(u) => return LedgerTransition::report(unsupported(u)),
             };
             match held {
                 // Sent under the intent's id: once, even if it went out before the crash.

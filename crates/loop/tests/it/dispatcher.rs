@@ -612,3 +612,34 @@ fn a_dispatcher_killed_after_the_clear_records_it_on_restart(s: Setup) {
     let entry = second.entry(&bead("b1")).unwrap().unwrap();
     assert!(matches!(entry.state, BeadState::Done { cleared: true, .. }));
 }
+
+/// A message in the dispatcher's inbox that this version cannot read (a
+/// newer program's priority) is reported, as a corrupt one is, and the
+/// tick goes on: work is still assigned, where the tick used to fail.
+#[test]
+fn an_unsupported_message_in_the_inbox_is_reported_and_the_tick_goes_on() {
+    let s = crate::setup();
+    let d = dispatcher(&s, &["w1"]);
+    let note = chipset_mail::NewMessage::notify(
+        agent("ann"),
+        agent("mayor"),
+        "t1".parse().unwrap(),
+        "status",
+        "all green",
+    );
+    let sent = s.mail.send(&note).unwrap();
+    let path = s
+        .mail
+        .path_of(&sent.id, &chipset_mail::Location::Inbox(agent("mayor")));
+    let text = std::fs::read_to_string(path.as_path()).unwrap();
+    let newer = text.replace("\"normal\"", "\"critical\"");
+    assert_ne!(newer, text);
+    std::fs::write(path.as_path(), newer).unwrap();
+    d.submit(bead("b1"), "t").unwrap();
+    let actions = d.tick().unwrap();
+    assert_eq!(names(&actions), ["unreadable", "assigned b1 w1"]);
+    let DispatchAction::Unreadable { reason, .. } = &actions[0] else {
+        unreachable!()
+    };
+    assert!(reason.contains("priority `critical`"), "{reason}");
+}
