@@ -151,24 +151,9 @@ fn change_list(
         .iter()
         .filter(|d| !matches!(d, Registered::Unchanged(_)))
         .count();
-    let members = directory.members(list)?;
-    let names: Vec<String> = members.iter().map(ToString::to_string).collect();
-    let text = format!(
-        "{} {} @{list}; members: {}\n",
-        output::plural(changed, "agent"),
-        if add { "added to" } else { "removed from" },
-        if names.is_empty() {
-            "none".to_owned()
-        } else {
-            names.join(", ")
-        }
-    );
-    let view = ListMembers {
-        list: list.to_string(),
-        changed,
-        members,
-    };
-    Ok(Output::new(text, output::json(&view)))
+    let view = ListMembers::of(list, changed, directory.members(list)?);
+    let (text, note) = view.text(add);
+    Ok(Output::new(text, output::json(&view)).with_note_if(note))
 }
 
 /// Parses `--roles a,b`; an empty list clears the roles.

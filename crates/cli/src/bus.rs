@@ -265,9 +265,7 @@ fn listing_of(
         total: None,
         timed_out,
     };
-    let failure = bad.first_key_value().map(|(path, problem)| {
-        CliError::unreadable_queue(agent, bad.len(), path, &problem.to_string())
-    });
+    let failure = CliError::unreadable_queue(agent, bad);
     let out = Output::new(text, output::json(&view)).with_failure(failure);
     (out, view)
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use chipset_loop::Attention;
 use chipset_mcp::view::{self, ReminderOpened};
 use chipset_nudge::{NewReminder, Reminder, ReminderFilter, Reminders, Resolution};
-use chipset_store::Timestamp;
+use chipset_store::{Listing, Timestamp};
 
 use crate::Ctx;
 use crate::cli::RemindCommand;
@@ -160,7 +160,8 @@ pub(crate) fn run(ctx: &Ctx, command: RemindCommand) -> Result<Output> {
             Ok(Output::new(text, doc).with_failure(failure))
         }
         RemindCommand::Metrics { since } => {
-            let m = metrics(&reminders, ctx.chipset.now()?, since)?;
+            let all = history(&reminders)?;
+            let m = compute(&all.items, ctx.chipset.now()?, since);
             let mut kinds: Vec<&String> = m
                 .opened
                 .keys()
@@ -214,8 +215,15 @@ pub(crate) fn run(ctx: &Ctx, command: RemindCommand) -> Result<Output> {
             } else {
                 table.render(ctx.paint)
             };
-            let view = Metrics { since, kinds: doc };
-            Ok(Output::new(text, output::json(&view)))
+            // An unreadable record may count anywhere: the figures are
+            // printed, and the command fails naming it.
+            let view = Metrics {
+                since,
+                kinds: doc,
+                unreadable: all.unreadable().map(|e| e.to_string()).collect(),
+            };
+            let failure = CliError::unreadable(&all, "reminder");
+            Ok(Output::new(text, output::json(&view)).with_failure(failure))
         }
     }
 }
@@ -243,19 +251,24 @@ struct ReminderMetrics {
     median_open_age: BTreeMap<String, Duration>,
 }
 
+/// Returns every reminder ever opened, and the records that could not be
+/// read: what `remind metrics` counts. Reads the whole history.
+fn history(reminders: &Reminders) -> chipset_nudge::Result<Listing<Reminder>> {
+    reminders.list(&ReminderFilter {
+        history: true,
+        ..ReminderFilter::default()
+    })
+}
+
 /// Returns the metrics at `now`; counters count events at or after `since`
 /// (the seed uses 30 days; everything when `None`), gauges are for now.
-/// Reads the whole history.
+#[cfg(test)]
 fn metrics(
     reminders: &Reminders,
     now: Timestamp,
     since: Option<Timestamp>,
 ) -> chipset_nudge::Result<ReminderMetrics> {
-    let all = reminders.list(&ReminderFilter {
-        history: true,
-        ..ReminderFilter::default()
-    })?;
-    Ok(compute(&all.items, now, since))
+    Ok(compute(&history(reminders)?.items, now, since))
 }
 
 /// Computes the metrics over `records` at `now`; counters count events at or

@@ -134,6 +134,9 @@ pub(crate) struct KindMetrics {
 pub(crate) struct Metrics {
     pub(crate) since: Option<Timestamp>,
     pub(crate) kinds: BTreeMap<String, KindMetrics>,
+    /// Why each reminder record that could not be read (and is counted
+    /// nowhere) could not be.
+    pub(crate) unreadable: Vec<String>,
 }
 
 /// `--json serve`: where it listens (printed once it does), and, with

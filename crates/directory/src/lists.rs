@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::str::FromStr;
 
-use chipset_store::{AgentId, Decision, ReadOutcome};
+use chipset_store::{AgentId, Decision, Listing, ReadOutcome};
 
 use crate::directory::{Directory, Registered, registered};
 use crate::error::{Error, Result};
@@ -210,18 +210,26 @@ impl Directory {
         })
     }
 
-    /// Returns the members of `list`, sorted.
+    /// Returns the members of `list`, sorted, and the profiles that could
+    /// not be read: each may be a member, and is never taken as not one.
     ///
     /// # Errors
     ///
-    /// As [`Directory::resolve`], but an empty list is an empty vector.
-    pub fn members(&self, list: &Role) -> Result<Vec<AgentId>> {
-        Ok(self
-            .profiles()?
-            .into_iter()
-            .filter(|p| p.roles.contains(list))
-            .map(|p| p.name)
-            .collect())
+    /// [`Error::Store`] when `agents/` cannot be listed or a file opened.
+    pub fn members(&self, list: &Role) -> Result<Listing<AgentId>> {
+        let mut members = Listing::default();
+        for name in self.names()? {
+            let Some(agent) = profile_agent(&name) else {
+                continue; // Not a profile (the doctor reports it).
+            };
+            match self.read(&agent)? {
+                ReadOutcome::Value(p) if p.roles.contains(list) => members.items.push(p.name),
+                ReadOutcome::Value(_) => {}
+                other => members.push(other.map(|p| p.name)),
+            }
+        }
+        members.items.sort();
+        Ok(members)
     }
 
     /// Adds every agent of `agents` to `list` (gives it the role). Each

@@ -45,9 +45,10 @@
 
 #![forbid(unsafe_code)]
 
+use std::collections::BTreeMap;
 use std::error::Error as StdError;
 use std::fmt;
-use std::path::Path;
+use std::path::PathBuf;
 
 use chipset_store::{AgentId, Classify, Corruption, ErrorKind, Listing, ReadOutcome};
 
@@ -249,17 +250,35 @@ impl Failure {
         )
     }
 
-    /// Fails a listing of `agent`'s queue that met `count` unreadable files,
-    /// the first at `first` with `problem`.
-    pub fn unreadable_queue(agent: &AgentId, count: usize, first: &Path, problem: &str) -> Self {
-        Failure::new(
-            ErrorKind::Corrupt,
+    /// Fails a listing of `agent`'s queue that met unreadable files
+    /// (`unreadable`, as [`Pending::unreadable`](chipset_bus::Pending::unreadable)
+    /// holds them): `None` when it met none. Only events this version
+    /// does not know make it [`ErrorKind::Unsupported`] (the doctor leaves
+    /// them in place); anything else [`ErrorKind::Corrupt`]. The message
+    /// names the first.
+    pub fn unreadable_queue(
+        agent: &AgentId,
+        unreadable: &BTreeMap<PathBuf, chipset_bus::Problem>,
+    ) -> Option<Self> {
+        let (first, problem) = unreadable.first_key_value()?;
+        let unsupported =
+            |p: &chipset_bus::Problem| matches!(p, chipset_bus::Problem::Unsupported(_));
+        let (kind, fix) = if unreadable.values().all(unsupported) {
+            (ErrorKind::Unsupported, "`chipset doctor` names them")
+        } else {
+            (
+                ErrorKind::Corrupt,
+                "`chipset doctor --fix` quarantines the corrupt ones",
+            )
+        };
+        Some(Failure::new(
+            kind,
             format!(
-                "{} in the queue of `{agent}` ({}: {problem}); `chipset doctor --fix` quarantines them",
-                plural(count, "unreadable file"),
+                "{} in the queue of `{agent}` ({}: {problem}); {fix}",
+                plural(unreadable.len(), "unreadable file"),
                 first.display(),
             ),
-        )
+        ))
     }
 
     /// Fails a listing of `what` (a noun: "reminder") that met files it
@@ -393,6 +412,54 @@ mod tests {
         assert_eq!(e.class(), Class::OutcomeUnknown);
         assert_eq!(e.exit_status(), OUTCOME_UNKNOWN);
         assert!(e.to_string().contains("/q/1-x.json"), "{e}");
+    }
+
+    /// A listing's failure says what the doctor does for what it met:
+    /// quarantines corrupt files, names the ones this version does not know.
+    #[test]
+    fn unreadable_files_are_corrupt_unless_all_unsupported() {
+        use chipset_bus::Problem;
+        use chipset_store::{CorruptReason, Corruption, Listing, Unsupported};
+        let agent = AgentId::new("a").unwrap();
+        let mut queue = BTreeMap::new();
+        assert!(Failure::unreadable_queue(&agent, &queue).is_none());
+        queue.insert(
+            PathBuf::from("q/2-x.json"),
+            Problem::Unsupported("bus event priority `urgent`".into()),
+        );
+        let e = Failure::unreadable_queue(&agent, &queue).unwrap();
+        assert_eq!(e.kind(), ErrorKind::Unsupported);
+        assert!(
+            e.to_string().ends_with("`chipset doctor` names them"),
+            "{e}"
+        );
+        queue.insert(PathBuf::from("q/1-x.json"), Problem::ForeignName);
+        let e = Failure::unreadable_queue(&agent, &queue).unwrap();
+        assert_eq!(e.kind(), ErrorKind::Corrupt);
+        assert!(
+            e.to_string()
+                .starts_with("2 unreadable files in the queue of `a` (q/1-x.json: "),
+            "{e}"
+        );
+
+        let mut listing: Listing<()> = Listing::default();
+        assert!(Failure::unreadable(&listing, "reminder").is_none());
+        listing
+            .unsupported
+            .push(Unsupported::new("r/a.json", "reminder severity `x`"));
+        let e = Failure::unreadable(&listing, "reminder").unwrap();
+        assert_eq!(e.kind(), ErrorKind::Unsupported);
+        listing.corrupt.push(Corruption {
+            path: "r/b.json".into(),
+            reason: CorruptReason::NotARegularFile,
+        });
+        let e = Failure::unreadable(&listing, "reminder").unwrap();
+        assert_eq!(e.kind(), ErrorKind::Corrupt);
+        assert!(
+            e.to_string()
+                .starts_with("2 unreadable reminder files (`r/b.json` is corrupt"),
+            "{e}"
+        );
     }
 
     /// The class follows from the kind alone.

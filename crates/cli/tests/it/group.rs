@@ -71,6 +71,30 @@ fn a_list_request_with_any_is_answered_by_one() {
         again["changed"], 0,
         "adding again, as `@list`, changes nothing"
     );
+    // A profile that cannot be read may be on the list: named, never
+    // dropped from the members in silence; the change itself succeeded.
+    std::fs::write(env.root().join("agents/ann.json"), "{").unwrap();
+    let removed = env.ok(&["agent", "list-remove", "reviewers", "lead"]);
+    assert!(
+        removed.stdout.contains("members: bob\n"),
+        "{}",
+        removed.stdout
+    );
+    assert!(
+        removed.stderr.contains(
+            "note: 1 unreadable profile may be on @reviewers too (`[ROOT]/agents/ann.json` is corrupt"
+        ),
+        "{}",
+        removed.stderr
+    );
+    let doc = env
+        .ok(&["--json", "agent", "list-add", "reviewers", "lead"])
+        .json();
+    assert_eq!(doc["members"], json!(["bob", "lead"]));
+    assert_eq!(doc["unreadable"].as_array().unwrap().len(), 1, "{doc}");
+    std::fs::remove_file(env.root().join("agents/ann.json")).unwrap();
+    env.ok(&["agent", "register", "ann"]);
+    env.ok(&["agent", "list-add", "reviewers", "ann"]);
     let args = send("@reviewers", "request", &["--expects-reply", "any"]);
     let sent = env
         .ok(&[&["--json"], strs(&args).as_slice()].concat())

@@ -154,5 +154,20 @@ fn a_reminder_this_version_cannot_read_fails_the_listing() {
                 .contains("severity `catastrophic`")
         );
     }
+    // The metrics count what they read, and name what they could not.
+    let metrics = env.fails(1, &["remind", "metrics"]);
+    assert!(
+        metrics.stdout.contains("adr_proposed"),
+        "{}",
+        metrics.stdout
+    );
+    assert!(
+        metrics.stderr.contains("1 unreadable reminder file"),
+        "{}",
+        metrics.stderr
+    );
+    let json = env.fails(1, &["--json", "remind", "metrics"]).json();
+    assert_eq!(json["kinds"]["adr_proposed"]["open"], 1);
+    assert_eq!(json["unreadable"].as_array().unwrap().len(), 1, "{json}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), newer);
 }

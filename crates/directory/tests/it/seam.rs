@@ -170,7 +170,7 @@ fn cases() -> Vec<Case> {
                     .list_add(&role("reviewer"), &[agent("alpha"), agent("beta")])
             },
             applied: |w| {
-                let members = w.dir.members(&role("reviewer")).unwrap();
+                let members = w.dir.members(&role("reviewer")).unwrap().items;
                 members == [agent("alpha"), agent("beta"), agent("gamma")]
                     && ["alpha", "beta"]
                         .iter()
@@ -186,7 +186,7 @@ fn cases() -> Vec<Case> {
                     .list_remove(&role("reviewer"), &[agent("alpha"), agent("beta")])
             },
             applied: |w| {
-                let members = w.dir.members(&role("reviewer")).unwrap();
+                let members = w.dir.members(&role("reviewer")).unwrap().items;
                 members == [agent("gamma")]
                     && ["alpha", "beta"]
                         .iter()
@@ -398,13 +398,13 @@ fn a_list_change_failing_part_way_is_partly_changed_and_the_retry_finishes_it() 
         "{err}"
     );
     assert_eq!(err.kind(), ErrorKind::OutcomeUnknown, "{err}");
-    let members = dir.members(&role("reviewer")).unwrap();
+    let members = dir.members(&role("reviewer")).unwrap().items;
     assert_eq!(members, [agent("alpha"), agent("gamma")]);
     let done = dir
         .list_add(&role("reviewer"), &[agent("alpha"), agent("beta")])
         .unwrap();
     assert!(matches!(done[0], Registered::Unchanged(_)), "{done:?}");
     assert!(matches!(done[1], Registered::Updated(_)), "{done:?}");
-    let members = dir.members(&role("reviewer")).unwrap();
+    let members = dir.members(&role("reviewer")).unwrap().items;
     assert_eq!(members, [agent("alpha"), agent("beta"), agent("gamma")]);
 }

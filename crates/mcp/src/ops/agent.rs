@@ -116,24 +116,7 @@ fn change_list(ctx: &Ctx, p: AgentListChange, add: bool) -> Outcome {
         .iter()
         .filter(|d| !matches!(d, chipset::directory::Registered::Unchanged(_)))
         .count();
-    let members = directory.members(&list)?;
-    let names: Vec<String> = members.iter().map(ToString::to_string).collect();
-    let text = format!(
-        "{} {} @{list}; members: {}\n",
-        plural(changed, "agent"),
-        if add { "added to" } else { "removed from" },
-        if names.is_empty() {
-            "none".to_owned()
-        } else {
-            names.join(", ")
-        }
-    );
-    Ok(Reply::new(
-        text,
-        ListMembers {
-            list: list.to_string(),
-            changed,
-            members,
-        },
-    ))
+    let view = ListMembers::of(&list, changed, directory.members(&list)?);
+    let (text, note) = view.text(add);
+    Ok(Reply::noted(text, view, note))
 }

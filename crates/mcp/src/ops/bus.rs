@@ -47,9 +47,7 @@ pub(crate) fn events(
             _ => format!("no pending events for {agent}\n"),
         };
     }
-    let failure = pending.unreadable.first_key_value().map(|(path, problem)| {
-        Failure::unreadable_queue(agent, pending.unreadable.len(), path, &problem.to_string())
-    });
+    let failure = Failure::unreadable_queue(agent, &pending.unreadable);
     let view = Events {
         events: shown.to_vec(),
         unreadable: pending.unreadable.iter().map(BadEntry::from).collect(),

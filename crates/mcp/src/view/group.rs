@@ -1,8 +1,9 @@
 //! The view of a group message sent: `mail send --to a,b` and `mail_send`
 //! with several recipients.
 
+use chipset::directory::Role;
 use chipset_mail::{Message, MessageId};
-use chipset_store::{AgentId, TaskId};
+use chipset_store::{AgentId, Listing, TaskId};
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -93,4 +94,46 @@ pub struct ListMembers {
     /// Its members now, sorted.
     #[schemars(with = "Vec<String>")]
     pub members: Vec<AgentId>,
+    /// Why each profile that could not be read could not be (each may be
+    /// a member too).
+    pub unreadable: Vec<String>,
+}
+
+impl ListMembers {
+    /// Returns the view of `list` after `changed` profiles changed, with
+    /// its members as [`Directory::members`](chipset::directory::Directory::members)
+    /// lists them.
+    pub fn of(list: &Role, changed: usize, members: Listing<AgentId>) -> Self {
+        ListMembers {
+            list: list.to_string(),
+            changed,
+            unreadable: members.unreadable().map(|e| e.to_string()).collect(),
+            members: members.items,
+        }
+    }
+
+    /// Returns its line of text (`add`: agents were added, else removed),
+    /// and a note naming the profiles that could not be read, if any.
+    pub fn text(&self, add: bool) -> (String, Option<String>) {
+        let names: Vec<String> = self.members.iter().map(ToString::to_string).collect();
+        let text = format!(
+            "{} {} @{}; members: {}\n",
+            chipset_failure::plural(self.changed, "agent"),
+            if add { "added to" } else { "removed from" },
+            self.list,
+            if names.is_empty() {
+                "none".to_owned()
+            } else {
+                names.join(", ")
+            }
+        );
+        let note = self.unreadable.first().map(|first| {
+            format!(
+                "{} may be on @{} too ({first}); `chipset doctor` names them",
+                chipset_failure::plural(self.unreadable.len(), "unreadable profile"),
+                self.list
+            )
+        });
+        (text, note)
+    }
 }
