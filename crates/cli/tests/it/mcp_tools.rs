@@ -237,19 +237,8 @@ fn the_dispatcher_assigns_and_clears_with_the_command_lines_fencing() {
 fn a_reminder_this_version_cannot_read_fails_remind_list() {
     let env = Env::new();
     let open = |id: &str| {
-        env.run(&[
-            "remind",
-            "open",
-            "--kind",
-            "spec_draft",
-            "--source-type",
-            "spec",
-            "--source-id",
-            id,
-            "--message",
-            "finish the spec",
-        ])
-        .line()
+        env.run(&crate::remind::open("spec_draft", "spec", id))
+            .line()
     };
     open("s1");
     let kept = open("s2");

@@ -2,7 +2,7 @@
 
 use crate::{Env, snap};
 
-fn open<'a>(kind: &'a str, source_type: &'a str, source_id: &'a str) -> Vec<&'a str> {
+pub(crate) fn open<'a>(kind: &'a str, source_type: &'a str, source_id: &'a str) -> Vec<&'a str> {
     vec![
         "remind",
         "open",
@@ -117,8 +117,8 @@ fn refusals() {
 }
 
 /// A reminder file holding a value this version does not know (a newer
-/// program's severity) is never listed as nothing: `list` and `history`
-/// name it and fail, in text and in JSON, and leave it in place.
+/// program's severity) is never listed as nothing: `list`, `history` and
+/// `metrics` name it and fail, in text and in JSON, and leave it in place.
 #[test]
 fn a_reminder_this_version_cannot_read_fails_the_listing() {
     let mut env = Env::new();
@@ -129,45 +129,34 @@ fn a_reminder_this_version_cannot_read_fails_the_listing() {
     let newer = text.replace("\"severity\": \"nudge\"", "\"severity\": \"catastrophic\"");
     assert_ne!(newer, text, "the file names its severity");
     std::fs::write(&file, &newer).unwrap();
-    for list in [&["remind", "list"][..], &["remind", "history"]] {
-        let run = env.fails(1, list);
-        assert!(run.stdout.contains(&kept), "{}", run.stdout);
-        assert!(
-            run.stderr
-                .contains("1 unreadable reminder file (`[ROOT]/reminders/open/spec_draft/spec/s1.json` holds reminder severity `catastrophic`"),
-            "{}",
-            run.stderr
-        );
+    // `metrics` counts what it read, and names what it could not.
+    let metrics = ["remind", "metrics"];
+    for command in [&["remind", "list"][..], &["remind", "history"], &metrics] {
+        let run = env.fails(1, command);
+        let shown = if command == metrics {
+            "adr_proposed"
+        } else {
+            &kept
+        };
+        assert!(run.stdout.contains(shown), "{}", run.stdout);
+        let named = "1 unreadable reminder file (`[ROOT]/reminders/open/spec_draft/spec/s1.json` \
+                     holds reminder severity `catastrophic`";
+        assert!(run.stderr.contains(named), "{}", run.stderr);
         assert!(
             run.stderr.contains("`chipset doctor` names them"),
             "{}",
             run.stderr
         );
-        let json = env.fails(1, &[&["--json"][..], list].concat()).json();
-        assert_eq!(json["reminders"][0]["id"], kept.as_str());
+        let json = env.fails(1, &[&["--json"][..], command].concat()).json();
+        if command == metrics {
+            assert_eq!(json["kinds"]["adr_proposed"]["open"], 1, "{json}");
+        } else {
+            assert_eq!(json["reminders"][0]["id"], kept.as_str(), "{json}");
+        }
         let unreadable = json["unreadable"].as_array().unwrap();
         assert_eq!(unreadable.len(), 1, "{json}");
-        assert!(
-            unreadable[0]
-                .as_str()
-                .unwrap()
-                .contains("severity `catastrophic`")
-        );
+        let why = unreadable[0].as_str().unwrap();
+        assert!(why.contains("severity `catastrophic`"), "{why}");
     }
-    // The metrics count what they read, and name what they could not.
-    let metrics = env.fails(1, &["remind", "metrics"]);
-    assert!(
-        metrics.stdout.contains("adr_proposed"),
-        "{}",
-        metrics.stdout
-    );
-    assert!(
-        metrics.stderr.contains("1 unreadable reminder file"),
-        "{}",
-        metrics.stderr
-    );
-    let json = env.fails(1, &["--json", "remind", "metrics"]).json();
-    assert_eq!(json["kinds"]["adr_proposed"]["open"], 1);
-    assert_eq!(json["unreadable"].as_array().unwrap().len(), 1, "{json}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), newer);
 }
