@@ -124,12 +124,7 @@ pub(crate) fn run(ctx: &Ctx, command: AgentCommand) -> Result<Output> {
             filter.seen_within = seen_within;
             let roster = directory.list(&filter)?;
             let view = AgentListing::of(&roster, usize::MAX);
-            let failure = view.unreadable.first().map(|first| {
-                CliError::refused(format!(
-                    "{} ({first}); move it aside, then register the agent again",
-                    output::plural(view.unreadable.len(), "unreadable profile")
-                ))
-            });
+            let failure = CliError::unreadable(&roster, "profile");
             Ok(Output::new(list_text(ctx, &view), output::json(&view)).with_failure(failure))
         }
     }
@@ -151,9 +146,8 @@ fn change_list(
         .iter()
         .filter(|d| !matches!(d, Registered::Unchanged(_)))
         .count();
-    let view = ListMembers::of(list, changed, directory.members(list)?);
-    let (text, note) = view.text(add);
-    Ok(Output::new(text, output::json(&view)).with_note_if(note))
+    let (view, note) = ListMembers::of(list, changed, directory.members(list)?);
+    Ok(Output::new(view.text(add), output::json(&view)).with_note_if(note))
 }
 
 /// Parses `--roles a,b`; an empty list clears the roles.

@@ -14,7 +14,7 @@ use chipset_bus::{
     Bus, ControlOp, Event, EventId, NewEvent, Occasion, Pending, Presence, Problem, Resource,
 };
 use chipset_mcp::view::{Acked, BadEntry, Events, Published};
-use chipset_store::{AgentId, ReadOutcome};
+use chipset_store::{AgentId, ErrorKind, ReadOutcome};
 use serde_json::Value;
 
 use crate::Ctx;
@@ -130,9 +130,12 @@ pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
                 output::json(&PresenceView::of(&bus, &state)),
             );
             Ok(match &state {
-                ReadOutcome::Corrupt(c) => out.with_failure(Some(CliError::refused(format!(
-                    "the presence file of `{agent}` is unreadable ({c}); `chipset doctor --fix` quarantines it"
-                )))),
+                ReadOutcome::Corrupt(c) => out.with_failure(Some(CliError::new(
+                    ErrorKind::Corrupt,
+                    format!(
+                        "the presence file of `{agent}` is unreadable ({c}); `chipset doctor --fix` quarantines it"
+                    ),
+                ))),
                 _ => out,
             })
         }

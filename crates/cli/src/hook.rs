@@ -7,7 +7,7 @@
 
 use chipset_hook::{Hook, HookStatus, Hooks};
 use chipset_mcp::view::Reassigned;
-use chipset_store::{AgentId, ReadOutcome};
+use chipset_store::{AgentId, ErrorKind, ReadOutcome};
 
 use crate::Ctx;
 use crate::cli::{HookCommand, HookFence};
@@ -197,14 +197,20 @@ fn list(ctx: &Ctx, hooks: &Hooks) -> Result<Output> {
     };
     let failure = match (corrupt, unsupported) {
         (0, 0) => None,
-        (0, n) => Some(CliError::refused(format!(
-            "{} values this version does not support (left in place)",
-            output::plural(n, "hook file holds")
-        ))),
-        (n, _) => Some(CliError::refused(format!(
-            "{} unreadable; `chipset doctor --fix` quarantines them",
-            output::plural(n, "hook file")
-        ))),
+        (0, n) => Some(CliError::new(
+            ErrorKind::Unsupported,
+            format!(
+                "{} values this version does not support (left in place)",
+                output::plural(n, "hook file holds")
+            ),
+        )),
+        (n, _) => Some(CliError::new(
+            ErrorKind::Corrupt,
+            format!(
+                "{} unreadable; `chipset doctor --fix` quarantines them",
+                output::plural(n, "hook file")
+            ),
+        )),
     };
     Ok(Output::new(text, output::json(&docs)).with_failure(failure))
 }

@@ -83,8 +83,9 @@
 //! `CLICOLOR_FORCE` set. With `--json`, stdout holds exactly one JSON
 //! document per command (library records as they are on disk, in their
 //! serde form, inside the views `chipset_mcp::view` shares with the MCP
-//! tools); a command that fails prints nothing on stdout unless it
-//! still has a result to show (a listing with unreadable files).
+//! tools). A command that fails prints the result it still has (a
+//! listing with unreadable files), else its failure as one line:
+//! `{"error", "class", "kind"}`, the MCP tools' `Refusal`.
 //! `mail send` and `bus publish` print the new id alone, so scripts can
 //! capture it; `bus publish --id ID` takes a caller-chosen id, so that a
 //! retry is recognised (same id and content: the first delivery, exit 0;
@@ -116,7 +117,8 @@
 //!
 //! `witness run` runs until SIGTERM or SIGINT and then exits 0, after the
 //! tick in progress; with `--json` it prints one JSON object per line (each
-//! action, then a summary), the one command whose stdout is a stream.
+//! action, then a summary, or the failure that ended it); it and `serve`
+//! are the commands whose stdout is a stream.
 //!
 //! Every failure prints one line on stderr, `chipset: error: ...`, saying
 //! what was refused and why; a refused operation changes nothing.
@@ -538,23 +540,30 @@ fn refuse_mcp_stdio(cli: &Cli, failure: CliError) -> CliError {
 /// becomes one line on stderr with exit code 2.
 fn usage(e: &clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
+    // The arguments did not parse, so `--json` is looked for as given
+    // (before any `--`); never for `mcp`, whose stdout is the protocol's.
+    let given: Vec<_> = std::env::args_os()
+        .skip(1)
+        .take_while(|a| a != "--")
+        .collect();
+    let json = given.iter().any(|a| a == "--json") && !given.iter().any(|a| a == "mcp");
     match e.kind() {
-        ErrorKind::DisplayHelp
-        | ErrorKind::DisplayVersion
-        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
             let _ = e.print();
+            ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            // The help on stderr says what is missing.
+            let _ = e.print();
+            if json {
+                output::refusal(&CliError::usage("a subcommand is missing (try --help)"));
+            }
             ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
         }
         _ => {
             let text = e.to_string();
             let first = text.split("\n\n").next().unwrap_or_default();
             let message = first.strip_prefix("error: ").unwrap_or(first);
-            // The arguments did not parse, so `--json` is looked for as
-            // given (before any `--`).
-            let json = std::env::args_os()
-                .skip(1)
-                .take_while(|a| a != "--")
-                .any(|a| a == "--json");
             output::fail(&CliError::usage(format!("{message} (try --help)")), json)
         }
     }

@@ -168,14 +168,19 @@ fn say(line: &str) {
 /// file (both exit 1).
 pub(crate) fn fail(error: &CliError, json: bool) -> ExitCode {
     if json {
-        let mut doc = serde_json::to_string(&chipset_mcp::view::Refusal::of(error))
-            .unwrap_or_else(|_| "null".into());
-        doc.push('\n');
-        // A closed or broken stdout leaves the line on stderr, as ever.
-        let _ = io::stdout().lock().write_all(doc.as_bytes());
+        refusal(error);
     }
     say(&format!("chipset: error: {error}"));
     ExitCode::from(error.exit_status())
+}
+
+/// Prints `error` as the `--json` document of a failure, on one line. A
+/// closed or broken stdout is left be: stderr says what failed.
+pub(crate) fn refusal(error: &CliError) {
+    let mut doc = serde_json::to_string(&chipset_mcp::view::Refusal::of(error))
+        .unwrap_or_else(|_| "null".into());
+    doc.push('\n');
+    let _ = io::stdout().lock().write_all(doc.as_bytes());
 }
 
 /// Serializes a library value for JSON output.

@@ -220,7 +220,7 @@ pub(crate) fn run(ctx: &Ctx, command: RemindCommand) -> Result<Output> {
             let view = Metrics {
                 since,
                 kinds: doc,
-                unreadable: all.unreadable().map(|e| e.to_string()).collect(),
+                unreadable: view::unreadable(&all),
             };
             let failure = CliError::unreadable(&all, "reminder");
             Ok(Output::new(text, output::json(&view)).with_failure(failure))

@@ -193,7 +193,8 @@ impl Directory {
     }
 
     /// Returns the registered agents `filter` admits, sorted by name, and
-    /// every profile that could not be read.
+    /// every profile that could not be read (a foreign file name in
+    /// `agents/` is listed as corrupt too).
     ///
     /// Cost: one listing of `agents/`, the manifest's tail once, and per
     /// agent its profile, presence and hook (each one bounded read) and one

@@ -218,16 +218,14 @@ impl Directory {
     /// [`Error::Store`] when `agents/` cannot be listed or a file opened.
     pub fn members(&self, list: &Role) -> Result<Listing<AgentId>> {
         let mut members = Listing::default();
-        for name in self.names()? {
-            let Some(agent) = profile_agent(&name) else {
-                continue; // Not a profile (the doctor reports it).
-            };
-            match self.read(&agent)? {
+        self.each_profile(|_, read| {
+            match read {
                 ReadOutcome::Value(p) if p.roles.contains(list) => members.items.push(p.name),
                 ReadOutcome::Value(_) => {}
                 other => members.push(other.map(|p| p.name)),
             }
-        }
+            Ok(())
+        })?;
         members.items.sort();
         Ok(members)
     }
@@ -338,26 +336,19 @@ impl Directory {
     /// [`Error::Store`] when `agents/` cannot be listed or a file opened.
     pub fn profiles(&self) -> Result<Vec<Profile>> {
         let mut out = Vec::new();
-        for name in self.names()? {
-            if let Some(agent) = profile_agent(&name)
-                && let ReadOutcome::Value(p) = self.read(&agent)?
-            {
-                out.push(p);
-            }
-        }
+        self.each_profile(|_, read| {
+            out.extend(read.value());
+            Ok(())
+        })?;
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)
     }
 
     /// Reads every profile, failing on any that cannot be read.
     fn all_profiles(&self) -> Result<Vec<Profile>> {
-        let names = self.names()?;
-        let mut out = Vec::with_capacity(names.len());
-        for name in names {
-            let Some(agent) = profile_agent(&name) else {
-                continue; // Not a profile (the doctor reports it).
-            };
-            match self.read(&agent)? {
+        let mut out = Vec::new();
+        self.each_profile(|agent, read| {
+            match read {
                 ReadOutcome::Value(p) => out.push(p),
                 ReadOutcome::Missing => {}
                 ReadOutcome::Corrupt(corruption) => {
@@ -375,8 +366,25 @@ impl Directory {
                     });
                 }
             }
-        }
+            Ok(())
+        })?;
         Ok(out)
+    }
+
+    /// Reads each profile in `agents/`, in the listing's order, and hands
+    /// it to `each` with its agent. Names that are not profiles are passed
+    /// over (the doctor reports them).
+    fn each_profile(
+        &self,
+        mut each: impl FnMut(AgentId, ReadOutcome<Profile>) -> Result<()>,
+    ) -> Result<()> {
+        for name in self.names()? {
+            if let Some(agent) = profile_agent(&name) {
+                let read = self.read(&agent)?;
+                each(agent, read)?;
+            }
+        }
+        Ok(())
     }
 }
 

@@ -263,14 +263,7 @@ impl Failure {
         let (first, problem) = unreadable.first_key_value()?;
         let unsupported =
             |p: &chipset_bus::Problem| matches!(p, chipset_bus::Problem::Unsupported(_));
-        let (kind, fix) = if unreadable.values().all(unsupported) {
-            (ErrorKind::Unsupported, "`chipset doctor` names them")
-        } else {
-            (
-                ErrorKind::Corrupt,
-                "`chipset doctor --fix` quarantines the corrupt ones",
-            )
-        };
+        let (kind, fix) = doctor_for(unreadable.values().all(unsupported));
         Some(Failure::new(
             kind,
             format!(
@@ -288,14 +281,7 @@ impl Failure {
     pub fn unreadable<T>(listing: &Listing<T>, what: &str) -> Option<Self> {
         let first = listing.unreadable().next()?;
         let count = listing.unreadable().count();
-        let (kind, fix) = if listing.corrupt.is_empty() {
-            (ErrorKind::Unsupported, "`chipset doctor` names them")
-        } else {
-            (
-                ErrorKind::Corrupt,
-                "`chipset doctor --fix` quarantines the corrupt ones",
-            )
-        };
+        let (kind, fix) = doctor_for(listing.corrupt.is_empty());
         let noun = format!("unreadable {what} file");
         Some(Failure::new(
             kind,
@@ -345,6 +331,20 @@ pub fn plural(n: usize, thing: &str) -> String {
         format!("{n} {thing}")
     } else {
         format!("{n} {thing}s")
+    }
+}
+
+/// The kind of a failure over unreadable files, and what the doctor does
+/// for them: it leaves files this version does not know in place
+/// (`all_unsupported`), and quarantines corrupt ones.
+fn doctor_for(all_unsupported: bool) -> (ErrorKind, &'static str) {
+    if all_unsupported {
+        (ErrorKind::Unsupported, "`chipset doctor` names them")
+    } else {
+        (
+            ErrorKind::Corrupt,
+            "`chipset doctor --fix` quarantines the corrupt ones",
+        )
     }
 }
 

@@ -426,7 +426,7 @@ impl Reminders {
 }
 
 /// Returns why each file of `listing` could not be read, corrupt first.
-fn unreadable<T>(listing: &Listing<T>) -> Vec<String> {
+pub fn unreadable<T>(listing: &Listing<T>) -> Vec<String> {
     listing.unreadable().map(ToString::to_string).collect()
 }
 

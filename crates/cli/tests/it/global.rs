@@ -200,6 +200,15 @@ fn help_exits_0_and_a_missing_subcommand_exits_2() {
         run.stderr,
         "chipset: error: unrecognized subcommand 'frobnicate' (try --help)\n"
     );
+    // A missing subcommand shows the help on stderr, and the failure.
+    let run = env.run(&["--json", "hook"]);
+    assert_eq!(run.code, 2);
+    assert_eq!(run.json()["error"], "a subcommand is missing (try --help)");
+    assert!(run.stderr.contains("Usage: chipset hook"), "{}", run.stderr);
+    // `mcp`'s stdout is the protocol's: nothing else is written there.
+    let run = env.run(&["--json", "mcp", "--bogus"]);
+    assert_eq!(run.code, 2);
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
     // A `--json` after `--` is a value, not the flag.
     let run = env.run(&["hook", "show", "a", "--", "--json"]);
     assert_eq!(run.code, 2);

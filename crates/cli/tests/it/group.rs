@@ -80,10 +80,10 @@ fn a_list_request_with_any_is_answered_by_one() {
         "{}",
         removed.stdout
     );
+    let note = "note: 1 unreadable profile file (`[ROOT]/agents/ann.json` is corrupt";
+    assert!(removed.stderr.contains(note), "{}", removed.stderr);
     assert!(
-        removed.stderr.contains(
-            "note: 1 unreadable profile may be on @reviewers too (`[ROOT]/agents/ann.json` is corrupt"
-        ),
+        removed.stderr.contains("; each may be on @reviewers too\n"),
         "{}",
         removed.stderr
     );

@@ -344,9 +344,8 @@ impl Dispatcher {
         actions: &mut Tick<DispatchAction>,
     ) -> Result<Vec<BeadId>> {
         let ledger = self.ledger()?;
-        for c in &ledger.corrupt {
-            actions.push(unreadable(c));
-        }
+        actions.extend(ledger.corrupt.iter().map(unreadable));
+        actions.extend(ledger.unsupported.iter().map(unsupported));
         let mut queued = Vec::new();
         for listed in ledger.items {
             if self

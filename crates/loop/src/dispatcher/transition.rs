@@ -377,8 +377,8 @@ pub(crate) fn unreadable(c: &chipset_store::Corruption) -> DispatchAction {
     }
 }
 
-/// A hook in a state this version does not know: reported like an
-/// unreadable one, and never acted on.
+/// A file holding a value this version does not know (a hook's state, a
+/// message's priority): reported like an unreadable one, never acted on.
 pub(crate) fn unsupported(u: &chipset_store::Unsupported) -> DispatchAction {
     DispatchAction::Unreadable {
         path: u.path.clone(),

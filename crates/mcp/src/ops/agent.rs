@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use chipset::directory::{Filter, Role};
-use chipset_failure::{Failure, plural};
-use chipset_store::{AgentId, ErrorKind};
+use chipset_failure::Failure;
+use chipset_store::AgentId;
 
 use super::{Ctx, Outcome, Reply, id};
 use crate::params::{AgentList, AgentListChange, AgentWhois, limit};
@@ -75,15 +75,7 @@ pub(crate) fn agent_list(ctx: &Ctx, p: AgentList) -> Outcome {
     if text.is_empty() {
         text = "no agents\n".to_owned();
     }
-    let failure = view.unreadable.first().map(|first| {
-        Failure::new(
-            ErrorKind::Corrupt,
-            format!(
-                "{} ({first}); move it aside, then register the agent again",
-                plural(view.unreadable.len(), "unreadable profile")
-            ),
-        )
-    });
+    let failure = Failure::unreadable(&roster, "profile");
     let mut reply = Reply::new(text, view);
     reply.failure = failure;
     Ok(reply)
@@ -116,7 +108,6 @@ fn change_list(ctx: &Ctx, p: AgentListChange, add: bool) -> Outcome {
         .iter()
         .filter(|d| !matches!(d, chipset::directory::Registered::Unchanged(_)))
         .count();
-    let view = ListMembers::of(&list, changed, directory.members(&list)?);
-    let (text, note) = view.text(add);
-    Ok(Reply::noted(text, view, note))
+    let (view, note) = ListMembers::of(&list, changed, directory.members(&list)?);
+    Ok(Reply::noted(view.text(add), view, note))
 }

@@ -102,21 +102,24 @@ pub struct ListMembers {
 impl ListMembers {
     /// Returns the view of `list` after `changed` profiles changed, with
     /// its members as [`Directory::members`](chipset::directory::Directory::members)
-    /// lists them.
-    pub fn of(list: &Role, changed: usize, members: Listing<AgentId>) -> Self {
-        ListMembers {
+    /// lists them, and a note naming the profiles that could not be read
+    /// (each may be a member too), if any.
+    pub fn of(list: &Role, changed: usize, members: Listing<AgentId>) -> (Self, Option<String>) {
+        let note = chipset_failure::Failure::unreadable(&members, "profile")
+            .map(|f| format!("{f}; each may be on @{list} too"));
+        let view = ListMembers {
             list: list.to_string(),
             changed,
-            unreadable: members.unreadable().map(|e| e.to_string()).collect(),
+            unreadable: super::unreadable(&members),
             members: members.items,
-        }
+        };
+        (view, note)
     }
 
-    /// Returns its line of text (`add`: agents were added, else removed),
-    /// and a note naming the profiles that could not be read, if any.
-    pub fn text(&self, add: bool) -> (String, Option<String>) {
+    /// Returns its line of text: `add`, agents were added, else removed.
+    pub fn text(&self, add: bool) -> String {
         let names: Vec<String> = self.members.iter().map(ToString::to_string).collect();
-        let text = format!(
+        format!(
             "{} {} @{}; members: {}\n",
             chipset_failure::plural(self.changed, "agent"),
             if add { "added to" } else { "removed from" },
@@ -126,14 +129,6 @@ impl ListMembers {
             } else {
                 names.join(", ")
             }
-        );
-        let note = self.unreadable.first().map(|first| {
-            format!(
-                "{} may be on @{} too ({first}); `chipset doctor` names them",
-                chipset_failure::plural(self.unreadable.len(), "unreadable profile"),
-                self.list
-            )
-        });
-        (text, note)
+        )
     }
 }
