@@ -52,8 +52,9 @@ pub(crate) enum LeaseCommand {
         ttl: Option<Duration>,
     },
     /// Release a lease held by the agent (an already released one is
-    /// success); with --force and --reason, another agent's expired or
-    /// abandoned lease, whose holder is mailed.
+    /// success); with --force and --reason, another agent's lease, as for
+    /// one abandoned (nothing checks that its holder is gone: the holder
+    /// is mailed the reason).
     Release {
         /// The holder, or with --force the agent releasing it [default: $CHIPSET_AGENT if set and not empty].
         #[arg(long, env = AGENT_ENV, hide_env = true)]

@@ -502,8 +502,8 @@ pub(crate) struct LeaseRelease {
     #[serde(deserialize_with = "lenient")]
     #[schemars(with = "u64", range(min = 1))]
     pub(crate) token: u64,
-    /// Release another agent's (expired or abandoned) lease; needs a reason,
-    /// and its holder is mailed.
+    /// Release another agent's lease, as for one abandoned (nothing checks
+    /// that its holder is gone); needs a reason, and its holder is mailed.
     #[serde(default, deserialize_with = "lenient_opt")]
     #[schemars(with = "bool")]
     pub(crate) force: Option<bool>,

@@ -40,7 +40,7 @@ impl Server {
 
     #[tool(
         title = "Release a lease",
-        description = "Release this agent's lease by its fencing token (a token already released is success). With force and a reason, release another agent's expired or abandoned lease; its holder is mailed.",
+        description = "Release this agent's lease by its fencing token (a token already released is success). With force and a reason, release another agent's lease, as for one abandoned (nothing checks that its holder is gone); its holder is mailed the reason.",
         annotations(destructive_hint = true, idempotent_hint = true, open_world_hint = false),
         output_schema = schema::output::<view::LeaseReleased>()
     )]
