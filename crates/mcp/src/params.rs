@@ -231,6 +231,12 @@ pub(crate) struct MailSend {
     pub(crate) in_reply_to: Option<String>,
     /// urgent, normal or low [default: normal].
     pub(crate) priority: Option<MailPriority>,
+    /// A chosen message id (`{unix-ms}-{uuid}`; for a group, the group's
+    /// id), so that a retry after an unknown outcome is recognised: the
+    /// same id and content again is the first delivery, never a second
+    /// [default: a new one].
+    #[schemars(pattern(ID), length(max = 128))]
+    pub(crate) id: Option<String>,
 }
 
 /// `mail_inbox`.
@@ -338,6 +344,11 @@ pub(crate) struct BusPublish {
     pub(crate) dedup_key: Option<String>,
     /// Any JSON payload.
     pub(crate) payload: Option<serde_json::Value>,
+    /// A chosen event id (`{unix-ms}-{uuid}`), so that a retry after an
+    /// unknown outcome is recognised: the same id and content again is
+    /// the first delivery, never a second [default: a new one].
+    #[schemars(pattern(ID), length(max = 128))]
+    pub(crate) id: Option<String>,
 }
 
 /// `bus_ack`.

@@ -268,3 +268,45 @@ fn a_reminder_this_version_cannot_read_fails_remind_list() {
         c.cancel().await.unwrap();
     });
 }
+
+/// `mail_send` and `bus_publish` take a chosen id, as `--id` on the
+/// command line: an agent told an outcome is unknown retries with it, and
+/// the retry is the first delivery, never a second.
+#[test]
+fn a_send_and_a_publish_with_a_chosen_id_are_safe_to_retry() {
+    let env = Env::new();
+    let (mail_id, event_id) = (
+        "1795979815785-4821a8ed-cb68-40fb-9d43-5b6237e1eb4e",
+        "1795979815786-5821a8ed-cb68-40fb-9d43-5b6237e1eb4e",
+    );
+    runtime().block_on(async {
+        let c = stdio(&env, "a").await;
+        let send = json!({"to": "b", "kind": "notify", "subject": "fyi", "body": "hi",
+                          "task": "t1", "id": mail_id});
+        for _ in 0..2 {
+            let r = call(&c, "mail_send", send.clone()).await;
+            assert_eq!(ok(&r)["id"], mail_id);
+        }
+        let mut other = send.clone();
+        other["body"] = json!("another text");
+        let r = call(&c, "mail_send", other).await;
+        assert_eq!(refusal(&r)["kind"], "refused", "other content under the id");
+        let publish = json!({"to": "b", "kind": "green", "id": event_id});
+        for _ in 0..2 {
+            let r = call(&c, "bus_publish", publish.clone()).await;
+            assert_eq!(ok(&r)["event"]["id"], event_id, "{r:?}");
+        }
+        let r = call(
+            &c,
+            "bus_publish",
+            json!({"to": "b", "kind": "green", "id": "x"}),
+        )
+        .await;
+        assert_eq!(refusal(&r)["class"], "usage");
+        c.cancel().await.unwrap();
+    });
+    let inbox = env.run(&["--json", "mail", "inbox", "b"]).json();
+    assert_eq!(inbox.as_array().unwrap().len(), 1, "{inbox}");
+    let pending = env.run(&["--json", "bus", "pending", "b"]).json();
+    assert_eq!(pending["events"].as_array().unwrap().len(), 1, "{pending}");
+}

@@ -72,6 +72,9 @@ pub(crate) fn bus_publish(ctx: &Ctx, p: BusPublish) -> Outcome {
     if let Some(payload) = p.payload {
         event = event.payload(payload);
     }
+    if let Some(chosen) = p.id.as_deref() {
+        event = event.with_id(id(chosen)?);
+    }
     let view = Published::from(ctx.bus()?.publish(&to, &event)?);
     let text = match &view {
         Published::Delivered { event } => format!("published {} to {to}\n", event.id),

@@ -107,6 +107,9 @@ pub(crate) fn mail_send(ctx: &Ctx, p: MailSend) -> Outcome {
     if let Some(priority) = p.priority {
         draft = draft.with_priority(priority.into());
     }
+    if let Some(chosen) = p.id.as_deref() {
+        draft = draft.with_id(id(chosen)?);
+    }
     let message = ctx.mail()?.send(&draft)?;
     Ok(Reply::new(
         format!("sent {} to {}\n", message.id, message.to),
@@ -147,6 +150,9 @@ fn mail_send_group(ctx: &Ctx, p: MailSend, to: &Recipients) -> Outcome {
     }
     if let Some(priority) = p.priority {
         draft = draft.with_priority(priority.into());
+    }
+    if let Some(chosen) = p.id.as_deref() {
+        draft = draft.with_id(id(chosen)?);
     }
     let copies = ctx.mail()?.send_group(&draft)?;
     let view = GroupSentView::of(&copies, sender_skipped, left_out);
