@@ -22,7 +22,7 @@ use chipset::migrate::{ChannelReport, MigrateError, Migration, Report};
 use chipset::nudge::{NewNudge, NewReminder, NudgeType};
 use chipset::pool::NewItem;
 use chipset::store::{AgentId, TaskId};
-use chipset::{Chipset, Root, ServerOptions};
+use chipset::{Chipset, Classify, ErrorKind, Root, ServerOptions};
 
 mod pg;
 
@@ -342,10 +342,12 @@ fn bad_roots_are_typed_errors() {
         .run()
         .unwrap_err();
     assert!(matches!(err, MigrateError::NoSource { .. }), "{err}");
+    assert_eq!(err.kind(), ErrorKind::NotFound);
     let a = tmp.path().join("a");
     populate(&a);
     let err = Migration::new(dir(&a), dir(&a)).run().unwrap_err();
     assert!(matches!(err, MigrateError::SameRoot { .. }), "{err}");
+    assert_eq!(err.kind(), ErrorKind::Invalid, "bad input exits 2");
     std::fs::create_dir_all(a.join("notes")).unwrap();
     let err = Migration::new(dir(&a), dir(&tmp.path().join("b")))
         .run()
@@ -354,6 +356,10 @@ fn bad_roots_are_typed_errors() {
         matches!(&err, MigrateError::Unknown { folder } if folder == "notes"),
         "{err}"
     );
+    assert_eq!(err.kind(), ErrorKind::Refused);
+    // Once the copy began, any failure may follow writes: run again.
+    let cut = MigrateError::Unfinished(Box::new(MigrateError::Conflict { key: "x".into() }));
+    assert_eq!(cut.kind(), ErrorKind::OutcomeUnknown);
     let bad = Root::parse("postgres://nobody:s3cret@127.0.0.1:1/none?connect_timeout=2");
     let err = Migration::new(dir(&a), bad)
         .skip("notes")

@@ -67,6 +67,7 @@ mod side;
 use std::collections::BTreeSet;
 use std::fmt;
 
+use chipset_store::{Classify, ErrorKind};
 use serde::Serialize;
 
 use crate::root::Root;
@@ -136,9 +137,9 @@ impl Migration {
     /// [`MigrateError::Open`] before anything is read;
     /// [`MigrateError::Unknown`], [`MigrateError::Corrupt`],
     /// [`MigrateError::Conflict`], [`MigrateError::Pool`] from the plan,
-    /// before anything is written; [`MigrateError::Backend`] or
-    /// [`MigrateError::Mail`] (the values before it are written: run again
-    /// to continue).
+    /// before anything is written; [`MigrateError::Unfinished`] once the
+    /// copy has begun (the values before it are written: run again to
+    /// finish).
     pub fn run(&self) -> Result<Report, MigrateError> {
         if self.from == self.to {
             return Err(MigrateError::SameRoot {
@@ -177,11 +178,13 @@ impl Migration {
                 present: plan.present,
                 target: 0,
             };
-            line.written = plan::copy(&plan, &target)?;
+            line.written = plan::copy(&plan, &target).map_err(unfinished)?;
             report.channels.push(line);
         }
         for line in &mut report.channels {
-            line.target = read(&target, &line.channel, true)?.counted();
+            line.target = read(&target, &line.channel, true)
+                .map_err(unfinished)?
+                .counted();
         }
         Ok(report)
     }
@@ -352,6 +355,36 @@ pub enum MigrateError {
     /// The bus refused on the target.
     #[error("the bus on the target failed")]
     Bus(#[source] chipset_bus::Error),
+    /// A failure once copying had begun: values may be written to the
+    /// target (by this run or an earlier channel's copy). Running the same
+    /// migration again finishes it.
+    #[error("the migration stopped after it began to write (run it again to finish)")]
+    Unfinished(#[source] Box<MigrateError>),
+}
+
+impl Classify for MigrateError {
+    /// Bad input is [`ErrorKind::Invalid`]; a failure after the first
+    /// write is [`ErrorKind::OutcomeUnknown`] (run again); the rest is the
+    /// kind of the error beneath, or refused.
+    fn kind(&self) -> ErrorKind {
+        match self {
+            MigrateError::SameRoot { .. } => ErrorKind::Invalid,
+            MigrateError::NoSource { .. } => ErrorKind::NotFound,
+            MigrateError::Open { source, .. } => source.kind(),
+            MigrateError::Unknown { .. } | MigrateError::Conflict { .. } => ErrorKind::Refused,
+            MigrateError::Pool { source, .. } => source.kind(),
+            MigrateError::Corrupt { .. } => ErrorKind::Corrupt,
+            MigrateError::Backend { source, .. } => source.kind(),
+            MigrateError::Mail(e) => e.kind(),
+            MigrateError::Bus(e) => e.kind(),
+            MigrateError::Unfinished(_) => ErrorKind::OutcomeUnknown,
+        }
+    }
+}
+
+/// Marks a failure after the copy began: values may be written.
+fn unfinished(e: MigrateError) -> MigrateError {
+    MigrateError::Unfinished(Box::new(e))
 }
 
 impl MigrateError {

@@ -146,7 +146,7 @@ fn change_list(
         .iter()
         .filter(|d| !matches!(d, Registered::Unchanged(_)))
         .count();
-    let (view, note) = ListMembers::of(list, changed, directory.members(list)?);
+    let (view, note) = ListMembers::of(list, changed, directory.members(list));
     Ok(Output::new(view.text(add), output::json(&view)).with_note_if(note))
 }
 

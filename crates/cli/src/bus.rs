@@ -146,7 +146,19 @@ pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
             };
             let agent = args.who.agent()?;
             bus.control(&agent, op, &Resource::new(&args.kind, &args.target))?;
-            let registry = bus.apply_control(&agent)?;
+            // Logged: a failure to apply it is an unknown outcome (the
+            // same command again logs and applies it; applying is
+            // idempotent), never "nothing changed".
+            let registry = bus.apply_control(&agent).map_err(|e| {
+                CliError::new(
+                    ErrorKind::OutcomeUnknown,
+                    format!(
+                        "the control command is logged, but the registry of `{agent}` \
+                         was not updated ({}): run it again",
+                        CliError::from(e)
+                    ),
+                )
+            })?;
             let mut table = Table::new(&["KIND", "TARGET"]);
             for r in registry.resources.keys() {
                 table.row(vec![r.kind.clone().into(), r.target.clone().into()]);

@@ -95,7 +95,7 @@ pub(crate) fn run(cli: &Cli, args: &MigrateArgs) -> Result<Output> {
     for channel in &args.skip {
         migration = migration.skip(channel.clone());
     }
-    let report = migration.run().map_err(|e| CliError::refused(chain(&e)))?;
+    let report = migration.run().map_err(|e| CliError::classified(&e))?;
     let text = render(&report, Paint::detect());
     let failure = (!report.verified()).then(|| {
         CliError::refused(format!(
@@ -110,18 +110,6 @@ pub(crate) fn run(cli: &Cli, args: &MigrateArgs) -> Result<Output> {
         report,
     };
     Ok(Output::new(text, crate::output::json(&view)).with_failure(failure))
-}
-
-/// The error and its sources, joined by `: `.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }
 
 fn render(report: &Report, paint: Paint) -> String {

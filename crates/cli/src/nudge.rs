@@ -6,7 +6,7 @@ use chipset_store::AgentId;
 
 use crate::Ctx;
 use crate::cli::NudgeCommand;
-use crate::error::{CliError, Result};
+use crate::error::Result;
 use crate::output::{self, Output};
 
 /// Runs one nudge command.
@@ -71,17 +71,8 @@ fn read(ctx: &Ctx, nudges: &Nudges, agent: &AgentId) -> Result<Output> {
 }
 
 fn respond(nudges: &Nudges, agent: &AgentId, message: String) -> Result<Output> {
-    let incoming = CliError::nudge_to_answer(agent, nudges.read_latest(agent)?)?;
-    let delivery = nudges.respond(agent, &incoming, message)?;
-    nudges.mark_processed(agent, &incoming)?;
-    let text = format!(
-        "answered {} from {} ({})\n",
-        incoming.kind,
-        incoming.from,
-        nudge_id(delivery.nudge())
-    );
-    let (view, note) = NudgeAnswered::of(agent, incoming, &delivery);
-    Ok(Output::new(text, output::json(&view)).with_note_if(note))
+    let (view, note) = NudgeAnswered::respond(nudges, agent, message)?;
+    Ok(Output::new(view.line(), output::json(&view)).with_note_if(note))
 }
 
 fn nudge_id(nudge: &Nudge) -> String {

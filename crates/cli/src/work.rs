@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use chipset::pool::{ItemId, NewItem};
+use chipset::pool::{ItemId, NewItem, WorkState};
 use chipset_mcp::view::{WorkClaimed, WorkListing, WorkPosted, WorkRecord, WorkSettled, filter};
 use chipset_store::{AgentId, Timestamp};
 use clap::{ArgGroup, Subcommand};
@@ -149,9 +149,19 @@ pub(crate) fn run(ctx: &Ctx, command: WorkCommand) -> Result<Output> {
                 item = item.with_role(role);
             }
             let posted = pool.post(&agent, &item)?;
-            let listed = pool.get(&posted.entry.id)?;
+            // Posted: its state read back (a hook it depends on may be
+            // unreadable) is shown if it can be, never a failure, which a
+            // retry without `--id` would answer with a second item.
+            let (record, note) = match pool.get(&posted.entry.id) {
+                Ok(listed) => (WorkRecord::of_listed(&listed), None),
+                Err(e) => {
+                    let mut record = WorkRecord::of(&posted.entry, &WorkState::Ready);
+                    record.state = "unknown".to_owned();
+                    (record, Some(format!("its state could not be read: {e}")))
+                }
+            };
             let view = WorkPosted {
-                item: WorkRecord::of_listed(&listed),
+                item: record,
                 existing: posted.existing,
             };
             let text = format!(
@@ -163,7 +173,7 @@ pub(crate) fn run(ctx: &Ctx, command: WorkCommand) -> Result<Output> {
                 },
                 view.item.line()
             );
-            Ok(Output::new(text, output::json(&view)))
+            Ok(Output::new(text, output::json(&view)).with_note_if(note))
         }
         WorkCommand::Ready { labels, role } => {
             let ready = pool.ready(&filter(&labels, role.as_deref()))?;

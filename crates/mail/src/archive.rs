@@ -143,10 +143,11 @@ impl Mail {
     ///
     /// # Errors
     ///
-    /// [`Error::Corrupt`] naming a file it could not read (after moving
-    /// every message it could; no event is written, so a run after the doctor
-    /// completes the sweep); [`Error::PartlySwept`] when a filesystem step
-    /// fails after some messages moved (run it again); [`Error::Store`]
+    /// [`Error::Corrupt`] naming a file it could not read (no event is
+    /// written, so a run after the doctor completes the sweep), or, when it
+    /// moved every message it could first, [`Error::PartlySwept`] holding
+    /// it; [`Error::PartlySwept`] when a filesystem step fails after some
+    /// messages moved (run it again); [`Error::Store`]
     /// when one fails before any moved (nothing visible changed, or, with
     /// [`chipset_store::Error::OutcomeUnknown`], the first move may have
     /// happened).
@@ -170,7 +171,7 @@ impl Mail {
             .sweep_moves(task, &mut moved)
             .map_err(|e| partly(moved, e))?;
         if let Some(c) = corrupt {
-            return Err(c);
+            return Err(partly(moved, c));
         }
         let dir = self.layout.by_task(task);
         let total = (|| -> Result<usize> {

@@ -259,18 +259,22 @@ fn join(ids: &[MessageId]) -> String {
 }
 
 impl Error {
-    /// Returns the unsupported file's description when this error is about one.
+    /// Returns the unsupported file's description when this error is about
+    /// one (also when it stopped a sweep part way).
     pub fn unsupported(&self) -> Option<&Unsupported> {
         match self {
             Error::Unsupported(u) | Error::Store(chipset_store::Error::Unsupported(u)) => Some(u),
+            Error::PartlySwept { source, .. } => source.unsupported(),
             _ => None,
         }
     }
 
-    /// Returns the corrupt file's description when this error is about one.
+    /// Returns the corrupt file's description when this error is about one
+    /// (also when it stopped a sweep part way).
     pub fn corruption(&self) -> Option<&Corruption> {
         match self {
             Error::Corrupt(c) | Error::Store(chipset_store::Error::Corrupt(c)) => Some(c),
+            Error::PartlySwept { source, .. } => source.corruption(),
             _ => None,
         }
     }

@@ -60,7 +60,8 @@ impl Pool {
     }
 
     /// Reads every hook: what each holds, by item and by agent. A corrupt or
-    /// unsupported hook is an error: it might hold an item.
+    /// unsupported hook is an error: it might hold an item. `op` reads
+    /// before "the hook of `agent`" in it ("list the work on").
     pub(crate) fn holds(
         &self,
         op: &'static str,

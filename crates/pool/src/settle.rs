@@ -233,7 +233,7 @@ impl Pool {
 
     pub(crate) fn not_holder(&self, agent: &AgentId, id: &ItemId) -> Result<Error> {
         let holder = self
-            .holds("find the holder of work")?
+            .holds("find the work on")?
             .0
             .get(id)
             .map(|h| h.assignment.agent.clone());

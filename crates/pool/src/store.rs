@@ -383,7 +383,7 @@ impl Pool {
     /// might hold an item: fail closed); a store error.
     pub fn list(&self) -> Result<Vec<Listed>> {
         let (table, _) = self.load("list work")?;
-        let holds = self.holds("list work")?.0;
+        let holds = self.holds("list the work on")?.0;
         let view = View {
             index: Index::new(&table),
             holds: &holds,
@@ -399,7 +399,7 @@ impl Pool {
     /// As [`Pool::list`].
     pub fn ready(&self, filter: &ReadyFilter) -> Result<Vec<Listed>> {
         let (table, _) = self.load("list ready work")?;
-        let holds = self.holds("list ready work")?.0;
+        let holds = self.holds("list the ready work on")?.0;
         let view = View {
             index: Index::new(&table),
             holds: &holds,

@@ -211,3 +211,27 @@ fn bad_work_input_is_refused_and_changes_nothing() {
     );
     assert!(taken.stderr.contains("other content"), "{}", taken.stderr);
 }
+
+/// A post is made once it is written: an unreadable hook met when its
+/// state is read back is a note, never a failure that a retry without
+/// `--id` would answer with a second item.
+#[test]
+fn a_post_stands_when_its_state_cannot_be_read_back() {
+    let mut env = Env::new();
+    std::fs::create_dir_all(env.root().join("hooks")).unwrap();
+    std::fs::write(env.root().join("hooks/zed.json"), "{").unwrap();
+    let posted = env.ok(&["--json", "work", "post", "--agent", "lead", "Write it"]);
+    let doc = posted.json();
+    assert_eq!(doc["item"]["state"], "unknown", "{doc}");
+    assert_eq!(doc["item"]["title"], "Write it");
+    assert!(
+        posted.stderr.contains(
+            "note: its state could not be read: cannot list the work on the hook of `zed`"
+        ),
+        "{}",
+        posted.stderr
+    );
+    let id = doc["item"]["id"].as_str().unwrap();
+    let table = std::fs::read_to_string(env.root().join("pool/table.json")).unwrap();
+    assert!(table.contains(id), "{table}");
+}

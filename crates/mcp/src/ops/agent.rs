@@ -108,6 +108,6 @@ fn change_list(ctx: &Ctx, p: AgentListChange, add: bool) -> Outcome {
         .iter()
         .filter(|d| !matches!(d, chipset::directory::Registered::Unchanged(_)))
         .count();
-    let (view, note) = ListMembers::of(&list, changed, directory.members(&list)?);
+    let (view, note) = ListMembers::of(&list, changed, directory.members(&list));
     Ok(Reply::noted(view.text(add), view, note))
 }

@@ -50,30 +50,11 @@ pub(crate) fn nudge_read(ctx: &Ctx) -> Outcome {
     Ok(Reply::noted(text, read, note))
 }
 
-/// Answers the latest nudge and marks it processed; returns the view and a
-/// note when the answer was held behind an abort.
-pub(crate) fn respond(
-    nudges: &Nudges,
-    agent: &AgentId,
-    message: String,
-) -> Result<(NudgeAnswered, Option<String>), Failure> {
-    let incoming = Failure::nudge_to_answer(agent, nudges.read_latest(agent)?)?;
-    let delivery = nudges.respond(agent, &incoming, message)?;
-    nudges.mark_processed(agent, &incoming)?;
-    Ok(NudgeAnswered::of(agent, incoming, &delivery))
-}
-
 pub(crate) fn nudge_respond(ctx: &Ctx, p: NudgeRespond) -> Outcome {
     let nudges = ctx.nudges();
     let message = p.message.unwrap_or_else(|| "Acknowledged".to_owned());
-    let (view, note) = respond(&nudges, &ctx.agent, message)?;
-    let text = format!(
-        "answered {} from {} ({})\n",
-        view.answered.kind,
-        view.answered.from,
-        nudge_id(&view.response)
-    );
-    Ok(Reply::noted(text, view, note))
+    let (view, note) = NudgeAnswered::respond(&nudges, &ctx.agent, message)?;
+    Ok(Reply::noted(view.line(), view, note))
 }
 
 pub(crate) fn nudge_send(ctx: &Ctx, p: NudgeSend) -> Outcome {
@@ -127,6 +108,50 @@ impl NudgeRead {
 }
 
 impl NudgeAnswered {
+    /// Answers `agent`'s latest nudge with `message` and marks it
+    /// processed: the `nudge respond` command and tool. Returns the view,
+    /// and a note when the answer was held behind an abort or the nudge
+    /// could not be marked processed.
+    ///
+    /// # Errors
+    ///
+    /// When there is no nudge to answer, or the answer was not recorded.
+    /// Once it is, a failure to mark the nudge processed is a note, never
+    /// a failure: a retry of an answer to a nudge without an id would send
+    /// a second one.
+    pub fn respond(
+        nudges: &Nudges,
+        agent: &AgentId,
+        message: String,
+    ) -> Result<(Self, Option<String>), Failure> {
+        let incoming = Failure::nudge_to_answer(agent, nudges.read_latest(agent)?)?;
+        let delivery = nudges.respond(agent, &incoming, message)?;
+        let unmarked = nudges.mark_processed(agent, &incoming).err().map(|e| {
+            format!(
+                "answered, but the nudge could not be marked processed ({}); \
+                 it shows as new until it is",
+                Failure::from(e)
+            )
+        });
+        let (view, held) = NudgeAnswered::of(agent, incoming, &delivery);
+        let note = match (held, unmarked) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        };
+        Ok((view, note))
+    }
+
+    /// Returns its line of text: what was answered, from whom, and the
+    /// answer's id.
+    pub fn line(&self) -> String {
+        format!(
+            "answered {} from {} ({})\n",
+            self.answered.kind,
+            self.answered.from,
+            nudge_id(&self.response)
+        )
+    }
+
     /// Returns the view of `agent`'s answer to `answered`, delivered as
     /// `delivery` says, and a note when the answer was held behind the
     /// asker's unprocessed abort.
@@ -251,5 +276,48 @@ mod tests {
         assert_eq!(read.state, NudgeState::New);
         let note = note.unwrap();
         assert!(note.contains("may have been seen before"), "{note}");
+    }
+
+    /// An answer recorded and delivered stands when marking the nudge
+    /// processed fails after it: a note, never a failure (a retry would
+    /// answer a nudge without an id a second time).
+    #[test]
+    fn an_answer_stands_when_the_nudge_cannot_be_marked() {
+        use chipset_testkit::{EIO, Fault, FaultIo, manual_state};
+
+        use crate::view::NudgeAnswered;
+
+        let tmp = tempfile::tempdir().unwrap();
+        let asked = |root: &str| {
+            let io = FaultIo::passthrough();
+            let state = manual_state(&tmp.path().join(root), io.clone());
+            let nudges = Nudges::new(state);
+            let draft = NewNudge::new(agent("mayor"), NudgeType::HealthCheck, "alive?");
+            nudges
+                .send(&agent("polecat-alpha"), &draft.requiring_response())
+                .unwrap();
+            io.set(Fault::nth(0, EIO));
+            (io, nudges)
+        };
+        // How many calls the answer makes before the mark.
+        let (io, nudges) = asked("count");
+        let me = agent("polecat-alpha");
+        let incoming = nudges.read_latest(&me).unwrap().value().unwrap();
+        nudges.respond(&me, &incoming, "yes").unwrap();
+        let before_mark = io.counted();
+        // Every call from the mark's first on fails.
+        let (io, nudges) = asked("cut");
+        io.set(Fault {
+            sticky: true,
+            ..Fault::nth(before_mark + 1, EIO)
+        });
+        let (view, note) = NudgeAnswered::respond(&nudges, &me, "yes".into()).unwrap();
+        assert!(io.injected() > 0, "the mark was cut");
+        assert_eq!(view.delivery, "delivered");
+        let note = note.unwrap();
+        assert!(note.contains("could not be marked processed"), "{note}");
+        io.disarm();
+        let answers = nudges.responses_since(&agent("mayor"), view.answered.timestamp);
+        assert_eq!(answers.unwrap().items, [view.response]);
     }
 }

@@ -94,24 +94,40 @@ pub struct ListMembers {
     /// Its members now, sorted.
     #[schemars(with = "Vec<String>")]
     pub members: Vec<AgentId>,
-    /// Why each profile that could not be read could not be (each may be
-    /// a member too).
+    /// Why each profile that could not be read could not be, each of
+    /// which may be a member too (or why none could be).
     pub unreadable: Vec<String>,
 }
 
 impl ListMembers {
     /// Returns the view of `list` after `changed` profiles changed, with
     /// its members as [`Directory::members`](chipset::directory::Directory::members)
-    /// lists them, and a note naming the profiles that could not be read
-    /// (each may be a member too), if any.
-    pub fn of(list: &Role, changed: usize, members: Listing<AgentId>) -> (Self, Option<String>) {
-        let note = chipset_failure::Failure::unreadable(&members, "profile")
-            .map(|f| format!("{f}; each may be on @{list} too"));
+    /// read them, and a note naming the profiles that could not be read
+    /// (each may be a member too), if any. The change is made: a failure
+    /// to read the members after it is a note too, never a failure.
+    pub fn of(
+        list: &Role,
+        changed: usize,
+        members: Result<Listing<AgentId>, chipset::directory::Error>,
+    ) -> (Self, Option<String>) {
+        let (members, unreadable, note) = match members {
+            Ok(members) => {
+                let note = chipset_failure::Failure::unreadable(&members, "profile")
+                    .map(|f| format!("{f}; each may be on @{list} too"));
+                let unreadable = super::unreadable(&members);
+                (members.items, unreadable, note)
+            }
+            Err(e) => {
+                let e = chipset_failure::Failure::from(e).to_string();
+                let note = format!("the members could not be read: {e}");
+                (Vec::new(), vec![e], Some(note))
+            }
+        };
         let view = ListMembers {
             list: list.to_string(),
             changed,
-            unreadable: super::unreadable(&members),
-            members: members.items,
+            members,
+            unreadable,
         };
         (view, note)
     }
@@ -124,10 +140,10 @@ impl ListMembers {
             chipset_failure::plural(self.changed, "agent"),
             if add { "added to" } else { "removed from" },
             self.list,
-            if names.is_empty() {
-                "none".to_owned()
-            } else {
-                names.join(", ")
+            match (names.is_empty(), self.unreadable.is_empty()) {
+                (true, true) => "none".to_owned(),
+                (true, false) => "none readable".to_owned(),
+                (false, _) => names.join(", "),
             }
         )
     }

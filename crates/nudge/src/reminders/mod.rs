@@ -594,7 +594,9 @@ impl Reminders {
     ) -> Result<Reminder> {
         let fresh = reopened(snoozed, self.new_id(), now);
         self.create_new(&self.open_path(key), &fresh)?;
-        self.settle(key)?;
+        // Reopened: retiring the snoozed record is finished later if it
+        // fails now, never reported as a reopen that did not happen.
+        self.settle_after_commit(key);
         tracing::debug!(from = %snoozed.id, to = %fresh.id, "reopened snoozed reminder");
         Ok(fresh)
     }

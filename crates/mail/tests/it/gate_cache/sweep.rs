@@ -67,7 +67,23 @@ fn a_cached_sweep_still_moves_the_rest_past_a_corrupt_file_and_names_it() {
         .join("1795408571000-7a703292-f1d1-4900-b635-8fd9f1df7f88.json");
     std::fs::write(&bad, b"{").unwrap();
     let err = m.sweep_task_on_commit(&task("t1")).unwrap_err();
-    assert_eq!(err.corruption().map(|c| c.path.clone()), Some(bad));
+    assert_eq!(err.corruption().map(|c| c.path.clone()), Some(bad.clone()));
+    // Messages moved before it stopped: an outcome to finish, not "nothing
+    // changed".
+    assert!(
+        matches!(err, chipset_mail::Error::PartlySwept { moved, .. } if moved == ids.len()),
+        "{err:?}"
+    );
+    assert_eq!(
+        chipset_store::Classify::kind(&err),
+        chipset_store::ErrorKind::OutcomeUnknown
+    );
+    // Run again, nothing is left to move: the corrupt file alone.
+    let again = m.sweep_task_on_commit(&task("t1")).unwrap_err();
+    assert!(
+        matches!(again, chipset_mail::Error::Corrupt(_)),
+        "{again:?}"
+    );
     for id in &ids {
         assert_eq!(
             m.locate(id).unwrap(),
