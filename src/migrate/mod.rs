@@ -137,9 +137,9 @@ impl Migration {
     /// [`MigrateError::Open`] before anything is read;
     /// [`MigrateError::Unknown`], [`MigrateError::Corrupt`],
     /// [`MigrateError::Conflict`], [`MigrateError::Pool`] from the plan,
-    /// before anything is written; [`MigrateError::Unfinished`] once the
-    /// copy has begun (the values before it are written: run again to
-    /// finish).
+    /// before anything is written; the error of a failed write or count,
+    /// [`MigrateError::Unfinished`] once something was written (run again
+    /// to finish).
     pub fn run(&self) -> Result<Report, MigrateError> {
         if self.from == self.to {
             return Err(MigrateError::SameRoot {
@@ -165,6 +165,9 @@ impl Migration {
             let plan = plan::check(plan, &target)?;
             plans.push(plan);
         }
+        // Whether anything was written yet: a failure after it leaves the
+        // target part way, to finish by running again.
+        let mut wrote = false;
         let mut report = Report {
             from: self.from.to_string(),
             to: self.to.to_string(),
@@ -178,12 +181,13 @@ impl Migration {
                 present: plan.present,
                 target: 0,
             };
-            line.written = plan::copy(&plan, &target).map_err(unfinished)?;
+            let copied = plan::copy(&plan, &target, &mut wrote);
+            line.written = copied.map_err(|e| unfinished(wrote, e))?;
             report.channels.push(line);
         }
         for line in &mut report.channels {
             line.target = read(&target, &line.channel, true)
-                .map_err(unfinished)?
+                .map_err(|e| unfinished(wrote, e))?
                 .counted();
         }
         Ok(report)
@@ -355,9 +359,8 @@ pub enum MigrateError {
     /// The bus refused on the target.
     #[error("the bus on the target failed")]
     Bus(#[source] chipset_bus::Error),
-    /// A failure once copying had begun: values may be written to the
-    /// target (by this run or an earlier channel's copy). Running the same
-    /// migration again finishes it.
+    /// A failure after this run wrote to the target: the target holds part
+    /// of the copy. Running the same migration again finishes it.
     #[error("the migration stopped after it began to write (run it again to finish)")]
     Unfinished(#[source] Box<MigrateError>),
 }
@@ -382,9 +385,14 @@ impl Classify for MigrateError {
     }
 }
 
-/// Marks a failure after the copy began: values may be written.
-fn unfinished(e: MigrateError) -> MigrateError {
-    MigrateError::Unfinished(Box::new(e))
+/// Marks a failure after something was written (`wrote`): the target
+/// holds part of the copy.
+fn unfinished(wrote: bool, e: MigrateError) -> MigrateError {
+    if wrote {
+        MigrateError::Unfinished(Box::new(e))
+    } else {
+        e
+    }
 }
 
 impl MigrateError {

@@ -263,8 +263,9 @@ fn translate(item: &Item, target: &Side) -> Result<Item, MigrateError> {
 }
 
 /// Writes what the target lacks; returns how many values and records it
-/// wrote.
-pub(crate) fn copy(plan: &Plan, target: &Side) -> Result<u64, MigrateError> {
+/// wrote. Sets `wrote` once anything is written (an index value or a
+/// queue too), so that a failure after it is known to follow a write.
+pub(crate) fn copy(plan: &Plan, target: &Side, wrote: &mut bool) -> Result<u64, MigrateError> {
     let mut written = 0;
     let mail = || {
         Mail::with_backend(
@@ -277,18 +278,18 @@ pub(crate) fn copy(plan: &Plan, target: &Side) -> Result<u64, MigrateError> {
     for (item, &there) in plan.items.iter().zip(&plan.there) {
         match item {
             Item::Value { key, bytes } if there == 0 => {
-                create(target, key, bytes)?;
+                *wrote |= create(target, key, bytes)?;
                 written += 1;
             }
             // Written, not counted: the source and target counts leave
             // index values out (a server makes its own).
-            Item::Index { key, bytes } if there == 0 => create(target, key, bytes)?,
+            Item::Index { key, bytes } if there == 0 => *wrote |= create(target, key, bytes)?,
             Item::Table {
                 key,
                 bytes,
                 entries,
             } if there == 0 => {
-                create(target, key, bytes)?;
+                *wrote |= create(target, key, bytes)?;
                 written += entries;
             }
             Item::Message {
@@ -300,14 +301,15 @@ pub(crate) fn copy(plan: &Plan, target: &Side) -> Result<u64, MigrateError> {
             } if there == 0 => {
                 if target.is_server() {
                     let mail = server_mail.get_or_insert_with(mail);
-                    let wrote = mail
+                    let imported = mail
                         .import(location, id, bytes, *open)
                         .map_err(MigrateError::Mail)?;
-                    if wrote {
+                    if imported {
+                        *wrote = true;
                         written += 1;
                     }
                 } else {
-                    create(target, key, bytes)?;
+                    *wrote |= create(target, key, bytes)?;
                     written += 1;
                 }
             }
@@ -319,24 +321,30 @@ pub(crate) fn copy(plan: &Plan, target: &Side) -> Result<u64, MigrateError> {
                         .backend
                         .append(key, &refs)
                         .map_err(|e| target.err(e))?;
+                    *wrote = true;
                     written += batch.len() as u64;
                 }
             }
-            Item::Queue { agent } => super::bus::ensure_queue(target, agent)?,
+            Item::Queue { agent } => {
+                super::bus::ensure_queue(target, agent)?;
+                *wrote = true;
+            }
             _ => {}
         }
     }
     Ok(written)
 }
 
-/// Creates `key` unless it holds these bytes already.
-fn create(target: &Side, key: &Key, bytes: &[u8]) -> Result<(), MigrateError> {
+/// Creates `key` unless it holds these bytes already; returns whether it
+/// wrote it.
+fn create(target: &Side, key: &Key, bytes: &[u8]) -> Result<bool, MigrateError> {
     match target
         .backend
         .create(key, bytes)
         .map_err(|e| target.err(e))?
     {
         c @ Created::Existing(_) if !c.is_retry_of(bytes) => Err(conflict(key)),
-        _ => Ok(()),
+        Created::Existing(_) => Ok(false),
+        _ => Ok(true),
     }
 }

@@ -136,6 +136,10 @@ pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
                         "the presence file of `{agent}` is unreadable ({c}); `chipset doctor --fix` quarantines it"
                     ),
                 ))),
+                ReadOutcome::Unsupported(u) => out.with_failure(Some(CliError::new(
+                    ErrorKind::Unsupported,
+                    format!("{u}; `chipset doctor` names it"),
+                ))),
                 _ => out,
             })
         }
@@ -150,12 +154,18 @@ pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
             // same command again logs and applies it; applying is
             // idempotent), never "nothing changed".
             let registry = bus.apply_control(&agent).map_err(|e| {
+                let e = CliError::from(e);
+                let then = match e.kind() {
+                    ErrorKind::Corrupt | ErrorKind::Unsupported => {
+                        "run `chipset doctor`, then the command again"
+                    }
+                    _ => "run it again",
+                };
                 CliError::new(
                     ErrorKind::OutcomeUnknown,
                     format!(
                         "the control command is logged, but the registry of `{agent}` \
-                         was not updated ({}): run it again",
-                        CliError::from(e)
+                         was not updated ({e}): {then}"
                     ),
                 )
             })?;

@@ -111,9 +111,11 @@
 //!   closed pipe is not a failure: `chipset mail inbox a | head -1` and
 //!   `chipset completions bash | head -1` exit 0.
 //! - `3`: the outcome is unknown: the change was made (it may be visible)
-//!   but making it durable failed. The line on stderr names what was written
-//!   (the event id, the file); retry with the same id (`bus publish --id`),
-//!   which is then a no-op success.
+//!   but making it durable, or finishing it, failed. The line on stderr
+//!   names what was written (the event id, the file) and says what to run
+//!   again: the same command with the same id (`bus publish --id`), which
+//!   is then a no-op success, or the same command (`mail sweep`, `bus
+//!   control`, `migrate`), which finishes the job.
 //!
 //! `witness run` runs until SIGTERM or SIGINT and then exits 0, after the
 //! tick in progress; with `--json` it prints one JSON object per line (each
@@ -540,13 +542,15 @@ fn refuse_mcp_stdio(cli: &Cli, failure: CliError) -> CliError {
 /// becomes one line on stderr with exit code 2.
 fn usage(e: &clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
-    // The arguments did not parse, so `--json` is looked for as given
-    // (before any `--`); never for `mcp`, whose stdout is the protocol's.
-    let given: Vec<_> = std::env::args_os()
-        .skip(1)
-        .take_while(|a| a != "--")
-        .collect();
-    let json = given.iter().any(|a| a == "--json") && !given.iter().any(|a| a == "mcp");
+    // The arguments did not parse: read again, past the errors, for
+    // `--json`; never for `mcp`, whose stdout is the protocol's.
+    let json = <Cli as clap::CommandFactory>::command()
+        .ignore_errors(true)
+        .try_get_matches()
+        .is_ok_and(|m| {
+            m.subcommand_name() != Some("mcp")
+                && m.try_get_one::<bool>("json").ok().flatten() == Some(&true)
+        });
     match e.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
             let _ = e.print();

@@ -343,7 +343,7 @@ fn doctor_for(all_unsupported: bool) -> (ErrorKind, &'static str) {
     } else {
         (
             ErrorKind::Corrupt,
-            "`chipset doctor --fix` quarantines the corrupt ones",
+            "`chipset doctor --fix` moves the corrupt ones aside and names the rest",
         )
     }
 }

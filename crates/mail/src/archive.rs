@@ -143,11 +143,12 @@ impl Mail {
     ///
     /// # Errors
     ///
-    /// [`Error::Corrupt`] naming a file it could not read (no event is
-    /// written, so a run after the doctor completes the sweep), or, when it
-    /// moved every message it could first, [`Error::PartlySwept`] holding
-    /// it; [`Error::PartlySwept`] when a filesystem step fails after some
-    /// messages moved (run it again); [`Error::Store`]
+    /// [`Error::Corrupt`] (or [`Error::Unsupported`]) naming a file it
+    /// could not read, when it moved no message; [`Error::PartlySwept`]
+    /// holding that error when it moved some first (it moves every message
+    /// it can; no event is written, so a run after the doctor completes the
+    /// sweep), or when a filesystem step fails after some messages moved
+    /// (run it again); [`Error::Store`]
     /// when one fails before any moved (nothing visible changed, or, with
     /// [`chipset_store::Error::OutcomeUnknown`], the first move may have
     /// happened).

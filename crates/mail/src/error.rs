@@ -206,7 +206,9 @@ pub enum Error {
     },
     /// A sweep moved some of the task's messages (each move is its own
     /// commit point, and every message is whole in one place), then failed.
-    /// Running the sweep again moves the rest.
+    /// Running the sweep again moves the rest; when it stopped at a file it
+    /// could not read (corrupt, or unsupported), once the doctor or a
+    /// person has dealt with that file.
     #[error("sweep of task `{task}` moved {moved} messages, then failed: {source}")]
     PartlySwept {
         /// The task.

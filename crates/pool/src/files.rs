@@ -34,7 +34,8 @@ pub(crate) fn fold_at(items: usize) -> usize {
 }
 
 impl Pool {
-    /// Returns what `agent`'s hook holds, if anything.
+    /// Returns what `agent`'s hook holds, if anything. `op` reads before
+    /// "the hook of `agent`" in an error ("finish the work on").
     pub(crate) fn hold_of(&self, agent: &AgentId, op: &'static str) -> Result<Option<Hold>> {
         Ok(match self.hooks.read(agent)? {
             ReadOutcome::Missing => None,

@@ -40,7 +40,7 @@ impl Pool {
         if entry.done.is_some() {
             return Err(Error::AlreadyDone { id: id.clone() });
         }
-        if let Some(hold) = self.hold_of(agent, "release work")?
+        if let Some(hold) = self.hold_of(agent, "release the work on")?
             && ItemId::of_bead(&hold.assignment.work.bead_id) == *id
         {
             if hold.status == HookStatus::Completed {
@@ -87,7 +87,7 @@ impl Pool {
             return Err(Error::NotFound { id: id.clone() });
         };
         let existing = table.items[n].done.is_some();
-        match self.hold_of(agent, OP)? {
+        match self.hold_of(agent, "finish the work on")? {
             Some(hold) if ItemId::of_bead(&hold.assignment.work.bead_id) == *id => {
                 if !existing {
                     let done = DoneRecord {
@@ -144,7 +144,7 @@ impl Pool {
             Some(e) if e.done.is_none() => {}
             _ => return Ok(None),
         }
-        match self.hold_of(&held.agent, "return stalled work")? {
+        match self.hold_of(&held.agent, "return the stalled work on")? {
             Some(hold)
                 if hold.assignment.same_fence(held) && hold.status != HookStatus::Completed => {}
             _ => return Ok(None),

@@ -430,7 +430,7 @@ impl Pool {
     pub fn claimable(&self, agent: &AgentId, filter: &ReadyFilter) -> Result<Option<Claimable>> {
         const OP: &str = "list claimable work";
         let (table, _) = self.load(OP)?;
-        let (holds, by_agent) = self.holds(OP)?;
+        let (holds, by_agent) = self.holds("list the claimable work on")?;
         let view = View {
             index: Index::new(&table),
             holds: &holds,
@@ -575,7 +575,7 @@ impl Pool {
         };
         let now = self.now()?;
         let (mut table, mut logged) = self.load(OP)?;
-        let (mut holds, by_agent) = self.holds(OP)?;
+        let (mut holds, by_agent) = self.holds("claim the work on")?;
         let mut records = record_completed(&mut table, &holds, now);
         // The claimer's finished item, to record done and take off its
         // hook before the claim.

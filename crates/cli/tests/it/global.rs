@@ -205,6 +205,10 @@ fn help_exits_0_and_a_missing_subcommand_exits_2() {
     assert_eq!(run.code, 2);
     assert_eq!(run.json()["error"], "a subcommand is missing (try --help)");
     assert!(run.stderr.contains("Usage: chipset hook"), "{}", run.stderr);
+    // An argument spelled `mcp` is not the command.
+    let run = env.run(&["--json", "hook", "show", "mcp", "--bogus"]);
+    assert_eq!(run.code, 2);
+    assert_eq!(run.json()["class"], "usage");
     // `mcp`'s stdout is the protocol's: nothing else is written there.
     let run = env.run(&["--json", "mcp", "--bogus"]);
     assert_eq!(run.code, 2);

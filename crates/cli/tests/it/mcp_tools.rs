@@ -275,6 +275,9 @@ fn a_reminder_this_version_cannot_read_fails_remind_list() {
 #[test]
 fn a_send_and_a_publish_with_a_chosen_id_are_safe_to_retry() {
     let env = Env::new();
+    for a in ["a", "b", "c"] {
+        assert_eq!(env.run(&["agent", "register", a]).code, 0);
+    }
     let (mail_id, event_id) = (
         "1795979815785-4821a8ed-cb68-40fb-9d43-5b6237e1eb4e",
         "1795979815786-5821a8ed-cb68-40fb-9d43-5b6237e1eb4e",
@@ -286,6 +289,14 @@ fn a_send_and_a_publish_with_a_chosen_id_are_safe_to_retry() {
         for _ in 0..2 {
             let r = call(&c, "mail_send", send.clone()).await;
             assert_eq!(ok(&r)["id"], mail_id);
+        }
+        // A group's id is the group's: a retry sends no copy twice.
+        let group_id = "1795979815787-6821a8ed-cb68-40fb-9d43-5b6237e1eb4e";
+        let group = json!({"to": "b,c", "kind": "notify", "subject": "fyi", "body": "all",
+                           "task": "t1", "id": group_id});
+        for _ in 0..2 {
+            let r = call(&c, "mail_send", group.clone()).await;
+            assert_eq!(ok(&r)["group"], group_id, "{r:?}");
         }
         let mut other = send.clone();
         other["body"] = json!("another text");
@@ -306,6 +317,8 @@ fn a_send_and_a_publish_with_a_chosen_id_are_safe_to_retry() {
         c.cancel().await.unwrap();
     });
     let inbox = env.run(&["--json", "mail", "inbox", "b"]).json();
+    assert_eq!(inbox.as_array().unwrap().len(), 2, "{inbox}");
+    let inbox = env.run(&["--json", "mail", "inbox", "c"]).json();
     assert_eq!(inbox.as_array().unwrap().len(), 1, "{inbox}");
     let pending = env.run(&["--json", "bus", "pending", "b"]).json();
     assert_eq!(pending["events"].as_array().unwrap().len(), 1, "{pending}");

@@ -59,6 +59,8 @@ fn listing(messages: &[Message], limit: usize, bodies: bool, empty: String, more
 }
 
 pub(crate) fn mail_send(ctx: &Ctx, p: MailSend) -> Outcome {
+    // Checked first, whatever `to` holds: bad input changes nothing.
+    let chosen: Option<MessageId> = p.id.as_deref().map(id).transpose()?;
     let recipients: Recipients =
         p.to.parse()
             .map_err(|e: chipset::directory::Error| Failure::from(e))?;
@@ -67,7 +69,7 @@ pub(crate) fn mail_send(ctx: &Ctx, p: MailSend) -> Outcome {
         .filter(|_| p.expects_reply != Some(MailExpects::Any))
         .cloned()
     else {
-        return mail_send_group(ctx, p, &recipients);
+        return mail_send_group(ctx, p, &recipients, chosen);
     };
     let task = p.task.as_deref().map(id).transpose()?;
     let parent = p.in_reply_to.as_deref().map(id).transpose()?;
@@ -107,8 +109,8 @@ pub(crate) fn mail_send(ctx: &Ctx, p: MailSend) -> Outcome {
     if let Some(priority) = p.priority {
         draft = draft.with_priority(priority.into());
     }
-    if let Some(chosen) = p.id.as_deref() {
-        draft = draft.with_id(id(chosen)?);
+    if let Some(chosen) = chosen {
+        draft = draft.with_id(chosen);
     }
     let message = ctx.mail()?.send(&draft)?;
     Ok(Reply::new(
@@ -118,7 +120,7 @@ pub(crate) fn mail_send(ctx: &Ctx, p: MailSend) -> Outcome {
 }
 
 /// `mail_send` to a group: one copy per recipient, resolved in the directory.
-fn mail_send_group(ctx: &Ctx, p: MailSend, to: &Recipients) -> Outcome {
+fn mail_send_group(ctx: &Ctx, p: MailSend, to: &Recipients, chosen: Option<MessageId>) -> Outcome {
     let kind = chipset_mail::Kind::from(p.kind).as_str();
     if p.kind == MailKind::Response || p.in_reply_to.is_some() {
         return Err(Failure::usage(format!(
@@ -151,8 +153,8 @@ fn mail_send_group(ctx: &Ctx, p: MailSend, to: &Recipients) -> Outcome {
     if let Some(priority) = p.priority {
         draft = draft.with_priority(priority.into());
     }
-    if let Some(chosen) = p.id.as_deref() {
-        draft = draft.with_id(id(chosen)?);
+    if let Some(chosen) = chosen {
+        draft = draft.with_id(chosen);
     }
     let copies = ctx.mail()?.send_group(&draft)?;
     let view = GroupSentView::of(&copies, sender_skipped, left_out);

@@ -30,7 +30,8 @@ pub struct WorkRecord {
     pub not_before: Option<String>,
     /// When it was posted (RFC 3339).
     pub posted_at: String,
-    /// `ready`, `deferred`, `blocked`, `claimed` or `done`.
+    /// `ready`, `deferred`, `blocked`, `claimed` or `done`; `unknown` for
+    /// an item just posted whose state could not be read back.
     pub state: String,
     /// The agent holding it (claimed) or that did it (done).
     pub holder: Option<String>,
