@@ -539,7 +539,8 @@ fn refuse_mcp_stdio(cli: &Cli, failure: CliError) -> CliError {
 }
 
 /// Prints clap's help and version as clap does; every other parse error
-/// becomes one line on stderr with exit code 2.
+/// becomes one line on stderr with exit code 2 (and, with `--json`, the
+/// failure's document on stdout).
 fn usage(e: &clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
     // The arguments did not parse: read again, past the errors, for
