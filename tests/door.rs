@@ -216,11 +216,7 @@ fn a_mail_folder_is_every_parts_mail() {
     use std::sync::Arc;
 
     let tmp = tempfile::tempdir().unwrap();
-    let folder = tmp.path().join(".nubos-pilot/messages");
-    chipset_testkit::copy_dir(
-        &chipset_testkit::peer_fixtures().join("nubos-pilot/messages"),
-        &folder,
-    );
+    let folder = chipset_testkit::nubos_messages(tmp.path());
     let root = tmp.path().join(".chipset/state");
     // One manual clock: a send after a registration is later, not a tie.
     let clock = Arc::new(ManualClock::new(Timestamp::from_unix_ms(1_795_500_000_000)));

@@ -218,6 +218,15 @@ pub(crate) fn settled(stat: &Stat, now: SystemTime) -> bool {
 mod tests {
     use super::*;
 
+    /// Makes the stamps of `dirs` a minute old: old enough to trust.
+    fn age<P: AsRef<std::path::Path>>(dirs: &[P]) {
+        let old =
+            std::fs::FileTimes::new().set_modified(SystemTime::now() - Duration::from_secs(60));
+        for dir in dirs {
+            std::fs::File::open(dir).unwrap().set_times(old).unwrap();
+        }
+    }
+
     fn changed(paths: &[&str]) -> Changed {
         Changed {
             paths: paths.iter().map(|p| (*p).to_owned()).collect(),
@@ -259,12 +268,7 @@ mod tests {
             stamps.look(&state, None).everything,
             "the first look sees all"
         );
-        // Make the stamps old enough to trust.
-        let old =
-            std::fs::FileTimes::new().set_modified(SystemTime::now() - Duration::from_secs(60));
-        for dir in [&hooks, &hooks.join("deep")] {
-            std::fs::File::open(dir).unwrap().set_times(old).unwrap();
-        }
+        age(&[hooks.clone(), hooks.join("deep")]);
         let again = stamps.look(&state, None);
         // The times were set after the first look: every stamp moved once.
         assert!(again.under("hooks/deep"), "{again:?}");
@@ -291,11 +295,7 @@ mod tests {
         std::fs::create_dir_all(state.root().join("mail/inbox/other")).unwrap();
         let mut stamps = Stamps::default();
         stamps.look(&state, Some(&folder));
-        let old =
-            std::fs::FileTimes::new().set_modified(SystemTime::now() - Duration::from_secs(60));
-        for dir in [folder.root().join("inbox"), inbox.clone()] {
-            std::fs::File::open(dir).unwrap().set_times(old).unwrap();
-        }
+        age(&[folder.root().join("inbox"), inbox.clone()]);
         stamps.look(&state, Some(&folder));
         assert!(stamps.look(&state, Some(&folder)).is_empty(), "idle");
         std::fs::write(inbox.join("m.json"), b"{}").unwrap();

@@ -502,6 +502,19 @@ pub fn peer_fixtures() -> PathBuf {
         })
 }
 
+/// Makes `project` a nubos-pilot project holding the peer fixture's mail:
+/// copies the fixture's messages to `project/.nubos-pilot/messages`, and
+/// returns that folder.
+///
+/// # Panics
+///
+/// As [`peer_fixtures`] and [`copy_dir`].
+pub fn nubos_messages(project: &Path) -> PathBuf {
+    let folder = project.join(".nubos-pilot/messages");
+    copy_dir(&peer_fixtures().join("nubos-pilot/messages"), &folder);
+    folder
+}
+
 /// Copies the folder `from` to `to` with everything below it (say a peer
 /// fixture into a test's project), making `to` and its parents.
 ///

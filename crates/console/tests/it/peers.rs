@@ -43,11 +43,7 @@ fn every_view_draws_the_peer_fixtures() {
 fn the_views_read_and_name_a_mail_folder() {
     use chipset::store::StateDir;
     let tmp = tempfile::tempdir().unwrap();
-    let folder = tmp.path().join(".nubos-pilot/messages");
-    chipset_testkit::copy_dir(
-        &chipset_testkit::peer_fixtures().join("nubos-pilot/messages"),
-        &folder,
-    );
+    let folder = chipset_testkit::nubos_messages(tmp.path());
     let mut config = chipset::Config::default();
     config.mail_folder = Some(StateDir::open(&folder).unwrap());
     let state = StateDir::open(tmp.path().join(".chipset/state")).unwrap();

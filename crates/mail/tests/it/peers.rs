@@ -53,8 +53,7 @@ pub(crate) struct Nubos {
 
 pub(crate) fn nubos() -> Nubos {
     let tmp = tempfile::tempdir().unwrap();
-    let folder = tmp.path().join(".nubos-pilot/messages");
-    chipset_testkit::copy_dir(&peers().join("nubos-pilot/messages"), &folder);
+    let folder = chipset_testkit::nubos_messages(tmp.path());
     let mail = Mail::in_folder(StateDir::open(&folder).unwrap(), MailConfig::default());
     Nubos {
         _tmp: tmp,

@@ -56,16 +56,8 @@ fn nubos_messages_and_tibsfox_hooks_are_found() {
 #[test]
 fn the_index_follows_the_mail_folder_it_is_given() {
     let tmp = TempState::new();
-    let folder = tmp
-        .state
-        .root()
-        .parent()
-        .unwrap()
-        .join("project/.nubos-pilot/messages");
-    chipset_testkit::copy_dir(
-        &chipset_testkit::peer_fixtures().join("nubos-pilot/messages"),
-        &folder,
-    );
+    let project = tmp.state.root().parent().unwrap().join("project");
+    let folder = chipset_testkit::nubos_messages(&project);
     let own = Mail::new(tmp.state.clone());
     let note = NewMessage::notify(
         "mayor".parse().unwrap(),
