@@ -1,7 +1,7 @@
 //! `chipset nudge ...`: [`chipset_nudge::Nudges`] from a shell.
 
-use chipset_mcp::view::{NudgeAnswered, NudgeRead, NudgeSent};
-use chipset_nudge::{Delivery, NewNudge, Nudge, NudgeType, Nudges};
+use chipset_mcp::view::{NudgeAnswered, NudgeRead, NudgeSent, nudge_id};
+use chipset_nudge::{Delivery, NewNudge, NudgeType, Nudges};
 use chipset_store::AgentId;
 
 use crate::Ctx;
@@ -73,11 +73,4 @@ fn read(ctx: &Ctx, nudges: &Nudges, agent: &AgentId) -> Result<Output> {
 fn respond(nudges: &Nudges, agent: &AgentId, message: String) -> Result<Output> {
     let (view, note) = NudgeAnswered::respond(nudges, agent, message)?;
     Ok(Output::new(view.line(), output::json(&view)).with_note_if(note))
-}
-
-fn nudge_id(nudge: &Nudge) -> String {
-    nudge
-        .id
-        .as_ref()
-        .map_or_else(|| nudge.timestamp.to_string(), ToString::to_string)
 }

@@ -425,6 +425,15 @@ impl Reminders {
     }
 }
 
+/// Returns a nudge's id, or its timestamp when it has none (seed
+/// nudges): how the command line and the tools name a nudge.
+pub fn nudge_id(nudge: &Nudge) -> String {
+    nudge
+        .id
+        .as_ref()
+        .map_or_else(|| nudge.timestamp.to_string(), ToString::to_string)
+}
+
 /// Returns why each file of `listing` could not be read, corrupt first.
 pub fn unreadable<T>(listing: &Listing<T>) -> Vec<String> {
     listing.unreadable().map(ToString::to_string).collect()

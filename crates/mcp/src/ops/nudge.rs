@@ -6,29 +6,11 @@ use chipset_store::{AgentId, ReadOutcome};
 
 use super::{Ctx, Outcome, Reply, id};
 use crate::params::{NudgeRespond, NudgeSend};
-use crate::view::{NudgeAnswered, NudgeRead, NudgeSent, NudgeState};
-
-/// Returns a nudge's id, or its timestamp when it has none (seed nudges).
-pub(crate) fn nudge_id(nudge: &Nudge) -> String {
-    nudge
-        .id
-        .as_ref()
-        .map_or_else(|| nudge.timestamp.to_string(), ToString::to_string)
-}
-
-/// Reads the latest nudge and marks a new one processed; returns the view
-/// and a note when the read is in doubt. Shared with the command line's
-/// `nudge read`, which renders it its own way.
-pub(crate) fn read(
-    nudges: &Nudges,
-    agent: &AgentId,
-) -> Result<(NudgeRead, Option<String>), Failure> {
-    NudgeRead::of(agent, nudges.read_and_mark(agent)?)
-}
+use crate::view::{NudgeAnswered, NudgeRead, NudgeSent, NudgeState, nudge_id};
 
 pub(crate) fn nudge_read(ctx: &Ctx) -> Outcome {
     let agent = &ctx.agent;
-    let (read, note) = read(&ctx.nudges(), agent)?;
+    let (read, note) = NudgeRead::of(agent, ctx.nudges().read_and_mark(agent)?)?;
     let text = match &read.nudge {
         None => format!("no nudge for {agent}\n"),
         Some(nudge) => {
