@@ -673,3 +673,97 @@ fn a_run_killed_mid_way_completes_on_the_rerun_without_duplicates() {
         .unwrap();
     assert_eq!(again.written(), 0);
 }
+
+/// Makes the server refuse every value and log record under `prefix`, as
+/// a disk full or a revoked grant would, until [`allow`] is called.
+fn refuse(sql: &mut postgres::Client, schema: &str, prefix: &str) {
+    sql.batch_execute(&format!(
+        "CREATE OR REPLACE FUNCTION {schema}.refuse() RETURNS trigger \
+         LANGUAGE plpgsql AS $$ BEGIN \
+           IF coalesce(to_jsonb(NEW)->>'dir', to_jsonb(NEW)->>'log') \
+              LIKE TG_ARGV[0] THEN RAISE EXCEPTION 'refused by the test'; END IF; \
+           RETURN NEW; END $$; \
+         CREATE TRIGGER refuse_entries BEFORE INSERT OR UPDATE \
+           ON {schema}.chipset_entries FOR EACH ROW \
+           EXECUTE FUNCTION {schema}.refuse('{prefix}%'); \
+         CREATE TRIGGER refuse_records BEFORE INSERT OR UPDATE \
+           ON {schema}.chipset_log_records FOR EACH ROW \
+           EXECUTE FUNCTION {schema}.refuse('{prefix}%');"
+    ))
+    .unwrap();
+}
+
+fn allow(sql: &mut postgres::Client, schema: &str) {
+    sql.batch_execute(&format!(
+        "DROP TRIGGER refuse_entries ON {schema}.chipset_entries; \
+         DROP TRIGGER refuse_records ON {schema}.chipset_log_records;"
+    ))
+    .unwrap();
+}
+
+#[test]
+fn a_write_refused_part_way_is_unfinished_and_the_rerun_finishes() {
+    let Some(server) =
+        pg::Server::fresh("a_write_refused_part_way_is_unfinished_and_the_rerun_finishes")
+    else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let (url, options) = (
+        server.url.clone(),
+        server.options(&tmp.path().join("local")),
+    );
+    let a = tmp.path().join("a");
+    populate(&a);
+    // Opening the door creates the schema's tables, empty.
+    drop(server.open(&tmp.path().join("local")));
+    let schema = server.schema.clone();
+    let mut sql = postgres::Client::connect(url.expose(), postgres::NoTls).unwrap();
+    let rows = |sql: &mut postgres::Client| -> i64 {
+        sql.query_one(
+            &format!(
+                "SELECT (SELECT count(*) FROM {schema}.chipset_entries) \
+                 + (SELECT count(*) FROM {schema}.chipset_log_records)"
+            ),
+            &[],
+        )
+        .unwrap()
+        .get(0)
+    };
+    let pg = Root::Server(url.clone());
+    let migrate = || {
+        Migration::new(dir(&a), pg.clone())
+            .server_options(options.clone())
+            .run()
+    };
+
+    // The first channel refused: nothing was written, so the error is the
+    // write's own, not an unfinished run.
+    refuse(&mut sql, &schema, "hooks");
+    let err = migrate().unwrap_err();
+    assert!(!matches!(err, MigrateError::Unfinished(_)), "{err:?}");
+    assert_eq!(rows(&mut sql), 0, "{err}");
+    allow(&mut sql, &schema);
+
+    // The bus refused after hooks, nudges, reminders and mail went in:
+    // the run says it stopped part way, and that its outcome is unknown.
+    refuse(&mut sql, &schema, "bus");
+    let err = migrate().unwrap_err();
+    assert!(matches!(err, MigrateError::Unfinished(_)), "{err:?}");
+    assert_eq!(err.kind(), ErrorKind::OutcomeUnknown);
+    assert!(err.to_string().contains("run it again"), "{err}");
+    let partial = rows(&mut sql);
+    assert!(partial > 0, "hooks, nudges and mail were written first");
+
+    // Once the server takes writes again, the same run finishes the copy
+    // without writing what is there twice.
+    allow(&mut sql, &schema);
+    let report = migrate().unwrap();
+    assert_verified(&report);
+    let channel = |name: &str| report.channels.iter().find(|c| c.channel == name).unwrap();
+    assert!(channel("hooks").present > 0 && channel("hooks").written == 0);
+    assert!(channel("bus").written > 0 && channel("bus").present == 0);
+    let on_server = Chipset::open_server(&url, &options).unwrap();
+    assert_eq!(observe(&Chipset::open(&a).unwrap()), observe(&on_server));
+    assert_eq!(migrate().unwrap().written(), 0);
+}
