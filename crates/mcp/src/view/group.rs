@@ -148,3 +148,54 @@ impl ListMembers {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list() -> Role {
+        "reviewers".parse().unwrap()
+    }
+
+    #[test]
+    fn members_read_after_the_change_are_listed_with_no_note() {
+        let mut members = Listing::default();
+        for a in ["ann", "bob"] {
+            members.items.push(a.parse().unwrap());
+        }
+        let (view, note) = ListMembers::of(&list(), 1, Ok(members));
+        assert_eq!(note, None);
+        assert!(view.unreadable.is_empty());
+        assert_eq!(
+            view.text(true),
+            "1 agent added to @reviewers; members: ann, bob\n"
+        );
+        assert_eq!(
+            view.text(false),
+            "1 agent removed from @reviewers; members: ann, bob\n"
+        );
+    }
+
+    /// The change is made: a failure to read the members after it is a
+    /// note and an unreadable entry, never an empty list said to be whole.
+    #[test]
+    fn members_that_cannot_be_read_after_the_change_are_a_note() {
+        let e = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        let failed =
+            chipset::directory::Error::Store(chipset_store::Error::io("list", "/state/agents", e));
+        let (view, note) = ListMembers::of(&list(), 2, Err(failed));
+        let note = note.expect("a note");
+        assert!(
+            note.starts_with("the members could not be read: "),
+            "{note}"
+        );
+        assert!(note.contains("/state/agents"), "{note}");
+        assert_eq!(view.changed, 2);
+        assert!(view.members.is_empty());
+        assert_eq!(view.unreadable.len(), 1, "{view:?}");
+        assert_eq!(
+            view.text(true),
+            "2 agents added to @reviewers; members: none readable\n"
+        );
+    }
+}
