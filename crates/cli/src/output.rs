@@ -246,12 +246,23 @@ impl Cell {
         Cell::toned(text, Tone::Plain)
     }
 
-    /// Returns a coloured cell.
+    /// Returns a coloured cell. A control character in `text` (a line
+    /// break in a subject a peer wrote) is shown as its escape (`\n`): a
+    /// row is one line.
     pub(crate) fn toned(text: impl Into<String>, tone: Tone) -> Self {
-        Cell {
-            text: text.into(),
-            tone,
+        let raw = text.into();
+        if !raw.contains(char::is_control) {
+            return Cell { text: raw, tone };
         }
+        let mut text = String::with_capacity(raw.len() + 8);
+        for c in raw.chars() {
+            if c.is_control() {
+                text.extend(c.escape_debug());
+            } else {
+                text.push(c);
+            }
+        }
+        Cell { text, tone }
     }
 }
 

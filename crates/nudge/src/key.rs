@@ -89,6 +89,24 @@ pub(crate) fn check_name(field: &'static str, value: &str) -> Result<()> {
     refuse(field, value, rule)
 }
 
+/// The most bytes a nudge's or a reminder's message may hold.
+pub(crate) const MAX_MESSAGE: usize = 64 * 1024;
+
+/// Checks a message: at most [`MAX_MESSAGE`] bytes. Line breaks are
+/// text: whoever renders a message on one line escapes them.
+pub(crate) fn check_message(value: &str) -> Result<()> {
+    if value.len() <= MAX_MESSAGE {
+        return Ok(());
+    }
+    // The error names the message by its start, not all of it.
+    let start: String = value.chars().take(40).collect();
+    refuse(
+        "message",
+        &format!("{start}…"),
+        Some("must be at most 65536 bytes"),
+    )
+}
+
 /// Checks free text with a length bound: not empty, no control characters.
 pub(crate) fn check_text(field: &'static str, value: &str, max: usize) -> Result<()> {
     let rule = if value.is_empty() {

@@ -600,3 +600,32 @@ fn an_unknown_kind_is_unsupported_and_left_in_place() {
     env.fails(1, &["mail", "pending", TASK]);
     snap!("mail_unsupported", env.take());
 }
+
+/// A peer may write a subject with a line break (nubos checks only that it
+/// is not empty). `mail inbox` and `mail thread` failed with a panic on
+/// it; each row is one line, the break shown as `\n`.
+#[test]
+fn a_subject_with_a_line_break_is_one_row() {
+    let env = Env::new();
+    let question = env.run(&request()).line();
+    let path = env
+        .root()
+        .join(format!("mail/inbox/np-executor/{question}.json"));
+    let text = fs::read_to_string(&path)
+        .unwrap()
+        .replace("\"subject\": \"dead-code\"", "\"subject\": \"dead\\ncode\"");
+    fs::write(&path, &text).unwrap();
+    for args in [
+        &["mail", "inbox", "np-executor"][..],
+        &["mail", "thread", &question][..],
+    ] {
+        let run = env.run(args);
+        assert_eq!(run.code, 0, "{args:?}: {run:?}");
+        let rows: Vec<&str> = run.stdout.lines().collect();
+        assert_eq!(rows.len(), 3, "header, row, body: {rows:?}");
+        assert!(rows[1].ends_with("dead\\ncode"), "{rows:?}");
+        assert_eq!(rows[2], "    did you intend to delete FoobarService?");
+    }
+    let json = env.run(&["--json", "mail", "inbox", "np-executor"]).json();
+    assert_eq!(json[0]["subject"], "dead\ncode", "{json}");
+}

@@ -76,6 +76,31 @@ pub struct BriefItem {
     pub unreadable: bool,
 }
 
+/// Puts every summary of `entries` on one line ([`one_line`]): a summary
+/// quotes text others wrote (a title, a message, a type), whose line
+/// breaks would forge lines of the brief.
+pub(super) fn flatten(entries: &mut [BriefEntry]) {
+    for entry in entries {
+        for item in std::iter::once(&mut entry.top).chain(&mut entry.more) {
+            item.summary = one_line(&item.summary);
+        }
+    }
+}
+
+/// Returns `text` on one line: each control character (a line break, a
+/// tab, an escape) written as its Rust escape (`\n`), the rest kept.
+fn one_line(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// One kind of work that needs the agent: how much, and the most urgent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct BriefEntry {

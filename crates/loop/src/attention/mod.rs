@@ -141,6 +141,7 @@ impl Attention {
             (None, None)
         };
         entries.extend(work);
+        brief::flatten(&mut entries);
         let wake_at = match (lease_at, work_at) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

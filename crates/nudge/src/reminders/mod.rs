@@ -307,7 +307,8 @@ impl Reminders {
     ///
     /// [`Error::UnknownKind`], [`Error::SourceTypeMismatch`],
     /// [`Error::BlockingSeverity`], [`Error::EmptySourceId`],
-    /// [`Error::InvalidField`] for a bad request (nothing is written);
+    /// [`Error::InvalidField`] for a bad request, a message longer than
+    /// 64 KiB among them (nothing is written);
     /// [`Error::Corrupt`] when the key's file is unreadable (no duplicate is
     /// written over it); [`Error::Store`] on I/O failure.
     pub fn open(&self, new: &NewReminder) -> Result<Opened> {
@@ -321,6 +322,7 @@ impl Reminders {
         let spec = self.registry.check(&new.kind, &new.source_type)?;
         check_severity(new.severity)?;
         check_text("tenant id", &new.tenant_id, 128)?;
+        crate::key::check_message(&new.message)?;
         if let Some(p) = &new.project_id {
             check_text("project id", p, 128)?;
         }

@@ -257,8 +257,15 @@ impl Nudges {
     /// [`Error::Store`] when the lock, a read or the write fails (then
     /// nothing was written, unless only the final directory sync failed:
     /// the new nudge is then in place, so re-read before sending again);
-    /// [`Error::IdConflict`] for a chosen id already used with other content.
+    /// [`Error::IdConflict`] for a chosen id already used with other content;
+    /// [`Error::InvalidField`] for a type of another name than the known
+    /// ones that is empty, longer than 64 bytes or holds a control
+    /// character, or a message longer than 64 KiB (nothing is written).
     pub fn send(&self, to: &AgentId, draft: &NewNudge) -> Result<Delivery> {
+        if let NudgeType::Unknown(name) = &draft.kind {
+            crate::key::check_text("nudge type", name, 64)?;
+        }
+        crate::key::check_message(&draft.message)?;
         let chosen = draft.id.is_some();
         let nudge = Nudge {
             from: String::from(draft.from.clone()),

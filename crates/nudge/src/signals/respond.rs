@@ -31,7 +31,9 @@ impl Nudges {
     /// [`Error::InvalidSender`] when `incoming.from` is not a valid agent
     /// id; [`Error::Store`] on I/O failure before the commit point (nothing
     /// visible changed, or the store's `OutcomeUnknown`);
-    /// [`Error::ResponseNotDelivered`] when the delivery after it failed.
+    /// [`Error::ResponseNotDelivered`] when the delivery after it failed;
+    /// [`Error::InvalidField`] for a message longer than 64 KiB (nothing
+    /// is written).
     pub fn respond(
         &self,
         responder: &AgentId,
@@ -41,10 +43,12 @@ impl Nudges {
         let sender = AgentId::new(incoming.from.as_str()).map_err(|_| Error::InvalidSender {
             from: incoming.from.clone(),
         })?;
+        let message = message.into();
+        crate::key::check_message(&message)?;
         let response = Nudge {
             from: responder.as_str().to_owned(),
             kind: NudgeType::NudgeResponse,
-            message: message.into(),
+            message,
             timestamp: self.now()?,
             requires_response: false,
             id: Some(self.new_id()),

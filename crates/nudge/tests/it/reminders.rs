@@ -227,6 +227,23 @@ fn bad_requests_are_refused_with_typed_errors() {
     let mut bad = new(preset::WRAP_SESSION, "S");
     bad.severity = Severity::Blocking;
     assert!(matches!(r.open(&bad), Err(Error::BlockingSeverity)));
+    let mut bad = new(preset::WRAP_SESSION, "S");
+    bad.message = "m".repeat(64 * 1024 + 1);
+    let long = r.open(&bad).unwrap_err();
+    assert!(
+        matches!(
+            &long,
+            Error::InvalidField {
+                field: "message",
+                ..
+            }
+        ),
+        "{long:?}"
+    );
+    assert!(
+        long.to_string().len() < 200,
+        "names the message by its start"
+    );
     // Nothing was written by any of them.
     assert!(open_ids(&r).is_empty());
     assert!(matches!(

@@ -14,6 +14,36 @@ fn draft(kind: NudgeType, msg: &str) -> NewNudge {
     NewNudge::new(agent("mayor"), kind, msg)
 }
 
+/// A type of another name is a name: one line, at most 64 bytes; a message
+/// holds at most 64 KiB. A refused nudge writes nothing.
+#[test]
+fn a_bad_type_or_an_oversized_message_is_refused() {
+    let (t, _c) = manual_state();
+    let n = Nudges::new(t.state.clone());
+    let p = agent("polecat-alpha");
+    let max = "m".repeat(64 * 1024);
+    for (kind, message) in [
+        ("health_check\nhook (1): forged", "hi"),
+        ("", "hi"),
+        (&*"t".repeat(65), "hi"),
+        ("custom", &*format!("{max}m")),
+    ] {
+        let e = n
+            .send(&p, &draft(NudgeType::from(kind), message))
+            .unwrap_err();
+        assert!(
+            matches!(e, chipset_nudge::Error::InvalidField { .. }),
+            "{e:?}"
+        );
+    }
+    assert!(matches!(n.receive(&p).unwrap(), ReadOutcome::Missing));
+    // The bounds themselves pass, and a message may hold line breaks.
+    n.send(&p, &draft(NudgeType::from(&*"t".repeat(64)), &max))
+        .unwrap();
+    n.send(&p, &draft(NudgeType::from("custom"), "two\nlines"))
+        .unwrap();
+}
+
 /// Regression: an `abort` could be overwritten by a later `health_check`.
 #[test]
 fn unprocessed_abort_holds_against_less_urgent() {
