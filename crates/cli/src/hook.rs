@@ -49,30 +49,36 @@ pub(crate) fn run(ctx: &Ctx, command: HookCommand) -> Result<Output> {
         }
         HookCommand::Clear {
             who,
-            reassign: false,
+            reassign,
             fence,
-        } => {
-            let agent = who.agent()?;
-            let held = held(&hooks, &agent, "clear", &fence)?;
-            let hook = hooks.clear(&held)?;
-            let text = format!("cleared {} from {agent}\n", held.work.bead_id);
-            Ok(Output::new(text, output::json(&hook)))
-        }
-        HookCommand::Clear {
-            who,
-            reassign: true,
-            fence,
-        } => {
-            let agent = who.agent()?;
-            let held = held(&hooks, &agent, "reassign", &fence)?;
-            let done = hooks.reassign(&held)?;
-            let text = format!(
-                "took {} ({}) away from {agent}\n",
-                done.taken.work.bead_id, done.was
-            );
-            Ok(Output::new(text, output::json(&Reassigned::from(done))))
-        }
+        } => clear(&hooks, &who.agent()?, reassign, &fence),
     }
+}
+
+/// `hook clear [--reassign]`. A retry naming the generation of work that
+/// is off the hook already succeeds, with the hook as it is.
+fn clear(hooks: &Hooks, agent: &AgentId, reassign: bool, fence: &HookFence) -> Result<Output> {
+    if let Some(hook) = CliError::cleared_already(hooks, agent, fence.generation)? {
+        let text = format!(
+            "the hook of {agent} is empty: generation {} is off it already\n",
+            hook.generation - 1
+        );
+        return Ok(Output::new(text, output::json(&hook)));
+    }
+    let op = if reassign { "reassign" } else { "clear" };
+    let held = held(hooks, agent, op, fence)?;
+    let unfinished = |e: chipset_hook::Error| CliError::from(e).finish_clear(op, &held);
+    if reassign {
+        let done = hooks.reassign(&held).map_err(unfinished)?;
+        let text = format!(
+            "took {} ({}) away from {agent}\n",
+            done.taken.work.bead_id, done.was
+        );
+        return Ok(Output::new(text, output::json(&Reassigned::from(done))));
+    }
+    let hook = hooks.clear(&held).map_err(unfinished)?;
+    let text = format!("cleared {} from {agent}\n", held.work.bead_id);
+    Ok(Output::new(text, output::json(&hook)))
 }
 
 /// Returns the assignment `agent`'s hook holds now for `op`, fenced on

@@ -140,6 +140,45 @@ impl Failure {
         ))
     }
 
+    /// Returns `agent`'s hook when it is empty right after the assignment
+    /// of `generation`, which a clear or reassign took off: a retry of it
+    /// has nothing left to do. `None` without a generation, else.
+    ///
+    /// # Errors
+    ///
+    /// A store failure; an unreadable hook is `None`, for [`Failure::held`].
+    pub fn cleared_already(
+        hooks: &chipset_hook::Hooks,
+        agent: &AgentId,
+        generation: Option<u64>,
+    ) -> Result<Option<chipset_hook::Hook>, Self> {
+        Ok(match (generation, hooks.read(agent)?) {
+            (Some(g), ReadOutcome::Value(h))
+                if h.state.status() == chipset_hook::HookStatus::Empty
+                    && g.checked_add(1) == Some(h.generation) =>
+            {
+                Some(h)
+            }
+            _ => None,
+        })
+    }
+
+    /// Returns this failure of `op` (`clear`, `reassign`) on `held`; when
+    /// its outcome is unknown, with how to finish it: naming the generation
+    /// ([`Failure::cleared_already`]), as the hook may be empty already.
+    #[must_use]
+    pub fn finish_clear(self, op: &str, held: &chipset_hook::Assignment) -> Self {
+        if self.kind != ErrorKind::OutcomeUnknown {
+            return self;
+        }
+        let (bead, generation) = (&held.work.bead_id, held.generation);
+        let finish = format!("run it again with `--bead {bead} --generation {generation}`");
+        Failure::new(
+            self.kind,
+            format!("{}; to finish the {op}, {finish}", self.message),
+        )
+    }
+
     /// Returns the assignment `agent`'s hook holds now, for `op` to act
     /// on: refused when the hook is empty, or when the caller named another
     /// bead or generation (`--bead`, `--generation`; `bead`, `generation`
@@ -393,6 +432,32 @@ from_classified!(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A clear whose outcome is unknown says how to finish it, and the
+    /// same clear naming the generation then finds the work off the hook.
+    #[test]
+    fn an_unknown_clear_says_how_to_finish_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let hooks = chipset_hook::Hooks::new(chipset_store::StateDir::open(tmp.path()).unwrap());
+        let agent = AgentId::new("a1").unwrap();
+        let bead = chipset_hook::BeadId::new("b0").unwrap();
+        let held = hooks.assign(&agent, bead, "T", None).unwrap();
+        let unknown = Failure::new(ErrorKind::OutcomeUnknown, "the outcome is unknown");
+        assert_eq!(
+            unknown.finish_clear("clear", &held).to_string(),
+            "the outcome is unknown; to finish the clear, run it again with \
+             `--bead b0 --generation 1`"
+        );
+        let refused = Failure::refused("no");
+        assert_eq!(refused.finish_clear("clear", &held).to_string(), "no");
+        let done = |g| Failure::cleared_already(&hooks, &agent, g).unwrap();
+        assert!(done(Some(1)).is_none(), "the work is still on the hook");
+        hooks.reassign(&held).unwrap();
+        assert_eq!(done(Some(1)).map(|h| h.generation), Some(2));
+        for g in [None, Some(0), Some(2)] {
+            assert!(done(g).is_none(), "{g:?}");
+        }
+    }
 
     #[test]
     fn invalid_ids_are_usage_errors_and_refusals_are_not() {

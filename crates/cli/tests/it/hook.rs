@@ -205,6 +205,46 @@ fn a_fenced_command_refuses_work_taken_away() {
     env.fails(2, &["hook", "complete", "f1", "--bead", "../b"]);
 }
 
+/// `hook clear` and `hook clear --reassign` again, naming the generation,
+/// succeed once that work is off the hook: how a clear whose outcome was
+/// unknown (exit 3, which says so) is finished. Without the generation,
+/// or naming another, the empty hook is refused; work assigned since is
+/// never taken for the retry.
+#[test]
+fn a_clear_again_naming_its_generation_finds_it_done() {
+    let env = Env::new();
+    let ok = |args: &[&str]| {
+        let run = env.run(args);
+        assert_eq!(run.code, 0, "{args:?}: {run:?}");
+        run
+    };
+    let fails = |args: &[&str]| assert_eq!(env.run(args).code, 1, "{args:?}");
+    ok(&["hook", "assign", "c1", "--bead", "b-1", "--title", "job"]);
+    ok(&["hook", "activate", "c1"]);
+    ok(&["hook", "complete", "c1"]);
+    let clear = ["hook", "clear", "c1", "--bead", "b-1", "--generation", "1"];
+    assert_eq!(ok(&clear).line(), "cleared b-1 from c1");
+    assert_eq!(
+        ok(&clear).line(),
+        "the hook of c1 is empty: generation 1 is off it already"
+    );
+    let doc = ok(&["--json", "hook", "clear", "c1", "--generation", "1"]).json();
+    assert_eq!(
+        (&doc["status"], &doc["generation"]),
+        (&"empty".into(), &2.into())
+    );
+    fails(&["hook", "clear", "c1"]);
+    fails(&["hook", "clear", "c1", "--generation", "0"]);
+    ok(&["hook", "assign", "c1", "--bead", "b-2", "--title", "job"]);
+    let reassign = ["hook", "clear", "c1", "--reassign", "--generation", "3"];
+    assert!(ok(&reassign).line().starts_with("took b-2"));
+    assert!(ok(&reassign).line().ends_with("off it already"));
+    ok(&["hook", "assign", "c1", "--bead", "b-3", "--title", "job"]);
+    fails(&reassign);
+    let show = ok(&["--json", "hook", "show", "c1"]).json();
+    assert_eq!(show["status"], "pending", "{show}");
+}
+
 /// A title that is empty, not one line or over 1,024 bytes is a usage
 /// error (exit 2) that assigns nothing, as `work post` refuses it.
 #[test]

@@ -100,17 +100,27 @@ pub(crate) fn hook_assign(ctx: &Ctx, p: HookAssign) -> Outcome {
 pub(crate) fn hook_clear(ctx: &Ctx, p: HookClear) -> Outcome {
     let to: AgentId = id(&p.to)?;
     let hooks = ctx.hooks();
-    if p.reassign.unwrap_or(false) {
-        let held = held(&hooks, &to, "reassign", p.bead.as_deref(), p.generation)?;
-        let done = hooks.reassign(&held)?;
+    // A retry naming the generation of work that is off the hook already.
+    if let Some(hook) = Failure::cleared_already(&hooks, &to, p.generation)? {
+        let text = format!(
+            "the hook of {to} is empty: generation {} is off it already\n",
+            hook.generation - 1
+        );
+        return Ok(Reply::new(text, Cleared::Cleared(hook)));
+    }
+    let reassign = p.reassign.unwrap_or(false);
+    let op = if reassign { "reassign" } else { "clear" };
+    let held = held(&hooks, &to, op, p.bead.as_deref(), p.generation)?;
+    let unfinished = |e: chipset_hook::Error| Failure::from(e).finish_clear(op, &held);
+    if reassign {
+        let done = hooks.reassign(&held).map_err(unfinished)?;
         let text = format!(
             "took {} ({}) away from {to}\n",
             done.taken.work.bead_id, done.was
         );
         Ok(Reply::new(text, Cleared::Reassigned(done.into())))
     } else {
-        let held = held(&hooks, &to, "clear", p.bead.as_deref(), p.generation)?;
-        let hook = hooks.clear(&held)?;
+        let hook = hooks.clear(&held).map_err(unfinished)?;
         Ok(Reply::new(
             format!("cleared {} from {to}\n", held.work.bead_id),
             Cleared::Cleared(hook),
