@@ -29,7 +29,8 @@ pub(crate) use self::remind::RemindCommand;
                   nudges, mail, events and reminders from a shell.\n\n\
                   Exit status: 0 on success; 2 for invalid arguments or ids; 1 for a refused \
                   operation or any other failure (one line on stderr says what and why; \
-                  nothing is changed), a failed write to stdout included; 3 when the outcome \
+                  nothing is changed), or a failed write to stdout (the line says the \
+                  command itself succeeded, with its short result); 3 when the outcome \
                   is unknown: the change was made but not known to be durable, and stderr \
                   names what was written (the id): retry with the same id, which is then a \
                   no-op success."

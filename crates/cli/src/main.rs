@@ -107,7 +107,8 @@
 //!   that does not exist, a corrupt file where a clean one is needed) or any
 //!   other failure; also `doctor` when problems remain unfixed, listings
 //!   that found unreadable files, and a failed write to stdout (the line on
-//!   stderr repeats a short result such as the new id, so it is not lost). A
+//!   stderr says the command itself succeeded and repeats a short result
+//!   such as the new ids, so they are not lost). A
 //!   closed pipe is not a failure: `chipset mail inbox a | head -1` and
 //!   `chipset completions bash | head -1` exit 0.
 //! - `3`: the outcome is unknown: the change was made (it may be visible)

@@ -102,7 +102,8 @@ impl Output {
     /// Prints the output (text or JSON) and returns the exit code.
     ///
     /// A failed write to stdout is a failure (exit 1, one line on stderr that
-    /// repeats a short result, such as a new id, so it is not lost), except a
+    /// says the command itself succeeded and repeats a short result, such as
+    /// the new ids, so they are not lost), except a
     /// closed pipe (`chipset mail inbox a | head -1`): the reader has what it
     /// wanted, so the command exits quietly with its own status.
     pub(crate) fn emit(self, json: bool) -> ExitCode {
@@ -133,9 +134,16 @@ impl Output {
         if let Err(e) = written
             && e.kind() != io::ErrorKind::BrokenPipe
         {
-            let shown = doc.trim();
-            let what = if shown.is_empty() || shown.len() > 200 || shown.contains('\n') {
-                String::new()
+            // Whatever the command did is done: say so, with what it
+            // printed when that is short (the new ids of a group send).
+            let shown: Vec<&str> = doc
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect();
+            let shown = shown.join("; ");
+            let what = if shown.is_empty() || shown.len() > 300 {
+                " (the command itself succeeded; its output is lost)".to_owned()
             } else {
                 format!(" (the command itself succeeded: {shown})")
             };

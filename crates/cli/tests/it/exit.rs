@@ -48,6 +48,52 @@ fn a_failed_write_to_stdout_is_a_failure_that_still_names_the_id() {
     );
 }
 
+/// A group send to a full stdout said nothing of the copies it delivered:
+/// the line on stderr says the command succeeded, with each copy's id.
+#[test]
+fn a_failed_write_after_a_group_send_names_every_copy() {
+    let env = Env::new();
+    for a in ["ann", "bob"] {
+        assert_eq!(env.run(&["agent", "register", a, "--role", "dev"]).code, 0);
+    }
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let send = [
+        "mail",
+        "send",
+        "--from",
+        "lead",
+        "--to",
+        "@dev",
+        "--kind",
+        "notify",
+        "--task",
+        "t5",
+        "--subject",
+        "s",
+        "--body",
+        "b",
+    ];
+    let out = env.command(&send).stdout(full).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("(the command itself succeeded: "),
+        "{stderr}"
+    );
+    for a in ["ann", "bob"] {
+        let inbox = env.run(&["--json", "mail", "inbox", a]).json();
+        let id = inbox[0]["id"].as_str().unwrap().to_owned();
+        assert!(
+            stderr.contains(&format!("{id} {a}")),
+            "{a}'s copy: {stderr}"
+        );
+    }
+}
+
 /// `chipset bus pending bob | head -1` exits quietly with 0.
 #[test]
 fn a_closed_pipe_after_a_listing_exits_quietly() {
