@@ -239,6 +239,11 @@ impl Bus {
             return self.seam_due_reminders(seam.as_ref(), agent, occasion);
         }
         let events = self.pending(agent)?.events;
+        // Nothing pending, nothing due: and no lock or state file made in
+        // the queue of an agent that may not exist (a mistyped name).
+        if events.is_empty() {
+            return Ok(Vec::new());
+        }
         let path = self.agent_dir(agent).join_static(NAG);
         let indices = self.state.update(&path, |cur: ReadOutcome<NagState>| {
             let state = match cur {

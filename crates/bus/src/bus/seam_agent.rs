@@ -193,6 +193,9 @@ impl Bus {
         occasion: Occasion,
     ) -> Result<Vec<Event>> {
         let events = self.seam_pending(seam, agent)?.events;
+        if events.is_empty() {
+            return Ok(Vec::new());
+        }
         let key = self.seam_key(agent, None, NAG)?;
         let indices = self.seam_swap(seam, &key, |cur: ReadOutcome<NagState>| {
             let state = match cur {

@@ -70,3 +70,18 @@ fn reminders_follow_priorities_and_survive_a_restart() {
         ["low"]
     );
 }
+
+/// Asking what is due for an agent with nothing pending writes nothing:
+/// `bus nag` of a mistyped name made a queue, and a phantom agent.
+#[test]
+fn nothing_pending_is_nothing_due_and_writes_nothing() {
+    let (t, _clock, bus) = manual();
+    for occasion in [Occasion::Pause, Occasion::Poll] {
+        assert!(
+            bus.due_reminders(&agent("ghost"), occasion)
+                .unwrap()
+                .is_empty()
+        );
+    }
+    assert!(!t.at("bus/ghost").exists());
+}
