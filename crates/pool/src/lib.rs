@@ -183,6 +183,7 @@
 
 #![forbid(unsafe_code)]
 
+mod claim;
 mod doctor;
 mod error;
 mod files;
