@@ -25,8 +25,16 @@ impl Pool {
         // meanwhile) is made again on a fresh one.
         let mut finished = None;
         for _ in 0..crate::server::ATTEMPTS {
-            if let Some(done) = self.claim_once(agent, &want, &mut finished)? {
-                return Ok(done);
+            match self.claim_once(agent, &want, &mut finished) {
+                Ok(Some(done)) => return Ok(done),
+                Ok(None) => {}
+                // A later try's refusal or failure comes after an earlier
+                // try cleared the claimer's finished item: not "nothing
+                // changed".
+                Err(e) => {
+                    let ids: Vec<ItemId> = finished.into_iter().collect();
+                    return Err(cut_short("claiming", &ids, !ids.is_empty(), e));
+                }
             }
         }
         // A try may have recorded the finished item before the others.

@@ -1,17 +1,20 @@
-//! The pool on PostgreSQL only (`CHIPSET_TEST_PG`): a claim cut at
-//! commit, items as rows, the server's clock and the doctor on a server.
+//! The pool on a server: on PostgreSQL only (`CHIPSET_TEST_PG`), a claim
+//! cut at commit, items as rows, the server's clock and the doctor on a
+//! server; on a directory answering as a server ([`AsServer`]), the tries
+//! of a claim that another claimer overtakes.
 
-use std::sync::Arc;
+use std::fmt;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use chipset_backend::{Dir, PgBackend};
-use chipset_pool::{NewItem, Pool, ReadyFilter, WorkState};
+use chipset_backend::testing::{Intercept, Op, Proxy};
+use chipset_backend::{Backend, Dir, PgBackend};
+use chipset_hook::{BeadId, Hooks};
+use chipset_pool::{Error, NewItem, Pool, ReadyFilter, WorkState};
 use chipset_store::{Classify, DoctorMode};
 use chipset_testkit::TempState;
 
-use chipset_backend::testing::Proxy;
-
-use crate::place::Place;
+use crate::place::{AsServer, Place};
 use crate::{agent, id, item};
 
 fn dir(text: &str) -> Dir {
@@ -165,4 +168,87 @@ fn the_doctor_on_a_server_clears_a_done_item_from_its_hook() {
         .unwrap()
         .unwrap();
     assert_eq!(next.entry.id, id("b"));
+}
+
+/// What a test stages on an [`AsServer`] pool: a step run before its next
+/// claim (another claimer committing between a claim's snapshot and its
+/// row lock).
+#[derive(Default)]
+struct Stage {
+    before_claim: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+impl fmt::Debug for Stage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Stage")
+    }
+}
+
+#[derive(Debug)]
+struct Staged(Arc<Stage>);
+
+impl Intercept for Staged {
+    fn before(&self, _inner: &dyn Backend, op: Op<'_>) -> chipset_backend::Result<()> {
+        if let Op::Claim = op {
+            let step = self.0.before_claim.lock().unwrap().take();
+            if let Some(step) = step {
+                step();
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A pool on a directory answering as a server, where `alice` completed
+/// `x` on her hook and `y` is ready.
+fn alice_finished_x_and_y_is_ready() -> (TempState, Arc<Stage>, Pool, Hooks) {
+    let t = TempState::new();
+    let stage = Arc::new(Stage::default());
+    let (pool, hooks) = AsServer::open(&t.state, Staged(Arc::clone(&stage)));
+    pool.post_many(&agent("lead"), &[item("x"), item("y")])
+        .unwrap();
+    let x = pool.claim(&agent("alice"), &id("x")).unwrap().assignment;
+    hooks.activate(&x).unwrap();
+    hooks.complete(&x).unwrap();
+    (t, stage, pool, hooks)
+}
+
+/// Bob's claim of `y` commits after the next claim's snapshot, before it
+/// takes `y`'s row: that claim's first try finds `y` taken.
+fn bob_takes_y_first(t: &TempState, stage: &Stage) {
+    let hooks = Hooks::new(t.state.clone());
+    *stage.before_claim.lock().unwrap() = Some(Box::new(move || {
+        let bob = agent("bob");
+        hooks
+            .assign(&bob, BeadId::new("y").unwrap(), "do y", Some(&bob))
+            .unwrap();
+    }));
+}
+
+/// `x` is recorded done and off alice's hook.
+fn x_retired(pool: &Pool, hooks: &Hooks) -> bool {
+    pool.get(&id("x")).unwrap().entry.done.is_some()
+        && hooks.current(&agent("alice")).unwrap().is_none()
+}
+
+/// Regression: a claim's first try on a server records the claimer's
+/// finished item done and clears its hook, then finds its candidate
+/// taken and tries again. The second try's refusal was returned as it
+/// was, a refusal that says nothing changed. It is an unknown outcome
+/// naming the finished item now.
+#[test]
+fn a_claim_refused_on_a_later_try_after_clearing_the_hook_is_unknown() {
+    let (t, stage, pool, hooks) = alice_finished_x_and_y_is_ready();
+    bob_takes_y_first(&t, &stage);
+    let e = pool.claim(&agent("alice"), &id("y")).unwrap_err();
+    assert!(e.is_outcome_unknown(), "{e}");
+    assert!(
+        matches!(&e, Error::OutcomeUnknown { ids, source, .. }
+            if *ids == [id("x")] && matches!(**source, Error::NotReady { .. })),
+        "{e:?}"
+    );
+    assert!(x_retired(&pool, &hooks), "what the error says happened");
+    // The retry changes nothing more, and says so.
+    let again = pool.claim(&agent("alice"), &id("y")).unwrap_err();
+    assert!(matches!(again, Error::NotReady { .. }), "{again}");
 }
