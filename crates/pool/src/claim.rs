@@ -49,8 +49,9 @@ impl Pool {
     }
 
     /// One try of a claim: `None` when a server's candidates were all
-    /// taken since the snapshot (try again). `finished` keeps the item a
-    /// try recorded done across tries.
+    /// taken since the snapshot (try again), `Some(None)` when nothing is
+    /// ready (decided before the claimer's finished item is cleared).
+    /// `finished` keeps the item a try recorded done across tries.
     fn claim_once(
         &self,
         agent: &AgentId,
@@ -92,7 +93,8 @@ impl Pool {
                     entry,
                     assignment: mine.assignment.clone(),
                     existing: true,
-                    finished: None,
+                    // Cleared by an earlier try on a server, if any.
+                    finished: finished.take(),
                 })));
             }
             if entry.done.is_none() {
@@ -141,6 +143,22 @@ impl Pool {
                 }
             }
         };
+        if candidates.is_empty() {
+            if let Some(id) = finished {
+                // An earlier try on a server cleared the finished item,
+                // then other claims took every candidate.
+                return Err(Error::FinishedNothingClaimed {
+                    agent: agent.clone(),
+                    finished: id.clone(),
+                });
+            }
+            // Nothing to claim: the claimer's hook stays as it is, its
+            // finished item cleared by the claim that takes work. The
+            // records change nothing a reader sees (a completed hook's
+            // item reads done already).
+            self.record(&table, &mut logged, &records)?;
+            return Ok(Some(None));
+        }
         // The records, then the finished item off the hook, then the
         // claim (its commit point). A failure after the first write is
         // an unknown outcome: the claim again returns the item it took,
@@ -158,11 +176,10 @@ impl Pool {
         if self.seam.is_some() {
             return self
                 .claim_first(agent, &candidates, finished)
+                .map(|claimed| claimed.map(Some))
                 .map_err(|e| cut_short("claiming", &ids, wrote, e));
         }
-        let Some(entry) = candidates.into_iter().next() else {
-            return Ok(Some(None));
-        };
+        let entry = candidates.into_iter().next().expect("a candidate");
         ids.insert(0, entry.id.clone());
         let assignment = self
             .hooks

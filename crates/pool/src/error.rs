@@ -116,10 +116,10 @@ pub enum Error {
     /// past its commit point: its change may have been made, in whole or
     /// in part (a post whose table's sync failed; a claim that recorded
     /// done items or cleared the claimer's finished one, then could not
-    /// assign; a release that recorded its reason, then could not empty
-    /// the hook; a done recorded whose hook was not cleared). Retry the
-    /// same request, a post with these ids
-    /// ([`NewItem::with_id`](crate::NewItem::with_id), its generated ids
+    /// assign or found nothing left to claim; a release that recorded
+    /// its reason, then could not empty the hook; a done recorded whose
+    /// hook was not cleared). Retry the same request, a post with these
+    /// ids ([`NewItem::with_id`](crate::NewItem::with_id), its generated ids
     /// included): the retry returns what the first attempt did, says
     /// `existing` when it had applied, and finishes what it left.
     #[error("{op} {} may have taken effect: {source}", join(ids))]
@@ -134,6 +134,22 @@ pub enum Error {
         /// What failed.
         #[source]
         source: Box<Error>,
+    },
+    /// A claim on a server recorded the claimer's finished item done and
+    /// cleared its hook, then found nothing left to claim: other claims
+    /// took every candidate meanwhile. It comes as the source of an
+    /// [`Error::OutcomeUnknown`] naming the finished item, which is done
+    /// (a claim that takes work reports it in
+    /// [`Claimed::finished`](crate::Claimed::finished)). Claiming again
+    /// is safe: the hook is free.
+    #[error(
+        "the claim recorded `{finished}` done and cleared it from the hook of `{agent}`, then found nothing left to claim: other claims took every ready item"
+    )]
+    FinishedNothingClaimed {
+        /// The claimer.
+        agent: AgentId,
+        /// The item it had finished.
+        finished: ItemId,
     },
     /// A hook could not be read or changed. A corrupt hook fails every
     /// claim: it might hold an item, and guessing could claim it twice.
@@ -178,7 +194,10 @@ impl Classify for Error {
             | Error::TableFull { .. } => ErrorKind::Refused,
             Error::Corrupt { .. } => ErrorKind::Corrupt,
             Error::Unsupported { .. } => ErrorKind::Unsupported,
-            Error::OutcomeUnknown { .. } => ErrorKind::OutcomeUnknown,
+            // A change was made that no result reports.
+            Error::OutcomeUnknown { .. } | Error::FinishedNothingClaimed { .. } => {
+                ErrorKind::OutcomeUnknown
+            }
             Error::Hook(e) => e.kind(),
             Error::Store(e) => e.kind(),
             Error::Backend(e) => e.kind(),

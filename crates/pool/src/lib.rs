@@ -73,7 +73,8 @@
 //! `complete`, from the library or `chipset hook`). A completed hook marks
 //! the item done at once for every reader; the table records it at the
 //! next claim by anyone, or at [`Pool::done`], and the claimer's own
-//! completed hook is cleared by its next claim. [`Pool::done`] finishes an
+//! completed hook is cleared by its next claim that takes an item (one
+//! that finds nothing ready leaves it). [`Pool::done`] finishes an
 //! item in one call from any hook state. [`Pool::release`] gives an item
 //! back with a reason; [`Pool::return_stalled`] does it for a witness that
 //! judged the holder stalled.

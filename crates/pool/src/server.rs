@@ -243,18 +243,15 @@ impl Pool {
     /// (`FOR UPDATE SKIP LOCKED`), the decision made inside the claim's
     /// transaction (the entry not done, no hook holding the item, the
     /// claimer's hook free) and the claimer's hook swapped in it.
-    /// `Some(None)` when there is no candidate; `None` when every one was
-    /// taken meanwhile (try again on a fresh snapshot).
+    /// `None` when every one was taken meanwhile (try again on a fresh
+    /// snapshot).
     pub(crate) fn claim_first(
         &self,
         agent: &AgentId,
         candidates: &[Entry],
         finished: &mut Option<ItemId>,
-    ) -> Result<Option<Option<Claimed>>> {
+    ) -> Result<Option<Claimed>> {
         let seam = self.seam.as_deref().expect("a claim on a server");
-        if candidates.is_empty() {
-            return Ok(Some(None));
-        }
         let names: Vec<String> = candidates
             .iter()
             .map(|e| format!("{}.json", e.id))
@@ -356,12 +353,12 @@ impl Pool {
             (Ok(Some(_)), None) => {
                 let (entry, assignment) = picked.expect("a claim decided on");
                 tracing::debug!(item = %entry.id, %agent, "work claimed");
-                Ok(Some(Some(Claimed {
+                Ok(Some(Claimed {
                     entry,
                     assignment,
                     existing: false,
                     finished: finished.take(),
-                })))
+                }))
             }
             (Ok(None), None) => Ok(None),
             // The claimer's hook changed between the decision's read and

@@ -490,10 +490,12 @@ impl Pool {
 
     /// Claims the most urgent, oldest ready item `filter` keeps for
     /// `agent`: puts it on `agent`'s hook (pending). `None` when nothing is
-    /// ready.
+    /// ready: `agent`'s hook is left as it is.
     ///
-    /// When `agent`'s hook holds a pool item it completed, the claim first
-    /// records that item done and clears the hook ([`Claimed::finished`]).
+    /// When `agent`'s hook holds a pool item it completed, a claim that
+    /// takes an item first records that one done and clears the hook
+    /// ([`Claimed::finished`]). With nothing ready the completed item stays
+    /// on the hook (it reads done, and the pool records it done).
     /// When it holds a pool item still pending or active, that item is
     /// returned with `existing` set and nothing changes: a retry after a
     /// failure returns the first claim.
@@ -502,8 +504,9 @@ impl Pool {
     /// separate claim record: an item is claimed exactly when a hook holds
     /// it, so a crash at any point leaves it on one hook or on none. The
     /// claim is decided before anything is written: a refused claim
-    /// changes nothing. Then come the done records of completed items,
-    /// the claimer's finished item off its hook, and the assignment.
+    /// changes nothing, and one that finds nothing ready writes only the
+    /// done records of completed items. Then come those records, the
+    /// claimer's finished item off its hook, and the assignment.
     ///
     /// # Errors
     ///
@@ -512,7 +515,11 @@ impl Pool {
     /// clear); [`Error::Hook`] when any hook is corrupt or unsupported;
     /// a corrupt or unsupported table; a store error;
     /// [`Error::OutcomeUnknown`] when a step failed after an earlier one
-    /// wrote, or the assignment's outcome is unknown (claim again).
+    /// wrote, or the assignment's outcome is unknown (claim again). On a
+    /// server, a claim that cleared the finished item and then, on a
+    /// fresh snapshot, was refused or failed, or found every candidate
+    /// taken ([`Error::FinishedNothingClaimed`] as the source), is
+    /// [`Error::OutcomeUnknown`] naming that item too.
     pub fn claim_next(&self, agent: &AgentId, filter: &ReadyFilter) -> Result<Option<Claimed>> {
         self.claim_inner(agent, Want::Next(filter))
     }

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use chipset_hook::HookStatus;
-use chipset_pool::{Error, NewItem, ReadyFilter, WorkState};
+use chipset_hook::{HookStatus, Hooks};
+use chipset_pool::{Error, NewItem, Pool, ReadyFilter, WorkState};
 use chipset_store::{Classify, ErrorKind, ReadOutcome};
 
 use chipset_backend::{Dir, Wake};
@@ -172,6 +172,42 @@ fn a_completed_hook_marks_the_item_done_and_the_next_claim_records_it(place: &Pl
         }
     );
     assert_eq!(a_now.entry.done.unwrap().by, alice);
+}
+
+fn a_claim_with_nothing_ready_leaves_the_finished_item_on_the_hook(place: &Place) {
+    let s = setup_on(place);
+    nothing_ready_keeps_the_finished_item(&s.pool, &s.hooks);
+}
+
+/// Regression: a claim with nothing ready cleared the claimer's finished
+/// item off its hook and answered "nothing ready", so `finished` was
+/// never reported. It decides first now: the hook keeps the completed
+/// item (recorded done), and the claim that takes work reports it.
+pub(crate) fn nothing_ready_keeps_the_finished_item(pool: &Pool, hooks: &Hooks) {
+    let (lead, alice) = (agent("lead"), agent("alice"));
+    pool.post(&lead, &item("a")).unwrap();
+    let a = pool.claim(&alice, &id("a")).unwrap().assignment;
+    hooks.activate(&a).unwrap();
+    hooks.complete(&a).unwrap();
+    assert!(
+        pool.claim_next(&alice, &ReadyFilter::new())
+            .unwrap()
+            .is_none()
+    );
+    let hook = hooks.read(&alice).unwrap().value().expect("alice's hook");
+    let state = &hook.state;
+    assert_eq!(state.status(), HookStatus::Completed, "{state:?}");
+    assert_eq!(state.work().unwrap().bead_id.as_str(), "a");
+    assert!(matches!(
+        pool.get(&id("a")).unwrap().state,
+        WorkState::Done { recorded: true, .. }
+    ));
+    pool.post(&lead, &item("b")).unwrap();
+    let b = pool
+        .claim_next(&alice, &ReadyFilter::new())
+        .unwrap()
+        .unwrap();
+    assert_eq!((b.entry.id, b.finished), (id("b"), Some(id("a"))));
 }
 
 fn another_agents_claim_records_a_completed_item_too(place: &Place) {
@@ -421,6 +457,7 @@ chipset_backend::both!(
     filters_keep_labels_and_the_role_or_no_role,
     a_claim_is_on_the_hook_and_nowhere_else,
     a_completed_hook_marks_the_item_done_and_the_next_claim_records_it,
+    a_claim_with_nothing_ready_leaves_the_finished_item_on_the_hook,
     another_agents_claim_records_a_completed_item_too,
     done_finishes_from_any_hook_state_and_is_retry_safe,
     release_returns_the_item_with_its_reason_once,

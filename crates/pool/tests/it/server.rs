@@ -252,3 +252,37 @@ fn a_claim_refused_on_a_later_try_after_clearing_the_hook_is_unknown() {
     let again = pool.claim(&agent("alice"), &id("y")).unwrap_err();
     assert!(matches!(again, Error::NotReady { .. }), "{again}");
 }
+
+/// Regression: the same race for `claim_next`, its later try finding
+/// nothing ready, answered "nothing ready" and dropped `finished`,
+/// though the claim had recorded `x` done and cleared alice's hook. It
+/// is an unknown outcome naming `x`, saying what happened.
+#[test]
+fn a_claim_next_that_cleared_the_hook_then_found_every_item_taken_says_so() {
+    let (t, stage, pool, hooks) = alice_finished_x_and_y_is_ready();
+    bob_takes_y_first(&t, &stage);
+    let e = pool
+        .claim_next(&agent("alice"), &ReadyFilter::new())
+        .unwrap_err();
+    assert!(e.is_outcome_unknown(), "{e}");
+    assert!(
+        matches!(&e, Error::OutcomeUnknown { ids, source, .. }
+            if *ids == [id("x")]
+                && matches!(&**source, Error::FinishedNothingClaimed { finished, .. }
+                    if *finished == id("x"))),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("recorded `x` done"), "{e}");
+    assert!(x_retired(&pool, &hooks), "what the error says happened");
+    let again = pool.claim_next(&agent("alice"), &ReadyFilter::new());
+    assert!(matches!(again, Ok(None)), "{again:?}");
+}
+
+/// With nothing ready from the start, a claim on a server decides so
+/// before it clears the claimer's finished item (as on a directory).
+#[test]
+fn a_claim_next_with_nothing_ready_leaves_the_hook_on_a_server() {
+    let t = TempState::new();
+    let (pool, hooks) = AsServer::open(&t.state, Staged(Arc::default()));
+    crate::lifecycle::nothing_ready_keeps_the_finished_item(&pool, &hooks);
+}
