@@ -88,7 +88,7 @@ impl Pool {
                     });
                 }
                 let entry = entry.clone();
-                self.record(&table, &mut logged, &records)?;
+                self.record("claiming", &table, &mut logged, &records)?;
                 return Ok(Some(Some(Claimed {
                     entry,
                     assignment: mine.assignment.clone(),
@@ -156,7 +156,7 @@ impl Pool {
             // finished item cleared by the claim that takes work. The
             // records change nothing a reader sees (a completed hook's
             // item reads done already).
-            self.record(&table, &mut logged, &records)?;
+            self.record("claiming", &table, &mut logged, &records)?;
             return Ok(Some(None));
         }
         // The records, then the finished item off the hook, then the
@@ -164,7 +164,7 @@ impl Pool {
         // an unknown outcome: the claim again returns the item it took,
         // or takes one.
         let wrote = !records.is_empty();
-        self.record(&table, &mut logged, &records)?;
+        self.record("claiming", &table, &mut logged, &records)?;
         if let Some((mine, id)) = retire {
             let _ = self
                 .retire(mine)

@@ -179,8 +179,13 @@ impl Pool {
     /// only sees claims, releases and dones. A crash between the table's
     /// rename and the log's emptying leaves records the table holds
     /// already; applying them again changes nothing.
+    ///
+    /// On a server each record is a swap of its own: `op` (`claiming`,
+    /// `releasing`, …) names the operation in the unknown outcome of a
+    /// failure after one committed.
     pub(crate) fn record(
         &self,
+        op: &'static str,
         table: &Table,
         logged: &mut usize,
         records: &[Record],
@@ -189,7 +194,7 @@ impl Pool {
             return Ok(());
         }
         if let Some(seam) = &self.seam {
-            return crate::server::record_rows(seam.as_ref(), records);
+            return crate::server::record_rows(seam.as_ref(), op, records);
         }
         if *logged + records.len() >= fold_at(table.items.len()) {
             match self.write_table(table) {

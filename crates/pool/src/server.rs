@@ -19,12 +19,12 @@ use std::time::Duration;
 use chipset_backend::{Backend, Claim, ClaimView, ClaimWrite, Dir, FsBackend, Key, Step, Wait};
 use chipset_hook::{Assignment, Hook};
 use chipset_store::{
-    AgentId, CorruptReason, Corruption, Defect, DoctorMode, Finding, ReadOutcome, Report, StateDir,
-    Unsupported,
+    AgentId, Classify, CorruptReason, Corruption, Defect, DoctorMode, Finding, ReadOutcome, Report,
+    StateDir, Unsupported,
 };
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, cut_short};
 use crate::format::{Entry, Item, POOL_FORMAT, Record, Table};
 use crate::id::ItemId;
 use crate::store::{Claimed, Pool, Posted, json};
@@ -151,28 +151,49 @@ pub(crate) fn row_bytes(key: &Key, entry: &Entry) -> Result<Vec<u8>> {
 /// with a compare-and-swap at the version read (read and applied again
 /// when another writer came first). Applying a record twice changes
 /// nothing, so a retry after an unknown outcome is safe.
-pub(crate) fn record_rows(seam: &dyn Backend, records: &[Record]) -> Result<()> {
-    const OP: &str = "record work";
+///
+/// A failure once a record was applied is [`Error::OutcomeUnknown`] of
+/// `op`, naming the items recorded (and the one whose swap's outcome is
+/// unknown).
+pub(crate) fn record_rows(seam: &dyn Backend, op: &'static str, records: &[Record]) -> Result<()> {
+    let mut recorded: Vec<ItemId> = Vec::new();
     for record in records {
-        let k = key(&entries_dir(), &format!("{}.json", record.id))?;
-        loop {
-            let Some(read) = seam.read(&k)? else {
-                break;
-            };
-            let before = parse_row(&k, &read.value, OP)?;
-            let mut after = before.clone();
-            record.apply(&mut after);
-            if after == before {
-                break;
-            }
-            match seam.replace(&k, read.version, &row_bytes(&k, &after)?) {
-                Ok(_) => break,
-                Err(chipset_backend::Error::Conflict { .. }) => {}
-                Err(e) => return Err(e.into()),
+        match record_row(seam, record) {
+            Ok(true) => recorded.push(record.id.clone()),
+            Ok(false) => {}
+            Err(e) => {
+                let wrote = !recorded.is_empty();
+                if e.is_outcome_unknown() {
+                    recorded.push(record.id.clone());
+                }
+                return Err(cut_short(op, &recorded, wrote, e));
             }
         }
     }
     Ok(())
+}
+
+/// Applies `record` to its entry's row; false when that changed nothing
+/// (applied already, or no such row).
+fn record_row(seam: &dyn Backend, record: &Record) -> Result<bool> {
+    const OP: &str = "record work";
+    let k = key(&entries_dir(), &format!("{}.json", record.id))?;
+    loop {
+        let Some(read) = seam.read(&k)? else {
+            return Ok(false);
+        };
+        let before = parse_row(&k, &read.value, OP)?;
+        let mut after = before.clone();
+        record.apply(&mut after);
+        if after == before {
+            return Ok(false);
+        }
+        match seam.replace(&k, read.version, &row_bytes(&k, &after)?) {
+            Ok(_) => return Ok(true),
+            Err(chipset_backend::Error::Conflict { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
 }
 
 /// Reads the item row `id`, as a directory's file would read.

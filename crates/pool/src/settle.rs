@@ -101,7 +101,7 @@ impl Pool {
                         released: None,
                         releases: None,
                     };
-                    self.record(&table, &mut logged, &[record])?;
+                    self.record("finishing", &table, &mut logged, &[record])?;
                 }
                 // Past the commit point (unless a retry): a failure to
                 // clear the hook is an unknown outcome; `done` again
@@ -191,7 +191,7 @@ impl Pool {
                 releases: Some(table.items[n].releases + 1),
             };
             record.apply(&mut table.items[n]);
-            self.record(&table, &mut logged, std::slice::from_ref(&record))?;
+            self.record(op, &table, &mut logged, std::slice::from_ref(&record))?;
         }
         // Once this try recorded the release, a failure to empty the hook
         // is an unknown outcome: the same request again empties it

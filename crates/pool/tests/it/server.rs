@@ -1,9 +1,11 @@
 //! The pool on a server: on PostgreSQL only (`CHIPSET_TEST_PG`), a claim
 //! cut at commit, items as rows, the server's clock and the doctor on a
 //! server; on a directory answering as a server ([`AsServer`]), the tries
-//! of a claim that another claimer overtakes.
+//! of a claim that another claimer overtakes, and a swap of a record that
+//! fails.
 
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -172,10 +174,11 @@ fn the_doctor_on_a_server_clears_a_done_item_from_its_hook() {
 
 /// What a test stages on an [`AsServer`] pool: a step run before its next
 /// claim (another claimer committing between a claim's snapshot and its
-/// row lock).
+/// row lock), and a failure of the n-th swap of an entry row from now.
 #[derive(Default)]
 struct Stage {
     before_claim: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    fail_swap: AtomicUsize,
 }
 
 impl fmt::Debug for Stage {
@@ -189,11 +192,27 @@ struct Staged(Arc<Stage>);
 
 impl Intercept for Staged {
     fn before(&self, _inner: &dyn Backend, op: Op<'_>) -> chipset_backend::Result<()> {
-        if let Op::Claim = op {
-            let step = self.0.before_claim.lock().unwrap().take();
-            if let Some(step) = step {
-                step();
+        match op {
+            Op::Claim => {
+                let step = self.0.before_claim.lock().unwrap().take();
+                if let Some(step) = step {
+                    step();
+                }
             }
+            Op::Replace(key) if key.to_string().starts_with("pool/entries/") => {
+                let n = self.0.fail_swap.load(Ordering::SeqCst);
+                if n > 0 {
+                    self.0.fail_swap.store(n - 1, Ordering::SeqCst);
+                }
+                if n == 1 {
+                    return Err(chipset_backend::Error::Server {
+                        op: "replace",
+                        key: key.to_string(),
+                        source: "the staged failure".into(),
+                    });
+                }
+            }
+            _ => {}
         }
         Ok(())
     }
@@ -285,4 +304,41 @@ fn a_claim_next_with_nothing_ready_leaves_the_hook_on_a_server() {
     let t = TempState::new();
     let (pool, hooks) = AsServer::open(&t.state, Staged(Arc::default()));
     crate::lifecycle::nothing_ready_keeps_the_finished_item(&pool, &hooks);
+}
+
+/// Regression: a claim records each completed hook's item done with a
+/// swap of its entry row; a failure after the first swap committed was
+/// a plain error. It is an unknown outcome naming what was recorded,
+/// and the retry records the rest.
+#[test]
+fn a_claim_whose_records_fail_after_the_first_swap_is_unknown() {
+    let t = TempState::new();
+    let stage = Arc::new(Stage::default());
+    let (pool, hooks) = AsServer::open(&t.state, Staged(Arc::clone(&stage)));
+    pool.post_many(&agent("lead"), &[item("a"), item("b"), item("c")])
+        .unwrap();
+    let a = pool.claim(&agent("alice"), &id("a")).unwrap().assignment;
+    let b = pool.claim(&agent("bob"), &id("b")).unwrap().assignment;
+    for held in [a, b] {
+        hooks.activate(&held).unwrap();
+        hooks.complete(&held).unwrap();
+    }
+    stage.fail_swap.store(2, Ordering::SeqCst);
+    let carol = agent("carol");
+    let e = pool.claim_next(&carol, &ReadyFilter::new()).unwrap_err();
+    assert!(e.is_outcome_unknown(), "{e}");
+    assert!(
+        matches!(&e, Error::OutcomeUnknown { ids, .. } if *ids == [id("a")]),
+        "{e:?}"
+    );
+    assert!(pool.get(&id("a")).unwrap().entry.done.is_some());
+    assert!(pool.get(&id("b")).unwrap().entry.done.is_none());
+    let c = pool
+        .claim_next(&carol, &ReadyFilter::new())
+        .unwrap()
+        .unwrap();
+    assert_eq!(c.entry.id, id("c"));
+    assert!(pool.get(&id("b")).unwrap().entry.done.is_some());
+    let held = hooks.current(&carol).unwrap().unwrap();
+    assert_eq!(held.work.bead_id.as_str(), "c");
 }
