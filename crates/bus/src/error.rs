@@ -82,6 +82,26 @@ pub enum Error {
         #[source]
         source: Box<Error>,
     },
+    /// A batch ([`Bus::publish_batch`](crate::Bus::publish_batch)) failed
+    /// with some of its events published, or maybe published (those of a
+    /// step whose outcome is unknown): they stay. The same batch again
+    /// without chosen ids would publish them twice: publish it again with
+    /// ids ([`NewEvent::with_id`](crate::NewEvent::with_id)), these for
+    /// the events listed, and their first deliveries are returned as they
+    /// are; or publish only the events not listed.
+    #[error("{} published to `{agent}`, then: {source}", listed(published))]
+    BatchPartlyPublished {
+        /// The recipient.
+        agent: AgentId,
+        /// The events of the batch in the queue when it failed, or that
+        /// may be, in batch order: each one's position in the batch and
+        /// its id. Published by this call, or for a chosen id by an
+        /// earlier one.
+        published: Vec<(usize, EventId)>,
+        /// Why the batch stopped.
+        #[source]
+        source: Box<Error>,
+    },
     /// An I/O operation the bus does itself (removing a pruned file) failed.
     #[error("failed to {op} `{path}`")]
     Io {
@@ -93,6 +113,15 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+}
+
+/// "event `a` of the batch was", or "events `a`, `b` of the batch were".
+fn listed(published: &[(usize, EventId)]) -> String {
+    let ids: Vec<String> = published.iter().map(|(_, id)| format!("`{id}`")).collect();
+    match ids.len() {
+        1 => format!("event {} of the batch was", ids[0]),
+        _ => format!("events {} of the batch were", ids.join(", ")),
+    }
 }
 
 impl Error {
@@ -107,16 +136,16 @@ impl Error {
 
 impl Classify for Error {
     /// Classifies the failure. Only an unknown outcome may have taken
-    /// effect ([`Error::OutcomeUnknown`], [`Error::PartlyPublished`], or
-    /// the store's or the backend's).
+    /// effect ([`Error::OutcomeUnknown`], [`Error::PartlyPublished`],
+    /// [`Error::BatchPartlyPublished`], or the store's or the backend's).
     fn kind(&self) -> ErrorKind {
         match self {
             Error::InvalidField { .. } => ErrorKind::Invalid,
             Error::UnknownEvent { .. } => ErrorKind::NotFound,
             Error::IdConflict { .. } => ErrorKind::Refused,
-            Error::OutcomeUnknown { .. } | Error::PartlyPublished { .. } => {
-                ErrorKind::OutcomeUnknown
-            }
+            Error::OutcomeUnknown { .. }
+            | Error::PartlyPublished { .. }
+            | Error::BatchPartlyPublished { .. } => ErrorKind::OutcomeUnknown,
             Error::Io { .. } => ErrorKind::Io,
             Error::Store(e) => e.kind(),
             Error::Backend(e) => e.kind(),
@@ -153,5 +182,17 @@ mod tests {
         assert!(partly.is_outcome_unknown());
         // The store's own unknown outcome is one too, though it names no event.
         assert!(Error::Store(unknown()).is_outcome_unknown());
+        let batch = Error::BatchPartlyPublished {
+            agent: AgentId::new("a").unwrap(),
+            published: vec![(0, id.clone()), (2, id.clone())],
+            source: Box::new(Error::Store(unknown())),
+        };
+        assert!(batch.is_outcome_unknown());
+        assert!(
+            batch.to_string().starts_with(&format!(
+                "events `{id}`, `{id}` of the batch were published to `a`, then: "
+            )),
+            "{batch}"
+        );
     }
 }

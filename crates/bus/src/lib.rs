@@ -179,7 +179,9 @@
 //! with other content is [`Error::IdConflict`]. Acknowledging again
 //! returns false. A publish to several recipients that failed
 //! after some copies is [`Error::PartlyPublished`]; the retry publishes the
-//! rest. A failed keyed publish may leave the key's `dedup/` directory,
+//! rest. A batch that failed with some of its events published is
+//! [`Error::BatchPartlyPublished`], naming them: the retry gives their ids.
+//! A failed keyed publish may leave the key's `dedup/` directory,
 //! holding only its lock file (lock files are never removed).
 //!
 //! # On a server

@@ -1,6 +1,8 @@
 //! Publishing: one event, a batch, to a queue by name, with de-duplication
 //! and the idempotent retry of a caller-chosen id.
 
+use chipset_store::Classify;
+
 use super::*;
 
 impl Bus {
@@ -125,20 +127,43 @@ impl Bus {
     /// # Errors
     ///
     /// As [`Bus::publish`]. A bad event refuses the batch before anything is
-    /// written; a failure after some events were published is
-    /// [`Error::OutcomeUnknown`] (with the first new event's id): retry with
-    /// the same ids.
+    /// written. A failure once events of the batch are in the queue, or
+    /// may be (the events without a key are published first, then the
+    /// keyed ones), is [`Error::BatchPartlyPublished`], naming each one's
+    /// position and id: publish the batch again with ids
+    /// ([`NewEvent::with_id`]), these for those events, and only the rest
+    /// is published. Its source says what failed: an
+    /// [`Error::OutcomeUnknown`] when a step's outcome is unknown.
     pub fn publish_batch(&self, agent: &AgentId, events: &[NewEvent]) -> Result<Vec<Published>> {
         let clock = self.state.clock().as_ref();
         let built: Vec<Event> = events
             .iter()
             .map(|e| e.build(clock))
             .collect::<Result<_>>()?;
-        if let Some(seam) = &self.seam {
+        let ids: Vec<EventId> = built.iter().map(|b| b.id.clone()).collect();
+        let mut batch = Batch {
+            out: vec![None; events.len()],
+            trying: Vec::new(),
+        };
+        let done = match &self.seam {
             // On a server the events without a key are one transaction.
-            return self.seam_publish_batch(seam.as_ref(), agent, events, built);
+            Some(seam) => self.seam_publish_batch(seam.as_ref(), agent, events, built, &mut batch),
+            None => self.dir_publish_batch(agent, events, built, &mut batch),
+        };
+        match done {
+            Ok(()) => Ok(batch.out.into_iter().flatten().collect()),
+            Err(e) => Err(batch.cut(agent, &ids, e)),
         }
-        let mut out: Vec<Option<Published>> = vec![None; events.len()];
+    }
+
+    /// [`Bus::publish_batch`] on a directory, each outcome put in `batch`.
+    fn dir_publish_batch(
+        &self,
+        agent: &AgentId,
+        events: &[NewEvent],
+        built: Vec<Event>,
+        batch: &mut Batch,
+    ) -> Result<()> {
         let mut fresh: Vec<usize> = Vec::new();
         for (i, (event, b)) in events.iter().zip(&built).enumerate() {
             if event.key().is_some() {
@@ -147,7 +172,7 @@ impl Bus {
             if event.chosen_id().is_some()
                 && let Some(first) = self.find_published(agent, b)?
             {
-                out[i] = Some(Published::Delivered(first));
+                batch.out[i] = Some(Published::Delivered(first));
                 continue;
             }
             fresh.push(i);
@@ -166,6 +191,7 @@ impl Bus {
             items.push((path, bytes));
         }
         if !items.is_empty() {
+            batch.trying.clone_from(&fresh);
             let outcomes = self.state.create_new_batch(&items).map_err(|e| match e {
                 source @ chipset_store::Error::OutcomeUnknown { .. } => Error::OutcomeUnknown {
                     id: built[fresh[0]].id.clone(),
@@ -173,31 +199,36 @@ impl Bus {
                 },
                 e => e.into(),
             })?;
+            batch.trying.clear();
+            // Every new one first: a failure below names them.
+            let mut taken = Vec::new();
             for (k, (&i, outcome)) in fresh.iter().zip(outcomes).enumerate() {
-                out[i] = Some(match outcome {
-                    chipset_store::Created::New => Published::Delivered(built[i].clone()),
-                    // Only a chosen id can collide: a concurrent publish of it.
-                    chipset_store::Created::AlreadyExists => {
-                        match self.find_published(agent, &built[i])? {
-                            Some(first) => Published::Delivered(first),
-                            None => {
-                                return Err(Error::IdConflict {
-                                    agent: agent.clone(),
-                                    id: built[i].id.clone(),
-                                    path: items[k].0.clone().into_path_buf(),
-                                });
-                            }
-                        }
+                match outcome {
+                    chipset_store::Created::New => {
+                        batch.out[i] = Some(Published::Delivered(built[i].clone()));
                     }
-                });
+                    chipset_store::Created::AlreadyExists => taken.push((k, i)),
+                }
+            }
+            // Only a chosen id can collide: a concurrent publish of it.
+            for (k, i) in taken {
+                let Some(first) = self.find_published(agent, &built[i])? else {
+                    return Err(Error::IdConflict {
+                        agent: agent.clone(),
+                        id: built[i].id.clone(),
+                        path: items[k].0.clone().into_path_buf(),
+                    });
+                };
+                batch.out[i] = Some(Published::Delivered(first));
             }
         }
         for (i, (event, b)) in events.iter().zip(built).enumerate() {
             if event.key().is_some() {
-                out[i] = Some(self.publish_built(agent, event, b)?);
+                batch.trying = vec![i];
+                batch.out[i] = Some(self.publish_built(agent, event, b)?);
             }
         }
-        Ok(out.into_iter().flatten().collect())
+        Ok(())
     }
 
     fn publish_built(&self, agent: &AgentId, event: &NewEvent, built: Event) -> Result<Published> {
@@ -352,5 +383,43 @@ impl Bus {
             }
         }
         Ok(None)
+    }
+}
+
+/// What a batch did so far: each event's outcome once known, and the
+/// events of the step under way (a failure whose outcome is unknown may
+/// have published them).
+pub(crate) struct Batch {
+    pub(crate) out: Vec<Option<Published>>,
+    pub(crate) trying: Vec<usize>,
+}
+
+impl Batch {
+    /// `e`, or when events of the batch are in the queue or may be,
+    /// [`Error::BatchPartlyPublished`] naming them (`ids`: every event's
+    /// id): a retry without their ids would publish them twice.
+    fn cut(self, agent: &AgentId, ids: &[EventId], e: Error) -> Error {
+        let maybe = if e.is_outcome_unknown() {
+            self.trying
+        } else {
+            Vec::new()
+        };
+        let published: Vec<(usize, EventId)> = self
+            .out
+            .iter()
+            .enumerate()
+            .filter(|(i, p)| {
+                p.as_ref().is_some_and(|p| p.delivered().is_some()) || maybe.contains(i)
+            })
+            .map(|(i, _)| (i, ids[i].clone()))
+            .collect();
+        if published.is_empty() {
+            return e;
+        }
+        Error::BatchPartlyPublished {
+            agent: agent.clone(),
+            published,
+            source: Box::new(e),
+        }
     }
 }

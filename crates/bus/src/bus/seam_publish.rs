@@ -8,6 +8,7 @@
 use chipset_backend::{Backend, Created, Step};
 use chipset_store::Classify;
 
+use super::publish::Batch;
 use super::seam::{key_path, seam_error};
 use super::*;
 
@@ -163,16 +164,16 @@ impl Bus {
     /// [`Bus::publish_batch`] on the seam: the events without a key that
     /// are not already published are created in one transaction (one
     /// commit, all or none); the keyed ones follow, one by one, as
-    /// [`Bus::publish`] judges them.
+    /// [`Bus::publish`] judges them. Each outcome is put in `batch`.
     pub(crate) fn seam_publish_batch(
         &self,
         seam: &dyn Backend,
         agent: &AgentId,
         events: &[NewEvent],
         built: Vec<Event>,
-    ) -> Result<Vec<Published>> {
+        batch: &mut Batch,
+    ) -> Result<()> {
         let now = self.seam_now(seam)?;
-        let mut out: Vec<Option<Published>> = vec![None; events.len()];
         let mut fresh: Vec<(usize, Event, chipset_backend::Key, Vec<u8>)> = Vec::new();
         for (i, (event, b)) in events.iter().zip(&built).enumerate() {
             if event.key().is_some() {
@@ -181,7 +182,7 @@ impl Bus {
             if event.chosen_id().is_some()
                 && let Some(first) = self.seam_find_published(seam, agent, b)?
             {
-                out[i] = Some(Published::Delivered(first));
+                batch.out[i] = Some(Published::Delivered(first));
                 continue;
             }
             let mut b = b.clone();
@@ -195,18 +196,20 @@ impl Bus {
                 .iter()
                 .map(|(_, _, key, value)| Step::Create { key, value })
                 .collect();
+            batch.trying = fresh.iter().map(|(i, ..)| *i).collect();
             match seam.transact(&steps) {
                 Ok(_) => {
                     for (i, b, _, _) in &fresh {
-                        out[*i] = Some(Published::Delivered(b.clone()));
+                        batch.out[*i] = Some(Published::Delivered(b.clone()));
                     }
                 }
                 // A chosen id published meanwhile: nothing was applied;
                 // each is published on its own, the taken one recognised.
                 Err(chipset_backend::Error::Exists { .. }) => {
                     for (i, b, _, _) in &fresh {
+                        batch.trying = vec![*i];
                         let first = self.seam_create_event(seam, agent, b.clone())?;
-                        out[*i] = Some(Published::Delivered(first));
+                        batch.out[*i] = Some(Published::Delivered(first));
                     }
                 }
                 Err(e) if e.is_outcome_unknown() => {
@@ -217,13 +220,15 @@ impl Bus {
                 }
                 Err(e) => return Err(seam_error(e)),
             }
+            batch.trying.clear();
         }
         for (i, (event, b)) in events.iter().zip(built).enumerate() {
             if event.key().is_some() {
-                out[i] = Some(self.seam_publish_built(seam, agent, event, b)?);
+                batch.trying = vec![i];
+                batch.out[i] = Some(self.seam_publish_built(seam, agent, event, b)?);
             }
         }
-        Ok(out.into_iter().flatten().collect())
+        Ok(())
     }
 
     /// The bytes of `built` as its file holds them.

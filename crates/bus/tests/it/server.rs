@@ -4,13 +4,13 @@
 //! server's notifications. Each runs when `CHIPSET_TEST_PG` names a server
 //! (the de-duplication race on a directory too, from the same body).
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use chipset_backend::testing::{Intercept, Intercepted, Op, Proxy};
-use chipset_backend::{Backend, Dir, Key, PgBackend};
+use chipset_backend::{Backend, Dir, FsBackend, Key, PgBackend};
 use chipset_bus::{Bus, BusConfig, Error, EventId, NewEvent, Published};
 use chipset_store::{Classify, Clock, SystemClock, Timestamp};
 use chipset_testkit::TempState;
@@ -376,6 +376,77 @@ fn batch_and_its_retry(place: &Place) {
 #[test]
 fn a_batch_is_delivered_once_and_its_retry_adds_nothing() {
     batch_and_its_retry(&Place::fs());
+}
+
+/// Refuses every lock while armed, as a server refusing statements.
+#[derive(Debug)]
+struct RefuseLocks(AtomicBool);
+
+impl Intercept for RefuseLocks {
+    fn before(&self, _inner: &dyn Backend, op: Op<'_>) -> chipset_backend::Result<()> {
+        match op {
+            Op::Lock(key) if self.0.load(Ordering::SeqCst) => Err(chipset_backend::Error::Server {
+                op: "lock",
+                key: key.to_string(),
+                source: "refused".into(),
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Regression: on the seam the events without a key are one
+/// transaction, then each keyed event takes its key's lock. A keyed
+/// event failing there returned a plain error with the others
+/// published. It names them now, and the batch again with their ids
+/// delivers each event once.
+fn a_batch_cut_at_its_keyed_event_names_what_it_published(place: &Place) {
+    let t = TempState::new();
+    let inner = place
+        .seam()
+        .unwrap_or_else(|| Arc::new(FsBackend::new(t.state.clone())));
+    let refuse = Arc::new(Intercepted {
+        inner,
+        by: RefuseLocks(AtomicBool::new(true)),
+    });
+    let bus = Bus::with_backend(t.state.clone(), BusConfig::default(), refuse.clone());
+    let hub = agent("hub");
+    let mut batch = vec![
+        NewEvent::new("batcher", "tick"),
+        NewEvent::new("batcher", "mention").dedup_key("batch#2"),
+    ];
+    let e = bus.publish_batch(&hub, &batch).unwrap_err();
+    assert!(e.is_outcome_unknown(), "{e}");
+    let Error::BatchPartlyPublished { published, .. } = &e else {
+        panic!("{e:?}");
+    };
+    let pending = bus.pending(&hub).unwrap().events;
+    assert_eq!(pending.len(), 1);
+    assert_eq!(*published, [(0, pending[0].id.clone())]);
+    refuse.by.0.store(false, Ordering::SeqCst);
+    batch[0] = batch[0].clone().with_id(published[0].1.clone());
+    bus.publish_batch(&hub, &batch).unwrap();
+    let kinds: Vec<String> = bus
+        .pending(&hub)
+        .unwrap()
+        .events
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
+    assert_eq!(kinds, ["tick", "mention"]);
+}
+
+#[test]
+fn a_batch_cut_at_its_keyed_event_names_what_it_published_on_the_seam() {
+    a_batch_cut_at_its_keyed_event_names_what_it_published(&Place::fs());
+}
+
+#[test]
+fn a_batch_cut_at_its_keyed_event_names_what_it_published_on_postgres() {
+    let test = "a_batch_cut_at_its_keyed_event_names_what_it_published_on_postgres";
+    if let Some(place) = Place::pg(test) {
+        a_batch_cut_at_its_keyed_event_names_what_it_published(&place);
+    }
 }
 
 #[test]
