@@ -216,6 +216,11 @@ impl Hooks {
     /// work pool's claim on a server swaps the hook in the claim's
     /// transaction, at the version it read.
     ///
+    /// `clearing` is completed work the hook may hold: when it does, the
+    /// work is cleared in the same write ([`Hooks::clear`] then
+    /// [`Hooks::assign`], the generation two on), so that the claim which
+    /// takes the next work is the one that takes the last off the hook.
+    ///
     /// # Errors
     ///
     /// As [`Hooks::assign`]: [`Error::InvalidTitle`],
@@ -225,6 +230,7 @@ impl Hooks {
         &self,
         agent: &AgentId,
         current: Option<&[u8]>,
+        clearing: Option<&Assignment>,
         work: (BeadId, String),
         by: Option<&AgentId>,
         now: Timestamp,
@@ -250,9 +256,15 @@ impl Hooks {
                 });
             }
         };
+        let actor = Actor::Dispatcher(by.cloned());
+        let hook = match clearing {
+            Some(done) if done.matches(&hook) && hook.state.status() == HookStatus::Completed => {
+                transition(&hook, &HookEvent::Clear(done.clone()), &actor, now)?
+            }
+            _ => hook,
+        };
         let (bead_id, title) = work;
         let event = HookEvent::Assign { bead_id, title };
-        let actor = Actor::Dispatcher(by.cloned());
         let after = match transition(&hook, &event, &actor, now) {
             Ok(after) => after,
             Err(

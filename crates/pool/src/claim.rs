@@ -145,8 +145,9 @@ impl Pool {
         };
         if candidates.is_empty() {
             if let Some(id) = finished {
-                // An earlier try on a server cleared the finished item,
-                // then other claims took every candidate.
+                // An earlier try on a server cleared the finished item (one
+                // whose hook was not completed), then other claims took
+                // every candidate.
                 return Err(Error::FinishedNothingClaimed {
                     agent: agent.clone(),
                     finished: id.clone(),
@@ -165,17 +166,26 @@ impl Pool {
         // or takes one.
         let wrote = !records.is_empty();
         self.record("claiming", &table, &mut logged, &records)?;
+        let mut clearing = None;
         if let Some((mine, id)) = retire {
-            let _ = self
-                .retire(mine)
-                .map_err(|e| cut_short("claiming", std::slice::from_ref(&id), wrote, e))?;
-            *finished = Some(id);
+            if self.seam.is_some() && mine.status == HookStatus::Completed {
+                // On a server the claim's own swap of the hook takes the
+                // finished item off it: a claim that finds every
+                // candidate taken meanwhile has changed nothing.
+                clearing = Some((mine.assignment.clone(), id));
+            } else {
+                let _ = self
+                    .retire(mine)
+                    .map_err(|e| cut_short("claiming", std::slice::from_ref(&id), wrote, e))?;
+                *finished = Some(id);
+            }
         }
         let wrote = wrote || finished.is_some();
         let mut ids: Vec<ItemId> = finished.iter().cloned().collect();
         if self.seam.is_some() {
+            let clearing = clearing.as_ref().map(|(a, id)| (a, id));
             return self
-                .claim_first(agent, &candidates, finished)
+                .claim_first(agent, &candidates, finished, clearing)
                 .map(|claimed| claimed.map(Some))
                 .map_err(|e| cut_short("claiming", &ids, wrote, e));
         }

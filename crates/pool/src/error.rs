@@ -136,7 +136,9 @@ pub enum Error {
         source: Box<Error>,
     },
     /// A claim on a server recorded the claimer's finished item done and
-    /// cleared its hook, then found nothing left to claim: other claims
+    /// cleared its hook (one the pool records done that was not
+    /// completed: a completed hook is cleared by the swap that assigns
+    /// the next item), then found nothing left to claim: other claims
     /// took every candidate meanwhile. It comes as the source of an
     /// [`Error::OutcomeUnknown`] naming the finished item, which is done
     /// (a claim that takes work reports it in

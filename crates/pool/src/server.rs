@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use chipset_backend::{Backend, Claim, ClaimView, ClaimWrite, Dir, FsBackend, Key, Step, Wait};
-use chipset_hook::{Assignment, Hook};
+use chipset_hook::{Assignment, Hook, HookStatus};
 use chipset_store::{
     AgentId, Classify, CorruptReason, Corruption, Defect, DoctorMode, Finding, ReadOutcome, Report,
     StateDir, Unsupported,
@@ -265,12 +265,15 @@ impl Pool {
     /// transaction (the entry not done, no hook holding the item, the
     /// claimer's hook free) and the claimer's hook swapped in it.
     /// `None` when every one was taken meanwhile (try again on a fresh
-    /// snapshot).
+    /// snapshot). `clearing` is the claimer's completed work (its item
+    /// recorded done), taken off its hook by the same swap when the hook
+    /// still holds it: then it is the claim's `finished`.
     pub(crate) fn claim_first(
         &self,
         agent: &AgentId,
         candidates: &[Entry],
         finished: &mut Option<ItemId>,
+        clearing: Option<(&Assignment, &ItemId)>,
     ) -> Result<Option<Claimed>> {
         let seam = self.seam.as_deref().expect("a claim on a server");
         let names: Vec<String> = candidates
@@ -282,7 +285,7 @@ impl Pool {
         let mine_name = format!("{agent}.json");
         let mine_key = key(&hooks_dir(), &mine_name)?;
         let mut stop: Option<Abort> = None;
-        let mut picked: Option<(Entry, Assignment)> = None;
+        let mut picked: Option<(Entry, Assignment, bool)> = None;
         let abort = |name: &str| chipset_backend::Error::Conflict {
             key: name.to_owned(),
             current: None,
@@ -305,7 +308,7 @@ impl Pool {
             }
             // Another claim of this item committed before this one took its
             // row: its hook says so.
-            let mut mine = None;
+            let (mut mine, mut clears) = (None, false);
             for hook_name in view.list(&hooks_dir())? {
                 let Some(holder) = hook_name
                     .strip_suffix(".json")
@@ -331,18 +334,23 @@ impl Pool {
                     return Ok(None);
                 }
                 if hook_name == mine_name {
+                    clears = clearing.is_some_and(|(done, _)| {
+                        hook.state.status() == HookStatus::Completed
+                            && hook.assignment().is_some_and(|a| a.same_fence(done))
+                    });
                     mine = Some(read);
                 }
             }
             let now = view.now()?;
             let current = mine.as_ref().map(|v| v.value.as_slice());
             let work = (entry.id.bead(), entry.title.clone());
+            let done = clearing.map(|(a, _)| a);
             match self
                 .hooks
-                .plan_assign(agent, current, work, Some(agent), now)
+                .plan_assign(agent, current, done, work, Some(agent), now)
             {
                 Ok((Some(bytes), assignment)) => {
-                    picked = Some((entry.clone(), assignment));
+                    picked = Some((entry.clone(), assignment, clears));
                     Ok(Some(vec![ClaimWrite {
                         key: mine_key.clone(),
                         expected: mine.map(|v| v.version),
@@ -372,13 +380,17 @@ impl Pool {
             (_, Some(Abort::Fail(e))) => Err(e),
             (_, Some(Abort::Again)) => Ok(None),
             (Ok(Some(_)), None) => {
-                let (entry, assignment) = picked.expect("a claim decided on");
+                let (entry, assignment, cleared) = picked.expect("a claim decided on");
                 tracing::debug!(item = %entry.id, %agent, "work claimed");
+                let finished = match clearing {
+                    Some((_, id)) if cleared => Some(id.clone()),
+                    _ => finished.take(),
+                };
                 Ok(Some(Claimed {
                     entry,
                     assignment,
                     existing: false,
-                    finished: finished.take(),
+                    finished,
                 }))
             }
             (Ok(None), None) => Ok(None),

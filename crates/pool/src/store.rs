@@ -516,10 +516,13 @@ impl Pool {
     /// a corrupt or unsupported table; a store error;
     /// [`Error::OutcomeUnknown`] when a step failed after an earlier one
     /// wrote, or the assignment's outcome is unknown (claim again). On a
-    /// server, a claim that cleared the finished item and then, on a
-    /// fresh snapshot, was refused or failed, or found every candidate
-    /// taken ([`Error::FinishedNothingClaimed`] as the source), is
-    /// [`Error::OutcomeUnknown`] naming that item too.
+    /// server the swap of the claimer's hook that assigns the item also
+    /// clears its completed one, so a try whose candidates were taken
+    /// meanwhile has changed nothing; only a finished item whose hook was
+    /// not completed is cleared first, and a later try's refusal or
+    /// failure, or its finding every candidate taken
+    /// ([`Error::FinishedNothingClaimed`] as the source), is then
+    /// [`Error::OutcomeUnknown`] naming that item.
     pub fn claim_next(&self, agent: &AgentId, filter: &ReadyFilter) -> Result<Option<Claimed>> {
         self.claim_inner(agent, Want::Next(filter))
     }

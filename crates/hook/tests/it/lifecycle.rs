@@ -74,6 +74,7 @@ fn assign_refuses_a_bad_title_and_writes_nothing() {
             .plan_assign(
                 &a,
                 None,
+                None,
                 (bead("b1"), title.to_owned()),
                 None,
                 Timestamp::EPOCH,

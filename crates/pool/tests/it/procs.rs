@@ -10,7 +10,7 @@ use std::thread;
 use std::time::Duration;
 
 use chipset_hook::{HookStatus, Hooks};
-use chipset_pool::{Claimed, Error, ItemId, NewItem, Pool, ReadyFilter, WorkState};
+use chipset_pool::{ItemId, NewItem, Pool, ReadyFilter, WorkState};
 use chipset_store::{AgentId, ReadOutcome, StateDir, StateOptions};
 use chipset_testkit::{self as kit, TempState};
 
@@ -25,26 +25,10 @@ fn own_lines(child: &mut Child) -> impl Iterator<Item = String> + use<> {
     kit::own_lines(child, MARK)
 }
 
-/// `me`'s next claim, `None` when it took nothing. On a server a claim
-/// that recorded the claimer's finished item done, then found every ready
-/// item taken by the others, is an unknown outcome saying so: nothing
-/// was claimed, and the item is recorded.
-fn claim_next(pool: &Pool, me: &AgentId) -> Option<Claimed> {
-    match pool.claim_next(me, &ReadyFilter::new()) {
-        Ok(claimed) => claimed,
-        Err(Error::OutcomeUnknown { source, .. })
-            if matches!(*source, Error::FinishedNothingClaimed { .. }) =>
-        {
-            None
-        }
-        Err(e) => panic!("{me}: {e}"),
-    }
-}
-
 /// An agent: claims until the pool is empty, completing each item on its
 /// hook before the next claim (which records it done).
 fn role_drain(pool: &Pool, hooks: &Hooks, me: &AgentId, out: &mut dyn FnMut(String)) {
-    while let Some(c) = claim_next(pool, me) {
+    while let Some(c) = pool.claim_next(me, &ReadyFilter::new()).unwrap() {
         assert!(!c.existing, "a fresh claim each time");
         out(format!("claimed {}", c.entry.id));
         hooks.activate(&c.assignment).unwrap();
@@ -57,7 +41,7 @@ fn role_drain(pool: &Pool, hooks: &Hooks, me: &AgentId, out: &mut dyn FnMut(Stri
 fn role_churn(pool: &Pool, hooks: &Hooks, me: &AgentId, steps: u64, out: &mut dyn FnMut(String)) {
     out("churning".into());
     for n in 0..steps {
-        let Some(c) = claim_next(pool, me) else {
+        let Some(c) = pool.claim_next(me, &ReadyFilter::new()).unwrap() else {
             let id = ItemId::new(format!("more-{n}-{}", std::process::id())).unwrap();
             pool.post(me, &NewItem::new("more").with_id(id)).unwrap();
             continue;
