@@ -219,6 +219,23 @@ pub enum Error {
         #[source]
         source: Box<Error>,
     },
+    /// A batch ([`Mail::send_batch`](crate::Mail::send_batch), or the
+    /// copies of [`Mail::send_group`](crate::Mail::send_group)) published
+    /// some of its messages, then failed on another: a chosen id that a
+    /// concurrent sender took meanwhile (with other content, or its message
+    /// nowhere to be found), a fresh id taken, or a failure to read what is
+    /// there. The messages `ids` were delivered and stay so (with their
+    /// follow-up done), so the outcome counts as unknown, never as
+    /// "nothing changed". A retry with the same ids returns them as first
+    /// delivered; `source` says why the rest was not sent.
+    #[error("message {} sent, then the batch failed: {source}", join(ids))]
+    PartlySent {
+        /// The messages this call delivered before the failure.
+        ids: Vec<MessageId>,
+        /// Why the rest was not sent.
+        #[source]
+        source: Box<Error>,
+    },
     /// The storage backend failed, for mail on a server
     /// ([`Mail::with_backend`](crate::Mail::with_backend)); on a directory
     /// failures stay [`Error::Store`]. When the backend's error is an
@@ -262,21 +279,25 @@ fn join(ids: &[MessageId]) -> String {
 
 impl Error {
     /// Returns the unsupported file's description when this error is about
-    /// one (also when it stopped a sweep part way).
+    /// one (also when it stopped a sweep or a batch part way).
     pub fn unsupported(&self) -> Option<&Unsupported> {
         match self {
             Error::Unsupported(u) | Error::Store(chipset_store::Error::Unsupported(u)) => Some(u),
-            Error::PartlySwept { source, .. } => source.unsupported(),
+            Error::PartlySwept { source, .. } | Error::PartlySent { source, .. } => {
+                source.unsupported()
+            }
             _ => None,
         }
     }
 
     /// Returns the corrupt file's description when this error is about one
-    /// (also when it stopped a sweep part way).
+    /// (also when it stopped a sweep or a batch part way).
     pub fn corruption(&self) -> Option<&Corruption> {
         match self {
             Error::Corrupt(c) | Error::Store(chipset_store::Error::Corrupt(c)) => Some(c),
-            Error::PartlySwept { source, .. } => source.corruption(),
+            Error::PartlySwept { source, .. } | Error::PartlySent { source, .. } => {
+                source.corruption()
+            }
             _ => None,
         }
     }
@@ -309,7 +330,9 @@ impl Classify for Error {
             | Error::ServerOnly { .. } => ErrorKind::Refused,
             Error::Corrupt(_) => ErrorKind::Corrupt,
             Error::Unsupported(_) => ErrorKind::Unsupported,
-            Error::OutcomeUnknown { .. } | Error::PartlySwept { .. } => ErrorKind::OutcomeUnknown,
+            Error::OutcomeUnknown { .. } | Error::PartlySwept { .. } | Error::PartlySent { .. } => {
+                ErrorKind::OutcomeUnknown
+            }
             Error::Store(e) => e.kind(),
             Error::Backend { source, .. } => source.kind(),
         }
@@ -354,6 +377,21 @@ mod tests {
             source: Box::new(Error::Store(store_unknown())),
         };
         assert!(swept.is_outcome_unknown());
+        // A batch that delivered some messages and then was refused on
+        // another changed state: never a plain refusal.
+        let sent = Error::PartlySent {
+            ids: ids.clone(),
+            source: Box::new(Error::IdTaken {
+                id: MessageId::new("3-c").unwrap(),
+                location: crate::Location::Archive,
+            }),
+        };
+        assert!(sent.is_outcome_unknown());
+        assert!(
+            sent.to_string()
+                .starts_with("message `1-a`, `2-b` sent, then the batch failed: "),
+            "{sent}"
+        );
         assert!(Error::Store(store_unknown()).is_outcome_unknown());
         let refused = Error::BodyTooLarge { size: 5, cap: 4 };
         assert!(!refused.is_outcome_unknown());

@@ -274,7 +274,11 @@ impl Mail {
     /// but the sender), [`Error::GroupTooLarge`], [`Error::InvalidGroupId`],
     /// and every refusal of [`Mail::send`] for any copy.
     /// [`Error::OutcomeUnknown`] names the **group** id when copies may
-    /// have been delivered: send again with it.
+    /// have been delivered: send again with it. [`Error::PartlySent`]
+    /// names the copies delivered when another copy's id was found taken
+    /// at its publish (a concurrent send of the same group id to another
+    /// list of recipients): a request's delivered copy holds the task's
+    /// [`Mail::pending_replies`] gate all the same.
     pub fn send_group(&self, draft: &NewGroupMessage) -> Result<Vec<Message>> {
         let NewGroupMessage { draft, to, expects } = draft;
         let mut to: BTreeSet<AgentId> = to.iter().cloned().collect();

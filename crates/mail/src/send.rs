@@ -127,7 +127,12 @@ impl Mail {
     ///
     /// As [`Mail::send`]. A refusal of any draft writes nothing; a filesystem
     /// failure before any file is published leaves nothing visible; a failure
-    /// after one is [`Error::OutcomeUnknown`] naming the batch's new ids.
+    /// after one is [`Error::OutcomeUnknown`] naming the batch's new ids. A
+    /// draft found taken at its publish (a concurrent sender took its id:
+    /// [`Error::IdTaken`], [`Error::IdCollision`], or a failure reading what
+    /// is there) after others of the batch were published is
+    /// [`Error::PartlySent`], naming the ones delivered and keeping the
+    /// refusal as its source; with none published it is the refusal itself.
     pub fn send_batch(&self, drafts: &[NewMessage]) -> Result<Vec<Message>> {
         if let Some(server) = self.server() {
             return server.send_batch(drafts);
@@ -183,30 +188,41 @@ impl Mail {
                 .map(|(p, (_, meta))| (&p.message, p.bytes.len(), meta)),
         );
         self.follow_up(&sent, true);
+        // A failure from here on comes after this call delivered `sent`:
+        // never "nothing changed".
+        let partly = |source: Error| {
+            if sent.is_empty() {
+                return source;
+            }
+            Error::PartlySent {
+                ids: sent.iter().map(|(m, _)| m.id.clone()).collect(),
+                source: Box::new(source),
+            }
+        };
         if let Some(path) = collision {
-            return Err(Error::IdCollision { path });
+            return Err(partly(Error::IdCollision { path }));
         }
         // A concurrent send of the same chosen id won the race: it is the
         // first delivery when its content is the same.
         let mut firsts: BTreeMap<MessageId, Message> = BTreeMap::new();
         for m in raced {
-            match self.found(&m.id)? {
+            match self.found(&m.id).map_err(&partly)? {
                 Some(found) if found.message.same_content(&m) => {
                     firsts.insert(m.id.clone(), found.message);
                 }
                 Some(found) => {
-                    return Err(Error::IdTaken {
+                    return Err(partly(Error::IdTaken {
                         id: m.id,
                         location: found.location,
-                    });
+                    }));
                 }
                 None => {
-                    return Err(Error::IdCollision {
+                    return Err(partly(Error::IdCollision {
                         path: self
                             .layout
                             .file(&Location::Inbox(m.to.clone()), &m.id)
                             .into_path_buf(),
-                    });
+                    }));
                 }
             }
         }

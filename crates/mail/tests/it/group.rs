@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use chipset_mail::{Error, Mail, MessageId, NewGroupMessage, NewMessage};
-use chipset_store::{AgentId, ManualClock, StateDir, StateOptions, Timestamp};
+use chipset_store::{AgentId, Classify, ManualClock, StateDir, StateOptions, Timestamp};
 use chipset_testkit::{EIO, Fault, FaultIo};
 
 use crate::{T0, agent, fixture, mid, request, task};
@@ -220,6 +220,42 @@ fn a_retry_completes_the_group_as_first_sent() {
         f.mail.send_group(&other),
         Err(Error::IdTaken { .. })
     ));
+}
+
+/// A retry of the group id that resolved to another list (ann and bob,
+/// where a concurrent send of the same id went to bob and cid) loses bob's
+/// copy to it after ann's was published: the call names ann's copy as
+/// delivered, an unknown outcome keeping the refusal as its cause, and
+/// ann's copy holds the task's gate.
+#[test]
+fn a_group_refused_after_publishing_a_copy_names_the_delivered_copy() {
+    let group = |to: [&str; 2]| {
+        NewGroupMessage::request(agent("lead"), to.map(agent), task("t1"), "ship-it", "ok?")
+            .with_id(mid(GROUP))
+    };
+    let elsewhere = fixture();
+    let theirs = elsewhere.mail.send_group(&group(["bob", "cid"])).unwrap();
+    let bob = theirs.iter().find(|m| m.to == agent("bob")).unwrap();
+    let name = format!("mail/inbox/bob/{}.json", bob.id);
+    let winner = fs::read(elsewhere.tmp.state.root().join(&name)).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let io = crate::seam::RaceIo::new(tmp.path().join(&name), winner);
+    let options = StateOptions {
+        io: io.clone(),
+        clock: Arc::new(ManualClock::new(Timestamp::from_unix_ms(T0))),
+        ..StateOptions::default()
+    };
+    let mail = Mail::new(StateDir::open_with(tmp.path(), options).unwrap());
+    let err = mail.send_group(&group(["ann", "bob"])).unwrap_err();
+    assert!(io.ran(), "the race did not run");
+    assert!(err.is_outcome_unknown(), "{err:?}");
+    let Error::PartlySent { ids, source } = &err else {
+        panic!("{err:?}")
+    };
+    assert!(matches!(**source, Error::IdTaken { .. }), "{source:?}");
+    assert_eq!(inbox_files(tmp.path(), "ann"), [format!("{}.json", ids[0])]);
+    let open = mail.pending_replies(&task("t1")).unwrap();
+    assert!(open.iter().any(|m| m.id == ids[0]), "{open:?}");
 }
 
 /// Bad input is refused and writes nothing.

@@ -519,11 +519,23 @@ fn a_sweep_whose_event_append_failed_is_completed_by_the_doctor() {
 /// the send's lookup and its publish. It makes no file without a name (the
 /// trait's default), so that the publish is the rename or link it races.
 #[derive(Debug)]
-struct RaceIo {
+pub(crate) struct RaceIo {
     race: std::sync::Mutex<Option<(std::path::PathBuf, Vec<u8>)>>,
 }
 
 impl RaceIo {
+    /// The real backend whose publish of `target` loses to `winner`.
+    pub(crate) fn new(target: std::path::PathBuf, winner: Vec<u8>) -> Arc<Self> {
+        Arc::new(RaceIo {
+            race: std::sync::Mutex::new(Some((target, winner))),
+        })
+    }
+
+    /// Whether the race ran.
+    pub(crate) fn ran(&self) -> bool {
+        self.race.lock().unwrap().is_none()
+    }
+
     fn lose_to(&self, to: &Path) {
         let mut race = self.race.lock().unwrap();
         if race.as_ref().is_some_and(|(target, _)| target == to) {
@@ -606,4 +618,41 @@ fn a_send_that_loses_the_race_to_the_same_message_returns_the_first_delivery() {
         }
         assert_eq!(copies(tmp.path(), ID), 1);
     }
+}
+
+/// A batch whose second draft loses the race to a concurrent send of its
+/// chosen id with other content, after its first draft was published: the
+/// call says what it delivered (an unknown outcome, never a plain
+/// refusal) and keeps the refusal as its cause; the retry sends nothing
+/// again and is the plain refusal.
+#[test]
+fn a_batch_refused_after_publishing_a_draft_names_the_delivered_one() {
+    let clock = ManualClock::new(Timestamp::from_unix_ms(T0));
+    let elsewhere = tempfile::tempdir().unwrap();
+    let theirs = open(elsewhere.path(), Arc::new(RealIo), &clock);
+    let other = NewMessage::notify(agent("alice"), agent("bob"), task("t1"), "status", "theirs");
+    theirs.send(&other.with_id(mid(ID2))).unwrap();
+    let winner = fs::read(elsewhere.path().join(format!("mail/inbox/bob/{ID2}.json"))).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let target = tmp.path().join(format!("mail/inbox/bob/{ID2}.json"));
+    let io = RaceIo::new(target, winner);
+    let mail = open(tmp.path(), io.clone(), &clock);
+    let batch = [notify(ID, "ann"), notify(ID2, "bob")];
+    let err = mail.send_batch(&batch).unwrap_err();
+    assert!(io.ran(), "the race did not run");
+    assert!(err.is_outcome_unknown(), "{err:?}");
+    let Error::PartlySent { ids, source } = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(*ids, [mid(ID)]);
+    assert!(
+        matches!(&**source, Error::IdTaken { id, .. } if id.as_str() == ID2),
+        "{source:?}"
+    );
+    assert_eq!(mail.find(&mid(ID)).unwrap().unwrap().body, "hello");
+    // Nothing is sent twice; with nothing new delivered, the retry is
+    // the refusal itself.
+    let again = mail.send_batch(&batch).unwrap_err();
+    assert!(matches!(again, Error::IdTaken { .. }), "{again:?}");
+    assert_eq!(copies(tmp.path(), ID), 1);
 }
