@@ -314,7 +314,8 @@ pub trait Backend: fmt::Debug + Send + Sync {
     /// and a reader sees none of them before all of them. On a directory
     /// they run in order and stop at the first failure, the steps before it
     /// staying done (a directory has no multi-file transaction): a caller
-    /// orders its steps so that every prefix is a safe state.
+    /// orders its steps so that every prefix is a safe state. Every value
+    /// and record is checked before anything is written, on both.
     ///
     /// A retry after [`Error::OutcomeUnknown`] is recognised by a first
     /// [`Step::Create`] of a fresh key: when the transaction applied, the
@@ -322,12 +323,14 @@ pub trait Backend: fmt::Debug + Send + Sync {
     ///
     /// # Errors
     ///
-    /// The first failing step's error, as its single operation reports it
-    /// ([`Error::Conflict`], [`Error::NotFound`], [`Error::Exists`] for a
-    /// create or a move's destination, [`Error::TooLarge`],
-    /// [`Error::BadRecord`]), nothing of the transaction applied on
-    /// PostgreSQL; [`Error::OutcomeUnknown`] when the commit's answer was
-    /// lost; an I/O or server error.
+    /// [`Error::TooLarge`] or [`Error::BadRecord`] for bad input, nothing
+    /// written. The first failing step's refusal, as its single operation
+    /// reports it ([`Error::Conflict`], [`Error::NotFound`],
+    /// [`Error::Exists`] for a create or a move's destination), nothing of
+    /// the transaction applied on PostgreSQL; [`Error::OutcomeUnknown`]
+    /// when the commit's answer was lost, and on a directory when a step
+    /// after the first fails otherwise (an I/O error: the steps before it
+    /// are done); an I/O or server error, nothing changed.
     fn transact(&self, steps: &[Step<'_>]) -> Result<Vec<Option<Version>>> {
         crate::txn::in_order(self, steps)
     }

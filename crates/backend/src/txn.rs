@@ -10,7 +10,7 @@
 
 use crate::error::{Error, Result};
 use crate::key::{Dir, Key};
-use crate::seam::{Backend, Created, Version, Versioned};
+use crate::seam::{Backend, Created, Version, Versioned, canonical_record, check_size};
 
 /// One change of a [`Backend::transact`]. Each step means what the single
 /// operation of its name means, except that a create of a key that holds a
@@ -63,41 +63,85 @@ pub enum Step<'a> {
     },
 }
 
-/// The directory's [`Backend::transact`]: the steps in order, stopping at
-/// the first failure (the steps before it stay done).
+/// The directory's [`Backend::transact`]: every value and record checked
+/// first (bad input writes nothing), then the steps in order, stopping at
+/// the first failure (the steps before it stay done). A failure of a later
+/// step other than its refusal ([`Error::Conflict`], [`Error::Exists`],
+/// [`Error::NotFound`], which its caller orders its steps for) comes after
+/// the earlier steps changed something: it is [`Error::OutcomeUnknown`],
+/// never a plain failure that changed nothing.
 pub(crate) fn in_order<B: Backend + ?Sized>(
     backend: &B,
     steps: &[Step<'_>],
 ) -> Result<Vec<Option<Version>>> {
+    for step in steps {
+        match *step {
+            Step::Create { key, value } | Step::Replace { key, value, .. } => {
+                check_size(key, value.len())?;
+            }
+            Step::Append { log, records } => {
+                for record in records {
+                    canonical_record(log, record)?;
+                }
+            }
+            Step::Remove { .. } | Step::MoveNew { .. } => {}
+        }
+    }
     let mut out = Vec::with_capacity(steps.len());
     for step in steps {
-        out.push(match *step {
-            Step::Create { key, value } => match backend.create(key, value)? {
-                Created::New(v) => Some(v),
-                Created::Existing(now) => {
-                    return Err(Error::Exists {
-                        key: key.to_string(),
-                        current: Some(now),
-                    });
-                }
+        let done = apply(backend, step).map_err(|e| match e {
+            Error::Conflict { .. }
+            | Error::Exists { .. }
+            | Error::NotFound { .. }
+            | Error::OutcomeUnknown { .. } => e,
+            other if out.is_empty() => other,
+            other => Error::OutcomeUnknown {
+                op: "apply a transaction's later step to",
+                key: step_key(step).to_string(),
+                source: Box::new(other),
             },
-            Step::Replace {
-                key,
-                expected,
-                value,
-            } => Some(backend.replace(key, expected, value)?),
-            Step::Remove { key, expected } => {
-                backend.remove(key, expected)?;
-                None
-            }
-            Step::MoveNew { from, expected, to } => Some(backend.move_new(from, expected, to)?),
-            Step::Append { log, records } => {
-                backend.append(log, records)?;
-                None
-            }
-        });
+        })?;
+        out.push(done);
     }
     Ok(out)
+}
+
+/// The key a step changes (a move's source).
+fn step_key<'a>(step: &Step<'a>) -> &'a Key {
+    match *step {
+        Step::Create { key, .. } | Step::Replace { key, .. } | Step::Remove { key, .. } => key,
+        Step::MoveNew { from, .. } => from,
+        Step::Append { log, .. } => log,
+    }
+}
+
+/// One step of [`in_order`], as its single operation.
+fn apply<B: Backend + ?Sized>(backend: &B, step: &Step<'_>) -> Result<Option<Version>> {
+    Ok(match *step {
+        Step::Create { key, value } => match backend.create(key, value)? {
+            Created::New(v) => Some(v),
+            Created::Existing(now) => {
+                return Err(Error::Exists {
+                    key: key.to_string(),
+                    current: Some(now),
+                });
+            }
+        },
+        Step::Replace {
+            key,
+            expected,
+            value,
+        } => Some(backend.replace(key, expected, value)?),
+        Step::Remove { key, expected } => {
+            backend.remove(key, expected)?;
+            None
+        }
+        Step::MoveNew { from, expected, to } => Some(backend.move_new(from, expected, to)?),
+        Step::Append { log, records } => {
+            backend.append(log, records)?;
+            None
+        }
+    })
 }
 
 /// The directory's [`Backend::read_all`]: a listing, then each value (one

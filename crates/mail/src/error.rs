@@ -242,8 +242,13 @@ pub enum Error {
     /// unknown outcome (the connection was lost at commit), the messages
     /// `ids` may have been sent, all of them or none: retry with the same
     /// ids ([`NewMessage::with_id`](crate::NewMessage::with_id)) and the
-    /// first delivery is returned. Boxed: the backend's error carries the
-    /// value it found.
+    /// first delivery is returned. A send whose chosen id is recorded while
+    /// its message is nowhere (moved aside by the doctor, or a send on a
+    /// directory backend cut after its first step) is refused with the
+    /// backend's [`Exists`](chipset_backend::Error::Exists) of the id
+    /// record, naming the ids, never answered as sent: the
+    /// [`Mail::doctor`](crate::Mail::doctor)'s fix removes such a record.
+    /// Boxed: the backend's error carries the value it found.
     #[error("{}{source}", unknown_prefix(ids, source))]
     Backend {
         /// The messages a send was writing (empty for other operations).

@@ -173,9 +173,7 @@ fn a_refused_first_step_applies_nothing(fx: &Fx) {
         ])
         .unwrap_err();
     assert!(matches!(err, Error::BadRecord { .. }), "{err}");
-    if is_pg(fx) {
-        assert_eq!(b.read(&other).unwrap(), None);
-    }
+    assert_eq!(b.read(&other).unwrap(), None);
 }
 
 fn a_refused_later_step_is_atomic_on_a_server(fx: &Fx) {
@@ -363,4 +361,64 @@ fn a_transaction_cut_at_commit_is_unknown_and_the_retry_answers_first() {
     );
     let records = fx.b.read_log(&log, LogPos::START).unwrap().records;
     assert_eq!(records, vec![b"{\"id\":\"m1\"}".to_vec()]);
+}
+
+/// On a directory the steps apply one by one: a fault at any I/O call of
+/// a transaction after its first step stuck is an unknown outcome, never a
+/// plain failure that says nothing changed; one before it changes nothing.
+#[test]
+fn a_fault_after_an_earlier_step_stuck_is_an_unknown_outcome_on_a_directory() {
+    use chipset_backend::FsBackend;
+    use chipset_store::{StateDir, StateOptions};
+    use chipset_testkit::{EIO, Fault, FaultIo};
+    let (id, msg, log) = (
+        key("mail/ids", "m1"),
+        key("mail/inbox/bob", "m1.json"),
+        key("mail", "manifest.jsonl"),
+    );
+    let steps = [
+        Step::Create {
+            key: &id,
+            value: b"m1",
+        },
+        Step::Create {
+            key: &msg,
+            value: b"hello",
+        },
+        Step::Append {
+            log: &log,
+            records: &[b"{\"id\":\"m1\"}"],
+        },
+    ];
+    let open = |root: &std::path::Path, fault: Arc<FaultIo>| {
+        let options = StateOptions {
+            io: fault,
+            ..StateOptions::default()
+        };
+        FsBackend::new(StateDir::open_with(root, options).unwrap())
+    };
+    let probe = tempfile::tempdir().unwrap();
+    let fault = FaultIo::passthrough();
+    let b = open(probe.path(), fault.clone());
+    fault.set(Fault::nth(0, EIO));
+    b.transact(&steps).unwrap();
+    let calls = fault.counted();
+    let mut unknown = 0;
+    for n in 1..=calls {
+        let tmp = tempfile::tempdir().unwrap();
+        let fault = FaultIo::passthrough();
+        let b = open(tmp.path(), fault.clone());
+        fault.set(Fault::nth(n, EIO));
+        let Err(err) = b.transact(&steps) else {
+            continue;
+        };
+        fault.disarm();
+        let stuck = b.read(&id).unwrap().is_some();
+        assert!(
+            err.is_outcome_unknown() || !stuck,
+            "call {n}: `{err}` though the first step stuck"
+        );
+        unknown += usize::from(stuck);
+    }
+    assert!(unknown > 0, "no fault came after the first step");
 }

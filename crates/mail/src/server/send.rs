@@ -57,7 +57,8 @@ impl Server<'_> {
         }
         // First deliveries found for chosen ids: retries of sends that applied.
         let mut firsts: BTreeMap<usize, Message> = BTreeMap::new();
-        let mut last = None;
+        // Whether a round applied, and why the last one did not.
+        let (mut applied, mut last) = (false, None);
         for _ in 0..ATTEMPTS {
             let todo: Vec<usize> = (0..prepared.len())
                 .filter(|i| !firsts.contains_key(i))
@@ -74,10 +75,10 @@ impl Server<'_> {
             match self.apply(&ops) {
                 Ok(()) => {
                     tracing::debug!(count = todo.len(), "sent on the server");
-                    last = None;
+                    applied = true;
                     break;
                 }
-                Err(chipset_backend::Error::Exists { key, .. }) => {
+                Err(chipset_backend::Error::Exists { key, current }) => {
                     let Some(i) = todo
                         .iter()
                         .copied()
@@ -94,8 +95,11 @@ impl Server<'_> {
                         });
                     }
                     // A retry (or a concurrent send of the same id): every
-                    // chosen id already there is its first delivery.
+                    // chosen id already there is its first delivery. An id
+                    // recorded whose message is nowhere (moved aside, or a
+                    // directory's send cut after its first step) is none.
                     self.resolve_firsts(&prepared, &todo, &mut firsts)?;
+                    last = Some(chipset_backend::Error::Exists { key, current });
                 }
                 Err(
                     e @ (chipset_backend::Error::Conflict { .. }
@@ -115,8 +119,15 @@ impl Server<'_> {
                 Err(e) => return Err(failure(e, ids())),
             }
         }
-        if let Some(e) = last {
-            return Err(failure(e, Vec::new()));
+        // The attempts ran out with drafts neither sent nor found first
+        // delivered: never report them sent.
+        let undone: Vec<MessageId> = (0..prepared.len())
+            .filter(|i| !firsts.contains_key(i))
+            .map(|i| prepared[i].message.id.clone())
+            .collect();
+        // (Every round that neither applied nor finished left its failure.)
+        if let Some(e) = last.filter(|_| !applied && !undone.is_empty()) {
+            return Err(failure(e, undone));
         }
         Ok(prepared
             .into_iter()

@@ -3,8 +3,8 @@
 //! gate failing closed across two clients, and a send cut at its commit,
 //! on PostgreSQL.
 
-use chipset_backend::PgBackend;
 use chipset_backend::testing::Proxy;
+use chipset_backend::{Backend, PgBackend};
 use chipset_mail::{
     ArchiveOutcome, Error, Location, Mail, MailConfig, ManifestEvent, MessageId, NewGroupMessage,
     NewMessage,
@@ -272,4 +272,112 @@ fn a_send_cut_at_commit_is_unknown_and_the_retry_returns_the_first_on_postgres()
     assert_eq!(other.find(&a.id).unwrap().unwrap(), a);
     let manifest = other.read_manifest().unwrap();
     assert_eq!(manifest.len(), 3, "{:?}", manifest);
+}
+
+/// Mail on `b`, the raw handle on its rows beside it.
+fn on(b: std::sync::Arc<dyn Backend>, state: &chipset_store::StateDir) -> Mail {
+    Mail::with_backend(state.clone(), MailConfig::default(), b)
+}
+
+/// The row of message `id` in `who`'s inbox, or its id record.
+fn row(folder: &[&str], id: &str) -> chipset_backend::Key {
+    let mut dir = chipset_backend::Dir::new("mail").unwrap();
+    for s in folder {
+        dir = dir.join(s).unwrap();
+    }
+    dir.key(&format!("{id}.json")).unwrap()
+}
+
+/// A resend whose id record is there while its message is nowhere (moved
+/// aside, as the doctor does with an unreadable row) is refused, naming
+/// the id: it never answers as sent with nothing written. The doctor's
+/// fix removes the record of no message, and the resend then sends.
+fn a_resend_whose_message_is_nowhere_is_refused_not_reported_sent(
+    b: std::sync::Arc<dyn Backend>,
+    state: &chipset_store::StateDir,
+) {
+    let mail = on(b.clone(), state);
+    let draft = notify("lead", "bob", "t1", "status", "hello").with_id(mid(ID));
+    mail.send(&draft).unwrap();
+    let inbox = row(&["inbox", "bob"], ID);
+    let v = b.read(&inbox).unwrap().unwrap();
+    let aside = b.quarantine(&inbox, v.version, b.now().unwrap()).unwrap();
+    assert!(aside.is_some());
+    assert!(b.read(&row(&["ids"], ID)).unwrap().is_some());
+    let err = mail.send(&draft).unwrap_err();
+    assert!(!err.is_outcome_unknown(), "{err:?}");
+    assert!(
+        matches!(&err, Error::Backend { ids, .. } if *ids == [mid(ID)]),
+        "{err:?}"
+    );
+    assert_eq!(mail.find(&mid(ID)).unwrap(), None);
+    mail.doctor(chipset_store::DoctorMode::Fix).unwrap();
+    let sent = mail.send(&draft).unwrap();
+    assert_eq!(mail.find(&mid(ID)).unwrap(), Some(sent));
+}
+
+#[test]
+fn a_resend_whose_message_is_nowhere_is_refused_on_a_directory_backend() {
+    let tmp = TempState::new();
+    let b = std::sync::Arc::new(chipset_backend::FsBackend::new(tmp.state.clone()));
+    a_resend_whose_message_is_nowhere_is_refused_not_reported_sent(b, &tmp.state);
+}
+
+#[test]
+fn a_resend_whose_message_is_nowhere_is_refused_on_postgres() {
+    let Some(place) = Place::pg("a_resend_whose_message_is_nowhere_is_refused_on_postgres") else {
+        return;
+    };
+    let tmp = TempState::new();
+    a_resend_whose_message_is_nowhere_is_refused_not_reported_sent(
+        place.seam().unwrap(),
+        &tmp.state,
+    );
+}
+
+/// Mail on a backend over a directory, whose transaction is its steps in
+/// order: a fault at any I/O call of a send is plain only while nothing
+/// stuck (no id record), else an unknown outcome; and the retry with the
+/// same id never answers as sent without the message there.
+#[test]
+fn a_send_on_a_directory_backend_cut_anywhere_is_never_reported_sent_unwritten() {
+    use chipset_store::{StateDir, StateOptions};
+    use chipset_testkit::{EIO, Fault, FaultIo};
+    let draft = notify("lead", "bob", "t1", "status", "hello").with_id(mid(ID));
+    let open = |root: &std::path::Path, fault: std::sync::Arc<FaultIo>| {
+        let options = StateOptions {
+            io: fault,
+            ..StateOptions::default()
+        };
+        let state = StateDir::open_with(root, options).unwrap();
+        let b = std::sync::Arc::new(chipset_backend::FsBackend::new(state.clone()));
+        (on(b.clone(), &state), b)
+    };
+    let probe = tempfile::tempdir().unwrap();
+    let fault = FaultIo::passthrough();
+    let (mail, _) = open(probe.path(), fault.clone());
+    fault.set(Fault::nth(0, EIO));
+    mail.send(&draft).unwrap();
+    let calls = fault.counted();
+    for n in 1..=calls {
+        let tmp = tempfile::tempdir().unwrap();
+        let fault = FaultIo::passthrough();
+        let (mail, b) = open(tmp.path(), fault.clone());
+        fault.set(Fault::nth(n, EIO));
+        let first = mail.send(&draft);
+        fault.disarm();
+        if let Err(e) = &first {
+            let stuck = b.read(&row(&["ids"], ID)).unwrap().is_some();
+            assert!(
+                e.is_outcome_unknown() || !stuck,
+                "call {n}: `{e}` though the id record stuck"
+            );
+        }
+        let retry = mail.send(&draft);
+        let found = mail.find(&mid(ID)).unwrap();
+        match retry {
+            Ok(sent) => assert_eq!(found, Some(sent), "call {n}"),
+            Err(e) => assert_eq!(found, None, "call {n}: {e}"),
+        }
+    }
 }
