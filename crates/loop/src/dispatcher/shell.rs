@@ -236,7 +236,11 @@ impl Dispatcher {
                     }
                 }
                 LedgerCommand::Mail(a) => {
-                    let id = self.send_assignment(&a, None)?;
+                    // Under an id fixed by the assignment: a tick that sends
+                    // it again after this one failed to record `Mailed`
+                    // names the same mail, delivered once.
+                    let id = assignment_mail_id(&a)?;
+                    let id = self.send_assignment(&a, &id)?;
                     actions.changed();
                     LedgerEvent::Mailed(id)
                 }
@@ -275,7 +279,7 @@ impl Dispatcher {
         let writes = !matches!(effect, LedgerEffect::Finished(_));
         match effect {
             LedgerEffect::SendAssignment { assignment, mail } => {
-                let _ = self.send_assignment(&assignment, Some(&mail))?;
+                let _ = self.send_assignment(&assignment, &mail)?;
             }
             LedgerEffect::Wake {
                 assignment: a,
@@ -420,32 +424,35 @@ impl Dispatcher {
         Ok(())
     }
 
-    /// Sends the `work-assignment` mail, under `id` when given (then a
-    /// second send of the same id is a no-op), and returns its id.
-    fn send_assignment(
-        &self,
-        a: &chipset_hook::Assignment,
-        id: Option<&MessageId>,
-    ) -> Result<MessageId> {
+    /// Sends the `work-assignment` mail under `id` (a second send of the
+    /// same id is a no-op) and returns its id.
+    fn send_assignment(&self, a: &chipset_hook::Assignment, id: &MessageId) -> Result<MessageId> {
         let message = LoopMessage::WorkAssignment {
             assignment: a.clone(),
         };
-        let mut draft = NewMessage::notify(
+        let draft = NewMessage::notify(
             self.me.clone(),
             a.agent.clone(),
             task_of(&a.work.bead_id)?,
             WORK_ASSIGNMENT,
             message.to_body(),
-        );
-        if let Some(id) = id {
-            draft = draft.with_id(id.clone());
-        }
+        )
+        .with_id(id.clone());
         match self.channels.mail.send(&draft) {
             Ok(m) => Ok(m.id.clone()),
             Err(chipset_mail::Error::IdTaken { id, .. }) => Ok(id),
             Err(e) => Err(e.into()),
         }
     }
+}
+
+/// The id of the `work-assignment` mail of an assignment whose entry
+/// names none: a [`fixed_id`] at the time it was assigned with the prefix
+/// `ab0a7000-0001`, keyed by the assignment (agent, bead, generation).
+fn assignment_mail_id(a: &chipset_hook::Assignment) -> Result<MessageId> {
+    let key = IncidentKey::of(a).to_string();
+    let id = fixed_id(a.work.assigned_at, "ab0a7000-0001", &key);
+    Ok(MessageId::new(id)?)
 }
 
 fn is_queued(locked: &Held<LedgerEntry>) -> bool {

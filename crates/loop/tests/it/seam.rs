@@ -14,6 +14,9 @@
 //!   it (one attempt), the agent has one `work-assignment` mail, under
 //!   the id the entry names, and one `work-assigned` wake-up about the
 //!   assignment; the log holds no action twice.
+//! - a dispatcher tick that mails an assignment whose entry names no
+//!   `work-assignment` mail: the retry is the next tick. The entry names
+//!   the agent's one `work-assignment` mail in its inbox.
 //! - a witness tick that nudges: the retry is the next tick. The incident
 //!   is `checking`, and the agent's one pending nudge is the witness's
 //!   health check of that time.
@@ -283,7 +286,51 @@ fn dispatcher_cases() -> Vec<Case> {
             applied: assigned_once,
             returned: dispatcher_log_holds_the_ticks,
         },
+        Case {
+            name: "dispatcher tick that mails an unmailed assignment",
+            setup: unmailed,
+            phase: None,
+            run: |w| {
+                let actions = w.dispatcher.tick()?;
+                w.returned(Returned::Dispatched(actions));
+                Ok(())
+            },
+            applied: mailed_once,
+            returned: dispatcher_log_holds_the_ticks,
+        },
     ]
+}
+
+/// `b1` assigned to `w1` by an entry that names no `work-assignment`
+/// mail (one an older version wrote), and none in the inbox.
+fn unmailed(w: &World) {
+    drop(w.dispatcher.submit(bead("b1"), "task b1").unwrap());
+    w.dispatcher.tick().unwrap();
+    let path = state_path(&w.state, "loop/dispatcher/beads/b1.json");
+    let mut entry: serde_json::Value = w.state.read_json(&path).unwrap().value().unwrap();
+    entry.as_object_mut().unwrap().remove("mail");
+    w.state.write_json(&path, &entry).unwrap();
+    for m in w.mail_to("w1", Topic::WorkAssignment) {
+        let archived = w.mail.archive(&m.id).unwrap();
+        assert!(matches!(
+            archived,
+            chipset_mail::ArchiveOutcome::Archived(_)
+        ));
+    }
+}
+
+/// The entry names the one `work-assignment` mail in `w1`'s inbox.
+fn mailed_once(w: &World) -> bool {
+    let Some(entry) = w.dispatcher.entry(&bead("b1")).unwrap() else {
+        return false;
+    };
+    let BeadState::Assigned {
+        mail: Some(mail), ..
+    } = &entry.state
+    else {
+        return false;
+    };
+    matches!(&w.mail_to("w1", Topic::WorkAssignment)[..], [m] if m.id == *mail)
 }
 
 /// The witness's calls.
