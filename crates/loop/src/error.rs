@@ -99,8 +99,11 @@ pub enum Error {
     /// failure itself.
     #[error("the {op} failed part way, after changing state: {source}")]
     PartlyDone {
-        /// The call: `dispatcher tick`, `witness tick`, `round route` or
-        /// `round commit`.
+        /// The call: `dispatcher tick`, `witness tick`, `round route`,
+        /// `round commit`, `work completion` (the hook completed, its
+        /// report not sent), `work report` (the report mailed, its wake-up
+        /// not published) or `nudge answer` (the nudge answered, not marked
+        /// processed).
         op: &'static str,
         /// What failed.
         source: Box<Error>,

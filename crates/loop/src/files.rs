@@ -21,6 +21,8 @@ pub(crate) const WITNESS_DIR: &str = "witness";
 pub(crate) const DISPATCHER_DIR: &str = "dispatcher";
 /// The round checkpoints' directory under `loop/`.
 pub(crate) const ROUNDS_DIR: &str = "rounds";
+/// The workers' directory under `loop/`.
+pub(crate) const WORKER_DIR: &str = "worker";
 
 /// The loop files of one state root, or their rows on a server.
 #[derive(Debug, Clone)]
@@ -81,6 +83,15 @@ impl Files {
 
     pub(crate) fn round(&self, task: &TaskId) -> StatePath {
         self.rounds_dir().join_id(task, ".json")
+    }
+
+    /// The completion reports not yet delivered, one per agent.
+    pub(crate) fn reports_dir(&self) -> StatePath {
+        self.root.join_static(WORKER_DIR).join_static("reports")
+    }
+
+    pub(crate) fn report(&self, agent: &AgentId) -> StatePath {
+        self.reports_dir().join_id(agent, ".json")
     }
 
     /// Returns the time every loop judgement uses: the state's clock on a
@@ -364,6 +375,25 @@ impl<T> Held<T> {
     /// [`Held::write`].
     pub(crate) fn take(&mut self) -> Option<T> {
         self.current.take()
+    }
+
+    /// Removes the value, if any: on a directory the store's removal
+    /// (unsynced: a file a power cut brings back is removed again by the
+    /// next holder that finds it done), on a server a removal at the
+    /// version held.
+    pub(crate) fn remove(&mut self) -> Result<()> {
+        match &mut self.at {
+            At::Dir(d) => {
+                let _ = d.state.remove_file(&d.path)?;
+            }
+            At::Server(s) => {
+                if let Some(version) = s.version.take() {
+                    s.seam.remove(&s.key, version).map_err(backend)?;
+                }
+            }
+        }
+        self.current = None;
+        Ok(())
     }
 }
 

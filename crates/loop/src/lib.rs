@@ -98,7 +98,11 @@
 //! closure returns `Ok(summary)`, the hook is completed and a
 //! `completion-report` mail (notify) goes to the dispatcher, with a
 //! high-priority `work-completed` bus event. If the work was taken away,
-//! completion fails with [`Error::Stale`] and nothing is reported.
+//! completion fails with [`Error::Stale`] and nothing is reported. The
+//! report is kept in `loop/worker/reports/{agent}.json` from before the
+//! completion until it is sent, under an id fixed by the assignment: a
+//! failure or a crash after the completion loses no summary, and the
+//! next `run_once` sends the report once.
 //!
 //! # Dispatcher
 //!
@@ -183,6 +187,7 @@
 //! loop/dispatcher/agents.json           suspended agents (AgentBook)
 //! loop/dispatcher/log.jsonl             every DispatchAction, appended per tick
 //! loop/rounds/{task}.json               a task's round checkpoint
+//! loop/worker/reports/{agent}.json      a completion report not sent yet
 //! ```
 //!
 //! Files are canonical JSON (sorted keys); the record
@@ -210,11 +215,13 @@
 //! mail the same way, and the agent's `work-assigned` wake-up takes it too;
 //! both are sent before the ledger records the assignment, so a tick cut
 //! short anywhere is finished by the next one, each sent once. The
-//! witness's health checks and stall warnings, the dispatcher's aborts and
-//! a round's escalation wake-up take ids fixed by what they are about (the
-//! assignment and the time it went quiet, was checked or was made; the
-//! task and the time it was routed): sent again by a later tick or call,
-//! each names the one the agent already got, which its channel keeps.
+//! witness's health checks and stall warnings, the dispatcher's aborts
+//! (and a `work-assignment` mail its ledger entry does not name), a
+//! worker's completion report and a round's escalation wake-up take ids
+//! fixed by what they are about (the assignment and the time it went
+//! quiet, was checked or was made; the task and the time it was routed):
+//! sent again by a later tick or call, each names the one the agent
+//! already got, which its channel keeps.
 //!
 //! The retry of a failed tick is the next tick. A tick (or a round's
 //! `route` or `committed`) that fails after one of its steps changed

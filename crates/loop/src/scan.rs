@@ -11,6 +11,7 @@ use crate::channels::Channels;
 use crate::error::Result;
 use crate::files::Files;
 use crate::format::{AgentBook, BeadState, Incident, LedgerEntry, Phase, RoundCheckpoint, Step};
+use crate::worker::PendingReport;
 
 /// Counts of the loops' persisted state, for a status screen.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -94,6 +95,11 @@ impl LoopState {
             ReadOutcome::Corrupt(_) | ReadOutcome::Unsupported(_) => c.corrupt += 1,
             ReadOutcome::Missing => {}
         }
+        for (_, read) in self.read_dir::<PendingReport>(&self.files.reports_dir())? {
+            if matches!(read, ReadOutcome::Corrupt(_) | ReadOutcome::Unsupported(_)) {
+                c.corrupt += 1;
+            }
+        }
         for (_, read) in self.read_dir::<RoundCheckpoint>(&self.files.rounds_dir())? {
             match read {
                 ReadOutcome::Value(r) => match r.phase {
@@ -113,7 +119,8 @@ impl LoopState {
     /// quarantine, under their lock; nothing is deleted) and cuts torn log
     /// tails. A quarantined file is as if it never was: an incident is judged
     /// afresh, a ledger entry's bead may be submitted again, a round starts
-    /// over; the report names each. Findings are coded `loop-corrupt`,
+    /// over, a worker's undelivered report is not sent (its bytes stay in
+    /// the quarantine); the report names each. Findings are coded `loop-corrupt`,
     /// `loop-stray`, `loop-torn-log` and `loop-bad-line`, in path order.
     ///
     /// On a server the records' rows are checked (`loop-corrupt`), and a
@@ -136,6 +143,7 @@ impl LoopState {
         let seen = self.files.state.observe(&agents)?;
         self.check_file::<AgentBook>(&agents, &seen, &mut report)?;
         self.check_dir::<RoundCheckpoint>(&self.files.rounds_dir(), &mut report)?;
+        self.check_dir::<PendingReport>(&self.files.reports_dir(), &mut report)?;
         for log in [self.files.witness_log(), self.files.dispatcher_log()] {
             self.check_log(&log, &mut report)?;
         }
@@ -144,7 +152,7 @@ impl LoopState {
     }
 
     /// The doctor on a server: the records (incidents, the ledger, the
-    /// dispatcher's book, round checkpoints) are rows, and one that does
+    /// dispatcher's book, round checkpoints, undelivered reports) are rows, and one that does
     /// not parse is reported and, with [`DoctorMode::Fix`], moved into
     /// `quarantine/` beside it at the version read (nothing is deleted).
     /// The logs are the server's, whose appends are whole records.
@@ -158,6 +166,7 @@ impl LoopState {
             &mut report,
         )?;
         self.check_rows::<RoundCheckpoint>(&self.files.rounds_dir(), None, &mut report)?;
+        self.check_rows::<PendingReport>(&self.files.reports_dir(), None, &mut report)?;
         report.sort_by_path();
         Ok(report)
     }

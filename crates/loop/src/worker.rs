@@ -4,20 +4,20 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use chipset_bus::{NewEvent, Priority as BusPriority};
 use chipset_hook::{Assignment, Pickup};
 use chipset_mail::MessageId;
-use chipset_mail::{Kind, Message, NewMessage};
+use chipset_mail::{Kind, Message};
 use chipset_nudge::{Nudge, NudgeType, Received};
 use chipset_store::{AgentId, ReadOutcome, Timestamp};
 
 use crate::channels::Channels;
 use crate::error::{Error, Result};
 use crate::files::task_of;
-use crate::format::{
-    COMPLETION_REPORT, IncidentKey, LoopMessage, WORK_ASSIGNED_EVENT, WORK_ASSIGNMENT,
-    WORK_COMPLETED_EVENT,
-};
+use crate::format::{WORK_ASSIGNED_EVENT, WORK_ASSIGNMENT};
+
+mod report;
+
+pub(crate) use report::PendingReport;
 
 /// The default minimum time between two hook touches from [`WorkHandle::checkpoint`]: 5 s.
 pub(crate) const DEFAULT_TOUCH_EVERY: Duration = Duration::from_secs(5);
@@ -91,7 +91,9 @@ pub enum WorkOutcome {
     /// The hook holds completed work waiting for the dispatcher's clear.
     AwaitingClear(Assignment),
     /// The work ran, the hook is completed, and the `completion_report` mail
-    /// went to the dispatcher (with a high-priority bus event).
+    /// went to the dispatcher (with a high-priority bus event). A report
+    /// that a failure held back goes out at a later call, which returns
+    /// what it finds then (often [`WorkOutcome::AwaitingClear`]).
     Completed {
         /// The assignment completed.
         assignment: Assignment,
@@ -165,19 +167,29 @@ impl Worker {
 
     /// GUPP, once: picks up the hooked work (pending work is activated,
     /// active work of an earlier life is resumed) and runs `work` with a
-    /// [`WorkHandle`]. When `work` returns `Ok(summary)`, completes the hook
-    /// and sends the `completion_report` mail (notify) to the dispatcher,
-    /// plus a high-priority `work-completed` bus event to wake it.
+    /// [`WorkHandle`]. When `work` returns `Ok(summary)`, keeps the report
+    /// in `loop/worker/reports/{agent}.json`, completes the hook and sends
+    /// the `completion_report` mail (notify) to the dispatcher, under an id
+    /// fixed by the assignment, plus a high-priority `work-completed` bus
+    /// event to wake it; then removes the record. A report a failure or a
+    /// crash left undelivered is sent first, before the pickup (late, if
+    /// the dispatcher has cleared the hook meanwhile), so no summary is
+    /// lost and none is sent twice.
     ///
     /// # Errors
     ///
     /// [`Error::Stale`] when the work was taken away before it completed
     /// (nothing is reported as done); [`Error::Hook`] with a corrupt hook;
+    /// [`Error::PartlyDone`] when a step failed after the hook was
+    /// completed (or a nudge was answered): call again, and the report
+    /// kept goes out; [`Error::Corrupt`] with an unreadable report record;
     /// channel errors, and the error of a [`Stop::Error`].
     pub fn run_once<F>(&self, work: F) -> Result<WorkOutcome>
     where
         F: FnOnce(&mut WorkHandle<'_>) -> std::result::Result<String, Stop>,
     {
+        // A report a failure or a crash left undelivered goes first.
+        self.deliver_pending()?;
         let pickup = self.channels.hooks.pickup(&self.me)?;
         let (assignment, resumed) = match pickup {
             Pickup::Idle => {
@@ -293,48 +305,6 @@ impl Worker {
         Ok(())
     }
 
-    fn complete(&self, assignment: Assignment, summary: String) -> Result<WorkOutcome> {
-        let hook = match self.channels.hooks.complete(&assignment) {
-            Ok(h) => h,
-            Err(chipset_hook::Error::StaleAssignment { .. }) => {
-                tracing::warn!(agent = %self.me, bead = %assignment.work.bead_id, "completion refused: the work was taken away");
-                return Err(Error::Stale {
-                    assignment: Box::new(assignment),
-                });
-            }
-            Err(e) => return Err(e.into()),
-        };
-        let completed_at = hook.last_activity;
-        let message = LoopMessage::CompletionReport {
-            assignment: assignment.clone(),
-            completed_at,
-            summary,
-        };
-        let draft = NewMessage::notify(
-            self.me.clone(),
-            self.dispatcher.clone(),
-            task_of(&assignment.work.bead_id)?,
-            COMPLETION_REPORT,
-            message.to_body(),
-        );
-        let report = self.channels.mail.send(&draft)?.id.clone();
-        let event = NewEvent::new(self.me.as_str(), WORK_COMPLETED_EVENT)
-            .priority(BusPriority::High)
-            .payload(message.to_payload())
-            .dedup_key(format!(
-                "{WORK_COMPLETED_EVENT}/{}",
-                IncidentKey::of(&assignment)
-            ));
-        let _ = self.channels.bus.publish(&self.dispatcher, &event)?;
-        self.archive_assignment_mail(&assignment);
-        tracing::info!(agent = %self.me, bead = %assignment.work.bead_id, %report, "work completed and reported");
-        Ok(WorkOutcome::Completed {
-            assignment,
-            report,
-            completed_at,
-        })
-    }
-
     /// Archives the bead's `work-assignment` mail once the work is done
     /// (tidying only: a failure is logged, never reported as a failed completion).
     fn archive_assignment_mail(&self, a: &Assignment) {
@@ -397,6 +367,7 @@ impl Worker {
             // not act on: the work's to act on.
             _ => signals.push(ReadOutcome::Value(nudge.clone())),
         }
+        let mut responded = false;
         if nudge.requires_response {
             let text = match (current, &stop) {
                 (Some(a), None) => format!("Acknowledged. Working on {}.", a.work.bead_id),
@@ -404,14 +375,23 @@ impl Worker {
                 (None, _) => "Acknowledged. Idle.".to_owned(),
             };
             match self.channels.nudges.respond(&self.me, &nudge, text) {
-                Ok(_) => {}
+                Ok(_) => responded = true,
                 Err(chipset_nudge::Error::InvalidSender { from }) => {
                     tracing::warn!(from, "cannot answer a nudge from an invalid sender");
                 }
                 Err(e) => return Err(e.into()),
             }
         }
-        self.channels.nudges.mark_processed(&self.me, &nudge)?;
+        // After a response a failure is partly done: the nudge is
+        // answered, and the retry answers it again as the same response.
+        if let Err(e) = self.channels.nudges.mark_processed(&self.me, &nudge) {
+            let e = Error::from(e);
+            return Err(if responded {
+                Error::partly("nudge answer", e)
+            } else {
+                e
+            });
+        }
         Ok((Some(nudge.kind), stop))
     }
 }

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use chipset_hook::Pickup;
-use chipset_loop::{Channels, Error, Witness, WitnessConfig, Worker, WorkerConfig};
+use chipset_loop::{Channels, Error, Witness, WitnessConfig, WorkOutcome, Worker, WorkerConfig};
 use chipset_mail::{Mail, MailConfig};
 use chipset_store::Classify as _;
 use chipset_testkit::TempState;
@@ -100,22 +100,40 @@ fn the_worker_reports_through_the_callers_mail() {
         WorkerConfig::default(),
     );
     let err = worker.run_once(|_| Ok("done".to_owned())).unwrap_err();
+    // The work itself completed on the hook before the report was
+    // refused: partly done, never a plain refusal.
+    assert!(err.is_outcome_unknown(), "{err:?}");
+    let Error::PartlyDone { source, .. } = &err else {
+        panic!("{err:?}")
+    };
     assert!(
         matches!(
-            err,
+            **source,
             Error::Mail(chipset_mail::Error::UnknownRecipient { .. })
         ),
-        "{err:?}"
+        "{source:?}"
     );
-    assert!(
-        s.sent(chipset_loop::Topic::CompletionReport.as_str())
-            .is_empty()
-    );
-    // The work itself completed on the hook before the report was refused.
+    let report = chipset_loop::Topic::CompletionReport.as_str();
+    assert!(s.sent(report).is_empty());
     assert!(matches!(
         s.hooks.pickup(&agent("polecat-alpha")).unwrap(),
         Pickup::AwaitingClear(_)
     ));
+    // The summary was kept: once the mail accepts the dispatcher, the
+    // next call sends the report, once.
+    let fixed = Worker::new(
+        s.state(),
+        agent("polecat-alpha"),
+        agent("mayor"),
+        WorkerConfig::default(),
+    );
+    for _ in 0..2 {
+        let out = fixed.run_once(|_| Ok("not run".to_owned())).unwrap();
+        assert!(matches!(out, WorkOutcome::AwaitingClear(_)), "{out:?}");
+    }
+    assert_eq!(s.sent(report).len(), 1);
+    let sent = s.inbox(&agent("mayor"));
+    assert_eq!(crate::body_json(&sent[0].body)["summary"], "done");
 }
 
 #[test]

@@ -168,14 +168,17 @@ fn the_doctor_reports_then_quarantines_corrupt_files_and_cuts_torn_logs() {
         .write_bytes(&at("rounds/notes.txt"), b"hello")
         .unwrap();
     state
+        .write_bytes(&at("worker/reports/w1.json"), b"{\"summary\": 1}")
+        .unwrap();
+    state
         .write_bytes(&at("dispatcher/log.jsonl"), b"{\"action\":\"x\"}\n{\"torn")
         .unwrap();
     let loops = LoopState::new(s.state());
-    assert_eq!(loops.counts().unwrap().corrupt, 3);
+    assert_eq!(loops.counts().unwrap().corrupt, 4);
 
     let check = loops.doctor(DoctorMode::Check).unwrap();
-    assert_eq!(check.findings.len(), 5, "{check:?}");
-    assert_eq!(unrepaired(&check), 4);
+    assert_eq!(check.findings.len(), 6, "{check:?}");
+    assert_eq!(unrepaired(&check), 5);
     assert!(check.findings.iter().any(|f| f.fault == Defect::Stray));
     assert!(check.findings.iter().any(|f| f.code == "loop-torn-log"));
     assert!(

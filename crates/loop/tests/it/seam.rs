@@ -17,6 +17,8 @@
 //! - a dispatcher tick that mails an assignment whose entry names no
 //!   `work-assignment` mail: the retry is the next tick. The entry names
 //!   the agent's one `work-assignment` mail in its inbox.
+//! - an idle worker's run that answers a health check: the retry is the
+//!   next run. The check is processed and the witness has one answer.
 //! - a witness tick that nudges: the retry is the next tick. The incident
 //!   is `checking`, and the agent's one pending nudge is the witness's
 //!   health check of that time.
@@ -44,10 +46,10 @@ use chipset_hook::{HookStatus, Hooks, Pickup};
 use chipset_loop::{
     BeadState, Channels, DispatchAction, Dispatcher, DispatcherConfig, Error, LedgerEntry,
     LoopState, Phase, Round, Rounds, RoundsConfig, Routing, Topic, Witness, WitnessAction,
-    WitnessConfig,
+    WitnessConfig, WorkOutcome, Worker, WorkerConfig,
 };
 use chipset_mail::Mail;
-use chipset_nudge::{NudgeType, Nudges};
+use chipset_nudge::{NewNudge, NudgeType, Nudges, Received};
 use chipset_store::{
     Clock, Defect, DoctorMode, ManualClock, ReadOutcome, RealIo, Report, SharedIo, StateDir,
     StateOptions, TaskId, Timestamp,
@@ -69,6 +71,7 @@ pub(crate) struct World {
     pub(crate) nudges: Nudges,
     pub(crate) dispatcher: Dispatcher,
     pub(crate) witness: Witness,
+    pub(crate) worker: Worker,
     pub(crate) rounds: Rounds,
     /// The round handle the round cases step.
     pub(crate) round: RefCell<Option<Round>>,
@@ -116,6 +119,12 @@ impl World {
                 DispatcherConfig::default(),
             ),
             witness: Witness::new(channels.clone(), agent("witness"), agent("mayor"), witness),
+            worker: Worker::new(
+                channels.clone(),
+                agent("w1"),
+                agent("mayor"),
+                WorkerConfig::default(),
+            ),
             rounds: Rounds::new(
                 channels,
                 RoundsConfig {
@@ -333,9 +342,24 @@ fn mailed_once(w: &World) -> bool {
     matches!(&w.mail_to("w1", Topic::WorkAssignment)[..], [m] if m.id == *mail)
 }
 
-/// The witness's calls.
+/// The witness's calls, and the agent's answer to its health check.
 fn witness_cases() -> Vec<Case> {
     vec![
+        Case {
+            name: "idle worker run that answers a health check",
+            setup: |w| {
+                let check = NewNudge::new(agent("witness"), NudgeType::HealthCheck, "alive?");
+                let _ = w.nudges.send(&agent("w1"), &check.requiring_response());
+            },
+            phase: None,
+            run: |w| {
+                let out = w.worker.run_once(|_| unreachable!("no work is hooked"))?;
+                assert_eq!(out, WorkOutcome::Idle);
+                Ok(())
+            },
+            applied: answered_once,
+            returned: |_, _| {},
+        },
         Case {
             name: "witness tick that nudges",
             setup: |w| {
@@ -425,6 +449,16 @@ fn witness_log_holds_the_ticks(w: &World, what: &str) {
             }
         }
     }
+}
+
+/// `w1`'s health check is processed, and the witness has one answer to it.
+fn answered_once(w: &World) -> bool {
+    let Ok(ReadOutcome::Value(Received::Seen(check))) = w.nudges.receive(&agent("w1")) else {
+        return false;
+    };
+    let since = Timestamp::from_unix_ms(0);
+    let answers = w.nudges.responses_since(&agent("witness"), since).unwrap();
+    matches!(&answers.items[..], [a] if a.from == "w1" && a.in_reply_to == check.id)
 }
 
 /// The incident is checking, and `w1`'s pending nudge is that check.
@@ -647,11 +681,11 @@ fn every_power_cut_in_a_dispatcher_call_reads_clean_and_keeps_what_returned() {
 }
 
 #[test]
-fn every_fault_in_a_witness_tick_is_safe_to_retry() {
+fn every_fault_in_a_witness_tick_or_an_answer_is_safe_to_retry() {
     sweep(witness_cases());
 }
 
 #[test]
-fn every_power_cut_in_a_witness_tick_reads_clean_and_keeps_what_returned() {
+fn every_power_cut_in_a_witness_tick_or_an_answer_reads_clean_and_keeps_what_returned() {
     power_cuts(witness_cases());
 }

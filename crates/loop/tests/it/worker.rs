@@ -573,3 +573,103 @@ fn a_heartbeat_touches_the_hook_now(s: Setup) {
         })
         .unwrap();
 }
+
+/// `w1`'s worker on a state root at `root` through `io`, at `T0`.
+fn on(root: &std::path::Path, io: chipset_store::SharedIo) -> Worker {
+    let at = chipset_store::Timestamp::from_unix_ms(chipset_testkit::T0);
+    let options = chipset_store::StateOptions {
+        io,
+        clock: std::sync::Arc::new(chipset_store::ManualClock::new(at)),
+        ..chipset_store::StateOptions::default()
+    };
+    let state = chipset_store::StateDir::open_with(root, options).unwrap();
+    Worker::new(state, agent("w1"), agent("mayor"), WorkerConfig::default())
+}
+
+/// `b-1` hooked for `w1` under `root`.
+fn hook_b1(root: &std::path::Path) {
+    let hooks = chipset_hook::Hooks::new(chipset_store::StateDir::open(root).unwrap());
+    hooks
+        .assign(&agent("w1"), bead("b-1"), "work", Some(&agent("mayor")))
+        .unwrap();
+}
+
+/// Whether `w1`'s hook is completed, and the summaries of the reports
+/// and the count of wake-ups the dispatcher got.
+fn reported(root: &std::path::Path) -> (bool, Vec<String>, usize) {
+    let state = chipset_store::StateDir::open(root).unwrap();
+    let hook = chipset_hook::Hooks::new(state.clone()).read(&agent("w1"));
+    let completed = HookStatus::of(&hook.unwrap()) == Some(HookStatus::Completed);
+    let mail = chipset_mail::Mail::new(state.clone());
+    let inbox = mail.inbox(&agent("mayor")).unwrap();
+    let summaries = inbox
+        .iter()
+        .map(|m| body_json(&m.body)["summary"].as_str().unwrap().to_owned());
+    let wakes = Bus::new(state)
+        .pending(&agent("mayor"))
+        .unwrap()
+        .events
+        .len();
+    (completed, summaries.collect(), wakes)
+}
+
+/// After a first run cut anywhere (a fault, or a power cut at `root`'s
+/// state), one more run reports the work once: with the first run's
+/// summary when its completion stuck (then its failure, if any, was
+/// partly done), else with the second's.
+fn one_more_run_reports_once(
+    root: &std::path::Path,
+    first: Option<chipset_loop::Error>,
+    what: &str,
+) {
+    let (completed, ..) = reported(root);
+    if let Some(e) = first.filter(|_| completed) {
+        assert!(e.is_outcome_unknown(), "{what}: `{e}` after the completion");
+    }
+    let w = on(root, std::sync::Arc::new(chipset_store::RealIo));
+    let _ = w
+        .run_once(|_| Ok("done again".to_owned()))
+        .unwrap_or_else(|e| panic!("{what}: retry: {e}"));
+    let want = if completed { "done" } else { "done again" };
+    assert_eq!(reported(root), (true, vec![want.to_owned()], 1), "{what}");
+}
+
+/// A fault at any I/O call of a run that completes: the work's summary is
+/// never lost, and the report goes out once.
+#[test]
+fn a_completion_cut_by_a_fault_anywhere_reports_once_losing_nothing() {
+    use chipset_testkit::{EIO, Fault, FaultIo};
+    let probe = tempfile::tempdir().unwrap();
+    hook_b1(probe.path());
+    let fault = FaultIo::passthrough();
+    let w = on(probe.path(), fault.clone());
+    fault.set(Fault::nth(0, EIO));
+    let _ = w.run_once(|_| Ok("done".to_owned())).unwrap();
+    for n in 1..=fault.counted() {
+        let tmp = tempfile::tempdir().unwrap();
+        hook_b1(tmp.path());
+        let fault = FaultIo::passthrough();
+        let w = on(tmp.path(), fault.clone());
+        fault.set(Fault::nth(n, EIO));
+        let first = w.run_once(|_| Ok("done".to_owned())).err();
+        fault.disarm();
+        one_more_run_reports_once(tmp.path(), first, &format!("call {n}"));
+    }
+}
+
+/// A power cut at any point of a run that completes: the same.
+#[test]
+fn a_completion_cut_by_a_power_cut_anywhere_reports_once_losing_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("state");
+    hook_b1(&root);
+    let rec = chipset_testkit::RecordIo::start(&root).unwrap();
+    let _ = on(&root, rec.clone())
+        .run_once(|_| Ok("done".to_owned()))
+        .unwrap();
+    for (i, cut) in rec.crash_states().iter().enumerate() {
+        let dir = tmp.path().join(format!("cut{i}"));
+        cut.materialize(&dir).unwrap();
+        one_more_run_reports_once(&dir, None, &format!("cut {i}"));
+    }
+}
