@@ -46,15 +46,21 @@ pub(crate) fn run(ctx: &Ctx, command: MailCommand) -> Result<Output> {
                 None => (None, None),
             };
             let kind = kind.map(Kind::from);
-            let mut messages = mail.inbox(&agent)?;
-            messages.retain(|m| {
+            let mut inbox = mail.inbox_listing(&agent)?;
+            inbox.items.retain(|m| {
                 kind.is_none_or(|k| m.kind == k)
                     && since.is_none_or(|t| m.created_at >= t)
                     && task.as_ref().is_none_or(|t| m.task() == t)
                     && after.as_ref().is_none_or(|after| m.id > *after)
             });
-            let empty = format!("no messages for {agent}\n");
-            Ok(listing(ctx.paint, &messages, true, &empty))
+            // What it read, then (exit 1) the files it could not: a message
+            // may hide behind each.
+            let unreadable = CliError::unreadable(&inbox, "message");
+            let empty = match unreadable {
+                None => format!("no messages for {agent}\n"),
+                Some(_) => String::new(),
+            };
+            Ok(listing(ctx.paint, &inbox.items, true, &empty).with_failure(unreadable))
         }
         MailCommand::Doctor(args) => crate::doctor::mail(&mail, args.fix),
         MailCommand::Archive { id, id_opt } => {

@@ -258,18 +258,11 @@ impl Cell {
     /// break in a subject a peer wrote) is shown as its escape (`\n`): a
     /// row is one line.
     pub(crate) fn toned(text: impl Into<String>, tone: Tone) -> Self {
-        let raw = text.into();
-        if !raw.contains(char::is_control) {
-            return Cell { text: raw, tone };
-        }
-        let mut text = String::with_capacity(raw.len() + 8);
-        for c in raw.chars() {
-            if c.is_control() {
-                text.extend(c.escape_debug());
-            } else {
-                text.push(c);
-            }
-        }
+        let text = text.into();
+        let text = match chipset_mcp::view::one_line(&text) {
+            std::borrow::Cow::Borrowed(_) => text,
+            escaped => escaped.into_owned(),
+        };
         Cell { text, tone }
     }
 }

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use chipset_store::{AgentId, ReadOutcome, StatePath};
+use chipset_store::{AgentId, Listing, ReadOutcome, StatePath};
 
 use crate::error::Result;
 use crate::format::{ManifestEvent, Message};
@@ -21,30 +21,47 @@ impl Mail {
     /// that is not `{id}.json` (`notes.txt`, an editor's swap file), and a
     /// file over the 16 MiB read cap (far above any message the seed's
     /// programs write; see the crate docs). The commit gate is stricter: see
-    /// [`Mail::pending_replies`].
+    /// [`Mail::pending_replies`]. [`Mail::inbox_listing`] reads past an
+    /// unreadable message.
     ///
     /// # Errors
     ///
-    /// [`Error::Corrupt`](crate::Error::Corrupt) naming the first
-    /// `{id}.json` file that is not a readable message, and
+    /// [`Error::Corrupt`](crate::Error::Corrupt) naming an `{id}.json`
+    /// file that is not a readable message, and
     /// [`Error::Unsupported`](crate::Error::Unsupported) for one
     /// holding a value this version does not know: such a file is never
     /// skipped. [`Error::Store`](crate::Error::Store) when the inbox
     /// cannot be listed.
     pub fn inbox(&self, agent: &AgentId) -> Result<Vec<Message>> {
-        if let Some(server) = self.server() {
-            return server.inbox(agent);
+        let listing = self.inbox_listing(agent)?;
+        if let Some(c) = listing.corrupt.into_iter().next() {
+            return Err(c.into());
         }
-        let mut out = Vec::new();
+        if let Some(u) = listing.unsupported.into_iter().next() {
+            return Err(u.into());
+        }
+        Ok(listing.items)
+    }
+
+    /// Returns `agent`'s inbox as [`Mail::inbox`] reads it, with the
+    /// message files it could not read named beside the messages it could
+    /// (one may hide behind each), for a listing that shows what it read.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`](crate::Error::Store) when the inbox cannot be
+    /// listed or a file cannot be read at all.
+    pub fn inbox_listing(&self, agent: &AgentId) -> Result<Listing<Message>> {
+        if let Some(server) = self.server() {
+            return server.inbox_listing(agent);
+        }
+        let mut out = Listing::default();
         for read in self.scan(&self.layout.inbox(agent), &[])? {
             match read {
-                ReadOutcome::Value(m) => out.push(m),
                 ReadOutcome::Corrupt(c) if is_too_large(&c) => {
                     tracing::warn!(path = %c.path.display(), reason = %c.reason, "skipping a file over the message read cap");
                 }
-                ReadOutcome::Corrupt(c) => return Err(c.into()),
-                ReadOutcome::Unsupported(u) => return Err(u.into()),
-                ReadOutcome::Missing => {}
+                read => out.push(read),
             }
         }
         Ok(out)

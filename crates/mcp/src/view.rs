@@ -434,6 +434,17 @@ pub fn nudge_id(nudge: &Nudge) -> String {
         .map_or_else(|| nudge.timestamp.to_string(), ToString::to_string)
 }
 
+/// Returns `text` on one line: each control character (a line break a
+/// peer wrote in a subject) as its escape (`\n`), so it forges no line.
+pub fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains(char::is_control) {
+        return text.into();
+    }
+    let escape = |c: char| c.escape_debug().collect::<String>();
+    let one = |c: char| if c.is_control() { escape(c) } else { c.into() };
+    text.chars().map(one).collect::<String>().into()
+}
+
 /// Returns why each file of `listing` could not be read, corrupt first.
 pub fn unreadable<T>(listing: &Listing<T>) -> Vec<String> {
     listing.unreadable().map(ToString::to_string).collect()

@@ -41,7 +41,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use chipset_backend::{Backend, Dir, Key, LogPos, Step, Version};
-use chipset_store::{AgentId, Corruption, ReadOutcome, StateDir, TaskId, Timestamp};
+use chipset_store::{AgentId, Corruption, Listing, ReadOutcome, StateDir, TaskId, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::MessageId;
@@ -257,15 +257,18 @@ impl Server<'_> {
         Ok(self.find_versioned(id)?.map(|(f, _)| f))
     }
 
-    pub(crate) fn inbox(&self, agent: &AgentId) -> Result<Vec<Message>> {
+    pub(crate) fn inbox_listing(&self, agent: &AgentId) -> Result<Listing<Message>> {
         let folder = Self::dir_of(&Location::Inbox(agent.clone()));
-        let mut out = Vec::new();
+        let mut out = Listing::default();
         for (name, v) in self.b.read_all(&folder).seam()? {
-            if let Some(m) = Self::parse_named(&folder, &name, &v.value)? {
-                out.push(m);
+            match Self::parse_named(&folder, &name, &v.value) {
+                Ok(m) => out.items.extend(m),
+                Err(Error::Corrupt(c)) => out.corrupt.push(c),
+                Err(Error::Unsupported(u)) => out.unsupported.push(u),
+                Err(e) => return Err(e),
             }
         }
-        out.sort_by(|a, b| a.id.cmp(&b.id));
+        out.items.sort_by(|a, b| a.id.cmp(&b.id));
         Ok(out)
     }
 

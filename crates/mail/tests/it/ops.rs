@@ -224,6 +224,33 @@ fn archive_outcomes() {
     );
 }
 
+/// `inbox` fails on an unreadable message file; `inbox_listing` gives the
+/// messages it could read and names the files it could not, corrupt and
+/// unsupported apart.
+#[test]
+fn an_inbox_listing_reads_past_unreadable_messages() {
+    let f = fixture();
+    let m = &f.mail;
+    let kept = m.send(&notify("a", "b", "t1", "s", "readable")).unwrap();
+    let question = m.send(&notify("a", "b", "t1", "s", "to spoil")).unwrap();
+    let dir = m.inbox_dir(&agent("b"));
+    let spoiled = dir.join(format!("{}.json", question.id)).unwrap();
+    let text = std::fs::read_to_string(&spoiled)
+        .unwrap()
+        .replace("\"kind\": \"notify\"", "\"kind\": \"question\"");
+    std::fs::write(&spoiled, text).unwrap();
+    let torn = dir.join(format!("{}.json", mid("9-torn"))).unwrap();
+    std::fs::write(&torn, "{\"id\": \"").unwrap();
+    assert!(m.inbox(&agent("b")).unwrap_err().corruption().is_some());
+    let listing = m.inbox_listing(&agent("b")).unwrap();
+    let ids: Vec<_> = listing.items.iter().map(|x| &x.id).collect();
+    assert_eq!(ids, [&kept.id]);
+    assert_eq!(listing.corrupt.len(), 1, "{listing:?}");
+    assert_eq!(listing.corrupt[0].path, torn.as_path());
+    assert_eq!(listing.unsupported.len(), 1, "{listing:?}");
+    assert_eq!(listing.unsupported[0].path, spoiled.as_path());
+}
+
 #[test]
 fn inbox_filters_in_id_order() {
     let f = fixture();

@@ -251,6 +251,11 @@ fn bad_bytes_are_moved_aside_and_strays_left() {
     let _ = b
         .put(&key(&["inbox", "exec"], "notes.txt"), b"mine")
         .unwrap();
+    // The inbox fails on it; its listing reads past it and names it.
+    let exec = agent("exec");
+    assert!(mail.inbox(&exec).unwrap_err().corruption().is_some());
+    let listing = mail.inbox_listing(&exec).unwrap();
+    assert_eq!((listing.items.len(), listing.corrupt.len()), (1, 1));
     let check = mail.doctor(DoctorMode::Check).unwrap();
     let found: Vec<(&str, bool)> = check.findings.iter().map(|f| (f.code, f.fixable)).collect();
     assert_eq!(

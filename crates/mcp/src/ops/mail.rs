@@ -14,7 +14,7 @@ use crate::params::{
     MailArchive, MailExpects, MailInbox, MailKind, MailPending, MailRead, MailSend, MailThread,
     limit,
 };
-use crate::view::{Archived, GroupSentView, LEFT_OUT, MailListing, MessageHead};
+use crate::view::{Archived, GroupSentView, LEFT_OUT, MailListing, MessageHead, one_line};
 
 /// Renders at most `limit` of `messages` (all of which matched), with their
 /// bodies when `bodies` is set; `more` says how to see the rest.
@@ -31,7 +31,7 @@ fn listing(messages: &[Message], limit: usize, bodies: bool, empty: String, more
             m.task(),
             m.round.map_or_else(|| "-".to_owned(), |r| r.to_string()),
             m.priority.as_str(),
-            m.subject,
+            one_line(&m.subject),
             m.body.chars().count()
         ));
         if bodies {
@@ -196,8 +196,8 @@ pub(crate) fn mail_inbox(ctx: &Ctx, p: MailInbox) -> Outcome {
     let start = p.since.as_deref().map(since).transpose()?;
     let kind = p.kind.map(chipset_mail::Kind::from);
     let task: Option<chipset_store::TaskId> = p.task.as_deref().map(id).transpose()?;
-    let mut messages = ctx.mail()?.inbox(&ctx.agent)?;
-    messages.retain(|m| {
+    let mut inbox = ctx.mail()?.inbox_listing(&ctx.agent)?;
+    inbox.items.retain(|m| {
         kind.is_none_or(|k| m.kind == k)
             && task.as_ref().is_none_or(|t| m.task() == t)
             && match &start {
@@ -207,13 +207,17 @@ pub(crate) fn mail_inbox(ctx: &Ctx, p: MailInbox) -> Outcome {
                 None => true,
             }
     });
-    Ok(listing(
-        &messages,
-        limit,
-        p.bodies.unwrap_or(false),
-        format!("no messages for {}\n", ctx.agent),
-        "pass `since` = the last id shown for the next ones",
-    ))
+    // What it read, and a failure naming the files it could not.
+    let unreadable = Failure::unreadable(&inbox, "message");
+    let empty = match unreadable {
+        None => format!("no messages for {}\n", ctx.agent),
+        Some(_) => String::new(),
+    };
+    let bodies = p.bodies.unwrap_or(false);
+    let next = "pass `since` = the last id shown for the next ones";
+    let mut reply = listing(&inbox.items, limit, bodies, empty, next);
+    reply.failure = unreadable;
+    Ok(reply)
 }
 
 pub(crate) fn mail_read(ctx: &Ctx, p: MailRead) -> Outcome {
@@ -231,7 +235,7 @@ pub(crate) fn mail_read(ctx: &Ctx, p: MailRead) -> Outcome {
         m.from,
         m.to,
         m.task(),
-        m.subject,
+        one_line(&m.subject),
         m.body
     );
     Ok(Reply::new(text, m))

@@ -456,6 +456,39 @@ fn listings_are_limited() {
     );
 }
 
+/// `mail_inbox` gives what it read past an unreadable message, with a
+/// failure naming the file; a subject a peer wrote with a line break is
+/// one line of the text, escaped.
+#[test]
+#[allow(clippy::disallowed_methods, reason = "plants a peer's files")]
+fn an_inbox_with_an_unreadable_message_still_lists_the_rest() {
+    let mut t = Bench::new();
+    let m = json!({"to": "a", "kind": "notify", "subject": "n", "body": "b", "task": "t"});
+    let id = t.ok(true, "mail_send", m)["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let inbox = t._tmp.path().join("state/mail/inbox/a");
+    let path = inbox.join(format!("{id}.json"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let text = text.replace("\"subject\": \"n\"", "\"subject\": \"two\\nlines\"");
+    std::fs::write(&path, text).unwrap();
+    let torn = inbox.join("1772706900123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab.json");
+    std::fs::write(&torn, "{\"id\": \"").unwrap();
+    let reply = call(&t.a, "mail_inbox", json!({})).unwrap();
+    let failure = reply.failure.expect("the unreadable file is named");
+    assert_eq!(failure.kind(), chipset_store::ErrorKind::Corrupt);
+    assert!(
+        failure.to_string().contains(&*torn.to_string_lossy()),
+        "{failure}"
+    );
+    assert_eq!(reply.json["messages"].as_array().unwrap().len(), 1);
+    assert_eq!(reply.text.lines().count(), 1, "{}", reply.text);
+    assert!(reply.text.contains(" two\\nlines "), "{}", reply.text);
+    let read = call(&t.a, "mail_read", json!({"id": id})).unwrap();
+    assert!(read.text.lines().next().unwrap().ends_with("two\\nlines"));
+}
+
 /// `bead` and `generation` fence the hook tools on the work they mean: an
 /// agent still on `gt-1` after the dispatcher took it away and assigned
 /// `gt-2` is refused, and nothing changes; unknown arguments are refused
