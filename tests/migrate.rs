@@ -603,17 +603,7 @@ fn a_run_killed_mid_way_completes_on_the_rerun_without_duplicates() {
     }
     let schema = options.schema.clone().unwrap();
     let mut sql = postgres::Client::connect(url.expose(), postgres::NoTls).unwrap();
-    let rows = |sql: &mut postgres::Client| -> i64 {
-        sql.query_one(
-            &format!(
-                "SELECT (SELECT count(*) FROM {schema}.chipset_entries) \
-                 + (SELECT count(*) FROM {schema}.chipset_log_records)"
-            ),
-            &[],
-        )
-        .map(|r| r.get(0))
-        .unwrap_or(0)
-    };
+    let rows = |sql: &mut postgres::Client| rows(sql, &schema).unwrap_or(0);
     let args = [
         a.display().to_string(),
         url.expose().to_owned(),
@@ -674,6 +664,15 @@ fn a_run_killed_mid_way_completes_on_the_rerun_without_duplicates() {
     assert_eq!(again.written(), 0);
 }
 
+/// How many values and log records the server's `schema` holds.
+fn rows(sql: &mut postgres::Client, schema: &str) -> Result<i64, postgres::Error> {
+    let count = format!(
+        "SELECT (SELECT count(*) FROM {schema}.chipset_entries) \
+         + (SELECT count(*) FROM {schema}.chipset_log_records)"
+    );
+    sql.query_one(&count, &[]).map(|r| r.get(0))
+}
+
 /// Makes the server refuse every value and log record under `prefix`, as
 /// a disk full or a revoked grant would, until [`allow`] is called.
 fn refuse(sql: &mut postgres::Client, schema: &str, prefix: &str) {
@@ -719,17 +718,7 @@ fn a_write_refused_part_way_is_unfinished_and_the_rerun_finishes() {
     drop(server.open(&tmp.path().join("local")));
     let schema = server.schema.clone();
     let mut sql = postgres::Client::connect(url.expose(), postgres::NoTls).unwrap();
-    let rows = |sql: &mut postgres::Client| -> i64 {
-        sql.query_one(
-            &format!(
-                "SELECT (SELECT count(*) FROM {schema}.chipset_entries) \
-                 + (SELECT count(*) FROM {schema}.chipset_log_records)"
-            ),
-            &[],
-        )
-        .unwrap()
-        .get(0)
-    };
+    let rows = |sql: &mut postgres::Client| rows(sql, &schema).unwrap();
     let pg = Root::Server(url.clone());
     let migrate = || {
         Migration::new(dir(&a), pg.clone())
