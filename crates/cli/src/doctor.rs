@@ -70,10 +70,12 @@ pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
     let mut scanned = BTreeMap::new();
     let mut in_flight = InFlight::default();
     let mut places = Vec::new();
+    let mut unfinished = 0;
     for area in checkup.areas {
         let report = match area.report {
             Ok(report) => Some(report),
             Err(e) => {
+                unfinished += 1;
                 let row = Row {
                     area: area.name,
                     problem: format!("could not finish: {}", CliError::from(e)).replace(&root, ""),
@@ -132,11 +134,33 @@ pub(crate) fn run(ctx: &Ctx, args: &DoctorArgs) -> Result<Output> {
     });
     let failure = (remaining > 0).then(|| {
         CliError::refused(if fix || fixable == 0 {
-            format!(
-                "{} remaining that --fix leaves to a person (see above){}",
-                output::plural(remaining - in_flight.count, "problem"),
-                in_flight.note()
-            )
+            // An area that could not finish (a full disk, a lost server)
+            // is not left to a person: the same run again may finish it.
+            let person = remaining - in_flight.count - unfinished;
+            let parts: Vec<String> = [
+                (unfinished > 0).then(|| {
+                    format!(
+                        "{} could not finish (see above): run it again once the cause is gone",
+                        output::plural(unfinished, "area")
+                    )
+                }),
+                (person > 0).then(|| {
+                    format!(
+                        "{} remaining that --fix leaves to a person (see above)",
+                        output::plural(person, "problem")
+                    )
+                }),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            let note = in_flight.note();
+            let flight = note.strip_prefix("; ").filter(|n| !n.is_empty());
+            parts
+                .into_iter()
+                .chain(flight.map(str::to_owned))
+                .collect::<Vec<_>>()
+                .join("; ")
         } else {
             format!(
                 "{} found ({fixable} repairable with `chipset doctor --fix`){}",

@@ -175,3 +175,26 @@ fn mail_doctor_prints_a_finding_per_message_as_a_whole_report_is() {
         format!("{MESSAGES} messages scanned, 0 problems\n")
     );
 }
+
+/// An area the doctor could not finish was counted as a problem "that
+/// --fix leaves to a person", though it is one the same run may finish
+/// once its cause is gone (a full disk, a lost server): the line says so.
+#[test]
+#[allow(clippy::disallowed_methods, reason = "breaks the state's layout")]
+fn an_area_that_could_not_finish_is_not_left_to_a_person() {
+    let env = Env::new();
+    let assign = ["hook", "assign", "a1", "--bead", "b1", "--title", "T"];
+    assert_eq!(env.run(&assign).code, 0);
+    let hooks = env.root().join("hooks");
+    std::fs::remove_dir_all(&hooks).unwrap();
+    std::fs::write(&hooks, "not a folder").unwrap();
+    for args in [&["doctor"][..], &["doctor", "--fix"]] {
+        let run = env.run(args);
+        assert_eq!(run.code, 1, "{args:?}: {run:?}");
+        assert!(run.stdout.contains("could not finish"), "{}", run.stdout);
+        assert_eq!(
+            run.stderr.trim(),
+            "chipset: error: 1 area could not finish (see above): run it again once the cause is gone"
+        );
+    }
+}
