@@ -9,7 +9,7 @@ use chipset::nudge::ReminderId;
 use chipset::pool::ItemId;
 use chipset::store::{AgentId, ReadOutcome, Timestamp};
 
-use crate::model::{Snapshot, View, chain, short_age};
+use crate::model::{Snapshot, View, chain, one_line, short_age};
 
 /// How many entries of a list (inbox, events) the pane shows.
 const LIST_CAP: usize = 12;
@@ -27,13 +27,15 @@ pub struct Detail {
 impl Detail {
     pub(crate) fn new(title: impl Into<String>) -> Self {
         Detail {
-            title: title.into(),
+            title: one_line(title.into()),
             lines: Vec::new(),
         }
     }
 
+    /// Adds a line; its control characters (what another agent wrote may
+    /// hold escape sequences) are escaped, never sent to the terminal.
     pub(crate) fn line(&mut self, line: impl Into<String>) {
-        self.lines.push(line.into());
+        self.lines.push(one_line(line.into()));
     }
 }
 

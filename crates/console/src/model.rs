@@ -163,10 +163,13 @@ pub struct Row {
 }
 
 impl Row {
+    /// A row of `cells`, each on one line: a control character another
+    /// agent wrote (an escape sequence in a message) shows as its escape,
+    /// never reaching the terminal.
     pub(crate) fn new(key: impl Into<String>, cells: Vec<String>, mark: Mark) -> Self {
         Row {
             key: key.into(),
-            cells,
+            cells: cells.into_iter().map(one_line).collect(),
             mark,
         }
     }
@@ -175,6 +178,16 @@ impl Row {
     /// ignoring case: the `/` search.
     pub fn matches(&self, needle: &str) -> bool {
         needle.is_empty() || self.cells.iter().any(|c| c.to_lowercase().contains(needle))
+    }
+}
+
+/// Returns `text` with its control characters escaped ([`view::one_line`]).
+///
+/// [`view::one_line`]: chipset_mcp::view::one_line
+pub(crate) fn one_line(text: String) -> String {
+    match chipset_mcp::view::one_line(&text) {
+        std::borrow::Cow::Borrowed(_) => text,
+        escaped => escaped.into_owned(),
     }
 }
 

@@ -8,6 +8,8 @@ use ratatui::style::{Color, Modifier, Style, Stylize as _};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph, Row as TableRow, Table, TableState, Wrap};
 
+use chipset_mcp::view::one_line;
+
 use crate::model::{Mark, Snapshot, View};
 use crate::screen::Screen;
 
@@ -141,7 +143,7 @@ fn draw_table(frame: &mut Frame<'_>, screen: &Screen, snapshot: &Snapshot, area:
 fn draw_detail(frame: &mut Frame<'_>, screen: &Screen, problems: &[String], area: Rect) {
     let mut lines: Vec<Line<'_>> = problems
         .iter()
-        .map(|p| Line::styled(format!("! {p}"), Style::new().fg(Color::Red)))
+        .map(|p| Line::styled(format!("! {}", one_line(p)), Style::new().fg(Color::Red)))
         .collect();
     let title = match &screen.detail {
         Some(d) => {
@@ -173,7 +175,7 @@ fn foot_line(screen: &Screen, summary: &str) -> Line<'static> {
     }
     let keys: Vec<String> = View::ALL.iter().map(|v| v.key().to_string()).collect();
     Line::from(vec![
-        Span::raw(format!(" {summary}  ")),
+        Span::raw(format!(" {}  ", one_line(summary))),
         Span::styled(
             format!("↑↓ select  / search  {} views  q quit", keys.join(" ")),
             Style::new().fg(Color::DarkGray),

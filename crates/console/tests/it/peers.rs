@@ -91,3 +91,48 @@ fn a_hook_that_names_another_agent_closes_the_pool_view() {
     let stranger = &snapshot.table(View::Agents).rows[0];
     assert_eq!(stranger.cells[1], "corrupt");
 }
+
+/// Text other agents wrote (a reminder's message, a mail subject and
+/// body) may hold escape sequences and line breaks: every view and its
+/// detail show them escaped, so none reaches the operator's terminal
+/// (one cleared the screen, retitled the window and left the alternate
+/// screen).
+#[test]
+fn escape_sequences_others_wrote_never_reach_the_terminal() {
+    use chipset::mail::NewMessage;
+    use chipset::nudge::NewReminder;
+    let tmp = tempfile::tempdir().unwrap();
+    let chipset = Chipset::open(tmp.path().join("state")).unwrap();
+    let evil = "x\u{1b}[2J\u{1b}]0;TITLE\u{7}\u{1b}[?1049l\r\nforged";
+    let mut reminder = NewReminder {
+        tenant_id: "default".into(),
+        kind: "spec_draft".into(),
+        source_type: "spec".into(),
+        source_id: "s1".into(),
+        message: evil.into(),
+        ..NewReminder::default()
+    };
+    reminder.metadata.insert("agent".into(), "gus".into());
+    chipset.reminders().open(&reminder).unwrap();
+    let (a, gus) = ("a".parse().unwrap(), "gus".parse().unwrap());
+    let task = "T1".parse().unwrap();
+    let request = NewMessage::request(a, gus, task, "s", format!("body {evil}"));
+    chipset.mail().send(&request).unwrap();
+    let snapshot = Snapshot::load(&chipset).unwrap();
+    for view in View::ALL {
+        let mut screen = Screen::new(view);
+        screen.detail = screen
+            .selected_key(&snapshot)
+            .map(|k| detail(&chipset, &snapshot, view, &k));
+        for (w, h) in [(160, 40), (60, 12)] {
+            let text = chipset_console::text(&screen, &snapshot, w, h);
+            assert!(
+                text.lines().all(|l| !l.contains(char::is_control)),
+                "{view:?}:\n{text:?}"
+            );
+        }
+    }
+    let reminders = Screen::new(View::Reminders);
+    let text = chipset_console::text(&reminders, &snapshot, 200, 20);
+    assert!(text.contains("x\\u{1b}[2J"), "{text}");
+}
