@@ -312,20 +312,11 @@ impl Loader {
             None => Table::default(),
         };
         tables[1] = if requests {
-            // The agents with mail in their inbox: where requests can wait.
-            let inboxes: Vec<AgentId> = match &reads.inboxes {
-                Some(Ok(counts)) => counts
-                    .iter()
-                    .filter(|(_, n)| matches!(n, Ok(n) if *n > 0))
-                    .map(|(a, _)| a.clone())
-                    .collect(),
-                _ => Vec::new(),
-            };
             let mut cache = self
                 .requests
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            cache.table(chipset, now, &inboxes, &changed)
+            cache.of_inboxes(chipset, now, reads.inboxes.as_ref(), &changed)
         } else {
             Table {
                 summary: "reading the inboxes…".to_owned(),

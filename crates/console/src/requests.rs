@@ -45,12 +45,42 @@ pub(crate) struct Requests {
     loaded: bool,
 }
 
+/// The inboxes as the loader counted them: each agent's count, or why
+/// it could not be read; or why they could not be listed.
+type Counts = Result<BTreeMap<AgentId, Result<usize, String>>, String>;
+
 impl Requests {
+    /// [`Requests::table`] of the agents with mail in their inbox, where
+    /// requests can wait. Inboxes that cannot be listed hide every
+    /// request: the gates fail closed, and so does the view.
+    pub(crate) fn of_inboxes(
+        &mut self,
+        chipset: &Chipset,
+        now: Timestamp,
+        inboxes: Option<&Counts>,
+        changed: &Changed,
+    ) -> Table {
+        let agents: Vec<AgentId> = match inboxes {
+            Some(Ok(counts)) => counts
+                .iter()
+                .filter(|(_, n)| matches!(n, Ok(n) if *n > 0))
+                .map(|(a, _)| a.clone())
+                .collect(),
+            _ => Vec::new(),
+        };
+        let mut table = self.table(chipset, now, &agents, changed);
+        if let Some(Err(e)) = inboxes {
+            table.problems.insert(0, format!("inboxes: {e}"));
+            table.summary = "the inboxes cannot be read: every commit gate is closed".to_owned();
+        }
+        table
+    }
+
     /// Brings the inboxes and gates up to date and returns the table.
     /// `agents` are those with messages in their inbox. When nothing under
     /// `mail/` `changed` since the last call, nothing is read: the rows are
     /// built again from what is kept.
-    pub(crate) fn table(
+    fn table(
         &mut self,
         chipset: &Chipset,
         now: Timestamp,
@@ -78,14 +108,19 @@ impl Requests {
                     .push(format!("task {task}: gate closed, unreadable: {e}")),
             }
         }
-        table.summary = if blocked == 0 && table.problems.is_empty() {
-            "no open requests: every commit gate passes".to_owned()
-        } else {
-            format!(
-                "{} open requests block the commit of {} tasks",
-                table.rows.len(),
-                blocked
-            )
+        let open = format!(
+            "{} open requests block the commit of {} tasks",
+            table.rows.len(),
+            blocked
+        );
+        table.summary = match (blocked, table.problems.is_empty()) {
+            (0, true) => "no open requests: every commit gate passes".to_owned(),
+            (_, true) => open,
+            // A message the gates cannot read may be a request of any
+            // task: each gate fails closed until it is read or moved.
+            (_, false) => {
+                format!("{open}; a file the gates read is unreadable: every gate is closed")
+            }
         };
         table
     }
@@ -153,8 +188,8 @@ impl Requests {
         if known.stamp.is_some() && known.stamp == stamp && stamp.is_some_and(|s| settled(&s)) {
             return Ok(());
         }
-        let messages = match mail.inbox(agent) {
-            Ok(m) => m,
+        let listing = match mail.inbox_listing(agent) {
+            Ok(listing) => listing,
             Err(e) => {
                 // Unreadable now: forget it, so the next load reads it again.
                 known.stamp = None;
@@ -162,6 +197,12 @@ impl Requests {
                 return Err(chain(&e));
             }
         };
+        // A file it could not read is a problem, and the inbox is read
+        // again at the next load; the messages it could read still say
+        // which tasks wait.
+        let unreadable: Vec<String> = listing.unreadable().map(|e| e.to_string()).collect();
+        let messages = listing.items;
+        let stamp = if unreadable.is_empty() { stamp } else { None };
         let mut tasks = BTreeMap::new();
         let mut waiting = BTreeSet::new();
         for m in &messages {
@@ -183,7 +224,10 @@ impl Requests {
             tasks,
             waiting,
         };
-        Ok(())
+        match unreadable.is_empty() {
+            true => Ok(()),
+            false => Err(unreadable.join("; ")),
+        }
     }
 }
 

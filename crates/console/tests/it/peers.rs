@@ -136,3 +136,50 @@ fn escape_sequences_others_wrote_never_reach_the_terminal() {
     let text = chipset_console::text(&reminders, &snapshot, 200, 20);
     assert!(text.contains("x\\u{1b}[2J"), "{text}");
 }
+
+/// The Requests view said "every commit gate passes" when the inboxes
+/// could not be listed (a folder in `mail/inbox/` that is no agent's),
+/// and "0 tasks" blocked when a message could not be read, though the
+/// gate of every task is closed then: it says so now, and names why.
+#[test]
+#[allow(clippy::disallowed_methods, reason = "plants what another program left")]
+fn requests_say_every_gate_is_closed_when_a_file_they_need_is_unreadable() {
+    use chipset::mail::NewMessage;
+    let tmp = tempfile::tempdir().unwrap();
+    let chipset = Chipset::open(tmp.path().join("state")).unwrap();
+    let (mayor, dave) = ("mayor".parse().unwrap(), "dave".parse().unwrap());
+    let request = NewMessage::request(mayor, dave, "T-dave".parse().unwrap(), "s", "b");
+    chipset.mail().send(&request).unwrap();
+    let inbox = tmp.path().join("state/mail/inbox");
+    let requests = |chipset: &Chipset| {
+        let snapshot = Snapshot::load(chipset).unwrap();
+        snapshot.table(View::Requests).clone()
+    };
+    let table = requests(&chipset);
+    assert_eq!(table.summary, "1 open requests block the commit of 1 tasks");
+    assert!(table.problems.is_empty(), "{:?}", table.problems);
+
+    let torn = inbox.join("dave/1772706900123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab.json");
+    std::fs::write(&torn, "{\"broken").unwrap();
+    let table = requests(&Chipset::open(tmp.path().join("state")).unwrap());
+    assert!(table.summary.ends_with("every gate is closed"), "{}", table.summary);
+    assert!(
+        table.problems.iter().any(|p| p.starts_with("inbox of dave: ")),
+        "{:?}",
+        table.problems
+    );
+    assert!(
+        table.problems.iter().any(|p| p.starts_with("task T-dave: gate closed")),
+        "{:?}",
+        table.problems
+    );
+    std::fs::remove_file(&torn).unwrap();
+
+    std::fs::create_dir(inbox.join("a\\b")).unwrap();
+    let table = requests(&Chipset::open(tmp.path().join("state")).unwrap());
+    assert_eq!(
+        table.summary,
+        "the inboxes cannot be read: every commit gate is closed"
+    );
+    assert!(table.problems[0].starts_with("inboxes: "), "{:?}", table.problems);
+}
