@@ -475,10 +475,14 @@ async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Res
             .split('&')
             .filter(|p| !p.starts_with("token="))
             .collect();
-        let to = format!("{}?{}", request.uri().path(), rest.join("&"));
+        // One leading slash: `//host/` would send the browser to `host`.
+        let path = request.uri().path().trim_start_matches('/');
+        let to = format!("/{path}?{}", rest.join("&"));
         let mut response = Redirect::to(&to).into_response();
+        // In hex: a token may hold `;` or `,`, which end a cookie's value.
+        let value: String = given.bytes().map(|b| format!("{b:02x}")).collect();
         if let Ok(v) = HeaderValue::from_str(&format!(
-            "{COOKIE}={given}; HttpOnly; SameSite=Strict; Path=/"
+            "{COOKIE}={value}; HttpOnly; SameSite=Strict; Path=/"
         )) {
             response.headers_mut().insert(header::SET_COOKIE, v);
         }
@@ -499,7 +503,16 @@ fn cookie(headers: &HeaderMap) -> Option<String> {
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .find_map(|c| c.trim().strip_prefix(COOKIE)?.strip_prefix('='))
-        .map(str::to_owned)
+        .and_then(unhex)
+}
+
+/// The token a cookie carries, in hex.
+fn unhex(hex: &str) -> Option<String> {
+    let digits = hex.as_bytes().chunks(2);
+    let bytes: Option<Vec<u8>> = digits
+        .map(|d| u8::from_str_radix(std::str::from_utf8(d).ok()?, 16).ok())
+        .collect();
+    String::from_utf8(bytes?).ok()
 }
 
 fn loopback_host(headers: &HeaderMap) -> bool {

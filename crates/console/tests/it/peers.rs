@@ -142,7 +142,10 @@ fn escape_sequences_others_wrote_never_reach_the_terminal() {
 /// and "0 tasks" blocked when a message could not be read, though the
 /// gate of every task is closed then: it says so now, and names why.
 #[test]
-#[allow(clippy::disallowed_methods, reason = "plants what another program left")]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "plants what another program left"
+)]
 fn requests_say_every_gate_is_closed_when_a_file_they_need_is_unreadable() {
     use chipset::mail::NewMessage;
     let tmp = tempfile::tempdir().unwrap();
@@ -162,14 +165,24 @@ fn requests_say_every_gate_is_closed_when_a_file_they_need_is_unreadable() {
     let torn = inbox.join("dave/1772706900123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab.json");
     std::fs::write(&torn, "{\"broken").unwrap();
     let table = requests(&Chipset::open(tmp.path().join("state")).unwrap());
-    assert!(table.summary.ends_with("every gate is closed"), "{}", table.summary);
     assert!(
-        table.problems.iter().any(|p| p.starts_with("inbox of dave: ")),
+        table.summary.ends_with("every gate is closed"),
+        "{}",
+        table.summary
+    );
+    assert!(
+        table
+            .problems
+            .iter()
+            .any(|p| p.starts_with("inbox of dave: ")),
         "{:?}",
         table.problems
     );
     assert!(
-        table.problems.iter().any(|p| p.starts_with("task T-dave: gate closed")),
+        table
+            .problems
+            .iter()
+            .any(|p| p.starts_with("task T-dave: gate closed")),
         "{:?}",
         table.problems
     );
@@ -181,5 +194,9 @@ fn requests_say_every_gate_is_closed_when_a_file_they_need_is_unreadable() {
         table.summary,
         "the inboxes cannot be read: every commit gate is closed"
     );
-    assert!(table.problems[0].starts_with("inboxes: "), "{:?}", table.problems);
+    assert!(
+        table.problems[0].starts_with("inboxes: "),
+        "{:?}",
+        table.problems
+    );
 }

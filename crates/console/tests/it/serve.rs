@@ -197,12 +197,45 @@ fn a_token_is_required_when_set_and_traded_for_a_cookie() {
     assert_eq!(status, 303, "{head}");
     let head = head.to_lowercase();
     assert!(head.contains("location: /?view=bus\r\n"), "{head}");
+    // The cookie holds the token in hex: a token may hold `;`.
+    let hex: String = "s3cret-token".bytes().map(|b| format!("{b:02x}")).collect();
     assert!(
-        head.contains("set-cookie: chipset-token=s3cret-token; httponly"),
+        head.contains(&format!("set-cookie: chipset-token={hex}; httponly")),
         "{head}"
     );
-    let (status, _, _) = d.get("/", &["Cookie: chipset-token=s3cret-token"]);
+    let (status, _, _) = d.get("/", &[&format!("Cookie: chipset-token={hex}")]);
     assert_eq!(status, 200);
+    let (status, _, _) = d.get("/", &["Cookie: chipset-token=s3cret-token"]);
+    assert_eq!(status, 401, "the token itself is no cookie");
+    // `//host/` would send the browser to that host: one slash stays.
+    let (status, head, _) = d.get("//evil.example/?token=s3cret-token", &[]);
+    assert_eq!(status, 303, "{head}");
+    assert!(
+        head.to_lowercase()
+            .contains("location: /evil.example/?\r\n"),
+        "{head}"
+    );
+}
+
+/// A token with `;` (a cookie's separator) still trades for a cookie
+/// that brings it back whole.
+#[test]
+fn a_token_with_a_separator_survives_the_cookie() {
+    let team = team();
+    let d = Dashboard::start(team.chipset.clone(), Some(Token::new("ab;cd+ef").unwrap()));
+    let (status, head, _) = d.get("/?token=ab%3Bcd%2Bef", &[]);
+    assert_eq!(status, 303, "{head}");
+    let cookie = head
+        .lines()
+        .find_map(|l| {
+            l.to_lowercase()
+                .strip_prefix("set-cookie: ")
+                .map(str::to_owned)
+        })
+        .expect("a cookie");
+    let value = cookie.split(';').next().unwrap();
+    let (status, _, body) = d.get("/", &[&format!("Cookie: {value}")]);
+    assert_eq!(status, 200, "{body}");
 }
 
 #[test]
