@@ -159,7 +159,11 @@ fn agent_detail(chipset: &Chipset, now: Timestamp, agent: &AgentId) -> Detail {
 fn events(chipset: &Chipset, now: Timestamp, agent: &AgentId, d: &mut Detail) {
     match chipset.bus().pending(agent) {
         Ok(pending) => {
-            d.line(format!("bus: {} events pending", pending.events.len()));
+            let bad = match pending.unreadable.len() {
+                0 => String::new(),
+                n => format!(" and {n} unreadable"),
+            };
+            d.line(format!("bus: {} events pending{bad}", pending.events.len()));
             for e in pending.events.iter().take(LIST_CAP) {
                 let mut payload = e.payload.to_string();
                 if payload.len() > 80 {
@@ -175,8 +179,8 @@ fn events(chipset: &Chipset, now: Timestamp, agent: &AgentId, d: &mut Detail) {
                     short_age(now.since(e.created_at))
                 ));
             }
-            for bad in &pending.unreadable {
-                d.line(format!("  unreadable: {bad:?}"));
+            for (path, problem) in &pending.unreadable {
+                d.line(format!("  unreadable: `{}`: {problem}", path.display()));
             }
         }
         Err(e) => d.line(format!("bus: {}", chain(&e))),

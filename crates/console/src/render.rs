@@ -53,7 +53,16 @@ pub fn draw(frame: &mut Frame<'_>, screen: &Screen, snapshot: &Snapshot) {
     if detail_height > 0 {
         draw_detail(frame, screen, table.problems.as_slice(), detail);
     }
-    frame.render_widget(foot_line(screen, &table.summary), foot);
+    // Without the detail pane its problem lines would go unseen: the
+    // footer counts them.
+    let summary = match table.problems.len() {
+        n if n > 0 && detail_height == 0 => format!(
+            "! {n} unreadable (a taller window lists them); {}",
+            table.summary
+        ),
+        _ => table.summary.clone(),
+    };
+    frame.render_widget(foot_line(screen, &summary), foot);
 }
 
 fn tab_line(screen: &Screen, snapshot: &Snapshot) -> Line<'static> {

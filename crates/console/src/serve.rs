@@ -549,9 +549,14 @@ mod tests {
         }
         h.insert(
             header::COOKIE,
-            HeaderValue::from_static("a=b; chipset-token=s3cret"),
+            HeaderValue::from_static("a=b; chipset-token=61623b6364"),
         );
-        assert_eq!(cookie(&h).as_deref(), Some("s3cret"));
+        assert_eq!(cookie(&h).as_deref(), Some("ab;cd"), "in hex");
+        h.insert(
+            header::COOKIE,
+            HeaderValue::from_static("chipset-token=s3cret"),
+        );
+        assert_eq!(cookie(&h), None, "not hex");
     }
 
     #[test]

@@ -186,6 +186,15 @@ fn requests_say_every_gate_is_closed_when_a_file_they_need_is_unreadable() {
         "{:?}",
         table.problems
     );
+    // On a short terminal, without the detail pane, the footer counts
+    // the problem lines it cannot show.
+    let snapshot = Snapshot::load(&Chipset::open(tmp.path().join("state")).unwrap()).unwrap();
+    let short = chipset_console::text(&Screen::new(View::Requests), &snapshot, 100, 18);
+    assert!(!short.contains("inbox of dave"), "{short}");
+    assert!(
+        short.contains("unreadable (a taller window lists them)"),
+        "{short}"
+    );
     std::fs::remove_file(&torn).unwrap();
 
     std::fs::create_dir(inbox.join("a\\b")).unwrap();
@@ -199,4 +208,38 @@ fn requests_say_every_gate_is_closed_when_a_file_they_need_is_unreadable() {
         "{:?}",
         table.problems
     );
+}
+
+/// A queue's detail names an unreadable event file as the doctor does,
+/// not as a Rust debug dump, and counts it beside the pending events.
+#[test]
+#[allow(clippy::disallowed_methods, reason = "plants a torn event file")]
+fn a_queue_detail_names_an_unreadable_event() {
+    use chipset::bus::NewEvent;
+    let tmp = tempfile::tempdir().unwrap();
+    let chipset = Chipset::open(tmp.path().join("state")).unwrap();
+    let dave = "dave".parse().unwrap();
+    let _ = chipset
+        .bus()
+        .publish(&dave, &NewEvent::new("w", "k"))
+        .unwrap();
+    let queue = tmp.path().join("state/bus/dave/queue");
+    let name = std::fs::read_dir(&queue)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .find(|n| n.ends_with(".json"))
+        .unwrap();
+    std::fs::write(queue.join(&name), "{\"broken").unwrap();
+    let snapshot = Snapshot::load(&chipset).unwrap();
+    let d = detail(&chipset, &snapshot, View::Queues, "dave");
+    let text = d.lines.join("\n");
+    assert!(
+        text.contains("bus: 0 events pending and 1 unreadable"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("unreadable: `{}", queue.join(&name).display())),
+        "{text}"
+    );
+    assert!(!text.contains("Corrupt("), "{text}");
 }
