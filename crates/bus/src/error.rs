@@ -20,7 +20,8 @@ pub enum Error {
     /// A store operation failed; the store error names the path and the operation.
     #[error(transparent)]
     Store(#[from] chipset_store::Error),
-    /// A caller-supplied field (source, kind, de-duplication key, resource) was refused.
+    /// A caller-supplied field (source, kind, de-duplication key, payload,
+    /// resource) was refused.
     #[error("invalid {field} {value:?}: {rule}")]
     InvalidField {
         /// Which field.

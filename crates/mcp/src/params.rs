@@ -131,6 +131,7 @@ pub(crate) struct NoArguments {}
 #[serde(deny_unknown_fields)]
 pub(crate) struct NudgeRespond {
     /// The answer [default: "Acknowledged"].
+    #[schemars(length(max = 65536))]
     pub(crate) message: Option<String>,
 }
 
@@ -144,9 +145,10 @@ pub(crate) struct NudgeSend {
     /// health_check, stall_warning, priority_change, abort, sync_request or
     /// nudge_response (other names are sent verbatim).
     #[serde(rename = "type")]
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = 64))]
     pub(crate) kind: String,
     /// Human-readable content.
+    #[schemars(length(max = 65536))]
     pub(crate) message: String,
     /// Whether the recipient must answer (with `nudge_respond`) [default: false].
     #[serde(default, deserialize_with = "lenient_opt")]
@@ -408,6 +410,7 @@ pub(crate) struct RemindOpen {
     /// The entity it refers to.
     pub(crate) source_id: String,
     /// The prompt.
+    #[schemars(length(max = 65536))]
     pub(crate) message: String,
     /// The agent the reminder is for (its brief and `wait` show it)
     /// [default: this agent].
@@ -455,6 +458,7 @@ pub(crate) struct RemindResolve {
     /// completed or ignored.
     pub(crate) resolution: Resolution,
     /// A note recorded with the resolution.
+    #[schemars(length(max = 65536))]
     pub(crate) note: Option<String>,
 }
 

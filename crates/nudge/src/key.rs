@@ -92,16 +92,17 @@ pub(crate) fn check_name(field: &'static str, value: &str) -> Result<()> {
 /// The most bytes a nudge's or a reminder's message may hold.
 pub(crate) const MAX_MESSAGE: usize = 64 * 1024;
 
-/// Checks a message: at most [`MAX_MESSAGE`] bytes. Line breaks are
-/// text: whoever renders a message on one line escapes them.
-pub(crate) fn check_message(value: &str) -> Result<()> {
+/// Checks free text (a message, a note, a reminder's metadata as JSON):
+/// at most [`MAX_MESSAGE`] bytes. Line breaks are text: whoever renders
+/// it on one line escapes them.
+pub(crate) fn check_message(field: &'static str, value: &str) -> Result<()> {
     if value.len() <= MAX_MESSAGE {
         return Ok(());
     }
-    // The error names the message by its start, not all of it.
+    // The error names the text by its start, not all of it.
     let start: String = value.chars().take(40).collect();
     refuse(
-        "message",
+        field,
         &format!("{start}…"),
         Some("must be at most 65536 bytes"),
     )

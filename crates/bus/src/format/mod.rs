@@ -272,7 +272,8 @@ impl NewEvent {
         self
     }
 
-    /// Sets the JSON payload.
+    /// Sets the JSON payload: at most 256 KiB as JSON, or the publish is
+    /// refused ([`Error::InvalidField`](crate::Error::InvalidField)).
     #[must_use]
     pub fn payload(mut self, payload: serde_json::Value) -> Self {
         self.payload = payload;
@@ -312,6 +313,14 @@ impl NewEvent {
         if let Some(key) = &self.dedup_key {
             check_key(key)?;
         }
+        // Far below the read cap of an event file: a payload over it made
+        // the event unreadable in the recipient's queue.
+        let payload = self.payload.to_string();
+        if payload.len() > MAX_PAYLOAD {
+            let start: String = payload.chars().take(40).collect();
+            let rule = "must be at most 262144 bytes as JSON";
+            return Err(Error::invalid("payload", &format!("{start}…"), rule));
+        }
         // The id's millisecond never goes back within a process (it may run
         // ahead of a clock that stepped back); created_at is the clock's word.
         let created_at = clock.now();
@@ -336,6 +345,8 @@ impl NewEvent {
 pub(crate) const MAX_LABEL_LEN: usize = 128;
 /// The longest de-duplication key accepted, in bytes.
 pub(crate) const MAX_KEY_LEN: usize = 1024;
+/// The largest payload accepted, in bytes of JSON.
+pub(crate) const MAX_PAYLOAD: usize = 256 * 1024;
 
 fn check_label(field: &'static str, value: &str) -> Result<()> {
     if value.is_empty() {
@@ -505,6 +516,23 @@ mod tests {
                 .build(&clock)
                 .is_err()
         );
+        // A payload of 256 KiB as JSON (the string and its two quotes).
+        let payload = |n: usize| serde_json::Value::String("p".repeat(n - 2));
+        let fits = NewEvent::new("s", "k").payload(payload(MAX_PAYLOAD));
+        assert!(fits.build(&clock).is_ok());
+        let over = NewEvent::new("s", "k").payload(payload(MAX_PAYLOAD + 1));
+        let e = over.build(&clock).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::InvalidField {
+                    field: "payload",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(e.to_string().len() < 200, "names the payload by its start");
         assert!(Resource::new(label, "x").check().is_ok());
         assert!(
             NewEvent::new("s", "k")

@@ -21,9 +21,17 @@ pub(crate) fn events(
     let shown = &all[..all.len().min(limit)];
     let mut text = String::new();
     for e in shown {
+        // The text keeps an agent's context small, as mail's does without
+        // bodies: a long payload is cut there, whole in the result.
         let payload = match &e.payload {
             Value::Null => String::new(),
-            v => format!(" {v}"),
+            v => {
+                let v = v.to_string();
+                match v.char_indices().nth(200) {
+                    Some((at, _)) => format!(" {}… ({} bytes)", &v[..at], v.len()),
+                    None => format!(" {v}"),
+                }
+            }
         };
         text.push_str(&format!(
             "{} {} {} {} at {}{payload}\n",

@@ -489,6 +489,20 @@ fn an_inbox_with_an_unreadable_message_still_lists_the_rest() {
     assert!(read.text.lines().next().unwrap().ends_with("two\\nlines"));
 }
 
+/// A long payload is cut in `bus_pending`'s text, which goes into an
+/// agent's context, and whole in its structured result.
+#[test]
+fn a_long_payload_is_cut_in_the_text_only() {
+    let mut t = Bench::new();
+    let payload = json!({"text": "p".repeat(1000)});
+    let publish = json!({"to": "a", "kind": "k", "payload": payload.clone()});
+    t.ok(true, "bus_publish", publish);
+    let reply = call(&t.a, "bus_pending", json!({})).unwrap();
+    assert_eq!(reply.json["events"][0]["payload"], payload);
+    assert!(reply.text.contains("… (1011 bytes)"), "{}", reply.text);
+    assert!(reply.text.len() < 400, "{}", reply.text);
+}
+
 /// `bead` and `generation` fence the hook tools on the work they mean: an
 /// agent still on `gt-1` after the dispatcher took it away and assigned
 /// `gt-2` is refused, and nothing changes; unknown arguments are refused

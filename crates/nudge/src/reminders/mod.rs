@@ -307,8 +307,8 @@ impl Reminders {
     ///
     /// [`Error::UnknownKind`], [`Error::SourceTypeMismatch`],
     /// [`Error::BlockingSeverity`], [`Error::EmptySourceId`],
-    /// [`Error::InvalidField`] for a bad request, a message longer than
-    /// 64 KiB among them (nothing is written);
+    /// [`Error::InvalidField`] for a bad request, a message or metadata
+    /// longer than 64 KiB among them (nothing is written);
     /// [`Error::Corrupt`] when the key's file is unreadable (no duplicate is
     /// written over it); [`Error::Store`] on I/O failure.
     pub fn open(&self, new: &NewReminder) -> Result<Opened> {
@@ -322,7 +322,9 @@ impl Reminders {
         let spec = self.registry.check(&new.kind, &new.source_type)?;
         check_severity(new.severity)?;
         check_text("tenant id", &new.tenant_id, 128)?;
-        crate::key::check_message(&new.message)?;
+        crate::key::check_message("message", &new.message)?;
+        let metadata = serde_json::Value::Object(new.metadata.clone()).to_string();
+        crate::key::check_message("metadata", &metadata)?;
         if let Some(p) = &new.project_id {
             check_text("project id", p, 128)?;
         }
@@ -429,6 +431,7 @@ impl Reminders {
     ///
     /// # Errors
     ///
+    /// [`Error::InvalidField`] for a note over 64 KiB (nothing is written);
     /// [`Error::ReminderNotFound`]; [`Error::AlreadyResolved`] when it was
     /// resolved in another way; [`Error::Corrupt`] when its file is unreadable, or when it
     /// is not found and an unreadable index file could have held it;
@@ -479,6 +482,9 @@ impl Reminders {
     }
 
     fn change_by_id(&self, id: &ReminderId, change: Change) -> Result<Reminder> {
+        if let Some(note) = &change.note {
+            crate::key::check_message("note", note)?;
+        }
         let key = match self.locate(id)? {
             Located::Live(key) => key,
             // A retry of a change that applied: success, nothing changes.

@@ -265,7 +265,7 @@ impl Nudges {
         if let NudgeType::Unknown(name) = &draft.kind {
             crate::key::check_text("nudge type", name, 64)?;
         }
-        crate::key::check_message(&draft.message)?;
+        crate::key::check_message("message", &draft.message)?;
         let chosen = draft.id.is_some();
         let nudge = Nudge {
             from: String::from(draft.from.clone()),

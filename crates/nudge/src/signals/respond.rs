@@ -44,7 +44,7 @@ impl Nudges {
             from: incoming.from.clone(),
         })?;
         let message = message.into();
-        crate::key::check_message(&message)?;
+        crate::key::check_message("message", &message)?;
         let response = Nudge {
             from: responder.as_str().to_owned(),
             kind: NudgeType::NudgeResponse,

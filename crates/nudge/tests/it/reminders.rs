@@ -244,12 +244,40 @@ fn bad_requests_are_refused_with_typed_errors() {
         long.to_string().len() < 200,
         "names the message by its start"
     );
+    let mut bad = new(preset::WRAP_SESSION, "S");
+    bad.metadata
+        .insert("blob".into(), "m".repeat(64 * 1024).into());
+    let big = r.open(&bad).unwrap_err();
+    assert!(
+        matches!(
+            &big,
+            Error::InvalidField {
+                field: "metadata",
+                ..
+            }
+        ),
+        "{big:?}"
+    );
     // Nothing was written by any of them.
     assert!(open_ids(&r).is_empty());
-    assert!(matches!(
-        r.open(&new(preset::WRAP_SESSION, "S")).unwrap(),
-        Opened::New(_)
-    ));
+    let opened = r.open(&new(preset::WRAP_SESSION, "S")).unwrap();
+    let Opened::New(reminder) = opened else {
+        panic!("{opened:?}")
+    };
+    // A note as long as a message is refused too: one such record was
+    // over the read cap, unreadable for every agent after it.
+    let note = Some("n".repeat(64 * 1024 + 1));
+    for e in [
+        r.resolve(&reminder.id, ManualResolution::Completed, note.clone()),
+        r.snooze(&reminder.id, HOUR, note),
+    ] {
+        let e = e.unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidField { field: "note", .. }),
+            "{e:?}"
+        );
+    }
+    assert_eq!(open_ids(&r), ["S"]);
 }
 
 #[test]
