@@ -104,11 +104,13 @@ impl Failure {
     /// Returns a failure of `kind`: for a shell's own refusal that is
     /// neither bad input nor a plain refusal (nothing found, an unreadable
     /// file).
+    /// A message over 2,000 characters (one quoting a huge value) is cut.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Failure {
-            kind,
-            message: message.into(),
+        let mut message: String = message.into();
+        if let Some((at, _)) = message.char_indices().nth(2000) {
+            message.replace_range(at.., "…");
         }
+        Failure { kind, message }
     }
 
     /// Returns the failure's kind: the library error's own, or the kind a
@@ -350,15 +352,12 @@ impl Failure {
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // One line, whatever the message holds.
-        let mut first = true;
-        for line in self.message.lines().filter(|l| !l.trim().is_empty()) {
-            if !first {
-                f.write_str(" ")?;
-            }
-            f.write_str(line.trim())?;
-            first = false;
-        }
-        Ok(())
+        let lines = self
+            .message
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty());
+        f.write_str(&lines.collect::<Vec<_>>().join(" "))
     }
 }
 
@@ -440,16 +439,17 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let hooks = chipset_hook::Hooks::new(chipset_store::StateDir::open(tmp.path()).unwrap());
         let agent = AgentId::new("a1").unwrap();
-        let bead = chipset_hook::BeadId::new("b0").unwrap();
-        let held = hooks.assign(&agent, bead, "T", None).unwrap();
+        let held = hooks
+            .assign(&agent, "b0".parse().unwrap(), "T", None)
+            .unwrap();
         let unknown = Failure::new(ErrorKind::OutcomeUnknown, "the outcome is unknown");
         assert_eq!(
             unknown.finish_clear("clear", &held).to_string(),
             "the outcome is unknown; to finish the clear, run it again with \
              `--bead b0 --generation 1`"
         );
-        let refused = Failure::refused("no");
-        assert_eq!(refused.finish_clear("clear", &held).to_string(), "no");
+        let long = Failure::refused("x".repeat(5000)).finish_clear("clear", &held);
+        assert_eq!(long.to_string(), format!("{}…", "x".repeat(2000)), "cut");
         let done = |g| Failure::cleared_already(&hooks, &agent, g).unwrap();
         assert!(done(Some(1)).is_none(), "the work is still on the hook");
         hooks.reassign(&held).unwrap();

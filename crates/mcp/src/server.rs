@@ -107,24 +107,10 @@ impl Server {
         &self.ctx.state
     }
 
-    /// Runs `op` on the blocking pool (every library call is file I/O) and
-    /// turns its outcome into a tool result.
-    async fn run<F>(&self, op: F) -> Result<CallToolResult, ErrorData>
-    where
-        F: FnOnce(&Ctx) -> Outcome + Send + 'static,
-    {
-        let ctx = Arc::clone(&self.ctx);
-        match tokio::task::spawn_blocking(move || op(&ctx)).await {
-            Ok(outcome) => Ok(result(outcome)),
-            Err(e) => Err(ErrorData::internal_error(
-                format!("the operation did not finish: {e}"),
-                None,
-            )),
-        }
-    }
-
-    /// Runs `op` with a tool's parsed arguments, or returns the usage
-    /// failure of arguments that did not match the tool's input schema.
+    /// Runs `op` with a tool's parsed arguments on the blocking pool (every
+    /// library call is file I/O) and turns its outcome into a tool result;
+    /// arguments that did not match the tool's input schema are the usage
+    /// failure.
     async fn run_with<P, F>(
         &self,
         params: Result<P, Failure>,
@@ -134,9 +120,17 @@ impl Server {
         P: Send + 'static,
         F: FnOnce(&Ctx, P) -> Outcome + Send + 'static,
     {
-        match params {
-            Ok(p) => self.run(move |ctx| op(ctx, p)).await,
-            Err(failure) => Ok(result(Err(failure))),
+        let p = match params {
+            Ok(p) => p,
+            Err(failure) => return Ok(result(Err(failure))),
+        };
+        let ctx = Arc::clone(&self.ctx);
+        match tokio::task::spawn_blocking(move || op(&ctx, p)).await {
+            Ok(outcome) => Ok(result(outcome)),
+            Err(e) => Err(ErrorData::internal_error(
+                format!("the operation did not finish: {e}"),
+                None,
+            )),
         }
     }
 }
@@ -259,8 +253,11 @@ impl Server {
         annotations(destructive_hint = false, idempotent_hint = true, open_world_hint = false),
         output_schema = schema::output::<Noted<view::NudgeRead>>()
     )]
-    async fn nudge_read(&self) -> Result<CallToolResult, ErrorData> {
-        self.run(ops::nudge_read).await
+    async fn nudge_read(
+        &self,
+        Parameters(p): Parameters<NoArguments>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run_with(p, |ctx, _| ops::nudge_read(ctx)).await
     }
 
     #[tool(
@@ -480,8 +477,11 @@ impl Server {
         annotations(read_only_hint = true, open_world_hint = false),
         output_schema = schema::output::<view::BriefRecord>()
     )]
-    async fn brief(&self) -> Result<CallToolResult, ErrorData> {
-        self.run(ops::brief).await
+    async fn brief(
+        &self,
+        Parameters(p): Parameters<NoArguments>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run_with(p, |ctx, _| ops::brief(ctx)).await
     }
 
     #[tool(
@@ -506,8 +506,11 @@ impl Server {
         annotations(read_only_hint = true, open_world_hint = false),
         output_schema = schema::output::<view::AgentReport>()
     )]
-    async fn status(&self) -> Result<CallToolResult, ErrorData> {
-        self.run(ops::status).await
+    async fn status(
+        &self,
+        Parameters(p): Parameters<NoArguments>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run_with(p, |ctx, _| ops::status(ctx)).await
     }
 }
 

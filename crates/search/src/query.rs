@@ -199,6 +199,9 @@ pub(crate) fn match_expression(text: &str) -> Result<String> {
             max: MAX_QUERY_LEN,
         });
     }
+    // A control character separates words: a NUL would end SQLite's
+    // string inside a quoted word.
+    let text = &text.replace(char::is_control, " ");
     let mut all: Vec<Any> = Vec::new();
     let mut none: Vec<Term> = Vec::new();
     let mut join_next = false;
@@ -320,6 +323,9 @@ mod tests {
         check(r#"x"y"#, r#""x" AND "y""#);
         check(r#"it's"#, r#""it's""#);
         check("OR a", r#""a""#);
+        // A control character, NUL among them, separates words.
+        check("a\0b", r#""a" AND "b""#);
+        check("\"a\0b\"", r#""a b""#);
     }
 
     #[test]

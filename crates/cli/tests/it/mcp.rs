@@ -533,10 +533,14 @@ fn stdio_refusals_are_tool_errors_with_the_command_lines_message() {
             refused(&r),
             format!("cannot archive {to_b}: it is addressed to `b`, not to `a`")
         );
-        let as_b = call(&c, "mail_inbox", json!({"agent": "b"})).await;
-        assert_eq!(as_b.is_error, Some(true));
-        let said = &as_b.content[0].as_text().unwrap().text;
-        assert!(said.contains("unknown field `agent`"), "{said}");
+        // Nor through a tool that takes no arguments: `nudge_read` took
+        // them and marked a's nudge read.
+        for tool in ["mail_inbox", "brief", "status", "nudge_read"] {
+            let as_b = call(&c, tool, json!({"agent": "b"})).await;
+            assert_eq!(as_b.is_error, Some(true), "{tool}");
+            let said = &as_b.content[0].as_text().unwrap().text;
+            assert!(said.contains("unknown field `agent`"), "{tool}: {said}");
+        }
         c.cancel().await.unwrap();
     });
     // Nothing was changed by the refusals: the request is still in a's inbox.
