@@ -16,17 +16,32 @@ use serde::{Deserialize, Deserializer};
 #[serde(untagged)]
 enum Lenient<T> {
     Value(T),
+    /// A number `T` does not take as written (`1e2`, which JavaScript
+    /// writes for small and large numbers).
+    Number(serde_json::Number),
     Text(String),
 }
 
 impl<T: FromStr> Lenient<T> {
     fn get<E: serde::de::Error>(self) -> Result<T, E> {
-        match self {
-            Lenient::Value(v) => Ok(v),
-            Lenient::Text(t) => t
-                .trim()
-                .parse()
-                .map_err(|_| E::custom(format!("expected a number or a flag, got {t:?}"))),
+        let parse = |t: &str| t.trim().parse().ok();
+        let got = match &self {
+            Lenient::Value(_) => None,
+            // `3e1` is the integer 30 too.
+            Lenient::Number(n) => parse(&n.to_string()).or_else(|| {
+                let f = n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9e15)?;
+                parse(&format!("{f:.0}"))
+            }),
+            Lenient::Text(t) => parse(t),
+        };
+        match (self, got) {
+            (Lenient::Value(v), _) | (_, Some(v)) => Ok(v),
+            (Lenient::Number(n), None) => {
+                Err(E::custom(format!("expected a number in range, got {n}")))
+            }
+            (Lenient::Text(t), None) => {
+                Err(E::custom(format!("expected a number or a flag, got {t:?}")))
+            }
         }
     }
 }
@@ -543,53 +558,7 @@ pub(crate) struct LeaseList {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn numbers_and_flags_are_taken_as_text_too() {
-        let w: Wait = serde_json::from_str(r#"{"timeout_seconds": "2.5"}"#).unwrap();
-        assert_eq!(w.timeout_seconds, Some(2.5));
-        let w: Wait = serde_json::from_str(r#"{"timeout_seconds": 3}"#).unwrap();
-        assert_eq!(w.timeout_seconds, Some(3.0));
-        let w: Wait = serde_json::from_str("{}").unwrap();
-        assert_eq!(w.timeout_seconds, None);
-        let s: RemindSnooze = serde_json::from_str(r#"{"id": "r", "hours": "2"}"#).unwrap();
-        assert_eq!(s.hours, 2);
-        let n: NudgeSend = serde_json::from_str(
-            r#"{"to": "b", "type": "abort", "message": "m", "requires_response": "true"}"#,
-        )
-        .unwrap();
-        assert_eq!(n.requires_response, Some(true));
-        let bad = serde_json::from_str::<RemindSnooze>(r#"{"id": "r", "hours": "soon"}"#);
-        assert!(
-            bad.unwrap_err()
-                .to_string()
-                .contains("expected a number or a flag, got \"soon\"")
-        );
-        let unknown = serde_json::from_str::<Wait>(r#"{"agent": "b"}"#);
-        assert!(
-            unknown
-                .unwrap_err()
-                .to_string()
-                .contains("unknown field `agent`")
-        );
-    }
-
-    #[test]
-    fn schemas_keep_the_plain_types() {
-        let schema = serde_json::to_value(schemars::schema_for!(Wait)).unwrap();
-        assert_eq!(schema["properties"]["timeout_seconds"]["type"], "number");
-        assert!(
-            schema
-                .get("required")
-                .is_none_or(|r| r == &serde_json::json!([]))
-        );
-        let schema = serde_json::to_value(schemars::schema_for!(RemindSnooze)).unwrap();
-        assert_eq!(schema["properties"]["hours"]["type"], "integer");
-        assert_eq!(schema["required"], serde_json::json!(["id", "hours"]));
-    }
-}
+mod tests;
 
 /// A role name: lower case letters, digits, `-` and `_`.
 const ROLE: &str = "^[a-z0-9][a-z0-9_-]*$";
