@@ -5,7 +5,7 @@
 
 use chipset::Chipset;
 use chipset::mail::MessageId;
-use chipset::nudge::ReminderId;
+use chipset::nudge::{Received, ReminderId};
 use chipset::pool::ItemId;
 use chipset::store::{AgentId, ReadOutcome, Timestamp};
 
@@ -116,6 +116,24 @@ fn agent_detail(chipset: &Chipset, now: Timestamp, agent: &AgentId) -> Detail {
         Ok(ReadOutcome::Unsupported(u)) => d.line(format!("hook: unsupported: {u}")),
         Err(e) => d.line(format!("hook: {}", chain(&e))),
     }
+    // The latest nudge, read as the brief reads it: nothing is marked.
+    let nudge = |state: &str, n: &chipset::nudge::Nudge| {
+        let ago = short_age(now.since(n.timestamp));
+        format!(
+            "nudge ({state}): {} from {} {ago} ago: {}",
+            n.kind, n.from, n.message
+        )
+    };
+    match chipset.nudges().receive(agent) {
+        Ok(ReadOutcome::Value(Received::New(n) | Received::Unsure { nudge: n, .. })) => {
+            d.line(nudge("new", &n));
+        }
+        Ok(ReadOutcome::Value(Received::Seen(n))) => d.line(nudge("seen", &n)),
+        Ok(ReadOutcome::Corrupt(c)) => d.line(format!("nudge: unreadable: {c}")),
+        Ok(ReadOutcome::Unsupported(u)) => d.line(format!("nudge: unsupported: {u}")),
+        Ok(_) => {}
+        Err(e) => d.line(format!("nudge: {}", chain(&e))),
+    }
     match chipset.directory().whois(agent) {
         Ok(info) => {
             let p = &info.profile;
@@ -130,15 +148,29 @@ fn agent_detail(chipset: &Chipset, now: Timestamp, agent: &AgentId) -> Detail {
                 short_age(now.since(info.last_seen.at)),
                 info.last_seen.source.as_str()
             ));
-            if let Some(task) = &p.task {
-                d.line(format!("  working on: {task}"));
+            let fields = [
+                ("working on", &p.task),
+                ("program", &p.program),
+                ("model", &p.model),
+                ("host", &p.host),
+                ("note", &p.note),
+            ];
+            for (name, value) in fields {
+                if let Some(v) = value {
+                    d.line(format!("  {name}: {v}"));
+                }
             }
         }
         Err(e) => d.line(format!("profile: {}", chain(&e))),
     }
-    match chipset.mail().inbox(agent) {
-        Ok(messages) => {
+    match chipset.mail().inbox_listing(agent) {
+        Ok(listing) => {
+            let messages = &listing.items;
             d.line(format!("inbox: {} messages", messages.len()));
+            // What could not be read first: a message may hide behind each.
+            for bad in listing.unreadable() {
+                d.line(format!("  unreadable: {bad}"));
+            }
             for m in messages.iter().rev().take(LIST_CAP) {
                 d.line(format!(
                     "  {} ago {} from {} [{}] {}",

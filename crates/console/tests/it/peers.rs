@@ -243,3 +243,65 @@ fn a_queue_detail_names_an_unreadable_event() {
     );
     assert!(!text.contains("Corrupt("), "{text}");
 }
+
+/// An agent's detail shows what it said of itself (program, model, host,
+/// note), its latest nudge's message without marking it read, and its
+/// inbox past an unreadable message, which it names.
+#[test]
+#[allow(clippy::disallowed_methods, reason = "plants a torn message")]
+fn an_agent_detail_shows_its_profile_nudge_and_readable_mail() {
+    use chipset::directory::Registration;
+    use chipset::mail::NewMessage;
+    use chipset::nudge::{NewNudge, NudgeType, Received};
+    let tmp = tempfile::tempdir().unwrap();
+    let chipset = Chipset::open(tmp.path().join("state")).unwrap();
+    let gus: chipset::store::AgentId = "gus".parse().unwrap();
+    let mut me = Registration::new();
+    me.program = Some("claude-code".into());
+    me.model = Some("opus".into());
+    me.host = Some("build-3".into());
+    me.note = Some("on call".into());
+    chipset.directory().register(&gus, &me).unwrap();
+    let witness = "witness".parse().unwrap();
+    let check = NewNudge::new(witness, NudgeType::HealthCheck, "alive?");
+    chipset.nudges().send(&gus, &check).unwrap();
+    let note = NewMessage::notify(
+        "a".parse().unwrap(),
+        gus.clone(),
+        "T1".parse().unwrap(),
+        "s",
+        "b",
+    );
+    chipset.mail().send(&note).unwrap();
+    let torn = tmp
+        .path()
+        .join("state/mail/inbox/gus/1772706900123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab.json");
+    std::fs::write(&torn, "{\"broken").unwrap();
+    let snapshot = Snapshot::load(&chipset).unwrap();
+    let text = detail(&chipset, &snapshot, View::Agents, "gus")
+        .lines
+        .join("\n");
+    for line in [
+        "  program: claude-code",
+        "  model: opus",
+        "  host: build-3",
+        "  note: on call",
+        "inbox: 1 messages",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line:?} in\n{text}");
+    }
+    assert!(
+        text.contains("nudge (new): health_check from witness"),
+        "{text}"
+    );
+    assert!(text.contains("ago: alive?"), "{text}");
+    assert!(
+        text.contains(&format!("  unreadable: `{}`", torn.display())),
+        "{text}"
+    );
+    let latest = chipset.nudges().receive(&gus).unwrap();
+    assert!(
+        matches!(latest.value(), Some(Received::New(_))),
+        "showing it marks nothing"
+    );
+}
