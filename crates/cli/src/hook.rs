@@ -6,7 +6,7 @@
 //! fences the change on it, so a hook that changed in between refuses.
 
 use chipset_hook::{Hook, HookStatus, Hooks};
-use chipset_mcp::view::Reassigned;
+use chipset_mcp::view::Cleared;
 use chipset_store::{AgentId, ErrorKind, ReadOutcome};
 
 use crate::Ctx;
@@ -55,30 +55,16 @@ pub(crate) fn run(ctx: &Ctx, command: HookCommand) -> Result<Output> {
     }
 }
 
-/// `hook clear [--reassign]`. A retry naming the generation of work that
-/// is off the hook already succeeds, with the hook as it is.
+/// `hook clear [--reassign]`, as the `hook_clear` tool ([`Cleared::run`]);
+/// its JSON is the hook, or what was taken.
 fn clear(hooks: &Hooks, agent: &AgentId, reassign: bool, fence: &HookFence) -> Result<Output> {
-    if let Some(hook) = CliError::cleared_already(hooks, agent, fence.generation)? {
-        let text = format!(
-            "the hook of {agent} is empty: generation {} is off it already\n",
-            hook.generation - 1
-        );
-        return Ok(Output::new(text, output::json(&hook)));
-    }
-    let op = if reassign { "reassign" } else { "clear" };
-    let held = held(hooks, agent, op, fence)?;
-    let unfinished = |e: chipset_hook::Error| CliError::from(e).finish_clear(op, &held);
-    if reassign {
-        let done = hooks.reassign(&held).map_err(unfinished)?;
-        let text = format!(
-            "took {} ({}) away from {agent}\n",
-            done.taken.work.bead_id, done.was
-        );
-        return Ok(Output::new(text, output::json(&Reassigned::from(done))));
-    }
-    let hook = hooks.clear(&held).map_err(unfinished)?;
-    let text = format!("cleared {} from {agent}\n", held.work.bead_id);
-    Ok(Output::new(text, output::json(&hook)))
+    let bead = fence.bead.as_ref();
+    let (cleared, text) = Cleared::run(hooks, agent, reassign, bead, fence.generation)?;
+    let doc = match &cleared {
+        Cleared::Cleared(hook) => output::json(hook),
+        Cleared::Reassigned(taken) => output::json(taken),
+    };
+    Ok(Output::new(text, doc))
 }
 
 /// Returns the assignment `agent`'s hook holds now for `op`, fenced on

@@ -99,31 +99,51 @@ pub(crate) fn hook_assign(ctx: &Ctx, p: HookAssign) -> Outcome {
 /// the hook holds now.
 pub(crate) fn hook_clear(ctx: &Ctx, p: HookClear) -> Outcome {
     let to: AgentId = id(&p.to)?;
-    let hooks = ctx.hooks();
-    // A retry naming the generation of work that is off the hook already.
-    if let Some(hook) = Failure::cleared_already(&hooks, &to, p.generation)? {
-        let text = format!(
-            "the hook of {to} is empty: generation {} is off it already\n",
-            hook.generation - 1
-        );
-        return Ok(Reply::new(text, Cleared::Cleared(hook)));
-    }
+    let bead: Option<BeadId> = p.bead.as_deref().map(id).transpose()?;
     let reassign = p.reassign.unwrap_or(false);
-    let op = if reassign { "reassign" } else { "clear" };
-    let held = held(&hooks, &to, op, p.bead.as_deref(), p.generation)?;
-    let unfinished = |e: chipset_hook::Error| Failure::from(e).finish_clear(op, &held);
-    if reassign {
-        let done = hooks.reassign(&held).map_err(unfinished)?;
-        let text = format!(
-            "took {} ({}) away from {to}\n",
-            done.taken.work.bead_id, done.was
-        );
-        Ok(Reply::new(text, Cleared::Reassigned(done.into())))
-    } else {
+    let (cleared, text) = Cleared::run(&ctx.hooks(), &to, reassign, bead.as_ref(), p.generation)?;
+    Ok(Reply::new(text, cleared))
+}
+
+impl Cleared {
+    /// Takes work off `agent`'s hook, as `chipset hook clear [--reassign]`
+    /// and the `hook_clear` tool do: the completed work, or with
+    /// `reassign` pending or active work, fenced on `bead` and `generation`
+    /// when given ([`Failure::held`]). Returns the outcome and its line of
+    /// text. A retry naming the generation of work that is off the hook
+    /// already succeeds with the hook as it is; an unknown outcome says how
+    /// to finish ([`Failure::finish_clear`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Failure::held`], and the hook's errors.
+    pub fn run(
+        hooks: &Hooks,
+        agent: &AgentId,
+        reassign: bool,
+        bead: Option<&BeadId>,
+        generation: Option<u64>,
+    ) -> Result<(Self, String), Failure> {
+        if let Some(hook) = Failure::cleared_already(hooks, agent, generation)? {
+            let text = format!(
+                "the hook of {agent} is empty: generation {} is off it already\n",
+                hook.generation - 1
+            );
+            return Ok((Cleared::Cleared(hook), text));
+        }
+        let op = if reassign { "reassign" } else { "clear" };
+        let held = Failure::held(hooks, agent, op, bead, generation)?;
+        let unfinished = |e: chipset_hook::Error| Failure::from(e).finish_clear(op, &held);
+        if reassign {
+            let done = hooks.reassign(&held).map_err(unfinished)?;
+            let text = format!(
+                "took {} ({}) away from {agent}\n",
+                done.taken.work.bead_id, done.was
+            );
+            return Ok((Cleared::Reassigned(done.into()), text));
+        }
         let hook = hooks.clear(&held).map_err(unfinished)?;
-        Ok(Reply::new(
-            format!("cleared {} from {to}\n", held.work.bead_id),
-            Cleared::Cleared(hook),
-        ))
+        let text = format!("cleared {} from {agent}\n", held.work.bead_id);
+        Ok((Cleared::Cleared(hook), text))
     }
 }
