@@ -28,6 +28,9 @@ struct Inbox {
     tasks: BTreeMap<MessageId, TaskId>,
     /// The tasks of the requests that need a reply.
     waiting: BTreeSet<TaskId>,
+    /// Its messages of tasks chipset cannot name ([`Message::foreign_task`]):
+    /// unreadable here, but no gate's.
+    foreign: Vec<String>,
 }
 
 /// The inboxes and gates seen so far.
@@ -95,6 +98,12 @@ impl Requests {
             problems: self.problems.clone(),
             ..Table::default()
         };
+        // Another program's tasks' messages: said, but no gate is closed.
+        let foreign = self.inboxes.iter().flat_map(|(agent, inbox)| {
+            let problem = move |e: &String| format!("inbox of {agent}: {e}");
+            inbox.foreign.iter().map(problem)
+        });
+        let foreign: Vec<String> = foreign.collect();
         let mut blocked = 0;
         for (task, gate) in &self.gates {
             match gate {
@@ -122,6 +131,7 @@ impl Requests {
                 format!("{open}; a file the gates read is unreadable: every gate is closed")
             }
         };
+        table.problems.extend(foreign);
         table
     }
 
@@ -200,7 +210,15 @@ impl Requests {
         // A file it could not read is a problem, and the inbox is read
         // again at the next load; the messages it could read still say
         // which tasks wait.
-        let unreadable: Vec<String> = listing.unreadable().map(|e| e.to_string()).collect();
+        let (foreign, unsupported) = listing
+            .unsupported
+            .iter()
+            .partition::<Vec<_>, _>(|u| Message::foreign_task(u));
+        let corrupt = listing.corrupt.iter().map(|c| c.to_string());
+        let unreadable: Vec<String> = corrupt
+            .chain(unsupported.iter().map(|u| u.to_string()))
+            .collect();
+        let foreign = foreign.iter().map(|u| u.to_string()).collect();
         let messages = listing.items;
         let stamp = if unreadable.is_empty() { stamp } else { None };
         let mut tasks = BTreeMap::new();
@@ -223,6 +241,7 @@ impl Requests {
             stamp,
             tasks,
             waiting,
+            foreign,
         };
         match unreadable.is_empty() {
             true => Ok(()),

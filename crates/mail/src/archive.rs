@@ -232,6 +232,7 @@ impl Mail {
                         match read {
                             ReadOutcome::Value(m) if m.phase == *task => ids.push(m.id),
                             ReadOutcome::Value(_) | ReadOutcome::Missing => {}
+                            ReadOutcome::Unsupported(u) if Message::foreign_task(&u) => {}
                             ReadOutcome::Corrupt(c) => {
                                 corrupt.get_or_insert(c.into());
                             }

@@ -44,7 +44,9 @@
 //! (the task), `round`, `kind`, `subject`, `body`, `expects_reply`,
 //! `in_reply_to`, `created_at` — plus an optional `priority` (`urgent`,
 //! `normal`, `low`; a file without it reads as normal). Files are canonical
-//! JSON with sorted keys. The [`Kind`]s:
+//! JSON with sorted keys. A file another seed program wrote for a phase no
+//! task name can be (nubos-pilot takes `plan/phase-1`) is unsupported, not
+//! corrupt, and belongs to no gate ([`Message::foreign_task`]). The [`Kind`]s:
 //!
 //! - `request` expects a reply (`expects_reply: true`); it holds up its task
 //!   in [`Mail::pending_replies`] until a response is sent, and

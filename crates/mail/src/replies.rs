@@ -312,7 +312,9 @@ impl Mail {
     /// [`Mail::has_reply`] does) or the task's by-task archive,
     /// among the files newer than the oldest such request. So a response
     /// another program wrote (nubos-pilot does not move the request when it
-    /// sends one) takes the request off this list at once.
+    /// sends one) takes the request off this list at once. A message whose
+    /// phase no [`TaskId`] can be ([`Message::foreign_task`]) is another
+    /// program's task's, never `task`'s: it is left out.
     ///
     /// # Errors
     ///

@@ -210,6 +210,47 @@ fn requests_say_every_gate_is_closed_when_a_file_they_need_is_unreadable() {
     );
 }
 
+/// A nubos request of a phase no chipset task can have (`plan/phase-1`)
+/// is another program's task's: the view names it as unreadable here, but
+/// says the gates still answer, as they do.
+#[test]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "plants what another program left"
+)]
+fn a_request_of_another_programs_task_closes_no_gate_in_the_view() {
+    let peers = chipset_testkit::peer_fixtures();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("state");
+    chipset_testkit::copy_dir(&peers.join("nubos-pilot/messages"), &root.join("mail"));
+    let inbox = root.join("mail/inbox/np-executor");
+    let (open, _) = std::fs::read_dir(&inbox)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| (std::fs::read_to_string(&p).unwrap(), p))
+        .next()
+        .unwrap();
+    let foreign = open
+        .replace("M005-S007-T0002", "plan/phase-1")
+        .replace("1795408569995-7a703292", "1795408569996-0b2c6a43");
+    assert_ne!(foreign, open);
+    let path = inbox.join("1795408569996-0b2c6a43-f1d1-4900-b635-8fd9f1df7f88.json");
+    std::fs::write(&path, foreign).unwrap();
+    let chipset = Chipset::open(&root).unwrap();
+    let table = Snapshot::load(&chipset)
+        .unwrap()
+        .table(View::Requests)
+        .clone();
+    assert_eq!(table.summary, "1 open requests block the commit of 1 tasks");
+    assert_eq!(table.problems.len(), 1, "{:?}", table.problems);
+    assert!(
+        table.problems[0].starts_with("inbox of np-executor: ")
+            && table.problems[0].contains("`plan/phase-1`"),
+        "{:?}",
+        table.problems
+    );
+}
+
 /// A queue's detail names an unreadable event file as the doctor does,
 /// not as a Rust debug dump, and counts it beside the pending events.
 #[test]

@@ -15,7 +15,8 @@ use crate::mail::{named_message, read_message_bytes_stat, stray};
 /// Reads the entry `name` of the folder `dir` as a message, failing closed
 /// as the uncached gate does (a `.json` name that is not `{id}.json`, an
 /// unreadable, oversized or unsupported file, an id that does not match its
-/// name); `None` when it moved on since the listing. Names that do not end
+/// name); `None` when it moved on since the listing, or is a message of a
+/// task chipset cannot name ([`Message::foreign_task`]). Names that do not end
 /// in `.json` are never read: the seed's readers skip them too.
 pub(super) fn read_entry(state: &StateDir, dir: &StatePath, name: &str) -> Result<Option<Message>> {
     let stem = message_stem(name).ok_or_else(|| not_a_message(dir, name))?;
@@ -65,11 +66,13 @@ pub(super) fn read_entry_in(
 }
 
 /// What a message's read found, failing closed; `None` when its file went
-/// away since the listing.
+/// away since the listing, or is a message of a task chipset cannot name
+/// ([`Message::foreign_task`]: no gate asks for it).
 fn ok_message(read: ReadOutcome<Message>) -> Result<Option<Message>> {
     match read {
         ReadOutcome::Value(m) => Ok(Some(m)),
         ReadOutcome::Corrupt(c) => Err(c.into()),
+        ReadOutcome::Unsupported(u) if Message::foreign_task(&u) => Ok(None),
         ReadOutcome::Unsupported(u) => Err(u.into()),
         ReadOutcome::Missing => Ok(None),
     }

@@ -211,7 +211,7 @@ fn a_message_under_another_name_fails_closed_and_stays() {
 /// messages. A file chipset cannot use (its id is not its name; its task
 /// is not a valid task id) that validates against nubos's `message.v1` is
 /// reported and left where it is; a file nubos cannot read either is still
-/// moved aside.
+/// moved aside. A phase no task id can be is unsupported, not corrupt.
 #[test]
 fn doctor_fix_never_moves_a_file_nubos_still_lists() {
     let n = nubos();
@@ -233,7 +233,18 @@ fn doctor_fix_never_moves_a_file_nubos_still_lists() {
 
     let report = n.mail.doctor(DoctorMode::Fix).unwrap();
     let corrupt = finding(&report, "messaging-corrupt-file");
-    assert_eq!(corrupt.len(), 3, "{:?}", report.findings);
+    assert_eq!(corrupt.len(), 2, "{:?}", report.findings);
+    let unsupported = finding(&report, "messaging-unsupported-file");
+    let [odd_finding] = &unsupported[..] else {
+        panic!("{:?}", report.findings)
+    };
+    assert_eq!(odd_finding.path.as_deref(), Some(odd_path.as_path()));
+    assert!(
+        odd_finding.message.contains("`M005/S007`"),
+        "{}",
+        odd_finding.message
+    );
+    assert!(!odd_finding.fixable && odd_finding.actions.is_empty());
     for f in &corrupt {
         let path = f.path.as_deref().unwrap();
         if path == broken_path {

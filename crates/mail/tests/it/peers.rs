@@ -547,3 +547,71 @@ fn names_outside_the_schema_are_refused_on_send_and_read_from_disk() {
     assert_eq!(inbox[0].from.as_str(), "np.critic");
     assert_eq!(ids(&n.mail.pending_replies(&task(TASK)).unwrap()), [OPEN]);
 }
+
+/// nubos takes any non-empty phase; chipset's task names are path-safe.
+/// A request of a phase no task can be named (`plan/phase-1`) is another
+/// program's: it is unsupported, not corrupt, so it closes no gate and
+/// the doctor leaves it; a file that is broken besides still closes every
+/// gate.
+#[test]
+fn a_phase_no_task_can_have_closes_no_gate() {
+    const FOREIGN: &str = "1795408569996-0b2c6a43-6f3e-4c1e-9a4e-2d1f0e9c7b11";
+    let n = nubos();
+    let m = &n.mail;
+    let path = n.folder.join(format!("inbox/np-executor/{FOREIGN}.json"));
+    let open = fs::read_to_string(n.folder.join(format!("inbox/np-executor/{OPEN}.json"))).unwrap();
+    let foreign = open.replace(OPEN, FOREIGN).replace(
+        &format!("\"phase\": \"{TASK}\""),
+        "\"phase\": \"plan/phase-1\"",
+    );
+    assert_ne!(
+        foreign,
+        open.replace(OPEN, FOREIGN),
+        "the fixture names its phase"
+    );
+    fs::write(&path, &foreign).unwrap();
+    let before = files(&n.folder);
+
+    // Twice: the second gate answers from its cache.
+    for _ in 0..2 {
+        assert_eq!(ids(&m.pending_replies(&task(TASK)).unwrap()), [OPEN]);
+        assert!(m.pending_replies(&task("other-task")).unwrap().is_empty());
+    }
+    // Readers that must show it say what they cannot read.
+    let listing = m.inbox_listing(&agent("np-executor")).unwrap();
+    assert_eq!(ids(&listing.items), [OPEN]);
+    assert!(listing.corrupt.is_empty(), "{:?}", listing.corrupt);
+    let [u] = &listing.unsupported[..] else {
+        panic!("{:?}", listing.unsupported)
+    };
+    assert_eq!(u.path, path);
+    assert!(chipset_mail::Message::foreign_task(u), "{u}");
+    assert!(u.to_string().contains("`plan/phase-1`"), "{u}");
+    match m.inbox(&agent("np-executor")) {
+        Err(Error::Unsupported(e)) => assert_eq!(e, *u),
+        other => panic!("{other:?}"),
+    }
+    // The doctor reports it and moves nothing; the sweep leaves it.
+    let report = n.mail.doctor(DoctorMode::Fix).unwrap();
+    assert_eq!(
+        crate::seen(&report)
+            .iter()
+            .map(|(code, ..)| *code)
+            .collect::<Vec<_>>(),
+        ["messaging-unsupported-file"]
+    );
+    assert_eq!(files(&n.folder), before, "the fix wrote or moved nothing");
+    m.sweep_task_on_commit(&task("other-task")).unwrap();
+    assert!(path.exists());
+
+    // Broken besides its phase (no subject): corrupt, and every gate closes.
+    let broken = foreign.replace("\"subject\": \"dead-code\",", "");
+    assert_ne!(broken, foreign);
+    fs::write(&path, broken).unwrap();
+    for t in [TASK, "other-task"] {
+        let err = m.pending_replies(&task(t)).unwrap_err();
+        assert_eq!(err.corruption().map(|c| &c.path), Some(&path), "{err}");
+    }
+    let listing = m.inbox_listing(&agent("np-executor")).unwrap();
+    assert_eq!((listing.corrupt.len(), listing.unsupported.len()), (1, 0));
+}
