@@ -4,14 +4,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use chipset_store::{AgentId, SortableId, TaskId};
+use chipset_store::{AgentId, ReadOutcome, SortableId, TaskId};
 use serde::{Deserialize, Serialize};
 
 use crate::MessageId;
 use crate::draft::NewMessage;
 use crate::error::{Error, Result};
 use crate::format::{Kind, MailPriority, Message};
-use crate::mail::Mail;
+use crate::layout::Location;
+use crate::mail::{Mail, read_message};
 
 /// The most recipients one group message has (after the sender is left out).
 pub(crate) const MAX_GROUP: usize = 4096;
@@ -272,6 +273,7 @@ impl Mail {
     ///
     /// Refusals, with nothing written: [`Error::EmptyGroup`] (no recipient
     /// but the sender), [`Error::GroupTooLarge`], [`Error::InvalidGroupId`],
+    /// [`Error::IdTaken`] for a chosen id one message was sent under alone,
     /// and every refusal of [`Mail::send`] for any copy.
     /// [`Error::OutcomeUnknown`] names the **group** id when copies may
     /// have been delivered: send again with it. [`Error::PartlySent`]
@@ -300,8 +302,18 @@ impl Mail {
                 true,
             ),
         };
-        if !fresh && let Some(first) = self.first_attempt(&id, &to)? {
-            to = first.to.into_iter().collect();
+        if !fresh {
+            // One message sent alone under the id: a group now would be a
+            // second, different delivery under it.
+            if let Some(found) = self.found(&id)? {
+                return Err(Error::IdTaken {
+                    id,
+                    location: found.location,
+                });
+            }
+            if let Some(first) = self.first_attempt(&id, &to)? {
+                to = first.to.into_iter().collect();
+            }
         }
         let group = Group {
             id,
@@ -331,6 +343,56 @@ impl Mail {
             }),
             Err(e) => Err(e),
         }
+    }
+
+    /// Refuses a draft sent alone under a chosen id that a group was sent
+    /// under (the group's copy to the draft's addressee exists): it would
+    /// be a second copy. [`Error::IdTaken`], naming where that copy is.
+    pub(crate) fn refuse_group_ids(&self, drafts: &[NewMessage]) -> Result<()> {
+        for d in drafts {
+            // Only a seed-form id names a group ([`Error::InvalidGroupId`]).
+            let Some(id) =
+                d.id.as_ref()
+                    .filter(|id| d.group.is_none() && id.is_seed_form())
+            else {
+                continue;
+            };
+            if let Some(location) = self.group_copy(id, d)? {
+                return Err(Error::IdTaken {
+                    id: id.clone(),
+                    location,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Where the copy of group `id` to `draft`'s addressee is, if it is:
+    /// on a server, found by its id; in a directory, looked for only
+    /// where it can be (the addressee's inbox, `archive/`, the orphan
+    /// archive and the draft's task's), not in every inbox and task.
+    fn group_copy(&self, id: &MessageId, draft: &NewMessage) -> Result<Option<Location>> {
+        let copy = copy_id(id, &draft.to);
+        let of_group = |m: &Message| m.group.as_ref().is_some_and(|g| g.id == *id);
+        if self.server().is_some() {
+            let found = self.found(&copy)?;
+            return Ok(found.filter(|f| of_group(&f.message)).map(|f| f.location));
+        }
+        let mut places = vec![
+            Location::Inbox(draft.to.clone()),
+            Location::Archive,
+            Location::Orphan,
+        ];
+        places.extend(draft.task.clone().map(Location::ByTask));
+        for location in places {
+            let path = self.layout.file(&location, &copy);
+            if let ReadOutcome::Value(m) = read_message(&self.state, &path)?
+                && of_group(&m)
+            {
+                return Ok(Some(location));
+            }
+        }
+        Ok(None)
     }
 
     /// Returns the group a first attempt with this id recorded in a copy it

@@ -51,7 +51,8 @@ impl Mail {
     /// has the same content ([`Message::same_content`]), the first delivery
     /// is returned as success, nothing is written but the missing follow-up
     /// (reply index entry, archive of the answered request); other content is
-    /// [`Error::IdTaken`].
+    /// [`Error::IdTaken`], as is an id a group was sent under
+    /// ([`Mail::send_group`]) when the group's copy to this addressee exists.
     ///
     /// # Errors
     ///
@@ -66,6 +67,7 @@ impl Mail {
     /// happened but its directory sync failed: the message may be delivered,
     /// so retry with the same id.
     pub fn send(&self, draft: &NewMessage) -> Result<Message> {
+        self.refuse_group_ids(std::slice::from_ref(draft))?;
         if let Some(server) = self.server() {
             return server.send(draft);
         }
@@ -134,6 +136,7 @@ impl Mail {
     /// [`Error::PartlySent`], naming the ones delivered and keeping the
     /// refusal as its source; with none published it is the refusal itself.
     pub fn send_batch(&self, drafts: &[NewMessage]) -> Result<Vec<Message>> {
+        self.refuse_group_ids(drafts)?;
         if let Some(server) = self.server() {
             return server.send_batch(drafts);
         }

@@ -26,6 +26,7 @@ chipset_backend::both!(
     a_response_retried_archives_its_request_once,
     bad_input_is_refused_and_changes_nothing,
     group_any_rule_settles_the_gate,
+    a_group_id_and_a_single_id_are_never_shared,
     sweep_moves_the_task_and_clears_its_gate,
 );
 
@@ -174,6 +175,56 @@ fn group_any_rule_settles_the_gate(place: &Place) {
     mail.send(&response("bob", "lead", &bob.id, "ship-it", "yes"))
         .unwrap();
     assert!(mail.pending_replies(&task("t1")).unwrap().is_empty());
+}
+
+/// An id names one send: a message sent alone under a group's id (a
+/// retry of the group to one member) would be a second copy, and a group
+/// under the id of a message sent alone a second delivery. Both are
+/// refused, and nothing is written.
+fn a_group_id_and_a_single_id_are_never_shared(place: &Place) {
+    let (_tmp, mail) = open(place);
+    let team = ["ann", "bob", "lead"].map(agent);
+    let group = |id: &str| {
+        NewGroupMessage::request(agent("lead"), team.clone(), task("t1"), "ship-it", "ok?")
+            .with_id(mid(id))
+    };
+    let alone =
+        |to: &str, id: &str| crate::request("lead", to, "t1", "ship-it", "ok?").with_id(mid(id));
+    let sent = mail.send_group(&group(GROUP)).unwrap();
+    for result in [
+        mail.send(&alone("ann", GROUP)).map(|_| ()),
+        mail.send_batch(&[alone("ann", GROUP)]).map(|_| ()),
+    ] {
+        match result {
+            Err(Error::IdTaken { id, location }) => {
+                assert_eq!(id, mid(GROUP));
+                assert_eq!(location, Location::Inbox(agent("ann")));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(ids(&mail.inbox(&agent("ann")).unwrap()), ids(&sent[..1]));
+    // Answered, ann's copy is archived: still found there.
+    mail.send(&response("ann", "lead", &sent[0].id, "ship-it", "yes"))
+        .unwrap();
+    match mail.send(&alone("ann", GROUP)) {
+        Err(Error::IdTaken { location, .. }) => assert_eq!(location, Location::Archive),
+        other => panic!("{other:?}"),
+    }
+    // One the group left out may still get a message of its own.
+    assert_eq!(mail.send(&alone("dan", GROUP)).unwrap().id, mid(GROUP));
+
+    mail.send(&alone("ann", ID)).unwrap();
+    match mail.send_group(&group(ID)) {
+        Err(Error::IdTaken { id, .. }) => assert_eq!(id, mid(ID)),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        mail.inbox(&agent("bob")).unwrap().len(),
+        1,
+        "the group's copy only"
+    );
+    assert_eq!(mail.pending_replies(&task("t1")).unwrap().len(), 3);
 }
 
 fn sweep_moves_the_task_and_clears_its_gate(place: &Place) {
