@@ -3,13 +3,15 @@
 use std::time::Duration;
 
 use chipset::pool::{ItemId, NewItem, WorkState};
-use chipset_mcp::view::{WorkClaimed, WorkListing, WorkPosted, WorkRecord, WorkSettled, filter};
+use chipset_mcp::view::{
+    self, WorkClaimed, WorkListing, WorkPosted, WorkRecord, WorkSettled, filter,
+};
 use chipset_store::{AgentId, Timestamp};
 use clap::{ArgGroup, Subcommand};
 
 use crate::Ctx;
 use crate::cli::{AGENT_ENV, parse_duration};
-use crate::error::Result;
+use crate::error::{CliError, Result};
 use crate::output::{self, Output};
 
 /// `chipset work ...`.
@@ -204,12 +206,16 @@ pub(crate) fn run(ctx: &Ctx, command: WorkCommand) -> Result<Output> {
             Ok(Output::new(text, output::json(&view)))
         }
         WorkCommand::List { open } => {
-            let mut all = pool.list()?;
+            // Every item, then (exit 1) the hooks it could not read: each
+            // might hold an item, which is listed unconfirmed.
+            let mut all = pool.listing()?;
             if open {
-                all.retain(|l| l.state.as_str() != "done");
+                all.items.retain(|l| l.state.as_str() != "done");
             }
-            let (view, text) = WorkListing::of(&all, usize::MAX, "no items");
-            Ok(Output::new(text, output::json(&view)))
+            let (mut view, text) = WorkListing::of(&all.items, usize::MAX, "no items");
+            view.unreadable = view::unreadable(&all);
+            let failure = CliError::unreadable(&all, "hook");
+            Ok(Output::new(text, output::json(&view)).with_failure(failure))
         }
     }
 }

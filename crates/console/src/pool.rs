@@ -31,8 +31,8 @@ fn rank(state: &WorkState) -> u8 {
 /// Returns the pool's table from what `reads` holds, at `now`.
 pub(crate) fn table(now: Timestamp, reads: &Reads) -> Table {
     let mut table = Table::default();
-    let items = match &reads.pool {
-        Some(Ok(items)) => items,
+    let listing = match &reads.pool {
+        Some(Ok(listing)) => listing,
         Some(Err(e)) => {
             table.problems.push(format!("pool: {e}"));
             table.summary = "the pool cannot be read".to_owned();
@@ -40,6 +40,14 @@ pub(crate) fn table(now: Timestamp, reads: &Reads) -> Table {
         }
         None => return table,
     };
+    // Each might hold an item: the items it might hold are unconfirmed.
+    for c in &listing.corrupt {
+        table.problems.push(format!("unreadable hook: {c}"));
+    }
+    for u in &listing.unsupported {
+        table.problems.push(format!("unsupported hook: {u}"));
+    }
+    let items = &listing.items;
     let hooks = match &reads.hooks {
         Some(Ok(h)) => Some(h),
         _ => None,
@@ -79,6 +87,12 @@ pub(crate) fn table(now: Timestamp, reads: &Reads) -> Table {
         table.summary.push_str(&format!(
             " ({old_done} done over {} ago not listed)",
             short_age(DONE_SHOWN)
+        ));
+    }
+    let unconfirmed = items.iter().filter(|l| l.unconfirmed).count();
+    if unconfirmed > 0 {
+        table.summary.push_str(&format!(
+            "; {unconfirmed} unconfirmed (a hook cannot be read)"
         ));
     }
     table
@@ -148,6 +162,15 @@ fn row(now: Timestamp, l: &Listed, at: Option<Timestamp>) -> Row {
     if let Some(role) = &e.role {
         notes.push(format!("for {role}"));
     }
+    // The table's state, which an unreadable hook may belie (claimed or done).
+    let state = match l.unconfirmed {
+        true => {
+            mark = mark.max_with(Mark::Warn);
+            notes.insert(0, "unconfirmed: an unreadable hook may hold it".to_owned());
+            format!("{state}?")
+        }
+        false => state,
+    };
     Row::new(
         e.id.to_string(),
         vec![

@@ -41,8 +41,9 @@ pub(crate) struct Reads {
     pub(crate) roster: Area<Listing<AgentInfo>>,
     /// `leases/`: every lease, live or not (expiry is the clock's).
     pub(crate) leases: Area<Vec<Lease>>,
-    /// `pool/` with the hooks that hold its items.
-    pub(crate) pool: Area<Vec<Listed>>,
+    /// `pool/` with the hooks that hold its items, and those that could
+    /// not be read.
+    pub(crate) pool: Area<Listing<Listed>>,
 }
 
 impl Reads {
@@ -101,15 +102,16 @@ impl Reads {
         if stale(self.leases.is_some(), &["leases"]) {
             self.leases = Some(chipset.leases().list().map_err(|e| chain(&e)));
         }
-        // A deferred item becomes ready with the clock alone.
-        let due = matches!(&self.pool, Some(Ok(items)) if items.iter().any(
+        // A deferred item becomes ready with the clock alone; a hook it
+        // could not read is read again at every load, as an inbox is.
+        let again = matches!(&self.pool, Some(Ok(listing)) if listing.items.iter().any(
             |l| matches!(l.state, WorkState::Deferred { until } if until <= now)
-        ));
+        ) || listing.unreadable().next().is_some());
         if let Err(e) = chipset.require(chipset::Part::Pool) {
             // Never a local folder's pool: the view says why it is empty.
             self.pool = Some(Err(e.to_string()));
-        } else if due || stale(self.pool.is_some(), &["pool", "hooks"]) {
-            self.pool = Some(chipset.pool().list().map_err(|e| chain(&e)));
+        } else if again || stale(self.pool.is_some(), &["pool", "hooks"]) {
+            self.pool = Some(chipset.pool().listing().map_err(|e| chain(&e)));
         }
         changed
     }

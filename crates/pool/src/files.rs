@@ -3,7 +3,9 @@
 
 use std::collections::HashMap;
 
-use chipset_store::{AgentId, CorruptReason, Corruption, LockGuard, ReadOutcome, Unsupported};
+use chipset_store::{
+    AgentId, CorruptReason, Corruption, Listing, LockGuard, ReadOutcome, Unsupported,
+};
 
 use crate::TABLE_CAP;
 use crate::error::{Error, Result};
@@ -71,12 +73,12 @@ impl Pool {
         Ok((scan.by_item, scan.by_agent))
     }
 
-    /// [`Pool::holds`]; with `strict` false, unreadable hooks are counted
-    /// instead of failing.
+    /// [`Pool::holds`]; with `strict` false, unreadable hooks are named
+    /// in [`Scan::unreadable`] instead of failing.
     pub(crate) fn scan_hooks(&self, op: &'static str, strict: bool) -> Result<Scan> {
         let mut by_item = HashMap::new();
         let mut by_agent = HashMap::new();
-        let mut unreadable = 0;
+        let mut unreadable = Listing::default();
         for (agent, read) in self.hooks.list()? {
             let hold = match read {
                 ReadOutcome::Missing => continue,
@@ -87,8 +89,8 @@ impl Pool {
                     },
                     None => continue,
                 },
-                _ if !strict => {
-                    unreadable += 1;
+                read @ (ReadOutcome::Corrupt(_) | ReadOutcome::Unsupported(_)) if !strict => {
+                    unreadable.push(read.map(|_| ()));
                     continue;
                 }
                 ReadOutcome::Corrupt(corruption) => {

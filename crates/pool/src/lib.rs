@@ -85,9 +85,11 @@
 //! mistake. Finish pool items with `done` or a next claim, not with a
 //! dispatcher's `hook clear`.
 //!
-//! A corrupt or unsupported hook fails every claim and listing with
-//! [`Error::Hook`] (it might hold an item; guessing could claim it twice)
-//! until `chipset doctor --fix` repairs it.
+//! A corrupt or unsupported hook fails every claim and every other read
+//! with [`Error::Hook`] (it might hold an item; guessing could claim it
+//! twice) until `chipset doctor --fix` repairs it. Only [`Pool::listing`],
+//! for a display, reads past it: every item, the hooks it could not read,
+//! and each item such a hook might hold marked [`Listed::unconfirmed`].
 //!
 //! # File layout and durability
 //!

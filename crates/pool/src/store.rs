@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use chipset_backend::Backend;
 use chipset_hook::{Assignment, HookStatus, Hooks};
-use chipset_store::{AgentId, Classify, Created, StateDir, StatePath};
+use chipset_store::{AgentId, Classify, Created, Listing, StateDir, StatePath};
 
 use crate::claim::Want;
 use crate::error::{Error, Result, cut_short};
@@ -110,7 +110,7 @@ pub(crate) struct Scan {
     /// What each hook holds, by agent.
     pub(crate) by_agent: HashMap<AgentId, Hold>,
     /// Hooks that could not be read (only when not strict).
-    pub(crate) unreadable: usize,
+    pub(crate) unreadable: Listing<()>,
 }
 
 /// The work pool under one state root: `pool/table.json` and
@@ -374,7 +374,8 @@ impl Pool {
     /// # Errors
     ///
     /// A corrupt or unsupported table; a corrupt or unsupported hook (it
-    /// might hold an item: fail closed); a store error.
+    /// might hold an item: fail closed; [`Pool::listing`] reads past it);
+    /// a store error.
     pub fn list(&self) -> Result<Vec<Listed>> {
         let (table, _) = self.load("list work")?;
         let holds = self.holds("list the work on")?.0;
@@ -384,6 +385,49 @@ impl Pool {
             now: self.now()?,
         };
         Ok(view.list())
+    }
+
+    /// Returns every item as [`Pool::list`] does, reading past the hooks
+    /// it cannot read: they are named in the listing's `corrupt` and
+    /// `unsupported`, beside the items, for a listing that shows what it
+    /// read (`chipset work list`, the live views).
+    ///
+    /// Any unreadable hook might hold any item. So while one is named, an
+    /// item that is neither recorded done nor on a readable hook is listed
+    /// as the table and the readable hooks give it (ready, blocked or
+    /// deferred) with [`Listed::unconfirmed`] set: it may be claimed or
+    /// done. A claimed item, and a done one, is confirmed by the hook or
+    /// the record that says so. Claims still fail on such a hook.
+    ///
+    /// # Errors
+    ///
+    /// A corrupt or unsupported table or log; a store error.
+    pub fn listing(&self) -> Result<Listing<Listed>> {
+        let (table, _) = self.load("list work")?;
+        let Scan {
+            by_item: holds,
+            unreadable,
+            ..
+        } = self.scan_hooks("list the work on", false)?;
+        let view = View {
+            index: Index::new(&table),
+            holds: &holds,
+            now: self.now()?,
+        };
+        let mut items = view.list();
+        if unreadable.unreadable().next().is_some() {
+            for l in &mut items {
+                l.unconfirmed = matches!(
+                    l.state,
+                    WorkState::Ready | WorkState::Blocked { .. } | WorkState::Deferred { .. }
+                );
+            }
+        }
+        let mut listing = Listing::default();
+        listing.items = items;
+        listing.corrupt = unreadable.corrupt;
+        listing.unsupported = unreadable.unsupported;
+        Ok(listing)
     }
 
     /// Returns the ready items `filter` keeps, most urgent first, then oldest.
@@ -405,6 +449,7 @@ impl Pool {
             .map(|e| Listed {
                 entry: e.clone(),
                 state: WorkState::Ready,
+                unconfirmed: false,
             })
             .collect())
     }
@@ -473,7 +518,7 @@ impl Pool {
             now: self.now()?,
         };
         let mut counts = PoolCounts {
-            unreadable_hooks: unreadable,
+            unreadable_hooks: unreadable.unreadable().count(),
             ..PoolCounts::default()
         };
         for l in view.list() {

@@ -368,8 +368,9 @@ impl WorkState {
     }
 }
 
-/// One item with its derived state, as [`Pool::list`](crate::Pool::list)
-/// and [`Pool::ready`](crate::Pool::ready) return it.
+/// One item with its derived state, as [`Pool::list`](crate::Pool::list),
+/// [`Pool::listing`](crate::Pool::listing) and
+/// [`Pool::ready`](crate::Pool::ready) return it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Listed {
@@ -377,6 +378,12 @@ pub struct Listed {
     pub entry: Entry,
     /// Where it is now.
     pub state: WorkState,
+    /// True when a hook that [`Pool::listing`](crate::Pool::listing) could
+    /// not read might hold the item: `state` (ready, blocked or deferred)
+    /// is then what the table and the readable hooks say, and the item may
+    /// be claimed or done. Always false from the reads that fail on such
+    /// a hook.
+    pub unconfirmed: bool,
 }
 
 /// Which ready items a `ready` or a claim of the next item considers.
@@ -519,6 +526,7 @@ impl View<'_> {
             .map(|e| Listed {
                 entry: e.clone(),
                 state: self.state(e),
+                unconfirmed: false,
             })
             .collect()
     }

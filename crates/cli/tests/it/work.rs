@@ -1,7 +1,7 @@
 //! `chipset work ...`: the work pool end to end from a shell, with its
 //! conflicting, retried and refused cases.
 
-use crate::Env;
+use crate::{Env, snap};
 
 /// Posts `id` titled `title` by `lead`, with `extra` arguments.
 fn post(env: &mut Env, id: &str, title: &str, extra: &[&str]) {
@@ -234,4 +234,48 @@ fn a_post_stands_when_its_state_cannot_be_read_back() {
     let id = doc["item"]["id"].as_str().unwrap();
     let table = std::fs::read_to_string(env.root().join("pool/table.json")).unwrap();
     assert!(table.contains(id), "{table}");
+}
+
+/// A corrupt hook hides no item from `work list`: it prints every item,
+/// the ones the hook might hold unconfirmed, then fails (exit 1) naming
+/// the hook, as `mail inbox` does. Claims and `work ready` still fail
+/// closed on it and change nothing.
+#[test]
+fn work_list_shows_the_pool_past_a_corrupt_hook_and_fails_naming_it() {
+    let mut env = Env::new();
+    post(&mut env, "done", "Pin the toolchain", &[]);
+    post(&mut env, "held", "Fix the parser", &[]);
+    post(&mut env, "free", "Write the docs", &[]);
+    post(
+        &mut env,
+        "after",
+        "Review the docs",
+        &["--depends-on", "free"],
+    );
+    env.ok(&["work", "claim", "--agent", "bob", "done"]);
+    env.ok(&["work", "done", "--agent", "bob", "done"]);
+    env.ok(&["work", "claim", "--agent", "alice", "held"]);
+    env.take();
+    std::fs::write(env.root().join("hooks/ghost.json"), "{").unwrap();
+    let text = env.fails(1, &["work", "list"]);
+    assert!(
+        text.stdout.contains("free P2 [ready, unconfirmed]"),
+        "{text:?}"
+    );
+    assert!(text.stderr.contains("hooks/ghost.json"), "{text:?}");
+    let doc = env.fails(1, &["--json", "work", "list"]).json();
+    assert_eq!(doc["total"], 4, "{doc}");
+    assert_eq!(doc["items"][2]["unconfirmed"], true, "{doc}");
+    assert!(doc["items"][1].get("unconfirmed").is_none(), "{doc}");
+    let unreadable = doc["unreadable"].as_array().unwrap();
+    assert_eq!(unreadable.len(), 1, "{doc}");
+    assert!(
+        unreadable[0].as_str().unwrap().contains("hooks/ghost.json"),
+        "{doc}"
+    );
+    env.fails(1, &["work", "list", "--open"]);
+    env.fails(1, &["work", "claim", "--agent", "carol"]);
+    env.fails(1, &["work", "claim", "--agent", "carol", "free"]);
+    env.fails(1, &["work", "ready"]);
+    snap!("work_unreadable_hook", env.take());
 }

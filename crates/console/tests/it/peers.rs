@@ -68,13 +68,13 @@ fn the_views_read_and_name_a_mail_folder() {
 }
 
 #[test]
-fn a_hook_that_names_another_agent_closes_the_pool_view() {
+fn a_hook_that_names_another_agent_is_a_pool_problem() {
     let peers = chipset_testkit::peer_fixtures();
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("state");
     std::fs::create_dir_all(root.join("hooks")).unwrap();
     // Its `agentId` is polecat-alpha: not a legal hook of `stranger`, and it
-    // might hold a pool item, so the pool says it cannot tell.
+    // might hold a pool item, so the pool names it as a problem.
     std::fs::copy(
         peers.join("tibsfox/hooks/active.json"),
         root.join("hooks/stranger.json"),

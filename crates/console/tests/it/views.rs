@@ -198,6 +198,44 @@ fn the_pool_lists_items_by_state_and_shows_an_item() {
     assert!(d.lines.iter().any(|l| l.contains("no-such-item")), "{d:?}");
 }
 
+/// A corrupt hook is a problem of the pool's view, not its end: every
+/// item is listed, and those the hook might hold are marked unconfirmed,
+/// in `top` and on the page `serve` draws.
+#[test]
+fn a_corrupt_hook_leaves_the_pool_listed_and_is_a_problem() {
+    let team = team();
+    let hooks = team.chipset.state().root().join("hooks");
+    std::fs::write(hooks.join("ghost.json"), "{").unwrap();
+    let s = snapshot_of(&team);
+    let pool = s.table(View::Pool);
+    let states: Vec<(&str, &str)> = pool
+        .rows
+        .iter()
+        .map(|r| (r.key.as_str(), r.cells[1].as_str()))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("bd-102", "claimed (pending)"),
+            ("bd-103", "ready?"),
+            ("bd-104", "blocked?"),
+            ("bd-105", "deferred?"),
+            ("bd-099", "done"),
+        ]
+    );
+    assert!(pool.rows[1].cells[6].starts_with("unconfirmed"), "{pool:?}");
+    assert!(
+        pool.problems
+            .iter()
+            .any(|p| p.starts_with("unreadable hook:") && p.contains("hooks/ghost.json")),
+        "{pool:?}"
+    );
+    assert!(pool.summary.contains("3 unconfirmed"), "{}", pool.summary);
+    let page = chipset_console::page(&s, &Screen::new(View::Pool), None, 1, None);
+    assert!(page.contains("ghost.json"), "{page}");
+    assert!(page.contains("ready?"), "{page}");
+}
+
 #[test]
 fn a_second_load_sees_what_changed_and_keeps_the_rest() {
     let team = team();

@@ -39,6 +39,11 @@ pub struct WorkRecord {
     pub hook: Option<String>,
     /// The dependencies not done yet (blocked).
     pub blocked_on: Vec<String>,
+    /// True when a hook the listing could not read might hold the item:
+    /// `state` (ready, blocked or deferred) is the table's, and it may be
+    /// claimed or done. Absent when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub unconfirmed: bool,
     /// The last return to the pool.
     pub released: Option<WorkReleaseRecord>,
     /// How many times it was returned to the pool.
@@ -82,6 +87,7 @@ impl WorkRecord {
             holder,
             hook,
             blocked_on,
+            unconfirmed: false,
             released: entry.released.as_ref().map(WorkReleaseRecord::of),
             releases: entry.releases,
         }
@@ -89,7 +95,9 @@ impl WorkRecord {
 
     /// Returns the view of a listed item.
     pub fn of_listed(listed: &Listed) -> Self {
-        WorkRecord::of(&listed.entry, &listed.state)
+        let mut record = WorkRecord::of(&listed.entry, &listed.state);
+        record.unconfirmed = listed.unconfirmed;
+        record
     }
 
     /// Returns one text line: id, priority, state, title.
@@ -103,6 +111,9 @@ impl WorkRecord {
         }
         if let (Some(t), "deferred") = (&self.not_before, self.state.as_str()) {
             state.push_str(&format!(" until {t}"));
+        }
+        if self.unconfirmed {
+            state.push_str(", unconfirmed");
         }
         let mut line = format!("{} P{} [{state}] {}", self.id, self.priority, self.title);
         if !self.labels.is_empty() {
@@ -144,6 +155,10 @@ pub struct WorkListing {
     pub items: Vec<WorkRecord>,
     /// How many there are in all.
     pub total: usize,
+    /// Why each hook the listing could not read could not be read (`work
+    /// list` only: the others fail on one). Absent when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unreadable: Vec<String>,
 }
 
 impl WorkListing {
@@ -165,7 +180,12 @@ impl WorkListing {
         if text.is_empty() {
             text = format!("{empty}\n");
         }
-        (WorkListing { items, total }, text)
+        let view = WorkListing {
+            items,
+            total,
+            unreadable: Vec::new(),
+        };
+        (view, text)
     }
 }
 

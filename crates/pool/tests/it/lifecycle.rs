@@ -363,10 +363,8 @@ fn a_claim_refuses_a_hook_holding_other_work(place: &Place) {
     assert_eq!(crate::snapshot(&s), before);
 }
 
-fn a_corrupt_hook_fails_claims_closed(place: &Place) {
-    let s = setup_on(place);
-    let lead = agent("lead");
-    s.pool.post(&lead, &item("a")).unwrap();
+/// Plants a hook of `ghost` that is not JSON.
+fn plant_corrupt_hook(s: &crate::Setup) {
     match &s.backend {
         Some(b) => {
             let key = Dir::new("hooks").unwrap().key("ghost.json").unwrap();
@@ -377,11 +375,74 @@ fn a_corrupt_hook_fails_claims_closed(place: &Place) {
             std::fs::write(s.tmp.state.root().join("hooks/ghost.json"), "{").unwrap();
         }
     }
+}
+
+fn a_corrupt_hook_fails_claims_closed(place: &Place) {
+    let s = setup_on(place);
+    let lead = agent("lead");
+    s.pool.post(&lead, &item("a")).unwrap();
+    plant_corrupt_hook(&s);
     assert!(matches!(
         s.pool.claim_next(&agent("alice"), &ReadyFilter::new()),
         Err(Error::Hook(e)) if e.kind() == ErrorKind::Corrupt
     ));
     assert!(s.pool.ready(&ReadyFilter::new()).is_err());
+}
+
+/// The listing reads past a corrupt hook: every item, the hook named, and
+/// the items it might hold unconfirmed; the strict reads and the claims
+/// still fail on it.
+fn a_listing_reads_past_a_corrupt_hook(place: &Place) {
+    let s = setup_on(place);
+    let (lead, alice, bob) = (agent("lead"), agent("alice"), agent("bob"));
+    for i in ["done", "held", "free"] {
+        s.pool.post(&lead, &item(i)).unwrap();
+    }
+    s.pool
+        .post(&lead, &item("after").with_depends_on([id("free")]))
+        .unwrap();
+    s.pool.claim(&bob, &id("done")).unwrap();
+    s.pool.done(&bob, &id("done")).unwrap();
+    s.pool.claim(&alice, &id("held")).unwrap();
+    // Without an unreadable hook it is the strict listing.
+    let clean = s.pool.listing().unwrap();
+    assert_eq!(clean.items, s.pool.list().unwrap());
+    assert!(clean.corrupt.is_empty() && clean.items.iter().all(|l| !l.unconfirmed));
+    plant_corrupt_hook(&s);
+    let listing = s.pool.listing().unwrap();
+    let shown: Vec<(&str, &str, bool)> = listing
+        .items
+        .iter()
+        .map(|l| (l.entry.id.as_str(), l.state.as_str(), l.unconfirmed))
+        .collect();
+    // Done and held are confirmed by the table's record and alice's hook;
+    // the ghost's hook might hold either of the others.
+    assert_eq!(
+        shown,
+        [
+            ("done", "done", false),
+            ("held", "claimed", false),
+            ("free", "ready", true),
+            ("after", "blocked", true),
+        ]
+    );
+    assert_eq!(listing.corrupt.len(), 1, "{listing:?}");
+    assert!(
+        listing.corrupt[0].path.ends_with("hooks/ghost.json"),
+        "{listing:?}"
+    );
+    assert!(listing.unsupported.is_empty());
+    assert!(matches!(s.pool.list(), Err(Error::Hook(_))));
+    let before = crate::snapshot(&s);
+    assert!(matches!(
+        s.pool.claim(&agent("carol"), &id("free")),
+        Err(Error::Hook(e)) if e.kind() == ErrorKind::Corrupt
+    ));
+    assert_eq!(
+        crate::snapshot(&s),
+        before,
+        "a refused claim writes nothing"
+    );
 }
 
 /// A waiter on another handle (on a server, another host for all it
@@ -465,5 +526,6 @@ chipset_backend::both!(
     a_post_retry_returns_the_first_result,
     a_claim_refuses_a_hook_holding_other_work,
     a_corrupt_hook_fails_claims_closed,
+    a_listing_reads_past_a_corrupt_hook,
     a_watch_wakes_on_a_post_and_a_claim,
 );
