@@ -1,5 +1,6 @@
 //! The dashboard's HTML: the same views as `chipset top`, server-rendered,
-//! with a few inline lines of script that take the server-sent updates.
+//! with a few inline lines of script that take the server-sent updates
+//! (holding the newest while a person selects text in them).
 //! Every text from the state is escaped; nothing is fetched from outside.
 
 use std::fmt::Write as _;
@@ -61,12 +62,29 @@ pub fn page(
     // in it, and its focus, survive them.
     out.push_str(&fragment(snapshot, screen, detail, None, row));
     let query = query(screen.view, screen.filter(), None);
+    // An update waits while a person selects text in #live, or holds a
+    // button down (a click or a drag in progress); the newest shows once
+    // the selection is cleared, or once the click has reached what it was
+    // pressed on (hence the timeout: a link swapped under it loses it). A
+    // link of #live that had the focus (from the keyboard) gets it back.
     let _ = write!(
         out,
         "</div><script>\"use strict\";(function(){{\
+         var live=document.getElementById(\"live\"),held=null,down=false;\
+         function busy(){{var s=window.getSelection();\
+         return down||(!s.isCollapsed&&s.containsNode(live,true));}}\
+         function show(){{if(held===null||busy())return;\
+         var a=document.activeElement,h=live.contains(a)&&a.getAttribute(\"href\");\
+         live.innerHTML=held;held=null;\
+         if(h)[].some.call(live.querySelectorAll(\"a\"),function(l){{\
+         return l.getAttribute(\"href\")===h&&(l.focus({{preventScroll:true}}),true);}});}}\
+         function up(){{down=false;setTimeout(show,0);}}\
+         document.addEventListener(\"selectionchange\",show);\
+         document.addEventListener(\"pointerdown\",function(){{down=true;}},true);\
+         document.addEventListener(\"pointerup\",up,true);\
+         document.addEventListener(\"pointercancel\",up,true);\
          var es=new EventSource(\"/events{}v={version}\");\
-         es.addEventListener(\"update\",function(e){{\
-         document.getElementById(\"live\").innerHTML=e.data;}});}})();\
+         es.addEventListener(\"update\",function(e){{held=e.data;show();}});}})();\
          </script><!-- view {view} --></body></html>",
         js_query(&query, row),
     );

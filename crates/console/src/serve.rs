@@ -344,6 +344,7 @@ async fn events(State(app): State<Arc<App>>, RawQuery(raw): RawQuery) -> Respons
     tokio::spawn(async move {
         // A change between the page and this request is sent at once.
         let mut current = (ask.version != Some(first.version)).then_some(first);
+        let mut sent = Sent::default();
         loop {
             let now = match current.take() {
                 Some(l) => l,
@@ -371,8 +372,11 @@ async fn events(State(app): State<Arc<App>>, RawQuery(raw): RawQuery) -> Respons
                 now.error.as_deref(),
                 row.as_deref(),
             );
+            if !sent.is_new(&html) {
+                continue;
+            }
             if tx
-                .send(Event::default().event("update").data(html))
+                .send(Event::default().event("update").data(&html))
                 .await
                 .is_err()
             {
@@ -386,6 +390,25 @@ async fn events(State(app): State<Arc<App>>, RawQuery(raw): RawQuery) -> Respons
         Sse::new(stream).keep_alive(KeepAlive::default()),
     )
         .into_response()
+}
+
+/// The last fragment one page's stream sent: a snapshot that changes
+/// nothing the page shows (the root still gone at every rescan, which
+/// repeats the last snapshot and the same failure) sends nothing, and
+/// the page is left alone.
+#[derive(Debug, Default)]
+struct Sent(Option<String>);
+
+impl Sent {
+    /// Returns true, and remembers `html`, when it differs from the last
+    /// fragment sent (or none was).
+    fn is_new(&mut self, html: &str) -> bool {
+        if self.0.as_deref() == Some(html) {
+            return false;
+        }
+        self.0 = Some(html.to_owned());
+        true
+    }
 }
 
 /// The update events of one page.
@@ -557,6 +580,16 @@ mod tests {
             HeaderValue::from_static("chipset-token=s3cret"),
         );
         assert_eq!(cookie(&h), None, "not hex");
+    }
+
+    #[test]
+    fn a_fragment_already_sent_is_not_sent_again() {
+        let mut sent = Sent::default();
+        assert!(sent.is_new("<nav>a</nav>"), "the first is sent");
+        assert!(!sent.is_new("<nav>a</nav>"), "the same again is not");
+        assert!(sent.is_new("<nav>b</nav>"));
+        assert!(sent.is_new("<nav>a</nav>"), "back to an older one is");
+        assert!(!sent.is_new("<nav>a</nav>"));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The console's tests: each view drawn from a fixed state and clock
-//! (insta snapshots), the keys, the dashboard over HTTP, and bad input.
+//! (insta snapshots), the keys, the dashboard over HTTP and in a
+//! browser, and bad input.
 
 #![allow(
     clippy::disallowed_methods,
@@ -7,6 +8,7 @@
     reason = "tests remove the state root and drive the binary as another program would"
 )]
 
+mod browser;
 mod peers;
 mod serve;
 mod server;

@@ -1,6 +1,6 @@
 //! The dashboard over HTTP: pages, updates, and bad requests.
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::io::{BufRead as _, BufReader, ErrorKind, Read as _, Write as _};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
@@ -11,20 +11,29 @@ use chipset_mcp::Token;
 use crate::team::{id, team};
 
 /// A dashboard on its own runtime, stopped when dropped.
-struct Dashboard {
-    addr: SocketAddr,
+pub(crate) struct Dashboard {
+    pub(crate) addr: SocketAddr,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Dashboard {
-    fn start(chipset: Chipset, token: Option<Token>) -> Dashboard {
+    pub(crate) fn start(chipset: Chipset, token: Option<Token>) -> Dashboard {
+        Dashboard::rescanning(chipset, token, Duration::from_secs(30))
+    }
+
+    /// As [`Dashboard::start`], rescanning every `rescan`.
+    pub(crate) fn rescanning(
+        chipset: Chipset,
+        token: Option<Token>,
+        rescan: Duration,
+    ) -> Dashboard {
         let (tx, rx) = std::sync::mpsc::channel();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
             let rt = tokio::runtime::Runtime::new().unwrap();
             let mut options = ServeOptions::new("127.0.0.1:0".parse().unwrap(), token);
-            options.rescan = Duration::from_secs(30);
+            options.rescan = rescan;
             rt.block_on(serve(
                 chipset,
                 options,
@@ -305,4 +314,54 @@ fn updates_keep_the_search_box_and_the_row_the_page_shows() {
     assert!(line.contains("nobody"), "{line}");
     assert!(!line.contains("polecat-alpha</h3>"), "{line}");
     assert!(!line.contains("<form"), "{line}");
+}
+
+/// With the root gone every rescan reads the same failure over the last
+/// snapshot: the page gets that fragment once, not again at each rescan
+/// (an update would take a person's text selection).
+#[test]
+fn a_fragment_already_sent_is_not_sent_again() {
+    let team = team();
+    let rescan = Duration::from_millis(200);
+    let d = Dashboard::rescanning(team.chipset.clone(), None, rescan);
+    let mut s = TcpStream::connect(d.addr).unwrap();
+    write!(
+        s,
+        "GET /events?view=agents&v=999 HTTP/1.1\r\nHost: {}\r\n\r\n",
+        d.addr
+    )
+    .unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut reader = BufReader::new(s);
+    let mut line = String::new();
+    // The first update: the page's version is not the server's.
+    while !line.starts_with("data:") {
+        line.clear();
+        assert!(reader.read_line(&mut line).unwrap() > 0, "the stream ended");
+    }
+    // Moved away in one step (the server writes under it as it reads).
+    let root = team.chipset.state().root();
+    std::fs::rename(root, root.with_extension("gone")).unwrap();
+    loop {
+        line.clear();
+        assert!(reader.read_line(&mut line).unwrap() > 0, "the stream ended");
+        if line.starts_with("data:") && line.contains("class=\"problem\">error:") {
+            break;
+        }
+    }
+    // Ten rescans later, nothing more came.
+    let window = rescan * 10;
+    reader.get_ref().set_read_timeout(Some(window)).unwrap();
+    let start = Instant::now();
+    let mut more = None;
+    while more.is_none() && start.elapsed() < window {
+        line.clear();
+        match reader.read_line(&mut line) {
+            Ok(0) => break,
+            Ok(_) => more = line.starts_with("event:").then(|| line.clone()),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => break,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!(more, None, "sent again");
 }
