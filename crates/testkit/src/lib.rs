@@ -19,6 +19,9 @@
 //!   each of its I/O calls failing in turn, the sweep every channel's seam
 //!   tests share.
 //!
+//! The dashboard's browser tests drive headless chromium with
+//! [`browser::Browser`], a WebDriver client over a plain `TcpStream`.
+//!
 //! A test binary re-runs itself as a child process: [`spawn`] starts the
 //! current executable with only one entry test selected and a role in the
 //! environment, and that entry test calls [`child_role`] to learn what to do.
@@ -55,6 +58,7 @@ use chipset_store::{
     AgentId, ManualClock, SharedIo, StateDir, StateOptions, StatePath, TaskId, Timestamp,
 };
 
+pub mod browser;
 mod doctor;
 mod fault;
 mod nosync;

@@ -1,9 +1,9 @@
 //! `chipset serve` in a real browser: Debian's chromium, headless, driven
-//! through chromedriver's WebDriver protocol (plain JSON over HTTP, spoken
-//! here over a `TcpStream`: one test needs no HTTP client crate). The page
-//! shows the agents of the peer fixtures, then a message sent by `chipset
-//! mail send` within 2 s without a reload, with no console error; and in
-//! the work pool's view an item posted by `chipset work post`, the same way.
+//! through chromedriver's WebDriver protocol by the testkit's client
+//! (`chipset_testkit::browser`). The page shows the agents of the peer
+//! fixtures, then a message sent by `chipset mail send` within 2 s without
+//! a reload, with no console error; and in the work pool's view an item
+//! posted by `chipset work post`, the same way.
 //!
 //! With `CHIPSET_DASHBOARD_SCREENSHOT=PATH` it also saves a PNG of the page
 //! there (`scripts/screenshot.sh` refreshes `docs/images/dashboard.png`).
@@ -14,174 +14,14 @@
 )]
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::net::{SocketAddr, TcpStream};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use chipset_testkit::browser::{Browser, Kill};
 use serde_json::{Value, json};
 
 use crate::Env;
-
-/// The flags this machine's chromium needs (no sandbox as root, nothing
-/// fetched in the background).
-const FLAGS: [&str; 8] = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-];
-
-/// A child process killed when dropped.
-struct Kill(Child);
-
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Sends one HTTP request with a JSON body; returns the JSON answer.
-fn call(addr: SocketAddr, method: &str, path: &str, body: Option<&Value>) -> Value {
-    let mut s = TcpStream::connect(addr).unwrap();
-    let body = body.map(Value::to_string).unwrap_or_default();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    // chromedriver may keep the connection open: read what the head says.
-    let mut reader = BufReader::new(s);
-    let mut length = 0;
-    loop {
-        let mut line = String::new();
-        reader.read_line(&mut line).unwrap();
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = line.split_once(':')
-            && k.eq_ignore_ascii_case("content-length")
-        {
-            length = v.trim().parse().unwrap();
-        }
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).unwrap();
-    serde_json::from_slice(&body)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&body)))
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A WebDriver session on a chromedriver of its own.
-struct Browser {
-    driver: SocketAddr,
-    session: String,
-    _process: Kill,
-    _profile: tempfile::TempDir,
-}
-
-impl Browser {
-    fn start() -> Browser {
-        let port = free_port();
-        let process = Command::new("chromedriver")
-            .arg(format!("--port={port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("chromedriver runs (apt-get install chromium chromium-driver)");
-        let process = Kill(process);
-        let driver: SocketAddr = ([127, 0, 0, 1], port).into();
-        let start = Instant::now();
-        while TcpStream::connect(driver).is_err() {
-            assert!(
-                start.elapsed() < Duration::from_secs(20),
-                "chromedriver did not start"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let profile = tempfile::tempdir().unwrap();
-        let mut args: Vec<String> = FLAGS.iter().map(|f| (*f).to_owned()).collect();
-        args.push(format!("--user-data-dir={}", profile.path().display()));
-        args.push("--window-size=1280,800".to_owned());
-        let caps = json!({"capabilities": {"alwaysMatch": {
-            "browserName": "chrome",
-            "goog:chromeOptions": {"binary": chromium(), "args": args},
-            "goog:loggingPrefs": {"browser": "ALL"},
-        }}});
-        let answer = call(driver, "POST", "/session", Some(&caps));
-        let session = answer["value"]["sessionId"]
-            .as_str()
-            .unwrap_or_else(|| panic!("no session: {answer}"))
-            .to_owned();
-        Browser {
-            driver,
-            session,
-            _process: process,
-            _profile: profile,
-        }
-    }
-
-    fn cmd(&self, method: &str, what: &str, body: Option<&Value>) -> Value {
-        let path = format!("/session/{}/{what}", self.session);
-        let answer = call(self.driver, method, &path, body);
-        if answer["value"]["error"].is_string() {
-            panic!("{method} {what}: {answer}");
-        }
-        answer["value"].clone()
-    }
-
-    fn script(&self, script: &str) -> Value {
-        self.cmd(
-            "POST",
-            "execute/sync",
-            Some(&json!({"script": script, "args": []})),
-        )
-    }
-
-    /// The browser's console lines at SEVERE (errors).
-    fn console_errors(&self) -> Vec<Value> {
-        let log = self.cmd("POST", "se/log", Some(&json!({"type": "browser"})));
-        log.as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["level"] == "SEVERE")
-            .cloned()
-            .collect()
-    }
-}
-
-impl Drop for Browser {
-    fn drop(&mut self) {
-        let _ = call(
-            self.driver,
-            "DELETE",
-            &format!("/session/{}", self.session),
-            None,
-        );
-    }
-}
-
-fn chromium() -> &'static str {
-    ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
-        .into_iter()
-        .find(|p| Path::new(p).exists())
-        .expect("chromium is installed (apt-get install chromium chromium-driver)")
-}
 
 /// Starts `chipset serve` on a free loopback port; returns its address.
 fn serve(env: &Env) -> (Kill, SocketAddr) {
@@ -222,11 +62,7 @@ fn the_dashboard_shows_a_fixture_state_and_a_new_message_live() {
     let browser = Browser::start();
 
     let started = Instant::now();
-    browser.cmd(
-        "POST",
-        "url",
-        Some(&json!({"url": format!("http://{addr}/?view=agents&row=np-executor")})),
-    );
+    browser.open(&format!("http://{addr}/?view=agents&row=np-executor"));
     eprintln!("the page loaded in {:?}", started.elapsed());
     let text = browser.script("return document.body.innerText;");
     let text = text.as_str().unwrap();
@@ -272,16 +108,11 @@ fn the_dashboard_shows_a_fixture_state_and_a_new_message_live() {
     assert!(errors.is_empty(), "console errors: {errors:?}");
 
     if let Some(path) = std::env::var_os("CHIPSET_DASHBOARD_SCREENSHOT") {
-        let png = browser.cmd("GET", "screenshot", None);
-        std::fs::write(path, base64(png.as_str().unwrap())).unwrap();
+        std::fs::write(path, browser.screenshot()).unwrap();
     }
 
     // The work pool's view: an item posted from a shell shows live.
-    browser.cmd(
-        "POST",
-        "url",
-        Some(&json!({"url": format!("http://{addr}/?view=pool")})),
-    );
+    browser.open(&format!("http://{addr}/?view=pool"));
     browser.script("window.chipsetMarker = 43; return null;");
     // Half a search typed, with the focus in the box, as the update lands.
     browser.script(
@@ -331,36 +162,6 @@ fn the_dashboard_shows_a_fixture_state_and_a_new_message_live() {
     );
     let errors = browser.console_errors();
     assert!(errors.is_empty(), "console errors: {errors:?}");
-}
-
-/// Decodes standard base64 (WebDriver's screenshots).
-fn base64(text: &str) -> Vec<u8> {
-    let value = |c: u8| -> u32 {
-        match c {
-            b'A'..=b'Z' => u32::from(c - b'A'),
-            b'a'..=b'z' => u32::from(c - b'a') + 26,
-            b'0'..=b'9' => u32::from(c - b'0') + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => panic!("not base64: {c}"),
-        }
-    };
-    let bytes: Vec<u8> = text
-        .bytes()
-        .filter(|b| *b != b'=' && !b.is_ascii_whitespace())
-        .collect();
-    let mut out = Vec::with_capacity(bytes.len() * 3 / 4);
-    for chunk in bytes.chunks(4) {
-        let mut n = 0u32;
-        for (i, c) in chunk.iter().enumerate() {
-            n |= value(*c) << (18 - 6 * i);
-        }
-        let take = chunk.len() - 1;
-        for i in 0..take {
-            out.push((n >> (16 - 8 * i)) as u8);
-        }
-    }
-    out
 }
 
 /// SIGTERM stops `serve` while a page's event stream is open: the stream
