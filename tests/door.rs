@@ -44,7 +44,7 @@ fn status_serializes_as_the_command_lines_json() {
         .bus()
         .publish(
             &alpha,
-            &NewEvent::new("mayor", "k").priority(Priority::Critical),
+            &NewEvent::new("mayor", "k").with_priority(Priority::Critical),
         )
         .unwrap();
     let note = NewMessage::notify(

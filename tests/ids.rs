@@ -63,7 +63,7 @@ fn ids_parse_with_the_checks_of_their_constructors() {
         check(text, |s: &str| TaskId::new(s));
         check(text, |s: &str| BeadId::new(s));
         check(text, |s: &str| MessageId::new(s));
-        check(text, EventId::parse);
+        check(text, |s: &str| EventId::new(s));
         check(text, |s: &str| ItemId::new(s));
         check(text, |s: &str| Role::new(s));
     }

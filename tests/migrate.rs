@@ -106,12 +106,12 @@ fn populate(root: &Path) {
         .bus()
         .publish(
             &alpha,
-            &NewEvent::new("mayor", "k").priority(Priority::Critical),
+            &NewEvent::new("mayor", "k").with_priority(Priority::Critical),
         )
         .unwrap();
     let _ = door
         .bus()
-        .publish(&alpha, &NewEvent::new("mayor", "j").dedup_key("once"))
+        .publish(&alpha, &NewEvent::new("mayor", "j").with_dedup_key("once"))
         .unwrap();
     door.bus().ensure_queue(&beta).unwrap();
     let resource = Resource::new("chat", ".nbs/chat/debug.chat");

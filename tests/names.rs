@@ -41,7 +41,7 @@ macro_rules! uses {
         assert_eq!(MessageId::new("1-x").unwrap().as_str(), "1-x");
     }};
     (bus) => {{
-        let new = NewEvent::new("polecat-alpha", "work-completed").priority(Priority::High);
+        let new = NewEvent::new("polecat-alpha", "work-completed").with_priority(Priority::High);
         assert!(format!("{new:?}").contains("High"));
         let kinds = |events: &[Event]| events.iter().map(|e| e.kind.to_owned()).collect::<Vec<_>>();
         assert!(kinds(&[]).is_empty());

@@ -260,7 +260,7 @@ fn search_finds_what_another_handle_wrote_on_the_server() {
         .publish(
             &mayor,
             &chipset::bus::NewEvent::new("polecat", "work-completed")
-                .payload(serde_json::json!({"note": "tokenizer benchmarks"})),
+                .with_payload(serde_json::json!({"note": "tokenizer benchmarks"})),
         )
         .unwrap();
     assert!(published.delivered().is_some());

@@ -106,8 +106,8 @@ fn bench_publish(c: &mut Criterion) {
     let bus = Bus::new(StateDir::open(tmp.path().join("state")).expect("state"));
     let agent = AgentId::new("bench").expect("agent");
     let event = NewEvent::new("worker-1", "task-done")
-        .priority(Priority::High)
-        .payload(payload());
+        .with_priority(Priority::High)
+        .with_payload(payload());
     // Same size of file as the bus writes.
     let sample = bus.publish(&agent, &event).expect("publish");
     let bytes = chipset_store::StateDir::to_canonical_json(sample.delivered().expect("delivered"))
@@ -147,7 +147,7 @@ fn bench_publish(c: &mut Criterion) {
     g.bench_function("bus_with_key", |b| {
         b.iter(|| {
             let k = keyed.fetch_add(1, Ordering::Relaxed);
-            let e = event.clone().dedup_key(format!("key-{k}"));
+            let e = event.clone().with_dedup_key(format!("key-{k}"));
             bus.publish(&agent, &e).expect("publish")
         });
     });
@@ -187,7 +187,7 @@ fn bench_wake(c: &mut Criterion) {
     let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
     let ready = lines.next().expect("ready line").expect("read");
     eprintln!("wake: child waiter {ready} (true = inotify, false = rescans)");
-    let event = NewEvent::new("worker-1", "task-done").payload(payload());
+    let event = NewEvent::new("worker-1", "task-done").with_payload(payload());
     // Returns (publish start -> wake, publish return -> wake) in nanoseconds.
     let mut once = || {
         let start = unix_nanos();
@@ -329,8 +329,8 @@ fn bench_server() {
     let waiting = Bus::with_backend(state, config, open());
     let agent = AgentId::new("bench").expect("agent");
     let event = NewEvent::new("worker-1", "task-done")
-        .priority(Priority::High)
-        .payload(payload());
+        .with_priority(Priority::High)
+        .with_payload(payload());
     let _ = bus.publish(&agent, &event).expect("warm");
     let mut plain = Vec::new();
     let mut keyed = Vec::new();
@@ -338,7 +338,7 @@ fn bench_server() {
         let t = Instant::now();
         let _ = bus.publish(&agent, &event).expect("publish");
         plain.push(t.elapsed());
-        let e = event.clone().dedup_key(format!("key-{i}"));
+        let e = event.clone().with_dedup_key(format!("key-{i}"));
         let t = Instant::now();
         let _ = bus.publish(&agent, &e).expect("publish");
         keyed.push(t.elapsed());

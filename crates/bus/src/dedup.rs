@@ -52,7 +52,7 @@ mod tests {
         DedupRecord {
             key: key.to_owned(),
             accepted_at: Timestamp::from_unix_ms(at),
-            event_id: EventId::parse("1000-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab").unwrap(),
+            event_id: EventId::new("1000-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab").unwrap(),
             window_ms: 0,
         }
     }

@@ -42,7 +42,7 @@ pub enum Error {
     /// A publish with a caller-chosen id found an event with that id and
     /// other content (the idempotent-retry rule refuses it); nothing changed.
     #[error("event `{id}` for `{agent}` exists with other content: {path}")]
-    IdConflict {
+    IdTaken {
         /// The recipient.
         agent: AgentId,
         /// The id.
@@ -143,7 +143,7 @@ impl Classify for Error {
         match self {
             Error::InvalidField { .. } => ErrorKind::Invalid,
             Error::UnknownEvent { .. } => ErrorKind::NotFound,
-            Error::IdConflict { .. } => ErrorKind::Refused,
+            Error::IdTaken { .. } => ErrorKind::Refused,
             Error::OutcomeUnknown { .. }
             | Error::PartlyPublished { .. }
             | Error::BatchPartlyPublished { .. } => ErrorKind::OutcomeUnknown,

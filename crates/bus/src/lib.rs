@@ -21,9 +21,9 @@
 //! let mut waiter = bus.waiter(&supervisor)?;
 //!
 //! // Workers publish. The critical one jumps the queue; the repeated mention is dropped.
-//! bus.publish(&supervisor, &NewEvent::new("worker-1", "status").priority(Priority::Low))?;
-//! bus.publish(&supervisor, &NewEvent::new("worker-2", "needs-input").priority(Priority::Critical))?;
-//! let mention = NewEvent::new("chat-watcher", "chat-mention").dedup_key("debug.chat#42");
+//! bus.publish(&supervisor, &NewEvent::new("worker-1", "status").with_priority(Priority::Low))?;
+//! bus.publish(&supervisor, &NewEvent::new("worker-2", "needs-input").with_priority(Priority::Critical))?;
+//! let mention = NewEvent::new("chat-watcher", "chat-mention").with_dedup_key("debug.chat#42");
 //! assert!(matches!(bus.publish(&supervisor, &mention)?, Published::Delivered(_)));
 //! assert!(matches!(bus.publish(&supervisor, &mention)?, Published::Duplicate { .. }));
 //!
@@ -59,7 +59,7 @@
 //!
 //! A publish with a key is dropped, and reported as [`Published::Duplicate`]
 //! (not an error), when the same key was accepted for the same recipient
-//! within the window ([`NewEvent::dedup_window`], else
+//! within the window ([`NewEvent::with_dedup_window`], else
 //! [`BusConfig::dedup_window`], 60 s by default). After the window the key
 //! works again. The check, the publish and the key's record happen under
 //! one lock, so of many processes publishing one key at once exactly one
@@ -176,7 +176,7 @@
 //! rule: the same id and content return the first delivery as
 //! [`Published::Delivered`] (from the queue, or from the processed area once
 //! acknowledged) and finish a missing de-duplication record; the same id
-//! with other content is [`Error::IdConflict`]. Acknowledging again
+//! with other content is [`Error::IdTaken`]. Acknowledging again
 //! returns false. A publish to several recipients that failed
 //! after some copies is [`Error::PartlyPublished`]; the retry publishes the
 //! rest. A batch that failed with some of its events published is

@@ -57,7 +57,10 @@ mod tests {
     use std::time::Duration;
 
     fn event(clock: &ManualClock, p: Priority) -> Event {
-        NewEvent::new("s", "k").priority(p).build(clock).unwrap()
+        NewEvent::new("s", "k")
+            .with_priority(p)
+            .build(clock)
+            .unwrap()
     }
 
     #[test]

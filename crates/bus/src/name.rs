@@ -11,7 +11,7 @@ impl TryFrom<&str> for EventId {
     type Error = chipset_store::Error;
 
     fn try_from(s: &str) -> chipset_store::Result<Self> {
-        EventId::parse(s)
+        EventId::new(s)
     }
 }
 
@@ -19,7 +19,7 @@ impl TryFrom<String> for EventId {
     type Error = chipset_store::Error;
 
     fn try_from(s: String) -> chipset_store::Result<Self> {
-        EventId::parse(&s)
+        EventId::new(s)
     }
 }
 
@@ -104,7 +104,7 @@ impl QueueEntry {
         let rest = stem.get(1..)?.strip_prefix('-')?;
         let dash = rest.find('-')?;
         let id_end = dash + 1 + 36;
-        let id = EventId::parse(rest.get(..id_end)?).ok()?;
+        let id = EventId::new(rest.get(..id_end)?).ok()?;
         let tail = rest.get(id_end..)?;
         if !(tail.is_empty() || tail.starts_with('-')) {
             return None;
@@ -145,7 +145,7 @@ mod tests {
 
     #[track_caller]
     fn check(source: &str, kind: &str, expected: &str) {
-        let id = EventId::parse(ID).unwrap();
+        let id = EventId::new(ID).unwrap();
         let name = event_file_name(Priority::High, &id, source, kind);
         assert_eq!(name, expected);
         let entry = QueueEntry::parse(&name).expect("parses back");
@@ -179,7 +179,7 @@ mod tests {
         assert!(out.ends_with("%2F"));
         let name = event_file_name(
             Priority::Low,
-            &EventId::parse(ID).unwrap(),
+            &EventId::new(ID).unwrap(),
             &"s".repeat(128),
             &"k".repeat(128),
         );
@@ -231,9 +231,9 @@ mod tests {
 
     #[test]
     fn sorted_names_are_priority_then_id_order() {
-        let a = EventId::parse("1730000000123-00000000-0000-4000-8000-000000000001").unwrap();
-        let b = EventId::parse("1730000000123-00000000-0000-4000-8000-000000000002").unwrap();
-        let c = EventId::parse("1730000000124-00000000-0000-4000-8000-000000000000").unwrap();
+        let a = EventId::new("1730000000123-00000000-0000-4000-8000-000000000001").unwrap();
+        let b = EventId::new("1730000000123-00000000-0000-4000-8000-000000000002").unwrap();
+        let c = EventId::new("1730000000124-00000000-0000-4000-8000-000000000000").unwrap();
         let mut names = [
             event_file_name(Priority::Low, &a, "z", "z"),
             event_file_name(Priority::Normal, &c, "a", "a"),

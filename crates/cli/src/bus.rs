@@ -44,13 +44,13 @@ pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
                 event = event.with_id(id);
             }
             if let Some(priority) = priority {
-                event = event.priority(priority);
+                event = event.with_priority(priority);
             }
             if let Some(key) = dedup_key {
-                event = event.dedup_key(key);
+                event = event.with_dedup_key(key);
             }
             if let Some(payload) = payload {
-                event = event.payload(payload);
+                event = event.with_payload(payload);
             }
             let view = Published::from(bus.publish(&to, &event)?);
             let doc = output::json(&view);
@@ -86,11 +86,11 @@ pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
                 }
                 Some(event_id) => (
                     AgentId::new(&first).map_err(|e| invalid("[AGENT]", &first, &e))?,
-                    EventId::parse(&event_id).map_err(|e| invalid("<EVENT_ID>", &event_id, &e))?,
+                    EventId::new(&event_id).map_err(|e| invalid("<EVENT_ID>", &event_id, &e))?,
                 ),
                 None => (
                     agent_or_env(agent_opt)?,
-                    EventId::parse(&first).map_err(|e| invalid("<EVENT_ID>", &first, &e))?,
+                    EventId::new(&first).map_err(|e| invalid("<EVENT_ID>", &first, &e))?,
                 ),
             };
             let acked = bus.ack(&agent, &event_id)?;

@@ -382,15 +382,15 @@ impl Round {
             self.rounds.config.orchestrator.as_str(),
             ROUND_ESCALATION_EVENT,
         )
-        .priority(BusPriority::Critical)
-        .payload(payload)
-        .dedup_key(format!("{ROUND_ESCALATION_EVENT}/{}", self.task()))
+        .with_priority(BusPriority::Critical)
+        .with_payload(payload)
+        .with_dedup_key(format!("{ROUND_ESCALATION_EVENT}/{}", self.task()))
         .with_id(self.escalation_id()?);
         match self.rounds.bus.publish(to, &event) {
             // The id names this escalation's wake-up: one under it with
             // other content (the rounds reopened with another orchestrator
             // name or payload) is that wake-up, already announced.
-            Ok(_) | Err(chipset_bus::Error::IdConflict { .. }) => Ok(()),
+            Ok(_) | Err(chipset_bus::Error::IdTaken { .. }) => Ok(()),
             Err(e) => Err(e.into()),
         }
     }
@@ -403,7 +403,7 @@ impl Round {
     fn escalation_id(&self) -> Result<EventId> {
         let routed = self.checkpoint.history.last().map(|r| r.routed_at);
         let at = routed.unwrap_or(self.checkpoint.updated_at);
-        Ok(EventId::parse(&fixed_id(
+        Ok(EventId::new(fixed_id(
             at,
             "e5ca1a7e-20d5",
             self.task().as_str(),

@@ -24,7 +24,7 @@ impl Bus {
     /// # Errors
     ///
     /// [`Error::InvalidField`] for a bad source, kind or key;
-    /// [`Error::IdConflict`] for a chosen id already used with other content
+    /// [`Error::IdTaken`] for a chosen id already used with other content
     /// (an unreadable file under the id is the store's
     /// [`Corrupt`](chipset_store::Error::Corrupt) or
     /// [`Unsupported`](chipset_store::Error::Unsupported): what it holds is
@@ -213,7 +213,7 @@ impl Bus {
             // Only a chosen id can collide: a concurrent publish of it.
             for (k, i) in taken {
                 let Some(first) = self.find_published(agent, &built[i])? else {
-                    return Err(Error::IdConflict {
+                    return Err(Error::IdTaken {
                         agent: agent.clone(),
                         id: built[i].id.clone(),
                         path: items[k].0.clone().into_path_buf(),
@@ -335,7 +335,7 @@ impl Bus {
                 // Only a caller-chosen id can collide (generated ids are unique).
                 match self.find_published(agent, &built)? {
                     Some(first) => Ok(first),
-                    None => Err(Error::IdConflict {
+                    None => Err(Error::IdTaken {
                         agent: agent.clone(),
                         id: built.id.clone(),
                         path: target.into_path_buf(),
@@ -354,7 +354,7 @@ impl Bus {
 
     /// Finds an event with `built`'s id in `agent`'s queue or processed
     /// area. Returns it when its content is the same; fails with
-    /// [`Error::IdConflict`] when it is not; `None` when there is none.
+    /// [`Error::IdTaken`] when it is not; `None` when there is none.
     fn find_published(&self, agent: &AgentId, built: &Event) -> Result<Option<Event>> {
         for dir in [self.queue_dir(agent), self.processed_dir(agent)] {
             for entry in self.entries(&dir)? {
@@ -369,11 +369,11 @@ impl Bus {
                     // Acknowledged between the listing and the read: look in processed.
                     EventRead::Gone => continue,
                     // Unreadable: never taken for other content (a caller
-                    // that treats a conflict as "published before" would
+                    // that treats a taken id as "published before" would
                     // lose its event when the doctor moves this aside).
                     EventRead::Bad(problem) => return Err(problem.error(path.into_path_buf())),
                     EventRead::Event(_) => {
-                        return Err(Error::IdConflict {
+                        return Err(Error::IdTaken {
                             agent: agent.clone(),
                             id: built.id.clone(),
                             path: path.into_path_buf(),

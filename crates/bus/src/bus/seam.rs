@@ -329,7 +329,7 @@ impl Bus {
                     EventRead::Gone => continue,
                     EventRead::Bad(problem) => return Err(problem.error(key_path(&key))),
                     EventRead::Event(_) => {
-                        return Err(Error::IdConflict {
+                        return Err(Error::IdTaken {
                             agent: agent.clone(),
                             id: built.id.clone(),
                             path: key_path(&key),

@@ -133,7 +133,7 @@ impl Bus {
                 {
                     return match self.seam_find_published(seam, agent, &built)? {
                         Some(first) => Ok(Published::Delivered(first)),
-                        None => Err(Error::IdConflict {
+                        None => Err(Error::IdTaken {
                             agent: agent.clone(),
                             id: built.id.clone(),
                             path: key_path(&event_key),
@@ -258,7 +258,7 @@ impl Bus {
             // Only a caller-chosen id can collide (generated ids are unique).
             Ok(Created::Existing(_)) => match self.seam_find_published(seam, agent, &built)? {
                 Some(first) => Ok(first),
-                None => Err(Error::IdConflict {
+                None => Err(Error::IdTaken {
                     agent: agent.clone(),
                     id: built.id.clone(),
                     path: key_path(&key),

@@ -99,10 +99,10 @@ impl FromStr for Priority {
 ///
 /// ```
 /// use chipset_bus::EventId;
-/// let earlier = EventId::parse("1730000000123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab")?;
+/// let earlier = EventId::new("1730000000123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab")?;
 /// let later: EventId = "1730000000124-0b3e0c1a-5d2f-4e1b-8a6c-0123456789ab".parse()?;
 /// assert!(earlier < later);
-/// assert!(EventId::parse("1730000000123").is_err());
+/// assert!(EventId::new("1730000000123").is_err());
 /// # Ok::<(), chipset_store::Error>(())
 /// ```
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -114,14 +114,16 @@ impl EventId {
         EventId(String::from(SortableId::generate(clock)))
     }
 
-    /// Parses an id written by any writer that follows the format.
+    /// Validates `value`, an id written by any writer that follows the
+    /// format, and wraps it (as every other id's `new` does).
     ///
     /// # Errors
     ///
-    /// [`chipset_store::Error::InvalidId`] when `text` is not `{digits}-{uuid}`.
-    pub fn parse(text: &str) -> chipset_store::Result<Self> {
-        SortableId::parse(text)?;
-        Ok(EventId(text.to_owned()))
+    /// [`chipset_store::Error::InvalidId`] when `value` is not `{digits}-{uuid}`.
+    pub fn new(value: impl Into<String>) -> chipset_store::Result<Self> {
+        let value = value.into();
+        SortableId::parse(&value)?;
+        Ok(EventId(value))
     }
 
     /// Returns the id as a string slice.
@@ -146,7 +148,7 @@ impl FromStr for EventId {
     type Err = chipset_store::Error;
 
     fn from_str(s: &str) -> chipset_store::Result<Self> {
-        EventId::parse(s)
+        EventId::new(s)
     }
 }
 
@@ -159,7 +161,7 @@ impl Serialize for EventId {
 impl<'de> Deserialize<'de> for EventId {
     fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
         let text = String::deserialize(d)?;
-        EventId::parse(&text).map_err(serde::de::Error::custom)
+        EventId::new(text).map_err(serde::de::Error::custom)
     }
 }
 
@@ -218,10 +220,10 @@ impl Event {
 /// use std::time::Duration;
 /// use chipset_bus::{NewEvent, Priority};
 /// let event = NewEvent::new("chat-watcher", "chat-mention")
-///     .priority(Priority::High)
-///     .payload(serde_json::json!({"chat": "debug.chat"}))
-///     .dedup_key("debug.chat#42")
-///     .dedup_window(Duration::from_secs(300));
+///     .with_priority(Priority::High)
+///     .with_payload(serde_json::json!({"chat": "debug.chat"}))
+///     .with_dedup_key("debug.chat#42")
+///     .with_dedup_window(Duration::from_secs(300));
 /// assert!(format!("{event:?}").contains("High"));
 /// ```
 #[derive(Debug, Clone, PartialEq)]
@@ -252,7 +254,7 @@ impl NewEvent {
     /// Sets the event's id, chosen by the caller so a retry can be recognised
     /// (the bus twin of mail's `NewMessage::with_id`): publishing again with the
     /// same id and the same content returns the first delivery as success;
-    /// the same id with other content is refused ([`Error::IdConflict`]).
+    /// the same id with other content is refused ([`Error::IdTaken`]).
     /// Make one with [`EventId::generate`] and keep it for the retries.
     #[must_use]
     pub fn with_id(mut self, id: EventId) -> Self {
@@ -267,7 +269,7 @@ impl NewEvent {
 
     /// Sets the priority.
     #[must_use]
-    pub fn priority(mut self, priority: Priority) -> Self {
+    pub fn with_priority(mut self, priority: Priority) -> Self {
         self.priority = priority;
         self
     }
@@ -275,7 +277,7 @@ impl NewEvent {
     /// Sets the JSON payload: at most 256 KiB as JSON, or the publish is
     /// refused ([`Error::InvalidField`](crate::Error::InvalidField)).
     #[must_use]
-    pub fn payload(mut self, payload: serde_json::Value) -> Self {
+    pub fn with_payload(mut self, payload: serde_json::Value) -> Self {
         self.payload = payload;
         self
     }
@@ -283,7 +285,7 @@ impl NewEvent {
     /// Sets the de-duplication key: within the window, a second publish with
     /// the same key to the same recipient is dropped.
     #[must_use]
-    pub fn dedup_key(mut self, key: impl Into<String>) -> Self {
+    pub fn with_dedup_key(mut self, key: impl Into<String>) -> Self {
         self.dedup_key = Some(key.into());
         self
     }
@@ -291,7 +293,7 @@ impl NewEvent {
     /// Sets this publish's de-duplication window (otherwise the bus's
     /// [`BusConfig::dedup_window`](crate::BusConfig::dedup_window)).
     #[must_use]
-    pub fn dedup_window(mut self, window: Duration) -> Self {
+    pub fn with_dedup_window(mut self, window: Duration) -> Self {
         self.dedup_window = Some(window);
         self
     }
@@ -454,7 +456,7 @@ mod tests {
     /// A draft answers what it was given.
     #[test]
     fn a_draft_reports_its_fields() {
-        let e = NewEvent::new("chat-watcher", "chat-mention").priority(Priority::High);
+        let e = NewEvent::new("chat-watcher", "chat-mention").with_priority(Priority::High);
         assert_eq!(e.source, "chat-watcher");
         assert_eq!(e.kind, "chat-mention");
         assert_eq!(e.priority, Priority::High);
@@ -475,7 +477,12 @@ mod tests {
         assert!(NewEvent::new("", "k").build(&clock).is_err());
         assert!(NewEvent::new("s", "a\nb").build(&clock).is_err());
         assert!(NewEvent::new("s", "k".repeat(129)).build(&clock).is_err());
-        assert!(NewEvent::new("s", "k").dedup_key("").build(&clock).is_err());
+        assert!(
+            NewEvent::new("s", "k")
+                .with_dedup_key("")
+                .build(&clock)
+                .is_err()
+        );
         let e = NewEvent::new("s", "k").build(&clock).unwrap();
         assert_eq!(e.created_at, clock.now());
         assert_eq!(e.priority, Priority::Normal);
@@ -483,7 +490,7 @@ mod tests {
 
     #[test]
     fn event_id_refuses_garbage() {
-        assert!(EventId::parse("x-y").is_err());
+        assert!(EventId::new("x-y").is_err());
         assert!(serde_json::from_str::<EventId>("\"../etc\"").is_err());
     }
 
@@ -505,22 +512,22 @@ mod tests {
         let label = "k".repeat(MAX_LABEL_LEN);
         let key = "d".repeat(MAX_KEY_LEN);
         let e = NewEvent::new(label.clone(), label.clone())
-            .dedup_key(key.clone())
+            .with_dedup_key(key.clone())
             .build(&clock)
             .unwrap();
         assert_eq!(e.dedup_key.as_deref(), Some(key.as_str()));
         let long_key = "d".repeat(MAX_KEY_LEN + 1);
         assert!(
             NewEvent::new("s", "k")
-                .dedup_key(long_key)
+                .with_dedup_key(long_key)
                 .build(&clock)
                 .is_err()
         );
         // A payload of 256 KiB as JSON (the string and its two quotes).
         let payload = |n: usize| serde_json::Value::String("p".repeat(n - 2));
-        let fits = NewEvent::new("s", "k").payload(payload(MAX_PAYLOAD));
+        let fits = NewEvent::new("s", "k").with_payload(payload(MAX_PAYLOAD));
         assert!(fits.build(&clock).is_ok());
-        let over = NewEvent::new("s", "k").payload(payload(MAX_PAYLOAD + 1));
+        let over = NewEvent::new("s", "k").with_payload(payload(MAX_PAYLOAD + 1));
         let e = over.build(&clock).unwrap_err();
         assert!(
             matches!(

@@ -10,7 +10,7 @@ use crate::{agent, manual};
 fn a_key_is_dropped_inside_the_window_and_works_again_after() {
     let (_t, clock, bus) = manual();
     let a = agent("mayor");
-    let e = NewEvent::new("chat-watcher", "chat-mention").dedup_key("debug.chat#42");
+    let e = NewEvent::new("chat-watcher", "chat-mention").with_dedup_key("debug.chat#42");
     let first = bus.publish(&a, &e).unwrap();
     let first_id = first.delivered().unwrap().id.clone();
     clock.advance(Duration::from_secs(59));
@@ -29,10 +29,10 @@ fn a_key_is_dropped_inside_the_window_and_works_again_after() {
 #[test]
 fn the_window_is_per_recipient_and_per_key() {
     let (_t, _clock, bus) = manual();
-    let e = NewEvent::new("w", "k").dedup_key("one");
+    let e = NewEvent::new("w", "k").with_dedup_key("one");
     let _ = bus.publish(&agent("a"), &e).unwrap();
     assert!(bus.publish(&agent("b"), &e).unwrap().delivered().is_some());
-    let other = NewEvent::new("w", "k").dedup_key("two");
+    let other = NewEvent::new("w", "k").with_dedup_key("two");
     assert!(
         bus.publish(&agent("a"), &other)
             .unwrap()
@@ -57,7 +57,7 @@ fn the_window_can_be_set_per_publish_and_per_bus() {
     config.dedup_window = Duration::from_secs(5);
     let bus = Bus::with_config(t.state.clone(), config);
     let a = agent("mayor");
-    let e = NewEvent::new("w", "k").dedup_key("x");
+    let e = NewEvent::new("w", "k").with_dedup_key("x");
     let _ = bus.publish(&a, &e).unwrap();
     clock.advance(Duration::from_secs(5));
     assert!(
@@ -65,7 +65,7 @@ fn the_window_can_be_set_per_publish_and_per_bus() {
         "bus window is 5 s"
     );
     clock.advance(Duration::from_secs(30));
-    let long = e.clone().dedup_window(Duration::from_secs(3600));
+    let long = e.clone().with_dedup_window(Duration::from_secs(3600));
     assert!(
         bus.publish(&a, &long).unwrap().delivered().is_none(),
         "this publish asks 1 h"
@@ -76,7 +76,7 @@ fn the_window_can_be_set_per_publish_and_per_bus() {
 fn de_duplication_survives_a_restart() {
     let (t, _clock, bus) = manual();
     let a = agent("mayor");
-    let e = NewEvent::new("w", "k").dedup_key("x");
+    let e = NewEvent::new("w", "k").with_dedup_key("x");
     let _ = bus.publish(&a, &e).unwrap();
     drop(bus);
     let reopened = Bus::new(t.state.clone());
@@ -88,8 +88,8 @@ fn long_keys_work_and_do_not_collide() {
     let (_t, _clock, bus) = manual();
     let a = agent("mayor");
     let base = "chat/".repeat(100);
-    let k1 = NewEvent::new("w", "k").dedup_key(format!("{base}1"));
-    let k2 = NewEvent::new("w", "k").dedup_key(format!("{base}2"));
+    let k1 = NewEvent::new("w", "k").with_dedup_key(format!("{base}1"));
+    let k2 = NewEvent::new("w", "k").with_dedup_key(format!("{base}2"));
     let _ = bus.publish(&a, &k1).unwrap();
     assert!(bus.publish(&a, &k2).unwrap().delivered().is_some());
     assert!(bus.publish(&a, &k1).unwrap().delivered().is_none());
@@ -99,7 +99,7 @@ fn long_keys_work_and_do_not_collide() {
 fn a_corrupt_record_is_quarantined_and_the_event_delivered() {
     let (_t, _clock, bus) = manual();
     let a = agent("mayor");
-    let e = NewEvent::new("w", "k").dedup_key("x");
+    let e = NewEvent::new("w", "k").with_dedup_key("x");
     let _ = bus.publish(&a, &e).unwrap();
     let record = bus.queue_dir(&a).parent().unwrap().join("dedup/x.json");
     std::fs::write(&record, b"garbage").unwrap();
@@ -118,13 +118,13 @@ fn a_late_retry_does_not_take_the_key_back_from_a_newer_event() {
     let a = agent("mayor");
     let chosen = EventId::generate(&clock);
     let first = NewEvent::new("w", "k")
-        .dedup_key("K")
+        .with_dedup_key("K")
         .with_id(chosen.clone());
     let delivered = bus.publish(&a, &first).unwrap();
     assert_eq!(delivered.delivered().unwrap().id, chosen);
     clock.advance(Duration::from_secs(60));
     let newer = bus
-        .publish(&a, &NewEvent::new("w", "k").dedup_key("K"))
+        .publish(&a, &NewEvent::new("w", "k").with_dedup_key("K"))
         .unwrap();
     let newer_id = newer.delivered().expect("the window had passed").id.clone();
     // The retry finds its first delivery.
@@ -132,7 +132,7 @@ fn a_late_retry_does_not_take_the_key_back_from_a_newer_event() {
     assert_eq!(retried.delivered().unwrap().id, chosen);
     clock.advance(Duration::from_secs(1));
     match bus
-        .publish(&a, &NewEvent::new("w", "k").dedup_key("K"))
+        .publish(&a, &NewEvent::new("w", "k").with_dedup_key("K"))
         .unwrap()
     {
         Published::Duplicate { original, .. } => assert_eq!(original, newer_id),
@@ -149,7 +149,7 @@ fn a_late_retry_rewrites_a_record_that_holds_another_key() {
     let (t, clock, bus) = manual();
     let a = agent("mayor");
     let first = NewEvent::new("w", "k")
-        .dedup_key("x")
+        .with_dedup_key("x")
         .with_id(EventId::generate(&clock));
     let delivered = bus.publish(&a, &first).unwrap();
     let first_id = delivered.delivered().unwrap().id.clone();
@@ -161,7 +161,7 @@ fn a_late_retry_rewrites_a_record_that_holds_another_key() {
     let retried = bus.publish(&a, &first).unwrap();
     assert_eq!(retried.delivered().unwrap().id, first_id);
     match bus
-        .publish(&a, &NewEvent::new("w", "k").dedup_key("x"))
+        .publish(&a, &NewEvent::new("w", "k").with_dedup_key("x"))
         .unwrap()
     {
         Published::Duplicate { original, .. } => assert_eq!(original, first_id),

@@ -56,8 +56,8 @@ fn open(root: &Path, io: SharedIo) -> Bus {
 
 fn event(id: &str) -> NewEvent {
     NewEvent::new("w", "k")
-        .priority(Priority::Normal)
-        .with_id(EventId::parse(id).unwrap())
+        .with_priority(Priority::Normal)
+        .with_id(EventId::new(id).unwrap())
 }
 
 /// The file of `id` (a normal event from `w` of kind `k`) in `a`'s

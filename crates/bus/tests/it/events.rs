@@ -22,7 +22,7 @@ fn pending_is_priority_then_age_and_reading_never_acks() {
         ("blocked-2", Priority::Critical),
     ] {
         let _ = bus
-            .publish(&a, &NewEvent::new("w", kind).priority(p))
+            .publish(&a, &NewEvent::new("w", kind).with_priority(p))
             .unwrap();
         clock.advance(Duration::from_millis(5));
     }
@@ -54,13 +54,16 @@ fn a_flood_of_low_events_never_hides_a_critical_one() {
     let a = agent("mayor");
     for _ in 0..300 {
         let _ = bus
-            .publish(&a, &NewEvent::new("w", "heartbeat").priority(Priority::Low))
+            .publish(
+                &a,
+                &NewEvent::new("w", "heartbeat").with_priority(Priority::Low),
+            )
             .unwrap();
     }
     let _ = bus
         .publish(
             &a,
-            &NewEvent::new("w", "blocked").priority(Priority::Critical),
+            &NewEvent::new("w", "blocked").with_priority(Priority::Critical),
         )
         .unwrap();
     let pending = bus.pending(&a).unwrap();
@@ -91,7 +94,10 @@ fn ack_moves_to_processed_and_twice_is_harmless() {
     let (_t, _clock, bus) = manual();
     let a = agent("mayor");
     let e = bus
-        .publish(&a, &NewEvent::new("w", "done").payload(json!({"task": 7})))
+        .publish(
+            &a,
+            &NewEvent::new("w", "done").with_payload(json!({"task": 7})),
+        )
         .unwrap()
         .delivered()
         .unwrap()
@@ -109,7 +115,7 @@ fn ack_moves_to_processed_and_twice_is_harmless() {
 #[test]
 fn acking_an_unknown_event_is_an_error() {
     let (_t, _clock, bus) = manual();
-    let id = chipset_bus::EventId::parse("1000-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab").unwrap();
+    let id = chipset_bus::EventId::new("1000-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab").unwrap();
     let err = bus.ack(&agent("mayor"), &id).unwrap_err();
     assert!(matches!(err, Error::UnknownEvent { .. }), "{err}");
 }
@@ -122,7 +128,7 @@ fn each_recipient_gets_its_own_copy() {
     let out = bus
         .publish_to(
             &[a.clone(), b.clone(), a.clone()],
-            &NewEvent::new("mayor", "round-start").priority(Priority::High),
+            &NewEvent::new("mayor", "round-start").with_priority(Priority::High),
         )
         .unwrap();
     assert_eq!(out.len(), 2);
@@ -136,7 +142,7 @@ fn each_recipient_gets_its_own_copy() {
 fn publish_to_with_a_key_dedups_each_recipient_alone() {
     let (_t, _clock, bus) = manual();
     let (a, b) = (agent("critic"), agent("executor"));
-    let e = NewEvent::new("w", "mention").dedup_key("k");
+    let e = NewEvent::new("w", "mention").with_dedup_key("k");
     let _ = bus.publish(&a, &e).unwrap();
     let out = bus.publish_to(&[a.clone(), b.clone()], &e).unwrap();
     assert!(out[0].1.delivered().is_none());
@@ -170,7 +176,7 @@ fn a_file_whose_name_disagrees_with_its_contents_is_reported() {
     let (_t, _clock, bus) = manual();
     let a = agent("mayor");
     let e = bus
-        .publish(&a, &NewEvent::new("w", "x").priority(Priority::Low))
+        .publish(&a, &NewEvent::new("w", "x").with_priority(Priority::Low))
         .unwrap()
         .delivered()
         .unwrap()
@@ -196,7 +202,7 @@ fn invalid_fields_are_refused_before_anything_is_written() {
     for e in [
         NewEvent::new("", "k"),
         NewEvent::new("s", "k\n"),
-        NewEvent::new("s", "k").dedup_key("x".repeat(1025)),
+        NewEvent::new("s", "k").with_dedup_key("x".repeat(1025)),
     ] {
         assert!(matches!(
             bus.publish(&a, &e).unwrap_err(),

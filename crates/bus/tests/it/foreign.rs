@@ -121,7 +121,7 @@ fn presence_registry_and_nag_state_keep_extra_fields() {
     let _ = bus
         .publish(
             &a,
-            &NewEvent::new("w", "blocked").priority(Priority::Critical),
+            &NewEvent::new("w", "blocked").with_priority(Priority::Critical),
         )
         .unwrap();
     clock.advance(Duration::from_secs(31));

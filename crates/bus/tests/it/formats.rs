@@ -24,9 +24,9 @@ fn event_file() {
         .publish(
             &a,
             &NewEvent::new("worker-2", "needs-input")
-                .priority(Priority::Critical)
-                .payload(json!({"task": "M005-S007-T0002", "question": "which branch?"}))
-                .dedup_key("worker-2/blocked"),
+                .with_priority(Priority::Critical)
+                .with_payload(json!({"task": "M005-S007-T0002", "question": "which branch?"}))
+                .with_dedup_key("worker-2/blocked"),
         )
         .unwrap()
         .delivered()
@@ -83,7 +83,7 @@ fn presence_control_registry_and_nag_files() {
     let e = bus
         .publish(
             &a,
-            &NewEvent::new("w", "blocked").priority(Priority::Critical),
+            &NewEvent::new("w", "blocked").with_priority(Priority::Critical),
         )
         .unwrap();
     clock.advance(Duration::from_secs(31));

@@ -45,7 +45,7 @@ impl EventName for String {
     }
 
     fn id(&self) -> chipset_bus::EventId {
-        chipset_bus::EventId::parse(&self[2..2 + 13 + 1 + 36]).expect("an event file name")
+        chipset_bus::EventId::new(&self[2..2 + 13 + 1 + 36]).expect("an event file name")
     }
 }
 

@@ -11,7 +11,7 @@ use crate::{agent, manual};
 use crate::EventName;
 
 fn publish(bus: &Bus, to: &str, p: Priority) -> chipset_bus::Event {
-    bus.publish(&agent(to), &NewEvent::new("w", "k").priority(p))
+    bus.publish(&agent(to), &NewEvent::new("w", "k").with_priority(p))
         .unwrap()
         .delivered()
         .unwrap()
@@ -173,8 +173,8 @@ fn prune_drops_old_dedup_records_so_the_key_works_again() {
     let (_t, clock, bus) = manual();
     let a = agent("a");
     let e = NewEvent::new("w", "k")
-        .dedup_key("x")
-        .dedup_window(Duration::from_secs(3600));
+        .with_dedup_key("x")
+        .with_dedup_window(Duration::from_secs(3600));
     let _ = bus.publish(&a, &e).unwrap();
     clock.advance(Duration::from_secs(120));
     let none = bus

@@ -77,7 +77,7 @@ fn pending_model(place: &Place, ops: Vec<Op>) -> Result<(), TestCaseError> {
                 } => {
                     clock.advance(Duration::from_millis(advance_ms));
                     let p = Priority::ALL[priority];
-                    let e = NewEvent::new("src", ["a", "m", "z"][kind]).priority(p);
+                    let e = NewEvent::new("src", ["a", "m", "z"][kind]).with_priority(p);
                     let e = bus.publish(&a, &e).unwrap().delivered().unwrap().clone();
                     published.push((p, e.id.clone(), e));
                 }

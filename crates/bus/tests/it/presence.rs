@@ -42,10 +42,13 @@ fn start_returns_pending_in_order_and_registers_presence() {
     let bus = stale_after_a_minute(&t);
     let a = agent("worker-1");
     let _ = bus
-        .publish(&a, &NewEvent::new("m", "low").priority(Priority::Low))
+        .publish(&a, &NewEvent::new("m", "low").with_priority(Priority::Low))
         .unwrap();
     let _ = bus
-        .publish(&a, &NewEvent::new("m", "crit").priority(Priority::Critical))
+        .publish(
+            &a,
+            &NewEvent::new("m", "crit").with_priority(Priority::Critical),
+        )
         .unwrap();
     let s = bus.start(&a).unwrap();
     let kinds: Vec<_> = s.pending.events.iter().map(|e| &e.kind).collect();

@@ -36,15 +36,15 @@ fn publish_many(bus: &Bus, source: &str, count: u64) {
     for seq in 0..count {
         let p = Priority::ALL[(seq % 4) as usize];
         let e = NewEvent::new(source, "tick")
-            .priority(p)
-            .payload(json!({ "seq": seq }));
+            .with_priority(p)
+            .with_payload(json!({ "seq": seq }));
         assert!(bus.publish(&to, &e).unwrap().delivered().is_some());
     }
 }
 
 /// Publishes one event with a shared key and says whether it was delivered.
 fn publish_keyed(bus: &Bus, source: &str) -> &'static str {
-    let e = NewEvent::new(source, "chat-mention").dedup_key("debug.chat#42");
+    let e = NewEvent::new(source, "chat-mention").with_dedup_key("debug.chat#42");
     match bus.publish(&agent("hub"), &e).unwrap() {
         Published::Delivered(_) => "delivered",
         Published::Duplicate { .. } => "duplicate",
@@ -56,8 +56,8 @@ fn crash_publisher(bus: &Bus, limit: u64, mut out: impl FnMut(&str)) {
     for i in 0..limit {
         let p = Priority::ALL[(i % 4) as usize];
         let e = NewEvent::new("crasher", "tick")
-            .priority(p)
-            .payload(json!({ "i": i, "pad": "x".repeat((i as usize * 53) % 2000) }));
+            .with_priority(p)
+            .with_payload(json!({ "i": i, "pad": "x".repeat((i as usize * 53) % 2000) }));
         let published = bus.publish(&agent("hub"), &e).unwrap();
         out(&format!("done {}", published.delivered().unwrap().id));
     }
@@ -293,7 +293,7 @@ fn next_with(rx: &mpsc::Receiver<String>, prefix: &str) -> String {
 /// Returns the ids of every remaining line starting with `prefix`.
 fn ids_after(rx: &mpsc::Receiver<String>, prefix: &str) -> Vec<EventId> {
     rx.iter()
-        .filter_map(|l| l.strip_prefix(prefix).map(|id| EventId::parse(id).unwrap()))
+        .filter_map(|l| l.strip_prefix(prefix).map(|id| EventId::new(id).unwrap()))
         .collect()
 }
 
@@ -330,7 +330,7 @@ fn sigkill_mid_publish(place: &Place) {
         let rx = collect(&mut child);
         // Let it get going, then kill it at a random moment.
         let first = next_with(&rx, "done ");
-        reported.insert(EventId::parse(first.strip_prefix("done ").unwrap()).unwrap());
+        reported.insert(EventId::new(first.strip_prefix("done ").unwrap()).unwrap());
         thread::sleep(Duration::from_millis(20 + jitter.below(150)));
         kit::kill9(&mut child);
         reported.extend(ids_after(&rx, "done "));
@@ -377,7 +377,7 @@ fn sigkill_mid_ack(place: &Place) {
     let hub = agent("hub");
     let mut published = BTreeSet::new();
     crash_publisher(&bus, 300, |l| {
-        published.insert(EventId::parse(l.strip_prefix("done ").unwrap()).unwrap());
+        published.insert(EventId::new(l.strip_prefix("done ").unwrap()).unwrap());
     });
     let mut acked = BTreeSet::new();
     for round in 0..3 {
@@ -386,7 +386,7 @@ fn sigkill_mid_ack(place: &Place) {
         // The last round may find nothing left to acknowledge.
         while let Ok(line) = rx.recv_timeout(Duration::from_secs(60)) {
             if let Some(id) = line.strip_prefix("acked ") {
-                acked.insert(EventId::parse(id).unwrap());
+                acked.insert(EventId::new(id).unwrap());
                 break;
             }
         }

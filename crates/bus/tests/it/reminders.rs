@@ -21,7 +21,7 @@ fn reminders_follow_priorities_and_survive_a_restart() {
         ("low", Priority::Low),
     ] {
         let _ = bus
-            .publish(&a, &NewEvent::new("w", kind).priority(p))
+            .publish(&a, &NewEvent::new("w", kind).with_priority(p))
             .unwrap();
     }
     assert!(bus.due_reminders(&a, Occasion::Pause).unwrap().is_empty());

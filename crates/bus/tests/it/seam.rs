@@ -18,8 +18,8 @@ const OTHER: &str = "1772706900124-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ac";
 
 fn event(id: &str) -> NewEvent {
     NewEvent::new("worker-1", "task-done")
-        .payload(json!({"m": 123_456_789_012_u64}))
-        .with_id(EventId::parse(id).unwrap())
+        .with_payload(json!({"m": 123_456_789_012_u64}))
+        .with_id(EventId::new(id).unwrap())
 }
 
 /// Where the event with `id` is: (copies in the queue, copies processed).
@@ -34,19 +34,19 @@ fn copies(bus: &Bus, who: &AgentId, id: &str) -> (usize, usize) {
 /// A chosen id whose event file is unreadable is neither the first
 /// delivery nor other content: the publish fails as corrupt (the doctor
 /// moves the file aside, and the retry then publishes), and a caller that
-/// treats a conflict as "published before" never takes it for one.
+/// treats a taken id as "published before" never takes it for one.
 #[test]
-fn a_chosen_id_over_an_unreadable_event_is_corrupt_not_a_conflict() {
+fn a_chosen_id_over_an_unreadable_event_is_corrupt_not_taken() {
     let (_t, _clock, bus) = crate::manual();
     let bob = agent("bob");
     let _ = bus.publish(&bob, &event(ID)).unwrap();
     let name = bus.queued(&bob).unwrap().remove(0);
     let path = bus.queue_dir(&bob).join(&name).unwrap();
     bus.state().write_bytes(&path, b"{oops").unwrap();
-    for again in [event(ID), event(ID).payload(json!({"m": 2}))] {
+    for again in [event(ID), event(ID).with_payload(json!({"m": 2}))] {
         let err = bus.publish(&bob, &again).unwrap_err();
         assert_eq!(err.kind(), chipset_store::ErrorKind::Corrupt, "{err}");
-        assert!(!matches!(err, Error::IdConflict { .. }), "{err}");
+        assert!(!matches!(err, Error::IdTaken { .. }), "{err}");
     }
     assert_eq!(
         bus.state().read_bytes(&path).unwrap().value().unwrap(),
@@ -69,17 +69,17 @@ fn publishing_again_with_the_same_id_returns_the_first_delivery() {
     assert_eq!(copies(&bus, &bob, ID), (1, 0));
 
     // Same id, other content: refused, nothing changes.
-    let other = event(ID).payload(json!({"m": 2}));
+    let other = event(ID).with_payload(json!({"m": 2}));
     let err = bus.publish(&bob, &other).unwrap_err();
-    assert!(matches!(err, Error::IdConflict { .. }), "{err}");
+    assert!(matches!(err, Error::IdTaken { .. }), "{err}");
     let err = bus
-        .publish(&bob, &event(ID).priority(chipset_bus::Priority::High))
+        .publish(&bob, &event(ID).with_priority(chipset_bus::Priority::High))
         .unwrap_err();
-    assert!(matches!(err, Error::IdConflict { .. }), "{err}");
+    assert!(matches!(err, Error::IdTaken { .. }), "{err}");
     assert_eq!(copies(&bus, &bob, ID), (1, 0));
 
     // Acknowledged, then published again: still the first delivery, not a new one.
-    let id = EventId::parse(ID).unwrap();
+    let id = EventId::new(ID).unwrap();
     assert!(bus.ack(&bob, &id).unwrap());
     assert!(!bus.ack(&bob, &id).unwrap());
     assert_eq!(bus.publish(&bob, &event(ID)).unwrap(), first);
@@ -89,7 +89,7 @@ fn publishing_again_with_the_same_id_returns_the_first_delivery() {
     let both = [agent("carol"), agent("dave")];
     let sent = bus.publish_to(&both, &event(OTHER)).unwrap();
     assert_eq!(bus.publish_to(&both, &event(OTHER)).unwrap(), sent);
-    let keyed = event(ID).dedup_key("k1");
+    let keyed = event(ID).with_dedup_key("k1");
     let first = bus.publish(&agent("erin"), &keyed).unwrap();
     assert_eq!(bus.publish(&agent("erin"), &keyed).unwrap(), first);
     assert!(matches!(first, Published::Delivered(_)));
@@ -175,10 +175,10 @@ fn cases() -> Vec<Case> {
             name: "publish with a dedup key",
             setup: |_| {},
             run: |b| {
-                let first = b.publish(&agent("bob"), &event(ID).dedup_key("k1"))?;
+                let first = b.publish(&agent("bob"), &event(ID).with_dedup_key("k1"))?;
                 assert!(matches!(first, Published::Delivered(_)), "{first:?}");
                 // A second event with the key is a duplicate once the first applied.
-                match b.publish(&agent("bob"), &event(OTHER).dedup_key("k1"))? {
+                match b.publish(&agent("bob"), &event(OTHER).with_dedup_key("k1"))? {
                     Published::Duplicate { .. } => Ok(()),
                     Published::Delivered(e) => panic!("dedup let {} through", e.id),
                 }
@@ -192,7 +192,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "ack",
             setup: |b| drop(b.publish(&agent("bob"), &event(ID)).unwrap()),
-            run: |b| b.ack(&agent("bob"), &EventId::parse(ID).unwrap()).map(drop),
+            run: |b| b.ack(&agent("bob"), &EventId::new(ID).unwrap()).map(drop),
             applied: |b| copies(b, &agent("bob"), ID) == (0, 1),
             whole: event_whole,
             lock_dirs: &[],
@@ -406,10 +406,10 @@ fn a_batch_failing_part_way_names_what_it_published_and_its_retry_adds_no_copy()
     let bob = agent("bob");
     let batch = || {
         vec![
-            NewEvent::new("w", "plain").payload(json!({"n": 1})),
+            NewEvent::new("w", "plain").with_payload(json!({"n": 1})),
             NewEvent::new("w", "keyed")
-                .payload(json!({"n": 2}))
-                .dedup_key("k1"),
+                .with_payload(json!({"n": 2}))
+                .with_dedup_key("k1"),
         ]
     };
     let kinds = |bus: &Bus| {

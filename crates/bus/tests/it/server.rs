@@ -33,7 +33,7 @@ fn clients_race_one_key(place: &Place) {
             let barrier = Arc::clone(&barrier);
             thread::spawn(move || {
                 let e = NewEvent::new(format!("watcher-{i}"), "chat-mention")
-                    .dedup_key("debug.chat#42");
+                    .with_dedup_key("debug.chat#42");
                 barrier.wait();
                 bus.publish(&agent("hub"), &e).unwrap()
             })
@@ -145,7 +145,7 @@ fn a_publish_and_an_ack_cut_at_commit_are_unknown_and_the_retries_answer_first()
     let with_id = |kind: &str| {
         NewEvent::new("worker", kind)
             .with_id(EventId::generate(&SystemClock))
-            .payload(json!({ "kind": kind }))
+            .with_payload(json!({ "kind": kind }))
     };
     // Warm up the one connection (a cut closes it): every statement a
     // publish and an ack make, prepared, so a cut falls on an execution.
@@ -189,7 +189,7 @@ fn a_publish_and_an_ack_cut_at_commit_are_unknown_and_the_retries_answer_first()
     // A keyed publish (the event and its key's record, one transaction)
     // cut at its COMMIT: unknown; both committed; the retry returns the
     // first delivery, and the key then holds within its window.
-    let keyed = with_id("mention").dedup_key("debug.chat#7");
+    let keyed = with_id("mention").with_dedup_key("debug.chat#7");
     warm();
     cut.by.arm(CUT_COMMIT);
     let err = bus.publish(&hub, &keyed).unwrap_err();
@@ -202,7 +202,7 @@ fn a_publish_and_an_ack_cut_at_commit_are_unknown_and_the_retries_answer_first()
     let again = other
         .publish(
             &hub,
-            &NewEvent::new("watcher", "mention").dedup_key("debug.chat#7"),
+            &NewEvent::new("watcher", "mention").with_dedup_key("debug.chat#7"),
         )
         .unwrap();
     assert!(
@@ -261,7 +261,7 @@ fn a_waiter_on_another_client_is_woken_by_the_servers_notification() {
     for i in 0..20 {
         let sent = Instant::now();
         let e = publisher
-            .publish(&hub, &NewEvent::new("w", "k").payload(json!(i)))
+            .publish(&hub, &NewEvent::new("w", "k").with_payload(json!(i)))
             .unwrap();
         let id = e.delivered().unwrap().id.clone();
         let ids = waiter.wait(Duration::from_secs(30)).unwrap();
@@ -332,7 +332,7 @@ fn a_key_accepted_meanwhile_rolls_the_publish_back_and_it_is_a_duplicate() {
     let got = bus
         .publish(
             &hub,
-            &NewEvent::new("watcher", "mention").dedup_key("debug.chat#9"),
+            &NewEvent::new("watcher", "mention").with_dedup_key("debug.chat#9"),
         )
         .unwrap();
     assert!(
@@ -353,10 +353,10 @@ fn batch_and_its_retry(place: &Place) {
         .map(|i| {
             NewEvent::new("batcher", "tick")
                 .with_id(EventId::generate(&SystemClock))
-                .payload(json!({ "i": i }))
+                .with_payload(json!({ "i": i }))
         })
         .collect();
-    batch.push(NewEvent::new("batcher", "mention").dedup_key("batch#1"));
+    batch.push(NewEvent::new("batcher", "mention").with_dedup_key("batch#1"));
     let first = bus.publish_batch(&hub, &batch).unwrap();
     assert_eq!(first.len(), 101);
     assert!(first.iter().all(|p| p.delivered().is_some()));
@@ -413,7 +413,7 @@ fn a_batch_cut_at_its_keyed_event_names_what_it_published(place: &Place) {
     let hub = agent("hub");
     let mut batch = vec![
         NewEvent::new("batcher", "tick"),
-        NewEvent::new("batcher", "mention").dedup_key("batch#2"),
+        NewEvent::new("batcher", "mention").with_dedup_key("batch#2"),
     ];
     let e = bus.publish_batch(&hub, &batch).unwrap_err();
     assert!(e.is_outcome_unknown(), "{e}");

@@ -59,10 +59,13 @@ fn events_published_before_wait_are_not_missed_and_not_repeated() {
     let mut waiter = bus.waiter(&a).unwrap();
     // Published after the waiter was made, before wait was called.
     let _ = bus
-        .publish(&a, &NewEvent::new("w", "low").priority(Priority::Low))
+        .publish(&a, &NewEvent::new("w", "low").with_priority(Priority::Low))
         .unwrap();
     let _ = bus
-        .publish(&a, &NewEvent::new("w", "crit").priority(Priority::Critical))
+        .publish(
+            &a,
+            &NewEvent::new("w", "crit").with_priority(Priority::Critical),
+        )
         .unwrap();
     let mut got = Vec::new();
     while got.len() < 2 {

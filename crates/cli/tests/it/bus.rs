@@ -116,7 +116,7 @@ fn wait_blocks_until_an_event_arrives() {
     let published = bus
         .publish(
             &AgentId::new("supervisor").unwrap(),
-            &NewEvent::new("worker-1", "task-done").priority(Priority::High),
+            &NewEvent::new("worker-1", "task-done").with_priority(Priority::High),
         )
         .unwrap();
     let out = child.wait_with_output().unwrap();

@@ -168,7 +168,7 @@ fn the_command_line_reads_what_the_libraries_wrote() {
     let published = Bus::new(state.clone())
         .publish(
             &agent("supervisor"),
-            &NewEvent::new("worker", "task-done").priority(Priority::High),
+            &NewEvent::new("worker", "task-done").with_priority(Priority::High),
         )
         .unwrap();
     let reminders = Reminders::new(state.clone(), KindRegistry::preset());

@@ -107,8 +107,8 @@ pub(crate) fn team() -> Team {
         .publish(
             &alpha,
             &NewEvent::new("witness", "health-check")
-                .priority(Priority::Critical)
-                .payload(serde_json::json!({"why": "quiet"})),
+                .with_priority(Priority::Critical)
+                .with_payload(serde_json::json!({"why": "quiet"})),
         )
         .unwrap();
     let _ = c

@@ -287,13 +287,13 @@ impl Dispatcher {
             } => {
                 // Under the mail's id: a retry's publish returns the first.
                 let wake = NewEvent::new(self.me.as_str(), WORK_ASSIGNED_EVENT)
-                    .payload(
+                    .with_payload(
                         LoopMessage::WorkAssignment {
                             assignment: a.clone(),
                         }
                         .to_payload(),
                     )
-                    .with_id(EventId::parse(mail.as_str())?);
+                    .with_id(EventId::new(mail.as_str())?);
                 let _ = self.channels.bus.publish(&a.agent, &wake)?;
             }
             LedgerEffect::Suspend { agent, bead_id } => self.suspend(&agent, &bead_id, now)?,

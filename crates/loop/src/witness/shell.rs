@@ -317,10 +317,10 @@ impl Witness {
         // returns the first (the key alone would let one through again
         // when the first publish failed before recording it).
         let event = NewEvent::new(self.me.as_str(), HEALTH_ESCALATION)
-            .priority(BusPriority::Critical)
-            .payload(finish.message.to_payload())
-            .dedup_key(finish.dedup_key)
-            .with_id(EventId::parse(finish.mail.as_str())?);
+            .with_priority(BusPriority::Critical)
+            .with_payload(finish.message.to_payload())
+            .with_dedup_key(finish.dedup_key)
+            .with_id(EventId::new(finish.mail.as_str())?);
         let _ = self.channels.bus.publish(&self.dispatcher, &event)?;
         actions.changed();
         // A stalled holder's pool item goes back to the pool with the one

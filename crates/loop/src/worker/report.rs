@@ -166,13 +166,13 @@ impl Worker {
         };
         let message = LoopMessage::from_body(&sent.body).unwrap_or(message);
         let event = NewEvent::new(self.me.as_str(), WORK_COMPLETED_EVENT)
-            .priority(BusPriority::High)
-            .payload(message.to_payload())
-            .dedup_key(format!(
+            .with_priority(BusPriority::High)
+            .with_payload(message.to_payload())
+            .with_dedup_key(format!(
                 "{WORK_COMPLETED_EVENT}/{}",
                 IncidentKey::of(assignment)
             ))
-            .with_id(EventId::parse(id.as_str())?);
+            .with_id(EventId::new(id.as_str())?);
         match self.channels.bus.publish(&self.dispatcher, &event) {
             Ok(_) => Ok(id),
             Err(e) => Err(Error::partly("work report", e.into())),

@@ -143,7 +143,7 @@ fn each_kind_of_work_is_one_entry_with_a_count_and_the_most_urgent() {
     let critical = Bus::new(state.clone())
         .publish(
             &agent("alpha"),
-            &NewEvent::new("witness", "health-escalation").priority(BusPriority::Critical),
+            &NewEvent::new("witness", "health-escalation").with_priority(BusPriority::Critical),
         )
         .unwrap();
     assert!(critical.delivered().is_some());

@@ -72,13 +72,13 @@ pub(crate) fn bus_publish(ctx: &Ctx, p: BusPublish) -> Outcome {
     // The source is the server's agent: an agent cannot publish as another.
     let mut event = NewEvent::new(ctx.agent.to_string(), p.kind);
     if let Some(priority) = p.priority {
-        event = event.priority(priority.into());
+        event = event.with_priority(priority.into());
     }
     if let Some(key) = p.dedup_key {
-        event = event.dedup_key(key);
+        event = event.with_dedup_key(key);
     }
     if let Some(payload) = p.payload {
-        event = event.payload(payload);
+        event = event.with_payload(payload);
     }
     if let Some(chosen) = p.id.as_deref() {
         event = event.with_id(id(chosen)?);

@@ -37,7 +37,8 @@ fn team() -> (TempState, SearchIndex) {
     let _ = Bus::new(tmp.state.clone())
         .publish(
             &agent("mayor"),
-            &NewEvent::new("np-critic", "needs-input").payload(json!({"why": "parser question"})),
+            &NewEvent::new("np-critic", "needs-input")
+                .with_payload(json!({"why": "parser question"})),
         )
         .unwrap();
     Hooks::new(tmp.state.clone())

@@ -141,7 +141,7 @@ fn run(ops: Vec<Op>) {
             }
             Op::Publish { to, kind, payload } => {
                 let event = NewEvent::new("worker", WORDS[kind])
-                    .payload(json!({ "note": text(&payload, " ") }));
+                    .with_payload(json!({ "note": text(&payload, " ") }));
                 let _ = bus.publish(&agent(AGENTS[to]), &event).unwrap();
             }
             Op::Ack { agent: a, nth } => {
