@@ -114,7 +114,7 @@ pub enum Error {
     /// A send with a chosen id ([`NewNudge::with_id`](crate::NewNudge::with_id))
     /// found a nudge with that id and other content; nothing was written.
     #[error("nudge `{id}` exists with other content")]
-    IdConflict {
+    IdTaken {
         /// The id.
         id: crate::NudgeId,
     },
@@ -134,9 +134,9 @@ impl Classify for Error {
             | Error::DuplicateKind { .. }
             | Error::NotAResolvingVerb { .. } => ErrorKind::Invalid,
             Error::ReminderNotFound { .. } => ErrorKind::NotFound,
-            Error::InvalidSender { .. }
-            | Error::AlreadyResolved { .. }
-            | Error::IdConflict { .. } => ErrorKind::Refused,
+            Error::InvalidSender { .. } | Error::AlreadyResolved { .. } | Error::IdTaken { .. } => {
+                ErrorKind::Refused
+            }
             Error::Corrupt(_) => ErrorKind::Corrupt,
             Error::ResponseNotDelivered { .. } => ErrorKind::OutcomeUnknown,
             Error::Store(e) => e.kind(),
@@ -158,7 +158,7 @@ mod tests {
 
     /// Only a failure after the commit point asks for a retry: a response
     /// recorded but not delivered, or the store's unknown outcome; a refusal
-    /// (here an id conflict, or a store error before anything was written)
+    /// (here a taken id, or a store error before anything was written)
     /// changed nothing and says so.
     #[test]
     fn only_an_unknown_outcome_asks_for_a_retry() {
@@ -175,10 +175,10 @@ mod tests {
             }
             .is_outcome_unknown()
         );
-        let conflict = Error::IdConflict {
+        let taken = Error::IdTaken {
             id: crate::NudgeId::new("n1").unwrap(),
         };
-        assert!(!conflict.is_outcome_unknown());
+        assert!(!taken.is_outcome_unknown());
         let refused = Error::Store(chipset_store::Error::NotFound {
             path: "nudge/a/latest.json".into(),
         });

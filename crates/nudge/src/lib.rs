@@ -123,7 +123,7 @@
 //!
 //! | operation | commit point | a retry after it applied |
 //! |---|---|---|
-//! | [`Nudges::send`] | the rename of the new `latest.json` | with a chosen id: the first delivery, nothing written ([`Error::IdConflict`] for other content) |
+//! | [`Nudges::send`] | the rename of the new `latest.json` | with a chosen id: the first delivery, nothing written ([`Error::IdTaken`] for other content) |
 //! | [`Nudges::respond`] | the rename of `responses/{responder}.json` | the recorded response reused, delivered only if not there yet |
 //! | [`Nudges::mark_processed`] | the rename of `processed.json` | a no-op |
 //! | [`Reminders::open`] | the no-clobber create of the open index file | [`Opened::Existing`] |

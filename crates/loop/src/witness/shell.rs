@@ -269,7 +269,7 @@ impl Witness {
                     Ok(sent) => Some(sent),
                     // Another witness (or this one under another name) sent
                     // this very nudge: it is out, from them.
-                    Err(chipset_nudge::Error::IdConflict { .. }) => None,
+                    Err(chipset_nudge::Error::IdTaken { .. }) => None,
                     Err(e) => return Err(e.into()),
                 };
                 actions.changed();

@@ -224,7 +224,7 @@ impl Nudges {
     /// this id, or it is the last one `to` processed, and its content is the
     /// same (every field but the timestamp), that first delivery is returned
     /// as [`Delivery::Delivered`] and nothing is written; other content is
-    /// [`Error::IdConflict`]. A retry is recognised only while the first
+    /// [`Error::IdTaken`]. A retry is recognised only while the first
     /// delivery is in one of those two places: a signal replaced by a later
     /// nudge before it was processed is gone, and sending again delivers it
     /// again.
@@ -257,7 +257,7 @@ impl Nudges {
     /// [`Error::Store`] when the lock, a read or the write fails (then
     /// nothing was written, unless only the final directory sync failed:
     /// the new nudge is then in place, so re-read before sending again);
-    /// [`Error::IdConflict`] for a chosen id already used with other content;
+    /// [`Error::IdTaken`] for a chosen id already used with other content;
     /// [`Error::InvalidField`] for a type of another name than the known
     /// ones that is empty, longer than 64 bytes or holds a control
     /// character, or a message longer than 64 KiB (nothing is written).
@@ -310,7 +310,7 @@ impl Nudges {
         };
         match earlier {
             Some(Ok(sent)) => Ok(Delivery::Delivered { sent }),
-            Some(Err(())) => Err(Error::IdConflict {
+            Some(Err(())) => Err(Error::IdTaken {
                 id: nudge.id.clone().expect("a chosen id"),
             }),
             // Not there: deliver it (the precedence rule decides, with a

@@ -404,7 +404,7 @@ fn resolving_snoozing_and_responding_again_are_successes_that_change_nothing() {
     assert!(matches!(
         w.nudges
             .send(&agent("polecat"), &other.with_id(nid.clone())),
-        Err(Error::IdConflict { .. })
+        Err(Error::IdTaken { .. })
     ));
     // Responding twice with the same message: one response, the same one.
     let incoming = latest(&w, "polecat").unwrap();

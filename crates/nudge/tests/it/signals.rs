@@ -556,7 +556,7 @@ fn a_chosen_id_retry_is_found_in_the_processed_record() {
     let other_message = draft(NudgeType::HealthCheck, "still ok?").requiring_response();
     assert!(matches!(
         n.send(&p, &other_message.with_id(id("n-1"))),
-        Err(chipset_nudge::Error::IdConflict { .. })
+        Err(chipset_nudge::Error::IdTaken { .. })
     ));
     let fresh = n.send(&p, &check().with_id(id("n-2"))).unwrap();
     assert_eq!(fresh.sent().unwrap().id, Some(id("n-2")), "{fresh:?}");
