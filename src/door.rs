@@ -143,14 +143,24 @@ impl Chipset {
         }
     }
 
-    /// Opens the state root at `root` with `options` (say, a manual clock
-    /// for a simulation).
+    /// Opens the state directory at `root` with the store's `options` (say,
+    /// a manual clock for a simulation). `root` is read as
+    /// [`Chipset::open`] reads it, and a server is refused: its clock and
+    /// limits are the server's, so it takes [`ServerOptions`] through
+    /// [`Chipset::open_server`].
     ///
     /// # Errors
     ///
-    /// As [`Chipset::open`].
+    /// [`Error::ServerRoot`](crate::Error::ServerRoot) when `root` names a
+    /// server (nothing is created); [`Error::Store`](crate::Error::Store)
+    /// when the directory cannot be created or resolved.
     pub fn open_with(root: impl AsRef<Path>, options: StateOptions) -> Result<Self> {
-        Ok(Self::from_state(StateDir::open_with(root, options)?))
+        match Root::parse(root) {
+            Root::Dir(dir) => Ok(Self::from_state(StateDir::open_with(dir, options)?)),
+            Root::Server(url) => Err(Error::ServerRoot {
+                server: url.to_string(),
+            }),
+        }
     }
 
     /// Opens the state on the PostgreSQL server `url` names, completed

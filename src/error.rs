@@ -76,6 +76,17 @@ pub enum Error {
         /// The server, without its password.
         server: String,
     },
+    /// [`Chipset::open_with`](crate::Chipset::open_with) was given a
+    /// server's root: it opens a directory with the store's options, and
+    /// a server opens with [`Chipset::open_server`](crate::Chipset::open_server)
+    /// and [`ServerOptions`](crate::ServerOptions). Nothing was created.
+    #[error(
+        "{server} is a PostgreSQL server, not a directory: open it with `Chipset::open_server` and `ServerOptions` (`Chipset::open_with` takes a directory's options)"
+    )]
+    ServerRoot {
+        /// The server, without its password.
+        server: String,
+    },
     /// The root names a server, and this build of chipset has no
     /// PostgreSQL client (the `postgres` cargo feature).
     #[error(
@@ -90,7 +101,9 @@ pub enum Error {
 impl chipset_store::Classify for Error {
     /// Classifies the failure as the failing channel's error does. The
     /// door's own refusals (a part not on a server, a build without
-    /// PostgreSQL) are [`ErrorKind::Refused`](chipset_store::ErrorKind::Refused).
+    /// PostgreSQL) are [`ErrorKind::Refused`](chipset_store::ErrorKind::Refused);
+    /// a server's root given to `open_with` is
+    /// [`ErrorKind::Invalid`](chipset_store::ErrorKind::Invalid).
     fn kind(&self) -> chipset_store::ErrorKind {
         match self {
             Error::Store(e) => e.kind(),
@@ -104,6 +117,7 @@ impl chipset_store::Classify for Error {
             Error::Loop(e) => e.kind(),
             Error::Search(e) => e.kind(),
             Error::Backend(e) => e.kind(),
+            Error::ServerRoot { .. } => chipset_store::ErrorKind::Invalid,
             Error::NotOnServer { .. } | Error::NoServerSupport { .. } => {
                 chipset_store::ErrorKind::Refused
             }

@@ -49,9 +49,9 @@
 //! [`Chipset::leases`] are the path leases ([`lease`]): who may edit which
 //! files, refused with [`lease::Error::Conflict`] when another agent holds
 //! them.
-//! [`Chipset::open_with`] takes the store's options (a manual clock for a
-//! simulation), [`Chipset::with_config`] each channel's settings
-//! ([`Config`]), and where mail is kept: [`Config::mail_folder`] shares a
+//! [`Chipset::open_with`] takes the store's options for a directory (a
+//! manual clock for a simulation), [`Chipset::with_config`] each
+//! channel's settings ([`Config`]), and where mail is kept: [`Config::mail_folder`] shares a
 //! nubos-pilot project's `.nubos-pilot/messages` with every part. Ids parse from
 //! text with the same checks as their constructors
 //! (`"polecat-alpha".parse::<AgentId>()?`, or `AgentId::try_from(s)`).
