@@ -66,16 +66,6 @@ pub enum Error {
     /// or schema version.
     #[error(transparent)]
     Backend(#[from] chipset_backend::Error),
-    /// The state is on a server and this part does not run there yet:
-    /// nothing was read or written (it is never read from a local folder
-    /// instead).
-    #[error("{part} does not run on a PostgreSQL server yet (the state is on {server})")]
-    NotOnServer {
-        /// The part asked for.
-        part: crate::Part,
-        /// The server, without its password.
-        server: String,
-    },
     /// [`Chipset::open_with`](crate::Chipset::open_with) was given a
     /// server's root: it opens a directory with the store's options, and
     /// a server opens with [`Chipset::open_server`](crate::Chipset::open_server)
@@ -100,8 +90,8 @@ pub enum Error {
 
 impl chipset_store::Classify for Error {
     /// Classifies the failure as the failing channel's error does. The
-    /// door's own refusals (a part not on a server, a build without
-    /// PostgreSQL) are [`ErrorKind::Refused`](chipset_store::ErrorKind::Refused);
+    /// door's own refusal of a server in a build without PostgreSQL is
+    /// [`ErrorKind::Refused`](chipset_store::ErrorKind::Refused);
     /// a server's root given to `open_with` is
     /// [`ErrorKind::Invalid`](chipset_store::ErrorKind::Invalid).
     fn kind(&self) -> chipset_store::ErrorKind {
@@ -118,9 +108,7 @@ impl chipset_store::Classify for Error {
             Error::Search(e) => e.kind(),
             Error::Backend(e) => e.kind(),
             Error::ServerRoot { .. } => chipset_store::ErrorKind::Invalid,
-            Error::NotOnServer { .. } | Error::NoServerSupport { .. } => {
-                chipset_store::ErrorKind::Refused
-            }
+            Error::NoServerSupport { .. } => chipset_store::ErrorKind::Refused,
         }
     }
 }

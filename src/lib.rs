@@ -150,7 +150,7 @@ pub use doctor::{Area, Checkup, STALE_TEMP_AGE};
 pub use door::{Chipset, Config};
 pub use error::{Error, Result};
 pub use root::{Root, ServerUrl};
-pub use server::{Part, ServerOptions};
+pub use server::ServerOptions;
 pub use status::{
     AgentLine, AgentReport, BusLine, HookLine, NudgeLine, PresenceLine, ProfileLine,
     ReminderCounts, Status,
