@@ -29,7 +29,7 @@
 //!
 //! // The agent tells the mayor, who wakes; then the agent completes.
 //! let mut waiter = chipset.bus().waiter(&mayor)?;
-//! chipset.bus().publish(&mayor, &NewEvent::new("polecat-alpha", "work-completed"))?;
+//! let _ = chipset.bus().publish(&mayor, &NewEvent::new("polecat-alpha", "work-completed"))?;
 //! assert!(!waiter.wait(Duration::from_secs(5))?.is_empty());
 //! chipset.hooks().complete(&work)?;
 //! assert_eq!(chipset.status()?.agents.len(), 2);
