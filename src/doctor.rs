@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use chipset_store::{Defect, DoctorMode, Finding, Report};
 
-use crate::Part;
 use crate::door::Chipset;
 use crate::error::{Error, Result};
 
@@ -22,8 +21,7 @@ pub struct Checkup {
     pub mode: DoctorMode,
     /// One per channel, in this order: `hooks`, `nudge`, `reminders`,
     /// `mail`, `bus`, `loop`, `leases`, `directory`, `pool`; then `search`
-    /// when the search index was damaged or could not be rebuilt. On a
-    /// server, only the channels that run there ([`Chipset::has`]).
+    /// when the search index was damaged or could not be rebuilt.
     pub areas: Vec<Area>,
     /// With [`DoctorMode::Check`], the stale temp files outside `bus/`
     /// (whose doctor reports its own).
@@ -52,11 +50,9 @@ impl Chipset {
     /// files aside, never deleting them) and temp files older than
     /// [`STALE_TEMP_AGE`] are removed.
     ///
-    /// On a server every part that runs there ([`Chipset::has`]) checks
-    /// its rows, and a fix moves a bad row into the folder `quarantine`
-    /// beside it (never deleting it); a part that does not run there is
-    /// left out, never checked in the local folder instead. The temp files
-    /// looked for are the local folder's.
+    /// On a server every part checks its rows, and a fix moves a bad row
+    /// into the folder `quarantine` beside it (never deleting it). The
+    /// temp files looked for are the local folder's.
     ///
     /// ```
     /// use chipset::store::DoctorMode;
@@ -109,7 +105,6 @@ impl Chipset {
         mode: DoctorMode,
         mut sink: Option<&mut dyn FnMut(&'static str, Finding)>,
     ) -> Result<Checkup> {
-        self.require(Part::Doctor)?;
         let mut areas = Vec::with_capacity(10);
         keep(
             &mut areas,
@@ -121,60 +116,42 @@ impl Chipset {
             &mut sink,
             area("nudge", self.nudges().doctor(mode)),
         );
-        // On a server, only the parts that run there: one that does not is
-        // never checked in the local folder instead.
-        if self.has(Part::Reminders) {
-            let reminders = self.reminders().doctor(mode);
-            keep(&mut areas, &mut sink, area("reminders", reminders));
-        }
-        if self.has(Part::Mail) {
-            let mut mail = match sink.as_mut() {
-                // Mail hands its findings over as it reads them back.
-                Some(sink) => self.mail().doctor_to(mode, &mut |f| sink("mail", f)),
-                None => self.mail().doctor(mode),
-            };
-            // A root mail/ that cannot be read fails the mail area, not
-            // the checkup.
-            if let Ok(report) = &mut mail {
-                match self.unread_root_mail() {
-                    Ok(finding) => report.findings.extend(finding),
-                    Err(e) => mail = Err(e),
-                }
+        let reminders = self.reminders().doctor(mode);
+        keep(&mut areas, &mut sink, area("reminders", reminders));
+        let mut mail = match sink.as_mut() {
+            // Mail hands its findings over as it reads them back.
+            Some(sink) => self.mail().doctor_to(mode, &mut |f| sink("mail", f)),
+            None => self.mail().doctor(mode),
+        };
+        // A root mail/ that cannot be read fails the mail area, not the
+        // checkup.
+        if let Ok(report) = &mut mail {
+            match self.unread_root_mail() {
+                Ok(finding) => report.findings.extend(finding),
+                Err(e) => mail = Err(e),
             }
-            keep(&mut areas, &mut sink, area("mail", mail));
         }
-        if self.has(Part::Bus) {
-            keep(&mut areas, &mut sink, area("bus", self.bus().doctor(mode)));
-        }
-        if self.has(Part::Loops) {
-            keep(
-                &mut areas,
-                &mut sink,
-                area("loop", self.loop_state().doctor(mode)),
-            );
-        }
-        if self.has(Part::Leases) {
-            keep(
-                &mut areas,
-                &mut sink,
-                area("leases", self.leases().doctor(mode)),
-            );
-        }
-        if self.has(Part::Directory) {
-            let directory = self.directory().doctor(mode);
-            keep(&mut areas, &mut sink, area("directory", directory));
-        }
+        keep(&mut areas, &mut sink, area("mail", mail));
+        keep(&mut areas, &mut sink, area("bus", self.bus().doctor(mode)));
+        keep(
+            &mut areas,
+            &mut sink,
+            area("loop", self.loop_state().doctor(mode)),
+        );
+        keep(
+            &mut areas,
+            &mut sink,
+            area("leases", self.leases().doctor(mode)),
+        );
+        let directory = self.directory().doctor(mode);
+        keep(&mut areas, &mut sink, area("directory", directory));
         // After the hooks: a pool item on a repaired hook counts as it is now.
-        if self.has(Part::Pool) {
-            keep(
-                &mut areas,
-                &mut sink,
-                area("pool", self.pool().doctor(mode)),
-            );
-        }
-        if self.has(Part::Search)
-            && let Some(search) = self.search_doctor(mode)
-        {
+        keep(
+            &mut areas,
+            &mut sink,
+            area("pool", self.pool().doctor(mode)),
+        );
+        if let Some(search) = self.search_doctor(mode) {
             keep(&mut areas, &mut sink, area("search", search));
         }
         self.temps(mode, areas)

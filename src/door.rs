@@ -16,7 +16,7 @@ use chipset_store::{StateDir, StateOptions};
 
 use crate::error::{Error, Result};
 use crate::root::{Root, ServerUrl};
-use crate::server::{Part, Server, ServerOptions};
+use crate::server::{Server, ServerOptions};
 
 /// The handle a program keeps: every channel over one state root.
 ///
@@ -109,22 +109,19 @@ struct Inner {
     server: Option<Server>,
     hooks: Hooks,
     nudges: Nudges,
-    reminders: Wired<Reminders>,
-    mail: Wired<Mail>,
-    bus: Wired<Bus>,
-    attention: Wired<Attention>,
+    reminders: Reminders,
+    mail: Mail,
+    bus: Bus,
+    attention: Attention,
     /// The loops' channel handles: the door's own, on the same backend.
     channels: Channels,
     /// The loops' persisted records.
     loops: LoopState,
-    directory: Wired<Directory>,
-    leases: Wired<Leases>,
-    pool: Wired<Pool>,
-    search: Wired<SearchIndex>,
+    directory: Directory,
+    leases: Leases,
+    pool: Pool,
+    search: SearchIndex,
 }
-
-/// A channel handle, or on a server the part that does not run there yet.
-type Wired<T> = std::result::Result<T, Part>;
 
 impl Chipset {
     /// Opens the state at `root` with the default options: a directory
@@ -143,14 +140,24 @@ impl Chipset {
         }
     }
 
-    /// Opens the state root at `root` with `options` (say, a manual clock
-    /// for a simulation).
+    /// Opens the state directory at `root` with the store's `options` (say,
+    /// a manual clock for a simulation). `root` is read as
+    /// [`Chipset::open`] reads it, and a server is refused: its clock and
+    /// limits are the server's, so it takes [`ServerOptions`] through
+    /// [`Chipset::open_server`].
     ///
     /// # Errors
     ///
-    /// As [`Chipset::open`].
+    /// [`Error::ServerRoot`](crate::Error::ServerRoot) when `root` names a
+    /// server (nothing is created); [`Error::Store`](crate::Error::Store)
+    /// when the directory cannot be created or resolved.
     pub fn open_with(root: impl AsRef<Path>, options: StateOptions) -> Result<Self> {
-        Ok(Self::from_state(StateDir::open_with(root, options)?))
+        match Root::parse(root) {
+            Root::Dir(dir) => Ok(Self::from_state(StateDir::open_with(dir, options)?)),
+            Root::Server(url) => Err(Error::ServerRoot {
+                server: url.to_string(),
+            }),
+        }
     }
 
     /// Opens the state on the PostgreSQL server `url` names, completed
@@ -158,13 +165,11 @@ impl Chipset {
     /// `PGPASSFILE` or `~/.pgpass`, `PGSSLMODE`, `PGSSLROOTCERT`, …), and
     /// creates or migrates chipset's tables there.
     ///
-    /// The channels on the storage seam run on the server: the hooks, the
-    /// nudges, the reminders, mail, the bus, the leases and the agent
-    /// directory, and what is built over them (attention, the loops,
-    /// status, search, the doctor) and the pool. A part that did not run
-    /// there would be refused (see [`Chipset::require`]) rather than read
-    /// from some local folder. What is local by nature (caches, the search index) lives in
-    /// [`ServerOptions::local`].
+    /// Every channel runs on the server: the hooks, the nudges, the
+    /// reminders, mail, the bus, the leases, the agent directory and the
+    /// pool, and what is built over them (attention, the loops, status,
+    /// search, the doctor). What is local by nature (caches, the search
+    /// index) lives in [`ServerOptions::local`].
     ///
     /// # Errors
     ///
@@ -206,7 +211,7 @@ impl Chipset {
             None => Nudges::new(state.clone()),
         };
         let search_kinds = config.kinds.clone();
-        let reminders = Ok(match &seam {
+        let reminders = match &seam {
             Some(backend) => Reminders::with_backend(
                 state.clone(),
                 config.kinds,
@@ -214,7 +219,7 @@ impl Chipset {
                 Arc::clone(backend),
             ),
             None => Reminders::with_config(state.clone(), config.kinds, config.reminders),
-        });
+        };
         let mail = match (&seam, config.mail_folder) {
             (Some(backend), _) => {
                 Mail::with_backend(state.clone(), config.mail, Arc::clone(backend))
@@ -222,10 +227,10 @@ impl Chipset {
             (None, Some(folder)) => Mail::in_folder(folder, config.mail),
             (None, None) => Mail::with_config(state.clone(), config.mail),
         };
-        let bus = Ok(match &seam {
+        let bus = match &seam {
             Some(backend) => Bus::with_backend(state.clone(), config.bus, Arc::clone(backend)),
             None => Bus::with_config(state.clone(), config.bus),
-        });
+        };
         let channels = match &seam {
             Some(backend) => Channels::with_backend(state.clone(), Arc::clone(backend)),
             None => Channels::new(state.clone()),
@@ -233,41 +238,34 @@ impl Chipset {
         // The door's own mail and bus, so a loop honours `config`: each is
         // on `state` (and on `seam`), or mail in its folder, which the
         // setters check.
-        let channels = match &bus {
-            Ok(bus) => channels
-                .with_mail(mail.clone())
-                .and_then(|c| c.with_bus(bus.clone())),
-            _ => Ok(channels),
-        }
-        .expect("the door's handles share one state root");
+        let channels = channels
+            .with_mail(mail.clone())
+            .and_then(|c| c.with_bus(bus.clone()))
+            .expect("the door's handles share one state root");
         let loops = LoopState::new(channels.clone());
         let attention =
-            match (&bus, &reminders) {
-                (Ok(_), Ok(reminders)) => Ok(Attention::new(channels.clone(), reminders.clone())
-                    .with_config(config.attention)),
-                _ => Err(Part::Attention),
-            };
-        let directory = Ok(match &seam {
+            Attention::new(channels.clone(), reminders.clone()).with_config(config.attention);
+        let directory = match &seam {
             Some(backend) => Directory::with_backend(state.clone(), Arc::clone(backend)),
             None => Directory::new(state.clone()).with_mail(mail.clone()),
-        });
-        let leases = Ok(match &seam {
+        };
+        let leases = match &seam {
             Some(backend) => Leases::with_backend(state.clone(), Arc::clone(backend)),
             None => Leases::new(state.clone()),
         }
-        .with_mail(mail.clone()));
-        let pool = Ok(match &seam {
+        .with_mail(mail.clone());
+        let pool = match &seam {
             Some(backend) => Pool::with_backend(state.clone(), Arc::clone(backend)),
             None => Pool::new(state.clone()),
-        });
+        };
         // The index is a local cache of the channels' records, caught up
         // from their files or the server's rows.
-        let search = Ok(match &seam {
+        let search = match &seam {
             Some(backend) => {
                 SearchIndex::with_backend(state.clone(), search_kinds, Arc::clone(backend))
             }
             None => SearchIndex::new(state.clone()).with_mail(mail.clone()),
-        });
+        };
         Chipset {
             inner: Arc::new(Inner {
                 state,
@@ -275,7 +273,7 @@ impl Chipset {
                 hooks,
                 nudges,
                 reminders,
-                mail: Ok(mail),
+                mail,
                 bus,
                 attention,
                 channels,
@@ -300,60 +298,6 @@ impl Chipset {
     /// to change them: a write here skips their rules.
     pub fn backend(&self) -> Option<Arc<dyn chipset_backend::Backend>> {
         self.inner.server.as_ref().map(Server::backend)
-    }
-
-    /// Returns whether `part` is available on this handle: always on a
-    /// directory; on a server, once the part runs there.
-    pub fn has(&self, part: Part) -> bool {
-        self.require(part).is_ok()
-    }
-
-    /// Checks that `part` is available on this handle, before calling its
-    /// accessor (which panics otherwise).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::NotOnServer`](crate::Error::NotOnServer) when the state is
-    /// on a server and `part` does not run there yet.
-    pub fn require(&self, part: Part) -> Result<()> {
-        let inner = &*self.inner;
-        let wired = match part {
-            Part::Hooks | Part::Nudges | Part::Loops => true,
-            Part::Reminders => inner.reminders.is_ok(),
-            Part::Mail => inner.mail.is_ok(),
-            Part::Bus => inner.bus.is_ok(),
-            Part::Attention => inner.attention.is_ok(),
-            Part::Directory => inner.directory.is_ok(),
-            Part::Leases => inner.leases.is_ok(),
-            Part::Pool => inner.pool.is_ok(),
-            Part::Search => inner.search.is_ok(),
-            // Built from local scans of every channel.
-            // Every wired part's doctor runs on the server; status is
-            // built from the channels' listings, each on the seam.
-            Part::Doctor | Part::Status => true,
-        };
-        match &inner.server {
-            Some(server) if !wired => Err(Error::NotOnServer {
-                part,
-                server: server.url().to_string(),
-            }),
-            _ => Ok(()),
-        }
-    }
-
-    /// Returns the wired handle, or panics naming the part (the accessors'
-    /// documented precondition; [`Chipset::require`] checks it).
-    #[track_caller]
-    fn wired<'a, T>(&self, slot: &'a Wired<T>) -> &'a T {
-        match slot {
-            Ok(handle) => handle,
-            Err(part) => panic!(
-                "{}",
-                self.require(*part)
-                    .err()
-                    .map_or_else(|| part.to_string(), |e| e.to_string())
-            ),
-        }
     }
 
     /// Returns the time views judge ages by: the state's clock on a
@@ -386,14 +330,8 @@ impl Chipset {
     }
 
     /// Returns the reminders for open obligations, with the preset kinds.
-    ///
-    /// # Panics
-    ///
-    /// On a server, until the reminders runs there: check with
-    /// [`Chipset::require`]`(Part::Reminders)`.
-    #[track_caller]
     pub fn reminders(&self) -> &Reminders {
-        self.wired(&self.inner.reminders)
+        &self.inner.reminders
     }
 
     /// Returns the folder mail is kept in when it is not `mail/` under the
@@ -401,46 +339,28 @@ impl Chipset {
     /// that is that `mail/`, and always on a server): for a tool that
     /// watches or checks mail's files itself.
     pub fn mail_folder(&self) -> Option<&StateDir> {
-        let mail = match &self.inner.mail {
-            Ok(mail) if self.inner.server.is_none() => mail.state(),
-            _ => return None,
-        };
+        if self.inner.server.is_some() {
+            return None;
+        }
+        let mail = self.inner.mail.state();
         let root = self.inner.state.root();
         (mail.root() != root && mail.root() != root.join("mail")).then_some(mail)
     }
 
     /// Returns the mail: addressed, threaded messages.
-    ///
-    /// # Panics
-    ///
-    /// On a server, until mail runs there: check with
-    /// [`Chipset::require`]`(Part::Mail)`.
-    #[track_caller]
     pub fn mail(&self) -> &Mail {
-        self.wired(&self.inner.mail)
+        &self.inner.mail
     }
 
     /// Returns the bus: prioritised event queues.
-    ///
-    /// # Panics
-    ///
-    /// On a server, until the bus runs there: check with
-    /// [`Chipset::require`]`(Part::Bus)`.
-    #[track_caller]
     pub fn bus(&self) -> &Bus {
-        self.wired(&self.inner.bus)
+        &self.inner.bus
     }
 
     /// Returns attention: what needs an agent now across every channel,
     /// and the waits for it.
-    ///
-    /// # Panics
-    ///
-    /// On a server, until attention runs there: check with
-    /// [`Chipset::require`]`(Part::Attention)`.
-    #[track_caller]
     pub fn attention(&self) -> &Attention {
-        self.wired(&self.inner.attention)
+        &self.inner.attention
     }
 
     /// Returns the agent directory: profiles, roles and last seen.
@@ -460,7 +380,7 @@ impl Chipset {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn directory(&self) -> &Directory {
-        self.wired(&self.inner.directory)
+        &self.inner.directory
     }
 
     /// Returns the path leases: who may edit which files, and the check a
@@ -481,7 +401,7 @@ impl Chipset {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn leases(&self) -> &Leases {
-        self.wired(&self.inner.leases)
+        &self.inner.leases
     }
 
     /// Returns the work pool: items agents claim themselves onto their hook.
@@ -504,14 +424,8 @@ impl Chipset {
     /// assert_eq!(chipset.pool().counts()?.done, 1);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    ///
-    /// # Panics
-    ///
-    /// On a server, until the pool runs there: check with
-    /// [`Chipset::require`]`(Part::Pool)`.
-    #[track_caller]
     pub fn pool(&self) -> &Pool {
-        self.wired(&self.inner.pool)
+        &self.inner.pool
     }
 
     /// Returns the hits for `query` across mail, bus events, hook titles and
@@ -532,24 +446,13 @@ impl Chipset {
     ///
     /// As [`SearchIndex::search`]: a query with no words, too long or with
     /// too many words is refused before anything is read.
-    ///
-    /// # Panics
-    ///
-    /// On a server, until search runs there: check with
-    /// [`Chipset::require`]`(Part::Search)`.
-    #[track_caller]
     pub fn search(&self, query: &Query) -> chipset_search::Result<Vec<Hit>> {
         self.search_index().search(query)
     }
 
     /// Returns the search index itself: to catch it up or rebuild it.
-    ///
-    /// # Panics
-    ///
-    /// As [`Chipset::search`].
-    #[track_caller]
     pub fn search_index(&self) -> &SearchIndex {
-        self.wired(&self.inner.search)
+        &self.inner.search
     }
 
     /// Returns the loops' persisted state (for counts and the doctor): on

@@ -66,13 +66,14 @@ pub enum Error {
     /// or schema version.
     #[error(transparent)]
     Backend(#[from] chipset_backend::Error),
-    /// The state is on a server and this part does not run there yet:
-    /// nothing was read or written (it is never read from a local folder
-    /// instead).
-    #[error("{part} does not run on a PostgreSQL server yet (the state is on {server})")]
-    NotOnServer {
-        /// The part asked for.
-        part: crate::Part,
+    /// [`Chipset::open_with`](crate::Chipset::open_with) was given a
+    /// server's root: it opens a directory with the store's options, and
+    /// a server opens with [`Chipset::open_server`](crate::Chipset::open_server)
+    /// and [`ServerOptions`](crate::ServerOptions). Nothing was created.
+    #[error(
+        "{server} is a PostgreSQL server, not a directory: open it with `Chipset::open_server` and `ServerOptions` (`Chipset::open_with` takes a directory's options)"
+    )]
+    ServerRoot {
         /// The server, without its password.
         server: String,
     },
@@ -89,8 +90,10 @@ pub enum Error {
 
 impl chipset_store::Classify for Error {
     /// Classifies the failure as the failing channel's error does. The
-    /// door's own refusals (a part not on a server, a build without
-    /// PostgreSQL) are [`ErrorKind::Refused`](chipset_store::ErrorKind::Refused).
+    /// door's own refusal of a server in a build without PostgreSQL is
+    /// [`ErrorKind::Refused`](chipset_store::ErrorKind::Refused);
+    /// a server's root given to `open_with` is
+    /// [`ErrorKind::Invalid`](chipset_store::ErrorKind::Invalid).
     fn kind(&self) -> chipset_store::ErrorKind {
         match self {
             Error::Store(e) => e.kind(),
@@ -104,9 +107,8 @@ impl chipset_store::Classify for Error {
             Error::Loop(e) => e.kind(),
             Error::Search(e) => e.kind(),
             Error::Backend(e) => e.kind(),
-            Error::NotOnServer { .. } | Error::NoServerSupport { .. } => {
-                chipset_store::ErrorKind::Refused
-            }
+            Error::ServerRoot { .. } => chipset_store::ErrorKind::Invalid,
+            Error::NoServerSupport { .. } => chipset_store::ErrorKind::Refused,
         }
     }
 }

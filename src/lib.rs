@@ -29,7 +29,7 @@
 //!
 //! // The agent tells the mayor, who wakes; then the agent completes.
 //! let mut waiter = chipset.bus().waiter(&mayor)?;
-//! chipset.bus().publish(&mayor, &NewEvent::new("polecat-alpha", "work-completed"))?;
+//! let _ = chipset.bus().publish(&mayor, &NewEvent::new("polecat-alpha", "work-completed"))?;
 //! assert!(!waiter.wait(Duration::from_secs(5))?.is_empty());
 //! chipset.hooks().complete(&work)?;
 //! assert_eq!(chipset.status()?.agents.len(), 2);
@@ -49,9 +49,9 @@
 //! [`Chipset::leases`] are the path leases ([`lease`]): who may edit which
 //! files, refused with [`lease::Error::Conflict`] when another agent holds
 //! them.
-//! [`Chipset::open_with`] takes the store's options (a manual clock for a
-//! simulation), [`Chipset::with_config`] each channel's settings
-//! ([`Config`]), and where mail is kept: [`Config::mail_folder`] shares a
+//! [`Chipset::open_with`] takes the store's options for a directory (a
+//! manual clock for a simulation), [`Chipset::with_config`] each
+//! channel's settings ([`Config`]), and where mail is kept: [`Config::mail_folder`] shares a
 //! nubos-pilot project's `.nubos-pilot/messages` with every part. Ids parse from
 //! text with the same checks as their constructors
 //! (`"polecat-alpha".parse::<AgentId>()?`, or `AgentId::try_from(s)`).
@@ -150,7 +150,7 @@ pub use doctor::{Area, Checkup, STALE_TEMP_AGE};
 pub use door::{Chipset, Config};
 pub use error::{Error, Result};
 pub use root::{Root, ServerUrl};
-pub use server::{Part, ServerOptions};
+pub use server::ServerOptions;
 pub use status::{
     AgentLine, AgentReport, BusLine, HookLine, NudgeLine, PresenceLine, ProfileLine,
     ReminderCounts, Status,

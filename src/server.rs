@@ -1,6 +1,5 @@
 //! The state on a PostgreSQL server: how [`Chipset::open_server`] connects,
-//! which [`Part`]s run there, and the local folder for what is local by
-//! nature.
+//! and the local folder for what is local by nature.
 //!
 //! [`Chipset::open_server`]: crate::Chipset::open_server
 
@@ -14,63 +13,6 @@ use chipset_backend::Backend;
 
 use crate::error::Result;
 use crate::root::ServerUrl;
-
-/// A part of what a [`Chipset`](crate::Chipset) handle gives: each
-/// channel, and the views built over all of them. On a directory every
-/// part is there; on a server, those on the storage seam
-/// ([`Chipset::require`](crate::Chipset::require) says which).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Part {
-    /// [`Chipset::hooks`](crate::Chipset::hooks).
-    Hooks,
-    /// [`Chipset::nudges`](crate::Chipset::nudges).
-    Nudges,
-    /// [`Chipset::reminders`](crate::Chipset::reminders).
-    Reminders,
-    /// [`Chipset::mail`](crate::Chipset::mail).
-    Mail,
-    /// [`Chipset::bus`](crate::Chipset::bus).
-    Bus,
-    /// [`Chipset::attention`](crate::Chipset::attention).
-    Attention,
-    /// [`Chipset::directory`](crate::Chipset::directory).
-    Directory,
-    /// [`Chipset::leases`](crate::Chipset::leases).
-    Leases,
-    /// [`Chipset::pool`](crate::Chipset::pool).
-    Pool,
-    /// [`Chipset::loop_state`](crate::Chipset::loop_state) and
-    /// [`Chipset::channels`](crate::Chipset::channels).
-    Loops,
-    /// [`Chipset::search`](crate::Chipset::search) and the index.
-    Search,
-    /// [`Chipset::status`](crate::Chipset::status) and
-    /// [`agent_status`](crate::Chipset::agent_status).
-    Status,
-    /// [`Chipset::doctor`](crate::Chipset::doctor).
-    Doctor,
-}
-
-impl fmt::Display for Part {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Part::Hooks => "the hooks",
-            Part::Nudges => "the nudges",
-            Part::Reminders => "the reminders",
-            Part::Mail => "mail",
-            Part::Bus => "the bus",
-            Part::Attention => "attention",
-            Part::Directory => "the agent directory",
-            Part::Leases => "the path leases",
-            Part::Pool => "the work pool",
-            Part::Loops => "the loops' state",
-            Part::Search => "search",
-            Part::Status => "the status view",
-            Part::Doctor => "the doctor",
-        })
-    }
-}
 
 /// How [`Chipset::open_server`](crate::Chipset::open_server) opens a
 /// server.
@@ -192,14 +134,5 @@ mod tests {
     fn the_local_folder_is_stable_per_server() {
         assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
         assert_ne!(fnv1a(b"u@a:5432/d#public"), fnv1a(b"u@b:5432/d#public"));
-    }
-
-    #[test]
-    fn parts_read_as_words() {
-        assert_eq!(Part::Directory.to_string(), "the agent directory");
-        let _ = crate::Error::NotOnServer {
-            part: Part::Mail,
-            server: "postgres://h/d".into(),
-        };
     }
 }

@@ -222,7 +222,6 @@ impl Chipset {
     ///
     /// A channel's error when one of its listings fails.
     pub fn status(&self) -> Result<Status> {
-        self.require(crate::Part::Status)?;
         let now = self.now()?;
         let hooks: BTreeMap<AgentId, ReadOutcome<Hook>> = self.hooks().list()?;
         let nudge_agents: BTreeSet<AgentId> = self.nudges().agents()?.into_iter().collect();
@@ -272,7 +271,7 @@ impl Chipset {
             })
             .collect();
         let leases = self.leases().live()?;
-        let pool = self.pool_counts()?;
+        let pool = self.pool().counts()?;
         Ok(Status {
             agents,
             reminders,
@@ -290,7 +289,6 @@ impl Chipset {
     /// A channel's error when one of the agent's files or directories
     /// cannot be read.
     pub fn agent_status(&self, agent: &AgentId) -> Result<AgentReport> {
-        self.require(crate::Part::Status)?;
         let now = self.now()?;
         let hook = HookLine::of(now, &self.hooks().read(agent)?);
         let nudge = NudgeLine::of(&self.nudges().receive(agent)?);
@@ -308,17 +306,8 @@ impl Chipset {
                 },
             },
             reminders: self.reminder_counts()?,
-            pool: self.pool_counts()?,
+            pool: self.pool().counts()?,
         })
-    }
-
-    /// Returns the pool's counts; none where the pool does not run (a
-    /// server, until it runs there): never a local folder's.
-    fn pool_counts(&self) -> Result<PoolCounts> {
-        if !self.has(crate::Part::Pool) {
-            return Ok(PoolCounts::default());
-        }
-        Ok(self.pool().counts()?)
     }
 
     fn reminder_counts(&self) -> Result<ReminderCounts> {

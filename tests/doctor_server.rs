@@ -1,11 +1,10 @@
 //! The whole-state doctor on a PostgreSQL server (issue 30):
-//! `Chipset::doctor` runs every part that runs there on its rows, finds
-//! what was damaged through the backend, and `--fix` repairs it without
-//! touching the local folder. Runs when `CHIPSET_TEST_PG` names a server.
+//! `Chipset::doctor` runs every part on its rows, finds what was damaged
+//! through the backend, and `--fix` repairs it without touching the local
+//! folder. Runs when `CHIPSET_TEST_PG` names a server.
 
 #![cfg(feature = "postgres")]
 
-use chipset::Part;
 use chipset::backend::{Backend, Dir, PgBackend, PgOptions};
 use chipset::mail::NewMessage;
 use chipset::store::{AgentId, DoctorMode, TaskId};
@@ -28,11 +27,10 @@ fn the_whole_doctor_checks_and_fixes_the_rows_on_the_server() {
     };
     let local = tempfile::tempdir().unwrap();
     let door = pg.open(local.path());
-    door.require(Part::Doctor).unwrap();
     let raw =
         PgBackend::open_with(pg.url.expose(), PgOptions::with_schema(pg.schema.as_str())).unwrap();
 
-    // A clean state first: every wired part runs, and finds nothing.
+    // A clean state first: every part runs, and finds nothing.
     let q = door
         .mail()
         .send(&NewMessage::request(

@@ -387,3 +387,44 @@ fn only_a_folder_beside_the_root_leaves_its_mail_unread() {
     let beside = with_folder(&tmp.path().join(".nubos-pilot/messages"));
     assert_eq!(codes(&beside), ["mail-elsewhere"]);
 }
+
+/// `open_with` reads its root as `open` does: a server's root is refused,
+/// naming `open_server`, and no folder of that name appears (it made
+/// `./postgres:/u@localhost/team`).
+#[test]
+fn open_with_refuses_a_server_root_and_makes_no_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let back = std::env::current_dir().unwrap();
+    // Every other test here works under absolute temp paths.
+    std::env::set_current_dir(tmp.path()).unwrap();
+    let opened: Vec<_> = [
+        "postgres://u:s3cret@localhost/team",
+        "postgresql://u@localhost/team",
+        "host=localhost dbname=team",
+    ]
+    .into_iter()
+    .map(|root| (root, Chipset::open_with(root, Default::default())))
+    .collect();
+    let made: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    std::env::set_current_dir(back).unwrap();
+    for (root, opened) in opened {
+        match opened {
+            Err(e @ chipset::Error::ServerRoot { .. }) => {
+                let text = e.to_string();
+                assert!(text.contains("Chipset::open_server"), "{text}");
+                assert!(!text.contains("s3cret"), "{text}");
+                let kind = chipset::Classify::kind(&e);
+                assert_eq!(kind, chipset::ErrorKind::Invalid);
+            }
+            other => panic!("{root}: expected ServerRoot, got {:?}", other.map(drop)),
+        }
+    }
+    assert!(made.is_empty(), "{made:?}");
+    // A folder is still opened with the options.
+    let dir = tmp.path().join("state");
+    let door = Chipset::open_with(&dir, Default::default()).unwrap();
+    assert!(door.server().is_none() && door.state().root().ends_with("state"));
+}

@@ -1,7 +1,7 @@
 //! The front door on a PostgreSQL server (issue 30): `Chipset::open` with a
-//! URL puts the channels on the seam on the server, and refuses the parts
-//! that do not run there yet. The server half runs when `CHIPSET_TEST_PG`
-//! names a server; without it those tests say so and pass.
+//! URL puts every channel on the server. The server half runs when
+//! `CHIPSET_TEST_PG` names a server; without it those tests say so and
+//! pass.
 //!
 //! The file needs the `postgres` feature, which links the system's OpenSSL
 //! for TLS. `cargo test --workspace` has it (the CLI turns it on); it is not
@@ -12,7 +12,7 @@
 
 use chipset::nudge::{NewNudge, NudgeType};
 use chipset::store::AgentId;
-use chipset::{Chipset, Error, Part};
+use chipset::{Chipset, Error};
 
 mod pg;
 
@@ -94,31 +94,6 @@ fn two_handles_on_one_server_share_hooks_and_nudges() {
 }
 
 #[test]
-fn every_part_runs_on_the_server() {
-    let Some(pg) = pg::Server::fresh("every_part_runs_on_the_server") else {
-        return;
-    };
-    let local = tempfile::tempdir().unwrap();
-    let door = pg.open(local.path());
-    assert!(door.has(Part::Hooks) && door.has(Part::Nudges));
-    for part in [
-        Part::Mail,
-        Part::Bus,
-        Part::Reminders,
-        Part::Attention,
-        Part::Directory,
-        Part::Leases,
-        Part::Pool,
-        Part::Doctor,
-        Part::Loops,
-        Part::Status,
-        Part::Search,
-    ] {
-        door.require(part).unwrap();
-    }
-}
-
-#[test]
 fn an_unreachable_server_is_a_typed_error_without_the_password() {
     let err =
         Chipset::open("postgres://agent:s3cret-pw@127.0.0.1:1/team?connect_timeout=2").unwrap_err();
@@ -136,24 +111,6 @@ fn an_unreachable_server_is_a_typed_error_without_the_password() {
         source = s.source();
     }
     assert!(!text.contains("s3cret-pw"), "{text}");
-}
-
-#[test]
-fn a_directory_root_has_every_part() {
-    let tmp = tempfile::tempdir().unwrap();
-    let door = Chipset::open(tmp.path().join("state")).unwrap();
-    assert!(door.server().is_none());
-    for part in [
-        Part::Mail,
-        Part::Bus,
-        Part::Status,
-        Part::Doctor,
-        Part::Search,
-        Part::Loops,
-    ] {
-        door.require(part).unwrap();
-    }
-    assert!(door.mail().inbox_len(&agent("a")).unwrap() == 0);
 }
 
 /// The loops and the status view run on the server: a witness ticks

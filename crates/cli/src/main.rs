@@ -159,7 +159,7 @@ mod work;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use chipset::{Chipset, Part, Root, ServerOptions, ServerUrl};
+use chipset::{Chipset, Root, ServerOptions, ServerUrl};
 use chipset_store::{StateDir, StateOptions};
 
 use crate::cli::{Cli, Command};
@@ -493,39 +493,10 @@ fn open_dir(cli: &Cli, dir: &Path, mail_folder: bool, found_project: bool) -> Re
 }
 
 /// Opens the state on the server `url` (settings it leaves out from
-/// libpq's environment), and refuses a command whose part does not run on
-/// a server yet, before it reads or writes anything.
+/// libpq's environment).
 fn open_server(cli: &Cli, url: &ServerUrl) -> Result<Chipset> {
-    let chipset = Chipset::open_server(url, &ServerOptions::default())
-        .map_err(|e| refuse_mcp_stdio(cli, e.into()))?;
-    if let Some(part) = part_of(&cli.command) {
-        chipset.require(part)?;
-    }
-    Ok(chipset)
-}
-
-/// Returns the part of chipset a command needs (`mcp` checks each tool's
-/// own when it is called).
-fn part_of(command: &Command) -> Option<Part> {
-    Some(match command {
-        Command::Hook(_) => Part::Hooks,
-        Command::Nudge(_) => Part::Nudges,
-        Command::Mail(_) => Part::Mail,
-        Command::Bus(_) => Part::Bus,
-        Command::Remind(_) => Part::Reminders,
-        Command::Lease(_) => Part::Leases,
-        Command::Agent(_) => Part::Directory,
-        Command::Work(_) => Part::Pool,
-        Command::Brief { .. } | Command::Wait { .. } => Part::Attention,
-        Command::Witness(_) => Part::Loops,
-        Command::Status | Command::Top(_) | Command::Serve(_) => Part::Status,
-        Command::Doctor(_) => Part::Doctor,
-        Command::Search(_) => Part::Search,
-        Command::Mcp(_)
-        | Command::Completions { .. }
-        | Command::Init { .. }
-        | Command::Migrate(_) => return None,
-    })
+    Chipset::open_server(url, &ServerOptions::default())
+        .map_err(|e| refuse_mcp_stdio(cli, e.into()))
 }
 
 /// An MCP client on stdio sees why the server cannot start as the error

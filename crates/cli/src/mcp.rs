@@ -23,13 +23,9 @@ use crate::output::Output;
 pub(crate) fn run(ctx: Ctx, args: McpArgs) -> Result<Output> {
     // Registering is a retry when the profile exists (nothing is written);
     // a profile that cannot be registered (corrupt) must not stop the server.
-    // On a server the directory may not run there yet: then nothing is
-    // registered (never in a local folder instead).
-    if ctx.chipset.has(chipset::Part::Directory) {
-        let fresh = chipset::directory::Registration::new();
-        if let Err(e) = ctx.chipset.directory().register(&args.agent, &fresh) {
-            let _ = writeln!(std::io::stderr(), "chipset: warning: {e}");
-        }
+    let fresh = chipset::directory::Registration::new();
+    if let Err(e) = ctx.chipset.directory().register(&args.agent, &fresh) {
+        let _ = writeln!(std::io::stderr(), "chipset: warning: {e}");
     }
     let server = Server::on(ctx.chipset, args.agent);
     let outcome = match args.http {

@@ -55,8 +55,7 @@
 //! [`watch_team`] is the same for the state a [`Chipset`](chipset::Chipset)
 //! is on: on a PostgreSQL server it waits for the server's notifications
 //! (`LISTEN/NOTIFY`) of the team's folders, and a load there reads every
-//! area again (rows have no directory stamps; the pool's view says it does
-//! not run on a server until it does).
+//! area again (rows have no directory stamps).
 //!
 //! # The dashboard
 //!

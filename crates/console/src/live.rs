@@ -154,32 +154,26 @@ fn team_dirs(chipset: &Chipset) -> Vec<Dir> {
         .list()
         .map(|h| h.into_keys().collect())
         .unwrap_or_default();
-    if chipset.has(chipset::Part::Reminders) {
-        let reminders = chipset.reminders();
-        for area in reminders.index_dirs() {
-            for kind in reminders.registry().kinds() {
-                paths.extend(
-                    area.join(&kind.name)
-                        .and_then(|p| p.join(&kind.source_type)),
-                );
-            }
+    let reminders = chipset.reminders();
+    for area in reminders.index_dirs() {
+        for kind in reminders.registry().kinds() {
+            paths.extend(
+                area.join(&kind.name)
+                    .and_then(|p| p.join(&kind.source_type)),
+            );
         }
     }
     if let Ok(more) = chipset.nudges().agents() {
         agents.extend(more);
     }
-    if chipset.has(chipset::Part::Bus)
-        && let Ok(more) = chipset.bus().agents()
-    {
+    if let Ok(more) = chipset.bus().agents() {
         agents.extend(more);
     }
     agents.sort();
     agents.dedup();
     for agent in &agents {
         paths.push(chipset.nudges().agent_dir(agent));
-        if chipset.has(chipset::Part::Bus) {
-            paths.push(chipset.bus().queue_dir(agent));
-        }
+        paths.push(chipset.bus().queue_dir(agent));
     }
     paths.iter().filter_map(|p| seam_dir(state, p)).collect()
 }

@@ -107,10 +107,7 @@ impl Reads {
         let again = matches!(&self.pool, Some(Ok(listing)) if listing.items.iter().any(
             |l| matches!(l.state, WorkState::Deferred { until } if until <= now)
         ) || listing.unreadable().next().is_some());
-        if let Err(e) = chipset.require(chipset::Part::Pool) {
-            // Never a local folder's pool: the view says why it is empty.
-            self.pool = Some(Err(e.to_string()));
-        } else if again || stale(self.pool.is_some(), &["pool", "hooks"]) {
+        if again || stale(self.pool.is_some(), &["pool", "hooks"]) {
             self.pool = Some(chipset.pool().listing().map_err(|e| chain(&e)));
         }
         changed

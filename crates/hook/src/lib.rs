@@ -157,7 +157,9 @@
 //! holding the same bead and title from the same dispatcher and returns
 //! that assignment, activate finds the hook active, complete finds it
 //! completed, clear and reassign find it empty at the next generation.
-//! Touch simply applies again. A retry is recognised only while the hook
+//! Touch simply applies again, and a [`Hooks::pickup`] repeated after it
+//! started the work finds it active and hands it back as
+//! [`Pickup::Resumed`]. A retry is recognised only while the hook
 //! still shows what the first attempt left: once the next step has moved
 //! it on (the dispatcher cleared a completed hook, or an assignment was
 //! cleared and the same bead assigned again), the retry is refused as
@@ -187,8 +189,11 @@
 //! the path. When a refusal or a
 //! corrupt hook is returned, nothing was written. A store error is the same,
 //! with one exception the store documents: when only the final directory
-//! sync fails, the new hook is already in place (not known to be durable),
-//! so re-read the hook before retrying.
+//! sync fails ([`OutcomeUnknown`](chipset_store::Error::OutcomeUnknown)),
+//! the new hook is already in place, not known to be durable. Retry the
+//! same call, with the same assignment: it finds the hook as that attempt
+//! left it and succeeds, writing nothing (see "Commit points and
+//! retries"); there is nothing to read first.
 
 #![forbid(unsafe_code)]
 

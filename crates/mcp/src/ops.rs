@@ -26,7 +26,7 @@ use chipset::r#loop::Attention;
 use chipset::mail::Mail;
 use chipset::nudge::Nudges;
 use chipset::pool::Pool;
-use chipset::{Chipset, HookLine, NudgeLine, Part};
+use chipset::{Chipset, HookLine, NudgeLine};
 use chipset_failure::{Failure, plural};
 use chipset_nudge::Reminders;
 use chipset_store::{AgentId, StateDir};
@@ -99,8 +99,7 @@ pub(crate) struct Ctx {
     pub(crate) state: StateDir,
     pub(crate) agent: AgentId,
     /// Every channel, on a directory or a server: a tool takes its channel
-    /// from here, and on a server a part that does not run there yet is
-    /// refused ([`Chipset::require`]), never read from the local folder.
+    /// from here.
     pub(crate) chipset: Chipset,
 }
 
@@ -113,11 +112,6 @@ impl Ctx {
         }
     }
 
-    /// Checks that `part` runs where the state is.
-    pub(crate) fn part(&self, part: Part) -> Result<(), Failure> {
-        self.chipset.require(part).map_err(Failure::from)
-    }
-
     pub(crate) fn hooks(&self) -> Hooks {
         self.chipset.hooks().clone()
     }
@@ -126,39 +120,32 @@ impl Ctx {
         self.chipset.nudges().clone()
     }
 
-    pub(crate) fn mail(&self) -> Result<Mail, Failure> {
-        self.part(Part::Mail)?;
-        Ok(self.chipset.mail().clone())
+    pub(crate) fn mail(&self) -> Mail {
+        self.chipset.mail().clone()
     }
 
-    pub(crate) fn bus(&self) -> Result<Bus, Failure> {
-        self.part(Part::Bus)?;
-        Ok(self.chipset.bus().clone())
+    pub(crate) fn bus(&self) -> Bus {
+        self.chipset.bus().clone()
     }
 
-    pub(crate) fn reminders(&self) -> Result<Reminders, Failure> {
-        self.part(Part::Reminders)?;
-        Ok(self.chipset.reminders().clone())
+    pub(crate) fn reminders(&self) -> Reminders {
+        self.chipset.reminders().clone()
     }
 
-    pub(crate) fn attention(&self) -> Result<Attention, Failure> {
-        self.part(Part::Attention)?;
-        Ok(self.chipset.attention().clone())
+    pub(crate) fn attention(&self) -> Attention {
+        self.chipset.attention().clone()
     }
 
-    pub(crate) fn directory(&self) -> Result<Directory, Failure> {
-        self.part(Part::Directory)?;
-        Ok(self.chipset.directory().clone())
+    pub(crate) fn directory(&self) -> Directory {
+        self.chipset.directory().clone()
     }
 
-    pub(crate) fn leases(&self) -> Result<Leases, Failure> {
-        self.part(Part::Leases)?;
-        Ok(self.chipset.leases().clone())
+    pub(crate) fn leases(&self) -> Leases {
+        self.chipset.leases().clone()
     }
 
-    pub(crate) fn pool(&self) -> Result<Pool, Failure> {
-        self.part(Part::Pool)?;
-        Ok(self.chipset.pool().clone())
+    pub(crate) fn pool(&self) -> Pool {
+        self.chipset.pool().clone()
     }
 }
 

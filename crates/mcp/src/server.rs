@@ -46,8 +46,7 @@ impl Server {
     }
 
     /// Returns a server whose tools act as `agent` on `chipset`'s state, a
-    /// directory or a PostgreSQL server. On a server, a tool whose channel
-    /// does not run there yet answers with that refusal.
+    /// directory or a PostgreSQL server.
     pub fn on(chipset: chipset::Chipset, agent: AgentId) -> Self {
         Server {
             ctx: Arc::new(Ctx::new(chipset, agent)),

@@ -29,7 +29,7 @@ pub(crate) async fn bus_wait(
     let p = p?;
     let deadline = Instant::now() + ops::timeout(p.timeout_seconds)?;
     let limit = limit(p.limit)?;
-    let mut waiter = ctx.bus()?.waiter_async(&ctx.agent).await?;
+    let mut waiter = ctx.bus().waiter_async(&ctx.agent).await?;
     let mut pending = pending(ctx).await?;
     tokio::pin!(cancelled);
     while pending.is_empty() {
@@ -54,7 +54,7 @@ pub(crate) async fn bus_wait(
 /// Reads the agent's queue on the blocking pool.
 async fn pending(ctx: &Arc<Ctx>) -> Result<Pending, Failure> {
     let ctx = Arc::clone(ctx);
-    tokio::task::spawn_blocking(move || ctx.bus()?.pending(&ctx.agent).map_err(Failure::from))
+    tokio::task::spawn_blocking(move || ctx.bus().pending(&ctx.agent).map_err(Failure::from))
         .await
         .map_err(|e| Failure::refused(format!("the queue read did not finish: {e}")))?
 }
@@ -68,7 +68,7 @@ pub(crate) async fn wait(
     cancelled: impl Future<Output = ()>,
 ) -> Outcome {
     let timeout = ops::timeout(p?.timeout_seconds)?;
-    let attention = ctx.attention()?;
+    let attention = ctx.attention();
     tokio::select! {
         brief = attention.wait_async(&ctx.agent, timeout) => {
             let brief = brief?;
@@ -82,10 +82,8 @@ pub(crate) async fn wait(
 /// Returns the stream of the agent's briefs, with the current brief (the
 /// one a subscriber has, or can read) as its starting point.
 pub(crate) async fn briefs(ctx: &Arc<Ctx>) -> Result<(BriefStream, Brief), ErrorData> {
-    let attention = ctx
+    let (now, stream) = ctx
         .attention()
-        .map_err(|e| ErrorData::invalid_request(e.to_string(), None))?;
-    let (now, stream) = attention
         .subscribe(&ctx.agent)
         .await
         .map_err(|e| ErrorData::internal_error(Failure::from(e).to_string(), None))?;

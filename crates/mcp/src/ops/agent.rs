@@ -35,7 +35,7 @@ pub(crate) fn agent_whois(ctx: &Ctx, p: AgentWhois) -> Outcome {
         Some(a) => id(a)?,
         None => ctx.agent.clone(),
     };
-    let info = ctx.directory()?.whois(&agent)?;
+    let info = ctx.directory().whois(&agent)?;
     let view = AgentProfile::of(&info.profile, Some(info.last_seen));
     let mut text = line(&view);
     if let Some(note) = &view.note {
@@ -62,7 +62,7 @@ pub(crate) fn agent_list(ctx: &Ctx, p: AgentList) -> Outcome {
     let mut filter = Filter::default();
     filter.role = p.role.map(Role::new).transpose()?;
     filter.seen_within = seen_within(p.seen_within_seconds)?;
-    let roster = ctx.directory()?.list(&filter)?;
+    let roster = ctx.directory().list(&filter)?;
     let view = AgentListing::of(&roster, limit);
     let mut text: String = view.agents.iter().map(line).collect();
     if view.total > view.agents.len() {
@@ -98,7 +98,7 @@ fn change_list(ctx: &Ctx, p: AgentListChange, add: bool) -> Outcome {
         .iter()
         .map(|a| id(a))
         .collect::<Result<Vec<AgentId>, Failure>>()?;
-    let directory = ctx.directory()?;
+    let directory = ctx.directory();
     let done = if add {
         directory.list_add(&list, &agents)?
     } else {

@@ -19,7 +19,7 @@ fn text(brief: &Brief, timed_out: bool) -> String {
 
 /// What needs this agent now, across every channel ([`Attention::brief`]).
 pub(crate) fn brief(ctx: &Ctx) -> Outcome {
-    let brief = ctx.attention()?.brief(&ctx.agent)?;
+    let brief = ctx.attention().brief(&ctx.agent)?;
     Ok(Reply::new(text(&brief, false), &brief))
 }
 

@@ -83,7 +83,7 @@ pub(crate) fn bus_publish(ctx: &Ctx, p: BusPublish) -> Outcome {
     if let Some(chosen) = p.id.as_deref() {
         event = event.with_id(id(chosen)?);
     }
-    let view = Published::from(ctx.bus()?.publish(&to, &event)?);
+    let view = Published::from(ctx.bus().publish(&to, &event)?);
     let text = match &view {
         Published::Delivered { event } => format!("published {} to {to}\n", event.id),
         Published::Duplicate {
@@ -100,13 +100,13 @@ pub(crate) fn bus_publish(ctx: &Ctx, p: BusPublish) -> Outcome {
 
 pub(crate) fn bus_pending(ctx: &Ctx, p: BusPending) -> Outcome {
     let limit = limit(p.limit)?;
-    let pending = ctx.bus()?.pending(&ctx.agent)?;
+    let pending = ctx.bus().pending(&ctx.agent)?;
     Ok(events(&ctx.agent, &pending, limit, None))
 }
 
 pub(crate) fn bus_ack(ctx: &Ctx, p: BusAck) -> Outcome {
     let event_id: chipset_bus::EventId = id(&p.event_id)?;
-    let acked = ctx.bus()?.ack(&ctx.agent, &event_id)?;
+    let acked = ctx.bus().ack(&ctx.agent, &event_id)?;
     let view = Acked::of(&ctx.agent, &event_id, acked);
     let text = match acked {
         true => format!("acked {event_id}\n"),

@@ -179,7 +179,7 @@ pub(crate) fn lease_acquire(ctx: &Ctx, p: LeaseAcquire) -> Outcome {
     if let Some(reason) = p.reason {
         req = req.with_reason(reason);
     }
-    let granted = ctx.leases()?.acquire(&req)?;
+    let granted = ctx.leases().acquire(&req)?;
     let lease = LeaseRecord::of(&granted.lease, ctx.state.now());
     let text = format!("{}\n", lease.line());
     Ok(Reply::new(
@@ -193,7 +193,7 @@ pub(crate) fn lease_acquire(ctx: &Ctx, p: LeaseAcquire) -> Outcome {
 
 pub(crate) fn lease_renew(ctx: &Ctx, p: LeaseRenew) -> Outcome {
     let ttl = ttl(p.ttl_minutes)?.unwrap_or(chipset_lease::DEFAULT_TTL);
-    let lease = ctx.leases()?.renew(&ctx.agent, p.token, ttl)?;
+    let lease = ctx.leases().renew(&ctx.agent, p.token, ttl)?;
     let lease = LeaseRecord::of(&lease, ctx.state.now());
     Ok(Reply::new(
         format!("{}\n", lease.line()),
@@ -205,9 +205,9 @@ pub(crate) fn lease_release(ctx: &Ctx, p: LeaseRelease) -> Outcome {
     let forced = p.force.unwrap_or(false);
     let released = if forced {
         let reason = p.reason.unwrap_or_default();
-        ctx.leases()?.force_release(&ctx.agent, p.token, &reason)?
+        ctx.leases().force_release(&ctx.agent, p.token, &reason)?
     } else {
-        ctx.leases()?.release(&ctx.agent, p.token)?
+        ctx.leases().release(&ctx.agent, p.token)?
     };
     let (view, text) = LeaseReleased::of(p.token, &released, forced, ctx.state.now());
     Ok(Reply::new(text, view))
@@ -216,7 +216,7 @@ pub(crate) fn lease_release(ctx: &Ctx, p: LeaseRelease) -> Outcome {
 pub(crate) fn lease_list(ctx: &Ctx, p: LeaseList) -> Outcome {
     let limit = crate::params::limit(p.limit)?;
     let now = ctx.state.now();
-    let mut all = ctx.leases()?.list()?;
+    let mut all = ctx.leases().list()?;
     all.retain(|l| p.all.unwrap_or(false) || l.is_live(now));
     let total = all.len();
     let records: Vec<LeaseRecord> = all

@@ -112,7 +112,7 @@ pub(crate) fn mail_send(ctx: &Ctx, p: MailSend) -> Outcome {
     if let Some(chosen) = chosen {
         draft = draft.with_id(chosen);
     }
-    let message = ctx.mail()?.send(&draft)?;
+    let message = ctx.mail().send(&draft)?;
     Ok(Reply::new(
         format!("sent {} to {}\n", message.id, message.to),
         &message,
@@ -135,7 +135,7 @@ fn mail_send_group(ctx: &Ctx, p: MailSend, to: &Recipients, chosen: Option<Messa
     let Some(task) = p.task.as_deref().map(id).transpose()? else {
         return Err(Failure::usage(format!("a {kind} needs a task")));
     };
-    let resolved = ctx.directory()?.resolve(to, &ctx.agent)?;
+    let resolved = ctx.directory().resolve(to, &ctx.agent)?;
     let (agents, left_out) = (resolved.agents, resolved.left_out);
     let from = ctx.agent.clone();
     let sender_skipped = agents.contains(&from);
@@ -156,7 +156,7 @@ fn mail_send_group(ctx: &Ctx, p: MailSend, to: &Recipients, chosen: Option<Messa
     if let Some(chosen) = chosen {
         draft = draft.with_id(chosen);
     }
-    let copies = ctx.mail()?.send_group(&draft)?;
+    let copies = ctx.mail().send_group(&draft)?;
     let view = GroupSentView::of(&copies, sender_skipped, left_out);
     let names: Vec<String> = copies.iter().map(|m| m.to.to_string()).collect();
     let mut text = format!("sent {} to {}\n", view.group, names.join(", "));
@@ -196,7 +196,7 @@ pub(crate) fn mail_inbox(ctx: &Ctx, p: MailInbox) -> Outcome {
     let start = p.since.as_deref().map(since).transpose()?;
     let kind = p.kind.map(chipset_mail::Kind::from);
     let task: Option<chipset_store::TaskId> = p.task.as_deref().map(id).transpose()?;
-    let mut inbox = ctx.mail()?.inbox_listing(&ctx.agent)?;
+    let mut inbox = ctx.mail().inbox_listing(&ctx.agent)?;
     inbox.items.retain(|m| {
         kind.is_none_or(|k| m.kind == k)
             && task.as_ref().is_none_or(|t| m.task() == t)
@@ -222,7 +222,7 @@ pub(crate) fn mail_inbox(ctx: &Ctx, p: MailInbox) -> Outcome {
 
 pub(crate) fn mail_read(ctx: &Ctx, p: MailRead) -> Outcome {
     let message_id: MessageId = id(&p.id)?;
-    let m = &ctx.mail()?.find(&message_id)?.ok_or_else(|| {
+    let m = &ctx.mail().find(&message_id)?.ok_or_else(|| {
         Failure::new(
             ErrorKind::NotFound,
             format!("no message {message_id} in any inbox or the archive"),
@@ -243,7 +243,7 @@ pub(crate) fn mail_read(ctx: &Ctx, p: MailRead) -> Outcome {
 
 pub(crate) fn mail_archive(ctx: &Ctx, p: MailArchive) -> Outcome {
     let message_id: MessageId = id(&p.id)?;
-    let mail = ctx.mail()?;
+    let mail = ctx.mail();
     // Archiving is the addressee's act: an agent files its own messages only.
     if let Some(found) = mail.find(&message_id)?
         && found.to != ctx.agent
@@ -265,7 +265,7 @@ pub(crate) fn mail_archive(ctx: &Ctx, p: MailArchive) -> Outcome {
 
 pub(crate) fn mail_thread(ctx: &Ctx, p: MailThread) -> Outcome {
     let limit = limit(p.limit)?;
-    let messages = ctx.mail()?.thread(&id(&p.id)?)?;
+    let messages = ctx.mail().thread(&id(&p.id)?)?;
     Ok(listing(
         &messages,
         limit,
@@ -278,7 +278,7 @@ pub(crate) fn mail_thread(ctx: &Ctx, p: MailThread) -> Outcome {
 pub(crate) fn mail_pending(ctx: &Ctx, p: MailPending) -> Outcome {
     let limit = limit(p.limit)?;
     let task: chipset_store::TaskId = id(&p.task)?;
-    let messages = ctx.mail()?.pending_replies(&task)?;
+    let messages = ctx.mail().pending_replies(&task)?;
     Ok(listing(
         &messages,
         limit,

@@ -29,7 +29,7 @@ pub(crate) fn remind_open(ctx: &Ctx, p: RemindOpen) -> Outcome {
         Attention::REMINDER_AGENT_FIELD.to_owned(),
         serde_json::Value::String(to.to_string()),
     );
-    let (view, note) = ReminderOpened::of(ctx.reminders()?.open(&new)?);
+    let (view, note) = ReminderOpened::of(ctx.reminders().open(&new)?);
     let text = format!("{} {}\n", view.outcome, view.reminder.id);
     Ok(Reply::noted(text, view, note.map(str::to_owned)))
 }
@@ -48,7 +48,7 @@ pub(crate) fn remind_list(ctx: &Ctx, p: RemindList) -> Outcome {
                 .map_err(|e| Failure::usage(format!("`since`: expected an RFC 3339 time: {e}")))
         })
         .transpose()?;
-    let mut listing = ctx.reminders()?.list(&filter)?;
+    let mut listing = ctx.reminders().list(&filter)?;
     if let Some(since) = since {
         listing.items.retain(|r| r.created_at > since);
     }
@@ -78,7 +78,7 @@ pub(crate) fn remind_list(ctx: &Ctx, p: RemindList) -> Outcome {
 
 pub(crate) fn remind_resolve(ctx: &Ctx, p: RemindResolve) -> Outcome {
     let id: chipset_nudge::ReminderId = id(&p.id)?;
-    let r = ctx.reminders()?.resolve(&id, p.resolution.into(), p.note)?;
+    let r = ctx.reminders().resolve(&id, p.resolution.into(), p.note)?;
     let resolution = r
         .resolution
         .map_or_else(|| "open".to_owned(), |res| res.to_string());
@@ -94,7 +94,7 @@ pub(crate) fn remind_snooze(ctx: &Ctx, p: RemindSnooze) -> Outcome {
         return Err(Failure::usage("hours must be at least 1"));
     }
     let r = ctx
-        .reminders()?
+        .reminders()
         .snooze(&id, Duration::from_secs(u64::from(p.hours) * 3600), None)?;
     let until = r
         .snooze_until

@@ -176,7 +176,6 @@ pub(crate) fn search(ctx: &Ctx, p: SearchParams) -> Outcome {
     query.kind = p.kind;
     query.channel = p.channel.as_deref().map(parse_channel).transpose()?;
     query.since = p.since.as_deref().map(parse_time).transpose()?;
-    ctx.part(chipset::Part::Search)?;
     let chipset = &ctx.chipset;
     let hits = chipset.search(&query)?;
     let total = chipset.search_index().count(&query)?;

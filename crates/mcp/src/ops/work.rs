@@ -289,13 +289,13 @@ pub fn filter(labels: &[String], role: Option<&str>) -> ReadyFilter {
 pub(crate) fn work_ready(ctx: &Ctx, p: WorkReady) -> Outcome {
     let limit = crate::params::limit(p.limit)?;
     let labels: Vec<String> = p.label.into_iter().collect();
-    let ready = ctx.pool()?.ready(&filter(&labels, p.role.as_deref()))?;
+    let ready = ctx.pool().ready(&filter(&labels, p.role.as_deref()))?;
     let (view, text) = WorkListing::of(&ready, limit, "nothing ready");
     Ok(Reply::new(text, view))
 }
 
 pub(crate) fn work_claim(ctx: &Ctx, p: WorkClaim) -> Outcome {
-    let pool = ctx.pool()?;
+    let pool = ctx.pool();
     let claimed = match &p.id {
         // A label or role says which item to choose: with an id there is
         // nothing to choose, and ignoring them would claim what they exclude.
@@ -319,7 +319,7 @@ pub(crate) fn work_claim(ctx: &Ctx, p: WorkClaim) -> Outcome {
 
 pub(crate) fn work_release(ctx: &Ctx, p: WorkRelease) -> Outcome {
     let settled = ctx
-        .pool()?
+        .pool()
         .release(&ctx.agent, &id::<ItemId>(&p.id)?, &p.reason)?;
     let (view, text) = WorkSettled::of(&settled, "released");
     let text = format!(
