@@ -21,8 +21,10 @@
 //! let mut waiter = bus.waiter(&supervisor)?;
 //!
 //! // Workers publish. The critical one jumps the queue; the repeated mention is dropped.
-//! bus.publish(&supervisor, &NewEvent::new("worker-1", "status").with_priority(Priority::Low))?;
-//! bus.publish(&supervisor, &NewEvent::new("worker-2", "needs-input").with_priority(Priority::Critical))?;
+//! let status = NewEvent::new("worker-1", "status").with_priority(Priority::Low);
+//! let _ = bus.publish(&supervisor, &status)?;
+//! let ask = NewEvent::new("worker-2", "needs-input").with_priority(Priority::Critical);
+//! let _ = bus.publish(&supervisor, &ask)?;
 //! let mention = NewEvent::new("chat-watcher", "chat-mention").with_dedup_key("debug.chat#42");
 //! assert!(matches!(bus.publish(&supervisor, &mention)?, Published::Delivered(_)));
 //! assert!(matches!(bus.publish(&supervisor, &mention)?, Published::Duplicate { .. }));
