@@ -11,14 +11,14 @@ mod support;
 use std::error::Error;
 use std::time::Duration;
 
-use chipset::Chipset;
+use chipset::{Chipset, Classify, DoctorMode};
 use chipset::bus::NewEvent;
 use chipset::directory::Registration;
 use chipset::lease::{LeaseMode, LeaseRequest};
 use chipset::mail::{NewGroupMessage, NewMessage};
 use chipset::pool::{NewItem, ReadyFilter};
 use chipset::search::Query;
-use chipset::store::{AgentId, Classify, DoctorMode, TaskId};
+use chipset::store::{AgentId, TaskId};
 
 fn main() -> Result<(), Box<dyn Error>> {
     let tmp = tempfile::tempdir()?;

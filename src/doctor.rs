@@ -55,7 +55,7 @@ impl Chipset {
     /// temp files looked for are the local folder's.
     ///
     /// ```
-    /// use chipset::store::DoctorMode;
+    /// use chipset::DoctorMode;
     ///
     /// let tmp = tempfile::tempdir()?;
     /// let chipset = chipset::Chipset::open(tmp.path().join("state"))?;

@@ -145,7 +145,7 @@ pub use chipset_search as search;
 #[doc(inline)]
 pub use chipset_store as store;
 
-pub use chipset_store::{Classify, ErrorKind};
+pub use chipset_store::{Classify, DoctorMode, ErrorKind};
 pub use doctor::{Area, Checkup, STALE_TEMP_AGE};
 pub use door::{Chipset, Config};
 pub use error::{Error, Result};
