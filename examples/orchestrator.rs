@@ -11,7 +11,6 @@ mod support;
 use std::error::Error;
 use std::time::Duration;
 
-use chipset::{Chipset, Classify, DoctorMode};
 use chipset::bus::NewEvent;
 use chipset::directory::Registration;
 use chipset::lease::{LeaseMode, LeaseRequest};
@@ -19,6 +18,7 @@ use chipset::mail::{NewGroupMessage, NewMessage};
 use chipset::pool::{NewItem, ReadyFilter};
 use chipset::search::Query;
 use chipset::store::{AgentId, TaskId};
+use chipset::{Chipset, Classify, DoctorMode};
 
 fn main() -> Result<(), Box<dyn Error>> {
     let tmp = tempfile::tempdir()?;

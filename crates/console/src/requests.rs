@@ -203,6 +203,7 @@ impl Requests {
             Err(e) => {
                 // Unreadable now: forget it, so the next load reads it again.
                 known.stamp = None;
+                known.foreign.clear();
                 dirty.extend(known.tasks.values().cloned());
                 return Err(chain(&e));
             }

@@ -172,7 +172,7 @@ pub(crate) fn parse_message(path: &Path, bytes: &[u8]) -> ReadOutcome<Message> {
             _ => ReadOutcome::Value(m),
         },
         ReadOutcome::Corrupt(c) => {
-            if let Some(foreign) = foreign_task(path, bytes) {
+            if let Some(foreign) = crate::foreign::foreign_task(path, bytes) {
                 return foreign;
             }
             // Only a well-formed object is a candidate; anything else stays corrupt.
@@ -201,35 +201,6 @@ pub(crate) fn parse_message(path: &Path, bytes: &[u8]) -> ReadOutcome<Message> {
         }
         other => other,
     }
-}
-
-/// How [`Unsupported::what`] ends for a message of a task chipset cannot
-/// name ([`Message::foreign_task`]).
-const FOREIGN_TASK: &str = "` (no chipset task can have that name)";
-
-/// A message another seed program wrote for a phase no [`TaskId`] can be
-/// (nubos-pilot takes any non-empty phase: `plan/phase-1`), and otherwise
-/// readable: unsupported, naming the phase (cut at 200 characters); `None`
-/// for any other file.
-fn foreign_task(path: &Path, bytes: &[u8]) -> Option<ReadOutcome<Message>> {
-    let Ok(serde_json::Value::Object(mut object)) = serde_json::from_slice(bytes) else {
-        return None;
-    };
-    let phase = match object.get_mut("phase") {
-        Some(serde_json::Value::String(p)) if !p.is_empty() && TaskId::new(p.as_str()).is_err() => {
-            std::mem::replace(p, "phase".to_owned())
-        }
-        _ => return None,
-    };
-    // The rest must read: a file broken elsewhere stays corrupt.
-    let rest = serde_json::to_vec(&object).ok()?;
-    if parse_message(path, &rest).is_corrupt() {
-        return None;
-    }
-    let shown: String = phase.chars().take(200).collect();
-    let cut = if shown.len() < phase.len() { "…" } else { "" };
-    let what = format!("message phase `{shown}{cut}{FOREIGN_TASK}");
-    Some(ReadOutcome::Unsupported(Unsupported::new(path, what)))
 }
 
 /// The largest round accepted: 2^53, the largest integer every JSON writer
@@ -310,7 +281,8 @@ impl Message {
     /// and no task chipset can name is its task, so the commit gate leaves
     /// it out. Any other unreadable message file closes every gate.
     pub fn foreign_task(unsupported: &Unsupported) -> bool {
-        unsupported.what.starts_with("message phase `") && unsupported.what.ends_with(FOREIGN_TASK)
+        let what = &unsupported.what;
+        what.starts_with("message phase `") && what.ends_with(crate::foreign::FOREIGN_TASK)
     }
 
     /// Returns true when the message holds up its task until answered: it

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use chipset_store::{AgentId, ReadOutcome, SortableId, TaskId};
+use chipset_store::{AgentId, SortableId, TaskId};
 use serde::{Deserialize, Serialize};
 
 use crate::MessageId;
@@ -12,7 +12,7 @@ use crate::draft::NewMessage;
 use crate::error::{Error, Result};
 use crate::format::{Kind, MailPriority, Message};
 use crate::layout::Location;
-use crate::mail::{Mail, read_message};
+use crate::mail::Mail;
 
 /// The most recipients one group message has (after the sender is left out).
 pub(crate) const MAX_GROUP: usize = 4096;
@@ -273,7 +273,8 @@ impl Mail {
     ///
     /// Refusals, with nothing written: [`Error::EmptyGroup`] (no recipient
     /// but the sender), [`Error::GroupTooLarge`], [`Error::InvalidGroupId`],
-    /// [`Error::IdTaken`] for a chosen id one message was sent under alone,
+    /// [`Error::IdTaken`] for a chosen id a message to one of the
+    /// recipients was sent under alone,
     /// and every refusal of [`Mail::send`] for any copy.
     /// [`Error::OutcomeUnknown`] names the **group** id when copies may
     /// have been delivered: send again with it. [`Error::PartlySent`]
@@ -303,16 +304,18 @@ impl Mail {
             ),
         };
         if !fresh {
-            // One message sent alone under the id: a group now would be a
-            // second, different delivery under it.
-            if let Some(found) = self.found(&id)? {
+            if let Some(first) = self.first_attempt(&id, &to)? {
+                to = first.to.into_iter().collect();
+            }
+            // A message sent alone under the id to one of the recipients:
+            // its copy would be a second message under the id for it.
+            if let Some(found) = self.found(&id)?
+                && to.contains(&found.message.to)
+            {
                 return Err(Error::IdTaken {
                     id,
                     location: found.location,
                 });
-            }
-            if let Some(first) = self.first_attempt(&id, &to)? {
-                to = first.to.into_iter().collect();
             }
         }
         let group = Group {
@@ -348,6 +351,8 @@ impl Mail {
     /// Refuses a draft sent alone under a chosen id that a group was sent
     /// under (the group's copy to the draft's addressee exists): it would
     /// be a second copy. [`Error::IdTaken`], naming where that copy is.
+    /// Checked before the send, not with it: a group and a message alone
+    /// sent under one id at the same moment can both be delivered.
     pub(crate) fn refuse_group_ids(&self, drafts: &[NewMessage]) -> Result<()> {
         for d in drafts {
             // Only a seed-form id names a group ([`Error::InvalidGroupId`]).
@@ -367,32 +372,12 @@ impl Mail {
         Ok(())
     }
 
-    /// Where the copy of group `id` to `draft`'s addressee is, if it is:
-    /// on a server, found by its id; in a directory, looked for only
-    /// where it can be (the addressee's inbox, `archive/`, the orphan
-    /// archive and the draft's task's), not in every inbox and task.
+    /// Where the copy of group `id` to `draft`'s addressee is, if it is
+    /// (wherever it moved: any task's by-task archive included).
     fn group_copy(&self, id: &MessageId, draft: &NewMessage) -> Result<Option<Location>> {
-        let copy = copy_id(id, &draft.to);
+        let found = self.found(&copy_id(id, &draft.to))?;
         let of_group = |m: &Message| m.group.as_ref().is_some_and(|g| g.id == *id);
-        if self.server().is_some() {
-            let found = self.found(&copy)?;
-            return Ok(found.filter(|f| of_group(&f.message)).map(|f| f.location));
-        }
-        let mut places = vec![
-            Location::Inbox(draft.to.clone()),
-            Location::Archive,
-            Location::Orphan,
-        ];
-        places.extend(draft.task.clone().map(Location::ByTask));
-        for location in places {
-            let path = self.layout.file(&location, &copy);
-            if let ReadOutcome::Value(m) = read_message(&self.state, &path)?
-                && of_group(&m)
-            {
-                return Ok(Some(location));
-            }
-        }
-        Ok(None)
+        Ok(found.filter(|f| of_group(&f.message)).map(|f| f.location))
     }
 
     /// Returns the group a first attempt with this id recorded in a copy it

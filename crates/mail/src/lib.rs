@@ -404,6 +404,7 @@ mod archive;
 mod doctor;
 mod draft;
 mod error;
+mod foreign;
 mod format;
 mod gate;
 mod group;

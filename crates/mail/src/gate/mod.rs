@@ -45,7 +45,9 @@
 //! otherwise it
 //! lists that inbox, reuses the facts of files it already knows (same name,
 //! same inode) and reads only the new ones, exactly as the uncached gate
-//! reads them (an unreadable or unsupported file fails the gate closed).
+//! reads them (an unreadable or unsupported file fails the gate closed,
+//! but a message of a phase no task can be, which no gate asks for:
+//! [`Message::foreign_task`]).
 //!
 //! Where it would not hold, and what is done about it:
 //!
