@@ -66,7 +66,9 @@ pub fn page(
     // button down (a click or a drag in progress); the newest shows once
     // the selection is cleared, or once the click has reached what it was
     // pressed on (hence the timeout: a link swapped under it loses it). A
-    // link of #live that had the focus (from the keyboard) gets it back.
+    // press whose release never comes (a context menu, a native drag, the
+    // window left) ends at that event, or at a move with no button down.
+    // A link of #live that had the focus (from the keyboard) gets it back.
     let _ = write!(
         out,
         "</div><script>\"use strict\";(function(){{\
@@ -78,11 +80,13 @@ pub fn page(
          live.innerHTML=held;held=null;\
          if(h)[].some.call(live.querySelectorAll(\"a\"),function(l){{\
          return l.getAttribute(\"href\")===h&&(l.focus({{preventScroll:true}}),true);}});}}\
-         function up(){{down=false;setTimeout(show,0);}}\
+         function up(){{if(down){{down=false;setTimeout(show,0);}}}}\
          document.addEventListener(\"selectionchange\",show);\
          document.addEventListener(\"pointerdown\",function(){{down=true;}},true);\
-         document.addEventListener(\"pointerup\",up,true);\
-         document.addEventListener(\"pointercancel\",up,true);\
+         [\"pointerup\",\"pointercancel\",\"contextmenu\",\"dragstart\"].forEach(\
+         function(t){{document.addEventListener(t,up,true);}});\
+         window.addEventListener(\"blur\",up);\
+         document.addEventListener(\"pointermove\",function(e){{if(!e.buttons)up();}},true);\
          var es=new EventSource(\"/events{}v={version}\");\
          es.addEventListener(\"update\",function(e){{held=e.data;show();}});}})();\
          </script><!-- view {view} --></body></html>",

@@ -155,3 +155,49 @@ fn the_focus_and_a_click_in_progress_survive_updates() {
     let errors = browser.console_errors();
     assert!(errors.is_empty(), "console errors: {errors:?}");
 }
+
+/// A press whose release never comes (a right-click's menu, a native
+/// drag, the window left, the button let go outside the page) does not
+/// hold the updates for good: each of those ends it.
+#[test]
+fn a_press_without_a_release_stops_holding_updates() {
+    let team = team();
+    let d = Dashboard::start(team.chipset.clone(), None);
+    let browser = start();
+    browser.open(&format!("http://{}/?view=agents", d.addr));
+    let ends = [
+        (
+            "contextmenu",
+            "document.dispatchEvent(new MouseEvent('contextmenu', {bubbles: true}));",
+        ),
+        (
+            "dragstart",
+            "document.dispatchEvent(new DragEvent('dragstart', {bubbles: true}));",
+        ),
+        ("blur", "window.dispatchEvent(new Event('blur'));"),
+        (
+            "a move with no button",
+            "document.dispatchEvent(new PointerEvent('pointermove', {bubbles: true, buttons: 0}));",
+        ),
+    ];
+    for (n, (what, end)) in ends.iter().enumerate() {
+        let agent = format!("polecat-held-{n}");
+        browser.script(
+            "document.dispatchEvent(new PointerEvent('pointerdown', {bubbles: true, buttons: 1}));",
+        );
+        assign(&team.chipset, &agent);
+        wait_for_update(&browser, &agent);
+        let text = live(&browser);
+        assert!(
+            !text.contains(&agent),
+            "{what}: not held under the button:\n{text}"
+        );
+        browser.script(end);
+        browser.wait_for(
+            &format!("the held update shown after {what}"),
+            &format!("return document.getElementById('live').innerText.includes('{agent}');"),
+        );
+    }
+    let errors = browser.console_errors();
+    assert!(errors.is_empty(), "console errors: {errors:?}");
+}
