@@ -192,8 +192,8 @@
 //! sync fails ([`OutcomeUnknown`](chipset_store::Error::OutcomeUnknown)),
 //! the new hook is already in place, not known to be durable. Retry the
 //! same call, with the same assignment: it finds the hook as that attempt
-//! left it and succeeds, writing nothing (see "Commit points and
-//! retries"); there is nothing to read first.
+//! left it and succeeds, writing nothing but a touch, which applies again
+//! (see "Commit points and retries"); there is nothing to read first.
 
 #![forbid(unsafe_code)]
 
