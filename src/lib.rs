@@ -86,8 +86,9 @@
 //! thread (the watching runs on a thread of its own, so any executor
 //! works, including a current-thread runtime): `Waiter::wait_async` (and
 //! `Bus::waiter_async`), `Attention::wait_async`, `Attention::subscribe`
-//! / `Attention::stream` for a `Stream` of briefs (`BriefStream`), and
-//! `backend::AsyncWait` around any watch. They are
+//! / `Attention::stream` for a `Stream` of briefs (`BriefStream`),
+//! `Mail::wait_gate_async` (the wait for a task's commit gate,
+//! `Mail::wait_gate`), and `backend::AsyncWait` around any watch. They are
 //! in these docs when they are built with the feature
 //! (`cargo doc -p chipset --features tokio`).
 //!

@@ -72,8 +72,11 @@ pub(crate) fn run(ctx: &Ctx, command: MailCommand) -> Result<Output> {
             let messages = mail.thread(&id)?;
             Ok(listing(ctx.paint, &messages, true, "empty thread\n"))
         }
-        MailCommand::Pending { task, check } => {
-            let messages = mail.pending_replies(&task)?;
+        MailCommand::Pending { task, check, wait } => {
+            let messages = match wait {
+                Some(timeout) => mail.wait_gate(&task, timeout)?,
+                None => mail.pending_replies(&task)?,
+            };
             let empty = format!("no pending replies for {task}\n");
             let closed = (check && !messages.is_empty()).then(|| {
                 CliError::refused(format!(

@@ -419,6 +419,7 @@ mod server;
 mod spill;
 mod tail;
 mod thread;
+mod wait_gate;
 
 pub use doctor::OrphanReason;
 pub use draft::{MailConfig, NewMessage};

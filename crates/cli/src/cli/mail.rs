@@ -1,12 +1,13 @@
 //! `chipset mail ...`: the mail commands' arguments.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use chipset_mail::MessageId;
 use chipset_store::{AgentId, TaskId, Timestamp};
 use clap::{Args, Subcommand, ValueEnum};
 
-use super::{DoctorArgs, Who};
+use super::{DoctorArgs, Who, parse_duration};
 
 /// `chipset mail ...`.
 #[derive(Debug, Subcommand)]
@@ -55,6 +56,11 @@ pub(crate) enum MailCommand {
         /// commit hook or a script.
         #[arg(long)]
         check: bool,
+        /// Wait up to DURATION (30s, 5m, 500ms) for the gate to open:
+        /// return as soon as no request waits, or at the end with those
+        /// still waiting then.
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        wait: Option<Duration>,
     },
     /// Move a committed task's messages into archive/by-task/.
     Sweep {

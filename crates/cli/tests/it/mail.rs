@@ -143,6 +143,42 @@ fn pending_check_fails_while_the_gate_is_closed() {
     assert!(open.stdout.contains("no pending replies"), "{open:?}");
 }
 
+/// `mail pending --wait` returns as soon as another process answers the
+/// request, and exits as `pending` does with what is open at the end.
+#[test]
+fn pending_wait_returns_once_the_gate_opens() {
+    let mut env = Env::new();
+    let id = env.ok(&request()).line();
+    let waiting = env
+        .command(&["mail", "pending", "--check", "--wait", "10s", TASK])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    env.ok(&response(&id));
+    let out = waiting.wait_with_output().unwrap();
+    let took = started.elapsed();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(stdout.contains("no pending replies"), "{stdout}");
+    assert!(took < std::time::Duration::from_secs(10), "{took:?}");
+}
+
+/// With nobody answering, `--wait` ends at its duration with the request,
+/// and `--check` fails as the gate is closed.
+#[test]
+fn pending_wait_ends_at_its_duration_with_what_is_open() {
+    let mut env = Env::new();
+    let id = env.ok(&request()).line();
+    let started = std::time::Instant::now();
+    let closed = env.fails(1, &["mail", "pending", "--check", "--wait", "300ms", TASK]);
+    assert!(started.elapsed() >= std::time::Duration::from_millis(300));
+    assert!(closed.stdout.contains(&id), "{closed:?}");
+    assert!(closed.stderr.contains("commit gate"), "{closed:?}");
+}
+
 #[test]
 fn refusals() {
     let mut env = Env::new();

@@ -36,6 +36,8 @@ mod repair;
 mod scan;
 mod send;
 
+pub(crate) use scan::watch_failure;
+
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -27,6 +27,7 @@ mod server_doctor;
 mod server_scan;
 mod tail;
 mod tail_file;
+mod wait_gate;
 
 use chipset_mail::MessageId;
 use chipset_mail::{Mail, MailConfig, ManifestEvent, NewMessage};
