@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use chipset_store::{AgentId, SortableId, TaskId};
+use chipset_store::{AgentId, ReadOutcome, SortableId, TaskId};
 use serde::{Deserialize, Serialize};
 
 use crate::MessageId;
@@ -12,7 +12,7 @@ use crate::draft::NewMessage;
 use crate::error::{Error, Result};
 use crate::format::{Kind, MailPriority, Message};
 use crate::layout::Location;
-use crate::mail::Mail;
+use crate::mail::{Mail, read_message};
 
 /// The most recipients one group message has (after the sender is left out).
 pub(crate) const MAX_GROUP: usize = 4096;
@@ -373,11 +373,39 @@ impl Mail {
     }
 
     /// Where the copy of group `id` to `draft`'s addressee is, if it is
-    /// (wherever it moved: any task's by-task archive included).
+    /// (wherever it moved: any task's by-task archive included). In a
+    /// directory only where a copy to that addressee can be: its inbox,
+    /// then `archive/`, the orphans and the by-task archives, in the order
+    /// a message moves (so a moving copy is not missed), not every inbox.
     fn group_copy(&self, id: &MessageId, draft: &NewMessage) -> Result<Option<Location>> {
-        let found = self.found(&copy_id(id, &draft.to))?;
+        let copy = copy_id(id, &draft.to);
         let of_group = |m: &Message| m.group.as_ref().is_some_and(|g| g.id == *id);
-        Ok(found.filter(|f| of_group(&f.message)).map(|f| f.location))
+        if self.server().is_some() {
+            let found = self.found(&copy)?;
+            return Ok(found.filter(|f| of_group(&f.message)).map(|f| f.location));
+        }
+        let mut places = vec![
+            Location::Inbox(draft.to.clone()),
+            Location::Archive,
+            Location::Orphan,
+        ];
+        places.extend(draft.task.clone().map(Location::ByTask));
+        for dir in self.state.list(&self.layout.by_task_root())? {
+            if let Ok(task) = TaskId::new(dir.as_str())
+                && draft.task.as_ref() != Some(&task)
+            {
+                places.push(Location::ByTask(task));
+            }
+        }
+        for location in places {
+            let path = self.layout.file(&location, &copy);
+            if let ReadOutcome::Value(m) = read_message(&self.state, &path)?
+                && of_group(&m)
+            {
+                return Ok(Some(location));
+            }
+        }
+        Ok(None)
     }
 
     /// Returns the group a first attempt with this id recorded in a copy it
