@@ -170,16 +170,20 @@ fn a_request_shows_its_thread() {
     );
 }
 
+/// Each pool row's item and state.
+fn states(pool: &chipset_console::Table) -> Vec<(&str, &str)> {
+    pool.rows
+        .iter()
+        .map(|r| (r.key.as_str(), r.cells[1].as_str()))
+        .collect()
+}
+
 #[test]
 fn the_pool_lists_items_by_state_and_shows_an_item() {
     let team = team();
     let s = snapshot_of(&team);
     let pool = s.table(View::Pool);
-    let states: Vec<(&str, &str)> = pool
-        .rows
-        .iter()
-        .map(|r| (r.key.as_str(), r.cells[1].as_str()))
-        .collect();
+    let states = states(pool);
     assert_eq!(
         states,
         [
@@ -208,11 +212,7 @@ fn a_corrupt_hook_leaves_the_pool_listed_and_is_a_problem() {
     std::fs::write(hooks.join("ghost.json"), "{").unwrap();
     let s = snapshot_of(&team);
     let pool = s.table(View::Pool);
-    let states: Vec<(&str, &str)> = pool
-        .rows
-        .iter()
-        .map(|r| (r.key.as_str(), r.cells[1].as_str()))
-        .collect();
+    let states = states(pool);
     assert_eq!(
         states,
         [
