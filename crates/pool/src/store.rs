@@ -403,12 +403,18 @@ impl Pool {
     ///
     /// A corrupt or unsupported table or log; a store error.
     pub fn listing(&self) -> Result<Listing<Listed>> {
-        let (table, _) = self.load("list work")?;
+        self.listing_as("list work", "list the work on")
+    }
+
+    /// [`Pool::listing`], its failures naming `op` (the table's read) and
+    /// `hooks_op` (the hooks').
+    fn listing_as(&self, op: &'static str, hooks_op: &'static str) -> Result<Listing<Listed>> {
+        let (table, _) = self.load(op)?;
         let Scan {
             by_item: holds,
             unreadable,
             ..
-        } = self.scan_hooks("list the work on", false)?;
+        } = self.scan_hooks(hooks_op, false)?;
         let view = View {
             index: Index::new(&table),
             holds: &holds,
@@ -506,22 +512,12 @@ impl Pool {
     ///
     /// A corrupt or unsupported table or log; a store error.
     pub fn counts(&self) -> Result<PoolCounts> {
-        let (table, _) = self.load("count work")?;
-        let Scan {
-            by_item: holds,
-            unreadable,
-            ..
-        } = self.scan_hooks("count work", false)?;
-        let view = View {
-            index: Index::new(&table),
-            holds: &holds,
-            now: self.now()?,
-        };
+        let listing = self.listing_as("count work", "count work")?;
         let mut counts = PoolCounts {
-            unreadable_hooks: unreadable.unreadable().count(),
+            unreadable_hooks: listing.unreadable().count(),
             ..PoolCounts::default()
         };
-        for l in view.list() {
+        for l in &listing.items {
             match l.state {
                 WorkState::Ready => counts.ready += 1,
                 WorkState::Deferred { .. } => counts.deferred += 1,
