@@ -112,40 +112,40 @@ impl Ctx {
         }
     }
 
-    pub(crate) fn hooks(&self) -> Hooks {
-        self.chipset.hooks().clone()
+    pub(crate) fn hooks(&self) -> &Hooks {
+        self.chipset.hooks()
     }
 
-    pub(crate) fn nudges(&self) -> Nudges {
-        self.chipset.nudges().clone()
+    pub(crate) fn nudges(&self) -> &Nudges {
+        self.chipset.nudges()
     }
 
-    pub(crate) fn mail(&self) -> Mail {
-        self.chipset.mail().clone()
+    pub(crate) fn mail(&self) -> &Mail {
+        self.chipset.mail()
     }
 
-    pub(crate) fn bus(&self) -> Bus {
-        self.chipset.bus().clone()
+    pub(crate) fn bus(&self) -> &Bus {
+        self.chipset.bus()
     }
 
-    pub(crate) fn reminders(&self) -> Reminders {
-        self.chipset.reminders().clone()
+    pub(crate) fn reminders(&self) -> &Reminders {
+        self.chipset.reminders()
     }
 
-    pub(crate) fn attention(&self) -> Attention {
-        self.chipset.attention().clone()
+    pub(crate) fn attention(&self) -> &Attention {
+        self.chipset.attention()
     }
 
-    pub(crate) fn directory(&self) -> Directory {
-        self.chipset.directory().clone()
+    pub(crate) fn directory(&self) -> &Directory {
+        self.chipset.directory()
     }
 
-    pub(crate) fn leases(&self) -> Leases {
-        self.chipset.leases().clone()
+    pub(crate) fn leases(&self) -> &Leases {
+        self.chipset.leases()
     }
 
-    pub(crate) fn pool(&self) -> Pool {
-        self.chipset.pool().clone()
+    pub(crate) fn pool(&self) -> &Pool {
+        self.chipset.pool()
     }
 }
 

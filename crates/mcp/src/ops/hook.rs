@@ -64,14 +64,14 @@ fn changed(hook: &Hook) -> Reply {
 
 pub(crate) fn hook_touch(ctx: &Ctx, p: HookWork) -> Outcome {
     let hooks = ctx.hooks();
-    let held = held(&hooks, &ctx.agent, "touch", p.bead.as_deref(), p.generation)?;
+    let held = held(hooks, &ctx.agent, "touch", p.bead.as_deref(), p.generation)?;
     Ok(changed(&hooks.touch(&held)?))
 }
 
 pub(crate) fn hook_complete(ctx: &Ctx, p: HookWork) -> Outcome {
     let hooks = ctx.hooks();
     let held = held(
-        &hooks,
+        hooks,
         &ctx.agent,
         "complete",
         p.bead.as_deref(),
@@ -101,7 +101,7 @@ pub(crate) fn hook_clear(ctx: &Ctx, p: HookClear) -> Outcome {
     let to: AgentId = id(&p.to)?;
     let bead: Option<BeadId> = p.bead.as_deref().map(id).transpose()?;
     let reassign = p.reassign.unwrap_or(false);
-    let (cleared, text) = Cleared::run(&ctx.hooks(), &to, reassign, bead.as_ref(), p.generation)?;
+    let (cleared, text) = Cleared::run(ctx.hooks(), &to, reassign, bead.as_ref(), p.generation)?;
     Ok(Reply::new(text, cleared))
 }
 

@@ -35,7 +35,7 @@ pub(crate) fn nudge_read(ctx: &Ctx) -> Outcome {
 pub(crate) fn nudge_respond(ctx: &Ctx, p: NudgeRespond) -> Outcome {
     let nudges = ctx.nudges();
     let message = p.message.unwrap_or_else(|| "Acknowledged".to_owned());
-    let (view, note) = NudgeAnswered::respond(&nudges, &ctx.agent, message)?;
+    let (view, note) = NudgeAnswered::respond(nudges, &ctx.agent, message)?;
     Ok(Reply::noted(view.line(), view, note))
 }
 
