@@ -21,7 +21,7 @@ use chipset::mail::{ManifestEvent, NewMessage};
 use chipset::migrate::{MigrateError, Migration, Report};
 use chipset::nudge::{NewNudge, NewReminder, NudgeType};
 use chipset::store::{AgentId, TaskId};
-use chipset::{Chipset, Classify, ErrorKind, Root, ServerOptions};
+use chipset::{Chipset, Classify, ErrorKind, Root, ServerOptions, ServerUrl};
 
 mod migrate_pool;
 mod pg;
@@ -38,6 +38,21 @@ fn task(name: &str) -> TaskId {
 
 fn dir(path: &Path) -> Root {
     Root::Dir(path.to_owned())
+}
+
+/// A fresh schema for the test `name`, a temp folder whose `local/` is
+/// the server's local folder, and the URL and options that open it;
+/// `None` without a server (the test then says so and passes).
+pub(crate) fn on_server(
+    name: &str,
+) -> Option<(pg::Server, tempfile::TempDir, ServerUrl, ServerOptions)> {
+    let server = pg::Server::fresh(name)?;
+    let tmp = tempfile::tempdir().unwrap();
+    let (url, options) = (
+        server.url.clone(),
+        server.options(&tmp.path().join("local")),
+    );
+    Some((server, tmp, url, options))
 }
 
 /// Fills every channel the server door wires through the door's own
@@ -373,14 +388,10 @@ fn bad_roots_are_typed_errors() {
 
 #[test]
 fn a_state_goes_to_a_server_and_back_equal() {
-    let Some(server) = pg::Server::fresh("a_state_goes_to_a_server_and_back_equal") else {
+    let Some((_server, tmp, url, options)) = on_server("a_state_goes_to_a_server_and_back_equal")
+    else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let (url, options) = (
-        server.url.clone(),
-        server.options(&tmp.path().join("local")),
-    );
     let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
     populate(&a);
     let pg = Root::Server(url.clone());
@@ -454,16 +465,11 @@ fn killed_child_entry() {
 
 #[test]
 fn a_run_killed_mid_way_completes_on_the_rerun_without_duplicates() {
-    let Some(server) =
-        pg::Server::fresh("a_run_killed_mid_way_completes_on_the_rerun_without_duplicates")
+    let Some((_server, tmp, url, options)) =
+        on_server("a_run_killed_mid_way_completes_on_the_rerun_without_duplicates")
     else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let (url, options) = (
-        server.url.clone(),
-        server.options(&tmp.path().join("local")),
-    );
     let a = tmp.path().join("a");
     populate(&a);
     populate_pool(&a);
@@ -587,16 +593,11 @@ fn allow(sql: &mut postgres::Client, schema: &str) {
 
 #[test]
 fn a_write_refused_part_way_is_unfinished_and_the_rerun_finishes() {
-    let Some(server) =
-        pg::Server::fresh("a_write_refused_part_way_is_unfinished_and_the_rerun_finishes")
+    let Some((server, tmp, url, options)) =
+        on_server("a_write_refused_part_way_is_unfinished_and_the_rerun_finishes")
     else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let (url, options) = (
-        server.url.clone(),
-        server.options(&tmp.path().join("local")),
-    );
     let a = tmp.path().join("a");
     populate(&a);
     // Opening the door creates the schema's tables, empty.

@@ -8,7 +8,7 @@ use chipset::migrate::{ChannelReport, Migration, Report};
 use chipset::pool::NewItem;
 use chipset::{Chipset, Root};
 
-use super::{agent, assert_verified, dir, files, pg};
+use super::{agent, assert_verified, dir, files, on_server};
 
 /// Fills a pool: four items posted (one depends on another and waits
 /// until tomorrow), one claimed, one done, one released and claimed
@@ -61,14 +61,11 @@ fn pool_line(report: &Report) -> &ChannelReport {
 
 #[test]
 fn a_pool_goes_to_a_server_and_back_with_its_states() {
-    let Some(server) = pg::Server::fresh("a_pool_goes_to_a_server_and_back_with_its_states") else {
+    let Some((_server, tmp, url, options)) =
+        on_server("a_pool_goes_to_a_server_and_back_with_its_states")
+    else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let (url, options) = (
-        server.url.clone(),
-        server.options(&tmp.path().join("local")),
-    );
     let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
     populate_pool(&a);
     let source = Chipset::open(&a).unwrap();

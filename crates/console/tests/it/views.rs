@@ -183,9 +183,8 @@ fn the_pool_lists_items_by_state_and_shows_an_item() {
     let team = team();
     let s = snapshot_of(&team);
     let pool = s.table(View::Pool);
-    let states = states(pool);
     assert_eq!(
-        states,
+        states(pool),
         [
             ("bd-102", "claimed (pending)"),
             ("bd-103", "ready"),
@@ -212,9 +211,8 @@ fn a_corrupt_hook_leaves_the_pool_listed_and_is_a_problem() {
     std::fs::write(hooks.join("ghost.json"), "{").unwrap();
     let s = snapshot_of(&team);
     let pool = s.table(View::Pool);
-    let states = states(pool);
     assert_eq!(
-        states,
+        states(pool),
         [
             ("bd-102", "claimed (pending)"),
             ("bd-103", "ready?"),
