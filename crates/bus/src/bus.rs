@@ -11,7 +11,7 @@ use chipset_store::{
     Timestamp, Unsupported,
 };
 
-use crate::config::{BusConfig, Occasion};
+use crate::config::{BusConfig, NagPolicy, Occasion};
 use crate::control;
 use crate::dedup::{self, Verdict};
 use crate::error::{Error, Result};

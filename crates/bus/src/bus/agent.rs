@@ -231,6 +231,11 @@ impl Bus {
     /// now, in processing order, and records the reminder time of the timed
     /// ones (`bus/{agent}/nag.json`), so a restart does not repeat them early.
     ///
+    /// The cadence is the seed's: critical every 30 s and high every 2 min
+    /// (from publishing, then from each reminder), whatever the occasion;
+    /// normal at every [`Occasion::Poll`]; low at a poll when nothing of
+    /// another priority is pending.
+    ///
     /// # Errors
     ///
     /// [`Error::Store`] when the queue or the reminder state cannot be read or written.
@@ -259,7 +264,7 @@ impl Bus {
             let (due, next) = nag::due(
                 &events,
                 &state,
-                &self.config.nag,
+                &NagPolicy::default(),
                 occasion,
                 self.state.now(),
             );
