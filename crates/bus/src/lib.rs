@@ -16,7 +16,7 @@
 //! let supervisor = AgentId::new("supervisor")?;
 //!
 //! // The supervisor starts: its (empty) queue exists from now on, and it is present.
-//! let startup = bus.start(&supervisor)?;
+//! let startup = bus.start(&supervisor, std::process::id())?;
 //! assert!(startup.pending.is_empty());
 //! let mut waiter = bus.waiter(&supervisor)?;
 //!

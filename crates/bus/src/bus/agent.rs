@@ -4,26 +4,20 @@
 use super::*;
 
 impl Bus {
-    /// Starts a session for `agent`, as the seed's restart steps say: makes
-    /// sure the queue exists, reads every pending event in order, then
-    /// registers presence (this process's pid, now).
+    /// Starts a session for `agent`, run by the process `pid`, as the
+    /// seed's restart steps say: makes sure the queue exists, reads every
+    /// pending event in order, then registers presence (`pid`, now).
+    ///
+    /// An agent starting itself passes `std::process::id()`; a short-lived
+    /// command that starts the session of a longer-lived agent passes the
+    /// agent's pid (the `chipset bus start` command line records its
+    /// caller's). The agent's own [`Bus::heartbeat`] then keeps this
+    /// presence.
     ///
     /// # Errors
     ///
     /// [`Error::Store`] when the queue or presence cannot be read or written.
-    pub fn start(&self, agent: &AgentId) -> Result<Startup> {
-        self.start_as(agent, std::process::id())
-    }
-
-    /// As [`Bus::start`], for the agent process `pid` rather than this one:
-    /// for a short-lived command that starts the session of a longer-lived
-    /// agent (the `chipset bus start` command line records its caller's).
-    /// The agent's own [`Bus::heartbeat`] then keeps this presence.
-    ///
-    /// # Errors
-    ///
-    /// As [`Bus::start`].
-    pub fn start_as(&self, agent: &AgentId, pid: u32) -> Result<Startup> {
+    pub fn start(&self, agent: &AgentId, pid: u32) -> Result<Startup> {
         if let Some(seam) = &self.seam {
             return self.seam_start(seam.as_ref(), agent, pid);
         }

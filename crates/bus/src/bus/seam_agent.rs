@@ -65,7 +65,7 @@ impl Bus {
         }
     }
 
-    /// [`Bus::start_as`] on the seam.
+    /// [`Bus::start`] on the seam.
     pub(crate) fn seam_start(
         &self,
         seam: &dyn Backend,

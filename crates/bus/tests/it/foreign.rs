@@ -95,7 +95,7 @@ fn presence_registry_and_nag_state_keep_extra_fields() {
     let a = agent("worker-1");
     let dir = bus.queue_dir(&a).parent().unwrap().to_owned();
 
-    bus.start(&a).unwrap();
+    bus.start(&a, std::process::id()).unwrap();
     add(&dir.join("presence.json"), "host", json!("box-1"));
     clock.advance(Duration::from_secs(1));
     let p = bus.heartbeat(&a).unwrap();

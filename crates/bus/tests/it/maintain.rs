@@ -26,7 +26,7 @@ fn counts_and_status_come_from_listings() {
     let e = publish(&bus, "a", Priority::Low);
     publish(&bus, "b", Priority::High);
     assert!(bus.ack_event(&agent("a"), &e).unwrap());
-    let _ = bus.start(&agent("b")).unwrap();
+    let _ = bus.start(&agent("b"), std::process::id()).unwrap();
     // A name that is no event's, counted apart.
     std::fs::write(bus.queue_dir(&agent("b")).as_path().join("README"), b"hi").unwrap();
     let status = bus.status().unwrap();

@@ -201,7 +201,7 @@ fn cases() -> Vec<Case> {
             name: "start a session",
             setup: |b| drop(b.publish(&agent("bob"), &event(ID)).unwrap()),
             run: |b| {
-                let started = b.start_as(&agent("bob"), 4242)?;
+                let started = b.start(&agent("bob"), 4242)?;
                 assert_eq!(started.pending.events.len(), 1, "{started:?}");
                 Ok(())
             },

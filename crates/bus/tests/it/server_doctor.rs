@@ -32,7 +32,7 @@ fn doctor_finds_and_fixes_damaged_values(place: &Place) {
     let bus = place.open(&t.state);
     let raw = place.backend(&t.state);
     let hub = agent("hub");
-    let _ = bus.start(&hub).unwrap();
+    let _ = bus.start(&hub, std::process::id()).unwrap();
     let kept = bus.publish(&hub, &NewEvent::new("w", "k")).unwrap();
     let acked = bus.publish(&hub, &NewEvent::new("w", "k2")).unwrap();
     let acked = acked.delivered().unwrap().clone();
