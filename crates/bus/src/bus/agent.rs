@@ -202,25 +202,6 @@ impl Bus {
             })
     }
 
-    /// Returns `agent`'s registry as last applied (empty when never applied).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Store`] when it cannot be read or is corrupt.
-    pub fn registry(&self, agent: &AgentId) -> Result<Registry> {
-        if let Some(seam) = &self.seam {
-            let key = self.seam_key(agent, None, REGISTRY)?;
-            let (read, _) = self.seam_read::<Registry>(seam.as_ref(), &key)?;
-            return Ok(read.into_result()?.unwrap_or_default());
-        }
-        let path = self.agent_dir(agent).join_static(REGISTRY);
-        Ok(self
-            .state
-            .read_json::<Registry>(&path)?
-            .into_result()?
-            .unwrap_or_default())
-    }
-
     /// Returns `agent`'s unacknowledged events that are due for a reminder
     /// now, in processing order, and records the reminder time of the timed
     /// ones (`bus/{agent}/nag.json`), so a restart does not repeat them early.

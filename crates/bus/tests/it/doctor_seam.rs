@@ -204,7 +204,7 @@ impl DoctorCase for Damage {
         assert_eq!(targets, TARGETS, "{what}: a command lost");
         let len = u64::try_from(bytes.len()).unwrap();
         // A corrupt registry fails closed; a missing one is rebuilt.
-        if let Ok(registry) = bus.registry(&agent("a")) {
+        if let Ok(registry) = crate::registry(bus, &agent("a")) {
             let offset = registry.applied_offset;
             assert!(
                 offset <= len,

@@ -49,6 +49,25 @@ impl EventName for String {
     }
 }
 
+/// `agent`'s registry as last applied (empty when never applied), read
+/// from `bus/{agent}/registry.json` as the crate docs' layout gives it;
+/// an error when it is corrupt.
+pub(crate) fn registry(
+    bus: &Bus,
+    agent: &chipset_store::AgentId,
+) -> chipset_store::Result<chipset_bus::Registry> {
+    let path = bus
+        .state()
+        .channel(Bus::CHANNEL)
+        .join_id(agent, "")
+        .join_static("registry.json");
+    Ok(bus
+        .state()
+        .read_json(&path)?
+        .into_result()?
+        .unwrap_or_default())
+}
+
 /// A fresh state root on a manual clock, with a bus on it.
 pub(crate) fn manual() -> (TempState, ManualClock, Bus) {
     let (t, clock) = TempState::manual();
