@@ -11,7 +11,7 @@ use chipset_store::{
     Timestamp, Unsupported,
 };
 
-use crate::config::{BusConfig, Occasion};
+use crate::config::{BusConfig, NagPolicy, Occasion};
 use crate::control;
 use crate::dedup::{self, Verdict};
 use crate::error::{Error, Result};
@@ -215,33 +215,6 @@ impl Bus {
     // ----- publishing -----
 
     // ----- reading -----
-
-    /// Returns the names of `agent`'s queued event files (nothing is read):
-    /// in processing order, skipping names that are not event names.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Store`] when the directory cannot be listed.
-    #[cfg(feature = "testing")]
-    pub fn queued(&self, agent: &AgentId) -> Result<Vec<String>> {
-        if let Some(seam) = &self.seam {
-            return self.seam_names(seam.as_ref(), agent, QUEUE);
-        }
-        Ok(names(self.entries(&self.queue_dir(agent))?))
-    }
-
-    /// Returns the names of `agent`'s processed event files, in name order.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Store`] when the directory cannot be listed.
-    #[cfg(feature = "testing")]
-    pub fn processed(&self, agent: &AgentId) -> Result<Vec<String>> {
-        if let Some(seam) = &self.seam {
-            return self.seam_names(seam.as_ref(), agent, PROCESSED);
-        }
-        Ok(names(self.entries(&self.processed_dir(agent))?))
-    }
 
     pub(crate) fn entries(&self, dir: &StatePath) -> Result<Vec<QueueEntry>> {
         Ok(self
@@ -455,10 +428,4 @@ pub(crate) fn remove_acked_copy(
         return Ok(false);
     }
     Ok(state.remove_file(queued)?)
-}
-
-/// The file names of `entries`, in their order.
-#[cfg(feature = "testing")]
-fn names(entries: Vec<QueueEntry>) -> Vec<String> {
-    entries.into_iter().map(|e| e.name().to_owned()).collect()
 }

@@ -14,8 +14,6 @@ pub struct BusConfig {
     pub dedup_window: Duration,
     /// A presence whose `last_seen` is older than this is stale. Default 120 s.
     pub presence_stale_after: Duration,
-    /// When unacknowledged events are due for a reminder.
-    pub nag: NagPolicy,
     /// How a [`Waiter`](crate::Waiter) learns of new events: directory
     /// notifications (inotify on Linux; falling back to rescans alone when
     /// they are unavailable) or rescans only, and how often it lists the
@@ -32,7 +30,6 @@ impl Default for BusConfig {
         BusConfig {
             dedup_window: Duration::from_secs(60),
             presence_stale_after: Duration::from_secs(120),
-            nag: NagPolicy::default(),
             watch: WatchConfig::default(),
             stale_temp_age: Duration::from_secs(600),
         }
@@ -41,8 +38,7 @@ impl Default for BusConfig {
 
 /// When an unacknowledged event of one priority is due for a reminder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum NagRule {
+pub(crate) enum NagRule {
     /// Every so often, whatever the occasion: first this long after it was
     /// published, then this long after each reminder.
     Every(Duration),
@@ -50,24 +46,21 @@ pub enum NagRule {
     AtPoll,
     /// At a poll, only when nothing of another priority is pending.
     AtPollWhenQuiet,
-    /// Never.
-    Never,
 }
 
-/// A reminder rule per priority. The default follows the seed: critical every
-/// 30 s, high every 2 min, normal at the next poll, low at the next poll when
-/// nothing else is pending.
+/// A reminder rule per priority. The bus's, the default, follows the seed:
+/// critical every 30 s, high every 2 min, normal at the next poll, low at
+/// the next poll when nothing else is pending.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct NagPolicy {
+pub(crate) struct NagPolicy {
     /// For critical events.
-    pub critical: NagRule,
+    pub(crate) critical: NagRule,
     /// For high events.
-    pub high: NagRule,
+    pub(crate) high: NagRule,
     /// For normal events.
-    pub normal: NagRule,
+    pub(crate) normal: NagRule,
     /// For low events.
-    pub low: NagRule,
+    pub(crate) low: NagRule,
 }
 
 impl Default for NagPolicy {
@@ -152,9 +145,9 @@ mod tests {
     #[test]
     fn the_rule_for_a_priority_is_its_field() {
         let quiet = NagPolicy {
-            critical: NagRule::Never,
+            critical: NagRule::Every(Duration::from_secs(1)),
             high: NagRule::AtPoll,
-            normal: NagRule::Never,
+            normal: NagRule::Every(Duration::from_secs(2)),
             low: NagRule::AtPollWhenQuiet,
         };
         let rules = [
@@ -167,9 +160,9 @@ mod tests {
         assert_eq!(
             rules,
             [
-                NagRule::Never,
+                NagRule::Every(Duration::from_secs(1)),
                 NagRule::AtPoll,
-                NagRule::Never,
+                NagRule::Every(Duration::from_secs(2)),
                 NagRule::AtPollWhenQuiet
             ]
         );

@@ -16,7 +16,7 @@
 //! let supervisor = AgentId::new("supervisor")?;
 //!
 //! // The supervisor starts: its (empty) queue exists from now on, and it is present.
-//! let startup = bus.start(&supervisor)?;
+//! let startup = bus.start(&supervisor, std::process::id())?;
 //! assert!(startup.pending.is_empty());
 //! let mut waiter = bus.waiter(&supervisor)?;
 //!
@@ -94,9 +94,9 @@
 //! # Reminders
 //!
 //! [`Bus::due_reminders`] returns the unacknowledged events due for a
-//! reminder now, by [`NagPolicy`] (default: critical every 30 s, high every
+//! reminder now, at the seed's cadence: critical every 30 s, high every
 //! 2 min, normal at the next poll, low at the next poll when nothing else is
-//! pending). It records each timed reminder, so a restart does not cause a
+//! pending. It records each timed reminder, so a restart does not cause a
 //! storm of them.
 //!
 //! # Wake-ups
@@ -255,7 +255,7 @@ mod wait;
 mod wait_async;
 
 pub use bus::{Bus, Pending, Problem, Published, Startup};
-pub use config::{BusConfig, NagPolicy, NagRule, Occasion, Retention};
+pub use config::{BusConfig, Occasion, Retention};
 pub use error::{Error, Result};
 pub use format::{
     Event, EventId, NewEvent, Priority,

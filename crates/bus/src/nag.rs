@@ -33,7 +33,6 @@ pub(crate) fn due(
             }
             NagRule::AtPoll => occasion == Occasion::Poll,
             NagRule::AtPollWhenQuiet => occasion == Occasion::Poll && one_priority,
-            NagRule::Never => false,
         };
         if is_due {
             indices.push(i);

@@ -106,7 +106,7 @@ pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
             let agent = who.agent()?;
             // Never this command's own pid: it exits as soon as it prints.
             let pid = pid.unwrap_or_else(std::os::unix::process::parent_id);
-            let startup = bus.start_as(&agent, pid)?;
+            let startup = bus.start(&agent, pid)?;
             let (mut out, events) = listing(ctx, &agent, &startup.pending, None);
             let (word, prev) = presence_words(ctx, &bus, &startup.previous);
             let head = format!(

@@ -4,26 +4,20 @@
 use super::*;
 
 impl Bus {
-    /// Starts a session for `agent`, as the seed's restart steps say: makes
-    /// sure the queue exists, reads every pending event in order, then
-    /// registers presence (this process's pid, now).
+    /// Starts a session for `agent`, run by the process `pid`, as the
+    /// seed's restart steps say: makes sure the queue exists, reads every
+    /// pending event in order, then registers presence (`pid`, now).
+    ///
+    /// An agent starting itself passes `std::process::id()`; a short-lived
+    /// command that starts the session of a longer-lived agent passes the
+    /// agent's pid (the `chipset bus start` command line records its
+    /// caller's). The agent's own [`Bus::heartbeat`] then keeps this
+    /// presence.
     ///
     /// # Errors
     ///
     /// [`Error::Store`] when the queue or presence cannot be read or written.
-    pub fn start(&self, agent: &AgentId) -> Result<Startup> {
-        self.start_as(agent, std::process::id())
-    }
-
-    /// As [`Bus::start`], for the agent process `pid` rather than this one:
-    /// for a short-lived command that starts the session of a longer-lived
-    /// agent (the `chipset bus start` command line records its caller's).
-    /// The agent's own [`Bus::heartbeat`] then keeps this presence.
-    ///
-    /// # Errors
-    ///
-    /// As [`Bus::start`].
-    pub fn start_as(&self, agent: &AgentId, pid: u32) -> Result<Startup> {
+    pub fn start(&self, agent: &AgentId, pid: u32) -> Result<Startup> {
         if let Some(seam) = &self.seam {
             return self.seam_start(seam.as_ref(), agent, pid);
         }
@@ -208,28 +202,14 @@ impl Bus {
             })
     }
 
-    /// Returns `agent`'s registry as last applied (empty when never applied).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Store`] when it cannot be read or is corrupt.
-    pub fn registry(&self, agent: &AgentId) -> Result<Registry> {
-        if let Some(seam) = &self.seam {
-            let key = self.seam_key(agent, None, REGISTRY)?;
-            let (read, _) = self.seam_read::<Registry>(seam.as_ref(), &key)?;
-            return Ok(read.into_result()?.unwrap_or_default());
-        }
-        let path = self.agent_dir(agent).join_static(REGISTRY);
-        Ok(self
-            .state
-            .read_json::<Registry>(&path)?
-            .into_result()?
-            .unwrap_or_default())
-    }
-
     /// Returns `agent`'s unacknowledged events that are due for a reminder
     /// now, in processing order, and records the reminder time of the timed
     /// ones (`bus/{agent}/nag.json`), so a restart does not repeat them early.
+    ///
+    /// The cadence is the seed's: critical every 30 s and high every 2 min
+    /// (from publishing, then from each reminder), whatever the occasion;
+    /// normal at every [`Occasion::Poll`]; low at a poll when nothing of
+    /// another priority is pending.
     ///
     /// # Errors
     ///
@@ -259,7 +239,7 @@ impl Bus {
             let (due, next) = nag::due(
                 &events,
                 &state,
-                &self.config.nag,
+                &NagPolicy::default(),
                 occasion,
                 self.state.now(),
             );

@@ -134,17 +134,6 @@ impl Bus {
             .collect())
     }
 
-    /// The event names in `bus/{agent}/{folder}` (the `testing` listings).
-    #[cfg(feature = "testing")]
-    pub(crate) fn seam_names(
-        &self,
-        seam: &dyn Backend,
-        agent: &AgentId,
-        folder: &str,
-    ) -> Result<Vec<String>> {
-        Ok(names(self.seam_entries(seam, agent, folder)?))
-    }
-
     /// Reads one event value and checks it against its name.
     pub(crate) fn seam_read_event(&self, seam: &dyn Backend, key: &Key) -> Result<EventRead> {
         if QueueEntry::parse(key.name()).is_none() {

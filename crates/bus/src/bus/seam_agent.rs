@@ -65,7 +65,7 @@ impl Bus {
         }
     }
 
-    /// [`Bus::start_as`] on the seam.
+    /// [`Bus::start`] on the seam.
     pub(crate) fn seam_start(
         &self,
         seam: &dyn Backend,
@@ -205,7 +205,7 @@ impl Bus {
                 ReadOutcome::Unsupported(u) => return Err(chipset_store::Error::from(u).into()),
             };
             let now = self.seam_now(seam)?;
-            let (due, next) = nag::due(&events, &state, &self.config.nag, occasion, now);
+            let (due, next) = nag::due(&events, &state, &NagPolicy::default(), occasion, now);
             if next == state {
                 Ok(Decision::Keep(due))
             } else {

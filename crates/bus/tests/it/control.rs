@@ -24,7 +24,7 @@ fn commands_are_applied_forward_from_the_stored_offset() {
     let after = bus.apply_control(&a).unwrap();
     assert!(after.applied_offset > applied.applied_offset);
     assert!(!after.resources.contains_key(&debug) && after.resources.contains_key(&hub));
-    assert_eq!(bus.registry(&a).unwrap(), after);
+    assert_eq!(crate::registry(&bus, &a).unwrap(), after);
 
     // The log keeps every command: never truncated.
     let log =
@@ -67,7 +67,7 @@ fn a_corrupt_registry_is_rebuilt_from_the_whole_log() {
         .join_id(&a, "")
         .join_static("registry.json");
     std::fs::write(&path, b"nonsense").unwrap();
-    assert!(bus.registry(&a).is_err());
+    assert!(crate::registry(&bus, &a).is_err());
     assert_eq!(bus.apply_control(&a).unwrap(), good);
 }
 
@@ -125,7 +125,7 @@ fn the_doctor_repairs_bad_lines_and_moves_a_directory_log_aside() {
         [Action::Quarantined { to: Some(_), .. }]
     ));
     assert!(bus.doctor(DoctorMode::Check).unwrap().findings.is_empty());
-    let registry = bus.registry(&a).unwrap();
+    let registry = crate::registry(&bus, &a).unwrap();
     assert!(
         registry
             .resources
@@ -239,7 +239,7 @@ fn an_apply_waits_out_the_doctors_repair_of_the_control_log() {
         "an apply ran in the middle of the repair"
     );
     let len = state.stat(&log).unwrap().unwrap().len;
-    let registry = plain.registry(&a).unwrap();
+    let registry = crate::registry(&plain, &a).unwrap();
     assert!(len < text.len() as u64, "the bad line was moved out");
     assert_eq!(registry.applied_offset, len, "{registry:?}");
     assert!(

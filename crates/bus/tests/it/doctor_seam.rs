@@ -189,7 +189,7 @@ impl DoctorCase for Damage {
             }
         }
         if matches!(self, Damage::Files) {
-            let processed = bus.processed(&agent("a")).unwrap();
+            let processed = crate::processed(bus, &agent("a"));
             assert!(
                 processed.iter().any(|n| n.contains(ACKED)),
                 "{what}: the acknowledged event lost: {processed:?}"
@@ -204,7 +204,7 @@ impl DoctorCase for Damage {
         assert_eq!(targets, TARGETS, "{what}: a command lost");
         let len = u64::try_from(bytes.len()).unwrap();
         // A corrupt registry fails closed; a missing one is rebuilt.
-        if let Ok(registry) = bus.registry(&agent("a")) {
+        if let Ok(registry) = crate::registry(bus, &agent("a")) {
             let offset = registry.applied_offset;
             assert!(
                 offset <= len,

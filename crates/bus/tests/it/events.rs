@@ -106,7 +106,7 @@ fn ack_moves_to_processed_and_twice_is_harmless() {
     assert!(!bus.ack(&a, &e.id).unwrap());
     assert!(!bus.ack_event(&a, &e).unwrap());
     assert!(bus.pending(&a).unwrap().is_empty());
-    let processed = bus.processed(&a).unwrap();
+    let processed = crate::processed(&bus, &a);
     assert_eq!(processed.len(), 1);
     assert_eq!(processed[0].id(), e.id);
     assert_eq!(processed[0].name(), e.file_name());

@@ -26,7 +26,7 @@ fn add(path: &std::path::Path, key: &str, value: Value) {
 /// Publishes one event to `a` and returns its queue file.
 fn queued_event(bus: &Bus, a: &AgentId) -> StatePath {
     let _ = bus.publish(a, &NewEvent::new("mayor", "task")).unwrap();
-    let name = bus.queued(a).unwrap()[0].name().to_owned();
+    let name = crate::queued(bus, a)[0].name().to_owned();
     bus.queue_dir(a).join(&name).unwrap()
 }
 
@@ -35,7 +35,7 @@ fn an_events_extra_fields_are_read_and_kept_through_ack() {
     let (_t, _clock, bus) = manual();
     let a = agent("worker-1");
     let e = bus.publish(&a, &NewEvent::new("mayor", "task")).unwrap();
-    let name = bus.queued(&a).unwrap()[0].name().to_owned();
+    let name = crate::queued(&bus, &a)[0].name().to_owned();
     let path = bus.queue_dir(&a).join(&name).unwrap();
     add(&path, "trace_id", json!("t-1"));
     let bytes = fs::read(&path).unwrap();
@@ -95,7 +95,7 @@ fn presence_registry_and_nag_state_keep_extra_fields() {
     let a = agent("worker-1");
     let dir = bus.queue_dir(&a).parent().unwrap().to_owned();
 
-    bus.start(&a).unwrap();
+    bus.start(&a, std::process::id()).unwrap();
     add(&dir.join("presence.json"), "host", json!("box-1"));
     clock.advance(Duration::from_secs(1));
     let p = bus.heartbeat(&a).unwrap();

@@ -52,7 +52,7 @@ fn event_file() {
 fn presence_control_registry_and_nag_files() {
     let (_t, clock, bus) = manual();
     let a = agent("supervisor");
-    let _ = bus.start(&a).unwrap();
+    let _ = bus.start(&a, std::process::id()).unwrap();
     let dir = bus.queue_dir(&a).parent().unwrap().to_owned();
     let presence = std::fs::read_to_string(dir.join("presence.json")).unwrap();
     insta::assert_snapshot!(

@@ -29,7 +29,7 @@ use chipset_testkit::TempState;
 
 pub(crate) use chipset_testkit::agent;
 
-/// An event file name from [`Bus::queued`] or [`Bus::processed`], read as
+/// An event file name from [`queued`], [`processed`] or [`listed`], read as
 /// the crate docs' layout gives it: `{P}-{id}-{source}-{kind}.json`, the id
 /// being `{13 digits}-{uuid}`.
 pub(crate) trait EventName {
@@ -47,6 +47,81 @@ impl EventName for String {
     fn id(&self) -> chipset_bus::EventId {
         chipset_bus::EventId::new(&self[2..2 + 13 + 1 + 36]).expect("an event file name")
     }
+}
+
+/// Whether `name` is an event file name, as the crate docs' layout gives
+/// it: `{P}-{id}-{source}-{kind}.json`, `P` a digit from 0 to 3, the id
+/// `{13 digits}-{uuid}`.
+fn is_event_name(name: &str) -> bool {
+    let Some(stem) = name.strip_suffix(".json") else {
+        return false;
+    };
+    let bytes = stem.as_bytes();
+    bytes.len() >= 52
+        && (b'0'..=b'3').contains(&bytes[0])
+        && bytes[1] == b'-'
+        && stem
+            .get(2..52)
+            .is_some_and(|id| chipset_bus::EventId::new(id).is_ok())
+        && stem
+            .get(52..)
+            .is_some_and(|tail| tail.is_empty() || tail.starts_with('-'))
+}
+
+/// The event file names in `dir`, a bus on a directory's queue or
+/// processed area, in name order (for a queue, processing order); other
+/// names are skipped.
+fn event_names(bus: &Bus, dir: &chipset_store::StatePath) -> Vec<String> {
+    let mut names = bus.state().list(dir).expect("the folder lists");
+    names.retain(|n| is_event_name(n));
+    names
+}
+
+/// The event file names in `agent`'s queue, on a bus on a directory.
+pub(crate) fn queued(bus: &Bus, agent: &chipset_store::AgentId) -> Vec<String> {
+    event_names(bus, &bus.queue_dir(agent))
+}
+
+/// The event file names in `agent`'s processed area, on a bus on a directory.
+pub(crate) fn processed(bus: &Bus, agent: &chipset_store::AgentId) -> Vec<String> {
+    event_names(bus, &bus.processed_dir(agent))
+}
+
+/// The event file names in `bus/{agent}/{folder}` (`queue` or
+/// `processed`), in name order, read through `raw`: the backend a bus was
+/// opened on ([`place::Place`]'s `backend`), a directory's or a server's.
+pub(crate) fn listed(
+    raw: &dyn chipset_backend::Backend,
+    agent: &chipset_store::AgentId,
+    folder: &str,
+) -> Vec<String> {
+    let dir = chipset_backend::Dir::new(Bus::CHANNEL.as_str())
+        .and_then(|d| d.join(agent.as_str()))
+        .and_then(|d| d.join(folder))
+        .expect("a bus folder");
+    let mut names = raw.list(&dir).expect("the folder lists");
+    names.retain(|n| is_event_name(n));
+    names.sort();
+    names
+}
+
+/// `agent`'s registry as last applied (empty when never applied), read
+/// from `bus/{agent}/registry.json` as the crate docs' layout gives it;
+/// an error when it is corrupt.
+pub(crate) fn registry(
+    bus: &Bus,
+    agent: &chipset_store::AgentId,
+) -> chipset_store::Result<chipset_bus::Registry> {
+    let path = bus
+        .state()
+        .channel(Bus::CHANNEL)
+        .join_id(agent, "")
+        .join_static("registry.json");
+    Ok(bus
+        .state()
+        .read_json(&path)?
+        .into_result()?
+        .unwrap_or_default())
 }
 
 /// A fresh state root on a manual clock, with a bus on it.

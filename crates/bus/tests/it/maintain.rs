@@ -26,7 +26,7 @@ fn counts_and_status_come_from_listings() {
     let e = publish(&bus, "a", Priority::Low);
     publish(&bus, "b", Priority::High);
     assert!(bus.ack_event(&agent("a"), &e).unwrap());
-    let _ = bus.start(&agent("b")).unwrap();
+    let _ = bus.start(&agent("b"), std::process::id()).unwrap();
     // A name that is no event's, counted apart.
     std::fs::write(bus.queue_dir(&agent("b")).as_path().join("README"), b"hi").unwrap();
     let status = bus.status().unwrap();
@@ -67,9 +67,7 @@ fn prune_keeps_the_newest_processed_events_and_never_touches_the_queue() {
         .prune(&a, &retention(|r| r.max_count = Some(4)))
         .unwrap();
     assert_eq!(pruned.events, 2);
-    let kept: Vec<_> = bus
-        .processed(&a)
-        .unwrap()
+    let kept: Vec<_> = crate::processed(&bus, &a)
         .iter()
         .map(|e| e.id().clone())
         .collect();
@@ -94,7 +92,7 @@ fn prune_keeps_the_newest_processed_events_and_never_touches_the_queue() {
     let one = std::fs::metadata(
         bus.processed_dir(&a)
             .as_path()
-            .join(bus.processed(&a).unwrap()[0].name()),
+            .join(crate::processed(&bus, &a)[0].name()),
     )
     .unwrap()
     .len();
@@ -102,7 +100,7 @@ fn prune_keeps_the_newest_processed_events_and_never_touches_the_queue() {
         .prune(&a, &retention(|r| r.max_bytes = Some(one)))
         .unwrap();
     assert_eq!(pruned.events, 1);
-    assert_eq!(bus.processed(&a).unwrap().len(), 1);
+    assert_eq!(crate::processed(&bus, &a).len(), 1);
     assert_eq!(bus.pending(&a).unwrap().events, [waiting]);
 }
 
@@ -128,8 +126,7 @@ fn prune_keeps_what_is_exactly_at_a_limit() {
     };
     let (oldest, middle, newest) = (size(&events[0]), size(&events[1]), size(&events[2]));
     let left = |bus: &Bus| -> Vec<_> {
-        bus.processed(&a)
-            .unwrap()
+        crate::processed(bus, &a)
             .iter()
             .map(|e| e.id().clone())
             .collect()

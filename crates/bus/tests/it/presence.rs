@@ -50,7 +50,7 @@ fn start_returns_pending_in_order_and_registers_presence() {
             &NewEvent::new("m", "crit").with_priority(Priority::Critical),
         )
         .unwrap();
-    let s = bus.start(&a).unwrap();
+    let s = bus.start(&a, std::process::id()).unwrap();
     let kinds: Vec<_> = s.pending.events.iter().map(|e| &e.kind).collect();
     assert_eq!(kinds, ["crit", "low"]);
     assert_eq!(s.previous, ReadOutcome::Missing);
@@ -74,7 +74,7 @@ fn start_returns_pending_in_order_and_registers_presence() {
     assert!(live(&bus, &a));
 
     // A restart sees the previous session and its stale or live presence.
-    let again = bus.start(&a).unwrap();
+    let again = bus.start(&a, std::process::id()).unwrap();
     assert!(matches!(&again.previous, ReadOutcome::Value(p) if bus.is_live(p)));
     assert_eq!(again.pending.events.len(), 2);
 }
@@ -83,10 +83,10 @@ fn start_returns_pending_in_order_and_registers_presence() {
 /// caller's) records that pid; that process's heartbeats keep it, and
 /// another's registers afresh.
 #[test]
-fn start_as_records_the_agent_process_given() {
+fn start_records_the_agent_process_given() {
     let (_t, clock, bus) = manual();
     let a = agent("worker-1");
-    let s = bus.start_as(&a, 4242).unwrap();
+    let s = bus.start(&a, 4242).unwrap();
     assert_eq!(s.presence.pid, 4242);
     assert_eq!(bus.presence(&a).unwrap().value(), Some(s.presence.clone()));
     assert!(live(&bus, &a));
@@ -104,11 +104,11 @@ fn clock_now(bus: &Bus) -> chipset_store::Timestamp {
 fn a_corrupt_presence_is_reported_and_replaced_on_start() {
     let (_t, _clock, bus) = manual();
     let a = agent("worker-1");
-    let _ = bus.start(&a).unwrap();
+    let _ = bus.start(&a, std::process::id()).unwrap();
     let path = bus.queue_dir(&a).parent().unwrap().join("presence.json");
     std::fs::write(&path, b"{").unwrap();
     assert!(bus.presence(&a).unwrap().is_corrupt());
-    let s = bus.start(&a).unwrap();
+    let s = bus.start(&a, std::process::id()).unwrap();
     assert!(s.previous.is_corrupt());
     assert!(live(&bus, &a));
 }
@@ -120,7 +120,7 @@ fn a_corrupt_presence_is_reported_and_replaced_on_start() {
 fn a_heartbeat_over_a_corrupt_or_foreign_presence_registers_afresh() {
     let (t, clock, bus) = manual();
     let a = agent("worker-1");
-    let first = bus.start(&a).unwrap().presence;
+    let first = bus.start(&a, std::process::id()).unwrap().presence;
     let dir = t.state.channel(chipset_bus::Bus::CHANNEL).join_id(&a, "");
     let path = dir.join_static("presence.json");
     t.state.write_bytes(&path, b"{").unwrap();
@@ -151,7 +151,7 @@ fn presence_is_live_up_to_its_limit() {
     let (t, clock, _) = manual();
     let bus = stale_after_a_minute(&t);
     let a = agent("worker-1");
-    let _ = bus.start(&a).unwrap();
+    let _ = bus.start(&a, std::process::id()).unwrap();
     clock.advance(Duration::from_secs(60));
     assert!(live(&bus, &a));
     clock.advance(Duration::from_millis(1));

@@ -11,6 +11,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
+use chipset_backend::Backend;
 use chipset_bus::{Bus, EventId, NewEvent, Priority, Published};
 use chipset_store::DoctorMode;
 use chipset_testkit::{self as kit, Jitter, TempState};
@@ -310,7 +311,7 @@ fn assert_whole(place: &Place, bus: &Bus) {
     let report = bus.doctor(DoctorMode::Check).unwrap();
     assert!(report.is_clean(), "{:?}", report.findings);
     let dir = bus.processed_dir(&hub);
-    for entry in bus.processed(&hub).unwrap() {
+    for entry in crate::processed(bus, &hub) {
         let read = bus
             .state()
             .read_json::<chipset_bus::Event>(&dir.join(entry.name()).unwrap())
@@ -324,6 +325,7 @@ fn sigkill_mid_publish(place: &Place) {
     let mut jitter = Jitter::new(seed);
     let t = TempState::new();
     let bus = place.open(&t.state);
+    let raw = place.backend(&t.state);
     let mut reported = BTreeSet::new();
     for round in 0..3 {
         let mut child = kit::spawn(ENTRY, "crash-publish", &[place.spec(t.state.root())]);
@@ -334,9 +336,7 @@ fn sigkill_mid_publish(place: &Place) {
         thread::sleep(Duration::from_millis(20 + jitter.below(150)));
         kit::kill9(&mut child);
         reported.extend(ids_after(&rx, "done "));
-        let queued: BTreeSet<_> = bus
-            .queued(&agent("hub"))
-            .unwrap()
+        let queued: BTreeSet<_> = crate::listed(&*raw, &agent("hub"), "queue")
             .into_iter()
             .map(|e| e.id().clone())
             .collect();
@@ -355,15 +355,15 @@ fn sigkill_mid_publish(place: &Place) {
 /// still commit after the client is gone (the server finishes it), so a
 /// move can land between two listings; moves only go from the queue to
 /// the processed area, so an unchanged queue brackets a true view.
-fn placed(bus: &Bus) -> (BTreeSet<EventId>, BTreeSet<EventId>) {
+fn placed(raw: &dyn Backend) -> (BTreeSet<EventId>, BTreeSet<EventId>) {
     let hub = agent("hub");
     let ids = |names: Vec<String>| -> BTreeSet<EventId> {
         names.into_iter().map(|e| e.id().clone()).collect()
     };
     loop {
-        let before = ids(bus.queued(&hub).unwrap());
-        let processed = ids(bus.processed(&hub).unwrap());
-        if ids(bus.queued(&hub).unwrap()) == before {
+        let before = ids(crate::listed(raw, &hub, "queue"));
+        let processed = ids(crate::listed(raw, &hub, "processed"));
+        if ids(crate::listed(raw, &hub, "queue")) == before {
             return (before, processed);
         }
     }
@@ -374,6 +374,7 @@ fn sigkill_mid_ack(place: &Place) {
     let mut jitter = Jitter::new(seed);
     let t = TempState::new();
     let bus = place.open(&t.state);
+    let raw = place.backend(&t.state);
     let hub = agent("hub");
     let mut published = BTreeSet::new();
     crash_publisher(&bus, 300, |l| {
@@ -393,7 +394,7 @@ fn sigkill_mid_ack(place: &Place) {
         thread::sleep(Duration::from_millis(10 + jitter.below(60)));
         kit::kill9(&mut child);
         acked.extend(ids_after(&rx, "acked "));
-        let (queued, processed) = placed(&bus);
+        let (queued, processed) = placed(&*raw);
         assert!(queued.is_disjoint(&processed), "seed {seed} round {round}");
         let union: BTreeSet<_> = queued.union(&processed).cloned().collect();
         assert_eq!(union, published, "seed {seed} round {round}");
@@ -406,7 +407,7 @@ fn sigkill_mid_ack(place: &Place) {
     // "already acknowledged", and is in the processed area.
     for e in bus.pending(&hub).unwrap().events {
         if !bus.ack_event(&hub, &e).unwrap() {
-            let (queued, processed) = placed(&bus);
+            let (queued, processed) = placed(&*raw);
             assert!(
                 processed.contains(&e.id) && !queued.contains(&e.id),
                 "seed {seed}: {} was neither acked now nor before",
@@ -414,5 +415,5 @@ fn sigkill_mid_ack(place: &Place) {
             );
         }
     }
-    assert_eq!(bus.processed(&hub).unwrap().len(), 300);
+    assert_eq!(crate::listed(&*raw, &hub, "processed").len(), 300);
 }

@@ -26,8 +26,8 @@ fn event(id: &str) -> NewEvent {
 fn copies(bus: &Bus, who: &AgentId, id: &str) -> (usize, usize) {
     let count = |v: Vec<String>| v.iter().filter(|e| e.id().as_str() == id).count();
     (
-        count(bus.queued(who).unwrap()),
-        count(bus.processed(who).unwrap()),
+        count(crate::queued(bus, who)),
+        count(crate::processed(bus, who)),
     )
 }
 
@@ -40,7 +40,7 @@ fn a_chosen_id_over_an_unreadable_event_is_corrupt_not_taken() {
     let (_t, _clock, bus) = crate::manual();
     let bob = agent("bob");
     let _ = bus.publish(&bob, &event(ID)).unwrap();
-    let name = bus.queued(&bob).unwrap().remove(0);
+    let name = crate::queued(&bus, &bob).remove(0);
     let path = bus.queue_dir(&bob).join(&name).unwrap();
     bus.state().write_bytes(&path, b"{oops").unwrap();
     for again in [event(ID), event(ID).with_payload(json!({"m": 2}))] {
@@ -201,7 +201,7 @@ fn cases() -> Vec<Case> {
             name: "start a session",
             setup: |b| drop(b.publish(&agent("bob"), &event(ID)).unwrap()),
             run: |b| {
-                let started = b.start_as(&agent("bob"), 4242)?;
+                let started = b.start(&agent("bob"), 4242)?;
                 assert_eq!(started.pending.events.len(), 1, "{started:?}");
                 Ok(())
             },
@@ -378,7 +378,7 @@ fn a_batch_publish_costs_a_constant_number_of_sync_rounds_and_retries_cleanly() 
         let calls = fault.calls()[before..].to_vec();
         assert_eq!(out.len(), 40);
         assert!(out.iter().all(|p| matches!(p, Published::Delivered(_))));
-        assert_eq!(bus.queued(&bob).unwrap().len(), 40, "{order:?}");
+        assert_eq!(crate::queued(&bus, &bob).len(), 40, "{order:?}");
         let count = |op: IoOp| calls.iter().filter(|c| **c == op).count();
         assert_eq!(count(IoOp::SyncDir), dir_syncs, "{order:?}: {calls:?}");
         assert_eq!(count(IoOp::Sync), file_syncs, "{order:?}");
@@ -391,7 +391,7 @@ fn a_batch_publish_costs_a_constant_number_of_sync_rounds_and_retries_cleanly() 
             before,
             "{order:?}: the retry wrote nothing"
         );
-        assert_eq!(bus.queued(&bob).unwrap().len(), 40);
+        assert_eq!(crate::queued(&bus, &bob).len(), 40);
     }
 }
 
@@ -413,7 +413,7 @@ fn a_batch_failing_part_way_names_what_it_published_and_its_retry_adds_no_copy()
         ]
     };
     let kinds = |bus: &Bus| {
-        let queued = bus.queued(&bob).unwrap();
+        let queued = crate::queued(bus, &bob);
         let count = |kind: &str| queued.iter().filter(|n| n.ends_with(kind)).count();
         (count("-w-plain.json"), count("-w-keyed.json"))
     };

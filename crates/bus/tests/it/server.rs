@@ -224,7 +224,7 @@ fn presence_and_times_are_the_servers_clock() {
     let real = SystemClock.now().unix_ms();
     let near = |at: Timestamp| (at.unix_ms() - real).abs() < 60_000;
     assert!(near(bus.now().unwrap()));
-    let start = bus.start(&hub).unwrap();
+    let start = bus.start(&hub, std::process::id()).unwrap();
     assert!(near(start.presence.last_seen), "{:?}", start.presence);
     assert!(bus.is_live(&start.presence));
     let e = bus

@@ -32,18 +32,18 @@ fn doctor_finds_and_fixes_damaged_values(place: &Place) {
     let bus = place.open(&t.state);
     let raw = place.backend(&t.state);
     let hub = agent("hub");
-    let _ = bus.start(&hub).unwrap();
+    let _ = bus.start(&hub, std::process::id()).unwrap();
     let kept = bus.publish(&hub, &NewEvent::new("w", "k")).unwrap();
     let acked = bus.publish(&hub, &NewEvent::new("w", "k2")).unwrap();
     let acked = acked.delivered().unwrap().clone();
-    let names = bus.queued(&hub).unwrap();
+    let names = crate::listed(&*raw, &hub, "queue");
     assert_eq!(names.len(), 2);
     assert!(bus.ack_event(&hub, &acked).unwrap());
     let bad_name = names
         .iter()
         .find(|n| n.contains(kept.delivered().unwrap().id.as_str()))
         .unwrap();
-    let acked_name = bus.processed(&hub).unwrap()[0].clone();
+    let acked_name = crate::listed(&*raw, &hub, "processed")[0].clone();
     let queue = dir(&["hub", "queue"]);
     raw.put(&queue.key(bad_name).unwrap(), b"{not json")
         .unwrap();
@@ -79,7 +79,7 @@ fn doctor_finds_and_fixes_damaged_values(place: &Place) {
         "{check:#?}"
     );
     // Checking changed nothing.
-    assert_eq!(bus.queued(&hub).unwrap().len(), 2);
+    assert_eq!(crate::listed(&*raw, &hub, "queue").len(), 2);
 
     let fixed = bus.doctor(DoctorMode::Fix).unwrap();
     for f in &fixed.findings {
@@ -97,8 +97,8 @@ fn doctor_finds_and_fixes_damaged_values(place: &Place) {
             _ => {}
         }
     }
-    assert!(bus.queued(&hub).unwrap().is_empty());
-    assert_eq!(bus.processed(&hub).unwrap(), [acked_name]);
+    assert!(crate::listed(&*raw, &hub, "queue").is_empty());
+    assert_eq!(crate::listed(&*raw, &hub, "processed"), [acked_name]);
     assert!(matches!(bus.presence(&hub).unwrap(), ReadOutcome::Missing));
     if place.is_pg() {
         // The bad event's bytes were moved beside it, not deleted.
@@ -134,6 +134,7 @@ fn doctor_finds_and_fixes_damaged_values_on_postgres() {
 fn status_and_prune(place: &Place) {
     let t = TempState::new();
     let bus: Bus = place.open(&t.state);
+    let raw = place.backend(&t.state);
     let (a, b) = (agent("a"), agent("b"));
     for i in 0..4 {
         let e = bus
@@ -152,12 +153,12 @@ fn status_and_prune(place: &Place) {
     );
     assert_eq!(status[0].processed, 4);
     assert_eq!(status[1].pending_total(), 1);
-    let newest = bus.processed(&a).unwrap()[2..].to_vec();
+    let newest = crate::listed(&*raw, &a, "processed")[2..].to_vec();
     let mut retention = Retention::default();
     retention.max_count = Some(2);
     let pruned = bus.prune(&a, &retention).unwrap();
     assert_eq!(pruned.events, 2);
-    assert_eq!(bus.processed(&a).unwrap(), newest);
+    assert_eq!(crate::listed(&*raw, &a, "processed"), newest);
     assert!(bus.doctor(DoctorMode::Check).unwrap().is_clean());
 }
 

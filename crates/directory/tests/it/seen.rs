@@ -24,7 +24,9 @@ fn presence_is_seen() {
     let a = agent("alpha");
     e.dir.register(&a, &Registration::new()).unwrap();
     e.clock.advance(Duration::from_secs(30));
-    Bus::new(e.state.clone()).start(&a).unwrap();
+    Bus::new(e.state.clone())
+        .start(&a, std::process::id())
+        .unwrap();
     let s = e.dir.whois(&a).unwrap().last_seen;
     assert_eq!((s.at, s.source), (e.state.now(), Source::Presence));
 }
@@ -144,7 +146,9 @@ fn reading_writes_nothing() {
     e.dir.register(&a, &Registration::new()).unwrap();
     let bytes = std::fs::read(e.dir.path(&a)).unwrap();
     e.clock.advance(Duration::from_secs(30));
-    Bus::new(e.state.clone()).start(&a).unwrap();
+    Bus::new(e.state.clone())
+        .start(&a, std::process::id())
+        .unwrap();
     e.dir.whois(&a).unwrap();
     e.dir.list(&Default::default()).unwrap();
     assert_eq!(std::fs::read(e.dir.path(&a)).unwrap(), bytes);
