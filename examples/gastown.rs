@@ -271,8 +271,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .count())
     };
     let (escalations, reports) = (
-        sent(Topic::HealthEscalation.as_str())?,
-        sent(Topic::CompletionReport.as_str())?,
+        sent(&Topic::HealthEscalation.to_string())?,
+        sent(&Topic::CompletionReport.to_string())?,
     );
     say!();
     say!("health escalations sent: {escalations}; completion reports sent: {reports}");

@@ -272,7 +272,7 @@ fn main() -> Result<()> {
         && woken
             .events
             .iter()
-            .any(|e| e.kind == Topic::RoundEscalation.as_str());
+            .any(|e| e.kind == Topic::RoundEscalation.to_string());
     if !ok {
         return Err("unexpected outcome: see above".into());
     }

@@ -123,8 +123,8 @@ fn the_gastown_story_through_the_facade() {
             .filter(|e| matches!(e, ManifestEvent::Sent { subject: s, .. } if s == subject))
             .count()
     };
-    assert_eq!(sent(Topic::HealthEscalation.as_str()), 1);
-    assert_eq!(sent(Topic::CompletionReport.as_str()), 2);
+    assert_eq!(sent(&Topic::HealthEscalation.to_string()), 1);
+    assert_eq!(sent(&Topic::CompletionReport.to_string()), 2);
     // The dispatcher consumed its wake-ups: nothing is left for it on the bus.
     assert!(Bus::new(state.clone()).pending(&mayor).unwrap().is_empty());
 }

@@ -113,7 +113,7 @@ pub enum Error {
         unsupported: Unsupported,
     },
     /// A title [`Hooks::assign`](crate::Hooks::assign) refuses: empty,
-    /// over [`MAX_TITLE`](crate::MAX_TITLE) bytes, or not one line
+    /// over 1024 bytes, or not one line
     /// (control characters). Nothing was read or written.
     #[error("invalid title: {reason}")]
     InvalidTitle {

@@ -184,7 +184,7 @@
 //! # Errors
 //!
 //! One enum, [`Error`]: a refusal by the rules, a title assign refuses
-//! ([`Error::InvalidTitle`]: empty, over [`MAX_TITLE`] bytes, or not one
+//! ([`Error::InvalidTitle`]: empty, over 1024 bytes, or not one
 //! line), a corrupt hook, or a store error that names the operation and
 //! the path. When a refusal or a
 //! corrupt hook is returned, nothing was written. A store error is the same,
@@ -209,8 +209,3 @@ pub use error::{Error, Result};
 pub use id::BeadId;
 pub use state::{Assignment, Hook, HookState, HookStatus, WorkItem};
 pub use store::{Hooks, Pickup, Reassigned};
-
-/// The longest title [`Hooks::assign`] writes, in bytes (a work pool
-/// item's title, at most 256, always fits). A hook file another program
-/// wrote is read whatever its title.
-pub const MAX_TITLE: usize = 1024;

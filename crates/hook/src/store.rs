@@ -189,7 +189,7 @@ impl Hooks {
     /// # Errors
     ///
     /// [`Error::InvalidTitle`] for an empty title, one over
-    /// [`MAX_TITLE`](crate::MAX_TITLE) bytes or one with a control
+    /// 1024 bytes or one with a control
     /// character (a newline among them); [`Error::AlreadyAssigned`]
     /// when the hook holds other work (another bead, title or dispatcher);
     /// [`Error::Corrupt`]
@@ -638,18 +638,23 @@ pub(crate) fn symlink_corruption(
 #[cfg(test)]
 pub(crate) mod tests;
 
+/// The longest title [`Hooks::assign`] writes, in bytes (a work pool
+/// item's title, at most 256, always fits). A hook file another program
+/// wrote is read whatever its title.
+const MAX_TITLE: usize = 1024;
+
 /// Checks a title [`Hooks::assign`] writes: not blank, at most
-/// [`MAX_TITLE`](crate::MAX_TITLE) bytes, one line without control
+/// [`MAX_TITLE`] bytes, one line without control
 /// characters. A hook file another program wrote is read whatever its
 /// title.
 fn check_title(title: &str) -> Result<()> {
     let reason = if title.trim().is_empty() {
         "it must not be empty".to_owned()
-    } else if title.len() > crate::MAX_TITLE {
+    } else if title.len() > MAX_TITLE {
         format!(
             "it is {} bytes; at most {} are allowed",
             title.len(),
-            crate::MAX_TITLE
+            MAX_TITLE
         )
     } else if title.chars().any(char::is_control) {
         "it must be one line without control characters".to_owned()

@@ -332,7 +332,7 @@ impl Reminder {
     }
 
     /// Returns the id of the snoozed reminder this one reopened, if any.
-    pub fn reopened_from(&self) -> Option<&str> {
+    pub(crate) fn reopened_from(&self) -> Option<&str> {
         self.metadata.get(REOPENED_FROM).and_then(Value::as_str)
     }
 }

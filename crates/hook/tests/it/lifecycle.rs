@@ -56,7 +56,7 @@ fn clearing_writes_an_empty_hook_and_never_deletes_the_file() {
 fn assign_refuses_a_bad_title_and_writes_nothing() {
     let s = setup();
     let a = agent("a");
-    let long = "x".repeat(chipset_hook::MAX_TITLE + 1);
+    let long = "x".repeat(crate::MAX_TITLE + 1);
     for (title, says) in [
         ("", "must not be empty"),
         ("  ", "must not be empty"),
@@ -83,7 +83,7 @@ fn assign_refuses_a_bad_title_and_writes_nothing() {
         assert!(matches!(plan, Error::InvalidTitle { .. }), "{title:?}");
         assert!(!s.hooks.path(&a).exists(), "{title:?} wrote nothing");
     }
-    let fits = "é".repeat(chipset_hook::MAX_TITLE / 2);
+    let fits = "é".repeat(crate::MAX_TITLE / 2);
     s.hooks.assign(&a, bead("b1"), fits, None).unwrap();
 }
 

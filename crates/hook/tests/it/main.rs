@@ -21,6 +21,10 @@ use chipset_testkit::TempState;
 
 pub(crate) use chipset_testkit::{T0, agent, bead};
 
+/// The longest title `Hooks::assign` writes, in bytes, as
+/// `Error::InvalidTitle` documents it.
+pub(crate) const MAX_TITLE: usize = 1024;
+
 /// A state root on a manual clock at [`T0`], and its hooks.
 pub(crate) struct Setup {
     pub(crate) tmp: TempState,

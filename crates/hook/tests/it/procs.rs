@@ -83,7 +83,7 @@ fn role_cycler(hooks: &Hooks, agent: &AgentId, steps: u64, out: &mut dyn FnMut(S
         let held = hook.assignment();
         let after = match (hook.state.status(), held) {
             (HookStatus::Empty, _) => {
-                let title = "x".repeat(1 + (n as usize * 97) % chipset_hook::MAX_TITLE);
+                let title = "x".repeat(1 + (n as usize * 97) % crate::MAX_TITLE);
                 let a = hooks
                     .assign(agent, bead(&format!("c{n}")), title, Some(&mayor))
                     .unwrap();

@@ -160,11 +160,6 @@ impl Brief {
         self.entries.is_empty()
     }
 
-    /// Returns the entry of `kind`, if that kind needs the agent.
-    pub fn entry(&self, kind: WorkKind) -> Option<&BriefEntry> {
-        self.entries.iter().find(|e| e.kind == kind)
-    }
-
     /// Returns the kinds that need the agent.
     pub fn kinds(&self) -> Vec<WorkKind> {
         self.entries.iter().map(|e| e.kind).collect()

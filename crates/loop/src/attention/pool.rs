@@ -161,7 +161,7 @@ mod tests {
     }
 
     fn pool_kinds(brief: &crate::Brief) -> Option<&BriefEntry> {
-        brief.entry(WorkKind::Pool)
+        brief.entries.iter().find(|e| e.kind == WorkKind::Pool)
     }
 
     /// A root whose pool was never used costs one `stat` and has no entry;

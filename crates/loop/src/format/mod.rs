@@ -34,7 +34,7 @@ pub enum Topic {
 
 impl Topic {
     /// Returns the subject or kind as written.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Topic::WorkAssignment => WORK_ASSIGNMENT,
             Topic::CompletionReport => COMPLETION_REPORT,

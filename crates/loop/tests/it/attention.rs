@@ -14,6 +14,7 @@ use chipset_store::{StateDir, StateOptions, TaskId, WatchConfig};
 use chipset_testkit::{self as kit, PATIENT, TempState};
 use serde_json::json;
 
+use crate::BriefExt;
 use crate::{agent, bead};
 
 /// Long enough that a test never passes by a rescan it did not ask for.

@@ -79,7 +79,7 @@ fn the_witness_escalates_through_the_callers_mail() {
     );
     assert!(err.is_outcome_unknown());
     assert!(
-        s.sent(chipset_loop::Topic::HealthEscalation.as_str())
+        s.sent(&chipset_loop::Topic::HealthEscalation.to_string())
             .is_empty()
     );
 }
@@ -113,8 +113,8 @@ fn the_worker_reports_through_the_callers_mail() {
         ),
         "{source:?}"
     );
-    let report = chipset_loop::Topic::CompletionReport.as_str();
-    assert!(s.sent(report).is_empty());
+    let report = chipset_loop::Topic::CompletionReport.to_string();
+    assert!(s.sent(&report).is_empty());
     assert!(matches!(
         s.hooks.pickup(&agent("polecat-alpha")).unwrap(),
         Pickup::AwaitingClear(_)
@@ -131,7 +131,7 @@ fn the_worker_reports_through_the_callers_mail() {
         let out = fixed.run_once(|_| Ok("not run".to_owned())).unwrap();
         assert!(matches!(out, WorkOutcome::AwaitingClear(_)), "{out:?}");
     }
-    assert_eq!(s.sent(report).len(), 1);
+    assert_eq!(s.sent(&report).len(), 1);
     let sent = s.inbox(&agent("mayor"));
     assert_eq!(crate::body_json(&sent[0].body)["summary"], "done");
 }
@@ -163,7 +163,7 @@ fn the_dispatcher_assigns_through_the_callers_mail() {
     );
     assert!(err.is_outcome_unknown());
     assert!(
-        s.sent(chipset_loop::Topic::WorkAssignment.as_str())
+        s.sent(&chipset_loop::Topic::WorkAssignment.to_string())
             .is_empty()
     );
     // The intent was written first: a default dispatcher finishes the assignment.
@@ -179,7 +179,8 @@ fn the_dispatcher_assigns_through_the_callers_mail() {
         "adopted silently, as after a crash: {actions:?}"
     );
     assert_eq!(
-        s.sent(chipset_loop::Topic::WorkAssignment.as_str()).len(),
+        s.sent(&chipset_loop::Topic::WorkAssignment.to_string())
+            .len(),
         1
     );
 }
@@ -229,7 +230,8 @@ fn a_tick_that_fails_part_way_logs_what_it_did() {
         .collect();
     assert_eq!(assigned.len(), 1, "{:?}", log.records);
     assert_eq!(
-        s.sent(chipset_loop::Topic::WorkAssignment.as_str()).len(),
+        s.sent(&chipset_loop::Topic::WorkAssignment.to_string())
+            .len(),
         1,
         "the one assignment that went out is the one logged"
     );

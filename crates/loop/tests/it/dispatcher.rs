@@ -106,9 +106,9 @@ fn work_goes_to_idle_agents_in_pool_order_with_mail_and_a_wake_up(s: Setup) {
     assert!(d.tick().unwrap().is_empty(), "no idle agent for b3");
     let inbox = s.inbox(&agent("w1"));
     assert_eq!(inbox.len(), 1);
-    assert_eq!(inbox[0].subject, Topic::WorkAssignment.as_str());
+    assert_eq!(inbox[0].subject, Topic::WorkAssignment.to_string());
     let wake = s.bus().pending(&agent("w2")).unwrap();
-    assert_eq!(wake.events[0].kind, Topic::WorkAssigned.as_str());
+    assert_eq!(wake.events[0].kind, Topic::WorkAssigned.to_string());
     let entry = d.entry(&bead("b3")).unwrap().unwrap();
     assert_eq!(entry.state, BeadState::Queued);
 
@@ -299,7 +299,7 @@ fn an_escalation_about_an_old_assignment_is_ignored(s: Setup) {
             agent("witness"),
             agent("mayor"),
             "b1".parse().unwrap(),
-            Topic::HealthEscalation.as_str(),
+            Topic::HealthEscalation.to_string(),
             body.clone(),
         ))
         .unwrap();
@@ -313,7 +313,7 @@ fn an_escalation_about_an_old_assignment_is_ignored(s: Setup) {
             agent("witness"),
             agent("mayor"),
             "b1".parse().unwrap(),
-            Topic::HealthEscalation.as_str(),
+            Topic::HealthEscalation.to_string(),
             body.clone(),
         ))
         .unwrap();
@@ -406,7 +406,7 @@ fn a_dispatcher_killed_after_the_assignment_mail_does_not_send_it_twice(s: Setup
     let second = dispatcher(&s, &["w1"]);
     assert!(second.tick().unwrap().is_empty());
     assert_eq!(s.inbox(&agent("w1")).len(), 1);
-    assert_eq!(s.sent(Topic::WorkAssignment.as_str()).len(), 1);
+    assert_eq!(s.sent(&Topic::WorkAssignment.to_string()).len(), 1);
 }
 
 fn mail_id(s: &Setup) -> chipset_mail::MessageId {
@@ -513,7 +513,7 @@ fn a_restarted_dispatcher_handles_an_escalation_that_arrived_while_it_was_down(s
     ));
     let third = dispatcher(&s, &["w1", "w2"]);
     assert_eq!(names(&third.tick().unwrap()), ["completed b1 w2"]);
-    assert_eq!(s.sent(Topic::HealthEscalation.as_str()).len(), 1);
+    assert_eq!(s.sent(&Topic::HealthEscalation.to_string()).len(), 1);
 }
 
 fn a_corrupt_ledger_entry_is_reported_and_left_alone(s: Setup) {

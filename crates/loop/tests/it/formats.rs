@@ -91,7 +91,7 @@ fn loop_files_and_messages() {
     let assignment = s
         .inbox(&agent("polecat-alpha"))
         .into_iter()
-        .find(|m| m.subject == Topic::WorkAssignment.as_str())
+        .find(|m| m.subject == Topic::WorkAssignment.to_string())
         .unwrap();
     assert_eq!(
         body_json(&assignment.body)["assignment"],
@@ -119,7 +119,7 @@ fn loop_files_and_messages() {
     let escalation = &s.inbox(&agent("mayor"))[0];
     insta::assert_snapshot!("health_escalation", escalation.body);
     assert_eq!(body_json(&escalation.body)["type"], "health_escalation");
-    assert_eq!(escalation.subject, Topic::HealthEscalation.as_str());
+    assert_eq!(escalation.subject, Topic::HealthEscalation.to_string());
 
     d.tick().unwrap();
     insta::assert_snapshot!("agents", file(&s, "dispatcher/agents.json"));
@@ -139,7 +139,7 @@ fn loop_files_and_messages() {
     let report = s.mail.find(&report).unwrap().unwrap();
     insta::assert_snapshot!("completion_report", report.body);
     assert_eq!(body_json(&report.body)["type"], "completion_report");
-    assert_eq!(report.subject, Topic::CompletionReport.as_str());
+    assert_eq!(report.subject, Topic::CompletionReport.to_string());
     s.advance(1);
     d.tick().unwrap();
     insta::assert_snapshot!("ledger_done", file(&s, "dispatcher/beads/gt-abc12.json"));

@@ -27,7 +27,10 @@ mod worker;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chipset_loop::{Channels, Rounds, RoundsConfig, Witness, WitnessConfig};
+use chipset_loop::{
+    Brief, BriefEntry, Channels, IncidentKey, Rounds, RoundsConfig, Witness, WitnessAction,
+    WitnessConfig, WorkKind,
+};
 
 use chipset_hook::Hooks;
 use chipset_mail::{Mail, ManifestEvent};
@@ -36,6 +39,36 @@ use chipset_store::{AgentId, ManualClock};
 use chipset_testkit::TempState;
 
 pub(crate) use chipset_testkit::{agent, bead};
+
+/// Short ways to look into a brief in assertions.
+pub(crate) trait BriefExt {
+    /// The entry of `kind`, if that kind needs the agent.
+    fn entry(&self, kind: WorkKind) -> Option<&BriefEntry>;
+}
+
+impl BriefExt for Brief {
+    fn entry(&self, kind: WorkKind) -> Option<&BriefEntry> {
+        self.entries.iter().find(|e| e.kind == kind)
+    }
+}
+
+/// The incident a witness action is about, for actions about one.
+pub(crate) trait ActionExt {
+    fn key(&self) -> Option<&IncidentKey>;
+}
+
+impl ActionExt for WitnessAction {
+    fn key(&self) -> Option<&IncidentKey> {
+        match self {
+            WitnessAction::HealthCheck { key, .. }
+            | WitnessAction::StallWarning { key, .. }
+            | WitnessAction::Alive { key, .. }
+            | WitnessAction::Escalated { key, .. }
+            | WitnessAction::Closed { key, .. } => Some(key),
+            _ => None,
+        }
+    }
+}
 
 /// A state root on a manual clock at [`chipset_testkit::T0`], with handles on the channels.
 pub(crate) struct Setup {

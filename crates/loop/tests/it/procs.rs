@@ -265,8 +265,8 @@ fn killed_worker(race: Race) {
         ]
     );
     let mail = race.mail();
-    assert_eq!(sent(&mail, Topic::HealthEscalation.as_str()), 1);
-    assert_eq!(sent(&mail, Topic::CompletionReport.as_str()), 1);
+    assert_eq!(sent(&mail, &Topic::HealthEscalation.to_string()), 1);
+    assert_eq!(sent(&mail, &Topic::CompletionReport.to_string()), 1);
     for who in ["victim", "rescuer"] {
         assert_eq!(
             HookStatus::of(&hooks.read(&agent(who)).unwrap()),

@@ -161,7 +161,7 @@ fn pending_replies_that_do_not_shrink_across_two_rounds_escalate_as_a_stalemate(
     assert!(round.executor_done().is_err(), "final");
     // The escalation woke the human.
     let pending = s.bus().pending(&agent("human")).unwrap();
-    assert_eq!(pending.events[0].kind, Topic::RoundEscalation.as_str());
+    assert_eq!(pending.events[0].kind, Topic::RoundEscalation.to_string());
 }
 
 fn too_many_rounds_escalate(s: Setup) {
@@ -264,7 +264,7 @@ fn reopening_an_escalated_round_announces_it_again_once(s: Setup) {
     assert_eq!(round.phase(), Phase::Escalated);
     let pending = bus.pending(&agent("human")).unwrap();
     assert_eq!(pending.events.len(), 1);
-    assert_eq!(pending.events[0].kind, Topic::RoundEscalation.as_str());
+    assert_eq!(pending.events[0].kind, Topic::RoundEscalation.to_string());
     // Opening it again does not wake the human twice, nor does an
     // orchestrator under another name, whose announcement would differ.
     rounds(&s).open(&t).unwrap();

@@ -187,7 +187,7 @@ impl World {
     pub(crate) fn events(&self, who: &str, kind: Topic) -> Vec<chipset_bus::Event> {
         let pending = self.bus.pending(&agent(who)).unwrap();
         assert!(pending.unreadable.is_empty(), "{:?}", pending.unreadable);
-        let kind = kind.as_str();
+        let kind = kind.to_string();
         pending
             .events
             .into_iter()
@@ -197,7 +197,7 @@ impl World {
 
     /// The mail of `subject` in `who`'s inbox.
     pub(crate) fn mail_to(&self, who: &str, subject: Topic) -> Vec<chipset_mail::Message> {
-        let subject = subject.as_str();
+        let subject = subject.to_string();
         let inbox = self.mail.inbox(&agent(who)).unwrap();
         inbox.into_iter().filter(|m| m.subject == subject).collect()
     }

@@ -116,7 +116,7 @@ fn every_bead_is_done_exactly_once_though_a_worker_hangs_and_the_loops_restart_e
         assert_ne!(e.completed_by(), Some(&agent("w2")));
     }
     assert_eq!(completed, 6);
-    assert_eq!(s.sent(Topic::CompletionReport.as_str()).len(), 6);
+    assert_eq!(s.sent(&Topic::CompletionReport.to_string()).len(), 6);
     assert_eq!(
         dispatched
             .iter()
@@ -130,7 +130,7 @@ fn every_bead_is_done_exactly_once_though_a_worker_hangs_and_the_loops_restart_e
     let entry = d.entry(&hung.work.bead_id).unwrap().unwrap();
     assert_eq!(entry.attempts[0].agent, agent("w2"));
     assert_eq!(entry.attempts[0].outcome, AttemptOutcome::Reassigned);
-    assert_eq!(s.sent(Topic::HealthEscalation.as_str()).len(), 1);
+    assert_eq!(s.sent(&Topic::HealthEscalation.to_string()).len(), 1);
     assert_eq!(
         witnessed
             .iter()
@@ -321,7 +321,7 @@ fn random_schedule(
             completions += wins;
         }
         proptest::prop_assert_eq!(completions, 4);
-        proptest::prop_assert_eq!(s.sent(Topic::CompletionReport.as_str()).len(), 4);
+        proptest::prop_assert_eq!(s.sent(&Topic::CompletionReport.to_string()).len(), 4);
         // Every hung worker lost its work through an escalation (a resting one may too).
         for (i, name) in pool.iter().enumerate() {
             if hung[i] {
@@ -333,7 +333,7 @@ fn random_schedule(
                 proptest::prop_assert!(taken, "{} hung and kept its work", name);
             }
         }
-        let escalations = s.sent(Topic::HealthEscalation.as_str()).len();
+        let escalations = s.sent(&Topic::HealthEscalation.to_string()).len();
         let reassigned: usize = ledger
             .items
             .iter()

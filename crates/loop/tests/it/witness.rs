@@ -8,6 +8,7 @@ use chipset_mail::{Kind, MailPriority};
 use chipset_nudge::{NudgeType, Received};
 use chipset_store::{AgentId, ReadOutcome};
 
+use crate::ActionExt;
 use crate::{Setup, agent, bead, body_json, escalation_body, secs, setup};
 
 both!(
@@ -107,7 +108,7 @@ fn silent_agent_gets_health_check_then_stall_warning_then_exactly_one_escalation
     let inbox = s.inbox(&agent("mayor"));
     assert_eq!(inbox.len(), 1);
     let m = &inbox[0];
-    assert_eq!(m.subject, Topic::HealthEscalation.as_str());
+    assert_eq!(m.subject, Topic::HealthEscalation.to_string());
     assert_eq!(m.kind, Kind::Notify);
     assert_eq!(m.priority, MailPriority::Urgent);
     assert_eq!(m.task().as_str(), "gt-abc12");
@@ -126,7 +127,7 @@ fn silent_agent_gets_health_check_then_stall_warning_then_exactly_one_escalation
     // The dispatcher is woken by a critical bus event.
     let pending = s.bus().pending(&agent("mayor")).unwrap();
     assert_eq!(pending.events.len(), 1);
-    assert_eq!(pending.events[0].kind, Topic::HealthEscalation.as_str());
+    assert_eq!(pending.events[0].kind, Topic::HealthEscalation.to_string());
     assert_eq!(pending.events[0].priority, BusPriority::Critical);
 
     // Hours later, still silent: never a second escalation for this incident.
@@ -134,7 +135,7 @@ fn silent_agent_gets_health_check_then_stall_warning_then_exactly_one_escalation
         s.advance(600);
         assert!(w.tick().unwrap().is_empty());
     }
-    assert_eq!(s.sent(Topic::HealthEscalation.as_str()).len(), 1);
+    assert_eq!(s.sent(&Topic::HealthEscalation.to_string()).len(), 1);
     let incident = s.loop_json(&format!("witness/incidents/{alpha}.json"));
     assert_eq!(incident["step"], "escalated");
     assert_eq!(s.loop_names("witness/incidents"), ["polecat-alpha.json"]);
@@ -176,7 +177,7 @@ fn a_stalled_holders_pool_item_returns_to_the_pool_with_the_escalation() {
         s.advance(600);
         w.tick().unwrap();
     }
-    assert_eq!(s.sent(Topic::HealthEscalation.as_str()).len(), 1);
+    assert_eq!(s.sent(&Topic::HealthEscalation.to_string()).len(), 1);
     assert_eq!(pool.get(&id).unwrap().entry.releases, 1);
 }
 
@@ -214,7 +215,7 @@ fn an_answer_resolves_the_incident_and_the_next_quiet_spell_is_measured_from_it(
     assert!(w.tick().unwrap().is_empty());
     s.advance(2);
     assert_eq!(kinds(&w.tick().unwrap()), ["health_check"]);
-    assert!(s.sent(Topic::HealthEscalation.as_str()).is_empty());
+    assert!(s.sent(&Topic::HealthEscalation.to_string()).is_empty());
 }
 
 /// A tick whose health check went out but whose incident record was lost
@@ -373,7 +374,7 @@ fn a_restarted_witness_neither_repeats_nor_forgets_an_incident(s: Setup) {
         s.advance(600);
         assert!(third.tick().unwrap().is_empty());
     }
-    assert_eq!(s.sent(Topic::HealthEscalation.as_str()).len(), 1);
+    assert_eq!(s.sent(&Topic::HealthEscalation.to_string()).len(), 1);
 }
 
 /// Rewrites `agent`'s incident record as "escalating" with a chosen mail id
@@ -416,7 +417,7 @@ fn a_witness_killed_before_its_escalation_mail_sends_it_on_restart(s: Setup) {
         panic!("{actions:?}")
     };
     assert_eq!(mail, &id);
-    assert_eq!(s.sent(Topic::HealthEscalation.as_str()), [id]);
+    assert_eq!(s.sent(&Topic::HealthEscalation.to_string()), [id]);
     assert!(second.tick().unwrap().is_empty());
 }
 
@@ -437,7 +438,7 @@ fn a_witness_killed_after_its_escalation_mail_does_not_send_it_again(s: Setup) {
                 agent("witness"),
                 agent("mayor"),
                 "gt-abc12".parse().unwrap(),
-                Topic::HealthEscalation.as_str(),
+                Topic::HealthEscalation.to_string(),
                 body.clone(),
             )
             .with_id(id.clone()),
@@ -461,7 +462,7 @@ fn a_witness_killed_after_its_escalation_mail_does_not_send_it_again(s: Setup) {
     };
     assert_eq!(mail, &id);
     assert_eq!(
-        s.sent(Topic::HealthEscalation.as_str()).len(),
+        s.sent(&Topic::HealthEscalation.to_string()).len(),
         1,
         "not sent again"
     );
@@ -545,7 +546,7 @@ fn an_incident_closes_when_the_hook_moves_on(s: Setup) {
     assert_eq!(kinds(&actions), ["closed"]);
     s.advance(600);
     assert!(w.tick().unwrap().is_empty());
-    assert!(s.sent(Topic::HealthEscalation.as_str()).is_empty());
+    assert!(s.sent(&Topic::HealthEscalation.to_string()).is_empty());
 }
 
 fn two_witnesses_escalate_once(s: Setup) {
@@ -570,7 +571,7 @@ fn two_witnesses_escalate_once(s: Setup) {
         all.extend(b.join().unwrap());
     });
     assert_eq!(kinds(&all), ["health_check", "stall_warning", "escalated"]);
-    assert_eq!(s.sent(Topic::HealthEscalation.as_str()).len(), 1);
+    assert_eq!(s.sent(&Topic::HealthEscalation.to_string()).len(), 1);
 }
 
 fn the_witness_log_records_every_action(s: Setup) {

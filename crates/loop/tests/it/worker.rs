@@ -110,13 +110,13 @@ fn gupp_runs_the_work_completes_the_hook_and_reports_it(s: Setup) {
     let inbox = s.inbox(&agent("mayor"));
     assert_eq!(inbox.len(), 1);
     assert_eq!(inbox[0].id, report);
-    assert_eq!(inbox[0].subject, Topic::CompletionReport.as_str());
+    assert_eq!(inbox[0].subject, Topic::CompletionReport.to_string());
     let body = body_json(&inbox[0].body);
     assert_eq!(body["type"], "completion_report");
     assert_eq!(body["assignment"], serde_json::to_value(&a).unwrap());
     assert_eq!(body["summary"], "README section added");
     let pending = s.bus().pending(&agent("mayor")).unwrap();
-    assert_eq!(pending.events[0].kind, Topic::WorkCompleted.as_str());
+    assert_eq!(pending.events[0].kind, Topic::WorkCompleted.to_string());
     assert_eq!(pending.events[0].priority, BusPriority::High);
 
     // Next time round: the completed work waits for the dispatcher's clear.
@@ -313,7 +313,7 @@ fn work_taken_away_cannot_be_completed_and_nothing_is_reported(s: Setup) {
     assert_eq!(err.kind(), ErrorKind::Stale, "{err}");
     assert!(matches!(err, chipset_loop::Error::Stale { .. }));
     assert!(s.inbox(&agent("mayor")).is_empty());
-    assert!(s.sent(Topic::CompletionReport.as_str()).is_empty());
+    assert!(s.sent(&Topic::CompletionReport.to_string()).is_empty());
     assert_eq!(
         HookStatus::of(&s.hooks.read(&agent("polecat-alpha")).unwrap()),
         Some(HookStatus::Empty)
@@ -469,11 +469,11 @@ fn run_until_tidies_only_the_assignments_wakeup_and_mail(s: Setup) {
         let pending = bus.pending(&me).unwrap();
         pending.events.iter().map(|e| e.kind.to_owned()).collect()
     };
-    assert!(kinds(&bus).contains(&chipset_loop::Topic::WorkAssigned.as_str().to_owned()));
+    assert!(kinds(&bus).contains(&chipset_loop::Topic::WorkAssigned.to_string()));
     assert!(
         s.inbox(&me)
             .iter()
-            .any(|m| m.subject == chipset_loop::Topic::WorkAssignment.as_str())
+            .any(|m| m.subject == chipset_loop::Topic::WorkAssignment.to_string())
     );
     let mut context = Vec::new();
     let mut said_stop = false;
@@ -493,7 +493,10 @@ fn run_until_tidies_only_the_assignments_wakeup_and_mail(s: Setup) {
     let subjects: Vec<_> = context.iter().map(|m| m.subject.to_owned()).collect();
     assert_eq!(
         subjects,
-        [chipset_loop::Topic::WorkAssignment.as_str(), "fyi"],
+        [
+            chipset_loop::Topic::WorkAssignment.to_string(),
+            "fyi".to_owned()
+        ],
         "the work's mail, in send order"
     );
     assert_eq!(kinds(&bus), ["other-kind"]);
@@ -529,7 +532,7 @@ fn a_completion_refused_for_a_corrupt_hook_is_not_stale(s: Setup) {
         })
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
-    assert!(s.sent(Topic::CompletionReport.as_str()).is_empty());
+    assert!(s.sent(&Topic::CompletionReport.to_string()).is_empty());
 }
 
 /// A corrupt `latest.json` met at a checkpoint reaches the work as an

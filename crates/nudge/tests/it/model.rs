@@ -13,6 +13,7 @@ use proptest::prelude::*;
 use crate::place::{Place, ReminderPlace};
 use crate::support::DeliveryExt;
 use crate::support::ReceivedExt;
+use crate::support::ReminderExt;
 use crate::support::preset;
 use crate::support::{ReminderKey, new_reminder};
 use crate::support::{agent, manual_no_sync};

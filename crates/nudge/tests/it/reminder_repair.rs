@@ -7,6 +7,7 @@ use chipset_nudge::{
 use chipset_store::{Action, Defect, DoctorMode};
 
 use crate::reminders::{HOUR, every_reminder, half_resolved, new, open_ids};
+use crate::support::ReminderExt;
 use crate::support::ReminderKey;
 use crate::support::{ReminderPaths, preset};
 use crate::support::{manual_state, temps_under};

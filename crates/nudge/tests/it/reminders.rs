@@ -9,6 +9,7 @@ use chipset_nudge::{
 use chipset_store::Clock;
 use chipset_testkit::TempState;
 
+use crate::support::ReminderExt;
 use crate::support::{ReminderKey, new_reminder};
 use crate::support::{ReminderPaths, preset};
 use crate::support::{manual_state, temps_under};

@@ -18,6 +18,7 @@ use chipset_store::{
 use chipset_testkit::{FaultCase, RecordIo, Visible, forgive_lock_folders, sweep_each};
 
 use crate::support::DeliveryExt;
+use crate::support::ReminderExt;
 use crate::support::ReminderKey;
 use crate::support::preset;
 use crate::support::{T0, agent};

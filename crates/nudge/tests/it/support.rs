@@ -1,6 +1,8 @@
 //! Shared helpers.
 
-use chipset_nudge::{Delivery, NewReminder, Nudge, Nudges, Received, ReminderId, Reminders};
+use chipset_nudge::{
+    Delivery, NewReminder, Nudge, Nudges, Received, Reminder, ReminderId, Reminders,
+};
 use chipset_store::{AgentId, Listing, ManualClock, StatePath};
 use chipset_testkit::TempState;
 
@@ -207,6 +209,21 @@ impl ReminderPaths for Reminders {
             .channel(Reminders::CHANNEL)
             .join_static("history")
             .join_id(id, ".json")
+    }
+}
+
+/// Short ways to look into a reminder in assertions.
+pub(crate) trait ReminderExt {
+    /// The id of the snoozed reminder this one reopened: its
+    /// `metadata.reopened_from`, as the crate docs name it.
+    fn reopened_from(&self) -> Option<&str>;
+}
+
+impl ReminderExt for Reminder {
+    fn reopened_from(&self) -> Option<&str> {
+        self.metadata
+            .get("reopened_from")
+            .and_then(serde_json::Value::as_str)
     }
 }
 
