@@ -5,7 +5,7 @@ use std::io::Read as _;
 use std::time::Duration;
 
 use chipset_mail::MessageId;
-use chipset_mail::{Kind, Mail, MailPriority, Message, NewGroupMessage, NewMessage};
+use chipset_mail::{Kind, Mail, MailPriority, Message, NewMessage};
 use chipset_mcp::view::Archived;
 
 use crate::Ctx;
@@ -238,9 +238,9 @@ fn send_group(ctx: &Ctx, mail: &Mail, args: MailSend) -> Result<Output> {
     let (agents, left_out) = (resolved.agents, resolved.left_out);
     let sender_skipped = agents.contains(&from);
     let mut draft = if kind == MailKind::Request {
-        NewGroupMessage::request(from, agents, task, subject, body)
+        NewMessage::request(from, agents, task, subject, body)
     } else {
-        NewGroupMessage::notify(from, agents, task, subject, body)
+        NewMessage::notify(from, agents, task, subject, body)
     };
     if expects_reply == Some(MailExpects::Any) {
         draft = draft.answered_by_any();

@@ -425,7 +425,7 @@ pub use doctor::OrphanReason;
 pub use draft::{MailConfig, NewMessage};
 pub use error::{Error, Result};
 pub use format::{Kind, MailPriority, ManifestEvent, Message};
-pub use group::{Group, NewGroupMessage};
+pub use group::Group;
 pub use id::MessageId;
 pub use layout::Location;
 pub use mail::{ArchiveOutcome, Mail, SweepReport};

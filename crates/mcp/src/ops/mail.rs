@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use chipset::directory::Recipients;
 use chipset_failure::Failure;
-use chipset_mail::{Message, MessageId, NewGroupMessage, NewMessage};
+use chipset_mail::{Message, MessageId, NewMessage};
 use chipset_store::{ErrorKind, Timestamp};
 
 use super::{Ctx, Outcome, Reply, id};
@@ -140,9 +140,9 @@ fn mail_send_group(ctx: &Ctx, p: MailSend, to: &Recipients, chosen: Option<Messa
     let from = ctx.agent.clone();
     let sender_skipped = agents.contains(&from);
     let mut draft = if p.kind == MailKind::Request {
-        NewGroupMessage::request(from, agents, task, p.subject, p.body)
+        NewMessage::request(from, agents, task, p.subject, p.body)
     } else {
-        NewGroupMessage::notify(from, agents, task, p.subject, p.body)
+        NewMessage::notify(from, agents, task, p.subject, p.body)
     };
     if p.expects_reply == Some(MailExpects::Any) {
         draft = draft.answered_by_any();
