@@ -255,7 +255,7 @@ impl Message {
     /// compared (a retry is stamped anew), nor the declared `schema` (a
     /// format label, not content). This is what "the same content" means for
     /// a retry with [`NewMessage::with_id`](crate::NewMessage::with_id).
-    pub fn same_content(&self, other: &Message) -> bool {
+    pub(crate) fn same_content(&self, other: &Message) -> bool {
         self.id == other.id
             && self.from == other.from
             && self.to == other.to
