@@ -26,8 +26,8 @@ impl Kind {
     /// Every kind.
     pub(crate) const ALL: [Kind; 3] = [Kind::Request, Kind::Response, Kind::Notify];
 
-    /// Returns the name as written on disk.
-    pub fn as_str(self) -> &'static str {
+    /// Returns the name as written on disk (what `Display` writes).
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Kind::Request => "request",
             Kind::Response => "response",
@@ -67,8 +67,8 @@ pub enum MailPriority {
 }
 
 impl MailPriority {
-    /// Returns the name as written on disk.
-    pub fn as_str(self) -> &'static str {
+    /// Returns the name as written on disk (what `Display` writes).
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             MailPriority::Urgent => "urgent",
             MailPriority::Normal => "normal",
