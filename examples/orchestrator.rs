@@ -14,7 +14,7 @@ use std::time::Duration;
 use chipset::bus::NewEvent;
 use chipset::directory::Registration;
 use chipset::lease::{LeaseMode, LeaseRequest};
-use chipset::mail::{NewGroupMessage, NewMessage};
+use chipset::mail::NewMessage;
 use chipset::pool::{NewItem, ReadyFilter};
 use chipset::search::Query;
 use chipset::store::{AgentId, TaskId};
@@ -65,9 +65,9 @@ fn main() -> Result<(), Box<dyn Error>> {
 
     // The lead asks the group; one answer clears the release's gate.
     let release: TaskId = "release-1".parse()?;
-    let ask = NewGroupMessage::request(
+    let ask = NewMessage::request(
         lead.clone(),
-        [ann.clone(), bob.clone()],
+        vec![ann.clone(), bob.clone()],
         release.clone(),
         "ship-it",
         "ok to ship?",

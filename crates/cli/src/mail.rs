@@ -5,7 +5,7 @@ use std::io::Read as _;
 use std::time::Duration;
 
 use chipset_mail::MessageId;
-use chipset_mail::{Kind, Mail, MailPriority, Message, NewGroupMessage, NewMessage};
+use chipset_mail::{Kind, Mail, MailPriority, Message, NewMessage};
 use chipset_mcp::view::Archived;
 
 use crate::Ctx;
@@ -138,17 +138,14 @@ fn draft(args: MailSend) -> Result<NewMessage> {
     if expects_reply.is_some() && kind != MailKind::Request {
         return Err(CliError::usage(format!(
             "--expects-reply is for --kind request only: a {} expects no reply",
-            Kind::from(kind).as_str()
+            Kind::from(kind)
         )));
     }
     let body = read_body(body, body_file)?;
     let mut draft = match kind {
         MailKind::Request | MailKind::Notify => {
             let task = task.ok_or_else(|| {
-                CliError::usage(format!(
-                    "--kind {} needs --task T",
-                    Kind::from(kind).as_str()
-                ))
+                CliError::usage(format!("--kind {} needs --task T", Kind::from(kind)))
             })?;
             let draft = if kind == MailKind::Request {
                 NewMessage::request(from, to, task, subject, body)
@@ -220,7 +217,7 @@ fn send_group(ctx: &Ctx, mail: &Mail, args: MailSend) -> Result<Output> {
         priority,
         id,
     } = args;
-    let kind_name = Kind::from(kind).as_str();
+    let kind_name = Kind::from(kind);
     if kind == MailKind::Response || in_reply_to.is_some() {
         return Err(CliError::usage(format!(
             "a {kind_name} to a group cannot answer a message: --in-reply-to and responses \
@@ -238,9 +235,9 @@ fn send_group(ctx: &Ctx, mail: &Mail, args: MailSend) -> Result<Output> {
     let (agents, left_out) = (resolved.agents, resolved.left_out);
     let sender_skipped = agents.contains(&from);
     let mut draft = if kind == MailKind::Request {
-        NewGroupMessage::request(from, agents, task, subject, body)
+        NewMessage::request(from, agents, task, subject, body)
     } else {
-        NewGroupMessage::notify(from, agents, task, subject, body)
+        NewMessage::notify(from, agents, task, subject, body)
     };
     if expects_reply == Some(MailExpects::Any) {
         draft = draft.answered_by_any();
@@ -318,14 +315,14 @@ fn listing(paint: Paint, messages: &[Message], bodies: bool, empty: &str) -> Out
         };
         table.row(vec![
             m.id.to_string().into(),
-            Cell::toned(m.kind.as_str(), kind_tone),
+            Cell::toned(m.kind.to_string(), kind_tone),
             m.from.to_string().into(),
             m.to.to_string().into(),
             m.task().to_string().into(),
             m.round
                 .map_or_else(|| "-".to_owned(), |r| r.to_string())
                 .into(),
-            Cell::toned(m.priority.as_str(), priority_tone),
+            Cell::toned(m.priority.to_string(), priority_tone),
             m.subject.clone().into(),
         ]);
     }

@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::format::{
     Kind, MAX_ROUND, MailPriority, Message, validate_agent_name, validate_subject,
 };
+use crate::group::ExpectsReply;
 
 /// The default body limit: 256 KiB.
 pub(crate) const DEFAULT_MAX_BODY: usize = 256 * 1024;
@@ -48,7 +49,10 @@ impl Default for MailConfig {
 }
 
 /// A message to send: everything but the id and time, which
-/// [`Mail::send`](crate::Mail::send) assigns.
+/// [`Mail::send`](crate::Mail::send) assigns. `To` is who it is for: one
+/// agent ([`AgentId`], the default, sent by [`Mail::send`](crate::Mail::send)),
+/// or a group (`Vec<AgentId>`, sent by [`Mail::send_group`](crate::Mail::send_group),
+/// one copy per recipient).
 ///
 /// ```
 /// use chipset_mail::{NewMessage, Mail, MailPriority};
@@ -64,11 +68,27 @@ impl Default for MailConfig {
 /// assert_eq!((sent.round, sent.priority), (Some(2), MailPriority::Urgent));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+///
+/// A response answers one message, so it names one agent, and a group's
+/// draft cannot reach [`Mail::send`](crate::Mail::send), nor one agent's
+/// [`Mail::send_group`](crate::Mail::send_group):
+///
+/// ```compile_fail,E0308
+/// use chipset_mail::{Mail, NewMessage};
+/// use chipset_store::{AgentId, StateDir, TaskId};
+///
+/// let tmp = tempfile::tempdir()?;
+/// let mail = Mail::new(StateDir::open(tmp.path())?);
+/// let team = vec![AgentId::new("ann")?, AgentId::new("bob")?];
+/// let draft = NewMessage::notify("lead".parse()?, team, TaskId::new("t1")?, "shipped", "v1.2");
+/// mail.send(&draft)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewMessage {
+pub struct NewMessage<To = AgentId> {
     pub(crate) kind: Kind,
     pub(crate) from: AgentId,
-    pub(crate) to: AgentId,
+    pub(crate) to: To,
     pub(crate) task: Option<TaskId>,
     pub(crate) subject: String,
     pub(crate) body: String,
@@ -81,13 +101,15 @@ pub struct NewMessage {
     /// True when `id` was just generated (a group's copy on a first send):
     /// no earlier delivery can exist, so none is looked for.
     pub(crate) fresh: bool,
+    /// For a request to a group, when it stops holding up its task.
+    pub(crate) expects: ExpectsReply,
 }
 
-impl NewMessage {
+impl<To> NewMessage<To> {
     pub(crate) fn new(
         kind: Kind,
         from: AgentId,
-        to: AgentId,
+        to: To,
         task: Option<TaskId>,
         subject: impl Into<String>,
         body: impl Into<String>,
@@ -105,13 +127,16 @@ impl NewMessage {
             id: None,
             group: None,
             fresh: false,
+            expects: ExpectsReply::All,
         }
     }
 
-    /// Returns a request: it expects a reply and holds up `task` until answered.
+    /// Returns a request: it expects a reply and holds up `task` until
+    /// answered. To a group, every recipient must answer its copy, unless
+    /// [`NewMessage::answered_by_any`] says one answer is enough.
     pub fn request(
         from: AgentId,
-        to: AgentId,
+        to: To,
         task: TaskId,
         subject: impl Into<String>,
         body: impl Into<String>,
@@ -122,27 +147,12 @@ impl NewMessage {
     /// Returns a notification: it expects no reply.
     pub fn notify(
         from: AgentId,
-        to: AgentId,
+        to: To,
         task: TaskId,
         subject: impl Into<String>,
         body: impl Into<String>,
     ) -> Self {
         Self::new(Kind::Notify, from, to, Some(task), subject, body)
-    }
-
-    /// Returns a response to `request`. Its task is the request's unless
-    /// [`NewMessage::with_task`] names one, which must then match. Sending it
-    /// checks that `from` is the request's addressee and archives the request.
-    pub fn response(
-        from: AgentId,
-        to: AgentId,
-        request: MessageId,
-        subject: impl Into<String>,
-        body: impl Into<String>,
-    ) -> Self {
-        let mut d = Self::new(Kind::Response, from, to, None, subject, body);
-        d.in_reply_to = Some(request);
-        d
     }
 
     /// Returns the draft with its round set. Without one, the message has
@@ -166,19 +176,40 @@ impl NewMessage {
     /// send safe to retry (after a failure, [`Error::OutcomeUnknown`](crate::Error::OutcomeUnknown)
     /// included, or the caller's own crash): when a message with this id
     /// already exists anywhere (an inbox, the archive, a by-task archive or
-    /// the orphans) with the same content
-    /// ([`Message::same_content`](crate::Message::same_content): every field
-    /// but `created_at`), the send returns that first delivery as success and
-    /// writes no second copy; with other content it is refused with
-    /// [`Error::IdTaken`](crate::Error::IdTaken) and writes nothing.
+    /// the orphans) with the same content (every field but `created_at`
+    /// and the declared `schema`), the send returns that first delivery as
+    /// success and writes no second copy; with other content it is refused
+    /// with [`Error::IdTaken`](crate::Error::IdTaken) and writes nothing.
     /// Choose the id with [`SortableId::generate`](chipset_store::SortableId::generate)
     /// and persist it before sending, so inboxes stay in time order. An id
     /// not in the seed's form ([`MessageId::is_seed_form`]) is refused with
-    /// [`Error::InvalidMessageId`](crate::Error::InvalidMessageId).
+    /// [`Error::InvalidMessageId`](crate::Error::InvalidMessageId)
+    /// ([`Error::InvalidGroupId`](crate::Error::InvalidGroupId) for a group).
+    ///
+    /// For a group it is the group id: each copy's id is derived from it
+    /// (see [`Mail::send_group`](crate::Mail::send_group)), which makes the
+    /// whole group safe to retry.
     #[must_use]
     pub fn with_id(mut self, id: MessageId) -> Self {
         self.id = Some(id);
         self
+    }
+}
+
+impl NewMessage {
+    /// Returns a response to `request`. Its task is the request's unless
+    /// [`NewMessage::with_task`] names one, which must then match. Sending it
+    /// checks that `from` is the request's addressee and archives the request.
+    pub fn response(
+        from: AgentId,
+        to: AgentId,
+        request: MessageId,
+        subject: impl Into<String>,
+        body: impl Into<String>,
+    ) -> Self {
+        let mut d = Self::new(Kind::Response, from, to, None, subject, body);
+        d.in_reply_to = Some(request);
+        d
     }
 
     /// Returns the draft with its task set. For a response, the task must be

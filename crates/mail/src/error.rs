@@ -177,8 +177,8 @@ pub enum Error {
         path: std::path::PathBuf,
     },
     /// A draft sent with a caller-chosen id ([`NewMessage::with_id`](crate::NewMessage::with_id))
-    /// whose id is in use by a message with other content (see
-    /// [`Message::same_content`](crate::Message::same_content)): the
+    /// whose id is in use by a message with other content (any field but
+    /// `created_at` and the declared `schema` differs): the
     /// idempotent-retry rule refuses it. Nothing was written. (The same id
     /// with the same content is not an error: the send returns the first
     /// delivery.)

@@ -26,8 +26,8 @@ impl Kind {
     /// Every kind.
     pub(crate) const ALL: [Kind; 3] = [Kind::Request, Kind::Response, Kind::Notify];
 
-    /// Returns the name as written on disk.
-    pub fn as_str(self) -> &'static str {
+    /// Returns the name as written on disk (what `Display` writes).
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Kind::Request => "request",
             Kind::Response => "response",
@@ -67,8 +67,8 @@ pub enum MailPriority {
 }
 
 impl MailPriority {
-    /// Returns the name as written on disk.
-    pub fn as_str(self) -> &'static str {
+    /// Returns the name as written on disk (what `Display` writes).
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             MailPriority::Urgent => "urgent",
             MailPriority::Normal => "normal",
@@ -255,7 +255,7 @@ impl Message {
     /// compared (a retry is stamped anew), nor the declared `schema` (a
     /// format label, not content). This is what "the same content" means for
     /// a retry with [`NewMessage::with_id`](crate::NewMessage::with_id).
-    pub fn same_content(&self, other: &Message) -> bool {
+    pub(crate) fn same_content(&self, other: &Message) -> bool {
         self.id == other.id
             && self.from == other.from
             && self.to == other.to

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::MessageId;
 use crate::draft::NewMessage;
 use crate::error::{Error, Result};
-use crate::format::{Kind, MailPriority, Message};
+use crate::format::{Kind, Message};
 use crate::layout::Location;
 use crate::mail::{Mail, read_message};
 
@@ -51,7 +51,7 @@ pub struct Group {
 
 impl Group {
     /// Returns `Some(true)` for a request one answer from any recipient
-    /// answers ([`NewGroupMessage::answered_by_any`]), `Some(false)` for one
+    /// answers ([`NewMessage::answered_by_any`]), `Some(false)` for one
     /// every recipient must answer, `None` for a notification.
     pub fn answered_by_any(&self) -> Option<bool> {
         self.expects.map(|e| e == ExpectsReply::Any)
@@ -112,123 +112,14 @@ fn fmix64(mut k: u64) -> u64 {
     k ^ (k >> 33)
 }
 
-/// A message to send to a group: what a sender asks for;
-/// [`Mail::send_group`] makes one copy per recipient, an ordinary message
-/// as [`NewMessage`] makes.
-///
-/// ```
-/// use chipset_mail::{MailPriority, NewGroupMessage};
-/// use chipset_store::{AgentId, TaskId};
-///
-/// let team = ["ann", "bob"].map(|a| AgentId::new(a).unwrap());
-/// let draft = NewGroupMessage::request("lead".parse()?, team, TaskId::new("t1")?, "ship-it", "ok to ship?")
-///     .answered_by_any()
-///     .with_round(2)
-///     .with_priority(MailPriority::Urgent);
-/// # let _ = draft;
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-///
-/// It is a type of its own, so a group's draft cannot reach
-/// [`Mail::send`], nor a single message's draft [`Mail::send_group`]:
-///
-/// ```compile_fail,E0308
-/// use chipset_mail::{Mail, NewGroupMessage};
-/// use chipset_store::{AgentId, StateDir, TaskId};
-///
-/// let tmp = tempfile::tempdir()?;
-/// let mail = Mail::new(StateDir::open(tmp.path())?);
-/// let team = ["ann", "bob"].map(|a| AgentId::new(a).unwrap());
-/// let draft = NewGroupMessage::notify("lead".parse()?, team, TaskId::new("t1")?, "shipped", "v1.2");
-/// mail.send(&draft)?;
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewGroupMessage {
-    /// What every copy says: its `to` is unused (each copy names its
-    /// recipient), its `id` is the group's.
-    draft: NewMessage,
-    /// The recipients, as given.
-    to: Vec<AgentId>,
-    /// For a request, when it stops holding up its task.
-    expects: ExpectsReply,
-}
-
-impl NewGroupMessage {
-    fn new(
-        kind: Kind,
-        from: AgentId,
-        to: impl IntoIterator<Item = AgentId>,
-        task: TaskId,
-        subject: impl Into<String>,
-        body: impl Into<String>,
-    ) -> Self {
-        NewGroupMessage {
-            draft: NewMessage::new(kind, from.clone(), from, Some(task), subject, body),
-            to: to.into_iter().collect(),
-            expects: ExpectsReply::All,
-        }
-    }
-
-    /// Returns a request to every agent of `to` (the sender left out,
-    /// duplicates once): each recipient gets a copy, an ordinary request
-    /// every recipient must answer, unless
-    /// [`NewGroupMessage::answered_by_any`] says one answer is enough.
-    pub fn request(
-        from: AgentId,
-        to: impl IntoIterator<Item = AgentId>,
-        task: TaskId,
-        subject: impl Into<String>,
-        body: impl Into<String>,
-    ) -> Self {
-        Self::new(Kind::Request, from, to, task, subject, body)
-    }
-
-    /// Returns a notification to every agent of `to` (the sender left out,
-    /// duplicates once): each recipient gets a copy.
-    pub fn notify(
-        from: AgentId,
-        to: impl IntoIterator<Item = AgentId>,
-        task: TaskId,
-        subject: impl Into<String>,
-        body: impl Into<String>,
-    ) -> Self {
-        Self::new(Kind::Notify, from, to, task, subject, body)
-    }
-
-    /// Returns the request answered by one response from any recipient:
-    /// once one copy has a response, the other copies leave
+impl NewMessage<Vec<AgentId>> {
+    /// Returns the request to a group answered by one response from any
+    /// recipient: once one copy has a response, the other copies leave
     /// [`Mail::pending_replies`] (and may be archived without a reply). A
     /// notification ignores it.
     #[must_use]
     pub fn answered_by_any(mut self) -> Self {
         self.expects = ExpectsReply::Any;
-        self
-    }
-
-    /// Returns the draft with the copies' round set, as
-    /// [`NewMessage::with_round`] does.
-    #[must_use]
-    pub fn with_round(mut self, round: u64) -> Self {
-        self.draft = self.draft.with_round(round);
-        self
-    }
-
-    /// Returns the draft with the copies' priority set (default normal).
-    #[must_use]
-    pub fn with_priority(mut self, priority: MailPriority) -> Self {
-        self.draft = self.draft.with_priority(priority);
-        self
-    }
-
-    /// Sends under a caller-chosen group id (`{unix-ms}-{uuid}`) instead of
-    /// a fresh one, which makes the whole group safe to retry, as
-    /// [`NewMessage::with_id`] makes one message: each copy's id is derived
-    /// from it (see [`Mail::send_group`]). Choose it with
-    /// [`SortableId::generate`] and persist it before sending.
-    #[must_use]
-    pub fn with_id(mut self, id: MessageId) -> Self {
-        self.draft = self.draft.with_id(id);
         self
     }
 }
@@ -243,14 +134,14 @@ impl Mail {
     /// the group.
     ///
     /// ```
-    /// use chipset_mail::{Mail, NewGroupMessage};
+    /// use chipset_mail::{Mail, NewMessage};
     /// use chipset_store::{AgentId, StateDir, TaskId};
     ///
     /// let tmp = tempfile::tempdir()?;
     /// let mail = Mail::new(StateDir::open(tmp.path())?);
     /// let lead = AgentId::new("lead")?;
-    /// let team = ["ann", "bob", "lead"].map(|a| AgentId::new(a).unwrap());
-    /// let draft = NewGroupMessage::request(lead, team, TaskId::new("t1")?, "ship-it", "ok to ship?")
+    /// let team = ["ann", "bob", "lead"].map(|a| AgentId::new(a).unwrap()).to_vec();
+    /// let draft = NewMessage::request(lead, team, TaskId::new("t1")?, "ship-it", "ok to ship?")
     ///     .answered_by_any();
     /// let copies = mail.send_group(&draft)?;
     /// assert_eq!(copies.len(), 2, "the sender is left out");
@@ -262,7 +153,7 @@ impl Mail {
     /// The copies are sent as one [`Mail::send_batch`]: each copy's publish
     /// is its own commit point, and the batch shares the syncs. Each copy's
     /// id is derived from the group id and its recipient (the group id's
-    /// millisecond and a hash of both), so with a chosen id ([`NewGroupMessage::with_id`])
+    /// millisecond and a hash of both), so with a chosen id ([`NewMessage::with_id`])
     /// a retry after a failure or a crash in the middle of the fan-out
     /// returns the copies already delivered, writes only the missing ones,
     /// and never a second copy. A retry adopts the recipients the first
@@ -282,8 +173,8 @@ impl Mail {
     /// at its publish (a concurrent send of the same group id to another
     /// list of recipients): a request's delivered copy holds the task's
     /// [`Mail::pending_replies`] gate all the same.
-    pub fn send_group(&self, draft: &NewGroupMessage) -> Result<Vec<Message>> {
-        let NewGroupMessage { draft, to, expects } = draft;
+    pub fn send_group(&self, draft: &NewMessage<Vec<AgentId>>) -> Result<Vec<Message>> {
+        let (to, expects) = (&draft.to, &draft.expects);
         let mut to: BTreeSet<AgentId> = to.iter().cloned().collect();
         to.remove(&draft.from);
         if to.is_empty() {
@@ -326,13 +217,20 @@ impl Mail {
         let drafts: Vec<NewMessage> = group
             .to
             .iter()
-            .map(|agent| {
-                let mut d = draft.clone();
-                d.to = agent.clone();
-                d.id = Some(group.copy_id(agent));
-                d.fresh = fresh;
-                d.group = Some(group.clone());
-                d
+            .map(|agent| NewMessage {
+                kind: draft.kind,
+                from: draft.from.clone(),
+                to: agent.clone(),
+                task: draft.task.clone(),
+                subject: draft.subject.clone(),
+                body: draft.body.clone(),
+                round: draft.round,
+                in_reply_to: draft.in_reply_to.clone(),
+                priority: draft.priority,
+                id: Some(group.copy_id(agent)),
+                group: Some(group.clone()),
+                fresh,
+                expects: draft.expects,
             })
             .collect();
         match self.send_batch(&drafts) {
@@ -423,7 +321,7 @@ impl Mail {
     }
 
     /// Returns true when `request` is a copy of a request answered by any
-    /// one recipient ([`NewGroupMessage::answered_by_any`]) and another
+    /// one recipient ([`NewMessage::answered_by_any`]) and another
     /// copy has a response. Fails closed: only a response found counts,
     /// never a copy that is missing.
     pub(crate) fn answered_by_group(&self, request: &Message) -> Result<bool> {

@@ -23,11 +23,6 @@ pub enum Location {
 }
 
 impl Location {
-    /// Returns true everywhere but an inbox.
-    pub fn is_archived(&self) -> bool {
-        !matches!(self, Location::Inbox(_))
-    }
-
     /// The order in which a search must look so that a message moving
     /// forward at the same time is never missed.
     pub(crate) fn stage(&self) -> u8 {
@@ -189,15 +184,5 @@ mod tests {
         assert_eq!(id_of("notes.txt"), None);
         assert_eq!(id_of(".json"), None);
         assert_eq!(parse_marker("answer-1-a.json"), None);
-    }
-
-    #[test]
-    fn only_an_inbox_is_not_archived() {
-        let agent = AgentId::new("exec").unwrap();
-        let task = TaskId::new("t1").unwrap();
-        assert!(!Location::Inbox(agent).is_archived());
-        for archived in [Location::Archive, Location::ByTask(task), Location::Orphan] {
-            assert!(archived.is_archived(), "{archived:?}");
-        }
     }
 }

@@ -292,7 +292,7 @@
 //!
 //! Retries follow the store's idempotent-retry rule. A send with a
 //! caller-chosen id ([`NewMessage::with_id`]) repeated with the same content
-//! ([`Message::same_content`]: every field but `created_at`) returns the
+//! (every field but `created_at` and the declared `schema`) returns the
 //! first delivery, wherever it went since (an inbox, `archive/`, a by-task
 //! or the orphan archive), and writes no second copy; other content is
 //! [`Error::IdTaken`]. Archiving again is
@@ -425,7 +425,7 @@ pub use doctor::OrphanReason;
 pub use draft::{MailConfig, NewMessage};
 pub use error::{Error, Result};
 pub use format::{Kind, MailPriority, ManifestEvent, Message};
-pub use group::{Group, NewGroupMessage};
+pub use group::Group;
 pub use id::MessageId;
 pub use layout::Location;
 pub use mail::{ArchiveOutcome, Mail, SweepReport};

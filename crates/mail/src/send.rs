@@ -48,7 +48,8 @@ impl Mail {
     /// With a caller-chosen id ([`NewMessage::with_id`]), sending again follows
     /// the store's idempotent-retry rule: when a message with the id exists
     /// anywhere (an inbox, `archive/`, a by-task or the orphan archive) and
-    /// has the same content ([`Message::same_content`]), the first delivery
+    /// has the same content (every field but `created_at` and the declared
+    /// `schema`), the first delivery
     /// is returned as success, nothing is written but the missing follow-up
     /// (reply index entry, archive of the answered request); other content is
     /// [`Error::IdTaken`], as is an id a group was sent under

@@ -238,12 +238,12 @@ impl MessageHead {
     pub fn of(m: &Message, body: bool) -> Self {
         MessageHead {
             id: m.id.clone(),
-            kind: m.kind.as_str().to_owned(),
+            kind: m.kind.to_string(),
             from: m.from.clone(),
             to: m.to.clone(),
             phase: m.task().clone(),
             round: m.round,
-            priority: m.priority.as_str().to_owned(),
+            priority: m.priority.to_string(),
             subject: m.subject.to_owned(),
             in_reply_to: m.in_reply_to.clone(),
             created_at: m.created_at,

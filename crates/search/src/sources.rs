@@ -519,7 +519,7 @@ fn message_doc(m: &Message) -> Doc {
         sender: Some(m.from.to_string()),
         recipient: Some(m.to.to_string()),
         task: Some(m.task().to_string()),
-        kind: Some(m.kind.as_str().to_owned()),
+        kind: Some(m.kind.to_string()),
         at_ms: Some(m.created_at.unix_ms()),
         title: m.subject.to_owned(),
         body: m.body.to_owned(),

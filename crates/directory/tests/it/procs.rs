@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use chipset_directory::{Directory, Recipients, Registration, Role};
-use chipset_mail::{Mail, MessageId, NewGroupMessage};
+use chipset_mail::{Mail, MessageId, NewMessage};
 use chipset_store::{AgentId, ReadOutcome, StateDir, TaskId};
 use chipset_testkit as kit;
 
@@ -35,7 +35,7 @@ fn group_send(dir: &Directory, root: &Path) -> Vec<chipset_mail::Message> {
     let lead = AgentId::new("lead").unwrap();
     let all: Recipients = "@all".parse().unwrap();
     let to = dir.resolve(&all, &lead).unwrap().agents;
-    let draft = NewGroupMessage::notify(lead, to, TaskId::new("t1").unwrap(), "shipped", "v1.2")
+    let draft = NewMessage::notify(lead, to, TaskId::new("t1").unwrap(), "shipped", "v1.2")
         .with_id(MessageId::new(GROUP).unwrap());
     Mail::new(StateDir::open(root).unwrap())
         .send_group(&draft)

@@ -455,15 +455,9 @@ fn mail_item(m: &Message) -> BriefItem {
     BriefItem {
         id: m.id.to_string(),
         from: Some(m.from.to_string()),
-        priority: Some(m.priority.as_str().to_owned()),
+        priority: Some(m.priority.to_string()),
         at: Some(m.created_at),
-        summary: format!(
-            "{} {} from {}: {}",
-            m.priority.as_str(),
-            m.kind.as_str(),
-            m.from,
-            m.subject
-        ),
+        summary: format!("{} {} from {}: {}", m.priority, m.kind, m.from, m.subject),
         unreadable: false,
     }
 }

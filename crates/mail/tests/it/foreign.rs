@@ -232,7 +232,7 @@ fn check(f: &Foreign) -> Result<(), TestCaseError> {
     prop_assert_eq!(&m.id, &id);
     prop_assert_eq!(m.from.as_str(), f.from.as_str());
     prop_assert_eq!(m.task(), &phase);
-    prop_assert_eq!(m.kind.as_str(), f.kind);
+    prop_assert_eq!(m.kind.to_string(), f.kind);
     prop_assert_eq!(&m.subject, f.subject.as_str());
     prop_assert_eq!(&m.body, f.body.as_str());
     prop_assert_eq!(m.expects_reply, f.expects_reply);

@@ -6,7 +6,7 @@ use std::fs;
 use std::path::Path;
 use std::sync::Arc;
 
-use chipset_mail::{Error, Mail, MessageId, NewGroupMessage, NewMessage};
+use chipset_mail::{Error, Mail, MessageId, NewMessage};
 use chipset_store::{AgentId, Classify, ManualClock, StateDir, StateOptions, Timestamp};
 use chipset_testkit::{EIO, Fault, FaultIo};
 
@@ -19,10 +19,9 @@ fn team() -> Vec<AgentId> {
 }
 
 /// A request to the team under the group id; `any`: one answer is enough.
-fn ask(any: bool) -> NewGroupMessage {
-    let draft =
-        NewGroupMessage::request(agent("lead"), team(), task("t1"), "ship-it", "ok to ship?")
-            .with_id(mid(GROUP));
+fn ask(any: bool) -> NewMessage<Vec<AgentId>> {
+    let draft = NewMessage::request(agent("lead"), team(), task("t1"), "ship-it", "ok to ship?")
+        .with_id(mid(GROUP));
     if any { draft.answered_by_any() } else { draft }
 }
 
@@ -201,9 +200,9 @@ fn a_retry_completes_the_group_as_first_sent() {
         )
         .unwrap();
     }
-    let grown = NewGroupMessage::request(
+    let grown = NewMessage::request(
         agent("lead"),
-        ["ann", "bob", "dan"].map(agent),
+        ["ann", "bob", "dan"].map(agent).to_vec(),
         task("t1"),
         "ship-it",
         "ok to ship?",
@@ -214,7 +213,7 @@ fn a_retry_completes_the_group_as_first_sent() {
     assert_eq!(to, ["ann", "bob", "cid"]);
     assert!(inbox_files(f.tmp.state.root(), "dan").is_empty());
     // Other content under the same group id is refused.
-    let other = NewGroupMessage::request(agent("lead"), team(), task("t1"), "ship-it", "changed")
+    let other = NewMessage::request(agent("lead"), team(), task("t1"), "ship-it", "changed")
         .with_id(mid(GROUP));
     assert!(matches!(
         f.mail.send_group(&other),
@@ -230,8 +229,14 @@ fn a_retry_completes_the_group_as_first_sent() {
 #[test]
 fn a_group_refused_after_publishing_a_copy_names_the_delivered_copy() {
     let group = |to: [&str; 2]| {
-        NewGroupMessage::request(agent("lead"), to.map(agent), task("t1"), "ship-it", "ok?")
-            .with_id(mid(GROUP))
+        NewMessage::request(
+            agent("lead"),
+            to.map(agent).to_vec(),
+            task("t1"),
+            "ship-it",
+            "ok?",
+        )
+        .with_id(mid(GROUP))
     };
     let elsewhere = fixture();
     let theirs = elsewhere.mail.send_group(&group(["bob", "cid"])).unwrap();
@@ -262,17 +267,17 @@ fn a_group_refused_after_publishing_a_copy_names_the_delivered_copy() {
 #[test]
 fn bad_groups_are_refused() {
     let f = fixture();
-    let alone = NewGroupMessage::notify(agent("lead"), [agent("lead")], task("t1"), "s", "b");
+    let alone = NewMessage::notify(agent("lead"), vec![agent("lead")], task("t1"), "s", "b");
     assert!(matches!(f.mail.send_group(&alone), Err(Error::EmptyGroup)));
-    let nobody = NewGroupMessage::notify(agent("lead"), [], task("t1"), "s", "b");
+    let nobody = NewMessage::notify(agent("lead"), vec![], task("t1"), "s", "b");
     assert!(matches!(f.mail.send_group(&nobody), Err(Error::EmptyGroup)));
-    let bad_id = NewGroupMessage::notify(agent("lead"), team(), task("t1"), "s", "b")
+    let bad_id = NewMessage::notify(agent("lead"), team(), task("t1"), "s", "b")
         .with_id(mid("not-a-sortable-id"));
     assert!(matches!(
         f.mail.send_group(&bad_id),
         Err(Error::InvalidGroupId { .. })
     ));
-    let dotted = NewGroupMessage::notify(agent("lead"), [agent("np.x")], task("t1"), "s", "b");
+    let dotted = NewMessage::notify(agent("lead"), vec![agent("np.x")], task("t1"), "s", "b");
     assert!(matches!(
         f.mail.send_group(&dotted),
         Err(Error::InvalidAgentName { .. })

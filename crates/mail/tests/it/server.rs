@@ -6,8 +6,7 @@
 use chipset_backend::testing::Proxy;
 use chipset_backend::{Backend, PgBackend};
 use chipset_mail::{
-    ArchiveOutcome, Error, Location, Mail, MailConfig, ManifestEvent, MessageId, NewGroupMessage,
-    NewMessage,
+    ArchiveOutcome, Error, Location, Mail, MailConfig, ManifestEvent, MessageId, NewMessage,
 };
 use chipset_store::{Classify, TaskId};
 use chipset_testkit::TempState;
@@ -158,9 +157,9 @@ fn bad_input_is_refused_and_changes_nothing(place: &Place) {
 
 fn group_any_rule_settles_the_gate(place: &Place) {
     let (_tmp, mail) = open(place);
-    let draft = NewGroupMessage::request(
+    let draft = NewMessage::request(
         agent("lead"),
-        ["ann", "bob", "cid"].map(agent),
+        ["ann", "bob", "cid"].map(agent).to_vec(),
         task("t1"),
         "ship-it",
         "ok to ship?",
@@ -183,9 +182,9 @@ fn group_any_rule_settles_the_gate(place: &Place) {
 /// refused, and nothing is written.
 fn a_group_id_and_a_single_id_are_never_shared(place: &Place) {
     let (_tmp, mail) = open(place);
-    let team = ["ann", "bob", "lead"].map(agent);
+    let team = ["ann", "bob", "lead"].map(agent).to_vec();
     let group = |id: &str| {
-        NewGroupMessage::request(agent("lead"), team.clone(), task("t1"), "ship-it", "ok?")
+        NewMessage::request(agent("lead"), team.clone(), task("t1"), "ship-it", "ok?")
             .with_id(mid(id))
     };
     let alone =

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use chipset::directory::Recipients;
 use chipset_failure::Failure;
-use chipset_mail::{Message, MessageId, NewGroupMessage, NewMessage};
+use chipset_mail::{Message, MessageId, NewMessage};
 use chipset_store::{ErrorKind, Timestamp};
 
 use super::{Ctx, Outcome, Reply, id};
@@ -25,12 +25,12 @@ fn listing(messages: &[Message], limit: usize, bodies: bool, empty: String, more
         text.push_str(&format!(
             "{} {} {}→{} task {} round {} {} {} ({} chars)\n",
             m.id,
-            m.kind.as_str(),
+            m.kind,
             m.from,
             m.to,
             m.task(),
             m.round.map_or_else(|| "-".to_owned(), |r| r.to_string()),
-            m.priority.as_str(),
+            m.priority,
             one_line(&m.subject),
             m.body.chars().count()
         ));
@@ -79,7 +79,7 @@ pub(crate) fn mail_send(ctx: &Ctx, p: MailSend) -> Outcome {
             let Some(task) = task else {
                 return Err(Failure::usage(format!(
                     "a {} needs a task",
-                    chipset_mail::Kind::from(p.kind).as_str()
+                    chipset_mail::Kind::from(p.kind)
                 )));
             };
             let draft = if p.kind == MailKind::Request {
@@ -121,7 +121,7 @@ pub(crate) fn mail_send(ctx: &Ctx, p: MailSend) -> Outcome {
 
 /// `mail_send` to a group: one copy per recipient, resolved in the directory.
 fn mail_send_group(ctx: &Ctx, p: MailSend, to: &Recipients, chosen: Option<MessageId>) -> Outcome {
-    let kind = chipset_mail::Kind::from(p.kind).as_str();
+    let kind = chipset_mail::Kind::from(p.kind);
     if p.kind == MailKind::Response || p.in_reply_to.is_some() {
         return Err(Failure::usage(format!(
             "a {kind} to a group cannot answer a message: in_reply_to and responses name one agent in `to`"
@@ -140,9 +140,9 @@ fn mail_send_group(ctx: &Ctx, p: MailSend, to: &Recipients, chosen: Option<Messa
     let from = ctx.agent.clone();
     let sender_skipped = agents.contains(&from);
     let mut draft = if p.kind == MailKind::Request {
-        NewGroupMessage::request(from, agents, task, p.subject, p.body)
+        NewMessage::request(from, agents, task, p.subject, p.body)
     } else {
-        NewGroupMessage::notify(from, agents, task, p.subject, p.body)
+        NewMessage::notify(from, agents, task, p.subject, p.body)
     };
     if p.expects_reply == Some(MailExpects::Any) {
         draft = draft.answered_by_any();
@@ -231,7 +231,7 @@ pub(crate) fn mail_read(ctx: &Ctx, p: MailRead) -> Outcome {
     let text = format!(
         "{} {} {}→{} task {} {}\n{}\n",
         m.id,
-        m.kind.as_str(),
+        m.kind,
         m.from,
         m.to,
         m.task(),

@@ -65,7 +65,7 @@ impl GroupSentView {
         let group = first.group().expect("a group's copy names its group");
         GroupSentView {
             group: group.id.clone(),
-            kind: first.kind.as_str().to_owned(),
+            kind: first.kind.to_string(),
             from: first.from.clone(),
             task: first.task().clone(),
             expects_reply: group

@@ -55,7 +55,7 @@ fn messages(dir: &Path, out: &mut Vec<Record>) {
             from: Some(m.from.to_string()),
             to: Some(m.to.to_string()),
             task: Some(m.task().to_string()),
-            kind: Some(m.kind.as_str().to_owned()),
+            kind: Some(m.kind.to_string()),
             at_ms: m.created_at.unix_ms(),
             text: format!("{} {}", m.subject, m.body),
         });
