@@ -113,9 +113,71 @@ impl chipset_store::Classify for Error {
     }
 }
 
+/// Classifies any error that holds a chipset error: the
+/// [`ErrorKind`](chipset_store::ErrorKind) of the first chipset error in
+/// `error`'s chain (itself, then each [`source`](std::error::Error::source)),
+/// or `None` when there is none. For a program that carries errors as
+/// `Box<dyn Error>` or `anyhow::Error`, where [`Classify`](chipset_store::Classify)
+/// cannot be called: the unknown outcome that a retry settles stays
+/// visible through the boxing.
+///
+/// ```
+/// use chipset::ErrorKind;
+///
+/// fn post(door: &chipset::Chipset) -> Result<(), Box<dyn std::error::Error>> {
+///     let by: chipset::store::AgentId = "lead".parse()?;
+///     door.pool().post(&by, &chipset::pool::NewItem::new(""))?;
+///     Ok(())
+/// }
+///
+/// let tmp = tempfile::tempdir()?;
+/// let door = chipset::Chipset::open(tmp.path().join("state"))?;
+/// let e = post(&door).unwrap_err();
+/// assert_eq!(chipset::error_kind(e.as_ref()), Some(ErrorKind::Invalid));
+/// let other = std::io::Error::other("not chipset's");
+/// assert_eq!(chipset::error_kind(&other), None);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn error_kind(error: &(dyn std::error::Error + 'static)) -> Option<chipset_store::ErrorKind> {
+    use chipset_store::Classify;
+    let mut next = Some(error);
+    while let Some(e) = next {
+        macro_rules! classify {
+            ($($ty:ty),*) => {
+                $(if let Some(e) = e.downcast_ref::<$ty>() {
+                    return Some(e.kind());
+                })*
+            };
+        }
+        classify!(
+            Error,
+            chipset_store::Error,
+            chipset_hook::Error,
+            chipset_nudge::Error,
+            chipset_mail::Error,
+            chipset_bus::Error,
+            chipset_directory::Error,
+            chipset_lease::Error,
+            chipset_pool::Error,
+            chipset_loop::Error,
+            chipset_search::Error,
+            chipset_backend::Error,
+            crate::migrate::MigrateError
+        );
+        if e.is::<chipset_store::Corruption>() {
+            return Some(chipset_store::ErrorKind::Corrupt);
+        }
+        if e.is::<chipset_store::Unsupported>() {
+            return Some(chipset_store::ErrorKind::Unsupported);
+        }
+        next = e.source();
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
-    use chipset_store::Classify;
+    use chipset_store::{Classify, ErrorKind};
 
     use super::*;
 
@@ -152,5 +214,37 @@ mod tests {
         }
         let search = chipset_search::Error::NoWords;
         assert!(!Error::from(search).is_outcome_unknown());
+    }
+
+    /// A chipset error boxed as `dyn Error`, or the source of another
+    /// error, is classified as it is; an error with none in its chain is
+    /// not.
+    #[test]
+    fn error_kind_finds_the_chipset_error_in_a_chain() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("while posting")]
+        struct Context(#[source] chipset_pool::Error);
+
+        let unknown = chipset_pool::Error::from(chipset_store::Error::OutcomeUnknown {
+            op: "post",
+            path: "pool/items.jsonl".into(),
+            source: std::io::Error::other("fsync failed"),
+        });
+        let boxed: Box<dyn std::error::Error + Send + Sync> = Box::new(Context(unknown));
+        assert_eq!(error_kind(boxed.as_ref()), Some(ErrorKind::OutcomeUnknown));
+
+        let door = Error::from(chipset_store::Error::NotFound {
+            path: "hooks/a.json".into(),
+        });
+        assert_eq!(error_kind(&door), Some(ErrorKind::NotFound));
+
+        let corrupt = chipset_store::Corruption {
+            path: "hooks/a.json".into(),
+            reason: chipset_store::CorruptReason::Unparsable("EOF".into()),
+        };
+        assert_eq!(error_kind(&corrupt), Some(ErrorKind::Corrupt));
+
+        let io = std::io::Error::other("not chipset's");
+        assert_eq!(error_kind(&io), None);
     }
 }

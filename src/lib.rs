@@ -74,6 +74,8 @@
 //! file waits for the doctor or a newer program; `Io` may pass. Only
 //! `OutcomeUnknown` may have made its change, and the same request, with
 //! the same ids, settles it: every write is safe to retry.
+//! An error carried as `Box<dyn Error>` or `anyhow::Error` is asked
+//! through [`error_kind`], which finds the chipset error in its chain.
 //!
 //! # Waiting, sync and async
 //!
@@ -149,7 +151,7 @@ pub use chipset_store as store;
 pub use chipset_store::{Classify, DoctorMode, ErrorKind};
 pub use doctor::{Area, Checkup, STALE_TEMP_AGE};
 pub use door::{Chipset, Config};
-pub use error::{Error, Result};
+pub use error::{Error, Result, error_kind};
 pub use root::{Root, ServerUrl};
 pub use server::ServerOptions;
 pub use status::{
