@@ -39,7 +39,7 @@ fn status_serializes_as_the_command_lines_json() {
         .assign(&alpha, "gt-1".parse().unwrap(), "README", Some(&mayor))
         .unwrap();
     let nudge = NewNudge::new(agent("witness"), NudgeType::StallWarning, "quiet");
-    door.nudges().send(&beta, &nudge).unwrap();
+    let _ = door.nudges().send(&beta, &nudge).unwrap();
     let _ = door
         .bus()
         .publish(

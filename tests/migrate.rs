@@ -74,12 +74,12 @@ fn populate(root: &Path) {
         .unwrap();
     let _ = door.hooks().pickup(&beta).unwrap();
     let ask = NewNudge::new(mayor.clone(), NudgeType::HealthCheck, "alive?");
-    door.nudges().send(&alpha, &ask).unwrap();
+    let _ = door.nudges().send(&alpha, &ask).unwrap();
     let got = door.nudges().read_and_mark(&alpha).unwrap();
     let chipset::store::ReadOutcome::Value(chipset::nudge::Received::New(got)) = got else {
         panic!("{got:?}")
     };
-    door.nudges().respond(&alpha, &got, "yes").unwrap();
+    let _ = door.nudges().respond(&alpha, &got, "yes").unwrap();
     let asked = door
         .mail()
         .send(&NewMessage::request(
@@ -150,7 +150,7 @@ fn populate(root: &Path) {
         })
         .unwrap();
     let req = LeaseRequest::new(alpha.clone(), LeaseMode::Exclusive, ["src/auth/**"]);
-    door.leases().acquire(&req).unwrap();
+    let _ = door.leases().acquire(&req).unwrap();
     door.directory()
         .register(&alpha, &Registration::new())
         .unwrap();

@@ -77,7 +77,8 @@ fn two_handles_on_one_server_share_hooks_and_nudges() {
         .unwrap()
         .expect("the hook is on the server");
     assert_eq!(work.work.bead_id.as_str(), "bd-1");
-    b.nudges()
+    let _ = b
+        .nudges()
         .send(
             &mayor,
             &NewNudge::new(polecat.clone(), NudgeType::HealthCheck, "still there?"),
@@ -126,7 +127,8 @@ fn status_and_the_loops_run_on_the_server() {
     let (mayor, polecat) = (agent("mayor"), agent("polecat"));
     assign(&a, &polecat, "Fix the parser", Some(&mayor));
     note(&a, &mayor, &polecat, "hello");
-    a.nudges()
+    let _ = a
+        .nudges()
         .send(
             &polecat,
             &NewNudge::new(mayor.clone(), NudgeType::HealthCheck, "still there?"),
@@ -135,7 +137,8 @@ fn status_and_the_loops_run_on_the_server() {
     let mut registration = chipset::directory::Registration::default();
     registration.program = Some("claude-code".into());
     a.directory().register(&mayor, &registration).unwrap();
-    a.leases()
+    let _ = a
+        .leases()
         .acquire(&chipset::lease::LeaseRequest::new(
             polecat.clone(),
             chipset::lease::LeaseMode::Exclusive,

@@ -32,11 +32,11 @@ pub(crate) fn populate_pool(root: &Path) {
         .with_labels(["release"]);
     pool.post(&lead, &ship).unwrap();
     pool.post(&lead, &NewItem::new("Docs")).unwrap();
-    pool.claim(&w1, &design.id).unwrap();
+    let _ = pool.claim(&w1, &design.id).unwrap();
     pool.done(&w1, &design.id).unwrap();
-    pool.claim(&w2, &build.id).unwrap();
+    let _ = pool.claim(&w2, &build.id).unwrap();
     pool.release(&w2, &build.id, "after lunch").unwrap();
-    pool.claim(&w2, &build.id).unwrap();
+    let _ = pool.claim(&w2, &build.id).unwrap();
     let log = std::fs::read(root.join("pool/log.jsonl")).unwrap();
     assert!(!log.is_empty(), "the records are not folded");
 }

@@ -35,7 +35,7 @@ fn fixture(dir: &std::path::Path) -> Leases {
         let req = LeaseRequest::new(holder, LeaseMode::Exclusive, &paths)
             .with_ttl(Duration::from_secs(6 * 3600))
             .with_reason("benchmark lease with a reason of typical length");
-        leases.acquire(&req).unwrap();
+        let _ = leases.acquire(&req).unwrap();
     }
     leases
 }

@@ -85,6 +85,7 @@ impl LeaseRequest {
 /// What [`Leases::acquire`](crate::Leases::acquire) granted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
+#[must_use]
 pub struct Acquired {
     /// The lease.
     pub lease: Lease,

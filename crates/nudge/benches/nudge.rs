@@ -97,7 +97,7 @@ fn signals(c: &mut Criterion) {
     // an untimed one of the other kind, so both see the same background.
     let raw = || raw_replace(&dir, &raw_target, &bytes);
     let send = || {
-        nudges.send(&polecat, &draft()).unwrap();
+        let _ = nudges.send(&polecat, &draft()).unwrap();
     };
     g.bench_function("raw_replace_paired", |b| {
         b.iter_custom(|n| paired(n, &raw, &send))

@@ -30,6 +30,7 @@ pub struct Posted {
 /// What a claim did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
+#[must_use]
 pub struct Claimed {
     /// The claimed item.
     pub entry: Entry,

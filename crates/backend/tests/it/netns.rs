@@ -284,7 +284,7 @@ fn act(role: &kit::Role) {
             });
             let nudge = nudge.unwrap();
             say(&format!("nudged {}", nudge.message));
-            nudges.respond(&agent, &nudge, "here").unwrap();
+            let _ = nudges.respond(&agent, &nudge, "here").unwrap();
             nudges.mark_processed(&agent, &nudge).unwrap();
             // Mail's gate crosses: the request sent over there holds the
             // task here, and the answer sent here opens it there.

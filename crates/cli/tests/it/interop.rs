@@ -150,7 +150,7 @@ fn the_command_line_reads_what_the_libraries_wrote() {
             None,
         )
         .unwrap();
-    Nudges::new(state.clone())
+    let _ = Nudges::new(state.clone())
         .send(
             &agent("polecat-alpha"),
             &NewNudge::new(agent("witness"), NudgeType::Abort, "stop"),

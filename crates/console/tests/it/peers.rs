@@ -305,7 +305,7 @@ fn an_agent_detail_shows_its_profile_nudge_and_readable_mail() {
     chipset.directory().register(&gus, &me).unwrap();
     let witness = "witness".parse().unwrap();
     let check = NewNudge::new(witness, NudgeType::HealthCheck, "alive?");
-    chipset.nudges().send(&gus, &check).unwrap();
+    let _ = chipset.nudges().send(&gus, &check).unwrap();
     let note = NewMessage::notify(
         "a".parse().unwrap(),
         gus.clone(),

@@ -115,7 +115,8 @@ pub(crate) fn team() -> Team {
         .bus()
         .publish(&beta, &NewEvent::new("mayor", "work-assigned"))
         .unwrap();
-    c.nudges()
+    let _ = c
+        .nudges()
         .send(
             &alpha,
             &NewNudge::new(
@@ -135,7 +136,8 @@ pub(crate) fn team() -> Team {
             ..NewReminder::default()
         })
         .unwrap();
-    c.leases()
+    let _ = c
+        .leases()
         .acquire(
             &LeaseRequest::new(alpha.clone(), LeaseMode::Exclusive, ["src/parser/**"])
                 .with_ttl(Duration::from_secs(3600))
@@ -144,7 +146,7 @@ pub(crate) fn team() -> Team {
         .unwrap();
     clock.advance(Duration::from_secs(9 * 60));
     // Its next claim records the first done and takes the next item.
-    pool.claim(&beta, &ItemId::new("bd-102").unwrap()).unwrap();
+    let _ = pool.claim(&beta, &ItemId::new("bd-102").unwrap()).unwrap();
     Team {
         chipset: c,
         _tmp: tmp,

@@ -247,7 +247,8 @@ fn a_second_load_sees_what_changed_and_keeps_the_rest() {
     let _ = loader.load(&team.chipset).unwrap();
     assert!(!loader.changed(), "an idle root");
     let gamma = crate::team::id("polecat-gamma");
-    team.chipset
+    let _ = team
+        .chipset
         .pool()
         .claim(&gamma, &"bd-103".parse().unwrap())
         .unwrap();

@@ -9,7 +9,7 @@ use crate::{agent, exclusive, setup, table_bytes};
 fn refused(paths: &[&str], ttl: Duration) -> Error {
     let s = setup();
     let a = agent("alice");
-    s.leases.acquire(&exclusive(&a, &["keep"])).unwrap();
+    let _ = s.leases.acquire(&exclusive(&a, &["keep"])).unwrap();
     let before = table_bytes(&s);
     let err = s
         .leases

@@ -42,11 +42,11 @@ fn a_conflict_names_every_conflicting_lease_and_changes_nothing() {
 fn shared_leases_coexist_and_exclusive_ones_do_not() {
     let s = setup();
     let (a, b) = (agent("alice"), agent("bob"));
-    s.leases.acquire(&shared(&a, &["src"])).unwrap();
-    s.leases.acquire(&shared(&b, &["src/lib.rs"])).unwrap();
+    let _ = s.leases.acquire(&shared(&a, &["src"])).unwrap();
+    let _ = s.leases.acquire(&shared(&b, &["src/lib.rs"])).unwrap();
     assert!(s.leases.acquire(&exclusive(&b, &["src/main.rs"])).is_err());
     // An agent's own leases never conflict.
-    s.leases.acquire(&exclusive(&a, &["src/main.rs"])).unwrap();
+    let _ = s.leases.acquire(&exclusive(&a, &["src/main.rs"])).unwrap();
     assert_eq!(s.leases.live().unwrap().len(), 3);
 }
 
@@ -225,8 +225,8 @@ fn a_forced_release_needs_a_reason_and_mails_the_holder() {
 fn check_is_exact_and_ignores_shared_and_own_leases() {
     let s = setup();
     let (a, b) = (agent("alice"), agent("bob"));
-    s.leases.acquire(&exclusive(&a, &["src/*.rs"])).unwrap();
-    s.leases.acquire(&shared(&a, &["docs"])).unwrap();
+    let _ = s.leases.acquire(&exclusive(&a, &["src/*.rs"])).unwrap();
+    let _ = s.leases.acquire(&shared(&a, &["docs"])).unwrap();
     let blocked = s
         .leases
         .check(
@@ -244,7 +244,7 @@ fn check_is_exact_and_ignores_shared_and_own_leases() {
 fn a_corrupt_table_fails_closed() {
     let s = setup();
     let a = agent("alice");
-    s.leases.acquire(&exclusive(&a, &["src"])).unwrap();
+    let _ = s.leases.acquire(&exclusive(&a, &["src"])).unwrap();
     let path = s.tmp.state.root().join("leases/table.json");
     std::fs::write(&path, b"{ not json").unwrap();
     assert!(matches!(
@@ -298,7 +298,8 @@ fn a_newer_table_format_is_unsupported() {
 fn the_table_format_is_pinned() {
     let s = setup();
     let a = agent("alice");
-    s.leases
+    let _ = s
+        .leases
         .acquire(&exclusive(&a, &["src/auth/**", "Cargo.toml"]).with_reason("rewrite login"))
         .unwrap();
     let text = String::from_utf8(table_bytes(&s).unwrap()).unwrap();

@@ -116,8 +116,9 @@ struct Case {
 /// one-second lease on `old` (expired by the time the case runs, so the
 /// next grant drops it): tokens 1 and 2.
 fn others(l: &Leases, _: &ManualClock) -> Option<Lease> {
-    l.acquire(&shared(&agent("bob"), &["docs/a.md"])).unwrap();
-    l.acquire(&exclusive(&agent("carol"), &["old"]).with_ttl(Duration::from_secs(1)))
+    let _ = l.acquire(&shared(&agent("bob"), &["docs/a.md"])).unwrap();
+    let _ = l
+        .acquire(&exclusive(&agent("carol"), &["old"]).with_ttl(Duration::from_secs(1)))
         .unwrap();
     None
 }

@@ -93,10 +93,10 @@ mod tests {
         let me = agent("polecat-alpha");
         let req = LeaseRequest::new(me.clone(), LeaseMode::Exclusive, ["src/auth/**"])
             .with_ttl(Duration::from_secs(30 * 60));
-        leases.acquire(&req).unwrap();
+        let _ = leases.acquire(&req).unwrap();
         let other = LeaseRequest::new(agent("other"), LeaseMode::Shared, ["docs/**"])
             .with_ttl(Duration::from_secs(60));
-        leases.acquire(&other).unwrap();
+        let _ = leases.acquire(&other).unwrap();
         let attention = Attention::from_state(&t.state);
         let expires = t.state.now() + Duration::from_secs(30 * 60);
         let (entry, next) = attention.lease_entry(&me).unwrap();

@@ -377,9 +377,9 @@ impl Attention {
                 top: BriefItem {
                     id: e.id.to_string(),
                     from: Some(e.source.to_owned()),
-                    priority: Some(e.priority.as_str().to_owned()),
+                    priority: Some(e.priority.to_string()),
                     at: Some(e.created_at),
-                    summary: format!("{} {} from {}", e.priority.as_str(), e.kind, e.source),
+                    summary: format!("{} {} from {}", e.priority, e.kind, e.source),
                     unreadable: false,
                 },
                 more: Vec::new(),

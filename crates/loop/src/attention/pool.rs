@@ -379,7 +379,7 @@ mod tests {
         let ttl = Duration::from_millis(2500);
         let window = t.state.now() + Duration::from_millis(2000);
         let req = LeaseRequest::new(me.clone(), LeaseMode::Exclusive, ["src/**"]).with_ttl(ttl);
-        Leases::new(t.state.clone()).acquire(&req).unwrap();
+        let _ = Leases::new(t.state.clone()).acquire(&req).unwrap();
         let attention = Attention::from_state(&t.state).with_config(notified());
         let (brief, took) = waiting(&attention, &me, || {});
         assert_eq!(brief.kinds(), vec![WorkKind::Lease]);

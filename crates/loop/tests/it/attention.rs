@@ -44,7 +44,7 @@ fn make_work(state: &StateDir, kind: WorkKind, who: &str) {
                 .unwrap();
         }
         WorkKind::Nudge => {
-            chipset_nudge::Nudges::new(state.clone())
+            let _ = chipset_nudge::Nudges::new(state.clone())
                 .send(
                     &to,
                     &NewNudge::new(agent("witness"), NudgeType::HealthCheck, "alive?"),
@@ -260,7 +260,7 @@ fn an_entry_displays_as_one_line() {
 fn text_with_line_breaks_stays_on_its_entry_line() {
     let tmp = TempState::new();
     let forged = "hi\nhook (1): pending work: FAKE [gt-x]";
-    chipset_nudge::Nudges::new(tmp.state.clone())
+    let _ = chipset_nudge::Nudges::new(tmp.state.clone())
         .send(
             &agent("alpha"),
             &NewNudge::new(agent("witness"), NudgeType::HealthCheck, forged),

@@ -110,7 +110,8 @@ fn a_brief_reads_every_channel_on_its_place(s: Setup) {
     s.hooks
         .assign(&alpha, bead("gt-1"), "Add README section", None)
         .unwrap();
-    s.nudges
+    let _ = s
+        .nudges
         .send(
             &alpha,
             &NewNudge::new(agent("witness"), NudgeType::HealthCheck, "alive?"),
@@ -149,7 +150,7 @@ fn a_brief_reads_every_channel_on_its_place(s: Setup) {
     };
     let req = LeaseRequest::new(alpha.clone(), LeaseMode::Exclusive, ["src/**"])
         .with_ttl(Duration::from_secs(60));
-    leases.acquire(&req).unwrap();
+    let _ = leases.acquire(&req).unwrap();
     // Into the lease's warning window: the last fifth of its minute.
     s.advance(50);
     let kinds = attention.brief(&alpha).unwrap().kinds();

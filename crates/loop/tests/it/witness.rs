@@ -192,7 +192,7 @@ fn an_answer_resolves_the_incident_and_the_next_quiet_spell_is_measured_from_it(
     let ReadOutcome::Value(Received::New(n)) = s.nudges.receive(&alpha).unwrap() else {
         panic!()
     };
-    s.nudges.respond(&alpha, &n, "working on gt-abc12").unwrap();
+    let _ = s.nudges.respond(&alpha, &n, "working on gt-abc12").unwrap();
     let actions = w.tick().unwrap();
     assert_eq!(kinds(&actions), ["alive"]);
     assert!(matches!(
@@ -241,7 +241,7 @@ fn a_health_check_whose_record_was_lost_is_not_sent_again() {
     let ReadOutcome::Value(Received::New(first)) = s.nudges.receive(&alpha).unwrap() else {
         panic!("the health check is pending")
     };
-    s.nudges.respond(&alpha, &first, "on it").unwrap();
+    let _ = s.nudges.respond(&alpha, &first, "on it").unwrap();
     s.nudges.mark_processed(&alpha, &first).unwrap();
     s.advance(1);
     assert_eq!(

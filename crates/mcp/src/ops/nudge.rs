@@ -249,7 +249,7 @@ mod tests {
         let state = StateDir::open(tmp.path()).unwrap();
         let nudges = Nudges::new(state.clone());
         let p = agent("polecat-alpha");
-        send(&nudges, NudgeType::HealthCheck, "ping");
+        let _ = send(&nudges, NudgeType::HealthCheck, "ping");
         let (read, note) = NudgeRead::of(&p, nudges.read_and_mark(&p).unwrap()).unwrap();
         assert_eq!((read.state, note), (NudgeState::New, None));
         let processed = nudges.agent_dir(&p).join_static("processed.json");
@@ -275,7 +275,7 @@ mod tests {
             let state = manual_state(&tmp.path().join(root), io.clone());
             let nudges = Nudges::new(state);
             let draft = NewNudge::new(agent("mayor"), NudgeType::HealthCheck, "alive?");
-            nudges
+            let _ = nudges
                 .send(&agent("polecat-alpha"), &draft.requiring_response())
                 .unwrap();
             io.set(Fault::nth(0, EIO));
@@ -285,7 +285,7 @@ mod tests {
         let (io, nudges) = asked("count");
         let me = agent("polecat-alpha");
         let incoming = nudges.read_latest(&me).unwrap().value().unwrap();
-        nudges.respond(&me, &incoming, "yes").unwrap();
+        let _ = nudges.respond(&me, &incoming, "yes").unwrap();
         let before_mark = io.counted();
         // Every call from the mark's first on fails.
         let (io, nudges) = asked("cut");

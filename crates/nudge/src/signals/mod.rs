@@ -71,6 +71,7 @@ impl NewNudge {
 /// What a send did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
+#[must_use]
 pub enum Delivery {
     /// Written; the recipient had no nudge, or had processed the one it had.
     Delivered {

@@ -54,7 +54,7 @@ fn a_corrupt_processed_record_means_unsure_and_marking_moves_it_aside(place: &Pl
     let (n, b) = (place.open(&t.state), place.backend(&t.state));
     let p = agent("polecat-alpha");
     let draft = NewNudge::new(agent("mayor"), NudgeType::HealthCheck, "hi");
-    n.send(&p, &draft).unwrap();
+    let _ = n.send(&p, &draft).unwrap();
     let _ = b
         .put(&key("nudge/polecat-alpha/processed.json"), b"{")
         .unwrap();
@@ -75,13 +75,13 @@ fn every_handle_lists_the_same_agents_and_nudges(place: &Place) {
     assert!(n.agents().unwrap().is_empty());
     let (a, c, d) = (agent("alpha"), agent("charlie"), agent("delta"));
     let hi = |kind| NewNudge::new(agent("mayor"), kind, "hi");
-    n.send(&a, &hi(NudgeType::HealthCheck)).unwrap();
+    let _ = n.send(&a, &hi(NudgeType::HealthCheck)).unwrap();
     assert!(n.read_and_mark(&a).unwrap().value().is_some());
-    n.send(&agent("bravo"), &hi(NudgeType::Abort)).unwrap();
+    let _ = n.send(&agent("bravo"), &hi(NudgeType::Abort)).unwrap();
     let _ = b
         .put(&key("nudge/charlie/latest.json"), b"garbage")
         .unwrap();
-    n.send(&d, &hi(NudgeType::SyncRequest)).unwrap();
+    let _ = n.send(&d, &hi(NudgeType::SyncRequest)).unwrap();
     // A folder of another agent's name only through its responses.
     let _ = b
         .put(&key("nudge/echo/responses/alpha.json"), b"{}")
@@ -114,7 +114,7 @@ fn doctor_reports_bad_values_and_fix_moves_them_aside(place: &Place) {
     let (n, b) = (place.open(&t.state), place.backend(&t.state));
     let a = agent("alpha");
     let draft = NewNudge::new(agent("mayor"), NudgeType::HealthCheck, "hi");
-    n.send(&a, &draft).unwrap();
+    let _ = n.send(&a, &draft).unwrap();
     let _ = b
         .put(&key("nudge/charlie/latest.json"), b"garbage")
         .unwrap();
@@ -187,7 +187,7 @@ fn a_wait_wakes_when_a_nudge_arrives_from_another_handle(place: &Place) {
     let sender = thread::spawn(move || {
         thread::sleep(Duration::from_millis(100));
         let draft = NewNudge::new(agent("mayor"), NudgeType::Abort, "stop");
-        other.send(&to, &draft).unwrap();
+        let _ = other.send(&to, &draft).unwrap();
     });
     let start = Instant::now();
     let mut woke = None;

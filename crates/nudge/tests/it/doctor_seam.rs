@@ -51,7 +51,7 @@ impl DoctorCase for Signals {
         let n = Nudges::new(state.clone());
         for to in ["b", "c", "d"] {
             let draft = NewNudge::new(agent("a"), NudgeType::HealthCheck, format!("to {to}"));
-            n.send(&agent(to), &draft).unwrap();
+            let _ = n.send(&agent(to), &draft).unwrap();
         }
         let c = n.read_latest(&agent("c")).unwrap().value().unwrap();
         n.mark_processed(&agent("c"), &c).unwrap();

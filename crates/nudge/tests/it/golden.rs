@@ -165,7 +165,7 @@ fn unknown_fields_and_types_are_tolerated() {
 fn our_nudge_is_readable_by_seed_readers() {
     let (t, _clock) = manual_state();
     let nudges = Nudges::new(t.state.clone());
-    nudges
+    let _ = nudges
         .send(
             &agent("polecat-alpha"),
             &NewNudge::new(agent("mayor"), NudgeType::Abort, "stop"),

@@ -423,7 +423,8 @@ fn resolving_snoozing_and_responding_again_are_successes_that_change_nothing() {
     let answer = latest(&w, "witness").unwrap();
     w.nudges.mark_processed(&agent("witness"), &answer).unwrap();
     w.nudges.mark_processed(&agent("witness"), &answer).unwrap();
-    w.nudges
+    let _ = w
+        .nudges
         .respond(&agent("polecat"), &incoming, "yes")
         .unwrap();
     assert!(matches!(

@@ -38,9 +38,11 @@ fn a_bad_type_or_an_oversized_message_is_refused() {
     }
     assert!(matches!(n.receive(&p).unwrap(), ReadOutcome::Missing));
     // The bounds themselves pass, and a message may hold line breaks.
-    n.send(&p, &draft(NudgeType::from(&*"t".repeat(64)), &max))
+    let _ = n
+        .send(&p, &draft(NudgeType::from(&*"t".repeat(64)), &max))
         .unwrap();
-    n.send(&p, &draft(NudgeType::from("custom"), "two\nlines"))
+    let _ = n
+        .send(&p, &draft(NudgeType::from("custom"), "two\nlines"))
         .unwrap();
 }
 
@@ -102,13 +104,13 @@ fn same_timestamp_nudges_are_told_apart() {
     let (t, _c) = manual_state();
     let n = Nudges::new(t.state.clone());
     let p = agent("polecat-alpha");
-    n.send(&p, &draft(NudgeType::HealthCheck, "same")).unwrap();
+    let _ = n.send(&p, &draft(NudgeType::HealthCheck, "same")).unwrap();
     let ReadOutcome::Value(Received::New(a)) = n.receive(&p).unwrap() else {
         panic!()
     };
     n.mark_processed(&p, &a).unwrap();
     // The clock has not moved: same timestamp, same content.
-    n.send(&p, &draft(NudgeType::HealthCheck, "same")).unwrap();
+    let _ = n.send(&p, &draft(NudgeType::HealthCheck, "same")).unwrap();
     let ReadOutcome::Value(Received::New(b)) = n.receive(&p).unwrap() else {
         panic!("second nudge in the same millisecond was skipped")
     };
@@ -122,7 +124,7 @@ fn restart_neither_reprocesses_nor_misses() {
     let p = agent("polecat-alpha");
     {
         let n = Nudges::new(t.state.clone());
-        n.send(&p, &draft(NudgeType::SyncRequest, "sync")).unwrap();
+        let _ = n.send(&p, &draft(NudgeType::SyncRequest, "sync")).unwrap();
         let ReadOutcome::Value(Received::New(x)) = n.receive(&p).unwrap() else {
             panic!()
         };
@@ -139,7 +141,7 @@ fn restart_neither_reprocesses_nor_misses() {
         "reprocessed after restart"
     );
     clock.advance(Duration::from_secs(1));
-    n.send(&p, &draft(NudgeType::HealthCheck, "new")).unwrap();
+    let _ = n.send(&p, &draft(NudgeType::HealthCheck, "new")).unwrap();
     let r = n.receive(&p).unwrap();
     assert_eq!(r.to_process().map(|x| x.message.as_str()), Some("new"));
     let rec: serde_json::Value = t
@@ -209,7 +211,7 @@ fn corrupt_processed_record_means_unsure_not_skip() {
     let (t, _c) = manual_state();
     let n = Nudges::new(t.state.clone());
     let p = agent("polecat-alpha");
-    n.send(&p, &draft(NudgeType::Abort, "stop")).unwrap();
+    let _ = n.send(&p, &draft(NudgeType::Abort, "stop")).unwrap();
     std::fs::write(n.processed_path(&p), "{").unwrap();
     let r = n.receive(&p).unwrap();
     assert!(matches!(r, ReadOutcome::Value(Received::Unsure { .. })));
@@ -233,7 +235,7 @@ fn read_and_mark_shows_a_nudge_new_once() {
     let n = Nudges::new(t.state.clone());
     let p = agent("polecat-alpha");
     assert_eq!(n.read_and_mark(&p).unwrap(), ReadOutcome::Missing);
-    n.send(&p, &draft(NudgeType::HealthCheck, "ping")).unwrap();
+    let _ = n.send(&p, &draft(NudgeType::HealthCheck, "ping")).unwrap();
     let first = n.read_and_mark(&p).unwrap();
     assert!(
         matches!(&first, ReadOutcome::Value(Received::New(x)) if x.message == "ping"),
@@ -291,11 +293,12 @@ fn responses_on_a_manual_clock() {
     let n = Nudges::new(t.state.clone());
     let t0 = clock.now();
     for a in [&fast, &slow] {
-        n.send(
-            a,
-            &NewNudge::new(w.clone(), NudgeType::HealthCheck, "ok?").requiring_response(),
-        )
-        .unwrap();
+        let _ = n
+            .send(
+                a,
+                &NewNudge::new(w.clone(), NudgeType::HealthCheck, "ok?").requiring_response(),
+            )
+            .unwrap();
     }
     clock.advance(Duration::from_secs(5));
     let incoming = n.receive(&fast).unwrap().to_process().unwrap().clone();
@@ -333,17 +336,17 @@ fn the_response_record_keeps_the_newest_answer() {
         answered[0].message.clone()
     };
     let first = ask(&n, &p, "ok?");
-    n.respond(&p, &first, "first answer").unwrap();
+    let _ = n.respond(&p, &first, "first answer").unwrap();
     clock.advance(Duration::from_secs(60));
     let second = ask(&n, &p, "still ok?");
-    n.respond(&p, &second, "second answer").unwrap();
+    let _ = n.respond(&p, &second, "second answer").unwrap();
     assert_eq!(latest(&n), "second answer");
     clock.set(t0 + Duration::from_secs(30));
-    n.respond(&p, &first, "a late answer from behind").unwrap();
+    let _ = n.respond(&p, &first, "a late answer from behind").unwrap();
     assert_eq!(latest(&n), "second answer");
     // Two answers stamped the same instant: the later call's stays.
     clock.set(t0 + Duration::from_secs(60));
-    n.respond(&p, &second, "second answer, amended").unwrap();
+    let _ = n.respond(&p, &second, "second answer, amended").unwrap();
     assert_eq!(latest(&n), "second answer, amended");
 }
 
@@ -402,9 +405,11 @@ fn draft_nudge() -> chipset_nudge::Nudge {
 fn sends_and_marks_leave_no_temp_files() {
     let (t, _c) = manual_state();
     let n = Nudges::new(t.state.clone());
-    n.send(&agent("a"), &draft(NudgeType::Abort, "stop"))
+    let _ = n
+        .send(&agent("a"), &draft(NudgeType::Abort, "stop"))
         .unwrap();
-    n.send(&agent("b"), &draft(NudgeType::HealthCheck, "hc"))
+    let _ = n
+        .send(&agent("b"), &draft(NudgeType::HealthCheck, "hc"))
         .unwrap();
     let b = n
         .receive(&agent("b"))
@@ -430,11 +435,12 @@ fn sends_and_marks_leave_no_temp_files() {
 fn stray_files_are_not_agents() {
     let (t, _c) = manual_state();
     let n = Nudges::new(t.state.clone());
-    n.send(
-        &agent("polecat-alpha"),
-        &draft(NudgeType::HealthCheck, "working?"),
-    )
-    .unwrap();
+    let _ = n
+        .send(
+            &agent("polecat-alpha"),
+            &draft(NudgeType::HealthCheck, "working?"),
+        )
+        .unwrap();
     std::fs::write(t.state.root().join("nudge").join("stray.txt"), "x").unwrap();
     assert_eq!(n.agents().unwrap(), [agent("polecat-alpha")]);
     assert_eq!(n.doctor(DoctorMode::Check).unwrap().findings.len(), 1);
@@ -446,11 +452,12 @@ fn stray_files_are_not_agents() {
 fn the_doctor_reports_a_symlinked_agent_directory_and_goes_on() {
     let (t, _c) = manual_state();
     let n = Nudges::new(t.state.clone());
-    n.send(
-        &agent("polecat-alpha"),
-        &draft(NudgeType::HealthCheck, "working?"),
-    )
-    .unwrap();
+    let _ = n
+        .send(
+            &agent("polecat-alpha"),
+            &draft(NudgeType::HealthCheck, "working?"),
+        )
+        .unwrap();
     std::fs::write(n.latest_path(&agent("polecat-alpha")), "{").unwrap();
     let elsewhere = t.scratch("elsewhere");
     std::fs::create_dir(&elsewhere).unwrap();
@@ -489,9 +496,11 @@ fn the_doctor_codes_words_and_counts_each_signal_file() {
     let n = Nudges::new(t.state.clone());
     let alpha = agent("polecat-alpha");
     let bravo = agent("polecat-bravo");
-    n.send(&alpha, &draft(NudgeType::HealthCheck, "working?"))
+    let _ = n
+        .send(&alpha, &draft(NudgeType::HealthCheck, "working?"))
         .unwrap();
-    n.send(&bravo, &draft(NudgeType::HealthCheck, "working?"))
+    let _ = n
+        .send(&bravo, &draft(NudgeType::HealthCheck, "working?"))
         .unwrap();
     let corrupt = n.latest_path(&bravo);
     std::fs::write(&corrupt, "{").unwrap();
@@ -626,7 +635,7 @@ fn the_newest_answer_of_a_responder_wins_and_since_is_inclusive() {
     let (w, p) = (agent("mayor"), agent("polecat"));
     let t0 = clock.now();
     let asked = ask(&n, &p, "ok?");
-    n.respond(&p, &asked, "in the record").unwrap();
+    let _ = n.respond(&p, &asked, "in the record").unwrap();
     clock.advance(Duration::from_secs(60));
     let at = clock.now();
     let seed = serde_json::json!({
@@ -654,7 +663,7 @@ fn the_doctor_reports_strays_among_the_responses() {
     let n = Nudges::new(t.state.clone());
     let (w, p) = (agent("mayor"), agent("polecat"));
     let asked = ask(&n, &p, "ok?");
-    n.respond(&p, &asked, "yes").unwrap();
+    let _ = n.respond(&p, &asked, "yes").unwrap();
     let responses = n.agent_dir(&w).join("responses").unwrap();
     let notes = responses.join("notes.txt").unwrap();
     t.state.write_bytes(&notes, b"x").unwrap();

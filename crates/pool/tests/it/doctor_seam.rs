@@ -62,12 +62,12 @@ fn four(w: &World) {
         .map(|n| crate::item(n))
         .collect();
     w.pool.post_many(&agent("lead"), &items).unwrap();
-    w.pool.claim(&agent("alice"), &id("a")).unwrap();
+    let _ = w.pool.claim(&agent("alice"), &id("a")).unwrap();
     w.pool.done(&agent("alice"), &id("a")).unwrap();
     let b = w.pool.claim(&agent("bob"), &id("b")).unwrap().assignment;
     w.hooks.activate(&b).unwrap();
     w.hooks.complete(&b).unwrap();
-    w.pool.claim(&agent("carol"), &id("c")).unwrap();
+    let _ = w.pool.claim(&agent("carol"), &id("c")).unwrap();
 }
 
 impl DoctorCase for Damage {

@@ -221,7 +221,8 @@ fn another_agents_claim_records_a_completed_item_too(place: &Place) {
         .unwrap();
     s.hooks.activate(&a.assignment).unwrap();
     s.hooks.complete(&a.assignment).unwrap();
-    s.pool
+    let _ = s
+        .pool
         .claim_next(&bob, &ReadyFilter::new())
         .unwrap()
         .unwrap();
@@ -237,7 +238,7 @@ fn done_finishes_from_any_hook_state_and_is_retry_safe(place: &Place) {
     let s = setup_on(place);
     let (lead, alice) = (agent("lead"), agent("alice"));
     s.pool.post(&lead, &item("a")).unwrap();
-    s.pool.claim(&alice, &id("a")).unwrap();
+    let _ = s.pool.claim(&alice, &id("a")).unwrap();
     let done = s.pool.done(&alice, &id("a")).unwrap();
     assert!(!done.existing);
     assert_eq!(s.hooks.current(&alice).unwrap(), None);
@@ -401,9 +402,9 @@ fn a_listing_reads_past_a_corrupt_hook(place: &Place) {
     s.pool
         .post(&lead, &item("after").with_depends_on([id("free")]))
         .unwrap();
-    s.pool.claim(&bob, &id("done")).unwrap();
+    let _ = s.pool.claim(&bob, &id("done")).unwrap();
     s.pool.done(&bob, &id("done")).unwrap();
-    s.pool.claim(&alice, &id("held")).unwrap();
+    let _ = s.pool.claim(&alice, &id("held")).unwrap();
     // Without an unreadable hook it is the strict listing.
     let clean = s.pool.listing().unwrap();
     assert_eq!(clean.items, s.pool.list().unwrap());
@@ -456,7 +457,8 @@ fn a_watch_wakes_on_a_post_and_a_claim(place: &Place) {
     pool.post(&agent("lead"), &item("a")).unwrap();
     assert_eq!(wait.wait(Duration::from_secs(10)).unwrap(), Wake::Changed);
     assert_eq!(watcher.ready(&ReadyFilter::new()).unwrap().len(), 1);
-    pool.claim_next(&agent("alice"), &ReadyFilter::new())
+    let _ = pool
+        .claim_next(&agent("alice"), &ReadyFilter::new())
         .unwrap()
         .unwrap();
     while !matches!(

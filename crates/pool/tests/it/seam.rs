@@ -533,7 +533,7 @@ fn a_refused_claim_changes_nothing_even_with_a_finished_item_on_the_hook() {
     let a = s.pool.claim(&alice(), &id("a")).unwrap().assignment;
     s.hooks.activate(&a).unwrap();
     s.hooks.complete(&a).unwrap();
-    s.pool.claim(&agent("bob"), &id("b")).unwrap();
+    let _ = s.pool.claim(&agent("bob"), &id("b")).unwrap();
     let before = crate::snapshot(&s);
     for refused in ["b", "none", "a"] {
         let e = s.pool.claim(&alice(), &id(refused)).unwrap_err();

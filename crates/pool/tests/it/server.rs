@@ -147,7 +147,7 @@ fn the_doctor_on_a_server_clears_a_done_item_from_its_hook() {
     let alice = agent("alice");
     pool.post_many(&agent("lead"), &[item("a"), item("b")])
         .unwrap();
-    pool.claim(&alice, &id("a")).unwrap();
+    let _ = pool.claim(&alice, &id("a")).unwrap();
     assert!(pool.doctor(DoctorMode::Check).unwrap().findings.is_empty());
     // The first step of a `done`: the entry's row records it done.
     let key = dir("pool/entries").key("a.json").unwrap();

@@ -68,12 +68,12 @@ fn four(s: &crate::Setup) {
         .map(|n| crate::item(n))
         .collect();
     s.pool.post_many(&agent("lead"), &items).unwrap();
-    s.pool.claim(&agent("alice"), &id("a")).unwrap();
+    let _ = s.pool.claim(&agent("alice"), &id("a")).unwrap();
     s.pool.done(&agent("alice"), &id("a")).unwrap();
     let b = s.pool.claim(&agent("bob"), &id("b")).unwrap().assignment;
     s.hooks.activate(&b).unwrap();
     s.hooks.complete(&b).unwrap();
-    s.pool.claim(&agent("carol"), &id("c")).unwrap();
+    let _ = s.pool.claim(&agent("carol"), &id("c")).unwrap();
 }
 
 fn states(s: &crate::Setup) -> Vec<(String, &'static str)> {
