@@ -197,7 +197,9 @@ fn appends(c: &mut Criterion) {
         c,
         "append",
         &|| raw_append(&raw_path, std::slice::from_ref(&record)),
-        &|| log.append(&record).unwrap(),
+        &|| {
+            log.append_batch([&record]).unwrap();
+        },
     );
 
     let (raw_path, log) = (

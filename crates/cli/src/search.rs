@@ -67,7 +67,7 @@ fn parse_channel(text: &str) -> std::result::Result<Origin, String> {
 
 /// Parses `--since`: an RFC 3339 time, or an age before `now`.
 fn since(text: &str, now: Timestamp) -> Result<Timestamp> {
-    if let Ok(t) = Timestamp::parse(text) {
+    if let Ok(t) = text.parse::<Timestamp>() {
         return Ok(t);
     }
     let split = text
@@ -118,7 +118,7 @@ mod tests {
 
     #[test]
     fn since_takes_a_time_or_an_age() {
-        let now = Timestamp::parse("2026-11-27T12:00:00.000Z").unwrap();
+        let now = "2026-11-27T12:00:00.000Z".parse::<Timestamp>().unwrap();
         let at = |s| since(s, now).unwrap().to_string();
         assert_eq!(at("2026-11-27T10:00:00Z"), "2026-11-27T10:00:00.000Z");
         assert_eq!(at("30m"), "2026-11-27T11:30:00.000Z");

@@ -113,7 +113,7 @@ fn parse_priority(text: &str) -> std::result::Result<u8, String> {
 }
 
 fn parse_time(text: &str) -> std::result::Result<Timestamp, String> {
-    Timestamp::parse(text).map_err(|e| e.to_string())
+    text.parse::<Timestamp>().map_err(|e| e.to_string())
 }
 
 /// Runs one work command.

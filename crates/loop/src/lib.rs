@@ -27,7 +27,7 @@
 //! use chipset_hook::BeadId;
 //!
 //! let tmp = tempfile::tempdir()?;
-//! let clock = ManualClock::new(Timestamp::parse("2026-03-05T10:30:00Z")?);
+//! let clock = ManualClock::new("2026-03-05T10:30:00Z".parse::<Timestamp>()?);
 //! let options = StateOptions { clock: Arc::new(clock.clone()), ..StateOptions::default() };
 //! let state = StateDir::open_with(tmp.path(), options)?;
 //! let (mayor, alpha) = (AgentId::new("mayor")?, AgentId::new("polecat-alpha")?);

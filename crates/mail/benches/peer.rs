@@ -72,7 +72,7 @@
 //!
 //! `PEER_DIR` chooses the directory the projects are made in (default: the
 //! system temp directory), to compare filesystems. The store's publish
-//! order for that directory (`StateDir::sync_order`) is printed first.
+//! order for that directory (`IoBackend::sync_order`) is printed first.
 //!
 //! Before each scenario the bench syncs that filesystem (`syncfs`), so that
 //! the writeback of the files an earlier scenario left (the gate scenarios
@@ -88,7 +88,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use chipset_mail::{Mail, NewMessage};
-use chipset_store::{AgentId, StateDir, StateOptions, SyncOrder, TaskId};
+use chipset_store::{AgentId, IoBackend, RealIo, StateDir, StateOptions, SyncOrder, TaskId};
 use chipset_testkit::{EIO, Fault, FaultIo};
 
 #[path = "peer/nubos.rs"]
@@ -394,7 +394,7 @@ fn foreign_response(mail: &Mail, request: &chipset_mail::Message, seq: usize, ev
         mail.state()
             .log(&mail.manifest_path())
             .unwrap()
-            .append(&sent)
+            .append_batch([&sent])
             .unwrap();
     }
 }
@@ -540,9 +540,8 @@ fn main() {
     let work = tempfile::tempdir_in(&base).expect("a scratch directory");
     let mut nubos = Nubos::start(&nubos_dir);
     let mut seq = 0;
-    let order = StateDir::open(work.path().join("probe"))
-        .unwrap()
-        .sync_order();
+    let probe = StateDir::open(work.path().join("probe")).unwrap();
+    let order = RealIo.sync_order(probe.root());
     println!(
         "peer: projects under {}; chipset publishes with {order:?}",
         base.display()

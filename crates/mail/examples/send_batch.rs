@@ -18,7 +18,7 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 use chipset_mail::{Mail, NewMessage};
-use chipset_store::{AgentId, StateDir, SyncOrder, TaskId};
+use chipset_store::{AgentId, IoBackend, RealIo, StateDir, SyncOrder, TaskId};
 
 fn main() -> ExitCode {
     let mut report = String::new();
@@ -51,7 +51,7 @@ fn run(report: &mut String) -> u8 {
             return 2;
         }
     };
-    let order = state.sync_order();
+    let order = RealIo.sync_order(state.root());
     say(format!("order: {order:?}"));
     let mail = Mail::new(state);
     let to = AgentId::new("exec").expect("a valid agent id");

@@ -187,7 +187,10 @@ impl Mail {
             at: self.state.now(),
             reconciled: false,
         };
-        if let Err(e) = self.manifest().and_then(|log| Ok(log.append(&event)?)) {
+        if let Err(e) = self
+            .manifest()
+            .and_then(|log| Ok(log.append_batch([&event])?))
+        {
             tracing::warn!(%task, error = %e, "swept, but the `task-swept` event was not appended");
         }
         Ok(SweepReport { moved, total })

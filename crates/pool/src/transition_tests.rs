@@ -5,7 +5,7 @@ use super::*;
 use crate::format::DoneRecord;
 
 fn t(s: &str) -> Timestamp {
-    Timestamp::parse(s).unwrap()
+    s.parse::<Timestamp>().unwrap()
 }
 
 fn id(s: &str) -> ItemId {

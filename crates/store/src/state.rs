@@ -194,14 +194,6 @@ impl StateDir {
         &*self.inner.io
     }
 
-    /// Returns how new files under the root are made durable: what the I/O
-    /// backend said of the root's filesystem when it was opened (see
-    /// [`SyncOrder`] and the crate docs, Durability).
-    #[cfg(feature = "testing")]
-    pub fn sync_order(&self) -> SyncOrder {
-        self.inner.sync_order
-    }
-
     /// Returns the read cap.
     pub fn read_cap(&self) -> u64 {
         self.inner.read_cap

@@ -20,8 +20,8 @@ use crate::error::{Error, Result};
 ///
 /// ```
 /// use chipset_store::Timestamp;
-/// let a = Timestamp::parse("2026-03-05T10:35:00Z")?;
-/// let b = Timestamp::parse("2026-03-05T11:35:00.000+01:00")?;
+/// let a = "2026-03-05T10:35:00Z".parse::<Timestamp>()?;
+/// let b = "2026-03-05T11:35:00.000+01:00".parse::<Timestamp>()?;
 /// assert_eq!(a, b);
 /// assert_eq!(a.to_string(), "2026-03-05T10:35:00.000Z");
 /// # Ok::<(), chipset_store::Error>(())
@@ -41,23 +41,6 @@ impl Timestamp {
     /// Returns milliseconds since the Unix epoch.
     pub const fn unix_ms(self) -> i64 {
         self.0
-    }
-
-    /// Parses any RFC 3339 timestamp.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidTimestamp`] when `text` is not RFC 3339.
-    pub fn parse(text: &str) -> Result<Self> {
-        let dt = OffsetDateTime::parse(text, &Rfc3339).map_err(|_| Error::InvalidTimestamp {
-            value: text.to_owned(),
-        })?;
-        let ms = dt.unix_timestamp_nanos().div_euclid(1_000_000);
-        Ok(Timestamp(i64::try_from(ms).map_err(|_| {
-            Error::InvalidTimestamp {
-                value: text.to_owned(),
-            }
-        })?))
     }
 
     /// Returns how long after `earlier` this instant is, or zero if it is not later.
@@ -148,10 +131,23 @@ impl fmt::Debug for Timestamp {
     }
 }
 
+/// Parses any RFC 3339 timestamp (`text.parse::<Timestamp>()`).
+///
+/// # Errors
+///
+/// [`Error::InvalidTimestamp`] when `text` is not RFC 3339.
 impl std::str::FromStr for Timestamp {
     type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        Timestamp::parse(s)
+    fn from_str(text: &str) -> Result<Self> {
+        let dt = OffsetDateTime::parse(text, &Rfc3339).map_err(|_| Error::InvalidTimestamp {
+            value: text.to_owned(),
+        })?;
+        let ms = dt.unix_timestamp_nanos().div_euclid(1_000_000);
+        Ok(Timestamp(i64::try_from(ms).map_err(|_| {
+            Error::InvalidTimestamp {
+                value: text.to_owned(),
+            }
+        })?))
     }
 }
 
@@ -164,7 +160,7 @@ impl Serialize for Timestamp {
 impl<'de> Deserialize<'de> for Timestamp {
     fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
         let text = std::borrow::Cow::<'de, str>::deserialize(d)?;
-        Timestamp::parse(&text).map_err(serde::de::Error::custom)
+        text.parse::<Timestamp>().map_err(serde::de::Error::custom)
     }
 }
 
@@ -238,29 +234,29 @@ mod tests {
 
     #[test]
     fn formats_like_to_iso_string() {
-        let t = Timestamp::parse("2026-03-05T10:35:00.123Z").unwrap();
+        let t = "2026-03-05T10:35:00.123Z".parse::<Timestamp>().unwrap();
         assert_eq!(t.to_string(), "2026-03-05T10:35:00.123Z");
         assert_eq!(Timestamp::EPOCH.to_string(), "1970-01-01T00:00:00.000Z");
     }
 
     #[test]
     fn parses_any_rfc3339_form_as_an_instant() {
-        let base = Timestamp::parse("2026-03-05T10:35:00Z").unwrap();
+        let base = "2026-03-05T10:35:00Z".parse::<Timestamp>().unwrap();
         for text in [
             "2026-03-05T10:35:00.000Z",
             "2026-03-05T10:35:00.0001Z",
             "2026-03-05T12:35:00+02:00",
             "2026-03-05t10:35:00z",
         ] {
-            assert_eq!(Timestamp::parse(text).unwrap(), base, "{text}");
+            assert_eq!(text.parse::<Timestamp>().unwrap(), base, "{text}");
         }
-        assert!(Timestamp::parse("2026-03-05 10:35").is_err());
+        assert!("2026-03-05 10:35".parse::<Timestamp>().is_err());
     }
 
     #[test]
     fn compares_as_instants_not_strings() {
-        let a = Timestamp::parse("2026-03-05T10:35:00+01:00").unwrap();
-        let b = Timestamp::parse("2026-03-05T10:00:00Z").unwrap();
+        let a = "2026-03-05T10:35:00+01:00".parse::<Timestamp>().unwrap();
+        let b = "2026-03-05T10:00:00Z".parse::<Timestamp>().unwrap();
         // As strings a > b, as instants a is earlier.
         assert!(a < b);
     }

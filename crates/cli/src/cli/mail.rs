@@ -84,7 +84,7 @@ pub(crate) enum Since {
 /// that sort in send order). Anything else is refused: taken as an id, a
 /// date or an age would compare as text and hide every message.
 fn parse_since(text: &str) -> Result<Since, String> {
-    if let Ok(t) = Timestamp::parse(text) {
+    if let Ok(t) = text.parse::<Timestamp>() {
         return Ok(Since::Time(t));
     }
     MessageId::new(text)

@@ -101,5 +101,6 @@ impl From<ResolutionArg> for chipset_nudge::ManualResolution {
 }
 
 fn parse_time(text: &str) -> Result<chipset_store::Timestamp, String> {
-    chipset_store::Timestamp::parse(text).map_err(|e| e.to_string())
+    text.parse::<chipset_store::Timestamp>()
+        .map_err(|e| e.to_string())
 }

@@ -27,7 +27,7 @@ const HEALTHY: [(&str, &str); 2] = [("ann", "reviews"), ("bo", "builds")];
 struct Damaged;
 
 fn state(root: &Path, io: SharedIo) -> StateDir {
-    let clock = ManualClock::new(Timestamp::parse("2026-03-05T10:00:00Z").unwrap());
+    let clock = ManualClock::new("2026-03-05T10:00:00Z".parse::<Timestamp>().unwrap());
     StateDir::open_with(
         root,
         StateOptions {

@@ -31,7 +31,7 @@ pub(crate) struct Env {
 
 pub(crate) fn env() -> Env {
     let tmp = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(Timestamp::parse("2026-03-05T10:00:00Z").unwrap());
+    let clock = ManualClock::new("2026-03-05T10:00:00Z".parse::<Timestamp>().unwrap());
     let options = StateOptions {
         clock: Arc::new(clock.clone()),
         ..StateOptions::default()

@@ -302,7 +302,7 @@ fn error_messages_say_state_and_who_may() {
 #[test]
 fn assign_then_only_the_owner_activates() {
     let agent = agent("polecat-alpha");
-    let now = Timestamp::parse("2026-03-05T10:30:00Z").unwrap();
+    let now = "2026-03-05T10:30:00Z".parse::<Timestamp>().unwrap();
     let empty = Hook::missing(agent.clone());
     let assign = HookEvent::Assign {
         bead_id: BeadId::new("gt-abc12").unwrap(),

@@ -121,7 +121,7 @@ fn check_seed_shape(v: &Value) {
     );
     let is_iso = |t: &Value| {
         let t = t.as_str().expect("timestamp is a string");
-        t.len() == 24 && t.ends_with('Z') && chipset_store::Timestamp::parse(t).is_ok()
+        t.len() == 24 && t.ends_with('Z') && t.parse::<chipset_store::Timestamp>().is_ok()
     };
     assert!(is_iso(&obj["last_activity"]));
     match &obj["work_item"] {

@@ -90,7 +90,11 @@ fn each_tibsfox_hook_reads_as_written() {
         let raw: Value = serde_json::from_slice(&fs::read(tibsfox(name)).unwrap()).unwrap();
         assert_eq!(
             hook.last_activity,
-            Timestamp::parse(raw["lastActivity"].as_str().unwrap()).unwrap()
+            raw["lastActivity"]
+                .as_str()
+                .unwrap()
+                .parse::<Timestamp>()
+                .unwrap()
         );
         match hook.state.work() {
             Some(w) => {
@@ -447,7 +451,7 @@ fn a_hook_both_programs_wrote_reads_the_newer_activity_and_clears() {
     assert_eq!(hook.generation, 2);
     assert_eq!(
         hook.last_activity,
-        Timestamp::parse("2026-11-23T06:03:45.619Z").unwrap()
+        "2026-11-23T06:03:45.619Z".parse::<Timestamp>().unwrap()
     );
     assert!(
         hook.extra.is_empty(),

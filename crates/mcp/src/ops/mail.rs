@@ -176,7 +176,7 @@ enum Since {
 /// As the command line's `--since`: an RFC 3339 time, or a message id in
 /// the seed's form (the only ids that sort in send order).
 fn since(text: &str) -> Result<Since, Failure> {
-    if let Ok(t) = Timestamp::parse(text) {
+    if let Ok(t) = text.parse::<Timestamp>() {
         return Ok(Since::Time(t));
     }
     MessageId::new(text)

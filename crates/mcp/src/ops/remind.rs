@@ -44,7 +44,7 @@ pub(crate) fn remind_list(ctx: &Ctx, p: RemindList) -> Outcome {
         .since
         .as_deref()
         .map(|t| {
-            Timestamp::parse(t)
+            t.parse::<Timestamp>()
                 .map_err(|e| Failure::usage(format!("`since`: expected an RFC 3339 time: {e}")))
         })
         .transpose()?;

@@ -158,7 +158,7 @@ fn parse_channel(name: &str) -> Result<Origin, Failure> {
 }
 
 fn parse_time(text: &str) -> Result<Timestamp, Failure> {
-    Timestamp::parse(text)
+    text.parse::<Timestamp>()
         .map_err(|e| Failure::usage(format!("since must be an RFC 3339 time: {e}")))
 }
 

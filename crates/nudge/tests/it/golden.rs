@@ -125,7 +125,7 @@ fn seed_json_is_read_verbatim() {
     assert_eq!(n.kind, NudgeType::HealthCheck);
     assert_eq!(
         n.timestamp,
-        Timestamp::parse("2026-03-05T10:35:00.000Z").unwrap()
+        "2026-03-05T10:35:00.000Z".parse::<Timestamp>().unwrap()
     );
     assert!(n.requires_response);
     assert_eq!(n.id, None);

@@ -363,7 +363,9 @@ fn seed_written_response_is_counted() {
         r#"{"from":"old-agent","type":"nudge_response","message":"Acknowledged.","timestamp":"2026-03-05T10:36:00Z","requires_response":false}"#,
     )
     .unwrap();
-    let t0 = chipset_store::Timestamp::parse("2026-03-05T10:35:00Z").unwrap();
+    let t0 = "2026-03-05T10:35:00Z"
+        .parse::<chipset_store::Timestamp>()
+        .unwrap();
     assert_eq!(
         responders(&n.responses_since(&w, t0).unwrap()),
         ["old-agent"]
