@@ -198,7 +198,7 @@ fn appends(c: &mut Criterion) {
         "append",
         &|| raw_append(&raw_path, std::slice::from_ref(&record)),
         &|| {
-            log.append_batch([&record]).unwrap();
+            log.append([&record]).unwrap();
         },
     );
 
@@ -211,7 +211,7 @@ fn appends(c: &mut Criterion) {
         "append_batch_100",
         &|| raw_append(&raw_path, &batch),
         &|| {
-            log.append_batch(&batch).unwrap();
+            log.append(&batch).unwrap();
         },
     );
 }

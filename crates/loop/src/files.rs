@@ -251,7 +251,7 @@ impl Files {
         match &self.seam {
             None => {
                 let log: JsonLog = self.state.log(path)?;
-                log.append_batch(records)?;
+                log.append(records)?;
             }
             Some(b) => {
                 let lines = records

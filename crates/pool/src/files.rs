@@ -213,7 +213,7 @@ impl Pool {
                 Err(e) => return Err(e),
             }
         }
-        self.state.log(&self.log_path())?.append_batch(records)?;
+        self.state.log(&self.log_path())?.append(records)?;
         *logged += records.len();
         Ok(())
     }

@@ -40,8 +40,8 @@ pub(crate) const MAX_LINE: usize = 1024 * 1024;
 /// let dir = tempfile::tempdir()?;
 /// let state = StateDir::open(dir.path())?;
 /// let log = state.log(&state.channel(Channel::new("bus")).join("events.jsonl")?)?;
-/// log.append_batch([&serde_json::json!({"event": "sent", "id": 1})])?;
-/// log.append_batch(&[serde_json::json!({"id": 2}), serde_json::json!({"id": 3})])?;
+/// log.append([&serde_json::json!({"event": "sent", "id": 1})])?;
+/// log.append(&[serde_json::json!({"id": 2}), serde_json::json!({"id": 3})])?;
 /// let read = log.read_from::<serde_json::Value>(0)?;
 /// assert_eq!(read.records.len(), 3);
 /// assert!(read.torn_tail.is_none());
@@ -111,7 +111,7 @@ impl JsonLog {
     /// directory sync of a new log failed (the records may be visible);
     /// [`Error::Corrupt`] when something other than a regular file stands at
     /// the log's path.
-    pub fn append_batch<'a, T, I>(&self, records: I) -> Result<usize>
+    pub fn append<'a, T, I>(&self, records: I) -> Result<usize>
     where
         T: Serialize + 'a,
         I: IntoIterator<Item = &'a T>,
@@ -129,15 +129,15 @@ impl JsonLog {
     /// or when the kernel writes the file back (within about 5 s on ext4);
     /// a power cut before that may lose them, or keep a prefix as a torn
     /// tail, which the next append cuts (rule 1 of the Durability section).
-    /// Everything else is as [`JsonLog::append_batch`]: one write under the
+    /// Everything else is as [`JsonLog::append`]: one write under the
     /// lock, a torn tail cut first, a failed write truncated back.
     ///
     /// **Commit point:** the write.
     ///
     /// # Errors
     ///
-    /// As [`JsonLog::append_batch`].
-    pub fn append_batch_unsynced<'a, T, I>(&self, records: I) -> Result<usize>
+    /// As [`JsonLog::append`].
+    pub fn append_unsynced<'a, T, I>(&self, records: I) -> Result<usize>
     where
         T: Serialize + 'a,
         I: IntoIterator<Item = &'a T>,

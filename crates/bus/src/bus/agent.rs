@@ -149,7 +149,7 @@ impl Bus {
         let log = self
             .state
             .log(&self.agent_dir(agent).join_static(CONTROL))?;
-        log.append_batch([&ControlLine {
+        log.append([&ControlLine {
             at: self.state.now(),
             command: ControlCommand {
                 op,

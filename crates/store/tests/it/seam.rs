@@ -84,7 +84,7 @@ fn append_idempotent(log: &JsonLog, ids: &[&str]) -> Result<(), Error> {
         .filter(|id| !have.iter().any(|h| h == *id))
         .map(|id| json!({"id": id, "event": "sent"}))
         .collect();
-    log.append_batch(&missing).map(drop)
+    log.append(&missing).map(drop)
 }
 
 fn cases() -> Vec<Case> {
