@@ -207,7 +207,8 @@
 //!
 //! [`Bus::agent_status`] and [`Bus::status`] count pending events per priority from
 //! directory listings alone, for a status screen. [`Bus::prune`] removes
-//! processed events beyond a [`Retention`]. [`Bus::doctor`] finds corrupt or
+//! processed events beyond a [`Retention`] (nothing calls it on its own:
+//! an operator runs `chipset bus prune`, from cron, say). [`Bus::doctor`] finds corrupt or
 //! misnamed event files, corrupt state files, torn control logs, bad control
 //! lines, a directory or FIFO where the control log belongs, and stale
 //! temps (removed by the store's

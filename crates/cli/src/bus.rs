@@ -5,6 +5,9 @@
 //! calls is never missed: it returns at once when events are pending, and
 //! otherwise blocks until one arrives or the timeout passes. A timeout is
 //! not a failure: it exits 0 with no text (`"timed_out": true` in JSON).
+//!
+//! `bus prune` is the operator's upkeep: [`Bus::prune`] for one agent or
+//! every agent with a bus folder, a line each.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -18,10 +21,10 @@ use chipset_store::{AgentId, ErrorKind, ReadOutcome};
 use serde_json::Value;
 
 use crate::Ctx;
-use crate::cli::{BusCommand, ControlCommand, agent_or_env};
+use crate::cli::{BusCommand, ControlCommand, PruneArgs, agent_or_env};
 use crate::error::{CliError, Result};
 use crate::output::{self, Cell, Output, Table, Tone};
-use crate::view::{PresenceView, Started};
+use crate::view::{AgentPruned, BusPruned, PresenceView, Started};
 
 /// The longest single wait handed to the waiter (its deadline must fit an `Instant`).
 const WAIT_SLICE: Duration = Duration::from_secs(3600);
@@ -194,7 +197,45 @@ pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
             }
             Ok(out)
         }
+        BusCommand::Prune(args) => prune(ctx, &bus, &args),
     }
+}
+
+/// `bus prune`: each agent's (or the one named) processed events and
+/// de-duplication records beyond the limits. Nothing is touched without
+/// a limit. It stops at the first failure with its error; what was
+/// pruned before it stays pruned, and the same command again is safe.
+fn prune(ctx: &Ctx, bus: &Bus, args: &PruneArgs) -> Result<Output> {
+    let Some(retention) = args.retention() else {
+        return Err(CliError::usage(
+            "name at least one limit: --keep, --max-bytes, --older-than or \
+             --dedup-older-than (try --help)",
+        ));
+    };
+    let agents = match &args.agent {
+        Some(agent) => vec![agent.clone()],
+        None => bus.agents()?,
+    };
+    let mut view = BusPruned { agents: Vec::new() };
+    for agent in agents {
+        let pruned = bus.prune(&agent, &retention)?;
+        view.agents.push(AgentPruned::of(agent, pruned));
+    }
+    let mut table = Table::new(&["AGENT", "EVENTS", "BYTES", "DEDUP"]);
+    for a in &view.agents {
+        table.row(vec![
+            a.agent.as_str().into(),
+            a.events.to_string().into(),
+            a.bytes.to_string().into(),
+            a.dedup_records.to_string().into(),
+        ]);
+    }
+    let text = if table.is_empty() {
+        "no agent has a bus folder: nothing to prune\n".to_owned()
+    } else {
+        table.render(ctx.paint)
+    };
+    Ok(Output::new(text, output::json(&view)))
 }
 
 /// Describes a presence in a word and a detail.

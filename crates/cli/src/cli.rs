@@ -15,7 +15,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::error::CliError;
 
-pub(crate) use self::bus::{BusCommand, ControlCommand};
+pub(crate) use self::bus::{BusCommand, ControlCommand, PruneArgs};
 pub(crate) use self::mail::{MailCommand, MailExpects, MailKind, MailSend, Since};
 pub(crate) use self::remind::RemindCommand;
 
@@ -495,7 +495,11 @@ impl Command {
             ),
             Command::Bus(c) => matches!(
                 c,
-                BusCommand::Pending { .. } | BusCommand::Wait { .. } | BusCommand::Presence { .. }
+                BusCommand::Pending { .. }
+                    | BusCommand::Wait { .. }
+                    | BusCommand::Presence { .. }
+                    // A prune of a mistyped root must not pass as "nothing to prune".
+                    | BusCommand::Prune(_)
             ),
             Command::Remind(c) => matches!(
                 c,

@@ -1,6 +1,6 @@
 //! The JSON views only the command line prints (what the MCP server has no
-//! tool for: hook listings, doctor reports, metrics, presence). The views
-//! both print are in [`chipset_mcp::view`].
+//! tool for: hook listings, doctor reports, metrics, presence, bus
+//! prune). The views both print are in [`chipset_mcp::view`].
 
 use std::collections::BTreeMap;
 
@@ -111,6 +111,36 @@ pub(crate) struct Started {
     pub(crate) events: Events,
     pub(crate) presence: Presence,
     pub(crate) previous: PresenceView,
+}
+
+/// `bus prune`: what was removed, an agent a line, in agent order.
+#[derive(Debug, Serialize)]
+pub(crate) struct BusPruned {
+    pub(crate) agents: Vec<AgentPruned>,
+}
+
+/// One agent's line of `bus prune`.
+#[derive(Debug, Serialize)]
+pub(crate) struct AgentPruned {
+    pub(crate) agent: AgentId,
+    /// Acknowledged events removed.
+    pub(crate) events: usize,
+    /// Their bytes.
+    pub(crate) bytes: u64,
+    /// De-duplication records removed.
+    pub(crate) dedup_records: usize,
+}
+
+impl AgentPruned {
+    /// The line of `agent`, which prune left as `pruned`.
+    pub(crate) fn of(agent: AgentId, pruned: chipset_bus::Pruned) -> Self {
+        AgentPruned {
+            agent,
+            events: pruned.events,
+            bytes: pruned.bytes,
+            dedup_records: pruned.dedup_records,
+        }
+    }
 }
 
 /// `remind clear` when nothing was open.

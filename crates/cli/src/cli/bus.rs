@@ -6,7 +6,7 @@ use chipset_bus::EventId;
 use chipset_store::AgentId;
 use clap::{Args, Subcommand};
 
-use super::{Who, parse_seconds};
+use super::{Who, parse_duration, parse_seconds};
 
 /// `chipset bus ...`.
 #[derive(Debug, Subcommand)]
@@ -91,6 +91,56 @@ pub(crate) enum BusCommand {
         #[arg(long)]
         poll: bool,
     },
+    /// Remove old acknowledged events and de-duplication records (never a
+    /// queued event).
+    ///
+    /// Each limit applies per agent to its acknowledged events
+    /// (`processed/`), newest kept; an event goes when any limit says so.
+    /// Give at least one limit. Safe to run again, from cron say.
+    Prune(PruneArgs),
+}
+
+/// The arguments of `bus prune`: the limits of [`chipset_bus::Retention`].
+#[derive(Debug, Args)]
+pub(crate) struct PruneArgs {
+    /// Prune this agent only [default: every agent with a bus folder;
+    /// $CHIPSET_AGENT is not used].
+    #[arg(long, value_name = "A")]
+    pub(crate) agent: Option<AgentId>,
+    /// Keep at most N acknowledged events per agent (the newest).
+    #[arg(long, value_name = "N")]
+    pub(crate) keep: Option<usize>,
+    /// Keep at most BYTES of acknowledged events per agent (the newest).
+    #[arg(long, value_name = "BYTES")]
+    pub(crate) max_bytes: Option<u64>,
+    /// Remove acknowledged events published longer ago than DUR (a number
+    /// with ms, s, m, h or d, such as 7d).
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    pub(crate) older_than: Option<Duration>,
+    /// Remove de-duplication records accepted longer ago than DUR; choose
+    /// it longer than any --dedup-key window in use, or a key is accepted
+    /// again early.
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    pub(crate) dedup_older_than: Option<Duration>,
+}
+
+impl PruneArgs {
+    /// Returns the limits given, `None` when none is.
+    pub(crate) fn retention(&self) -> Option<chipset_bus::Retention> {
+        if self.keep.is_none()
+            && self.max_bytes.is_none()
+            && self.older_than.is_none()
+            && self.dedup_older_than.is_none()
+        {
+            return None;
+        }
+        let mut retention = chipset_bus::Retention::default();
+        retention.max_count = self.keep;
+        retention.max_bytes = self.max_bytes;
+        retention.max_age = self.older_than;
+        retention.dedup_max_age = self.dedup_older_than;
+        Some(retention)
+    }
 }
 
 /// `chipset bus control ...`.

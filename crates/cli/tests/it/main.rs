@@ -11,6 +11,7 @@
 mod agent;
 mod attention;
 mod bus;
+mod bus_prune;
 mod coverage;
 mod dashboard;
 mod doctor;

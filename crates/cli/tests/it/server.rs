@@ -6,7 +6,7 @@ use std::process::Command;
 
 /// The test server's URL split as `(url, url without password, password)`
 /// and a schema of the test's own, or `None` (the test says it skipped).
-fn server(test: &str) -> Option<(String, String, String, String)> {
+pub(crate) fn server(test: &str) -> Option<(String, String, String, String)> {
     let Some(url) = std::env::var("CHIPSET_TEST_PG")
         .ok()
         .filter(|u| !u.is_empty())
@@ -29,7 +29,7 @@ fn server(test: &str) -> Option<(String, String, String, String)> {
     Some((url.clone(), bare, password.to_owned(), schema))
 }
 
-fn chipset(cache: &std::path::Path, schema: &str, args: &[&str]) -> Command {
+pub(crate) fn chipset(cache: &std::path::Path, schema: &str, args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_chipset"));
     cmd.args(args)
         .env_remove("CHIPSET_ROOT")
@@ -40,7 +40,7 @@ fn chipset(cache: &std::path::Path, schema: &str, args: &[&str]) -> Command {
     cmd
 }
 
-fn run(cmd: &mut Command) -> (i32, String, String) {
+pub(crate) fn run(cmd: &mut Command) -> (i32, String, String) {
     let out = cmd.output().unwrap();
     (
         out.status.code().unwrap(),
