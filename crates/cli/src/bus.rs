@@ -24,7 +24,7 @@ use crate::Ctx;
 use crate::cli::{BusCommand, ControlCommand, PruneArgs, agent_or_env};
 use crate::error::{CliError, Result};
 use crate::output::{self, Cell, Output, Table, Tone};
-use crate::view::{AgentPruned, BusPruned, PresenceView, Started};
+use crate::view::{AgentFailed, AgentPruned, BusPruned, PresenceView, Started};
 
 /// The longest single wait handed to the waiter (its deadline must fit an `Instant`).
 const WAIT_SLICE: Duration = Duration::from_secs(3600);
@@ -203,8 +203,9 @@ pub(crate) fn run(ctx: &Ctx, command: BusCommand) -> Result<Output> {
 
 /// `bus prune`: each agent's (or the one named) processed events and
 /// de-duplication records beyond the limits. Nothing is touched without
-/// a limit. It stops at the first failure with its error; what was
-/// pruned before it stays pruned, and the same command again is safe.
+/// a limit. An agent whose prune fails does not stop the others: the
+/// command prints what it pruned, lists the failures (`failed` in JSON),
+/// and exits as the first failure does; the same command again is safe.
 fn prune(ctx: &Ctx, bus: &Bus, args: &PruneArgs) -> Result<Output> {
     let Some(retention) = args.retention() else {
         return Err(CliError::usage(
@@ -216,10 +217,21 @@ fn prune(ctx: &Ctx, bus: &Bus, args: &PruneArgs) -> Result<Output> {
         Some(agent) => vec![agent.clone()],
         None => bus.agents()?,
     };
-    let mut view = BusPruned { agents: Vec::new() };
+    let mut view = BusPruned {
+        agents: Vec::new(),
+        failed: Vec::new(),
+    };
+    let mut failure: Option<CliError> = None;
     for agent in agents {
-        let pruned = bus.prune(&agent, &retention)?;
-        view.agents.push(AgentPruned::of(agent, pruned));
+        match bus.prune(&agent, &retention) {
+            Ok(pruned) => view.agents.push(AgentPruned::of(agent, pruned)),
+            Err(e) => {
+                let e = CliError::from(e);
+                view.failed.push(AgentFailed::of(agent.clone(), &e));
+                let named = CliError::new(e.kind(), format!("bus prune of {agent}: {e}"));
+                failure.get_or_insert(named);
+            }
+        }
     }
     let mut table = Table::new(&["AGENT", "EVENTS", "BYTES", "DEDUP"]);
     for a in &view.agents {
@@ -230,12 +242,19 @@ fn prune(ctx: &Ctx, bus: &Bus, args: &PruneArgs) -> Result<Output> {
             a.dedup_records.to_string().into(),
         ]);
     }
-    let text = if table.is_empty() {
+    let text = if table.is_empty() && view.failed.is_empty() {
         "no agent has a bus folder: nothing to prune\n".to_owned()
     } else {
         table.render(ctx.paint)
     };
-    Ok(Output::new(text, output::json(&view)))
+    if view.failed.len() > 1 {
+        failure = failure.map(|first| {
+            let others = view.failed.len() - 1;
+            let more = chipset_failure::plural(others, "other agent");
+            CliError::new(first.kind(), format!("{first} (and {more} failed)"))
+        });
+    }
+    Ok(Output::new(text, output::json(&view)).with_failure(failure))
 }
 
 /// Describes a presence in a word and a detail.

@@ -113,10 +113,31 @@ pub(crate) struct Started {
     pub(crate) previous: PresenceView,
 }
 
-/// `bus prune`: what was removed, an agent a line, in agent order.
+/// `bus prune`: what was removed, an agent a line, in agent order, and
+/// the agents whose prune failed.
 #[derive(Debug, Serialize)]
 pub(crate) struct BusPruned {
     pub(crate) agents: Vec<AgentPruned>,
+    pub(crate) failed: Vec<AgentFailed>,
+}
+
+/// An agent `bus prune` could not prune: its failure, as a command's
+/// `--json` failure gives it.
+#[derive(Debug, Serialize)]
+pub(crate) struct AgentFailed {
+    pub(crate) agent: AgentId,
+    #[serde(flatten)]
+    pub(crate) failure: chipset_mcp::view::Refusal,
+}
+
+impl AgentFailed {
+    /// The entry of `agent`, whose prune failed with `failure`.
+    pub(crate) fn of(agent: AgentId, failure: &crate::error::CliError) -> Self {
+        AgentFailed {
+            agent,
+            failure: chipset_mcp::view::Refusal::of(failure),
+        }
+    }
 }
 
 /// One agent's line of `bus prune`.

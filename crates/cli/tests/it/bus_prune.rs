@@ -260,6 +260,9 @@ fn text_and_json_output() {
     snap!("bus_prune", env.take());
 }
 
+/// An agent whose prune fails does not stop the others: they are pruned
+/// and listed, the failure is listed under `failed` with its kind, and
+/// the command exits as that failure does.
 #[test]
 fn a_file_that_cannot_be_removed_fails_with_its_kind() {
     let mut env = Env::new();
@@ -269,20 +272,38 @@ fn a_file_that_cannot_be_removed_fails_with_its_kind() {
         .root()
         .join("bus/ann/processed/2-9999999999999-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab-w-done.json");
     fs::create_dir_all(dir.join("inside")).unwrap();
-    let run = env.fails(1, &["bus", "prune", "--keep", "0"]);
-    assert!(run.stderr.contains("failed to remove"), "{}", run.stderr);
-    let doc = env
-        .fails(1, &["--json", "bus", "prune", "--keep", "0"])
-        .json();
+    fill(&env, "bob", 2, 0);
+    // It fails, but not before pruning bob: `run`, not `fails`, which
+    // would require that nothing changed.
+    let run = env.run(&["bus", "prune", "--keep", "0"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("bus prune of ann:") && run.stderr.contains("failed to remove"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stdout.contains("bob"), "{}", run.stdout);
+    assert!(files(&env, "bob", "processed").is_empty(), "bob was pruned");
+    fill(&env, "bob", 1, 0);
+    let run = env.run(&["--json", "bus", "prune", "--keep", "0"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let doc = run.json();
+    assert_eq!(line(&doc, "bob")["events"], 1, "{doc}");
+    let failed = doc["failed"].as_array().unwrap();
+    assert_eq!(failed.len(), 1, "{doc}");
     assert_eq!(
-        (&doc["class"], &doc["kind"]),
-        (&json!("refused"), &json!("io"))
+        (&failed[0]["agent"], &failed[0]["class"], &failed[0]["kind"]),
+        (&json!("ann"), &json!("refused"), &json!("io"))
     );
     assert_eq!(files(&env, "ann", "processed").len(), 3);
+    assert!(files(&env, "bob", "processed").is_empty());
     // Once it is gone, the same command finishes the job.
     fs::remove_dir_all(&dir).unwrap();
-    let doc = env.ok(&["--json", "bus", "prune", "--keep", "0"]).json();
+    let doc = env
+        .ok(&["--json", "bus", "prune", "--agent", "ann", "--keep", "0"])
+        .json();
     assert_eq!(line(&doc, "ann")["events"], 2);
+    assert_eq!(doc["failed"], json!([]));
     assert!(files(&env, "ann", "processed").is_empty());
 }
 
