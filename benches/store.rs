@@ -197,9 +197,7 @@ fn appends(c: &mut Criterion) {
         c,
         "append",
         &|| raw_append(&raw_path, std::slice::from_ref(&record)),
-        &|| {
-            log.append([&record]).unwrap();
-        },
+        &|| log.append(&record).unwrap(),
     );
 
     let (raw_path, log) = (
@@ -211,7 +209,7 @@ fn appends(c: &mut Criterion) {
         "append_batch_100",
         &|| raw_append(&raw_path, &batch),
         &|| {
-            log.append(&batch).unwrap();
+            log.append_batch(&batch).unwrap();
         },
     );
 }

@@ -60,7 +60,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // An append-only log: batch appends share one data sync.
     let log = state.log(&dir.join_static("events.jsonl"))?;
     let events: Vec<_> = (1..=3).map(|n| json!({"event": "tick", "n": n})).collect();
-    log.append(&events)?;
+    log.append_batch(&events)?;
     say!(
         "log records: {}",
         log.read_from::<serde_json::Value>(0)?.records.len()

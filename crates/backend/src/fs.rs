@@ -26,7 +26,7 @@ use crate::seam::{
 /// | [`create`](Backend::create) | [`StateDir::create_new`]: synced temp, no-replace rename, directory sync |
 /// | [`replace`](Backend::replace), [`put`](Backend::put), [`remove`](Backend::remove) | under the file's lock (`.{name}.lock`): read, compare, [`StateDir::write_bytes`] or [`StateDir::remove_file`] |
 /// | [`move_new`](Backend::move_new) | under the source's lock: read, compare, [`StateDir::move_noclobber`] |
-/// | [`append`](Backend::append) | [`JsonLog::append`](chipset_store::JsonLog::append): one write of whole lines, then a data sync |
+/// | [`append`](Backend::append) | [`JsonLog::append_batch`](chipset_store::JsonLog::append_batch): one write of whole lines, then a data sync |
 /// | [`lock`](Backend::lock) | the file's lock, released by the kernel when its holder dies |
 /// | [`watch`](Backend::watch) | [`Watcher`]: inotify, with the periodic rescan as the safety net |
 #[derive(Debug, Clone)]
@@ -243,7 +243,7 @@ impl Backend for FsBackend {
             .state
             .log(&path)
             .map_err(|e| Error::store("open log", log, e))?;
-        file.append(values.iter())
+        file.append_batch(values.iter())
             .map(drop)
             .map_err(|e| Error::store("append to", log, e))
     }

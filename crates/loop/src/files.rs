@@ -251,7 +251,7 @@ impl Files {
         match &self.seam {
             None => {
                 let log: JsonLog = self.state.log(path)?;
-                log.append(records)?;
+                log.append_batch(records)?;
             }
             Some(b) => {
                 let lines = records

@@ -394,7 +394,7 @@ fn foreign_response(mail: &Mail, request: &chipset_mail::Message, seq: usize, ev
         mail.state()
             .log(&mail.manifest_path())
             .unwrap()
-            .append([&sent])
+            .append(&sent)
             .unwrap();
     }
 }

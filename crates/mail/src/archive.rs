@@ -110,7 +110,7 @@ impl Mail {
                 // in `archive/` that a power cut lost it for.
                 let appended = self
                     .manifest()
-                    .and_then(|log| Ok(log.append_unsynced([&event])?));
+                    .and_then(|log| Ok(log.append_batch_unsynced([&event])?));
                 if let Err(e) = appended {
                     tracing::warn!(%id, error = %e, "archived, but the `archived` event was not appended");
                 }
@@ -187,7 +187,7 @@ impl Mail {
             at: self.state.now(),
             reconciled: false,
         };
-        if let Err(e) = self.manifest().and_then(|log| Ok(log.append([&event])?)) {
+        if let Err(e) = self.manifest().and_then(|log| Ok(log.append(&event)?)) {
             tracing::warn!(%task, error = %e, "swept, but the `task-swept` event was not appended");
         }
         Ok(SweepReport { moved, total })

@@ -298,9 +298,9 @@ impl Mail {
             .iter()
             .all(|e| matches!(e, ManifestEvent::Sent { .. }))
         {
-            log.append_unsynced(events)?;
+            log.append_batch_unsynced(events)?;
         } else {
-            log.append(events)?;
+            log.append_batch(events)?;
         }
         Ok(())
     }

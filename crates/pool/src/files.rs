@@ -213,7 +213,7 @@ impl Pool {
                 Err(e) => return Err(e),
             }
         }
-        self.state.log(&self.log_path())?.append(records)?;
+        self.state.log(&self.log_path())?.append_batch(records)?;
         *logged += records.len();
         Ok(())
     }

@@ -51,16 +51,14 @@ impl crate::StateDir {
 /// # Errors
 ///
 /// As [`to_canonical_json`].
-#[cfg(test)]
 pub(crate) fn to_canonical_line<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<Vec<u8>> {
     let mut out = Vec::new();
     append_canonical_line(&mut out, value)?;
     Ok(out)
 }
 
-/// Appends `value` to `out` as one canonical JSONL line (sorted keys, no
-/// whitespace between tokens, one trailing newline and no other newline):
-/// a batch of records is built in one buffer for one write.
+/// Appends the canonical JSONL line of `value` (see [`to_canonical_line`]) to
+/// `out`: a batch of records is built in one buffer for one write.
 ///
 /// # Errors
 ///

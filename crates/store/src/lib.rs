@@ -91,8 +91,8 @@
 //! | [`StateDir::create_new_batch`]: many publishes sharing their syncs (two sync rounds per batch) | each file's own no-replace rename |
 //! | [`StateDir::write_unsynced`] / [`StateDir::write_cache_json`]: replace **without any sync**, for self-validating caches only (`write_cache_json` encodes into the file through a buffer) | the rename over the target |
 //! | [`StateDir::move_noclobber`]: durable move between directories, never overwriting | the no-replace rename |
-//! | [`JsonLog::append`]: a single-write append of one record or many | the data sync after the write (a failure before it truncates the log back) |
-//! | [`JsonLog::append_unsynced`]: a single-write append of records the caller can rebuild, durable with the log's next sync | the write |
+//! | [`JsonLog::append`] / [`JsonLog::append_batch`]: single-write appends | the data sync after the write (a failure before it truncates the log back) |
+//! | [`JsonLog::append_batch_unsynced`]: a single-write append of records the caller can rebuild, durable with the log's next sync | the write |
 //! | [`StateDir::update`]: read-modify-write under a lock ([`StateDir::lock`]) | the rename of the new value |
 //! | [`StateDir::lock`] then [`StateDir::write_json`]s: a sequence of durable replaces under one lock | the rename of each value |
 //! | [`JsonLog::repair`]: whole records kept, the rest quarantined | the rename of the repaired copy |

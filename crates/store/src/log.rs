@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 
 use crate::atomic::{create_temp, sync_dir_with};
 use crate::backend::{IoBackend, SharedIo};
-use crate::canonical::append_canonical_line;
+use crate::canonical::{append_canonical_line, to_canonical_line};
 use crate::error::{Error, Result};
 use crate::lock::Lock;
 use crate::read::{CorruptReason, Corruption, classify, open_nofollow};
@@ -40,8 +40,8 @@ pub(crate) const MAX_LINE: usize = 1024 * 1024;
 /// let dir = tempfile::tempdir()?;
 /// let state = StateDir::open(dir.path())?;
 /// let log = state.log(&state.channel(Channel::new("bus")).join("events.jsonl")?)?;
-/// log.append([&serde_json::json!({"event": "sent", "id": 1})])?;
-/// log.append(&[serde_json::json!({"id": 2}), serde_json::json!({"id": 3})])?;
+/// log.append(&serde_json::json!({"event": "sent", "id": 1}))?;
+/// log.append_batch(&[serde_json::json!({"id": 2}), serde_json::json!({"id": 3})])?;
 /// let read = log.read_from::<serde_json::Value>(0)?;
 /// assert_eq!(read.records.len(), 3);
 /// assert!(read.torn_tail.is_none());
@@ -95,9 +95,7 @@ impl JsonLog {
         &self.path
     }
 
-    /// Appends records durably, one or many (`[&record]` for one), with
-    /// one write and one data sync; returns how many. All of them are
-    /// committed by the one sync, or none.
+    /// Appends one record durably.
     ///
     /// **Commit point:** the data sync after the write. A failure before it
     /// truncates the log back to its length before the append (under the
@@ -105,13 +103,24 @@ impl JsonLog {
     ///
     /// # Errors
     ///
-    /// [`Error::Serialize`] when a record cannot be serialized (nothing is
+    /// [`Error::Serialize`] when the record cannot be serialized (nothing is
     /// written); [`Error::Io`] when a step fails and the log was rolled back;
     /// [`Error::OutcomeUnknown`] when the rollback failed too, or the
-    /// directory sync of a new log failed (the records may be visible);
+    /// directory sync of a new log failed (the record may be visible);
     /// [`Error::Corrupt`] when something other than a regular file stands at
     /// the log's path.
-    pub fn append<'a, T, I>(&self, records: I) -> Result<usize>
+    pub fn append<T: Serialize + ?Sized>(&self, record: &T) -> Result<()> {
+        let line = self.line(record)?;
+        self.append_bytes(line)
+    }
+
+    /// Appends many records with one write and one data sync. Returns how many.
+    /// All of them are committed by the one sync, or none.
+    ///
+    /// # Errors
+    ///
+    /// As [`JsonLog::append`]; on a serialization error nothing is written.
+    pub fn append_batch<'a, T, I>(&self, records: I) -> Result<usize>
     where
         T: Serialize + 'a,
         I: IntoIterator<Item = &'a T>,
@@ -129,15 +138,15 @@ impl JsonLog {
     /// or when the kernel writes the file back (within about 5 s on ext4);
     /// a power cut before that may lose them, or keep a prefix as a torn
     /// tail, which the next append cuts (rule 1 of the Durability section).
-    /// Everything else is as [`JsonLog::append`]: one write under the
+    /// Everything else is as [`JsonLog::append_batch`]: one write under the
     /// lock, a torn tail cut first, a failed write truncated back.
     ///
     /// **Commit point:** the write.
     ///
     /// # Errors
     ///
-    /// As [`JsonLog::append`].
-    pub fn append_unsynced<'a, T, I>(&self, records: I) -> Result<usize>
+    /// As [`JsonLog::append_batch`].
+    pub fn append_batch_unsynced<'a, T, I>(&self, records: I) -> Result<usize>
     where
         T: Serialize + 'a,
         I: IntoIterator<Item = &'a T>,
@@ -166,6 +175,13 @@ impl JsonLog {
             self.append_bytes_with(buf, sync)?;
         }
         Ok(n)
+    }
+
+    fn line<T: Serialize + ?Sized>(&self, record: &T) -> Result<Vec<u8>> {
+        to_canonical_line(record).map_err(|source| Error::Serialize {
+            path: self.path.clone(),
+            source,
+        })
     }
 
     /// Opens the log for appending, creating it; returns the file, whether
@@ -206,6 +222,10 @@ impl JsonLog {
             path: self.path.clone(),
             reason: CorruptReason::NotARegularFile,
         })
+    }
+
+    fn append_bytes(&self, buf: Vec<u8>) -> Result<()> {
+        self.append_bytes_with(buf, true)
     }
 
     fn append_bytes_with(&self, buf: Vec<u8>, sync: bool) -> Result<()> {

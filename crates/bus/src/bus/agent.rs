@@ -149,13 +149,13 @@ impl Bus {
         let log = self
             .state
             .log(&self.agent_dir(agent).join_static(CONTROL))?;
-        log.append([&ControlLine {
+        log.append(&ControlLine {
             at: self.state.now(),
             command: ControlCommand {
                 op,
                 resource: resource.clone(),
             },
-        }])?;
+        })?;
         Ok(())
     }
 

@@ -356,7 +356,7 @@ impl<'a> Appender<'a> {
     /// the last chunk is never empty when anything was appended).
     fn push(&mut self, event: ManifestEvent) -> Result<()> {
         if self.chunk.len() >= REPAIR_CHUNK {
-            self.log.append_unsynced(&self.chunk)?;
+            self.log.append_batch_unsynced(&self.chunk)?;
             self.chunk.clear();
         }
         self.chunk.push(event);
@@ -366,7 +366,7 @@ impl<'a> Appender<'a> {
     /// Appends the last chunk, with a data sync that covers the chunks
     /// before it.
     fn finish(self) -> Result<()> {
-        self.log.append(&self.chunk)?;
+        self.log.append_batch(&self.chunk)?;
         Ok(())
     }
 }

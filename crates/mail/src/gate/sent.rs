@@ -358,7 +358,7 @@ mod tests {
             .collect();
         clear_journal(&mail.state, &path);
         let log = mail.state.log(&path).unwrap();
-        log.append_unsynced(&records).unwrap();
+        log.append_batch_unsynced(&records).unwrap();
         let text = journal(&mail, &path);
         assert!(
             text.lines().skip(1).all(|l| l.starts_with("{\"ctime\":")),

@@ -79,7 +79,7 @@ fn append_event(m: &Mail, event: &serde_json::Value) {
     m.state()
         .log(&m.manifest_path())
         .unwrap()
-        .append([event])
+        .append(event)
         .unwrap();
 }
 

@@ -382,7 +382,7 @@ fn a_directory_or_fifo_at_a_log_or_lock_path_is_typed() {
     let dlog = t.state.log(&dir.join_static("d.jsonl")).unwrap();
     fs::create_dir(dlog.path()).unwrap();
     not_a_file(dlog.read_from::<Value>(0).unwrap_err()).unwrap();
-    not_a_file(dlog.append([&json!({})]).unwrap_err()).unwrap();
+    not_a_file(dlog.append(&json!({})).unwrap_err()).unwrap();
     not_a_file(dlog.repair::<Value>().unwrap_err()).unwrap();
 
     let flog = t.state.log(&dir.join_static("f.jsonl")).unwrap();
@@ -395,10 +395,10 @@ fn a_directory_or_fifo_at_a_log_or_lock_path_is_typed() {
     )
     .unwrap();
     not_a_file(flog.read_from::<Value>(0).unwrap_err()).unwrap();
-    not_a_file(flog.append([&json!({})]).unwrap_err()).unwrap();
+    not_a_file(flog.append(&json!({})).unwrap_err()).unwrap();
     // With repair, the doctor moves it aside; afterwards the log works.
     t.state.quarantine(&dir.join_static("f.jsonl")).unwrap();
-    flog.append([&json!({"n": 1})]).unwrap();
+    flog.append(&json!({"n": 1})).unwrap();
 
     fs::create_dir(dir.as_path().join(".x.json.lock")).unwrap();
     not_a_file(t.state.lock(&dir.join_static("x.json")).unwrap_err()).unwrap();
@@ -505,8 +505,8 @@ fn walking_names_and_streaming_a_log_see_what_list_and_read_see() {
         .unwrap();
 
     let log = t.state.log(&dir.join_static("events.jsonl")).unwrap();
-    log.append([&json!({"n": 1})]).unwrap();
-    log.append([&json!({"n": 2})]).unwrap();
+    log.append(&json!({"n": 1})).unwrap();
+    log.append(&json!({"n": 2})).unwrap();
     fs::OpenOptions::new()
         .append(true)
         .open(log.path())

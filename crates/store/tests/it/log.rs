@@ -36,22 +36,22 @@ fn an_empty_batch_makes_no_log_and_no_call() {
     fs::create_dir_all(t.state.root().join("bus")).unwrap();
     io.set(Fault::nth(0, EIO));
     let none: [Value; 0] = [];
-    assert_eq!(log.append(&none).unwrap(), 0);
-    assert_eq!(log.append_unsynced(&none).unwrap(), 0);
+    assert_eq!(log.append_batch(&none).unwrap(), 0);
+    assert_eq!(log.append_batch_unsynced(&none).unwrap(), 0);
     assert!(!log.path().exists(), "an empty batch created the log");
     assert_eq!(io.calls(), []);
 }
 
-/// `append_unsynced` returns how many records it wrote, every reader
+/// `append_batch_unsynced` returns how many records it wrote, every reader
 /// sees them at once, and it syncs no data (a synced append does).
 #[test]
 fn an_unsynced_batch_is_read_back_whole_and_syncs_no_data() {
     let (_t, io, log) = counted();
-    log.append([&json!({"n": 0})]).unwrap();
+    log.append(&json!({"n": 0})).unwrap();
 
     io.set(Fault::nth(0, EIO));
     let batch = [json!({"n": 1}), json!({"n": 2}), json!({"n": 3})];
-    assert_eq!(log.append_unsynced(&batch).unwrap(), 3);
+    assert_eq!(log.append_batch_unsynced(&batch).unwrap(), 3);
     assert_eq!(io.calls(), [IoOp::Open, IoOp::Write]);
     assert_eq!(
         records(&log),
@@ -62,10 +62,10 @@ fn an_unsynced_batch_is_read_back_whole_and_syncs_no_data() {
             json!({"n": 3})
         ]
     );
-    assert_eq!(log.append_unsynced(&batch[..1]).unwrap(), 1);
+    assert_eq!(log.append_batch_unsynced(&batch[..1]).unwrap(), 1);
 
     io.set(Fault::nth(0, EIO));
-    assert_eq!(log.append(&batch[1..]).unwrap(), 2);
+    assert_eq!(log.append_batch(&batch[1..]).unwrap(), 2);
     assert_eq!(io.calls(), [IoOp::Open, IoOp::Write, IoOp::Sync]);
     assert_eq!(records(&log).len(), 7);
 }
@@ -76,11 +76,11 @@ fn an_unsynced_batch_is_read_back_whole_and_syncs_no_data() {
 #[test]
 fn an_append_whose_open_fails_reports_it_and_changes_nothing() {
     let (_t, io, log) = counted();
-    log.append([&json!({"n": 1})]).unwrap();
+    log.append(&json!({"n": 1})).unwrap();
     let before = fs::read(log.path()).unwrap();
 
     io.set(Fault::first(IoOp::Open, EIO));
-    let err = log.append([&json!({"n": 2})]).unwrap_err();
+    let err = log.append(&json!({"n": 2})).unwrap_err();
     assert!(
         matches!(&err, Error::Io { source, .. } if source.raw_os_error() == Some(EIO)),
         "{err:?}"
@@ -96,7 +96,7 @@ fn a_new_log_whose_create_fails_reports_that_error() {
     let (t, io, log) = counted();
     fs::create_dir_all(t.state.root().join("bus")).unwrap();
     io.set(Fault::first(IoOp::Create, EIO));
-    let err = log.append([&json!({"n": 1})]).unwrap_err();
+    let err = log.append(&json!({"n": 1})).unwrap_err();
     assert!(
         matches!(&err, Error::Io { source, .. } if source.raw_os_error() == Some(EIO)),
         "{err:?}"
@@ -111,11 +111,11 @@ fn a_new_log_whose_create_fails_reports_that_error() {
 #[test]
 fn a_log_created_by_another_writer_meanwhile_is_appended_to() {
     let (_t, io, log) = counted();
-    log.append([&json!({"n": 1})]).unwrap();
+    log.append(&json!({"n": 1})).unwrap();
     // The first open says "not there", as it would have just before the
     // other writer's create; the create then finds the log.
     io.set(Fault::first(IoOp::Open, ENOENT));
-    log.append([&json!({"n": 2})]).unwrap();
+    log.append(&json!({"n": 2})).unwrap();
     assert_eq!(
         io.calls(),
         [
@@ -135,7 +135,7 @@ fn a_log_created_by_another_writer_meanwhile_is_appended_to() {
 fn bytes_at_returns_the_range_asked_and_no_more() {
     let (_t, _io, log) = counted();
     assert_eq!(log.bytes_at(0, 10).unwrap(), None);
-    log.append(&[json!({"n": 1}), json!({"n": 22}), json!({"n": 333})])
+    log.append_batch(&[json!({"n": 1}), json!({"n": 22}), json!({"n": 333})])
         .unwrap();
     let all = fs::read(log.path()).unwrap();
     let len = all.len() as u64;
@@ -167,13 +167,13 @@ fn the_first_append_to_an_empty_log_syncs_its_directory() {
     fs::create_dir_all(t.state.root().join("bus")).unwrap();
     fs::write(log.path(), b"").unwrap();
     io.set(Fault::nth(0, EIO));
-    log.append([&json!({"n": 1})]).unwrap();
+    log.append(&json!({"n": 1})).unwrap();
     assert_eq!(
         io.calls(),
         [IoOp::Open, IoOp::Write, IoOp::Sync, IoOp::SyncDir]
     );
     io.set(Fault::nth(0, EIO));
-    log.append([&json!({"n": 2})]).unwrap();
+    log.append(&json!({"n": 2})).unwrap();
     assert_eq!(io.calls(), [IoOp::Open, IoOp::Write, IoOp::Sync]);
 }
 
@@ -185,12 +185,12 @@ fn a_failed_append_removes_only_a_log_it_created() {
     let (t, io, log) = counted();
     fs::create_dir_all(t.state.root().join("bus")).unwrap();
     io.set(Fault::first(IoOp::Write, EIO));
-    assert!(log.append([&json!({"n": 1})]).is_err());
+    assert!(log.append(&json!({"n": 1})).is_err());
     assert!(!log.path().exists(), "the log this append created was left");
 
     fs::write(log.path(), b"").unwrap();
     io.set(Fault::first(IoOp::Write, EIO));
-    assert!(log.append([&json!({"n": 1})]).is_err());
+    assert!(log.append(&json!({"n": 1})).is_err());
     assert_eq!(fs::read(log.path()).unwrap(), b"", "another's empty log");
 }
 
@@ -370,7 +370,7 @@ fn a_record_of_max_line_bytes_is_read_and_one_more_is_too_large() {
 #[test]
 fn a_torn_tail_longer_than_a_chunk_is_cut_at_the_last_newline() {
     let (_t, _io, log) = counted();
-    log.append([&json!({"n": 1})]).unwrap();
+    log.append(&json!({"n": 1})).unwrap();
     let clean = fs::read(log.path()).unwrap();
     let mut bytes = clean.clone();
     bytes.extend(std::iter::repeat_n(b'y', 150 * 1024));
@@ -381,7 +381,7 @@ fn a_torn_tail_longer_than_a_chunk_is_cut_at_the_last_newline() {
 
     // The same tail before an append: cut, then the record written whole.
     fs::write(log.path(), &bytes).unwrap();
-    log.append([&json!({"n": 2})]).unwrap();
+    log.append(&json!({"n": 2})).unwrap();
     assert_eq!(records(&log), [json!({"n": 1}), json!({"n": 2})]);
 }
 
@@ -407,8 +407,12 @@ fn log_reports_torn_tail_and_bad_lines_and_keeps_later_appends_whole() {
     let t = TempState::new();
     let dir = t.state.channel_dir(Channel::new("mail")).unwrap();
     let log: JsonLog = t.state.log(&dir.join_static("manifest.jsonl")).unwrap();
-    log.append([&json!({"n": 1})]).unwrap();
-    assert_eq!(log.append(&[json!({"n": 2}), json!({"n": 3})]).unwrap(), 2);
+    log.append(&json!({"n": 1})).unwrap();
+    assert_eq!(
+        log.append_batch(&[json!({"n": 2}), json!({"n": 3})])
+            .unwrap(),
+        2
+    );
     let whole = fs::read(log.path()).unwrap();
     assert_eq!(whole, b"{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n");
 
@@ -430,7 +434,7 @@ fn log_reports_torn_tail_and_bad_lines_and_keeps_later_appends_whole() {
 
     // A later append cuts the fragment (as `recover` does: it is the rest of
     // an append that never returned) and stays whole; no bad line is left.
-    log.append([&json!({"n": 5})]).unwrap();
+    log.append(&json!({"n": 5})).unwrap();
     let read = log.read_from::<Value>(0).unwrap();
     assert_eq!(read.records.last(), Some(&json!({"n": 5})));
     assert_eq!(read.records.len(), 4);
@@ -448,7 +452,7 @@ fn recover_truncates_only_the_torn_tail() {
     let dir = t.state.channel_dir(Channel::new("bus")).unwrap();
     let log = t.state.log(&dir.join_static("control.jsonl")).unwrap();
     assert_eq!(log.recover().unwrap(), None, "missing log: nothing to do");
-    log.append([&json!({"n": 1})]).unwrap();
+    log.append(&json!({"n": 1})).unwrap();
     assert_eq!(log.recover().unwrap(), None, "clean log: nothing cut");
     let mut bytes = fs::read(log.path()).unwrap();
     let clean = bytes.len() as u64;
@@ -471,9 +475,9 @@ fn log_refuses_unserializable_records_and_writes_nothing() {
     // serde_json turns NaN into null inside a Value, so use a map with a non-string key.
     let mut map = std::collections::HashMap::new();
     map.insert(vec![1u8], 1);
-    assert!(matches!(log.append([&map]), Err(Error::Serialize { .. })));
+    assert!(matches!(log.append(&map), Err(Error::Serialize { .. })));
     assert!(!log.path().exists());
-    assert_eq!(log.append(&bad).unwrap(), 2);
+    assert_eq!(log.append_batch(&bad).unwrap(), 2);
 }
 
 /// Issue 12: a log line far over `MAX_LINE` (no newline for megabytes) is
@@ -483,13 +487,13 @@ fn an_oversized_line_is_reported_and_the_rest_still_reads() {
     let t = TempState::new();
     let dir = t.state.channel_dir(Channel::new("mail")).unwrap();
     let log = t.state.log(&dir.join_static("manifest.jsonl")).unwrap();
-    log.append([&json!({"n": 1})]).unwrap();
+    log.append(&json!({"n": 1})).unwrap();
     let mut bytes = fs::read(log.path()).unwrap();
     let big = MAX_LINE * 3;
     bytes.extend(std::iter::repeat_n(b'x', big));
     bytes.push(b'\n');
     fs::write(log.path(), &bytes).unwrap();
-    log.append([&json!({"n": 2})]).unwrap();
+    log.append(&json!({"n": 2})).unwrap();
     let read = log.read_from::<Value>(0).unwrap();
     assert_eq!(read.records, [json!({"n": 1}), json!({"n": 2})]);
     assert_eq!(read.bad_lines.len(), 1);
@@ -521,7 +525,7 @@ fn repair_keeps_every_whole_record_and_quarantines_the_rest() {
         None,
         "missing log: nothing to do"
     );
-    log.append([&json!({"n": 1})]).unwrap();
+    log.append(&json!({"n": 1})).unwrap();
     assert_eq!(
         log.repair::<Value>().unwrap(),
         None,
@@ -543,7 +547,7 @@ fn repair_keeps_every_whole_record_and_quarantines_the_rest() {
     );
     assert!(quarantined.starts_with(dir.as_path().join(".quarantine")));
     // Appends carry on after it.
-    log.append([&json!({"n": 4})]).unwrap();
+    log.append(&json!({"n": 4})).unwrap();
     assert_eq!(log.read_from::<Value>(0).unwrap().records.len(), 3);
 }
 

@@ -88,7 +88,7 @@ fn symlinked_log_and_lock_are_refused() {
     symlink(&outside, dir.join_static("manifest.jsonl")).unwrap();
     let log = t.state.log(&dir.join_static("manifest.jsonl")).unwrap();
     assert!(matches!(
-        log.append([&json!({"e": 1})]),
+        log.append(&json!({"e": 1})),
         Err(Error::Symlink { .. })
     ));
     assert!(matches!(
@@ -175,7 +175,7 @@ fn logs_open_only_inside_the_root_and_the_reader_makes_nothing() {
     ));
 
     let log = t.state.log(&missing).unwrap();
-    log.append([&json!({"n": 1})]).unwrap();
+    log.append(&json!({"n": 1})).unwrap();
     assert_eq!(
         reader
             .read_from::<serde_json::Value>(0)

@@ -75,7 +75,7 @@ fn crash_writer(state: &StateDir, limit: u64, mut out: impl FnMut(&str)) {
             )
             .unwrap();
         out(&format!("replaced {n}"));
-        log.append([&Record { n, pad }]).unwrap();
+        log.append(&Record { n, pad }).unwrap();
         out(&format!("appended {n}"));
     }
 }

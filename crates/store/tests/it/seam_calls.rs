@@ -87,7 +87,7 @@ fn full_disk(try_tmpfs: bool) -> bool {
     let record = |i: usize| json!({"id": i.to_string(), "pad": "p".repeat(3000)});
     let mut acked = Vec::new();
     for i in 0..5 {
-        log.append([&record(i)]).unwrap();
+        log.append(&record(i)).unwrap();
         acked.push(i.to_string());
     }
     // The disk fills up.
@@ -104,8 +104,8 @@ fn full_disk(try_tmpfs: bool) -> bool {
     };
     let mut failures = 0;
     for i in 5..40 {
-        match log.append([&record(i)]) {
-            Ok(_) => acked.push(i.to_string()),
+        match log.append(&record(i)) {
+            Ok(()) => acked.push(i.to_string()),
             Err(e) => {
                 assert!(
                     !e.is_outcome_unknown(),
@@ -142,7 +142,7 @@ fn full_disk(try_tmpfs: bool) -> bool {
         Some(f) => fs::remove_file(f).unwrap(),
         None => fault.disarm(),
     }
-    log.append([&record(99)]).unwrap();
+    log.append(&record(99)).unwrap();
     acked.push("99".into());
     let c = log.read_from::<Value>(0).unwrap();
     assert!(c.torn_tail.is_none() && c.bad_lines.is_empty());
