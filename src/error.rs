@@ -115,11 +115,17 @@ impl chipset_store::Classify for Error {
 
 /// Classifies any error that holds a chipset error: the
 /// [`ErrorKind`](chipset_store::ErrorKind) of the first chipset error in
-/// `error`'s chain (itself, then each [`source`](std::error::Error::source)),
-/// or `None` when there is none. For a program that carries errors as
-/// `Box<dyn Error>` or `anyhow::Error`, where [`Classify`](chipset_store::Classify)
-/// cannot be called: the unknown outcome that a retry settles stays
-/// visible through the boxing.
+/// `error`'s chain (itself, then each [`source`](std::error::Error::source),
+/// and the error inside an `io::Error::other`), or `None` when there is
+/// none. For a program that carries errors as `Box<dyn Error>` or
+/// `anyhow::Error` (its `context` keeps the chain), where
+/// [`Classify`](chipset_store::Classify) cannot be called.
+///
+/// It knows the errors of this facade and of the crates it re-exports.
+/// A wrapper that forwards its inner error's `source` instead of naming
+/// the error (thiserror's `#[error(transparent)]`) hides it from any
+/// chain walk: wrap a chipset error with `#[from]` or `#[source]` on a
+/// variant with a message of its own, and it is found.
 ///
 /// ```
 /// use chipset::ErrorKind;
@@ -170,7 +176,15 @@ pub fn error_kind(error: &(dyn std::error::Error + 'static)) -> Option<chipset_s
         if e.is::<chipset_store::Unsupported>() {
             return Some(chipset_store::ErrorKind::Unsupported);
         }
-        next = e.source();
+        // An `io::Error` made of another error (`io::Error::other(e)`)
+        // reports `e`'s source as its own: look at `e` itself first.
+        next = match e
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+        {
+            Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+            None => e.source(),
+        };
     }
     None
 }
@@ -246,5 +260,23 @@ mod tests {
 
         let io = std::io::Error::other("not chipset's");
         assert_eq!(error_kind(&io), None);
+
+        // Inside an io::Error, whose own source skips it.
+        let inside = std::io::Error::other(chipset_store::Error::NotFound {
+            path: "hooks/a.json".into(),
+        });
+        assert_eq!(error_kind(&inside), Some(ErrorKind::NotFound));
+
+        // A transparent wrapper forwards the inner error's source, so the
+        // chipset error itself is never in the chain: documented.
+        #[derive(Debug, thiserror::Error)]
+        enum App {
+            #[error(transparent)]
+            Chipset(Error),
+        }
+        let hidden = App::Chipset(Error::from(chipset_store::Error::NotFound {
+            path: "hooks/a.json".into(),
+        }));
+        assert_eq!(error_kind(&hidden), None);
     }
 }

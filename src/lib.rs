@@ -75,7 +75,8 @@
 //! `OutcomeUnknown` may have made its change, and the same request, with
 //! the same ids, settles it: every write is safe to retry.
 //! An error carried as `Box<dyn Error>` or `anyhow::Error` is asked
-//! through [`error_kind`], which finds the chipset error in its chain.
+//! through [`error_kind`], which finds the chipset error in its source
+//! chain.
 //!
 //! # Waiting, sync and async
 //!
