@@ -142,7 +142,7 @@ pub enum WitnessAction {
 
 impl WitnessAction {
     /// Returns the incident key, for actions about one.
-    pub(crate) fn key(&self) -> Option<&IncidentKey> {
+    pub fn key(&self) -> Option<&IncidentKey> {
         match self {
             WitnessAction::HealthCheck { key, .. }
             | WitnessAction::StallWarning { key, .. }

@@ -28,8 +28,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chipset_loop::{
-    Brief, BriefEntry, Channels, IncidentKey, Rounds, RoundsConfig, Witness, WitnessAction,
-    WitnessConfig, WorkKind,
+    Brief, BriefEntry, Channels, Rounds, RoundsConfig, Witness, WitnessConfig, WorkKind,
 };
 
 use chipset_hook::Hooks;
@@ -49,24 +48,6 @@ pub(crate) trait BriefExt {
 impl BriefExt for Brief {
     fn entry(&self, kind: WorkKind) -> Option<&BriefEntry> {
         self.entries.iter().find(|e| e.kind == kind)
-    }
-}
-
-/// The incident a witness action is about, for actions about one.
-pub(crate) trait ActionExt {
-    fn key(&self) -> Option<&IncidentKey>;
-}
-
-impl ActionExt for WitnessAction {
-    fn key(&self) -> Option<&IncidentKey> {
-        match self {
-            WitnessAction::HealthCheck { key, .. }
-            | WitnessAction::StallWarning { key, .. }
-            | WitnessAction::Alive { key, .. }
-            | WitnessAction::Escalated { key, .. }
-            | WitnessAction::Closed { key, .. } => Some(key),
-            _ => None,
-        }
     }
 }
 

@@ -8,7 +8,6 @@ use chipset_mail::{Kind, MailPriority};
 use chipset_nudge::{NudgeType, Received};
 use chipset_store::{AgentId, ReadOutcome};
 
-use crate::ActionExt;
 use crate::{Setup, agent, bead, body_json, escalation_body, secs, setup};
 
 both!(
