@@ -48,9 +48,10 @@ pub(crate) enum NagRule {
     AtPollWhenQuiet,
 }
 
-/// A reminder rule per priority. The bus's, the default, follows the seed:
-/// critical every 30 s, high every 2 min, normal at the next poll, low at
-/// the next poll when nothing else is pending.
+/// A reminder rule per priority. The bus uses the default on both
+/// backends, which is the seed's cadence: critical every 30 s, high every
+/// 2 min, normal at the next poll, low at the next poll when nothing else
+/// is pending.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct NagPolicy {
     /// For critical events.

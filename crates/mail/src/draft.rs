@@ -69,9 +69,10 @@ impl Default for MailConfig {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
-/// A response answers one message, so it names one agent, and a group's
-/// draft cannot reach [`Mail::send`](crate::Mail::send), nor one agent's
-/// [`Mail::send_group`](crate::Mail::send_group):
+/// The recipient's type picks the door: a group's draft does not compile
+/// with [`Mail::send`](crate::Mail::send) (nor one agent's with
+/// [`Mail::send_group`](crate::Mail::send_group)), and only one agent's
+/// draft has [`NewMessage::response`]: a response answers one message.
 ///
 /// ```compile_fail,E0308
 /// use chipset_mail::{Mail, NewMessage};

@@ -2,7 +2,7 @@
 //! persistent reminders for open obligations ([`Reminders`]).
 //!
 //! ```
-//! use chipset_nudge::{NewNudge, Nudges, NudgeType, Received};
+//! use chipset_nudge::{Delivery, NewNudge, Nudges, NudgeType, Received};
 //! use chipset_store::{AgentId, ReadOutcome, StateDir};
 //!
 //! let tmp = tempfile::tempdir()?;
@@ -15,7 +15,8 @@
 //! let sent = nudges.send(&polecat, &draft.requiring_response())?;
 //! let sent_at = sent.nudge().timestamp;
 //! let ReadOutcome::Value(Received::New(nudge)) = nudges.receive(&polecat)? else { panic!("expected a nudge") };
-//! nudges.respond(&polecat, &nudge, "Working on gt-abc12")?;
+//! let answered = nudges.respond(&polecat, &nudge, "Working on gt-abc12")?;
+//! assert!(matches!(answered, Delivery::Delivered { .. }), "no abort held it back");
 //! nudges.mark_processed(&polecat, &nudge)?;
 //! assert!(matches!(nudges.receive(&polecat)?, ReadOutcome::Value(Received::Seen(_))));
 //!
