@@ -75,6 +75,25 @@ fn line(doc: &Value, agent: &str) -> Value {
     agents[0].clone()
 }
 
+/// Checks that the prune that printed `doc` removed the `n` oldest of
+/// ann's acknowledged events `before`, said so with their bytes, and
+/// left the `queued` events alone.
+fn removed_oldest(
+    env: &Env,
+    doc: &Value,
+    before: &[(PathBuf, u64)],
+    n: usize,
+    queued: &[(PathBuf, u64)],
+) {
+    let removed: u64 = before[..n].iter().map(|f| f.1).sum();
+    assert_eq!(
+        line(doc, "ann"),
+        json!({"agent": "ann", "events": n, "bytes": removed, "dedup_records": 0})
+    );
+    assert_eq!(files(env, "ann", "processed"), before[n..]);
+    assert_eq!(files(env, "ann", "queue"), queued);
+}
+
 #[test]
 fn keep_removes_the_oldest_and_never_a_queued_event() {
     let mut env = Env::new();
@@ -85,13 +104,7 @@ fn keep_removes_the_oldest_and_never_a_queued_event() {
     let doc = env
         .ok(&["--json", "bus", "prune", "--agent", "ann", "--keep", "2"])
         .json();
-    let removed: u64 = before[..2].iter().map(|f| f.1).sum();
-    assert_eq!(
-        line(&doc, "ann"),
-        json!({"agent": "ann", "events": 2, "bytes": removed, "dedup_records": 0})
-    );
-    assert_eq!(files(&env, "ann", "processed"), before[2..]);
-    assert_eq!(files(&env, "ann", "queue"), queued);
+    removed_oldest(&env, &doc, &before, 2, &queued);
     // Again: nothing more to remove.
     let doc = env
         .ok(&["--json", "bus", "prune", "--agent", "ann", "--keep", "2"])
@@ -116,10 +129,7 @@ fn max_bytes_keeps_the_newest_that_fit() {
     let doc = env
         .ok(&["--json", "bus", "prune", "--max-bytes", &fit])
         .json();
-    let removed: u64 = before[..2].iter().map(|f| f.1).sum();
-    assert_eq!(line(&doc, "ann")["events"], 2);
-    assert_eq!(line(&doc, "ann")["bytes"], removed);
-    assert_eq!(files(&env, "ann", "processed"), before[2..]);
+    removed_oldest(&env, &doc, &before, 2, &queued);
     // One byte less: only the newest fits.
     let less = (before[2].1 + before[3].1 - 1).to_string();
     env.ok(&["bus", "prune", "--max-bytes", &less]);
@@ -146,13 +156,7 @@ fn older_than_removes_only_the_old_events() {
     let doc = env
         .ok(&["--json", "bus", "prune", "--older-than", "1d"])
         .json();
-    let removed: u64 = before[..2].iter().map(|f| f.1).sum();
-    assert_eq!(
-        line(&doc, "ann"),
-        json!({"agent": "ann", "events": 2, "bytes": removed, "dedup_records": 0})
-    );
-    assert_eq!(files(&env, "ann", "processed"), before[2..]);
-    assert_eq!(files(&env, "ann", "queue"), queued);
+    removed_oldest(&env, &doc, &before, 2, &queued);
     // The newest is younger than a day, but not than a millisecond.
     std::thread::sleep(std::time::Duration::from_millis(5));
     env.ok(&["bus", "prune", "--older-than", "1ms"]);
