@@ -221,15 +221,14 @@ fn prune(ctx: &Ctx, bus: &Bus, args: &PruneArgs) -> Result<Output> {
         agents: Vec::new(),
         failed: Vec::new(),
     };
-    let mut failure: Option<CliError> = None;
+    let mut first_failure: Option<(AgentId, CliError)> = None;
     for agent in agents {
         match bus.prune(&agent, &retention) {
             Ok(pruned) => view.agents.push(AgentPruned::of(agent, pruned)),
             Err(e) => {
                 let e = CliError::from(e);
                 view.failed.push(AgentFailed::of(agent.clone(), &e));
-                let named = CliError::new(e.kind(), format!("bus prune of {agent}: {e}"));
-                failure.get_or_insert(named);
+                first_failure.get_or_insert((agent, e));
             }
         }
     }
@@ -247,13 +246,16 @@ fn prune(ctx: &Ctx, bus: &Bus, args: &PruneArgs) -> Result<Output> {
     } else {
         table.render(ctx.paint)
     };
-    if view.failed.len() > 1 {
-        failure = failure.map(|first| {
-            let others = view.failed.len() - 1;
-            let more = chipset_failure::plural(others, "other agent");
-            CliError::new(first.kind(), format!("{first} (and {more} failed)"))
-        });
-    }
+    let failure = first_failure.map(|(agent, e)| {
+        let more = match view.failed.len() - 1 {
+            0 => String::new(),
+            others => format!(
+                " (and {} failed)",
+                chipset_failure::plural(others, "other agent")
+            ),
+        };
+        CliError::new(e.kind(), format!("bus prune of {agent}: {e}{more}"))
+    });
     Ok(Output::new(text, output::json(&view)).with_failure(failure))
 }
 
