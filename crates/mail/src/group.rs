@@ -391,7 +391,7 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(a, copy_id(&g, &AgentId::new("ann").unwrap()));
         for id in [&a, &b] {
-            let s = SortableId::parse(id.as_str()).unwrap();
+            let s = id.as_str().parse::<SortableId>().unwrap();
             assert_eq!(s.unix_ms(), 1_795_408_569_000);
             let uuid = id.as_str().split_once('-').unwrap().1;
             assert!(

@@ -46,12 +46,28 @@ impl SortableId {
         SortableId(format!("{ms:013}-{}", to_uuid(bits).hyphenated()))
     }
 
-    /// Parses an id made by any writer that follows the format.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidId`] when `text` is not digits, a hyphen and a UUID.
-    pub fn parse(text: &str) -> Result<Self> {
+    /// Returns the millisecond part.
+    pub fn unix_ms(&self) -> i64 {
+        self.0
+            .split_once('-')
+            .and_then(|(ms, _)| ms.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Returns the id as a string slice.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Parses an id made by any writer that follows the format.
+///
+/// # Errors
+///
+/// [`Error::InvalidId`] when `text` is not digits, a hyphen and a UUID.
+impl std::str::FromStr for SortableId {
+    type Err = Error;
+    fn from_str(text: &str) -> Result<Self> {
         let invalid = |rule| Error::InvalidId {
             kind: "sortable id",
             value: text.to_owned(),
@@ -65,19 +81,6 @@ impl SortableId {
         }
         Uuid::try_parse(uuid).map_err(|_| invalid("must end with a hyphenated UUID"))?;
         Ok(SortableId(text.to_owned()))
-    }
-
-    /// Returns the millisecond part.
-    pub fn unix_ms(&self) -> i64 {
-        self.0
-            .split_once('-')
-            .and_then(|(ms, _)| ms.parse().ok())
-            .unwrap_or(0)
-    }
-
-    /// Returns the id as a string slice.
-    pub fn as_str(&self) -> &str {
-        &self.0
     }
 }
 
@@ -144,7 +147,7 @@ mod tests {
         let uuid = Uuid::parse_str(uuid).unwrap();
         assert_eq!(uuid.get_version_num(), 4);
         assert_eq!(uuid.get_variant(), uuid::Variant::RFC4122);
-        assert!(SortableId::parse(id.as_str()).is_ok());
+        assert!(id.as_str().parse::<SortableId>().is_ok());
     }
 
     #[test]
@@ -189,7 +192,7 @@ mod tests {
             // Twenty digits: more than any i64 millisecond needs.
             "10000000000000000000-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab",
         ] {
-            assert!(SortableId::parse(bad).is_err(), "{bad}");
+            assert!(bad.parse::<SortableId>().is_err(), "{bad}");
         }
     }
 
@@ -259,7 +262,7 @@ mod tests {
     #[test]
     fn parse_keeps_the_text_and_reads_its_millisecond() {
         let text = "1730000000123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab";
-        let id = SortableId::parse(text).unwrap();
+        let id = text.parse::<SortableId>().unwrap();
         assert_eq!(id.as_str(), text);
         assert_eq!(id.unix_ms(), 1_730_000_000_123);
         assert_eq!(id.to_string(), text);
@@ -267,6 +270,6 @@ mod tests {
         assert_eq!(String::from(id), text);
         // Nineteen digits (every i64 millisecond) parse.
         let max = "9223372036854775807-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab";
-        assert_eq!(SortableId::parse(max).unwrap().unix_ms(), i64::MAX);
+        assert_eq!(max.parse::<SortableId>().unwrap().unix_ms(), i64::MAX);
     }
 }

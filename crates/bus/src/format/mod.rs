@@ -122,7 +122,7 @@ impl EventId {
     /// [`chipset_store::Error::InvalidId`] when `value` is not `{digits}-{uuid}`.
     pub fn new(value: impl Into<String>) -> chipset_store::Result<Self> {
         let value = value.into();
-        SortableId::parse(&value)?;
+        value.parse::<SortableId>()?;
         Ok(EventId(value))
     }
 

@@ -266,7 +266,8 @@ fn killed_senders(place: &Place) {
     let sent = sent_ids(&mail);
     let logged: BTreeSet<&str> = sent.iter().map(MessageId::as_str).collect();
     for id in &reported {
-        SortableId::parse(id).unwrap_or_else(|_| panic!("seed {seed}: torn stdout line {id:?}"));
+        id.parse::<SortableId>()
+            .unwrap_or_else(|_| panic!("seed {seed}: torn stdout line {id:?}"));
         assert!(
             delivered.contains(id.as_str()),
             "seed {seed}: reported {id} not delivered"
