@@ -78,6 +78,29 @@
 //! through [`error_kind`], which finds the chipset error in its source
 //! chain.
 //!
+//! A message says what failed and where; the reason underneath (the
+//! system's "No space left on device", SQLite's) is its
+//! [`source`](std::error::Error::source), so print the chain, as
+//! anyhow's `{:#}` does and the `chipset` command line does:
+//!
+//! ```
+//! use std::error::Error as _;
+//!
+//! let tmp = tempfile::tempdir()?;
+//! let file = tmp.path().join("file");
+//! std::fs::write(&file, "x")?;
+//! let e = chipset::Chipset::open(file.join("state")).unwrap_err();
+//! let mut line = e.to_string(); // "failed to create state root `…/file/state`"
+//! let mut source = e.source();
+//! while let Some(s) = source {
+//!     line = format!("{line}: {s}");
+//!     source = s.source();
+//! }
+//! assert!(line.ends_with("Not a directory (os error 20)"), "{line}");
+//! assert_eq!(chipset::error_kind(&e), Some(chipset::ErrorKind::Io));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! # Waiting, sync and async
 //!
 //! Every wait blocks the calling thread: [`bus::Waiter::wait`],

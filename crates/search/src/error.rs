@@ -9,6 +9,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// What went wrong in a search, a catch-up or a rebuild.
 ///
+/// As every chipset error, its message does not repeat its
+/// [`source`](std::error::Error::source): print the chain for the whole
+/// story (SQLite's or the system's reason).
+///
 /// A query the index cannot answer (no words, too long, an unknown
 /// channel) is refused with a typed variant before anything is read. A
 /// damaged index is never an error a caller sees: it is rebuilt from the
@@ -57,7 +61,7 @@ pub enum Error {
     #[error(transparent)]
     Store(#[from] chipset_store::Error),
     /// The index failed in a way a rebuild did not cure.
-    #[error("failed to {op} the search index `{}`: {source}", path.display())]
+    #[error("failed to {op} the search index `{}`", path.display())]
     Index {
         /// What was being done.
         op: &'static str,
@@ -67,7 +71,7 @@ pub enum Error {
         source: rusqlite::Error,
     },
     /// The index's folder could not be made or cleared.
-    #[error("failed to {op} `{}`: {source}", path.display())]
+    #[error("failed to {op} `{}`", path.display())]
     Io {
         /// What was being done.
         op: &'static str,
@@ -166,5 +170,28 @@ mod tests {
             source: std::io::Error::from_raw_os_error(5),
         });
         assert_eq!(Error::from(unknown).kind(), ErrorKind::Io);
+    }
+
+    /// The message names the operation and the file; the reason is the
+    /// source, said once, so a chain printer does not say it twice.
+    #[test]
+    fn a_failure_says_its_reason_once_through_its_source() {
+        let cases = [
+            Error::Index {
+                op: "use",
+                path: "/state/.index/search/index.sqlite3".into(),
+                source: rusqlite::Error::InvalidQuery,
+            },
+            Error::Io {
+                op: "make",
+                path: "/state/.index/search".into(),
+                source: std::io::Error::other("No space left on device"),
+            },
+        ];
+        for e in cases {
+            let reason = std::error::Error::source(&e).expect("a source").to_string();
+            assert!(!e.to_string().contains(&reason), "{e}");
+            assert_eq!(e.kind(), ErrorKind::Io);
+        }
     }
 }

@@ -116,6 +116,8 @@ impl StateDir {
     ///
     /// # Errors
     ///
+    /// As [`StateDir::open_with`]: [`Error::InvalidId`] for an empty
+    /// `root`, [`Error::NotADirectory`] when a file stands there,
     /// [`Error::Io`] when the root cannot be created or resolved.
     pub fn open(root: impl AsRef<Path>) -> Result<Self> {
         Self::open_with(root, StateOptions::default())
@@ -127,14 +129,43 @@ impl StateDir {
     ///
     /// # Errors
     ///
-    /// [`Error::NotFound`] when there is no directory at `root` (and
-    /// `options.create` is false); [`Error::NotADirectory`] when something
-    /// else is there; [`Error::Io`] when the root cannot be created or
-    /// resolved.
+    /// [`Error::InvalidId`] when `root` is empty (it names no directory;
+    /// `.` is the working directory); [`Error::NotFound`] when there is no
+    /// directory at `root` (and `options.create` is false);
+    /// [`Error::NotADirectory`] when something else is there, whether or
+    /// not `options.create` is set; [`Error::Io`] when the root cannot be
+    /// created or resolved.
+    ///
+    /// ```
+    /// use chipset_store::{Error, StateDir};
+    ///
+    /// let tmp = tempfile::tempdir()?;
+    /// let file = tmp.path().join("state");
+    /// std::fs::write(&file, "not a directory")?;
+    /// assert!(matches!(StateDir::open(&file), Err(Error::NotADirectory { .. })));
+    /// assert!(matches!(StateDir::open(""), Err(Error::InvalidId { .. })));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn open_with(root: impl AsRef<Path>, options: StateOptions) -> Result<Self> {
         let root = root.as_ref();
-        if options.create {
-            fs::create_dir_all(root).map_err(|e| Error::io("create state root", root, e))?;
+        if root.as_os_str().is_empty() {
+            return Err(Error::InvalidId {
+                kind: "state root",
+                value: String::new(),
+                rule: "must not be empty: name a directory (`.` is the working directory)",
+            });
+        }
+        if options.create
+            && let Err(e) = fs::create_dir_all(root)
+        {
+            // A file where the root should be: the same answer as without
+            // `create`, rather than the creation's bare I/O failure.
+            if fs::metadata(root).is_ok_and(|m| !m.is_dir()) {
+                return Err(Error::NotADirectory {
+                    path: root.to_owned(),
+                });
+            }
+            return Err(Error::io("create state root", root, e));
         }
         match fs::metadata(root) {
             Ok(m) if m.is_dir() => {}
@@ -602,5 +633,33 @@ mod tests {
         assert_eq!(MAIL, Channel::try_new("mail").unwrap());
         assert_eq!(MAIL.to_string(), "mail");
         assert_eq!(format!("{MAIL:?}"), "Channel(\"mail\")");
+    }
+
+    /// A root that names nothing, or a file, is refused with its own
+    /// typed error whether or not the root is to be created, and nothing
+    /// is created.
+    #[test]
+    fn a_root_that_is_no_directory_is_refused_by_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("state");
+        fs::write(&file, "x").unwrap();
+        for create in [true, false] {
+            let options = StateOptions {
+                create,
+                ..StateOptions::default()
+            };
+            match StateDir::open_with(&file, options.clone()) {
+                Err(Error::NotADirectory { path }) => assert_eq!(path, file),
+                other => panic!("create {create}: {other:?}"),
+            }
+            match StateDir::open_with("", options) {
+                Err(e @ Error::InvalidId { .. }) => {
+                    assert_eq!(e.kind(), crate::ErrorKind::Invalid);
+                    assert!(e.to_string().contains("state root"), "{e}");
+                }
+                other => panic!("create {create}: {other:?}"),
+            }
+        }
+        assert_eq!(fs::read_to_string(&file).unwrap(), "x");
     }
 }
