@@ -238,8 +238,9 @@ fn closed() -> io::Error {
 }
 
 /// The message on a line (with its newline), nothing to do (a blank line,
-/// a notification that does not parse), or the answer to write.
-fn judge(line: &[u8]) -> Result<Option<ClientJsonRpcMessage>, Vec<u8>> {
+/// a notification that does not parse), or the answer to write (a line).
+/// An HTTP request's body is judged the same way.
+pub(crate) fn judge(line: &[u8]) -> Result<Option<ClientJsonRpcMessage>, Vec<u8>> {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let line = line.strip_prefix(BOM).unwrap_or(line);
