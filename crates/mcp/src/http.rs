@@ -7,8 +7,9 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 
+use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -16,6 +17,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 
 use crate::error::{Error, Result};
 use crate::server::Server;
+use crate::stdio::judge;
 
 /// The path the MCP endpoint is served at: `http://ADDR/mcp`.
 pub const MCP_PATH: &str = "/mcp";
@@ -160,12 +162,16 @@ pub async fn serve_http(
         Some(_) => StreamableHttpServerConfig::default().disable_allowed_hosts(),
         None => StreamableHttpServerConfig::default(),
     };
+    let limit = config.max_request_body_bytes;
     let service = StreamableHttpService::new(
         move || Ok(server.session()),
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    let mut router = axum::Router::new().nest_service(MCP_PATH, service);
+    // Layers added later run first: the token is checked before the body.
+    let mut router = axum::Router::new()
+        .nest_service(MCP_PATH, service)
+        .layer(axum::middleware::from_fn_with_state(limit, answer_bad_body));
     if let Some(token) = options.token {
         router = router.layer(axum::middleware::from_fn_with_state(
             Arc::new(token),
@@ -196,6 +202,57 @@ async fn require_token(State(token): State<Arc<Token>>, request: Request, next: 
         )
             .into_response()
     }
+}
+
+/// Answers a JSON POST whose body is no JSON-RPC message as JSON-RPC
+/// says: 400 with `-32700` (not JSON) or `-32600` (no message, with its
+/// id when readable), as on stdio. rmcp answers such a body with 415 and
+/// a line of text; its other checks (host, `Accept`, session) still come
+/// first, as the request goes to it unchanged and only its 415 is replaced.
+async fn answer_bad_body(State(limit): State<usize>, request: Request, next: Next) -> Response {
+    if request.method() != Method::POST || !is_json(request.headers()) {
+        return next.run(request).await;
+    }
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+    if declared.is_some_and(|length| length > limit) {
+        // rmcp refuses it with 413 before reading it whole.
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, limit).await else {
+        return (
+            StatusCode::BAD_REQUEST,
+            format!("the request body could not be read whole (at most {limit} bytes)\n"),
+        )
+            .into_response();
+    };
+    let answer = judge(&bytes).err();
+    let response = next
+        .run(Request::from_parts(parts, Body::from(bytes)))
+        .await;
+    match answer {
+        Some(answer) if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE => (
+            StatusCode::BAD_REQUEST,
+            [(header::CONTENT_TYPE, "application/json")],
+            answer,
+        )
+            .into_response(),
+        _ => response,
+    }
+}
+
+/// Whether the request says its body is JSON, as rmcp checks it.
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            let essence = v.split_once(';').map_or(v, |(essence, _)| essence);
+            essence.trim().eq_ignore_ascii_case("application/json")
+        })
 }
 
 #[cfg(test)]

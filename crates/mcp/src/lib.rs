@@ -128,13 +128,26 @@
 //! # Transports
 //!
 //! [`run_stdio`] serves one client on stdin and stdout (what agent hosts
-//! spawn). [`run_http`] serves streamable HTTP at `http://ADDR/mcp`
+//! spawn), one JSON-RPC message a line. A line that is not JSON (not
+//! UTF-8, cut short, or over 16 MiB, which is not held in memory) is
+//! answered with `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,
+//! "message":"Parse error","data":…}}`, and JSON that is no JSON-RPC
+//! message (an array, no `"jsonrpc":"2.0"`, a `method` that is not a
+//! string, …) with `-32600` `"Invalid Request"`, carrying the object's
+//! `id` when it is a string or a number (and the object no response),
+//! else `null`; the server then reads on. A notification is never
+//! answered, even one whose params do not parse, and a blank line is
+//! skipped. Each line out is written whole, so an answer never splits
+//! another. [`run_http`] serves streamable HTTP at `http://ADDR/mcp`
 //! ([`MCP_PATH`]): only on loopback addresses unless a bearer [`Token`] is
 //! configured, and then every request must carry `Authorization: Bearer
 //! <token>` or gets `401 Unauthorized`; a non-loopback address without a
 //! token is refused before binding ([`Error::NonLoopbackWithoutToken`]).
 //! Without a token the SDK also checks the `Host` header against loopback
-//! names, against DNS rebinding. [`serve_stdio`] and [`serve_http`] are the
+//! names, against DNS rebinding. A JSON POST whose body is no JSON-RPC
+//! message gets `400 Bad Request` with the same `-32700` or `-32600`
+//! error as on stdio, once the SDK's own checks (host, `Accept`, session)
+//! have passed. [`serve_stdio`] and [`serve_http`] are the
 //! async forms for callers that run their own tokio runtime.
 //!
 //! # Blocking
@@ -154,6 +167,7 @@ mod params;
 mod refuse;
 mod schema;
 mod server;
+mod stdio;
 pub mod view;
 mod watch;
 
@@ -173,8 +187,18 @@ pub use crate::server::{ERROR_META, Server};
 /// [`Error::Initialize`] when the client does not complete the MCP
 /// handshake; [`Error::Serve`].
 pub async fn serve_stdio(server: Server) -> Result<()> {
+    serve_lines(server, tokio::io::stdin(), tokio::io::stdout()).await
+}
+
+/// Serves `server` on newline-delimited JSON-RPC over `read` and `write`
+/// until `read` ends: [`serve_stdio`] on any pair of streams.
+async fn serve_lines<R, W>(server: Server, read: R, write: W) -> Result<()>
+where
+    R: tokio::io::AsyncRead + Send + Unpin + 'static,
+    W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
     let running = server
-        .serve(rmcp::transport::stdio())
+        .serve(stdio::Lines::new(read, write, stdio::MAX_LINE))
         .await
         .map_err(|e| Error::Initialize(e.to_string()))?;
     running

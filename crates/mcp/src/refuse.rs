@@ -11,6 +11,7 @@ use rmcp::service::{RequestContext, ServerInitializeError};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
 
 use crate::error::{Error, Result};
+use crate::stdio::{Lines, MAX_LINE};
 
 /// Refuses every request with one reason.
 #[derive(Debug, Clone)]
@@ -74,7 +75,8 @@ pub fn refuse_stdio(reason: impl Into<String>) -> Result<()> {
         .build()
         .map_err(Error::Runtime)?;
     runtime.block_on(async move {
-        match refusal.serve(rmcp::transport::stdio()).await {
+        let lines = Lines::new(tokio::io::stdin(), tokio::io::stdout(), MAX_LINE);
+        match refusal.serve(lines).await {
             // The client has the reason.
             Err(ServerInitializeError::InitializeFailed(_)) => Ok(()),
             Err(e) => Err(Error::Initialize(e.to_string())),

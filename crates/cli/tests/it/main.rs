@@ -26,6 +26,7 @@ mod mail;
 mod mcp;
 mod mcp_brief;
 mod mcp_http;
+mod mcp_stdio;
 mod mcp_tools;
 mod migrate;
 mod nubos;

@@ -47,25 +47,34 @@ impl HttpServer {
 
     /// Returns the status code of a bare `initialize` POST with `authorization`.
     fn post_status(&self, authorization: Option<&str>) -> u16 {
-        let rest = self.url.strip_prefix("http://").unwrap();
-        let (authority, path) = rest.split_once('/').unwrap();
         let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
         let auth = authorization.map_or_else(String::new, |a| format!("Authorization: {a}\r\n"));
-        let request = format!(
+        let accept = "Accept: application/json, text/event-stream\r\n";
+        self.post(&format!("{accept}{auth}"), body.as_bytes()).0
+    }
+
+    /// POSTs `body` as JSON with the `headers` lines; returns the status
+    /// and the response's body.
+    fn post(&self, headers: &str, body: &[u8]) -> (u16, String) {
+        let rest = self.url.strip_prefix("http://").unwrap();
+        let (authority, path) = rest.split_once('/').unwrap();
+        let head = format!(
             "POST /{path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
-             Accept: application/json, text/event-stream\r\n{auth}Content-Length: {}\r\n\
-             Connection: close\r\n\r\n{body}",
+             {headers}Content-Length: {}\r\nConnection: close\r\n\r\n",
             body.len()
         );
         let mut stream = TcpStream::connect(authority).unwrap();
-        stream.write_all(request.as_bytes()).unwrap();
+        stream.write_all(head.as_bytes()).unwrap();
+        stream.write_all(body).unwrap();
         let mut response = String::new();
         let _ = stream.read_to_string(&mut response);
-        response
+        let status = response
             .split_whitespace()
             .nth(1)
             .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("not an HTTP response: {response:?}"))
+            .unwrap_or_else(|| panic!("not an HTTP response: {response:?}"));
+        let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+        (status, body.to_owned())
     }
 
     async fn connect(&self, token: Option<&str>) -> Client {
@@ -127,6 +136,33 @@ fn http_with_a_token_refuses_requests_without_it() {
     let server = HttpServer::start(&env, &["--token-file", file.to_str().unwrap()], None);
     assert_eq!(server.post_status(Some("Bearer s3cret")), 401);
     assert_eq!(server.post_status(Some("Bearer from-a-file")), 200);
+}
+
+/// A body that is no JSON-RPC message gets 400 and a JSON-RPC error (rmcp
+/// alone answers 415 and a line of text), after rmcp's own checks.
+#[test]
+fn http_answers_a_body_that_is_no_message_with_a_json_rpc_error() {
+    let env = Env::new();
+    let server = HttpServer::start(&env, &[], None);
+    let accept = "Accept: application/json, text/event-stream\r\n";
+    let error = |body: &[u8]| {
+        let (status, said) = server.post(accept, body);
+        assert_eq!(status, 400, "{said}");
+        let said: serde_json::Value = serde_json::from_str(&said).unwrap();
+        assert_eq!(said["jsonrpc"], "2.0", "{said}");
+        assert!(said.as_object().unwrap().contains_key("id"), "{said}");
+        (said["error"]["code"].as_i64().unwrap(), said["id"].clone())
+    };
+    let null = serde_json::Value::Null;
+    assert_eq!(error(b"this is not json"), (-32700, null.clone()));
+    assert_eq!(error(b"\xff\xfe"), (-32700, null.clone()));
+    let v1 = br#"{"jsonrpc":"1.0","id":8,"method":"tools/list"}"#;
+    assert_eq!(error(v1), (-32600, json!(8)));
+    assert_eq!(error(b"[]"), (-32600, null));
+    // rmcp's checks come first: without the `Accept` it wants, 406.
+    assert_eq!(server.post("", b"this is not json").0, 406);
+    // And the server serves on.
+    assert_eq!(server.post_status(None), 200);
 }
 
 #[test]
