@@ -103,7 +103,7 @@ pub enum Error {
     /// one that failed), then failed: the same change again finishes it,
     /// leaving those alone. An unknown outcome
     /// ([`Classify::is_outcome_unknown`]).
-    #[error("the list changed for {} of the agents, then: {source}", changed.len())]
+    #[error("the list changed for {} of the agents, then failed", changed.len())]
     PartlyChanged {
         /// The agents whose profiles changed.
         changed: Vec<AgentId>,

@@ -36,8 +36,9 @@
 //!
 //! # Messages
 //!
-//! The message is the error and its sources joined by `: ` (the libraries
-//! never repeat a source in their own message), and [`Failure`]'s `Display`
+//! The message is the error and its sources joined by `: ` (a library's
+//! message does not repeat its source; a source whose text the message
+//! already ends with is not said twice), and [`Failure`]'s `Display`
 //! joins its lines into one. The refusals that the shells themselves decide
 //! (acting on an empty hook, a nudge held behind an abort, unreadable files
 //! in a listing) have named constructors here, so both shells word them
@@ -386,8 +387,9 @@ fn doctor_for(all_unsupported: bool) -> (ErrorKind, &'static str) {
     }
 }
 
-/// Returns the error and its sources joined by `: ` (the libraries never
-/// repeat a source in their own message).
+/// Returns the error and its sources joined by `: `, skipping a source
+/// the text already ends with (mail's backend error says its source's
+/// message as its own).
 fn chain(error: &dyn StdError) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
@@ -632,17 +634,14 @@ mod tests {
             bead: chipset_hook::BeadId::new("b-1").unwrap(),
         };
         assert_eq!(Failure::from(refused()).exit_status(), 1);
-        let tick = chipset_loop::Error::PartlyDone {
+        let e = Failure::from(chipset_loop::Error::PartlyDone {
             op: "dispatcher tick",
             source: Box::new(refused()),
-        };
-        let e = Failure::from(tick);
+        });
         assert_eq!(e.exit_status(), OUTCOME_UNKNOWN, "{e}");
-        assert!(
-            e.to_string()
-                .starts_with("the dispatcher tick failed part way"),
-            "{e}"
-        );
+        // The reason, from the source chain, is said once.
+        let said = "the dispatcher tick failed part way, after changing state";
+        assert_eq!(e.to_string(), format!("{said}: {}", refused()));
     }
 
     #[test]
@@ -662,6 +661,7 @@ mod tests {
                 .starts_with("message `1-x` may have been sent"),
             "{e}"
         );
+        assert_eq!(e.to_string().matches("os error 5").count(), 1, "{e}");
         let partly = Failure::from(chipset_nudge::Error::ResponseNotDelivered {
             sender: AgentId::new("w").unwrap(),
             source: Box::new(chipset_nudge::Error::ReminderNotFound { id: "x".into() }),

@@ -119,7 +119,7 @@ pub enum Error {
     /// A forced release mailed its holder, then failed to remove the lease
     /// (it may be removed when `source`'s outcome is unknown): retry the
     /// forced release, which finishes it without mailing again.
-    #[error("lease {} was not released, though `{}` was told it was: {source}", lease.token, lease.holder)]
+    #[error("lease {} was not released, though `{}` was told it was", lease.token, lease.holder)]
     PartlyReleased {
         /// The lease that was to be released.
         lease: Box<Lease>,

@@ -97,7 +97,7 @@ pub enum Error {
     /// ([`Classify`](chipset_store::Classify)); `source` is the
     /// failure. A call that fails before changing anything returns the
     /// failure itself.
-    #[error("the {op} failed part way, after changing state: {source}")]
+    #[error("the {op} failed part way, after changing state")]
     PartlyDone {
         /// The call: `dispatcher tick`, `witness tick`, `round route`,
         /// `round commit`, `work completion` (the hook completed, its

@@ -103,7 +103,7 @@ pub enum Error {
     /// A response was recorded (its commit point) but its copy in the
     /// sender's `latest.json` was not written. Respond again with the same
     /// message: the recorded response is reused and delivered.
-    #[error("the response to `{sender}` is recorded, but it was not delivered: {source}")]
+    #[error("the response to `{sender}` is recorded, but it was not delivered")]
     ResponseNotDelivered {
         /// The sender of the nudge answered.
         sender: chipset_store::AgentId,

@@ -122,7 +122,7 @@ pub enum Error {
     /// ids ([`NewItem::with_id`](crate::NewItem::with_id), its generated ids
     /// included): the retry returns what the first attempt did, says
     /// `existing` when it had applied, and finishes what it left.
-    #[error("{op} {} may have taken effect: {source}", join(ids))]
+    #[error("{op} {} may have taken effect", join(ids))]
     OutcomeUnknown {
         /// What was being done: `posting`, `claiming`, `releasing`,
         /// `finishing` or `returning`.
